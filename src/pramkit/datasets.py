@@ -1,0 +1,214 @@
+"""The built-in census-like data.
+
+:func:`census` generates, deterministically, a file with the structure of the
+New York 2000 census sample used by Ayed, Battiston and Camerlenghi (953 076
+persons; ten categorical variables with 3, 4, 9, 2, 6, 5, 11, 4, 3 and 3
+levels).  It is not real data: every record is drawn from a chain of
+conditional distributions chosen to give census-like margins and the
+dependence an analyst would expect:
+
+* ``sex`` ~ (0.48, 0.52); ``age`` | sex (women live longer); ``race`` marginal;
+* ``ownership`` | age, race (owning rises with age; group quarters for the
+  young and the very old);
+* ``mortgage`` | ownership, age ("n/a" unless owned; free and clear rises with age);
+* ``marital_status`` | age, sex (children never married; widowhood rises with
+  age, more among women);
+* ``education`` | age, race (children in school grades; adults shift to
+  higher levels in younger cohorts);
+* ``employment`` | age, sex, education ("n/a" under 16; participation peaks
+  at 25-54 and rises with education);
+* ``disability`` | age; ``veteran`` | age, sex.
+
+The full cross-classification has 2 566 080 cells, most of them empty or
+sparse, as in a real census.  The generator is documented in
+``docs/data.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: Rows of the NY 2000 sample in the DP paper.
+NY_ROWS = 953_076
+
+#: Variables and their categories, in file order.
+CENSUS_VARIABLES: dict[str, tuple[str, ...]] = {
+    "ownership": ("owned", "rented", "n/a"),
+    "mortgage": ("n/a", "free and clear", "mortgage", "second mortgage"),
+    "age": ("0-9", "10-17", "18-24", "25-34", "35-44", "45-54", "55-64", "65-74", "75+"),
+    "sex": ("male", "female"),
+    "marital_status": (
+        "married, spouse present", "married, spouse absent", "separated",
+        "divorced", "widowed", "never married",
+    ),
+    "race": ("white", "black", "asian", "other", "two or more"),
+    "education": (
+        "n/a", "none", "grades 1-4", "grades 5-8", "grade 9", "grade 10", "grade 11",
+        "grade 12, no diploma", "high school", "some college", "bachelor or higher",
+    ),
+    "employment": ("n/a", "employed", "unemployed", "not in labor force"),
+    "disability": ("n/a", "no", "yes"),
+    "veteran": ("n/a", "no", "yes"),
+}
+
+
+def _normalise(t: np.ndarray) -> np.ndarray:
+    t = np.asarray(t, dtype=float)
+    return t / t.sum(axis=-1, keepdims=True)
+
+
+def _draw(rng: np.random.Generator, table: np.ndarray, parent: np.ndarray | None, n: int) -> np.ndarray:
+    """Codes drawn row by row from ``table[parent[i]]`` (a single row if ``parent`` is None)."""
+    table = _normalise(np.atleast_2d(table))
+    cdf = np.cumsum(table, axis=1)[:, :-1]
+    rows = cdf[parent] if parent is not None else np.broadcast_to(cdf[0], (n, cdf.shape[1]))
+    u = rng.random(n)
+    return (u[:, None] >= rows).sum(axis=1).astype(np.int8)
+
+
+def _age_table() -> np.ndarray:
+    male = [13.5, 11.5, 10.0, 14.5, 16.0, 13.5, 9.0, 6.5, 4.5]
+    female = [12.5, 10.5, 9.5, 14.0, 15.5, 13.5, 9.5, 7.5, 8.0]
+    return np.array([male, female])
+
+
+def _ownership_table() -> np.ndarray:
+    # P(owned) by age and a race factor; group quarters by age.
+    own_by_age = np.array([0.55, 0.56, 0.30, 0.38, 0.52, 0.60, 0.66, 0.68, 0.62])
+    gq_by_age = np.array([0.005, 0.01, 0.07, 0.012, 0.01, 0.01, 0.012, 0.02, 0.09])
+    race_factor = np.array([1.15, 0.65, 0.85, 0.55, 0.75])
+    t = np.empty((9, 5, 3))
+    for a in range(9):
+        for r in range(5):
+            own = min(own_by_age[a] * race_factor[r], 0.9)
+            gq = gq_by_age[a]
+            t[a, r] = [own * (1 - gq), (1 - own) * (1 - gq), gq]
+    return t.reshape(45, 3)
+
+
+def _mortgage_table() -> np.ndarray:
+    free_by_age = np.array([0.25, 0.27, 0.30, 0.15, 0.18, 0.25, 0.40, 0.65, 0.80])
+    t = np.zeros((3, 9, 4))
+    for a in range(9):
+        f = free_by_age[a]
+        t[0, a] = [0.0, f, (1 - f) * 0.86, (1 - f) * 0.14]
+        t[1, a] = [1.0, 0, 0, 0]
+        t[2, a] = [1.0, 0, 0, 0]
+    return t.reshape(27, 4)
+
+
+def _marital_table() -> np.ndarray:
+    # columns: married present, married absent, separated, divorced, widowed, never married
+    base = {
+        0: [0, 0, 0, 0, 0, 1],
+        1: [0.002, 0.001, 0.001, 0.0, 0.0, 0.996],
+        2: [0.12, 0.02, 0.015, 0.01, 0.002, 0.833],
+        3: [0.45, 0.04, 0.035, 0.05, 0.003, 0.422],
+        4: [0.58, 0.04, 0.04, 0.11, 0.01, 0.22],
+        5: [0.60, 0.035, 0.035, 0.15, 0.03, 0.15],
+        6: [0.60, 0.03, 0.03, 0.15, 0.08, 0.11],
+        7: [0.56, 0.025, 0.02, 0.11, 0.20, 0.085],
+        8: [0.35, 0.02, 0.01, 0.06, 0.50, 0.06],
+    }
+    t = np.empty((9, 2, 6))
+    for a in range(9):
+        row = np.array(base[a], dtype=float)
+        t[a, 0] = row
+        female = row.copy()
+        female[4] *= 2.6 if a >= 5 else 1.0
+        female[0] *= 0.9 if a >= 6 else 1.0
+        t[a, 1] = female
+    return t.reshape(18, 6)
+
+
+def _education_table() -> np.ndarray:
+    # columns: n/a, none, 1-4, 5-8, 9, 10, 11, 12 no dipl., high school, some college, bachelor+
+    child = [
+        [0.30, 0.30, 0.40, 0, 0, 0, 0, 0, 0, 0, 0],  # 0-9
+        [0, 0.004, 0.006, 0.40, 0.16, 0.15, 0.14, 0.09, 0.03, 0.02, 0],  # 10-17
+    ]
+    adult_young = [0, 0.01, 0.005, 0.03, 0.02, 0.025, 0.03, 0.03, 0.26, 0.34, 0.25]
+    adult_old = [0, 0.03, 0.02, 0.12, 0.04, 0.04, 0.04, 0.04, 0.34, 0.16, 0.15]
+    race_shift = np.array([1.0, 0.75, 1.35, 0.6, 0.9])  # factor on "some college" and "bachelor+"
+    t = np.empty((9, 5, 11))
+    for a in range(9):
+        for r in range(5):
+            if a < 2:
+                row = np.array(child[a], dtype=float)
+            else:
+                w = (a - 2) / 6.0
+                row = (1 - w) * np.array(adult_young) + w * np.array(adult_old)
+                row[9:] *= race_shift[r]
+                row[1:8] *= 1.0 / race_shift[r] ** 0.5
+            t[a, r] = row
+    return t.reshape(45, 11)
+
+
+def _employment_table() -> np.ndarray:
+    # columns: n/a, employed, unemployed, not in labor force
+    emp_by_age = np.array([0, 0.10, 0.55, 0.76, 0.78, 0.77, 0.62, 0.20, 0.05])
+    na_by_age = np.array([1.0, 0.75, 0, 0, 0, 0, 0, 0, 0])
+    edu_factor = np.array([1, 0.55, 0.6, 0.7, 0.75, 0.8, 0.8, 0.85, 1.0, 1.05, 1.15])
+    t = np.empty((9, 2, 11, 4))
+    for a in range(9):
+        for s in range(2):
+            for e in range(11):
+                emp = min(emp_by_age[a] * edu_factor[e] * (0.88 if s == 1 else 1.0), 0.95)
+                unemp = 0.06 * (1.0 if a > 1 else 0.0) * (1.3 if e < 8 else 0.8)
+                na = na_by_age[a]
+                rest = 1 - na
+                t[a, s, e] = [na, rest * emp, rest * unemp, rest * max(1 - emp - unemp, 0.01)]
+    return t.reshape(9 * 2 * 11, 4)
+
+
+def _disability_table() -> np.ndarray:
+    yes_by_age = np.array([0, 0.05, 0.07, 0.08, 0.10, 0.13, 0.20, 0.30, 0.48])
+    t = np.empty((9, 3))
+    for a in range(9):
+        t[a] = [1, 0, 0] if a == 0 else [0, 1 - yes_by_age[a], yes_by_age[a]]
+    return t
+
+
+def _veteran_table() -> np.ndarray:
+    vet_male = np.array([0, 0, 0.02, 0.04, 0.07, 0.10, 0.20, 0.38, 0.30])
+    t = np.empty((9, 2, 3))
+    for a in range(9):
+        for s in range(2):
+            if a < 2:
+                t[a, s] = [1, 0, 0]
+            else:
+                v = vet_male[a] * (1.0 if s == 0 else 0.06)
+                t[a, s] = [0, 1 - v, v]
+    return t.reshape(18, 3)
+
+
+def census(n_rows: int = NY_ROWS, *, seed: int = 2000) -> pd.DataFrame:
+    """A census-like file of ``n_rows`` persons (deterministic for a given seed).
+
+    Returns a DataFrame whose ten columns are pandas categoricals with the
+    categories of :data:`CENSUS_VARIABLES`, in that order.
+    """
+    if n_rows < 1:
+        raise ValueError("n_rows must be at least 1")
+    rng = np.random.default_rng(seed)
+    n = n_rows
+    sex = _draw(rng, [0.48, 0.52], None, n)
+    age = _draw(rng, _age_table(), sex, n)
+    race = _draw(rng, [0.62, 0.16, 0.07, 0.12, 0.03], None, n)
+    ownership = _draw(rng, _ownership_table(), age * 5 + race, n)
+    mortgage = _draw(rng, _mortgage_table(), ownership * 9 + age, n)
+    marital = _draw(rng, _marital_table(), age * 2 + sex, n)
+    education = _draw(rng, _education_table(), age * 5 + race, n)
+    employment = _draw(rng, _employment_table(), (age * 2 + sex) * 11 + education, n)
+    disability = _draw(rng, _disability_table(), age, n)
+    veteran = _draw(rng, _veteran_table(), age * 2 + sex, n)
+    codes = {
+        "ownership": ownership, "mortgage": mortgage, "age": age, "sex": sex,
+        "marital_status": marital, "race": race, "education": education,
+        "employment": employment, "disability": disability, "veteran": veteran,
+    }
+    return pd.DataFrame({
+        name: pd.Categorical.from_codes(codes[name], categories=list(cats))
+        for name, cats in CENSUS_VARIABLES.items()
+    })

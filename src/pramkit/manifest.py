@@ -1,0 +1,283 @@
+"""The release manifest: a versioned JSON file describing every perturbed variable.
+
+It is published beside the released file, so analysts know exactly how the
+data were perturbed (the matrix), what that guarantees (epsilon per variable
+and per record) and how the matrix was designed (provenance).  The schema is
+documented in ``docs/manifest.md``.  Reading a manifest validates every field
+and names the first malformed one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pramkit._version import __version__
+from pramkit.atomic import write_text_atomic
+from pramkit.errors import ManifestError, MatrixError
+from pramkit.matrix import PramMatrix, Provenance
+from pramkit.privacy.epsilon import record_epsilon
+
+FORMAT = "pramkit-manifest"
+VERSION = 1
+MissingPolicy = Literal["keep", "category"]
+_MISSING_POLICIES = ("keep", "category")
+#: Relative tolerance when checking a stored epsilon against the matrix.
+_EPS_TOL = 1e-9
+
+
+def epsilon_to_json(eps: float) -> float | str:
+    """JSON has no infinity: an infinite epsilon is written as the string ``"inf"``."""
+    return eps if math.isfinite(eps) else "inf"
+
+
+@dataclass(frozen=True)
+class PerturbedVariable:
+    """One perturbed column of a release.
+
+    name: the column's name in the data
+    matrix: its PRAM matrix, whose categories are the column's values
+    missing: ``"keep"`` (missing values stay missing and are not perturbed) or
+        ``"category"`` (missing is a category, labelled ``None``, perturbed like the others)
+    """
+
+    name: str
+    matrix: PramMatrix
+    missing: MissingPolicy = "keep"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ManifestError("a perturbed variable needs a non-empty name")
+        if self.missing not in _MISSING_POLICIES:
+            raise ManifestError(f"missing must be one of {_MISSING_POLICIES}, not {self.missing!r}")
+        if self.missing == "category" and None not in self.matrix.categories:
+            raise ManifestError(
+                f"variable {self.name!r}: missing is declared a category, so null must be one of its categories"
+            )
+
+    @property
+    def epsilon(self) -> float:
+        return self.matrix.epsilon
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.matrix
+        return {
+            "name": self.name,
+            "categories": list(m.categories),
+            "matrix": m.matrix.tolist(),
+            "epsilon": epsilon_to_json(m.epsilon),
+            "missing": self.missing,
+            "bistochastic": m.is_bistochastic,
+            "min_diagonal": m.min_diagonal,
+            "design": m.provenance.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Every perturbed variable of a release, perturbed independently of each other.
+
+    The record's epsilon is the sum of the variables' epsilons (sequential
+    composition); see :func:`pramkit.privacy.record_epsilon`.
+    """
+
+    variables: tuple[PerturbedVariable, ...]
+    input: Mapping[str, Any] = field(default_factory=dict)
+    created: str = ""
+    pramkit_version: str = __version__
+
+    def __post_init__(self) -> None:
+        variables = tuple(self.variables)
+        if not variables:
+            raise ManifestError("a manifest needs at least one perturbed variable")
+        names = [v.name for v in variables]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ManifestError(f"variable(s) {sorted(dup)} appear more than once")
+        object.__setattr__(self, "variables", variables)
+        if not self.created:
+            stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+            object.__setattr__(self, "created", stamp)
+
+    @classmethod
+    def of(cls, matrices: Mapping[str, PramMatrix], **kwargs: Any) -> "Manifest":
+        """A manifest from ``{column name: matrix}`` (missing values kept)."""
+        return cls(tuple(PerturbedVariable(n, m) for n, m in matrices.items()), **kwargs)
+
+    @property
+    def record_epsilon(self) -> float:
+        return record_epsilon([v.epsilon for v in self.variables])
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self.variables]
+
+    def __getitem__(self, name: str) -> PerturbedVariable:
+        for v in self.variables:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "pramkit_version": self.pramkit_version,
+            "created": self.created,
+            "composition": "independent variables: the record's epsilon is the sum of the variables' epsilons",
+            "record_epsilon": epsilon_to_json(self.record_epsilon),
+            "input": dict(self.input),
+            "variables": [v.to_dict() for v in self.variables],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    def write(self, path: str | Path, *, force: bool = False) -> Path:
+        """Write the manifest atomically (never over an existing file unless ``force``)."""
+        return write_text_atomic(path, self.to_json(), force=force)
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Manifest":
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ManifestError(f"manifest {str(p)!r} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ManifestError(f"cannot read manifest {str(p)!r}: {exc}") from None
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"manifest {str(p)!r} is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Manifest":
+        """Validate a parsed manifest; errors name the offending field."""
+        if not isinstance(data, dict):
+            raise ManifestError("the manifest must be a JSON object")
+        if data.get("format") != FORMAT:
+            raise ManifestError(f"field 'format' must be {FORMAT!r}, got {data.get('format')!r}")
+        version = data.get("version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ManifestError("field 'version' must be an integer")
+        if version > VERSION or version < 1:
+            raise ManifestError(f"field 'version' is {version}; this pramkit reads versions 1..{VERSION}")
+        raw_vars = data.get("variables")
+        if not isinstance(raw_vars, list) or not raw_vars:
+            raise ManifestError("field 'variables' must be a non-empty list")
+        variables = tuple(_variable_from_dict(v, f"variables[{i}]") for i, v in enumerate(raw_vars))
+        inp = data.get("input", {})
+        if not isinstance(inp, dict):
+            raise ManifestError("field 'input' must be an object")
+        created = data.get("created", "")
+        if not isinstance(created, str):
+            raise ManifestError("field 'created' must be a string")
+        version_str = data.get("pramkit_version", "unknown")
+        if not isinstance(version_str, str):
+            raise ManifestError("field 'pramkit_version' must be a string")
+        try:
+            manifest = cls(variables, input=inp, created=created or "unknown", pramkit_version=version_str)
+        except ManifestError as exc:
+            raise ManifestError(f"field 'variables': {exc}") from None
+        if "record_epsilon" in data:
+            _check_epsilon(data["record_epsilon"], manifest.record_epsilon, "record_epsilon")
+        return manifest
+
+
+def _reject_constant(name: str) -> None:
+    raise ManifestError(f"the manifest contains {name}, which is not valid JSON (write infinity as \"inf\")")
+
+
+def _epsilon_from_json(value: Any, where: str) -> float:
+    if value == "inf":
+        return math.inf
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    raise ManifestError(f"field '{where}' must be a non-negative number or \"inf\", got {value!r}")
+
+
+def _check_epsilon(value: Any, actual: float, where: str) -> None:
+    stated = _epsilon_from_json(value, where)
+    if math.isinf(stated) != math.isinf(actual) or (
+        math.isfinite(actual) and abs(stated - actual) > _EPS_TOL * max(1.0, abs(actual))
+    ):
+        raise ManifestError(
+            f"field '{where}' states {value!r} but the matrices give {epsilon_to_json(actual)!r}"
+        )
+
+
+def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
+    if not isinstance(v, dict):
+        raise ManifestError(f"field '{where}' must be an object")
+    name = v.get("name")
+    if not isinstance(name, str) or not name:
+        raise ManifestError(f"field '{where}.name' must be a non-empty string")
+    cats = v.get("categories")
+    if not isinstance(cats, list) or not cats:
+        raise ManifestError(f"field '{where}.categories' must be a non-empty list")
+    for i, c in enumerate(cats):
+        if not (c is None or isinstance(c, (str, int, float))):
+            raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
+    rows = v.get("matrix")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise ManifestError(f"field '{where}.matrix' must be a list of rows (lists of numbers)")
+    for i, r in enumerate(rows):
+        if len(r) != len(rows):
+            raise ManifestError(f"field '{where}.matrix[{i}]' has {len(r)} entries; the matrix must be square")
+        for j, x in enumerate(r):
+            if not isinstance(x, (int, float)) or isinstance(x, bool):
+                raise ManifestError(f"field '{where}.matrix[{i}][{j}]' must be a number, got {x!r}")
+    if len(rows) != len(cats):
+        raise ManifestError(
+            f"field '{where}.matrix' is {len(rows)} x {len(rows)} but '{where}.categories' has {len(cats)} labels"
+        )
+    try:
+        matrix = PramMatrix(rows, tuple(cats), _provenance_from_dict(v.get("design", {}), f"{where}.design"))
+    except MatrixError as exc:
+        raise ManifestError(f"field '{where}.matrix': {exc}") from None
+    if "epsilon" in v:
+        _check_epsilon(v["epsilon"], matrix.epsilon, f"{where}.epsilon")
+    missing = v.get("missing", "keep")
+    if missing not in _MISSING_POLICIES:
+        raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
+    try:
+        return PerturbedVariable(name, matrix, missing)
+    except ManifestError as exc:
+        raise ManifestError(f"field '{where}': {exc}") from None
+
+
+def _provenance_from_dict(d: Any, where: str) -> Provenance:
+    if not isinstance(d, dict):
+        raise ManifestError(f"field '{where}' must be an object")
+    method = d.get("method", "user")
+    if not isinstance(method, str):
+        raise ManifestError(f"field '{where}.method' must be a string")
+    params = d.get("parameters", {})
+    if not isinstance(params, dict):
+        raise ManifestError(f"field '{where}.parameters' must be an object")
+    objective = d.get("objective")
+    if objective is not None and (not isinstance(objective, (int, float)) or isinstance(objective, bool)):
+        raise ManifestError(f"field '{where}.objective' must be a number or null")
+    objective_name = d.get("objective_name")
+    if objective_name is not None and not isinstance(objective_name, str):
+        raise ManifestError(f"field '{where}.objective_name' must be a string or null")
+    cert = d.get("certificate")
+    if cert is not None and not isinstance(cert, dict):
+        raise ManifestError(f"field '{where}.certificate' must be an object or null")
+    seconds = d.get("seconds")
+    if seconds is not None and (not isinstance(seconds, (int, float)) or isinstance(seconds, bool)):
+        raise ManifestError(f"field '{where}.seconds' must be a number or null")
+    return Provenance(
+        method=method,
+        parameters=params,
+        objective=None if objective is None else float(objective),
+        objective_name=objective_name,
+        certificate=cert,
+        seconds=None if seconds is None else float(seconds),
+    )
