@@ -8,17 +8,25 @@ as ``start``.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from pramkit.errors import DataError
+from pramkit.atomic import check_writable
+from pramkit.codebook import MISSING, decode, encode
+from pramkit.errors import DataError, PramkitError
+from pramkit.io import CHUNK_ROWS, TableWriter, iter_batches
+from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.rng import SecretKey, uniforms
+from pramkit.progress import progress
+from pramkit.rng import SecretKey, resolve_key, uniforms
 from pramkit.sampling import BLOCK, Sampler, sampler_for
-
-#: Code of a missing value.
-MISSING = -1
-
 
 def perturb_codes(
     codes: ArrayLike,
@@ -63,3 +71,148 @@ def perturb_codes(
         if missing:
             out[s:e][~valid] = MISSING
     return out
+
+
+@dataclass(frozen=True)
+class VariableSummary:
+    """What perturbation did to one variable.
+
+    rows: values seen; missing: missing values (left missing unless missing is a
+    category); changed: values whose released category differs from the original.
+    """
+
+    name: str
+    rows: int
+    missing: int
+    changed: int
+
+    @property
+    def changed_share(self) -> float:
+        valid = self.rows - self.missing
+        return self.changed / valid if valid else 0.0
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """Outcome of perturbing a table or a file."""
+
+    rows: int
+    variables: tuple[VariableSummary, ...]
+    key_source: str
+    record_epsilon: float
+    output: str | None = None
+    seconds: float = 0.0
+
+
+class _Perturber:
+    """Per-variable state reused across chunks: the sampler and running counts."""
+
+    def __init__(self, variable: PerturbedVariable, key: SecretKey) -> None:
+        self.variable = variable
+        self.sampler = sampler_for(variable.matrix)
+        self.key = key
+        self.rows = self.missing = self.changed = 0
+
+    def __call__(self, values: pa.Array | pa.ChunkedArray, start: int) -> pa.Array:
+        v = self.variable
+        codes = encode(values, v.matrix.categories, column=v.name, missing=v.missing, first_row=start)
+        released = perturb_codes(codes, self.sampler, key=self.key, variable=v.name, start=start)
+        self.rows += codes.size
+        self.missing += int(np.count_nonzero(_as_missing(values)))
+        self.changed += int(np.count_nonzero(released != codes))
+        return decode(released, v.matrix.categories, like=values.type, column=v.name)
+
+    def summary(self) -> VariableSummary:
+        return VariableSummary(self.variable.name, self.rows, self.missing, self.changed)
+
+
+def _as_missing(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    mask = pc.is_null(values, nan_is_null=True)
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _check_columns(manifest: Manifest, columns: list[str], where: str) -> None:
+    absent = [n for n in manifest.names if n not in columns]
+    if absent:
+        raise DataError(f"the manifest perturbs {absent}, which {where} does not have; its columns are {columns}")
+
+
+def perturb_frame(
+    data: pd.DataFrame,
+    manifest: Manifest,
+    *,
+    key: SecretKey | bytes | str | Path | None = None,
+) -> tuple[pd.DataFrame, ApplyResult]:
+    """Perturb the manifest's columns of a DataFrame (a new frame; other columns untouched).
+
+    Row ``i`` of the frame (by position) is row ``i`` of the keyed streams.
+    """
+    t0 = time.perf_counter()
+    secret = resolve_key(key)
+    _check_columns(manifest, list(data.columns), "the data")
+    if len(data) == 0:
+        raise DataError("the data have no rows")
+    out = data.copy()
+    perturbers = [_Perturber(v, secret) for v in manifest.variables]
+    for p in perturbers:
+        col = data[p.variable.name]
+        released = p(pa.array(col.array, from_pandas=True), 0).to_pandas()
+        released.index = col.index
+        out[p.variable.name] = released if isinstance(col.dtype, pd.CategoricalDtype) else _like(released, col)
+    return out, ApplyResult(
+        rows=len(data), variables=tuple(p.summary() for p in perturbers), key_source=secret.source,
+        record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0,
+    )
+
+
+def _like(released: pd.Series, original: pd.Series) -> pd.Series:
+    """Released values in the original column's dtype where it can hold them."""
+    try:
+        return released.astype(original.dtype)
+    except (TypeError, ValueError):
+        return released
+
+
+def apply_file(
+    data: str | Path,
+    manifest: Manifest | str | Path,
+    out: str | Path,
+    *,
+    key: SecretKey | bytes | str | Path | None = None,
+    force: bool = False,
+    chunk_rows: int = CHUNK_ROWS,
+    quiet: bool = True,
+) -> ApplyResult:
+    """Perturb a file chunk by chunk into ``out`` (same columns, order and types).
+
+    Memory is O(chunk).  The output is written atomically and does not depend
+    on ``chunk_rows``: row ``i`` of variable ``v`` always uses draw ``(key, v, i)``.
+    """
+    t0 = time.perf_counter()
+    man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
+    src, dst = Path(data), Path(out)
+    if src.exists() and dst.exists() and src.resolve() == dst.resolve():
+        raise PramkitError("the output would overwrite the input; choose another --out")
+    check_writable(dst, force=force)
+    if chunk_rows < 1:
+        raise PramkitError("chunk_rows must be at least 1")
+    meta, batches = iter_batches(src, chunk_rows=chunk_rows)
+    _check_columns(man, meta.columns, f"{str(src)!r}")
+    secret = resolve_key(key)
+    perturbers = {v.name: _Perturber(v, secret) for v in man.variables}
+    start = 0
+    with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
+            TableWriter(dst, force=force, meta=meta) as writer:
+        for table in batches:
+            for name, perturber in perturbers.items():
+                i = table.schema.get_field_index(name)
+                table = table.set_column(i, table.schema.field(i), perturber(table.column(i), start))
+            writer.write(table)
+            start += table.num_rows
+            bar.update(table.num_rows)
+        if start == 0:
+            raise DataError(f"file {str(src)!r} has no data rows")
+    return ApplyResult(
+        rows=start, variables=tuple(p.summary() for p in perturbers.values()), key_source=secret.source,
+        record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,
+    )

@@ -43,9 +43,9 @@ class DiagonalSampler:
     def __init__(self, q: np.ndarray) -> None:
         self.q = np.ascontiguousarray(q, dtype=float)
         self.size = self.q.size
-        with np.errstate(divide="ignore"):
-            scale = (self.size - 1) / (1.0 - self.q)
-        self.scale = np.where(self.q < 1.0, scale, 0.0)
+        moves = self.q < 1.0
+        self.scale = np.zeros_like(self.q)
+        self.scale[moves] = (self.size - 1) / (1.0 - self.q[moves])
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
         out[...] = codes

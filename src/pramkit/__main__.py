@@ -1,0 +1,5 @@
+import sys
+
+from pramkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,171 @@
+"""Categories of a column, and the codes 0..S-1 that the kernels work on.
+
+Matching between data values and category labels is by value, through one
+canonical text form (:func:`canonical`): the integer 1, the float 1.0 and the
+CSV field ``"1"`` are the same category; ``"01"`` is another one.  Missing
+values (null, NaN) get code ``-1`` unless missing is declared a category
+(labelled ``None``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pramkit.errors import DataError
+from pramkit.matrix import Label
+
+MISSING = -1
+_INT_LITERAL = re.compile(r"[+-]?\d+")
+
+
+def canonical(value: Any) -> str | None:
+    """The text form used to match a value to a category; ``None`` for missing."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _as_arrow(values: Any) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if isinstance(values, pa.Array):
+        return values
+    if isinstance(values, pd.Series):
+        values = values.array
+    try:
+        return pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise DataError(f"cannot read the column's values: {exc}") from None
+
+
+def _label_lookup(categories: Sequence[Label], column: str) -> dict[str | None, int]:
+    lookup: dict[str | None, int] = {}
+    for i, c in enumerate(categories):
+        key = canonical(c)
+        if key in lookup:
+            raise DataError(
+                f"column {column!r}: categories {categories[lookup[key]]!r} and {c!r} cannot be told apart in the data"
+            )
+        lookup[key] = i
+    return lookup
+
+
+def encode(
+    values: Any,
+    categories: Sequence[Label],
+    *,
+    column: str,
+    missing: Literal["keep", "category"] = "keep",
+    first_row: int = 0,
+) -> np.ndarray:
+    """Codes (positions in ``categories``) of a column's values.
+
+    Missing values give ``-1`` (``missing="keep"``) or the position of the
+    ``None`` category (``missing="category"``).  A value that is not a
+    category raises :class:`DataError` naming the column, the value and its
+    row (counted from 1 at ``first_row + 1``).
+    """
+    arr = _as_arrow(values)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    dictionary = arr.dictionary.to_pylist()
+    idx = arr.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
+    lookup = _label_lookup(categories, column)
+    if missing == "category":
+        if None not in lookup:
+            raise DataError(f"column {column!r}: missing is declared a category but no category is null")
+        missing_code = lookup[None]
+    else:
+        missing_code = MISSING
+    lut = np.empty(len(dictionary) + 1, dtype=np.intp)
+    lut[-1] = missing_code  # null entries
+    for i, value in enumerate(dictionary):
+        key = canonical(value)
+        code = missing_code if key is None else lookup.get(key)
+        if code is None:
+            row = first_row + 1 + int(np.argmax(idx == i))
+            shown = ", ".join(repr(c) for c in categories[:12]) + (", ..." if len(categories) > 12 else "")
+            raise DataError(
+                f"column {column!r}, row {row}: value {value!r} is not one of its categories ({shown})"
+            )
+        lut[i] = code
+    return lut[idx]
+
+
+def decode(codes: np.ndarray, categories: Sequence[Label], *, like: pa.DataType, column: str) -> pa.Array:
+    """Arrow array of the labels of ``codes`` (``-1`` -> null), of the same type as the original column."""
+    texts = [canonical(c) for c in categories]
+    value_type = like.value_type if pa.types.is_dictionary(like) else like
+    labels = pa.array(texts, type=pa.string())
+    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+        try:
+            labels = pc.cast(labels, value_type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise DataError(
+                f"column {column!r} has type {value_type}; its categories {list(categories)} cannot be written in it"
+            ) from None
+    elif value_type != labels.type:
+        labels = labels.cast(value_type)
+    c = np.asarray(codes)
+    mask = c < 0
+    if pa.types.is_dictionary(like):
+        indices = pa.array(c, mask=mask, type=like.index_type)
+        return pa.DictionaryArray.from_arrays(indices, labels)
+    return labels.take(pa.array(c, mask=mask))
+
+
+def categories_of(values: Any) -> list[Label]:
+    """The categories of a column.
+
+    A pandas categorical keeps its own categories (in order).  Otherwise the
+    distinct non-missing values, sorted: numerically when every value is a
+    number or an integer literal (labels become ints), as text otherwise.
+    """
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        return [_plain(c) for c in values.cat.categories]
+    arr = _as_arrow(values)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    distinct = [v for v in pc.unique(arr).to_pylist() if canonical(v) is not None]
+    return sort_labels(distinct)
+
+
+def sort_labels(labels: Iterable[Any]) -> list[Label]:
+    """Labels in natural order: integer literals as ints, numbers numerically, text alphabetically."""
+    values = [_plain(v) for v in labels]
+    if all(isinstance(v, str) and _INT_LITERAL.fullmatch(v) for v in values):
+        ints = sorted({int(v) for v in values})
+        if len(ints) == len(values):  # "01" and "1" both present: keep the text
+            return ints
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return sorted(int(v) if isinstance(v, float) and v.is_integer() else v for v in values)
+    return sorted(values, key=lambda v: (canonical(v) or ""))
+
+
+def _plain(value: Any) -> Label:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
