@@ -1,0 +1,133 @@
+"""The command line: contracts of apply, inspect, keygen and demo; one-line errors with status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pramkit.cli import main
+from pramkit.design.classic import randomized_response
+from pramkit.manifest import Manifest
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    data = tmp_path / "data.csv"
+    pd.DataFrame({"region": [1, 2, 3, 1, 2] * 200, "sex": ["m", "f"] * 500, "w": range(1000)}).to_csv(data, index=False)
+    manifest = tmp_path / "m.json"
+    Manifest.of({
+        "region": randomized_response([1, 2, 3], 1.0),
+        "sex": randomized_response(["m", "f"], 0.5),
+    }).write(manifest)
+    key = tmp_path / "key"
+    assert main(["keygen", str(key)]) == 0
+    return {"data": data, "manifest": manifest, "key": key, "dir": tmp_path}
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_inspect_json_contract(files, capsys) -> None:
+    code, out, _ = run(["inspect", files["manifest"], "--json"], capsys)
+    assert code == 0
+    info = json.loads(out)
+    assert set(info) >= {"variables", "record_epsilon"}
+    assert info["record_epsilon"] == pytest.approx(1.5)
+    v = info["variables"][0]
+    assert set(v) >= {"name", "categories", "epsilon", "bistochastic", "min_diagonal"}
+    assert v["categories"] == [1, 2, 3] and v["bistochastic"] is True
+    code, out, _ = run(["inspect", files["manifest"]], capsys)
+    assert "record epsilon: 1.5" in out
+
+
+def test_apply_with_key_file_is_reproducible(files, capsys) -> None:
+    d = files["dir"]
+    for name in ("a.csv", "b.csv"):
+        code, out, _ = run(["apply", files["data"], "--manifest", files["manifest"], "--out", d / name,
+                            "--key-file", files["key"]], capsys)
+        assert code == 0
+        assert "key file" in out
+    assert (d / "a.csv").read_bytes() == (d / "b.csv").read_bytes()
+    code, out, _ = run(["apply", files["data"], "--manifest", files["manifest"], "--out", d / "c.csv"], capsys)
+    assert "operating system (not saved)" in out
+    assert (d / "c.csv").read_bytes() != (d / "a.csv").read_bytes()
+    # the key is nowhere next to the release
+    key_text = files["key"].read_text().strip()
+    assert all(key_text not in p.read_text(errors="ignore") for p in d.iterdir() if p != files["key"])
+
+
+def test_apply_json_summary(files, capsys) -> None:
+    code, out, _ = run(["apply", files["data"], "--manifest", files["manifest"], "--out",
+                        files["dir"] / "o.parquet", "--json"], capsys)
+    s = json.loads(out)
+    assert code == 0 and s["rows"] == 1000
+    assert {v["name"] for v in s["variables"]} == {"region", "sex"}
+
+
+def bad_inputs(files: dict[str, Path]) -> list[tuple[list, str]]:
+    d = files["dir"]
+    (d / "ragged.csv").write_text("region,sex\n1,m\n2,f,9\n")
+    (d / "empty.csv").write_text("")
+    (d / "unknown.csv").write_text("region,sex\n1,m\n7,f\n")
+    (d / "nocol.csv").write_text("area,sex\n1,m\n")
+    (d / "short_key").write_bytes(b"0123")
+    bad_rows = json.loads(files["manifest"].read_text())
+    bad_rows["variables"][0]["matrix"][0] = [0.5, 0.2, 0.2]
+    (d / "rows.json").write_text(json.dumps(bad_rows))
+    negative = json.loads(files["manifest"].read_text())
+    negative["variables"][1]["matrix"] = [[1.2, -0.2], [0.5, 0.5]]
+    (d / "neg.json").write_text(json.dumps(negative))
+    (d / "exists.csv").write_text("x")
+    apply = ["apply", files["data"], "--manifest", files["manifest"], "--out"]
+    return [
+        (["apply", d / "ragged.csv", "--manifest", files["manifest"], "--out", d / "o1.csv"], "line 3"),
+        (["apply", d / "empty.csv", "--manifest", files["manifest"], "--out", d / "o2.csv"], "empty"),
+        (["apply", d / "unknown.csv", "--manifest", files["manifest"], "--out", d / "o3.csv"], "value '7'"),
+        (["apply", d / "nocol.csv", "--manifest", files["manifest"], "--out", d / "o4.csv"], "region"),
+        (["apply", d / "absent.csv", "--manifest", files["manifest"], "--out", d / "o5.csv"], "does not exist"),
+        (apply + [d / "o6.csv", "--key-file", d / "no_key"], "does not exist"),
+        (apply + [d / "o7.csv", "--key-file", d / "short_key"], "at least 32"),
+        (apply + [d / "exists.csv"], "--force"),
+        (["apply", files["data"], "--manifest", d / "rows.json", "--out", d / "o8.csv"], "sums to"),
+        (["apply", files["data"], "--manifest", d / "neg.json", "--out", d / "o9.csv"], "negative"),
+        (["inspect", d / "ragged.csv"], "not valid JSON"),
+        (["keygen", files["key"]], "never overwritten"),
+        (["demo", "--rows", "0", "--out", d / "demo"], "at least 1"),
+    ]
+
+
+def test_bad_input_exits_2_with_one_line(files, capsys) -> None:
+    for args, message in bad_inputs(files):
+        code, out, err = run(args, capsys)
+        assert code == 2, (args, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0] and "Traceback" not in err, (args, err)
+    assert not any(p.name.startswith("o") and p.suffix == ".csv" for p in files["dir"].iterdir())
+
+
+def test_demo_small(tmp_path: Path, capsys) -> None:
+    code, out, _ = run(["demo", "--out", tmp_path / "demo", "--rows", "20000", "--quiet"], capsys)
+    assert code == 0
+    for name in ("census.csv", "manifest.json", "released.csv", "summary.json"):
+        assert (tmp_path / "demo" / name).is_file()
+    assert "record epsilon" in out
+    released = pd.read_csv(tmp_path / "demo" / "released.csv", dtype=str, keep_default_na=False)
+    original = pd.read_csv(tmp_path / "demo" / "census.csv", dtype=str, keep_default_na=False)
+    assert released.shape == original.shape == (20000, 10)
+    assert (released["education"] == original["education"]).all()
+    assert (released["age"] != original["age"]).any()
+    assert len(out.splitlines()) <= 24  # fits one screen
+
+
+def test_console_script_and_module_run() -> None:
+    for cmd in (["pramkit"], [sys.executable, "-m", "pramkit"]):
+        proc = subprocess.run(cmd + ["--version"], capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stdout.startswith("pramkit "), proc.stderr

@@ -1,0 +1,55 @@
+"""The built-in census-like data: structure of the NY 2000 sample, determinism, dependence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    return census(200_000)
+
+
+def test_structure(data) -> None:
+    assert NY_ROWS == 953_076
+    assert list(data.columns) == [
+        "ownership", "mortgage", "age", "sex", "marital_status", "race", "education", "employment",
+        "disability", "veteran",
+    ]
+    assert [len(CENSUS_VARIABLES[c]) for c in data.columns] == [3, 4, 9, 2, 6, 5, 11, 4, 3, 3]
+    assert int(np.prod([len(v) for v in CENSUS_VARIABLES.values()])) == 2_566_080
+    for c in data.columns:
+        assert list(data[c].cat.categories) == list(CENSUS_VARIABLES[c])
+        assert data[c].notna().all()
+
+
+def test_deterministic() -> None:
+    pd.testing.assert_frame_equal(census(1000), census(1000))
+    assert not census(1000, seed=1).equals(census(1000))
+
+
+def test_sex_share(data) -> None:
+    share = data["sex"].value_counts(normalize=True)
+    assert share["male"] == pytest.approx(0.48, abs=0.005)
+    assert share["female"] == pytest.approx(0.52, abs=0.005)
+
+
+def test_dependence(data) -> None:
+    children = data["age"].isin(["0-9", "10-17"])
+    assert (data.loc[data["age"] == "0-9", "marital_status"] == "never married").all()
+    assert (data.loc[data["ownership"] != "owned", "mortgage"] == "n/a").all()
+    assert (data.loc[data["ownership"] == "owned", "mortgage"] != "n/a").all()
+    assert (data.loc[children, "veteran"] == "n/a").all()
+    widowed = pd.crosstab(data["age"], data["marital_status"], normalize="index")["widowed"]
+    assert widowed["75+"] > widowed["45-54"] > widowed["18-24"]
+    employed = pd.crosstab(data["age"], data["employment"], normalize="index")["employed"]
+    assert employed["35-44"] > employed["65-74"]
+    # every variable is associated with at least one other (chi-square on the full file)
+    from scipy.stats import chi2_contingency
+    for c in data.columns:
+        pvals = [chi2_contingency(pd.crosstab(data[c], data[o])).pvalue for o in data.columns if o != c]
+        assert min(pvals) < 1e-10, c

@@ -1,0 +1,197 @@
+"""Files in and out: formats, pass-through of untouched columns, atomic writes, bad files."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pyreadstat
+import pytest
+
+from pramkit import io as pio
+from pramkit.codebook import categories_of
+from pramkit.design.classic import randomized_response
+from pramkit.errors import DataError, OutputExistsError, PramkitError
+from pramkit.manifest import Manifest
+from pramkit.perturb import apply_file
+from pramkit.rng import SecretKey
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def csv_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="") as fh:
+        return list(csv.reader(fh))
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 5000
+    return pd.DataFrame({
+        "id": np.arange(n, dtype=np.int64),
+        "region": rng.integers(1, 6, n),
+        "sex": rng.choice(["m", "f"], n),
+        "income": np.round(rng.lognormal(8, 1, n), 2),
+        "code": rng.choice(["01", "02", "10"], n),
+    })
+
+
+@pytest.fixture
+def manifest(frame: pd.DataFrame) -> Manifest:
+    return Manifest.of({c: randomized_response(categories_of(frame[c]), 1.0) for c in ("region", "sex")})
+
+
+def test_csv_untouched_columns_are_byte_identical(tmp_path: Path, frame, manifest, key) -> None:
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    before = sha(src)
+    apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    assert sha(src) == before  # the input is never modified
+    a, b = csv_rows(src), csv_rows(tmp_path / "out.csv")
+    assert a[0] == b[0] and len(a) == len(b)
+    for col in ("id", "income", "code"):  # "01" stays "01", 1234.5 stays 1234.5
+        i = a[0].index(col)
+        assert [r[i] for r in a] == [r[i] for r in b]
+    i = a[0].index("region")
+    assert {r[i] for r in b[1:]} <= {"1", "2", "3", "4", "5"}
+
+
+def test_output_independent_of_chunk_size(tmp_path: Path, frame, manifest, key) -> None:
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    pio.write_table(frame, tmp_path / "in.parquet")
+    apply_file(src, manifest, tmp_path / "big.csv", key=key)
+    apply_file(src, manifest, tmp_path / "small.csv", key=key, chunk_rows=100)
+    assert sha(tmp_path / "big.csv") == sha(tmp_path / "small.csv")
+    apply_file(tmp_path / "in.parquet", manifest, tmp_path / "big.parquet", key=key)
+    apply_file(tmp_path / "in.parquet", manifest, tmp_path / "small.parquet", key=key, chunk_rows=333)
+    big, small = pq.read_table(tmp_path / "big.parquet"), pq.read_table(tmp_path / "small.parquet")
+    assert big.equals(small)
+    # and CSV and Parquet releases agree value for value
+    from_csv = pd.read_csv(tmp_path / "big.csv", dtype=str, keep_default_na=False)
+    assert (from_csv["region"].astype(int).to_numpy() == big.column("region").to_numpy()).all()
+
+
+def test_parquet_keeps_types(tmp_path: Path, frame, manifest, key) -> None:
+    frame = frame.assign(sex=pd.Categorical(frame["sex"]), region=frame["region"].astype(np.int16))
+    pio.write_table(frame, tmp_path / "in.parquet")
+    apply_file(tmp_path / "in.parquet", manifest, tmp_path / "out.parquet", key=key)
+    a, b = pq.read_schema(tmp_path / "in.parquet"), pq.read_schema(tmp_path / "out.parquet")
+    assert a.names == b.names and a.types == b.types
+    out = pd.read_parquet(tmp_path / "out.parquet")
+    pd.testing.assert_series_equal(out["income"], frame["income"])
+
+
+@pytest.mark.parametrize("suffix, writer, reader", [
+    (".dta", pyreadstat.write_dta, pyreadstat.read_dta),
+    (".sav", pyreadstat.write_sav, pyreadstat.read_sav),
+])
+def test_stata_and_spss(tmp_path: Path, frame, manifest, key, suffix, writer, reader) -> None:
+    src = tmp_path / f"in{suffix}"
+    writer(frame.drop(columns="code"), str(src), column_labels=["id", "region of residence", "sex", "income"],
+           variable_value_labels={"region": {1: "north", 2: "east", 3: "south", 4: "west", 5: "centre"}})
+    apply_file(src, manifest, tmp_path / f"out{suffix}", key=key)
+    a, meta_a = reader(str(src))
+    b, meta_b = reader(str(tmp_path / f"out{suffix}"))
+    assert list(a.columns) == list(b.columns) and (a.dtypes == b.dtypes).all()
+    pd.testing.assert_series_equal(a["income"], b["income"])
+    assert meta_b.column_labels == meta_a.column_labels
+    assert meta_b.variable_value_labels == meta_a.variable_value_labels
+    assert set(b["region"]) <= {1, 2, 3, 4, 5}
+
+
+def test_existing_output_is_kept(tmp_path: Path, frame, manifest, key) -> None:
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    (tmp_path / "out.csv").write_text("precious")
+    with pytest.raises(OutputExistsError):
+        apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    assert (tmp_path / "out.csv").read_text() == "precious"
+    with pytest.raises(PramkitError, match="overwrite the input"):
+        apply_file(src, manifest, src, key=key, force=True)
+
+
+def test_crash_leaves_no_output(tmp_path: Path, frame, manifest, key, monkeypatch) -> None:
+    src = tmp_path / "in.csv"
+    pd.concat([frame] * 10).to_csv(src, index=False)  # several CSV blocks
+    calls = {"n": 0}
+    original = pio.TableWriter.write
+
+    def failing_write(self, table):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        original(self, table)
+
+    monkeypatch.setattr(pio.TableWriter, "write", failing_write)
+    with pytest.raises(RuntimeError):
+        apply_file(src, manifest, tmp_path / "out.csv", key=key, chunk_rows=500)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "is empty"),
+    ("region,sex\n", "no data rows"),
+    ("region,sex\n1,m\n2,f,3\n", "line 3: expected 2 fields"),
+    ("region,sex\n1,m\n2\n", "line 3: expected 2 fields"),
+    ("region,region\n1,2\n", "duplicate column"),
+])
+def test_bad_csv_files(tmp_path: Path, manifest, key, content: str, message: str) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text(content)
+    with pytest.raises(DataError, match=message):
+        apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_unknown_category_names_column_value_and_row(tmp_path: Path, manifest, key) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("region,sex\n1,m\n2,f\n3,x\n")
+    with pytest.raises(DataError, match=r"column 'sex', row 3: value 'x'"):
+        apply_file(src, manifest, tmp_path / "out.csv", key=key)
+
+
+def test_missing_values_pass_through(tmp_path: Path, manifest, key) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("region,sex\n1,m\n,f\n3,\n")
+    res = apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    rows = csv_rows(tmp_path / "out.csv")
+    assert rows[2][0] == "" and rows[3][1] == ""
+    assert {v.name: v.missing for v in res.variables} == {"region": 1, "sex": 1}
+
+
+def test_read_table_errors(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="does not exist"):
+        pio.read_table(tmp_path / "nope.csv")
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n")
+    with pytest.raises(DataError, match=r"\['z'\]"):
+        pio.read_table(tmp_path / "a.csv", columns=["z"])
+    (tmp_path / "a.xlsx").write_text("x")
+    with pytest.raises(PramkitError, match="suffix"):
+        pio.read_table(tmp_path / "a.xlsx")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(DataError, match="Parquet"):
+        pio.read_table(tmp_path / "bad.parquet")
+
+
+def test_sdcmicro_testdata_pram_example(tmp_path: Path, sdc_data: Path, key: SecretKey) -> None:
+    """sdcMicro's own pram example perturbs roof, walls and water of testdata."""
+    src = sdc_data / "testdata.csv"
+    data = pio.read_table(src)
+    assert len(data) == 4580
+    man = Manifest.of({c: randomized_response(categories_of(data[c]), 2.0) for c in ("roof", "walls", "water")})
+    res = apply_file(src, man, tmp_path / "out.csv", key=key)
+    assert res.rows == 4580
+    out = pio.read_table(tmp_path / "out.csv")
+    untouched = [c for c in data.columns if c not in man.names]
+    pd.testing.assert_frame_equal(out[untouched], data[untouched])
+    for c in man.names:
+        assert set(out[c]) <= set(data[c])
+        assert 0 < res.variables[man.names.index(c)].changed < 4580

@@ -1,0 +1,157 @@
+"""The perturbation engine: distribution, chunk invariance, missing values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from pramkit.errors import DataError
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.matrix import PramMatrix
+from pramkit.perturb import perturb_codes, perturb_frame
+from pramkit.rng import SecretKey
+from pramkit.sampling import AliasSampler, DiagonalSampler, sampler_for
+
+DRAWS_PER_ROW = 400_000
+ALPHA = 1e-4  # family-wise level of the goodness-of-fit tests
+
+
+def row_pvalues(matrix: np.ndarray, released_from: PramMatrix, key: SecretKey) -> np.ndarray:
+    """Chi-square goodness-of-fit p-value, per original category k, of the released
+    categories of DRAWS_PER_ROW copies of k against ``matrix[k]``."""
+    s = matrix.shape[0]
+    codes = np.repeat(np.arange(s), DRAWS_PER_ROW)
+    out = perturb_codes(codes, released_from, key=key, variable="gof")
+    pvals = []
+    for k in range(s):
+        counts = np.bincount(out[k * DRAWS_PER_ROW:(k + 1) * DRAWS_PER_ROW], minlength=s)
+        expected = matrix[k] * DRAWS_PER_ROW
+        support = expected > 0
+        assert counts[~support].sum() == 0, f"row {k} released an impossible category"
+        if support.sum() > 1:
+            pvals.append(stats.chisquare(counts[support], expected[support]).pvalue)
+    return np.array(pvals)
+
+
+def one_percent_off(m: np.ndarray) -> np.ndarray:
+    """The same matrix with 1 % of the mass of one row's largest entry moved to its smallest positive one."""
+    bad = m.copy()
+    k = int(np.argmax(m.max(axis=1)))
+    j_hi = int(np.argmax(m[k]))
+    positive = np.where(m[k] > 0, m[k], np.inf)
+    positive[j_hi] = np.inf
+    j_lo = int(np.argmin(positive))
+    shift = 0.01 * m[k, j_hi]
+    bad[k, j_hi] -= shift
+    bad[k, j_lo] += shift
+    return bad
+
+
+MATRICES = {
+    "form8": PramMatrix.from_diagonal([0.9, 0.6, 0.3, 0.05, 1.0]),
+    "general": PramMatrix(np.random.default_rng(7).dirichlet(np.ones(6), size=6)),
+    "sparse-general": PramMatrix(np.array([[0.7, 0.3, 0.0], [0.0, 0.5, 0.5], [0.25, 0.0, 0.75]])),
+}
+
+
+@pytest.mark.parametrize("name", MATRICES)
+def test_released_frequencies_match_the_matrix(name: str, key: SecretKey) -> None:
+    m = MATRICES[name]
+    pvals = row_pvalues(m.matrix, m, key)
+    assert pvals.min() > ALPHA / pvals.size, pvals
+
+
+@pytest.mark.parametrize("name", MATRICES)
+def test_goodness_of_fit_detects_a_one_percent_error(name: str, key: SecretKey) -> None:
+    """Power check: the test above would notice a kernel that is 1 % off."""
+    m = MATRICES[name]
+    pvals = row_pvalues(one_percent_off(m.matrix), m, key)
+    assert pvals.min() < ALPHA / pvals.size
+
+
+def test_kernel_choice() -> None:
+    assert isinstance(sampler_for(MATRICES["form8"]), DiagonalSampler)
+    assert isinstance(sampler_for(MATRICES["general"]), AliasSampler)
+
+
+@pytest.mark.parametrize("name", MATRICES)
+def test_chunking_does_not_change_the_output(name: str, key: SecretKey) -> None:
+    m = MATRICES[name]
+    rng = np.random.default_rng(1)
+    codes = rng.integers(-1, m.size, size=200_003)
+    whole = perturb_codes(codes, m, key=key, variable="x")
+    for chunk in (1, 7, 4096, 32768, 65537, 100_000):
+        parts = [
+            perturb_codes(codes[s:s + chunk], m, key=key, variable="x", start=s)
+            for s in range(0, codes.size, chunk)
+        ] if chunk > 1000 else [
+            perturb_codes(codes[s:s + chunk], m, key=key, variable="x", start=s) for s in range(0, 5000, chunk)
+        ]
+        joined = np.concatenate(parts)
+        np.testing.assert_array_equal(joined, whole[:joined.size])
+
+
+def test_missing_stays_missing(key: SecretKey) -> None:
+    codes = np.array([-1, 0, 1, -1, 2] * 1000)
+    out = perturb_codes(codes, MATRICES["sparse-general"], key=key, variable="m")
+    np.testing.assert_array_equal(out == -1, codes == -1)
+
+
+def test_degenerate_matrices(key: SecretKey) -> None:
+    codes = np.arange(3).repeat(1000)
+    np.testing.assert_array_equal(perturb_codes(codes, PramMatrix.identity("abc"), key=key, variable="i"), codes)
+    moved = perturb_codes(codes, PramMatrix.from_diagonal([0.0, 0.0, 0.0]), key=key, variable="z")
+    assert np.all(moved != codes)
+    single = perturb_codes(np.zeros(10, int), PramMatrix(np.ones((1, 1))), key=key, variable="s")
+    np.testing.assert_array_equal(single, 0)
+
+
+def test_bad_codes(key: SecretKey) -> None:
+    with pytest.raises(DataError, match="codes must lie"):
+        perturb_codes(np.array([0, 5]), MATRICES["form8"], key=key, variable="x")
+    with pytest.raises(DataError, match="integer"):
+        perturb_codes(np.array([0.5]), MATRICES["form8"], key=key, variable="x")
+
+
+def test_perturb_frame_keeps_other_columns_and_dtypes(key: SecretKey) -> None:
+    df = pd.DataFrame({
+        "id": np.arange(6, dtype=np.int32),
+        "sex": pd.Categorical(["m", "f", "f", "m", None, "f"], categories=["m", "f"]),
+        "region": [3, 1, 2, 2, 1, 3],
+        "income": [1.5, 2.0, np.nan, 4.0, 5.0, 6.0],
+    })
+    man = Manifest.of({
+        "sex": PramMatrix.from_diagonal([0.5, 0.5], ["m", "f"]),
+        "region": PramMatrix.from_diagonal([0.5, 0.5, 0.5], [1, 2, 3]),
+    })
+    out, res = perturb_frame(df, man, key=key)
+    assert list(out.columns) == list(df.columns)
+    assert out.dtypes.tolist() == df.dtypes.tolist()
+    pd.testing.assert_series_equal(out["id"], df["id"])
+    pd.testing.assert_series_equal(out["income"], df["income"])
+    assert out["sex"].isna().tolist() == df["sex"].isna().tolist()
+    assert set(out["region"]) <= {1, 2, 3}
+    summary = {v.name: v for v in res.variables}
+    assert summary["sex"].missing == 1 and summary["sex"].rows == 6
+    assert summary["sex"].changed == int(((out["sex"] != df["sex"]) & df["sex"].notna()).sum())
+
+
+def test_missing_declared_a_category_is_perturbed(key: SecretKey) -> None:
+    df = pd.DataFrame({"x": ["a", None, "b"] * 2000})
+    m = PramMatrix.from_diagonal([0.5, 0.5, 0.5], ["a", "b", None])
+    out, res = perturb_frame(df, Manifest((PerturbedVariable("x", m, "category"),)), key=key)
+    was_missing = df["x"].isna()
+    assert 0 < out["x"][was_missing].notna().sum() < was_missing.sum()  # some missing became a or b
+    assert out["x"][~was_missing].isna().sum() > 0  # and some values became missing
+    assert res.variables[0].missing == int(was_missing.sum())
+
+
+def test_unknown_category_and_absent_column(key: SecretKey) -> None:
+    df = pd.DataFrame({"x": ["a", "b", "c"]})
+    man = Manifest.of({"x": PramMatrix.from_diagonal([0.5, 0.5], ["a", "b"])})
+    with pytest.raises(DataError, match=r"column 'x', row 3: value 'c'"):
+        perturb_frame(df, man, key=key)
+    with pytest.raises(DataError, match=r"\['y'\]"):
+        perturb_frame(df, Manifest.of({"y": PramMatrix.identity(["a"])}), key=key)
