@@ -8,10 +8,10 @@ from pramkit._version import __version__
 from pramkit.errors import PramkitError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
-from pramkit.perturb import perturb_codes
+from pramkit.perturb import apply_file, perturb_codes, perturb_frame
 from pramkit.rng import SecretKey
 
 __all__ = [
     "__version__", "PramkitError", "Manifest", "PerturbedVariable", "PramMatrix",
-    "Provenance", "perturb_codes", "SecretKey",
+    "Provenance", "apply_file", "perturb_codes", "perturb_frame", "SecretKey",
 ]

@@ -26,11 +26,11 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
 from pramkit.rng import SecretKey, resolve_key, uniforms
-from pramkit.sampling import BLOCK, Sampler, sampler_for
+from pramkit.sampling import BLOCK, AliasSampler, DiagonalSampler, sampler_for
 
 def perturb_codes(
     codes: ArrayLike,
-    matrix: PramMatrix | Sampler,
+    matrix: PramMatrix | DiagonalSampler | AliasSampler,
     *,
     key: SecretKey,
     variable: str,

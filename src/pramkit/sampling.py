@@ -1,64 +1,67 @@
 """Vectorised kernels that draw released categories given original ones.
 
-Two kernels, both consuming exactly one uniform per value so that the keyed
-stream of :mod:`pramkit.rng` fixes the output:
+Both kernels consume exactly one uniform ``u`` per value, so that the keyed
+stream of :mod:`pramkit.rng` fixes the output, and both first decide whether
+the value is kept: ``u < M[k, k]`` keeps category k.  A moved value reuses
+``u' = (u - M[k, k]) / (1 - M[k, k])``, uniform on [0, 1) given that it
+moves, to choose among the other categories:
 
-* :class:`DiagonalSampler` for form (8) of Ayed, Battiston and Camerlenghi
-  (keep k with probability q_k, otherwise a uniform choice among the other
-  S - 1 categories): ``u < q_k`` keeps; otherwise
-  ``t = floor((u - q_k) / (1 - q_k) * (S - 1))`` indexes the other categories
-  (``j = t + [t >= k]``).  Memory O(S); only moved values do extra work.
-* :class:`AliasSampler` for any matrix: Walker's alias method (Vose's stable
-  construction), one table of S cells per row.  With ``x = u S``,
-  ``j = floor(x)`` picks a cell and ``x - j`` (a uniform independent of j)
-  chooses between the cell's own category and its alias.  O(1) per value.
+* :class:`DiagonalSampler`, form (8) of Ayed, Battiston and Camerlenghi
+  (off-diagonal entries of a row equal): ``t = floor(u' (S - 1))`` indexes the
+  other categories, ``j = t + [t >= k]``.  Memory O(S).
+* :class:`AliasSampler`, any matrix: Walker's alias method (Vose's stable
+  construction) on each row's off-diagonal distribution
+  ``M[k, j] / (1 - M[k, k])``; with ``x = u' S``, ``j = floor(x)`` picks a cell
+  and ``x - j`` (uniform and independent of j) chooses between the cell's own
+  category and its alias.  O(1) per value, memory O(S^2).
 
-Codes are integers in ``0..S-1``; ``-1`` marks a missing value, which stays
-missing.  Work proceeds in cache-sized blocks.
+Only moved values touch the second stage, which keeps the work close to the
+cost of drawing the uniforms for the diagonally dominant matrices PRAM uses.
+Codes are integers in ``0..S-1``.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
-
-from pramkit.matrix import PramMatrix
 
 #: Rows per block: the block's working arrays stay in the CPU cache.
 BLOCK = 1 << 15
 
 
-class Sampler(Protocol):
-    size: int
+class _KeepOrMove:
+    """Shared first stage: keep with probability ``M[k, k]``, else call ``_move``."""
+
+    def __init__(self, diagonal: np.ndarray) -> None:
+        self.keep = np.ascontiguousarray(diagonal, dtype=float)
+        self.size = self.keep.size
+        moves = self.keep < 1.0
+        self.inv_move = np.zeros_like(self.keep)
+        self.inv_move[moves] = 1.0 / (1.0 - self.keep[moves])
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for valid ``codes`` (all in 0..S-1) and uniforms ``u``
-        into ``out``; ``u`` may be overwritten."""
-
-
-class DiagonalSampler:
-    """Sampler for form (8): ``M[k, k] = q_k``, ``M[k, j] = (1 - q_k) / (S - 1)``."""
-
-    def __init__(self, q: np.ndarray) -> None:
-        self.q = np.ascontiguousarray(q, dtype=float)
-        self.size = self.q.size
-        moves = self.q < 1.0
-        self.scale = np.zeros_like(self.q)
-        self.scale[moves] = (self.size - 1) / (1.0 - self.q[moves])
-
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``."""
         out[...] = codes
         if self.size == 1:
             return
-        moved = np.flatnonzero(u >= self.q[codes])
+        moved = np.flatnonzero(u >= self.keep[codes])
         if moved.size == 0:
             return
         k = codes[moved]
-        t = ((u[moved] - self.q[k]) * self.scale[k]).astype(codes.dtype)
+        u_move = (u[moved] - self.keep[k]) * self.inv_move[k]
+        out[moved] = self._move(k, u_move)
+
+    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class DiagonalSampler(_KeepOrMove):
+    """Form (8): ``M[k, k] = q_k``, ``M[k, j] = (1 - q_k) / (S - 1)``."""
+
+    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        t = (u * (self.size - 1)).astype(k.dtype)
         np.minimum(t, self.size - 2, out=t)  # guard the (measure-zero) rounding to S - 1
         t += t >= k
-        out[moved] = t
+        return t
 
 
 def _alias_row(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -80,33 +83,34 @@ def _alias_row(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prob, alias
 
 
-class AliasSampler:
-    """Sampler for any row-stochastic matrix (Walker 1977; Vose 1991)."""
+class AliasSampler(_KeepOrMove):
+    """Any row-stochastic matrix (Walker 1977; Vose 1991) after the keep test."""
 
     def __init__(self, matrix: np.ndarray) -> None:
-        s = matrix.shape[0]
-        self.size = s
-        prob = np.empty((s, s))
-        alias = np.empty((s, s), dtype=np.intp)
-        for k in range(s):
-            prob[k], alias[k] = _alias_row(matrix[k])
+        m = np.asarray(matrix, dtype=float)
+        super().__init__(np.diagonal(m))
+        s = self.size
+        prob = np.ones((s, s))
+        alias = np.tile(np.arange(s), (s, 1))
+        for k in np.flatnonzero(self.keep < 1.0):
+            off = m[k].copy()
+            off[k] = 0.0
+            prob[k], alias[k] = _alias_row(off / off.sum())
         self.prob = prob.ravel()
         self.alias = alias.ravel()
 
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
         s = self.size
         u *= s
-        j = u.astype(codes.dtype)
+        j = u.astype(k.dtype)
         np.minimum(j, s - 1, out=j)
         u -= j
-        cell = codes * s
-        cell += j
-        np.take(self.alias, cell, out=out)
-        np.copyto(out, j, where=u < self.prob[cell])
+        cell = k * s + j
+        return np.where(u < self.prob[cell], j, self.alias[cell])
 
 
-def sampler_for(matrix: PramMatrix) -> Sampler:
-    """The fastest exact kernel for a matrix: diagonal for form (8), alias otherwise."""
+def sampler_for(matrix) -> "DiagonalSampler | AliasSampler":
+    """The fastest exact kernel for a :class:`pramkit.PramMatrix`: diagonal for form (8), alias otherwise."""
     q = matrix.form8_q
     if q is not None:
         return DiagonalSampler(q)
