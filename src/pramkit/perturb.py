@@ -53,23 +53,20 @@ def perturb_codes(
     sampler = sampler_for(matrix) if isinstance(matrix, PramMatrix) else matrix
     n = c.size
     out = np.empty(n, dtype=np.intp)
-    if n == 0:
-        return out
-    lo, hi = int(c.min()), int(c.max())
-    if lo < MISSING or hi >= sampler.size:
-        raise DataError(f"codes must lie in -1..{sampler.size - 1}, found {lo if lo < MISSING else hi}")
-    missing = lo == MISSING
     u = np.empty(min(BLOCK, n))
     for s in range(0, n, BLOCK):
         e = min(s + BLOCK, n)
-        uu = uniforms(key, variable, start + s, e - s, out=u)
         block = c[s:e]
-        if missing:
+        lo, hi = int(block.min()), int(block.max())
+        if lo < MISSING or hi >= sampler.size:
+            raise DataError(f"codes must lie in -1..{sampler.size - 1}, found {lo if lo < MISSING else hi}")
+        uu = uniforms(key, variable, start + s, e - s, out=u)
+        if lo == MISSING:
             valid = block >= 0
-            block = np.where(valid, block, 0)
-        sampler.draw(block, uu, out[s:e])
-        if missing:
+            sampler.draw(np.where(valid, block, 0), uu, out[s:e])
             out[s:e][~valid] = MISSING
+        else:
+            sampler.draw(block, uu, out[s:e])
     return out
 
 
