@@ -155,3 +155,12 @@ def test_unknown_category_and_absent_column(key: SecretKey) -> None:
         perturb_frame(df, man, key=key)
     with pytest.raises(DataError, match=r"\['y'\]"):
         perturb_frame(df, Manifest.of({"y": PramMatrix.identity(["a"])}), key=key)
+
+
+def test_rows_in_any_order_give_the_same_release(key: SecretKey) -> None:
+    m = MATRICES["general"]
+    codes = np.random.default_rng(2).integers(0, m.size, 30_000)
+    whole = perturb_codes(codes, m, key=key, variable="r")
+    order = np.random.default_rng(3).permutation(codes.size)
+    shuffled = perturb_codes(codes[order], m, key=key, variable="r", rows=order)
+    np.testing.assert_array_equal(shuffled, whole[order])

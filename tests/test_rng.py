@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pramkit.errors import KeyFileError
-from pramkit.rng import MIN_KEY_BYTES, SecretKey, resolve_key, uniforms, write_key_file
+from pramkit.rng import MIN_KEY_BYTES, SecretKey, resolve_key, uniforms, uniforms_at, write_key_file
 
 
 def test_matches_numpy_philox_stream(key: SecretKey) -> None:
@@ -58,3 +58,14 @@ def test_resolve_key(tmp_path: Path) -> None:
     assert "key file" in resolve_key(tmp_path / "k").source
     with pytest.raises(KeyFileError):
         resolve_key(12345)  # type: ignore[arg-type]
+
+
+def test_random_access_agrees_with_the_sequential_stream(key: SecretKey) -> None:
+    n = 50_000
+    whole = uniforms(key, "w", 0, n)
+    rows = np.random.default_rng(0).permutation(n)[:7000]
+    np.testing.assert_array_equal(uniforms_at(key, "w", rows), whole[rows])
+    far = np.array([2**40 + 3, 10**12])
+    np.testing.assert_array_equal(uniforms_at(key, "w", far[:1]), uniforms(key, "w", int(far[0]), 1))
+    np.testing.assert_array_equal(uniforms_at(key, "w", far[1:]), uniforms(key, "w", int(far[1]), 1))
+    assert uniforms_at(key, "w", np.array([], dtype=np.int64)).size == 0

@@ -76,13 +76,15 @@ def encode(
     column: str,
     missing: Literal["keep", "category"] = "keep",
     first_row: int = 0,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """Codes (positions in ``categories``) of a column's values.
 
     Missing values give ``-1`` (``missing="keep"``) or the position of the
     ``None`` category (``missing="category"``).  A value that is not a
     category raises :class:`DataError` naming the column, the value and its
-    row (counted from 1 at ``first_row + 1``).
+    row, counted from 1 (``first_row`` is the 0-based row number of the first
+    value, or ``rows`` gives each value's 0-based row number).
     """
     arr = _as_arrow(values)
     if not pa.types.is_dictionary(arr.type):
@@ -102,7 +104,8 @@ def encode(
         key = canonical(value)
         code = missing_code if key is None else lookup.get(key)
         if code is None:
-            row = first_row + 1 + int(np.argmax(idx == i))
+            pos = int(np.argmax(idx == i))
+            row = 1 + (first_row + pos if rows is None else int(rows[pos]))
             shown = ", ".join(repr(c) for c in categories[:12]) + (", ..." if len(categories) > 12 else "")
             raise DataError(
                 f"column {column!r}, row {row}: value {value!r} is not one of its categories ({shown})"

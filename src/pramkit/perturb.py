@@ -25,7 +25,7 @@ from pramkit.io import CHUNK_ROWS, TableWriter, iter_batches
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.rng import SecretKey, resolve_key, uniforms
+from pramkit.rng import SecretKey, resolve_key, uniforms, uniforms_at
 from pramkit.sampling import BLOCK, AliasSampler, DiagonalSampler, sampler_for
 
 def perturb_codes(
@@ -35,6 +35,7 @@ def perturb_codes(
     key: SecretKey,
     variable: str,
     start: int = 0,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """Released codes for original ``codes`` (``-1`` = missing, kept missing).
 
@@ -45,11 +46,14 @@ def perturb_codes(
     key : the secret key (see :func:`pramkit.rng.resolve_key`)
     variable : the variable's name; it selects the variable's random stream
     start : absolute row number of ``codes[0]`` in the file
+    rows : alternatively, the absolute row number of every value (in any order)
     """
     c = np.ascontiguousarray(codes)
     if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer):
         raise DataError("codes must be a 1-D integer array")
     c = c.astype(np.intp, copy=False)
+    if rows is not None and np.shape(rows) != c.shape:
+        raise DataError("rows must give one row number per code")
     sampler = sampler_for(matrix) if isinstance(matrix, PramMatrix) else matrix
     n = c.size
     out = np.empty(n, dtype=np.intp)
@@ -60,7 +64,10 @@ def perturb_codes(
         lo, hi = int(block.min()), int(block.max())
         if lo < MISSING or hi >= sampler.size:
             raise DataError(f"codes must lie in -1..{sampler.size - 1}, found {lo if lo < MISSING else hi}")
-        uu = uniforms(key, variable, start + s, e - s, out=u)
+        if rows is None:
+            uu = uniforms(key, variable, start + s, e - s, out=u)
+        else:
+            uu = uniforms_at(key, variable, rows[s:e])
         if lo == MISSING:
             valid = block >= 0
             sampler.draw(np.where(valid, block, 0), uu, out[s:e])
@@ -99,6 +106,7 @@ class ApplyResult:
     record_epsilon: float
     output: str | None = None
     seconds: float = 0.0
+    perturbed: tuple[str, ...] = ()
 
 
 class _Perturber:
@@ -110,10 +118,10 @@ class _Perturber:
         self.key = key
         self.rows = self.missing = self.changed = 0
 
-    def __call__(self, values: pa.Array | pa.ChunkedArray, start: int) -> pa.Array:
+    def __call__(self, values: pa.Array | pa.ChunkedArray, start: int, rows: np.ndarray | None = None) -> pa.Array:
         v = self.variable
-        codes = encode(values, v.matrix.categories, column=v.name, missing=v.missing, first_row=start)
-        released = perturb_codes(codes, self.sampler, key=self.key, variable=v.name, start=start)
+        codes = encode(values, v.matrix.categories, column=v.name, missing=v.missing, first_row=start, rows=rows)
+        released = perturb_codes(codes, self.sampler, key=self.key, variable=v.name, start=start, rows=rows)
         self.rows += codes.size
         self.missing += int(np.count_nonzero(_as_missing(values)))
         self.changed += int(np.count_nonzero(released != codes))
@@ -132,6 +140,32 @@ def _check_columns(manifest: Manifest, columns: list[str], where: str) -> None:
     absent = [n for n in manifest.names if n not in columns]
     if absent:
         raise DataError(f"the manifest perturbs {absent}, which {where} does not have; its columns are {columns}")
+
+
+class TablePerturber:
+    """Perturbs the manifest's columns of Arrow tables, chunk after chunk.
+
+    ``perturber(table, start)`` returns the table with its perturbed columns
+    replaced; ``start`` is the absolute row number of the table's first row
+    (or ``rows`` gives every row's number, for rows that arrive out of order).
+    Per-variable counts accumulate over calls (:meth:`summaries`).
+    """
+
+    def __init__(self, manifest: Manifest, key: SecretKey) -> None:
+        self.manifest = manifest
+        self._perturbers = [_Perturber(v, key) for v in manifest.variables]
+
+    def check_columns(self, columns: list[str], where: str) -> None:
+        _check_columns(self.manifest, columns, where)
+
+    def __call__(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None) -> pa.Table:
+        for p in self._perturbers:
+            i = table.schema.get_field_index(p.variable.name)
+            table = table.set_column(i, table.schema.field(i), p(table.column(i), start, rows))
+        return table
+
+    def summaries(self) -> tuple[VariableSummary, ...]:
+        return tuple(p.summary() for p in self._perturbers)
 
 
 def perturb_frame(
@@ -158,7 +192,7 @@ def perturb_frame(
         out[p.variable.name] = released if isinstance(col.dtype, pd.CategoricalDtype) else _like(released, col)
     return out, ApplyResult(
         rows=len(data), variables=tuple(p.summary() for p in perturbers), key_source=secret.source,
-        record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0,
+        record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
     )
 
 
@@ -194,22 +228,21 @@ def apply_file(
     if chunk_rows < 1:
         raise PramkitError("chunk_rows must be at least 1")
     meta, batches = iter_batches(src, chunk_rows=chunk_rows)
-    _check_columns(man, meta.columns, f"{str(src)!r}")
     secret = resolve_key(key)
-    perturbers = {v.name: _Perturber(v, secret) for v in man.variables}
+    perturber = TablePerturber(man, secret)
+    perturber.check_columns(meta.columns, f"{str(src)!r}")
     start = 0
     with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
             TableWriter(dst, force=force, meta=meta) as writer:
         for table in batches:
-            for name, perturber in perturbers.items():
-                i = table.schema.get_field_index(name)
-                table = table.set_column(i, table.schema.field(i), perturber(table.column(i), start))
+            table = perturber(table, start)
             writer.write(table)
             start += table.num_rows
             bar.update(table.num_rows)
         if start == 0:
             raise DataError(f"file {str(src)!r} has no data rows")
     return ApplyResult(
-        rows=start, variables=tuple(p.summary() for p in perturbers.values()), key_source=secret.source,
+        rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,
+        perturbed=tuple(man.names),
     )

@@ -7,6 +7,11 @@ by keyed BLAKE2b, and row ``i`` consumes output word ``i`` of the stream
 (counter block ``i // 4``, lane ``i % 4``).  Any chunking or partitioning of a
 file therefore reproduces the same draws byte for byte.
 
+NumPy's generator reads the stream sequentially; :func:`uniforms_at` evaluates
+the same Philox-4x64-10 function directly at arbitrary row numbers (for rows
+that arrive shuffled, as in a distributed job) and is tested to agree with it
+word for word.
+
 The secret key is 32 bytes or more.  By default it comes from the operating
 system's entropy source and is never stored: whoever knows the key can undo
 the perturbation.  A key file gives reproducible runs.
@@ -118,3 +123,45 @@ def uniforms(key: SecretKey, variable: str, start: int, n: int, out: np.ndarray 
         return gen.random(n)
     gen.random(out=out[:n])
     return out[:n]
+
+
+# Philox-4x64-10 constants (Salmon, Moraes, Dror and Shaw 2011).
+_M0, _M1 = np.uint64(0xD2E7470EE14C6C93), np.uint64(0xCA5A826395121157)
+_W0, _W1 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBB67AE8584CAA73B)
+_LOW32, _32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+
+
+def _mulhilo(a: np.uint64, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """High and low 64-bit words of the 128-bit products a * b (32-bit limbs)."""
+    a0, a1 = a & _LOW32, a >> _32
+    b0, b1 = b & _LOW32, b >> _32
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> _32) + (p01 & _LOW32) + (p10 & _LOW32)
+    return p11 + (p01 >> _32) + (p10 >> _32) + (mid >> _32), a * b
+
+
+def _philox_words(counter: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Philox-4x64-10 of counters ``(c, 0, 0, 0)``: an array of shape (n, 4)."""
+    x0 = counter.astype(np.uint64)
+    x1 = np.zeros_like(x0)
+    x2 = np.zeros_like(x0)
+    x3 = np.zeros_like(x0)
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    with np.errstate(over="ignore"):
+        for _ in range(10):
+            hi0, lo0 = _mulhilo(_M0, x0)
+            hi1, lo1 = _mulhilo(_M1, x2)
+            x0, x1, x2, x3 = hi1 ^ x1 ^ k0, lo1, hi0 ^ x3 ^ k1, lo0
+            k0, k1 = k0 + _W0, k1 + _W1
+    return np.stack([x0, x1, x2, x3], axis=1)
+
+
+def uniforms_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
+    """The uniforms of :func:`uniforms` at arbitrary (non-negative) row numbers, in any order."""
+    r = np.asarray(rows, dtype=np.int64)
+    if r.size and r.min() < 0:
+        raise ValueError("row numbers must be non-negative")
+    # NumPy's Philox increments its counter before each block: word i comes from block i // 4 + 1.
+    words = _philox_words((r // 4 + 1).astype(np.uint64), key.philox_key(variable))
+    chosen = words[np.arange(r.size), r % 4]
+    return (chosen >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per chunk (memory bound; default %(default)s)")
+    p.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="local: streamed on this machine (default); spark: a Spark job writing a folder of part files")
+    p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(p)
     p.set_defaults(func=run)
@@ -51,15 +54,23 @@ def print_summary(result: ApplyResult) -> None:
             f"  {v.name}: {v.changed:,} values changed ({100 * v.changed_share:.2f} % of non-missing), "
             f"{v.missing:,} missing left as they were",
         )
+    if not result.variables:
+        print(f"  perturbed: {', '.join(result.perturbed)} (changes are not counted on Spark)")
     print(f"record epsilon: {result.record_epsilon:.6g} (sum over perturbed variables)")
 
 
 def run(args: argparse.Namespace) -> int:
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    result = apply_file(
-        args.data, args.manifest, args.out, key=key, force=args.force,
-        chunk_rows=args.chunk_rows, quiet=args.quiet,
-    )
+    if args.engine == "spark":
+        from pramkit.engines.spark import apply_file_spark
+
+        result = apply_file_spark(args.data, args.manifest, args.out, key=key, force=args.force,
+                                  master=args.spark_master, quiet=args.quiet)
+    else:
+        result = apply_file(
+            args.data, args.manifest, args.out, key=key, force=args.force,
+            chunk_rows=args.chunk_rows, quiet=args.quiet,
+        )
     if args.json:
         print_json(summary_dict(result))
     else:

@@ -1,1 +1,1 @@
-"""Engines."""
+"""Adapters that run pramkit's kernels on other engines (Spark)."""
