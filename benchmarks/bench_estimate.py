@@ -1,0 +1,96 @@
+"""Estimation benchmarks: run ``python benchmarks/bench_estimate.py``.
+
+1. Standard errors of a table of independently perturbed variables: the
+   factored formula (axis by axis, no K x K matrix) against the dense
+   computation ``diag(A Cov(u) A^T)`` with ``A = (⊗ M_a^T)^{-1}`` built by np.kron.
+2. estimate_table on the census-like file (953 076 rows, 3 perturbed
+   variables), against ``pandas.crosstab`` of the same columns (the cost of
+   just counting the released table).
+3. The MLE (EM) on the same table, against the moment estimator.
+
+Every figure is a ratio to a baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from pramkit import Manifest, SecretKey, perturb_codes
+from pramkit.datasets import CENSUS_VARIABLES, census
+from pramkit.design.classic import randomized_response
+from pramkit.estimate import estimate_table, mle_estimate, moment_estimate
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def dense_se(u: np.ndarray, mats) -> np.ndarray:
+    big = np.ones((1, 1))
+    for m in mats:
+        big = np.kron(big, m.matrix)
+    a = np.linalg.inv(big.T)
+    lam = u.ravel() / u.sum()
+    cov = u.sum() * a @ (np.diag(lam) - np.outer(lam, lam)) @ a.T
+    return np.sqrt(np.diag(cov))
+
+
+def bench_standard_errors() -> None:
+    rng = np.random.default_rng(0)
+    for sizes in [(9, 11, 6), (9, 11, 6, 4)]:
+        mats = [randomized_response(list(range(s)), 2.0) for s in sizes]
+        u = rng.integers(50, 500, size=sizes).astype(float)
+        assert np.allclose(moment_estimate(u, mats).se.ravel(), dense_se(u, mats), rtol=1e-8)
+        factored = best_of(lambda: moment_estimate(u, mats))
+        dense = best_of(lambda: dense_se(u, mats), repeat=1)
+        print(f"standard errors, {'x'.join(map(str, sizes))} = {u.size} cells: factored {factored * 1e3:.2f} ms, "
+              f"dense K x K {dense * 1e3:.0f} ms; dense / factored = {dense / factored:.0f}x")
+
+
+def bench_census() -> None:
+    original = census()
+    names = ["age", "education", "marital_status"]
+    key = SecretKey(bytes(32), "benchmark")
+    matrices = {v: randomized_response(list(CENSUS_VARIABLES[v]), 2.0) for v in names}
+    released = original[names + ["sex"]].copy()
+    for v, m in matrices.items():
+        codes = perturb_codes(original[v].cat.codes.to_numpy(), m, key=key, variable=v)
+        released[v] = pd.Categorical.from_codes(codes, categories=list(CENSUS_VARIABLES[v]))
+    manifest = Manifest.of(matrices)
+    rows = len(released)
+    crosstab = best_of(lambda: pd.crosstab([released["age"], released["education"]],
+                                           [released["marital_status"], released["sex"]]))
+    moment = best_of(lambda: estimate_table(released, manifest, names, by="sex"))
+    print(f"estimate_table, {rows} rows, age x education x marital_status by sex (1188 cells): "
+          f"{moment:.3f} s; pandas.crosstab {crosstab:.3f} s; ratio {moment / crosstab:.2f}")
+    res = estimate_table(released, manifest, names, by="sex")
+    u, mats = res.table.released, [matrices[v] for v in names] + [None]
+    t_moment = best_of(lambda: moment_estimate(u, mats))
+    t_mle = best_of(lambda: mle_estimate(u, mats), repeat=1)
+    t_uniform = best_of(lambda: mle_estimate(u, mats, start="uniform"), repeat=1)
+    mle = mle_estimate(u, mats)
+    uni = mle_estimate(u, mats, start="uniform")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # plain EM is expected to stop short
+        plain = mle_estimate(u, mats, accelerate=False, max_iter=mle.iterations)
+    print(f"  moment estimator on the counted table ({int((res.table.counts < 0).sum())} negative cells): "
+          f"{t_moment * 1e3:.2f} ms")
+    print(f"  MLE (SQUAREM-accelerated EM) from the moment start: {mle.iterations} EM updates to a "
+          f"log-likelihood gap <= {mle.loglik_gap:.2g} nats, {t_mle:.2f} s ({t_mle / t_moment:.0f}x the moment estimator); "
+          f"from uniform: {uni.iterations} updates, {t_uniform:.2f} s ({t_uniform / t_moment:.0f}x)")
+    print(f"  plain EM after the same {plain.iterations} updates: gap bound {plain.loglik_gap:.3g} nats "
+          f"(log-likelihood {mle.loglik - plain.loglik:.3g} nats below the accelerated one)")
+
+
+if __name__ == "__main__":
+    bench_standard_errors()
+    bench_census()

@@ -1,0 +1,84 @@
+"""The unbiased moment estimator of original counts from released counts.
+
+One perturbed variable (Ruiz and Domingo-Ferrer, appendix A.1): the released
+proportions satisfy ``lam = M^T p``, so ``p_hat = (M^T)^{-1} lam_hat`` is
+unbiased.  A table crossing perturbed variables x with unperturbed ones y
+(Cator, Hensbergen and Rozenholc, section 3, estimator (4)):
+
+    mu_hat(k; y) = (1/n) sum_l (P^{-1})_{lk} U(l; y),
+
+that is, the inverse is applied along the perturbed axes and the identity
+along the others.  Several independently perturbed variables have the
+transition matrix ``M_1 ⊗ M_2 ⊗ ...``, whose inverse is applied axis by axis
+(:mod:`pramkit.estimate.axes`); no ``K x K`` matrix is formed.
+
+When the matrix is singular or badly conditioned the estimator does not exist
+or is useless; :func:`moment_estimate` then warns and returns the
+maximum-likelihood estimate (:mod:`pramkit.estimate.mle`) instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.estimate.axes import contract, inverses
+from pramkit.estimate.covariance import CountCovariance, VarianceKind, check_variance_kind
+from pramkit.estimate.mle import mle_estimate
+from pramkit.estimate.result import EstimationWarning, TableEstimate, condition_number, table_inputs
+from pramkit.matrix import PramMatrix
+
+#: Above this condition number of the table's matrix the moment estimator is not used.
+MAX_CONDITION = 1e10
+
+
+def moment_estimate(
+    released: ArrayLike,
+    matrices: Sequence[PramMatrix | None],
+    *,
+    variance: VarianceKind = "multinomial",
+    max_condition: float = MAX_CONDITION,
+) -> TableEstimate:
+    """Unbiased estimate of the original counts of a table, with standard errors.
+
+    Parameters
+    ----------
+    released : array, one axis per variable
+        Released counts ``U`` (a 1-D array for one variable).
+    matrices : one :class:`PramMatrix` per axis, ``None`` for an unperturbed variable
+    variance : ``"multinomial"`` (records sampled from a population; the
+        covariance ``n (diag(lam) - lam lam^T)`` of the released counts pushed
+        through the inverse) or ``"pram"`` (the original file fixed; PRAM the
+        only randomness).  See :mod:`pramkit.estimate.covariance`.
+    max_condition : above this condition number (or for a singular matrix)
+        an :class:`EstimationWarning` is issued and the MLE is returned, its
+        ``note`` saying why.
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 3, estimator (4).
+    Ruiz and Domingo-Ferrer, appendix A.1.
+    """
+    check_variance_kind(variance)
+    u, mats, n = table_inputs(released, matrices)
+    cond = condition_number(mats)
+    if not cond <= max_condition:
+        what = "singular" if math.isinf(cond) else (
+            f"badly conditioned (condition number {cond:.3g} > {max_condition:g})"
+        )
+        note = (f"the transition matrix is {what}, so the moment estimator (M^T)^-1 lambda "
+                "cannot be used; the maximum-likelihood estimate (EM) is given instead")
+        warnings.warn(note, EstimationWarning, stacklevel=2)
+        return dataclasses.replace(mle_estimate(released, matrices, variance=variance), note=note)
+    factors = inverses(mats)
+    t = contract(u, factors)
+    cov = CountCovariance(factors, u, t, n, variance)
+    return TableEstimate(
+        counts=t, se=np.sqrt(cov.cell_variances()), released=u, n=n, method="moment",
+        variance=variance, covariance=cov, condition_number=cond,
+    )

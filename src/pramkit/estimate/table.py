@@ -1,0 +1,299 @@
+"""Tables of original frequencies estimated from a released file and its manifest.
+
+The analyst's entry point: cross-classify some columns of the released file
+(perturbed ones as declared in the manifest, unperturbed ones as found in the
+data), estimate the original counts with the moment estimator or the MLE,
+and report every cell with its standard error and confidence interval, as a
+count and as a proportion.  Cator, Hensbergen and Rozenholc, section 3,
+estimator (4) (unperturbed variables enter with the identity); Ruiz and
+Domingo-Ferrer, appendix A.1; Ayed, Battiston and Camerlenghi, section 4.1.
+
+Proportions are shares of all n records, or, with ``by``, shares within each
+group of the ``by`` variables (delta method; the group totals are themselves
+estimated when a ``by`` variable is perturbed).  Rows with a missing value
+(not declared a category) in any tabulated column are left out; ``n`` counts
+the rows used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from pramkit.codebook import categories_of, encode
+from pramkit.errors import DataError, PramkitError
+from pramkit.estimate.covariance import VarianceKind
+from pramkit.estimate.mle import mle_estimate
+from pramkit.estimate.moment import moment_estimate
+from pramkit.estimate.result import TableEstimate
+from pramkit.manifest import Manifest
+from pramkit.matrix import Label, PramMatrix
+
+#: Largest table (number of cells) estimate_table builds.
+MAX_CELLS = 50_000_000
+
+#: A selection of cells: variable -> one label or a list of labels (other variables: all).
+Selection = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A quantity derived from the table, with its standard error and normal interval.
+
+    estimate: the value (a proportion, or a difference of proportions)
+    se: standard error (exact for a share of all records, delta method for a ratio)
+    ci_low, ci_high: the interval ``estimate -/+ z se`` at level ``confidence``
+    """
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+
+
+@dataclass(frozen=True, eq=False)
+class EstimateResult:
+    """An estimated table of original frequencies.
+
+    variables: the table's axes, the ``vars`` then the ``by`` variables
+    by: the grouping variables (proportions are shares within their groups)
+    categories: the labels of every axis
+    perturbed: whether each axis is perturbed (in the manifest)
+    table: counts, standard errors, method and diagnostics
+    proportion: estimated share of each cell (of n, or within its ``by`` group)
+    proportion_se: standard errors of the shares
+    confidence: level of the intervals
+    dropped: rows left out because of a missing value
+    """
+
+    variables: tuple[str, ...]
+    by: tuple[str, ...]
+    categories: tuple[tuple[Label, ...], ...]
+    perturbed: tuple[bool, ...]
+    table: TableEstimate
+    proportion: np.ndarray
+    proportion_se: np.ndarray
+    confidence: float
+    dropped: int
+
+    @property
+    def n(self) -> int:
+        return self.table.n
+
+    @property
+    def method(self) -> str:
+        return self.table.method
+
+    @property
+    def z(self) -> float:
+        return float(norm.ppf(0.5 + self.confidence / 2.0))
+
+    def cells(self) -> list[dict[str, Any]]:
+        """One record per cell: category (a label, or a list of labels for
+        several variables), estimate (count), se, ci_low, ci_high, proportion,
+        proportion_se, proportion_ci_low, proportion_ci_high, released (count)."""
+        z = self.z
+        t, se = self.table.counts, self.table.se
+        r, rse = self.proportion, self.proportion_se
+        out = []
+        for idx in np.ndindex(t.shape):
+            labels = [self.categories[a][i] for a, i in enumerate(idx)]
+            out.append({
+                "category": labels[0] if len(labels) == 1 else labels,
+                "estimate": float(t[idx]), "se": float(se[idx]),
+                "ci_low": float(t[idx] - z * se[idx]), "ci_high": float(t[idx] + z * se[idx]),
+                "proportion": float(r[idx]), "proportion_se": float(rse[idx]),
+                "proportion_ci_low": float(r[idx] - z * rse[idx]),
+                "proportion_ci_high": float(r[idx] + z * rse[idx]),
+                "released": float(self.table.released[idx]),
+            })
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """The cells as a DataFrame: one column per variable, then the fields of :meth:`cells`."""
+        cells = self.cells()
+        frame = pd.DataFrame(cells)
+        for a, name in reversed(list(enumerate(self.variables))):
+            col = [c["category"] if len(self.variables) == 1 else c["category"][a] for c in cells]
+            frame.insert(0, name, col)
+        if len(self.variables) > 1:
+            frame["category"] = [tuple(c) for c in frame["category"]]
+        return frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything the command line prints with ``--json``."""
+        t = self.table
+        return {
+            "method": t.method,
+            "variance": t.variance,
+            "n": t.n,
+            "dropped": self.dropped,
+            "variables": list(self.variables),
+            "by": list(self.by),
+            "perturbed": dict(zip(self.variables, self.perturbed)),
+            "confidence": self.confidence,
+            "units": {
+                "estimate": "records (estimated original count)",
+                "proportion": "share of the records in the cell's by-group" if self.by else "share of all n records",
+            },
+            "condition_number": t.condition_number,
+            "iterations": t.iterations,
+            "converged": t.converged,
+            "loglik_gap_nats": t.loglik_gap,
+            "note": t.note,
+            "cells": self.cells(),
+        }
+
+    # -- derived quantities ----------------------------------------------
+    def mask(self, select: Selection | None) -> np.ndarray:
+        """Boolean table of the cells matching ``select`` (all cells for ``None``)."""
+        m = np.ones(self.table.counts.shape, dtype=bool)
+        for name, wanted in (select or {}).items():
+            if name not in self.variables:
+                raise PramkitError(f"{name!r} is not a variable of this table; it has {list(self.variables)}")
+            a = self.variables.index(name)
+            labels = list(wanted) if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+            cats = self.categories[a]
+            unknown = [x for x in labels if x not in cats]
+            if unknown:
+                raise PramkitError(f"{name!r} has no category {unknown[0]!r}; its categories are {list(cats)}")
+            keep = np.isin(np.arange(len(cats)), [cats.index(x) for x in labels])
+            shape = [1] * m.ndim
+            shape[a] = len(cats)
+            m = m & keep.reshape(shape)
+        return m
+
+    def _share_gradient(self, select: Selection, within: Selection | None) -> tuple[float, np.ndarray]:
+        b = self.mask(within).astype(float)
+        a = self.mask(select) * b
+        t = self.table.counts
+        denom = float(np.sum(b * t))
+        if denom <= 0:
+            raise PramkitError(f"the estimated number of records in {dict(within or {})} is {denom:g}; no share can be formed")
+        r = float(np.sum(a * t)) / denom
+        return r, (a - r * b) / denom
+
+    def _derived(self, value: float, gradient: np.ndarray) -> Derived:
+        cov = self.table.covariance
+        se = math.nan if cov is None else math.sqrt(cov.variance(gradient))
+        z = self.z
+        return Derived(value, se, value - z * se, value + z * se, self.confidence)
+
+    def share(self, select: Selection, *, within: Selection | None = None) -> Derived:
+        """Estimated share of the records in ``select`` among those in ``within``
+        (all records if ``None``), e.g. ``share({"age": ["65-74", "75+"]}, within={"sex": "female"})``.
+
+        The standard error is exact for a share of all records and comes from
+        the delta method for a share within a subgroup (a ratio of estimated counts).
+        """
+        return self._derived(*self._share_gradient(select, within))
+
+    def difference(
+        self, first: Selection, second: Selection, *,
+        within_first: Selection | None = None, within_second: Selection | None = None,
+    ) -> Derived:
+        """``share(first, within=within_first) - share(second, within=within_second)``,
+        with the delta-method standard error (the two shares are correlated)."""
+        r1, g1 = self._share_gradient(first, within_first)
+        r2, g2 = self._share_gradient(second, within_second)
+        return self._derived(r1 - r2, g1 - g2)
+
+
+def estimate_table(
+    data: pd.DataFrame,
+    manifest: Manifest,
+    vars: str | Sequence[str],
+    *,
+    by: str | Sequence[str] | None = None,
+    method: Literal["moment", "mle"] = "moment",
+    variance: VarianceKind = "multinomial",
+    confidence: float = 0.95,
+) -> EstimateResult:
+    """Estimate the original frequency table of ``vars`` (crossed with ``by``) from released data.
+
+    Parameters
+    ----------
+    data : the released file
+    manifest : its manifest; a column it lists is perturbed with its matrix,
+        any other column is taken as unperturbed (identity)
+    vars : the column(s) to tabulate
+    by : grouping column(s): added as the last axes of the table, and
+        proportions become shares within each group
+    method : ``"moment"`` (unbiased; falls back to the MLE with a warning for a
+        singular or badly conditioned matrix) or ``"mle"`` (EM on the simplex)
+    variance : ``"multinomial"`` (inference on the population the file was
+        sampled from) or ``"pram"`` (on the original file itself); see
+        :mod:`pramkit.estimate.covariance`
+    confidence : level of the normal intervals ``estimate -/+ z se``
+    """
+    names = _names(vars, "vars")
+    groups = _names(by, "by") if by is not None else []
+    axes = names + groups
+    if len(set(axes)) != len(axes):
+        raise PramkitError(f"a variable appears twice in vars/by: {axes}")
+    if method not in ("moment", "mle"):
+        raise PramkitError(f"method must be 'moment' or 'mle', not {method!r}")
+    if not (isinstance(confidence, float) and 0 < confidence < 1):
+        raise PramkitError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    if not isinstance(data, pd.DataFrame):
+        raise PramkitError(f"data must be a pandas DataFrame, not {type(data).__name__}")
+    absent = [c for c in axes if c not in data.columns]
+    if absent:
+        raise DataError(f"column {absent[0]!r} is not in the data; its columns are {list(data.columns)}")
+    if len(data) == 0:
+        raise DataError("the data have no rows")
+    matrices: list[PramMatrix | None] = []
+    categories: list[tuple[Label, ...]] = []
+    codes = []
+    for name in axes:
+        if name in manifest.names:
+            pv = manifest[name]
+            cats = pv.matrix.categories
+            codes.append(encode(data[name], cats, column=name, missing=pv.missing))
+            matrices.append(pv.matrix)
+        else:
+            cats = tuple(categories_of(data[name]))
+            if not cats:
+                raise DataError(f"column {name!r} has no non-missing value")
+            codes.append(encode(data[name], cats, column=name))
+            matrices.append(None)
+        categories.append(tuple(cats))
+    shape = tuple(len(c) for c in categories)
+    cells = math.prod(shape)
+    if cells > MAX_CELLS:
+        raise PramkitError(f"the table would have {cells} cells (more than {MAX_CELLS}); tabulate fewer variables")
+    stacked = np.vstack(codes)
+    complete = np.all(stacked >= 0, axis=0)
+    if not complete.any():
+        raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
+    flat = np.ravel_multi_index(tuple(stacked[:, complete]), shape)
+    released = np.bincount(flat, minlength=cells).reshape(shape).astype(float)
+    estimator = moment_estimate if method == "moment" else mle_estimate
+    table = estimator(released, matrices, variance=variance)
+    group_axes = tuple(range(len(names), len(axes)))
+    if table.covariance is None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            proportion = table.counts / table.counts.sum(axis=tuple(range(len(names))), keepdims=True)
+        proportion_se = np.full(shape, np.nan)
+    else:
+        proportion, share_var = table.covariance.share_variances(group_axes)
+        proportion_se = np.sqrt(share_var)
+    return EstimateResult(
+        variables=tuple(axes), by=tuple(groups), categories=tuple(categories),
+        perturbed=tuple(m is not None for m in matrices), table=table,
+        proportion=proportion, proportion_se=proportion_se, confidence=confidence,
+        dropped=int((~complete).sum()),
+    )
+
+
+def _names(value: str | Sequence[str], what: str) -> list[str]:
+    names = [value] if isinstance(value, str) else list(value)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise PramkitError(f"{what} must name at least one column")
+    return names

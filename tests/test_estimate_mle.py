@@ -1,0 +1,93 @@
+"""The MLE on the simplex by EM (pramkit.estimate.mle).
+
+Checked against: the moment estimator (equal inside the simplex); SciPy's
+SLSQP on the simplex (boundary cases); the concavity bound used as the
+stopping rule, against the converged optimum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import xlogy
+
+from pramkit import PramMatrix
+from pramkit.design.classic import randomized_response
+from pramkit.errors import PramkitError
+from pramkit.estimate import EstimationWarning, mle_estimate, moment_estimate
+
+
+def loglik(p: np.ndarray, m: np.ndarray, u: np.ndarray) -> float:
+    return float(xlogy(u, p @ m).sum())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mle_equals_moment_inside_the_simplex(seed):
+    rng = np.random.default_rng(seed)
+    shape = (3, 4)
+    mats = [randomized_response(list(range(3)), 1.5), PramMatrix(0.7 * np.eye(4) + 0.3 * rng.dirichlet(np.ones(4), 4))]
+    p = rng.dirichlet(5 * np.ones(12)).reshape(shape)
+    u = np.round(5000 * mats[0].matrix.T @ p @ mats[1].matrix)  # released counts near their expectation
+    mom = moment_estimate(u, mats)
+    assert np.all(mom.counts > 0)
+    mle = mle_estimate(u, mats, start="uniform", tol=1e-10)
+    assert mle.converged and mle.iterations > 10
+    assert mle.counts == pytest.approx(mom.counts, rel=1e-5, abs=1e-3)
+    assert mle.se == pytest.approx(mom.se, rel=1e-5)
+
+
+def test_mle_on_the_boundary_matches_scipy():
+    m = randomized_response(list(range(4)), 1.0).matrix
+    u = np.array([120.0, 60.0, 5.0, 15.0])  # few released 2s and 3s: the moment estimate goes negative
+    assert moment_estimate(u, [PramMatrix(m)]).counts.min() < 0
+    est = mle_estimate(u, [PramMatrix(m)], start="uniform", tol=1e-9)
+    assert est.converged and est.method == "mle"
+    assert np.all(est.counts >= 0) and est.counts.sum() == pytest.approx(u.sum())
+    p = est.counts / u.sum()
+    ref = minimize(lambda x: -loglik(x, m, u), np.full(4, 0.25), jac=lambda x: -m @ (u / (x @ m)),
+                   method="SLSQP", bounds=[(0, 1)] * 4, constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}])
+    assert ref.success
+    assert loglik(p, m, u) >= -ref.fun - 1e-7
+    assert p == pytest.approx(ref.x, abs=1e-4)
+    assert est.loglik == pytest.approx(loglik(p, m, u), rel=1e-12)
+
+
+@pytest.mark.parametrize("accelerate", [False, True])
+def test_stopping_rule_bounds_the_remaining_loglikelihood(accelerate):
+    """After a few updates, the reported gap bounds max log-likelihood - log-likelihood."""
+    m = randomized_response(list(range(5)), 0.8)
+    u = np.array([400.0, 100.0, 50.0, 30.0, 20.0])
+    with pytest.warns(EstimationWarning, match="raise max_iter"):
+        early = mle_estimate(u, [m], start="uniform", max_iter=5, accelerate=accelerate)
+    assert early.converged is False and early.iterations == 5
+    best = mle_estimate(u, [m], start="uniform", tol=1e-10)
+    assert best.converged and best.loglik_gap <= 1e-10
+    lost = best.loglik - early.loglik
+    assert 0 < lost <= early.loglik_gap + 1e-9
+
+
+def test_acceleration_reaches_the_same_maximum_faster():
+    m = randomized_response(list(range(6)), 0.7)
+    u = np.array([300.0, 150.0, 80.0, 40.0, 20.0, 10.0])  # a boundary case: moment estimate negative
+    assert moment_estimate(u, [m]).counts.min() < 0
+    plain = mle_estimate(u, [m], start="uniform", accelerate=False, tol=1e-8)
+    fast = mle_estimate(u, [m], start="uniform", tol=1e-8)
+    assert plain.converged and fast.converged and fast.iterations < plain.iterations / 3
+    assert fast.loglik == pytest.approx(plain.loglik, abs=2e-8)
+    assert fast.counts == pytest.approx(plain.counts, abs=0.05)
+
+
+def test_singular_matrix_mle_has_no_standard_errors():
+    m = PramMatrix([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.2, 0.8]])
+    est = mle_estimate(np.array([30.0, 38.0, 32.0]), [m])
+    assert est.converged and np.all(np.isnan(est.se)) and np.isinf(est.condition_number)
+    fitted = est.counts @ m.matrix
+    assert fitted == pytest.approx([30.0, 38.0, 32.0], rel=1e-6)  # the saturated fit is reachable here
+
+
+def test_bad_options():
+    m = randomized_response([0, 1], 1.0)
+    for kwargs in ({"tol": 0.0}, {"max_iter": -1}, {"start": "random"}):
+        with pytest.raises(PramkitError):
+            mle_estimate(np.array([1.0, 2.0]), [m], **kwargs)
