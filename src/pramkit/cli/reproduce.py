@@ -10,7 +10,9 @@ from pramkit.cli._common import add_quiet, print_json
 from pramkit.errors import PramkitError
 
 #: Reproduction name -> module exposing ``run(out: Path, *, quick: bool, quiet: bool) -> dict``.
-REPRODUCTIONS: dict[str, str] = {}
+REPRODUCTIONS: dict[str, str] = {
+    "ruiz": "pramkit.reproduce.ruiz",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,14 +1,37 @@
-"""Classic PRAM designs with closed forms."""
+"""Classic PRAM designs: randomized response, keep-probability PRAM and invariant PRAM.
+
+* :func:`randomized_response` -- k-ary randomized response at exactly epsilon
+  (equation (2) of Ruiz and Domingo-Ferrer; Ayed, Battiston and Camerlenghi,
+  section 3.1).
+* :func:`keep_probability` -- the PRAM of mu-ARGUS: keep a category with
+  probability ``keep``, otherwise move to one of the other categories
+  uniformly, or only to those whose ordinal code is within ``bandwidth``.
+* :func:`bayes_inverse` and :func:`invariant_pram` -- invariant PRAM
+  (Gouweleeuw, Kooiman, Willenborg and de Wolf 1998): for any P and the
+  observed proportions p, the Bayes inversion
+  ``Q[j, k] = P[k, j] p_k / sum_l P[l, j] p_l`` gives ``R = P Q`` with
+  ``p R = p`` (Shlomo and Skinner 2012, section 4: "v M = v").
+* :func:`sdcmicro_pram` -- the invariant PRAM documented for sdcMicro's
+  ``pram``: diagonal of P drawn from U(pd, 1) (or fixed at pd), off-diagonal
+  mass spread uniformly, R = P Q, final matrix ``alpha R + (1 - alpha) I``.
+  pd is a floor on P's diagonal, not on the released matrix's: for a rare
+  category R's diagonal can be far below pd (see docs/bistochastic.md).
+
+Every matrix is a :class:`pramkit.PramMatrix`; measure what it guarantees with
+:func:`pramkit.design.methods.measure`.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Literal, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from pramkit.errors import PramkitError
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.bistochastic import as_distribution
 
 
 def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatrix:
@@ -17,7 +40,7 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
 
     Its epsilon (largest log-ratio in a column) is ``log(q / ((1-q)/(S-1))) = epsilon``.
     It is the symmetric DP-optimal matrix of form (8) (Ayed, Battiston and
-    Camerlenghi, section 3.1).
+    Camerlenghi, section 3.1) and equation (2) of Ruiz and Domingo-Ferrer.
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
@@ -30,3 +53,132 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
         np.full(s, q), categories,
         Provenance(method="randomized_response", parameters={"epsilon": float(epsilon)}),
     )
+
+
+def float_array(value: ArrayLike, name: str) -> np.ndarray:
+    """``value`` as a float array, or a :class:`PramkitError` naming the option."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise PramkitError(f"{name} must be a number or a list of numbers, got {value!r}") from None
+
+
+def _unit_interval(value: float, name: str) -> float:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1):
+        raise PramkitError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def keep_probability(
+    categories: Sequence[Label],
+    keep: float | ArrayLike,
+    *,
+    bandwidth: int | None = None,
+) -> PramMatrix:
+    """mu-ARGUS PRAM: keep category k with probability ``keep`` (one number,
+    or one per category); otherwise release another category chosen uniformly,
+    among all the others or, with ``bandwidth`` b, among those whose position
+    in ``categories`` differs from k's by at most b (ordinal codes).
+
+    Without a bandwidth this is form (8) (bistochastic when ``keep`` is one
+    number); with a bandwidth, categories near the ends have fewer neighbours,
+    so the columns need not sum to 1.
+    """
+    s = len(categories)
+    if s == 0:
+        raise PramkitError("give at least one category")
+    kv = float_array(keep, "the keep probability")
+    q = np.full(s, _unit_interval(float(kv), "the keep probability")) if kv.ndim == 0 else kv
+    if q.shape != (s,):
+        raise PramkitError(f"give one keep probability or one per category ({s}), got {kv.size}")
+    for v in q:
+        _unit_interval(float(v), "every keep probability")
+    params: dict = {"keep": q.tolist() if kv.ndim else float(kv), "bandwidth": bandwidth}
+    prov = Provenance(method="keep_probability", parameters=params)
+    if bandwidth is None:
+        return PramMatrix.from_diagonal(q, categories, prov)
+    if not isinstance(bandwidth, (int, np.integer)) or isinstance(bandwidth, bool) or bandwidth < 1:
+        raise PramkitError(f"the bandwidth must be a whole number >= 1, got {bandwidth!r}")
+    if s == 1:
+        return PramMatrix.from_diagonal(q, categories, prov)
+    idx = np.arange(s)
+    dist = np.abs(idx[:, None] - idx[None, :])
+    near = (dist >= 1) & (dist <= bandwidth)
+    m = near * ((1.0 - q) / near.sum(axis=1))[:, None]
+    m[idx, idx] = q
+    return PramMatrix(m, tuple(categories), prov)
+
+
+def bayes_inverse(p: ArrayLike, matrix: PramMatrix) -> PramMatrix:
+    """The backward matrix ``Q[j, k] = P(X = k | Z = j)`` for X ~ p and Z | X ~ P.
+
+    ``Q[j, k] = P[k, j] p_k / lambda_j`` with ``lambda = p P`` (Bayes' rule).  A
+    released category that never occurs (``lambda_j = 0``) gets ``Q[j, j] = 1``;
+    it does not affect ``P Q``'s invariance.
+    """
+    pv = as_distribution(p, matrix.size)
+    m = matrix.matrix
+    lam = pv @ m
+    seen = lam > 0
+    q = np.zeros_like(m)
+    q[seen] = (m.T[seen] * pv[None, :]) / lam[seen, None]
+    q[np.flatnonzero(~seen), np.flatnonzero(~seen)] = 1.0
+    return PramMatrix(q, matrix.categories, Provenance(method="bayes_inverse", parameters={"p": pv.tolist()}))
+
+
+def invariant_pram(p: ArrayLike, matrix: PramMatrix, *, alpha: float = 1.0) -> PramMatrix:
+    """Invariant PRAM built from any P: ``alpha P Q + (1 - alpha) I`` with Q the
+    :func:`bayes_inverse` of P w.r.t. p, so that ``p R = p`` (Gouweleeuw et al.
+    1998, section 4; alpha = 1 gives R = P Q itself)."""
+    a = _unit_interval(alpha, "alpha")
+    pv = as_distribution(p, matrix.size)
+    r = matrix.matrix @ bayes_inverse(pv, matrix).matrix
+    final = a * r + (1.0 - a) * np.eye(matrix.size)
+    err = float(np.abs(pv @ final - pv).max())
+    return PramMatrix(final, matrix.categories, Provenance(
+        method="invariant_pram",
+        parameters={"p": pv.tolist(), "alpha": a, "base": matrix.provenance.to_dict()},
+        certificate={"max_abs_invariance_error": err},
+    ))
+
+
+def sdcmicro_pram(
+    categories: Sequence[Label],
+    p: ArrayLike,
+    *,
+    pd: float = 0.8,
+    alpha: float = 0.5,
+    diagonal: Literal["uniform", "fixed"] = "uniform",
+    seed: int | None = None,
+) -> PramMatrix:
+    """Invariant PRAM as documented for sdcMicro's ``pram(pd = 0.8, alpha = 0.5)``.
+
+    1. P: diagonal entries drawn from U(pd, 1) (``diagonal="uniform"``, with a
+       NumPy generator seeded by ``seed``) or all equal to pd (``"fixed"``);
+       the rest of each row spread uniformly over the other categories.
+    2. Q: the Bayes inversion of P w.r.t. the observed proportions p.
+    3. ``alpha P Q + (1 - alpha) I``, invariant: ``p R = p``.
+
+    The drawn diagonal of P is recorded in the provenance, so the design can be
+    rebuilt.
+    """
+    s = len(categories)
+    if s < 2:
+        raise PramkitError("invariant PRAM needs at least two categories")
+    lo = _unit_interval(pd, "pd")
+    if diagonal == "uniform":
+        d = np.random.default_rng(seed).uniform(lo, 1.0, size=s)
+    elif diagonal == "fixed":
+        d = np.full(s, lo)
+    else:
+        raise PramkitError(f"diagonal must be 'uniform' or 'fixed', got {diagonal!r}")
+    base = PramMatrix.from_diagonal(d, categories, Provenance(
+        method="sdcmicro_base", parameters={"pd": lo, "diagonal": diagonal, "seed": seed, "drawn": d.tolist()},
+    ))
+    out = invariant_pram(p, base, alpha=alpha)
+    return out.with_provenance(Provenance(
+        method="sdcmicro_pram",
+        parameters={**out.provenance.parameters, "pd": lo, "diagonal": diagonal, "seed": seed,
+                    "base_diagonal": d.tolist()},
+        certificate=out.provenance.certificate,
+    ))

@@ -1,0 +1,356 @@
+"""Bistochastic designs (Ruiz and Domingo-Ferrer, sections 2.2, 2.3 and 4).
+
+Four families of doubly stochastic matrices, each with one parameter:
+
+* ``rr`` -- epsilon-DP randomized response, equation (2): keep with
+  ``e^eps / (r - 1 + e^eps)``, each other category ``1 / (r - 1 + e^eps)``
+  (:func:`pramkit.design.classic.randomized_response`);
+* ``kanon`` -- k-anonymity / Anatomy, equation (3): block-diagonal with
+  uniform blocks ``1 / n_l`` over classes of at least k categories
+  (:func:`k_anonymity`, classes from :func:`anatomy_classes`);
+* ``tridiagonal`` -- equation (7), symmetric tridiagonal with off-diagonal
+  alpha (:func:`tridiagonal`);
+* ``circulant`` -- equation (6) with first row ``(p11, (1 - p11)/(r - 1), ...)``
+  as in Table 1 (:func:`circulant`); at equal beta it is the same matrix as
+  ``rr`` (the paper's remark after Table 1).
+
+Zeros (equations (3) and (7)).  The paper keeps the zeros and reads them as an
+infinitesimal gamma (a "super doubly stochastic" matrix); beta computed with
+``0 log 0 = 0`` is that reading's limit.  Strictly, such a matrix has
+epsilon = infinity.  :func:`with_floor` gives the strictly positive variant the
+paper mentions: ``(1 - r gamma) P + gamma J`` (J all ones) replaces each zero
+by gamma, adjusts the positive entries, stays bistochastic and has a finite
+epsilon.
+
+Target beta (:func:`fit_family`).  Along each family the matrix is affine in
+the parameter, and H(P) is concave in P (a sum of row entropies), so beta is
+concave in the parameter: it rises from 0 to a single maximum, then falls.
+The root is found by Brent's method on the rising branch:
+
+* rr / circulant: q = p11 in [1/r, 1] (beta falls from 1 to 0 as q rises);
+* tridiagonal: alpha in [0, alpha*], alpha* the maximiser (alpha* < 1/2;
+  the maximum beta is below 1, about 0.41 for r = 12);
+* kanon: k in 1..r; with classes as equal as possible beta is
+  non-decreasing in k (:func:`anatomy_classes`), and beta can only reach
+  discrete values: the smallest k with beta >= target is returned.
+
+:func:`compare_families` fits every family to one target and ranks them by
+the mutual information I(X; Z) they keep for the data's proportions p.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize import brentq, minimize_scalar
+
+from pramkit.design.classic import float_array, randomized_response
+from pramkit.errors import PramkitError
+from pramkit.information import mutual_information
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.bistochastic import as_distribution, bistochastic_privacy
+
+#: Absolute tolerance on the parameter found by root finding.
+XTOL = 1e-13
+
+
+class BetaUnreachableError(PramkitError):
+    """No member of a family reaches the requested beta."""
+
+
+def _categories(categories: Sequence[Label], minimum: int = 2) -> tuple[Label, ...]:
+    cats = tuple(categories)
+    if len(cats) < minimum:
+        raise PramkitError(f"this design needs at least {minimum} categories, got {len(cats)}")
+    return cats
+
+
+# -- the families ----------------------------------------------------------
+
+def anatomy_classes(size: int, k: int) -> tuple[tuple[int, ...], ...]:
+    """k-anonymous classes of ``size`` ordered categories: ``L = floor(size / k)``
+    classes of consecutive categories, sizes as equal as possible (the larger
+    ones first), each of at least k categories.
+
+    Equal sizes minimise the entropy for L classes, and fewer classes give
+    more entropy, so beta of :func:`k_anonymity` is non-decreasing in k.
+    """
+    bounds = class_bounds(size, k)
+    return tuple(tuple(range(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def class_bounds(size: int, k: int) -> np.ndarray:
+    """Boundaries ``0 = b_0 < b_1 < ... < b_L = size`` of the classes of
+    :func:`anatomy_classes` (class l is ``b_l .. b_{l+1} - 1``)."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= size:
+        raise PramkitError(f"k must be a whole number between 1 and the number of categories ({size}), got {k!r}")
+    n_classes = size // k
+    base, extra = divmod(size, n_classes)
+    sizes = np.full(n_classes, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def k_anonymity(
+    categories: Sequence[Label],
+    k: int | None = None,
+    *,
+    classes: Sequence[Sequence[int]] | None = None,
+) -> PramMatrix:
+    """Equation (3): block-diagonal Q with ``Q_l = 1/n_l`` on each class.
+
+    Give ``k`` (classes from :func:`anatomy_classes`) or the ``classes``
+    themselves (a partition of the category positions 0..r-1, e.g. the
+    data's own k-anonymous classes); with both, every class must have at
+    least k categories.
+    """
+    cats = _categories(categories, 1)
+    r = len(cats)
+    if classes is None:
+        if k is None:
+            raise PramkitError("give k or the classes")
+        parts = anatomy_classes(r, k)
+    else:
+        try:
+            parts = tuple(tuple(int(i) for i in c) for c in classes)
+        except (TypeError, ValueError):
+            raise PramkitError("the classes must be lists of category positions (whole numbers)") from None
+        flat = sorted(i for c in parts for i in c)
+        if flat != list(range(r)) or any(len(c) == 0 for c in parts):
+            raise PramkitError(f"the classes must partition the category positions 0..{r - 1}, each exactly once")
+        if k is not None and min(len(c) for c in parts) < k:
+            raise PramkitError(f"a class has {min(len(c) for c in parts)} categories, fewer than k = {k}")
+    m = np.zeros((r, r))
+    for c in parts:
+        m[np.ix_(c, c)] = 1.0 / len(c)
+    return PramMatrix(m, cats, Provenance(
+        method="k_anonymity", parameters={"k": None if k is None else int(k), "classes": [list(c) for c in parts]},
+    ))
+
+
+def tridiagonal(categories: Sequence[Label], alpha: float | ArrayLike) -> PramMatrix:
+    """Equation (7): ``P[i, i+1] = P[i+1, i] = alpha_i``, diagonal ``1 - alpha_{i-1} - alpha_i``.
+
+    ``alpha`` is one number or r - 1 numbers, non-negative with
+    ``alpha_{i-1} + alpha_i <= 1``.
+    """
+    cats = _categories(categories)
+    r = len(cats)
+    av = float_array(alpha, "alpha")
+    a = np.full(r - 1, float(av)) if av.ndim == 0 else av
+    if a.shape != (r - 1,):
+        raise PramkitError(f"give one alpha or r - 1 = {r - 1} of them, got {av.size}")
+    if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1) or np.any(a[:-1] + a[1:] > 1):
+        raise PramkitError("alpha must be non-negative with alpha_(i-1) + alpha_i <= 1 (for one alpha: at most 1/2)")
+    m = np.diag(a, 1) + np.diag(a, -1)
+    m[np.arange(r), np.arange(r)] = 1.0 - m.sum(axis=1)
+    return PramMatrix(m, cats, Provenance(
+        method="tridiagonal", parameters={"alpha": float(av) if av.ndim == 0 else a.tolist()},
+    ))
+
+
+def circulant(categories: Sequence[Label], first_row: ArrayLike) -> PramMatrix:
+    """Equation (6): ``P[u, v] = first_row[(v - u) mod r]``; always bistochastic."""
+    cats = _categories(categories, 1)
+    row = float_array(first_row, "the first row")
+    if row.shape != (len(cats),):
+        raise PramkitError(f"the first row must have {len(cats)} entries, got shape {row.shape}")
+    idx = np.arange(len(cats))
+    m = row[(idx[None, :] - idx[:, None]) % len(cats)]
+    return PramMatrix(m, cats, Provenance(method="circulant", parameters={"first_row": row.tolist()}))
+
+
+def circulant_keep(categories: Sequence[Label], p11: float) -> PramMatrix:
+    """Table 1's circulant: first row ``(p11, (1 - p11)/(r - 1), ..., (1 - p11)/(r - 1))``."""
+    r = len(_categories(categories))
+    if not (isinstance(p11, (int, float)) and 0 <= p11 <= 1):
+        raise PramkitError(f"p11 must be a probability in [0, 1], got {p11!r}")
+    return circulant(categories, [p11] + [(1.0 - p11) / (r - 1)] * (r - 1))
+
+
+def with_floor(matrix: PramMatrix, gamma: float) -> PramMatrix:
+    """``(1 - r gamma) P + gamma J``: every entry at least gamma, still bistochastic
+    if P is, epsilon finite (section 4, the strictly ergodic variant)."""
+    r = matrix.size
+    if not (isinstance(gamma, (int, float)) and 0 <= gamma <= 1.0 / r):
+        raise PramkitError(f"gamma must lie in [0, 1/r] = [0, {1.0 / r:.6g}], got {gamma!r}")
+    m = (1.0 - r * gamma) * matrix.matrix + gamma
+    prov = matrix.provenance
+    return PramMatrix(m, matrix.categories, Provenance(
+        method=prov.method, parameters={**prov.parameters, "gamma": float(gamma)},
+    ))
+
+
+# -- reaching a target beta --------------------------------------------------
+
+@dataclass(frozen=True)
+class FamilyFit:
+    """The member of a family that reaches a target beta.
+
+    family: ``rr``, ``kanon``, ``tridiagonal`` or ``circulant``
+    parameter_name: ``epsilon``, ``k``, ``alpha`` or ``p11``
+    parameter: its value
+    target_beta: the requested beta
+    beta: beta of the returned matrix (equal to the target up to 1e-9, or the
+        first value above it for ``kanon``)
+    matrix: the design
+    mutual_information_nats: I(X; Z) for the proportions given, nats (None without)
+    """
+
+    family: str
+    parameter_name: str
+    parameter: float
+    target_beta: float
+    beta: float
+    matrix: PramMatrix
+    mutual_information_nats: float | None = None
+
+
+def _beta(m: PramMatrix) -> float:
+    return bistochastic_privacy(m).beta
+
+
+def _keep_q(r: int, target: float) -> float:
+    """q in [1/r, 1] with beta(form (8) with keep q) = target (beta falls in q)."""
+    cats = tuple(range(r))
+    return solve_monotone(lambda q: _beta(circulant_keep(cats, q)), 1.0 / r, 1.0, target, rising=False)
+
+
+def tridiagonal_peak(r: int) -> tuple[float, float]:
+    """(alpha*, beta*): the alpha maximising beta of :func:`tridiagonal` with one
+    alpha, and that maximum (beta is concave in alpha)."""
+    cats = tuple(range(r))
+    res = minimize_scalar(lambda a: -_beta(tridiagonal(cats, a)), bounds=(0.0, 0.5), method="bounded",
+                          options={"xatol": 1e-12})
+    return float(res.x), float(-res.fun)
+
+
+def solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: float, *, rising: bool) -> float:
+    """Root of ``f(x) = target`` on [lo, hi] where f is monotone (rising or falling)."""
+    flo, fhi = f(lo), f(hi)
+    low, high = (flo, fhi) if rising else (fhi, flo)
+    if not low - 1e-12 <= target <= high + 1e-12:
+        raise BetaUnreachableError(f"beta = {target:g} is outside [{low:.6g}, {high:.6g}] for this family")
+    if abs(flo - target) <= 1e-15:
+        return lo
+    if abs(fhi - target) <= 1e-15:
+        return hi
+    return float(brentq(lambda x: f(x) - target, lo, hi, xtol=XTOL))
+
+
+def _check_target(beta: float) -> float:
+    if not (isinstance(beta, (int, float)) and 0 < beta < 1):
+        raise PramkitError(f"the target beta must lie strictly between 0 and 1, got {beta!r}")
+    return float(beta)
+
+
+def _fit_rr(cats: tuple[Label, ...], target: float) -> tuple[float, PramMatrix]:
+    q = _keep_q(len(cats), target)
+    if q <= 1.0 / len(cats):
+        raise BetaUnreachableError("beta = 1 needs epsilon = 0 (perfect secrecy); give a smaller target")
+    eps = math.log(q * (len(cats) - 1) / (1.0 - q))
+    return eps, randomized_response(cats, eps)
+
+
+def _fit_circulant(cats: tuple[Label, ...], target: float) -> tuple[float, PramMatrix]:
+    q = _keep_q(len(cats), target)
+    return q, circulant_keep(cats, q)
+
+
+def _fit_tridiagonal(cats: tuple[Label, ...], target: float) -> tuple[float, PramMatrix]:
+    peak, top = tridiagonal_peak(len(cats))
+    if target > top + 1e-12:
+        raise BetaUnreachableError(
+            f"the tridiagonal family reaches at most beta = {top:.4f} for {len(cats)} categories "
+            f"(at alpha = {peak:.4f}); choose another family or a smaller target"
+        )
+    a = solve_monotone(lambda x: _beta(tridiagonal(cats, x)), 0.0, peak, min(target, top), rising=True)
+    return a, tridiagonal(cats, a)
+
+
+def _fit_kanon(cats: tuple[Label, ...], target: float) -> tuple[float, PramMatrix]:
+    # beta is non-decreasing in k and k = r gives beta = 1 > target: the search ends.
+    k = next(k for k in range(1, len(cats) + 1) if _beta(k_anonymity(cats, k)) >= target - 1e-12)
+    return k, k_anonymity(cats, k)
+
+
+#: Family name -> (parameter name, fitter).
+_FAMILIES: dict[str, tuple[str, Callable[[tuple[Label, ...], float], tuple[float, PramMatrix]]]] = {
+    "rr": ("epsilon", _fit_rr),
+    "kanon": ("k", _fit_kanon),
+    "tridiagonal": ("alpha", _fit_tridiagonal),
+    "circulant": ("p11", _fit_circulant),
+}
+
+#: The families :func:`fit_family` knows.
+FAMILIES: tuple[str, ...] = tuple(_FAMILIES)
+
+
+def fit_family(
+    family: str,
+    categories: Sequence[Label],
+    beta: float,
+    *,
+    p: ArrayLike | None = None,
+) -> FamilyFit:
+    """The member of ``family`` whose beta equals ``beta`` (the least
+    perturbing one: on the rising branch), with I(X; Z) for proportions ``p``.
+
+    Raises :class:`BetaUnreachableError` when the family cannot reach beta.
+    """
+    if family not in _FAMILIES:
+        raise PramkitError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    target = _check_target(beta)
+    cats = _categories(categories)
+    name, fitter = _FAMILIES[family]
+    value, m = fitter(cats, target)
+    achieved = _beta(m)
+    m = m.with_provenance(Provenance(
+        method=m.provenance.method, parameters={**m.provenance.parameters, "target_beta": target},
+        objective=achieved, objective_name="beta (entropy rate over log2 r)",
+    ))
+    mi = None if p is None else mutual_information(as_distribution(p, len(cats)), m.matrix)
+    return FamilyFit(family, name, float(value), target, achieved, m, mi)
+
+
+@dataclass(frozen=True)
+class FamilyComparison:
+    """Every family fitted to one beta, ranked by the information it keeps.
+
+    target_beta: the requested beta
+    fits: the fits that reach it, most mutual information first
+    unreachable: family -> why it cannot reach the target
+    best: the family keeping the most I(X; Z) for p (ties: the first in
+        :data:`FAMILIES` order)
+    """
+
+    target_beta: float
+    fits: tuple[FamilyFit, ...]
+    unreachable: dict[str, str]
+    best: str
+
+
+def compare_families(
+    categories: Sequence[Label],
+    p: ArrayLike,
+    beta: float,
+    *,
+    families: Sequence[str] = FAMILIES,
+) -> FamilyComparison:
+    """Fit each family to ``beta`` and say which keeps the most I(X; Z) (nats) for p."""
+    fits: list[FamilyFit] = []
+    unreachable: dict[str, str] = {}
+    for fam in families:
+        try:
+            fits.append(fit_family(fam, categories, beta, p=p))
+        except BetaUnreachableError as exc:
+            unreachable[fam] = str(exc)
+    if not fits:
+        raise BetaUnreachableError(f"no family reaches beta = {beta:g}: " + "; ".join(unreachable.values()))
+    order = sorted(range(len(fits)), key=lambda i: (-round(fits[i].mutual_information_nats, 12), i))
+    ranked = tuple(fits[i] for i in order)
+    return FamilyComparison(float(beta), ranked, unreachable, ranked[0].family)

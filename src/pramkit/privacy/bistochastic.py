@@ -1,0 +1,280 @@
+"""Bistochastic privacy (Ruiz and Domingo-Ferrer), measured in bits.
+
+A transition matrix P (``P[u, v] = Pr(Y = v | X = u)``, rows original) is
+*bistochastic* (doubly stochastic) when its rows and its columns sum to 1.
+Then the uniform distribution is stationary and the entropy rate of P is
+equation (4):
+
+    H(P) = - sum_{u,v} (1/r) P[u, v] log2 P[u, v]      (bits),
+
+the average entropy of the rows.  Its maximum, ``log2 r``, is reached by the
+matrix of perfect secrecy P* (all entries 1/r).
+
+* Definition 1 (univariate): Y is beta-bistochastically private when P is
+  bistochastic and ``H(P) / log2 r >= beta``  (:func:`bistochastic_privacy`).
+* Definition 2 (conservative multivariate): attributes perturbed separately
+  by P_1..P_K; ``sum_k H(P_k) / sum_k log2 n_k >= beta``
+  (:func:`conservative_privacy`).
+* Definition 3 (true multivariate): one bistochastic P_J on the
+  cross-classification; ``H(P_J) / log2 prod_k n_k >= beta``
+  (:func:`joint_privacy`).  For separate perturbation the joint matrix is the
+  Kronecker product of the P_k, whose entropy rate is the sum of theirs, so
+  Definitions 2 and 3 then agree.
+* Theorem 2 (Hardy, Littlewood and Polya): p majorizes q iff q = P^T p for a
+  bistochastic P; a bistochastic release is never less uncertain than the
+  original (:func:`majorizes`, :func:`released_distribution`).
+* Section 3.1: ``2^H(Y)`` (H in bits) is the number of sides of the fair die
+  an attacker faces (:func:`die_sides`).
+
+Zeros.  Section 3.1 assumes every entry positive (an ergodic chain).  The
+families of equations (3) and (7) have zeros; the paper reads them as "super
+doubly stochastic" matrices whose zeros are an infinitesimal gamma > 0.  The
+entropy rate here uses ``0 log 0 = 0``, which is exactly the limit gamma -> 0
+of that reading.  Strictly, a column with a zero makes epsilon infinite
+(Shlomo and Skinner 2012, section 4): the results report both.
+
+References
+----------
+Ruiz, N. and Domingo-Ferrer, J., Bistochastic privacy, sections 2-3.
+Marshall, Olkin and Arnold (2011), Inequalities: Theory of Majorization.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.errors import MatrixError, PramkitError
+from pramkit.information import entropy
+from pramkit.matrix import ROW_SUM_TOL, PramMatrix
+from pramkit.privacy.epsilon import matrix_epsilon
+
+#: Tolerance of the majorization check (partial sums of probabilities).
+MAJORIZATION_TOL = 1e-12
+
+
+class NotBistochasticError(MatrixError):
+    """A matrix that must be doubly stochastic is not."""
+
+
+def _square(matrix: PramMatrix | ArrayLike) -> np.ndarray:
+    """A finite, non-negative, square, non-empty float array."""
+    m = matrix.matrix if isinstance(matrix, PramMatrix) else np.asarray(matrix, dtype=float)
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] == 0:
+        raise MatrixError(f"the matrix must be square and non-empty, got shape {m.shape}")
+    if not np.all(np.isfinite(m)) or np.any(m < 0):
+        raise MatrixError("the matrix must have finite, non-negative entries")
+    return m
+
+
+def require_bistochastic(matrix: PramMatrix | ArrayLike) -> np.ndarray:
+    """The matrix as an array, after checking that rows and columns sum to 1.
+
+    Raises :class:`NotBistochasticError` naming the worst row or column; the
+    tolerance is that of :class:`pramkit.PramMatrix` (1e-9).
+    """
+    m = _square(matrix)
+    for axis, what in ((1, "row"), (0, "column")):
+        err = np.abs(m.sum(axis=axis) - 1.0)
+        worst = int(np.argmax(err))
+        if err[worst] > ROW_SUM_TOL:
+            raise NotBistochasticError(
+                f"{what} {worst} of the matrix sums to {m.sum(axis=axis)[worst]!r}, not 1: "
+                "bistochastic privacy needs rows and columns summing to 1 "
+                "(use a bistochastic design, or measure the matrix with epsilon instead)"
+            )
+    return m
+
+
+def is_bistochastic(matrix: PramMatrix | ArrayLike) -> bool:
+    """Whether rows and columns sum to 1 (within 1e-9)."""
+    try:
+        require_bistochastic(matrix)
+    except NotBistochasticError:
+        return False
+    return True
+
+
+def entropy_rate(matrix: PramMatrix | ArrayLike, *, strict: bool = True) -> float:
+    """Entropy rate H(P) in bits, equation (4), with uniform weights 1/r.
+
+    ``strict=True`` first checks that P is bistochastic (only then is the
+    uniform distribution stationary and (4) the entropy rate).  With
+    ``strict=False`` formula (4) is evaluated on any non-negative square
+    matrix, e.g. the paper's super doubly stochastic matrices.
+    """
+    m = require_bistochastic(matrix) if strict else _square(matrix)
+    return entropy(m.ravel()) / (m.shape[0] * math.log(2))
+
+
+def _max_bits(size: int) -> float:
+    if size < 2:
+        raise PramkitError("bistochastic privacy needs at least two categories (log2 r = 0 for one)")
+    return math.log2(size)
+
+
+@dataclass(frozen=True)
+class BistochasticPrivacy:
+    """Univariate beta-bistochastic privacy of a matrix (Definition 1).
+
+    beta: H(P) / log2 r, in [0, 1]; 1 is perfect secrecy
+    entropy_rate_bits: H(P), equation (4), bits
+    max_entropy_rate_bits: log2 r = H(P*), bits
+    size: r
+    strictly_positive: all entries > 0 (the ergodicity assumption of sec. 3.1);
+        when false, beta is the limit of the paper's super doubly stochastic
+        reading (zeros as gamma -> 0)
+    epsilon: exact epsilon-DP of the same matrix (Shlomo and Skinner, sec. 4);
+        infinite while a column has a zero
+    """
+
+    beta: float
+    entropy_rate_bits: float
+    max_entropy_rate_bits: float
+    size: int
+    strictly_positive: bool
+    epsilon: float
+
+
+def bistochastic_privacy(matrix: PramMatrix | ArrayLike) -> BistochasticPrivacy:
+    """beta of a bistochastic matrix (Definition 1; Definition 3 when the matrix
+    acts on a cross-classification, see :func:`joint_privacy`)."""
+    m = require_bistochastic(matrix)
+    h = entropy_rate(m, strict=False)
+    top = _max_bits(m.shape[0])
+    return BistochasticPrivacy(
+        beta=min(max(h / top, 0.0), 1.0),
+        entropy_rate_bits=h,
+        max_entropy_rate_bits=top,
+        size=m.shape[0],
+        strictly_positive=bool(np.all(m > 0)),
+        epsilon=matrix_epsilon(m),
+    )
+
+
+@dataclass(frozen=True)
+class MultivariatePrivacy:
+    """beta-bistochastic privacy of a data set (Definitions 2 and 3).
+
+    definition: ``"conservative"`` (Definition 2) or ``"joint"`` (Definition 3)
+    beta: injected bits over the maximum, in [0, 1]
+    entropy_rate_bits: sum of H(P_k) (Definition 2) or H(P_J) (Definition 3), bits
+    max_entropy_rate_bits: sum of log2 n_k = log2 prod n_k (Proposition 2), bits
+    sizes: n_1, ..., n_K
+    attributes: Definition 1 measures of each P_k (Definition 2 only)
+    epsilon: the record's epsilon: sum of the P_k's (sequential composition,
+        Definition 2) or that of P_J (Definition 3); infinite if any is
+    """
+
+    definition: str
+    beta: float
+    entropy_rate_bits: float
+    max_entropy_rate_bits: float
+    sizes: tuple[int, ...]
+    attributes: tuple[BistochasticPrivacy, ...]
+    epsilon: float
+
+
+def conservative_privacy(matrices: Sequence[PramMatrix | ArrayLike]) -> MultivariatePrivacy:
+    """Definition 2: attributes perturbed separately by bistochastic P_1..P_K."""
+    if len(matrices) == 0:
+        raise PramkitError("give at least one matrix")
+    parts = tuple(bistochastic_privacy(m) for m in matrices)
+    h = math.fsum(a.entropy_rate_bits for a in parts)
+    top = math.fsum(a.max_entropy_rate_bits for a in parts)
+    eps = math.fsum(a.epsilon for a in parts) if all(math.isfinite(a.epsilon) for a in parts) else math.inf
+    return MultivariatePrivacy("conservative", min(h / top, 1.0), h, top,
+                               tuple(a.size for a in parts), parts, eps)
+
+
+def joint_privacy(matrix: PramMatrix | ArrayLike, *, sizes: Sequence[int]) -> MultivariatePrivacy:
+    """Definition 3: one bistochastic matrix on the cross-classification of
+    attributes with ``sizes`` categories (rows in the order of ``numpy.kron``,
+    last attribute fastest)."""
+    one = bistochastic_privacy(matrix)
+    dims = tuple(int(n) for n in sizes)
+    if any(n < 1 for n in dims) or math.prod(dims) != one.size:
+        raise PramkitError(
+            f"a joint matrix of size {one.size} does not match attributes with {list(dims)} categories "
+            f"(their product is {math.prod(dims)})"
+        )
+    return MultivariatePrivacy("joint", one.beta, one.entropy_rate_bits, one.max_entropy_rate_bits,
+                               dims, (), one.epsilon)
+
+
+def as_distribution(p: ArrayLike, size: int | None = None) -> np.ndarray:
+    """Proportions from counts or proportions: finite, non-negative, positive
+    total, optionally of a given length; returned normalised to sum 1."""
+    try:
+        pv = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise PramkitError(f"the distribution must be a list of counts or proportions, got {p!r}") from None
+    if pv.ndim != 1 or pv.size == 0:
+        raise PramkitError("the distribution must be a non-empty 1-D array of counts or proportions")
+    if size is not None and pv.size != size:
+        raise PramkitError(f"the distribution has {pv.size} entries but the matrix has {size} categories")
+    if not np.all(np.isfinite(pv)) or np.any(pv < 0) or pv.sum() <= 0:
+        raise PramkitError("counts or proportions must be finite, non-negative and not all zero")
+    return pv / pv.sum()
+
+
+def die_sides(p: ArrayLike) -> float:
+    """``2^H(p)`` with H in bits: the sides of a fair die as uncertain as p (sec. 3.1)."""
+    return float(math.exp(entropy(as_distribution(p))))
+
+
+def majorizes(x: ArrayLike, y: ArrayLike, *, tol: float = MAJORIZATION_TOL) -> bool:
+    """Whether distribution x majorizes y (x > y in the paper, Appendix A.3).
+
+    Sorted in decreasing order, every partial sum of x is at least that of y
+    and the totals are equal (both are normalised first).
+    """
+    xv, yv = as_distribution(x), as_distribution(y)
+    if xv.size != yv.size:
+        raise PramkitError(f"cannot compare distributions of {xv.size} and {yv.size} categories")
+    cx = np.cumsum(np.sort(xv)[::-1])
+    cy = np.cumsum(np.sort(yv)[::-1])
+    return bool(np.all(cx >= cy - tol))
+
+
+@dataclass(frozen=True)
+class ReleasedDistribution:
+    """What a release does to a distribution (Theorem 2, sec. 3.1).
+
+    original: pi (normalised)
+    released: lambda = P^T pi (Appendix A.1)
+    entropy_original_bits, entropy_released_bits: H(pi), H(lambda), bits
+    die_sides_original, die_sides_released: 2^H (sides of a fair die)
+    majorized: pi majorizes lambda (always true when P is bistochastic)
+    bistochastic: whether P is bistochastic
+    """
+
+    original: np.ndarray
+    released: np.ndarray
+    entropy_original_bits: float
+    entropy_released_bits: float
+    die_sides_original: float
+    die_sides_released: float
+    majorized: bool
+    bistochastic: bool
+
+
+def released_distribution(p: ArrayLike, matrix: PramMatrix | ArrayLike) -> ReleasedDistribution:
+    """The released distribution lambda = P^T pi and its uncertainty in bits."""
+    m = (matrix if isinstance(matrix, PramMatrix) else PramMatrix(matrix)).matrix
+    pi = as_distribution(p, m.shape[0])
+    lam = pi @ m
+    return ReleasedDistribution(
+        original=pi,
+        released=lam,
+        entropy_original_bits=entropy(pi) / math.log(2),
+        entropy_released_bits=entropy(lam) / math.log(2),
+        die_sides_original=die_sides(pi),
+        die_sides_released=die_sides(lam),
+        majorized=majorizes(pi, lam),
+        bistochastic=is_bistochastic(m),
+    )
