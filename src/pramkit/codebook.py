@@ -172,3 +172,60 @@ def _plain(value: Any) -> Label:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
+
+
+class JointCodebook:
+    """Codes of the cells of a cross-classification listed by a joint matrix.
+
+    ``categories`` are tuples, one value per column.  Each column is encoded
+    against its own values; the mixed-radix index of a record's values is
+    looked up among the listed cells.
+    """
+
+    def __init__(self, categories: Sequence[tuple], columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.levels: list[list[Label]] = []
+        for i in range(len(self.columns)):
+            seen: dict[str | None, Label] = {}
+            for cell in categories:
+                seen.setdefault(canonical(cell[i]), cell[i])
+            self.levels.append(list(seen.values()))
+        self.shape = tuple(len(lv) for lv in self.levels)
+        # cell code of each listed category, and the reverse lookup
+        self.cell_codes = np.array(
+            [[_label_lookup(lv, c)[canonical(cell[i])] for i, (lv, c) in enumerate(zip(self.levels, self.columns))]
+             for cell in categories], dtype=np.intp,
+        ).reshape(len(categories), len(self.columns))
+        self.lookup = np.full(int(np.prod(self.shape)), MISSING, dtype=np.intp)
+        self.lookup[np.ravel_multi_index(self.cell_codes.T, self.shape)] = np.arange(len(categories))
+        self.categories = list(categories)
+
+    def encode(self, columns: Sequence[Any], *, first_row: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
+        """Codes of the records' cells; ``-1`` when any of the columns is missing."""
+        per_column = [
+            encode(values, lv, column=name, first_row=first_row, rows=rows)
+            for values, lv, name in zip(columns, self.levels, self.columns)
+        ]
+        stacked = np.stack(per_column)
+        missing = (stacked < 0).any(axis=0)
+        flat = np.ravel_multi_index(np.where(missing, 0, stacked), self.shape)
+        codes = np.where(missing, MISSING, self.lookup[flat])
+        unknown = np.flatnonzero((codes == MISSING) & ~missing)
+        if unknown.size:
+            pos = int(unknown[0])
+            row = 1 + (first_row + pos if rows is None else int(rows[pos]))
+            cell = tuple(self.levels[i][stacked[i, pos]] for i in range(len(self.columns)))
+            raise DataError(
+                f"columns {self.columns}, row {row}: the combination {cell!r} is not one of the joint categories"
+            )
+        return codes
+
+    def decode(self, codes: np.ndarray, *, like: Sequence[pa.DataType]) -> list[pa.Array]:
+        """One Arrow array per column for the released cell codes (``-1`` -> nulls)."""
+        c = np.asarray(codes)
+        missing = c < 0
+        out = []
+        for i, (lv, name, dtype) in enumerate(zip(self.levels, self.columns, like)):
+            column_codes = np.where(missing, MISSING, self.cell_codes[np.where(missing, 0, c), i])
+            out.append(decode(column_codes, lv, like=dtype, column=name))
+        return out

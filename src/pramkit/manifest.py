@@ -37,27 +37,53 @@ def epsilon_to_json(eps: float) -> float | str:
 
 @dataclass(frozen=True)
 class PerturbedVariable:
-    """One perturbed column of a release.
+    """One perturbed column of a release, or several columns perturbed jointly.
 
-    name: the column's name in the data
-    matrix: its PRAM matrix, whose categories are the column's values
-    missing: ``"keep"`` (missing values stay missing and are not perturbed) or
-        ``"category"`` (missing is a category, labelled ``None``, perturbed like the others)
+    name: the column's name in the data (for a joint variable, the name of its
+        random stream, e.g. ``"age*sex*region"``)
+    matrix: its PRAM matrix, whose categories are the column's values; for a
+        joint variable, tuples with one value per column (the cells of the
+        cross-classification that the matrix covers)
+    missing: ``"keep"`` (missing values stay missing and are not perturbed; for
+        a joint variable, a record with any missing value is left as it is) or
+        ``"category"`` (missing is a category, labelled ``None``, perturbed like
+        the others; single columns only)
+    columns: the columns perturbed jointly; empty (the default) means ``(name,)``
     """
 
     name: str
     matrix: PramMatrix
     missing: MissingPolicy = "keep"
+    columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ManifestError("a perturbed variable needs a non-empty name")
         if self.missing not in _MISSING_POLICIES:
             raise ManifestError(f"missing must be one of {_MISSING_POLICIES}, not {self.missing!r}")
+        columns = tuple(self.columns) or (self.name,)
+        if not all(isinstance(c, str) and c for c in columns) or len(set(columns)) != len(columns):
+            raise ManifestError(f"variable {self.name!r}: columns must be distinct non-empty names, got {columns}")
+        object.__setattr__(self, "columns", columns)
+        if self.is_joint:
+            if self.missing == "category":
+                raise ManifestError(f"variable {self.name!r}: missing cannot be a category of a joint variable")
+            bad = [c for c in self.matrix.categories if not (isinstance(c, tuple) and len(c) == len(columns))]
+            if bad:
+                raise ManifestError(
+                    f"variable {self.name!r} perturbs {len(columns)} columns jointly, so each category must "
+                    f"list {len(columns)} values; {bad[0]!r} does not"
+                )
+        elif any(isinstance(c, tuple) for c in self.matrix.categories):
+            raise ManifestError(f"variable {self.name!r}: tuple categories need several columns")
         if self.missing == "category" and None not in self.matrix.categories:
             raise ManifestError(
                 f"variable {self.name!r}: missing is declared a category, so null must be one of its categories"
             )
+
+    @property
+    def is_joint(self) -> bool:
+        return len(self.columns) > 1
 
     @property
     def epsilon(self) -> float:
@@ -67,7 +93,8 @@ class PerturbedVariable:
         m = self.matrix
         return {
             "name": self.name,
-            "categories": list(m.categories),
+            "columns": list(self.columns),
+            "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
             "matrix": m.matrix.tolist(),
             "epsilon": epsilon_to_json(m.epsilon),
             "missing": self.missing,
@@ -98,6 +125,10 @@ class Manifest:
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ManifestError(f"variable(s) {sorted(dup)} appear more than once")
+        columns = [c for v in variables for c in v.columns]
+        dup = {c for c in columns if columns.count(c) > 1}
+        if dup:
+            raise ManifestError(f"column(s) {sorted(dup)} are perturbed by more than one variable")
         object.__setattr__(self, "variables", variables)
         if not self.created:
             stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -115,6 +146,11 @@ class Manifest:
     @property
     def names(self) -> list[str]:
         return [v.name for v in self.variables]
+
+    @property
+    def columns(self) -> list[str]:
+        """Every perturbed column, in the order of the variables."""
+        return [c for v in self.variables for c in v.columns]
 
     def __getitem__(self, name: str) -> PerturbedVariable:
         for v in self.variables:
@@ -218,11 +254,17 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     name = v.get("name")
     if not isinstance(name, str) or not name:
         raise ManifestError(f"field '{where}.name' must be a non-empty string")
+    columns = v.get("columns", [name])
+    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) and c for c in columns):
+        raise ManifestError(f"field '{where}.columns' must be a non-empty list of column names")
     cats = v.get("categories")
     if not isinstance(cats, list) or not cats:
         raise ManifestError(f"field '{where}.categories' must be a non-empty list")
     for i, c in enumerate(cats):
-        if not (c is None or isinstance(c, (str, int, float))):
+        values = c if len(columns) > 1 and isinstance(c, list) else [c]
+        if len(columns) > 1 and (not isinstance(c, list) or len(c) != len(columns)):
+            raise ManifestError(f"field '{where}.categories[{i}]' must list {len(columns)} values, one per column")
+        if not all(x is None or isinstance(x, (str, int, float)) for x in values):
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
     rows = v.get("matrix")
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
@@ -247,7 +289,7 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
     try:
-        return PerturbedVariable(name, matrix, missing)
+        return PerturbedVariable(name, matrix, missing, tuple(columns))
     except ManifestError as exc:
         raise ManifestError(f"field '{where}': {exc}") from None
 

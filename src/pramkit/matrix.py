@@ -25,14 +25,20 @@ from pramkit.privacy.epsilon import matrix_epsilon
 ROW_SUM_TOL = 1e-9
 
 #: A category label: a JSON scalar.  ``None`` labels the "missing" category of
-#: a variable whose missing values are declared a category of their own.
-Label = Union[str, int, float, bool, None]
+#: a variable whose missing values are declared a category of their own.  A
+#: matrix over the cross-classification of several variables (a joint
+#: perturbation) has tuples of scalars as labels.
+Label = Union[str, int, float, bool, None, tuple]
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
 
 
 def _plain_label(value: Any) -> Label:
-    """A label as a plain Python scalar (NumPy scalars unwrapped)."""
+    """A label as a plain Python scalar (NumPy scalars unwrapped), or a tuple of them."""
+    if isinstance(value, (tuple, list)):
+        if any(isinstance(v, (tuple, list)) for v in value):
+            raise MatrixError(f"category label {value!r} nests tuples; a joint label is a flat tuple")
+        return tuple(_plain_label(v) for v in value)
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (str, bool, int)):
@@ -43,7 +49,7 @@ def _plain_label(value: Any) -> Label:
         return value
     raise MatrixError(
         f"category label {value!r} has type {type(value).__name__}; "
-        "labels must be strings, integers, finite numbers or null"
+        "labels must be strings, integers, finite numbers or null (or flat tuples of them)"
     )
 
 
@@ -133,10 +139,10 @@ class PramMatrix:
         )
         if len(cats) != s:
             raise MatrixError(f"{len(cats)} category labels given for a {s} x {s} matrix")
-        seen: set[tuple[str, Label]] = set()
+        seen: set[Any] = set()
         for c in cats:
             # bool is an int subclass: keep True and 1 apart.
-            token = (type(c).__name__, c)
+            token = tuple((type(x).__name__, x) for x in c) if isinstance(c, tuple) else (type(c).__name__, c)
             if token in seen:
                 raise MatrixError(f"category label {c!r} appears twice")
             seen.add(token)

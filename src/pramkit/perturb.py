@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
-from pramkit.codebook import MISSING, decode, encode
+from pramkit.codebook import MISSING, JointCodebook, decode, encode
 from pramkit.errors import DataError, PramkitError
 from pramkit.io import CHUNK_ROWS, TableWriter, iter_batches
 from pramkit.manifest import Manifest, PerturbedVariable
@@ -110,22 +110,34 @@ class ApplyResult:
 
 
 class _Perturber:
-    """Per-variable state reused across chunks: the sampler and running counts."""
+    """Per-variable state reused across chunks: codebook, sampler and running counts."""
 
     def __init__(self, variable: PerturbedVariable, key: SecretKey) -> None:
         self.variable = variable
         self.sampler = sampler_for(variable.matrix)
         self.key = key
+        self.joint = JointCodebook(variable.matrix.categories, variable.columns) if variable.is_joint else None
         self.rows = self.missing = self.changed = 0
 
-    def __call__(self, values: pa.Array | pa.ChunkedArray, start: int, rows: np.ndarray | None = None) -> pa.Array:
+    def __call__(self, table: pa.Table, start: int, rows: np.ndarray | None = None) -> list[pa.Array]:
+        """Released arrays of the variable's columns of ``table``."""
         v = self.variable
-        codes = encode(values, v.matrix.categories, column=v.name, missing=v.missing, first_row=start, rows=rows)
+        columns = [table.column(c) for c in v.columns]
+        if self.joint is None:
+            codes = encode(columns[0], v.matrix.categories, column=v.name, missing=v.missing,
+                           first_row=start, rows=rows)
+        else:
+            codes = self.joint.encode(columns, first_row=start, rows=rows)
         released = perturb_codes(codes, self.sampler, key=self.key, variable=v.name, start=start, rows=rows)
         self.rows += codes.size
-        self.missing += int(np.count_nonzero(_as_missing(values)))
+        self.missing += int(np.count_nonzero(np.any([_as_missing(c) for c in columns], axis=0)))
         self.changed += int(np.count_nonzero(released != codes))
-        return decode(released, v.matrix.categories, like=values.type, column=v.name)
+        if self.joint is None:
+            return [decode(released, v.matrix.categories, like=columns[0].type, column=v.name)]
+        # a record with a missing value in any of the columns keeps all of its values
+        kept = pa.array(codes == MISSING)
+        decoded = self.joint.decode(released, like=[c.type for c in columns])
+        return [pc.if_else(kept, original, new) for original, new in zip(columns, decoded)]
 
     def summary(self) -> VariableSummary:
         return VariableSummary(self.variable.name, self.rows, self.missing, self.changed)
@@ -137,7 +149,7 @@ def _as_missing(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _check_columns(manifest: Manifest, columns: list[str], where: str) -> None:
-    absent = [n for n in manifest.names if n not in columns]
+    absent = [n for n in manifest.columns if n not in columns]
     if absent:
         raise DataError(f"the manifest perturbs {absent}, which {where} does not have; its columns are {columns}")
 
@@ -160,8 +172,9 @@ class TablePerturber:
 
     def __call__(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None) -> pa.Table:
         for p in self._perturbers:
-            i = table.schema.get_field_index(p.variable.name)
-            table = table.set_column(i, table.schema.field(i), p(table.column(i), start, rows))
+            for name, released in zip(p.variable.columns, p(table, start, rows)):
+                i = table.schema.get_field_index(name)
+                table = table.set_column(i, table.schema.field(i), released)
         return table
 
     def summaries(self) -> tuple[VariableSummary, ...]:
@@ -183,15 +196,17 @@ def perturb_frame(
     _check_columns(manifest, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
+    perturber = TablePerturber(manifest, secret)
+    columns = manifest.columns
+    released = perturber(pa.Table.from_pandas(data[columns], preserve_index=False))
     out = data.copy()
-    perturbers = [_Perturber(v, secret) for v in manifest.variables]
-    for p in perturbers:
-        col = data[p.variable.name]
-        released = p(pa.array(col.array, from_pandas=True), 0).to_pandas()
-        released.index = col.index
-        out[p.variable.name] = released if isinstance(col.dtype, pd.CategoricalDtype) else _like(released, col)
+    for name in columns:
+        col = data[name]
+        new = released.column(name).to_pandas()
+        new.index = col.index
+        out[name] = new if isinstance(col.dtype, pd.CategoricalDtype) else _like(new, col)
     return out, ApplyResult(
-        rows=len(data), variables=tuple(p.summary() for p in perturbers), key_source=secret.source,
+        rows=len(data), variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
     )
 
