@@ -1,0 +1,149 @@
+"""Frequency tables of categorical columns, streamed from files of any size.
+
+The designs, the risk measures and the estimators need counts, not records.
+:func:`count_file` reads a file chunk by chunk (memory: one chunk plus the
+table) and returns a dense contingency table over the columns' categories.
+When the categories are not declared, a first pass collects each column's
+distinct values (:func:`pramkit.codebook.sort_labels` order) and a second
+pass counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pramkit.codebook import MISSING, canonical, encode, sort_labels
+from pramkit.errors import DataError, PramkitError
+from pramkit.io import CHUNK_ROWS, iter_batches
+from pramkit.matrix import Label
+from pramkit.progress import progress
+
+#: Largest dense table :func:`count_file` builds (cells).
+MAX_CELLS = 200_000_000
+
+
+@dataclass(frozen=True)
+class CountTable:
+    """A contingency table.
+
+    columns: the counted columns, one axis each
+    categories: each column's categories, in axis order
+    counts: integer array of shape ``(S_1, ..., S_d)``
+    rows: records read; missing: records left out because a column was missing
+    """
+
+    columns: tuple[str, ...]
+    categories: tuple[tuple[Label, ...], ...]
+    counts: np.ndarray
+    rows: int
+    missing: int
+
+    def margin(self, column: str) -> np.ndarray:
+        """Counts of one column's categories."""
+        axis = self.columns.index(column)
+        return self.counts.sum(axis=tuple(i for i in range(self.counts.ndim) if i != axis))
+
+    def proportions(self, column: str) -> np.ndarray:
+        m = self.margin(column).astype(float)
+        total = m.sum()
+        if total == 0:
+            raise DataError(f"column {column!r} has no non-missing values")
+        return m / total
+
+
+def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | None) -> dict[str, list[Label]]:
+    """Each column's distinct values: in dictionary order for dictionary-encoded
+    (categorical) columns, in :func:`sort_labels` order otherwise."""
+    seen: dict[str, dict[str | None, Any]] = {c: {} for c in columns}
+    ordered: set[str] = set()
+    with progress(total=total, desc="categories", unit="rows", quiet=quiet) as bar:
+        for table in batches:
+            for c in columns:
+                col = table.column(c)
+                if pa.types.is_dictionary(col.type):
+                    ordered.add(c)
+                    values = [v for chunk in col.chunks for v in chunk.dictionary.to_pylist()]
+                else:
+                    values = pc.unique(col).to_pylist()
+                for v in values:
+                    key = canonical(v)
+                    if key is not None:
+                        seen[c].setdefault(key, v)
+            bar.update(table.num_rows)
+    return {c: list(seen[c].values()) if c in ordered else sort_labels(seen[c].values()) for c in columns}
+
+
+def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
+                  quiet: bool, total: int | None) -> CountTable:
+    shape = tuple(len(cats[c]) for c in columns)
+    cells = int(np.prod(shape, dtype=np.float64))
+    if cells > MAX_CELLS:
+        raise PramkitError(
+            f"the table over {list(columns)} has {cells:,} cells, more than {MAX_CELLS:,}; count fewer columns"
+        )
+    counts = np.zeros(cells, dtype=np.int64)
+    rows = missing = 0
+    with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
+        for table in tables:
+            codes = np.stack([encode(table.column(c), cats[c], column=c, first_row=rows) for c in columns])
+            absent = (codes == MISSING).any(axis=0)
+            flat = np.ravel_multi_index(codes[:, ~absent], shape)
+            counts += np.bincount(flat, minlength=cells)
+            rows += table.num_rows
+            missing += int(absent.sum())
+            bar.update(table.num_rows)
+    if rows == 0:
+        raise DataError("there are no data rows to count")
+    return CountTable(tuple(columns), tuple(tuple(cats[c]) for c in columns), counts.reshape(shape), rows, missing)
+
+
+def count_file(
+    path: str | Path,
+    columns: Sequence[str],
+    *,
+    categories: Mapping[str, Sequence[Label]] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    quiet: bool = True,
+) -> CountTable:
+    """Counts of every combination of ``columns`` in a file, streamed chunk by chunk.
+
+    ``categories`` may declare some or all columns' categories (then a value
+    outside them is an error naming it); the others are found in a first pass.
+    Records with a missing value in any of the columns are counted in
+    ``missing`` and left out of the table.
+    """
+    columns = list(columns)
+    if not columns:
+        raise PramkitError("name at least one column to count")
+    declared = dict(categories or {})
+    meta, _ = iter_batches(path, columns=columns, chunk_rows=chunk_rows)
+    todo = [c for c in columns if c not in declared]
+    if todo:
+        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows)
+        declared.update(_distinct(batches, todo, quiet, meta.rows))
+    _, batches = iter_batches(path, columns=columns, chunk_rows=chunk_rows)
+    return _count_tables(batches, columns, declared, quiet, meta.rows)
+
+
+def count_frame(
+    data: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    categories: Mapping[str, Sequence[Label]] | None = None,
+) -> CountTable:
+    """:func:`count_file` for a DataFrame in memory (categoricals keep their categories)."""
+    from pramkit.codebook import categories_of
+
+    absent = [c for c in columns if c not in data.columns]
+    if absent:
+        raise DataError(f"column(s) {absent} are not in the data; its columns are {list(data.columns)}")
+    cats = {c: (categories or {}).get(c) or categories_of(data[c]) for c in columns}
+    table = pa.Table.from_pandas(data[list(columns)], preserve_index=False)
+    return _count_tables([table], list(columns), cats, True, len(data))
