@@ -148,7 +148,7 @@ def iter_batches(
         return meta, (pa.Table.from_batches([b]) for b in _csv_batches(p, columns, block))
     if fmt == "parquet":
         try:
-            pf = pq.ParquetFile(p)
+            pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataError(f"cannot read Parquet file {str(p)!r}: {exc}") from None
         names = pf.schema_arrow.names
