@@ -133,7 +133,7 @@ def test_mle_method(release):
 
 def test_errors(release):
     _, released, manifest = release
-    with pytest.raises(DataError, match="'nope' is not in the data"):
+    with pytest.raises(DataError, match=r"\['nope'\] are not in the data"):
         estimate_table(released, manifest, ["nope"])
     with pytest.raises(PramkitError, match="appears twice"):
         estimate_table(released, manifest, ["sex"], by="sex")
@@ -196,3 +196,14 @@ def test_cli_singular_matrix_says_so(tmp_path, capsys):
     assert out["method"] == "mle" and "singular" in out["note"]
     assert all(c["se"] is None for c in out["cells"])
     assert sum(c["estimate"] for c in out["cells"]) == pytest.approx(100)
+
+
+def test_a_file_is_streamed_to_the_same_estimate(release, tmp_path):
+    _, released, manifest = release
+    path = tmp_path / "released.csv"
+    released.to_csv(path, index=False)
+    from_file = estimate_table(path, manifest, ["age"], by="sex")
+    in_memory = estimate_table(released, manifest, ["age"], by="sex")
+    np.testing.assert_allclose(from_file.table.counts, in_memory.table.counts)
+    np.testing.assert_allclose(from_file.proportion_se, in_memory.proportion_se)
+    assert from_file.categories == in_memory.categories

@@ -92,7 +92,11 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
     rows = missing = 0
     with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
         for table in tables:
-            codes = np.stack([encode(table.column(c), cats[c], column=c, first_row=rows) for c in columns])
+            codes = np.stack([
+                encode(table.column(c), cats[c], column=c, first_row=rows,
+                       missing="category" if None in cats[c] else "keep")
+                for c in columns
+            ])
             absent = (codes == MISSING).any(axis=0)
             flat = np.ravel_multi_index(codes[:, ~absent], shape)
             counts += np.bincount(flat, minlength=cells)
@@ -115,9 +119,10 @@ def count_file(
     """Counts of every combination of ``columns`` in a file, streamed chunk by chunk.
 
     ``categories`` may declare some or all columns' categories (then a value
-    outside them is an error naming it); the others are found in a first pass.
-    Records with a missing value in any of the columns are counted in
-    ``missing`` and left out of the table.
+    outside them is an error naming it; a ``None`` category counts the
+    missing values); the others are found in a first pass.  Records with a
+    missing value in any other column are counted in ``missing`` and left out
+    of the table.
     """
     columns = list(columns)
     if not columns:

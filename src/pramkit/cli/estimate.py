@@ -9,7 +9,6 @@ from pathlib import Path
 
 from pramkit.cli._common import print_json
 from pramkit.estimate import EstimateResult, EstimationWarning, estimate_table
-from pramkit.io import read_table
 from pramkit.manifest import Manifest
 
 
@@ -41,10 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     names, groups = _names(args.vars), _names(args.by)
     manifest = Manifest.read(args.manifest)
-    data = read_table(args.released, columns=names + groups)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # the result carries the note
-        result = estimate_table(data, manifest, names, by=groups or None, method=args.method,
+        result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence)
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)

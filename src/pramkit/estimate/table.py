@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from pramkit.codebook import categories_of, encode
+from pramkit.counts import count_file, count_frame
 from pramkit.errors import DataError, PramkitError
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.mle import mle_estimate
@@ -206,7 +207,7 @@ class EstimateResult:
 
 
 def estimate_table(
-    data: pd.DataFrame,
+    data: pd.DataFrame | str | Path,
     manifest: Manifest,
     vars: str | Sequence[str],
     *,
@@ -219,7 +220,8 @@ def estimate_table(
 
     Parameters
     ----------
-    data : the released file
+    data : the released file, in memory or as a path (then streamed chunk by
+        chunk: memory is bounded by the chunk and the table, not the file)
     manifest : its manifest; a column it lists is perturbed with its matrix,
         any other column is taken as unperturbed (identity)
     vars : the column(s) to tabulate
@@ -241,39 +243,31 @@ def estimate_table(
         raise PramkitError(f"method must be 'moment' or 'mle', not {method!r}")
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise PramkitError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
-    if not isinstance(data, pd.DataFrame):
-        raise PramkitError(f"data must be a pandas DataFrame, not {type(data).__name__}")
-    absent = [c for c in axes if c not in data.columns]
-    if absent:
-        raise DataError(f"column {absent[0]!r} is not in the data; its columns are {list(data.columns)}")
-    if len(data) == 0:
-        raise DataError("the data have no rows")
-    matrices: list[PramMatrix | None] = []
-    categories: list[tuple[Label, ...]] = []
-    codes = []
-    for name in axes:
-        if name in manifest.names:
-            pv = manifest[name]
-            cats = pv.matrix.categories
-            codes.append(encode(data[name], cats, column=name, missing=pv.missing))
-            matrices.append(pv.matrix)
-        else:
-            cats = tuple(categories_of(data[name]))
-            if not cats:
-                raise DataError(f"column {name!r} has no non-missing value")
-            codes.append(encode(data[name], cats, column=name))
-            matrices.append(None)
-        categories.append(tuple(cats))
+    joint = [c for c in axes if c in manifest.columns and c not in manifest.names]
+    if joint:
+        raise PramkitError(f"column(s) {joint} are perturbed jointly with others; tabulate a single-column variable")
+    declared = {name: manifest[name].matrix.categories for name in axes if name in manifest.names}
+    if isinstance(data, pd.DataFrame):
+        if len(data) == 0:
+            raise DataError("the data have no rows")
+        counted = count_frame(data, axes, categories=declared)
+    elif isinstance(data, (str, Path)):
+        counted = count_file(data, axes, categories=declared)
+    else:
+        raise PramkitError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
+    matrices: list[PramMatrix | None] = [manifest[n].matrix if n in declared else None for n in axes]
+    categories = counted.categories
+    for name, cats in zip(axes, categories):
+        if not cats:
+            raise DataError(f"column {name!r} has no non-missing value")
     shape = tuple(len(c) for c in categories)
-    cells = math.prod(shape)
-    if cells > MAX_CELLS:
-        raise PramkitError(f"the table would have {cells} cells (more than {MAX_CELLS}); tabulate fewer variables")
-    stacked = np.vstack(codes)
-    complete = np.all(stacked >= 0, axis=0)
-    if not complete.any():
+    if math.prod(shape) > MAX_CELLS:
+        raise PramkitError(
+            f"the table would have {math.prod(shape)} cells (more than {MAX_CELLS}); tabulate fewer variables"
+        )
+    if counted.counts.sum() == 0:
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
-    flat = np.ravel_multi_index(tuple(stacked[:, complete]), shape)
-    released = np.bincount(flat, minlength=cells).reshape(shape).astype(float)
+    released = counted.counts.astype(float)
     estimator = moment_estimate if method == "moment" else mle_estimate
     table = estimator(released, matrices, variance=variance)
     group_axes = tuple(range(len(names), len(axes)))
@@ -288,7 +282,7 @@ def estimate_table(
         variables=tuple(axes), by=tuple(groups), categories=tuple(categories),
         perturbed=tuple(m is not None for m in matrices), table=table,
         proportion=proportion, proportion_se=proportion_se, confidence=confidence,
-        dropped=int((~complete).sum()),
+        dropped=counted.missing,
     )
 
 
