@@ -13,7 +13,6 @@ Every figure is a ratio to a baseline measured in the same run.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
@@ -23,15 +22,8 @@ from pramkit import Manifest, SecretKey, perturb_codes
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.classic import randomized_response
 from pramkit.estimate import estimate_table, mle_estimate, moment_estimate
+from timing import best_of
 
-
-def best_of(fn, repeat: int = 3) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def dense_se(u: np.ndarray, mats) -> np.ndarray:

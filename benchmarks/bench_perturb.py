@@ -23,15 +23,8 @@ from pramkit.matrix import PramMatrix
 from pramkit.perturb import perturb_codes
 from pramkit.rng import SecretKey
 from pramkit.sampling import AliasSampler, DiagonalSampler
+from timing import best_of
 
-
-def best_of(repeat: int, fn) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def naive_seconds_per_value(matrix: np.ndarray, codes: np.ndarray) -> float:
@@ -54,8 +47,8 @@ def main() -> None:
     key = SecretKey(bytes(32), "benchmark")
     rng = np.random.default_rng(1)
     philox = np.random.Philox(key=key.philox_key("bench"))
-    floor = best_of(args.repeat, lambda: np.random.Generator(philox).random(n))
-    pcg = best_of(args.repeat, lambda: np.random.default_rng(0).random(n))
+    floor = best_of(lambda: np.random.Generator(philox).random(n), args.repeat)
+    pcg = best_of(lambda: np.random.default_rng(0).random(n), args.repeat)
     print(f"n = {n:,} values; NumPy floor: {floor:.3f} s for n Philox uniforms ({n / floor / 1e6:.0f} M/s), "
           f"PCG64 {pcg:.3f} s")
     print(f"{'kernel':<9} {'S':>5} {'setup s':>8} {'seconds':>8} {'M values/s':>11} {'x floor':>8} {'x faster than naive':>20}")
@@ -71,7 +64,7 @@ def main() -> None:
             t0 = time.perf_counter()
             sampler = make(m)
             setup = time.perf_counter() - t0
-            secs = best_of(args.repeat, lambda: perturb_codes(codes, sampler, key=key, variable="bench"))
+            secs = best_of(lambda: perturb_codes(codes, sampler, key=key, variable="bench"), args.repeat)
             naive = naive_seconds_per_value(m.matrix, codes[: args.naive_n])
             print(f"{name:<9} {s:>5} {setup:>8.3f} {secs:>8.3f} {n / secs / 1e6:>11.1f} {secs / floor:>8.2f} "
                   f"{naive * n / secs:>20.0f}")

@@ -61,6 +61,7 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> "SparkSes
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
 
