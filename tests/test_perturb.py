@@ -164,3 +164,24 @@ def test_rows_in_any_order_give_the_same_release(key: SecretKey) -> None:
     order = np.random.default_rng(3).permutation(codes.size)
     shuffled = perturb_codes(codes[order], m, key=key, variable="r", rows=order)
     np.testing.assert_array_equal(shuffled, whole[order])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_alias_tables_reconstruct_the_matrix(seed: int) -> None:
+    """Exact check of the tables: each cell gives 1/S of the moved mass, split between
+    its own category and its alias; with the keep test this must give back M."""
+    rng = np.random.default_rng(seed)
+    s = int(rng.integers(3, 40))
+    m = rng.dirichlet(np.full(s, 0.3), size=s)
+    m[0] = np.eye(s)[0]  # a row that never moves
+    sampler = AliasSampler(m)
+    table = sampler.table.reshape(s, s)
+    alias = np.floor(table).astype(int)
+    prob = table - alias
+    rebuilt = np.zeros((s, s))
+    for k in range(s):
+        moved = np.zeros(s)
+        np.add.at(moved, np.arange(s), prob[k] / s)
+        np.add.at(moved, alias[k], (1 - prob[k]) / s)
+        rebuilt[k] = sampler.keep[k] * np.eye(s)[k] + (1 - sampler.keep[k]) * moved
+    np.testing.assert_allclose(rebuilt, m, rtol=0, atol=1e-12)
