@@ -12,6 +12,7 @@ from pramkit.errors import PramkitError
 #: Reproduction name -> module exposing ``run(out: Path, *, quick: bool, quiet: bool) -> dict``.
 REPRODUCTIONS: dict[str, str] = {
     "ruiz": "pramkit.reproduce.ruiz",
+    "shlomo2012": "pramkit.reproduce.shlomo2012",
 }
 
 

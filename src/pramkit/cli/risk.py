@@ -1,0 +1,79 @@
+"""``pramkit risk DATA --keys a,b,c``: identification risk of a file (tau1, tau2, per-record risk)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pramkit.cli._common import print_json
+from pramkit.errors import PramkitError
+from pramkit.io import read_table
+from pramkit.manifest import Manifest
+from pramkit.risk.identification import identification_risk
+from pramkit.risk.plots import plot_fit
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "risk", help="identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
+        description="Identification risk of a microdata file on its key variables: sample uniques, "
+                    "tau1 and tau2 under a Poisson log-linear model (Skinner and Shlomo 2008), and the "
+                    "expected number of re-identifications from the per-record (Benedetti-Franconi) risk. "
+                    "With --manifest, DATA is a released file and the risk accounts for its PRAM.",
+    )
+    p.add_argument("data", type=Path, help="the file (CSV, Parquet, Stata .dta, SPSS .sav)")
+    p.add_argument("--keys", required=True, help="comma-separated key variables")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--sampling-fraction", type=float, help="the sampling fraction pi in (0, 1]")
+    how.add_argument("--weights", help="survey weight column (pi = n / sum of weights)")
+    p.add_argument("--model", default="2way",
+                   help="independence, 2way (default) or a formula such as 'a*b + c'")
+    p.add_argument("--manifest", type=Path, help="release manifest: DATA is the released (perturbed) file")
+    p.add_argument("--original", type=Path,
+                   help="with --manifest: the original file the release was made from (the model is fitted to it)")
+    p.add_argument("--missing", choices=["category", "exclude"], default="category",
+                   help="missing key values: a category of their own (default) or records excluded")
+    p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+    if not keys:
+        raise PramkitError("--keys needs at least one column name")
+    manifest = Manifest.read(args.manifest) if args.manifest else None
+    if args.original and not manifest:
+        raise PramkitError("--original needs --manifest")
+    data = read_table(args.data, columns=sorted(set(keys) | ({args.weights} if args.weights else set())))
+    original = read_table(args.original, columns=keys) if args.original else None
+    result = identification_risk(
+        data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
+        model=args.model, manifest=manifest, original=original, missing=args.missing,
+    )
+    out = result.to_dict()
+    if args.plot:
+        out["plot"] = str(plot_fit(result.model, args.plot, force=args.force))
+    if args.json:
+        print_json(out)
+        return 0
+    fit = result.model
+    lines = [
+        f"records: {result.n} ({result.excluded} excluded for missing keys; missing keys: {result.missing})",
+        f"key cells: {result.cells} ({result.combinations} non-empty)",
+        f"sample uniques: {result.sample_uniques} records; doubles: {result.sample_doubles} records",
+        f"sampling fraction: {result.sampling_fraction:.6g}",
+        f"tau1 (sample uniques that are population uniques): {result.tau1:.4f} records",
+        f"tau2 (expected correct matches among sample uniques): {result.tau2:.4f} records",
+        f"expected re-identifications (per-record risk): {result.expected_reidentifications:.4f} records",
+        f"model: {fit.formula}" if len(fit.formula) < 100 else f"model: {args.model} ({len(fit.terms)} terms)",
+        f"fit: {fit.iterations} iterations, converged: {fit.converged}, max margin discrepancy "
+        f"{fit.max_margin_discrepancy:.3g} records, deviance {fit.deviance:.6g} on {fit.df} df",
+        f"perturbed keys: {', '.join(result.perturbed) or 'none'}; model fitted to the {result.fitted_to} counts",
+        f"time: {result.seconds:.2f} s",
+    ]
+    if args.plot:
+        lines.append(f"figure: {out['plot']}")
+    print("\n".join(lines))
+    return 0

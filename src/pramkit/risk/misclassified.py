@@ -1,0 +1,101 @@
+"""Identification risk of released sample uniques under misclassification.
+
+Shlomo and Skinner (2012), sec. 2.1 and 4; Shlomo and Skinner (2010).  The
+population count of cell ``k`` is ``F_k ~ Poisson(lambda_k)``; each unit is
+sampled with probability ``pi`` and, if sampled, released in cell ``j`` with
+probability ``M[k, j]`` (``M`` the Kronecker product of the per-variable PRAM
+matrices).  By Poisson thinning the counts ``A_kj`` of sampled units of true
+cell ``k`` released in ``j`` and ``B_k`` of unsampled units are independent
+Poisson with means ``pi lambda_k M[k, j]`` and ``lambda_k (1 - pi)``.
+
+An intruder holds the true keys of the population units and matches a
+released sample unique (``f~_j = 1``) to one of the ``F_j`` units of true cell
+``j``, chosen at random.  The match is correct iff the record's true cell is
+``j`` and the intruder picks it.  Given ``f~_j = 1`` the record's true cell is
+``k`` with probability ``pi lambda_k M[k, j] / mu~_j``, where
+``mu~_j = pi sum_k lambda_k M[k, j]`` is ``lambda`` pushed through ``M``; if
+it is ``j``, the other units of cell ``j`` number
+``Y = B_j + sum_{j' != j} A_jj' ~ Poisson(nu_j)``, ``nu_j = lambda_j (1 - pi M[j, j])``,
+independent of the conditioning event.  Hence
+
+    P(correct match | f~_j = 1) = (mu_j M[j, j] / mu~_j) E[1 / (1 + Y)]
+                                = (mu_j M[j, j] / mu~_j) (1 - exp(-nu_j)) / nu_j,
+    P(correct match, F_j = 1 | f~_j = 1) = (mu_j M[j, j] / mu~_j) exp(-nu_j),
+
+with ``mu_j = pi lambda_j``.  With ``M = I`` these are the textbook
+``E(1/F_j | f_j = 1) = (1 - exp(-lambda_j (1 - pi))) / (lambda_j (1 - pi))`` and
+``P(F_j = 1 | f_j = 1) = exp(-lambda_j (1 - pi))``.  tau2 (tau1) sums the first
+(second) over the released sample uniques; over the randomness of sampling
+and perturbation its expectation is ``sum_j mu~_j exp(-mu~_j) P_j``.
+The derivation is written out in docs/risk.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from pramkit.errors import PramkitError
+from pramkit.risk.loglinear import push
+
+
+@dataclass(frozen=True, eq=False)
+class CellRisk:
+    """Risk of a released sample unique in each cell of the table.
+
+    r1: P(correct match and population unique | released sample unique)
+    r2: P(correct match | released sample unique)
+    released_mean: mu~ = expected released sample count of each cell
+    """
+
+    r1: np.ndarray
+    r2: np.ndarray
+    released_mean: np.ndarray
+
+    def expected_tau1(self) -> float:
+        """E(tau1) over sampling and perturbation: sum mu~ exp(-mu~) r1 (records)."""
+        return float((self.released_mean * np.exp(-self.released_mean) * self.r1).sum())
+
+    def expected_tau2(self) -> float:
+        """E(tau2) over sampling and perturbation: sum mu~ exp(-mu~) r2 (records)."""
+        return float((self.released_mean * np.exp(-self.released_mean) * self.r2).sum())
+
+    def expected_sample_uniques(self) -> float:
+        """E(number of released sample uniques) = sum mu~ exp(-mu~) (records)."""
+        return float((self.released_mean * np.exp(-self.released_mean)).sum())
+
+
+def joint_diagonal(matrices: Sequence[np.ndarray | None], shape: Sequence[int]) -> np.ndarray:
+    """Diagonal of the Kronecker product of the matrices, as a table (``None`` = identity)."""
+    out = np.ones(tuple(shape))
+    for axis, m in enumerate(matrices):
+        if m is not None:
+            view = [1] * len(shape)
+            view[axis] = shape[axis]
+            out = out * np.diagonal(m).reshape(view)
+    return out
+
+
+def unique_given_rate(nu: np.ndarray) -> np.ndarray:
+    """E[1 / (1 + Y)] = (1 - exp(-nu)) / nu for Y ~ Poisson(nu) (1 at nu = 0)."""
+    safe = np.where(nu > 0, nu, 1.0)
+    return np.where(nu > 0, -np.expm1(-safe) / safe, 1.0)
+
+
+def cell_risk(mu: np.ndarray, sampling_fraction: float, matrices: Sequence[np.ndarray | None]) -> CellRisk:
+    """Per-cell risk of a released sample unique (module docstring).
+
+    ``mu``: the fitted sample-scale means of the true cells (``pi lambda``);
+    ``matrices``: one per axis, ``None`` for a variable that is not perturbed.
+    """
+    pi = float(sampling_fraction)
+    if not 0 < pi <= 1:
+        raise PramkitError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
+    mu = np.asarray(mu, dtype=float)
+    released = push(mu, matrices)
+    keep = joint_diagonal(matrices, mu.shape)
+    share = np.divide(mu * keep, released, out=np.zeros_like(released), where=released > 0)
+    nu = (mu / pi) * (1.0 - pi * keep)
+    return CellRisk(r1=share * np.exp(-nu), r2=share * unique_given_rate(nu), released_mean=released)

@@ -1,0 +1,160 @@
+"""Tuning epsilon to a disclosure-risk threshold.
+
+Ayed, Battiston and Camerlenghi, sec. 5 (future work): choose the privacy
+parameter so that the estimated disclosure risk of the released file falls
+below a threshold.  The risk after PRAM is one of
+
+* ``"tau2"``: the expected number of correct matches among released sample
+  uniques, ``sum_j mu~_j exp(-mu~_j) P(correct match | f~_j = 1)``
+  (:mod:`pramkit.risk.misclassified`), with the log-linear model fitted once
+  to the original file;
+* ``"c1"``: the largest posterior identification probability of condition
+  (C1) of Cator et al. (:mod:`pramkit.risk.recognition`).
+
+Both grow with epsilon (less perturbation, more risk).  The curve is
+evaluated on a log-spaced grid (and checked for monotonicity), then the
+largest epsilon whose risk stays under the threshold is found by bisection
+between the last grid point under it and the first above it.
+
+epsilon is per record: by default each of the ``p`` perturbed variables gets
+randomized response at ``epsilon / p`` (sequential composition).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pramkit.design.classic import randomized_response
+from pramkit.errors import PramkitError
+from pramkit.matrix import PramMatrix
+from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
+from pramkit.risk.identification import sampling_fraction_of
+from pramkit.risk.loglinear import fit_loglinear
+from pramkit.risk.misclassified import cell_risk
+from pramkit.risk.recognition import recognition_risk
+
+Design = Callable[[float], Mapping[str, PramMatrix]]
+
+
+@dataclass(frozen=True, eq=False)
+class TuningResult:
+    """The largest epsilon whose risk after PRAM stays under the threshold.
+
+    epsilon: per-record epsilon found (nats); risk: the risk there
+    measure: ``"tau2"`` (records) or ``"c1"`` (probability); threshold: the bound
+    matrices: the PRAM matrices at ``epsilon``
+    curve_epsilon, curve_risk: the grid of the risk-epsilon curve
+    monotone: whether the curve was non-decreasing on the grid
+    at_upper_bound: the risk stays under the threshold on the whole range
+    evaluations: risk evaluations made
+    """
+
+    epsilon: float
+    risk: float
+    measure: str
+    threshold: float
+    matrices: Mapping[str, PramMatrix]
+    curve_epsilon: np.ndarray
+    curve_risk: np.ndarray
+    monotone: bool
+    at_upper_bound: bool
+    evaluations: int
+
+
+def randomized_response_design(categories: Mapping[str, Sequence]) -> Design:
+    """Randomized response on every variable, the record's epsilon split equally."""
+    def design(epsilon: float) -> dict[str, PramMatrix]:
+        share = epsilon / len(categories)
+        return {name: randomized_response(list(cats), share) for name, cats in categories.items()}
+    return design
+
+
+def tune_epsilon(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    perturb: Sequence[str],
+    threshold: float,
+    measure: Literal["tau2", "c1"] = "tau2",
+    design: Design | None = None,
+    sampling_fraction: float | None = None,
+    weights: str | Sequence[float] | np.ndarray | None = None,
+    model: str | Sequence[Sequence[str]] = "2way",
+    alpha_combinations: Sequence[Sequence[str]] | None = None,
+    bounds: tuple[float, float] = (0.05, 20.0),
+    grid: int = 12,
+    rtol: float = 1e-3,
+    missing: MissingKeys = "category",
+) -> TuningResult:
+    """Largest epsilon in ``bounds`` with risk <= ``threshold``.
+
+    ``perturb``: the key variables to perturb; ``design``: epsilon -> {variable: matrix}
+    (default :func:`randomized_response_design`); for ``measure="c1"`` the
+    combinations checked are ``alpha_combinations`` (default all triples).
+    """
+    keys = list(keys)
+    perturb = list(perturb)
+    if not perturb or any(v not in keys for v in perturb):
+        raise PramkitError(f"perturb must list key variables of {keys}, got {perturb}")
+    lo, hi = map(float, bounds)
+    if not (0 < lo < hi and math.isfinite(hi)):
+        raise PramkitError(f"bounds must satisfy 0 < low < high < inf, got {bounds}")
+    if not (threshold > 0 and math.isfinite(threshold)):
+        raise PramkitError(f"the threshold must be a positive number, got {threshold!r}")
+    if measure not in ("tau2", "c1"):
+        raise PramkitError(f"measure must be 'tau2' or 'c1', not {measure!r}")
+    table = key_table(data, keys, missing=missing)
+    if design is None:
+        design = randomized_response_design({v: table.categories[keys.index(v)] for v in perturb})
+
+    if measure == "tau2":
+        w = None if weights is None else record_weights(data, weights)[table.included]
+        pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction, weights=w)
+        mu = fit_loglinear(table.dense_counts(), keys, model=model).fitted
+
+        def risk(eps: float) -> float:
+            mats = design(eps)
+            return cell_risk(mu, pi, [mats[k].matrix if k in mats else None for k in keys]).expected_tau2()
+    else:
+        if not threshold < 1:
+            raise PramkitError("for measure='c1' the threshold is a probability alpha in (0, 1)")
+
+        def risk(eps: float) -> float:
+            return recognition_risk(data, keys, alpha=threshold, matrices=design(eps),
+                                    combinations=alpha_combinations, reduce=False, missing=missing).max_posterior
+
+    eps_grid = np.geomspace(lo, hi, grid)
+    values = np.array([risk(e) for e in eps_grid])
+    evaluations = grid
+    monotone = bool(np.all(np.diff(values) >= -1e-9 * np.abs(values[1:]).clip(min=1e-300)))
+    under = values <= threshold
+    if not under[0]:
+        raise PramkitError(
+            f"even epsilon = {lo:g} gives {measure} = {values[0]:.4g} > {threshold:g}; "
+            "lower the first bound or raise the threshold"
+        )
+    if under.all():
+        best, best_risk, at_top = hi, float(values[-1]), True
+    else:
+        first_over = int(np.argmax(~under))
+        a, b = float(eps_grid[first_over - 1]), float(eps_grid[first_over])
+        best_risk = float(values[first_over - 1])
+        while b - a > rtol * a:
+            mid = math.sqrt(a * b)
+            r = risk(mid)
+            evaluations += 1
+            if r <= threshold:
+                a, best_risk = mid, r
+            else:
+                b = mid
+        best, at_top = a, False
+    return TuningResult(
+        epsilon=best, risk=best_risk, measure=measure, threshold=float(threshold), matrices=design(best),
+        curve_epsilon=eps_grid, curve_risk=values, monotone=monotone, at_upper_bound=at_top,
+        evaluations=evaluations,
+    )
