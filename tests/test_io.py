@@ -195,3 +195,15 @@ def test_sdcmicro_testdata_pram_example(tmp_path: Path, sdc_data: Path, key: Sec
     for c in man.names:
         assert set(out[c]) <= set(data[c])
         assert 0 < res.variables[man.names.index(c)].changed < 4580
+
+
+def test_multi_chunk_pandas_columns_are_encoded(tmp_path: Path) -> None:
+    """pandas string columns backed by several Arrow chunks (large CSV reads) convert to ChunkedArray."""
+    import pyarrow as pa
+
+    from pramkit.codebook import encode
+
+    chunked = pa.chunked_array([["a", "b"], ["b", None]])
+    series = chunked.to_pandas(types_mapper=pd.ArrowDtype)
+    assert isinstance(pa.array(series, from_pandas=True), pa.ChunkedArray)
+    np.testing.assert_array_equal(encode(series, ["a", "b"], column="x"), [0, 1, 1, -1])

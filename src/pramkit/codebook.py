@@ -52,9 +52,11 @@ def _as_arrow(values: Any) -> pa.Array:
     if isinstance(values, pd.Series):
         values = values.array
     try:
-        return pa.array(values, from_pandas=True)
+        arr = pa.array(values, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise DataError(f"cannot read the column's values: {exc}") from None
+    # a large pandas column backed by several Arrow chunks converts to a ChunkedArray
+    return _as_arrow(arr) if isinstance(arr, pa.ChunkedArray) else arr
 
 
 def _label_lookup(categories: Sequence[Label], column: str) -> dict[str | None, int]:

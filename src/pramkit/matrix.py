@@ -211,8 +211,9 @@ class PramMatrix:
 
     @property
     def is_truthful(self) -> bool:
-        """Every diagonal entry is at least as large as every other entry of its row."""
-        return bool(np.all(self.diagonal >= self.matrix.max(axis=1)))
+        """Every diagonal entry is at least as large as every other entry of its row
+        (to 1e-15: a diagonal of exactly 1/S leaves off-diagonal entries 1 ulp above it)."""
+        return bool(np.all(self.diagonal >= self.matrix.max(axis=1) - 1e-15))
 
     @cached_property
     def form8_q(self) -> np.ndarray | None:
