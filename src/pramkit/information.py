@@ -1,7 +1,8 @@
 """Information measures of a distribution p pushed through a PRAM matrix M.
 
 Mutual information is in nats (natural logarithms) throughout pramkit; divide
-by ``log(2)`` for bits.
+by ``log(2)`` for bits.  :func:`mutual_information_form8` is the O(S) closed
+form of Ayed, Battiston and Camerlenghi (section 3.1) for matrices of form (8).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
+
+from pramkit.errors import PramkitError
 
 
 def entropy(p: ArrayLike) -> float:
@@ -29,3 +32,72 @@ def mutual_information(p: ArrayLike, matrix: ArrayLike) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(joint > 0, m / np.where(r > 0, r, 1.0)[None, :], 1.0)
     return float(max(xlogy(joint, ratio).sum(), 0.0))
+
+
+def mutual_information_form8(p: ArrayLike, q: ArrayLike) -> float:
+    """I(X; Z) in nats for a matrix of form (8), in O(S).
+
+    Ayed, Battiston and Camerlenghi, section 3.1: with ``M[k, k] = q_k`` and
+    ``M[k, j] = (1 - q_k) / (S - 1)`` off the diagonal,
+
+        f(q) = sum_x p_x (q_x log q_x + (1 - q_x) log((1 - q_x) / (S - 1)))
+               - sum_z m_z log m_z,
+
+    where ``m_z = p_z q_z + sum_{k != z} p_k (1 - q_k) / (S - 1)`` is the
+    released marginal, equation (9), computed in O(S) from
+    ``W = sum_k p_k (1 - q_k) / (S - 1)`` as ``m_z = W + p_z (q_z - (1 - q_z) / (S - 1))``.
+
+    p: probabilities of the S categories (non-negative, summing to 1 within 1e-9);
+    q: keep probabilities in [0, 1], same length.
+    """
+    pv, qv = _check_form8(p, q)
+    return float(form8_objective(pv, qv))
+
+
+def form8_objective(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """f(q) of :func:`mutual_information_form8` without input checks, vectorised
+    over the leading axes of ``q`` (shape ``(..., S)``); clipped at 0 from below."""
+    s = p.shape[-1]
+    if s == 1:
+        return np.zeros(q.shape[:-1])
+    c = s - 1
+    off = (1.0 - q) / c
+    w = (p * off).sum(axis=-1, keepdims=True)
+    m = w + p * (q - off)
+    m = np.maximum(m, 0.0)  # rounding only: m is a convex combination of entries of M
+    conditional = (p * (xlogy(q, q) + xlogy(1.0 - q, off))).sum(axis=-1)
+    return np.maximum(conditional - xlogy(m, m).sum(axis=-1), 0.0)
+
+
+def check_probabilities(p: ArrayLike, *, name: str = "p") -> np.ndarray:
+    """``p`` as a float array after checking that it is a probability vector
+    (1-D, finite, non-negative, summing to 1 within 1e-9)."""
+    try:
+        pv = np.asarray(p, dtype=float)
+    except (TypeError, ValueError):
+        raise PramkitError(f"{name} must be a list of numbers, got {p!r}") from None
+    if pv.ndim != 1 or pv.size == 0:
+        raise PramkitError(f"{name} must be a non-empty 1-D list of probabilities, got shape {pv.shape}")
+    if not np.all(np.isfinite(pv)):
+        raise PramkitError(f"{name} contains {pv[~np.isfinite(pv)][0]!r}; probabilities must be finite")
+    if np.any(pv < 0):
+        raise PramkitError(f"{name} contains a negative probability ({pv[pv < 0][0]!r})")
+    total = float(pv.sum())
+    if abs(total - 1.0) > 1e-9:
+        raise PramkitError(f"{name} sums to {total!r}, not 1; pass probabilities (or normalise counts first)")
+    return pv
+
+
+def _check_form8(p: ArrayLike, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    pv = check_probabilities(p)
+    try:
+        qv = np.asarray(q, dtype=float)
+    except (TypeError, ValueError):
+        raise PramkitError(f"q must be a list of numbers, got {q!r}") from None
+    if qv.shape != pv.shape:
+        raise PramkitError(f"q has shape {qv.shape} but p has shape {pv.shape}; give one q per category")
+    if not np.all(np.isfinite(qv)) or np.any(qv < 0) or np.any(qv > 1):
+        raise PramkitError(f"keep probabilities q must lie in [0, 1], got {qv.tolist()}")
+    if pv.size == 1 and qv[0] != 1:
+        raise PramkitError("a single category can only be kept (q = 1)")
+    return pv, qv

@@ -19,7 +19,7 @@ from pramkit._version import __version__
 from pramkit.errors import PramkitError
 
 #: Subcommand modules, in the order ``pramkit --help`` lists them.
-COMMANDS = ["demo", "apply", "inspect", "keygen", "reproduce", "estimate", "risk"]
+COMMANDS = ["demo", "design", "apply", "inspect", "keygen", "reproduce", "estimate", "risk", "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:

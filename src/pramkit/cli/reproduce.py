@@ -11,6 +11,7 @@ from pramkit.errors import PramkitError
 
 #: Reproduction name -> module exposing ``run(out: Path, *, quick: bool, quiet: bool) -> dict``.
 REPRODUCTIONS: dict[str, str] = {
+    "ayed2020": "pramkit.reproduce.ayed2020",
     "ruiz": "pramkit.reproduce.ruiz",
     "shlomo2012": "pramkit.reproduce.shlomo2012",
 }

@@ -1,0 +1,282 @@
+"""``pramkit design``: design PRAM matrices.
+
+Two modes:
+
+* ``pramkit design --probs 0.5,0.3,0.2 --epsilon 0.5 [--family diagonal|general] [--truthful] [--json]``
+  designs one matrix for a distribution (``--counts`` for counts or weights)
+  and prints it;
+* ``pramkit design DATA --vars a,b --epsilon E [--split optimal|equal|joint] --out manifest.json``
+  designs one matrix per variable from the data, splitting the record budget
+  E across the variables, and writes the manifest that ``pramkit apply`` uses.
+
+``--method`` picks the design family from :data:`METHODS` (only ``dp`` so
+far: Ayed, Battiston and Camerlenghi, program (7)); a new family is one more
+entry there.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from pramkit.atomic import check_writable
+from pramkit.cli._common import print_json
+from pramkit.design.dp_general import dp_general
+from pramkit.design.dp_multivariate import compare_joint, joint_table, split_budget
+from pramkit.design.dp_optimal import counts_of, dp_optimal
+from pramkit.errors import PramkitError
+from pramkit.io import read_table
+from pramkit.manifest import Manifest, epsilon_to_json
+from pramkit.matrix import Label, PramMatrix
+
+#: Tolerance within which ``--probs`` may miss 1 and be normalised (with a note).
+PROBS_TOL = 1e-6
+
+#: One variable's categories and probabilities.
+Distribution = tuple[list[Label], np.ndarray]
+
+
+@dataclass(frozen=True)
+class DesignMethod:
+    """A design family of the ``design`` command.
+
+    help: one line for ``--help``
+    single: design one matrix for one distribution -> (matrix, extra JSON fields)
+    several: design the matrices of several variables of a record -> ({name: matrix}, extra JSON fields)
+    """
+
+    help: str
+    single: Callable[[argparse.Namespace, Distribution], tuple[PramMatrix, dict[str, Any]]]
+    several: Callable[[argparse.Namespace, dict[str, Distribution], Any], tuple[dict[str, PramMatrix], dict[str, Any]]]
+
+
+def _require_epsilon(args: argparse.Namespace) -> float:
+    if args.epsilon is None:
+        raise PramkitError("--method dp needs --epsilon (the per-record privacy budget)")
+    return args.epsilon
+
+
+def _dp_single(args: argparse.Namespace, dist: Distribution) -> tuple[PramMatrix, dict[str, Any]]:
+    cats, p = dist
+    eps = _require_epsilon(args)
+    if args.family == "general":
+        if args.truthful:
+            raise PramkitError("--truthful applies to --family diagonal only")
+        m = dp_general(p, eps, categories=cats)
+        return m, {}
+    m = dp_optimal(p, eps, categories=cats, truthful=args.truthful)
+    return m, {"warnings": _truthful_warning(m, p, eps)}
+
+
+def _truthful_warning(m: PramMatrix, p: np.ndarray, eps: float) -> list[str]:
+    cert = m.provenance.certificate or {}
+    if cert.get("is_truthful", True):
+        return []
+    s = m.size
+    low = [m.categories[k] for k in np.flatnonzero(m.diagonal < 1.0 / s)]
+    truthful = dp_optimal(p, eps, categories=m.categories, truthful=True)
+    return [
+        f"the optimal matrix is not truthful: categories {low} are released as themselves with probability "
+        f"below 1/S = {1 / s:.4g}, less often than as some other category; --truthful requires q_k >= 1/S "
+        f"and keeps {truthful.provenance.objective:.6g} nats instead of {m.provenance.objective:.6g} nats"
+    ]
+
+
+def _dp_several(args: argparse.Namespace, dists: dict[str, Distribution],
+                data: Any) -> tuple[dict[str, PramMatrix], dict[str, Any]]:
+    eps = _require_epsilon(args)
+    if args.family == "general":
+        raise PramkitError("--family general is for --probs/--counts; data designs use form (8)")
+    ps = {n: p for n, (_, p) in dists.items()}
+    cats = {n: c for n, (c, _) in dists.items()}
+    split = split_budget(ps, eps, method="equal" if args.split == "equal" else "optimal",
+                         truthful=args.truthful, categories=cats)
+    extra: dict[str, Any] = {
+        "split": args.split,
+        "epsilons": split.epsilons,
+        "information_nats": split.information_nats,
+        "total_information_nats": split.total_nats,
+    }
+    if split.upper_bound_nats is not None:
+        extra["split_upper_bound_nats"] = split.upper_bound_nats
+        extra["split_grid_step"] = split.grid_step
+    if args.split == "joint":
+        cmp = compare_joint(joint_table(data, list(dists)), split)
+        extra["joint"] = {
+            "cells": cmp.cells,
+            "independent_joint_information_nats": cmp.independent_nats,
+            "joint_design_information_nats": cmp.joint_nats,
+            "better": cmp.better,
+        }
+    for n, m in split.matrices.items():
+        extra.setdefault("warnings", []).extend(f"{n}: {w}" for w in _truthful_warning(m, ps[n], split.epsilons[n]))
+    unperturbed = [n for n in dists if n not in split.matrices]
+    if unperturbed:
+        extra.setdefault("warnings", []).append(
+            f"variables {unperturbed} get epsilon 0 in the optimal split and are released unperturbed "
+            "only if they are not sensitive; use --split equal to perturb every variable")
+    return split.matrices, extra
+
+
+#: Design families: name -> :class:`DesignMethod`.
+METHODS: dict[str, DesignMethod] = {
+    "dp": DesignMethod("epsilon-DP with maximal mutual information (Ayed, Battiston and Camerlenghi)",
+                       _dp_single, _dp_several),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "design", help="design PRAM matrices (print one, or write a manifest for a data file)",
+        description="Design a PRAM matrix for a distribution (--probs/--counts), or one per variable of a "
+                    "data file (--vars) written as a manifest for `pramkit apply`.")
+    p.add_argument("data", nargs="?", type=Path, help="data file (CSV, Parquet, Stata, SPSS) to design from")
+    p.add_argument("--vars", help="comma-separated columns of DATA to perturb")
+    p.add_argument("--probs", help="comma-separated probabilities of the categories (sum 1)")
+    p.add_argument("--counts", help="comma-separated counts or weights of the categories (normalised)")
+    p.add_argument("--categories", help="comma-separated labels for --probs/--counts (default 0..S-1)")
+    p.add_argument("--method", choices=sorted(METHODS), default="dp",
+                   help="design family (default %(default)s: " + METHODS["dp"].help + ")")
+    p.add_argument("--epsilon", type=float, help="privacy budget per record (likelihood ratios at most e^epsilon)")
+    p.add_argument("--family", choices=["diagonal", "general"], default="diagonal",
+                   help="diagonal: form (8), any S, certificate in the output; general: any matrix, staircase LP (S <= 14)")
+    p.add_argument("--truthful", action="store_true", help="require q_k >= 1/S (form (8) only)")
+    p.add_argument("--split", choices=["optimal", "equal", "joint"], default="optimal",
+                   help="how the record budget is shared by the variables (default %(default)s; "
+                        "joint also reports the joint design on the cross-classification)")
+    p.add_argument("--out", type=Path, help="manifest to write (data mode)")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def _numbers(text: str, flag: str) -> np.ndarray:
+    try:
+        values = np.array([float(x) for x in text.split(",") if x.strip()], dtype=float)
+    except ValueError:
+        raise PramkitError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+    if values.size < 2:
+        raise PramkitError(f"{flag} needs at least two categories")
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise PramkitError(f"{flag} must be finite and non-negative, got {text!r}")
+    return values
+
+
+def _distribution(args: argparse.Namespace) -> tuple[Distribution, list[str]]:
+    notes = []
+    if (args.probs is None) == (args.counts is None):
+        raise PramkitError("give exactly one of --probs and --counts (or a data file with --vars)")
+    if args.probs is not None:
+        p = _numbers(args.probs, "--probs")
+        total = float(p.sum())
+        if abs(total - 1.0) > PROBS_TOL:
+            raise PramkitError(f"--probs sum to {total:.10g}, not 1; pass --counts to have them normalised")
+        if total != 1.0:
+            notes.append(f"--probs summed to {total!r}; normalised to 1")
+    else:
+        p = _numbers(args.counts, "--counts")
+        if p.sum() <= 0:
+            raise PramkitError("--counts are all zero")
+    p = p / p.sum()
+    if args.categories is None:
+        cats: list[Label] = list(range(p.size))
+    else:
+        cats = [c.strip() for c in args.categories.split(",")]
+        if len(cats) != p.size:
+            raise PramkitError(f"--categories has {len(cats)} labels for {p.size} probabilities")
+    return (cats, p), notes
+
+
+def _matrix_json(m: PramMatrix) -> dict[str, Any]:
+    prov = m.provenance
+    cert = dict(prov.certificate or {})
+    return {
+        "method": prov.method,
+        "categories": list(m.categories),
+        "q": m.diagonal.tolist(),
+        "matrix": m.matrix.tolist(),
+        "mutual_information_nats": prov.objective,
+        "epsilon": epsilon_to_json(m.epsilon),
+        "optimal": bool(cert.get("optimal", False)),
+        "certificate": cert,
+        "seconds": prov.seconds,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    method = METHODS[args.method]
+    if args.data is None:
+        if args.vars or args.out:
+            raise PramkitError("--vars and --out need a data file; for a distribution use --probs or --counts")
+        dist, notes = _distribution(args)
+        m, extra = method.single(args, dist)
+        out = {**_matrix_json(m), "family": args.family, "notes": notes, **extra}
+        out.setdefault("warnings", [])
+        if args.json:
+            print_json(out)
+        else:
+            _print_text(out)
+        return 0
+    if args.probs or args.counts:
+        raise PramkitError("give either a data file or --probs/--counts, not both")
+    if not args.vars:
+        raise PramkitError("--vars is required with a data file (comma-separated columns to perturb)")
+    names = [v.strip() for v in args.vars.split(",") if v.strip()]
+    if len(set(names)) != len(names):
+        raise PramkitError(f"--vars lists a column twice: {args.vars!r}")
+    if args.split == "joint" and args.out:
+        raise PramkitError("--split joint reports the comparison only: a manifest holds independently "
+                           "perturbed variables; rerun with --split optimal or equal to write one")
+    if args.split != "joint" and not args.out:
+        raise PramkitError("--out is required: the manifest to write")
+    if args.out:
+        check_writable(args.out, force=args.force)
+    data = read_table(args.data, columns=names)
+    dists = {}
+    for n in names:
+        cats, counts = counts_of(data[n], column=n)
+        if len(cats) < 2:
+            raise PramkitError(f"column {n!r} has a single category ({cats[0]!r}); nothing to perturb")
+        dists[n] = (cats, counts / counts.sum())
+    matrices, extra = method.several(args, dists, data)
+    out: dict[str, Any] = {"data": str(args.data), "variables": names, **extra}
+    if args.out:
+        if not matrices:
+            raise PramkitError("no variable gets a positive epsilon; nothing to write")
+        manifest = Manifest.of(matrices, input={"data": args.data.name, "method": args.method,
+                                                 "split": args.split, "record_epsilon_budget": args.epsilon})
+        manifest.write(args.out, force=args.force)
+        out["manifest"] = str(args.out)
+        out["record_epsilon"] = epsilon_to_json(manifest.record_epsilon)
+    out["matrices"] = {n: _matrix_json(m) for n, m in matrices.items()}
+    if args.json:
+        print_json(out)
+    else:
+        _print_text(out)
+    return 0
+
+
+def _print_text(out: dict[str, Any]) -> None:
+    if "q" in out:
+        print(f"{out['method']}: I(X;Z) = {out['mutual_information_nats']:.6g} nats, "
+              f"epsilon = {out['epsilon']}, optimal = {out['optimal']}, {out['seconds']:.3g} s")
+        print("q = " + ", ".join(f"{x:.6g}" for x in out["q"]))
+    else:
+        for n, e in out["epsilons"].items():
+            print(f"{n}: epsilon = {e:.6g}, I(X;Z) = {out['information_nats'][n]:.6g} nats")
+        print(f"total I = {out['total_information_nats']:.6g} nats")
+        if "joint" in out:
+            j = out["joint"]
+            print(f"joint I(X;Z): independent {j['independent_joint_information_nats']:.6g} nats, "
+                  f"joint design {j['joint_design_information_nats']:.6g} nats over {j['cells']} cells: "
+                  f"{j['better']} is better")
+        if "manifest" in out:
+            print(f"wrote {out['manifest']} (record epsilon {out['record_epsilon']})")
+    for note in out.get("notes", []):
+        print(f"note: {note}")
+    for w in out.get("warnings", []):
+        print(f"warning: {w}")

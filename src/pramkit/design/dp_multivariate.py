@@ -1,0 +1,228 @@
+"""Several variables under one record budget (Ayed, Battiston and Camerlenghi, section 5).
+
+Perturbing J variables of a record independently composes: the record is
+``sum_j eps_j``-DP (sequential composition; :func:`pramkit.privacy.epsilon.record_epsilon`).
+Given a record budget E, :func:`split_budget` chooses ``eps_j >= 0`` with
+``sum_j eps_j = E`` maximising the total information ``sum_j I_j(eps_j)``,
+where ``I_j(eps)`` is the optimum of program (7) for variable j
+(:func:`pramkit.design.dp_optimal.dp_optimal`; 0 at eps = 0).
+
+``I_j`` is non-decreasing (the feasible set grows with eps) but not concave
+in general, so the split is a resource-allocation problem solved exactly on
+a grid of step ``delta = E / G`` by dynamic programming (O(J G^2)).  The grid
+optimum is a feasible split; a certified upper bound on the best split off
+the grid comes from monotonicity: any split rounds up to grid points using
+at most ``G + J`` steps, so the grid DP with ``G + J`` steps bounds it.
+
+The paper's future-work alternative is to perturb the cross-classification
+jointly, with one K x K matrix (K = number of cells) at the whole budget;
+:func:`compare_joint` scores both on the joint I(X; Z) (X, Z the vectors of
+all J variables), the quantity both designs can be compared on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from pramkit.codebook import categories_of, encode
+from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
+from pramkit.errors import DataError, PramkitError
+from pramkit.information import check_probabilities, mutual_information
+from pramkit.matrix import Label, PramMatrix
+
+#: Default number of grid steps of the budget.
+DEFAULT_GRID = 100
+#: Largest cross-classification for which the joint I(X; Z) is computed (K x K matrices).
+MAX_JOINT_CELLS = 4096
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    """A split of a record budget across independently perturbed variables.
+
+    method: ``"optimal"`` (grid DP) or ``"equal"``
+    epsilon_total: the record budget E
+    epsilons: epsilon of each variable (summing to E)
+    information_nats: I(X_j; Z_j) of each variable at its epsilon, nats
+    total_nats: sum of ``information_nats``, nats
+    upper_bound_nats: no split of E does better than this (``method="optimal"``; nats)
+    grid_step: the grid step E / G (``method="optimal"``)
+    matrices: the DP-optimal matrix of each variable (absent for epsilon 0)
+    """
+
+    method: str
+    epsilon_total: float
+    epsilons: dict[str, float]
+    information_nats: dict[str, float]
+    total_nats: float
+    upper_bound_nats: float | None
+    grid_step: float | None
+    matrices: dict[str, PramMatrix]
+
+
+def _information_curve(p: np.ndarray, epsilons: np.ndarray, truthful: bool) -> np.ndarray:
+    return np.array([0.0 if e == 0 else solve_form8(p, e, truthful=truthful).mutual_information_nats
+                     for e in epsilons])
+
+
+def _allocate(values: list[np.ndarray], steps: int) -> tuple[float, list[int]]:
+    """max sum_j values[j][g_j] subject to sum_j g_j <= steps (values non-decreasing)."""
+    best = np.zeros(steps + 1)
+    choice = []
+    for v in values:
+        vv = v[: steps + 1]
+        # new[g] = max_h best[g - h] + vv[h]
+        cand = np.full((steps + 1, steps + 1), -np.inf)
+        for h in range(steps + 1):
+            cand[h:, h] = best[: steps + 1 - h] + vv[h]
+        pick = np.argmax(cand, axis=1)
+        choice.append(pick)
+        best = cand[np.arange(steps + 1), pick]
+    g = int(np.argmax(best))
+    total = float(best[g])
+    alloc = []
+    for pick in reversed(choice):
+        h = int(pick[g])
+        alloc.append(h)
+        g -= h
+    return total, alloc[::-1]
+
+
+def split_budget(
+    distributions: Mapping[str, ArrayLike],
+    epsilon_total: float,
+    *,
+    method: str = "optimal",
+    grid: int = DEFAULT_GRID,
+    truthful: bool = False,
+    categories: Mapping[str, Sequence[Label]] | None = None,
+) -> BudgetSplit:
+    """Split a record budget across variables perturbed independently.
+
+    distributions: ``{name: p}`` (probabilities of each variable's categories)
+    method: ``"optimal"`` (grid DP, module docstring) or ``"equal"`` (E / J each)
+    grid: number of grid steps G of the budget
+    categories: ``{name: labels}`` for the matrices (default 0..S-1)
+    """
+    e_total = check_epsilon(epsilon_total)
+    if not distributions:
+        raise PramkitError("give at least one variable to split the budget across")
+    ps = {name: check_probabilities(p, name=f"p of {name!r}") for name, p in distributions.items()}
+    if method not in ("optimal", "equal"):
+        raise PramkitError(f"method must be 'optimal' or 'equal', got {method!r}")
+    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
+        raise PramkitError(f"grid must be a positive integer, got {grid!r}")
+    names = list(ps)
+    j = len(names)
+    upper = step = None
+    if method == "equal":
+        eps = {n: e_total / j for n in names}
+    else:
+        step = e_total / grid
+        points = step * np.arange(grid + j + 1)
+        curves = [_information_curve(ps[n], points, truthful) for n in names]
+        _, alloc = _allocate(curves, grid)
+        upper, _ = _allocate(curves, grid + j)
+        eps = {n: g * step for n, g in zip(names, alloc)}
+    matrices: dict[str, PramMatrix] = {}
+    info: dict[str, float] = {}
+    for n in names:
+        cats = None if categories is None else categories[n]
+        if eps[n] > 0 and ps[n].size >= 2:
+            matrices[n] = dp_optimal(ps[n], eps[n], categories=cats, truthful=truthful)
+            info[n] = float(matrices[n].provenance.objective)
+        else:
+            info[n] = 0.0
+    return BudgetSplit(method, e_total, eps, info, float(math.fsum(info.values())), upper, step, matrices)
+
+
+# ---------------------------------------------------------------------------
+# Joint perturbation of the cross-classification
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class JointTable:
+    """Joint distribution of several categorical columns.
+
+    names: the columns
+    categories: categories of each column
+    p: probabilities of the cells, shape (n_1, ..., n_J) (rows with a missing value left out)
+    """
+
+    names: tuple[str, ...]
+    categories: tuple[tuple[Label, ...], ...]
+    p: np.ndarray
+
+    def marginal(self, name: str) -> np.ndarray:
+        axis = self.names.index(name)
+        other = tuple(a for a in range(len(self.names)) if a != axis)
+        return self.p.sum(axis=other)
+
+
+def joint_table(data: pd.DataFrame, columns: Sequence[str]) -> JointTable:
+    """The joint distribution of ``columns`` in ``data`` (complete rows only)."""
+    if not columns:
+        raise PramkitError("give at least one column")
+    missing = [c for c in columns if c not in data.columns]
+    if missing:
+        raise DataError(f"unknown column(s) {missing}; the data has {list(data.columns)}")
+    cats, codes = [], []
+    for c in columns:
+        cc = categories_of(data[c])
+        cats.append(tuple(cc))
+        codes.append(encode(data[c], cc, column=c))
+    codes_arr = np.stack(codes, axis=1)
+    complete = np.all(codes_arr >= 0, axis=1)
+    if not complete.any():
+        raise DataError(f"no row has a value in every one of the columns {list(columns)}")
+    shape = tuple(len(c) for c in cats)
+    flat = np.ravel_multi_index(tuple(codes_arr[complete].T), shape)
+    counts = np.bincount(flat, minlength=int(np.prod(shape))).astype(float)
+    return JointTable(tuple(columns), tuple(cats), (counts / counts.sum()).reshape(shape))
+
+
+@dataclass(frozen=True)
+class JointComparison:
+    """Independent perturbation (a budget split) against one joint matrix.
+
+    cells: K, the number of cells of the cross-classification
+    independent_nats: I(X; Z) of the product of the split's matrices, nats
+    independent_sum_nats: sum of the per-variable I(X_j; Z_j), nats
+    joint_nats: I(X; Z) of the DP-optimal form (8) matrix on the K cells at the whole budget, nats
+    better: ``"joint"`` or ``"independent"`` (larger I(X; Z))
+    joint_matrix: the joint design
+    """
+
+    cells: int
+    independent_nats: float
+    independent_sum_nats: float
+    joint_nats: float
+    better: str
+    joint_matrix: PramMatrix
+
+
+def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
+    """Score a budget split and the joint design on the joint I(X; Z)."""
+    k = int(table.p.size)
+    if k > MAX_JOINT_CELLS:
+        raise PramkitError(f"the cross-classification has {k} cells; the comparison is limited to "
+                           f"{MAX_JOINT_CELLS} (it builds K x K matrices)")
+    product = np.ones((1, 1))
+    for name, cats in zip(table.names, table.categories):
+        m = split.matrices.get(name)
+        mm = np.full((len(cats), len(cats)), 1.0 / len(cats)) if m is None else m.matrix
+        product = np.kron(product, mm)
+    p = table.p.ravel()
+    labels = [" | ".join(str(x) for x in cell) for cell in itertools.product(*table.categories)]
+    joint = dp_optimal(p, split.epsilon_total, categories=labels)
+    independent = mutual_information(p, product)
+    joint_nats = float(joint.provenance.objective)
+    return JointComparison(k, independent, split.total_nats, joint_nats,
+                           "joint" if joint_nats > independent else "independent", joint)

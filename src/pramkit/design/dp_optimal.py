@@ -1,0 +1,622 @@
+"""Epsilon-DP PRAM of form (8) with maximal mutual information.
+
+Ayed, Battiston and Camerlenghi, *An information theoretic approach to post
+randomization methods under differential privacy* (sections 3-4 and appendix).
+A matrix of form (8) keeps category k with probability ``q_k`` and otherwise
+releases one of the other S - 1 categories uniformly.  It is alpha-DP iff the
+pairwise constraints (10), written linearly as (12)-(17) (appendix 5.2, with
+the sign of (15) corrected: ``1 - q_l <= e^a (S-1) q_k``), hold for every pair
+of categories.  Program (7) maximises the convex f(q) = I(X; Z) over that
+polytope, so the maximum is at a vertex (Proposition 3.1).
+
+The exact method (proof in ``docs/design-dp.md``):
+
+1. *Sorted reduction.*  For q sorted decreasingly the pairwise constraints
+   reduce to the two largest values (12)-(13), the two smallest (14)-(15) and
+   the largest against the smallest (16)-(17), plus ``0 <= q <= 1``.  Hence
+   every vertex takes at most four values, in blocks ``(A, B..B, b..b, a)``
+   with A and a single, and ``(A, B, b, a)`` is a vertex of a polytope in four
+   variables whose vertices we enumerate exactly (:func:`vertex_patterns`).
+   Proposition 3.2's list is the special case of small alpha.
+2. *Assignment.*  Each pattern leaves to choose which category takes A, which
+   takes a, and which of the others take B rather than b.  When that choice
+   is small enough every assignment is evaluated (``search = "exhaustive"``:
+   every vertex of the polytope is scored, the result is the global optimum).
+   Otherwise the B-categories are a threshold set in the order of p (the
+   largest or the smallest k of the non-singleton categories), which cuts the
+   choice to O(S) per placement of the singletons (``search = "threshold"``;
+   the threshold property is checked against exhaustive search in the tests
+   and in ``docs/design-dp.md``).
+
+The closed forms of section 3.2 (S = 2; symmetric M) are
+:func:`binary_optimal_q` and :func:`symmetric_optimal_q`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import xlogy
+
+from pramkit.codebook import categories_of, encode
+from pramkit.errors import PramkitError
+from pramkit.information import check_probabilities, form8_objective
+from pramkit.matrix import Label, PramMatrix, Provenance
+
+#: Largest epsilon accepted (e^epsilon must be a finite double).
+MAX_EPSILON = 700.0
+#: Values of a vertex pattern closer than this are the same level.
+LEVEL_TOL = 1e-12
+#: Feasibility tolerance on each normalised constraint.
+FEASIBILITY_TOL = 1e-12
+#: A pattern is searched exhaustively when (assignments x S) is at most this.
+EXHAUSTIVE_BUDGET = 4_000_000
+#: Objectives this close (relative) are ties, broken towards keeping the true value.
+TIE_TOL = 1e-12
+#: Entries of a candidate block evaluated at once (memory bound).
+_CHUNK = 1 << 21
+
+
+def check_epsilon(epsilon: Any) -> float:
+    """epsilon as a float after checking that it is a positive finite number."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
+        raise PramkitError(f"epsilon must be a number, got {epsilon!r}")
+    e = float(epsilon)
+    if not math.isfinite(e) or e <= 0:
+        raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    if e > MAX_EPSILON:
+        raise PramkitError(f"epsilon = {e:g} is too large (at most {MAX_EPSILON:g}); "
+                           "beyond a few dozen the optimal matrix is the identity anyway")
+    return e
+
+
+def _check_size(s: Any) -> int:
+    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 2:
+        raise PramkitError(f"the number of categories S must be an integer >= 2, got {s!r}")
+    return int(s)
+
+
+# ---------------------------------------------------------------------------
+# Closed forms (section 3.2)
+# ---------------------------------------------------------------------------
+
+def v(x: float, s: int) -> float:
+    """``v_x = e^x / (e^x + S - 1)`` of Proposition 3.2 (``v_alpha``, ``v_-alpha``)."""
+    return 1.0 / (1.0 + (s - 1) * math.exp(-x))
+
+
+def binary_optimal_q(epsilon: float) -> float:
+    """Section 3.2.1-3.2.2: for S = 2 the optimum over *all* 2 x 2 matrices
+    (every one has form (8)) is the symmetric ``q = e^a / (1 + e^a)``, for
+    every p (``1 - q`` is the other optimum, its mirror image)."""
+    return v(check_epsilon(epsilon), 2)
+
+
+def symmetric_interval(s: int, epsilon: float) -> tuple[float, float]:
+    """Section 3.2.3: the symmetric q (all equal) is alpha-DP iff
+    ``q`` lies in ``[v_-a, v_a]``, ``v_x = e^x / (S - 1 + e^x)``."""
+    s, e = _check_size(s), check_epsilon(epsilon)
+    return v(-e, s), v(e, s)
+
+
+def symmetric_optimal_q(p: ArrayLike, epsilon: float) -> float:
+    """Section 3.2.3: the best symmetric q is an end of :func:`symmetric_interval`.
+
+    ``v_a`` is randomized response (:func:`pramkit.design.classic.randomized_response`);
+    it is at least as good as ``v_-a`` for every p (both give the same I for S = 2).
+    """
+    pv = check_probabilities(p)
+    lo, hi = symmetric_interval(pv.size, epsilon)
+    f = form8_objective(pv, np.array([[hi] * pv.size, [lo] * pv.size]))
+    return hi if f[0] >= f[1] else lo
+
+
+# ---------------------------------------------------------------------------
+# The feasible set (Fact 1, appendix 5.2)
+# ---------------------------------------------------------------------------
+
+def dp_constraints(s: int, epsilon: float, *, truthful: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The alpha-DP set of form (8) as explicit linear constraints ``C q <= b``.
+
+    Fact 1 and appendix 5.2: for every pair k < l, with ``x = q_k``, ``y = q_l``,
+    ``c = S - 1``, ``t = e^alpha``:
+
+    - (12) ``c x + t y <= t``          and (13) ``c y + t x <= t``;
+    - (14) ``-c t y - x <= -1``        and (15) ``-c t x - y <= -1``;
+    - (16) ``t y - x <= t - 1``        and (17) ``t x - y <= t - 1`` (only for S >= 3);
+
+    followed by the box ``0 <= q_k <= 1`` (2S rows) and, if ``truthful``, the
+    rows ``-q_k <= -1/S``.  Hence ``3 S (S - 1) + 2 S`` rows for S >= 3.
+    """
+    s, e = _check_size(s), check_epsilon(epsilon)
+    t, c = math.exp(e), s - 1
+    pairs = np.array(list(itertools.combinations(range(s), 2)), dtype=np.intp).reshape(-1, 2)
+    # coefficients of (x, y) and right-hand side of (12)-(17)
+    pair_rows = [((c, t), t), ((t, c), t), ((-1.0, -c * t), -1.0), ((-c * t, -1.0), -1.0)]
+    if s >= 3:
+        pair_rows += [((-1.0, t), t - 1.0), ((t, -1.0), t - 1.0)]
+    blocks, rhs = [], []
+    for (ax, ay), r in pair_rows:
+        block = np.zeros((len(pairs), s))
+        block[np.arange(len(pairs)), pairs[:, 0]] = ax
+        block[np.arange(len(pairs)), pairs[:, 1]] = ay
+        blocks.append(block)
+        rhs.append(np.full(len(pairs), r))
+    blocks += [np.eye(s), -np.eye(s)]
+    rhs += [np.ones(s), np.zeros(s)]
+    if truthful:
+        blocks.append(-np.eye(s))
+        rhs.append(np.full(s, -1.0 / s))
+    return np.vstack(blocks), np.concatenate(rhs)
+
+
+def _sorted_violation(hi1: float, hi2: float, lo2: float, lo1: float, s: int, t: float, truthful: bool) -> float:
+    """Largest normalised violation of the constraints, from the two largest
+    (hi1 >= hi2) and the two smallest (lo1 <= lo2) keep probabilities: by the
+    sorted reduction no other pair can bind (``docs/design-dp.md``, Lemma 1)."""
+    c = s - 1
+    viol = [
+        (c * hi1 + t * hi2 - t) / max(c, t),     # (12)/(13), larger q first
+        (t * hi1 + c * hi2 - t) / max(c, t),
+        (1.0 - c * t * lo1 - lo2) / (c * t),     # (14)/(15)
+        (1.0 - c * t * lo2 - lo1) / (c * t),
+        hi1 - 1.0,
+        -lo1,
+    ]
+    if s >= 3:
+        viol.append((1.0 - lo1 - t * (1.0 - hi1)) / t)   # (16)/(17)
+    if truthful:
+        viol.append(1.0 / s - lo1)
+    return float(max(viol))
+
+
+def is_dp_feasible(q: ArrayLike, epsilon: float, *, truthful: bool = False, tol: float = FEASIBILITY_TOL) -> bool:
+    """Whether form (8) with keep probabilities q is epsilon-DP, in O(S).
+
+    Constraints (10) for all pairs are checked through the sorted reduction:
+    only the two largest and the two smallest q, and the pair (largest,
+    smallest), can be binding.  ``tol`` is the slack allowed on each
+    constraint divided by its largest coefficient.
+    """
+    qv = np.asarray(q, dtype=float)
+    if qv.ndim != 1 or qv.size < 2 or not np.all(np.isfinite(qv)):
+        raise PramkitError("q must be a 1-D array of at least two finite keep probabilities")
+    e = check_epsilon(epsilon)
+    hi = -np.partition(-qv, 1)[:2]
+    lo = np.partition(qv, 1)[:2]
+    return _sorted_violation(hi[0], hi[1], lo[1], lo[0], qv.size, math.exp(e), truthful) <= tol
+
+
+# ---------------------------------------------------------------------------
+# Vertices of the sorted reduction
+# ---------------------------------------------------------------------------
+
+def _reduced_system(s: int, t: float, truthful: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Constraints on the block values (A, B, b, a) of a sorted q (fewer
+    variables for S < 4): ordering, top pair, bottom pair, spread, box."""
+    n = min(s, 4)
+    c = s - 1
+    e = np.eye(n)
+    rows: list[tuple[np.ndarray, float]] = [(e[i + 1] - e[i], 0.0) for i in range(n - 1)]
+    rows += [(c * e[0] + t * e[1], t), (t * e[0] + c * e[1], t)]                       # (12), (13)
+    rows += [(-c * t * e[n - 1] - e[n - 2], -1.0), (-c * t * e[n - 2] - e[n - 1], -1.0)]  # (14), (15)
+    if s >= 3:
+        rows.append((t * e[0] - e[n - 1], t - 1.0))                                     # (16)/(17)
+    rows += [(e[0], 1.0), (-e[n - 1], 0.0)]
+    if truthful:
+        rows.append((-e[n - 1], -1.0 / s))
+    a = np.array([r[0] for r in rows])
+    b = np.array([r[1] for r in rows])
+    scale = np.maximum(np.abs(a).max(axis=1), np.abs(b))
+    return a / scale[:, None], b / scale
+
+
+def vertex_patterns(s: int, epsilon: float, *, truthful: bool = False) -> np.ndarray:
+    """Every vertex of the DP polytope, sorted decreasingly, up to block sizes.
+
+    Returns an array of shape (K, min(S, 4)): rows ``(A, B, b, a)`` for S >= 4
+    (``(A, B, a)`` for S = 3, ``(A, a)`` for S = 2).  Every vertex of the
+    feasible set is a permutation of ``(A, B, ..., B, b, ..., b, a)`` for one of
+    these rows and some block sizes (``docs/design-dp.md``, Lemma 2); found by
+    solving every square subsystem of active constraints of the reduced
+    polytope and keeping the feasible solutions.
+    """
+    s, e = _check_size(s), check_epsilon(epsilon)
+    a, b = _reduced_system(s, math.exp(e), truthful)
+    n = a.shape[1]
+    found = []
+    for rows in itertools.combinations(range(len(a)), n):
+        sub = a[list(rows)]
+        if abs(np.linalg.det(sub)) < 1e-13:
+            continue
+        x = np.linalg.solve(sub, b[list(rows)])
+        if np.all(a @ x - b <= 1e-11):
+            found.append(np.clip(x, 0.0, 1.0))
+    if not found:  # the polytope is never empty: v_-a, ..., v_-a is feasible
+        raise AssertionError("no vertex found")  # pragma: no cover
+    unique: list[np.ndarray] = []
+    for x in found:
+        if all(np.max(np.abs(x - u)) > 1e-10 for u in unique):
+            unique.append(x)
+    return np.array(sorted(unique, key=tuple))
+
+
+# ---------------------------------------------------------------------------
+# Assignment of a pattern to categories
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PatternSearch:
+    """Best assignment of one vertex pattern.
+
+    values: the pattern's sorted values
+    best_q: best keep-probability vector with these values
+    objective: f(best_q) in nats
+    candidates: number of assignments scored
+    exhaustive: every assignment was scored (no use of the threshold lemma)
+    """
+
+    values: tuple[float, ...]
+    best_q: np.ndarray
+    objective: float
+    candidates: int
+    exhaustive: bool
+
+
+def _representatives(p: np.ndarray, exclude: int | None = None) -> np.ndarray:
+    """One index per distinct value of p (categories with equal p are interchangeable)."""
+    idx = np.array([i for i in range(p.size) if i != exclude], dtype=np.intp)
+    _, first = np.unique(p[idx], return_index=True)
+    return idx[np.sort(first)]
+
+
+def _score_codes(p: np.ndarray, levels: np.ndarray, codes: np.ndarray) -> tuple[float, np.ndarray]:
+    """Best of the candidates ``levels[codes[r]]`` (one row per candidate)."""
+    best, best_q = -math.inf, levels[codes[0]]
+    step = max(1, _CHUNK // p.size)
+    for start in range(0, len(codes), step):
+        qs = levels[codes[start:start + step]]
+        vals = form8_objective(p, qs)
+        i = int(np.argmax(vals))
+        if vals[i] > best:
+            best, best_q = float(vals[i]), qs[i]
+    return best, best_q
+
+
+class _Levels:
+    """Per-level constants of f for a pattern (section 3.1): with
+    ``W = sum_z p_z w(q_z)``, ``f = sum_z p_z h(q_z) - sum_z eta(W + p_z sigma(q_z))``,
+    ``w(q) = (1-q)/(S-1)``, ``sigma(q) = q - w(q)``, ``h(q) = q log q + (1-q) log w(q)``,
+    ``eta(x) = x log x``."""
+
+    def __init__(self, values: np.ndarray, s: int) -> None:
+        self.q = values
+        self.w = (1.0 - values) / (s - 1)
+        self.sigma = values - self.w
+        self.h = xlogy(values, values) + xlogy(1.0 - values, self.w)
+
+
+def _eta_sum(m: np.ndarray) -> np.ndarray:
+    """``sum_z m_z log m_z`` along the last axis; m >= 0 up to rounding."""
+    m = np.maximum(m, 0.0)
+    return xlogy(m, m).sum(axis=-1)
+
+
+def _threshold_family(p: np.ndarray, lv: _Levels, singles: list[tuple[int, int]], rest: np.ndarray,
+                      x: int, y: int) -> tuple[float, np.ndarray]:
+    """Best of: the singletons ``(category, level)`` fixed, the largest k of
+    ``rest`` (sorted by decreasing p) at level x and the others at level y,
+    for k = 0..len(rest).  O(len(rest)^2), in blocks."""
+    pr = p[rest]
+    cum = np.concatenate([[0.0], np.cumsum(pr)])
+    total = cum[-1]
+    lin0 = sum(lv.h[l] * p[z] for z, l in singles)
+    w0 = sum(lv.w[l] * p[z] for z, l in singles)
+    ks = np.arange(rest.size + 1)
+    lin = lin0 + lv.h[x] * cum + lv.h[y] * (total - cum)
+    wk = w0 + lv.w[x] * cum + lv.w[y] * (total - cum)
+    ent = np.zeros(ks.size)
+    for z, l in singles:
+        ent += _eta_sum((wk + p[z] * lv.sigma[l])[:, None])
+    base = pr * lv.sigma[y]
+    bump = pr * (lv.sigma[x] - lv.sigma[y])
+    col = np.arange(rest.size)
+    step = max(1, _CHUNK // max(rest.size, 1))
+    for start in range(0, ks.size, step):
+        kb = ks[start:start + step]
+        m = wk[kb, None] + base[None, :] + np.where(col[None, :] < kb[:, None], bump[None, :], 0.0)
+        ent[kb] += _eta_sum(m)
+    vals = lin - ent
+    k = int(np.argmax(vals))
+    q = np.empty(p.size)
+    for z, l in singles:
+        q[z] = lv.q[l]
+    q[rest[:k]] = lv.q[x]
+    q[rest[k:]] = lv.q[y]
+    return float(vals[k]), q
+
+
+def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], var: np.ndarray,
+                    level: int) -> tuple[float, np.ndarray]:
+    """Best of: the singletons ``fixed`` as given, one more singleton at
+    ``level`` on each category of ``var`` in turn, every other category at
+    level 1.  O(len(var) S), in blocks."""
+    fixed_p = sum(p[z] for z, _ in fixed)
+    lin0 = sum(lv.h[l] * p[z] for z, l in fixed)
+    w0 = sum(lv.w[l] * p[z] for z, l in fixed)
+    pv = p[var]
+    others = 1.0 - fixed_p - pv
+    lin = lin0 + lv.h[level] * pv + lv.h[1] * others
+    wv = w0 + lv.w[level] * pv + lv.w[1] * others
+    base = p * lv.sigma[1]
+    ent = np.empty(var.size)
+    step = max(1, _CHUNK // p.size)
+    for start in range(0, var.size, step):
+        rows = np.arange(start, min(start + step, var.size))
+        m = wv[rows, None] + base[None, :]
+        for z, l in fixed:
+            m[:, z] = wv[rows] + p[z] * lv.sigma[l]
+        m[rows - start, var[rows]] = wv[rows] + pv[rows] * lv.sigma[level]
+        ent[rows] = _eta_sum(m)
+    vals = lin - ent
+    k = int(np.argmax(vals))
+    q = np.full(p.size, lv.q[1])
+    for z, l in fixed:
+        q[z] = lv.q[l]
+    q[var[k]] = lv.q[level]
+    return float(vals[k]), q
+
+
+def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, *, force: str | None) -> PatternSearch:
+    """Best assignment of one pattern (exhaustive, or threshold search)."""
+    s = p.size
+    if s <= 3:
+        perms = np.array(sorted(set(itertools.permutations(range(s)))), dtype=np.intp)
+        best, q = _score_codes(p, values, perms)
+        return PatternSearch(tuple(values), q, best, len(perms), True)
+    top = bool(values[0] - values[1] > LEVEL_TOL)
+    bottom = bool(values[2] - values[3] > LEVEL_TOL)
+    two = bool(values[1] - values[2] > LEVEL_TOL)
+    lv = _Levels(values, s)
+    if not two:   # singletons only: O(S) placements of each, vectorised over the last one
+        if not (top or bottom):
+            return PatternSearch(tuple(values), values[[0] * s], float(form8_objective(p, values[[0] * s])), 1, True)
+        if top and bottom:
+            runs = [([(i, 0)], _representatives(p, i), 3) for i in _representatives(p)]
+        else:
+            runs = [([], _representatives(p), 0 if top else 3)]
+        found = [_singles_family(p, lv, fixed, var, level) for fixed, var, level in runs]
+        best, best_q = max(found, key=lambda r: r[0])
+        return PatternSearch(tuple(values), best_q, best, sum(len(r[1]) for r in runs), True)
+    placements = [
+        (i, j)
+        for i in (_representatives(p) if top else [None])
+        for j in (_representatives(p, i) if bottom else [None])
+    ]
+    rest_size = s - int(top) - int(bottom)
+    exhaustive = force == "exhaustive" or (force is None and len(placements) * 2 ** rest_size * s <= EXHAUSTIVE_BUDGET)
+    best, best_q, count = -math.inf, values[[0] * s], 0
+    for i, j in placements:
+        singles = [(z, l) for z, l in ((i, 0), (j, 3)) if z is not None]
+        rest = np.array([k for k in order if k != i and k != j], dtype=np.intp)
+        if exhaustive:
+            bits = (np.arange(2 ** rest.size)[:, None] >> np.arange(rest.size)[None, :]) & 1
+            codes = np.empty((len(bits), s), dtype=np.intp)
+            for z, l in singles:
+                codes[:, z] = l
+            codes[:, rest] = 2 - bits          # bit 1 -> level B (code 1), 0 -> b (code 2)
+            val, q = _score_codes(p, values, codes)
+            count += len(codes)
+        else:
+            val, q = max(_threshold_family(p, lv, singles, rest, 1, 2),
+                         _threshold_family(p, lv, singles, rest, 2, 1), key=lambda r: r[0])
+            count += 2 * (rest.size + 1)
+        if val > best:
+            best, best_q = val, q
+    return PatternSearch(tuple(values), best_q, best, count, exhaustive)
+
+
+# ---------------------------------------------------------------------------
+# Program (7)
+# ---------------------------------------------------------------------------
+
+def prop32_holds(s: int, epsilon: float) -> bool:
+    """Proposition 3.2's condition: S >= 4 and ``alpha <= log(S + sqrt(S(S-4)) - 2) - log 2``."""
+    return s >= 4 and epsilon <= math.log(s + math.sqrt(s * (s - 4)) - 2) - math.log(2)
+
+
+@dataclass(frozen=True)
+class Form8Optimum:
+    """Global maximiser of program (7) over form (8).
+
+    q: optimal keep probabilities
+    mutual_information_nats: f(q), nats
+    patterns: the search of every vertex pattern (best first)
+    exhaustive: every vertex of the feasible polytope was scored
+    """
+
+    q: np.ndarray
+    mutual_information_nats: float
+    patterns: tuple[PatternSearch, ...]
+    exhaustive: bool
+
+
+def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search: str | None = None) -> Form8Optimum:
+    """Maximise I(X; Z) over alpha-DP matrices of form (8) (program (7)).
+
+    ``search``: ``None`` (exhaustive where cheap, threshold search elsewhere),
+    ``"exhaustive"`` or ``"threshold"`` (forced; for tests and benchmarks).
+    """
+    pv = check_probabilities(p)
+    e = check_epsilon(epsilon)
+    if search not in (None, "exhaustive", "threshold"):
+        raise PramkitError(f"search must be 'exhaustive' or 'threshold', got {search!r}")
+    s = pv.size
+    if s == 1:
+        return Form8Optimum(np.ones(1), 0.0, (), True)
+    order = np.argsort(-pv, kind="stable")
+    results = sorted(
+        (_search_pattern(pv, vals, order, force=search) for vals in vertex_patterns(s, e, truthful=truthful)),
+        key=lambda r: -r.objective,
+    )
+    # among ties (S = 2: q and 1 - q are equally informative) keep the one that
+    # releases the true value most often
+    top = results[0].objective
+    tied = [r for r in results if r.objective >= top - TIE_TOL * max(1.0, top)]
+    best = max(tied, key=lambda r: float(pv @ r.best_q))
+    results.remove(best)
+    results.insert(0, best)
+    if not math.isfinite(best.objective) or not is_dp_feasible(best.best_q, e, truthful=truthful, tol=1e-9):
+        raise AssertionError(f"search failed for p={pv.tolist()}, epsilon={e}")  # pragma: no cover
+    return Form8Optimum(best.best_q.copy(), best.objective, tuple(results), all(r.exhaustive for r in results))
+
+
+def best_flip_gain(p: np.ndarray, values: Sequence[float], q: np.ndarray) -> float | None:
+    """Largest gain in f (nats) from moving one category between the two
+    middle levels B and b of its pattern (every such move stays feasible,
+    Lemma 3); <= 0 means q is optimal against all single moves, ``None`` that
+    the pattern has no two middle levels.  O(S^2)."""
+    if len(values) < 4 or values[1] - values[2] <= LEVEL_TOL:
+        return None
+    big_b, small_b = values[1], values[2]
+    at_b = np.abs(q - big_b) <= LEVEL_TOL
+    at_small = np.abs(q - small_b) <= LEVEL_TOL
+    movable = np.flatnonzero(at_b | at_small)
+    c = p.size - 1
+    w = (1.0 - q) / c
+    h = xlogy(q, q) + xlogy(1.0 - q, w)
+    u = p * (q - w)
+    lin, big_w = float(p @ h), float(p @ w)
+    base = lin - float(_eta_sum(big_w + u))
+    moved = np.where(at_b, small_b, big_b)
+    moved_w = (1.0 - moved) / c
+    moved_h = xlogy(moved, moved) + xlogy(1.0 - moved, moved_w)
+    best = -math.inf
+    step = max(1, _CHUNK // p.size)
+    for start in range(0, movable.size, step):
+        idx = movable[start:start + step]
+        rows = np.arange(idx.size)
+        wz = big_w + p[idx] * (moved_w[idx] - w[idx])
+        m = wz[:, None] + u[None, :]
+        m[rows, idx] = wz + p[idx] * (moved[idx] - moved_w[idx])
+        vals = lin + p[idx] * (moved_h[idx] - h[idx]) - _eta_sum(m)
+        best = max(best, float(vals.max()) - base)
+    return best
+
+
+def form8_epsilon(q: ArrayLike) -> float:
+    """Exact epsilon of the form (8) matrix with diagonal q, in O(S).
+
+    Same value as ``PramMatrix.from_diagonal(q).epsilon`` (the largest
+    log-ratio within a column, Shlomo and Skinner, section 4): column j holds
+    ``q_j`` and ``w_k = (1 - q_k) / (S - 1)`` for k != j, so its extremes come
+    from q_j and the two largest and two smallest w.
+    """
+    qv = np.asarray(q, dtype=float)
+    s = qv.size
+    w = (1.0 - qv) / (s - 1)
+    order = np.argsort(w)
+    lo1, lo2, hi1, hi2 = order[0], order[1], order[-1], order[-2]
+    idx = np.arange(s)
+    w_max = np.where(idx == hi1, w[hi2], w[hi1])     # max over k != j
+    w_min = np.where(idx == lo1, w[lo2], w[lo1])     # min over k != j
+    col_max = np.maximum(qv, w_max)
+    col_min = np.minimum(qv, w_min)
+    released = col_max > 0
+    if np.any(col_min[released] == 0):
+        return math.inf
+    if not np.any(released):
+        return 0.0
+    return float(max((np.log(col_max[released]) - np.log(col_min[released])).max(), 0.0))
+
+
+def _within_epsilon(q: np.ndarray, epsilon: float) -> np.ndarray:
+    """q, moved towards 1/S by a few ulps if rounding put its exact epsilon
+    above ``epsilon`` (1/S is strictly inside the feasible set)."""
+    s = q.size
+    step = 0.0
+    for _ in range(60):
+        candidate = q + step * (1.0 / s - q)
+        if form8_epsilon(candidate) <= epsilon:
+            return candidate
+        step = 2.0 * step if step else 1e-15
+    raise AssertionError("could not bring q within epsilon")  # pragma: no cover
+
+
+def dp_optimal(
+    p: ArrayLike,
+    epsilon: float,
+    *,
+    categories: Sequence[Label] | None = None,
+    truthful: bool = False,
+) -> PramMatrix:
+    """The epsilon-DP matrix of form (8) with the most mutual information for p.
+
+    Program (7) of Ayed, Battiston and Camerlenghi, solved exactly (module
+    docstring; proof in ``docs/design-dp.md``).  ``truthful=True`` adds
+    ``q_k >= 1/S`` (every category is released as itself at least as often as
+    as any other).  The provenance holds I(X; Z) in nats and a certificate:
+    the vertex patterns, the best value of each, how they were searched, and
+    whether the unconstrained optimum is truthful.
+    """
+    start = time.perf_counter()
+    pv = check_probabilities(p)
+    e = check_epsilon(epsilon)
+    s = pv.size
+    cats = tuple(range(s)) if categories is None else tuple(categories)
+    if len(cats) != s:
+        raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
+    if s < 2:
+        raise PramkitError("a DP design needs at least two categories")
+    opt = solve_form8(pv, e, truthful=truthful)
+    q = _within_epsilon(opt.q, e)
+    certificate: dict[str, Any] = {
+        "optimal": True,
+        "search": "exhaustive" if opt.exhaustive else "threshold",
+        "candidates": int(sum(r.candidates for r in opt.patterns)),
+        "vertex_patterns": [[float(x) for x in r.values] for r in opt.patterns],
+        "pattern_best_nats": [r.objective for r in opt.patterns],
+        "runner_up_nats": opt.patterns[1].objective if len(opt.patterns) > 1 else None,
+        "best_single_move_gain_nats": (None if opt.exhaustive else
+                                       best_flip_gain(pv, opt.patterns[0].values, opt.q)),
+        "prop32_condition": prop32_holds(s, e),
+        "truthful_required": truthful,
+        "is_truthful": bool(np.all(q >= 1.0 / s - 1e-15)),
+        "proof": "docs/design-dp.md",
+    }
+    provenance = Provenance(
+        method="dp_optimal",
+        parameters={"epsilon": e, "p": pv.tolist(), "truthful": truthful},
+        objective=float(form8_objective(pv, q)),
+        objective_name="mutual_information_nats",
+        certificate=certificate,
+        seconds=time.perf_counter() - start,
+    )
+    return PramMatrix.from_diagonal(q, cats, provenance)
+
+
+def counts_of(values: Any, *, column: str = "column") -> tuple[list[Label], np.ndarray]:
+    """Categories (:func:`pramkit.codebook.categories_of`) and their counts in a
+    column, missing values left out."""
+    cats = categories_of(values)
+    if not cats:
+        raise PramkitError(f"column {column!r} has no non-missing value")
+    codes = encode(values, cats, column=column)
+    counts = np.bincount(codes[codes >= 0], minlength=len(cats)).astype(float)
+    return list(cats), counts
+
+
+def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:
+    """:func:`dp_optimal` for the observed distribution of a data column
+    (categories from :func:`pramkit.codebook.categories_of`, missing values
+    left out of p and kept missing when perturbing)."""
+    cats, counts = counts_of(values, column=column)
+    if len(cats) < 2:
+        raise PramkitError(f"column {column!r} has a single category ({cats[0]!r}); nothing to perturb")
+    return dp_optimal(counts / counts.sum(), epsilon, categories=cats, truthful=truthful)
