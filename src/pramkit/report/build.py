@@ -1,0 +1,475 @@
+"""The numbers of a release report, collected into one frozen :class:`ReleaseReport`.
+
+:func:`build_report` takes the original file, the manifest and the released
+file and computes, with pramkit's own measures,
+
+* the privacy ledger: per perturbed variable its exact epsilon (Shlomo and
+  Skinner 2012, sec. 4), its beta when bistochastic (Ruiz and Domingo-Ferrer,
+  Definition 1), smallest keep probability, truthfulness and design; the
+  record's epsilon (sum over variables perturbed independently);
+* disclosure risk before and after PRAM: sample uniques, tau1, tau2 under a
+  Poisson log-linear model (Skinner and Shlomo 2008), expected
+  re-identifications, and the largest spontaneous-recognition posterior
+  (condition C1 of Cator, Hensbergen and Rozenholc);
+* utility: the mutual information I(X; Z) each matrix keeps (nats and share
+  of H(X)), the original, released and estimated (moment estimator)
+  frequencies, and the privacy-utility curve of randomized response over
+  epsilon with the released matrix marked;
+* provenance: each design's method, objective, certificate and parameters,
+  the pramkit version and the SHA-256 of the files.
+
+Rendering is separate (:mod:`pramkit.report.html`).  The report never sees
+the secret key: nothing in a manifest or a released file contains it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pramkit._version import __version__
+from pramkit.counts import count_frame
+from pramkit.design.classic import randomized_response
+from pramkit.design.methods import measure
+from pramkit.errors import DataError, PramkitError
+from pramkit.estimate import estimate_table
+from pramkit.information import entropy
+from pramkit.io import read_table, sha256_of
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.matrix import Label
+from pramkit.progress import progress
+from pramkit.risk.identification import RiskResult, identification_risk
+from pramkit.risk.recognition import recognition_risk
+from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
+
+#: Sampling fraction assumed when neither a fraction nor weights are given.
+DEFAULT_SAMPLING_FRACTION = 0.05
+
+#: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
+DEFAULT_RECOGNITION_ALPHA = 0.5
+
+#: Number of points of the privacy-utility curve (log-spaced in epsilon).
+CURVE_POINTS = 25
+
+#: Smallest epsilon of the curve (nats); the largest is max(10, 2 x the variable's epsilon).
+CURVE_MIN_EPSILON = 0.05
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """What one perturbed variable guarantees.
+
+    name, columns: the variable and the columns it perturbs (several for a joint variable)
+    categories: S, its number of categories
+    epsilon: exact epsilon (nats; ``inf`` when a column of M mixes zeros and positives)
+    beta: beta-bistochastic privacy H(P) / log2 S (None when not bistochastic)
+    min_diagonal: smallest keep probability M[k, k]
+    truthful: every M[k, k] is the largest entry of its row
+    bistochastic: rows and columns of M sum to 1
+    method: the design's name (provenance)
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    categories: int
+    epsilon: float
+    beta: float | None
+    min_diagonal: float
+    truthful: bool
+    bistochastic: bool
+    method: str
+
+
+@dataclass(frozen=True)
+class RiskFigures:
+    """File-level identification risk (from :class:`pramkit.risk.identification.RiskResult`).
+
+    n: records; cells: cells of the full key table
+    sample_uniques: records unique on the keys (records)
+    tau1, tau2, expected_reidentifications: records
+    seconds: time of the computation
+    """
+
+    n: int
+    cells: int
+    sample_uniques: int
+    tau1: float
+    tau2: float
+    expected_reidentifications: float
+    seconds: float
+
+    @classmethod
+    def of(cls, result: RiskResult) -> "RiskFigures":
+        return cls(result.n, result.cells, result.sample_uniques, result.tau1, result.tau2,
+                   result.expected_reidentifications, result.seconds)
+
+
+@dataclass(frozen=True)
+class RecognitionFigures:
+    """Spontaneous recognition (condition C1), before and after PRAM.
+
+    max_posterior_before, max_posterior_after: the largest posterior (1) of
+        Cator et al. over every combination of ``size`` keys (probability)
+    violations_before, violations_after: (combination, value, record type)
+        triples whose posterior exceeds ``alpha``
+    combinations: number of key combinations checked
+    not_computed: the reason, when the check could not be made (then the
+        figures are NaN / -1)
+    """
+
+    alpha: float
+    max_posterior_before: float = math.nan
+    max_posterior_after: float = math.nan
+    violations_before: int = -1
+    violations_after: int = -1
+    combinations: int = 0
+    not_computed: str = ""
+
+
+@dataclass(frozen=True)
+class DisclosureRisk:
+    """Identification risk of the original and of the released file on the same keys.
+
+    keys: the key variables
+    sampling_fraction: pi (the share of the population in the file)
+    sampling_note: where pi comes from (given, weights, or assumed)
+    before: figures of the original file
+    after: figures of the released file accounting for PRAM (None with ``after_note``)
+    recognition: condition C1 before and after
+    """
+
+    keys: tuple[str, ...]
+    sampling_fraction: float
+    sampling_note: str
+    before: RiskFigures
+    after: RiskFigures | None
+    after_note: str
+    recognition: RecognitionFigures
+
+
+@dataclass(frozen=True, eq=False)
+class VariableUtility:
+    """What a perturbed (single-column) variable keeps.
+
+    entropy_nats: H(X) of the original proportions (nats)
+    mutual_information_nats: I(X; Z) (nats)
+    frequencies: one row per category: ``category``, ``original``, ``released``,
+        ``estimate``, ``ci_low``, ``ci_high`` (shares of the records, in %;
+        the estimate by the moment estimator with its 95 % interval)
+    curve: randomized response over epsilon, the released matrix marked
+        (None for a single category)
+    curve_note: what the marked point is, or why there is no curve
+    """
+
+    name: str
+    entropy_nats: float
+    mutual_information_nats: float
+    frequencies: pd.DataFrame
+    curve: PrivacyUtilityCurve | None
+    curve_note: str
+
+    @property
+    def share_kept(self) -> float:
+        """I(X; Z) / H(X) (a fraction; NaN when H(X) = 0)."""
+        return self.mutual_information_nats / self.entropy_nats if self.entropy_nats > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class DesignProvenance:
+    """How one variable's matrix was designed (from the manifest)."""
+
+    name: str
+    method: str
+    objective: float | None
+    objective_name: str | None
+    certificate: Mapping[str, Any] | None
+    parameters: Mapping[str, Any]
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class FileProvenance:
+    """The files the report was built from.
+
+    original_sha256, released_sha256: SHA-256 of the files (None when given in memory)
+    manifest_input: the manifest's ``input`` field
+    manifest_created, manifest_version: when and by which pramkit the manifest was written
+    """
+
+    original: str | None
+    original_sha256: str | None
+    released: str | None
+    released_sha256: str | None
+    manifest_input: Mapping[str, Any]
+    manifest_created: str
+    manifest_version: str
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseReport:
+    """Everything a release report shows: numbers only (see :func:`pramkit.report.write_report`).
+
+    ledger: one entry per perturbed variable; record_epsilon: their sum (nats)
+    risk: disclosure risk before and after
+    utility: one entry per single-column perturbed variable; utility_note says which were left out
+    designs, files: provenance
+    pramkit_version: the version that built the report; created: when (UTC, ISO 8601)
+    seconds: time spent per step
+    """
+
+    ledger: tuple[LedgerEntry, ...]
+    record_epsilon: float
+    risk: DisclosureRisk
+    utility: tuple[VariableUtility, ...]
+    utility_note: str
+    designs: tuple[DesignProvenance, ...]
+    files: FileProvenance
+    pramkit_version: str
+    created: str
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+
+def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
+    out = []
+    for v in manifest.variables:
+        m = v.matrix
+        measured = measure(m)
+        out.append(LedgerEntry(
+            name=v.name, columns=v.columns, categories=m.size, epsilon=m.epsilon, beta=measured.beta,
+            min_diagonal=m.min_diagonal, truthful=m.is_truthful, bistochastic=m.is_bistochastic,
+            method=m.provenance.method,
+        ))
+    return tuple(out)
+
+
+def _designs(manifest: Manifest) -> tuple[DesignProvenance, ...]:
+    return tuple(
+        DesignProvenance(v.name, p.method, p.objective, p.objective_name, p.certificate, dict(p.parameters), p.seconds)
+        for v in manifest.variables
+        for p in [v.matrix.provenance]
+    )
+
+
+def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str) -> pd.DataFrame:
+    """The needed columns of a DataFrame or a file, checking that they are present."""
+    if isinstance(data, pd.DataFrame):
+        absent = [c for c in columns if c not in data.columns]
+        if absent:
+            raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, data.columns))}")
+        return data
+    if isinstance(data, (str, Path)):
+        return read_table(data, columns=list(columns))
+    raise PramkitError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
+
+
+def _sampling(
+    sampling_fraction: float | None, weights: str | Sequence[float] | None
+) -> tuple[float | None, str]:
+    """The sampling fraction to pass on (None with weights) and a sentence saying where it comes from."""
+    if sampling_fraction is not None and weights is not None:
+        raise PramkitError("give a sampling fraction or weights, not both")
+    if weights is not None:
+        return None, "pi = n / sum of the sampling weights"
+    if sampling_fraction is None:
+        return DEFAULT_SAMPLING_FRACTION, (
+            f"pi = {DEFAULT_SAMPLING_FRACTION:g} assumed (the file is taken to be a "
+            f"{100 * DEFAULT_SAMPLING_FRACTION:g} % sample of its population); pass a sampling fraction or weights"
+        )
+    return float(sampling_fraction), f"pi = {float(sampling_fraction):g}, as given"
+
+
+def _jointly_perturbed(manifest: Manifest, keys: Sequence[str]) -> list[str]:
+    """Keys perturbed by a joint (several-column) variable."""
+    return [k for v in manifest.variables if v.is_joint for k in v.columns if k in keys]
+
+
+def _recognition(original: pd.DataFrame, keys: Sequence[str], manifest: Manifest, alpha: float) -> RecognitionFigures:
+    joint = _jointly_perturbed(manifest, keys)
+    if joint:
+        return RecognitionFigures(alpha, not_computed=f"key(s) {joint} are perturbed jointly with other columns; "
+                                  "the check here takes one matrix per variable")
+    try:
+        before = recognition_risk(original, keys, alpha=alpha, reduce=False)
+        after = recognition_risk(original, keys, alpha=alpha, matrices=manifest, reduce=False)
+    except PramkitError as exc:
+        return RecognitionFigures(alpha, not_computed=str(exc))
+    return RecognitionFigures(
+        alpha=alpha, max_posterior_before=before.max_posterior, max_posterior_after=after.max_posterior,
+        violations_before=len(before.violations), violations_after=len(after.violations),
+        combinations=len(after.combinations),
+    )
+
+
+def _counts(frame: pd.DataFrame, v: PerturbedVariable) -> np.ndarray:
+    """Counts of v's categories (in the matrix's order) in the original file."""
+    cats: dict[str, Sequence[Label]] = {v.name: v.matrix.categories}
+    return count_frame(frame, [v.name], categories=cats).margin(v.name).astype(float)
+
+
+def _curve(p: np.ndarray, v: PerturbedVariable, n: int) -> tuple[PrivacyUtilityCurve | None, str]:
+    """Randomized response on v's categories over epsilon, with v's own matrix as the chosen point."""
+    m = v.matrix
+    if m.size < 2:
+        return None, "a single category: nothing to perturb"
+    top = max(10.0, 2.0 * m.epsilon) if math.isfinite(m.epsilon) else 10.0
+    grid = np.geomspace(CURVE_MIN_EPSILON, top, CURVE_POINTS)
+    curve = privacy_utility_curve(p, grid, n=n, design=lambda e: randomized_response(m.categories, e))
+    if not math.isfinite(m.epsilon):
+        return curve, "the released matrix has infinite epsilon: it cannot be placed on the curve"
+    try:
+        own = privacy_utility_curve(p, [m.epsilon], n=n, design=lambda _: m)
+    except PramkitError as exc:
+        return curve, f"the released matrix cannot be placed on the curve: {exc}"
+    values = {
+        "matrix_epsilon": float(own.matrix_epsilon[0]),
+        "mutual_information_nats": float(own.mutual_information_nats[0]),
+        "l2_loss": float(own.l2_loss[0]),
+        "variance_inflation": float(own.variance_inflation[0]),
+    }
+    note = f"marked: the released matrix ({m.provenance.method}) at epsilon = {m.epsilon:.4g} nats"
+    return replace(curve, chosen=m.epsilon, chosen_values=values), note
+
+
+def _utility(
+    original: pd.DataFrame, released: pd.DataFrame, manifest: Manifest, v: PerturbedVariable
+) -> VariableUtility:
+    counts = _counts(original, v)
+    if counts.sum() == 0:
+        raise DataError(f"column {v.name!r} of the original file has no non-missing value")
+    p = counts / counts.sum()
+    est = estimate_table(released, manifest, v.name).to_frame()
+    released_share = est["released"].to_numpy() / est["released"].sum()
+    frequencies = pd.DataFrame({
+        "category": list(v.matrix.categories),
+        "original": 100 * p,
+        "released": 100 * released_share,
+        "estimate": 100 * est["proportion"].to_numpy(),
+        "ci_low": 100 * est["proportion_ci_low"].to_numpy(),
+        "ci_high": 100 * est["proportion_ci_high"].to_numpy(),
+    })
+    curve, note = _curve(p, v, int(counts.sum()))
+    return VariableUtility(
+        name=v.name, entropy_nats=entropy(p), mutual_information_nats=measure(v.matrix, p).mutual_information_nats,
+        frequencies=frequencies, curve=curve, curve_note=note,
+    )
+
+
+def _check_release(original: pd.DataFrame, released: pd.DataFrame) -> None:
+    if len(original) != len(released):
+        raise DataError(
+            f"the original file has {len(original)} records and the released file {len(released)}; "
+            "a release has one record per original record"
+        )
+
+
+def build_report(
+    data: pd.DataFrame | str | Path,
+    manifest: Manifest | str | Path,
+    released: pd.DataFrame | str | Path,
+    keys: Sequence[str],
+    *,
+    sampling_fraction: float | None = None,
+    weights: str | Sequence[float] | None = None,
+    model: str = "2way",
+    recognition_alpha: float = DEFAULT_RECOGNITION_ALPHA,
+    source: str | Path | None = None,
+    quiet: bool = True,
+) -> ReleaseReport:
+    """Collect the numbers of a release report.
+
+    Parameters
+    ----------
+    data : the original file (DataFrame or path)
+    manifest : the release manifest (object or path)
+    released : the released file (DataFrame or path), one record per original record
+    keys : key variables for the disclosure risk (3 to 5 keep it quick on large files)
+    sampling_fraction, weights : pi, or sampling weights (a column name present in both
+        files, or one value per record); with neither, pi = 0.05 is assumed and the report says so
+    model : log-linear model of the risk (see :func:`pramkit.risk.identification.identification_risk`)
+    recognition_alpha : threshold at which spontaneous-recognition violations are counted (probability)
+    source : the original file, for its SHA-256, when ``data`` is a DataFrame read from it
+    quiet : no progress bar
+    """
+    keys = list(keys)
+    if not keys:
+        raise PramkitError("name at least one key variable")
+    if isinstance(manifest, (str, Path)):
+        manifest = Manifest.read(manifest)
+    single = [v for v in manifest.variables if not v.is_joint]
+    weight_cols = [weights] if isinstance(weights, str) else []
+    columns = list(dict.fromkeys(keys + [v.name for v in single] + weight_cols))
+    seconds: dict[str, float] = {}
+    steps = ("read", "risk before", "risk after", "recognition", "utility")
+    with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
+        t0 = time.perf_counter()
+        original = _load(data, columns, "original data")
+        release = _load(released, columns, "released data")
+        _check_release(original, release)
+        seconds["read"] = time.perf_counter() - t0
+        bar.update()
+
+        pi, note = _sampling(sampling_fraction, weights)
+        t0 = time.perf_counter()
+        before = identification_risk(original, keys, sampling_fraction=pi, weights=weights, model=model)
+        seconds["risk before"] = time.perf_counter() - t0
+        bar.update()
+
+        t0 = time.perf_counter()
+        joint = _jointly_perturbed(manifest, keys)
+        after: RiskFigures | None = None
+        after_note = ""
+        if joint:
+            after_note = f"not computed: key(s) {joint} are perturbed jointly with other columns"
+        else:
+            after = RiskFigures.of(identification_risk(
+                release, keys, sampling_fraction=pi, weights=weights, model=model, manifest=manifest,
+                original=original))
+        seconds["risk after"] = time.perf_counter() - t0
+        bar.update()
+
+        t0 = time.perf_counter()
+        recognition = _recognition(original, keys, manifest, recognition_alpha)
+        seconds["recognition"] = time.perf_counter() - t0
+        bar.update()
+
+        t0 = time.perf_counter()
+        utility = tuple(_utility(original, release, manifest, v) for v in single)
+        seconds["utility"] = time.perf_counter() - t0
+        bar.update()
+
+    left_out = [v.name for v in manifest.variables if v.is_joint]
+    original_path = data if isinstance(data, (str, Path)) else source
+    released_path = released if isinstance(released, (str, Path)) else None
+    files = FileProvenance(
+        original=None if original_path is None else str(original_path),
+        original_sha256=None if original_path is None else sha256_of(original_path),
+        released=None if released_path is None else str(released_path),
+        released_sha256=None if released_path is None else sha256_of(released_path),
+        manifest_input=dict(manifest.input),
+        manifest_created=manifest.created,
+        manifest_version=manifest.pramkit_version,
+    )
+    risk = DisclosureRisk(
+        keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=note,
+        before=RiskFigures.of(before), after=after, after_note=after_note, recognition=recognition,
+    )
+    return ReleaseReport(
+        ledger=_ledger(manifest),
+        record_epsilon=manifest.record_epsilon,
+        risk=risk,
+        utility=utility,
+        utility_note=(f"jointly perturbed variable(s) {left_out} are not shown (frequencies and curves "
+                      "are per single column)") if left_out else "",
+        designs=_designs(manifest),
+        files=files,
+        pramkit_version=__version__,
+        created=datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        seconds=seconds,
+    )

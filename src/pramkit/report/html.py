@@ -1,0 +1,249 @@
+"""Render a :class:`~pramkit.report.build.ReleaseReport` as one self-contained HTML file.
+
+Styles are inline, figures are base64 ``data:`` URIs, and nothing refers to
+the network: the file opens anywhere, offline.  Every figure carries its
+unit (nats, %, records, probability).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from pramkit._json import to_jsonable
+from pramkit.atomic import check_writable, write_text_atomic
+from pramkit.report.build import (
+    DisclosureRisk, LedgerEntry, ReleaseReport, RiskFigures, VariableUtility,
+)
+from pramkit.report.plots import curve_chart, data_uri, frequency_chart
+
+#: Longest certificate or parameter listing shown in full (characters of JSON).
+MAX_JSON_CHARS = 1500
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+       margin: 0 auto; max-width: 1100px; padding: 1.5em 2em; color: #222; line-height: 1.45; }
+h1 { margin-bottom: 0.1em; } h2 { border-bottom: 2px solid #4c72b0; padding-bottom: 0.2em; margin-top: 1.8em; }
+h3 { margin-bottom: 0.3em; }
+.meta { color: #666; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #eef2f8; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.warn { background: #fdecea; border-left: 5px solid #c0392b; padding: 0.6em 1em; margin: 0.8em 0; }
+.note { background: #f4f6f8; border-left: 5px solid #8a9bb0; padding: 0.6em 1em; margin: 0.8em 0; }
+.cards { display: flex; gap: 1em; flex-wrap: wrap; margin: 1em 0; }
+.card { border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 1em; min-width: 12em; }
+.card b { font-size: 1.4em; display: block; }
+img { max-width: 100%; height: auto; display: block; margin: 0.4em 0 1em; }
+pre { background: #f7f7f7; padding: 0.5em; overflow-x: auto; font-size: 0.85em; max-width: 100%; }
+code { font-size: 0.95em; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def fmt(x: float | int | None, digits: int = 4) -> str:
+    """A number for display: ``None`` as "n/a", infinities spelled out, ``digits`` significant digits."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "infinite" if x > 0 else "-infinite"
+    return f"{x:.{digits}g}"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[bool]) -> str:
+    """An HTML table; cells are already escaped HTML."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="n">{c}</td>' if num else f"<td>{c}</td>" for c, num in zip(r, numeric)) + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _json_block(obj: Any) -> str:
+    if obj is None or obj == {}:
+        return "none"
+    text = json.dumps(to_jsonable(obj), indent=1, sort_keys=True)
+    if len(text) > MAX_JSON_CHARS:
+        text = text[:MAX_JSON_CHARS] + f"\n... ({len(text):,} characters in all; see the manifest)"
+    return f"<pre>{_e(text)}</pre>"
+
+
+def epsilon_meaning(record_epsilon: float, variables: int) -> str:
+    """What the record's epsilon means, in words (plain text)."""
+    if math.isinf(record_epsilon):
+        return ("The record's epsilon is infinite: at least one released value rules out some original value "
+                "with certainty (a matrix column mixes zero and positive probabilities, or a category is never "
+                "changed). This release carries no differential-privacy guarantee.")
+    factor = math.exp(record_epsilon)
+    return (
+        f"An attacker who knows everything about the file except one record's original values of the "
+        f"{variables} perturbed variable(s) can, after seeing that record in the release, change their odds "
+        f"between any two statements about those values by a factor of at most e^epsilon = "
+        f"e^{record_epsilon:.4g} = {fmt(factor)}."
+    )
+
+
+def _ledger(report: ReleaseReport) -> str:
+    def row(v: LedgerEntry) -> list[str]:
+        beta = fmt(v.beta) if v.beta is not None else "not bistochastic"
+        eps = fmt(v.epsilon)
+        return [_e(v.name) + ("" if v.columns == (v.name,) else f" ({_e(', '.join(v.columns))})"),
+                fmt(v.categories), eps, beta, fmt(v.min_diagonal), fmt(v.truthful), _e(v.method)]
+
+    table = _table(
+        ["variable", "categories S", "epsilon [nats]", "beta = H(P) / log2 S [fraction]",
+         "smallest diagonal [probability]", "truthful", "design method"],
+        [row(v) for v in report.ledger], [False, True, True, True, True, False, False],
+    )
+    infinite = [v.name for v in report.ledger if math.isinf(v.epsilon)]
+    warn = ""
+    if infinite:
+        warn = (f'<div class="warn"><b>Warning: epsilon is infinite</b> for {_e(", ".join(infinite))}. '
+                "Some released value of these variables is impossible for some original value, so seeing it "
+                "proves the record did not have that value.</div>")
+    meaning = _e(epsilon_meaning(report.record_epsilon, len(report.ledger)))
+    box = "warn" if math.isinf(report.record_epsilon) else "note"
+    return (
+        "<h2>1. Privacy ledger</h2>" + table +
+        f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the sum over the variables, which are "
+        "perturbed independently).</p>" + warn + f'<div class="{box}">{meaning}</div>'
+    )
+
+
+#: Rows of the risk table: (label, attribute of RiskFigures).
+_RISK_ROWS = (
+    ("records", "n"),
+    ("sample uniques (records unique on the keys)", "sample_uniques"),
+    ("tau1: sample uniques that are population uniques", "tau1"),
+    ("tau2: expected correct matches among sample uniques", "tau2"),
+    ("expected re-identifications (per-record risk, summed)", "expected_reidentifications"),
+)
+
+
+def _risk_rows(before: RiskFigures, after: RiskFigures | None, note: str) -> list[list[str]]:
+    return [
+        [label, "records", fmt(getattr(before, attr)), fmt(getattr(after, attr)) if after is not None else _e(note)]
+        for label, attr in _RISK_ROWS
+    ]
+
+
+def _risk(risk: DisclosureRisk) -> str:
+    table = _table(["measure", "unit", "original file", "released file"],
+                   _risk_rows(risk.before, risk.after, risk.after_note), [False, False, True, True])
+    rec = risk.recognition
+    if rec.not_computed:
+        recognition = f"<p>Spontaneous recognition: not computed ({_e(rec.not_computed)}).</p>"
+    else:
+        recognition = _table(
+            ["spontaneous recognition (condition C1)", "unit", "original file", "released file"],
+            [["largest posterior that a seen record is a given person", "probability",
+              fmt(rec.max_posterior_before), fmt(rec.max_posterior_after)],
+             [f"(combination, value, record type) above alpha = {fmt(rec.alpha)}", "count",
+              fmt(rec.violations_before), fmt(rec.violations_after)]],
+            [False, False, True, True],
+        ) + (f"<p class=\"meta\">Every combination of up to three keys ({rec.combinations} combination(s)); "
+             "the posterior is equation (1) of Cator, Hensbergen and Rozenholc.</p>")
+    return (
+        "<h2>2. Disclosure risk before and after</h2>"
+        f"<p>Key variables: <b>{_e(', '.join(risk.keys))}</b>. Sampling fraction: {_e(risk.sampling_note)}. "
+        "tau1 and tau2 come from a Poisson log-linear model of the key table (all two-way interactions by "
+        "default); after PRAM they count matches that are correct given the known misclassification.</p>"
+        + table +
+        '<p class="meta">The released file\'s expected re-identifications are computed from its released '
+        "frequencies as if they were true ones: they do not account for the perturbation (tau1 and tau2 do).</p>"
+        + recognition
+    )
+
+
+def _utility_block(u: VariableUtility) -> str:
+    parts = [f"<h3>{_e(u.name)}</h3>", f'<img alt="frequencies of {_e(u.name)}" src="{data_uri(frequency_chart(u))}">']
+    if u.curve is not None:
+        parts.append(f'<img alt="privacy-utility curve of {_e(u.name)}" src="{data_uri(curve_chart(u.curve))}">')
+    parts.append(f'<p class="meta">Curve: randomized response on the categories of {_e(u.name)}; {_e(u.curve_note)}.</p>')
+    return "".join(parts)
+
+
+def _utility(report: ReleaseReport) -> str:
+    table = _table(
+        ["variable", "H(X) [nats]", "I(X; Z) kept [nats]", "share of H(X) kept [%]"],
+        [[_e(u.name), fmt(u.entropy_nats), fmt(u.mutual_information_nats), fmt(100 * u.share_kept, 3)]
+         for u in report.utility],
+        [False, True, True, True],
+    )
+    note = f'<p class="meta">{_e(report.utility_note)}</p>' if report.utility_note else ""
+    return (
+        "<h2>3. Utility</h2>"
+        "<p>Mutual information between the original value X and the released value Z of each perturbed "
+        "variable, for the original frequencies. The charts show the original, released and estimated "
+        "shares of records (unbiased moment estimator from the released file and the manifest, 95 % "
+        "confidence interval), then utility against epsilon.</p>"
+        + table + note + "".join(_utility_block(u) for u in report.utility)
+    )
+
+
+def _provenance(report: ReleaseReport) -> str:
+    designs = _table(
+        ["variable", "method", "objective", "objective name", "certificate", "parameters", "design time [s]"],
+        [[_e(d.name), _e(d.method), fmt(d.objective, 8), _e(d.objective_name or "n/a"),
+          _json_block(d.certificate), _json_block(d.parameters), fmt(d.seconds)] for d in report.designs],
+        [False, False, True, False, False, False, True],
+    )
+    f = report.files
+    files = _table(
+        ["item", "value"],
+        [["original file", _e(f.original or "given in memory")],
+         ["original file SHA-256", f"<code>{_e(f.original_sha256 or 'n/a (data given in memory)')}</code>"],
+         ["released file", _e(f.released or "given in memory")],
+         ["released file SHA-256", f"<code>{_e(f.released_sha256 or 'n/a (data given in memory)')}</code>"],
+         ["manifest input", _json_block(f.manifest_input)],
+         ["manifest written", f"{_e(f.manifest_created)} by pramkit {_e(f.manifest_version)}"],
+         ["report written", f"{_e(report.created)} by pramkit {_e(report.pramkit_version)}"]],
+        [False, False],
+    )
+    return "<h2>4. Provenance</h2>" + designs + files
+
+
+def _cards(report: ReleaseReport) -> str:
+    before, after = report.risk.before, report.risk.after
+    cards = [
+        ("record epsilon", f"{fmt(report.record_epsilon)} nats"),
+        ("tau2 before", f"{fmt(before.tau2)} records"),
+        ("tau2 after", f"{fmt(after.tau2)} records" if after is not None else "not computed"),
+        ("sample uniques", f"{fmt(before.sample_uniques)} records"),
+    ]
+    return '<div class="cards">' + "".join(
+        f'<div class="card">{_e(label)}<b>{_e(value)}</b></div>' for label, value in cards) + "</div>"
+
+
+def render_html(report: ReleaseReport) -> str:
+    """The report as one HTML document (figures embedded)."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>PRAM release report</title><style>{_STYLE}</style></head><body>"
+        "<h1>PRAM release report</h1>"
+        f'<p class="meta">Written {_e(report.created)} by pramkit {_e(report.pramkit_version)}; '
+        f"{fmt(report.risk.before.n)} records; perturbed: {_e(', '.join(v.name for v in report.ledger))}.</p>"
+        + _cards(report) + _ledger(report) + _risk(report.risk) + _utility(report) + _provenance(report)
+        + "</body></html>\n"
+    )
+
+
+def write_report(report: ReleaseReport, out: str | Path, *, force: bool = False) -> Path:
+    """Write the report as one self-contained HTML file, atomically (never over an
+    existing file unless ``force``)."""
+    check_writable(out, force=force)
+    return write_text_atomic(out, render_html(report), force=force)

@@ -1,0 +1,63 @@
+"""The report's figures as PNG bytes, and their embedding as ``data:`` URIs.
+
+Figures are drawn with Matplotlib's Agg canvas (no display, no global
+backend state) and embedded in the HTML as base64, so the report is one
+self-contained file.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from pramkit.report.build import VariableUtility
+from pramkit.utility import PrivacyUtilityCurve, plot_privacy_utility
+
+#: Resolution of the embedded figures (dots per inch).
+DPI = 90
+
+
+def data_uri(png: bytes) -> str:
+    """A PNG as a ``data:image/png;base64,...`` URI."""
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def frequency_chart(utility: VariableUtility) -> bytes:
+    """Grouped bars per category: original, released and estimated shares (%),
+    the estimate with its 95 % interval as an error bar."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    f = utility.frequencies
+    labels = ["(missing)" if c is None else str(c) for c in f["category"]]
+    x = np.arange(len(labels))
+    width = 0.27
+    fig = Figure(figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.bar(x - width, f["original"], width, label="original", color="#4c72b0")
+    ax.bar(x, f["released"], width, label="released", color="#c0c0c0")
+    err = np.vstack([f["estimate"] - f["ci_low"], f["ci_high"] - f["estimate"]])
+    ax.bar(x + width, f["estimate"], width, yerr=err, capsize=3, label="estimated (95 % CI)",
+           color="#dd8452", error_kw={"elinewidth": 1})
+    ax.set_xticks(x, labels, rotation=30 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center")
+    ax.set_ylabel("share of records [%]")
+    ax.set_title(f"{utility.name}: original, released and estimated frequencies")
+    ax.grid(True, axis="y", alpha=0.3)
+    top = float(np.nanmax(np.concatenate([f["original"], f["released"], f["ci_high"]])))
+    ax.set_ylim(0, 1.22 * top if top > 0 else 1)
+    ax.legend(frameon=False, fontsize="small", loc="upper center", ncols=3)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
+    """The privacy-utility curve drawn by :func:`pramkit.utility.plot_privacy_utility`, as PNG bytes."""
+    with tempfile.TemporaryDirectory(prefix="pramkit-report-") as folder:
+        path = plot_privacy_utility(curve, Path(folder) / "curve.png")
+        return path.read_bytes()

@@ -1,0 +1,216 @@
+"""The release report (pramkit.report): numbers checked against pramkit's own measures
+computed here, self-contained HTML, no key material, atomic writes, the CLI and the demo step."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
+from pramkit.cli import main
+from pramkit.datasets import census
+from pramkit.design.classic import randomized_response
+from pramkit.errors import DataError, OutputExistsError
+from pramkit.information import entropy, mutual_information
+from pramkit.io import read_table, sha256_of, write_table
+from pramkit.privacy.bistochastic import bistochastic_privacy
+from pramkit.privacy.epsilon import matrix_epsilon
+from pramkit.report import build_report, render_html, write_report
+from pramkit.report.html import fmt
+from pramkit.risk.identification import identification_risk
+
+KEYS = ["age", "sex", "marital_status", "race"]
+PERTURBED = {"age": 1.5, "marital_status": 1.0}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A small census-like release on disk: original, manifest, released, with a known key."""
+    folder = tmp_path_factory.mktemp("release")
+    data = census(6_000)
+    manifest = Manifest.of(
+        {n: randomized_response(list(data[n].cat.categories), e) for n, e in PERTURBED.items()},
+        input={"file": "census.csv"},
+    )
+    key = SecretKey(bytes(range(7, 39)), "test key")
+    released, _ = perturb_frame(data, manifest, key=key)
+    files = {"original": folder / "census.csv", "manifest": folder / "manifest.json",
+             "released": folder / "released.csv"}
+    write_table(data, files["original"])
+    manifest.write(files["manifest"])
+    write_table(released, files["released"])
+    report = build_report(files["original"], files["manifest"], files["released"], KEYS, sampling_fraction=0.1)
+    return {"folder": folder, "files": files, "manifest": manifest, "key": key, "report": report,
+            "html": render_html(report)}
+
+
+def test_every_section_is_present(release: dict) -> None:
+    page = release["html"]
+    for title in ("1. Privacy ledger", "2. Disclosure risk before and after", "3. Utility", "4. Provenance"):
+        assert f"<h2>{title}</h2>" in page
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+
+
+def test_ledger_matches_the_matrices(release: dict) -> None:
+    report, page, manifest = release["report"], release["html"], release["manifest"]
+    assert [e.name for e in report.ledger] == list(PERTURBED)
+    for entry in report.ledger:
+        m = manifest[entry.name].matrix.matrix
+        eps = matrix_epsilon(m)
+        assert entry.epsilon == pytest.approx(eps, rel=1e-12)
+        assert entry.epsilon == pytest.approx(PERTURBED[entry.name], rel=1e-9)
+        assert entry.beta == pytest.approx(bistochastic_privacy(m).beta, rel=1e-12)
+        assert entry.min_diagonal == pytest.approx(np.diagonal(m).min())
+        assert entry.truthful and entry.bistochastic and entry.method == "randomized_response"
+        assert f"<td class=\"n\">{fmt(eps)}</td>" in page
+        assert f"<td class=\"n\">{fmt(entry.beta)}</td>" in page
+    total = sum(matrix_epsilon(manifest[n].matrix.matrix) for n in PERTURBED)
+    assert report.record_epsilon == pytest.approx(total, rel=1e-12)
+    assert f"Record epsilon: {fmt(total)} nats" in page
+    assert f"e^epsilon = e^{total:.4g} = {fmt(math.exp(total))}" in page
+
+
+def test_risk_matches_identification_risk(release: dict) -> None:
+    report, page, files = release["report"], release["html"], release["files"]
+    original = read_table(files["original"], columns=KEYS)
+    released = read_table(files["released"], columns=KEYS)
+    before = identification_risk(original, KEYS, sampling_fraction=0.1)
+    after = identification_risk(released, KEYS, sampling_fraction=0.1, manifest=Manifest.read(files["manifest"]),
+                                original=original)
+    for got, want in ((report.risk.before, before), (report.risk.after, after)):
+        assert got.sample_uniques == want.sample_uniques
+        assert got.tau1 == pytest.approx(want.tau1, rel=1e-9, abs=1e-12)
+        assert got.tau2 == pytest.approx(want.tau2, rel=1e-9, abs=1e-12)
+        assert got.expected_reidentifications == pytest.approx(want.expected_reidentifications, rel=1e-9)
+        for value in (want.tau1, want.tau2, want.expected_reidentifications):
+            assert f"<td class=\"n\">{fmt(value)}</td>" in page
+    assert before.tau2 > after.tau2
+    assert "pi = 0.1, as given" in page
+    rec = report.risk.recognition
+    assert not rec.not_computed
+    assert rec.max_posterior_before == 1.0  # a record unique on three keys is recognised for sure
+    assert 0 < rec.max_posterior_after < 1
+
+
+def test_utility_matches_mutual_information(release: dict) -> None:
+    report, page, manifest = release["report"], release["html"], release["manifest"]
+    data = census(6_000)
+    for u in report.utility:
+        m = manifest[u.name].matrix
+        p = data[u.name].value_counts(normalize=True).reindex(list(m.categories)).to_numpy()
+        mi = mutual_information(p, m.matrix)
+        assert u.mutual_information_nats == pytest.approx(mi, rel=1e-9)
+        assert u.entropy_nats == pytest.approx(entropy(p), rel=1e-9)
+        assert f"<td class=\"n\">{fmt(mi)}</td>" in page
+        assert f"<td class=\"n\">{fmt(100 * mi / entropy(p), 3)}</td>" in page
+        assert u.frequencies["original"].to_numpy() == pytest.approx(100 * p)
+        assert u.frequencies["estimate"].sum() == pytest.approx(100.0)
+        assert np.all(u.frequencies["ci_low"] <= u.frequencies["estimate"])
+        assert u.curve is not None and u.curve.chosen == pytest.approx(m.epsilon)
+        assert u.curve.chosen_values["mutual_information_nats"] == pytest.approx(mi, rel=1e-9)
+
+
+def test_figures_are_embedded_and_nothing_is_fetched(release: dict) -> None:
+    page = release["html"]
+    uris = re.findall(r'src="(data:image/png;base64,[^"]+)"', page)
+    assert len(uris) == 2 * len(PERTURBED)  # frequencies and curve per variable
+    for uri in uris:
+        assert base64.b64decode(uri.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "http://" not in page and "https://" not in page
+    assert len(re.findall(r'(?:src|href)="', page)) == len(uris)
+    assert "<script" not in page and "<link" not in page and "@import" not in page
+
+
+def test_provenance_and_no_key_material(release: dict) -> None:
+    page, files, key = release["html"], release["files"], release["key"]
+    for name in ("original", "released"):
+        assert sha256_of(files[name]) in page
+    assert "randomized_response" in page and html.escape('"epsilon": 1.5') in page
+    material = key.material
+    for form in (material.hex(), material.hex().upper(), base64.b64encode(material).decode(),
+                 repr(material), key.philox_key("age").tobytes().hex()):
+        assert form not in page
+
+
+def test_write_is_atomic_and_never_overwrites(release: dict, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    write_report(release["report"], out)
+    first = out.read_text(encoding="utf-8")
+    assert first == release["html"]
+    with pytest.raises(OutputExistsError):
+        write_report(release["report"], out)
+    assert out.read_text(encoding="utf-8") == first
+    write_report(release["report"], out, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temporary left behind
+
+
+def test_infinite_epsilon_and_not_bistochastic_are_said_plainly(tmp_path: Path) -> None:
+    data = census(3_000)
+    lopsided = PramMatrix([[1.0, 0.0], [0.3, 0.7]], tuple(data["sex"].cat.categories))
+    manifest = Manifest.of({"sex": lopsided})
+    released, _ = perturb_frame(data, manifest, key=bytes(32))
+    report = build_report(data, manifest, released, ["age", "sex"])
+    page = render_html(report)
+    assert math.isinf(report.record_epsilon)
+    assert "Warning: epsilon is infinite" in page and "no differential-privacy guarantee" in page
+    assert "not bistochastic" in page
+    assert "pi = 0.05 assumed" in page
+    assert "cannot be placed on the curve" in page
+    assert "n/a (data given in memory)" in page
+
+
+def test_mismatched_release_is_refused() -> None:
+    data = census(2_000)
+    manifest = Manifest.of({"sex": randomized_response(list(data["sex"].cat.categories), 1.0)})
+    with pytest.raises(DataError, match="records"):
+        build_report(data, manifest, data.iloc[:-1], ["sex"])
+    with pytest.raises(DataError, match="not in the"):
+        build_report(data, manifest, data.drop(columns="sex"), ["age"])
+
+
+def _cli(files: dict, out: Path, *extra: str, keys: str = "age,sex,race") -> int:
+    return main(["report", str(files["original"]), "--manifest", str(files["manifest"]),
+                 "--released", str(files["released"]), "--keys", keys, "--out", str(out), "--quiet", *extra])
+
+
+def test_cli_writes_and_prints_the_path(release: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "r.html"
+    assert _cli(release["files"], out, "--sampling-fraction", "0.2") == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert "pi = 0.2, as given" in out.read_text(encoding="utf-8")
+    assert _cli(release["files"], out) == 2  # exists, no --force
+    assert "--force" in capsys.readouterr().err
+
+
+def test_cli_exit_2_on_bad_input(release: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    files = release["files"]
+    assert _cli(files, tmp_path / "a.html", keys="age,nope") == 2
+    assert "nope" in capsys.readouterr().err
+    other = census(6_000)
+    other["age"] = other["age"].cat.rename_categories(lambda c: f"age {c}")
+    wrong = dict(files, released=tmp_path / "wrong.csv")
+    write_table(other, wrong["released"])
+    assert _cli(wrong, tmp_path / "b.html") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pramkit report: error:") and "age" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "a.html").exists() and not (tmp_path / "b.html").exists()
+
+
+def test_demo_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pramkit import demo
+    from pramkit.report.demo_step import report_step
+
+    monkeypatch.setattr(demo, "STEPS", [*demo.STEPS, ("report", report_step)])
+    result = demo.run_demo(tmp_path / "demo", rows=3_000, key=SecretKey(bytes(32), "test key"))
+    path = Path(result.files["report"])
+    assert path == tmp_path / "demo" / "report.html" and path.is_file()
+    assert result.lines[-1].startswith("report ") and str(path) in result.lines[-1]
+    assert sha256_of(tmp_path / "demo" / "census.csv") in path.read_text(encoding="utf-8")
+    assert isinstance(pd.read_json(tmp_path / "demo" / "summary.json", typ="series")["files"], dict)
