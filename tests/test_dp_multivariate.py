@@ -101,11 +101,48 @@ def test_cli_data_mode_writes_a_manifest_apply_reads(tmp_path, capsys):
     assert man.record_epsilon <= 2.0 + 1e-9 and res["record_epsilon"] == pytest.approx(man.record_epsilon)
     df = census(3000, seed=2)
     assert set(man["sex"].matrix.categories) == set(df["sex"].unique())
-    # existing output without --force, joint with --out, unknown column: one-line errors, exit 2
-    for argv in (["--split", "equal", "--out", str(out)], ["--split", "joint", "--out", str(tmp_path / "j.json")]):
+    # existing output without --force, a missing --out, unknown column: one-line errors, exit 2
+    for argv in (["--split", "equal", "--out", str(out)], ["--split", "joint"]):
         assert main(["design", str(csv), "--vars", "sex", "--epsilon", "1", *argv]) == 2
     assert main(["design", str(csv), "--vars", "sex,nope", "--epsilon", "1", "--out", str(tmp_path / "n.json")]) == 2
     capsys.readouterr()
-    assert main(["design", str(csv), "--vars", "sex,marital_status", "--epsilon", "1", "--split", "joint", "--json"]) == 0
+    joint_out = tmp_path / "j.json"
+    assert main(["design", str(csv), "--vars", "sex,marital_status", "--epsilon", "1", "--split", "joint",
+                 "--out", str(joint_out), "--json"]) == 0
     joint = json.loads(capsys.readouterr().out)["joint"]
     assert joint["cells"] == 2 * len(df["marital_status"].unique()) and joint["better"] in ("joint", "independent")
+    jm = Manifest.read(joint_out)
+    (var,) = jm.variables
+    assert var.columns == ("sex", "marital_status") and var.matrix.size == joint["cells"]
+    assert jm.record_epsilon <= 1.0 + 1e-12
+    assert main(["apply", str(csv), "--manifest", str(joint_out), "--out", str(tmp_path / "r.csv"), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("argv, method", [
+    (["--method", "rr", "--epsilon", "1"], "randomized_response"),
+    (["--method", "keep", "--keep", "0.8"], "keep_probability"),
+    (["--method", "invariant", "--pd", "0.7", "--seed", "1"], "sdcmicro_pram"),
+    (["--method", "bistochastic-beta", "--beta", "0.5", "--beta-family", "kanon"], "k_anonymity"),
+    (["--method", "tridiagonal", "--alpha", "0.2"], "tridiagonal"),
+])
+def test_cli_family_methods_write_manifests(tmp_path, capsys, argv, method):
+    import json
+
+    from pramkit.cli import main
+    from pramkit.information import mutual_information
+    from pramkit.manifest import Manifest
+
+    csv = tmp_path / "c.csv"
+    census(2000, seed=3).to_csv(csv, index=False)
+    out = tmp_path / "m.json"
+    assert main(["design", str(csv), "--vars", "sex,marital_status", "--out", str(out), "--json", *argv]) == 0
+    res = json.loads(capsys.readouterr().out)
+    man = Manifest.read(out)
+    assert man.names == ["sex", "marital_status"]
+    assert all(method in v.matrix.provenance.method for v in man.variables)
+    df = census(2000, seed=3)
+    p = df["marital_status"].value_counts(normalize=True)[list(man["marital_status"].matrix.categories)].to_numpy()
+    mi = mutual_information(p, man["marital_status"].matrix.matrix)
+    assert res["measures"]["marital_status"]["mutual_information_nats"] == pytest.approx(mi, rel=1e-9)
+    stated = res["measures"]["sex"]["epsilon"]
+    assert (float("inf") if stated == "inf" else stated) == pytest.approx(man["sex"].matrix.epsilon)

@@ -7,16 +7,21 @@ Two modes:
   and prints it;
 * ``pramkit design DATA --vars a,b --epsilon E [--split optimal|equal|joint] --out manifest.json``
   designs one matrix per variable from the data, splitting the record budget
-  E across the variables, and writes the manifest that ``pramkit apply`` uses.
+  E across the variables (or, with ``--split joint``, one matrix on their
+  cross-classification), and writes the manifest that ``pramkit apply`` uses.
+  The data are streamed (:func:`pramkit.counts.count_file`).
 
-``--method`` picks the design family from :data:`METHODS` (only ``dp`` so
-far: Ayed, Battiston and Camerlenghi, program (7)); a new family is one more
-entry there.
+``--method`` picks the design family from :data:`METHODS`: ``dp`` (Ayed,
+Battiston and Camerlenghi, program (7); the default) and the classic and
+bistochastic families of :mod:`pramkit.design.methods` (invariant, keep, rr,
+kanon, tridiagonal, circulant, bistochastic-beta), each reported with its
+measures (epsilon, beta, information).  A new family is one more entry.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -24,13 +29,15 @@ from typing import Any, Callable
 import numpy as np
 
 from pramkit.atomic import check_writable
-from pramkit.cli._common import print_json
+from pramkit.cli._common import add_quiet, print_json
 from pramkit.design.dp_general import dp_general
 from pramkit.design.dp_multivariate import compare_joint, joint_table, split_budget
-from pramkit.design.dp_optimal import counts_of, dp_optimal
+from pramkit.counts import count_file
+from pramkit.design.dp_optimal import dp_optimal
+from pramkit.design.methods import METHODS as FAMILY_METHODS
+from pramkit.design.methods import measure
 from pramkit.errors import PramkitError
-from pramkit.io import read_table
-from pramkit.manifest import Manifest, epsilon_to_json
+from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
 from pramkit.matrix import Label, PramMatrix
 
 #: Tolerance within which ``--probs`` may miss 1 and be normalised (with a note).
@@ -105,7 +112,8 @@ def _dp_several(args: argparse.Namespace, dists: dict[str, Distribution],
         extra["split_upper_bound_nats"] = split.upper_bound_nats
         extra["split_grid_step"] = split.grid_step
     if args.split == "joint":
-        cmp = compare_joint(joint_table(data, list(dists)), split)
+        cmp = compare_joint(joint_table(data), split)
+        extra["joint_matrix"] = cmp.joint_matrix
         extra["joint"] = {
             "cells": cmp.cells,
             "independent_joint_information_nats": cmp.independent_nats,
@@ -115,17 +123,51 @@ def _dp_several(args: argparse.Namespace, dists: dict[str, Distribution],
     for n, m in split.matrices.items():
         extra.setdefault("warnings", []).extend(f"{n}: {w}" for w in _truthful_warning(m, ps[n], split.epsilons[n]))
     unperturbed = [n for n in dists if n not in split.matrices]
-    if unperturbed:
+    if unperturbed and args.split != "joint":
         extra.setdefault("warnings", []).append(
             f"variables {unperturbed} get epsilon 0 in the optimal split and are released unperturbed "
             "only if they are not sensitive; use --split equal to perturb every variable")
     return split.matrices, extra
 
 
+#: Options of the classic and bistochastic families (``--beta-family`` is their ``family``).
+_FAMILY_OPTIONS = ("epsilon", "beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
+
+
+def _family_params(args: argparse.Namespace) -> dict[str, Any]:
+    params = {name: getattr(args, name) for name in _FAMILY_OPTIONS}
+    params["family"] = args.beta_family
+    return params
+
+
+def _family(name: str) -> DesignMethod:
+    """A classic or bistochastic family of :data:`pramkit.design.methods.METHODS`, each variable
+    designed on its own (the record's epsilon is the sum of theirs)."""
+    build = FAMILY_METHODS[name]
+
+    def single(args: argparse.Namespace, dist: Distribution) -> tuple[PramMatrix, dict[str, Any]]:
+        cats, p = dist
+        m = build(cats, p, params=_family_params(args))
+        measures = measure(m, p)
+        return m, {"measures": dataclasses.asdict(measures),
+                   "mutual_information_nats": measures.mutual_information_nats}
+
+    def several(args: argparse.Namespace, dists: dict[str, Distribution],
+                data: Any) -> tuple[dict[str, PramMatrix], dict[str, Any]]:
+        if args.split == "joint":
+            raise PramkitError(f"--split joint is for --method dp; --method {name} designs each variable on its own")
+        matrices = {n: build(c, p, params=_family_params(args)) for n, (c, p) in dists.items()}
+        measures = {n: dataclasses.asdict(measure(m, dists[n][1])) for n, m in matrices.items()}
+        return matrices, {"measures": measures}
+
+    return DesignMethod(f"{name} (classic / bistochastic family; see docs/bistochastic.md)", single, several)
+
+
 #: Design families: name -> :class:`DesignMethod`.
 METHODS: dict[str, DesignMethod] = {
     "dp": DesignMethod("epsilon-DP with maximal mutual information (Ayed, Battiston and Camerlenghi)",
                        _dp_single, _dp_several),
+    **{name: _family(name) for name in FAMILY_METHODS},
 }
 
 
@@ -141,16 +183,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--categories", help="comma-separated labels for --probs/--counts (default 0..S-1)")
     p.add_argument("--method", choices=sorted(METHODS), default="dp",
                    help="design family (default %(default)s: " + METHODS["dp"].help + ")")
-    p.add_argument("--epsilon", type=float, help="privacy budget per record (likelihood ratios at most e^epsilon)")
+    p.add_argument("--epsilon", type=float, help="privacy budget per record (likelihood ratios at most e^epsilon); "
+                   "for --method rr, per variable")
+    fam = p.add_argument_group("classic and bistochastic families (--method invariant|keep|rr|kanon|tridiagonal|"
+                               "circulant|bistochastic-beta; see docs/bistochastic.md)")
+    fam.add_argument("--beta", type=float, help="target beta-bistochastic privacy, H(P)/log2 r in (0, 1]")
+    fam.add_argument("--keep", type=float, help="keep probability (keep: mu-ARGUS PRAM; circulant: p11)")
+    fam.add_argument("--bandwidth", type=int, help="keep: move only to categories within this many codes")
+    fam.add_argument("--pd", type=float, help="invariant: lower bound of P's diagonal (default 0.8)")
+    fam.add_argument("--alpha", type=float, help="invariant: weight of R against the identity (default 0.5); "
+                     "tridiagonal: off-diagonal entry")
+    fam.add_argument("--diagonal", choices=["uniform", "fixed"], help="invariant: P's diagonal drawn from U(pd, 1) "
+                     "(default) or fixed at pd")
+    fam.add_argument("--seed", type=int, help="invariant: seed of the diagonal draw")
+    fam.add_argument("--k", type=int, help="kanon: categories per class")
+    fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon)")
+    fam.add_argument("--beta-family", choices=["rr", "kanon", "tridiagonal", "circulant", "best"],
+                     help="bistochastic-beta: the family to fit (default best: most information for the data)")
     p.add_argument("--family", choices=["diagonal", "general"], default="diagonal",
                    help="diagonal: form (8), any S, certificate in the output; general: any matrix, staircase LP (S <= 14)")
     p.add_argument("--truthful", action="store_true", help="require q_k >= 1/S (form (8) only)")
     p.add_argument("--split", choices=["optimal", "equal", "joint"], default="optimal",
-                   help="how the record budget is shared by the variables (default %(default)s; "
-                        "joint also reports the joint design on the cross-classification)")
+                   help="how the record budget is shared by the variables (default %(default)s); "
+                        "joint: one matrix on their cross-classification at the whole budget, "
+                        "compared with the optimal split")
     p.add_argument("--out", type=Path, help="manifest to write (data mode)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -228,30 +288,32 @@ def run(args: argparse.Namespace) -> int:
     names = [v.strip() for v in args.vars.split(",") if v.strip()]
     if len(set(names)) != len(names):
         raise PramkitError(f"--vars lists a column twice: {args.vars!r}")
-    if args.split == "joint" and args.out:
-        raise PramkitError("--split joint reports the comparison only: a manifest holds independently "
-                           "perturbed variables; rerun with --split optimal or equal to write one")
-    if args.split != "joint" and not args.out:
+    if not args.out:
         raise PramkitError("--out is required: the manifest to write")
-    if args.out:
-        check_writable(args.out, force=args.force)
-    data = read_table(args.data, columns=names)
+    check_writable(args.out, force=args.force)
+    # streamed: memory is bounded by a chunk and the table, not the file
+    table = count_file(args.data, names, quiet=args.quiet)
     dists = {}
-    for n in names:
-        cats, counts = counts_of(data[n], column=n)
+    for n, cats in zip(names, table.categories):
         if len(cats) < 2:
-            raise PramkitError(f"column {n!r} has a single category ({cats[0]!r}); nothing to perturb")
-        dists[n] = (cats, counts / counts.sum())
-    matrices, extra = method.several(args, dists, data)
+            raise PramkitError(f"column {n!r} has fewer than two categories ({list(cats)}); nothing to perturb")
+        dists[n] = (list(cats), table.proportions(n))
+    matrices, extra = method.several(args, dists, table)
+    joint = extra.pop("joint_matrix", None)
     out: dict[str, Any] = {"data": str(args.data), "variables": names, **extra}
-    if args.out:
-        if not matrices:
-            raise PramkitError("no variable gets a positive epsilon; nothing to write")
-        manifest = Manifest.of(matrices, input={"data": args.data.name, "method": args.method,
-                                                 "split": args.split, "record_epsilon_budget": args.epsilon})
-        manifest.write(args.out, force=args.force)
-        out["manifest"] = str(args.out)
-        out["record_epsilon"] = epsilon_to_json(manifest.record_epsilon)
+    facts = {"data": args.data.name, "method": args.method, "split": args.split,
+             "record_epsilon_budget": args.epsilon}
+    if joint is not None:  # one matrix on the cross-classification of the variables
+        name = "*".join(names)
+        manifest = Manifest((PerturbedVariable(name, joint, columns=tuple(names)),), input=facts)
+        matrices = {name: joint}
+    elif not matrices:
+        raise PramkitError("no variable gets a positive epsilon; nothing to write")
+    else:
+        manifest = Manifest.of(matrices, input=facts)
+    manifest.write(args.out, force=args.force)
+    out["manifest"] = str(args.out)
+    out["record_epsilon"] = epsilon_to_json(manifest.record_epsilon)
     out["matrices"] = {n: _matrix_json(m) for n, m in matrices.items()}
     if args.json:
         print_json(out)
@@ -262,13 +324,20 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_text(out: dict[str, Any]) -> None:
     if "q" in out:
+        timing = "" if out["seconds"] is None else f", {out['seconds']:.3g} s"
+        optimal = f", optimal = {out['optimal']}" if out["certificate"] else ""
         print(f"{out['method']}: I(X;Z) = {out['mutual_information_nats']:.6g} nats, "
-              f"epsilon = {out['epsilon']}, optimal = {out['optimal']}, {out['seconds']:.3g} s")
+              f"epsilon = {out['epsilon']}{optimal}{timing}")
         print("q = " + ", ".join(f"{x:.6g}" for x in out["q"]))
     else:
-        for n, e in out["epsilons"].items():
-            print(f"{n}: epsilon = {e:.6g}, I(X;Z) = {out['information_nats'][n]:.6g} nats")
-        print(f"total I = {out['total_information_nats']:.6g} nats")
+        if "epsilons" in out:
+            for n, e in out["epsilons"].items():
+                print(f"{n}: epsilon = {e:.6g}, I(X;Z) = {out['information_nats'][n]:.6g} nats")
+            print(f"total I = {out['total_information_nats']:.6g} nats")
+        for n, m in out.get("measures", {}).items():
+            beta = "not bistochastic" if m["beta"] is None else f"beta = {m['beta']:.4g}"
+            print(f"{n}: epsilon = {m['epsilon']:.6g}, {beta}, I(X;Z) = {m['mutual_information_nats']:.6g} nats, "
+                  f"min diagonal = {m['min_diagonal']:.4g}")
         if "joint" in out:
             j = out["joint"]
             print(f"joint I(X;Z): independent {j['independent_joint_information_nats']:.6g} nats, "

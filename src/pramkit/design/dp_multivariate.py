@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from pramkit.codebook import categories_of, encode
+from pramkit.counts import CountTable, count_frame
 from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
 from pramkit.errors import DataError, PramkitError
 from pramkit.information import check_probabilities, mutual_information
@@ -166,26 +166,22 @@ class JointTable:
         return self.p.sum(axis=other)
 
 
-def joint_table(data: pd.DataFrame, columns: Sequence[str]) -> JointTable:
-    """The joint distribution of ``columns`` in ``data`` (complete rows only)."""
-    if not columns:
-        raise PramkitError("give at least one column")
-    missing = [c for c in columns if c not in data.columns]
-    if missing:
-        raise DataError(f"unknown column(s) {missing}; the data has {list(data.columns)}")
-    cats, codes = [], []
-    for c in columns:
-        cc = categories_of(data[c])
-        cats.append(tuple(cc))
-        codes.append(encode(data[c], cc, column=c))
-    codes_arr = np.stack(codes, axis=1)
-    complete = np.all(codes_arr >= 0, axis=1)
-    if not complete.any():
-        raise DataError(f"no row has a value in every one of the columns {list(columns)}")
-    shape = tuple(len(c) for c in cats)
-    flat = np.ravel_multi_index(tuple(codes_arr[complete].T), shape)
-    counts = np.bincount(flat, minlength=int(np.prod(shape))).astype(float)
-    return JointTable(tuple(columns), tuple(cats), (counts / counts.sum()).reshape(shape))
+def joint_table(data: pd.DataFrame | CountTable, columns: Sequence[str] | None = None) -> JointTable:
+    """The joint distribution of ``columns`` in ``data`` (complete rows only), or of a
+    :class:`pramkit.counts.CountTable` already counted (for instance streamed from a file)."""
+    if isinstance(data, CountTable):
+        counted = data
+    else:
+        if not columns:
+            raise PramkitError("give at least one column")
+        missing = [c for c in columns if c not in data.columns]
+        if missing:
+            raise DataError(f"unknown column(s) {missing}; the data has {list(data.columns)}")
+        counted = count_frame(data, list(columns))
+    total = counted.counts.sum()
+    if total == 0:
+        raise DataError(f"no row has a value in every one of the columns {list(counted.columns)}")
+    return JointTable(counted.columns, counted.categories, counted.counts / total)
 
 
 @dataclass(frozen=True)
@@ -197,7 +193,7 @@ class JointComparison:
     independent_sum_nats: sum of the per-variable I(X_j; Z_j), nats
     joint_nats: I(X; Z) of the DP-optimal form (8) matrix on the K cells at the whole budget, nats
     better: ``"joint"`` or ``"independent"`` (larger I(X; Z))
-    joint_matrix: the joint design
+    joint_matrix: the joint design, its categories the cells (tuples, one value per column)
     """
 
     cells: int
@@ -220,8 +216,7 @@ def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
         mm = np.full((len(cats), len(cats)), 1.0 / len(cats)) if m is None else m.matrix
         product = np.kron(product, mm)
     p = table.p.ravel()
-    labels = [" | ".join(str(x) for x in cell) for cell in itertools.product(*table.categories)]
-    joint = dp_optimal(p, split.epsilon_total, categories=labels)
+    joint = dp_optimal(p, split.epsilon_total, categories=list(itertools.product(*table.categories)))
     independent = mutual_information(p, product)
     joint_nats = float(joint.provenance.objective)
     return JointComparison(k, independent, split.total_nats, joint_nats,
