@@ -2,9 +2,9 @@
 
 :func:`run_demo` runs a list of steps (:data:`STEPS`), each a function that
 reads and extends a shared :class:`DemoContext`: generate the data, design
-the matrices, perturb the file, summarise.  Later capabilities (risk before
-and after, estimates next to the truth, the HTML report) plug in as further
-steps without touching the others.
+the matrices, perturb the file, estimate a table from the release, and write
+the release report (risk before and after, utility, provenance).  A new
+capability plugs in as one more step.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import pandas as pd
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import write_text_atomic
-from pramkit.codebook import categories_of
+from pramkit.counts import count_frame
 from pramkit.datasets import NY_ROWS, census
-from pramkit.design.classic import randomized_response
+from pramkit.design.dp_multivariate import split_budget
 from pramkit.errors import PramkitError
-from pramkit.io import write_table
+from pramkit.estimate import estimate_table
+from pramkit.io import sha256_of, write_table
 from pramkit.manifest import Manifest
 from pramkit.perturb import ApplyResult, apply_file
 from pramkit.rng import SecretKey
@@ -60,19 +61,24 @@ def _generate(ctx: DemoContext) -> None:
 
 
 def _design(ctx: DemoContext) -> None:
+    """DP-optimal matrices (Ayed, Battiston and Camerlenghi) with the record budget split equally."""
     assert ctx.data is not None
-    per_variable = ctx.epsilon / len(PERTURBED)
-    matrices = {
-        name: randomized_response(categories_of(ctx.data[name]), per_variable) for name in PERTURBED
-    }
-    ctx.manifest = Manifest.of(matrices, input={"file": "census.csv"})
+    table = count_frame(ctx.data, list(PERTURBED))
+    split = split_budget(
+        {n: table.proportions(n) for n in PERTURBED}, ctx.epsilon, method="equal",
+        categories=dict(zip(PERTURBED, table.categories)),
+    )
+    ctx.manifest = Manifest.of(split.matrices, input={"file": "census.csv", "sha256": sha256_of(ctx.files["original"])})
     path = ctx.out / "manifest.json"
     ctx.manifest.write(path, force=ctx.force)
     ctx.files["manifest"] = str(path)
     ctx.lines.append(
-        f"design    randomized response, epsilon {per_variable:.4g} per variable "
-        f"(record budget {ctx.epsilon:.4g} split equally)"
+        f"design    DP-optimal PRAM, epsilon {ctx.epsilon / len(PERTURBED):.4g} per variable (record budget "
+        f"{ctx.epsilon:.4g} split equally); information kept {split.total_nats:.4g} nats"
     )
+    ctx.sections["design"] = {
+        "method": "dp_optimal", "epsilons": split.epsilons, "information_nats": split.information_nats,
+    }
 
 
 def _perturb(ctx: DemoContext) -> None:
@@ -99,11 +105,35 @@ def _perturb(ctx: DemoContext) -> None:
     }
 
 
+#: The variable whose estimated distribution the demo shows next to the truth.
+ESTIMATED = "marital_status"
+
+
+def _estimate(ctx: DemoContext) -> None:
+    """The original distribution of one perturbed variable estimated from the released file."""
+    assert ctx.data is not None and ctx.manifest is not None
+    result = estimate_table(ctx.files["released"], ctx.manifest, [ESTIMATED])
+    frame = result.to_frame()
+    truth = ctx.data[ESTIMATED].value_counts(normalize=True)
+    released = frame["released"] / frame["released"].sum()
+    ctx.lines.append(f"estimate  {ESTIMATED} from the released file [% of records]: "
+                     "truth, released, estimate +/- 1.96 se")
+    rows = []
+    for (label, share, se), rel in zip(frame[[ESTIMATED, "proportion", "proportion_se"]].itertuples(index=False),
+                                       released):
+        ctx.lines.append(f"  {label:<25} {100 * truth[label]:6.2f} {100 * rel:6.2f} "
+                         f"{100 * share:6.2f} +/- {196 * se:.2f}")
+        rows.append({"category": label, "truth": float(truth[label]), "released": float(rel),
+                     "estimate": float(share), "se": float(se)})
+    ctx.sections["estimate"] = {"variable": ESTIMATED, "method": result.method, "cells": rows}
+
+
 #: The demo's steps, in order: (name, function).
 STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
     ("generate", _generate),
     ("design", _design),
     ("perturb", _perturb),
+    ("estimate", _estimate),
 ]
 
 
@@ -126,8 +156,9 @@ def run_demo(
     quiet: bool = True,
     progress_callback: Callable[[str], None] | None = None,
 ) -> DemoResult:
-    """Generate the census-like file, design and apply PRAM to three key variables,
-    and write ``census.csv``, ``manifest.json``, ``released.csv`` and ``summary.json`` into ``out``."""
+    """Generate the census-like file, design DP-optimal PRAM for three key variables, perturb
+    the file, estimate a table from the release, assess the risk, and write ``census.csv``,
+    ``manifest.json``, ``released.csv``, ``report.html`` and ``summary.json`` into ``out``."""
     if rows < 1:
         raise PramkitError("--rows must be at least 1")
     if not epsilon > 0:
@@ -148,3 +179,9 @@ def run_demo(
     write_text_atomic(path, json.dumps(to_jsonable(summary), indent=2) + "\n", force=True)
     ctx.files["summary"] = str(path)
     return DemoResult(out_dir, ctx.files, ctx.sections, ctx.lines, ctx.seconds)
+
+
+# The report step reads this module (DemoContext, PERTURBED), so it is appended last.
+from pramkit.report.demo_step import report_step  # noqa: E402
+
+STEPS.append(("report", report_step))
