@@ -133,11 +133,17 @@ _RISK_ROWS = (
 )
 
 
+#: Figures that ignore the misclassification, so are not shown for the released file.
+_NOT_AFTER_PRAM = {"expected_reidentifications": "n/a (see below)"}
+
+
 def _risk_rows(before: RiskFigures, after: RiskFigures | None, note: str) -> list[list[str]]:
-    return [
-        [label, "records", fmt(getattr(before, attr)), fmt(getattr(after, attr)) if after is not None else _e(note)]
-        for label, attr in _RISK_ROWS
-    ]
+    def released(attr: str) -> str:
+        if after is None:
+            return _e(note)
+        return _NOT_AFTER_PRAM.get(attr) or fmt(getattr(after, attr))
+
+    return [[label, "records", fmt(getattr(before, attr)), released(attr)] for label, attr in _RISK_ROWS]
 
 
 def _risk(risk: DisclosureRisk) -> str:
@@ -162,8 +168,9 @@ def _risk(risk: DisclosureRisk) -> str:
         "tau1 and tau2 come from a Poisson log-linear model of the key table (all two-way interactions by "
         "default); after PRAM they count matches that are correct given the known misclassification.</p>"
         + table +
-        '<p class="meta">The released file\'s expected re-identifications are computed from its released '
-        "frequencies as if they were true ones: they do not account for the perturbation (tau1 and tau2 do).</p>"
+        '<p class="meta">Expected re-identifications (the Benedetti-Franconi per-record risk summed) take the '
+        "frequencies of a file as true ones; on the released file they would ignore the perturbation, so they "
+        "are shown for the original file only: after PRAM, tau2 is the expected number of correct matches.</p>"
         + recognition
     )
 
