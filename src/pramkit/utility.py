@@ -211,7 +211,10 @@ def privacy_utility_curve(
                                None if chosen is None else float(chosen), values)
 
 
-def plot_privacy_utility(curve: PrivacyUtilityCurve, path: str | Path, *, force: bool = False) -> Path:
+def plot_privacy_utility(
+    curve: PrivacyUtilityCurve, path: str | Path, *, force: bool = False,
+    xlabel: str = "epsilon per record [nats]",
+) -> Path:
     """Write the curve as a PNG: I(X; Z) in nats (left) and the overall variance
     inflation (right, log scale) against epsilon, the chosen point marked."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -226,7 +229,7 @@ def plot_privacy_utility(curve: PrivacyUtilityCurve, path: str | Path, *, force:
     right.set_yscale("log")
     right.set_ylabel("variance inflation of the estimator [ratio]")
     for ax in (left, right):
-        ax.set_xlabel("epsilon per record [nats]")
+        ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
     if curve.chosen is not None and curve.chosen_values is not None:
         mi = curve.chosen_values["mutual_information_nats"]

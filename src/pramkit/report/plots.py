@@ -59,5 +59,5 @@ def frequency_chart(utility: VariableUtility) -> bytes:
 def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
     """The privacy-utility curve drawn by :func:`pramkit.utility.plot_privacy_utility`, as PNG bytes."""
     with tempfile.TemporaryDirectory(prefix="pramkit-report-") as folder:
-        path = plot_privacy_utility(curve, Path(folder) / "curve.png")
+        path = plot_privacy_utility(curve, Path(folder) / "curve.png", xlabel="epsilon of the variable [nats]")
         return path.read_bytes()
