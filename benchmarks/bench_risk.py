@@ -16,15 +16,8 @@ from pramkit.datasets import census
 from pramkit.risk.frequencies import key_table
 from pramkit.risk.identification import identification_risk
 from pramkit.risk.loglinear import fit_loglinear
+from timing import best_of
 
-
-def best_of(repeats: int, func) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -37,7 +30,7 @@ def main() -> None:
         for pair in pairs:
             counts.sum(axis=tuple(a for a in range(counts.ndim) if a not in pair))
 
-    baseline = best_of(3, all_margins)
+    baseline = best_of(all_margins, 3)
     fit = fit_loglinear(counts, keys, model="2way")
     start = time.perf_counter()
     risk = identification_risk(data, keys, sampling_fraction=0.05)

@@ -56,7 +56,7 @@ def main() -> None:
     size = src.stat().st_size
     print(f"Spark {spark.version}, master {args.master} ({cores} cores)")
     print(f"{'partitions':>10} {'seconds':>8} {'M rows/s':>9} {'per core':>9} {'x local':>8}")
-    for parts in (1, 2, 4, 8, 16):
+    for parts in (2, 4, 8, 16):
         spark.conf.set("spark.sql.files.maxPartitionBytes", str(size // parts + 1))
         df = ps.read(spark, src)
         n_parts = df.rdd.getNumPartitions()
