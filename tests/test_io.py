@@ -207,3 +207,14 @@ def test_multi_chunk_pandas_columns_are_encoded(tmp_path: Path) -> None:
     series = chunked.to_pandas(types_mapper=pd.ArrowDtype)
     assert isinstance(pa.array(series, from_pandas=True), pa.ChunkedArray)
     np.testing.assert_array_equal(encode(series, ["a", "b"], column="x"), [0, 1, 1, -1])
+
+
+def test_outputs_get_ordinary_permissions(tmp_path: Path, frame, manifest, key) -> None:
+    import os
+
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "out.csv").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -28,9 +28,17 @@ def check_writable(path: str | Path, *, force: bool) -> Path:
     return p
 
 
+def _default_mode() -> int:
+    """Permissions of a new file under the current umask (``mkstemp`` makes 0600 files)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, *, force: bool) -> Iterator[Path]:
-    """Yield a temporary path in the target's folder; on success rename it to ``path``."""
+    """Yield a temporary path in the target's folder; on success rename it to ``path``
+    (with the permissions an ordinary new file would get)."""
     target = check_writable(path, force=force)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     os.close(fd)
@@ -39,6 +47,7 @@ def atomic_path(path: str | Path, *, force: bool) -> Iterator[Path]:
         yield tmp_path
         if target.exists() and not force:  # appeared while we worked
             raise OutputExistsError(f"{str(target)!r} appeared while writing; pass --force to overwrite it")
+        os.chmod(tmp_path, _default_mode())
         os.replace(tmp_path, target)
     finally:
         if tmp_path.exists():
