@@ -13,6 +13,7 @@ from pramkit.errors import PramkitError
 REPRODUCTIONS: dict[str, str] = {
     "ayed2020": "pramkit.reproduce.ayed2020",
     "ruiz": "pramkit.reproduce.ruiz",
+    "cator": "pramkit.reproduce.cator",
     "shlomo2012": "pramkit.reproduce.shlomo2012",
 }
 

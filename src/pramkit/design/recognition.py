@@ -1,0 +1,695 @@
+"""PRAM against spontaneous recognition with minimal L2 loss (Cator, Hensbergen and Rozenholc).
+
+The key variables ``xi_1..xi_d`` cross-classify the records into the cells
+of ``X = X_1 x ... x X_d`` (``K`` cells, flat C-order index); ``U_0(l)`` is
+the number of records of type ``l``.  One transition matrix ``P`` on ``X``
+perturbs the key combination of each record jointly.
+
+Condition (C1), section 2, equation (1): for every type ``m`` that occurs,
+every combination ``pi`` of key variables (three of them, or a given list)
+and every value ``k0`` of ``xi_pi``, the posterior that a record released
+with ``x_pi = k0`` is a given person of type ``m`` is at most ``alpha``:
+
+    sum_{k: k_pi = k0} P[m, k]  /  sum_l U_0(l) sum_{k: k_pi = k0} P[l, k]  <=  alpha.
+
+Multiplied out, (C1) is linear in ``P`` for fixed data:
+``sum_{k_pi = k0} P[m, k] - alpha sum_l U_0(l) sum_{k_pi = k0} P[l, k] <= 0``
+(a zero denominator forces a zero numerator; ``0/0`` counts as 0).
+
+The loss is the L2 loss of the unbiased estimator (4), section 3:
+``l2(P) = (1/n^2) sum_m U_0(m) h(m) - 1/n`` with ``h = P w`` and
+``w(l) = sum_k (P^{-1}[l, k])^2`` (:func:`pramkit.utility.l2_loss`).  Its
+gradient, from ``dQ = -Q dP Q`` (``Q = P^{-1}``) and ``v = P^T U_0``:
+
+    d l2 / d P = (1/n^2) (U_0 w^T - 2 Q^T diag(v) Q Q^T).
+
+:func:`recognition_design` minimises ``l2(P)`` under (C1), ``P``
+row-stochastic, starting from the identity (section 4):
+
+* ``method="full"``: every off-diagonal entry of the ``K x K`` matrix is a
+  variable (non-convex; SciPy ``trust-constr`` with the analytic gradient and
+  sparse linear constraints), with section 4's diagonal bound
+  ``P[k, k] >= gamma`` (see :func:`solve_full`); with
+  ``reduce=True`` the constraints are cut by the exact reductions of section 4
+  (:mod:`pramkit.design.recognition_reductions`), otherwise every occurring
+  ``m`` and every ``(pi, k0)`` is a constraint.  Small ``X`` only.
+* ``method="restricted"``: section 4's restricted support (changes only from
+  frequent types into types that cover the problem combinations), a convex
+  problem with a certified gap; scales to large ``X``.
+
+Whatever the method, (C1) is verified on the result from scratch
+(:func:`worst_posterior`), and the baseline "identity plus uniform noise"
+(:func:`uniform_noise_baseline`) gives the loss of the crudest matrix with the
+same protection.
+
+References
+----------
+Cator, Hensbergen and Rozenholc, *Statistical Disclosure Control using PRAM*:
+section 2 (condition (C1), equations (1) and (2)), section 3 (estimator (4),
+the L2 loss), section 4 (the 48-cell example, reductions for large data).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal, Sequence
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
+from scipy.optimize import Bounds, LinearConstraint, minimize
+from scipy.sparse.linalg import LinearOperator
+
+from pramkit.errors import DataError, PramkitError
+from pramkit.manifest import PerturbedVariable
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.utility import l2_loss
+
+#: Largest number of cells for which the design is also returned as a dense PramMatrix.
+MAX_MATRIX_CELLS = 4096
+#: Largest matrix whose loss is computed by :func:`pramkit.utility.l2_loss` (an SVD and an
+#: inverse); larger (restricted-support) designs use the closed form of
+#: :func:`pramkit.design.recognition_reductions.restricted_l2`, tested equal to it.
+MAX_DENSE_LOSS_CELLS = 512
+#: Largest key space the ``full`` method accepts (K^2 variables).
+MAX_FULL_CELLS = 128
+#: The optimisers aim at ``alpha (1 - SAFETY)`` so that rounding keeps (C1) at ``alpha``.
+SAFETY = 1e-6
+#: Relative slack when (C1) is verified on the result.
+VERIFY_TOL = 1e-9
+
+Method = Literal["restricted", "full"]
+
+
+@dataclass(frozen=True, eq=False)
+class KeySpace:
+    """The cross-classified key space X and the original counts U_0 on it.
+
+    keys: names of the key variables (table axes)
+    categories: the labels of each key
+    counts: U_0 over the K cells of X, flat C-order (float)
+    """
+
+    keys: tuple[str, ...]
+    categories: tuple[tuple[Label, ...], ...]
+    counts: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(c) for c in self.categories)
+
+    @property
+    def cells(self) -> int:
+        """K = |X|."""
+        return self.counts.size
+
+    @property
+    def n(self) -> int:
+        return int(round(float(self.counts.sum())))
+
+    @cached_property
+    def occurring(self) -> np.ndarray:
+        """Cells with U_0 > 0 (the types m of condition (C1))."""
+        return np.flatnonzero(self.counts > 0)
+
+    def margin_codes(self, combination: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """The code of ``k_pi`` for every cell k of X, and ``|X_pi|``."""
+        shape = self.shape
+        sub = tuple(shape[a] for a in combination)
+        # strides of the margin's own C-order index, broadcast over the full table
+        codes = np.zeros(shape, dtype=np.int64)
+        stride = 1
+        for a, size in zip(reversed(combination), reversed(sub)):
+            index = [1] * len(shape)
+            index[a] = size
+            codes = codes + stride * np.arange(size).reshape(index)
+            stride *= size
+        return codes.reshape(-1), math.prod(sub)
+
+    def margin(self, combination: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, U_pi)``: the margin code of every cell and the counts U_pi(k0)."""
+        codes, size = self.margin_codes(combination)
+        return codes, np.bincount(codes, weights=self.counts, minlength=size)
+
+    def labels(self, cells: ArrayLike) -> list[tuple[Label, ...]]:
+        """The tuple label of each flat cell index."""
+        coords = np.unravel_index(np.asarray(cells, dtype=np.int64), self.shape)
+        return [tuple(self.categories[a][int(c[i])] for a, c in enumerate(coords)) for i in range(len(coords[0]))]
+
+
+def key_space(
+    counts: ArrayLike, *, keys: Sequence[str] | None = None, categories: Sequence[Sequence[Label]] | None = None
+) -> KeySpace:
+    """A :class:`KeySpace` from a table of original counts (one axis per key variable)."""
+    u = np.asarray(counts, dtype=float)
+    if u.ndim == 0 or u.size == 0:
+        raise DataError("counts must be a non-empty table with one axis per key variable")
+    if not np.all(np.isfinite(u)) or np.any(u < 0) or np.any(u != np.round(u)):
+        raise DataError("counts must be non-negative whole numbers (records per key combination)")
+    if u.sum() <= 0:
+        raise DataError("the table of counts is empty")
+    names = tuple(keys) if keys is not None else tuple(f"x{a + 1}" for a in range(u.ndim))
+    cats = (tuple(tuple(c) for c in categories) if categories is not None
+            else tuple(tuple(range(s)) for s in u.shape))
+    if len(names) != u.ndim or len(cats) != u.ndim:
+        raise DataError(f"{len(names)} keys and {len(cats)} category lists given for a table with {u.ndim} axes")
+    if tuple(len(c) for c in cats) != u.shape:
+        raise DataError(f"the category lists have {[len(c) for c in cats]} labels but the table has shape {u.shape}")
+    return KeySpace(names, cats, u.reshape(-1).copy())
+
+
+def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[str | int]]) -> tuple[tuple[int, ...], ...]:
+    """The set Pi as tuples of key positions: every ``r``-subset for an integer ``r``
+    (section 1 takes r = 3), or the given list of key names (or positions)."""
+    d = len(keys)
+    if isinstance(combinations, (int, np.integer)) and not isinstance(combinations, bool):
+        r = int(combinations)
+        if not 1 <= r <= d:
+            raise PramkitError(f"combinations = {r}: choose between 1 and the number of keys ({d})")
+        return tuple(itertools.combinations(range(d), r))
+    out = []
+    for combo in combinations:
+        idx = []
+        for c in combo:
+            if isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 0 <= int(c) < d:
+                idx.append(int(c))
+            elif c in keys:
+                idx.append(list(keys).index(c))
+            else:
+                raise PramkitError(f"combination {list(combo)}: {c!r} is not one of the keys {list(keys)}")
+        if not idx or len(set(idx)) != len(idx):
+            raise PramkitError(f"combination {list(combo)} must list distinct keys")
+        out.append(tuple(sorted(idx)))
+    if not out:
+        raise PramkitError("give at least one combination of key variables")
+    return tuple(dict.fromkeys(out))
+
+
+# -- condition (C1), verified from scratch --------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorstPosterior:
+    """The largest left-hand side of (C1), equation (1), over occurring m, pi and k0.
+
+    value: the posterior (probability)
+    cell: the type m attaining it (flat index into X)
+    combination: pi (key positions)
+    k0: the value of ``x_pi`` (code in the margin's C-order)
+    """
+
+    value: float
+    cell: int
+    combination: tuple[int, ...]
+    k0: int
+
+
+def _as_sparse(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
+    return sp.csr_matrix(transitions) if not sp.issparse(transitions) else transitions.tocsr()
+
+
+def worst_posterior(
+    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
+) -> WorstPosterior:
+    """Recompute every posterior of (C1) for ``P = transitions`` (K x K, dense or sparse).
+
+    Numerators come from the rows of the occurring types, denominators from
+    ``v = P^T U_0`` summed over each margin cell; cost ``O(|Pi| (K + nnz))``.
+    """
+    p = _as_sparse(transitions)
+    if p.shape != (space.cells, space.cells):
+        raise DataError(f"the matrix is {p.shape[0]} x {p.shape[1]} but the key space has {space.cells} cells")
+    v = np.asarray(p.T @ space.counts).ravel()
+    rows = p[space.occurring].tocoo()
+    best = WorstPosterior(0.0, int(space.occurring[0]), tuple(combinations[0]), 0)
+    for combo in combinations:
+        codes, size = space.margin_codes(combo)
+        den = np.bincount(codes, weights=v, minlength=size)
+        num = sp.csr_matrix((rows.data, (rows.row, codes[rows.col])), shape=(rows.shape[0], size)).tocoo()
+        ratio = np.divide(num.data, den[num.col], out=np.zeros_like(num.data), where=den[num.col] > 0)
+        if ratio.size and ratio.max() > best.value:
+            i = int(ratio.argmax())
+            best = WorstPosterior(float(ratio[i]), int(space.occurring[num.row[i]]), tuple(combo), int(num.col[i]))
+    return best
+
+
+# -- the L2 loss (section 3) and its gradient -------------------------------------------
+
+
+def l2_and_gradient(transitions: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+    """``l2(P)`` (proportion squared) and its gradient with respect to every entry of P."""
+    u0 = np.asarray(counts, dtype=float)
+    n = u0.sum()
+    q = np.linalg.inv(transitions)
+    w = (q * q).sum(axis=1)
+    value = float(u0 @ transitions @ w) / n**2 - 1.0 / n
+    v = transitions.T @ u0
+    grad = (np.outer(u0, w) - 2.0 * (q.T @ (v[:, None] * q)) @ q.T) / n**2
+    return value, grad
+
+
+def expected_changes(transitions: np.ndarray | sp.spmatrix, counts: np.ndarray) -> float:
+    """Expected number of records whose key combination changes: ``sum_m U_0(m) (1 - P[m, m])``."""
+    diag = _as_sparse(transitions).diagonal()
+    return float(np.asarray(counts, dtype=float) @ (1.0 - diag))
+
+
+# -- the baseline: identity plus uniform noise ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class UniformNoise:
+    """``P = (1 - lam) I + lam J / K``, the smallest ``lam`` meeting (C1) (bisection).
+
+    weight: lam (probability that a record is redrawn uniformly over X)
+    worst_posterior: largest posterior of (C1) at lam
+    loss: l2(P), proportion squared
+    expected_changes: records, ``n lam (1 - 1/K)``
+    bisection_steps: halvings of the bracket
+    """
+
+    weight: float
+    worst_posterior: float
+    loss: float
+    expected_changes: float
+    bisection_steps: int
+
+
+def uniform_worst_posterior(space: KeySpace, combinations: Sequence[tuple[int, ...]], weight: float) -> float:
+    """Worst posterior of (C1) for ``(1 - lam) I + lam J / K`` without forming the K x K matrix.
+
+    For a cell m with ``m_pi = k0`` the numerator is ``1 - lam + lam / |X_pi|`` and the
+    denominator ``(1 - lam) U_pi(k0) + lam n / |X_pi|``; every other ratio is at most ``1/n``.
+    """
+    return _uniform_worst([space.margin(c)[1] for c in combinations], space.n, weight)
+
+
+def _uniform_worst(margins: Sequence[np.ndarray], n: int, weight: float) -> float:
+    lam = float(weight)
+    worst = 1.0 / n if lam > 0 else 0.0
+    for u_pi in margins:
+        d = u_pi.size
+        occ = u_pi[u_pi > 0]
+        worst = max(worst, float(((1.0 - lam + lam / d) / ((1.0 - lam) * occ + lam * n / d)).max()))
+    return worst
+
+
+def uniform_loss(space: KeySpace, weight: float) -> float:
+    """l2 of ``(1 - lam) I + lam J / K``: ``P^{-1} = (I - lam J / K) / (1 - lam)`` gives
+    ``w(l) = ((1 - lam/K)^2 + (K - 1) lam^2 / K^2) / (1 - lam)^2`` for every l."""
+    lam, k, n = float(weight), float(space.cells), float(space.n)
+    w = ((1.0 - lam / k) ** 2 + (k - 1.0) * lam**2 / k**2) / (1.0 - lam) ** 2
+    return (w - 1.0) / n
+
+
+def uniform_noise_baseline(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, tol: float = 1e-12
+) -> UniformNoise:
+    """The smallest uniform mixing weight meeting (C1) at ``alpha``, by bisection on [0, 1).
+
+    The worst posterior decreases in lam (each ratio is a Moebius function of lam
+    that falls from ``1/U_pi(k0)`` to ``1/n``), so bisection finds the threshold.
+    """
+    alpha = check_alpha(alpha, space.n)
+    margins = [space.margin(c)[1] for c in combinations]
+    lo, hi, steps = 0.0, 1.0, 0
+    if _uniform_worst(margins, space.n, 0.0) <= alpha:
+        hi = 0.0
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if _uniform_worst(margins, space.n, mid) <= alpha:
+            hi = mid
+        else:
+            lo = mid
+        steps += 1
+    return UniformNoise(hi, _uniform_worst(margins, space.n, hi), uniform_loss(space, hi),
+                        space.n * hi * (1.0 - 1.0 / space.cells), steps)
+
+
+def check_alpha(alpha: float, n: int) -> float:
+    a = float(alpha)
+    if not (math.isfinite(a) and 0 < a < 1):
+        raise PramkitError(f"alpha = {alpha!r}: the posterior bound must lie strictly between 0 and 1")
+    if a * n <= 1:
+        raise PramkitError(
+            f"alpha = {a:g} with n = {n} records: (C1) needs n > 1/alpha (even a constant matrix gives "
+            f"posterior 1/n = {1 / n:.3g}); raise alpha or use more records"
+        )
+    return a
+
+
+# -- the full problem --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SolverDiagnostics:
+    """How a design was computed.
+
+    method: ``"full"`` or ``"restricted"``
+    solver: the optimiser (``"trust-constr"``, ``"SLSQP"``, or ``"none"`` when P = I suffices)
+    status: the optimiser's status text
+    success: whether the optimiser reported success
+    iterations: optimiser iterations (last solve)
+    variables: free entries of P in the last solve
+    constraints: (C1) inequalities in the last solve
+    reduce: whether section 4's reductions cut the constraints
+    gamma: the diagonal bound of the last solve (None without reductions)
+    restarts: solves repeated with a smaller gamma
+    rare_types: occurring types with ``U_0(m) < 1/alpha``
+    problem_combinations: ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``
+    gap: certified bound on ``n^2 (l2 - optimum)`` of the solved problem (restricted only; records)
+    seconds: wall-clock time of the design
+    """
+
+    method: str
+    solver: str
+    status: str
+    success: bool
+    iterations: int
+    variables: int
+    constraints: int
+    reduce: bool
+    gamma: float | None
+    restarts: int
+    rare_types: int
+    problem_combinations: int
+    gap: float | None
+    seconds: float
+
+
+def c1_rows(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], triples: Sequence[tuple[int, int, int]], alpha: float
+) -> sp.csr_matrix:
+    """The (C1) inequalities ``A vec(P) <= 0`` for the triples ``(m, combination index, k0)``
+    (``vec`` row-major): ``+1`` on ``P[m, k]`` and ``-alpha U_0(l)`` on ``P[l, k]`` for
+    occurring l and every k with ``k_pi = k0``."""
+    k = space.cells
+    occ = space.occurring
+    rows, cols, vals = [], [], []
+    margins = [space.margin_codes(c)[0] for c in combinations]
+    fibres: dict[tuple[int, int], np.ndarray] = {}
+    for r, (m, ci, k0) in enumerate(triples):
+        fibre = fibres.get((ci, k0))
+        if fibre is None:
+            fibre = fibres[(ci, k0)] = np.flatnonzero(margins[ci] == k0)
+        coef = np.outer(-alpha * space.counts[occ], np.ones(fibre.size))
+        flat = (occ[:, None] * k + fibre[None, :]).ravel()
+        rows.append(np.full(flat.size + fibre.size, r))
+        cols.append(np.concatenate([flat, m * k + fibre]))
+        vals.append(np.concatenate([coef.ravel(), np.ones(fibre.size)]))
+    if not triples:
+        return sp.csr_matrix((0, k * k))
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(len(triples), k * k))
+
+
+@dataclass(frozen=True)
+class Solve:
+    """One run of an optimiser (see :class:`SolverDiagnostics` for the fields)."""
+
+    transitions: np.ndarray | sp.spmatrix
+    solver: str
+    status: str
+    success: bool
+    iterations: int
+    variables: int
+    constraints: int
+    gap: float | None
+
+
+def solve_full(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], triples: Sequence[tuple[int, int, int]],
+    *, alpha: float, gamma: float, max_iterations: int = 3000,
+) -> Solve:
+    """Minimise ``n^2 l2(P)`` over every K x K row-stochastic P with ``P[k, k] >= gamma``, under
+    the given (C1) rows, from the identity.
+
+    The variables are the off-diagonal entries x (``P = I + B x`` puts ``-sum`` of each row on
+    its diagonal, so every iterate is row-stochastic).  SciPy's ``trust-constr`` gets the analytic
+    gradient and Hessian-vector products by differencing it.  The diagonal bound is section 4's
+    standing assumption ``P_kk > gamma``; without it (C1) also admits near-permutations, which
+    relabel records at no L2 cost (the estimator undoes a permutation exactly) but protect
+    nobody, since P is published.
+    """
+    k = space.cells
+    u0 = space.counts
+    n = float(u0.sum())
+    if not triples:
+        return Solve(np.eye(k), "none", "no (C1) constraint is binding: P = I", True, 0, k * (k - 1), 0, 0.0)
+    off = np.flatnonzero(~np.eye(k, dtype=bool).ravel())
+    row = off // k
+    nvar = off.size
+    b = sp.csr_matrix((np.concatenate([np.ones(nvar), -np.ones(nvar)]),
+                       (np.concatenate([off, row * k + row]), np.concatenate([np.arange(nvar)] * 2))),
+                      shape=(k * k, nvar))
+    eye = np.eye(k).ravel()
+    a_c1 = c1_rows(space, combinations, triples, alpha * (1.0 - SAFETY))
+    a_row = sp.csr_matrix((np.ones(nvar), (row, np.arange(nvar))), shape=(k, nvar))
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = l2_and_gradient((eye + b @ x).reshape(k, k), u0)
+        return value * n**2, (b.T @ grad.ravel()) * n**2
+
+    def hess(x: np.ndarray) -> LinearOperator:
+        g0 = fun(x)[1]
+
+        def product(v: np.ndarray) -> np.ndarray:
+            h = 1e-7 / max(float(np.linalg.norm(v)), 1e-300)
+            return (fun(x + h * v)[1] - g0) / h
+
+        return LinearOperator((nvar, nvar), matvec=product)
+
+    # trial points of the interior-point method may leave the feasible set, where P can be
+    # near-singular; the result is verified from scratch, so overflow there is harmless
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        res = minimize(
+            fun, np.zeros(nvar), jac=True, hess=hess, method="trust-constr",
+            constraints=[LinearConstraint(a_c1 @ b, -np.inf, -(a_c1 @ eye)), LinearConstraint(a_row, 0.0, 1.0 - gamma)],
+            bounds=Bounds(0.0, 1.0),
+            options={"maxiter": max_iterations, "gtol": 1e-11, "xtol": 1e-14, "initial_barrier_parameter": 1e-4,
+                     "initial_tr_radius": 0.01},
+        )
+    p = (eye + b @ np.clip(res.x, 0.0, None)).reshape(k, k)
+    return Solve(clean_rows(p), "trust-constr", str(res.message), bool(res.success), int(res.nit), nvar,
+                 len(triples), None)
+
+
+def clean_rows(p: np.ndarray) -> np.ndarray:
+    """Clip the optimiser's rounding below zero and renormalise each row to sum to 1."""
+    q = np.clip(p, 0.0, None)
+    return q / q.sum(axis=1, keepdims=True)
+
+
+# -- the result -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RecognitionDesign:
+    """A PRAM matrix meeting (C1) with minimal L2 loss.
+
+    matrix: the design as a PramMatrix with tuple categories (all of X when
+        ``K <= MAX_MATRIX_CELLS``, else the occurring types and the targets when
+        they are few enough, else None: see ``transitions``)
+    transitions: P on all K cells of X (sparse; rows of unlisted cells are identity)
+    space: the key space and U_0
+    combinations: Pi, as tuples of key names
+    alpha: the bound on the posterior of (C1)
+    worst_posterior: the largest posterior of (C1), recomputed from scratch (probability)
+    loss: l2(P) (proportion squared)
+    expected_changes: expected number of records whose key combination changes (records)
+    baseline: identity plus uniform noise at the same alpha
+    diagnostics: the solver's report
+    """
+
+    matrix: PramMatrix | None
+    transitions: sp.csr_matrix
+    space: KeySpace
+    combinations: tuple[tuple[str, ...], ...]
+    alpha: float
+    worst_posterior: float
+    loss: float
+    expected_changes: float
+    baseline: UniformNoise
+    diagnostics: SolverDiagnostics
+
+    @property
+    def change_probability(self) -> np.ndarray:
+        """``1 - P[m, m]`` for every cell of X."""
+        return 1.0 - self.transitions.diagonal()
+
+    def destinations(self) -> pd.DataFrame:
+        """Where the changed records go: expected records moved into each cell (``sum_m U_0(m) P[m, k]``
+        over ``m != k``), largest first, with the cell's labels and its share of all changes."""
+        p = self.transitions.tocoo()
+        off = p.row != p.col
+        inflow = np.bincount(p.col[off], weights=self.space.counts[p.row[off]] * p.data[off],
+                             minlength=self.space.cells)
+        cells = np.flatnonzero(inflow > 0)
+        order = cells[np.argsort(-inflow[cells], kind="stable")]
+        total = float(inflow.sum())
+        return pd.DataFrame({
+            "cell": self.space.labels(order),
+            "records_in": inflow[order],
+            "share": inflow[order] / total if total > 0 else inflow[order],
+            "count": self.space.counts[order],
+        })
+
+    def perturbed_variable(self, *, name: str | None = None) -> PerturbedVariable:
+        """The design as a joint perturbed variable over the key columns, for the manifest."""
+        if self.matrix is None:
+            raise PramkitError(
+                f"the design moves records among {self.space.cells} cells, too many for a dense joint matrix "
+                f"(limit {MAX_MATRIX_CELLS}); use fewer or coarser key variables"
+            )
+        return PerturbedVariable(name or "*".join(self.space.keys), self.matrix, "keep", self.space.keys)
+
+
+def matrix_cells(space: KeySpace, transitions: sp.csr_matrix) -> np.ndarray | None:
+    """The cells the PramMatrix lists: all of X if small, else the occurring types and every cell
+    that receives records (the set is closed under P); None if still too many."""
+    if space.cells <= MAX_MATRIX_CELLS:
+        return np.arange(space.cells)
+    p = transitions.tocoo()
+    cells = np.union1d(space.occurring, p.col[p.row != p.col])
+    return cells if cells.size <= MAX_MATRIX_CELLS else None
+
+
+def finish(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], transitions: sp.csr_matrix, *, alpha: float,
+    baseline: UniformNoise, diagnostics: SolverDiagnostics, parameters: dict,
+) -> RecognitionDesign:
+    """Verify (C1) from scratch, compute the loss with :func:`pramkit.utility.l2_loss`, and package."""
+    worst = worst_posterior(space, transitions, combinations)
+    if worst.value > alpha * (1.0 + VERIFY_TOL):
+        raise RuntimeError(
+            f"the designed matrix breaks (C1): posterior {worst.value:.6g} > alpha = {alpha:g} "
+            f"(type {space.labels([worst.cell])[0]}, combination {worst.combination})"
+        )
+    cells = matrix_cells(space, transitions)
+    matrix = None
+    dense = None if cells is None else transitions[cells][:, cells].toarray()
+    if dense is not None and cells.size <= MAX_DENSE_LOSS_CELLS:
+        # l2 on the listed cells equals l2 on X: the listed set is closed under P, the rest is identity
+        loss = l2_loss(space.counts[cells], PramMatrix(dense, space.labels(cells)))
+    else:
+        from pramkit.design.recognition_reductions import restricted_l2
+
+        loss = restricted_l2(space, transitions)
+    if dense is not None:
+        names = [tuple(space.keys[a] for a in c) for c in combinations]
+        provenance = Provenance(
+            method="recognition",
+            parameters={**parameters, "alpha": alpha, "combinations": [list(c) for c in names],
+                        "keys": list(space.keys)},
+            objective=loss,
+            objective_name="l2_loss_proportion_squared",
+            certificate={"solver": diagnostics.solver, "status": diagnostics.status, "success": diagnostics.success,
+                         "worst_posterior": worst.value, "gap_records": diagnostics.gap},
+            seconds=diagnostics.seconds,
+        )
+        matrix = PramMatrix(dense, space.labels(cells), provenance)
+    return RecognitionDesign(
+        matrix=matrix, transitions=transitions, space=space,
+        combinations=tuple(tuple(space.keys[a] for a in c) for c in combinations), alpha=alpha,
+        worst_posterior=worst.value, loss=loss, expected_changes=expected_changes(transitions, space.counts),
+        baseline=baseline, diagnostics=diagnostics,
+    )
+
+
+# -- the public functions ------------------------------------------------------------------
+
+
+def recognition_design(
+    counts: ArrayLike | KeySpace,
+    *,
+    alpha: float,
+    combinations: int | Sequence[Sequence[str | int]] = 3,
+    keys: Sequence[str] | None = None,
+    categories: Sequence[Sequence[Label]] | None = None,
+    method: Method = "restricted",
+    reduce: bool = True,
+    gamma: float = 0.9,
+    max_iterations: int = 1000,
+) -> RecognitionDesign:
+    """Design P on the cross-classified key space: minimal l2(P) under (C1) at ``alpha``.
+
+    counts: table of original counts U_0, one axis per key (or a :class:`KeySpace`)
+    combinations: Pi: every r-subset of the keys for an integer r (default 3, as in
+        section 1), or a list of combinations of key names
+    method: ``"restricted"`` (section 4's restricted support, convex, large X) or
+        ``"full"`` (every entry of P, small X only)
+    reduce: cut the constraints by section 4's reductions (``method="full"``; the
+        restricted support always uses them); ``gamma`` is the starting diagonal bound
+    """
+    from pramkit.design import recognition_reductions as red
+
+    t0 = time.perf_counter()
+    space = counts if isinstance(counts, KeySpace) else key_space(counts, keys=keys, categories=categories)
+    alpha = check_alpha(alpha, space.n)
+    if not (0.0 < gamma <= 1.0):
+        raise PramkitError(f"gamma = {gamma!r}: the diagonal bound must lie in (0, 1]")
+    combos = combinations_of(space.keys, combinations)
+    baseline = uniform_noise_baseline(space, combos, alpha=alpha)
+    if method == "full":
+        if space.cells > MAX_FULL_CELLS:
+            raise PramkitError(
+                f"method='full' optimises all {space.cells}^2 entries of P; it is limited to "
+                f"{MAX_FULL_CELLS} cells: use method='restricted'"
+            )
+        solved, gamma_used, restarts = red.with_gamma_restarts(
+            space, gamma=gamma,
+            solve=lambda g: solve_full(space, combos, red.c1_triples(space, combos, alpha=alpha, gamma=g, reduce=reduce),
+                                       alpha=alpha, gamma=g, max_iterations=max_iterations),
+        )
+    elif method == "restricted":
+        solved, gamma_used, restarts = red.solve_restricted(space, combos, alpha=alpha, gamma=gamma,
+                                                            max_iterations=max_iterations)
+    else:
+        raise PramkitError(f"method = {method!r}: choose 'restricted' or 'full'")
+    counts_rare = red.rare_types(space, alpha).size
+    problems = red.problem_count(space, combos, alpha)
+    diagnostics = SolverDiagnostics(
+        method=method, solver=solved.solver, status=solved.status, success=solved.success,
+        iterations=solved.iterations, variables=solved.variables, constraints=solved.constraints,
+        reduce=reduce or method == "restricted", gamma=gamma_used, restarts=restarts, rare_types=counts_rare,
+        problem_combinations=problems, gap=solved.gap, seconds=time.perf_counter() - t0,
+    )
+    return finish(space, combos, _as_sparse(solved.transitions), alpha=alpha, baseline=baseline,
+                  diagnostics=diagnostics,
+                  parameters={"method": method, "reduce": diagnostics.reduce, "gamma": gamma_used})
+
+
+def recognition_design_from_data(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    alpha: float,
+    combinations: int | Sequence[Sequence[str]] = 3,
+    method: Method = "restricted",
+    reduce: bool = True,
+    gamma: float = 0.9,
+) -> RecognitionDesign:
+    """:func:`recognition_design` on the key variables ``keys`` of ``data``.
+
+    The categories of each key come from the data.  Records with a missing key
+    value would be released unperturbed by a joint variable, so they are refused:
+    recode missing values to a category first.
+    """
+    from pramkit.risk.frequencies import key_table
+
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, not {type(data).__name__}")
+    missing = [k for k in keys if k in data.columns and data[k].isna().any()]
+    if missing:
+        raise DataError(
+            f"key column(s) {missing} have missing values; a joint perturbation leaves such records "
+            "unprotected: recode missing values to a category of their own first"
+        )
+    table = key_table(data, keys, missing="exclude")
+    space = KeySpace(table.keys, table.categories, table.dense_counts().reshape(-1))
+    return recognition_design(space, alpha=alpha, combinations=combinations, method=method, reduce=reduce,
+                              gamma=gamma)

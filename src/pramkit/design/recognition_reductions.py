@@ -1,0 +1,297 @@
+"""Reductions of the spontaneous-recognition design for large data (Cator, Hensbergen and Rozenholc, section 4).
+
+Exact reductions of the constraint set (they drop only inequalities that
+hold anyway), for the ``full`` method:
+
+* inequality (2): the posterior of type m is at most ``1/U_0(m)``, so only the
+  rare types, ``U_0(m) < 1/alpha``, need constraints;
+* the gamma bound: if every occurring type keeps its value with probability
+  ``P[l, l] >= gamma``, the denominator of (1) is at least ``gamma U_pi(k0)``, so
+  only ``(pi, k0)`` with ``U_pi(k0) < 1/(gamma alpha)`` need constraints, and by
+  inequality (5) a type with ``m_pi != k0`` only when
+  ``(1 - gamma) / (gamma U_pi(k0)) >= alpha`` (or ``U_pi(k0) = 0``, where (5)
+  says nothing).  The ``full`` method imposes ``P[m, m] >= gamma`` on the
+  occurring types (so the cut is exact) and restarts with a smaller gamma when
+  the bound is active; the restricted support does not impose it and restarts
+  when a diagonal entry falls below gamma (:func:`with_gamma_restarts`).
+
+The restricted support (the paper's closing suggestion) keeps the rows of all
+types with ``U_0 < 1/alpha`` equal to the identity and lets each frequent type
+f (``U_0(f) >= 1/alpha``, the sources) move with probabilities ``e_f`` into a
+few target cells that together cover the problem combinations (every
+``(pi, k0)`` with ``U_pi(k0) < 1/(gamma alpha)`` that holds a rare type).
+Then:
+
+* (C1) for a rare m with ``m_pi = k0`` is ``den(pi, k0) >= 1/alpha`` with the
+  linear ``den = U_pi(k0) + sum_f U_0(f) sum_t e_ft ([t_pi = k0] - [f_pi = k0])``;
+  every other ratio of a rare m is 0 and a frequent m is safe by (2);
+* with ``s_f = sum_t e_ft`` the matrix is block triangular and
+  ``n^2 l2 + n = n + sum_f U_0(f) ((1 + |e_f|^2) / (1 - s_f) + s_f - 1)``
+  (:func:`restricted_l2`), a convex function (quadratic over linear);
+* the problem is therefore convex, and sources with the same membership of
+  problem combinations share one optimal row (the per-row Lagrangian does not
+  depend on ``U_0(f)``; averaging rows of a group is feasible and, by
+  convexity, no worse), so there is one row of variables per group.
+
+It is solved with ``trust-constr`` (analytic gradient and Hessian) and
+certified by the Frank-Wolfe gap ``grad f(x)^T (x - y*)``, ``y*`` the
+minimiser of the linearised objective over the constraint polytope (HiGHS):
+the optimum of the restricted problem is at least ``f(x) - gap``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, linprog, minimize
+
+from pramkit.design.recognition import SAFETY, KeySpace, Solve
+from pramkit.errors import PramkitError
+
+#: Smallest gamma tried before every combination is kept.
+GAMMA_FLOOR = 1e-9
+#: A diagonal entry within this of gamma counts as being at the bound.
+ACTIVE_TOL = 1e-7
+#: Largest probability of change of a source (keeps P invertible, l2 finite).
+MAX_CHANGE = 1.0 - 1e-6
+
+
+def rare_types(space: KeySpace, alpha: float) -> np.ndarray:
+    """Occurring types with ``U_0(m) < 1/alpha`` (section 2, inequality (2))."""
+    occ = space.occurring
+    return occ[space.counts[occ] * alpha < 1.0]
+
+
+def problem_count(space: KeySpace, combinations: Sequence[tuple[int, ...]], alpha: float) -> int:
+    """Number of ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``: the combinations P = I leaves exposed."""
+    return sum(int(((u > 0) & (u * alpha < 1.0)).sum()) for u in (space.margin(c)[1] for c in combinations))
+
+
+def c1_triples(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float, reduce: bool
+) -> list[tuple[int, int, int]]:
+    """The (C1) inequalities ``(m, combination index, k0)`` to impose.
+
+    Without ``reduce``: every occurring m, every combination, every k0.  With it:
+    rare m only, and for ``gamma`` the combinations and types section 4 leaves.
+    """
+    ms = rare_types(space, alpha) if reduce else space.occurring
+    triples = []
+    for ci, combo in enumerate(combinations):
+        codes, u_pi = space.margin(combo)
+        if not reduce:
+            triples += [(int(m), ci, k0) for m in ms for k0 in range(u_pi.size)]
+            continue
+        g = max(gamma, GAMMA_FLOOR)
+        kept = np.flatnonzero(u_pi * g * alpha < 1.0)
+        for k0 in kept:
+            u = u_pi[k0]
+            every_m = u == 0 or (1.0 - g) / (g * u) >= alpha
+            for m in ms:
+                if every_m or codes[m] == k0:
+                    triples.append((int(m), ci, int(k0)))
+    return triples
+
+
+def min_occurring_diagonal(space: KeySpace, transitions: np.ndarray | sp.spmatrix) -> float:
+    diag = transitions.diagonal() if sp.issparse(transitions) else np.diagonal(transitions)
+    return float(diag[space.occurring].min())
+
+
+def with_gamma_restarts(
+    space: KeySpace, *, gamma: float, solve: Callable[[float], Solve]
+) -> tuple[Solve, float, int]:
+    """Solve with the reductions for ``gamma``; while an occurring type keeps its value with
+    probability below (or, where gamma is imposed, at) gamma, restart with
+    ``gamma' = min(achieved, 1 - 2 (1 - gamma))`` (section 4: "start the optimization again
+    with a smaller gamma")."""
+    restarts = 0
+    while True:
+        solved = solve(gamma)
+        if gamma <= GAMMA_FLOOR or min_occurring_diagonal(space, solved.transitions) >= gamma + ACTIVE_TOL:
+            return solved, gamma, restarts
+        achieved = min_occurring_diagonal(space, solved.transitions)
+        gamma = max(min(achieved, 1.0 - 2.0 * (1.0 - gamma)), GAMMA_FLOOR)
+        restarts += 1
+
+
+# -- the restricted support ------------------------------------------------------------------
+
+
+def problem_combinations(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float
+) -> list[tuple[int, int, float]]:
+    """``(combination index, k0, U_pi(k0))`` with ``1 <= U_pi(k0) < 1/(gamma alpha)`` whose
+    margin cell holds a rare type: the constraints of the restricted problem."""
+    rare = rare_types(space, alpha)
+    out = []
+    for ci, combo in enumerate(combinations):
+        codes, u_pi = space.margin(combo)
+        with_rare = np.zeros(u_pi.size, dtype=bool)
+        with_rare[codes[rare]] = True
+        for k0 in np.flatnonzero(with_rare & (u_pi * max(gamma, GAMMA_FLOOR) * alpha < 1.0)):
+            out.append((ci, int(k0), float(u_pi[k0])))
+    return out
+
+
+def cover_targets(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], problems: Sequence[tuple[int, int, float]]
+) -> np.ndarray:
+    """Few cells that together cover every problem ``(pi, k0)`` (a cell t covers it when
+    ``t_pi = k0``), greedily: start from the rarest uncovered problem, merge every other
+    uncovered problem that agrees on the keys already fixed, set the free keys to their
+    least frequent category."""
+    shape = space.shape
+    fixed = [dict(zip(combinations[ci], (int(v) for v in np.unravel_index(k0, [shape[a] for a in combinations[ci]]))))
+             for ci, k0, _ in problems]
+    order = sorted(range(len(problems)), key=lambda i: problems[i][2])
+    table = space.counts.reshape(shape)
+    least = [int(np.argmin(table.sum(axis=tuple(b for b in range(len(shape)) if b != a)))) for a in range(len(shape))]
+    uncovered = set(order)
+    targets = []
+    while uncovered:
+        first = next(i for i in order if i in uncovered)
+        cell = dict(fixed[first])
+        for i in order:
+            if i in uncovered and all(cell.get(a, v) == v for a, v in fixed[i].items()):
+                cell.update(fixed[i])
+        coords = [cell.get(a, least[a]) for a in range(len(shape))]
+        targets.append(int(np.ravel_multi_index(coords, shape)))
+        uncovered -= {i for i in uncovered if all(coords[a] == v for a, v in fixed[i].items())}
+    return np.array(sorted(set(targets)), dtype=np.int64)
+
+
+def membership(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], problems: Sequence[tuple[int, int, float]],
+    cells: np.ndarray,
+) -> sp.csr_matrix:
+    """``a[x, c] = 1`` when cell ``cells[x]`` lies in problem c (``x_pi = k0``)."""
+    rows, cols = [], []
+    by_combo: dict[int, list[tuple[int, int]]] = {}
+    for c, (ci, k0, _) in enumerate(problems):
+        by_combo.setdefault(ci, []).append((c, k0))
+    for ci, items in by_combo.items():
+        codes = space.margin_codes(combinations[ci])[0][cells]
+        for c, k0 in items:
+            hit = np.flatnonzero(codes == k0)
+            rows.append(hit)
+            cols.append(np.full(hit.size, c))
+    if not rows:
+        return sp.csr_matrix((cells.size, len(problems)))
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(cells.size, len(problems)))
+
+
+def group_objective(e: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """``sum_g W_g ((1 + |e_g|^2) / (1 - s_g) + s_g - 1)`` (= n^2 l2 of the restricted matrix)
+    and its gradient; ``e`` has one row per group."""
+    s = e.sum(axis=1)
+    d = 1.0 - s
+    q = 1.0 + (e * e).sum(axis=1)
+    value = float(weights @ (q / d + s - 1.0))
+    grad = weights[:, None] * (2.0 * e / d[:, None] + (q / d**2 + 1.0)[:, None])
+    return value, grad
+
+
+def group_hessian(e: np.ndarray, weights: np.ndarray) -> sp.csr_matrix:
+    """Block-diagonal Hessian of :func:`group_objective`: per group
+    ``W (2/d I + 2/d^2 (e 1^T + 1 e^T) + 2 (1 + |e|^2)/d^3 1 1^T)``."""
+    t = e.shape[1]
+    ones = np.ones(t)
+    blocks = []
+    for eg, w in zip(e, weights):
+        d = 1.0 - eg.sum()
+        q = 1.0 + eg @ eg
+        blocks.append(w * (2.0 / d * np.eye(t) + 2.0 / d**2 * (np.outer(eg, ones) + np.outer(ones, eg))
+                           + 2.0 * q / d**3 * np.ones((t, t))))
+    return sp.block_diag(blocks, format="csr")
+
+
+def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
+    """l2 of a matrix whose moving rows go only into cells whose own rows are the identity
+    (the restricted support), from the closed form, without inverting P."""
+    p = sp.csr_matrix(transitions)
+    off = p - sp.diags(p.diagonal())
+    moving = np.flatnonzero(off.getnnz(axis=1))
+    if np.intersect1d(off[moving].indices, moving).size:
+        raise PramkitError("restricted_l2 needs a matrix whose targets do not move themselves")
+    e = off[moving]
+    s = np.asarray(e.sum(axis=1)).ravel()
+    q = 1.0 + np.asarray(e.multiply(e).sum(axis=1)).ravel()
+    n = float(space.counts.sum())
+    return float(space.counts[moving] @ (q / (1.0 - s) + s - 1.0)) / n**2
+
+
+def _restricted_once(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float, max_iterations: int
+) -> Solve:
+    k = space.cells
+    problems = problem_combinations(space, combinations, alpha=alpha, gamma=gamma)
+    if not problems:
+        return Solve(sp.identity(k, format="csr"), "none", "no problem combination: P = I", True, 0, 0, 0, 0.0)
+    targets = cover_targets(space, combinations, problems)
+    occ = space.occurring
+    sources = np.setdiff1d(occ[space.counts[occ] * alpha >= 1.0], targets)
+    if sources.size == 0:
+        raise PramkitError(
+            f"no type occurs at least 1/alpha = {1 / alpha:g} times, so the restricted design has nothing to "
+            "move; raise alpha or use method='full' on a small key space"
+        )
+    a_src = membership(space, combinations, problems, sources)
+    a_tgt = membership(space, combinations, problems, targets).toarray()      # T x C
+    patterns, group = np.unique(a_src.toarray().astype(bool), axis=0, return_inverse=True)
+    group = group.ravel()
+    weights = np.bincount(group, weights=space.counts[sources])
+    n_groups, n_targets, n_problems = patterns.shape[0], targets.size, len(problems)
+    # den_c = U_c + sum_{g,t} W_g (a_tc - a_gc) e_gt >= 1 / (alpha (1 - SAFETY))
+    coef = (weights[:, None, None] * (a_tgt[None, :, :] - patterns[:, None, :])).reshape(-1, n_problems).T
+    a_c1 = sp.csr_matrix(coef)
+    need = 1.0 / (alpha * (1.0 - SAFETY)) - np.array([u for _, _, u in problems])
+    a_row = sp.kron(sp.eye(n_groups), np.ones((1, n_targets)), format="csr")
+    nvar = n_groups * n_targets
+
+    feasible = linprog(np.zeros(nvar), A_ub=sp.vstack([-a_c1, a_row]), b_ub=np.concatenate([-need, np.full(n_groups, MAX_CHANGE)]),
+                       bounds=(0, None), method="highs")
+    if feasible.status == 2:
+        raise PramkitError(
+            f"no matrix that moves only frequent types meets (C1) at alpha = {alpha:g} for these combinations; "
+            "raise alpha, use fewer combinations, or method='full' on a small key space"
+        )
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = group_objective(x.reshape(n_groups, n_targets), weights)
+        return value, grad.ravel()
+
+    res = minimize(fun, np.zeros(nvar), jac=True, hess=lambda x: group_hessian(x.reshape(n_groups, n_targets), weights),
+                   method="trust-constr",
+                   constraints=[LinearConstraint(a_c1, need, np.inf), LinearConstraint(a_row, 0.0, MAX_CHANGE)],
+                   bounds=Bounds(0.0, 1.0), options={"maxiter": max_iterations, "gtol": 1e-12, "xtol": 1e-14})
+    e = np.clip(res.x, 0.0, None).reshape(n_groups, n_targets)
+    # Frank-Wolfe certificate: f* >= f(x) - grad^T (x - y*)
+    _, grad = group_objective(e, weights)
+    lin = linprog(grad.ravel(), A_ub=sp.vstack([-a_c1, a_row]), b_ub=np.concatenate([-need, np.full(n_groups, MAX_CHANGE)]),
+                  bounds=(0, None), method="highs")
+    gap = float(grad.ravel() @ e.ravel() - lin.fun) if lin.status == 0 else math.inf
+    rows_e = e[group]                                                          # sources x T
+    s = rows_e.sum(axis=1)
+    r, c = np.nonzero(rows_e > 0)
+    diag_cells = np.arange(k)
+    keep = np.ones(k)
+    keep[sources] = 1.0 - s
+    p = sp.csr_matrix((np.concatenate([keep, rows_e[r, c]]),
+                       (np.concatenate([diag_cells, sources[r]]), np.concatenate([diag_cells, targets[c]]))),
+                      shape=(k, k))
+    return Solve(p, "trust-constr", str(res.message), bool(res.success), int(res.nit), nvar, n_problems, max(gap, 0.0))
+
+
+def solve_restricted(
+    space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float, max_iterations: int = 3000
+) -> tuple[Solve, float | None, int]:
+    """The restricted-support design with gamma restarts."""
+    return with_gamma_restarts(
+        space, gamma=gamma,
+        solve=lambda g: _restricted_once(space, combinations, alpha=alpha, gamma=g, max_iterations=max_iterations),
+    )
