@@ -16,6 +16,10 @@ Battiston and Camerlenghi, program (7); the default) and the classic and
 bistochastic families of :mod:`pramkit.design.methods` (invariant, keep, rr,
 kanon, tridiagonal, circulant, bistochastic-beta), each reported with its
 measures (epsilon, beta, information).  A new family is one more entry.
+
+``pramkit design DATA --keys a,b,c,d,e --recognition ALPHA [--combinations 3] --out M.json``
+designs one joint matrix over the keys against spontaneous recognition
+(Cator, Hensbergen and Rozenholc) and writes it as a joint manifest variable.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from pramkit.counts import count_file
 from pramkit.design.dp_optimal import dp_optimal
 from pramkit.design.methods import METHODS as FAMILY_METHODS
 from pramkit.design.methods import measure
+from pramkit.design.recognition import recognition_design_from_data
+from pramkit.io import read_table
 from pramkit.errors import PramkitError
 from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
 from pramkit.matrix import Label, PramMatrix
@@ -177,7 +183,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Design a PRAM matrix for a distribution (--probs/--counts), or one per variable of a "
                     "data file (--vars) written as a manifest for `pramkit apply`.")
     p.add_argument("data", nargs="?", type=Path, help="data file (CSV, Parquet, Stata, SPSS) to design from")
-    p.add_argument("--vars", help="comma-separated columns of DATA to perturb")
+    p.add_argument("--vars", "--keys", dest="vars",
+                   help="comma-separated columns of DATA to perturb (the key variables for --recognition)")
     p.add_argument("--probs", help="comma-separated probabilities of the categories (sum 1)")
     p.add_argument("--counts", help="comma-separated counts or weights of the categories (normalised)")
     p.add_argument("--categories", help="comma-separated labels for --probs/--counts (default 0..S-1)")
@@ -197,7 +204,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "(default) or fixed at pd")
     fam.add_argument("--seed", type=int, help="invariant: seed of the diagonal draw")
     fam.add_argument("--k", type=int, help="kanon: categories per class")
-    fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon)")
+    fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon); "
+                     "--recognition: lower bound on the diagonal of the reductions (default 0.9)")
     fam.add_argument("--beta-family", choices=["rr", "kanon", "tridiagonal", "circulant", "best"],
                      help="bistochastic-beta: the family to fit (default best: most information for the data)")
     p.add_argument("--family", choices=["diagonal", "general"], default="diagonal",
@@ -207,6 +215,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how the record budget is shared by the variables (default %(default)s); "
                         "joint: one matrix on their cross-classification at the whole budget, "
                         "compared with the optimal split")
+    rec = p.add_argument_group("protection against spontaneous recognition (Cator, Hensbergen and Rozenholc; "
+                               "see docs/design-recognition.md)")
+    rec.add_argument("--recognition", type=float, metavar="ALPHA",
+                     help="design one joint matrix over --keys with every posterior of condition (C1) at most "
+                          "ALPHA and the smallest L2 loss")
+    rec.add_argument("--combinations", default="3",
+                     help="key combinations checked: a size (default 3: every combination of three keys) "
+                          "or lists such as 'a,b,c;a,b,d'")
+    rec.add_argument("--recognition-method", choices=["restricted", "full"], default="restricted",
+                     help="restricted: convex, certified gap (default); full: every entry free (small X only)")
     p.add_argument("--out", type=Path, help="manifest to write (data mode)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -267,7 +285,57 @@ def _matrix_json(m: PramMatrix) -> dict[str, Any]:
     }
 
 
+def _combinations(text: str) -> int | list[list[str]]:
+    if text.strip().isdigit():
+        return int(text)
+    return [[k.strip() for k in group.split(",") if k.strip()] for group in text.split(";") if group.strip()]
+
+
+def _run_recognition(args: argparse.Namespace) -> int:
+    """``--recognition ALPHA``: one joint matrix over the keys, written as a joint manifest variable."""
+    if args.data is None or not args.vars or not args.out:
+        raise PramkitError("--recognition needs a data file, --keys and --out")
+    if args.epsilon is not None or args.method != "dp":
+        raise PramkitError("--recognition is its own privacy model: leave out --epsilon and --method")
+    keys = [v.strip() for v in args.vars.split(",") if v.strip()]
+    check_writable(args.out, force=args.force)
+    data = read_table(args.data, columns=keys)
+    d = recognition_design_from_data(
+        data, keys, alpha=args.recognition, combinations=_combinations(args.combinations),
+        method=args.recognition_method, gamma=0.9 if args.gamma is None else args.gamma,
+    )
+    manifest = Manifest((d.perturbed_variable(),), input={"data": args.data.name, "method": "recognition"})
+    manifest.write(args.out, force=args.force)
+    top = d.destinations().head(5)
+    out = {
+        "manifest": str(args.out),
+        "keys": keys,
+        "alpha": d.alpha,
+        "worst_posterior": d.worst_posterior,
+        "l2_loss": d.loss,
+        "expected_changes_records": d.expected_changes,
+        "min_diagonal": d.matrix.min_diagonal if d.matrix is not None else None,
+        "record_epsilon": epsilon_to_json(manifest.record_epsilon),
+        "baseline": {"weight": d.baseline.weight, "l2_loss": d.baseline.loss,
+                     "expected_changes_records": d.baseline.expected_changes},
+        "destinations": [{"cell": list(c) if isinstance(c, tuple) else c, "records_in": float(r)}
+                         for c, r in zip(top["cell"], top["records_in"])],
+        "diagnostics": dataclasses.asdict(d.diagnostics),
+    }
+    if args.json:
+        print_json(out)
+    else:
+        print(f"recognition design over {', '.join(keys)}: worst posterior {d.worst_posterior:.4g} "
+              f"(alpha {d.alpha:g}), L2 loss {d.loss:.4g}, expected changes {d.expected_changes:.1f} records "
+              f"(uniform noise at the same protection: {d.baseline.expected_changes:.1f} records, "
+              f"L2 {d.baseline.loss:.4g})")
+        print(f"wrote {args.out} (one joint variable; record epsilon {out['record_epsilon']})")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.recognition is not None:
+        return _run_recognition(args)
     method = METHODS[args.method]
     if args.data is None:
         if args.vars or args.out:
