@@ -37,6 +37,7 @@ class CountTable:
     categories: each column's categories, in axis order
     counts: integer array of shape ``(S_1, ..., S_d)``
     rows: records read; missing: records left out because a column was missing
+    weight_sums: with weights, the sum of the records' weights in each cell (same shape)
     """
 
     columns: tuple[str, ...]
@@ -44,6 +45,7 @@ class CountTable:
     counts: np.ndarray
     rows: int
     missing: int
+    weight_sums: np.ndarray | None = None
 
     def margin(self, column: str) -> np.ndarray:
         """Counts of one column's categories."""
@@ -58,10 +60,13 @@ class CountTable:
         return m / total
 
 
-def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | None) -> dict[str, list[Label]]:
+def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | None,
+              missing_category: bool) -> dict[str, list[Label]]:
     """Each column's distinct values: in dictionary order for dictionary-encoded
-    (categorical) columns, in :func:`sort_labels` order otherwise."""
+    (categorical) columns, in :func:`sort_labels` order otherwise; ``None`` last
+    for a column with missing values when ``missing_category``."""
     seen: dict[str, dict[str | None, Any]] = {c: {} for c in columns}
+    has_missing: set[str] = set()
     ordered: set[str] = set()
     with progress(total=total, desc="categories", unit="rows", quiet=quiet) as bar:
         for table in batches:
@@ -76,12 +81,28 @@ def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | No
                     key = canonical(v)
                     if key is not None:
                         seen[c].setdefault(key, v)
+                if missing_category and pc.any(pc.is_null(col, nan_is_null=True)).as_py():
+                    has_missing.add(c)
             bar.update(table.num_rows)
-    return {c: list(seen[c].values()) if c in ordered else sort_labels(seen[c].values()) for c in columns}
+    cats = {c: list(seen[c].values()) if c in ordered else sort_labels(seen[c].values()) for c in columns}
+    for c in has_missing:
+        cats[c].append(None)
+    return cats
+
+
+def _weights_of(table: pa.Table, name: str, first_row: int) -> np.ndarray:
+    """A chunk's survey weights: finite and positive, else :class:`DataError` naming the row."""
+    w = pd.to_numeric(pd.Series(table.column(name).to_pandas()), errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(f"weight column {name!r}: row {first_row + i + 1} has weight {w[i]!r}; "
+                        "weights must be finite and positive")
+    return w
 
 
 def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
-                  quiet: bool, total: int | None) -> CountTable:
+                  quiet: bool, total: int | None, weights: str | None = None) -> CountTable:
     shape = tuple(len(cats[c]) for c in columns)
     cells = int(np.prod(shape, dtype=np.float64))
     if cells > MAX_CELLS:
@@ -89,6 +110,7 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
             f"the table over {list(columns)} has {cells:,} cells, more than {MAX_CELLS:,}; count fewer columns"
         )
     counts = np.zeros(cells, dtype=np.int64)
+    sums = None if weights is None else np.zeros(cells)
     rows = missing = 0
     with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
         for table in tables:
@@ -100,12 +122,15 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
             absent = (codes == MISSING).any(axis=0)
             flat = np.ravel_multi_index(codes[:, ~absent], shape)
             counts += np.bincount(flat, minlength=cells)
+            if sums is not None:
+                sums += np.bincount(flat, weights=_weights_of(table, weights, rows)[~absent], minlength=cells)
             rows += table.num_rows
             missing += int(absent.sum())
             bar.update(table.num_rows)
     if rows == 0:
         raise DataError("there are no data rows to count")
-    return CountTable(tuple(columns), tuple(tuple(cats[c]) for c in columns), counts.reshape(shape), rows, missing)
+    return CountTable(tuple(columns), tuple(tuple(cats[c]) for c in columns), counts.reshape(shape), rows, missing,
+                      None if sums is None else sums.reshape(shape))
 
 
 def count_file(
@@ -113,6 +138,8 @@ def count_file(
     columns: Sequence[str],
     *,
     categories: Mapping[str, Sequence[Label]] | None = None,
+    weights: str | None = None,
+    missing: str = "exclude",
     chunk_rows: int = CHUNK_ROWS,
     quiet: bool = True,
 ) -> CountTable:
@@ -122,19 +149,25 @@ def count_file(
     outside them is an error naming it; a ``None`` category counts the
     missing values); the others are found in a first pass.  Records with a
     missing value in any other column are counted in ``missing`` and left out
-    of the table.
+    of the table; with ``missing="category"`` a column whose categories are
+    found in the data gets a ``None`` category for its missing values instead.
+    ``weights`` names a column of survey weights whose sums per cell are
+    returned as ``weight_sums``.
     """
     columns = list(columns)
     if not columns:
         raise PramkitError("name at least one column to count")
+    if missing not in ("exclude", "category"):
+        raise PramkitError(f"missing must be 'exclude' or 'category', not {missing!r}")
     declared = dict(categories or {})
-    meta, _ = iter_batches(path, columns=columns, chunk_rows=chunk_rows)
+    read = columns + ([weights] if weights is not None and weights not in columns else [])
+    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows)
     todo = [c for c in columns if c not in declared]
     if todo:
         _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows)
-        declared.update(_distinct(batches, todo, quiet, meta.rows))
-    _, batches = iter_batches(path, columns=columns, chunk_rows=chunk_rows)
-    return _count_tables(batches, columns, declared, quiet, meta.rows)
+        declared.update(_distinct(batches, todo, quiet, meta.rows, missing == "category"))
+    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows)
+    return _count_tables(batches, columns, declared, quiet, meta.rows, weights)
 
 
 def count_frame(

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from pramkit.cli._common import print_json
 from pramkit.errors import PramkitError
-from pramkit.io import read_table
 from pramkit.manifest import Manifest
 from pramkit.risk.identification import identification_risk
 from pramkit.risk.plots import plot_fit
@@ -46,11 +45,10 @@ def run(args: argparse.Namespace) -> int:
     manifest = Manifest.read(args.manifest) if args.manifest else None
     if args.original and not manifest:
         raise PramkitError("--original needs --manifest")
-    data = read_table(args.data, columns=sorted(set(keys) | ({args.weights} if args.weights else set())))
-    original = read_table(args.original, columns=keys) if args.original else None
+    # the files are streamed: memory is bounded by a chunk and the key table
     result = identification_risk(
-        data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
-        model=args.model, manifest=manifest, original=original, missing=args.missing,
+        args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
+        model=args.model, manifest=manifest, original=args.original, missing=args.missing,
     )
     out = result.to_dict()
     if args.plot:

@@ -27,11 +27,13 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from pramkit.counts import count_file
 from pramkit.errors import DataError, PramkitError
 from pramkit.manifest import Manifest
 from pramkit.risk.frequencies import MissingKeys, frequencies_of, key_table, record_weights
@@ -81,7 +83,7 @@ class RiskResult:
     fitted_to: str
     missing: MissingKeys
     excluded: int
-    per_record: pd.DataFrame
+    per_record: pd.DataFrame | None
     cell_risk: CellRisk
     seconds: float
 
@@ -128,15 +130,82 @@ def sampling_fraction_of(
     return pi
 
 
+def _fit_model(
+    counts: np.ndarray, source: np.ndarray | None, keys: tuple[str, ...], perturbed: tuple[str, ...],
+    manifest: Manifest | None, *, model: str | Sequence[Sequence[str]], tol: float,
+) -> tuple[LogLinearFit, str, list[np.ndarray | None]]:
+    """The log-linear model of the true cells: fitted to the sample counts, to the
+    original file's counts ``source`` (a release with its original), or by EM from
+    the released counts; with the misclassification matrices of the key axes."""
+    if source is not None and not perturbed:
+        raise PramkitError("original is only used with a manifest that perturbs a key variable")
+    if not perturbed:
+        return fit_loglinear(counts, keys, model=model, tol=tol), "sample", [None] * len(keys)
+    mats = [manifest[k].matrix.matrix if k in perturbed else None for k in keys]
+    if source is not None:
+        if source.sum() != counts.sum():
+            raise DataError(
+                f"the original file has {int(source.sum())} counted records, the released file "
+                f"{int(counts.sum())}; pass the file the release was made from"
+            )
+        return fit_loglinear(source, keys, model=model, tol=tol), "original", mats
+    if counts.size > EM_MAX_CELLS:
+        raise PramkitError(
+            f"the keys have {counts.size:,} cells; fitting the model from released counts alone (EM) "
+            f"is limited to {EM_MAX_CELLS:,} cells: pass the original file (original=, --original)"
+        )
+    return fit_loglinear_misclassified(counts, keys, mats, model=model, tol=tol), "released (EM)", mats
+
+
+def _file_risk(
+    path: str | Path, keys: tuple[str, ...], perturbed: tuple[str, ...], start: float, *,
+    sampling_fraction: float | None, weights: Any, model: str | Sequence[Sequence[str]],
+    manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float,
+) -> RiskResult:
+    """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file`:
+    the same figures from the cell counts (and weight sums), memory bounded by a chunk and
+    the table; no per-record output."""
+    if weights is not None and not isinstance(weights, str):
+        raise PramkitError("with a file, weights must name its weight column")
+    if original is not None and not isinstance(original, (str, Path)):
+        raise PramkitError("with a file, original must be the original file's path too")
+    declared = {k: manifest[k].matrix.categories for k in perturbed}
+    table = count_file(path, keys, categories=declared, weights=weights, missing=missing)
+    counts = table.counts.astype(float)
+    n = int(table.counts.sum())
+    if n == 0:
+        raise DataError("every record has a missing key value; use missing='category' to count them")
+    sums = table.weight_sums
+    pi = sampling_fraction_of(n, sampling_fraction=sampling_fraction, weights=None if sums is None else sums.ravel())
+    source = None
+    if original is not None:
+        source = count_file(original, keys, categories=dict(zip(keys, table.categories)),
+                            missing=missing).counts.astype(float)
+    fit, fitted_to, mats = _fit_model(counts, source, keys, perturbed, manifest, model=model, tol=tol)
+    risk = cell_risk(fit.fitted, pi, mats)
+    unique = counts == 1
+    occupied = counts > 0
+    population = sums if sums is not None else counts / pi
+    indiv = individual_risk(counts[occupied], population[occupied])
+    return RiskResult(
+        keys=keys, n=n, cells=counts.size, combinations=int(occupied.sum()),
+        sample_uniques=int(unique.sum()), sample_doubles=int((counts == 2).sum()) * 2,
+        tau1=float(risk.r1[unique].sum()), tau2=float(risk.r2[unique].sum()),
+        expected_reidentifications=float(np.dot(counts[occupied], indiv.risk)),
+        sampling_fraction=pi, model=fit, perturbed=perturbed, fitted_to=fitted_to, missing=missing,
+        excluded=table.missing, per_record=None, cell_risk=risk, seconds=time.perf_counter() - start,
+    )
+
+
 def identification_risk(
-    data: pd.DataFrame,
+    data: pd.DataFrame | str | Path,
     keys: Sequence[str],
     *,
     sampling_fraction: float | None = None,
     weights: str | Sequence[float] | np.ndarray | None = None,
     model: str | Sequence[Sequence[str]] = "2way",
     manifest: Manifest | None = None,
-    original: pd.DataFrame | None = None,
+    original: pd.DataFrame | str | Path | None = None,
     missing: MissingKeys = "category",
     tol: float = 1e-4,
 ) -> RiskResult:
@@ -144,6 +213,8 @@ def identification_risk(
 
     Parameters
     ----------
+    data : the records in memory, or the path of a file, which is then streamed (memory
+        bounded by a chunk and the key table; ``per_record`` is then ``None``)
     sampling_fraction, weights : exactly one; ``weights`` a column name or one value per record
     model : ``"independence"``, ``"2way"`` (default), a formula ``"a*b + c"`` or a list of margins
     manifest : the release manifest when ``data`` is a released (perturbed) file
@@ -155,6 +226,9 @@ def identification_risk(
     start = time.perf_counter()
     keys = tuple(keys)
     perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
+    if isinstance(data, (str, Path)):
+        return _file_risk(data, keys, perturbed, start, sampling_fraction=sampling_fraction, weights=weights,
+                          model=model, manifest=manifest, original=original, missing=missing, tol=tol)
     categories = None
     if perturbed:
         table0 = key_table(data, keys, missing=missing)
@@ -167,31 +241,12 @@ def identification_risk(
     pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction, weights=w)
     freq = frequencies_of(table, w_all if w_all is not None else np.full(len(data), 1.0 / pi))
     counts = table.dense_counts()
-    if original is not None and not perturbed:
-        raise PramkitError("original is only used with a manifest that perturbs a key variable")
-    if perturbed:
-        mats = [manifest[k].matrix.matrix if k in perturbed else None for k in keys]
-        if original is not None:
-            source = key_table(original, keys, missing=missing, categories=table.categories)
-            if source.n != table.n:
-                raise DataError(
-                    f"the original file has {source.n} counted records, the released file {table.n}; "
-                    "pass the file the release was made from"
-                )
-            fit = fit_loglinear(source.dense_counts(), keys, model=model, tol=tol)
-            fitted_to = "original"
-        elif table.cells > EM_MAX_CELLS:
-            raise PramkitError(
-                f"the keys have {table.cells:,} cells; fitting the model from released counts alone (EM) "
-                f"is limited to {EM_MAX_CELLS:,} cells: pass the original file (original=, --original)"
-            )
-        else:
-            fit = fit_loglinear_misclassified(counts, keys, mats, model=model, tol=tol)
-            fitted_to = "released (EM)"
-    else:
-        mats = [None] * len(keys)
-        fit = fit_loglinear(counts, keys, model=model, tol=tol)
-        fitted_to = "sample"
+    source = None
+    if original is not None:
+        if not isinstance(original, pd.DataFrame):
+            raise PramkitError("with data in memory, original must be a DataFrame too")
+        source = key_table(original, keys, missing=missing, categories=table.categories).dense_counts()
+    fit, fitted_to, mats = _fit_model(counts, source, keys, perturbed, manifest, model=model, tol=tol)
     risk = cell_risk(fit.fitted, pi, mats)
     unique_cells = counts == 1
     per_cell_r1 = np.where(unique_cells, risk.r1, np.nan).ravel()
