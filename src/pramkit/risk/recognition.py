@@ -155,6 +155,23 @@ def recognition_risk(
     )
 
 
+def _violations(
+    table: KeyTable, post: np.ndarray, alpha: float, r_idx: np.ndarray, c_idx: np.ndarray,
+    released_axes: tuple[int, ...], record_axes: tuple[int, ...], counts: np.ndarray,
+) -> list[Violation]:
+    """The (record type, released value) pairs of ``post`` above alpha, as violations."""
+    names = tuple(table.keys[a] for a in released_axes)
+    return [
+        Violation(
+            combination=names, released=_labels(table, released_axes, int(c_idx[j])),
+            record_keys=tuple(table.keys[a] for a in record_axes),
+            record=_labels(table, record_axes, int(r_idx[i])), records=int(counts[r_idx[i]]),
+            posterior=float(post[i, j]),
+        )
+        for i, j in zip(*np.nonzero(post > alpha))
+    ]
+
+
 def _posteriors(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return np.divide(numerator, denominator[None, :], out=np.zeros_like(numerator), where=denominator[None, :] > 0)
 
@@ -183,13 +200,8 @@ def _check_kronecker(
         r_idx, c_idx = np.flatnonzero(rows), np.flatnonzero(cols)
         post = _posteriors(joint[np.ix_(r_idx, c_idx)], denominator[c_idx])
         pairs += post.size
-        if post.size:
-            best = max(best, float(post.max()))
-        for i, j in zip(*np.nonzero(post > alpha)):
-            violations.append(Violation(
-                combination=names, released=_labels(table, axes, int(c_idx[j])), record_keys=names,
-                record=_labels(table, axes, int(r_idx[i])), records=int(u[r_idx[i]]), posterior=float(post[i, j]),
-            ))
+        best = max(best, float(post.max())) if post.size else best
+        violations += _violations(table, post, alpha, r_idx, c_idx, axes, axes, u)
     return violations, best, pairs
 
 
@@ -208,7 +220,6 @@ def _check_joint(
     best = 0.0
     pairs = 0
     for axes in combos:
-        names = tuple(table.keys[a] for a in axes)
         shape = tuple(table.shape[a] for a in axes)
         projection = np.ravel_multi_index(tuple(coords[a] for a in axes), shape)
         q = p @ np.eye(math.prod(shape))[projection]  # Q[l, k0] = sum_{k: k_pi = k0} P[l, k]
@@ -220,11 +231,6 @@ def _check_joint(
         c_idx = np.flatnonzero(cols)
         post = _posteriors(q[np.ix_(r_idx, c_idx)], denominator[c_idx])
         pairs += post.size
-        if post.size:
-            best = max(best, float(post.max()))
-        for i, j in zip(*np.nonzero(post > alpha)):
-            violations.append(Violation(
-                combination=names, released=_labels(table, axes, int(c_idx[j])), record_keys=table.keys,
-                record=_labels(table, all_axes, int(r_idx[i])), records=int(u0[r_idx[i]]), posterior=float(post[i, j]),
-            ))
+        best = max(best, float(post.max())) if post.size else best
+        violations += _violations(table, post, alpha, r_idx, c_idx, axes, all_axes, u0)
     return violations, best, pairs
