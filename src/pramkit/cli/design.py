@@ -211,10 +211,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--family", choices=["diagonal", "general"], default="diagonal",
                    help="diagonal: form (8), any S, certificate in the output; general: any matrix, staircase LP (S <= 14)")
     p.add_argument("--truthful", action="store_true", help="require q_k >= 1/S (form (8) only)")
-    p.add_argument("--split", choices=["optimal", "equal", "joint"], default="optimal",
-                   help="how the record budget is shared by the variables (default %(default)s); "
-                        "joint: one matrix on their cross-classification at the whole budget, "
-                        "compared with the optimal split")
+    p.add_argument("--split", choices=["optimal", "equal", "joint"], default="equal",
+                   help="how the record budget is shared by the variables (default %(default)s: every listed "
+                        "variable is perturbed); optimal: the most total information, which may give a "
+                        "variable epsilon 0 and leave it unperturbed; joint: one matrix on their "
+                        "cross-classification at the whole budget, compared with the optimal split")
     rec = p.add_argument_group("protection against spontaneous recognition (Cator, Hensbergen and Rozenholc; "
                                "see docs/design-recognition.md)")
     rec.add_argument("--recognition", type=float, metavar="ALPHA",
