@@ -6,12 +6,13 @@ files with keyed randomness, and estimate tables from the released data.
 
 from pramkit._version import __version__
 from pramkit.errors import PramkitError
+from pramkit.estimate import estimate_table
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.perturb import apply_file, perturb_codes, perturb_frame
 from pramkit.rng import SecretKey
 
 __all__ = [
-    "__version__", "PramkitError", "Manifest", "PerturbedVariable", "PramMatrix",
+    "__version__", "PramkitError", "estimate_table", "Manifest", "PerturbedVariable", "PramMatrix",
     "Provenance", "apply_file", "perturb_codes", "perturb_frame", "SecretKey",
 ]
