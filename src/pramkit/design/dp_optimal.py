@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from pramkit.codebook import categories_of, encode
+from pramkit.counts import count_frame
 from pramkit.errors import PramkitError
 from pramkit.information import check_probabilities, form8_objective
 from pramkit.matrix import Label, PramMatrix, Provenance
@@ -601,22 +602,14 @@ def dp_optimal(
     return PramMatrix.from_diagonal(q, cats, provenance)
 
 
-def counts_of(values: Any, *, column: str = "column") -> tuple[list[Label], np.ndarray]:
-    """Categories (:func:`pramkit.codebook.categories_of`) and their counts in a
-    column, missing values left out."""
-    cats = categories_of(values)
-    if not cats:
-        raise PramkitError(f"column {column!r} has no non-missing value")
-    codes = encode(values, cats, column=column)
-    counts = np.bincount(codes[codes >= 0], minlength=len(cats)).astype(float)
-    return list(cats), counts
-
-
 def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:
     """:func:`dp_optimal` for the observed distribution of a data column
     (categories from :func:`pramkit.codebook.categories_of`, missing values
     left out of p and kept missing when perturbing)."""
-    cats, counts = counts_of(values, column=column)
+    table = count_frame(pd.DataFrame({column: values}), [column])
+    cats = list(table.categories[0])
+    if not cats:
+        raise PramkitError(f"column {column!r} has no non-missing value")
     if len(cats) < 2:
         raise PramkitError(f"column {column!r} has a single category ({cats[0]!r}); nothing to perturb")
-    return dp_optimal(counts / counts.sum(), epsilon, categories=cats, truthful=truthful)
+    return dp_optimal(table.proportions(column), epsilon, categories=cats, truthful=truthful)
