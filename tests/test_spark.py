@@ -13,7 +13,7 @@ import pytest
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.io import write_table
-from pramkit.manifest import Manifest
+from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.perturb import apply_file
 from pramkit.rng import SecretKey
@@ -114,3 +114,18 @@ def test_cli_engine_spark(files, key, local, capsys) -> None:
     code = main(["apply", str(files["parquet"]), "--manifest", str(files["manifest"]), "--out", str(out),
                  "--engine", "spark"])
     assert code == 2 and "--force" in capsys.readouterr().err
+
+
+def test_joint_variable_on_spark(spark, files, key) -> None:
+    """A joint matrix over two columns: Spark releases what the local engine releases."""
+    cells = [(r, s) for r in range(1, 8) for s in ("m", "f")]
+    rng = np.random.default_rng(9)
+    m = PramMatrix(0.7 * np.eye(len(cells)) + 0.3 * rng.dirichlet(np.ones(len(cells)), size=len(cells)), cells)
+    manifest = Manifest((PerturbedVariable("region*sex", m, columns=("region", "sex")),))
+    apply_file(files["parquet"], manifest, files["dir"] / "joint_local.parquet", key=key)
+    expected = pq.read_table(files["dir"] / "joint_local.parquet").to_pandas()
+    df = ps.read(spark, files["parquet"]).repartition(3)
+    released = ps.perturb(df, manifest, key=key, row_number="row").toPandas()
+    released = released.sort_values("row").reset_index(drop=True)
+    pd.testing.assert_frame_equal(released, expected)
+    assert (released["region"] != pd.read_parquet(files["parquet"])["region"]).any()

@@ -69,14 +69,13 @@ def _existing(path: str | Path) -> Path:
     return p
 
 
-def _check_columns(wanted: Sequence[str] | None, present: Sequence[str], path: Path) -> None:
+def require_columns(wanted: Sequence[str] | None, present: Sequence[str], where: str) -> None:
+    """:class:`DataError` naming the columns of ``wanted`` that ``where`` does not have."""
     if wanted is None:
         return
     unknown = [c for c in wanted if c not in present]
     if unknown:
-        raise DataError(
-            f"column(s) {unknown} are not in {str(path)!r}; its columns are {list(present)}"
-        )
+        raise DataError(f"column(s) {unknown} are not in {where}; its columns are {list(present)}")
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -110,7 +109,7 @@ def _ragged_row_message(path: Path, width: int) -> str | None:
 
 def _csv_batches(path: Path, columns: Sequence[str] | None, block_bytes: int) -> Iterator[pa.RecordBatch]:
     header = _csv_header(path)
-    _check_columns(columns, header, path)
+    require_columns(columns, header, repr(str(path)))
     convert = pacsv.ConvertOptions(
         column_types={h: pa.string() for h in header},
         null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True,
@@ -142,7 +141,7 @@ def iter_batches(
     fmt = table_format(p)
     if fmt == "csv":
         header = _csv_header(p)
-        _check_columns(columns, header, p)
+        require_columns(columns, header, repr(str(p)))
         meta = TableMeta("csv", list(columns) if columns is not None else header)
         block = max(1 << 16, min(chunk_rows * 64, 1 << 30))
         return meta, (pa.Table.from_batches([b]) for b in _csv_batches(p, columns, block))
@@ -152,7 +151,7 @@ def iter_batches(
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataError(f"cannot read Parquet file {str(p)!r}: {exc}") from None
         names = pf.schema_arrow.names
-        _check_columns(columns, names, p)
+        require_columns(columns, names, repr(str(p)))
         meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
         return meta, (pa.Table.from_batches([b]) for b in pf.iter_batches(batch_size=chunk_rows, columns=columns))
     frame, labels = _read_stat(p, fmt, columns)
@@ -168,7 +167,7 @@ def _read_stat(path: Path, fmt: str, columns: Sequence[str] | None) -> tuple[pd.
         _, head = reader(str(path), metadataonly=True)
     except Exception as exc:  # pyreadstat raises its own ReadstatError and others
         raise DataError(f"cannot read {fmt} file {str(path)!r}: {exc}") from None
-    _check_columns(columns, head.column_names, path)
+    require_columns(columns, head.column_names, repr(str(path)))
     frame, meta = reader(str(path), usecols=list(columns) if columns is not None else None)
     labels = {
         "column_labels": dict(zip(meta.column_names, meta.column_labels)),

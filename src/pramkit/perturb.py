@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 from pramkit.atomic import check_writable
 from pramkit.codebook import MISSING, JointCodebook, decode, encode
 from pramkit.errors import DataError, PramkitError
-from pramkit.io import CHUNK_ROWS, TableWriter, iter_batches
+from pramkit.io import CHUNK_ROWS, TableWriter, iter_batches, require_columns
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
@@ -148,12 +148,6 @@ def _as_missing(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _check_columns(manifest: Manifest, columns: list[str], where: str) -> None:
-    absent = [n for n in manifest.columns if n not in columns]
-    if absent:
-        raise DataError(f"the manifest perturbs {absent}, which {where} does not have; its columns are {columns}")
-
-
 class TablePerturber:
     """Perturbs the manifest's columns of Arrow tables, chunk after chunk.
 
@@ -168,7 +162,7 @@ class TablePerturber:
         self._perturbers = [_Perturber(v, key) for v in manifest.variables]
 
     def check_columns(self, columns: list[str], where: str) -> None:
-        _check_columns(self.manifest, columns, where)
+        require_columns(self.manifest.columns, columns, where)
 
     def __call__(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None) -> pa.Table:
         for p in self._perturbers:
@@ -193,7 +187,7 @@ def perturb_frame(
     """
     t0 = time.perf_counter()
     secret = resolve_key(key)
-    _check_columns(manifest, list(data.columns), "the data")
+    require_columns(manifest.columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
     perturber = TablePerturber(manifest, secret)

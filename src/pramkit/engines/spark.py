@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from pramkit.errors import DataError, PramkitError
+from pramkit.io import require_columns
 from pramkit.manifest import Manifest
 from pramkit.perturb import ApplyResult, TablePerturber
 from pramkit.rng import SecretKey, resolve_key
@@ -84,7 +85,7 @@ def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
 
 def table_counts(df: "DataFrame", columns: Sequence[str]) -> pd.DataFrame:
     """Counts of every observed combination of ``columns`` (nulls included), as pandas."""
-    _check(df, columns)
+    require_columns(columns, df.columns, "the DataFrame")
     return df.groupBy(*columns).count().toPandas()
 
 
@@ -94,17 +95,11 @@ def category_counts(df: "DataFrame", column: str) -> dict:
     return {(None if pd.isna(v) else v): int(c) for v, c in zip(counts[column], counts["count"])}
 
 
-def _check(df: "DataFrame", columns: Sequence[str]) -> None:
-    absent = [c for c in columns if c not in df.columns]
-    if absent:
-        raise DataError(f"column(s) {absent} are not in the DataFrame; its columns are {df.columns}")
-
-
 def _with_row_numbers(df: "DataFrame", row_number: str | None) -> tuple["DataFrame", dict[int, int] | None]:
     """The DataFrame with a helper column, and per-partition offsets when rows are numbered by order."""
     F = _require_pyspark()
     if row_number is not None:
-        _check(df, [row_number])
+        require_columns([row_number], df.columns, "the DataFrame")
         return df.withColumn(_ROW, F.col(row_number).cast("long")), None
     numbered = df.withColumn(_MONO, F.monotonically_increasing_id())
     sizes = (
@@ -144,7 +139,7 @@ def perturb(
     0-based row numbers (see the module docstring for the default).
     """
     _require_pyspark()
-    _check(df, manifest.names)
+    require_columns(manifest.columns, df.columns, "the DataFrame")
     schema = df.schema
     numbered, offsets = _with_row_numbers(df, row_number)
     helper = _ROW if offsets is None else _MONO
