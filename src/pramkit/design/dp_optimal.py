@@ -22,11 +22,12 @@ The exact method (proof in ``docs/design-dp.md``):
    takes a, and which of the others take B rather than b.  When that choice
    is small enough every assignment is evaluated (``search = "exhaustive"``:
    every vertex of the polytope is scored, the result is the global optimum).
-   Otherwise the B-categories are a threshold set in the order of p (the
-   largest or the smallest k of the non-singleton categories), which cuts the
-   choice to O(S) per placement of the singletons (``search = "threshold"``;
-   the threshold property is checked against exhaustive search in the tests
-   and in ``docs/design-dp.md``).
+   Otherwise the best threshold set in the order of p (B on the largest or
+   the smallest k of the non-singleton categories, O(S) candidates per
+   placement of the singletons) is the incumbent, and a branch and bound over
+   every split (:mod:`pramkit.design.dp_split_bound`) proves that no other
+   split beats it, or finds the one that does (``search =
+   "branch_and_bound"``).
 
 The closed forms of section 3.2 (S = 2; symmetric M) are
 :func:`binary_optimal_q` and :func:`symmetric_optimal_q`.
@@ -46,6 +47,7 @@ from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
 from pramkit.counts import count_frame
+from pramkit.design.dp_split_bound import bound_split
 from pramkit.errors import PramkitError
 from pramkit.information import check_probabilities, form8_objective
 from pramkit.matrix import Label, PramMatrix, Provenance
@@ -260,7 +262,11 @@ class PatternSearch:
     best_q: best keep-probability vector with these values
     objective: f(best_q) in nats
     candidates: number of assignments scored
-    exhaustive: every assignment was scored (no use of the threshold lemma)
+    exhaustive: every assignment was scored
+    upper_bound: no arrangement of the pattern has f above this (nats): None
+        if exhaustive (the objective itself), else the branch and bound's bound
+    bound_nodes: branch-and-bound nodes explored (0 if exhaustive)
+    closed: the bound is proved (False only if the branch and bound hit its node limit)
     """
 
     values: tuple[float, ...]
@@ -268,6 +274,9 @@ class PatternSearch:
     objective: float
     candidates: int
     exhaustive: bool
+    upper_bound: float | None = None
+    bound_nodes: int = 0
+    closed: bool = True
 
 
 def _representatives(p: np.ndarray, exclude: int | None = None) -> np.ndarray:
@@ -395,17 +404,11 @@ def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, *, for
         found = [_singles_family(p, lv, fixed, var, level) for fixed, var, level in runs]
         best, best_q = max(found, key=lambda r: r[0])
         return PatternSearch(tuple(values), best_q, best, sum(len(r[1]) for r in runs), True)
-    placements = [
-        (i, j)
-        for i in (_representatives(p) if top else [None])
-        for j in (_representatives(p, i) if bottom else [None])
-    ]
+    placements = _placements(p, values, order)
     rest_size = s - int(top) - int(bottom)
     exhaustive = force == "exhaustive" or (force is None and len(placements) * 2 ** rest_size * s <= EXHAUSTIVE_BUDGET)
     best, best_q, count = -math.inf, values[[0] * s], 0
-    for i, j in placements:
-        singles = [(z, l) for z, l in ((i, 0), (j, 3)) if z is not None]
-        rest = np.array([k for k in order if k != i and k != j], dtype=np.intp)
+    for singles, rest in placements:
         if exhaustive:
             bits = (np.arange(2 ** rest.size)[:, None] >> np.arange(rest.size)[None, :]) & 1
             codes = np.empty((len(bits), s), dtype=np.intp)
@@ -420,7 +423,43 @@ def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, *, for
             count += 2 * (rest.size + 1)
         if val > best:
             best, best_q = val, q
-    return PatternSearch(tuple(values), best_q, best, count, exhaustive)
+    return PatternSearch(tuple(values), best_q, best, count, exhaustive, upper_bound=None if exhaustive else math.inf)
+
+
+def _placements(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
+    """Every placement of a pattern's singletons A (level 0) and a (level 3),
+    one representative per distinct p, with the other categories in p-order:
+    pairs ``(singles as (category, level), rest)``."""
+    top = bool(values[0] - values[1] > LEVEL_TOL)
+    bottom = bool(values[2] - values[3] > LEVEL_TOL)
+    out = []
+    for i in (_representatives(p) if top else [None]):
+        for j in (_representatives(p, i) if bottom else [None]):
+            singles = [(z, l) for z, l in ((i, 0), (j, 3)) if z is not None]
+            out.append((singles, np.array([k for k in order if k != i and k != j], dtype=np.intp)))
+    return out
+
+
+def _certify_pattern(p: np.ndarray, found: PatternSearch, order: np.ndarray, incumbent: float) -> PatternSearch:
+    """Branch and bound (:mod:`pramkit.design.dp_split_bound`) over every split
+    of a threshold-searched pattern, for every placement of its singletons:
+    proves that no arrangement beats ``incumbent`` (the best f of all
+    patterns so far) by more than the tie tolerance, or finds the one that does."""
+    values = np.array(found.values)
+    best, best_q = found.objective, found.best_q
+    upper, nodes, closed = -math.inf, 0, True
+    for singles, rest in _placements(p, values, order):
+        level_singles = [(z, float(values[l])) for z, l in singles]
+        target = max(incumbent, best)
+        res = bound_split(p, level_singles, rest, float(values[1]), float(values[2]), target,
+                          TIE_TOL * max(1.0, abs(target)))
+        nodes += res.nodes
+        closed &= res.closed
+        upper = max(upper, res.upper_bound)
+        if res.best_q is not None and res.best_value > best:
+            best, best_q = res.best_value, res.best_q
+    return PatternSearch(found.values, best_q, best, found.candidates, False, upper_bound=max(upper, best),
+                         bound_nodes=nodes, closed=closed)
 
 
 # ---------------------------------------------------------------------------
@@ -447,12 +486,24 @@ class Form8Optimum:
     patterns: tuple[PatternSearch, ...]
     exhaustive: bool
 
+    @property
+    def upper_bound(self) -> float:
+        """No alpha-DP matrix of form (8) has more mutual information than this (nats)."""
+        return max((r.objective if r.upper_bound is None else r.upper_bound for r in self.patterns),
+                   default=self.mutual_information_nats)
+
+    @property
+    def proved(self) -> bool:
+        """The optimum is proved: exhaustive, or every branch and bound closed."""
+        return all(r.closed for r in self.patterns)
+
 
 def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search: str | None = None) -> Form8Optimum:
     """Maximise I(X; Z) over alpha-DP matrices of form (8) (program (7)).
 
-    ``search``: ``None`` (exhaustive where cheap, threshold search elsewhere),
-    ``"exhaustive"`` or ``"threshold"`` (forced; for tests and benchmarks).
+    ``search``: ``None`` (exhaustive where cheap, elsewhere threshold search
+    certified by branch and bound), ``"exhaustive"`` or ``"threshold"``
+    (forced; for tests and benchmarks).
     """
     pv = check_probabilities(p)
     e = check_epsilon(epsilon)
@@ -462,10 +513,13 @@ def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search:
     if s == 1:
         return Form8Optimum(np.ones(1), 0.0, (), True)
     order = np.argsort(-pv, kind="stable")
-    results = sorted(
-        (_search_pattern(pv, vals, order, force=search) for vals in vertex_patterns(s, e, truthful=truthful)),
-        key=lambda r: -r.objective,
-    )
+    results = [_search_pattern(pv, vals, order, force=search) for vals in vertex_patterns(s, e, truthful=truthful)]
+    incumbent = max(r.objective for r in results)
+    for n, r in enumerate(results):
+        if not r.exhaustive:
+            results[n] = _certify_pattern(pv, r, order, incumbent)
+            incumbent = max(incumbent, results[n].objective)
+    results.sort(key=lambda r: -r.objective)
     # among ties (S = 2: q and 1 - q are equally informative) keep the one that
     # releases the true value most often
     top = results[0].objective
@@ -476,39 +530,6 @@ def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search:
     if not math.isfinite(best.objective) or not is_dp_feasible(best.best_q, e, truthful=truthful, tol=1e-9):
         raise AssertionError(f"search failed for p={pv.tolist()}, epsilon={e}")  # pragma: no cover
     return Form8Optimum(best.best_q.copy(), best.objective, tuple(results), all(r.exhaustive for r in results))
-
-
-def best_flip_gain(p: np.ndarray, values: Sequence[float], q: np.ndarray) -> float | None:
-    """Largest gain in f (nats) from moving one category between the two
-    middle levels B and b of its pattern (every such move stays feasible,
-    Lemma 3); <= 0 means q is optimal against all single moves, ``None`` that
-    the pattern has no two middle levels.  O(S^2)."""
-    if len(values) < 4 or values[1] - values[2] <= LEVEL_TOL:
-        return None
-    big_b, small_b = values[1], values[2]
-    at_b = np.abs(q - big_b) <= LEVEL_TOL
-    at_small = np.abs(q - small_b) <= LEVEL_TOL
-    movable = np.flatnonzero(at_b | at_small)
-    c = p.size - 1
-    w = (1.0 - q) / c
-    h = xlogy(q, q) + xlogy(1.0 - q, w)
-    u = p * (q - w)
-    lin, big_w = float(p @ h), float(p @ w)
-    base = lin - float(_eta_sum(big_w + u))
-    moved = np.where(at_b, small_b, big_b)
-    moved_w = (1.0 - moved) / c
-    moved_h = xlogy(moved, moved) + xlogy(1.0 - moved, moved_w)
-    best = -math.inf
-    step = max(1, _CHUNK // p.size)
-    for start in range(0, movable.size, step):
-        idx = movable[start:start + step]
-        rows = np.arange(idx.size)
-        wz = big_w + p[idx] * (moved_w[idx] - w[idx])
-        m = wz[:, None] + u[None, :]
-        m[rows, idx] = wz + p[idx] * (moved[idx] - moved_w[idx])
-        vals = lin + p[idx] * (moved_h[idx] - h[idx]) - _eta_sum(m)
-        best = max(best, float(vals.max()) - base)
-    return best
 
 
 def form8_epsilon(q: ArrayLike) -> float:
@@ -578,14 +599,15 @@ def dp_optimal(
     opt = solve_form8(pv, e, truthful=truthful)
     q = _within_epsilon(opt.q, e)
     certificate: dict[str, Any] = {
-        "optimal": True,
-        "search": "exhaustive" if opt.exhaustive else "threshold",
+        "optimal": opt.proved,
+        "search": "exhaustive" if opt.exhaustive else "branch_and_bound",
         "candidates": int(sum(r.candidates for r in opt.patterns)),
         "vertex_patterns": [[float(x) for x in r.values] for r in opt.patterns],
         "pattern_best_nats": [r.objective for r in opt.patterns],
         "runner_up_nats": opt.patterns[1].objective if len(opt.patterns) > 1 else None,
-        "best_single_move_gain_nats": (None if opt.exhaustive else
-                                       best_flip_gain(pv, opt.patterns[0].values, opt.q)),
+        "upper_bound_nats": opt.upper_bound,
+        "certified_gap_nats": max(opt.upper_bound - opt.mutual_information_nats, 0.0),
+        "bound_nodes": int(sum(r.bound_nodes for r in opt.patterns)),
         "prop32_condition": prop32_holds(s, e),
         "truthful_required": truthful,
         "is_truthful": bool(np.all(q >= 1.0 / s - 1e-15)),
