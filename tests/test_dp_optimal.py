@@ -189,18 +189,30 @@ def test_no_lp_vertex_beats_the_optimum_at_large_alpha():
             assert mutual_information_form8(p, np.clip(res.x, 0, 1)) <= fstar + 1e-9
 
 
-def test_threshold_search_matches_exhaustive_search():
-    """The threshold search with its branch and bound (docs/design-dp.md)
-    finds the best assignment of every pattern, S up to 9."""
+def assert_branch_and_bound_matches_exhaustive(p, a, *, truthful=False):
+    """The branch and bound's optimum equals scoring every arrangement, and
+    its bound on each pattern holds (no pattern's true best lies above both
+    that bound and the optimum plus the tolerance)."""
+    ex = solve_form8(p, a, search="exhaustive", truthful=truthful)
+    bb = solve_form8(p, a, search="branch_and_bound", truthful=truthful)
+    assert bb.proved
+    assert bb.mutual_information_nats == pytest.approx(ex.mutual_information_nats, abs=1e-12)
+    assert bb.upper_bound >= ex.mutual_information_nats - 1e-12
+    best = {x.values: x.objective for x in ex.patterns}
+    for y in bb.patterns:
+        assert y.objective <= best[y.values] + 1e-12      # a real arrangement of the pattern
+        assert best[y.values] <= max(y.objective if y.upper_bound is None else y.upper_bound,
+                                     bb.mutual_information_nats + 1e-12) + 1e-12
+
+
+def test_branch_and_bound_matches_exhaustive_search():
+    """The branch and bound over the splits (docs/design-dp.md) against
+    scoring every arrangement, S up to 9, ties and zeros, some truthful."""
     rng = np.random.default_rng(77)
     for i in range(40):
         s = int(rng.integers(4, 10))
         p, a = random_p(rng, s, zeros=i % 4 == 0, ties=i % 3 == 0), random_alpha(rng)
-        ex = solve_form8(p, a, search="exhaustive")
-        th = solve_form8(p, a, search="threshold")
-        for x, y in zip(ex.patterns, th.patterns):
-            assert x.objective == pytest.approx(y.objective, abs=1e-12) or x.values != y.values
-        assert ex.mutual_information_nats == pytest.approx(th.mutual_information_nats, abs=1e-12)
+        assert_branch_and_bound_matches_exhaustive(p, a, truthful=i % 5 == 0)
 
 
 def test_returned_matrix_is_within_epsilon_and_consistent():
@@ -378,8 +390,8 @@ def test_lemma3_every_arrangement_of_a_pattern_is_feasible():
 
 @pytest.mark.slow
 def test_branch_and_bound_on_larger_and_adversarial_cases():
-    """The certified threshold search against exhaustive search, S = 10..12,
-    skewed, geometric and tied p."""
+    """The branch and bound against exhaustive search, S = 10..12, skewed,
+    geometric and tied p."""
     rng = np.random.default_rng(2718)
     for i in range(24):
         s = int(rng.integers(10, 13))
@@ -393,12 +405,7 @@ def test_branch_and_bound_on_larger_and_adversarial_cases():
         else:
             p = rng.integers(1, 4, size=s).astype(float)
         p = np.abs(p) / np.abs(p).sum()
-        a = random_alpha(rng)
-        ex = solve_form8(p, a, search="exhaustive")
-        th = solve_form8(p, a, search="threshold")
-        best = {x.values: x.objective for x in ex.patterns}
-        for y in th.patterns:
-            assert y.objective == pytest.approx(best[y.values], abs=1e-12), (p, a, y.values)
+        assert_branch_and_bound_matches_exhaustive(p, random_alpha(rng))
 
 
 def test_form8_epsilon_equals_dense_epsilon():

@@ -1,7 +1,7 @@
 """The branch and bound over the split between the two middle levels
-(pramkit.design.dp_split_bound): as a solver from no incumbent against
-scoring every split, as a certifier of the threshold search, and inside
-solve_form8 when the threshold search is made wrong on purpose."""
+(pramkit.design.dp_split_bound): from no incumbent and from a wrong one,
+against scoring every split; its certificate at large S against random
+and single-move alternatives; the tangent envelope it rests on."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pramkit.design import dp_optimal as dpo
-from pramkit.design.dp_optimal import LEVEL_TOL, dp_optimal, solve_form8, vertex_patterns
+from pramkit.design.dp_optimal import LEVEL_TOL, dp_optimal, vertex_patterns
 from pramkit.design.dp_split_bound import _tangent_envelope, bound_split
 from pramkit.information import form8_objective, mutual_information_form8
 
@@ -72,7 +72,8 @@ def test_bound_split_solves_from_no_incumbent():
 
 
 def test_bound_split_never_certifies_a_wrong_incumbent():
-    """Given the second-best split's value as incumbent, the search must find the best one."""
+    """Given the second-best split's value as incumbent (as if another
+    pattern had reached it), the search must still find the best split."""
     rng = np.random.default_rng(12)
     for p, vals, singles, rest in two_level_cases(rng, 60, (5, 11)):
         f = np.sort(every_split(p, vals, singles, rest))
@@ -80,29 +81,6 @@ def test_bound_split_never_certifies_a_wrong_incumbent():
             continue
         res = bound_split(p, singles, rest, float(vals[1]), float(vals[2]), float(f[-2]), 1e-13)
         assert res.best_q is not None and res.best_value == pytest.approx(f[-1], abs=1e-12)
-
-
-def test_solve_form8_recovers_from_a_wrong_threshold_search(monkeypatch):
-    """Make the threshold search return its worst threshold split: the branch
-    and bound must still return the exhaustive optimum."""
-    original = dpo._threshold_family
-
-    def worst_threshold(p, lv, singles, rest, x, y):
-        val, q = original(p, lv, singles, rest, x, y)
-        q = q.copy()
-        q[rest] = lv.q[y]                 # no category at level x
-        return float(form8_objective(p, q)), q
-
-    monkeypatch.setattr(dpo, "_threshold_family", worst_threshold)
-    rng = np.random.default_rng(13)
-    for i in range(30):
-        s = int(rng.integers(4, 11))
-        p = random_p(rng, s, i % 5)
-        a = float(np.exp(rng.uniform(np.log(0.01), np.log(9.0))))
-        ex = solve_form8(p, a, search="exhaustive")
-        bb = solve_form8(p, a, search="threshold")
-        assert bb.proved
-        assert bb.mutual_information_nats == pytest.approx(ex.mutual_information_nats, abs=1e-12)
 
 
 def test_certificate_at_large_s():

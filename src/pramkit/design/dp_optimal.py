@@ -20,14 +20,11 @@ The exact method (proof in ``docs/design-dp.md``):
    Proposition 3.2's list is the special case of small alpha.
 2. *Assignment.*  Each pattern leaves to choose which category takes A, which
    takes a, and which of the others take B rather than b.  When that choice
-   is small enough every assignment is evaluated (``search = "exhaustive"``:
-   every vertex of the polytope is scored, the result is the global optimum).
-   Otherwise the best threshold set in the order of p (B on the largest or
-   the smallest k of the non-singleton categories, O(S) candidates per
-   placement of the singletons) is the incumbent, and a branch and bound over
-   every split (:mod:`pramkit.design.dp_split_bound`) proves that no other
-   split beats it, or finds the one that does (``search =
-   "branch_and_bound"``).
+   is small enough every assignment is evaluated (``search = "exhaustive"``).
+   Otherwise (two middle levels, many categories) a branch and bound over
+   every split (:mod:`pramkit.design.dp_split_bound`) finds the best one and
+   proves it (``search = "branch_and_bound"``).  Either way every vertex of the
+   polytope is covered, so the result is the global optimum.
 
 The closed forms of section 3.2 (S = 2; symmetric M) are
 :func:`binary_optimal_q` and :func:`symmetric_optimal_q`.
@@ -318,40 +315,6 @@ def _eta_sum(m: np.ndarray) -> np.ndarray:
     return xlogy(m, m).sum(axis=-1)
 
 
-def _threshold_family(p: np.ndarray, lv: _Levels, singles: list[tuple[int, int]], rest: np.ndarray,
-                      x: int, y: int) -> tuple[float, np.ndarray]:
-    """Best of: the singletons ``(category, level)`` fixed, the largest k of
-    ``rest`` (sorted by decreasing p) at level x and the others at level y,
-    for k = 0..len(rest).  O(len(rest)^2), in blocks."""
-    pr = p[rest]
-    cum = np.concatenate([[0.0], np.cumsum(pr)])
-    total = cum[-1]
-    lin0 = sum(lv.h[l] * p[z] for z, l in singles)
-    w0 = sum(lv.w[l] * p[z] for z, l in singles)
-    ks = np.arange(rest.size + 1)
-    lin = lin0 + lv.h[x] * cum + lv.h[y] * (total - cum)
-    wk = w0 + lv.w[x] * cum + lv.w[y] * (total - cum)
-    ent = np.zeros(ks.size)
-    for z, l in singles:
-        ent += _eta_sum((wk + p[z] * lv.sigma[l])[:, None])
-    base = pr * lv.sigma[y]
-    bump = pr * (lv.sigma[x] - lv.sigma[y])
-    col = np.arange(rest.size)
-    step = max(1, _CHUNK // max(rest.size, 1))
-    for start in range(0, ks.size, step):
-        kb = ks[start:start + step]
-        m = wk[kb, None] + base[None, :] + np.where(col[None, :] < kb[:, None], bump[None, :], 0.0)
-        ent[kb] += _eta_sum(m)
-    vals = lin - ent
-    k = int(np.argmax(vals))
-    q = np.empty(p.size)
-    for z, l in singles:
-        q[z] = lv.q[l]
-    q[rest[:k]] = lv.q[x]
-    q[rest[k:]] = lv.q[y]
-    return float(vals[k]), q
-
-
 def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], var: np.ndarray,
                     level: int) -> tuple[float, np.ndarray]:
     """Best of: the singletons ``fixed`` as given, one more singleton at
@@ -383,8 +346,8 @@ def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], va
     return float(vals[k]), q
 
 
-def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, *, force: str | None) -> PatternSearch:
-    """Best assignment of one pattern (exhaustive, or threshold search)."""
+def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> PatternSearch:
+    """Best assignment of one pattern, every arrangement scored."""
     s = p.size
     if s <= 3:
         perms = np.array(sorted(set(itertools.permutations(range(s)))), dtype=np.intp)
@@ -404,26 +367,31 @@ def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, *, for
         found = [_singles_family(p, lv, fixed, var, level) for fixed, var, level in runs]
         best, best_q = max(found, key=lambda r: r[0])
         return PatternSearch(tuple(values), best_q, best, sum(len(r[1]) for r in runs), True)
-    placements = _placements(p, values, order)
-    rest_size = s - int(top) - int(bottom)
-    exhaustive = force == "exhaustive" or (force is None and len(placements) * 2 ** rest_size * s <= EXHAUSTIVE_BUDGET)
     best, best_q, count = -math.inf, values[[0] * s], 0
-    for singles, rest in placements:
-        if exhaustive:
-            bits = (np.arange(2 ** rest.size)[:, None] >> np.arange(rest.size)[None, :]) & 1
-            codes = np.empty((len(bits), s), dtype=np.intp)
-            for z, l in singles:
-                codes[:, z] = l
-            codes[:, rest] = 2 - bits          # bit 1 -> level B (code 1), 0 -> b (code 2)
-            val, q = _score_codes(p, values, codes)
-            count += len(codes)
-        else:
-            val, q = max(_threshold_family(p, lv, singles, rest, 1, 2),
-                         _threshold_family(p, lv, singles, rest, 2, 1), key=lambda r: r[0])
-            count += 2 * (rest.size + 1)
+    for singles, rest in _placements(p, values, order):
+        bits = (np.arange(2 ** rest.size)[:, None] >> np.arange(rest.size)[None, :]) & 1
+        codes = np.empty((len(bits), s), dtype=np.intp)
+        for z, l in singles:
+            codes[:, z] = l
+        codes[:, rest] = 2 - bits          # bit 1 -> level B (code 1), 0 -> b (code 2)
+        val, q = _score_codes(p, values, codes)
+        count += len(codes)
         if val > best:
             best, best_q = val, q
-    return PatternSearch(tuple(values), best_q, best, count, exhaustive, upper_bound=None if exhaustive else math.inf)
+    return PatternSearch(tuple(values), best_q, best, count, True)
+
+
+def _needs_bound(p: np.ndarray, values: np.ndarray, order: np.ndarray, force: str | None) -> bool:
+    """Whether a pattern is searched by branch and bound: it has two middle
+    levels and (unless forced) more than EXHAUSTIVE_BUDGET / S splits."""
+    if p.size <= 3 or values[1] - values[2] <= LEVEL_TOL or force == "exhaustive":
+        return False
+    if force == "branch_and_bound":
+        return True
+    singles = int(values[0] - values[1] > LEVEL_TOL) + int(values[2] - values[3] > LEVEL_TOL)
+    if 2 ** (p.size - singles) * p.size > EXHAUSTIVE_BUDGET:
+        return True
+    return len(_placements(p, values, order)) * 2 ** (p.size - singles) * p.size > EXHAUSTIVE_BUDGET
 
 
 def _placements(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
@@ -440,25 +408,31 @@ def _placements(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> list[tu
     return out
 
 
-def _certify_pattern(p: np.ndarray, found: PatternSearch, order: np.ndarray, incumbent: float) -> PatternSearch:
-    """Branch and bound (:mod:`pramkit.design.dp_split_bound`) over every split
-    of a threshold-searched pattern, for every placement of its singletons:
-    proves that no arrangement beats ``incumbent`` (the best f of all
-    patterns so far) by more than the tie tolerance, or finds the one that does."""
-    values = np.array(found.values)
-    best, best_q = found.objective, found.best_q
-    upper, nodes, closed = -math.inf, 0, True
+def _certificate_tolerance(s: int, value: float) -> float:
+    """Slack allowed to a proof of optimality at ``value``: the tie tolerance,
+    or the rounding of a sum of S terms if larger."""
+    return max(TIE_TOL, 4.0 * s * float(np.finfo(float).eps)) * max(1.0, abs(value))
+
+
+def _bound_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, incumbent: float) -> PatternSearch:
+    """Best assignment of a pattern with two middle levels by branch and bound
+    (:mod:`pramkit.design.dp_split_bound`) over every split, for every
+    placement of its singletons; ``incumbent`` is the best f of the patterns
+    searched before (a search is closed when it proves that nothing beats the
+    larger of it and its own best by more than the certificate tolerance)."""
+    best, best_q = -math.inf, values[[1] * p.size]
+    upper, nodes, scored, closed = -math.inf, 0, 0, True
     for singles, rest in _placements(p, values, order):
-        level_singles = [(z, float(values[l])) for z, l in singles]
         target = max(incumbent, best)
-        res = bound_split(p, level_singles, rest, float(values[1]), float(values[2]), target,
-                          TIE_TOL * max(1.0, abs(target)))
+        res = bound_split(p, [(z, float(values[l])) for z, l in singles], rest, float(values[1]),
+                          float(values[2]), target, _certificate_tolerance(p.size, target))
         nodes += res.nodes
+        scored += res.scored
         closed &= res.closed
         upper = max(upper, res.upper_bound)
         if res.best_q is not None and res.best_value > best:
             best, best_q = res.best_value, res.best_q
-    return PatternSearch(found.values, best_q, best, found.candidates, False, upper_bound=max(upper, best),
+    return PatternSearch(tuple(values), best_q, best, scored, False, upper_bound=max(upper, best),
                          bound_nodes=nodes, closed=closed)
 
 
@@ -501,24 +475,26 @@ class Form8Optimum:
 def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search: str | None = None) -> Form8Optimum:
     """Maximise I(X; Z) over alpha-DP matrices of form (8) (program (7)).
 
-    ``search``: ``None`` (exhaustive where cheap, elsewhere threshold search
-    certified by branch and bound), ``"exhaustive"`` or ``"threshold"``
-    (forced; for tests and benchmarks).
+    ``search``: ``None`` (every arrangement scored where cheap, elsewhere
+    branch and bound), ``"exhaustive"`` or ``"branch_and_bound"`` (forced;
+    for tests and benchmarks).  The patterns scored exhaustively go first:
+    their best is the branch and bound's first incumbent.
     """
     pv = check_probabilities(p)
     e = check_epsilon(epsilon)
-    if search not in (None, "exhaustive", "threshold"):
-        raise PramkitError(f"search must be 'exhaustive' or 'threshold', got {search!r}")
+    if search not in (None, "exhaustive", "branch_and_bound"):
+        raise PramkitError(f"search must be 'exhaustive' or 'branch_and_bound', got {search!r}")
     s = pv.size
     if s == 1:
         return Form8Optimum(np.ones(1), 0.0, (), True)
     order = np.argsort(-pv, kind="stable")
-    results = [_search_pattern(pv, vals, order, force=search) for vals in vertex_patterns(s, e, truthful=truthful)]
-    incumbent = max(r.objective for r in results)
-    for n, r in enumerate(results):
-        if not r.exhaustive:
-            results[n] = _certify_pattern(pv, r, order, incumbent)
-            incumbent = max(incumbent, results[n].objective)
+    patterns = vertex_patterns(s, e, truthful=truthful)
+    bounded = [_needs_bound(pv, vals, order, search) for vals in patterns]
+    results = [_search_pattern(pv, vals, order) for vals, b in zip(patterns, bounded) if not b]
+    incumbent = max((r.objective for r in results), default=-math.inf)
+    for vals in (vals for vals, b in zip(patterns, bounded) if b):
+        results.append(_bound_pattern(pv, vals, order, incumbent))
+        incumbent = max(incumbent, results[-1].objective)
     results.sort(key=lambda r: -r.objective)
     # among ties (S = 2: q and 1 - q are equally informative) keep the one that
     # releases the true value most often

@@ -56,17 +56,20 @@ MAX_NODES = 20_000
 class SplitBound:
     """Outcome of :func:`bound_split`.
 
-    upper_bound: no arrangement of the pattern (with these singletons) has f above this, nats
-    best_value: the best f seen (the incumbent, or better)
-    best_q: the arrangement achieving ``best_value`` if it beats the incumbent, else None
-    nodes: nodes explored
-    closed: the search finished (``upper_bound <= incumbent + tol``), not stopped at MAX_NODES
+    upper_bound: no arrangement of the pattern (with these singletons) has f
+        above this (nats) -- or above the incumbent plus tol, whichever is larger
+    best_value: the best f of the arrangements scored (-inf if none)
+    best_q: that arrangement's keep probabilities (None if none)
+    nodes: nodes bounded
+    scored: arrangements scored exactly
+    closed: the search finished, not stopped at MAX_NODES nodes
     """
 
     upper_bound: float
     best_value: float
     best_q: np.ndarray | None
     nodes: int
+    scored: int
     closed: bool
 
 
@@ -122,6 +125,16 @@ class _Split:
         self.w0 = sum(p[z] * (1.0 - level) / c for z, level in singles) + w_b * self.total
         self.single_off = np.array([p[z] * (level - (1.0 - level) / c) for z, level in singles])
 
+    def _gain_ratio(self, w: float, pf: np.ndarray) -> np.ndarray:
+        """``g_k(W) / p_k`` for ``p_k > 0``, without cancellation: with
+        ``u = W + p sigma(b)`` and ``delta = sigma(B) - sigma(b)``,
+        ``eta(u) - eta(u + p delta) = -p delta log(u + p delta) - u log1p(p delta / u)``."""
+        delta = self.sig_big - self.sig_small
+        u = w + pf * self.sig_small
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tail = np.where(u > 0, u * np.log1p(pf * delta / np.where(u > 0, u, 1.0)) / pf, 0.0)
+            return -delta * np.log(u + pf * delta) - tail
+
     def value(self, status: np.ndarray) -> tuple[float, np.ndarray]:
         """Exact f of the arrangement with ``status`` (1: B) on R."""
         q = self.q0.copy()
@@ -163,19 +176,20 @@ class _Split:
             ends.append((self.lin0 + self.beta * x - float(_eta(m).sum()),
                          self.beta + self.kappa * float(_d_eta(m).sum())))
         # g_k(W(P)) is convex and increasing in P: below its chord a_k + b_k (P - lo)
-        w_hi = self.w0 - self.kappa * lo
-        gain_lo = _eta(w_hi + pf * self.sig_small) - _eta(w_hi + pf * self.sig_big)
-        gain_hi = _eta(arg_small) - _eta(arg_big)
+        ratio = self._gain_ratio(self.w0 - self.kappa * lo, pf)
+        gain = ratio * pf
         width = hi - lo
         # sum_T b_k (P - lo) <= b_max (P - lo) (P - p_in), b_max = max b_k / p_k; the
         # quadratic is convex in P, so below its chord, of slope `rise` over the window
-        b_max = float(((gain_hi - gain_lo) / pf).max(initial=0.0)) / width if width > 0 else 0.0
+        if width > 0 and pf.size:
+            b_max = float((self._gain_ratio(w_lo, pf) - ratio).max()) / width
+        else:
+            b_max = 0.0
         rise = max(b_max, 0.0) * max(hi - p_in, 0.0)
-        gain = gain_lo
         # linear relaxation of max sum_{T free} gain_k at free mass X = P - p_in: greedy by
         # gain/p, concave and piecewise linear in X; the whole bound is concave and
         # piecewise linear in P, so its maximum is at a breakpoint
-        order = np.argsort(-gain / pf, kind="stable")
+        order = np.argsort(-ratio, kind="stable")
         cum = np.concatenate([[0.0], np.cumsum(pf[order])])
         cum_gain = np.concatenate([[0.0], np.cumsum(gain[order])])
         (g1, d1), (g2, d2) = ends
@@ -187,7 +201,7 @@ class _Split:
         free_mass = np.clip(x - p_in, 0.0, cum[-1])
         if order.size:
             k = np.clip(np.searchsorted(cum, free_mass, side="right") - 1, 0, order.size - 1)
-            relax = cum_gain[k] + (free_mass - cum[k]) * (gain[order] / pf[order])[k]
+            relax = cum_gain[k] + (free_mass - cum[k]) * ratio[order][k]
         else:
             k, relax = np.zeros(x.size, dtype=np.intp), np.zeros(x.size)
         total = _tangent_envelope(x, lo, hi, g1, d1, g2, d2) + rise * (x - lo) + relax
@@ -216,46 +230,49 @@ def bound_split(p: np.ndarray, singles: list[tuple[int, float]], rest: np.ndarra
                 small_b: float, incumbent: float, tol: float, *, max_nodes: int = MAX_NODES) -> SplitBound:
     """Branch and bound over every split of ``rest`` between the levels
     ``big_b > small_b``, the singletons ``(category, level)`` fixed (module
-    docstring).  Closes when no open node's bound exceeds the best value
-    (``incumbent`` or better) plus ``tol``."""
+    docstring).  A node is closed when its bound is at most the larger of
+    ``incumbent`` (a value known to be reachable, e.g. from another pattern;
+    ``-inf`` for none) and the best arrangement found, plus ``tol``."""
     prob = _Split(p, singles, rest, big_b, small_b)
-    best_value, best_q = incumbent, None
+    found_value, found_q = -math.inf, None
     heap: list[tuple] = []
-    unresolved = -math.inf
-    counter = 0
+    closed_bound = unresolved = -math.inf
+    evaluated = scored = 0
+
+    def target() -> float:
+        return max(incumbent, found_value) + tol
 
     def push(lo: float, hi: float, status: np.ndarray) -> None:
-        nonlocal counter, best_value, best_q, unresolved
+        nonlocal found_value, found_q, closed_bound, unresolved, evaluated, scored
         bound, branch, candidates, lo, hi = prob.node(lo, hi, status)
+        evaluated += 1
         for cand in candidates:
             val, q = prob.value(cand)
-            if val > best_value:
-                best_value, best_q = val, q
-        if bound <= best_value + tol:
-            return
-        if branch is None:
+            scored += 1
+            if val > found_value:
+                found_value, found_q = val, q
+        if bound <= target():
+            closed_bound = max(closed_bound, bound)
+        elif branch is None:
             unresolved = max(unresolved, bound)
-            return
-        counter += 1
-        heapq.heappush(heap, (-bound, counter, branch, lo, hi, status))
+        else:
+            heapq.heappush(heap, (-bound, evaluated, branch, lo, hi, status))
 
     push(0.0, prob.total, np.zeros(rest.size, dtype=np.int8))
-    nodes = 1
-    while heap and nodes < max_nodes:
+    while heap and evaluated < max_nodes:
         neg_bound, _, branch, lo, hi, status = heapq.heappop(heap)
-        if -neg_bound <= best_value + tol:
+        if -neg_bound <= target():
+            closed_bound = max(closed_bound, -neg_bound)
             continue
-        nodes += 1
         if branch[0] == "item":
             for side in (1, -1):
                 child = status.copy()
                 child[branch[1]] = side
                 push(lo, hi, child)
         else:
-            mid = branch[1]
-            push(lo, mid, status)
-            push(mid, hi, status)
+            push(lo, branch[1], status)
+            push(branch[1], hi, status)
     open_bound = max((-b for b, *_ in heap), default=-math.inf)
-    upper = max(best_value, open_bound, unresolved)
-    closed = not heap and unresolved <= best_value + tol
-    return SplitBound(upper, best_value, best_q, nodes, closed)
+    upper = max(found_value, closed_bound, open_bound, unresolved)
+    closed = not heap and unresolved <= target()
+    return SplitBound(upper, found_value, found_q, evaluated, scored, closed)
