@@ -416,3 +416,35 @@ def test_form8_epsilon_equals_dense_epsilon():
         s = int(rng.integers(2, 9))
         q = rng.choice([0.0, 1.0, rng.uniform(), rng.uniform(), 1.0 / s], size=s)
         assert form8_epsilon(q) == PramMatrix.from_diagonal(q).epsilon
+
+
+def test_singleton_patterns_against_every_placement():
+    """Patterns with singletons and one middle level (large alpha): the pruned
+    search (tangent bound on the entropy) against scoring every placement of
+    the singletons, S = 20..120."""
+    rng = np.random.default_rng(31)
+    checked = 0
+    for i in range(16):
+        s = int(rng.integers(20, 121))
+        p = random_p(rng, s, zeros=i % 4 == 0, ties=i % 3 == 0)
+        a = float(rng.uniform(math.log(s - 2) + 0.2, math.log(s - 2) + 3.0))
+        opt = solve_form8(p, a)
+        for r in opt.patterns:
+            vals = np.array(r.values)
+            if vals[1] - vals[2] > 1e-12 or (vals[0] - vals[1] <= 1e-12 and vals[2] - vals[3] <= 1e-12):
+                continue
+            top, bottom = vals[0] - vals[1] > 1e-12, vals[2] - vals[3] > 1e-12
+            qs = []
+            for i_ in range(s) if top else [None]:
+                for j_ in range(s) if bottom else [None]:
+                    if i_ is not None and i_ == j_:
+                        continue
+                    q = np.full(s, vals[1])
+                    if top:
+                        q[i_] = vals[0]
+                    if bottom:
+                        q[j_] = vals[3]
+                    qs.append(q)
+            assert r.objective == pytest.approx(form8_objective(p, np.array(qs)).max(), abs=1e-12)
+            checked += 1
+    assert checked >= 10
