@@ -278,7 +278,7 @@ class PatternSearch:
 
 def _representatives(p: np.ndarray, exclude: int | None = None) -> np.ndarray:
     """One index per distinct value of p (categories with equal p are interchangeable)."""
-    idx = np.array([i for i in range(p.size) if i != exclude], dtype=np.intp)
+    idx = np.arange(p.size) if exclude is None else np.delete(np.arange(p.size), exclude)
     _, first = np.unique(p[idx], return_index=True)
     return idx[np.sort(first)]
 
@@ -349,11 +349,10 @@ def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], va
         bound = np.full(var.size, math.inf)
     ranked = np.argsort(-bound, kind="stable")
     best, best_k = -math.inf, int(ranked[0])
-    step = max(1, min(64, _CHUNK // p.size))
-    for start in range(0, var.size, step):
+    start, step = 0, 1
+    while start < var.size and bound[ranked[start]] >= best:
         rows = ranked[start:start + step]
-        if bound[rows[0]] < best:
-            break
+        start, step = start + rows.size, min(2 * step, max(1, _CHUNK // p.size))
         m = wv[rows, None] + base[None, :]
         for z, l in fixed:
             m[:, z] = wv[rows] + p[z] * lv.sigma[l]
@@ -427,7 +426,7 @@ def _placements(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> list[tu
     for i in (_representatives(p) if top else [None]):
         for j in (_representatives(p, i) if bottom else [None]):
             singles = [(z, l) for z, l in ((i, 0), (j, 3)) if z is not None]
-            out.append((singles, np.array([k for k in order if k != i and k != j], dtype=np.intp)))
+            out.append((singles, order[(order != i) & (order != j)]))
     return out
 
 
