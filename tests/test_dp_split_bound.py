@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pramkit.design import dp_optimal as dpo
-from pramkit.design.dp_optimal import LEVEL_TOL, dp_optimal, vertex_patterns
+from pramkit.design.dp_optimal import LEVEL_TOL, dp_optimal, solve_form8, vertex_patterns
 from pramkit.design.dp_split_bound import _tangent_envelope, bound_split
 from pramkit.information import form8_objective, mutual_information_form8
 
@@ -122,3 +122,17 @@ def test_tangent_envelope_bounds_a_concave_function():
     f = lambda t: -t * np.log(np.maximum(t, 1e-300))   # noqa: E731
     env = _tangent_envelope(x, 0.0, 1.0, 0.0, math.inf, f(1.0), -1.0)
     assert np.all(env >= f(x) - 1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.01, 1.0, 5.0, 40.0, 300.0])
+def test_degenerate_distributions_are_proved(alpha):
+    """A point mass, uniform p, two equal categories and zeros, one dominant
+    category: released masses of exactly 0 (a point mass at large alpha)
+    must not leave the bound infinite; the optimum equals exhaustive scoring."""
+    s = 14
+    for p in (np.eye(s)[0], np.full(s, 1 / s), np.r_[0.5, 0.5, np.zeros(s - 2)],
+              np.r_[0.9, np.full(s - 1, 0.1 / (s - 1))]):
+        bb = solve_form8(p, alpha, search="branch_and_bound")
+        ex = solve_form8(p, alpha, search="exhaustive")
+        assert bb.proved and math.isfinite(bb.upper_bound)
+        assert bb.mutual_information_nats == pytest.approx(ex.mutual_information_nats, abs=1e-12)

@@ -167,14 +167,18 @@ class _Split:
         pf = pr[idx]
         arg_big, arg_small = w_lo + pf * self.sig_big, w_lo + pf * self.sig_small
         negative = np.minimum(arg_big, arg_small)
-        if negative.size and negative.min() < 0.0:
-            # the relaxation's concavity needs every free term defined on the window
+        if negative.size and negative.min() <= 0.0:
+            # the relaxation's concavity needs every free term defined (and positive) on the window
             return math.inf, ("item", int(idx[np.argmin(negative)])), [], lo, hi
         ends = []
         for x in (lo, hi):
             m = np.maximum(self.w0 - self.kappa * x + off, 0.0)
             ends.append((self.lin0 + self.beta * x - float(_eta(m).sum()),
                          self.beta + self.kappa * float(_d_eta(m).sum())))
+        if ends[0][1] == -math.inf:
+            # a real released mass (the free ones are positive) is 0 at lo and falls with P:
+            # no arrangement of the node lies beyond lo
+            hi, ends = lo, [(ends[0][0], 0.0), (ends[0][0], 0.0)]
         # g_k(W(P)) is convex and increasing in P: below its chord a_k + b_k (P - lo)
         ratio = self._gain_ratio(self.w0 - self.kappa * lo, pf)
         gain = ratio * pf
