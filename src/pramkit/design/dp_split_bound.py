@@ -1,15 +1,15 @@
-"""Certified bound on the split between the two middle levels of a vertex pattern.
+"""Branch and bound over the split between the two middle levels of a vertex pattern.
 
 A vertex pattern ``(A, B, ..., B, b, ..., b, a)`` of the DP polytope with two
 middle levels ``B > b`` leaves, once the singletons are placed, the choice of
 which of the remaining categories R take B: ``2^|R|`` arrangements, every one
-feasible (``docs/design-dp.md``, Lemmas 2 and 3).  The threshold search scores
-only O(|R|) of them; this module proves, by branch and bound, that none of the
-others does better than a given incumbent value (or finds one that does).
+feasible (``docs/design-dp.md``, Lemmas 2 and 3).  This module finds the best
+of them and proves it: no arrangement beats the value returned (or a given
+incumbent, reached elsewhere) by more than a tolerance.
 
 **The bound.**  Let T be the categories of R at level B and ``P = sum_T p_k``.
-Every other quantity of f(q) (equation (9)) depends on T through P alone,
-except one term per category of T:
+Every quantity of f(q) (equation (9)) depends on T through P alone, except
+one term per category of T:
 
     f = G(P) + sum_{k in T} g_k(W(P)),
 
@@ -18,23 +18,27 @@ except one term per category of T:
     g_k(W) = eta(W + p_k sigma(b)) - eta(W + p_k sigma(B))
 
 with ``w(q) = (1 - q)/(S - 1)``, ``sigma(q) = q - w(q)``, ``eta(x) = x log x``
-and, in G, ``sigma_z = sigma(b)`` for every category of R (plus the
-singletons' own levels).  G is concave in P (a sum of ``-eta`` of affine
-functions) and every ``g_k`` decreases in W (its derivative is
-``log((W + p_k sigma(b)) / (W + p_k sigma(B))) < 0``), hence increases in P.
-So for all T with P in a window ``[P_1, P_2]``:
+and, in G, ``sigma_z = sigma(b)`` for every category of R (the singletons
+with their own levels).  G is concave in P (a sum of ``-eta`` of affine
+functions); each ``g_k(W(P))`` is convex and increasing in P (``g_k' < 0`` and
+``g_k'' > 0`` in W, and W falls with P).  For all T with P in a window
+``[P_1, P_2]``, f is therefore at most the sum of
 
-    f <= max_{[P_1, P_2]} G  +  max { sum_{k in T} g_k(W(P_2)) : P_1 <= P <= P_2 },
+* the lower of G's tangents at ``P_1`` and ``P_2``;
+* ``sum_T g_k(W(P_1))`` plus the chords' rise ``sum_T b_k (P - P_1)``, itself at
+  most ``b_max (P - P_1)(P - P_fixed)`` with ``b_max = max_k b_k / p_k``, a
+  convex quadratic below its own chord;
+* for ``sum_T g_k(W(P_1))`` at a given free mass, the linear relaxation of
+  the knapsack (greedy by ``g_k / p_k``, concave and piecewise linear in P).
 
-the first term bounded by the tangents of G at both ends, the second by its
-linear relaxation (a knapsack with one constraint: greedy by ``g_k / p_k``).
-The bound is exact for the window's own sets up to the window's width and one
-fractional category, so the search bisects windows and, when a window is
-narrower than the fractional category's probability, fixes that category to B
-or to b.  Categories whose level is fixed contribute their exact terms to G.
-Best-first; a node is closed when its bound is at most the incumbent plus
-``tol``.  Every arrangement reached on the way (the relaxation rounded down and
-up) is scored exactly and replaces the incumbent if it is better.
+That sum is concave and piecewise linear in P; its largest value over the
+window, found among its breakpoints, bounds the node.  It is exact up to the
+window's width and one fractional category, so the search halves windows
+and, when a window is narrower than the fractional category's probability,
+fixes that category to B or to b (fixed categories enter G with their exact
+terms).  Best-first; a node is closed when its bound is at most the best
+value known plus ``tol``.  Every node's relaxation, rounded down and up, is
+scored exactly, which is how the search finds its arrangements.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class SplitBound:
 
 
 def _eta(x: np.ndarray) -> np.ndarray:
+    """``eta(x) = x log x`` (0 at 0)."""
     return xlogy(x, x)
 
 
@@ -141,11 +146,13 @@ class _Split:
         q[self.rest[status == 1]] = self.big_b
         return float(form8_objective(self.p, q)), q
 
-    def node(self, lo: float, hi: float, status: np.ndarray):
-        """Bound of the node (window ``[lo, hi]`` on P, ``status`` 1 in, -1 out,
-        0 free); returns (bound, branching, candidates) where branching is
-        ``("item", k)``, ``("window", mid)`` or None (nothing left to split),
-        and the window narrowed to the P that its arrangements can have."""
+    def node(self, lo: float, hi: float,
+             status: np.ndarray) -> tuple[float, tuple | None, list[np.ndarray], float, float]:
+        """Bound of the node: window ``[lo, hi]`` on P, ``status`` 1 (at B),
+        -1 (at b) or 0 (free) per category of R.  Returns the bound, the
+        branching (``("item", k)``, ``("window", mid)`` or None: nothing left
+        to split), arrangements to score (the relaxation rounded down and up)
+        and the window narrowed to the P that the node's arrangements can have."""
         pr = self.pr
         fixed_in = status == 1
         free = (status == 0) & (pr > 0)
