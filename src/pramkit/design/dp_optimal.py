@@ -345,6 +345,9 @@ def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], va
             corr += xlogy(wv + p[z] * lv.sigma[l], wv + p[z] * lv.sigma[l]) - xlogy(wv + base[z], wv + base[z])
         bound = lin - tangent - corr
         bound = bound + 1e-12 * np.maximum(1.0, np.abs(bound))      # rounding
+        # Phi is defined (and convex) between w_ref and W_j only if every term is:
+        # where W_j + p_z sigma_1 < 0 for some z, the candidate has no bound
+        bound[(wv + base.min() < 0) | np.isnan(bound)] = math.inf
     else:   # a released mass is 0 at the mean W: no tangent, score everything
         bound = np.full(var.size, math.inf)
     ranked = np.argsort(-bound, kind="stable")
