@@ -256,6 +256,8 @@ def bound_split(p: np.ndarray, singles: list[tuple[int, float]], rest: np.ndarra
     def push(lo: float, hi: float, status: np.ndarray) -> None:
         nonlocal found_value, found_q, closed_bound, unresolved, evaluated, scored
         bound, branch, candidates, lo, hi = prob.node(lo, hi, status)
+        if math.isnan(bound):   # never seen; an undefined bound proves nothing
+            bound = math.inf
         evaluated += 1
         for cand in candidates:
             val, q = prob.value(cand)
