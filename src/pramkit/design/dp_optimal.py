@@ -419,7 +419,8 @@ def _needs_bound(p: np.ndarray, values: np.ndarray, order: np.ndarray, force: st
     return len(_placements(p, values, order)) * 2 ** (p.size - singles) * p.size > EXHAUSTIVE_BUDGET
 
 
-def _placements(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
+def _placements(p: np.ndarray, values: np.ndarray,
+                order: np.ndarray) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
     """Every placement of a pattern's singletons A (level 0) and a (level 3),
     one representative per distinct p, with the other categories in p-order:
     pairs ``(singles as (category, level), rest)``."""
@@ -429,7 +430,7 @@ def _placements(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> list[tu
     for i in (_representatives(p) if top else [None]):
         for j in (_representatives(p, i) if bottom else [None]):
             singles = [(z, l) for z, l in ((i, 0), (j, 3)) if z is not None]
-            out.append((singles, order[(order != i) & (order != j)]))
+            out.append((singles, order[~np.isin(order, [z for z, _ in singles])]))
     return out
 
 
