@@ -54,18 +54,27 @@ def mutual_information_form8(p: ArrayLike, q: ArrayLike) -> float:
     return float(form8_objective(pv, qv))
 
 
+def form8_row_terms(q: ArrayLike, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per keep probability q of a form (8) row (S categories, S >= 2):
+    ``w = (1 - q)/(S - 1)`` (each off-diagonal entry), ``sigma = q - w``
+    (so that the released mass of category z is ``W + p_z sigma(q_z)``) and
+    ``h = q log q + (1 - q) log w`` (the row's ``sum_j M log M``)."""
+    qv = np.asarray(q, dtype=float)
+    w = (1.0 - qv) / (s - 1)
+    return w, qv - w, xlogy(qv, qv) + xlogy(1.0 - qv, w)
+
+
 def form8_objective(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """f(q) of :func:`mutual_information_form8` without input checks, vectorised
     over the leading axes of ``q`` (shape ``(..., S)``); clipped at 0 from below."""
     s = p.shape[-1]
     if s == 1:
         return np.zeros(q.shape[:-1])
-    c = s - 1
-    off = (1.0 - q) / c
+    off, sigma, h = form8_row_terms(q, s)
     w = (p * off).sum(axis=-1, keepdims=True)
-    m = w + p * (q - off)
+    m = w + p * sigma
     m = np.maximum(m, 0.0)  # rounding only: m is a convex combination of entries of M
-    conditional = (p * (xlogy(q, q) + xlogy(1.0 - q, off))).sum(axis=-1)
+    conditional = (p * h).sum(axis=-1)
     return np.maximum(conditional - xlogy(m, m).sum(axis=-1), 0.0)
 
 

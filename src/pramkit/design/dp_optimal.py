@@ -46,7 +46,7 @@ from scipy.special import xlogy
 from pramkit.counts import count_frame
 from pramkit.design.dp_split_bound import bound_split
 from pramkit.errors import PramkitError
-from pramkit.information import check_probabilities, form8_objective
+from pramkit.information import check_probabilities, form8_objective, form8_row_terms
 from pramkit.matrix import Label, PramMatrix, Provenance
 
 #: Largest epsilon accepted (e^epsilon must be a finite double).
@@ -304,9 +304,7 @@ class _Levels:
 
     def __init__(self, values: np.ndarray, s: int) -> None:
         self.q = values
-        self.w = (1.0 - values) / (s - 1)
-        self.sigma = values - self.w
-        self.h = xlogy(values, values) + xlogy(1.0 - values, self.w)
+        self.w, self.sigma, self.h = form8_row_terms(values, s)
 
 
 def _eta_sum(m: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import xlogy
 
-from pramkit.information import form8_objective
+from pramkit.information import form8_objective, form8_row_terms
 
 #: Nodes explored per placement of the singletons before giving up (the bound is then reported).
 MAX_NODES = 20_000
@@ -98,10 +98,7 @@ def _tangent_envelope(x: np.ndarray, lo: float, hi: float, g1: float, d1: float,
     with np.errstate(invalid="ignore"):
         t1 = np.full(x.shape, math.inf) if math.isinf(d1) else g1 + d1 * (x - lo)
         t2 = np.full(x.shape, math.inf) if math.isinf(d2) else g2 + d2 * (x - hi)
-    env = np.minimum(t1, t2)
-    if math.isinf(d1) and math.isinf(d2):
-        env[:] = math.inf
-    return env
+    return np.minimum(t1, t2)
 
 
 class _Split:
@@ -110,25 +107,24 @@ class _Split:
     def __init__(self, p: np.ndarray, singles: list[tuple[int, float]], rest: np.ndarray,
                  big_b: float, small_b: float) -> None:
         s = p.size
-        c = s - 1
         self.p, self.rest, self.big_b, self.small_b = p, rest, big_b, small_b
         self.q0 = np.empty(s)
         for z, level in singles:
             self.q0[z] = level
         self.q0[rest] = small_b
-        w_b, w_bb = (1.0 - small_b) / c, (1.0 - big_b) / c
-        h = lambda q: float(xlogy(q, q) + xlogy(1.0 - q, (1.0 - q) / c))  # noqa: E731
-        self.kappa = w_b - w_bb
-        self.beta = h(big_b) - h(small_b)
-        self.sig_big, self.sig_small = big_b - w_bb, small_b - w_b
+        (w_bb, w_b), (self.sig_big, self.sig_small), (h_bb, h_b) = form8_row_terms([big_b, small_b], s)
+        self.kappa = float(w_b - w_bb)
+        self.beta = float(h_bb - h_b)
         self.pr = p[rest]
         self.total = float(self.pr.sum())
         #: rounding allowance on P (a sum of at most S terms): windows are widened
         #: by it, so that no arrangement falls out of its window by rounding
         self.slack = (s + 4) * np.finfo(float).eps * max(self.total, 1e-300)
-        self.lin0 = sum(p[z] * h(level) for z, level in singles) + h(small_b) * self.total
-        self.w0 = sum(p[z] * (1.0 - level) / c for z, level in singles) + w_b * self.total
-        self.single_off = np.array([p[z] * (level - (1.0 - level) / c) for z, level in singles])
+        zs = np.array([z for z, _ in singles], dtype=np.intp)
+        w_s, sig_s, h_s = form8_row_terms([level for _, level in singles], s)
+        self.lin0 = float(p[zs] @ h_s) + float(h_b) * self.total
+        self.w0 = float(p[zs] @ w_s) + float(w_b) * self.total
+        self.single_off = p[zs] * sig_s
 
     def _gain_ratio(self, w: float, pf: np.ndarray) -> np.ndarray:
         """``g_k(W) / p_k`` for ``p_k > 0``, without cancellation: with
