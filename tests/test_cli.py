@@ -116,11 +116,13 @@ def test_bad_input_exits_2_with_one_line(files, capsys) -> None:
 def test_demo_small(tmp_path: Path, capsys) -> None:
     code, out, _ = run(["demo", "--out", tmp_path / "demo", "--rows", "20000", "--quiet"], capsys)
     assert code == 0
-    for name in ("census.csv", "manifest.json", "released.csv", "summary.json", "report.html"):
-        assert (tmp_path / "demo" / name).is_file()
+    public, private = tmp_path / "demo" / "public", tmp_path / "demo" / "private"
+    assert sorted(p.name for p in public.iterdir()) == ["manifest.json", "released.csv", "report.html"]
+    assert sorted(p.name for p in private.iterdir()) == ["census.csv", "design-record.json", "report.html",
+                                                         "summary.json"]
     assert "record epsilon" in out and "estimate" in out and "tau2" in out
-    released = pd.read_csv(tmp_path / "demo" / "released.csv", dtype=str, keep_default_na=False)
-    original = pd.read_csv(tmp_path / "demo" / "census.csv", dtype=str, keep_default_na=False)
+    released = pd.read_csv(public / "released.csv", dtype=str, keep_default_na=False)
+    original = pd.read_csv(private / "census.csv", dtype=str, keep_default_na=False)
     assert released.shape == original.shape == (20000, 10)
     assert (released["education"] == original["education"]).all()
     assert (released["age"] != original["age"]).any()

@@ -74,7 +74,8 @@ def test_ledger_matches_the_matrices(release: dict) -> None:
     total = sum(matrix_epsilon(manifest[n].matrix.matrix) for n in PERTURBED)
     assert report.record_epsilon == pytest.approx(total, rel=1e-12)
     assert f"Record epsilon: {fmt(total)} nats" in page
-    assert f"e^epsilon = e^{total:.4g} = {fmt(math.exp(total))}" in page
+    assert html.escape(manifest.guarantee, quote=True) in page
+    assert f"e^{total:.4g} = {math.exp(total):.4g}" in manifest.guarantee
 
 
 def test_risk_matches_identification_risk(release: dict) -> None:
@@ -207,14 +208,17 @@ def test_cli_exit_2_on_bad_input(release: dict, tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "a.html").exists() and not (tmp_path / "b.html").exists()
 
 
-def test_demo_step(tmp_path: Path) -> None:
+def test_demo_writes_public_and_private_reports(tmp_path: Path) -> None:
     from pramkit import demo
-    from pramkit.report.demo_step import report_step
 
-    assert demo.STEPS[-1] == ("report", report_step)
     result = demo.run_demo(tmp_path / "demo", rows=3_000, key=SecretKey(bytes(32), "test key"))
-    path = Path(result.files["report"])
-    assert path == tmp_path / "demo" / "report.html" and path.is_file()
-    assert result.lines[-1].startswith("report ") and str(path) in result.lines[-1]
-    assert sha256_of(tmp_path / "demo" / "census.csv") in path.read_text(encoding="utf-8")
-    assert isinstance(pd.read_json(tmp_path / "demo" / "summary.json", typ="series")["files"], dict)
+    internal = tmp_path / "demo" / result.files["internal_report"]
+    public = tmp_path / "demo" / result.files["public_report"]
+    assert internal.parent.name == "private" and public.parent.name == "public"
+    assert result.lines[-1].startswith("report ")
+    original_digest = sha256_of(tmp_path / "demo" / "private" / "census.csv")
+    assert original_digest in internal.read_text(encoding="utf-8")
+    page = public.read_text(encoding="utf-8")
+    assert original_digest not in page and "may be published" in page and "Disclosure risk" not in page
+    assert "do not publish" in internal.read_text(encoding="utf-8")
+    assert isinstance(pd.read_json(tmp_path / "demo" / "private" / "summary.json", typ="series")["files"], dict)

@@ -30,3 +30,15 @@ class KeyFileError(PramkitError):
 
 class OutputExistsError(PramkitError, FileExistsError):
     """An output path exists and overwriting was not requested."""
+
+
+class ParameterError(PramkitError, ValueError):
+    """A parameter (epsilon, a probability vector, a budget split, ...) is out of its domain."""
+
+
+class WriteError(PramkitError):
+    """A file could not be written (full disk, read-only folder, ...); an existing file is left as it was."""
+
+
+class PramkitWarning(UserWarning):
+    """Something the user should know that does not stop the command; the command line prints it as one note line."""

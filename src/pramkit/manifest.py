@@ -20,10 +20,12 @@ from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.errors import ManifestError, MatrixError
 from pramkit.matrix import PramMatrix, Provenance
+from pramkit.ledger import Ledger
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
-VERSION = 1
+#: Version 2 adds the privacy ledger (design step included in the record epsilon); version 1 still loads.
+VERSION = 2
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
 #: Relative tolerance when checking a stored epsilon against the matrix.
@@ -108,14 +110,20 @@ class PerturbedVariable:
 class Manifest:
     """Every perturbed variable of a release, perturbed independently of each other.
 
-    The record's epsilon is the sum of the variables' epsilons (sequential
-    composition); see :func:`pramkit.privacy.record_epsilon`.
+    The record's epsilon is the design step's epsilon (the ledger's) plus the
+    sum of the variables' epsilons (sequential composition, rounded outward);
+    see :mod:`pramkit.ledger`.  A manifest is public: ``input`` and ``ledger``
+    hold nothing computed from the original data outside the ledger.  A manifest
+    just designed carries the holder's private :class:`pramkit.design.release.DesignRecord`
+    as ``design_record``; it is never serialised with the manifest.
     """
 
     variables: tuple[PerturbedVariable, ...]
     input: Mapping[str, Any] = field(default_factory=dict)
     created: str = ""
     pramkit_version: str = __version__
+    ledger: Ledger | None = None
+    design_record: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)
@@ -140,8 +148,24 @@ class Manifest:
         return cls(tuple(PerturbedVariable(n, m) for n, m in matrices.items()), **kwargs)
 
     @property
-    def record_epsilon(self) -> float:
+    def perturbation_epsilon(self) -> float:
+        """The sum of the variables' epsilons (rounded outward)."""
         return record_epsilon([v.epsilon for v in self.variables])
+
+    @property
+    def record_epsilon(self) -> float:
+        """The record's epsilon: the design step (ledger) plus the perturbation."""
+        eps = [v.epsilon for v in self.variables]
+        return record_epsilon(eps) if self.ledger is None else self.ledger.total(eps)
+
+    @property
+    def guarantee(self) -> str:
+        """The guarantee sentence for what is published with this manifest."""
+        if self.ledger is None:
+            return Ledger(frequencies="exact", data_dependent=(
+                "the manifest has no privacy ledger, so nothing records whether its matrices were designed from "
+                "the data",)).statement([v.epsilon for v in self.variables])
+        return self.ledger.statement([v.epsilon for v in self.variables])
 
     @property
     def names(self) -> list[str]:
@@ -164,9 +188,12 @@ class Manifest:
             "version": VERSION,
             "pramkit_version": self.pramkit_version,
             "created": self.created,
-            "composition": "independent variables: the record's epsilon is the sum of the variables' epsilons",
+            "composition": "independent variables: the record's epsilon is the design step's epsilon plus the "
+                           "sum of the variables' epsilons",
             "record_epsilon": epsilon_to_json(self.record_epsilon),
+            "perturbation_epsilon": epsilon_to_json(self.perturbation_epsilon),
             "input": dict(self.input),
+            **({} if self.ledger is None else {"ledger": self.ledger.to_dict([v.epsilon for v in self.variables])}),
             "variables": [v.to_dict() for v in self.variables],
         }
 
@@ -217,8 +244,10 @@ class Manifest:
         version_str = data.get("pramkit_version", "unknown")
         if not isinstance(version_str, str):
             raise ManifestError("field 'pramkit_version' must be a string")
+        ledger = Ledger.from_dict(data["ledger"]) if "ledger" in data else None
         try:
-            manifest = cls(variables, input=inp, created=created or "unknown", pramkit_version=version_str)
+            manifest = cls(variables, input=inp, created=created or "unknown", pramkit_version=version_str,
+                           ledger=ledger)
         except ManifestError as exc:
             raise ManifestError(f"field 'variables': {exc}") from None
         if "record_epsilon" in data:

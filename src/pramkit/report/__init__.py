@@ -1,10 +1,12 @@
 """The release report: privacy ledger, disclosure risk before and after, utility, provenance.
 
-:func:`build_report` collects the numbers into a frozen :class:`ReleaseReport`;
+:func:`build_report` collects the numbers of the internal report (original and released file) into a
+frozen :class:`ReleaseReport`, :func:`build_public_report` those of the public report (manifest and
+released file only);
 :func:`write_report` renders it as one self-contained HTML file.  See ``docs/report.md``.
 """
 
-from pramkit.report.build import ReleaseReport, build_report
+from pramkit.report.build import ReleaseReport, build_public_report, build_report
 from pramkit.report.html import render_html, write_report
 
-__all__ = ["ReleaseReport", "build_report", "render_html", "write_report"]
+__all__ = ["ReleaseReport", "build_public_report", "build_report", "render_html", "write_report"]

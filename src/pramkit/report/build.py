@@ -55,6 +55,10 @@ DEFAULT_SAMPLING_FRACTION = 0.05
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
 
+#: Files at least this long whose perturbed columns equal the original's are refused as releases
+#: (PRAM at any finite epsilon changes some value of a file this size with overwhelming probability).
+MIN_RECORDS_IDENTICAL = 100
+
 #: Number of points of the privacy-utility curve (log-spaced in epsilon).
 CURVE_POINTS = 25
 
@@ -216,8 +220,13 @@ class FileProvenance:
 class ReleaseReport:
     """Everything a release report shows: numbers only (see :func:`pramkit.report.write_report`).
 
-    ledger: one entry per perturbed variable; record_epsilon: their sum (nats)
-    risk: disclosure risk before and after
+    ledger: one entry per perturbed variable; record_epsilon: the record's epsilon, design step
+        included (nats); guarantee: the manifest's guarantee sentence; ledger_facts: the
+        manifest's ledger (design step, frequencies, what is data-dependent)
+    risk: disclosure risk before and after (None in a public report)
+    public: True for the public report (manifest and released file only: safe to publish);
+        False for the internal report (computed from the original file: private)
+    records: records of the released file
     utility: one entry per single-column perturbed variable; utility_note says which were left out
     designs, files: provenance
     pramkit_version: the version that built the report; created: when (UTC, ISO 8601)
@@ -226,7 +235,7 @@ class ReleaseReport:
 
     ledger: tuple[LedgerEntry, ...]
     record_epsilon: float
-    risk: DisclosureRisk
+    risk: DisclosureRisk | None
     utility: tuple[VariableUtility, ...]
     utility_note: str
     designs: tuple[DesignProvenance, ...]
@@ -234,6 +243,10 @@ class ReleaseReport:
     pramkit_version: str
     created: str
     seconds: Mapping[str, float] = field(default_factory=dict)
+    public: bool = False
+    guarantee: str = ""
+    ledger_facts: Mapping[str, Any] = field(default_factory=dict)
+    records: int = 0
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -361,12 +374,30 @@ def _utility(
     )
 
 
-def _check_release(original: pd.DataFrame, released: pd.DataFrame) -> None:
+def _check_release(original: pd.DataFrame, released: pd.DataFrame, manifest: Manifest) -> None:
     if len(original) != len(released):
         raise DataError(
             f"the original file has {len(original)} records and the released file {len(released)}; "
             "a release has one record per original record"
         )
+    perturbed = [c for c in manifest.columns if c in original.columns and c in released.columns]
+    if len(original) >= MIN_RECORDS_IDENTICAL and perturbed and all(
+            original[c].reset_index(drop=True).equals(released[c].reset_index(drop=True)) for c in perturbed):
+        raise DataError(
+            f"the released file is identical to the original in every perturbed column ({', '.join(perturbed)}): "
+            "pass the file that `pramkit apply` wrote as the release"
+        )
+
+
+def _complete_keys(original: pd.DataFrame, released: pd.DataFrame,
+                   keys: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The records with every key present in both files (the risk compares the same records)."""
+    keep = (original[list(keys)].notna().all(axis=1).to_numpy() & released[list(keys)].notna().all(axis=1).to_numpy())
+    dropped = int((~keep).sum())
+    if not dropped:
+        return original, released, "every record has all keys"
+    return (original[keep].reset_index(drop=True), released[keep].reset_index(drop=True),
+            f"{dropped:,} record(s) with a missing key in either file are left out of both")
 
 
 def build_report(
@@ -411,13 +442,14 @@ def build_report(
         t0 = time.perf_counter()
         original = _load(data, columns, "original data")
         release = _load(released, columns, "released data")
-        _check_release(original, release)
+        _check_release(original, release, manifest)
+        risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
         seconds["read"] = time.perf_counter() - t0
         bar.update()
 
         pi, note = _sampling(sampling_fraction, weights)
         t0 = time.perf_counter()
-        before = identification_risk(original, keys, sampling_fraction=pi, weights=weights, model=model)
+        before = identification_risk(risk_original, keys, sampling_fraction=pi, weights=weights, model=model)
         seconds["risk before"] = time.perf_counter() - t0
         bar.update()
 
@@ -429,8 +461,8 @@ def build_report(
             after_note = f"not computed: key(s) {joint} are perturbed jointly with other columns"
         else:
             after = RiskFigures.of(identification_risk(
-                release, keys, sampling_fraction=pi, weights=weights, model=model, manifest=manifest,
-                original=original))
+                risk_release, keys, sampling_fraction=pi, weights=weights, model=model, manifest=manifest,
+                original=risk_original))
         seconds["risk after"] = time.perf_counter() - t0
         bar.update()
 
@@ -457,7 +489,7 @@ def build_report(
         manifest_version=manifest.pramkit_version,
     )
     risk = DisclosureRisk(
-        keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=note,
+        keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=f"{note}; {complete_note}",
         before=RiskFigures.of(before), after=after, after_note=after_note, recognition=recognition,
     )
     return ReleaseReport(
@@ -470,6 +502,94 @@ def build_report(
         designs=_designs(manifest),
         files=files,
         pramkit_version=__version__,
-        created=datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        created=_now(),
         seconds=seconds,
+        guarantee=manifest.guarantee,
+        ledger_facts=_ledger_facts(manifest),
+        records=len(release),
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _ledger_facts(manifest: Manifest) -> dict[str, Any]:
+    if manifest.ledger is None:
+        return {}
+    full = manifest.to_dict()["ledger"]
+    return {k: full[k] for k in ("record_epsilon_budget", "design_epsilon", "perturbation_epsilon",
+                                 "frequencies", "prior", "data_dependent")}
+
+
+def _public_utility(released: pd.DataFrame, manifest: Manifest, v: PerturbedVariable) -> VariableUtility:
+    """Released and estimated shares of one variable: computed from the released file only."""
+    est = estimate_table(released, manifest, v.name).to_frame()
+    released_share = est["released"].to_numpy() / est["released"].sum()
+    frequencies = pd.DataFrame({
+        "category": list(v.matrix.categories),
+        "original": np.full(len(est), np.nan),
+        "released": 100 * released_share,
+        "estimate": 100 * est["proportion"].to_numpy(),
+        "ci_low": 100 * est["proportion_ci_low"].to_numpy(),
+        "ci_high": 100 * est["proportion_ci_high"].to_numpy(),
+    })
+    return VariableUtility(name=v.name, entropy_nats=math.nan, mutual_information_nats=math.nan,
+                           frequencies=frequencies, curve=None,
+                           curve_note="the public report shows no curve (it would need the original frequencies)")
+
+
+def build_public_report(
+    manifest: Manifest | str | Path,
+    released: pd.DataFrame | str | Path,
+    *,
+    quiet: bool = True,
+) -> ReleaseReport:
+    """The public report: the ledger, the matrices and estimates computed from the released file.
+
+    Nothing in it is computed from the original file, so it may be published beside the
+    release and the manifest (docs/privacy.md).
+
+    Parameters
+    ----------
+    manifest : the release manifest (object or path)
+    released : the released file (DataFrame or path)
+    quiet : no progress bar
+
+    Examples
+    --------
+    >>> import random
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.design.release import design_release
+    >>> from pramkit.perturb import perturb_frame
+    >>> data = census(5_000)
+    >>> m = design_release(data, ["sex"], epsilon=2.0, categories=CENSUS_VARIABLES, rng=random.Random(0))
+    >>> released, _ = perturb_frame(data, m)
+    >>> r = build_public_report(m, released)
+    >>> r.public, r.risk is None, r.records
+    (True, True, 5000)
+    """
+    if isinstance(manifest, (str, Path)):
+        manifest = Manifest.read(manifest)
+    single = [v for v in manifest.variables if not v.is_joint]
+    with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
+        t0 = time.perf_counter()
+        release = _load(released, [v.name for v in single], "released data")
+        utility = tuple(_public_utility(release, manifest, v) for v in single)
+        bar.update()
+    left_out = [v.name for v in manifest.variables if v.is_joint]
+    released_path = released if isinstance(released, (str, Path)) else None
+    files = FileProvenance(
+        original=None, original_sha256=None,
+        released=None if released_path is None else str(released_path),
+        released_sha256=None if released_path is None else sha256_of(released_path),
+        manifest_input=dict(manifest.input), manifest_created=manifest.created,
+        manifest_version=manifest.pramkit_version,
+    )
+    return ReleaseReport(
+        ledger=_ledger(manifest), record_epsilon=manifest.record_epsilon, risk=None, utility=utility,
+        utility_note=(f"jointly perturbed variable(s) {left_out} are not shown" if left_out else ""),
+        designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
+        seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
+        ledger_facts=_ledger_facts(manifest), records=len(release),
     )

@@ -114,12 +114,25 @@ def _ledger(report: ReleaseReport) -> str:
         warn = (f'<div class="warn"><b>Warning: epsilon is infinite</b> for {_e(", ".join(infinite))}. '
                 "Some released value of these variables is impossible for some original value, so seeing it "
                 "proves the record did not have that value.</div>")
-    meaning = _e(epsilon_meaning(report.record_epsilon, len(report.ledger)))
-    box = "warn" if math.isinf(report.record_epsilon) else "note"
+    meaning = _e(report.guarantee or epsilon_meaning(report.record_epsilon, len(report.ledger)))
+    box = "warn" if math.isinf(report.record_epsilon) or report.ledger_facts.get("data_dependent") else "note"
+    facts = report.ledger_facts
+    design = ""
+    if facts:
+        source = {"dp_counts": "noisy counts from the geometric mechanism (differentially private)",
+                  "prior": f"the public prior {facts.get('prior')!r} (no budget)",
+                  "none": "none (the design does not depend on the data's frequencies)",
+                  "exact": "the exact frequencies of the original file (not differentially private)"}
+        design = (f"<p>Design step: epsilon {fmt(facts['design_epsilon'])} nats; frequencies: "
+                  f"{_e(source.get(facts['frequencies'], facts['frequencies']))}. Perturbation: epsilon "
+                  f"{_e(fmt(facts['perturbation_epsilon']) if not isinstance(facts['perturbation_epsilon'], str) else facts['perturbation_epsilon'])} nats"
+                  + (f"; record budget {fmt(facts['record_epsilon_budget'])} nats" if facts.get("record_epsilon_budget")
+                     is not None else "") + ".</p>")
     return (
         "<h2>1. Privacy ledger</h2>" + table +
-        f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the sum over the variables, which are "
-        "perturbed independently).</p>" + warn + f'<div class="{box}">{meaning}</div>'
+        f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, which "
+        "are perturbed independently: sequential composition).</p>" + design + warn
+        + f'<div class="{box}">{meaning}</div>'
     )
 
 
@@ -184,6 +197,14 @@ def _utility_block(u: VariableUtility) -> str:
 
 
 def _utility(report: ReleaseReport) -> str:
+    if report.public:
+        note = f'<p class="meta">{_e(report.utility_note)}</p>' if report.utility_note else ""
+        return (
+            "<h2>2. Estimates from the released file</h2>"
+            "<p>For each perturbed variable, the released shares of records and the shares estimated from the "
+            "released file and the manifest (unbiased moment estimator, 95 % confidence interval).</p>"
+            + note + "".join(_utility_block(u) for u in report.utility)
+        )
     table = _table(
         ["variable", "H(X) [nats]", "I(X; Z) kept [nats]", "share of H(X) kept [%]"],
         [[_e(u.name), fmt(u.entropy_nats), fmt(u.mutual_information_nats), fmt(100 * u.share_kept, 3)]
@@ -209,30 +230,42 @@ def _provenance(report: ReleaseReport) -> str:
         [False, False, True, False, False, False, True],
     )
     f = report.files
+    original = [] if report.public else [
+        ["original file", _e(f.original or "given in memory")],
+        ["original file SHA-256", f"<code>{_e(f.original_sha256 or 'n/a (data given in memory)')}</code>"]]
     files = _table(
         ["item", "value"],
-        [["original file", _e(f.original or "given in memory")],
-         ["original file SHA-256", f"<code>{_e(f.original_sha256 or 'n/a (data given in memory)')}</code>"],
-         ["released file", _e(f.released or "given in memory")],
+        original +
+        [["released file", _e(f.released or "given in memory")],
          ["released file SHA-256", f"<code>{_e(f.released_sha256 or 'n/a (data given in memory)')}</code>"],
          ["manifest input", _json_block(f.manifest_input)],
          ["manifest written", f"{_e(f.manifest_created)} by pramkit {_e(f.manifest_version)}"],
          ["report written", f"{_e(report.created)} by pramkit {_e(report.pramkit_version)}"]],
         [False, False],
     )
-    return "<h2>4. Provenance</h2>" + designs + files
+    return f"<h2>{3 if report.public else 4}. Provenance</h2>" + designs + files
 
 
 def _cards(report: ReleaseReport) -> str:
-    before, after = report.risk.before, report.risk.after
-    cards = [
-        ("record epsilon", f"{fmt(report.record_epsilon)} nats"),
-        ("tau2 before", f"{fmt(before.tau2)} records"),
-        ("tau2 after", f"{fmt(after.tau2)} records" if after is not None else "not computed"),
-        ("sample uniques", f"{fmt(before.sample_uniques)} records"),
-    ]
+    cards = [("record epsilon", f"{fmt(report.record_epsilon)} nats"), ("records", fmt(report.records))]
+    if report.risk is not None:
+        before, after = report.risk.before, report.risk.after
+        cards += [
+            ("tau2 before", f"{fmt(before.tau2)} records"),
+            ("tau2 after", f"{fmt(after.tau2)} records" if after is not None else "not computed"),
+            ("sample uniques", f"{fmt(before.sample_uniques)} records"),
+        ]
     return '<div class="cards">' + "".join(
         f'<div class="card">{_e(label)}<b>{_e(value)}</b></div>' for label, value in cards) + "</div>"
+
+
+def publication_sentence(public: bool) -> str:
+    """Whether a report may be published, in one sentence."""
+    if public:
+        return ("This public report may be published: it shows only the manifest and figures computed from the "
+                "released file.")
+    return ("Internal report: computed from the original file; keep it with the data holder and do not "
+            "publish it (publish the public report instead).")
 
 
 def render_html(report: ReleaseReport) -> str:
@@ -241,10 +274,12 @@ def render_html(report: ReleaseReport) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>PRAM release report</title><style>{_STYLE}</style></head><body>"
-        "<h1>PRAM release report</h1>"
-        f'<p class="meta">Written {_e(report.created)} by pramkit {_e(report.pramkit_version)}; '
-        f"{fmt(report.risk.before.n)} records; perturbed: {_e(', '.join(v.name for v in report.ledger))}.</p>"
-        + _cards(report) + _ledger(report) + _risk(report.risk) + _utility(report) + _provenance(report)
+        f"<h1>PRAM release report ({'public' if report.public else 'internal'})</h1>"
+        + f'<div class="{"note" if report.public else "warn"}"><b>{_e(publication_sentence(report.public))}</b></div>'
+        + f'<p class="meta">Written {_e(report.created)} by pramkit {_e(report.pramkit_version)}; '
+        f"{fmt(report.records)} records; perturbed: {_e(', '.join(v.name for v in report.ledger))}.</p>"
+        + _cards(report) + _ledger(report) + ("" if report.risk is None else _risk(report.risk))
+        + _utility(report) + _provenance(report)
         + "</body></html>\n"
     )
 

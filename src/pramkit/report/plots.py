@@ -39,7 +39,8 @@ def frequency_chart(utility: VariableUtility) -> bytes:
     fig = Figure(figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    ax.bar(x - width, f["original"], width, label="original", color="#4c72b0")
+    if f["original"].notna().any():
+        ax.bar(x - width, f["original"], width, label="original", color="#4c72b0")
     ax.bar(x, f["released"], width, label="released", color="#c0c0c0")
     err = np.vstack([f["estimate"] - f["ci_low"], f["ci_high"] - f["estimate"]])
     ax.bar(x + width, f["estimate"], width, yerr=err, capsize=3, label="estimated (95 % CI)",

@@ -1,0 +1,520 @@
+"""Design a release in one call: :func:`design_release`.
+
+The whole design step of a release, as the privacy ledger (:mod:`pramkit.ledger`)
+accounts for it:
+
+1. count the variables (streamed from a file; a DataFrame or an Arrow table in
+   memory) over their categories: declared (a codebook), from a public prior,
+   or read from the data (then the ledger says so);
+2. take the frequencies the design family needs (:mod:`pramkit.design.registry`):
+   through the geometric mechanism at ``design_epsilon`` (the default: a share
+   :data:`pramkit.ledger.DEFAULT_DESIGN_SHARE` of the record budget), from a
+   public prior (no budget), or exactly (``exact_frequencies=True``: the ledger
+   then says that no DP guarantee covers the design); data-free families read none;
+3. split what is left of the record budget ``epsilon`` over the variables
+   (``split="equal"``, ``"optimal"``: the most information, Ayed et al. sec. 5;
+   ``"joint"``: one matrix on the cross-classification), or take the per-variable
+   budgets given; round every share down so that the record epsilon, rounded
+   outward, never exceeds the budget;
+4. design each matrix and return the :class:`pramkit.manifest.Manifest` (public:
+   nothing in it is computed from the data outside the ledger) with its private
+   :class:`DesignRecord` attached as ``manifest.design_record`` (exact counts and
+   proportions, the information kept on them, the original file's digest).
+
+``epsilon`` means the record's total budget for every method, design step included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pramkit._json import to_jsonable
+from pramkit.atomic import write_text_atomic
+from pramkit.counts import CountTable, count_file, count_frame
+from pramkit.design.matrix_design import matrix_json, truthful_warnings
+from pramkit.design.registry import family
+from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.information import mutual_information
+from pramkit.ledger import DEFAULT_DESIGN_SHARE, Ledger, split_within
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
+
+#: Splits of the record budget.
+SPLITS = ("equal", "optimal", "joint")
+
+
+@dataclass(frozen=True)
+class DesignRecord:
+    """What the data holder keeps of a design: private, never published.
+
+    data: what was designed from (a file path, or "a DataFrame in memory")
+    sha256: the original file's SHA-256 (None in memory)
+    rows, missing: records read, and left out because a variable was missing
+    method, split, options: the design family, the budget split and the family's options
+    variables: per designed variable: categories, exact counts and proportions, the
+        proportions the design used, its epsilon, the information it keeps on the
+        exact proportions (nats) and on the design's own (nats)
+    matrices: the designed matrices (name -> PramMatrix, with provenance)
+    extra: family-specific figures (split bound, joint comparison, measures)
+    warnings, notes: what the holder should read
+    """
+
+    data: str
+    sha256: str | None
+    rows: int
+    missing: int
+    method: str
+    split: str
+    options: Mapping[str, Any]
+    variables: Mapping[str, Mapping[str, Any]]
+    matrices: Mapping[str, PramMatrix] = field(repr=False)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON: the design command's output and the private design-record file."""
+        return to_jsonable({
+            "private": "design record: computed from the original data; keep it with the data, never publish it",
+            "data": self.data,
+            "sha256": self.sha256,
+            "rows": self.rows,
+            "missing_rows": self.missing,
+            "method": self.method,
+            "split": self.split,
+            "options": dict(self.options),
+            "variables": list(self.variables),
+            "epsilons": {n: v["epsilon"] for n, v in self.variables.items()},
+            "information_nats": {n: v["information_nats"] for n, v in self.variables.items()},
+            "total_information_nats": None if any(v["information_nats"] is None for v in self.variables.values())
+            else math.fsum(v["information_nats"] for v in self.variables.values()),
+            "per_variable": {n: dict(v) for n, v in self.variables.items()},
+            "matrices": {n: matrix_json(m) for n, m in self.matrices.items()},
+            **self.extra,
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        })
+
+    def write(self, path: str | Path, *, force: bool = False) -> Path:
+        """Write the record atomically (JSON)."""
+        return write_text_atomic(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", force=force)
+
+
+def _positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _names(variables: str | Sequence[str]) -> list[str]:
+    names = [variables] if isinstance(variables, str) else list(variables)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ParameterError("give at least one variable (column name) to perturb")
+    if len(set(names)) != len(names):
+        raise ParameterError(f"a variable is listed twice: {names}")
+    return names
+
+
+def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]],
+           quiet: bool) -> tuple[CountTable, str, str | None]:
+    """Count the variables; returns the table, a description of the data and its digest."""
+    from pramkit.io import sha256_of
+
+    if isinstance(data, (str, Path)):
+        table = count_file(data, names, categories=categories or None, quiet=quiet)
+        return table, str(data), sha256_of(data)
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        data = data.select([n for n in names if n in data.column_names]).to_pandas()
+    if isinstance(data, pd.DataFrame):
+        return count_frame(data, names, categories=categories or None), "a DataFrame in memory", None
+    raise ParameterError(f"data must be a file path, a pandas DataFrame or an Arrow table, "
+                         f"not {type(data).__name__}")
+
+
+def _declared(names: list[str], categories: Mapping[str, Sequence[Label]] | str | Path | None,
+              prior: Prior | None) -> tuple[dict[str, tuple[Label, ...]], dict[str, str]]:
+    """Each variable's declared categories and where they came from."""
+    if isinstance(categories, (str, Path)):
+        categories = read_codebook(categories)
+    declared: dict[str, tuple[Label, ...]] = {}
+    source: dict[str, str] = {}
+    for n in names:
+        if categories is not None and n in categories:
+            declared[n], source[n] = tuple(categories[n]), "declared"
+        elif prior is not None and n in prior.distributions:
+            declared[n], source[n] = prior.categories(n), "prior"
+        else:
+            source[n] = "data"
+    return declared, source
+
+
+def _dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
+                    rng: random.Random | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """Noisy counts of each histogram (geometric mechanism, L1 sensitivity 2 per histogram),
+    the design budget shared equally; returns the post-processed proportions and the DP outputs."""
+    from pramkit.privacy.geometric import dp_counts
+
+    shares = split_within(epsilon, 0.0, [1.0] * len(margins))
+    ps: dict[str, np.ndarray] = {}
+    outputs: dict[str, dict[str, Any]] = {}
+    for (name, counts), eps in zip(margins.items(), shares):
+        noisy = dp_counts(np.asarray(counts, dtype=np.int64), eps, sensitivity=2, rng=rng)
+        ps[name] = noisy.proportions()
+        outputs[name] = noisy.to_dict()
+    return ps, outputs
+
+
+def _public(m: PramMatrix, exact: bool) -> PramMatrix:
+    """The matrix as it may be published: a design made on the exact data keeps its method
+    and parameters but not p, nor an objective or certificate computed on p."""
+    if not exact:
+        return m
+    prov = m.provenance
+    params = {k: v for k, v in prov.parameters.items() if k != "p"}
+    return m.with_provenance(Provenance(prov.method, params, None, None, None, prov.seconds))
+
+
+def design_release(
+    data: Any,
+    variables: str | Sequence[str],
+    *,
+    epsilon: float | None = None,
+    method: str = "dp",
+    split: str = "equal",
+    epsilon_per_variable: Mapping[str, float] | None = None,
+    design_epsilon: float | None = None,
+    prior: Prior | str | Path | None = None,
+    categories: Mapping[str, Sequence[Label]] | str | Path | None = None,
+    exact_frequencies: bool = False,
+    options: Mapping[str, Any] | None = None,
+    rng: random.Random | None = None,
+    quiet: bool = True,
+) -> Manifest:
+    """Design the PRAM matrices of a release under one record budget.
+
+    Parameters
+    ----------
+    data : str, Path, pandas.DataFrame or pyarrow.Table
+        The original data (a file is streamed).
+    variables : str or sequence of str
+        The columns to perturb.
+    epsilon : float, optional
+        The record's total budget (nats), design step included.  Required for the
+        families designed to a budget (dp, rr) unless ``epsilon_per_variable`` is given;
+        for the others it is checked.
+    method : str
+        A family of :data:`pramkit.design.registry.FAMILIES`.
+    split : {"equal", "optimal", "joint"}
+        How the perturbation's budget is shared (module docstring).
+    epsilon_per_variable : mapping, optional
+        ``{variable: epsilon}``: explicit per-variable budgets instead of a split.
+    design_epsilon : float, optional
+        Budget of the design step's DP counts (default: DEFAULT_DESIGN_SHARE of ``epsilon``).
+    prior : Prior or path, optional
+        Public frequencies (and categories): no design budget is spent.
+    categories : mapping or path, optional
+        Declared categories (a codebook): ``{variable: labels}`` or a codebook CSV.
+    exact_frequencies : bool
+        Design on the exact frequencies: no DP guarantee covers the design (the ledger says so).
+    options : mapping, optional
+        The family's own parameters (e.g. ``{"truthful": True}``, ``{"keep": 0.8}``).
+    rng : random.Random, optional
+        Randomness of the DP counts (default: the operating system's CSPRNG; pass a seeded
+        generator only in tests).
+    quiet : bool
+        No progress bars.
+
+    Returns
+    -------
+    Manifest
+        The public manifest; ``manifest.design_record`` is the private :class:`DesignRecord`.
+
+    Examples
+    --------
+    >>> import random
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> data = census(20_000)
+    >>> m = design_release(data, ["age", "sex"], epsilon=2.0, categories=CENSUS_VARIABLES,
+    ...                    rng=random.Random(1))
+    >>> m.record_epsilon <= 2.0, m.ledger.frequencies, m.ledger.covers_everything
+    (True, 'dp_counts', True)
+    """
+    t0 = time.perf_counter()
+    names = _names(variables)
+    fam = family(method)
+    opts = dict(options or {})
+    if split not in SPLITS:
+        raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    budget = None if epsilon is None else _positive(epsilon, "epsilon (the record budget)")
+    per_var = None
+    if epsilon_per_variable is not None:
+        per_var = {n: _positive(e, f"epsilon of {n!r}") for n, e in epsilon_per_variable.items()}
+        require_variables(per_var, names, "per-variable budget")
+        if set(per_var) - set(names):
+            raise ParameterError(f"per-variable budgets name {sorted(set(per_var) - set(names))}, "
+                                 f"which are not among the variables {names}")
+        if split != "equal":
+            raise ParameterError("give either per-variable budgets or a split, not both")
+    takes_budget = fam.takes_budget(opts)
+    if takes_budget and budget is None and per_var is None:
+        raise ParameterError(f"method {method!r} needs epsilon (the record budget) or per-variable budgets")
+    if not takes_budget and per_var is not None:
+        raise ParameterError(f"method {method!r} fixes each variable's epsilon by its own parameters; "
+                             "per-variable budgets do not apply")
+    if split != "equal" and not (method == "dp"):
+        raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
+                             "on its own (split equal)")
+    if isinstance(prior, (str, Path)):
+        prior = read_prior(prior)
+    reads = fam.reads_frequencies(opts)
+    notes: list[str] = list(prior.notes) if prior is not None else []
+    if prior is not None:
+        require_variables(prior.distributions, names, "prior")
+    if exact_frequencies and prior is not None:
+        raise ParameterError("give a prior or exact frequencies, not both")
+    source = "none" if not reads else "prior" if prior is not None else "exact" if exact_frequencies else "dp_counts"
+    design_eps = 0.0
+    if source == "dp_counts":
+        if design_epsilon is None:
+            base = budget if budget is not None else math.fsum(per_var.values()) if per_var else None
+            if base is None:
+                raise ParameterError(f"method {method!r} reads frequencies: give epsilon (the record budget), "
+                                     "design_epsilon, or a public prior")
+            design_eps = float(f"{DEFAULT_DESIGN_SHARE * base:.12g}")  # 0.6, not 0.6000000000000001
+        else:
+            design_eps = _positive(design_epsilon, "design epsilon")
+        if budget is not None and not design_eps < budget:
+            raise ParameterError(f"the design epsilon {design_eps:g} must be smaller than the record budget "
+                                 f"{budget:g}, which also pays for the perturbation")
+    elif design_epsilon is not None:
+        if isinstance(design_epsilon, bool) or not isinstance(design_epsilon, (int, float)) \
+                or not math.isfinite(design_epsilon) or design_epsilon < 0:
+            raise ParameterError(f"design epsilon must be a non-negative finite number, got {design_epsilon!r}")
+        why = {"none": f"method {method!r} reads no frequencies", "prior": "the design uses the public prior",
+               "exact": "the design uses the exact frequencies"}[source]
+        notes.append(f"design epsilon not spent: {why}")
+
+    declared, cat_source = _declared(names, categories, prior)
+    table, described, digest = _count(data, names, declared, quiet)
+    exact_p = {n: table.proportions(n) for n in names}
+    for n, cats in zip(names, table.categories):
+        if len(cats) < 2:
+            raise DataError(f"column {n!r} has fewer than two categories ({list(cats)}); nothing to perturb")
+
+    # the frequencies the design may read
+    dp_outputs: dict[str, dict[str, Any]] = {}
+    if split == "joint":
+        cells = list(itertools.product(*table.categories))
+        margins = {"*".join(names): table.counts.reshape(-1)}
+        exact_design = {"*".join(names): table.counts.reshape(-1) / table.counts.sum()}
+    else:
+        margins = {n: table.margin(n) for n in names}
+        exact_design = exact_p
+    if source == "dp_counts":
+        design_p, dp_outputs = _dp_frequencies(margins, design_eps, rng)
+    elif source == "prior":
+        design_p = {n: prior.p(n) for n in names} if split != "joint" else \
+            {"*".join(names): _product([prior.p(n) for n in names])}
+    elif source == "exact":
+        design_p = dict(exact_design)
+    else:
+        design_p = {k: None for k in margins}
+
+    # the budget of each designed matrix
+    targets = list(margins)
+    warnings: list[str] = []
+    extra: dict[str, Any] = {}
+    if not takes_budget:
+        eps_of: dict[str, float | None] = {k: None for k in targets}
+    elif per_var is not None:
+        eps_of = dict(per_var)
+        if budget is not None and Ledger(design_eps).total(list(per_var.values())) > budget:
+            raise ParameterError(f"the per-variable budgets and the design step add up to "
+                                 f"{Ledger(design_eps).total(list(per_var.values())):.6g}, more than the record "
+                                 f"budget {budget:g}")
+    elif split == "optimal":
+        from pramkit.design.dp_multivariate import split_budget
+
+        room = split_within(budget, design_eps, [1.0])[0]
+        best = split_budget({n: design_p[n] for n in names}, room, method="optimal",
+                            truthful=bool(opts.get("truthful")), categories=dict(zip(names, table.categories)))
+        positive = {n: e for n, e in best.epsilons.items() if e > 0}
+        if not positive:
+            raise PramkitError("no variable gets a positive epsilon; nothing to design")
+        fitted = split_within(budget, design_eps, list(positive.values()))
+        eps_of = dict(zip(positive, fitted))
+        extra["split_upper_bound_nats"] = best.upper_bound_nats
+        extra["split_grid_step"] = best.grid_step
+        left = [n for n in names if n not in positive]
+        if left:
+            warnings.append(f"variables {left} get epsilon 0 in the optimal split and are released unperturbed "
+                            "only if they are not sensitive; use split equal to perturb every variable")
+    else:
+        eps_of = dict(zip(targets, split_within(budget, design_eps, [1.0] * len(targets))))
+
+    cats_of = {n: list(c) for n, c in zip(names, table.categories)}
+    if split == "joint":
+        cats_of = {targets[0]: cells}
+    matrices: dict[str, PramMatrix] = {}
+    for k in eps_of:
+        matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], opts)
+        warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]))
+
+    exact = source == "exact"
+    if split == "joint":
+        variables_out = (PerturbedVariable(targets[0], _public(matrices[targets[0]], exact), columns=tuple(names)),)
+    else:
+        variables_out = tuple(PerturbedVariable(n, _public(m, exact)) for n, m in matrices.items())
+    dependent = []
+    from_data = [n for n in names if cat_source[n] == "data"]
+    if from_data:
+        dependent.append(f"the categories of {', '.join(from_data)} were read from the original file, so the "
+                         "manifest shows which categories occur in it (declare them with a codebook to avoid this)")
+    if exact:
+        dependent.append("the matrices were designed from the exact frequencies of the original file, which the "
+                         "published matrices reveal in part")
+    ledger = Ledger(design_epsilon=design_eps, frequencies=source, record_epsilon_budget=budget,
+                    prior=prior.name if prior is not None else None, categories=cat_source,
+                    data_dependent=tuple(dependent), dp_counts=dp_outputs)
+    facts = {"method": method, "split": split, "record_epsilon_budget": budget, "design_epsilon": design_eps,
+             "frequencies": source, "prior": ledger.prior, "options": to_jsonable(opts)}
+    total = ledger.total([v.epsilon for v in variables_out])
+    if budget is not None and total > budget:
+        raise ParameterError(f"the design gives record epsilon {total:.6g}, more than the budget "
+                             f"{budget:g}; lower the method's parameters (or raise the budget)")
+
+    per_variable = {}
+    for k in margins:
+        m = matrices.get(k)  # None: epsilon 0 in the optimal split, released unperturbed
+        p_exact = exact_design[k]
+        per_variable[k] = {
+            "categories": [list(c) if isinstance(c, tuple) else c for c in (cells if split == "joint" else cats_of[k])],
+            "counts": np.asarray(margins[k]).tolist(),
+            "p": np.asarray(p_exact).tolist(),
+            "design_p": None if design_p[k] is None else np.asarray(design_p[k]).tolist(),
+            "epsilon": 0.0 if m is None else m.epsilon,
+            "information_nats": 0.0 if m is None else mutual_information(p_exact, m.matrix),
+            "design_information_nats": None if m is None else m.provenance.objective,
+        }
+    if method != "dp":
+        from pramkit.design.methods import measure
+
+        extra["measures"] = {k: dataclasses.asdict(measure(m, exact_design[k])) for k, m in matrices.items()}
+    extra["seconds"] = time.perf_counter() - t0
+    record = DesignRecord(
+        data=described, sha256=digest, rows=table.rows, missing=table.missing, method=method, split=split,
+        options=opts, variables=per_variable, matrices=matrices, extra=extra, warnings=tuple(warnings),
+        notes=tuple(notes),
+    )
+    return Manifest(variables_out, input=facts, ledger=ledger, design_record=record)
+
+
+def _product(ps: Sequence[np.ndarray]) -> np.ndarray:
+    """The joint distribution of independent variables (a prior gives margins only)."""
+    out = np.ones(1)
+    for p in ps:
+        out = np.outer(out, p).ravel()
+    return out
+
+
+def design_recognition(
+    data: Any,
+    keys: Sequence[str],
+    *,
+    alpha: float,
+    combinations: int | Sequence[Sequence[str]] = 3,
+    solver: str = "restricted",
+    gamma: float = 0.9,
+) -> Manifest:
+    """One joint matrix over the key variables against spontaneous recognition (Cator,
+    Hensbergen and Rozenholc, condition C1), as a release manifest.
+
+    The design reads the exact joint frequencies of the keys (condition C1 is a statement
+    about the file's own counts), so no DP guarantee covers it: the ledger says so in plain
+    words.  The figures of the design (worst posterior, L2 loss, the uniform-noise
+    baseline) are in the private design record.
+
+    Parameters
+    ----------
+    data : str, Path or pandas.DataFrame
+        The original data.
+    keys : sequence of str
+        The key variables, perturbed jointly.
+    alpha : float
+        The bound on every posterior of condition (C1) (a probability).
+    combinations : int or sequence of sequences
+        The key combinations checked: a size, or lists of keys.
+    solver : {"restricted", "full"}
+        Restricted: convex, certified gap; full: every entry free (small key spaces only).
+    gamma : float
+        Lower bound on the diagonal of the reductions.
+
+    Returns
+    -------
+    Manifest
+        With ``design_record`` attached.
+
+    Examples
+    --------
+    >>> from pramkit.datasets import census
+    >>> m = design_recognition(census(3_000), ["sex", "marital_status"], alpha=0.9, combinations=2)
+    >>> m.ledger.frequencies, m.ledger.covers_everything
+    ('exact', False)
+    """
+    from pramkit.design.recognition import recognition_design_from_data
+    from pramkit.io import read_table, sha256_of
+
+    names = _names(list(keys))
+    t0 = time.perf_counter()
+    digest = None
+    described = "a DataFrame in memory"
+    if isinstance(data, (str, Path)):
+        described, digest = str(data), sha256_of(data)
+        data = read_table(data, columns=names)
+    d = recognition_design_from_data(data, names, alpha=alpha, combinations=combinations, method=solver,
+                                     gamma=gamma)
+    var = d.perturbed_variable()
+    ledger = Ledger(frequencies="exact", categories={k: "data" for k in names}, data_dependent=(
+        "the recognition design reads the exact joint frequencies of the keys, and the published joint matrix "
+        "lists the key combinations that occur in the original file",))
+    top = d.destinations().head(5)
+    extra = {
+        "keys": names,
+        "alpha": d.alpha,
+        "worst_posterior": d.worst_posterior,
+        "l2_loss": d.loss,
+        "expected_changes_records": d.expected_changes,
+        "min_diagonal": d.matrix.min_diagonal if d.matrix is not None else None,
+        "baseline": {"weight": d.baseline.weight, "l2_loss": d.baseline.loss,
+                     "expected_changes_records": d.baseline.expected_changes},
+        "destinations": [{"cell": list(c) if isinstance(c, tuple) else c, "records_in": float(r)}
+                         for c, r in zip(top["cell"], top["records_in"])],
+        "diagnostics": dataclasses.asdict(d.diagnostics),
+        "seconds": time.perf_counter() - t0,
+    }
+    counts = d.space.counts
+    info = mutual_information(counts / counts.sum(), var.matrix.matrix) if var.matrix.size == counts.size else None
+    record = DesignRecord(
+        data=described, sha256=digest, rows=int(counts.sum()), missing=0, method="recognition", split="joint",
+        options={"alpha": alpha, "combinations": combinations, "solver": solver, "gamma": gamma},
+        variables={var.name: {"categories": [list(c) for c in var.matrix.categories], "epsilon": var.epsilon,
+                              "information_nats": info, "design_information_nats": None}},
+        matrices={var.name: var.matrix}, extra=extra,
+    )
+    facts = {"method": "recognition", "split": "joint", "record_epsilon_budget": None, "design_epsilon": 0.0,
+             "frequencies": "exact", "prior": None, "options": to_jsonable(record.options)}
+    return Manifest((var,), input=facts, ledger=ledger, design_record=record)
