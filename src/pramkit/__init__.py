@@ -1,18 +1,66 @@
 """pramkit: statistical disclosure control of categorical microdata by PRAM.
 
-Design a PRAM matrix under a privacy model, assess disclosure risk, perturb
-files with keyed randomness, and estimate tables from the released data.
+Design a release under one record budget (:func:`design_release`), perturb files
+with keyed randomness (:func:`perturb_frame`, :func:`apply_file`), estimate tables
+from the released data (:func:`estimate_table`), assess disclosure risk
+(:func:`identification_risk`) and report (:func:`build_report`,
+:func:`build_public_report`).
+
+The names are loaded on first use, so ``import pramkit`` (and the command line)
+starts without importing SciPy, pandas or matplotlib.
+
+Examples
+--------
+>>> import random, pramkit
+>>> from pramkit.datasets import census, CENSUS_VARIABLES
+>>> data = census(10_000)
+>>> m = pramkit.design_release(data, ["age", "sex"], epsilon=2.0, categories=CENSUS_VARIABLES,
+...                            rng=random.Random(0))
+>>> released = pramkit.perturb_frame(data, m, key=bytes(32))[0]
+>>> table = pramkit.estimate_table(released, m, ["sex"])
+>>> m.record_epsilon <= 2.0
+True
 """
 
-from pramkit._version import __version__
-from pramkit.errors import PramkitError
-from pramkit.estimate import estimate_table
-from pramkit.manifest import Manifest, PerturbedVariable
-from pramkit.matrix import PramMatrix, Provenance
-from pramkit.perturb import apply_file, perturb_codes, perturb_frame
-from pramkit.rng import SecretKey
+from __future__ import annotations
 
-__all__ = [
-    "__version__", "PramkitError", "estimate_table", "Manifest", "PerturbedVariable", "PramMatrix",
-    "Provenance", "apply_file", "perturb_codes", "perturb_frame", "SecretKey",
-]
+import importlib
+from typing import Any
+
+from pramkit._version import __version__
+from pramkit.errors import ParameterError, PramkitError
+
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    "design_release": "pramkit.design.release",
+    "design_recognition": "pramkit.design.release",
+    "estimate_table": "pramkit.estimate",
+    "Manifest": "pramkit.manifest",
+    "PerturbedVariable": "pramkit.manifest",
+    "Ledger": "pramkit.ledger",
+    "PramMatrix": "pramkit.matrix",
+    "Provenance": "pramkit.matrix",
+    "apply_file": "pramkit.perturb",
+    "perturb_codes": "pramkit.perturb",
+    "perturb_frame": "pramkit.perturb",
+    "SecretKey": "pramkit.rng",
+    "identification_risk": "pramkit.risk.identification",
+    "build_report": "pramkit.report",
+    "build_public_report": "pramkit.report",
+    "write_report": "pramkit.report",
+}
+
+__all__ = ["__version__", "PramkitError", "ParameterError", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pramkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
