@@ -1,23 +1,33 @@
-"""Benchmark: the all-two-way log-linear fit on the built-in census data.
+"""Benchmark: log-linear identification risk with all two-way interactions on the built-in census data.
 
-``python benchmarks/bench_risk.py`` fits the model with every two-way
-interaction to the full table of the ten census variables (953 076 records,
-2 566 080 cells) and reports its time as a ratio to a baseline measured in
-the same run: one pass that sums all 45 two-way margins of the dense table
-with NumPy (what a single IPF cycle on the dense table would at least cost).
+``python benchmarks/bench_risk.py`` computes tau1 and tau2 under the model
+with every two-way interaction of the ten census variables (953 076
+records, 2 566 080 cells), pi = 0.05, on one core (BLAS threads set to 1),
+end to end: encoding, the accelerated IPF fit run until tau1 and tau2 are
+stable to 1e-6 (relative), the per-record risks.  It reports the best of
+three runs (wall clock and CPU time) against the target of 10 s, and, as a
+yardstick measured in the same run, one pass summing all 45 two-way margins
+of the dense table with NumPy.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
+import os
 
-from pramkit.datasets import census
-from pramkit.risk.frequencies import key_table
-from pramkit.risk.identification import identification_risk
-from pramkit.risk.loglinear import fit_loglinear
-from timing import best_of
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
+import itertools  # noqa: E402
+import time  # noqa: E402
+
+from timing import best_of  # noqa: E402
+
+from pramkit.datasets import census  # noqa: E402
+from pramkit.risk.frequencies import key_table  # noqa: E402
+from pramkit.risk.identification import identification_risk  # noqa: E402
+
+#: End-to-end target on one core (seconds).
+TARGET = 10.0
 
 
 def main() -> None:
@@ -31,19 +41,21 @@ def main() -> None:
             counts.sum(axis=tuple(a for a in range(counts.ndim) if a not in pair))
 
     baseline = best_of(all_margins, 3)
-    fit = fit_loglinear(counts, keys, model="2way")
-    start = time.perf_counter()
-    risk = identification_risk(data, keys, sampling_fraction=0.05)
-    total = time.perf_counter() - start
+    runs = []
+    for _ in range(3):
+        wall, cpu = time.perf_counter(), time.process_time()
+        risk = identification_risk(data, keys, sampling_fraction=0.05)
+        runs.append((time.perf_counter() - wall, time.process_time() - cpu, risk))
+    wall, cpu, risk = min(runs, key=lambda r: r[0])
+    fit = risk.model
     print(f"records: {len(data)}, cells: {counts.size}, two-way margins: {len(pairs)}")
     print(f"baseline, one pass summing all two-way margins of the dense table: {baseline:.3f} s")
-    print(f"2-way fit: {fit.seconds:.2f} s, {fit.iterations} IPF cycles, "
-          f"relative margin discrepancy {fit.relative_margin_discrepancy:.2e}, converged {fit.converged}")
-    print(f"  ratio to baseline: {fit.seconds / baseline:.1f}x "
-          f"({fit.seconds / fit.iterations / baseline:.2f}x per cycle)")
-    print(f"identification_risk end to end (pi = 0.05): {total:.2f} s = {total / baseline:.1f}x baseline; "
-          f"tau1 = {risk.tau1:.1f} records, tau2 = {risk.tau2:.1f} records")
-    print(f"target: under 30 s on one core -> {'met' if total < 30 else 'NOT met'}")
+    print(f"2-way fit: {fit.seconds:.2f} s, {fit.iterations} IPF cycles ({fit.extrapolations} Anderson steps kept), "
+          f"relative margin discrepancy {fit.relative_margin_discrepancy:.2e}, "
+          f"tau distance to the limit <= {fit.watched_distance:.1e} (relative), converged {fit.converged}")
+    print(f"identification_risk end to end (pi = 0.05), best of 3: {wall:.2f} s wall, {cpu:.2f} s CPU "
+          f"= {wall / baseline:.1f}x baseline; tau1 = {risk.tau1:.4f} records, tau2 = {risk.tau2:.4f} records")
+    print(f"target: under {TARGET:g} s on one core -> {'met' if wall < TARGET else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -117,7 +117,8 @@ def test_demo_small(tmp_path: Path, capsys) -> None:
     code, out, _ = run(["demo", "--out", tmp_path / "demo", "--rows", "20000", "--quiet"], capsys)
     assert code == 0
     public, private = tmp_path / "demo" / "public", tmp_path / "demo" / "private"
-    assert sorted(p.name for p in public.iterdir()) == ["manifest.json", "released.csv", "report.html"]
+    assert sorted(p.name for p in public.iterdir()) == ["manifest.json", "released.csv", "released.csv.receipt.json",
+                                                        "report.html"]
     assert sorted(p.name for p in private.iterdir()) == ["census.csv", "design-record.json", "report.html",
                                                          "summary.json"]
     assert "record epsilon" in out and "estimate" in out and "tau2" in out
@@ -133,3 +134,55 @@ def test_console_script_and_module_run() -> None:
     for cmd in (["pramkit"], [sys.executable, "-m", "pramkit"]):
         proc = subprocess.run(cmd + ["--version"], capture_output=True, text=True)
         assert proc.returncode == 0 and proc.stdout.startswith("pramkit "), proc.stderr
+
+
+def test_apply_reports_the_key_fingerprint_and_receipt(files, capsys) -> None:
+    from pramkit.rng import SecretKey
+
+    fingerprint = SecretKey.from_file(files["key"]).fingerprint
+    code, out, _ = run(["apply", files["data"], "--manifest", files["manifest"], "--out", files["dir"] / "r.csv",
+                        "--key-file", files["key"], "--json"], capsys)
+    summary = json.loads(out)
+    assert code == 0 and summary["key_fingerprint"] == fingerprint
+    assert summary["receipt"].endswith("r.csv.receipt.json")
+    code, out, _ = run(["apply", files["data"], "--manifest", files["manifest"], "--out", files["dir"] / "s.csv",
+                        "--key-file", files["key"]], capsys)
+    assert f"fingerprint {fingerprint}" in out and "receipt:" in out
+    assert files["key"].read_text().strip() not in out
+
+
+def test_estimate_refuses_a_release_of_another_manifest(files, capsys) -> None:
+    d = files["dir"]
+    assert run(["apply", files["data"], "--manifest", files["manifest"], "--out", d / "r.csv"], capsys)[0] == 0
+    Manifest.of({"sex": randomized_response(["m", "f"], 3.0)}).write(d / "other.json")
+    code, out, err = run(["estimate", d / "r.csv", "--manifest", d / "other.json", "--vars", "sex"], capsys)
+    assert code == 2 and "another manifest" in err and out == "" and len(err.strip().splitlines()) == 1
+    code, out, err = run(["estimate", d / "r.csv", "--manifest", files["manifest"], "--vars", "sex"], capsys)
+    assert code == 0 and err == ""
+    code, out, err = run(["estimate", files["data"], "--manifest", files["manifest"], "--vars", "sex"], capsys)
+    assert code == 0 and err.startswith("pramkit estimate: note: no release receipt")
+
+
+def test_usage_errors_and_warnings_are_one_line(files, capsys) -> None:
+    code, _, err = run(["apply", files["data"], "--chunk-rows", "x"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("pramkit apply: error:")
+    assert run(["--version"], capsys)[0] == 0
+    files["key"].chmod(0o644)
+    code, _, err = run(["apply", files["data"], "--manifest", files["manifest"], "--out", files["dir"] / "w.csv",
+                        "--key-file", files["key"]], capsys)
+    assert code == 0 and err.strip().splitlines() == [
+        f"pramkit apply: note: key file {str(files['key'])!r} can be read by other users (mode 0644); "
+        f"make it private with: chmod 600 {files['key']}"]
+
+
+def test_printed_figures_have_no_float_noise(files, capsys) -> None:
+    d = files["dir"]
+    Manifest.of({"region": randomized_response([1, 2, 3], 0.1), "sex": randomized_response(["m", "f"], 0.1),
+                 "w": randomized_response(list(range(1000)), 0.3)}).write(d / "noisy.json")
+    assert Manifest.read(d / "noisy.json").record_epsilon != 0.5  # 0.5000000000000001
+    code, out, _ = run(["inspect", d / "noisy.json"], capsys)
+    assert code == 0 and "record epsilon: 0.5 (" in out and "0000000" not in out
+    code, out, _ = run(["inspect", d / "noisy.json", "--json"], capsys)
+    assert json.loads(out)["record_epsilon"] == Manifest.read(d / "noisy.json").record_epsilon  # full precision
+    code, out, _ = run(["apply", files["data"], "--manifest", d / "noisy.json", "--out", d / "n.csv"], capsys)
+    assert code == 0 and "record epsilon: 0.5 (" in out and "0000000" not in out

@@ -121,7 +121,7 @@ def test_cli_data_mode_writes_a_manifest_apply_reads(tmp_path, capsys):
 @pytest.mark.parametrize("argv, method", [
     (["--method", "rr", "--epsilon", "1"], "randomized_response"),
     (["--method", "keep", "--keep", "0.8"], "keep_probability"),
-    (["--method", "invariant", "--pd", "0.7", "--seed", "1"], "sdcmicro_pram"),
+    (["--method", "invariant", "--pd", "0.7", "--seed", "1", "--design-epsilon", "0.2"], "sdcmicro_pram"),
     (["--method", "bistochastic-beta", "--beta", "0.5", "--beta-family", "kanon"], "k_anonymity"),
     (["--method", "tridiagonal", "--alpha", "0.2"], "tridiagonal"),
 ])

@@ -78,12 +78,20 @@ def test_acceleration_reaches_the_same_maximum_faster():
     assert fast.counts == pytest.approx(plain.counts, abs=0.05)
 
 
-def test_singular_matrix_mle_has_no_standard_errors():
+def test_singular_matrix_mle_has_no_standard_errors_where_not_identifiable():
     m = PramMatrix([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.2, 0.8]])
     est = mle_estimate(np.array([30.0, 38.0, 32.0]), [m])
-    assert est.converged and np.all(np.isnan(est.se)) and np.isinf(est.condition_number)
+    assert est.converged and np.all(np.isnan(est.se[:2])) and np.isinf(est.condition_number)
     fitted = est.counts @ m.matrix
     assert fitted == pytest.approx([30.0, 38.0, 32.0], rel=1e-6)  # the saturated fit is reachable here
+    # the third count is identifiable: with the saturated fit its MLE solves
+    # 0.8 t_3 = 32, and its standard error is the one of the merged two-category
+    # model (pi = share of the first two): n / sum_j (row_a - row_c)_j^2 / lam_j
+    assert est.counts[2] == pytest.approx(40.0, rel=1e-6)
+    lam = np.array([30.0, 38.0, 32.0]) / 100
+    diff = np.array([0.5, 0.5, 0.0]) - np.array([0.0, 0.2, 0.8])
+    assert est.se[2] == pytest.approx(np.sqrt(100 / np.sum(diff**2 / lam)), rel=1e-6)
+    assert "not identifiable" in est.note and "identical rows" in est.note
 
 
 def test_bad_options():

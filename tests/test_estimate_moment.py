@@ -265,7 +265,21 @@ def test_singular_matrix_falls_back_to_mle():
         est = moment_estimate(np.array([40.0, 35.0, 25.0]), [m])
     assert est.method == "mle" and "singular" in est.note
     assert np.all(est.counts >= 0) and est.counts.sum() == pytest.approx(100)
-    assert np.all(np.isnan(est.se)) and est.covariance is None
+    assert est.covariance is None
+    # a and b have identical rows: their counts are not identifiable (no standard error) ...
+    assert np.all(np.isnan(est.se[:2])) and est.identifiable.tolist() == [False, False, True]
+    # ... but c's count and the total of a and b are: the merged model has released
+    # probabilities lam = pi * row_a + (1 - pi) * row_c, whose MLE here puts lam_3 at
+    # its observed share (lam_1 = lam_2 always), and whose Fisher information for pi
+    # is n sum_j (row_a - row_c)_j^2 / lam_j.
+    n, row_a, row_c = 100.0, np.array([0.5, 0.5, 0.0]), np.array([0.1, 0.1, 0.8])
+    pi = 1 - 0.25 / 0.8
+    lam = pi * row_a + (1 - pi) * row_c
+    se = np.sqrt(n / np.sum((row_a - row_c) ** 2 / lam))
+    assert est.counts[2] == pytest.approx(n * (1 - pi), rel=1e-6) and est.se[2] == pytest.approx(se, rel=1e-6)
+    (group,) = est.identifiability.groups
+    assert group.members == ((0, 1),) and group.estimate == pytest.approx(n * pi, rel=1e-6)
+    assert group.se == pytest.approx(se, rel=1e-6)
 
 
 def test_badly_conditioned_matrix_falls_back_to_mle():

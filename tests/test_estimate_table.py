@@ -194,8 +194,25 @@ def test_cli_singular_matrix_says_so(tmp_path, capsys):
     assert "singular" in captured.err
     out = json.loads(captured.out)
     assert out["method"] == "mle" and "singular" in out["note"]
-    assert all(c["se"] is None for c in out["cells"])
+    assert out["estimator_requested"] == "unbiased" and out["estimator"] == "mle"
+    # a and b have identical rows: no standard error, flagged; c is identifiable
+    assert [c["se"] is None for c in out["cells"]] == [True, True, False]
+    assert [c["identifiable"] for c in out["cells"]] == [False, False, True]
     assert sum(c["estimate"] for c in out["cells"]) == pytest.approx(100)
+    # saturated fit: 0.8 t_c = 32; the merged model's Fisher information for the
+    # share pi of {a, b} is n sum_j (row_a - row_c)_j^2 / lam_j
+    lam, diff = np.array([0.30, 0.38, 0.32]), np.array([0.5, 0.3, -0.8])
+    se = np.sqrt(100 / np.sum(diff**2 / lam))
+    assert out["cells"][2]["estimate"] == pytest.approx(40.0, rel=1e-6)
+    assert out["cells"][2]["se"] == pytest.approx(se, rel=1e-6)
+    (group,) = out["groups"]
+    assert group["category"] == ["a", "b"] and group["estimate"] == pytest.approx(60.0, rel=1e-6)
+    assert group["se"] == pytest.approx(se, rel=1e-6)
+    assert out["identifiability"]["x"]["groups"][0]["categories"] == ["a", "b"]
+    # the text output says it instead of printing NaN
+    assert main(["estimate", str(tmp_path / "r.csv"), "--manifest", str(tmp_path / "m.json"), "--vars", "x"]) == 0
+    text = capsys.readouterr().out
+    assert "nan" not in text.lower() and text.count("not identifiable") == 2 and "{a, b}" in text
 
 
 def test_a_file_is_streamed_to_the_same_estimate(release, tmp_path):

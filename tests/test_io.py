@@ -218,3 +218,116 @@ def test_outputs_get_ordinary_permissions(tmp_path: Path, frame, manifest, key) 
     umask = os.umask(0)
     os.umask(umask)
     assert (tmp_path / "out.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# ---------------------------------------------------------------- missing markers and user-missing codes
+
+def test_na_text_is_missing_and_kept(tmp_path: Path, manifest, key) -> None:
+    """R's NA is missing by default: never perturbed, never produced, written back as it was."""
+    src = tmp_path / "in.csv"
+    n = 3000
+    region = np.where(np.arange(n) % 10 == 0, "NA", (np.arange(n) % 5 + 1).astype(str))
+    pd.DataFrame({"region": region, "sex": ["m", "f", "NA"] * 1000, "other": ["NA", "x", "y"] * 1000}) \
+        .to_csv(src, index=False)
+    res = apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    a, b = csv_rows(src), csv_rows(tmp_path / "out.csv")
+    for col in range(3):
+        was_na = [r[col] == "NA" for r in a[1:]]
+        assert was_na == [r[col] == "NA" for r in b[1:]]  # NA stays NA, and nothing becomes NA
+    assert {v.name: v.missing for v in res.variables} == {"region": 300, "sex": 1000}
+    assert pio.read_table(src)["region"].isna().sum() == 300  # readers see it as missing
+
+
+def test_na_values_option(tmp_path: Path, key) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("x\n" + "1\n-9\nNA\n2\n" * 50)
+    with_na = Manifest.of({"x": randomized_response([-9, 1, 2, "NA"], 1.0)})
+    plain = Manifest.of({"x": randomized_response([1, 2], 1.0)})
+    with pytest.raises(DataError, match="'NA' is a missing-value code.*--na-values"):
+        apply_file(src, with_na, tmp_path / "out.csv", key=key)  # never released as a missing marker
+    with pytest.raises(DataError, match="'-9'"):  # -9 is not missing by default
+        apply_file(src, plain, tmp_path / "out.csv", key=key)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+    res = apply_file(src, plain, tmp_path / "o1.csv", key=key, na_values=["NA", "-9"])
+    assert res.variables[0].missing == 100
+    res = apply_file(src, with_na, tmp_path / "o2.csv", key=key, na_values=())  # NA an ordinary category
+    assert res.variables[0].missing == 0 and res.variables[0].changed > 0
+
+
+@pytest.fixture
+def user_missing_sav(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(4)
+    n = 4000
+    frame = pd.DataFrame({"q": rng.choice([1.0, 2.0, 3.0, 8.0, 9.0], n), "s": rng.choice(["a", "b", "z"], n),
+                          "w": rng.normal(size=n)})
+    path = tmp_path / "in.sav"
+    pyreadstat.write_sav(frame, str(path), missing_ranges={"q": [{"lo": 8, "hi": 9}], "s": ["z"]},
+                         variable_value_labels={"q": {1: "yes", 2: "no", 3: "maybe", 8: "refused", 9: "don't know"}})
+    return path
+
+
+def test_spss_user_missing_codes_survive(tmp_path: Path, user_missing_sav: Path, key) -> None:
+    m = Manifest.of({"q": randomized_response([1, 2, 3], 1.0), "s": randomized_response(["a", "b"], 1.0)})
+    res = apply_file(user_missing_sav, m, tmp_path / "out.sav", key=key)
+    a, meta_a = pyreadstat.read_sav(str(user_missing_sav), user_missing=True)
+    b, meta_b = pyreadstat.read_sav(str(tmp_path / "out.sav"), user_missing=True)
+    assert meta_b.missing_ranges == meta_a.missing_ranges  # the declaration survives
+    assert meta_b.variable_value_labels == meta_a.variable_value_labels
+    for col, codes in (("q", [8.0, 9.0]), ("s", ["z"])):
+        assert (a[col].isin(codes) == b[col].isin(codes)).all()  # user-missing stay, nothing becomes one
+        assert (a[col][a[col].isin(codes)] == b[col][b[col].isin(codes)]).all()  # with their own code
+        assert (a[col] != b[col]).any()
+    assert {v.name: v.missing for v in res.variables} == {"q": int(a["q"].isin([8, 9]).sum()),
+                                                          "s": int((a["s"] == "z").sum())}
+    # readers see user-missing codes as missing
+    assert pio.read_table(user_missing_sav)["q"].isna().sum() == a["q"].isin([8, 9]).sum()
+
+
+def test_spss_user_missing_code_as_a_category_is_refused(tmp_path: Path, user_missing_sav: Path, key) -> None:
+    m = Manifest.of({"q": randomized_response([1, 2, 3, 9], 1.0)})
+    with pytest.raises(DataError, match="category 9 is a missing-value code.*user-missing"):
+        apply_file(user_missing_sav, m, tmp_path / "out.sav", key=key)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.sav"]
+
+
+# ---------------------------------------------------------------- release receipts
+
+def test_receipt_records_the_manifest(tmp_path: Path, frame, manifest, key) -> None:
+    import json
+
+    from pramkit.receipt import check_release, receipt_path
+
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    manifest.write(tmp_path / "m.json")
+    res = apply_file(src, tmp_path / "m.json", tmp_path / "out.csv", key=key)
+    receipt = json.loads(receipt_path(tmp_path / "out.csv").read_text())
+    assert res.receipt == str(receipt_path(tmp_path / "out.csv"))
+    assert receipt["rows"] == len(frame) and receipt["released_sha256"] == sha(tmp_path / "out.csv")
+    assert receipt["manifest_sha256"] == sha(tmp_path / "m.json")
+    assert set(receipt) == {"format", "version", "pramkit_version", "released_file", "released_sha256", "rows",
+                            "manifest_sha256", "manifest_content_sha256"}  # nothing from the original file
+    assert sha(src) not in json.dumps(receipt)
+    assert check_release(tmp_path / "out.csv", tmp_path / "m.json") is None
+    assert check_release(tmp_path / "out.csv", manifest) is None  # the object that was written
+    other = Manifest.of({"region": randomized_response(list(range(1, 6)), 2.0)})
+    with pytest.raises(PramkitError, match="another manifest"):
+        check_release(tmp_path / "out.csv", other)
+    assert "no release receipt" in check_release(src, manifest)
+    with open(tmp_path / "out.csv", "a") as fh:
+        fh.write("1,1,m,1.0,01\n")
+    assert "has changed since" in check_release(tmp_path / "out.csv", other)
+
+
+def test_failed_release_leaves_the_old_receipt(tmp_path: Path, frame, manifest, key) -> None:
+    from pramkit.receipt import receipt_path
+
+    src = tmp_path / "in.csv"
+    frame.to_csv(src, index=False)
+    apply_file(src, manifest, tmp_path / "out.csv", key=key)
+    before = {p.name: sha(p) for p in tmp_path.iterdir()}
+    (tmp_path / "bad.csv").write_text("region,sex\n1,m\n9,f\n")
+    with pytest.raises(DataError):
+        apply_file(tmp_path / "bad.csv", manifest, tmp_path / "out.csv", key=key, force=True)
+    assert {p.name: sha(p) for p in tmp_path.iterdir() if p.name != "bad.csv"} == before
+    assert receipt_path(tmp_path / "out.csv").exists()

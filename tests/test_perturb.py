@@ -185,3 +185,36 @@ def test_alias_tables_reconstruct_the_matrix(seed: int) -> None:
         np.add.at(moved, alias[k], (1 - prob[k]) / s)
         rebuilt[k] = sampler.keep[k] * np.eye(s)[k] + (1 - sampler.keep[k]) * moved
     np.testing.assert_allclose(rebuilt, m, rtol=0, atol=1e-12)
+
+
+def test_missing_codes_are_kept_and_never_produced(key: SecretKey) -> None:
+    """Values a file declares missing (CSV markers, SPSS user-missing) are left as they are."""
+    import pyarrow as pa
+
+    from pramkit.codebook import MissingCodes
+    from pramkit.design.classic import randomized_response
+    from pramkit.perturb import TablePerturber
+
+    n = 6000
+    region = pa.array(np.where(np.arange(n) % 7 == 0, "NA", (np.arange(n) % 3 + 1).astype(str)))
+    sex = pa.array(np.where(np.arange(n) % 11 == 0, "NA", np.where(np.arange(n) % 2, "m", "f")))
+    table = pa.table({"region": region, "sex": sex})
+    codes = MissingCodes(texts=("NA",), source="test")
+    single = Manifest.of({"region": randomized_response([1, 2, 3], 0.5)})
+    out = TablePerturber(single, key, codes)(table)
+    assert (np.asarray(out.column("region").to_pylist()) == "NA").tolist() == (np.arange(n) % 7 == 0).tolist()
+    cells = [(r, s) for r in ("1", "2", "3") for s in ("m", "f")]
+    joint = Manifest((PerturbedVariable("region*sex", PramMatrix(0.5 * np.eye(6) + 0.5 / 6, cells),
+                                        columns=("region", "sex")),))
+    out = TablePerturber(joint, key, codes)(table)
+    kept = (np.arange(n) % 7 == 0) | (np.arange(n) % 11 == 0)
+    for col in ("region", "sex"):
+        released, original = out.column(col).to_pylist(), table.column(col).to_pylist()
+        assert [released[i] for i in np.flatnonzero(kept)] == [original[i] for i in np.flatnonzero(kept)]
+        assert "NA" not in [released[i] for i in np.flatnonzero(~kept)]
+    with pytest.raises(DataError, match="missing-value code"):
+        TablePerturber(Manifest.of({"region": randomized_response(["1", "2", "NA"], 1.0)}), key, codes)
+    bad_joint = Manifest((PerturbedVariable("region*sex", PramMatrix(np.eye(2), [("1", "NA"), ("2", "m")]),
+                                            columns=("region", "sex")),))
+    with pytest.raises(DataError, match="'NA'"):
+        TablePerturber(bad_joint, key, codes)

@@ -168,7 +168,7 @@ def test_manifest_round_trip_and_version_1_still_loads(tmp_path: Path) -> None:
 
 def test_ledger_statement_is_plain_and_bounded() -> None:
     led = Ledger(design_epsilon=0.2, frequencies="dp_counts")
-    text = led.statement([0.9, 0.9])
+    text = led.statement(split_within(2.0, 0.2, [1.0, 1.0]))
     assert "e^2 = 7.389" in text and "noisy counts (epsilon 0.2)" in text
     assert "no differential-privacy guarantee" in led.statement([math.inf])
 

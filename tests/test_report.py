@@ -188,7 +188,7 @@ def _cli(files: dict, out: Path, *extra: str, keys: str = "age,sex,race") -> int
 def test_cli_writes_and_prints_the_path(release: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "r.html"
     assert _cli(release["files"], out, "--sampling-fraction", "0.2") == 0
-    assert capsys.readouterr().out.strip() == str(out)
+    assert capsys.readouterr().out.strip() == f"{out} (internal: do not publish)"
     assert "pi = 0.2, as given" in out.read_text(encoding="utf-8")
     assert _cli(release["files"], out) == 2  # exists, no --force
     assert "--force" in capsys.readouterr().err

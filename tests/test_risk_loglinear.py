@@ -1,4 +1,4 @@
-"""Log-linear fitting by IPF (risk/loglinear.py) against an independent Newton-Raphson GLM fit."""
+"""Log-linear fitting by accelerated IPF (risk/loglinear.py) against an independent Newton-Raphson GLM fit."""
 
 from __future__ import annotations
 
@@ -8,34 +8,46 @@ import numpy as np
 import pytest
 
 from pramkit.errors import PramkitError
-from pramkit.risk.loglinear import fit_loglinear, fit_loglinear_misclassified, parse_model, pull, push
+import pandas as pd
+
+from pramkit.risk.identification import identification_risk
+from pramkit.risk.loglinear import (
+    Watch, fit_loglinear, fit_loglinear_misclassified, geometric_tail, parse_model, pull, push,
+)
+from pramkit.risk.misclassified import cell_risk
 
 
 def _design(shape, terms):
-    """Dummy-coded design matrix (reference category 0) of a hierarchical model, one row per cell."""
+    """Dummy-coded design matrix (reference category 0) of a hierarchical model, one row per cell (C order)."""
     closure = sorted({s for t in terms for r in range(len(t) + 1) for s in itertools.combinations(t, r)})
-    cells = list(itertools.product(*[range(n) for n in shape]))
+    coords = [c.ravel() for c in np.indices(shape)]
     cols = []
     for s in closure:
         for levels in itertools.product(*[range(1, shape[a]) for a in s]):
-            cols.append([float(all(c[a] == l for a, l in zip(s, levels))) for c in cells])
-    return np.array(cols).T
+            col = np.ones(coords[0].size)
+            for a, level in zip(s, levels):
+                col = col * (coords[a] == level)
+            cols.append(col)
+    return np.column_stack(cols)
 
 
-def _glm_poisson(f, x):
-    """Poisson GLM with log link by Newton-Raphson (IRLS; least-squares steps, so a
-    rank-deficient design still gives the unique fitted values), written independently
-    of the code under test."""
+def _glm_poisson(f, x, offset=None):
+    """Poisson GLM with log link, ``log mu = offset + x beta``, by Newton-Raphson (IRLS;
+    least-squares steps, so a rank-deficient design still gives the unique fitted values),
+    written independently of the code under test.  Stops when the fitted means settle."""
+    offset = np.zeros(f.size) if offset is None else offset
     beta = np.zeros(x.shape[1])
-    beta[0] = np.log(f.mean())
-    for _ in range(100):
-        mu = np.exp(x @ beta)
+    beta[0] = np.log(f.sum() / np.exp(offset).sum())
+    mu = np.exp(offset + x @ beta)
+    for _ in range(200):
         root = np.sqrt(mu)
         step = np.linalg.lstsq(root[:, None] * x, (f - mu) / root, rcond=None)[0]  # minimum-norm step
         beta += step
-        if np.abs(step).max() < 1e-12:
-            break
-    return np.exp(x @ beta)
+        new = np.exp(offset + x @ beta)
+        if np.max(np.abs(new - mu) / np.maximum(new, 1e-300)) < 1e-13:
+            return new
+        mu = new
+    return mu
 
 
 @pytest.mark.parametrize("model", ["independence", "2way", "a*b + c", [["a", "b", "c"]]])
@@ -150,3 +162,120 @@ def test_em_matches_direct_maximisation_of_the_misclassified_likelihood():
     beta0[0] = np.log(f.mean())
     best = minimize(negloglik, beta0, jac=grad, method="BFGS", options={"gtol": 1e-10, "maxiter": 10000})
     np.testing.assert_allclose(fit.fitted.ravel(), np.exp(x @ best.x), rtol=1e-5)
+
+
+def _taus(mu, pi):
+    """tau1, tau2 from the means of the sample-unique cells, written out: P(F = 1 | f = 1) and
+    E(1/F | f = 1) with F - 1 ~ Poisson(lambda (1 - pi)), lambda = mu / pi."""
+    rest = mu / pi * (1 - pi)
+    return np.exp(-rest).sum(), ((1 - np.exp(-rest)) / rest).sum()
+
+
+@pytest.mark.parametrize("model", ["independence", "a*b + c", "2way"])
+def test_offset_matches_glm_with_offset(model):
+    # per-cell known factors (sampling fractions varying with a and c): a Poisson GLM with offset log(pi)
+    rng = np.random.default_rng(7)
+    shape = (3, 4, 2)
+    names = ["a", "b", "c"]
+    f = rng.poisson(rng.uniform(1, 25, size=shape)).astype(float)
+    pi = rng.uniform(0.01, 0.2, size=(3, 1, 2))
+    fit = fit_loglinear(f, names, model=model, tol=1e-12, offset=pi)
+    mu = _glm_poisson(f.ravel(), _design(shape, parse_model(model, names)),
+                      np.log(np.broadcast_to(pi, shape)).ravel()).reshape(shape)
+    np.testing.assert_allclose(fit.fitted, mu, rtol=1e-8)
+    assert fit.converged
+    if model == "independence":  # a*c is not in the model: the offset changes the fit
+        plain = fit_loglinear(f, names, model=model, tol=1e-12)
+        assert np.abs(plain.fitted / fit.fitted - 1).max() > 1e-3
+
+
+def test_offset_errors():
+    f = np.ones((2, 3))
+    with pytest.raises(PramkitError, match="broadcastable"):
+        fit_loglinear(f, ["a", "b"], offset=np.ones(2))
+    with pytest.raises(PramkitError, match="positive"):
+        fit_loglinear(f, ["a", "b"], offset=np.array([[0.5], [0.0]]))
+
+
+def test_per_cell_fractions_risk_matches_glm():
+    # weights constant within the classes of (a, c), a term the independence model lacks:
+    # the fractions enter the fit as an offset and the risk through lambda = mu / pi
+    rng = np.random.default_rng(8)
+    n = 200
+    data = pd.DataFrame({"a": rng.choice(3, n, p=[0.5, 0.3, 0.2]), "b": rng.choice(12, n, p=rng.dirichlet(np.ones(12))),
+                         "c": rng.choice(2, n, p=[0.7, 0.3])})
+    inverse = np.array([[20.0, 80.0], [50.0, 10.0], [200.0, 40.0]])  # weight of class (a, c)
+    data["w"] = inverse[data.a, data.c]
+    res = identification_risk(data, ["a", "b", "c"], weights="w", model="independence")
+    assert res.fractions == "cell" and res.fraction_strata == ("a", "c")
+    f = np.zeros((3, 12, 2))
+    np.add.at(f, (data.a, data.b, data.c), 1)
+    pi = np.broadcast_to((1 / inverse)[:, None, :], f.shape)
+    mu = _glm_poisson(f.ravel(), _design(f.shape, parse_model("independence", ["a", "b", "c"])),
+                      np.log(pi).ravel()).reshape(f.shape)
+    tau1, tau2 = _taus(mu[f == 1], pi[f == 1])
+    assert res.tau1 == pytest.approx(tau1, rel=1e-6)
+    assert res.tau2 == pytest.approx(tau2, rel=1e-6)
+    assert res.sample_uniques == int((f == 1).sum()) > 0
+
+
+TESTDATA_KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+
+
+def test_two_way_risk_on_testdata_matches_a_poisson_glm(sdc_data):
+    # sdcMicro's testdata (constant weight 100: pi = 0.01), all two-way interactions: tau1 and
+    # tau2 against a Newton-Raphson GLM on the cells whose two-way margins are positive
+    data = pd.read_csv(sdc_data / "testdata.csv")
+    res = identification_risk(data, TESTDATA_KEYS, weights="sampling_weight")
+    codes = [np.unique(data[k], return_inverse=True)[1].ravel() for k in TESTDATA_KEYS]
+    shape = tuple(int(c.max()) + 1 for c in codes)
+    f = np.zeros(shape)
+    np.add.at(f, tuple(codes), 1)
+    terms = parse_model("2way", TESTDATA_KEYS)
+    keep = np.ones(shape, dtype=bool)
+    for a, b in terms:
+        keep &= f.sum(axis=tuple(i for i in range(f.ndim) if i not in (a, b)), keepdims=True) > 0
+    x = _design(shape, terms)[keep.ravel()]
+    x = x[:, np.abs(x).sum(axis=0) > 0]
+    mu = np.zeros(shape)
+    mu[keep] = _glm_poisson(f[keep], x)
+    tau1, tau2 = _taus(mu[f == 1], 0.01)
+    assert res.tau1 == pytest.approx(tau1, rel=1e-6)
+    assert res.tau2 == pytest.approx(tau2, rel=1e-6)
+    assert res.model.converged and res.model.watched_distance <= 1e-6
+
+
+def test_watch_stops_when_the_summaries_settle():
+    rng = np.random.default_rng(9)
+    f = rng.poisson(0.4, size=(4, 5, 3, 4)).astype(float)  # sparse: slow plain IPF
+    names = ["a", "b", "c", "d"]
+    cells = np.flatnonzero(f.ravel() == 1)
+
+    def taus(mu):
+        risk = cell_risk(mu, 0.05, [None])
+        return [risk.r1.sum(), risk.r2.sum()]
+
+    limit = fit_loglinear(f, names, tol=1e-13, max_iter=100000)
+    loose = fit_loglinear(f, names, tol=1e-2)
+    watched = fit_loglinear(f, names, tol=1e-2, watch=Watch(cells, taus, rtol=1e-7))
+    exact = np.array(taus(limit.fitted.ravel()[cells]))
+    np.testing.assert_allclose(watched.watched, taus(watched.fitted.ravel()[cells]), rtol=1e-15)
+    assert np.abs(np.array(watched.watched) / exact - 1).max() <= 1e-7
+    assert watched.converged and watched.watched_distance <= 1e-7 and watched.iterations > loose.iterations
+    assert loose.watched == () and loose.watched_distance is None
+
+
+def test_geometric_tail():
+    # a sequence shrinking by q per step: the tail after a step d is d q / (1 - q), the series' sum
+    q, d = 0.9, 1e-3
+    assert geometric_tail([d], q)[0] == pytest.approx(sum(d * q**k for k in range(1, 2000)), rel=1e-12)
+    with pytest.raises(PramkitError, match="rate"):
+        geometric_tail([1.0], 1.0)
+
+
+def test_module_doctests():
+    import doctest
+
+    import pramkit.risk.loglinear as module
+
+    assert doctest.testmod(module).failed == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -69,3 +70,67 @@ def test_random_access_agrees_with_the_sequential_stream(key: SecretKey) -> None
     np.testing.assert_array_equal(uniforms_at(key, "w", far[:1]), uniforms(key, "w", int(far[0]), 1))
     np.testing.assert_array_equal(uniforms_at(key, "w", far[1:]), uniforms(key, "w", int(far[1]), 1))
     assert uniforms_at(key, "w", np.array([], dtype=np.int64)).size == 0
+
+
+def test_hex_key_files_survive_line_endings_case_and_whitespace(tmp_path: Path) -> None:
+    """A key file that went through another system or an e-mail client gives the same key."""
+    path = write_key_file(tmp_path / "k")
+    text = path.read_text().strip()
+    assert len(text) == 64 and SecretKey.from_file(path).material == bytes.fromhex(text)
+    variants = {
+        "crlf": (text + "\r\n").encode(),
+        "upper": text.upper().encode(),
+        "no newline": text.encode(),
+        "spaces": ("  " + text[:32] + "\n" + text[32:] + "  \n\n").encode(),
+        "bom": b"\xef\xbb\xbf" + text.encode() + b"\r\n",
+    }
+    for name, content in variants.items():
+        (tmp_path / name).write_bytes(content)
+        (tmp_path / name).chmod(0o600)
+        assert SecretKey.from_file(tmp_path / name).material == bytes.fromhex(text), name
+        assert SecretKey.from_file(tmp_path / name).fingerprint == SecretKey.from_file(path).fingerprint
+
+
+def test_other_key_files_are_raw_bytes(tmp_path: Path) -> None:
+    raw = bytes(range(200, 240))  # not hex text: the bytes themselves
+    (tmp_path / "raw").write_bytes(raw)
+    (tmp_path / "raw").chmod(0o600)
+    assert SecretKey.from_file(tmp_path / "raw").material == raw
+    for content, message in [
+        (b"ab" * 20, "at least 32 bytes"),  # hex, but only 20 bytes
+        (b"a" * 65, "odd number"),
+        (b" \r\n", "empty"),
+        (b"\x00\x01", "at least 32"),
+    ]:
+        (tmp_path / "bad").write_bytes(content)
+        with pytest.raises(KeyFileError, match=message):
+            SecretKey.from_file(tmp_path / "bad")
+
+
+def test_fingerprint_identifies_without_revealing(tmp_path: Path, key: SecretKey) -> None:
+    fp = key.fingerprint
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    assert fp == SecretKey(key.material, "again").fingerprint
+    assert fp != SecretKey(bytes(range(1, 33)), "other").fingerprint
+    assert fp not in key.material.hex() and key.material.hex()[:16] != fp
+    # not the hash used for the random streams
+    assert fp not in key.philox_key("x").tobytes().hex()
+
+
+def test_readable_key_file_warns(tmp_path: Path) -> None:
+    from pramkit.errors import PramkitWarning
+
+    path = write_key_file(tmp_path / "k")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SecretKey.from_file(path)  # 0600: no warning
+    path.chmod(0o644)
+    with pytest.warns(PramkitWarning, match="can be read by other users"):
+        SecretKey.from_file(path)
+
+
+def test_key_file_is_private_from_the_start_and_complete(tmp_path: Path) -> None:
+    path = write_key_file(tmp_path / "k")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["k"]
+    assert path.read_bytes().endswith(b"\n") and len(path.read_bytes()) == 65

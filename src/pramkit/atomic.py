@@ -1,60 +1,539 @@
-"""Atomic file output: write to a temporary file beside the target, then rename.
+"""Safe file output: nothing lost, nothing half-written, no input overwritten.
 
-A crash leaves either the old file or no file, never a truncated one.  An
-existing target is only replaced when ``force`` is true.
+Every file pramkit writes goes through :func:`atomic_path`:
+
+1. :func:`check_writable` refuses, before any work, an output that is one of
+   the command's inputs (even with ``force``), an output that exists (unless
+   ``force``), and an output whose folder is missing or not writable.
+2. Temporaries of the same output left behind by a run that was killed
+   (``.NAME.pramkit-tmp.PID.XXXXXXXX`` whose process has ended) are removed,
+   with a :class:`~pramkit.errors.PramkitWarning` saying so.
+3. The content goes to a new temporary ``.NAME.pramkit-tmp.PID.XXXXXXXX``
+   beside the target.
+4. The writer's result is checked (``verify``; by default the file must not
+   be empty), the file is flushed to disk (``fsync``), and only then renamed
+   to the target.  Without ``force`` the rename never replaces a file that
+   appeared in the meantime.
+5. On any error the temporary is removed and an existing target keeps its old
+   content.  SIGINT and SIGTERM remove the live temporaries before the process
+   stops (exit status 130 and 143).
+
+Operating-system errors while writing become one :class:`~pramkit.errors.WriteError`
+line: ``cannot write 'PATH': No space left on device``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import tempfile
+import re
+import secrets
+import shutil
+import signal
+import threading
+import warnings
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from pramkit.errors import OutputExistsError, PramkitError
+from pramkit.errors import OutputExistsError, PramkitError, PramkitWarning, WriteError
+
+#: What marks pramkit's temporary files: ``.NAME`` + TMP_TAG + ``PID.XXXXXXXX``.
+TMP_TAG = ".pramkit-tmp."
+#: Temporaries of earlier versions (``tempfile.mkstemp``: ``.NAME.XXXXXXXX.tmp``).
+_LEGACY_TMP = re.compile(r"\.[a-z0-9_]{8}\.tmp")
+#: Error numbers that can only come from writing.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
+#: Reasons ``os.link`` fails on file systems without hard links (then rename after a check).
+_NO_LINK = {errno.EPERM, errno.EXDEV, errno.EMLINK, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP}
+
+PathLike = str | os.PathLike
 
 
-def check_writable(path: str | Path, *, force: bool) -> Path:
-    """Fail early (before any work) if ``path`` exists and ``force`` is false."""
+def file_error(exc: OSError, path: PathLike | None = None, action: str | None = None) -> str:
+    """One line for an operating-system error: ``cannot ACTION 'PATH': reason``.
+
+    ``action`` defaults to ``write`` for errors only writing causes (disk
+    full, read-only file system), ``read`` for a missing file, else ``access``.
+
+    Examples
+    --------
+    >>> import errno
+    >>> file_error(OSError(errno.ENOSPC, "Error writing bytes"), "out.dta")
+    "cannot write 'out.dta': No space left on device"
+    >>> file_error(FileNotFoundError(errno.ENOENT, "No such file", "in.csv"))
+    "cannot read 'in.csv': No such file or directory"
+    """
+    where = path if path is not None else (exc.filename if exc.filename is not None else "?")
+    if action is None:
+        action = "write" if exc.errno in _WRITE_ERRNOS else "read" if exc.errno == errno.ENOENT else "access"
+    reason = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc) or type(exc).__name__)
+    return f"cannot {action} {str(where)!r}: {reason}"
+
+
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """Whether two paths name the same file (same inode, through links), or the same
+    path once resolved when one of them does not exist yet.
+
+    Examples
+    --------
+    >>> same_file("data.csv", "./data.csv")
+    True
+    >>> same_file("data.csv", "other.csv")
+    False
+    """
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        try:
+            return Path(a).resolve() == Path(b).resolve()
+        except (OSError, RuntimeError):
+            return False
+
+
+def _inside(path: PathLike, folder: PathLike) -> bool:
+    try:
+        return Path(folder).resolve() in Path(path).resolve().parents
+    except (OSError, RuntimeError):
+        return False
+
+
+def check_writable(
+    path: PathLike,
+    *,
+    force: bool,
+    inputs: Iterable[PathLike | None] = (),
+    folder: bool = False,
+) -> Path:
+    """Fail early, before any work, if ``path`` cannot or must not be written.
+
+    Parameters
+    ----------
+    path : the output file (or, with ``folder=True``, an output folder)
+    force : whether an existing output may be replaced
+    inputs : every file the command reads (data, manifest, key file, prior,
+        ...; ``None`` entries are skipped).  The output may never be one of
+        them, whatever ``force`` says; the comparison follows links (same
+        inode) and resolves relative paths.
+    folder : the output is a folder (written as a whole, e.g. by Spark)
+
+    Returns
+    -------
+    The output path.
+
+    Raises
+    ------
+    PramkitError
+        the output is an input, a folder where a file is expected (or the
+        reverse), or its folder does not exist
+    OutputExistsError
+        the output exists and ``force`` is false
+    WriteError
+        the output's folder is not writable
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "data.csv").write_text("a\\n1\\n")
+    >>> check_writable(d / "out.csv", force=False, inputs=[d / "data.csv"]).name
+    'out.csv'
+    >>> check_writable(d / "data.csv", force=True, inputs=[d / "data.csv"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: the output ... would overwrite the input ...; pramkit never does, not even with --force: choose another output name
+    """
     p = Path(path)
-    if p.exists() and not force:
-        raise OutputExistsError(f"{str(p)!r} exists; pass --force (force=True) to overwrite it")
-    if p.exists() and p.is_dir():
+    for given in inputs:
+        if given is None:
+            continue
+        if same_file(p, given) or (p.is_dir() and _inside(given, p)):
+            raise PramkitError(
+                f"the output {str(p)!r} would overwrite the input {str(given)!r}; pramkit never does, "
+                "not even with --force: choose another output name"
+            )
+    if folder:
+        if p.exists() and not p.is_dir():
+            raise PramkitError(f"{str(p)!r} exists and is not a folder")
+    elif p.is_dir():
         raise PramkitError(f"{str(p)!r} is a directory, not a file")
-    parent = p.parent if str(p.parent) else Path(".")
+    if (p.exists() or p.is_symlink()) and not force:
+        raise OutputExistsError(f"{str(p)!r} exists; pass --force (force=True) to overwrite it")
+    parent = p.parent
     if not parent.is_dir():
         raise PramkitError(f"the folder {str(parent)!r} of the output {str(p)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise WriteError(f"cannot write {str(p)!r}: the folder {str(parent)!r} is not writable")
     return p
 
 
-def _default_mode() -> int:
-    """Permissions of a new file under the current umask (``mkstemp`` makes 0600 files)."""
+def make_folder(path: PathLike) -> Path:
+    """Create an output folder (and its parents) if needed; one-line errors.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> make_folder(d / "a" / "b").is_dir()
+    True
+    """
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise PramkitError(f"{str(p)!r} exists and is not a folder")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(file_error(exc, p, "create the folder")) from None
+    return p
+
+
+# ---------------------------------------------------------------- temporaries
+
+_live: set[Path] = set()
+_lock = threading.RLock()
+_saved_handlers: dict[int, Any] = {}
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _remove(path: Path) -> int:
+    """Remove a file or folder; its size in bytes (0 if it was already gone)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            shutil.rmtree(path, ignore_errors=True)
+            return size
+        size = path.lstat().st_size
+        path.unlink()
+        return size
+    except FileNotFoundError:
+        return 0
+
+
+def remove_live_temporaries() -> None:
+    """Remove the temporaries this process is writing (what the SIGINT and SIGTERM handlers do first).
+
+    Examples
+    --------
+    >>> remove_live_temporaries()  # none live: nothing to do
+    """
+    with _lock:
+        for tmp in list(_live):
+            with contextlib.suppress(OSError):
+                _remove(tmp)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    remove_live_temporaries()
+    previous = _saved_handlers.get(signum, signal.SIG_DFL)
+    if callable(previous):  # SIGINT's default raises KeyboardInterrupt
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:
+        raise SystemExit(128 + signum)
+
+
+def _register(tmp: Path) -> None:
+    with _lock:
+        _live.add(tmp)
+        if not _saved_handlers and threading.current_thread() is threading.main_thread():
+            for sig in _SIGNALS:
+                if signal.getsignal(sig) == signal.SIG_IGN:
+                    continue  # an ignored signal stays ignored (e.g. SIGINT of a background job)
+                with contextlib.suppress(ValueError, OSError):
+                    _saved_handlers[sig] = signal.signal(sig, _on_signal)
+
+
+def _unregister(tmp: Path) -> None:
+    with _lock:
+        _live.discard(tmp)
+        if not _live and _saved_handlers and threading.current_thread() is threading.main_thread():
+            for sig, handler in _saved_handlers.items():
+                with contextlib.suppress(ValueError, OSError):
+                    signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+            _saved_handlers.clear()
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def temporaries_of(target: PathLike) -> list[Path]:
+    """The temporaries of ``target`` in its folder (pramkit's naming), live or stale.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / ".out.csv.pramkit-tmp.999999999.0a1b2c3d").write_text("x")
+    >>> [p.name for p in temporaries_of(d / "out.csv")]
+    ['.out.csv.pramkit-tmp.999999999.0a1b2c3d']
+    """
+    t = Path(target)
+    prefix = f".{t.name}"
+    try:
+        names = os.listdir(t.parent if str(t.parent) else ".")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        rest = name[len(prefix):] if name.startswith(prefix) else None
+        if rest is not None and (rest.startswith(TMP_TAG) or _LEGACY_TMP.fullmatch(rest)):
+            found.append(t.parent / name)
+    return sorted(found)
+
+
+def remove_stale_temporaries(target: PathLike) -> int:
+    """Remove the temporaries of ``target`` left by runs that were killed; how many.
+
+    A temporary is stale when the process named in it has ended (temporaries
+    of older versions, without a process id, always are).  A
+    :class:`~pramkit.errors.PramkitWarning` says what was removed.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, warnings
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / ".out.csv.pramkit-tmp.999999999.0a1b2c3d").write_text("x")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     remove_stale_temporaries(d / "out.csv")
+    1
+    >>> list(d.iterdir())
+    []
+    """
+    removed = size = 0
+    for tmp in temporaries_of(target):
+        rest = tmp.name[len(Path(target).name) + 1 + len(TMP_TAG):] if TMP_TAG in tmp.name else ""
+        pid_text = rest.split(".", 1)[0]
+        with _lock:
+            if tmp in _live:
+                continue
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and _pid_alive(int(pid_text)):
+            continue  # another run is writing it now
+        try:
+            size += _remove(tmp)
+        except OSError:
+            continue
+        removed += 1
+    if removed:
+        warnings.warn(
+            f"removed {removed} temporary file(s) of {str(target)!r} left by an interrupted run "
+            f"({_bytes(size)})", PramkitWarning, stacklevel=3,
+        )
+    return removed
+
+
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} bytes"  # pragma: no cover
+
+
+def _new_temporary(target: Path, folder: bool) -> Path:
+    parent = target.parent if str(target.parent) else Path(".")
+    while True:
+        tmp = parent / f".{target.name}{TMP_TAG}{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            if folder:
+                os.mkdir(tmp, 0o700)
+            else:
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        return tmp
+
+
+def _default_mode(folder: bool) -> int:
+    """Permissions of a new file or folder under the current umask (temporaries start private)."""
     umask = os.umask(0)
     os.umask(umask)
-    return 0o666 & ~umask
+    return (0o777 if folder else 0o666) & ~umask
+
+
+def _fsync(path: Path) -> None:
+    paths = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
+    for f in paths:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _fsync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not every file system syncs folders
+        fd = os.open(folder if str(folder) else ".", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _commit(tmp: Path, target: Path, *, force: bool, folder: bool) -> None:
+    """Rename the finished temporary to the target (never over a file that appeared, without ``force``)."""
+    appeared = OutputExistsError(f"{str(target)!r} appeared while writing; pass --force to overwrite it")
+    if folder:
+        if not target.exists():
+            os.rename(tmp, target)
+            return
+        if not force:
+            raise appeared
+        old = _new_temporary(target, folder=True)
+        os.rmdir(old)
+        _register(old)
+        try:
+            os.rename(target, old)
+            os.rename(tmp, target)
+            _remove(old)
+        finally:
+            _unregister(old)
+        return
+    if force:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)  # fails if the target exists: a file that appeared is never replaced
+    except FileExistsError:
+        raise appeared from None
+    except OSError as exc:
+        if exc.errno not in _NO_LINK:
+            raise
+        if target.exists():
+            raise appeared from None
+        os.replace(tmp, target)
+        return
+    tmp.unlink()
+
+
+def _not_empty(tmp: Path) -> None:
+    if tmp.stat().st_size == 0:
+        raise OSError(errno.ENOSPC, "the writer left an empty file")
+
+
+def _foreign(exc: OSError, tmp: Path, target: Path) -> bool:
+    """An error about some other file (an input being read), not about the output."""
+    return (
+        exc.filename is not None
+        and str(exc.filename) not in (str(tmp), str(target))
+        and exc.errno not in _WRITE_ERRNOS
+    )
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path, *, force: bool) -> Iterator[Path]:
-    """Yield a temporary path in the target's folder; on success rename it to ``path``
-    (with the permissions an ordinary new file would get)."""
-    target = check_writable(path, force=force)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    os.close(fd)
-    tmp_path = Path(tmp)
+def atomic_path(
+    path: PathLike,
+    *,
+    force: bool,
+    inputs: Iterable[PathLike | None] = (),
+    verify: Callable[[Path], None] | None = None,
+    mode: int | None = None,
+    folder: bool = False,
+) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; when the block succeeds, check, sync and rename it.
+
+    Parameters
+    ----------
+    path : the output
+    force : replace an existing output
+    inputs : the command's input files, never to be written over (see :func:`check_writable`)
+    verify : called with the temporary once the block has finished, to check
+        what the writer produced (raise on a short or unreadable file); by
+        default a file must not be empty
+    mode : permissions of the output (default: those of an ordinary new file)
+    folder : the output is a folder; the block creates its content in the
+        temporary folder
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_path(d / "out.txt", force=False) as tmp:
+    ...     _ = tmp.write_text("hello")
+    >>> (d / "out.txt").read_text()
+    'hello'
+    >>> [p.name for p in d.iterdir()]
+    ['out.txt']
+    """
+    target = check_writable(path, force=force, inputs=inputs, folder=folder)
+    remove_stale_temporaries(target)
     try:
-        yield tmp_path
-        if target.exists() and not force:  # appeared while we worked
-            raise OutputExistsError(f"{str(target)!r} appeared while writing; pass --force to overwrite it")
-        os.chmod(tmp_path, _default_mode())
-        os.replace(tmp_path, target)
+        tmp = _new_temporary(target, folder)
+    except OSError as exc:
+        raise WriteError(file_error(exc, target, "write")) from None
+    _register(tmp)
+    try:
+        try:
+            yield tmp
+            if verify is not None:
+                verify(tmp)
+            elif not folder:
+                _not_empty(tmp)
+            _fsync(tmp)
+            os.chmod(tmp, _default_mode(folder) if mode is None else mode)
+            _commit(tmp, target, force=force, folder=folder)
+            _fsync_folder(target.parent)
+        except PramkitError:
+            raise
+        except OSError as exc:
+            if _foreign(exc, tmp, target):
+                raise
+            raise WriteError(file_error(exc, target, "write")) from None
     finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
+        with contextlib.suppress(OSError):
+            _remove(tmp)
+        _unregister(tmp)
 
 
-def write_text_atomic(path: str | Path, text: str, *, force: bool) -> Path:
-    with atomic_path(path, force=force) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+def _size_is(expected: int) -> Callable[[Path], None]:
+    def verify(tmp: Path) -> None:
+        if tmp.stat().st_size != expected:
+            raise OSError(errno.ENOSPC, "the file written is shorter than its content")
+
+    return verify
+
+
+def write_bytes_atomic(
+    path: PathLike, data: bytes, *, force: bool, inputs: Iterable[PathLike | None] = (), mode: int | None = None,
+) -> Path:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_path`); the written size is checked.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> write_bytes_atomic(d / "k", b"\\x00" * 32, force=False, mode=0o600).stat().st_size
+    32
+    """
+    with atomic_path(path, force=force, inputs=inputs, mode=mode, verify=_size_is(len(data))) as tmp:
+        _write_file(tmp, data)
     return Path(path)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """The low-level write of :func:`write_bytes_atomic`."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def write_text_atomic(
+    path: PathLike, text: str, *, force: bool, inputs: Iterable[PathLike | None] = (), mode: int | None = None,
+) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically (see :func:`atomic_path`).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> write_text_atomic(d / "a.json", "{}\\n", force=False).read_text()
+    '{}\\n'
+    """
+    return write_bytes_atomic(path, text.encode("utf-8"), force=force, inputs=inputs, mode=mode)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Literal, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -231,3 +232,96 @@ class JointCodebook:
             column_codes = np.where(missing, MISSING, self.cell_codes[np.where(missing, 0, c), i])
             out.append(decode(column_codes, lv, like=dtype, column=name))
         return out
+
+
+@dataclass(frozen=True)
+class MissingCodes:
+    """Values a file uses to mean "missing" although they are not null.
+
+    texts: whole field texts that are missing in every text column (CSV:
+        ``("NA",)`` by default; see :data:`pramkit.io.NA_VALUES`)
+    ranges: per column, the ``(low, high)`` ranges of codes declared
+        user-missing (SPSS ``missing_ranges``; a single code has ``low == high``)
+    source: how the codes were declared, for messages
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> codes = MissingCodes(texts=("NA",), ranges={"q": ((9, 9),)}, source="test")
+    >>> codes.mask("x", pa.array(["1", "NA", None])).tolist()
+    [False, True, False]
+    >>> codes.mask("q", pa.array([1.0, 9.0, None])).tolist()
+    [False, True, False]
+    >>> codes.holds("q", 9), codes.holds("q", 1)
+    (True, False)
+    """
+
+    texts: tuple[str, ...] = ()
+    ranges: Mapping[str, tuple[tuple[Any, Any], ...]] = field(default_factory=dict)
+    source: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.texts) or any(self.ranges.values())
+
+    def mask(self, column: str, values: Any) -> np.ndarray | None:
+        """Boolean array: which ``values`` of ``column`` are missing codes (``None``: the column has none)."""
+        ranges = self.ranges.get(column, ())
+        if not self.texts and not ranges:
+            return None
+        arr = _as_arrow(values)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+        hits = []
+        if self.texts and text:
+            hits.append(pc.is_in(arr, value_set=pa.array(self.texts, type=arr.type)))
+        for lo, hi in ranges:
+            if text and isinstance(lo, str):
+                hits.append(pc.equal(arr, pa.scalar(lo, type=arr.type)))
+            elif not text and not isinstance(lo, str) and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+                hits.append(pc.and_(pc.greater_equal(arr, lo), pc.less_equal(arr, hi)))
+        if not hits:
+            return None
+        combined = hits[0]
+        for h in hits[1:]:
+            combined = pc.or_(combined, h)
+        return np.asarray(combined.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+    def holds(self, column: str, label: Any) -> bool:
+        """Whether a category label of ``column`` is one of its missing codes."""
+        key = canonical(label)
+        if key is None:
+            return False
+        if key in self.texts:
+            return True
+        for lo, hi in self.ranges.get(column, ()):
+            if isinstance(lo, str):
+                if key == lo:
+                    return True
+            elif isinstance(label, (int, float)) and not isinstance(label, bool) and lo <= label <= hi:
+                return True
+            elif isinstance(label, str) and _number(label) is not None and lo <= _number(label) <= hi:
+                return True
+        return False
+
+    def refuse_categories(self, column: str, categories: Sequence[Label]) -> None:
+        """:class:`DataError` if a category of ``column`` is one of its missing codes.
+
+        A value is never released as a missing code: a matrix that lists one
+        as a category must be designed again without it.
+        """
+        bad = [c for c in categories if self.holds(column, c)]
+        if bad:
+            raise DataError(
+                f"column {column!r}: the manifest's categor{'y' if len(bad) == 1 else 'ies'} "
+                f"{', '.join(repr(b) for b in bad)} {'is a' if len(bad) == 1 else 'are'} missing-value "
+                f"code{'' if len(bad) == 1 else 's'} of the data ({self.source}); pramkit never releases a value "
+                "as a missing code: design the matrix without it"
+            )
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None

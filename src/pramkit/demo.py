@@ -40,6 +40,7 @@ from pramkit.io import write_table
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.perturb import ApplyResult, apply_file
+from pramkit.receipt import receipt_path
 from pramkit.rng import SecretKey
 
 #: The key variables the demo perturbs.
@@ -107,6 +108,7 @@ def _perturb(ctx: DemoContext) -> None:
     assert ctx.manifest is not None
     ctx.applied = apply_file(ctx.out / ctx.files["original"], ctx.manifest,
                              ctx.path(PUBLIC, "released.csv", "released"), key=ctx.key, quiet=ctx.quiet)
+    ctx.files["receipt"] = f"{PUBLIC}/{receipt_path('released.csv').name}"
     ctx.lines.append(f"key       {ctx.applied.key_source}")
     for v in ctx.applied.variables:
         m = ctx.manifest[v.name].matrix

@@ -1,32 +1,44 @@
 """Reading and writing tables: CSV, Parquet, Stata and SPSS.
 
 * CSV is read with every column as text, so that columns pramkit does not
-  perturb are written back exactly as they were read; an empty field is
-  missing.  Rows stream in blocks (memory O(block)); a ragged row is an
-  error naming its line.
+  perturb are written back exactly as they were read.  An empty field is
+  missing, and so is a field whose whole text is one of the missing markers
+  (``na_values``, default :data:`NA_VALUES`: R's ``NA``).  Rows stream in
+  blocks (memory O(block)); a ragged row is an error naming its line.
 * Parquet streams by record batches and keeps every column's type.
 * Stata (``.dta``) and SPSS (``.sav``, ``.zsav``) go through pyreadstat,
-  keeping variable and value labels; these formats are read whole.
+  keeping variable and value labels; these formats are read whole.  Codes an
+  SPSS file declares user-missing are missing; the declaration is kept when
+  an SPSS file is written from an SPSS file.
 
-Writers are atomic (a temporary file beside the target, renamed at the end)
-and never replace an existing file unless asked to.
+Readers return missing markers and user-missing codes as nulls, unless asked
+to keep them (``keep_missing_codes=True``, for writers that must give them
+back unchanged; :attr:`TableMeta.missing` then says which values they are).
+
+Writers are atomic (:mod:`pramkit.atomic`): the file appears complete under
+its name or not at all, the row count of what was written is checked, and an
+existing file is never replaced unless asked to.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from pramkit.atomic import atomic_path, check_writable
-from pramkit.errors import DataError, PramkitError
+from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
+from pramkit.codebook import MissingCodes
+from pramkit.errors import DataError, PramkitError, WriteError
 
 #: File suffix -> format.
 FORMATS = {
@@ -35,6 +47,8 @@ FORMATS = {
 }
 #: Default rows per chunk when streaming.
 CHUNK_ROWS = 1 << 20
+#: Texts read as missing in CSV files besides the empty field (R writes missing values as ``NA``).
+NA_VALUES: tuple[str, ...] = ("NA",)
 
 
 def table_format(path: str | Path) -> str:
@@ -56,6 +70,7 @@ class TableMeta:
     columns: list[str]
     rows: int | None = None
     labels: dict[str, Any] = field(default_factory=dict)
+    missing: MissingCodes = field(default_factory=MissingCodes)
 
 
 def _existing(path: str | Path) -> Path:
@@ -79,13 +94,15 @@ def require_columns(wanted: Sequence[str] | None, present: Sequence[str], where:
 
 
 def _csv_header(path: Path) -> list[str]:
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        try:
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             header = next(csv.reader(fh))
-        except StopIteration:
-            raise DataError(f"file {str(path)!r} is empty") from None
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise DataError(f"cannot read the header of {str(path)!r}: {exc}") from None
+    except StopIteration:
+        raise DataError(f"file {str(path)!r} is empty") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read the header of {str(path)!r}: {exc}") from None
+    except OSError as exc:
+        raise DataError(file_error(exc, path, "read")) from None
     if not header or all(h == "" for h in header):
         raise DataError(f"file {str(path)!r} has no header line")
     dup = sorted({h for h in header if header.count(h) > 1})
@@ -108,6 +125,7 @@ def _ragged_row_message(path: Path, width: int) -> str | None:
 
 
 def _csv_batches(path: Path, columns: Sequence[str] | None, block_bytes: int) -> Iterator[pa.RecordBatch]:
+    """Record batches of a CSV file, every column as text, empty fields null (markers are handled later)."""
     header = _csv_header(path)
     require_columns(columns, header, repr(str(path)))
     convert = pacsv.ConvertOptions(
@@ -119,10 +137,24 @@ def _csv_batches(path: Path, columns: Sequence[str] | None, block_bytes: int) ->
     try:
         reader = pacsv.open_csv(path, read_options=read, convert_options=convert)
         yield from reader
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         if "Expected" in str(exc) and (message := _ragged_row_message(path, len(header))):
             raise DataError(message) from None
         raise DataError(f"cannot read CSV file {str(path)!r}: {exc}") from None
+
+
+def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCodes:
+    """The texts that mean missing in a CSV file (besides the empty field, which always does).
+
+    Examples
+    --------
+    >>> csv_missing_codes().texts, csv_missing_codes(["NA", "", "-9"]).texts, csv_missing_codes(()).texts
+    (('NA',), ('NA', '-9'), ())
+    """
+    markers = (na_values,) if isinstance(na_values, str) else tuple(na_values)
+    texts = tuple(str(v) for v in markers if str(v) != "")
+    shown = ",".join(texts)
+    return MissingCodes(texts=texts, source=f"--na-values {shown} reads it as missing; --na-values '' would not")
 
 
 def iter_batches(
@@ -130,22 +162,42 @@ def iter_batches(
     *,
     columns: Sequence[str] | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    na_values: Sequence[str] = NA_VALUES,
+    keep_missing_codes: bool = False,
 ) -> tuple[TableMeta, Iterator[pa.Table]]:
     """Stream a file as Arrow tables of about ``chunk_rows`` rows.
 
     Returns the file's metadata and an iterator of tables.  CSV blocks are
     sized in bytes (about 64 bytes per row assumed); Parquet uses record
     batches; Stata and SPSS files come as one table.
+
+    ``na_values`` are the texts that are missing in a CSV file besides the
+    empty field (default :data:`NA_VALUES`; ``()`` for none).  Missing
+    markers and SPSS user-missing codes come back as nulls, or as they are in
+    the file with ``keep_missing_codes=True`` (then ``meta.missing`` tells
+    which values they are).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
+    >>> _ = f.write_text("x,y\\n1,NA\\n,b\\n")
+    >>> meta, batches = iter_batches(f)
+    >>> next(batches).to_pydict()
+    {'x': ['1', None], 'y': [None, 'b']}
+    >>> meta, batches = iter_batches(f, keep_missing_codes=True)
+    >>> next(batches).to_pydict(), meta.missing.texts
+    ({'x': ['1', None], 'y': ['NA', 'b']}, ('NA',))
     """
     p = _existing(path)
     fmt = table_format(p)
     if fmt == "csv":
         header = _csv_header(p)
         require_columns(columns, header, repr(str(p)))
-        meta = TableMeta("csv", list(columns) if columns is not None else header)
+        meta = TableMeta("csv", list(columns) if columns is not None else header, missing=csv_missing_codes(na_values))
         block = max(1 << 16, min(chunk_rows * 64, 1 << 30))
-        return meta, (pa.Table.from_batches([b]) for b in _csv_batches(p, columns, block))
-    if fmt == "parquet":
+        tables = (pa.Table.from_batches([b]) for b in _csv_batches(p, columns, block))
+    elif fmt == "parquet":
         try:
             pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
         except (pa.ArrowInvalid, OSError) as exc:
@@ -153,36 +205,79 @@ def iter_batches(
         names = pf.schema_arrow.names
         require_columns(columns, names, repr(str(p)))
         meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
-        return meta, (pa.Table.from_batches([b]) for b in pf.iter_batches(batch_size=chunk_rows, columns=columns))
-    frame, labels = _read_stat(p, fmt, columns)
-    meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels)
-    return meta, iter([pa.Table.from_pandas(frame, preserve_index=False)])
+        tables = _parquet_tables(p, pf, chunk_rows, columns)
+    else:
+        frame, labels, missing = _read_stat(p, fmt, columns)
+        meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
+        tables = iter([pa.Table.from_pandas(frame, preserve_index=False)])
+    if keep_missing_codes or not meta.missing:
+        return meta, tables
+    return meta, (blank_missing_codes(t, meta.missing) for t in tables)
 
 
-def _read_stat(path: Path, fmt: str, columns: Sequence[str] | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _parquet_tables(path: Path, pf: pq.ParquetFile, chunk_rows: int,
+                    columns: Sequence[str] | None) -> Iterator[pa.Table]:
+    try:
+        for b in pf.iter_batches(batch_size=chunk_rows, columns=columns):
+            yield pa.Table.from_batches([b])
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"cannot read Parquet file {str(path)!r}: {exc}") from None
+
+
+def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
+    """``table`` with the values that ``missing`` declares missing replaced by nulls.
+
+    Examples
+    --------
+    >>> t = pa.table({"x": ["1", "NA", "2"]})
+    >>> blank_missing_codes(t, MissingCodes(texts=("NA",))).column("x").to_pylist()
+    ['1', None, '2']
+    """
+    for i, name in enumerate(table.column_names):
+        mask = missing.mask(name, table.column(i))
+        if mask is not None and mask.any():
+            column = table.column(i)
+            table = table.set_column(i, table.field(i), pc.if_else(pa.array(mask), pa.scalar(None, column.type), column))
+    return table
+
+
+def _read_stat(path: Path, fmt: str,
+               columns: Sequence[str] | None) -> tuple[pd.DataFrame, dict[str, Any], MissingCodes]:
     import pyreadstat
 
     reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
+    # SPSS user-missing codes are read as they are, so that a writer can keep them
+    extra = {"user_missing": True} if fmt == "spss" else {}
     try:
         _, head = reader(str(path), metadataonly=True)
+        require_columns(columns, head.column_names, repr(str(path)))
+        frame, meta = reader(str(path), usecols=list(columns) if columns is not None else None, **extra)
+    except PramkitError:
+        raise
     except Exception as exc:  # pyreadstat raises its own ReadstatError and others
         raise DataError(f"cannot read {fmt} file {str(path)!r}: {exc}") from None
-    require_columns(columns, head.column_names, repr(str(path)))
-    frame, meta = reader(str(path), usecols=list(columns) if columns is not None else None)
     labels = {
         "column_labels": dict(zip(meta.column_names, meta.column_labels)),
         "variable_value_labels": meta.variable_value_labels,
     }
-    return frame, labels
+    ranges = {
+        name: tuple((r["lo"], r["hi"]) for r in declared)
+        for name, declared in (getattr(meta, "missing_ranges", None) or {}).items()
+        if name in frame.columns and declared
+    }
+    missing = MissingCodes(ranges=ranges, source="declared user-missing in the SPSS file") if ranges else MissingCodes()
+    return frame, labels, missing
 
 
-def read_table(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Read a whole file into a pandas DataFrame (CSV columns as text; empty = missing).
+def read_table(
+    path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
+) -> pd.DataFrame:
+    """Read a whole file into a pandas DataFrame (CSV columns as text; missing as in :func:`iter_batches`).
 
     Raises :class:`DataError` for a missing or empty file, a file with no data
     rows, a ragged CSV row or an unknown column.
     """
-    _, batches = iter_batches(path, columns=columns)
+    _, batches = iter_batches(path, columns=columns, na_values=na_values)
     tables = list(batches)
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
@@ -193,11 +288,17 @@ def read_table(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
 class TableWriter:
     """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata or SPSS file, atomically.
 
-    Use as a context manager; the target appears only if the block completes.
+    Use as a context manager; the target appears only if the block completes
+    and the file written holds every row (:mod:`pramkit.atomic`).  ``inputs``
+    are the files the caller reads, which the target may never be.  With the
+    ``meta`` of a file of the same format, variable and value labels and SPSS
+    user-missing declarations are written too.
     """
 
-    def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None) -> None:
-        self.path = check_writable(path, force=force)
+    def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
+                 inputs: Iterable[PathLike | None] = ()) -> None:
+        self.inputs = list(inputs)
+        self.path = check_writable(path, force=force, inputs=self.inputs)
         self.format = table_format(self.path)
         self.force = force
         self.meta = meta
@@ -207,11 +308,32 @@ class TableWriter:
         self._ctx: Any = None
         self._tmp: Path | None = None
         self._schema: pa.Schema | None = None
+        self._closed = False
+        #: SHA-256 of the file written, once :meth:`close` has run.
+        self.sha256: str | None = None
 
     def __enter__(self) -> "TableWriter":
-        self._ctx = atomic_path(self.path, force=self.force)
+        self._ctx = atomic_path(self.path, force=self.force, inputs=self.inputs, verify=self._check)
         self._tmp = self._ctx.__enter__()
         return self
+
+    def close(self) -> None:
+        """Finish and check the file (still under its temporary name) and compute :attr:`sha256`.
+
+        Called by the end of the ``with`` block; call it inside the block to
+        learn the digest of what will appear under the target's name.
+        """
+        if self._closed:
+            return
+        assert self._tmp is not None, "use TableWriter as a context manager"
+        self._finish()
+        self._verify(self._tmp)
+        self.sha256 = sha256_of(self._tmp)
+        self._closed = True
+
+    def _check(self, tmp: Path) -> None:
+        if not self._closed:
+            self._verify(tmp)
 
     def write(self, table: pa.Table) -> None:
         assert self._tmp is not None, "use TableWriter as a context manager"
@@ -219,50 +341,106 @@ class TableWriter:
             self._schema = table.schema
         elif table.schema != self._schema:
             table = table.cast(self._schema)
-        if self.format == "csv":
+        if self.format in ("csv", "parquet"):
             if self._writer is None:
-                opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
-                self._writer = pacsv.CSVWriter(str(self._tmp), table.schema, write_options=opts)
-            self._writer.write_table(table)
-        elif self.format == "parquet":
-            if self._writer is None:
-                self._writer = pq.ParquetWriter(str(self._tmp), table.schema)
-            self._writer.write_table(table)
+                self._writer = self._open(table.schema)
+            self._write_chunk(table)
         else:
             self._frames.append(table.to_pandas())
         self.rows += table.num_rows
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if self._writer is not None:
+    def _open(self, schema: pa.Schema) -> Any:
+        """The streaming writer of a CSV or Parquet temporary."""
+        if self.format == "csv":
+            opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
+            return pacsv.CSVWriter(str(self._tmp), schema, write_options=opts)
+        return pq.ParquetWriter(str(self._tmp), schema)
+
+    def _write_chunk(self, table: pa.Table) -> None:
+        """Write one chunk (the low-level write of CSV and Parquet)."""
+        self._writer.write_table(table)
+
+    def _finish(self) -> None:
+        """Close the streaming writer, or write a Stata or SPSS file whole."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
+        if self.format in ("stata", "spss"):
+            self._write_stat()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if exc_type is None:
+            try:
+                if not self._closed:
+                    self._finish()
+            except BaseException as err:
+                if not self._ctx.__exit__(type(err), err, err.__traceback__):
+                    raise
+                return False
+            return bool(self._ctx.__exit__(None, None, None))
+        if self._writer is not None:  # release the temporary; the error that stopped us matters
+            with contextlib.suppress(Exception):
                 self._writer.close()
-            if exc_type is None and self.format in ("stata", "spss"):
-                self._write_stat()
-        finally:
-            self._ctx.__exit__(exc_type, exc, tb)
+            self._writer = None
+        return bool(self._ctx.__exit__(exc_type, exc, tb))
+
+    def _verify(self, tmp: Path) -> None:
+        """Check what the writer produced: a file holding every row, readable back."""
+        size = tmp.stat().st_size
+        if size == 0:
+            raise OSError(errno.ENOSPC, "the writer left an empty file")
+        try:
+            if self.format == "parquet":
+                written = pq.read_metadata(tmp).num_rows
+            elif self.format in ("stata", "spss"):
+                import pyreadstat
+
+                reader = pyreadstat.read_dta if self.format == "stata" else pyreadstat.read_sav
+                written = reader(str(tmp), metadataonly=True)[1].number_rows
+            else:
+                return
+        except OSError:
+            raise
+        except Exception as exc:  # a truncated file cannot be read back
+            raise WriteError(f"cannot write {str(self.path)!r}: the file written cannot be read back "
+                             f"({exc}); is the disk full?") from None
+        if written is not None and written >= 0 and written != self.rows:
+            raise WriteError(f"cannot write {str(self.path)!r}: the file written holds {written} rows "
+                             f"instead of {self.rows}; is the disk full?")
 
     def _write_stat(self) -> None:
         import pyreadstat
 
         frame = pd.concat(self._frames, ignore_index=True) if self._frames else pd.DataFrame()
-        labels = self.meta.labels if self.meta is not None and self.meta.format == self.format else {}
+        same = self.meta is not None and self.meta.format == self.format
+        labels = self.meta.labels if same else {}
         col_labels = labels.get("column_labels", {})
+        options: dict[str, Any] = {}
+        if same and self.format == "spss" and self.meta.missing.ranges:
+            options["missing_ranges"] = {
+                name: [{"lo": lo, "hi": hi} for lo, hi in ranges]
+                for name, ranges in self.meta.missing.ranges.items() if name in frame.columns
+            }
         writer = pyreadstat.write_dta if self.format == "stata" else pyreadstat.write_sav
         try:
             writer(
                 frame, str(self._tmp),
                 column_labels=[col_labels.get(c) or "" for c in frame.columns] if col_labels else None,
                 variable_value_labels=labels.get("variable_value_labels") or None,
+                **options,
             )
+        except OSError:
+            raise
         except Exception as exc:
-            raise DataError(f"cannot write {self.format} file {str(self.path)!r}: {exc}") from None
+            raise WriteError(f"cannot write {str(self.path)!r}: {exc}") from None
 
 
-def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool = False) -> Path:
+def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool = False,
+                inputs: Iterable[PathLike | None] = ()) -> Path:
     """Write a whole table (Arrow or pandas) atomically."""
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
-    with TableWriter(path, force=force) as w:
+    with TableWriter(path, force=force, inputs=inputs) as w:
         w.write(table)
     return Path(path)
 
@@ -270,7 +448,10 @@ def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool
 def sha256_of(path: str | Path) -> str:
     """SHA-256 of a file, to record which input a release came from."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise DataError(file_error(exc, path, "read")) from None
     return h.hexdigest()

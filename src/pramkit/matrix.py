@@ -191,8 +191,10 @@ class PramMatrix:
 
     @cached_property
     def epsilon(self) -> float:
-        """Exact epsilon (Shlomo and Skinner 2012, section 4); ``inf`` when a
-        column mixes zeros and positive entries."""
+        """Epsilon (Shlomo and Skinner 2012, section 4) of the stored entries,
+        rounded outward: the smallest double not below the exact value
+        (:func:`pramkit.privacy.epsilon.matrix_epsilon`); ``inf`` when a column
+        mixes zeros and positive entries."""
         return matrix_epsilon(self.matrix)
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,9 +20,9 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
-from pramkit.codebook import MISSING, JointCodebook, decode, encode
+from pramkit.codebook import MISSING, JointCodebook, MissingCodes, decode, encode
 from pramkit.errors import DataError, PramkitError
-from pramkit.io import CHUNK_ROWS, TableWriter, iter_batches, require_columns
+from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
@@ -107,22 +108,39 @@ class ApplyResult:
     output: str | None = None
     seconds: float = 0.0
     perturbed: tuple[str, ...] = ()
+    key_fingerprint: str = ""
+    receipt: str | None = None
 
 
 class _Perturber:
-    """Per-variable state reused across chunks: codebook, sampler and running counts."""
+    """Per-variable state reused across chunks: codebook, sampler and running counts.
 
-    def __init__(self, variable: PerturbedVariable, key: SecretKey) -> None:
+    Values that ``missing_codes`` declares missing (CSV markers such as ``NA``,
+    SPSS user-missing codes) are treated as missing and written back as they
+    were; a manifest category that is such a code is refused.
+    """
+
+    def __init__(self, variable: PerturbedVariable, key: SecretKey, missing_codes: MissingCodes | None = None) -> None:
         self.variable = variable
         self.sampler = sampler_for(variable.matrix)
         self.key = key
         self.joint = JointCodebook(variable.matrix.categories, variable.columns) if variable.is_joint else None
+        self.codes = missing_codes or MissingCodes()
+        if self.codes:
+            cats = variable.matrix.categories
+            for i, column in enumerate(variable.columns):
+                self.codes.refuse_categories(column, [c[i] for c in cats] if self.joint is not None else cats)
         self.rows = self.missing = self.changed = 0
 
     def __call__(self, table: pa.Table, start: int, rows: np.ndarray | None = None) -> list[pa.Array]:
         """Released arrays of the variable's columns of ``table``."""
         v = self.variable
-        columns = [table.column(c) for c in v.columns]
+        raw = [table.column(c) for c in v.columns]
+        marks = [self.codes.mask(c, values) for c, values in zip(v.columns, raw)]
+        columns = [
+            values if m is None or not m.any() else pc.if_else(pa.array(m), pa.scalar(None, values.type), values)
+            for values, m in zip(raw, marks)
+        ]
         if self.joint is None:
             codes = encode(columns[0], v.matrix.categories, column=v.name, missing=v.missing,
                            first_row=start, rows=rows)
@@ -133,11 +151,15 @@ class _Perturber:
         self.missing += int(np.count_nonzero(np.any([_as_missing(c) for c in columns], axis=0)))
         self.changed += int(np.count_nonzero(released != codes))
         if self.joint is None:
-            return [decode(released, v.matrix.categories, like=columns[0].type, column=v.name)]
+            new = decode(released, v.matrix.categories, like=columns[0].type, column=v.name)
+            if marks[0] is not None and marks[0].any():  # a missing code stays what it was
+                keep = pa.array(marks[0] & _as_missing(new))
+                new = pc.if_else(keep, raw[0], new)
+            return [new]
         # a record with a missing value in any of the columns keeps all of its values
         kept = pa.array(codes == MISSING)
         decoded = self.joint.decode(released, like=[c.type for c in columns])
-        return [pc.if_else(kept, original, new) for original, new in zip(columns, decoded)]
+        return [pc.if_else(kept, original, new) for original, new in zip(raw, decoded)]
 
     def summary(self) -> VariableSummary:
         return VariableSummary(self.variable.name, self.rows, self.missing, self.changed)
@@ -155,11 +177,14 @@ class TablePerturber:
     replaced; ``start`` is the absolute row number of the table's first row
     (or ``rows`` gives every row's number, for rows that arrive out of order).
     Per-variable counts accumulate over calls (:meth:`summaries`).
+    ``missing_codes`` are the values the file declares missing although they
+    are not null (:class:`pramkit.codebook.MissingCodes`): they are left as
+    they are, and a manifest listing one as a category is refused.
     """
 
-    def __init__(self, manifest: Manifest, key: SecretKey) -> None:
+    def __init__(self, manifest: Manifest, key: SecretKey, missing_codes: MissingCodes | None = None) -> None:
         self.manifest = manifest
-        self._perturbers = [_Perturber(v, key) for v in manifest.variables]
+        self._perturbers = [_Perturber(v, key, missing_codes) for v in manifest.variables]
 
     def check_columns(self, columns: list[str], where: str) -> None:
         require_columns(self.manifest.columns, columns, where)
@@ -202,6 +227,7 @@ def perturb_frame(
     return out, ApplyResult(
         rows=len(data), variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
+        key_fingerprint=secret.fingerprint,
     )
 
 
@@ -222,27 +248,44 @@ def apply_file(
     force: bool = False,
     chunk_rows: int = CHUNK_ROWS,
     quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
+    receipt: bool = True,
 ) -> ApplyResult:
     """Perturb a file chunk by chunk into ``out`` (same columns, order and types).
 
     Memory is O(chunk).  The output is written atomically and does not depend
     on ``chunk_rows``: row ``i`` of variable ``v`` always uses draw ``(key, v, i)``.
+
+    ``na_values`` are the texts of a CSV file that are missing besides the
+    empty field (default ``("NA",)``; ``()`` for none).  Missing values, those
+    markers and SPSS user-missing codes are never perturbed and come out as
+    they went in; SPSS user-missing declarations are kept.  No value is
+    released as a missing code: a manifest listing one as a category is
+    refused.  The output is never one of the inputs (data, manifest, key file),
+    whatever ``force`` says.
+
+    With ``receipt`` (the default) a public release receipt
+    ``OUT.receipt.json`` records which manifest made the release
+    (:mod:`pramkit.receipt`).
     """
+    from pramkit.receipt import receipt_path, write_receipt
+
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
+    secret = resolve_key(key)
     src, dst = Path(data), Path(out)
-    if src.exists() and dst.exists() and src.resolve() == dst.resolve():
-        raise PramkitError("the output would overwrite the input; choose another --out")
-    check_writable(dst, force=force)
+    inputs = [src, None if isinstance(manifest, Manifest) else manifest, secret.path]
+    check_writable(dst, force=force, inputs=inputs)
+    if receipt:
+        check_writable(receipt_path(dst), force=True, inputs=inputs)
     if chunk_rows < 1:
         raise PramkitError("chunk_rows must be at least 1")
-    meta, batches = iter_batches(src, chunk_rows=chunk_rows)
-    secret = resolve_key(key)
-    perturber = TablePerturber(man, secret)
+    meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True)
+    perturber = TablePerturber(man, secret, meta.missing)
     perturber.check_columns(meta.columns, f"{str(src)!r}")
     start = 0
     with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
-            TableWriter(dst, force=force, meta=meta) as writer:
+            TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
         for table in batches:
             table = perturber(table, start)
             writer.write(table)
@@ -250,8 +293,13 @@ def apply_file(
             bar.update(table.num_rows)
         if start == 0:
             raise DataError(f"file {str(src)!r} has no data rows")
+        written = None
+        if receipt:  # the receipt first: a release never appears without it
+            writer.close()
+            written = write_receipt(dst, manifest, rows=start, digest=writer.sha256, inputs=inputs)
     return ApplyResult(
         rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,
-        perturbed=tuple(man.names),
+        perturbed=tuple(man.names), key_fingerprint=secret.fingerprint,
+        receipt=None if written is None else str(written),
     )

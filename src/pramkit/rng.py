@@ -14,24 +14,80 @@ word for word.
 
 The secret key is 32 bytes or more.  By default it comes from the operating
 system's entropy source and is never stored: whoever knows the key can undo
-the perturbation.  A key file gives reproducible runs.
+the perturbation.  A key file gives reproducible runs: ``pramkit keygen``
+writes 64 hexadecimal digits, which are read as the 32 bytes they encode,
+whatever whitespace, line endings or letter case the file picked up on the
+way (see :func:`key_material`); any other content is the key byte for byte.
+A key's :attr:`SecretKey.fingerprint` tells keys apart without revealing them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import secrets
+import stat
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from pramkit.errors import KeyFileError
+from pramkit.atomic import file_error, write_text_atomic
+from pramkit.errors import KeyFileError, PramkitWarning
 
 #: Minimum length of a secret key, in bytes (256 bits).
 MIN_KEY_BYTES = 32
 
 _PERSON = b"pramkit-rng-v1"
+#: Domain separation of key fingerprints (never the same hash as the stream keys).
+_FINGERPRINT_PERSON = b"pramkit-keyfp-v1"
+_HEX = re.compile(rb"[0-9a-fA-F]+")
+_BOM = b"\xef\xbb\xbf"
+
+
+def key_material(content: bytes, where: str = "the key file") -> bytes:
+    r"""The key bytes of a key file's content.
+
+    Hexadecimal text (what ``pramkit keygen`` writes) is decoded: ASCII
+    whitespace anywhere (spaces, line breaks, CR LF line endings), a UTF-8
+    byte-order mark and the letter case do not matter, and it must encode at
+    least 32 bytes (64 hex digits).  Any other content is the key itself, and
+    must be at least 32 bytes long.
+
+    Examples
+    --------
+    >>> hex_key = "00" * 16 + "AB" * 16
+    >>> key_material((hex_key + "\n").encode()) == key_material(("  " + hex_key.lower() + "\r\n").encode())
+    True
+    >>> len(key_material(hex_key.encode()))
+    32
+    >>> key_material(b"abcd")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.KeyFileError: the key file holds 4 hex digits (2 bytes); a key needs at least 32 bytes (64 hex digits): make one with `pramkit keygen FILE`
+    """
+    text = content[len(_BOM):] if content.startswith(_BOM) else content
+    compact = b"".join(text.split())
+    if compact and _HEX.fullmatch(compact):
+        if len(compact) % 2:
+            raise KeyFileError(f"{where} holds {len(compact)} hex digits, an odd number: it is damaged or cut short")
+        material = bytes.fromhex(compact.decode("ascii"))
+        if len(material) < MIN_KEY_BYTES:
+            raise KeyFileError(
+                f"{where} holds {len(compact)} hex digits ({len(material)} bytes); a key needs at least "
+                f"{MIN_KEY_BYTES} bytes ({2 * MIN_KEY_BYTES} hex digits): make one with `pramkit keygen FILE`"
+            )
+        return material
+    if not compact:
+        raise KeyFileError(f"{where} is empty: make a key with `pramkit keygen FILE`")
+    if len(content) < MIN_KEY_BYTES:
+        raise KeyFileError(
+            f"{where} has {len(content)} bytes and is not hexadecimal text; a key needs at least "
+            f"{MIN_KEY_BYTES} bytes (make one with `pramkit keygen FILE`)"
+        )
+    return content
 
 
 @dataclass(frozen=True, repr=False)
@@ -40,6 +96,7 @@ class SecretKey:
 
     material: bytes
     source: str
+    path: Path | None = None
 
     def __post_init__(self) -> None:
         if len(self.material) < MIN_KEY_BYTES:
@@ -56,17 +113,43 @@ class SecretKey:
         """A fresh key from the operating system's entropy source."""
         return cls(secrets.token_bytes(MIN_KEY_BYTES), "the operating system (not saved)")
 
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits that identify the key without revealing anything about it.
+
+        A BLAKE2b hash of the key under its own domain-separation string: the
+        holder of a key can tell which key made a release; nobody can learn
+        the key, or the draws, from it.
+
+        Examples
+        --------
+        >>> SecretKey(bytes(32), "zeros").fingerprint == SecretKey(bytes(32), "again").fingerprint
+        True
+        >>> len(SecretKey(bytes(32), "zeros").fingerprint)
+        16
+        """
+        return hashlib.blake2b(self.material, digest_size=8, person=_FINGERPRINT_PERSON).hexdigest()
+
     @classmethod
     def from_file(cls, path: str | Path) -> "SecretKey":
-        """Read a key file: its whole content (at least 32 bytes) is the key."""
+        """Read a key file (see :func:`key_material`); warn if other users can read it."""
         p = Path(path)
+        if p.is_dir():
+            raise KeyFileError(f"key file {str(p)!r} is a folder")
         try:
-            material = p.read_bytes()
+            content = p.read_bytes()
+            mode = p.stat().st_mode
         except FileNotFoundError:
             raise KeyFileError(f"key file {str(p)!r} does not exist (make one with `pramkit keygen {p}`)") from None
         except OSError as exc:
-            raise KeyFileError(f"cannot read key file {str(p)!r}: {exc.strerror}") from None
-        return cls(material, f"key file {str(p)!r}")
+            raise KeyFileError(file_error(exc, p, "read")) from None
+        material = key_material(content, f"key file {str(p)!r}")
+        if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+            warnings.warn(
+                f"key file {str(p)!r} can be read by other users (mode {stat.S_IMODE(mode):04o}); "
+                f"make it private with: chmod 600 {p}", PramkitWarning, stacklevel=2,
+            )
+        return cls(material, f"key file {str(p)!r}", p)
 
     def philox_key(self, variable: str) -> np.ndarray:
         """The 128-bit Philox key of one variable (two uint64 words)."""
@@ -93,16 +176,18 @@ def resolve_key(key: "SecretKey | bytes | str | Path | None") -> SecretKey:
 
 
 def write_key_file(path: str | Path) -> Path:
-    """Write a new random key (64 hexadecimal characters, 256 bits) to a new file, mode 0600."""
+    """Write a new random key (64 hexadecimal digits, 256 bits) to a new file, mode 0600.
+
+    The file is written atomically and is private from its creation; an
+    existing file is never overwritten.
+    """
     p = Path(path)
-    data = (secrets.token_hex(MIN_KEY_BYTES) + "\n").encode("ascii")
+    if p.exists() or p.is_symlink():
+        raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten")
     try:
-        with open(p, "xb") as fh:
-            fh.write(data)
+        return write_text_atomic(p, secrets.token_hex(MIN_KEY_BYTES) + "\n", force=False, mode=0o600)
     except FileExistsError:
         raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten") from None
-    p.chmod(0o600)
-    return p
 
 
 def uniforms(key: SecretKey, variable: str, start: int, n: int, out: np.ndarray | None = None) -> np.ndarray:

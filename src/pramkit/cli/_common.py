@@ -1,9 +1,10 @@
-"""Helpers shared by the subcommands: JSON output, progress flags."""
+"""Helpers shared by the subcommands: JSON output, progress flags, notes and printed figures."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -11,10 +12,65 @@ from pramkit._json import to_jsonable
 
 
 def print_json(obj: Any) -> None:
-    """One JSON object on stdout."""
+    """One JSON object on stdout (full precision)."""
     json.dump(to_jsonable(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars or chatter on stderr")
+
+
+def note(command: str, text: str | None) -> None:
+    """Print ``pramkit COMMAND: note: TEXT`` on stderr (one line); nothing for ``None``.
+
+    Examples
+    --------
+    >>> import sys, contextlib, io
+    >>> buf = io.StringIO()
+    >>> with contextlib.redirect_stderr(buf):
+    ...     note("estimate", "no release receipt")
+    ...     note("estimate", None)
+    >>> buf.getvalue()
+    'pramkit estimate: note: no release receipt\\n'
+    """
+    if text:
+        print(f"pramkit {command}: note: {one_line(text)}", file=sys.stderr)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line (line breaks become spaces).
+
+    Examples
+    --------
+    >>> one_line("first\\n  second")
+    'first second'
+    """
+    return " ".join(str(text).split())
+
+
+def figure(x: float | int | None, digits: int = 6) -> str:
+    """A number as people read it: at most ``digits`` significant digits, no float noise.
+
+    ``3.000000000000001`` prints as ``3``; integers print whole; infinity as
+    ``inf``.  JSON output keeps full precision: use this for printed text only.
+
+    Examples
+    --------
+    >>> figure(3.000000000000001), figure(2.9999999999999987), figure(0.1 + 0.2)
+    ('3', '3', '0.3')
+    >>> figure(12345678), figure(float("inf")), figure(1.23456789, 3), figure(None)
+    ('12345678', 'inf', '1.23', 'n/a')
+    """
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    value = float(x)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{digits}g}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import add_quiet, print_json
-from pramkit.io import CHUNK_ROWS
+from pramkit.cli._common import add_quiet, figure, print_json
+from pramkit.io import CHUNK_ROWS, NA_VALUES
 from pramkit.perturb import ApplyResult, apply_file
 from pramkit.rng import SecretKey
 
@@ -23,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per chunk (memory bound; default %(default)s)")
+    p.add_argument("--na-values", type=_markers, default=NA_VALUES, metavar="TEXT[,TEXT...]",
+                   help="texts that mean missing in a CSV file, besides the empty field, comma-separated "
+                        f"(default: {','.join(NA_VALUES)}; '' for none). Missing values are never perturbed "
+                        "and are written back as they were")
     p.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local: streamed on this machine (default); spark: a Spark job writing a folder of part files")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
@@ -31,11 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _markers(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
 def summary_dict(result: ApplyResult) -> dict:
     return {
         "rows": result.rows,
         "output": result.output,
+        "receipt": result.receipt,
         "key": result.key_source,
+        "key_fingerprint": result.key_fingerprint,
         "record_epsilon": result.record_epsilon,
         "seconds": result.seconds,
         "variables": [
@@ -48,15 +58,17 @@ def summary_dict(result: ApplyResult) -> dict:
 
 def print_summary(result: ApplyResult) -> None:
     print(f"wrote {result.output}: {result.rows:,} rows in {result.seconds:.2f} s")
-    print(f"key: {result.key_source}")
+    if result.receipt:
+        print(f"receipt: {result.receipt} (public: which manifest made the release)")
+    print(f"key: {result.key_source}, fingerprint {result.key_fingerprint}")
     for v in result.variables:
         print(
-            f"  {v.name}: {v.changed:,} values changed ({100 * v.changed_share:.2f} % of non-missing), "
+            f"  {v.name}: {v.changed:,} values changed ({figure(100 * v.changed_share, 3)} % of non-missing), "
             f"{v.missing:,} missing left as they were",
         )
     if not result.variables:
         print(f"  perturbed: {', '.join(result.perturbed)} (changes are not counted on Spark)")
-    print(f"record epsilon: {result.record_epsilon:.6g} (sum over perturbed variables)")
+    print(f"record epsilon: {figure(result.record_epsilon)} (sum over perturbed variables)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
         from pramkit.engines.spark import apply_file_spark
 
         result = apply_file_spark(args.data, args.manifest, args.out, key=key, force=args.force,
-                                  master=args.spark_master, quiet=args.quiet)
+                                  master=args.spark_master, quiet=args.quiet, na_values=args.na_values)
     else:
         result = apply_file(
             args.data, args.manifest, args.out, key=key, force=args.force,
-            chunk_rows=args.chunk_rows, quiet=args.quiet,
+            chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values,
         )
     if args.json:
         print_json(summary_dict(result))

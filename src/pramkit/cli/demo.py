@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     print("pramkit demo")
     for line in result.lines:
         print(line)
-    print("files")
-    for name, path in result.files.items():
-        print(f"  {name:<9} {path}")
+    for folder, says in (("public", "safe to publish"), ("private", "never publish")):
+        names = [path.split("/", 1)[1] for path in result.files.values() if path.startswith(folder + "/")]
+        print(f"{folder + '/':<9} {', '.join(names)} ({says})")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

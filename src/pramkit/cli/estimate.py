@@ -1,14 +1,26 @@
-"""``pramkit estimate RELEASED --manifest M.json --vars a[,b] [--by c]``: tables with standard errors."""
+"""``pramkit estimate RELEASED --manifest M.json --vars a[,b] [--by c] [--estimator E]``: tables with standard errors.
+
+Nothing questionable is printed silently: an estimate outside ``[0, n]`` (or a
+share outside ``[0, 1]``) is flagged in its row and announced on stderr with
+the estimators that avoid it, and a cell that a singular matrix cannot
+estimate shows "not identifiable" instead of NaN, with the identifiable totals
+of its group printed below the table.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from pathlib import Path
 
-from pramkit.cli._common import print_json
-from pramkit.estimate import EstimateResult, EstimationWarning, estimate_table
+import pandas as pd
+
+from pramkit.cli._common import note, print_json
+from pramkit.receipt import check_release
+from pramkit.estimate import ESTIMATORS, EstimateResult, EstimationWarning, estimate_table
+from pramkit.estimate.estimators import CONSISTENT
 from pramkit.manifest import Manifest
 
 
@@ -27,8 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--manifest", required=True, type=Path, help="the release manifest (JSON)")
     p.add_argument("--vars", required=True, help="column(s) to tabulate, comma-separated")
     p.add_argument("--by", help="grouping column(s), comma-separated: proportions become shares within groups")
-    p.add_argument("--method", choices=("moment", "mle"), default="moment",
-                   help="moment: unbiased (M^T)^-1 lambda (default); mle: maximum likelihood by EM")
+    p.add_argument("--method", choices=("moment", "mle"), default=None,
+                   help="moment: unbiased (M^T)^-1 lambda (default); mle: maximum likelihood by EM "
+                        "(the same as --estimator unbiased|mle)")
+    p.add_argument("--estimator", choices=tuple(ESTIMATORS), default=None,
+                   help="; ".join(f"{name}: {text}" for name, (_, text) in ESTIMATORS.items())
+                        + " (default unbiased)")
     p.add_argument("--variance", choices=("multinomial", "pram"), default="multinomial",
                    help="multinomial: inference on the population sampled (default); "
                         "pram: on the original file itself (PRAM the only randomness)")
@@ -40,15 +56,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     names, groups = _names(args.vars), _names(args.by)
     manifest = Manifest.read(args.manifest)
+    note("estimate", check_release(args.released, args.manifest))  # refuses a release of another manifest
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # the result carries the note
         result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
-                                variance=args.variance, confidence=args.confidence)
+                                variance=args.variance, confidence=args.confidence, estimator=args.estimator)
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
     if result.table.converged is False:
         print(f"pramkit estimate: warning: EM did not converge after {result.table.iterations} iterations",
               file=sys.stderr)
+    flagged = int(result.out_of_range.sum())
+    if flagged:
+        print(f"pramkit estimate: warning: {flagged} of {result.out_of_range.size} cells are estimated outside "
+              "[0, n] (or their share outside [0, 1]) and flagged 'out_of_range': the unbiased estimator is not "
+              f"constrained; --estimator {' or '.join(sorted(set(CONSISTENT) - {'rr-mle'}))} "
+              "(rr-mle for one randomized-response variable) give estimates in [0, n]", file=sys.stderr)
     if args.json:
         print_json({"released_file": str(args.released), **result.to_dict()})
     else:
@@ -61,21 +84,70 @@ def format_table(result: EstimateResult) -> str:
     t = result.table
     level = f"{100 * result.confidence:g}%"
     share = "share within by-group" if result.by else "share of all records"
+    asked = result.requested_estimator
     head = [
         f"Estimated original frequencies of {' x '.join(result.variables)}",
-        f"method: {t.method}; variance: {t.variance}; n = {t.n} records"
+        f"method: {t.method} (estimator: {t.estimator}"
+        + (f", instead of {asked}" if asked and asked != t.estimator else "")
+        + f"); variance: {t.variance}; n = {t.n} records"
         + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""),
     ]
-    if t.iterations is not None:
+    if t.iterations is not None and t.estimator != "rr-mle":
         head.append(f"EM: {t.iterations} updates, log-likelihood within {t.loglik_gap:.2g} nats of its maximum")
+    if t.estimator == "norm-sub":
+        head.append("norm-sub has no standard errors (n/a); use --estimator unbiased or mle for intervals")
     frame = result.to_frame()
     out = frame[list(result.variables)].copy()
     out["released [records]"] = frame["released"].map("{:.0f}".format)
     out["estimate [records]"] = frame["estimate"].map("{:.1f}".format)
-    out["se [records]"] = frame["se"].map("{:.1f}".format)
-    out[f"{level} CI [records]"] = [f"{lo:.1f} .. {hi:.1f}" for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
-    out[f"{share} [%]"] = (100 * frame["proportion"]).map("{:.2f}".format)
-    out["se [%]"] = (100 * frame["proportion_se"]).map("{:.2f}".format)
-    out[f"{level} CI [%]"] = [f"{100 * lo:.2f} .. {100 * hi:.2f}"
+    out["se [records]"] = frame["se"].map(lambda x: _number(x, "{:.1f}"))
+    out[f"{level} CI [records]"] = [_interval(lo, hi, "{:.1f}") for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
+    out[f"{share} [%]"] = (100 * frame["proportion"]).map(lambda x: _number(x, "{:.2f}"))
+    out["se [%]"] = (100 * frame["proportion_se"]).map(lambda x: _number(x, "{:.2f}"))
+    out[f"{level} CI [%]"] = [_interval(100 * lo, 100 * hi, "{:.2f}")
                              for lo, hi in zip(frame["proportion_ci_low"], frame["proportion_ci_high"])]
-    return "\n".join(head) + "\n\n" + out.to_string(index=False)
+    flags = [_flag(c, t.n) for c in result.cells()]
+    if any(flags):
+        out["flag"] = flags
+    text = "\n".join(head) + "\n\n" + out.to_string(index=False)
+    groups = result.groups()
+    if groups:
+        text += "\n\n" + _format_groups(result, groups, level)
+    return text
+
+
+def _number(x: float, fmt: str) -> str:
+    return "n/a" if not math.isfinite(x) else fmt.format(x)
+
+
+def _interval(lo: float, hi: float, fmt: str) -> str:
+    return "n/a" if not (math.isfinite(lo) and math.isfinite(hi)) else f"{fmt.format(lo)} .. {fmt.format(hi)}"
+
+
+def _flag(cell: dict, n: int) -> str:
+    """Why a row needs attention: not identifiable, or outside [0, n] / [0, 1]."""
+    if not cell["identifiable"]:
+        return "not identifiable"
+    if not cell["out_of_range"]:
+        return ""
+    if cell["estimate"] < 0:
+        return "out_of_range (< 0)"
+    if cell["estimate"] > n:
+        return "out_of_range (> n)"
+    return "out_of_range (share outside [0, 1])"
+
+
+def _format_groups(result: EstimateResult, groups: list[dict], level: str) -> str:
+    """The identifiable totals of the groups of categories a singular matrix cannot tell apart."""
+    rows = []
+    for g in groups:
+        cats = [g["category"]] if len(result.variables) == 1 else g["category"]
+        rows.append({
+            **{name: "{" + ", ".join(map(str, c)) + "}" if len(c) > 1 else str(c[0])
+               for name, c in zip(result.variables, cats)},
+            "estimate [records]": f"{g['estimate']:.1f}",
+            "se [records]": _number(g["se"], "{:.1f}"),
+            f"{level} CI [records]": _interval(g["ci_low"], g["ci_high"], "{:.1f}"),
+        })
+    return ("Not identifiable: the matrix cannot tell the categories in braces apart; the estimated totals "
+            "of each group (identifiable):\n" + pd.DataFrame(rows).to_string(index=False))

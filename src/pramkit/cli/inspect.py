@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import print_json
+from pramkit.cli._common import figure, print_json
 from pramkit.manifest import Manifest
 
 
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'variable':<{width}}  {'S':>4}  {'epsilon':>10}  {'min diag':>9}  bistochastic  method")
     for v in info["variables"]:
         print(
-            f"{v['name']:<{width}}  {len(v['categories']):>4}  {v['epsilon']:>10.6g}  "
-            f"{v['min_diagonal']:>9.6f}  {'yes' if v['bistochastic'] else 'no':<12}  {v['method']}"
+            f"{v['name']:<{width}}  {len(v['categories']):>4}  {figure(v['epsilon']):>10}  "
+            f"{figure(v['min_diagonal']):>9}  {'yes' if v['bistochastic'] else 'no':<12}  {v['method']}"
         )
-    print(f"record epsilon: {info['record_epsilon']:.6g} (variables perturbed independently: the sum)")
+    print(f"record epsilon: {figure(info['record_epsilon'])} (variables perturbed independently: the sum)")
     return 0

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.rng import write_key_file
+from pramkit.rng import SecretKey, write_key_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("keygen", help="write a new secret key file (256 bits)",
-                       description="Write a new random key to FILE (mode 0600). Keep it apart from the release: "
+                       description="Write a new random key to FILE as 64 hexadecimal digits (mode 0600; "
+                       "an existing file is never overwritten). Keep it apart from the release: "
                        "whoever holds it can undo the perturbation.")
     p.add_argument("file", type=Path)
     p.set_defaults(func=run)
@@ -18,5 +19,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     path = write_key_file(args.file)
-    print(f"wrote a 256-bit key to {path}; keep it secret and away from the release")
+    fingerprint = SecretKey.from_file(path).fingerprint
+    print(f"wrote a 256-bit key to {path} (fingerprint {fingerprint}); keep it secret and away from the release")
     return 0

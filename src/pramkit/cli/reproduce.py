@@ -6,6 +6,7 @@ import argparse
 import importlib
 from pathlib import Path
 
+from pramkit.atomic import make_folder
 from pramkit.cli._common import add_quiet, print_json
 from pramkit.errors import PramkitError
 
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise PramkitError(f"--out {str(out)!r} exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     module = importlib.import_module(REPRODUCTIONS[args.name])
     print_json(module.run(out, quick=args.quick, quiet=args.quiet))
     return 0

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import print_json
+from pramkit.atomic import check_writable
+from pramkit.cli._common import note, print_json
+from pramkit.receipt import check_release
 from pramkit.errors import PramkitError
 from pramkit.manifest import Manifest
 from pramkit.risk.identification import identification_risk
@@ -24,7 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keys", required=True, help="comma-separated key variables")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--sampling-fraction", type=float, help="the sampling fraction pi in (0, 1]")
-    how.add_argument("--weights", help="survey weight column (pi = n / sum of weights)")
+    how.add_argument("--weights", help="survey weight column (per-cell pi = f / sum of weights, see --fractions)")
+    p.add_argument("--fractions", choices=["cell", "file"], default="cell",
+                   help="with --weights: per-cell sampling fractions where the weights determine them "
+                        "(default) or one fraction n / sum of weights for every cell")
     p.add_argument("--model", default="2way",
                    help="independence, 2way (default) or a formula such as 'a*b + c'")
     p.add_argument("--manifest", type=Path, help="release manifest: DATA is the released (perturbed) file")
@@ -45,10 +50,15 @@ def run(args: argparse.Namespace) -> int:
     manifest = Manifest.read(args.manifest) if args.manifest else None
     if args.original and not manifest:
         raise PramkitError("--original needs --manifest")
+    if args.plot:  # before any work; never over an input, even with --force
+        check_writable(args.plot, force=args.force, inputs=[args.data, args.manifest, args.original])
+    if manifest is not None:
+        note("risk", check_release(args.data, args.manifest))
     # the files are streamed: memory is bounded by a chunk and the key table
     result = identification_risk(
         args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
         model=args.model, manifest=manifest, original=args.original, missing=args.missing,
+        fractions=args.fractions,
     )
     out = result.to_dict()
     if args.plot:
@@ -62,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         f"key cells: {result.cells} ({result.combinations} non-empty)",
         f"sample uniques: {result.sample_uniques} records; doubles: {result.sample_doubles} records",
         f"sampling fraction: {result.sampling_fraction:.6g}",
+        f"sampling assumption: {result.sampling_assumption}",
         f"tau1 (sample uniques that are population uniques): {result.tau1:.4f} records",
         f"tau2 (expected correct matches among sample uniques): {result.tau2:.4f} records",
         f"expected re-identifications (per-record risk): {result.expected_reidentifications:.4f} records",

@@ -32,27 +32,34 @@ from numpy.typing import ArrayLike
 from pramkit.errors import PramkitError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.bistochastic import as_distribution
+from pramkit.privacy.exact import within_budget
 
 
 def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatrix:
-    """Symmetric (k-ary) randomized response at exactly ``epsilon``:
+    """Symmetric (k-ary) randomized response at ``epsilon``:
     keep with ``q = e^eps / (e^eps + S - 1)``, otherwise uniform over the other S - 1.
 
     Its epsilon (largest log-ratio in a column) is ``log(q / ((1-q)/(S-1))) = epsilon``.
     It is the symmetric DP-optimal matrix of form (8) (Ayed, Battiston and
     Camerlenghi, section 3.1) and equation (2) of Ruiz and Domingo-Ferrer.
+    The entries are computed from ``e^-eps`` (so that the off-diagonal ones stay
+    positive for large epsilon; beyond about 745 they are the smallest positive
+    double) and the entries that rounding put below the budget are raised
+    (:func:`pramkit.privacy.exact.within_budget`): the stored matrix's epsilon
+    is at most ``epsilon`` exactly.
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
     s = len(categories)
     if s < 2:
         raise PramkitError("randomized response needs at least two categories")
-    e = math.exp(epsilon) if epsilon < 700 else math.inf
-    q = 1.0 if math.isinf(e) else e / (e + s - 1)
-    return PramMatrix.from_diagonal(
-        np.full(s, q), categories,
-        Provenance(method="randomized_response", parameters={"epsilon": float(epsilon)}),
-    )
+    shrink = math.exp(-epsilon)
+    q = 1.0 / (1.0 + (s - 1) * shrink)
+    off = max(shrink / (1.0 + (s - 1) * shrink), math.ulp(0.0))
+    m = np.full((s, s), off)
+    np.fill_diagonal(m, q)
+    return PramMatrix(within_budget(m, epsilon), categories,
+                      Provenance(method="randomized_response", parameters={"epsilon": float(epsilon)}))
 
 
 def float_array(value: ArrayLike, name: str) -> np.ndarray:

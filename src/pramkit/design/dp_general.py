@@ -13,14 +13,32 @@ linear program
     maximise  sum_b theta_b mu(s_b)   s.t.  sum_b theta_b s_b = 1 (one row per x),  theta >= 0,
 
 with ``s_b = (e^{eps b_x})_x``: 2^S variables and S equalities, solved by
-HiGHS (:func:`scipy.optimize.linprog`).  Its dual values are a certificate:
-``mu(s_b) <= y . s_b`` for every pattern and ``sum(y)`` equals the optimum.
-Every column of the result has entries in ``{theta, theta e^eps}``, so its
-epsilon is exact by construction.  Exact for S up to :data:`MAX_CATEGORIES`.
+HiGHS (:func:`scipy.optimize.linprog`) with the objective scaled to a largest
+coefficient of 1 and feasibility tolerances of 1e-10 (at HiGHS's default
+tolerances a p with a category of mass 1e-11 stopped at a vertex 0.2 % below
+the optimum).
+
+**The certificate.**  Any y with ``y . s_b >= mu(s_b)`` for every pattern
+bounds the LP, hence every epsilon-DP matrix: ``I(X; Z) <= sum(y)``
+(every column of an epsilon-DP matrix is a non-negative combination of
+staircase columns and mu is sublinear).  HiGHS's dual values satisfy the
+constraints only to its tolerance, so they are repaired:
+:func:`staircase_dual_bound` evaluates every constraint with a bound on its
+rounding error (:func:`staircase_utilities`: ``mu(s_b) = t P_1 log(t / r) -
+P_0 log r`` with ``r = P_0 + t P_1``, both logarithms by ``log1p`` so that
+neither cancels; the LP's objective uses the same values) and raises y by the
+smallest ``delta 1`` that satisfies every constraint whatever the rounding:
+``delta = max_b v_b / sum_x s_b,x``, ``v_b`` the largest possible violation.
+The information of the returned matrix is bounded from below by
+:func:`pramkit.privacy.exact.information_bounds`; ``optimal`` is true only
+when the repaired bound exceeds it by at most
+:func:`pramkit.privacy.exact.certificate_tolerance`.  Exact for S up to
+:data:`MAX_CATEGORIES`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Sequence
 
@@ -31,11 +49,16 @@ from scipy.special import xlogy
 
 from pramkit.design.dp_optimal import check_epsilon, solve_form8
 from pramkit.errors import PramkitError
-from pramkit.information import check_probabilities, mutual_information
+from pramkit.information import check_probabilities
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up, within_budget
 
 #: Largest S for which the 2^S-variable LP is set up.
 MAX_CATEGORIES = 14
+#: Primal and dual feasibility tolerances given to HiGHS (on the scaled LP).
+LP_TOLERANCE = 1e-10
+#: Simplex pivots allowed when polishing HiGHS's basis.
+MAX_PIVOTS = 200
 
 
 def staircase_patterns(s: int) -> np.ndarray:
@@ -50,6 +73,142 @@ def column_utility(p: np.ndarray, columns: np.ndarray) -> np.ndarray:
     return (p[None, :] * xlogy(columns, columns / r[:, None])).sum(axis=1)
 
 
+def staircase_utilities(p: ArrayLike, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The staircase patterns, ``mu(s_b)`` for each, and a bound on its rounding error.
+
+    For a pattern b, with ``P_1 = sum_{b_x = 1} p_x``, ``P_0`` the rest,
+    ``t = e^epsilon`` and ``r = P_0 + t P_1``,
+
+        mu(s_b) = t P_1 log(t / r) - P_0 log r,
+        log r = log1p((T - 1) + (t - 1) P_1),  log(t / r) = -log1p((T - 1) - (1 - 1/t) P_0)
+
+    (``T = P_0 + P_1 = sum p``, 1 up to rounding): neither logarithm cancels,
+    so mu is accurate relative to its two terms even for masses of 1e-12,
+    where :func:`column_utility` loses every digit.  The error bound follows
+    each operation (:func:`pramkit.privacy.exact.rounding_bound`).
+
+    Examples
+    --------
+    >>> pats, mu, err = staircase_utilities(np.array([0.5, 0.5]), 1.0)
+    >>> bool(np.allclose(mu, column_utility(np.array([0.5, 0.5]), np.exp(pats)), atol=1e-15)), bool(err.max() < 1e-13)
+    (True, True)
+    """
+    pv = np.asarray(p, dtype=float)
+    e = float(epsilon)
+    s = pv.size
+    pats = staircase_patterns(s)
+    p1, p0 = pats @ pv, (1.0 - pats) @ pv
+    d_p1, d_p0 = rounding_bound(p1, s), rounding_bound(p0, s)
+    excess = math.fsum([*pv.tolist(), -1.0])                       # T - 1, correctly rounded
+    t, grow, shrink = math.exp(e), math.expm1(e), -math.expm1(-e)  # t, t - 1, 1 - 1/t
+    arg0 = excess + grow * p1
+    d_arg0 = rounding_bound(abs(excess) + grow * p1) + grow * d_p1
+    arg1 = excess - shrink * p0
+    d_arg1 = rounding_bound(abs(excess) + shrink * p0) + shrink * d_p0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_r = np.log1p(arg0)
+        log_t_r = -np.log1p(arg1)
+        d_log_r = d_arg0 / (1.0 + arg0 - d_arg0) + rounding_bound(np.abs(log_r))
+        d_log_t_r = d_arg1 / (1.0 + arg1 - d_arg1) + rounding_bound(np.abs(log_t_r))
+    mu = t * p1 * log_t_r - p0 * log_r
+    d_mu = (t * (p1 * d_log_t_r + np.abs(log_t_r) * d_p1) + p0 * d_log_r + np.abs(log_r) * d_p0
+            + rounding_bound(t * p1 * np.abs(log_t_r) + p0 * np.abs(log_r)))
+    return pats, mu, d_mu
+
+
+def staircase_dual_bound(p: ArrayLike, epsilon: float, y: ArrayLike) -> tuple[float, float]:
+    """An upper bound on the staircase LP (hence on I(X; Z) of every epsilon-DP
+    matrix for p) from any dual vector y, and y's largest violation.
+
+    Every constraint ``y . s_b >= mu(s_b)`` is evaluated with a bound on its
+    rounding (:func:`staircase_utilities` for mu); if ``v_b`` bounds
+    ``mu(s_b) - y . s_b`` from above, then ``y + delta 1`` with
+    ``delta = max_b v_b / sum_x s_b,x`` is dual feasible, and its sum,
+    rounded upward, is returned.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The probabilities (as given: the bound is for these doubles).
+    epsilon : float
+        The budget.
+    y : array-like, shape (S,)
+        Any dual vector (e.g. an LP solver's).
+
+    Returns
+    -------
+    bound : float
+        ``I(X; Z) <= bound`` for every epsilon-DP matrix, nats.
+    violation : float
+        ``max_b mu(s_b) - y . s_b`` as computed (positive: y was not dual feasible).
+
+    Examples
+    --------
+    >>> p = np.array([0.5, 0.5])
+    >>> bound, violation = staircase_dual_bound(p, 1.0, [0.0, 0.0])   # y = 0 violates; repaired
+    >>> q = 1 / (1 + math.exp(-1.0))                                 # the optimum for S = 2
+    >>> math.log(2) + q * math.log(q) + (1 - q) * math.log(1 - q) <= bound
+    True
+    """
+    pv = np.asarray(p, dtype=float)
+    yv = np.asarray(y, dtype=float)
+    s = pv.size
+    pats, mu, d_mu = staircase_utilities(pv, epsilon)
+    t = math.exp(float(epsilon))
+    ys = (1.0 - pats) @ yv + t * (pats @ yv)
+    d_ys = rounding_bound((1.0 - pats) @ np.abs(yv) + t * (pats @ np.abs(yv)), s)
+    raw = mu - ys
+    worst = raw + d_mu + d_ys + rounding_bound(np.abs(mu) + np.abs(ys))
+    # sum_x s_b,x = n_0 + t n_1, from below (t is e^epsilon to a few ulps)
+    width = ((1.0 - pats).sum(axis=1) + t * pats.sum(axis=1)) * (1.0 - rounding_bound(1.0))
+    shift = float(np.max(np.maximum(worst, 0.0) / width))
+    if not math.isfinite(shift):          # a dual value so large it overflowed: no bound
+        return math.inf, float(np.max(raw))
+    return sum_up([*yv.tolist(), s * shift * (1.0 + rounding_bound(1.0))]), float(raw.max())
+
+
+def _polish(stairs: np.ndarray, util: np.ndarray,
+            support: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Primal simplex on the staircase LP from the support HiGHS found.
+
+    HiGHS stops when its reduced costs are within its tolerance, which for
+    columns scaled by ``e^epsilon`` can leave a dual violation of 1e-9.  The
+    support is completed to a basis (the constant column and the unit
+    patterns first) and pivoted, entering the column with the largest
+    relative reduced cost ``mu_b - y . s_b``, until none is positive beyond
+    rounding.  Returns the basis (pattern indices), its weights theta
+    (``B theta = 1``, clipped at 0) and the duals ``y`` (``B^T y = mu_B``;
+    None if a basis could not be factorised)."""
+    s = stairs.shape[1]
+    ones = np.ones(s)
+    basis: list[int] = []
+    for j in [*support.tolist(), 0, *(1 << x for x in range(s)), *range(len(stairs))]:
+        if len(basis) == s:
+            break
+        if j not in basis and np.linalg.matrix_rank(stairs[basis + [j]]) == len(basis) + 1:
+            basis.append(j)
+    weights = np.abs(stairs)
+    y = None
+    for _ in range(MAX_PIVOTS):
+        b_mat = stairs[basis].T
+        try:
+            y = np.linalg.solve(b_mat.T, util[basis])
+            theta = np.linalg.solve(b_mat, ones)
+        except np.linalg.LinAlgError:   # pragma: no cover - the basis is kept non-singular
+            return np.array(basis), np.maximum(np.linalg.lstsq(b_mat, ones, rcond=None)[0], 0.0), None
+        reduced = (util - stairs @ y) / np.maximum(np.abs(util) + weights @ np.abs(y), np.finfo(float).tiny)
+        enter = int(np.argmax(reduced))
+        if not reduced[enter] > 1e-14:
+            break
+        direction = np.linalg.solve(b_mat, stairs[enter])
+        rising = direction > 1e-14 * np.abs(direction).max()
+        if not np.any(rising):          # pragma: no cover - the LP is bounded
+            break
+        ratios = np.where(rising, np.maximum(theta, 0.0) / np.where(rising, direction, 1.0), np.inf)
+        basis[int(np.argmin(ratios))] = enter
+    return np.array(basis), np.maximum(theta, 0.0), y
+
+
 def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | None = None) -> PramMatrix:
     """The epsilon-DP matrix (any row-stochastic form) with the most I(X; Z).
 
@@ -57,9 +216,22 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     The used staircase columns are released as the categories that maximise
     the probability of releasing the true value (a relabelling of outputs,
     which changes neither I(X; Z) nor epsilon); unused categories get a column
-    of zeros.  The certificate holds the LP dual values, the largest dual
-    violation, and how much form (8) (:func:`pramkit.design.dp_optimal.dp_optimal`)
-    gives up against this optimum.
+    of zeros.  The entries that rounding put below the budget are raised
+    (:func:`pramkit.privacy.exact.within_budget`), so the stored matrix's
+    epsilon is at most ``epsilon`` exactly.  The certificate holds the LP dual
+    values, their largest violation, the repaired upper bound
+    (:func:`staircase_dual_bound`), the certified gap, and how much form (8)
+    (:func:`pramkit.design.dp_optimal.dp_optimal`) gives up against this
+    optimum.
+
+    Examples
+    --------
+    >>> m = dp_general([0.6, 0.3, 0.1], 1.0)
+    >>> m.epsilon <= 1.0, m.provenance.certificate["optimal"]
+    (True, True)
+    >>> cert = m.provenance.certificate
+    >>> cert["upper_bound_nats"] - cert["information_lower_nats"] <= cert["tolerance_nats"]
+    True
     """
     start = time.perf_counter()
     pv = check_probabilities(p)
@@ -73,32 +245,42 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     cats = tuple(range(s)) if categories is None else tuple(categories)
     if len(cats) != s:
         raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
-    stairs = np.exp(e * staircase_patterns(s))            # (2^S, S): the columns s_b
-    util = column_utility(pv, stairs)
-    res = linprog(-util, A_eq=stairs.T, b_eq=np.ones(s), bounds=(0, None), method="highs")
+    patterns, util, _ = staircase_utilities(pv, e)
+    stairs = np.exp(e * patterns)                          # (2^S, S): the columns s_b
+    scale = float(util.max()) if util.max() > 0 else 1.0
+    res = linprog(-util / scale, A_eq=stairs.T, b_eq=np.ones(s), bounds=(0, None), method="highs",
+                  options={"primal_feasibility_tolerance": LP_TOLERANCE, "dual_feasibility_tolerance": LP_TOLERANCE})
     if res.status != 0:  # pragma: no cover - the LP is always feasible and bounded
         raise AssertionError(f"staircase LP failed: {res.message}")
-    support = np.flatnonzero(res.x > 1e-12)
-    cols = stairs[support]
-    # refine theta on the support so that rows sum to 1 to rounding
-    theta, *_ = np.linalg.lstsq(cols.T, np.ones(s), rcond=None)
-    theta = np.maximum(theta, 0.0)
-    used = theta * cols.T                                  # (S, k): M[x, column]
+    basis, theta, duals = _polish(stairs, util, np.flatnonzero(res.x * stairs.max(axis=1) > 1e-12))
+    if duals is None:   # pragma: no cover - a singular basis: keep HiGHS's duals (the bound repairs them)
+        duals = -np.asarray(res.eqlin.marginals) * scale
+    support = basis[theta > 0]
+    used = theta[theta > 0] * stairs[support].T            # (S, k): M[x, column]
     used /= used.sum(axis=1, keepdims=True)
     full = np.zeros((s, s))
     full[:, : used.shape[1]] = used
     rows, picked = linear_sum_assignment(full, maximize=True)
-    matrix = np.empty((s, s))
-    matrix[:, rows] = full[:, picked]
-    mi = mutual_information(pv, matrix)
-    duals = -np.asarray(res.eqlin.marginals)
+    design = np.empty((s, s))
+    design[:, rows] = full[:, picked]
+    matrix = within_budget(design, e)
+    mi, mi_error = information_bounds(pv, matrix)
+    upper, violation = staircase_dual_bound(pv, e, duals)
+    lower = mi - mi_error
+    gap = max(upper - lower, 0.0)
+    tolerance = certificate_tolerance(mi)
     form8 = solve_form8(pv, e).mutual_information_nats
     certificate: dict[str, Any] = {
-        "optimal": True,
-        "lp_objective_nats": float(-res.fun),
+        "optimal": gap <= tolerance,
+        "lp_objective_nats": float(theta @ util[basis]),
         "dual_y": duals.tolist(),
-        "dual_bound_nats": float(duals.sum()),
-        "max_dual_violation": float(np.max(util - stairs @ duals)),
+        "dual_bound_nats": upper,
+        "max_dual_violation": violation,
+        "upper_bound_nats": upper,
+        "information_lower_nats": lower,
+        "certified_gap_nats": gap,
+        "tolerance_nats": tolerance,
+        "budget_adjustment": float((matrix - design).sum(axis=1).max()),
         "patterns": 2 ** s,
         "outputs_used": int(support.size),
         "form8_nats": form8,

@@ -12,7 +12,12 @@ in general, so the split is a resource-allocation problem solved exactly on
 a grid of step ``delta = E / G`` by dynamic programming (O(J G^2)).  The grid
 optimum is a feasible split; a certified upper bound on the best split off
 the grid comes from monotonicity: any split rounds up to grid points using
-at most ``G + J`` steps, so the grid DP with ``G + J`` steps bounds it.
+at most ``G + J`` steps, so the grid DP with ``G + J`` steps, run on the
+verified upper bounds of ``I_j`` at the grid points
+(:attr:`pramkit.design.dp_optimal.Form8Optimum.upper_bound`; grid points
+rounded up) and raised by the rounding of its sums, bounds it.  The epsilons
+of a split are lowered by ulps where needed so that their upward-rounded sum
+(:func:`pramkit.privacy.epsilon.record_epsilon`) is at most E.
 
 The paper's future-work alternative is to perturb the cross-classification
 jointly, with one K x K matrix (K = number of cells) at the whole budget;
@@ -36,6 +41,7 @@ from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
 from pramkit.errors import DataError, PramkitError
 from pramkit.information import check_probabilities, mutual_information
 from pramkit.matrix import Label, PramMatrix
+from pramkit.privacy.exact import fit_sum, rounding_bound
 
 #: Default number of grid steps of the budget.
 DEFAULT_GRID = 100
@@ -49,7 +55,7 @@ class BudgetSplit:
 
     method: ``"optimal"`` (grid DP) or ``"equal"``
     epsilon_total: the record budget E
-    epsilons: epsilon of each variable (summing to E)
+    epsilons: epsilon of each variable (their sum, rounded upward, at most E)
     information_nats: I(X_j; Z_j) of each variable at its epsilon, nats
     total_nats: sum of ``information_nats``, nats
     upper_bound_nats: no split of E does better than this (``method="optimal"``; nats)
@@ -67,9 +73,11 @@ class BudgetSplit:
     matrices: dict[str, PramMatrix]
 
 
-def _information_curve(p: np.ndarray, epsilons: np.ndarray, truthful: bool) -> np.ndarray:
-    return np.array([0.0 if e == 0 else solve_form8(p, e, truthful=truthful).mutual_information_nats
-                     for e in epsilons])
+def _information_curve(p: np.ndarray, epsilons: np.ndarray, truthful: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The optimum of program (7) at each epsilon, and a verified upper bound on it (0 at epsilon 0)."""
+    found = [None if e == 0 else solve_form8(p, e, truthful=truthful) for e in epsilons]
+    return (np.array([0.0 if f is None else f.mutual_information_nats for f in found]),
+            np.array([0.0 if f is None else f.upper_bound for f in found]))
 
 
 def _allocate(values: list[np.ndarray], steps: int) -> tuple[float, list[int]]:
@@ -123,14 +131,18 @@ def split_budget(
     j = len(names)
     upper = step = None
     if method == "equal":
-        eps = {n: e_total / j for n in names}
+        shares = [e_total / j] * j
     else:
         step = e_total / grid
-        points = step * np.arange(grid + j + 1)
+        # grid points rounded up (two ulps cover the rounding of step and of g step)
+        points = np.array([0.0] + [math.nextafter(math.nextafter(g * step, math.inf), math.inf)
+                                   for g in range(1, grid + j + 1)])
         curves = [_information_curve(ps[n], points, truthful) for n in names]
-        _, alloc = _allocate(curves, grid)
-        upper, _ = _allocate(curves, grid + j)
-        eps = {n: g * step for n, g in zip(names, alloc)}
+        _, alloc = _allocate([c[0] for c in curves], grid)
+        upper, _ = _allocate([c[1] for c in curves], grid + j)
+        upper += float(rounding_bound(upper, j))
+        shares = [float(points[g]) for g in alloc]
+    eps = dict(zip(names, fit_sum(shares, e_total)))
     matrices: dict[str, PramMatrix] = {}
     info: dict[str, float] = {}
     for n in names:

@@ -48,6 +48,10 @@ from pramkit.design.dp_split_bound import bound_split
 from pramkit.errors import PramkitError
 from pramkit.information import check_probabilities, form8_objective, form8_row_terms
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.exact import (
+    certificate_tolerance, column_epsilon, eta_error, log_error, pairwise_sum, pairwise_terms, rounding_bound,
+    within_budget,
+)
 
 #: Largest epsilon accepted (e^epsilon must be a finite double).
 MAX_EPSILON = 700.0
@@ -260,8 +264,9 @@ class PatternSearch:
     objective: f(best_q) in nats
     candidates: number of assignments scored
     exhaustive: every assignment was scored
-    upper_bound: no arrangement of the pattern has f above this (nats): None
-        if exhaustive (the objective itself), else the branch and bound's bound
+    upper_bound: no arrangement of the pattern has an exact f above this
+        (nats): the best score plus its rounding allowance if exhaustive, else
+        the branch and bound's bound
     bound_nodes: branch-and-bound nodes explored (0 if exhaustive)
     closed: the bound is proved (False only if the branch and bound hit its node limit)
     """
@@ -283,17 +288,59 @@ def _representatives(p: np.ndarray, exclude: int | None = None) -> np.ndarray:
     return idx[np.sort(first)]
 
 
-def _score_codes(p: np.ndarray, levels: np.ndarray, codes: np.ndarray) -> tuple[float, np.ndarray]:
-    """Best of the candidates ``levels[codes[r]]`` (one row per candidate)."""
-    best, best_q = -math.inf, levels[codes[0]]
+def _score_errors(p: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """A bound on the rounding error of ``form8_objective(p, qs)`` for each row
+    of ``qs``: its sums over S terms are taken in unspecified order (``S - 1``
+    roundings each), its released masses carry the error of W, and
+    :func:`pramkit.privacy.exact.eta_error` carries that through ``m log m``."""
+    s = p.size
+    w, sigma, h = form8_row_terms(qs, s)
+    big_w = (p * w).sum(axis=-1, keepdims=True)
+    m = np.maximum(big_w + p * sigma, 0.0)
+    dm = rounding_bound(big_w + p * (qs + w) + m, s)
+    eta = xlogy(m, m)
+    size = (p * (np.abs(h) + 1.0 - qs)).sum(axis=-1) + np.abs(eta).sum(axis=-1)
+    return rounding_bound(size, s) + eta_error(m, dm).sum(axis=-1)
+
+
+def verified_objective(p: np.ndarray, q: np.ndarray) -> tuple[float, float]:
+    """f(q) of equation (9) and a bound on its rounding error, for one q.
+
+    The same formula as :func:`pramkit.information.form8_objective`, with every
+    sum over S terms taken by :func:`math.fsum` (correctly rounded), so the
+    error bound (:func:`pramkit.privacy.exact.rounding_bound`) does not grow
+    with S: the exact f of the doubles p and q lies within ``value +- error``.
+
+    Examples
+    --------
+    >>> value, error = verified_objective(np.array([0.5, 0.5]), np.array([0.75, 0.75]))
+    >>> abs(value - (math.log(2) - 0.75 * math.log(4 / 3) - 0.25 * math.log(4))) <= error < 1e-13
+    True
+    """
+    s = p.size
+    w, sigma, h = form8_row_terms(q, s)
+    big_w = math.fsum(p * w)
+    m = np.maximum(big_w + p * sigma, 0.0)
+    dm = rounding_bound(big_w + p * (q + w) + m)
+    eta = xlogy(m, m)
+    value = max(math.fsum(p * h) - math.fsum(eta), 0.0)
+    size = float((p * (np.abs(h) + 1.0 - q)).sum() + np.abs(eta).sum())
+    return value, float(rounding_bound(size)) + float(eta_error(m, dm).sum())
+
+
+def _score_codes(p: np.ndarray, levels: np.ndarray, codes: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """Best of the candidates ``levels[codes[r]]`` (one row per candidate), and
+    an upper bound on the exact f of every candidate (score plus rounding)."""
+    best, best_q, upper = -math.inf, levels[codes[0]], -math.inf
     step = max(1, _CHUNK // p.size)
     for start in range(0, len(codes), step):
         qs = levels[codes[start:start + step]]
         vals = form8_objective(p, qs)
+        upper = max(upper, float((vals + _score_errors(p, qs)).max()))
         i = int(np.argmax(vals))
         if vals[i] > best:
             best, best_q = float(vals[i]), qs[i]
-    return best, best_q
+    return best, best_q, upper
 
 
 class _Levels:
@@ -308,16 +355,17 @@ class _Levels:
 
 
 def _eta_sum(m: np.ndarray) -> np.ndarray:
-    """``sum_z m_z log m_z`` along the last axis; m >= 0 up to rounding."""
+    """``sum_z m_z log m_z`` along the last axis, pairwise
+    (:func:`pramkit.privacy.exact.pairwise_sum`); m >= 0 up to rounding."""
     m = np.maximum(m, 0.0)
-    return xlogy(m, m).sum(axis=-1)
+    return pairwise_sum(xlogy(m, m))
 
 
 def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], var: np.ndarray,
-                    level: int) -> tuple[float, np.ndarray]:
+                    level: int, total: float) -> tuple[float, np.ndarray, float]:
     """Best of: the singletons ``fixed`` as given, one more singleton at
     ``level`` on each category of ``var`` in turn, every other category at
-    level 1.
+    level 1; and an upper bound on the exact f of all of them.
 
     Candidate j's f is ``lin_j - Phi(W_j) - corr_j`` with
     ``Phi(W) = sum_z eta(W + p_z sigma_1)`` (every category at level 1) and
@@ -325,40 +373,66 @@ def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], va
     its tangent at the mean W bounds it from below and gives an upper bound on
     every candidate's f in O(1); candidates are scored exactly, in blocks, in
     decreasing order of that bound until the bound falls below the best
-    score.  O(len(var) S) in the worst case, usually O(S)."""
-    fixed_p = sum(p[z] for z, _ in fixed)
-    lin0 = sum(lv.h[l] * p[z] for z, l in fixed)
-    w0 = sum(lv.w[l] * p[z] for z, l in fixed)
+    score.  Bounds and scores are raised by their rounding allowances
+    (``total`` is the exact sum of p, to rounding), so the upper bound holds
+    for the exact f.  O(len(var) S) in the worst case, usually O(S)."""
+    fixed_p = math.fsum(p[z] for z, _ in fixed)
+    lin0 = math.fsum(lv.h[l] * p[z] for z, l in fixed)
+    w0 = math.fsum(lv.w[l] * p[z] for z, l in fixed)
     pv = p[var]
-    others = 1.0 - fixed_p - pv
+    others = total - fixed_p - pv
     lin = lin0 + lv.h[level] * pv + lv.h[1] * others
     wv = w0 + lv.w[level] * pv + lv.w[1] * others
+    d_others = rounding_bound(total + fixed_p + pv)
+    d_lin = (rounding_bound(math.fsum(p[z] * (abs(lv.h[l]) + 1.0 - lv.q[l]) for z, l in fixed)
+                            + (abs(lv.h[level]) + 1.0 - lv.q[level]) * pv + (abs(lv.h[1]) + 1.0 - lv.q[1]) * others
+                            + np.abs(lin))
+             + abs(lv.h[1]) * d_others)
+    d_w = rounding_bound(wv + w0) + lv.w[1] * d_others
     base = p * lv.sigma[1]
+    scale = p * (lv.q.max() + lv.w.max())          # rounding scale of every offset p_z sigma_z
     w_ref = float(wv.mean())
     arg = w_ref + base
     if np.all(arg > 0):
-        tangent = float(_eta_sum(arg)) + float((1.0 + np.log(arg)).sum()) * (wv - w_ref)
-        corr = xlogy(wv + pv * lv.sigma[level], wv + pv * lv.sigma[level]) - xlogy(wv + base[var], wv + base[var])
-        for z, l in fixed:
-            corr += xlogy(wv + p[z] * lv.sigma[l], wv + p[z] * lv.sigma[l]) - xlogy(wv + base[z], wv + base[z])
-        bound = lin - tangent - corr
-        bound = bound + 1e-12 * np.maximum(1.0, np.abs(bound))      # rounding
+        d_arg = rounding_bound(abs(w_ref) + scale + arg)
+        eta_ref = xlogy(arg, arg)
+        slope_terms = 1.0 + np.log(arg)
+        slope = math.fsum(slope_terms)
+        err_phi = float(eta_error(arg, d_arg).sum() + rounding_bound(np.abs(eta_ref).sum()))
+        err_slope = float(log_error(arg, d_arg).sum() + rounding_bound(np.abs(slope_terms).sum() + p.size))
+        tangent = math.fsum(eta_ref) + slope * (wv - w_ref)
+        err = (d_lin + err_phi + err_slope * np.abs(wv - w_ref) + abs(slope) * d_w
+               + rounding_bound(np.abs(lin) + np.abs(tangent) + abs(slope) * np.abs(wv - w_ref)))
+        corr = np.zeros(var.size)
+        for z, offset in [(var, pv * lv.sigma[level]), *((z, p[z] * lv.sigma[l]) for z, l in fixed)]:
+            for a, sign in ((wv + offset, 1.0), (wv + base[z], -1.0)):
+                da = d_w + rounding_bound(np.abs(wv) + scale[z] + np.abs(a))
+                corr = corr + sign * xlogy(a, a)
+                err = err + eta_error(np.maximum(a, 0.0), da) + rounding_bound(np.abs(xlogy(a, a)))
+        bound = lin - tangent - corr + err
         # Phi is defined (and convex) between w_ref and W_j only if every term is:
         # where W_j + p_z sigma_1 < 0 for some z, the candidate has no bound
-        bound[(wv + base.min() < 0) | np.isnan(bound)] = math.inf
+        bound[(wv - d_w + base.min() <= 0) | np.isnan(bound)] = math.inf
     else:   # a released mass is 0 at the mean W: no tangent, score everything
         bound = np.full(var.size, math.inf)
     ranked = np.argsort(-bound, kind="stable")
-    best, best_k = -math.inf, int(ranked[0])
+    best, best_k, upper = -math.inf, int(ranked[0]), -math.inf
     start, step = 0, 1
+    terms = pairwise_terms(p.size)
     while start < var.size and bound[ranked[start]] >= best:
         rows = ranked[start:start + step]
         start, step = start + rows.size, min(2 * step, max(1, _CHUNK // p.size))
-        m = wv[rows, None] + base[None, :]
+        offsets = np.broadcast_to(base, (rows.size, p.size)).copy()
         for z, l in fixed:
-            m[:, z] = wv[rows] + p[z] * lv.sigma[l]
-        m[np.arange(rows.size), var[rows]] = wv[rows] + pv[rows] * lv.sigma[level]
-        vals = lin[rows] - _eta_sum(m)
+            offsets[:, z] = p[z] * lv.sigma[l]
+        offsets[np.arange(rows.size), var[rows]] = pv[rows] * lv.sigma[level]
+        m = np.maximum(wv[rows, None] + offsets, 0.0)
+        dm = d_w[rows, None] + rounding_bound(np.abs(wv[rows, None]) + scale + m)
+        eta_sum = _eta_sum(m)
+        vals = lin[rows] - eta_sum
+        errs = (d_lin[rows] + rounding_bound(np.abs(xlogy(m, m)).sum(axis=-1) + np.abs(vals), terms)
+                + eta_error(m, dm).sum(axis=-1))
+        upper = max(upper, float((vals + errs).max()))
         i = int(np.argmax(vals))
         if vals[i] > best:
             best, best_k = float(vals[i]), int(rows[i])
@@ -366,7 +440,7 @@ def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], va
     for z, l in fixed:
         q[z] = lv.q[l]
     q[var[best_k]] = lv.q[level]
-    return best, q
+    return best, q, upper
 
 
 def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> PatternSearch:
@@ -374,34 +448,38 @@ def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> Pat
     s = p.size
     if s <= 3:
         perms = np.array(sorted(set(itertools.permutations(range(s)))), dtype=np.intp)
-        best, q = _score_codes(p, values, perms)
-        return PatternSearch(tuple(values), q, best, len(perms), True)
+        best, q, upper = _score_codes(p, values, perms)
+        return PatternSearch(tuple(values), q, best, len(perms), True, upper_bound=upper)
     top = bool(values[0] - values[1] > LEVEL_TOL)
     bottom = bool(values[2] - values[3] > LEVEL_TOL)
     two = bool(values[1] - values[2] > LEVEL_TOL)
     lv = _Levels(values, s)
     if not two:   # singletons only: O(S) placements of each, vectorised over the last one
         if not (top or bottom):
-            return PatternSearch(tuple(values), values[[0] * s], float(form8_objective(p, values[[0] * s])), 1, True)
+            value, err = verified_objective(p, values[[0] * s])
+            return PatternSearch(tuple(values), values[[0] * s], value, 1, True, upper_bound=value + err)
         if top and bottom:
             runs = [([(i, 0)], _representatives(p, i), 3) for i in _representatives(p)]
         else:
             runs = [([], _representatives(p), 0 if top else 3)]
-        found = [_singles_family(p, lv, fixed, var, level) for fixed, var, level in runs]
-        best, best_q = max(found, key=lambda r: r[0])
-        return PatternSearch(tuple(values), best_q, best, sum(len(r[1]) for r in runs), True)
-    best, best_q, count = -math.inf, values[[0] * s], 0
+        total = math.fsum(p)
+        found = [_singles_family(p, lv, fixed, var, level, total) for fixed, var, level in runs]
+        best, best_q, _ = max(found, key=lambda r: r[0])
+        return PatternSearch(tuple(values), best_q, best, sum(len(r[1]) for r in runs), True,
+                             upper_bound=max(r[2] for r in found))
+    best, best_q, count, upper = -math.inf, values[[0] * s], 0, -math.inf
     for singles, rest in _placements(p, values, order):
         bits = (np.arange(2 ** rest.size)[:, None] >> np.arange(rest.size)[None, :]) & 1
         codes = np.empty((len(bits), s), dtype=np.intp)
         for z, l in singles:
             codes[:, z] = l
         codes[:, rest] = 2 - bits          # bit 1 -> level B (code 1), 0 -> b (code 2)
-        val, q = _score_codes(p, values, codes)
+        val, q, bound = _score_codes(p, values, codes)
         count += len(codes)
+        upper = max(upper, bound)
         if val > best:
             best, best_q = val, q
-    return PatternSearch(tuple(values), best_q, best, count, True)
+    return PatternSearch(tuple(values), best_q, best, count, True, upper_bound=upper)
 
 
 def _needs_bound(p: np.ndarray, values: np.ndarray, order: np.ndarray, force: str | None) -> bool:
@@ -432,24 +510,20 @@ def _placements(p: np.ndarray, values: np.ndarray,
     return out
 
 
-def _certificate_tolerance(s: int, value: float) -> float:
-    """Slack allowed to a proof of optimality at ``value``: the tie tolerance,
-    or the rounding of a sum of S terms if larger."""
-    return max(TIE_TOL, 4.0 * s * float(np.finfo(float).eps)) * max(1.0, abs(value))
-
-
 def _bound_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, incumbent: float) -> PatternSearch:
     """Best assignment of a pattern with two middle levels by branch and bound
     (:mod:`pramkit.design.dp_split_bound`) over every split, for every
     placement of its singletons; ``incumbent`` is the best f of the patterns
     searched before (a search is closed when it proves that nothing beats the
-    larger of it and its own best by more than the certificate tolerance)."""
+    larger of it and its own best by more than half the certificate tolerance,
+    :func:`pramkit.privacy.exact.certificate_tolerance`; the other half is left
+    for the rounding of the objective)."""
     best, best_q = -math.inf, values[[1] * p.size]
     upper, nodes, scored, closed = -math.inf, 0, 0, True
     for singles, rest in _placements(p, values, order):
         target = max(incumbent, best)
         res = bound_split(p, [(z, float(values[l])) for z, l in singles], rest, float(values[1]),
-                          float(values[2]), target, _certificate_tolerance(p.size, target))
+                          float(values[2]), target, 0.5 * certificate_tolerance(target))
         nodes += res.nodes
         scored += res.scored
         closed &= res.closed
@@ -486,8 +560,9 @@ class Form8Optimum:
 
     @property
     def upper_bound(self) -> float:
-        """No alpha-DP matrix of form (8) has more mutual information than this (nats)."""
-        return max((r.objective if r.upper_bound is None else r.upper_bound for r in self.patterns),
+        """No alpha-DP matrix of form (8) has more mutual information (exact, for
+        the doubles p) than this (nats): the largest bound over the patterns."""
+        return max((r.upper_bound for r in self.patterns if r.upper_bound is not None),
                    default=self.mutual_information_nats)
 
     @property
@@ -533,12 +608,14 @@ def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search:
 
 
 def form8_epsilon(q: ArrayLike) -> float:
-    """Exact epsilon of the form (8) matrix with diagonal q, in O(S).
+    """Epsilon of the form (8) matrix with diagonal q, in O(S), rounded outward.
 
     Same value as ``PramMatrix.from_diagonal(q).epsilon`` (the largest
-    log-ratio within a column, Shlomo and Skinner, section 4): column j holds
-    ``q_j`` and ``w_k = (1 - q_k) / (S - 1)`` for k != j, so its extremes come
-    from q_j and the two largest and two smallest w.
+    log-ratio within a column, Shlomo and Skinner, section 4, as the smallest
+    double not below the exact value): column j holds ``q_j`` and
+    ``w_k = (1 - q_k) / (S - 1)`` for k != j, so its extremes come from q_j and
+    the two largest and two smallest w; :func:`pramkit.privacy.exact.column_epsilon`
+    takes it from there.
     """
     qv = np.asarray(q, dtype=float)
     s = qv.size
@@ -548,27 +625,7 @@ def form8_epsilon(q: ArrayLike) -> float:
     idx = np.arange(s)
     w_max = np.where(idx == hi1, w[hi2], w[hi1])     # max over k != j
     w_min = np.where(idx == lo1, w[lo2], w[lo1])     # min over k != j
-    col_max = np.maximum(qv, w_max)
-    col_min = np.minimum(qv, w_min)
-    released = col_max > 0
-    if np.any(col_min[released] == 0):
-        return math.inf
-    if not np.any(released):
-        return 0.0
-    return float(max((np.log(col_max[released]) - np.log(col_min[released])).max(), 0.0))
-
-
-def _within_epsilon(q: np.ndarray, epsilon: float) -> np.ndarray:
-    """q, moved towards 1/S by a few ulps if rounding put its exact epsilon
-    above ``epsilon`` (1/S is strictly inside the feasible set)."""
-    s = q.size
-    step = 0.0
-    for _ in range(60):
-        candidate = q + step * (1.0 / s - q)
-        if form8_epsilon(candidate) <= epsilon:
-            return candidate
-        step = 2.0 * step if step else 1e-15
-    raise AssertionError("could not bring q within epsilon")  # pragma: no cover
+    return column_epsilon(np.maximum(qv, w_max), np.minimum(qv, w_min))
 
 
 def dp_optimal(
@@ -584,8 +641,16 @@ def dp_optimal(
     docstring; proof in ``docs/design-dp.md``).  ``truthful=True`` adds
     ``q_k >= 1/S`` (every category is released as itself at least as often as
     as any other).  The provenance holds I(X; Z) in nats and a certificate:
-    the vertex patterns, the best value of each, how they were searched, and
-    whether the unconstrained optimum is truthful.
+    the vertex patterns, the best value of each, how they were searched, an
+    upper bound valid for the exact optimum (rounding included), and whether
+    the unconstrained optimum is truthful.  ``optimal`` is true only when
+    every search closed and that bound is within
+    :func:`pramkit.privacy.exact.certificate_tolerance` of the optimum's
+    information (less its rounding).  The stored matrix is form (8) at the
+    optimum with the entries that rounding put below the budget raised
+    (:func:`pramkit.privacy.exact.within_budget`), so its epsilon is at most
+    ``epsilon`` exactly; ``budget_adjustment`` is the most a row gained, and
+    the gap allows for its effect on the information.
     """
     start = time.perf_counter()
     pv = check_probabilities(p)
@@ -597,31 +662,44 @@ def dp_optimal(
     if s < 2:
         raise PramkitError("a DP design needs at least two categories")
     opt = solve_form8(pv, e, truthful=truthful)
-    q = _within_epsilon(opt.q, e)
+    q = opt.q
+    design = PramMatrix.from_diagonal(q).matrix
+    matrix = within_budget(design, e)
+    adjustment = float((matrix - design).sum(axis=1).max())
+    value, rounding = verified_objective(pv, q)
+    upper = max(opt.upper_bound, value + rounding)
+    # raising entries by at most `adjustment` per row moves I by at most epsilon times it (each
+    # d I / d M[x, z] = p_x log(M[x, z] / m_z) is at most epsilon in size); doubled for curvature
+    gap = max(upper - (value - rounding - 2.0 * e * adjustment), 0.0)
+    tolerance = certificate_tolerance(value)
     certificate: dict[str, Any] = {
-        "optimal": opt.proved,
+        "optimal": opt.proved and gap <= tolerance,
         "search": "exhaustive" if opt.exhaustive else "branch_and_bound",
+        "closed": opt.proved,
         "candidates": int(sum(r.candidates for r in opt.patterns)),
         "vertex_patterns": [[float(x) for x in r.values] for r in opt.patterns],
         "pattern_best_nats": [r.objective for r in opt.patterns],
         "runner_up_nats": opt.patterns[1].objective if len(opt.patterns) > 1 else None,
-        "upper_bound_nats": opt.upper_bound,
-        "certified_gap_nats": max(opt.upper_bound - opt.mutual_information_nats, 0.0),
+        "upper_bound_nats": upper,
+        "certified_gap_nats": gap,
+        "tolerance_nats": tolerance,
+        "objective_rounding_nats": rounding,
         "bound_nodes": int(sum(r.bound_nodes for r in opt.patterns)),
         "prop32_condition": prop32_holds(s, e),
         "truthful_required": truthful,
         "is_truthful": bool(np.all(q >= 1.0 / s - 1e-15)),
+        "budget_adjustment": adjustment,
         "proof": "docs/design-dp.md",
     }
     provenance = Provenance(
         method="dp_optimal",
         parameters={"epsilon": e, "p": pv.tolist(), "truthful": truthful},
-        objective=float(form8_objective(pv, q)),
+        objective=value,
         objective_name="mutual_information_nats",
         certificate=certificate,
         seconds=time.perf_counter() - start,
     )
-    return PramMatrix.from_diagonal(q, cats, provenance)
+    return PramMatrix(matrix, cats, provenance)
 
 
 def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:

@@ -56,7 +56,8 @@ import math
 import time
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Sequence
+from fractions import Fraction
+from typing import Iterator, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -68,6 +69,7 @@ from scipy.sparse.linalg import LinearOperator
 from pramkit.errors import DataError, PramkitError
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.exact import rounding_bound
 from pramkit.utility import l2_loss
 
 #: Largest number of cells for which the design is also returned as a dense PramMatrix.
@@ -80,8 +82,6 @@ MAX_DENSE_LOSS_CELLS = 512
 MAX_FULL_CELLS = 128
 #: The optimisers aim at ``alpha (1 - SAFETY)`` so that rounding keeps (C1) at ``alpha``.
 SAFETY = 1e-6
-#: Relative slack when (C1) is verified on the result.
-VERIFY_TOL = 1e-9
 
 Method = Literal["restricted", "full"]
 
@@ -221,21 +221,70 @@ def worst_posterior(
     Numerators come from the rows of the occurring types, denominators from
     ``v = P^T U_0`` summed over each margin cell; cost ``O(|Pi| (K + nnz))``.
     """
+    best = WorstPosterior(0.0, int(space.occurring[0]), tuple(combinations[0]), 0)
+    for combo, _, num, ratio in _posteriors(space, transitions, combinations):
+        if ratio.size and ratio.max() > best.value:
+            i = int(ratio.argmax())
+            best = WorstPosterior(float(ratio[i]), int(space.occurring[num.row[i]]), tuple(combo), int(num.col[i]))
+    return best
+
+
+def _posteriors(
+    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
+) -> Iterator[tuple[tuple[int, ...], np.ndarray, sp.coo_matrix, np.ndarray]]:
+    """Per combination pi: the margin codes, the numerators of (1) (rows: occurring types,
+    columns: k0) and the posteriors (numerator over denominator, 0 where that is 0)."""
     p = _as_sparse(transitions)
     if p.shape != (space.cells, space.cells):
         raise DataError(f"the matrix is {p.shape[0]} x {p.shape[1]} but the key space has {space.cells} cells")
     v = np.asarray(p.T @ space.counts).ravel()
     rows = p[space.occurring].tocoo()
-    best = WorstPosterior(0.0, int(space.occurring[0]), tuple(combinations[0]), 0)
     for combo in combinations:
         codes, size = space.margin_codes(combo)
         den = np.bincount(codes, weights=v, minlength=size)
         num = sp.csr_matrix((rows.data, (rows.row, codes[rows.col])), shape=(rows.shape[0], size)).tocoo()
-        ratio = np.divide(num.data, den[num.col], out=np.zeros_like(num.data), where=den[num.col] > 0)
-        if ratio.size and ratio.max() > best.value:
-            i = int(ratio.argmax())
-            best = WorstPosterior(float(ratio[i]), int(space.occurring[num.row[i]]), tuple(combo), int(num.col[i]))
-    return best
+        yield tuple(combo), codes, num, np.divide(num.data, den[num.col], out=np.zeros_like(num.data),
+                                                  where=den[num.col] > 0)
+
+
+def posterior_bound(
+    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
+) -> float:
+    """An upper bound on the largest posterior of (C1), exact for the stored entries and counts.
+
+    Each posterior is computed as a quotient of sums of at most ``2K + n``
+    non-negative terms (K cells, n occurring types), so the computed value
+    is within a relative ``delta = 2 (2K + n + 32) UNIT``
+    (:func:`pramkit.privacy.exact.rounding_bound`) of the exact one.  The
+    largest exact posterior is therefore among those computed within
+    ``(1 + delta)^2`` of the largest; those are recomputed in rational
+    arithmetic from the stored doubles, and the largest is rounded up.
+
+    Examples
+    --------
+    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> posterior_bound(space, np.eye(4), [(0, 1)]) == 1.0    # a unique record: posterior 1
+    True
+    """
+    p = _as_sparse(transitions)
+    slack = 2.0 * float(rounding_bound(1.0, 2 * space.cells + space.occurring.size))
+    parts = list(_posteriors(space, p, combinations))
+    top = max((float(r.max()) for *_, r in parts if r.size), default=0.0)
+    columns = p.tocsc()
+    counts = [Fraction(float(c)) for c in space.counts]
+    worst = Fraction(0)
+    for _, codes, num, ratio in parts:
+        denominators: dict[int, Fraction] = {}
+        for i in np.flatnonzero(ratio >= top / (1.0 + slack) ** 2):
+            k0 = int(num.col[i])
+            fibre = np.flatnonzero(codes == k0)
+            if k0 not in denominators:
+                block = columns[:, fibre].tocoo()
+                denominators[k0] = sum((counts[l] * Fraction(x) for l, x in zip(block.row, block.data)), Fraction(0))
+            row = p[int(space.occurring[num.row[i]])][:, fibre]
+            worst = max(worst, sum((Fraction(x) for x in row.data), Fraction(0)) / denominators[k0])
+    bound = float(worst)
+    return math.nextafter(bound, math.inf) if Fraction(bound) < worst else bound
 
 
 # -- the L2 loss (section 3) and its gradient -------------------------------------------
@@ -562,11 +611,15 @@ def finish(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], transitions: sp.csr_matrix, *, alpha: float,
     baseline: UniformNoise, diagnostics: SolverDiagnostics, parameters: dict,
 ) -> RecognitionDesign:
-    """Verify (C1) from scratch, compute the loss with :func:`pramkit.utility.l2_loss`, and package."""
+    """Verify (C1) from scratch, compute the loss with :func:`pramkit.utility.l2_loss`, and package.
+
+    (C1) is accepted only if :func:`posterior_bound`, exact for the stored
+    entries, is at most alpha (stated in the certificate as ``worst_posterior_bound``)."""
     worst = worst_posterior(space, transitions, combinations)
-    if worst.value > alpha * (1.0 + VERIFY_TOL):
+    bound = posterior_bound(space, transitions, combinations)
+    if bound > alpha:
         raise RuntimeError(
-            f"the designed matrix breaks (C1): posterior {worst.value:.6g} > alpha = {alpha:g} "
+            f"the designed matrix breaks (C1): posterior {worst.value:.6g} (at most {bound:.6g}) > alpha = {alpha:g} "
             f"(type {space.labels([worst.cell])[0]}, combination {worst.combination})"
         )
     cells = matrix_cells(space, transitions)
@@ -588,7 +641,8 @@ def finish(
             objective=loss,
             objective_name="l2_loss_proportion_squared",
             certificate={"solver": diagnostics.solver, "status": diagnostics.status, "success": diagnostics.success,
-                         "worst_posterior": worst.value, "gap_records": diagnostics.gap},
+                         "worst_posterior": worst.value, "worst_posterior_bound": bound,
+                         "gap_records": diagnostics.gap},
             seconds=diagnostics.seconds,
         )
         matrix = PramMatrix(dense, space.labels(cells), provenance)

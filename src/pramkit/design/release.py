@@ -410,6 +410,8 @@ def design_release(
             "information_nats": 0.0 if m is None else mutual_information(p_exact, m.matrix),
             "design_information_nats": None if m is None else m.provenance.objective,
         }
+    if split == "joint" and design_p[targets[0]] is not None:
+        extra["joint"] = _joint_comparison(table, design_p[targets[0]], matrices[targets[0]], opts)
     if method != "dp":
         from pramkit.design.methods import measure
 
@@ -421,6 +423,41 @@ def design_release(
         notes=tuple(notes),
     )
     return Manifest(variables_out, input=facts, ledger=ledger, design_record=record)
+
+
+def _joint_comparison(table: CountTable, design_p: np.ndarray, joint: PramMatrix,
+                      options: Mapping[str, Any]) -> dict[str, Any]:
+    """The joint matrix against the best independent alternative at the same budget (private).
+
+    The alternative splits the joint matrix's epsilon over the variables (``split="optimal"``),
+    each designed on the margins of the same design frequencies; both are scored on the exact
+    joint I(X; Z) of the original file (:func:`pramkit.design.dp_multivariate.compare_joint`'s
+    quantity), so the record says which perturbation keeps more.
+    """
+    from pramkit.design.dp_multivariate import MAX_JOINT_CELLS, split_budget
+
+    cells = int(table.counts.size)
+    out: dict[str, Any] = {"cells": cells}
+    if cells > MAX_JOINT_CELLS:
+        out["better"] = None
+        out["note"] = f"not compared: more than {MAX_JOINT_CELLS} cells (the comparison builds K x K matrices)"
+        return out
+    shape = table.counts.shape
+    joint_p = np.asarray(design_p, dtype=float).reshape(shape)
+    margins = {n: joint_p.sum(axis=tuple(a for a in range(len(shape)) if a != i))
+               for i, n in enumerate(table.columns)}
+    alt = split_budget(margins, joint.epsilon, method="optimal", truthful=bool(options.get("truthful")))
+    product = np.ones((1, 1))
+    for n, size in zip(table.columns, shape):
+        m = alt.matrices.get(n)
+        product = np.kron(product, np.full((size, size), 1.0 / size) if m is None else m.matrix)
+    exact = table.counts.reshape(-1) / table.counts.sum()
+    independent = mutual_information(exact, product)
+    joint_nats = mutual_information(exact, joint.matrix)
+    out.update({"independent_joint_information_nats": independent, "joint_design_information_nats": joint_nats,
+                "independent_epsilons": alt.epsilons,
+                "better": "joint" if joint_nats > independent else "independent"})
+    return out
 
 
 def _product(ps: Sequence[np.ndarray]) -> np.ndarray:

@@ -29,8 +29,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from pramkit.atomic import atomic_path, check_writable
+from pramkit.codebook import MissingCodes
 from pramkit.errors import DataError, PramkitError
-from pramkit.io import require_columns
+from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
 from pramkit.manifest import Manifest
 from pramkit.perturb import ApplyResult, TablePerturber
 from pramkit.rng import SecretKey, resolve_key
@@ -132,20 +134,24 @@ def perturb(
     *,
     key: SecretKey,
     row_number: str | None = None,
+    missing_codes: MissingCodes | None = None,
 ) -> "DataFrame":
     """The released DataFrame: the manifest's columns perturbed, all others unchanged.
 
     Rows keep their order within partitions; ``row_number`` names a column of
     0-based row numbers (see the module docstring for the default).
+    ``missing_codes`` are values that mean missing although they are not null
+    (e.g. ``NA`` in a CSV file): they are not perturbed and stay as they are.
     """
     _require_pyspark()
     require_columns(manifest.columns, df.columns, "the DataFrame")
+    TablePerturber(manifest, key, missing_codes)  # refuses a missing code among the categories, here on the driver
     schema = df.schema
     numbered, offsets = _with_row_numbers(df, row_number)
     helper = _ROW if offsets is None else _MONO
 
     def release(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        perturber = TablePerturber(manifest, key)
+        perturber = TablePerturber(manifest, key, missing_codes)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -159,25 +165,27 @@ def perturb(
     return numbered.mapInArrow(release, schema)
 
 
-def write(df: "DataFrame", path: str | Path, *, force: bool = False) -> Path:
+def write(df: "DataFrame", path: str | Path, *, force: bool = False,
+          inputs: Sequence[str | Path | None] = ()) -> Path:
     """Write a Spark DataFrame as a folder of CSV (with header) or Parquet part files.
 
-    The folder appears only when the job has succeeded (Spark writes into a
-    temporary folder first); an existing target needs ``force``.
+    The folder is written as a temporary folder beside the target and renamed
+    when the job has succeeded (:func:`pramkit.atomic.atomic_path`): a failed
+    job leaves an existing target as it was.  An existing target needs
+    ``force``; it is never one of ``inputs``.
     """
     from pramkit.io import table_format
 
     p = Path(path)
-    if p.exists() and not force:
-        raise PramkitError(f"{str(p)!r} exists; pass --force to overwrite it")
     fmt = table_format(p)
-    writer = df.write.mode("overwrite")
-    if fmt == "csv":
-        writer.option("header", True).csv(str(p))
-    elif fmt == "parquet":
-        writer.parquet(str(p))
-    else:
+    if fmt not in ("csv", "parquet"):
         raise PramkitError(f"the Spark engine writes CSV and Parquet, not {fmt}")
+    with atomic_path(p, force=force, inputs=inputs, folder=True) as tmp:
+        writer = df.write.mode("overwrite")
+        if fmt == "csv":
+            writer.option("header", True).csv(str(tmp))
+        else:
+            writer.parquet(str(tmp))
     return p
 
 
@@ -190,26 +198,41 @@ def apply_file_spark(
     force: bool = False,
     master: str = "local[2]",
     quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
+    receipt: bool = True,
 ) -> ApplyResult:
     """:func:`pramkit.apply_file` as a Spark job: same release, written as a folder of part files.
 
     Row numbers follow the file order (one input file, no shuffle).  Changed
     values are not counted (that would need a second pass over the data).
+    ``na_values`` and the release receipt are as in :func:`pramkit.apply_file`
+    (the receipt of a folder records no digest of its content).
     """
+    from pramkit.io import table_format
+    from pramkit.receipt import receipt_path, write_receipt
+
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
-    dst = Path(out)
-    if dst.exists() and not force:
-        raise PramkitError(f"{str(dst)!r} exists; pass --force to overwrite it")
     secret = resolve_key(key)
+    dst = Path(out)
+    inputs = [data, None if isinstance(manifest, Manifest) else manifest, secret.path]
+    for path, verb in ((data, "reads"), (dst, "writes")):  # before Spark starts
+        if table_format(path) not in ("csv", "parquet"):
+            raise PramkitError(f"the Spark engine {verb} CSV and Parquet, not {table_format(path)} ({str(path)!r})")
+    check_writable(dst, force=force, inputs=inputs, folder=True)
+    if receipt:
+        check_writable(receipt_path(dst), force=True, inputs=inputs)
+    codes = csv_missing_codes(na_values) if table_format(data) == "csv" else None
     spark = session(master)
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
     df = read(spark, data)
-    released = perturb(df, man, key=secret)
-    write(released, dst, force=force)
+    released = perturb(df, man, key=secret, missing_codes=codes)
+    write(released, dst, force=force, inputs=inputs)
     rows = spark.read.parquet(str(dst)).count() if dst.suffix.lower() in (".parquet", ".pq") else df.count()
+    written = write_receipt(dst, manifest, rows=rows, inputs=inputs) if receipt else None
     return ApplyResult(
         rows=rows, variables=(), key_source=secret.source, record_epsilon=man.record_epsilon,
         output=str(dst), seconds=time.perf_counter() - t0, perturbed=tuple(man.names),
+        key_fingerprint=secret.fingerprint, receipt=None if written is None else str(written),
     )

@@ -29,8 +29,13 @@ MLE, ``n (A diag(lam_fit) A^T - p p^T)`` with ``A = (M^T)^{-1}`` and
 distribution in place of the observed one.  When the moment estimate lies
 inside the simplex the two estimators and their standard errors coincide.
 On the boundary (an estimated count of zero) the normal approximation is
-poor and the intervals are only indicative.  When M is singular, p is not identifiable: EM still returns a maximiser, but the
-standard errors are NaN.
+poor and the intervals are only indicative.
+
+When M is singular, p is not identifiable: EM still returns a maximiser, but
+only the identifiable quantities (the counts of the categories that can be
+told apart, and the totals of the groups that cannot) have a unique MLE and
+standard errors (:mod:`pramkit.estimate.singular`); the other cells' standard
+errors are NaN and the result's ``note`` and ``identifiability`` say which.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from pramkit.errors import PramkitError
 from pramkit.estimate.axes import contract, inverses, transposed
 from pramkit.estimate.covariance import CountCovariance, VarianceKind, check_variance_kind
 from pramkit.estimate.result import EstimationWarning, TableEstimate, condition_number, table_inputs
+from pramkit.estimate.singular import table_identifiability
 from pramkit.matrix import PramMatrix
 
 #: Stopping rule: the log-likelihood is within this many nats of its maximum.
@@ -93,12 +99,11 @@ def mle_estimate(
         raise PramkitError(f"start must be 'moment' or 'uniform', not {start!r}")
     u, mats, n = table_inputs(released, matrices)
     cond = condition_number(mats)
-    factors = inverses(mats) if math.isfinite(cond) else None
     lam_hat = u / u.sum()
     uniform = np.full(u.shape, 1.0 / u.size)
     p = uniform
-    if start == "moment" and factors is not None:
-        p = contract(lam_hat, factors)
+    if start == "moment" and math.isfinite(cond):
+        p = contract(lam_hat, inverses(mats))
         if p.min() <= 0:
             p = 0.5 * np.maximum(p, 0.0) / np.maximum(p, 0.0).sum() + 0.5 * uniform
     em = _EM(mats, lam_hat)
@@ -123,18 +128,50 @@ def mle_estimate(
             f"{gap:.3g} nats below its maximum (tol {tol:g}); raise max_iter",
             EstimationWarning, stacklevel=2,
         )
+    return estimate_at(u, matrices, p, variance=variance, iterations=iterations, converged=converged)
+
+
+def estimate_at(
+    released: np.ndarray,
+    matrices: Sequence[PramMatrix | None],
+    p: np.ndarray,
+    *,
+    variance: VarianceKind,
+    iterations: int,
+    converged: bool,
+    estimator: str = "mle",
+) -> TableEstimate:
+    """The :class:`TableEstimate` of a maximiser ``p`` of the likelihood (proportions, a table).
+
+    Fitted released distribution ``lam = M^T p``, log-likelihood, the
+    stopping-rule bound ``n (max_k r_k - 1)`` at p, and standard errors from
+    the inverse expected Fisher information (module docstring).  For a
+    singular matrix, the identifiable cells get standard errors, the others
+    NaN, and the totals of the groups of indistinguishable cells are
+    estimated (:mod:`pramkit.estimate.singular`).
+    """
+    u, mats, n = table_inputs(released, matrices)
+    cond = condition_number(mats)
+    lam, ratio = _EM(mats, u / u.sum()).evaluate(p)
+    gap = n * (float(ratio.max()) - 1.0)
     fitted = n * lam
     counts = n * p
-    if factors is None:
-        cov = None
-        se = np.full(u.shape, np.nan)
-    else:
-        cov = CountCovariance(factors, fitted, counts, n, variance)
+    cov: CountCovariance | None = None
+    ident = None
+    note = ""
+    if math.isfinite(cond):
+        cov = CountCovariance(inverses(mats), fitted, counts, n, variance)
         se = np.sqrt(cov.cell_variances())
+    else:
+        ident = table_identifiability(matrices, lam, counts, n, variance)
+        se = np.sqrt(ident.covariance.cell_variances(ident.identifiable))
+        note = (f"not identifiable: {ident.message}; the split of such categories is one maximiser of "
+                "the likelihood among many (no standard error), their totals are estimated")
     return TableEstimate(
         counts=counts, se=se, released=u, n=n, method="mle", variance=variance, covariance=cov,
         condition_number=cond, iterations=iterations, converged=converged,
-        loglik=float(xlogy(u, lam).sum()), loglik_gap=max(gap, 0.0),
+        loglik=float(xlogy(u, lam).sum()), loglik_gap=max(gap, 0.0), note=note,
+        estimator=estimator, identifiability=ident,
     )
 
 

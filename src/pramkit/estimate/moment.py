@@ -14,7 +14,13 @@ transition matrix ``M_1 ⊗ M_2 ⊗ ...``, whose inverse is applied axis by axis
 
 When the matrix is singular or badly conditioned the estimator does not exist
 or is useless; :func:`moment_estimate` then warns and returns the
-maximum-likelihood estimate (:mod:`pramkit.estimate.mle`) instead.
+maximum-likelihood estimate (:mod:`pramkit.estimate.mle`) instead, which for
+a singular matrix estimates the identifiable quantities only
+(:mod:`pramkit.estimate.singular`).
+
+The estimator is unbiased, not constrained: an estimated count can be
+negative or exceed n (``TableEstimate.out_of_range``); the consistent
+estimators of :mod:`pramkit.estimate.consistent` and the MLE are not.
 """
 
 from __future__ import annotations
@@ -29,12 +35,12 @@ from numpy.typing import ArrayLike
 
 from pramkit.estimate.axes import contract, inverses
 from pramkit.estimate.covariance import CountCovariance, VarianceKind, check_variance_kind
+from pramkit.estimate.identifiability import MAX_CONDITION
 from pramkit.estimate.mle import mle_estimate
 from pramkit.estimate.result import EstimationWarning, TableEstimate, condition_number, table_inputs
 from pramkit.matrix import PramMatrix
 
-#: Above this condition number of the table's matrix the moment estimator is not used.
-MAX_CONDITION = 1e10
+__all__ = ["MAX_CONDITION", "moment_estimate"]
 
 
 def moment_estimate(
@@ -57,7 +63,19 @@ def moment_estimate(
         only randomness).  See :mod:`pramkit.estimate.covariance`.
     max_condition : above this condition number (or for a singular matrix)
         an :class:`EstimationWarning` is issued and the MLE is returned, its
-        ``note`` saying why.
+        ``note`` saying why (and, for a singular matrix, what cannot be estimated).
+
+    Examples
+    --------
+    Keep the answer with probability 3/4 (S = 2): ``p_hat = (lam_hat - 1/4) / (1/2)``,
+    so 90 "yes" of 100 released give 130 "yes" and -30 "no":
+
+    >>> import numpy as np
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> est = moment_estimate(np.array([90.0, 10.0]), [m])
+    >>> est.estimator, est.counts.round(6).tolist(), est.out_of_range.tolist()
+    ('unbiased', [130.0, -30.0], [True, True])
 
     References
     ----------
@@ -74,11 +92,12 @@ def moment_estimate(
         note = (f"the transition matrix is {what}, so the moment estimator (M^T)^-1 lambda "
                 "cannot be used; the maximum-likelihood estimate (EM) is given instead")
         warnings.warn(note, EstimationWarning, stacklevel=2)
-        return dataclasses.replace(mle_estimate(released, matrices, variance=variance), note=note)
+        mle = mle_estimate(released, matrices, variance=variance)
+        return dataclasses.replace(mle, note=note + (f". {mle.note}" if mle.note else ""))
     factors = inverses(mats)
     t = contract(u, factors)
     cov = CountCovariance(factors, u, t, n, variance)
     return TableEstimate(
         counts=t, se=np.sqrt(cov.cell_variances()), released=u, n=n, method="moment",
-        variance=variance, covariance=cov, condition_number=cond,
+        variance=variance, covariance=cov, condition_number=cond, estimator="unbiased",
     )

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import DataError, PramkitError
 from pramkit.estimate.covariance import CountCovariance
+from pramkit.estimate.identifiability import numerical_rank
 from pramkit.matrix import PramMatrix
+
+if TYPE_CHECKING:
+    from pramkit.estimate.singular import TableIdentifiability
 
 
 class EstimationWarning(UserWarning):
@@ -19,15 +23,20 @@ class EstimationWarning(UserWarning):
     estimator on a singular matrix), or the MLE did not converge."""
 
 
+#: Estimates this far (relative to n) outside [0, n] are flagged: rounding is not.
+RANGE_SLACK = 1e-9
+
+
 @dataclass(frozen=True, eq=False)
 class TableEstimate:
     """Estimated original counts of a (possibly one-axis) table.
 
     counts: estimated original counts, one per cell (sum n)
-    se: their standard errors (NaN when the counts are not identifiable)
+    se: their standard errors (NaN for a cell whose count is not identifiable,
+        and for an estimator without standard errors, ``"norm-sub"``)
     released: the released counts the estimate was computed from
     n: number of records
-    method: ``"moment"`` or ``"mle"``
+    method: ``"moment"``, ``"mle"`` or ``"norm-sub"``
     variance: ``"multinomial"`` or ``"pram"`` (see :mod:`pramkit.estimate.covariance`)
     covariance: the covariance in factored form (``None`` if not identifiable)
     condition_number: 2-norm condition number of the table's transition matrix
@@ -37,7 +46,13 @@ class TableEstimate:
     loglik: log-likelihood of the released counts at the estimate, in nats (MLE only)
     loglik_gap: upper bound on how far the log-likelihood is below its
         maximum, in nats (MLE only; the stopping rule)
-    note: why the estimator differs from the one asked for, or "" if it does not
+    note: why the estimator differs from the one asked for, what cannot be
+        estimated, or "" if nothing needs saying
+    estimator: the estimator that produced the counts (``"unbiased"``,
+        ``"mle"``, ``"norm-sub"``, ``"rr-mle"``; see :data:`pramkit.estimate.ESTIMATORS`)
+    identifiability: for a singular matrix, which cells are identifiable and the
+        estimated totals of the groups of cells that cannot be told apart
+        (:mod:`pramkit.estimate.singular`); ``None`` otherwise
     """
 
     counts: np.ndarray
@@ -53,6 +68,8 @@ class TableEstimate:
     loglik: float | None = None
     loglik_gap: float | None = None
     note: str = ""
+    estimator: str = ""
+    identifiability: TableIdentifiability | None = None
 
     @property
     def proportions(self) -> np.ndarray:
@@ -62,6 +79,29 @@ class TableEstimate:
     @property
     def proportion_se(self) -> np.ndarray:
         return self.se / self.n
+
+    @property
+    def identifiable(self) -> np.ndarray:
+        """Per cell, whether its count is identifiable (all cells unless a matrix is singular)."""
+        if self.identifiability is None:
+            return np.ones(self.counts.shape, dtype=bool)
+        return self.identifiability.identifiable
+
+    @property
+    def out_of_range(self) -> np.ndarray:
+        """Per cell, whether the estimate lies outside ``[0, n]`` (possible for
+        the unbiased estimator only)."""
+        slack = RANGE_SLACK * self.n
+        return (self.counts < -slack) | (self.counts > self.n + slack)
+
+    def linear_variance(self, gradient: np.ndarray) -> float:
+        """Variance of ``gradient . counts`` (delta method for a smooth function);
+        NaN when it is not identifiable or the estimator has no covariance."""
+        if self.covariance is not None:
+            return self.covariance.variance(gradient)
+        if self.identifiability is not None:
+            return self.identifiability.covariance.variance(gradient)
+        return math.nan
 
 
 def table_inputs(
@@ -102,13 +142,15 @@ def table_inputs(
 
 
 def condition_number(mats: Sequence[np.ndarray | None]) -> float:
-    """2-norm condition number of ``M_1 ⊗ M_2 ⊗ ...`` (singular values multiply)."""
+    """2-norm condition number of ``M_1 ⊗ M_2 ⊗ ...`` (singular values multiply);
+    ``inf`` when a matrix is singular (its numerical rank,
+    :func:`pramkit.estimate.identifiability.numerical_rank`, is below its size)."""
     cond = 1.0
     for m in mats:
         if m is None:
             continue
         s = np.linalg.svd(m, compute_uv=False)
-        if s[-1] <= s[0] * np.finfo(float).eps:
+        if numerical_rank(s, m.shape[0]) < m.shape[0]:
             return math.inf
         cond *= float(s[0] / s[-1])
     return cond

@@ -8,6 +8,14 @@ count and as a proportion.  Cator, Hensbergen and Rozenholc, section 3,
 estimator (4) (unperturbed variables enter with the identity); Ruiz and
 Domingo-Ferrer, appendix A.1; Ayed, Battiston and Camerlenghi, section 4.1.
 
+The estimator is chosen by name (:data:`pramkit.estimate.ESTIMATORS`): the
+unbiased one (the default), or one whose estimates lie in ``[0, n]`` (the MLE,
+Norm-Sub, the closed-form MLE for randomized response).  A cell estimated
+outside ``[0, n]`` (or a share outside ``[0, 1]``) is flagged
+(``out_of_range``).  With a singular matrix the cells that cannot be told
+apart are flagged (``identifiable`` false, no standard error) and the totals
+of their groups are estimated instead (:meth:`EstimateResult.groups`).
+
 Proportions are shares of all n records, or, with ``by``, shares within each
 group of the ``by`` variables (delta method; the group totals are themselves
 estimated when a ``by`` variable is perturbed).  Rows with a missing value
@@ -17,6 +25,7 @@ the rows used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +38,8 @@ from scipy.stats import norm
 from pramkit.counts import count_file, count_frame
 from pramkit.errors import DataError, PramkitError
 from pramkit.estimate.covariance import VarianceKind
-from pramkit.estimate.mle import mle_estimate
-from pramkit.estimate.moment import moment_estimate
-from pramkit.estimate.result import TableEstimate
+from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
+from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.manifest import Manifest
 from pramkit.matrix import Label, PramMatrix
 
@@ -71,6 +79,9 @@ class EstimateResult:
     proportion_se: standard errors of the shares
     confidence: level of the intervals
     dropped: rows left out because of a missing value
+    requested_estimator: the estimator asked for (``table.estimator`` is the
+        one used; they differ when a singular or badly conditioned matrix
+        forces the MLE, and ``table.note`` then says why)
     """
 
     variables: tuple[str, ...]
@@ -82,6 +93,7 @@ class EstimateResult:
     proportion_se: np.ndarray
     confidence: float
     dropped: int
+    requested_estimator: str = ""
 
     @property
     def n(self) -> int:
@@ -92,16 +104,31 @@ class EstimateResult:
         return self.table.method
 
     @property
+    def estimator(self) -> str:
+        """The estimator that produced the counts (see :data:`pramkit.estimate.ESTIMATORS`)."""
+        return self.table.estimator
+
+    @property
+    def out_of_range(self) -> np.ndarray:
+        """Per cell: the estimated count is outside ``[0, n]`` or the share outside ``[0, 1]``."""
+        r = np.nan_to_num(self.proportion, nan=0.5)
+        return self.table.out_of_range | (r < -RANGE_SLACK) | (r > 1 + RANGE_SLACK)
+
+    @property
     def z(self) -> float:
         return float(norm.ppf(0.5 + self.confidence / 2.0))
 
     def cells(self) -> list[dict[str, Any]]:
         """One record per cell: category (a label, or a list of labels for
         several variables), estimate (count), se, ci_low, ci_high, proportion,
-        proportion_se, proportion_ci_low, proportion_ci_high, released (count)."""
+        proportion_se, proportion_ci_low, proportion_ci_high, released (count),
+        out_of_range (the count is outside [0, n] or the share outside [0, 1]),
+        identifiable (false for a cell of a group that a singular matrix cannot
+        tell apart: its estimate is one maximiser of the likelihood among many)."""
         z = self.z
         t, se = self.table.counts, self.table.se
         r, rse = self.proportion, self.proportion_se
+        flagged, ident = self.out_of_range, self.table.identifiable
         out = []
         for idx in np.ndindex(t.shape):
             labels = [self.categories[a][i] for a, i in enumerate(idx)]
@@ -113,6 +140,27 @@ class EstimateResult:
                 "proportion_ci_low": float(r[idx] - z * rse[idx]),
                 "proportion_ci_high": float(r[idx] + z * rse[idx]),
                 "released": float(self.table.released[idx]),
+                "out_of_range": bool(flagged[idx]),
+                "identifiable": bool(ident[idx]),
+            })
+        return out
+
+    def groups(self) -> list[dict[str, Any]]:
+        """For a singular matrix: the estimated totals of the groups of cells
+        that cannot be told apart (identifiable), one record each: category (per
+        variable, the list of its categories in the group; a single variable:
+        just that list), estimate, se, ci_low, ci_high (records).  Empty otherwise."""
+        ident = self.table.identifiability
+        if ident is None:
+            return []
+        z = self.z
+        out = []
+        for g in ident.groups:
+            labels = [[self.categories[a][i] for i in members] for a, members in enumerate(g.members)]
+            out.append({
+                "category": labels[0] if len(labels) == 1 else labels,
+                "estimate": g.estimate, "se": g.se,
+                "ci_low": g.estimate - z * g.se, "ci_high": g.estimate + z * g.se,
             })
         return out
 
@@ -130,8 +178,12 @@ class EstimateResult:
     def to_dict(self) -> dict[str, Any]:
         """Everything the command line prints with ``--json``."""
         t = self.table
+        ident = t.identifiability
         return {
             "method": t.method,
+            "estimator": t.estimator,
+            "estimator_requested": self.requested_estimator or t.estimator,
+            "consistent": t.estimator in CONSISTENT,
             "variance": t.variance,
             "n": t.n,
             "dropped": self.dropped,
@@ -148,6 +200,11 @@ class EstimateResult:
             "converged": t.converged,
             "loglik_gap_nats": t.loglik_gap,
             "note": t.note,
+            "out_of_range_cells": int(self.out_of_range.sum()),
+            "identifiability": {} if ident is None else {
+                name: res.to_dict() for name, res in zip(self.variables, ident.axes) if res is not None
+            },
+            "groups": self.groups(),
             "cells": self.cells(),
         }
 
@@ -181,8 +238,7 @@ class EstimateResult:
         return r, (a - r * b) / denom
 
     def _derived(self, value: float, gradient: np.ndarray) -> Derived:
-        cov = self.table.covariance
-        se = math.nan if cov is None else math.sqrt(cov.variance(gradient))
+        se = math.sqrt(self.table.linear_variance(gradient))
         z = self.z
         return Derived(value, se, value - z * se, value + z * se, self.confidence)
 
@@ -212,9 +268,10 @@ def estimate_table(
     vars: str | Sequence[str],
     *,
     by: str | Sequence[str] | None = None,
-    method: Literal["moment", "mle"] = "moment",
+    method: Literal["moment", "mle"] | None = None,
     variance: VarianceKind = "multinomial",
     confidence: float = 0.95,
+    estimator: str | None = None,
 ) -> EstimateResult:
     """Estimate the original frequency table of ``vars`` (crossed with ``by``) from released data.
 
@@ -228,19 +285,40 @@ def estimate_table(
     by : grouping column(s): added as the last axes of the table, and
         proportions become shares within each group
     method : ``"moment"`` (unbiased; falls back to the MLE with a warning for a
-        singular or badly conditioned matrix) or ``"mle"`` (EM on the simplex)
+        singular or badly conditioned matrix) or ``"mle"`` (EM on the simplex);
+        the same as ``estimator="unbiased"`` or ``"mle"`` (the default when
+        neither is given is ``"moment"``)
     variance : ``"multinomial"`` (inference on the population the file was
         sampled from) or ``"pram"`` (on the original file itself); see
         :mod:`pramkit.estimate.covariance`
     confidence : level of the normal intervals ``estimate -/+ z se``
+    estimator : a name of :data:`pramkit.estimate.ESTIMATORS`: ``"unbiased"``
+        (``"moment"``), ``"mle"``, ``"norm-sub"`` or ``"rr-mle"``; the three
+        last give counts in ``[0, n]`` (see :mod:`pramkit.estimate.consistent`).
+        Giving both ``method`` and a different ``estimator`` is an error.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> released = pd.DataFrame({"answer": ["yes"] * 90 + ["no"] * 10})
+    >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer")
+    >>> res.estimator, res.table.counts.tolist(), res.out_of_range.tolist()
+    ('unbiased', [130.0, -30.0], [True, True])
+    >>> estimate_table(released, Manifest.of({"answer": m}), "answer", estimator="norm-sub").table.counts.tolist()
+    [100.0, 0.0]
     """
     names = _names(vars, "vars")
     groups = _names(by, "by") if by is not None else []
     axes = names + groups
     if len(set(axes)) != len(axes):
         raise PramkitError(f"a variable appears twice in vars/by: {axes}")
-    if method not in ("moment", "mle"):
+    if method is not None and method not in ("moment", "mle"):
         raise PramkitError(f"method must be 'moment' or 'mle', not {method!r}")
+    chosen = estimator_name(estimator if estimator is not None else method or "moment")
+    if method is not None and estimator is not None and estimator_name(method) != chosen:
+        raise PramkitError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise PramkitError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
     joint = [c for c in axes if c in manifest.columns and c not in manifest.names]
@@ -268,21 +346,27 @@ def estimate_table(
     if counted.counts.sum() == 0:
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
     released = counted.counts.astype(float)
-    estimator = moment_estimate if method == "moment" else mle_estimate
-    table = estimator(released, matrices, variance=variance)
+    table = estimate_counts(released, matrices, estimator=chosen, variance=variance)
+    if table.identifiability is not None:  # name the variables rather than the axes
+        ident = table.identifiability
+        table = dataclasses.replace(table, note=table.note.replace(ident.message, ident.message_for(axes)))
     group_axes = tuple(range(len(names), len(axes)))
-    if table.covariance is None:
+    if table.covariance is not None:
+        proportion, share_var = table.covariance.share_variances(group_axes)
+        proportion_se = np.sqrt(share_var)
+    elif table.identifiability is not None:
+        proportion, share_var = table.identifiability.covariance.share_variances(
+            group_axes, table.identifiability.identifiable)
+        proportion_se = np.sqrt(share_var)
+    else:
         with np.errstate(invalid="ignore", divide="ignore"):
             proportion = table.counts / table.counts.sum(axis=tuple(range(len(names))), keepdims=True)
         proportion_se = np.full(shape, np.nan)
-    else:
-        proportion, share_var = table.covariance.share_variances(group_axes)
-        proportion_se = np.sqrt(share_var)
     return EstimateResult(
         variables=tuple(axes), by=tuple(groups), categories=tuple(categories),
         perturbed=tuple(m is not None for m in matrices), table=table,
         proportion=proportion, proportion_se=proportion_se, confidence=confidence,
-        dropped=counted.missing,
+        dropped=counted.missing, requested_estimator=chosen,
     )
 
 

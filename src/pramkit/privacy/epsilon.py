@@ -11,41 +11,43 @@ positive entries makes epsilon infinite (one released value rules an original
 category out); a column of zeros is a value that is never released and
 contributes nothing.  Hence M is epsilon-DP for a finite epsilon if and only
 if it has no zero entry in any column it can release.
+
+Every epsilon stated here is rounded outward (:mod:`pramkit.privacy.exact`):
+it is never below the exact epsilon of the stored doubles, and a sum over
+variables is never below the exact sum.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pramkit.privacy.exact import column_epsilon, sum_up
+
 
 def matrix_epsilon(matrix: ArrayLike) -> float:
-    """Exact epsilon of a row-stochastic matrix (rows: original categories).
+    """Epsilon of a row-stochastic matrix (rows: original categories), rounded outward.
 
-    Returns ``math.inf`` when a column mixes zeros and positive entries and
-    ``0.0`` for a matrix whose columns are constant (no information released).
-    Computed in log space, so tiny entries do not overflow the ratio.
+    The smallest double not below the exact epsilon of the stored entries
+    (:func:`pramkit.privacy.exact.column_epsilon`): ``math.inf`` when a column
+    mixes zeros and positive entries, ``0.0`` when every column is constant
+    (no information released).  O(S^2) array operations and one logarithm in
+    high precision.
     """
     m = np.asarray(matrix, dtype=float)
     if m.ndim != 2 or m.size == 0:
         raise ValueError("matrix_epsilon needs a non-empty 2-D array")
-    col_max = m.max(axis=0)
-    col_min = m.min(axis=0)
-    released = col_max > 0
-    if np.any(col_min[released] == 0):
-        return math.inf
-    if not np.any(released):
-        return 0.0
-    gap = np.log(col_max[released]) - np.log(col_min[released])
-    return float(max(gap.max(), 0.0))
+    return column_epsilon(m.max(axis=0), m.min(axis=0))
 
 
-def record_epsilon(epsilons: "list[float] | tuple[float, ...]") -> float:
+def record_epsilon(epsilons: Sequence[float]) -> float:
     """Epsilon of a record whose variables are perturbed independently.
 
     Sequential composition: the record's epsilon is the sum of the variables'
-    epsilons (infinite if any is infinite).
+    epsilons (infinite if any is infinite), rounded upward
+    (:func:`pramkit.privacy.exact.sum_up`), so it is never below the exact sum.
     """
-    return float(math.fsum(epsilons)) if all(math.isfinite(e) for e in epsilons) else math.inf
+    return sum_up(epsilons) if all(math.isfinite(e) for e in epsilons) else math.inf

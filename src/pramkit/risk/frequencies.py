@@ -73,6 +73,11 @@ class KeyTable:
         """The full table of sample counts f_j, empty cells included."""
         return np.bincount(self.cell_index(), minlength=self.cells).astype(float).reshape(self.shape)
 
+    def dense_sums(self, weights: np.ndarray) -> np.ndarray:
+        """The full table of the sums of ``weights`` (one per record of the data) in each cell."""
+        w = np.asarray(weights, dtype=float)[self.included]
+        return np.bincount(self.cell_index(), weights=w, minlength=self.cells).reshape(self.shape)
+
 
 def key_table(
     data: pd.DataFrame,

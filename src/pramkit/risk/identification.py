@@ -1,16 +1,22 @@
 """Identification risk of a microdata sample: tau1 and tau2 under a Poisson log-linear model.
 
 Shlomo and Skinner (2012), sec. 2.1; Skinner and Holmes (1998); Skinner and
-Shlomo (2008); Ayed, Battiston and Camerlenghi, sec. 2.1, eqs. (1)-(2):
+Shlomo (2008); Ayed, Battiston and Camerlenghi, sec. 2.1, eqs. (1)-(2).  With
+``f_j ~ Poisson(pi_j lambda_j)`` and ``F_j - f_j ~ Poisson((1 - pi_j) lambda_j)``
+(eq. (1) of :mod:`pramkit.risk.fractions`),
 
-    tau1 = sum_{j: f_j = 1} P(F_j = 1 | f_j = 1) = sum exp(-lambda_j (1 - pi))
+    tau1 = sum_{j: f_j = 1} P(F_j = 1 | f_j = 1) = sum exp(-lambda_j (1 - pi_j))                  (4)
     tau2 = sum_{j: f_j = 1} E(1/F_j | f_j = 1)
-         = sum (1 - exp(-lambda_j (1 - pi))) / (lambda_j (1 - pi)),
+         = sum (1 - exp(-lambda_j (1 - pi_j))) / (lambda_j (1 - pi_j)),                           (5)
 
-with ``lambda_j = mu_j / pi`` from the log-linear fit of the sample counts on
-the full table (empty cells included).  The sampling fraction ``pi`` is
-known, or derived from the weights as ``pi = n / sum of weights`` (one
-fraction for the whole file: the model's offset is the same in every cell).
+with ``lambda_j = mu_j / pi_j`` and ``mu_j`` the log-linear fit of the sample
+counts on the full table (empty cells included), offset ``log pi_j``.  The
+sampling fractions ``pi_j`` are one known fraction, or come from the weights
+(:func:`pramkit.risk.fractions.sampling_fractions`): per cell,
+``f_j / sum of weights`` where the weights determine it, one fraction
+``n / sum of weights`` when it is the same everywhere.  The assumption made
+is part of every result (``sampling_assumption``).  The fit runs until
+tau1 and tau2 are stable to ``tau_rtol`` (relative) and the margins to ``tol``.
 
 With a manifest, ``data`` is the released file: the key variables it perturbs
 are misclassified with known matrices, and tau1, tau2 are the expected
@@ -19,14 +25,16 @@ numbers of correct matches among the released sample uniques
 to the original file when the data holder passes it (``original``: exact and
 as fast as the plain fit), otherwise to the released counts by EM
 (:func:`pramkit.risk.loglinear.fit_loglinear_misclassified`), which is meant
-for tables of at most :data:`EM_MAX_CELLS` cells.
+for tables of at most :data:`EM_MAX_CELLS` cells.  The sampling fractions are
+those of the true cells: from the original file's weights, or (EM) from the
+released weights when they vary only with keys that are not perturbed.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -36,11 +44,13 @@ import pandas as pd
 from pramkit.counts import count_file
 from pramkit.errors import DataError, PramkitError
 from pramkit.manifest import Manifest
-from pramkit.risk.frequencies import MissingKeys, frequencies_of, key_table, record_weights
+from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
+from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.individual import individual_risk
-from pramkit.risk.loglinear import LogLinearFit, fit_loglinear, fit_loglinear_misclassified
+from pramkit.risk.loglinear import LogLinearFit, Watch, fit_loglinear, fit_loglinear_misclassified
 from pramkit.risk.misclassified import CellRisk, cell_risk
 
+__all__ = ["EM_MAX_CELLS", "RiskResult", "identification_risk", "sampling_fraction_of"]
 
 #: Largest table fitted by EM from released counts alone (each EM step costs several dense passes).
 EM_MAX_CELLS = 200_000
@@ -56,16 +66,25 @@ class RiskResult:
         (after PRAM: that are correctly matched and population unique)
     tau2: expected number of correct matches among sample uniques (records)
     expected_reidentifications: sum of the per-record Benedetti-Franconi risks (records)
-    sampling_fraction: pi used for lambda = mu / pi
+    sampling_fraction: the file's fraction: the given pi, or n / sum of weights
     model: the fitted log-linear model and its diagnostics
     perturbed: key variables misclassified by the manifest (empty without one)
     fitted_to: the counts the model was fitted to: ``"sample"``, ``"original"``
         (the original file of a release) or ``"released (EM)"``
     missing, excluded: the missing-value policy and the records it left out
     per_record: f, F (estimated population count), r1, r2 (NaN unless sample unique),
-        individual_risk, for every record (index of ``data``)
+        individual_risk and pi (the sampling fraction of the record's cell), for every
+        record (index of ``data``)
     cell_risk: the per-cell measures (r1, r2 and the released means)
     seconds: wall-clock time
+    fractions: ``"cell"`` when the sampling fractions vary over the cells, else ``"file"``
+    sampling_fraction_range: the smallest and largest f / sum of weights over the occupied cells
+        (the given pi twice without weights)
+    fraction_strata: the keys the fractions vary with (empty for one fraction)
+    assumed_cells: cells with a positive fitted mean whose fraction the weights do not
+        determine (no record in their class); they assume ``sampling_fraction``
+    sampling_assumption: the sampling assumption in one line
+    sampling_fractions: the fractions of every cell (:class:`SamplingFractions`)
     """
 
     keys: tuple[str, ...]
@@ -86,6 +105,12 @@ class RiskResult:
     per_record: pd.DataFrame | None
     cell_risk: CellRisk
     seconds: float
+    fractions: FractionsBy = "file"
+    sampling_fraction_range: tuple[float, float] = (math.nan, math.nan)
+    fraction_strata: tuple[str, ...] = ()
+    assumed_cells: int = 0
+    sampling_assumption: str = ""
+    sampling_fractions: SamplingFractions | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The file-level figures as plain JSON values."""
@@ -107,40 +132,42 @@ class RiskResult:
             "missing": self.missing,
             "excluded": self.excluded,
             "seconds": self.seconds,
+            "fractions": self.fractions,
+            "sampling_fraction_range": list(self.sampling_fraction_range),
+            "fraction_strata": list(self.fraction_strata),
+            "assumed_cells": self.assumed_cells,
+            "sampling_assumption": self.sampling_assumption,
         }
 
 
-def sampling_fraction_of(
-    n: int, *, sampling_fraction: float | None, weights: np.ndarray | None
-) -> float:
-    """pi: given, or ``n / sum of weights``."""
-    if (sampling_fraction is None) == (weights is None):
-        raise PramkitError("give exactly one of sampling_fraction (--sampling-fraction) and weights (--weights)")
-    if sampling_fraction is not None:
-        pi = float(sampling_fraction)
-        if not (math.isfinite(pi) and 0 < pi <= 1):
-            raise PramkitError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
-        return pi
-    pi = n / float(np.sum(weights))
-    if pi > 1:
-        raise PramkitError(
-            f"the weights sum to {float(np.sum(weights)):g}, less than the {n} records; "
-            "sampling weights must be inverse inclusion probabilities (sum at least n)"
-        )
-    return pi
+def _tau_watch(counts: np.ndarray, fractions: SamplingFractions, rtol: float) -> Watch:
+    """tau1 and tau2, eqs. (4)-(5), as summaries of the fit to watch."""
+    uniques = np.flatnonzero(counts.ravel() == 1)
+    pi = fractions.at(uniques, counts.shape)
+
+    def taus(mu: np.ndarray) -> np.ndarray:
+        risk = cell_risk(mu, pi, [None])
+        return np.array([risk.r1.sum(), risk.r2.sum()])
+
+    return Watch(uniques, taus, rtol=rtol)
 
 
 def _fit_model(
-    counts: np.ndarray, source: np.ndarray | None, keys: tuple[str, ...], perturbed: tuple[str, ...],
-    manifest: Manifest | None, *, model: str | Sequence[Sequence[str]], tol: float,
-) -> tuple[LogLinearFit, str, list[np.ndarray | None]]:
-    """The log-linear model of the true cells: fitted to the sample counts, to the
-    original file's counts ``source`` (a release with its original), or by EM from
-    the released counts; with the misclassification matrices of the key axes."""
+    counts: np.ndarray, sums: np.ndarray | None, source: np.ndarray | None, source_sums: np.ndarray | None,
+    keys: tuple[str, ...], perturbed: tuple[str, ...], manifest: Manifest | None, *,
+    sampling_fraction: float | None, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
+    tol: float, tau_rtol: float | None,
+) -> tuple[LogLinearFit, str, list[np.ndarray | None], SamplingFractions]:
+    """The log-linear model of the true cells and their sampling fractions: fitted to the
+    sample counts, to the original file's counts ``source`` (a release with its original),
+    or by EM from the released counts; with the misclassification matrices of the key axes."""
     if source is not None and not perturbed:
         raise PramkitError("original is only used with a manifest that perturbs a key variable")
     if not perturbed:
-        return fit_loglinear(counts, keys, model=model, tol=tol), "sample", [None] * len(keys)
+        fr = sampling_fractions(counts, keys, sampling_fraction=sampling_fraction, weight_sums=sums, by=fractions)
+        watch = None if tau_rtol is None else _tau_watch(counts, fr, tau_rtol)
+        fit = fit_loglinear(counts, keys, model=model, tol=tol, offset=fr.offset, watch=watch)
+        return fit, "sample", [None] * len(keys), fr
     mats = [manifest[k].matrix.matrix if k in perturbed else None for k in keys]
     if source is not None:
         if source.sum() != counts.sum():
@@ -148,19 +175,63 @@ def _fit_model(
                 f"the original file has {int(source.sum())} counted records, the released file "
                 f"{int(counts.sum())}; pass the file the release was made from"
             )
-        return fit_loglinear(source, keys, model=model, tol=tol), "original", mats
+        fr = sampling_fractions(source, keys, sampling_fraction=sampling_fraction, weight_sums=source_sums,
+                                by=fractions)
+        return fit_loglinear(source, keys, model=model, tol=tol, offset=fr.offset), "original", mats, fr
     if counts.size > EM_MAX_CELLS:
         raise PramkitError(
             f"the keys have {counts.size:,} cells; fitting the model from released counts alone (EM) "
             f"is limited to {EM_MAX_CELLS:,} cells: pass the original file (original=, --original)"
         )
-    return fit_loglinear_misclassified(counts, keys, mats, model=model, tol=tol), "released (EM)", mats
+    fr = sampling_fractions(counts, keys, sampling_fraction=sampling_fraction, weight_sums=sums, by=fractions,
+                            within=[k for k in keys if k not in perturbed])
+    fit = fit_loglinear_misclassified(counts, keys, mats, model=model, tol=tol, offset=fr.offset)
+    return fit, "released (EM)", mats, fr
+
+
+@dataclass(frozen=True, eq=False)
+class _Assessment:
+    """What both routes (records in memory, a streamed file) compute from the cell counts."""
+
+    result: RiskResult
+    population: np.ndarray  # F of every cell: sum of weights, or f / pi
+    individual: np.ndarray  # Benedetti-Franconi risk of every cell (NaN when empty)
+
+
+def _assess(
+    counts: np.ndarray, sums: np.ndarray | None, source: np.ndarray | None, source_sums: np.ndarray | None,
+    keys: tuple[str, ...], perturbed: tuple[str, ...], manifest: Manifest | None, start: float, *,
+    sampling_fraction: float | None, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
+    missing: MissingKeys, excluded: int, tol: float, tau_rtol: float | None,
+) -> _Assessment:
+    """tau1, tau2 and the file-level figures from the cell counts (and weight sums)."""
+    fit, fitted_to, mats, fr = _fit_model(
+        counts, sums, source, source_sums, keys, perturbed, manifest, sampling_fraction=sampling_fraction,
+        fractions=fractions, model=model, tol=tol, tau_rtol=tau_rtol)
+    risk = cell_risk(fit.fitted, fr.values, mats)
+    unique = counts == 1
+    occupied = counts > 0
+    population = sums if sums is not None else counts / fr.overall
+    individual = np.full(counts.shape, np.nan)
+    individual[occupied] = individual_risk(counts[occupied], population[occupied]).risk
+    assumed = fr.assumed_cells(fit.fitted)
+    result = RiskResult(
+        keys=keys, n=int(counts.sum()), cells=counts.size, combinations=int(occupied.sum()),
+        sample_uniques=int(unique.sum()), sample_doubles=int((counts == 2).sum()) * 2,
+        tau1=float(risk.r1[unique].sum()), tau2=float(risk.r2[unique].sum()),
+        expected_reidentifications=float(np.dot(counts[occupied], individual[occupied])),
+        sampling_fraction=fr.overall, model=fit, perturbed=perturbed, fitted_to=fitted_to, missing=missing,
+        excluded=excluded, per_record=None, cell_risk=risk, seconds=time.perf_counter() - start,
+        fractions=fr.by, sampling_fraction_range=(fr.lowest, fr.highest), fraction_strata=fr.strata,
+        assumed_cells=assumed, sampling_assumption=fr.describe(assumed), sampling_fractions=fr,
+    )
+    return _Assessment(result, population, individual)
 
 
 def _file_risk(
     path: str | Path, keys: tuple[str, ...], perturbed: tuple[str, ...], start: float, *,
-    sampling_fraction: float | None, weights: Any, model: str | Sequence[Sequence[str]],
-    manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float,
+    sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
+    manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
 ) -> RiskResult:
     """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file`:
     the same figures from the cell counts (and weight sums), memory bounded by a chunk and
@@ -172,29 +243,16 @@ def _file_risk(
     declared = {k: manifest[k].matrix.categories for k in perturbed}
     table = count_file(path, keys, categories=declared, weights=weights, missing=missing)
     counts = table.counts.astype(float)
-    n = int(table.counts.sum())
-    if n == 0:
+    if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
-    sums = table.weight_sums
-    pi = sampling_fraction_of(n, sampling_fraction=sampling_fraction, weights=None if sums is None else sums.ravel())
-    source = None
+    source = source_sums = None
     if original is not None:
-        source = count_file(original, keys, categories=dict(zip(keys, table.categories)),
-                            missing=missing).counts.astype(float)
-    fit, fitted_to, mats = _fit_model(counts, source, keys, perturbed, manifest, model=model, tol=tol)
-    risk = cell_risk(fit.fitted, pi, mats)
-    unique = counts == 1
-    occupied = counts > 0
-    population = sums if sums is not None else counts / pi
-    indiv = individual_risk(counts[occupied], population[occupied])
-    return RiskResult(
-        keys=keys, n=n, cells=counts.size, combinations=int(occupied.sum()),
-        sample_uniques=int(unique.sum()), sample_doubles=int((counts == 2).sum()) * 2,
-        tau1=float(risk.r1[unique].sum()), tau2=float(risk.r2[unique].sum()),
-        expected_reidentifications=float(np.dot(counts[occupied], indiv.risk)),
-        sampling_fraction=pi, model=fit, perturbed=perturbed, fitted_to=fitted_to, missing=missing,
-        excluded=table.missing, per_record=None, cell_risk=risk, seconds=time.perf_counter() - start,
-    )
+        source_table = count_file(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
+                                  missing=missing)
+        source, source_sums = source_table.counts.astype(float), source_table.weight_sums
+    return _assess(counts, table.weight_sums, source, source_sums, keys, perturbed, manifest, start,
+                   sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=missing,
+                   excluded=table.missing, tol=tol, tau_rtol=tau_rtol).result
 
 
 def identification_risk(
@@ -208,13 +266,16 @@ def identification_risk(
     original: pd.DataFrame | str | Path | None = None,
     missing: MissingKeys = "category",
     tol: float = 1e-4,
+    fractions: FractionsBy = "cell",
+    tau_rtol: float | None = 1e-6,
 ) -> RiskResult:
-    """tau1, tau2 and per-record risks of ``data`` on the key variables ``keys``.
+    """tau1, tau2 (eqs. (4)-(5) of the module docstring) and per-record risks of ``data`` on ``keys``.
 
     Parameters
     ----------
     data : the records in memory, or the path of a file, which is then streamed (memory
         bounded by a chunk and the key table; ``per_record`` is then ``None``)
+    keys : the key variables
     sampling_fraction, weights : exactly one; ``weights`` a column name or one value per record
     model : ``"independence"``, ``"2way"`` (default), a formula ``"a*b + c"`` or a list of margins
     manifest : the release manifest when ``data`` is a released (perturbed) file
@@ -222,13 +283,40 @@ def identification_risk(
         records and keys); the model is then fitted to its counts instead of by EM
     missing : ``"category"`` (missing is a key category of its own) or ``"exclude"``
     tol : relative margin tolerance of the fit
+    fractions : with weights, ``"cell"`` (default): per-cell sampling fractions
+        ``f_k / sum of weights in k`` where the weights determine them
+        (:func:`pramkit.risk.fractions.sampling_fractions`); ``"file"``: one
+        fraction ``n / sum of weights`` for every cell
+    tau_rtol : the fit of the sample counts runs until tau1 and tau2 are within
+        this distance of their limits, relative (:class:`pramkit.risk.loglinear.Watch`);
+        ``None``: the margin tolerance only (the routes with a manifest use it only)
+
+    Returns
+    -------
+    RiskResult
+
+    Examples
+    --------
+    Two regions sampled at 1/10 and 1/40; the weights give each cell its fraction:
+
+    >>> import pandas as pd
+    >>> data = pd.DataFrame({"region": [0] * 6 + [1] * 4, "sex": [0, 0, 0, 1, 1, 0, 0, 1, 1, 0],
+    ...                      "w": [10.0] * 6 + [40.0] * 4})
+    >>> res = identification_risk(data, ["region", "sex"], weights="w", model="independence")
+    >>> res.fractions, res.fraction_strata, res.sampling_fraction_range
+    ('cell', ('region',), (0.025, 0.1))
+    >>> res.sample_uniques, res.per_record["pi"].tolist()[-1]
+    (0, 0.025)
     """
     start = time.perf_counter()
+    if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):
+        raise PramkitError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
     perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
     if isinstance(data, (str, Path)):
         return _file_risk(data, keys, perturbed, start, sampling_fraction=sampling_fraction, weights=weights,
-                          model=model, manifest=manifest, original=original, missing=missing, tol=tol)
+                          fractions=fractions, model=model, manifest=manifest, original=original,
+                          missing=missing, tol=tol, tau_rtol=tau_rtol)
     categories = None
     if perturbed:
         table0 = key_table(data, keys, missing=missing)
@@ -237,48 +325,35 @@ def identification_risk(
         ]
     table = key_table(data, keys, missing=missing, categories=categories)
     w_all = None if weights is None else record_weights(data, weights)
-    w = None if w_all is None else w_all[table.included]
-    pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction, weights=w)
-    freq = frequencies_of(table, w_all if w_all is not None else np.full(len(data), 1.0 / pi))
-    counts = table.dense_counts()
-    source = None
+    cell = table.cell_index()
+    counts = np.bincount(cell, minlength=table.cells).astype(float).reshape(table.shape)
+    sums = None if w_all is None else table.dense_sums(w_all)
+    source = source_sums = None
     if original is not None:
         if not isinstance(original, pd.DataFrame):
             raise PramkitError("with data in memory, original must be a DataFrame too")
-        source = key_table(original, keys, missing=missing, categories=table.categories).dense_counts()
-    fit, fitted_to, mats = _fit_model(counts, source, keys, perturbed, manifest, model=model, tol=tol)
-    risk = cell_risk(fit.fitted, pi, mats)
-    unique_cells = counts == 1
-    per_cell_r1 = np.where(unique_cells, risk.r1, np.nan).ravel()
-    per_cell_r2 = np.where(unique_cells, risk.r2, np.nan).ravel()
-    cell = np.full(len(data), -1)
-    cell[table.included] = table.cell_index()
-    counted = cell >= 0
-    r1 = np.full(len(data), np.nan)
-    r2 = np.full(len(data), np.nan)
-    r1[counted] = per_cell_r1[cell[counted]]
-    r2[counted] = per_cell_r2[cell[counted]]
-    indiv = individual_risk(freq.f, freq.F)
-    per_record = pd.DataFrame(
-        {"f": freq.f, "F": freq.F, "r1": r1, "r2": r2, "individual_risk": indiv.risk}, index=data.index
-    )
-    return RiskResult(
-        keys=keys,
-        n=freq.n,
-        cells=table.cells,
-        combinations=freq.combinations,
-        sample_uniques=freq.sample_uniques,
-        sample_doubles=freq.sample_doubles,
-        tau1=float(risk.r1[unique_cells].sum()),
-        tau2=float(risk.r2[unique_cells].sum()),
-        expected_reidentifications=indiv.expected_reidentifications,
-        sampling_fraction=pi,
-        model=fit,
-        perturbed=perturbed,
-        fitted_to=fitted_to,
-        missing=table.missing,
-        excluded=freq.excluded,
-        per_record=per_record,
-        cell_risk=risk,
-        seconds=time.perf_counter() - start,
-    )
+        otable = key_table(original, keys, missing=missing, categories=table.categories)
+        source = otable.dense_counts()
+        if weights is not None:
+            source_sums = otable.dense_sums(record_weights(original, weights))
+    done = _assess(counts, sums, source, source_sums, keys, perturbed, manifest, start,
+                   sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=table.missing,
+                   excluded=len(data) - table.n, tol=tol, tau_rtol=tau_rtol)
+    res = done.result
+    unique = counts.ravel() == 1
+    columns = {
+        "f": (counts.ravel().astype(np.int64), 0),
+        "F": (done.population.ravel(), np.nan),
+        "r1": (np.where(unique, res.cell_risk.r1.ravel(), np.nan), np.nan),
+        "r2": (np.where(unique, res.cell_risk.r2.ravel(), np.nan), np.nan),
+        "individual_risk": (done.individual.ravel(), np.nan),
+    }
+    per_record = {}
+    for name, (per_cell, empty) in columns.items():
+        values = np.full(len(data), empty, dtype=per_cell.dtype)
+        values[table.included] = per_cell[cell]
+        per_record[name] = values
+    pi = np.full(len(data), np.nan)
+    pi[table.included] = res.sampling_fractions.at(cell, table.shape)
+    per_record["pi"] = pi
+    return replace(res, per_record=pd.DataFrame(per_record, index=data.index), seconds=time.perf_counter() - start)

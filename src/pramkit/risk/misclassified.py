@@ -2,7 +2,8 @@
 
 Shlomo and Skinner (2012), sec. 2.1 and 4; Shlomo and Skinner (2010).  The
 population count of cell ``k`` is ``F_k ~ Poisson(lambda_k)``; each unit is
-sampled with probability ``pi`` and, if sampled, released in cell ``j`` with
+sampled with probability ``pi`` (``pi_k`` when the fractions vary over the cells)
+and, if sampled, released in cell ``j`` with
 probability ``M[k, j]`` (``M`` the Kronecker product of the per-variable PRAM
 matrices).  By Poisson thinning the counts ``A_kj`` of sampled units of true
 cell ``k`` released in ``j`` and ``B_k`` of unsampled units are independent
@@ -84,15 +85,35 @@ def unique_given_rate(nu: np.ndarray) -> np.ndarray:
     return np.where(nu > 0, -np.expm1(-safe) / safe, 1.0)
 
 
-def cell_risk(mu: np.ndarray, sampling_fraction: float, matrices: Sequence[np.ndarray | None]) -> CellRisk:
+def cell_risk(
+    mu: np.ndarray, sampling_fraction: float | np.ndarray, matrices: Sequence[np.ndarray | None]
+) -> CellRisk:
     """Per-cell risk of a released sample unique (module docstring).
 
-    ``mu``: the fitted sample-scale means of the true cells (``pi lambda``);
-    ``matrices``: one per axis, ``None`` for a variable that is not perturbed.
+    Parameters
+    ----------
+    mu : the fitted sample-scale means of the true cells, ``pi_j lambda_j``
+    sampling_fraction : ``pi``, one for every cell or one per cell (an array
+        broadcastable to ``mu``; the derivation holds cell by cell, with
+        ``pi_k`` in the thinning of cell ``k``)
+    matrices : one per axis, ``None`` for a variable that is not perturbed
+
+    Returns
+    -------
+    CellRisk
+        with ``M = I``: ``r1 = exp(-lambda (1 - pi))``, ``r2 = (1 - exp(-lambda (1 - pi))) / (lambda (1 - pi))``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> risk = cell_risk(np.array([0.5, 2.0]), np.array([0.5, 1.0]), [None])
+    >>> np.round(risk.r1, 6).tolist()  # exp(-1 * 0.5); a census cell
+    [0.606531, 1.0]
     """
-    pi = float(sampling_fraction)
-    if not 0 < pi <= 1:
-        raise PramkitError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
+    pi = np.asarray(sampling_fraction, dtype=float)
+    bad = ~((pi > 0) & (pi <= 1))
+    if np.any(bad):
+        raise PramkitError(f"the sampling fraction must lie in (0, 1], got {float(pi[bad].ravel()[0])!r}")
     mu = np.asarray(mu, dtype=float)
     released = push(mu, matrices)
     keep = joint_diagonal(matrices, mu.shape)

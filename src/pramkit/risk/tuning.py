@@ -33,7 +33,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.errors import PramkitError
 from pramkit.matrix import PramMatrix
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
-from pramkit.risk.identification import sampling_fraction_of
+from pramkit.risk.fractions import sampling_fractions
 from pramkit.risk.loglinear import fit_loglinear
 from pramkit.risk.misclassified import cell_risk
 from pramkit.risk.recognition import recognition_risk
@@ -113,13 +113,14 @@ def tune_epsilon(
         design = randomized_response_design({v: table.categories[keys.index(v)] for v in perturb})
 
     if measure == "tau2":
-        w = None if weights is None else record_weights(data, weights)[table.included]
-        pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction, weights=w)
-        mu = fit_loglinear(table.dense_counts(), keys, model=model).fitted
+        counts = table.dense_counts()
+        sums = None if weights is None else table.dense_sums(record_weights(data, weights))
+        fr = sampling_fractions(counts, keys, sampling_fraction=sampling_fraction, weight_sums=sums)
+        mu = fit_loglinear(counts, keys, model=model, offset=fr.offset).fitted
 
         def risk(eps: float) -> float:
             mats = design(eps)
-            return cell_risk(mu, pi, [mats[k].matrix if k in mats else None for k in keys]).expected_tau2()
+            return cell_risk(mu, fr.values, [mats[k].matrix if k in mats else None for k in keys]).expected_tau2()
     else:
         if not threshold < 1:
             raise PramkitError("for measure='c1' the threshold is a probability alpha in (0, 1)")

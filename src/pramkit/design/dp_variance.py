@@ -1,0 +1,733 @@
+"""Epsilon-DP PRAM of form (8) with the smallest variance of the unbiased estimator.
+
+A design that maximises mutual information (:mod:`pramkit.design.dp_optimal`)
+can be singular, and then the unbiased moment estimator of the frequencies
+does not exist.  This module minimises instead the total variance of that
+estimator over the same feasible set: matrices of form (8) of Ayed,
+Battiston and Camerlenghi (keep category k with probability ``q_k``, else
+release one of the other ``S - 1`` uniformly) that are epsilon-DP, i.e. that
+satisfy the pairwise constraints (10), written linearly as (12)-(17) (with the
+sign of (15) corrected: ``1 - q_l <= e^eps (S - 1) q_k``).
+
+The objective is the L2 loss of Cator, Hensbergen and Rozenholc (section 3)
+of the unbiased estimator (4), ``mu_hat = (P^T)^{-1} lambda_hat``, for a file
+of n records whose category proportions are p:
+
+    l2(M) = (1/n) sum_k p_k psi_k(M),
+    psi_k(M) = sum_j M[k, j] ||(M^{-1})[j, :]||^2 - 1,
+
+the trace of the covariance of the estimated proportions (PRAM the only
+randomness); ``psi_k`` is the variance that one record of category k adds.
+With sampling as well (multinomial records) the trace is
+``(1/n)(sum_k p_k psi_k + 1 - sum_k p_k^2)``, the same function of M plus a
+constant.
+
+Closed form (``docs/design-variance.md``).  With ``d_k = (S q_k - 1)/(S - 1)``
+the matrix is ``M = D P + J/S`` (``P = I - J/S``), the estimator's covariance
+lives on the sum-zero space V, where ``X = P D P`` acts, and
+
+    psi_k = tr(Sigma_k X^{-2}),  Sigma_k = ((1 - d_k)/S) (I + (S - 1) d_k u u^T)
+
+on V (u the unit vector along ``e_k - 1/S``), computed for all k in O(S) by
+:func:`form8_variances`.
+
+The optimum.  For every p, every S >= 2 and every epsilon the minimum is
+randomized response, ``q_k = e^eps / (e^eps + S - 1)`` for all k, with
+
+    psi_k = (S - 1)(2 e^eps + S - 2)/(e^eps - 1)^2  for every k,
+
+so **the optimal design does not depend on p at all**, nor does its
+PRAM-only loss; with sampling the loss depends on p only through
+``sum_k p_k^2``.  (For S = 2 the mirror image ``q = 1 - v`` ties; the
+truthful one is returned.)
+
+The certificate (proof in ``docs/design-variance.md``).  Since
+``l2 = (1/n) sum_k p_k psi_k``, a lower bound on ``min_M psi_k(M)`` (the same
+for every k by symmetry) is a lower bound for every p.  It is proved:
+
+* S = 2: in closed form (Lemma 4: ``|d_1 + d_2| <= 2 delta``).
+* S >= 3, X positive definite and ``d_k < 0``: ``psi_k >= S / delta^2`` in
+  closed form (Lemma 5; delta is the d of randomized response).
+* S >= 3, X positive definite and ``d_k >= 0`` (this contains the whole
+  truthful set): a Schur-complement bound that depends on ``d_k`` only,
+  minimised by a one-dimensional branch and bound (Lemma 6).
+* S >= 4, X with a negative eigenvalue: bounds on the spectrum of X from
+  interlacing and from the structure of the DP polytope (Lemmas 2, 3) give a
+  bound that depends on ``d_k`` and on the largest, second largest and
+  smallest d only; a branch and bound over boxes of these order statistics,
+  pruned by the constraints (12)-(17) between them, minimises it (Lemma 7).
+* S = 3 (without ``truthful``): X is 2 x 2 and ``psi_k`` a rational function
+  of the three d, bounded everywhere by a branch and bound with interval
+  arithmetic (Lemma 8).
+
+Every bound is evaluated in floating point and lowered by a relative
+:data:`ROUNDING` before use.  ``optimal`` is true when every search closed and
+the proved lower bound is within ``VARIANCE_RTOL`` (relative) of the
+objective, plus the objective's own rounding (absolute).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.design.dp_optimal import check_epsilon
+from pramkit.errors import PramkitError
+from pramkit.information import check_probabilities
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.exact import UNIT, within_budget
+
+#: Relative tolerance of the optimality certificate.
+VARIANCE_RTOL = 1e-8
+#: Every computed bound is multiplied by ``1 - ROUNDING`` (each is a chain of
+#: fewer than 60 correctly rounded operations and ``exp``/``expm1`` calls).
+ROUNDING = 2.0 ** -40
+#: Largest number of boxes one branch and bound may evaluate.
+MAX_NODES = 4_000_000
+#: Boxes evaluated at once.
+_CHUNK = 1 << 15
+
+
+# ---------------------------------------------------------------------------
+# Randomized response and the variance of a form (8) matrix
+# ---------------------------------------------------------------------------
+
+def _check_size(s: Any) -> int:
+    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 2:
+        raise PramkitError(f"the number of categories S must be an integer >= 2, got {s!r}")
+    return int(s)
+
+
+@dataclass(frozen=True)
+class _Constants:
+    """Constants of the DP polytope at (S, epsilon), computed without overflow.
+
+    t: e^eps; em1: e^eps - 1; delta: d of randomized response,
+    ``(t - 1)/(t + S - 1)``; nu: ``(t - 1)/(1 + (S - 1) t)`` (minus the d of the symmetric design at
+    ``v_-eps``); psi: the per-record variance of randomized response.
+    """
+
+    s: int
+    t: float
+    em1: float
+    delta: float
+    nu: float
+    psi: float
+
+    @classmethod
+    def of(cls, s: int, epsilon: float) -> "_Constants":
+        em1 = math.expm1(epsilon)
+        return cls(
+            s=s, t=math.exp(epsilon), em1=em1,
+            delta=em1 / (em1 + s),
+            nu=em1 / (s + (s - 1) * em1),
+            psi=(s - 1) * (2.0 / em1 + (s / em1) / em1),
+        )
+
+
+def rr_keep_probability(s: int, epsilon: float) -> float:
+    """Keep probability of randomized response, ``e^eps / (e^eps + S - 1)``,
+    the optimal q of every category (module docstring).
+
+    Examples
+    --------
+    >>> round(rr_keep_probability(3, math.log(2)), 12)
+    0.5
+    """
+    s, e = _check_size(s), check_epsilon(epsilon)
+    return 1.0 / (1.0 + (s - 1) * math.exp(-e))
+
+
+def per_record_variance(s: int, epsilon: float) -> float:
+    """``psi`` of randomized response: the variance that one record adds to the
+    summed squared error of the estimated proportions (any category),
+    ``(S - 1)(2 e^eps + S - 2)/(e^eps - 1)^2``; the optimal value of the
+    per-record loss ``sum_k p_k psi_k`` for every p.
+
+    Examples
+    --------
+    >>> per_record_variance(4, math.log(2))
+    18.0
+    >>> per_record_variance(2, 1.0) == 2 * math.e / (math.e - 1) ** 2
+    True
+    """
+    return _Constants.of(_check_size(s), check_epsilon(epsilon)).psi
+
+
+def form8_variances(q: ArrayLike) -> np.ndarray:
+    """``psi_k`` for every category of the form (8) matrix with diagonal q, in O(S).
+
+    ``psi_k = sum_j M[k, j] ||(M^{-1})[j, :]||^2 - 1`` is the variance a record
+    of category k adds to the summed squared error of the unbiased estimator
+    (4) of Cator, Hensbergen and Rozenholc; ``l2 = (1/n) sum_k p_k psi_k``.
+    With ``d = (S q - 1)/(S - 1)``, ``a = 1/d``, ``sigma = sum a``,
+    ``B = diag(a) - a a^T / sigma`` (the inverse of ``P D P`` on the sum-zero
+    space) and ``g_k = (B^2)_kk = a_k^2 (sigma_-k^2 + tau_-k) / sigma^2``
+    (``sigma_-k``, ``tau_-k``: sum of the other a and of their squares),
+
+        psi_k = (1 - d_k) (d_k g_k + (sum_j g_j) / S).
+
+    A single ``d_m = 0`` is the limit ``a_m -> inf`` (``B_mm = sigma_-m``,
+    ``B_mj = -a_j``); ``inf`` where the matrix is singular (two zeros, or
+    ``sigma = 0``).  Proof in ``docs/design-variance.md``.
+
+    Examples
+    --------
+    >>> q = np.full(4, 0.4)                    # randomized response, S = 4, eps = log 2
+    >>> form8_variances(q).round(9).tolist()
+    [18.0, 18.0, 18.0, 18.0]
+    >>> form8_variances([1/3, 1/3, 0.8]).tolist()   # two uniform rows: singular
+    [inf, inf, inf]
+    """
+    qv = np.asarray(q, dtype=float)
+    if qv.ndim != 1 or qv.size < 2 or not np.all(np.isfinite(qv)) or np.any(qv < 0) or np.any(qv > 1):
+        raise PramkitError("q must be a 1-D array of at least two keep probabilities in [0, 1]")
+    s = qv.size
+    d = (s * qv - 1.0) / (s - 1)
+    zero = d == 0
+    if zero.sum() >= 2:
+        return np.full(s, math.inf)
+    if zero.any():
+        m = int(np.flatnonzero(zero)[0])
+        others = np.delete(np.arange(s), m)
+        a = 1.0 / d[others]
+        sig, tau = math.fsum(a.tolist()), math.fsum((a * a).tolist())
+        g = np.empty(s)
+        g[others] = 2.0 * a * a
+        g[m] = sig * sig + tau
+    else:
+        a = 1.0 / d
+        a2 = a * a
+        sig, tau = math.fsum(a.tolist()), math.fsum(a2.tolist())
+        if sig == 0.0:
+            return np.full(s, math.inf)
+        big = int(np.argmax(np.abs(a)))
+        sig_minus = sig - a
+        sig_minus[big] = math.fsum(np.delete(a, big).tolist())
+        tau_minus = tau - a2
+        tau_minus[big] = math.fsum(np.delete(a2, big).tolist())
+        g = a2 * (sig_minus * sig_minus + np.maximum(tau_minus, 0.0)) / (sig * sig)
+    trace = math.fsum(g.tolist())
+    psi = (1.0 - d) * (d * g + trace / s)
+    return np.where(np.isfinite(psi), np.maximum(psi, 0.0), math.inf)
+
+
+def form8_l2_loss(p: ArrayLike, q: ArrayLike, n: int = 1) -> float:
+    """Cator's L2 loss ``(1/n) sum_k p_k psi_k`` of the form (8) matrix with
+    diagonal q for a file of n records with proportions p (PRAM the only
+    randomness); ``inf`` if the matrix is singular.  O(S).
+
+    Examples
+    --------
+    >>> form8_l2_loss([0.2, 0.3, 0.5], [0.5, 0.5, 0.5], n=10)   # psi = (S-1)(2t+S-2)/(t-1)^2 = 10
+    1.0
+    """
+    pv = check_probabilities(p)
+    psi = form8_variances(q)
+    if psi.size != pv.size:
+        raise PramkitError(f"q has {psi.size} entries but p has {pv.size}")
+    used = pv > 0
+    return float(math.fsum((pv[used] * psi[used]).tolist())) / _check_n(n)
+
+
+def _check_n(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise PramkitError(f"n (the number of records) must be a positive integer, got {n!r}")
+    return int(n)
+
+
+# ---------------------------------------------------------------------------
+# The lower bound: branch and bound over boxes
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchResult:
+    """One branch and bound of the certificate.
+
+    region: which part of the feasible set it covers
+    lower_bound: no matrix in that part has a smaller ``psi_k`` (per record)
+    nodes: boxes evaluated
+    closed: every box was bounded at or above the target (else ``lower_bound``
+        is the smallest bound of the boxes left open)
+    """
+
+    region: str
+    lower_bound: float
+    nodes: int
+    closed: bool
+
+
+Evaluate = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _branch_and_bound(region: str, lo: np.ndarray, hi: np.ndarray, evaluate: Evaluate,
+                      target: float, max_nodes: int, split: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                      ) -> SearchResult:
+    """Minimise a box bound: ``evaluate(lo, hi)`` returns the boxes shrunk to
+    their feasible part (infeasible ones dropped) and a lower bound on each.
+    Boxes bounded at or above ``target`` are closed; the others are split in
+    two along the dimension ``split`` chooses, at the point it returns.  A box
+    that floating point cannot split stays open.  Depth first, in chunks."""
+    stack: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(lo, hi, np.full(len(lo), -math.inf))]
+    nodes, lowest, exhausted = 0, math.inf, False
+    while stack:
+        L, H, parent = stack.pop()
+        if len(L) > _CHUNK:
+            stack.append((L[_CHUNK:], H[_CHUNK:], parent[_CHUNK:]))
+            L, H, parent = L[:_CHUNK], H[:_CHUNK], parent[:_CHUNK]
+        if nodes >= max_nodes:
+            exhausted = True
+            lowest = min(lowest, float(parent.min()))
+            continue
+        L, H, bound = evaluate(L, H)
+        nodes += len(parent)
+        done = bound >= target
+        if done.any():
+            lowest = min(lowest, float(bound[done].min()))
+        L, H, bound = L[~done], H[~done], bound[~done]
+        if not len(L):
+            continue
+        dim = np.argmax(_relative_width(L, H), axis=1)
+        rows = np.arange(len(L))
+        mid = split(L[rows, dim], H[rows, dim])
+        stuck = ~((L[rows, dim] < mid) & (mid < H[rows, dim]))
+        if stuck.any():
+            exhausted = True
+            lowest = min(lowest, float(bound[stuck].min()))
+            keep = ~stuck
+            L, H, bound, dim, mid = L[keep], H[keep], bound[keep], dim[keep], mid[keep]
+            rows = np.arange(len(L))
+        L2, H2 = L.copy(), H.copy()
+        H[rows, dim] = mid
+        L2[rows, dim] = mid
+        stack.append((np.concatenate([L, L2]), np.concatenate([H, H2]), np.concatenate([bound, bound])))
+    return SearchResult(region, lowest, nodes, not exhausted)
+
+
+def _relative_width(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How wide a side of a box is relative to its position, so that a range
+    of ``s = 1 - d`` near 0 (randomized response at large epsilon has
+    ``s = S/(e^eps + S - 1)``) is refined as readily as one near 1."""
+    return (hi - lo) / np.maximum(np.maximum(np.abs(hi), np.abs(lo)), 1e-300)
+
+
+def _split_point(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Where a side is split: the geometric mean when it spans more than a
+    factor 4 above 0, else the middle."""
+    with np.errstate(invalid="ignore"):
+        geo = np.sqrt(np.maximum(lo, 0.0)) * np.sqrt(hi)
+    return np.where((lo > 0) & (hi > 4.0 * lo), geo, 0.5 * (lo + hi))
+
+
+def _lower(b: np.ndarray) -> np.ndarray:
+    """A computed bound lowered by its rounding; an undefined one (NaN) bounds
+    nothing (-inf), so that its box is split rather than closed."""
+    return np.where(np.isnan(b), -math.inf, b * (1.0 - ROUNDING))
+
+
+def _times(factor: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``factor * value`` for ``factor >= 0``, with ``0 * inf = 0`` (a factor 0
+    removes the term)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(factor > 0, factor * value, 0.0)
+
+
+def _pair_rows(c: _Constants) -> list[tuple[float, float, float]]:
+    """The pairwise constraints (12)-(17) in ``s = 1 - d = S (1 - q)/(S - 1)``,
+    each ``alpha s_u + beta s_v <= gamma`` for an ordered pair (u, v) of
+    different categories, divided by t so that nothing overflows:
+
+    - (12)/(13) ``q_u <= t (1 - q_v)/(S - 1)``: ``-((S-1)/t) s_u - s_v <= -S/t``;
+    - (14)/(15) ``1 - q_u <= t (S - 1) q_v``: ``s_u/t + (S - 1) s_v <= S``;
+    - (16)/(17) ``1 - q_u <= t (1 - q_v)``: ``s_u/t - s_v <= 0``.
+    """
+    s = c.s
+    rows = [(-(s - 1) / c.t, -1.0, -s / c.t), (1.0 / c.t, float(s - 1), float(s))]
+    if s >= 3:
+        rows.append((1.0 / c.t, -1.0, 0.0))
+    return rows
+
+
+def _propagate(L: np.ndarray, H: np.ndarray, pairs: Sequence[tuple[int, int]],
+               rows: Sequence[tuple[float, float, float]], order: Sequence[tuple[int, int]],
+               passes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Shrink boxes to the part that can satisfy ``s_i <= s_j`` for (i, j) in
+    ``order`` and every row of ``rows`` for both orders of every pair; rounded
+    outward (a relative 1e-13 of the terms), so no feasible point is lost."""
+    L, H = L.copy(), H.copy()
+    for _ in range(passes):
+        for i, j in order:
+            np.maximum(L[:, j], L[:, i], out=L[:, j])
+            np.minimum(H[:, i], H[:, j], out=H[:, i])
+        for i, j in pairs:
+            for u, v in ((i, j), (j, i)):
+                for a, b, g in rows:
+                    # a s_u + b s_v <= g
+                    v_min = b * L[:, v] if b > 0 else b * H[:, v]
+                    u_min = a * L[:, u] if a > 0 else a * H[:, u]
+                    for var, coef, other in ((u, a, v_min), (v, b, u_min)):
+                        if coef == 0:
+                            continue
+                        val = (g - other) / coef
+                        slack = 1e-13 * (abs(g) + np.abs(other)) / abs(coef) + 1e-320
+                        if coef > 0:
+                            np.minimum(H[:, var], val + slack, out=H[:, var])
+                        else:
+                            np.maximum(L[:, var], val - slack, out=L[:, var])
+    return L, H
+
+
+#: The regions of the certificate: which part of the feasible set each box bound covers.
+REGIONS = ("positive_definite", "indefinite_top", "indefinite_bottom", "indefinite_middle", "three_categories")
+
+
+def _evaluator(c: _Constants, region: str) -> tuple[np.ndarray, np.ndarray, Evaluate]:
+    """The initial box and the box bound of one region of the certificate
+    (``docs/design-variance.md``).  A box bound takes boxes ``lo, hi`` of
+    shape (B, dim), returns them shrunk to their part that can satisfy the
+    DP constraints (infeasible boxes dropped), and a lower bound on
+    ``psi_k`` (per record) over the matrices of that region in each box.
+
+    ``positive_definite`` (X > 0, ``d_k >= 0``; Lemma 6), one coordinate
+    ``s = 1 - d_k`` in [0, 1]:
+
+        L = s [S (S - (S-1) s) / ((S-1)(1 - s) + m)^2 + (S - 2)/(S m^2)],
+
+    ``m = min(delta, (t s - 1)/(S-1), 1 - (S - (S-1) s)/t, 1 - s/t)``, a bound on
+    the mean of the other d; on a box, sl in the factor s, sh elsewhere and
+    the largest m of the box (where ``m <= 0`` the region is empty).
+
+    ``indefinite_top``, ``_bottom``, ``_middle`` (X has a negative eigenvalue,
+    S >= 4; Lemma 7), boxes of ``s = 1 - d`` of the largest d (s1), the second
+    largest (s2), the smallest (sS) and, in the middle case, of ``d_k`` (sx),
+    k being the largest, the smallest, or neither:
+
+        psi_k >= (1 - d_k) [(S-3)/(S rho^2) + W/mu^2 + V/(S nu'^2)],
+
+    ``nu' = min(nu, -d_(S))``, ``rho = max(d_(2), nu')``,
+    ``mu = max(rho, ((S-1) d_(1) + d_(2))/S)``; ``W = q_k``, ``V = 1`` for
+    ``d_k >= 0``, ``W = 1/S``, ``V = 1 + (S-1) d_k`` below.
+
+    ``three_categories`` (S = 3, every matrix; Lemma 8): X is 2 x 2; in the
+    orthonormal basis ``(2, -1, -1)/sqrt 6``, ``(0, 1, -1)/sqrt 2`` of V
+    (k = category 1) it is ``[[a, b], [b, c]]`` with
+    ``a = 1 - (4 s_k + s_2 + s_3)/6``, ``c = 1 - (s_2 + s_3)/2``,
+    ``b = (s_2 - s_3)/sqrt 12``, and
+
+        psi_k = (s_k / 3) (a^2 + (4 - 2 s_k) b^2 + (3 - 2 s_k) c^2) / (a c - b^2)^2,
+
+    bounded on a box by interval arithmetic, with two bounds free of 0/0 where
+    the quotient has it; boxes of ``(s_k, s_2, s_3)``, ``s_2 <= s_3``.
+    """
+    s_, t = c.s, c.t
+    rows = _pair_rows(c)
+    if region == "positive_definite":
+        def evaluate(L: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            sl, sh = L[:, 0], H[:, 0]
+            m = np.minimum.reduce([np.full_like(sh, c.delta), (t * sh - 1.0) / (s_ - 1),
+                                   1.0 - (s_ - (s_ - 1) * sh) / t, 1.0 - sl / t])
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                inner = s_ * (s_ - (s_ - 1) * sh) / ((s_ - 1) * (1.0 - sl) + m) ** 2 + (s_ - 2) / (s_ * m * m)
+            return L, H, np.where(m > 0, _lower(_times(sl, inner)), math.inf)
+
+        return np.array([[0.0]]), np.array([[1.0]]), evaluate
+
+    if region.startswith("indefinite_"):
+        case = region[len("indefinite_"):]
+        middle = case == "middle"
+        n_var = 4 if middle else 3
+        pairs = [(0, 1), (0, 2), (1, 2)] + ([(3, 0), (3, 2)] if middle else [])
+        order = [(0, 1), (1, 2)] + ([(1, 3), (3, 2)] if middle else [])
+        own = {"top": 0, "bottom": 2, "middle": 3}[case]
+
+        def evaluate(L: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            L, H = _propagate(L, H, pairs, rows, order)
+            L[:, 2] = np.maximum(L[:, 2], 1.0)           # d_(S) < 0: the largest s above 1
+            ok = np.all(L <= H, axis=1)
+            L, H = L[ok], H[ok]
+            nu_p = np.minimum(c.nu, H[:, 2] - 1.0)
+            rho = np.maximum(1.0 - L[:, 1], nu_p)
+            mu = np.maximum(rho, 1.0 - ((s_ - 1) * L[:, 0] + L[:, 1]) / s_)
+            sl, sh = L[:, own], H[:, own]
+            w = (s_ - (s_ - 1) * np.minimum(sh, 1.0)) / s_
+            v = np.maximum(s_ - (s_ - 1) * np.maximum(sh, 1.0), 0.0)
+            with np.errstate(divide="ignore", over="ignore"):
+                inner = (s_ - 3) / (s_ * rho * rho) + w / (mu * mu) + _times(v, 1.0 / (s_ * nu_p * nu_p))
+            return L, H, np.where(nu_p > 0, _lower(_times(sl, inner)), math.inf)
+
+        top = s_ / (s_ - 1)
+        return np.array([[0.0, 0.0, 1.0, 0.0][:n_var]]), np.array([[top] * n_var]), evaluate
+
+    if region == "three_categories":
+        r12 = 1.0 / math.sqrt(12.0)
+
+        def linear(L: np.ndarray, H: np.ndarray, coefs: tuple[float, float, float], const: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+            lo = np.full(len(L), const)
+            hi = np.full(len(L), const)
+            for j, cf in enumerate(coefs):
+                if cf > 0:
+                    lo, hi = lo + cf * L[:, j], hi + cf * H[:, j]
+                elif cf < 0:
+                    lo, hi = lo + cf * H[:, j], hi + cf * L[:, j]
+            pad = 8 * UNIT * (np.abs(lo) + np.abs(hi) + abs(const))
+            return lo - pad, hi + pad
+
+        def square(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            big = np.maximum(lo * lo, hi * hi)
+            small = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
+            return small, big
+
+        def evaluate(L: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            L, H = _propagate(L, H, [(0, 1), (0, 2), (1, 2)], rows, [(1, 2)])
+            ok = np.all(L <= H, axis=1)
+            L, H = L[ok], H[ok]
+            al, ah = linear(L, H, (-4 / 6, -1 / 6, -1 / 6), 1.0)
+            cl, ch = linear(L, H, (0.0, -0.5, -0.5), 1.0)
+            bl, bh = linear(L, H, (0.0, r12, -r12), 0.0)
+            a2, b2, c2 = square(al, ah), square(bl, bh), square(cl, ch)
+            sl, sh = L[:, 0], H[:, 0]
+            num = a2[0] + (4.0 - 2.0 * sh) * b2[0] + np.maximum(3.0 - 2.0 * sh, 0.0) * c2[0]
+            prods = np.stack([al * cl, al * ch, ah * cl, ah * ch])
+            p_lo, p_hi = prods.min(axis=0) - b2[1], prods.max(axis=0) - b2[0]
+            den = np.maximum(p_lo * p_lo, p_hi * p_hi)
+            # Where the quotient is 0/0 on a box, two bounds without cancellation:
+            # near d = 0 (rows close to uniform), psi_k >= lambda_min(Sigma_k) tr(X^-2)
+            # >= (s_k/3) min(1, 3 - 2 s_k) 2 / max_i d_i^2 (||X|| <= max |d_i|: X compresses D);
+            # and since the weights are >= 1, >= 0 and |a c - b^2| <= sqrt(a^2 + b^2) (|c| + |b|),
+            # psi_k >= (s_k/3) (a^2 + b^2)/(a c - b^2)^2 >= (s_k/3) / (|c| + |b|)^2.
+            big_d = np.max(np.maximum(np.abs(1.0 - L), np.abs(1.0 - H)), axis=1)
+            cb = np.maximum(np.abs(cl), np.abs(ch)) + np.maximum(np.abs(bl), np.abs(bh))
+            weight = np.maximum(np.minimum(1.0, 3.0 - 2.0 * sh), 0.0)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                candidates = [_times(sl / 3.0, num / den), _times(sl / 3.0 * weight, 2.0 / (big_d * big_d)),
+                              _times(sl / 3.0, 1.0 / (cb * cb))]
+            b = np.fmax.reduce([np.where(np.isnan(x), -math.inf, x) for x in candidates])
+            return L, H, _lower(b * (1.0 - 64 * UNIT))
+
+        return np.array([[0.0, 0.0, 0.0]]), np.array([[1.5, 1.5, 1.5]]), evaluate
+
+    raise PramkitError(f"unknown region {region!r}; regions are {list(REGIONS)}")
+
+
+def _search(c: _Constants, region: str, target: float, max_nodes: int) -> SearchResult:
+    lo, hi, evaluate = _evaluator(c, region)
+    return _branch_and_bound(region, lo, hi, evaluate, target, max_nodes, _split_point)
+
+
+@dataclass(frozen=True)
+class VarianceBound:
+    """A proved lower bound on ``min_M psi_k(M)`` over the epsilon-DP matrices
+    of form (8) (the same for every k), hence on ``min_M sum_k p_k psi_k`` for
+    every p.
+
+    s, epsilon, truthful: the problem (``truthful``: ``q_k >= 1/S`` required)
+    optimum: ``psi`` of randomized response (the per-record loss it attains)
+    lower_bound: the proved bound (per record)
+    searches: the branch and bounds run (empty when the proof is closed form)
+    closed_form: the parts bounded in closed form, with their bounds
+    """
+
+    s: int
+    epsilon: float
+    truthful: bool
+    optimum: float
+    lower_bound: float
+    searches: tuple[SearchResult, ...]
+    closed_form: dict[str, float]
+
+    @property
+    def gap(self) -> float:
+        """``optimum - lower_bound`` (never negative)."""
+        return max(self.optimum - self.lower_bound, 0.0)
+
+    @property
+    def tolerance(self) -> float:
+        """What ``optimal`` allows: ``VARIANCE_RTOL`` relative, plus the rounding
+        of the optimum (16 units in the last place)."""
+        return VARIANCE_RTOL * self.optimum + 16 * UNIT * self.optimum
+
+    @property
+    def proved(self) -> bool:
+        """Every search closed and the bound is within :attr:`tolerance` of the optimum."""
+        return all(r.closed for r in self.searches) and self.gap <= self.tolerance
+
+
+def variance_lower_bound(s: int, epsilon: float, *, truthful: bool = False,
+                         max_nodes: int = MAX_NODES) -> VarianceBound:
+    """Prove that no epsilon-DP matrix of form (8) beats randomized response.
+
+    See the module docstring for the parts of the feasible set and how each
+    is bounded; ``docs/design-variance.md`` for the proofs.  The searches stop
+    at ``target = psi (1 - VARIANCE_RTOL / 2)``: a box whose bound reaches it
+    is closed.  With ``max_nodes`` too small a search stays open and the bound
+    is the smallest over its open boxes (still valid).  The default closes
+    every case measured except very small budgets at S = 4 and 5 (about
+    ``epsilon <= 0.002``, where the indefinite part comes within ``O(epsilon)``
+    of the optimum and needs some 10^7 boxes; ``docs/design-variance.md``).
+
+    Examples
+    --------
+    >>> b = variance_lower_bound(4, math.log(2))
+    >>> b.optimum, b.proved, b.lower_bound <= b.optimum
+    (18.0, True, True)
+    """
+    s_, e = _check_size(s), check_epsilon(epsilon)
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
+        raise PramkitError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+    c = _Constants.of(s_, e)
+    target = c.psi * (1.0 - 0.5 * VARIANCE_RTOL)
+    closed: dict[str, float] = {}
+    searches: list[SearchResult] = []
+    if s_ == 2:
+        # |d_1 + d_2| <= 2 delta and psi_k = (1 - d_k^2) / (2 ((d_1 + d_2)/2)^2) (Lemma 4)
+        closed["two_categories"] = c.psi * (1.0 - ROUNDING)
+    elif s_ == 3 and not truthful:
+        searches.append(_search(c, "three_categories", target, max_nodes))
+    else:
+        searches.append(_search(c, "positive_definite", target, max_nodes))
+        if not truthful:
+            # X > 0 and d_k < 0: psi_k >= S / delta^2 (Lemma 5)
+            closed["positive_definite_negative_d"] = s_ / (c.delta * c.delta) * (1.0 - ROUNDING)
+            searches.extend(_search(c, f"indefinite_{case}", target, max_nodes)
+                            for case in ("top", "bottom", "middle"))
+    bounds = [r.lower_bound for r in searches] + list(closed.values())
+    lower = min(min(bounds), c.psi)
+    return VarianceBound(s_, e, bool(truthful), c.psi, lower, tuple(searches), closed)
+
+
+# ---------------------------------------------------------------------------
+# The design
+# ---------------------------------------------------------------------------
+
+def _rr_matrix(s: int, epsilon: float) -> np.ndarray:
+    """Randomized response, ``q = 1/(1 + (S-1) e^-eps)`` on the diagonal and
+    ``e^-eps q`` off it (no ``1 - q`` cancellation at large epsilon)."""
+    q = 1.0 / (1.0 + (s - 1) * math.exp(-epsilon))
+    off = math.exp(-epsilon) * q
+    m = np.full((s, s), off)
+    np.fill_diagonal(m, q)
+    return m
+
+
+def dp_min_variance(
+    p: ArrayLike,
+    epsilon: float,
+    *,
+    categories: Sequence[Label] | None = None,
+    n: int | None = None,
+    truthful: bool = False,
+) -> PramMatrix:
+    """The epsilon-DP matrix of form (8) whose unbiased estimator has the least variance.
+
+    Minimises Cator, Hensbergen and Rozenholc's L2 loss of the unbiased
+    estimator (4) of the frequency vector, ``l2 = (1/n) sum_k p_k psi_k`` (the
+    trace of the covariance of the estimated proportions of n records; module
+    docstring), over the matrices of form (8) of Ayed, Battiston and
+    Camerlenghi that satisfy their epsilon-DP constraints (10), i.e.
+    (12)-(17) with the sign of (15) corrected -- the feasible set of
+    :func:`pramkit.design.dp_optimal.dp_optimal`.  The optimum is randomized
+    response, ``q_k = e^eps/(e^eps + S - 1)``, **for every p**: the design
+    depends on S and epsilon only, and its loss
+    ``(S - 1)(2 e^eps + S - 2) / (n (e^eps - 1)^2)`` does not depend on p
+    (with sampling as well, the loss adds ``(1 - sum p^2)/n``: p enters
+    through ``sum p^2`` only).  The matrix is always invertible, unlike the
+    information-optimal design.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Proportions of the categories (recorded; the design does not depend on them).
+    epsilon : float
+        Privacy budget per record, natural log units (``0 < epsilon <= 700``).
+    categories : sequence of labels, optional
+        Labels of the S categories (default ``0 .. S-1``).
+    n : int, optional
+        Number of records; the objective is the L2 loss of a file of n
+        records (default 1: the loss per record, ``sum_k p_k psi_k``).
+    truthful : bool
+        Also require ``q_k >= 1/S`` (as in ``dp_optimal``); the optimum is the same.
+
+    Returns
+    -------
+    PramMatrix
+        Randomized response with provenance: method ``"dp_min_variance"``,
+        the parameters, the objective (``"l2_loss"``) and a certificate: the
+        proved lower bound (:func:`variance_lower_bound`) on the same scale,
+        the gap, the tolerance, the searches, and ``optimal``.  The stored
+        entries below the budget by rounding are raised
+        (:func:`pramkit.privacy.exact.within_budget`), so the matrix's
+        epsilon is at most ``epsilon``.
+
+    Raises
+    ------
+    PramkitError
+        For an invalid p, epsilon, n or category list.
+
+    References
+    ----------
+    Ayed, Battiston and Camerlenghi, form (8) and constraints (10), (12)-(17).
+    Cator, Hensbergen and Rozenholc, section 3: estimator (4) and the L2 loss.
+
+    Examples
+    --------
+    >>> m = dp_min_variance([0.7, 0.2, 0.1], math.log(2), n=100)
+    >>> m.diagonal.round(12).tolist()
+    [0.5, 0.5, 0.5]
+    >>> m.provenance.objective_name, round(m.provenance.objective, 12)
+    ('l2_loss', 0.1)
+    >>> m.provenance.certificate["optimal"], m.epsilon <= math.log(2)
+    (True, True)
+    """
+    start = time.perf_counter()
+    pv = check_probabilities(p)
+    e = check_epsilon(epsilon)
+    s = pv.size
+    if s < 2:
+        raise PramkitError("a DP design needs at least two categories")
+    cats = tuple(range(s)) if categories is None else tuple(categories)
+    if len(cats) != s:
+        raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
+    records = 1 if n is None else _check_n(n)
+    if not isinstance(truthful, bool):
+        raise PramkitError(f"truthful must be True or False, got {truthful!r}")
+    bound = variance_lower_bound(s, e, truthful=truthful)
+    design = _rr_matrix(s, e)
+    matrix = within_budget(design, e)
+    adjustment = float((matrix - design).sum(axis=1).max())
+    sum_p2 = math.fsum((pv * pv).tolist())
+    certificate: dict[str, Any] = {
+        "optimal": bound.proved,
+        "closed": all(r.closed for r in bound.searches),
+        "lower_bound": bound.lower_bound / records,
+        "certified_gap": bound.gap / records,
+        "tolerance": bound.tolerance / records,
+        "relative_tolerance": VARIANCE_RTOL,
+        "per_record_loss": bound.optimum,
+        "per_record_lower_bound": bound.lower_bound,
+        "depends_on_p": False,
+        "sampling_and_pram_loss": (bound.optimum + 1.0 - sum_p2) / records,
+        "searches": [{"region": r.region, "lower_bound": r.lower_bound, "nodes": r.nodes, "closed": r.closed}
+                     for r in bound.searches],
+        "closed_form_bounds": dict(bound.closed_form),
+        "nodes": int(sum(r.nodes for r in bound.searches)),
+        "ties": "the mirror image q = 1 - q_rr" if s == 2 and not truthful else None,
+        "truthful_required": truthful,
+        "is_truthful": True,
+        "budget_adjustment": adjustment,
+        "proof": "docs/design-variance.md",
+    }
+    provenance = Provenance(
+        method="dp_min_variance",
+        parameters={"epsilon": e, "p": pv.tolist(), "n": records, "truthful": truthful},
+        objective=bound.optimum / records,
+        objective_name="l2_loss",
+        certificate=certificate,
+        seconds=time.perf_counter() - start,
+    )
+    return PramMatrix(matrix, cats, provenance)

@@ -1,0 +1,284 @@
+"""The identifiable part of a table whose transition matrix is singular.
+
+When a variable's matrix M is singular the original table is not
+identifiable (:mod:`pramkit.estimate.identifiability`): the likelihood of the
+released counts depends on the original proportions p only through
+``lam = M^T p``, and EM returns one maximiser among many.  What *is*
+identifiable is every linear quantity ``g . p`` with g in the column space of
+the table's matrix ``⊗_a M_a`` (identity on unperturbed axes): its maximum-
+likelihood estimate is the same at every maximiser, because
+``g = (⊗ M_a) h`` gives ``g . p = h . lam`` and the fitted ``lam`` is unique.
+In particular a cell is identifiable iff each of its perturbed categories is,
+and the total of a group of categories that cannot be told apart is.
+
+Standard errors of identifiable quantities.  Write each perturbed axis's
+matrix through its singular value decomposition as ``M_a = Q_a R_a`` with
+``Q_a = U_r diag(s_r)`` (full column rank) and ``R_a = V_r^T`` (orthonormal
+rows), r the rank.  Then ``lam = R^T theta`` with ``theta = Q^T p``
+(``Q = ⊗ Q_a``, ``R = ⊗ R_a``): theta is an identifiable parametrisation of
+the released distribution, with expected Fisher information per record
+
+    G = R diag(1 / lam) R^T                                          (S1)
+
+which is invertible.  An identifiable ``g = Q c`` has ``g . p = c . theta``
+and, since ``G theta = R 1`` and ``1 = Q R 1`` (so the constraint
+``sum p = 1`` reads ``(R 1) . theta = 1``), the constrained inverse
+information gives
+
+    Var(g . t_hat) = n c^T G^{-1} c - (g . t)^2 / n                  (S2, multinomial)
+    Var(g . t_hat) = n c^T G^{-1} c - sum_k t_k g_k^2                 (S3, PRAM only)
+
+for the counts ``t = n p``, with ``c = Q^+ g``.  When M is invertible
+(``r = S``) these are the covariances of :mod:`pramkit.estimate.covariance`
+at the fitted distribution, as for the MLE there.  On an unperturbed axis R
+is the identity and G is block diagonal, one block per combination of the
+unperturbed categories; the blocks are formed and inverted densely, which
+bounds the size of table this module handles (:data:`MAX_WORK`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import reduce
+from typing import Sequence
+
+import numpy as np
+
+from pramkit.estimate.axes import contract
+from pramkit.estimate.identifiability import (
+    IdentifiabilityResult,
+    identifiability,
+    numerical_rank,
+)
+from pramkit.matrix import PramMatrix
+
+#: Largest ``K_Y r^2 K_P`` (unperturbed cells x squared rank x perturbed cells)
+#: for which the standard errors of a singular table are computed.
+MAX_WORK = 2e9
+#: Shares within by-groups of a singular table get standard errors (cell by cell) up to this many cells.
+MAX_SHARE_CELLS = 5000
+#: Fitted released probabilities are floored at this in (S1) (an MLE on the boundary).
+LAMBDA_FLOOR = 1e-12
+#: A gradient is identifiable when its component outside the column space is below this (relative).
+RANGE_TOL = 1e-8
+
+
+def _kron(factors: Sequence[np.ndarray]) -> np.ndarray:
+    return reduce(np.kron, factors, np.ones((1, 1)))
+
+
+@dataclass(frozen=True)
+class _AxisFactors:
+    """``Q^+ = diag(1/s_r) U_r^T``, ``R = V_r^T`` and the projector ``U_r U_r^T`` of one matrix."""
+
+    q_pinv: np.ndarray
+    r: np.ndarray
+    projector: np.ndarray
+
+    @classmethod
+    def of(cls, m: np.ndarray) -> "_AxisFactors":
+        u, s, vt = np.linalg.svd(m)
+        k = numerical_rank(s, m.shape[0])
+        return cls(u[:, :k].T / s[:k, None], vt[:k], u[:, :k] @ u[:, :k].T)
+
+
+class IdentifiableCovariance:
+    """Covariance of the MLE of identifiable linear quantities, (S2)/(S3) of the module docstring.
+
+    Parameters
+    ----------
+    mats : per axis the matrix as an array, ``None`` for an unperturbed axis
+    fitted : the fitted released proportions ``lam = M^T p_hat`` (a table)
+    counts : the estimated counts ``t = n p_hat``
+    n : number of records
+    kind : ``"multinomial"`` or ``"pram"``
+
+    ``variance(g)`` is NaN for a gradient outside the column space (not
+    identifiable) and for tables too large for the dense blocks (``available``).
+    """
+
+    def __init__(self, mats: Sequence[np.ndarray | None], fitted: np.ndarray, counts: np.ndarray,
+                 n: int, kind: str) -> None:
+        self.shape = counts.shape
+        self.counts = counts
+        self.n = n
+        self.kind = kind
+        self.factors = [None if m is None else _AxisFactors.of(m) for m in mats]
+        self.perturbed = [a for a, f in enumerate(self.factors) if f is not None]
+        self.other = [a for a, f in enumerate(self.factors) if f is None]
+        self.perm = self.perturbed + self.other
+        self.k_p = math.prod(self.shape[a] for a in self.perturbed)
+        self.k_y = math.prod(self.shape[a] for a in self.other)
+        self.r_p = math.prod(self.factors[a].r.shape[0] for a in self.perturbed)
+        self.available = self.k_y * self.r_p ** 2 * self.k_p <= MAX_WORK
+        if not self.available:
+            return
+        r = _kron([self.factors[a].r for a in self.perturbed])
+        lam = np.maximum(self._to_blocks(fitted), LAMBDA_FLOOR)
+        g = np.einsum("ij,jy,kj->yik", r, 1.0 / lam, r)
+        self.g_inv = np.linalg.inv(g)
+        self.q_pinv = _kron([self.factors[a].q_pinv for a in self.perturbed])
+
+    # -- reshaping between the table and (perturbed cells, unperturbed cells) ----------
+    def _to_blocks(self, table: np.ndarray) -> np.ndarray:
+        return np.transpose(table, self.perm).reshape(self.k_p, self.k_y)
+
+    def _from_blocks(self, blocks: np.ndarray) -> np.ndarray:
+        shape = [self.shape[a] for a in self.perm]
+        return np.transpose(blocks.reshape(shape), np.argsort(self.perm))
+
+    # -- identifiability and variances ----------------------------------------------
+    def identifiable(self, gradient: np.ndarray) -> bool:
+        """Whether ``gradient . t`` is identifiable (the gradient lies in the column space)."""
+        g = np.asarray(gradient, dtype=float)
+        inside = contract(g, [None if f is None else f.projector for f in self.factors])
+        scale = float(np.sqrt(np.sum(g * g)))
+        return float(np.sqrt(np.sum((g - inside) ** 2))) <= RANGE_TOL * max(scale, 1e-300)
+
+    def _quad(self, columns: np.ndarray) -> np.ndarray:
+        """``c^T G_y^{-1} c`` with ``c = Q^+ col`` for each column (perturbed cells x m) and block y."""
+        c = self.q_pinv @ columns
+        return np.einsum("im,yij,jm->my", c, self.g_inv, c)
+
+    def _finish(self, quad: np.ndarray, total: np.ndarray, weighted: np.ndarray) -> np.ndarray:
+        """(S2)/(S3): ``n quad - total^2 / n`` or ``n quad - weighted`` (``sum t g^2``), floored at 0."""
+        out = self.n * quad - (total * total / self.n if self.kind == "multinomial" else weighted)
+        return np.maximum(out, 0.0)
+
+    def variance(self, gradient: np.ndarray) -> float:
+        """Variance of ``gradient . t_hat`` (the delta method for a smooth function
+        whose gradient is given); NaN if it is not identifiable or not computed."""
+        g = np.asarray(gradient, dtype=float)
+        if not self.available or not self.identifiable(g):
+            return math.nan
+        c = self.q_pinv @ self._to_blocks(g)
+        quad = float(np.einsum("iy,yij,jy->", c, self.g_inv, c))
+        t = self.counts
+        return float(self._finish(np.array(quad), np.array(np.sum(g * t)), np.array(np.sum(t * g * g))))
+
+    def group_variances(self, indicators: np.ndarray) -> np.ndarray:
+        """Variances of the totals of groups of perturbed cells (columns of a
+        0/1 matrix, perturbed cells x m), within each unperturbed cell: (m, K_Y)."""
+        if not self.available:
+            return np.full((indicators.shape[1], self.k_y), np.nan)
+        total = indicators.T @ self._to_blocks(self.counts)
+        return self._finish(self._quad(indicators), total, total)
+
+    def cell_variances(self, identifiable: np.ndarray) -> np.ndarray:
+        """Variance of every identifiable cell's count, NaN elsewhere."""
+        if not self.available:
+            return np.full(self.shape, np.nan)
+        t = self._to_blocks(self.counts)
+        var = self._from_blocks(self._finish(self._quad(np.eye(self.k_p)), t, t))
+        return np.where(identifiable, var, np.nan)
+
+    def share_variances(self, group_axes: Sequence[int], identifiable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Shares ``t_c / b_g`` within the groups of ``group_axes`` (all records
+        when empty) and their delta-method variances, NaN where not identifiable
+        (or, with groups, for more than :data:`MAX_SHARE_CELLS` cells)."""
+        t = self.counts
+        inner = tuple(a for a in range(t.ndim) if a not in set(group_axes))
+        b = t.sum(axis=inner, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(b != 0, t / b, np.nan)
+        if not group_axes:
+            return r, self.cell_variances(identifiable) / float(self.n) ** 2
+        var = np.full(t.shape, np.nan)
+        if t.size > MAX_SHARE_CELLS:
+            return r, var
+        for idx in np.ndindex(t.shape):
+            group = np.zeros(t.shape, dtype=bool)
+            group[tuple(slice(None) if a in inner else idx[a] for a in range(t.ndim))] = True
+            bg = float(b[tuple(0 if a in inner else idx[a] for a in range(t.ndim))])
+            if bg <= 0:
+                continue
+            grad = -r[idx] * group / bg
+            grad[idx] += 1.0 / bg
+            var[idx] = self.variance(grad)
+        return r, var
+
+
+@dataclass(frozen=True, eq=False)
+class GroupEstimate:
+    """The estimated total of cells that cannot be told apart (identifiable).
+
+    members: per axis of the table, the indices of the categories in the group
+    estimate: the estimated original count of the group (records)
+    se: its standard error (NaN if the table is too large for it)
+    """
+
+    members: tuple[tuple[int, ...], ...]
+    estimate: float
+    se: float
+
+
+@dataclass(frozen=True, eq=False)
+class TableIdentifiability:
+    """What a table with a singular matrix lets one estimate, and the estimates.
+
+    axes: per axis, its :class:`IdentifiabilityResult` (``None`` if unperturbed)
+    identifiable: per cell, whether its count is identifiable
+    groups: the identifiable totals of groups of cells that cannot be told apart
+    covariance: covariance of identifiable linear quantities
+    """
+
+    axes: tuple[IdentifiabilityResult | None, ...]
+    identifiable: np.ndarray
+    groups: tuple[GroupEstimate, ...]
+    covariance: IdentifiableCovariance
+
+    @property
+    def message(self) -> str:
+        """One line per singular axis, joined: what cannot be told apart."""
+        return self.message_for([f"axis {a}" for a in range(len(self.axes))])
+
+    def message_for(self, names: Sequence[str]) -> str:
+        """:attr:`message` with the axes called by ``names`` (e.g. the variables)."""
+        parts = [f"{name}: {res.message}" for name, res in zip(names, self.axes) if res is not None and res.singular]
+        if not self.covariance.available:
+            parts.append(f"standard errors are not computed for a singular table this large (over {MAX_WORK:g} "
+                         "operations); tabulate fewer variables")
+        return "; ".join(parts)
+
+
+def table_identifiability(
+    matrices: Sequence[PramMatrix | None], fitted: np.ndarray, counts: np.ndarray, n: int, kind: str
+) -> TableIdentifiability:
+    """Identifiable cells, group totals and their standard errors for an MLE on a singular table.
+
+    ``fitted`` are the fitted released proportions ``M^T p_hat`` and ``counts``
+    the MLE ``n p_hat``; the totals of the groups (products over the axes of a
+    group of indistinguishable categories, or a single category) are the same
+    at every maximiser of the likelihood.
+    """
+    axes = tuple(None if m is None else identifiability(m) for m in matrices)
+    cov = IdentifiableCovariance([None if m is None else m.matrix for m in matrices], fitted, counts, n, kind)
+    ident = np.ones(counts.shape, dtype=bool)
+    parts: list[list[tuple[int, ...]]] = []
+    for a in cov.perturbed:
+        res = axes[a]
+        grouped = {i for g in res.groups for i in g.indices}
+        ident &= np.array([i not in grouped for i in range(counts.shape[a])]).reshape(
+            [-1 if b == a else 1 for b in range(counts.ndim)])
+        parts.append([g.indices for g in res.groups] + [(i,) for i in range(res.size) if i not in grouped])
+    combos = [c for c in itertools.product(*parts) if any(len(p) > 1 for p in c)]
+    groups: list[GroupEstimate] = []
+    if combos:
+        sizes = [counts.shape[a] for a in cov.perturbed]
+        ind = np.zeros((cov.k_p, len(combos)))
+        for col, combo in enumerate(combos):
+            ind[np.ravel_multi_index(np.array(list(itertools.product(*combo))).T, sizes), col] = 1.0
+        totals = ind.T @ cov._to_blocks(counts)
+        var = cov.group_variances(ind)
+        other_shape = [counts.shape[a] for a in cov.other]
+        for col, combo in enumerate(combos):
+            for y, yidx in enumerate(np.ndindex(*other_shape)):
+                members: list[tuple[int, ...]] = [()] * counts.ndim
+                for a, p in zip(cov.perturbed, combo):
+                    members[a] = tuple(p)
+                for a, i in zip(cov.other, yidx):
+                    members[a] = (i,)
+                groups.append(GroupEstimate(tuple(members), float(totals[col, y]), float(np.sqrt(var[col, y]))))
+    return TableIdentifiability(axes, ident, tuple(groups), cov)

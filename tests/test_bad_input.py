@@ -1,0 +1,224 @@
+"""Bad input, table-driven, over every command and option.
+
+Every case must give: exit status 2, exactly one line on stderr (no
+traceback, no usage block), the input files unchanged and nothing written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyreadstat
+import pytest
+
+from pramkit.cli import main
+from pramkit.design.classic import randomized_response
+from pramkit.manifest import Manifest
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def d(tmp_path_factory) -> Path:
+    """A folder of inputs, good and bad; the cases only read it."""
+    d = tmp_path_factory.mktemp("bad_input")
+    rng = np.random.default_rng(2)
+    n = 2000
+    frame = pd.DataFrame({
+        "region": rng.integers(1, 4, n), "sex": rng.choice(["m", "f"], n),
+        "age": rng.integers(0, 90, n), "w": rng.uniform(50, 150, n).round(2),
+    })
+    frame.to_csv(d / "data.csv", index=False)
+    (d / "data.xlsx").write_text("not a table")
+    (d / "ragged.csv").write_text("region,sex\n1,m\n2,f,9\n")
+    (d / "empty.csv").write_text("")
+    (d / "header_only.csv").write_text("region,sex\n")
+    (d / "unknown.csv").write_text("region,sex\n1,m\n7,f\n")
+    (d / "nocol.csv").write_text("area,sex\n1,m\n")
+    (d / "dup.csv").write_text("region,region\n1,2\n")
+    (d / "folder.csv").mkdir()
+    (d / "na.csv").write_text("region,sex\n1,m\nNA,f\n2,m\n")
+    q = pd.DataFrame({"q": [1.0, 2.0, 9.0, 3.0] * 10})
+    pyreadstat.write_sav(q, str(d / "q.sav"), missing_ranges={"q": [9]})
+
+    manifest = Manifest.of({"region": randomized_response([1, 2, 3], 1.0), "sex": randomized_response(["m", "f"], 0.5)})
+    manifest.write(d / "m.json")
+    Manifest.of({"region": randomized_response([1, 2, 3], 2.0)}).write(d / "other.json")
+    Manifest.of({"region": randomized_response([1, 2, "NA"], 1.0)}).write(d / "m_na.json")
+    Manifest.of({"q": randomized_response([1, 2, 3, 9], 1.0)}).write(d / "m_q9.json")
+    text = json.loads((d / "m.json").read_text())
+    rows = json.loads(json.dumps(text))
+    rows["variables"][0]["matrix"][0] = [0.5, 0.2, 0.2]
+    (d / "rows.json").write_text(json.dumps(rows))
+    neg = json.loads(json.dumps(text))
+    neg["variables"][1]["matrix"] = [[1.2, -0.2], [0.5, 0.5]]
+    (d / "neg.json").write_text(json.dumps(neg))
+    (d / "format.json").write_text(json.dumps({**text, "format": "something-else"}))
+    (d / "novars.json").write_text(json.dumps({**text, "variables": []}))
+    (d / "eps.json").write_text(json.dumps({**text, "record_epsilon": 99}))
+    (d / "nan.json").write_text((d / "m.json").read_text().replace('"record_epsilon": 1.5', '"record_epsilon": NaN'))
+    (d / "list.json").write_text("[1, 2]")
+
+    assert main(["keygen", str(d / "key")]) == 0
+    (d / "short_key").write_bytes(b"\x01\x02\x03")
+    (d / "odd_hex_key").write_text("a" * 65 + "\n")
+    (d / "short_hex_key").write_text("ab" * 20 + "\n")
+    (d / "blank_key").write_text("  \n")
+    (d / "key_folder").mkdir()
+    (d / "key_folder" / "keep").write_text("x")
+    assert main(["apply", str(d / "data.csv"), "--manifest", str(d / "m.json"), "--out", str(d / "released.csv"),
+                 "--key-file", str(d / "key"), "--quiet"]) == 0
+    (d / "exists.csv").write_text("precious")
+    (d / "exists.png").write_bytes(b"precious")
+    return d
+
+
+def cases(d: Path) -> list[tuple[list, str]]:
+    data, m, key, rel = d / "data.csv", d / "m.json", d / "key", d / "released.csv"
+    apply = ["apply", data, "--manifest", m, "--out"]
+    risk = ["risk", data, "--keys", "region,sex", "--sampling-fraction", "0.1"]
+    est = ["estimate", rel, "--manifest", m, "--vars"]
+    design = ["design", data, "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies", "--out"]
+    report = ["report", data, "--manifest", m, "--released", rel, "--keys", "region,sex", "--out"]
+    return [
+        # ---- apply: the data file
+        (["apply", d / "absent.csv", "--manifest", m, "--out", d / "o.csv"], "does not exist"),
+        (["apply", d / "empty.csv", "--manifest", m, "--out", d / "o.csv"], "empty"),
+        (["apply", d / "header_only.csv", "--manifest", m, "--out", d / "o.csv"], "no data rows"),
+        (["apply", d / "ragged.csv", "--manifest", m, "--out", d / "o.csv"], "line 3"),
+        (["apply", d / "unknown.csv", "--manifest", m, "--out", d / "o.csv"], "value '7'"),
+        (["apply", d / "nocol.csv", "--manifest", m, "--out", d / "o.csv"], "'region'"),
+        (["apply", d / "dup.csv", "--manifest", m, "--out", d / "o.csv"], "duplicate column"),
+        (["apply", d / "data.xlsx", "--manifest", m, "--out", d / "o.csv"], "suffix"),
+        (["apply", d / "folder.csv", "--manifest", m, "--out", d / "o.csv"], "folder"),
+        # ---- apply: the manifest
+        (apply[:3] + [d / "absent.json", "--out", d / "o.csv"], "does not exist"),
+        (apply[:3] + [d / "ragged.csv", "--out", d / "o.csv"], "not valid JSON"),
+        (apply[:3] + [d / "rows.json", "--out", d / "o.csv"], "sums to"),
+        (apply[:3] + [d / "neg.json", "--out", d / "o.csv"], "negative"),
+        (apply[:3] + [d / "format.json", "--out", d / "o.csv"], "'format'"),
+        (apply[:3] + [d / "novars.json", "--out", d / "o.csv"], "'variables'"),
+        (apply[:3] + [d / "eps.json", "--out", d / "o.csv"], "record_epsilon"),
+        (apply[:3] + [d / "nan.json", "--out", d / "o.csv"], "NaN"),
+        (apply[:3] + [d / "list.json", "--out", d / "o.csv"], "JSON object"),
+        (["apply", d / "na.csv", "--manifest", d / "m_na.json", "--out", d / "o.csv"], "missing-value code"),
+        (["apply", d / "q.sav", "--manifest", d / "m_q9.json", "--out", d / "o.sav"], "user-missing"),
+        # ---- apply: the key file
+        (apply + [d / "o.csv", "--key-file", d / "no_key"], "does not exist"),
+        (apply + [d / "o.csv", "--key-file", d / "short_key"], "at least 32"),
+        (apply + [d / "o.csv", "--key-file", d / "odd_hex_key"], "odd number"),
+        (apply + [d / "o.csv", "--key-file", d / "short_hex_key"], "at least 32"),
+        (apply + [d / "o.csv", "--key-file", d / "blank_key"], "empty"),
+        (apply + [d / "o.csv", "--key-file", d / "key_folder"], "folder"),
+        # ---- apply: the output and options
+        (apply + [d / "exists.csv"], "--force"),
+        (apply + [d / "folder.csv", "--force"], "directory"),
+        (apply + [d / "o.xlsx"], "suffix"),
+        (apply + [d / "absent_dir" / "o.csv"], "does not exist"),
+        (apply + [data, "--force"], "would overwrite the input"),
+        (apply + [d / "o.csv", "--chunk-rows", "0"], "at least 1"),
+        (apply + [d / "o.csv", "--chunk-rows", "many"], "invalid int value"),
+        (apply + [d / "o.csv", "--engine", "gpu"], "invalid choice"),
+        (apply + [d / "o.dta", "--engine", "spark"], "CSV and Parquet"),
+        (["apply", d / "q.sav", "--manifest", m, "--out", d / "o.csv", "--engine", "spark"], "CSV and Parquet"),
+        (["apply", data, "--out", d / "o.csv"], "required: --manifest"),
+        (apply + [d / "o.csv", "--bogus"], "unrecognized arguments"),
+        # ---- inspect
+        (["inspect", d / "absent.json"], "does not exist"),
+        (["inspect", d / "ragged.csv"], "not valid JSON"),
+        (["inspect", d / "format.json"], "'format'"),
+        (["inspect", d / "rows.json"], "sums to"),
+        (["inspect"], "required"),
+        # ---- keygen
+        (["keygen", key], "never overwritten"),
+        (["keygen", data], "never overwritten"),
+        (["keygen", d / "absent_dir" / "k"], "does not exist"),
+        (["keygen"], "required"),
+        # ---- reproduce
+        (["reproduce", "nobody2099", "--out", d / "r"], "unknown reproduction"),
+        (["reproduce", "ruiz", "--out", data], "not a folder"),
+        (["reproduce", "ruiz"], "required: --out"),
+        # ---- estimate
+        (["estimate", d / "absent.csv", "--manifest", m, "--vars", "sex"], "does not exist"),
+        (["estimate", rel, "--manifest", d / "absent.json", "--vars", "sex"], "does not exist"),
+        (["estimate", rel, "--manifest", d / "other.json", "--vars", "sex"], "another manifest"),
+        (est + ["height"], "height"),
+        (est + ["sex", "--by", "sex"], "twice"),
+        (est + ["sex", "--confidence", "1.5"], "between 0 and 1"),
+        (est + ["sex", "--confidence", "high"], "invalid float value"),
+        (est + ["sex", "--method", "magic"], "invalid choice"),
+        (est + ["sex", "--variance", "none"], "invalid choice"),
+        (["estimate", rel, "--vars", "sex"], "required: --manifest"),
+        # ---- risk
+        (["risk", d / "absent.csv", "--keys", "sex", "--sampling-fraction", "0.1"], "does not exist"),
+        (["risk", data, "--keys", " , ", "--sampling-fraction", "0.1"], "at least one"),
+        (["risk", data, "--keys", "sex,height", "--sampling-fraction", "0.1"], "height"),
+        (["risk", data, "--keys", "sex", "--sampling-fraction", "0"], "sampling fraction"),
+        (["risk", data, "--keys", "sex", "--sampling-fraction", "1.5"], "sampling fraction"),
+        (["risk", data, "--keys", "sex"], "required"),
+        (["risk", data, "--keys", "sex", "--sampling-fraction", "0.1", "--weights", "w"], "not allowed with"),
+        (["risk", data, "--keys", "sex", "--weights", "height"], "height"),
+        (risk + ["--original", data], "--original needs --manifest"),
+        (risk + ["--missing", "drop"], "invalid choice"),
+        (risk + ["--plot", d / "exists.png"], "--force"),
+        (risk + ["--plot", data, "--force"], "would overwrite the input"),
+        (risk + ["--plot", d / "absent_dir" / "fit.png"], "does not exist"),
+        (["risk", rel, "--keys", "region,sex", "--sampling-fraction", "0.1", "--manifest", d / "other.json"],
+         "another manifest"),
+        # ---- design (one line already before this work)
+        (["design", "--probs", "0.5,0.6", "--epsilon", "1"], "sum"),
+        (["design", "--probs", "0.5,-0.5,1", "--epsilon", "1"], "negative"),
+        (["design", "--probs", "0.5,0.5", "--epsilon", "fast"], "invalid float value"),
+        (["design", "--probs", "0.5,0.5", "--method", "magic"], "invalid choice"),
+        (["design", d / "absent.csv", "--vars", "sex", "--epsilon", "1", "--out", d / "o.json"], "does not exist"),
+        (design + [d / "exists.csv"], "--force"),
+        (design + [data, "--force"], "would overwrite the input"),
+        (design + [d / "absent_dir" / "o.json"], "does not exist"),
+        (["design", data, "--vars", "height", "--epsilon", "2", "--exact-frequencies", "--out", d / "o.json"], "height"),
+        # ---- report
+        (["report", d / "absent.csv", "--manifest", m, "--released", rel, "--keys", "sex", "--out", d / "r.html"],
+         "does not exist"),
+        (report[:7] + [" ", "--out", d / "r.html"], "at least one"),
+        (report + [d / "exists.csv"], "--force"),
+        (report + [d / "r.html", "--sampling-fraction", "x"], "invalid float value"),
+        (["report", data, "--manifest", m, "--keys", "sex", "--out", d / "r.html"], "required: --released"),
+        # ---- demo
+        (["demo", "--rows", "0", "--out", d / "demo"], "at least 1"),
+        (["demo", "--rows", "many", "--out", d / "demo"], "invalid int value"),
+        (["demo", "--out", d / "demo", "--key-file", d / "short_key"], "at least 32"),
+        # ---- the command itself
+        ([], "required"),
+        (["frobnicate"], "invalid choice"),
+    ]
+
+
+def _ids() -> list[str]:
+    return [f"{i:02d}-{' '.join(str(a) for a in args[:1])}" for i, (args, _) in enumerate(cases(Path("/x")))]
+
+
+@pytest.mark.parametrize("index", range(len(cases(Path("/x")))), ids=_ids())
+def test_bad_input(d: Path, capsys, index: int) -> None:
+    args, message = cases(d)[index]
+    before = digests(d)
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, (args, err)
+    assert len(lines) == 1 and "Traceback" not in err, (args, err)
+    assert message in lines[0], (args, lines[0])
+    assert lines[0].startswith("pramkit"), lines[0]
+    assert digests(d) == before, (args, "an input changed or a file was written")
+    assert not any(".pramkit-tmp." in p.name for p in d.rglob("*"))
+
+
+def test_enough_cases() -> None:
+    assert len(cases(Path("/x"))) >= 60
