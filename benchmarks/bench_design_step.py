@@ -4,8 +4,9 @@ On the census demo (953 076 persons; age, sex, marital status), for record budge
 E = 1, 2, 4, 6 and several shares of E spent on the design step's DP counts, the
 information I(X; Z) kept on the exact frequencies (summed over the three variables, nats) by:
 
-* the DP-count design: DP-optimal matrices designed on noisy counts at epsilon share * E,
-  the rest of E split equally over the variables (mean and range over REPEATS draws);
+* the DP-count design: DP-optimal matrices designed on noisy counts, the rest of E split
+  equally over the variables (mean and range over REPEATS draws), with the default design
+  budget (:func:`pramkit.ledger.default_design_epsilon`) and with fixed shares of E;
 * the exact-p design: the same at the whole budget, designed on the exact frequencies
   (not publishable: the reference it is measured against);
 * randomized response at E / 3 per variable (data-free: no design step).
@@ -27,7 +28,7 @@ from pramkit.design.release import design_release
 
 VARS = ["age", "sex", "marital_status"]
 BUDGETS = (1.0, 2.0, 4.0, 6.0)
-SHARES = (0.05, 0.1, 0.2)
+SHARES = (None, 0.01, 0.1)
 
 
 def main() -> None:
@@ -44,17 +45,23 @@ def main() -> None:
         return manifest.design_record.to_dict()["total_information_nats"]
 
     print(f"census: {args.rows:,} rows; information kept I(X;Z) summed over {', '.join(VARS)} [nats]")
-    print(f"{'E':>4} {'exact p':>9} {'rr':>8} " + " ".join(f"{f'share {s:g}: mean (min..max) ratio':>36}"
-                                                            for s in SHARES))
+    print(f"{'E':>4} {'exact p':>9} {'rr':>8} "
+          + " ".join(f"{('default' if s is None else f'share {s:g}') + ': mean (min..max) ratio':>36}"
+                     for s in SHARES))
     for budget in BUDGETS:
         exact = info(design_release(data, VARS, epsilon=budget, categories=codebook, exact_frequencies=True))
         rr = info(design_release(data, VARS, epsilon=budget, method="rr", categories=codebook))
         cells = []
         for share in SHARES:
-            got = np.array([info(design_release(data, VARS, epsilon=budget, design_epsilon=share * budget,
-                                                categories=codebook, rng=rng)) for _ in range(args.repeats)])
+            runs = [design_release(data, VARS, epsilon=budget, categories=codebook, rng=rng,
+                                   design_epsilon=None if share is None else share * budget)
+                    for _ in range(args.repeats)]
+            got = np.array([info(m) for m in runs])
+            if share is None:
+                default_eps = runs[0].ledger.design_epsilon
             cells.append(f"{got.mean():9.4f} ({got.min():.4f}..{got.max():.4f}) {got.mean() / exact:6.3f}")
-        print(f"{budget:4g} {exact:9.4f} {rr:8.4f} " + " ".join(f"{c:>36}" for c in cells))
+        print(f"{budget:4g} {exact:9.4f} {rr:8.4f} " + " ".join(f"{c:>36}" for c in cells)
+              + f"   default design epsilon {default_eps:.4g}")
     print(f"done in {time.perf_counter() - t0:.1f} s")
 
 

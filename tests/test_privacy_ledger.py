@@ -227,3 +227,121 @@ def test_design_bad_input_is_one_line(extra: list[str], message: str, tmp_path: 
     assert data.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["data.csv"] + (["prior.csv"] if any(x.startswith("PRIOR:") for x in extra) else []))
+
+
+#: The families that read frequencies, with their options and a record budget (None: the best
+#: bistochastic fit may release some values exactly, epsilon infinite, so no budget can hold it).
+READS_FREQUENCIES = [("dp", {}, 3.0), ("invariant", {"seed": 1}, 40.0),
+                     ("bistochastic-beta", {"beta": 0.5, "family": "best"}, None)]
+
+
+@pytest.mark.parametrize("method, options, budget", READS_FREQUENCIES)
+def test_every_family_that_reads_frequencies_keeps_them_out_of_the_manifest(method: str, options: dict,
+                                                                            budget: float | None) -> None:
+    a, _ = _neighbours(20_000)
+    m = design_release(a, VARS, epsilon=budget, design_epsilon=0.5, method=method, options=options,
+                       categories=CODEBOOK, rng=random.Random(8))
+    assert m.ledger.frequencies == "dp_counts" and m.ledger.design_epsilon == 0.5 and m.ledger.covers_everything
+    text = m.to_json()
+    for v, (counts, shares) in _exact_vectors(a).items():
+        assert not _contains_vector(text, counts, integer=True), (method, v)
+        assert not _contains_vector(text, shares, integer=False), (method, v)
+
+
+def test_the_noise_design_release_adds_is_geometric_at_its_stated_scale() -> None:
+    """The design step's noise, read off the ledger (noisy counts) against the private record
+    (exact counts), fits the discrete Laplace law at the ledger's epsilon, and the same test
+    rejects a scale 10 % off either way (the sample is large enough to tell)."""
+    from test_geometric import ALPHA, two_sided_pvalue
+
+    size = 400
+    data = pd.DataFrame({"x": np.random.default_rng(1).integers(0, size, 20_000).astype(str)})
+    noise, stated = [], set()
+    for seed in range(100):
+        m = design_release(data, ["x"], epsilon=1.0, design_epsilon=0.8, rng=random.Random(seed))
+        out = m.ledger.dp_counts["x"]
+        stated.add((out["epsilon"], out["sensitivity"]))
+        noise.append(np.asarray(out["noisy"]) - np.asarray(m.design_record.variables["x"]["counts"]))
+    ((epsilon, sensitivity),) = stated
+    assert epsilon <= 0.8 and sensitivity == 2
+    sample = np.concatenate(noise)
+    gamma = epsilon / sensitivity
+    assert two_sided_pvalue(sample, gamma) > ALPHA
+    for wrong in (gamma * 1.1, gamma / 1.1):
+        assert two_sided_pvalue(sample, wrong) < ALPHA
+
+
+def test_default_design_epsilon_reads_only_public_sizes_and_is_capped() -> None:
+    from pramkit.ledger import DEFAULT_DESIGN_SHARE, DEFAULT_NOISE_SHARE, default_design_epsilon
+
+    # the noise it buys: standard deviation 1 / (sqrt(2) sinh(eps_h / 4)) of each histogram
+    rows, cells = 953_076, [9, 2, 6]
+    total = default_design_epsilon(6.0, rows, cells)
+    for k in cells:
+        eps_h = total * k / sum(cells)
+        sd = 1.0 / (math.sqrt(2.0) * math.sinh(eps_h / 4.0))
+        assert sd <= DEFAULT_NOISE_SHARE * rows / k * (1 + 1e-9)
+    assert default_design_epsilon(1.0, 500, cells) == DEFAULT_DESIGN_SHARE * 1.0
+    a, b = _neighbours(4_000)
+    ma, mb = (design_release(d, VARS, epsilon=2.0, categories=CODEBOOK, rng=random.Random(1)) for d in (a, b))
+    assert ma.ledger.design_epsilon == mb.ledger.design_epsilon == default_design_epsilon(2.0, 4_000, [9, 2, 6])
+
+
+@pytest.mark.parametrize("extra", [
+    ["--method", "rr"],
+    ["--prior", "PRIOR"],
+])
+def test_design_epsilon_above_the_budget_is_refused_even_when_unspent(extra: list[str], tmp_path: Path,
+                                                                     capsys) -> None:
+    csv = tmp_path / "d.csv"
+    census(500, seed=1)[VARS].to_csv(csv, index=False)
+    prior = tmp_path / "prior.csv"
+    pd.DataFrame([(v, c, 1 + i) for v in VARS for i, c in enumerate(CENSUS_VARIABLES[v])],
+                 columns=["variable", "category", "frequency"]).to_csv(prior, index=False)
+    extra = [str(prior) if x == "PRIOR" else x for x in extra]
+    out = tmp_path / "m.json"
+    code = main(["design", str(csv), "--vars", ",".join(VARS), "--epsilon", "2", "--design-epsilon", "5",
+                 "--out", str(out), *extra])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "smaller than the record budget" in err[0]
+    assert not out.exists() and not list(tmp_path.glob("*.design-record.json"))
+
+
+def test_value_labels_of_a_spss_file_declare_the_categories(tmp_path: Path) -> None:
+    import pyreadstat
+
+    path = tmp_path / "d.sav"
+    frame = pd.DataFrame({"sex": [1.0, 2.0] * 500, "region": [1.0, 2.0, 3.0, 1.0] * 250, "x": [1.0, 5.0] * 500})
+    pyreadstat.write_sav(frame, str(path), missing_ranges={"sex": [9]}, variable_value_labels={
+        "sex": {1: "male", 2: "female", 9: "unknown"}, "region": {1: "n", 2: "s", 3: "e", 4: "w"},
+        "x": {1: "a", 2: "b"}})
+    m = design_release(path, ["sex", "region", "x"], epsilon=3.0, rng=random.Random(2))
+    # sex: the user-missing code 9 is not a category; region: 4 is declared though no record holds it;
+    # x: its labels do not list 5, so its categories come from the data and the ledger says so
+    assert m["sex"].matrix.categories == (1, 2) and m["region"].matrix.categories == (1, 2, 3, 4)
+    assert m.ledger.categories == {"sex": "declared", "region": "declared", "x": "data"}
+    assert not m.ledger.covers_everything and "x" in m.ledger.data_dependent[0]
+
+
+def test_inspect_shows_the_ledger_and_the_guarantee(tmp_path: Path, capsys) -> None:
+    a, _ = _neighbours(4_000)
+    m = design_release(a, VARS, epsilon=2.0, categories=CODEBOOK, rng=random.Random(3))
+    path = m.write(tmp_path / "m.json")
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "design epsilon" in out and "record epsilon: 2 (design step plus the perturbation)" in out
+    assert m.guarantee in out
+    assert main(["inspect", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["design_epsilon"] == m.ledger.design_epsilon and info["guarantee"] == m.guarantee
+    assert info["record_epsilon"] == m.record_epsilon <= 2.0
+    assert [v["name"] for v in info["variables"]] == VARS
+
+
+def test_recognition_manifest_publishes_no_figure_of_the_exact_counts() -> None:
+    from pramkit.design.release import design_recognition
+
+    m = design_recognition(census(3_000, seed=4), ["sex", "marital_status"], alpha=0.5, combinations=2)
+    design = m.to_dict()["variables"][0]["design"]
+    assert design["objective"] is None and design["certificate"] is None
+    assert "worst_posterior" in m.design_record.to_dict()

@@ -52,6 +52,37 @@ class CountTable:
         axis = self.columns.index(column)
         return self.counts.sum(axis=tuple(i for i in range(self.counts.ndim) if i != axis))
 
+    def extended(self, column: str, categories: Sequence[Label]) -> "CountTable":
+        """The table with ``column``'s categories replaced by ``categories``, a superset of them
+        (cells of the new categories count 0); :class:`DataError` if a counted category is not listed.
+
+        Examples
+        --------
+        >>> t = CountTable(("x",), ((1, 3),), np.array([4, 2]), rows=6, missing=0)
+        >>> t.extended("x", [1, 2, 3]).counts.tolist()
+        [4, 0, 2]
+        """
+        axis = self.columns.index(column)
+        where = {canonical(c): i for i, c in enumerate(categories)}
+        found = [where.get(canonical(c)) for c in self.categories[axis]]
+        if None in found:
+            absent = [c for c, i in zip(self.categories[axis], found) if i is None]
+            raise DataError(f"column {column!r} holds {absent}, which its declared categories do not list")
+        shape = list(self.counts.shape)
+        shape[axis] = len(categories)
+        index: list[Any] = [slice(None)] * self.counts.ndim
+        index[axis] = np.asarray(found, dtype=np.intp)
+
+        def spread(a: np.ndarray) -> np.ndarray:
+            out = np.zeros(shape, dtype=a.dtype)
+            out[tuple(index)] = a
+            return out
+
+        cats = list(self.categories)
+        cats[axis] = tuple(categories)
+        return CountTable(self.columns, tuple(cats), spread(self.counts), self.rows, self.missing,
+                          None if self.weight_sums is None else spread(self.weight_sums))
+
     def proportions(self, column: str) -> np.ndarray:
         m = self.margin(column).astype(float)
         total = m.sum()

@@ -269,6 +269,55 @@ def _read_stat(path: Path, fmt: str,
     return frame, labels, missing
 
 
+def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """The categories a Stata or SPSS file declares for ``columns``: the codes of their value labels.
+
+    Value labels are the file's codebook, written by its producer, not counted from its records;
+    codes declared user-missing (SPSS) are left out.  CSV and Parquet files declare none (``{}``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd, pyreadstat
+    >>> f = str(pathlib.Path(tempfile.mkdtemp()) / "a.sav")
+    >>> pyreadstat.write_sav(pd.DataFrame({"sex": [1.0, 2.0]}), f, missing_ranges={"sex": [9]},
+    ...                      variable_value_labels={"sex": {1: "male", 2: "female", 9: "unknown"}})
+    >>> value_label_categories(f, ["sex"])
+    {'sex': (1, 2)}
+    """
+    from pramkit.codebook import sort_labels
+
+    p = _existing(path)
+    fmt = table_format(p)
+    if fmt not in ("stata", "spss"):
+        return {}
+    import pyreadstat
+
+    reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
+    extra = {"user_missing": True} if fmt == "spss" else {}
+    try:
+        _, meta = reader(str(p), metadataonly=True, **extra)
+    except Exception as exc:  # pyreadstat raises its own ReadstatError and others
+        raise DataError(f"cannot read {fmt} file {str(p)!r}: {exc}") from None
+    labels = meta.variable_value_labels or {}
+    ranges = getattr(meta, "missing_ranges", None) or {}
+    out: dict[str, tuple[Any, ...]] = {}
+    for name in columns:
+        if not labels.get(name):
+            continue
+        missing = [(r["lo"], r["hi"]) for r in ranges.get(name, [])]
+        codes = [c for c in labels[name] if not any(_between(c, lo, hi) for lo, hi in missing)]
+        if codes:
+            out[name] = tuple(sort_labels(codes))
+    return out
+
+
+def _between(value: Any, lo: Any, hi: Any) -> bool:
+    try:
+        return bool(lo <= value <= hi)
+    except TypeError:
+        return False
+
+
 def read_table(
     path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
 ) -> pd.DataFrame:

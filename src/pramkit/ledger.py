@@ -37,9 +37,12 @@ from typing import Any, Literal, Mapping, Sequence
 from pramkit.errors import ManifestError, ParameterError
 from pramkit.privacy.epsilon import record_epsilon
 
-#: Share of the record budget spent on the DP counts of a data-dependent design
-#: when ``design_epsilon`` is not given (measured in docs/privacy.md).
+#: Largest share of the record budget that the default design step spends
+#: (measured in docs/privacy.md).
 DEFAULT_DESIGN_SHARE = 0.1
+#: The default design step aims for noise whose standard deviation is at most this
+#: share of a histogram's mean count n / K (docs/privacy.md).
+DEFAULT_NOISE_SHARE = 0.05
 
 #: Where a design's frequencies came from.
 FrequencySource = Literal["dp_counts", "prior", "none", "exact"]
@@ -79,7 +82,7 @@ class Ledger:
     Examples
     --------
     >>> led = Ledger(design_epsilon=0.1, frequencies="dp_counts", categories={"sex": "declared"})
-    >>> led.total([0.45, 0.45]) <= 1.0
+    >>> led.total(split_within(1.0, 0.1, [1, 1])) <= 1.0
     True
     >>> led.covers_everything
     True
@@ -179,6 +182,43 @@ class Ledger:
                        categories=cats, data_dependent=tuple(dep), dp_counts=counts)
         except ParameterError as exc:
             raise ManifestError(f"field 'ledger': {exc}") from None
+
+
+def default_design_epsilon(budget: float, rows: int, cells: Sequence[int]) -> float:
+    """The design step's default budget: just enough for accurate counts, at most a tenth of the budget.
+
+    The design's histograms (``cells[h]`` categories each) share the design budget equally
+    and each gets the geometric mechanism at ``eps_h`` with L1 sensitivity 2, whose noise
+    has standard deviation ``1 / (sqrt(2) sinh(eps_h / 4)) <= 2 sqrt(2) / eps_h``.  Asking
+    for at most ``DEFAULT_NOISE_SHARE`` of the mean count ``rows / cells[h]`` gives
+    ``eps_h = 2 sqrt(2) cells[h] / (DEFAULT_NOISE_SHARE * rows)``; the default is their sum,
+    capped at ``DEFAULT_DESIGN_SHARE * budget``.  It reads only public quantities: the
+    number of rows (the released file has as many) and the number of categories
+    (declared, or marked as data-derived by the ledger).
+
+    Parameters
+    ----------
+    budget : float
+        The record budget, nats.
+    rows : int
+        Rows of the file.
+    cells : sequence of int
+        Categories of each histogram the design reads.
+
+    Returns
+    -------
+    float
+        The design epsilon, nats, with 12 significant digits at most.
+
+    Examples
+    --------
+    >>> default_design_epsilon(6.0, 953_076, [9, 2, 6])  # the census demo: 0.02 % of the budget
+    0.0010090121065
+    >>> default_design_epsilon(1.0, 2_000, [9, 2, 6])    # a small file: the cap, a tenth
+    0.1
+    """
+    need = math.fsum(2.0 * math.sqrt(2.0) * k / (DEFAULT_NOISE_SHARE * max(int(rows), 1)) for k in cells)
+    return float(f"{min(DEFAULT_DESIGN_SHARE * budget, need):.12g}")
 
 
 def fmt_epsilon(eps: float) -> str:

@@ -176,6 +176,39 @@ class Manifest:
         """Every perturbed column, in the order of the variables."""
         return [c for v in self.variables for c in v.columns]
 
+    def describe(self) -> dict[str, Any]:
+        """What the manifest guarantees, variable by variable, with the ledger (``pramkit inspect``).
+
+        Examples
+        --------
+        >>> from pramkit.design.classic import randomized_response
+        >>> d = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}).describe()
+        >>> [v["name"] for v in d["variables"]], d["design_epsilon"], "guarantee" in d
+        (['sex'], 0.0, True)
+        """
+        ledger = None if self.ledger is None else self.ledger.to_dict([v.epsilon for v in self.variables])
+        return {
+            "variables": [
+                {
+                    "name": v.name,
+                    "columns": list(v.columns),
+                    "categories": [list(c) if isinstance(c, tuple) else c for c in v.matrix.categories],
+                    "epsilon": epsilon_to_json(v.matrix.epsilon),
+                    "bistochastic": v.matrix.is_bistochastic,
+                    "min_diagonal": v.matrix.min_diagonal,
+                    "truthful": v.matrix.is_truthful,
+                    "missing": v.missing,
+                    "method": v.matrix.provenance.method,
+                }
+                for v in self.variables
+            ],
+            "perturbation_epsilon": epsilon_to_json(self.perturbation_epsilon),
+            "design_epsilon": 0.0 if self.ledger is None else self.ledger.design_epsilon,
+            "record_epsilon": epsilon_to_json(self.record_epsilon),
+            "ledger": ledger,
+            "guarantee": self.guarantee,
+        }
+
     def __getitem__(self, name: str) -> PerturbedVariable:
         for v in self.variables:
             if v.name == name:

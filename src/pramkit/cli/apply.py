@@ -68,7 +68,8 @@ def print_summary(result: ApplyResult) -> None:
         )
     if not result.variables:
         print(f"  perturbed: {', '.join(result.perturbed)} (changes are not counted on Spark)")
-    print(f"record epsilon: {figure(result.record_epsilon)} (sum over perturbed variables)")
+    print(f"record epsilon: {figure(result.record_epsilon)} (the manifest's: design step plus the perturbed "
+          "variables)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -48,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon-per-variable", metavar="V=E,...",
                    help="explicit per-variable budgets, e.g. age=1,sex=0.5 (instead of a split of --epsilon)")
     p.add_argument("--design-epsilon", type=float, metavar="E_D",
-                   help="budget of the design step's DP counts (default: 10 %% of --epsilon); part of --epsilon")
+                   help="budget of the design step's DP counts (default: enough for noise of 5 %% of a "
+                        "category's mean count, at most 10 %% of --epsilon); part of --epsilon")
     p.add_argument("--prior", type=Path, help="public frequencies (CSV: variable,category,frequency): the design "
                    "reads no data frequencies and spends no design budget")
     p.add_argument("--exact-frequencies", action="store_true",

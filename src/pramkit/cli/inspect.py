@@ -1,4 +1,4 @@
-"""``pramkit inspect M.json``: what a manifest guarantees, variable by variable."""
+"""``pramkit inspect M.json``: what a manifest guarantees, variable by variable, and its ledger."""
 
 from __future__ import annotations
 
@@ -12,43 +12,29 @@ from pramkit.manifest import Manifest
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inspect", help="show the privacy guarantees of a manifest",
                        description="Per variable: categories, epsilon, bistochastic, smallest diagonal entry; "
-                       "and the record's total epsilon.")
+                       "the design step's epsilon, the record's total epsilon and the guarantee sentence.")
     p.add_argument("manifest", type=Path, help="manifest JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
-def inspect_dict(manifest: Manifest) -> dict:
-    return {
-        "variables": [
-            {
-                "name": v.name,
-                "categories": list(v.matrix.categories),
-                "epsilon": v.matrix.epsilon,
-                "bistochastic": v.matrix.is_bistochastic,
-                "min_diagonal": v.matrix.min_diagonal,
-                "truthful": v.matrix.is_truthful,
-                "missing": v.missing,
-                "method": v.matrix.provenance.method,
-            }
-            for v in manifest.variables
-        ],
-        "record_epsilon": manifest.record_epsilon,
-    }
-
-
 def run(args: argparse.Namespace) -> int:
-    manifest = Manifest.read(args.manifest)
-    info = inspect_dict(manifest)
+    info = Manifest.read(args.manifest).describe()
     if args.json:
         print_json(info)
         return 0
-    width = max(len(v["name"]) for v in info["variables"])
+    width = max(len("variable"), *(len(v["name"]) for v in info["variables"]))
     print(f"{'variable':<{width}}  {'S':>4}  {'epsilon':>10}  {'min diag':>9}  bistochastic  method")
     for v in info["variables"]:
         print(
             f"{v['name']:<{width}}  {len(v['categories']):>4}  {figure(v['epsilon']):>10}  "
             f"{figure(v['min_diagonal']):>9}  {'yes' if v['bistochastic'] else 'no':<12}  {v['method']}"
         )
-    print(f"record epsilon: {figure(info['record_epsilon'])} (variables perturbed independently: the sum)")
+    print(f"perturbation epsilon: {figure(info['perturbation_epsilon'])} (the variables' sum)")
+    if info["ledger"] is not None:
+        ledger = info["ledger"]
+        print(f"design epsilon: {figure(info['design_epsilon'])} (frequencies: {ledger['frequencies']}"
+              + (f", prior {ledger['prior']!r}" if ledger["prior"] else "") + ")")
+    print(f"record epsilon: {figure(info['record_epsilon'])} (design step plus the perturbation)")
+    print(info["guarantee"])
     return 0

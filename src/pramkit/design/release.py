@@ -7,8 +7,9 @@ accounts for it:
    memory) over their categories: declared (a codebook), from a public prior,
    or read from the data (then the ledger says so);
 2. take the frequencies the design family needs (:mod:`pramkit.design.registry`):
-   through the geometric mechanism at ``design_epsilon`` (the default: a share
-   :data:`pramkit.ledger.DEFAULT_DESIGN_SHARE` of the record budget), from a
+   through the geometric mechanism at ``design_epsilon`` (the default,
+   :func:`pramkit.ledger.default_design_epsilon`: enough for noise of 5 % of a
+   histogram's mean count, at most a tenth of the record budget), from a
    public prior (no budget), or exactly (``exact_frequencies=True``: the ledger
    then says that no DP guarantee covers the design); data-free families read none;
 3. split what is left of the record budget ``epsilon`` over the variables
@@ -45,7 +46,7 @@ from pramkit.design.matrix_design import matrix_json, truthful_warnings
 from pramkit.design.registry import family
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.information import mutual_information
-from pramkit.ledger import DEFAULT_DESIGN_SHARE, Ledger, split_within
+from pramkit.ledger import Ledger, default_design_epsilon, split_within
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
@@ -162,13 +163,34 @@ def _declared(names: list[str], categories: Mapping[str, Sequence[Label]] | str 
     return declared, source
 
 
+def _labelled(data: Any, table: CountTable, source: dict[str, str], notes: list[str]) -> CountTable:
+    """Categories read from the data, replaced by the value labels a Stata or SPSS file declares
+    (its codebook) when they list every value found; ``source`` and ``notes`` say so."""
+    from pramkit.io import value_label_categories
+
+    undeclared = [n for n in table.columns if source[n] == "data"]
+    if not undeclared or not isinstance(data, (str, Path)):
+        return table
+    for n, labels in value_label_categories(data, undeclared).items():
+        try:
+            table = table.extended(n, labels)
+        except DataError as exc:
+            notes.append(f"the value labels of {n!r} were not used as its categories: {exc}")
+            continue
+        source[n] = "declared"
+        notes.append(f"the categories of {n!r} are the codes of its value labels in the file")
+    return table
+
+
 def _dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
                     rng: random.Random | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-    """Noisy counts of each histogram (geometric mechanism, L1 sensitivity 2 per histogram),
-    the design budget shared equally; returns the post-processed proportions and the DP outputs."""
+    """Noisy counts of each histogram (geometric mechanism, L1 sensitivity 2 per histogram), the
+    design budget shared in proportion to the histograms' cells (the same noise relative to a mean
+    count; :func:`pramkit.ledger.default_design_epsilon`); returns the post-processed proportions
+    and the DP outputs."""
     from pramkit.privacy.geometric import dp_counts
 
-    shares = split_within(epsilon, 0.0, [1.0] * len(margins))
+    shares = split_within(epsilon, 0.0, [float(len(c)) for c in margins.values()])
     ps: dict[str, np.ndarray] = {}
     outputs: dict[str, dict[str, Any]] = {}
     for (name, counts), eps in zip(margins.items(), shares):
@@ -223,7 +245,7 @@ def design_release(
     epsilon_per_variable : mapping, optional
         ``{variable: epsilon}``: explicit per-variable budgets instead of a split.
     design_epsilon : float, optional
-        Budget of the design step's DP counts (default: DEFAULT_DESIGN_SHARE of ``epsilon``).
+        Budget of the design step's DP counts (default: :func:`pramkit.ledger.default_design_epsilon`).
     prior : Prior or path, optional
         Public frequencies (and categories): no design budget is spent.
     categories : mapping or path, optional
@@ -287,29 +309,27 @@ def design_release(
     if exact_frequencies and prior is not None:
         raise ParameterError("give a prior or exact frequencies, not both")
     source = "none" if not reads else "prior" if prior is not None else "exact" if exact_frequencies else "dp_counts"
-    design_eps = 0.0
-    if source == "dp_counts":
-        if design_epsilon is None:
-            base = budget if budget is not None else math.fsum(per_var.values()) if per_var else None
-            if base is None:
-                raise ParameterError(f"method {method!r} reads frequencies: give epsilon (the record budget), "
-                                     "design_epsilon, or a public prior")
-            design_eps = float(f"{DEFAULT_DESIGN_SHARE * base:.12g}")  # 0.6, not 0.6000000000000001
-        else:
-            design_eps = _positive(design_epsilon, "design epsilon")
-        if budget is not None and not design_eps < budget:
-            raise ParameterError(f"the design epsilon {design_eps:g} must be smaller than the record budget "
-                                 f"{budget:g}, which also pays for the perturbation")
-    elif design_epsilon is not None:
+    if design_epsilon is not None:
         if isinstance(design_epsilon, bool) or not isinstance(design_epsilon, (int, float)) \
-                or not math.isfinite(design_epsilon) or design_epsilon < 0:
-            raise ParameterError(f"design epsilon must be a non-negative finite number, got {design_epsilon!r}")
-        why = {"none": f"method {method!r} reads no frequencies", "prior": "the design uses the public prior",
-               "exact": "the design uses the exact frequencies"}[source]
-        notes.append(f"design epsilon not spent: {why}")
+                or not math.isfinite(design_epsilon) or design_epsilon < 0 \
+                or (source == "dp_counts" and design_epsilon == 0):
+            raise ParameterError(f"design epsilon must be a {'positive' if source == 'dp_counts' else 'non-negative'}"
+                                 f" finite number, got {design_epsilon!r}")
+        if budget is not None and not design_epsilon < budget:
+            raise ParameterError(f"the design epsilon {design_epsilon:g} must be smaller than the record budget "
+                                 f"{budget:g}, which also pays for the perturbation")
+        if source != "dp_counts":
+            why = {"none": f"method {method!r} reads no frequencies", "prior": "the design uses the public prior",
+                   "exact": "the design uses the exact frequencies"}[source]
+            notes.append(f"design epsilon not spent: {why}")
+    base = budget if budget is not None else math.fsum(per_var.values()) if per_var else None
+    if source == "dp_counts" and design_epsilon is None and base is None:
+        raise ParameterError(f"method {method!r} reads frequencies: give epsilon (the record budget), "
+                             "design_epsilon, or a public prior")
 
     declared, cat_source = _declared(names, categories, prior)
     table, described, digest = _count(data, names, declared, quiet)
+    table = _labelled(data, table, cat_source, notes)
     exact_p = {n: table.proportions(n) for n in names}
     for n, cats in zip(names, table.categories):
         if len(cats) < 2:
@@ -324,6 +344,10 @@ def design_release(
     else:
         margins = {n: table.margin(n) for n in names}
         exact_design = exact_p
+    design_eps = 0.0
+    if source == "dp_counts":
+        design_eps = float(design_epsilon) if design_epsilon is not None else \
+            default_design_epsilon(base, table.rows, [len(c) for c in margins.values()])
     if source == "dp_counts":
         design_p, dp_outputs = _dp_frequencies(margins, design_eps, rng)
     elif source == "prior":
@@ -524,7 +548,9 @@ def design_recognition(
         data = read_table(data, columns=names)
     d = recognition_design_from_data(data, names, alpha=alpha, combinations=combinations, method=solver,
                                      gamma=gamma)
-    var = d.perturbed_variable()
+    designed = d.perturbed_variable()
+    # the loss, the worst posterior and the certificate are computed on the exact counts: private
+    var = dataclasses.replace(designed, matrix=_public(designed.matrix, exact=True))
     ledger = Ledger(frequencies="exact", categories={k: "data" for k in names}, data_dependent=(
         "the recognition design reads the exact joint frequencies of the keys, and the published joint matrix "
         "lists the key combinations that occur in the original file",))
@@ -550,7 +576,7 @@ def design_recognition(
         options={"alpha": alpha, "combinations": combinations, "solver": solver, "gamma": gamma},
         variables={var.name: {"categories": [list(c) for c in var.matrix.categories], "epsilon": var.epsilon,
                               "information_nats": info, "design_information_nats": None}},
-        matrices={var.name: var.matrix}, extra=extra,
+        matrices={var.name: designed.matrix}, extra=extra,
     )
     facts = {"method": "recognition", "split": "joint", "record_epsilon_budget": None, "design_epsilon": 0.0,
              "frequencies": "exact", "prior": None, "options": to_jsonable(record.options)}
