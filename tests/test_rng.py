@@ -127,6 +127,9 @@ def test_readable_key_file_warns(tmp_path: Path) -> None:
     path.chmod(0o644)
     with pytest.warns(PramkitWarning, match="can be read by other users"):
         SecretKey.from_file(path)
+    path.chmod(0o620)  # group may write, not read: said as it is
+    with pytest.warns(PramkitWarning, match="can be changed by other users"):
+        SecretKey.from_file(path)
 
 
 def test_key_file_is_private_from_the_start_and_complete(tmp_path: Path) -> None:

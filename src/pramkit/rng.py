@@ -145,8 +145,9 @@ class SecretKey:
             raise KeyFileError(file_error(exc, p, "read")) from None
         material = key_material(content, f"key file {str(p)!r}")
         if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+            can = "read" if mode & (stat.S_IRGRP | stat.S_IROTH) else "changed"
             warnings.warn(
-                f"key file {str(p)!r} can be read by other users (mode {stat.S_IMODE(mode):04o}); "
+                f"key file {str(p)!r} can be {can} by other users (mode {stat.S_IMODE(mode):04o}); "
                 f"make it private with: chmod 600 {p}", PramkitWarning, stacklevel=2,
             )
         return cls(material, f"key file {str(p)!r}", p)

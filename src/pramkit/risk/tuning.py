@@ -52,6 +52,11 @@ class TuningResult:
     monotone: whether the curve was non-decreasing on the grid
     at_upper_bound: the risk stays under the threshold on the whole range
     evaluations: risk evaluations made
+
+    The epsilon found is a function of the original file's exact risk, so publishing
+    a release at that epsilon (or the epsilon itself) publishes something computed from
+    the data that no DP mechanism covers: :attr:`data_dependent` says so in the ledger's
+    words (pass it to :class:`pramkit.ledger.Ledger` as ``data_dependent``).
     """
 
     epsilon: float
@@ -64,6 +69,13 @@ class TuningResult:
     monotone: bool
     at_upper_bound: bool
     evaluations: int
+
+    @property
+    def data_dependent(self) -> str:
+        """The ledger's plain-words statement of what the tuning reads from the data."""
+        return (f"the record epsilon was tuned so that the original file's {self.measure} risk stays under "
+                f"{self.threshold:g}, so the epsilon itself depends on the data and no DP guarantee covers "
+                "that choice")
 
 
 def randomized_response_design(categories: Mapping[str, Sequence]) -> Design:
