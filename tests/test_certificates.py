@@ -192,10 +192,17 @@ def check_certificate(cert: dict, objective: float, exact_design: Decimal, exact
 def test_module_doctests():
     import doctest
 
-    from pramkit.design import dp_general as general, dp_optimal as optimal, recognition
+    from pramkit import information
+    from pramkit.design import (
+        dp_general as general, dp_optimal as optimal, dp_variance, matrix_design, recognition, recognition_reductions,
+        registry,
+    )
 
     for module in (general, optimal, recognition):
         assert doctest.testmod(module).failed == 0
+    for module in (dp_variance, matrix_design, recognition_reductions, registry, information):
+        failed, tried = doctest.testmod(module)
+        assert tried > 0 and failed == 0, module.__name__
 
 
 # -- the general design ---------------------------------------------------------------------
@@ -325,6 +332,90 @@ def test_information_enclosures_contain_the_exact_value():
         dense = np.repeat(((1.0 - q) / (s - 1))[:, None], s, axis=1)
         np.fill_diagonal(dense, q)
         assert abs(Decimal(value) - exact_information(p, dense)) <= Decimal(error)
+
+
+def normalised_exact_information(p, matrix) -> Decimal:
+    """I(X; Z) for X ~ p / T, T the exact sum of the doubles p, in 700-digit decimal arithmetic
+    (I can be 1e-300 while its terms are of order 1)."""
+    total = sum((Fraction(float(x)) for x in p), Fraction(0))
+    with localcontext(Context(prec=700)):
+        shares = [Fraction(float(x)) / total for x in p]
+        pd = [Decimal(f.numerator) / Decimal(f.denominator) for f in shares]
+        md = [[Decimal(float(x)) for x in row] for row in matrix]
+        out = Decimal(0)
+        for z in range(len(md[0])):
+            r = sum((pd[x] * md[x][z] for x in range(len(md))), Decimal(0))
+            out += sum((pd[x] * md[x][z] * (md[x][z] / r).ln() for x in range(len(md))
+                        if md[x][z] > 0 and pd[x] > 0), Decimal(0))
+        return out
+
+
+def test_information_of_probabilities_whose_doubles_miss_one():
+    """p = (1e-60, 1) sums to 1 in floating point but to 1 + 1e-60 exactly: the information of
+    the doubles is -5.4e-61, that of the distribution p/T is 4.6e-61.  mutual_information is never
+    negative and matches the distribution's value."""
+    from pramkit.information import mutual_information
+
+    rng = np.random.default_rng(800)
+    m2 = np.array([[0.7310585786300049, 0.26894142136999516], [0.2689414213699951, 0.7310585786300049]])
+    cases = [(np.array([1e-60, 1.0]), m2), (np.array([1.0, 1e-300]), m2), (np.array([0.5, 0.5]), m2)]
+    for _ in range(60):
+        s = int(rng.integers(2, 6))
+        p = rng.dirichlet(np.full(s, 0.5))
+        if rng.uniform() < 0.3:
+            p[0] = 10.0 ** rng.uniform(-300, -20)
+        p = p / p.sum() * (1.0 + float(rng.choice([0.0, 1e-16, -1e-16, 1e-12, -3e-10])))
+        cases.append((p, rng.dirichlet(np.full(s, float(rng.choice([0.5, 5.0, 1e4]))), size=s)))
+    for p, m in cases:
+        exact = normalised_exact_information(p, m)
+        mi = mutual_information(p, m)
+        assert mi >= 0.0 and abs(Decimal(mi) - exact) <= Decimal(1e-14) * (1 + exact)
+    low, mid, high = normalise_information(*[cases[0][0]], -5.4e-61, -1e-28, -5.3e-61)
+    assert low == 0.0 and 4.6e-61 < high < 4.8e-61
+
+
+def test_restricted_recognition_bound_holds_for_any_multipliers():
+    """certified_lower_bound at any point with every s_g < 1 and any multipliers (zero, random,
+    negative) is at most f(y) of every feasible y of the program, both in fractions: random
+    programs, random exactly feasible points y (rejection sampling)."""
+    import scipy.sparse as sp
+
+    from pramkit.design.recognition_reductions import MAX_CHANGE, certified_lower_bound
+
+    rng = np.random.default_rng(700)
+
+    def f(y, w):
+        total = Fraction(0)
+        for wg, row in zip(w, y):
+            sg = sum(row, Fraction(0))
+            total += Fraction(wg) * ((1 + sum(v * v for v in row)) / (1 - sg) + sg - 1)
+        return total
+
+    checked = 0
+    for _ in range(30):
+        g, t, c = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        w = rng.integers(10, 60, g).astype(float)
+        member = rng.integers(-1, 2, (c, g, t))                         # a_tc - a_gc in {-1, 0, 1}
+        a = sp.csr_matrix((member * w[None, :, None]).reshape(c, g * t).astype(float))
+        alpha = float(rng.choice([0.1, 0.2, 0.05]))
+        margins = rng.integers(1, int(1 / alpha), c).astype(float)
+        need = [1 / Fraction(alpha) - Fraction(u) for u in margins]
+        x = rng.dirichlet(np.ones(t + 1), g)[:, :t] * rng.uniform(0, 0.99)
+        for lam in (None, rng.exponential(5.0, c), rng.normal(0, 3, c)):
+            bound = certified_lower_bound(x, w, a, margins, alpha, lam)
+            assert bound.certified      # (x need not be feasible: its f(x) may lie below the bound)
+            for _ in range(40):
+                y = rng.dirichlet(np.ones(t + 1), g)[:, :t] * rng.uniform(0, MAX_CHANGE)
+                yf = [[Fraction(v) for v in row] for row in y.tolist()]
+                flat = [v for row in yf for v in row]
+                rows = a.toarray()
+                if all(sum((Fraction(rows[i, j]) * flat[j] for j in range(g * t)), Fraction(0)) >= need[i]
+                       for i in range(c)):
+                    assert Fraction(bound.lower_bound) <= f(yf, w)
+                    checked += 1
+    assert checked > 100
+    outside = certified_lower_bound(np.array([[0.6, 0.5]]), np.array([10.0]), sp.csr_matrix((0, 2)), [], 0.1, None)
+    assert not outside.certified and outside.lower_bound is None
 
 
 def test_recognition_posterior_bound_holds_exactly():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from pramkit.design.dp_variance import (
 from pramkit.errors import PramkitError
 from pramkit.estimate import moment_estimate
 from pramkit.utility import l2_loss
+from test_epsilon_budget import BITS, exp_enclosure, ratio_vs_exp
 
 
 # -- references ---------------------------------------------------------------------------------
@@ -277,6 +279,112 @@ def test_every_box_bound_is_below_the_exact_variance():
     assert all(v > 10 for v in seen.values()), seen
 
 
+# -- the certificate's rounding: outward, checked in rational arithmetic ---------------------------
+
+def rational_psi(q: list[Fraction]) -> list[Fraction]:
+    """psi_k = sum_j M[k, j] ||(M^-1)[j, :]||^2 - 1 for the form (8) matrix of the rationals q,
+    exactly (Gauss-Jordan elimination in fractions)."""
+    s = len(q)
+    m = [[q[k] if j == k else (1 - q[k]) / (s - 1) for j in range(s)] for k in range(s)]
+    aug = [row[:] + [Fraction(int(i == k)) for i in range(s)] for k, row in enumerate(m)]
+    for col in range(s):
+        piv = next(r for r in range(col, s) if aug[r][col] != 0)
+        aug[col], aug[piv] = aug[piv], aug[col]
+        inv_p = 1 / aug[col][col]
+        aug[col] = [x * inv_p for x in aug[col]]
+        for r in range(s):
+            if r != col and aug[r][col] != 0:
+                f = aug[r][col]
+                aug[r] = [x - f * y for x, y in zip(aug[r], aug[col])]
+    norms = [sum(x * x for x in aug[j][s:]) for j in range(s)]
+    return [sum(m[k][j] * norms[j] for j in range(s)) - 1 for k in range(s)]
+
+
+def exactly_feasible(q: list[Fraction], epsilon: float) -> bool:
+    """Every column of the exact form (8) matrix has max / min < e^eps, proved (the reference
+    enclosure of e^eps of tests/test_epsilon_budget.py)."""
+    s = len(q)
+    for j in range(s):
+        col = [q[k] if k == j else (1 - q[k]) / (s - 1) for k in range(s)]
+        if min(col) <= 0 or ratio_vs_exp(max(col) / min(col), epsilon) != -1:
+            return False
+    return True
+
+
+def enclosing_box(values: list[Fraction]) -> np.ndarray:
+    """The (1, n) box of doubles, one ulp either side of the exact values."""
+    lo = [math.nextafter(float(v), -math.inf) for v in values]
+    hi = [math.nextafter(float(v), math.inf) for v in values]
+    assert all(Fraction(a) <= v <= Fraction(b) for a, b, v in zip(lo, hi, values))
+    return np.array([lo]), np.array([hi])
+
+
+def _feasible_next_to_rr(s: int, epsilon: float, rng, spread: bool) -> list[Fraction] | None:
+    """Doubles a few ulps below the keep probability of randomized response (``spread``: a random
+    number of ulps per category), then all lowered together until the exact matrix is epsilon-DP."""
+    q = [float(x) for x in np.full(s, rr(s, epsilon))]
+    for k, steps in enumerate(rng.integers(0, 4, s) if spread else np.zeros(s, dtype=int)):
+        for _ in range(int(steps)):
+            q[k] = math.nextafter(q[k], 0.0)
+    for _ in range(60):
+        exact = [Fraction(x) for x in q]
+        if exactly_feasible(exact, epsilon):
+            return exact
+        q = [math.nextafter(x, 0.0) for x in q]
+    return None
+
+
+@pytest.mark.parametrize("s", [3, 4, 5, 6])
+def test_box_bounds_hold_exactly_next_to_the_optimum(s):
+    """Next to randomized response the Lemma 6 and Lemma 8 bounds are tight: psi_k - bound is a
+    few ulps.  On a box one ulp wide around exactly feasible points a few ulps from it, every bound
+    is at most the point's psi_k in rational arithmetic (no tolerance): the outward rounding is
+    checked at the scale of an ulp (the same formulas evaluated with rounding to nearest and no
+    margin exceed psi_k at one of these points: S = 4, epsilon = 30, by 5.5e-18
+    relative)."""
+    rng = np.random.default_rng(40 + s)
+    checked = 0
+    for epsilon in (1e-3, 0.3, 1.0, math.log(2), 4.0, 30.0):
+        c = _Constants.of(s, epsilon)
+        _, _, evaluate = _evaluator(c, "three_categories" if s == 3 else "positive_definite")
+        for trial in range(8):
+            q = _feasible_next_to_rr(s, epsilon, rng, spread=trial > 0)
+            if q is None:
+                continue
+            psi = rational_psi(q)
+            sv = [Fraction(s) * (1 - x) / (s - 1) for x in q]          # s = 1 - d, exactly
+            for k in range(s if s == 3 else 1):
+                if s == 3:
+                    rest = sorted((j for j in range(3) if j != k), key=lambda j: sv[j])
+                    lo, hi = enclosing_box([sv[k], sv[rest[0]], sv[rest[1]]])
+                else:
+                    lo, hi = enclosing_box([sv[k]])
+                _, _, bound = evaluate(lo, hi)
+                assert bound.size == 1
+                assert Fraction(float(bound[0])) <= psi[k], (s, epsilon, k)
+                assert float(bound[0]) >= float(psi[k]) * (1 - 1e-6)      # and the bound is tight there
+                checked += 1
+    assert checked >= 30
+
+
+@pytest.mark.parametrize("s", [2, 3, 4, 7, 50])
+def test_constants_enclose_the_exact_values(s):
+    """t_lo <= e^eps <= t_hi, delta <= delta_hi, nu <= nu_hi and psi_lo <= psi_RR, proved against
+    the rational enclosure of e^eps of tests/test_epsilon_budget.py (each constant is monotone in
+    e^eps, so the comparison is one with e^eps)."""
+    for epsilon in (1e-9, 1e-3, 0.5, 1.0, 3.0, 40.0, 700.0):
+        c = _Constants.of(s, epsilon)
+        assert ratio_vs_exp(Fraction(c.t_lo), epsilon) == -1 and ratio_vs_exp(Fraction(c.t_hi), epsilon) == 1
+        d, n = Fraction(c.delta_hi), Fraction(c.nu_hi)
+        # delta <= D iff e^eps <= (1 + (S-1) D)/(1 - D);  nu <= N iff e^eps <= (1 + N)/(1 - (S-1) N)
+        assert d >= 1 or ratio_vs_exp((1 + (s - 1) * d) / (1 - d), epsilon) == 1      # (delta < 1 always)
+        assert (s - 1) * n >= 1 or ratio_vs_exp((1 + n) / (1 - (s - 1) * n), epsilon) == 1
+        # psi decreases in t = e^eps: its value at an upper bound of e^eps is below the exact one
+        t_hi = Fraction(exp_enclosure(epsilon)[1], 1 << BITS)
+        assert Fraction(c.psi_lo) <= (s - 1) * (2 * t_hi + s - 2) / (t_hi - 1) ** 2
+        assert c.psi_lo <= c.psi <= c.psi_lo * (1 + 1e-13) + 1e-300
+
+
 def test_regions_are_named():
     assert set(REGIONS) == {"positive_definite", "indefinite_top", "indefinite_bottom", "indefinite_middle",
                             "three_categories"}
@@ -425,3 +533,41 @@ def test_thousand_categories():
     m = dp_min_variance(rng.dirichlet(np.ones(1000)), 1.0)
     assert m.provenance.certificate["optimal"] and m.provenance.seconds < 10
     assert m.epsilon <= 1.0
+
+
+# -- the dp family's objective option (pramkit.design.registry) ----------------------------------
+
+def test_registry_objective_option():
+    from pramkit.design.registry import FAMILIES, dp_options
+    from pramkit.errors import ParameterError
+
+    dp = FAMILIES["dp"]
+    p, cats = np.array([0.05, 0.05, 0.9]), ["a", "b", "c"]
+    info = dp.build(cats, p, 1.0, {})
+    assert info.provenance.method == "dp_optimal" and dp.build(cats, p, 1.0, {"objective": "information"}) \
+        .provenance.method == "dp_optimal"
+    var = dp.build(cats, p, 1.0, {"objective": "variance"})
+    assert var.provenance.method == "dp_min_variance" and var.categories == tuple(cats)
+    np.testing.assert_array_equal(var.matrix, dp_min_variance(p, 1.0).matrix)
+    # independent check: randomized response's keep probability, and a finite loss where the
+    # information-optimal design is singular
+    np.testing.assert_allclose(var.diagonal, rr(3, 1.0), rtol=1e-14)
+    assert np.isinf(cator_l2(p, info.diagonal)[()]) and np.isfinite(cator_l2(p, var.diagonal)[()])
+    # the variance design does not depend on p: the family reads no frequencies for it
+    assert not dp.reads_frequencies({"objective": "variance"}) and dp.reads_frequencies({})
+    assert dp.takes_budget({"objective": "variance"})
+    np.testing.assert_array_equal(dp.build(cats, None, 1.0, {"objective": "variance"}).matrix, var.matrix)
+    truthful = dp.build(cats, p, 1.0, {"objective": "variance", "truthful": True})
+    assert truthful.provenance.certificate["truthful_required"] and truthful.provenance.certificate["optimal"]
+    np.testing.assert_array_equal(truthful.matrix, var.matrix)
+    assert dp_options({"form": None, "objective": None, "truthful": False}) == ("diagonal", "information", False)
+    for bad, message in (({"objective": "distance"}, "objective must be one of 'information', 'variance'"),
+                         ({"objective": "variance", "form": "general"}, "form 'diagonal'"),
+                         ({"form": "square"}, "form must be one of 'diagonal', 'general'"),
+                         ({"truthful": True, "form": "general"}, "diagonal form"),
+                         ({"truthful": "yes"}, "truthful must be True or False"),
+                         ({"target": 1}, "its options are truthful, form, objective")):
+        with pytest.raises(ParameterError, match=message):
+            dp.build(cats, p, 1.0, bad)
+        with pytest.raises(ParameterError, match=message):
+            dp.reads_frequencies(bad)

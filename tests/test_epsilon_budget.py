@@ -306,3 +306,126 @@ def test_within_budget_moves_only_what_rounding_put_out_of_budget():
         within_budget(np.eye(3), 1.0)
     with pytest.raises(ParameterError, match="rounding"):
         within_budget(randomized_response(range(4), 2.0).matrix, 1.0)
+
+
+# -- every family of the registry, exactly ---------------------------------------------------------
+
+def _family_options(name: str, s: int, rng: np.random.Generator, largest: int | None = None) -> dict:
+    """Random parameters of a family of FAMILIES that keep its epsilon finite (floors for the
+    families with zeros; no bandwidth for keep), for variables of ``s`` to ``largest`` categories."""
+    floor = float(rng.uniform(0.01, 1.0)) / (largest or s)
+    if name == "dp":
+        form = "general" if s <= 5 and rng.uniform() < 0.3 else "diagonal"
+        objective = "variance" if form == "diagonal" and rng.uniform() < 0.4 else "information"
+        return {"form": form, "objective": objective, "truthful": bool(form == "diagonal" and rng.uniform() < 0.3)}
+    if name == "invariant":
+        return {"pd": float(rng.uniform(0.5, 0.95)), "alpha": float(rng.uniform(0.1, 0.9)),
+                "diagonal": str(rng.choice(["uniform", "fixed"])), "seed": int(rng.integers(1000))}
+    if name == "keep":
+        return {"keep": float(rng.uniform(0.3, 0.95))}
+    if name == "rr":
+        return {} if rng.uniform() < 0.6 else {"beta": float(rng.uniform(0.2, 0.9))}
+    if name == "kanon":
+        return {"k": int(rng.integers(1, s + 1)), "gamma": floor}
+    if name == "tridiagonal":
+        return {"alpha": float(rng.uniform(0.05, 0.5)), "gamma": floor}
+    if name == "circulant":
+        return {"keep": float(rng.uniform(0.2, 0.95))}
+    if name == "bistochastic-beta":
+        return {"beta": float(rng.uniform(0.2, 0.9)), "family": str(rng.choice(["rr", "circulant"]))}
+    raise AssertionError(f"no parameters for the new family {name!r}: add them here")
+
+
+def test_every_family_states_an_upper_bound_on_its_exact_epsilon():
+    """Many random designs of every family of the registry: the stored epsilon is not below the
+    exact epsilon of the stored entries (and is the smallest such double); families designed to
+    a budget are within it exactly."""
+    from pramkit.design.registry import FAMILIES
+
+    rng = np.random.default_rng(11)
+    for name, fam in FAMILIES.items():
+        for _ in range(30 if name != "dp" else 60):
+            s = int(rng.integers(2, 9))
+            opts = _family_options(name, s, rng)
+            budget = _random_budget(rng) if fam.takes_budget(opts) else None
+            p = _random_p(rng, s) if fam.reads_frequencies(opts) else None
+            m = fam.build(list(range(s)), p, budget, opts)
+            assert_stated_is_tight_upper_bound(m.matrix, m.epsilon)
+            assert math.isfinite(m.epsilon), (name, opts)
+            if budget is not None:
+                assert m.epsilon <= budget
+                assert_exact_epsilon_within(m.matrix, budget)
+
+
+def test_dp_min_variance_designs_are_within_budget():
+    from pramkit.design.dp_variance import dp_min_variance
+
+    rng = np.random.default_rng(12)
+    budgets = [1e-6, 0.002, 700.0] + [_random_budget(rng) for _ in range(40)]
+    for i, budget in enumerate(budgets):
+        s = int(rng.integers(2, 40))
+        m = dp_min_variance(_random_p(rng, s), budget, truthful=i % 3 == 0)
+        _check_design(m, budget)
+
+
+def _release_data(rng: np.random.Generator, rows: int = 300):
+    import pandas as pd
+
+    return pd.DataFrame({"a": rng.choice(["x", "y", "z"], rows), "b": rng.choice(list("uvwxy"), rows),
+                         "c": rng.choice(["p", "q"], rows)})
+
+
+def _assert_record_within(manifest, budget: float) -> None:
+    """The record epsilon (design step plus the stated epsilons) is within the budget, exactly, and
+    each stated epsilon bounds the exact epsilon of its matrix."""
+    assert manifest.record_epsilon <= budget
+    design = manifest.ledger.design_epsilon
+    stated = [v.epsilon for v in manifest.variables]
+    assert Fraction(design) + sum((Fraction(e) for e in stated), Fraction(0)) <= Fraction(budget)
+    for v in manifest.variables:
+        ratio = exact_max_ratio(v.matrix.matrix)
+        assert ratio is not None and (ratio == 1 or ratio_vs_exp(ratio, v.epsilon) == -1)
+
+
+def test_design_release_never_exceeds_the_record_budget():
+    """design_release with a record budget, every family (parameters with finite epsilon): the
+    record epsilon never exceeds the budget; a family whose own parameters exceed it is refused."""
+    from pramkit.design.registry import FAMILIES
+    from pramkit.design.release import design_release
+
+    rng = np.random.default_rng(13)
+    data = _release_data(rng)
+    for name, fam in FAMILIES.items():
+        within = 0
+        for i in range(8):
+            variables = ["a", "b", "c"][: int(rng.integers(1, 4))]
+            sizes = [int(data[v].nunique()) for v in variables]
+            opts = _family_options(name, min(sizes), rng, max(sizes))
+            if name == "dp" and opts["form"] == "general" and "b" in variables:
+                opts["form"] = "diagonal"
+            budget = float(rng.uniform(0.5, 6.0)) * (len(variables) if not fam.takes_budget(opts) else 1)
+            source = {} if not fam.reads_frequencies(opts) else \
+                {"exact_frequencies": True} if i % 2 else {"design_epsilon": budget / 10}
+            try:
+                manifest = design_release(data, variables, epsilon=budget, method=name, options=opts, **source)
+            except ParameterError as err:
+                assert not fam.takes_budget(opts) and "more than the budget" in str(err), (name, opts, err)
+                continue
+            _assert_record_within(manifest, budget)
+            within += 1
+        assert within >= 3, name
+
+
+def test_over_budget_family_parameters_are_refused():
+    from pramkit.design.release import design_release
+
+    data = _release_data(np.random.default_rng(14))
+    # keep 0.95 among 3 categories: log(0.95 / 0.025) = 3.64 > 1
+    with pytest.raises(ParameterError, match="more than the budget"):
+        design_release(data, ["a"], epsilon=1.0, method="keep", options={"keep": 0.95})
+    # randomized response fitted to beta 0.3 among 5 categories has an epsilon above 0.5
+    with pytest.raises(ParameterError, match="more than the budget"):
+        design_release(data, ["b"], epsilon=0.5, method="rr", options={"beta": 0.3})
+    # a per-variable budget above the record budget
+    with pytest.raises(ParameterError, match="more than the record budget"):
+        design_release(data, ["a", "b"], epsilon=1.0, method="rr", epsilon_per_variable={"a": 0.6, "b": 0.6})

@@ -338,3 +338,51 @@ def test_walls_of_testdata(sdc_data, tmp_path, capsys):
             assert abs(cell["estimate"] - truth[cell["category"]]) < 4.5 * cell["se"]
     assert main(args) == 0
     assert "nan" not in capsys.readouterr().out.lower()
+
+
+# -- the design's warning (pramkit.design.matrix_design.estimability_warnings) ----------------------
+
+def test_estimability_warning_for_the_singular_walls_design(sdc_data):
+    """The information-optimal design of testdata's walls at epsilon 1 has identical uniform rows
+    (checked here directly on the entries); the warning names those categories, says what follows
+    for estimation and gives the remedy, in one sentence.  The variance objective's design of the
+    same variable is invertible and draws no warning."""
+    from pramkit.design.matrix_design import estimability_warnings
+    from pramkit.design.registry import FAMILIES
+
+    data = read_table(sdc_data / "testdata.csv", columns=["walls"])
+    m = dp_optimal_for_column(data["walls"], 1.0, column="walls")
+    same = [c for i, c in enumerate(m.categories)                      # identical to rounding
+            if any(j != i and np.abs(m.matrix[i] - m.matrix[j]).max() <= 1e-15 for j in range(m.size))]
+    assert len(same) == 2
+    (sentence,) = estimability_warnings(m)
+    assert "\n" not in sentence and sentence.count(". ") == 0
+    assert f"categories {same[0]} and {same[1]} have identical rows" in sentence
+    assert "cannot separate" in sentence and "maximum likelihood of the identifiable totals" in sentence
+    assert "objective 'variance'" in sentence and "--objective variance" in sentence
+    variance = FAMILIES["dp"].build(list(m.categories), None, 1.0, {"objective": "variance"})
+    assert np.linalg.matrix_rank(variance.matrix) == m.size
+    assert estimability_warnings(variance) == []
+
+
+def test_estimability_warnings_ill_conditioned_and_large():
+    from pramkit.design.dp_variance import dp_min_variance
+    from pramkit.design.matrix_design import MAX_ESTIMABILITY_CATEGORIES, design_matrix, estimability_warnings
+
+    rr_tiny = randomized_response([0, 1, 2], 1e-11)                  # condition number 1/(a - b) ~ 3e11
+    (sentence,) = estimability_warnings(rr_tiny)
+    assert "ill-conditioned" in sentence and "condition number 3e+11" in sentence
+    assert "objective 'variance'" in sentence
+    # the variance-optimal design at such a budget is the same matrix: the remedy is a larger epsilon
+    (sentence,) = estimability_warnings(dp_min_variance(None, 1e-11, categories=[0, 1]))
+    assert "ill-conditioned" in sentence and "larger epsilon" in sentence
+    assert estimability_warnings(randomized_response([0, 1, 2], 1.0)) == []
+    big = randomized_response(list(range(MAX_ESTIMABILITY_CATEGORIES + 1)), 1.0)
+    (sentence,) = estimability_warnings(big)
+    assert "not checked" in sentence
+    # the --probs mode carries the warning: p = (0.05, 0.05, 0.9) at epsilon 1 gives two uniform rows
+    d = design_matrix([0.05, 0.05, 0.9], epsilon=1.0)
+    assert np.abs(d.matrix.matrix[0] - d.matrix.matrix[1]).max() <= 1e-15
+    assert any("cannot separate" in w for w in d.warnings)
+    assert not any("cannot separate" in w for w in
+                   design_matrix([0.05, 0.05, 0.9], epsilon=1.0, options={"objective": "variance"}).warnings)

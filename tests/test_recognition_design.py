@@ -173,11 +173,60 @@ def test_restricted_design_meets_c1_beats_uniform_noise_and_is_certified():
     assert m.categories[0] == (0, 0, 0, 0)
 
 
+def test_restricted_lower_bound_against_a_brute_force_optimum():
+    """A tiny key space whose restricted problem has one variable (one group of sources moving
+    into one target with probability e).  (C1) is linear in e, so its feasible e form an interval;
+    bisection with the brute-force check of equation (1) finds its lower end, where the loss
+    (pramkit.utility.l2_loss of the dense matrix, increasing in e) is smallest.  The certified
+    lower bound must not exceed the loss of any brute-force feasible matrix, and is tight."""
+    counts = small_counts(seed=14, n=150, shape=(2, 2, 3))
+    d = recognition_design(counts, alpha=0.1, combinations=2)
+    diag = d.diagnostics
+    assert diag.variables == 1 and diag.solver == "trust-constr"
+    p = d.transitions.toarray()
+    off = p - np.diag(np.diag(p))
+    sources, (target,) = np.flatnonzero(off.sum(axis=1) > 0), np.flatnonzero(off.sum(axis=0) > 0)
+    combos = combinations_of(d.space.keys, 2)
+    n = counts.sum()
+
+    def moved(e: float) -> np.ndarray:
+        m = np.eye(p.shape[0])
+        m[sources, sources] = 1.0 - e
+        m[sources, target] = e
+        return m
+
+    def records(e: float) -> float:
+        return l2_loss(counts.reshape(-1), PramMatrix(moved(e))) * n**2
+
+    lo, hi = 0.0, float(off[sources[0]].sum())          # P = I breaks (C1); the design meets it
+    assert brute_worst(counts, moved(lo), combos) > 0.1 >= brute_worst(counts, moved(hi), combos)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if brute_worst(counts, moved(mid), combos) <= 0.1 else (mid, hi)
+    assert diag.certified and diag.lower_bound is not None
+    assert diag.lower_bound <= records(hi)                             # valid: below a feasible matrix
+    assert records(lo) - diag.lower_bound <= 1e-8 * records(lo)        # and tight
+    assert diag.lower_bound + diag.gap >= d.loss * n**2 * (1 - 1e-12)    # the gap covers the design
+    cert = d.matrix.provenance.certificate
+    assert cert["certified"] is True and cert["lower_bound_records"] == diag.lower_bound
+    assert cert["gap_records"] == diag.gap
+
+
+def test_full_method_is_not_certified():
+    d = recognition_design(small_counts(seed=14, n=150, shape=(2, 2, 3)), alpha=0.1, combinations=2, method="full")
+    cert = d.matrix.provenance.certificate
+    assert cert["certified"] is False and cert["lower_bound_records"] is None and cert["gap_records"] is None
+    from pramkit.design.matrix_design import matrix_json
+
+    assert matrix_json(d.matrix)["optimal"] is False
+
+
 def test_no_problem_combination_gives_the_identity():
     counts = np.full((2, 2, 2), 50.0)
     d = recognition_design(counts, alpha=0.1)
     assert d.expected_changes == 0 and d.loss == pytest.approx(0.0, abs=1e-15)
     assert d.diagnostics.solver == "none"
+    assert d.diagnostics.certified and d.diagnostics.lower_bound == 0.0 == d.diagnostics.gap
 
 
 def test_reductions_are_exact_and_restricted_support_costs_little():

@@ -3,9 +3,23 @@
 Mutual information is in nats (natural logarithms) throughout pramkit; divide
 by ``log(2)`` for bits.  :func:`mutual_information_form8` is the O(S) closed
 form of Ayed, Battiston and Camerlenghi (section 3.1) for matrices of form (8).
+
+Probabilities whose doubles do not sum to 1.  ``1e-60`` and ``1`` are two
+doubles whose sum rounds to 1, but their exact sum T is ``1 + 1e-60``.  The
+information of the doubles themselves,
+``J(p) = sum_x p_x sum_z M[x, z] log(M[x, z] / (p M)_z)``, is then
+``T I(p/T) - T log T`` and can be negative (-5.4e-61 for ``p = (1e-60, 1)``),
+although p stands for the distribution ``p/T``, whose information is not.
+:func:`mutual_information` normalises p first.  The certificates of the
+designs bound J of the doubles as given (what the exact checks in the tests
+recompute); for p within 1e-9 of a distribution the two differ by less than
+``|T - 1|`` nats plus a relative ``|T - 1|``.
 """
 
 from __future__ import annotations
+
+import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -21,17 +35,57 @@ def entropy(p: ArrayLike) -> float:
 
 
 def mutual_information(p: ArrayLike, matrix: ArrayLike) -> float:
-    """I(X; Z) in nats for X ~ p and Z | X = k ~ M[k, :]; O(S^2).
+    """I(X; Z) in nats for X ~ p / sum(p) and Z | X = k ~ M[k, :]; O(S^2).
 
-    I(X; Z) = sum_k p_k sum_j M[k, j] log(M[k, j] / r_j),  r = p M.
+    I(X; Z) = sum_k p_k sum_j M[k, j] log(M[k, j] / r_j),  r = p M,
+
+    with p divided by its sum (:func:`math.fsum`) first, so that the value is
+    the information of a probability distribution (module docstring).  That
+    is never negative, so a negative computed value is rounding, and 0 is
+    nearer the truth: the result is clamped at 0, which never increases its
+    error.
+
+    Examples
+    --------
+    >>> mutual_information([0.5, 0.5], [[1.0, 0.0], [0.0, 1.0]]) == math.log(2)
+    True
+    >>> mutual_information([1e-60, 1.0], [[0.75, 0.25], [0.25, 0.75]]) >= 0.0
+    True
     """
     pv = np.asarray(p, dtype=float)
+    total = math.fsum(pv.ravel().tolist())
+    if total > 0 and total != 1.0:
+        pv = pv / total
     m = np.asarray(matrix, dtype=float)
     r = pv @ m
     joint = pv[:, None] * m
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(joint > 0, m / np.where(r > 0, r, 1.0)[None, :], 1.0)
     return float(max(xlogy(joint, ratio).sum(), 0.0))
+
+
+def float_above(x: Fraction) -> float:
+    """The smallest double not below the rational ``x`` (``float`` rounds to nearest; one step up
+    when that was below).
+
+    Examples
+    --------
+    >>> float_above(Fraction(1, 3)) > 1 / 3 and float_above(Fraction(1, 2)) == 0.5
+    True
+    """
+    out = float(x)
+    return math.nextafter(out, math.inf) if Fraction(out) < x else out
+
+
+def float_below(x: Fraction) -> float:
+    """The largest double not above the rational ``x``.
+
+    Examples
+    --------
+    >>> float_below(Fraction(1, 10)) < 0.1 and float_below(Fraction(-1, 2)) == -0.5
+    True
+    """
+    return -float_above(-x)
 
 
 def mutual_information_form8(p: ArrayLike, q: ArrayLike) -> float:

@@ -28,7 +28,7 @@ _FAMILY_OPTIONS = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pramkit.design.registry import FAMILIES
+    from pramkit.design.registry import DP_OBJECTIVES, FAMILIES
 
     p = sub.add_parser(
         "design", help="design PRAM matrices (print one, or write a manifest for a data file)",
@@ -75,6 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="diagonal: form (8), any S, certificate in the output; general: any matrix, staircase LP "
                         "(S <= 14; --probs/--counts only)")
     p.add_argument("--truthful", action="store_true", help="require q_k >= 1/S (form (8) only)")
+    p.add_argument("--objective", choices=list(DP_OBJECTIVES),
+                   help="--method dp: information (default: the most mutual information) or variance (the least "
+                        "total variance of the unbiased estimator: randomized response, always invertible, reads "
+                        "no frequencies)")
     p.add_argument("--split", choices=["optimal", "equal", "joint"], default="equal",
                    help="how the record budget is shared by the variables (default %(default)s: every listed "
                         "variable is perturbed); optimal: the most total information, which may give a "
@@ -126,9 +130,9 @@ def _per_variable(text: str | None) -> dict[str, float] | None:
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     if args.method == "dp":
-        return {"truthful": args.truthful, "form": args.family}
-    if args.truthful or args.family != "diagonal":
-        raise ParameterError("--truthful and --family apply to --method dp")
+        return {"truthful": args.truthful, "form": args.family, "objective": args.objective}
+    if args.truthful or args.family != "diagonal" or args.objective is not None:
+        raise ParameterError("--truthful, --family and --objective apply to --method dp")
     opts = {name: getattr(args, name) for name in _FAMILY_OPTIONS if getattr(args, name) is not None}
     if args.beta_family is not None:
         opts["family"] = args.beta_family

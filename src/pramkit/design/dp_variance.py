@@ -60,10 +60,14 @@ for every k by symmetry) is a lower bound for every p.  It is proved:
   of the three d, bounded everywhere by a branch and bound with interval
   arithmetic (Lemma 8).
 
-Every bound is evaluated in floating point and lowered by a relative
-:data:`ROUNDING` before use.  ``optimal`` is true when every search closed and
-the proved lower bound is within ``VARIANCE_RTOL`` (relative) of the
-objective, plus the objective's own rounding (absolute).
+Every bound is evaluated in interval arithmetic with outward rounding: each
+IEEE operation (``+ - * /``, correctly rounded) is followed by a step of one
+ulp in the safe direction (:func:`_up`, :func:`_dn`), and ``e^eps`` and
+``e^eps - 1`` are enclosed with :mod:`decimal` (:func:`_exp_enclosure`); so
+every bound is at most its exact value, whatever the cancellation.
+``optimal`` is true when every search closed and the proved lower bound is
+within ``VARIANCE_RTOL`` (relative) of the objective, plus the objective's own
+rounding (absolute).
 """
 
 from __future__ import annotations
@@ -71,22 +75,24 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from decimal import Context, Decimal
+from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.dp_optimal import check_epsilon
+from pramkit.design.dp_optimal import _check_size, check_epsilon
 from pramkit.errors import PramkitError
 from pramkit.information import check_probabilities
 from pramkit.matrix import Label, PramMatrix, Provenance
-from pramkit.privacy.exact import UNIT, within_budget
+from pramkit.privacy.exact import UNIT, float_up, within_budget
 
 #: Relative tolerance of the optimality certificate.
 VARIANCE_RTOL = 1e-8
-#: Every computed bound is multiplied by ``1 - ROUNDING`` (each is a chain of
-#: fewer than 60 correctly rounded operations and ``exp``/``expm1`` calls).
-ROUNDING = 2.0 ** -40
+#: Significant digits of the decimal enclosures of ``e^eps`` and ``e^eps - 1``
+#: (beyond the leading zeros of epsilon).
+_DIGITS = 45
 #: Largest number of boxes one branch and bound may evaluate.
 MAX_NODES = 4_000_000
 #: Boxes evaluated at once.
@@ -97,10 +103,45 @@ _CHUNK = 1 << 15
 # Randomized response and the variance of a form (8) matrix
 # ---------------------------------------------------------------------------
 
-def _check_size(s: Any) -> int:
-    if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 2:
-        raise PramkitError(f"the number of categories S must be an integer >= 2, got {s!r}")
-    return int(s)
+def _up(x: Any) -> Any:
+    """The next double up: after a correctly rounded operation (error at most
+    half an ulp, also for subnormal results and overflow), a bound from above
+    on the exact result."""
+    return np.nextafter(x, math.inf)
+
+
+def _dn(x: Any) -> Any:
+    """The next double down: a bound from below on the exact result of the
+    correctly rounded operation that gave ``x``."""
+    return np.nextafter(x, -math.inf)
+
+
+def _float_down(value: Decimal) -> float:
+    """The largest double not above ``value``."""
+    return -float_up(-value)
+
+
+def _exp_enclosure(epsilon: float) -> tuple[float, float, float, float]:
+    """Doubles ``t_lo <= e^eps <= t_hi`` and ``m_lo <= e^eps - 1 <= m_hi``.
+
+    :mod:`decimal`'s ``exp`` is correctly rounded (half an ulp at its
+    precision, here ``_DIGITS`` digits beyond the leading zeros of epsilon, so
+    that ``e^eps - 1`` keeps them for a tiny epsilon); one ulp either side
+    encloses the truth, the subtraction of 1 is exact at twice the
+    precision, and the enclosure is rounded outward to doubles.
+
+    Examples
+    --------
+    >>> t_lo, t_hi, m_lo, m_hi = _exp_enclosure(1e-300)
+    >>> m_lo <= 1e-300 <= m_hi and t_lo <= 1.0 <= t_hi
+    True
+    """
+    prec = _DIGITS + max(0, -math.floor(math.log10(epsilon)))
+    ex = Decimal(epsilon).exp(Context(prec=prec, Emin=-10**6, Emax=10**6))
+    ulp = Decimal(10) ** (ex.adjusted() - prec + 1)
+    wide = Context(prec=2 * prec + 10, Emin=-10**6, Emax=10**6)
+    lo, hi = wide.subtract(ex, ulp), wide.add(ex, ulp)
+    return (_float_down(lo), float_up(hi), _float_down(wide.subtract(lo, 1)), float_up(wide.subtract(hi, 1)))
 
 
 @dataclass(frozen=True)
@@ -109,7 +150,9 @@ class _Constants:
 
     t: e^eps; em1: e^eps - 1; delta: d of randomized response,
     ``(t - 1)/(t + S - 1)``; nu: ``(t - 1)/(1 + (S - 1) t)`` (minus the d of the symmetric design at
-    ``v_-eps``); psi: the per-record variance of randomized response.
+    ``v_-eps``); psi: the per-record variance of randomized response (all to
+    rounding); and the enclosures used by the proof: ``t_lo <= e^eps <= t_hi``,
+    ``delta <= delta_hi``, ``nu <= nu_hi``, ``psi_lo <= psi`` (exact values).
     """
 
     s: int
@@ -118,15 +161,27 @@ class _Constants:
     delta: float
     nu: float
     psi: float
+    t_lo: float
+    t_hi: float
+    delta_hi: float
+    nu_hi: float
+    psi_lo: float
 
     @classmethod
     def of(cls, s: int, epsilon: float) -> "_Constants":
         em1 = math.expm1(epsilon)
+        t_lo, t_hi, _, m_hi = _exp_enclosure(epsilon)
+        # delta, nu increase and psi decreases with e^eps - 1: its upper end bounds them
+        with np.errstate(over="ignore"):
+            delta_hi = _up(m_hi / _dn(m_hi + s))
+            nu_hi = _up(m_hi / _dn(s + _dn((s - 1) * m_hi)))
+            psi_lo = _dn((s - 1) * _dn(_dn(2.0 / m_hi) + _dn(_dn(s / m_hi) / m_hi)))
         return cls(
-            s=s, t=math.exp(epsilon), em1=em1,
+            s=s, t=t_lo, em1=em1,
             delta=em1 / (em1 + s),
             nu=em1 / (s + (s - 1) * em1),
             psi=(s - 1) * (2.0 / em1 + (s / em1) / em1),
+            t_lo=t_lo, t_hi=t_hi, delta_hi=float(delta_hi), nu_hi=float(nu_hi), psi_lo=max(float(psi_lo), 0.0),
         )
 
 
@@ -324,17 +379,46 @@ def _split_point(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.where((lo > 0) & (hi > 4.0 * lo), geo, 0.5 * (lo + hi))
 
 
-def _lower(b: np.ndarray) -> np.ndarray:
-    """A computed bound lowered by its rounding; an undefined one (NaN) bounds
-    nothing (-inf), so that its box is split rather than closed."""
-    return np.where(np.isnan(b), -math.inf, b * (1.0 - ROUNDING))
+def _defined(b: np.ndarray) -> np.ndarray:
+    """An undefined bound (NaN) bounds nothing (-inf), so that its box is split rather than closed."""
+    return np.where(np.isnan(b), -math.inf, b)
 
 
 def _times(factor: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """``factor * value`` for ``factor >= 0``, with ``0 * inf = 0`` (a factor 0
-    removes the term)."""
+    """A lower bound on ``factor * value`` for lower bounds ``factor`` and
+    ``value >= 0`` of non-negative quantities, with ``0 * inf = 0`` (a factor
+    at most 0 removes the term)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.where(factor > 0, factor * value, 0.0)
+        return np.where(factor > 0, _dn(factor * value), 0.0)
+
+
+def _div_dn(num: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """A lower bound on ``n / t`` for every ``n >= num`` and ``t`` in ``[lo, hi]``, ``lo > 0``."""
+    return np.where(num >= 0, _dn(num / hi), _dn(num / lo))
+
+
+def _inverse_sqrt12() -> tuple[float, float]:
+    """Doubles ``lo < 1/sqrt(12) < hi`` (one ulp apart or two), checked in
+    rational arithmetic: ``12 lo^2 < 1 < 12 hi^2`` (equality is impossible)."""
+    lo = hi = 1.0 / math.sqrt(12.0)
+    while 12 * Fraction(lo) ** 2 > 1:
+        lo = math.nextafter(lo, 0.0)
+    while 12 * Fraction(hi) ** 2 < 1:
+        hi = math.nextafter(hi, math.inf)
+    return lo, hi
+
+
+def _mul_iv(al: np.ndarray, ah: np.ndarray, bl: np.ndarray | float, bh: np.ndarray | float
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The product of the intervals ``[al, ah]`` and ``[bl, bh]`` (finite), rounded outward."""
+    prods = [al * bl, al * bh, ah * bl, ah * bh]
+    return _dn(np.minimum.reduce(prods)), _up(np.maximum.reduce(prods))
+
+
+def _sqr_iv(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The square of the interval ``[lo, hi]``, rounded outward (never below 0)."""
+    small = np.where((lo <= 0) & (hi >= 0), 0.0, np.maximum(_dn(np.minimum(lo * lo, hi * hi)), 0.0))
+    return small, _up(np.maximum(lo * lo, hi * hi))
 
 
 def _pair_rows(c: _Constants) -> list[tuple[float, float, float]]:
@@ -358,7 +442,12 @@ def _propagate(L: np.ndarray, H: np.ndarray, pairs: Sequence[tuple[int, int]],
                passes: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Shrink boxes to the part that can satisfy ``s_i <= s_j`` for (i, j) in
     ``order`` and every row of ``rows`` for both orders of every pair; rounded
-    outward (a relative 1e-13 of the terms), so no feasible point is lost."""
+    outward, so no feasible point is lost.  Each new end
+    ``(gamma - other) / coef`` is four correctly rounded operations on doubles
+    whose coefficients (from ``t = t_lo``, within one ulp of ``e^eps``) are
+    within 3 ulps of the exact ones: its error is below ``12 UNIT`` (about
+    1.4e-15) of ``(|gamma| + |other|) / |coef|``, and the slack is 1e-13 of
+    that (plus 1e-320 for subnormal ends)."""
     L, H = L.copy(), H.copy()
     for _ in range(passes):
         for i, j in order:
@@ -424,16 +513,22 @@ def _evaluator(c: _Constants, region: str) -> tuple[np.ndarray, np.ndarray, Eval
     bounded on a box by interval arithmetic, with two bounds free of 0/0 where
     the quotient has it; boxes of ``(s_k, s_2, s_3)``, ``s_2 <= s_3``.
     """
-    s_, t = c.s, c.t
+    s_, cm1 = c.s, float(c.s - 1)
     rows = _pair_rows(c)
     if region == "positive_definite":
         def evaluate(L: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            sl, sh = L[:, 0], H[:, 0]
-            m = np.minimum.reduce([np.full_like(sh, c.delta), (t * sh - 1.0) / (s_ - 1),
-                                   1.0 - (s_ - (s_ - 1) * sh) / t, 1.0 - sl / t])
+            sl, sh = L[:, 0], H[:, 0]                      # 0 <= sl <= sh <= 1
+            rest = _dn(s_ - _up(cm1 * sh))                  # S - (S-1) s >= 1, from below
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                inner = s_ * (s_ - (s_ - 1) * sh) / ((s_ - 1) * (1.0 - sl) + m) ** 2 + (s_ - 2) / (s_ * m * m)
-            return L, H, np.where(m > 0, _lower(_times(sl, inner)), math.inf)
+                # the largest m of the box, from above (each term is monotone in s)
+                m = np.minimum.reduce([np.full_like(sh, c.delta_hi), _up(_up(_up(c.t_hi * sh) - 1.0) / cm1),
+                                       _up(1.0 - _div_dn(rest, c.t_lo, c.t_hi)),
+                                       _up(1.0 - _div_dn(sl, c.t_lo, c.t_hi))])
+                den = _up(_up(cm1 * _up(1.0 - sl)) + m)
+                first = _dn(_dn(s_ * rest) / _up(den * den))
+                second = _dn((s_ - 2) / _up(s_ * _up(m * m)))
+                bound = _times(sl, _dn(first + second))
+            return L, H, np.where(m > 0, _defined(bound), math.inf)
 
         return np.array([[0.0]]), np.array([[1.0]]), evaluate
 
@@ -450,65 +545,56 @@ def _evaluator(c: _Constants, region: str) -> tuple[np.ndarray, np.ndarray, Eval
             L[:, 2] = np.maximum(L[:, 2], 1.0)           # d_(S) < 0: the largest s above 1
             ok = np.all(L <= H, axis=1)
             L, H = L[ok], H[ok]
-            nu_p = np.minimum(c.nu, H[:, 2] - 1.0)
-            rho = np.maximum(1.0 - L[:, 1], nu_p)
-            mu = np.maximum(rho, 1.0 - ((s_ - 1) * L[:, 0] + L[:, 1]) / s_)
+            # nu', rho and mu from above (the bound decreases in each), W and V from below
+            nu_p = np.minimum(c.nu_hi, _up(H[:, 2] - 1.0))
+            rho = np.maximum(_up(1.0 - L[:, 1]), nu_p)
+            mu = np.maximum(rho, _up(1.0 - _dn(_dn(_dn(cm1 * L[:, 0]) + L[:, 1]) / s_)))
             sl, sh = L[:, own], H[:, own]
-            w = (s_ - (s_ - 1) * np.minimum(sh, 1.0)) / s_
-            v = np.maximum(s_ - (s_ - 1) * np.maximum(sh, 1.0), 0.0)
-            with np.errstate(divide="ignore", over="ignore"):
-                inner = (s_ - 3) / (s_ * rho * rho) + w / (mu * mu) + _times(v, 1.0 / (s_ * nu_p * nu_p))
-            return L, H, np.where(nu_p > 0, _lower(_times(sl, inner)), math.inf)
+            w = _dn(_dn(s_ - _up(cm1 * np.minimum(sh, 1.0))) / s_)
+            v = np.maximum(_dn(s_ - _up(cm1 * np.maximum(sh, 1.0))), 0.0)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                inner = _dn(_dn(_dn((s_ - 3) / _up(s_ * _up(rho * rho))) + _dn(w / _up(mu * mu)))
+                            + _times(v, _dn(1.0 / _up(s_ * _up(nu_p * nu_p)))))
+                bound = _times(sl, inner)
+            return L, H, np.where(nu_p > 0, _defined(bound), math.inf)
 
         top = s_ / (s_ - 1)
         return np.array([[0.0, 0.0, 1.0, 0.0][:n_var]]), np.array([[top] * n_var]), evaluate
 
     if region == "three_categories":
-        r12 = 1.0 / math.sqrt(12.0)
-
-        def linear(L: np.ndarray, H: np.ndarray, coefs: tuple[float, float, float], const: float
-                   ) -> tuple[np.ndarray, np.ndarray]:
-            lo = np.full(len(L), const)
-            hi = np.full(len(L), const)
-            for j, cf in enumerate(coefs):
-                if cf > 0:
-                    lo, hi = lo + cf * L[:, j], hi + cf * H[:, j]
-                elif cf < 0:
-                    lo, hi = lo + cf * H[:, j], hi + cf * L[:, j]
-            pad = 8 * UNIT * (np.abs(lo) + np.abs(hi) + abs(const))
-            return lo - pad, hi + pad
-
-        def square(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            big = np.maximum(lo * lo, hi * hi)
-            small = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
-            return small, big
+        r12_lo, r12_hi = _inverse_sqrt12()
 
         def evaluate(L: np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             L, H = _propagate(L, H, [(0, 1), (0, 2), (1, 2)], rows, [(1, 2)])
             ok = np.all(L <= H, axis=1)
             L, H = L[ok], H[ok]
-            al, ah = linear(L, H, (-4 / 6, -1 / 6, -1 / 6), 1.0)
-            cl, ch = linear(L, H, (0.0, -0.5, -0.5), 1.0)
-            bl, bh = linear(L, H, (0.0, r12, -r12), 0.0)
-            a2, b2, c2 = square(al, ah), square(bl, bh), square(cl, ch)
+            # a = 1 - (4 s_k + s_2 + s_3)/6, c = 1 - (s_2 + s_3)/2, b = (s_2 - s_3)/sqrt 12, outward
+            al = _dn(1.0 - _up(_up(_up(4.0 * H[:, 0] + H[:, 1]) + H[:, 2]) / 6.0))
+            ah = _up(1.0 - _dn(_dn(_dn(4.0 * L[:, 0] + L[:, 1]) + L[:, 2]) / 6.0))
+            cl = _dn(1.0 - _up(_up(H[:, 1] + H[:, 2]) * 0.5))
+            ch = _up(1.0 - _dn(_dn(L[:, 1] + L[:, 2]) * 0.5))
+            bl, bh = _mul_iv(_dn(L[:, 1] - H[:, 2]), _up(H[:, 1] - L[:, 2]), r12_lo, r12_hi)
+            a2, b2, c2 = _sqr_iv(al, ah), _sqr_iv(bl, bh), _sqr_iv(cl, ch)
             sl, sh = L[:, 0], H[:, 0]
-            num = a2[0] + (4.0 - 2.0 * sh) * b2[0] + np.maximum(3.0 - 2.0 * sh, 0.0) * c2[0]
-            prods = np.stack([al * cl, al * ch, ah * cl, ah * ch])
-            p_lo, p_hi = prods.min(axis=0) - b2[1], prods.max(axis=0) - b2[0]
-            den = np.maximum(p_lo * p_lo, p_hi * p_hi)
+            third = _dn(sl / 3.0)
+            num = _dn(_dn(a2[0] + _dn(_dn(4.0 - 2.0 * sh) * b2[0]))
+                      + _dn(np.maximum(_dn(3.0 - 2.0 * sh), 0.0) * c2[0]))
+            ac_lo, ac_hi = _mul_iv(al, ah, cl, ch)
+            p_lo, p_hi = _dn(ac_lo - b2[1]), _up(ac_hi - b2[0])
+            den = _up(np.maximum(p_lo * p_lo, p_hi * p_hi))
             # Where the quotient is 0/0 on a box, two bounds without cancellation:
             # near d = 0 (rows close to uniform), psi_k >= lambda_min(Sigma_k) tr(X^-2)
             # >= (s_k/3) min(1, 3 - 2 s_k) 2 / max_i d_i^2 (||X|| <= max |d_i|: X compresses D);
             # and since the weights are >= 1, >= 0 and |a c - b^2| <= sqrt(a^2 + b^2) (|c| + |b|),
             # psi_k >= (s_k/3) (a^2 + b^2)/(a c - b^2)^2 >= (s_k/3) / (|c| + |b|)^2.
-            big_d = np.max(np.maximum(np.abs(1.0 - L), np.abs(1.0 - H)), axis=1)
-            cb = np.maximum(np.abs(cl), np.abs(ch)) + np.maximum(np.abs(bl), np.abs(bh))
-            weight = np.maximum(np.minimum(1.0, 3.0 - 2.0 * sh), 0.0)
+            big_d = np.max(np.maximum(_up(1.0 - L), _up(H - 1.0)), axis=1)     # |d_i| <= max(1 - L, H - 1)
+            cb = _up(np.maximum(np.abs(cl), np.abs(ch)) + np.maximum(np.abs(bl), np.abs(bh)))
+            weight = np.maximum(np.minimum(1.0, _dn(3.0 - 2.0 * sh)), 0.0)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                candidates = [_times(sl / 3.0, num / den), _times(sl / 3.0 * weight, 2.0 / (big_d * big_d)),
-                              _times(sl / 3.0, 1.0 / (cb * cb))]
-            b = np.fmax.reduce([np.where(np.isnan(x), -math.inf, x) for x in candidates])
-            return L, H, _lower(b * (1.0 - 64 * UNIT))
+                candidates = [_times(third, _dn(num / den)),
+                              _times(_times(third, weight), _dn(2.0 / _up(big_d * big_d))),
+                              _times(third, _dn(1.0 / _up(cb * cb)))]
+            return L, H, np.fmax.reduce([_defined(x) for x in candidates])
 
         return np.array([[0.0, 0.0, 0.0]]), np.array([[1.5, 1.5, 1.5]]), evaluate
 
@@ -586,18 +672,18 @@ def variance_lower_bound(s: int, epsilon: float, *, truthful: bool = False,
     searches: list[SearchResult] = []
     if s_ == 2:
         # |d_1 + d_2| <= 2 delta and psi_k = (1 - d_k^2) / (2 ((d_1 + d_2)/2)^2) (Lemma 4)
-        closed["two_categories"] = c.psi * (1.0 - ROUNDING)
+        closed["two_categories"] = c.psi_lo
     elif s_ == 3 and not truthful:
         searches.append(_search(c, "three_categories", target, max_nodes))
     else:
         searches.append(_search(c, "positive_definite", target, max_nodes))
         if not truthful:
             # X > 0 and d_k < 0: psi_k >= S / delta^2 (Lemma 5)
-            closed["positive_definite_negative_d"] = s_ / (c.delta * c.delta) * (1.0 - ROUNDING)
+            closed["positive_definite_negative_d"] = float(_dn(s_ / _up(c.delta_hi * c.delta_hi)))
             searches.extend(_search(c, f"indefinite_{case}", target, max_nodes)
                             for case in ("top", "bottom", "middle"))
     bounds = [r.lower_bound for r in searches] + list(closed.values())
-    lower = min(min(bounds), c.psi)
+    lower = min(min(bounds), c.psi_lo)
     return VarianceBound(s_, e, bool(truthful), c.psi, lower, tuple(searches), closed)
 
 
@@ -616,7 +702,7 @@ def _rr_matrix(s: int, epsilon: float) -> np.ndarray:
 
 
 def dp_min_variance(
-    p: ArrayLike,
+    p: ArrayLike | None,
     epsilon: float,
     *,
     categories: Sequence[Label] | None = None,
@@ -641,8 +727,11 @@ def dp_min_variance(
 
     Parameters
     ----------
-    p : array-like, shape (S,)
-        Proportions of the categories (recorded; the design does not depend on them).
+    p : array-like, shape (S,), or None
+        Proportions of the categories (recorded; the design does not depend on
+        them).  ``None``: a data-free design, S is the number of
+        ``categories``, and the certificate omits the loss with sampling
+        (the only quantity that depends on p).
     epsilon : float
         Privacy budget per record, natural log units (``0 < epsilon <= 700``).
     categories : sequence of labels, optional
@@ -667,7 +756,7 @@ def dp_min_variance(
     Raises
     ------
     PramkitError
-        For an invalid p, epsilon, n or category list.
+        For an invalid p, epsilon, n or category list (or neither p nor categories).
 
     References
     ----------
@@ -683,16 +772,25 @@ def dp_min_variance(
     ('l2_loss', 0.1)
     >>> m.provenance.certificate["optimal"], m.epsilon <= math.log(2)
     (True, True)
+    >>> dp_min_variance(None, math.log(2), categories="abc").diagonal.round(12).tolist()   # data-free
+    [0.5, 0.5, 0.5]
     """
     start = time.perf_counter()
-    pv = check_probabilities(p)
+    if p is None:
+        if categories is None:
+            raise PramkitError("give p or the categories (the design depends on S and epsilon only)")
+        pv = None
+        cats = tuple(categories)
+        s = len(cats)
+    else:
+        pv = check_probabilities(p)
+        s = pv.size
+        cats = tuple(range(s)) if categories is None else tuple(categories)
+        if len(cats) != s:
+            raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
     e = check_epsilon(epsilon)
-    s = pv.size
     if s < 2:
         raise PramkitError("a DP design needs at least two categories")
-    cats = tuple(range(s)) if categories is None else tuple(categories)
-    if len(cats) != s:
-        raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
     records = 1 if n is None else _check_n(n)
     if not isinstance(truthful, bool):
         raise PramkitError(f"truthful must be True or False, got {truthful!r}")
@@ -700,7 +798,7 @@ def dp_min_variance(
     design = _rr_matrix(s, e)
     matrix = within_budget(design, e)
     adjustment = float((matrix - design).sum(axis=1).max())
-    sum_p2 = math.fsum((pv * pv).tolist())
+    sum_p2 = None if pv is None else math.fsum((pv * pv).tolist())
     certificate: dict[str, Any] = {
         "optimal": bound.proved,
         "closed": all(r.closed for r in bound.searches),
@@ -711,7 +809,7 @@ def dp_min_variance(
         "per_record_loss": bound.optimum,
         "per_record_lower_bound": bound.lower_bound,
         "depends_on_p": False,
-        "sampling_and_pram_loss": (bound.optimum + 1.0 - sum_p2) / records,
+        "sampling_and_pram_loss": None if sum_p2 is None else (bound.optimum + 1.0 - sum_p2) / records,
         "searches": [{"region": r.region, "lower_bound": r.lower_bound, "nodes": r.nodes, "closed": r.closed}
                      for r in bound.searches],
         "closed_form_bounds": dict(bound.closed_form),
@@ -724,7 +822,7 @@ def dp_min_variance(
     }
     provenance = Provenance(
         method="dp_min_variance",
-        parameters={"epsilon": e, "p": pv.tolist(), "n": records, "truthful": truthful},
+        parameters={"epsilon": e, "p": None if pv is None else pv.tolist(), "n": records, "truthful": truthful},
         objective=bound.optimum / records,
         objective_name="l2_loss",
         certificate=certificate,

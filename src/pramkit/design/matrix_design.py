@@ -51,6 +51,82 @@ def truthful_warnings(m: PramMatrix) -> list[str]:
             "(--truthful) requires q_k >= 1/S"]
 
 
+#: Largest matrix whose estimability :func:`estimability_warnings` checks with an SVD
+#: (:func:`pramkit.estimate.identifiability`, O(S^3): about 1.5 s at S = 2048).
+MAX_ESTIMABILITY_CATEGORIES = 2048
+
+#: What a warning of :func:`estimability_warnings` recommends.
+VARIANCE_REMEDY = ("to avoid this, design with the variance-minimising objective (objective 'variance', "
+                   "--objective variance of --method dp), whose matrix is always invertible")
+
+
+def estimability_warnings(m: PramMatrix) -> list[str]:
+    """A warning when the unbiased estimator cannot use the matrix: singular or ill-conditioned.
+
+    The unbiased (moment) estimator ``(M^T)^{-1} lambda_hat`` of the original
+    frequencies needs M invertible, and is useless when M is nearly singular
+    (its errors are amplified by up to the condition number).  The
+    information-maximising DP design can be singular (sdcMicro's ``walls`` at
+    epsilon 1 gives two identical uniform rows).  For such a matrix the
+    warning is one sentence: which categories cannot be told apart (or the
+    condition number), what follows for estimation (``pramkit estimate``
+    falls back to maximum likelihood of the identifiable totals) and the
+    remedy, the variance-minimising objective
+    (:func:`pramkit.design.dp_variance.dp_min_variance`, randomized response:
+    always invertible).
+
+    Parameters
+    ----------
+    m : PramMatrix
+        The designed matrix.
+
+    Returns
+    -------
+    list of str
+        Empty when M is well conditioned (condition number at most
+        :data:`pramkit.estimate.identifiability.MAX_CONDITION`), else one sentence.
+        Matrices above :data:`MAX_ESTIMABILITY_CATEGORIES` categories are not
+        decomposed; the sentence then says so.
+
+    Examples
+    --------
+    >>> third = 1 / 3
+    >>> m = PramMatrix([[third, third, third], [0.1, 0.8, 0.1], [third, third, third]], ("a", "b", "c"))
+    >>> print(estimability_warnings(m)[0])  # doctest: +NORMALIZE_WHITESPACE
+    the matrix is singular (rank 2 of 3): categories a and c have identical rows, so the unbiased estimator
+    cannot separate their counts and `pramkit estimate` falls back to maximum likelihood of the identifiable
+    totals (the total of a and c, and the count of b); to avoid this, design with the variance-minimising
+    objective (objective 'variance', --objective variance of --method dp), whose matrix is always invertible
+    >>> estimability_warnings(PramMatrix([[0.75, 0.25], [0.25, 0.75]]))
+    []
+    """
+    from pramkit.estimate.identifiability import identifiability
+
+    if m.size > MAX_ESTIMABILITY_CATEGORIES:
+        return [f"the estimability of this {m.size}-category matrix was not checked (an SVD of that size is slow): "
+                "check it with pramkit.estimate.identifiability before relying on the unbiased estimator; "
+                f"{VARIANCE_REMEDY}"]
+    res = identifiability(m)
+    if res.status == "identifiable":
+        return []
+    remedy = ("this is already the variance-minimising DP design (randomized response): only a larger epsilon "
+              "helps" if m.provenance.method == "dp_min_variance" else VARIANCE_REMEDY)
+    if res.singular:
+        named = "; ".join(g.describe() for g in res.groups)
+        totals = [" and ".join(str(c) for c in g.categories) for g in res.groups]
+        alone = [str(c) for c in res.identifiable_categories]
+        kept = "the total of " + "; the total of ".join(totals) + (
+            (", and the count of " if len(alone) == 1 else ", and the counts of ") + ", ".join(alone) if alone else "")
+        return [f"the matrix is singular (rank {res.rank} of {res.size}): {named}, so the unbiased estimator cannot "
+                f"separate their counts and `pramkit estimate` falls back to maximum likelihood of the identifiable "
+                f"totals ({kept}); {remedy}"]
+    named = "; ".join(g.describe(exact=False) for g in res.groups)
+    return [f"the matrix is ill-conditioned (condition number {res.condition_number:.3g} > {res.max_condition:g}"
+            + (f": {named}" if named else "") + "), so the unbiased estimator would amplify errors by up to that "
+            "factor and `pramkit estimate` falls back to maximum likelihood; "
+            f"{remedy}"]
+
+
 @dataclass(frozen=True)
 class MatrixDesign:
     """A matrix designed for a given distribution.
@@ -135,4 +211,4 @@ def design_matrix(
     m = fam.build(cats, p, epsilon, opts)
     if epsilon is not None and m.epsilon > epsilon:
         raise ParameterError(f"the design's epsilon {fmt_epsilon(m.epsilon)} exceeds {epsilon:g}")
-    return MatrixDesign(m, p, measure(m, p), tuple(notes), tuple(truthful_warnings(m)))
+    return MatrixDesign(m, p, measure(m, p), tuple(notes), tuple(truthful_warnings(m) + estimability_warnings(m)))

@@ -67,6 +67,7 @@ from scipy.optimize import Bounds, LinearConstraint, minimize
 from scipy.sparse.linalg import LinearOperator
 
 from pramkit.errors import DataError, PramkitError
+from pramkit.information import float_above
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import rounding_bound
@@ -283,8 +284,7 @@ def posterior_bound(
                 denominators[k0] = sum((counts[l] * Fraction(x) for l, x in zip(block.row, block.data)), Fraction(0))
             row = p[int(space.occurring[num.row[i]])][:, fibre]
             worst = max(worst, sum((Fraction(x) for x in row.data), Fraction(0)) / denominators[k0])
-    bound = float(worst)
-    return math.nextafter(bound, math.inf) if Fraction(bound) < worst else bound
+    return float_above(worst)
 
 
 # -- the L2 loss (section 3) and its gradient -------------------------------------------
@@ -411,8 +411,12 @@ class SolverDiagnostics:
     restarts: solves repeated with a smaller gamma
     rare_types: occurring types with ``U_0(m) < 1/alpha``
     problem_combinations: ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``
-    gap: certified bound on ``n^2 (l2 - optimum)`` of the solved problem (restricted only; records)
+    gap: bound on ``n^2 (l2 - optimum)`` of the solved problem, records (None when not certified)
     seconds: wall-clock time of the design
+    lower_bound: proved lower bound on ``n^2 l2`` over the solved problem (records; None when not
+        certified; :func:`pramkit.design.recognition_reductions.certified_lower_bound`)
+    certified: whether ``lower_bound`` and ``gap`` are proved (the restricted support, or P = I);
+        the full method has no certificate
     """
 
     method: str
@@ -429,6 +433,8 @@ class SolverDiagnostics:
     problem_combinations: int
     gap: float | None
     seconds: float
+    lower_bound: float | None = None
+    certified: bool = False
 
 
 def c1_rows(
@@ -468,6 +474,8 @@ class Solve:
     variables: int
     constraints: int
     gap: float | None
+    lower_bound: float | None = None
+    certified: bool = False
 
 
 def solve_full(
@@ -488,7 +496,8 @@ def solve_full(
     u0 = space.counts
     n = float(u0.sum())
     if not triples:
-        return Solve(np.eye(k), "none", "no (C1) constraint is binding: P = I", True, 0, k * (k - 1), 0, 0.0)
+        return Solve(np.eye(k), "none", "no (C1) constraint is binding: P = I", True, 0, k * (k - 1), 0, 0.0,
+                     0.0, True)
     off = np.flatnonzero(~np.eye(k, dtype=bool).ravel())
     row = off // k
     nvar = off.size
@@ -642,7 +651,8 @@ def finish(
             objective_name="l2_loss_proportion_squared",
             certificate={"solver": diagnostics.solver, "status": diagnostics.status, "success": diagnostics.success,
                          "worst_posterior": worst.value, "worst_posterior_bound": bound,
-                         "gap_records": diagnostics.gap},
+                         "gap_records": diagnostics.gap, "lower_bound_records": diagnostics.lower_bound,
+                         "certified": diagnostics.certified},
             seconds=diagnostics.seconds,
         )
         matrix = PramMatrix(dense, space.labels(cells), provenance)
@@ -711,6 +721,7 @@ def recognition_design(
         iterations=solved.iterations, variables=solved.variables, constraints=solved.constraints,
         reduce=reduce or method == "restricted", gamma=gamma_used, restarts=restarts, rare_types=counts_rare,
         problem_combinations=problems, gap=solved.gap, seconds=time.perf_counter() - t0,
+        lower_bound=solved.lower_bound, certified=solved.certified,
     )
     return finish(space, combos, _as_sparse(solved.transitions), alpha=alpha, baseline=baseline,
                   diagnostics=diagnostics,

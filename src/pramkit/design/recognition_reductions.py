@@ -34,22 +34,42 @@ Then:
   convexity, no worse), so there is one row of variables per group.
 
 It is solved with ``trust-constr`` (analytic gradient and Hessian) and
-certified by the Frank-Wolfe gap ``grad f(x)^T (x - y*)``, ``y*`` the
-minimiser of the linearised objective over the constraint polytope (HiGHS):
-the optimum of the restricted problem is at least ``f(x) - gap``.
+certified by a Lagrangian bound on the linearisation, checked in exact
+rational arithmetic (:func:`certified_lower_bound`): for the point x found
+(any point with every ``s_g < 1``, feasible or not) and any multipliers
+``lambda >= 0`` of the (C1) rows (HiGHS's duals of the Frank-Wolfe LP
+``min grad f(x) . y`` over the constraint polytope, clipped at 0: no repair is
+needed, every ``lambda >= 0`` gives a valid bound), convexity and weak duality
+give
+
+    f* >= f(x) - grad f(x) . x + lambda . need + MAX_CHANGE sum_g min(0, min_t r_gt),
+    r = grad f(x) - A^T lambda,
+
+the last sum being the exact minimum of ``r . y`` over the rows' simplices
+``y >= 0, sum_t y_gt <= MAX_CHANGE``.  Every term is computed from the stored
+doubles as fractions (``need = 1/alpha - U_pi(k0)`` exactly, the (C1) rows at
+alpha itself, which relaxes the ``alpha (1 - SAFETY)`` the optimiser aims at),
+and the bound is rounded down: ``lower_bound_records`` is a proof, and the
+gap ``f(x) - lower_bound`` (rounded up) bounds how far the design is above the
+optimum of the restricted problem.  With optimal multipliers the bound is the
+Frank-Wolfe bound ``f(x) - grad f(x) . (x - y*)``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, LinearConstraint, linprog, minimize
 
 from pramkit.design.recognition import SAFETY, KeySpace, Solve
 from pramkit.errors import PramkitError
+from pramkit.information import float_above, float_below
 
 #: Smallest gamma tried before every combination is kept.
 GAMMA_FLOOR = 1e-9
@@ -225,13 +245,110 @@ def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
     return float(space.counts[moving] @ (q / (1.0 - s) + s - 1.0)) / n**2
 
 
+@dataclass(frozen=True)
+class RestrictedBound:
+    """The certificate of the restricted problem, in records (``n^2 l2`` units).
+
+    objective: ``f(x)`` of the point found, rounded up
+    lower_bound: no feasible point of the restricted problem has a smaller ``f`` (rounded down;
+        None when not certified)
+    gap: ``objective - lower_bound`` rounded up, at least 0 (None when not certified)
+    certified: whether the bound is proved (False when x has a row with ``s_g >= 1``)
+    """
+
+    objective: float
+    lower_bound: float | None
+    gap: float | None
+    certified: bool
+
+
+def certified_lower_bound(
+    e: np.ndarray, weights: np.ndarray, a_c1: sp.spmatrix, margins: ArrayLike, alpha: float,
+    multipliers: ArrayLike | None, *, max_change: float = MAX_CHANGE,
+) -> RestrictedBound:
+    """A proved lower bound on the restricted problem, in exact rational arithmetic.
+
+    The problem (module docstring): minimise
+    ``f(x) = sum_g W_g ((1 + |x_g|^2)/(1 - s_g) + s_g - 1)`` (``s_g = sum_t x_gt``)
+    over ``x >= 0``, ``s_g <= max_change`` and the (C1) rows
+    ``a_c1 x >= 1/alpha - U_c``.  f is convex where every ``s_g < 1``, so for
+    such a point x, ``f(y) >= f(x) + grad f(x) . (y - x)`` for every feasible
+    y; for multipliers ``lambda >= 0`` weak duality bounds the minimum of the
+    right-hand side by its Lagrangian over the simplices of the rows, whose
+    minimum is explicit (module docstring).  Every quantity is exact: the
+    doubles x, W, the entries of ``a_c1`` (whole numbers), ``U_c`` and alpha
+    are read as fractions, and the result is rounded outward.
+
+    Parameters
+    ----------
+    e : array, shape (G, T)
+        The point (one row of changes per group of sources).
+    weights : array, shape (G,)
+        ``W_g``: the records of each group.
+    a_c1 : sparse matrix, shape (C, G T)
+        The (C1) rows, ``den_c - U_c`` as a linear function of ``vec(e)``.
+    margins : array, shape (C,)
+        ``U_c = U_pi(k0)`` of each problem combination.
+    alpha : float
+        The bound of (C1): the rows are ``den_c >= 1/alpha``.
+    multipliers : array, shape (C,), or None
+        Any multipliers of the (C1) rows (negative or undefined ones are taken as 0); None: all 0.
+    max_change : float
+        The largest ``s_g`` of the problem.
+
+    Returns
+    -------
+    RestrictedBound
+
+    Examples
+    --------
+    One group of 10 records, one target, one row ``10 x >= 1/0.125 - 3``: the optimum is
+    ``f(1/2) = 10 ((1 + 1/4)/(1/2) - 1/2) = 20``; with the optimal multiplier
+    ``lambda = f'(1/2)/10 = 8`` the bound is exact, without multipliers it is
+    ``f(1/2) - f'(1/2)/2 = -20``.
+
+    >>> a = sp.csr_matrix([[10.0]])
+    >>> b = certified_lower_bound(np.array([[0.5]]), np.array([10.0]), a, [3.0], 0.125, [8.0])
+    >>> b.lower_bound, b.objective, b.gap, b.certified
+    (20.0, 20.0, 0.0, True)
+    >>> certified_lower_bound(np.array([[0.5]]), np.array([10.0]), a, [3.0], 0.125, None).lower_bound
+    -20.0
+    """
+    x = [[Fraction(v) for v in row] for row in np.asarray(e, dtype=float).tolist()]
+    w = [Fraction(v) for v in np.asarray(weights, dtype=float).tolist()]
+    sums = [sum(row, Fraction(0)) for row in x]
+    if any(sg >= 1 for sg in sums):           # outside the domain of f: no convexity bound
+        return RestrictedBound(math.inf, None, None, False)
+    objective = sum((wg * ((1 + sum(v * v for v in row)) / (1 - sg) + sg - 1) for wg, row, sg in zip(w, x, sums)),
+                    Fraction(0))
+    grad = [[wg * (2 * v / (1 - sg) + (1 + sum(u * u for u in row)) / (1 - sg) ** 2 + 1) for v in row]
+            for wg, row, sg in zip(w, x, sums)]
+    n_targets = len(x[0]) if x else 0
+    given = [0.0] * a_c1.shape[0] if multipliers is None else np.asarray(multipliers, dtype=float).tolist()
+    lam = [Fraction(v) if math.isfinite(v) and v > 0 else Fraction(0) for v in given]
+    inv_alpha = 1 / Fraction(float(alpha))
+    reduced = [row[:] for row in grad]                      # r = grad f(x) - A^T lambda
+    coo = sp.coo_matrix(a_c1)
+    for c, j, v in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
+        if lam[c]:
+            reduced[j // n_targets][j % n_targets] -= lam[c] * Fraction(v)
+    cap = Fraction(float(max_change))
+    bound = (objective - sum((g * v for grow, row in zip(grad, x) for g, v in zip(grow, row)), Fraction(0))
+             + sum((lc * (inv_alpha - Fraction(float(u))) for lc, u in zip(lam, np.asarray(margins).tolist())),
+                   Fraction(0))
+             + sum((cap * min(Fraction(0), min(row)) for row in reduced if row), Fraction(0)))
+    return RestrictedBound(float_above(objective), float_below(bound), float_above(max(objective - bound, Fraction(0))),
+                           True)
+
+
 def _restricted_once(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float, max_iterations: int
 ) -> Solve:
     k = space.cells
     problems = problem_combinations(space, combinations, alpha=alpha, gamma=gamma)
     if not problems:
-        return Solve(sp.identity(k, format="csr"), "none", "no problem combination: P = I", True, 0, 0, 0, 0.0)
+        return Solve(sp.identity(k, format="csr"), "none", "no problem combination: P = I", True, 0, 0, 0, 0.0,
+                     0.0, True)
     targets = cover_targets(space, combinations, problems)
     occ = space.occurring
     sources = np.setdiff1d(occ[space.counts[occ] * alpha >= 1.0], targets)
@@ -270,11 +387,12 @@ def _restricted_once(
                    constraints=[LinearConstraint(a_c1, need, np.inf), LinearConstraint(a_row, 0.0, MAX_CHANGE)],
                    bounds=Bounds(0.0, 1.0), options={"maxiter": max_iterations, "gtol": 1e-12, "xtol": 1e-14})
     e = np.clip(res.x, 0.0, None).reshape(n_groups, n_targets)
-    # Frank-Wolfe certificate: f* >= f(x) - grad^T (x - y*)
+    # the certificate: multipliers of (C1) from the Frank-Wolfe LP min grad f(e) . y, checked exactly
     _, grad = group_objective(e, weights)
     lin = linprog(grad.ravel(), A_ub=sp.vstack([-a_c1, a_row]), b_ub=np.concatenate([-need, np.full(n_groups, MAX_CHANGE)]),
                   bounds=(0, None), method="highs")
-    gap = float(grad.ravel() @ e.ravel() - lin.fun) if lin.status == 0 else math.inf
+    multipliers = -np.asarray(lin.ineqlin.marginals)[:n_problems] if lin.status == 0 else None
+    cert = certified_lower_bound(e, weights, a_c1, [u for _, _, u in problems], alpha, multipliers)
     rows_e = e[group]                                                          # sources x T
     s = rows_e.sum(axis=1)
     r, c = np.nonzero(rows_e > 0)
@@ -284,7 +402,8 @@ def _restricted_once(
     p = sp.csr_matrix((np.concatenate([keep, rows_e[r, c]]),
                        (np.concatenate([diag_cells, sources[r]]), np.concatenate([diag_cells, targets[c]]))),
                       shape=(k, k))
-    return Solve(p, "trust-constr", str(res.message), bool(res.success), int(res.nit), nvar, n_problems, max(gap, 0.0))
+    return Solve(p, "trust-constr", str(res.message), bool(res.success), int(res.nit), nvar, n_problems, cert.gap,
+                 cert.lower_bound, cert.certified)
 
 
 def solve_restricted(

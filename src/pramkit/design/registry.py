@@ -24,6 +24,15 @@ Examples
 >>> m = fam.build(["a", "b", "c"], None, 1.0, {})
 >>> round(m.epsilon, 12), fam.reads_frequencies({})
 (1.0, False)
+
+The ``dp`` family's options (:func:`dp_options`) are ``form``, ``truthful`` and
+``objective``: ``"information"`` (default) or ``"variance"``, the design with
+the least variance of the unbiased estimator, which does not read p:
+
+>>> dp = FAMILIES["dp"]
+>>> v = dp.build(["a", "b", "c"], None, 1.0, {"objective": "variance"})
+>>> v.provenance.method, dp.reads_frequencies({"objective": "variance"})
+('dp_min_variance', False)
 """
 
 from __future__ import annotations
@@ -67,22 +76,91 @@ def _never(_: Mapping[str, Any]) -> bool:
     return False
 
 
+#: Values of the ``objective`` option of the ``dp`` family (the first is the default).
+DP_OBJECTIVES = ("information", "variance")
+#: Values of the ``form`` option of the ``dp`` family (the first is the default).
+DP_FORMS = ("diagonal", "general")
+#: Options of the ``dp`` family.
+DP_OPTIONS = ("truthful", "form", "objective")
+
+
+def _choice(options: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str:
+    """Option ``name`` of the dp family (absent or ``None``: the first allowed value), checked."""
+    value = options.get(name)
+    if value is None:
+        return allowed[0]
+    if value not in allowed:
+        raise ParameterError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
+    return str(value)
+
+
+def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
+    """The ``dp`` family's options ``(form, objective, truthful)``, validated.
+
+    * ``form``: ``"diagonal"`` (form (8), the default) or ``"general"`` (any
+      row-stochastic matrix, staircase LP);
+    * ``objective``: ``"information"`` (the most mutual information, the
+      default) or ``"variance"`` (the least total variance of the unbiased
+      estimator, :func:`pramkit.design.dp_variance.dp_min_variance`: always
+      invertible, and independent of p);
+    * ``truthful``: require ``q_k >= 1/S`` (form (8) only).  With
+      ``objective="variance"`` it is accepted: the optimum (randomized
+      response) is truthful anyway, and the certificate then covers the
+      truthful matrices only.
+
+    ``objective="variance"`` is a form (8) design: with ``form="general"`` it is
+    an error (no certified variance-optimal general design exists here).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown option or value, naming the allowed ones.
+
+    Examples
+    --------
+    >>> dp_options({})
+    ('diagonal', 'information', False)
+    >>> dp_options({"objective": "variance", "truthful": True})
+    ('diagonal', 'variance', True)
+    >>> dp_options({"objective": "distance"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: objective must be one of 'information', 'variance', got 'distance'
+    """
+    unknown = sorted(set(options) - set(DP_OPTIONS))
+    if unknown:
+        raise ParameterError(f"method 'dp' does not take {', '.join(unknown)}; its options are {', '.join(DP_OPTIONS)}")
+    form = _choice(options, "form", DP_FORMS)
+    objective = _choice(options, "objective", DP_OBJECTIVES)
+    truthful = options.get("truthful")
+    if truthful not in (None, True, False):
+        raise ParameterError(f"truthful must be True or False, got {truthful!r}")
+    if form == "general" and truthful:
+        raise ParameterError("truthful applies to the diagonal form (8) only")
+    if form == "general" and objective == "variance":
+        raise ParameterError("objective 'variance' is a form (8) design: use form 'diagonal' with it")
+    return form, objective, bool(truthful)
+
+
 def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
         options: Mapping[str, Any]) -> PramMatrix:
-    from pramkit.design.dp_general import dp_general
+    form, objective, truthful = dp_options(options)
+    if objective == "variance":
+        from pramkit.design.dp_variance import dp_min_variance
+
+        return dp_min_variance(p, epsilon, categories=categories, truthful=truthful)
+    if form == "general":
+        from pramkit.design.dp_general import dp_general
+
+        return dp_general(p, epsilon, categories=categories)
     from pramkit.design.dp_optimal import dp_optimal
 
-    unknown = sorted(set(options) - {"truthful", "form"})
-    if unknown:
-        raise ParameterError(f"method 'dp' does not take {', '.join(unknown)}; its options are truthful, form")
-    form = options.get("form") or "diagonal"
-    if form == "general":
-        if options.get("truthful"):
-            raise ParameterError("truthful applies to the diagonal form (8) only")
-        return dp_general(p, epsilon, categories=categories)
-    if form != "diagonal":
-        raise ParameterError(f"form must be 'diagonal' or 'general', got {form!r}")
-    return dp_optimal(p, epsilon, categories=categories, truthful=bool(options.get("truthful")))
+    return dp_optimal(p, epsilon, categories=categories, truthful=truthful)
+
+
+def _dp_reads(options: Mapping[str, Any]) -> bool:
+    """The variance-optimal design does not depend on p, so it reads no frequencies."""
+    return dp_options(options)[1] != "variance"
 
 
 def _classic(name: str) -> Build:
@@ -113,8 +191,9 @@ def _beta_reads(options: Mapping[str, Any]) -> bool:
 
 #: Method name -> :class:`DesignFamily`.
 FAMILIES: dict[str, DesignFamily] = {
-    "dp": DesignFamily("dp", "epsilon-DP with maximal mutual information (Ayed, Battiston and Camerlenghi)",
-                       _dp, _always, _always),
+    "dp": DesignFamily("dp", "epsilon-DP form (8) with maximal mutual information (Ayed, Battiston and "
+                       "Camerlenghi), or with the least variance of the unbiased estimator (objective variance)",
+                       _dp, _dp_reads, _always),
     "invariant": DesignFamily("invariant", "sdcMicro's invariant PRAM (reads p)", _classic("invariant"),
                               _always, _never),
     "keep": DesignFamily("keep", "mu-ARGUS keep-probability PRAM", _classic("keep"), _never, _never),

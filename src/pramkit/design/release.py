@@ -42,7 +42,7 @@ import numpy as np
 from pramkit._json import to_jsonable
 from pramkit.atomic import write_text_atomic
 from pramkit.counts import CountTable, count_file, count_frame
-from pramkit.design.matrix_design import matrix_json, truthful_warnings
+from pramkit.design.matrix_design import estimability_warnings, matrix_json, truthful_warnings
 from pramkit.design.registry import family
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.information import mutual_information
@@ -373,6 +373,9 @@ def design_release(
     elif split == "optimal":
         from pramkit.design.dp_multivariate import split_budget
 
+        if opts.get("objective") == "variance":
+            raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")
+
         room = split_within(budget, design_eps, [1.0])[0]
         best = split_budget({n: design_p[n] for n in names}, room, method="optimal",
                             truthful=bool(opts.get("truthful")), categories=dict(zip(names, table.categories)))
@@ -396,7 +399,7 @@ def design_release(
     matrices: dict[str, PramMatrix] = {}
     for k in eps_of:
         matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], opts)
-        warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]))
+        warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]) + estimability_warnings(matrices[k]))
 
     exact = source == "exact"
     if split == "joint":
@@ -432,7 +435,8 @@ def design_release(
             "design_p": None if design_p[k] is None else np.asarray(design_p[k]).tolist(),
             "epsilon": 0.0 if m is None else m.epsilon,
             "information_nats": 0.0 if m is None else mutual_information(p_exact, m.matrix),
-            "design_information_nats": None if m is None else m.provenance.objective,
+            "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
+            else m.provenance.objective,
         }
     if split == "joint" and design_p[targets[0]] is not None:
         extra["joint"] = _joint_comparison(table, design_p[targets[0]], matrices[targets[0]], opts)
