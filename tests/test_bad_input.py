@@ -79,6 +79,10 @@ def d(tmp_path_factory) -> Path:
                  "--key-file", str(d / "key"), "--quiet"]) == 0
     (d / "exists.csv").write_text("precious")
     (d / "exists.png").write_bytes(b"precious")
+    (d / "prior_text.csv").write_text("variable,category,frequency\nregion,1,many\n")
+    (d / "prior_columns.csv").write_text("var,cat\nregion,1\n")
+    (d / "codebook_blank.csv").write_text("variable,category\nregion,\n")
+    (d / "codebook_columns.csv").write_text("variable;category\nregion;1\n")
     return d
 
 
@@ -128,6 +132,9 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (apply + [d / "o.csv", "--chunk-rows", "0"], "at least 1"),
         (apply + [d / "o.csv", "--chunk-rows", "many"], "invalid int value"),
         (apply + [d / "o.csv", "--engine", "gpu"], "invalid choice"),
+        (apply + [d / "o.parquet", "--engine", "spark", "--spark-master", "bogus://x"], "Spark"),
+        (apply + [d / "o.csv", "--na-values", "1"], "missing-value code"),
+        (apply + [d / "o.csv", "--na-values", "NA,m"], "category 'm' is a missing-value code"),
         (apply + [d / "o.dta", "--engine", "spark"], "CSV and Parquet"),
         (["apply", d / "q.sav", "--manifest", m, "--out", d / "o.csv", "--engine", "spark"], "CSV and Parquet"),
         (["apply", data, "--out", d / "o.csv"], "required: --manifest"),
@@ -169,6 +176,11 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (["risk", data, "--keys", "sex", "--weights", "height"], "height"),
         (risk + ["--original", data], "--original needs --manifest"),
         (risk + ["--missing", "drop"], "invalid choice"),
+        (risk + ["--model", "region*"], "empty term"),
+        (risk + ["--model", "region + "], "empty term"),
+        (risk + ["--model", "region*height"], "height"),
+        (["risk", data, "--keys", "region,sex", "--weights", "w", "--fractions", "cells"], "invalid choice"),
+        (["risk", data, "--keys", "region,sex", "--weights", "w", "--fractions", ""], "invalid choice"),
         (risk + ["--plot", d / "exists.png"], "--force"),
         (risk + ["--plot", data, "--force"], "would overwrite the input"),
         (risk + ["--plot", d / "absent_dir" / "fit.png"], "does not exist"),
@@ -184,6 +196,19 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (design + [data, "--force"], "would overwrite the input"),
         (design + [d / "absent_dir" / "o.json"], "does not exist"),
         (["design", data, "--vars", "height", "--epsilon", "2", "--exact-frequencies", "--out", d / "o.json"], "height"),
+        (["design", data, "--vars", "region,sex", "--recognition", "1.5", "--out", d / "o.json"], "strictly between"),
+        (["design", data, "--vars", "region,sex", "--recognition", "0", "--out", d / "o.json"], "strictly between"),
+        (["design", data, "--vars", "region,sex", "--recognition", "often", "--out", d / "o.json"],
+         "invalid float value"),
+        (design + [d / "o.json", "--split", "best"], "invalid choice"),
+        (["design", data, "--vars", "region,sex", "--epsilon", "2", "--prior", d / "prior_text.csv",
+          "--out", d / "o.json"], "'many' is not a number"),
+        (["design", data, "--vars", "region,sex", "--epsilon", "2", "--prior", d / "prior_columns.csv",
+          "--out", d / "o.json"], "needs the columns"),
+        (["design", data, "--vars", "region,sex", "--epsilon", "2", "--prior", d / "absent.csv",
+          "--out", d / "o.json"], "does not exist"),
+        (design + [d / "o.json", "--categories", d / "codebook_blank.csv"], "must not be empty"),
+        (design + [d / "o.json", "--categories", d / "codebook_columns.csv"], "needs the columns"),
         # ---- report
         (["report", d / "absent.csv", "--manifest", m, "--released", rel, "--keys", "sex", "--out", d / "r.html"],
          "does not exist"),
@@ -191,6 +216,11 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (report + [d / "exists.csv"], "--force"),
         (report + [d / "r.html", "--sampling-fraction", "x"], "invalid float value"),
         (["report", data, "--manifest", m, "--keys", "sex", "--out", d / "r.html"], "required: --released"),
+        (["report", data, "--manifest", d / "other.json", "--released", rel, "--keys", "region,sex",
+          "--out", d / "r.html"], "another manifest"),
+        (["report", "--manifest", d / "other.json", "--released", rel, "--public", d / "p.html"], "another manifest"),
+        (["report", data, "--manifest", m, "--released", data, "--public", d / "p.html"], "identical to the original"),
+        (report + [rel.with_name("released.csv.receipt.json"), "--force"], "would overwrite the input"),
         # ---- demo
         (["demo", "--rows", "0", "--out", d / "demo"], "at least 1"),
         (["demo", "--rows", "many", "--out", d / "demo"], "invalid int value"),

@@ -7,6 +7,7 @@ the final name, and no temporary file left behind.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -17,6 +18,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -28,6 +30,9 @@ from pramkit import io as pio
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
+from pramkit.perturb import apply_file
+from pramkit.receipt import check_release, receipt_path
+from pramkit.rng import SecretKey
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 FORMATS = ["csv", "parquet", "dta", "sav"]
@@ -81,8 +86,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "sex": randomized_response(["m", "f"], 0.5),
     }).write(d / "m.json")
     assert main(["keygen", str(d / "key")]) == 0
+    apply_file(d / "data.csv", d / "m.json", d / "rel.csv", key=SecretKey.from_file(d / "key"))  # with its receipt
     return {"dir": d, "csv": d / "data.csv", "parquet": d / "data.parquet", "dta": d / "data.dta",
-            "sav": d / "data.sav", "manifest": d / "m.json", "key": d / "key"}
+            "sav": d / "data.sav", "manifest": d / "m.json", "key": d / "key", "released": d / "rel.csv"}
 
 
 def apply_args(files: dict[str, Path], out: Path, fmt: str = "csv", *extra: str) -> list:
@@ -204,20 +210,27 @@ def test_plot_on_a_full_disk(files, capsys, monkeypatch) -> None:
 
 # ------------------------------------------------------------------ a real small disk
 
+@contextlib.contextmanager
+def tmpfs(folder: Path, options: str, why: str) -> Iterator[Path]:
+    """A tmpfs mounted on ``folder`` (created) with ``options``; the test is skipped when mounting is not
+    permitted (``why`` says what needed it)."""
+    if not ROOT:
+        pytest.skip(f"{why} needs root")
+    folder.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"{why}: cannot mount a tmpfs here: {proc.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path):
     """A 256 KB tmpfs (needs root and a kernel that lets us mount); skipped otherwise."""
-    if not ROOT:
-        pytest.skip("mounting a small tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True)
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.decode(errors='replace').strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "size=256k", "a small disk") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], capture_output=True)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -245,16 +258,11 @@ def test_real_full_disk(files, small_disk: Path, capsys, fmt: str) -> None:
 def readonly_dir(tmp_path: Path):
     """A folder nobody can write: a read-only tmpfs as root (root ignores permissions), mode 0555 otherwise."""
     ro = tmp_path / "ro"
-    ro.mkdir()
-    if ROOT:
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)], capture_output=True)
-        if proc.returncode != 0:
-            pytest.skip("running as root, which ignores permissions, and cannot mount a read-only tmpfs")
-        try:
-            yield ro
-        finally:
-            subprocess.run(["umount", str(ro)], capture_output=True)
+    if ROOT:  # root ignores permissions
+        with tmpfs(ro, "ro,size=64k", "a read-only folder as root") as folder:
+            yield folder
     else:
+        ro.mkdir()
         ro.chmod(0o555)
         try:
             yield ro
@@ -273,13 +281,24 @@ def output_commands(files: dict[str, Path], folder: Path) -> list[list]:
         ["keygen", folder / "key"],
         ["design", files["csv"], "--vars", "region,sex", "--epsilon", "2", "--out", folder / "m2.json",
          "--exact-frequencies"],
+        report_args(files, "--out", folder / "r.html"),
+        report_args(files, "--public", folder / "p.html"),
+        ["report", "--manifest", files["manifest"], "--released", files["released"], "--public", folder / "p.html"],
+        ["demo", "--rows", "1000", "--out", folder / "demo", "--quiet"],
+        ["reproduce", "ruiz", "--quick", "--out", folder / "sub"],
     ]
+
+
+def report_args(files: dict[str, Path], *extra) -> list:
+    """``pramkit report`` of the fixture's release (``rel.csv``, with its receipt)."""
+    return ["report", files["csv"], "--manifest", files["manifest"], "--released", files["released"],
+            "--keys", "region,sex", "--sampling-fraction", "0.1", "--quiet", *extra]
 
 
 def test_readonly_folder(files, readonly_dir: Path, capsys) -> None:
     d = files["dir"]
     before = digests(d)
-    for args in output_commands(files, readonly_dir) + [["reproduce", "ruiz", "--out", readonly_dir / "sub"]]:
+    for args in output_commands(files, readonly_dir) + [["demo", "--rows", "1000", "--out", readonly_dir]]:
         code, _, err = run(args, capsys)
         assert_refused(code, err, d, before, message="")
         assert any(w in err for w in ("not writable", "Read-only", "Permission denied")), (args, err)
@@ -292,6 +311,7 @@ def test_missing_folder(files, capsys) -> None:
     for args in output_commands(files, d / "absent"):
         code, _, err = run(args, capsys)
         assert_refused(code, err, d, before, message="does not exist")
+        assert not (d / "absent").exists()
 
 
 # ------------------------------------------------------------------ --force never over an input
@@ -322,6 +342,17 @@ def force_over_inputs(files: dict[str, Path]) -> list[list]:
         ["design", files["csv"], "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies",
          "--out", files["csv"], "--force"],
     ]
+    # report: neither report over the data, the manifest, the released file or its receipt
+    for given in (files["csv"], m, files["released"], receipt_path(files["released"])):
+        cases += [report_args(files, "--out", given, "--force"), report_args(files, "--public", given, "--force")]
+    # demo: never replace public/ or private/ when it holds the key file, nor write over the key file
+    for folder in ("private", "public"):
+        (d / "earlier" / folder).mkdir(parents=True)
+        inside = d / "earlier" / folder / "key"
+        inside.write_bytes(k.read_bytes())
+        inside.chmod(0o600)
+        cases.append(["demo", "--rows", "1000", "--out", d / "earlier", "--key-file", inside, "--force"])
+    cases.append(["demo", "--rows", "1000", "--out", k, "--key-file", k, "--force"])
     return cases
 
 
@@ -449,3 +480,236 @@ def test_outputs_are_complete_and_ordinary(files, capsys) -> None:
         assert summary["rows"] == 12_000 and len(summary["key_fingerprint"]) == 16
         assert Path(summary["receipt"]).is_file()
     assert temporaries(d) == []
+
+
+# ------------------------------------------------------------------ a release and its receipt
+
+def fail_commit_of(monkeypatch, name: str) -> None:
+    """Make only the rename into place of the output called ``name`` fail (ENOSPC)."""
+    original = atomic._commit
+
+    def commit(tmp: Path, target: Path, **kwargs) -> None:
+        if target.name == name:
+            enospc()
+        original(tmp, target, **kwargs)
+
+    monkeypatch.setattr(atomic, "_commit", commit)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_failed_release_keeps_the_receipt_of_the_earlier_one(files, capsys, monkeypatch, fmt: str) -> None:
+    """The receipt is renamed into place after the released file, never before."""
+    d = files["dir"]
+    out = d / f"out.{fmt}"
+    assert main([str(a) for a in apply_args(files, out, fmt)]) == 0
+    capsys.readouterr()
+    before = digests(d)
+    fail_commit_of(monkeypatch, out.name)
+    # a fresh key: another release, whose receipt would differ from the earlier one
+    args = ["apply", files[fmt], "--manifest", files["manifest"], "--out", out, "--quiet", "--force"]
+    code, _, err = run(args, capsys)
+    assert_refused(code, err, d, before, message=f"cannot write {str(out)!r}")
+    assert check_release(out, files["manifest"]) is None  # the earlier release and its receipt still agree
+
+
+@pytest.mark.parametrize("earlier", [True, False], ids=["force-over-good", "new"])
+def test_a_receipt_that_cannot_follow_its_release_is_named(files, capsys, monkeypatch, earlier: bool) -> None:
+    d = files["dir"]
+    out, receipt = d / "out.csv", receipt_path(d / "out.csv")
+    if earlier:
+        assert main([str(a) for a in apply_args(files, out)]) == 0
+    capsys.readouterr()
+    before = digests(d)
+    fail_commit_of(monkeypatch, receipt.name)
+    args = ["apply", files["csv"], "--manifest", files["manifest"], "--out", out, "--quiet"]
+    code, _, err = run(args + (["--force"] if earlier else []), capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"{str(out)!r} was written but its receipt was not" in lines[0]
+    assert "No space left on device" in lines[0]
+    assert (f"the receipt {receipt.name} beside it is stale" if earlier else "it has no receipt") in lines[0]
+    after = digests(d)
+    assert after[out.name] != before.get(out.name)  # the new release is in place ...
+    assert after.get(receipt.name) == before.get(receipt.name)  # ... beside the earlier receipt, or none
+    assert {k: v for k, v in after.items() if k != out.name} == {k: v for k, v in before.items() if k != out.name}
+    assert temporaries(d) == []
+    if earlier:  # what the stale receipt now tells `estimate` and `risk`
+        assert "has changed since its receipt" in check_release(out, files["manifest"])
+
+
+# ------------------------------------------------------------------ the reports
+
+@pytest.mark.parametrize("which", ["--out", "--public"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "force-over-good"])
+def test_reports_on_a_full_disk(files, capsys, monkeypatch, which: str, existing: bool) -> None:
+    d = files["dir"]
+    report = d / "report.html"
+    args = report_args(files, which, report)
+    if existing:
+        code, _, err = run(args, capsys)
+        assert code == 0 and err == "", err
+    before = digests(d)
+    monkeypatch.setattr(atomic, "_write_file", enospc)
+    code, _, err = run(args + (["--force"] if existing else []), capsys)
+    assert_refused(code, err, d, before, message=f"cannot write {str(report)!r}: No space left on device")
+    assert report.exists() == existing
+
+
+def test_report_checks_the_release_against_its_receipt_and_the_original(files, capsys) -> None:
+    d = files["dir"]
+    Manifest.of({"region": randomized_response([1, 2, 3], 2.0)}).write(d / "other.json")
+    internal = report_args(files, "--out", d / "r.html")
+    internal[internal.index(files["manifest"])] = d / "other.json"
+    cases = [
+        (["report", "--manifest", d / "other.json", "--released", files["released"], "--public", d / "p.html"],
+         "released with another manifest"),
+        (internal, "released with another manifest"),
+        (["report", files["csv"], "--manifest", files["manifest"], "--released", files["csv"],
+          "--public", d / "p.html"], "identical to the original"),
+    ]
+    before = digests(d)
+    for args, message in cases:
+        code, _, err = run(args, capsys)
+        assert_refused(code, err, d, before, message=message)
+    # the original as the release, without DATA: written, with a note that nothing could be checked
+    code, out, err = run(["report", "--manifest", files["manifest"], "--released", files["csv"],
+                          "--public", d / "p.html", "--quiet"], capsys)
+    assert code == 0 and out.strip() == f"{d / 'p.html'} (public: may be published)"
+    assert err.strip().splitlines() == [
+        f"pramkit report: note: no release receipt beside {str(files['csv'])!r} (data.csv.receipt.json): "
+        f"cannot check that {str(files['manifest'])!r} is the manifest that made it"]
+
+
+# ------------------------------------------------------------------ the demo
+
+def test_demo_never_removes_the_key_file(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "demo"
+    assert run(["demo", "--rows", "1000", "--out", out, "--quiet"], capsys)[0] == 0
+    key = out / "private" / "mykey"
+    assert main(["keygen", str(key)]) == 0
+    capsys.readouterr()
+    before = digests(tmp_path)
+    code, _, err = run(["demo", "--rows", "1000", "--out", out, "--key-file", key, "--force", "--quiet"], capsys)
+    assert_refused(code, err, tmp_path, before, message=f"would overwrite the input {str(key)!r}")
+    code, _, err = run(["demo", "--rows", "1000", "--out", out, "--key-file", key, "--quiet"], capsys)
+    assert_refused(code, err, tmp_path, before, message="would overwrite the input")  # before "pass --force"
+
+
+def wait_for_demo_work(proc: subprocess.Popen, out: Path) -> None:
+    """Wait until the child demo has written something into its work folder inside ``out``."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        work = [p for p in out.glob(f".demo{atomic.TMP_TAG}*")] if out.is_dir() else []
+        if work and any(f.is_file() and f.stat().st_size > 0 for f in work[0].rglob("*")):
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the child ended before writing: {proc.communicate()}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("the child never started writing")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_demo_interrupted_then_a_clean_run(tmp_path: Path, capsys, sig: int) -> None:
+    out = tmp_path / "demo"
+    proc = subprocess.Popen([sys.executable, "-m", "pramkit", "demo", "--rows", "200000", "--out", str(out),
+                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_demo_work(proc, out)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    if sig == signal.SIGTERM:  # the work folder is removed, and so is the folder the demo made
+        assert proc.returncode == 143 and "Traceback" not in err and err.strip() == "", err
+        assert temporaries(tmp_path) == [] and not out.exists()
+    else:  # kill -9 cannot clean up: the work folder stays, inside --out
+        assert proc.returncode == -signal.SIGKILL
+        assert [p.name for p in out.iterdir()][0].startswith(f".demo{atomic.TMP_TAG}{proc.pid}.")
+    code, _, err = run(["demo", "--rows", "1000", "--out", out, "--quiet"], capsys)
+    assert code == 0, err
+    removed = [line for line in err.splitlines() if "temporary file(s)" in line]  # other notes may come
+    if sig == signal.SIGTERM:
+        assert removed == []
+    else:
+        assert len(removed) == 1 and removed[0].startswith(
+            f"pramkit demo: note: removed 1 temporary file(s) of the demo in {str(out)!r} left by an interrupted run")
+    assert temporaries(tmp_path) == [] and sorted(p.name for p in out.iterdir()) == ["private", "public"]
+
+
+def test_demo_into_a_mount_point(tmp_path: Path, capsys) -> None:
+    """--out may be a file system of its own: the work folder lives inside it."""
+    with tmpfs(tmp_path / "mnt", "size=32m", "a mount point as --out") as mnt:
+        for extra in ([], ["--force"]):
+            code, _, err = run(["demo", "--rows", "1000", "--out", mnt, "--quiet", *extra], capsys)
+            assert code == 0 and "error" not in err, err
+            assert sorted(p.name for p in mnt.iterdir()) == ["private", "public"]
+            assert temporaries(mnt) == []
+
+
+# ------------------------------------------------------------------ the Spark engine
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local Spark session for the CLI runs of this module (``--spark-master local[1]``), stopped after them."""
+    if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
+        import pyspark  # noqa: F401
+    else:
+        pytest.importorskip("pyspark")
+    from pramkit.engines import spark as ps
+
+    session = ps.session("local[1]")
+    yield session
+    session.stop()
+
+
+def spark_args(files: dict[str, Path], out: Path, *extra) -> list:
+    return ["apply", files["parquet"], "--manifest", files["manifest"], "--out", out, "--engine", "spark",
+            "--spark-master", "local[1]", "--quiet", *extra]
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "force-over-good"])
+def test_spark_output_on_a_full_disk(files, spark, capsys, monkeypatch, existing: bool) -> None:
+    d = files["dir"]
+    out = d / "spark.parquet"
+    if existing:
+        assert run(spark_args(files, out, "--key-file", files["key"]), capsys)[0] == 0
+    before = digests(d)
+    monkeypatch.setattr(atomic, "_fsync", enospc)
+    code, _, err = run(spark_args(files, out, *(["--force"] if existing else [])), capsys)
+    assert_refused(code, err, d, before, message=f"cannot write {str(out)!r}: No space left on device")
+    assert out.exists() == existing
+
+
+def test_spark_failed_release_keeps_the_receipt_of_the_earlier_one(files, spark, capsys, monkeypatch) -> None:
+    d = files["dir"]
+    out = d / "spark.parquet"
+    assert run(spark_args(files, out), capsys)[0] == 0
+    Manifest.of({"region": randomized_response([1, 2, 3], 2.0)}).write(d / "other.json")
+    before = digests(d)
+    fail_commit_of(monkeypatch, out.name)
+    args = spark_args(files, out, "--force")
+    args[3] = d / "other.json"  # another manifest: the receipt (no digest of a folder) would name it
+    code, _, err = run(args, capsys)
+    assert_refused(code, err, d, before, message=f"cannot write {str(out)!r}")
+    assert check_release(out, files["manifest"]) is None
+
+
+def test_spark_unknown_category_is_one_line(files, spark, capfd) -> None:
+    d = files["dir"]
+    (d / "unknown.csv").write_text("region,sex\n1,m\n7,f\n2,m\n")
+    before = digests(d)
+    code = main([str(a) for a in ["apply", d / "unknown.csv", "--manifest", files["manifest"], "--out",
+                                  d / "z.parquet", "--engine", "spark", "--spark-master", "local[1]"]])
+    _, err = capfd.readouterr()  # file descriptor 2: what Spark's Java process would print too
+    assert_refused(code, err, d, before, message="column 'region', row 2: value '7' is not one of its categories")
+
+
+def test_spark_bogus_master_is_one_line(files) -> None:
+    """In a new process (the Java process fails to start): its console output is not shown."""
+    pytest.importorskip("pyspark")
+    d = files["dir"]
+    before = digests(d)
+    args = ["apply", files["csv"], "--manifest", files["manifest"], "--out", d / "z.parquet", "--engine", "spark",
+            "--spark-master", "bogus://x"]
+    proc = subprocess.run([sys.executable, "-m", "pramkit", *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.stdout == ""
+    assert_refused(proc.returncode, proc.stderr, d, before, message="cannot start Spark with master 'bogus://x': ")

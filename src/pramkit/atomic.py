@@ -18,6 +18,11 @@ Every file pramkit writes goes through :func:`atomic_path`:
    content.  SIGINT and SIGTERM remove the live temporaries before the process
    stops (exit status 130 and 143).
 
+:func:`staged_bytes` separates writing from committing, for an output that
+must appear only after another one (a release's receipt after the release),
+and :func:`temporary` gives a work folder with the same naming, cleanup and
+signal handling, for outputs assembled from several files (the demo).
+
 Operating-system errors while writing become one :class:`~pramkit.errors.WriteError`
 line: ``cannot write 'PATH': No space left on device``.
 """
@@ -91,11 +96,51 @@ def same_file(a: PathLike, b: PathLike) -> bool:
             return False
 
 
-def _inside(path: PathLike, folder: PathLike) -> bool:
+def inside(path: PathLike, folder: PathLike) -> bool:
+    """Whether ``path`` lies somewhere under ``folder`` (links and relative paths resolved).
+
+    Examples
+    --------
+    >>> inside("out/private/key", "out"), inside("out/private/key", "out/public")
+    (True, False)
+    """
     try:
         return Path(folder).resolve() in Path(path).resolve().parents
     except (OSError, RuntimeError):
         return False
+
+
+def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
+    """Refuse an output that is one of ``inputs``, or a folder holding one (whatever ``--force`` says).
+
+    ``None`` entries of ``inputs`` are skipped; the comparison follows links
+    (same inode) and resolves relative paths.
+
+    Raises
+    ------
+    PramkitError
+        writing ``path`` would overwrite or remove an input
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "key").write_bytes(bytes(32))
+    >>> refuse_inputs(d / "out.csv", [d / "key", None])
+    >>> refuse_inputs(d, [d / "key"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: the output '...' would overwrite the input '.../key'; pramkit never does, ...
+    """
+    p = Path(path)
+    for given in inputs:
+        if given is None:
+            continue
+        if same_file(p, given) or (p.is_dir() and inside(given, p)):
+            raise PramkitError(
+                f"the output {str(p)!r} would overwrite the input {str(given)!r}; pramkit never does, "
+                "not even with --force: choose another output name"
+            )
 
 
 def check_writable(
@@ -144,14 +189,7 @@ def check_writable(
     pramkit.errors.PramkitError: the output ... would overwrite the input ...; pramkit never does, not even with --force: choose another output name
     """
     p = Path(path)
-    for given in inputs:
-        if given is None:
-            continue
-        if same_file(p, given) or (p.is_dir() and _inside(given, p)):
-            raise PramkitError(
-                f"the output {str(p)!r} would overwrite the input {str(given)!r}; pramkit never does, "
-                "not even with --force: choose another output name"
-            )
+    refuse_inputs(p, inputs)
     if folder:
         if p.exists() and not p.is_dir():
             raise PramkitError(f"{str(p)!r} exists and is not a folder")
@@ -168,20 +206,25 @@ def check_writable(
 
 
 def make_folder(path: PathLike) -> Path:
-    """Create an output folder (and its parents) if needed; one-line errors.
+    """Create an output folder if needed, in a folder that exists (as for any output); one-line errors.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> make_folder(d / "a" / "b").is_dir()
-    True
+    >>> make_folder(d / "a").is_dir(), make_folder(d / "a").is_dir()
+    (True, True)
+    >>> make_folder(d / "b" / "c")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: the folder '.../b' of the output '.../b/c' does not exist
     """
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise PramkitError(f"{str(p)!r} exists and is not a folder")
+    if p.is_dir():
+        return p
+    check_writable(p, force=False, folder=True)  # not a file; its folder exists and is writable
     try:
-        p.mkdir(parents=True, exist_ok=True)
+        p.mkdir(exist_ok=True)
     except OSError as exc:
         raise WriteError(file_error(exc, p, "create the folder")) from None
     return p
@@ -252,6 +295,29 @@ def _unregister(tmp: Path) -> None:
             _saved_handlers.clear()
 
 
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block ends: for a few renames that must not be cut in half.
+
+    A signal that arrives meanwhile is delivered when the block ends (its
+    handler then removes the live temporaries as usual).  Outside the main
+    thread, or where signals cannot be blocked, the block runs unprotected.
+
+    Examples
+    --------
+    >>> with signals_deferred():
+    ...     pass
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _pid_alive(pid: int) -> bool:
     if pid <= 0:
         return False
@@ -289,12 +355,13 @@ def temporaries_of(target: PathLike) -> list[Path]:
     return sorted(found)
 
 
-def remove_stale_temporaries(target: PathLike) -> int:
+def remove_stale_temporaries(target: PathLike, *, label: str | None = None) -> int:
     """Remove the temporaries of ``target`` left by runs that were killed; how many.
 
     A temporary is stale when the process named in it has ended (temporaries
     of older versions, without a process id, always are).  A
-    :class:`~pramkit.errors.PramkitWarning` says what was removed.
+    :class:`~pramkit.errors.PramkitWarning` says what was removed (naming
+    ``label``, by default the target's path).
 
     Examples
     --------
@@ -324,7 +391,7 @@ def remove_stale_temporaries(target: PathLike) -> int:
         removed += 1
     if removed:
         warnings.warn(
-            f"removed {removed} temporary file(s) of {str(target)!r} left by an interrupted run "
+            f"removed {removed} temporary file(s) of {label or repr(str(target))} left by an interrupted run "
             f"({_bytes(size)})", PramkitWarning, stacklevel=3,
         )
     return removed
@@ -429,6 +496,47 @@ def _foreign(exc: OSError, tmp: Path, target: Path) -> bool:
 
 
 @contextlib.contextmanager
+def temporary(target: PathLike, *, folder: bool = False, label: str | None = None) -> Iterator[Path]:
+    """Yield a new temporary of ``target`` (``.NAME.pramkit-tmp.PID.XXXXXXXX`` beside it), removed when the block ends.
+
+    Stale temporaries of ``target`` (of runs that were killed) are removed
+    first, with a note naming ``label`` (see :func:`remove_stale_temporaries`);
+    SIGINT and SIGTERM remove the temporary before the process stops.  The
+    temporary starts private (mode 0600, or 0700 for a folder).  Nothing is
+    renamed into place: :func:`atomic_path` does that for one output, a caller
+    assembling several outputs in a work ``folder`` moves them itself.
+
+    Raises
+    ------
+    WriteError
+        the temporary cannot be created (read-only folder, full disk, ...)
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with temporary(d / "work", folder=True) as tmp:
+    ...     tmp.is_dir(), tmp.name.startswith(".work.pramkit-tmp.")
+    (True, True)
+    >>> list(d.iterdir())
+    []
+    """
+    t = Path(target)
+    remove_stale_temporaries(t, label=label)
+    try:
+        tmp = _new_temporary(t, folder)
+    except OSError as exc:
+        raise WriteError(file_error(exc, t, "create the folder" if folder else "write")) from None
+    _register(tmp)
+    try:
+        yield tmp
+    finally:
+        with contextlib.suppress(OSError):
+            _remove(tmp)
+        _unregister(tmp)
+
+
+@contextlib.contextmanager
 def atomic_path(
     path: PathLike,
     *,
@@ -464,13 +572,7 @@ def atomic_path(
     ['out.txt']
     """
     target = check_writable(path, force=force, inputs=inputs, folder=folder)
-    remove_stale_temporaries(target)
-    try:
-        tmp = _new_temporary(target, folder)
-    except OSError as exc:
-        raise WriteError(file_error(exc, target, "write")) from None
-    _register(tmp)
-    try:
+    with temporary(target, folder=folder) as tmp:
         try:
             yield tmp
             if verify is not None:
@@ -487,18 +589,67 @@ def atomic_path(
             if _foreign(exc, tmp, target):
                 raise
             raise WriteError(file_error(exc, target, "write")) from None
-    finally:
-        with contextlib.suppress(OSError):
-            _remove(tmp)
-        _unregister(tmp)
 
 
-def _size_is(expected: int) -> Callable[[Path], None]:
-    def verify(tmp: Path) -> None:
-        if tmp.stat().st_size != expected:
+class Staged:
+    """Content written to an output's temporary now, renamed into place when its block ends (:func:`staged_bytes`)."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        self.tmp: Path | None = None
+        self.size: int | None = None
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` to the temporary (replacing what an earlier call wrote).
+
+        Raises
+        ------
+        WriteError
+            the temporary cannot be written (the target is untouched)
+        """
+        assert self.tmp is not None, "use Staged through staged_bytes"
+        try:
+            _write_file(self.tmp, data)
+        except OSError as exc:
+            raise WriteError(file_error(exc, self.target, "write")) from None
+        self.size = len(data)
+
+    def verify(self, tmp: Path) -> None:
+        """Check that the temporary holds what :meth:`write` was given (a short write that did not raise)."""
+        if self.size is None:
+            raise WriteError(f"cannot write {str(self.target)!r}: nothing was written")
+        if tmp.stat().st_size != self.size:
             raise OSError(errno.ENOSPC, "the file written is shorter than its content")
 
-    return verify
+
+@contextlib.contextmanager
+def staged_bytes(
+    path: PathLike, *, force: bool, inputs: Iterable[PathLike | None] = (), mode: int | None = None,
+) -> Iterator[Staged]:
+    """Stage the content of ``path``: ``stage.write(data)`` in the block, renamed into place when it ends.
+
+    Writing and committing are separate steps, so that an output can be
+    written early and appear only after another one: nest the other output's
+    block inside this one, and it is renamed into place first.  The checks,
+    the naming of the temporary and the cleanup are those of
+    :func:`atomic_path`; the written size is checked.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with staged_bytes(d / "second", force=False) as stage:
+    ...     stage.write(b"written first, renamed last")
+    ...     _ = write_bytes_atomic(d / "first", b"1", force=False)
+    ...     sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
+    ['first']
+    >>> (d / "second").read_bytes()
+    b'written first, renamed last'
+    """
+    stage = Staged(Path(path))
+    with atomic_path(path, force=force, inputs=inputs, mode=mode, verify=lambda tmp: stage.verify(tmp)) as tmp:
+        stage.tmp = tmp
+        yield stage
 
 
 def write_bytes_atomic(
@@ -513,8 +664,8 @@ def write_bytes_atomic(
     >>> write_bytes_atomic(d / "k", b"\\x00" * 32, force=False, mode=0o600).stat().st_size
     32
     """
-    with atomic_path(path, force=force, inputs=inputs, mode=mode, verify=_size_is(len(data))) as tmp:
-        _write_file(tmp, data)
+    with staged_bytes(path, force=force, inputs=inputs, mode=mode) as stage:
+        stage.write(data)
     return Path(path)
 
 

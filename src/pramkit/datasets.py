@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pramkit.defaults import NY_ROWS
 
-#: Rows of the NY 2000 sample in the DP paper.
-NY_ROWS = 953_076
 
 #: Variables and their categories, in file order.
 CENSUS_VARIABLES: dict[str, tuple[str, ...]] = {

@@ -14,15 +14,21 @@ The demo writes two folders (docs/privacy.md):
 * ``OUT/private/``: ``census.csv`` (the original), ``design-record.json``,
   ``report.html`` (the internal report) and ``summary.json`` — never publish them.
 
-Everything is written into a temporary folder beside ``OUT`` and moved into
-place at the end, so a failed demo leaves nothing behind.
+Everything is written into a work folder inside ``OUT``
+(``OUT/.demo.pramkit-tmp.PID.XXXXXXXX``, on the file system of the final
+folders, so that ``OUT`` may be a mount point) and renamed into place at the
+end, so a failed demo leaves nothing behind: the work folder is removed on
+any error and on SIGINT and SIGTERM, and one left by a killed run (``kill
+-9``) is removed by the next run, with a note (:func:`pramkit.atomic.temporary`).
+With ``force`` an earlier demo's folders are replaced, unless one of them
+holds an input (the key file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import shutil
-import tempfile
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +37,12 @@ from typing import Any, Callable
 import pandas as pd
 
 from pramkit._json import to_jsonable
-from pramkit.atomic import write_text_atomic
+from pramkit.atomic import (
+    PathLike, check_writable, file_error, make_folder, refuse_inputs, signals_deferred, temporary, write_text_atomic,
+)
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
 from pramkit.design.release import design_release
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
 from pramkit.ledger import fmt_epsilon
@@ -51,6 +59,9 @@ MIN_ROWS = 1_000
 
 #: The two folders of a release.
 PUBLIC, PRIVATE = "public", "private"
+
+#: The work folder inside ``OUT`` is a temporary of ``OUT/WORK`` (:func:`pramkit.atomic.temporary`).
+WORK = "demo"
 
 
 @dataclass
@@ -124,6 +135,8 @@ def _perturb(ctx: DemoContext) -> None:
             for v in ctx.applied.variables
         ],
         "record_epsilon": ctx.manifest.record_epsilon,
+        "key": ctx.applied.key_source,
+        "key_fingerprint": ctx.applied.key_fingerprint,
     }
 
 
@@ -197,16 +210,43 @@ class DemoResult:
         return to_jsonable({"out": str(self.out), "files": self.files, "seconds": self.seconds, **self.sections})
 
 
-def _check_target(out_dir: Path, force: bool) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise PramkitError(f"{str(out_dir)!r} exists and is not a folder")
-    if not force:
-        taken = [str(out_dir / f) for f in (PUBLIC, PRIVATE) if (out_dir / f).exists()]
-        if taken:
-            raise PramkitError(f"{taken[0]!r} exists (an earlier demo); pass --force to replace it")
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
-    if not parent.is_dir():
-        raise PramkitError(f"the folder {str(parent)!r} of {str(out_dir)!r} does not exist")
+def _check_target(out_dir: Path, force: bool, inputs: list[PathLike | None]) -> None:
+    """Refuse, before any work, an ``OUT`` that is not a folder, folders of an earlier demo without
+    ``force``, a folder holding an input (even with ``force``), and a missing or read-only parent."""
+    if out_dir.is_dir():
+        for folder in (PUBLIC, PRIVATE):  # first: --force would not help
+            refuse_inputs(out_dir / folder, inputs)
+        for folder in (PUBLIC, PRIVATE):  # also checks that OUT is writable
+            check_writable(out_dir / folder, force=force, folder=True)
+    else:
+        check_writable(out_dir, force=False, inputs=inputs, folder=True)
+
+
+def _move_into_place(work: Path, out_dir: Path) -> None:
+    """Rename the finished ``public/`` and ``private/`` from ``work`` into ``out_dir``.
+
+    An earlier demo's folders are first renamed into ``work`` (removed with
+    it); if a rename fails, what was moved is moved back.
+    """
+    aside: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
+    try:
+        for folder in (PUBLIC, PRIVATE):
+            final = out_dir / folder
+            if final.exists() or final.is_symlink():
+                earlier = work / f"earlier-{folder}"
+                os.rename(final, earlier)
+                aside.append((final, earlier))
+            os.rename(work / folder, final)
+            placed.append(final)
+    except OSError as exc:
+        for final in placed:
+            with contextlib.suppress(OSError):
+                os.rename(final, work / f"unfinished-{final.name}")
+        for final, earlier in aside:
+            with contextlib.suppress(OSError):
+                os.rename(earlier, final)
+        raise WriteError(file_error(exc, out_dir, "write")) from None
 
 
 def run_demo(
@@ -235,34 +275,37 @@ def run_demo(
     --------
     >>> import tempfile
     >>> r = run_demo(tempfile.mkdtemp(), rows=2_000)
-    >>> sorted(r.files)[:3], r.files["manifest"]
-    (['design_record', 'manifest', 'original'], 'public/manifest.json')
+    >>> r.files["manifest"], r.files["internal_report"]
+    ('public/manifest.json', 'private/report.html')
+    >>> sorted(p.name for p in r.out.iterdir())  # no work folder left
+    ['private', 'public']
     """
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < MIN_ROWS:
         raise ParameterError(f"--rows must be a whole number of at least {MIN_ROWS:,} (the report fits a "
                              f"log-linear model of five keys), got {rows!r}")
     out_dir = Path(out)
-    _check_target(out_dir, force)
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.pramkit-tmp.", dir=parent))
+    _check_target(out_dir, force, [None if key is None else key.path])
+    created = not out_dir.exists()
+    make_folder(out_dir)
     try:
-        for folder in (PUBLIC, PRIVATE):
-            (work / folder).mkdir()
-        ctx = DemoContext(out=work, rows=rows, epsilon=epsilon, key=key, quiet=quiet)
-        for name, step in STEPS:
-            if progress_callback:
-                progress_callback(name)
-            t0 = time.perf_counter()
-            step(ctx)
-            ctx.seconds[name] = time.perf_counter() - t0
-        summary = {"files": ctx.files, "seconds": ctx.seconds, **ctx.sections}
-        write_text_atomic(ctx.path(PRIVATE, "summary.json", "summary"),
-                          json.dumps(to_jsonable(summary), indent=2) + "\n", force=True)
-        out_dir.mkdir(exist_ok=True)
-        for folder in (PUBLIC, PRIVATE):
-            if (out_dir / folder).exists():
-                shutil.rmtree(out_dir / folder)
-            (work / folder).rename(out_dir / folder)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        with temporary(out_dir / WORK, folder=True, label=f"the demo in {str(out_dir)!r}") as work:
+            for folder in (PUBLIC, PRIVATE):
+                (work / folder).mkdir()
+            ctx = DemoContext(out=work, rows=rows, epsilon=epsilon, key=key, quiet=quiet)
+            for name, step in STEPS:
+                if progress_callback:
+                    progress_callback(name)
+                t0 = time.perf_counter()
+                step(ctx)
+                ctx.seconds[name] = time.perf_counter() - t0
+            summary = {"files": ctx.files, "seconds": ctx.seconds, **ctx.sections}
+            write_text_atomic(ctx.path(PRIVATE, "summary.json", "summary"),
+                              json.dumps(to_jsonable(summary), indent=2) + "\n", force=True)
+            with signals_deferred():  # an interrupted move would lose the earlier demo with the work folder
+                _move_into_place(work, out_dir)
+    except BaseException:  # SIGINT and SIGTERM too: a folder the demo made stays only if it holds something
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
     return DemoResult(out_dir, ctx.files, ctx.sections, ctx.lines, ctx.seconds)

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
 from pramkit.codebook import MissingCodes
+from pramkit.defaults import CHUNK_ROWS, NA_VALUES
 from pramkit.errors import DataError, PramkitError, WriteError
 
 #: File suffix -> format.
@@ -45,10 +46,6 @@ FORMATS = {
     ".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
     ".dta": "stata", ".sav": "spss", ".zsav": "spss",
 }
-#: Default rows per chunk when streaming.
-CHUNK_ROWS = 1 << 20
-#: Texts read as missing in CSV files besides the empty field (R writes missing values as ``NA``).
-NA_VALUES: tuple[str, ...] = ("NA",)
 
 
 def table_format(path: str | Path) -> str:

@@ -266,9 +266,11 @@ def apply_file(
 
     With ``receipt`` (the default) a public release receipt
     ``OUT.receipt.json`` records which manifest made the release
-    (:mod:`pramkit.receipt`).
+    (:mod:`pramkit.receipt`).  It is renamed into place right after the
+    released file (:func:`pramkit.receipt.receipt_after`): when the release
+    fails, an earlier release keeps both its file and its receipt.
     """
-    from pramkit.receipt import receipt_path, write_receipt
+    from pramkit.receipt import receipt_after, receipt_path
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -276,30 +278,29 @@ def apply_file(
     src, dst = Path(data), Path(out)
     inputs = [src, None if isinstance(manifest, Manifest) else manifest, secret.path]
     check_writable(dst, force=force, inputs=inputs)
-    if receipt:
-        check_writable(receipt_path(dst), force=True, inputs=inputs)
     if chunk_rows < 1:
         raise PramkitError("chunk_rows must be at least 1")
-    meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True)
-    perturber = TablePerturber(man, secret, meta.missing)
-    perturber.check_columns(meta.columns, f"{str(src)!r}")
     start = 0
-    with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
-            TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
-        for table in batches:
-            table = perturber(table, start)
-            writer.write(table)
-            start += table.num_rows
-            bar.update(table.num_rows)
-        if start == 0:
-            raise DataError(f"file {str(src)!r} has no data rows")
-        written = None
-        if receipt:  # the receipt first: a release never appears without it
-            writer.close()
-            written = write_receipt(dst, manifest, rows=start, digest=writer.sha256, inputs=inputs)
+    # exits in reverse order: the released file is renamed into place first, then its receipt
+    with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending:
+        meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True)
+        perturber = TablePerturber(man, secret, meta.missing)
+        perturber.check_columns(meta.columns, f"{str(src)!r}")
+        with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
+                TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
+            for table in batches:
+                table = perturber(table, start)
+                writer.write(table)
+                start += table.num_rows
+                bar.update(table.num_rows)
+            if start == 0:
+                raise DataError(f"file {str(src)!r} has no data rows")
+            if pending is not None:  # the receipt's content now, with the digest of what will appear
+                writer.close()
+                pending.fill(rows=start, digest=writer.sha256)
     return ApplyResult(
         rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,
         perturbed=tuple(man.names), key_fingerprint=secret.fingerprint,
-        receipt=None if written is None else str(written),
+        receipt=str(receipt_path(dst)) if receipt else None,
     )

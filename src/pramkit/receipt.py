@@ -9,20 +9,27 @@
   folder of part files written by Spark),
 
 nothing computed from the original file.  Commands that read a release with
-a manifest (``pramkit estimate``) call :func:`check_release`: a release made
-with another manifest is refused, and a release without a receipt gets a note.
+a manifest (``pramkit estimate``, ``risk``, ``report``) call
+:func:`check_release`: a release made with another manifest is refused, and a
+release without a receipt gets a note.
+
+A release and its receipt are written together (:func:`receipt_after`): the
+receipt is written to its temporary first and renamed into place right after
+the released file, so a failed release never replaces the receipt of the
+release it leaves in place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from pramkit._version import __version__
-from pramkit.atomic import PathLike, write_text_atomic
-from pramkit.errors import PramkitError
+from pramkit.atomic import PathLike, Staged, check_writable, staged_bytes, write_text_atomic
+from pramkit.errors import PramkitError, WriteError
 from pramkit.io import sha256_of
 from pramkit.manifest import Manifest
 
@@ -106,6 +113,28 @@ def write_receipt(
     True
     """
     p = Path(released)
+    text = receipt_text(p, manifest, rows=rows, digest=digest, folder=p.is_dir())
+    return write_text_atomic(receipt_path(p), text, force=True, inputs=inputs)
+
+
+def receipt_text(
+    released: PathLike,
+    manifest: Manifest | PathLike,
+    *,
+    rows: int,
+    digest: str | None = None,
+    folder: bool = False,
+) -> str:
+    """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> json.loads(receipt_text("out.csv", m, rows=3, digest="ab" * 32))["released_file"]
+    'out.csv'
+    """
+    p = Path(released)
     digests = manifest_digests(manifest)
     primary = _primary_digest(manifest)
     receipt: dict[str, Any] = {
@@ -113,12 +142,120 @@ def write_receipt(
         "version": VERSION,
         "pramkit_version": __version__,
         "released_file": p.name,
-        "released_sha256": digest if digest is not None or p.is_dir() else sha256_of(p),
+        "released_sha256": None if folder else digest if digest is not None else sha256_of(p),
         "rows": int(rows),
         "manifest_sha256": primary,
         "manifest_content_sha256": sorted(digests - {primary})[0] if len(digests) > 1 else primary,
     }
-    return write_text_atomic(receipt_path(p), json.dumps(receipt, indent=2) + "\n", force=True, inputs=inputs)
+    return json.dumps(receipt, indent=2) + "\n"
+
+
+class PendingReceipt:
+    """The receipt of a release being written (see :func:`receipt_after`)."""
+
+    def __init__(self, stack: contextlib.ExitStack, released: Path, manifest: Manifest | PathLike,
+                 inputs: list[PathLike | None]) -> None:
+        self._stack = stack
+        self._released = released
+        self._manifest = manifest
+        self._inputs = inputs
+        self._stage: Staged | None = None
+
+    @property
+    def filled(self) -> bool:
+        """Whether :meth:`fill` has written the receipt's content."""
+        return self._stage is not None
+
+    def fill(self, *, rows: int, digest: str | None = None, folder: bool = False) -> None:
+        """Write the receipt's content to its temporary: call it before the release is renamed into place.
+
+        Parameters
+        ----------
+        rows : the released file's row count
+        digest : the released file's SHA-256 (of its temporary, e.g.
+            :attr:`pramkit.io.TableWriter.sha256`); ignored for a folder
+        folder : the release is a folder of part files (no digest)
+        """
+        text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder)
+        if self._stage is None:  # its temporary appears only now, once the release is written
+            self._stage = self._stack.enter_context(
+                staged_bytes(receipt_path(self._released), force=True, inputs=self._inputs))
+        self._stage.write(text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def receipt_after(
+    released: PathLike,
+    manifest: Manifest | PathLike,
+    *,
+    inputs: Iterable[PathLike | None] = (),
+    enabled: bool = True,
+) -> Iterator[PendingReceipt | None]:
+    """Write a release's receipt so that it appears right after the release, never before.
+
+    Enter this block first and the release's own atomic block inside it;
+    call :meth:`PendingReceipt.fill` before the inner block ends::
+
+        with receipt_after(out, manifest) as pending:
+            with TableWriter(out, force=True) as writer:
+                ...
+                writer.close()
+                pending.fill(rows=writer.rows, digest=writer.sha256)
+            # here the release is in place
+        # here its receipt is
+
+    The receipt's path is checked on entering (before any work).  If the
+    release fails, its receipt is discarded and an earlier release keeps its
+    receipt.  If the receipt cannot be renamed into place once the release is
+    (a rare fault: its content was written already), the error says so and
+    names the receipt that is now stale.
+
+    Parameters
+    ----------
+    released : the released file (or folder)
+    manifest : the manifest that makes it (its file, or the object)
+    inputs : files the receipt may never overwrite
+    enabled : ``False`` yields ``None`` and writes no receipt
+
+    Raises
+    ------
+    WriteError
+        the receipt could not be written; after the release is in place the
+        message says that the release was written without its receipt
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from pramkit.atomic import write_text_atomic
+    >>> from pramkit.design.classic import randomized_response
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> with receipt_after(d / "out.csv", m) as pending:
+    ...     pending.fill(rows=1, digest=hashlib.sha256(b"sex\\nf\\n").hexdigest())
+    ...     _ = write_text_atomic(d / "out.csv", "sex\\nf\\n", force=False)
+    >>> check_release(d / "out.csv", m) is None
+    True
+    """
+    if not enabled:
+        yield None
+        return
+    p, inputs = Path(released), list(inputs)
+    target = check_writable(receipt_path(p), force=True, inputs=inputs)
+    earlier = target.exists()
+    released_in_place = False
+    try:
+        with contextlib.ExitStack() as stack:
+            pending = PendingReceipt(stack, p, manifest, inputs)
+            yield pending
+            assert pending.filled, "PendingReceipt.fill was not called before the release was renamed into place"
+            released_in_place = True
+    except PramkitError as exc:
+        if not released_in_place:
+            raise
+        state = (f"the receipt {target.name} beside it is stale (it describes the earlier release)" if earlier
+                 else "it has no receipt")
+        raise WriteError(f"{str(p)!r} was written but its receipt was not ({exc}); {state}: "
+                         "run the command again to write both") from None
 
 
 def read_receipt(released: PathLike) -> dict[str, Any] | None:

@@ -8,8 +8,10 @@ Nothing a user can do, and no fault of the machine (a full disk, a read-only
 folder), prints a traceback:
 
 * errors a user can cause (:class:`pramkit.errors.PramkitError`), bad
-  command-line arguments and operating-system errors (:class:`OSError`) print
-  one line ``pramkit COMMAND: error: ...`` on stderr and exit with status 2;
+  command-line arguments, operating-system errors (:class:`OSError`) and
+  failures of Spark or Py4J (``--engine spark``: turned into one line by
+  :func:`pramkit.engines.spark.engine_error`) print one line
+  ``pramkit COMMAND: error: ...`` on stderr and exit with status 2;
 * warnings print one line each, ``pramkit COMMAND: note: ...``;
 * an interrupt (Ctrl-C, SIGINT) exits with status 130 and SIGTERM with 143,
   after removing the temporary files being written (:mod:`pramkit.atomic`).
@@ -26,10 +28,11 @@ from typing import Any, NoReturn, Sequence
 from pramkit._version import __version__
 from pramkit.atomic import file_error
 from pramkit.cli._common import one_line
+from pramkit.cli.commands import HELP
 from pramkit.errors import PramkitError, PramkitWarning
 
 #: Subcommand modules, in the order ``pramkit --help`` lists them.
-COMMANDS = ["demo", "design", "apply", "inspect", "keygen", "reproduce", "estimate", "risk", "report"]
+COMMANDS = list(HELP)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,15 +42,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only the subcommand named in ``argv`` (all of them when ``argv`` is
+    None) is imported and registered in full, the others by their one-line help, so that
+    ``pramkit --version`` and ``pramkit --help`` start without importing any library."""
     parser = _Parser(
         prog="pramkit",
         description="Post-randomisation (PRAM) of categorical microdata: design, assess, perturb, estimate, report.",
     )
     parser.add_argument("--version", action="version", version=f"pramkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    wanted = set(COMMANDS) if argv is None else {a for a in argv if a in HELP}
     for name in COMMANDS:
-        importlib.import_module(f"pramkit.cli.{name}").register(sub)
+        if name in wanted:
+            importlib.import_module(f"pramkit.cli.{name}").register(sub)
+        else:
+            sub.add_parser(name, help=HELP[name])
     return parser
 
 
@@ -66,7 +76,8 @@ def _note_printer(command: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[:1] if argv and not argv[0].startswith("-") else [])
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed on one line
@@ -89,6 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         except OSError as exc:
             print(f"pramkit {command}: error: {file_error(exc)}", file=sys.stderr)
+            return 2
+        except Exception as exc:
+            from pramkit.engines.spark import engine_error, from_spark
+
+            if not from_spark(exc):
+                raise  # a bug in pramkit: its traceback is wanted
+            print(f"pramkit {command}: error: {one_line(str(engine_error(exc)))}", file=sys.stderr)
             return 2
 
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from pramkit.cli._common import add_quiet, figure, print_json
-from pramkit.io import CHUNK_ROWS, NA_VALUES
-from pramkit.perturb import ApplyResult, apply_file
-from pramkit.rng import SecretKey
+from pramkit.cli.commands import HELP
+from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+
+if TYPE_CHECKING:
+    from pramkit.perturb import ApplyResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "apply", help="perturb a data file with the matrices of a manifest",
+        "apply", help=HELP["apply"],
         description="Perturb the manifest's variables of DATA (CSV, Parquet, Stata, SPSS) and write OUT. "
         "Without --key-file a fresh key is drawn from the operating system and never saved.",
     )
@@ -73,6 +77,9 @@ def print_summary(result: ApplyResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pramkit.perturb import apply_file
+    from pramkit.rng import SecretKey
+
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     if args.engine == "spark":
         from pramkit.engines.spark import apply_file_spark

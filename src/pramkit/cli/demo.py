@@ -8,13 +8,12 @@ import time
 from pathlib import Path
 
 from pramkit.cli._common import add_quiet
-from pramkit.datasets import NY_ROWS
-from pramkit.demo import run_demo
-from pramkit.rng import SecretKey
+from pramkit.cli.commands import HELP
+from pramkit.defaults import NY_ROWS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run a whole release on the built-in census-like data",
+    p = sub.add_parser("demo", help=HELP["demo"],
                        description="Generate the census-like file, design PRAM matrices for three key variables, "
                        "perturb the file, and write everything into --out.")
     p.add_argument("--out", type=Path, default=Path("pramkit-demo"), help="output folder (default %(default)s)")
@@ -27,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pramkit.demo import run_demo
+    from pramkit.rng import SecretKey
+
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     t0 = time.perf_counter()
     chatty = not args.quiet and sys.stderr.isatty()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pramkit.cli._common import add_quiet, print_json
+from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError, PramkitError
 
 #: Tolerance within which ``--probs`` may miss 1 and be normalised (with a note).
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from pramkit.design.registry import DP_OBJECTIVES, FAMILIES
 
     p = sub.add_parser(
-        "design", help="design PRAM matrices (print one, or write a manifest for a data file)",
+        "design", help=HELP["design"],
         description="Design a PRAM matrix for a distribution (--probs/--counts), or a release for the variables "
                     "of a data file (--vars): the public manifest for `pramkit apply` and a private design record.")
     p.add_argument("data", nargs="?", type=Path, help="data file (CSV, Parquet, Stata, SPSS) to design from")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from pramkit.cli._common import note, print_json
+from pramkit.cli.commands import HELP
 from pramkit.receipt import check_release
 from pramkit.estimate import ESTIMATORS, EstimateResult, EstimationWarning, estimate_table
 from pramkit.estimate.estimators import CONSISTENT
@@ -30,7 +31,7 @@ def _names(text: str | None) -> list[str]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "estimate", help="estimate original frequencies (with standard errors) from a released file",
+        "estimate", help=HELP["estimate"],
         description="Estimate the original frequency table of some columns of a released file, "
                     "using the PRAM matrices of its manifest. Columns not in the manifest are "
                     "taken as unperturbed.",

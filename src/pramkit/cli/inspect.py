@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from pramkit.cli._common import figure, print_json
+from pramkit.cli.commands import HELP
 from pramkit.manifest import Manifest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("inspect", help="show the privacy guarantees of a manifest",
+    p = sub.add_parser("inspect", help=HELP["inspect"],
                        description="Per variable: categories, epsilon, bistochastic, smallest diagonal entry; "
                        "the design step's epsilon, the record's total epsilon and the guarantee sentence.")
     p.add_argument("manifest", type=Path, help="manifest JSON")

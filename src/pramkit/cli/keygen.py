@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pramkit.cli.commands import HELP
 from pramkit.rng import SecretKey, write_key_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("keygen", help="write a new secret key file (256 bits)",
+    p = sub.add_parser("keygen", help=HELP["keygen"],
                        description="Write a new random key to FILE as 64 hexadecimal digits (mode 0600; "
                        "an existing file is never overwritten). Keep it apart from the release: "
                        "whoever holds it can undo the perturbation.")

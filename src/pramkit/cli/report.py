@@ -3,6 +3,11 @@
 The internal report (``--out``) is computed from the original file and stays with the data holder;
 the public report (``--public``) shows only the manifest and figures computed from the released file
 and may be published.  Without DATA only the public report is written.
+
+The released file is checked against the manifest by its receipt (:func:`pramkit.receipt.check_release`):
+a release made with another manifest is refused, and a release without a receipt gets a note.  Whenever
+DATA is given, a "release" identical to it in every perturbed column is refused.  The reports never
+overwrite an input: DATA, the manifest, the released file or its receipt.
 """
 
 from __future__ import annotations
@@ -10,22 +15,24 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import add_quiet
+from pramkit.cli._common import add_quiet, note
+from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from pramkit.report.build import DEFAULT_SAMPLING_FRACTION
+    from pramkit.defaults import DEFAULT_SAMPLING_FRACTION
 
     p = sub.add_parser(
-        "report", help="HTML release reports: internal (risk before and after) and public (ledger, estimates)",
+        "report", help=HELP["report"],
         description="Write the internal HTML report of a release (--out: epsilon and beta per variable, "
                     "identification risk and spontaneous recognition before and after PRAM, the information "
                     "kept, provenance; computed from the original file, so private) and, with --public, a "
                     "public report (the ledger, the matrices and estimates from the released file only).",
     )
     p.add_argument("data", nargs="?", type=Path,
-                   help="the original file (CSV, Parquet, Stata .dta, SPSS .sav); needed for --out")
+                   help="the original file (CSV, Parquet, Stata .dta, SPSS .sav); needed for --out; with "
+                        "--public alone it is only read to check that the release is not the original")
     p.add_argument("--manifest", required=True, type=Path, help="the release manifest (JSON)")
     p.add_argument("--released", required=True, type=Path, help="the released (perturbed) file")
     p.add_argument("--keys", help="comma-separated key variables for the risk (3 to 5 are quick); needed for --out")
@@ -43,31 +50,32 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pramkit.atomic import check_writable
+    from pramkit.receipt import check_release, receipt_path
     from pramkit.report import build_public_report, build_report, write_report
 
     if args.out is None and args.public is None:
         raise ParameterError("give --out (the internal report, with DATA and --keys) and/or --public OUT")
     if args.out is not None and (args.data is None or not args.keys):
         raise ParameterError("the internal report (--out) needs the original file DATA and --keys")
-    if args.out is None and args.data is not None:
-        raise ParameterError("DATA is only read for the internal report: add --out, or leave DATA out")
     if args.out is not None and args.public is not None and args.out.resolve() == args.public.resolve():
         raise ParameterError("--out and --public must be different files")
-    inputs = [x for x in (args.data, args.manifest, args.released) if x is not None]
+    inputs = [args.data, args.manifest, args.released, receipt_path(args.released)]
     for out in (args.out, args.public):
         if out is not None:
             check_writable(out, force=args.force, inputs=inputs)
+    keys = [k.strip() for k in (args.keys or "").split(",") if k.strip()]
+    if args.out is not None and not keys:
+        raise ParameterError("--keys needs at least one column name")
+    unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
     written = []
     if args.out is not None:
-        keys = [k.strip() for k in args.keys.split(",") if k.strip()]
-        if not keys:
-            raise ParameterError("--keys needs at least one column name")
         report = build_report(args.data, args.manifest, args.released, keys,
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
-        public = build_public_report(args.manifest, args.released, quiet=args.quiet)
+        public = build_public_report(args.manifest, args.released, original=args.data, quiet=args.quiet)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
     for line in written:
         print(line)
+    note("report", unchecked)  # after the work: an error stays the only line
     return 0

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pramkit.atomic import make_folder
 from pramkit.cli._common import add_quiet, print_json
+from pramkit.cli.commands import HELP
 from pramkit.errors import PramkitError
 
 #: Reproduction name -> module exposing ``run(out: Path, *, quick: bool, quiet: bool) -> dict``.
@@ -20,7 +21,7 @@ REPRODUCTIONS: dict[str, str] = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("reproduce", help="regenerate the tables and figures of a paper",
+    p = sub.add_parser("reproduce", help=HELP["reproduce"],
                        description="Regenerate the tables and figures of one of the papers pramkit implements.")
     p.add_argument("name", help="which paper: " + (", ".join(sorted(REPRODUCTIONS)) or "(none yet)"))
     p.add_argument("--out", required=True, type=Path, help="folder for the tables (CSV/JSON/Markdown) and figures (PNG)")

@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.atomic import check_writable
 from pramkit.cli._common import note, print_json
-from pramkit.receipt import check_release
+from pramkit.cli.commands import HELP
 from pramkit.errors import PramkitError
-from pramkit.manifest import Manifest
-from pramkit.risk.identification import identification_risk
-from pramkit.risk.plots import plot_fit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "risk", help="identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
+        "risk", help=HELP["risk"],
         description="Identification risk of a microdata file on its key variables: sample uniques, "
                     "tau1 and tau2 under a Poisson log-linear model (Skinner and Shlomo 2008), and the "
                     "expected number of re-identifications from the per-record (Benedetti-Franconi) risk. "
@@ -44,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pramkit.atomic import check_writable
+    from pramkit.manifest import Manifest
+    from pramkit.receipt import check_release
+    from pramkit.risk.identification import identification_risk
+    from pramkit.risk.plots import plot_fit
+
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     if not keys:
         raise PramkitError("--keys needs at least one column name")

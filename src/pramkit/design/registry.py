@@ -42,7 +42,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pramkit.design.methods import METHODS
 from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix
 
@@ -165,10 +164,11 @@ def _dp_reads(options: Mapping[str, Any]) -> bool:
 
 def _classic(name: str) -> Build:
     """A family of :data:`pramkit.design.methods.METHODS`; rr gets its epsilon from the budget."""
-    method = METHODS[name]
-
     def build(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
               options: Mapping[str, Any]) -> PramMatrix:
+        from pramkit.design.methods import METHODS  # SciPy: imported when a design runs
+
+        method = METHODS[name]
         if "epsilon" in options:
             raise ParameterError(f"method {name!r} takes its epsilon from the record budget "
                                  "(epsilon=, or epsilon_per_variable=), not from its options")

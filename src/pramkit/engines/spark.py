@@ -17,18 +17,30 @@ partitions, provided both agree on the row numbers ``i``:
 Perturbation runs in ``mapInArrow`` on Arrow record batches with
 :class:`pramkit.perturb.TablePerturber`, the code path of the local engine.
 pyspark is an optional dependency (``pip install pramkit[spark]``).
+
+Failures of Spark and Py4J never escape as such: the public functions here
+turn them into one-line errors (:func:`engine_error`), a value that a worker
+refuses (an unknown category) into the :class:`~pramkit.errors.DataError`
+the local engine raises, with its column and value.  The console output of
+the Java process (log4j lines, Java stack traces, the workers' tracebacks)
+goes to a temporary log (:func:`jvm_log`), not to the terminal.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import re
+import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.codebook import MissingCodes
 from pramkit.errors import DataError, PramkitError
@@ -45,6 +57,128 @@ _ROW_BITS = 33
 _MONO = "__pramkit_mono"
 _ROW = "__pramkit_row"
 
+#: Settings of every session pramkit starts.
+_SETTINGS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",  # 10^4 (default) doubles the time
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+#: Bytes of the end of the Java process's log searched for the reason of a failure to start.
+_LOG_TAIL = 64_000
+
+
+class SparkEngineError(PramkitError):
+    """Spark or Py4J failed (Spark could not start, a job failed); the message is one line."""
+
+
+#: A pramkit error raised in a Python worker, as its traceback prints it.
+_PRAMKIT_ERROR = re.compile(r"^pramkit\.errors\.(\w+): (.+)$", re.M)
+#: An exception line of a Java or Python traceback: ``[Exception in thread "main"] NAME: message``.
+_EXCEPTION = re.compile(r'^(?:Exception in thread "[^"]*" )?(?:[\w$]+\.)*([\w$]*(?:Exception|Error)): (.+)$', re.M)
+#: What Py4J puts before the Java exception.
+_PY4J_PREFIX = re.compile(r"^An error occurred while calling [\w.]+\.\s*:?\s*", re.S)
+
+
+def engine_error(exc: BaseException, context: str = "the Spark job failed") -> PramkitError:
+    """A one-line :class:`~pramkit.errors.PramkitError` for a failure of Spark or Py4J.
+
+    A pramkit error raised in a Python worker (e.g. an unknown category)
+    comes back as that error, with its message (column, row and value);
+    any other failure as a :class:`SparkEngineError`, ``CONTEXT: reason``,
+    where the reason is the message of the innermost exception the text names
+    (Python workers) or its first (Java).
+
+    Examples
+    --------
+    >>> text = ("An exception was thrown from the Python worker:\\nTraceback (most recent call last):\\n"
+    ...         "  File ...\\npramkit.errors.DataError: column 'region', row 2: value '7' is not one of ...")
+    >>> engine_error(RuntimeError(text))
+    DataError("column 'region', row 2: value '7' is not one of ...")
+    >>> str(engine_error(RuntimeError("An error occurred while calling o42.parquet.\\n: "
+    ...                               "org.apache.spark.SparkException: Job aborted.\\n\\tat org...")))
+    'the Spark job failed: Job aborted.'
+    """
+    text = str(exc) or type(exc).__name__
+    own = _PRAMKIT_ERROR.findall(text)
+    if own:
+        name, message = own[-1]
+        cls = getattr(errors, name, None)
+        if not (isinstance(cls, type) and issubclass(cls, PramkitError)):
+            cls = PramkitError
+        return cls(message.strip())
+    return SparkEngineError(f"{context}: {_reason(text)}")
+
+
+def _reason(text: str) -> str:
+    """The message of the exception a Spark, Py4J or JVM text reports (one line)."""
+    text = _PY4J_PREFIX.sub("", text.strip())
+    found = _EXCEPTION.findall(text)
+    if found:
+        # a Python worker's traceback ends with its exception; a Java one starts with it
+        name, message = found[-1] if "Traceback (most recent call last)" in text else found[0]
+        return message.strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "no reason given"
+
+
+_Func = TypeVar("_Func", bound=Callable[..., Any])
+
+
+def from_spark(exc: BaseException) -> bool:
+    """Whether an exception comes from pyspark or py4j (not from pramkit or Python itself).
+
+    Examples
+    --------
+    >>> from_spark(ValueError("x")), from_spark(DataError("x"))
+    (False, False)
+    """
+    return type(exc).__module__.split(".", 1)[0] in ("pyspark", "py4j")
+
+
+def _one_line_errors(func: _Func) -> _Func:
+    """Turn Spark and Py4J exceptions raised by ``func`` into one-line pramkit errors (:func:`engine_error`)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            if not from_spark(exc):
+                raise
+            raise engine_error(exc) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+_log: IO[bytes] | None = None
+
+
+def jvm_log() -> IO[bytes]:
+    """The temporary file (already unlinked) that receives the console output of Spark's Java process."""
+    global _log
+    if _log is None:
+        _log = tempfile.TemporaryFile(prefix="pramkit-spark-")
+    return _log
+
+
+def _log_tail() -> str:
+    """The end of the Java process's console output (read without moving the file's offset)."""
+    fd = jvm_log().fileno()
+    size = os.fstat(fd).st_size
+    start = max(0, size - _LOG_TAIL)
+    return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+
+
+def _start_java(conf: Any) -> None:
+    """Start Spark's Java process with its console output in :func:`jvm_log` (pyspark starts one per process)."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = launch_gateway(conf, popen_kwargs={"stdout": jvm_log(), "stderr": jvm_log()})
+    SparkContext(conf=conf, gateway=gateway)
+
 
 def _require_pyspark():
     try:
@@ -56,20 +190,36 @@ def _require_pyspark():
 
 
 def session(master: str = "local[2]", *, app_name: str = "pramkit") -> "SparkSession":
-    """A Spark session (an existing one is reused) with Arrow transfers enabled."""
+    """A Spark session (an existing one is reused) with Arrow transfers enabled.
+
+    The first session of a process starts Spark's Java process with its
+    console output in :func:`jvm_log` (Spark logs errors only).
+
+    Raises
+    ------
+    SparkEngineError
+        Spark cannot start (e.g. a master URL it rejects), in one line
+    """
     _require_pyspark()
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    return (
-        SparkSession.builder.master(master).appName(app_name)
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")  # 10^4 (default) doubles the time
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
+    conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(_SETTINGS.items()))
+    try:
+        if SparkContext._gateway is None:  # no Java process yet
+            _start_java(conf)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+    except Exception as exc:
+        if not from_spark(exc):
+            raise
+        # a Java process that did not start said why on its console only
+        reason = _reason(_log_tail() if SparkContext._gateway is None else str(exc))
+        raise SparkEngineError(f"cannot start Spark with master {master!r}: {reason}") from None
+    return spark
 
 
+@_one_line_errors
 def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
     """Read a CSV (header line, every column as text, empty = null) or Parquet file."""
     from pramkit.io import table_format
@@ -85,12 +235,14 @@ def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
     raise PramkitError(f"the Spark engine reads CSV and Parquet, not {fmt}")
 
 
+@_one_line_errors
 def table_counts(df: "DataFrame", columns: Sequence[str]) -> pd.DataFrame:
     """Counts of every observed combination of ``columns`` (nulls included), as pandas."""
     require_columns(columns, df.columns, "the DataFrame")
     return df.groupBy(*columns).count().toPandas()
 
 
+@_one_line_errors
 def category_counts(df: "DataFrame", column: str) -> dict:
     """Counts of each value of one column (``None`` for missing)."""
     counts = table_counts(df, [column])
@@ -128,6 +280,7 @@ def _row_numbers_of(batch: pa.RecordBatch, offsets: dict[int, int] | None) -> np
     return base + within
 
 
+@_one_line_errors
 def perturb(
     df: "DataFrame",
     manifest: Manifest,
@@ -165,6 +318,26 @@ def perturb(
     return numbered.mapInArrow(release, schema)
 
 
+def _check_format(path: str | Path, verb: str) -> str:
+    """The format of a file the Spark engine reads or writes (CSV or Parquet; else a one-line error)."""
+    from pramkit.io import table_format
+
+    fmt = table_format(path)
+    if fmt not in ("csv", "parquet"):
+        raise PramkitError(f"the Spark engine {verb} CSV and Parquet, not {fmt} ({str(path)!r})")
+    return fmt
+
+
+def _save(df: "DataFrame", folder: Path, fmt: str) -> None:
+    """Run the job writing ``df`` into ``folder`` as CSV (with header) or Parquet part files."""
+    writer = df.write.mode("overwrite")
+    if fmt == "csv":
+        writer.option("header", True).csv(str(folder))
+    else:
+        writer.parquet(str(folder))
+
+
+@_one_line_errors
 def write(df: "DataFrame", path: str | Path, *, force: bool = False,
           inputs: Sequence[str | Path | None] = ()) -> Path:
     """Write a Spark DataFrame as a folder of CSV (with header) or Parquet part files.
@@ -174,21 +347,14 @@ def write(df: "DataFrame", path: str | Path, *, force: bool = False,
     job leaves an existing target as it was.  An existing target needs
     ``force``; it is never one of ``inputs``.
     """
-    from pramkit.io import table_format
-
     p = Path(path)
-    fmt = table_format(p)
-    if fmt not in ("csv", "parquet"):
-        raise PramkitError(f"the Spark engine writes CSV and Parquet, not {fmt}")
+    fmt = _check_format(p, "writes")
     with atomic_path(p, force=force, inputs=inputs, folder=True) as tmp:
-        writer = df.write.mode("overwrite")
-        if fmt == "csv":
-            writer.option("header", True).csv(str(tmp))
-        else:
-            writer.parquet(str(tmp))
+        _save(df, tmp, fmt)
     return p
 
 
+@_one_line_errors
 def apply_file_spark(
     data: str | Path,
     manifest: Manifest | str | Path,
@@ -206,33 +372,36 @@ def apply_file_spark(
     Row numbers follow the file order (one input file, no shuffle).  Changed
     values are not counted (that would need a second pass over the data).
     ``na_values`` and the release receipt are as in :func:`pramkit.apply_file`
-    (the receipt of a folder records no digest of its content).
+    (the receipt of a folder records no digest of its content); the receipt
+    is renamed into place right after the folder, never before.  A failure
+    of Spark is one :class:`SparkEngineError` line; a value a worker refuses
+    (an unknown category) the :class:`~pramkit.errors.DataError` of the local
+    engine.  ``quiet`` is accepted for the local engine's signature: Spark's
+    console output always goes to :func:`jvm_log`.
     """
     from pramkit.io import table_format
-    from pramkit.receipt import receipt_path, write_receipt
+    from pramkit.receipt import receipt_after, receipt_path
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
     secret = resolve_key(key)
     dst = Path(out)
     inputs = [data, None if isinstance(manifest, Manifest) else manifest, secret.path]
-    for path, verb in ((data, "reads"), (dst, "writes")):  # before Spark starts
-        if table_format(path) not in ("csv", "parquet"):
-            raise PramkitError(f"the Spark engine {verb} CSV and Parquet, not {table_format(path)} ({str(path)!r})")
+    _check_format(data, "reads")  # before Spark starts
+    fmt = _check_format(dst, "writes")
     check_writable(dst, force=force, inputs=inputs, folder=True)
-    if receipt:
-        check_writable(receipt_path(dst), force=True, inputs=inputs)
     codes = csv_missing_codes(na_values) if table_format(data) == "csv" else None
-    spark = session(master)
-    if quiet:
-        spark.sparkContext.setLogLevel("ERROR")
-    df = read(spark, data)
-    released = perturb(df, man, key=secret, missing_codes=codes)
-    write(released, dst, force=force, inputs=inputs)
-    rows = spark.read.parquet(str(dst)).count() if dst.suffix.lower() in (".parquet", ".pq") else df.count()
-    written = write_receipt(dst, manifest, rows=rows, inputs=inputs) if receipt else None
+    # exits in reverse order: the folder is renamed into place first, then its receipt
+    with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending, \
+            atomic_path(dst, force=force, inputs=inputs, folder=True) as tmp:
+        spark = session(master)
+        df = read(spark, data)
+        _save(perturb(df, man, key=secret, missing_codes=codes), tmp, fmt)
+        rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
+        if pending is not None:
+            pending.fill(rows=rows, folder=True)
     return ApplyResult(
         rows=rows, variables=(), key_source=secret.source, record_epsilon=man.record_epsilon,
         output=str(dst), seconds=time.perf_counter() - t0, perturbed=tuple(man.names),
-        key_fingerprint=secret.fingerprint, receipt=None if written is None else str(written),
+        key_fingerprint=secret.fingerprint, receipt=str(receipt_path(dst)) if receipt else None,
     )

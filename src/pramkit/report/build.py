@@ -48,9 +48,9 @@ from pramkit.progress import progress
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
+from pramkit.defaults import DEFAULT_SAMPLING_FRACTION
 
 #: Sampling fraction assumed when neither a fraction nor weights are given.
-DEFAULT_SAMPLING_FRACTION = 0.05
 
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
@@ -519,7 +519,7 @@ def _ledger_facts(manifest: Manifest) -> dict[str, Any]:
         return {}
     full = manifest.to_dict()["ledger"]
     return {k: full[k] for k in ("record_epsilon_budget", "design_epsilon", "perturbation_epsilon",
-                                 "frequencies", "prior", "data_dependent")}
+                                 "frequencies", "prior", "categories", "data_dependent")}
 
 
 def _public_utility(released: pd.DataFrame, manifest: Manifest, v: PerturbedVariable) -> VariableUtility:
@@ -543,6 +543,7 @@ def build_public_report(
     manifest: Manifest | str | Path,
     released: pd.DataFrame | str | Path,
     *,
+    original: pd.DataFrame | str | Path | None = None,
     quiet: bool = True,
 ) -> ReleaseReport:
     """The public report: the ledger, the matrices and estimates computed from the released file.
@@ -554,6 +555,9 @@ def build_public_report(
     ----------
     manifest : the release manifest (object or path)
     released : the released file (DataFrame or path)
+    original : the original file (DataFrame or path), if at hand: only read to refuse a
+        "release" that is the original (as :func:`build_report` does); nothing of it
+        enters the report
     quiet : no progress bar
 
     Examples
@@ -574,7 +578,10 @@ def build_public_report(
     single = [v for v in manifest.variables if not v.is_joint]
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        release = _load(released, [v.name for v in single], "released data")
+        release = _load(released, manifest.columns if original is not None else [v.name for v in single],
+                        "released data")
+        if original is not None:
+            _check_release(_load(original, manifest.columns, "original data"), release, manifest)
         utility = tuple(_public_utility(release, manifest, v) for v in single)
         bar.update()
     left_out = [v.name for v in manifest.variables if v.is_joint]

@@ -11,7 +11,7 @@ import html
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import check_writable, write_text_atomic
@@ -127,13 +127,26 @@ def _ledger(report: ReleaseReport) -> str:
                   f"{_e(source.get(facts['frequencies'], facts['frequencies']))}. Perturbation: epsilon "
                   f"{_e(fmt(facts['perturbation_epsilon']) if not isinstance(facts['perturbation_epsilon'], str) else facts['perturbation_epsilon'])} nats"
                   + (f"; record budget {fmt(facts['record_epsilon_budget'])} nats" if facts.get("record_epsilon_budget")
-                     is not None else "") + ".</p>")
+                     is not None else "") + ".</p>" + _category_sources(facts.get("categories") or {}))
     return (
         "<h2>1. Privacy ledger</h2>" + table +
         f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, which "
         "are perturbed independently: sequential composition).</p>" + design + warn
         + f'<div class="{box}">{meaning}</div>'
     )
+
+
+def _category_sources(categories: Mapping[str, str]) -> str:
+    """Where each variable's list of categories came from, in words (the ledger's ``categories``)."""
+    if not categories:
+        return ""
+    words = {"declared": "declared (a codebook or the file's value labels)", "prior": "the public prior",
+             "data": "read from the original file (not covered by any epsilon)"}
+    by_source: dict[str, list[str]] = {}
+    for column, source in categories.items():
+        by_source.setdefault(source, []).append(column)
+    parts = [f"{_e(', '.join(cols))}: {_e(words.get(src, src))}" for src, cols in by_source.items()]
+    return "<p>Categories: " + "; ".join(parts) + ".</p>"
 
 
 #: Rows of the risk table: (label, attribute of RiskFigures).

@@ -1,0 +1,19 @@
+"""The ``pramkit`` subcommands and their one-line help, known without importing them.
+
+``pramkit --help`` and ``pramkit --version`` read only this table; a
+subcommand's own module (and the libraries it needs) is imported only when
+that subcommand runs (:func:`pramkit.cli.build_parser`).
+"""
+
+#: Subcommand -> its one-line help, in the order ``pramkit --help`` lists them.
+HELP: dict[str, str] = {
+    "demo": "run a whole release on the built-in census-like data",
+    "design": "design PRAM matrices (print one, or write a manifest for a data file)",
+    "apply": "perturb a data file with the matrices of a manifest",
+    "inspect": "show the privacy guarantees of a manifest",
+    "keygen": "write a new secret key file (256 bits)",
+    "reproduce": "regenerate the tables and figures of a paper",
+    "estimate": "estimate original frequencies (with standard errors) from a released file",
+    "risk": "identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
+    "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
+}

@@ -1,0 +1,14 @@
+"""Defaults that the command line shows before any library is imported.
+
+:mod:`pramkit.io` uses them; ``pramkit COMMAND --help`` reads them from here,
+so that asking for help imports no data library.
+"""
+
+#: Default rows per chunk when streaming.
+CHUNK_ROWS = 1 << 20
+#: Texts read as missing in CSV files besides the empty field (R writes missing values as ``NA``).
+NA_VALUES: tuple[str, ...] = ("NA",)
+#: The sampling fraction a report assumes when none is given (the file a 5 % sample).
+DEFAULT_SAMPLING_FRACTION = 0.05
+#: Rows of the NY 2000 sample in the DP paper (the demo's default size).
+NY_ROWS = 953_076
