@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pramkit.errors import PramkitError
-from pramkit.information import check_probabilities, entropy, mutual_information, mutual_information_form8
+from pramkit.information import entropy, mutual_information, mutual_information_form8
+from pramkit.validate import probabilities as check_probabilities
 from pramkit.matrix import PramMatrix
 
 

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
 from pramkit.errors import PramkitError
+from pramkit.validate import probabilities
 
 
 def entropy(p: ArrayLike) -> float:
@@ -132,27 +133,8 @@ def form8_objective(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.maximum(conditional - xlogy(m, m).sum(axis=-1), 0.0)
 
 
-def check_probabilities(p: ArrayLike, *, name: str = "p") -> np.ndarray:
-    """``p`` as a float array after checking that it is a probability vector
-    (1-D, finite, non-negative, summing to 1 within 1e-9)."""
-    try:
-        pv = np.asarray(p, dtype=float)
-    except (TypeError, ValueError):
-        raise PramkitError(f"{name} must be a list of numbers, got {p!r}") from None
-    if pv.ndim != 1 or pv.size == 0:
-        raise PramkitError(f"{name} must be a non-empty 1-D list of probabilities, got shape {pv.shape}")
-    if not np.all(np.isfinite(pv)):
-        raise PramkitError(f"{name} contains {pv[~np.isfinite(pv)][0]!r}; probabilities must be finite")
-    if np.any(pv < 0):
-        raise PramkitError(f"{name} contains a negative probability ({pv[pv < 0][0]!r})")
-    total = float(pv.sum())
-    if abs(total - 1.0) > 1e-9:
-        raise PramkitError(f"{name} sums to {total!r}, not 1; pass probabilities (or normalise counts first)")
-    return pv
-
-
 def _check_form8(p: ArrayLike, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    pv = check_probabilities(p)
+    pv = probabilities(p)
     try:
         qv = np.asarray(q, dtype=float)
     except (TypeError, ValueError):

@@ -49,9 +49,9 @@ from scipy.special import xlogy
 
 from pramkit.design.dp_optimal import check_epsilon, solve_form8
 from pramkit.errors import PramkitError
-from pramkit.information import check_probabilities
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up, within_budget
+from pramkit.validate import probabilities
 
 #: Largest S for which the 2^S-variable LP is set up.
 MAX_CATEGORIES = 14
@@ -234,7 +234,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     True
     """
     start = time.perf_counter()
-    pv = check_probabilities(p)
+    pv = probabilities(p)
     e = check_epsilon(epsilon)
     s = pv.size
     if s < 2:

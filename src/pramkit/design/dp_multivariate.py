@@ -39,9 +39,10 @@ from numpy.typing import ArrayLike
 from pramkit.counts import CountTable, count_frame
 from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
 from pramkit.errors import DataError, PramkitError
-from pramkit.information import check_probabilities, mutual_information
+from pramkit.information import mutual_information
 from pramkit.matrix import Label, PramMatrix
 from pramkit.privacy.exact import fit_sum, rounding_bound
+from pramkit.validate import probabilities
 
 #: Default number of grid steps of the budget.
 DEFAULT_GRID = 100
@@ -122,7 +123,7 @@ def split_budget(
     e_total = check_epsilon(epsilon_total)
     if not distributions:
         raise PramkitError("give at least one variable to split the budget across")
-    ps = {name: check_probabilities(p, name=f"p of {name!r}") for name, p in distributions.items()}
+    ps = {name: probabilities(p, name=f"p of {name!r}") for name, p in distributions.items()}
     if method not in ("optimal", "equal"):
         raise PramkitError(f"method must be 'optimal' or 'equal', got {method!r}")
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:

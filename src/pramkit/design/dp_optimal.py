@@ -46,12 +46,14 @@ from scipy.special import xlogy
 from pramkit.counts import count_frame
 from pramkit.design.dp_split_bound import bound_split
 from pramkit.errors import PramkitError
-from pramkit.information import check_probabilities, form8_objective, form8_row_terms
+from pramkit.information import form8_objective, form8_row_terms
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import (
     certificate_tolerance, column_epsilon, eta_error, log_error, pairwise_sum, pairwise_terms, rounding_bound,
     within_budget,
 )
+from pramkit.validate import epsilon as valid_epsilon
+from pramkit.validate import probabilities
 
 #: Largest epsilon accepted (e^epsilon must be a finite double).
 MAX_EPSILON = 700.0
@@ -68,16 +70,8 @@ _CHUNK = 1 << 21
 
 
 def check_epsilon(epsilon: Any) -> float:
-    """epsilon as a float after checking that it is a positive finite number."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise PramkitError(f"epsilon must be a number, got {epsilon!r}")
-    e = float(epsilon)
-    if not math.isfinite(e) or e <= 0:
-        raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
-    if e > MAX_EPSILON:
-        raise PramkitError(f"epsilon = {e:g} is too large (at most {MAX_EPSILON:g}); "
-                           "beyond a few dozen the optimal matrix is the identity anyway")
-    return e
+    """epsilon as a float after checking it (:func:`pramkit.validate.epsilon`, at most :data:`MAX_EPSILON`)."""
+    return valid_epsilon(epsilon, maximum=MAX_EPSILON)
 
 
 def _check_size(s: Any) -> int:
@@ -115,7 +109,7 @@ def symmetric_optimal_q(p: ArrayLike, epsilon: float) -> float:
     ``v_a`` is randomized response (:func:`pramkit.design.classic.randomized_response`);
     it is at least as good as ``v_-a`` for every p (both give the same I for S = 2).
     """
-    pv = check_probabilities(p)
+    pv = probabilities(p)
     lo, hi = symmetric_interval(pv.size, epsilon)
     f = form8_objective(pv, np.array([[hi] * pv.size, [lo] * pv.size]))
     return hi if f[0] >= f[1] else lo
@@ -579,7 +573,7 @@ def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search:
     for tests and benchmarks).  The patterns scored exhaustively go first:
     their best is the branch and bound's first incumbent.
     """
-    pv = check_probabilities(p)
+    pv = probabilities(p)
     e = check_epsilon(epsilon)
     if search not in (None, "exhaustive", "branch_and_bound"):
         raise PramkitError(f"search must be 'exhaustive' or 'branch_and_bound', got {search!r}")
@@ -653,7 +647,7 @@ def dp_optimal(
     the gap allows for its effect on the information.
     """
     start = time.perf_counter()
-    pv = check_probabilities(p)
+    pv = probabilities(p)
     e = check_epsilon(epsilon)
     s = pv.size
     cats = tuple(range(s)) if categories is None else tuple(categories)

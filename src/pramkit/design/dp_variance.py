@@ -84,9 +84,9 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.dp_optimal import _check_size, check_epsilon
 from pramkit.errors import PramkitError
-from pramkit.information import check_probabilities
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT, float_up, within_budget
+from pramkit.validate import probabilities
 
 #: Relative tolerance of the optimality certificate.
 VARIANCE_RTOL = 1e-8
@@ -282,7 +282,7 @@ def form8_l2_loss(p: ArrayLike, q: ArrayLike, n: int = 1) -> float:
     >>> form8_l2_loss([0.2, 0.3, 0.5], [0.5, 0.5, 0.5], n=10)   # psi = (S-1)(2t+S-2)/(t-1)^2 = 10
     1.0
     """
-    pv = check_probabilities(p)
+    pv = probabilities(p)
     psi = form8_variances(q)
     if psi.size != pv.size:
         raise PramkitError(f"q has {psi.size} entries but p has {pv.size}")
@@ -783,7 +783,7 @@ def dp_min_variance(
         cats = tuple(categories)
         s = len(cats)
     else:
-        pv = check_probabilities(p)
+        pv = probabilities(p)
         s = pv.size
         cats = tuple(range(s)) if categories is None else tuple(categories)
         if len(cats) != s:

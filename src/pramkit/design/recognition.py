@@ -72,6 +72,7 @@ from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import rounding_bound
 from pramkit.utility import l2_loss
+from pramkit.validate import probability
 
 #: Largest number of cells for which the design is also returned as a dense PramMatrix.
 MAX_MATRIX_CELLS = 4096
@@ -381,9 +382,8 @@ def uniform_noise_baseline(
 
 
 def check_alpha(alpha: float, n: int) -> float:
-    a = float(alpha)
-    if not (math.isfinite(a) and 0 < a < 1):
-        raise PramkitError(f"alpha = {alpha!r}: the posterior bound must lie strictly between 0 and 1")
+    """The posterior bound alpha of (C1) (:func:`pramkit.validate.probability`), attainable with n records."""
+    a = probability(alpha, "alpha (the posterior bound of condition C1)")
     if a * n <= 1:
         raise PramkitError(
             f"alpha = {a:g} with n = {n} records: (C1) needs n > 1/alpha (even a constant matrix gives "

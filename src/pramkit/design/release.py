@@ -50,6 +50,7 @@ from pramkit.ledger import Ledger, default_design_epsilon, split_within
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
+from pramkit.validate import positive
 
 #: Splits of the record budget.
 SPLITS = ("equal", "optimal", "joint")
@@ -110,12 +111,6 @@ class DesignRecord:
     def write(self, path: str | Path, *, force: bool = False) -> Path:
         """Write the record atomically (JSON)."""
         return write_text_atomic(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", force=force)
-
-
-def _positive(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
 
 
 def _names(variables: str | Sequence[str]) -> list[str]:
@@ -281,10 +276,10 @@ def design_release(
     opts = dict(options or {})
     if split not in SPLITS:
         raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    budget = None if epsilon is None else _positive(epsilon, "epsilon (the record budget)")
+    budget = None if epsilon is None else positive(epsilon, "epsilon (the record budget)")
     per_var = None
     if epsilon_per_variable is not None:
-        per_var = {n: _positive(e, f"epsilon of {n!r}") for n, e in epsilon_per_variable.items()}
+        per_var = {n: positive(e, f"epsilon of {n!r}") for n, e in epsilon_per_variable.items()}
         require_variables(per_var, names, "per-variable budget")
         if set(per_var) - set(names):
             raise ParameterError(f"per-variable budgets name {sorted(set(per_var) - set(names))}, "
@@ -379,14 +374,14 @@ def design_release(
         room = split_within(budget, design_eps, [1.0])[0]
         best = split_budget({n: design_p[n] for n in names}, room, method="optimal",
                             truthful=bool(opts.get("truthful")), categories=dict(zip(names, table.categories)))
-        positive = {n: e for n, e in best.epsilons.items() if e > 0}
-        if not positive:
+        funded = {n: e for n, e in best.epsilons.items() if e > 0}
+        if not funded:
             raise PramkitError("no variable gets a positive epsilon; nothing to design")
-        fitted = split_within(budget, design_eps, list(positive.values()))
-        eps_of = dict(zip(positive, fitted))
+        fitted = split_within(budget, design_eps, list(funded.values()))
+        eps_of = dict(zip(funded, fitted))
         extra["split_upper_bound_nats"] = best.upper_bound_nats
         extra["split_grid_step"] = best.grid_step
-        left = [n for n in names if n not in positive]
+        left = [n for n in names if n not in funded]
         if left:
             warnings.append(f"variables {left} get epsilon 0 in the optimal split and are released unperturbed "
                             "only if they are not sensitive; use split equal to perturb every variable")

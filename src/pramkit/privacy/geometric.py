@@ -49,7 +49,6 @@ differential privacy, ACM CCS 2012.
 
 from __future__ import annotations
 
-import math
 import numbers
 import operator
 import random
@@ -62,6 +61,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import DataError, ParameterError
+from pramkit.validate import positive
 
 #: Smallest ``epsilon / sensitivity`` accepted.  Noise of that scale stays far
 #: inside int64: ``P(|noise| >= 2**62) <= exp(-2**22)``.
@@ -123,10 +123,7 @@ def _discrete_laplace(s: int, t: int, bits: _Bits) -> int:
 
 def _check_epsilon(epsilon: float) -> Fraction:
     """Epsilon as the exact fraction it stands for (a float is a dyadic rational)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise ParameterError(f"epsilon must be a real number, not {type(epsilon).__name__}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ParameterError(f"epsilon must be finite and > 0, not {epsilon!r}")
+    positive(epsilon, "epsilon")
     if isinstance(epsilon, (numbers.Rational, float)):
         return Fraction(epsilon)
     return Fraction(*epsilon.as_integer_ratio())

@@ -34,6 +34,7 @@ from pramkit.errors import PramkitError
 from pramkit.manifest import Manifest
 from pramkit.matrix import Label, PramMatrix
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table
+from pramkit.validate import probability
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,6 @@ def _labels(table: KeyTable, axes: Sequence[int], flat: int) -> tuple[Label, ...
     return tuple(table.categories[a][int(i)] for a, i in zip(axes, idx))
 
 
-def _check_alpha(alpha: float) -> None:
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise PramkitError(f"alpha must lie in (0, 1), got {alpha!r}")
-
-
 def recognition_risk(
     data: pd.DataFrame,
     keys: Sequence[str],
@@ -123,7 +119,7 @@ def recognition_risk(
     ``combinations``: the sets of variables a user looks at (default: all of ``size``).
     ``reduce``: skip the pairs the bounds rule out (the violations are the same).
     """
-    _check_alpha(alpha)
+    probability(alpha, "alpha (the posterior bound of condition C1)")
     keys = list(keys)
     if isinstance(matrices, Manifest):
         matrices = {v.name: v.matrix for v in matrices.variables if v.name in keys}
