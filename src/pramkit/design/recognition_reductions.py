@@ -67,7 +67,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, LinearConstraint, linprog, minimize
 
-from pramkit.design.recognition import SAFETY, KeySpace, Solve
+from pramkit.design.recognition_space import SAFETY, KeySpace, Solve
 from pramkit.errors import PramkitError
 from pramkit.information import float_above, float_below
 
