@@ -186,3 +186,28 @@ def test_printed_figures_have_no_float_noise(files, capsys) -> None:
     assert json.loads(out)["record_epsilon"] == Manifest.read(d / "noisy.json").record_epsilon  # full precision
     code, out, _ = run(["apply", files["data"], "--manifest", d / "noisy.json", "--out", d / "n.csv"], capsys)
     assert code == 0 and "record epsilon: 0.5 (" in out and "0000000" not in out
+
+
+def test_na_values_mean_the_same_for_design_apply_estimate_and_risk(tmp_path: Path, capsys) -> None:
+    """'NA' is missing by default everywhere; with --na-values '' it is a category everywhere."""
+    csv = tmp_path / "na.csv"
+    rows = ["sex,region", "NA,1", "f,2", "NA,2"] + ["f,1", "m,2"] * 200
+    csv.write_text("\n".join(rows) + "\n")
+    for flag, expected in (([], ["f", "m"]), (["--na-values", ""], ["NA", "f", "m"])):
+        out = tmp_path / f"m{len(flag)}.json"
+        assert main(["design", str(csv), "--vars", "sex", "--epsilon", "2", "--out", str(out), *flag]) == 0
+        manifest = json.loads(out.read_text())
+        assert manifest["variables"][0]["categories"] == expected
+        assert manifest["input"]["na_values"] == ([] if flag else ["NA"])
+        released = tmp_path / f"r{len(flag)}.csv"
+        assert main(["apply", str(csv), "--manifest", str(out), "--out", str(released), "--quiet", *flag]) == 0
+        capsys.readouterr()
+        assert main(["estimate", str(released), "--manifest", str(out), "--vars", "sex", "--json", *flag]) == 0
+        estimate = json.loads(capsys.readouterr().out)
+        # with 'NA' missing its two records are dropped; as a category, every record counts
+        assert (estimate["n"], estimate["dropped"]) == ((403, 0) if flag else (401, 2))
+        assert estimate["perturbed"] and len(estimate["cells"]) == len(expected)
+        assert main(["risk", str(released), "--keys", "sex,region", "--sampling-fraction", "0.1",
+                     "--manifest", str(out), "--missing", "exclude", "--json", *flag]) == 0
+        risk = json.loads(capsys.readouterr().out)
+        assert (risk["n"], risk["excluded"]) == ((403, 0) if flag else (401, 2))

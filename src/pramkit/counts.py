@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from pramkit.codebook import MISSING, canonical, encode, sort_labels
 from pramkit.errors import DataError, PramkitError
-from pramkit.io import CHUNK_ROWS, iter_batches
+from pramkit.io import CHUNK_ROWS, NA_VALUES, iter_batches
 from pramkit.matrix import Label
 from pramkit.progress import progress
 
@@ -173,6 +173,7 @@ def count_file(
     missing: str = "exclude",
     chunk_rows: int = CHUNK_ROWS,
     quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> CountTable:
     """Counts of every combination of ``columns`` in a file, streamed chunk by chunk.
 
@@ -183,7 +184,8 @@ def count_file(
     of the table; with ``missing="category"`` a column whose categories are
     found in the data gets a ``None`` category for its missing values instead.
     ``weights`` names a column of survey weights whose sums per cell are
-    returned as ``weight_sums``.
+    returned as ``weight_sums``.  ``na_values``: the texts that mean missing in
+    a CSV file besides the empty field (:func:`pramkit.io.iter_batches`).
     """
     columns = list(columns)
     if not columns:
@@ -192,12 +194,12 @@ def count_file(
         raise PramkitError(f"missing must be 'exclude' or 'category', not {missing!r}")
     declared = dict(categories or {})
     read = columns + ([weights] if weights is not None and weights not in columns else [])
-    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows)
+    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
     todo = [c for c in columns if c not in declared]
     if todo:
-        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows)
+        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values)
         declared.update(_distinct(batches, todo, quiet, meta.rows, missing == "category"))
-    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows)
+    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
     return _count_tables(batches, columns, declared, quiet, meta.rows, weights)
 
 

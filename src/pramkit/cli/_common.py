@@ -17,6 +17,21 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def add_na_values(parser: argparse.ArgumentParser) -> None:
+    """``--na-values``: the texts that mean missing in a CSV file, the same option for every command."""
+    from pramkit.defaults import NA_VALUES
+
+    parser.add_argument("--na-values", type=_markers, default=NA_VALUES, metavar="TEXT[,TEXT...]",
+                        help="texts that mean missing in a CSV file, besides the empty field, comma-separated "
+                             f"(default: {','.join(NA_VALUES)}; '' for none). Missing values are never perturbed "
+                             "and are written back as they were; give design, apply, estimate, risk and report "
+                             "the same")
+
+
+def _markers(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars or chatter on stderr")
 

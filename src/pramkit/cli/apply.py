@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import add_quiet, figure, print_json
+from pramkit.cli._common import add_na_values, add_quiet, figure, print_json
 from pramkit.cli.commands import HELP
-from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+from pramkit.defaults import CHUNK_ROWS
 
 if TYPE_CHECKING:
     from pramkit.perturb import ApplyResult
@@ -27,20 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per chunk (memory bound; default %(default)s)")
-    p.add_argument("--na-values", type=_markers, default=NA_VALUES, metavar="TEXT[,TEXT...]",
-                   help="texts that mean missing in a CSV file, besides the empty field, comma-separated "
-                        f"(default: {','.join(NA_VALUES)}; '' for none). Missing values are never perturbed "
-                        "and are written back as they were")
+    add_na_values(p)
     p.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local: streamed on this machine (default); spark: a Spark job writing a folder of part files")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(p)
     p.set_defaults(func=run)
-
-
-def _markers(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def summary_dict(result: ApplyResult) -> dict:

@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import add_quiet, print_json
+from pramkit.cli._common import add_na_values, add_quiet, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError, PramkitError
 
@@ -100,6 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "named OUT_STEM.design-record.json); never publish it")
     p.add_argument("--force", action="store_true", help="overwrite --out and the design record if they exist")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_na_values(p)
     add_quiet(p)
     p.set_defaults(func=run)
 
@@ -204,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
             args.data, names, epsilon=args.epsilon, method=args.method, split=args.split,
             epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
             prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
-            options=_options(args), quiet=args.quiet,
+            options=_options(args), quiet=args.quiet, na_values=args.na_values,
         )
     manifest.design_record.write(record_path, force=args.force)
     manifest.write(args.out, force=args.force)

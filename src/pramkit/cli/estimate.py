@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pramkit.cli._common import note, print_json
+from pramkit.cli._common import add_na_values, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.receipt import check_release
 from pramkit.estimate import ESTIMATORS, EstimateResult, EstimationWarning, estimate_table
@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="multinomial: inference on the population sampled (default); "
                         "pram: on the original file itself (PRAM the only randomness)")
     p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
+    add_na_values(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # the result carries the note
         result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
-                                variance=args.variance, confidence=args.confidence, estimator=args.estimator)
+                                variance=args.variance, confidence=args.confidence, estimator=args.estimator,
+                                na_values=args.na_values)
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
     if result.table.converged is False:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import add_quiet, note
+from pramkit.cli._common import add_na_values, add_quiet, note
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "and the report says so)")
     how.add_argument("--weights", help="survey weight column, present in both files (pi = n / sum of weights)")
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
+    add_na_values(p)
     add_quiet(p)
     p.set_defaults(func=run)
 
@@ -70,10 +71,12 @@ def run(args: argparse.Namespace) -> int:
     written = []
     if args.out is not None:
         report = build_report(args.data, args.manifest, args.released, keys,
-                              sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet)
+                              sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
+                              na_values=args.na_values)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
-        public = build_public_report(args.manifest, args.released, original=args.data, quiet=args.quiet)
+        public = build_public_report(args.manifest, args.released, original=args.data, quiet=args.quiet,
+                                     na_values=args.na_values)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
     for line in written:
         print(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import note, print_json
+from pramkit.cli._common import add_na_values, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import PramkitError
 
@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="missing key values: a category of their own (default) or records excluded")
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
+    add_na_values(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     result = identification_risk(
         args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
         model=args.model, manifest=manifest, original=args.original, missing=args.missing,
-        fractions=args.fractions,
+        fractions=args.fractions, na_values=args.na_values,
     )
     out = result.to_dict()
     if args.plot:

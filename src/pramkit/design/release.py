@@ -42,6 +42,7 @@ import numpy as np
 from pramkit._json import to_jsonable
 from pramkit.atomic import write_text_atomic
 from pramkit.counts import CountTable, count_file, count_frame
+from pramkit.defaults import NA_VALUES
 from pramkit.design.matrix_design import estimability_warnings, matrix_json, truthful_warnings
 from pramkit.design.registry import family
 from pramkit.errors import DataError, ParameterError, PramkitError
@@ -123,12 +124,12 @@ def _names(variables: str | Sequence[str]) -> list[str]:
 
 
 def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]],
-           quiet: bool) -> tuple[CountTable, str, str | None]:
+           quiet: bool, na_values: Sequence[str]) -> tuple[CountTable, str, str | None]:
     """Count the variables; returns the table, a description of the data and its digest."""
     from pramkit.io import sha256_of
 
     if isinstance(data, (str, Path)):
-        table = count_file(data, names, categories=categories or None, quiet=quiet)
+        table = count_file(data, names, categories=categories or None, quiet=quiet, na_values=na_values)
         return table, str(data), sha256_of(data)
     import pandas as pd
     import pyarrow as pa
@@ -220,6 +221,7 @@ def design_release(
     options: Mapping[str, Any] | None = None,
     rng: random.Random | None = None,
     quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> Manifest:
     """Design the PRAM matrices of a release under one record budget.
 
@@ -254,6 +256,9 @@ def design_release(
         generator only in tests).
     quiet : bool
         No progress bars.
+    na_values : sequence of str
+        Texts that mean missing in a CSV file besides the empty field (default ``("NA",)``);
+        the manifest's ``input`` records them, and ``pramkit apply`` must read the file the same way.
 
     Returns
     -------
@@ -323,7 +328,7 @@ def design_release(
                              "design_epsilon, or a public prior")
 
     declared, cat_source = _declared(names, categories, prior)
-    table, described, digest = _count(data, names, declared, quiet)
+    table, described, digest = _count(data, names, declared, quiet, tuple(na_values))
     table = _labelled(data, table, cat_source, notes)
     exact_p = {n: table.proportions(n) for n in names}
     for n, cats in zip(names, table.categories):
@@ -413,7 +418,8 @@ def design_release(
                     prior=prior.name if prior is not None else None, categories=cat_source,
                     data_dependent=tuple(dependent), dp_counts=dp_outputs)
     facts = {"method": method, "split": split, "record_epsilon_budget": budget, "design_epsilon": design_eps,
-             "frequencies": source, "prior": ledger.prior, "options": to_jsonable(opts)}
+             "frequencies": source, "prior": ledger.prior, "options": to_jsonable(opts),
+             "na_values": list(na_values)}
     total = ledger.total([v.epsilon for v in variables_out])
     if budget is not None and total > budget:
         raise ParameterError(f"the design gives record epsilon {total:.6g}, more than the budget "

@@ -36,6 +36,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from pramkit.counts import count_file, count_frame
+from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, PramkitError
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
@@ -272,6 +273,7 @@ def estimate_table(
     variance: VarianceKind = "multinomial",
     confidence: float = 0.95,
     estimator: str | None = None,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> EstimateResult:
     """Estimate the original frequency table of ``vars`` (crossed with ``by``) from released data.
 
@@ -296,6 +298,8 @@ def estimate_table(
         (``"moment"``), ``"mle"``, ``"norm-sub"`` or ``"rr-mle"``; the three
         last give counts in ``[0, n]`` (see :mod:`pramkit.estimate.consistent`).
         Giving both ``method`` and a different ``estimator`` is an error.
+    na_values : texts that mean missing in a CSV file besides the empty field
+        (default ``("NA",)``, as ``pramkit apply`` reads it)
 
     Examples
     --------
@@ -330,7 +334,7 @@ def estimate_table(
             raise DataError("the data have no rows")
         counted = count_frame(data, axes, categories=declared)
     elif isinstance(data, (str, Path)):
-        counted = count_file(data, axes, categories=declared)
+        counted = count_file(data, axes, categories=declared, na_values=na_values)
     else:
         raise PramkitError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
     matrices: list[PramMatrix | None] = [manifest[n].matrix if n in declared else None for n in axes]

@@ -48,7 +48,7 @@ from pramkit.progress import progress
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
-from pramkit.defaults import DEFAULT_SAMPLING_FRACTION
+from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
 
 #: Sampling fraction assumed when neither a fraction nor weights are given.
 
@@ -270,7 +270,8 @@ def _designs(manifest: Manifest) -> tuple[DesignProvenance, ...]:
     )
 
 
-def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str) -> pd.DataFrame:
+def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
+          na_values: Sequence[str] = NA_VALUES) -> pd.DataFrame:
     """The needed columns of a DataFrame or a file, checking that they are present."""
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
@@ -278,7 +279,7 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str) ->
             raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, data.columns))}")
         return data
     if isinstance(data, (str, Path)):
-        return read_table(data, columns=list(columns))
+        return read_table(data, columns=list(columns), na_values=na_values)
     raise PramkitError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
 
 
@@ -412,6 +413,7 @@ def build_report(
     recognition_alpha: float = DEFAULT_RECOGNITION_ALPHA,
     source: str | Path | None = None,
     quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -427,6 +429,7 @@ def build_report(
     recognition_alpha : threshold at which spontaneous-recognition violations are counted (probability)
     source : the original file, for its SHA-256, when ``data`` is a DataFrame read from it
     quiet : no progress bar
+    na_values : texts that mean missing in CSV files besides the empty field (default ``("NA",)``)
     """
     keys = list(keys)
     if not keys:
@@ -440,8 +443,8 @@ def build_report(
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        original = _load(data, columns, "original data")
-        release = _load(released, columns, "released data")
+        original = _load(data, columns, "original data", na_values)
+        release = _load(released, columns, "released data", na_values)
         _check_release(original, release, manifest)
         risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
         seconds["read"] = time.perf_counter() - t0
@@ -545,6 +548,7 @@ def build_public_report(
     *,
     original: pd.DataFrame | str | Path | None = None,
     quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> ReleaseReport:
     """The public report: the ledger, the matrices and estimates computed from the released file.
 
@@ -559,6 +563,7 @@ def build_public_report(
         "release" that is the original (as :func:`build_report` does); nothing of it
         enters the report
     quiet : no progress bar
+    na_values : texts that mean missing in CSV files besides the empty field (default ``("NA",)``)
 
     Examples
     --------
@@ -579,9 +584,9 @@ def build_public_report(
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
         release = _load(released, manifest.columns if original is not None else [v.name for v in single],
-                        "released data")
+                        "released data", na_values)
         if original is not None:
-            _check_release(_load(original, manifest.columns, "original data"), release, manifest)
+            _check_release(_load(original, manifest.columns, "original data", na_values), release, manifest)
         utility = tuple(_public_utility(release, manifest, v) for v in single)
         bar.update()
     left_out = [v.name for v in manifest.variables if v.is_joint]

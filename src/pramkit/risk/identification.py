@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.counts import count_file
+from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, PramkitError
 from pramkit.manifest import Manifest
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
@@ -232,6 +233,7 @@ def _file_risk(
     path: str | Path, keys: tuple[str, ...], perturbed: tuple[str, ...], start: float, *,
     sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
     manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
+    na_values: Sequence[str],
 ) -> RiskResult:
     """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file`:
     the same figures from the cell counts (and weight sums), memory bounded by a chunk and
@@ -241,14 +243,14 @@ def _file_risk(
     if original is not None and not isinstance(original, (str, Path)):
         raise PramkitError("with a file, original must be the original file's path too")
     declared = {k: manifest[k].matrix.categories for k in perturbed}
-    table = count_file(path, keys, categories=declared, weights=weights, missing=missing)
+    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
     source = source_sums = None
     if original is not None:
         source_table = count_file(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
-                                  missing=missing)
+                                  missing=missing, na_values=na_values)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
     return _assess(counts, table.weight_sums, source, source_sums, keys, perturbed, manifest, start,
                    sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=missing,
@@ -268,6 +270,7 @@ def identification_risk(
     tol: float = 1e-4,
     fractions: FractionsBy = "cell",
     tau_rtol: float | None = 1e-6,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> RiskResult:
     """tau1, tau2 (eqs. (4)-(5) of the module docstring) and per-record risks of ``data`` on ``keys``.
 
@@ -290,6 +293,7 @@ def identification_risk(
     tau_rtol : the fit of the sample counts runs until tau1 and tau2 are within
         this distance of their limits, relative (:class:`pramkit.risk.loglinear.Watch`);
         ``None``: the margin tolerance only (the routes with a manifest use it only)
+    na_values : texts that mean missing in a CSV file besides the empty field (default ``("NA",)``)
 
     Returns
     -------
@@ -316,7 +320,7 @@ def identification_risk(
     if isinstance(data, (str, Path)):
         return _file_risk(data, keys, perturbed, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
-                          missing=missing, tol=tol, tau_rtol=tau_rtol)
+                          missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values)
     categories = None
     if perturbed:
         table0 = key_table(data, keys, missing=missing)
