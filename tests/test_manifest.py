@@ -104,3 +104,127 @@ def test_missing_as_category_needs_a_null_label() -> None:
     assert PerturbedVariable("x", m, "category").missing == "category"
     with pytest.raises(ManifestError, match="null"):
         PerturbedVariable("x", randomized_response(["a", "b"], 1.0), "category")
+
+
+# ---------------------------------------------------------------------------
+# version 3: compact form (8) matrices
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def compact() -> Manifest:
+    return Manifest.of({
+        "region": PramMatrix.from_diagonal([0.8, 0.7, 0.9], ["n", "s", "w"]),
+        "sex": randomized_response(["f", "m"], 0.5),
+    })
+
+
+def test_version_3_writes_form8_compactly(tmp_path: Path, compact: Manifest) -> None:
+    data = json.loads(compact.to_json())
+    assert data["version"] == 3
+    region, sex = data["variables"]
+    assert region["form"] == "diagonal" and "matrix" not in region
+    assert region["q"] == [0.8, 0.7, 0.9]
+    assert region["w"] == ((1.0 - np.array([0.8, 0.7, 0.9])) / 2).tolist()
+    assert sex["form"] == "dense" and "q" not in sex and len(sex["matrix"]) == 2
+    back = Manifest.read(compact.write(tmp_path / "m.json"))
+    assert back["region"].matrix.is_compact and not back["sex"].matrix.is_compact
+    for a, b in zip(compact.variables, back.variables):
+        assert a.matrix == b.matrix
+    assert back.record_epsilon == compact.record_epsilon
+
+
+def test_a_large_compact_manifest_is_small(tmp_path: Path) -> None:
+    s = 100_000
+    q = np.linspace(0.6, 0.95, s)
+    m = Manifest.of({"code": PramMatrix.from_diagonal(q, [f"c{k:05d}" for k in range(s)])})
+    path = m.write(tmp_path / "m.json")
+    assert path.stat().st_size < 8_000_000          # dense: ~2e10 numbers
+    back = Manifest.read(path)
+    assert back["code"].matrix == m["code"].matrix and back["code"].matrix.is_compact
+    assert "_dense_cache" not in back["code"].matrix.__dict__
+
+
+#: A version-2 manifest as pramkit 0.1.0 wrote it before version 3 (dense matrices only).
+VERSION_2 = {
+    "format": "pramkit-manifest", "version": 2, "pramkit_version": "0.1.0", "created": "2026-01-01T00:00:00Z",
+    "composition": "independent variables: the record's epsilon is the design step's epsilon plus the sum of "
+                   "the variables' epsilons",
+    "record_epsilon": 3.2725887222397816, "perturbation_epsilon": 3.2725887222397816, "input": {},
+    "ledger": {
+        "record_epsilon_budget": None, "design_epsilon": 0.0, "perturbation_epsilon": 3.2725887222397816,
+        "record_epsilon": 3.2725887222397816, "frequencies": "none", "prior": None, "categories": {},
+        "data_dependent": [], "dp_counts": {}, "covers_everything_published": True,
+        "statement": "Changing one person's record changes the probability of anything published (the released "
+                     "file, the manifest, the public report) by a factor of at most e^3.273 = 26.38; this record "
+                     "epsilon of 3.273 covers the perturbation alone (the design did not read the data's "
+                     "frequencies).",
+    },
+    "variables": [
+        {
+            "name": "region", "columns": ["region"], "categories": ["n", "s", "w"],
+            "matrix": [[0.8, 0.09999999999999998, 0.09999999999999998],
+                       [0.15000000000000002, 0.7, 0.15000000000000002],
+                       [0.04999999999999999, 0.04999999999999999, 0.9]],
+            "epsilon": 2.7725887222397816, "missing": "keep", "bistochastic": False, "min_diagonal": 0.7,
+            "design": {"method": "diagonal", "parameters": {}, "objective": None, "objective_name": None,
+                       "certificate": None, "seconds": None},
+        },
+        {
+            "name": "sex", "columns": ["sex"], "categories": ["f", "m"],
+            "matrix": [[0.6224593312018546, 0.37754066879814546], [0.37754066879814546, 0.6224593312018546]],
+            "epsilon": 0.5, "missing": "keep", "bistochastic": True, "min_diagonal": 0.6224593312018546,
+            "design": {"method": "randomized_response", "parameters": {"epsilon": 0.5}, "objective": None,
+                       "objective_name": None, "certificate": None, "seconds": None},
+        },
+    ],
+}
+
+
+def test_a_version_2_manifest_still_loads(tmp_path: Path, compact: Manifest) -> None:
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(VERSION_2, indent=2))
+    old = Manifest.read(path)
+    assert old.names == ["region", "sex"] and old.ledger is not None
+    assert not old["region"].matrix.is_compact                 # read as it was written: dense
+    assert old["region"].matrix == compact["region"].matrix    # the same entries as the compact form
+    assert old["sex"].matrix == compact["sex"].matrix
+    assert old.record_epsilon == pytest.approx(3.2725887222397816, rel=1e-15)
+    again = json.loads(old.to_json())                          # written back as version 3
+    assert again["version"] == 3 and again["variables"][0]["form"] == "dense"
+    v1 = {k: v for k, v in VERSION_2.items() if k != "ledger"} | {"version": 1}
+    assert Manifest.from_dict(v1).ledger is None
+    # "form" describes itself: a compact variable is read whatever version the file states
+    relabelled = json.loads(compact.to_json()) | {"version": 1}
+    relabelled.pop("ledger", None)
+    assert Manifest.from_dict(relabelled)["region"].matrix == compact["region"].matrix
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d: d["variables"][0].update(form="sparse"), "'variables[0].form'"),
+        (lambda d: d["variables"][0].pop("q"), "'variables[0].q'"),
+        (lambda d: d["variables"][0].update(w="0.1"), "'variables[0].w'"),
+        (lambda d: d["variables"][0]["q"].__setitem__(1, "x"), "'variables[0].q[1]'"),
+        (lambda d: d["variables"][0]["w"].__setitem__(2, True), "'variables[0].w[2]'"),
+        (lambda d: d["variables"][0]["q"].pop(), "'variables[0].q'"),
+        (lambda d: d["variables"][0]["q"].__setitem__(0, 0.7), "'variables[0].q'"),
+        (lambda d: d["variables"][0]["w"].__setitem__(0, -0.1), "'variables[0].w'"),
+        (lambda d: d["variables"][0].update(epsilon=0.2), "'variables[0].epsilon'"),
+        (lambda d: d["variables"][1].update(form="diagonal"), "'variables[1].q'"),
+        (lambda d: d["variables"][1].pop("matrix"), "'variables[1].matrix'"),
+        (lambda d: d.update(record_epsilon=1.0), "'record_epsilon'"),
+    ],
+)
+def test_malformed_compact_manifest_names_the_field(compact: Manifest, edit, field: str) -> None:
+    with pytest.raises(ManifestError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        Manifest.from_dict(_broken(compact, edit))
+
+
+def test_stated_epsilon_of_a_compact_matrix_is_checked() -> None:
+    """The epsilon is recomputed from q and w: w raised so that the stated value is a lie."""
+    data = json.loads(Manifest.of({"x": PramMatrix.from_diagonal([0.8, 0.7, 0.9])}).to_json())
+    var = data["variables"][0]
+    var["q"], var["w"] = [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]      # epsilon log 2, stated log 18
+    with pytest.raises(ManifestError, match=r"'variables\[0\]\.epsilon' states"):
+        Manifest.from_dict(data)

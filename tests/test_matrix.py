@@ -130,3 +130,12 @@ def test_provenance_travels_and_errors_are_pramkit_errors() -> None:
         randomized_response(["a", "b"], 0.0)
     with pytest.raises(PramkitError):
         randomized_response(["a", "b"], float("nan"))
+
+
+def test_dense_construction_is_unchanged_and_from_diagonal_is_compact() -> None:
+    m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("a", "b"))
+    assert not m.is_compact and m.form8_w is None
+    np.testing.assert_array_equal(m.form8_q, [0.75, 0.75])
+    d = PramMatrix.from_diagonal([0.75, 0.75], ("a", "b"), m.provenance)
+    assert d.is_compact and d == m and m == d and d.epsilon == m.epsilon
+    assert PramMatrix(matrix=np.eye(2), categories=("x", "y")).provenance == Provenance()

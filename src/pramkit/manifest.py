@@ -24,8 +24,13 @@ from pramkit.ledger import Ledger
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
-#: Version 2 adds the privacy ledger (design step included in the record epsilon); version 1 still loads.
-VERSION = 2
+#: Version 3 writes a form (8) matrix compactly (``"form": "diagonal"`` with ``q`` and ``w``);
+#: version 2 added the privacy ledger (design step included in the record epsilon).  Versions 1
+#: and 2 still load.
+VERSION = 3
+#: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S) or ``"diagonal"``
+#: (form (8): ``q`` and ``w``, O(S)).
+FORMS = ("dense", "diagonal")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
 #: Relative tolerance when checking a stored epsilon against the matrix.
@@ -92,12 +97,19 @@ class PerturbedVariable:
         return self.matrix.epsilon
 
     def to_dict(self) -> dict[str, Any]:
+        """The variable as JSON values: a compact form (8) matrix as ``form``
+        ``"diagonal"`` with ``q`` and ``w`` (O(S)), any other as ``form``
+        ``"dense"`` with ``matrix`` (S x S)."""
         m = self.matrix
+        if m.is_compact:
+            entries: dict[str, Any] = {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
+        else:
+            entries = {"form": "dense", "matrix": m.matrix.tolist()}
         return {
             "name": self.name,
             "columns": list(self.columns),
             "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
-            "matrix": m.matrix.tolist(),
+            **entries,
             "epsilon": epsilon_to_json(m.epsilon),
             "missing": self.missing,
             "bistochastic": m.is_bistochastic,
@@ -328,23 +340,11 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
             raise ManifestError(f"field '{where}.categories[{i}]' must list {len(columns)} values, one per column")
         if not all(x is None or isinstance(x, (str, int, float)) for x in values):
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
-    rows = v.get("matrix")
-    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-        raise ManifestError(f"field '{where}.matrix' must be a list of rows (lists of numbers)")
-    for i, r in enumerate(rows):
-        if len(r) != len(rows):
-            raise ManifestError(f"field '{where}.matrix[{i}]' has {len(r)} entries; the matrix must be square")
-        for j, x in enumerate(r):
-            if not isinstance(x, (int, float)) or isinstance(x, bool):
-                raise ManifestError(f"field '{where}.matrix[{i}][{j}]' must be a number, got {x!r}")
-    if len(rows) != len(cats):
-        raise ManifestError(
-            f"field '{where}.matrix' is {len(rows)} x {len(rows)} but '{where}.categories' has {len(cats)} labels"
-        )
-    try:
-        matrix = PramMatrix(rows, tuple(cats), _provenance_from_dict(v.get("design", {}), f"{where}.design"))
-    except MatrixError as exc:
-        raise ManifestError(f"field '{where}.matrix': {exc}") from None
+    form = v.get("form", "dense")
+    if form not in FORMS:
+        raise ManifestError(f"field '{where}.form' must be one of {list(FORMS)}, got {form!r}")
+    provenance = _provenance_from_dict(v.get("design", {}), f"{where}.design")
+    matrix = (_dense_from_dict if form == "dense" else _diagonal_from_dict)(v, where, tuple(cats), provenance)
     if "epsilon" in v:
         _check_epsilon(v["epsilon"], matrix.epsilon, f"{where}.epsilon")
     missing = v.get("missing", "keep")
@@ -354,6 +354,51 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
         return PerturbedVariable(name, matrix, missing, tuple(columns))
     except ManifestError as exc:
         raise ManifestError(f"field '{where}': {exc}") from None
+
+
+def _dense_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """A ``"dense"`` variable's matrix: ``matrix``, S rows of S numbers."""
+    rows = v.get("matrix")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise ManifestError(f"field '{where}.matrix' must be a list of rows (lists of numbers)")
+    for i, r in enumerate(rows):
+        if len(r) != len(rows):
+            raise ManifestError(f"field '{where}.matrix[{i}]' has {len(r)} entries; the matrix must be square")
+        for j, x in enumerate(r):
+            if not _is_number(x):
+                raise ManifestError(f"field '{where}.matrix[{i}][{j}]' must be a number, got {x!r}")
+    if len(rows) != len(cats):
+        raise ManifestError(
+            f"field '{where}.matrix' is {len(rows)} x {len(rows)} but '{where}.categories' has {len(cats)} labels"
+        )
+    try:
+        return PramMatrix(rows, cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"field '{where}.matrix': {exc}") from None
+
+
+def _diagonal_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """A ``"diagonal"`` variable's matrix (form (8)): ``q`` and ``w``, S numbers each, O(S)."""
+    vectors = []
+    for key in ("q", "w"):
+        values = v.get(key)
+        if not isinstance(values, list):
+            raise ManifestError(f"field '{where}.{key}' must be a list of numbers (form 'diagonal')")
+        if not all(map(_is_number, values)):
+            i = next(i for i, x in enumerate(values) if not _is_number(x))
+            raise ManifestError(f"field '{where}.{key}[{i}]' must be a number, got {values[i]!r}")
+        if len(values) != len(cats):
+            raise ManifestError(f"field '{where}.{key}' has {len(values)} entries but '{where}.categories' has "
+                                f"{len(cats)} labels")
+        vectors.append(values)
+    try:
+        return PramMatrix.form8(vectors[0], vectors[1], cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"fields '{where}.q' and '{where}.w': {exc}") from None
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _provenance_from_dict(d: Any, where: str) -> Provenance:

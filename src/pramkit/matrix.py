@@ -6,12 +6,17 @@ the same ordered list of category labels.
 
 Every design returns a :class:`PramMatrix`; every measure and the perturbation
 engine take one; the manifest (:mod:`pramkit.manifest`) serialises it.
+
+A matrix of form (8) (each row's off-diagonal entries equal) can be stored
+compactly, as its diagonal q and off-diagonal entries w (:meth:`PramMatrix.form8`):
+O(S) memory and O(S) epsilon, flags and validation, so that a variable with
+100 000 categories is cheap.  Its dense array is built only on request.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence, Union
 
@@ -19,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import MatrixError
-from pramkit.privacy.epsilon import matrix_epsilon
+from pramkit.privacy.epsilon import form8_matrix_epsilon, matrix_epsilon
 
 #: Tolerance on row sums (and column sums for the bistochastic check).
 ROW_SUM_TOL = 1e-9
@@ -84,9 +89,12 @@ class Provenance:
         }
 
 
-@dataclass(frozen=True, eq=False)
+#: Attributes a :class:`PramMatrix` computes on demand (never pickled).
+_LAZY = ("_dense_cache", "epsilon", "form8_q")
+
+
 class PramMatrix:
-    """A validated PRAM transition matrix.
+    """A validated PRAM transition matrix, immutable.
 
     Parameters
     ----------
@@ -97,23 +105,36 @@ class PramMatrix:
         Unique labels of the categories, in the order of rows and columns.
         Defaults to ``0, 1, ..., S-1``.
     provenance : Provenance
-        The design that produced the matrix.
+        The design that produced the matrix (default ``Provenance()``).
 
     The stored array is a read-only float64 copy.
+
+    A matrix of form (8) (row k keeps its category with probability ``q[k]``
+    and puts ``w[k]`` on each of the other S - 1) can instead be stored
+    compactly, as the two vectors q and w (:meth:`form8`, :meth:`from_diagonal`,
+    :meth:`identity`): memory, validation and every property below are then
+    O(S), and :attr:`matrix` builds the dense S x S array only when it is
+    asked for (O(S^2) time and memory, once).  Both kinds behave the same way
+    and compare equal when their entries, labels and provenance are equal.
 
     References
     ----------
     Gouweleeuw, Kooiman, Willenborg and de Wolf (1998), Post randomisation for
     statistical disclosure control.  Shlomo and Skinner (2012), section 4.
+    Ayed, Battiston and Camerlenghi (2020), form (8).
     """
 
-    matrix: np.ndarray
-    categories: tuple[Label, ...] = ()
-    provenance: Provenance = field(default_factory=Provenance)
+    categories: tuple[Label, ...]
+    provenance: Provenance
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        matrix: ArrayLike,
+        categories: Sequence[Label] = (),
+        provenance: Provenance | None = None,
+    ) -> None:
         try:
-            m = np.array(self.matrix, dtype=float, copy=True)
+            m = np.array(matrix, dtype=float, copy=True)
         except (TypeError, ValueError) as exc:
             raise MatrixError(f"the matrix is not numeric: {exc}") from None
         if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] == 0:
@@ -124,19 +145,14 @@ class PramMatrix:
         if np.any(m < 0):
             k, j = np.argwhere(m < 0)[0]
             raise MatrixError(f"entry [{k}, {j}] of the matrix is negative ({m[k, j]!r})")
-        sums = m.sum(axis=1)
-        bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
-        if bad.size:
-            k = int(bad[0])
-            raise MatrixError(
-                f"row {k} of the matrix sums to {sums[k]!r}, not 1 "
-                f"(tolerance {ROW_SUM_TOL:g}); {bad.size} row(s) are off"
-            )
+        _check_rows(m.sum(axis=1))
         m.setflags(write=False)
-        s = m.shape[0]
-        cats = tuple(range(s)) if len(self.categories) == 0 else tuple(
-            _plain_label(c) for c in self.categories
-        )
+        self._setup(m, None, None, categories, provenance)
+
+    def _setup(self, dense: np.ndarray | None, q: np.ndarray | None, w: np.ndarray | None,
+               categories: Sequence[Label], provenance: Provenance | None) -> None:
+        s = dense.shape[0] if dense is not None else q.size  # type: ignore[union-attr]
+        cats = tuple(range(s)) if len(categories) == 0 else tuple(_plain_label(c) for c in categories)
         if len(cats) != s:
             raise MatrixError(f"{len(cats)} category labels given for a {s} x {s} matrix")
         seen: set[Any] = set()
@@ -146,12 +162,90 @@ class PramMatrix:
             if token in seen:
                 raise MatrixError(f"category label {c!r} appears twice")
             seen.add(token)
-        if not isinstance(self.provenance, Provenance):
+        prov = Provenance() if provenance is None else provenance
+        if not isinstance(prov, Provenance):
             raise MatrixError("provenance must be a pramkit.Provenance")
-        object.__setattr__(self, "matrix", m)
-        object.__setattr__(self, "categories", cats)
+        state = self.__dict__
+        state["_dense"], state["_q"], state["_w"] = dense, q, w
+        state["categories"], state["provenance"] = cats, prov
+
+    # -- immutability -----------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps: the stored entries, labels and provenance (not the caches)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _LAZY}
 
     # -- constructors -----------------------------------------------------
+    @classmethod
+    def form8(
+        cls,
+        q: ArrayLike,
+        w: ArrayLike | None = None,
+        categories: Sequence[Label] = (),
+        provenance: Provenance | None = None,
+    ) -> "PramMatrix":
+        """A matrix of form (8), stored compactly: ``M[k, k] = q[k]`` and
+        ``M[k, j] = w[k]`` for every ``j != k``.
+
+        Memory and validation are O(S): the entries must be finite and
+        non-negative and every row ``q[k] + (S - 1) w[k]`` must sum to 1
+        within :data:`ROW_SUM_TOL`.  Every property except :attr:`matrix`
+        (which builds the dense array, O(S^2)) is computed in O(S).
+
+        Parameters
+        ----------
+        q : array-like, shape (S,)
+            The keep probabilities (the diagonal).
+        w : array-like, shape (S,), optional
+            The off-diagonal entry of each row; default ``(1 - q) / (S - 1)``
+            (ignored, and stored as 0, when S = 1).
+        categories : sequence of labels, length S
+            As for :class:`PramMatrix`.
+        provenance : Provenance, optional
+            Default ``Provenance(method="diagonal")``.
+
+        Returns
+        -------
+        PramMatrix
+            The compact matrix.
+
+        Raises
+        ------
+        MatrixError
+            If q or w is malformed, or a row does not sum to 1.
+
+        Examples
+        --------
+        >>> m = PramMatrix.form8([0.8, 0.6, 0.7], categories=["a", "b", "c"])
+        >>> m.is_compact, m.size, m.form8_w.tolist()
+        (True, 3, [0.09999999999999998, 0.2, 0.15000000000000002])
+        >>> math.isclose(m.epsilon, math.log(0.7 / 0.1))  # column c: q = 0.7 against w = 0.1 of row a
+        True
+        >>> m == PramMatrix(m.matrix, ["a", "b", "c"], Provenance(method="diagonal"))
+        True
+        """
+        qv = _vector(q, "q")
+        s = qv.size
+        if w is None:
+            wv = np.zeros(1) if s == 1 else (1.0 - qv) / (s - 1)
+        else:
+            wv = _vector(w, "w")
+            if wv.size != s:
+                raise MatrixError(f"q has {s} entries but w has {wv.size}; give one of each per category")
+        if s == 1:
+            wv = np.zeros(1)  # a single row has no off-diagonal entry
+        _check_rows(qv + (s - 1) * wv)
+        qv.setflags(write=False)
+        wv.setflags(write=False)
+        out = cls.__new__(cls)
+        out._setup(None, qv, wv, categories, Provenance(method="diagonal") if provenance is None else provenance)
+        return out
+
     @classmethod
     def from_diagonal(
         cls,
@@ -162,45 +256,85 @@ class PramMatrix:
         """Form (8) of Ayed, Battiston and Camerlenghi: keep category k with
         probability ``q[k]``, otherwise release one of the other S-1
         categories uniformly at random: ``M[k, j] = (1 - q[k]) / (S - 1)``.
+
+        Stored compactly (:meth:`form8`); q must lie in [0, 1] (and be 1
+        when S = 1).
+
+        Examples
+        --------
+        >>> m = PramMatrix.from_diagonal([0.9, 0.5])
+        >>> m.is_compact, m.matrix.tolist()
+        (True, [[0.9, 0.09999999999999998], [0.5, 0.5]])
         """
-        qv = np.asarray(q, dtype=float)
-        if qv.ndim != 1 or qv.size == 0:
-            raise MatrixError("q must be a non-empty 1-D array of keep probabilities")
-        if not np.all(np.isfinite(qv)) or np.any(qv < 0) or np.any(qv > 1):
-            raise MatrixError(f"keep probabilities must lie in [0, 1], got {qv.tolist()}")
-        s = qv.size
-        if s == 1:
-            if qv[0] != 1:
-                raise MatrixError("a single category can only be kept (q = 1)")
-            m = np.ones((1, 1))
-        else:
-            m = np.repeat(((1.0 - qv) / (s - 1))[:, None], s, axis=1)
-            np.fill_diagonal(m, qv)
-        return cls(m, tuple(categories), provenance or Provenance(method="diagonal"))
+        qv = _vector(q, "q")
+        bad = np.flatnonzero(qv > 1)
+        if bad.size:
+            raise MatrixError(f"keep probabilities must lie in [0, 1], got q[{bad[0]}] = {qv[bad[0]]!r}")
+        if qv.size == 1 and qv[0] != 1:
+            raise MatrixError("a single category can only be kept (q = 1)")
+        return cls.form8(qv, None, categories, provenance)
 
     @classmethod
     def identity(cls, categories: Sequence[Label]) -> "PramMatrix":
-        """No perturbation (epsilon infinite for S >= 2)."""
-        return cls(np.eye(len(categories)), tuple(categories), Provenance(method="identity"))
+        """No perturbation (epsilon infinite for S >= 2); stored compactly."""
+        s = len(categories)
+        if s == 0:
+            raise MatrixError("the matrix must be square and non-empty, got shape (0, 0)")
+        return cls.form8(np.ones(s), np.zeros(s), tuple(categories), Provenance(method="identity"))
+
+    # -- the entries ------------------------------------------------------
+    @property
+    def matrix(self) -> np.ndarray:
+        """The dense S x S array ``M[k, j]`` (read-only).
+
+        For a compact matrix it is built on first access and kept: O(S^2)
+        time and memory (800 MB at S = 10 000).  Code that must scale uses
+        :attr:`form8_q` / :attr:`form8_w` and the O(S) properties instead.
+        """
+        dense = self.__dict__["_dense"]
+        if dense is not None:
+            return dense
+        cached = self.__dict__.get("_dense_cache")
+        if cached is None:
+            q, w = self.__dict__["_q"], self.__dict__["_w"]
+            cached = np.repeat(w[:, None], q.size, axis=1)
+            np.fill_diagonal(cached, q)
+            cached.setflags(write=False)
+            self.__dict__["_dense_cache"] = cached
+        return cached
+
+    @property
+    def is_compact(self) -> bool:
+        """Stored as form (8) vectors q and w (O(S)) rather than as a dense array."""
+        return self.__dict__["_dense"] is None
+
+    @property
+    def form8_w(self) -> np.ndarray | None:
+        """The off-diagonal entry of each row of a compact matrix (read-only);
+        ``None`` for a matrix stored densely."""
+        return self.__dict__["_w"]
 
     # -- properties -------------------------------------------------------
     @property
     def size(self) -> int:
         """Number of categories S."""
-        return self.matrix.shape[0]
+        return self.__dict__["_q"].size if self.is_compact else self.__dict__["_dense"].shape[0]
 
     @cached_property
     def epsilon(self) -> float:
         """Epsilon (Shlomo and Skinner 2012, section 4) of the stored entries,
         rounded outward: the smallest double not below the exact value
-        (:func:`pramkit.privacy.epsilon.matrix_epsilon`); ``inf`` when a column
-        mixes zeros and positive entries."""
+        (:func:`pramkit.privacy.epsilon.matrix_epsilon`, or
+        :func:`pramkit.privacy.epsilon.form8_matrix_epsilon` in O(S) for a
+        compact matrix); ``inf`` when a column mixes zeros and positive entries."""
+        if self.is_compact:
+            return form8_matrix_epsilon(self.__dict__["_q"], self.__dict__["_w"])
         return matrix_epsilon(self.matrix)
 
     @property
     def diagonal(self) -> np.ndarray:
-        """The keep probabilities ``M[k, k]``."""
-        return np.diagonal(self.matrix)
+        """The keep probabilities ``M[k, k]`` (read-only)."""
+        return self.__dict__["_q"] if self.is_compact else np.diagonal(self.matrix)
 
     @property
     def min_diagonal(self) -> float:
@@ -208,19 +342,34 @@ class PramMatrix:
 
     @property
     def is_bistochastic(self) -> bool:
-        """Columns also sum to 1 (within ``1e-9``): the uniform distribution is invariant."""
-        return bool(np.all(np.abs(self.matrix.sum(axis=0) - 1.0) <= ROW_SUM_TOL))
+        """Columns also sum to 1 (within ``1e-9``): the uniform distribution is invariant.
+
+        Compact: column j sums to ``q[j] + sum_k w[k] - w[j]``."""
+        if self.is_compact:
+            q, w = self.__dict__["_q"], self.__dict__["_w"]
+            sums = q + (math.fsum(w.tolist()) - w)
+        else:
+            sums = self.matrix.sum(axis=0)
+        return bool(np.all(np.abs(sums - 1.0) <= ROW_SUM_TOL))
 
     @property
     def is_truthful(self) -> bool:
         """Every diagonal entry is at least as large as every other entry of its row
-        (to 1e-15: a diagonal of exactly 1/S leaves off-diagonal entries 1 ulp above it)."""
+        (to 1e-15: a diagonal of exactly 1/S leaves off-diagonal entries 1 ulp above it).
+        Compact: ``q[k] >= w[k]``."""
+        if self.is_compact:
+            q, w = self.__dict__["_q"], self.__dict__["_w"]
+            return bool(np.all(q >= np.maximum(q, w) - 1e-15))
         return bool(np.all(self.diagonal >= self.matrix.max(axis=1) - 1e-15))
 
     @cached_property
     def form8_q(self) -> np.ndarray | None:
         """The diagonal q if the matrix has form (8) (in each row the off-diagonal
-        entries are equal, to 1e-12 relative), else ``None``."""
+        entries are equal), else ``None``.  A compact matrix has form (8) by
+        construction; a dense one when its off-diagonal entries equal
+        ``(1 - q_k) / (S - 1)`` to 1e-12 relative (an O(S^2) check)."""
+        if self.is_compact:
+            return self.__dict__["_q"].copy()
         s = self.size
         if s == 1:
             return self.diagonal.copy()
@@ -240,7 +389,29 @@ class PramMatrix:
             raise MatrixError(f"unknown category {label!r}; categories are {list(self.categories)}") from None
 
     def with_provenance(self, provenance: Provenance) -> "PramMatrix":
-        return PramMatrix(self.matrix, self.categories, provenance)
+        """The same entries and labels (same storage: compact stays compact) with another provenance."""
+        if not isinstance(provenance, Provenance):
+            raise MatrixError("provenance must be a pramkit.Provenance")
+        out = type(self).__new__(type(self))
+        out.__dict__.update(self.__getstate__())
+        out.__dict__["provenance"] = provenance
+        if "epsilon" in self.__dict__:
+            out.__dict__["epsilon"] = self.__dict__["epsilon"]
+        return out
+
+    def _equal_entries(self, other: "PramMatrix") -> bool:
+        if self.size != other.size:
+            return False
+        if self.is_compact and other.is_compact:
+            return bool(np.array_equal(self.__dict__["_q"], other.__dict__["_q"])
+                        and np.array_equal(self.__dict__["_w"], other.__dict__["_w"]))
+        if self.is_compact or other.is_compact:  # compare with the dense one without densifying the other
+            c, d = (self, other.matrix) if self.is_compact else (other, self.matrix)
+            q, w = c.__dict__["_q"], c.__dict__["_w"]
+            same = d == w[:, None]
+            np.fill_diagonal(same, True)
+            return bool(np.array_equal(np.diagonal(d), q) and same.all())
+        return bool(np.array_equal(self.matrix, other.matrix))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PramMatrix):
@@ -248,7 +419,7 @@ class PramMatrix:
         return (
             self.categories == other.categories
             and self.provenance == other.provenance
-            and np.array_equal(self.matrix, other.matrix)
+            and self._equal_entries(other)
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -258,4 +429,32 @@ class PramMatrix:
         return (
             f"PramMatrix(S={self.size}, epsilon={eps:.6g}, min_diagonal={self.min_diagonal:.6g}, "
             f"method={self.provenance.method!r})"
+        )
+
+
+def _vector(values: ArrayLike, name: str) -> np.ndarray:
+    """A non-empty 1-D float copy of finite non-negative values (:class:`MatrixError` naming the entry)."""
+    try:
+        v = np.array(values, dtype=float, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise MatrixError(f"{name} is not numeric: {exc}") from None
+    if v.ndim != 1 or v.size == 0:
+        raise MatrixError(f"{name} must be a non-empty 1-D array, got shape {v.shape}")
+    bad = np.flatnonzero(~np.isfinite(v))
+    if bad.size:
+        raise MatrixError(f"entry {name}[{bad[0]}] is {v[bad[0]]} (entries must be finite)")
+    bad = np.flatnonzero(v < 0)
+    if bad.size:
+        raise MatrixError(f"entry {name}[{bad[0]}] is negative ({v[bad[0]]!r})")
+    return v
+
+
+def _check_rows(sums: np.ndarray) -> None:
+    """Every row sum within :data:`ROW_SUM_TOL` of 1 (:class:`MatrixError` naming the first row off)."""
+    bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOL)
+    if bad.size:
+        k = int(bad[0])
+        raise MatrixError(
+            f"row {k} of the matrix sums to {sums[k]!r}, not 1 "
+            f"(tolerance {ROW_SUM_TOL:g}); {bad.size} row(s) are off"
         )

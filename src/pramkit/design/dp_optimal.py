@@ -48,9 +48,9 @@ from pramkit.design.dp_split_bound import bound_split
 from pramkit.errors import PramkitError
 from pramkit.information import form8_objective, form8_row_terms
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.epsilon import form8_matrix_epsilon
 from pramkit.privacy.exact import (
-    certificate_tolerance, column_epsilon, eta_error, log_error, pairwise_sum, pairwise_terms, rounding_bound,
-    within_budget,
+    certificate_tolerance, eta_error, form8_within_budget, log_error, pairwise_sum, pairwise_terms, rounding_bound,
 )
 from pramkit.validate import epsilon as valid_epsilon
 from pramkit.validate import probabilities
@@ -606,20 +606,11 @@ def form8_epsilon(q: ArrayLike) -> float:
 
     Same value as ``PramMatrix.from_diagonal(q).epsilon`` (the largest
     log-ratio within a column, Shlomo and Skinner, section 4, as the smallest
-    double not below the exact value): column j holds ``q_j`` and
-    ``w_k = (1 - q_k) / (S - 1)`` for k != j, so its extremes come from q_j and
-    the two largest and two smallest w; :func:`pramkit.privacy.exact.column_epsilon`
-    takes it from there.
+    double not below the exact value) of the compact matrix with
+    ``w_k = (1 - q_k) / (S - 1)`` (:func:`pramkit.privacy.epsilon.form8_matrix_epsilon`).
     """
     qv = np.asarray(q, dtype=float)
-    s = qv.size
-    w = (1.0 - qv) / (s - 1)
-    order = np.argsort(w)
-    lo1, lo2, hi1, hi2 = order[0], order[1], order[-1], order[-2]
-    idx = np.arange(s)
-    w_max = np.where(idx == hi1, w[hi2], w[hi1])     # max over k != j
-    w_min = np.where(idx == lo1, w[lo2], w[lo1])     # min over k != j
-    return column_epsilon(np.maximum(qv, w_max), np.minimum(qv, w_min))
+    return form8_matrix_epsilon(qv, (1.0 - qv) / (qv.size - 1))
 
 
 def dp_optimal(
@@ -641,10 +632,11 @@ def dp_optimal(
     every search closed and that bound is within
     :func:`pramkit.privacy.exact.certificate_tolerance` of the optimum's
     information (less its rounding).  The stored matrix is form (8) at the
-    optimum with the entries that rounding put below the budget raised
-    (:func:`pramkit.privacy.exact.within_budget`), so its epsilon is at most
-    ``epsilon`` exactly; ``budget_adjustment`` is the most a row gained, and
-    the gap allows for its effect on the information.
+    optimum, kept compact (its diagonal q and off-diagonal w: O(S) memory,
+    :meth:`pramkit.matrix.PramMatrix.form8`), with the entries that rounding put
+    below the budget raised (:func:`pramkit.privacy.exact.form8_within_budget`),
+    so its epsilon is at most ``epsilon`` exactly; ``budget_adjustment`` is the
+    most a row gained, and the gap allows for its effect on the information.
     """
     start = time.perf_counter()
     pv = probabilities(p)
@@ -657,9 +649,9 @@ def dp_optimal(
         raise PramkitError("a DP design needs at least two categories")
     opt = solve_form8(pv, e, truthful=truthful)
     q = opt.q
-    design = PramMatrix.from_diagonal(q).matrix
-    matrix = within_budget(design, e)
-    adjustment = float((matrix - design).sum(axis=1).max())
+    w = (1.0 - q) / (s - 1)
+    q_stored, w_stored = form8_within_budget(q, w, e)
+    adjustment = float(np.max((q_stored - q) + (s - 1) * (w_stored - w)))   # the largest row shift
     value, rounding = verified_objective(pv, q)
     upper = max(opt.upper_bound, value + rounding)
     # raising entries by at most `adjustment` per row moves I by at most epsilon times it (each
@@ -693,7 +685,7 @@ def dp_optimal(
         certificate=certificate,
         seconds=time.perf_counter() - start,
     )
-    return PramMatrix(matrix, cats, provenance)
+    return PramMatrix.form8(q_stored, w_stored, cats, provenance)
 
 
 def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:

@@ -31,13 +31,28 @@ def matrix_json(m: PramMatrix) -> dict[str, Any]:
         "method": prov.method,
         "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
         "q": m.diagonal.tolist(),
-        "matrix": m.matrix.tolist(),
+        **_entries_json(m),
         "mutual_information_nats": prov.objective,
         "epsilon": epsilon_to_json(m.epsilon),
         "optimal": bool(cert.get("optimal", False)),
         "certificate": cert,
         "seconds": prov.seconds,
     }
+
+
+#: Largest compact matrix whose dense entries the design output also lists.
+MAX_DENSE_JSON = 2048
+
+
+def _entries_json(m: PramMatrix) -> dict[str, Any]:
+    """The matrix's entries for the design output: dense, or form (8)'s w (and the dense
+    entries too while S is at most :data:`MAX_DENSE_JSON`)."""
+    if not m.is_compact:
+        return {"form": "dense", "matrix": m.matrix.tolist()}
+    out: dict[str, Any] = {"form": "diagonal", "w": m.form8_w.tolist()}
+    if m.size <= MAX_DENSE_JSON:
+        out["matrix"] = m.matrix.tolist()
+    return out
 
 
 def truthful_warnings(m: PramMatrix) -> list[str]:

@@ -46,10 +46,11 @@ from pramkit.defaults import NA_VALUES
 from pramkit.design.matrix_design import estimability_warnings, matrix_json, truthful_warnings
 from pramkit.design.registry import family
 from pramkit.errors import DataError, ParameterError, PramkitError
-from pramkit.information import mutual_information
+from pramkit.information import mutual_information, mutual_information_form8
 from pramkit.ledger import Ledger, default_design_epsilon, split_within
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.progress import progress
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
 from pramkit.validate import positive
 
@@ -397,9 +398,13 @@ def design_release(
     if split == "joint":
         cats_of = {targets[0]: cells}
     matrices: dict[str, PramMatrix] = {}
-    for k in eps_of:
-        matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], opts)
-        warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]) + estimability_warnings(matrices[k]))
+    cells = sum(len(cats_of[k]) for k in eps_of)
+    with progress(total=cells, desc="designing", unit="categories", quiet=quiet) as bar:
+        for k in eps_of:
+            bar.set_postfix_str(f"{k} (S = {len(cats_of[k]):,})")
+            matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], opts)
+            warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]) + estimability_warnings(matrices[k]))
+            bar.update(len(cats_of[k]))
 
     exact = source == "exact"
     if split == "joint":
@@ -435,7 +440,7 @@ def design_release(
             "p": np.asarray(p_exact).tolist(),
             "design_p": None if design_p[k] is None else np.asarray(design_p[k]).tolist(),
             "epsilon": 0.0 if m is None else m.epsilon,
-            "information_nats": 0.0 if m is None else mutual_information(p_exact, m.matrix),
+            "information_nats": 0.0 if m is None else _information(p_exact, m),
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
         }
@@ -452,6 +457,13 @@ def design_release(
         notes=tuple(notes),
     )
     return Manifest(variables_out, input=facts, ledger=ledger, design_record=record)
+
+
+def _information(p: np.ndarray, m: PramMatrix) -> float:
+    """I(X; Z) in nats: O(S) for a compact form (8) matrix, O(S^2) otherwise."""
+    if m.is_compact:
+        return mutual_information_form8(p, m.form8_q)
+    return mutual_information(p, m.matrix)
 
 
 def _joint_comparison(table: CountTable, design_p: np.ndarray, joint: PramMatrix,

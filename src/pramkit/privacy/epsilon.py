@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.privacy.exact import column_epsilon, sum_up
+from pramkit.privacy.exact import column_epsilon, form8_column_extremes, sum_up
 
 
 def matrix_epsilon(matrix: ArrayLike) -> float:
@@ -41,6 +41,38 @@ def matrix_epsilon(matrix: ArrayLike) -> float:
     if m.ndim != 2 or m.size == 0:
         raise ValueError("matrix_epsilon needs a non-empty 2-D array")
     return column_epsilon(m.max(axis=0), m.min(axis=0))
+
+
+def form8_matrix_epsilon(q: ArrayLike, w: ArrayLike) -> float:
+    """Epsilon of the form (8) matrix with diagonal q and off-diagonal entries w, in O(S).
+
+    Row k of the matrix is ``q[k]`` on the diagonal and ``w[k]`` elsewhere, so
+    column j holds ``q[j]`` and ``w[k]`` for every ``k != j``; its extremes
+    (:func:`pramkit.privacy.exact.form8_column_extremes`) come from ``q[j]``
+    and the two largest and two smallest w.  The result is the same double as
+    :func:`matrix_epsilon` of the dense matrix: the smallest double not below
+    the exact epsilon of the stored entries
+    (:func:`pramkit.privacy.exact.column_epsilon`).
+
+    Parameters
+    ----------
+    q, w : array-like, shape (S,)
+        Non-negative diagonal and off-diagonal entries.
+
+    Returns
+    -------
+    float
+        The epsilon, rounded outward; ``inf`` when a column mixes zeros and
+        positive entries.
+
+    Examples
+    --------
+    >>> form8_matrix_epsilon([0.75, 0.75], [0.25, 0.25]) == matrix_epsilon([[0.75, 0.25], [0.25, 0.75]])
+    True
+    >>> form8_matrix_epsilon([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    inf
+    """
+    return column_epsilon(*form8_column_extremes(q, w))
 
 
 def record_epsilon(epsilons: Sequence[float]) -> float:

@@ -17,6 +17,9 @@ therefore rounded outward here:
 * :func:`within_budget` -- raises the entries that rounding put out of a
   budget, so that the exact epsilon of the stored matrix is at most it
   (:func:`exp_lower` for the screening);
+* :func:`form8_column_extremes` and :func:`form8_within_budget` -- the same
+  for a matrix of form (8) stored as its diagonal q and off-diagonal entries
+  w, in O(S);
 * :func:`fit_sum` -- epsilons lowered by ulps until their upward sum fits a budget;
 * :func:`certificate_tolerance` -- what an optimality certificate allows for;
 * :func:`rounding_bound`, :func:`eta_error`, :func:`log_error`,
@@ -253,17 +256,8 @@ def within_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
     if m.ndim != 2 or not (math.isfinite(e) and e >= 0.0):
         raise ParameterError(f"within_budget needs a 2-D matrix and a finite epsilon >= 0, got epsilon {epsilon!r}")
     hi, lo = m.max(axis=0), m.min(axis=0)
-    released = hi > 0
-    if np.any(lo[released] <= 0):
-        j = int(np.flatnonzero(released & (lo <= 0))[0])
-        raise ParameterError(f"column {j} mixes zeros and positive entries: its epsilon is infinite, "
-                             f"no rounding brings it within {e:g}")
     t = exp_lower(e)
-    product = lo * t
-    # hi <= fl(fl(lo t) (1 - 2^-51)) implies hi <= lo t (two roundings of relative UNIT each)
-    # when fl(lo t) is a normal double
-    proved = ~released | (hi <= lo) | ((hi <= product * (1.0 - 4.0 * UNIT)) & (product >= 2.0 ** -1000))
-    doubtful = np.flatnonzero(~proved)
+    doubtful = np.flatnonzero(~_screen(hi, lo, t, e))
     if doubtful.size == 0:
         return m
     budget = Decimal(e)
@@ -282,6 +276,161 @@ def within_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
         raise ParameterError(f"meeting epsilon = {e!r} would move a row sum by {shift:.3g}; the matrix is not "
                              "within rounding of that budget")
     return m
+
+
+def _screen(hi: np.ndarray, lo: np.ndarray, t: float, epsilon: float) -> np.ndarray:
+    """Columns (maxima ``hi``, minima ``lo``) proved within the budget by one
+    rounded product, ``t <= e**epsilon`` (:func:`exp_lower`); the others must
+    be checked with :func:`_within`.  Raises :class:`ParameterError` when a
+    column mixes zeros and positive entries (its epsilon is infinite)."""
+    released = hi > 0
+    if np.any(lo[released] <= 0):
+        j = int(np.flatnonzero(released & (lo <= 0))[0])
+        raise ParameterError(f"column {j} mixes zeros and positive entries: its epsilon is infinite, "
+                             f"no rounding brings it within {epsilon:g}")
+    product = lo * t
+    # hi <= fl(fl(lo t) (1 - 2^-51)) implies hi <= lo t (two roundings of relative UNIT each)
+    # when fl(lo t) is a normal double
+    return ~released | (hi <= lo) | ((hi <= product * (1.0 - 4.0 * UNIT)) & (product >= 2.0 ** -1000))
+
+
+def _others(values: np.ndarray, largest: bool) -> np.ndarray:
+    """For each j, the largest (or smallest) of ``values[k]`` over ``k != j``, in O(S):
+    the extreme of all, except at its own position, where it is the runner-up."""
+    order = np.argpartition(-values if largest else values, 1)[:2]
+    out = np.full(values.size, values[order[0]])
+    out[order[0]] = values[order[1]]
+    return out
+
+
+def form8_column_extremes(q: ArrayLike, w: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum and minimum of every column of a matrix of form (8), in O(S).
+
+    Row k holds ``q[k]`` on the diagonal and ``w[k]`` in every other column,
+    so column j holds ``q[j]`` and ``w[k]`` for ``k != j``: its maximum is
+    ``max(q[j], max_{k != j} w[k])``, and the largest w over ``k != j`` is the
+    largest w, or the second largest at its own position (the same for the
+    minimum).  With S = 1 the only column holds q.
+
+    Parameters
+    ----------
+    q, w : array-like, shape (S,)
+        Diagonal and off-diagonal entries.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The column maxima and minima, the inputs of :func:`column_epsilon`.
+
+    Examples
+    --------
+    >>> hi, lo = form8_column_extremes([0.8, 0.6, 0.4], [0.1, 0.2, 0.3])
+    >>> hi.tolist(), lo.tolist()
+    ([0.8, 0.6, 0.4], [0.2, 0.1, 0.1])
+    """
+    qv = np.asarray(q, dtype=float).ravel()
+    wv = np.asarray(w, dtype=float).ravel()
+    if qv.size != wv.size or qv.size == 0:
+        raise ParameterError(f"q and w must have the same positive length, got {qv.size} and {wv.size}")
+    if qv.size == 1:
+        return qv.copy(), qv.copy()
+    return np.maximum(qv, _others(wv, largest=True)), np.minimum(qv, _others(wv, largest=False))
+
+
+#: Rounds of raising that :func:`form8_within_budget` allows before giving up (one or two suffice).
+MAX_ROUNDS = 64
+
+
+def form8_within_budget(q: ArrayLike, w: ArrayLike, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """q and w of a form (8) matrix with the entries that rounding put below its budget raised, in O(S).
+
+    The compact counterpart of :func:`within_budget`.  Row k of the matrix
+    holds ``q[k]`` on the diagonal and ``w[k]`` elsewhere (column j holds
+    ``q[j]`` and every ``w[k]``, ``k != j``).  Each column j whose exact
+    ``log(max / min)`` (Shlomo and Skinner 2012, section 4) is not proved
+    within ``epsilon`` gets the floor ``f_j``, the smallest double with
+    ``log(max_j / f_j) <= epsilon`` proved by :func:`log_ratio_upper`; then
+    ``q[j]`` is raised to ``f_j`` and every ``w[k]`` to the largest floor of
+    the columns it lies in (``k != j``), so each row keeps one off-diagonal
+    value.  A raised ``w[k]`` can become the maximum of a column with a
+    smaller floor, so the round is repeated until every column is proved
+    (entries only rise and the largest entry never does, so this ends; in
+    practice after one round).  The loop stops only when every column's pair
+    (maximum, minimum) is proved, by the screening of :func:`within_budget`
+    (one rounded product against :func:`exp_lower`) or exactly with
+    :mod:`decimal` (:func:`_within`, once per distinct pair): the exact
+    epsilon of the returned doubles is then at most ``epsilon``, and
+    :func:`column_epsilon` states at most ``epsilon``.
+
+    Cost: O(S) array operations per round (column extremes from q and the two
+    largest and two smallest w, :func:`form8_column_extremes`) and one
+    :mod:`decimal` logarithm per distinct doubtful pair.
+
+    Parameters
+    ----------
+    q, w : array-like, shape (S,)
+        Diagonal and off-diagonal entries of a row-stochastic form (8) matrix
+        (``q[k] + (S - 1) w[k] = 1``), no column mixing zeros and positive entries.
+    epsilon : float
+        The budget, ``>= 0``.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        New arrays q and w; equal to the inputs when they are already within the budget.
+
+    Raises
+    ------
+    ParameterError
+        If a column mixes zeros and positive entries (epsilon infinite), or if
+        meeting the budget would move a row sum ``q[k] + (S - 1) w[k]`` by more
+        than :data:`MAX_ROW_SHIFT` (the matrix is not within rounding of it).
+
+    Examples
+    --------
+    >>> s, e = 4, 1.0
+    >>> q = np.full(s, 1.0 / (1.0 + (s - 1) * math.exp(-e)))     # randomized response
+    >>> q2, w2 = form8_within_budget(q, (1.0 - q) / (s - 1), e)
+    >>> column_epsilon(*form8_column_extremes(q2, w2)) <= e
+    True
+    >>> bool(np.all(q2 == q)), float(np.max(np.abs(q2 + (s - 1) * w2 - 1.0))) < 1e-15
+    (True, True)
+    """
+    qv = np.array(q, dtype=float).ravel()
+    wv = np.array(w, dtype=float).ravel()
+    e = float(epsilon)
+    if qv.size != wv.size or qv.size == 0 or not (math.isfinite(e) and e >= 0.0):
+        raise ParameterError(f"form8_within_budget needs q and w of the same positive length and a finite "
+                             f"epsilon >= 0, got lengths {qv.size}, {wv.size} and epsilon {epsilon!r}")
+    s = qv.size
+    if s == 1:          # one column, holding q only: epsilon 0
+        return qv, wv
+    q0, w0 = qv.copy(), wv.copy()
+    t = exp_lower(e)
+    budget = Decimal(e)
+    proved: dict[tuple[float, float], bool] = {}
+    floors: dict[float, float] = {}
+    for _ in range(MAX_ROUNDS):
+        hi, lo = form8_column_extremes(qv, wv)
+        doubtful = np.flatnonzero(~_screen(hi, lo, t, e))
+        floor = np.full(s, -math.inf)
+        for j, key in zip(doubtful.tolist(), zip(hi[doubtful].tolist(), lo[doubtful].tolist())):
+            if key not in proved:
+                proved[key] = _within(*key, budget)
+            if not proved[key]:
+                if key[0] not in floors:
+                    floors[key[0]] = _floor(key[0], t, budget)
+                floor[j] = floors[key[0]]
+        if not np.isfinite(floor).any():
+            return qv, wv
+        np.maximum(qv, floor, out=qv)
+        np.maximum(wv, _others(floor, largest=True), out=wv)
+        shift = float(np.max((qv - q0) + (s - 1) * (wv - w0)))
+        if shift > MAX_ROW_SHIFT:
+            raise ParameterError(f"meeting epsilon = {e!r} would move a row sum by {shift:.3g}; the matrix is not "
+                                 "within rounding of that budget")
+    raise ParameterError(f"form8_within_budget: the budget epsilon = {e!r} was not met after "
+                         f"{MAX_ROUNDS} rounds")  # pragma: no cover
 
 
 def _floor(hi: float, t: float, budget: Decimal) -> float:
