@@ -279,7 +279,7 @@ def _fit_kanon(cats: tuple[Label, ...], target: float) -> tuple[float, PramMatri
 
 
 #: Family name -> (parameter name, fitter).
-_FAMILIES: dict[str, tuple[str, Callable[[tuple[Label, ...], float], tuple[float, PramMatrix]]]] = {
+_BETA_FITTERS: dict[str, tuple[str, Callable[[tuple[Label, ...], float], tuple[float, PramMatrix]]]] = {
     "rr": ("epsilon", _fit_rr),
     "kanon": ("k", _fit_kanon),
     "tridiagonal": ("alpha", _fit_tridiagonal),
@@ -287,7 +287,7 @@ _FAMILIES: dict[str, tuple[str, Callable[[tuple[Label, ...], float], tuple[float
 }
 
 #: The families :func:`fit_family` knows.
-FAMILIES: tuple[str, ...] = tuple(_FAMILIES)
+BETA_FAMILIES: tuple[str, ...] = tuple(_BETA_FITTERS)
 
 
 def fit_family(
@@ -302,11 +302,11 @@ def fit_family(
 
     Raises :class:`BetaUnreachableError` when the family cannot reach beta.
     """
-    if family not in _FAMILIES:
-        raise PramkitError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    if family not in _BETA_FITTERS:
+        raise PramkitError(f"unknown family {family!r}; choose one of {', '.join(BETA_FAMILIES)}")
     target = _check_target(beta)
     cats = _categories(categories)
-    name, fitter = _FAMILIES[family]
+    name, fitter = _BETA_FITTERS[family]
     value, m = fitter(cats, target)
     achieved = _beta(m)
     m = m.with_provenance(Provenance(
@@ -325,7 +325,7 @@ class FamilyComparison:
     fits: the fits that reach it, most mutual information first
     unreachable: family -> why it cannot reach the target
     best: the family keeping the most I(X; Z) for p (ties: the first in
-        :data:`FAMILIES` order)
+        :data:`BETA_FAMILIES` order)
     """
 
     target_beta: float
@@ -339,7 +339,7 @@ def compare_families(
     p: ArrayLike,
     beta: float,
     *,
-    families: Sequence[str] = FAMILIES,
+    families: Sequence[str] = BETA_FAMILIES,
 ) -> FamilyComparison:
     """Fit each family to ``beta`` and say which keeps the most I(X; Z) (nats) for p."""
     fits: list[FamilyFit] = []

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.design.bistochastic import (
-    FAMILIES, circulant_keep, compare_families, fit_family, k_anonymity, tridiagonal, with_floor,
+    BETA_FAMILIES, circulant_keep, compare_families, fit_family, k_anonymity, tridiagonal, with_floor,
 )
 from pramkit.design.classic import keep_probability, randomized_response, sdcmicro_pram
 from pramkit.errors import PramkitError
@@ -156,8 +156,8 @@ def _bistochastic_beta(categories: Sequence[Label], p: ArrayLike, *, params: Map
     beta = _number(o["beta"], "beta")
     if o["family"] == "best":
         return compare_families(categories, p, beta).fits[0].matrix
-    if o["family"] not in FAMILIES:
-        raise PramkitError(f"family must be best or one of {', '.join(FAMILIES)}, got {o['family']!r}")
+    if o["family"] not in BETA_FAMILIES:
+        raise PramkitError(f"family must be best or one of {', '.join(BETA_FAMILIES)}, got {o['family']!r}")
     return fit_family(o["family"], categories, beta).matrix
 
 
