@@ -43,7 +43,7 @@ def test_optimal_split_is_feasible_and_bounded():
     for w in rng.dirichlet(np.ones(3), size=60):
         total = sum(_info(ps[n], 2.0 * wi) for n, wi in zip(ps, w))
         assert total <= sp.upper_bound_nats + 1e-12
-    eq = split_budget(ps, 2.0, method="equal")
+    eq = split_budget(ps, 2.0, split="equal")
     assert all(e == pytest.approx(2.0 / 3) for e in eq.epsilons.values())
     assert eq.total_nats <= sp.upper_bound_nats + 1e-12
 
@@ -64,7 +64,7 @@ def test_independent_variables_information_adds_up():
     rows = [(u, w) for u, pu in enumerate(p1) for w, pw in enumerate(p2) for _ in range(int(round(n * pu * pw)))]
     df = pd.DataFrame(rows, columns=["u", "v"])
     t = joint_table(df, ["u", "v"])
-    sp = split_budget({"u": t.marginal("u"), "v": t.marginal("v")}, 1.0, method="equal")
+    sp = split_budget({"u": t.marginal("u"), "v": t.marginal("v")}, 1.0, split="equal")
     cmp = compare_joint(t, sp)
     assert cmp.independent_nats == pytest.approx(cmp.independent_sum_nats, abs=1e-12)
     assert cmp.cells == 6 and cmp.better in ("joint", "independent")
@@ -77,7 +77,7 @@ def test_bad_input():
     with pytest.raises(PramkitError):
         split_budget({"a": [0.5, 0.5]}, 0.0)
     with pytest.raises(PramkitError):
-        split_budget({"a": [0.5, 0.5]}, 1.0, method="greedy")
+        split_budget({"a": [0.5, 0.5]}, 1.0, split="greedy")
     with pytest.raises(PramkitError):
         split_budget({"a": [0.5, 0.5]}, 1.0, grid=0)
     with pytest.raises(DataError, match="unknown column"):

@@ -263,7 +263,7 @@ def test_budget_splits_and_joint_designs_are_within_the_record_budget():
     for i in range(12):
         budget = _random_budget(rng)
         dists = {f"v{j}": _random_p(rng, int(rng.integers(2, 5))) for j in range(int(rng.integers(2, 4)))}
-        split = split_budget(dists, budget, method="optimal" if i % 2 else "equal", grid=8)
+        split = split_budget(dists, budget, split="optimal" if i % 2 else "equal", grid=8)
         stated = [m.epsilon for m in split.matrices.values()]
         assert record_epsilon(list(split.epsilons.values())) <= budget
         assert sum((Fraction(e) for e in stated), Fraction(0)) <= Fraction(budget)
@@ -275,7 +275,7 @@ def test_budget_splits_and_joint_designs_are_within_the_record_budget():
 
     df = pd.DataFrame({"a": rng.choice(["x", "y"], 400), "b": rng.choice(["u", "v", "w"], 400)})
     table = joint_table(df, ["a", "b"])
-    split = split_budget({n: table.marginal(n) for n in table.names}, 2.0, method="equal")
+    split = split_budget({n: table.marginal(n) for n in table.names}, 2.0, split="equal")
     _check_design(compare_joint(table, split).joint_matrix, 2.0)
 
 

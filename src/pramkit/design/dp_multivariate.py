@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.counts import CountTable, count_frame
 from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.information import mutual_information
 from pramkit.matrix import Label, PramMatrix
 from pramkit.privacy.exact import fit_sum, rounding_bound
@@ -54,17 +54,17 @@ MAX_JOINT_CELLS = 4096
 class BudgetSplit:
     """A split of a record budget across independently perturbed variables.
 
-    method: ``"optimal"`` (grid DP) or ``"equal"``
+    split: ``"optimal"`` (grid DP) or ``"equal"``
     epsilon_total: the record budget E
     epsilons: epsilon of each variable (their sum, rounded upward, at most E)
     information_nats: I(X_j; Z_j) of each variable at its epsilon, nats
     total_nats: sum of ``information_nats``, nats
-    upper_bound_nats: no split of E does better than this (``method="optimal"``; nats)
-    grid_step: the grid step E / G (``method="optimal"``)
+    upper_bound_nats: no split of E does better than this (``split="optimal"``; nats)
+    grid_step: the grid step E / G (``split="optimal"``)
     matrices: the DP-optimal matrix of each variable (absent for epsilon 0)
     """
 
-    method: str
+    split: str
     epsilon_total: float
     epsilons: dict[str, float]
     information_nats: dict[str, float]
@@ -108,7 +108,7 @@ def split_budget(
     distributions: Mapping[str, ArrayLike],
     epsilon_total: float,
     *,
-    method: str = "optimal",
+    split: str = "optimal",
     grid: int = DEFAULT_GRID,
     truthful: bool = False,
     categories: Mapping[str, Sequence[Label]] | None = None,
@@ -116,7 +116,7 @@ def split_budget(
     """Split a record budget across variables perturbed independently.
 
     distributions: ``{name: p}`` (probabilities of each variable's categories)
-    method: ``"optimal"`` (grid DP, module docstring) or ``"equal"`` (E / J each)
+    split: ``"optimal"`` (grid DP, module docstring) or ``"equal"`` (E / J each)
     grid: number of grid steps G of the budget
     categories: ``{name: labels}`` for the matrices (default 0..S-1)
     """
@@ -124,14 +124,14 @@ def split_budget(
     if not distributions:
         raise PramkitError("give at least one variable to split the budget across")
     ps = {name: probabilities(p, name=f"p of {name!r}") for name, p in distributions.items()}
-    if method not in ("optimal", "equal"):
-        raise PramkitError(f"method must be 'optimal' or 'equal', got {method!r}")
+    if split not in ("optimal", "equal"):
+        raise ParameterError(f"split must be 'optimal' or 'equal', got {split!r}")
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
         raise PramkitError(f"grid must be a positive integer, got {grid!r}")
     names = list(ps)
     j = len(names)
     upper = step = None
-    if method == "equal":
+    if split == "equal":
         shares = [e_total / j] * j
     else:
         step = e_total / grid
@@ -153,7 +153,7 @@ def split_budget(
             info[n] = float(matrices[n].provenance.objective)
         else:
             info[n] = 0.0
-    return BudgetSplit(method, e_total, eps, info, float(math.fsum(info.values())), upper, step, matrices)
+    return BudgetSplit(split, e_total, eps, info, float(math.fsum(info.values())), upper, step, matrices)
 
 
 # ---------------------------------------------------------------------------

@@ -378,7 +378,7 @@ def design_release(
             raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")
 
         room = split_within(budget, design_eps, [1.0])[0]
-        best = split_budget({n: design_p[n] for n in names}, room, method="optimal",
+        best = split_budget({n: design_p[n] for n in names}, room, split="optimal",
                             truthful=bool(opts.get("truthful")), categories=dict(zip(names, table.categories)))
         funded = {n: e for n, e in best.epsilons.items() if e > 0}
         if not funded:
@@ -398,8 +398,8 @@ def design_release(
     if split == "joint":
         cats_of = {targets[0]: cells}
     matrices: dict[str, PramMatrix] = {}
-    cells = sum(len(cats_of[k]) for k in eps_of)
-    with progress(total=cells, desc="designing", unit="categories", quiet=quiet) as bar:
+    to_design = sum(len(cats_of[k]) for k in eps_of)
+    with progress(total=to_design, desc="designing", unit="categories", quiet=quiet) as bar:
         for k in eps_of:
             bar.set_postfix_str(f"{k} (S = {len(cats_of[k]):,})")
             matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], opts)
@@ -487,7 +487,7 @@ def _joint_comparison(table: CountTable, design_p: np.ndarray, joint: PramMatrix
     joint_p = np.asarray(design_p, dtype=float).reshape(shape)
     margins = {n: joint_p.sum(axis=tuple(a for a in range(len(shape)) if a != i))
                for i, n in enumerate(table.columns)}
-    alt = split_budget(margins, joint.epsilon, method="optimal", truthful=bool(options.get("truthful")))
+    alt = split_budget(margins, joint.epsilon, split="optimal", truthful=bool(options.get("truthful")))
     product = np.ones((1, 1))
     for n, size in zip(table.columns, shape):
         m = alt.matrices.get(n)
