@@ -8,7 +8,8 @@ process so that peak memory is its own:
     for several chunk sizes;
   * ``count``: streams the table of age x sex x marital_status;
 
-and prints wall time, rows per second and peak resident memory.  Baselines
+and prints wall time, rows per second and peak resident memory (``VmHWM``, which, unlike
+``ru_maxrss``, does not inherit the high-water mark of this parent process).  Baselines
 measured in the same run: the resident memory of a process that has only
 imported pramkit, the in-memory size of the whole file as an Arrow table,
 and the throughput of the in-memory engine on one 10^6-row chunk.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -34,6 +34,8 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
 from pramkit.perturb import perturb_frame
+
+from bench_apply_file import peak_rss_mib
 
 CHUNK = 1_000_000
 KEYS = ("age", "sex", "marital_status")
@@ -60,8 +62,7 @@ def child(task: str, src: str, manifest: str, out: str, chunk: str) -> None:
     else:  # "import": the baseline footprint of the interpreter and the libraries
         rows = 0
     seconds = time.perf_counter() - t0
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"rows": rows, "seconds": seconds, "peak_mib": peak_mib}))
+    print(json.dumps({"rows": rows, "seconds": seconds, "peak_mib": peak_rss_mib()}))
 
 
 def main() -> None:

@@ -131,6 +131,7 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (apply + [data, "--force"], "would overwrite the input"),
         (apply + [d / "o.csv", "--chunk-rows", "0"], "at least 1"),
         (apply + [d / "o.csv", "--chunk-rows", "many"], "invalid int value"),
+        (apply + [d / "o.csv", "--threads", "0"], "threads must be at least 1"),
         (apply + [d / "o.csv", "--engine", "gpu"], "invalid choice"),
         (apply + [d / "o.parquet", "--engine", "spark", "--spark-master", "bogus://x"], "Spark"),
         (apply + [d / "o.csv", "--na-values", "1"], "missing-value code"),

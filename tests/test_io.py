@@ -331,3 +331,52 @@ def test_failed_release_leaves_the_old_receipt(tmp_path: Path, frame, manifest, 
         apply_file(tmp_path / "bad.csv", manifest, tmp_path / "out.csv", key=key, force=True)
     assert {p.name: sha(p) for p in tmp_path.iterdir() if p.name != "bad.csv"} == before
     assert receipt_path(tmp_path / "out.csv").exists()
+
+
+# ---------------------------------------------------------------- speed paths: digests while writing, CSV blocks
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_digest_computed_while_writing_is_the_files(tmp_path: Path, frame, suffix) -> None:
+    """The writer hashes the bytes as it writes them (in its background thread): the digest is the file's."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    with pio.TableWriter(tmp_path / f"out.{suffix}") as writer:
+        for batch in table.to_batches(max_chunksize=700):
+            writer.write(pa.Table.from_batches([batch]))
+        writer.close()
+        digest = writer.sha256
+    assert digest == sha(tmp_path / f"out.{suffix}")
+    back = pio.read_table(tmp_path / f"out.{suffix}")
+    assert len(back) == len(frame) and list(back.columns) == list(frame.columns)
+
+
+def test_a_failed_background_write_leaves_no_output(tmp_path: Path, frame, manifest, key, monkeypatch) -> None:
+    src = tmp_path / "in.csv"
+    pd.concat([frame] * 10).to_csv(src, index=False)
+    calls = {"n": 0}
+    original = pio.TableWriter._write_chunk
+
+    def failing(self, table):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(28, "No space left on device")
+        original(self, table)
+
+    monkeypatch.setattr(pio.TableWriter, "_write_chunk", failing)
+    with pytest.raises(PramkitError, match="cannot write .*out.csv.*: No space left on device"):
+        apply_file(src, manifest, tmp_path / "out.csv", key=key, chunk_rows=2000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_csv_chunks_are_regrouped_blocks(tmp_path: Path) -> None:
+    """CSV files are read in blocks of an eighth of a chunk and handed on in tables of at least a chunk."""
+    src = tmp_path / "in.csv"
+    n = 200_000
+    pd.DataFrame({"a": np.arange(n) % 7, "b": ["x,y", "z"] * (n // 2)}).to_csv(src, index=False)
+    chunk = 40_000
+    assert pio.csv_block_bytes(chunk) == max(1 << 16, chunk * pio.CSV_ROW_BYTES // pio.CSV_BLOCKS_PER_CHUNK)
+    _, tables = pio.iter_batches(src, chunk_rows=chunk)
+    sizes = [t.num_rows for t in tables]
+    assert sum(sizes) == n and all(s >= chunk for s in sizes[:-1]) and len(sizes) > 1
+    assert pio.read_table(src, columns=["b"])["b"].tolist() == ["x,y", "z"] * (n // 2)

@@ -218,3 +218,19 @@ def test_missing_codes_are_kept_and_never_produced(key: SecretKey) -> None:
                                             columns=("region", "sex")),))
     with pytest.raises(DataError, match="'NA'"):
         TablePerturber(bad_joint, key, codes)
+
+
+def test_spans_of_uniforms_do_not_change_the_output(key: SecretKey) -> None:
+    """perturb_codes draws SPAN uniforms at a time and works in BLOCKs: across span boundaries, any
+    chunking and any order of the rows give the same release."""
+    from pramkit.perturb import SPAN
+
+    m = MATRICES["general"]
+    codes = np.random.default_rng(5).integers(-1, m.size, size=2 * SPAN + 1001)
+    whole = perturb_codes(codes, m, key=key, variable="span")
+    chunk = SPAN // 3 + 7
+    parts = [perturb_codes(codes[s:s + chunk], m, key=key, variable="span", start=s)
+             for s in range(0, codes.size, chunk)]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    order = np.random.default_rng(6).permutation(codes.size)
+    np.testing.assert_array_equal(perturb_codes(codes[order], m, key=key, variable="span", rows=order), whole[order])

@@ -28,6 +28,10 @@ _INT_LITERAL = re.compile(r"[+-]?\d+")
 
 def canonical(value: Any) -> str | None:
     """The text form used to match a value to a category; ``None`` for missing."""
+    if type(value) is str:  # the common cases first
+        return value
+    if type(value) is int:
+        return str(value)
     if value is None or value is pd.NA:
         return None
     if isinstance(value, np.generic):
@@ -45,31 +49,291 @@ def canonical(value: Any) -> str | None:
     return str(value)
 
 
-def _as_arrow(values: Any) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        return values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    if isinstance(values, pa.Array):
+def _as_arrow(values: Any) -> pa.Array | pa.ChunkedArray:
+    """An Arrow view of a column's values: an Arrow array as it is, anything else converted once."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     if isinstance(values, pd.Series):
         values = values.array
     try:
-        arr = pa.array(values, from_pandas=True)
+        return pa.array(values, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise DataError(f"cannot read the column's values: {exc}") from None
-    # a large pandas column backed by several Arrow chunks converts to a ChunkedArray
-    return _as_arrow(arr) if isinstance(arr, pa.ChunkedArray) else arr
 
 
-def _label_lookup(categories: Sequence[Label], column: str) -> dict[str | None, int]:
+def _combined(values: Any) -> pa.Array:
+    """:func:`_as_arrow` as one contiguous array (the chunks of a ChunkedArray joined)."""
+    arr = _as_arrow(values)
+    if isinstance(arr, pa.ChunkedArray):
+        return arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    return arr
+
+
+def _label_lookup(categories: Sequence[Label], column: str,
+                  texts: Sequence[str | None] | None = None) -> dict[str | None, int]:
+    """Code of each category by its text form (``texts``: those forms, if already known)."""
     lookup: dict[str | None, int] = {}
-    for i, c in enumerate(categories):
-        key = canonical(c)
+    for i, (c, key) in enumerate(zip(categories, texts if texts is not None else map(canonical, categories))):
         if key in lookup:
             raise DataError(
                 f"column {column!r}: categories {categories[lookup[key]]!r} and {c!r} cannot be told apart in the data"
             )
         lookup[key] = i
     return lookup
+
+
+#: Code of a value that is not a category (internal: :meth:`Codebook.encode` raises on it).
+_UNKNOWN = -2
+
+
+def _hash_matched(value_type: pa.DataType) -> bool:
+    """Whether values of this type are matched to labels by an Arrow hash lookup of the labels' text forms.
+
+    For text and integers, equal canonical text is equal value, so the labels
+    can be converted to the column's type once and looked up with
+    :func:`pyarrow.compute.index_in`.  Other types (floats, where ``-0.0`` is
+    the category ``0`` but not the same hash key; booleans; dates) go through
+    :func:`canonical`, once per distinct value.
+    """
+    return pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or pa.types.is_integer(value_type)
+
+
+def _positions(indices: pa.Array, fill: int) -> np.ndarray:
+    """The integers of an Arrow integer array as NumPy ``intp``, ``fill`` where null (a read-only view of the
+    array's memory when it is already ``intp`` without nulls)."""
+    if indices.null_count:
+        indices = indices.fill_null(fill)
+    return indices.to_numpy().astype(np.intp, copy=False)
+
+
+def _gather(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``table[positions]``: ``ndarray.take``, the fastest gather, unless ``positions`` is read-only (a view of
+    Arrow memory), where ``take`` is several times slower than indexing."""
+    return table.take(positions) if positions.flags.writeable else table[positions]
+
+
+class Codebook:
+    """The codes ``0..S-1`` of one column's categories: values to codes and back.
+
+    Values match categories by their text form (module docstring); missing
+    values (null, NaN) get ``-1``, or the code of the ``None`` category when
+    ``missing="category"``.  Encoding is vectorised: text and integer
+    columns are looked up among the labels with one Arrow hash lookup;
+    dictionary columns (pandas categoricals, Arrow dictionaries) by their
+    dictionary, once per distinct dictionary; other types by their distinct
+    values.  A codebook is built once per column and reused chunk after chunk.
+
+    Parameters
+    ----------
+    categories : the category labels, in code order
+    column : the column's name, for messages
+    missing : ``"keep"`` (missing values get ``-1``) or ``"category"``
+
+    Examples
+    --------
+    >>> book = Codebook(["a", "b", 3], column="x")
+    >>> book.encode(pa.array(["b", None, "3", "a"])).tolist()
+    [1, -1, 2, 0]
+    >>> book.decode(np.array([2, -1, 0]), like=pa.string()).to_pylist()
+    ['3', None, 'a']
+    """
+
+    def __init__(self, categories: Sequence[Label], *, column: str,
+                 missing: Literal["keep", "category"] = "keep") -> None:
+        self.categories = list(categories)
+        self.column = column
+        self.texts = [canonical(c) for c in self.categories]
+        self.lookup = _label_lookup(self.categories, column, self.texts)
+        if missing == "category":
+            if None not in self.lookup:
+                raise DataError(f"column {column!r}: missing is declared a category but no category is null")
+            self.missing_code = self.lookup[None]
+        else:
+            self.missing_code = MISSING
+        self._value_sets: dict[pa.DataType, tuple[pa.Array, np.ndarray]] = {}
+        self._dense: dict[pa.DataType, tuple[int, np.ndarray] | None] = {}
+        self._labels: dict[pa.DataType, pa.Array] = {}
+        self._last_dictionary: tuple[pa.Array, np.ndarray, bool] | None = None
+
+    # ------------------------------------------------------------------ encoding
+
+    def encode(self, values: Any, *, first_row: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
+        """Codes of a column's values (any Arrow array or chunked array, pandas Series or sequence).
+
+        A value that is not a category raises :class:`DataError` naming the
+        column, the value and its row, counted from 1 (``first_row`` is the
+        0-based row number of the first value, or ``rows`` gives each value's
+        0-based row number).
+        """
+        arr = _as_arrow(values)
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        parts, offset = [], 0
+        for chunk in chunks:
+            codes = self._encode_array(chunk)
+            if codes is None:
+                self._raise_unknown(chunk, offset, first_row, rows)
+            parts.append(codes)
+            offset += len(chunk)
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.intp)
+
+    def _encode_array(self, arr: pa.Array) -> np.ndarray | None:
+        """Codes of one array's values; ``None`` if one of them is not a category."""
+        if pa.types.is_dictionary(arr.type):
+            table, identity = self._dictionary_codes(arr.dictionary)
+            if identity:  # the dictionary is the categories in order (a categorical made from them)
+                codes = _positions(arr.indices, self.missing_code)
+                return codes if codes.flags.writeable else codes.copy()
+            codes = _gather(table, _positions(arr.indices, table.size - 1))
+        elif _hash_matched(arr.type):
+            codes, found_all = self._matched_codes(arr)
+            return codes if found_all else None
+        else:
+            encoded = pc.dictionary_encode(arr)
+            table = self._distinct_codes(encoded.dictionary)
+            codes = _gather(table, _positions(encoded.indices, table.size - 1))
+        if table.min() == _UNKNOWN and codes.min() == _UNKNOWN:  # unused dictionary entries do not count
+            return None
+        return codes
+
+    def _value_set(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray]:
+        """The labels that values of ``value_type`` can equal, as such values, and their codes (then the
+        missing code)."""
+        if value_type not in self._value_sets:
+            if pa.types.is_integer(value_type):
+                info = np.iinfo(value_type.to_pandas_dtype())
+                low, high = int(info.min), int(info.max)
+                keys = [k for k in self.lookup if k is not None and _INT_LITERAL.fullmatch(k)
+                        and str(int(k)) == k and low <= int(k) <= high]
+                values = pa.array([int(k) for k in keys], type=value_type)
+            else:
+                keys = [k for k in self.lookup if k is not None]
+                values = pa.array(keys, type=value_type)
+            codes = np.array([self.lookup[k] for k in keys] + [self.missing_code], dtype=np.intp)
+            self._value_sets[value_type] = values, codes
+        return self._value_sets[value_type]
+
+    def _matched_codes(self, arr: pa.Array) -> tuple[np.ndarray, bool]:
+        """Codes of a text or integer array by hash lookup; and whether every value was found."""
+        if pa.types.is_integer(arr.type) and len(arr):
+            dense = self._dense_codes(arr)
+            if dense is not None:
+                return dense
+        value_set, codes = self._value_set(arr.type)
+        found = pc.index_in(arr, value_set=value_set)
+        return _gather(codes, _positions(found, codes.size - 1)), found.null_count == arr.null_count
+
+    def _dense_codes(self, arr: pa.Array) -> tuple[np.ndarray, bool] | None:
+        """Codes of an integer array through a table indexed by value (faster than hashing), when the labels'
+        range is narrow and holds every value; ``None`` otherwise."""
+        if arr.type not in self._dense:
+            labels = self._value_set(arr.type)[0].to_numpy().astype(np.int64)
+            table = None
+            if labels.size and not pa.types.is_uint64(arr.type):
+                lo, hi = int(labels.min()), int(labels.max())
+                lo = 0 if 0 <= lo <= 64 else lo  # a table from 0: values index it without a subtraction
+                if hi - lo < max(1 << 16, 4 * labels.size):
+                    table = np.full(hi - lo + 1, _UNKNOWN, dtype=np.intp)
+                    table[labels - lo] = self._value_set(arr.type)[1][:-1]
+            self._dense[arr.type] = None if table is None else (lo, table)
+        dense = self._dense[arr.type]
+        if dense is None:
+            return None
+        lo, table = dense
+        values = _positions(arr, lo)
+        if values.min() < lo or values.max() >= lo + table.size:
+            return None
+        out = _gather(table, values - lo if lo else values)
+        if arr.null_count:
+            out[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = self.missing_code
+        return out, not (table.min() == _UNKNOWN and out.min() == _UNKNOWN)
+
+    def _distinct_codes(self, values: pa.Array) -> np.ndarray:
+        """Codes of a few distinct values (then the missing code), ``_UNKNOWN`` for those that are no category."""
+        codes = np.empty(len(values) + 1, dtype=np.intp)
+        codes[-1] = self.missing_code
+        for i, value in enumerate(values.to_pylist()):
+            key = canonical(value)
+            codes[i] = self.missing_code if key is None else self.lookup.get(key, _UNKNOWN)
+        return codes
+
+    def _dictionary_codes(self, dictionary: pa.Array) -> tuple[np.ndarray, bool]:
+        """Codes of a dictionary's entries (then the missing code), and whether entry ``i`` is category ``i``
+        for every ``i``; kept while chunks share the dictionary."""
+        last = self._last_dictionary
+        if last is not None and (last[0] is dictionary or last[0].equals(dictionary)):
+            return last[1], last[2]
+        if _hash_matched(dictionary.type):
+            found, _ = self._matched_codes(dictionary)
+            value_set = self._value_set(dictionary.type)[0]
+            unknown = pc.and_(pc.invert(pc.is_in(dictionary, value_set=value_set)), dictionary.is_valid())
+            found[np.asarray(unknown.to_numpy(zero_copy_only=False), dtype=bool)] = _UNKNOWN
+            codes = np.append(found, self.missing_code)
+        else:
+            codes = self._distinct_codes(dictionary)
+        identity = bool(np.array_equal(codes[:-1], np.arange(codes.size - 1)))
+        self._last_dictionary = (dictionary, codes, identity)
+        return codes, identity
+
+    def _raise_unknown(self, arr: pa.Array, offset: int, first_row: int, rows: np.ndarray | None) -> None:
+        """Raise the :class:`DataError` naming the first value of ``arr`` that is not a category."""
+        plain = arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+        known = pc.is_in(plain, value_set=self._value_set(plain.type)[0]) if _hash_matched(plain.type) else \
+            pa.array([canonical(v) is None or canonical(v) in self.lookup for v in plain.to_pylist()])
+        unknown = pc.and_(pc.invert(known), plain.is_valid())
+        pos = offset + int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
+        value = arr[pos - offset].as_py()
+        row = 1 + (first_row + pos if rows is None else int(rows[pos]))
+        shown = ", ".join(repr(c) for c in self.categories[:12]) + (", ..." if len(self.categories) > 12 else "")
+        raise DataError(f"column {self.column!r}, row {row}: value {value!r} is not one of its categories ({shown})")
+
+    # ------------------------------------------------------------------ decoding
+
+    def labels(self, value_type: pa.DataType) -> pa.Array:
+        """The category labels as an Arrow array of ``value_type`` (the missing category as null)."""
+        if value_type not in self._labels:
+            texts = pa.array(self.texts, type=pa.string())
+            try:
+                self._labels[value_type] = texts if value_type == texts.type else pc.cast(texts, value_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise DataError(
+                    f"column {self.column!r} has type {value_type}; its categories {self.categories} "
+                    "cannot be written in it"
+                ) from None
+        return self._labels[value_type]
+
+    def decode(self, codes: np.ndarray, *, like: pa.DataType) -> pa.Array:
+        """Arrow array of the labels of ``codes`` (``-1`` -> null), of the type ``like`` of the original column.
+
+        A dictionary type gives a dictionary array whose dictionary is the
+        categories (the missing category, if any, as a null index).
+        """
+        c = np.asarray(codes)
+        if pa.types.is_dictionary(like):
+            labels = self.labels(like.value_type)
+            if None in self.lookup:  # the missing category: a null index, not a null dictionary entry
+                keep = np.arange(len(labels)) != self.lookup[None]
+                c = np.append(np.where(keep, np.cumsum(keep) - 1, MISSING), MISSING)[c]
+                labels = labels.filter(pa.array(keep))
+            indices = _indices(c, like.index_type, len(labels))
+            return pa.DictionaryArray.from_arrays(indices, labels, ordered=like.ordered, safe=False)
+        labels = self.labels(like)
+        if (pa.types.is_integer(like) or pa.types.is_floating(like)) and not labels.null_count:
+            # fixed-width values: NumPy's gather into a buffer Arrow wraps as it is
+            mask = c < 0 if c.size and c.min() < 0 else None
+            return pa.array(_gather(labels.to_numpy(), c if mask is None else np.where(mask, 0, c)), mask=mask,
+                            type=like)
+        return labels.take(_indices(c, pa.int64(), len(labels)))
+
+
+def _indices(codes: np.ndarray, index_type: pa.DataType, size: int) -> pa.Array:
+    """Arrow indices of ``index_type`` for codes in ``-1..size-1`` (``-1``: null)."""
+    mask = codes < 0 if codes.size and codes.min() < 0 else None
+    dtype = np.dtype(index_type.to_pandas_dtype())
+    if size - 1 <= np.iinfo(dtype).max:
+        return pa.array(codes.astype(dtype, copy=False), mask=mask)
+    return pa.array(codes, mask=mask, type=index_type)  # raises: the index type cannot hold every code
 
 
 def encode(
@@ -87,56 +351,15 @@ def encode(
     ``None`` category (``missing="category"``).  A value that is not a
     category raises :class:`DataError` naming the column, the value and its
     row, counted from 1 (``first_row`` is the 0-based row number of the first
-    value, or ``rows`` gives each value's 0-based row number).
+    value, or ``rows`` gives each value's 0-based row number).  To encode
+    several chunks of one column, build a :class:`Codebook` once.
     """
-    arr = _as_arrow(values)
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    dictionary = arr.dictionary.to_pylist()
-    idx = arr.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False).astype(np.intp, copy=False)
-    lookup = _label_lookup(categories, column)
-    if missing == "category":
-        if None not in lookup:
-            raise DataError(f"column {column!r}: missing is declared a category but no category is null")
-        missing_code = lookup[None]
-    else:
-        missing_code = MISSING
-    lut = np.empty(len(dictionary) + 1, dtype=np.intp)
-    lut[-1] = missing_code  # null entries
-    for i, value in enumerate(dictionary):
-        key = canonical(value)
-        code = missing_code if key is None else lookup.get(key)
-        if code is None:
-            pos = int(np.argmax(idx == i))
-            row = 1 + (first_row + pos if rows is None else int(rows[pos]))
-            shown = ", ".join(repr(c) for c in categories[:12]) + (", ..." if len(categories) > 12 else "")
-            raise DataError(
-                f"column {column!r}, row {row}: value {value!r} is not one of its categories ({shown})"
-            )
-        lut[i] = code
-    return lut[idx]
+    return Codebook(categories, column=column, missing=missing).encode(values, first_row=first_row, rows=rows)
 
 
 def decode(codes: np.ndarray, categories: Sequence[Label], *, like: pa.DataType, column: str) -> pa.Array:
     """Arrow array of the labels of ``codes`` (``-1`` -> null), of the same type as the original column."""
-    texts = [canonical(c) for c in categories]
-    value_type = like.value_type if pa.types.is_dictionary(like) else like
-    labels = pa.array(texts, type=pa.string())
-    if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
-        try:
-            labels = pc.cast(labels, value_type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise DataError(
-                f"column {column!r} has type {value_type}; its categories {list(categories)} cannot be written in it"
-            ) from None
-    elif value_type != labels.type:
-        labels = labels.cast(value_type)
-    c = np.asarray(codes)
-    mask = c < 0
-    if pa.types.is_dictionary(like):
-        indices = pa.array(c, mask=mask, type=like.index_type)
-        return pa.DictionaryArray.from_arrays(indices, labels)
-    return labels.take(pa.array(c, mask=mask))
+    return Codebook(categories, column=column).decode(codes, like=like)
 
 
 def categories_of(values: Any) -> list[Label]:
@@ -148,7 +371,7 @@ def categories_of(values: Any) -> list[Label]:
     """
     if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
         return [_plain(c) for c in values.cat.categories]
-    arr = _as_arrow(values)
+    arr = _combined(values)
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     distinct = [v for v in pc.unique(arr).to_pylist() if canonical(v) is not None]
@@ -194,10 +417,11 @@ class JointCodebook:
                 seen.setdefault(canonical(cell[i]), cell[i])
             self.levels.append(list(seen.values()))
         self.shape = tuple(len(lv) for lv in self.levels)
+        self.books = [Codebook(lv, column=c) for lv, c in zip(self.levels, self.columns)]
         # cell code of each listed category, and the reverse lookup
         self.cell_codes = np.array(
-            [[_label_lookup(lv, c)[canonical(cell[i])] for i, (lv, c) in enumerate(zip(self.levels, self.columns))]
-             for cell in categories], dtype=np.intp,
+            [[book.lookup[canonical(cell[i])] for i, book in enumerate(self.books)] for cell in categories],
+            dtype=np.intp,
         ).reshape(len(categories), len(self.columns))
         self.lookup = np.full(int(np.prod(self.shape)), MISSING, dtype=np.intp)
         self.lookup[np.ravel_multi_index(self.cell_codes.T, self.shape)] = np.arange(len(categories))
@@ -205,10 +429,7 @@ class JointCodebook:
 
     def encode(self, columns: Sequence[Any], *, first_row: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
         """Codes of the records' cells; ``-1`` when any of the columns is missing."""
-        per_column = [
-            encode(values, lv, column=name, first_row=first_row, rows=rows)
-            for values, lv, name in zip(columns, self.levels, self.columns)
-        ]
+        per_column = [book.encode(values, first_row=first_row, rows=rows) for values, book in zip(columns, self.books)]
         stacked = np.stack(per_column)
         missing = (stacked < 0).any(axis=0)
         flat = np.ravel_multi_index(np.where(missing, 0, stacked), self.shape)
@@ -228,9 +449,9 @@ class JointCodebook:
         c = np.asarray(codes)
         missing = c < 0
         out = []
-        for i, (lv, name, dtype) in enumerate(zip(self.levels, self.columns, like)):
+        for i, (book, dtype) in enumerate(zip(self.books, like)):
             column_codes = np.where(missing, MISSING, self.cell_codes[np.where(missing, 0, c), i])
-            out.append(decode(column_codes, lv, like=dtype, column=name))
+            out.append(book.decode(column_codes, like=dtype))
         return out
 
 
@@ -265,16 +486,31 @@ class MissingCodes:
 
     def mask(self, column: str, values: Any) -> np.ndarray | None:
         """Boolean array: which ``values`` of ``column`` are missing codes (``None``: the column has none)."""
+        hits = self._hits(column, values)
+        return None if hits is None else np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def found(self, column: str, values: Any) -> np.ndarray | None:
+        """:meth:`mask`, or ``None`` also when none of ``values`` is a missing code (the common case, cheaply)."""
+        hits = self._hits(column, values)
+        if hits is None or not hits.true_count:
+            return None
+        return np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def _hits(self, column: str, values: Any) -> pa.BooleanArray | None:
+        """Arrow booleans (no nulls): which ``values`` of ``column`` are missing codes; ``None`` if it has none."""
         ranges = self.ranges.get(column, ())
         if not self.texts and not ranges:
             return None
-        arr = _as_arrow(values)
+        arr = _combined(values)
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
         text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
         hits = []
         if self.texts and text:
-            hits.append(pc.is_in(arr, value_set=pa.array(self.texts, type=arr.type)))
+            if len(self.texts) <= 4:  # a comparison per text is faster than a hash lookup
+                hits.extend(pc.equal(arr, pa.scalar(t, type=arr.type)) for t in self.texts)
+            else:
+                hits.append(pc.is_in(arr, value_set=pa.array(self.texts, type=arr.type)))
         for lo, hi in ranges:
             if text and isinstance(lo, str):
                 hits.append(pc.equal(arr, pa.scalar(lo, type=arr.type)))
@@ -285,7 +521,7 @@ class MissingCodes:
         combined = hits[0]
         for h in hits[1:]:
             combined = pc.or_(combined, h)
-        return np.asarray(combined.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        return combined.fill_null(False)
 
     def holds(self, column: str, label: Any) -> bool:
         """Whether a category label of ``column`` is one of its missing codes."""

@@ -26,6 +26,7 @@ import contextlib
 import csv
 import errno
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -140,6 +141,38 @@ def _csv_batches(path: Path, columns: Sequence[str] | None, block_bytes: int) ->
         raise DataError(f"cannot read CSV file {str(path)!r}: {exc}") from None
 
 
+#: Bytes per CSV row assumed when sizing the blocks the CSV reader reads.
+CSV_ROW_BYTES = 64
+#: CSV blocks per chunk: pyarrow's reader reads about 16 blocks ahead, so small blocks keep that
+#: read-ahead (not the file) a fraction of a chunk, at no cost in speed.
+CSV_BLOCKS_PER_CHUNK = 8
+
+
+def csv_block_bytes(chunk_rows: int) -> int:
+    """The block size in which a CSV file is read for chunks of about ``chunk_rows`` rows.
+
+    Examples
+    --------
+    >>> csv_block_bytes(1 << 20) == 8 << 20, csv_block_bytes(100)
+    (True, 65536)
+    """
+    return max(1 << 16, min(chunk_rows * CSV_ROW_BYTES // CSV_BLOCKS_PER_CHUNK, 1 << 30))
+
+
+def _regrouped(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Tables of consecutive record batches, each of at least ``rows`` rows (the last one may have fewer)."""
+    group: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        group.append(batch)
+        size += batch.num_rows
+        if size >= rows:
+            yield pa.Table.from_batches(group)
+            group, size = [], 0
+    if group:
+        yield pa.Table.from_batches(group)
+
+
 def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCodes:
     """The texts that mean missing in a CSV file (besides the empty field, which always does).
 
@@ -164,9 +197,11 @@ def iter_batches(
 ) -> tuple[TableMeta, Iterator[pa.Table]]:
     """Stream a file as Arrow tables of about ``chunk_rows`` rows.
 
-    Returns the file's metadata and an iterator of tables.  CSV blocks are
-    sized in bytes (about 64 bytes per row assumed); Parquet uses record
-    batches; Stata and SPSS files come as one table.
+    Returns the file's metadata and an iterator of tables.  A CSV file is
+    read in blocks of about an eighth of a chunk (:func:`csv_block_bytes`;
+    64 bytes per row assumed), regrouped into tables of at least
+    ``chunk_rows`` rows; Parquet uses record batches; Stata and SPSS files
+    come as one table.
 
     ``na_values`` are the texts that are missing in a CSV file besides the
     empty field (default :data:`NA_VALUES`; ``()`` for none).  Missing
@@ -192,8 +227,7 @@ def iter_batches(
         header = _csv_header(p)
         require_columns(columns, header, repr(str(p)))
         meta = TableMeta("csv", list(columns) if columns is not None else header, missing=csv_missing_codes(na_values))
-        block = max(1 << 16, min(chunk_rows * 64, 1 << 30))
-        tables = (pa.Table.from_batches([b]) for b in _csv_batches(p, columns, block))
+        tables = _regrouped(_csv_batches(p, columns, csv_block_bytes(chunk_rows)), chunk_rows)
     elif fmt == "parquet":
         try:
             pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
@@ -231,8 +265,8 @@ def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
     ['1', None, '2']
     """
     for i, name in enumerate(table.column_names):
-        mask = missing.mask(name, table.column(i))
-        if mask is not None and mask.any():
+        mask = missing.found(name, table.column(i))
+        if mask is not None:
             column = table.column(i)
             table = table.set_column(i, table.field(i), pc.if_else(pa.array(mask), pa.scalar(None, column.type), column))
     return table
@@ -354,6 +388,9 @@ class TableWriter:
         self._ctx: Any = None
         self._tmp: Path | None = None
         self._schema: pa.Schema | None = None
+        self._sink: _DigestingFile | None = None
+        self._background: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
         self._closed = False
         #: SHA-256 of the file written, once :meth:`close` has run.
         self.sha256: str | None = None
@@ -374,7 +411,7 @@ class TableWriter:
         assert self._tmp is not None, "use TableWriter as a context manager"
         self._finish()
         self._verify(self._tmp)
-        self.sha256 = sha256_of(self._tmp)
+        self.sha256 = self._sink.hexdigest() if self._sink is not None else sha256_of(self._tmp)
         self._closed = True
 
     def _check(self, tmp: Path) -> None:
@@ -390,17 +427,32 @@ class TableWriter:
         if self.format in ("csv", "parquet"):
             if self._writer is None:
                 self._writer = self._open(table.schema)
-            self._write_chunk(table)
+                self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pramkit-writer")
+            self._wait()  # one chunk in flight at most: memory stays O(chunk)
+            self._pending = self._background.submit(self._write_chunk, table)
         else:
             self._frames.append(table.to_pandas())
         self.rows += table.num_rows
 
+    def _wait(self) -> None:
+        """Wait until the chunk being written in the background is written (raising what writing it raised)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
     def _open(self, schema: pa.Schema) -> Any:
-        """The streaming writer of a CSV or Parquet temporary."""
+        """The streaming writer of a CSV or Parquet temporary.
+
+        It writes through a :class:`_DigestingFile`, so that the digest of
+        the file is known when it is closed, without reading it again; and
+        :meth:`write` hands the chunks to a background thread, so that writing
+        one chunk overlaps with reading and perturbing the next.
+        """
+        self._sink = _DigestingFile(self._tmp)
         if self.format == "csv":
             opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
-            return pacsv.CSVWriter(str(self._tmp), schema, write_options=opts)
-        return pq.ParquetWriter(str(self._tmp), schema)
+            return pacsv.CSVWriter(self._sink, schema, write_options=opts)
+        return pq.ParquetWriter(self._sink, schema)
 
     def _write_chunk(self, table: pa.Table) -> None:
         """Write one chunk (the low-level write of CSV and Parquet)."""
@@ -408,11 +460,23 @@ class TableWriter:
 
     def _finish(self) -> None:
         """Close the streaming writer, or write a Stata or SPSS file whole."""
+        try:
+            self._wait()
+        finally:
+            self._stop_background()
         if self._writer is not None:
             writer, self._writer = self._writer, None
-            writer.close()
+            try:
+                writer.close()
+            finally:
+                self._sink.close()
         if self.format in ("stata", "spss"):
             self._write_stat()
+
+    def _stop_background(self) -> None:
+        if self._background is not None:
+            self._background.shutdown(wait=True)
+            self._background = None
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         if exc_type is None:
@@ -424,10 +488,15 @@ class TableWriter:
                     raise
                 return False
             return bool(self._ctx.__exit__(None, None, None))
-        if self._writer is not None:  # release the temporary; the error that stopped us matters
+        with contextlib.suppress(Exception):  # release the temporary; the error that stopped us matters
+            self._wait()
+        self._stop_background()
+        if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()
             self._writer = None
+        if self._sink is not None:
+            self._sink.close()
         return bool(self._ctx.__exit__(exc_type, exc, tb))
 
     def _verify(self, tmp: Path) -> None:
@@ -479,6 +548,42 @@ class TableWriter:
             raise
         except Exception as exc:
             raise WriteError(f"cannot write {str(self.path)!r}: {exc}") from None
+
+
+class _DigestingFile:
+    """A new binary file that computes the SHA-256 of what is written to it (the file-like object pyarrow's
+    writers need)."""
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "wb")
+        self._hash = hashlib.sha256()
+        self._size = 0
+
+    def write(self, data: Any) -> int:
+        self._hash.update(data)
+        written = self._fh.write(data)
+        self._size += written
+        return written
+
+    def tell(self) -> int:
+        return self._size
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
+
+    def writable(self) -> bool:
+        return True
+
+    def hexdigest(self) -> str:
+        """SHA-256 of everything written, in hexadecimal."""
+        return self._hash.hexdigest()
 
 
 def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool = False,

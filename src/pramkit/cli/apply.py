@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per chunk (memory bound; default %(default)s)")
     add_na_values(p)
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads that perturb a chunk (default: every core; the release is the same for any number)")
     p.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local: streamed on this machine (default); spark: a Spark job writing a folder of part files")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = apply_file(
             args.data, args.manifest, args.out, key=key, force=args.force,
-            chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values,
+            chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values, threads=args.threads,
         )
     if args.json:
         print_json(summary_dict(result))
