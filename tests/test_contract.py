@@ -32,6 +32,7 @@ CASES = {
     "dp": ({}, 2.0), "rr": ({}, 2.0), "invariant": ({"seed": 1}, 40.0), "keep": ({"keep": 0.8}, 40.0),
     "kanon": ({"k": 2, "gamma": 0.01}, 40.0), "tridiagonal": ({"alpha": 0.2, "gamma": 0.01}, 40.0),
     "circulant": ({"keep": 0.6}, 40.0), "bistochastic-beta": ({"beta": 0.5, "family": "rr"}, 40.0),
+    "metric": ({"metric_epsilon": 0.5, "distances": "ordinal"}, 40.0),
 }
 
 

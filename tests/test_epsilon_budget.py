@@ -333,6 +333,9 @@ def _family_options(name: str, s: int, rng: np.random.Generator, largest: int | 
         return {"keep": float(rng.uniform(0.2, 0.95))}
     if name == "bistochastic-beta":
         return {"beta": float(rng.uniform(0.2, 0.9)), "family": str(rng.choice(["rr", "circulant"]))}
+    if name == "metric":
+        return {"metric_epsilon": float(rng.uniform(0.1, 2.0)), "distances": "ordinal",
+                "mechanism": str(rng.choice(["exponential", "geometric"]))}
     raise AssertionError(f"no parameters for the new family {name!r}: add them here")
 
 

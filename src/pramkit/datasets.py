@@ -182,11 +182,15 @@ def _veteran_table() -> np.ndarray:
     return t.reshape(18, 3)
 
 
-def census(n_rows: int = NY_ROWS, *, seed: int = 2000) -> pd.DataFrame:
+def census(n_rows: int = NY_ROWS, *, seed: int = 2000, areas: bool | int = False) -> pd.DataFrame:
     """A census-like file of ``n_rows`` persons (deterministic for a given seed).
 
     Returns a DataFrame whose ten columns are pandas categoricals with the
-    categories of :data:`CENSUS_VARIABLES`, in that order.
+    categories of :data:`CENSUS_VARIABLES`, in that order.  With ``areas``
+    (``True``: :data:`CENSUS_AREAS` areas, or a number of areas) an eleventh
+    column ``area`` gives each person's area of residence in the synthetic
+    geography of :func:`census_areas` (same seed); the ten columns are then
+    unchanged (the areas are drawn afterwards, from a stream of their own).
     """
     if n_rows < 1:
         raise ValueError("n_rows must be at least 1")
@@ -207,7 +211,99 @@ def census(n_rows: int = NY_ROWS, *, seed: int = 2000) -> pd.DataFrame:
         "marital_status": marital, "race": race, "education": education,
         "employment": employment, "disability": disability, "veteran": veteran,
     }
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         name: pd.Categorical.from_codes(codes[name], categories=list(cats))
         for name, cats in CENSUS_VARIABLES.items()
     })
+    if areas is not False:
+        count = CENSUS_AREAS if areas is True else int(areas)
+        frame["area"] = _draw_areas(census_areas(count, seed=seed), ownership, seed)
+    return frame
+
+
+# ---------------------------------------------------------------------------
+# Synthetic geography
+# ---------------------------------------------------------------------------
+
+#: Areas of the synthetic geography (:func:`census_areas`).
+CENSUS_AREAS = 300
+#: Side of the square region, km (projected coordinates).
+REGION_KM = 100.0
+#: Towns: (share of the areas, spread of their areas in km); largest first.
+TOWNS = ((0.34, 6.0), (0.16, 4.0), (0.10, 3.0), (0.07, 2.5), (0.05, 2.0))
+#: Relative population of a rural area against a town area.
+RURAL_WEIGHT = 0.35
+#: P(area | ownership): renters live in towns more often (factor on town areas by ownership).
+TOWN_FACTOR = (0.8, 1.6, 1.2)
+
+
+def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFrame:
+    """The synthetic geography: ``n_areas`` areas on a 100 km x 100 km plane.
+
+    A deterministic (for a seed) stand-in for census tracts, with clustered
+    population: five towns of decreasing size (:data:`TOWNS`) hold 72 % of the
+    areas, scattered around each town centre (normal, spread 2-6 km) so that
+    town areas are small and dense; the other areas are rural, uniform over
+    the region, with :data:`RURAL_WEIGHT` of a town area's population.  Areas
+    are named ``A001``, ``A002``, ... from west to east.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``category`` (the area's name), ``x``, ``y`` (centroid, km,
+        projected: Euclidean distances are km), ``town`` (0-4, or -1 for
+        rural) and ``share`` (expected share of persons; sums to 1).
+        ``frame[["category", "x", "y"]].to_csv(path, index=False)`` is a
+        centroid file for :func:`pramkit.design.distances.read_distances`.
+
+    Examples
+    --------
+    >>> a = census_areas()
+    >>> len(a), list(a.columns), a["category"].iloc[0], bool(a["share"].sum().round(12) == 1)
+    (300, ['category', 'x', 'y', 'town', 'share'], 'A001', True)
+    >>> census_areas().equals(a)
+    True
+    """
+    if isinstance(n_areas, bool) or not isinstance(n_areas, (int, np.integer)) or n_areas < 2:
+        raise ValueError(f"n_areas must be an integer of at least 2, got {n_areas!r}")
+    rng = np.random.default_rng([seed, 3535])
+    n = int(n_areas)
+    centres = rng.uniform(0.15 * REGION_KM, 0.85 * REGION_KM, size=(len(TOWNS), 2))
+    counts = [int(round(share * n)) for share, _ in TOWNS]
+    rural = max(n - sum(counts), 0)
+    points, town = [], []
+    for k, ((_, spread), c) in enumerate(zip(TOWNS, counts)):
+        points.append(centres[k] + rng.normal(0.0, spread, size=(c, 2)))
+        town += [k] * c
+    points.append(rng.uniform(0.0, REGION_KM, size=(rural, 2)))
+    town += [-1] * rural
+    xy = np.clip(np.vstack(points)[:n], 0.0, REGION_KM).round(3)
+    town_arr = np.array(town[:n])
+    # no two centroids in the same place (a distance must be positive)
+    _, first = np.unique(xy, axis=0, return_index=True)
+    while first.size < n:  # pragma: no cover - a tie at 1 m resolution is very unlikely
+        dup = np.setdiff1d(np.arange(n), first)
+        xy[dup] += 0.001
+        _, first = np.unique(xy, axis=0, return_index=True)
+    weight = np.where(town_arr >= 0, 1.0, RURAL_WEIGHT) * rng.lognormal(0.0, 0.3, size=n)
+    order = np.lexsort((xy[:, 1], xy[:, 0]))
+    xy, town_arr, weight = xy[order], town_arr[order], weight[order]
+    return pd.DataFrame({
+        "category": [f"A{i + 1:03d}" for i in range(n)],
+        "x": xy[:, 0], "y": xy[:, 1], "town": town_arr, "share": weight / weight.sum(),
+    })
+
+
+def _draw_areas(geo: pd.DataFrame, ownership: np.ndarray, seed: int) -> pd.Categorical:
+    """Each person's area given ownership: ``share`` times :data:`TOWN_FACTOR` for town areas."""
+    rng = np.random.default_rng([seed, 3536])
+    share = geo["share"].to_numpy()
+    in_town = geo["town"].to_numpy() >= 0
+    table = np.array([share * np.where(in_town, f, 1.0) for f in TOWN_FACTOR])
+    cdf = np.cumsum(table / table.sum(axis=1, keepdims=True), axis=1)
+    u = rng.random(ownership.size)
+    codes = np.empty(ownership.size, dtype=np.int32)
+    for k in range(len(TOWN_FACTOR)):
+        rows = ownership == k
+        codes[rows] = np.minimum(np.searchsorted(cdf[k], u[rows], side="right"), len(share) - 1)
+    return pd.Categorical.from_codes(codes, categories=list(geo["category"]))

@@ -77,9 +77,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(S <= 14; --probs/--counts only)")
     p.add_argument("--truthful", action="store_true", help="require q_k >= 1/S (form (8) only)")
     p.add_argument("--objective", choices=list(DP_OBJECTIVES),
-                   help="--method dp: information (default: the most mutual information) or variance (the least "
+                   help="--method dp: information (default: the most mutual information), variance (the least "
                         "total variance of the unbiased estimator: randomized response, always invertible, reads "
-                        "no frequencies)")
+                        "no frequencies) or distance (the least expected distance moved, with --distances; a "
+                        "certified LP, S <= 3000)")
+    geo = p.add_argument_group("geographic and ordinal variables (see docs/geography.md)")
+    geo.add_argument("--distances", metavar="ordinal|FILE",
+                     help="distances between categories: 'ordinal' (the declared order) or a CSV: category,x,y "
+                          "(projected), category,lat,lon (km on the sphere), category,neighbour (borders crossed) "
+                          "or from,to,distance; with DATA, for every variable in --vars")
+    geo.add_argument("--metric-epsilon", type=float, metavar="E_D",
+                     help="--method metric: the metric-DP budget per unit of distance")
+    geo.add_argument("--mechanism", choices=["exponential", "geometric"],
+                     help="--method metric: exponential (over --distances, the default) or geometric (truncated "
+                          "geometric on the category order)")
     p.add_argument("--split", choices=["optimal", "equal", "joint"], default="equal",
                    help="how the record budget is shared by the variables (default %(default)s: every listed "
                         "variable is perturbed); optimal: the most total information, which may give a "
@@ -131,10 +142,16 @@ def _per_variable(text: str | None) -> dict[str, float] | None:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.method != "metric" and (args.metric_epsilon is not None or args.mechanism is not None):
+        raise ParameterError("--metric-epsilon and --mechanism apply to --method metric")
     if args.method == "dp":
-        return {"truthful": args.truthful, "form": args.family, "objective": args.objective}
+        distance = args.objective == "distance"
+        return {"truthful": args.truthful, "form": None if distance and args.family == "diagonal" else args.family,
+                "objective": args.objective}
     if args.truthful or args.family != "diagonal" or args.objective is not None:
         raise ParameterError("--truthful, --family and --objective apply to --method dp")
+    if args.method == "metric":
+        return {"metric_epsilon": args.metric_epsilon, "mechanism": args.mechanism}
     opts = {name: getattr(args, name) for name in _FAMILY_OPTIONS if getattr(args, name) is not None}
     if args.beta_family is not None:
         opts["family"] = args.beta_family
@@ -166,7 +183,12 @@ def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
                                  "distribution given")
     values = _numbers(args.probs if args.probs is not None else args.counts, "--probs" if args.probs else "--counts")
     labels = None if args.categories is None else [c.strip() for c in args.categories.split(",")]
-    result = design_matrix(values, method=args.method, epsilon=args.epsilon, options=_options(args),
+    opts = _options(args)
+    if args.distances is not None:
+        if not (args.method == "metric" or args.objective == "distance"):
+            raise ParameterError("--distances applies to --objective distance and --method metric")
+        opts["distances"] = args.distances
+    result = design_matrix(values, method=args.method, epsilon=args.epsilon, options=opts,
                            categories=labels, shares=args.probs is not None, shares_tol=PROBS_TOL)
     return {**result.to_dict(), "family": args.family}
 
@@ -205,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
             args.data, names, epsilon=args.epsilon, method=args.method, split=args.split,
             epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
             prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
-            options=_options(args), quiet=args.quiet, na_values=args.na_values,
+            options=_options(args), distances=args.distances, quiet=args.quiet, na_values=args.na_values,
         )
     manifest.design_record.write(record_path, force=args.force)
     manifest.write(args.out, force=args.force)

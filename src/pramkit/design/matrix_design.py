@@ -115,7 +115,7 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
     >>> estimability_warnings(PramMatrix([[0.75, 0.25], [0.25, 0.75]]))
     []
     """
-    from pramkit.estimate.identifiability import identifiability
+    from pramkit.estimate.identifiability import identifiability, listing
 
     if m.size > MAX_ESTIMABILITY_CATEGORIES:
         return [f"the estimability of this {m.size}-category matrix was not checked (an SVD of that size is slow): "
@@ -128,10 +128,10 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
               "helps" if m.provenance.method == "dp_min_variance" else VARIANCE_REMEDY)
     if res.singular:
         named = "; ".join(g.describe() for g in res.groups)
-        totals = [" and ".join(str(c) for c in g.categories) for g in res.groups]
-        alone = [str(c) for c in res.identifiable_categories]
+        totals = [listing(g.categories) for g in res.groups]
+        alone = list(res.identifiable_categories)
         kept = "the total of " + "; the total of ".join(totals) + (
-            (", and the count of " if len(alone) == 1 else ", and the counts of ") + ", ".join(alone) if alone else "")
+            (", and the count of " if len(alone) == 1 else ", and the counts of ") + listing(alone) if alone else "")
         return [f"the matrix is singular (rank {res.rank} of {res.size}): {named}, so the unbiased estimator cannot "
                 f"separate their counts and `pramkit estimate` falls back to maximum likelihood of the identifiable "
                 f"totals ({kept}); {remedy}"]

@@ -76,11 +76,13 @@ def _never(_: Mapping[str, Any]) -> bool:
 
 
 #: Values of the ``objective`` option of the ``dp`` family (the first is the default).
-DP_OBJECTIVES = ("information", "variance")
+DP_OBJECTIVES = ("information", "variance", "distance")
 #: Values of the ``form`` option of the ``dp`` family (the first is the default).
 DP_FORMS = ("diagonal", "general")
 #: Options of the ``dp`` family.
-DP_OPTIONS = ("truthful", "form", "objective")
+DP_OPTIONS = ("truthful", "form", "objective", "distances", "weights")
+#: Values of the ``weights`` option of objective ``distance`` (the first is the default).
+DISTANCE_WEIGHTS = ("frequencies", "uniform")
 
 
 def _choice(options: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str:
@@ -102,6 +104,12 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
       default) or ``"variance"`` (the least total variance of the unbiased
       estimator, :func:`pramkit.design.dp_variance.dp_min_variance`: always
       invertible, and independent of p);
+    * ``objective="distance"``: the least expected distance moved
+      (:func:`pramkit.design.dp_distance.dp_min_distance`, a certified LP over
+      every matrix; ``form`` left out or ``"general"``), with ``distances``
+      (``"ordinal"``, a CSV path or a :class:`pramkit.design.distances.Distances`;
+      required when the design is built) and ``weights``: ``"frequencies"`` (p, the default) or
+      ``"uniform"`` (the average over categories: reads no frequencies);
     * ``truthful``: require ``q_k >= 1/S`` (form (8) only).  With
       ``objective="variance"`` it is accepted: the optimum (randomized
       response) is truthful anyway, and the certificate then covers the
@@ -121,10 +129,12 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
     ('diagonal', 'information', False)
     >>> dp_options({"objective": "variance", "truthful": True})
     ('diagonal', 'variance', True)
-    >>> dp_options({"objective": "distance"})
+    >>> dp_options({"objective": "distance", "distances": "ordinal"})
+    ('general', 'distance', False)
+    >>> dp_options({"objective": "entropy"})
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: objective must be one of 'information', 'variance', got 'distance'
+    pramkit.errors.ParameterError: objective must be one of 'information', 'variance', 'distance', got 'entropy'
     """
     unknown = sorted(set(options) - set(DP_OPTIONS))
     if unknown:
@@ -138,12 +148,26 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
         raise ParameterError("truthful applies to the diagonal form (8) only")
     if form == "general" and objective == "variance":
         raise ParameterError("objective 'variance' is a form (8) design: use form 'diagonal' with it")
+    if objective == "distance":
+        if truthful:
+            raise ParameterError("truthful applies to the diagonal form (8) only, not to objective 'distance'")
+        if options.get("form") not in (None, "general"):
+            raise ParameterError("objective 'distance' designs any matrix (an LP): leave form out or use 'general'")
+        _choice(options, "weights", DISTANCE_WEIGHTS)
+        form = "general"
+    elif options.get("distances") is not None or options.get("weights") is not None:
+        raise ParameterError("distances and weights apply to objective 'distance'")
     return form, objective, bool(truthful)
 
 
 def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
         options: Mapping[str, Any]) -> PramMatrix:
     form, objective, truthful = dp_options(options)
+    if objective == "distance":
+        from pramkit.design.geo import build_distance
+
+        uniform = _choice(options, "weights", DISTANCE_WEIGHTS) == "uniform"
+        return build_distance(categories, None if uniform else p, epsilon, options)
     if objective == "variance":
         from pramkit.design.dp_variance import dp_min_variance
 
@@ -158,8 +182,19 @@ def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None
 
 
 def _dp_reads(options: Mapping[str, Any]) -> bool:
-    """The variance-optimal design does not depend on p, so it reads no frequencies."""
-    return dp_options(options)[1] != "variance"
+    """The variance-optimal design does not depend on p, so it reads no frequencies; nor does the
+    distance design with uniform weights."""
+    objective = dp_options(options)[1]
+    if objective == "distance":
+        return _choice(options, "weights", DISTANCE_WEIGHTS) == "frequencies"
+    return objective != "variance"
+
+
+def _metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+            options: Mapping[str, Any]) -> PramMatrix:
+    from pramkit.design.geo import build_metric
+
+    return build_metric(categories, p, epsilon, options)
 
 
 def _classic(name: str) -> Build:
@@ -192,8 +227,12 @@ def _beta_reads(options: Mapping[str, Any]) -> bool:
 #: Method name -> :class:`DesignFamily`.
 FAMILIES: dict[str, DesignFamily] = {
     "dp": DesignFamily("dp", "epsilon-DP form (8) with maximal mutual information (Ayed, Battiston and "
-                       "Camerlenghi), or with the least variance of the unbiased estimator (objective variance)",
+                       "Camerlenghi), or with the least variance of the unbiased estimator (objective variance), "
+                       "or the least expected distance moved (objective distance, with distances)",
                        _dp, _dp_reads, _always),
+    "metric": DesignFamily("metric", "metric-DP: the exponential mechanism over distances, or the truncated "
+                           "geometric mechanism on the category order (metric_epsilon per unit of distance; "
+                           "reads no frequencies)", _metric, _never, _never),
     "invariant": DesignFamily("invariant", "sdcMicro's invariant PRAM (reads p)", _classic("invariant"),
                               _always, _never),
     "keep": DesignFamily("keep", "mu-ARGUS keep-probability PRAM", _classic("keep"), _never, _never),

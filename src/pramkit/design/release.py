@@ -220,6 +220,7 @@ def design_release(
     categories: Mapping[str, Sequence[Label]] | str | Path | None = None,
     exact_frequencies: bool = False,
     options: Mapping[str, Any] | None = None,
+    distances: Mapping[str, Any] | str | Path | None = None,
     rng: random.Random | None = None,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
@@ -252,6 +253,12 @@ def design_release(
         Design on the exact frequencies: no DP guarantee covers the design (the ledger says so).
     options : mapping, optional
         The family's own parameters (e.g. ``{"truthful": True}``, ``{"keep": 0.8}``).
+    distances : str, Path, Distances or mapping, optional
+        Distances between the categories (:func:`pramkit.design.distances.read_distances`:
+        ``"ordinal"`` or a CSV of centroids, adjacencies or a table), for every variable or as
+        ``{variable: spec}``: the ``dp`` family's ``objective="distance"`` and the ``metric``
+        family design with them, and the design record gives each such variable's
+        ``expected_distance`` (on the exact frequencies, in the distances' unit) for any method.
     rng : random.Random, optional
         Randomness of the DP counts (default: the operating system's CSPRNG; pass a seeded
         generator only in tests).
@@ -282,6 +289,17 @@ def design_release(
     opts = dict(options or {})
     if split not in SPLITS:
         raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    dist_specs: dict[str, Any] = {}
+    if distances is not None:
+        dist_specs = dict(distances) if isinstance(distances, Mapping) else {n: distances for n in names}
+        if set(dist_specs) - set(names):
+            raise ParameterError(f"distances name {sorted(set(dist_specs) - set(names))}, which are not among the "
+                                 f"variables {names}")
+        if split != "equal":
+            raise ParameterError("distances apply to split equal (one matrix per variable)")
+        if "distances" in opts:
+            raise ParameterError("give distances once: as distances=, not also as an option")
+    uses_distances = method == "metric" or (method == "dp" and opts.get("objective") == "distance")
     budget = None if epsilon is None else positive(epsilon, "epsilon (the record budget)")
     per_var = None
     if epsilon_per_variable is not None:
@@ -397,12 +415,16 @@ def design_release(
     cats_of = {n: list(c) for n, c in zip(names, table.categories)}
     if split == "joint":
         cats_of = {targets[0]: cells}
+    from pramkit.design.distances import read_distances
+
+    dist_of = {k: read_distances(spec, cats_of[k]) for k, spec in dist_specs.items()}
     matrices: dict[str, PramMatrix] = {}
     to_design = sum(len(cats_of[k]) for k in eps_of)
     with progress(total=to_design, desc="designing", unit="categories", quiet=quiet) as bar:
         for k in eps_of:
             bar.set_postfix_str(f"{k} (S = {len(cats_of[k]):,})")
-            matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], opts)
+            build_opts = {**opts, "distances": dist_of[k]} if uses_distances and k in dist_of else opts
+            matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], build_opts)
             warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]) + estimability_warnings(matrices[k]))
             bar.update(len(cats_of[k]))
 
@@ -425,6 +447,8 @@ def design_release(
     facts = {"method": method, "split": split, "record_epsilon_budget": budget, "design_epsilon": design_eps,
              "frequencies": source, "prior": ledger.prior, "options": to_jsonable(opts),
              "na_values": list(na_values)}
+    if dist_specs:
+        facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in dist_specs.items()}
     total = ledger.total([v.epsilon for v in variables_out])
     if budget is not None and total > budget:
         raise ParameterError(f"the design gives record epsilon {total:.6g}, more than the budget "
@@ -444,6 +468,11 @@ def design_release(
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
         }
+        if k in dist_of and m is not None:
+            from pramkit.design.geo import geo_utility
+
+            per_variable[k]["expected_distance"] = geo_utility(m, dist_of[k], p_exact).expected_distance
+            per_variable[k]["distance_unit"] = dist_of[k].unit
     if split == "joint" and design_p[targets[0]] is not None:
         extra["joint"] = _joint_comparison(table, design_p[targets[0]], matrices[targets[0]], opts)
     if method != "dp":

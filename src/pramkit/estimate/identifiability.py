@@ -94,14 +94,29 @@ class CategoryGroup:
     def describe(self, exact: bool = True) -> str:
         """E.g. ``"categories 2 and 9 have identical rows"``; ``exact=False``
         for the near-dependence of an ill-conditioned matrix."""
-        names = [str(c) for c in self.categories]
-        listed = " and ".join(names) if len(names) == 2 else ", ".join(names[:-1]) + " and " + names[-1]
+        listed = listing(self.categories)
         if self.identical_rows:
             return f"categories {listed} have identical rows"
         if not exact:
             return f"the rows of categories {listed} are nearly linearly dependent"
         return (f"the rows of categories {listed} are linearly dependent "
                 f"({self.free_directions} free direction{'s' if self.free_directions > 1 else ''})")
+
+
+#: Categories a message names before it says how many more there are.
+LISTED = 6
+
+
+def listing(categories: Sequence[Label]) -> str:
+    """Categories in words, at most :data:`LISTED` of them named.
+
+    >>> listing(["a", "b"]), listing(range(10))
+    ('a and b', '0, 1, 2, 3, 4, 5 and 4 more')
+    """
+    names = [str(c) for c in categories]
+    if len(names) > LISTED:
+        return ", ".join(names[:LISTED]) + f" and {len(names) - LISTED} more"
+    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,578 @@
+"""Distances between the categories of a variable.
+
+A :class:`Distances` holds the categories, a validated S x S matrix ``d``,
+its kind and its unit.  The geographic and ordinal designs
+(:mod:`pramkit.design.dp_distance`, :mod:`pramkit.design.geo`) read it: the
+expected distance a record's value moves, ``sum_x p_x sum_z M[x, z] d(x, z)``,
+is their utility loss, and metric differential privacy (Chatzikokolakis,
+Andres, Bordenabe and Palamidessi 2013) bounds ``M[x, z] / M[x', z]`` by
+``exp(eps_d d(x, x'))``.
+
+Sources (:func:`read_distances` picks one from a spec):
+
+* ``"ordinal"`` -- the declared category order, ``d(i, j) = |i - j|`` (unit
+  ``"step"``), or ``|m_i - m_j|`` for band mid-points ``m`` (a CSV
+  ``category,midpoint``, or :func:`ordinal_distances` with ``midpoints=``);
+* a CSV of centroids ``category,x,y`` -- projected coordinates, Euclidean
+  distance (unit ``"coordinate unit"``, or as given);
+* a CSV of centroids ``category,lat,lon`` -- degrees, great-circle distance
+  by the haversine formula on a sphere of radius :data:`EARTH_RADIUS_KM`
+  (the IUGG mean radius), unit ``"km"``;
+* a CSV ``category,neighbour`` -- an adjacency list (undirected), the number
+  of borders crossed on a shortest path (:func:`scipy.sparse.csgraph.shortest_path`),
+  unit ``"hops"``;
+* a CSV ``from,to,distance`` -- a full table (each unordered pair at least
+  once; both directions, if given, equal).
+
+Columns beyond the required ones are ignored.  Categories are matched by
+their text (``str(label)``): every category of the variable must appear
+exactly once (for an adjacency list: at least once, as an area or a
+neighbour, and connected to the others), and no other category may appear.
+
+Validation: a matrix is finite, non-negative, symmetric, zero on the
+diagonal and positive off the diagonal (two categories at distance 0 could
+not be told apart by a distance-based design); every failure is a
+:class:`pramkit.errors.ParameterError` naming the row or the categories.
+
+Path metrics.  For ordinal distances on the category order and for
+adjacency graphs every distance is an integer and is the sum of the
+distances along a path of *edges* (adjacent categories; bordering areas),
+so a ratio bound checked on the edges holds for every pair by chaining
+(:attr:`Distances.edges`, used by :func:`pramkit.design.geo.metric_epsilon`).
+
+Examples
+--------
+>>> d = ordinal_distances(["low", "mid", "high"])
+>>> d.matrix.tolist(), d.kind, d.unit
+([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]], 'ordinal', 'step')
+>>> round(haversine_km(51.5074, -0.1278, 48.8566, 2.3522), 1)   # London - Paris
+343.6
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.errors import ParameterError
+from pramkit.matrix import Label
+
+#: Mean Earth radius (IUGG), km: the sphere of the haversine distance.
+EARTH_RADIUS_KM = 6371.0088
+#: Kinds of :class:`Distances`.
+KINDS = ("ordinal", "euclidean", "haversine", "graph", "table")
+#: Column sets that identify a distance CSV (first match wins).
+CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "haversine": ("category", "lat", "lon"),
+    "euclidean": ("category", "x", "y"),
+    "graph": ("category", "neighbour"),
+    "table": ("from", "to", "distance"),
+    "ordinal": ("category", "midpoint"),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Distances:
+    """Validated distances between the categories of one variable.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories, in the order of the rows and columns of ``matrix``.
+    matrix : array-like, shape (S, S)
+        ``matrix[i, j] = d(category i, category j)``: finite, non-negative,
+        symmetric, 0 on the diagonal and positive elsewhere.
+    kind : str
+        One of :data:`KINDS` (where the distances came from).
+    unit : str
+        The unit of the distances (``"km"``, ``"step"``, ``"hops"``, ...).
+    edges : array of shape (E, 2), optional
+        For a path metric (module docstring): the pairs whose distances
+        generate all others along paths.  Given only when every distance is
+        an integer equal to a shortest-path sum over these edges.
+    source : str
+        Where the distances were read from (for the provenance).
+
+    The matrix is stored as a read-only float64 copy.
+
+    Examples
+    --------
+    >>> d = Distances(["a", "b"], [[0, 2.5], [2.5, 0]], kind="table", unit="km")
+    >>> d.size, d.max, d.min_positive
+    (2, 2.5, 2.5)
+    >>> Distances(["a", "b"], [[0, 1], [2, 0]])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: distances are not symmetric: d('a', 'b') = 1 but d('b', 'a') = 2
+    """
+
+    categories: tuple[Label, ...]
+    matrix: np.ndarray
+    kind: str = "table"
+    unit: str = "unit"
+    edges: np.ndarray | None = None
+    source: str = "matrix"
+    _digest: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        cats = tuple(self.categories)
+        m = validate_matrix(self.matrix, cats)
+        if self.kind not in KINDS:
+            raise ParameterError(f"distance kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        edges = None
+        if self.edges is not None:
+            edges = np.asarray(self.edges, dtype=np.intp).reshape(-1, 2)
+            edges.setflags(write=False)
+        m.setflags(write=False)
+        object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "matrix", m)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "_digest", hashlib.sha256(m.tobytes()).hexdigest())
+
+    @property
+    def size(self) -> int:
+        """Number of categories S."""
+        return len(self.categories)
+
+    @property
+    def max(self) -> float:
+        """The largest distance (the diameter)."""
+        return float(self.matrix.max())
+
+    @property
+    def min_positive(self) -> float:
+        """The smallest distance between two different categories."""
+        s = self.size
+        if s < 2:
+            return math.inf
+        return float(self.matrix[~np.eye(s, dtype=bool)].min())
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the matrix's bytes: identifies the distances in a provenance."""
+        return self._digest
+
+    def reorder(self, categories: Sequence[Label]) -> "Distances":
+        """The same distances with rows and columns in the order of ``categories``
+        (matched by their text, as the readers do)."""
+        index = match_categories(self.categories, categories, f"distances ({self.source})")
+        edges = None
+        if self.edges is not None:
+            inverse = np.empty(self.size, dtype=np.intp)
+            inverse[index] = np.arange(self.size)
+            edges = inverse[self.edges]
+        return Distances(tuple(categories), self.matrix[np.ix_(index, index)], self.kind, self.unit, edges,
+                         self.source)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON summary for a provenance (not the matrix)."""
+        return {"kind": self.kind, "unit": self.unit, "categories": self.size, "source": self.source,
+                "max": self.max, "min_positive": self.min_positive, "sha256": self.digest,
+                "path_metric": self.edges is not None}
+
+
+def _name(label: Label) -> str:
+    return repr(label)
+
+
+def validate_matrix(matrix: ArrayLike, categories: Sequence[Label]) -> np.ndarray:
+    """A distance matrix as a float array, after checking it (module docstring).
+
+    Raises
+    ------
+    ParameterError
+        Naming the first offending entry by its categories.
+
+    Examples
+    --------
+    >>> validate_matrix([[0, 1], [1, 0]], ["a", "b"]).tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    >>> validate_matrix([[0, 0], [0, 0]], ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: distances: d('a', 'b') = 0; different categories must be at a positive distance
+    """
+    cats = list(categories)
+    try:
+        m = np.array(matrix, dtype=float, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"the distance matrix is not numeric: {exc}") from None
+    s = len(cats)
+    if m.shape != (s, s):
+        raise ParameterError(f"the distance matrix has shape {m.shape}, but there are {s} categories")
+    if s == 0:
+        raise ParameterError("distances need at least one category")
+    bad = ~np.isfinite(m)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ParameterError(f"distances: d({_name(cats[i])}, {_name(cats[j])}) = {m[i, j]} is not finite")
+    if (m < 0).any():
+        i, j = np.argwhere(m < 0)[0]
+        raise ParameterError(f"distances: d({_name(cats[i])}, {_name(cats[j])}) = {float(m[i, j])!r} is negative")
+    diag = np.flatnonzero(np.diagonal(m) != 0)
+    if diag.size:
+        i = int(diag[0])
+        raise ParameterError(f"distances: d({_name(cats[i])}, {_name(cats[i])}) = {float(m[i, i])!r}; "
+                             "the distance of a category to itself must be 0")
+    asym = m != m.T
+    if asym.any():
+        i, j = np.argwhere(asym)[0]
+        raise ParameterError(f"distances are not symmetric: d({_name(cats[i])}, {_name(cats[j])}) = {m[i, j]:g} "
+                             f"but d({_name(cats[j])}, {_name(cats[i])}) = {m[j, i]:g}")
+    zero = (m == 0) & ~np.eye(s, dtype=bool)
+    if zero.any():
+        i, j = np.argwhere(zero)[0]
+        raise ParameterError(f"distances: d({_name(cats[i])}, {_name(cats[j])}) = 0; different categories must be "
+                             "at a positive distance")
+    return m
+
+
+def match_categories(found: Sequence[Any], categories: Sequence[Label], what: str) -> np.ndarray:
+    """Positions in ``found`` of each of ``categories``, matched by text.
+
+    Every category must occur exactly once in ``found`` and ``found`` may hold
+    nothing else; the error names the missing, repeated or unknown ones.
+    """
+    texts = [str(c) for c in categories]
+    if len(set(texts)) != len(texts):
+        dup = sorted({t for t in texts if texts.count(t) > 1})
+        raise ParameterError(f"{what}: categories {dup} have the same text; distances match categories by text")
+    where: dict[str, int] = {}
+    repeated = []
+    for i, f in enumerate(found):
+        key = str(f)
+        if key in where:
+            repeated.append(key)
+        where[key] = i
+    if repeated:
+        raise ParameterError(f"{what}: category {repeated[0]!r} appears more than once")
+    missing = [t for t in texts if t not in where]
+    if missing:
+        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        raise ParameterError(f"{what}: no entry for categories {missing[:5]}{more}")
+    unknown = sorted(set(where) - set(texts))
+    if unknown:
+        more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
+        raise ParameterError(f"{what}: categories {unknown[:5]}{more} are not categories of the variable")
+    return np.array([where[t] for t in texts], dtype=np.intp)
+
+
+# ---------------------------------------------------------------------------
+# Constructors
+# ---------------------------------------------------------------------------
+
+def ordinal_distances(categories: Sequence[Label], midpoints: ArrayLike | None = None, *,
+                      unit: str | None = None) -> Distances:
+    """Distances along the declared order of the categories.
+
+    Without ``midpoints``: ``d(i, j) = |i - j|`` (unit ``"step"``), a path
+    metric whose edges are the adjacent categories.  With ``midpoints``
+    (e.g. the middle of each age band): ``d(i, j) = |m_i - m_j|``, which
+    must increase strictly along the order.
+
+    Examples
+    --------
+    >>> ordinal_distances(["0-9", "10-19", "20-39"], [5, 15, 30], unit="years").matrix[0].tolist()
+    [0.0, 10.0, 25.0]
+    >>> ordinal_distances(["a", "b", "c"]).edges.tolist()
+    [[0, 1], [1, 2]]
+    """
+    cats = tuple(categories)
+    s = len(cats)
+    if s < 1:
+        raise ParameterError("ordinal distances need at least one category")
+    if midpoints is None:
+        idx = np.arange(s, dtype=float)
+        edges = np.column_stack([np.arange(s - 1), np.arange(1, s)])
+        return Distances(cats, np.abs(idx[:, None] - idx[None, :]), "ordinal", unit or "step", edges, "ordinal")
+    try:
+        m = np.asarray(midpoints, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ParameterError(f"midpoints must be numbers, got {midpoints!r}") from None
+    if m.size != s:
+        raise ParameterError(f"{m.size} midpoints given for {s} categories")
+    if not np.all(np.isfinite(m)):
+        i = int(np.flatnonzero(~np.isfinite(m))[0])
+        raise ParameterError(f"the midpoint of category {cats[i]!r} is {m[i]}; midpoints must be finite")
+    steps = np.diff(m)
+    if np.any(steps <= 0):
+        i = int(np.flatnonzero(steps <= 0)[0])
+        raise ParameterError(f"midpoints must increase along the category order: {cats[i]!r} has {m[i]:g}, "
+                             f"the next category {cats[i + 1]!r} has {m[i + 1]:g}")
+    return Distances(cats, np.abs(m[:, None] - m[None, :]), "ordinal", unit or "unit", None, "ordinal midpoints")
+
+
+def euclidean_distances(categories: Sequence[Label], xy: ArrayLike, *, unit: str = "coordinate unit",
+                        source: str = "centroids") -> Distances:
+    """Euclidean distances between projected centroids ``xy`` (shape (S, 2)).
+
+    Examples
+    --------
+    >>> float(euclidean_distances(["a", "b"], [[0, 0], [3, 4]], unit="km").matrix[0, 1])
+    5.0
+    """
+    pts = _points(categories, xy, "x, y")
+    diff = pts[:, None, :] - pts[None, :, :]
+    d = np.hypot(diff[..., 0], diff[..., 1])
+    return Distances(tuple(categories), d, "euclidean", unit, None, source)
+
+
+def haversine_km(lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: ArrayLike) -> np.ndarray | float:
+    """Great-circle distance in km on a sphere of radius :data:`EARTH_RADIUS_KM`
+    (haversine formula; degrees in, broadcasting).
+
+    Examples
+    --------
+    >>> round(float(haversine_km(0.0, 0.0, 0.0, 1.0)), 4)        # one degree on the equator
+    111.1951
+    """
+    p1, p2 = np.radians(lat1), np.radians(lat2)
+    dlat = p2 - p1
+    dlon = np.radians(np.asarray(lon2, dtype=float) - np.asarray(lon1, dtype=float))
+    h = np.sin(dlat / 2.0) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dlon / 2.0) ** 2
+    out = 2.0 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def great_circle_distances(categories: Sequence[Label], latlon: ArrayLike, *,
+                           source: str = "centroids") -> Distances:
+    """Great-circle distances (km) between centroids given as (lat, lon) degrees.
+
+    Examples
+    --------
+    >>> d = great_circle_distances(["a", "b"], [[0, 0], [0, 1]])
+    >>> round(float(d.matrix[0, 1]), 4), d.unit
+    (111.1951, 'km')
+    """
+    pts = _points(categories, latlon, "lat, lon")
+    cats = tuple(categories)
+    for col, name, limit in ((0, "lat", 90.0), (1, "lon", 180.0)):
+        bad = np.flatnonzero(np.abs(pts[:, col]) > limit)
+        if bad.size:
+            i = int(bad[0])
+            raise ParameterError(f"centroid of category {cats[i]!r}: {name} = {pts[i, col]:g} is outside "
+                                 f"[-{limit:g}, {limit:g}] degrees")
+    d = haversine_km(pts[:, None, 0], pts[:, None, 1], pts[None, :, 0], pts[None, :, 1])
+    d = np.asarray(d)
+    d = np.maximum(d, d.T)          # exact symmetry (the formula is symmetric up to rounding)
+    np.fill_diagonal(d, 0.0)
+    return Distances(cats, d, "haversine", "km", None, source)
+
+
+def graph_distances(categories: Sequence[Label], pairs: Iterable[tuple[Any, Any]], *,
+                    source: str = "adjacency") -> Distances:
+    """Shortest-path distances (number of borders crossed) on an undirected graph.
+
+    ``pairs`` are (category, neighbour) texts or labels; each pair is an
+    undirected edge (listing it in both directions is allowed).
+
+    Examples
+    --------
+    >>> graph_distances(["a", "b", "c"], [("a", "b"), ("b", "c")]).matrix[0].tolist()
+    [0.0, 1.0, 2.0]
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components, shortest_path
+
+    cats = tuple(categories)
+    s = len(cats)
+    index = {str(c): i for i, c in enumerate(cats)}
+    if len(index) != s:
+        raise ParameterError("categories with the same text cannot be told apart in an adjacency list")
+    rows, cols = [], []
+    seen_nodes: set[int] = set()
+    for n, (a, b) in enumerate(pairs, start=1):
+        ka, kb = str(a), str(b)
+        for key in (ka, kb):
+            if key not in index:
+                raise ParameterError(f"{source}, pair {n}: {key!r} is not a category of the variable")
+        if ka == kb:
+            raise ParameterError(f"{source}, pair {n}: category {ka!r} is listed as its own neighbour")
+        i, j = index[ka], index[kb]
+        rows += [i, j]
+        cols += [j, i]
+        seen_nodes.update((i, j))
+    if s > 1:
+        lonely = [cats[i] for i in range(s) if i not in seen_nodes]
+        if lonely:
+            raise ParameterError(f"{source}: categories {[str(c) for c in lonely[:5]]} have no neighbour")
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(s, s)).tocsr()
+    graph.data[:] = 1.0                                   # duplicates summed by tocsr: back to 1
+    count, label = connected_components(graph, directed=False)
+    if count > 1:
+        first = [str(cats[int(np.flatnonzero(label == k)[0])]) for k in range(min(count, 4))]
+        raise ParameterError(f"{source}: the adjacency graph has {count} separate parts (e.g. around "
+                             f"{', '.join(repr(f) for f in first)}); every area must be reachable from every other")
+    d = shortest_path(graph, method="D", directed=False, unweighted=True)
+    coo = graph.tocoo()
+    keep = coo.row < coo.col
+    edges = np.column_stack([coo.row[keep], coo.col[keep]])
+    return Distances(cats, d, "graph", "hops", edges, source)
+
+
+def table_distances(categories: Sequence[Label], rows: Iterable[tuple[Any, Any, Any]], *,
+                    unit: str = "unit", source: str = "table") -> Distances:
+    """Distances from ``(from, to, distance)`` rows covering every unordered pair.
+
+    Examples
+    --------
+    >>> table_distances(["a", "b", "c"], [("a", "b", 1), ("a", "c", 2), ("b", "c", 1.5)]).matrix[2].tolist()
+    [2.0, 1.5, 0.0]
+    """
+    cats = tuple(categories)
+    s = len(cats)
+    index = {str(c): i for i, c in enumerate(cats)}
+    d = np.full((s, s), np.nan)
+    np.fill_diagonal(d, 0.0)
+    given = np.zeros((s, s), dtype=bool)
+    for n, (a, b, value) in enumerate(rows, start=1):
+        ka, kb = str(a), str(b)
+        for key in (ka, kb):
+            if key not in index:
+                raise ParameterError(f"{source}, row {n}: {key!r} is not a category of the variable")
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{source}, row {n}: distance {value!r} is not a number") from None
+        i, j = index[ka], index[kb]
+        if given[i, j]:
+            raise ParameterError(f"{source}, row {n}: the pair ({ka!r}, {kb!r}) appears more than once")
+        given[i, j] = True
+        if i == j:
+            d[i, i] = x
+            continue
+        if given[j, i] and d[j, i] != x:
+            raise ParameterError(f"{source}: distances are not symmetric: d({ka!r}, {kb!r}) = {x:g} but "
+                                 f"d({kb!r}, {ka!r}) = {d[j, i]:g}")
+        d[i, j] = d[j, i] = x
+    missing = np.argwhere(np.isnan(d))
+    if missing.size:
+        i, j = missing[0]
+        raise ParameterError(f"{source}: no distance for the pair ({str(cats[i])!r}, {str(cats[j])!r}) "
+                             f"({len(missing) // 2} pairs missing)")
+    return Distances(cats, d, "table", unit, None, source)
+
+
+def _points(categories: Sequence[Label], xy: ArrayLike, names: str) -> np.ndarray:
+    try:
+        pts = np.asarray(xy, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"centroids ({names}) must be numbers") from None
+    cats = list(categories)
+    if pts.shape != (len(cats), 2):
+        raise ParameterError(f"centroids must have shape ({len(cats)}, 2) ({names}), got {pts.shape}")
+    bad = np.flatnonzero(~np.all(np.isfinite(pts), axis=1))
+    if bad.size:
+        raise ParameterError(f"the centroid of category {cats[int(bad[0])]!r} is not finite: {pts[bad[0]].tolist()}")
+    return pts
+
+
+# ---------------------------------------------------------------------------
+# CSV readers
+# ---------------------------------------------------------------------------
+
+def _read_csv(path: str | Path) -> tuple[list[str], list[dict[str, str]]]:
+    p = Path(path)
+    try:
+        with p.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            rows = []
+            for line, row in enumerate(reader, start=2):
+                clean = {(k or "").strip(): (v or "").strip() for k, v in row.items() if k is not None}
+                if not any(clean.values()):
+                    continue
+                clean["_line"] = str(line)
+                rows.append(clean)
+    except FileNotFoundError:
+        raise ParameterError(f"distance file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ParameterError(f"cannot read distance file {str(path)!r}: {exc}") from None
+    return header, rows
+
+
+def csv_layout(header: Sequence[str]) -> str:
+    """The kind of distance CSV its header describes (:data:`CSV_LAYOUTS`)."""
+    cols = {h.strip().lower() for h in header}
+    for kind, needed in CSV_LAYOUTS.items():
+        if set(needed) <= cols:
+            return kind
+    layouts = "; ".join(",".join(v) for v in CSV_LAYOUTS.values())
+    raise ParameterError(f"a distance CSV needs the columns of one of: {layouts}; got {', '.join(header)}")
+
+
+def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: str | None = None) -> Distances:
+    """Read a distance CSV of any layout of :data:`CSV_LAYOUTS` (module docstring).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> f = os.path.join(tempfile.mkdtemp(), "areas.csv")
+    >>> _ = open(f, "w").write("category,x,y\\nA,0,0\\nB,3,4\\nC,6,8\\n")
+    >>> read_distance_csv(f, ["A", "B", "C"], unit="km").matrix[0].tolist()
+    [0.0, 5.0, 10.0]
+    """
+    header, rows = _read_csv(path)
+    kind = csv_layout(header)
+    name = Path(path).name
+    lower = [{k.lower(): v for k, v in r.items()} for r in rows]
+    if not lower:
+        raise ParameterError(f"distance file {str(path)!r} has no rows")
+    if kind == "graph":
+        return graph_distances(categories, [(r["category"], r["neighbour"]) for r in lower], source=name)
+    if kind == "table":
+        return table_distances(categories, [(r["from"], r["to"], r["distance"]) for r in lower],
+                               unit=unit or "unit", source=name)
+    found = [r["category"] for r in lower]
+    order = match_categories(found, categories, f"distance file {name!r}")
+    columns = {"haversine": ("lat", "lon"), "euclidean": ("x", "y"), "ordinal": ("midpoint",)}[kind]
+    values = np.empty((len(lower), len(columns)))
+    for i, r in enumerate(lower):
+        for j, c in enumerate(columns):
+            try:
+                values[i, j] = float(r[c])
+            except ValueError:
+                raise ParameterError(f"distance file {name!r}, line {r['_line']}: {c} = {r[c]!r} is not a "
+                                     "number") from None
+    values = values[order]
+    if kind == "haversine":
+        return great_circle_distances(categories, values, source=name)
+    if kind == "euclidean":
+        return euclidean_distances(categories, values, unit=unit or "coordinate unit", source=name)
+    return ordinal_distances(categories, values[:, 0], unit=unit)
+
+
+def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], *,
+                   unit: str | None = None) -> Distances:
+    """Distances for a variable from a spec: ``"ordinal"``, a CSV path, or a
+    :class:`Distances` (reordered to ``categories``).
+
+    Examples
+    --------
+    >>> read_distances("ordinal", ["a", "b"]).matrix.tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    """
+    if isinstance(spec, Distances):
+        return spec if [str(c) for c in spec.categories] == [str(c) for c in categories] \
+            else spec.reorder(categories)
+    if isinstance(spec, str) and spec.strip().lower() == "ordinal":
+        return ordinal_distances(categories, unit=unit)
+    if isinstance(spec, (str, Path)):
+        return read_distance_csv(spec, categories, unit=unit)
+    raise ParameterError(f"distances must be 'ordinal', a CSV path or a Distances object, got {spec!r}")
+
+
+def distances_for(options: Mapping[str, Any], categories: Sequence[Label]) -> Distances:
+    """The ``distances`` option of a design (required), resolved for ``categories``."""
+    spec = options.get("distances")
+    if spec is None:
+        raise ParameterError("a distance-based design needs distances: 'ordinal', a CSV file (category,x,y; "
+                             "category,lat,lon; category,neighbour; from,to,distance) or a Distances object")
+    return read_distances(spec, categories, unit=options.get("unit"))

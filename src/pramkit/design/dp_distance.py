@@ -1,0 +1,612 @@
+"""Epsilon-DP PRAM that moves values the least distance: a certified linear program.
+
+For a variable with distances ``d`` between its categories (areas, ordered
+bands: :class:`pramkit.design.distances.Distances`) the design minimises the
+expected distance a record's value moves,
+
+    D(M) = sum_x p_x sum_z M[x, z] d(x, z),
+
+over every row-stochastic matrix that is epsilon-DP (Shlomo and Skinner
+2012, section 4: ``M[x, z] <= e^eps M[x', z]`` for all x, x', z).  This is the
+local-privacy analogue of the optimal geo-indistinguishable mechanisms of
+Bordenabe, Chatzikokolakis and Palamidessi (2014), with pure epsilon-DP in
+place of metric privacy (Andres et al. 2013; Chatzikokolakis et al. 2013).
+
+**The linear program.**  With per-column floors ``lo_z = min_x M[x, z]`` and
+the excess ``u[x, z] = M[x, z] - lo_z``, epsilon-DP is
+``0 <= u[x, z] <= (e^eps - 1) lo_z``: O(S^2) variables and constraints
+instead of the S^3 pairwise ones,
+
+    minimise  sum_z c_z lo_z + sum_{x,z} a[x, z] u[x, z]     (a = p_x d(x, z), c_z = sum_x a[x, z])
+    s.t.      sum_z lo_z + sum_z u[x, z] = 1   for every x,
+              u[x, z] <= (e^eps - 1) lo_z,     lo, u >= 0,
+
+solved by HiGHS (:func:`scipy.optimize.linprog`, sparse matrices, costs
+scaled to a largest coefficient of 1 and feasibility tolerances of 1e-10).
+
+**Structure.**  Eliminating the multipliers of the bounds, the dual is
+
+    maximise sum_x y_x   s.t.  g_z(y) = sum_x h(y_x - a[x, z]) <= 0 for every z,
+                               h(v) = v + (e^eps - 1) max(v, 0),
+
+and complementary slackness says that row x puts ``e^eps lo_z`` on the
+outputs z with ``d(x, z) < y_x / p_x`` (a ball around x) and ``lo_z`` on the
+others: the optimum moves values to nearby released categories.  Few
+outputs are used for small epsilon (the optimum "remaps" to a few central
+categories, as in Chatzikokolakis, Elsalamouny and Palamidessi's remapping):
+the share kept can fall below randomized response's while the distance moved
+is far smaller.  Without a privacy constraint the optimum is the identity;
+the rows depend on p, and with ``p=None`` the design minimises the
+*uniform average* over categories of the distance moved (reading no
+frequencies).
+
+**Solver.**  For ``S <= FULL_LP_MAX`` the whole LP is solved at once.  Above,
+by column and constraint generation: a restricted LP keeps the floors of a
+set of candidate outputs and the excess of a set of (x, z) pairs; the dual
+y prices every output z by ``g_z(y)`` (O(S^2) array operations); outputs
+with ``g_z > 0`` and the pairs with ``y_x > a[x, z]`` join, until no output
+is priced positive.  Measured (``benchmarks/bench_geo.py``): S = 1000 in
+6-15 s on the benchmark geography, where the whole LP (10^6 variables) took
+7 minutes.
+
+**The certificate** is a proof, from the doubles as given:
+
+* lower bound -- any y gives one: ``y - (G / S) 1`` is dual feasible when
+  ``G >= max_z g_z(y)`` (h has slope at least 1), so every epsilon-DP matrix
+  has ``D(M) >= sum(y) - max(G, 0)`` (:func:`distance_dual_bound`, which
+  evaluates g with a bound on its rounding and ``e^eps - 1`` rounded up);
+* upper bound -- the expected distance of the stored matrix, rounded up
+  (:func:`expected_distance_bounds`), whose exact epsilon is at most the
+  budget (:func:`pramkit.privacy.exact.within_budget`);
+* ``optimal`` is true only if ``upper - lower`` is at most
+  ``d_max * certificate_tolerance(D / d_max)`` (the tolerance of
+  :func:`pramkit.privacy.exact.certificate_tolerance` on the objective
+  measured in units of the largest distance).
+
+**Trade-off with information.**  Mutual information is *convex* in M for a
+fixed p (Cover and Thomas, Theorem 2.7.4), so neither "most information
+subject to D(M) <= D0" nor "least distance subject to I >= I0" is a convex
+program: both maximise a convex function or keep a convex function above a
+level, NP-hard in general.  :func:`distance_information_path` and
+:func:`dp_distance_information` therefore use the segment between the
+distance-optimal and the information-optimal designs (every mixture is
+epsilon-DP): along it D is linear and I convex, so the least-distance
+mixture with ``I >= I0`` is found exactly by bisection -- an achievable
+design, not a proven optimum over all matrices.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from decimal import ROUND_CEILING, Context, Decimal
+from fractions import Fraction
+from typing import Any, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
+from scipy.optimize import linprog
+
+from pramkit.design.distances import Distances, read_distances
+from pramkit.design.dp_optimal import check_epsilon
+from pramkit.errors import ParameterError, PramkitError
+from pramkit.information import float_above, float_below, mutual_information
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.validate import probabilities
+from pramkit.privacy.exact import (
+    UNIT, certificate_tolerance, float_up, information_bounds, pairwise_sum, pairwise_terms, rounding_bound,
+    sum_up, within_budget,
+)
+
+#: Largest S solved as one LP; above, by column and constraint generation.
+FULL_LP_MAX = 120
+#: Primal and dual feasibility tolerances given to HiGHS (scaled LP).
+LP_TOLERANCE = 1e-10
+#: Candidate outputs of the first restricted LP (spread by farthest-point sampling).
+INITIAL_OUTPUTS = 16
+#: Nearest candidate outputs of each row given an excess variable in every restricted LP.
+NEAREST = 8
+#: Fewest new outputs a round of column generation adds (the most positively priced first).
+MIN_BATCH = 1
+#: ... and, beyond that, this many per output the current restricted optimum uses.
+BATCH_PER_USED = 0.25
+#: Rounds of column generation allowed.
+MAX_ROUNDS = 2000
+#: Largest S accepted by the LP design (memory: a few S^2 doubles).
+MAX_CATEGORIES = 3000
+#: Largest epsilon of the LP design: ``e^eps`` spreads the LP's coefficients over 9 orders of
+#: magnitude at 20 (HiGHS refuses coefficients above 1e20, at about 46, and its duals degrade well
+#: before), and the optimum is within about ``e^-eps`` of keeping every value.  Certificates close
+#: up to about 15-20 (docs/geography.md).
+MAX_LP_EPSILON = 20.0
+#: Largest S for which a certificate the floating bounds cannot close is recomputed in rationals.
+EXACT_CERTIFICATE_MAX = 300
+#: References for the provenance.
+REFERENCES = ("Bordenabe, Chatzikokolakis and Palamidessi (2014), Optimal geo-indistinguishable mechanisms; "
+              "Shlomo and Skinner (2012), section 4")
+
+
+def expm1_upper(epsilon: float) -> float:
+    """A double not below ``e^epsilon - 1`` (decimal exp at 40 digits, rounded up).
+
+    Examples
+    --------
+    >>> expm1_upper(1.0) >= math.e - 1
+    True
+    """
+    ctx = Context(prec=40, rounding=ROUND_CEILING)
+    return float_up(ctx.subtract(ctx.next_plus(Decimal(float(epsilon)).exp(ctx)), 1))
+
+
+def _weights(p: ArrayLike | None, s: int) -> tuple[np.ndarray, str]:
+    if p is None:
+        return np.full(s, 1.0 / s), "uniform"
+    pv = probabilities(p)
+    if pv.size != s:
+        raise ParameterError(f"{pv.size} probabilities given for {s} categories (distances)")
+    return pv, "frequencies"
+
+
+def expected_distance_bounds(p: ArrayLike, matrix: ArrayLike, d: ArrayLike) -> tuple[float, float]:
+    """``sum_x p_x sum_z M[x, z] d(x, z)`` for the doubles given, with a bound on
+    the error of the computed value (pairwise sums by row, then :func:`math.fsum`).
+
+    Examples
+    --------
+    >>> value, error = expected_distance_bounds([0.5, 0.5], [[0.75, 0.25], [0.25, 0.75]], [[0, 2.0], [2.0, 0]])
+    >>> value, error < 1e-14
+    (0.5, True)
+    """
+    pv = np.asarray(p, dtype=float)
+    terms = (pv[:, None] * np.asarray(matrix, dtype=float)) * np.asarray(d, dtype=float)
+    rows = pairwise_sum(terms)
+    value = math.fsum(rows.tolist())
+    size = float(np.abs(terms).sum())
+    return value, float(rounding_bound(size, pairwise_terms(terms.shape[1]) + 2))
+
+
+def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
+                 matrix: ArrayLike) -> tuple[float, float]:
+    """The dual lower bound of :func:`distance_dual_bound` and the expected distance of
+    ``matrix``, both in exact rational arithmetic on the doubles (rounded outward to doubles).
+
+    For large epsilon the objective is of the order ``e^-eps d_max`` while the
+    floating bounds carry a rounding allowance of about ``1e-15 d_max`` (the
+    column sums ``g_z`` cancel terms of the size of ``p_x d(x, z)``), so only
+    exact sums can certify a relative gap.  O(S^2) rational operations.
+
+    Examples
+    --------
+    >>> exact_bounds([0.5, 0.5], [[0, 1.0], [1.0, 0]], 1.0, [0.1, 0.1], [[0.75, 0.25], [0.25, 0.75]])
+    (0.2, 0.25)
+    """
+    pv = [Fraction(float(v)) for v in np.asarray(p, dtype=float)]
+    yv = [Fraction(float(v)) for v in np.asarray(y, dtype=float)]
+    dm = np.asarray(d, dtype=float)
+    mm = np.asarray(matrix, dtype=float)
+    s = len(pv)
+    t1 = Fraction(expm1_upper(epsilon))
+    worst = None
+    upper = Fraction(0)
+    for z in range(s):
+        g = Fraction(0)
+        for x in range(s):
+            dxz = Fraction(float(dm[x, z]))
+            v = yv[x] - pv[x] * dxz
+            g += v + t1 * v if v > 0 else v
+            if mm[x, z]:
+                upper += pv[x] * Fraction(float(mm[x, z])) * dxz
+        worst = g if worst is None or g > worst else worst
+    lower = sum(yv) - max(worst, Fraction(0))
+    return float_below(lower), float_above(upper)
+
+
+def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike) -> tuple[float, float]:
+    """A lower bound on the expected distance of every epsilon-DP matrix, from any y.
+
+    With ``G`` an upper bound on ``max_z g_z(y)``, ``g_z(y) = sum_x h(y_x - p_x d(x, z))``
+    and ``h(v) = v + (e^eps - 1) max(v, 0)`` (module docstring), ``y - (G / S) 1``
+    is dual feasible (h has slope >= 1), so for every epsilon-DP M,
+    ``D(M) >= sum(y) - max(G, 0)``.  Each ``g_z`` is evaluated with a bound on
+    its rounding, with ``e^eps - 1`` rounded up; the sum is rounded down.
+
+    Proof of the bound, for any epsilon-DP M with rows summing to 1 and column
+    floors ``lo_z``:  ``D(M) - sum(y) = -sum_z sum_x M[x, z] v[x, z]`` with
+    ``v = y_x - a[x, z]``, and ``sum_x M[x, z] v[x, z] <= lo_z g_z(y)`` because
+    ``lo_z <= M[x, z] <= e^eps lo_z``.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Weights (probabilities, as given).
+    d : array-like, shape (S, S)
+        Distances.
+    epsilon : float
+        The budget.
+    y : array-like, shape (S,)
+        Any vector (e.g. an LP's dual values).
+
+    Returns
+    -------
+    bound : float
+        ``D(M) >= bound`` for every epsilon-DP M.
+    violation : float
+        ``max_z g_z(y)`` as computed (positive: y was not dual feasible).
+
+    Examples
+    --------
+    >>> d = np.array([[0.0, 1.0], [1.0, 0.0]])
+    >>> bound, _ = distance_dual_bound([0.5, 0.5], d, 1.0, [0.0, 0.0])
+    >>> bound == 0.0
+    True
+    >>> q = 1 / (1 + math.e)                       # S = 2: the optimum moves with probability 1/(1 + e)
+    >>> bound, _ = distance_dual_bound([0.5, 0.5], d, 1.0, [q / 2, q / 2])
+    >>> bound <= q
+    True
+    """
+    pv = np.asarray(p, dtype=float)
+    dm = np.asarray(d, dtype=float)
+    yv = np.asarray(y, dtype=float)
+    s = pv.size
+    t1 = expm1_upper(epsilon)
+    a = pv[:, None] * dm
+    v = yv[:, None] - a
+    size = np.abs(yv)[:, None] + a
+    near = v > -4.0 * UNIT * size                  # positive, or within its rounding of 0
+    h = v + t1 * np.maximum(v, 0.0)
+    g = pairwise_sum(h.T)
+    mag = pairwise_sum((size * (1.0 + t1 * near)).T)
+    worst = float(np.max(g + rounding_bound(mag, pairwise_terms(s))))
+    bound = -sum_up([*(-yv).tolist(), max(worst, 0.0)])
+    return bound, float(g.max())
+
+
+# ---------------------------------------------------------------------------
+# The LP
+# ---------------------------------------------------------------------------
+
+def _restricted_lp(a: np.ndarray, t1: float, cols: np.ndarray, xs: np.ndarray, zs: np.ndarray) -> Any:
+    """The LP with floors for the outputs ``cols`` and excesses for the pairs (xs, zs)."""
+    s = a.shape[0]
+    m, k = cols.size, xs.size
+    pos = np.full(s, -1, dtype=np.intp)
+    pos[cols] = np.arange(m)
+    cost = np.concatenate([a[:, cols].sum(axis=0), a[xs, zs]])
+    eq_rows = np.concatenate([np.repeat(np.arange(s), m), xs])
+    eq_cols = np.concatenate([np.tile(np.arange(m), s), m + np.arange(k)])
+    a_eq = sp.csr_matrix((np.ones(s * m + k), (eq_rows, eq_cols)), shape=(s, m + k))
+    idx = np.arange(k)
+    a_ub = sp.csr_matrix((np.concatenate([np.ones(k), np.full(k, -t1)]),
+                          (np.concatenate([idx, idx]), np.concatenate([m + idx, pos[zs]]))), shape=(k, m + k))
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(k), A_eq=a_eq, b_eq=np.ones(s), bounds=(0, None),
+                  method="highs", options={"primal_feasibility_tolerance": LP_TOLERANCE,
+                                           "dual_feasibility_tolerance": LP_TOLERANCE})
+    if res.status != 0:  # pragma: no cover - the LP is feasible (lo = 1/m) and bounded
+        raise PramkitError(f"the distance LP failed: {res.message}")
+    return res
+
+
+def _spread(d: np.ndarray, count: int) -> np.ndarray:
+    """``count`` outputs spread over the categories: the medoid, then farthest-point sampling."""
+    first = int(np.argmin(d.sum(axis=1)))
+    chosen = [first]
+    gap = d[first].copy()
+    for _ in range(count - 1):
+        nxt = int(np.argmax(gap))
+        if gap[nxt] <= 0:
+            break
+        chosen.append(nxt)
+        np.minimum(gap, d[nxt], out=gap)
+    return np.array(chosen, dtype=np.intp)
+
+
+def _solve(a: np.ndarray, d: np.ndarray, t1: float, full: bool) -> tuple[np.ndarray, tuple, np.ndarray, dict]:
+    """Solve the (scaled) LP; returns the floors (S,), the pairs and their excesses, y and statistics."""
+    s = a.shape[0]
+    incol = np.zeros(s, dtype=bool)
+    pair = np.zeros((s, s), dtype=bool)
+    if full:
+        incol[:] = True
+        pair[:] = True
+    else:
+        incol[_spread(d, min(INITIAL_OUTPUTS, s))] = True
+    rounds = solves = 0
+    simplex = 0
+    while True:
+        cols = np.flatnonzero(incol)
+        if not full:
+            k = min(NEAREST, cols.size)
+            near = np.argpartition(d[:, cols], k - 1, axis=1)[:, :k]
+            pair[np.arange(s)[:, None], cols[near]] = True
+        xs, zs = np.nonzero(pair)
+        res = _restricted_lp(a, t1, cols, xs, zs)
+        solves += 1
+        simplex += int(res.nit)
+        y = np.asarray(res.eqlin.marginals, dtype=float)
+        if full:
+            break
+        v = y[:, None] - a
+        g = (v + t1 * np.maximum(v, 0.0)).sum(axis=0)
+        violated = g > 1e-13 * (1.0 + np.abs(y).sum())
+        fresh = violated & ~incol
+        if fresh.any():
+            used = int(np.count_nonzero(res.x[: cols.size] > 0))
+            batch = max(MIN_BATCH, math.ceil(BATCH_PER_USED * used))
+            cand = np.flatnonzero(fresh)
+            if cand.size > batch:
+                cand = cand[np.argsort(-g[cand], kind="stable")[:batch]]
+            fresh = np.zeros(s, dtype=bool)
+            fresh[cand] = True
+        new_pairs = (v > 0) & ~pair & (violated & (incol | fresh))[None, :]
+        rounds += 1
+        if not (fresh.any() or new_pairs.any()) or rounds >= MAX_ROUNDS:
+            break
+        incol |= fresh
+        pair |= new_pairs
+    m = cols.size
+    lo = np.zeros(s)
+    lo[cols] = np.maximum(res.x[:m], 0.0)
+    u = np.clip(res.x[m:], 0.0, t1 * lo[zs])
+    stats = {"solver": "full" if full else "column_generation", "lp_solves": solves, "simplex_iterations": simplex,
+             "candidate_outputs": int(m), "excess_pairs": int(xs.size)}
+    return lo, (xs, zs, u), y, stats
+
+
+def _assemble(lo: np.ndarray, pairs: tuple, t1: float, d: np.ndarray) -> np.ndarray:
+    """The matrix from floors and excesses, each row brought to sum 1 within its bounds
+    (deficits filled nearest-first up to ``e^eps lo``, surpluses taken farthest-first down to ``lo``)."""
+    xs, zs, u = pairs
+    s = lo.size
+    m = np.repeat(lo[None, :], s, axis=0)
+    m[xs, zs] += u
+    used = lo > 0
+    cap = lo + t1 * lo
+    for x in np.flatnonzero(m.sum(axis=1) != 1.0):
+        r = 1.0 - math.fsum(m[x].tolist())
+        if r == 0.0:
+            continue
+        order = np.argsort(d[x] if r > 0 else -d[x], kind="stable")
+        order = order[used[order]]
+        room = (cap[order] - m[x, order]) if r > 0 else (m[x, order] - lo[order])
+        room = np.maximum(room, 0.0)
+        take = np.minimum(room, np.maximum(abs(r) - np.concatenate([[0.0], np.cumsum(room)[:-1]]), 0.0))
+        m[x, order] += take if r > 0 else -take
+    return m
+
+
+def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | str, *,
+                    categories: Sequence[Label] | None = None, solver: str = "auto") -> PramMatrix:
+    """The epsilon-DP matrix that moves values the least expected distance.
+
+    Solves the LP of the module docstring to a certified optimum (Bordenabe,
+    Chatzikokolakis and Palamidessi 2014, with pure epsilon-DP, Shlomo and
+    Skinner 2012, as the constraint).
+
+    Parameters
+    ----------
+    p : array-like of shape (S,), or None
+        The frequencies of the categories.  ``None``: minimise the average over
+        categories of the distance moved (uniform weights; no frequencies read).
+    epsilon : float
+        The budget; the stored matrix's exact epsilon is at most this.
+    distances : Distances or str
+        Distances between the categories (``"ordinal"`` or a CSV path are read
+        by :func:`pramkit.design.distances.read_distances` for ``categories``).
+    categories : sequence of labels, optional
+        The variable's categories (default: those of ``distances``); the
+        distances are reordered to them.
+    solver : {"auto", "full", "columns"}
+        One LP, column generation, or the first for ``S <= FULL_LP_MAX``.
+
+    Returns
+    -------
+    PramMatrix
+        Provenance: objective ``expected_distance`` (in ``distances.unit``),
+        and a certificate with the dual lower bound, the upper bound, the
+        certified gap and tolerance, ``optimal``, the mutual information
+        (nats) and which outputs are used.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> d = ordinal_distances(["0-17", "18-34", "35-64", "65+"])
+    >>> m = dp_min_distance([0.2, 0.3, 0.35, 0.15], 1.0, d)
+    >>> m.epsilon <= 1.0, m.provenance.certificate["optimal"]
+    (True, True)
+    >>> cert = m.provenance.certificate
+    >>> cert["lower_bound"] <= m.provenance.objective <= cert["upper_bound"]
+    True
+    """
+    start = time.perf_counter()
+    e = check_epsilon(epsilon)
+    if isinstance(distances, Distances) and categories is None:
+        dist = distances
+    else:
+        if categories is None:
+            raise ParameterError("give the categories with a distance spec (or pass a Distances object)")
+        dist = read_distances(distances, categories)
+    s = dist.size
+    if s < 2:
+        raise PramkitError("a DP design needs at least two categories")
+    if s > MAX_CATEGORIES:
+        raise PramkitError(f"the distance LP has S^2 = {s * s} variables; S = {s} is above {MAX_CATEGORIES}: use "
+                           "a metric-DP mechanism (pramkit.design.geo) or group the categories")
+    if e > MAX_LP_EPSILON:
+        raise ParameterError(f"epsilon {e:g} is above {MAX_LP_EPSILON:g} for the distance LP: e^epsilon makes it "
+                             "ill-conditioned, and the optimum is within e^-epsilon of keeping every value")
+    if solver not in ("auto", "full", "columns"):
+        raise ParameterError(f"solver must be 'auto', 'full' or 'columns', got {solver!r}")
+    pv, weights = _weights(p, s)
+    d = dist.matrix
+    a = pv[:, None] * d
+    scale = float(a.max())
+    if not scale > 0:   # pragma: no cover - S >= 2 with positive distances and some p > 0
+        raise PramkitError("every weighted distance is 0")
+    t1 = math.expm1(e)
+    full = solver == "full" or (solver == "auto" and s <= FULL_LP_MAX)
+    lo, pairs, y_scaled, stats = _solve(a / scale, d, t1, full)
+    design = _assemble(lo, pairs, t1, d)
+    matrix = within_budget(design, e)
+    value, rounding = expected_distance_bounds(pv, matrix, d)
+    upper = value + rounding
+    y = y_scaled * scale
+    lower, violation = distance_dual_bound(pv, d, e, y)
+    gap = max(upper - lower, 0.0)
+    unit_scale = dist.max
+    tolerance = unit_scale * certificate_tolerance(value / unit_scale)
+    arithmetic = "floating point with rounding bounds"
+    if gap > tolerance and s <= EXACT_CERTIFICATE_MAX:
+        lower, upper = exact_bounds(pv, d, e, y, matrix)
+        gap = max(upper - lower, 0.0)
+        arithmetic = "exact rationals"
+    mi, mi_error = information_bounds(pv, matrix)
+    used = np.flatnonzero(matrix.max(axis=0) > 0)
+    certificate: dict[str, Any] = {
+        "optimal": gap <= tolerance,
+        "expected_distance": value,
+        "unit": dist.unit,
+        "lower_bound": lower,
+        "upper_bound": upper,
+        "certified_gap": gap,
+        "tolerance": tolerance,
+        "max_dual_violation": violation,
+        "arithmetic": arithmetic,
+        "dual_y": y.tolist(),
+        "mutual_information_nats": mutual_information(pv, matrix),
+        "information_lower_nats": mi - mi_error,
+        "share_kept": float(pv @ np.diagonal(matrix)),
+        "outputs_used": int(used.size),
+        "budget_adjustment": float(np.abs(matrix - design).sum(axis=1).max()),
+        **stats,
+        "reference": REFERENCES,
+    }
+    provenance = Provenance(
+        method="dp_min_distance",
+        parameters={"epsilon": e, "p": None if p is None else pv.tolist(), "weights": weights,
+                    "distances": dist.to_dict()},
+        objective=value,
+        objective_name="expected_distance",
+        certificate=certificate,
+        seconds=time.perf_counter() - start,
+    )
+    return PramMatrix(matrix, dist.categories, provenance)
+
+
+# ---------------------------------------------------------------------------
+# Trade-off with information
+# ---------------------------------------------------------------------------
+
+def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]) -> PramMatrix:
+    """The information-optimal epsilon-DP design: over all matrices
+    (:func:`pramkit.design.dp_general.dp_general`) for S up to its limit, form (8)
+    (:func:`pramkit.design.dp_optimal.dp_optimal`) above."""
+    from pramkit.design.dp_general import MAX_CATEGORIES as GENERAL_MAX, dp_general
+    from pramkit.design.dp_optimal import dp_optimal
+
+    if len(categories) <= GENERAL_MAX:
+        return dp_general(p, epsilon, categories=categories)
+    return dp_optimal(p, epsilon, categories=categories)
+
+
+def _mix(a: np.ndarray, b: np.ndarray, lam: float, epsilon: float) -> np.ndarray:
+    """``(1 - lam) a + lam b`` (epsilon-DP when both are: each column constraint is linear),
+    with the entries rounding put out of the budget raised."""
+    return within_budget((1.0 - lam) * a + lam * b, epsilon)
+
+
+def distance_information_path(p: ArrayLike | None, epsilon: float, distances: Distances, *,
+                              points: int = 11) -> list[dict[str, float]]:
+    """Expected distance and information along the mixtures of the information-optimal
+    (``weight 0``) and the distance-optimal (``weight 1``) epsilon-DP designs.
+
+    Every mixture is epsilon-DP; D is linear and I convex in the weight (module
+    docstring).  An achievable frontier, not a proven optimal one.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> path = distance_information_path([0.25] * 4, 1.0, ordinal_distances("abcd"), points=3)
+    >>> [round(r["weight"], 1) for r in path], path[0]["expected_distance"] >= path[-1]["expected_distance"]
+    ([0.0, 0.5, 1.0], True)
+    """
+    e = check_epsilon(epsilon)
+    pv, _ = _weights(p, distances.size)
+    near = dp_min_distance(p, e, distances).matrix
+    info = information_design(pv, e, distances.categories).matrix
+    out = []
+    for lam in np.linspace(0.0, 1.0, max(int(points), 2)):
+        m = _mix(info, near, float(lam), e)
+        out.append({"weight": float(lam), "expected_distance": expected_distance_bounds(pv, m, distances.matrix)[0],
+                    "mutual_information_nats": mutual_information(pv, m)})
+    return out
+
+
+def dp_distance_information(p: ArrayLike | None, epsilon: float, distances: Distances, *,
+                            min_information: float) -> PramMatrix:
+    """The mixture of the information- and distance-optimal designs with the least
+    expected distance and at least ``min_information`` nats.
+
+    Along the segment I is convex in the weight, so the set where it is at
+    least ``min_information`` ends where I crosses it once (when the distance
+    design itself has less); the crossing is found by bisection to 1e-12.  The
+    result is epsilon-DP exactly; it is the best *mixture*, not a certified
+    optimum over all matrices (module docstring).
+
+    Raises
+    ------
+    ParameterError
+        If even the information-optimal design has less than ``min_information``.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> m = dp_distance_information([0.25] * 4, 2.0, ordinal_distances("abcd"), min_information=0.3)
+    >>> m.provenance.certificate["mutual_information_nats"] >= 0.3, m.epsilon <= 2.0
+    (True, True)
+    """
+    start = time.perf_counter()
+    e = check_epsilon(epsilon)
+    pv, weights = _weights(p, distances.size)
+    near_m = dp_min_distance(p, e, distances)
+    info_m = information_design(pv, e, distances.categories)
+    near, info = near_m.matrix, info_m.matrix
+    target = float(min_information)
+
+    def info_at(lam: float) -> float:
+        return mutual_information(pv, _mix(info, near, lam, e))
+
+    top = info_at(0.0)
+    if top < target:
+        raise ParameterError(f"the information-optimal design ({info_m.provenance.method}) gives {top:.6g} nats "
+                             f"at epsilon {e:g}, less than the {target:g} asked for")
+    if info_at(1.0) >= target:
+        lam = 1.0
+    else:
+        lo_w, hi_w = 0.0, 1.0
+        while hi_w - lo_w > 1e-12:
+            mid = 0.5 * (lo_w + hi_w)
+            lo_w, hi_w = (mid, hi_w) if info_at(mid) >= target else (lo_w, mid)
+        lam = lo_w
+    matrix = _mix(info, near, lam, e)
+    value, _ = expected_distance_bounds(pv, matrix, distances.matrix)
+    certificate = {
+        "optimal": False,
+        "scope": "best mixture of the information- and distance-optimal designs",
+        "weight_distance_design": lam,
+        "mutual_information_nats": mutual_information(pv, matrix),
+        "min_information_nats": target,
+        "expected_distance": value,
+        "unit": distances.unit,
+        "distance_optimum": near_m.provenance.objective,
+        "information_optimum_nats": top,
+        "information_method": info_m.provenance.method,
+    }
+    provenance = Provenance(
+        method="dp_distance_information",
+        parameters={"epsilon": e, "p": None if p is None else pv.tolist(), "weights": weights,
+                    "min_information_nats": target, "distances": distances.to_dict()},
+        objective=value, objective_name="expected_distance", certificate=certificate,
+        seconds=time.perf_counter() - start,
+    )
+    return PramMatrix(matrix, distances.categories, provenance)

@@ -1,0 +1,516 @@
+"""Geographic and ordinal PRAM: metric-DP mechanisms, their exact check, and utility.
+
+Metric differential privacy (d-privacy; Chatzikokolakis, Andres, Bordenabe
+and Palamidessi 2013; geo-indistinguishability, Andres, Bordenabe,
+Chatzikokolakis and Palamidessi 2013) asks, for distances d between the
+categories and a rate ``eps_d`` per unit of distance,
+
+    M[x, z] <= exp(eps_d d(x, x')) M[x', z]   for all x, x', z:
+
+nearby values are hard to tell apart, distant ones less so.  Two mechanisms
+need no optimisation:
+
+* :func:`exponential_mechanism` -- ``M[x, z]`` proportional to
+  ``exp(-eps_d d(x, z) / 2)`` (McSherry and Talwar's exponential mechanism
+  with the distance as score); eps_d-metric-DP for any metric d;
+* :func:`truncated_geometric` -- for ordinal variables, the truncated
+  geometric mechanism of Ghosh, Roughgarden and Sundararajan (2009):
+  ``M[x, z]`` proportional to ``alpha^|z - x|`` with ``alpha = e^-eps_d``,
+  the mass beyond the ends lumped on them; eps_d-metric-DP per category step.
+
+Both are returned as a :class:`pramkit.matrix.PramMatrix`: its pure epsilon
+(``PramMatrix.epsilon``, Shlomo and Skinner 2012, section 4) is computed from
+the stored matrix -- at most ``eps_d`` times the largest distance -- and the
+metric guarantee is *verified on the stored doubles* by
+:func:`metric_epsilon`: the smallest ``eps_d`` they satisfy, exactly
+(screened in floating point with a rigorous error bound, the near-maximal
+triples decided in :mod:`decimal`, rounded up).  Over a path metric
+(ordinal steps, adjacency graphs) only the edges are checked, and the bound
+extends to every pair by chaining: O(S^2).  Otherwise every triple is
+screened, O(S^3), up to :data:`EXHAUSTIVE_LIMIT` triples; above, the
+guarantee rests on the construction's margin (derived in
+``docs/geography.md``) and the provenance says it was not verified.
+
+:func:`geo_utility` measures a matrix: expected distance moved, share of
+records kept in their own category, share moved at most a given distance;
+:func:`compare_with_rr` puts randomized response at the same (pure) epsilon
+beside it.
+
+References
+----------
+Andres, Bordenabe, Chatzikokolakis and Palamidessi (2013), Geo-indistinguishability.
+Chatzikokolakis, Andres, Bordenabe and Palamidessi (2013), Broadening the scope of differential privacy using metrics.
+Bordenabe, Chatzikokolakis and Palamidessi (2014), Optimal geo-indistinguishable mechanisms.
+Ghosh, Roughgarden and Sundararajan (2009), Universally utility-maximizing privacy mechanisms.
+Ayed, Battiston and Camerlenghi, An information theoretic approach to post randomization methods under
+differential privacy.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from decimal import ROUND_CEILING, Context, Decimal
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.design.distances import Distances, distances_for, ordinal_distances
+from pramkit.errors import ParameterError, PramkitError
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.exact import UNIT, float_up, log_ratio_upper
+from pramkit.validate import positive, probabilities
+
+#: Largest number of (x, x', z) triples screened by :func:`metric_epsilon` over all pairs.
+EXHAUSTIVE_LIMIT = 2_000_000_000
+#: Largest number of near-maximal triples decided exactly; beyond, the rigorous floating bound is used.
+EXACT_CANDIDATES = 20_000
+#: Largest ``eps_d * d`` accepted: ``exp(-700)`` is still a normal double.
+MAX_EXPONENT = 700.0
+#: Largest S for which the comparison builds randomized response as a dense matrix
+#: (:func:`pramkit.design.classic.randomized_response`); above, its closed form.
+RR_DENSE_MAX = 3000
+#: Mechanisms of the ``metric`` design family.
+MECHANISMS = ("exponential", "geometric")
+#: Options of the ``metric`` design family.
+METRIC_OPTIONS = ("distances", "metric_epsilon", "mechanism", "unit")
+
+
+@dataclass(frozen=True)
+class MetricEpsilon:
+    """The metric epsilon of a stored matrix.
+
+    value: the smallest eps_d with ``M[x, z] <= exp(eps_d d(x, x')) M[x', z]`` for
+        every x, x', z, rounded up (``inf`` if a column mixes zeros and positive
+        entries); ``None`` when it was not computed (too many triples)
+    scope: ``"edges"`` (path metric, chained), ``"all pairs"`` or ``"not checked"``
+    exact: the maximum was decided in exact arithmetic (else: a rigorous floating bound)
+    triples: how many (x, x', z) triples were screened
+    candidates: how many near-maximal triples were decided exactly
+    """
+
+    value: float | None
+    scope: str
+    exact: bool
+    triples: int
+    candidates: int
+
+
+def _chunks(n: int, width: int) -> list[slice]:
+    step = max(1, int(2 ** 24 // max(width, 1)))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
+                   limit: int = EXHAUSTIVE_LIMIT) -> MetricEpsilon:
+    """The metric epsilon of the stored doubles, rounded up (module docstring).
+
+    ``max over x != x', z of log(M[x, z] / M[x', z]) / d(x, x')``.  Screening:
+    the logarithms are computed in floating point, each quotient with a bound E
+    on its error; every triple within 2E of the largest computed quotient is a
+    candidate for the true maximum, and each candidate is decided with
+    :func:`pramkit.privacy.exact.log_ratio_upper` (an upper bound on the exact
+    logarithm) divided by the distance in a rounding-up decimal context.  Over
+    a path metric (``distances.edges``) only the edges are screened: every
+    distance is a sum of edge distances along a path, so the edge bound chains
+    to all pairs exactly.
+
+    Parameters
+    ----------
+    matrix : array-like or PramMatrix, shape (S, S)
+        The stored matrix.
+    distances : Distances
+        Distances between its categories (same order).
+    limit : int
+        Most triples screened over all pairs; above, the result is ``"not checked"``.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> a = math.exp(-1.0)
+    >>> w = np.array([[1, a, a * a], [a, 1, a], [a * a, a, 1]])
+    >>> m = w / w.sum(axis=1, keepdims=True)
+    >>> r = metric_epsilon(m, ordinal_distances("abc"))    # worst: column a, rows a and b
+    >>> r.scope, r.exact, math.isclose(r.value, 1 + math.log((1 + 2 * a) / (1 + a + a * a)), rel_tol=1e-14)
+    ('edges', True, True)
+    """
+    m = np.asarray(matrix.matrix if isinstance(matrix, PramMatrix) else matrix, dtype=float)
+    d = distances.matrix
+    s = m.shape[0]
+    if m.shape != d.shape:
+        raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
+    released = m.max(axis=0) > 0
+    if np.any((m[:, released] <= 0)):
+        return MetricEpsilon(math.inf, "all pairs", True, 0, 0)
+    m = m[:, released]
+    if s < 2 or m.shape[1] == 0:
+        return MetricEpsilon(0.0, "all pairs", True, 0, 0)
+    logm = np.log(m)
+    if distances.edges is not None and len(distances.edges):
+        e = np.asarray(distances.edges)
+        first = np.concatenate([e[:, 0], e[:, 1]])
+        second = np.concatenate([e[:, 1], e[:, 0]])
+        scope = "edges"
+    else:
+        if s * s * m.shape[1] > limit:
+            return MetricEpsilon(None, "not checked", False, 0, 0)
+        first, second = np.nonzero(~np.eye(s, dtype=bool))
+        scope = "all pairs"
+    dist = d[first, second]
+    # pass 1: the largest quotient of each ordered pair
+    best = np.empty(first.size)
+    for sl in _chunks(first.size, m.shape[1]):
+        best[sl] = (logm[first[sl]] - logm[second[sl]]).max(axis=1) / dist[sl]
+    triples = int(first.size) * int(m.shape[1])
+    top = float(best.max())
+    size = float(np.abs(logm).max())
+    # |log| within 4 ulps, the difference and the division one rounding each
+    err = 16.0 * UNIT * (2.0 * size / float(dist.min()) + abs(top)) + 4.0 * UNIT * abs(top)
+    if top + 2.0 * err <= 0.0:
+        return MetricEpsilon(0.0, scope, True, triples, 0)
+    near = np.flatnonzero(best >= top - 2.0 * err)
+    cands: list[tuple[int, int, int]] = []
+    for i in near.tolist():
+        q = (logm[first[i]] - logm[second[i]]) / dist[i]
+        for z in np.flatnonzero(q >= top - 2.0 * err).tolist():
+            cands.append((int(first[i]), int(second[i]), z))
+            if len(cands) > EXACT_CANDIDATES:
+                break
+        if len(cands) > EXACT_CANDIDATES:
+            break
+    if len(cands) > EXACT_CANDIDATES:
+        return MetricEpsilon(float_up(Decimal(top) + Decimal(err)), scope, False, triples, 0)
+    ctx = Context(prec=60, rounding=ROUND_CEILING)
+    value = Decimal(0)
+    for x, x2, z in cands:
+        hi, lo = float(m[x, z]), float(m[x2, z])
+        if hi <= lo:
+            continue
+        value = max(value, ctx.divide(log_ratio_upper(hi, lo), Decimal(float(d[x, x2]))))
+    return MetricEpsilon(float_up(value), scope, True, triples, len(cands))
+
+
+def verify_metric_dp(matrix: ArrayLike | PramMatrix, distances: Distances, eps_d: float) -> bool | None:
+    """Whether the stored matrix is ``eps_d``-metric-DP (proved by :func:`metric_epsilon`);
+    ``None`` when the check was not run (too many triples)."""
+    r = metric_epsilon(matrix, distances)
+    return None if r.value is None else bool(r.value <= eps_d)
+
+
+def _check_metric(eps_d: Any, spread: float, what: str) -> float:
+    e = positive(eps_d, "metric epsilon")
+    if e * spread > MAX_EXPONENT:
+        raise ParameterError(f"metric epsilon {e:g} times the {what} {spread:g} is {e * spread:g}: the far entries "
+                             f"would be exp(-{e * spread:.4g}), below double precision (at most {MAX_EXPONENT:g}); "
+                             "use a smaller metric epsilon or coarser categories")
+    return e
+
+
+def _margin(distances: Distances, eps_d: float) -> float:
+    """The rate the construction uses so that rounding cannot push the stored matrix above
+    ``eps_d`` (docs/geography.md): rounding of the exponents, the normalising sums and, for
+    computed distances, of the triangle inequality."""
+    s = distances.size
+    dmax, dmin = distances.max, distances.min_positive
+    slack = (8.0 * eps_d * dmax + 2.0 * math.log2(max(s, 2)) + 24.0) * UNIT * 4.0
+    return eps_d - slack / dmin
+
+
+def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
+                          categories: Sequence[Label] | None = None) -> PramMatrix:
+    """``M[x, z]`` proportional to ``exp(-eps_d d(x, z) / 2)``: eps_d-metric-DP.
+
+    For a metric d, ``M[x, z] / M[x', z] = exp(eps_d (d(x', z) - d(x, z)) / 2) Z_x' / Z_x``
+    with both factors at most ``exp(eps_d d(x, x') / 2)`` by the triangle
+    inequality (Chatzikokolakis et al. 2013; the exponential mechanism of
+    McSherry and Talwar).  The rate is lowered by a margin for rounding
+    (:func:`_margin`); the stored matrix is then checked by
+    :func:`metric_epsilon` and, if it still exceeded ``eps_d`` (a distance
+    table that is not a metric), the rate is lowered in proportion and the
+    matrix rebuilt (at most five times).  Pure epsilon: at most ``eps_d``
+    times the largest distance, computed from the stored matrix.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import euclidean_distances
+    >>> d = euclidean_distances(["a", "b", "c"], [[0, 0], [1, 0], [3, 0]], unit="km")
+    >>> m = exponential_mechanism(d, 0.5)
+    >>> cert = m.provenance.certificate
+    >>> cert["metric_dp_verified"], cert["metric_epsilon_stored"] <= 0.5, m.epsilon <= 0.5 * 3
+    (True, True, True)
+    """
+    start = time.perf_counter()
+    dist = distances if categories is None else distances.reorder(categories)
+    if dist.size < 2:
+        raise PramkitError("a mechanism needs at least two categories")
+    target = _check_metric(metric_epsilon_, dist.max / 2.0, "half diameter")
+    rate = _margin(dist, target)
+    d = dist.matrix
+    check = None
+    for _ in range(6):
+        w = np.exp(d * (-rate / 2.0))
+        matrix = w / w.sum(axis=1, keepdims=True)
+        check = metric_epsilon(matrix, dist)
+        if check.value is None or check.value <= target:
+            break
+        rate = rate * target / check.value * (1.0 - 1e-12)
+    assert check is not None
+    verified = None if check.value is None else bool(check.value <= target)
+    if verified is False:  # pragma: no cover - five proportional reductions always suffice in practice
+        raise PramkitError(f"could not bring the exponential mechanism within metric epsilon {target:g}")
+    if verified is None and dist.kind == "table":
+        raise ParameterError(f"a distance table need not be a metric and S = {dist.size} is too large to verify "
+                             "the exponential mechanism triple by triple; give centroids or an adjacency list")
+    return _metric_matrix(matrix, dist, "exponential_mechanism", target, rate, check, start,
+                          "McSherry and Talwar (2007); Chatzikokolakis, Andres, Bordenabe and Palamidessi (2013)")
+
+
+def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> PramMatrix:
+    """The truncated geometric mechanism (Ghosh, Roughgarden and Sundararajan 2009)
+    on the category order: eps_d-metric-DP per category step.
+
+    With ``alpha = e^-eps_d``: ``M[x, z] = (1 - alpha) / (1 + alpha) alpha^|z - x|``
+    for the inner categories, ``alpha^x / (1 + alpha)`` for the first and
+    ``alpha^(S-1-x) / (1 + alpha)`` for the last (the two-sided geometric noise
+    beyond the ends lumped on them).  Adjacent rows differ by a factor of at
+    most ``1 / alpha`` in every column, so the guarantee is checked on the S - 1
+    adjacent pairs exactly (:func:`metric_epsilon`) and chains to all pairs.
+    Pure epsilon: ``eps_d (S - 1)`` (the end columns).
+
+    Examples
+    --------
+    >>> m = truncated_geometric(["0-17", "18-34", "35-64", "65+"], 1.0)
+    >>> m.provenance.certificate["metric_dp_verified"], round(m.epsilon, 6)
+    (True, 3.0)
+    """
+    start = time.perf_counter()
+    dist = ordinal_distances(categories)
+    s = dist.size
+    if s < 2:
+        raise PramkitError("a mechanism needs at least two categories")
+    target = _check_metric(metric_epsilon_, float(s - 1), "number of steps")
+    rate = _margin(dist, target)
+    check = None
+    for _ in range(6):
+        matrix = _geometric_matrix(s, rate)
+        check = metric_epsilon(matrix, dist)
+        if check.value is not None and check.value <= target:
+            break
+        rate = rate * target / check.value * (1.0 - 1e-12)
+    assert check is not None
+    if not (check.value is not None and check.value <= target):  # pragma: no cover - see exponential_mechanism
+        raise PramkitError(f"could not bring the geometric mechanism within metric epsilon {target:g}")
+    return _metric_matrix(matrix, dist, "truncated_geometric", target, rate, check, start,
+                          "Ghosh, Roughgarden and Sundararajan (2009)")
+
+
+def _geometric_matrix(s: int, rate: float) -> np.ndarray:
+    alpha = math.exp(-rate)
+    inner = math.tanh(rate / 2.0)                  # (1 - alpha) / (1 + alpha)
+    end = 1.0 / (1.0 + alpha)
+    out = np.empty((s, s))
+    cols = np.arange(s)
+    for sl in _chunks(s, s):
+        rows = np.arange(s)[sl]
+        k = np.abs(cols[None, :] - rows[:, None]).astype(float)
+        block = inner * np.exp(-rate * k)
+        block[:, 0] = end * np.exp(-rate * rows)
+        block[:, s - 1] = end * np.exp(-rate * (s - 1 - rows))
+        out[sl] = block
+    return out
+
+
+def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: float, rate: float,
+                   check: MetricEpsilon, start: float, reference: str) -> PramMatrix:
+    certificate = {
+        "metric_dp_verified": None if check.value is None else bool(check.value <= target),
+        "metric_epsilon_stored": check.value,
+        "metric_check": check.scope,
+        "metric_check_exact": check.exact,
+        "metric_check_triples": check.triples,
+        "metric_check_candidates": check.candidates,
+        "rate_used": rate,
+        "unit": dist.unit,
+        "reference": reference,
+    }
+    if check.value is None:
+        certificate["metric_note"] = ("not verified triple by triple (S^3 above the limit); guaranteed by the "
+                                      "construction's margin for a metric (docs/geography.md)")
+    prov = Provenance(method=method,
+                      parameters={"metric_epsilon": target, "unit": dist.unit, "distances": dist.to_dict()},
+                      certificate=certificate, seconds=time.perf_counter() - start)
+    return PramMatrix(matrix, dist.categories, prov)
+
+
+# ---------------------------------------------------------------------------
+# Utility
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GeoUtility:
+    """How far a matrix moves values.
+
+    expected_distance: ``sum_x p_x sum_z M[x, z] d(x, z)`` in ``unit``
+    share_kept: ``sum_x p_x M[x, x]``, records released as their own category
+    share_within: records moved at most ``within`` (``None`` without it)
+    within: the radius of ``share_within``
+    epsilon: the matrix's pure epsilon (Shlomo and Skinner 2012, section 4)
+    unit: the distances' unit
+    """
+
+    expected_distance: float
+    share_kept: float
+    share_within: float | None
+    within: float | None
+    epsilon: float
+    unit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _p(p: ArrayLike | None, s: int) -> np.ndarray:
+    if p is None:
+        return np.full(s, 1.0 / s)
+    pv = probabilities(p)
+    if pv.size != s:
+        raise ParameterError(f"{pv.size} probabilities given for {s} categories")
+    return pv
+
+
+def geo_utility(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = None, *,
+                within: float | None = None) -> GeoUtility:
+    """Expected distance moved, share kept and share within ``within`` (p ``None``: uniform).
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> m = PramMatrix([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
+    >>> u = geo_utility(m, ordinal_distances([0, 1, 2]), within=1)
+    >>> round(u.expected_distance, 12), round(u.share_kept, 12), u.share_within
+    (0.2, 0.8, 1.0)
+    """
+    d = distances.matrix
+    m = matrix.matrix
+    if m.shape != d.shape:
+        raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
+    pv = _p(p, d.shape[0])
+    moved = float(pv @ (m * d).sum(axis=1))
+    kept = float(pv @ np.diagonal(m))
+    share = None
+    if within is not None:
+        r = positive(within, "within") if within != 0 else 0.0
+        share = float(pv @ np.where(d <= r, m, 0.0).sum(axis=1))
+    return GeoUtility(moved, kept, share, None if within is None else float(within), matrix.epsilon, distances.unit)
+
+
+def rr_utility(distances: Distances, epsilon: float, p: ArrayLike | None = None, *,
+               within: float | None = None) -> GeoUtility:
+    """:func:`geo_utility` of randomized response at ``epsilon``
+    (:func:`pramkit.design.classic.randomized_response` up to :data:`RR_DENSE_MAX`
+    categories; above, its closed form: keep ``q = 1 / (1 + (S - 1) e^-eps)``,
+    each other category ``w = e^-eps q``).
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> round(rr_utility(ordinal_distances("abc"), math.log(2)).share_kept, 12)   # q = 2 / (2 + 2)
+    0.5
+    """
+    from pramkit.design.classic import randomized_response
+
+    s = distances.size
+    if s <= RR_DENSE_MAX:
+        return geo_utility(randomized_response(distances.categories, epsilon), distances, p, within=within)
+    pv = _p(p, s)
+    d = distances.matrix
+    shrink = math.exp(-epsilon)
+    q = 1.0 / (1.0 + (s - 1) * shrink)
+    w = shrink * q
+    moved = float(w * (pv @ d.sum(axis=1)))
+    share = None
+    if within is not None:
+        share = float(q + w * (pv @ ((d <= within).sum(axis=1) - 1)))
+    return GeoUtility(moved, q, share, None if within is None else float(within), float(epsilon), distances.unit)
+
+
+def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = None, *,
+                    within: float | None = None) -> dict[str, Any]:
+    """The matrix's utility beside randomized response's at the same pure epsilon, with ratios
+    (design / randomized response; below 1 is less distance moved).
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> m = truncated_geometric(list("abcde"), 0.5)               # pure epsilon 0.5 * 4 = 2
+    >>> c = compare_with_rr(m, ordinal_distances(list("abcde")))
+    >>> round(c["design"]["expected_distance"], 4), round(c["randomized_response"]["expected_distance"], 4)
+    (1.0237, 0.7024)
+    """
+    eps = matrix.epsilon
+    if not math.isfinite(eps):
+        raise ParameterError("the matrix has infinite epsilon: no randomized response to compare with")
+    mine = geo_utility(matrix, distances, p, within=within)
+    rr = rr_utility(distances, eps, p, within=within)
+    out = {"design": mine.to_dict(), "randomized_response": rr.to_dict(),
+           "distance_ratio": mine.expected_distance / rr.expected_distance if rr.expected_distance > 0 else math.nan,
+           "kept_ratio": mine.share_kept / rr.share_kept if rr.share_kept > 0 else math.nan}
+    if within is not None and rr.share_within:
+        out["within_ratio"] = mine.share_within / rr.share_within
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Design families (the registry signature: build(categories, p, epsilon, options))
+# ---------------------------------------------------------------------------
+
+def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+                   options: Mapping[str, Any]) -> PramMatrix:
+    """``dp`` with ``objective="distance"``: :func:`pramkit.design.dp_distance.dp_min_distance`
+    at the variable's budget, with ``options["distances"]`` (``"ordinal"``, a CSV path or
+    a :class:`Distances`); ``p`` ``None``: the uniform average."""
+    from pramkit.design.dp_distance import dp_min_distance
+
+    if epsilon is None:
+        raise ParameterError("the distance design is built to a budget: give epsilon")
+    return dp_min_distance(p, epsilon, distances_for(options, categories))
+
+
+def metric_options(options: Mapping[str, Any]) -> tuple[str, float]:
+    """The ``metric`` family's ``(mechanism, metric_epsilon)``, validated.
+
+    Examples
+    --------
+    >>> metric_options({"metric_epsilon": 0.5, "distances": "ordinal"})
+    ('exponential', 0.5)
+    """
+    unknown = sorted(set(options) - set(METRIC_OPTIONS))
+    if unknown:
+        raise ParameterError(f"method 'metric' does not take {', '.join(unknown)}; its options are "
+                             f"{', '.join(METRIC_OPTIONS)}")
+    mechanism = options.get("mechanism") or MECHANISMS[0]
+    if mechanism not in MECHANISMS:
+        raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    if options.get("metric_epsilon") is None:
+        raise ParameterError("method 'metric' needs metric_epsilon (the budget per unit of distance)")
+    return mechanism, positive(options["metric_epsilon"], "metric epsilon")
+
+
+def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+                 options: Mapping[str, Any]) -> PramMatrix:
+    """The ``metric`` family: the exponential mechanism over ``options["distances"]``, or
+    the truncated geometric mechanism on the category order (``mechanism="geometric"``);
+    reads no frequencies; the pure epsilon follows from ``metric_epsilon`` and the distances."""
+    mechanism, eps_d = metric_options(options)
+    if epsilon is not None:
+        raise ParameterError("method 'metric' fixes its epsilon by metric_epsilon and the distances; "
+                             "it takes no share of the budget")
+    if mechanism == "geometric":
+        spec = options.get("distances")
+        steps = isinstance(spec, Distances) and spec.kind == "ordinal" and spec.unit == "step"
+        if not (spec is None or spec == "ordinal" or steps):
+            raise ParameterError("the geometric mechanism works on the category order: distances 'ordinal'")
+        return truncated_geometric(categories, eps_d)
+    return exponential_mechanism(distances_for(options, categories), eps_d)
