@@ -561,7 +561,9 @@ def test_registry_objective_option():
     assert truthful.provenance.certificate["truthful_required"] and truthful.provenance.certificate["optimal"]
     np.testing.assert_array_equal(truthful.matrix, var.matrix)
     assert dp_options({"form": None, "objective": None, "truthful": False}) == ("diagonal", "information", False)
-    for bad, message in (({"objective": "distance"}, "objective must be one of 'information', 'variance'"),
+    with pytest.raises(ParameterError, match="a distance-based design needs distances"):
+        dp.build(cats, p, 1.0, {"objective": "distance"})
+    for bad, message in (({"objective": "entropy"}, "objective must be one of 'information', 'variance', 'distance'"),
                          ({"objective": "variance", "form": "general"}, "form 'diagonal'"),
                          ({"form": "square"}, "form must be one of 'diagonal', 'general'"),
                          ({"truthful": True, "form": "general"}, "diagonal form"),

@@ -33,7 +33,7 @@ CODEBOOK = {v: CENSUS_VARIABLES[v] for v in VARS}
 OPTIONS = {
     "dp": {}, "rr": {}, "invariant": {"seed": 1}, "keep": {"keep": 0.8}, "kanon": {"k": 2, "gamma": 0.01},
     "tridiagonal": {"alpha": 0.2, "gamma": 0.01}, "circulant": {"keep": 0.6},
-    "bistochastic-beta": {"beta": 0.5},
+    "bistochastic-beta": {"beta": 0.5}, "metric": {"metric_epsilon": 0.5, "distances": "ordinal"},
 }
 
 
@@ -86,7 +86,8 @@ def test_prior_or_data_free_design_publishes_nothing_of_the_data(method: str, tm
     prior = tmp_path / "prior.csv"
     rows = [(v, c, 1 + i) for v in VARS for i, c in enumerate(CENSUS_VARIABLES[v])]
     pd.DataFrame(rows, columns=["variable", "category", "frequency"]).to_csv(prior, index=False)
-    budget = 30.0 if method in ("keep", "kanon", "tridiagonal", "circulant", "invariant", "bistochastic-beta") else 3.0
+    budget = 30.0 if method in ("keep", "kanon", "tridiagonal", "circulant", "invariant", "bistochastic-beta",
+                                "metric") else 3.0
     ma, mb = (design_release(d, VARS, epsilon=budget, method=method, prior=prior, options=OPTIONS[method])
               for d in (a, b))
     assert _public(ma) == _public(mb)
