@@ -65,7 +65,7 @@ from scipy.optimize import Bounds, LinearConstraint, minimize
 from scipy.sparse.linalg import LinearOperator
 
 from pramkit.design import recognition_reductions as red
-from pramkit.design.recognition_space import SAFETY, KeySpace, Solve, key_space
+from pramkit.design.recognition_space import SAFETY, KeySpace, Solve, SolverRun, key_space
 from pramkit.errors import DataError, PramkitError
 from pramkit.information import float_above
 from pramkit.manifest import PerturbedVariable
@@ -316,8 +316,8 @@ def check_alpha(alpha: float, n: int) -> float:
 # -- the full problem --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SolverDiagnostics:
+@dataclass(frozen=True, kw_only=True)
+class SolverDiagnostics(SolverRun):
     """How a design was computed.
 
     method: ``"full"`` or ``"restricted"``
@@ -341,21 +341,12 @@ class SolverDiagnostics:
     """
 
     method: str
-    solver: str
-    status: str
-    success: bool
-    iterations: int
-    variables: int
-    constraints: int
     reduce: bool
     gamma: float | None
     restarts: int
     rare_types: int
     problem_combinations: int
-    gap: float | None
     seconds: float
-    lower_bound: float | None = None
-    certified: bool = False
 
 
 def c1_rows(
@@ -401,8 +392,9 @@ def solve_full(
     u0 = space.counts
     n = float(u0.sum())
     if not triples:
-        return Solve(np.eye(k), "none", "no (C1) constraint is binding: P = I", True, 0, k * (k - 1), 0, 0.0,
-                     0.0, True)
+        return Solve(transitions=np.eye(k), solver="none", status="no (C1) constraint is binding: P = I",
+                     success=True, iterations=0, variables=k * (k - 1), constraints=0, gap=0.0, lower_bound=0.0,
+                     certified=True)
     off = np.flatnonzero(~np.eye(k, dtype=bool).ravel())
     row = off // k
     nvar = off.size
@@ -437,8 +429,8 @@ def solve_full(
                      "initial_tr_radius": 0.01},
         )
     p = (eye + b @ np.clip(res.x, 0.0, None)).reshape(k, k)
-    return Solve(clean_rows(p), "trust-constr", str(res.message), bool(res.success), int(res.nit), nvar,
-                 len(triples), None)
+    return Solve(transitions=clean_rows(p), solver="trust-constr", status=str(res.message),
+                 success=bool(res.success), iterations=int(res.nit), variables=nvar, constraints=len(triples), gap=None)
 
 
 def clean_rows(p: np.ndarray) -> np.ndarray:
@@ -620,11 +612,8 @@ def recognition_design(
     counts_rare = red.rare_types(space, alpha).size
     problems = red.problem_count(space, combos, alpha)
     diagnostics = SolverDiagnostics(
-        method=method, solver=solved.solver, status=solved.status, success=solved.success,
-        iterations=solved.iterations, variables=solved.variables, constraints=solved.constraints,
-        reduce=reduce or method == "restricted", gamma=gamma_used, restarts=restarts, rare_types=counts_rare,
-        problem_combinations=problems, gap=solved.gap, seconds=time.perf_counter() - t0,
-        lower_bound=solved.lower_bound, certified=solved.certified,
+        **solved.run_figures(), method=method, reduce=reduce or method == "restricted", gamma=gamma_used,
+        restarts=restarts, rare_types=counts_rare, problem_combinations=problems, seconds=time.perf_counter() - t0,
     )
     return finish(space, combos, _as_sparse(solved.transitions), alpha=alpha, baseline=baseline,
                   diagnostics=diagnostics,

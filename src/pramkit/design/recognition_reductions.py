@@ -347,8 +347,9 @@ def _restricted_once(
     k = space.cells
     problems = problem_combinations(space, combinations, alpha=alpha, gamma=gamma)
     if not problems:
-        return Solve(sp.identity(k, format="csr"), "none", "no problem combination: P = I", True, 0, 0, 0, 0.0,
-                     0.0, True)
+        return Solve(transitions=sp.identity(k, format="csr"), solver="none", status="no problem combination: P = I",
+                     success=True, iterations=0, variables=0, constraints=0, gap=0.0, lower_bound=0.0,
+                     certified=True)
     targets = cover_targets(space, combinations, problems)
     occ = space.occurring
     sources = np.setdiff1d(occ[space.counts[occ] * alpha >= 1.0], targets)
@@ -402,8 +403,9 @@ def _restricted_once(
     p = sp.csr_matrix((np.concatenate([keep, rows_e[r, c]]),
                        (np.concatenate([diag_cells, sources[r]]), np.concatenate([diag_cells, targets[c]]))),
                       shape=(k, k))
-    return Solve(p, "trust-constr", str(res.message), bool(res.success), int(res.nit), nvar, n_problems, cert.gap,
-                 cert.lower_bound, cert.certified)
+    return Solve(transitions=p, solver="trust-constr", status=str(res.message), success=bool(res.success),
+                 iterations=int(res.nit), variables=nvar, constraints=n_problems, gap=cert.gap,
+                 lower_bound=cert.lower_bound, certified=cert.certified)
 
 
 def solve_restricted(

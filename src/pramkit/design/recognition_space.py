@@ -8,7 +8,7 @@ Cator, Hensbergen and Rozenholc) and :mod:`pramkit.design.recognition_reductions
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Sequence
 
@@ -101,11 +101,11 @@ def key_space(
 
 
 
-@dataclass(frozen=True)
-class Solve:
-    """One run of an optimiser (see :class:`SolverDiagnostics` for the fields)."""
+@dataclass(frozen=True, kw_only=True)
+class SolverRun:
+    """What one run of an optimiser reports (the fields are described by
+    :class:`pramkit.design.recognition.SolverDiagnostics`, which extends it)."""
 
-    transitions: np.ndarray | sp.spmatrix
     solver: str
     status: str
     success: bool
@@ -115,3 +115,14 @@ class Solve:
     gap: float | None
     lower_bound: float | None = None
     certified: bool = False
+
+    def run_figures(self) -> dict[str, object]:
+        """The fields of :class:`SolverRun` alone, to pass on to a class that extends it."""
+        return {f.name: getattr(self, f.name) for f in fields(SolverRun)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Solve(SolverRun):
+    """One run of an optimiser and the transition matrix it found."""
+
+    transitions: np.ndarray | sp.spmatrix
