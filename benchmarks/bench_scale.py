@@ -13,11 +13,8 @@ the machine.
 Steps and targets (each: under 60 s and 2 GB; the manifest under 20 MB):
 
   (a) ``design``: :func:`pramkit.design.dp_optimal.dp_optimal` at epsilon 1 and
-      at a large epsilon, ``log(S - 2) + 1``.  When it fails, the step also
-      times the compact path that dp_optimal takes once it stores its result
-      compactly (:func:`pramkit.design.dp_optimal.solve_form8`, then
-      :func:`pramkit.privacy.exact.form8_within_budget` and
-      :meth:`pramkit.PramMatrix.form8`), so that (b) and (c) can run;
+      at a large epsilon, ``log(S - 2) + 1`` (a compact form (8) matrix; (b) and
+      (c) use the first design that succeeds);
   (b) ``manifest``: :meth:`pramkit.Manifest.write` of that variable, size on
       disk, and :meth:`pramkit.Manifest.read` back;
   (c) ``apply``: :func:`pramkit.perturb.apply_file` of the Parquet file (chunks
@@ -175,37 +172,13 @@ def _design(workdir: Path, s: int, eps: float) -> dict[str, Any]:
     except MemoryError as exc:
         where = [f.name for f in traceback.extract_tb(exc.__traceback__)]
         out["error"] = f"MemoryError after {time.perf_counter() - t0:.1f} s in {' > '.join(where[1:])}: {exc}"[:400]
-        m = None if "solve_form8" in where else _compact_path(p, eps, cats, out)
+        m = None
     if m is not None:
         out.update(epsilon=m.epsilon, compact=m.is_compact, optimal=bool(m.provenance.certificate["optimal"]),
                    adjustment=m.provenance.certificate["budget_adjustment"])
         with open(workdir / f"design_{eps:.6g}.pickle", "wb") as f:
             pickle.dump(m, f)
     return out
-
-
-def _compact_path(p: np.ndarray, eps: float, cats: list[str], out: dict[str, Any]) -> Any:
-    """What dp_optimal does once it stores its result compactly (the proposed change), timed."""
-    from pramkit.design.dp_optimal import solve_form8
-    from pramkit.matrix import PramMatrix, Provenance
-    from pramkit.privacy.exact import form8_within_budget
-
-    t0 = time.perf_counter()
-    try:
-        q = solve_form8(p, eps).q
-    except MemoryError as exc:
-        out["compact_path_error"] = f"MemoryError in solve_form8 after {time.perf_counter() - t0:.1f} s: {exc}"[:300]
-        return None
-    t1 = time.perf_counter()
-    w = (1.0 - q) / (q.size - 1)
-    q2, w2 = form8_within_budget(q, w, eps)
-    shift = float(np.max((q2 - q) + (q.size - 1) * (w2 - w)))
-    prov = Provenance(method="dp_optimal", parameters={"epsilon": eps, "p": p.tolist(), "truthful": False},
-                      certificate={"optimal": None, "budget_adjustment": shift})
-    m = PramMatrix.form8(q2, w2, cats, prov)
-    out["compact_path_seconds"] = time.perf_counter() - t0
-    out["solve_form8_seconds"] = t1 - t0
-    return m
 
 
 def _manifest(workdir: Path, s: int, pickled: str) -> dict[str, Any]:
@@ -289,12 +262,6 @@ def main() -> None:
             print(f"{where} {r['seconds']:.1f} s = {r['seconds'] / uni['seconds']:,.0f} x the uniforms floor; "
                   f"peak {r['peak_gb']:.2f} GB; stated epsilon {r['epsilon']!r}, compact {r['compact']}, "
                   f"optimal {r['optimal']} -- {verdict(r)}")
-        if "compact_path_seconds" in r:
-            print(f"    compact path (solve_form8 + form8_within_budget + PramMatrix.form8): "
-                  f"{r['compact_path_seconds']:.1f} s (solve_form8 {r['solve_form8_seconds']:.1f} s); "
-                  f"stated epsilon {r['epsilon']!r}, largest row shift {r['adjustment']:.3g}")
-        elif "compact_path_error" in r:
-            print(f"    compact path FAILED too ({r['compact_path_error']})")
         if designed is None and "epsilon" in r:
             designed = f"design_{eps:.6g}.pickle"
     if designed is None:
