@@ -217,20 +217,30 @@ class JointComparison:
     joint_matrix: PramMatrix
 
 
+def independent_information(p: ArrayLike, names: Sequence[str], sizes: Sequence[int],
+                            matrices: Mapping[str, PramMatrix]) -> float:
+    """The joint I(X; Z) of variables perturbed independently, nats.
+
+    ``p``: the joint distribution of the cells (C order over ``names``, ``sizes[i]``
+    categories each); ``matrices``: each variable's matrix (a variable without one is
+    released as noise: the uniform matrix).  Z's matrix is their Kronecker product, K x K.
+    """
+    product = np.ones((1, 1))
+    for name, size in zip(names, sizes):
+        m = matrices.get(name)
+        product = np.kron(product, np.full((size, size), 1.0 / size) if m is None else m.matrix)
+    return mutual_information(np.asarray(p, dtype=float).ravel(), product)
+
+
 def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
     """Score a budget split and the joint design on the joint I(X; Z)."""
     k = int(table.p.size)
     if k > MAX_JOINT_CELLS:
         raise PramkitError(f"the cross-classification has {k} cells; the comparison is limited to "
                            f"{MAX_JOINT_CELLS} (it builds K x K matrices)")
-    product = np.ones((1, 1))
-    for name, cats in zip(table.names, table.categories):
-        m = split.matrices.get(name)
-        mm = np.full((len(cats), len(cats)), 1.0 / len(cats)) if m is None else m.matrix
-        product = np.kron(product, mm)
     p = table.p.ravel()
     joint = dp_optimal(p, split.epsilon_total, categories=list(itertools.product(*table.categories)))
-    independent = mutual_information(p, product)
+    independent = independent_information(p, table.names, [len(c) for c in table.categories], split.matrices)
     joint_nats = float(joint.provenance.objective)
     return JointComparison(k, independent, split.total_nats, joint_nats,
                            "joint" if joint_nats > independent else "independent", joint)

@@ -501,10 +501,10 @@ def _joint_comparison(table: CountTable, design_p: np.ndarray, joint: PramMatrix
 
     The alternative splits the joint matrix's epsilon over the variables (``split="optimal"``),
     each designed on the margins of the same design frequencies; both are scored on the exact
-    joint I(X; Z) of the original file (:func:`pramkit.design.dp_multivariate.compare_joint`'s
-    quantity), so the record says which perturbation keeps more.
+    joint I(X; Z) of the original file (:func:`pramkit.design.dp_multivariate.independent_information`),
+    so the record says which perturbation keeps more.
     """
-    from pramkit.design.dp_multivariate import MAX_JOINT_CELLS, split_budget
+    from pramkit.design.dp_multivariate import MAX_JOINT_CELLS, independent_information, split_budget
 
     cells = int(table.counts.size)
     out: dict[str, Any] = {"cells": cells}
@@ -517,12 +517,8 @@ def _joint_comparison(table: CountTable, design_p: np.ndarray, joint: PramMatrix
     margins = {n: joint_p.sum(axis=tuple(a for a in range(len(shape)) if a != i))
                for i, n in enumerate(table.columns)}
     alt = split_budget(margins, joint.epsilon, split="optimal", truthful=bool(options.get("truthful")))
-    product = np.ones((1, 1))
-    for n, size in zip(table.columns, shape):
-        m = alt.matrices.get(n)
-        product = np.kron(product, np.full((size, size), 1.0 / size) if m is None else m.matrix)
     exact = table.counts.reshape(-1) / table.counts.sum()
-    independent = mutual_information(exact, product)
+    independent = independent_information(exact, table.columns, shape, alt.matrices)
     joint_nats = mutual_information(exact, joint.matrix)
     out.update({"independent_joint_information_nats": independent, "joint_design_information_nats": joint_nats,
                 "independent_epsilons": alt.epsilons,
