@@ -116,8 +116,21 @@ class Ledger:
         """The record epsilon: design step plus every variable's epsilon, rounded outward."""
         return record_epsilon([float(self.design_epsilon), *variable_epsilons])
 
-    def statement(self, variable_epsilons: Sequence[float]) -> str:
-        """The guarantee sentence, true for exactly what is published."""
+    def statement(self, variable_epsilons: Sequence[float], given: str | None = None) -> str:
+        """The guarantee sentence, true for exactly what is published.
+
+        ``given``: what a structure (strata, kept codes) releases exactly, in words; the
+        epsilons are then each variable's epsilon given its block, and the sentence
+        says that the guarantee holds among records that agree on it.
+
+        Examples
+        --------
+        >>> led = Ledger(frequencies="none")
+        >>> led.statement([1.0, 0.5]).startswith("Changing one person's record changes")
+        True
+        >>> led.statement([1.0], given="the stratum of age (region, released unperturbed)")[:60]
+        'The released file shows the stratum of age (region, released'
+        """
         total = self.total(variable_epsilons)
         if self.frequencies == "dp_counts":
             how = (f"the design step's noisy counts (epsilon {fmt_epsilon(self.design_epsilon)}) and the "
@@ -133,28 +146,34 @@ class Ledger:
                     + ("" if self.covers_everything else " Also derived from the data: "
                        + "; ".join(self.data_dependent) + "."))
         factor = f"a factor of at most e^{fmt_epsilon(total)} = {math.exp(total):.4g}"
+        change, lead = "changing one person's record", ""
+        if given:
+            lead = f"The released file shows {given} exactly, as the original does (no epsilon covers that). "
+            change += " to another that agrees with it on that"
         if self.covers_everything:
-            return (f"Changing one person's record changes the probability of anything published (the released "
-                    f"file, the manifest, the public report) by {factor}; this record epsilon of "
+            return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of anything published (the "
+                    f"released file, the manifest, the public report) by {factor}; this record epsilon of "
                     f"{fmt_epsilon(total)} covers {how}.")
-        return (f"Given the published manifest, changing one person's record changes the probability of the "
-                f"released file by {factor} ({how}). This does not cover the manifest itself: "
-                + "; ".join(self.data_dependent) + ".")
+        return (f"{lead}Given the published manifest, {change} changes the probability of the released file by "
+                f"{factor} ({how}). This does not cover the manifest itself: " + "; ".join(self.data_dependent) + ".")
 
-    def to_dict(self, variable_epsilons: Sequence[float]) -> dict[str, Any]:
-        """The manifest's ``ledger`` object (JSON-able)."""
+    def to_dict(self, variable_epsilons: Sequence[float], given: str | None = None) -> dict[str, Any]:
+        """The manifest's ``ledger`` object (JSON-able); with ``given`` (see :meth:`statement`),
+        ``record_epsilon`` is the epsilon given the structure and ``released_exactly`` says
+        what the structure releases exactly."""
         return {
             "record_epsilon_budget": self.record_epsilon_budget,
             "design_epsilon": self.design_epsilon,
             "perturbation_epsilon": _json_eps(record_epsilon(list(variable_epsilons))),
             "record_epsilon": _json_eps(self.total(variable_epsilons)),
+            **({"released_exactly": given, "record_epsilon_is_given_structure": True} if given else {}),
             "frequencies": self.frequencies,
             "prior": self.prior,
             "categories": dict(self.categories),
             "data_dependent": list(self.data_dependent),
             "dp_counts": {k: dict(v) for k, v in self.dp_counts.items()},
             "covers_everything_published": self.covers_everything,
-            "statement": self.statement(variable_epsilons),
+            "statement": self.statement(variable_epsilons, given),
         }
 
     @classmethod

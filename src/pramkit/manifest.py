@@ -24,13 +24,15 @@ from pramkit.ledger import Ledger
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
-#: Version 3 writes a form (8) matrix compactly (``"form": "diagonal"`` with ``q`` and ``w``);
-#: version 2 added the privacy ledger (design step included in the record epsilon).  Versions 1
-#: and 2 still load.
-VERSION = 3
-#: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S) or ``"diagonal"``
-#: (form (8): ``q`` and ``w``, O(S)).
-FORMS = ("dense", "diagonal")
+#: Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
+#: stratum columns ``given``; the household ``unit``); version 3 writes a form (8) matrix
+#: compactly (``"form": "diagonal"`` with ``q`` and ``w``); version 2 added the privacy ledger
+#: (design step included in the record epsilon).  Versions 1 to 3 still load.
+VERSION = 4
+#: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S), ``"diagonal"``
+#: (form (8): ``q`` and ``w``, O(S)) or ``"blocks"`` (``blocks``: each block's ``members``,
+#: positions in ``categories``, and its own matrix in one of the other two forms).
+FORMS = ("dense", "diagonal", "blocks")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
 #: Relative tolerance when checking a stored epsilon against the matrix.
@@ -56,12 +58,21 @@ class PerturbedVariable:
         ``"category"`` (missing is a category, labelled ``None``, perturbed like
         the others; single columns only)
     columns: the columns perturbed jointly; empty (the default) means ``(name,)``
+    given: stratum columns, read and released unperturbed: the matrix's
+        categories are then tuples ``(*given values, *column values)`` and the
+        matrix is block-diagonal with a block per stratum, so that a value
+        moves only within its stratum (:mod:`pramkit.structure`)
+    unit: the column identifying the unit of the draw (a household id): every
+        record of a unit gets the same draw, so the members of a household,
+        who share its original values, share its released values
     """
 
     name: str
     matrix: PramMatrix
     missing: MissingPolicy = "keep"
     columns: tuple[str, ...] = ()
+    given: tuple[str, ...] = ()
+    unit: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -72,14 +83,25 @@ class PerturbedVariable:
         if not all(isinstance(c, str) and c for c in columns) or len(set(columns)) != len(columns):
             raise ManifestError(f"variable {self.name!r}: columns must be distinct non-empty names, got {columns}")
         object.__setattr__(self, "columns", columns)
+        given = tuple(self.given)
+        if not all(isinstance(c, str) and c for c in given) or set(given) & set(columns) \
+                or len(set(given)) != len(given):
+            raise ManifestError(f"variable {self.name!r}: the stratum columns must be distinct names other than "
+                                f"the perturbed columns, got {given}")
+        object.__setattr__(self, "given", given)
+        if self.unit is not None and (not isinstance(self.unit, str) or not self.unit
+                                      or self.unit in columns + given):
+            raise ManifestError(f"variable {self.name!r}: the unit must be a column other than the variable's own, "
+                                f"got {self.unit!r}")
         if self.is_joint:
             if self.missing == "category":
                 raise ManifestError(f"variable {self.name!r}: missing cannot be a category of a joint variable")
-            bad = [c for c in self.matrix.categories if not (isinstance(c, tuple) and len(c) == len(columns))]
+            width = len(given) + len(columns)
+            bad = [c for c in self.matrix.categories if not (isinstance(c, tuple) and len(c) == width)]
             if bad:
                 raise ManifestError(
-                    f"variable {self.name!r} perturbs {len(columns)} columns jointly, so each category must "
-                    f"list {len(columns)} values; {bad[0]!r} does not"
+                    f"variable {self.name!r} reads {width} columns jointly, so each category must "
+                    f"list {width} values; {bad[0]!r} does not"
                 )
         elif any(isinstance(c, tuple) for c in self.matrix.categories):
             raise ManifestError(f"variable {self.name!r}: tuple categories need several columns")
@@ -90,32 +112,84 @@ class PerturbedVariable:
 
     @property
     def is_joint(self) -> bool:
-        return len(self.columns) > 1
+        """Categories are tuples: several columns perturbed jointly, or given strata."""
+        return len(self.columns) + len(self.given) > 1
+
+    @property
+    def read_columns(self) -> tuple[str, ...]:
+        """The columns a category's values come from: the strata, then the perturbed columns."""
+        return self.given + self.columns
 
     @property
     def epsilon(self) -> float:
+        """The matrix's epsilon: infinite when its blocks (strata, kept codes) are released exactly."""
         return self.matrix.epsilon
+
+    @property
+    def block_epsilon(self) -> float:
+        """Epsilon given the block of the value (its stratum, whether it is a kept code):
+        :attr:`pramkit.PramMatrix.block_epsilon`."""
+        return self.matrix.block_epsilon
+
+    @property
+    def is_structured(self) -> bool:
+        """The matrix has two blocks or more: some distinction (a stratum, a kept code) is released exactly."""
+        blocks = self.matrix.blocks
+        return blocks is not None and len(blocks) > 1
+
+    def structure_words(self) -> str | None:
+        """What a structured variable releases exactly, in words (``None`` if nothing).
+
+        Examples
+        --------
+        >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
+        >>> PerturbedVariable("occupation", m).structure_words()
+        "whether occupation is one of its kept codes ('n/a')"
+        """
+        if not self.is_structured:
+            return None
+        parts = []
+        if self.given:
+            parts.append(f"the stratum of {self.name} ({', '.join(self.given)}, released unperturbed)")
+        kept = [self.matrix.categories[int(idx[0])] for idx, part in self.matrix.blocks
+                if idx.size == 1]
+        if kept:
+            own = [c[len(self.given):] if isinstance(c, tuple) else c for c in kept]
+            own = [c[0] if isinstance(c, tuple) and len(c) == 1 else c for c in own]
+            unique = list(dict.fromkeys(own))
+            shown = ", ".join(repr(c) for c in unique[:5]) + (", ..." if len(unique) > 5 else "")
+            parts.append(f"whether {self.name} is one of its kept codes ({shown})")
+        return " and ".join(parts) if parts else f"the block of {self.name}'s value"
 
     def to_dict(self) -> dict[str, Any]:
         """The variable as JSON values: a compact form (8) matrix as ``form``
         ``"diagonal"`` with ``q`` and ``w`` (O(S)), any other as ``form``
         ``"dense"`` with ``matrix`` (S x S)."""
         m = self.matrix
-        if m.is_compact:
-            entries: dict[str, Any] = {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
-        else:
-            entries = {"form": "dense", "matrix": m.matrix.tolist()}
         return {
             "name": self.name,
             "columns": list(self.columns),
+            **({"given": list(self.given)} if self.given else {}),
+            **({"unit": self.unit} if self.unit is not None else {}),
             "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
-            **entries,
+            **_entries(m),
             "epsilon": epsilon_to_json(m.epsilon),
+            **({"epsilon_given_block": epsilon_to_json(m.block_epsilon),
+                "released_exactly": self.structure_words()} if self.is_structured else {}),
             "missing": self.missing,
             "bistochastic": m.is_bistochastic,
             "min_diagonal": m.min_diagonal,
             "design": m.provenance.to_dict(),
         }
+
+
+def _entries(m: PramMatrix) -> dict[str, Any]:
+    """A matrix's entries as JSON: ``form`` and its fields."""
+    if m.blocks is not None:
+        return {"form": "blocks", "blocks": [{"members": idx.tolist(), **_entries(part)} for idx, part in m.blocks]}
+    if m.is_compact:
+        return {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
+    return {"form": "dense", "matrix": m.matrix.tolist()}
 
 
 @dataclass(frozen=True)
@@ -149,6 +223,10 @@ class Manifest:
         dup = {c for c in columns if columns.count(c) > 1}
         if dup:
             raise ManifestError(f"column(s) {sorted(dup)} are perturbed by more than one variable")
+        both = sorted({c for v in variables for c in (*v.given, *([v.unit] if v.unit else []))} & set(columns))
+        if both:
+            raise ManifestError(f"column(s) {both} are perturbed, so they cannot also be a stratum or a household id "
+                                "(those are released unperturbed)")
         object.__setattr__(self, "variables", variables)
         if not self.created:
             stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -166,18 +244,47 @@ class Manifest:
 
     @property
     def record_epsilon(self) -> float:
-        """The record's epsilon: the design step (ledger) plus the perturbation."""
+        """The record's epsilon: the design step (ledger) plus the perturbation; infinite when
+        a structure (strata, kept codes) releases some distinction exactly."""
         eps = [v.epsilon for v in self.variables]
         return record_epsilon(eps) if self.ledger is None else self.ledger.total(eps)
 
     @property
+    def is_structured(self) -> bool:
+        """Some variable releases its block (stratum, kept code) exactly."""
+        return any(v.is_structured for v in self.variables)
+
+    @property
+    def structure_condition(self) -> str | None:
+        """What the structure releases exactly, in words (``None`` without structure)."""
+        words = [w for v in self.variables if (w := v.structure_words())]
+        return "; ".join(words) if words else None
+
+    @property
+    def record_epsilon_given_structure(self) -> float:
+        """The record's epsilon among records that agree on what the structure releases
+        exactly (their strata, which values are kept codes): the design step plus each
+        variable's epsilon given its block; :attr:`record_epsilon` without structure."""
+        eps = [v.block_epsilon for v in self.variables]
+        return record_epsilon(eps) if self.ledger is None else self.ledger.total(eps)
+
+    def _ledger(self) -> Ledger:
+        return self.ledger if self.ledger is not None else Ledger(frequencies="exact", data_dependent=(
+            "the manifest has no privacy ledger, so nothing records whether its matrices were designed from "
+            "the data",))
+
+    @property
     def guarantee(self) -> str:
         """The guarantee sentence for what is published with this manifest."""
-        if self.ledger is None:
-            return Ledger(frequencies="exact", data_dependent=(
-                "the manifest has no privacy ledger, so nothing records whether its matrices were designed from "
-                "the data",)).statement([v.epsilon for v in self.variables])
-        return self.ledger.statement([v.epsilon for v in self.variables])
+        if self.is_structured:
+            return self._ledger().statement([v.block_epsilon for v in self.variables],
+                                            given=self.structure_condition)
+        return self._ledger().statement([v.epsilon for v in self.variables])
+
+    def _ledger_dict(self) -> dict[str, Any]:
+        if self.is_structured:
+            return self.ledger.to_dict([v.block_epsilon for v in self.variables], given=self.structure_condition)
+        return self.ledger.to_dict([v.epsilon for v in self.variables])
 
     @property
     def names(self) -> list[str]:
@@ -198,7 +305,7 @@ class Manifest:
         >>> [v["name"] for v in d["variables"]], d["design_epsilon"], "guarantee" in d
         (['sex'], 0.0, True)
         """
-        ledger = None if self.ledger is None else self.ledger.to_dict([v.epsilon for v in self.variables])
+        ledger = None if self.ledger is None else self._ledger_dict()
         return {
             "variables": [
                 {
@@ -206,6 +313,10 @@ class Manifest:
                     "columns": list(v.columns),
                     "categories": [list(c) if isinstance(c, tuple) else c for c in v.matrix.categories],
                     "epsilon": epsilon_to_json(v.matrix.epsilon),
+                    **({"epsilon_given_block": epsilon_to_json(v.block_epsilon),
+                        "released_exactly": v.structure_words()} if v.is_structured else {}),
+                    **({"given": list(v.given)} if v.given else {}),
+                    **({"unit": v.unit} if v.unit else {}),
                     "bistochastic": v.matrix.is_bistochastic,
                     "min_diagonal": v.matrix.min_diagonal,
                     "truthful": v.matrix.is_truthful,
@@ -217,6 +328,8 @@ class Manifest:
             "perturbation_epsilon": epsilon_to_json(self.perturbation_epsilon),
             "design_epsilon": 0.0 if self.ledger is None else self.ledger.design_epsilon,
             "record_epsilon": epsilon_to_json(self.record_epsilon),
+            **({"record_epsilon_given_structure": epsilon_to_json(self.record_epsilon_given_structure)}
+               if self.is_structured else {}),
             "ledger": ledger,
             "guarantee": self.guarantee,
         }
@@ -237,8 +350,10 @@ class Manifest:
                            "sum of the variables' epsilons",
             "record_epsilon": epsilon_to_json(self.record_epsilon),
             "perturbation_epsilon": epsilon_to_json(self.perturbation_epsilon),
+            **({"record_epsilon_given_structure": epsilon_to_json(self.record_epsilon_given_structure)}
+               if self.is_structured else {}),
             "input": dict(self.input),
-            **({} if self.ledger is None else {"ledger": self.ledger.to_dict([v.epsilon for v in self.variables])}),
+            **({} if self.ledger is None else {"ledger": self._ledger_dict()}),
             "variables": [v.to_dict() for v in self.variables],
         }
 
@@ -334,26 +449,63 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     cats = v.get("categories")
     if not isinstance(cats, list) or not cats:
         raise ManifestError(f"field '{where}.categories' must be a non-empty list")
+    given = v.get("given", [])
+    if not isinstance(given, list) or not all(isinstance(c, str) and c for c in given):
+        raise ManifestError(f"field '{where}.given' must be a list of column names")
+    unit = v.get("unit")
+    if unit is not None and (not isinstance(unit, str) or not unit):
+        raise ManifestError(f"field '{where}.unit' must be a column name")
+    width = len(columns) + len(given)
     for i, c in enumerate(cats):
-        values = c if len(columns) > 1 and isinstance(c, list) else [c]
-        if len(columns) > 1 and (not isinstance(c, list) or len(c) != len(columns)):
-            raise ManifestError(f"field '{where}.categories[{i}]' must list {len(columns)} values, one per column")
+        values = c if width > 1 and isinstance(c, list) else [c]
+        if width > 1 and (not isinstance(c, list) or len(c) != width):
+            raise ManifestError(f"field '{where}.categories[{i}]' must list {width} values, one per column"
+                                + (" (the strata first)" if given else ""))
         if not all(x is None or isinstance(x, (str, int, float)) for x in values):
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
-    form = v.get("form", "dense")
-    if form not in FORMS:
-        raise ManifestError(f"field '{where}.form' must be one of {list(FORMS)}, got {form!r}")
     provenance = _provenance_from_dict(v.get("design", {}), f"{where}.design")
-    matrix = (_dense_from_dict if form == "dense" else _diagonal_from_dict)(v, where, tuple(cats), provenance)
+    matrix = _matrix_from_dict(v, where, tuple(cats), provenance)
     if "epsilon" in v:
         _check_epsilon(v["epsilon"], matrix.epsilon, f"{where}.epsilon")
+    if "epsilon_given_block" in v:
+        _check_epsilon(v["epsilon_given_block"], matrix.block_epsilon, f"{where}.epsilon_given_block")
     missing = v.get("missing", "keep")
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
     try:
-        return PerturbedVariable(name, matrix, missing, tuple(columns))
+        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit)
     except ManifestError as exc:
         raise ManifestError(f"field '{where}': {exc}") from None
+
+
+def _matrix_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """A variable's (or a block's) matrix in its ``form``."""
+    form = v.get("form", "dense")
+    if form not in FORMS:
+        raise ManifestError(f"field '{where}.form' must be one of {list(FORMS)}, got {form!r}")
+    if form != "blocks":
+        return (_dense_from_dict if form == "dense" else _diagonal_from_dict)(v, where, cats, provenance)
+    blocks = v.get("blocks")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
+        raise ManifestError(f"field '{where}.blocks' must be a non-empty list of objects (form 'blocks')")
+    parts, seen = [], 0
+    for i, b in enumerate(blocks):
+        members = b.get("members")
+        if not isinstance(members, list) or not members or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(cats) for x in members):
+            raise ManifestError(f"field '{where}.blocks[{i}].members' must be a non-empty list of positions in "
+                                f"'{where}.categories' (0..{len(cats) - 1})")
+        if b.get("form") == "blocks":
+            raise ManifestError(f"field '{where}.blocks[{i}].form' must be 'dense' or 'diagonal'")
+        parts.append(_matrix_from_dict(b, f"{where}.blocks[{i}]", tuple(cats[x] for x in members), Provenance()))
+        seen += len(members)
+    if seen != len(cats):
+        raise ManifestError(f"field '{where}.blocks' covers {seen} positions but '{where}.categories' has "
+                            f"{len(cats)} labels; each must be in exactly one block")
+    try:
+        return PramMatrix.block_diagonal(parts, cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"field '{where}.blocks': {exc}") from None
 
 
 def _dense_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:

@@ -11,6 +11,12 @@ A matrix of form (8) (each row's off-diagonal entries equal) can be stored
 compactly, as its diagonal q and off-diagonal entries w (:meth:`PramMatrix.form8`):
 O(S) memory and O(S) epsilon, flags and validation, so that a variable with
 100 000 categories is cheap.  Its dense array is built only on request.
+
+A matrix whose categories fall into blocks that never exchange values (strata,
+codes kept as they are) is stored block by block (:meth:`PramMatrix.block_diagonal`):
+each block is a matrix of its own, dense or form (8).  Its epsilon is infinite
+(the block of a value is released exactly) and :attr:`PramMatrix.block_epsilon`
+is the epsilon given the block, the largest of the blocks' epsilons.
 """
 
 from __future__ import annotations
@@ -90,7 +96,7 @@ class Provenance:
 
 
 #: Attributes a :class:`PramMatrix` computes on demand (never pickled).
-_LAZY = ("_dense_cache", "epsilon", "form8_q")
+_LAZY = ("_dense_cache", "epsilon", "form8_q", "block_epsilon")
 
 
 class PramMatrix:
@@ -151,14 +157,13 @@ class PramMatrix:
 
     def _setup(self, dense: np.ndarray | None, q: np.ndarray | None, w: np.ndarray | None,
                categories: Sequence[Label], provenance: Provenance | None) -> None:
-        s = dense.shape[0] if dense is not None else q.size  # type: ignore[union-attr]
+        s = dense.shape[0] if dense is not None else q.size if q is not None else len(categories)
         cats = tuple(range(s)) if len(categories) == 0 else tuple(_plain_label(c) for c in categories)
         if len(cats) != s:
             raise MatrixError(f"{len(cats)} category labels given for a {s} x {s} matrix")
         seen: set[Any] = set()
         for c in cats:
-            # bool is an int subclass: keep True and 1 apart.
-            token = tuple((type(x).__name__, x) for x in c) if isinstance(c, tuple) else (type(c).__name__, c)
+            token = _token(c)
             if token in seen:
                 raise MatrixError(f"category label {c!r} appears twice")
             seen.add(token)
@@ -167,6 +172,7 @@ class PramMatrix:
             raise MatrixError("provenance must be a pramkit.Provenance")
         state = self.__dict__
         state["_dense"], state["_q"], state["_w"] = dense, q, w
+        state.setdefault("_blocks", None)
         state["categories"], state["provenance"] = cats, prov
 
     # -- immutability -----------------------------------------------------
@@ -282,6 +288,75 @@ class PramMatrix:
             raise MatrixError("the matrix must be square and non-empty, got shape (0, 0)")
         return cls.form8(np.ones(s), np.zeros(s), tuple(categories), Provenance(method="identity"))
 
+    @classmethod
+    def block_diagonal(
+        cls,
+        parts: Sequence["PramMatrix"],
+        categories: Sequence[Label] = (),
+        provenance: Provenance | None = None,
+    ) -> "PramMatrix":
+        """A matrix whose categories fall into blocks that never exchange values.
+
+        Block b is the matrix ``parts[b]`` over its own categories; every entry
+        between two blocks is zero, so a value never leaves its block (a
+        stratum, a code that is kept).  Stored block by block: memory is that
+        of the parts (O(S) for form (8) parts), and :attr:`matrix` builds the
+        dense array only on request.
+
+        Parameters
+        ----------
+        parts : sequence of PramMatrix
+            The blocks; their category labels, together, are the matrix's.
+        categories : sequence of labels, optional
+            The order of the categories (a permutation of the parts' labels);
+            default: the parts' labels one block after another.
+        provenance : Provenance, optional
+            Default ``Provenance(method="blocks")``.
+
+        Returns
+        -------
+        PramMatrix
+            With :attr:`blocks` set; its :attr:`epsilon` is infinite when there
+            are two blocks or more, and :attr:`block_epsilon` is the epsilon
+            given the block.
+
+        Raises
+        ------
+        MatrixError
+            If ``parts`` is empty or ``categories`` is not a permutation of the parts' labels.
+
+        Examples
+        --------
+        >>> kept = PramMatrix.identity(["n/a"])
+        >>> rest = PramMatrix.form8([0.8, 0.8, 0.8], categories=["a", "b", "c"])
+        >>> m = PramMatrix.block_diagonal([rest, kept], categories=["a", "n/a", "b", "c"])
+        >>> m.epsilon, math.isclose(m.block_epsilon, math.log(0.8 / 0.1)), m.matrix[1].tolist()
+        (inf, True, [0.0, 1.0, 0.0, 0.0])
+        """
+        parts = tuple(parts)
+        if not parts or not all(isinstance(p, PramMatrix) for p in parts):
+            raise MatrixError("a block-diagonal matrix needs at least one block, each a PramMatrix")
+        labels = [c for p in parts for c in p.categories]
+        order = list(labels) if len(categories) == 0 else [_plain_label(c) for c in categories]
+        if len(order) != len(labels):
+            raise MatrixError(f"{len(order)} category labels given for blocks of {len(labels)} categories")
+        out = cls.__new__(cls)
+        out.__dict__["_blocks"] = None
+        out._setup(None, None, None, order, Provenance(method="blocks") if provenance is None else provenance)
+        position = {_token(c): i for i, c in enumerate(out.categories)}
+        index = []
+        for p in parts:
+            try:
+                idx = np.fromiter((position[_token(c)] for c in p.categories), dtype=np.intp, count=p.size)
+            except KeyError as exc:
+                raise MatrixError(f"category {exc.args[0][-1]!r} of a block is not among the categories") from None
+            idx.setflags(write=False)
+            index.append(idx)
+        if np.unique(np.concatenate(index)).size != len(order):
+            raise MatrixError("a category belongs to two blocks; the blocks must partition the categories")
+        out.__dict__["_blocks"] = tuple(zip(index, parts))
+        return out
+
     # -- the entries ------------------------------------------------------
     @property
     def matrix(self) -> np.ndarray:
@@ -296,9 +371,14 @@ class PramMatrix:
             return dense
         cached = self.__dict__.get("_dense_cache")
         if cached is None:
-            q, w = self.__dict__["_q"], self.__dict__["_w"]
-            cached = np.repeat(w[:, None], q.size, axis=1)
-            np.fill_diagonal(cached, q)
+            if self.blocks is not None:
+                cached = np.zeros((self.size, self.size))
+                for idx, part in self.blocks:
+                    cached[np.ix_(idx, idx)] = part.matrix
+            else:
+                q, w = self.__dict__["_q"], self.__dict__["_w"]
+                cached = np.repeat(w[:, None], q.size, axis=1)
+                np.fill_diagonal(cached, q)
             cached.setflags(write=False)
             self.__dict__["_dense_cache"] = cached
         return cached
@@ -306,7 +386,13 @@ class PramMatrix:
     @property
     def is_compact(self) -> bool:
         """Stored as form (8) vectors q and w (O(S)) rather than as a dense array."""
-        return self.__dict__["_dense"] is None
+        return self.__dict__["_q"] is not None
+
+    @property
+    def blocks(self) -> tuple[tuple[np.ndarray, "PramMatrix"], ...] | None:
+        """For a block-diagonal matrix (:meth:`block_diagonal`), each block's category
+        positions and its matrix; ``None`` for any other."""
+        return self.__dict__.get("_blocks")
 
     @property
     def form8_w(self) -> np.ndarray | None:
@@ -318,7 +404,7 @@ class PramMatrix:
     @property
     def size(self) -> int:
         """Number of categories S."""
-        return self.__dict__["_q"].size if self.is_compact else self.__dict__["_dense"].shape[0]
+        return len(self.categories)
 
     @cached_property
     def epsilon(self) -> float:
@@ -326,14 +412,33 @@ class PramMatrix:
         rounded outward: the smallest double not below the exact value
         (:func:`pramkit.privacy.epsilon.matrix_epsilon`, or
         :func:`pramkit.privacy.epsilon.form8_matrix_epsilon` in O(S) for a
-        compact matrix); ``inf`` when a column mixes zeros and positive entries."""
+        compact matrix); ``inf`` when a column mixes zeros and positive entries,
+        as in any matrix of two blocks or more."""
         if self.is_compact:
             return form8_matrix_epsilon(self.__dict__["_q"], self.__dict__["_w"])
+        if self.blocks is not None:
+            return self.block_epsilon if len(self.blocks) == 1 else math.inf
         return matrix_epsilon(self.matrix)
+
+    @cached_property
+    def block_epsilon(self) -> float:
+        """Epsilon given the block: the largest epsilon of the blocks of a
+        block-diagonal matrix (each rounded outward), the guarantee among the
+        values of one block when the block itself is released exactly; for
+        any other matrix, :attr:`epsilon`."""
+        if self.blocks is None:
+            return self.epsilon
+        return max(part.epsilon for _, part in self.blocks)
 
     @property
     def diagonal(self) -> np.ndarray:
         """The keep probabilities ``M[k, k]`` (read-only)."""
+        if self.blocks is not None:
+            out = np.empty(self.size)
+            for idx, part in self.blocks:
+                out[idx] = part.diagonal
+            out.setflags(write=False)
+            return out
         return self.__dict__["_q"] if self.is_compact else np.diagonal(self.matrix)
 
     @property
@@ -345,6 +450,8 @@ class PramMatrix:
         """Columns also sum to 1 (within ``1e-9``): the uniform distribution is invariant.
 
         Compact: column j sums to ``q[j] + sum_k w[k] - w[j]``."""
+        if self.blocks is not None:
+            return all(part.is_bistochastic for _, part in self.blocks)
         if self.is_compact:
             q, w = self.__dict__["_q"], self.__dict__["_w"]
             sums = q + (math.fsum(w.tolist()) - w)
@@ -357,6 +464,8 @@ class PramMatrix:
         """Every diagonal entry is at least as large as every other entry of its row
         (to 1e-15: a diagonal of exactly 1/S leaves off-diagonal entries 1 ulp above it).
         Compact: ``q[k] >= w[k]``."""
+        if self.blocks is not None:
+            return all(part.is_truthful for _, part in self.blocks)
         if self.is_compact:
             q, w = self.__dict__["_q"], self.__dict__["_w"]
             return bool(np.all(q >= np.maximum(q, w) - 1e-15))
@@ -371,6 +480,8 @@ class PramMatrix:
         if self.is_compact:
             return self.__dict__["_q"].copy()
         s = self.size
+        if self.blocks is not None and len(self.blocks) > 1:
+            return None if s > 1 else self.diagonal.copy()
         if s == 1:
             return self.diagonal.copy()
         m = self.matrix
@@ -430,6 +541,11 @@ class PramMatrix:
             f"PramMatrix(S={self.size}, epsilon={eps:.6g}, min_diagonal={self.min_diagonal:.6g}, "
             f"method={self.provenance.method!r})"
         )
+
+
+def _token(label: Label) -> Any:
+    """A label as a dictionary key that keeps ``True``, ``1`` and ``1.0`` apart (bool is an int subclass)."""
+    return tuple((type(x).__name__, x) for x in label) if isinstance(label, tuple) else (type(label).__name__, label)
 
 
 def _vector(values: ArrayLike, name: str) -> np.ndarray:
