@@ -128,8 +128,8 @@ class Ledger:
         >>> led = Ledger(frequencies="none")
         >>> led.statement([1.0, 0.5]).startswith("Changing one person's record changes")
         True
-        >>> led.statement([1.0], given="the stratum of age (region, released unperturbed)")[:60]
-        'The released file shows the stratum of age (region, released'
+        >>> led.statement([1.0], given="the strata (region, released unperturbed)")[:56]
+        'The released file shows exactly, as the original does: t'
         """
         total = self.total(variable_epsilons)
         if self.frequencies == "dp_counts":
@@ -148,8 +148,8 @@ class Ledger:
         factor = f"a factor of at most e^{fmt_epsilon(total)} = {math.exp(total):.4g}"
         change, lead = "changing one person's record", ""
         if given:
-            lead = f"The released file shows {given} exactly, as the original does (no epsilon covers that). "
-            change += " to another that agrees with it on that"
+            lead = f"The released file shows exactly, as the original does: {given}; no epsilon covers that. "
+            change += " to another that agrees with it on these"
         if self.covers_everything:
             return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of anything published (the "
                     f"released file, the manifest, the public report) by {factor}; this record epsilon of "

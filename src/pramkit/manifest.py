@@ -19,7 +19,7 @@ from typing import Any, Literal, Mapping
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.errors import ManifestError, MatrixError
-from pramkit.matrix import PramMatrix, Provenance
+from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.ledger import Ledger
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -137,6 +137,26 @@ class PerturbedVariable:
         blocks = self.matrix.blocks
         return blocks is not None and len(blocks) > 1
 
+    def unchanged_values(self) -> list[Label]:
+        """The variable's own values that its matrix never changes (blocks of one category:
+        kept codes, or the one value a stratum allows), without repeats.
+
+        Examples
+        --------
+        >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
+        >>> PerturbedVariable("occupation", m).unchanged_values()
+        ['n/a']
+        """
+        if self.matrix.blocks is None:
+            return []
+        own = []
+        for idx, _ in self.matrix.blocks:
+            if idx.size == 1:
+                c = self.matrix.categories[int(idx[0])]
+                c = c[len(self.given):] if isinstance(c, tuple) else c
+                own.append(c[0] if isinstance(c, tuple) and len(c) == 1 else c)
+        return list(dict.fromkeys(own))
+
     def structure_words(self) -> str | None:
         """What a structured variable releases exactly, in words (``None`` if nothing).
 
@@ -144,21 +164,15 @@ class PerturbedVariable:
         --------
         >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
         >>> PerturbedVariable("occupation", m).structure_words()
-        "whether occupation is one of its kept codes ('n/a')"
+        "whether occupation is one of the values it never changes ('n/a')"
         """
         if not self.is_structured:
             return None
-        parts = []
-        if self.given:
-            parts.append(f"the stratum of {self.name} ({', '.join(self.given)}, released unperturbed)")
-        kept = [self.matrix.categories[int(idx[0])] for idx, part in self.matrix.blocks
-                if idx.size == 1]
+        parts = [f"the strata of {self.name} ({', '.join(self.given)})"] if self.given else []
+        kept = self.unchanged_values()
         if kept:
-            own = [c[len(self.given):] if isinstance(c, tuple) else c for c in kept]
-            own = [c[0] if isinstance(c, tuple) and len(c) == 1 else c for c in own]
-            unique = list(dict.fromkeys(own))
-            shown = ", ".join(repr(c) for c in unique[:5]) + (", ..." if len(unique) > 5 else "")
-            parts.append(f"whether {self.name} is one of its kept codes ({shown})")
+            shown = ", ".join(repr(c) for c in kept[:5]) + (", ..." if len(kept) > 5 else "")
+            parts.append(f"whether {self.name} is one of the values it never changes ({shown})")
         return " and ".join(parts) if parts else f"the block of {self.name}'s value"
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,9 +270,19 @@ class Manifest:
 
     @property
     def structure_condition(self) -> str | None:
-        """What the structure releases exactly, in words (``None`` without structure)."""
-        words = [w for v in self.variables if (w := v.structure_words())]
-        return "; ".join(words) if words else None
+        """What the structure releases exactly, in words (``None`` without structure): the
+        stratum columns (released unperturbed) and the values each variable never changes."""
+        structured = [v for v in self.variables if v.is_structured]
+        if not structured:
+            return None
+        strata = list(dict.fromkeys(c for v in structured for c in v.given))
+        words = [f"the strata ({', '.join(strata)}, released unperturbed)"] if strata else []
+        for v in structured:
+            kept = v.unchanged_values()
+            if kept:
+                shown = ", ".join(repr(c) for c in kept[:5]) + (", ..." if len(kept) > 5 else "")
+                words.append(f"whether {v.name} is one of the values it never changes ({shown})")
+        return "; ".join(words) if words else "the block of each value"
 
     @property
     def record_epsilon_given_structure(self) -> float:
@@ -294,6 +318,13 @@ class Manifest:
     def columns(self) -> list[str]:
         """Every perturbed column, in the order of the variables."""
         return [c for v in self.variables for c in v.columns]
+
+    @property
+    def read_columns(self) -> list[str]:
+        """Every column perturbation reads: the perturbed ones, then the strata and household ids
+        (read, never changed)."""
+        extra = [c for v in self.variables for c in (*v.given, *([v.unit] if v.unit else []))]
+        return list(dict.fromkeys([*self.columns, *extra]))
 
     def describe(self) -> dict[str, Any]:
         """What the manifest guarantees, variable by variable, with the ledger (``pramkit inspect``).

@@ -15,7 +15,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -98,6 +98,7 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: DiagonalSampler | AliasSa
             if scratch is not None:  # the original codes of the block, kept while ``out`` is written
                 block = scratch[:e - s]
                 np.copyto(block, codes[s:e])
+            valid = None
             if lo == MISSING:
                 valid = block >= 0
                 sampler.draw(np.where(valid, block, 0), uu, out[s:e])
@@ -105,7 +106,10 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: DiagonalSampler | AliasSa
             else:
                 sampler.draw(block, uu, out[s:e])
             if missing_code is not None:
-                missing += int(np.count_nonzero(block == missing_code))
+                if missing_code != MISSING:
+                    missing += int(np.count_nonzero(block == missing_code))
+                elif valid is not None:  # else no code of the block is missing
+                    missing += block.size - int(np.count_nonzero(valid))
                 changed += int(np.count_nonzero(out[s:e] != block))
     return missing, changed
 
@@ -143,6 +147,35 @@ class ApplyResult:
     key_fingerprint: str = ""
     receipt: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The outcome as plain values: the JSON object that ``pramkit apply --json`` prints.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix, perturb_frame
+        >>> data = pd.DataFrame({"sex": ["m", "f", "f", "m"]})
+        >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+        >>> summary = perturb_frame(data, manifest, key=bytes(32)).result.to_dict()
+        >>> list(summary)
+        ['rows', 'output', 'receipt', 'key', 'key_fingerprint', 'record_epsilon', 'seconds', 'variables']
+        >>> summary["rows"], summary["output"], list(summary["variables"][0])
+        (4, None, ['name', 'rows', 'missing', 'changed', 'changed_share'])
+        """
+        return {
+            "rows": self.rows,
+            "output": self.output,
+            "receipt": self.receipt,
+            "key": self.key_source,
+            "key_fingerprint": self.key_fingerprint,
+            "record_epsilon": self.record_epsilon,
+            "seconds": self.seconds,
+            "variables": [
+                {"name": v.name, "rows": v.rows, "missing": v.missing, "changed": v.changed,
+                 "changed_share": v.changed_share}
+                for v in self.variables
+            ],
+        }
+
 
 class _Perturber:
     """Per-variable state reused across chunks: codebook, sampler and running counts.
@@ -159,9 +192,10 @@ class _Perturber:
         self.joint = book if isinstance(book, JointCodebook) else None
         self.book = None if self.joint else book
         self.codes = missing_codes or MissingCodes()
+        self.households = None if variable.unit is None else Households(variable)
         if self.codes:
             cats = variable.matrix.categories
-            for i, column in enumerate(variable.columns):
+            for i, column in enumerate(variable.read_columns):
                 self.codes.refuse_categories(column, [c[i] for c in cats] if self.joint is not None else cats)
         self.rows = self.missing = self.changed = 0
 
@@ -173,8 +207,8 @@ class _Perturber:
         counts are returned, not accumulated (see :meth:`add`).
         """
         v = self.variable
-        raw = [table.column(c) for c in v.columns]
-        marks = [self.codes.found(c, values) for c, values in zip(v.columns, raw)]
+        raw = [table.column(c) for c in v.read_columns]
+        marks = [self.codes.found(c, values) for c, values in zip(v.read_columns, raw)]
         columns = [
             values if m is None else pc.if_else(pa.array(m), pa.scalar(None, values.type), values)
             for values, m in zip(raw, marks)
@@ -187,10 +221,15 @@ class _Perturber:
             missing_code = MISSING
         if codes.dtype != np.intp or not codes.flags.writeable or not codes.flags.c_contiguous:
             codes = np.array(codes, dtype=np.intp)
+        stream, draw_rows = v.name, rows
+        if self.households is not None:  # one draw per household: keyed by its id, not by the row
+            units = unit_counters(table.column(v.unit), v.unit, start, rows)
+            self.households.check(units, codes, table.column(v.unit))
+            stream, draw_rows = unit_stream(v), units
         # perturbed in place: one array of codes per chunk, counted block by block.  Encoding gives missing
         # values (and only them) the missing code; a joint record is missing if any value is, and stays missing
-        missing, changed = _draw(codes, codes, self.sampler, key=self.key, variable=v.name, start=start, rows=rows,
-                                 missing_code=missing_code)
+        missing, changed = _draw(codes, codes, self.sampler, key=self.key, variable=stream, start=start,
+                                 rows=draw_rows, missing_code=missing_code)
         released = codes
         counts = codes.size, missing, changed
         if self.book is not None:
@@ -199,10 +238,11 @@ class _Perturber:
                 keep = pa.array(marks[0] & _as_missing(new))
                 new = pc.if_else(keep, raw[0], new)
             return [new], counts
-        # a record with a missing value in any of the columns keeps all of its values
+        # a record with a missing value in any of the columns keeps all of its values; the strata are read only
         kept = pa.array(released == MISSING)
         decoded = self.joint.decode(released, like=[c.type for c in columns])
-        return [pc.if_else(kept, original, new) for original, new in zip(raw, decoded)], counts
+        own = len(v.given)
+        return [pc.if_else(kept, original, new) for original, new in zip(raw[own:], decoded[own:])], counts
 
     def add(self, counts: tuple[int, int, int]) -> None:
         """Add the counts of one :meth:`release` to the running totals."""
@@ -212,6 +252,83 @@ class _Perturber:
 
     def summary(self) -> VariableSummary:
         return VariableSummary(self.variable.name, self.rows, self.missing, self.changed)
+
+    def codebook(self, column: str) -> Codebook:
+        """The codebook of one of the variable's columns (of a joint variable: that column's own)."""
+        return self.book if self.book is not None else self.joint.books[self.variable.read_columns.index(column)]
+
+
+def unit_stream(variable: PerturbedVariable) -> str:
+    """The random stream of a variable drawn once per unit (household): its own, apart from the rows'."""
+    return f"{variable.name}|unit={variable.unit}"
+
+
+def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """The draw counter of each record's unit: a 62-bit hash of the canonical text of its id
+    (:func:`pramkit.codebook.canonical`, so ``12`` read as a number or as text is one unit),
+    the same in every chunk, file format and engine.
+
+    Examples
+    --------
+    >>> c = unit_counters(pa.array(["h1", "h2", "h1"]), "hid", 0)
+    >>> bool(c[0] == c[2]), bool(c[0] != c[1]), bool((c >= 0).all())
+    (True, True, True)
+    >>> bool(unit_counters(pa.array([12]), "hid", 0)[0] == unit_counters(pa.array(["12"]), "hid", 0)[0])
+    True
+    """
+    from pramkit.codebook import canonical
+
+    values = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    encoded = pc.dictionary_encode(values)
+    if encoded.null_count:
+        pos = int(np.flatnonzero(~np.asarray(encoded.is_valid().to_numpy(zero_copy_only=False)))[0])
+        row = int(rows[pos]) if rows is not None else start + pos
+        raise DataError(f"row {row + 1} has no household id ({column!r} is missing)")
+    texts = np.array([canonical(v) for v in encoded.dictionary.to_pylist()], dtype=object)
+    hashes = (pd.util.hash_array(texts, categorize=False) >> np.uint64(2)).astype(np.int64)
+    return hashes[np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)]
+
+
+class Households:
+    """Checks, across chunks and threads, that a household variable has one original value per
+    household (its members share the household's draw, so they must share its value)."""
+
+    def __init__(self, variable: PerturbedVariable) -> None:
+        import threading
+
+        self.variable = variable
+        self.units = np.empty(0, dtype=np.int64)
+        self.codes = np.empty(0, dtype=np.intp)
+        self.lock = threading.Lock()
+
+    def check(self, units: np.ndarray, codes: np.ndarray, ids: pa.Array | pa.ChunkedArray) -> None:
+        """Raise :class:`DataError` naming a household whose records differ in the variable."""
+        order = np.lexsort((codes, units))
+        u, c = units[order], codes[order]
+        first = np.r_[True, u[1:] != u[:-1]]
+        clash = np.flatnonzero(~first & (c != np.r_[c[:1], c[:-1]]))
+        if clash.size:
+            self._raise(ids, int(order[clash[0]]))
+        u, c, where = u[first], c[first], order[first]
+        with self.lock:
+            pos = np.searchsorted(self.units, u)
+            seen = pos < self.units.size
+            seen[seen] = self.units[pos[seen]] == u[seen]
+            bad = np.flatnonzero(seen)[self.codes[pos[seen]] != c[seen]]
+            if bad.size:
+                self._raise(ids, int(where[bad[0]]))
+            new = ~seen
+            if new.any():
+                units_all = np.concatenate([self.units, u[new]])
+                keep = np.argsort(units_all, kind="stable")
+                self.units = units_all[keep]
+                self.codes = np.concatenate([self.codes, c[new]])[keep]
+
+    def _raise(self, ids: pa.Array | pa.ChunkedArray, pos: int) -> None:
+        v = self.variable
+        raise DataError(f"household {ids[pos].as_py()!r} has several values of {', '.join(v.columns)}; a household "
+                        f"variable must be the same for every member (unit {v.unit!r})")
 
 
 #: Sampler and codebook of each matrix in use, by the matrix's identity (matrices are immutable).
@@ -231,7 +348,7 @@ def _prepared(variable: PerturbedVariable) -> tuple[DiagonalSampler | AliasSampl
     if entry is not None and entry[0]() is m:
         return entry[1], entry[2]
     book: Codebook | JointCodebook = (
-        JointCodebook(m.categories, variable.columns) if variable.is_joint
+        JointCodebook(m.categories, variable.read_columns) if variable.is_joint
         else Codebook(m.categories, column=variable.name, missing=variable.missing))
     sampler = sampler_for(m)
     _PREPARED[key] = (weakref.ref(m, lambda _, key=key: _PREPARED.pop(key, None)), sampler, book)
@@ -286,7 +403,7 @@ class TablePerturber:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
 
     def check_columns(self, columns: list[str], where: str) -> None:
-        require_columns(self.manifest.columns, columns, where)
+        require_columns(self.manifest.read_columns, columns, where)
 
     def _slices(self, n: int) -> list[tuple[int, int]]:
         """Row ranges of one variable: enough for about two tasks per thread over all variables."""
@@ -325,6 +442,50 @@ class TablePerturber:
     def summaries(self) -> tuple[VariableSummary, ...]:
         return tuple(p.summary() for p in self._perturbers)
 
+    def codebook(self, column: str) -> Codebook:
+        """The codebook of a perturbed column."""
+        return next(p.codebook(column) for p in self._perturbers if column in p.variable.columns)
+
+
+@dataclass(frozen=True, eq=False)
+class FrameResult:
+    """What :func:`perturb_frame` returns: the released frame and what perturbation did.
+
+    Unpacks and indexes as the pair ``(data, result)``, as the tuple
+    :func:`perturb_frame` returned before it returned this.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> data = pd.DataFrame({"sex": ["m", "f", "f", "m"], "age": [31, 45, 27, 60]})
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+    >>> released = perturb_frame(data, manifest, key=bytes(32))
+    >>> released.data["age"].tolist(), released.result.rows
+    ([31, 45, 27, 60], 4)
+    >>> frame, result = released
+    >>> frame is released.data and result is released[1]
+    True
+    >>> released.to_dict() == result.to_dict()
+    True
+    """
+
+    data: pd.DataFrame
+    result: ApplyResult
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`ApplyResult.to_dict` of :attr:`result` (the frame itself is not JSON)."""
+        return self.result.to_dict()
+
+    def __iter__(self) -> Iterator[pd.DataFrame | ApplyResult]:
+        return iter((self.data, self.result))
+
+    def __getitem__(self, index: int) -> pd.DataFrame | ApplyResult:
+        return (self.data, self.result)[index]
+
+
+#: Whether a shallow copy of a frame keeps its columns apart from the frame's (copy-on-write, always on from pandas 3).
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
+
 
 def perturb_frame(
     data: pd.DataFrame,
@@ -332,67 +493,92 @@ def perturb_frame(
     *,
     key: SecretKey | bytes | str | Path | None = None,
     threads: int | None = None,
-) -> tuple[pd.DataFrame, ApplyResult]:
+) -> FrameResult:
     """Perturb the manifest's columns of a DataFrame (a new frame; other columns untouched).
 
     Row ``i`` of the frame (by position) is row ``i`` of the keyed streams.
     Each column is converted to codes once (pandas categorical codes, Arrow
     dictionaries, or one hash lookup of the column's values among the
     categories), perturbed, and taken back from the categories in the
-    column's own dtype.  ``threads``: see :class:`TablePerturber`.
+    column's own dtype.
+
+    Parameters
+    ----------
+    data : the original records
+    manifest : the variables to perturb and their matrices
+    key : the secret key (see :func:`pramkit.rng.resolve_key`; ``None``: a fresh one, never saved)
+    threads : the threads that perturb (see :class:`TablePerturber`); the release does not depend on it
+
+    Returns
+    -------
+    FrameResult
+        ``.data``, the released frame (same index, columns and dtypes; a
+        categorical comes back with the matrix's categories), and
+        ``.result``, the counts per variable (:class:`ApplyResult`).
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> data = pd.DataFrame({"region": pd.Categorical(["north", "south"] * 3)})
+    >>> manifest = Manifest.of({"region": PramMatrix.from_diagonal([0.7, 0.7], ["north", "south"])})
+    >>> released = perturb_frame(data, manifest, key=bytes(32))
+    >>> released.data["region"].dtype == data["region"].dtype
+    True
+    >>> released.data.equals(perturb_frame(data, manifest, key=bytes(32)).data)  # the key fixes the release
+    True
+    >>> v = released.result.variables[0]
+    >>> v.rows, v.changed == int((released.data["region"] != data["region"]).sum())
+    (6, True)
     """
     t0 = time.perf_counter()
     secret = resolve_key(key)
-    require_columns(manifest.columns, list(data.columns), "the data")
+    require_columns(manifest.read_columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
     perturber = TablePerturber(manifest, secret, threads=threads)
-    columns = manifest.columns
-    released = perturber(_to_arrow(data, columns))
-    out = data.copy()
-    for name in columns:
-        out[name] = _as_column(released.column(name), data[name])
-    return out, ApplyResult(
+    columns = manifest.read_columns
+    released = perturber(pa.table([_arrow_column(data[name]) for name in columns], names=columns))
+    out = data.copy(deep=not _COPY_ON_WRITE)
+    for name in manifest.columns:
+        out[name] = _as_column(released.column(name), data[name], perturber.codebook(name))
+    result = ApplyResult(
         rows=len(data), variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
         key_fingerprint=secret.fingerprint,
     )
+    return FrameResult(out, result)
 
 
-def _to_arrow(data: pd.DataFrame, columns: list[str]) -> pa.Table:
-    """The ``columns`` of ``data`` as an Arrow table, as :meth:`pyarrow.Table.from_pandas` converts them;
-    a pandas categorical without missing values goes faster, by its codes (no null mask to build)."""
-    fast = {name: _categorical_as_dictionary(data[name]) for name in columns}
-    rest = [name for name in columns if fast[name] is None]
-    converted = pa.Table.from_pandas(data[rest], preserve_index=False) if rest else None
-    return pa.table([converted.column(n) if fast[n] is None else fast[n] for n in columns], names=columns)
+def _arrow_column(column: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """A pandas column as Arrow, converted as :meth:`pyarrow.Table.from_pandas` converts it (an Arrow-backed
+    column as it is); a categorical without missing values by its codes (no null mask to build)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        if codes.size and codes.min() >= 0:
+            empty = pa.array(column.iloc[:0])  # pyarrow's dictionary and type for the column
+            return pa.DictionaryArray.from_arrays(pa.array(codes), empty.dictionary, ordered=empty.type.ordered,
+                                                  safe=False)
+    try:
+        return pa.array(column, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise DataError(f"column {column.name!r}: cannot read its values ({exc})") from None
 
 
-def _categorical_as_dictionary(column: pd.Series) -> pa.DictionaryArray | None:
-    """A pandas categorical without missing values as an Arrow dictionary array (``None`` for other columns)."""
-    if not isinstance(column.dtype, pd.CategoricalDtype):
-        return None
-    codes = column.cat.codes.to_numpy()
-    if codes.size == 0 or codes.min() < 0:
-        return None
-    empty = pa.array(column.iloc[:0])  # pyarrow's dictionary and type for the column
-    return pa.DictionaryArray.from_arrays(pa.array(codes), empty.dictionary, ordered=empty.type.ordered, safe=False)
-
-
-def _as_column(released: pa.ChunkedArray, original: pd.Series) -> pd.Series:
+def _as_column(released: pa.ChunkedArray, original: pd.Series, book: Codebook) -> pd.Series:
     """Released values as a column like ``original``: its index, and its dtype where that can hold them.
 
-    A pandas categorical comes back categorical (its categories those of the
-    matrix); a column of an Arrow dtype wraps the released Arrow array as it is.
+    A pandas categorical comes back categorical, its categories those of the
+    matrix (``book``'s, whose pandas dtype is built once); a column of an
+    Arrow dtype wraps the released Arrow array as it is.
     """
     if isinstance(original.dtype, pd.ArrowDtype) and released.type == original.dtype.pyarrow_dtype:
         return pd.Series(pd.arrays.ArrowExtensionArray(released), index=original.index)
-    if isinstance(original.dtype, pd.CategoricalDtype) and released.num_chunks:
-        first = released.chunk(0).dictionary
-        if all(c.dictionary is first or c.dictionary.equals(first) for c in released.chunks[1:]):
-            dtype = released.chunk(0).slice(0, 0).to_pandas().dtype  # the categories as to_pandas gives them
+    if isinstance(original.dtype, pd.CategoricalDtype) and pa.types.is_dictionary(released.type):
+        dictionary = book.dictionary(released.type.value_type)
+        if all(c.dictionary is dictionary or c.dictionary.equals(dictionary) for c in released.chunks):
             codes = np.concatenate([c.indices.fill_null(-1).to_numpy() for c in released.chunks])
-            return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype, validate=False), index=original.index)
+            return pd.Series(pd.Categorical.from_codes(codes, dtype=book.categorical_dtype(released.type),
+                                                       validate=False), index=original.index)
     new = released.to_pandas()
     new.index = original.index
     if isinstance(original.dtype, pd.CategoricalDtype):

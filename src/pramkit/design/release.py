@@ -45,6 +45,8 @@ from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.defaults import NA_VALUES
 from pramkit.design.matrix_design import estimability_warnings, matrix_json, truthful_warnings
 from pramkit.design.registry import family
+from pramkit.design.structured import build, check_breaking, household_table, normalised, plan_targets, structure
+from pramkit.structure import Rules
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.information import mutual_information, mutual_information_form8
 from pramkit.ledger import Ledger, default_design_epsilon, split_within
@@ -224,6 +226,12 @@ def design_release(
     rng: random.Random | None = None,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
+    forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None = None,
+    strata: str | Sequence[str] = (),
+    keep_codes: Mapping[str, Any] | None = None,
+    household: str | None = None,
+    household_vars: str | Sequence[str] = (),
+    rule_breaking: str = "error",
 ) -> Manifest:
     """Design the PRAM matrices of a release under one record budget.
 
@@ -267,6 +275,27 @@ def design_release(
     na_values : sequence of str
         Texts that mean missing in a CSV file besides the empty field (default ``("NA",)``);
         the manifest's ``input`` records them, and ``pramkit apply`` must read the file the same way.
+    forbid : Rules, path or list of mappings, optional
+        Edit rules (:mod:`pramkit.structure`): forbidden combinations, public knowledge that
+        costs no budget.  No released record holds one: with ``split="joint"`` the matrix
+        covers the allowed cells only; a rule naming a single variable (or a variable and
+        strata) removes cells from that variable's matrix; a rule coupling two variables
+        perturbed independently is an error that points to ``split="joint"``.
+    strata : str or sequence of str
+        Stratum columns, released unperturbed: each variable's values move only within the
+        values its record's stratum allows (those the rules leave it), by a block-diagonal
+        matrix with a block per stratum, each designed at the variable's budget (its epsilon
+        given the stratum).
+    keep_codes : mapping, optional
+        ``{variable: code or codes}``: codes that never change and into which nothing
+        moves; membership in a kept code is released exactly and the ledger says so.
+    household, household_vars : str, sequence of str
+        The household id column and the variables perturbed once per household (every member
+        gets the household's draw); each must be constant within a household, and their
+        design counts households, not persons.
+    rule_breaking : {"error", "keep"}
+        An original record that breaks a rule: an error naming the row (default), or kept
+        as it is (unperturbed) and counted in the design record's notes.
 
     Returns
     -------
@@ -319,6 +348,7 @@ def design_release(
     if split != "equal" and not (method == "dp"):
         raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
                              "on its own (split equal)")
+    shape = structure(names, split, forbid, strata, keep_codes, household, household_vars, rule_breaking)
     if isinstance(prior, (str, Path)):
         prior = read_prior(prior)
     reads = fam.reads_frequencies(opts)
@@ -346,23 +376,22 @@ def design_release(
         raise ParameterError(f"method {method!r} reads frequencies: give epsilon (the record budget), "
                              "design_epsilon, or a public prior")
 
-    declared, cat_source = _declared(names, categories, prior)
-    table, described, digest = _count(data, names, declared, quiet, tuple(na_values))
+    counted = [*shape.strata, *names]
+    declared, cat_source = _declared(counted, categories, prior)
+    table, described, digest = _count(data, counted, declared, quiet, tuple(na_values))
     table = _labelled(data, table, cat_source, notes)
     exact_p = {n: table.proportions(n) for n in names}
-    for n, cats in zip(names, table.categories):
-        if len(cats) < 2:
+    for n, cats in zip(counted, table.categories):
+        if n in names and len(cats) < 2:
             raise DataError(f"column {n!r} has fewer than two categories ({list(cats)}); nothing to perturb")
+    households = household_table(data, shape, table, tuple(na_values)) if shape.household else None
+    targets = plan_targets(names, split, shape, table, households)
+    check_breaking(data, shape, targets, notes, tuple(na_values))
 
     # the frequencies the design may read
     dp_outputs: dict[str, dict[str, Any]] = {}
-    if split == "joint":
-        cells = list(itertools.product(*table.categories))
-        margins = {"*".join(names): table.counts.reshape(-1)}
-        exact_design = {"*".join(names): table.counts.reshape(-1) / table.counts.sum()}
-    else:
-        margins = {n: table.margin(n) for n in names}
-        exact_design = exact_p
+    margins = {k: t.counts for k, t in targets.items()}
+    exact_design = {k: normalised(t.counts) for k, t in targets.items()}
     design_eps = 0.0
     if source == "dp_counts":
         design_eps = float(design_epsilon) if design_epsilon is not None else \
@@ -370,15 +399,14 @@ def design_release(
     if source == "dp_counts":
         design_p, dp_outputs = _dp_frequencies(margins, design_eps, rng)
     elif source == "prior":
-        design_p = {n: prior.p(n) for n in names} if split != "joint" else \
-            {"*".join(names): _product([prior.p(n) for n in names])}
+        require_variables(prior.distributions, list(shape.strata), "prior (the strata)")
+        design_p = {k: normalised(_product([prior.p(c) for c in t.read_columns])[t.index]) for k, t in targets.items()}
     elif source == "exact":
         design_p = dict(exact_design)
     else:
         design_p = {k: None for k in margins}
 
     # the budget of each designed matrix
-    targets = list(margins)
     warnings: list[str] = []
     extra: dict[str, Any] = {}
     if not takes_budget:
@@ -412,9 +440,7 @@ def design_release(
     else:
         eps_of = dict(zip(targets, split_within(budget, design_eps, [1.0] * len(targets))))
 
-    cats_of = {n: list(c) for n, c in zip(names, table.categories)}
-    if split == "joint":
-        cats_of = {targets[0]: cells}
+    cats_of = {k: t.labels for k, t in targets.items()}
     from pramkit.design.distances import read_distances
 
     dist_of = {k: read_distances(spec, cats_of[k]) for k, spec in dist_specs.items()}
@@ -424,15 +450,15 @@ def design_release(
         for k in eps_of:
             bar.set_postfix_str(f"{k} (S = {len(cats_of[k]):,})")
             build_opts = {**opts, "distances": dist_of[k]} if uses_distances and k in dist_of else opts
-            matrices[k] = fam.build(cats_of[k], design_p[k], eps_of[k], build_opts)
+            matrices[k] = build(fam, targets[k], design_p[k], eps_of[k], build_opts)
             warnings.extend(f"{k}: {w}" for w in truthful_warnings(matrices[k]) + estimability_warnings(matrices[k]))
             bar.update(len(cats_of[k]))
 
     exact = source == "exact"
-    if split == "joint":
-        variables_out = (PerturbedVariable(targets[0], _public(matrices[targets[0]], exact), columns=tuple(names)),)
-    else:
-        variables_out = tuple(PerturbedVariable(n, _public(m, exact)) for n, m in matrices.items())
+    variables_out = tuple(
+        PerturbedVariable(k, _public(m, exact), columns=targets[k].columns, given=targets[k].given,
+                          unit=targets[k].unit)
+        for k, m in matrices.items())
     dependent = []
     from_data = [n for n in names if cat_source[n] == "data"]
     if from_data:
@@ -447,11 +473,14 @@ def design_release(
     facts = {"method": method, "split": split, "record_epsilon_budget": budget, "design_epsilon": design_eps,
              "frequencies": source, "prior": ledger.prior, "options": to_jsonable(opts),
              "na_values": list(na_values)}
+    if shape.any:
+        facts["structure"] = shape.to_dict()
     if dist_specs:
         facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in dist_specs.items()}
-    total = ledger.total([v.epsilon for v in variables_out])
+    total = ledger.total([v.block_epsilon for v in variables_out])
     if budget is not None and total > budget:
-        raise ParameterError(f"the design gives record epsilon {total:.6g}, more than the budget "
+        raise ParameterError(f"the design gives record epsilon {total:.6g}"
+                             f"{' (given the structure)' if shape.any else ''}, more than the budget "
                              f"{budget:g}; lower the method's parameters (or raise the budget)")
 
     per_variable = {}
@@ -459,11 +488,11 @@ def design_release(
         m = matrices.get(k)  # None: epsilon 0 in the optimal split, released unperturbed
         p_exact = exact_design[k]
         per_variable[k] = {
-            "categories": [list(c) if isinstance(c, tuple) else c for c in (cells if split == "joint" else cats_of[k])],
+            "categories": [list(c) if isinstance(c, tuple) else c for c in cats_of[k]],
             "counts": np.asarray(margins[k]).tolist(),
             "p": np.asarray(p_exact).tolist(),
             "design_p": None if design_p[k] is None else np.asarray(design_p[k]).tolist(),
-            "epsilon": 0.0 if m is None else m.epsilon,
+            "epsilon": 0.0 if m is None else m.block_epsilon,
             "information_nats": 0.0 if m is None else _information(p_exact, m),
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
@@ -473,12 +502,15 @@ def design_release(
 
             per_variable[k]["expected_distance"] = geo_utility(m, dist_of[k], p_exact).expected_distance
             per_variable[k]["distance_unit"] = dist_of[k].unit
-    if split == "joint" and design_p[targets[0]] is not None:
-        extra["joint"] = _joint_comparison(table, design_p[targets[0]], matrices[targets[0]], opts)
+    if split == "joint" and not shape.any and design_p[names_joint := "*".join(names)] is not None:
+        extra["joint"] = _joint_comparison(table, design_p[names_joint], matrices[names_joint], opts)
+    if households is not None:
+        extra["households"] = households.rows
     if method != "dp":
         from pramkit.design.methods import measure
 
-        extra["measures"] = {k: dataclasses.asdict(measure(m, exact_design[k])) for k, m in matrices.items()}
+        extra["measures"] = {k: dataclasses.asdict(measure(m, exact_design[k])) for k, m in matrices.items()
+                             if m.blocks is None}
     extra["seconds"] = time.perf_counter() - t0
     record = DesignRecord(
         data=described, sha256=digest, rows=table.rows, missing=table.missing, method=method, split=split,

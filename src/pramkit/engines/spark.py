@@ -297,7 +297,7 @@ def perturb(
     (e.g. ``NA`` in a CSV file): they are not perturbed and stay as they are.
     """
     _require_pyspark()
-    require_columns(manifest.columns, df.columns, "the DataFrame")
+    require_columns(manifest.read_columns, df.columns, "the DataFrame")
     TablePerturber(manifest, key, missing_codes)  # refuses a missing code among the categories, here on the driver
     schema = df.schema
     numbered, offsets = _with_row_numbers(df, row_number)

@@ -1,0 +1,272 @@
+"""What :func:`pramkit.design_release` designs when a release has structure.
+
+A release's *targets* are the matrices it designs: one per variable (split equal
+or optimal) or one over the cross-classification (split joint).  Without
+structure a target covers every category (or every cell); with structure
+(:mod:`pramkit.structure`):
+
+* its cells are the allowed ones (edit rules remove the forbidden combinations),
+  led by the stratum columns, which the matrix never changes;
+* its matrix is block-diagonal (:meth:`pramkit.PramMatrix.block_diagonal`): a block
+  per stratum and per kept code, each block designed by the method on the block's
+  own frequencies at the target's budget, a kept code or a stratum with a single
+  allowed value being the identity; epsilon given the block is then the largest
+  of the blocks' (parallel composition: a record is perturbed by one block);
+* a household variable's counts are those of households (one record per household)
+  and its draws are keyed by the household id (the variable's ``unit``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pramkit.counts import CountTable
+from pramkit.errors import DataError, ParameterError
+from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rules, cells_and_blocks, kept_codes
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A release's structure, validated against its variables (public: it goes in the manifest).
+
+    rules: the edit rules; strata: the stratum columns; keep: each variable's kept codes
+    (as given; checked against the categories once they are known); household: the
+    household id column; household_vars: the variables perturbed once per household;
+    rule_breaking: :data:`pramkit.structure.RULE_BREAKING`
+    """
+
+    rules: Rules | None = None
+    strata: tuple[str, ...] = ()
+    keep: Mapping[str, Any] = field(default_factory=dict)
+    household: str | None = None
+    household_vars: tuple[str, ...] = ()
+    rule_breaking: str = "error"
+
+    @property
+    def any(self) -> bool:
+        """Some structure is declared."""
+        return bool(self.rules or self.strata or self.keep or self.household)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The structure as JSON (the manifest's ``input.structure``)."""
+        return {
+            "forbid": None if self.rules is None else self.rules.to_dict(),
+            "strata": list(self.strata),
+            "keep_codes": {k: sorted(alternatives(v)) for k, v in self.keep.items()},
+            "household": self.household,
+            "household_vars": list(self.household_vars),
+            "rule_breaking": self.rule_breaking,
+        }
+
+
+def _columns(value: str | Sequence[str], what: str) -> tuple[str, ...]:
+    cols = [c.strip() for c in value.split(",")] if isinstance(value, str) else list(value)
+    if not all(isinstance(c, str) and c for c in cols) or len(set(cols)) != len(cols):
+        raise ParameterError(f"{what} must be distinct column names, got {value!r}")
+    return tuple(cols)
+
+
+def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Sequence[str], keep: Mapping[str, Any] | None,
+              household: str | None, household_vars: str | Sequence[str], rule_breaking: str) -> Shape:
+    """The structure of a release, checked against its variables and split (one line per mistake).
+
+    Examples
+    --------
+    >>> s = structure(["age", "sex"], "equal", None, "region", None, None, (), "error")
+    >>> s.strata, s.any
+    (('region',), True)
+    >>> structure(["age", "region"], "equal", None, "region", None, None, (), "error")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: region is perturbed, so it cannot also be a stratum (strata are released unperturbed)
+    """
+    strata_cols = _columns(strata, "strata") if strata else ()
+    both = [c for c in strata_cols if c in names]
+    if both:
+        raise ParameterError(f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} perturbed, so it cannot also be "
+                             "a stratum (strata are released unperturbed)")
+    if rule_breaking not in RULE_BREAKING:
+        raise ParameterError(f"rule breaking must be one of {', '.join(RULE_BREAKING)}, got {rule_breaking!r}")
+    hh_vars = _columns(household_vars, "household variables") if household_vars else ()
+    if hh_vars and household is None:
+        raise ParameterError("household variables need the household id column (household=, --household)")
+    if household is not None:
+        if not isinstance(household, str) or not household:
+            raise ParameterError(f"household must be a column name, got {household!r}")
+        if household in names or household in strata_cols:
+            raise ParameterError(f"the household id {household!r} cannot be perturbed or a stratum")
+        if not hh_vars:
+            raise ParameterError("give the variables perturbed once per household (household_vars=, "
+                                 "--household-vars)")
+        absent = [v for v in hh_vars if v not in names]
+        if absent:
+            raise ParameterError(f"household variables {absent} are not among the variables to perturb {list(names)}")
+        if split == "joint":
+            raise ParameterError("household variables are designed one by one: use split equal or optimal")
+        if strata_cols:
+            raise ParameterError("household variables cannot have strata here: perturb them without --strata")
+    rules = as_rules(forbid)
+    if rules is not None and split != "joint":
+        for i, rule in enumerate(rules.rules, 1):
+            coupled = [c for c in rule.values if c in names]
+            if len(coupled) > 1:
+                raise ParameterError(
+                    f"rule {i} of {rules.source} couples {' and '.join(coupled)}, which split {split!r} perturbs "
+                    "independently: no per-variable design can honour it; use split joint (one matrix over the "
+                    "allowed cells), or make one of them a stratum")
+    return Shape(rules, strata_cols, dict(keep or {}), household, hh_vars, rule_breaking)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One matrix to design.
+
+    name: the variable's name (its random stream); columns: the perturbed columns;
+    given: the strata; labels: the matrix's categories; index: their positions in the
+    cross-classification of ``read_columns``; counts: exact counts over ``labels``;
+    blocks: the labels' positions by block (``None``: no structure); unit: the household id
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    given: tuple[str, ...]
+    labels: list[Label]
+    index: np.ndarray
+    counts: np.ndarray
+    blocks: list[np.ndarray] | None = None
+    unit: str | None = None
+    forbidden_counts: int = 0
+
+    @property
+    def read_columns(self) -> tuple[str, ...]:
+        return self.given + self.columns
+
+
+def _marginal(table: CountTable, columns: Sequence[str]) -> np.ndarray:
+    """Counts of the cross-classification of ``columns`` (C order), summed over the table's others."""
+    axes = [table.columns.index(c) for c in columns]
+    other = tuple(i for i in range(table.counts.ndim) if i not in axes)
+    m = table.counts.sum(axis=other) if other else table.counts
+    kept = sorted(axes)
+    return np.transpose(m, [kept.index(a) for a in axes]).reshape(-1)
+
+
+def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable,
+            households: CountTable | None) -> dict[str, Target]:
+    """The matrices to design, with their cells, counts and blocks."""
+    cats = dict(zip(table.columns, table.categories))
+    keep = kept_codes(shape.keep, {n: cats[n] for n in names})
+    if shape.rules is not None:
+        shape.rules.check({c: cats[c] for c in (*shape.strata, *names)})
+    groups = [tuple(names)] if split == "joint" else [(n,) for n in names]
+    out: dict[str, Target] = {}
+    for cols in groups:
+        name = "*".join(cols)
+        source = households if households is not None and cols[0] in shape.household_vars else table
+        read = shape.strata + cols
+        counts = _marginal(source, read)
+        structured = shape.rules is not None or shape.strata or any(c in keep for c in cols)
+        unit = shape.household if cols[0] in shape.household_vars else None
+        if not structured:
+            labels = list(cats[cols[0]]) if len(cols) == 1 else [tuple(c) for c in _product_labels(cats, cols)]
+            out[name] = Target(name, cols, (), labels, np.arange(counts.size), counts, None, unit)
+            continue
+        rules = None if shape.rules is None else shape.rules.within(read)
+        cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(shape.strata), rules=rules,
+                                        keep=keep)
+        forbidden = int(counts.sum() - counts[cells.index].sum())
+        out[name] = Target(name, cols, shape.strata, cells.cells, cells.index, counts[cells.index], cells.blocks,
+                           unit, forbidden)
+    return out
+
+
+def _product_labels(cats: Mapping[str, Sequence[Label]], cols: Sequence[str]) -> list[tuple]:
+    import itertools
+
+    return list(itertools.product(*(cats[c] for c in cols)))
+
+
+def normalised(v: np.ndarray) -> np.ndarray:
+    """Proportions of non-negative counts; uniform when they are all zero."""
+    v = np.asarray(v, dtype=float)
+    total = v.sum()
+    return v / total if total > 0 else np.full(v.size, 1.0 / v.size)
+
+
+def build(fam: Any, target: Target, p: np.ndarray | None, epsilon: float | None,
+          options: Mapping[str, Any]) -> PramMatrix:
+    """Design a target's matrix: the family on its cells, or block by block (module docstring)."""
+    if target.blocks is None or (len(target.blocks) == 1 and not target.given):
+        return fam.build(target.labels, p, epsilon, options)
+    parts = []
+    for idx in target.blocks:
+        labels = [target.labels[i] for i in idx]
+        if idx.size == 1:
+            parts.append(PramMatrix.identity(labels))
+        else:
+            parts.append(fam.build(labels, None if p is None else normalised(p[idx]), epsilon, options))
+    method = parts[-1].provenance.method if parts else "identity"
+    return PramMatrix.block_diagonal(parts, target.labels, Provenance(
+        method=f"blocks({fam.name})", parameters={"blocks": len(parts), "block_method": method,
+                                                  "epsilon": epsilon}))
+
+
+def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target], notes: list[str],
+                   na_values: Sequence[str]) -> None:
+    """Records that break a rule: an error naming the first (``rule_breaking="error"``), or a note."""
+    broken = {k: t.forbidden_counts for k, t in targets.items() if t.forbidden_counts}
+    if not broken or shape.rules is None:
+        return
+    if shape.rule_breaking == "keep":
+        for k, n in broken.items():
+            notes.append(f"{n} record(s) break a rule on {k}: they are released unperturbed in {k} "
+                         "(rule_breaking keep), which no epsilon covers")
+        return
+    columns = list(dict.fromkeys(c for t in targets.values() for c in t.read_columns if c in shape.rules.columns))
+    frame = _frame(data, columns, na_values)
+    hit = shape.rules.first_breaking(frame, columns)
+    if hit is None:  # pragma: no cover - the counts said a record breaks a rule
+        raise DataError(f"{sum(broken.values())} record(s) break a rule of {shape.rules.source}")
+    row, i = hit
+    raise DataError(f"row {row + 1} breaks rule {i} of {shape.rules.source} ({shape.rules.rules[i - 1].describe()}); "
+                    "correct the data, or keep such records unperturbed (rule_breaking keep, --rule-breaking keep)")
+
+
+def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str]) -> Any:
+    """The columns of the data as a DataFrame (a file is read for those columns only)."""
+    if isinstance(data, (str, Path)):
+        from pramkit.io import read_table
+
+        return read_table(data, columns=list(columns), na_values=list(na_values))
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        return data.select(list(columns)).to_pandas()
+    return data[list(columns)]
+
+
+def household_table(data: Any, shape: Shape, table: CountTable, na_values: Sequence[str]) -> CountTable:
+    """Counts of the household variables over households (one record each), after checking
+    that every household has one value of each (else a :class:`DataError` naming one)."""
+    from pramkit.counts import count_frame
+
+    hh, cols = shape.household, list(shape.household_vars)
+    frame = _frame(data, [hh, *cols], na_values)
+    ids = frame[hh]
+    if ids.isna().any():
+        row = int(np.flatnonzero(ids.isna().to_numpy())[0])
+        raise DataError(f"row {row + 1} has no household id ({hh!r} is missing)")
+    varying = frame.groupby(hh, sort=False, dropna=False)[cols].nunique(dropna=False)
+    bad = varying[(varying > 1).any(axis=1)]
+    if len(bad):
+        col = next(c for c in cols if bad[c].iloc[0] > 1)
+        raise DataError(f"household {bad.index[0]!r} has several values of {col!r}; a household variable must be "
+                        "the same for every member")
+    first = frame.drop_duplicates(subset=[hh])
+    cats = dict(zip(table.columns, table.categories))
+    return count_frame(first, cols, categories={c: cats[c] for c in cols})

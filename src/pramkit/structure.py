@@ -1,0 +1,369 @@
+"""The structure of real microdata that a release respects.
+
+Four kinds of public knowledge shape a design (see ``docs/structure.md``):
+
+* **edit rules** (structural zeros, :class:`Rules`, :func:`read_rules`): combinations
+  that cannot exist, such as a married person under ten.  A rules file states
+  what cannot exist, not what does, so it costs no privacy budget;
+* **strata**: columns released unperturbed within which values move (a stratum's
+  allowed values are those the rules leave it);
+* **kept codes**: codes of a variable that never change and into which nothing moves
+  (not-applicable codes, codes an agency must release as they are);
+* **households**: variables perturbed once per household (see
+  :class:`pramkit.manifest.PerturbedVariable`'s ``unit``).
+
+:func:`cells_and_blocks` turns rules, strata and kept codes into what a design
+needs: the cells a matrix covers (the allowed combinations) and the blocks that
+never exchange values, for :meth:`pramkit.PramMatrix.block_diagonal`.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from pramkit.codebook import canonical
+from pramkit.errors import DataError, ParameterError
+from pramkit.matrix import Label
+
+#: What to do with an original record that breaks a rule: stop with an error naming the
+#: row, or keep the record as it is (released unperturbed, and counted in the result).
+RULE_BREAKING = ("error", "keep")
+#: Separates the alternatives of one cell of a rules file (``0-4|5-9``).
+ALTERNATIVES = "|"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One forbidden combination: a record is forbidden when, for every column named,
+    its value is one of the values listed (canonical texts, :func:`pramkit.codebook.canonical`)."""
+
+    values: Mapping[str, frozenset[str]]
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {c: sorted(v) for c, v in self.values.items()}
+
+    def describe(self) -> str:
+        """The rule in words: ``age=0-4|5-9 and marital_status=married``."""
+        return " and ".join(f"{c}={ALTERNATIVES.join(sorted(v))}" for c, v in self.values.items())
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Edit rules: forbidden combinations of values (structural zeros).
+
+    Parameters
+    ----------
+    rules : sequence of Rule
+        The forbidden combinations.
+    source : str
+        Where they came from (a file's path), for messages and the manifest.
+
+    Examples
+    --------
+    >>> r = Rules.of([{"age": "0-9", "marital_status": "married"}, {"age": "0-9", "employed": "yes"}])
+    >>> r.columns
+    ('age', 'marital_status', 'employed')
+    >>> r.forbidden(("age", "marital_status"), [("0-9", "single"), ("0-9", "married"), ("30-39", "married")]).tolist()
+    [False, True, False]
+    """
+
+    rules: tuple[Rule, ...]
+    source: str = "rules"
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]], source: str = "rules") -> "Rules":
+        """Rules from mappings ``{column: value}``: a value is a label, a list of labels, or a
+        text with alternatives separated by ``|``; ``None`` or an empty text means any value
+        (the column is left out of the rule)."""
+        out = []
+        for i, row in enumerate(rows, 1):
+            values: dict[str, frozenset[str]] = {}
+            for column, value in row.items():
+                if not isinstance(column, str) or not column.strip():
+                    raise ParameterError(f"rule {i} of {source} names a column without a name")
+                items = alternatives(value)
+                if items:
+                    values[column.strip()] = items
+            if not values:
+                raise ParameterError(f"rule {i} of {source} has no value: it would forbid every record")
+            out.append(Rule(values))
+        if not out:
+            raise ParameterError(f"{source} has no rules")
+        return cls(tuple(out), source)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns the rules name, in order of first appearance."""
+        return tuple(dict.fromkeys(c for r in self.rules for c in r.values))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rules as JSON (public: they describe what cannot exist)."""
+        return {"source": self.source, "forbidden": [r.to_dict() for r in self.rules]}
+
+    def check(self, categories: Mapping[str, Sequence[Label]]) -> None:
+        """Every column a rule names is among ``categories`` and every value it lists is one of
+        that column's categories; else a :class:`ParameterError` naming the rule."""
+        for i, rule in enumerate(self.rules, 1):
+            for column, values in rule.values.items():
+                if column not in categories:
+                    raise ParameterError(f"rule {i} of {self.source} names {column!r}, which is neither perturbed "
+                                         f"nor a stratum (columns: {', '.join(categories)})")
+                known = {canonical(c) for c in categories[column]}
+                unknown = sorted(values - known)
+                if unknown:
+                    raise ParameterError(f"rule {i} of {self.source}: {unknown[0]!r} is not a category of "
+                                         f"{column!r} (its categories: {_shown(categories[column])})")
+
+    def within(self, columns: Sequence[str]) -> "Rules | None":
+        """The rules that name only ``columns`` (``None`` if there are none)."""
+        kept = tuple(r for r in self.rules if set(r.values) <= set(columns))
+        return Rules(kept, self.source) if kept else None
+
+    def forbidden(self, columns: Sequence[str], cells: Sequence[tuple]) -> np.ndarray:
+        """Which ``cells`` (tuples of values of ``columns``) a rule forbids; rules naming
+        another column do not apply."""
+        out = np.zeros(len(cells), dtype=bool)
+        texts = [[canonical(v) for v in cell] for cell in cells]
+        for rule in self.rules:
+            if not set(rule.values) <= set(columns):
+                continue
+            at = [(columns.index(c), v) for c, v in rule.values.items()]
+            out |= np.fromiter((all(t[i] in v for i, v in at) for t in texts), dtype=bool, count=len(cells))
+        return out
+
+    def first_breaking(self, frame: Any, columns: Sequence[str]) -> tuple[int, int] | None:
+        """The first row of a DataFrame (position) that a rule forbids, and the rule's number
+        (from 1); ``None`` if no row breaks a rule.  Rules naming another column do not apply."""
+        hits = self.breaking(frame, columns)
+        if not hits.any():
+            return None
+        row = int(np.flatnonzero(hits)[0])
+        for i, rule in enumerate(self.rules, 1):
+            if set(rule.values) <= set(columns) and all(
+                    canonical(frame[c].iloc[row]) in v for c, v in rule.values.items()):
+                return row, i
+        return None  # pragma: no cover - a hit matches a rule
+
+    def breaking(self, frame: Any, columns: Sequence[str]) -> np.ndarray:
+        """Which rows of a DataFrame a rule forbids (a boolean array)."""
+        out = np.zeros(len(frame), dtype=bool)
+        for rule in self.rules:
+            if not set(rule.values) <= set(columns):
+                continue
+            hit = np.ones(len(frame), dtype=bool)
+            for c, values in rule.values.items():
+                texts = {v: canonical(v) for v in frame[c].dropna().unique()}
+                hit &= frame[c].map(lambda v, t=texts: t.get(v) in values).fillna(False).to_numpy(dtype=bool)
+            out |= hit
+        return out
+
+
+def alternatives(value: Any) -> frozenset[str]:
+    """The canonical texts a rule's cell lists (empty: any value)."""
+    if value is None:
+        return frozenset()
+    items = list(value) if isinstance(value, (list, tuple, set, frozenset)) else \
+        str(value).split(ALTERNATIVES) if isinstance(value, str) else [value]
+    return frozenset(t for t in (canonical(x.strip() if isinstance(x, str) else x) for x in items) if t)
+
+
+def _shown(labels: Sequence[Label], most: int = 8) -> str:
+    shown = ", ".join(str(c) for c in list(labels)[:most])
+    return shown + (", ..." if len(labels) > most else "")
+
+
+def read_rules(path: str | Path) -> Rules:
+    """Read a rules file: a CSV whose columns are variable names and whose rows are forbidden
+    combinations; an empty cell means any value, ``a|b`` lists alternatives.
+
+    Raises
+    ------
+    DataError
+        The file cannot be read or is not such a CSV.
+    ParameterError
+        A rule forbids every record (no value), or there is no rule.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = os.path.join(d, "rules.csv")
+    ...     _ = open(p, "w").write("age,marital_status\\n0-4|5-9,married\\n0-4|5-9,widowed\\n")
+    ...     read_rules(p).rules[0].describe()
+    'age=0-4|5-9 and marital_status=married'
+    """
+    p = Path(path)
+    try:
+        with p.open(newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.reader(f))
+    except FileNotFoundError:
+        raise DataError(f"rules file {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"cannot read rules file {str(p)!r}: {exc}") from None
+    rows = [r for r in rows if any(x.strip() for x in r)]
+    if not rows:
+        raise DataError(f"rules file {str(p)!r} is empty: give a header of variable names and one row per "
+                        "forbidden combination")
+    header = [h.strip() for h in rows[0]]
+    if not all(header) or len(set(header)) != len(header):
+        raise DataError(f"the header of rules file {str(p)!r} must name distinct variables, got {rows[0]}")
+    records = []
+    for line, r in enumerate(rows[1:], 2):
+        if len(r) > len(header):
+            raise DataError(f"line {line} of rules file {str(p)!r} has {len(r)} fields; the header has {len(header)}")
+        records.append(dict(zip(header, r)))
+    return Rules.of(records, source=str(p))
+
+
+def as_rules(forbid: "Rules | str | Path | Sequence[Mapping[str, Any]] | None") -> Rules | None:
+    """Rules from a :class:`Rules`, a rules file's path or a list of mappings (:meth:`Rules.of`)."""
+    if forbid is None or isinstance(forbid, Rules):
+        return forbid
+    if isinstance(forbid, (str, Path)):
+        return read_rules(forbid)
+    return Rules.of(forbid, source="the rules given")
+
+
+def kept_codes(keep: Mapping[str, Any] | None, categories: Mapping[str, Sequence[Label]]) -> dict[str, frozenset[str]]:
+    """Each variable's kept codes as canonical texts, checked against its categories.
+
+    Parameters
+    ----------
+    keep : mapping, optional
+        ``{variable: code or list of codes}`` (a text may list codes separated by ``|``).
+    categories : mapping
+        Each perturbed variable's categories.
+
+    Examples
+    --------
+    >>> sorted(kept_codes({"age": "0-4|5-9"}, {"age": ["0-4", "5-9", "10-14"]})["age"])
+    ['0-4', '5-9']
+    """
+    out: dict[str, frozenset[str]] = {}
+    for name, codes in (keep or {}).items():
+        if name not in categories:
+            raise ParameterError(f"kept codes name {name!r}, which is not among the perturbed variables "
+                                 f"({', '.join(categories)})")
+        texts = alternatives(codes)
+        known = {canonical(c) for c in categories[name]}
+        unknown = sorted(texts - known)
+        if unknown:
+            raise ParameterError(f"kept code {unknown[0]!r} is not a category of {name!r} "
+                                 f"(its categories: {_shown(categories[name])})")
+        if not texts:
+            raise ParameterError(f"give at least one kept code for {name!r}")
+        out[name] = texts
+    return out
+
+
+def parse_assignments(text: str | None, flag: str, example: str) -> dict[str, list[str]] | None:
+    """``a=1,b=x|y,a=2`` as ``{"a": ["1", "2"], "b": ["x|y"]}``: a command-line list of
+    variable=value items (a variable may repeat).
+
+    >>> parse_assignments("age=0-4|5-9,sex=f", "--keep-codes", "age=0-4")
+    {'age': ['0-4|5-9'], 'sex': ['f']}
+    """
+    if text is None:
+        return None
+    out: dict[str, list[str]] = {}
+    for part in (x.strip() for x in text.split(",") if x.strip()):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise ParameterError(f"{flag} must look like {example}, got {text!r}")
+        out.setdefault(name.strip(), []).append(value.strip())
+    if not out:
+        raise ParameterError(f"{flag} must look like {example}, got {text!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Cells:
+    """What one structured matrix covers.
+
+    columns: the columns of a cell, strata first
+    cells: the allowed combinations (tuples, or plain labels for one column)
+    index: each cell's position in the full cross-classification (C order)
+    blocks: the cells' positions grouped by block (a stratum, a kept code); one group
+        when nothing separates them
+    """
+
+    columns: tuple[str, ...]
+    cells: list[Label]
+    index: np.ndarray
+    blocks: list[np.ndarray] = field(default_factory=list)
+
+
+def cells_and_blocks(
+    columns: Sequence[str],
+    categories: Sequence[Sequence[Label]],
+    *,
+    strata: int = 0,
+    rules: Rules | None = None,
+    keep: Mapping[str, frozenset[str]] | None = None,
+) -> Cells:
+    """The allowed cells of a cross-classification and its blocks.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The columns, the ``strata`` stratum columns first.
+    categories : sequence of sequences
+        Each column's categories.
+    strata : int
+        How many of the first columns are strata (released unperturbed).
+    rules : Rules, optional
+        Forbidden combinations; those naming other columns do not apply.
+    keep : mapping, optional
+        Each column's kept codes (canonical texts, :func:`kept_codes`).
+
+    Returns
+    -------
+    Cells
+        A cell's block is its strata and, for each column with kept codes, its value if
+        it is a kept code: cells of one block exchange values, other cells never do.
+
+    Raises
+    ------
+    ParameterError
+        If the rules forbid every combination, or every value of some stratum.
+
+    Examples
+    --------
+    >>> r = Rules.of([{"age": "0-9", "marital_status": "married"}])
+    >>> c = cells_and_blocks(["age", "marital_status"], [["0-9", "10-19"], ["single", "married"]], rules=r)
+    >>> c.cells, len(c.blocks)
+    ([('0-9', 'single'), ('10-19', 'single'), ('10-19', 'married')], 1)
+    >>> c = cells_and_blocks(["region", "age"], [["north", "south"], ["0-9", "10-19", "n/a"]], strata=1,
+    ...                      keep={"age": frozenset({"n/a"})})
+    >>> [[c.cells[i] for i in b] for b in c.blocks][:2]
+    [[('north', '0-9'), ('north', '10-19')], [('north', 'n/a')]]
+    """
+    columns = tuple(columns)
+    full = list(itertools.product(*categories))
+    allowed = np.ones(len(full), dtype=bool)
+    if rules is not None:
+        allowed &= ~rules.forbidden(columns, full)
+    if not allowed.any():
+        raise ParameterError(f"the rules of {rules.source} forbid every combination of {', '.join(columns)}")
+    index = np.flatnonzero(allowed)
+    kept = [(i, keep[c]) for i, c in enumerate(columns) if keep and c in keep and i >= strata]
+    keys: dict[tuple, list[int]] = {}
+    for pos, at in enumerate(index):
+        cell = full[at]
+        key = cell[:strata] + tuple(canonical(cell[i]) if canonical(cell[i]) in codes else None for i, codes in kept)
+        keys.setdefault(key, []).append(pos)
+    if strata:
+        present = {k[:strata] for k in keys}
+        for stratum in itertools.product(*categories[:strata]):
+            if tuple(stratum) not in present:
+                words = ", ".join(f"{c}={v}" for c, v in zip(columns, stratum))
+                raise ParameterError(f"the rules of {rules.source if rules else 'the design'} forbid every value "
+                                     f"of {', '.join(columns[strata:])} in the stratum {words}")
+    cells: list[Label] = [full[i] if len(columns) > 1 else full[i][0] for i in index]
+    return Cells(columns, cells, index, [np.asarray(v, dtype=np.intp) for v in keys.values()])
