@@ -200,7 +200,8 @@ class PerturbedVariable:
 def _entries(m: PramMatrix) -> dict[str, Any]:
     """A matrix's entries as JSON: ``form`` and its fields."""
     if m.blocks is not None:
-        return {"form": "blocks", "blocks": [{"members": idx.tolist(), **_entries(part)} for idx, part in m.blocks]}
+        return {"form": "blocks", "blocks": [{"members": idx.tolist(), **_entries(part),
+                                              "design": part.provenance.to_dict()} for idx, part in m.blocks]}
     if m.is_compact:
         return {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
     return {"form": "dense", "matrix": m.matrix.tolist()}
@@ -528,7 +529,8 @@ def _matrix_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Pr
                                 f"'{where}.categories' (0..{len(cats) - 1})")
         if b.get("form") == "blocks":
             raise ManifestError(f"field '{where}.blocks[{i}].form' must be 'dense' or 'diagonal'")
-        parts.append(_matrix_from_dict(b, f"{where}.blocks[{i}]", tuple(cats[x] for x in members), Provenance()))
+        part_provenance = _provenance_from_dict(b.get("design", {}), f"{where}.blocks[{i}].design")
+        parts.append(_matrix_from_dict(b, f"{where}.blocks[{i}]", tuple(cats[x] for x in members), part_provenance))
         seen += len(members)
     if seen != len(cats):
         raise ManifestError(f"field '{where}.blocks' covers {seen} positions but '{where}.categories' has "

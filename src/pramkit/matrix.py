@@ -85,14 +85,17 @@ class Provenance:
     seconds: float | None = None
 
     def to_dict(self) -> dict[str, JSONValue]:
-        return {
+        """The provenance as JSON values (NumPy scalars and arrays a design left in it converted)."""
+        from pramkit._json import to_jsonable
+
+        return to_jsonable({
             "method": self.method,
             "parameters": dict(self.parameters),
             "objective": self.objective,
             "objective_name": self.objective_name,
             "certificate": None if self.certificate is None else dict(self.certificate),
             "seconds": self.seconds,
-        }
+        })
 
 
 #: Attributes a :class:`PramMatrix` computes on demand (never pickled).

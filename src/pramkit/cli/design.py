@@ -91,6 +91,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     geo.add_argument("--mechanism", choices=["exponential", "geometric"],
                      help="--method metric: exponential (over --distances, the default) or geometric (truncated "
                           "geometric on the category order)")
+    st = p.add_argument_group("structure of the microdata (see docs/structure.md)")
+    st.add_argument("--forbid", type=Path, metavar="RULES.csv",
+                    help="edit rules: a CSV whose columns are variables and whose rows are forbidden combinations "
+                         "(empty cell: any value; a|b: either); no released record holds one (public: no budget)")
+    st.add_argument("--strata", metavar="COL[,COL]",
+                    help="stratum columns, released unperturbed: values move only within the values the record's "
+                         "stratum allows (those --forbid leaves it)")
+    st.add_argument("--keep-codes", metavar="V=CODE,...",
+                    help="codes that never change and into which nothing moves, e.g. education=n/a,age=0-9|10-17")
+    st.add_argument("--household", metavar="COL", help="household id column (with --household-vars)")
+    st.add_argument("--household-vars", metavar="V[,V]",
+                    help="variables perturbed once per household: every member gets the household's released value")
+    st.add_argument("--rule-breaking", choices=["error", "keep"], default="error",
+                    help="an original record that breaks a rule: an error naming the row (default), or kept "
+                         "unperturbed and reported")
     p.add_argument("--split", choices=["optimal", "equal", "joint"], default="equal",
                    help="how the record budget is shared by the variables (default %(default)s: every listed "
                         "variable is perturbed); optimal: the most total information, which may give a "
@@ -197,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.atomic import check_writable
     from pramkit.design.release import design_recognition, design_release
     from pramkit.ledger import fmt_epsilon
+    from pramkit.structure import parse_assignments
 
     if args.data is None:
         out = _distribution_mode(args)
@@ -210,13 +226,17 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ParameterError("--out is required: the manifest to write")
     record_path = _record_path(args)
-    inputs = [x for x in (args.data, args.prior,
+    inputs = [x for x in (args.data, args.prior, args.forbid,
                           Path(args.categories) if args.categories else None) if x is not None]
     for path in (args.out, record_path):
         check_writable(path, force=args.force, inputs=inputs)
     if record_path.resolve() == args.out.resolve():
         raise ParameterError("the design record and the manifest must be different files")
     if args.recognition is not None:
+        structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
+                                     ("--keep-codes", args.keep_codes), ("--household", args.household)) if v]
+        if structured:
+            raise ParameterError(f"{structured[0]} is not available with --recognition")
         if args.epsilon is not None or args.method != "dp":
             raise PramkitError("--recognition is its own privacy model: leave out --epsilon and --method")
         manifest = design_recognition(args.data, names, alpha=args.recognition,
@@ -228,11 +248,18 @@ def run(args: argparse.Namespace) -> int:
             epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
             prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
             options=_options(args), distances=args.distances, quiet=args.quiet, na_values=args.na_values,
+            forbid=args.forbid, strata=args.strata or (), household=args.household,
+            keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
+            household_vars=args.household_vars or (), rule_breaking=args.rule_breaking,
         )
+    manifest.to_json()  # serialisable before either file is written
     manifest.design_record.write(record_path, force=args.force)
     manifest.write(args.out, force=args.force)
+    public = manifest.to_dict()
     out = {**manifest.design_record.to_dict(), "manifest": str(args.out), "design_record": str(record_path),
-           "record_epsilon": manifest.to_dict()["record_epsilon"], "ledger": manifest.to_dict().get("ledger")}
+           "record_epsilon": public["record_epsilon"], "ledger": public.get("ledger")}
+    if manifest.is_structured:
+        out["record_epsilon_given_structure"] = public["record_epsilon_given_structure"]
     if args.json:
         print_json(out)
         return 0
@@ -245,7 +272,9 @@ def run(args: argparse.Namespace) -> int:
     for key in ("worst_posterior", "l2_loss"):
         if key in out:
             print(f"{key.replace('_', ' ')}: {out[key]:.4g}")
-    print(f"wrote {out['manifest']} (public; record epsilon {fmt_epsilon(manifest.record_epsilon)}) and "
+    given = f" given the structure" if manifest.is_structured else ""
+    print(f"wrote {out['manifest']} (public; record epsilon {fmt_epsilon(manifest.record_epsilon_given_structure)}"
+          f"{given}) and "
           f"{out['design_record']} (private: never publish it)")
     print(manifest.guarantee)
     _print_notes(out)
