@@ -206,7 +206,7 @@ def read_rules(path: str | Path) -> Rules:
         raise DataError(f"rules file {str(p)!r} does not exist") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise DataError(f"cannot read rules file {str(p)!r}: {exc}") from None
-    rows = [r for r in rows if any(x.strip() for x in r)]
+    rows = [r for r in rows if r and r != [""]]  # blank lines; a line of empty fields is a rule (refused below)
     if not rows:
         raise DataError(f"rules file {str(p)!r} is empty: give a header of variable names and one row per "
                         "forbidden combination")

@@ -265,7 +265,8 @@ def household_table(data: Any, shape: Shape, table: CountTable, na_values: Seque
     bad = varying[(varying > 1).any(axis=1)]
     if len(bad):
         col = next(c for c in cols if bad[c].iloc[0] > 1)
-        raise DataError(f"household {bad.index[0]!r} has several values of {col!r}; a household variable must be "
+        hid = bad.index[0].item() if hasattr(bad.index[0], "item") else bad.index[0]
+        raise DataError(f"household {hid!r} has several values of {col!r}; a household variable must be "
                         "the same for every member")
     first = frame.drop_duplicates(subset=[hh])
     cats = dict(zip(table.columns, table.categories))
