@@ -1,4 +1,5 @@
-"""``pramkit risk DATA --keys a,b,c``: identification risk of a file (tau1, tau2, per-record risk)."""
+"""``pramkit risk DATA --keys a,b,c``: identification risk of a file (tau1, tau2, per-record risk);
+with ``--household COL``, the household-level risk instead (:mod:`pramkit.risk.household`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from pathlib import Path
 
 from pramkit.cli._common import add_na_values, note, print_json
 from pramkit.cli.commands import HELP
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, PramkitError
+
+#: Defaults of the options of tau1 and tau2 only, which --household does not take.
+_MODEL = "2way"
+_FRACTIONS = "cell"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,21 +21,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Identification risk of a microdata file on its key variables: sample uniques, "
                     "tau1 and tau2 under a Poisson log-linear model (Skinner and Shlomo 2008), and the "
                     "expected number of re-identifications from the per-record (Benedetti-Franconi) risk. "
-                    "With --manifest, DATA is a released file and the risk accounts for its PRAM.",
+                    "With --manifest, DATA is a released file and the risk accounts for its PRAM. "
+                    "With --household, the risk that a household is re-identified (any of its members): "
+                    "1 - prod(1 - r) over its members' per-record risks r.",
     )
     p.add_argument("data", type=Path, help="the file (CSV, Parquet, Stata .dta, SPSS .sav)")
     p.add_argument("--keys", required=True, help="comma-separated key variables")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--sampling-fraction", type=float, help="the sampling fraction pi in (0, 1]")
     how.add_argument("--weights", help="survey weight column (per-cell pi = f / sum of weights, see --fractions)")
-    p.add_argument("--fractions", choices=["cell", "file"], default="cell",
+    p.add_argument("--fractions", choices=["cell", "file"], default=_FRACTIONS,
                    help="with --weights: per-cell sampling fractions where the weights determine them "
                         "(default) or one fraction n / sum of weights for every cell")
-    p.add_argument("--model", default="2way",
+    p.add_argument("--model", default=_MODEL,
                    help="independence, 2way (default) or a formula such as 'a*b + c'")
     p.add_argument("--manifest", type=Path, help="release manifest: DATA is the released (perturbed) file")
     p.add_argument("--original", type=Path,
                    help="with --manifest: the original file the release was made from (the model is fitted to it)")
+    p.add_argument("--household", metavar="COL",
+                   help="household id column: report the household-level risk 1 - prod(1 - r) over the members' "
+                        "per-record risks r, as sdcMicro's hierarchical risk (not with --manifest, --original, "
+                        "--model, --fractions or --plot)")
     p.add_argument("--missing", choices=["category", "exclude"], default="category",
                    help="missing key values: a category of their own (default) or records excluded")
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
@@ -50,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     if not keys:
         raise PramkitError("--keys needs at least one column name")
+    if args.household is not None:
+        return _household(args, keys)
     manifest = Manifest.read(args.manifest) if args.manifest else None
     if args.original and not manifest:
         raise PramkitError("--original needs --manifest")
@@ -88,4 +101,31 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         lines.append(f"figure: {out['plot']}")
     print("\n".join(lines))
+    return 0
+
+
+def _household(args: argparse.Namespace, keys: list[str]) -> int:
+    """``--household COL``: the household-level risk of the file (its to_dict(), or lines of text)."""
+    from pramkit.risk.household import household_risk
+
+    unused = [flag for flag, given in (("--manifest", args.manifest), ("--original", args.original),
+                                       ("--plot", args.plot), ("--model", args.model != _MODEL),
+                                       ("--fractions", args.fractions != _FRACTIONS)) if given]
+    if unused:
+        raise ParameterError(f"--household does not take {', '.join(unused)}: the household risk combines the "
+                             "per-record (Benedetti-Franconi) risks of the file itself")
+    result = household_risk(args.data, keys, args.household, sampling_fraction=args.sampling_fraction,
+                            weights=args.weights, missing=args.missing, na_values=args.na_values)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print("\n".join([
+        f"records: {result.n} ({result.excluded} excluded for missing keys; missing keys: {result.missing})",
+        f"households: {result.households} (largest: {result.largest_household} records)",
+        f"sampling fraction: {result.sampling_fraction:.6g}",
+        f"expected re-identifications (per-record risk): {result.expected_reidentifications:.4f} records",
+        f"persons in re-identified households (household risk summed over records): "
+        f"{result.household_expected_reidentifications:.4f} ({result.household_risk_pct:.4f}% of the records)",
+        f"largest household risk: {result.household_risk_max:.4f}",
+    ]))
     return 0

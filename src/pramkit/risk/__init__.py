@@ -10,6 +10,7 @@ and tuning epsilon to a risk threshold.  See docs/risk.md.
 
 from pramkit.risk.fractions import SamplingFractions, sampling_fractions
 from pramkit.risk.frequencies import Frequencies, frequencies
+from pramkit.risk.household import HouseholdRisk, household_risk
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.individual import IndividualRisk, benedetti_franconi, individual_risk
 from pramkit.risk.loglinear import LogLinearFit, Watch, fit_loglinear, fit_loglinear_misclassified
@@ -19,7 +20,7 @@ from pramkit.risk.tuning import TuningResult, tune_epsilon
 
 __all__ = [
     "Frequencies", "frequencies", "SamplingFractions", "sampling_fractions", "RiskResult",
-    "identification_risk", "IndividualRisk", "benedetti_franconi", "individual_risk", "LogLinearFit",
-    "Watch", "fit_loglinear", "fit_loglinear_misclassified", "CellRisk", "cell_risk", "RecognitionResult",
-    "Violation", "recognition_risk", "TuningResult", "tune_epsilon",
+    "identification_risk", "HouseholdRisk", "household_risk", "IndividualRisk", "benedetti_franconi",
+    "individual_risk", "LogLinearFit", "Watch", "fit_loglinear", "fit_loglinear_misclassified", "CellRisk",
+    "cell_risk", "RecognitionResult", "Violation", "recognition_risk", "TuningResult", "tune_epsilon",
 ]

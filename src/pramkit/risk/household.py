@@ -1,0 +1,225 @@
+"""Household (hierarchical) re-identification risk from the per-record risks.
+
+A household is re-identified when at least one of its members is.  With the
+members' individual risks ``r_i`` (Benedetti-Franconi,
+:mod:`pramkit.risk.individual`) taken as independent events, the household's
+risk is
+
+    R_h = 1 - prod_{i in h} (1 - r_i) = -expm1(sum_{i in h} log1p(-r_i)),
+
+evaluated in log space (no loss of precision for small risks or large
+households; ``r_i = 1`` gives ``R_h = 1``).  Every member of ``h`` carries
+``R_h``.  This is the household risk of mu-ARGUS and of sdcMicro's
+``measure_risk(..., hid=)``: its default route multiplies ``1 - r_i`` over
+the household, its C++ route (``measure_hierachical``) expands the same
+probability by inclusion-exclusion (Boole's formula).  sdcMicro's summaries
+(``risk$global``) are
+
+* ``hier_risk_ER``: the sum over records of their household's risk, the
+  expected number of persons in re-identified households
+  (:attr:`HouseholdRisk.household_expected_reidentifications`);
+* ``hier_risk``: that sum divided by the number of records
+  (:attr:`HouseholdRisk.household_risk_mean`);
+* ``hier_risk_pct``: 100 times ``hier_risk`` (:attr:`HouseholdRisk.household_risk_pct`).
+
+With ``missing="exclude"`` a record with a missing key has no individual risk
+and adds nothing to its household's product, but it is a member of the
+household: it carries the household's risk and counts among the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pramkit.defaults import NA_VALUES
+from pramkit.errors import DataError
+from pramkit.io import read_table, require_columns
+from pramkit.risk.fractions import sampling_fraction_of
+from pramkit.risk.frequencies import MissingKeys, frequencies_of, key_table, record_weights
+from pramkit.risk.individual import individual_risk
+
+__all__ = ["HouseholdRisk", "combine_households", "household_risk"]
+
+
+@dataclass(frozen=True, eq=False)
+class HouseholdRisk:
+    """Household-level re-identification risk of a file and its summaries.
+
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables.
+    household : str
+        The household identifier column.
+    n : int
+        Records counted in the individual risks; ``excluded`` were left out for a missing key.
+    excluded : int
+        Records left out of the counts (``missing="exclude"``); still household members.
+    missing : {"category", "exclude"}
+        The missing-value policy of the keys.
+    households : int
+        Distinct households.
+    largest_household : int
+        Members of the largest household.
+    sampling_fraction : float
+        The file's fraction: the given one, or ``n / sum of weights``.
+    expected_reidentifications : float
+        Sum of the individual risks (records), as in :class:`pramkit.risk.identification.RiskResult`.
+    household_expected_reidentifications : float
+        Sum over all records of their household's risk (sdcMicro's ``hier_risk_ER``).
+    household_risk_mean : float
+        ``household_expected_reidentifications`` over all records (sdcMicro's ``hier_risk``).
+    household_risk_pct : float
+        100 times the mean (sdcMicro's ``hier_risk_pct``).
+    household_risk_max : float
+        The largest household risk.
+    per_record : pandas.DataFrame
+        ``f``, ``F``, ``individual_risk`` (NaN when excluded) and ``household_risk`` of every
+        record (index of the data).
+    """
+
+    keys: tuple[str, ...]
+    household: str
+    n: int
+    excluded: int
+    missing: MissingKeys
+    households: int
+    largest_household: int
+    sampling_fraction: float
+    expected_reidentifications: float
+    household_expected_reidentifications: float
+    household_risk_mean: float
+    household_risk_pct: float
+    household_risk_max: float
+    per_record: pd.DataFrame
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file-level figures as plain JSON values."""
+        return {
+            "keys": list(self.keys),
+            "household": self.household,
+            "n": self.n,
+            "excluded": self.excluded,
+            "missing": self.missing,
+            "households": self.households,
+            "largest_household": self.largest_household,
+            "sampling_fraction": self.sampling_fraction,
+            "expected_reidentifications": self.expected_reidentifications,
+            "household_expected_reidentifications": self.household_expected_reidentifications,
+            "household_risk_mean": self.household_risk_mean,
+            "household_risk_pct": self.household_risk_pct,
+            "household_risk_max": self.household_risk_max,
+        }
+
+
+def combine_households(risk: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """``1 - prod (1 - r_i)`` over the members of each household, for every record.
+
+    Parameters
+    ----------
+    risk : numpy.ndarray
+        Individual risk of every record, in [0, 1]; NaN (no risk computed) adds nothing.
+    members : numpy.ndarray
+        Household code ``0..H-1`` of every record.
+
+    Returns
+    -------
+    numpy.ndarray
+        The risk of each record's household.
+
+    Examples
+    --------
+    >>> combine_households(np.array([0.5, 0.5, 0.1, np.nan, 1.0]), np.array([0, 0, 1, 1, 2])).tolist()
+    [0.75, 0.75, 0.1, 0.1, 1.0]
+    """
+    with np.errstate(divide="ignore"):  # r = 1: log1p(-1) = -inf, the household's risk is 1
+        logs = np.log1p(-np.nan_to_num(risk, nan=0.0))
+    return -np.expm1(np.bincount(members, weights=logs))[members]
+
+
+def _household_codes(ids: pd.Series, column: str) -> np.ndarray:
+    """Codes ``0..H-1`` of the household ids; :class:`DataError` for a missing id."""
+    codes, _ = pd.factorize(ids, sort=False)
+    absent = np.flatnonzero(codes < 0)
+    if absent.size:
+        raise DataError(f"household column {column!r}: row {int(absent[0]) + 1} has no household id; "
+                        "every record must belong to a household")
+    return codes
+
+
+def household_risk(
+    data: pd.DataFrame | str | Path,
+    keys: Sequence[str],
+    household: str,
+    *,
+    sampling_fraction: float | None = None,
+    weights: str | Sequence[float] | np.ndarray | None = None,
+    missing: MissingKeys = "category",
+    na_values: Sequence[str] = NA_VALUES,
+) -> HouseholdRisk:
+    """Household risk ``1 - prod (1 - r_i)`` over the members of every household (module docstring).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or path
+        The records, or a file (CSV, Parquet, Stata, SPSS; CSV columns are read as text).
+    keys : sequence of str
+        The key variables of the individual risk.
+    household : str
+        The column holding each record's household id (no missing ids).
+    sampling_fraction, weights : float, or column name or one value per record
+        Exactly one: the individual risk takes ``F`` = the sum of the weights in the
+        record's cell, or ``f / sampling_fraction``.
+    missing : {"category", "exclude"}
+        Missing key values: a category of their own, or records excluded from the counts.
+    na_values : sequence of str
+        With a CSV file, texts that mean missing besides the empty field.
+
+    Returns
+    -------
+    HouseholdRisk
+
+    Examples
+    --------
+    Sampling fraction 1/2: the sample unique has risk ``-p log(p) / (1 - p) = log 2``,
+    each record of the pair ``1 - log 2``; household ``a`` holds the unique and one of the pair:
+
+    >>> data = pd.DataFrame({"sex": ["m", "f", "f"], "hh": ["a", "a", "b"]})
+    >>> res = household_risk(data, ["sex"], "hh", sampling_fraction=0.5)
+    >>> res.per_record["individual_risk"].round(4).tolist()
+    [0.6931, 0.3069, 0.3069]
+    >>> res.per_record["household_risk"].round(4).tolist()
+    [0.7873, 0.7873, 0.3069]
+    >>> res.households, round(res.household_expected_reidentifications, 4)
+    (2, 1.8815)
+    """
+    if isinstance(data, (str, Path)):
+        wanted = [*keys, household] + ([weights] if isinstance(weights, str) else [])
+        data = read_table(data, columns=list(dict.fromkeys(wanted)), na_values=na_values)
+    elif isinstance(data, pd.DataFrame):
+        require_columns([household], list(map(str, data.columns)), "the data")
+    table = key_table(data, keys, missing=missing)
+    members = _household_codes(data[household], household)
+    w = None if weights is None else record_weights(data, weights)
+    pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction,
+                              weights=None if w is None else w[table.included])
+    freq = frequencies_of(table, w)
+    population = freq.F if freq.F is not None else freq.f / pi
+    individual = individual_risk(freq.f, population)
+    combined = combine_households(individual.risk, members)
+    total = float(combined.sum())
+    mean = total / len(combined)
+    return HouseholdRisk(
+        keys=table.keys, household=household, n=table.n, excluded=len(combined) - table.n, missing=table.missing,
+        households=int(members.max()) + 1, largest_household=int(np.bincount(members).max()),
+        sampling_fraction=pi, expected_reidentifications=individual.expected_reidentifications,
+        household_expected_reidentifications=total, household_risk_mean=mean, household_risk_pct=100.0 * mean,
+        household_risk_max=float(combined.max()),
+        per_record=pd.DataFrame({"f": freq.f, "F": population, "individual_risk": individual.risk,
+                                 "household_risk": combined}, index=data.index),
+    )
