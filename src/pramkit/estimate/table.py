@@ -325,19 +325,23 @@ def estimate_table(
         raise PramkitError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise PramkitError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
-    joint = [c for c in axes if c in manifest.columns and c not in manifest.names]
-    if joint:
-        raise PramkitError(f"column(s) {joint} are perturbed jointly with others; tabulate a single-column variable")
-    declared = {name: manifest[name].matrix.categories for name in axes if name in manifest.names}
+    read = _read_columns(manifest, axes)
+    raw = [c for a in axes for c in read[a]]
+    if len(set(raw)) != len(raw):
+        raise PramkitError(f"a column is read by two of {axes} (a stratum is part of its variable's cells); "
+                           "tabulate each once")
+    declared = {c: levels for a in axes if a in manifest.names for c, levels in _levels(manifest[a]).items()}
     if isinstance(data, pd.DataFrame):
         if len(data) == 0:
             raise DataError("the data have no rows")
-        counted = count_frame(data, axes, categories=declared)
+        counted = count_frame(data, raw, categories=declared)
     elif isinstance(data, (str, Path)):
-        counted = count_file(data, axes, categories=declared, na_values=na_values)
+        counted = count_file(data, raw, categories=declared, na_values=na_values)
     else:
         raise PramkitError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
-    matrices: list[PramMatrix | None] = [manifest[n].matrix if n in declared else None for n in axes]
+    if raw != axes:
+        counted = _cells_table(counted, manifest, axes, read)
+    matrices: list[PramMatrix | None] = [manifest[n].matrix if n in manifest.names else None for n in axes]
     categories = counted.categories
     for name, cats in zip(axes, categories):
         if not cats:
@@ -372,6 +376,60 @@ def estimate_table(
         proportion=proportion, proportion_se=proportion_se, confidence=confidence,
         dropped=counted.missing, requested_estimator=chosen,
     )
+
+
+def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The columns each axis reads: its own, or, for a variable over several columns (joint, or
+    with strata), all of them; a column perturbed jointly with others is refused by its name."""
+    out: dict[str, tuple[str, ...]] = {}
+    for a in axes:
+        if a in manifest.names:
+            out[a] = manifest[a].read_columns
+            continue
+        owner = next((v.name for v in manifest.variables if a in v.columns and v.name != a), None)
+        if owner is not None:
+            raise PramkitError(f"column {a!r} is perturbed jointly with others; tabulate its variable {owner!r} "
+                               "(its categories are the cells)")
+        out[a] = (a,)
+    return out
+
+
+def _levels(variable: Any) -> dict[str, list[Label]]:
+    """Each read column's categories: the variable's own, or the values its cells take in that column."""
+    cats = variable.matrix.categories
+    if not variable.is_joint:
+        return {variable.name: list(cats)}
+    return {c: list(dict.fromkeys(cell[i] for cell in cats)) for i, c in enumerate(variable.read_columns)}
+
+
+def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
+                 read: Mapping[str, tuple[str, ...]]) -> Any:
+    """The counts with each multi-column variable's columns merged into one axis over its cells
+    (its matrix's categories); a combination outside the cells (forbidden, or out of its stratum)
+    in the released file is an error: the manifest never releases one."""
+    from pramkit.codebook import canonical
+    from pramkit.counts import CountTable
+
+    sizes = dict(zip(counted.columns, (len(c) for c in counted.categories)))
+    levels = dict(zip(counted.columns, counted.categories))
+    merged = counted.counts.reshape([math.prod(sizes[c] for c in read[a]) for a in axes])
+    categories = []
+    for axis, a in enumerate(axes):
+        if len(read[a]) == 1:
+            categories.append(levels[a])
+            continue
+        cells = manifest[a].matrix.categories
+        position = [{canonical(v): i for i, v in enumerate(levels[c])} for c in read[a]]
+        index = np.ravel_multi_index(
+            np.array([[position[i][canonical(v)] for i, v in enumerate(cell)] for cell in cells]).T,
+            [sizes[c] for c in read[a]])
+        outside = np.delete(merged, index, axis=axis).sum()
+        if outside:
+            raise DataError(f"the released file holds {int(outside)} record(s) in combinations of "
+                            f"{', '.join(read[a])} that {a!r} never releases; was it released with this manifest?")
+        merged = np.take(merged, index, axis=axis)
+        categories.append(tuple(cells))
+    return CountTable(tuple(axes), tuple(categories), merged, counted.rows, counted.missing)
 
 
 def _names(value: str | Sequence[str], what: str) -> list[str]:
