@@ -41,7 +41,7 @@ def main() -> None:
     for d in (int(x) for x in args.sizes.split(",")):
         keys = KEYS[:d]
         table = key_table(data, keys)
-        space = KeySpace(table.keys, table.categories, table.dense_counts().reshape(-1))
+        space = KeySpace(table.count())
         combos = combinations_of(space.keys, 3)
         t0 = time.perf_counter()
         base = uniform_noise_baseline(space, combos, alpha=args.alpha)

@@ -264,7 +264,7 @@ def test_c1_triples_keep_only_rare_types_and_rare_combinations():
         assert space.margin(combos[ci])[1][k0] * 0.9 * 0.1 < 1
 
 
-def test_independent_c1_check_agrees_when_available():
+def test_the_risk_check_reads_the_design_back_from_records():
     mod = pytest.importorskip("pramkit.risk.recognition")
     counts = small_counts(seed=8, n=400, shape=(2, 3, 2, 3))
     d = recognition_design(counts, alpha=0.1)

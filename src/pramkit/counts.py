@@ -5,11 +5,15 @@ The designs, the risk measures and the estimators need counts, not records.
 table) and returns a dense contingency table over the columns' categories.
 When the categories are not declared, a first pass collects each column's
 distinct values (:func:`pramkit.codebook.sort_labels` order) and a second
-pass counts.
+pass counts.  :class:`CountTable` is pramkit's one contingency-table type;
+:func:`count_codes` counts it from records already encoded, which is how every
+table is counted (the chunks of a file, a DataFrame, the key variables of the
+risk measures).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -18,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import ArrayLike
 
 from pramkit.codebook import MISSING, canonical, encode, sort_labels
 from pramkit.errors import DataError, PramkitError
@@ -31,13 +36,33 @@ MAX_CELLS = 200_000_000
 
 @dataclass(frozen=True)
 class CountTable:
-    """A contingency table.
+    """A contingency table: the counts of every combination of some columns' categories.
 
-    columns: the counted columns, one axis each
-    categories: each column's categories, in axis order
-    counts: integer array of shape ``(S_1, ..., S_d)``
-    rows: records read; missing: records left out because a column was missing
-    weight_sums: with weights, the sum of the records' weights in each cell (same shape)
+    The one table type of pramkit: :func:`count_file` and :func:`count_frame` count it,
+    :meth:`pramkit.risk.frequencies.KeyTable.count` counts it from records already encoded,
+    :func:`pramkit.design.dp_multivariate.joint_table` reads it as a joint distribution and
+    :class:`pramkit.design.recognition_space.KeySpace` as the key space of the recognition design.
+
+    Parameters
+    ----------
+    columns : tuple of str
+        The counted columns, one axis each.
+    categories : tuple of tuples
+        Each column's categories, in axis order.
+    counts : numpy.ndarray
+        Integer array of shape ``(S_1, ..., S_d)``: the records in each cell.
+    rows : int
+        Records read.
+    missing : int
+        Records left out because a column was missing.
+    weight_sums : numpy.ndarray or None
+        With weights, the sum of the records' weights in each cell (same shape as ``counts``).
+
+    Examples
+    --------
+    >>> t = count_codes(["x", "y"], [("a", "b"), (0, 1, 2)], [[0, 1, 0], [2, 0, 2]])
+    >>> t.shape, t.cells, t.margin("y").tolist()
+    ((2, 3), 6, [1, 0, 2])
     """
 
     columns: tuple[str, ...]
@@ -47,10 +72,98 @@ class CountTable:
     missing: int
     weight_sums: np.ndarray | None = None
 
-    def margin(self, column: str) -> np.ndarray:
-        """Counts of one column's categories."""
-        axis = self.columns.index(column)
-        return self.counts.sum(axis=tuple(i for i in range(self.counts.ndim) if i != axis))
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The number of categories of each column: the shape of ``counts``.
+
+        Examples
+        --------
+        >>> CountTable(("x",), ((1, 3),), np.array([4, 2]), rows=6, missing=0).shape
+        (2,)
+        """
+        return tuple(self.counts.shape)
+
+    @property
+    def cells(self) -> int:
+        """K, the number of cells (category combinations) of the table.
+
+        Examples
+        --------
+        >>> CountTable(("x", "y"), ((1, 3), ("u", "v", "w")), np.ones((2, 3), int), rows=6, missing=0).cells
+        6
+        """
+        return int(self.counts.size)
+
+    def _other_axes(self, *columns: str) -> tuple[int, ...]:
+        """The axes of every column but ``columns``: those a margin of ``columns`` sums over."""
+        axes = {self.columns.index(c) for c in columns}
+        return tuple(i for i in range(len(self.columns)) if i not in axes)
+
+    def margin(self, *columns: str) -> np.ndarray:
+        """Counts of one column's categories, or of the combinations of several columns'
+        categories (one axis each, in the order given): the table summed over the others.
+
+        Examples
+        --------
+        >>> t = CountTable(("x", "y"), ((1, 3), ("u", "v")), np.array([[4, 1], [2, 0]]), rows=7, missing=0)
+        >>> t.margin("x").tolist(), t.margin("y").tolist(), t.margin("y", "x").tolist()
+        ([5, 2], [6, 1], [[4, 2], [1, 0]])
+        """
+        summed = self.counts.sum(axis=self._other_axes(*columns))
+        kept = sorted(self.columns.index(c) for c in columns)
+        return np.transpose(summed, [kept.index(self.columns.index(c)) for c in columns])
+
+    def margin_codes(self, axes: Sequence[int]) -> tuple[np.ndarray, int]:
+        """The cell of the margin over ``axes`` that every cell of the table falls in.
+
+        Parameters
+        ----------
+        axes : sequence of int
+            Distinct axes (column positions); the margin's cells are numbered in C order
+            over them, in the order given.
+
+        Returns
+        -------
+        codes : numpy.ndarray
+            For every cell of the table (flat, C order), its cell of the margin.
+        size : int
+            The number of cells of the margin.
+
+        Examples
+        --------
+        >>> t = CountTable(("x", "y"), ((0, 1), (0, 1, 2)), np.zeros((2, 3), int), rows=0, missing=0)
+        >>> codes, size = t.margin_codes([1])
+        >>> codes.tolist(), size
+        ([0, 1, 2, 0, 1, 2], 3)
+        >>> t.margin_codes([1, 0])[0].tolist()
+        [0, 2, 4, 1, 3, 5]
+        """
+        shape = self.shape
+        sub = tuple(shape[a] for a in axes)
+        # strides of the margin's own C-order index, broadcast over the full table
+        codes = np.zeros(shape, dtype=np.int64)
+        stride = 1
+        for a, size in zip(reversed(axes), reversed(sub)):
+            index = [1] * len(shape)
+            index[a] = size
+            codes = codes + stride * np.arange(size).reshape(index)
+            stride *= size
+        return codes.reshape(-1), math.prod(sub)
+
+    def labels(self, cells: ArrayLike, axes: Sequence[int] | None = None) -> list[tuple[Label, ...]]:
+        """The categories of each flat (C-order) cell: of the table, or of its margin over ``axes``.
+
+        Examples
+        --------
+        >>> t = CountTable(("x", "y"), ((1, 3), ("u", "v", "w")), np.ones((2, 3), int), rows=6, missing=0)
+        >>> t.labels([0, 5])
+        [(1, 'u'), (3, 'w')]
+        >>> t.labels([2], axes=[1, 0])
+        [('v', 1)]
+        """
+        axes = range(len(self.columns)) if axes is None else axes
+        coords = np.unravel_index(np.asarray(cells, dtype=np.int64), tuple(self.shape[a] for a in axes))
+        return [tuple(self.categories[a][int(c[i])] for a, c in zip(axes, coords)) for i in range(len(coords[0]))]
 
     def extended(self, column: str, categories: Sequence[Label]) -> "CountTable":
         """The table with ``column``'s categories replaced by ``categories``, a superset of them
@@ -84,11 +197,95 @@ class CountTable:
                           None if self.weight_sums is None else spread(self.weight_sums))
 
     def proportions(self, column: str) -> np.ndarray:
+        """The proportions of one column's categories among the counted records;
+        :class:`DataError` if none was counted.
+
+        Examples
+        --------
+        >>> CountTable(("x",), ((1, 3),), np.array([3, 1]), rows=4, missing=0).proportions("x").tolist()
+        [0.75, 0.25]
+        """
         m = self.margin(column).astype(float)
         total = m.sum()
         if total == 0:
             raise DataError(f"column {column!r} has no non-missing values")
         return m / total
+
+
+def cell_index(codes: ArrayLike, shape: Sequence[int], columns: Sequence[str]) -> np.ndarray:
+    """The flat (C-order) cell of each record of a table of ``shape``.
+
+    Parameters
+    ----------
+    codes : array of int, shape (d, n)
+        The category codes of ``n`` records, one row per column (none missing).
+    shape : sequence of int
+        The number of categories of each column.
+    columns : sequence of str
+        The columns' names, for the error when the table has too many cells to index.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` cell indices.
+
+    Examples
+    --------
+    >>> cell_index([[0, 1], [2, 0]], (2, 3), ["x", "y"]).tolist()
+    [2, 3]
+    """
+    cells = math.prod(shape)
+    if cells >= 2**62:
+        raise DataError(
+            f"the keys {list(columns)} have {cells:.3g} combinations, too many to index; use fewer keys"
+        )
+    return np.ravel_multi_index(tuple(np.asarray(codes)), tuple(shape))
+
+
+def count_codes(
+    columns: Sequence[str],
+    categories: Sequence[Sequence[Label]],
+    codes: ArrayLike,
+    *,
+    weights: ArrayLike | None = None,
+) -> CountTable:
+    """The contingency table of records already encoded (:func:`pramkit.codebook.encode`).
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The counted columns, one axis each.
+    categories : sequence of sequences
+        Each column's categories.
+    codes : array of int, shape (d, n)
+        The records' positions in each column's categories, one row per column; a
+        record with a missing code (:data:`pramkit.codebook.MISSING`) in any column
+        is left out of the table and counted in ``missing``.
+    weights : array of float, shape (n,), optional
+        Each record's weight; their sums per cell are returned as ``weight_sums``.
+
+    Returns
+    -------
+    CountTable
+        ``rows`` is ``n``.
+
+    Examples
+    --------
+    >>> t = count_codes(["x", "y"], [("a", "b"), (0, 1, 2)], [[0, 1, 0, -1], [2, 0, 2, 1]],
+    ...                 weights=[1.0, 2.0, 3.0, 4.0])
+    >>> t.counts.tolist(), t.weight_sums.tolist(), t.rows, t.missing
+    ([[0, 0, 2], [1, 0, 0]], [[0.0, 0.0, 4.0], [2.0, 0.0, 0.0]], 4, 1)
+    """
+    codes = np.asarray(codes).reshape(len(columns), -1)
+    shape = tuple(len(c) for c in categories)
+    cells = math.prod(shape)
+    absent = (codes == MISSING).any(axis=0)
+    flat = cell_index(codes[:, ~absent], shape, columns)
+    sums = None
+    if weights is not None:
+        sums = np.bincount(flat, weights=np.asarray(weights, dtype=float)[~absent], minlength=cells).reshape(shape)
+    return CountTable(tuple(columns), tuple(tuple(c) for c in categories),
+                      np.bincount(flat, minlength=cells).reshape(shape), codes.shape[1], int(absent.sum()), sums)
 
 
 def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | None,
@@ -134,14 +331,16 @@ def _weights_of(table: pa.Table, name: str, first_row: int) -> np.ndarray:
 
 def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
                   quiet: bool, total: int | None, weights: str | None = None) -> CountTable:
-    shape = tuple(len(cats[c]) for c in columns)
+    """The sum of the tables of Arrow tables (chunks) counted one by one (:func:`count_codes`)."""
+    categories = [cats[c] for c in columns]
+    shape = tuple(len(c) for c in categories)
     cells = int(np.prod(shape, dtype=np.float64))
     if cells > MAX_CELLS:
         raise PramkitError(
             f"the table over {list(columns)} has {cells:,} cells, more than {MAX_CELLS:,}; count fewer columns"
         )
-    counts = np.zeros(cells, dtype=np.int64)
-    sums = None if weights is None else np.zeros(cells)
+    counts = np.zeros(shape, dtype=np.int64)
+    sums = None if weights is None else np.zeros(shape)
     rows = missing = 0
     with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
         for table in tables:
@@ -150,18 +349,17 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
                        missing="category" if None in cats[c] else "keep")
                 for c in columns
             ])
-            absent = (codes == MISSING).any(axis=0)
-            flat = np.ravel_multi_index(codes[:, ~absent], shape)
-            counts += np.bincount(flat, minlength=cells)
+            part = count_codes(columns, categories, codes,
+                               weights=None if weights is None else _weights_of(table, weights, rows))
+            counts += part.counts
             if sums is not None:
-                sums += np.bincount(flat, weights=_weights_of(table, weights, rows)[~absent], minlength=cells)
-            rows += table.num_rows
-            missing += int(absent.sum())
+                sums += part.weight_sums
+            rows += part.rows
+            missing += part.missing
             bar.update(table.num_rows)
     if rows == 0:
         raise DataError("there are no data rows to count")
-    return CountTable(tuple(columns), tuple(tuple(cats[c]) for c in columns), counts.reshape(shape), rows, missing,
-                      None if sums is None else sums.reshape(shape))
+    return CountTable(tuple(columns), tuple(tuple(c) for c in categories), counts, rows, missing, sums)
 
 
 def count_file(

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -160,41 +161,74 @@ def split_budget(
 # Joint perturbation of the cross-classification
 # ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class JointTable:
-    """Joint distribution of several categorical columns.
+class JointTable(CountTable):
+    """A :class:`pramkit.counts.CountTable` read as the joint distribution of its columns.
 
-    names: the columns
-    categories: categories of each column
-    p: probabilities of the cells, shape (n_1, ..., n_J) (rows with a missing value left out)
+    A view: the table's fields, and its proportions :attr:`p` and their margins.
+    Rows with a missing value are left out.
+
+    Examples
+    --------
+    >>> t = joint_table(pd.DataFrame({"a": [0, 0, 1, 1], "b": ["u", "v", "v", "v"]}), ["a", "b"])
+    >>> t.names, t.p.tolist(), t.marginal("b").tolist()
+    (('a', 'b'), [[0.25, 0.25], [0.0, 0.5]], [0.25, 0.75])
     """
 
-    names: tuple[str, ...]
-    categories: tuple[tuple[Label, ...], ...]
-    p: np.ndarray
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The columns."""
+        return self.columns
+
+    @cached_property
+    def p(self) -> np.ndarray:
+        """Probabilities of the cells, shape ``(n_1, ..., n_J)``."""
+        return self.counts / self.counts.sum()
 
     def marginal(self, name: str) -> np.ndarray:
-        axis = self.names.index(name)
-        other = tuple(a for a in range(len(self.names)) if a != axis)
-        return self.p.sum(axis=other)
+        """The probabilities of one column's categories: :attr:`p` summed over the other columns.
+
+        Examples
+        --------
+        >>> joint_table(pd.DataFrame({"a": [0, 0, 1, 1], "b": [0, 1, 1, 1]}), ["a", "b"]).marginal("a").tolist()
+        [0.5, 0.5]
+        """
+        return self.p.sum(axis=self._other_axes(name))
 
 
 def joint_table(data: pd.DataFrame | CountTable, columns: Sequence[str] | None = None) -> JointTable:
-    """The joint distribution of ``columns`` in ``data`` (complete rows only), or of a
-    :class:`pramkit.counts.CountTable` already counted (for instance streamed from a file)."""
+    """The joint distribution of ``columns`` in ``data``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or pramkit.counts.CountTable
+        The records (complete rows only are counted), or a table already counted
+        (for instance streamed from a file by :func:`pramkit.counts.count_file`).
+    columns : sequence of str
+        The columns of a DataFrame.
+
+    Returns
+    -------
+    JointTable
+        The table, as a joint distribution.
+
+    Examples
+    --------
+    >>> from pramkit.counts import count_codes
+    >>> joint_table(count_codes(["a"], [("x", "y")], [[0, 1, 1, 1]])).p.tolist()
+    [0.25, 0.75]
+    """
     if isinstance(data, CountTable):
         counted = data
     else:
         if not columns:
-            raise PramkitError("give at least one column")
+            raise ParameterError("give at least one column")
         missing = [c for c in columns if c not in data.columns]
         if missing:
             raise DataError(f"unknown column(s) {missing}; the data has {list(data.columns)}")
         counted = count_frame(data, list(columns))
-    total = counted.counts.sum()
-    if total == 0:
+    if counted.counts.sum() == 0:
         raise DataError(f"no row has a value in every one of the columns {list(counted.columns)}")
-    return JointTable(counted.columns, counted.categories, counted.counts / total)
+    return JointTable(*(getattr(counted, f.name) for f in fields(CountTable)))
 
 
 @dataclass(frozen=True)
@@ -233,8 +267,28 @@ def independent_information(p: ArrayLike, names: Sequence[str], sizes: Sequence[
 
 
 def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
-    """Score a budget split and the joint design on the joint I(X; Z)."""
-    k = int(table.p.size)
+    """Score a budget split and the joint design on the joint I(X; Z).
+
+    Parameters
+    ----------
+    table : JointTable
+        The joint distribution of the variables (:func:`joint_table`).
+    split : BudgetSplit
+        The independent design (:func:`split_budget` on the table's margins).
+
+    Returns
+    -------
+    JointComparison
+        Both designs' I(X; Z), and the joint design.
+
+    Examples
+    --------
+    >>> t = joint_table(pd.DataFrame({"a": [0, 0, 1, 1, 1], "b": [0, 1, 1, 1, 0]}), ["a", "b"])
+    >>> c = compare_joint(t, split_budget({n: t.marginal(n) for n in t.names}, 2.0, split="equal"))
+    >>> c.cells, c.better, c.joint_nats > 0
+    (4, 'joint', True)
+    """
+    k = table.cells
     if k > MAX_JOINT_CELLS:
         raise PramkitError(f"the cross-classification has {k} cells; the comparison is limited to "
                            f"{MAX_JOINT_CELLS} (it builds K x K matrices)")

@@ -55,7 +55,7 @@ import itertools
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator, Literal, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -65,8 +65,10 @@ from scipy.optimize import Bounds, LinearConstraint, minimize
 from scipy.sparse.linalg import LinearOperator
 
 from pramkit.design import recognition_reductions as red
-from pramkit.design.recognition_space import SAFETY, KeySpace, Solve, SolverRun, key_space
-from pramkit.errors import DataError, PramkitError
+from pramkit.design.recognition_space import (
+    SAFETY, KeySpace, Solve, SolverRun, as_csr, key_space, posteriors,
+)
+from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.information import float_above
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
@@ -132,42 +134,34 @@ class WorstPosterior:
     k0: int
 
 
-def _as_sparse(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
-    return sp.csr_matrix(transitions) if not sp.issparse(transitions) else transitions.tocsr()
-
-
 def worst_posterior(
     space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
 ) -> WorstPosterior:
-    """Recompute every posterior of (C1) for ``P = transitions`` (K x K, dense or sparse).
+    """Recompute every posterior of (C1) for ``P = transitions`` from scratch
+    (:func:`pramkit.design.recognition_space.posteriors`) and return the largest.
 
-    Numerators come from the rows of the occurring types, denominators from
-    ``v = P^T U_0`` summed over each margin cell; cost ``O(|Pi| (K + nnz))``.
+    Parameters
+    ----------
+    space, transitions, combinations
+        X and U_0, P (K x K, dense or sparse) and Pi, as for
+        :func:`pramkit.design.recognition_space.posteriors`.
+
+    Returns
+    -------
+    WorstPosterior
+
+    Examples
+    --------
+    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> worst_posterior(space, np.eye(4), [(0,), (1,)])       # 1 / U_pi(k0) at the rarest value
+    WorstPosterior(value=0.3333333333333333, cell=1, combination=(1,), k0=1)
     """
     best = WorstPosterior(0.0, int(space.occurring[0]), tuple(combinations[0]), 0)
-    for combo, _, num, ratio in _posteriors(space, transitions, combinations):
-        if ratio.size and ratio.max() > best.value:
-            i = int(ratio.argmax())
-            best = WorstPosterior(float(ratio[i]), int(space.occurring[num.row[i]]), tuple(combo), int(num.col[i]))
+    for post in posteriors(space, transitions, combinations):
+        if post.values.size and post.values.max() > best.value:
+            i = int(post.values.argmax())
+            best = WorstPosterior(float(post.values[i]), int(post.types[i]), post.combination, int(post.k0[i]))
     return best
-
-
-def _posteriors(
-    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
-) -> Iterator[tuple[tuple[int, ...], np.ndarray, sp.coo_matrix, np.ndarray]]:
-    """Per combination pi: the margin codes, the numerators of (1) (rows: occurring types,
-    columns: k0) and the posteriors (numerator over denominator, 0 where that is 0)."""
-    p = _as_sparse(transitions)
-    if p.shape != (space.cells, space.cells):
-        raise DataError(f"the matrix is {p.shape[0]} x {p.shape[1]} but the key space has {space.cells} cells")
-    v = np.asarray(p.T @ space.counts).ravel()
-    rows = p[space.occurring].tocoo()
-    for combo in combinations:
-        codes, size = space.margin_codes(combo)
-        den = np.bincount(codes, weights=v, minlength=size)
-        num = sp.csr_matrix((rows.data, (rows.row, codes[rows.col])), shape=(rows.shape[0], size)).tocoo()
-        yield tuple(combo), codes, num, np.divide(num.data, den[num.col], out=np.zeros_like(num.data),
-                                                  where=den[num.col] > 0)
 
 
 def posterior_bound(
@@ -183,28 +177,38 @@ def posterior_bound(
     ``(1 + delta)^2`` of the largest; those are recomputed in rational
     arithmetic from the stored doubles, and the largest is rounded up.
 
+    Parameters
+    ----------
+    space, transitions, combinations
+        As for :func:`worst_posterior`.
+
+    Returns
+    -------
+    float
+        At least every posterior of (1).
+
     Examples
     --------
     >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
     >>> posterior_bound(space, np.eye(4), [(0, 1)]) == 1.0    # a unique record: posterior 1
     True
     """
-    p = _as_sparse(transitions)
+    p = as_csr(transitions)
     slack = 2.0 * float(rounding_bound(1.0, 2 * space.cells + space.occurring.size))
-    parts = list(_posteriors(space, p, combinations))
-    top = max((float(r.max()) for *_, r in parts if r.size), default=0.0)
+    parts = list(posteriors(space, p, combinations))
+    top = max((float(post.values.max()) for post in parts if post.values.size), default=0.0)
     columns = p.tocsc()
     counts = [Fraction(float(c)) for c in space.counts]
     worst = Fraction(0)
-    for _, codes, num, ratio in parts:
+    for post in parts:
         denominators: dict[int, Fraction] = {}
-        for i in np.flatnonzero(ratio >= top / (1.0 + slack) ** 2):
-            k0 = int(num.col[i])
-            fibre = np.flatnonzero(codes == k0)
+        for i in np.flatnonzero(post.values >= top / (1.0 + slack) ** 2):
+            k0 = int(post.k0[i])
+            fibre = np.flatnonzero(post.codes == k0)
             if k0 not in denominators:
                 block = columns[:, fibre].tocoo()
                 denominators[k0] = sum((counts[l] * Fraction(x) for l, x in zip(block.row, block.data)), Fraction(0))
-            row = p[int(space.occurring[num.row[i]])][:, fibre]
+            row = p[int(post.types[i])][:, fibre]
             worst = max(worst, sum((Fraction(x) for x in row.data), Fraction(0)) / denominators[k0])
     return float_above(worst)
 
@@ -224,9 +228,27 @@ def l2_and_gradient(transitions: np.ndarray, counts: np.ndarray) -> tuple[float,
     return value, grad
 
 
-def expected_changes(transitions: np.ndarray | sp.spmatrix, counts: np.ndarray) -> float:
-    """Expected number of records whose key combination changes: ``sum_m U_0(m) (1 - P[m, m])``."""
-    diag = _as_sparse(transitions).diagonal()
+def expected_changes(transitions: np.ndarray | sp.spmatrix, counts: ArrayLike) -> float:
+    """Expected number of records whose key combination changes: ``sum_m U_0(m) (1 - P[m, m])``.
+
+    Parameters
+    ----------
+    transitions : array or sparse matrix, shape (K, K)
+        P.
+    counts : array_like, shape (K,)
+        U_0.
+
+    Returns
+    -------
+    float
+        Records.
+
+    Examples
+    --------
+    >>> expected_changes(np.array([[0.75, 0.25], [0.0, 1.0]]), [30, 5])
+    7.5
+    """
+    diag = as_csr(transitions).diagonal()
     return float(np.asarray(counts, dtype=float) @ (1.0 - diag))
 
 
@@ -352,13 +374,35 @@ class SolverDiagnostics(SolverRun):
 def c1_rows(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], triples: Sequence[tuple[int, int, int]], alpha: float
 ) -> sp.csr_matrix:
-    """The (C1) inequalities ``A vec(P) <= 0`` for the triples ``(m, combination index, k0)``
-    (``vec`` row-major): ``+1`` on ``P[m, k]`` and ``-alpha U_0(l)`` on ``P[l, k]`` for
-    occurring l and every k with ``k_pi = k0``."""
+    """The (C1) inequalities ``A vec(P) <= 0`` for the triples ``(m, combination index, k0)``.
+
+    Row r, for the triple ``(m, ci, k0)``, puts ``+1`` on ``P[m, k]`` and
+    ``-alpha U_0(l)`` on ``P[l, k]`` for every occurring l and every k with
+    ``k_pi = k0`` (pi = ``combinations[ci]``; ``vec`` row-major).
+
+    Parameters
+    ----------
+    space, combinations
+        The key space (X and U_0) and Pi, as positions of keys.
+    triples : sequence of (int, int, int)
+        The inequalities to write (:func:`pramkit.design.recognition_reductions.c1_triples`).
+    alpha : float
+        The bound on the posterior.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (len(triples), K^2)
+
+    Examples
+    --------
+    >>> space = key_space(np.array([3.0, 1.0]))
+    >>> c1_rows(space, [(0,)], [(1, 0, 1)], 0.5).toarray().tolist()   # P[1,1] <= 0.5 (3 P[0,1] + P[1,1])
+    [[0.0, -1.5, 0.0, 0.5]]
+    """
     k = space.cells
     occ = space.occurring
     rows, cols, vals = [], [], []
-    margins = [space.margin_codes(c)[0] for c in combinations]
+    margins = [space.table.margin_codes(c)[0] for c in combinations]
     fibres: dict[tuple[int, int], np.ndarray] = {}
     for r, (m, ci, k0) in enumerate(triples):
         fibre = fibres.get((ci, k0))
@@ -444,20 +488,38 @@ def clean_rows(p: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class RecognitionDesign:
-    """A PRAM matrix meeting (C1) with minimal L2 loss.
+    """A PRAM matrix meeting (C1) with minimal L2 loss (:func:`recognition_design`).
 
-    matrix: the design as a PramMatrix with tuple categories (all of X when
-        ``K <= MAX_MATRIX_CELLS``, else the occurring types and the targets when
-        they are few enough, else None: see ``transitions``)
-    transitions: P on all K cells of X (sparse; rows of unlisted cells are identity)
-    space: the key space and U_0
-    combinations: Pi, as tuples of key names
-    alpha: the bound on the posterior of (C1)
-    worst_posterior: the largest posterior of (C1), recomputed from scratch (probability)
-    loss: l2(P) (proportion squared)
-    expected_changes: expected number of records whose key combination changes (records)
-    baseline: identity plus uniform noise at the same alpha
-    diagnostics: the solver's report
+    Attributes
+    ----------
+    matrix : PramMatrix or None
+        The design with tuple categories (all of X when ``K <= MAX_MATRIX_CELLS``, else
+        the occurring types and the targets when they are few enough, else None: see
+        ``transitions``).
+    transitions : scipy.sparse.csr_matrix
+        P on all K cells of X (rows of unlisted cells are identity).
+    space : KeySpace
+        The key space and U_0.
+    combinations : tuple of tuples of str
+        Pi, as tuples of key names.
+    alpha : float
+        The bound on the posterior of (C1).
+    worst_posterior : float
+        The largest posterior of (C1), recomputed from scratch (probability).
+    loss : float
+        l2(P) (proportion squared).
+    expected_changes : float
+        Expected number of records whose key combination changes (records).
+    baseline : UniformNoise
+        Identity plus uniform noise at the same alpha.
+    diagnostics : SolverDiagnostics
+        The solver's report.
+
+    Examples
+    --------
+    >>> d = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2)
+    >>> d.combinations, d.worst_posterior <= d.alpha, d.loss < d.baseline.loss
+    ((('x1', 'x2'),), True, True)
     """
 
     matrix: PramMatrix | None
@@ -478,7 +540,21 @@ class RecognitionDesign:
 
     def destinations(self) -> pd.DataFrame:
         """Where the changed records go: expected records moved into each cell (``sum_m U_0(m) P[m, k]``
-        over ``m != k``), largest first, with the cell's labels and its share of all changes."""
+        over ``m != k``), largest first, with the cell's labels and its share of all changes.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``cell`` (labels), ``records_in``, ``share`` and ``count`` (U_0 of the cell).
+
+        Examples
+        --------
+        The unique record of cell (0, 1) is hidden among records moved into its cell:
+
+        >>> d = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2)
+        >>> d.destinations()[["cell", "share", "count"]].to_dict("list")
+        {'cell': [(0, 1)], 'share': [1.0], 'count': [1.0]}
+        """
         p = self.transitions.tocoo()
         off = p.row != p.col
         inflow = np.bincount(p.col[off], weights=self.space.counts[p.row[off]] * p.data[off],
@@ -487,7 +563,7 @@ class RecognitionDesign:
         order = cells[np.argsort(-inflow[cells], kind="stable")]
         total = float(inflow.sum())
         return pd.DataFrame({
-            "cell": self.space.labels(order),
+            "cell": self.space.table.labels(order),
             "records_in": inflow[order],
             "share": inflow[order] / total if total > 0 else inflow[order],
             "count": self.space.counts[order],
@@ -520,24 +596,56 @@ def finish(
     """Verify (C1) from scratch, compute the loss with :func:`pramkit.utility.l2_loss`, and package.
 
     (C1) is accepted only if :func:`posterior_bound`, exact for the stored
-    entries, is at most alpha (stated in the certificate as ``worst_posterior_bound``)."""
+    entries, is at most alpha (stated in the certificate as ``worst_posterior_bound``);
+    otherwise :class:`RuntimeError` (a designed matrix that breaks (C1) is a bug).
+
+    Parameters
+    ----------
+    space, combinations
+        The key space and Pi, as for :func:`c1_rows`.
+    transitions : scipy.sparse.csr_matrix, shape (K, K)
+        The designed P.
+    alpha : float
+        The bound on the posterior.
+    baseline : UniformNoise
+        The uniform-noise baseline at alpha.
+    diagnostics : SolverDiagnostics
+        How P was computed.
+    parameters : dict
+        The design's parameters, for the matrix's provenance.
+
+    Returns
+    -------
+    RecognitionDesign
+        The design, when (C1) holds.
+
+    Examples
+    --------
+    >>> space = key_space([[30, 4], [40, 20]])
+    >>> combos = combinations_of(space.keys, 2)
+    >>> run = SolverDiagnostics(solver="none", status="given", success=True, iterations=0, variables=0,
+    ...                         constraints=0, gap=None, method="given", reduce=False, gamma=None, restarts=0,
+    ...                         rare_types=1, problem_combinations=1, seconds=0.0)
+    >>> d = finish(space, combos, as_csr(np.eye(4)), alpha=0.3, diagnostics=run, parameters={},
+    ...            baseline=uniform_noise_baseline(space, combos, alpha=0.3))
+    >>> d.worst_posterior, d.loss, d.matrix.provenance.certificate["worst_posterior_bound"]
+    (0.25, 0.0, 0.25)
+    """
     worst = worst_posterior(space, transitions, combinations)
     bound = posterior_bound(space, transitions, combinations)
     if bound > alpha:
         raise RuntimeError(
             f"the designed matrix breaks (C1): posterior {worst.value:.6g} (at most {bound:.6g}) > alpha = {alpha:g} "
-            f"(type {space.labels([worst.cell])[0]}, combination {worst.combination})"
+            f"(type {space.table.labels([worst.cell])[0]}, combination {worst.combination})"
         )
     cells = matrix_cells(space, transitions)
     matrix = None
     dense = None if cells is None else transitions[cells][:, cells].toarray()
     if dense is not None and cells.size <= MAX_DENSE_LOSS_CELLS:
         # l2 on the listed cells equals l2 on X: the listed set is closed under P, the rest is identity
-        loss = l2_loss(space.counts[cells], PramMatrix(dense, space.labels(cells)))
+        loss = l2_loss(space.counts[cells], PramMatrix(dense, space.table.labels(cells)))
     else:
-        from pramkit.design.recognition_reductions import restricted_l2
-
-        loss = restricted_l2(space, transitions)
+        loss = red.restricted_l2(space, transitions)
     if dense is not None:
         names = [tuple(space.keys[a] for a in c) for c in combinations]
         provenance = Provenance(
@@ -552,7 +660,7 @@ def finish(
                          "certified": diagnostics.certified},
             seconds=diagnostics.seconds,
         )
-        matrix = PramMatrix(dense, space.labels(cells), provenance)
+        matrix = PramMatrix(dense, space.table.labels(cells), provenance)
     return RecognitionDesign(
         matrix=matrix, transitions=transitions, space=space,
         combinations=tuple(tuple(space.keys[a] for a in c) for c in combinations), alpha=alpha,
@@ -578,19 +686,45 @@ def recognition_design(
 ) -> RecognitionDesign:
     """Design P on the cross-classified key space: minimal l2(P) under (C1) at ``alpha``.
 
-    counts: table of original counts U_0, one axis per key (or a :class:`KeySpace`)
-    combinations: Pi: every r-subset of the keys for an integer r (default 3, as in
-        section 1), or a list of combinations of key names
-    method: ``"restricted"`` (section 4's restricted support, convex, large X) or
-        ``"full"`` (every entry of P, small X only)
-    reduce: cut the constraints by section 4's reductions (``method="full"``; the
-        restricted support always uses them); ``gamma`` is the starting diagonal bound
+    Parameters
+    ----------
+    counts : array_like or KeySpace
+        The table of original counts U_0, one axis per key (:func:`key_space`), or the key space.
+    alpha : float
+        The bound on the posterior of (C1), in (0, 1), with ``alpha n > 1``.
+    combinations : int or sequence of sequences
+        Pi: every r-subset of the keys for an integer r (default 3, as in section 1),
+        or a list of combinations of key names (or positions).
+    keys, categories : optional
+        Names and labels of the keys of a table of counts (:func:`key_space`).
+    method : {"restricted", "full"}
+        Section 4's restricted support (convex, large X) or every entry of P (small X only).
+    reduce : bool
+        Cut the constraints by section 4's reductions (``method="full"``; the restricted
+        support always uses them).
+    gamma : float
+        The starting diagonal bound, in (0, 1].
+    max_iterations : int
+        Iterations of the optimiser per solve.
+
+    Returns
+    -------
+    RecognitionDesign
+
+    Examples
+    --------
+    The record alone in cell (f, s) is protected by moving 2.33 records, expected, into its cell:
+
+    >>> d = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2,
+    ...                        keys=["sex", "region"], categories=[("m", "f"), ("n", "s")])
+    >>> round(d.worst_posterior, 4), round(d.expected_changes, 2), d.diagnostics.certified
+    (0.3, 2.33, True)
     """
     t0 = time.perf_counter()
     space = counts if isinstance(counts, KeySpace) else key_space(counts, keys=keys, categories=categories)
     alpha = check_alpha(alpha, space.n)
     if not (0.0 < gamma <= 1.0):
-        raise PramkitError(f"gamma = {gamma!r}: the diagonal bound must lie in (0, 1]")
+        raise ParameterError(f"gamma = {gamma!r}: the diagonal bound must lie in (0, 1]")
     combos = combinations_of(space.keys, combinations)
     baseline = uniform_noise_baseline(space, combos, alpha=alpha)
     if method == "full":
@@ -608,14 +742,14 @@ def recognition_design(
         solved, gamma_used, restarts = red.solve_restricted(space, combos, alpha=alpha, gamma=gamma,
                                                             max_iterations=max_iterations)
     else:
-        raise PramkitError(f"method = {method!r}: choose 'restricted' or 'full'")
+        raise ParameterError(f"method = {method!r}: choose 'restricted' or 'full'")
     counts_rare = red.rare_types(space, alpha).size
     problems = red.problem_count(space, combos, alpha)
     diagnostics = SolverDiagnostics(
         **solved.run_figures(), method=method, reduce=reduce or method == "restricted", gamma=gamma_used,
         restarts=restarts, rare_types=counts_rare, problem_combinations=problems, seconds=time.perf_counter() - t0,
     )
-    return finish(space, combos, _as_sparse(solved.transitions), alpha=alpha, baseline=baseline,
+    return finish(space, combos, as_csr(solved.transitions), alpha=alpha, baseline=baseline,
                   diagnostics=diagnostics,
                   parameters={"method": method, "reduce": diagnostics.reduce, "gamma": gamma_used})
 
@@ -635,6 +769,27 @@ def recognition_design_from_data(
     The categories of each key come from the data.  Records with a missing key
     value would be released unperturbed by a joint variable, so they are refused:
     recode missing values to a category first.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records.
+    keys : sequence of str
+        The key variables.
+    alpha, combinations, method, reduce, gamma
+        As for :func:`recognition_design`.
+
+    Returns
+    -------
+    RecognitionDesign
+        Its key space is the table of the keys (:meth:`pramkit.risk.frequencies.KeyTable.count`).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"sex": ["m"] * 30 + ["f"] * 41, "region": ["n"] * 30 + ["s"] * 40 + ["n"]})
+    >>> d = recognition_design_from_data(data, ["sex", "region"], alpha=0.3, combinations=2)
+    >>> d.space.table.counts.tolist(), d.destinations()["cell"].tolist()
+    ([[1, 40], [30, 0]], [('f', 'n')])
     """
     from pramkit.risk.frequencies import key_table
 
@@ -646,7 +801,6 @@ def recognition_design_from_data(
             f"key column(s) {missing} have missing values; a joint perturbation leaves such records "
             "unprotected: recode missing values to a category of their own first"
         )
-    table = key_table(data, keys, missing="exclude")
-    space = KeySpace(table.keys, table.categories, table.dense_counts().reshape(-1))
+    space = KeySpace(key_table(data, keys, missing="exclude").count())
     return recognition_design(space, alpha=alpha, combinations=combinations, method=method, reduce=reduce,
                               gamma=gamma)

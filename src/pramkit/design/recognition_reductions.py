@@ -160,16 +160,41 @@ def problem_combinations(
 def cover_targets(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], problems: Sequence[tuple[int, int, float]]
 ) -> np.ndarray:
-    """Few cells that together cover every problem ``(pi, k0)`` (a cell t covers it when
-    ``t_pi = k0``), greedily: start from the rarest uncovered problem, merge every other
-    uncovered problem that agrees on the keys already fixed, set the free keys to their
-    least frequent category."""
-    shape = space.shape
+    """Few cells that together cover every problem ``(pi, k0)`` (a cell t covers it when ``t_pi = k0``).
+
+    Greedily: start from the rarest uncovered problem, merge every other uncovered
+    problem that agrees on the keys already fixed, set the free keys to their least
+    frequent category (:meth:`pramkit.counts.CountTable.margin`).
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    problems : sequence of (int, int, float)
+        ``(combination index, k0, U_pi(k0))`` (:func:`problem_combinations`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The target cells (flat indices into X), increasing.
+
+    Examples
+    --------
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
+    >>> problems = problem_combinations(space, [(0, 1, 2)], alpha=0.3, gamma=0.9)
+    >>> problems
+    [(0, 1, 1.0), (0, 6, 2.0)]
+    >>> cover_targets(space, [(0, 1, 2)], problems).tolist()
+    [1, 6]
+    """
+    shape = space.table.shape
     fixed = [dict(zip(combinations[ci], (int(v) for v in np.unravel_index(k0, [shape[a] for a in combinations[ci]]))))
              for ci, k0, _ in problems]
     order = sorted(range(len(problems)), key=lambda i: problems[i][2])
-    table = space.counts.reshape(shape)
-    least = [int(np.argmin(table.sum(axis=tuple(b for b in range(len(shape)) if b != a)))) for a in range(len(shape))]
+    least = [int(np.argmin(space.table.margin(key))) for key in space.keys]
     uncovered = set(order)
     targets = []
     while uncovered:
@@ -188,13 +213,32 @@ def membership(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], problems: Sequence[tuple[int, int, float]],
     cells: np.ndarray,
 ) -> sp.csr_matrix:
-    """``a[x, c] = 1`` when cell ``cells[x]`` lies in problem c (``x_pi = k0``)."""
+    """``a[x, c] = 1`` when cell ``cells[x]`` lies in problem c (``x_pi = k0``).
+
+    Parameters
+    ----------
+    space, combinations, problems
+        As for :func:`cover_targets`.
+    cells : numpy.ndarray
+        Flat indices of cells of X.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (len(cells), len(problems))
+
+    Examples
+    --------
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
+    >>> membership(space, [(0, 1, 2)], [(0, 1, 1.0), (0, 6, 2.0)], np.array([1, 5, 6])).toarray().tolist()
+    [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]
+    """
     rows, cols = [], []
     by_combo: dict[int, list[tuple[int, int]]] = {}
     for c, (ci, k0, _) in enumerate(problems):
         by_combo.setdefault(ci, []).append((c, k0))
     for ci, items in by_combo.items():
-        codes = space.margin_codes(combinations[ci])[0][cells]
+        codes = space.table.margin_codes(combinations[ci])[0][cells]
         for c, k0 in items:
             hit = np.flatnonzero(codes == k0)
             rows.append(hit)

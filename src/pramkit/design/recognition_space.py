@@ -1,22 +1,24 @@
-"""The key space of the spontaneous-recognition design, and one optimiser run.
+"""The key space of the spontaneous-recognition design, condition (C1) on it, and one optimiser run.
 
 Shared by :mod:`pramkit.design.recognition` (the design, condition (C1) of
-Cator, Hensbergen and Rozenholc) and :mod:`pramkit.design.recognition_reductions`
-(the reductions of their section 4), which both build on it.
+Cator, Hensbergen and Rozenholc), :mod:`pramkit.design.recognition_reductions`
+(the reductions of their section 4), which both build on it, and
+:mod:`pramkit.risk.recognition` (the check of (C1) on a release), which
+computes the posteriors of (C1) with :func:`posteriors`, as the design does.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from pramkit.errors import DataError
+from pramkit.counts import CountTable
+from pramkit.errors import DataError, ParameterError
 from pramkit.matrix import Label
 
 #: The optimisers aim at ``alpha (1 - SAFETY)`` so that rounding keeps (C1) at ``alpha``.
@@ -25,64 +27,93 @@ SAFETY = 1e-6
 
 @dataclass(frozen=True, eq=False)
 class KeySpace:
-    """The cross-classified key space X and the original counts U_0 on it.
+    """The cross-classified key space X and the original counts U_0 on it: a view of a
+    :class:`pramkit.counts.CountTable` over the key variables.
 
-    keys: names of the key variables (table axes)
-    categories: the labels of each key
-    counts: U_0 over the K cells of X, flat C-order (float)
+    The designs number the K cells of X flat, in C order; the view adds that
+    numbering of the table's counts (:attr:`counts`) and the types that occur.
+    The table enumerates the cells (:meth:`pramkit.counts.CountTable.margin_codes`,
+    :meth:`pramkit.counts.CountTable.labels`).
+
+    Parameters
+    ----------
+    table : pramkit.counts.CountTable
+        The original counts, one axis per key variable.
+
+    Examples
+    --------
+    >>> space = key_space(np.array([[3, 0], [4, 2]]), keys=["sex", "region"])
+    >>> space.keys, space.cells, space.n, space.counts.tolist(), space.occurring.tolist()
+    (('sex', 'region'), 4, 9, [3.0, 0.0, 4.0, 2.0], [0, 2, 3])
     """
 
-    keys: tuple[str, ...]
-    categories: tuple[tuple[Label, ...], ...]
-    counts: np.ndarray
+    table: CountTable
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(c) for c in self.categories)
+    def keys(self) -> tuple[str, ...]:
+        """Names of the key variables (the table's columns)."""
+        return self.table.columns
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """U_0 over the K cells of X, flat C-order (float)."""
+        return self.table.counts.reshape(-1).astype(float)
 
     @property
     def cells(self) -> int:
         """K = |X|."""
-        return self.counts.size
+        return self.table.cells
 
     @property
     def n(self) -> int:
-        return int(round(float(self.counts.sum())))
+        """The number of records."""
+        return int(self.table.counts.sum())
 
     @cached_property
     def occurring(self) -> np.ndarray:
         """Cells with U_0 > 0 (the types m of condition (C1))."""
         return np.flatnonzero(self.counts > 0)
 
-    def margin_codes(self, combination: tuple[int, ...]) -> tuple[np.ndarray, int]:
-        """The code of ``k_pi`` for every cell k of X, and ``|X_pi|``."""
-        shape = self.shape
-        sub = tuple(shape[a] for a in combination)
-        # strides of the margin's own C-order index, broadcast over the full table
-        codes = np.zeros(shape, dtype=np.int64)
-        stride = 1
-        for a, size in zip(reversed(combination), reversed(sub)):
-            index = [1] * len(shape)
-            index[a] = size
-            codes = codes + stride * np.arange(size).reshape(index)
-            stride *= size
-        return codes.reshape(-1), math.prod(sub)
+    def margin(self, combination: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, U_pi)``: the margin code of every cell (:meth:`pramkit.counts.CountTable.margin_codes`)
+        and the counts U_pi(k0) of the margin over the keys at ``combination``, flat (float;
+        :meth:`pramkit.counts.CountTable.margin`).
 
-    def margin(self, combination: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """``(codes, U_pi)``: the margin code of every cell and the counts U_pi(k0)."""
-        codes, size = self.margin_codes(combination)
-        return codes, np.bincount(codes, weights=self.counts, minlength=size)
-
-    def labels(self, cells: ArrayLike) -> list[tuple[Label, ...]]:
-        """The tuple label of each flat cell index."""
-        coords = np.unravel_index(np.asarray(cells, dtype=np.int64), self.shape)
-        return [tuple(self.categories[a][int(c[i])] for a, c in enumerate(coords)) for i in range(len(coords[0]))]
+        Examples
+        --------
+        >>> codes, u_pi = key_space([[3, 0], [4, 2]]).margin((0,))
+        >>> codes.tolist(), u_pi.tolist()
+        ([0, 0, 1, 1], [3.0, 6.0])
+        """
+        u_pi = self.table.margin(*(self.keys[a] for a in combination))
+        return self.table.margin_codes(combination)[0], u_pi.reshape(-1).astype(float)
 
 
 def key_space(
     counts: ArrayLike, *, keys: Sequence[str] | None = None, categories: Sequence[Sequence[Label]] | None = None
 ) -> KeySpace:
-    """A :class:`KeySpace` from a table of original counts (one axis per key variable)."""
+    """A :class:`KeySpace` from a table of original counts (one axis per key variable).
+
+    Parameters
+    ----------
+    counts : array_like
+        Non-negative whole numbers, one axis per key variable, not all 0.
+    keys : sequence of str, optional
+        Names of the keys; default ``x1, x2, ...``.
+    categories : sequence of sequences, optional
+        The labels of each key; default ``0, 1, ...``.
+
+    Returns
+    -------
+    KeySpace
+        Its table has ``rows`` = n and ``missing`` = 0.
+
+    Examples
+    --------
+    >>> space = key_space([[3.0, 1.0], [4.0, 2.0]], categories=[("m", "f"), (1, 2)])
+    >>> space.keys, space.table.categories, space.table.counts.tolist()
+    (('x1', 'x2'), (('m', 'f'), (1, 2)), [[3, 1], [4, 2]])
+    """
     u = np.asarray(counts, dtype=float)
     if u.ndim == 0 or u.size == 0:
         raise DataError("counts must be a non-empty table with one axis per key variable")
@@ -94,11 +125,110 @@ def key_space(
     cats = (tuple(tuple(c) for c in categories) if categories is not None
             else tuple(tuple(range(s)) for s in u.shape))
     if len(names) != u.ndim or len(cats) != u.ndim:
-        raise DataError(f"{len(names)} keys and {len(cats)} category lists given for a table with {u.ndim} axes")
+        raise ParameterError(f"{len(names)} keys and {len(cats)} category lists given for a table with {u.ndim} axes")
     if tuple(len(c) for c in cats) != u.shape:
-        raise DataError(f"the category lists have {[len(c) for c in cats]} labels but the table has shape {u.shape}")
-    return KeySpace(names, cats, u.reshape(-1).copy())
+        raise ParameterError(
+            f"the category lists have {[len(c) for c in cats]} labels but the table has shape {u.shape}"
+        )
+    table = u.astype(np.int64)
+    return KeySpace(CountTable(names, cats, table, rows=int(table.sum()), missing=0))
 
+
+# -- condition (C1), equation (1) --------------------------------------------------------
+
+
+def as_csr(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
+    """A transition matrix, dense or sparse, as a CSR matrix.
+
+    Examples
+    --------
+    >>> as_csr(np.eye(2)).nnz
+    2
+    """
+    return sp.csr_matrix(transitions) if not sp.issparse(transitions) else transitions.tocsr()
+
+
+@dataclass(frozen=True, eq=False)
+class Posteriors:
+    """The posteriors (1) of condition (C1) for one combination pi, by :func:`posteriors`.
+
+    Only the pairs (type m, value k0) with a non-zero numerator are listed: every other
+    posterior is 0.  The types are the occurring cells of X, in increasing order, and
+    within a type the values k0 increase.
+
+    Parameters
+    ----------
+    combination : tuple of int
+        pi, as positions of keys.
+    codes : numpy.ndarray
+        The value ``k_pi`` of every cell k of X (the margin's C-order code).
+    types : numpy.ndarray
+        The type m (flat cell of X) of each posterior.
+    k0 : numpy.ndarray
+        The released value of each posterior (code in the margin's C order).
+    values : numpy.ndarray
+        The posteriors (numerator over denominator; 0 where the denominator is 0).
+
+    Examples
+    --------
+    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> (post,) = posteriors(space, np.eye(4), [(1,)])
+    >>> post.types.tolist(), post.k0.tolist(), post.values.round(4).tolist()
+    ([0, 1, 2, 3], [0, 1, 0, 1], [0.1429, 0.3333, 0.1429, 0.3333])
+    """
+
+    combination: tuple[int, ...]
+    codes: np.ndarray
+    types: np.ndarray
+    k0: np.ndarray
+    values: np.ndarray
+
+
+def posteriors(
+    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[Sequence[int]]
+) -> Iterator[Posteriors]:
+    """Every posterior (1) of condition (C1) for ``P = transitions``, one combination at a time.
+
+    For an occurring type m, a combination pi and a value k0 of its keys,
+
+        sum_{k: k_pi = k0} P[m, k]  /  sum_l U_0(l) sum_{k: k_pi = k0} P[l, k]:
+
+    numerators from the rows of the occurring types, denominators from
+    ``v = P^T U_0`` summed over each margin cell; cost ``O(|Pi| (K + nnz))``.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    transitions : array or sparse matrix, shape (K, K)
+        P on the cells of X (rows: original, columns: released).
+    combinations : sequence of sequences of int
+        Pi, as positions of keys.
+
+    Yields
+    ------
+    Posteriors
+        One per combination, in the order given.
+
+    Examples
+    --------
+    With P = I the posterior of a type is one over the count of its margin cell (section 2):
+
+    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
+    >>> [float(p.values.max()) for p in posteriors(space, np.eye(4), [(0,), (0, 1)])]
+    [0.25, 1.0]
+    """
+    p = as_csr(transitions)
+    if p.shape != (space.cells, space.cells):
+        raise DataError(f"the matrix is {p.shape[0]} x {p.shape[1]} but the key space has {space.cells} cells")
+    v = np.asarray(p.T @ space.counts).ravel()
+    rows = p[space.occurring].tocoo()
+    for combo in combinations:
+        codes, size = space.table.margin_codes(combo)
+        den = np.bincount(codes, weights=v, minlength=size)
+        num = sp.csr_matrix((rows.data, (rows.row, codes[rows.col])), shape=(rows.shape[0], size)).tocoo()
+        ratio = np.divide(num.data, den[num.col], out=np.zeros_like(num.data), where=den[num.col] > 0)
+        yield Posteriors(tuple(combo), codes, space.occurring[num.row], num.col, ratio)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -147,15 +147,6 @@ class Target:
         return self.given + self.columns
 
 
-def _marginal(table: CountTable, columns: Sequence[str]) -> np.ndarray:
-    """Counts of the cross-classification of ``columns`` (C order), summed over the table's others."""
-    axes = [table.columns.index(c) for c in columns]
-    other = tuple(i for i in range(table.counts.ndim) if i not in axes)
-    m = table.counts.sum(axis=other) if other else table.counts
-    kept = sorted(axes)
-    return np.transpose(m, [kept.index(a) for a in axes]).reshape(-1)
-
-
 def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable,
             households: CountTable | None) -> dict[str, Target]:
     """The matrices to design, with their cells, counts and blocks."""
@@ -169,7 +160,7 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
         name = "*".join(cols)
         source = households if households is not None and cols[0] in shape.household_vars else table
         read = shape.strata + cols
-        counts = _marginal(source, read)
+        counts = source.margin(*read).reshape(-1)
         structured = shape.rules is not None or shape.strata or any(c in keep for c in cols)
         unit = shape.household if cols[0] in shape.household_vars else None
         if not structured:

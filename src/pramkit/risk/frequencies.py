@@ -20,8 +20,10 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from pramkit.codebook import MISSING, categories_of, encode
+from pramkit.counts import CountTable, cell_index, count_codes
 from pramkit.errors import DataError
 from pramkit.matrix import Label
 
@@ -31,13 +33,33 @@ _POLICIES = ("category", "exclude")
 
 @dataclass(frozen=True, eq=False)
 class KeyTable:
-    """Records encoded on the key variables.
+    """Records encoded on the key variables: the records behind a :class:`pramkit.counts.CountTable`.
 
-    keys: the key variables, in table-axis order
-    categories: the categories of each key (``None`` = missing when declared a category)
-    codes: ``(n, d)`` codes of every record (``-1`` only in excluded rows)
-    included: which records enter the counts (all of them with ``missing="category"``)
-    missing: the missing-value policy, ``"category"`` or ``"exclude"``
+    What the records add to their table is each record's cell, for the per-record
+    figures (:func:`frequencies_of`), which need no dense table; :meth:`count`
+    counts the table (over every key or some of them) when it is wanted.
+
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables, in table-axis order.
+    categories : tuple of tuples
+        The categories of each key (``None`` = missing when declared a category).
+    codes : numpy.ndarray
+        ``(n, d)`` codes of every record (``-1`` only in excluded rows).
+    included : numpy.ndarray
+        Which records enter the counts (all of them with ``missing="category"``).
+    missing : {"category", "exclude"}
+        The missing-value policy.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [1, 1, 2, None], "b": ["u", "v", "v", "v"]})
+    >>> t = key_table(data, ["a", "b"], missing="exclude")
+    >>> t.shape, t.n, t.cell_index().tolist()
+    ((2, 2), 3, [0, 1, 3])
+    >>> t.count().counts.tolist()
+    [[1, 1], [0, 1]]
     """
 
     keys: tuple[str, ...]
@@ -62,21 +84,50 @@ class KeyTable:
         return int(self.included.sum())
 
     def cell_index(self) -> np.ndarray:
-        """Flat (C-order) cell index of every included record."""
-        if self.cells >= 2**62:
-            raise DataError(
-                f"the keys {list(self.keys)} have {self.cells:.3g} combinations, too many to index; use fewer keys"
-            )
-        return np.ravel_multi_index(tuple(self.codes[self.included].T), self.shape)
+        """Flat (C-order) cell index of every included record (:func:`pramkit.counts.cell_index`).
+
+        Examples
+        --------
+        >>> key_table(pd.DataFrame({"a": [2, 1, 2], "b": [0, 1, 1]}), ["a", "b"]).cell_index().tolist()
+        [2, 1, 3]
+        """
+        return cell_index(self.codes[self.included].T, self.shape, self.keys)
+
+    def count(self, axes: Sequence[int] | None = None, *, weights: ArrayLike | None = None) -> CountTable:
+        """The contingency table of the included records: over every key, or over the keys at ``axes``.
+
+        Parameters
+        ----------
+        axes : sequence of int, optional
+            Positions of the keys to count over (in the order given); default all of them.
+        weights : array of float, optional
+            One weight per record of the data; their sums per cell are the table's ``weight_sums``.
+
+        Returns
+        -------
+        pramkit.counts.CountTable
+            ``rows`` is the number of records, ``missing`` the records excluded.
+
+        Examples
+        --------
+        >>> data = pd.DataFrame({"a": [1, 1, 2, None], "b": ["u", "v", "v", "v"]})
+        >>> t = key_table(data, ["a", "b"], missing="exclude").count([1], weights=[1.0, 2.0, 4.0, 8.0])
+        >>> t.columns, t.counts.tolist(), t.weight_sums.tolist(), t.missing
+        (('b',), [1, 2], [1.0, 6.0], 1)
+        """
+        axes = range(len(self.keys)) if axes is None else axes
+        codes = np.where(self.included, self.codes[:, list(axes)].T, MISSING)
+        return count_codes([self.keys[a] for a in axes], [self.categories[a] for a in axes], codes, weights=weights)
 
     def dense_counts(self) -> np.ndarray:
-        """The full table of sample counts f_j, empty cells included."""
-        return np.bincount(self.cell_index(), minlength=self.cells).astype(float).reshape(self.shape)
+        """The full table of sample counts f_j, empty cells included (float).
 
-    def dense_sums(self, weights: np.ndarray) -> np.ndarray:
-        """The full table of the sums of ``weights`` (one per record of the data) in each cell."""
-        w = np.asarray(weights, dtype=float)[self.included]
-        return np.bincount(self.cell_index(), weights=w, minlength=self.cells).reshape(self.shape)
+        Examples
+        --------
+        >>> key_table(pd.DataFrame({"a": [1, 1, 2]}), ["a"]).dense_counts().tolist()
+        [2.0, 1.0]
+        """
+        return self.count().counts.astype(float)
 
 
 def key_table(

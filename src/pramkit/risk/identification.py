@@ -330,16 +330,15 @@ def identification_risk(
     table = key_table(data, keys, missing=missing, categories=categories)
     w_all = None if weights is None else record_weights(data, weights)
     cell = table.cell_index()
-    counts = np.bincount(cell, minlength=table.cells).astype(float).reshape(table.shape)
-    sums = None if w_all is None else table.dense_sums(w_all)
+    counted = table.count(weights=w_all)
+    counts, sums = counted.counts.astype(float), counted.weight_sums
     source = source_sums = None
     if original is not None:
         if not isinstance(original, pd.DataFrame):
             raise PramkitError("with data in memory, original must be a DataFrame too")
         otable = key_table(original, keys, missing=missing, categories=table.categories)
-        source = otable.dense_counts()
-        if weights is not None:
-            source_sums = otable.dense_sums(record_weights(original, weights))
+        ocounted = otable.count(weights=None if weights is None else record_weights(original, weights))
+        source, source_sums = ocounted.counts.astype(float), ocounted.weight_sums
     done = _assess(counts, sums, source, source_sums, keys, perturbed, manifest, start,
                    sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=table.missing,
                    excluded=len(data) - table.n, tol=tol, tau_rtol=tau_rtol)

@@ -23,14 +23,14 @@ and the denominator is the ``pi``-margin of the counts pushed through the
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from pramkit.errors import PramkitError
+from pramkit.design.recognition_space import KeySpace, posteriors
+from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 from pramkit.matrix import Label, PramMatrix
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table
@@ -84,20 +84,9 @@ def _combinations(keys: Sequence[str], combinations: Sequence[Sequence[str]] | N
     for c in combinations:
         unknown = [v for v in c if v not in keys]
         if unknown or not c or len(set(c)) != len(c):
-            raise PramkitError(f"combination {list(c)} must list distinct key variables of {list(keys)}")
+            raise ParameterError(f"combination {list(c)} must list distinct key variables of {list(keys)}")
         out.append(tuple(keys.index(v) for v in c))
     return out
-
-
-def _pi_counts(table: KeyTable, axes: Sequence[int]) -> np.ndarray:
-    shape = tuple(table.shape[a] for a in axes)
-    codes = table.codes[table.included][:, list(axes)]
-    return np.bincount(np.ravel_multi_index(tuple(codes.T), shape), minlength=math.prod(shape)).astype(float)
-
-
-def _labels(table: KeyTable, axes: Sequence[int], flat: int) -> tuple[Label, ...]:
-    idx = np.unravel_index(flat, tuple(table.shape[a] for a in axes))
-    return tuple(table.categories[a][int(i)] for a, i in zip(axes, idx))
 
 
 def recognition_risk(
@@ -112,12 +101,47 @@ def recognition_risk(
     reduce: bool = True,
     missing: MissingKeys = "category",
 ) -> RecognitionResult:
-    """Check (C1) for ``data`` released through per-variable ``matrices`` (a key not
-    listed is released unchanged) or through one ``joint`` matrix on the
-    cross-classified keys (rows in C order of the keys' categories).
+    """Check (C1) for ``data`` released through per-variable matrices or one joint matrix.
 
-    ``combinations``: the sets of variables a user looks at (default: all of ``size``).
-    ``reduce``: skip the pairs the bounds rule out (the violations are the same).
+    The posteriors (1) are those of :func:`pramkit.design.recognition_space.posteriors`,
+    which the recognition design verifies its matrices with.  With per-variable
+    matrices (1) depends on a record only through its values on the combination,
+    so each combination is checked on its margin, released through the Kronecker
+    product of its variables' matrices.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The original records.
+    keys : sequence of str
+        The key variables.
+    alpha : float
+        The bound on the posterior, in (0, 1).
+    matrices : mapping or Manifest, optional
+        Per-variable matrices (a key not listed is released unchanged).
+    joint : PramMatrix, optional
+        One matrix on the cross-classified keys (rows in C order of the keys' categories).
+    combinations : sequence of sequences of str, optional
+        The sets of variables a user looks at; default all those of ``size`` keys.
+    size : int
+        The size of the default combinations.
+    reduce : bool
+        Skip the pairs the bounds of the module docstring rule out (the violations are the same).
+    missing : {"category", "exclude"}
+        The missing-value policy (:func:`pramkit.risk.frequencies.key_table`).
+
+    Returns
+    -------
+    RecognitionResult
+
+    Examples
+    --------
+    Three records, one of them alone in its cell: released unchanged, it is recognised for sure.
+
+    >>> data = pd.DataFrame({"a": [0, 0, 1], "b": [0, 0, 1]})
+    >>> res = recognition_risk(data, ["a", "b"], alpha=0.6, size=2)
+    >>> res.satisfied, res.max_posterior, res.violations[0].record
+    (False, 1.0, (1, 1))
     """
     probability(alpha, "alpha (the posterior bound of condition C1)")
     keys = list(keys)
@@ -125,7 +149,7 @@ def recognition_risk(
         matrices = {v.name: v.matrix for v in matrices.variables if v.name in keys}
     matrices = dict(matrices or {})
     if joint is not None and matrices:
-        raise PramkitError("give per-variable matrices or one joint matrix, not both")
+        raise ParameterError("give per-variable matrices or one joint matrix, not both")
     categories = [matrices[k].categories if k in matrices else None for k in keys]
     if any(c is not None for c in categories):
         base = key_table(data, keys, missing=missing)
@@ -136,11 +160,14 @@ def recognition_risk(
     combos = _combinations(keys, combinations, size)
     if joint is not None:
         if joint.size != table.cells:
-            raise PramkitError(f"the joint matrix is {joint.size} x {joint.size}; the keys have {table.cells} cells")
-        violations, best, pairs = _check_joint(table, joint.matrix, combos, alpha, reduce)
-    else:
-        violations, best, pairs = _check_kronecker(table, matrices, combos, alpha, reduce)
-    violations.sort(key=lambda v: -v.posterior)
+            raise ParameterError(f"the joint matrix is {joint.size} x {joint.size}; the keys have {table.cells} cells")
+        checked = [_check(KeySpace(table.count()), joint.matrix, combos, alpha, reduce)]
+    else:  # each combination on its margin, one (dense) Kronecker product at a time
+        checked = [_check(KeySpace(table.count(axes)), _kronecker(table, matrices, axes), [tuple(range(len(axes)))],
+                          alpha, reduce) for axes in combos]
+    violations = sorted((v for found, _, _ in checked for v in found), key=lambda v: -v.posterior)
+    best = max((top for _, top, _ in checked), default=0.0)
+    pairs = sum(n for _, _, n in checked)
     return RecognitionResult(
         alpha=alpha,
         satisfied=not violations,
@@ -151,82 +178,47 @@ def recognition_risk(
     )
 
 
-def _violations(
-    table: KeyTable, post: np.ndarray, alpha: float, r_idx: np.ndarray, c_idx: np.ndarray,
-    released_axes: tuple[int, ...], record_axes: tuple[int, ...], counts: np.ndarray,
-) -> list[Violation]:
-    """The (record type, released value) pairs of ``post`` above alpha, as violations."""
-    names = tuple(table.keys[a] for a in released_axes)
-    return [
-        Violation(
-            combination=names, released=_labels(table, released_axes, int(c_idx[j])),
-            record_keys=tuple(table.keys[a] for a in record_axes),
-            record=_labels(table, record_axes, int(r_idx[i])), records=int(counts[r_idx[i]]),
-            posterior=float(post[i, j]),
-        )
-        for i, j in zip(*np.nonzero(post > alpha))
-    ]
+def _kronecker(table: KeyTable, matrices: Mapping[str, PramMatrix], axes: Sequence[int]) -> np.ndarray:
+    """The matrix of the keys at ``axes`` released together: the Kronecker product of their
+    matrices (the identity for a key without one)."""
+    names = [table.keys[a] for a in axes]
+    mats = [matrices[n].matrix if n in matrices else np.eye(table.shape[a]) for n, a in zip(names, axes)]
+    joint = mats[0]
+    for m in mats[1:]:
+        joint = np.kron(joint, m)
+    return joint
 
 
-def _posteriors(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    return np.divide(numerator, denominator[None, :], out=np.zeros_like(numerator), where=denominator[None, :] > 0)
-
-
-def _check_kronecker(
-    table: KeyTable, matrices: Mapping[str, PramMatrix], combos: Sequence[tuple[int, ...]], alpha: float, reduce: bool
+def _check(
+    space: KeySpace, p: np.ndarray, combos: Sequence[tuple[int, ...]], alpha: float, reduce: bool
 ) -> tuple[list[Violation], float, int]:
-    violations: list[Violation] = []
-    best = 0.0
-    pairs = 0
-    for axes in combos:
-        names = tuple(table.keys[a] for a in axes)
-        mats = [matrices[n].matrix if n in matrices else np.eye(table.shape[a]) for n, a in zip(names, axes)]
-        joint = mats[0]
-        for m in mats[1:]:
-            joint = np.kron(joint, m)
-        u = _pi_counts(table, axes)
-        denominator = u @ joint
-        rows = u > 0
-        cols = np.ones(u.size, dtype=bool)
-        if reduce:
-            rows &= u < 1.0 / alpha
-            gamma = math.prod(float(np.diagonal(m).min()) for m in mats)
-            if gamma > 0:
-                cols = u < 1.0 / (gamma * alpha)
-        r_idx, c_idx = np.flatnonzero(rows), np.flatnonzero(cols)
-        post = _posteriors(joint[np.ix_(r_idx, c_idx)], denominator[c_idx])
-        pairs += post.size
-        best = max(best, float(post.max())) if post.size else best
-        violations += _violations(table, post, alpha, r_idx, c_idx, axes, axes, u)
-    return violations, best, pairs
+    """The violations of (C1), the largest posterior and the number of (type, value) pairs
+    checked, for the types of ``space`` released through ``p``.
 
-
-def _check_joint(
-    table: KeyTable, p: np.ndarray, combos: Sequence[tuple[int, ...]], alpha: float, reduce: bool
-) -> tuple[list[Violation], float, int]:
-    u0 = table.dense_counts().ravel()
-    coords = np.unravel_index(np.arange(table.cells), table.shape)
-    all_axes = tuple(range(len(table.keys)))
+    With ``reduce``, only the types with ``U0(m) < 1/alpha`` and the values with
+    ``U_pi(k0) < 1/(gamma alpha)`` (gamma the smallest diagonal entry of ``p``) count."""
+    u0 = space.counts
     rows = u0 > 0
     if reduce:
         rows &= u0 < 1.0 / alpha
     gamma = float(np.diagonal(p).min())
-    r_idx = np.flatnonzero(rows)
     violations: list[Violation] = []
     best = 0.0
     pairs = 0
-    for axes in combos:
-        shape = tuple(table.shape[a] for a in axes)
-        projection = np.ravel_multi_index(tuple(coords[a] for a in axes), shape)
-        q = p @ np.eye(math.prod(shape))[projection]  # Q[l, k0] = sum_{k: k_pi = k0} P[l, k]
-        denominator = u0 @ q
-        u_pi = np.bincount(projection, weights=u0, minlength=math.prod(shape))
+    for post in posteriors(space, p, combos):
+        u_pi = space.margin(post.combination)[1]
         cols = np.ones(u_pi.size, dtype=bool)
         if reduce and gamma > 0:
             cols = u_pi < 1.0 / (gamma * alpha)
-        c_idx = np.flatnonzero(cols)
-        post = _posteriors(q[np.ix_(r_idx, c_idx)], denominator[c_idx])
-        pairs += post.size
-        best = max(best, float(post.max())) if post.size else best
-        violations += _violations(table, post, alpha, r_idx, c_idx, axes, all_axes, u0)
+        pairs += int(rows.sum()) * int(cols.sum())
+        kept = rows[post.types] & cols[post.k0]
+        values, types, k0 = post.values[kept], post.types[kept], post.k0[kept]
+        best = max(best, float(values.max())) if values.size else best
+        names = tuple(space.keys[a] for a in post.combination)
+        violations += [
+            Violation(combination=names, released=space.table.labels([k0[i]], post.combination)[0],
+                      record_keys=space.keys, record=space.table.labels([types[i]])[0], records=int(u0[types[i]]),
+                      posterior=float(values[i]))
+            for i in np.flatnonzero(values > alpha)
+        ]
     return violations, best, pairs

@@ -125,8 +125,8 @@ def tune_epsilon(
         design = randomized_response_design({v: table.categories[keys.index(v)] for v in perturb})
 
     if measure == "tau2":
-        counts = table.dense_counts()
-        sums = None if weights is None else table.dense_sums(record_weights(data, weights))
+        counted = table.count(weights=None if weights is None else record_weights(data, weights))
+        counts, sums = counted.counts.astype(float), counted.weight_sums
         fr = sampling_fractions(counts, keys, sampling_fraction=sampling_fraction, weight_sums=sums)
         mu = fit_loglinear(counts, keys, model=model, offset=fr.offset).fitted
 
