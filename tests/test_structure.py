@@ -308,3 +308,15 @@ def test_a_released_file_with_a_combination_outside_the_cells_is_refused():
         estimate_table(bad, m, "age*marital_status")
     with pytest.raises(Exception, match="tabulate its variable 'age\\*marital_status'"):
         estimate_table(d, m, "age")
+
+
+def test_a_record_missing_one_variable_still_counts_in_the_others_designs():
+    d = census(20_000, seed=13)
+    d["marital_status"] = d["marital_status"].where(d["age"] != "0-9")
+    m = design_release(d, ["age", "marital_status"], epsilon=4.0, categories=CENSUS_VARIABLES,
+                       exact_frequencies=True)
+    rec = m.design_record.variables
+    assert rec["age"]["counts"] == [int((d["age"] == c).sum()) for c in CENSUS_VARIABLES["age"]]
+    assert rec["marital_status"]["counts"] == [int((d["marital_status"] == c).sum())
+                                               for c in CENSUS_VARIABLES["marital_status"]]
+    assert m.design_record.missing == int(d["marital_status"].isna().sum())

@@ -45,7 +45,8 @@ from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.defaults import NA_VALUES
 from pramkit.design.matrix_design import estimability_warnings, matrix_json, truthful_warnings
 from pramkit.design.registry import family
-from pramkit.design.structured import build, check_breaking, household_table, normalised, plan_targets, structure
+from pramkit.design.structured import (build, check_breaking, complete, household_table, normalised, plan_targets,
+                                      structure)
 from pramkit.structure import Rules
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.information import mutual_information, mutual_information_form8
@@ -128,11 +129,16 @@ def _names(variables: str | Sequence[str]) -> list[str]:
 
 def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]],
            quiet: bool, na_values: Sequence[str]) -> tuple[CountTable, str, str | None]:
-    """Count the variables; returns the table, a description of the data and its digest."""
+    """Count the variables, missing values as a category ``None`` of each (so that a record
+    missing one variable still counts in the others' designs); returns the table, a
+    description of the data and its digest."""
+    from pramkit.codebook import categories_of
     from pramkit.io import sha256_of
 
+    with_missing = {c: (*cats, None) for c, cats in categories.items()}
     if isinstance(data, (str, Path)):
-        table = count_file(data, names, categories=categories or None, quiet=quiet, na_values=na_values)
+        table = count_file(data, names, categories=with_missing or None, missing="category", quiet=quiet,
+                           na_values=na_values)
         return table, str(data), sha256_of(data)
     import pandas as pd
     import pyarrow as pa
@@ -140,7 +146,11 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
     if isinstance(data, pa.Table):
         data = data.select([n for n in names if n in data.column_names]).to_pandas()
     if isinstance(data, pd.DataFrame):
-        return count_frame(data, names, categories=categories or None), "a DataFrame in memory", None
+        from pramkit.io import require_columns
+
+        require_columns(names, list(data.columns), "the data")
+        found = {n: with_missing.get(n) or (*categories_of(data[n]), None) for n in names}
+        return count_frame(data, names, categories=found), "a DataFrame in memory", None
     raise ParameterError(f"data must be a file path, a pandas DataFrame or an Arrow table, "
                          f"not {type(data).__name__}")
 
@@ -172,7 +182,7 @@ def _labelled(data: Any, table: CountTable, source: dict[str, str], notes: list[
         return table
     for n, labels in value_label_categories(data, undeclared).items():
         try:
-            table = table.extended(n, labels)
+            table = table.extended(n, [*labels, None] if None in table.categories[table.columns.index(n)] else labels)
         except DataError as exc:
             notes.append(f"the value labels of {n!r} were not used as its categories: {exc}")
             continue
@@ -380,10 +390,10 @@ def design_release(
     declared, cat_source = _declared(counted, categories, prior)
     table, described, digest = _count(data, counted, declared, quiet, tuple(na_values))
     table = _labelled(data, table, cat_source, notes)
-    exact_p = {n: table.proportions(n) for n in names}
     for n, cats in zip(counted, table.categories):
-        if n in names and len(cats) < 2:
-            raise DataError(f"column {n!r} has fewer than two categories ({list(cats)}); nothing to perturb")
+        if n in names and len([c for c in cats if c is not None]) < 2:
+            raise DataError(f"column {n!r} has fewer than two categories ({[c for c in cats if c is not None]}); "
+                            "nothing to perturb")
     households = household_table(data, shape, table, tuple(na_values)) if shape.household else None
     targets = plan_targets(names, split, shape, table, households)
     check_breaking(data, shape, targets, notes, tuple(na_values))
@@ -425,7 +435,7 @@ def design_release(
 
         room = split_within(budget, design_eps, [1.0])[0]
         best = split_budget({n: design_p[n] for n in names}, room, split="optimal",
-                            truthful=bool(opts.get("truthful")), categories=dict(zip(names, table.categories)))
+                            truthful=bool(opts.get("truthful")), categories={n: targets[n].labels for n in names})
         funded = {n: e for n, e in best.epsilons.items() if e > 0}
         if not funded:
             raise PramkitError("no variable gets a positive epsilon; nothing to design")
@@ -503,7 +513,7 @@ def design_release(
             per_variable[k]["expected_distance"] = geo_utility(m, dist_of[k], p_exact).expected_distance
             per_variable[k]["distance_unit"] = dist_of[k].unit
     if split == "joint" and not shape.any and design_p[names_joint := "*".join(names)] is not None:
-        extra["joint"] = _joint_comparison(table, design_p[names_joint], matrices[names_joint], opts)
+        extra["joint"] = _joint_comparison(complete(table), design_p[names_joint], matrices[names_joint], opts)
     if households is not None:
         extra["households"] = households.rows
     if method != "dp":
@@ -513,7 +523,8 @@ def design_release(
                              if m.blocks is None}
     extra["seconds"] = time.perf_counter() - t0
     record = DesignRecord(
-        data=described, sha256=digest, rows=table.rows, missing=table.missing, method=method, split=split,
+        data=described, sha256=digest, rows=table.rows, missing=table.rows - int(complete(table).counts.sum()),
+        method=method, split=split,
         options=opts, variables=per_variable, matrices=matrices, extra=extra, warnings=tuple(warnings),
         notes=tuple(notes),
     )

@@ -147,10 +147,32 @@ class Target:
         return self.given + self.columns
 
 
+def _present(table: CountTable, columns: Sequence[str]) -> list[np.ndarray]:
+    """Per column, the positions of its categories other than missing (``None``)."""
+    return [np.array([i for i, c in enumerate(table.categories[table.columns.index(col)]) if c is not None],
+                     dtype=np.intp) for col in columns]
+
+
+def complete(table: CountTable) -> CountTable:
+    """The table of the records with a value in every column (the missing category ``None`` dropped).
+
+    Examples
+    --------
+    >>> t = CountTable(("x", "y"), ((1, None), ("u", None)), np.array([[4, 1], [2, 3]]), rows=10, missing=0)
+    >>> c = complete(t)
+    >>> c.categories, c.counts.tolist(), c.missing
+    (((1,), ('u',)), [[4]], 6)
+    """
+    keep = _present(table, table.columns)
+    counts = table.counts[np.ix_(*keep)]
+    cats = tuple(tuple(table.categories[i][j] for j in k) for i, k in enumerate(keep))
+    return CountTable(table.columns, cats, counts, table.rows, table.rows - int(counts.sum()))
+
+
 def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable,
             households: CountTable | None) -> dict[str, Target]:
     """The matrices to design, with their cells, counts and blocks."""
-    cats = dict(zip(table.columns, table.categories))
+    cats = {c: tuple(x for x in cs if x is not None) for c, cs in zip(table.columns, table.categories)}
     keep = kept_codes(shape.keep, {n: cats[n] for n in names})
     if shape.rules is not None:
         shape.rules.check({c: cats[c] for c in (*shape.strata, *names)})
@@ -160,7 +182,7 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
         name = "*".join(cols)
         source = households if households is not None and cols[0] in shape.household_vars else table
         read = shape.strata + cols
-        counts = source.margin(*read).reshape(-1)
+        counts = source.margin(*read)[np.ix_(*_present(source, read))].reshape(-1)  # records with values in `read`
         structured = shape.rules is not None or shape.strata or any(c in keep for c in cols)
         unit = shape.household if cols[0] in shape.household_vars else None
         if not structured:
@@ -261,4 +283,4 @@ def household_table(data: Any, shape: Shape, table: CountTable, na_values: Seque
                         "the same for every member")
     first = frame.drop_duplicates(subset=[hh])
     cats = dict(zip(table.columns, table.categories))
-    return count_frame(first, cols, categories={c: cats[c] for c in cols})
+    return count_frame(first, cols, categories={c: cats[c] for c in cols})  # with None: missing counted apart
