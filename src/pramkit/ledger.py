@@ -126,7 +126,7 @@ class Ledger:
         Examples
         --------
         >>> led = Ledger(frequencies="none")
-        >>> led.statement([1.0, 0.5]).startswith("Changing one person's record changes")
+        >>> led.statement([1.0, 0.5]).startswith("Changing one person's record in its perturbed variables")
         True
         >>> led.statement([1.0], given="the strata (region, released unperturbed)")[:56]
         'The released file shows exactly, as the original does: t'
@@ -150,12 +150,14 @@ class Ledger:
         if given:
             lead = f"The released file shows exactly, as the original does: {given}; no epsilon covers that. "
             change += " to another that agrees with it on these"
+        rest = " Columns that are not perturbed are released as they are: no epsilon covers them."
         if self.covers_everything:
-            return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of anything published (the "
-                    f"released file, the manifest, the public report) by {factor}; this record epsilon of "
-                    f"{fmt_epsilon(total)} covers {how}.")
-        return (f"{lead}Given the published manifest, {change} changes the probability of the released file by "
-                f"{factor} ({how}). This does not cover the manifest itself: " + "; ".join(self.data_dependent) + ".")
+            return (f"{lead}{change[0].upper()}{change[1:]} in its perturbed variables changes the probability of "
+                    f"anything published (the released file, the manifest, the public report) by {factor}; this "
+                    f"record epsilon of {fmt_epsilon(total)} covers {how}.{rest}")
+        return (f"{lead}Given the published manifest, {change} in its perturbed variables changes the probability "
+                f"of the released file by {factor} ({how}). This does not cover the manifest itself: "
+                + "; ".join(self.data_dependent) + "." + rest)
 
     def to_dict(self, variable_epsilons: Sequence[float], given: str | None = None) -> dict[str, Any]:
         """The manifest's ``ledger`` object (JSON-able); with ``given`` (see :meth:`statement`),

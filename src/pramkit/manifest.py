@@ -300,11 +300,24 @@ class Manifest:
 
     @property
     def guarantee(self) -> str:
-        """The guarantee sentence for what is published with this manifest."""
+        """The guarantee sentence for what is published with this manifest, with what households
+        and kept rule-breaking records change in it."""
         if self.is_structured:
-            return self._ledger().statement([v.block_epsilon for v in self.variables],
-                                            given=self.structure_condition)
-        return self._ledger().statement([v.epsilon for v in self.variables])
+            text = self._ledger().statement([v.block_epsilon for v in self.variables], given=self.structure_condition)
+        else:
+            text = self._ledger().statement([v.epsilon for v in self.variables])
+        units = {v.unit: [] for v in self.variables if v.unit}
+        for v in self.variables:
+            if v.unit:
+                units[v.unit].append(v.name)
+        for unit, names in units.items():
+            text += (f" The household variables {', '.join(names)} are perturbed once per household ({unit}, released "
+                     "as it is): their epsilons, counted in every member's record epsilon, bound what changing one "
+                     "household's values of them changes.")
+        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
+        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
+            text += " Records that break an edit rule are released unperturbed: no epsilon covers them."
+        return text
 
     def _ledger_dict(self) -> dict[str, Any]:
         if self.is_structured:
