@@ -83,6 +83,17 @@ def d(tmp_path_factory) -> Path:
     (d / "prior_columns.csv").write_text("var,cat\nregion,1\n")
     (d / "codebook_blank.csv").write_text("variable,category\nregion,\n")
     (d / "codebook_columns.csv").write_text("variable;category\nregion;1\n")
+    (d / "rules_unknown_var.csv").write_text("height,sex\n1,m\n")
+    (d / "rules_unknown_cat.csv").write_text("region,sex\n1,x\n")
+    (d / "rules_all.csv").write_text("region,sex\n1|2|3,m|f\n")
+    (d / "rules_stratum.csv").write_text("region,sex\n1,m|f\n")
+    (d / "rules_coupled.csv").write_text("region,sex\n1,m\n")
+    (d / "rules_empty_row.csv").write_text("region,sex\n,\n")
+    hh = pd.DataFrame({"hid": [1, 1, 2, 2, 3, 3] * 50, "region": [1, 2, 1, 1, 3, 3] * 50,
+                       "sex": ["m", "f"] * 150})
+    hh.to_csv(d / "households_vary.csv", index=False)
+    hh.assign(region=[1, 1, 2, 2, 3, 3] * 50, hid=[1, 1, 2, 2, None, 3] * 50).to_csv(
+        d / "households_noid.csv", index=False)
     return d
 
 
@@ -210,6 +221,29 @@ def cases(d: Path) -> list[tuple[list, str]]:
           "--out", d / "o.json"], "does not exist"),
         (design + [d / "o.json", "--categories", d / "codebook_blank.csv"], "must not be empty"),
         (design + [d / "o.json", "--categories", d / "codebook_columns.csv"], "needs the columns"),
+        # ---- design: the structure of the microdata
+        (design + [d / "o.json", "--split", "joint", "--forbid", d / "rules_unknown_var.csv"],
+         "names 'height', which is neither perturbed nor a stratum"),
+        (design + [d / "o.json", "--split", "joint", "--forbid", d / "rules_unknown_cat.csv"],
+         "'x' is not a category of 'sex'"),
+        (design + [d / "o.json", "--split", "joint", "--forbid", d / "rules_all.csv"], "forbid every combination"),
+        (["design", data, "--vars", "sex", "--epsilon", "2", "--exact-frequencies", "--strata", "region",
+          "--forbid", d / "rules_stratum.csv", "--out", d / "o.json"], "forbid every value of sex in the stratum"),
+        (design + [d / "o.json", "--forbid", d / "rules_coupled.csv"], "use split joint"),
+        (design + [d / "o.json", "--split", "joint", "--forbid", d / "rules_empty_row.csv"],
+         "would forbid every record"),
+        (design + [d / "o.json", "--split", "joint", "--forbid", d / "absent.csv"], "does not exist"),
+        (design + [d / "o.json", "--strata", "sex"], "sex is perturbed, so it cannot also be a stratum"),
+        (design + [d / "o.json", "--keep-codes", "sex=x"], "kept code 'x' is not a category of 'sex'"),
+        (design + [d / "o.json", "--keep-codes", "sex"], "--keep-codes must look like"),
+        (design + [d / "o.json", "--household-vars", "region"], "need the household id"),
+        (["design", d / "households_vary.csv", "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies",
+          "--household", "hid", "--household-vars", "region", "--out", d / "o.json"],
+         "household '1' has several values of 'region'"),
+        (["design", d / "households_noid.csv", "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies",
+          "--household", "hid", "--household-vars", "region", "--out", d / "o.json"], "has no household id"),
+        (["design", data, "--vars", "region,sex", "--recognition", "0.5", "--strata", "age", "--out", d / "o.json"],
+         "--strata is not available with --recognition"),
         # ---- report
         (["report", d / "absent.csv", "--manifest", m, "--released", rel, "--keys", "sex", "--out", d / "r.html"],
          "does not exist"),

@@ -264,15 +264,18 @@ def kept_codes(keep: Mapping[str, Any] | None, categories: Mapping[str, Sequence
 
 def parse_assignments(text: str | None, flag: str, example: str) -> dict[str, list[str]] | None:
     """``a=1,b=x|y,a=2`` as ``{"a": ["1", "2"], "b": ["x|y"]}``: a command-line list of
-    variable=value items (a variable may repeat).
+    variable=value items (a variable may repeat), separated by commas, or by semicolons when
+    a value holds a comma.
 
     >>> parse_assignments("age=0-4|5-9,sex=f", "--keep-codes", "age=0-4")
     {'age': ['0-4|5-9'], 'sex': ['f']}
+    >>> parse_assignments("marital=married, spouse absent;age=0-4", "--keep-codes", "age=0-4")
+    {'marital': ['married, spouse absent'], 'age': ['0-4']}
     """
     if text is None:
         return None
     out: dict[str, list[str]] = {}
-    for part in (x.strip() for x in text.split(",") if x.strip()):
+    for part in (x.strip() for x in text.split(";" if ";" in text else ",") if x.strip()):
         name, sep, value = part.partition("=")
         if not sep or not name.strip() or not value.strip():
             raise ParameterError(f"{flag} must look like {example}, got {text!r}")

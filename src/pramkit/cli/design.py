@@ -99,7 +99,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="stratum columns, released unperturbed: values move only within the values the record's "
                          "stratum allows (those --forbid leaves it)")
     st.add_argument("--keep-codes", metavar="V=CODE,...",
-                    help="codes that never change and into which nothing moves, e.g. education=n/a,age=0-9|10-17")
+                    help="codes that never change and into which nothing moves, e.g. education=n/a,age=0-9|10-17 "
+                         "(separate the items with ; when a code holds a comma)")
     st.add_argument("--household", metavar="COL", help="household id column (with --household-vars)")
     st.add_argument("--household-vars", metavar="V[,V]",
                     help="variables perturbed once per household: every member gets the household's released value")
