@@ -146,16 +146,16 @@ class Ledger:
                     + ("" if self.covers_everything else " Also derived from the data: "
                        + "; ".join(self.data_dependent) + "."))
         factor = f"a factor of at most e^{fmt_epsilon(total)} = {math.exp(total):.4g}"
-        change, lead = "changing one person's record", ""
+        change, lead = "changing one person's record in its perturbed variables", ""
         if given:
             lead = f"The released file shows exactly, as the original does: {given}; no epsilon covers that. "
-            change += " to another that agrees with it on these"
+            change += ", keeping what is shown exactly,"
         rest = " Columns that are not perturbed are released as they are: no epsilon covers them."
         if self.covers_everything:
-            return (f"{lead}{change[0].upper()}{change[1:]} in its perturbed variables changes the probability of "
+            return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of "
                     f"anything published (the released file, the manifest, the public report) by {factor}; this "
                     f"record epsilon of {fmt_epsilon(total)} covers {how}.{rest}")
-        return (f"{lead}Given the published manifest, {change} in its perturbed variables changes the probability "
+        return (f"{lead}Given the published manifest, {change} changes the probability "
                 f"of the released file by {factor} ({how}). This does not cover the manifest itself: "
                 + "; ".join(self.data_dependent) + "." + rest)
 
