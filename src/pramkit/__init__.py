@@ -34,6 +34,10 @@ from pramkit.errors import ParameterError, PramkitError
 _EXPORTS = {
     "design_release": "pramkit.design.release",
     "design_recognition": "pramkit.design.release",
+    "write_design": "pramkit.design.release",
+    "Rules": "pramkit.structure",
+    "read_rules": "pramkit.structure",
+    "household_risk": "pramkit.risk.household",
     "estimate_table": "pramkit.estimate",
     "Manifest": "pramkit.manifest",
     "PerturbedVariable": "pramkit.manifest",

@@ -211,7 +211,7 @@ def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from pramkit.atomic import check_writable
-    from pramkit.design.release import design_recognition, design_release
+    from pramkit.design.release import design_recognition, design_release, write_design
     from pramkit.ledger import fmt_epsilon
     from pramkit.structure import parse_assignments
 
@@ -229,10 +229,10 @@ def run(args: argparse.Namespace) -> int:
     record_path = _record_path(args)
     inputs = [x for x in (args.data, args.prior, args.forbid,
                           Path(args.categories) if args.categories else None) if x is not None]
-    for path in (args.out, record_path):
-        check_writable(path, force=args.force, inputs=inputs)
     if record_path.resolve() == args.out.resolve():
         raise ParameterError("the design record and the manifest must be different files")
+    for path in (args.out, record_path):
+        check_writable(path, force=args.force, inputs=inputs)
     if args.recognition is not None:
         structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
                                      ("--keep-codes", args.keep_codes), ("--household", args.household)) if v]
@@ -253,14 +253,7 @@ def run(args: argparse.Namespace) -> int:
             keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
             household_vars=args.household_vars or (), rule_breaking=args.rule_breaking,
         )
-    manifest.to_json()  # serialisable before either file is written
-    manifest.design_record.write(record_path, force=args.force)
-    manifest.write(args.out, force=args.force)
-    public = manifest.to_dict()
-    out = {**manifest.design_record.to_dict(), "manifest": str(args.out), "design_record": str(record_path),
-           "record_epsilon": public["record_epsilon"], "ledger": public.get("ledger")}
-    if manifest.is_structured:
-        out["record_epsilon_given_structure"] = public["record_epsilon_given_structure"]
+    out = write_design(manifest, args.out, design_record=record_path, force=args.force).to_dict()
     if args.json:
         print_json(out)
         return 0

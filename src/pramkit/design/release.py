@@ -118,6 +118,71 @@ class DesignRecord:
         return write_text_atomic(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", force=force)
 
 
+@dataclass(frozen=True)
+class WrittenDesign:
+    """A designed release written to disk: the public manifest and the private design record.
+
+    manifest: the manifest (with its ``design_record``); manifest_path, record_path: where they
+    were written.  :meth:`to_dict` is the ``pramkit design --json`` output.
+    """
+
+    manifest: Manifest
+    manifest_path: Path
+    record_path: Path
+
+    def to_dict(self) -> dict[str, Any]:
+        """The private design record's fields, where the two files are, and the public epsilons and ledger."""
+        public = self.manifest.to_dict()
+        out = {**self.manifest.design_record.to_dict(), "manifest": str(self.manifest_path),
+               "design_record": str(self.record_path), "record_epsilon": public["record_epsilon"],
+               "ledger": public.get("ledger")}
+        if self.manifest.is_structured:
+            out["record_epsilon_given_structure"] = public["record_epsilon_given_structure"]
+        return out
+
+
+def write_design(manifest: Manifest, out: str | Path, *, design_record: str | Path | None = None,
+                 force: bool = False) -> WrittenDesign:
+    """Write a designed release: the private design record, then the public manifest, each atomically
+    (both serialised first, so that a failure leaves neither half written).
+
+    Parameters
+    ----------
+    manifest : Manifest
+        From :func:`design_release` or :func:`design_recognition` (it carries ``design_record``).
+    out : str or Path
+        The manifest to write (public).
+    design_record : str or Path, optional
+        The design record to write (private); default beside ``out``, named ``OUT_STEM.design-record.json``.
+    force : bool
+        Replace existing files.
+
+    Returns
+    -------
+    WrittenDesign
+
+    Examples
+    --------
+    >>> import random, tempfile, os
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> m = design_release(census(2_000), ["sex"], epsilon=1.0, categories=CENSUS_VARIABLES, rng=random.Random(1))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     w = write_design(m, os.path.join(d, "m.json"))
+    ...     sorted(os.listdir(d)), w.to_dict()["record_epsilon"] <= 1.0
+    (['m.design-record.json', 'm.json'], True)
+    """
+    out = Path(out)
+    record_path = Path(design_record) if design_record is not None else out.with_name(out.stem + ".design-record.json")
+    if record_path.resolve() == out.resolve():
+        raise ParameterError("the design record and the manifest must be different files")
+    if manifest.design_record is None:
+        raise ParameterError("the manifest carries no design record: write a manifest from design_release")
+    text = manifest.to_json()  # serialisable before either file is written
+    manifest.design_record.write(record_path, force=force)
+    write_text_atomic(out, text, force=force)
+    return WrittenDesign(manifest, out, record_path)
+
+
 def _names(variables: str | Sequence[str]) -> list[str]:
     names = [variables] if isinstance(variables, str) else list(variables)
     if not names or not all(isinstance(n, str) and n for n in names):
