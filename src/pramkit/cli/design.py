@@ -69,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     fam.add_argument("--seed", type=int, help="invariant: seed of the diagonal draw")
     fam.add_argument("--k", type=int, help="kanon: categories per class")
     fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon); "
-                     "--recognition: lower bound on the diagonal of the reductions (default 0.9)")
+                     "also read, for compatibility, as --recognition-gamma with --recognition")
+    fam.add_argument("--off-diagonal", type=float, help="tridiagonal: the off-diagonal entry (also read as --alpha)")
     fam.add_argument("--beta-family", choices=["rr", "kanon", "tridiagonal", "circulant", "best"],
                      help="bistochastic-beta: the family to fit (default best: most information for the data)")
     p.add_argument("--family", choices=["diagonal", "general"], default="diagonal",
@@ -120,6 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--combinations", default="3",
                      help="key combinations checked: a size (default 3: every combination of three keys) "
                           "or lists such as 'a,b,c;a,b,d'")
+    rec.add_argument("--recognition-gamma", type=float, metavar="GAMMA",
+                     help="lower bound on the diagonal of the reductions (default 0.9)")
     rec.add_argument("--recognition-method", choices=["restricted", "full"], default="restricted",
                      help="restricted: convex, certified gap (default); full: every entry free (small X only)")
     p.add_argument("--out", type=Path, help="manifest to write (data mode): public, published with the release")
@@ -158,6 +161,11 @@ def _per_variable(text: str | None) -> dict[str, float] | None:
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.recognition_gamma is not None:
+        raise ParameterError("--recognition-gamma applies to --recognition")
+    if args.off_diagonal is not None and (args.method != "tridiagonal" or args.alpha is not None):
+        raise ParameterError("--off-diagonal is the tridiagonal family's entry: use it with --method tridiagonal, "
+                             "instead of --alpha")
     if args.method != "metric" and (args.metric_epsilon is not None or args.mechanism is not None):
         raise ParameterError("--metric-epsilon and --mechanism apply to --method metric")
     if args.method == "dp":
@@ -169,6 +177,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if args.method == "metric":
         return {"metric_epsilon": args.metric_epsilon, "mechanism": args.mechanism}
     opts = {name: getattr(args, name) for name in _FAMILY_OPTIONS if getattr(args, name) is not None}
+    if args.off_diagonal is not None:
+        opts["alpha"] = args.off_diagonal
     if args.beta_family is not None:
         opts["family"] = args.beta_family
     return opts
@@ -240,9 +250,12 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"{structured[0]} is not available with --recognition")
         if args.epsilon is not None or args.method != "dp":
             raise PramkitError("--recognition is its own privacy model: leave out --epsilon and --method")
+        if args.gamma is not None and args.recognition_gamma is not None:
+            raise ParameterError("give --recognition-gamma once (--gamma is its older spelling)")
+        gamma = next((g for g in (args.recognition_gamma, args.gamma) if g is not None), 0.9)
         manifest = design_recognition(args.data, names, alpha=args.recognition,
                                       combinations=_combinations(args.combinations),
-                                      solver=args.recognition_method, gamma=0.9 if args.gamma is None else args.gamma)
+                                      solver=args.recognition_method, gamma=gamma)
     else:
         manifest = design_release(
             args.data, names, epsilon=args.epsilon, method=args.method, split=args.split,
