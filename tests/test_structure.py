@@ -320,3 +320,19 @@ def test_a_record_missing_one_variable_still_counts_in_the_others_designs():
     assert rec["marital_status"]["counts"] == [int((d["marital_status"] == c).sum())
                                                for c in CENSUS_VARIABLES["marital_status"]]
     assert m.design_record.missing == int(d["marital_status"].isna().sum())
+
+
+def test_the_general_lp_over_allowed_cells_keeps_at_least_the_form8_information():
+    d = census(5_000, seed=14)
+    kw = dict(epsilon=2.0, split="joint", categories={"sex": CENSUS_VARIABLES["sex"],
+                                                     "ownership": CENSUS_VARIABLES["ownership"]},
+              forbid=[{"sex": "female", "ownership": "n/a"}], exact_frequencies=True)
+    d = d[~((d["sex"] == "female") & (d["ownership"] == "n/a"))]
+    form8 = design_release(d, ["sex", "ownership"], **kw)
+    general = design_release(d, ["sex", "ownership"], options={"form": "general"}, **kw)
+    g = general.variables[0]
+    assert g.matrix.size == 5 and ("female", "n/a") not in g.matrix.categories
+    assert math.log(_exact_epsilon_given_block(g.matrix)) <= g.epsilon * (1 + 1e-12) and general.record_epsilon <= 2.0
+    info = {k: m.design_record.variables["sex*ownership"]["information_nats"] for k, m in
+            (("form8", form8), ("general", general))}
+    assert info["general"] >= info["form8"] - 1e-9
