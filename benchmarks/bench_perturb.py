@@ -11,19 +11,24 @@ alias for any matrix):
 
 Then ``perturb_frame`` end to end (values to codes, kernel, codes back to values
 of the column's own dtype) on ``--frame-n`` rows, for string (pandas ``str``),
-pandas categorical, Arrow dictionary and integer columns of 10, 50, 200 and
-10 000 levels, for the issue's frame of three text columns (10, 50 and 200
-levels), and for the census columns age, sex and marital_status; each as a
-ratio to the floor for as many uniforms as values perturbed.  The matrices are
-form (8) with keep probabilities uniform on [0.6, 0.95].
+object (Python strings), pandas categorical, Arrow dictionary and integer
+columns of 10, 50, 200 and 10 000 levels, for the issue's frame of three text
+columns (10, 50 and 200 levels), and for the census columns age, sex and
+marital_status; each as a ratio to the floor for as many uniforms as values
+perturbed, of wall-clock and of CPU times, the case and the floor timed
+alternately (``--frame-repeat`` rounds) so that both see the same load; then the
+one-thread ratios as a table of column kind by levels.  The matrices are form
+(8) with keep probabilities uniform on [0.6, 0.95].
 
-Usage: python benchmarks/bench_perturb.py [--n 10000000] [--frame-n 1000000] [--repeat 3] [--frames-only]
+Usage: python benchmarks/bench_perturb.py [--n 10000000] [--frame-n 1000000] [--repeat 3] [--frame-repeat 9]
+       [--frames-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -57,6 +62,8 @@ def column(kind: str, levels: int, n: int, rng: np.random.Generator) -> tuple[pd
     labels = [f"level {i}" for i in range(levels)]
     if kind == "string":
         return pd.Series(np.array(labels, dtype=object)[codes]).astype(str), labels
+    if kind == "object":
+        return pd.Series(np.array(labels, dtype=object)[codes], dtype=object), labels
     if kind == "categorical":
         return pd.Series(pd.Categorical.from_codes(codes, categories=labels)), labels
     dictionary = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(labels))
@@ -67,30 +74,29 @@ def form8(labels: list, rng: np.random.Generator) -> PramMatrix:
     return PramMatrix.from_diagonal(rng.uniform(0.6, 0.95, len(labels)), labels)
 
 
-class Floor:
-    """NumPy's time per uniform (Philox), re-measured between the timed calls and kept at its minimum,
-    so that a burst of other load while it was first measured does not flatter the ratios."""
+def alternately(fn: Callable[[], object], floor: Callable[[], object], repeat: int) -> np.ndarray:
+    """Best wall-clock and CPU (this process, every thread) seconds of ``fn`` and of ``floor`` over ``repeat``
+    rounds, each round timing one then the other so that both meet the same load of a shared machine:
+    ``[[fn wall, fn CPU], [floor wall, floor CPU]]``."""
+    best = np.full((2, 2), np.inf)
+    for _ in range(repeat):
+        for i, f in enumerate((fn, floor)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            f()
+            best[i] = np.minimum(best[i], [time.perf_counter() - wall, time.process_time() - cpu])
+    return best
 
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.seconds = float("inf")
-        self.measure(5)
 
-    def measure(self, repeat: int = 2) -> None:
-        self.seconds = min(self.seconds, best_of(lambda: np.random.Generator(np.random.Philox()).random(self.n),
-                                                 repeat))
-
-    @property
-    def per_value(self) -> float:
-        return self.seconds / self.n
+KINDS = ("string", "object", "categorical", "arrow dict", "integer")
+LEVELS = (10, 50, 200, 10_000)
 
 
 def frames(n: int, repeat: int, key: SecretKey) -> None:
     """``perturb_frame`` end to end against the uniform floor, on one thread and on all cores."""
     rng = np.random.default_rng(2)
     cases: list[tuple[str, pd.DataFrame, Manifest]] = []
-    for kind in ("string", "categorical", "arrow dict", "integer"):
-        for levels in (10, 50, 200, 10_000):
+    for kind in KINDS:
+        for levels in LEVELS:
             values, labels = column(kind, levels, n, rng)
             cases.append((f"{kind}, {levels} levels", pd.DataFrame({"x": values}),
                           Manifest.of({"x": form8(labels, rng)})))
@@ -101,20 +107,31 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
     manifest = Manifest.of({k: form8(list(data[k].cat.categories), rng) for k in ("age", "sex", "marital_status")})
     cases.append(("census age, sex, marital (categorical)", data, manifest))
     cases.append(("census age, sex, marital (text)", data.astype(str), manifest))
-    floor = Floor(n)
-    timed = []
+    print(f"\nperturb_frame, {n:,} rows, {available_threads()} cores; x floor = best time / (best time of NumPy "
+          f"drawing {n:,} Philox uniforms x columns), each case and the floor timed alternately, best of {repeat}; "
+          "CPU: the same ratio of CPU times (steadier on a shared machine)")
+    print(f"{'columns':<38} {'1 thread: ms':>12} {'x floor':>8} {'CPU':>6}   {'all cores: ms':>13} {'x floor':>8}")
+    one_thread: dict[str, np.ndarray] = {}
+    floors = []
     for label, frame, man in cases:
-        secs = []
+        cells = []
         for threads in (1, None):
-            secs.append(best_of(lambda: perturb_frame(frame, man, key=key, threads=threads), repeat))
-            floor.measure()
-        timed.append((label, len(frame) * len(man.names), secs))
-    print(f"\nperturb_frame, {n:,} rows; floor {floor.seconds * 1e3:.2f} ms per {n:,} uniforms (best of the run); "
-          f"x floor = time / (floor per value x rows x columns); {available_threads()} cores")
-    print(f"{'columns':<38} {'1 thread: ms':>12} {'x floor':>8}   {'all cores: ms':>13} {'x floor':>8}")
-    for label, values, secs in timed:
-        cells = [f"{s * 1e3:>{w}.1f} {s / (floor.per_value * values):>8.2f}" for s, w in zip(secs, (12, 13))]
-        print(f"{label:<38} " + "   ".join(cells))
+            (secs, cpu), floor = alternately(lambda: perturb_frame(frame, man, key=key, threads=threads),
+                                             lambda: np.random.Generator(np.random.Philox()).random(n), repeat)
+            ratios = np.array([secs, cpu]) / (floor * len(man.names))
+            floors.append(floor[0])
+            if threads == 1:
+                one_thread[label] = ratios
+                cells.append(f"{secs * 1e3:>12.1f} {ratios[0]:>8.2f} {ratios[1]:>6.2f}")
+            else:
+                cells.append(f"{secs * 1e3:>13.1f} {ratios[0]:>8.2f}")
+        print(f"{label:<38} " + "   ".join(cells), flush=True)
+    print(f"\nx floor on one thread, wall / CPU, by column kind and levels (floor {min(floors) * 1e3:.2f} to "
+          f"{max(floors) * 1e3:.2f} ms per {n:,} uniforms over the run):")
+    print(f"{'kind':<12}" + "".join(f"{levels:>15}" for levels in LEVELS))
+    for kind in KINDS:
+        cells = ("{:.2f} / {:.2f}".format(*one_thread[f"{kind}, {levels} levels"]) for levels in LEVELS)
+        print(f"{kind:<12}" + "".join(f"{cell:>15}" for cell in cells))
 
 
 def main() -> None:
@@ -122,11 +139,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--frame-n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--frame-repeat", type=int, default=9,
+                    help="rounds of each perturb_frame case, timed alternately with the floor")
     ap.add_argument("--naive-n", type=int, default=20_000)
     ap.add_argument("--frames-only", action="store_true", help="only the perturb_frame section")
     args = ap.parse_args()
     if args.frames_only:
-        frames(args.frame_n, args.repeat, SecretKey(bytes(32), "benchmark"))
+        frames(args.frame_n, args.frame_repeat, SecretKey(bytes(32), "benchmark"))
         return
     n = args.n
     key = SecretKey(bytes(32), "benchmark")
@@ -153,7 +172,7 @@ def main() -> None:
             naive = naive_seconds_per_value(m.matrix, codes[: args.naive_n])
             print(f"{name:<9} {s:>5} {setup:>8.3f} {secs:>8.3f} {n / secs / 1e6:>11.1f} {secs / floor:>8.2f} "
                   f"{naive * n / secs:>20.0f}")
-    frames(args.frame_n, args.repeat, key)
+    frames(args.frame_n, args.frame_repeat, key)
 
 
 if __name__ == "__main__":

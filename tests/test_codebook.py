@@ -227,3 +227,24 @@ def test_perturb_frame_threads_do_not_change_the_release(key) -> None:
     for threads in (1, 3):
         with pytest.raises(DataError, match=rf"column 'str', row {PARALLEL_ROWS + 6}: value 'zzz'"):
             perturb_frame(bad, manifest, key=key, threads=threads)
+
+
+def test_categorical_dtype_is_built_once_and_is_what_decoding_gives(key) -> None:
+    book = Codebook(["x", None, "y"], column="c", missing="category")
+    like = pa.dictionary(pa.int16(), pa.large_string(), ordered=True)
+    dtype = book.categorical_dtype(like)
+    assert book.categorical_dtype(like) is dtype
+    assert dtype == book.decode(np.array([0, 2, 1]), like=like).to_pandas().dtype
+    assert list(dtype.categories) == ["x", "y"] and dtype.ordered
+    # a categorical column with missing declared a category comes back with the matrix's other categories
+    data = pd.DataFrame({"c": pd.Categorical(["x", None, "y"] * 1000, categories=["y", "x"])})
+    m = PramMatrix.from_diagonal([0.5, 0.5, 0.5], ["x", None, "y"])
+    out = perturb_frame(data, Manifest((PerturbedVariable("c", m, "category"),)), key=key).data
+    assert list(out["c"].cat.categories) == ["x", "y"]
+    assert 0 < out["c"].isna().sum() < len(data) and set(out["c"].dropna()) == {"x", "y"}
+
+
+def test_perturb_frame_names_a_column_arrow_cannot_read(key) -> None:
+    data = pd.DataFrame({"x": pd.Series([1, "a", 2.5], dtype=object)})
+    with pytest.raises(DataError, match="column 'x': cannot read its values"):
+        perturb_frame(data, Manifest.of({"x": PramMatrix.from_diagonal([0.5, 0.5], ["a", 1])}), key=key)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from scipy import stats
 
@@ -189,8 +193,6 @@ def test_alias_tables_reconstruct_the_matrix(seed: int) -> None:
 
 def test_missing_codes_are_kept_and_never_produced(key: SecretKey) -> None:
     """Values a file declares missing (CSV markers, SPSS user-missing) are left as they are."""
-    import pyarrow as pa
-
     from pramkit.codebook import MissingCodes
     from pramkit.design.classic import randomized_response
     from pramkit.perturb import TablePerturber
@@ -234,3 +236,76 @@ def test_spans_of_uniforms_do_not_change_the_output(key: SecretKey) -> None:
     np.testing.assert_array_equal(np.concatenate(parts), whole)
     order = np.random.default_rng(6).permutation(codes.size)
     np.testing.assert_array_equal(perturb_codes(codes[order], m, key=key, variable="span", rows=order), whole[order])
+
+
+def test_released_frame_follows_the_matrix_end_to_end(key: SecretKey) -> None:
+    """Values to codes, kernel, codes back to labels, for text, object and categorical columns: the released
+    labels of each original label follow its row of M (chi-square per row), and the same test rejects the
+    release against a matrix 1 % off (power check)."""
+    m = PramMatrix(np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]), ["x", "y", "z"])
+    labels = np.array(m.categories, dtype=object)[np.arange(3 * 100_000) % 3]
+    data = pd.DataFrame({"str": pd.Series(labels, dtype="str"), "object": pd.Series(labels, dtype=object),
+                         "categorical": pd.Categorical(labels, categories=["z", "y", "x"])})
+    out = perturb_frame(data, Manifest.of({c: m for c in data.columns}), key=key).data
+    level = ALPHA / (3 * len(data.columns))
+    for c in data.columns:
+        counts = pd.crosstab(data[c].astype(str), out[c].astype(str)).reindex(
+            index=m.categories, columns=m.categories, fill_value=0).to_numpy()
+        for expected, passes in ((m.matrix, True), (one_percent_off(m.matrix), False)):
+            pvals = [stats.chisquare(row, expected[k] * row.sum()).pvalue for k, row in enumerate(counts)]
+            assert (min(pvals) > level) == passes, (c, pvals)
+
+
+def test_released_values_are_pinned(key: SecretKey) -> None:
+    """The release of row i depends on (key, variable, i) only and stays the same from version to version:
+    these are the values an earlier version released with the test key, for each kind of column."""
+    i = np.arange(24) % 3
+    text = np.array(["a", "b", "c"], dtype=object)[i]
+    holes = np.where(np.arange(24) % 7 == 3, None, text)
+    data = pd.DataFrame({
+        "str": pd.Series(holes, dtype="str"),
+        "object": pd.Series(holes, dtype=object),
+        "categorical": pd.Categorical(text, categories=["a", "b", "c"]),
+        "arrow_dict": pd.array(pa.array(holes).dictionary_encode(),
+                               dtype=pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))),
+        "int": i * 10 + 10,
+    })
+    text_m = PramMatrix(np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.25, 0.25, 0.5]]), ["a", "b", "c"])
+    manifest = Manifest.of({"str": text_m, "object": text_m, "categorical": text_m, "arrow_dict": text_m,
+                            "int": PramMatrix.from_diagonal([0.5, 0.4, 0.3], [10, 20, 30])})
+    out = perturb_frame(data, manifest, key=key).data
+    shown = {c: "".join("." if pd.isna(v) else v for v in out[c]) for c in ("str", "object", "categorical", "arrow_dict")}
+    assert shown == {"str": "abc.bcbbbc.bbbacb.bbcaba", "object": "aca.cbcbbb.cabcab.abcabc",
+                     "categorical": "bababccaccbbababcaabbbcc", "arrow_dict": "bba.bcaccb.abcbcc.bbabbc"}
+    assert out["int"].tolist() == [10, 10, 10, 30, 20, 20, 30, 20, 20, 30, 20, 10,
+                                   20, 30, 20, 30, 30, 20, 30, 20, 20, 30, 20, 10]
+    codes = perturb_codes(np.arange(20) % 5, MATRICES["form8"], key=key, variable="pin")
+    assert codes.tolist() == [0, 4, 0, 0, 4, 2, 3, 2, 1, 4, 0, 1, 3, 4, 4, 0, 1, 1, 2, 4]
+
+
+def test_perturb_frame_result_is_named_and_unpacks_as_before(key: SecretKey) -> None:
+    data = pd.DataFrame({"x": ["a", "b", None, "a"] * 25, "w": range(100)})
+    released = perturb_frame(data, Manifest.of({"x": PramMatrix.from_diagonal([0.7, 0.7], ["a", "b"])}), key=key)
+    frame, result = released  # callers written when it returned a tuple
+    assert frame is released.data is released[0] and result is released.result is released[1]
+    v = result.variables[0]
+    assert released.to_dict() == result.to_dict()
+    assert result.to_dict()["variables"] == [
+        {"name": "x", "rows": 100, "missing": 25, "changed": v.changed, "changed_share": v.changed / 75}]
+    assert v.changed == int((frame["x"] != data["x"])[data["x"].notna()].sum()) > 0
+
+
+def test_apply_json_is_the_result_to_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """``pramkit apply --json`` prints :meth:`ApplyResult.to_dict` of the release it made, nothing else."""
+    import pramkit.perturb
+    from pramkit.cli import main
+
+    made = []
+    apply_file = pramkit.perturb.apply_file
+    monkeypatch.setattr(pramkit.perturb, "apply_file", lambda *a, **k: made.append(apply_file(*a, **k)) or made[0])
+    data, manifest = tmp_path / "data.csv", tmp_path / "m.json"
+    pd.DataFrame({"x": ["a", "b", None] * 10, "w": range(30)}).to_csv(data, index=False)
+    Manifest.of({"x": PramMatrix.from_diagonal([0.7, 0.7], ["a", "b"])}).write(manifest)
+    assert main(["apply", str(data), "--manifest", str(manifest), "--out", str(tmp_path / "r.csv"), "--json",
+                 "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out) == made[0].to_dict()

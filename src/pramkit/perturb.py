@@ -451,8 +451,8 @@ class TablePerturber:
 class FrameResult:
     """What :func:`perturb_frame` returns: the released frame and what perturbation did.
 
-    Unpacks and indexes as the pair ``(data, result)``, as the tuple
-    :func:`perturb_frame` returned before it returned this.
+    It unpacks and indexes as the pair ``(data, result)``, so that code
+    written for the tuple :func:`perturb_frame` used to return keeps working.
 
     Examples
     --------
@@ -550,8 +550,10 @@ def perturb_frame(
 
 
 def _arrow_column(column: pd.Series) -> pa.Array | pa.ChunkedArray:
-    """A pandas column as Arrow, converted as :meth:`pyarrow.Table.from_pandas` converts it (an Arrow-backed
-    column as it is); a categorical without missing values by its codes (no null mask to build)."""
+    """A pandas column as Arrow, with the values :meth:`pyarrow.Table.from_pandas` gives it (an Arrow-backed
+    column as it is).  Two kinds go faster as a dictionary array: a categorical without missing values, by its
+    codes (no null mask to build), and a column of Python strings, by pandas' factorisation (Arrow converts
+    the distinct strings only, and :func:`_as_column` takes the released objects from them)."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy()
         if codes.size and codes.min() >= 0:
@@ -559,8 +561,13 @@ def _arrow_column(column: pd.Series) -> pa.Array | pa.ChunkedArray:
             return pa.DictionaryArray.from_arrays(pa.array(codes), empty.dictionary, ordered=empty.type.ordered,
                                                   safe=False)
     try:
+        if column.dtype == object:
+            codes, distinct = pd.factorize(column)  # a perturbed column has few distinct values, its categories
+            if pd.api.types.infer_dtype(distinct, skipna=False) == "string":
+                return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0),
+                                                      pa.array(distinct, type=pa.string()))
         return pa.array(column, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError) as exc:
         raise DataError(f"column {column.name!r}: cannot read its values ({exc})") from None
 
 
@@ -568,20 +575,25 @@ def _as_column(released: pa.ChunkedArray, original: pd.Series, book: Codebook) -
     """Released values as a column like ``original``: its index, and its dtype where that can hold them.
 
     A pandas categorical comes back categorical, its categories those of the
-    matrix (``book``'s, whose pandas dtype is built once); a column of an
-    Arrow dtype wraps the released Arrow array as it is.
+    matrix (``book``'s, whose pandas dtype is built once); a column of Python
+    strings as the matrix's labels (missing: NaN, as pandas converts a null);
+    a column of an Arrow dtype wraps the released Arrow array as it is.
     """
     if isinstance(original.dtype, pd.ArrowDtype) and released.type == original.dtype.pyarrow_dtype:
         return pd.Series(pd.arrays.ArrowExtensionArray(released), index=original.index)
-    if isinstance(original.dtype, pd.CategoricalDtype) and pa.types.is_dictionary(released.type):
+    categorical = isinstance(original.dtype, pd.CategoricalDtype)
+    if (categorical or original.dtype == object) and pa.types.is_dictionary(released.type):
         dictionary = book.dictionary(released.type.value_type)
         if all(c.dictionary is dictionary or c.dictionary.equals(dictionary) for c in released.chunks):
             codes = np.concatenate([c.indices.fill_null(-1).to_numpy() for c in released.chunks])
-            return pd.Series(pd.Categorical.from_codes(codes, dtype=book.categorical_dtype(released.type),
-                                                       validate=False), index=original.index)
+            if categorical:
+                return pd.Series(pd.Categorical.from_codes(codes, dtype=book.categorical_dtype(released.type),
+                                                           validate=False), index=original.index)
+            labels = np.append(dictionary.to_numpy(zero_copy_only=False), np.nan)  # code -1 takes the last
+            return pd.Series(labels.take(codes), index=original.index, dtype=object, copy=False)
     new = released.to_pandas()
     new.index = original.index
-    if isinstance(original.dtype, pd.CategoricalDtype):
+    if categorical:
         return new
     try:
         return new.astype(original.dtype)

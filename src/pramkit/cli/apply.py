@@ -38,23 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def summary_dict(result: ApplyResult) -> dict:
-    return {
-        "rows": result.rows,
-        "output": result.output,
-        "receipt": result.receipt,
-        "key": result.key_source,
-        "key_fingerprint": result.key_fingerprint,
-        "record_epsilon": result.record_epsilon,
-        "seconds": result.seconds,
-        "variables": [
-            {"name": v.name, "rows": v.rows, "missing": v.missing, "changed": v.changed,
-             "changed_share": v.changed_share}
-            for v in result.variables
-        ],
-    }
-
-
 def print_summary(result: ApplyResult) -> None:
     print(f"wrote {result.output}: {result.rows:,} rows in {result.seconds:.2f} s")
     if result.receipt:
@@ -87,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values, threads=args.threads,
         )
     if args.json:
-        print_json(summary_dict(result))
+        print_json(result.to_dict())
     else:
         print_summary(result)
     return 0
