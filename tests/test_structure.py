@@ -336,3 +336,27 @@ def test_the_general_lp_over_allowed_cells_keeps_at_least_the_form8_information(
     info = {k: m.design_record.variables["sex*ownership"]["information_nats"] for k, m in
             (("form8", form8), ("general", general))}
     assert info["general"] >= info["form8"] - 1e-9
+
+
+def test_kept_rule_breaking_records_are_released_unperturbed_and_counted():
+    d = census(20_000, seed=15)
+    broken = (d["age"] == "10-17") & (d["marital_status"] == "married, spouse present")
+    assert broken.sum() > 0
+    rules = [{"age": "10-17", "marital_status": "married, spouse present"}]
+    kw = dict(epsilon=3.0, split="joint", forbid=rules, categories=CENSUS_VARIABLES, rng=random.Random(16))
+    with pytest.raises(DataError, match="breaks rule 1"):
+        design_release(d, ["age", "marital_status"], **kw)
+    m = design_release(d, ["age", "marital_status"], rule_breaking="keep", **kw)
+    assert "Records that break an edit rule are released unperturbed" in m.guarantee
+    out = perturb_frame(d, m, key=KEY)
+    same = (out.data["age"] == d["age"]) & (out.data["marital_status"] == d["marital_status"])
+    assert same[broken].all()
+    assert out.result.variables[0].outside == int(broken.sum())
+    assert out.result.to_dict()["variables"][0]["outside_kept"] == int(broken.sum())
+    # the other records never take the forbidden combination
+    released_broken = (out.data["age"] == "10-17") & (out.data["marital_status"] == "married, spouse present")
+    assert (released_broken == broken).all()
+    strict = Manifest.from_dict({**json.loads(m.to_json()), "input": {**m.input, "structure": {
+        **m.input["structure"], "rule_breaking": "error"}}})
+    with pytest.raises(DataError, match="breaks an edit rule, or leaves its stratum"):
+        perturb_frame(d, strict, key=KEY)

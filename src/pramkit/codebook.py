@@ -476,21 +476,40 @@ class JointCodebook:
         self.categories = list(categories)
 
     def encode(self, columns: Sequence[Any], *, first_row: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
-        """Codes of the records' cells; ``-1`` when any of the columns is missing."""
+        """Codes of the records' cells; ``-1`` when any of the columns is missing.  A record
+        whose combination is not a cell raises :class:`DataError` naming its row."""
+        codes, outside = self.encode_cells(columns, first_row=first_row, rows=rows)
+        if outside.any():
+            self.raise_outside(columns, outside, first_row=first_row, rows=rows)
+        return codes
+
+    def encode_cells(self, columns: Sequence[Any], *, first_row: int = 0,
+                     rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of the records' cells, ``-1`` when a column is missing or the combination is not
+        a cell; and which records hold a combination that is not a cell (a boolean array).
+
+        Examples
+        --------
+        >>> book = JointCodebook([("a", "x"), ("b", "y")], ["u", "v"])
+        >>> codes, outside = book.encode_cells([pa.array(["a", "b", "a"]), pa.array(["x", "y", "y"])])
+        >>> codes.tolist(), outside.tolist()
+        ([0, 1, -1], [False, False, True])
+        """
         per_column = [book.encode(values, first_row=first_row, rows=rows) for values, book in zip(columns, self.books)]
         stacked = np.stack(per_column)
         missing = (stacked < 0).any(axis=0)
         flat = np.ravel_multi_index(np.where(missing, 0, stacked), self.shape)
         codes = np.where(missing, MISSING, self.lookup[flat])
-        unknown = np.flatnonzero((codes == MISSING) & ~missing)
-        if unknown.size:
-            pos = int(unknown[0])
-            row = 1 + (first_row + pos if rows is None else int(rows[pos]))
-            cell = tuple(self.levels[i][stacked[i, pos]] for i in range(len(self.columns)))
-            raise DataError(
-                f"columns {self.columns}, row {row}: the combination {cell!r} is not one of the joint categories"
-            )
-        return codes
+        return codes, (codes == MISSING) & ~missing
+
+    def raise_outside(self, columns: Sequence[Any], outside: np.ndarray, *, first_row: int = 0,
+                      rows: np.ndarray | None = None) -> None:
+        """Raise the :class:`DataError` naming the first record whose combination is not a cell."""
+        pos = int(np.flatnonzero(outside)[0])
+        row = 1 + (first_row + pos if rows is None else int(rows[pos]))
+        cell = tuple(_as_arrow(values)[pos].as_py() for values in columns)
+        raise DataError(f"columns {self.columns}, row {row}: the combination {cell!r} is not one of the joint "
+                        "categories (it breaks an edit rule, or leaves its stratum)")
 
     def decode(self, codes: np.ndarray, *, like: Sequence[pa.DataType]) -> list[pa.Array]:
         """One Arrow array per column for the released cell codes (``-1`` -> nulls)."""

@@ -15,7 +15,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -119,13 +119,17 @@ class VariableSummary:
     """What perturbation did to one variable.
 
     rows: values seen; missing: missing values (left missing unless missing is a
-    category); changed: values whose released category differs from the original.
+    category); changed: values whose released category differs from the original;
+    outside: records whose combination is not one of the matrix's cells (they break
+    an edit rule), released unperturbed because the design said so (``rule_breaking``
+    ``"keep"``, :mod:`pramkit.structure`); they are also counted in ``missing``.
     """
 
     name: str
     rows: int
     missing: int
     changed: int
+    outside: int = 0
 
     @property
     def changed_share(self) -> float:
@@ -171,7 +175,7 @@ class ApplyResult:
             "seconds": self.seconds,
             "variables": [
                 {"name": v.name, "rows": v.rows, "missing": v.missing, "changed": v.changed,
-                 "changed_share": v.changed_share}
+                 "changed_share": v.changed_share, **({"outside_kept": v.outside} if v.outside else {})}
                 for v in self.variables
             ],
         }
@@ -185,8 +189,10 @@ class _Perturber:
     were; a manifest category that is such a code is refused.
     """
 
-    def __init__(self, variable: PerturbedVariable, key: SecretKey, missing_codes: MissingCodes | None = None) -> None:
+    def __init__(self, variable: PerturbedVariable, key: SecretKey, missing_codes: MissingCodes | None = None,
+                 keep_outside: bool = False) -> None:
         self.variable = variable
+        self.keep_outside = keep_outside
         self.sampler, book = _prepared(variable)
         self.key = key
         self.joint = book if isinstance(book, JointCodebook) else None
@@ -197,11 +203,12 @@ class _Perturber:
             cats = variable.matrix.categories
             for i, column in enumerate(variable.read_columns):
                 self.codes.refuse_categories(column, [c[i] for c in cats] if self.joint is not None else cats)
-        self.rows = self.missing = self.changed = 0
+        self.rows = self.missing = self.changed = self.outside = 0
 
     def release(self, table: pa.Table, start: int,
-                rows: np.ndarray | None = None) -> tuple[list[pa.Array], tuple[int, int, int]]:
-        """Released arrays of the variable's columns of ``table``, and the counts (values, missing, changed).
+                rows: np.ndarray | None = None) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
+        """Released arrays of the variable's columns of ``table``, and the counts (values, missing, changed,
+        outside the cells).
 
         Safe to call from several threads at once (on different rows): the
         counts are returned, not accumulated (see :meth:`add`).
@@ -213,11 +220,15 @@ class _Perturber:
             values if m is None else pc.if_else(pa.array(m), pa.scalar(None, values.type), values)
             for values, m in zip(raw, marks)
         ]
+        outside = 0
         if self.book is not None:
             codes = self.book.encode(columns[0], first_row=start, rows=rows)
             missing_code = self.book.missing_code
         else:
-            codes = self.joint.encode(columns, first_row=start, rows=rows)
+            codes, beyond = self.joint.encode_cells(columns, first_row=start, rows=rows)
+            if beyond.any() and not self.keep_outside:
+                self.joint.raise_outside(columns, beyond, first_row=start, rows=rows)
+            outside = int(np.count_nonzero(beyond))  # released unperturbed, like a missing value
             missing_code = MISSING
         if codes.dtype != np.intp or not codes.flags.writeable or not codes.flags.c_contiguous:
             codes = np.array(codes, dtype=np.intp)
@@ -231,7 +242,7 @@ class _Perturber:
         missing, changed = _draw(codes, codes, self.sampler, key=self.key, variable=stream, start=start,
                                  rows=draw_rows, missing_code=missing_code)
         released = codes
-        counts = codes.size, missing, changed
+        counts = codes.size, missing, changed, outside
         if self.book is not None:
             new = self.book.decode(released, like=columns[0].type)
             if marks[0] is not None:  # a missing code stays what it was
@@ -244,14 +255,15 @@ class _Perturber:
         own = len(v.given)
         return [pc.if_else(kept, original, new) for original, new in zip(raw[own:], decoded[own:])], counts
 
-    def add(self, counts: tuple[int, int, int]) -> None:
+    def add(self, counts: tuple[int, int, int, int]) -> None:
         """Add the counts of one :meth:`release` to the running totals."""
         self.rows += counts[0]
         self.missing += counts[1]
         self.changed += counts[2]
+        self.outside += counts[3]
 
     def summary(self) -> VariableSummary:
-        return VariableSummary(self.variable.name, self.rows, self.missing, self.changed)
+        return VariableSummary(self.variable.name, self.rows, self.missing, self.changed, self.outside)
 
     def codebook(self, column: str) -> Codebook:
         """The codebook of one of the variable's columns (of a joint variable: that column's own)."""
@@ -397,7 +409,9 @@ class TablePerturber:
     def __init__(self, manifest: Manifest, key: SecretKey, missing_codes: MissingCodes | None = None,
                  *, threads: int | None = None) -> None:
         self.manifest = manifest
-        self._perturbers = [_Perturber(v, key, missing_codes) for v in manifest.variables]
+        structure = manifest.input.get("structure") if isinstance(manifest.input, Mapping) else None
+        keep_outside = isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep"
+        self._perturbers = [_Perturber(v, key, missing_codes, keep_outside) for v in manifest.variables]
         self.threads = available_threads() if threads is None else int(threads)
         if self.threads < 1:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
@@ -416,7 +430,7 @@ class TablePerturber:
         slices = self._slices(table.num_rows)
         tasks = [(p, a, b) for p in self._perturbers for a, b in slices]
 
-        def run(task: tuple[_Perturber, int, int]) -> tuple[list[pa.Array], tuple[int, int, int]]:
+        def run(task: tuple[_Perturber, int, int]) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
             p, a, b = task
             part = table if (a, b) == (0, table.num_rows) else table.slice(a, b - a)
             return p.release(part, start + a, None if rows is None else rows[a:b])
