@@ -16,7 +16,7 @@ Examples
 >>> data = census(10_000)
 >>> m = pramkit.design_release(data, ["age", "sex"], epsilon=2.0, categories=CENSUS_VARIABLES,
 ...                            rng=random.Random(0))
->>> released = pramkit.perturb_frame(data, m, key=bytes(32))[0]
+>>> released = pramkit.perturb_frame(data, m, key=bytes(32)).data
 >>> table = pramkit.estimate_table(released, m, ["sex"])
 >>> m.record_epsilon <= 2.0
 True
@@ -47,6 +47,8 @@ _EXPORTS = {
     "apply_file": "pramkit.perturb",
     "perturb_codes": "pramkit.perturb",
     "perturb_frame": "pramkit.perturb",
+    "FrameResult": "pramkit.perturb",
+    "ApplyResult": "pramkit.perturb",
     "SecretKey": "pramkit.rng",
     "identification_risk": "pramkit.risk.identification",
     "build_report": "pramkit.report",
