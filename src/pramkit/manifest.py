@@ -25,14 +25,16 @@ from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
 #: Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
+#: the truncated geometric mechanism by its rate: ``"form": "truncated_geometric"``;
 #: stratum columns ``given``; the household ``unit``); version 3 writes a form (8) matrix
 #: compactly (``"form": "diagonal"`` with ``q`` and ``w``); version 2 added the privacy ledger
 #: (design step included in the record epsilon).  Versions 1 to 3 still load.
 VERSION = 4
 #: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S), ``"diagonal"``
 #: (form (8): ``q`` and ``w``, O(S)) or ``"blocks"`` (``blocks``: each block's ``members``,
-#: positions in ``categories``, and its own matrix in one of the other two forms).
-FORMS = ("dense", "diagonal", "blocks")
+#: positions in ``categories``, and its own matrix in one of the other forms) or
+#: ``"truncated_geometric"`` (``rate``: the mechanism on the order of the categories, O(1)).
+FORMS = ("dense", "diagonal", "blocks", "truncated_geometric")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
 #: Relative tolerance when checking a stored epsilon against the matrix.
@@ -204,6 +206,8 @@ def _entries(m: PramMatrix) -> dict[str, Any]:
                                               "design": part.provenance.to_dict()} for idx, part in m.blocks]}
     if m.is_compact:
         return {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
+    if m.geometric_rate is not None:
+        return {"form": "truncated_geometric", "rate": m.geometric_rate}
     return {"form": "dense", "matrix": m.matrix.tolist()}
 
 
@@ -528,6 +532,14 @@ def _matrix_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Pr
     form = v.get("form", "dense")
     if form not in FORMS:
         raise ManifestError(f"field '{where}.form' must be one of {list(FORMS)}, got {form!r}")
+    if form == "truncated_geometric":
+        rate = v.get("rate")
+        if not _is_number(rate):
+            raise ManifestError(f"field '{where}.rate' must be a number (form 'truncated_geometric')")
+        try:
+            return PramMatrix.truncated_geometric(rate, cats, provenance)
+        except MatrixError as exc:
+            raise ManifestError(f"field '{where}.rate': {exc}") from None
     if form != "blocks":
         return (_dense_from_dict if form == "dense" else _diagonal_from_dict)(v, where, cats, provenance)
     blocks = v.get("blocks")

@@ -17,12 +17,18 @@ codes kept as they are) is stored block by block (:meth:`PramMatrix.block_diagon
 each block is a matrix of its own, dense or form (8).  Its epsilon is infinite
 (the block of a value is released exactly) and :attr:`PramMatrix.block_epsilon`
 is the epsilon given the block, the largest of the blocks' epsilons.
+
+The truncated geometric mechanism on an order of categories
+(:meth:`PramMatrix.truncated_geometric`) is stored as its rate alone: O(1)
+memory, closed-form epsilon and diagonal, and an exact inverse-CDF sampler, so
+that an ordinal variable of 100 000 categories needs no S x S array.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import FrozenInstanceError, dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from typing import Any, Mapping, Sequence, Union
 
@@ -176,6 +182,7 @@ class PramMatrix:
         state = self.__dict__
         state["_dense"], state["_q"], state["_w"] = dense, q, w
         state.setdefault("_blocks", None)
+        state.setdefault("_rate", None)
         state["categories"], state["provenance"] = cats, prov
 
     # -- immutability -----------------------------------------------------
@@ -360,6 +367,73 @@ class PramMatrix:
         out.__dict__["_blocks"] = tuple(zip(index, parts))
         return out
 
+    @classmethod
+    def truncated_geometric(
+        cls,
+        rate: float,
+        categories: Sequence[Label],
+        provenance: Provenance | None = None,
+    ) -> "PramMatrix":
+        """The truncated geometric mechanism on the order of ``categories`` (Ghosh,
+        Roughgarden and Sundararajan 2009), stored as its rate only.
+
+        With ``a = exp(-rate)``, category x is released as ``x + N`` clamped to
+        ``0 .. S-1``, where ``P(N = k) = (1 - a) / (1 + a) a^|k|``: ``M[x, z] =
+        (1 - a) / (1 + a) a^|z - x|`` for the inner z, ``a^x / (1 + a)`` for z = 0
+        and ``a^(S-1-x) / (1 + a)`` for z = S - 1.  The stored matrix is this
+        formula in exact arithmetic at the stored ``rate``: adjacent rows differ by a
+        factor of at most ``1 / a`` in every column (metric epsilon ``rate`` per step),
+        and the pure :attr:`epsilon` is ``rate (S - 1)``, rounded outward.  Memory
+        O(1); :attr:`matrix` builds the dense array only when asked.
+
+        Parameters
+        ----------
+        rate : float
+            The metric epsilon per step of the order (nats), positive and finite.
+        categories : sequence of labels
+            The categories in their order (at least two).
+        provenance : Provenance, optional
+            Default ``Provenance(method="truncated_geometric")``.
+
+        Returns
+        -------
+        PramMatrix
+
+        Raises
+        ------
+        MatrixError
+            For a rate that is not positive and finite, or fewer than two categories.
+
+        Examples
+        --------
+        >>> m = PramMatrix.truncated_geometric(math.log(2), ["0-17", "18-34", "35-64", "65+"])
+        >>> m.matrix[1].tolist()  # a = 1/2: (1 - a) / (1 + a) = 1/3 inside, a^x / (1 + a) at the ends
+        [0.3333333333333333, 0.3333333333333333, 0.16666666666666666, 0.16666666666666666]
+        >>> math.isclose(m.epsilon, 3 * math.log(2)), m.geometric_rate == math.log(2)
+        (True, True)
+        """
+        r = float(rate)
+        if not (math.isfinite(r) and r > 0):
+            raise MatrixError(f"the rate of a truncated geometric matrix must be positive and finite, got {rate!r}")
+        if len(categories) < 2:
+            raise MatrixError("a truncated geometric matrix needs at least two categories")
+        out = cls.__new__(cls)
+        out.__dict__["_rate"] = r
+        out._setup(None, None, None, categories,
+                   Provenance(method="truncated_geometric") if provenance is None else provenance)
+        return out
+
+    @property
+    def geometric_rate(self) -> float | None:
+        """The rate of a truncated geometric matrix (:meth:`truncated_geometric`), else ``None``."""
+        return self.__dict__.get("_rate")
+
+    def _geometric_parts(self) -> tuple[float, float, float]:
+        """``a``, the inner factor ``(1 - a) / (1 + a)`` and the end factor ``1 / (1 + a)``."""
+        rate = self.__dict__["_rate"]
+        a = math.exp(-rate)
+        return a, math.tanh(rate / 2.0), 1.0 / (1.0 + a)
+
     # -- the entries ------------------------------------------------------
     @property
     def matrix(self) -> np.ndarray:
@@ -378,6 +452,12 @@ class PramMatrix:
                 cached = np.zeros((self.size, self.size))
                 for idx, part in self.blocks:
                     cached[np.ix_(idx, idx)] = part.matrix
+            elif self.geometric_rate is not None:
+                rate, (_, inner, end), n = self.geometric_rate, self._geometric_parts(), self.size
+                x = np.arange(n)
+                cached = inner * np.exp(-rate * np.abs(x[None, :] - x[:, None]).astype(float))
+                cached[:, 0] = end * np.exp(-rate * x)
+                cached[:, n - 1] = end * np.exp(-rate * (n - 1 - x))
             else:
                 q, w = self.__dict__["_q"], self.__dict__["_w"]
                 cached = np.repeat(w[:, None], q.size, axis=1)
@@ -421,6 +501,10 @@ class PramMatrix:
             return form8_matrix_epsilon(self.__dict__["_q"], self.__dict__["_w"])
         if self.blocks is not None:
             return self.block_epsilon if len(self.blocks) == 1 else math.inf
+        if self.geometric_rate is not None:  # rate (S - 1) in exact arithmetic, rounded up
+            exact = Fraction(self.geometric_rate) * (self.size - 1)
+            up = float(exact)
+            return up if Fraction(up) >= exact else math.nextafter(up, math.inf)
         return matrix_epsilon(self.matrix)
 
     @cached_property
@@ -442,6 +526,12 @@ class PramMatrix:
                 out[idx] = part.diagonal
             out.setflags(write=False)
             return out
+        if self.geometric_rate is not None:
+            _, inner, end = self._geometric_parts()
+            out = np.full(self.size, inner)
+            out[[0, -1]] = end
+            out.setflags(write=False)
+            return out
         return self.__dict__["_q"] if self.is_compact else np.diagonal(self.matrix)
 
     @property
@@ -458,6 +548,11 @@ class PramMatrix:
         if self.is_compact:
             q, w = self.__dict__["_q"], self.__dict__["_w"]
             sums = q + (math.fsum(w.tolist()) - w)
+        elif self.geometric_rate is not None:  # column z: sum over x of M[x, z], two geometric series
+            a, inner, end = self._geometric_parts()
+            n, z = self.size, np.arange(self.size)
+            sums = inner * ((1 - a ** (z + 1)) + a * (1 - a ** (n - 1 - z))) / (1 - a)
+            sums[[0, -1]] = end * (1 - a ** n) / (1 - a)
         else:
             sums = self.matrix.sum(axis=0)
         return bool(np.all(np.abs(sums - 1.0) <= ROW_SUM_TOL))
@@ -469,6 +564,12 @@ class PramMatrix:
         Compact: ``q[k] >= w[k]``."""
         if self.blocks is not None:
             return all(part.is_truthful for _, part in self.blocks)
+        if self.geometric_rate is not None:  # row x: its largest entry is inner, or an end's a^d / (1 + a)
+            a, inner, end = self._geometric_parts()
+            x = np.arange(self.size)
+            largest = np.maximum(end * a ** np.minimum(x, self.size - 1 - x), inner if self.size > 2 else 0.0)
+            largest[[0, -1]] = end
+            return bool(np.all(self.diagonal >= largest - 1e-15))
         if self.is_compact:
             q, w = self.__dict__["_q"], self.__dict__["_w"]
             return bool(np.all(q >= np.maximum(q, w) - 1e-15))
@@ -485,6 +586,8 @@ class PramMatrix:
         s = self.size
         if self.blocks is not None and len(self.blocks) > 1:
             return None if s > 1 else self.diagonal.copy()
+        if self.geometric_rate is not None:  # two categories: both are ends, each row a^0 / (1 + a), a / (1 + a)
+            return self.diagonal.copy() if s == 2 else None
         if s == 1:
             return self.diagonal.copy()
         m = self.matrix
@@ -516,6 +619,8 @@ class PramMatrix:
     def _equal_entries(self, other: "PramMatrix") -> bool:
         if self.size != other.size:
             return False
+        if self.geometric_rate is not None and other.geometric_rate is not None:
+            return self.geometric_rate == other.geometric_rate
         if self.is_compact and other.is_compact:
             return bool(np.array_equal(self.__dict__["_q"], other.__dict__["_q"])
                         and np.array_equal(self.__dict__["_w"], other.__dict__["_w"]))

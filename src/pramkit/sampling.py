@@ -18,6 +18,8 @@ moves, to choose among the other categories:
   entry instead of two (at S = 1000 the tables do not fit in the cache and
   this saves a third of the time); the probability keeps 53 - log2(S) bits.
 
+* :class:`GeometricSampler`, the truncated geometric mechanism: the inverse of the
+  noise's distribution function, no table (O(1) memory).
 * :class:`BlockSampler`, a block-diagonal matrix (strata, kept codes): each
   value is drawn by its block's own kernel on the block's local codes, so a
   value never leaves its block, exactly (no zero entry is ever sampled).
@@ -121,6 +123,36 @@ class AliasSampler(_KeepOrMove):
         return np.where(u < entry - alias, j, alias)
 
 
+class GeometricSampler:
+    """The truncated geometric mechanism (:meth:`pramkit.PramMatrix.truncated_geometric`),
+    with no table: the noise N of ``x + N`` by the inverse of its two-sided geometric
+    distribution function, ``P(N <= k) = a^-k / (1 + a)`` for ``k < 0`` and
+    ``1 - a^(k+1) / (1 + a)`` for ``k >= 0``, then clamped to ``0 .. S-1``.  O(1) memory.
+
+    Examples
+    --------
+    >>> import math
+    >>> out = np.empty(3, dtype=np.intp)
+    >>> GeometricSampler(10, math.log(2)).draw(np.array([5, 5, 5]), np.array([0.1, 0.5, 0.9]), out)
+    >>> out.tolist()  # a = 1/2: P(N <= -1) = 1/3, P(N <= 0) = 2/3, P(N <= 1) = 5/6
+    [3, 5, 7]
+    """
+
+    def __init__(self, size: int, rate: float) -> None:
+        self.size, self.rate = int(size), float(rate)
+        self.log_a = -self.rate
+        self.one_plus_a = 1.0 + np.exp(-self.rate)
+
+    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``."""
+        a_share = (self.one_plus_a - 1.0) / self.one_plus_a  # P(N <= -1) = a / (1 + a)
+        with np.errstate(divide="ignore"):
+            below = np.log(u * self.one_plus_a) / self.log_a            # N = -(ceil(t) - 1) when u < a / (1 + a)
+            above = np.log((1.0 - u) * self.one_plus_a) / self.log_a    # N = floor(t') when u >= 1 / (1 + a)
+        noise = np.where(u < a_share, 1.0 - np.ceil(below), np.where(u >= 1.0 / self.one_plus_a, np.floor(above), 0.0))
+        np.clip(codes + np.clip(noise, -self.size, self.size), 0, self.size - 1, out=out, casting="unsafe")
+
+
 class BlockSampler:
     """A block-diagonal matrix: every block drawn by its own kernel on local codes.
 
@@ -166,11 +198,13 @@ class BlockSampler:
             out[rows] = self.members[b][drawn]
 
 
-def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | BlockSampler":
+def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | BlockSampler | GeometricSampler":
     """The fastest exact kernel for a :class:`pramkit.PramMatrix`: block by block for a
     block-diagonal matrix, diagonal for form (8), alias otherwise."""
     if matrix.blocks is not None:
         return BlockSampler(matrix.blocks)
+    if matrix.geometric_rate is not None:
+        return GeometricSampler(matrix.size, matrix.geometric_rate)
     q = matrix.form8_q
     if q is not None:
         return DiagonalSampler(q)

@@ -572,7 +572,7 @@ def design_release(
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
         }
-        if k in dist_of and m is not None:
+        if k in dist_of and m is not None and _dense_ok(m):
             from pramkit.design.geo import geo_utility
 
             per_variable[k]["expected_distance"] = geo_utility(m, dist_of[k], p_exact).expected_distance
@@ -585,7 +585,7 @@ def design_release(
         from pramkit.design.methods import measure
 
         extra["measures"] = {k: dataclasses.asdict(measure(m, exact_design[k])) for k, m in matrices.items()
-                             if m.blocks is None}
+                             if m.blocks is None and _dense_ok(m)}
     extra["seconds"] = time.perf_counter() - t0
     record = DesignRecord(
         data=described, sha256=digest, rows=table.rows, missing=table.rows - int(complete(table).counts.sum()),
@@ -596,10 +596,23 @@ def design_release(
     return Manifest(variables_out, input=facts, ledger=ledger, design_record=record)
 
 
-def _information(p: np.ndarray, m: PramMatrix) -> float:
-    """I(X; Z) in nats: O(S) for a compact form (8) matrix, O(S^2) otherwise."""
+#: Largest matrix stored without its entries (truncated geometric) whose dense figures the design
+#: record computes (information, measures): 4096^2 entries are 134 MB.
+MAX_DENSE_FIGURES = 4096
+
+
+def _dense_ok(m: PramMatrix) -> bool:
+    """Whether the record may build ``m``'s dense array for its figures."""
+    return m.geometric_rate is None or m.size <= MAX_DENSE_FIGURES
+
+
+def _information(p: np.ndarray, m: PramMatrix) -> float | None:
+    """I(X; Z) in nats: O(S) for a compact form (8) matrix, O(S^2) otherwise; ``None`` for a
+    matrix stored without its entries beyond :data:`MAX_DENSE_FIGURES` categories."""
     if m.is_compact:
         return mutual_information_form8(p, m.form8_q)
+    if not _dense_ok(m):
+        return None
     return mutual_information(p, m.matrix)
 
 
