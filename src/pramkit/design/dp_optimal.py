@@ -21,10 +21,12 @@ The exact method (proof in ``docs/design-dp.md``):
 2. *Assignment.*  Each pattern leaves to choose which category takes A, which
    takes a, and which of the others take B rather than b.  When that choice
    is small enough every assignment is evaluated (``search = "exhaustive"``).
-   Otherwise (two middle levels, many categories) a branch and bound over
-   every split (:mod:`pramkit.design.dp_split_bound`) finds the best one and
-   proves it (``search = "branch_and_bound"``).  Either way every vertex of the
-   polytope is covered, so the result is the global optimum.
+   Otherwise a branch and bound over every placement of the singletons and
+   every split at once (:mod:`pramkit.design.dp_split_bound`: a bound on
+   equation (9) for all arrangements whose mean off-diagonal mass W lies in a
+   window) finds the best one and proves it (``search = "branch_and_bound"``).
+   Either way every vertex of the polytope is covered, so the result is the
+   global optimum.
 
 The closed forms of section 3.2 (S = 2; symmetric M) are
 :func:`binary_optimal_q` and :func:`symmetric_optimal_q`.
@@ -45,12 +47,12 @@ from scipy.special import xlogy
 
 from pramkit.counts import count_frame
 from pramkit.design.dp_split_bound import bound_split
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import form8_objective, form8_row_terms
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.epsilon import form8_matrix_epsilon
 from pramkit.privacy.exact import (
-    certificate_tolerance, eta_error, form8_within_budget, log_error, pairwise_sum, pairwise_terms, rounding_bound,
+    certificate_tolerance, eta_error, form8_within_budget, pairwise_sum, pairwise_terms, rounding_bound,
 )
 from pramkit.validate import epsilon as valid_epsilon
 from pramkit.validate import probabilities
@@ -62,7 +64,7 @@ LEVEL_TOL = 1e-12
 #: Feasibility tolerance on each normalised constraint.
 FEASIBILITY_TOL = 1e-12
 #: A pattern is searched exhaustively when (assignments x S) is at most this.
-EXHAUSTIVE_BUDGET = 4_000_000
+EXHAUSTIVE_BUDGET = 300_000
 #: Objectives this close (relative) are ties, broken towards keeping the true value.
 TIE_TOL = 1e-12
 #: Entries of a candidate block evaluated at once (memory bound).
@@ -76,7 +78,7 @@ def check_epsilon(epsilon: Any) -> float:
 
 def _check_size(s: Any) -> int:
     if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 2:
-        raise PramkitError(f"the number of categories S must be an integer >= 2, got {s!r}")
+        raise ParameterError(f"the number of categories S must be an integer >= 2, got {s!r}")
     return int(s)
 
 
@@ -154,21 +156,23 @@ def dp_constraints(s: int, epsilon: float, *, truthful: bool = False) -> tuple[n
     return np.vstack(blocks), np.concatenate(rhs)
 
 
-def _sorted_violation(hi1: float, hi2: float, lo2: float, lo1: float, s: int, t: float, truthful: bool) -> float:
+def _sorted_violation(hi1: float, hi2: float, lo2: float, lo1: float, s: int, r: float, truthful: bool) -> float:
     """Largest normalised violation of the constraints, from the two largest
     (hi1 >= hi2) and the two smallest (lo1 <= lo2) keep probabilities: by the
-    sorted reduction no other pair can bind (``docs/design-dp.md``, Lemma 1)."""
+    sorted reduction no other pair can bind (``docs/design-dp.md``, Lemma 1).
+    ``r = e^-alpha``: each constraint is divided by its largest coefficient
+    without forming ``(S - 1) e^alpha``, which overflows."""
     c = s - 1
     viol = [
-        (c * hi1 + t * hi2 - t) / max(c, t),     # (12)/(13), larger q first
-        (t * hi1 + c * hi2 - t) / max(c, t),
-        (1.0 - c * t * lo1 - lo2) / (c * t),     # (14)/(15)
-        (1.0 - c * t * lo2 - lo1) / (c * t),
+        (c * r * hi1 + hi2 - 1.0) / max(c * r, 1.0),     # (12)/(13), larger q first
+        (hi1 + c * r * hi2 - 1.0) / max(c * r, 1.0),
+        r / c - lo1 - lo2 * r / c,                       # (14)/(15)
+        r / c - lo2 - lo1 * r / c,
         hi1 - 1.0,
         -lo1,
     ]
     if s >= 3:
-        viol.append((1.0 - lo1 - t * (1.0 - hi1)) / t)   # (16)/(17)
+        viol.append(r * (1.0 - lo1) - (1.0 - hi1))      # (16)/(17)
     if truthful:
         viol.append(1.0 / s - lo1)
     return float(max(viol))
@@ -181,36 +185,52 @@ def is_dp_feasible(q: ArrayLike, epsilon: float, *, truthful: bool = False, tol:
     only the two largest and the two smallest q, and the pair (largest,
     smallest), can be binding.  ``tol`` is the slack allowed on each
     constraint divided by its largest coefficient.
+
+    Raises
+    ------
+    ParameterError
+        If q is not a 1-D array of at least two finite numbers, or epsilon is
+        out of range (:func:`check_epsilon`).
+
+    Examples
+    --------
+    >>> s, e = 4, 1.0
+    >>> is_dp_feasible(np.full(s, v(e, s)), e)          # randomized response, on the boundary
+    True
+    >>> is_dp_feasible(np.array([0.99, 0.01, 0.01, 0.01]), e)
+    False
     """
     qv = np.asarray(q, dtype=float)
     if qv.ndim != 1 or qv.size < 2 or not np.all(np.isfinite(qv)):
-        raise PramkitError("q must be a 1-D array of at least two finite keep probabilities")
+        raise ParameterError("q must be a 1-D array of at least two finite keep probabilities")
     e = check_epsilon(epsilon)
     hi = -np.partition(-qv, 1)[:2]
     lo = np.partition(qv, 1)[:2]
-    return _sorted_violation(hi[0], hi[1], lo[1], lo[0], qv.size, math.exp(e), truthful) <= tol
+    return _sorted_violation(hi[0], hi[1], lo[1], lo[0], qv.size, math.exp(-e), truthful) <= tol
 
 
 # ---------------------------------------------------------------------------
 # Vertices of the sorted reduction
 # ---------------------------------------------------------------------------
 
-def _reduced_system(s: int, t: float, truthful: bool) -> tuple[np.ndarray, np.ndarray]:
+def _reduced_system(s: int, r: float, truthful: bool) -> tuple[np.ndarray, np.ndarray]:
     """Constraints on the block values (A, B, b, a) of a sorted q (fewer
-    variables for S < 4): ordering, top pair, bottom pair, spread, box."""
+    variables for S < 4): ordering, top pair, bottom pair, spread, box;
+    ``r = e^-alpha``, each of (12)-(17) divided by ``e^alpha`` or
+    ``(S - 1) e^alpha`` (no overflow)."""
     n = min(s, 4)
     c = s - 1
     e = np.eye(n)
     rows: list[tuple[np.ndarray, float]] = [(e[i + 1] - e[i], 0.0) for i in range(n - 1)]
-    rows += [(c * e[0] + t * e[1], t), (t * e[0] + c * e[1], t)]                       # (12), (13)
-    rows += [(-c * t * e[n - 1] - e[n - 2], -1.0), (-c * t * e[n - 2] - e[n - 1], -1.0)]  # (14), (15)
+    rows += [(c * r * e[0] + e[1], 1.0), (e[0] + c * r * e[1], 1.0)]                   # (12), (13)
+    rows += [(-e[n - 1] - r / c * e[n - 2], -r / c), (-e[n - 2] - r / c * e[n - 1], -r / c)]  # (14), (15)
     if s >= 3:
-        rows.append((t * e[0] - e[n - 1], t - 1.0))                                     # (16)/(17)
+        rows.append((e[0] - r * e[n - 1], 1.0 - r))                                     # (16)/(17)
     rows += [(e[0], 1.0), (-e[n - 1], 0.0)]
     if truthful:
         rows.append((-e[n - 1], -1.0 / s))
-    a = np.array([r[0] for r in rows])
-    b = np.array([r[1] for r in rows])
+    a = np.array([row for row, _ in rows])
+    b = np.array([rhs for _, rhs in rows])
     scale = np.maximum(np.abs(a).max(axis=1), np.abs(b))
     return a / scale[:, None], b / scale
 
@@ -224,14 +244,24 @@ def vertex_patterns(s: int, epsilon: float, *, truthful: bool = False) -> np.nda
     these rows and some block sizes (``docs/design-dp.md``, Lemma 2); found by
     solving every square subsystem of active constraints of the reduced
     polytope and keeping the feasible solutions.
+
+    Examples
+    --------
+    >>> rows = vertex_patterns(10, 1.0)         # Proposition 3.2 holds: its five types
+    >>> rows.shape, bool(np.any(np.all(np.isclose(rows, v(1.0, 10)), axis=1)))
+    ((5, 4), True)
+    >>> len(vertex_patterns(10, math.log(8) + 1.0))   # beyond it: patterns with singletons
+    8
     """
     s, e = _check_size(s), check_epsilon(epsilon)
-    a, b = _reduced_system(s, math.exp(e), truthful)
+    a, b = _reduced_system(s, math.exp(-e), truthful)
     n = a.shape[1]
     found = []
     for rows in itertools.combinations(range(len(a)), n):
         sub = a[list(rows)]
-        if abs(np.linalg.det(sub)) < 1e-13:
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):   # subnormal coefficients at large alpha
+            det = np.linalg.det(sub)
+        if not abs(det) >= 1e-13:
             continue
         x = np.linalg.solve(sub, b[list(rows)])
         if np.all(a @ x - b <= 1e-11):
@@ -282,19 +312,22 @@ def _representatives(p: np.ndarray, exclude: int | None = None) -> np.ndarray:
     return idx[np.sort(first)]
 
 
-def _score_errors(p: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    """A bound on the rounding error of ``form8_objective(p, qs)`` for each row
-    of ``qs``: its sums over S terms are taken in unspecified order (``S - 1``
-    roundings each), its released masses carry the error of W, and
-    :func:`pramkit.privacy.exact.eta_error` carries that through ``m log m``."""
-    s = p.size
-    w, sigma, h = form8_row_terms(qs, s)
-    big_w = (p * w).sum(axis=-1, keepdims=True)
+def _scores(p: np.ndarray, qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """f of equation (9) for each row of ``qs`` and a bound on its rounding
+    error: the formula of :func:`pramkit.information.form8_objective` with every
+    sum over S terms pairwise (:func:`pramkit.privacy.exact.pairwise_sum`, so
+    the bound grows with log S, not S); the released masses carry the error
+    of W, and :func:`pramkit.privacy.exact.eta_error` carries that through
+    ``m log m``."""
+    terms = pairwise_terms(p.size)
+    w, sigma, h = form8_row_terms(qs, p.size)
+    big_w = pairwise_sum(p * w)[..., None]
     m = np.maximum(big_w + p * sigma, 0.0)
-    dm = rounding_bound(big_w + p * (qs + w) + m, s)
+    dm = rounding_bound(big_w + p * (qs + w) + m, terms)
     eta = xlogy(m, m)
+    values = np.maximum(pairwise_sum(p * h) - pairwise_sum(eta), 0.0)
     size = (p * (np.abs(h) + 1.0 - qs)).sum(axis=-1) + np.abs(eta).sum(axis=-1)
-    return rounding_bound(size, s) + eta_error(m, dm).sum(axis=-1)
+    return values, rounding_bound(size, terms) + eta_error(m, dm).sum(axis=-1)
 
 
 def verified_objective(p: np.ndarray, q: np.ndarray) -> tuple[float, float]:
@@ -329,112 +362,19 @@ def _score_codes(p: np.ndarray, levels: np.ndarray, codes: np.ndarray) -> tuple[
     step = max(1, _CHUNK // p.size)
     for start in range(0, len(codes), step):
         qs = levels[codes[start:start + step]]
-        vals = form8_objective(p, qs)
-        upper = max(upper, float((vals + _score_errors(p, qs)).max()))
+        vals, errs = _scores(p, qs)
+        upper = max(upper, float((vals + errs).max()))
         i = int(np.argmax(vals))
         if vals[i] > best:
             best, best_q = float(vals[i]), qs[i]
     return best, best_q, upper
 
 
-class _Levels:
-    """Per-level constants of f for a pattern (section 3.1): with
-    ``W = sum_z p_z w(q_z)``, ``f = sum_z p_z h(q_z) - sum_z eta(W + p_z sigma(q_z))``,
-    ``w(q) = (1-q)/(S-1)``, ``sigma(q) = q - w(q)``, ``h(q) = q log q + (1-q) log w(q)``,
-    ``eta(x) = x log x``."""
-
-    def __init__(self, values: np.ndarray, s: int) -> None:
-        self.q = values
-        self.w, self.sigma, self.h = form8_row_terms(values, s)
-
-
-def _eta_sum(m: np.ndarray) -> np.ndarray:
-    """``sum_z m_z log m_z`` along the last axis, pairwise
-    (:func:`pramkit.privacy.exact.pairwise_sum`); m >= 0 up to rounding."""
-    m = np.maximum(m, 0.0)
-    return pairwise_sum(xlogy(m, m))
-
-
-def _singles_family(p: np.ndarray, lv: _Levels, fixed: list[tuple[int, int]], var: np.ndarray,
-                    level: int, total: float) -> tuple[float, np.ndarray, float]:
-    """Best of: the singletons ``fixed`` as given, one more singleton at
-    ``level`` on each category of ``var`` in turn, every other category at
-    level 1; and an upper bound on the exact f of all of them.
-
-    Candidate j's f is ``lin_j - Phi(W_j) - corr_j`` with
-    ``Phi(W) = sum_z eta(W + p_z sigma_1)`` (every category at level 1) and
-    ``corr_j`` the exact change of the singletons' terms.  Phi is convex, so
-    its tangent at the mean W bounds it from below and gives an upper bound on
-    every candidate's f in O(1); candidates are scored exactly, in blocks, in
-    decreasing order of that bound until the bound falls below the best
-    score.  Bounds and scores are raised by their rounding allowances
-    (``total`` is the exact sum of p, to rounding), so the upper bound holds
-    for the exact f.  O(len(var) S) in the worst case, usually O(S)."""
-    fixed_p = math.fsum(p[z] for z, _ in fixed)
-    lin0 = math.fsum(lv.h[l] * p[z] for z, l in fixed)
-    w0 = math.fsum(lv.w[l] * p[z] for z, l in fixed)
-    pv = p[var]
-    others = total - fixed_p - pv
-    lin = lin0 + lv.h[level] * pv + lv.h[1] * others
-    wv = w0 + lv.w[level] * pv + lv.w[1] * others
-    d_others = rounding_bound(total + fixed_p + pv)
-    d_lin = (rounding_bound(math.fsum(p[z] * (abs(lv.h[l]) + 1.0 - lv.q[l]) for z, l in fixed)
-                            + (abs(lv.h[level]) + 1.0 - lv.q[level]) * pv + (abs(lv.h[1]) + 1.0 - lv.q[1]) * others
-                            + np.abs(lin))
-             + abs(lv.h[1]) * d_others)
-    d_w = rounding_bound(wv + w0) + lv.w[1] * d_others
-    base = p * lv.sigma[1]
-    scale = p * (lv.q.max() + lv.w.max())          # rounding scale of every offset p_z sigma_z
-    w_ref = float(wv.mean())
-    arg = w_ref + base
-    if np.all(arg > 0):
-        d_arg = rounding_bound(abs(w_ref) + scale + arg)
-        eta_ref = xlogy(arg, arg)
-        slope_terms = 1.0 + np.log(arg)
-        slope = math.fsum(slope_terms)
-        err_phi = float(eta_error(arg, d_arg).sum() + rounding_bound(np.abs(eta_ref).sum()))
-        err_slope = float(log_error(arg, d_arg).sum() + rounding_bound(np.abs(slope_terms).sum() + p.size))
-        tangent = math.fsum(eta_ref) + slope * (wv - w_ref)
-        err = (d_lin + err_phi + err_slope * np.abs(wv - w_ref) + abs(slope) * d_w
-               + rounding_bound(np.abs(lin) + np.abs(tangent) + abs(slope) * np.abs(wv - w_ref)))
-        corr = np.zeros(var.size)
-        for z, offset in [(var, pv * lv.sigma[level]), *((z, p[z] * lv.sigma[l]) for z, l in fixed)]:
-            for a, sign in ((wv + offset, 1.0), (wv + base[z], -1.0)):
-                da = d_w + rounding_bound(np.abs(wv) + scale[z] + np.abs(a))
-                corr = corr + sign * xlogy(a, a)
-                err = err + eta_error(np.maximum(a, 0.0), da) + rounding_bound(np.abs(xlogy(a, a)))
-        bound = lin - tangent - corr + err
-        # Phi is defined (and convex) between w_ref and W_j only if every term is:
-        # where W_j + p_z sigma_1 < 0 for some z, the candidate has no bound
-        bound[(wv - d_w + base.min() <= 0) | np.isnan(bound)] = math.inf
-    else:   # a released mass is 0 at the mean W: no tangent, score everything
-        bound = np.full(var.size, math.inf)
-    ranked = np.argsort(-bound, kind="stable")
-    best, best_k, upper = -math.inf, int(ranked[0]), -math.inf
-    start, step = 0, 1
-    terms = pairwise_terms(p.size)
-    while start < var.size and bound[ranked[start]] >= best:
-        rows = ranked[start:start + step]
-        start, step = start + rows.size, min(2 * step, max(1, _CHUNK // p.size))
-        offsets = np.broadcast_to(base, (rows.size, p.size)).copy()
-        for z, l in fixed:
-            offsets[:, z] = p[z] * lv.sigma[l]
-        offsets[np.arange(rows.size), var[rows]] = pv[rows] * lv.sigma[level]
-        m = np.maximum(wv[rows, None] + offsets, 0.0)
-        dm = d_w[rows, None] + rounding_bound(np.abs(wv[rows, None]) + scale + m)
-        eta_sum = _eta_sum(m)
-        vals = lin[rows] - eta_sum
-        errs = (d_lin[rows] + rounding_bound(np.abs(xlogy(m, m)).sum(axis=-1) + np.abs(vals), terms)
-                + eta_error(m, dm).sum(axis=-1))
-        upper = max(upper, float((vals + errs).max()))
-        i = int(np.argmax(vals))
-        if vals[i] > best:
-            best, best_k = float(vals[i]), int(rows[i])
-    q = np.full(p.size, lv.q[1])
-    for z, l in fixed:
-        q[z] = lv.q[l]
-    q[var[best_k]] = lv.q[level]
-    return best, q, upper
+def _shape(values: np.ndarray) -> tuple[bool, bool, bool]:
+    """Which blocks of a pattern ``(A, B, b, a)`` are distinct: a top singleton,
+    two middle levels, a bottom singleton."""
+    return (bool(values[0] - values[1] > LEVEL_TOL), bool(values[1] - values[2] > LEVEL_TOL),
+            bool(values[2] - values[3] > LEVEL_TOL))
 
 
 def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> PatternSearch:
@@ -444,49 +384,37 @@ def _search_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray) -> Pat
         perms = np.array(sorted(set(itertools.permutations(range(s)))), dtype=np.intp)
         best, q, upper = _score_codes(p, values, perms)
         return PatternSearch(tuple(values), q, best, len(perms), True, upper_bound=upper)
-    top = bool(values[0] - values[1] > LEVEL_TOL)
-    bottom = bool(values[2] - values[3] > LEVEL_TOL)
-    two = bool(values[1] - values[2] > LEVEL_TOL)
-    lv = _Levels(values, s)
-    if not two:   # singletons only: O(S) placements of each, vectorised over the last one
-        if not (top or bottom):
-            value, err = verified_objective(p, values[[0] * s])
-            return PatternSearch(tuple(values), values[[0] * s], value, 1, True, upper_bound=value + err)
-        if top and bottom:
-            runs = [([(i, 0)], _representatives(p, i), 3) for i in _representatives(p)]
-        else:
-            runs = [([], _representatives(p), 0 if top else 3)]
-        total = math.fsum(p)
-        found = [_singles_family(p, lv, fixed, var, level, total) for fixed, var, level in runs]
-        best, best_q, _ = max(found, key=lambda r: r[0])
-        return PatternSearch(tuple(values), best_q, best, sum(len(r[1]) for r in runs), True,
-                             upper_bound=max(r[2] for r in found))
-    best, best_q, count, upper = -math.inf, values[[0] * s], 0, -math.inf
+    top, two, bottom = _shape(values)
+    if not (top or two or bottom):
+        value, err = verified_objective(p, values[[0] * s])
+        return PatternSearch(tuple(values), values[[0] * s], value, 1, True, upper_bound=value + err)
+    blocks = []
     for singles, rest in _placements(p, values, order):
-        bits = (np.arange(2 ** rest.size)[:, None] >> np.arange(rest.size)[None, :]) & 1
+        bits = (np.arange(2 ** rest.size if two else 1)[:, None] >> np.arange(rest.size)[None, :]) & 1
         codes = np.empty((len(bits), s), dtype=np.intp)
         for z, l in singles:
             codes[:, z] = l
-        codes[:, rest] = 2 - bits          # bit 1 -> level B (code 1), 0 -> b (code 2)
-        val, q, bound = _score_codes(p, values, codes)
-        count += len(codes)
-        upper = max(upper, bound)
-        if val > best:
-            best, best_q = val, q
-    return PatternSearch(tuple(values), best_q, best, count, True, upper_bound=upper)
+        codes[:, rest] = 2 - bits if two else 1          # bit 1 -> level B (code 1), 0 -> b (code 2)
+        blocks.append(codes)
+    codes = np.concatenate(blocks)
+    best, best_q, upper = _score_codes(p, values, codes)
+    return PatternSearch(tuple(values), best_q, best, len(codes), True, upper_bound=upper)
 
 
-def _needs_bound(p: np.ndarray, values: np.ndarray, order: np.ndarray, force: str | None) -> bool:
-    """Whether a pattern is searched by branch and bound: it has two middle
-    levels and (unless forced) more than EXHAUSTIVE_BUDGET / S splits."""
-    if p.size <= 3 or values[1] - values[2] <= LEVEL_TOL or force == "exhaustive":
+def _arrangements(p: np.ndarray, values: np.ndarray) -> int:
+    """At least as many arrangements as exhaustive scoring of a pattern visits
+    (singletons on one category per distinct p, every split of the others)."""
+    top, two, bottom = _shape(values)
+    distinct = np.unique(p).size
+    return (distinct if top else 1) * (distinct if bottom else 1) * (2 ** (p.size - top - bottom) if two else 1)
+
+
+def _needs_bound(p: np.ndarray, values: np.ndarray, force: str | None) -> bool:
+    """Whether a pattern is searched by branch and bound: it has more than one
+    arrangement and (unless forced) more than EXHAUSTIVE_BUDGET / S of them."""
+    if p.size <= 3 or not any(_shape(values)) or force == "exhaustive":
         return False
-    if force == "branch_and_bound":
-        return True
-    singles = int(values[0] - values[1] > LEVEL_TOL) + int(values[2] - values[3] > LEVEL_TOL)
-    if 2 ** (p.size - singles) * p.size > EXHAUSTIVE_BUDGET:
-        return True
-    return len(_placements(p, values, order)) * 2 ** (p.size - singles) * p.size > EXHAUSTIVE_BUDGET
+    return force == "branch_and_bound" or _arrangements(p, values) * p.size > EXHAUSTIVE_BUDGET
 
 
 def _placements(p: np.ndarray, values: np.ndarray,
@@ -494,8 +422,7 @@ def _placements(p: np.ndarray, values: np.ndarray,
     """Every placement of a pattern's singletons A (level 0) and a (level 3),
     one representative per distinct p, with the other categories in p-order:
     pairs ``(singles as (category, level), rest)``."""
-    top = bool(values[0] - values[1] > LEVEL_TOL)
-    bottom = bool(values[2] - values[3] > LEVEL_TOL)
+    top, _, bottom = _shape(values)
     out = []
     for i in (_representatives(p) if top else [None]):
         for j in (_representatives(p, i) if bottom else [None]):
@@ -504,28 +431,21 @@ def _placements(p: np.ndarray, values: np.ndarray,
     return out
 
 
-def _bound_pattern(p: np.ndarray, values: np.ndarray, order: np.ndarray, incumbent: float) -> PatternSearch:
-    """Best assignment of a pattern with two middle levels by branch and bound
-    (:mod:`pramkit.design.dp_split_bound`) over every split, for every
-    placement of its singletons; ``incumbent`` is the best f of the patterns
-    searched before (a search is closed when it proves that nothing beats the
-    larger of it and its own best by more than half the certificate tolerance,
-    :func:`pramkit.privacy.exact.certificate_tolerance`; the other half is left
-    for the rounding of the objective)."""
-    best, best_q = -math.inf, values[[1] * p.size]
-    upper, nodes, scored, closed = -math.inf, 0, 0, True
-    for singles, rest in _placements(p, values, order):
-        target = max(incumbent, best)
-        res = bound_split(p, [(z, float(values[l])) for z, l in singles], rest, float(values[1]),
-                          float(values[2]), target, 0.5 * certificate_tolerance(target))
-        nodes += res.nodes
-        scored += res.scored
-        closed &= res.closed
-        upper = max(upper, res.upper_bound)
-        if res.best_q is not None and res.best_value > best:
-            best, best_q = res.best_value, res.best_q
-    return PatternSearch(tuple(values), best_q, best, scored, False, upper_bound=max(upper, best),
-                         bound_nodes=nodes, closed=closed)
+def _bound_pattern(p: np.ndarray, values: np.ndarray, incumbent: float) -> PatternSearch:
+    """Best assignment of a pattern by branch and bound over every placement
+    of its singletons and every split of the others at once
+    (:mod:`pramkit.design.dp_split_bound`); ``incumbent`` is the best f of the
+    patterns searched before (the search is closed when it proves that
+    nothing beats the larger of it and its own best by more than half the
+    certificate tolerance, :func:`pramkit.privacy.exact.certificate_tolerance`;
+    the other half is left for the rounding of the objective)."""
+    top, two, bottom = _shape(values)
+    singles = [(None, float(values[l])) for l, present in ((0, top), (3, bottom)) if present]
+    res = bound_split(p, singles, np.arange(p.size), float(values[1]), float(values[2 if two else 1]), incumbent,
+                      lambda known: 0.5 * certificate_tolerance(known))
+    best_q = values[[1] * p.size] if res.best_q is None else res.best_q
+    return PatternSearch(tuple(values), best_q, res.best_value, res.scored, False,
+                         upper_bound=max(res.upper_bound, res.best_value), bound_nodes=res.nodes, closed=res.closed)
 
 
 # ---------------------------------------------------------------------------
@@ -572,21 +492,33 @@ def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search:
     branch and bound), ``"exhaustive"`` or ``"branch_and_bound"`` (forced;
     for tests and benchmarks).  The patterns scored exhaustively go first:
     their best is the branch and bound's first incumbent.
+
+    Raises
+    ------
+    ParameterError
+        If ``search`` is none of those, or p or epsilon is invalid.
+
+    Examples
+    --------
+    >>> p, alpha = np.linspace(1.0, 2.0, 20) / 30.0, math.log(18) + 1.0   # beyond Proposition 3.2
+    >>> opt = solve_form8(p, alpha)
+    >>> opt.proved, bool(opt.upper_bound - opt.mutual_information_nats < 1e-12), is_dp_feasible(opt.q, alpha)
+    (True, True, True)
     """
     pv = probabilities(p)
     e = check_epsilon(epsilon)
     if search not in (None, "exhaustive", "branch_and_bound"):
-        raise PramkitError(f"search must be 'exhaustive' or 'branch_and_bound', got {search!r}")
+        raise ParameterError(f"search must be 'exhaustive' or 'branch_and_bound', got {search!r}")
     s = pv.size
     if s == 1:
         return Form8Optimum(np.ones(1), 0.0, (), True)
     order = np.argsort(-pv, kind="stable")
     patterns = vertex_patterns(s, e, truthful=truthful)
-    bounded = [_needs_bound(pv, vals, order, search) for vals in patterns]
+    bounded = [_needs_bound(pv, vals, search) for vals in patterns]
     results = [_search_pattern(pv, vals, order) for vals, b in zip(patterns, bounded) if not b]
     incumbent = max((r.objective for r in results), default=-math.inf)
     for vals in (vals for vals, b in zip(patterns, bounded) if b):
-        results.append(_bound_pattern(pv, vals, order, incumbent))
+        results.append(_bound_pattern(pv, vals, incumbent))
         incumbent = max(incumbent, results[-1].objective)
     results.sort(key=lambda r: -r.objective)
     # among ties (S = 2: q and 1 - q are equally informative) keep the one that
@@ -635,8 +567,21 @@ def dp_optimal(
     optimum, kept compact (its diagonal q and off-diagonal w: O(S) memory,
     :meth:`pramkit.matrix.PramMatrix.form8`), with the entries that rounding put
     below the budget raised (:func:`pramkit.privacy.exact.form8_within_budget`),
-    so its epsilon is at most ``epsilon`` exactly; ``budget_adjustment`` is the
-    most a row gained, and the gap allows for its effect on the information.
+    so its epsilon is at most ``epsilon`` exactly (entries that rounding made
+    0, at large epsilon, included); ``budget_adjustment`` is the most a row
+    gained, and the gap allows for its effect on the information.
+
+    Raises
+    ------
+    ParameterError
+        If epsilon is out of range, p is not a probability vector of at least
+        two categories, or ``categories`` has the wrong length.
+
+    Examples
+    --------
+    >>> m = dp_optimal([0.6, 0.3, 0.1], 1.0, categories=["a", "b", "c"])
+    >>> m.epsilon <= 1.0, m.provenance.certificate["optimal"], m.categories
+    (True, True, ('a', 'b', 'c'))
     """
     start = time.perf_counter()
     pv = probabilities(p)
@@ -644,28 +589,32 @@ def dp_optimal(
     s = pv.size
     cats = tuple(range(s)) if categories is None else tuple(categories)
     if len(cats) != s:
-        raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
+        raise ParameterError(f"{len(cats)} categories given for {s} probabilities")
     if s < 2:
-        raise PramkitError("a DP design needs at least two categories")
+        raise ParameterError("a DP design needs at least two categories")
     opt = solve_form8(pv, e, truthful=truthful)
     q = opt.q
     w = (1.0 - q) / (s - 1)
-    q_stored, w_stored = form8_within_budget(q, w, e)
+    # every entry of an alpha-DP matrix is positive; one that rounding made 0 (a level within
+    # rounding of 1 or of 0, at large alpha) gets the least positive double, which the budget
+    # then raises to what it needs
+    tiny = math.ulp(0.0)
+    q_stored, w_stored = form8_within_budget(np.maximum(q, tiny), np.maximum(w, tiny), e)
     adjustment = float(np.max((q_stored - q) + (s - 1) * (w_stored - w)))   # the largest row shift
     value, rounding = verified_objective(pv, q)
-    upper = max(opt.upper_bound, value + rounding)
+    upper = float(max(opt.upper_bound, value + rounding))
     # raising entries by at most `adjustment` per row moves I by at most epsilon times it (each
     # d I / d M[x, z] = p_x log(M[x, z] / m_z) is at most epsilon in size); doubled for curvature
-    gap = max(upper - (value - rounding - 2.0 * e * adjustment), 0.0)
+    gap = float(max(upper - (value - rounding - 2.0 * e * adjustment), 0.0))
     tolerance = certificate_tolerance(value)
     certificate: dict[str, Any] = {
-        "optimal": opt.proved and gap <= tolerance,
+        "optimal": bool(opt.proved and gap <= tolerance),
         "search": "exhaustive" if opt.exhaustive else "branch_and_bound",
         "closed": opt.proved,
         "candidates": int(sum(r.candidates for r in opt.patterns)),
         "vertex_patterns": [[float(x) for x in r.values] for r in opt.patterns],
-        "pattern_best_nats": [r.objective for r in opt.patterns],
-        "runner_up_nats": opt.patterns[1].objective if len(opt.patterns) > 1 else None,
+        "pattern_best_nats": [float(r.objective) for r in opt.patterns],
+        "runner_up_nats": float(opt.patterns[1].objective) if len(opt.patterns) > 1 else None,
         "upper_bound_nats": upper,
         "certified_gap_nats": gap,
         "tolerance_nats": tolerance,

@@ -1,60 +1,62 @@
-"""Branch and bound over the split between the two middle levels of a vertex pattern.
+"""Branch and bound over the arrangements of a vertex pattern, in the mean off-diagonal mass W.
 
-A vertex pattern ``(A, B, ..., B, b, ..., b, a)`` of the DP polytope with two
-middle levels ``B > b`` leaves, once the singletons are placed, the choice of
-which of the remaining categories R take B: ``2^|R|`` arrangements, every one
-feasible (``docs/design-dp.md``, Lemmas 2 and 3).  This module finds the best
-of them and proves it: no arrangement beats the value returned (or a given
-incumbent, reached elsewhere) by more than a tolerance.
+A vertex pattern ``(A, B, ..., B, b, ..., b, a)`` of the DP polytope
+(``docs/design-dp.md``, Lemmas 2 and 3) leaves to choose which category takes
+the singleton A, which takes a, and which of the others take B rather than
+b; every such arrangement is feasible.  This module finds the best
+arrangement and proves it -- no arrangement beats the value returned (or a
+given incumbent, reached elsewhere) by more than a tolerance -- for every
+placement of the singletons at once.
 
-**The bound.**  Let T be the categories of R at level B and ``P = sum_T p_k``.
-Every quantity of f(q) (equation (9)) depends on T through P alone, except
-one term per category of T:
+**The bound.**  Each category z takes a level l_z among K at most four
+values, with ``w_l = (1 - q_l)/(S - 1)``, ``sigma_l = q_l - w_l``,
+``h_l = q_l log q_l + (1 - q_l) log w_l`` and ``eta(x) = x log x``; equation (9) is
 
-    f = G(P) + sum_{k in T} g_k(W(P)),
+    f = sum_z [p_z h_(l_z) - eta(W + p_z sigma_(l_z))],      W = sum_z p_z w_(l_z).
 
-    W(P)   = W_0 - kappa P                    (kappa = w(b) - w(B) > 0)
-    G(P)   = const + (h(B) - h(b)) P - sum_z eta(W(P) + p_z sigma_z)
-    g_k(W) = eta(W + p_k sigma(b)) - eta(W + p_k sigma(B))
+Take the arrangements whose W lies in a window ``[W_1, W_2]``.  For each
+category and level, ``-eta(W + p_z sigma_l)`` is concave in W, so it lies
+below its tangent at ``W_1`` and below its tangent at ``W_2`` (a tangent at
+any positive mass bounds ``-eta`` on all masses ``>= 0``, which is all that a
+real arrangement has), hence below their average: a line ``L_zl(W)``.  For
+any multiplier lambda, since ``sum_z p_z w_(l_z) = W``,
 
-with ``w(q) = (1 - q)/(S - 1)``, ``sigma(q) = q - w(q)``, ``eta(x) = x log x``
-and, in G, ``sigma_z = sigma(b)`` for every category of R (the singletons
-with their own levels).  G is concave in P (a sum of ``-eta`` of affine
-functions); each ``g_k(W(P))`` is convex and increasing in P (``g_k' < 0`` and
-``g_k'' > 0`` in W, and W falls with P).  For all T with P in a window
-``[P_1, P_2]``, f is therefore at most the sum of
+    f <= lambda W + sum_z [p_z h_(l_z) + L_(z l_z)(W) - lambda p_z w_(l_z)]
+      <= lambda W + V(W),   V(W) = max over arrangements of the same sum,
 
-* the lower of G's tangents at ``P_1`` and ``P_2``;
-* ``sum_T g_k(W(P_1))`` plus the chords' rise ``sum_T b_k (P - P_1)``, itself at
-  most ``b_max (P - P_1)(P - P_fixed)`` with ``b_max = max_k b_k / p_k``, a
-  convex quadratic below its own chord;
-* for ``sum_T g_k(W(P_1))`` at a given free mass, the linear relaxation of
-  the knapsack (greedy by ``g_k / p_k``, concave and piecewise linear in P).
+and V, a maximum of affine functions of W, is convex: so is ``lambda W + V(W)``,
+whose maximum over the window is at ``W_1`` or ``W_2``.  At a given W the
+maximum over arrangements is separable: each category takes its best middle
+level, and each singleton level the category with the largest gain over
+its middle level (the best pair of distinct categories when there are two
+singleton levels), in O(S).  The node's bound is the larger of the two ends,
+at the lambda that minimises it (the function is convex and piecewise linear
+in lambda; a cutting-plane search finds its minimum).  The bound is exact up
+to the curvature of ``eta`` over the window (second order in its width) and
+the one category that the relaxation splits (the duality gap of a knapsack
+with one equality), so the search halves windows and, once a window is
+narrower than what the split category moves W by, branches on that
+category's level.  The singleton's placement needs no branching of its own:
+different placements move W by different amounts, so the windows separate
+them.
 
-That sum is concave and piecewise linear in P; its largest value over the
-window, found among its breakpoints, bounds the node.  It is exact up to the
-window's width and one fractional category, so the search halves windows
-and, when a window is narrower than the fractional category's probability,
-fixes that category to B or to b (fixed categories enter G with their exact
-terms).  Best-first; a node is closed when its bound is at most the best
-value known plus ``tol``.  Every node's relaxation, rounded down and up, is
-scored exactly, which is how the search finds its arrangements.
+**Filters.**  Before the bound, a node's window is cut to the W its
+arrangements can have (the sum of each category's smallest and largest
+``p_z w_l``) and to ``W >= -p_z sigma_l`` (no released mass is negative); a
+level that cannot put W in the window, or whose released mass is negative on
+the whole window, is dropped for that category; a category left with one
+singleton level and no middle level is that singleton.
 
 **Rounding.**  The bound a node reports is valid for the exact f of the
-stored doubles, not only for its floating-point evaluation.  The knapsack
-relaxation enters through its dual: for any multiplier lambda,
-``max sum_T g_k <= lambda X + sum_k max(0, g_k - lambda p_k)`` (weak duality
-of the fractional knapsack), with lambda the greedy ratio at the relaxation's
-best point, where the dual is tight; the lower of the two tangents enters as
-a convex combination of them (at most their minimum), with weights that make
-the sum flat.  What is left is linear in P, so its maximum is at an end of
-the window, and every sum over S terms is pairwise
-(:func:`pramkit.privacy.exact.pairwise_sum`: ``ceil(log2 S)`` roundings per term).  Each
-quantity carries a bound on its rounding error
-(:func:`pramkit.privacy.exact.rounding_bound`, propagated through
-``x log x`` by :func:`pramkit.privacy.exact.eta_error` and through ``log x``
-by ``|log x - log m| <= dm / (m - dm)``), and the node's bound is raised by
-their total.  A node whose bound is within twice that allowance of the best
+stored doubles.  Each tangent is taken at the computed mass ``x`` (any
+positive point gives a valid tangent); its value at the two ends carries the
+error of the exact mass against ``x`` times its slope; every constant
+(``w``, ``sigma``, ``h`` and their products with p) carries a bound on its
+rounding (:func:`pramkit.privacy.exact.rounding_bound`); the node's terms are
+raised by their allowances before the maximum, and the S-term sums are
+pairwise (:func:`pramkit.privacy.exact.pairwise_sum`).  Windows are widened
+by the rounding of an S-term sum of W, so that no arrangement falls out of
+its window.  A node whose bound is within twice its allowance of the best
 value known is closed as well: floating point cannot separate them, and the
 search reports the allowance in its upper bound.
 """
@@ -62,30 +64,35 @@ search reports the allowance in its upper bound.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from scipy.special import xlogy
 
+from pramkit.errors import ParameterError
 from pramkit.information import form8_objective, form8_row_terms
-from pramkit.privacy.exact import eta_error, pairwise_sum, pairwise_terms, rounding_bound
+from pramkit.privacy.exact import UNIT, pairwise_sum, pairwise_terms, rounding_bound
 
-#: Nodes explored per placement of the singletons before giving up (the bound is then reported).
+#: Nodes explored per search before giving up (the bound is then reported).
 MAX_NODES = 20_000
+#: Steps of the search for the multiplier lambda of one node (bracketing, then cutting).
+_LAMBDA_STEPS = 60
 
 
 @dataclass(frozen=True)
 class SplitBound:
     """Outcome of :func:`bound_split`.
 
-    upper_bound: no arrangement of the pattern (with these singletons) has an
-        exact f above this (nats), rounding included
+    upper_bound: no arrangement (with these singletons) has an exact f above
+        this (nats), rounding included
     best_value: the best f of the arrangements scored (-inf if none)
     best_q: that arrangement's keep probabilities (None if none)
     nodes: nodes bounded
     scored: arrangements scored exactly
-    closed: the search finished, not stopped at MAX_NODES nodes
+    closed: the search finished, not stopped at its node limit
     """
 
     upper_bound: float
@@ -96,341 +103,471 @@ class SplitBound:
     closed: bool
 
 
-def _eta(x: np.ndarray) -> np.ndarray:
-    """``eta(x) = x log x`` (0 at 0)."""
-    return xlogy(x, x)
+@dataclass(frozen=True)
+class _Node:
+    """Outcome of bounding one node."""
+
+    bound: float
+    allowance: float            # the part of the bound that is rounding allowance
+    branch: tuple | None        # ("item", z), ("window",) or None
+    candidates: list[np.ndarray]
+    lo: float
+    hi: float
+    lam: float
 
 
-def _d_eta(x: np.ndarray) -> np.ndarray:
-    """``eta'(x) = 1 + log x`` (``-inf`` at 0)."""
-    with np.errstate(divide="ignore"):
-        return 1.0 + np.log(x)
+def _best_singles(bonus: list[np.ndarray], forced: np.ndarray) -> tuple[float, list[int]]:
+    """Largest total gain of the singleton levels: ``bonus[s][z]`` is what
+    category z adds by taking singleton level s (``-inf`` where it may not);
+    distinct categories, and every ``forced`` category (one with no middle
+    level) among them.  Returns (-inf, []) when no choice is valid."""
+    if not bonus:
+        return (0.0, []) if not forced.any() else (-math.inf, [])
+    must = np.flatnonzero(forced)
+    lists = []
+    for b in bonus:
+        top = np.argpartition(-b, min(1, b.size - 1))[:2] if b.size > 1 else np.arange(b.size)
+        lists.append(sorted(set(top.tolist()) | set(must.tolist())))
+    best, picks = -math.inf, []
+    for combo in itertools.product(*lists):
+        if len(set(combo)) < len(combo) or not set(must.tolist()) <= set(combo):
+            continue
+        total = sum(float(b[z]) for b, z in zip(bonus, combo))
+        if total > best:
+            best, picks = total, list(combo)
+    return best, picks
 
 
-def _tangent_envelope(x: np.ndarray, lo: float, hi: float, g1: float, d1: float, g2: float,
-                      d2: float) -> np.ndarray:
-    """The lower of the tangents at ``lo`` and ``hi`` of a concave function
-    with values ``g1, g2`` and slopes ``d1 >= d2`` there (possibly infinite),
-    at the points ``x`` of ``[lo, hi]``: an upper bound on the function, concave
-    and piecewise linear.  A vertical tangent gives no bound beyond its end,
-    so there the other tangent is used up to the end (its limit)."""
-    with np.errstate(invalid="ignore"):
-        t1 = np.full(x.shape, math.inf) if math.isinf(d1) else g1 + d1 * (x - lo)
-        t2 = np.full(x.shape, math.inf) if math.isinf(d2) else g2 + d2 * (x - hi)
-    return np.minimum(t1, t2)
+def _relax(e_val: np.ndarray, pw: np.ndarray, allowed: np.ndarray, mid: np.ndarray, singles: np.ndarray,
+           want: bool, certified: bool = False) -> tuple[float, float, float, np.ndarray | None]:
+    """Best arrangement of the separable relaxation with item values ``e_val``
+    (S', K; ``-inf`` where not allowed): each category at its best middle
+    level (one or two of them), each of the ``singles`` levels on the
+    category that gains most by taking it (:func:`_best_singles`).  Returns
+    its value (``-inf`` if no choice is valid), its W (``sum p_z w_l`` from
+    ``pw``), and its levels (if ``want``); if ``certified``, the value is
+    summed pairwise and comes with a bound on the magnitudes its rounding
+    scales with (else 0)."""
+    first = e_val[:, mid[0]]
+    if mid.size == 2:
+        second = e_val[:, mid[1]]
+        take = second > first
+        best_mid = np.where(take, second, first)
+        mid_level = np.where(take, mid[1], mid[0])
+        pw_mid = np.where(take, pw[:, mid[1]], pw[:, mid[0]])
+    else:
+        best_mid, mid_level, pw_mid = first, np.full(first.size, mid[0]), pw[:, mid[0]]
+    forced = best_mid == -math.inf            # no middle level allowed: must hold a singleton
+    if forced.any():
+        best_mid = np.where(forced, 0.0, best_mid)
+        pw_mid = np.where(forced, 0.0, pw_mid)
+    gain, picks = 0.0, []
+    if singles.size or forced.any():
+        bonus = [np.where(allowed[:, s], e_val[:, s] - best_mid, -math.inf) for s in singles]
+        gain, picks = _best_singles(bonus, forced)
+    w = float(pw_mid.sum()) + sum(float(pw[z, s] - pw_mid[z]) for z, s in zip(picks, singles))
+    levels = None
+    if want:
+        levels = mid_level.astype(np.int8)
+        for z, s in zip(picks, singles):
+            levels[z] = s
+    if not math.isfinite(gain):
+        return -math.inf, w, 0.0, levels
+    if not certified:
+        return float(best_mid.sum()) + gain, w, 0.0, levels
+    size = float(np.abs(best_mid).sum()) + abs(gain)
+    for s in singles:   # the rounding of any gain, chosen or not
+        size += float(np.where(allowed[:, s], np.abs(e_val[:, s]) + np.abs(best_mid), 0.0).max(initial=0.0))
+    return float(pairwise_sum(best_mid)) + gain, w, size, levels
 
 
-class _Split:
-    """The split problem of one pattern and one placement of its singletons.
+class _Problem:
+    """The arrangements of one pattern: levels ``q`` (K of them, decreasing),
+    which of them are singletons (exactly one category each), and for each
+    category the levels it may take (a bit mask).
 
     Every constant comes with a bound on its rounding error (``d_*``): the
-    exact problem is that of the doubles p, the singletons' levels, B and b."""
+    exact problem is that of the doubles p and q."""
 
-    def __init__(self, p: np.ndarray, singles: list[tuple[int, float]], rest: np.ndarray,
-                 big_b: float, small_b: float) -> None:
+    def __init__(self, p: np.ndarray, levels: np.ndarray, single: np.ndarray, allowed: np.ndarray) -> None:
         s = p.size
-        self.p, self.rest, self.big_b, self.small_b = p, rest, big_b, small_b
-        self.q0 = np.empty(s)
-        for z, level in singles:
-            self.q0[z] = level
-        self.q0[rest] = small_b
-        (w_bb, w_b), (self.sig_big, self.sig_small), (h_bb, h_b) = form8_row_terms([big_b, small_b], s)
-        self.kappa = float(w_b - w_bb)
-        self.beta = float(h_bb - h_b)
-        self.delta = float(self.sig_big - self.sig_small)
-        self.d_kappa = float(rounding_bound(w_b + w_bb))
-        self.d_beta = float(rounding_bound(abs(h_bb) + abs(h_b) + 2.0 - big_b - small_b))
-        self.d_sigma = float(rounding_bound(big_b + small_b + w_bb + w_b))
-        self.pr = p[rest]
-        self.total = math.fsum(self.pr)
-        #: rounding allowance on P (a sum of at most S terms): windows are widened
-        #: by it, so that no arrangement falls out of its window by rounding
-        self.slack = (s + 4) * np.finfo(float).eps * max(self.total, 1e-300)
-        zs = np.array([z for z, _ in singles], dtype=np.intp)
-        levels = np.array([level for _, level in singles], dtype=float)
-        w_s, sig_s, h_s = form8_row_terms(levels, s)
-        self.lin0 = float(p[zs] @ h_s) + float(h_b) * self.total
-        self.d_lin0 = float(rounding_bound(float(p[zs] @ (np.abs(h_s) + 1.0 - levels))
-                                           + self.total * (abs(h_b) + 1.0 - small_b)))
-        self.w0 = float(p[zs] @ w_s) + float(w_b) * self.total
-        self.d_w0 = float(rounding_bound(self.w0))
-        self.single_off = p[zs] * sig_s
-        #: scale of the rounding of each released mass's offset p_z sigma_z
-        self.single_scale = p[zs] * (levels + w_s)
-        self.scale_big = self.pr * (big_b + w_bb)
-        self.scale_small = self.pr * (small_b + w_b)
+        self.p, self.q = p, levels
+        self.k = levels.size
+        self.single = single
+        self.mid = np.flatnonzero(~single)
+        self.singles = np.flatnonzero(single)
+        self.base = allowed
+        w, sigma, h = form8_row_terms(levels, s)
+        d_w = rounding_bound(w)
+        d_sigma = d_w + rounding_bound(levels + w)
+        d_h = rounding_bound(np.abs(xlogy(levels, levels)) + np.abs(xlogy(1.0 - levels, w)) + 1.0)
+        col = p[:, None]
+        self.pw = col * w
+        self.d_pw = col * d_w + rounding_bound(self.pw)
+        self.psig = col * sigma
+        self.d_psig = col * d_sigma + rounding_bound(np.abs(self.psig))
+        self.ph = col * h
+        self.d_ph = col * d_h + rounding_bound(np.abs(self.ph))
+        # rounding of an S-term sum of W (in any order) plus the errors of its terms
+        self.slack = float(rounding_bound(float(self.pw.max(axis=1).sum()), s) + self.d_pw.max(axis=1).sum())
+        self.bits = 1 << np.arange(self.k)
 
-    def _w(self, x: float) -> tuple[float, float]:
-        """``W(x) = W_0 - kappa x`` and a bound on its rounding error."""
-        w = self.w0 - self.kappa * x
-        return w, self.d_w0 + self.d_kappa * x + float(rounding_bound(abs(self.w0) + self.kappa * x))
+    # -- arrangements -----------------------------------------------------------------------
 
-    def _gain_ratio(self, w: float, pf: np.ndarray) -> np.ndarray:
-        """``g_k(W) / p_k`` for ``p_k > 0``, without cancellation: with
-        ``u = W + p sigma(b)`` and ``delta = sigma(B) - sigma(b)``,
-        ``eta(u) - eta(u + p delta) = -p delta log(u + p delta) - u log1p(p delta / u)``."""
-        delta = self.delta
-        u = w + pf * self.sig_small
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tail = np.where(u > 0, u * np.log1p(pf * delta / np.where(u > 0, u, 1.0)) / pf, 0.0)
-            return -delta * np.log(u + pf * delta) - tail
+    def value(self, levels: np.ndarray) -> tuple[float, np.ndarray]:
+        """Exact f (to rounding) of the arrangement with these level indices."""
+        q = self.q[levels]
+        return float(form8_objective(self.p, q[None])[0]), q
 
-    def _gain_ratio_error(self, w: float, dw: float, pf: np.ndarray) -> np.ndarray:
-        """A bound on the rounding error of :meth:`_gain_ratio` at a W computed
-        with error ``dw`` (every released mass positive): the exact ratio moves
-        by at most ``|delta| / min(u, v)`` per unit of W, ``p |delta| / min(u, v)``
-        per unit of sigma(b) and ``|1 + log v|`` per unit of delta
-        (``v = u + p delta``), doubled for the curvature over an interval of a
-        few ulps; plus the evaluation's own rounding."""
-        delta = abs(self.delta)
-        u = w + pf * self.sig_small
-        v = u + pf * self.delta
-        low = np.minimum(u, v)
-        drift = (delta / low * (dw + rounding_bound(np.abs(u)))
-                 + (pf * delta / low + 2.0 * np.abs(1.0 + np.log(v))) * self.d_sigma)
-        return 2.0 * drift + rounding_bound(delta * (np.abs(np.log(v)) + 1.0) + np.abs(u) * delta / low)
+    def allowed(self, fixes: tuple[tuple[int, int], ...]) -> np.ndarray:
+        """(S, K) levels allowed at a node: the initial masks with its fixes applied."""
+        mask = self.base.copy()
+        if fixes:
+            z, l = np.array(fixes, dtype=np.intp).T
+            mask[z] = self.bits[l]
+        return (mask[:, None] & self.bits[None, :]) != 0
 
-    def value(self, status: np.ndarray) -> tuple[float, np.ndarray]:
-        """Exact f of the arrangement with ``status`` (1: B) on R."""
-        q = self.q0.copy()
-        q[self.rest[status == 1]] = self.big_b
-        return float(form8_objective(self.p, q)), q
-
-    def _end(self, x: float, off: np.ndarray, scale: np.ndarray) -> tuple[float, float, float, float, float]:
-        """G and G' at x (a window's end): ``G(x) = lin0 + beta x - sum_z eta(W(x) + off_z)``,
-        ``G'(x) = beta + kappa sum_z (1 + log m_z)``.  Returns G, G', a bound on
-        G's rounding error, and an upper and a lower bound on the exact G' (the
-        tangent at the left end needs the first, at the right end the second;
-        a released mass within rounding of 0 makes the lower one ``-inf``).
-        Sums over S terms are pairwise (:func:`pramkit.privacy.exact.pairwise_sum`)."""
-        w, dw = self._w(x)
-        raw = w + off
-        m = np.maximum(raw, 0.0)
-        dm = dw + rounding_bound(abs(w) + scale + np.abs(raw))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_m = np.log(m)
-            eta = np.where(m > 0, m * log_m, 0.0)
-        terms = pairwise_terms(m.size)
-        g = self.lin0 + self.beta * x - float(pairwise_sum(eta))
-        err_g = (self.d_lin0 + self.d_beta * x + float(eta_error(m, dm, log_m).sum())
-                 + float(rounding_bound(abs(self.lin0) + abs(self.beta) * x + float(np.abs(eta).sum()), terms)))
-        slope_terms = 1.0 + log_m
-        total = float(pairwise_sum(slope_terms))
-        d = self.beta + self.kappa * total
-        # bounds on sum_z (1 + log x_z) over |x_z - m_z| <= dm_z: |log x - log m| <= dm / (m - dm)
-        # where m > dm; where m <= dm only log x <= log(m + dm) (no lower bound)
-        if np.any((m == 0) & (dm == 0)):        # an exactly empty released value: G' is -inf there
-            return g, d, err_g, -math.inf, -math.inf
-        near = m <= dm
-        with np.errstate(divide="ignore", invalid="ignore"):
-            drift = float(np.where(near, 0.0, dm / (m - dm)).sum()) * (1.0 + 1e-9)
-            size = float(rounding_bound(float(np.abs(slope_terms[~near]).sum()) + m.size, terms))
-            if np.any(near):
-                top = float(pairwise_sum(np.where(near, 1.0 + np.log(m + dm), slope_terms)))
-                size += float(rounding_bound(float(np.abs(1.0 + np.log(m[near] + dm[near])).sum()), terms))
-                moves = (top + drift + size, -math.inf)
-            else:
-                moves = (total + drift + size, total - drift - size)
-        slopes = []
-        for sign, moved in zip((1.0, -1.0), moves):
-            if not math.isfinite(moved):
-                slopes.append(moved)
-                continue
-            kappa = self.kappa + sign * self.d_kappa * (1.0 if moved >= 0 else -1.0)
-            slopes.append(self.beta + kappa * moved
-                          + sign * (self.d_beta + float(rounding_bound(abs(self.beta) + abs(kappa * moved)))))
-        return g, d, err_g, slopes[0], slopes[1]
-
-    def node(self, lo: float, hi: float,
-             status: np.ndarray) -> tuple[float, float, tuple | None, list[np.ndarray], float, float]:
-        """Bound of the node: window ``[lo, hi]`` on P, ``status`` 1 (at B),
-        -1 (at b) or 0 (free) per category of R.  Returns the bound (valid for
-        the exact f, rounding included), the part of it that is rounding
-        allowance, the branching (``("item", k)``, ``("window", mid)`` or None:
-        nothing left to split), arrangements to score (the relaxation rounded
-        down and up) and the window narrowed to the P that the node's
-        arrangements can have."""
-        pr = self.pr
-        fixed_in = status == 1
-        free = (status == 0) & (pr > 0)
-        p_in = float(pr[fixed_in].sum())
-        p_free = float(pr[free].sum())
+    def _filter(self, allowed: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, float, float] | None:
+        """Module docstring, "Filters"; None if no arrangement is left."""
         slack = self.slack
-        lo, hi = max(lo, p_in - slack), min(hi, p_in + p_free + slack)
-        if lo > hi:
-            return -math.inf, 0.0, None, [], lo, hi
-        off = np.concatenate([self.single_off, np.where(fixed_in, pr * self.sig_big, pr * self.sig_small)])
-        scale = np.concatenate([self.single_scale, np.where(fixed_in, self.scale_big, self.scale_small)])
-        # released masses of the singletons and fixed categories are >= 0: W(P) >= -their offset
-        real = np.concatenate([self.single_off, off[self.single_off.size:][~free]])
-        if real.size:
-            hi = min(hi, (self.w0 + float(real.min())) / self.kappa + slack)
-        if lo > hi:
-            return -math.inf, 0.0, None, [], lo, hi
-        w_lo = self.w0 - self.kappa * hi          # the smallest W of the window
-        idx = np.flatnonzero(free)
-        pf = pr[idx]
-        arg_big, arg_small = w_lo + pf * self.sig_big, w_lo + pf * self.sig_small
-        negative = np.minimum(arg_big, arg_small)
-        if negative.size and negative.min() <= 0.0:
-            # the relaxation's concavity needs every free term defined (and positive) on the window
-            return math.inf, math.inf, ("item", int(idx[np.argmin(negative)])), [], lo, hi
-        ends = [self._end(x, off, scale) for x in (lo, hi)]
-        if ends[0][1] == -math.inf:
-            # a real released mass (the free ones are positive) is 0 at lo and falls with P:
-            # no arrangement of the node lies beyond lo
-            hi = lo
-            ends = [(ends[0][0], 0.0, ends[0][2], 0.0, 0.0)] * 2
-        # g_k(W(P)) is convex and increasing in P: below its chord a_k + b_k (P - lo)
-        w_at_lo, dw_lo = self._w(lo)
-        ratio = self._gain_ratio(w_at_lo, pf)
-        gain = ratio * pf
+        for _ in range(8):
+            if not allowed.any(axis=1).all():
+                return None
+            pw_min = np.where(allowed, self.pw, math.inf).min(axis=1)
+            pw_max = np.where(allowed, self.pw, -math.inf).max(axis=1)
+            w_min, w_max = float(pw_min.sum()), float(pw_max.sum())
+            # the exact range of W, singleton counts included (W is separable)
+            low = _relax(np.where(allowed, -self.pw, -math.inf), self.pw, allowed, self.mid, self.singles, False)
+            high = _relax(np.where(allowed, self.pw, -math.inf), self.pw, allowed, self.mid, self.singles, False)
+            if not math.isfinite(low[0]):
+                return None
+            lo, hi = max(lo, low[1] - slack), min(hi, high[1] + slack)
+            # a real arrangement has every released mass W + p_z sigma_(l_z) >= 0
+            reach = np.where(allowed, self.psig + self.d_psig, -math.inf).max(axis=1)
+            lo = max(lo, float((-reach).max()))
+            if lo > hi:
+                return None
+            feasible = ((self.pw + (w_min - pw_min)[:, None] <= hi + 2.0 * slack)
+                        & (self.pw + (w_max - pw_max)[:, None] >= lo - 2.0 * slack)
+                        & (hi + self.psig + self.d_psig + rounding_bound(abs(hi) + np.abs(self.psig)) >= 0.0))
+            new = allowed & feasible
+            forced = ~new[:, self.mid].any(axis=1)
+            if forced.sum() > self.singles.size:
+                return None
+            for s in self.singles:
+                if not new[:, s].any():
+                    return None
+                only = forced & new[:, s] & (new.sum(axis=1) == 1)
+                if only.sum() > 1:
+                    return None
+                if only.any():
+                    new[~only, s] = False
+            if np.array_equal(new, allowed):
+                break
+            allowed = new
+        return (allowed, lo, hi) if allowed.any(axis=1).all() else None
+
+    # -- the bound --------------------------------------------------------------------------
+
+    def _lines(self, allowed: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """``p_z h_l + L_zl(W_e)`` at the two ends (shape (2, S, K), ``-inf``
+        where not allowed) and a bound on its rounding error."""
+        ends = np.array([lo, hi])
         width = hi - lo
-        w_at_hi, dw_hi = self._w(hi)
-        ratio_hi = self._gain_ratio(w_at_hi, pf)
-        # sum_T b_k (P - lo) <= b_max (P - lo) (P - p_in), b_max = max b_k / p_k; the
-        # quadratic is convex in P, so below its chord, of slope `rise` over the window
-        if width > 0 and pf.size:
-            b_max = float((ratio_hi - ratio).max()) / width
-        else:
-            b_max = 0.0
-        rise = max(b_max, 0.0) * max(hi - p_in, 0.0)
-        # linear relaxation of max sum_{T free} gain_k at free mass X = P - p_in: greedy by
-        # gain/p, concave and piecewise linear in X; the whole bound is concave and
-        # piecewise linear in P, so its maximum is at a breakpoint
-        order = np.argsort(-ratio, kind="stable")
-        cum = np.concatenate([[0.0], np.cumsum(pf[order])])
-        cum_gain = np.concatenate([[0.0], np.cumsum(gain[order])])
-        (g1, d1, *_), (g2, d2, *_) = ends
-        points = [lo, hi]
-        if math.isfinite(d1) and math.isfinite(d2) and d1 > d2:
-            points.append(min(max((g2 - g1 + d1 * lo - d2 * hi) / (d1 - d2), lo), hi))
-        inner = cum[(cum > lo - p_in) & (cum < hi - p_in)] + p_in
-        x = np.clip(np.concatenate([points, inner]), lo, hi)
-        free_mass = np.clip(x - p_in, 0.0, cum[-1])
-        if order.size:
-            k = np.clip(np.searchsorted(cum, free_mass, side="right") - 1, 0, order.size - 1)
-            relax = cum_gain[k] + (free_mass - cum[k]) * ratio[order][k]
-        else:
-            k, relax = np.zeros(x.size, dtype=np.intp), np.zeros(x.size)
-        total = _tangent_envelope(x, lo, hi, g1, d1, g2, d2) + rise * (x - lo) + relax
-        best = int(np.argmax(total))
-        k_best = int(k[best])
-        # the greedy ratios on either side of the best point: the dual multipliers of the relaxation
-        multipliers = sorted({float(ratio[order][j]) for j in (k_best - 1, k_best) if 0 <= j < order.size}) or [0.0]
-        err_gain = pf * self._gain_ratio_error(w_at_lo, dw_lo, pf)
-        err_slope = (float((self._gain_ratio_error(w_at_hi, dw_hi, pf) + err_gain / pf).max()) * max(hi - p_in, 0.0)
-                     if pf.size else 0.0)
-        bound, err = min((self._dual_bound(lo, hi, p_in, ends, rise, lam, gain, pf, err_gain, err_slope)
-                          for lam in multipliers), key=lambda r: r[0])
-        full = order[:k_best]
-        frac_item = None
-        if order.size and free_mass[best] - cum[k_best] > 0.0:
-            frac_item = int(order[k_best])
-        down = status.copy()
-        down[idx[full]] = 1
-        candidates = [down]
-        if frac_item is not None:
-            up = down.copy()
-            up[idx[frac_item]] = 1
-            candidates.append(up)
-        if frac_item is not None and hi - lo <= pf[frac_item]:
-            return bound, err, ("item", int(idx[frac_item])), candidates, lo, hi
-        if hi - lo > 4.0 * self.slack:
-            return bound, err, ("window", 0.5 * (lo + hi)), candidates, lo, hi
-        return bound, err, None, candidates, lo, hi
+        d_width = UNIT * width
+        m = ends[:, None, None] + self.psig[None]
+        dm = self.d_psig[None] + rounding_bound(np.abs(ends)[:, None, None] + np.abs(self.psig)[None])
+        valid = m > 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_m = np.where(valid, np.log(np.where(valid, m, 1.0)), 0.0)
+        eta = np.where(valid, m * log_m, 0.0)
+        size = 1.0 + np.abs(log_m)                      # bounds |eta'(m)| = |1 + log m|
+        own = -eta                                      # tangent at an end, at that end
+        own_err = size * dm + rounding_bound(np.abs(eta))
+        # tangent at the lower end, at the upper end; and the other way round
+        up = -eta[0] - (1.0 + log_m[0]) * width
+        up_err = size[0] * (dm[0] + d_width) + rounding_bound(np.abs(eta[0]) + size[0] * width)
+        down = -eta[1] + (1.0 + log_m[1]) * width
+        down_err = size[1] * (dm[1] + d_width) + rounding_bound(np.abs(eta[1]) + size[1] * width)
+        both = valid[0]
+        line = np.where(both, 0.5 * np.stack([own[0] + down, up + own[1]]), np.stack([down, own[1]]))
+        err = np.where(both, 0.5 * np.stack([own_err[0] + down_err, up_err + own_err[1]]),
+                       np.stack([down_err, own_err[1]]))
+        # no positive mass at either end: the masses this level can have lie in [0, m_2 + dm_2],
+        # where -eta is at most -eta(min(m_2 + dm_2, 1/e)) (it increases up to 1/e)
+        top = np.minimum(np.maximum(m[1] + dm[1], 0.0), math.exp(-1.0))
+        flat = -xlogy(top, top)
+        line = np.where(valid[1], line, flat[None])
+        err = np.where(valid[1], err, rounding_bound(np.abs(flat))[None])
+        value = self.ph[None] + line
+        err = err + self.d_ph[None] + rounding_bound(np.abs(self.ph)[None] + np.abs(line))
+        return np.where(allowed[None], value, -math.inf), err
 
-    @staticmethod
-    def _dual_bound(lo: float, hi: float, p_in: float, ends: list[tuple[float, ...]], rise: float,
-                    lam: float, gain: np.ndarray, pf: np.ndarray, err_gain: np.ndarray,
-                    err_slope: float) -> tuple[float, float]:
-        """The node's bound with the relaxation replaced by its dual at multiplier
-        ``lam`` and the envelope by a convex combination of its tangents (module
-        docstring), raised by its rounding allowance; returns (bound, allowance)."""
+    def node(self, lo: float, hi: float, fixes: tuple[tuple[int, int], ...], lam0: float | None) -> _Node:
+        """Bound of the node: window ``[lo, hi]`` on W, levels fixed by ``fixes``
+        (module docstring), multiplier search from ``lam0`` (None: from the
+        mean slope of the lines).  Returns the bound (valid for the exact f,
+        rounding included), its rounding allowance, the branching, the
+        arrangements to score (the relaxation on either side of its split),
+        the narrowed window and the multiplier used."""
+        out = self._filter(self.allowed(fixes), lo, hi)
+        if out is None:
+            return _Node(-math.inf, 0.0, None, [], lo, hi, lam0)
+        allowed, lo, hi = out
+        c_val, c_err = self._lines(allowed, lo, hi)
+        ends = (lo, hi)
+        free = allowed.sum(axis=1) > 1
+        fixed_level = np.argmax(allowed, axis=1)
+        rows = np.flatnonzero(~free)
+        fixed_c = [float(c_val[e, rows, fixed_level[rows]].sum()) for e in (0, 1)]
+        fixed_w = float(self.pw[rows, fixed_level[rows]].sum())
+        pw_free = self.pw[free]
+        c_free = c_val[:, free]
+        allowed_free = allowed[free]
+        # singleton levels taken by a fixed category need no choice
+        taken = fixed_level[rows][self.single[fixed_level[rows]]]
+        open_singles = np.setdiff1d(self.singles, taken)
+
+        def evaluate(lam: float) -> tuple[float, float, int]:
+            best = (-math.inf, 0.0, 0)
+            for e in (0, 1):
+                val, w, _, _ = _relax(c_free[e] - lam * pw_free, pw_free, allowed_free, self.mid, open_singles, False)
+                total = lam * (ends[e] - fixed_w) + fixed_c[e] + val
+                if e == 0 or total > best[0]:
+                    best = (total, ends[e] - fixed_w - w, e)
+            return best
+
+        if lam0 is None:   # the multiplier that makes the lines of the middle levels flat on average
+            first = self.mid[np.argmax(allowed[:, self.mid], axis=1)]
+            rows_mid = np.flatnonzero(allowed[:, self.mid].any(axis=1))
+            rise = c_val[1, rows_mid, first[rows_mid]] - c_val[0, rows_mid, first[rows_mid]]
+            lam0 = -float(rise.sum()) / (hi - lo) if hi > lo else 0.0
+        if not math.isfinite(evaluate(lam0)[0]):
+            return _Node(-math.inf, 0.0, None, [], lo, hi, lam0)
+        lam, left, right = _minimise(evaluate, lam0)
+        bound, allowance = self._certified(lam, c_val, c_err, allowed, ends)
+        # the relaxation just left and right of lam: its two roundings
+        arrangements = []
+        for point in (left, right):
+            e = evaluate(point)[2]
+            _, _, _, levels = _relax(c_free[e] - point * pw_free, pw_free, allowed_free, self.mid, open_singles, True)
+            full = fixed_level.astype(np.int8)
+            full[free] = levels
+            arrangements.append(full)
+        split = np.flatnonzero(arrangements[0] != arrangements[1])
+        moves = np.abs(self.pw[split, arrangements[0][split]] - self.pw[split, arrangements[1][split]])
         width = hi - lo
-        excess = np.maximum(gain - lam * pf, 0.0)
-        dual = float(pairwise_sum(excess))
-        err_dual = float(err_gain.sum()) + float(rounding_bound(float(np.abs(gain).sum()) + abs(lam) * float(pf.sum()),
-                                                                pairwise_terms(excess.size)))
-        # (value at lo, value at hi, allowance, size) of each usable tangent plus the rise: the tangent
-        # at lo with an upper bound on the slope there, at hi with a lower bound (each stays above G)
-        lines = []
-        for (g, _, err_g, *_), at, d in zip(ends, (lo, hi), (ends[0][3], ends[1][4])):
-            if math.isfinite(d):
-                start = g + d * (lo - at)
-                lines.append((start, start + (d + rise) * width, err_g, abs(g) + abs(d) * width))
-        if not lines:
-            return math.inf, math.inf
-        linear_lo, linear_hi = lam * (lo - p_in), lam * (hi - p_in)
-        weights = [1.0] if len(lines) == 1 else [0.0, 1.0]
-        if len(lines) == 2:
-            s1 = lines[0][1] - lines[0][0] + lam * width
-            s2 = lines[1][1] - lines[1][0] + lam * width
-            if s1 != s2:
-                weights.append(min(max(s2 / (s2 - s1), 0.0), 1.0))   # the flat combination
-        best = math.inf
-        for a in weights:
-            mix = [(a * l1 + (1.0 - a) * l2) for l1, l2 in zip(lines[0][:2], lines[-1][:2])] if len(lines) == 2 \
-                else list(lines[0][:2])
-            best = min(best, max(mix[0] + linear_lo, mix[1] + linear_hi) + dual)
-        err_env = max(line[2] for line in lines)
-        size = max(line[3] for line in lines) + abs(rise) * width + abs(lam) * max(abs(linear_lo), abs(linear_hi)) \
-            + abs(lam) * width + abs(dual)
-        err = err_env + err_dual + err_slope + float(rounding_bound(2.0 * size))
-        return best + err, err
+        branch: tuple | None = None
+        item = int(split[np.argmax(moves)]) if split.size else None
+        if item is not None and width <= float(moves.max()):
+            branch = ("item", item)
+        elif width > 4.0 * self.slack:
+            branch = ("window",)
+        elif item is not None:
+            branch = ("item", item)
+        return _Node(bound, allowance, branch, arrangements, lo, hi, lam)
+
+    def _certified(self, lam: float, c_val: np.ndarray, c_err: np.ndarray, allowed: np.ndarray,
+                   ends: tuple[float, float]) -> tuple[float, float]:
+        """The node's bound at multiplier ``lam``, valid for the exact f: every
+        item value raised by its rounding allowance before the relaxation,
+        and the relaxation's sums raised by theirs.  Returns the bound and
+        the total allowance in it."""
+        bound, allowance = -math.inf, 0.0
+        for e in (0, 1):
+            lin = lam * self.pw
+            err = np.where(allowed, c_err[e] + abs(lam) * self.d_pw
+                           + rounding_bound(np.abs(c_val[e]) + np.abs(lin)), 0.0)
+            raised = np.where(allowed, c_val[e] - lin + err, -math.inf)
+            val, _, size, _ = _relax(raised, self.pw, allowed, self.mid, self.singles, False, True)
+            lam_w = lam * ends[e]
+            sums = float(rounding_bound(size + abs(lam_w) + abs(val), pairwise_terms(allowed.shape[0]) + 2))
+            total = lam_w + val + sums
+            if total > bound:
+                bound, allowance = total, sums + float(err.max(axis=1).sum())
+        return bound, allowance
 
 
-def bound_split(p: np.ndarray, singles: list[tuple[int, float]], rest: np.ndarray, big_b: float,
-                small_b: float, incumbent: float, tol: float, *, max_nodes: int = MAX_NODES) -> SplitBound:
-    """Branch and bound over every split of ``rest`` between the levels
-    ``big_b > small_b``, the singletons ``(category, level)`` fixed (module
-    docstring).  A node is closed when its bound is at most the larger of
-    ``incumbent`` (a value known to be reachable, e.g. from another pattern;
-    ``-inf`` for none) and the best arrangement found, plus ``tol`` -- or plus
-    twice its own rounding allowance, if that is larger."""
-    prob = _Split(p, singles, rest, big_b, small_b)
-    found_value, found_q = -math.inf, None
+def _minimise(evaluate: Callable[[float], tuple[float, float, int]],
+              lam0: float) -> tuple[float, float, float]:
+    """Minimise a convex piecewise-linear function of lambda given its value
+    and a subgradient: bracket the minimum, then cut with the two supporting
+    lines (Kelley's method in one dimension), bisecting when a cut stalls.
+    Returns the best lambda found and the ends of the last bracket (the
+    pieces on either side of the minimum)."""
+    fa, ga, _ = evaluate(lam0)
+    best = (fa, lam0)
+    if ga == 0.0:
+        return lam0, lam0, lam0
+    direction = 1.0 if ga < 0 else -1.0
+    step = 1e-3 * abs(lam0) + 1e-3
+    a = lam0
+    b, steps = a + direction * step, 0
+    fb, gb, _ = evaluate(b)
+    while gb * direction < 0.0 and steps < _LAMBDA_STEPS:
+        a, fa, ga = b, fb, gb
+        best = min(best, (fa, a))
+        step *= 8.0
+        b = a + direction * step
+        fb, gb, _ = evaluate(b)
+        steps += 1
+    best = min(best, (fb, b))
+    if gb * direction < 0.0:     # no minimum in reach (the function only decreases): best point found
+        return best[1], best[1], best[1]
+    if direction < 0:
+        a, fa, ga, b, fb, gb = b, fb, gb, a, fa, ga
+    for _ in range(_LAMBDA_STEPS):
+        if ga >= 0.0 or gb <= 0.0:
+            break
+        c = (fb - fa + ga * a - gb * b) / (ga - gb)
+        if not a < c < b:
+            c = 0.5 * (a + b)
+            if not a < c < b:
+                break
+        fc, gc, _ = evaluate(c)
+        best = min(best, (fc, c))
+        support = fa + ga * (c - a)
+        if fc <= support + 4.0 * UNIT * (abs(support) + abs(ga * (c - a)) + abs(fa)):
+            return c, a, b
+        if gc < 0.0:
+            a, fa, ga = c, fc, gc
+        elif gc > 0.0:
+            b, fb, gb = c, fc, gc
+        else:
+            return c, c, c
+    return best[1], a, b
+
+
+def _cuts(lo: float, hi: float, excess: float, target: float, centre: float | None) -> list[float]:
+    """Where to split a window whose bound exceeds the best value known by
+    ``excess``.  That excess shrinks with the square of the width (the
+    curvature of the tangents) around an arrangement that reaches the best
+    value, while the bound of windows away from it falls with their
+    distance: so when that arrangement's W (``centre``) lies in the window,
+    the window is cut at a distance from it that should bring the excess
+    under ``target`` (between 1/64 and 1/2 of the width); otherwise in the
+    middle."""
+    width = hi - lo
+    if centre is None or not lo <= centre <= hi or excess <= 0.0:
+        return [lo + 0.5 * width]
+    near = min(max(0.5 * math.sqrt(target / excess), 1.0 / 64.0), 0.5) * width
+    cuts = sorted({x for x in (centre - near, centre + near) if lo < x < hi})
+    return cuts or [lo + 0.5 * width]
+
+
+def bound_split(p: np.ndarray, singles: list[tuple[int | None, float]], rest: np.ndarray, big_b: float,
+                small_b: float, incumbent: float, tol: float | Callable[[float], float], *,
+                max_nodes: int = MAX_NODES) -> SplitBound:
+    """Branch and bound over every arrangement of a pattern (module docstring).
+
+    ``singles`` are the singleton levels as ``(category, level)``: a category
+    of None places that singleton on any category of ``rest`` (every
+    placement at once).  Every category of ``rest`` not holding a singleton
+    takes ``big_b`` or ``small_b`` (one middle level if they are equal).  A
+    node is closed when its bound is at most the larger of ``incumbent`` (a
+    value known to be reachable, e.g. from another pattern; ``-inf`` for
+    none) and the best arrangement found, plus ``tol`` (a number, or a
+    function of that best value) -- or plus twice its own rounding
+    allowance, if that is larger.
+
+    Raises
+    ------
+    ParameterError
+        If ``big_b < small_b``, if singleton levels coincide with each other
+        or with a middle level, or if a category is neither in ``rest`` nor
+        holding a singleton (or is both).
+
+    Examples
+    --------
+    >>> p = np.array([0.4, 0.3, 0.2, 0.1])
+    >>> res = bound_split(p, [], np.arange(4), 0.6, 0.1, -math.inf, 1e-12)
+    >>> bits = (np.arange(16)[:, None] >> np.arange(4)) & 1
+    >>> best = float(form8_objective(p, np.where(bits == 1, 0.6, 0.1)).max())
+    >>> res.closed, res.best_value == best, res.upper_bound >= best
+    (True, True, True)
+    """
+    s = p.size
+    mids = [big_b] if big_b == small_b else [big_b, small_b]
+    fixed = [z for z, _ in singles if z is not None]
+    covered = np.zeros(s, dtype=int)
+    np.add.at(covered, np.concatenate([np.asarray(rest, dtype=np.intp), np.array(fixed, dtype=np.intp)]), 1)
+    if big_b < small_b or np.any(covered != 1) or len({level for _, level in singles} | set(mids)) != \
+            len(singles) + len(mids):
+        raise ParameterError("bound_split needs big_b >= small_b, singleton levels distinct from each other and "
+                             "from the middle ones, and every category either in rest or holding a singleton, once")
+    levels = np.array(sorted({level for _, level in singles} | set(mids), reverse=True))
+    single = np.isin(levels, [level for _, level in singles])
+    index = {float(level): i for i, level in enumerate(levels)}
+    mid_mask = sum(1 << index[float(m)] for m in mids)
+    free_mask = mid_mask + sum(1 << index[float(level)] for z, level in singles if z is None)
+    allowed = np.zeros(s, dtype=np.int64)
+    allowed[rest] = free_mask
+    for z, level in singles:
+        if z is not None:
+            allowed[z] = 1 << index[float(level)]
+    prob = _Problem(p, levels, single, allowed)
+    return _search(prob, incumbent, tol, max_nodes)
+
+
+def _search(prob: _Problem, incumbent: float, tol: float | Callable[[float], float], max_nodes: int) -> SplitBound:
+    """Best-first branch and bound (module docstring)."""
+    found_value, found_q, found_w = -math.inf, None, 0.0
     heap: list[tuple] = []
     closed_bound = -math.inf
     unresolved: list[tuple[float, float]] = []   # (bound, allowance) of nodes with nothing left to split
     evaluated = scored = 0
+    seen: set[int] = set()   # hashes of the arrangements scored (a collision only skips a score)
+
+    def threshold(err: float) -> tuple[float, float]:
+        """The best value known, and how far above it a bound with rounding allowance ``err`` closes."""
+        known = max(incumbent, found_value)
+        slack = tol(known) if callable(tol) else tol
+        return known, max(slack, 2.0 * err) if math.isfinite(err) else slack
 
     def closes(bound: float, err: float) -> bool:
-        allowance = max(tol, 2.0 * err) if math.isfinite(err) else tol
-        return bound <= max(incumbent, found_value) + allowance
+        known, allowance = threshold(err)
+        return bound <= known + allowance
 
-    def push(lo: float, hi: float, status: np.ndarray) -> None:
-        nonlocal found_value, found_q, closed_bound, evaluated, scored
-        bound, err, branch, candidates, lo, hi = prob.node(lo, hi, status)
+    def push(lo: float, hi: float, fixes: tuple[tuple[int, int], ...], lam: float | None) -> None:
+        nonlocal found_value, found_q, found_w, closed_bound, evaluated, scored
+        res = prob.node(lo, hi, fixes, lam)
+        bound, err = res.bound, res.allowance
         if math.isnan(bound):   # never seen; an undefined bound proves nothing
             bound = err = math.inf
         evaluated += 1
-        for cand in candidates:
-            val, q = prob.value(cand)
+        for levels in res.candidates:
+            key = hash(levels.tobytes())
+            if key in seen:
+                continue
+            seen.add(key)
+            val, q = prob.value(levels)
             scored += 1
             if val > found_value:
                 found_value, found_q = val, q
+                found_w = float(prob.pw[np.arange(levels.size), levels].sum())
         if closes(bound, err):
             closed_bound = max(closed_bound, bound)
-        elif branch is None:
+        elif res.branch is None:
             unresolved.append((bound, err))
         else:
-            heapq.heappush(heap, (-bound, evaluated, err, branch, lo, hi, status))
+            heapq.heappush(heap, (-bound, evaluated, err, res.branch, res.lo, res.hi, fixes, res.lam))
 
-    push(0.0, prob.total, np.zeros(rest.size, dtype=np.int8))
+    push(-math.inf, math.inf, (), None)
     while heap and evaluated < max_nodes:
-        neg_bound, _, err, branch, lo, hi, status = heapq.heappop(heap)
+        neg_bound, _, err, branch, lo, hi, fixes, lam = heapq.heappop(heap)
         if closes(-neg_bound, err):
             closed_bound = max(closed_bound, -neg_bound)
             continue
         if branch[0] == "item":
-            for side in (1, -1):
-                child = status.copy()
-                child[branch[1]] = side
-                push(lo, hi, child)
+            z = branch[1]
+            for level in np.flatnonzero(prob.allowed(fixes)[z]):
+                push(lo, hi, fixes + ((z, int(level)),), lam)
         else:
-            push(lo, branch[1], status)
-            push(branch[1], hi, status)
+            known, target = threshold(err)
+            centre = found_w if found_value >= known - target else None   # it reaches the best value known
+            points = [lo, *_cuts(lo, hi, -neg_bound - known, target, centre), hi]
+            for left, right in zip(points[:-1], points[1:]):
+                push(left, right, fixes, lam)
     open_bound = max((-b for b, *_ in heap), default=-math.inf)
     upper = max(found_value, closed_bound, open_bound, *(b for b, _ in unresolved))
     closed = not heap and all(closes(b, e) for b, e in unresolved)
