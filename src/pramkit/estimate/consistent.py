@@ -65,8 +65,21 @@ def norm_sub(values: ArrayLike, total: ArrayLike) -> np.ndarray:
 
     Parameters
     ----------
-    values : array; the last axis is projected, the others index independent rows
-    total : the required sum of each row (a number, or one per row), non-negative
+    values : array-like
+        The last axis is projected, the others index independent rows.
+    total : float or array-like
+        The required sum of each row (a number, or one per row), non-negative.
+
+    Returns
+    -------
+    numpy.ndarray
+        Non-negative values in the shape of ``values``, each row summing to
+        its total (zeros for a total of 0).
+
+    Raises
+    ------
+    PramkitError
+        If a row is empty, a value or total is not finite, or a total is negative.
 
     Examples
     --------
@@ -74,6 +87,11 @@ def norm_sub(values: ArrayLike, total: ArrayLike) -> np.ndarray:
     [100.0, 0.0]
     >>> norm_sub([60.0, 50.0, -10.0], 100.0).tolist()
     [55.0, 45.0, 0.0]
+
+    Rows are independent, each with its own total; a row already in the set is kept:
+
+    >>> norm_sub([[130.0, -30.0], [50.0, 30.0]], [100.0, 80.0]).tolist()
+    [[100.0, 0.0], [50.0, 30.0]]
     """
     v = np.asarray(values, dtype=float)
     if v.ndim == 0 or v.shape[-1] == 0:
@@ -116,15 +134,21 @@ def norm_sub_estimate(
 
     Parameters
     ----------
-    released, matrices, variance, max_condition : as for
-        :func:`pramkit.estimate.moment_estimate`; when that falls back to the
-        MLE (a singular or badly conditioned matrix), so does this, with a note
+    released, matrices, variance, max_condition
+        As for :func:`pramkit.estimate.moment_estimate`; when that falls back
+        to the MLE (a singular or badly conditioned matrix), so does this,
+        with a note.
 
     Returns
     -------
     TableEstimate
         method and estimator ``"norm-sub"``; no standard errors (NaN): the
         estimator is biased and not linear.
+
+    Raises
+    ------
+    PramkitError, DataError
+        As :func:`pramkit.estimate.moment_estimate`.
 
     References
     ----------
@@ -138,6 +162,14 @@ def norm_sub_estimate(
     >>> est = norm_sub_estimate(np.array([90.0, 10.0]), [m])
     >>> est.estimator, est.counts.tolist()
     ('norm-sub', [100.0, 0.0])
+
+    Crossed with an unperturbed variable (columns), each column keeps its
+    released total (60 and 40); the unbiased estimate of the second column,
+    (-10, 50), is projected to (0, 40):
+
+    >>> est = norm_sub_estimate(np.array([[45.0, 5.0], [15.0, 35.0]]), [m, None])
+    >>> est.counts.tolist(), est.counts.sum(axis=0).tolist()
+    ([[60.0, 0.0], [0.0, 40.0]], [60.0, 40.0])
     """
     base = moment_estimate(released, matrices, variance=variance, max_condition=max_condition)
     if base.method != "moment":
@@ -156,7 +188,37 @@ def norm_sub_estimate(
 
 
 def randomized_response_entries(matrix: PramMatrix) -> tuple[float, float] | None:
-    """``(a, b)`` if the matrix is randomized response (diagonal a, off-diagonal b), else ``None``."""
+    """``(a, b)`` if the matrix is randomized response (diagonal a, off-diagonal b), else ``None``.
+
+    Entries may differ from a and b by :data:`RR_TOL`; a matrix of one
+    category gives ``(a, 0.0)``.
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The transition matrix.
+
+    Returns
+    -------
+    (float, float) or None
+        The mean diagonal and off-diagonal entries, or ``None``.
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> randomized_response_entries(PramMatrix([[0.75, 0.25], [0.25, 0.75]]))
+    (0.75, 0.25)
+    >>> randomized_response_entries(PramMatrix([[0.9, 0.1], [0.3, 0.7]])) is None
+    True
+
+    The k-ary randomized response at epsilon keeps with ``e^eps / (e^eps + S - 1)``:
+
+    >>> import math
+    >>> from pramkit.design.classic import randomized_response
+    >>> a, b = randomized_response_entries(randomized_response(["a", "b", "c", "d"], 1.0))
+    >>> math.isclose(a, math.e / (math.e + 3)), math.isclose(a / b, math.e)
+    (True, True)
+    """
     m = matrix.matrix
     s = matrix.size
     a = float(np.mean(np.diag(m)))
@@ -179,14 +241,17 @@ def rr_mle_estimate(
 
     Parameters
     ----------
-    released : released counts, one axis per variable
-    matrices : one :class:`PramMatrix` per axis, ``None`` for an unperturbed
-        variable; exactly one must be given, with equal diagonal entries a and
-        equal off-diagonal entries b, ``a > b`` (``a = b`` releases nothing
-        about the variable: then the generic MLE of the identifiable
-        quantities is returned, with a note)
-    variance : ``"multinomial"`` or ``"pram"``, for the standard errors (the
-        inverse expected Fisher information, as for the MLE)
+    released : array-like
+        Released counts, one axis per variable.
+    matrices : sequence of PramMatrix or None
+        One matrix per axis, ``None`` for an unperturbed variable; exactly
+        one must be given, with equal diagonal entries a and equal
+        off-diagonal entries b, ``a > b`` (``a = b`` releases nothing about
+        the variable: then the generic MLE of the identifiable quantities is
+        returned, with a note).
+    variance : {"multinomial", "pram"}, default "multinomial"
+        For the standard errors (the inverse expected Fisher information, as
+        for the MLE).
 
     Returns
     -------
@@ -194,6 +259,14 @@ def rr_mle_estimate(
         method ``"mle"``, estimator ``"rr-mle"``, no EM update
         (``iterations`` 0); ``loglik_gap`` is the stopping-rule bound of EM at
         the closed form, i.e. a check that it is the maximum (about 0).
+
+    Raises
+    ------
+    PramkitError
+        If not exactly one axis is perturbed, its matrix is not randomized
+        response with ``a >= b``, or ``variance`` is unknown.
+    DataError
+        If the released counts are invalid or do not match the matrices.
 
     References
     ----------
@@ -210,6 +283,15 @@ def rr_mle_estimate(
     >>> est = rr_mle_estimate(np.array([70.0, 30.0]), [m])
     >>> est.counts.round(9).tolist()
     [90.0, 10.0]
+
+    It agrees with EM (:func:`pramkit.estimate.mle_estimate`) to EM's tolerance,
+    with no iteration:
+
+    >>> m3 = PramMatrix([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
+    >>> closed = rr_mle_estimate(np.array([60.0, 30.0, 10.0]), [m3])
+    >>> em = mle_estimate(np.array([60.0, 30.0, 10.0]), [m3], tol=1e-9)
+    >>> closed.iterations, np.allclose(closed.counts, em.counts, atol=1e-3), closed.loglik_gap < 1e-9
+    (0, True, True)
     """
     check_variance_kind(variance)
     u, _, n = table_inputs(released, matrices)

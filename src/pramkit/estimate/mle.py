@@ -73,22 +73,70 @@ def mle_estimate(
 ) -> TableEstimate:
     """MLE of the original counts by EM, with its iteration count and stopping-rule value.
 
+    EM (the iterative Bayesian update) ``p_k <- p_k r_k`` with
+    ``r_k = sum_j M[k, j] lam_hat_j / (M^T p)_j`` (module docstring), which
+    maximises the log-likelihood of Cator, Hensbergen and Rozenholc (section
+    3) on the simplex.
+
     Parameters
     ----------
-    released : released counts, one axis per variable
-    matrices : one :class:`PramMatrix` per axis, ``None`` for an unperturbed variable
-    variance : ``"multinomial"`` or ``"pram"``, as for the moment estimator
-    tol : stop when ``n (max_k r_k - 1) <= tol``: the log-likelihood (nats)
+    released : array-like, one axis per variable
+        Released counts.
+    matrices : sequence of PramMatrix or None
+        One matrix per axis, ``None`` for an unperturbed variable.
+    variance : {"multinomial", "pram"}, default "multinomial"
+        As for the moment estimator.
+    tol : float, default TOL
+        Stop when ``n (max_k r_k - 1) <= tol``: the log-likelihood (nats)
         is then provably within ``tol`` of its maximum, so the estimate lies
-        within about ``sqrt(2 tol)`` standard errors of the MLE in any direction
-    max_iter : give up after this many EM updates (an :class:`EstimationWarning`
-        is issued and ``converged`` is false)
-    start : ``"moment"`` (the moment estimate when it lies inside the simplex;
+        within about ``sqrt(2 tol)`` standard errors of the MLE in any direction.
+    max_iter : int, default MAX_ITER
+        Give up after this many EM updates (an :class:`EstimationWarning`
+        is issued and ``converged`` is false).
+    start : {"moment", "uniform"}, default "moment"
+        ``"moment"`` (the moment estimate when it lies inside the simplex;
         otherwise its positive part, normalised, averaged with the uniform
-        distribution) or ``"uniform"``
-    accelerate : extrapolate every two EM updates (SQUAREM, Varadhan and
-        Roland 2008, scheme S3), keeping p positive and the likelihood
-        non-decreasing; ``False`` gives plain EM
+        distribution) or ``"uniform"``.
+    accelerate : bool, default True
+        Extrapolate every two EM updates (SQUAREM, Varadhan and Roland 2008,
+        scheme S3), keeping p positive and the likelihood non-decreasing;
+        ``False`` gives plain EM.
+
+    Returns
+    -------
+    TableEstimate
+        Counts in ``[0, n]`` summing to n, method and estimator ``"mle"``,
+        with ``iterations``, ``converged``, ``loglik`` and ``loglik_gap``;
+        for a singular matrix, ``identifiability`` and a ``note``.
+
+    Raises
+    ------
+    PramkitError
+        For a bad ``variance``, ``tol``, ``max_iter`` or ``start``.
+    DataError
+        If the released counts are invalid or do not match the matrices.
+
+    Warns
+    -----
+    EstimationWarning
+        If EM stops at ``max_iter`` before meeting ``tol``.
+
+    Examples
+    --------
+    90 "yes" of 100 under randomized response keeping with 3/4: the moment
+    estimate (130, -30) leaves the simplex, the MLE is on its boundary:
+
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> est = mle_estimate(np.array([90.0, 10.0]), [m])
+    >>> est.counts.round(1).tolist(), est.converged, est.loglik_gap <= TOL
+    ([100.0, 0.0], True, True)
+
+    Inside the simplex the MLE is the moment estimate, with the same standard errors:
+
+    >>> est = mle_estimate(np.array([70.0, 30.0]), [m])
+    >>> est.counts.round(6).tolist(), est.se.round(4).tolist()
+    ([90.0, 10.0], [9.1652, 9.1652])
     """
     check_variance_kind(variance)
     if not (math.isfinite(tol) and tol > 0):
@@ -149,6 +197,48 @@ def estimate_at(
     singular matrix, the identifiable cells get standard errors, the others
     NaN, and the totals of the groups of indistinguishable cells are
     estimated (:mod:`pramkit.estimate.singular`).
+
+    Parameters
+    ----------
+    released : numpy.ndarray
+        Released counts, one axis per variable.
+    matrices : sequence of PramMatrix or None
+        One matrix per axis, ``None`` for an unperturbed variable.
+    p : numpy.ndarray
+        Estimated original proportions, in the shape of ``released``.
+    variance : {"multinomial", "pram"}
+        The covariance of the standard errors.
+    iterations : int
+        EM updates that gave p (reported as is).
+    converged : bool
+        Whether the method that gave p met its stopping rule (reported as is).
+    estimator : str, default "mle"
+        The name reported in the result.
+
+    Returns
+    -------
+    TableEstimate
+        Counts ``n p``, method ``"mle"``, the log-likelihood (nats) and its gap bound.
+
+    Raises
+    ------
+    DataError
+        If the released counts are invalid or do not match the matrices.
+
+    Examples
+    --------
+    The gap bound tells a maximiser from another point: (100, 0) is the MLE
+    of 90 "yes" of 100 (gap 0), the naive proportions (90, 10) are not:
+
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> u = np.array([90.0, 10.0])
+    >>> best = estimate_at(u, [m], np.array([1.0, 0.0]), variance="multinomial", iterations=0, converged=True)
+    >>> naive = estimate_at(u, [m], np.array([0.9, 0.1]), variance="multinomial", iterations=0, converged=False)
+    >>> best.counts.tolist(), best.loglik_gap, round(naive.loglik_gap, 4)
+    ([100.0, 0.0], 0.0, 4.7619)
+    >>> best.loglik > naive.loglik
+    True
     """
     u, mats, n = table_inputs(released, matrices)
     cond = condition_number(mats)

@@ -52,18 +52,46 @@ def moment_estimate(
 ) -> TableEstimate:
     """Unbiased estimate of the original counts of a table, with standard errors.
 
+    ``mu_hat(k; y) = (1/n) sum_l (P^{-1})_{lk} U(l; y)`` (Cator, Hensbergen
+    and Rozenholc, estimator (4)): the inverse of each perturbed variable's
+    matrix applied along its axis, the identity along the others.
+
     Parameters
     ----------
-    released : array, one axis per variable
+    released : array-like, one axis per variable
         Released counts ``U`` (a 1-D array for one variable).
-    matrices : one :class:`PramMatrix` per axis, ``None`` for an unperturbed variable
-    variance : ``"multinomial"`` (records sampled from a population; the
-        covariance ``n (diag(lam) - lam lam^T)`` of the released counts pushed
-        through the inverse) or ``"pram"`` (the original file fixed; PRAM the
-        only randomness).  See :mod:`pramkit.estimate.covariance`.
-    max_condition : above this condition number (or for a singular matrix)
-        an :class:`EstimationWarning` is issued and the MLE is returned, its
+    matrices : sequence of PramMatrix or None
+        One matrix per axis, ``None`` for an unperturbed variable.
+    variance : {"multinomial", "pram"}, default "multinomial"
+        ``"multinomial"`` (records sampled from a population; the covariance
+        ``n (diag(lam) - lam lam^T)`` of the released counts pushed through
+        the inverse) or ``"pram"`` (the original file fixed; PRAM the only
+        randomness).  See :mod:`pramkit.estimate.covariance`.
+    max_condition : float, default MAX_CONDITION
+        Above this condition number (or for a singular matrix) an
+        :class:`EstimationWarning` is issued and the MLE is returned, its
         ``note`` saying why (and, for a singular matrix, what cannot be estimated).
+
+    Returns
+    -------
+    TableEstimate
+        Counts summing to n (possibly negative or above n: ``out_of_range``),
+        standard errors and the covariance; method ``"moment"``, estimator
+        ``"unbiased"`` (or the MLE's result after the warning).
+
+    Raises
+    ------
+    PramkitError
+        For an unknown ``variance``, or an axis given something other than a
+        PramMatrix or None.
+    DataError
+        If the released counts are invalid or do not match the matrices.
+
+    Warns
+    -----
+    EstimationWarning
+        When the matrix is singular or its condition number exceeds
+        ``max_condition`` (the MLE is returned).
 
     Examples
     --------
@@ -76,6 +104,15 @@ def moment_estimate(
     >>> est = moment_estimate(np.array([90.0, 10.0]), [m])
     >>> est.estimator, est.counts.round(6).tolist(), est.out_of_range.tolist()
     ('unbiased', [130.0, -30.0], [True, True])
+
+    The estimator is unbiased: applied to the expected released counts
+    ``n M^T p`` it returns ``n p`` exactly, here for a table whose second
+    variable is not perturbed:
+
+    >>> p = np.array([[0.4, 0.1], [0.2, 0.3]])
+    >>> expected = 100 * np.einsum("kj,ky->jy", m.matrix, p)
+    >>> np.allclose(moment_estimate(expected, [m, None]).counts, 100 * p)
+    True
 
     References
     ----------

@@ -20,7 +20,23 @@ if TYPE_CHECKING:
 
 class EstimationWarning(UserWarning):
     """The requested estimator could not be used as asked (e.g. the moment
-    estimator on a singular matrix), or the MLE did not converge."""
+    estimator on a singular matrix), or the MLE did not converge.
+
+    Examples
+    --------
+    Two categories with identical rows make the matrix singular: the moment
+    estimator warns and returns the MLE, whose ``note`` says why.
+
+    >>> import warnings
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.estimate.moment import moment_estimate
+    >>> m = PramMatrix([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], ("a", "b", "c"))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = moment_estimate(np.array([40.0, 20.0, 40.0]), [m])
+    >>> [w.category.__name__ for w in caught], est.method
+    (['EstimationWarning'], 'mle')
+    """
 
 
 #: Estimates this far (relative to n) outside [0, n] are flagged: rounding is not.
@@ -53,6 +69,22 @@ class TableEstimate:
     identifiability: for a singular matrix, which cells are identifiable and the
         estimated totals of the groups of cells that cannot be told apart
         (:mod:`pramkit.estimate.singular`); ``None`` otherwise
+
+    Examples
+    --------
+    Randomized response keeping with 3/4 (condition number 2), 70 "yes" and
+    30 "no" released:
+
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.estimate.moment import moment_estimate
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> est = moment_estimate(np.array([70.0, 30.0]), [m])
+    >>> est.counts.tolist(), est.proportions.tolist(), est.se.round(4).tolist()
+    ([90.0, 10.0], [0.9, 0.1], [9.1652, 9.1652])
+    >>> est.n, est.method, est.variance, round(est.condition_number, 12)
+    (100, 'moment', 'multinomial', 2.0)
+    >>> est.identifiable.tolist(), est.out_of_range.tolist()
+    ([True, True], [False, False])
     """
 
     counts: np.ndarray
@@ -78,6 +110,7 @@ class TableEstimate:
 
     @property
     def proportion_se(self) -> np.ndarray:
+        """Standard errors of the estimated proportions (se / n)."""
         return self.se / self.n
 
     @property
@@ -96,7 +129,42 @@ class TableEstimate:
 
     def linear_variance(self, gradient: np.ndarray) -> float:
         """Variance of ``gradient . counts`` (delta method for a smooth function);
-        NaN when it is not identifiable or the estimator has no covariance."""
+        NaN when it is not identifiable or the estimator has no covariance.
+
+        Parameters
+        ----------
+        gradient : numpy.ndarray
+            The coefficients, in the shape of ``counts``.
+
+        Returns
+        -------
+        float
+            The variance (records squared for counts), or NaN.
+
+        Examples
+        --------
+        The difference "yes" - "no" of a binary variable has four times the
+        variance of one count:
+
+        >>> from pramkit import PramMatrix
+        >>> from pramkit.estimate.moment import moment_estimate
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> est = moment_estimate(np.array([70.0, 30.0]), [m])
+        >>> est.linear_variance(np.array([1.0, -1.0])), math.isclose(4 * est.se[0] ** 2, 336.0)
+        (336.0, True)
+
+        With a singular matrix only identifiable quantities have one: the
+        total of two categories that cannot be told apart does, either of
+        them alone does not:
+
+        >>> import warnings
+        >>> s = PramMatrix([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], ("a", "b", "c"))
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     est = moment_estimate(np.array([40.0, 20.0, 40.0]), [s])
+        >>> round(est.linear_variance(np.array([1.0, 1.0, 0.0])), 9), est.linear_variance(np.array([1.0, 0.0, 0.0]))
+        (24.0, nan)
+        """
         if self.covariance is not None:
             return self.covariance.variance(gradient)
         if self.identifiability is not None:
@@ -107,7 +175,41 @@ class TableEstimate:
 def table_inputs(
     released: ArrayLike, matrices: Sequence[PramMatrix | None]
 ) -> tuple[np.ndarray, list[np.ndarray | None], int]:
-    """Validated released counts, the per-axis matrices as arrays, and n."""
+    """Validated released counts, the per-axis matrices as arrays, and n.
+
+    Parameters
+    ----------
+    released : array-like, one axis per variable
+        The released counts (finite, non-negative, not all zero).
+    matrices : sequence of PramMatrix or None
+        One per axis, ``None`` for an unperturbed variable.
+
+    Returns
+    -------
+    (numpy.ndarray, list of numpy.ndarray or None, int)
+        The counts as floats, the matrices' arrays, and n (the total, rounded).
+
+    Raises
+    ------
+    DataError
+        If the counts are not an array with one axis per matrix, are
+        negative, non-finite or all zero, an axis's size differs from its
+        matrix's, or a released category occurs that its matrix never releases.
+    PramkitError
+        If an axis is given something other than a PramMatrix or None.
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> u, mats, n = table_inputs([[30, 20], [15, 35]], [m, None])
+    >>> u.dtype, mats[0].tolist(), mats[1], n
+    (dtype('float64'), [[0.75, 0.25], [0.25, 0.75]], None, 100)
+    >>> table_inputs([30, 20, 5], [m])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: axis 0 has 3 categories but its matrix is 2 x 2
+    """
     u = np.asarray(released, dtype=float)
     if u.ndim == 0:
         raise DataError("released counts must be an array with one axis per variable")
@@ -144,7 +246,32 @@ def table_inputs(
 def condition_number(mats: Sequence[np.ndarray | None]) -> float:
     """2-norm condition number of ``M_1 ⊗ M_2 ⊗ ...`` (singular values multiply);
     ``inf`` when a matrix is singular (its numerical rank,
-    :func:`pramkit.estimate.identifiability.numerical_rank`, is below its size)."""
+    :func:`pramkit.estimate.identifiability.numerical_rank`, is below its size).
+
+    The errors of the unbiased estimator ``(M^T)^{-1} lam_hat`` are amplified
+    by up to this factor.
+
+    Parameters
+    ----------
+    mats : sequence of numpy.ndarray or None
+        One square matrix per axis, ``None`` for an unperturbed axis (condition 1).
+
+    Returns
+    -------
+    float
+        The condition number, ``>= 1``, or ``inf``.
+
+    Examples
+    --------
+    Randomized response keeping with 3/4 has singular values 1 and 1/2;
+    crossing two such variables squares the condition number:
+
+    >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> round(condition_number([rr, None]), 12), round(condition_number([rr, rr]), 12)
+    (2.0, 4.0)
+    >>> condition_number([np.array([[0.5, 0.5], [0.5, 0.5]])])
+    inf
+    """
     cond = 1.0
     for m in mats:
         if m is None:

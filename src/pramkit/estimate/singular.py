@@ -97,6 +97,31 @@ class IdentifiableCovariance:
 
     ``variance(g)`` is NaN for a gradient outside the column space (not
     identifiable) and for tables too large for the dense blocks (``available``).
+
+    Examples
+    --------
+    Categories a and b have identical rows: only their total is identifiable.
+    With 100 records the total of a and b and the count of c add up to n, so
+    under the multinomial covariance (S2) they have the same variance:
+
+    >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+    >>> p = np.array([0.3, 0.3, 0.4])
+    >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+    >>> total_ab, count_c = cov.variance(np.array([1.0, 1.0, 0.0])), cov.variance(np.array([0.0, 0.0, 1.0]))
+    >>> round(total_ab, 6), math.isclose(total_ab, count_c)
+    (66.415094, True)
+    >>> cov.variance(np.array([1.0, 0.0, 0.0]))          # a alone: not identifiable
+    nan
+
+    For an invertible matrix (S2) is the covariance of
+    :class:`pramkit.estimate.covariance.CountCovariance` at the fitted distribution:
+
+    >>> from pramkit.estimate.covariance import CountCovariance
+    >>> m2, p2 = np.array([[0.8, 0.2], [0.3, 0.7]]), np.array([0.6, 0.4])
+    >>> ident = IdentifiableCovariance([m2], m2.T @ p2, 100 * p2, 100, "multinomial")
+    >>> dense = CountCovariance((np.linalg.inv(m2),), 100 * (m2.T @ p2), 100 * p2, 100, "multinomial")
+    >>> np.allclose(ident.cell_variances(np.ones(2, dtype=bool)), dense.cell_variances())
+    True
     """
 
     def __init__(self, mats: Sequence[np.ndarray | None], fitted: np.ndarray, counts: np.ndarray,
@@ -131,7 +156,28 @@ class IdentifiableCovariance:
 
     # -- identifiability and variances ----------------------------------------------
     def identifiable(self, gradient: np.ndarray) -> bool:
-        """Whether ``gradient . t`` is identifiable (the gradient lies in the column space)."""
+        """Whether ``gradient . t`` is identifiable (the gradient lies in the column space).
+
+        The column space of ``⊗ M_a`` (identity on unperturbed axes), up to a
+        relative :data:`RANGE_TOL`.
+
+        Parameters
+        ----------
+        gradient : numpy.ndarray
+            The coefficients g, in the shape of the table.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+        >>> [cov.identifiable(np.array(g)) for g in ([1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, -1.0, 0.0])]
+        [True, True, False]
+        """
         g = np.asarray(gradient, dtype=float)
         inside = contract(g, [None if f is None else f.projector for f in self.factors])
         scale = float(np.sqrt(np.sum(g * g)))
@@ -149,7 +195,30 @@ class IdentifiableCovariance:
 
     def variance(self, gradient: np.ndarray) -> float:
         """Variance of ``gradient . t_hat`` (the delta method for a smooth function
-        whose gradient is given); NaN if it is not identifiable or not computed."""
+        whose gradient is given); NaN if it is not identifiable or not computed.
+
+        (S2) or (S3) of the module docstring, floored at 0.
+
+        Parameters
+        ----------
+        gradient : numpy.ndarray
+            The coefficients g, in the shape of the table.
+
+        Returns
+        -------
+        float
+            The variance (records squared for counts), or NaN.
+
+        Examples
+        --------
+        >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+        >>> round(cov.variance(np.array([1.0, 1.0, 0.0])), 6)          # total of a and b
+        66.415094
+        >>> cov.variance(np.array([1.0, -1.0, 0.0]))                   # a - b: not identifiable
+        nan
+        """
         g = np.asarray(gradient, dtype=float)
         if not self.available or not self.identifiable(g):
             return math.nan
@@ -160,14 +229,56 @@ class IdentifiableCovariance:
 
     def group_variances(self, indicators: np.ndarray) -> np.ndarray:
         """Variances of the totals of groups of perturbed cells (columns of a
-        0/1 matrix, perturbed cells x m), within each unperturbed cell: (m, K_Y)."""
+        0/1 matrix, perturbed cells x m), within each unperturbed cell: (m, K_Y).
+
+        Parameters
+        ----------
+        indicators : numpy.ndarray, shape (K_P, m)
+            Column i is the 0/1 indicator of group i over the perturbed cells
+            (in C order of the perturbed axes).
+
+        Returns
+        -------
+        numpy.ndarray, shape (m, K_Y)
+            The variances (NaN everywhere if not ``available``).
+
+        Examples
+        --------
+        >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+        >>> groups = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])     # {a, b} and {c}
+        >>> var = cov.group_variances(groups)
+        >>> var.shape, np.allclose(var[0], var[1])
+        ((2, 1), True)
+        """
         if not self.available:
             return np.full((indicators.shape[1], self.k_y), np.nan)
         total = indicators.T @ self._to_blocks(self.counts)
         return self._finish(self._quad(indicators), total, total)
 
     def cell_variances(self, identifiable: np.ndarray) -> np.ndarray:
-        """Variance of every identifiable cell's count, NaN elsewhere."""
+        """Variance of every identifiable cell's count, NaN elsewhere.
+
+        Parameters
+        ----------
+        identifiable : numpy.ndarray of bool
+            Per cell, whether its count is identifiable
+            (:attr:`TableIdentifiability.identifiable`).
+
+        Returns
+        -------
+        numpy.ndarray
+            The variances, in the shape of the table.
+
+        Examples
+        --------
+        >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+        >>> cov.cell_variances(np.array([False, False, True])).round(4).tolist()
+        [nan, nan, 66.4151]
+        """
         if not self.available:
             return np.full(self.shape, np.nan)
         t = self._to_blocks(self.counts)
@@ -177,7 +288,32 @@ class IdentifiableCovariance:
     def share_variances(self, group_axes: Sequence[int], identifiable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Shares ``t_c / b_g`` within the groups of ``group_axes`` (all records
         when empty) and their delta-method variances, NaN where not identifiable
-        (or, with groups, for more than :data:`MAX_SHARE_CELLS` cells)."""
+        (or, with groups, for more than :data:`MAX_SHARE_CELLS` cells).
+
+        Parameters
+        ----------
+        group_axes : sequence of int
+            The axes whose categories define the groups (the ``by`` variables).
+        identifiable : numpy.ndarray of bool
+            Per cell, whether its count is identifiable.
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            The shares and their variances, in the shape of the table.
+
+        Examples
+        --------
+        Shares of all records: the variances are those of the counts over ``n^2``.
+
+        >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+        >>> ident = np.array([False, False, True])
+        >>> r, var = cov.share_variances([], ident)
+        >>> r.tolist(), bool(np.isnan(var[0])), math.isclose(var[2], cov.cell_variances(ident)[2] / 100**2)
+        ([0.3, 0.3, 0.4], True, True)
+        """
         t = self.counts
         inner = tuple(a for a in range(t.ndim) if a not in set(group_axes))
         b = t.sum(axis=inner, keepdims=True)
@@ -207,6 +343,18 @@ class GroupEstimate:
     members: per axis of the table, the indices of the categories in the group
     estimate: the estimated original count of the group (records)
     se: its standard error (NaN if the table is too large for it)
+
+    Examples
+    --------
+    Categories a and b (indices 0 and 1) have identical rows; the MLE of
+    their total is that of the 60 records they hold:
+
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]], ("a", "b", "c"))
+    >>> p = np.array([0.3, 0.3, 0.4])
+    >>> (group,) = table_identifiability([m], m.matrix.T @ p, 100 * p, 100, "multinomial").groups
+    >>> group.members, round(group.estimate, 6), round(group.se ** 2, 4)
+    (((0, 1),), 60.0, 66.4151)
     """
 
     members: tuple[tuple[int, ...], ...]
@@ -222,6 +370,17 @@ class TableIdentifiability:
     identifiable: per cell, whether its count is identifiable
     groups: the identifiable totals of groups of cells that cannot be told apart
     covariance: covariance of identifiable linear quantities
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]], ("a", "b", "c"))
+    >>> p = np.array([0.3, 0.3, 0.4])
+    >>> ti = table_identifiability([m], m.matrix.T @ p, 100 * p, 100, "multinomial")
+    >>> ti.identifiable.tolist(), [(g.members, round(g.estimate, 6)) for g in ti.groups]
+    ([False, False, True], [(((0, 1),), 60.0)])
+    >>> ti.message  # doctest: +ELLIPSIS
+    'axis 0: singular (rank 2 of 3): categories a and b have identical rows ...; only their total can be estimated'
     """
 
     axes: tuple[IdentifiabilityResult | None, ...]
@@ -235,7 +394,29 @@ class TableIdentifiability:
         return self.message_for([f"axis {a}" for a in range(len(self.axes))])
 
     def message_for(self, names: Sequence[str]) -> str:
-        """:attr:`message` with the axes called by ``names`` (e.g. the variables)."""
+        """:attr:`message` with the axes called by ``names`` (e.g. the variables).
+
+        Parameters
+        ----------
+        names : sequence of str
+            One name per axis of the table.
+
+        Returns
+        -------
+        str
+            One clause per singular axis, joined by ``"; "`` (and a note when
+            the table is too large for standard errors).
+
+        Examples
+        --------
+        >>> from pramkit import PramMatrix
+        >>> m = PramMatrix([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]], ("a", "b", "c"))
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> ti = table_identifiability([m, None], np.outer(m.matrix.T @ p, [0.5, 0.5]),
+        ...                            np.outer(100 * p, [0.5, 0.5]), 100, "multinomial")
+        >>> ti.message_for(["answer", "sex"]).split(":")[0]
+        'answer'
+        """
         parts = [f"{name}: {res.message}" for name, res in zip(names, self.axes) if res is not None and res.singular]
         if not self.covariance.available:
             parts.append(f"standard errors are not computed for a singular table this large (over {MAX_WORK:g} "
@@ -252,6 +433,41 @@ def table_identifiability(
     the MLE ``n p_hat``; the totals of the groups (products over the axes of a
     group of indistinguishable categories, or a single category) are the same
     at every maximiser of the likelihood.
+
+    Parameters
+    ----------
+    matrices : sequence of PramMatrix or None
+        One per axis, ``None`` for an unperturbed variable.
+    fitted : numpy.ndarray
+        The fitted released proportions, in the shape of the table.
+    counts : numpy.ndarray
+        The estimated counts ``n p_hat``.
+    n : int
+        The number of records.
+    kind : str
+        ``"multinomial"`` (S2) or ``"pram"`` (S3).
+
+    Returns
+    -------
+    TableIdentifiability
+        The identifiable cells, one :class:`GroupEstimate` per group (and per
+        combination of the unperturbed categories), and the covariance.
+
+    Examples
+    --------
+    Categories a and b cannot be told apart; crossed with an unperturbed
+    variable of two categories, their total is estimated within each:
+
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]], ("a", "b", "c"))
+    >>> p = np.outer([0.3, 0.3, 0.4], [0.5, 0.5])
+    >>> ti = table_identifiability([m, None], m.matrix.T @ p, 100 * p, 100, "multinomial")
+    >>> ti.identifiable.tolist()
+    [[False, False], [False, False], [True, True]]
+    >>> [(g.members, round(g.estimate, 6)) for g in ti.groups]
+    [(((0, 1), (0,)), 30.0), (((0, 1), (1,)), 30.0)]
+    >>> all(g.se > 0 for g in ti.groups)
+    True
     """
     axes = tuple(None if m is None else identifiability(m) for m in matrices)
     cov = IdentifiableCovariance([None if m is None else m.matrix for m in matrices], fitted, counts, n, kind)

@@ -58,6 +58,21 @@ class Derived:
     estimate: the value (a proportion, or a difference of proportions)
     se: standard error (exact for a share of all records, delta method for a ratio)
     ci_low, ci_high: the interval ``estimate -/+ z se`` at level ``confidence``
+    confidence: the level of the interval
+
+    Examples
+    --------
+    The share of "yes" among all records of a released table
+    (:meth:`EstimateResult.share`), with its 95% interval ``0.5 -/+ 1.96 * 0.1``:
+
+    >>> from pramkit import Manifest, PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+    ...                          "sex": ["f"] * 60 + ["m"] * 40})
+    >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+    >>> d = res.share({"answer": "yes"})
+    >>> round(d.estimate, 12), round(d.se, 12), round(d.ci_low, 3), round(d.ci_high, 3), d.confidence
+    (0.5, 0.1, 0.304, 0.696, 0.95)
     """
 
     estimate: float
@@ -83,6 +98,24 @@ class EstimateResult:
     requested_estimator: the estimator asked for (``table.estimator`` is the
         one used; they differ when a singular or badly conditioned matrix
         forces the MLE, and ``table.note`` then says why)
+
+    Examples
+    --------
+    A yes/no answer released by randomized response (keep with 3/4), by an
+    unperturbed sex.  Among the 60 women 35 "yes" were released, so the
+    unbiased estimate is ``(1.5 * 35 - 0.5 * 25, -0.5 * 35 + 1.5 * 25) = (40, 20)``:
+
+    >>> from pramkit import Manifest, PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+    ...                          "sex": ["f"] * 60 + ["m"] * 40})
+    >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+    >>> res.variables, res.by, res.perturbed, res.n
+    (('answer', 'sex'), ('sex',), (True, False), 100)
+    >>> res.table.counts.tolist()
+    [[40.0, 10.0], [20.0, 30.0]]
+    >>> res.proportion.round(4).tolist()           # shares within each sex
+    [[0.6667, 0.25], [0.3333, 0.75]]
     """
 
     variables: tuple[str, ...]
@@ -125,7 +158,26 @@ class EstimateResult:
         proportion_se, proportion_ci_low, proportion_ci_high, released (count),
         out_of_range (the count is outside [0, n] or the share outside [0, 1]),
         identifiable (false for a cell of a group that a singular matrix cannot
-        tell apart: its estimate is one maximiser of the likelihood among many)."""
+        tell apart: its estimate is one maximiser of the likelihood among many).
+
+        Returns
+        -------
+        list of dict
+            One dict per cell, in C order of the table's axes.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+        ...                          "sex": ["f"] * 60 + ["m"] * 40})
+        >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+        >>> first = res.cells()[0]
+        >>> first["category"], first["estimate"], first["released"], round(first["proportion"], 4)
+        (['yes', 'f'], 40.0, 35.0, 0.6667)
+        >>> math.isclose(first["ci_high"] - first["estimate"], res.z * first["se"])
+        True
+        """
         z = self.z
         t, se = self.table.counts, self.table.se
         r, rse = self.proportion, self.proportion_se
@@ -150,7 +202,31 @@ class EstimateResult:
         """For a singular matrix: the estimated totals of the groups of cells
         that cannot be told apart (identifiable), one record each: category (per
         variable, the list of its categories in the group; a single variable:
-        just that list), estimate, se, ci_low, ci_high (records).  Empty otherwise."""
+        just that list), estimate, se, ci_low, ci_high (records).  Empty otherwise.
+
+        Returns
+        -------
+        list of dict
+            One dict per group (and per combination of the other variables'
+            categories).
+
+        Examples
+        --------
+        Categories a and b are released identically: only their total (the
+        60 records released as a or b, since c is kept) is estimated:
+
+        >>> import warnings
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], ("a", "b", "c"))
+        >>> released = pd.DataFrame({"x": ["a"] * 40 + ["b"] * 20 + ["c"] * 40})
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")      # the moment estimator falls back to the MLE
+        ...     res = estimate_table(released, Manifest.of({"x": m}), "x")
+        >>> [(g["category"], round(g["estimate"], 6), round(g["se"], 4)) for g in res.groups()]
+        [(['a', 'b'], 60.0, 4.899)]
+        >>> [(c["category"], c["identifiable"]) for c in res.cells()]
+        [('a', False), ('b', False), ('c', True)]
+        """
         ident = self.table.identifiability
         if ident is None:
             return []
@@ -166,7 +242,26 @@ class EstimateResult:
         return out
 
     def to_frame(self) -> pd.DataFrame:
-        """The cells as a DataFrame: one column per variable, then the fields of :meth:`cells`."""
+        """The cells as a DataFrame: one column per variable, then the fields of :meth:`cells`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per cell; ``category`` holds a tuple of labels for several variables.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+        ...                          "sex": ["f"] * 60 + ["m"] * 40})
+        >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+        >>> frame = res.to_frame()
+        >>> frame[["answer", "sex", "estimate", "released"]].values.tolist()
+        [['yes', 'f', 40.0, 35.0], ['yes', 'm', 10.0, 15.0], ['no', 'f', 20.0, 25.0], ['no', 'm', 30.0, 25.0]]
+        >>> math.isclose(frame["estimate"].sum(), res.n)
+        True
+        """
         cells = self.cells()
         frame = pd.DataFrame(cells)
         for a, name in reversed(list(enumerate(self.variables))):
@@ -177,7 +272,28 @@ class EstimateResult:
         return frame
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything the command line prints with ``--json``."""
+        """Everything the command line prints with ``--json``.
+
+        Returns
+        -------
+        dict
+            Plain JSON values: the method and estimator, n, the variables,
+            diagnostics, the groups (:meth:`groups`) and the cells (:meth:`cells`).
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+        ...                          "sex": ["f"] * 60 + ["m"] * 40})
+        >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+        >>> import json
+        >>> d = json.loads(json.dumps(res.to_dict()))
+        >>> d["estimator"], d["n"], d["perturbed"], d["out_of_range_cells"], len(d["cells"])
+        ('unbiased', 100, {'answer': True, 'sex': False}, 0, 4)
+        >>> d["units"]["proportion"]
+        "share of the records in the cell's by-group"
+        """
         t = self.table
         ident = t.identifiability
         return {
@@ -211,7 +327,36 @@ class EstimateResult:
 
     # -- derived quantities ----------------------------------------------
     def mask(self, select: Selection | None) -> np.ndarray:
-        """Boolean table of the cells matching ``select`` (all cells for ``None``)."""
+        """Boolean table of the cells matching ``select`` (all cells for ``None``).
+
+        Parameters
+        ----------
+        select : mapping or None
+            Variable name -> one label or a list of labels; variables not
+            named match every category.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            In the shape of the table.
+
+        Raises
+        ------
+        PramkitError
+            If a name is not a variable of the table, or a label not one of its categories.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+        ...                          "sex": ["f"] * 60 + ["m"] * 40})
+        >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+        >>> res.mask({"answer": "yes"}).tolist()
+        [[True, True], [False, False]]
+        >>> res.mask({"answer": "yes", "sex": ["m"]}).tolist(), bool(res.mask(None).all())
+        ([[False, True], [False, False]], True)
+        """
         m = np.ones(self.table.counts.shape, dtype=bool)
         for name, wanted in (select or {}).items():
             if name not in self.variables:
@@ -249,6 +394,45 @@ class EstimateResult:
 
         The standard error is exact for a share of all records and comes from
         the delta method for a share within a subgroup (a ratio of estimated counts).
+
+        Parameters
+        ----------
+        select : mapping
+            The cells counted (see :meth:`mask`).
+        within : mapping, optional
+            The cells of the denominator; all records if ``None``.
+
+        Returns
+        -------
+        Derived
+            The share, its standard error and normal interval.
+
+        Raises
+        ------
+        PramkitError
+            For an unknown variable or category, or a denominator estimated at
+            zero or below.
+
+        Examples
+        --------
+        The share of "yes" among women is the table's proportion for that
+        cell, with the same standard error:
+
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+        ...                          "sex": ["f"] * 60 + ["m"] * 40})
+        >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+        >>> women = res.share({"answer": "yes"}, within={"sex": "f"})
+        >>> round(women.estimate, 4), math.isclose(women.se, res.proportion_se[0, 0])
+        (0.6667, True)
+
+        Over all 100 records the share of "yes" is 1/2, with a standard error
+        of 0.1: twice the 0.05 of a direct answer (variance inflation 4):
+
+        >>> everyone = res.share({"answer": "yes"})
+        >>> round(everyone.estimate, 12), round(everyone.se, 12)
+        (0.5, 0.1)
         """
         return self._derived(*self._share_gradient(select, within))
 
@@ -257,7 +441,43 @@ class EstimateResult:
         within_first: Selection | None = None, within_second: Selection | None = None,
     ) -> Derived:
         """``share(first, within=within_first) - share(second, within=within_second)``,
-        with the delta-method standard error (the two shares are correlated)."""
+        with the delta-method standard error (the two shares are correlated).
+
+        Parameters
+        ----------
+        first, second : mapping
+            The cells of the two shares (see :meth:`mask`).
+        within_first, within_second : mapping, optional
+            Their denominators; all records if ``None``.
+
+        Returns
+        -------
+        Derived
+            The difference, its standard error and normal interval.
+
+        Raises
+        ------
+        PramkitError
+            As :meth:`share`.
+
+        Examples
+        --------
+        The gap between women and men in the share of "yes".  Sex is not
+        perturbed, so the two groups' estimates are independent and the
+        variances add:
+
+        >>> from pramkit import Manifest, PramMatrix
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+        >>> released = pd.DataFrame({"answer": ["yes"] * 35 + ["no"] * 25 + ["yes"] * 15 + ["no"] * 25,
+        ...                          "sex": ["f"] * 60 + ["m"] * 40})
+        >>> res = estimate_table(released, Manifest.of({"answer": m}), "answer", by="sex")
+        >>> gap = res.difference({"answer": "yes"}, {"answer": "yes"},
+        ...                      within_first={"sex": "f"}, within_second={"sex": "m"})
+        >>> round(gap.estimate, 4), round(gap.se, 4)
+        (0.4167, 0.1991)
+        >>> math.isclose(gap.se ** 2, res.proportion_se[0, 0] ** 2 + res.proportion_se[0, 1] ** 2)
+        True
+        """
         r1, g1 = self._share_gradient(first, within_first)
         r2, g2 = self._share_gradient(second, within_second)
         return self._derived(r1 - r2, g1 - g2)
@@ -279,27 +499,58 @@ def estimate_table(
 
     Parameters
     ----------
-    data : the released file, in memory or as a path (then streamed chunk by
-        chunk: memory is bounded by the chunk and the table, not the file)
-    manifest : its manifest; a column it lists is perturbed with its matrix,
-        any other column is taken as unperturbed (identity)
-    vars : the column(s) to tabulate
-    by : grouping column(s): added as the last axes of the table, and
-        proportions become shares within each group
-    method : ``"moment"`` (unbiased; falls back to the MLE with a warning for a
+    data : pandas.DataFrame, str or pathlib.Path
+        The released file, in memory or as a path (then streamed chunk by
+        chunk: memory is bounded by the chunk and the table, not the file).
+    manifest : Manifest
+        Its manifest; a column it lists is perturbed with its matrix, any
+        other column is taken as unperturbed (identity).
+    vars : str or sequence of str
+        The column(s) to tabulate.
+    by : str or sequence of str, optional
+        Grouping column(s): added as the last axes of the table, and
+        proportions become shares within each group.
+    method : {"moment", "mle"}, optional
+        ``"moment"`` (unbiased; falls back to the MLE with a warning for a
         singular or badly conditioned matrix) or ``"mle"`` (EM on the simplex);
         the same as ``estimator="unbiased"`` or ``"mle"`` (the default when
-        neither is given is ``"moment"``)
-    variance : ``"multinomial"`` (inference on the population the file was
-        sampled from) or ``"pram"`` (on the original file itself); see
-        :mod:`pramkit.estimate.covariance`
-    confidence : level of the normal intervals ``estimate -/+ z se``
-    estimator : a name of :data:`pramkit.estimate.ESTIMATORS`: ``"unbiased"``
+        neither is given is ``"moment"``).
+    variance : {"multinomial", "pram"}, default "multinomial"
+        ``"multinomial"`` (inference on the population the file was sampled
+        from) or ``"pram"`` (on the original file itself); see
+        :mod:`pramkit.estimate.covariance`.
+    confidence : float, default 0.95
+        Level of the normal intervals ``estimate -/+ z se``.
+    estimator : str, optional
+        A name of :data:`pramkit.estimate.ESTIMATORS`: ``"unbiased"``
         (``"moment"``), ``"mle"``, ``"norm-sub"`` or ``"rr-mle"``; the three
         last give counts in ``[0, n]`` (see :mod:`pramkit.estimate.consistent`).
         Giving both ``method`` and a different ``estimator`` is an error.
-    na_values : texts that mean missing in a CSV file besides the empty field
-        (default ``("NA",)``, as ``pramkit apply`` reads it)
+    na_values : sequence of str, default NA_VALUES
+        Texts that mean missing in a CSV file besides the empty field
+        (default ``("NA",)``, as ``pramkit apply`` reads it).
+
+    Returns
+    -------
+    EstimateResult
+        The estimated table, its shares and their standard errors.
+
+    Raises
+    ------
+    PramkitError
+        For a variable named twice, an unknown method or estimator (or two
+        that disagree), a confidence outside (0, 1), a column read twice or
+        perturbed jointly with others, data of another type, or a table of
+        more than :data:`MAX_CELLS` cells.
+    DataError
+        If the data have no rows, a column has no non-missing value, every
+        row has a missing value, or the released values do not match the manifest.
+
+    Warns
+    -----
+    EstimationWarning
+        When the unbiased estimator is asked for on a singular or badly
+        conditioned matrix (the MLE is returned).
 
     Examples
     --------

@@ -36,6 +36,37 @@ def matrix_epsilon(matrix: ArrayLike) -> float:
     mixes zeros and positive entries, ``0.0`` when every column is constant
     (no information released).  O(S^2) array operations and one logarithm in
     high precision.
+
+    Shlomo and Skinner (2012), section 4:
+    ``epsilon(M) = max_j max_{k1, k2} log(M[k1, j] / M[k2, j])``.
+
+    Parameters
+    ----------
+    matrix : array-like, shape (S, S)
+        ``M[k, j] = P(Z = j | X = k)``.
+
+    Returns
+    -------
+    float
+        The epsilon, rounded outward; ``inf`` or ``0.0`` as above.
+
+    Raises
+    ------
+    ValueError
+        If the matrix is not a non-empty 2-D array.
+
+    Examples
+    --------
+    Randomized response keeping with probability 3/4 on two categories is
+    ``log 3``-DP; a zero among positive entries of a column rules a category
+    out (epsilon infinite), while a column of zeros is never released:
+
+    >>> math.isclose(matrix_epsilon([[0.75, 0.25], [0.25, 0.75]]), math.log(3))
+    True
+    >>> matrix_epsilon([[1.0, 0.0], [0.5, 0.5]])
+    inf
+    >>> matrix_epsilon([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+    0.0
     """
     m = np.asarray(matrix, dtype=float)
     if m.ndim != 2 or m.size == 0:
@@ -81,5 +112,27 @@ def record_epsilon(epsilons: Sequence[float]) -> float:
     Sequential composition: the record's epsilon is the sum of the variables'
     epsilons (infinite if any is infinite), rounded upward
     (:func:`pramkit.privacy.exact.sum_up`), so it is never below the exact sum.
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        The epsilon of each variable's matrix (:func:`matrix_epsilon`).
+
+    Returns
+    -------
+    float
+        The record's epsilon (``0.0`` for no variable, ``inf`` if any is infinite).
+
+    Examples
+    --------
+    Two variables each perturbed by ``log 3``-DP randomized response cost
+    ``log 9`` per record:
+
+    >>> math.isclose(record_epsilon([math.log(3), math.log(3)]), math.log(9))
+    True
+    >>> record_epsilon([0.1, 0.2]) >= 0.1 + 0.2        # rounded upward, never below
+    True
+    >>> record_epsilon([1.0, math.inf])
+    inf
     """
     return sum_up(epsilons) if all(math.isfinite(e) for e in epsilons) else math.inf

@@ -92,7 +92,28 @@ def sum_up(values: Iterable[float]) -> float:
 
 def float_up(value: Decimal) -> float:
     """The smallest double not below ``value`` (``float`` rounds to nearest;
-    one step up when that was below)."""
+    one step up when that was below).
+
+    Parameters
+    ----------
+    value : decimal.Decimal
+        The number to round upward.
+
+    Returns
+    -------
+    float
+        The smallest double ``>= value`` (``value`` itself when it is a double).
+
+    Examples
+    --------
+    ``float`` rounds 1/3 down to the double ``1 / 3``; the bound is the next double up:
+
+    >>> third = Decimal(1) / Decimal(3)
+    >>> Decimal(1 / 3) < third < Decimal(float_up(third)), float_up(third) == math.nextafter(1 / 3, 1)
+    (True, True)
+    >>> float_up(Decimal("0.5"))
+    0.5
+    """
     out = float(value)
     return math.nextafter(out, math.inf) if Decimal(out) < value else out
 
@@ -115,6 +136,11 @@ def log_ratio_upper(hi: float, lo: float) -> Decimal:
     -------
     decimal.Decimal
         The upper bound.
+
+    Raises
+    ------
+    ParameterError
+        Unless ``hi`` is finite and ``hi >= lo > 0``.
 
     Examples
     --------
@@ -190,7 +216,30 @@ def column_epsilon(col_max: ArrayLike, col_min: ArrayLike) -> float:
 
 def exp_lower(epsilon: float) -> float:
     """The largest double not above ``e**epsilon`` (``decimal`` exp, correctly
-    rounded at 40 digits, then rounded down; the largest double beyond its range)."""
+    rounded at 40 digits, then rounded down; the largest double beyond its range).
+
+    Used by :func:`within_budget` to screen columns with one rounded product:
+    ``hi <= lo exp_lower(epsilon)`` implies ``log(hi / lo) <= epsilon``.
+
+    Parameters
+    ----------
+    epsilon : float
+        A finite exponent.
+
+    Returns
+    -------
+    float
+        A double ``t <= e**epsilon`` (``sys.float_info.max`` when
+        ``e**epsilon`` overflows).
+
+    Examples
+    --------
+    >>> t = exp_lower(1.0)
+    >>> Decimal(t) <= Decimal(1).exp(Context(prec=50)) and t == math.exp(1.0)
+    True
+    >>> exp_lower(1000.0) == sys.float_info.max
+    True
+    """
     if epsilon >= math.log(sys.float_info.max):
         return sys.float_info.max
     ctx = Context(prec=DIGITS)
@@ -322,6 +371,11 @@ def form8_column_extremes(q: ArrayLike, w: ArrayLike) -> tuple[np.ndarray, np.nd
     (numpy.ndarray, numpy.ndarray)
         The column maxima and minima, the inputs of :func:`column_epsilon`.
 
+    Raises
+    ------
+    ParameterError
+        If q and w are empty or differ in length.
+
     Examples
     --------
     >>> hi, lo = form8_column_extremes([0.8, 0.6, 0.4], [0.1, 0.2, 0.3])
@@ -448,6 +502,16 @@ def certificate_tolerance(value: float) -> float:
     absolute, so that a tiny optimum is not certified by an absolute slack
     larger than a share of it.
 
+    Parameters
+    ----------
+    value : float
+        The objective value being certified, nats.
+
+    Returns
+    -------
+    float
+        The allowed slack, nats.
+
     Examples
     --------
     >>> certificate_tolerance(2.0), certificate_tolerance(1e-11)
@@ -469,6 +533,18 @@ def rounding_bound(magnitude: float | np.ndarray, terms: int = 1) -> float | np.
     functions within 8 ulps.  Use ``terms = 1`` for a sum taken with
     :func:`math.fsum`.
 
+    Parameters
+    ----------
+    magnitude : float or numpy.ndarray
+        A bound on the sum of the absolute values involved.
+    terms : int, default 1
+        The number of summands (:func:`pairwise_terms` for :func:`pairwise_sum`).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The error bound, in the units of ``magnitude``.
+
     Examples
     --------
     >>> rounding_bound(1.0) == 33 * UNIT
@@ -486,6 +562,20 @@ def eta_error(m: ArrayLike, dm: ArrayLike, log_m: ArrayLike | None = None) -> np
     ``|1 + log x|`` on the interval, at most ``|1 + log m| + dm / (m - dm)``;
     otherwise both values lie in ``[0, a]``, ``a = m + dm``, and differ by at
     most ``int_0^a |1 + log x| dx <= a (2 + |log a|)``.  Zero where ``dm == 0``.
+
+    Parameters
+    ----------
+    m : array-like
+        Computed values, in [0, 1].
+    dm : array-like
+        Bounds on their errors, ``>= 0`` (broadcast against ``m``).
+    log_m : array-like, optional
+        ``log m``, when already computed.
+
+    Returns
+    -------
+    numpy.ndarray
+        The elementwise bounds, nats.
 
     Examples
     --------
@@ -508,6 +598,18 @@ def log_error(m: ArrayLike, dm: ArrayLike) -> np.ndarray:
     """A bound on ``|log x - log m|`` over ``|x - m| <= dm``, elementwise:
     ``-log(1 - dm/m)``, infinite where ``dm >= m`` and zero where ``dm == 0``.
 
+    Parameters
+    ----------
+    m : array-like
+        Computed positive values.
+    dm : array-like
+        Bounds on their errors, ``>= 0`` (broadcast against ``m``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The elementwise bounds on the error of the logarithm.
+
     Examples
     --------
     >>> float(log_error(2.0, 1.0)[()]) == math.log(2.0)
@@ -528,6 +630,17 @@ def pairwise_sum(x: ArrayLike) -> np.ndarray:
     (:func:`rounding_bound` with ``terms = pairwise_terms(n)``), instead of
     ``(n - 1) UNIT`` for a sum in unspecified order.
 
+    Parameters
+    ----------
+    x : array-like
+        The numbers to sum along the last axis.
+
+    Returns
+    -------
+    numpy.ndarray
+        The sums, with the shape of ``x`` without its last axis (zeros for
+        an empty last axis).
+
     Examples
     --------
     >>> pairwise_sum(np.array([[1.0, 2.0, 3.0], [0.5, 0.25, 0.25]])).tolist()
@@ -547,7 +660,29 @@ def pairwise_sum(x: ArrayLike) -> np.ndarray:
 
 
 def pairwise_terms(n: int) -> int:
-    """The ``terms`` argument of :func:`rounding_bound` for :func:`pairwise_sum` of n numbers."""
+    """The ``terms`` argument of :func:`rounding_bound` for :func:`pairwise_sum` of n numbers.
+
+    ``ceil(log2 n) + 1`` (at least 1): the number of additions a summand goes
+    through in :func:`pairwise_sum`, plus one.
+
+    Parameters
+    ----------
+    n : int
+        The number of summands.
+
+    Returns
+    -------
+    int
+        The ``terms`` to pass to :func:`rounding_bound`.
+
+    Examples
+    --------
+    >>> [pairwise_terms(n) for n in (1, 2, 4, 5, 1024)]
+    [1, 2, 3, 4, 11]
+    >>> x = np.full(10, 0.1)
+    >>> abs(float(pairwise_sum(x)) - math.fsum(x)) <= rounding_bound(float(np.abs(x).sum()), pairwise_terms(x.size))
+    True
+    """
     return max(1, math.ceil(math.log2(max(n, 1))) + 1)
 
 
@@ -555,6 +690,23 @@ def fit_sum(values: Iterable[float], budget: float) -> list[float]:
     """The values, each lowered by as few ulps as needed (all by the same
     number of steps) so that their upward-rounded sum (:func:`sum_up`) is at
     most ``budget``; zeros stay zero.
+
+    Parameters
+    ----------
+    values : iterable of float
+        Non-negative epsilons (or any non-negative parts of a budget).
+    budget : float
+        The total they must fit, ``>= 0``.
+
+    Returns
+    -------
+    list of float
+        The lowered values (unchanged when they already fit).
+
+    Raises
+    ------
+    ParameterError
+        If the budget or a value is negative.
 
     Examples
     --------
@@ -585,6 +737,18 @@ def information_bounds(p: ArrayLike, matrix: ArrayLike) -> tuple[float, float]:
     so it has no cancellation, and the rounding of m enters only through the
     last sum, which is second order (at most ``sum_z m_z delta_z**2`` for a
     relative error delta_z of m_z).  Sums by :func:`math.fsum`; O(S^2).
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Probabilities of the original categories.
+    matrix : array-like, shape (S, S)
+        ``M[x, z] = P(Z = z | X = x)``.
+
+    Returns
+    -------
+    (float, float)
+        The computed I(X; Z) (nats) and a bound on its error.
 
     Examples
     --------
