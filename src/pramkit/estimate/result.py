@@ -228,8 +228,8 @@ def table_inputs(
     if not np.all(np.isfinite(u)) or np.any(u < 0):
         raise DataError("released counts must be finite and non-negative")
     total = float(u.sum())
-    if total <= 0:
-        raise DataError("the released table is empty (no records to estimate from)")
+    if total < 0.5:  # n is a count of records: rounded, it must be at least one
+        raise DataError("the released table is empty (it totals less than one record: nothing to estimate from)")
     for axis, m in enumerate(mats):
         if m is None:
             continue

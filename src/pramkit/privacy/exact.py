@@ -215,8 +215,10 @@ def column_epsilon(col_max: ArrayLike, col_min: ArrayLike) -> float:
 
 
 def exp_lower(epsilon: float) -> float:
-    """The largest double not above ``e**epsilon`` (``decimal`` exp, correctly
-    rounded at 40 digits, then rounded down; the largest double beyond its range).
+    """A double not above ``e**epsilon``, within two units in the last place of it
+    (``decimal`` exp at 40 digits, stepped down once and rounded down: safe where the
+    exact value is a double, as ``exp_lower(0.0)`` is 1 - 2^-53; the largest double
+    beyond its range).
 
     Used by :func:`within_budget` to screen columns with one rounded product:
     ``hi <= lo exp_lower(epsilon)`` implies ``log(hi / lo) <= epsilon``.

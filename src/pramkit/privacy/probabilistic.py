@@ -96,8 +96,9 @@ def swapping_matrix(
     The paper's pair probabilities ``f_j1 f_j2 / C(n, 2)`` and
     ``C(f_j, 2) / C(n, 2)`` are the joint law of the values of the swapped
     pair; ``(f_j - [j = k]) / (n - 1)`` is the same law conditioned on the
-    record's own value.  No category with a zero count: no zero entry in a
-    released column, hence a finite epsilon.
+    record's own value.  No category with a zero count and a rate below 1: no
+    zero entry in a released column, hence a finite epsilon (a rate of 1, the
+    default 2/n when n = 2, swaps every record: the diagonal is then 0).
 
     Parameters
     ----------
