@@ -46,11 +46,30 @@ ZERO_TOL = 1e-13
 class BirkhoffDecomposition:
     """``P = sum_j weights[j] * Perm(permutations[j])`` (equation (1)).
 
-    weights: lambda_j > 0, summing to 1 (to rounding)
-    permutations: shape (J, r); permutation j sends category u to ``permutations[j, u]``
-    categories: labels of the rows and columns
-    max_abs_error: largest absolute difference between P and the recombination
-    bound: r^2 - 2r + 2, the most terms needed (J <= bound)
+    Attributes
+    ----------
+    weights : numpy.ndarray, shape (J,)
+        lambda_j > 0, summing to 1 (to rounding).
+    permutations : numpy.ndarray, shape (J, r)
+        Permutation j sends category u to ``permutations[j, u]``.
+    categories : tuple of labels
+        Labels of the rows and columns.
+    max_abs_error : float
+        Largest absolute difference between P and the recombination.
+    bound : int
+        r^2 - 2r + 2, the most terms needed (J <= bound).
+
+    Examples
+    --------
+    A circulant matrix (equation (6)) is the mixture of the r cyclic shifts,
+    weighted by its first row:
+
+    >>> from pramkit.design.bistochastic import circulant
+    >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
+    >>> d.weights.tolist(), d.permutations.tolist()
+    ([0.6, 0.3, 0.1], [[0, 1, 2], [1, 2, 0], [2, 0, 1]])
+    >>> d.count, d.bound, d.max_abs_error
+    (3, 5, 0.0)
     """
 
     weights: np.ndarray
@@ -65,7 +84,22 @@ class BirkhoffDecomposition:
         return int(self.weights.size)
 
     def recombine(self) -> np.ndarray:
-        """``sum_j lambda_j P_j`` as a dense array."""
+        """``sum_j lambda_j P_j`` as a dense array.
+
+        Returns
+        -------
+        numpy.ndarray, shape (r, r)
+            The recombined matrix, equal to the decomposed one within
+            :attr:`max_abs_error`.
+
+        Examples
+        --------
+        >>> from pramkit.design.bistochastic import tridiagonal
+        >>> p = tridiagonal("abcd", 0.2)
+        >>> d = birkhoff_decomposition(p)
+        >>> bool(np.allclose(d.recombine(), p.matrix)), d.count <= d.bound
+        (True, True)
+        """
         return _recombine(self.weights, self.permutations)
 
 
@@ -79,7 +113,53 @@ def _recombine(weights: np.ndarray, permutations: np.ndarray) -> np.ndarray:
 
 
 def birkhoff_decomposition(matrix: PramMatrix | ArrayLike) -> BirkhoffDecomposition:
-    """Greedy Birkhoff-von Neumann decomposition of a bistochastic matrix."""
+    """Greedy Birkhoff-von Neumann decomposition of a bistochastic matrix.
+
+    The algorithm is in the module docstring: at most ``r^2 - 2r + 2``
+    permutations, each taking the largest weight a perfect matching on the
+    remainder's support allows.
+
+    Parameters
+    ----------
+    matrix : PramMatrix or array_like, shape (r, r)
+        A bistochastic matrix (rows and columns summing to 1 within 1e-9).
+
+    Returns
+    -------
+    BirkhoffDecomposition
+        The weights and permutations, with the recombination error.
+
+    Raises
+    ------
+    pramkit.privacy.bistochastic.NotBistochasticError
+        If a row or column does not sum to 1.
+    pramkit.errors.MatrixError
+        If the matrix is not square, or has a negative or non-finite entry.
+
+    References
+    ----------
+    Ruiz and Domingo-Ferrer, section 2.1, Theorem 1 and equation (1).
+
+    Examples
+    --------
+    The tridiagonal matrix of equation (7) with alpha = 0.2 on four
+    categories: keep everything (0.6), swap the middle pair (0.2), swap both
+    outer pairs (0.2):
+
+    >>> from pramkit.design.bistochastic import tridiagonal
+    >>> d = birkhoff_decomposition(tridiagonal("abcd", 0.2))
+    >>> d.weights.round(12).tolist(), d.permutations.tolist()
+    ([0.6, 0.2, 0.2], [[0, 1, 2, 3], [0, 2, 1, 3], [1, 0, 3, 2]])
+    >>> round(float(d.weights.sum()), 12), d.count <= d.bound
+    (1.0, True)
+
+    A row-stochastic matrix that is not bistochastic is refused:
+
+    >>> birkhoff_decomposition([[0.9, 0.1], [0.5, 0.5]])
+    Traceback (most recent call last):
+    ...
+    pramkit.privacy.bistochastic.NotBistochasticError: column 1 of the matrix sums to ...
+    """
     p = require_bistochastic(matrix)
     r = p.shape[0]
     bound = r * r - 2 * r + 2
@@ -106,12 +186,27 @@ def birkhoff_decomposition(matrix: PramMatrix | ArrayLike) -> BirkhoffDecomposit
 
 @dataclass(frozen=True)
 class PermutationDraw:
-    """A release made by one permutation of the decomposition.
+    """A release made by one permutation of the decomposition (:func:`perturb_by_permutation`).
 
-    codes: released codes (-1, missing, stays missing)
-    index: which permutation was drawn
-    weight: its probability lambda_j
-    permutation: the permutation (category u -> permutation[u])
+    Attributes
+    ----------
+    codes : numpy.ndarray
+        Released codes (-1, missing, stays missing).
+    index : int
+        Which permutation was drawn.
+    weight : float
+        Its probability lambda_j.
+    permutation : numpy.ndarray
+        The permutation (category u -> ``permutation[u]``).
+
+    Examples
+    --------
+    >>> from pramkit.design.bistochastic import circulant
+    >>> from pramkit.rng import SecretKey
+    >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
+    >>> draw = perturb_by_permutation(np.array([0, 2]), d, key=SecretKey(bytes(range(32)), "doc"), variable="race")
+    >>> draw.index, draw.weight, draw.permutation.tolist(), draw.codes.tolist()
+    (1, 0.3, [1, 2, 0], [1, 0])
     """
 
     codes: np.ndarray
@@ -133,6 +228,47 @@ def perturb_by_permutation(
     The draw depends only on the key and the variable's name, so chunks of a
     file all get the same permutation.  Each record's marginal transition is
     P; records are not independent (see the module notes).
+
+    Parameters
+    ----------
+    codes : array_like of int, shape (n,)
+        Category codes ``0..r-1`` of the records, -1 for missing.
+    decomposition : BirkhoffDecomposition
+        The decomposition of P (:func:`birkhoff_decomposition`).
+    key : SecretKey
+        The secret key of the release.
+    variable : str
+        The variable's name (selects the keyed random stream).
+
+    Returns
+    -------
+    PermutationDraw
+        The released codes and the permutation drawn.
+
+    Raises
+    ------
+    pramkit.errors.DataError
+        If the codes are not a 1-D integer array in ``-1..r-1``.
+
+    References
+    ----------
+    Ruiz and Domingo-Ferrer, section 2.1, equation (1).
+
+    Examples
+    --------
+    Every record of a category moves to the same released category, missing
+    values stay missing, and a second chunk of the file gets the same
+    permutation:
+
+    >>> from pramkit.design.bistochastic import circulant
+    >>> from pramkit.rng import SecretKey
+    >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
+    >>> key = SecretKey(bytes(range(32)), "doc")
+    >>> draw = perturb_by_permutation(np.array([0, 1, 2, 2, -1, 0]), d, key=key, variable="race")
+    >>> draw.codes.tolist(), draw.weight
+    ([1, 2, 0, 0, -1, 1], 0.3)
+    >>> perturb_by_permutation(np.array([2, 0]), d, key=key, variable="race").codes.tolist()
+    [0, 1]
     """
     c = np.asarray(codes)
     if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer):

@@ -47,6 +47,41 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
     double) and the entries that rounding put below the budget are raised
     (:func:`pramkit.privacy.exact.within_budget`): the stored matrix's epsilon
     is at most ``epsilon`` exactly.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The S >= 2 categories, in the order of rows and columns.
+    epsilon : float
+        The privacy budget, natural log units (positive, finite).
+
+    Returns
+    -------
+    PramMatrix
+        The S x S matrix, bistochastic and symmetric, with provenance
+        ``randomized_response`` and its epsilon.
+
+    Raises
+    ------
+    PramkitError
+        If epsilon is not a positive finite number, or fewer than two
+        categories are given.
+
+    References
+    ----------
+    Ruiz and Domingo-Ferrer, equation (2).  Ayed, Battiston and Camerlenghi,
+    section 3.1 (the symmetric optimum of form (8)).
+
+    Examples
+    --------
+    With ``e^eps = 2`` and S = 3, ``q = 2 / (2 + 2) = 1/2`` and each other
+    category gets ``1/4``: the log-ratio in every column is ``log 2``.
+
+    >>> m = randomized_response(["a", "b", "c"], math.log(2))
+    >>> m.matrix.round(12).tolist()
+    [[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]]
+    >>> m.epsilon <= math.log(2), m.is_bistochastic
+    (True, True)
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
@@ -63,7 +98,34 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
 
 
 def float_array(value: ArrayLike, name: str) -> np.ndarray:
-    """``value`` as a float array, or a :class:`PramkitError` naming the option."""
+    """``value`` as a float array, or a :class:`PramkitError` naming the option.
+
+    Parameters
+    ----------
+    value : array_like
+        A number or a (nested) list of numbers.
+    name : str
+        The option's name, for the error message.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``value`` as float (0-d for a number).
+
+    Raises
+    ------
+    PramkitError
+        If ``value`` cannot be read as numbers.
+
+    Examples
+    --------
+    >>> float_array([1, 0.5], "the keep probability").tolist()
+    [1.0, 0.5]
+    >>> float_array("often", "the keep probability")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: the keep probability must be a number or a list of numbers, got 'often'
+    """
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -90,6 +152,45 @@ def keep_probability(
     Without a bandwidth this is form (8) (bistochastic when ``keep`` is one
     number); with a bandwidth, categories near the ends have fewer neighbours,
     so the columns need not sum to 1.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The S >= 1 categories, in order (the order is the ordinal code for
+        ``bandwidth``).
+    keep : float or array_like, shape (S,)
+        Probability of keeping each category, in [0, 1].
+    bandwidth : int, optional
+        Move only to categories at most this many positions away (>= 1).
+
+    Returns
+    -------
+    PramMatrix
+        Row-stochastic; provenance ``keep_probability`` with ``keep`` and
+        ``bandwidth``.
+
+    Raises
+    ------
+    PramkitError
+        If no category is given, a keep probability is outside [0, 1], their
+        number is neither 1 nor S, or the bandwidth is not a whole number >= 1.
+
+    Examples
+    --------
+    One keep probability gives form (8), a bistochastic matrix:
+
+    >>> m = keep_probability(["a", "b", "c"], 0.8)
+    >>> m.matrix.round(12).tolist(), m.is_bistochastic
+    ([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], True)
+
+    With bandwidth 1 an end category has one neighbour, an inner one two; rows
+    still sum to 1, columns do not:
+
+    >>> b = keep_probability([1, 2, 3, 4], 0.6, bandwidth=1).matrix
+    >>> b.round(12).tolist()
+    [[0.6, 0.4, 0.0, 0.0], [0.2, 0.6, 0.2, 0.0], [0.0, 0.2, 0.6, 0.2], [0.0, 0.0, 0.4, 0.6]]
+    >>> b.sum(axis=1).round(12).tolist(), b.sum(axis=0).round(12).tolist()
+    ([1.0, 1.0, 1.0, 1.0], [0.8, 1.2, 1.2, 0.8])
     """
     s = len(categories)
     if s == 0:
@@ -122,6 +223,42 @@ def bayes_inverse(p: ArrayLike, matrix: PramMatrix) -> PramMatrix:
     ``Q[j, k] = P[k, j] p_k / lambda_j`` with ``lambda = p P`` (Bayes' rule).  A
     released category that never occurs (``lambda_j = 0``) gets ``Q[j, j] = 1``;
     it does not affect ``P Q``'s invariance.
+
+    Parameters
+    ----------
+    p : array_like, shape (S,)
+        Counts or proportions of the original categories (normalised).
+    matrix : PramMatrix
+        The forward matrix P.
+
+    Returns
+    -------
+    PramMatrix
+        Q, row-stochastic, with the same categories; provenance
+        ``bayes_inverse`` with p.
+
+    Raises
+    ------
+    PramkitError
+        If p is not a valid distribution of the matrix's S categories.
+
+    References
+    ----------
+    Gouweleeuw, Kooiman, Willenborg and de Wolf (1998); Shlomo and Skinner
+    (2012), section 4.
+
+    Examples
+    --------
+    Q reverses P: the released distribution ``lambda = p P`` goes back to p
+    (``lambda Q = p``).
+
+    >>> p = np.array([0.5, 0.3, 0.2])
+    >>> forward = keep_probability(["a", "b", "c"], 0.8)
+    >>> back = bayes_inverse(p, forward)
+    >>> back.matrix.round(4).tolist()
+    [[0.8889, 0.0667, 0.0444], [0.1613, 0.7742, 0.0645], [0.2083, 0.125, 0.6667]]
+    >>> bool(np.allclose((p @ forward.matrix) @ back.matrix, p))
+    True
     """
     pv = as_distribution(p, matrix.size)
     m = matrix.matrix
@@ -136,7 +273,46 @@ def bayes_inverse(p: ArrayLike, matrix: PramMatrix) -> PramMatrix:
 def invariant_pram(p: ArrayLike, matrix: PramMatrix, *, alpha: float = 1.0) -> PramMatrix:
     """Invariant PRAM built from any P: ``alpha P Q + (1 - alpha) I`` with Q the
     :func:`bayes_inverse` of P w.r.t. p, so that ``p R = p`` (Gouweleeuw et al.
-    1998, section 4; alpha = 1 gives R = P Q itself)."""
+    1998, section 4; alpha = 1 gives R = P Q itself).
+
+    Parameters
+    ----------
+    p : array_like, shape (S,)
+        Counts or proportions of the categories (normalised).
+    matrix : PramMatrix
+        The base matrix P.
+    alpha : float
+        Weight of ``P Q`` against the identity, in [0, 1].
+
+    Returns
+    -------
+    PramMatrix
+        R, with provenance ``invariant_pram`` (p, alpha and the base's
+        provenance) and the certificate ``max_abs_invariance_error``,
+        ``max |p R - p|``.
+
+    Raises
+    ------
+    PramkitError
+        If alpha is outside [0, 1] or p is not a valid distribution of the
+        matrix's categories.
+
+    References
+    ----------
+    Shlomo and Skinner (2012), section 4: invariant PRAM, ``v M = v``.
+
+    Examples
+    --------
+    The expected released distribution equals the original one (``p R = p``),
+    and each row of R still sums to 1:
+
+    >>> p = np.array([0.5, 0.3, 0.2])
+    >>> r = invariant_pram(p, keep_probability(["a", "b", "c"], 0.8))
+    >>> r.matrix.round(4).tolist()
+    [[0.7481, 0.1433, 0.1087], [0.2388, 0.6385, 0.1227], [0.2717, 0.1841, 0.5442]]
+    >>> bool(np.allclose(p @ r.matrix, p)), r.provenance.certificate["max_abs_invariance_error"] < 1e-15
+    (True, True)
+    """
     a = _unit_interval(alpha, "alpha")
     pv = as_distribution(p, matrix.size)
     r = matrix.matrix @ bayes_inverse(pv, matrix).matrix
@@ -168,6 +344,53 @@ def sdcmicro_pram(
 
     The drawn diagonal of P is recorded in the provenance, so the design can be
     rebuilt.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The S >= 2 categories.
+    p : array_like, shape (S,)
+        Observed counts or proportions of the categories.
+    pd : float
+        Lower end of P's diagonal (``"uniform"``) or its value (``"fixed"``),
+        in [0, 1].
+    alpha : float
+        Weight of ``P Q`` against the identity, in [0, 1].
+    diagonal : {"uniform", "fixed"}
+        How P's diagonal is chosen.
+    seed : int, optional
+        Seed of the draw of P's diagonal (``"uniform"`` only).
+
+    Returns
+    -------
+    PramMatrix
+        The invariant matrix, provenance ``sdcmicro_pram`` with the drawn
+        ``base_diagonal`` and the certificate ``max_abs_invariance_error``.
+
+    Raises
+    ------
+    PramkitError
+        If fewer than two categories are given, pd or alpha is outside
+        [0, 1], ``diagonal`` is unknown, or p is not a distribution of S
+        categories.
+
+    References
+    ----------
+    Gouweleeuw, Kooiman, Willenborg and de Wolf (1998); Shlomo and Skinner
+    (2012), section 4.
+
+    Examples
+    --------
+    The same seed rebuilds the same matrix; p is invariant whatever the draw:
+
+    >>> p = [0.5, 0.3, 0.2]
+    >>> m = sdcmicro_pram(["a", "b", "c"], p, seed=1)
+    >>> [round(d, 4) for d in m.provenance.parameters["base_diagonal"]]
+    [0.9024, 0.9901, 0.8288]
+    >>> bool(np.allclose(np.array(p) @ m.matrix, p)), m == sdcmicro_pram(["a", "b", "c"], p, seed=1)
+    (True, True)
+    >>> m.diagonal.round(4).tolist()
+    [0.9382, 0.9344, 0.8621]
     """
     s = len(categories)
     if s < 2:

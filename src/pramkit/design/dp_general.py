@@ -62,13 +62,64 @@ MAX_PIVOTS = 200
 
 
 def staircase_patterns(s: int) -> np.ndarray:
-    """All ``b in {0, 1}^S`` as rows of a (2^S, S) 0/1 array."""
+    """All ``b in {0, 1}^S`` as rows of a (2^S, S) 0/1 array.
+
+    Row i is the binary expansion of i, least significant bit first; pattern
+    b gives the staircase column ``s_b = (e^{eps b_x})_x`` (Kairouz, Oh and
+    Viswanath 2016, Theorem 2).
+
+    Parameters
+    ----------
+    s : int
+        The number of categories S.
+
+    Returns
+    -------
+    numpy.ndarray, shape (2^S, S)
+        The patterns, as floats.
+
+    Examples
+    --------
+    >>> staircase_patterns(2).tolist()
+    [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    >>> np.exp(np.log(2) * staircase_patterns(2))[1].tolist()    # s_b for b = (1, 0), e^eps = 2
+    [2.0, 1.0]
+    """
     return ((np.arange(2 ** s)[:, None] >> np.arange(s)[None, :]) & 1).astype(float)
 
 
 def column_utility(p: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """``mu(c) = sum_x p_x c_x log(c_x / (p . c))`` for each row c of ``columns``:
-    the contribution of one output symbol with ``M[:, z] = c`` to I(X; Z), nats."""
+    the contribution of one output symbol with ``M[:, z] = c`` to I(X; Z), nats.
+
+    mu is sublinear (positively homogeneous and convex), the property behind
+    the staircase reduction; :func:`staircase_utilities` computes it without
+    cancellation for the staircase columns.
+
+    Parameters
+    ----------
+    p : numpy.ndarray, shape (S,)
+        Proportions of the categories.
+    columns : numpy.ndarray, shape (m, S)
+        One column of a matrix per row (non-negative).
+
+    Returns
+    -------
+    numpy.ndarray, shape (m,)
+        mu of each, nats.
+
+    Examples
+    --------
+    Summed over the columns of a matrix, mu gives its I(X; Z); a constant
+    column carries no information:
+
+    >>> from pramkit.information import mutual_information
+    >>> p, m = np.array([0.25, 0.75]), np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> math.isclose(column_utility(p, m.T).sum(), mutual_information(p, m))
+    True
+    >>> column_utility(p, np.array([[0.5, 0.5]])).tolist()
+    [0.0]
+    """
     r = columns @ p
     return (p[None, :] * xlogy(columns, columns / r[:, None])).sum(axis=1)
 
@@ -86,6 +137,22 @@ def staircase_utilities(p: ArrayLike, epsilon: float) -> tuple[np.ndarray, np.nd
     so mu is accurate relative to its two terms even for masses of 1e-12,
     where :func:`column_utility` loses every digit.  The error bound follows
     each operation (:func:`pramkit.privacy.exact.rounding_bound`).
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The probabilities (as given: the bound is for these doubles).
+    epsilon : float
+        The budget.
+
+    Returns
+    -------
+    patterns : numpy.ndarray, shape (2^S, S)
+        :func:`staircase_patterns` of S.
+    mu : numpy.ndarray, shape (2^S,)
+        ``mu(s_b)`` of each pattern, nats.
+    error : numpy.ndarray, shape (2^S,)
+        A bound on the rounding error of each ``mu``.
 
     Examples
     --------
@@ -223,6 +290,32 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     (:func:`staircase_dual_bound`), the certified gap, and how much form (8)
     (:func:`pramkit.design.dp_optimal.dp_optimal`) gives up against this
     optimum.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Proportions of the categories, ``2 <= S <= MAX_CATEGORIES``.
+    epsilon : float
+        Privacy budget per record, natural log units.
+    categories : sequence of labels, optional
+        Labels of the S categories (default ``0 .. S-1``).
+
+    Returns
+    -------
+    PramMatrix
+        The design, provenance ``dp_general`` with the objective
+        (``mutual_information_nats``) and the certificate above.
+
+    Raises
+    ------
+    PramkitError
+        If p or epsilon is invalid, S is below 2 or above
+        :data:`MAX_CATEGORIES`, or the number of categories differs from S.
+
+    References
+    ----------
+    Ayed, Battiston and Camerlenghi, program (7) without form (8); Kairouz,
+    Oh and Viswanath (2016), Theorems 2 and 4.
 
     Examples
     --------

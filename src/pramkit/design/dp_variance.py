@@ -189,6 +189,28 @@ def rr_keep_probability(s: int, epsilon: float) -> float:
     """Keep probability of randomized response, ``e^eps / (e^eps + S - 1)``,
     the optimal q of every category (module docstring).
 
+    Parameters
+    ----------
+    s : int
+        The number of categories S >= 2.
+    epsilon : float
+        The privacy budget, natural log units.
+
+    Returns
+    -------
+    float
+        q, computed as ``1 / (1 + (S - 1) e^-eps)`` (no overflow at large epsilon).
+
+    Raises
+    ------
+    ParameterError
+        If S is not an integer >= 2 or epsilon is not a valid budget.
+
+    References
+    ----------
+    Ayed, Battiston and Camerlenghi, ``v_alpha`` of Proposition 3.2 (the
+    symmetric optimum of form (8)).
+
     Examples
     --------
     >>> round(rr_keep_probability(3, math.log(2)), 12)
@@ -203,6 +225,23 @@ def per_record_variance(s: int, epsilon: float) -> float:
     summed squared error of the estimated proportions (any category),
     ``(S - 1)(2 e^eps + S - 2)/(e^eps - 1)^2``; the optimal value of the
     per-record loss ``sum_k p_k psi_k`` for every p.
+
+    Parameters
+    ----------
+    s : int
+        The number of categories S >= 2.
+    epsilon : float
+        The privacy budget, natural log units.
+
+    Returns
+    -------
+    float
+        psi, per record.
+
+    Raises
+    ------
+    ParameterError
+        If S is not an integer >= 2 or epsilon is not a valid budget.
 
     Examples
     --------
@@ -230,6 +269,26 @@ def form8_variances(q: ArrayLike) -> np.ndarray:
     A single ``d_m = 0`` is the limit ``a_m -> inf`` (``B_mm = sigma_-m``,
     ``B_mj = -a_j``); ``inf`` where the matrix is singular (two zeros, or
     ``sigma = 0``).  Proof in ``docs/design-variance.md``.
+
+    Parameters
+    ----------
+    q : array_like, shape (S,)
+        The keep probabilities of form (8), in [0, 1], S >= 2.
+
+    Returns
+    -------
+    numpy.ndarray, shape (S,)
+        psi_k of every category (``inf`` where the matrix is singular).
+
+    Raises
+    ------
+    PramkitError
+        If q is not a 1-D array of at least two probabilities.
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 3 (estimator (4)); Ayed,
+    Battiston and Camerlenghi, form (8).
 
     Examples
     --------
@@ -277,6 +336,29 @@ def form8_l2_loss(p: ArrayLike, q: ArrayLike, n: int = 1) -> float:
     diagonal q for a file of n records with proportions p (PRAM the only
     randomness); ``inf`` if the matrix is singular.  O(S).
 
+    Parameters
+    ----------
+    p : array_like, shape (S,)
+        Proportions of the categories.
+    q : array_like, shape (S,)
+        The keep probabilities of form (8).
+    n : int
+        Number of records (default 1: the loss per record).
+
+    Returns
+    -------
+    float
+        l2, proportion squared.
+
+    Raises
+    ------
+    PramkitError
+        If p or q is invalid, they differ in length, or n is not a positive integer.
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 3: the L2 loss of estimator (4).
+
     Examples
     --------
     >>> form8_l2_loss([0.2, 0.3, 0.5], [0.5, 0.5, 0.5], n=10)   # psi = (S-1)(2t+S-2)/(t-1)^2 = 10
@@ -302,13 +384,28 @@ def _check_n(n: Any) -> int:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """One branch and bound of the certificate.
+    """One branch and bound of the certificate (:func:`variance_lower_bound`).
 
-    region: which part of the feasible set it covers
-    lower_bound: no matrix in that part has a smaller ``psi_k`` (per record)
-    nodes: boxes evaluated
-    closed: every box was bounded at or above the target (else ``lower_bound``
-        is the smallest bound of the boxes left open)
+    Attributes
+    ----------
+    region : str
+        Which part of the feasible set it covers (one of :data:`REGIONS`).
+    lower_bound : float
+        No matrix in that part has a smaller ``psi_k`` (per record).
+    nodes : int
+        Boxes evaluated.
+    closed : bool
+        Every box was bounded at or above the target (else ``lower_bound``
+        is the smallest bound of the boxes left open).
+
+    Examples
+    --------
+    For S = 4 the positive definite part is searched first; its bound reaches
+    randomized response's ``psi = 18`` to within the tolerance:
+
+    >>> first = variance_lower_bound(4, math.log(2)).searches[0]
+    >>> first.region, first.closed, math.isclose(first.lower_bound, 18.0, rel_tol=1e-8)
+    ('positive_definite', True, True)
     """
 
     region: str
@@ -612,11 +709,35 @@ class VarianceBound:
     of form (8) (the same for every k), hence on ``min_M sum_k p_k psi_k`` for
     every p.
 
-    s, epsilon, truthful: the problem (``truthful``: ``q_k >= 1/S`` required)
-    optimum: ``psi`` of randomized response (the per-record loss it attains)
-    lower_bound: the proved bound (per record)
-    searches: the branch and bounds run (empty when the proof is closed form)
-    closed_form: the parts bounded in closed form, with their bounds
+    Attributes
+    ----------
+    s, epsilon, truthful : int, float, bool
+        The problem (``truthful``: ``q_k >= 1/S`` required).
+    optimum : float
+        ``psi`` of randomized response (the per-record loss it attains).
+    lower_bound : float
+        The proved bound (per record).
+    searches : tuple of SearchResult
+        The branch and bounds run (empty when the proof is closed form).
+    closed_form : dict of str to float
+        The parts bounded in closed form, with their bounds.
+
+    Examples
+    --------
+    For S = 2 the proof is closed form (Lemma 4), no search is needed:
+
+    >>> b = variance_lower_bound(2, 1.0)
+    >>> b.searches, list(b.closed_form), b.proved
+    ((), ['two_categories'], True)
+    >>> b.gap <= b.tolerance, math.isclose(b.optimum, 2 * math.e / (math.e - 1) ** 2)
+    (True, True)
+
+    With too few nodes the searches stay open: the bound is still valid, but
+    not tight enough to prove optimality:
+
+    >>> weak = variance_lower_bound(4, math.log(2), max_nodes=3)
+    >>> weak.proved, weak.lower_bound < weak.optimum, any(r.closed for r in weak.searches)
+    (False, True, False)
     """
 
     s: int
@@ -656,6 +777,34 @@ def variance_lower_bound(s: int, epsilon: float, *, truthful: bool = False,
     every case measured except very small budgets at S = 4 and 5 (about
     ``epsilon <= 0.002``, where the indefinite part comes within ``O(epsilon)``
     of the optimum and needs some 10^7 boxes; ``docs/design-variance.md``).
+
+    Parameters
+    ----------
+    s : int
+        The number of categories S >= 2.
+    epsilon : float
+        The privacy budget, natural log units.
+    truthful : bool
+        Bound over the truthful matrices (``q_k >= 1/S``) only.
+    max_nodes : int
+        Boxes each search may evaluate.
+
+    Returns
+    -------
+    VarianceBound
+        The optimum, the proved bound, and how each part was bounded.
+
+    Raises
+    ------
+    ParameterError
+        If S is not an integer >= 2 or epsilon is not a valid budget.
+    PramkitError
+        If max_nodes is not a positive integer.
+
+    References
+    ----------
+    Ayed, Battiston and Camerlenghi, form (8) and constraints (10),
+    (12)-(17); Cator, Hensbergen and Rozenholc, section 3.
 
     Examples
     --------

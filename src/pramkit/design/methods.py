@@ -48,16 +48,36 @@ Method = Callable[..., PramMatrix]
 
 @dataclass(frozen=True)
 class DesignMeasures:
-    """What a PRAM matrix guarantees and keeps, on one scale.
+    """What a PRAM matrix guarantees and keeps, on one scale (:func:`measure`).
 
-    epsilon: exact epsilon-DP per record (inf when a column mixes zeros and positives)
-    beta: beta-bistochastic privacy, H(P) / log2 r (None if not bistochastic)
-    entropy_rate_bits: H(P), equation (4) of Ruiz and Domingo-Ferrer, bits (None if not bistochastic)
-    mutual_information_nats: I(X; Z) for the given p, nats (None without p)
-    min_diagonal: smallest keep probability M[k, k]
-    truthful: every M[k, k] is the largest entry of its row
-    bistochastic: rows and columns sum to 1
-    invariant: p M = p within 1e-9 (None without p)
+    Attributes
+    ----------
+    epsilon : float
+        Exact epsilon-DP per record (inf when a column mixes zeros and positives).
+    beta : float or None
+        beta-bistochastic privacy, H(P) / log2 r (None if not bistochastic).
+    entropy_rate_bits : float or None
+        H(P), equation (4) of Ruiz and Domingo-Ferrer, bits (None if not bistochastic).
+    mutual_information_nats : float or None
+        I(X; Z) for the given p, nats (None without p).
+    min_diagonal : float
+        Smallest keep probability M[k, k].
+    truthful : bool
+        Every M[k, k] is the largest entry of its row.
+    bistochastic : bool
+        Rows and columns sum to 1.
+    invariant : bool or None
+        p M = p within 1e-9 (None without p).
+
+    Examples
+    --------
+    Two k-anonymous blocks of two categories: one bit of the two of perfect
+    secrecy (beta = 1/2), but no finite epsilon:
+
+    >>> from pramkit.design.bistochastic import k_anonymity
+    >>> measure(k_anonymity("abcd", 2))   # doctest: +NORMALIZE_WHITESPACE
+    DesignMeasures(epsilon=inf, beta=0.5, entropy_rate_bits=1.0, mutual_information_nats=None,
+                   min_diagonal=0.5, truthful=True, bistochastic=True, invariant=None)
     """
 
     epsilon: float
@@ -71,7 +91,43 @@ class DesignMeasures:
 
 
 def measure(matrix: PramMatrix, p: ArrayLike | None = None) -> DesignMeasures:
-    """Epsilon, beta, mutual information and the rest for one matrix (and proportions p)."""
+    """Epsilon, beta, mutual information and the rest for one matrix (and proportions p).
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The design.
+    p : array_like, shape (S,), optional
+        Counts or proportions of the categories, for I(X; Z) and invariance.
+
+    Returns
+    -------
+    DesignMeasures
+        The matrix's epsilon (Shlomo and Skinner 2012, section 4), beta and
+        H(P) when bistochastic (Ruiz and Domingo-Ferrer, Definition 1 and
+        equation (4)), I(X; Z) and invariance for p.
+
+    Raises
+    ------
+    PramkitError
+        If p is not a distribution of the matrix's S categories.
+
+    Examples
+    --------
+    Randomized response is bistochastic but not invariant for a p that is
+    not uniform; the invariant PRAM built from it is invariant but not
+    bistochastic:
+
+    >>> import math
+    >>> from pramkit.design.classic import invariant_pram, randomized_response
+    >>> p = [0.5, 0.3, 0.2]
+    >>> rr = measure(randomized_response("abc", math.log(2)), p)
+    >>> rr.epsilon <= math.log(2), rr.entropy_rate_bits, round(rr.beta, 4), rr.bistochastic, rr.invariant
+    (True, 1.5, 0.9464, True, False)
+    >>> inv = measure(invariant_pram(p, randomized_response("abc", math.log(2))), p)
+    >>> inv.bistochastic, inv.invariant, inv.beta
+    (False, True, None)
+    """
     bi = is_bistochastic(matrix)
     priv = bistochastic_privacy(matrix) if bi and matrix.size >= 2 else None
     pv = None if p is None else as_distribution(p, matrix.size)

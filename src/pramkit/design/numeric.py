@@ -47,15 +47,34 @@ Family = Literal["blocks", "tridiagonal"]
 
 @dataclass(frozen=True)
 class NumericRelease:
-    """A numerical attribute after a bistochastic matrix over individuals.
+    """A numerical attribute after a bistochastic matrix over individuals
+    (:func:`bistochastic_numeric`).
 
-    values: released values, in file order
-    family: ``"blocks"`` (microaggregation) or ``"tridiagonal"``
-    parameter: k (blocks) or alpha (tridiagonal)
-    randomised: drawn with a key (True) or the expected release P x (False)
-    original_mean, released_mean: means of x and of the release
-    entropy_rate_bits: H(P) of the N x N matrix, equation (4), bits
-    beta: H(P) / log2 N
+    Attributes
+    ----------
+    values : numpy.ndarray
+        Released values, in file order.
+    family : str
+        ``"blocks"`` (microaggregation) or ``"tridiagonal"``.
+    parameter : float
+        k (blocks) or alpha (tridiagonal).
+    randomised : bool
+        Drawn with a key (True) or the expected release P x (False).
+    original_mean, released_mean : float
+        Means of x and of the release.
+    entropy_rate_bits : float
+        H(P) of the N x N matrix, equation (4), bits.
+    beta : float
+        H(P) / log2 N (Definition 1).
+
+    Examples
+    --------
+    Blocks of k = 2 over six individuals: every row of P has entropy 1 bit,
+    so beta = ``log2 2 / log2 6``:
+
+    >>> r = bistochastic_numeric([10.0, 50.0, 20.0, 40.0, 30.0, 60.0], family="blocks", k=2)
+    >>> r.entropy_rate_bits, math.isclose(r.beta, 1 / math.log2(6)), r.randomised
+    (1.0, True, False)
     """
 
     values: np.ndarray
@@ -82,6 +101,65 @@ def bistochastic_numeric(
 
     Without ``key``: the expected release P x (deterministic).  With ``key``
     and ``variable``: one random release whose expectation is P x.
+
+    Parameters
+    ----------
+    values : array_like, shape (N,)
+        The numerical attribute, N >= 2 finite values.
+    family : {"blocks", "tridiagonal"}
+        Equation (3) over ranks (microaggregation) or equation (7) with one
+        alpha.
+    k : int, optional
+        Smallest class size of ``blocks`` (``1 <= k <= N``).
+    alpha : float, optional
+        Off-diagonal entry of ``tridiagonal``, in [0, 1/2] (up to 1 for N = 2).
+    key : SecretKey, optional
+        Draw one random release instead of the expected one.
+    variable : str, optional
+        The variable's name, required with a key (it selects the random stream).
+
+    Returns
+    -------
+    NumericRelease
+        The released values, both means, and H(P) and beta of the N x N matrix.
+
+    Raises
+    ------
+    pramkit.errors.DataError
+        If the values are not a 1-D array of at least two finite numbers.
+    PramkitError
+        For an unknown family, the wrong parameter for the family, a k or
+        alpha out of range, or a key without a variable name.
+
+    References
+    ----------
+    Ruiz and Domingo-Ferrer, section 3.2 (numerical attributes), equations
+    (3), (4) and (7).
+
+    Examples
+    --------
+    Blocks of two consecutive ranks: each value is replaced by its pair's
+    mean, as univariate microaggregation does; the mean is preserved (the
+    columns of P sum to 1):
+
+    >>> x = [10.0, 50.0, 20.0, 40.0, 30.0, 60.0]
+    >>> r = bistochastic_numeric(x, family="blocks", k=2)
+    >>> r.values.tolist(), r.original_mean, r.released_mean
+    ([15.0, 55.0, 15.0, 35.0, 35.0, 55.0], 35.0, 35.0)
+
+    Tridiagonal: ``(1 - 2 alpha) x_i + alpha (x_{i-1} + x_{i+1})`` over the
+    sorted values (evenly spaced here, so only the two ends move):
+
+    >>> bistochastic_numeric(x, family="tridiagonal", alpha=0.25).values.tolist()
+    [12.5, 50.0, 20.0, 40.0, 30.0, 57.5]
+
+    With a key each individual reports a value of its block, drawn at random:
+
+    >>> from pramkit.rng import SecretKey
+    >>> key = SecretKey(bytes(range(32)), "doc")
+    >>> r = bistochastic_numeric(x, family="blocks", k=3, key=key, variable="income")
+    >>> r.values.tolist(), r.randomised
+    ([30.0, 60.0, 20.0, 40.0, 30.0, 60.0], True)
     """
     x = float_array(values, "the numerical values")
     if x.ndim != 1 or x.size < 2:

@@ -90,7 +90,38 @@ Method = Literal["restricted", "full"]
 
 def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[str | int]]) -> tuple[tuple[int, ...], ...]:
     """The set Pi as tuples of key positions: every ``r``-subset for an integer ``r``
-    (section 1 takes r = 3), or the given list of key names (or positions)."""
+    (section 1 takes r = 3), or the given list of key names (or positions).
+
+    Parameters
+    ----------
+    keys : sequence of str
+        The key variables.
+    combinations : int or sequence of sequences of str or int
+        r, or the combinations themselves.
+
+    Returns
+    -------
+    tuple of tuples of int
+        Each combination as sorted key positions, duplicates dropped, in the
+        order given.
+
+    Raises
+    ------
+    PramkitError
+        If r is not in ``1..len(keys)``, a name is not a key, a combination
+        repeats a key or is empty, or no combination is given.
+
+    Examples
+    --------
+    >>> combinations_of(["sex", "region", "age"], 2)
+    ((0, 1), (0, 2), (1, 2))
+    >>> combinations_of(["sex", "region", "age"], [["age", "sex"], [1]])
+    ((0, 2), (1,))
+    >>> combinations_of(["sex", "region", "age"], [["sex", "income"]])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: combination ['sex', 'income']: 'income' is not one of the keys ['sex', 'region', 'age']
+    """
     d = len(keys)
     if isinstance(combinations, (int, np.integer)) and not isinstance(combinations, bool):
         r = int(combinations)
@@ -120,12 +151,27 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
 
 @dataclass(frozen=True)
 class WorstPosterior:
-    """The largest left-hand side of (C1), equation (1), over occurring m, pi and k0.
+    """The largest left-hand side of (C1), equation (1), over occurring m, pi and k0
+    (:func:`worst_posterior`).
 
-    value: the posterior (probability)
-    cell: the type m attaining it (flat index into X)
-    combination: pi (key positions)
-    k0: the value of ``x_pi`` (code in the margin's C-order)
+    Attributes
+    ----------
+    value : float
+        The posterior (probability).
+    cell : int
+        The type m attaining it (flat index into X).
+    combination : tuple of int
+        pi (key positions).
+    k0 : int
+        The value of ``x_pi`` (code in the margin's C-order).
+
+    Examples
+    --------
+    Unperturbed, the record alone in cell (0, 1) is recognised for sure:
+
+    >>> w = worst_posterior(key_space(np.array([[30.0, 1.0], [40.0, 20.0]])), np.eye(4), [(0, 1)])
+    >>> w.value, w.cell, w.combination, w.k0
+    (1.0, 1, (0, 1), 1)
     """
 
     value: float
@@ -217,7 +263,39 @@ def posterior_bound(
 
 
 def l2_and_gradient(transitions: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
-    """``l2(P)`` (proportion squared) and its gradient with respect to every entry of P."""
+    """``l2(P)`` (proportion squared) and its gradient with respect to every entry of P.
+
+    The L2 loss of the unbiased estimator (4) (section 3) and its gradient
+    ``(1/n^2) (U_0 w^T - 2 Q^T diag(v) Q Q^T)`` (module docstring).
+
+    Parameters
+    ----------
+    transitions : numpy.ndarray, shape (K, K)
+        P, invertible.
+    counts : numpy.ndarray, shape (K,)
+        U_0.
+
+    Returns
+    -------
+    value : float
+        l2(P), proportion squared.
+    gradient : numpy.ndarray, shape (K, K)
+        ``d l2 / d P[i, j]``.
+
+    Examples
+    --------
+    The value is :func:`pramkit.utility.l2_loss`; the gradient matches a
+    finite difference:
+
+    >>> import math
+    >>> p, u0 = np.array([[0.9, 0.1], [0.2, 0.8]]), np.array([30.0, 10.0])
+    >>> value, grad = l2_and_gradient(p, u0)
+    >>> math.isclose(value, l2_loss(u0, PramMatrix(p)))
+    True
+    >>> step = np.array([[0.0, 1e-7], [0.0, 0.0]])
+    >>> math.isclose((l2_and_gradient(p + step, u0)[0] - value) / 1e-7, grad[0, 1], rel_tol=1e-5)
+    True
+    """
     u0 = np.asarray(counts, dtype=float)
     n = u0.sum()
     q = np.linalg.inv(transitions)
@@ -257,13 +335,32 @@ def expected_changes(transitions: np.ndarray | sp.spmatrix, counts: ArrayLike) -
 
 @dataclass(frozen=True)
 class UniformNoise:
-    """``P = (1 - lam) I + lam J / K``, the smallest ``lam`` meeting (C1) (bisection).
+    """``P = (1 - lam) I + lam J / K``, the smallest ``lam`` meeting (C1) (bisection;
+    :func:`uniform_noise_baseline`).
 
-    weight: lam (probability that a record is redrawn uniformly over X)
-    worst_posterior: largest posterior of (C1) at lam
-    loss: l2(P), proportion squared
-    expected_changes: records, ``n lam (1 - 1/K)``
-    bisection_steps: halvings of the bracket
+    Attributes
+    ----------
+    weight : float
+        lam (probability that a record is redrawn uniformly over X).
+    worst_posterior : float
+        Largest posterior of (C1) at lam.
+    loss : float
+        l2(P), proportion squared.
+    expected_changes : float
+        Records, ``n lam (1 - 1/K)``.
+    bisection_steps : int
+        Halvings of the bracket.
+
+    Examples
+    --------
+    Uniform noise protects the unique record of the 71 by changing 6.6
+    records, expected; the optimised design (:func:`recognition_design`)
+    needs 2.3:
+
+    >>> space = key_space(np.array([[30.0, 1.0], [40.0, 20.0]]))
+    >>> b = uniform_noise_baseline(space, [(0, 1)], alpha=0.3)
+    >>> round(b.weight, 4), round(b.worst_posterior, 6), round(b.expected_changes, 2), b.bisection_steps
+    (0.0962, 0.3, 6.57, 40)
     """
 
     weight: float
@@ -278,6 +375,33 @@ def uniform_worst_posterior(space: KeySpace, combinations: Sequence[tuple[int, .
 
     For a cell m with ``m_pi = k0`` the numerator is ``1 - lam + lam / |X_pi|`` and the
     denominator ``(1 - lam) U_pi(k0) + lam n / |X_pi|``; every other ratio is at most ``1/n``.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    weight : float
+        lam, in [0, 1].
+
+    Returns
+    -------
+    float
+        The largest posterior of (C1), equation (1).
+
+    Examples
+    --------
+    The closed form agrees with :func:`worst_posterior` on the K x K matrix:
+
+    >>> import math
+    >>> space = key_space(np.array([[30.0, 1.0], [40.0, 20.0]]))
+    >>> lam = 0.05
+    >>> p = (1 - lam) * np.eye(4) + lam / 4
+    >>> math.isclose(uniform_worst_posterior(space, [(0, 1)], lam), worst_posterior(space, p, [(0, 1)]).value)
+    True
+    >>> uniform_worst_posterior(space, [(0, 1)], 0.0)      # P = I: the unique record
+    1.0
     """
     return _uniform_worst([space.margin(c)[1] for c in combinations], space.n, weight)
 
@@ -294,7 +418,33 @@ def _uniform_worst(margins: Sequence[np.ndarray], n: int, weight: float) -> floa
 
 def uniform_loss(space: KeySpace, weight: float) -> float:
     """l2 of ``(1 - lam) I + lam J / K``: ``P^{-1} = (I - lam J / K) / (1 - lam)`` gives
-    ``w(l) = ((1 - lam/K)^2 + (K - 1) lam^2 / K^2) / (1 - lam)^2`` for every l."""
+    ``w(l) = ((1 - lam/K)^2 + (K - 1) lam^2 / K^2) / (1 - lam)^2`` for every l.
+
+    Hence ``l2 = (w - 1) / n`` (section 3, estimator (4)), whatever U_0.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0 (only K and n matter).
+    weight : float
+        lam, in [0, 1).
+
+    Returns
+    -------
+    float
+        l2(P), proportion squared.
+
+    Examples
+    --------
+    >>> import math
+    >>> space = key_space(np.array([[30.0, 1.0], [40.0, 20.0]]))
+    >>> lam = 0.1
+    >>> p = PramMatrix((1 - lam) * np.eye(4) + lam / 4)
+    >>> math.isclose(uniform_loss(space, lam), l2_loss(space.counts, p))
+    True
+    >>> uniform_loss(space, 0.0)
+    0.0
+    """
     lam, k, n = float(weight), float(space.cells), float(space.n)
     w = ((1.0 - lam / k) ** 2 + (k - 1.0) * lam**2 / k**2) / (1.0 - lam) ** 2
     return (w - 1.0) / n
@@ -307,6 +457,44 @@ def uniform_noise_baseline(
 
     The worst posterior decreases in lam (each ratio is a Moebius function of lam
     that falls from ``1/U_pi(k0)`` to ``1/n``), so bisection finds the threshold.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    alpha : float
+        The bound of (C1) (:func:`check_alpha`).
+    tol : float
+        Width of the final bracket of lam.
+
+    Returns
+    -------
+    UniformNoise
+        lam (the upper end of the bracket, so (C1) holds), its posterior,
+        loss and expected changes.
+
+    Raises
+    ------
+    PramkitError
+        If alpha is not a probability or ``alpha n <= 1``.
+
+    Examples
+    --------
+    Without a rare combination, P = I suffices:
+
+    >>> space = key_space(np.array([[30.0, 10.0], [40.0, 20.0]]))
+    >>> b = uniform_noise_baseline(space, [(0, 1)], alpha=0.3)
+    >>> b.weight, b.loss, b.bisection_steps
+    (0.0, 0.0, 0)
+
+    Otherwise lam is the smallest weight that meets (C1):
+
+    >>> rare = key_space(np.array([[30.0, 1.0], [40.0, 20.0]]))
+    >>> b = uniform_noise_baseline(rare, [(0, 1)], alpha=0.3)
+    >>> b.worst_posterior <= 0.3 < uniform_worst_posterior(rare, [(0, 1)], b.weight - 1e-9)
+    True
     """
     alpha = check_alpha(alpha, space.n)
     margins = [space.margin(c)[1] for c in combinations]
@@ -325,7 +513,37 @@ def uniform_noise_baseline(
 
 
 def check_alpha(alpha: float, n: int) -> float:
-    """The posterior bound alpha of (C1) (:func:`pramkit.validate.probability`), attainable with n records."""
+    """The posterior bound alpha of (C1) (:func:`pramkit.validate.probability`), attainable with n records.
+
+    Any matrix gives some posterior at least ``1/n``, so (C1) needs ``alpha n > 1``.
+
+    Parameters
+    ----------
+    alpha : float
+        The bound, in (0, 1).
+    n : int
+        The number of records.
+
+    Returns
+    -------
+    float
+        alpha.
+
+    Raises
+    ------
+    PramkitError
+        If alpha is not a probability, or ``alpha n <= 1``.
+
+    Examples
+    --------
+    >>> check_alpha(0.1, 2500)                 # the 48-cell example of section 4
+    0.1
+    >>> check_alpha(0.01, 50)   # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: alpha = 0.01 with n = 50 records: (C1) needs n > 1/alpha
+    (even a constant matrix gives posterior 1/n = 0.02); raise alpha or use more records
+    """
     a = probability(alpha, "alpha (the posterior bound of condition C1)")
     if a * n <= 1:
         raise PramkitError(
@@ -342,24 +560,51 @@ def check_alpha(alpha: float, n: int) -> float:
 class SolverDiagnostics(SolverRun):
     """How a design was computed.
 
-    method: ``"full"`` or ``"restricted"``
-    solver: the optimiser (``"trust-constr"``, ``"SLSQP"``, or ``"none"`` when P = I suffices)
-    status: the optimiser's status text
-    success: whether the optimiser reported success
-    iterations: optimiser iterations (last solve)
-    variables: free entries of P in the last solve
-    constraints: (C1) inequalities in the last solve
-    reduce: whether section 4's reductions cut the constraints
-    gamma: the diagonal bound of the last solve (None without reductions)
-    restarts: solves repeated with a smaller gamma
-    rare_types: occurring types with ``U_0(m) < 1/alpha``
-    problem_combinations: ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``
-    gap: bound on ``n^2 (l2 - optimum)`` of the solved problem, records (None when not certified)
-    seconds: wall-clock time of the design
-    lower_bound: proved lower bound on ``n^2 l2`` over the solved problem (records; None when not
-        certified; :func:`pramkit.design.recognition_reductions.certified_lower_bound`)
-    certified: whether ``lower_bound`` and ``gap`` are proved (the restricted support, or P = I);
-        the full method has no certificate
+    Attributes
+    ----------
+    method : str
+        ``"full"`` or ``"restricted"``.
+    solver : str
+        The optimiser (``"trust-constr"``, or ``"none"`` when P = I suffices).
+    status : str
+        The optimiser's status text.
+    success : bool
+        Whether the optimiser reported success.
+    iterations : int
+        Optimiser iterations (last solve).
+    variables : int
+        Free entries of P in the last solve.
+    constraints : int
+        (C1) inequalities in the last solve.
+    reduce : bool
+        Whether section 4's reductions cut the constraints.
+    gamma : float or None
+        The diagonal bound of the last solve.
+    restarts : int
+        Solves repeated with a smaller gamma.
+    rare_types : int
+        Occurring types with ``U_0(m) < 1/alpha``.
+    problem_combinations : int
+        ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``.
+    gap : float or None
+        Bound on ``n^2 (l2 - optimum)`` of the solved problem, records (None when not certified).
+    seconds : float
+        Wall-clock time of the design.
+    lower_bound : float or None
+        Proved lower bound on ``n^2 l2`` over the solved problem (records; None when not
+        certified; :func:`pramkit.design.recognition_reductions.certified_lower_bound`).
+    certified : bool
+        Whether ``lower_bound`` and ``gap`` are proved (the restricted support, or P = I);
+        the full method has no certificate.
+
+    Examples
+    --------
+    >>> d = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2)
+    >>> diag = d.diagnostics
+    >>> diag.method, diag.solver, diag.rare_types, diag.problem_combinations, diag.restarts, diag.certified
+    ('restricted', 'trust-constr', 1, 1, 0, True)
+    >>> diag.gap < 1e-2 * diag.lower_bound
+    True
     """
 
     method: str
@@ -431,6 +676,44 @@ def solve_full(
     standing assumption ``P_kk > gamma``; without it (C1) also admits near-permutations, which
     relabel records at no L2 cost (the estimator undoes a permutation exactly) but protect
     nobody, since P is published.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0 (K at most :data:`MAX_FULL_CELLS`: K^2 variables).
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    triples : sequence of (int, int, int)
+        The (C1) inequalities to impose
+        (:func:`pramkit.design.recognition_reductions.c1_triples`).
+    alpha : float
+        The bound of (C1) (the optimiser aims at ``alpha (1 - SAFETY)``).
+    gamma : float
+        The diagonal bound.
+    max_iterations : int
+        Iterations of ``trust-constr``.
+
+    Returns
+    -------
+    Solve
+        P (dense, rows renormalised by :func:`clean_rows`), not certified.
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 3 (the L2 loss) and section 4
+    (the optimisation from the identity, the bound ``P_kk > gamma``).
+
+    Examples
+    --------
+    Thirty records and one: the unique record needs ``1/0.3 - 1 = 2.33``
+    records, expected, moved into its cell, ``2.33 / 30 = 0.078`` of the others:
+
+    >>> space = key_space(np.array([30.0, 1.0]))
+    >>> solved = solve_full(space, [(0,)], [(1, 0, 1)], alpha=0.3, gamma=0.5)
+    >>> solved.transitions.round(4).tolist(), solved.success, solved.certified
+    ([[0.9222, 0.0778], [0.0, 1.0]], True, False)
+    >>> round(worst_posterior(space, solved.transitions, [(0,)]).value, 6)
+    0.3
     """
     k = space.cells
     u0 = space.counts
@@ -478,7 +761,24 @@ def solve_full(
 
 
 def clean_rows(p: np.ndarray) -> np.ndarray:
-    """Clip the optimiser's rounding below zero and renormalise each row to sum to 1."""
+    """Clip the optimiser's rounding below zero and renormalise each row to sum to 1.
+
+    Parameters
+    ----------
+    p : numpy.ndarray, shape (K, K)
+        A matrix whose rows sum to 1 up to the optimiser's rounding.
+
+    Returns
+    -------
+    numpy.ndarray
+        Non-negative, every row summing to 1.
+
+    Examples
+    --------
+    >>> q = clean_rows(np.array([[0.7, 0.3000001, -1e-7], [0.0, 1.0, 0.0], [0.2, 0.2, 0.6]]))
+    >>> bool((q >= 0).all()), q.sum(axis=1).round(15).tolist()
+    (True, [1.0, 1.0, 1.0])
+    """
     q = np.clip(p, 0.0, None)
     return q / q.sum(axis=1, keepdims=True)
 
@@ -570,7 +870,31 @@ class RecognitionDesign:
         })
 
     def perturbed_variable(self, *, name: str | None = None) -> PerturbedVariable:
-        """The design as a joint perturbed variable over the key columns, for the manifest."""
+        """The design as a joint perturbed variable over the key columns, for the manifest.
+
+        Parameters
+        ----------
+        name : str, optional
+            The variable's name (default: the keys joined by ``*``).
+
+        Returns
+        -------
+        pramkit.manifest.PerturbedVariable
+            The dense matrix over the listed cells, missing values kept.
+
+        Raises
+        ------
+        PramkitError
+            If the design has no dense matrix (more than :data:`MAX_MATRIX_CELLS` cells).
+
+        Examples
+        --------
+        >>> d = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2,
+        ...                        keys=["sex", "region"], categories=[("m", "f"), ("n", "s")])
+        >>> v = d.perturbed_variable()
+        >>> v.name, v.columns, v.matrix.categories
+        ('sex*region', ('sex', 'region'), (('m', 'n'), ('m', 's'), ('f', 'n'), ('f', 's')))
+        """
         if self.matrix is None:
             raise PramkitError(
                 f"the design moves records among {self.space.cells} cells, too many for a dense joint matrix "
@@ -581,7 +905,34 @@ class RecognitionDesign:
 
 def matrix_cells(space: KeySpace, transitions: sp.csr_matrix) -> np.ndarray | None:
     """The cells the PramMatrix lists: all of X if small, else the occurring types and every cell
-    that receives records (the set is closed under P); None if still too many."""
+    that receives records (the set is closed under P); None if still too many.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    transitions : scipy.sparse.csr_matrix, shape (K, K)
+        P.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The flat cell indices, increasing (all K when ``K <= MAX_MATRIX_CELLS``).
+
+    Examples
+    --------
+    >>> matrix_cells(key_space(np.array([[3.0, 0.0], [4.0, 2.0]])), as_csr(np.eye(4))).tolist()
+    [0, 1, 2, 3]
+
+    On a large key space only the occurring types and the targets are listed:
+
+    >>> big = np.zeros(5000)
+    >>> big[[0, 7]] = [40.0, 1.0]
+    >>> p = sp.identity(5000, format="lil")
+    >>> p[0, 0], p[0, 9] = 0.9, 0.1
+    >>> matrix_cells(key_space(big), p.tocsr()).tolist()
+    [0, 7, 9]
+    """
     if space.cells <= MAX_MATRIX_CELLS:
         return np.arange(space.cells)
     p = transitions.tocoo()
@@ -618,6 +969,11 @@ def finish(
     -------
     RecognitionDesign
         The design, when (C1) holds.
+
+    Raises
+    ------
+    RuntimeError
+        If the proved bound on the worst posterior exceeds alpha.
 
     Examples
     --------
@@ -711,6 +1067,17 @@ def recognition_design(
     -------
     RecognitionDesign
 
+    Raises
+    ------
+    PramkitError
+        If alpha is not attainable (:func:`check_alpha`), the combinations are
+        invalid, ``method="full"`` is asked for more than
+        :data:`MAX_FULL_CELLS` cells, or the restricted support cannot meet (C1).
+    ParameterError
+        For an unknown method or a gamma outside (0, 1].
+    DataError
+        If the counts are not a table of whole numbers.
+
     Examples
     --------
     The record alone in cell (f, s) is protected by moving 2.33 records, expected, into its cell:
@@ -783,6 +1150,13 @@ def recognition_design_from_data(
     -------
     RecognitionDesign
         Its key space is the table of the keys (:meth:`pramkit.risk.frequencies.KeyTable.count`).
+
+    Raises
+    ------
+    DataError
+        If data is not a DataFrame or a key column has missing values.
+    PramkitError
+        As for :func:`recognition_design`.
 
     Examples
     --------

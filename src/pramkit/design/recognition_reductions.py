@@ -80,13 +80,64 @@ MAX_CHANGE = 1.0 - 1e-6
 
 
 def rare_types(space: KeySpace, alpha: float) -> np.ndarray:
-    """Occurring types with ``U_0(m) < 1/alpha`` (section 2, inequality (2))."""
+    """Occurring types with ``U_0(m) < 1/alpha`` (section 2, inequality (2)).
+
+    The posterior of type m is at most ``1/U_0(m)``, so only these types can
+    break (C1).
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    alpha : float
+        The bound of (C1).
+
+    Returns
+    -------
+    numpy.ndarray
+        Their flat cell indices, increasing.
+
+    Examples
+    --------
+    With alpha = 0.3 a type is rare below 1/0.3 = 3.33 records: the cells
+    holding 1 and 2 records.
+
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
+    >>> rare_types(space, 0.3).tolist(), space.counts[[1, 6]].tolist()
+    ([1, 6], [1.0, 2.0])
+    """
     occ = space.occurring
     return occ[space.counts[occ] * alpha < 1.0]
 
 
 def problem_count(space: KeySpace, combinations: Sequence[tuple[int, ...]], alpha: float) -> int:
-    """Number of ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``: the combinations P = I leaves exposed."""
+    """Number of ``(pi, k0)`` with ``0 < U_pi(k0) < 1/alpha``: the combinations P = I leaves exposed.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    alpha : float
+        The bound of (C1).
+
+    Returns
+    -------
+    int
+        The number of such pairs over all combinations.
+
+    Examples
+    --------
+    The two rare cells are exposed on all three keys, but every two-key
+    margin holds at least 22 records:
+
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
+    >>> problem_count(space, [(0, 1, 2)], 0.3), problem_count(space, [(0, 1), (0, 2), (1, 2)], 0.3)
+    (2, 0)
+    """
     return sum(int(((u > 0) & (u * alpha < 1.0)).sum()) for u in (space.margin(c)[1] for c in combinations))
 
 
@@ -97,6 +148,41 @@ def c1_triples(
 
     Without ``reduce``: every occurring m, every combination, every k0.  With it:
     rare m only, and for ``gamma`` the combinations and types section 4 leaves.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    alpha : float
+        The bound of (C1).
+    gamma : float
+        The diagonal bound of the occurring types (floored at :data:`GAMMA_FLOOR`).
+    reduce : bool
+        Apply section 4's reductions.
+
+    Returns
+    -------
+    list of (int, int, int)
+        ``(m, combination index, k0)``, input of :func:`pramkit.design.recognition.c1_rows`.
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 2, inequalities (2) and (5);
+    section 4 (the gamma bound).
+
+    Examples
+    --------
+    Of the 8 occurring types times 8 values of the one combination, the
+    reductions keep two inequalities: each rare type in its own cell.
+
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
+    >>> len(c1_triples(space, [(0, 1, 2)], alpha=0.3, gamma=0.9, reduce=False))
+    64
+    >>> c1_triples(space, [(0, 1, 2)], alpha=0.3, gamma=0.9, reduce=True)
+    [(1, 0, 1), (6, 0, 6)]
     """
     ms = rare_types(space, alpha) if reduce else space.occurring
     triples = []
@@ -117,6 +203,30 @@ def c1_triples(
 
 
 def min_occurring_diagonal(space: KeySpace, transitions: np.ndarray | sp.spmatrix) -> float:
+    """The smallest keep probability ``P[m, m]`` over the occurring types m.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    transitions : array or sparse matrix, shape (K, K)
+        P.
+
+    Returns
+    -------
+    float
+        ``min_m P[m, m]`` over the cells with ``U_0(m) > 0``.
+
+    Examples
+    --------
+    Cell 1 keeps only half its records but is empty; among the occurring
+    cells the smallest keep probability is 0.9:
+
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space([[5.0, 0.0], [3.0, 2.0]])
+    >>> min_occurring_diagonal(space, np.diag([0.9, 0.5, 1.0, 1.0]))
+    0.9
+    """
     diag = transitions.diagonal() if sp.issparse(transitions) else np.diagonal(transitions)
     return float(diag[space.occurring].min())
 
@@ -127,7 +237,40 @@ def with_gamma_restarts(
     """Solve with the reductions for ``gamma``; while an occurring type keeps its value with
     probability below (or, where gamma is imposed, at) gamma, restart with
     ``gamma' = min(achieved, 1 - 2 (1 - gamma))`` (section 4: "start the optimization again
-    with a smaller gamma")."""
+    with a smaller gamma").
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    gamma : float
+        The first diagonal bound.
+    solve : callable
+        ``solve(gamma) -> Solve``: one solve with the reductions for gamma.
+
+    Returns
+    -------
+    (Solve, float, int)
+        The last solve, the gamma it used, and the number of restarts.
+
+    Examples
+    --------
+    A solver that always keeps 0.8 on the diagonal: gamma 0.9 is undercut,
+    0.8 is met exactly (at the bound, so active), 0.6 is not active.
+
+    >>> from pramkit.design.recognition_space import Solve, key_space
+    >>> space = key_space([[12.0, 1.0], [0.0, 0.0]])
+    >>> p = np.eye(4)
+    >>> p[0, :2] = [0.8, 0.2]
+    >>> tried = []
+    >>> def solve(gamma):
+    ...     tried.append(round(gamma, 12))
+    ...     return Solve(transitions=p, solver="fixed", status="", success=True, iterations=0,
+    ...                  variables=1, constraints=1, gap=None)
+    >>> solved, gamma, restarts = with_gamma_restarts(space, gamma=0.9, solve=solve)
+    >>> tried, round(gamma, 12), restarts
+    ([0.9, 0.8, 0.6], 0.6, 2)
+    """
     restarts = 0
     while True:
         solved = solve(gamma)
@@ -145,7 +288,31 @@ def problem_combinations(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float
 ) -> list[tuple[int, int, float]]:
     """``(combination index, k0, U_pi(k0))`` with ``1 <= U_pi(k0) < 1/(gamma alpha)`` whose
-    margin cell holds a rare type: the constraints of the restricted problem."""
+    margin cell holds a rare type: the constraints of the restricted problem.
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    alpha : float
+        The bound of (C1).
+    gamma : float
+        The diagonal bound (floored at :data:`GAMMA_FLOOR`).
+
+    Returns
+    -------
+    list of (int, int, float)
+        ``(combination index, k0, U_pi(k0))``, in order of combination and k0.
+
+    Examples
+    --------
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
+    >>> problem_combinations(space, [(0, 1, 2)], alpha=0.3, gamma=0.9)
+    [(0, 1, 1.0), (0, 6, 2.0)]
+    """
     rare = rare_types(space, alpha)
     out = []
     for ci, combo in enumerate(combinations):
@@ -251,7 +418,32 @@ def membership(
 
 def group_objective(e: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
     """``sum_g W_g ((1 + |e_g|^2) / (1 - s_g) + s_g - 1)`` (= n^2 l2 of the restricted matrix)
-    and its gradient; ``e`` has one row per group."""
+    and its gradient; ``e`` has one row per group.
+
+    Parameters
+    ----------
+    e : numpy.ndarray, shape (G, T)
+        The probabilities of change of each group into each target, every
+        row summing to less than 1.
+    weights : numpy.ndarray, shape (G,)
+        ``W_g``: the records of each group.
+
+    Returns
+    -------
+    value : float
+        The objective: ``n^2 l2`` of the restricted matrix, records.
+    gradient : numpy.ndarray, shape (G, T)
+        ``W_g (2 e_gt / d_g + (1 + |e_g|^2) / d_g^2 + 1)``, ``d_g = 1 - s_g``.
+
+    Examples
+    --------
+    One group of 10 records moving with probability 1/2:
+    ``10 ((1 + 1/4) / (1/2) - 1/2) = 20`` and ``10 (2 + 5 + 1) = 80``.
+
+    >>> value, grad = group_objective(np.array([[0.5]]), np.array([10.0]))
+    >>> value, grad.tolist()
+    (20.0, [[80.0]])
+    """
     s = e.sum(axis=1)
     d = 1.0 - s
     q = 1.0 + (e * e).sum(axis=1)
@@ -262,7 +454,31 @@ def group_objective(e: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarr
 
 def group_hessian(e: np.ndarray, weights: np.ndarray) -> sp.csr_matrix:
     """Block-diagonal Hessian of :func:`group_objective`: per group
-    ``W (2/d I + 2/d^2 (e 1^T + 1 e^T) + 2 (1 + |e|^2)/d^3 1 1^T)``."""
+    ``W (2/d I + 2/d^2 (e 1^T + 1 e^T) + 2 (1 + |e|^2)/d^3 1 1^T)``.
+
+    Parameters
+    ----------
+    e : numpy.ndarray, shape (G, T)
+        The point, as for :func:`group_objective`.
+    weights : numpy.ndarray, shape (G,)
+        ``W_g``.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (G T, G T)
+        One T x T block per group, in the order of ``e.ravel()``.
+
+    Examples
+    --------
+    At e = 1/2, W = 10: ``10 (4 + 8 + 20) = 320``, and the gradient of
+    :func:`group_objective` moves by about the Hessian times the step:
+
+    >>> group_hessian(np.array([[0.5]]), np.array([10.0])).toarray().tolist()
+    [[320.0]]
+    >>> step = (group_objective(np.array([[0.5 + 1e-6]]), np.array([10.0]))[1] - 80.0) / 1e-6
+    >>> round(float(step[0, 0]))
+    320
+    """
     t = e.shape[1]
     ones = np.ones(t)
     blocks = []
@@ -276,7 +492,41 @@ def group_hessian(e: np.ndarray, weights: np.ndarray) -> sp.csr_matrix:
 
 def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
     """l2 of a matrix whose moving rows go only into cells whose own rows are the identity
-    (the restricted support), from the closed form, without inverting P."""
+    (the restricted support), from the closed form, without inverting P.
+
+    ``n^2 l2 = sum_f U_0(f) ((1 + |e_f|^2) / (1 - s_f) + s_f - 1)`` over the
+    moving rows f (module docstring), the L2 loss of estimator (4) (section 3).
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    transitions : sparse matrix, shape (K, K)
+        P with the restricted support.
+
+    Returns
+    -------
+    float
+        l2(P), proportion squared.
+
+    Raises
+    ------
+    PramkitError
+        If a cell that receives records moves records itself.
+
+    Examples
+    --------
+    The closed form agrees with :func:`pramkit.utility.l2_loss`, which inverts P:
+
+    >>> from pramkit.design.recognition_space import key_space
+    >>> from pramkit.matrix import PramMatrix
+    >>> from pramkit.utility import l2_loss
+    >>> space = key_space([[30.0, 1.0], [40.0, 20.0]])
+    >>> solved, _, _ = solve_restricted(space, [(0, 1)], alpha=0.3, gamma=0.9)
+    >>> math.isclose(restricted_l2(space, solved.transitions),
+    ...              l2_loss(space.counts, PramMatrix(solved.transitions.toarray())))
+    True
+    """
     p = sp.csr_matrix(transitions)
     off = p - sp.diags(p.diagonal())
     moving = np.flatnonzero(off.getnnz(axis=1))
@@ -291,13 +541,27 @@ def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
 
 @dataclass(frozen=True)
 class RestrictedBound:
-    """The certificate of the restricted problem, in records (``n^2 l2`` units).
+    """The certificate of the restricted problem, in records (``n^2 l2`` units)
+    (:func:`certified_lower_bound`).
 
-    objective: ``f(x)`` of the point found, rounded up
-    lower_bound: no feasible point of the restricted problem has a smaller ``f`` (rounded down;
-        None when not certified)
-    gap: ``objective - lower_bound`` rounded up, at least 0 (None when not certified)
-    certified: whether the bound is proved (False when x has a row with ``s_g >= 1``)
+    Attributes
+    ----------
+    objective : float
+        ``f(x)`` of the point found, rounded up.
+    lower_bound : float or None
+        No feasible point of the restricted problem has a smaller ``f`` (rounded down;
+        None when not certified).
+    gap : float or None
+        ``objective - lower_bound`` rounded up, at least 0 (None when not certified).
+    certified : bool
+        Whether the bound is proved (False when x has a row with ``s_g >= 1``).
+
+    Examples
+    --------
+    A point outside the domain of f (a group that always moves) is not certified:
+
+    >>> certified_lower_bound(np.array([[1.0]]), np.array([10.0]), sp.csr_matrix([[10.0]]), [3.0], 0.125, None)
+    RestrictedBound(objective=inf, lower_bound=None, gap=None, certified=False)
     """
 
     objective: float
@@ -455,7 +719,58 @@ def _restricted_once(
 def solve_restricted(
     space: KeySpace, combinations: Sequence[tuple[int, ...]], *, alpha: float, gamma: float, max_iterations: int = 3000
 ) -> tuple[Solve, float | None, int]:
-    """The restricted-support design with gamma restarts."""
+    """The restricted-support design with gamma restarts.
+
+    The sources (frequent types) move into a few targets covering the problem
+    combinations (module docstring); the convex problem is solved, certified
+    by :func:`certified_lower_bound`, and restarted with a smaller gamma
+    while a source keeps its value with probability below gamma
+    (:func:`with_gamma_restarts`).
+
+    Parameters
+    ----------
+    space : KeySpace
+        X and U_0.
+    combinations : sequence of tuples of int
+        Pi, as positions of keys.
+    alpha : float
+        The bound of (C1).
+    gamma : float
+        The first diagonal bound.
+    max_iterations : int
+        Iterations of the optimiser per solve.
+
+    Returns
+    -------
+    (Solve, float, int)
+        The design (sparse P and its certificate), the last gamma and the
+        number of restarts.
+
+    Raises
+    ------
+    PramkitError
+        If no type is frequent (``U_0 >= 1/alpha``), or no matrix that moves
+        only frequent types meets (C1).
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 4 (the closing suggestion and
+    the gamma restarts).
+
+    Examples
+    --------
+    Twelve records must lend 2.33 expected records to the unique one's cell
+    (posterior ``1 / 3.33 = 0.3``): keeping 0.806 undercuts gamma = 0.9, so
+    the design is solved again with gamma = 0.8.
+
+    >>> from pramkit.design.recognition_space import key_space
+    >>> space = key_space([[12.0, 1.0], [0.0, 0.0]])
+    >>> solved, gamma, restarts = solve_restricted(space, [(0, 1)], alpha=0.3, gamma=0.9)
+    >>> solved.transitions.toarray()[0].round(4).tolist(), round(gamma, 12), restarts
+    ([0.8056, 0.1944, 0.0, 0.0], 0.8, 1)
+    >>> solved.certified, solved.gap < 1e-2
+    (True, True)
+    """
     return with_gamma_restarts(
         space, gamma=gamma,
         solve=lambda g: _restricted_once(space, combinations, alpha=alpha, gamma=g, max_iterations=max_iterations),

@@ -79,6 +79,18 @@ class KeySpace:
         and the counts U_pi(k0) of the margin over the keys at ``combination``, flat (float;
         :meth:`pramkit.counts.CountTable.margin`).
 
+        Parameters
+        ----------
+        combination : sequence of int
+            pi, as positions of keys.
+
+        Returns
+        -------
+        codes : numpy.ndarray, shape (K,)
+            The value ``k_pi`` of every cell of X (code in the margin's C order).
+        u_pi : numpy.ndarray
+            U_pi(k0) for every value k0 of the margin (float).
+
         Examples
         --------
         >>> codes, u_pi = key_space([[3, 0], [4, 2]]).margin((0,))
@@ -107,6 +119,13 @@ def key_space(
     -------
     KeySpace
         Its table has ``rows`` = n and ``missing`` = 0.
+
+    Raises
+    ------
+    DataError
+        If the counts are empty, all 0, or not non-negative whole numbers.
+    ParameterError
+        If the keys or category lists do not match the table's axes.
 
     Examples
     --------
@@ -139,6 +158,16 @@ def key_space(
 
 def as_csr(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
     """A transition matrix, dense or sparse, as a CSR matrix.
+
+    Parameters
+    ----------
+    transitions : array or sparse matrix, shape (K, K)
+        P.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        P in CSR form (a sparse input is converted, not copied when already CSR).
 
     Examples
     --------
@@ -210,6 +239,15 @@ def posteriors(
     Posteriors
         One per combination, in the order given.
 
+    Raises
+    ------
+    DataError
+        If P is not K x K (raised when the iteration starts).
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, section 2, condition (C1), equation (1).
+
     Examples
     --------
     With P = I the posterior of a type is one over the count of its margin cell (section 2):
@@ -234,7 +272,36 @@ def posteriors(
 @dataclass(frozen=True, kw_only=True)
 class SolverRun:
     """What one run of an optimiser reports (the fields are described by
-    :class:`pramkit.design.recognition.SolverDiagnostics`, which extends it)."""
+    :class:`pramkit.design.recognition.SolverDiagnostics`, which extends it).
+
+    Attributes
+    ----------
+    solver : str
+        The optimiser (``"trust-constr"``, or ``"none"`` when P = I suffices).
+    status : str
+        The optimiser's status text.
+    success : bool
+        Whether the optimiser reported success.
+    iterations : int
+        Optimiser iterations.
+    variables : int
+        Free entries of P.
+    constraints : int
+        (C1) inequalities.
+    gap : float or None
+        Bound on ``n^2 (l2 - optimum)``, records (None when not certified).
+    lower_bound : float or None
+        Proved lower bound on ``n^2 l2``, records (None when not certified).
+    certified : bool
+        Whether ``lower_bound`` and ``gap`` are proved.
+
+    Examples
+    --------
+    >>> run = SolverRun(solver="none", status="P = I", success=True, iterations=0, variables=0,
+    ...                 constraints=0, gap=0.0, lower_bound=0.0, certified=True)
+    >>> run.certified, run.gap
+    (True, 0.0)
+    """
 
     solver: str
     status: str
@@ -247,12 +314,49 @@ class SolverRun:
     certified: bool = False
 
     def run_figures(self) -> dict[str, object]:
-        """The fields of :class:`SolverRun` alone, to pass on to a class that extends it."""
+        """The fields of :class:`SolverRun` alone, to pass on to a class that extends it.
+
+        Returns
+        -------
+        dict of str to object
+            Field name -> value, for the fields :class:`SolverRun` declares
+            (not those a subclass adds, such as :attr:`Solve.transitions`).
+
+        Examples
+        --------
+        >>> solved = Solve(transitions=np.eye(2), solver="none", status="P = I", success=True, iterations=0,
+        ...                variables=0, constraints=0, gap=0.0)
+        >>> figures = solved.run_figures()
+        >>> "transitions" in figures, figures["solver"], figures["certified"]
+        (False, 'none', False)
+        """
         return {f.name: getattr(self, f.name) for f in fields(SolverRun)}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Solve(SolverRun):
-    """One run of an optimiser and the transition matrix it found."""
+    """One run of an optimiser and the transition matrix it found.
+
+    The attributes are those of :class:`SolverRun`, and:
+
+    Attributes
+    ----------
+    transitions : numpy.ndarray or scipy.sparse matrix, shape (K, K)
+        The P found (row-stochastic).
+
+    Examples
+    --------
+    The restricted design (Cator, Hensbergen and Rozenholc, section 4) moves
+    2.6 % of the 90 records of the three frequent cells into the unique
+    record's cell: 1 + 2.33 expected records there, posterior 0.3 = alpha.
+
+    >>> from pramkit.design.recognition_reductions import solve_restricted
+    >>> space = key_space([[30.0, 1.0], [40.0, 20.0]])
+    >>> solved, gamma, restarts = solve_restricted(space, [(0, 1)], alpha=0.3, gamma=0.9)
+    >>> solved.transitions.toarray().round(4).tolist()
+    [[0.9741, 0.0259, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0259, 0.9741, 0.0], [0.0, 0.0259, 0.0, 0.9741]]
+    >>> solved.certified, round(max(float(p.values.max()) for p in posteriors(space, solved.transitions, [(0, 1)])), 4)
+    (True, 0.3)
+    """
 
     transitions: np.ndarray | sp.spmatrix

@@ -53,11 +53,31 @@ Build = Callable[[Sequence[Label], "np.ndarray | None", "float | None", Mapping[
 class DesignFamily:
     """One design family.
 
-    name: the method's name (``--method``)
-    help: one line for ``--help``
-    build: designs one variable (module docstring)
-    reads_frequencies: given the options, whether the design is a function of p
-    takes_budget: given the options, whether the design is built to a share of the budget
+    Attributes
+    ----------
+    name : str
+        The method's name (``--method``).
+    help : str
+        One line for ``--help``.
+    build : callable
+        ``build(categories, p, epsilon, options) -> PramMatrix``: designs one
+        variable (module docstring).
+    reads_frequencies : callable
+        Given the options, whether the design is a function of p.
+    takes_budget : callable
+        Given the options, whether the design is built to a share of the budget.
+
+    Examples
+    --------
+    Randomized response is designed to its share of the budget unless a
+    target beta fixes it; it never reads the frequencies:
+
+    >>> rr = FAMILIES["rr"]
+    >>> rr.takes_budget({}), rr.takes_budget({"beta": 0.5}), rr.reads_frequencies({})
+    (True, False, False)
+    >>> m = rr.build(["a", "b", "c"], None, None, {"beta": 0.5})
+    >>> m.provenance.method, round(m.provenance.objective, 9)
+    ('randomized_response', 0.5)
     """
 
     name: str
@@ -117,6 +137,17 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
 
     ``objective="variance"`` is a form (8) design: with ``form="general"`` it is
     an error (no certified variance-optimal general design exists here).
+
+    Parameters
+    ----------
+    options : mapping of str to value
+        The ``dp`` family's options (absent or ``None``: the default).
+
+    Returns
+    -------
+    (str, str, bool)
+        ``form``, ``objective`` and ``truthful``, with the defaults filled in
+        (``objective="distance"`` always gives ``form="general"``).
 
     Raises
     ------
@@ -250,7 +281,38 @@ FAMILIES: dict[str, DesignFamily] = {
 
 
 def family(name: str) -> DesignFamily:
-    """The family called ``name``, or an error listing them."""
+    """The family called ``name``, or an error listing them.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FAMILIES`.
+
+    Returns
+    -------
+    DesignFamily
+
+    Raises
+    ------
+    ParameterError
+        If no family has that name; the message lists them.
+
+    Examples
+    --------
+    k-anonymity blocks (equation (3) of Ruiz and Domingo-Ferrer) are fixed by
+    k: no budget, no frequencies.
+
+    >>> kanon = family("kanon")
+    >>> kanon.reads_frequencies({}), kanon.takes_budget({})
+    (False, False)
+    >>> kanon.build(["a", "b", "c", "d"], None, None, {"k": 2}).matrix.tolist()
+    [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]]
+    >>> family("swap")   # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: unknown design method 'swap'; the methods are dp, metric, invariant,
+    keep, rr, kanon, tridiagonal, circulant, bistochastic-beta
+    """
     try:
         return FAMILIES[name]
     except KeyError:
