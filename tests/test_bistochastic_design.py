@@ -168,3 +168,10 @@ def test_invalid_parameters_raise_project_errors():
         k_anonymity(CATS, 13)
     with pytest.raises(PramkitError):
         circulant_keep(CATS, 1.2)
+
+
+def test_a_beta_too_small_for_randomized_response_is_a_clear_error():
+    from pramkit.design.bistochastic import BetaUnreachableError, fit_family
+
+    with pytest.raises(BetaUnreachableError, match="too small to fit"):
+        fit_family("rr", range(3), 1e-16)

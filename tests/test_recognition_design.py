@@ -304,3 +304,9 @@ def test_user_errors_say_what_to_change():
         recognition_design(counts, alpha=0.1, method="other")
     with pytest.raises(PramkitError, match="limited to"):
         recognition_design(np.ones((6, 6, 6)), alpha=0.1, method="full")
+
+
+def test_gamma_one_with_nothing_to_move_returns_the_identity():
+    """gamma = 1 is accepted; when (C1) already holds, the identity meets it and the restarts stop."""
+    d = recognition_design(np.array([[30.0, 40.0], [40.0, 20.0]]), alpha=0.3, combinations=2, gamma=1.0)
+    assert d.matrix.min_diagonal == 1.0 and d.worst_posterior <= 0.3

@@ -569,6 +569,9 @@ def _fit_rr(cats: tuple[Label, ...], target: float) -> tuple[float, PramMatrix]:
     q = _keep_q(len(cats), target)
     if q <= 1.0 / len(cats):
         raise BetaUnreachableError("beta = 1 needs epsilon = 0 (perfect secrecy); give a smaller target")
+    if q >= 1.0:
+        raise BetaUnreachableError(f"beta = {target:g} is too small to fit: randomized response reaches it only "
+                                   "as the identity (epsilon infinite); give a larger target")
     eps = math.log(q * (len(cats) - 1) / (1.0 - q))
     return eps, randomized_response(cats, eps)
 

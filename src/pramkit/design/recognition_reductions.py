@@ -277,7 +277,10 @@ def with_gamma_restarts(
         if gamma <= GAMMA_FLOOR or min_occurring_diagonal(space, solved.transitions) >= gamma + ACTIVE_TOL:
             return solved, gamma, restarts
         achieved = min_occurring_diagonal(space, solved.transitions)
-        gamma = max(min(achieved, 1.0 - 2.0 * (1.0 - gamma)), GAMMA_FLOOR)
+        lower = max(min(achieved, 1.0 - 2.0 * (1.0 - gamma)), GAMMA_FLOOR)
+        if lower >= gamma:  # gamma 1 met by the identity (nothing needs to move): no smaller gamma to try
+            return solved, gamma, restarts
+        gamma = lower
         restarts += 1
 
 

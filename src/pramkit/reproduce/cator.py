@@ -91,7 +91,7 @@ def summary(design: RecognitionDesign) -> dict[str, Any]:
     Parameters
     ----------
     design : RecognitionDesign
-        A design of the example (``n2_l2_over_changes`` assumes n = :data:`N`).
+        A design (of the example, or any other: ``n2_l2_over_changes`` uses its own n).
 
     Returns
     -------
@@ -126,7 +126,8 @@ def summary(design: RecognitionDesign) -> dict[str, Any]:
         "min_diagonal_occurring_types": float(1.0 - change[occ].max()),
         "expected_changes_records": design.expected_changes,
         "l2_loss": design.loss,
-        "n2_l2_over_changes": design.loss * N**2 / design.expected_changes if design.expected_changes else None,
+        "n2_l2_over_changes": design.loss * design.space.n ** 2 / design.expected_changes
+        if design.expected_changes else None,
         "worst_posterior": design.worst_posterior,
         "destinations": [{"cell": list(c), "share": float(s)} for c, s in zip(dest["cell"][:5], dest["share"][:5])],
         "destination_share_top3": float(dest["share"][:3].sum()),
