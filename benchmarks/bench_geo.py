@@ -8,7 +8,14 @@ a 100 km square, clustered in five towns; p = the areas' population shares):
 * the exponential mechanism (:func:`pramkit.design.geo.exponential_mechanism`, closed form)
   for S = 100, 1000 and 10 000, at the metric epsilon ``eps / d_max`` so that its pure
   epsilon is at most eps; and the truncated geometric mechanism on 10 000 ordered
-  categories at ``eps / (S - 1)`` per step.
+  categories at ``eps / (S - 1)`` per step;
+* the least-distance metric-DP matrix (:func:`pramkit.design.dp_distance.metric_min_distance`,
+  LP with the spanner reduction) at the same metric epsilon, for each spanner dilation of
+  ``--dilation``, beside the exponential mechanism; and on an n x n grid of areas bordering
+  their four neighbours (a path metric: the reduction is exact), p uniform, against the LP with
+  every pair's constraint written out (``--full-grid``);
+* the worst-case objective of the distance-optimal epsilon-DP design (p = None,
+  ``objective="worst"``) beside the uniform average's design.
 
 For each, at pure epsilon 1, 2 and 4: design time, whether the certificate
 proved optimality, and the expected distance moved (km), the share kept and
@@ -17,22 +24,26 @@ same (stored) epsilon.  ``--plot`` draws where the values of one area move
 (``docs/geo-moves.png``).
 
 Usage: python benchmarks/bench_geo.py [--lp 100,1000] [--closed 100,1000,10000] [--eps 1,2,4]
+       [--metric 100,200] [--dilation 1.05,1.1,1.2] [--grid 6,10] [--full-grid 6] [--worst 100,300]
        [--within 5] [--plot docs/geo-moves.png] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
 
 from pramkit.datasets import census_areas
-from pramkit.design.distances import euclidean_distances, ordinal_distances
-from pramkit.design.dp_distance import dp_min_distance
-from pramkit.design.geo import compare_with_rr, exponential_mechanism, truncated_geometric
+from pramkit.design.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
+from pramkit.design.dp_distance import dp_min_distance, metric_min_distance
+from pramkit.design.geo import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
 
 
 def geography(n: int):
@@ -55,12 +66,79 @@ def row(kind: str, s: int, eps: float, seconds: float, m, d, p, within: float) -
         "rr_share_kept": cmp["randomized_response"]["share_kept"], "kept_ratio": cmp["kept_ratio"],
         "within_ratio": cmp.get("within_ratio"), "outputs_used": int((m.matrix.max(axis=0) > 0).sum()),
     }
-    proved = out["optimal"] if kind == "lp" else out["metric_dp_verified"]
+    proved = out["optimal"] if kind in ("lp", "worst", "metric-lp") else out["metric_dp_verified"]
     print(f"{kind:>12} {s:>6} {eps:>4g} {seconds:>9.2f} {str(proved):>8}"
           f" {out['expected_distance']:>9.3f} {out['rr_expected_distance']:>9.3f} {out['distance_ratio']:>7.3f}"
           f" {out['share_kept']:>7.4f} {out['rr_share_kept']:>7.4f} {out['kept_ratio']:>7.3f}"
           f" {out['within_ratio'] if out['within_ratio'] is not None else float('nan'):>7.3f} {out['outputs_used']:>6}",
           flush=True)
+    return out
+
+
+def grid(n: int) -> Distances:
+    """n x n areas, each bordering its four neighbours (hops)."""
+    names = [f"{i},{j}" for i in range(n) for j in range(n)]
+    pairs = ([(f"{i},{j}", f"{i + 1},{j}") for i in range(n - 1) for j in range(n)]
+             + [(f"{i},{j}", f"{i},{j + 1}") for i in range(n) for j in range(n - 1)])
+    return graph_distances(names, pairs, source=f"{n} x {n} grid")
+
+
+def full_metric_lp(d: np.ndarray, eps_d: float) -> tuple[float, float]:
+    """The uniform-average metric-DP LP with every (x, x', z) constraint written out: (optimum, seconds)."""
+    t0 = time.perf_counter()
+    s = d.shape[0]
+    first, second = np.array(list(itertools.permutations(range(s), 2))).T
+    k = first.size
+    z = np.tile(np.arange(s), k)
+    rows = np.repeat(np.arange(k * s), 2)
+    cols = np.column_stack([np.repeat(first, s) * s + z, np.repeat(second, s) * s + z]).ravel()
+    vals = np.column_stack([np.ones(k * s), -np.repeat(np.exp(eps_d * d[first, second]), s)]).ravel()
+    a_ub = sp.csr_matrix((vals, (rows, cols)), shape=(k * s, s * s))
+    a_eq = sp.csr_matrix((np.ones(s * s), (np.repeat(np.arange(s), s), np.arange(s * s))), shape=(s, s * s))
+    res = linprog((d / s).ravel(), A_ub=a_ub, b_ub=np.zeros(k * s), A_eq=a_eq, b_eq=np.ones(s), bounds=(0, None),
+                  method="highs-ipm")
+    return float(res.fun), time.perf_counter() - t0
+
+
+def metric_rows(d: Distances, p, eps_list: list[float], dilations: list[float], within: float,
+                full_max: int) -> list[dict]:
+    out = []
+    for eps in eps_list:
+        eps_d = eps / d.max
+        expo = geo_utility(exponential_mechanism(d, eps_d), d, p).expected_distance
+        for dilation in (dilations if d.edges is None else [1.0]):
+            t0 = time.perf_counter()
+            m = metric_min_distance(p, eps_d, d, dilation=dilation)
+            r = row("metric-lp", d.size, eps, time.perf_counter() - t0, m, d, p, within)
+            cert = m.provenance.certificate
+            r.update(dilation=dilation, reduction=cert["reduction"], edges=cert["constraint_edges"],
+                     ratio_to_lower_bound=cert["ratio_to_lower_bound"], exponential_distance=expo,
+                     ratio_to_exponential=r["expected_distance"] / expo)
+            if d.edges is not None and d.size <= full_max:
+                r["full_lp"], r["full_seconds"] = full_metric_lp(d.matrix, eps_d)
+            print(f"{'':>12} dilation {dilation:g}: {cert['constraint_edges']} edges, {cert['reduction']}; "
+                  f"/ lower bound {cert['ratio_to_lower_bound']:.4f}; / exponential {r['ratio_to_exponential']:.3f}"
+                  + (f"; full LP {r['full_lp']:.6f} in {r['full_seconds']:.1f} s" if "full_lp" in r else ""),
+                  flush=True)
+            out.append(r)
+    return out
+
+
+def worst_rows(s: int, eps_list: list[float], within: float) -> list[dict]:
+    out = []
+    _, d, _ = geography(s)
+    for eps in eps_list:
+        t0 = time.perf_counter()
+        m = dp_min_distance(None, eps, d, objective="worst")
+        r = row("worst", s, eps, time.perf_counter() - t0, m, d, None, within)
+        average = dp_min_distance(None, eps, d).provenance.certificate
+        r.update(worst_case_distance=m.provenance.objective, average_design_worst=average["worst_case_distance"],
+                 average_design_average=average["expected_distance"],
+                 worst_design_average=m.provenance.certificate["expected_distance"])
+        print(f"{'':>12} worst case {r['worst_case_distance']:.3f} km (the average's design: "
+              f"{r['average_design_worst']:.3f}); uniform average {r['worst_design_average']:.3f} km "
+              f"(the average's design: {r['average_design_average']:.3f})", flush=True)
+        out.append(r)
     return out
 
 
@@ -102,6 +180,11 @@ def main() -> None:
     ap.add_argument("--lp", default="100,1000", help="sizes for the LP design")
     ap.add_argument("--closed", default="100,1000,10000", help="sizes for the closed-form mechanisms")
     ap.add_argument("--eps", default="1,2,4")
+    ap.add_argument("--metric", default="100", help="sizes of the geography for the metric-DP LP")
+    ap.add_argument("--dilation", default="1.05,1.1,1.2", help="spanner dilations of the metric-DP LP")
+    ap.add_argument("--grid", default="6,10", help="grid sides n (n x n areas, adjacency) for the metric-DP LP")
+    ap.add_argument("--full-grid", type=int, default=6, help="largest grid side also solved with every pair")
+    ap.add_argument("--worst", default="100,300", help="sizes for the worst-case objective")
     ap.add_argument("--within", type=float, default=5.0, help="radius (km) of the share moved at most that far")
     ap.add_argument("--plot", type=Path, help="write the PNG of where one area's values move")
     ap.add_argument("--json", type=Path, help="write the rows as JSON")
@@ -133,6 +216,14 @@ def main() -> None:
             m = truncated_geometric(cats, eps / (big - 1))
             rows.append(row("geometric", big, eps, time.perf_counter() - t0, m, od, None, 1.0))
             del m
+    dilations = [float(x) for x in args.dilation.split(",") if x]
+    for s in [int(x) for x in args.metric.split(",") if x]:
+        _, d, p = geography(s)
+        rows += metric_rows(d, p, eps_list, dilations, args.within, 0)
+    for n in [int(x) for x in args.grid.split(",") if x]:
+        rows += metric_rows(grid(n), None, eps_list, dilations, 1.0, args.full_grid ** 2)
+    for s in [int(x) for x in args.worst.split(",") if x]:
+        rows += worst_rows(s, eps_list, args.within)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.plot:

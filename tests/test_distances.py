@@ -209,3 +209,15 @@ def test_summary_and_symmetric_great_circle() -> None:
     assert np.array_equal(d.matrix, d.matrix.T)
     info = d.to_dict()
     assert info["kind"] == "haversine" and info["categories"] == 3 and len(info["sha256"]) == 64
+
+
+def test_typical_neighbour_distance() -> None:
+    """The median over categories of the nearest other category's distance (scipy's k-d tree)."""
+    from scipy.spatial import cKDTree
+
+    xy = np.random.default_rng(4).random((41, 2)) * 30
+    nearest = cKDTree(xy).query(xy, k=2)[0][:, 1]
+    assert euclidean_distances(range(41), xy).neighbour == pytest.approx(float(np.median(nearest)), rel=1e-12)
+    assert ordinal_distances(list("abcde")).neighbour == 1.0
+    assert graph_distances(list("abc"), [("a", "b"), ("b", "c")]).neighbour == 1.0
+    assert ordinal_distances(["a"]).neighbour == 0.0

@@ -27,7 +27,8 @@ from pramkit.design.distances import (
     Distances, euclidean_distances, graph_distances, ordinal_distances, table_distances,
 )
 from pramkit.design.dp_distance import (
-    distance_dual_bound, distance_information_path, dp_distance_information, dp_min_distance,
+    distance_dual_bound, distance_information_path, dp_distance_information, dp_min_distance, greedy_spanner,
+    metric_dual_bound, metric_min_distance,
 )
 from pramkit.design.geo import (
     build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, metric_epsilon,
@@ -76,23 +77,36 @@ def exact_objective(p, m: np.ndarray, d: np.ndarray) -> Fraction:
                for x in range(m.shape[0]) for z in range(m.shape[1]))
 
 
-def pairwise_lp(p, d: np.ndarray, epsilon: float, method: str) -> float:
+def pairwise_lp(p, d: np.ndarray, epsilon: float, method: str, *, worst: bool = False,
+                metric: bool = False) -> float:
     """The design as a second LP: variables M[x, z], every pairwise constraint
-    M[x, z] - e^eps M[x', z] <= 0 written out (S^2 (S - 1) rows)."""
-    s = len(p)
-    t = math.exp(epsilon)
+    M[x, z] - e^eps M[x', z] <= 0 written out (S^2 (S - 1) rows); ``metric``: with
+    e^(eps d(x, x')) instead (metric DP on all pairs).  ``worst``: minimise t with one more
+    row per x, sum_z M[x, z] d(x, z) - t <= 0 (p unused)."""
+    s = len(d)
     var = lambda x, z: x * s + z  # noqa: E731
+    n = s * s + int(worst)
     rows, cols, vals = [], [], []
     r = 0
     for z in range(s):
         for x, x2 in itertools.permutations(range(s), 2):
             rows += [r, r]
             cols += [var(x, z), var(x2, z)]
-            vals += [1.0, -t]
+            vals += [1.0, -math.exp(epsilon * (d[x, x2] if metric else 1.0))]
             r += 1
-    a_ub = sp.csr_matrix((vals, (rows, cols)), shape=(r, s * s))
-    a_eq = sp.csr_matrix((np.ones(s * s), (np.repeat(np.arange(s), s), np.arange(s * s))), shape=(s, s * s))
-    cost = (np.asarray(p)[:, None] * d).ravel()
+    if worst:
+        for x in range(s):
+            rows += [r] * (s + 1)
+            cols += [var(x, z) for z in range(s)] + [s * s]
+            vals += list(d[x]) + [-1.0]
+            r += 1
+    a_ub = sp.csr_matrix((vals, (rows, cols)), shape=(r, n))
+    a_eq = sp.csr_matrix((np.ones(s * s), (np.repeat(np.arange(s), s), np.arange(s * s))), shape=(s, n))
+    cost = np.zeros(n)
+    if worst:
+        cost[-1] = 1.0
+    else:
+        cost[:] = (np.asarray(p)[:, None] * d).ravel()
     res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(r), A_eq=a_eq, b_eq=np.ones(s), bounds=(0, None), method=method)
     assert res.status == 0
     return float(res.fun)
@@ -149,6 +163,47 @@ def test_lp_against_pairwise_formulation(case, method) -> None:
         assert exactly_epsilon_dp(m.matrix, eps)
         exact = exact_objective(p, m.matrix, d.matrix)
         assert Fraction(cert["lower_bound"]) <= exact <= Fraction(cert["upper_bound"])
+
+
+@pytest.mark.parametrize("case", ["ordinal4", "grid3", "line5"])
+def test_worst_case_against_pairwise_formulation(case) -> None:
+    if case == "ordinal4":
+        d = ordinal_distances([f"c{i}" for i in range(4)])
+    elif case == "grid3":
+        d = euclidean_distances(range(9), grid_points(3), unit="km")
+    else:
+        d = euclidean_distances(range(5), np.column_stack([[0, 1, 2.5, 3, 7], np.zeros(5)]))
+    for eps in (0.3, 1.0, 2.5):
+        m = dp_min_distance(None, eps, d, objective="worst")
+        other = pairwise_lp(None, d.matrix, eps, "highs-ds", worst=True)
+        cert = m.provenance.certificate
+        assert cert["optimal"] and m.provenance.objective_name == "worst_case_distance", (case, eps)
+        assert m.provenance.objective == pytest.approx(other, rel=1e-7, abs=1e-9)
+        assert cert["lower_bound"] <= other + 1e-9 * d.max
+        assert exactly_epsilon_dp(m.matrix, eps)
+        rows = [sum(Fraction(float(m.matrix[x, z])) * Fraction(float(d.matrix[x, z])) for z in range(d.size))
+                for x in range(d.size)]
+        assert Fraction(cert["lower_bound"]) <= max(rows) <= Fraction(cert["upper_bound"])
+        # minimax (LP duality): the worst case is the average at the least favourable weights,
+        # and no other weights do worse
+        w = np.array(cert["least_favourable_weights"])
+        assert pairwise_lp(w / w.sum(), d.matrix, eps, "highs-ds") == pytest.approx(other, rel=1e-6, abs=1e-9)
+        rng = np.random.default_rng(len(case))
+        for _ in range(3):
+            assert pairwise_lp(rng.dirichlet(np.ones(d.size)), d.matrix, eps, "highs-ds") <= other + 1e-9
+
+
+def test_worst_case_solvers_agree() -> None:
+    rng = np.random.default_rng(13)
+    d = euclidean_distances(range(40), rng.random((40, 2)) * 10, unit="km")
+    full = dp_min_distance(None, 2.0, d, objective="worst", solver="full")
+    cols = dp_min_distance(None, 2.0, d, objective="worst", solver="columns")
+    assert full.provenance.certificate["optimal"] and cols.provenance.certificate["optimal"]
+    assert full.provenance.objective == pytest.approx(cols.provenance.objective, rel=1e-9)
+    with pytest.raises(ParameterError, match="reads no frequencies"):
+        dp_min_distance(np.full(40, 1 / 40), 2.0, d, objective="worst")
+    with pytest.raises(ParameterError, match="objective must be one of"):
+        dp_min_distance(None, 2.0, d, objective="median")
 
 
 def test_certificate_lower_bound_is_a_bound() -> None:
@@ -370,6 +425,129 @@ def test_metric_mechanism_errors() -> None:
         metric_options({"metric_epsilon": 1.0, "colour": "red"})
     with pytest.raises(ParameterError, match="mechanism must be one of"):
         metric_options({"metric_epsilon": 1.0, "mechanism": "laplace"})
+
+
+# -- the least-distance metric-DP matrix (LP with the spanner reduction) ---------------------------
+
+def grid_graph(n: int):
+    names = [f"{i},{j}" for i in range(n) for j in range(n)]
+    pairs = ([(f"{i},{j}", f"{i + 1},{j}") for i in range(n - 1) for j in range(n)]
+             + [(f"{i},{j}", f"{i},{j + 1}") for i in range(n) for j in range(n - 1)])
+    return graph_distances(names, pairs)
+
+
+@pytest.mark.parametrize("case", ["grid3", "ring6", "ordinal5"])
+def test_metric_lp_on_a_path_metric_equals_the_full_formulation(case) -> None:
+    """Edges only (the reduction) against every pair written out: the same optimum."""
+    if case == "grid3":
+        d = grid_graph(3)
+    elif case == "ring6":
+        d = graph_distances(list("abcdef"), [(a, b) for a, b in zip("abcdef", "bcdefa")])
+    else:
+        d = ordinal_distances([f"c{i}" for i in range(5)])
+    p = np.random.default_rng(len(case)).dirichlet(np.ones(d.size))
+    for eps_d in (0.3, 1.0):
+        m = metric_min_distance(p, eps_d, d)
+        full = pairwise_lp(p, d.matrix, eps_d, "highs-ds", metric=True)
+        cert = m.provenance.certificate
+        assert cert["reduction"] == "path metric: the edges (exact)" and cert["metric_dp_verified"]
+        assert cert["optimal"], (case, eps_d)
+        assert m.provenance.objective == pytest.approx(full, rel=1e-7)
+        assert cert["lower_bound"] <= full + 1e-9 * d.max
+        assert exactly_metric_dp(m.matrix, d.matrix, eps_d)             # every pair, in rationals
+        exact = exact_objective(p, m.matrix, d.matrix)
+        assert Fraction(cert["lower_bound"]) <= exact <= Fraction(cert["upper_bound"])
+
+
+@pytest.mark.parametrize("dilation", [1.05, 1.3])
+def test_metric_lp_with_a_spanner_is_between_the_full_optima(dilation) -> None:
+    """Planar distances: eps_d-metric-DP on every pair (rationals), at least the full optimum at
+    eps_d and at most the full optimum at eps_d / dilation (that design satisfies the spanner's
+    constraints); the certificate's lower bound is below the full optimum."""
+    d = euclidean_distances(range(16), grid_points(4), unit="km")
+    p = np.random.default_rng(3).dirichlet(np.ones(16))
+    eps_d = 0.8
+    m = metric_min_distance(p, eps_d, d, dilation=dilation)
+    cert = m.provenance.certificate
+    assert cert["reduction"] == f"greedy spanner, dilation {dilation:g}" and cert["metric_dp_verified"]
+    assert exactly_metric_dp(m.matrix, d.matrix, eps_d)
+    best = pairwise_lp(p, d.matrix, eps_d, "highs-ds", metric=True)
+    slower = pairwise_lp(p, d.matrix, eps_d / dilation, "highs-ds", metric=True)
+    assert best - 1e-9 <= m.provenance.objective <= slower * (1 + 1e-6)
+    assert cert["lower_bound"] <= best + 1e-9
+    assert cert["constraint_edges"] < 16 * 15 // 2
+
+
+def test_greedy_spanner_dilation_by_floyd_warshall() -> None:
+    rng = np.random.default_rng(9)
+    d = euclidean_distances(range(25), rng.random((25, 2)) * 10, unit="km")
+    for dilation in (1.0, 1.1, 1.5, 2.0):
+        edges, _ = greedy_spanner(d, dilation)
+        g = np.full((25, 25), np.inf)
+        np.fill_diagonal(g, 0.0)
+        for x, y in edges:
+            g[x, y] = g[y, x] = d.matrix[x, y]
+        for k in range(25):                                      # Floyd-Warshall, by hand
+            g = np.minimum(g, g[:, [k]] + g[[k], :])
+        assert np.all(g <= dilation * d.matrix * (1 + 1e-12))
+    assert len(greedy_spanner(d, 2.0)[0]) < len(greedy_spanner(d, 1.1)[0]) <= 25 * 24 // 2
+    line = euclidean_distances(range(5), np.column_stack([np.arange(5.0), np.zeros(5)]))
+    assert greedy_spanner(line, 1.0)[0].tolist() == [[0, 1], [1, 2], [2, 3], [3, 4]]   # collinear: a path
+
+
+def test_metric_lp_ordinal_is_the_remapped_geometric_mechanism() -> None:
+    """Ghosh, Roughgarden and Sundararajan (2009): for ordered categories the optimal mechanism for
+    any prior and loss |x - z| is the truncated geometric mechanism followed by the Bayes remap, so
+    the LP's optimum is sum_z min_j sum_x p_x G[x, z] |x - j| (G built here from its formula)."""
+    s, eps_d = 7, 0.6
+    a = math.exp(-eps_d)
+    g = np.array([[(a ** x if z == 0 else a ** (s - 1 - x) if z == s - 1 else (1 - a) * a ** abs(z - x)) / (1 + a)
+                   for z in range(s)] for x in range(s)])
+    steps = np.abs(np.subtract.outer(np.arange(s), np.arange(s)))
+    for seed in range(3):
+        p = np.random.default_rng(seed).dirichlet(np.ones(s))
+        remapped = sum(min(float(p @ (g[:, z] * steps[:, j])) for j in range(s)) for z in range(s))
+        m = metric_min_distance(p, eps_d, ordinal_distances(range(s)))
+        assert m.provenance.certificate["optimal"]
+        assert m.provenance.objective == pytest.approx(remapped, rel=1e-7)
+
+
+def test_metric_dual_bound_is_the_dual_function_rounded_down() -> None:
+    """For any y and mu >= 0 the bound is the Lagrangian dual function
+    sum_x (y_x + min_z r[x, z]) -- evaluated here in rationals -- less a rounding allowance, and
+    never above the full formulation's optimum."""
+    d = grid_graph(3)
+    p = np.random.default_rng(1).dirichlet(np.ones(9))
+    best = pairwise_lp(p, d.matrix, 0.5, "highs-ds", metric=True)
+    edges = np.concatenate([d.edges, d.edges[:, ::-1]])
+    c = exp_lower(Fraction(0.5)) * (1 + Fraction(1, 10 ** 40))      # above e^0.5 (all edges weigh 1)
+    rng = np.random.default_rng(2)
+    for _ in range(12):
+        y = rng.normal(size=9) * rng.choice([1e-3, 0.1])
+        mu = rng.random((len(edges), 9)) * rng.choice([0.001, 0.05])
+        bound = metric_dual_bound(p, d.matrix, edges, np.ones(len(edges)), 0.5, y, mu)
+        r = [[Fraction(float(p[x])) * Fraction(float(d.matrix[x, z])) - Fraction(float(y[x])) for z in range(9)]
+             for x in range(9)]
+        for (x, x2), row in zip(edges, mu):
+            for z in range(9):
+                r[x][z] += Fraction(float(row[z]))
+                r[x2][z] -= c * Fraction(float(row[z]))
+        dual = sum(Fraction(float(y[x])) + min(r[x]) for x in range(9))
+        assert dual - Fraction(1, 10 ** 12) <= Fraction(bound) <= dual
+        assert bound <= best + 1e-12
+
+
+def test_metric_lp_errors_and_builder() -> None:
+    d = grid_graph(2)
+    with pytest.raises(ParameterError, match="dilation"):
+        metric_min_distance(None, 1.0, euclidean_distances(range(3), grid_points(2)[:3]), dilation=0.9)
+    with pytest.raises(PramkitError, match="above"):
+        metric_min_distance(None, 1.0, ordinal_distances(range(dp_distance.METRIC_LP_MAX + 1)))
+    m = build_metric(list(d.categories), None, None, {"metric_epsilon": 0.5, "mechanism": "optimal",
+                                                      "distances": d})
+    assert m.provenance.method == "metric_min_distance" and m.provenance.parameters["weights"] == "uniform"
+    with pytest.raises(ParameterError, match="dilation applies"):
+        build_metric(list(d.categories), None, None, {"metric_epsilon": 0.5, "dilation": 1.2, "distances": d})
 
 
 # -- utility -------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import random
 import re
 from pathlib import Path
 
@@ -15,14 +16,21 @@ import pytest
 
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.cli import main
-from pramkit.datasets import census
+from pramkit.datasets import census, census_areas
 from pramkit.design.classic import randomized_response
-from pramkit.errors import DataError, OutputExistsError
+from pramkit.design.distances import read_distances
+from pramkit.design.dp_distance import dp_min_distance
+from pramkit.design.geo import truncated_geometric
+from pramkit.design.release import design_release
+from pramkit.errors import DataError, OutputExistsError, ParameterError
 from pramkit.information import entropy, mutual_information
 from pramkit.io import read_table, sha256_of, write_table
+from pramkit.ledger import Ledger
+from pramkit.manifest import PerturbedVariable
+from pramkit.privacy.geometric import dp_counts
 from pramkit.privacy.bistochastic import bistochastic_privacy
 from pramkit.privacy.epsilon import matrix_epsilon
-from pramkit.report import build_report, render_html, write_report
+from pramkit.report import build_public_report, build_report, render_html, write_report
 from pramkit.report.html import fmt
 from pramkit.risk.identification import identification_risk
 
@@ -222,3 +230,156 @@ def test_demo_writes_public_and_private_reports(tmp_path: Path) -> None:
     assert original_digest not in page and "may be published" in page and "Disclosure risk" not in page
     assert "do not publish" in internal.read_text(encoding="utf-8")
     assert isinstance(pd.read_json(tmp_path / "demo" / "private" / "summary.json", typ="series")["files"], dict)
+
+
+# -- locality of variables with distances -------------------------------------------------------
+
+GEO_AREAS = 30
+GEO_RECORDS = 8_000
+
+
+@pytest.fixture(scope="module")
+def geo(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A release of an area (the distance-optimal LP on noisy counts that the ledger publishes), an
+    age band (the truncated geometric mechanism on the band order) and sex (no distances)."""
+    folder = tmp_path_factory.mktemp("geo")
+    areas = census_areas(GEO_AREAS)
+    centroids = folder / "areas.csv"
+    areas[["category", "x", "y"]].to_csv(centroids, index=False)
+    data = census(GEO_RECORDS, areas=GEO_AREAS)
+    cats = list(areas["category"])
+    noisy = dp_counts(data["area"].value_counts().reindex(cats).to_numpy(), 0.5, rng=random.Random(5))
+    manifest = Manifest(
+        (PerturbedVariable("area", dp_min_distance(noisy.proportions(), 3.0, read_distances(centroids, cats))),
+         PerturbedVariable("age", truncated_geometric(list(data["age"].cat.categories), 0.4)),
+         PerturbedVariable("sex", randomized_response(list(data["sex"].cat.categories), 1.0))),
+        input={"distances": {"area": str(centroids)}},
+        ledger=Ledger(design_epsilon=0.5, frequencies="dp_counts", dp_counts={"area": noisy.to_dict()}),
+    )
+    released, _ = perturb_frame(data, manifest, key=bytes(32))
+    files = {"manifest": folder / "manifest.json", "released": folder / "released.csv", "areas": centroids}
+    manifest.write(files["manifest"])
+    write_table(released, files["released"])
+    internal = build_report(data, manifest, released, ["age", "sex", "area"], within={"area": 5.0})
+    public = build_public_report(files["manifest"], files["released"], within={"area": 5.0})
+    xy = areas[["x", "y"]].to_numpy()
+    km = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))    # Pythagoras, by hand
+    bands = np.arange(len(data["age"].cat.categories))
+    steps = np.abs(np.subtract.outer(bands, bands))
+    return {"data": data, "released": released, "manifest": manifest, "files": files, "noisy": noisy,
+            "internal": internal, "public": public, "d": {"area": km, "age": steps.astype(float)},
+            "within": {"area": 5.0, "age": 1.0}}
+
+
+def _codes(column: pd.Series, categories) -> np.ndarray:
+    return pd.Categorical(column.astype(str), categories=[str(c) for c in categories]).codes
+
+
+def _rr(epsilon: float, s: int) -> tuple[float, float]:
+    """Randomized response's keep and move probabilities at epsilon (by hand)."""
+    return math.exp(epsilon) / (math.exp(epsilon) + s - 1), 1 / (math.exp(epsilon) + s - 1)
+
+
+def test_locality_on_exact_frequencies_and_released_records(geo: dict) -> None:
+    data, released, report = geo["data"], geo["released"], geo["internal"]
+    assert [loc.name for loc in report.locality] == ["area", "age"]           # sex has no distances
+    for loc in report.locality:
+        m = geo["manifest"][loc.name].matrix
+        d, r = geo["d"][loc.name], geo["within"][loc.name]
+        assert loc.within == r and loc.weights == "the exact frequencies of the original file"
+        x, z = _codes(data[loc.name], m.categories), _codes(released[loc.name], m.categories)
+        rows = m.matrix[x]                                          # each record's row of M
+        moved, kept, near = ((rows * d[x]).sum(axis=1), rows[np.arange(x.size), x],
+                             np.where(d[x] <= r, rows, 0).sum(axis=1))
+        q, w = _rr(m.epsilon, m.size)
+        rr = (w * d[x].sum(axis=1), np.full(x.size, q), q + w * ((d[x] <= r).sum(axis=1) - 1))
+        realised = (d[x, z], x == z, d[x, z] <= r)
+        for f, mine, theirs, seen, scale in zip(loc.figures, (moved, kept, near), rr, realised, (1, 100, 100)):
+            assert f.design == pytest.approx(scale * mine.mean(), rel=1e-9)
+            assert f.rr == pytest.approx(scale * theirs.mean(), rel=1e-9)
+            assert f.realised == pytest.approx(scale * seen.mean(), rel=1e-12)
+            assert f.design_se is None and f.rr_se is None
+        # the release's records: within 4.5 standard errors of the expectation
+        spread = math.sqrt(((rows * d[x] ** 2).sum(axis=1) - moved ** 2).sum()) / x.size
+        assert abs(loc.figures[0].realised - loc.figures[0].design) <= 4.5 * spread
+    assert report.locality[1].figures[2].measure == "records moved at most 1 step"   # default: nearest band
+
+
+def test_public_locality_uses_published_figures_only(geo: dict) -> None:
+    report, manifest = geo["public"], geo["manifest"]
+    area, age = report.locality
+    # the area: weighted by the ledger's noisy counts
+    noisy = np.maximum(np.asarray(geo["noisy"].noisy), 0).astype(float)
+    p = noisy / noisy.sum()
+    m, d = manifest["area"].matrix.matrix, geo["d"]["area"]
+    assert "noisy counts" in area.weights
+    assert area.figures[0].design == pytest.approx(float(p @ (m * d).sum(axis=1)), rel=1e-9)
+    assert area.figures[0].design != pytest.approx(geo["internal"].locality[0].figures[0].design, rel=1e-6)
+    # the age band: no noisy counts, so estimated from the released file with a standard error
+    m, d = manifest["age"].matrix.matrix, geo["d"]["age"]
+    released = geo["released"]["age"].value_counts().reindex(manifest["age"].matrix.categories).to_numpy(float)
+    n = released.sum()
+    lam = released / n
+    assert "estimated from the released file" in age.weights and "unbiased" in age.weights
+    for f, row in zip(age.figures, ((m * d).sum(axis=1), 100 * np.diagonal(m))):
+        v = np.linalg.solve(m, row)                  # row . (M^T)^-1 U = (M^-1 row) . U
+        se = math.sqrt(n * (v ** 2 @ lam - (v @ lam) ** 2)) / n         # multinomial variance of v . U
+        assert f.design == pytest.approx(float(v @ released) / n, rel=1e-9)
+        assert f.design_se == pytest.approx(se, rel=1e-6)
+    assert all(f.realised is None for loc in report.locality for f in loc.figures)
+    page = render_html(report)
+    assert "<h2>3. How far values move</h2>" in page and "<h2>4. Provenance</h2>" in page
+    assert "realised" not in page
+
+
+def test_locality_in_the_internal_page(geo: dict) -> None:
+    report = geo["internal"]
+    page = render_html(report)
+    assert "<h2>4. How far values move</h2>" in page and "<h2>5. Provenance</h2>" in page
+    for loc in report.locality:
+        for f in loc.figures:
+            assert f"<td class=\"n\">{fmt(f.design)}</td>" in page and f"<td class=\"n\">{fmt(f.realised)}</td>" in page
+    assert "records moved at most 5 coordinate unit" in page
+    assert f"randomized response at epsilon {fmt(geo['manifest']['area'].matrix.epsilon)} nats" in page
+
+
+def test_locality_distances_are_checked(geo: dict, tmp_path: Path) -> None:
+    files = geo["files"]
+    shuffled = tmp_path / "shuffled.csv"
+    frame = pd.read_csv(files["areas"])
+    frame.assign(x=frame["x"].iloc[::-1].to_numpy()).to_csv(shuffled, index=False)
+    with pytest.raises(ParameterError, match="not those its design used"):
+        build_public_report(files["manifest"], files["released"], distances={"area": shuffled})
+    with pytest.raises(ParameterError, match="no distances"):
+        build_public_report(files["manifest"], files["released"], within={"sex": 1.0})
+    moved = Manifest(geo["manifest"].variables, input={"distances": {"area": str(tmp_path / "gone.csv")}})
+    loc = build_public_report(moved, files["released"]).locality[0]
+    assert loc.name == "area" and not loc.figures and "could not be read" in loc.note
+    assert "could not be read" in render_html(build_public_report(moved, files["released"]))
+
+
+def test_locality_from_a_designed_release(tmp_path: Path) -> None:
+    """design_release records the distances it used; the public report finds them in the manifest."""
+    areas = census_areas(GEO_AREAS)
+    centroids = tmp_path / "areas.csv"
+    areas[["category", "x", "y"]].to_csv(centroids, index=False)
+    data = census(3_000, areas=GEO_AREAS)
+    manifest = design_release(data, ["area"], epsilon=3.0, categories={"area": list(areas["category"])},
+                              options={"objective": "distance"}, distances=str(centroids), rng=random.Random(2))
+    released, _ = perturb_frame(data, manifest, key=bytes(32))
+    (loc,) = build_public_report(manifest, released).locality
+    assert loc.name == "area" and len(loc.figures) == 3 and "noisy counts" in loc.weights
+    assert loc.figures[0].design < loc.figures[0].rr                      # moves less far than RR
+
+
+def test_cli_locality_options(geo: dict, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    files = geo["files"]
+    base = ["report", "--manifest", str(files["manifest"]), "--released", str(files["released"]), "--quiet"]
+    out = tmp_path / "public.html"
+    assert main([*base, "--public", str(out), "--within", "area=2.5", "--distances", f"area={files['areas']}"]) == 0
+    assert "records moved at most 2.5 coordinate unit" in out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main([*base, "--public", str(tmp_path / "x.html"), "--within", "area=far"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pramkit report: error:") and "--within" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.html").exists()

@@ -4,6 +4,10 @@ The internal report (``--out``) is computed from the original file and stays wit
 the public report (``--public``) shows only the manifest and figures computed from the released file
 and may be published.  Without DATA only the public report is written.
 
+For variables with distances between their categories (``--distances``, by default those the manifest
+names), both reports show how far values move (expected distance, share kept, share moved at most
+``--within``) beside randomized response at the same epsilon.
+
 The released file is checked against the manifest by its receipt (:func:`pramkit.receipt.check_release`):
 a release made with another manifest is refused, and a release without a receipt gets a note.  Whenever
 DATA is given, a "release" identical to it in every perturbed column is refused.  The reports never
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
 from pramkit.cli._common import add_na_values, add_quiet, note
 from pramkit.cli.commands import HELP
@@ -43,6 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help=f"the sampling fraction pi in (0, 1] (default: {DEFAULT_SAMPLING_FRACTION:g} assumed, "
                           "and the report says so)")
     how.add_argument("--weights", help="survey weight column, present in both files (pi = n / sum of weights)")
+    p.add_argument("--distances", action="append", metavar="[VAR=]ordinal|FILE",
+                   help="distances between the categories of a variable ('ordinal' or a CSV: category,x,y; "
+                        "category,lat,lon; category,neighbour; from,to,distance), for the variables whose "
+                        "manifest names distances (all, if none does), or VAR=SPEC, repeatable (default: the "
+                        "distances the manifest names)")
+    p.add_argument("--within", action="append", metavar="[VAR=]R",
+                   help="radius of the share of records moved at most R, in the distances' unit, or VAR=R, "
+                        "repeatable (default: the median distance between nearest categories)")
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
     add_na_values(p)
     add_quiet(p)
@@ -51,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pramkit.atomic import check_writable
+    from pramkit.manifest import Manifest
     from pramkit.receipt import check_release, receipt_path
     from pramkit.report import build_public_report, build_report, write_report
 
@@ -68,17 +82,58 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and not keys:
         raise ParameterError("--keys needs at least one column name")
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
+    manifest = Manifest.read(args.manifest)
+    names = [v.name for v in manifest.variables]
+    locality = {"distances": per_variable(args.distances, names, str, "--distances"),
+                "within": per_variable(args.within, names, _radius, "--within")}
     written = []
     if args.out is not None:
-        report = build_report(args.data, args.manifest, args.released, keys,
+        report = build_report(args.data, manifest, args.released, keys,
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
-                              na_values=args.na_values)
+                              na_values=args.na_values, **locality)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
-        public = build_public_report(args.manifest, args.released, original=args.data, quiet=args.quiet,
-                                     na_values=args.na_values)
+        public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,
+                                     na_values=args.na_values, **locality)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
     for line in written:
         print(line)
     note("report", unchecked)  # after the work: an error stays the only line
     return 0
+
+
+def _radius(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ParameterError(f"--within needs a number (the distances' unit), got {text!r}") from None
+
+
+def per_variable(items: Sequence[str] | None, names: Sequence[str], convert: Callable[[str], Any],
+                 option: str) -> Any:
+    """One value for every variable (``VALUE``) or ``{variable: value}`` (``VAR=VALUE`` items);
+    ``None`` without items.  ``VAR=`` is recognised only for a variable of the manifest.
+
+    Examples
+    --------
+    >>> per_variable(["area=areas.csv", "age=ordinal"], ["area", "age"], str, "--distances")
+    {'area': 'areas.csv', 'age': 'ordinal'}
+    >>> per_variable(["5"], ["area"], float, "--within")
+    5.0
+    """
+    if not items:
+        return None
+    named: dict[str, Any] = {}
+    bare = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if sep and name in names:
+            if name in named:
+                raise ParameterError(f"{option} gives {name!r} twice")
+            named[name] = convert(value)
+        else:
+            bare.append(item)
+    if bare and (named or len(bare) > 1):
+        raise ParameterError(f"{option}: give one value for every variable or VAR=VALUE items, not both "
+                             f"({', '.join(items)})")
+    return named if named else convert(bare[0])

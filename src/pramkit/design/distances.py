@@ -155,6 +155,21 @@ class Distances:
         return float(self.matrix[~np.eye(s, dtype=bool)].min())
 
     @property
+    def neighbour(self) -> float:
+        """The median over categories of the distance to the nearest other category: a
+        typical step between neighbours (1 for ordinal steps and adjacency graphs; 0 for S = 1).
+
+        Examples
+        --------
+        >>> euclidean_distances("abcd", [[0, 0], [1, 0], [5, 0], [9, 0]]).neighbour   # nearest: 1, 1, 4, 4
+        2.5
+        """
+        if self.size < 2:
+            return 0.0
+        off = self.matrix + np.diag(np.full(self.size, np.inf))
+        return float(np.median(off.min(axis=1)))
+
+    @property
     def digest(self) -> str:
         """SHA-256 of the matrix's bytes: identifies the distances in a provenance."""
         return self._digest

@@ -18,6 +18,10 @@ need no optimisation:
   ``M[x, z]`` proportional to ``alpha^|z - x|`` with ``alpha = e^-eps_d``,
   the mass beyond the ends lumped on them; eps_d-metric-DP per category step.
 
+The least-distance metric-DP matrix (Bordenabe, Chatzikokolakis and
+Palamidessi 2014) is an LP with the spanner reduction:
+:func:`pramkit.design.dp_distance.metric_min_distance`.
+
 Both are returned as a :class:`pramkit.matrix.PramMatrix`: its pure epsilon
 (``PramMatrix.epsilon``, Shlomo and Skinner 2012, section 4) is computed from
 the stored matrix -- at most ``eps_d`` times the largest distance -- and the
@@ -34,7 +38,8 @@ guarantee rests on the construction's margin (derived in
 :func:`geo_utility` measures a matrix: expected distance moved, share of
 records kept in their own category, share moved at most a given distance;
 :func:`compare_with_rr` puts randomized response at the same (pure) epsilon
-beside it.
+beside it.  Each is ``p @ row`` for the per-category rows of
+:func:`row_measures`, which the release reports weigh by published figures.
 
 References
 ----------
@@ -72,10 +77,11 @@ MAX_EXPONENT = 700.0
 #: Largest S for which the comparison builds randomized response as a dense matrix
 #: (:func:`pramkit.design.classic.randomized_response`); above, its closed form.
 RR_DENSE_MAX = 3000
-#: Mechanisms of the ``metric`` design family.
-MECHANISMS = ("exponential", "geometric")
+#: Mechanisms of the ``metric`` design family: the two closed forms, and the least-distance LP
+#: (:func:`pramkit.design.dp_distance.metric_min_distance`).
+MECHANISMS = ("exponential", "geometric", "optimal")
 #: Options of the ``metric`` design family.
-METRIC_OPTIONS = ("distances", "metric_epsilon", "mechanism", "unit")
+METRIC_OPTIONS = ("distances", "metric_epsilon", "mechanism", "unit", "dilation")
 
 
 @dataclass(frozen=True)
@@ -199,7 +205,15 @@ def verify_metric_dp(matrix: ArrayLike | PramMatrix, distances: Distances, eps_d
     return None if r.value is None else bool(r.value <= eps_d)
 
 
-def _check_metric(eps_d: Any, spread: float, what: str) -> float:
+def check_metric(eps_d: Any, spread: float, what: str) -> float:
+    """``eps_d`` as a float, checked positive and with ``eps_d * spread`` at most
+    :data:`MAX_EXPONENT` (the far entries ``exp(-eps_d spread)`` stay normal doubles).
+
+    Examples
+    --------
+    >>> check_metric(0.5, 10.0, "diameter")
+    0.5
+    """
     e = positive(eps_d, "metric epsilon")
     if e * spread > MAX_EXPONENT:
         raise ParameterError(f"metric epsilon {e:g} times the {what} {spread:g} is {e * spread:g}: the far entries "
@@ -245,7 +259,7 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
     dist = distances if categories is None else distances.reorder(categories)
     if dist.size < 2:
         raise PramkitError("a mechanism needs at least two categories")
-    target = _check_metric(metric_epsilon_, dist.max / 2.0, "half diameter")
+    target = check_metric(metric_epsilon_, dist.max / 2.0, "half diameter")
     rate = _margin(dist, target)
     d = dist.matrix
     check = None
@@ -290,7 +304,7 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     s = dist.size
     if s < 2:
         raise PramkitError("a mechanism needs at least two categories")
-    target = _check_metric(metric_epsilon_, float(s - 1), "number of steps")
+    target = check_metric(metric_epsilon_, float(s - 1), "number of steps")
     rate = _margin(dist, target)
     check = None
     for _ in range(6):
@@ -322,8 +336,17 @@ def _geometric_matrix(s: int, rate: float) -> np.ndarray:
     return out
 
 
-def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: float, rate: float,
-                   check: MetricEpsilon, start: float, reference: str) -> PramMatrix:
+def metric_certificate(check: MetricEpsilon, target: float, unit: str, reference: str) -> dict[str, Any]:
+    """The metric-DP fields of a design's certificate: whether the stored matrix was verified
+    to be ``target``-metric-DP (by :func:`metric_epsilon`, whose result ``check`` is), how, and
+    the stored matrix's own metric epsilon.
+
+    Examples
+    --------
+    >>> c = metric_certificate(MetricEpsilon(0.49, "edges", True, 12, 1), 0.5, "step", "Ghosh et al. (2009)")
+    >>> c["metric_dp_verified"], c["metric_check"]
+    (True, 'edges')
+    """
     certificate = {
         "metric_dp_verified": None if check.value is None else bool(check.value <= target),
         "metric_epsilon_stored": check.value,
@@ -331,13 +354,18 @@ def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: flo
         "metric_check_exact": check.exact,
         "metric_check_triples": check.triples,
         "metric_check_candidates": check.candidates,
-        "rate_used": rate,
-        "unit": dist.unit,
+        "unit": unit,
         "reference": reference,
     }
     if check.value is None:
         certificate["metric_note"] = ("not verified triple by triple (S^3 above the limit); guaranteed by the "
                                       "construction's margin for a metric (docs/geography.md)")
+    return certificate
+
+
+def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: float, rate: float,
+                   check: MetricEpsilon, start: float, reference: str) -> PramMatrix:
+    certificate = {**metric_certificate(check, target, dist.unit, reference), "rate_used": rate}
     prov = Provenance(method=method,
                       parameters={"metric_epsilon": target, "unit": dist.unit, "distances": dist.to_dict()},
                       certificate=certificate, seconds=time.perf_counter() - start)
@@ -380,6 +408,83 @@ def _p(p: ArrayLike | None, s: int) -> np.ndarray:
     return pv
 
 
+@dataclass(frozen=True, eq=False)
+class RowMeasures:
+    """What a matrix does to a record of each original category x (arrays of shape (S,)).
+
+    distance: ``sum_z M[x, z] d(x, z)``, the expected distance moved
+    kept: ``M[x, x]``, the probability of being released as itself
+    within: ``sum_{z: d(x, z) <= r} M[x, z]``, of moving at most ``r`` (``None`` without a radius)
+
+    Each measure of a file is the frequency-weighted sum ``p @ row``: linear in p,
+    so it can be estimated from a released file with a standard error
+    (:meth:`pramkit.estimate.TableEstimate.linear_variance`).
+    """
+
+    distance: np.ndarray
+    kept: np.ndarray
+    within: np.ndarray | None
+
+    def utility(self, p: ArrayLike | None, radius: float | None, epsilon: float, unit: str) -> GeoUtility:
+        """The measures weighted by ``p`` (``None``: uniform over the categories)."""
+        pv = _p(p, self.distance.size)
+        share = None if self.within is None else float(pv @ self.within)
+        return GeoUtility(float(pv @ self.distance), float(pv @ self.kept), share,
+                          None if radius is None else float(radius), float(epsilon), unit)
+
+
+def _radius(within: float | None) -> float | None:
+    if within is None:
+        return None
+    return 0.0 if within == 0 else positive(within, "within")
+
+
+def row_measures(matrix: PramMatrix | ArrayLike, distances: Distances, *,
+                 within: float | None = None) -> RowMeasures:
+    """Per original category: expected distance moved, keep probability and probability of
+    moving at most ``within`` (in the distances' unit).
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> r = row_measures([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]], ordinal_distances("abc"), within=1)
+    >>> r.distance.round(12).tolist(), r.kept.tolist(), r.within.round(12).tolist()
+    ([0.2, 0.2, 0.2], [0.8, 0.8, 0.8], [1.0, 1.0, 1.0])
+    """
+    d = distances.matrix
+    m = np.asarray(matrix.matrix if isinstance(matrix, PramMatrix) else matrix, dtype=float)
+    if m.shape != d.shape:
+        raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
+    r = _radius(within)
+    return RowMeasures((m * d).sum(axis=1), np.diagonal(m).copy(),
+                       None if r is None else np.where(d <= r, m, 0.0).sum(axis=1))
+
+
+def rr_row_measures(distances: Distances, epsilon: float, *, within: float | None = None) -> RowMeasures:
+    """:func:`row_measures` of randomized response at ``epsilon`` on the distances' categories
+    (:func:`pramkit.design.classic.randomized_response` up to :data:`RR_DENSE_MAX` categories;
+    above, its closed form: keep ``q = 1 / (1 + (S - 1) e^-eps)``, each other category ``w = e^-eps q``).
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> rr_row_measures(ordinal_distances("abc"), math.log(2)).kept.round(12).tolist()   # q = 2 / (2 + 2)
+    [0.5, 0.5, 0.5]
+    """
+    from pramkit.design.classic import randomized_response
+
+    s = distances.size
+    if s <= RR_DENSE_MAX:
+        return row_measures(randomized_response(distances.categories, epsilon), distances, within=within)
+    d = distances.matrix
+    shrink = math.exp(-epsilon)
+    q = 1.0 / (1.0 + (s - 1) * shrink)
+    w = shrink * q
+    r = _radius(within)
+    return RowMeasures(w * d.sum(axis=1), np.full(s, q),
+                       None if r is None else q + w * ((d <= r).sum(axis=1) - 1))
+
+
 def geo_utility(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = None, *,
                 within: float | None = None) -> GeoUtility:
     """Expected distance moved, share kept and share within ``within`` (p ``None``: uniform).
@@ -392,26 +497,13 @@ def geo_utility(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = 
     >>> round(u.expected_distance, 12), round(u.share_kept, 12), u.share_within
     (0.2, 0.8, 1.0)
     """
-    d = distances.matrix
-    m = matrix.matrix
-    if m.shape != d.shape:
-        raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
-    pv = _p(p, d.shape[0])
-    moved = float(pv @ (m * d).sum(axis=1))
-    kept = float(pv @ np.diagonal(m))
-    share = None
-    if within is not None:
-        r = positive(within, "within") if within != 0 else 0.0
-        share = float(pv @ np.where(d <= r, m, 0.0).sum(axis=1))
-    return GeoUtility(moved, kept, share, None if within is None else float(within), matrix.epsilon, distances.unit)
+    rows = row_measures(matrix, distances, within=within)
+    return rows.utility(p, within, matrix.epsilon, distances.unit)
 
 
 def rr_utility(distances: Distances, epsilon: float, p: ArrayLike | None = None, *,
                within: float | None = None) -> GeoUtility:
-    """:func:`geo_utility` of randomized response at ``epsilon``
-    (:func:`pramkit.design.classic.randomized_response` up to :data:`RR_DENSE_MAX`
-    categories; above, its closed form: keep ``q = 1 / (1 + (S - 1) e^-eps)``,
-    each other category ``w = e^-eps q``).
+    """:func:`geo_utility` of randomized response at ``epsilon`` (:func:`rr_row_measures`).
 
     Examples
     --------
@@ -419,21 +511,7 @@ def rr_utility(distances: Distances, epsilon: float, p: ArrayLike | None = None,
     >>> round(rr_utility(ordinal_distances("abc"), math.log(2)).share_kept, 12)   # q = 2 / (2 + 2)
     0.5
     """
-    from pramkit.design.classic import randomized_response
-
-    s = distances.size
-    if s <= RR_DENSE_MAX:
-        return geo_utility(randomized_response(distances.categories, epsilon), distances, p, within=within)
-    pv = _p(p, s)
-    d = distances.matrix
-    shrink = math.exp(-epsilon)
-    q = 1.0 / (1.0 + (s - 1) * shrink)
-    w = shrink * q
-    moved = float(w * (pv @ d.sum(axis=1)))
-    share = None
-    if within is not None:
-        share = float(q + w * (pv @ ((d <= within).sum(axis=1) - 1)))
-    return GeoUtility(moved, q, share, None if within is None else float(within), float(epsilon), distances.unit)
+    return rr_row_measures(distances, epsilon, within=within).utility(p, within, epsilon, distances.unit)
 
 
 def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = None, *,
@@ -500,10 +578,14 @@ def metric_options(options: Mapping[str, Any]) -> tuple[str, float]:
 
 def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
                  options: Mapping[str, Any]) -> PramMatrix:
-    """The ``metric`` family: the exponential mechanism over ``options["distances"]``, or
-    the truncated geometric mechanism on the category order (``mechanism="geometric"``);
-    reads no frequencies; the pure epsilon follows from ``metric_epsilon`` and the distances."""
+    """The ``metric`` family: the exponential mechanism over ``options["distances"]``, the
+    truncated geometric mechanism on the category order (``mechanism="geometric"``), or the
+    least-distance metric-DP matrix by LP (``mechanism="optimal"``, with ``dilation`` for
+    distances that are not a path metric; p ``None``: the uniform average); the pure epsilon
+    follows from ``metric_epsilon`` and the distances."""
     mechanism, eps_d = metric_options(options)
+    if options.get("dilation") is not None and mechanism != "optimal":
+        raise ParameterError("dilation applies to mechanism 'optimal'")
     if epsilon is not None:
         raise ParameterError("method 'metric' fixes its epsilon by metric_epsilon and the distances; "
                              "it takes no share of the budget")
@@ -513,4 +595,10 @@ def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: flo
         if not (spec is None or spec == "ordinal" or steps):
             raise ParameterError("the geometric mechanism works on the category order: distances 'ordinal'")
         return truncated_geometric(categories, eps_d)
+    if mechanism == "optimal":
+        from pramkit.design.dp_distance import SPANNER_DILATION, metric_min_distance
+
+        dilation = options.get("dilation")
+        return metric_min_distance(p, eps_d, distances_for(options, categories),
+                                   dilation=SPANNER_DILATION if dilation is None else dilation)
     return exponential_mechanism(distances_for(options, categories), eps_d)

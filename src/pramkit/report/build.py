@@ -15,6 +15,13 @@ file and computes, with pramkit's own measures,
   of H(X)), the original, released and estimated (moment estimator)
   frequencies, and the privacy-utility curve of randomized response over
   epsilon with the released matrix marked;
+* locality, for variables with distances between their categories (areas,
+  ordered bands; :mod:`pramkit.design.distances`): the expected distance moved,
+  the share of records kept in their own category and the share moved at most
+  a radius, beside randomized response at the same epsilon -- on the exact
+  frequencies and over the released records (internal report), or weighted by
+  published figures only (public report: the ledger's noisy counts, else the
+  counts estimated from the released file, with standard errors);
 * provenance: each design's method, objective, certificate and parameters,
   the pramkit version and the SHA-256 of the files.
 
@@ -29,21 +36,25 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
 
 from pramkit._version import __version__
+from pramkit.codebook import encode
 from pramkit.counts import count_frame
 from pramkit.design.classic import randomized_response
+from pramkit.design.distances import Distances, read_distances
+from pramkit.design.geo import RowMeasures, row_measures, rr_row_measures
 from pramkit.design.methods import measure
-from pramkit.errors import DataError, PramkitError
-from pramkit.estimate import estimate_table
+from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import Label
+from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
@@ -186,6 +197,48 @@ class VariableUtility:
 
 
 @dataclass(frozen=True)
+class LocalityFigure:
+    """One locality measure of a variable: its released matrix beside randomized response
+    at the same epsilon.
+
+    measure: what is measured; unit: ``"%"`` for shares of records, else the distances' unit
+    design, rr: the figure for the released matrix and for randomized response (NaN: not
+        identifiable from the released file, or no randomized response at infinite epsilon)
+    design_se, rr_se: standard errors when the figures are estimated from the released file
+    realised: the figure over the records of this release (internal report only)
+    """
+
+    measure: str
+    unit: str
+    design: float
+    rr: float
+    design_se: float | None = None
+    rr_se: float | None = None
+    realised: float | None = None
+
+
+@dataclass(frozen=True)
+class Locality:
+    """How far a variable's released values are from the original ones (a variable with distances).
+
+    name: the variable; distances: the distances' summary (:meth:`Distances.to_dict`)
+    within: the radius of the "moved at most" share (the distances' unit)
+    epsilon: the matrix's pure epsilon, at which randomized response is compared (nats)
+    weights: what the figures are weighted by, in words
+    figures: the measures (empty when they could not be computed: ``note`` says why)
+    note: what else the reader should know
+    """
+
+    name: str
+    distances: Mapping[str, Any]
+    within: float | None
+    epsilon: float
+    weights: str
+    figures: tuple[LocalityFigure, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class DesignProvenance:
     """How one variable's matrix was designed (from the manifest)."""
 
@@ -228,6 +281,8 @@ class ReleaseReport:
         False for the internal report (computed from the original file: private)
     records: records of the released file
     utility: one entry per single-column perturbed variable; utility_note says which were left out
+    locality: one entry per single-column variable with distances (expected distance moved, share
+        kept and moved at most a radius, beside randomized response at the same epsilon)
     designs, files: provenance
     pramkit_version: the version that built the report; created: when (UTC, ISO 8601)
     seconds: time spent per step
@@ -247,6 +302,7 @@ class ReleaseReport:
     guarantee: str = ""
     ledger_facts: Mapping[str, Any] = field(default_factory=dict)
     records: int = 0
+    locality: tuple[Locality, ...] = ()
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -351,14 +407,17 @@ def _curve(p: np.ndarray, v: PerturbedVariable, n: int) -> tuple[PrivacyUtilityC
     return replace(curve, chosen=m.epsilon, chosen_values=values), note
 
 
-def _utility(
-    original: pd.DataFrame, released: pd.DataFrame, manifest: Manifest, v: PerturbedVariable
-) -> VariableUtility:
+def _exact_p(original: pd.DataFrame, v: PerturbedVariable) -> tuple[np.ndarray, int]:
+    """The proportions of v's categories in the original file (private) and the records they count."""
     counts = _counts(original, v)
     if counts.sum() == 0:
         raise DataError(f"column {v.name!r} of the original file has no non-missing value")
-    p = counts / counts.sum()
-    est = estimate_table(released, manifest, v.name).to_frame()
+    return counts / counts.sum(), int(counts.sum())
+
+
+def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
+    p, n = _exact_p(original, v)
+    est = estimate.to_frame()
     released_share = est["released"].to_numpy() / est["released"].sum()
     frequencies = pd.DataFrame({
         "category": list(v.matrix.categories),
@@ -368,11 +427,209 @@ def _utility(
         "ci_low": 100 * est["proportion_ci_low"].to_numpy(),
         "ci_high": 100 * est["proportion_ci_high"].to_numpy(),
     })
-    curve, note = _curve(p, v, int(counts.sum()))
+    curve, note = _curve(p, v, n)
     return VariableUtility(
         name=v.name, entropy_nats=entropy(p), mutual_information_nats=measure(v.matrix, p).mutual_information_nats,
         frequencies=frequencies, curve=curve, curve_note=note,
     )
+
+
+# ---------------------------------------------------------------------------
+# Locality: how far the values of a variable with distances move
+# ---------------------------------------------------------------------------
+
+#: The locality measures: (label, attribute of :class:`pramkit.design.geo.RowMeasures`, a share of records).
+_LOCALITY = (("expected distance moved", "distance", False),
+             ("records kept in their own category", "kept", True),
+             ("records moved at most {radius}", "within", True))
+
+
+class Weights(NamedTuple):
+    """What a variable's locality figures are weighted by: fixed proportions ``p`` (exact or
+    differentially private), or the counts ``table`` estimated from the released file (each
+    figure then with its standard error); ``words`` says which, ``codes`` are the (original,
+    released) codes of the records for the realised figures (internal report only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.estimate import moment_estimate
+    >>> Weights("given", p=np.array([0.25, 0.75])).figure(np.array([2.0, 0.0]))
+    (0.5, None)
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("a", "b"))
+    >>> value, se = Weights("estimated", table=moment_estimate(np.array([40.0, 60.0]), [m])).figure(np.ones(2))
+    >>> value, se                                                  # the counts always sum to n
+    (1.0, 0.0)
+    """
+
+    words: str
+    p: np.ndarray | None = None
+    table: TableEstimate | None = None
+    codes: tuple[np.ndarray, np.ndarray] | None = None
+
+    def figure(self, row: np.ndarray) -> tuple[float, float | None]:
+        """``p @ row`` with no standard error, or its estimate from the table (NaN when it is
+        not identifiable from the released file)."""
+        if self.table is None:
+            assert self.p is not None
+            return float(self.p @ row), None
+        t = self.table
+        se = math.sqrt(t.linear_variance(row)) / t.n
+        return (math.nan if math.isnan(se) else float(row @ t.counts) / t.n), se
+
+
+def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple[Any, bool]]:
+    """Each single-column variable's distance spec, and whether it was given (else found in the manifest).
+
+    ``distances``: one spec (``"ordinal"``, a CSV path, a :class:`Distances`) for the variables whose
+    manifest names distances (all single-column variables if none does), or ``{variable: spec}``.
+    Without one, the manifest's ``input["distances"]`` (written by
+    :func:`pramkit.design.release.design_release`), and ``"ordinal"`` for a design made on the
+    category steps (the truncated geometric mechanism).
+
+    Examples
+    --------
+    >>> from pramkit.design.geo import truncated_geometric
+    >>> m = Manifest.of({"age": truncated_geometric(["0-17", "18-64", "65+"], 1.0)})
+    >>> distance_specs(m), distance_specs(m, {"age": "bands.csv"})
+    ({'age': ('ordinal', False)}, {'age': ('bands.csv', True)})
+    """
+    names = [v.name for v in manifest.variables if not v.is_joint]
+    recorded = manifest.input.get("distances")
+    specs = {n: (spec, False) for n, spec in (recorded if isinstance(recorded, Mapping) else {}).items()
+             if n in names}
+    for v in manifest.variables:
+        used = v.matrix.provenance.parameters.get("distances")
+        if v.name in names and v.name not in specs and isinstance(used, Mapping) \
+                and used.get("kind") == "ordinal" and used.get("source") == "ordinal":
+            specs[v.name] = ("ordinal", False)
+    if distances is None:
+        return specs
+    if isinstance(distances, Mapping):
+        unknown = sorted(set(distances) - set(names))
+        if unknown:
+            raise ParameterError(f"distances name {unknown}, which are not single-column perturbed variables of "
+                                 f"the manifest ({', '.join(names)})")
+        given = dict(distances)
+    else:
+        given = {n: distances for n in (list(specs) or names)}
+    return {**specs, **{n: (spec, True) for n, spec in given.items()}}
+
+
+def _variable_distances(v: PerturbedVariable, spec: Any, given: bool) -> tuple[Distances | None, str]:
+    """The distances of v's categories, checked against those its design used (their SHA-256 in
+    the provenance); given distances that fail raise, the manifest's give a note."""
+    try:
+        dist = read_distances(spec, v.matrix.categories)
+    except ParameterError as exc:
+        if given:
+            raise
+        return None, (f"not shown: the distances the manifest names ({spec!s}) could not be read ({exc}); "
+                      "pass them (distances= or --distances)")
+    used = v.matrix.provenance.parameters.get("distances")
+    if isinstance(used, Mapping) and used.get("sha256") not in (None, dist.digest):
+        text = (f"the distances read for {v.name!r} ({spec!s}) are not those its design used (SHA-256 "
+                f"{dist.digest[:12]}..., the design's {str(used['sha256'])[:12]}...)")
+        if given:
+            raise ParameterError(text)
+        return None, f"not shown: {text}"
+    return dist, ""
+
+
+def _realised(codes: tuple[np.ndarray, np.ndarray], d: np.ndarray, radius: float) -> dict[str, float]:
+    """The locality measures over the records of a release (both values present)."""
+    x, z = codes
+    keep = (x >= 0) & (z >= 0)
+    x, z = x[keep], z[keep]
+    if not x.size:
+        return {"distance": math.nan, "kept": math.nan, "within": math.nan}
+    moved = d[x, z]
+    return {"distance": float(moved.mean()), "kept": float(np.mean(x == z)), "within": float(np.mean(moved <= radius))}
+
+
+def _locality(v: PerturbedVariable, dist: Distances, radius: float, weights: Weights) -> Locality:
+    m = v.matrix
+    finite = math.isfinite(m.epsilon)
+    mine = row_measures(m, dist, within=radius)
+    rr: RowMeasures | None = rr_row_measures(dist, m.epsilon, within=radius) if finite else None
+    realised = None if weights.codes is None else _realised(weights.codes, dist.matrix, radius)
+    figures = []
+    for label, attr, share in _LOCALITY:
+        scale = 100.0 if share else 1.0
+        design, design_se = weights.figure(scale * getattr(mine, attr))
+        other, other_se = weights.figure(scale * getattr(rr, attr)) if rr is not None else (math.nan, None)
+        figures.append(LocalityFigure(
+            measure=label.format(radius=f"{radius:g} {dist.unit}"), unit="%" if share else dist.unit,
+            design=design, rr=other, design_se=design_se, rr_se=other_se,
+            realised=None if realised is None else scale * realised[attr]))
+    notes = []
+    if not finite:
+        notes.append("the matrix's epsilon is infinite: there is no randomized response to compare with")
+    if any(math.isnan(f.design) for f in figures) and weights.table is not None:
+        notes.append("n/a: not identifiable from the released file (the matrix is singular; "
+                     f"{weights.table.note or 'see the estimates'})")
+    return Locality(name=v.name, distances=dist.to_dict(), within=radius, epsilon=m.epsilon, weights=weights.words,
+                    figures=tuple(figures), note="; ".join(notes))
+
+
+class _Located(NamedTuple):
+    """A variable with distances, read before the report's work (so that bad ones fail first)."""
+
+    variable: PerturbedVariable
+    distances: Distances | None
+    radius: float | None
+    note: str
+
+
+def _locate(manifest: Manifest, distances: Any, within: float | Mapping[str, float] | None) -> list[_Located]:
+    """Every single-column variable with distances (:func:`distance_specs`), read and checked, with
+    its radius: ``within`` one radius or ``{variable: radius}`` (default: :attr:`Distances.neighbour`)."""
+    specs = distance_specs(manifest, distances)
+    if within is not None and not specs:
+        raise ParameterError("within applies to variables with distances, and none has any: give distances")
+    if isinstance(within, Mapping):
+        unknown = sorted(set(within) - set(specs))
+        if unknown:
+            raise ParameterError(f"within names {unknown}, which have no distances (variables with distances: "
+                                 f"{', '.join(specs) or 'none'})")
+    out = []
+    for v in manifest.variables:
+        if v.name in specs and not v.is_joint:
+            dist, note = _variable_distances(v, *specs[v.name])
+            radius = within.get(v.name) if isinstance(within, Mapping) else within
+            if dist is not None and radius is None:
+                radius = dist.neighbour
+            out.append(_Located(v, dist, radius, note))
+    return out
+
+
+def _localities(located: Sequence[_Located], weights: Callable[[PerturbedVariable], Weights]) -> tuple[Locality, ...]:
+    return tuple(
+        Locality(v.name, {}, radius, v.matrix.epsilon, "", note=note) if dist is None or radius is None
+        else _locality(v, dist, radius, weights(v))
+        for v, dist, radius, note in located
+    )
+
+
+def _public_weights(manifest: Manifest, v: PerturbedVariable, estimate: EstimateResult) -> Weights:
+    """The ledger's differentially private counts of v when the design took them; otherwise the
+    counts estimated from the released file."""
+    counts = manifest.ledger.dp_counts.get(v.name) if manifest.ledger is not None else None
+    if isinstance(counts, Mapping) and len(counts.get("noisy", ())) == v.matrix.size:
+        dp = DPCounts(np.asarray(counts["noisy"], dtype=np.int64), float(counts["epsilon"]),
+                      int(counts["sensitivity"]))
+        return Weights(f"the design step's noisy counts of {v.name} (geometric mechanism, epsilon {dp.epsilon:.4g} "
+                       "nats, published in the ledger)", p=dp.proportions())
+    return Weights(f"the counts estimated from the released file ({estimate.estimator} estimator, 95 % intervals)",
+                   table=estimate.table)
+
+
+def _private_weights(original: pd.DataFrame, released: pd.DataFrame, v: PerturbedVariable) -> Weights:
+    """The exact frequencies of the original file, and each record's pair of codes."""
+    cats = v.matrix.categories
+    codes = (encode(original[v.name], cats, column=v.name), encode(released[v.name], cats, column=v.name))
+    return Weights("the exact frequencies of the original file", p=_exact_p(original, v)[0], codes=codes)
 
 
 def _check_release(original: pd.DataFrame, released: pd.DataFrame, manifest: Manifest) -> None:
@@ -414,6 +671,8 @@ def build_report(
     source: str | Path | None = None,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
+    distances: Any = None,
+    within: float | Mapping[str, float] | None = None,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -430,12 +689,18 @@ def build_report(
     source : the original file, for its SHA-256, when ``data`` is a DataFrame read from it
     quiet : no progress bar
     na_values : texts that mean missing in CSV files besides the empty field (default ``("NA",)``)
+    distances : distances between the categories of variables (:func:`distance_specs`; by default
+        those the manifest names): their locality is shown, on the exact frequencies and over the
+        released records, beside randomized response at the same epsilon
+    within : the radius of the share of records "moved at most" (the distances' unit), one or
+        ``{variable: radius}``; default: the median distance between nearest categories
     """
     keys = list(keys)
     if not keys:
         raise PramkitError("name at least one key variable")
     if isinstance(manifest, (str, Path)):
         manifest = Manifest.read(manifest)
+    located = _locate(manifest, distances, within)
     single = [v for v in manifest.variables if not v.is_joint]
     weight_cols = [weights] if isinstance(weights, str) else []
     columns = list(dict.fromkeys(keys + [v.name for v in single] + weight_cols))
@@ -475,7 +740,9 @@ def build_report(
         bar.update()
 
         t0 = time.perf_counter()
-        utility = tuple(_utility(original, release, manifest, v) for v in single)
+        estimates = {v.name: estimate_table(release, manifest, v.name) for v in single}
+        utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
+        locality = _localities(located, lambda v: _private_weights(original, release, v))
         seconds["utility"] = time.perf_counter() - t0
         bar.update()
 
@@ -510,6 +777,7 @@ def build_report(
         guarantee=manifest.guarantee,
         ledger_facts=_ledger_facts(manifest),
         records=len(release),
+        locality=locality,
     )
 
 
@@ -525,9 +793,9 @@ def _ledger_facts(manifest: Manifest) -> dict[str, Any]:
                                  "frequencies", "prior", "categories", "data_dependent")}
 
 
-def _public_utility(released: pd.DataFrame, manifest: Manifest, v: PerturbedVariable) -> VariableUtility:
+def _public_utility(v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
     """Released and estimated shares of one variable: computed from the released file only."""
-    est = estimate_table(released, manifest, v.name).to_frame()
+    est = estimate.to_frame()
     released_share = est["released"].to_numpy() / est["released"].sum()
     frequencies = pd.DataFrame({
         "category": list(v.matrix.categories),
@@ -549,6 +817,8 @@ def build_public_report(
     original: pd.DataFrame | str | Path | None = None,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
+    distances: Any = None,
+    within: float | Mapping[str, float] | None = None,
 ) -> ReleaseReport:
     """The public report: the ledger, the matrices and estimates computed from the released file.
 
@@ -564,6 +834,9 @@ def build_public_report(
         enters the report
     quiet : no progress bar
     na_values : texts that mean missing in CSV files besides the empty field (default ``("NA",)``)
+    distances, within : as for :func:`build_report`; the locality figures are weighted by the
+        design step's noisy counts when the ledger has them, otherwise by the counts estimated
+        from the released file (with standard errors): never by the original file
 
     Examples
     --------
@@ -581,13 +854,16 @@ def build_public_report(
     if isinstance(manifest, (str, Path)):
         manifest = Manifest.read(manifest)
     single = [v for v in manifest.variables if not v.is_joint]
+    located = _locate(manifest, distances, within)
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
         release = _load(released, manifest.columns if original is not None else [v.name for v in single],
                         "released data", na_values)
         if original is not None:
             _check_release(_load(original, manifest.columns, "original data", na_values), release, manifest)
-        utility = tuple(_public_utility(release, manifest, v) for v in single)
+        estimates = {v.name: estimate_table(release, manifest, v.name) for v in single}
+        utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
+        locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
         bar.update()
     left_out = [v.name for v in manifest.variables if v.is_joint]
     released_path = released if isinstance(released, (str, Path)) else None
@@ -603,5 +879,5 @@ def build_public_report(
         utility_note=(f"jointly perturbed variable(s) {left_out} are not shown" if left_out else ""),
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
-        ledger_facts=_ledger_facts(manifest), records=len(release),
+        ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
     )

@@ -11,17 +11,21 @@ import html
 import json
 import math
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Iterable, Mapping, Sequence
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import check_writable, write_text_atomic
 from pramkit.report.build import (
-    DisclosureRisk, LedgerEntry, ReleaseReport, RiskFigures, VariableUtility,
+    DisclosureRisk, LedgerEntry, Locality, LocalityFigure, ReleaseReport, RiskFigures, VariableUtility,
 )
 from pramkit.report.plots import curve_chart, data_uri, frequency_chart
 
 #: Longest certificate or parameter listing shown in full (characters of JSON).
 MAX_JSON_CHARS = 1500
+
+#: Half-width of a 95 % normal interval, in standard errors.
+Z95 = NormalDist().inv_cdf(0.975)
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
@@ -129,7 +133,7 @@ def _ledger(report: ReleaseReport) -> str:
                   + (f"; record budget {fmt(facts['record_epsilon_budget'])} nats" if facts.get("record_epsilon_budget")
                      is not None else "") + ".</p>" + _category_sources(facts.get("categories") or {}))
     return (
-        "<h2>1. Privacy ledger</h2>" + table +
+        table +
         f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, which "
         "are perturbed independently: sequential composition).</p>" + design + warn
         + f'<div class="{box}">{meaning}</div>'
@@ -189,7 +193,6 @@ def _risk(risk: DisclosureRisk) -> str:
         ) + (f"<p class=\"meta\">Every combination of up to three keys ({rec.combinations} combination(s)); "
              "the posterior is equation (1) of Cator, Hensbergen and Rozenholc.</p>")
     return (
-        "<h2>2. Disclosure risk before and after</h2>"
         f"<p>Key variables: <b>{_e(', '.join(risk.keys))}</b>. Sampling fraction: {_e(risk.sampling_note)}. "
         "tau1 and tau2 come from a Poisson log-linear model of the key table (all two-way interactions by "
         "default); after PRAM they count matches that are correct given the known misclassification.</p>"
@@ -213,7 +216,6 @@ def _utility(report: ReleaseReport) -> str:
     if report.public:
         note = f'<p class="meta">{_e(report.utility_note)}</p>' if report.utility_note else ""
         return (
-            "<h2>2. Estimates from the released file</h2>"
             "<p>For each perturbed variable, the released shares of records and the shares estimated from the "
             "released file and the manifest (unbiased moment estimator, 95 % confidence interval).</p>"
             + note + "".join(_utility_block(u) for u in report.utility)
@@ -226,13 +228,68 @@ def _utility(report: ReleaseReport) -> str:
     )
     note = f'<p class="meta">{_e(report.utility_note)}</p>' if report.utility_note else ""
     return (
-        "<h2>3. Utility</h2>"
         "<p>Mutual information between the original value X and the released value Z of each perturbed "
         "variable, for the original frequencies. The charts show the original, released and estimated "
         "shares of records (unbiased moment estimator from the released file and the manifest, 95 % "
         "confidence interval), then utility against epsilon.</p>"
         + table + note + "".join(_utility_block(u) for u in report.utility)
     )
+
+
+def with_interval(value: float, se: float | None, bounds: tuple[float, float] | None = None) -> str:
+    """A figure, with its 95 % normal interval (cut to ``bounds``, the figure's range) when it
+    has a positive standard error (escaped HTML).
+
+    Examples
+    --------
+    >>> with_interval(12.0, 0.5), with_interval(3.0, None), with_interval(float("nan"), float("nan"))
+    ('12 (11.02 to 12.98)', '3', 'n/a')
+    >>> with_interval(1.0, 1.0, (0.0, 100.0))
+    '1 (0 to 2.96)'
+    """
+    if se is None or not se > 0 or math.isnan(value):       # none, NaN, or exact (0)
+        return fmt(value)
+    low, high = value - Z95 * se, value + Z95 * se
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return f"{fmt(value)} ({fmt(low)} to {fmt(high)})"
+
+
+def _locality_block(loc: Locality, method: str, internal: bool) -> str:
+    head = f"<h3>{_e(loc.name)}</h3>"
+    if not loc.figures:
+        return head + f'<p class="note">{_e(loc.note)}</p>'
+    d = loc.distances
+    rr = f"randomized response at epsilon {fmt(loc.epsilon)} nats"
+
+    def row(f: LocalityFigure) -> list[str]:
+        bounds = (0.0, 100.0) if f.unit == "%" else (0.0, math.inf)
+        cells = [_e(f.measure), _e(f.unit), with_interval(f.design, f.design_se, bounds),
+                 with_interval(f.rr, f.rr_se, bounds)]
+        return cells + ([fmt(f.realised)] if internal else [])
+
+    table = _table(["measure", "unit", f"released matrix ({_e(method)})", _e(rr)]
+                   + (["realised in this release"] if internal else []),
+                   [row(f) for f in loc.figures], [False, False, True, True] + ([True] if internal else []))
+    note = f'<p class="meta">{_e(loc.note)}.</p>' if loc.note else ""
+    return (head + f"<p>Distances: {_e(d.get('kind'))} ({_e(d.get('source'))}), unit: {_e(d.get('unit'))}, "
+            f"{fmt(d.get('categories'))} categories. Weighted by {_e(loc.weights)}.</p>" + table + note)
+
+
+def _locality(report: ReleaseReport) -> str:
+    methods = {e.name: e.method for e in report.ledger}
+    intro = ("For each variable with distances between its categories (areas, ordered bands): how far a record's "
+             "released value is from its original one, for the released matrix and for randomized response at the "
+             "same epsilon (the matrix's own)")
+    if report.public:
+        intro += (". Computed from published figures only: the manifest's matrices, weighted by the design step's "
+                  "differentially private counts when the ledger has them, otherwise by the counts estimated from "
+                  "the released file (95 % intervals).")
+    else:
+        intro += (", on the exact frequencies of the original file; the last column counts the records of this "
+                  "release.")
+    return f"<p>{_e(intro)}</p>" + "".join(
+        _locality_block(loc, methods.get(loc.name, ""), not report.public) for loc in report.locality)
 
 
 def _provenance(report: ReleaseReport) -> str:
@@ -256,7 +313,7 @@ def _provenance(report: ReleaseReport) -> str:
          ["report written", f"{_e(report.created)} by pramkit {_e(report.pramkit_version)}"]],
         [False, False],
     )
-    return f"<h2>{3 if report.public else 4}. Provenance</h2>" + designs + files
+    return designs + files
 
 
 def _cards(report: ReleaseReport) -> str:
@@ -281,6 +338,28 @@ def publication_sentence(public: bool) -> str:
             "publish it (publish the public report instead).")
 
 
+def sections(report: ReleaseReport) -> list[tuple[str, str]]:
+    """The report's sections in order, as (title, HTML body); :func:`render_html` numbers them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.report import build_public_report
+    >>> m = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> [title for title, _ in sections(build_public_report(m, pd.DataFrame({"sex": ["f", "m"] * 50})))]
+    ['Privacy ledger', 'Estimates from the released file', 'Provenance']
+    """
+    out = [("Privacy ledger", _ledger(report))]
+    if report.risk is not None:
+        out.append(("Disclosure risk before and after", _risk(report.risk)))
+    out.append(("Estimates from the released file" if report.public else "Utility", _utility(report)))
+    if report.locality:
+        out.append(("How far values move", _locality(report)))
+    out.append(("Provenance", _provenance(report)))
+    return out
+
+
 def render_html(report: ReleaseReport) -> str:
     """The report as one HTML document (figures embedded)."""
     return (
@@ -291,8 +370,8 @@ def render_html(report: ReleaseReport) -> str:
         + f'<div class="{"note" if report.public else "warn"}"><b>{_e(publication_sentence(report.public))}</b></div>'
         + f'<p class="meta">Written {_e(report.created)} by pramkit {_e(report.pramkit_version)}; '
         f"{fmt(report.records)} records; perturbed: {_e(', '.join(v.name for v in report.ledger))}.</p>"
-        + _cards(report) + _ledger(report) + ("" if report.risk is None else _risk(report.risk))
-        + _utility(report) + _provenance(report)
+        + _cards(report)
+        + "".join(f"<h2>{i}. {_e(title)}</h2>{body}" for i, (title, body) in enumerate(sections(report), start=1))
         + "</body></html>\n"
     )
 
