@@ -61,6 +61,20 @@ def file_error(exc: OSError, path: PathLike | None = None, action: str | None = 
     ``action`` defaults to ``write`` for errors only writing causes (disk
     full, read-only file system), ``read`` for a missing file, else ``access``.
 
+    Parameters
+    ----------
+    exc : OSError
+        The error.
+    path : str or os.PathLike, optional
+        The file to name; default the error's own file name (``?`` if it has none).
+    action : str, optional
+        What could not be done (``"write"``, ``"read"``, ``"create the folder"``, ...).
+
+    Returns
+    -------
+    str
+        The message, with the operating system's reason for the error number.
+
     Examples
     --------
     >>> import errno
@@ -79,6 +93,16 @@ def file_error(exc: OSError, path: PathLike | None = None, action: str | None = 
 def same_file(a: PathLike, b: PathLike) -> bool:
     """Whether two paths name the same file (same inode, through links), or the same
     path once resolved when one of them does not exist yet.
+
+    Parameters
+    ----------
+    a, b : str or os.PathLike
+        The two paths (relative paths are resolved against the working folder).
+
+    Returns
+    -------
+    bool
+        Whether writing one would write the other.
 
     Examples
     --------
@@ -99,6 +123,18 @@ def same_file(a: PathLike, b: PathLike) -> bool:
 def inside(path: PathLike, folder: PathLike) -> bool:
     """Whether ``path`` lies somewhere under ``folder`` (links and relative paths resolved).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file or folder; it need not exist.
+    folder : str or os.PathLike
+        The folder.
+
+    Returns
+    -------
+    bool
+        ``True`` if ``folder`` is one of the parents of ``path`` (a folder is not inside itself).
+
     Examples
     --------
     >>> inside("out/private/key", "out"), inside("out/private/key", "out/public")
@@ -116,6 +152,13 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
     ``None`` entries of ``inputs`` are skipped; the comparison follows links
     (same inode) and resolves relative paths.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output (a file, or a folder written as a whole).
+    inputs : iterable of paths
+        The files the command reads.
+
     Raises
     ------
     PramkitError
@@ -123,14 +166,21 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "key").write_bytes(bytes(32))
-    >>> refuse_inputs(d / "out.csv", [d / "key", None])
-    >>> refuse_inputs(d, [d / "key"])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.PramkitError: the output '...' would overwrite the input '.../key'; pramkit never does, ...
+    A hard link is the same file under another name:
+
+    >>> import os, tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "key").write_bytes(bytes(32))
+    ...     refuse_inputs(d / "out.csv", [d / "key", None])  # another file: allowed
+    ...     os.link(d / "key", d / "key-link")
+    ...     for out in (d / "key-link", d):  # the same file; a folder holding it
+    ...         try:
+    ...             refuse_inputs(out, [d / "key"])
+    ...         except PramkitError as exc:
+    ...             print(str(exc).endswith("not even with --force: choose another output name"))
+    True
+    True
     """
     p = Path(path)
     for given in inputs:
@@ -179,14 +229,18 @@ def check_writable(
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "data.csv").write_text("a\\n1\\n")
-    >>> check_writable(d / "out.csv", force=False, inputs=[d / "data.csv"]).name
-    'out.csv'
-    >>> check_writable(d / "data.csv", force=True, inputs=[d / "data.csv"])  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.PramkitError: the output ... would overwrite the input ...; pramkit never does, not even with --force: choose another output name
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "data.csv").write_text("a\\n1\\n")
+    ...     print(check_writable(d / "out.csv", force=False, inputs=[d / "data.csv"]).name)
+    ...     for force in (False, True):
+    ...         try:
+    ...             check_writable(d / "data.csv", force=force, inputs=[d / "data.csv"])
+    ...         except PramkitError as exc:
+    ...             print(type(exc).__name__, "not even with --force" in str(exc))
+    out.csv
+    PramkitError True
+    PramkitError True
     """
     p = Path(path)
     refuse_inputs(p, inputs)
@@ -208,16 +262,35 @@ def check_writable(
 def make_folder(path: PathLike) -> Path:
     """Create an output folder if needed, in a folder that exists (as for any output); one-line errors.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The folder; its parent must exist (folders are not created recursively).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder, which exists now.
+
+    Raises
+    ------
+    PramkitError
+        ``path`` is a file, or its parent does not exist.
+    WriteError
+        The folder cannot be created (read-only parent, ...).
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> make_folder(d / "a").is_dir(), make_folder(d / "a").is_dir()
-    (True, True)
-    >>> make_folder(d / "b" / "c")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.PramkitError: the folder '.../b' of the output '.../b/c' does not exist
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     print(make_folder(d / "a").is_dir(), make_folder(d / "a").is_dir())  # a second call is fine
+    ...     try:
+    ...         make_folder(d / "b" / "c")
+    ...     except PramkitError as exc:
+    ...         print(str(exc).replace(tmp, "D"))
+    True True
+    the folder 'D/b' of the output 'D/b/c' does not exist
     """
     p = Path(path)
     if p.is_dir():
@@ -303,10 +376,25 @@ def signals_deferred() -> Iterator[None]:
     handler then removes the live temporaries as usual).  Outside the main
     thread, or where signals cannot be blocked, the block runs unprotected.
 
+    Yields
+    ------
+    None
+        The block runs with SIGINT and SIGTERM held.
+
     Examples
     --------
-    >>> with signals_deferred():
-    ...     pass
+    Two renames that must happen together:
+
+    >>> import os, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "new-a").write_text("a")
+    ...     _ = (d / "new-b").write_text("b")
+    ...     with signals_deferred():
+    ...         os.rename(d / "new-a", d / "a")
+    ...         os.rename(d / "new-b", d / "b")
+    ...     print(sorted(p.name for p in d.iterdir()))
+    ['a', 'b']
     """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
@@ -333,12 +421,27 @@ def _pid_alive(pid: int) -> bool:
 def temporaries_of(target: PathLike) -> list[Path]:
     """The temporaries of ``target`` in its folder (pramkit's naming), live or stale.
 
+    Parameters
+    ----------
+    target : str or os.PathLike
+        The output whose temporaries are wanted.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The temporaries, sorted (also those of earlier versions, ``.NAME.XXXXXXXX.tmp``);
+        empty when the folder cannot be listed.
+
     Examples
     --------
+    Only the temporaries of ``out.csv`` are its own:
+
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / ".out.csv.pramkit-tmp.999999999.0a1b2c3d").write_text("x")
-    >>> [p.name for p in temporaries_of(d / "out.csv")]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     for name in (".out.csv.pramkit-tmp.999999999.0a1b2c3d", ".other.csv.pramkit-tmp.1.0a1b2c3d", "out.csv"):
+    ...         _ = (d / name).write_text("x")
+    ...     [p.name for p in temporaries_of(d / "out.csv")]
     ['.out.csv.pramkit-tmp.999999999.0a1b2c3d']
     """
     t = Path(target)
@@ -363,17 +466,34 @@ def remove_stale_temporaries(target: PathLike, *, label: str | None = None) -> i
     :class:`~pramkit.errors.PramkitWarning` says what was removed (naming
     ``label``, by default the target's path).
 
+    Parameters
+    ----------
+    target : str or os.PathLike
+        The output whose stale temporaries are removed.
+    label : str, optional
+        How the warning names the output.
+
+    Returns
+    -------
+    int
+        The number of temporaries removed.
+
     Examples
     --------
-    >>> import tempfile, pathlib, warnings
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / ".out.csv.pramkit-tmp.999999999.0a1b2c3d").write_text("x")
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")
-    ...     remove_stale_temporaries(d / "out.csv")
-    1
-    >>> list(d.iterdir())
-    []
+    The temporary of a process that has ended (no process 999999999 runs)
+    goes; that of another process still running (here the parent of this
+    one) stays, since that run may still be writing it:
+
+    >>> import os, tempfile, pathlib, warnings
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / ".out.csv.pramkit-tmp.999999999.0a1b2c3d").write_text("x")
+    ...     _ = (d / f".out.csv.pramkit-tmp.{os.getppid()}.0a1b2c3d").write_text("x")
+    ...     with warnings.catch_warnings():
+    ...         warnings.simplefilter("ignore")
+    ...         print(remove_stale_temporaries(d / "out.csv"), [p.name for p in d.iterdir()] == [
+    ...             f".out.csv.pramkit-tmp.{os.getppid()}.0a1b2c3d"])
+    1 True
     """
     removed = size = 0
     for tmp in temporaries_of(target):
@@ -506,6 +626,20 @@ def temporary(target: PathLike, *, folder: bool = False, label: str | None = Non
     renamed into place: :func:`atomic_path` does that for one output, a caller
     assembling several outputs in a work ``folder`` moves them itself.
 
+    Parameters
+    ----------
+    target : str or os.PathLike
+        The output the temporary stands for (its folder holds the temporary).
+    folder : bool
+        Make a temporary folder instead of an empty file.
+    label : str, optional
+        How a note about stale temporaries names the output.
+
+    Yields
+    ------
+    pathlib.Path
+        The temporary, removed with its content when the block ends.
+
     Raises
     ------
     WriteError
@@ -514,11 +648,13 @@ def temporary(target: PathLike, *, folder: bool = False, label: str | None = Non
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> with temporary(d / "work", folder=True) as tmp:
-    ...     tmp.is_dir(), tmp.name.startswith(".work.pramkit-tmp.")
-    (True, True)
-    >>> list(d.iterdir())
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     with temporary(d / "work", folder=True) as work:
+    ...         _ = (work / "part-0.csv").write_text("x\\n1\\n")
+    ...         print(work.is_dir(), work.name.startswith(".work.pramkit-tmp."), oct(work.stat().st_mode & 0o777))
+    ...     print(list(d.iterdir()))  # removed with its content
+    True True 0o700
     []
     """
     t = Path(target)
@@ -560,16 +696,45 @@ def atomic_path(
     folder : the output is a folder; the block creates its content in the
         temporary folder
 
+    Yields
+    ------
+    pathlib.Path
+        The temporary to write (``.NAME.pramkit-tmp.PID.XXXXXXXX`` beside ``path``).
+
+    Raises
+    ------
+    PramkitError
+        ``path`` is an input, a folder where a file is expected, or in a folder
+        that does not exist (see :func:`check_writable`)
+    OutputExistsError
+        ``path`` exists, or appeared while writing, and ``force`` is false
+    WriteError
+        the temporary cannot be written, is empty, or cannot be renamed; an
+        existing output keeps its content
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> with atomic_path(d / "out.txt", force=False) as tmp:
-    ...     _ = tmp.write_text("hello")
-    >>> (d / "out.txt").read_text()
-    'hello'
-    >>> [p.name for p in d.iterdir()]
-    ['out.txt']
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     with atomic_path(d / "out.txt", force=False) as t:
+    ...         _ = t.write_text("hello")
+    ...     print((d / "out.txt").read_text(), [p.name for p in d.iterdir()])
+    hello ['out.txt']
+
+    A write that fails leaves the earlier output as it was, and no temporary:
+
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "out.txt").write_text("old")
+    ...     try:
+    ...         with atomic_path(d / "out.txt", force=True) as t:
+    ...             _ = t.write_text("half of the new")
+    ...             raise RuntimeError("the writer failed")
+    ...     except RuntimeError:
+    ...         pass
+    ...     print((d / "out.txt").read_text(), [p.name for p in d.iterdir()])
+    old ['out.txt']
     """
     target = check_writable(path, force=force, inputs=inputs, folder=folder)
     with temporary(target, folder=folder) as tmp:
@@ -592,7 +757,23 @@ def atomic_path(
 
 
 class Staged:
-    """Content written to an output's temporary now, renamed into place when its block ends (:func:`staged_bytes`)."""
+    """Content written to an output's temporary now, renamed into place when its block ends (:func:`staged_bytes`).
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The output, for messages; :func:`staged_bytes` sets the temporary
+        (``tmp``) it writes to.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     with staged_bytes(pathlib.Path(tmp) / "receipt.json", force=False) as stage:
+    ...         stage.write(b"{}")
+    ...         print(type(stage).__name__, stage.size, stage.tmp.name.startswith(".receipt.json.pramkit-tmp."))
+    Staged 2 True
+    """
 
     def __init__(self, target: Path) -> None:
         self.target = target
@@ -602,10 +783,27 @@ class Staged:
     def write(self, data: bytes) -> None:
         """Write ``data`` to the temporary (replacing what an earlier call wrote).
 
+        Parameters
+        ----------
+        data : bytes
+            The whole content of the output.
+
         Raises
         ------
         WriteError
             the temporary cannot be written (the target is untouched)
+
+        Examples
+        --------
+        The last write is the content:
+
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with staged_bytes(pathlib.Path(tmp) / "out", force=False) as stage:
+        ...         stage.write(b"draft")
+        ...         stage.write(b"final")
+        ...     print((pathlib.Path(tmp) / "out").read_bytes())
+        b'final'
         """
         assert self.tmp is not None, "use Staged through staged_bytes"
         try:
@@ -615,7 +813,37 @@ class Staged:
         self.size = len(data)
 
     def verify(self, tmp: Path) -> None:
-        """Check that the temporary holds what :meth:`write` was given (a short write that did not raise)."""
+        """Check that the temporary holds what :meth:`write` was given (a short write that did not raise).
+
+        :func:`staged_bytes` calls it before the rename.
+
+        Parameters
+        ----------
+        tmp : pathlib.Path
+            The temporary written.
+
+        Raises
+        ------
+        WriteError
+            :meth:`write` was never called
+        OSError
+            the file is shorter than the content (``ENOSPC``; :func:`atomic_path`
+            turns it into a :class:`~pramkit.errors.WriteError`)
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     stage = Staged(pathlib.Path(tmp) / "out")
+        ...     stage.tmp = pathlib.Path(tmp) / ".out.tmp"
+        ...     stage.write(b"12345")
+        ...     stage.verify(stage.tmp)  # complete: nothing happens
+        ...     _ = stage.tmp.write_bytes(b"123")  # as if the disk had filled up
+        ...     stage.verify(stage.tmp)
+        Traceback (most recent call last):
+        ...
+        OSError: [Errno 28] the file written is shorter than its content
+        """
         if self.size is None:
             raise WriteError(f"cannot write {str(self.target)!r}: nothing was written")
         if tmp.stat().st_size != self.size:
@@ -634,16 +862,39 @@ def staged_bytes(
     the naming of the temporary and the cleanup are those of
     :func:`atomic_path`; the written size is checked.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output.
+    force : bool
+        Replace an existing output.
+    inputs : iterable of paths
+        Files the output may never be.
+    mode : int, optional
+        Permissions of the output (default: those of an ordinary new file).
+
+    Yields
+    ------
+    Staged
+        Call its ``write(data)`` once the content is known.
+
+    Raises
+    ------
+    PramkitError, OutputExistsError, WriteError
+        As :func:`atomic_path`; also :class:`~pramkit.errors.WriteError` when
+        nothing was written.
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> with staged_bytes(d / "second", force=False) as stage:
-    ...     stage.write(b"written first, renamed last")
-    ...     _ = write_bytes_atomic(d / "first", b"1", force=False)
-    ...     sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     with staged_bytes(d / "second", force=False) as stage:
+    ...         stage.write(b"written first, renamed last")
+    ...         _ = write_bytes_atomic(d / "first", b"1", force=False)
+    ...         print(sorted(p.name for p in d.iterdir() if not p.name.startswith(".")))
+    ...     print((d / "second").read_bytes())
     ['first']
-    >>> (d / "second").read_bytes()
     b'written first, renamed last'
     """
     stage = Staged(Path(path))
@@ -657,12 +908,36 @@ def write_bytes_atomic(
 ) -> Path:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_path`); the written size is checked.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output.
+    data : bytes
+        Its whole content.
+    force : bool
+        Replace an existing output.
+    inputs : iterable of paths
+        Files the output may never be.
+    mode : int, optional
+        Permissions of the output (default: those of an ordinary new file).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    PramkitError, OutputExistsError, WriteError
+        As :func:`atomic_path`.
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> write_bytes_atomic(d / "k", b"\\x00" * 32, force=False, mode=0o600).stat().st_size
-    32
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_bytes_atomic(pathlib.Path(tmp) / "k", b"\\x00" * 32, force=False, mode=0o600)
+    ...     print(out.stat().st_size, oct(out.stat().st_mode & 0o777), [p.name for p in out.parent.iterdir()])
+    32 0o600 ['k']
     """
     with staged_bytes(path, force=force, inputs=inputs, mode=mode) as stage:
         stage.write(data)
@@ -680,11 +955,37 @@ def write_text_atomic(
 ) -> Path:
     """Write UTF-8 ``text`` to ``path`` atomically (see :func:`atomic_path`).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output.
+    text : str
+        Its whole content, written as UTF-8.
+    force : bool
+        Replace an existing output.
+    inputs : iterable of paths
+        Files the output may never be.
+    mode : int, optional
+        Permissions of the output (default: those of an ordinary new file).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    PramkitError, OutputExistsError, WriteError
+        As :func:`atomic_path`.
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> write_text_atomic(d / "a.json", "{}\\n", force=False).read_text()
-    '{}\\n'
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_text_atomic(pathlib.Path(tmp) / "a.json", "{\\"sex\\": \\"f\\u00e9minin\\"}\\n", force=False)
+    ...     print(out.read_text(encoding="utf-8"), end="")
+    ...     print(len(out.read_bytes()))  # é is two bytes in UTF-8
+    {"sex": "féminin"}
+    20
     """
     return write_bytes_atomic(path, text.encode("utf-8"), force=force, inputs=inputs, mode=mode)

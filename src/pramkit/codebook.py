@@ -27,7 +27,30 @@ _INT_LITERAL = re.compile(r"[+-]?\d+")
 
 
 def canonical(value: Any) -> str | None:
-    """The text form used to match a value to a category; ``None`` for missing."""
+    """The text form used to match a value to a category; ``None`` for missing.
+
+    Parameters
+    ----------
+    value : Any
+        A data value or a category label: text, integer, float, boolean,
+        bytes, NumPy scalar, or missing (``None``, ``pandas.NA``, NaN).
+
+    Returns
+    -------
+    str or None
+        Integers and whole floats as integer text (``1``, ``1.0`` and ``"1"``
+        match), other floats by ``repr``, booleans as ``true``/``false``,
+        bytes decoded as UTF-8, anything else by ``str``; ``None`` for missing.
+
+    Examples
+    --------
+    >>> [canonical(v) for v in (1, 1.0, "1", np.int8(1))]  # one category
+    ['1', '1', '1', '1']
+    >>> [canonical(v) for v in ("01", 2.5, True, b"x")]
+    ['01', '2.5', 'true', 'x']
+    >>> [canonical(v) for v in (None, float("nan"), pd.NA)]
+    [None, None, None]
+    """
     if type(value) is str:  # the common cases first
         return value
     if type(value) is int:
@@ -139,6 +162,12 @@ class Codebook:
     column : the column's name, for messages
     missing : ``"keep"`` (missing values get ``-1``) or ``"category"``
 
+    Raises
+    ------
+    DataError
+        Two categories have the same text form (``1`` and ``"1"``), or
+        ``missing="category"`` without a ``None`` category.
+
     Examples
     --------
     >>> book = Codebook(["a", "b", 3], column="x")
@@ -176,6 +205,38 @@ class Codebook:
         column, the value and its row, counted from 1 (``first_row`` is the
         0-based row number of the first value, or ``rows`` gives each value's
         0-based row number).
+
+        Parameters
+        ----------
+        values : array-like
+            The column's values (a chunk of it).
+        first_row : int
+            The 0-based row number of ``values[0]`` in the file, for messages.
+        rows : numpy.ndarray, optional
+            Alternatively, each value's 0-based row number.
+
+        Returns
+        -------
+        numpy.ndarray
+            One ``intp`` code per value: its position in the categories, or
+            the missing code (``-1``, or the ``None`` category's position).
+
+        Raises
+        ------
+        DataError
+            A value is not a category.
+
+        Examples
+        --------
+        The integer 3, the float 3.0 and the text ``"3"`` are one category:
+
+        >>> book = Codebook(["a", "b", 3], column="x")
+        >>> book.encode(pa.array([3, None])).tolist(), book.encode(pd.Series([3.0, np.nan])).tolist()
+        ([2, -1], [2, -1])
+        >>> book.encode(pa.array(["a", "c"]), first_row=10)
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: column 'x', row 12: value 'c' is not one of its categories ('a', 'b', 3)
         """
         arr = _as_arrow(values)
         chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
@@ -303,7 +364,33 @@ class Codebook:
     # ------------------------------------------------------------------ decoding
 
     def labels(self, value_type: pa.DataType) -> pa.Array:
-        """The category labels as an Arrow array of ``value_type`` (the missing category as null)."""
+        """The category labels as an Arrow array of ``value_type`` (the missing category as null).
+
+        Parameters
+        ----------
+        value_type : pyarrow.DataType
+            The type of the column the labels are written into.
+
+        Returns
+        -------
+        pyarrow.Array
+            One label per code, converted from its text form; built once per type.
+
+        Raises
+        ------
+        DataError
+            The labels cannot be written in ``value_type``.
+
+        Examples
+        --------
+        >>> book = Codebook([1, 2, None], column="q", missing="category")
+        >>> book.labels(pa.int64()).to_pylist(), book.labels(pa.string()).to_pylist()
+        ([1, 2, None], ['1', '2', None])
+        >>> Codebook(["a"], column="q").labels(pa.int64())
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: column 'q' has type int64; its categories ['a'] cannot be written in it
+        """
         if value_type not in self._labels:
             texts = pa.array(self.texts, type=pa.string())
             try:
@@ -317,7 +404,23 @@ class Codebook:
 
     def dictionary(self, value_type: pa.DataType) -> pa.Array:
         """The dictionary of :meth:`decode`'s dictionary arrays of ``value_type``: the labels, without the
-        missing category (a null index instead)."""
+        missing category (a null index instead).
+
+        Parameters
+        ----------
+        value_type : pyarrow.DataType
+            The dictionary's value type.
+
+        Returns
+        -------
+        pyarrow.Array
+            The labels of :meth:`labels` with the ``None`` category left out.
+
+        Examples
+        --------
+        >>> Codebook([1, None, 2], column="q", missing="category").dictionary(pa.int64()).to_pylist()
+        [1, 2]
+        """
         return self._dictionary(value_type)[0]
 
     def _dictionary(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray | None]:
@@ -337,6 +440,16 @@ class Codebook:
         Its categories are :meth:`dictionary` as pyarrow converts it to pandas.
         Building it has pandas check every category, which at 10 000
         categories takes longer than decoding a million codes.
+
+        Parameters
+        ----------
+        like : pyarrow.DictionaryType
+            The column's dictionary type (its ``ordered`` flag is kept).
+
+        Returns
+        -------
+        pandas.CategoricalDtype
+            The same object on every call with the same type.
 
         Examples
         --------
@@ -358,6 +471,34 @@ class Codebook:
 
         A dictionary type gives a dictionary array whose dictionary is
         :meth:`dictionary` (the missing category, if any, as a null index).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Codes in ``-1..S-1``.
+        like : pyarrow.DataType
+            The type of the original column.
+
+        Returns
+        -------
+        pyarrow.Array
+            The labels, of type ``like``; ``-1`` and the ``None`` category are null.
+
+        Raises
+        ------
+        DataError
+            The labels cannot be written in ``like``.
+
+        Examples
+        --------
+        Decoding the codes of :meth:`encode` gives the values back, in the column's type:
+
+        >>> book = Codebook([1, 2, None], column="q", missing="category")
+        >>> values = pa.array([2, None, 1], pa.int16())
+        >>> book.decode(book.encode(values), like=values.type).equals(values)
+        True
+        >>> book.decode(np.array([0, 2, -1]), like=pa.dictionary(pa.int8(), pa.int64())).indices.to_pylist()
+        [0, None, None]
         """
         c = np.asarray(codes)
         if pa.types.is_dictionary(like):
@@ -401,12 +542,78 @@ def encode(
     row, counted from 1 (``first_row`` is the 0-based row number of the first
     value, or ``rows`` gives each value's 0-based row number).  To encode
     several chunks of one column, build a :class:`Codebook` once.
+
+    Parameters
+    ----------
+    values : array-like
+        The column's values (Arrow, pandas, or a sequence).
+    categories : sequence
+        The category labels, in code order.
+    column : str
+        The column's name, for messages.
+    missing : {"keep", "category"}
+        Missing values get ``-1``, or the position of the ``None`` category.
+    first_row : int
+        The 0-based row number of the first value.
+    rows : numpy.ndarray, optional
+        Alternatively, each value's 0-based row number.
+
+    Returns
+    -------
+    numpy.ndarray
+        One code per value.
+
+    Raises
+    ------
+    DataError
+        A value is not a category, or two categories cannot be told apart.
+
+    Examples
+    --------
+    >>> encode(["m", None, "f"], ["f", "m"], column="sex").tolist()
+    [1, -1, 0]
+    >>> encode(["m", None, "f"], ["f", "m", None], column="sex", missing="category").tolist()
+    [1, 2, 0]
+    >>> encode(["f", "x"], ["f", "m"], column="sex", rows=np.array([41, 99]))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'sex', row 100: value 'x' is not one of its categories ('f', 'm')
     """
     return Codebook(categories, column=column, missing=missing).encode(values, first_row=first_row, rows=rows)
 
 
 def decode(codes: np.ndarray, categories: Sequence[Label], *, like: pa.DataType, column: str) -> pa.Array:
-    """Arrow array of the labels of ``codes`` (``-1`` -> null), of the same type as the original column."""
+    """Arrow array of the labels of ``codes`` (``-1`` -> null), of the same type as the original column.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray
+        Codes in ``-1..S-1``.
+    categories : sequence
+        The category labels, in code order.
+    like : pyarrow.DataType
+        The type of the original column.
+    column : str
+        The column's name, for messages.
+
+    Returns
+    -------
+    pyarrow.Array
+        The labels, of type ``like``.
+
+    Raises
+    ------
+    DataError
+        The labels cannot be written in ``like``.
+
+    Examples
+    --------
+    :func:`encode` and :func:`decode` are inverse on the categories:
+
+    >>> values = pa.array(["m", None, "f"])
+    >>> decode(encode(values, ["f", "m"], column="sex"), ["f", "m"], like=values.type, column="sex").equals(values)
+    True
+    """
     return Codebook(categories, column=column).decode(codes, like=like)
 
 
@@ -416,6 +623,25 @@ def categories_of(values: Any) -> list[Label]:
     A pandas categorical keeps its own categories (in order).  Otherwise the
     distinct non-missing values, sorted: numerically when every value is a
     number or an integer literal (labels become ints), as text otherwise.
+
+    Parameters
+    ----------
+    values : array-like
+        The column (pandas Series, Arrow array or a sequence).
+
+    Returns
+    -------
+    list
+        The categories (:func:`sort_labels` order unless categorical).
+
+    Examples
+    --------
+    >>> categories_of(pd.Series(["10", "9", None]))  # integer literals: numbers
+    [9, 10]
+    >>> categories_of(pd.Series(["10", "9", "x"]))  # text
+    ['10', '9', 'x']
+    >>> categories_of(pd.Series(pd.Categorical(["low", "high"], categories=["low", "high"])))
+    ['low', 'high']
     """
     if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
         return [_plain(c) for c in values.cat.categories]
@@ -427,7 +653,26 @@ def categories_of(values: Any) -> list[Label]:
 
 
 def sort_labels(labels: Iterable[Any]) -> list[Label]:
-    """Labels in natural order: integer literals as ints, numbers numerically, text alphabetically."""
+    """Labels in natural order: integer literals as ints, numbers numerically, text alphabetically.
+
+    Parameters
+    ----------
+    labels : iterable
+        Distinct labels (NumPy scalars and whole floats become plain ints).
+
+    Returns
+    -------
+    list
+        The labels sorted.  Integer literals become ints unless two of them
+        are the same number (``"01"`` and ``"1"``), which stay text.
+
+    Examples
+    --------
+    >>> sort_labels(["10", "9", "1"]), sort_labels([2.5, 1, 3.0]), sort_labels(["b", "a", 1])
+    ([1, 9, 10], [1, 2.5, 3], [1, 'a', 'b'])
+    >>> sort_labels(["01", "1"])  # two texts of the number 1 stay apart
+    ['01', '1']
+    """
     values = [_plain(v) for v in labels]
     if all(isinstance(v, str) and _INT_LITERAL.fullmatch(v) for v in values):
         ints = sorted({int(v) for v in values})
@@ -454,6 +699,28 @@ class JointCodebook:
     ``categories`` are tuples, one value per column.  Each column is encoded
     against its own values; the mixed-radix index of a record's values is
     looked up among the listed cells.
+
+    Parameters
+    ----------
+    categories : sequence of tuples
+        The cells the joint matrix lists, in code order; the combinations of
+        the columns' values that are not listed are no cell (they break an
+        edit rule).
+    columns : sequence of str
+        The columns, one per position of the tuples.
+
+    Examples
+    --------
+    Two columns whose combinations ``("a", "y")`` and ``("b", "x")`` are not allowed:
+
+    >>> book = JointCodebook([("a", "x"), ("b", "y")], ["u", "v"])
+    >>> book.levels, book.shape
+    ([['a', 'b'], ['x', 'y']], (2, 2))
+    >>> codes = book.encode([pa.array(["b", "a", None]), pa.array(["y", "x", "x"])])
+    >>> codes.tolist()
+    [1, 0, -1]
+    >>> [a.to_pylist() for a in book.decode(codes, like=[pa.string(), pa.string()])]
+    [['b', 'a', None], ['y', 'x', None]]
     """
 
     def __init__(self, categories: Sequence[tuple], columns: Sequence[str]) -> None:
@@ -477,7 +744,37 @@ class JointCodebook:
 
     def encode(self, columns: Sequence[Any], *, first_row: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
         """Codes of the records' cells; ``-1`` when any of the columns is missing.  A record
-        whose combination is not a cell raises :class:`DataError` naming its row."""
+        whose combination is not a cell raises :class:`DataError` naming its row.
+
+        Parameters
+        ----------
+        columns : sequence of array-like
+            The values of each column, in the order of :attr:`columns`.
+        first_row : int
+            The 0-based row number of the first record.
+        rows : numpy.ndarray, optional
+            Alternatively, each record's 0-based row number.
+
+        Returns
+        -------
+        numpy.ndarray
+            One cell code per record.
+
+        Raises
+        ------
+        DataError
+            A value is not one of its column's values, or a combination is not a cell.
+
+        Examples
+        --------
+        >>> book = JointCodebook([("a", "x"), ("b", "y")], ["u", "v"])
+        >>> book.encode([pa.array(["a", None]), pa.array(["x", "y"])]).tolist()
+        [0, -1]
+        >>> book.encode([pa.array(["a", "a"]), pa.array(["x", "y"])], first_row=100)
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: columns ['u', 'v'], row 102: the combination ('a', 'y') is not one of the joint categories (it breaks an edit rule, or leaves its stratum)
+        """
         codes, outside = self.encode_cells(columns, first_row=first_row, rows=rows)
         if outside.any():
             self.raise_outside(columns, outside, first_row=first_row, rows=rows)
@@ -487,6 +784,27 @@ class JointCodebook:
                      rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Codes of the records' cells, ``-1`` when a column is missing or the combination is not
         a cell; and which records hold a combination that is not a cell (a boolean array).
+
+        Parameters
+        ----------
+        columns : sequence of array-like
+            The values of each column, in the order of :attr:`columns`.
+        first_row : int
+            The 0-based row number of the first record.
+        rows : numpy.ndarray, optional
+            Alternatively, each record's 0-based row number.
+
+        Returns
+        -------
+        codes : numpy.ndarray
+            One cell code per record (``-1``: missing, or not a cell).
+        outside : numpy.ndarray
+            Boolean: the records whose combination is not a cell (not those with a missing value).
+
+        Raises
+        ------
+        DataError
+            A value is not one of its column's values.
 
         Examples
         --------
@@ -504,7 +822,34 @@ class JointCodebook:
 
     def raise_outside(self, columns: Sequence[Any], outside: np.ndarray, *, first_row: int = 0,
                       rows: np.ndarray | None = None) -> None:
-        """Raise the :class:`DataError` naming the first record whose combination is not a cell."""
+        """Raise the :class:`DataError` naming the first record whose combination is not a cell.
+
+        Parameters
+        ----------
+        columns : sequence of array-like
+            The values of each column.
+        outside : numpy.ndarray
+            Boolean, as :meth:`encode_cells` returns it, with at least one ``True``.
+        first_row : int
+            The 0-based row number of the first record.
+        rows : numpy.ndarray, optional
+            Alternatively, each record's 0-based row number.
+
+        Raises
+        ------
+        DataError
+            Always: naming the columns, the row (counted from 1) and the combination.
+
+        Examples
+        --------
+        >>> book = JointCodebook([("a", "x"), ("b", "y")], ["u", "v"])
+        >>> columns = [pa.array(["a", "b"]), pa.array(["x", "x"])]
+        >>> codes, outside = book.encode_cells(columns)
+        >>> book.raise_outside(columns, outside)
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: columns ['u', 'v'], row 2: the combination ('b', 'x') is not one of the joint categories (it breaks an edit rule, or leaves its stratum)
+        """
         pos = int(np.flatnonzero(outside)[0])
         row = 1 + (first_row + pos if rows is None else int(rows[pos]))
         cell = tuple(_as_arrow(values)[pos].as_py() for values in columns)
@@ -512,7 +857,29 @@ class JointCodebook:
                         "categories (it breaks an edit rule, or leaves its stratum)")
 
     def decode(self, codes: np.ndarray, *, like: Sequence[pa.DataType]) -> list[pa.Array]:
-        """One Arrow array per column for the released cell codes (``-1`` -> nulls)."""
+        """One Arrow array per column for the released cell codes (``-1`` -> nulls).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Cell codes in ``-1..S-1``.
+        like : sequence of pyarrow.DataType
+            The type of each original column.
+
+        Returns
+        -------
+        list of pyarrow.Array
+            The values of each column; a record with code ``-1`` is null in every column.
+
+        Examples
+        --------
+        A released cell is a combination allowed by the matrix:
+
+        >>> book = JointCodebook([(1, "x"), (2, "y")], ["u", "v"])
+        >>> u, v = book.decode(np.array([1, 0, -1]), like=[pa.int64(), pa.string()])
+        >>> list(zip(u.to_pylist(), v.to_pylist()))
+        [(2, 'y'), (1, 'x'), (None, None)]
+        """
         c = np.asarray(codes)
         missing = c < 0
         out = []
@@ -526,11 +893,18 @@ class JointCodebook:
 class MissingCodes:
     """Values a file uses to mean "missing" although they are not null.
 
-    texts: whole field texts that are missing in every text column (CSV:
-        ``("NA",)`` by default; see :data:`pramkit.io.NA_VALUES`)
-    ranges: per column, the ``(low, high)`` ranges of codes declared
-        user-missing (SPSS ``missing_ranges``; a single code has ``low == high``)
-    source: how the codes were declared, for messages
+    It is true when it declares any code.
+
+    Parameters
+    ----------
+    texts : tuple of str
+        Whole field texts that are missing in every text column (CSV:
+        ``("NA",)`` by default; see :data:`pramkit.defaults.NA_VALUES`).
+    ranges : mapping
+        Per column, the ``(low, high)`` ranges of codes declared
+        user-missing (SPSS ``missing_ranges``; a single code has ``low == high``).
+    source : str
+        How the codes were declared, for messages.
 
     Examples
     --------
@@ -552,12 +926,53 @@ class MissingCodes:
         return bool(self.texts) or any(self.ranges.values())
 
     def mask(self, column: str, values: Any) -> np.ndarray | None:
-        """Boolean array: which ``values`` of ``column`` are missing codes (``None``: the column has none)."""
+        """Boolean array: which ``values`` of ``column`` are missing codes (``None``: the column has none).
+
+        Parameters
+        ----------
+        column : str
+            The column's name (ranges are per column).
+        values : array-like
+            Its values; texts are compared in text columns, ranges in numeric ones.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            One boolean per value (a null is not a missing code), or ``None``
+            when no code applies to the column.
+
+        Examples
+        --------
+        >>> codes = MissingCodes(ranges={"q": ((-99, -90),)})
+        >>> codes.mask("q", pa.array([-95, 3, None])).tolist(), codes.mask("other", pa.array([-95]))
+        ([True, False, False], None)
+        """
         hits = self._hits(column, values)
         return None if hits is None else np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)
 
     def found(self, column: str, values: Any) -> np.ndarray | None:
-        """:meth:`mask`, or ``None`` also when none of ``values`` is a missing code (the common case, cheaply)."""
+        """:meth:`mask`, or ``None`` also when none of ``values`` is a missing code (the common case, cheaply).
+
+        Parameters
+        ----------
+        column : str
+            The column's name.
+        values : array-like
+            Its values.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            As :meth:`mask`, but ``None`` whenever there is nothing to blank.
+
+        Examples
+        --------
+        >>> codes = MissingCodes(texts=("NA",))
+        >>> codes.found("x", pa.array(["1", "2"])), codes.mask("x", pa.array(["1", "2"])).tolist()
+        (None, [False, False])
+        >>> codes.found("x", pa.array(["1", "NA"])).tolist()
+        [False, True]
+        """
         hits = self._hits(column, values)
         if hits is None or not hits.true_count:
             return None
@@ -591,7 +1006,27 @@ class MissingCodes:
         return combined.fill_null(False)
 
     def holds(self, column: str, label: Any) -> bool:
-        """Whether a category label of ``column`` is one of its missing codes."""
+        """Whether a category label of ``column`` is one of its missing codes.
+
+        Parameters
+        ----------
+        column : str
+            The column's name.
+        label : Any
+            A category label (a number, or its text: ``"-95"`` lies in a range
+            as ``-95`` does).
+
+        Returns
+        -------
+        bool
+            ``False`` for a missing label (``None``): missing is not a code.
+
+        Examples
+        --------
+        >>> codes = MissingCodes(texts=("NA",), ranges={"q": ((-99, -90),)})
+        >>> codes.holds("q", -95), codes.holds("q", "-95"), codes.holds("q", "NA"), codes.holds("q", None)
+        (True, True, True, False)
+        """
         key = canonical(label)
         if key is None:
             return False
@@ -612,6 +1047,27 @@ class MissingCodes:
 
         A value is never released as a missing code: a matrix that lists one
         as a category must be designed again without it.
+
+        Parameters
+        ----------
+        column : str
+            The column's name.
+        categories : sequence
+            The categories a matrix may release in it.
+
+        Raises
+        ------
+        DataError
+            Naming the categories that are missing codes.
+
+        Examples
+        --------
+        >>> codes = MissingCodes(ranges={"q": ((9, 9),)}, source="declared user-missing in the SPSS file")
+        >>> codes.refuse_categories("q", [1, 2])  # none is a code: nothing happens
+        >>> codes.refuse_categories("q", [1, 2, 9])
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: column 'q': the manifest's category 9 is a missing-value code of the data (declared user-missing in the SPSS file); pramkit never releases a value as a missing code: design the matrix without it
         """
         bad = [c for c in categories if self.holds(column, c)]
         if bad:

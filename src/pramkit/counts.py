@@ -103,6 +103,17 @@ class CountTable:
         """Counts of one column's categories, or of the combinations of several columns'
         categories (one axis each, in the order given): the table summed over the others.
 
+        Parameters
+        ----------
+        *columns : str
+            Counted columns, distinct.
+
+        Returns
+        -------
+        numpy.ndarray
+            The margin, one axis per column in the order given (the table
+            itself, transposed as asked, when every column is given).
+
         Examples
         --------
         >>> t = CountTable(("x", "y"), ((1, 3), ("u", "v")), np.array([[4, 1], [2, 0]]), rows=7, missing=0)
@@ -153,6 +164,18 @@ class CountTable:
     def labels(self, cells: ArrayLike, axes: Sequence[int] | None = None) -> list[tuple[Label, ...]]:
         """The categories of each flat (C-order) cell: of the table, or of its margin over ``axes``.
 
+        Parameters
+        ----------
+        cells : array of int
+            Flat cell indices (C order over the table, or over ``axes``).
+        axes : sequence of int, optional
+            Axes of the margin the cells belong to (in its order); default the table's.
+
+        Returns
+        -------
+        list of tuples
+            One tuple of category labels per cell.
+
         Examples
         --------
         >>> t = CountTable(("x", "y"), ((1, 3), ("u", "v", "w")), np.ones((2, 3), int), rows=6, missing=0)
@@ -169,11 +192,35 @@ class CountTable:
         """The table with ``column``'s categories replaced by ``categories``, a superset of them
         (cells of the new categories count 0); :class:`DataError` if a counted category is not listed.
 
+        Parameters
+        ----------
+        column : str
+            A counted column.
+        categories : sequence
+            Its declared categories, in the order wanted; they match the
+            table's by :func:`pramkit.codebook.canonical` (``"1"`` is ``1``).
+
+        Returns
+        -------
+        CountTable
+            A new table (weight sums spread alike); ``rows`` and ``missing`` unchanged.
+
+        Raises
+        ------
+        DataError
+            A category of the table is not among ``categories``.
+
         Examples
         --------
         >>> t = CountTable(("x",), ((1, 3),), np.array([4, 2]), rows=6, missing=0)
         >>> t.extended("x", [1, 2, 3]).counts.tolist()
         [4, 0, 2]
+        >>> t.extended("x", ["3", "1"]).counts.tolist()  # reordered, matched by text form
+        [2, 4]
+        >>> t.extended("x", [1, 2])
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: column 'x' holds [3], which its declared categories do not list
         """
         axis = self.columns.index(column)
         where = {canonical(c): i for i, c in enumerate(categories)}
@@ -200,10 +247,26 @@ class CountTable:
         """The proportions of one column's categories among the counted records;
         :class:`DataError` if none was counted.
 
+        Parameters
+        ----------
+        column : str
+            A counted column.
+
+        Returns
+        -------
+        numpy.ndarray
+            Its margin divided by its total: non-negative, summing to 1.
+
+        Raises
+        ------
+        DataError
+            No record was counted.
+
         Examples
         --------
-        >>> CountTable(("x",), ((1, 3),), np.array([3, 1]), rows=4, missing=0).proportions("x").tolist()
-        [0.75, 0.25]
+        >>> t = CountTable(("x", "y"), ((1, 3), ("u", "v")), np.array([[2, 1], [1, 0]]), rows=4, missing=0)
+        >>> t.proportions("x").tolist(), float(t.proportions("y").sum())
+        ([0.75, 0.25], 1.0)
         """
         m = self.margin(column).astype(float)
         total = m.sum()
@@ -229,10 +292,19 @@ def cell_index(codes: ArrayLike, shape: Sequence[int], columns: Sequence[str]) -
     numpy.ndarray
         ``n`` cell indices.
 
+    Raises
+    ------
+    DataError
+        The table has ``2**62`` cells or more.
+
     Examples
     --------
-    >>> cell_index([[0, 1], [2, 0]], (2, 3), ["x", "y"]).tolist()
+    >>> cell_index([[0, 1], [2, 0]], (2, 3), ["x", "y"]).tolist()  # 0 * 3 + 2, 1 * 3 + 0
     [2, 3]
+    >>> cell_index([[0], [0]], (2**40, 2**40), ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: the keys ['a', 'b'] have 1.21e+24 combinations, too many to index; use fewer keys
     """
     cells = math.prod(shape)
     if cells >= 2**62:
@@ -268,6 +340,11 @@ def count_codes(
     -------
     CountTable
         ``rows`` is ``n``.
+
+    Raises
+    ------
+    DataError
+        The table has ``2**62`` cells or more (:func:`cell_index`).
 
     Examples
     --------
@@ -384,6 +461,51 @@ def count_file(
     ``weights`` names a column of survey weights whose sums per cell are
     returned as ``weight_sums``.  ``na_values``: the texts that mean missing in
     a CSV file besides the empty field (:func:`pramkit.io.iter_batches`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV, Parquet, Stata or SPSS file.
+    columns : sequence of str
+        The columns to count, one axis each.
+    categories : mapping, optional
+        Declared categories of some columns, in axis order.
+    weights : str, optional
+        A column of survey weights (finite and positive).
+    missing : {"exclude", "category"}
+        What a missing value of a column whose categories are found does.
+    chunk_rows : int
+        Rows per chunk.
+    quiet : bool
+        No progress bars.
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field.
+
+    Returns
+    -------
+    CountTable
+        ``rows`` is the records read, ``missing`` those left out.
+
+    Raises
+    ------
+    PramkitError
+        No column named, an unknown ``missing``, or more than :data:`MAX_CELLS` cells.
+    DataError
+        The file cannot be read, lacks a column, has no data rows, holds a
+        value outside declared categories, or a weight that is not positive.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_text("sex,region,w\\nm,1,10\\nf,2,10\\nf,NA,20\\nm,1,40\\nf,1,10\\n")
+    ...     t = count_file(f, ["sex", "region"])
+    ...     c = count_file(f, ["sex", "region"], missing="category", weights="w", chunk_rows=2)
+    >>> t.categories, t.counts.tolist(), t.rows, t.missing  # the NA record is left out
+    ((('f', 'm'), (1, 2)), [[1, 1], [2, 0]], 5, 1)
+    >>> c.categories[1], c.counts.tolist(), c.weight_sums.tolist()  # missing as a category
+    ((1, 2, None), [[1, 1, 1], [2, 0, 0]], [[10.0, 10.0, 20.0], [50.0, 0.0, 0.0]])
     """
     columns = list(columns)
     if not columns:
@@ -407,7 +529,43 @@ def count_frame(
     *,
     categories: Mapping[str, Sequence[Label]] | None = None,
 ) -> CountTable:
-    """:func:`count_file` for a DataFrame in memory (categoricals keep their categories)."""
+    """:func:`count_file` for a DataFrame in memory (categoricals keep their categories).
+
+    Records with a missing value in a column are left out (counted in
+    ``missing``), unless that column's declared categories include ``None``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records.
+    columns : sequence of str
+        The columns to count, one axis each.
+    categories : mapping, optional
+        Declared categories of some columns; the others are
+        :func:`pramkit.codebook.categories_of` the column.
+
+    Returns
+    -------
+    CountTable
+
+    Raises
+    ------
+    DataError
+        A column is not in the data, a value is not one of the declared
+        categories, or the frame has no rows.
+    PramkitError
+        The table would have more than :data:`MAX_CELLS` cells.
+
+    Examples
+    --------
+    A categorical keeps its unused categories, so the table has their cells:
+
+    >>> data = pd.DataFrame({"sex": pd.Categorical(["m", "f", "m"], categories=["m", "f", "x"]),
+    ...                      "age": [30, 40, None]})
+    >>> t = count_frame(data, ["sex", "age"])
+    >>> t.categories, t.counts.tolist(), t.missing
+    ((('m', 'f', 'x'), (30, 40)), [[1, 0], [0, 1], [0, 0]], 1)
+    """
     from pramkit.codebook import categories_of
 
     absent = [c for c in columns if c not in data.columns]

@@ -191,6 +191,44 @@ def census(n_rows: int = NY_ROWS, *, seed: int = 2000, areas: bool | int = False
     column ``area`` gives each person's area of residence in the synthetic
     geography of :func:`census_areas` (same seed); the ten columns are then
     unchanged (the areas are drawn afterwards, from a stream of their own).
+
+    Parameters
+    ----------
+    n_rows : int
+        Persons to generate (default :data:`pramkit.defaults.NY_ROWS`, the size
+        of the NY 2000 sample of Ayed, Battiston and Camerlenghi).
+    seed : int
+        The seed; the same seed gives the same file.
+    areas : bool or int
+        Add the ``area`` column: ``True`` for :data:`CENSUS_AREAS` areas, or a number of areas.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``n_rows`` records; categorical columns in the order of :data:`CENSUS_VARIABLES`.
+
+    Raises
+    ------
+    ValueError
+        ``n_rows`` is below 1, or the number of areas below 2.
+
+    Examples
+    --------
+    >>> data = census(2_000)
+    >>> data.shape, list(data.columns) == list(CENSUS_VARIABLES)
+    ((2000, 10), True)
+    >>> data.equals(census(2_000)), data.equals(census(2_000, seed=1))  # deterministic for a seed
+    (True, False)
+
+    The dependence is built in: children are never married and have no employment status,
+    and areas are drawn apart from the ten variables:
+
+    >>> kids = data[data["age"] == "0-9"]
+    >>> kids["marital_status"].unique().tolist(), kids["employment"].unique().tolist()
+    (['never married'], ['n/a'])
+    >>> with_areas = census(2_000, areas=20)
+    >>> with_areas.drop(columns="area").equals(data), len(with_areas["area"].cat.categories)
+    (True, 20)
     """
     if n_rows < 1:
         raise ValueError("n_rows must be at least 1")
@@ -247,6 +285,13 @@ def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFra
     the region, with :data:`RURAL_WEIGHT` of a town area's population.  Areas
     are named ``A001``, ``A002``, ... from west to east.
 
+    Parameters
+    ----------
+    n_areas : int
+        The number of areas, at least 2.
+    seed : int
+        The seed; the same seed gives the same geography.
+
     Returns
     -------
     pandas.DataFrame
@@ -255,6 +300,11 @@ def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFra
         rural) and ``share`` (expected share of persons; sums to 1).
         ``frame[["category", "x", "y"]].to_csv(path, index=False)`` is a
         centroid file for :func:`pramkit.design.distances.read_distances`.
+
+    Raises
+    ------
+    ValueError
+        ``n_areas`` is not an integer of at least 2.
 
     Examples
     --------

@@ -66,7 +66,52 @@ WORK = "demo"
 
 @dataclass
 class DemoContext:
-    """State shared by the demo's steps (``out``: the temporary folder being filled)."""
+    """State shared by the demo's steps (``out``: the temporary folder being filled).
+
+    Each step reads what earlier steps left and adds its own.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The work folder being filled (it holds ``public/`` and ``private/``).
+    rows : int
+        Persons to generate.
+    epsilon : float
+        The record budget (nats).
+    key : pramkit.rng.SecretKey or None
+        The secret key (``None``: a fresh one).
+    quiet : bool
+        No progress bars.
+    data : pandas.DataFrame, optional
+        The generated data (step ``generate``).
+    manifest : pramkit.manifest.Manifest, optional
+        The release's manifest (step ``design``).
+    applied : pramkit.perturb.ApplyResult, optional
+        What perturbation did (step ``perturb``).
+    files : dict
+        Label -> path relative to ``out`` of every file written.
+    sections : dict
+        Per-step figures for ``summary.json``.
+    lines : list of str
+        The lines printed at the end.
+    seconds : dict
+        Wall-clock time of each step.
+
+    Examples
+    --------
+    A step that adds a file:
+
+    >>> import pathlib, tempfile
+    >>> def note(ctx):
+    ...     ctx.path(PRIVATE, "note.txt", "note").write_text(f"{ctx.rows} rows")
+    ...     ctx.lines.append("note      written")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     (pathlib.Path(d) / PRIVATE).mkdir()
+    ...     ctx = DemoContext(out=pathlib.Path(d), rows=1_000, epsilon=6.0, key=None, quiet=True)
+    ...     note(ctx)
+    ...     print(ctx.files, ctx.lines, (pathlib.Path(d) / ctx.files["note"]).read_text())
+    {'note': 'private/note.txt'} ['note      written'] 1000 rows
+    """
 
     out: Path
     rows: int
@@ -82,7 +127,29 @@ class DemoContext:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def path(self, folder: str, name: str, label: str) -> Path:
-        """A file of the release, remembered under ``label`` by its final location."""
+        """A file of the release, remembered under ``label`` by its final location.
+
+        Parameters
+        ----------
+        folder : str
+            :data:`PUBLIC` or :data:`PRIVATE`.
+        name : str
+            The file's name.
+        label : str
+            The key of :attr:`files` (and of the demo's summary) it is listed under.
+
+        Returns
+        -------
+        pathlib.Path
+            Where to write it now, inside the work folder.
+
+        Examples
+        --------
+        >>> import pathlib
+        >>> ctx = DemoContext(out=pathlib.Path("work"), rows=1_000, epsilon=6.0, key=None, quiet=True)
+        >>> ctx.path(PUBLIC, "manifest.json", "manifest").as_posix(), ctx.files
+        ('work/public/manifest.json', {'manifest': 'public/manifest.json'})
+        """
         self.files[label] = f"{folder}/{name}"
         return self.out / folder / name
 
@@ -198,7 +265,29 @@ STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What the demo did: the folder, its files (relative to it), the printed lines, the step times."""
+    """What the demo did: the folder, its files (relative to it), the printed lines, the step times.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The folder holding ``public/`` and ``private/``.
+    files : dict
+        Label -> path relative to ``out``.
+    sections : dict
+        Per-step figures (design, perturbation, estimate).
+    lines : list of str
+        The lines the command prints.
+    seconds : dict
+        Wall-clock time of each step.
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> result = DemoResult(pathlib.Path("demo"), {"manifest": "public/manifest.json"},
+    ...                     {"design": {"epsilons": {"sex": 2.0}}}, ["design    ..."], {"design": 0.1})
+    >>> result.files["manifest"], result.lines
+    ('public/manifest.json', ['design    ...'])
+    """
 
     out: Path
     files: dict[str, str]
@@ -207,6 +296,25 @@ class DemoResult:
     seconds: dict[str, float]
 
     def to_dict(self) -> dict[str, Any]:
+        """The summary as plain JSON values: ``out``, ``files``, ``seconds`` and each section.
+
+        Returns
+        -------
+        dict
+            The figures of ``private/summary.json`` with the folder ``out``
+            (NumPy values converted, infinities as ``"inf"``;
+            :func:`pramkit._json.to_jsonable`).
+
+        Examples
+        --------
+        >>> import json, pathlib
+        >>> import numpy as np
+        >>> result = DemoResult(pathlib.Path("demo"), {"manifest": "public/manifest.json"},
+        ...                     {"design": {"epsilons": {"sex": np.float64(np.inf)}}}, [], {"design": 0.1})
+        >>> print(json.dumps(result.to_dict(), allow_nan=False))  # doctest: +NORMALIZE_WHITESPACE
+        {"out": "demo", "files": {"manifest": "public/manifest.json"}, "seconds": {"design": 0.1},
+         "design": {"epsilons": {"sex": "inf"}}}
+        """
         return to_jsonable({"out": str(self.out), "files": self.files, "seconds": self.seconds, **self.sections})
 
 
@@ -271,13 +379,32 @@ def run_demo(
     quiet : no progress bars
     progress_callback : called with each step's name before it runs
 
+    Returns
+    -------
+    DemoResult
+        The folder, the files written (relative to it), the figures of each
+        step, the lines to print and the step times.
+
+    Raises
+    ------
+    ParameterError
+        ``rows`` is not a whole number of at least :data:`MIN_ROWS`.
+    PramkitError
+        ``out`` is a file, holds an input (the key file) in ``public/`` or
+        ``private/``, or its parent folder does not exist.
+    OutputExistsError
+        An earlier demo's folders are there and ``force`` is false.
+    WriteError
+        A file or folder cannot be written; nothing is left behind.
+
     Examples
     --------
     >>> import tempfile
-    >>> r = run_demo(tempfile.mkdtemp(), rows=2_000)
-    >>> r.files["manifest"], r.files["internal_report"]
-    ('public/manifest.json', 'private/report.html')
-    >>> sorted(p.name for p in r.out.iterdir())  # no work folder left
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     r = run_demo(d, rows=2_000)
+    ...     print(r.files["manifest"], r.files["internal_report"])
+    ...     print(sorted(p.name for p in r.out.iterdir()))  # no work folder left
+    public/manifest.json private/report.html
     ['private', 'public']
     """
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < MIN_ROWS:

@@ -9,36 +9,147 @@ from __future__ import annotations
 
 
 class PramkitError(Exception):
-    """Base class of all errors caused by the user's input."""
+    """Base class of all errors caused by the user's input.
+
+    Catching it catches every error that bad input can cause, and nothing
+    else: any other exception is a bug.
+
+    Examples
+    --------
+    >>> from pramkit.io import table_format
+    >>> try:
+    ...     table_format("survey.xlsx")
+    ... except PramkitError as exc:
+    ...     print(exc)
+    cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sav', '.txt', '.zsav']
+    """
 
 
 class MatrixError(PramkitError, ValueError):
-    """A transition matrix is not a valid PRAM matrix."""
+    """A transition matrix is not a valid PRAM matrix.
+
+    Examples
+    --------
+    A row that does not sum to 1 is not a row of probabilities:
+
+    >>> from pramkit import PramMatrix
+    >>> PramMatrix([[0.9, 0.2], [0.5, 0.5]], ["a", "b"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.MatrixError: row 0 of the matrix sums to ...1.1..., not 1 (tolerance 1e-09); 1 row(s) are off
+    >>> issubclass(MatrixError, ValueError)
+    True
+    """
 
 
 class ManifestError(PramkitError, ValueError):
-    """A manifest is malformed; the message names the offending field."""
+    """A manifest is malformed; the message names the offending field.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest
+    >>> Manifest.from_dict({"format": "something-else"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ManifestError: field 'format' must be 'pramkit-manifest', got 'something-else'
+    """
 
 
 class DataError(PramkitError, ValueError):
-    """The data do not match what was declared (unknown category, missing column, ...)."""
+    """The data do not match what was declared (unknown category, missing column, ...).
+
+    Examples
+    --------
+    The message names the column, the row (counted from 1) and the value:
+
+    >>> from pramkit.codebook import encode
+    >>> encode(["m", "f", "x"], ["f", "m"], column="sex")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'sex', row 3: value 'x' is not one of its categories ('f', 'm')
+    """
 
 
 class KeyFileError(PramkitError):
-    """A secret key is missing, unreadable or too short."""
+    """A secret key is missing, unreadable or too short.
+
+    Examples
+    --------
+    >>> from pramkit.rng import SecretKey
+    >>> SecretKey(b"too short", "a test")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.KeyFileError: the key from a test has 9 bytes; at least 32 are needed (make one with `pramkit keygen FILE`)
+    """
 
 
 class OutputExistsError(PramkitError, FileExistsError):
-    """An output path exists and overwriting was not requested."""
+    """An output path exists and overwriting was not requested.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.atomic import write_text_atomic
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = pathlib.Path(d) / "out.txt"
+    ...     _ = write_text_atomic(out, "first", force=False)
+    ...     try:
+    ...         write_text_atomic(out, "second", force=False)
+    ...     except OutputExistsError:
+    ...         print(out.read_text())  # the first content is kept
+    first
+    """
 
 
 class ParameterError(PramkitError, ValueError):
-    """A parameter (epsilon, a probability vector, a budget split, ...) is out of its domain."""
+    """A parameter (epsilon, a probability vector, a budget split, ...) is out of its domain.
+
+    Examples
+    --------
+    >>> from pramkit.validate import probability
+    >>> probability(1.5, "alpha")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: alpha must lie strictly between 0 and 1, got 1.5
+    """
 
 
 class WriteError(PramkitError):
-    """A file could not be written (full disk, read-only folder, ...); an existing file is left as it was."""
+    """A file could not be written (full disk, read-only folder, ...); an existing file is left as it was.
+
+    Examples
+    --------
+    An atomic write whose content never reached the disk is refused before
+    anything is renamed into place:
+
+    >>> import pathlib, tempfile
+    >>> from pramkit.atomic import staged_bytes
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     try:
+    ...         with staged_bytes(pathlib.Path(d) / "out.bin", force=False):
+    ...             pass  # stage.write(...) never called
+    ...     except WriteError as exc:
+    ...         print(str(exc).endswith("nothing was written"), sorted(p.name for p in pathlib.Path(d).iterdir()))
+    True []
+    """
 
 
 class PramkitWarning(UserWarning):
-    """Something the user should know that does not stop the command; the command line prints it as one note line."""
+    """Something the user should know that does not stop the command; the command line prints it as one note line.
+
+    Examples
+    --------
+    Removing the temporary file of a run that was killed is such a note:
+
+    >>> import pathlib, tempfile, warnings
+    >>> from pramkit.atomic import remove_stale_temporaries
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (pathlib.Path(d) / ".out.csv.pramkit-tmp.999999999.0a1b2c3d").write_text("partial")
+    ...     with warnings.catch_warnings(record=True) as caught:
+    ...         warnings.simplefilter("always")
+    ...         removed = remove_stale_temporaries(pathlib.Path(d) / "out.csv", label="out.csv")
+    >>> removed, caught[0].category is PramkitWarning
+    (1, True)
+    >>> str(caught[0].message)
+    'removed 1 temporary file(s) of out.csv left by an interrupted run (7 bytes)'
+    """

@@ -50,7 +50,32 @@ FORMATS = {
 
 
 def table_format(path: str | Path) -> str:
-    """The format of a file, from its suffix."""
+    """The format of a file, from its suffix (:data:`FORMATS`; letter case does not matter).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file's name or path; the file need not exist.
+
+    Returns
+    -------
+    str
+        ``"csv"``, ``"parquet"``, ``"stata"`` or ``"spss"``.
+
+    Raises
+    ------
+    PramkitError
+        The suffix is not one of :data:`FORMATS`.
+
+    Examples
+    --------
+    >>> table_format("census.CSV"), table_format("out/released.parquet"), table_format("survey.zsav")
+    ('csv', 'parquet', 'spss')
+    >>> table_format("survey.xlsx")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sav', '.txt', '.zsav']
+    """
     suffix = Path(path).suffix.lower()
     try:
         return FORMATS[suffix]
@@ -62,7 +87,33 @@ def table_format(path: str | Path) -> str:
 
 @dataclass
 class TableMeta:
-    """What a reader learnt about a file that a writer of the same format can keep."""
+    """What a reader learnt about a file that a writer of the same format can keep.
+
+    Parameters
+    ----------
+    format : str
+        The file's format (:func:`table_format`).
+    columns : list of str
+        The columns read, in file order.
+    rows : int, optional
+        The row count when the file declares it (Parquet, Stata, SPSS); ``None`` for CSV.
+    labels : dict
+        Stata and SPSS variable and value labels (``column_labels``,
+        ``variable_value_labels``), empty for other formats.
+    missing : pramkit.codebook.MissingCodes
+        The values the file uses for missing although they are not null
+        (CSV markers such as ``NA``, SPSS user-missing codes).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_text("sex,age\\nm,31\\nNA,45\\n")
+    ...     meta, _ = iter_batches(f)
+    >>> meta.format, meta.columns, meta.rows, meta.missing.texts
+    ('csv', ['sex', 'age'], None, ('NA',))
+    """
 
     format: str
     columns: list[str]
@@ -83,7 +134,31 @@ def _existing(path: str | Path) -> Path:
 
 
 def require_columns(wanted: Sequence[str] | None, present: Sequence[str], where: str) -> None:
-    """:class:`DataError` naming the columns of ``wanted`` that ``where`` does not have."""
+    """:class:`DataError` naming the columns of ``wanted`` that ``where`` does not have.
+
+    Parameters
+    ----------
+    wanted : sequence of str, optional
+        The columns needed; ``None`` needs none.
+    present : sequence of str
+        The columns there are.
+    where : str
+        What holds ``present``, for the message (a file's name, ``"the data"``).
+
+    Raises
+    ------
+    DataError
+        Some of ``wanted`` are not in ``present``; the message lists them
+        and the columns there are.
+
+    Examples
+    --------
+    >>> require_columns(["sex"], ["sex", "age"], "the data")  # present: nothing happens
+    >>> require_columns(["sex", "region"], ["sex", "age"], "'census.csv'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column(s) ['region'] are not in 'census.csv'; its columns are ['sex', 'age']
+    """
     if wanted is None:
         return
     unknown = [c for c in wanted if c not in present]
@@ -151,6 +226,17 @@ CSV_BLOCKS_PER_CHUNK = 8
 def csv_block_bytes(chunk_rows: int) -> int:
     """The block size in which a CSV file is read for chunks of about ``chunk_rows`` rows.
 
+    Parameters
+    ----------
+    chunk_rows : int
+        The rows per chunk the caller wants.
+
+    Returns
+    -------
+    int
+        Bytes per block: an eighth of the chunk at :data:`CSV_ROW_BYTES` bytes
+        per row, between 64 KiB and 1 GiB.
+
     Examples
     --------
     >>> csv_block_bytes(1 << 20) == 8 << 20, csv_block_bytes(100)
@@ -175,6 +261,17 @@ def _regrouped(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Tabl
 
 def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCodes:
     """The texts that mean missing in a CSV file (besides the empty field, which always does).
+
+    Parameters
+    ----------
+    na_values : sequence of str, or str
+        The missing markers (one text, or several); empty texts are dropped,
+        as the empty field is always missing.
+
+    Returns
+    -------
+    pramkit.codebook.MissingCodes
+        The markers as ``texts``, with a ``source`` that says how to change them.
 
     Examples
     --------
@@ -209,17 +306,56 @@ def iter_batches(
     the file with ``keep_missing_codes=True`` (then ``meta.missing`` tells
     which values they are).
 
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV, Parquet, Stata or SPSS file (:func:`table_format`).
+    columns : sequence of str, optional
+        The columns to read, in this order; default all of them.
+    chunk_rows : int
+        The rows per table wanted (the last table may have fewer).
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field.
+    keep_missing_codes : bool
+        Return missing markers and user-missing codes as they are in the file.
+
+    Returns
+    -------
+    meta : TableMeta
+        The file's format, columns, row count (when declared), labels and missing codes.
+    tables : iterator of pyarrow.Table
+        The rows, chunk by chunk; a CSV column is text.
+
+    Raises
+    ------
+    DataError
+        The file does not exist, is empty or a folder, lacks one of
+        ``columns``, or cannot be read (a ragged CSV row is named by its line).
+    PramkitError
+        The format cannot be told from the suffix.
+
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
-    >>> _ = f.write_text("x,y\\n1,NA\\n,b\\n")
-    >>> meta, batches = iter_batches(f)
-    >>> next(batches).to_pydict()
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_text("x,y\\n1,NA\\n,b\\n")
+    ...     meta, batches = iter_batches(f)
+    ...     print(next(batches).to_pydict())
+    ...     meta, batches = iter_batches(f, keep_missing_codes=True)
+    ...     print(next(batches).to_pydict(), meta.missing.texts)
     {'x': ['1', None], 'y': [None, 'b']}
-    >>> meta, batches = iter_batches(f, keep_missing_codes=True)
-    >>> next(batches).to_pydict(), meta.missing.texts
-    ({'x': ['1', None], 'y': ['NA', 'b']}, ('NA',))
+    {'x': ['1', None], 'y': ['NA', 'b']} ('NA',)
+
+    The tables do not depend on the chunk size, only their number does:
+
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "b.parquet"
+    ...     pq.write_table(pa.table({"x": list(range(10))}), f)
+    ...     meta, batches = iter_batches(f, chunk_rows=4)
+    ...     sizes = [t.num_rows for t in batches]
+    >>> meta.rows, sizes
+    (10, [4, 4, 2])
     """
     p = _existing(path)
     fmt = table_format(p)
@@ -257,6 +393,18 @@ def _parquet_tables(path: Path, pf: pq.ParquetFile, chunk_rows: int,
 
 def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
     """``table`` with the values that ``missing`` declares missing replaced by nulls.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A chunk of a file.
+    missing : pramkit.codebook.MissingCodes
+        The file's missing markers and user-missing codes.
+
+    Returns
+    -------
+    pyarrow.Table
+        The same columns and types; a column without missing codes is left as it is.
 
     Examples
     --------
@@ -306,13 +454,34 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     Value labels are the file's codebook, written by its producer, not counted from its records;
     codes declared user-missing (SPSS) are left out.  CSV and Parquet files declare none (``{}``).
 
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The data file.
+    columns : sequence of str
+        The columns whose categories are wanted.
+
+    Returns
+    -------
+    dict
+        ``{column: codes}``, the codes in :func:`pramkit.codebook.sort_labels`
+        order, for the columns that have value labels.
+
+    Raises
+    ------
+    DataError
+        The file does not exist, is empty, or cannot be read.
+    PramkitError
+        The format cannot be told from the suffix.
+
     Examples
     --------
     >>> import tempfile, pathlib, pandas as pd, pyreadstat
-    >>> f = str(pathlib.Path(tempfile.mkdtemp()) / "a.sav")
-    >>> pyreadstat.write_sav(pd.DataFrame({"sex": [1.0, 2.0]}), f, missing_ranges={"sex": [9]},
-    ...                      variable_value_labels={"sex": {1: "male", 2: "female", 9: "unknown"}})
-    >>> value_label_categories(f, ["sex"])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = str(pathlib.Path(d) / "a.sav")
+    ...     pyreadstat.write_sav(pd.DataFrame({"sex": [1.0, 2.0]}), f, missing_ranges={"sex": [9]},
+    ...                          variable_value_labels={"sex": {1: "male", 2: "female", 9: "unknown"}})
+    ...     value_label_categories(f, ["sex"])
     {'sex': (1, 2)}
     """
     from pramkit.codebook import sort_labels
@@ -354,8 +523,37 @@ def read_table(
 ) -> pd.DataFrame:
     """Read a whole file into a pandas DataFrame (CSV columns as text; missing as in :func:`iter_batches`).
 
-    Raises :class:`DataError` for a missing or empty file, a file with no data
-    rows, a ragged CSV row or an unknown column.
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV, Parquet, Stata or SPSS file.
+    columns : sequence of str, optional
+        The columns to read; default all of them.
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The records; missing markers and user-missing codes are missing.
+
+    Raises
+    ------
+    DataError
+        A missing or empty file, a file with no data rows, a ragged CSV row
+        or an unknown column.
+
+    Examples
+    --------
+    CSV columns stay text, so ``007`` is not the number 7:
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_text("id,sex\\n007,m\\n008,NA\\n")
+    ...     frame = read_table(f)
+    >>> frame["id"].tolist(), frame["sex"].isna().tolist()
+    (['007', '008'], [False, True])
     """
     _, batches = iter_batches(path, columns=columns, na_values=na_values)
     tables = list(batches)
@@ -373,6 +571,44 @@ class TableWriter:
     are the files the caller reads, which the target may never be.  With the
     ``meta`` of a file of the same format, variable and value labels and SPSS
     user-missing declarations are written too.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The output; its suffix gives the format (:func:`table_format`).
+    force : bool
+        Replace an existing output.
+    meta : TableMeta, optional
+        What a reader learnt about the input, to keep its labels.
+    inputs : iterable of paths
+        The files the caller reads (``None`` entries are skipped).
+
+    Raises
+    ------
+    PramkitError
+        The output is one of ``inputs``, a folder, or in a folder that does not exist.
+    OutputExistsError
+        The output exists and ``force`` is false (checked on construction, before any work).
+    WriteError
+        The file cannot be written, or what was written does not hold every row.
+
+    Examples
+    --------
+    Two chunks make one file, which appears only when the block ends:
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = pathlib.Path(d) / "out.parquet"
+    ...     with TableWriter(out) as writer:
+    ...         writer.write(pa.table({"sex": ["m", "f"]}))
+    ...         writer.write(pa.table({"sex": ["f"]}))
+    ...         print(out.exists())
+    ...     back = pq.read_table(out)
+    ...     print(writer.rows, back.column("sex").to_pylist())
+    ...     print(sorted(p.name for p in pathlib.Path(d).iterdir()))  # no temporary left
+    False
+    3 ['m', 'f', 'f']
+    ['out.parquet']
     """
 
     def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
@@ -403,8 +639,27 @@ class TableWriter:
     def close(self) -> None:
         """Finish and check the file (still under its temporary name) and compute :attr:`sha256`.
 
-        Called by the end of the ``with`` block; call it inside the block to
-        learn the digest of what will appear under the target's name.
+        Call it inside the block to learn the digest of what will appear under
+        the target's name; calling it again does nothing.  Without this call
+        the end of the ``with`` block finishes and checks the file, but
+        :attr:`sha256` stays ``None``: only this method sets it.
+
+        Raises
+        ------
+        WriteError
+            What was written cannot be read back or does not hold every row.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     out = pathlib.Path(d) / "out.csv"
+        ...     with TableWriter(out) as writer:
+        ...         writer.write(pa.table({"x": [1, 2]}))
+        ...         writer.close()
+        ...         digest = writer.sha256  # known before the file is in place
+        ...     print(digest == sha256_of(out), out.read_text().splitlines())
+        True ['"x"', '1', '2']
         """
         if self._closed:
             return
@@ -419,6 +674,32 @@ class TableWriter:
             self._verify(tmp)
 
     def write(self, table: pa.Table) -> None:
+        """Append the rows of ``table`` (CSV and Parquet in the background, one chunk in flight at most).
+
+        Parameters
+        ----------
+        table : pyarrow.Table
+            The next rows; a table whose schema differs from the first one's
+            is cast to it.
+
+        Raises
+        ------
+        ValueError
+            ``table`` has other columns than the first one, or cannot be cast to its types.
+        OSError
+            Writing the previous chunk failed (the end of the ``with`` block
+            reports it as a :class:`~pramkit.errors.WriteError`, and no file appears).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     with TableWriter(pathlib.Path(d) / "out.parquet") as writer:
+        ...         writer.write(pa.table({"x": pa.array([1, 2], pa.int64())}))
+        ...         writer.write(pa.table({"x": pa.array([3], pa.int32())}))  # cast to int64
+        ...     print(writer.rows, pq.read_table(pathlib.Path(d) / "out.parquet").schema.field("x").type)
+        3 int64
+        """
         assert self._tmp is not None, "use TableWriter as a context manager"
         if self._schema is None:
             self._schema = table.schema
@@ -588,7 +869,42 @@ class _DigestingFile:
 
 def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool = False,
                 inputs: Iterable[PathLike | None] = ()) -> Path:
-    """Write a whole table (Arrow or pandas) atomically."""
+    """Write a whole table (Arrow or pandas) atomically.
+
+    Parameters
+    ----------
+    table : pyarrow.Table or pandas.DataFrame
+        The rows (a DataFrame's index is not written).
+    path : str or pathlib.Path
+        The output; its suffix gives the format.
+    force : bool
+        Replace an existing output.
+    inputs : iterable of paths
+        Files the output may never be.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    OutputExistsError
+        The output exists and ``force`` is false.
+    WriteError
+        The file cannot be written.
+
+    Examples
+    --------
+    A round trip through a file keeps the values:
+
+    >>> import pathlib, tempfile
+    >>> frame = pd.DataFrame({"sex": ["m", "f"], "age": [31, 45]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = write_table(frame, pathlib.Path(d) / "out.parquet")
+    ...     read_table(out).equals(frame)
+    True
+    """
     if isinstance(table, pd.DataFrame):
         table = pa.Table.from_pandas(table, preserve_index=False)
     with TableWriter(path, force=force, inputs=inputs) as w:
@@ -597,7 +913,32 @@ def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool
 
 
 def sha256_of(path: str | Path) -> str:
-    """SHA-256 of a file, to record which input a release came from."""
+    """SHA-256 of a file, to record which input a release came from.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file, read in blocks of 1 MiB.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+
+    Raises
+    ------
+    DataError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.txt"
+    ...     _ = f.write_bytes(b"abc")
+    ...     sha256_of(f) == hashlib.sha256(b"abc").hexdigest()
+    True
+    """
     h = hashlib.sha256()
     try:
         with open(path, "rb") as fh:

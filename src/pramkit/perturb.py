@@ -56,6 +56,44 @@ def perturb_codes(
     variable : the variable's name; it selects the variable's random stream
     start : absolute row number of ``codes[0]`` in the file
     rows : alternatively, the absolute row number of every value (in any order)
+
+    Returns
+    -------
+    numpy.ndarray
+        The released codes (``intp``): row ``i`` with original code ``k`` is
+        released as ``j`` with probability ``M[k, j]``; ``-1`` stays ``-1``.
+
+    Raises
+    ------
+    DataError
+        ``codes`` is not a 1-D integer array, a code lies outside ``-1..S-1``,
+        or ``rows`` does not give one row number per code.
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.rng import SecretKey
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> m = PramMatrix.from_diagonal([0.8, 0.8, 0.8], ["a", "b", "c"])
+    >>> codes = np.array([0, 1, 2, -1, 0, 1, 2, 0])
+    >>> released = perturb_codes(codes, m, key=key, variable="x")
+    >>> released.tolist()  # row 5 moved from b to c; the missing value stays missing
+    [0, 1, 2, -1, 0, 2, 2, 0]
+
+    The draw of a row depends on the key, the variable and the row only, so
+    chunks and shuffled rows give the same release:
+
+    >>> chunks = [perturb_codes(codes[:3], m, key=key, variable="x"),
+    ...           perturb_codes(codes[3:], m, key=key, variable="x", start=3)]
+    >>> bool(np.array_equal(np.concatenate(chunks), released))
+    True
+    >>> perturb_codes(codes[[6, 5]], m, key=key, variable="x", rows=np.array([6, 5])).tolist()
+    [2, 2]
+
+    On many records the share kept is close to the diagonal:
+
+    >>> round(float((perturb_codes(np.zeros(100_000, int), m, key=key, variable="x") == 0).mean()), 2)
+    0.8
     """
     c = np.ascontiguousarray(codes)
     if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer):
@@ -118,11 +156,28 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: DiagonalSampler | AliasSa
 class VariableSummary:
     """What perturbation did to one variable.
 
-    rows: values seen; missing: missing values (left missing unless missing is a
-    category); changed: values whose released category differs from the original;
-    outside: records whose combination is not one of the matrix's cells (they break
-    an edit rule), released unperturbed because the design said so (``rule_breaking``
-    ``"keep"``, :mod:`pramkit.structure`); they are also counted in ``missing``.
+    Parameters
+    ----------
+    name : str
+        The variable.
+    rows : int
+        Values seen.
+    missing : int
+        Missing values (left missing unless missing is a category).
+    changed : int
+        Values whose released category differs from the original.
+    outside : int
+        Records whose combination is not one of the matrix's cells (they break
+        an edit rule), released unperturbed because the design said so
+        (``rule_breaking`` ``"keep"``, :mod:`pramkit.structure`); they are also
+        counted in ``missing``.
+
+    Examples
+    --------
+    The share changed is among the values that could change (not missing):
+
+    >>> VariableSummary("sex", rows=10, missing=2, changed=2).changed_share
+    0.25
     """
 
     name: str
@@ -133,13 +188,47 @@ class VariableSummary:
 
     @property
     def changed_share(self) -> float:
+        """``changed / (rows - missing)``: the share of the non-missing values released in another category."""
         valid = self.rows - self.missing
         return self.changed / valid if valid else 0.0
 
 
 @dataclass(frozen=True)
 class ApplyResult:
-    """Outcome of perturbing a table or a file."""
+    """Outcome of perturbing a table or a file.
+
+    Parameters
+    ----------
+    rows : int
+        Records perturbed.
+    variables : tuple of VariableSummary
+        What perturbation did to each variable.
+    key_source : str
+        Where the secret key came from (never the key).
+    record_epsilon : float
+        The manifest's epsilon per record (nats).
+    output : str, optional
+        The released file (``None`` for a frame in memory).
+    seconds : float
+        Wall-clock time.
+    perturbed : tuple of str
+        The perturbed variables.
+    key_fingerprint : str
+        :attr:`pramkit.rng.SecretKey.fingerprint` of the key.
+    receipt : str, optional
+        The release receipt written beside ``output``.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix, perturb_frame
+    >>> data = pd.DataFrame({"sex": ["m", "f", None, "m"]})
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+    >>> result = perturb_frame(data, manifest, key=bytes(32)).result
+    >>> result.rows, result.perturbed, result.variables[0].missing, round(result.record_epsilon, 4)  # log(0.8 / 0.2)
+    (4, ('sex',), 1, 1.3863)
+    >>> result.key_source, result.key_fingerprint == perturb_frame(data, manifest, key=bytes(32)).result.key_fingerprint
+    ('the key given by the caller', True)
+    """
 
     rows: int
     variables: tuple[VariableSummary, ...]
@@ -153,6 +242,13 @@ class ApplyResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The outcome as plain values: the JSON object that ``pramkit apply --json`` prints.
+
+        Returns
+        -------
+        dict
+            ``rows``, ``output``, ``receipt``, ``key`` (its source),
+            ``key_fingerprint``, ``record_epsilon``, ``seconds`` and one entry
+            per variable (``outside_kept`` only when records were kept outside the cells).
 
         Examples
         --------
@@ -271,7 +367,26 @@ class _Perturber:
 
 
 def unit_stream(variable: PerturbedVariable) -> str:
-    """The random stream of a variable drawn once per unit (household): its own, apart from the rows'."""
+    """The random stream of a variable drawn once per unit (household): its own, apart from the rows'.
+
+    Parameters
+    ----------
+    variable : pramkit.manifest.PerturbedVariable
+        A variable with a ``unit``.
+
+    Returns
+    -------
+    str
+        The stream's name, which :meth:`pramkit.rng.SecretKey.philox_key` hashes.
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.manifest import PerturbedVariable
+    >>> tenure = PerturbedVariable("tenure", PramMatrix.from_diagonal([0.9, 0.9], ["own", "rent"]), unit="hid")
+    >>> unit_stream(tenure)
+    'tenure|unit=hid'
+    """
     return f"{variable.name}|unit={variable.unit}"
 
 
@@ -280,6 +395,27 @@ def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
     """The draw counter of each record's unit: a 62-bit hash of the canonical text of its id
     (:func:`pramkit.codebook.canonical`, so ``12`` read as a number or as text is one unit),
     the same in every chunk, file format and engine.
+
+    Parameters
+    ----------
+    ids : pyarrow.Array or pyarrow.ChunkedArray
+        The unit (household) id of each record.
+    column : str
+        The id column's name, for messages.
+    start : int
+        The 0-based row number of the first record.
+    rows : numpy.ndarray, optional
+        Alternatively, each record's 0-based row number.
+
+    Returns
+    -------
+    numpy.ndarray
+        One non-negative ``int64`` counter per record; records of one unit share it.
+
+    Raises
+    ------
+    DataError
+        A record has no id (naming its row, counted from 1).
 
     Examples
     --------
@@ -304,7 +440,26 @@ def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
 
 class Households:
     """Checks, across chunks and threads, that a household variable has one original value per
-    household (its members share the household's draw, so they must share its value)."""
+    household (its members share the household's draw, so they must share its value).
+
+    Parameters
+    ----------
+    variable : pramkit.manifest.PerturbedVariable
+        The household variable (with a ``unit``), for messages.
+
+    Examples
+    --------
+    The members of a household share its draw, so they share the released value:
+
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.manifest import PerturbedVariable
+    >>> tenure = PerturbedVariable("tenure", PramMatrix.from_diagonal([0.5, 0.5], ["own", "rent"]), unit="hid")
+    >>> data = pd.DataFrame({"hid": ["h1", "h1", "h2", "h2", "h3", "h3"],
+    ...                      "tenure": ["own", "own", "rent", "rent", "own", "own"]})
+    >>> released = perturb_frame(data, Manifest((tenure,)), key=bytes(32)).data
+    >>> int(released.groupby("hid")["tenure"].nunique().max())
+    1
+    """
 
     def __init__(self, variable: PerturbedVariable) -> None:
         import threading
@@ -315,7 +470,39 @@ class Households:
         self.lock = threading.Lock()
 
     def check(self, units: np.ndarray, codes: np.ndarray, ids: pa.Array | pa.ChunkedArray) -> None:
-        """Raise :class:`DataError` naming a household whose records differ in the variable."""
+        """Raise :class:`DataError` naming a household whose records differ in the variable.
+
+        The households seen are remembered, so a household split over
+        several chunks is checked as a whole.
+
+        Parameters
+        ----------
+        units : numpy.ndarray
+            The unit counter of each record (:func:`unit_counters`).
+        codes : numpy.ndarray
+            The original code of each record.
+        ids : pyarrow.Array or pyarrow.ChunkedArray
+            The unit ids, for the message.
+
+        Raises
+        ------
+        DataError
+            A household has two original values (in this chunk, or against an earlier one).
+
+        Examples
+        --------
+        >>> from pramkit import PramMatrix
+        >>> from pramkit.manifest import PerturbedVariable
+        >>> tenure = PerturbedVariable("tenure", PramMatrix.from_diagonal([0.9, 0.9], ["own", "rent"]), unit="hid")
+        >>> households = Households(tenure)
+        >>> ids = pa.array(["h1", "h1", "h2"])
+        >>> households.check(unit_counters(ids, "hid", 0), np.array([0, 0, 1]), ids)  # consistent
+        >>> later = pa.array(["h2"])  # a later chunk: h2 was "rent" (1)
+        >>> households.check(unit_counters(later, "hid", 3), np.array([0]), later)
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: household 'h2' has several values of tenure; a household variable must be the same for every member (unit 'hid')
+        """
         order = np.lexsort((codes, units))
         u, c = units[order], codes[order]
         first = np.r_[True, u[1:] != u[:-1]]
@@ -377,7 +564,19 @@ PARALLEL_ROWS = 1 << 17
 
 
 def available_threads() -> int:
-    """The number of cores this process may run on (the default number of threads)."""
+    """The number of cores this process may run on (the default number of threads).
+
+    Returns
+    -------
+    int
+        The CPU affinity of the process on Linux, else the number of cores; at least 1.
+
+    Examples
+    --------
+    >>> n = available_threads()
+    >>> isinstance(n, int), 1 <= n <= (os.cpu_count() or 1)
+    (True, True)
+    """
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -404,6 +603,41 @@ class TablePerturber:
     variables of a table and slices of :data:`PARALLEL_ROWS` rows or more run
     on that many threads (NumPy and Arrow release the GIL).  The release does
     not depend on it: row ``i`` always uses the draw ``(key, v, i)``.
+
+    Parameters
+    ----------
+    manifest : pramkit.manifest.Manifest
+        The variables to perturb and their matrices.
+    key : pramkit.rng.SecretKey
+        The secret key.
+    missing_codes : pramkit.codebook.MissingCodes, optional
+        The file's missing codes.
+    threads : int, optional
+        Threads that perturb (default :func:`available_threads`).
+
+    Raises
+    ------
+    ParameterError
+        ``threads`` is below 1.
+    DataError
+        A manifest category is one of ``missing_codes``.
+
+    Examples
+    --------
+    A file perturbed in two chunks is the file perturbed at once:
+
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.rng import SecretKey
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> table = pa.table({"sex": ["m", "f", "f", "m", "f", "m"], "age": ["31", "45", "27", "60", "19", "52"]})
+    >>> chunked = TablePerturber(manifest, key, threads=1)
+    >>> parts = [chunked(table.slice(0, 4), 0), chunked(table.slice(4), 4)]
+    >>> whole = TablePerturber(manifest, key, threads=2)(table, 0)
+    >>> pa.concat_tables(parts).equals(whole), whole.column("age").equals(table.column("age"))
+    (True, True)
+    >>> whole.column("sex").to_pylist()
+    ['m', 'f', 'f', 'm', 'f', 'f']
     """
 
     def __init__(self, manifest: Manifest, key: SecretKey, missing_codes: MissingCodes | None = None,
@@ -417,6 +651,32 @@ class TablePerturber:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
 
     def check_columns(self, columns: list[str], where: str) -> None:
+        """:class:`DataError` unless ``columns`` holds every column the manifest reads.
+
+        Parameters
+        ----------
+        columns : list of str
+            The columns of the data.
+        where : str
+            What holds them, for the message.
+
+        Raises
+        ------
+        DataError
+            Naming the manifest's columns that are not there.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> from pramkit.rng import SecretKey
+        >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+        >>> perturber = TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1)
+        >>> perturber.check_columns(["sex", "age"], "'data.csv'")  # all there: nothing happens
+        >>> perturber.check_columns(["age"], "'data.csv'")
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: column(s) ['sex'] are not in 'data.csv'; its columns are ['age']
+        """
         require_columns(self.manifest.read_columns, columns, where)
 
     def _slices(self, n: int) -> list[tuple[int, int]]:
@@ -454,10 +714,52 @@ class TablePerturber:
         return table
 
     def summaries(self) -> tuple[VariableSummary, ...]:
+        """What perturbation did to each variable, over every call so far.
+
+        Returns
+        -------
+        tuple of VariableSummary
+            One per variable of the manifest, in its order.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> from pramkit.rng import SecretKey
+        >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+        >>> perturber = TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1)
+        >>> _ = perturber(pa.table({"sex": ["m", "f", None]}), 0)
+        >>> _ = perturber(pa.table({"sex": ["f", "m", "m"]}), 3)
+        >>> perturber.summaries()
+        (VariableSummary(name='sex', rows=6, missing=1, changed=1, outside=0),)
+        """
         return tuple(p.summary() for p in self._perturbers)
 
     def codebook(self, column: str) -> Codebook:
-        """The codebook of a perturbed column."""
+        """The codebook of a perturbed column.
+
+        Parameters
+        ----------
+        column : str
+            A column the manifest perturbs.
+
+        Returns
+        -------
+        pramkit.codebook.Codebook
+            The codebook the perturber encodes it with (for a joint variable, that column's own).
+
+        Raises
+        ------
+        StopIteration
+            The manifest does not perturb ``column``.
+
+        Examples
+        --------
+        >>> from pramkit import Manifest, PramMatrix
+        >>> from pramkit.rng import SecretKey
+        >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+        >>> TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1).codebook("sex").categories
+        ['f', 'm']
+        """
         return next(p.codebook(column) for p in self._perturbers if column in p.variable.columns)
 
 
@@ -467,6 +769,13 @@ class FrameResult:
 
     It unpacks and indexes as the pair ``(data, result)``, so that code
     written for the tuple :func:`perturb_frame` used to return keeps working.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The released frame.
+    result : ApplyResult
+        What perturbation did.
 
     Examples
     --------
@@ -487,7 +796,22 @@ class FrameResult:
     result: ApplyResult
 
     def to_dict(self) -> dict[str, Any]:
-        """:meth:`ApplyResult.to_dict` of :attr:`result` (the frame itself is not JSON)."""
+        """:meth:`ApplyResult.to_dict` of :attr:`result` (the frame itself is not JSON).
+
+        Returns
+        -------
+        dict
+            Plain values, ready for :func:`json.dumps`.
+
+        Examples
+        --------
+        >>> import json
+        >>> from pramkit import Manifest, PramMatrix
+        >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+        >>> summary = perturb_frame(pd.DataFrame({"sex": ["m", "f"]}), manifest, key=bytes(32)).to_dict()
+        >>> json.loads(json.dumps(summary))["variables"][0]["rows"]
+        2
+        """
         return self.result.to_dict()
 
     def __iter__(self) -> Iterator[pd.DataFrame | ApplyResult]:
@@ -529,6 +853,16 @@ def perturb_frame(
         ``.data``, the released frame (same index, columns and dtypes; a
         categorical comes back with the matrix's categories), and
         ``.result``, the counts per variable (:class:`ApplyResult`).
+
+    Raises
+    ------
+    DataError
+        A column of the manifest is missing, the frame has no rows, or a
+        value is not one of its variable's categories.
+    KeyFileError
+        The key is too short or its file cannot be read.
+    ParameterError
+        ``threads`` is below 1.
 
     Examples
     --------
@@ -650,6 +984,70 @@ def apply_file(
     ``threads``: the threads that perturb a chunk (default: every core this
     process may use; see :class:`TablePerturber`); the output does not
     depend on it.
+
+    Parameters
+    ----------
+    data : str or pathlib.Path
+        The original file (CSV, Parquet, Stata or SPSS).
+    manifest : pramkit.manifest.Manifest, or str or pathlib.Path
+        The manifest, or its file.
+    out : str or pathlib.Path
+        The released file; its suffix gives the format.
+    key : SecretKey, bytes, str, pathlib.Path or None
+        The secret key (:func:`pramkit.rng.resolve_key`; ``None``: a fresh one, never saved).
+    force : bool
+        Replace an existing output.
+    chunk_rows : int
+        Rows per chunk.
+    quiet : bool
+        No progress bar.
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field.
+    receipt : bool
+        Write the release receipt ``OUT.receipt.json``.
+    threads : int, optional
+        Threads that perturb a chunk.
+
+    Returns
+    -------
+    ApplyResult
+        The counts per variable, the output and receipt paths, the key's
+        source and fingerprint.
+
+    Raises
+    ------
+    PramkitError
+        ``out`` is an input or cannot be written there, or ``chunk_rows`` is below 1.
+    OutputExistsError
+        ``out`` exists and ``force`` is false.
+    DataError
+        The file cannot be read, lacks a column, has no data rows, or holds
+        a value that is not a category.
+    ManifestError, KeyFileError
+        The manifest or the key cannot be read.
+    WriteError
+        The release or its receipt cannot be written.
+
+    Examples
+    --------
+    The release does not depend on the chunk size, and the other columns
+    and the missing marker ``NA`` come out as they went in:
+
+    >>> import pathlib, tempfile
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.io import read_table, sha256_of
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "data.csv").write_text("sex,age\\nm,31\\nf,NA\\nNA,27\\nm,60\\nf,19\\n")
+    ...     result = apply_file(d / "data.csv", manifest, d / "a.csv", key=bytes(32))
+    ...     _ = apply_file(d / "data.csv", manifest, d / "b.csv", key=bytes(32), chunk_rows=2, receipt=False)
+    ...     print(result.rows, result.variables[0].missing, sha256_of(d / "a.csv") == sha256_of(d / "b.csv"))
+    ...     print(sorted(p.name for p in d.iterdir()))
+    ...     print(read_table(d / "a.csv", na_values=()).age.tolist())
+    5 1 True
+    ['a.csv', 'a.csv.receipt.json', 'b.csv', 'data.csv']
+    ['31', 'NA', '27', '60', '19']
     """
     from pramkit.receipt import receipt_after, receipt_path
 

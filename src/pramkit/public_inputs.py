@@ -36,9 +36,20 @@ SHARE_TOL = 1e-6
 class Prior:
     """Public frequencies of some variables.
 
-    name: what the ledger calls it (the file's name)
-    distributions: variable -> (categories, probabilities summing to 1)
-    notes: what was normalised
+    Parameters
+    ----------
+    name : str
+        What the ledger calls it (the file's name).
+    distributions : mapping
+        ``variable -> (categories, probabilities summing to 1)``.
+    notes : tuple of str
+        What was normalised.
+
+    Examples
+    --------
+    >>> prior = Prior("census-1990.csv", {"sex": (("male", "female"), np.array([0.48, 0.52]))})
+    >>> prior.categories("sex"), prior.p("sex").tolist(), prior.notes
+    (('male', 'female'), [0.48, 0.52], ())
     """
 
     name: str
@@ -46,9 +57,54 @@ class Prior:
     notes: tuple[str, ...] = field(default=())
 
     def categories(self, variable: str) -> tuple[Label, ...]:
+        """The categories of one variable, in the prior's order.
+
+        Parameters
+        ----------
+        variable : str
+            A variable of the prior.
+
+        Returns
+        -------
+        tuple
+            Its category labels (text, as read from the file).
+
+        Raises
+        ------
+        KeyError
+            The prior has no entry for ``variable`` (check first with
+            :func:`require_variables`).
+
+        Examples
+        --------
+        >>> Prior("p.csv", {"sex": (("male", "female"), np.array([0.5, 0.5]))}).categories("sex")
+        ('male', 'female')
+        """
         return self.distributions[variable][0]
 
     def p(self, variable: str) -> np.ndarray:
+        """The probabilities of one variable's categories, in the order of :meth:`categories`.
+
+        Parameters
+        ----------
+        variable : str
+            A variable of the prior.
+
+        Returns
+        -------
+        numpy.ndarray
+            Positive probabilities that sum to 1.
+
+        Raises
+        ------
+        KeyError
+            The prior has no entry for ``variable``.
+
+        Examples
+        --------
+        >>> float(Prior("p.csv", {"sex": (("male", "female"), np.array([0.48, 0.52]))}).p("sex").sum())
+        1.0
+        """
         return self.distributions[variable][1]
 
 
@@ -89,13 +145,40 @@ def _grouped(rows: list[dict[str, str]], path: str | Path, what: str) -> dict[st
 def read_prior(path: str | Path) -> Prior:
     """Read a prior file (module docstring).
 
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV file with columns ``variable,category,frequency``.
+
+    Returns
+    -------
+    Prior
+        Named after the file; each variable's frequencies normalised to
+        probabilities, and a note for shares that missed 1 by at most
+        :data:`SHARE_TOL`.
+
+    Raises
+    ------
+    DataError
+        The file is missing, unreadable or empty, lacks a column, lists a
+        category twice, or has a frequency that is not a positive number, or
+        shares that do not sum to 1.
+
     Examples
     --------
+    Counts are normalised; shares within :data:`SHARE_TOL` of 1 too, with a note:
+
     >>> import tempfile, os
-    >>> f = os.path.join(tempfile.mkdtemp(), "prior.csv")
-    >>> _ = open(f, "w").write("variable,category,frequency\\nsex,male,480\\nsex,female,520\\n")
-    >>> read_prior(f).p("sex").tolist()
-    [0.48, 0.52]
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = os.path.join(d, "prior.csv")
+    ...     with open(f, "w") as fh:
+    ...         _ = fh.write("variable,category,frequency\\nsex,male,480\\nsex,female,520\\n"
+    ...                      "age,0-17,0.2000001\\nage,18+,0.8\\n")
+    ...     prior = read_prior(f)
+    >>> prior.name, prior.p("sex").tolist(), np.round(prior.p("age"), 6).tolist()
+    ('prior.csv', [0.48, 0.52], [0.2, 0.8])
+    >>> prior.notes
+    ("prior shares of 'age' summed to 1.0000001; normalised to 1",)
     """
     rows = _rows(path, ("variable", "category", "frequency"), "prior")
     dists: dict[str, tuple[tuple[Label, ...], np.ndarray]] = {}
@@ -127,20 +210,63 @@ def read_prior(path: str | Path) -> Prior:
 def read_codebook(path: str | Path) -> dict[str, tuple[Label, ...]]:
     """Read a codebook file: ``{variable: categories}`` in file order.
 
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV file with columns ``variable,category``.
+
+    Returns
+    -------
+    dict
+        ``{variable: categories}``, variables and categories in file order
+        (the order the matrices use), labels as text.
+
+    Raises
+    ------
+    DataError
+        The file is missing, unreadable or empty, lacks a column, has an
+        empty field, or lists a category of a variable twice.
+
     Examples
     --------
     >>> import tempfile, os
-    >>> f = os.path.join(tempfile.mkdtemp(), "codebook.csv")
-    >>> _ = open(f, "w").write("variable,category\\nsex,male\\nsex,female\\n")
-    >>> read_codebook(f)
-    {'sex': ('male', 'female')}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = os.path.join(d, "codebook.csv")
+    ...     with open(f, "w") as fh:
+    ...         _ = fh.write("variable,category\\nsex,male\\nsex,female\\nregion,2\\nregion,1\\n")
+    ...     read_codebook(f)
+    {'sex': ('male', 'female'), 'region': ('2', '1')}
     """
     rows = _rows(path, ("variable", "category"), "codebook")
     return {var: tuple(r["category"] for r in group) for var, group in _grouped(rows, path, "codebook").items()}
 
 
 def require_variables(declared: Mapping[str, object], variables: Sequence[str], what: str) -> None:
-    """Every variable must be declared in a prior or codebook used for it."""
+    """Every variable must be declared in a prior or codebook used for it.
+
+    Parameters
+    ----------
+    declared : mapping
+        The variables the prior or codebook lists (its keys).
+    variables : sequence of str
+        The variables it is used for.
+    what : str
+        ``"prior"`` or ``"codebook"``, for the message.
+
+    Raises
+    ------
+    ParameterError
+        Some of ``variables`` are not declared; the message lists them and
+        what is declared.
+
+    Examples
+    --------
+    >>> require_variables({"sex": ("male", "female")}, ["sex"], "codebook")  # declared: nothing happens
+    >>> require_variables({"sex": ("male", "female")}, ["sex", "age"], "codebook")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the codebook has no entry for 'age'; it lists 'sex'
+    """
     absent = [v for v in variables if v not in declared]
     if absent:
         raise ParameterError(f"the {what} has no entry for {', '.join(map(repr, absent))}; "

@@ -42,6 +42,16 @@ SUFFIX = ".receipt.json"
 def receipt_path(released: PathLike) -> Path:
     """Where the receipt of a released file (or folder) lives.
 
+    Parameters
+    ----------
+    released : str or os.PathLike
+        The released file, or folder of part files.
+
+    Returns
+    -------
+    pathlib.Path
+        ``released`` with :data:`SUFFIX` appended to its name, in the same folder.
+
     Examples
     --------
     >>> receipt_path("out/released.csv").as_posix()
@@ -59,12 +69,39 @@ def manifest_digests(manifest: Manifest | PathLike) -> set[str]:
     and the file it was written to are recognised as the same; for a
     :class:`Manifest` object, the latter only.
 
+    Parameters
+    ----------
+    manifest : Manifest, or str or os.PathLike
+        The manifest object, or its file.
+
+    Returns
+    -------
+    set of str
+        Hexadecimal SHA-256 digests (one or two).
+
+    Raises
+    ------
+    ManifestError
+        The manifest file does not exist or is not a valid manifest.
+
     Examples
     --------
+    >>> import json, pathlib, tempfile
     >>> from pramkit.design.classic import randomized_response
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
     >>> len(manifest_digests(m)), len(next(iter(manifest_digests(m))))
     (1, 64)
+
+    The file pramkit wrote is the object; a copy laid out otherwise (other
+    bytes, same content) is still recognised through its content:
+
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = m.write(pathlib.Path(d) / "manifest.json")
+    ...     print(manifest_digests(f) == manifest_digests(m))
+    ...     _ = f.write_text(json.dumps(json.loads(f.read_text())))  # one line
+    ...     print(len(manifest_digests(f)), manifest_digests(m) <= manifest_digests(f))
+    True
+    2 True
     """
     if isinstance(manifest, Manifest):
         return {hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()}
@@ -98,19 +135,28 @@ def write_receipt(
 
     Returns
     -------
-    The receipt's path (:func:`receipt_path`).
+    pathlib.Path
+        The receipt's path (:func:`receipt_path`).
+
+    Raises
+    ------
+    PramkitError
+        The receipt's path is one of ``inputs``.
+    DataError
+        The released file cannot be read (to compute its digest).
+    WriteError
+        The receipt cannot be written.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> from pramkit.design.classic import randomized_response
-    >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
-    >>> _ = (d / "out.csv").write_text("sex\\nf\\n")
-    >>> write_receipt(d / "out.csv", m, rows=1).name
-    'out.csv.receipt.json'
-    >>> check_release(d / "out.csv", m) is None
-    True
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "out.csv").write_text("sex\\nf\\n")
+    ...     print(write_receipt(d / "out.csv", m, rows=1).name, check_release(d / "out.csv", m))
+    out.csv.receipt.json None
     """
     p = Path(released)
     text = receipt_text(p, manifest, rows=rows, digest=digest, folder=p.is_dir())
@@ -127,12 +173,38 @@ def receipt_text(
 ) -> str:
     """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
 
+    Parameters
+    ----------
+    released : str or os.PathLike
+        The released file (only its name is recorded).
+    manifest : Manifest, or str or os.PathLike
+        The manifest that made it.
+    rows : int
+        The released file's row count.
+    digest : str, optional
+        The released file's SHA-256; default computed from the file.
+    folder : bool
+        The release is a folder of part files: no digest is recorded.
+
+    Returns
+    -------
+    str
+        Indented JSON, ending with a newline.
+
     Examples
     --------
+    The receipt holds digests and counts, nothing of the original records:
+
     >>> from pramkit.design.classic import randomized_response
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
-    >>> json.loads(receipt_text("out.csv", m, rows=3, digest="ab" * 32))["released_file"]
-    'out.csv'
+    >>> receipt = json.loads(receipt_text("out/released.csv", m, rows=3, digest="ab" * 32))
+    >>> sorted(receipt)  # doctest: +NORMALIZE_WHITESPACE
+    ['format', 'manifest_content_sha256', 'manifest_sha256', 'pramkit_version', 'released_file',
+     'released_sha256', 'rows', 'version']
+    >>> receipt["released_file"], receipt["rows"], receipt["manifest_sha256"] in manifest_digests(m)
+    ('released.csv', 3, True)
+    >>> json.loads(receipt_text("parts", m, rows=3, folder=True))["released_sha256"] is None
+    True
     """
     p = Path(released)
     digests = manifest_digests(manifest)
@@ -151,7 +223,34 @@ def receipt_text(
 
 
 class PendingReceipt:
-    """The receipt of a release being written (see :func:`receipt_after`)."""
+    """The receipt of a release being written (see :func:`receipt_after`).
+
+    Made by :func:`receipt_after`, not by the caller.
+
+    Parameters
+    ----------
+    stack : contextlib.ExitStack
+        The stack that renames the receipt into place when it closes.
+    released : pathlib.Path
+        The released file (or folder).
+    manifest : Manifest, or str or os.PathLike
+        The manifest that makes it.
+    inputs : list of paths
+        Files the receipt may never overwrite.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with receipt_after(pathlib.Path(d) / "out.csv", m) as pending:
+    ...         print(type(pending).__name__, pending.filled)
+    ...         pending.fill(rows=1, digest="ab" * 32)
+    ...         print(pending.filled)
+    PendingReceipt False
+    True
+    """
 
     def __init__(self, stack: contextlib.ExitStack, released: Path, manifest: Manifest | PathLike,
                  inputs: list[PathLike | None]) -> None:
@@ -175,6 +274,30 @@ class PendingReceipt:
         digest : the released file's SHA-256 (of its temporary, e.g.
             :attr:`pramkit.io.TableWriter.sha256`); ignored for a folder
         folder : the release is a folder of part files (no digest)
+
+        Raises
+        ------
+        WriteError
+            The receipt's temporary cannot be written.
+
+        Examples
+        --------
+        The receipt is complete before the release is in place, and appears
+        right after it:
+
+        >>> import pathlib, tempfile
+        >>> from pramkit.atomic import write_text_atomic
+        >>> from pramkit.design.classic import randomized_response
+        >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     d = pathlib.Path(tmp)
+        ...     with receipt_after(d / "out.csv", m) as pending:
+        ...         pending.fill(rows=1, digest=hashlib.sha256(b"sex\\nf\\n").hexdigest())
+        ...         print(sorted(p.name for p in d.iterdir() if not p.name.startswith(".")))
+        ...         _ = write_text_atomic(d / "out.csv", "sex\\nf\\n", force=False)
+        ...     print(sorted(p.name for p in d.iterdir()), read_receipt(d / "out.csv")["rows"])
+        []
+        ['out.csv', 'out.csv.receipt.json'] 1
         """
         text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder)
         if self._stage is None:  # its temporary appears only now, once the release is written
@@ -217,8 +340,16 @@ def receipt_after(
     inputs : files the receipt may never overwrite
     enabled : ``False`` yields ``None`` and writes no receipt
 
+    Yields
+    ------
+    PendingReceipt or None
+        Call its :meth:`~PendingReceipt.fill` before the release is renamed
+        into place; ``None`` when not ``enabled``.
+
     Raises
     ------
+    PramkitError
+        the receipt's path is one of ``inputs`` or a folder (on entering)
     WriteError
         the receipt could not be written; after the release is in place the
         message says that the release was written without its receipt
@@ -228,13 +359,27 @@ def receipt_after(
     >>> import tempfile, pathlib
     >>> from pramkit.atomic import write_text_atomic
     >>> from pramkit.design.classic import randomized_response
-    >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
-    >>> with receipt_after(d / "out.csv", m) as pending:
-    ...     pending.fill(rows=1, digest=hashlib.sha256(b"sex\\nf\\n").hexdigest())
-    ...     _ = write_text_atomic(d / "out.csv", "sex\\nf\\n", force=False)
-    >>> check_release(d / "out.csv", m) is None
-    True
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     with receipt_after(d / "out.csv", m) as pending:
+    ...         pending.fill(rows=1, digest=hashlib.sha256(b"sex\\nf\\n").hexdigest())
+    ...         _ = write_text_atomic(d / "out.csv", "sex\\nf\\n", force=False)
+    ...     print(check_release(d / "out.csv", m))
+    None
+
+    A release that fails leaves no receipt behind:
+
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     try:
+    ...         with receipt_after(d / "out.csv", m) as pending:
+    ...             pending.fill(rows=1, digest="ab" * 32)
+    ...             raise RuntimeError("the release failed")
+    ...     except RuntimeError:
+    ...         pass
+    ...     print(list(d.iterdir()))
+    []
     """
     if not enabled:
         yield None
@@ -261,13 +406,35 @@ def receipt_after(
 def read_receipt(released: PathLike) -> dict[str, Any] | None:
     """The receipt of a released file, or ``None`` if it has none.
 
-    Raises :class:`PramkitError` for a receipt that cannot be read.
+    Parameters
+    ----------
+    released : str or os.PathLike
+        The released file (or folder); its receipt is at :func:`receipt_path`.
+
+    Returns
+    -------
+    dict or None
+        The receipt's fields (:func:`receipt_text`), or ``None`` without a receipt.
+
+    Raises
+    ------
+    PramkitError
+        The receipt cannot be read, is not JSON, or is not a pramkit release receipt.
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> read_receipt(pathlib.Path(tempfile.mkdtemp()) / "released.csv") is None
-    True
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = pathlib.Path(tmp) / "released.csv"
+    ...     print(read_receipt(out))
+    ...     _ = out.write_text("sex\\nf\\nm\\n")
+    ...     _ = write_receipt(out, m, rows=2)
+    ...     receipt = read_receipt(out)
+    ...     print(receipt["rows"], receipt["released_sha256"] == sha256_of(out))
+    None
+    2 True
     """
     path = receipt_path(released)
     if not path.is_file():
@@ -284,10 +451,20 @@ def read_receipt(released: PathLike) -> dict[str, Any] | None:
 def check_release(released: PathLike, manifest: Manifest | PathLike) -> str | None:
     """Check that ``manifest`` is the manifest that made ``released``.
 
-    Returns ``None`` when the release's receipt names this manifest (or the
-    release does not exist: reading it will fail), and a note (one line) when
-    it cannot be checked: no receipt, or a released file changed since its
-    receipt was written.
+    Parameters
+    ----------
+    released : str or os.PathLike
+        The released file (or folder).
+    manifest : Manifest, or str or os.PathLike
+        The manifest the caller is about to analyse it with.
+
+    Returns
+    -------
+    str or None
+        ``None`` when the release's receipt names this manifest (or the
+        release does not exist: reading it will fail), and a note (one line)
+        when it cannot be checked: no receipt, an unreadable receipt, or a
+        released file changed since its receipt was written.
 
     Raises
     ------
@@ -298,11 +475,22 @@ def check_release(released: PathLike, manifest: Manifest | PathLike) -> str | No
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "out.csv").write_text("sex\\nf\\n")
     >>> from pramkit.design.classic import randomized_response
-    >>> check_release(d / "out.csv", Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}))[:25]
-    'no release receipt beside'
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> other = Manifest.of({"sex": randomized_response(["f", "m"], 2.0)})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = pathlib.Path(tmp) / "out.csv"
+    ...     _ = out.write_text("sex\\nf\\n")
+    ...     print(check_release(out, m)[:25])  # no receipt: a note
+    ...     _ = write_receipt(out, m, rows=1)
+    ...     print(check_release(out, m))  # the right manifest
+    ...     try:
+    ...         check_release(out, other)
+    ...     except PramkitError as exc:
+    ...         print(str(exc).split("; ")[-1])
+    no release receipt beside
+    None
+    use the manifest published with the release
     """
     p = Path(released)
     if not p.exists():

@@ -56,6 +56,23 @@ def key_material(content: bytes, where: str = "the key file") -> bytes:
     least 32 bytes (64 hex digits).  Any other content is the key itself, and
     must be at least 32 bytes long.
 
+    Parameters
+    ----------
+    content : bytes
+        The bytes of the key file.
+    where : str
+        How messages name the file.
+
+    Returns
+    -------
+    bytes
+        The key (at least :data:`MIN_KEY_BYTES` bytes).
+
+    Raises
+    ------
+    KeyFileError
+        The content is empty, an odd number of hex digits, or too short.
+
     Examples
     --------
     >>> hex_key = "00" * 16 + "AB" * 16
@@ -92,7 +109,32 @@ def key_material(content: bytes, where: str = "the key file") -> bytes:
 
 @dataclass(frozen=True, repr=False)
 class SecretKey:
-    """A secret key and a description of where it came from (never its value)."""
+    """A secret key and a description of where it came from (never its value).
+
+    Parameters
+    ----------
+    material : bytes
+        The key, at least :data:`MIN_KEY_BYTES` bytes.
+    source : str
+        Where it came from, for messages and summaries.
+    path : pathlib.Path, optional
+        The key file it was read from (an input no output may overwrite).
+
+    Raises
+    ------
+    KeyFileError
+        The key is shorter than :data:`MIN_KEY_BYTES` bytes.
+
+    Examples
+    --------
+    The key is never shown, only where it came from:
+
+    >>> key = SecretKey(bytes(32), "a test key")
+    >>> key
+    SecretKey(source='a test key')
+    >>> str(bytes(32)) in str(key), key.path is None
+    (False, True)
+    """
 
     material: bytes
     source: str
@@ -110,7 +152,19 @@ class SecretKey:
 
     @classmethod
     def generate(cls) -> "SecretKey":
-        """A fresh key from the operating system's entropy source."""
+        """A fresh key from the operating system's entropy source.
+
+        Returns
+        -------
+        SecretKey
+            :data:`MIN_KEY_BYTES` random bytes, never stored anywhere.
+
+        Examples
+        --------
+        >>> a, b = SecretKey.generate(), SecretKey.generate()
+        >>> a, len(a.material), a.fingerprint != b.fingerprint
+        (SecretKey(source='the operating system (not saved)'), 32, True)
+        """
         return cls(secrets.token_bytes(MIN_KEY_BYTES), "the operating system (not saved)")
 
     @property
@@ -132,7 +186,40 @@ class SecretKey:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "SecretKey":
-        """Read a key file (see :func:`key_material`); warn if other users can read it."""
+        """Read a key file (see :func:`key_material`); warn if other users can read it.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The key file (``pramkit keygen`` writes one).
+
+        Returns
+        -------
+        SecretKey
+            The key, its ``source`` naming the file and its ``path`` the file.
+
+        Raises
+        ------
+        KeyFileError
+            The file does not exist, is a folder, cannot be read, or does not
+            hold a key (:func:`key_material`).
+
+        Warns
+        -----
+        PramkitWarning
+            Other users may read or change the file (POSIX permissions).
+
+        Examples
+        --------
+        A key file gives the same key, wherever it is read:
+
+        >>> import os, pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     f = write_key_file(pathlib.Path(d) / "key")
+        ...     a, b = SecretKey.from_file(f), SecretKey.from_file(str(f))
+        ...     print(a.material == b.material, a.path == f, a.source.startswith("key file"))
+        True True True
+        """
         p = Path(path)
         if p.is_dir():
             raise KeyFileError(f"key file {str(p)!r} is a folder")
@@ -153,7 +240,31 @@ class SecretKey:
         return cls(material, f"key file {str(p)!r}", p)
 
     def philox_key(self, variable: str) -> np.ndarray:
-        """The 128-bit Philox key of one variable (two uint64 words)."""
+        """The 128-bit Philox key of one variable (two uint64 words).
+
+        Keyed BLAKE2b of the variable's name under a hash of the secret key:
+        each variable has a stream of its own, and the streams reveal nothing
+        about the key or about each other.
+
+        Parameters
+        ----------
+        variable : str
+            The name of the stream (a variable, or a variable's household stream).
+
+        Returns
+        -------
+        numpy.ndarray
+            Two ``uint64`` words, the key of :class:`numpy.random.Philox`.
+
+        Examples
+        --------
+        >>> key = SecretKey(bytes(32), "zeros")
+        >>> words = key.philox_key("sex")
+        >>> words.dtype, words.shape
+        (dtype('uint64'), (2,))
+        >>> bool((words == key.philox_key("sex")).all()), bool((words != key.philox_key("age")).all())
+        (True, True)
+        """
         master = hashlib.blake2b(self.material, digest_size=64, person=_PERSON).digest()
         digest = hashlib.blake2b(variable.encode("utf-8"), key=master, digest_size=16, person=_PERSON).digest()
         return np.frombuffer(digest, dtype="<u8").astype(np.uint64)
@@ -164,6 +275,31 @@ def resolve_key(key: "SecretKey | bytes | str | Path | None") -> SecretKey:
 
     ``None``: a fresh key from the OS; ``bytes``: the key itself;
     ``str`` or ``Path``: a key file.
+
+    Parameters
+    ----------
+    key : SecretKey, bytes, str, pathlib.Path or None
+        What the caller passed; a :class:`SecretKey` is returned as it is.
+
+    Returns
+    -------
+    SecretKey
+
+    Raises
+    ------
+    KeyFileError
+        The bytes are too short, the key file cannot be read, or ``key`` has another type.
+
+    Examples
+    --------
+    >>> resolve_key(bytes(32))
+    SecretKey(source='the key given by the caller')
+    >>> resolve_key(None)
+    SecretKey(source='the operating system (not saved)')
+    >>> resolve_key(32)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.KeyFileError: a key must be bytes, a key file path or None, not int
     """
     if key is None:
         return SecretKey.generate()
@@ -181,6 +317,38 @@ def write_key_file(path: str | Path) -> Path:
 
     The file is written atomically and is private from its creation; an
     existing file is never overwritten.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The new key file; its folder must exist.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    KeyFileError
+        ``path`` exists (a key file is never overwritten).
+    PramkitError
+        Its folder does not exist; a :class:`~pramkit.errors.WriteError` when
+        it cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = write_key_file(pathlib.Path(d) / "key")
+    ...     text = f.read_text()
+    ...     print(len(text.strip()), oct(f.stat().st_mode & 0o777), len(SecretKey.from_file(f).material))
+    ...     try:
+    ...         write_key_file(f)
+    ...     except KeyFileError as exc:
+    ...         print(str(exc).split("; ")[1], f.read_text() == text)
+    64 0o600 32
+    a key file is never overwritten True
     """
     p = Path(path)
     if p.exists() or p.is_symlink():
@@ -197,6 +365,44 @@ def uniforms(key: SecretKey, variable: str, start: int, n: int, out: np.ndarray 
     Each value is ``(w >> 11) * 2**-53`` for the Philox output word ``w`` at
     position ``row`` of the variable's stream, exactly as NumPy's
     ``Generator(Philox(key)).random()`` would produce it from the start.
+
+    Parameters
+    ----------
+    key : SecretKey
+        The secret key.
+    variable : str
+        The stream (:meth:`SecretKey.philox_key`).
+    start : int
+        The absolute row number of the first uniform.
+    n : int
+        How many uniforms.
+    out : numpy.ndarray, optional
+        A float64 buffer of at least ``n`` values to fill (no allocation).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` uniforms (a view of ``out`` when given).
+
+    Raises
+    ------
+    ValueError
+        ``start`` or ``n`` is negative.
+
+    Examples
+    --------
+    The draws of a row depend only on the key, the variable and the row, so
+    any split of the rows into chunks gives the same draws:
+
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> u = uniforms(key, "sex", 0, 10)
+    >>> np.round(u[:4], 4).tolist()
+    [0.2981, 0.4472, 0.6309, 0.233]
+    >>> bool(np.array_equal(np.concatenate([uniforms(key, "sex", 0, 3), uniforms(key, "sex", 3, 7)]), u))
+    True
+    >>> gen = np.random.Generator(np.random.Philox(key=key.philox_key("sex")))
+    >>> bool(np.array_equal(gen.random(10), u))  # NumPy's own stream, read from the start
+    True
     """
     if start < 0 or n < 0:
         raise ValueError("start and n must be non-negative")
@@ -243,7 +449,40 @@ def _philox_words(counter: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 
 def uniforms_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
-    """The uniforms of :func:`uniforms` at arbitrary (non-negative) row numbers, in any order."""
+    """The uniforms of :func:`uniforms` at arbitrary (non-negative) row numbers, in any order.
+
+    Evaluates the Philox-4x64-10 function directly at each row's counter,
+    for rows that arrive shuffled (a distributed job).
+
+    Parameters
+    ----------
+    key : SecretKey
+        The secret key.
+    variable : str
+        The stream (:meth:`SecretKey.philox_key`).
+    rows : array of int
+        Absolute row numbers (repeats allowed).
+
+    Returns
+    -------
+    numpy.ndarray
+        One uniform per row, in the order of ``rows``.
+
+    Raises
+    ------
+    ValueError
+        A row number is negative.
+
+    Examples
+    --------
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> rows = np.array([7, 2, 1_000_003, 2])
+    >>> at = uniforms_at(key, "sex", rows)
+    >>> bool(np.array_equal(at, [uniforms(key, "sex", int(r), 1)[0] for r in rows]))  # word for word
+    True
+    >>> bool(at[1] == at[3])  # the same row, the same draw
+    True
+    """
     r = np.asarray(rows, dtype=np.int64)
     if r.size and r.min() < 0:
         raise ValueError("row numbers must be non-negative")

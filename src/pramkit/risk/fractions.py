@@ -55,17 +55,39 @@ FractionsBy = Literal["cell", "file"]
 class SamplingFractions:
     """The sampling fraction of every cell of a key table.
 
-    names: the key variables (table axes)
-    overall: the file's fraction: the given one, or ``n / sum of weights``
-    values: ``pi_k``, a float (one fraction) or an array broadcastable to the table,
-        of size 1 on the axes the fractions do not vary with
-    source: ``"given"`` (sampling_fraction), ``"weights"`` (one fraction from the weights)
-        or ``"cells"`` (eqs. (2)-(3))
-    strata: the keys ``S`` the fractions vary with (empty for one fraction)
-    known: where ``values`` is eq. (3) (broadcastable like ``values``; ``None`` for one fraction):
-        elsewhere the class holds no record and ``overall`` is assumed
-    lowest, highest: the smallest and largest fraction (2) of the occupied cells
-    reason: why one fraction is used although the cells' fractions differ (empty otherwise)
+    Parameters
+    ----------
+    names : tuple of str
+        The key variables (table axes).
+    overall : float
+        The file's fraction: the given one, or ``n / sum of weights``.
+    values : float or numpy.ndarray
+        ``pi_k``, a float (one fraction) or an array broadcastable to the table,
+        of size 1 on the axes the fractions do not vary with.
+    source : str
+        ``"given"`` (sampling_fraction), ``"weights"`` (one fraction from the weights)
+        or ``"cells"`` (eqs. (2)-(3)).
+    strata : tuple of str
+        The keys ``S`` the fractions vary with (empty for one fraction).
+    known : numpy.ndarray or None
+        Where ``values`` is eq. (3) (broadcastable like ``values``; ``None`` for one fraction):
+        elsewhere the class holds no record and ``overall`` is assumed.
+    lowest, highest : float
+        The smallest and largest fraction (2) of the occupied cells.
+    reason : str
+        Why one fraction is used although the cells' fractions differ (empty otherwise).
+
+    Examples
+    --------
+    Regions 0 and 1 sampled at 1/100 and 1/400; region 2 has no record, so
+    its fraction is assumed to be the file's:
+
+    >>> f = np.array([[2.0, 1.0], [3.0, 0.0], [0.0, 0.0]])
+    >>> fr = sampling_fractions(f, ["region", "sex"], weight_sums=f * np.array([[100.0], [400.0], [1.0]]))
+    >>> fr.source, fr.strata, fr.values.shape, np.ravel(fr.values).tolist()
+    ('cells', ('region',), (3, 1), [0.01, 0.0025, 0.004])
+    >>> fr.by, np.ravel(fr.known).tolist(), fr.offset.shape
+    ('cell', [True, True, False], (3, 1))
     """
 
     names: tuple[str, ...]
@@ -90,7 +112,29 @@ class SamplingFractions:
         return "cell" if self.source == "cells" else "file"
 
     def at(self, cells: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-        """``pi_k`` at the flat (C-order) cell indices ``cells`` of a table of ``shape``."""
+        """``pi_k`` at the flat (C-order) cell indices ``cells`` of a table of ``shape``.
+
+        Parameters
+        ----------
+        cells : numpy.ndarray
+            Flat cell indices.
+        shape : sequence of int
+            The shape of the key table.
+
+        Returns
+        -------
+        numpy.ndarray
+            One fraction per cell, in (0, 1].
+
+        Examples
+        --------
+        >>> f = np.array([[2.0, 1.0], [3.0, 0.0]])
+        >>> fr = sampling_fractions(f, ["region", "sex"], weight_sums=f * np.array([[100.0], [400.0]]))
+        >>> fr.at([0, 1, 2, 3], f.shape).tolist()  # cells (0, 0), (0, 1), (1, 0), (1, 1)
+        [0.01, 0.01, 0.0025, 0.0025]
+        >>> sampling_fractions(f, ["region", "sex"], sampling_fraction=0.05).at([3], f.shape).tolist()
+        [0.05]
+        """
         cells = np.asarray(cells, dtype=np.intp)
         if np.ndim(self.values) == 0:
             return np.full(cells.shape, float(self.values))
@@ -99,13 +143,50 @@ class SamplingFractions:
         return values[tuple(c if values.shape[a] > 1 else 0 for a, c in enumerate(coords))]
 
     def assumed_cells(self, fitted: np.ndarray) -> int:
-        """Cells with a positive fitted mean whose fraction was assumed (their class has no record)."""
+        """Cells with a positive fitted mean whose fraction was assumed (their class has no record).
+
+        Parameters
+        ----------
+        fitted : numpy.ndarray
+            The fitted means of the full table.
+
+        Returns
+        -------
+        int
+            0 for one fraction.
+
+        Examples
+        --------
+        >>> f = np.array([[2.0, 1.0], [3.0, 0.0], [0.0, 0.0]])
+        >>> fr = sampling_fractions(f, ["region", "sex"], weight_sums=f * np.array([[100.0], [400.0], [1.0]]))
+        >>> fr.assumed_cells(np.array([[2.0, 1.0], [2.5, 0.5], [0.2, 0.0]]))  # region 2, sex 0
+        1
+        """
         if self.known is None:
             return 0
         return int(((fitted > 0) & ~np.broadcast_to(self.known, fitted.shape)).sum())
 
     def describe(self, assumed_cells: int = 0) -> str:
-        """The sampling assumption in one line."""
+        """The sampling assumption in one line.
+
+        Parameters
+        ----------
+        assumed_cells : int
+            Cells whose fraction was assumed (:meth:`assumed_cells`), to be named.
+
+        Returns
+        -------
+        str
+            What the results assume, for reports.
+
+        Examples
+        --------
+        >>> f = np.array([[2.0, 1.0], [3.0, 0.0]])
+        >>> sampling_fractions(f, ["region", "sex"], sampling_fraction=0.05).describe()
+        'one sampling fraction for every cell: pi = 0.05 (given)'
+        >>> sampling_fractions(f, ["region", "sex"], weight_sums=f * np.array([[100.0], [400.0]])).describe()
+        'per-cell sampling fractions pi_k = f_k / sum of weights in cell k, 0.0025 to 0.01, varying with region'
+        """
         if self.source == "given":
             return f"one sampling fraction for every cell: pi = {self.overall:.6g} (given)"
         spread = f"{self.lowest:.4g} to {self.highest:.4g}"
@@ -124,7 +205,31 @@ class SamplingFractions:
 
 
 def check_fraction(sampling_fraction: float) -> float:
-    """A given sampling fraction as a float in (0, 1], else :class:`PramkitError`."""
+    """A given sampling fraction as a float in (0, 1], else :class:`PramkitError`.
+
+    Parameters
+    ----------
+    sampling_fraction : float
+        ``pi``, the share of the population in the file (1: a census).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    PramkitError
+        ``pi`` is not a finite number in (0, 1].
+
+    Examples
+    --------
+    >>> check_fraction(0.05), check_fraction(1)
+    (0.05, 1.0)
+    >>> check_fraction(0)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: the sampling fraction must lie in (0, 1], got 0
+    """
     pi = float(sampling_fraction)
     if not (math.isfinite(pi) and 0 < pi <= 1):
         raise PramkitError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
@@ -136,10 +241,35 @@ def sampling_fraction_of(
 ) -> float:
     """The file's fraction: given, or ``n / sum of weights``.
 
+    Parameters
+    ----------
+    n : int
+        Records in the file.
+    sampling_fraction : float or None
+        The known fraction; or
+    weights : numpy.ndarray or None
+        the records' survey weights (inverse inclusion probabilities), whose
+        sum estimates the population size.
+
+    Returns
+    -------
+    float
+        In (0, 1].
+
+    Raises
+    ------
+    PramkitError
+        Both or neither of ``sampling_fraction`` and ``weights`` are given, the
+        fraction is outside (0, 1], or the weights sum to less than ``n``.
+
     Examples
     --------
     >>> sampling_fraction_of(3, sampling_fraction=None, weights=np.array([100.0, 100.0, 100.0]))
     0.01
+    >>> sampling_fraction_of(3, sampling_fraction=None, weights=np.array([1.0, 1.0, 0.5]))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: the weights sum to 2.5, less than the 3 records; sampling weights must be inverse inclusion probabilities (sum at least n)
     """
     if (sampling_fraction is None) == (weights is None):
         raise PramkitError("give exactly one of sampling_fraction (--sampling-fraction) and weights (--weights)")
@@ -191,6 +321,15 @@ def sampling_fractions(
     Returns
     -------
     SamplingFractions
+
+    Raises
+    ------
+    PramkitError
+        Both or neither of ``sampling_fraction`` and ``weight_sums`` are given,
+        an unknown ``by``, weight sums of another shape, or weights summing
+        to less than the records.
+    DataError
+        The table is empty, or a cell's weights sum to less than its records.
 
     Examples
     --------

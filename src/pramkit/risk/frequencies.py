@@ -86,6 +86,11 @@ class KeyTable:
     def cell_index(self) -> np.ndarray:
         """Flat (C-order) cell index of every included record (:func:`pramkit.counts.cell_index`).
 
+        Returns
+        -------
+        numpy.ndarray
+            One index per included record, in data order.
+
         Examples
         --------
         >>> key_table(pd.DataFrame({"a": [2, 1, 2], "b": [0, 1, 1]}), ["a", "b"]).cell_index().tolist()
@@ -122,6 +127,11 @@ class KeyTable:
     def dense_counts(self) -> np.ndarray:
         """The full table of sample counts f_j, empty cells included (float).
 
+        Returns
+        -------
+        numpy.ndarray
+            Of shape :attr:`shape`; it sums to :attr:`n`.
+
         Examples
         --------
         >>> key_table(pd.DataFrame({"a": [1, 1, 2]}), ["a"]).dense_counts().tolist()
@@ -137,7 +147,42 @@ def key_table(
     missing: MissingKeys = "category",
     categories: Sequence[Sequence[Label]] | None = None,
 ) -> KeyTable:
-    """Encode the key variables of ``data`` (categories from the data unless given)."""
+    """Encode the key variables of ``data`` (categories from the data unless given).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records.
+    keys : sequence of str
+        The key variables, distinct.
+    missing : {"category", "exclude"}
+        A key with missing values gets a ``None`` category (when its
+        categories are found in the data), or its records are excluded.
+    categories : sequence of sequences, optional
+        Each key's categories (then a ``None`` category counts the missing
+        values; without one they are excluded).
+
+    Returns
+    -------
+    KeyTable
+
+    Raises
+    ------
+    DataError
+        ``data`` is not a DataFrame or has no rows, no key, a key twice, an
+        unknown key, a key with no value, a value outside given categories,
+        an unknown policy, or every record has a missing key.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"sex": ["m", "f", None], "age": ["20", "30", "20"]})
+    >>> t = key_table(data, ["sex", "age"])
+    >>> t.categories, t.n  # missing sex is a category
+    ((('f', 'm', None), (20, 30)), 3)
+    >>> t = key_table(data, ["sex", "age"], missing="exclude", categories=[["f", "m"], ["20", "30", "40"]])
+    >>> t.shape, t.n, t.included.tolist()
+    ((2, 3), 2, [True, True, False])
+    """
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"data must be a pandas DataFrame, not {type(data).__name__}")
     keys = tuple(keys)
@@ -179,14 +224,32 @@ def key_table(
 class Frequencies:
     """Sample (and estimated population) frequencies of the key combinations.
 
-    n: records counted (excluded records left out)
-    excluded: records left out because a key is missing (``missing="exclude"``)
-    missing: the missing-value policy
-    combinations: distinct key combinations in the sample (non-empty cells)
-    sample_uniques, sample_doubles: records whose combination occurs once, twice
-    f: per-record sample count of its combination (0 for an excluded record)
-    F: per-record estimated population count (sum of weights; ``None`` without weights;
-        NaN for an excluded record)
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables.
+    n : int
+        Records counted (excluded records left out).
+    excluded : int
+        Records left out because a key is missing (``missing="exclude"``).
+    missing : {"category", "exclude"}
+        The missing-value policy.
+    combinations : int
+        Distinct key combinations in the sample (non-empty cells).
+    sample_uniques, sample_doubles : int
+        Records whose combination occurs once, twice.
+    f : numpy.ndarray
+        Per-record sample count of its combination (0 for an excluded record).
+    F : numpy.ndarray or None
+        Per-record estimated population count (sum of weights; ``None`` without weights;
+        NaN for an excluded record).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"sex": ["m", "f", "f", "m"], "age": ["20", "20", "30", "20"]})
+    >>> fr = frequencies(data, ["sex", "age"])
+    >>> fr.combinations, fr.sample_uniques, fr.sample_doubles, fr.f.tolist()
+    (3, 2, 2, [2, 1, 1, 2])
     """
 
     keys: tuple[str, ...]
@@ -202,7 +265,36 @@ class Frequencies:
 
 def record_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarray) -> np.ndarray:
     """Survey weights as a float array: a column name or one value per record;
-    finite and positive, else :class:`DataError`."""
+    finite and positive, else :class:`DataError`.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records.
+    weights : str or sequence of float
+        A column of ``data`` (values that are not numbers are invalid), or one weight per record.
+
+    Returns
+    -------
+    numpy.ndarray
+        One float weight per record.
+
+    Raises
+    ------
+    DataError
+        An unknown column, a wrong number of weights, or a weight that is
+        not finite and positive (naming its row, counted from 1).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"sex": ["m", "f"], "w": ["10", "12.5"]})
+    >>> record_weights(data, "w").tolist(), record_weights(data, [1, 2]).tolist()
+    ([10.0, 12.5], [1.0, 2.0])
+    >>> record_weights(data, [1])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: the weights must have one value per record (2), got shape (1,)
+    """
     if isinstance(weights, str):
         if weights not in data.columns:
             raise DataError(f"unknown weight column {weights!r}; the data have {list(map(str, data.columns))}")
@@ -228,14 +320,74 @@ def frequencies(
     weights: str | Sequence[float] | np.ndarray | None = None,
     missing: MissingKeys = "category",
 ) -> Frequencies:
-    """Per-record f_j (and F_j = sum of weights) on the key variables ``keys``."""
+    """Per-record f_j (and F_j = sum of weights) on the key variables ``keys``.
+
+    Shlomo and Skinner (2012), sec. 2.1: ``f_j`` is the sample count of the
+    record's cell ``j``; with survey weights the sum of the weights in the cell
+    estimates its population count ``F_j``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records.
+    keys : sequence of str
+        The key variables.
+    weights : str or sequence of float, optional
+        A weight column or one weight per record.
+    missing : {"category", "exclude"}
+        The missing-value policy (module docstring).
+
+    Returns
+    -------
+    Frequencies
+
+    Raises
+    ------
+    DataError
+        As :func:`key_table` and :func:`record_weights`.
+
+    Examples
+    --------
+    The record with a missing key is its own cell, or is left out:
+
+    >>> data = pd.DataFrame({"sex": ["m", "f", "f", "m", "f", None], "age": ["20", "20", "30", "20", "20", "30"],
+    ...                      "w": [10.0, 10.0, 20.0, 10.0, 40.0, 5.0]})
+    >>> fr = frequencies(data, ["sex", "age"], weights="w")
+    >>> fr.f.tolist(), fr.F.tolist(), fr.sample_uniques
+    ([2, 2, 1, 2, 2, 1], [20.0, 50.0, 20.0, 20.0, 50.0, 5.0], 2)
+    >>> fr = frequencies(data, ["sex", "age"], missing="exclude")
+    >>> fr.n, fr.excluded, fr.f.tolist(), fr.F is None
+    (5, 1, [2, 2, 1, 2, 2, 0], True)
+    """
     table = key_table(data, keys, missing=missing)
     w = None if weights is None else record_weights(data, weights)
     return frequencies_of(table, w)
 
 
 def frequencies_of(table: KeyTable, weights: np.ndarray | None) -> Frequencies:
-    """:func:`frequencies` of records already encoded."""
+    """:func:`frequencies` of records already encoded.
+
+    Parameters
+    ----------
+    table : KeyTable
+        The records encoded on the keys (:func:`key_table`).
+    weights : numpy.ndarray or None
+        One weight per record of the data (:func:`record_weights`).
+
+    Returns
+    -------
+    Frequencies
+
+    Examples
+    --------
+    The sample counts of the records sum, over the included records, to the
+    squares of the cell counts:
+
+    >>> data = pd.DataFrame({"sex": ["m", "f", "f", "m", "m"]})
+    >>> fr = frequencies_of(key_table(data, ["sex"]), np.array([3.0, 2.0, 2.0, 3.0, 4.0]))
+    >>> fr.f.tolist(), fr.F.tolist(), int(fr.f.sum()) == 2**2 + 3**2
+    ([3, 2, 2, 3, 3], [10.0, 4.0, 4.0, 10.0, 10.0], True)
+    """
     n_all = table.codes.shape[0]
     _, inverse, counts = np.unique(table.cell_index(), return_inverse=True, return_counts=True)
     f = np.zeros(n_all, dtype=np.int64)

@@ -81,6 +81,20 @@ class HouseholdRisk:
     per_record : pandas.DataFrame
         ``f``, ``F``, ``individual_risk`` (NaN when excluded) and ``household_risk`` of every
         record (index of the data).
+
+    Examples
+    --------
+    A household's risk is at least that of each member, and at most 1:
+
+    >>> data = pd.DataFrame({"sex": ["m", "f", "f", "m", "f"], "hh": ["a", "a", "b", "c", "c"]})
+    >>> res = household_risk(data, ["sex"], "hh", sampling_fraction=0.1)
+    >>> res.households, res.largest_household, res.n
+    (3, 2, 5)
+    >>> r = res.per_record
+    >>> bool((r["household_risk"] >= r["individual_risk"]).all() and (r["household_risk"] <= 1).all())
+    True
+    >>> round(res.household_risk_pct, 6) == round(100 * res.household_risk_mean, 6)
+    True
     """
 
     keys: tuple[str, ...]
@@ -99,7 +113,23 @@ class HouseholdRisk:
     per_record: pd.DataFrame
 
     def to_dict(self) -> dict[str, Any]:
-        """The file-level figures as plain JSON values."""
+        """The file-level figures as plain JSON values.
+
+        Returns
+        -------
+        dict
+            Every field but ``per_record``.
+
+        Examples
+        --------
+        >>> import json
+        >>> data = pd.DataFrame({"sex": ["m", "f", "f"], "hh": ["a", "a", "b"]})
+        >>> figures = household_risk(data, ["sex"], "hh", sampling_fraction=0.5).to_dict()
+        >>> figures["keys"], figures["households"], round(figures["household_expected_reidentifications"], 4)
+        (['sex'], 2, 1.8815)
+        >>> "per_record" in figures, json.loads(json.dumps(figures)) == figures
+        (False, True)
+        """
         return {
             "keys": list(self.keys),
             "household": self.household,
@@ -183,6 +213,16 @@ def household_risk(
     Returns
     -------
     HouseholdRisk
+
+    Raises
+    ------
+    DataError
+        A column is missing, a household id is missing, a key is invalid
+        (:func:`pramkit.risk.frequencies.key_table`), a weight is not
+        positive, or a cell's weights sum to less than its records.
+    PramkitError
+        Both or neither of ``sampling_fraction`` and ``weights``, or a
+        fraction outside (0, 1].
 
     Examples
     --------

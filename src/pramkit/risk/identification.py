@@ -61,31 +61,75 @@ EM_MAX_CELLS = 200_000
 class RiskResult:
     """Identification risk of a sample under a Poisson log-linear model.
 
-    n: records counted; cells: cells k of the full key table; combinations: non-empty cells
-    sample_uniques, sample_doubles: records whose key combination occurs once, twice
-    tau1: expected number of sample uniques that are population uniques (records)
-        (after PRAM: that are correctly matched and population unique)
-    tau2: expected number of correct matches among sample uniques (records)
-    expected_reidentifications: sum of the per-record Benedetti-Franconi risks (records)
-    sampling_fraction: the file's fraction: the given pi, or n / sum of weights
-    model: the fitted log-linear model and its diagnostics
-    perturbed: key variables misclassified by the manifest (empty without one)
-    fitted_to: the counts the model was fitted to: ``"sample"``, ``"original"``
-        (the original file of a release) or ``"released (EM)"``
-    missing, excluded: the missing-value policy and the records it left out
-    per_record: f, F (estimated population count), r1, r2 (NaN unless sample unique),
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables.
+    n : int
+        Records counted.
+    cells : int
+        Cells k of the full key table.
+    combinations : int
+        Non-empty cells.
+    sample_uniques, sample_doubles : int
+        Records whose key combination occurs once, twice.
+    tau1 : float
+        Eq. (4): expected number of sample uniques that are population uniques
+        (records); after PRAM: that are correctly matched and population unique.
+    tau2 : float
+        Eq. (5): expected number of correct matches among sample uniques (records).
+    expected_reidentifications : float
+        Sum of the per-record Benedetti-Franconi risks (records).
+    sampling_fraction : float
+        The file's fraction: the given pi, or n / sum of weights.
+    model : pramkit.risk.loglinear.LogLinearFit
+        The fitted log-linear model and its diagnostics.
+    perturbed : tuple of str
+        Key variables misclassified by the manifest (empty without one).
+    fitted_to : str
+        The counts the model was fitted to: ``"sample"``, ``"original"``
+        (the original file of a release) or ``"released (EM)"``.
+    missing : {"category", "exclude"}
+        The missing-value policy.
+    excluded : int
+        The records it left out.
+    per_record : pandas.DataFrame or None
+        f, F (estimated population count), r1, r2 (NaN unless sample unique),
         individual_risk and pi (the sampling fraction of the record's cell), for every
-        record (index of ``data``)
-    cell_risk: the per-cell measures (r1, r2 and the released means)
-    seconds: wall-clock time
-    fractions: ``"cell"`` when the sampling fractions vary over the cells, else ``"file"``
-    sampling_fraction_range: the smallest and largest f / sum of weights over the occupied cells
-        (the given pi twice without weights)
-    fraction_strata: the keys the fractions vary with (empty for one fraction)
-    assumed_cells: cells with a positive fitted mean whose fraction the weights do not
-        determine (no record in their class); they assume ``sampling_fraction``
-    sampling_assumption: the sampling assumption in one line
-    sampling_fractions: the fractions of every cell (:class:`SamplingFractions`)
+        record (index of ``data``); ``None`` for a file streamed.
+    cell_risk : pramkit.risk.misclassified.CellRisk
+        The per-cell measures (r1, r2 and the released means).
+    seconds : float
+        Wall-clock time.
+    fractions : {"cell", "file"}
+        ``"cell"`` when the sampling fractions vary over the cells, else ``"file"``.
+    sampling_fraction_range : tuple of float
+        The smallest and largest f / sum of weights over the occupied cells
+        (the given pi twice without weights).
+    fraction_strata : tuple of str
+        The keys the fractions vary with (empty for one fraction).
+    assumed_cells : int
+        Cells with a positive fitted mean whose fraction the weights do not
+        determine (no record in their class); they assume ``sampling_fraction``.
+    sampling_assumption : str
+        The sampling assumption in one line.
+    sampling_fractions : pramkit.risk.fractions.SamplingFractions
+        The fractions of every cell.
+
+    Examples
+    --------
+    Each sample unique counts at most once: ``0 <= tau1 <= tau2 <= sample_uniques``,
+    and tau2 is the sum of the uniques' ``r2``:
+
+    >>> data = pd.DataFrame({"sex": list("mfmfmfmfmf"),
+    ...                      "age": ["20", "20", "30", "30", "40", "40", "20", "30", "40", "50"]})
+    >>> res = identification_risk(data, ["sex", "age"], sampling_fraction=0.5)
+    >>> res.n, res.cells, res.combinations, res.sample_uniques
+    (10, 8, 7, 4)
+    >>> 0 <= res.tau1 <= res.tau2 <= res.sample_uniques, round(res.tau1, 4), round(res.tau2, 4)
+    (True, 1.4715, 2.5285)
+    >>> bool(np.isclose(res.per_record["r2"].sum(), res.tau2))
+    True
     """
 
     keys: tuple[str, ...]
@@ -114,7 +158,25 @@ class RiskResult:
     sampling_fractions: SamplingFractions | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The file-level figures as plain JSON values."""
+        """The file-level figures as plain JSON values.
+
+        Returns
+        -------
+        dict
+            Every field but ``per_record``, ``cell_risk`` and
+            ``sampling_fractions``; ``model`` is the formula and ``fit`` its
+            diagnostics (:meth:`pramkit.risk.loglinear.LogLinearFit.diagnostics`).
+
+        Examples
+        --------
+        >>> import json
+        >>> data = pd.DataFrame({"sex": list("mfmfmf"), "age": ["20", "20", "30", "30", "40", "50"]})
+        >>> figures = identification_risk(data, ["sex", "age"], sampling_fraction=0.1).to_dict()
+        >>> figures["model"], figures["fit"]["converged"], figures["sample_uniques"]
+        ('sex*age', True, 6)
+        >>> json.loads(json.dumps(figures)) == figures
+        True
+        """
         return {
             "keys": list(self.keys),
             "n": self.n,
@@ -299,6 +361,18 @@ def identification_risk(
     -------
     RiskResult
 
+    Raises
+    ------
+    PramkitError
+        Both or neither of ``sampling_fraction`` and ``weights``, a fraction
+        outside (0, 1], a bad ``tau_rtol``, ``model`` or ``fractions``,
+        ``original`` without a manifest that perturbs a key (or of another
+        kind than ``data``), or more than :data:`EM_MAX_CELLS` cells for EM.
+    DataError
+        An invalid key or weight (:func:`pramkit.risk.frequencies.key_table`,
+        :func:`pramkit.risk.frequencies.record_weights`), an unreadable file,
+        or an original file with another number of records.
+
     Examples
     --------
     Two regions sampled at 1/10 and 1/40; the weights give each cell its fraction:
@@ -311,6 +385,19 @@ def identification_risk(
     ('cell', ('region',), (0.025, 0.1))
     >>> res.sample_uniques, res.per_record["pi"].tolist()[-1]
     (0, 0.025)
+
+    A release is assessed with its manifest; passing the original file fits
+    the model to its counts instead of by EM:
+
+    >>> from pramkit import Manifest, PramMatrix, perturb_frame
+    >>> original = pd.DataFrame({"sex": list("mfmfmfmfmf"),
+    ...                          "age": ["20", "20", "30", "30", "40", "40", "20", "30", "40", "50"]})
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.9, 0.9], ["f", "m"])})
+    >>> released = perturb_frame(original, manifest, key=bytes(32)).data
+    >>> res = identification_risk(released, ["sex", "age"], sampling_fraction=0.5, manifest=manifest,
+    ...                           original=original)
+    >>> res.perturbed, res.fitted_to, round(res.tau2, 4)
+    (('sex',), 'original', 1.9818)
     """
     start = time.perf_counter()
     if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):

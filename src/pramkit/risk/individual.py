@@ -38,9 +38,20 @@ from pramkit.errors import DataError
 class IndividualRisk:
     """Per-record risk and its file-level summaries.
 
-    risk: E(1/F | f) of every record (NaN for a record left out of the counts)
-    expected_reidentifications: sum of the per-record risks (records)
-    max_risk: the largest per-record risk
+    Parameters
+    ----------
+    risk : numpy.ndarray
+        E(1/F | f) of every record (NaN for a record left out of the counts).
+    expected_reidentifications : float
+        Sum of the per-record risks (records).
+    max_risk : float
+        The largest per-record risk.
+
+    Examples
+    --------
+    >>> res = individual_risk([1, 2, 2], [1, 2, 2])  # a census: F = f
+    >>> res.risk.tolist(), res.expected_reidentifications, res.max_risk
+    ([1.0, 0.5, 0.5], 2.0, 1.0)
     """
 
     risk: np.ndarray
@@ -49,7 +60,47 @@ class IndividualRisk:
 
 
 def benedetti_franconi(f: ArrayLike, F: ArrayLike) -> np.ndarray:
-    """E(1/F | f) for sample counts ``f >= 1`` and estimated population counts ``F >= f``."""
+    """E(1/F | f) for sample counts ``f >= 1`` and estimated population counts ``F >= f``.
+
+    ``r = p J_f`` with ``p = f / F`` (module docstring): by the forward
+    recurrence from ``J_1 = -log(p) / (1 - p)`` when ``f <= 30`` and
+    ``p < 1/2``, else by the hypergeometric series.
+
+    Parameters
+    ----------
+    f : array-like
+        Sample counts of the records' cells, at least 1.
+    F : array-like
+        Estimated population counts (sums of weights), finite and at least ``f``
+        (broadcast against ``f``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The risks, in (0, 1].
+
+    Raises
+    ------
+    DataError
+        A sample count below 1, a population count that is not finite, or
+        one below its sample count.
+
+    Examples
+    --------
+    A sample unique with p = 1/2 has risk ``-p log(p) / (1 - p) = log 2``;
+    in a census (p = 1) a cell of f records has risk 1/f:
+
+    >>> np.round(benedetti_franconi([1, 1, 5], [2, 1, 5]), 6).tolist()
+    [0.693147, 1.0, 0.2]
+
+    The same as summing the negative binomial posterior ``sum_h (1/h) P(F = h | f)``:
+
+    >>> from scipy.special import comb
+    >>> f, p, h = 2, 0.1, np.arange(2, 5000)
+    >>> direct = float(np.sum(comb(h - 1, f - 1) * p**f * (1 - p) ** (h - f) / h))
+    >>> bool(np.isclose(benedetti_franconi(f, f / p)[()], direct))
+    True
+    """
     fv = np.asarray(f, dtype=float)
     Fv = np.asarray(F, dtype=float)
     if np.any(fv < 1) or not np.all(np.isfinite(Fv)):
@@ -100,7 +151,32 @@ def _by_series(f: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 
 def individual_risk(f: ArrayLike, F: ArrayLike) -> IndividualRisk:
-    """Per-record risk from per-record ``f`` and ``F`` (records with ``f = 0`` are left out, NaN)."""
+    """Per-record risk from per-record ``f`` and ``F`` (records with ``f = 0`` are left out, NaN).
+
+    Each distinct ``(f, F)`` pair is evaluated once (:func:`benedetti_franconi`).
+
+    Parameters
+    ----------
+    f : array-like
+        Sample count of each record's cell (0 for a record left out).
+    F : array-like
+        Estimated population count of each record's cell.
+
+    Returns
+    -------
+    IndividualRisk
+
+    Raises
+    ------
+    DataError
+        As :func:`benedetti_franconi`, for the records counted.
+
+    Examples
+    --------
+    >>> res = individual_risk([1, 2, 2, 0], [10, 8, 8, 0])
+    >>> np.round(res.risk, 4).tolist(), round(res.expected_reidentifications, 4)
+    ([0.2558, 0.1793, 0.1793, nan], 0.6144)
+    """
     fv = np.asarray(f, dtype=float)
     Fv = np.asarray(F, dtype=float)
     risk = np.full(fv.shape, np.nan)

@@ -61,23 +61,52 @@ Term = tuple[int, ...]
 class LogLinearFit:
     """A fitted hierarchical Poisson log-linear model.
 
-    names: the variables (table axes)
-    terms: the generating class, each term a tuple of variable names
-    formula: the generating class written as ``a*b + c``
-    fitted: the fitted means ``mu_j`` on the full table (sample scale)
-    observed: the observed counts ``f_j`` (for misclassified data: the released counts)
-    iterations: IPF cycles, extrapolation steps included (EM iterations for misclassified data)
-    converged: whether the margin discrepancy fell below ``tol`` (and the watched summaries settled)
-    max_margin_discrepancy: largest |fitted - target| over all generating margins, in counts
-    relative_margin_discrepancy: largest |fitted - target| / max(target, 1) (the stopping rule)
-    deviance: G^2 = 2 sum f log(f / mu) - (f - mu) of the observed counts
-    df: nominal degrees of freedom, cells minus free parameters (Bishop et al.
-        1975, sec. 3.8; with zero margins the effective df are smaller)
-    seconds: wall-clock time of the fit
-    extrapolations: accepted Anderson steps
-    watched: the watched summaries at the stop (empty when nothing was watched)
-    watched_distance: their largest estimated distance to the limit, relative
-        (eq. (T) of :func:`geometric_tail`); ``None`` when nothing was watched
+    Parameters
+    ----------
+    names : tuple of str
+        The variables (table axes).
+    terms : tuple of tuples of str
+        The generating class, each term a tuple of variable names
+        (:attr:`formula` writes it as ``a*b + c``).
+    fitted : numpy.ndarray
+        The fitted means ``mu_j`` on the full table (sample scale).
+    observed : numpy.ndarray
+        The observed counts ``f_j`` (for misclassified data: the released counts).
+    iterations : int
+        IPF cycles, extrapolation steps included (EM iterations for misclassified data).
+    converged : bool
+        Whether the margin discrepancy fell below ``tol`` (and the watched summaries settled).
+    max_margin_discrepancy : float
+        Largest |fitted - target| over all generating margins, in counts.
+    relative_margin_discrepancy : float
+        Largest |fitted - target| / max(target, 1) (the stopping rule).
+    deviance : float
+        G^2 = 2 sum f log(f / mu) - (f - mu) of the observed counts.
+    df : int
+        Nominal degrees of freedom, cells minus free parameters (Bishop et al.
+        1975, sec. 3.8; with zero margins the effective df are smaller).
+    seconds : float
+        Wall-clock time of the fit.
+    extrapolations : int
+        Accepted Anderson steps.
+    watched : tuple of float
+        The watched summaries at the stop (empty when nothing was watched).
+    watched_distance : float or None
+        Their largest estimated distance to the limit, relative
+        (eq. (T) of :func:`geometric_tail`); ``None`` when nothing was watched.
+
+    Examples
+    --------
+    The fit has the observed margins of every generating term:
+
+    >>> f = np.array([[10.0, 20.0], [30.0, 40.0]])
+    >>> fit = fit_loglinear(f, ["a", "b"], model="independence", tol=1e-10)
+    >>> fit.formula, fit.terms, fit.df
+    ('a + b', (('a',), ('b',)), 1)
+    >>> bool(np.allclose(fit.fitted.sum(axis=1), f.sum(axis=1)) and np.allclose(fit.fitted.sum(axis=0), f.sum(axis=0)))
+    True
+    >>> round(fit.deviance, 4) == round(deviance(f, fit.fitted), 4)
+    True
     """
 
     names: tuple[str, ...]
@@ -97,10 +126,26 @@ class LogLinearFit:
 
     @property
     def formula(self) -> str:
+        """The generating class written as ``a*b + c``."""
         return " + ".join("*".join(t) for t in self.terms)
 
     def diagnostics(self) -> dict[str, object]:
-        """The convergence figures as a plain dict (JSON-ready)."""
+        """The convergence figures as a plain dict (JSON-ready).
+
+        Returns
+        -------
+        dict
+            ``formula``, ``iterations``, ``converged``, the margin discrepancies,
+            ``deviance``, ``df``, ``seconds``, ``extrapolations`` and
+            ``watched_relative_distance``.
+
+        Examples
+        --------
+        >>> fit = fit_loglinear(np.array([[10.0, 20.0], [30.0, 40.0]]), ["a", "b"], model="independence")
+        >>> d = fit.diagnostics()
+        >>> d["formula"], d["converged"], d["df"], round(d["deviance"], 4), d["watched_relative_distance"]
+        ('a + b', True, 1, 0.8043, None)
+        """
         return {
             "formula": self.formula,
             "iterations": self.iterations,
@@ -123,6 +168,34 @@ def parse_model(model: str | Sequence[Sequence[str]], names: Sequence[str]) -> t
     join the variables of one term), or a list of margins ``[["a", "b"], ["c"]]``.
     Variables not mentioned get a main effect.  Terms contained in another
     term are dropped (they are implied).
+
+    Parameters
+    ----------
+    model : str or sequence of sequences of str
+        The model (a leading ``~`` in a formula is allowed).
+    names : sequence of str
+        The variables, in axis order.
+
+    Returns
+    -------
+    tuple of tuples of int
+        The maximal terms, each a sorted tuple of axes, sorted.
+
+    Raises
+    ------
+    PramkitError
+        A term is empty or names a variable that is not in ``names``.
+
+    Examples
+    --------
+    >>> parse_model("2way", ["a", "b", "c"])
+    ((0, 1), (0, 2), (1, 2))
+    >>> parse_model("a*b + c", ["a", "b", "c"]) == parse_model([["a", "b"], ["a"]], ["a", "b", "c"])  # a and c implied
+    True
+    >>> parse_model("a*d", ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: model 'a*d' names ['d'], which are not key variables ['a', 'b']
     """
     names = tuple(names)
     index = {n: i for i, n in enumerate(names)}
@@ -162,7 +235,29 @@ def _other_axes(term: Term, ndim: int) -> tuple[int, ...]:
 
 
 def margins(table: np.ndarray, terms: Sequence[Term]) -> list[np.ndarray]:
-    """The margins of ``table`` for each term, kept broadcastable (``keepdims``)."""
+    """The margins of ``table`` for each term, kept broadcastable (``keepdims``).
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A dense table.
+    terms : sequence of tuples of int
+        Axes of each margin (:func:`parse_model`).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One margin per term, with size 1 on the axes summed over.
+
+    Examples
+    --------
+    >>> t = np.arange(8.0).reshape(2, 2, 2)
+    >>> ab, c = margins(t, [(0, 1), (2,)])
+    >>> ab.shape, c.shape, c.ravel().tolist()
+    ((2, 2, 1), (1, 1, 2), [12.0, 16.0])
+    >>> (ab * c / t.sum()).shape  # broadcastable: the fit of model a*b + c, from its two margins
+    (2, 2, 2)
+    """
     return [table.sum(axis=_other_axes(t, table.ndim), keepdims=True) for t in terms]
 
 
@@ -210,7 +305,28 @@ def _check_table(counts: np.ndarray) -> np.ndarray:
 
 
 def deviance(observed: np.ndarray, fitted: np.ndarray) -> float:
-    """Poisson deviance G^2 = 2 sum [f log(f / mu) - (f - mu)] (0 log 0 = 0)."""
+    """Poisson deviance G^2 = 2 sum [f log(f / mu) - (f - mu)] (0 log 0 = 0).
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        The counts ``f``.
+    fitted : numpy.ndarray
+        The means ``mu`` (same shape).
+
+    Returns
+    -------
+    float
+        Non-negative; 0 when the fit is the data.
+
+    Examples
+    --------
+    >>> f = np.array([[10.0, 20.0], [30.0, 40.0]])
+    >>> deviance(f, f), round(deviance(f, np.full((2, 2), 25.0)), 4)
+    (0.0, 21.288)
+    >>> bool(np.isclose(deviance(np.array([0.0, 2.0]), np.array([0.5, 1.5])), 4 * np.log(4 / 3)))  # 0 log 0 = 0
+    True
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         term = xlogy(observed, np.where(observed > 0, observed / np.where(fitted > 0, fitted, 1.0), 1.0))
     return float(2.0 * (term.sum() - (observed - fitted).sum()))
@@ -220,7 +336,27 @@ def support(shape: Sequence[int], targets: Sequence[np.ndarray]) -> np.ndarray:
     """Flat indices of the cells whose generating margins are all positive.
 
     IPF sets every other cell to zero at its first adjustment and keeps it
-    there, so the fit only ever needs these cells."""
+    there, so the fit only ever needs these cells.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The table's shape.
+    targets : sequence of numpy.ndarray
+        The observed generating margins, broadcastable to ``shape``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Flat (C-order) cell indices, sorted.
+
+    Examples
+    --------
+    Row 1 and column 1 have empty margins, so only cells (0, 0) and (0, 2) remain:
+
+    >>> support((2, 3), [np.array([[5.0], [0.0]]), np.array([[4.0, 0.0, 1.0]])]).tolist()
+    [0, 2]
+    """
     mask = np.ones(tuple(shape), dtype=bool)
     for target in targets:
         mask &= target > 0
@@ -266,12 +402,29 @@ class _SparseTable:
 class Watch:
     """Summaries of a fit that must settle before :func:`fit_loglinear` stops.
 
-    cells: flat indices (C order) of the cells of the full table the summaries depend on
-    summaries: maps the fitted means at ``cells`` to an array of summaries
-    rtol: largest distance of each summary from its limit, relative to the summary, by eq. (T)
-        of :func:`geometric_tail`
-    rate: the contraction per IPF cycle assumed in that bound (the slowest rate allowed for)
-    atol: floor of the summary in the relative test (for summaries near zero)
+    Parameters
+    ----------
+    cells : numpy.ndarray
+        Flat indices (C order) of the cells of the full table the summaries depend on.
+    summaries : callable
+        Maps the fitted means at ``cells`` to an array of summaries.
+    rtol : float
+        Largest distance of each summary from its limit, relative to the summary, by eq. (T)
+        of :func:`geometric_tail`.
+    rate : float
+        The contraction per IPF cycle assumed in that bound (the slowest rate allowed for).
+    atol : float
+        Floor of the summary in the relative test (for summaries near zero).
+
+    Examples
+    --------
+    Watch the fitted total of two cells (as tau1 and tau2 watch the sample uniques):
+
+    >>> f = np.array([[10.0, 20.0], [30.0, 40.0]])
+    >>> watch = Watch(np.array([0, 3]), lambda mu: [mu.sum()])
+    >>> fit = fit_loglinear(f, ["a", "b"], model="independence", watch=watch)
+    >>> fit.converged, fit.watched, fit.watched_distance < watch.rtol
+    (True, (54.0,), True)
     """
 
     cells: np.ndarray
@@ -292,6 +445,23 @@ def geometric_tail(change: ArrayLike, rate: float) -> np.ndarray:
     of its limit.  IPF converges linearly: near the MLE one cycle is a
     contraction, and (T) with a rate at least the slowest contraction
     bounds the distance left.
+
+    Parameters
+    ----------
+    change : array-like
+        The last step ``d`` of each quantity.
+    rate : float
+        The contraction per step, in [0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        The bound (T) for each quantity.
+
+    Raises
+    ------
+    PramkitError
+        ``rate`` is not in [0, 1).
 
     Examples
     --------
@@ -451,6 +621,14 @@ def fit_loglinear(
     LogLinearFit
         ``converged`` is true when the margins met ``tol`` and the watched summaries settled.
 
+    Raises
+    ------
+    PramkitError
+        The table has more than :data:`MAX_CELLS` cells, negative or non-finite
+        counts, no count at all, or not one axis per name; the model is
+        invalid (:func:`parse_model`); the offset is not broadcastable, or
+        not finite and positive; a watched cell is outside the table.
+
     Notes
     -----
     The fit runs on the support (cells whose generating margins are all
@@ -525,7 +703,33 @@ def fit_loglinear(
 
 def push(table: np.ndarray, matrices: Sequence[np.ndarray | None]) -> np.ndarray:
     """``table`` pushed through a matrix per axis: out[.., j, ..] = sum_k table[.., k, ..] M[k, j]
-    (the Kronecker product of the matrices applied to the flattened table); ``None`` = identity."""
+    (the Kronecker product of the matrices applied to the flattened table); ``None`` = identity.
+
+    The expected released counts of a table of true counts: ``E f~ = mu M``
+    (Shlomo and Skinner 2012, sec. 4).
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A dense table, one axis per variable.
+    matrices : sequence of numpy.ndarray or None
+        One square matrix per axis (``None``: the axis is not perturbed).
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape; with row-stochastic matrices, the same total.
+
+    Examples
+    --------
+    >>> m = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> table = np.array([[10.0, 20.0], [30.0, 40.0]])
+    >>> push(table, [m, None]).tolist()  # row 0: 0.9 * [10, 20] + 0.2 * [30, 40]
+    [[15.0, 26.0], [25.0, 34.0]]
+    >>> both = push(table, [m, m])
+    >>> float(both.sum()), bool(np.allclose(both.ravel(), table.ravel() @ np.kron(m, m)))  # total kept; Kronecker
+    (100.0, True)
+    """
     out = table
     for axis, m in enumerate(matrices):
         if m is not None:
@@ -534,7 +738,31 @@ def push(table: np.ndarray, matrices: Sequence[np.ndarray | None]) -> np.ndarray
 
 
 def pull(table: np.ndarray, matrices: Sequence[np.ndarray | None]) -> np.ndarray:
-    """The adjoint of :func:`push`: out[.., k, ..] = sum_j table[.., j, ..] M[k, j]."""
+    """The adjoint of :func:`push`: out[.., k, ..] = sum_j table[.., j, ..] M[k, j].
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A dense table, one axis per variable.
+    matrices : sequence of numpy.ndarray or None
+        One square matrix per axis (``None``: identity).
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape; a table of ones stays ones when the matrices are row-stochastic.
+
+    Examples
+    --------
+    ``<push(x), y> = <x, pull(y)>``:
+
+    >>> m = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> x, y = np.array([[10.0, 20.0], [30.0, 40.0]]), np.array([[1.0, 2.0], [3.0, 5.0]])
+    >>> bool(np.isclose((push(x, [m, m]) * y).sum(), (x * pull(y, [m, m])).sum()))
+    True
+    >>> pull(np.ones((2, 2)), [m, None]).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
     return push(table, [None if m is None else m.T for m in matrices])
 
 
@@ -561,6 +789,52 @@ def fit_loglinear_misclassified(
     refer to the released counts.  Dense: meant for tables up to a few million cells.
     ``offset``: known factors of the true means (per-cell sampling fractions), as in
     :func:`fit_loglinear`; the multiplicative steps keep the fit in the family they start in.
+
+    Parameters
+    ----------
+    released : numpy.ndarray
+        The released (misclassified) counts of the full table.
+    names : sequence of str
+        The variables, one per axis.
+    matrices : sequence of numpy.ndarray or None
+        The PRAM matrix of each axis (``None``: not perturbed).
+    model : str or sequence of sequences of str
+        The model of the true cells (:func:`parse_model`).
+    tol : float
+        Relative margin tolerance.
+    max_iter : int
+        Most EM iterations.
+    offset : array-like, optional
+        Known positive factors of the true means.
+
+    Returns
+    -------
+    LogLinearFit
+        ``fitted`` are the means of the true cells; ``observed`` and
+        ``deviance`` refer to the released counts; ``iterations`` counts EM steps.
+
+    Raises
+    ------
+    PramkitError
+        As :func:`fit_loglinear`; also a wrong number of matrices, a matrix
+        of the wrong size, or a released count impossible under the model
+        and the matrices.
+
+    Examples
+    --------
+    Released counts that are exactly the expected ones of a true table give
+    that table back under the saturated model, and its independence fit
+    under the independence model:
+
+    >>> m = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> true = np.array([[40.0, 10.0], [20.0, 30.0]])
+    >>> released = push(true, [m, None])
+    >>> fit = fit_loglinear_misclassified(released, ["a", "b"], [m, None], model="a*b", tol=1e-8)
+    >>> np.round(fit.fitted, 4).tolist(), fit.converged
+    ([[40.0, 10.0], [20.0, 30.0]], True)
+    >>> np.round(fit_loglinear_misclassified(released, ["a", "b"], [m, None], model="independence",
+    ...                                      tol=1e-8).fitted, 4).tolist()
+    [[30.0, 20.0], [30.0, 20.0]]
     """
     start = time.perf_counter()
     f = _check_table(released)

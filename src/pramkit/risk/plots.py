@@ -38,7 +38,34 @@ def _save(fig, path: str | Path, force: bool) -> Path:
 
 def count_frequencies(fit: LogLinearFit, *, largest: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Counts c = 0..largest, the number of cells with sample count c, and its expectation
-    sum_j P(Poisson(mu_j) = c) under the fit."""
+    sum_j P(Poisson(mu_j) = c) under the fit.
+
+    Parameters
+    ----------
+    fit : pramkit.risk.loglinear.LogLinearFit
+        A fitted model (its ``observed`` and ``fitted`` tables).
+    largest : int
+        The largest count shown; cells with more are left out of both.
+
+    Returns
+    -------
+    c : numpy.ndarray
+        ``0..largest``.
+    observed : numpy.ndarray
+        The number of cells with sample count ``c``.
+    expected : numpy.ndarray
+        Its expectation under the fit (cells fitted exactly zero count at ``c = 0``).
+
+    Examples
+    --------
+    >>> from pramkit.risk.loglinear import fit_loglinear
+    >>> f = np.array([[[3.0, 0.0], [1.0, 2.0]], [[0.0, 1.0], [4.0, 1.0]]])
+    >>> c, observed, expected = count_frequencies(fit_loglinear(f, ["a", "b", "c"]), largest=4)
+    >>> c.tolist(), observed.tolist()
+    ([0, 1, 2, 3, 4], [2, 3, 1, 1, 1])
+    >>> np.round(expected, 2).tolist()
+    [2.5, 2.22, 1.53, 0.9, 0.47]
+    """
     c = np.arange(largest + 1)
     observed = np.bincount(np.minimum(fit.observed.ravel().astype(np.int64), largest + 1), minlength=largest + 2)
     mu = fit.fitted.ravel()
@@ -49,7 +76,41 @@ def count_frequencies(fit: LogLinearFit, *, largest: int = 10) -> tuple[np.ndarr
 
 
 def plot_fit(fit: LogLinearFit, path: str | Path, *, force: bool = False, max_triples: int = 120) -> Path:
-    """Goodness-of-fit figure of a log-linear fit (module docstring)."""
+    """Goodness-of-fit figure of a log-linear fit (module docstring).
+
+    Parameters
+    ----------
+    fit : pramkit.risk.loglinear.LogLinearFit
+        A fitted model.
+    path : str or pathlib.Path
+        The PNG file to write (atomically, :func:`pramkit.atomic.atomic_path`).
+    force : bool
+        Replace an existing file.
+    max_triples : int
+        Most three-way margins drawn.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    OutputExistsError
+        ``path`` exists and ``force`` is false.
+    WriteError
+        The file cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.risk.loglinear import fit_loglinear
+    >>> f = np.array([[[3.0, 0.0], [1.0, 2.0]], [[0.0, 1.0], [4.0, 1.0]]])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     png = plot_fit(fit_loglinear(f, ["a", "b", "c"]), pathlib.Path(d) / "fit.png")
+    ...     print(png.read_bytes()[:4], [p.name for p in pathlib.Path(d).iterdir()])
+    b'\\x89PNG' ['fit.png']
+    """
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     c, observed, expected = count_frequencies(fit)
@@ -78,7 +139,47 @@ def plot_fit(fit: LogLinearFit, path: str | Path, *, force: bool = False, max_tr
 
 
 def plot_risk_curve(result: TuningResult, path: str | Path, *, force: bool = False) -> Path:
-    """The risk-epsilon curve with the threshold and the chosen epsilon, as PNG."""
+    """The risk-epsilon curve with the threshold and the chosen epsilon, as PNG.
+
+    Parameters
+    ----------
+    result : pramkit.risk.tuning.TuningResult
+        What :func:`pramkit.risk.tuning.tune_epsilon` found.
+    path : str or pathlib.Path
+        The PNG file to write (atomically).
+    force : bool
+        Replace an existing file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    OutputExistsError
+        ``path`` exists and ``force`` is false.
+    WriteError
+        The file cannot be written.
+
+    Examples
+    --------
+    An existing figure is kept unless ``force`` is given:
+
+    >>> import pathlib, tempfile
+    >>> from pramkit.errors import OutputExistsError
+    >>> result = TuningResult(epsilon=2.0, risk=0.5, measure="tau2", threshold=0.6, matrices={},
+    ...                       curve_epsilon=np.geomspace(0.1, 10, 5), curve_risk=np.array([0.1, 0.3, 0.55, 0.8, 0.9]),
+    ...                       monotone=True, at_upper_bound=False, evaluations=9)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     png = plot_risk_curve(result, pathlib.Path(d) / "curve.png")
+    ...     size = png.stat().st_size
+    ...     try:
+    ...         plot_risk_curve(result, png)
+    ...     except OutputExistsError:
+    ...         print(png.read_bytes()[:4], png.stat().st_size == size)
+    b'\\x89PNG' True
+    """
     plt = _pyplot()
     unit = "records" if result.measure == "tau2" else "probability"
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -41,12 +41,28 @@ from pramkit.validate import probability
 class Violation:
     """One (combination, released value, record type) with posterior above alpha.
 
-    combination: the key variables looked at together
-    released: the released value k0 of those variables
-    record_keys, record: the record type m (the combination's variables for
-        per-variable matrices, all keys for a joint matrix) and its values
-    records: number of records of that type
-    posterior: the identification probability (1)
+    Parameters
+    ----------
+    combination : tuple of str
+        The key variables looked at together.
+    released : tuple
+        The released value k0 of those variables.
+    record_keys : tuple of str
+        The keys of the record type m (the combination's variables for
+        per-variable matrices, all keys for a joint matrix).
+    record : tuple
+        Its values.
+    records : int
+        Number of records of that type, ``U0(m)``.
+    posterior : float
+        The identification probability (1).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [0, 0, 1, 1, 1], "b": [0, 0, 1, 0, 0]})
+    >>> v = recognition_risk(data, ["a", "b"], alpha=0.6, size=2).violations[0]
+    >>> v.combination, v.released, v.record, v.records, v.posterior
+    (('a', 'b'), (1, 1), (1, 1), 1, 1.0)
     """
 
     combination: tuple[str, ...]
@@ -61,12 +77,34 @@ class Violation:
 class RecognitionResult:
     """Condition (C1) checked on a file.
 
-    alpha: the threshold; satisfied: no violation
-    max_posterior: the largest posterior (1) among the pairs checked (with
+    Parameters
+    ----------
+    alpha : float
+        The threshold.
+    satisfied : bool
+        No violation.
+    max_posterior : float
+        The largest posterior (1) among the pairs checked (with
         ``reduce=True`` pairs ruled out by the bounds are not evaluated, so a
-        value <= alpha is then only known to be <= alpha)
-    violations: every violating (combination, value, record type), largest posterior first
-    combinations: the combinations checked; pairs_checked: (record type, value) pairs evaluated
+        value <= alpha is then only known to be <= alpha).
+    violations : tuple of Violation
+        Every violating (combination, value, record type), largest posterior first.
+    combinations : tuple of tuples of str
+        The combinations checked.
+    pairs_checked : int
+        (record type, value) pairs evaluated.
+
+    Examples
+    --------
+    The unique record type (1, 1), released through diagonal 0.7 on both keys:
+    its posterior (1) is ``0.49 / (2 * 0.09 + 1 * 0.49 + 2 * 0.21)``, below alpha:
+
+    >>> from pramkit import PramMatrix
+    >>> data = pd.DataFrame({"a": [0, 0, 1, 1, 1], "b": [0, 0, 1, 0, 0]})
+    >>> m = PramMatrix.from_diagonal([0.7, 0.7], [0, 1])
+    >>> res = recognition_risk(data, ["a", "b"], alpha=0.6, size=2, matrices={"a": m, "b": m}, reduce=False)
+    >>> res.satisfied, round(res.max_posterior, 4), round(0.49 / 1.09, 4), res.combinations, res.pairs_checked
+    (True, 0.4495, 0.4495, (('a', 'b'),), 12)
     """
 
     alpha: float
@@ -133,6 +171,16 @@ def recognition_risk(
     Returns
     -------
     RecognitionResult
+
+    Raises
+    ------
+    ParameterError
+        ``alpha`` is not in (0, 1), both per-variable and joint matrices are
+        given, a combination lists a variable that is not a key (or one twice),
+        or the joint matrix does not have one row per cell.
+    DataError
+        An invalid key (:func:`pramkit.risk.frequencies.key_table`), or a
+        value that is not a category of its matrix.
 
     Examples
     --------

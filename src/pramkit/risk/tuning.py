@@ -45,18 +45,43 @@ Design = Callable[[float], Mapping[str, PramMatrix]]
 class TuningResult:
     """The largest epsilon whose risk after PRAM stays under the threshold.
 
-    epsilon: per-record epsilon found (nats); risk: the risk there
-    measure: ``"tau2"`` (records) or ``"c1"`` (probability); threshold: the bound
-    matrices: the PRAM matrices at ``epsilon``
-    curve_epsilon, curve_risk: the grid of the risk-epsilon curve
-    monotone: whether the curve was non-decreasing on the grid
-    at_upper_bound: the risk stays under the threshold on the whole range
-    evaluations: risk evaluations made
-
     The epsilon found is a function of the original file's exact risk, so publishing
     a release at that epsilon (or the epsilon itself) publishes something computed from
     the data that no DP mechanism covers: :attr:`data_dependent` says so in the ledger's
     words (pass it to :class:`pramkit.ledger.Ledger` as ``data_dependent``).
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-record epsilon found (nats).
+    risk : float
+        The risk there.
+    measure : str
+        ``"tau2"`` (records) or ``"c1"`` (probability).
+    threshold : float
+        The bound.
+    matrices : mapping
+        The PRAM matrices at ``epsilon``.
+    curve_epsilon, curve_risk : numpy.ndarray
+        The grid of the risk-epsilon curve.
+    monotone : bool
+        Whether the curve was non-decreasing on the grid.
+    at_upper_bound : bool
+        The risk stays under the threshold on the whole range.
+    evaluations : int
+        Risk evaluations made.
+
+    Examples
+    --------
+    >>> from pramkit.datasets import census
+    >>> res = tune_epsilon(census(2_000), ["age", "sex", "race"], perturb=["age", "sex"], threshold=0.05,
+    ...                    sampling_fraction=0.05)
+    >>> round(res.epsilon, 2), res.risk <= res.threshold, res.monotone, res.at_upper_bound
+    (4.81, True, True, False)
+    >>> sorted(res.matrices), round(sum(m.epsilon for m in res.matrices.values()), 2)  # the budget split equally
+    (['age', 'sex'], 4.81)
+    >>> res.data_dependent.startswith("the record epsilon was tuned")
+    True
     """
 
     epsilon: float
@@ -79,7 +104,32 @@ class TuningResult:
 
 
 def randomized_response_design(categories: Mapping[str, Sequence]) -> Design:
-    """Randomized response on every variable, the record's epsilon split equally."""
+    """Randomized response on every variable, the record's epsilon split equally.
+
+    Each of the ``p`` variables gets the epsilon-DP randomized response of
+    :func:`pramkit.design.classic.randomized_response` at ``epsilon / p``
+    (equation (2) of Ruiz and Domingo-Ferrer; Ayed, Battiston and Camerlenghi,
+    section 3.1), by sequential composition: the record's epsilon is their sum.
+
+    Parameters
+    ----------
+    categories : mapping
+        ``{variable: categories}`` of the variables to perturb.
+
+    Returns
+    -------
+    callable
+        ``epsilon -> {variable: PramMatrix}``.
+
+    Examples
+    --------
+    >>> design = randomized_response_design({"sex": ["f", "m"], "age": ["young", "old", "older"]})
+    >>> matrices = design(2.0)
+    >>> {name: round(m.epsilon, 6) for name, m in matrices.items()}
+    {'sex': 1.0, 'age': 1.0}
+    >>> np.round(matrices["sex"].matrix, 4).tolist()  # keep with e / (e + 1)
+    [[0.7311, 0.2689], [0.2689, 0.7311]]
+    """
     def design(epsilon: float) -> dict[str, PramMatrix]:
         share = epsilon / len(categories)
         return {name: randomized_response(list(cats), share) for name, cats in categories.items()}
@@ -105,9 +155,71 @@ def tune_epsilon(
 ) -> TuningResult:
     """Largest epsilon in ``bounds`` with risk <= ``threshold``.
 
+    The tuning Ayed, Battiston and Camerlenghi propose in sec. 5 (future
+    work): choose the privacy parameter so that the disclosure risk after
+    PRAM (tau2, their eq. (2); or condition (C1) of Cator et al.) falls
+    below a threshold (module docstring).
+
     ``perturb``: the key variables to perturb; ``design``: epsilon -> {variable: matrix}
     (default :func:`randomized_response_design`); for ``measure="c1"`` the
     combinations checked are ``alpha_combinations`` (default all triples).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The original records.
+    keys : sequence of str
+        The key variables.
+    perturb : sequence of str
+        The keys to perturb.
+    threshold : float
+        The bound on the risk: records (``"tau2"``) or a probability in (0, 1) (``"c1"``).
+    measure : {"tau2", "c1"}
+        ``E(tau2)`` after PRAM (:meth:`pramkit.risk.misclassified.CellRisk.expected_tau2`,
+        the model fitted once to ``data``), or the largest posterior of
+        condition (C1) (:func:`pramkit.risk.recognition.recognition_risk`).
+    design : callable, optional
+        ``epsilon -> {variable: PramMatrix}``.
+    sampling_fraction, weights : float, or column name or one value per record
+        Exactly one, for ``"tau2"`` (:func:`pramkit.risk.fractions.sampling_fractions`).
+    model : str or sequence of sequences of str
+        The log-linear model (``"tau2"``).
+    alpha_combinations : sequence of sequences of str, optional
+        The combinations of condition (C1) (``"c1"``).
+    bounds : tuple of float
+        The range of epsilon searched, ``0 < low < high``.
+    grid : int
+        Points of the log-spaced curve.
+    rtol : float
+        Relative width at which the bisection stops.
+    missing : {"category", "exclude"}
+        The missing-value policy of the keys.
+
+    Returns
+    -------
+    TuningResult
+
+    Raises
+    ------
+    PramkitError
+        ``perturb`` lists no key or a variable that is not a key, bad
+        ``bounds``, ``threshold`` or ``measure``, or the risk at the lowest
+        epsilon is already above the threshold.
+    DataError
+        An invalid key or weight.
+
+    Examples
+    --------
+    Condition (C1) at alpha = 1/2 on a small file:
+
+    >>> data = pd.DataFrame({"a": [0, 0, 1, 1, 2, 2, 0, 1], "b": [0, 1, 0, 1, 0, 1, 0, 1],
+    ...                      "c": [0, 0, 0, 1, 1, 1, 1, 0]})
+    >>> res = tune_epsilon(data, ["a", "b", "c"], perturb=["a", "b"], threshold=0.5, measure="c1",
+    ...                    grid=6, bounds=(0.1, 8.0))
+    >>> round(res.epsilon, 3), round(res.risk, 3), res.risk <= 0.5
+    (1.386, 0.5, True)
+    >>> np.round(res.curve_risk, 3).tolist()  # it grows with epsilon
+    [0.266, 0.289, 0.348, 0.5, 0.793, 0.981]
     """
     keys = list(keys)
     perturb = list(perturb)
