@@ -401,7 +401,7 @@ def _weights_of(table: pa.Table, name: str, first_row: int) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
     if bad.size:
         i = int(bad[0])
-        raise DataError(f"weight column {name!r}: row {first_row + i + 1} has weight {w[i]!r}; "
+        raise DataError(f"weight column {name!r}: row {first_row + i + 1} has weight {float(w[i])!r}; "
                         "weights must be finite and positive")
     return w
 

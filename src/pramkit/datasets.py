@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from pramkit.defaults import NY_ROWS
+from pramkit.errors import ParameterError
 
 
 #: Variables and their categories, in file order.
@@ -231,7 +232,7 @@ def census(n_rows: int = NY_ROWS, *, seed: int = 2000, areas: bool | int = False
     (True, 20)
     """
     if n_rows < 1:
-        raise ValueError("n_rows must be at least 1")
+        raise ParameterError("n_rows must be at least 1")
     rng = np.random.default_rng(seed)
     n = n_rows
     sex = _draw(rng, [0.48, 0.52], None, n)
@@ -315,7 +316,7 @@ def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFra
     True
     """
     if isinstance(n_areas, bool) or not isinstance(n_areas, (int, np.integer)) or n_areas < 2:
-        raise ValueError(f"n_areas must be an integer of at least 2, got {n_areas!r}")
+        raise ParameterError(f"n_areas must be an integer of at least 2, got {n_areas!r}")
     rng = np.random.default_rng([seed, 3535])
     n = int(n_areas)
     centres = rng.uniform(0.15 * REGION_KM, 0.85 * REGION_KM, size=(len(TOWNS), 2))

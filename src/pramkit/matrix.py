@@ -679,6 +679,6 @@ def _check_rows(sums: np.ndarray) -> None:
     if bad.size:
         k = int(bad[0])
         raise MatrixError(
-            f"row {k} of the matrix sums to {sums[k]!r}, not 1 "
+            f"row {k} of the matrix sums to {float(sums[k])!r}, not 1 "
             f"(tolerance {ROW_SUM_TOL:g}); {bad.size} row(s) are off"
         )

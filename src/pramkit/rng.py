@@ -404,6 +404,7 @@ def uniforms(key: SecretKey, variable: str, start: int, n: int, out: np.ndarray 
     >>> bool(np.array_equal(gen.random(10), u))  # NumPy's own stream, read from the start
     True
     """
+    start, n = int(start), int(n)  # a NumPy integer would overflow the 128-bit counter's arithmetic
     if start < 0 or n < 0:
         raise ValueError("start and n must be non-negative")
     block, lane = divmod(start, 4)

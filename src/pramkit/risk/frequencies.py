@@ -309,7 +309,7 @@ def record_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarr
     bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
     if bad.size:
         i = int(bad[0])
-        raise DataError(f"{what}: row {i + 1} has weight {w[i]!r}; weights must be finite and positive")
+        raise DataError(f"{what}: row {i + 1} has weight {float(w[i])!r}; weights must be finite and positive")
     return w
 
 

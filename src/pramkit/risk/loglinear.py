@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, PramkitError
 
 #: Largest dense table the fitter accepts (cells).
 MAX_CELLS = 50_000_000
@@ -845,6 +845,8 @@ def fit_loglinear_misclassified(
     for axis, m in enumerate(mats):
         if m is not None and m.shape != (f.shape[axis],) * 2:
             raise PramkitError(f"the matrix of {names[axis]!r} is {m.shape}, the variable has {f.shape[axis]} categories")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ParameterError(f"max_iter must be an integer of at least 1, got {max_iter!r}")
     terms = parse_model(model, names)
     fit = fit_loglinear(f, names, model=model, tol=tol, offset=offset).fitted  # start: misclassification ignored
     iterations = 0

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.design.classic import randomized_response
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, PramkitError
 from pramkit.matrix import PramMatrix
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.fractions import sampling_fractions
@@ -253,6 +253,8 @@ def tune_epsilon(
             return recognition_risk(data, keys, alpha=threshold, matrices=design(eps),
                                     combinations=alpha_combinations, reduce=False, missing=missing).max_posterior
 
+    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 2:
+        raise ParameterError(f"grid must be an integer of at least 2 (the bounds are both evaluated), got {grid!r}")
     eps_grid = np.geomspace(lo, hi, grid)
     values = np.array([risk(e) for e in eps_grid])
     evaluations = grid
