@@ -80,3 +80,22 @@ def test_a_hundred_thousand_categories_need_no_table(tmp_path):
 def test_bad_parameters(rate, s):
     with pytest.raises(Exception, match="truncated geometric"):
         PramMatrix.truncated_geometric(rate, list(range(s)))
+
+
+def test_the_metric_family_stores_a_large_geometric_design_by_its_rate():
+    import pandas as pd
+
+    from pramkit.design.geo import MAX_DENSE_GEOMETRIC
+    from pramkit.design.release import design_release
+
+    s = MAX_DENSE_GEOMETRIC + 1000
+    cats = [f"b{i:05d}" for i in range(s)]
+    d = pd.DataFrame({"v": np.array(cats)[np.random.default_rng(2).integers(0, s, 50_000)]})
+    m = design_release(d, ["v"], method="metric", options={"metric_epsilon": 0.3, "mechanism": "geometric"},
+                       categories={"v": cats})
+    v = m["v"].matrix
+    assert v.geometric_rate == 0.3 and v.provenance.certificate["metric_dp_verified"] is True
+    assert m.record_epsilon == v.epsilon and v.epsilon == pytest.approx(0.3 * (s - 1))
+    assert "e^" in m.guarantee
+    again = Manifest.from_dict(json.loads(m.to_json()))
+    assert again["v"].matrix.geometric_rate == 0.3

@@ -145,7 +145,8 @@ class Ledger:
                     "differential-privacy guarantee holds for this release."
                     + ("" if self.covers_everything else " Also derived from the data: "
                        + "; ".join(self.data_dependent) + "."))
-        factor = f"a factor of at most e^{fmt_epsilon(total)} = {math.exp(total):.4g}"
+        factor = f"a factor of at most e^{fmt_epsilon(total)}" + (
+            f" = {math.exp(total):.4g}" if total < 700 else ", more than 10^300: no practical bound")
         change, lead = "changing one person's record in its perturbed variables", ""
         if given:
             lead = f"The released file shows exactly, as the original does: {given}; no epsilon covers that. "
@@ -248,6 +249,9 @@ def fmt_epsilon(eps: float) -> str:
 
     >>> fmt_epsilon(3.0), fmt_epsilon(2.9999999999999987), fmt_epsilon(1.23441), fmt_epsilon(math.inf)
     ('3', '3', '1.235', 'inf')
+    >>> fmt_epsilon(19999.8)  # no exponent notation
+    '20000'
+
     """
     if math.isinf(eps):
         return "inf"
@@ -256,7 +260,7 @@ def fmt_epsilon(eps: float) -> str:
     d = Decimal(repr(float(eps)))
     exponent = d.adjusted() - 3
     up = d.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_CEILING)
-    return f"{float(up):.4g}"
+    return f"{float(up):.4g}" if float(up) < 1e4 else f"{float(up):.0f}"
 
 
 def _json_eps(eps: float) -> float | str:

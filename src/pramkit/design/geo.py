@@ -281,6 +281,12 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
                           "McSherry and Talwar (2007); Chatzikokolakis, Andres, Bordenabe and Palamidessi (2013)")
 
 
+#: Above this many categories the truncated geometric mechanism is stored by its rate
+#: (:meth:`pramkit.PramMatrix.truncated_geometric`: O(1) memory, a table-free sampler), at or
+#: below it densely, its stored entries checked by :func:`metric_epsilon`.
+MAX_DENSE_GEOMETRIC = 2048
+
+
 def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> PramMatrix:
     """The truncated geometric mechanism (Ghosh, Roughgarden and Sundararajan 2009)
     on the category order: eps_d-metric-DP per category step.
@@ -291,7 +297,10 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     beyond the ends lumped on them).  Adjacent rows differ by a factor of at
     most ``1 / alpha`` in every column, so the guarantee is checked on the S - 1
     adjacent pairs exactly (:func:`metric_epsilon`) and chains to all pairs.
-    Pure epsilon: ``eps_d (S - 1)`` (the end columns).
+    Pure epsilon: ``eps_d (S - 1)`` (the end columns).  Above
+    :data:`MAX_DENSE_GEOMETRIC` categories the matrix is stored by its rate
+    (no S x S array): the formula in exact arithmetic, whose adjacent rows differ
+    by exactly ``e^eps_d``, so no margin is needed.
 
     Examples
     --------
@@ -300,11 +309,20 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     (True, 3.0)
     """
     start = time.perf_counter()
-    dist = ordinal_distances(categories)
-    s = dist.size
+    s = len(categories)
     if s < 2:
         raise PramkitError("a mechanism needs at least two categories")
+    if s > MAX_DENSE_GEOMETRIC:  # stored by its rate: exact arithmetic, adjacent rows differ by e^rate exactly
+        target = positive(metric_epsilon_, "metric epsilon")  # no entry is stored, so none can underflow
+        check = MetricEpsilon(target, "closed form", True, 0, 0)
+        certificate = {**metric_certificate(check, target, "step", "Ghosh, Roughgarden and Sundararajan (2009)"),
+                       "rate_used": target}
+        prov = Provenance(method="truncated_geometric",
+                          parameters={"metric_epsilon": target, "unit": "step", "categories": s},
+                          certificate=certificate, seconds=time.perf_counter() - start)
+        return PramMatrix.truncated_geometric(target, categories, prov)
     target = check_metric(metric_epsilon_, float(s - 1), "number of steps")
+    dist = ordinal_distances(categories)
     rate = _margin(dist, target)
     check = None
     for _ in range(6):
