@@ -89,9 +89,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                           "or from,to,distance; with DATA, for every variable in --vars")
     geo.add_argument("--metric-epsilon", type=float, metavar="E_D",
                      help="--method metric: the metric-DP budget per unit of distance")
-    geo.add_argument("--mechanism", choices=["exponential", "geometric"],
-                     help="--method metric: exponential (over --distances, the default) or geometric (truncated "
-                          "geometric on the category order)")
+    geo.add_argument("--mechanism", choices=["exponential", "geometric", "optimal"],
+                     help="--method metric: exponential (over --distances, the default), geometric (truncated "
+                          "geometric on the category order) or optimal (the least expected distance by LP, with the "
+                          "spanner reduction)")
+    geo.add_argument("--dilation", type=float,
+                     help="--mechanism optimal: the spanner's dilation for distances that are not a path metric")
+    geo.add_argument("--distance-weights", choices=["frequencies", "uniform", "worst"],
+                     help="--objective distance: minimise the expected distance over the frequencies (default), "
+                          "the average over categories, or the worst category's (the last two read no frequencies)")
     st = p.add_argument_group("structure of the microdata (see docs/structure.md)")
     st.add_argument("--forbid", type=Path, metavar="RULES.csv",
                     help="edit rules: a CSV whose columns are variables and whose rows are forbidden combinations "
@@ -166,16 +172,21 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if args.off_diagonal is not None and (args.method != "tridiagonal" or args.alpha is not None):
         raise ParameterError("--off-diagonal is the tridiagonal family's entry: use it with --method tridiagonal, "
                              "instead of --alpha")
-    if args.method != "metric" and (args.metric_epsilon is not None or args.mechanism is not None):
-        raise ParameterError("--metric-epsilon and --mechanism apply to --method metric")
+    if args.method != "metric" and (args.metric_epsilon is not None or args.mechanism is not None
+                                    or args.dilation is not None):
+        raise ParameterError("--metric-epsilon, --mechanism and --dilation apply to --method metric")
+    if args.distance_weights is not None and args.objective != "distance":
+        raise ParameterError("--distance-weights applies to --objective distance")
     if args.method == "dp":
         distance = args.objective == "distance"
         return {"truthful": args.truthful, "form": None if distance and args.family == "diagonal" else args.family,
-                "objective": args.objective}
+                "objective": args.objective,
+                **({"weights": args.distance_weights} if args.distance_weights else {})}
     if args.truthful or args.family != "diagonal" or args.objective is not None:
         raise ParameterError("--truthful, --family and --objective apply to --method dp")
     if args.method == "metric":
-        return {"metric_epsilon": args.metric_epsilon, "mechanism": args.mechanism}
+        return {"metric_epsilon": args.metric_epsilon, "mechanism": args.mechanism,
+                **({"dilation": args.dilation} if args.dilation is not None else {})}
     opts = {name: getattr(args, name) for name in _FAMILY_OPTIONS if getattr(args, name) is not None}
     if args.off_diagonal is not None:
         opts["alpha"] = args.off_diagonal

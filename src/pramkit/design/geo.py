@@ -566,12 +566,14 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
                    options: Mapping[str, Any]) -> PramMatrix:
     """``dp`` with ``objective="distance"``: :func:`pramkit.design.dp_distance.dp_min_distance`
     at the variable's budget, with ``options["distances"]`` (``"ordinal"``, a CSV path or
-    a :class:`Distances`); ``p`` ``None``: the uniform average."""
+    a :class:`Distances`); ``p`` ``None``: the uniform average, or with ``weights="worst"``
+    the largest expected distance from any one category."""
     from pramkit.design.dp_distance import dp_min_distance
 
     if epsilon is None:
         raise ParameterError("the distance design is built to a budget: give epsilon")
-    return dp_min_distance(p, epsilon, distances_for(options, categories))
+    objective = "worst" if options.get("weights") == "worst" else "average"
+    return dp_min_distance(p, epsilon, distances_for(options, categories), objective=objective)
 
 
 def metric_options(options: Mapping[str, Any]) -> tuple[str, float]:

@@ -102,7 +102,7 @@ DP_FORMS = ("diagonal", "general")
 #: Options of the ``dp`` family.
 DP_OPTIONS = ("truthful", "form", "objective", "distances", "weights")
 #: Values of the ``weights`` option of objective ``distance`` (the first is the default).
-DISTANCE_WEIGHTS = ("frequencies", "uniform")
+DISTANCE_WEIGHTS = ("frequencies", "uniform", "worst")
 
 
 def _choice(options: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str:
@@ -128,8 +128,9 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
       (:func:`pramkit.design.dp_distance.dp_min_distance`, a certified LP over
       every matrix; ``form`` left out or ``"general"``), with ``distances``
       (``"ordinal"``, a CSV path or a :class:`pramkit.design.distances.Distances`;
-      required when the design is built) and ``weights``: ``"frequencies"`` (p, the default) or
-      ``"uniform"`` (the average over categories: reads no frequencies);
+      required when the design is built) and ``weights``: ``"frequencies"`` (p, the default),
+      ``"uniform"`` (the average over categories) or ``"worst"`` (the largest expected distance
+      from any one category); the last two read no frequencies;
     * ``truthful``: require ``q_k >= 1/S`` (form (8) only).  With
       ``objective="variance"`` it is accepted: the optimum (randomized
       response) is truthful anyway, and the certificate then covers the
@@ -197,8 +198,8 @@ def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None
     if objective == "distance":
         from pramkit.design.geo import build_distance
 
-        uniform = _choice(options, "weights", DISTANCE_WEIGHTS) == "uniform"
-        return build_distance(categories, None if uniform else p, epsilon, options)
+        weights = _choice(options, "weights", DISTANCE_WEIGHTS)
+        return build_distance(categories, p if weights == "frequencies" else None, epsilon, options)
     if objective == "variance":
         from pramkit.design.dp_variance import dp_min_variance
 
