@@ -360,3 +360,22 @@ def test_kept_rule_breaking_records_are_released_unperturbed_and_counted():
         **m.input["structure"], "rule_breaking": "error"}}})
     with pytest.raises(DataError, match="breaks an edit rule, or leaves its stratum"):
         perturb_frame(d, strict, key=KEY)
+
+
+def test_both_reports_show_the_structure(tmp_path):
+    from pramkit.report import build_public_report, build_report, write_report
+
+    d = census(8_000, seed=17)
+    d["hid"] = np.arange(len(d)) // 2
+    d["region"] = np.array(["n", "s"])[d["hid"].to_numpy() % 2]
+    cats = {**CENSUS_VARIABLES, "region": ("n", "s")}
+    m = design_release(d, ["age", "region"], epsilon=3.0, categories=cats, keep_codes={"age": "0-9"},
+                       household="hid", household_vars="region", rng=random.Random(18))
+    released = _released(d, m)
+    public = build_public_report(m, released)
+    internal = build_report(d, m, released, keys=["age", "region"])
+    for report in (public, internal):
+        facts = {v["name"]: v for v in report.structure["variables"]}
+        assert facts["age"]["unchanged"] == ["0-9"] and facts["region"]["household"] == "hid"
+        html = write_report(report, tmp_path / f"{report.public}.html").read_text()
+        assert "Structure of the microdata" in html and "values never changed" in html and "hid" in html

@@ -283,6 +283,8 @@ class ReleaseReport:
     utility: one entry per single-column perturbed variable; utility_note says which were left out
     locality: one entry per single-column variable with distances (expected distance moved, share
         kept and moved at most a radius, beside randomized response at the same epsilon)
+    structure: the release's structure (:func:`structure_facts`): edit rules, strata, values never
+        changed, household unit, the record epsilon given the structure; empty without one
     designs, files: provenance
     pramkit_version: the version that built the report; created: when (UTC, ISO 8601)
     seconds: time spent per step
@@ -303,6 +305,7 @@ class ReleaseReport:
     ledger_facts: Mapping[str, Any] = field(default_factory=dict)
     records: int = 0
     locality: tuple[Locality, ...] = ()
+    structure: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -778,11 +781,39 @@ def build_report(
         ledger_facts=_ledger_facts(manifest),
         records=len(release),
         locality=locality,
+        structure=structure_facts(manifest),
     )
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def structure_facts(manifest: Manifest) -> dict[str, Any]:
+    """What the release's structure is, from the manifest alone (public): the edit rules and what
+    to do with a record breaking one, and per variable its strata, the values it never changes,
+    its household unit and its epsilon given the block; empty without structure.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
+    >>> facts = structure_facts(Manifest.of({"job": m}))
+    >>> facts["variables"][0]["unchanged"], facts["record_epsilon_given_structure"] == m.block_epsilon
+    (['n/a'], True)
+    >>> structure_facts(Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]])}))
+    {}
+    """
+    declared = manifest.input.get("structure") if isinstance(manifest.input, Mapping) else None
+    variables = [{"name": v.name, "strata": list(v.given), "household": v.unit, "unchanged": v.unchanged_values(),
+                  "epsilon_given_block": v.block_epsilon}
+                 for v in manifest.variables if v.given or v.unit or v.is_structured]
+    if not declared and not variables:
+        return {}
+    declared = declared if isinstance(declared, Mapping) else {}
+    return {"rules": declared.get("forbid"), "rule_breaking": declared.get("rule_breaking", "error"),
+            "variables": variables, "released_exactly": manifest.structure_condition,
+            "record_epsilon_given_structure": manifest.record_epsilon_given_structure}
 
 
 def _ledger_facts(manifest: Manifest) -> dict[str, Any]:
@@ -880,4 +911,5 @@ def build_public_report(
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
         ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
+        structure=structure_facts(manifest),
     )

@@ -338,6 +338,34 @@ def publication_sentence(public: bool) -> str:
             "publish it (publish the public report instead).")
 
 
+def _structure(facts: Mapping[str, Any]) -> str:
+    """Edit rules, strata, values never changed and household units, and the epsilon given them."""
+    parts = []
+    rules = facts.get("rules")
+    if rules:
+        columns = list(dict.fromkeys(c for r in rules["forbidden"] for c in r))
+        rows = [[_e(" | ".join(r[c])) if c in r else "any" for c in columns] for r in rules["forbidden"]]
+        parts.append(f"<p>Edit rules from {_e(rules['source'])}: no released record holds one of these "
+                     "combinations (each row is forbidden; public knowledge, no budget spent).</p>"
+                     + _table([_e(c) for c in columns], rows, [False] * len(columns)))
+        if facts.get("rule_breaking") == "keep":
+            parts.append('<div class="warn">Original records that break a rule are released unperturbed: '
+                         "no epsilon covers them.</div>")
+    rows = [[_e(v["name"]), _e(", ".join(v["strata"])) or "none",
+             _e(", ".join(str(c) for c in v["unchanged"][:8]) + (", ..." if len(v["unchanged"]) > 8 else ""))
+             or "none", _e(v["household"] or "person"), fmt(v["epsilon_given_block"])]
+            for v in facts.get("variables", [])]
+    if rows:
+        parts.append(_table(["variable", "strata (released unperturbed)", "values never changed",
+                             "unit of the draw", "epsilon given the block [nats]"], rows,
+                            [False, False, False, False, True]))
+    if facts.get("released_exactly"):
+        parts.append(f'<div class="note">Released exactly, as in the original: {_e(facts["released_exactly"])}. '
+                     f"Among records that agree on it, the record epsilon is "
+                     f"{fmt(facts['record_epsilon_given_structure'])} nats.</div>")
+    return "".join(parts)
+
+
 def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     """The report's sections in order, as (title, HTML body); :func:`render_html` numbers them.
 
@@ -356,6 +384,8 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     out.append(("Estimates from the released file" if report.public else "Utility", _utility(report)))
     if report.locality:
         out.append(("How far values move", _locality(report)))
+    if report.structure:
+        out.append(("Structure of the microdata", _structure(report.structure)))
     out.append(("Provenance", _provenance(report)))
     return out
 
