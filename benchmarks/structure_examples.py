@@ -119,6 +119,25 @@ def info_of(m: Manifest) -> dict[str, float]:
     return dict(m.design_record.to_dict()["information_nats"])
 
 
+def rule_row(label: str, m: Manifest, released: pd.DataFrame, rules: Sequence[dict[str, Sequence[str]]]
+             ) -> dict[str, Any]:
+    """One line of a with-rules-against-without table: printed, and returned for the JSON."""
+    r = {"cells": len(m.variables[0].matrix.categories), "record_epsilon": eps(m.record_epsilon),
+         "design_epsilon": m.ledger.design_epsilon, "information_nats": info_of(m)[m.variables[0].name],
+         "released_forbidden": forbidden(released, rules), "guarantee": m.guarantee}
+    print(f"{label:<28} {r['cells']:>5} {m.record_epsilon:>10.4g} {r['design_epsilon']:>10.4g} "
+          f"{r['information_nats']:>12.4f} {r['released_forbidden']:>18,}")
+    return r
+
+
+def rule_gain(table: dict[str, dict[str, Any]], what: str) -> float:
+    """The information gained by the rules, printed with the guarantee of the restricted design."""
+    gain = table["joint, --forbid"]["information_nats"] / table["unrestricted joint"]["information_nats"] - 1
+    print(f"information gained by the {what}: {100 * gain:+.1f} %")
+    print("guarantee (joint, --forbid):", table["joint, --forbid"]["guarantee"])
+    return gain
+
+
 def eps(x: float) -> float | str:
     return x if math.isfinite(x) else "inf"
 
@@ -147,16 +166,8 @@ def census_examples(rows: int, work: Path) -> dict[str, Any]:
     for label, kw in (("unrestricted joint", {}), ("joint, --forbid", {"forbid": rules_path})):
         m = manifests[label] = design_release(data, ["age", "marital_status"], epsilon=CENSUS_EPSILON,
                                               split="joint", categories=codebook, rng=random.Random(SEED), **kw)
-        released = perturb_frame(data, m, key=KEY).data
-        r = {"cells": len(m.variables[0].matrix.categories), "record_epsilon": eps(m.record_epsilon),
-             "design_epsilon": m.ledger.design_epsilon, "information_nats": info_of(m)["age*marital_status"],
-             "released_forbidden": forbidden(released, rules), "guarantee": m.guarantee}
-        rows_out[label] = r
-        print(f"{label:<28} {r['cells']:>5} {m.record_epsilon:>10.4g} {r['design_epsilon']:>10.4g} "
-              f"{r['information_nats']:>12.4f} {r['released_forbidden']:>18,}")
-    gain = rows_out["joint, --forbid"]["information_nats"] / rows_out["unrestricted joint"]["information_nats"] - 1
-    print(f"information gained by the rule: {100 * gain:+.1f} %")
-    print("guarantee (joint, --forbid):", rows_out["joint, --forbid"]["guarantee"])
+        rows_out[label] = rule_row(label, m, perturb_frame(data, m, key=KEY).data, rules)
+    gain = rule_gain(rows_out, "rule")
     out["rule"] = rows_out
     out["rule_gain_percent"] = 100 * gain
 
@@ -271,16 +282,8 @@ def eusilc_examples(source: Path, work: Path) -> dict[str, Any]:
                            categories=codebook, rng=random.Random(SEED), **kw)
         released = work / f"joint-{len(joint)}.csv"
         apply_file(data, m, released, key=KEY, force=True)
-        got = read_released(released)
-        r = {"cells": len(m.variables[0].matrix.categories), "record_epsilon": eps(m.record_epsilon),
-             "design_epsilon": m.ledger.design_epsilon, "information_nats": info_of(m)["age*rb090*pl030"],
-             "released_forbidden": forbidden(got, rules), "guarantee": m.guarantee}
-        joint[label] = r
-        print(f"{label:<28} {r['cells']:>5} {m.record_epsilon:>10.4g} {r['design_epsilon']:>10.4g} "
-              f"{r['information_nats']:>12.4f} {r['released_forbidden']:>18,}")
-    gain = joint["joint, --forbid"]["information_nats"] / joint["unrestricted joint"]["information_nats"] - 1
-    print(f"information gained by the rules: {100 * gain:+.1f} %")
-    print("guarantee (joint, --forbid):", joint["joint, --forbid"]["guarantee"])
+        joint[label] = rule_row(label, m, read_released(released), rules)
+    gain = rule_gain(joint, "rules")
     out["rules"] = joint
     out["rules_gain_percent"] = 100 * gain
 
