@@ -6,7 +6,11 @@ stochastic factors; explicit null vectors written down by hand; the singular
 values of randomized response in closed form; for the estimates, an
 independent maximum-likelihood fit of the merged model (SciPy), the
 pseudo-inverse of the dense Fisher information of the whole table, and the
-spread of the estimates over simulated releases.
+spread of the estimates over simulated releases.  The check without the SVD
+(pramkit.estimate.identifiability.estimability: form (8) in O(S), blocks one
+by one) against NumPy's ``matrix_rank`` and ``cond`` and the SVD's groups on
+the dense matrix, the closed form of randomized response at 100 000
+categories, and identical rows checked on the entries.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pramkit.estimate import (
     moment_estimate,
 )
 from pramkit.estimate.covariance import CountCovariance
+from pramkit.estimate.identifiability import IdentifiabilityResult, estimability, largest_dense_part
 from pramkit.estimate.singular import IdentifiableCovariance
 from pramkit.io import read_table
 
@@ -386,3 +391,234 @@ def test_estimability_warnings_ill_conditioned_and_large():
     assert any("cannot separate" in w for w in d.warnings)
     assert not any("cannot separate" in w for w in
                    design_matrix([0.05, 0.05, 0.9], epsilon=1.0, options={"objective": "variance"}).warnings)
+
+
+# -- estimability without the SVD: form (8) in O(S), block-diagonal matrices block by block ---------
+
+def form8_from_d(d: np.ndarray) -> PramMatrix:
+    """The row-stochastic form (8) matrix ``diag(d) + w 1^T`` with ``w = (1 - d) / S``
+    (``q = d + w``); ``d_k = 0`` is a uniform row."""
+    w = (1 - d) / d.size
+    return PramMatrix.form8(d + w, w)
+
+
+def form8_case(kind: str, s: int, rng: np.random.Generator) -> np.ndarray:
+    """d for a random form (8) matrix of S categories: generic (non-negative entries need
+    ``-1/(S-1) <= d_k <= 1``), with one or several uniform rows, with two nearly uniform rows,
+    singular or nearly so through ``sum_k 1/d_k = 0`` (the determinant lemma's factor
+    ``1 + sum_k w_k/d_k = sum_k (1/d_k) / S``), or randomized response near epsilon 0."""
+    d = rng.uniform(-1 / (s - 1), 1, s)
+    if kind == "one uniform row":
+        d[rng.integers(s)] = 0
+    elif kind == "uniform rows":
+        d[rng.choice(s, int(rng.integers(2, min(s, 6) + 1)), replace=False)] = 0
+    elif kind == "nearly uniform rows":
+        d[rng.choice(s, 2, replace=False)] = rng.choice([1e-9, 1e-12, 1e-15]) * rng.uniform(0.5, 2, 2)
+    elif kind == "sum of 1/d near 0":   # d_0 = -1 / sum_{k>0} 1/d_k >= -0.9 / (S - 1) as d_k <= 0.9: q_0 >= 0
+        d = rng.uniform(0.2, 0.9, s)
+        d[0] = -1 / np.sum(1 / d[1:]) * (1 + rng.choice([0.0, 1e-12, 1e-9, 1e-6, 1e-3]))
+    elif kind == "randomized response near epsilon 0":
+        d = np.full(s, rng.choice([1e-6, 1e-9, 1e-11])) * rng.uniform(1, 1.001, s)
+    return d
+
+
+def assert_same_verdict(res, dense: np.ndarray, reference) -> None:
+    """The O(S) verdict against NumPy on the dense matrix: rank by ``matrix_rank``, the 2-norm condition
+    number by ``cond`` (to NumPy's own accuracy: its smallest singular value is off by up to about
+    ``S eps s_max``), and the groups against the SVD's."""
+    size = dense.shape[0]
+    assert res.rank == np.linalg.matrix_rank(dense)
+    if res.rank == size:
+        cond = np.linalg.cond(dense, 2)
+        assert res.condition_number == pytest.approx(cond, rel=1e-9 + 50 * size * np.finfo(float).eps * cond)
+    else:
+        assert res.condition_number == np.inf
+    assert res.status == reference.status
+    assert ([(g.indices, g.categories, g.free_directions, g.identical_rows) for g in res.groups]
+            == [(g.indices, g.categories, g.free_directions, g.identical_rows) for g in reference.groups])
+
+
+@pytest.mark.parametrize("kind", ["generic", "one uniform row", "uniform rows", "nearly uniform rows",
+                                  "sum of 1/d near 0", "randomized response near epsilon 0"])
+def test_form8_verdict_matches_numpy(kind):
+    rng = np.random.default_rng(sum(map(ord, kind)))
+    statuses = set()
+    for s in [2, 3, 4, 7, *rng.integers(8, 301, size=12)]:
+        m = form8_from_d(form8_case(kind, int(s), rng))
+        res = estimability(m)
+        assert m.is_compact and not isinstance(res, IdentifiabilityResult)   # not the SVD
+        assert_same_verdict(res, m.matrix, identifiability(m.matrix))
+        statuses.add(res.status)
+    expected = {"generic": {"identifiable"}, "one uniform row": {"identifiable"}, "uniform rows": {"singular"}}
+    assert statuses == expected.get(kind, statuses)
+    if kind in ("nearly uniform rows", "sum of 1/d near 0"):
+        assert len(statuses) >= 2   # the cases cover more than one verdict
+
+
+def test_form8_uniform_rows_are_the_group():
+    """z >= 2 uniform rows: M^T v = 0 iff v lives on them and sums to zero, so the rank is
+    S - z + 1 (checked by NumPy) and they form one group with z - 1 free directions."""
+    d = np.linspace(0.2, 0.9, 40)
+    d[[3, 17, 30]] = 0
+    m = form8_from_d(d)
+    assert np.linalg.matrix_rank(m.matrix) == 38
+    res = estimability(m)
+    assert res.rank == 38
+    (group,) = res.groups
+    assert group.indices == (3, 17, 30) and group.free_directions == 2 and group.identical_rows
+    assert "only their total can be estimated" in res.message
+    d[[17, 30]] = 0.5                                  # one uniform row: det M = w_3 prod_{j != 3} d_j != 0
+    assert estimability(form8_from_d(d)).status == "identifiable"
+
+
+def test_form8_randomized_response_of_any_size():
+    """Randomized response ``M = (q - w) I + w J`` is symmetric with eigenvalues ``q + (S - 1) w``
+    and ``q - w`` (S - 1 times): its condition number is their ratio, at 100 000 categories as at 3;
+    when ``q - w`` is at most NumPy's rank tolerance ``s_max S eps`` its rank is 1."""
+    from pramkit.design.matrix_design import estimability_warnings
+    for s, keep_excess in [(3, 0.3), (100_000, 0.3), (100_000, 5e-11), (100_000, 1e-12)]:
+        m = PramMatrix.from_diagonal(np.full(s, 1 / s + keep_excess))
+        q, w = m.diagonal[0], m.form8_w[0]
+        top, low = q + (s - 1) * w, q - w
+        res = estimability(m)
+        if low <= top * s * np.finfo(float).eps:
+            assert res.status == "singular" and res.rank == 1
+            assert [g.indices for g in res.groups] == [tuple(range(s))]
+            continue
+        assert res.rank == s
+        assert res.condition_number == pytest.approx(top / low, rel=1e-12)
+        if top / low <= 1e10:
+            assert res.status == "identifiable" and estimability_warnings(m) == []
+        else:
+            assert res.status == "ill-conditioned"
+            (sentence,) = estimability_warnings(m)
+            assert f"condition number {top / low:.3g} > 1e+10" in sentence
+            assert "nearly linearly dependent" in sentence and "not checked" not in sentence
+
+
+def test_form8_uniform_rows_at_100000_categories():
+    """Rows kept with probability 1/S are uniform, hence identical (checked on the entries): the
+    warning names them instead of saying the matrix was not checked."""
+    from pramkit.design.matrix_design import MAX_ESTIMABILITY_CATEGORIES, estimability_warnings
+    s = 100_000
+    assert s > MAX_ESTIMABILITY_CATEGORIES
+    q = np.full(s, 0.4)
+    q[[5, 70_000, 99_999]] = 1 / s
+    m = PramMatrix.from_diagonal(q, [f"c{k}" for k in range(s)])
+    for k in (70_000, 99_999):   # row k against row 5: columns 5, k and any other
+        assert max(abs(m.diagonal[5] - m.form8_w[k]), abs(m.form8_w[5] - m.diagonal[k]),
+                   abs(m.form8_w[5] - m.form8_w[k])) <= 1e-15
+    res = estimability(m)
+    assert res.singular and res.rank <= s - 2   # three identical rows
+    assert [g.categories for g in res.groups] == [("c5", "c70000", "c99999")]
+    (sentence,) = estimability_warnings(m)
+    assert "categories c5, c70000 and c99999 have identical rows" in sentence and "cannot separate" in sentence
+
+
+def test_dp_optimal_design_of_100000_categories_is_checked():
+    from pramkit.design.dp_optimal import dp_optimal
+    from pramkit.design.matrix_design import estimability_warnings
+    s = 100_000
+    p = 1 / np.arange(1, s + 1) ** 1.1
+    m = dp_optimal(p / p.sum(), 1.0)
+    assert m.is_compact and m.size == s
+    res = estimability(m)
+    assert res.status in ("identifiable", "ill-conditioned", "singular") and 1 <= res.condition_number
+    assert not any("not checked" in w for w in estimability_warnings(m))
+
+
+def random_blocks(rng: np.random.Generator, singular: bool) -> PramMatrix:
+    """A block-diagonal matrix of 1 to 5 blocks, compact (form (8), with uniform rows when
+    ``singular``) or dense (with two identical rows when ``singular``), its categories shuffled,
+    sometimes nested (a block that is itself block-diagonal)."""
+    parts = []
+    for b in range(int(rng.integers(1, 6))):
+        s = int(rng.integers(1, 60))
+        labels = [f"b{b}:{k}" for k in range(s)]
+        if rng.random() < 0.3:
+            a = 0.5 * rng.dirichlet(np.ones(s), size=s) + 0.5 * np.eye(s)
+            if singular and s >= 2 and rng.random() < 0.5:
+                a[1] = a[0]
+            parts.append(PramMatrix(a, labels))
+        elif s == 1:
+            parts.append(PramMatrix.identity(labels))
+        else:
+            d = rng.uniform(-1 / (s - 1), 1, s)
+            if singular and rng.random() < 0.5:
+                d[rng.choice(s, 2, replace=False)] = 0
+            w = (1 - d) / s
+            parts.append(PramMatrix.form8(d + w, w, labels))
+    if len(parts) >= 3 and rng.random() < 0.5:
+        parts = [PramMatrix.block_diagonal(parts[:2]), *parts[2:]]
+    cats = [c for p in parts for c in p.categories]
+    return PramMatrix.block_diagonal(parts, [cats[i] for i in rng.permutation(len(cats))])
+
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_block_diagonal_verdict_matches_the_dense_matrix(singular):
+    rng = np.random.default_rng(40 + singular)
+    statuses = set()
+    for _ in range(25):
+        m = random_blocks(rng, singular)
+        res = estimability(m)
+        dense = m.matrix
+        assert_same_verdict(res, dense, identifiability(PramMatrix(dense, m.categories)))
+        statuses.add(res.status)
+    assert statuses == ({"identifiable", "singular"} if singular else {"identifiable"})
+
+
+def test_block_diagonal_ill_conditioned_blocks():
+    """Randomized response near epsilon 0 as some blocks: the nearly dependent rows of each such block
+    are a group of their own, the condition number is that of the whole."""
+    rng = np.random.default_rng(12)
+    for _ in range(10):
+        parts = []
+        for b in range(int(rng.integers(2, 5))):
+            s = int(rng.integers(2, 40))
+            d = (np.full(s, 1e-11) * rng.uniform(1, 1.001, s) if rng.random() < 0.5
+                 else rng.uniform(0.1, 1, s))
+            w = (1 - d) / s
+            parts.append(PramMatrix.form8(d + w, w, [f"b{b}:{k}" for k in range(s)]))
+        parts.append(PramMatrix([[0.8, 0.2], [0.3, 0.7]], ["x", "y"]))
+        m = PramMatrix.block_diagonal(parts)
+        dense = m.matrix
+        assert_same_verdict(estimability(m), dense, identifiability(PramMatrix(dense, m.categories)))
+
+
+def test_many_small_blocks():
+    """5000 strata of five categories and 1000 kept codes: the singular values
+    are those of the distinct blocks (NumPy on each), so the condition number is the largest s_max
+    over the smallest s_min; a stratum with two uniform rows makes the whole singular."""
+    from pramkit.design.matrix_design import estimability_warnings
+    kinds = [np.array([0.9, 0.8, 0.7, 0.6, 0.5]), np.array([0.3, 0.95, 0.5, 0.5, 0.6])]
+    strata = [PramMatrix.from_diagonal(kinds[b % 2], [(b, k) for k in range(5)]) for b in range(5000)]
+    kept = [PramMatrix.identity([f"kept{k}"]) for k in range(1000)]
+    m = PramMatrix.block_diagonal(strata + kept)
+    values = [np.linalg.svd(PramMatrix.from_diagonal(q).matrix, compute_uv=False) for q in kinds] + [np.ones(1)]
+    res = estimability(m)
+    assert res.rank == m.size == 26_000
+    assert res.condition_number == pytest.approx(max(v[0] for v in values) / min(v[-1] for v in values), rel=1e-10)
+    assert estimability_warnings(m) == []
+    uniform = PramMatrix.from_diagonal([0.2, 0.2, 0.9, 0.9, 0.9], [("u", k) for k in range(5)])
+    res = estimability(PramMatrix.block_diagonal(strata + [uniform] + kept))
+    assert res.rank == m.size + 5 - 1 and [g.categories for g in res.groups] == [(("u", 0), ("u", 1))]
+
+
+def test_large_dense_block_is_not_checked():
+    from pramkit.design.matrix_design import MAX_ESTIMABILITY_CATEGORIES, estimability_warnings
+
+    big = randomized_response(list(range(MAX_ESTIMABILITY_CATEGORIES + 1)), 1.0)
+    m = PramMatrix.block_diagonal([big, PramMatrix.identity(["kept"])])
+    assert largest_dense_part(m) == MAX_ESTIMABILITY_CATEGORIES + 1
+    (sentence,) = estimability_warnings(m)
+    assert "not checked" in sentence and f"{MAX_ESTIMABILITY_CATEGORIES + 1}-category dense block" in sentence
+
+
+def test_estimability_to_dict():
+    d = np.array([0.0, 0.5, 0.0, 0.7])
+    out = json.loads(json.dumps(to_jsonable(estimability(form8_from_d(d)).to_dict()), allow_nan=False))
+    assert out["status"] == "singular" and out["rank"] == 3 and "singular_values" not in out
+    assert out["groups"] == [{"categories": [0, 2], "indices": [0, 2], "free_directions": 1, "identical_rows": True}]
+    assert out["identifiable_categories"] == [1, 3]
+    with pytest.raises(PramkitError, match="max_condition"):
+        estimability(form8_from_d(d), max_condition=1)

@@ -66,8 +66,10 @@ def truthful_warnings(m: PramMatrix) -> list[str]:
             "(--truthful) requires q_k >= 1/S"]
 
 
-#: Largest matrix whose estimability :func:`estimability_warnings` checks with an SVD
-#: (:func:`pramkit.estimate.identifiability`, O(S^3): about 1.5 s at S = 2048).
+#: Largest dense matrix (or dense block of a block-diagonal matrix) whose estimability
+#: :func:`estimability_warnings` checks with an SVD (O(S^3): about 1.5 s at S = 2048); compact
+#: matrices and blocks are checked in O(S) whatever their size
+#: (:func:`pramkit.estimate.identifiability.estimability`).
 MAX_ESTIMABILITY_CATEGORIES = 2048
 
 #: What a warning of :func:`estimability_warnings` recommends.
@@ -98,10 +100,15 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
     Returns
     -------
     list of str
-        Empty when M is well conditioned (condition number at most
+        Empty when M is well conditioned (2-norm condition number at most
         :data:`pramkit.estimate.identifiability.MAX_CONDITION`), else one sentence.
-        Matrices above :data:`MAX_ESTIMABILITY_CATEGORIES` categories are not
-        decomposed; the sentence then says so.
+        The check is :func:`pramkit.estimate.identifiability.estimability`:
+        exact, and O(S) for a compact matrix of form (8) (the matrix
+        determinant lemma for singularity, an exact count of the singular
+        values below a bound for the condition number), block by block for
+        a block-diagonal matrix, by the SVD for a dense one.  A dense matrix
+        (or dense block) above :data:`MAX_ESTIMABILITY_CATEGORIES` categories
+        is not decomposed; the sentence then says so.
 
     Examples
     --------
@@ -114,14 +121,28 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
     objective (objective 'variance', --objective variance of --method dp), whose matrix is always invertible
     >>> estimability_warnings(PramMatrix([[0.75, 0.25], [0.25, 0.75]]))
     []
-    """
-    from pramkit.estimate.identifiability import identifiability, listing
 
-    if m.size > MAX_ESTIMABILITY_CATEGORIES:
-        return [f"the estimability of this {m.size}-category matrix was not checked (an SVD of that size is slow): "
+    A compact matrix is checked whatever its size: 100 000 categories, two of them
+    (7 and 11) kept with probability 1/S, hence with identical uniform rows:
+
+    >>> q = np.full(100_000, 0.5)
+    >>> q[[7, 11]] = 1e-5
+    >>> print(estimability_warnings(PramMatrix.from_diagonal(q))[0])  # doctest: +NORMALIZE_WHITESPACE
+    the matrix is singular (rank 99999 of 100000): categories 7 and 11 have identical rows, so the unbiased
+    estimator cannot separate their counts and `pramkit estimate` falls back to maximum likelihood of the
+    identifiable totals (the total of 7 and 11, and the counts of 0, 1, 2, 3, 4, 5 and 99992 more); to avoid
+    this, design with the variance-minimising objective (objective 'variance', --objective variance of
+    --method dp), whose matrix is always invertible
+    """
+    from pramkit.estimate.identifiability import estimability, largest_dense_part, listing
+
+    dense = largest_dense_part(m)
+    if dense > MAX_ESTIMABILITY_CATEGORIES:
+        svd = "an SVD of that size" if dense == m.size else f"the SVD of its {dense}-category dense block"
+        return [f"the estimability of this {m.size}-category matrix was not checked ({svd} is slow): "
                 "check it with pramkit.estimate.identifiability before relying on the unbiased estimator; "
                 f"{VARIANCE_REMEDY}"]
-    res = identifiability(m)
+    res = estimability(m)
     if res.status == "identifiable":
         return []
     remedy = ("this is already the variance-minimising DP design (randomized response): only a larger epsilon "

@@ -29,13 +29,23 @@ estimator ``(M^T)^{-1} lam_hat`` is useless (its errors are amplified by up to
 the condition number).  The same construction applied to the singular
 vectors whose singular values are below ``s_max / max_condition`` gives the
 groups of *nearly* indistinguishable categories.
+
+:func:`identifiability` decomposes the dense matrix (an SVD, O(S^3)).
+:func:`estimability` gives the same verdict without it for the matrices pramkit
+stores compactly: a matrix of form (8) in O(S) per singular value wanted,
+exactly (its rank, its 2-norm condition number and its groups, from an exact
+count of its singular values below any bound: :func:`estimability`, Notes),
+and a block-diagonal matrix block by block (its singular values are those of
+its blocks together), so that a design of 100 000 categories, or of many
+blocks, is checked in well under a second.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from functools import cached_property
+from typing import Any, Iterator, NamedTuple, Protocol, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,12 +63,15 @@ SUPPORT_TOL = 1e-8
 #: Rows whose entries differ by at most this are reported as identical.
 IDENTICAL_ROW_TOL = 1e-12
 
+EPS = float(np.finfo(float).eps)
 
-def rank_tolerance(singular_values: np.ndarray, size: int) -> float:
+
+def rank_tolerance(singular_values: Sequence[float] | np.ndarray, size: int) -> float:
     """Singular values at or below ``s_max * S * eps`` count as zero (NumPy's
     ``matrix_rank`` rule), so a matrix with two identical rows is singular
-    whatever the rounding of its entries."""
-    return float(singular_values[0]) * size * float(np.finfo(float).eps)
+    whatever the rounding of its entries.  Only the first (largest) of the
+    singular values, in decreasing order, is read."""
+    return float(singular_values[0]) * size * EPS
 
 
 def numerical_rank(singular_values: np.ndarray, size: int) -> int:
@@ -120,14 +133,13 @@ def listing(categories: Sequence[Label]) -> str:
 
 
 @dataclass(frozen=True)
-class IdentifiabilityResult:
-    """What a PRAM matrix lets one estimate (see the module docstring).
+class Estimability:
+    """Whether a PRAM matrix lets one estimate every category's count (see the module docstring).
 
     categories: labels of the rows
-    rank: numerical rank (:func:`numerical_rank`)
-    condition_number: ``s_max / s_min`` (``inf`` when singular)
+    rank: numerical rank (singular values above :func:`rank_tolerance`)
+    condition_number: ``s_max / s_min``, the 2-norm condition number (``inf`` when singular)
     max_condition: the threshold above which the matrix is ill-conditioned
-    singular_values: in decreasing order
     groups: the groups of categories that cannot be told apart (singular
         matrix) or nearly so (ill-conditioned matrix); empty otherwise
     """
@@ -136,7 +148,6 @@ class IdentifiabilityResult:
     rank: int
     condition_number: float
     max_condition: float
-    singular_values: tuple[float, ...]
     groups: tuple[CategoryGroup, ...]
 
     @property
@@ -201,11 +212,23 @@ class IdentifiabilityResult:
             "size": self.size,
             "condition_number": self.condition_number,
             "max_condition": self.max_condition,
-            "singular_values": list(self.singular_values),
             "groups": [g.to_dict() for g in self.groups],
             "identifiable_categories": list(self.identifiable_categories),
             "message": self.message,
         }
+
+
+@dataclass(frozen=True)
+class IdentifiabilityResult(Estimability):
+    """What a PRAM matrix lets one estimate (:class:`Estimability`), from its full SVD.
+
+    singular_values: all of them, in decreasing order
+    """
+
+    singular_values: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "singular_values": list(self.singular_values)}
 
 
 def identifiability(matrix: PramMatrix | ArrayLike, *, max_condition: float = MAX_CONDITION) -> IdentifiabilityResult:
@@ -251,33 +274,412 @@ def identifiability(matrix: PramMatrix | ArrayLike, *, max_condition: float = MA
     >>> identifiability([[0.9, 0.1], [0.2, 0.8]]).status
     'identifiable'
     """
-    pm = matrix if isinstance(matrix, PramMatrix) else PramMatrix(np.asarray(matrix, dtype=float))
+    pm = _pram_matrix(matrix, max_condition)
+    spectrum = _DenseSpectrum(pm.matrix)
+    return IdentifiabilityResult(**_verdict(spectrum, pm, max_condition), singular_values=spectrum.values)
+
+
+def estimability(matrix: PramMatrix | ArrayLike, *, max_condition: float = MAX_CONDITION) -> Estimability:
+    """:func:`identifiability` for a matrix of any size stored compactly: form (8) in O(S), blocks one by one.
+
+    The verdict is that of :func:`identifiability` (NumPy's rank rule, the
+    2-norm condition number, the groups), computed from the structure:
+
+    * a matrix of form (8) (:attr:`PramMatrix.is_compact`) in O(S) time and
+      memory per bisection step (an exact count of the singular values below
+      any bound, Notes, then bisection to full precision: about 55 steps per
+      singular value wanted);
+    * a block-diagonal matrix (:attr:`PramMatrix.blocks`) block by block: its
+      singular values are those of its blocks together, so it is singular iff
+      a block is, its condition number is the largest of the blocks' s_max
+      over the smallest of their s_min, and its groups are the blocks'
+      groups (its null space is the direct sum of theirs).  Its form (8)
+      blocks are counted together (the count of the whole is the sum of the
+      blocks' counts), so each bisection step is O(S) whatever the number of
+      blocks;
+    * a dense matrix (or dense block) by the SVD: O(S^3), the caller decides
+      whether the size allows it (:func:`largest_dense_part`).
+
+    Parameters
+    ----------
+    matrix : a :class:`PramMatrix`, or a square row-stochastic array
+    max_condition : as for :func:`identifiability`
+
+    Returns
+    -------
+    Estimability
+        An :class:`IdentifiabilityResult` (with all the singular values) when
+        the whole matrix was decomposed by one SVD.
+
+    Notes
+    -----
+    Form (8) is ``M = D + w 1^T`` with ``D = diag(d)``, ``d = q - w``.
+
+    *Singularity* (the matrix determinant lemma, ``det(A + u v^T) = det A +
+    v^T adj(A) u``): ``det M = prod(d) (1 + sum_k w_k / d_k)`` when every
+    ``d_k != 0``, and the null space of ``M^T`` is then spanned by ``1 / d``
+    when it is not trivial (``M^T v = D v + (w . v) 1``).  A row with
+    ``d_k = 0`` is ``w_k 1^T``, the uniform row 1/S.  With exactly one such
+    row, ``det M = w_k prod_{j != k} d_j != 0``.  With a set Z of two or
+    more, ``M^T v = 0`` forces ``v_j = 0`` off Z and ``w_Z . v_Z = 0``: the
+    null space is ``{v on Z : w . v = 0}``, of dimension ``|Z| - 1``, and Z
+    is the group whose total alone is identifiable.  Rows with ``|d_k|`` at
+    most the rank tolerance are taken as ``d_k = 0`` (a change of M by at
+    most that tolerance in 2-norm, the margin NumPy's rank rule allows).
+
+    *Condition number.*  The singular values of M are the positive
+    eigenvalues of ``H = [[0, M], [M^T, 0]] = H_0 + U C U^T`` with
+    ``H_0 = [[0, D], [D, 0]]`` (eigenvalues ``+-d_k``), ``U = [[w, 0], [0, 1]]``
+    and ``C = [[0, 1], [1, 0]] = C^{-1}``.  Haynsworth's inertia additivity on
+    the bordered matrix ``[[H_0 - s I, U], [U^T, -C]]`` (its two Schur
+    complements are ``H - s I`` and ``-(C + U^T (H_0 - s I)^{-1} U)``) gives the
+    number of singular values below any ``s > 0`` (``s != |d_k|``):
+
+        N(s) = #{k : |d_k| < s} + pos([[s c, 1 + a], [1 + a, s b]]) - 1,
+        a = sum_k d_k w_k / (d_k^2 - s^2),  b = sum_k 1 / (d_k^2 - s^2),
+        c = sum_k w_k^2 / (d_k^2 - s^2),
+
+    ``pos`` counting the positive eigenvalues of the 2 x 2 matrix.  N is an
+    exact count in O(S); bisection on it gives ``s_max`` and ``s_min`` (and
+    any other singular value) to full precision, hence the 2-norm condition
+    number ``s_max / s_min``, without forming ``M^T M`` (whose eigenvalues
+    would lose the small singular values to rounding).  ``1 + a(s)`` is
+    ``1 + sum_k w_k / d_k`` at ``s = 0``: the determinant lemma again.  The
+    left singular vector of a simple singular value s is ``u_k = (s r w_k +
+    d_k) / (d_k^2 - s^2)`` with ``r^2 = b / c``, ``sign(r) = -sign((1 + a) b)``
+    (from ``M v = s u``, ``M^T u = s v``); it gives the groups of a
+    dependence that no uniform row explains.
+
+    References
+    ----------
+    Haynsworth (1968), Determination of the inertia of a partitioned Hermitian
+    matrix, Linear Algebra and its Applications 1, 73-81 (inertia additivity);
+    Ayed, Battiston and Camerlenghi (2020), form (8).
+
+    Examples
+    --------
+    100 000 categories, each kept with probability 1/2: randomized response
+    ``M = (q - w) I + w J``, whose singular values are 1 and ``q - w``:
+
+    >>> from pramkit import PramMatrix
+    >>> q = np.full(100_000, 0.5)
+    >>> res = estimability(PramMatrix.from_diagonal(q))
+    >>> res.status, math.isclose(res.condition_number, 1 / (0.5 - 0.5 / 99_999), rel_tol=1e-12)
+    ('identifiable', True)
+
+    Two of them (7 and 11) kept with probability 1/S instead, hence uniform rows:
+
+    >>> q[[7, 11]] = 1e-5
+    >>> estimability(PramMatrix.from_diagonal(q)).message
+    'singular (rank 99999 of 100000): categories 7 and 11 have identical rows and cannot be told apart; only their total can be estimated'
+    """
+    pm = _pram_matrix(matrix, max_condition)
+    spectrum = _spectrum(pm)
+    fields = _verdict(spectrum, pm, max_condition)
+    if isinstance(spectrum, _DenseSpectrum):
+        return IdentifiabilityResult(**fields, singular_values=spectrum.values)
+    return Estimability(**fields)
+
+
+def largest_dense_part(matrix: PramMatrix) -> int:
+    """Categories of the largest part of ``matrix`` stored densely: the matrix itself, or its largest
+    dense block (0 when every part is compact).  :func:`estimability` decomposes such parts by the SVD.
+
+    >>> from pramkit import PramMatrix
+    >>> rest = PramMatrix.form8([0.8, 0.8, 0.8], categories=["a", "b", "c"])
+    >>> largest_dense_part(PramMatrix.block_diagonal([rest, PramMatrix([[0.9, 0.1], [0.1, 0.9]], ["x", "y"])]))
+    2
+    """
+    if matrix.blocks is not None:
+        return max(largest_dense_part(part) for _, part in matrix.blocks)
+    return 0 if matrix.is_compact else matrix.size
+
+
+def _pram_matrix(matrix: PramMatrix | ArrayLike, max_condition: float) -> PramMatrix:
+    """The matrix as a :class:`PramMatrix`, with ``max_condition`` checked."""
     if not (isinstance(max_condition, (int, float)) and max_condition > 1):
         raise PramkitError(f"max_condition must be a number above 1, got {max_condition!r}")
-    m = pm.matrix
+    return matrix if isinstance(matrix, PramMatrix) else PramMatrix(np.asarray(matrix, dtype=float))
+
+
+class _Weak(NamedTuple):
+    """A group of a spectrum: its positions (increasing), free directions, identical rows."""
+
+    indices: np.ndarray
+    free_directions: int
+    identical_rows: bool
+
+
+class _Spectrum(Protocol):
+    """What the verdict needs from a matrix's singular values."""
+
+    def largest(self) -> float:
+        """s_max."""
+
+    def smallest(self) -> float:
+        """s_min."""
+
+    def count_at_most(self, bound: float) -> int:
+        """How many singular values are at most ``bound``."""
+
+    def weak_groups(self, bound: float) -> list[_Weak]:
+        """The groups of the left singular vectors whose singular values are at most ``bound``."""
+
+
+def _verdict(spectrum: _Spectrum, pm: PramMatrix, max_condition: float) -> dict[str, Any]:
+    """The fields of :class:`Estimability`: rank (NumPy's rule), condition number and groups."""
     size = pm.size
-    u, s, _ = np.linalg.svd(m)
-    rank = numerical_rank(s, size)
-    cond = math.inf if rank < size else float(s[0] / s[-1])
+    s_max = spectrum.largest()
+    tol = rank_tolerance((s_max,), size)
+    rank = size - spectrum.count_at_most(tol)
+    bound: float | None
     if rank < size:
-        weak = u[:, rank:]
-    elif cond > max_condition:
-        weak = u[:, s < s[0] / max_condition]
+        cond, bound = math.inf, tol
     else:
-        weak = u[:, :0]
+        cond = s_max / spectrum.smallest()
+        bound = s_max / max_condition if cond > max_condition else None
+    weak = [] if bound is None else sorted(spectrum.weak_groups(bound), key=lambda g: int(g.indices[0]))
     groups = tuple(
-        CategoryGroup(
-            indices=tuple(int(i) for i in idx),
-            categories=tuple(pm.categories[i] for i in idx),
-            free_directions=int(round(float(np.sum(weak[idx] ** 2)))),
-            identical_rows=bool(np.all(np.abs(m[idx] - m[idx[0]]) <= IDENTICAL_ROW_TOL)),
-        )
-        for idx in dependent_groups(weak)
+        CategoryGroup(indices=tuple(int(i) for i in g.indices), categories=tuple(pm.categories[i] for i in g.indices),
+                      free_directions=g.free_directions, identical_rows=g.identical_rows)
+        for g in weak
     )
-    return IdentifiabilityResult(
-        categories=pm.categories, rank=rank, condition_number=cond, max_condition=float(max_condition),
-        singular_values=tuple(float(x) for x in s), groups=groups,
-    )
+    return dict(categories=pm.categories, rank=rank, condition_number=cond, max_condition=float(max_condition),
+                groups=groups)
+
+
+def _spectrum(pm: PramMatrix) -> _Spectrum:
+    """Form (8) in O(S), dense by the SVD; a block-diagonal matrix as its dense blocks and all its
+    form (8) blocks together."""
+    if pm.blocks is None:
+        return _Form8Spectrum.of([pm]) if pm.is_compact else _DenseSpectrum(pm.matrix)
+    leaves = list(_leaves(pm, np.arange(pm.size)))
+    parts: list[tuple[np.ndarray, _Spectrum]] = [(idx, _DenseSpectrum(m.matrix)) for idx, m in leaves
+                                                 if not m.is_compact]
+    compact = [(idx, m) for idx, m in leaves if m.is_compact]
+    if compact:
+        parts.append((np.concatenate([idx for idx, _ in compact]), _Form8Spectrum.of([m for _, m in compact])))
+    return _BlockSpectrum(parts)
+
+
+def _leaves(pm: PramMatrix, positions: np.ndarray) -> Iterator[tuple[np.ndarray, PramMatrix]]:
+    """The parts of a (nested) block-diagonal matrix that are not block-diagonal, with their positions."""
+    if pm.blocks is None:
+        yield positions, pm
+        return
+    for idx, part in pm.blocks:
+        yield from _leaves(part, positions[idx])
+
+
+class _DenseSpectrum:
+    """The SVD of a dense matrix (O(S^3)); groups as in the module docstring."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+        self.u, self.s, _ = np.linalg.svd(matrix)
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """All the singular values, in decreasing order."""
+        return tuple(float(x) for x in self.s)
+
+    def largest(self) -> float:
+        return float(self.s[0])
+
+    def smallest(self) -> float:
+        return float(self.s[-1])
+
+    def count_at_most(self, bound: float) -> int:
+        return int(np.sum(self.s <= bound))
+
+    def weak_groups(self, bound: float) -> list[_Weak]:
+        weak = self.u[:, self.s <= bound]
+        m = self.matrix
+        return [_Weak(idx, int(round(float(np.sum(weak[idx] ** 2)))),
+                      bool(np.all(np.abs(m[idx] - m[idx[0]]) <= IDENTICAL_ROW_TOL)))
+                for idx in dependent_groups(weak)]
+
+
+class _BlockSpectrum:
+    """A block-diagonal matrix: its singular values (and singular vectors) are its blocks'."""
+
+    def __init__(self, parts: Sequence[tuple[np.ndarray, _Spectrum]]) -> None:
+        self.parts = parts
+
+    def largest(self) -> float:
+        return max(sp.largest() for _, sp in self.parts)
+
+    def smallest(self) -> float:
+        return min(sp.smallest() for _, sp in self.parts)
+
+    def count_at_most(self, bound: float) -> int:
+        return sum(sp.count_at_most(bound) for _, sp in self.parts)
+
+    def weak_groups(self, bound: float) -> list[_Weak]:
+        return [_Weak(np.sort(idx[g.indices]), g.free_directions, g.identical_rows)
+                for idx, sp in self.parts for g in sp.weak_groups(bound)]
+
+
+class _Form8Spectrum:
+    """The singular values of form (8) matrices ``diag(d) + w 1^T``, ``d = q - w``, side by side
+    (the blocks of a block-diagonal matrix, or one matrix), in O(S) each.
+
+    Any singular value by :meth:`_Secular.nth` (bisection on the exact count
+    N(s) of :func:`estimability`, Notes, summed over the blocks).  For the
+    rank and the groups, rows with ``|d_k|`` at most the bound asked about
+    are deflated to ``d_k = 0`` (uniform rows): for two or more of them in a
+    block the null space ``{v on Z : w . v = 0}`` is known exactly, and the
+    count of the deflated block includes its ``|Z| - 1`` zeros.
+    """
+
+    def __init__(self, q: np.ndarray, w: np.ndarray, sizes: np.ndarray) -> None:
+        self.q, self.w, self.sizes = q, w, sizes
+        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.secular = _Secular(q - w, w, self.starts)
+
+    @classmethod
+    def of(cls, parts: Sequence[PramMatrix]) -> _Form8Spectrum:
+        """The compact matrices ``parts``, side by side."""
+        return cls(np.concatenate([m.diagonal for m in parts]), np.concatenate([m.form8_w for m in parts]),
+                   np.array([m.size for m in parts]))
+
+    @cached_property
+    def _s_max(self) -> float:
+        q, w, s = self.q, self.w, self.sizes.repeat(self.sizes)
+        lo = float(np.sqrt(q * q + (s - 1) * w * w).max())                 # ||M||_2 >= its largest row's 2-norm
+        column = q - w + np.add.reduceat(w, self.starts).repeat(self.sizes)
+        hi = math.sqrt(float((q + (s - 1) * w).max()) * float(column.max()))  # ||M||_2^2 <= ||M||_inf ||M||_1
+        return self.secular.nth(self.q.size, lo * (1 - 4 * EPS), max(hi, lo) * (1 + 4 * EPS))
+
+    def largest(self) -> float:
+        return self._s_max
+
+    def smallest(self) -> float:
+        return self.secular.nth(1, self._s_max * EPS ** 2, self._s_max * (1 + 4 * EPS))
+
+    def count_at_most(self, bound: float) -> int:
+        return int(self._deflated(bound).below(float(np.nextafter(bound, math.inf))).sum())
+
+    def weak_groups(self, bound: float) -> list[_Weak]:
+        deflated = self._deflated(bound)
+        top = float(np.nextafter(bound, math.inf))
+        if self.sizes.size > 1:                    # the blocks with weak directions, one by one
+            weak = np.flatnonzero(deflated.below(top))
+            return [_Weak(g.indices + lo, g.free_directions, g.identical_rows)
+                    for lo, size in zip(self.starts[weak], self.sizes[weak])
+                    for g in _Form8Spectrum(self.q[lo:lo + size], self.w[lo:lo + size], np.array([size]))
+                    .weak_groups(bound)]
+        zero = np.flatnonzero(deflated.d == 0)
+        structural = max(zero.size - 1, 0)
+        projector = np.zeros(self.q.size)         # the diagonal of the projector onto the weak directions
+        supports = []
+        if zero.size >= 2:                         # {v on Z : w . v = 0}: projector I - w_Z w_Z^T / |w_Z|^2
+            wz = self.w[zero] / np.linalg.norm(self.w[zero])
+            projector[zero] = 1 - wz * wz
+            supports.append(zero[_support(wz)])
+        for j in range(structural + 1, int(deflated.below(top)[0]) + 1):
+            u = deflated.left_vector(deflated.nth(j, bound * EPS ** 2, top))
+            projector += u * u
+            supports.append(np.flatnonzero(_support(u)))
+        return [_Weak(g, int(round(float(projector[g].sum()))), self._identical(g))
+                for g in _merged(supports) if g.size > 1]
+
+    def _deflated(self, bound: float) -> _Secular:
+        """The matrices with the d_k of size at most ``bound`` set to 0."""
+        d = self.secular.d
+        small = np.abs(d) <= bound
+        return _Secular(np.where(small, 0.0, d), self.w, self.starts) if small.any() else self.secular
+
+    def _identical(self, g: np.ndarray) -> bool:
+        """Whether the rows ``g`` of one matrix are identical (to :data:`IDENTICAL_ROW_TOL`): rows k and r
+        differ by ``q_k - w_r`` in column k, ``w_k - q_r`` in column r and ``w_k - w_r`` in the others."""
+        q, w, r, k = self.q, self.w, g[0], g[1:]
+        same = (np.abs(q[k] - w[r]) <= IDENTICAL_ROW_TOL) & (np.abs(w[k] - q[r]) <= IDENTICAL_ROW_TOL)
+        if q.size > 2:
+            same &= np.abs(w[k] - w[r]) <= IDENTICAL_ROW_TOL
+        return bool(np.all(same))
+
+
+class _Secular:
+    """Matrices ``diag(d) + w 1^T`` side by side (blocks starting at ``starts``): how many of their
+    singular values lie below s, and the singular vectors of one.
+
+    Each evaluation is a few passes over the vectors, in place, with NumPy's
+    pairwise sums (per block: ``np.add.reduceat``).
+    """
+
+    def __init__(self, d: np.ndarray, w: np.ndarray, starts: np.ndarray) -> None:
+        self.d, self.w, self.starts = d, w, starts
+        self.absd = np.abs(d)
+        self.dw, self.w2 = d * w, w * w
+        self._inv, self._work = np.empty(d.size), np.empty(d.size)
+
+    def _sums(self, s: float) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``s`` (moved up by ulps off any ``|d_k|``), ``1 / (d_k^2 - s^2)`` and each block's sums a, b, c."""
+        inv, work = self._inv, self._work
+        while True:
+            np.subtract(self.absd, s, out=inv)
+            np.add(self.absd, s, out=work)
+            np.multiply(inv, work, out=inv)               # (|d| - s)(|d| + s): no cancellation in d^2 - s^2
+            with np.errstate(divide="ignore"):
+                np.reciprocal(inv, out=inv)
+            b = np.add.reduceat(inv, self.starts)
+            if np.all(np.isfinite(b)):
+                break
+            s = float(np.nextafter(s, math.inf))          # s was some |d_k|
+        a = np.add.reduceat(np.multiply(self.dw, inv, out=work), self.starts)
+        c = np.add.reduceat(np.multiply(self.w2, inv, out=work), self.starts)
+        return s, inv, a, b, c
+
+    def below(self, s: float) -> np.ndarray:
+        """N(s) of each block: how many of its singular values are below ``s > 0``."""
+        s, _, a, b, c = self._sums(s)
+        p11, p22, off = s * c, s * b, 1.0 + a
+        det = p11 * p22 - off * off
+        positive = np.where(det < 0, 1, np.where(p11 + p22 <= 0, 0, np.where(det > 0, 2, 1)))
+        return np.add.reduceat((self.absd < s).astype(int), self.starts) + positive - 1
+
+    def nth(self, j: int, lo: float, hi: float) -> float:
+        """The j-th smallest singular value of all the blocks, given ``0 < lo <= it < hi`` (``lo`` if it
+        lies below): geometric bisection on :meth:`below` to a relative 4 eps."""
+        while hi > lo * (1 + 4 * EPS):
+            mid = math.sqrt(lo) * math.sqrt(hi)
+            if not lo < mid < hi:
+                break
+            if self.below(mid).sum() >= j:
+                hi = mid
+            else:
+                lo = mid
+        return math.sqrt(lo) * math.sqrt(hi)
+
+    def left_vector(self, s: float) -> np.ndarray:
+        """The unit left singular vector of the simple singular value ``s`` of a single matrix."""
+        s, inv, a, b, c = self._sums(s)
+        r = -math.copysign(math.sqrt(abs(b[0] / c[0])), (1.0 + a[0]) * b[0])
+        u = (s * r * self.w + self.d) * inv
+        return u / np.linalg.norm(u)
+
+
+def _support(v: np.ndarray) -> np.ndarray:
+    """The categories linked to the largest entry of ``v`` in the support of ``v v^T`` (above
+    :data:`SUPPORT_TOL`): the component of :func:`dependent_groups` for one vector, since
+    ``|v_k v_l| <= |v_k| max|v|``."""
+    size = np.abs(v)
+    return size * size.max() > SUPPORT_TOL
+
+
+def _merged(supports: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Sets of positions, those that share a position merged."""
+    out: list[np.ndarray] = []
+    for g in supports:
+        keep = []
+        for h in out:
+            if np.intersect1d(g, h).size:
+                g = np.union1d(g, h)
+            else:
+                keep.append(h)
+        out = keep + [g]
+    return out
 
 
 def dependent_groups(basis: np.ndarray, tol: float = SUPPORT_TOL) -> list[np.ndarray]:
