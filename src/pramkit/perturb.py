@@ -30,7 +30,7 @@ from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.rng import SecretKey, resolve_key, uniforms, uniforms_at
+from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
 from pramkit.sampling import BLOCK, AliasSampler, DiagonalSampler, sampler_for
 
 #: Uniforms drawn at once by :func:`perturb_codes` (a generator is set up per span, not per block).
@@ -119,17 +119,16 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: DiagonalSampler | AliasSa
     n = codes.size
     in_place = out is codes
     scratch = np.empty(min(BLOCK, n), dtype=np.intp) if in_place or missing_code is not None else None
-    buffer = np.empty(min(SPAN, n))
+    buffer = np.empty(min(BLOCK, n))
+    gen = stream(key, variable, start) if rows is None else None  # consecutive rows: drawn block by block
     missing = changed = 0
     for s0 in range(0, n, SPAN):
         e0 = min(s0 + SPAN, n)
-        if rows is None:
-            span = uniforms(key, variable, start + s0, e0 - s0, out=buffer)
-        else:
-            span = uniforms_at(key, variable, rows[s0:e0])
+        span = None if rows is None else uniforms_at(key, variable, rows[s0:e0])
         for s in range(s0, e0, BLOCK):
             e = min(s + BLOCK, e0)
-            block, uu = codes[s:e], span[s - s0:e - s0]
+            block = codes[s:e]
+            uu = gen.random(out=buffer[:e - s]) if span is None else span[s - s0:e - s0]
             lo, hi = int(block.min()), int(block.max())
             if lo < MISSING or hi >= sampler.size:
                 raise DataError(f"codes must lie in -1..{sampler.size - 1}, found {lo if lo < MISSING else hi}")

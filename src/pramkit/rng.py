@@ -359,6 +359,41 @@ def write_key_file(path: str | Path) -> Path:
         raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten") from None
 
 
+def stream(key: SecretKey, variable: str, start: int) -> np.random.Generator:
+    """The variable's stream positioned at row ``start``: its next ``random()`` values are the
+    uniforms of rows ``start, start + 1, ...`` (:func:`uniforms`), drawn as they are needed.
+
+    Parameters
+    ----------
+    key : SecretKey
+        The secret key.
+    variable : str
+        The stream (:meth:`SecretKey.philox_key`).
+    start : int
+        The 0-based row number of the first value drawn.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Examples
+    --------
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> gen = stream(key, "sex", 5)
+    >>> bool(np.array_equal(np.concatenate([gen.random(2), gen.random(3)]), uniforms(key, "sex", 5, 5)))
+    True
+    """
+    start = int(start)  # a NumPy integer would overflow the 128-bit counter's arithmetic
+    if start < 0:
+        raise ValueError("start and n must be non-negative")
+    block, lane = divmod(start, 4)
+    counter = np.array([block & 0xFFFFFFFFFFFFFFFF, block >> 64, 0, 0], dtype=np.uint64)
+    gen = np.random.Generator(np.random.Philox(key=key.philox_key(variable), counter=counter))
+    if lane:
+        gen.random(lane)
+    return gen
+
+
 def uniforms(key: SecretKey, variable: str, start: int, n: int, out: np.ndarray | None = None) -> np.ndarray:
     """Uniforms on [0, 1) for rows ``start, ..., start + n - 1`` of ``variable``.
 
@@ -404,14 +439,10 @@ def uniforms(key: SecretKey, variable: str, start: int, n: int, out: np.ndarray 
     >>> bool(np.array_equal(gen.random(10), u))  # NumPy's own stream, read from the start
     True
     """
-    start, n = int(start), int(n)  # a NumPy integer would overflow the 128-bit counter's arithmetic
-    if start < 0 or n < 0:
+    n = int(n)
+    if n < 0:
         raise ValueError("start and n must be non-negative")
-    block, lane = divmod(start, 4)
-    counter = np.array([block & 0xFFFFFFFFFFFFFFFF, block >> 64, 0, 0], dtype=np.uint64)
-    gen = np.random.Generator(np.random.Philox(key=key.philox_key(variable), counter=counter))
-    if lane:
-        gen.random(lane)
+    gen = stream(key, variable, start)
     if out is None:
         return gen.random(n)
     gen.random(out=out[:n])
