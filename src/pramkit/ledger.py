@@ -79,6 +79,11 @@ class Ledger:
         Variable -> the DP output of the design step (``{"epsilon", "sensitivity",
         "counts"}``): public, since it is the mechanism's output.
 
+    Raises
+    ------
+    ParameterError
+        A negative or non-finite design epsilon, or an unknown source.
+
     Examples
     --------
     >>> led = Ledger(design_epsilon=0.1, frequencies="dp_counts", categories={"sex": "declared"})
@@ -113,7 +118,31 @@ class Ledger:
         return not self.data_dependent
 
     def total(self, variable_epsilons: Sequence[float]) -> float:
-        """The record epsilon: design step plus every variable's epsilon, rounded outward."""
+        """The record epsilon: design step plus every variable's epsilon, rounded outward.
+
+        Parameters
+        ----------
+        variable_epsilons : sequence of float
+            Each perturbed variable's epsilon (Shlomo and Skinner 2012, section 4), nats.
+
+        Returns
+        -------
+        float
+            The smallest double not below the exact sum (:func:`pramkit.privacy.epsilon.record_epsilon`);
+            infinite if any term is.
+
+        Examples
+        --------
+        Shares from :func:`split_within` stay within the budget once the design step is added:
+
+        >>> led = Ledger(design_epsilon=0.1, frequencies="dp_counts")
+        >>> led.total(split_within(2.0, 0.1, [1, 1, 1])) <= 2.0
+        True
+        >>> Ledger().total([0.1] * 10) > 1.0  # the doubles 0.1 add up to just over 1
+        True
+        >>> led.total([0.5, math.inf])
+        inf
+        """
         return record_epsilon([float(self.design_epsilon), *variable_epsilons])
 
     def statement(self, variable_epsilons: Sequence[float], given: str | None = None) -> str:
@@ -122,6 +151,19 @@ class Ledger:
         ``given``: what a structure (strata, kept codes) releases exactly, in words; the
         epsilons are then each variable's epsilon given its block, and the sentence
         says that the guarantee holds among records that agree on it.
+
+        Parameters
+        ----------
+        variable_epsilons : sequence of float
+            Each variable's epsilon (given its block, with ``given``).
+        given : str, optional
+            What the structure releases exactly.
+
+        Returns
+        -------
+        str
+            One or more sentences: the factor ``e^epsilon`` that bounds what changing one
+            record changes, what the epsilon covers, and what it does not.
 
         Examples
         --------
@@ -163,7 +205,36 @@ class Ledger:
     def to_dict(self, variable_epsilons: Sequence[float], given: str | None = None) -> dict[str, Any]:
         """The manifest's ``ledger`` object (JSON-able); with ``given`` (see :meth:`statement`),
         ``record_epsilon`` is the epsilon given the structure and ``released_exactly`` says
-        what the structure releases exactly."""
+        what the structure releases exactly.
+
+        Parameters
+        ----------
+        variable_epsilons : sequence of float
+            Each variable's epsilon (given its block, with ``given``).
+        given : str, optional
+            What the structure releases exactly.
+
+        Returns
+        -------
+        dict
+            The ledger's fields, the perturbation's and the record's epsilons (``"inf"``
+            when infinite) and the :meth:`statement`.
+
+        Examples
+        --------
+        A JSON round trip gives the same ledger, and the epsilons add up:
+
+        >>> import json
+        >>> led = Ledger(design_epsilon=0.1, frequencies="dp_counts", record_epsilon_budget=2.0,
+        ...              categories={"age": "declared", "sex": "declared"})
+        >>> d = json.loads(json.dumps(led.to_dict([0.9, 0.9])))
+        >>> Ledger.from_dict(d) == led
+        True
+        >>> d["design_epsilon"], d["perturbation_epsilon"], d["record_epsilon"] <= d["record_epsilon_budget"]
+        (0.1, 1.8, True)
+        >>> d["covers_everything_published"], "e^1.901" in d["statement"]  # 1.9 and an ulp, rounded up
+        (True, True)
+        """
         return {
             "record_epsilon_budget": self.record_epsilon_budget,
             "design_epsilon": self.design_epsilon,
@@ -181,7 +252,34 @@ class Ledger:
 
     @classmethod
     def from_dict(cls, d: Any) -> "Ledger":
-        """Validate the manifest's ``ledger`` object; errors name the field."""
+        """Validate the manifest's ``ledger`` object; errors name the field.
+
+        The figures :meth:`to_dict` derives (the epsilons, the statement) are not read:
+        a manifest recomputes them from its matrices.
+
+        Parameters
+        ----------
+        d : dict
+            The parsed ``ledger`` object.
+
+        Returns
+        -------
+        Ledger
+
+        Raises
+        ------
+        ManifestError
+            A field is missing its type or holds a value a :class:`Ledger` refuses.
+
+        Examples
+        --------
+        >>> Ledger.from_dict({"design_epsilon": 0.05, "frequencies": "dp_counts"}).design_epsilon
+        0.05
+        >>> Ledger.from_dict({"frequencies": "guessed"})
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ManifestError: field 'ledger': frequencies must be one of ('dp_counts', 'prior', 'none', 'exact'), got 'guessed'
+        """
         if not isinstance(d, dict):
             raise ManifestError("field 'ledger' must be an object")
         budget = d.get("record_epsilon_budget")
@@ -247,6 +345,17 @@ def fmt_epsilon(eps: float) -> str:
     """An epsilon for people: four significant digits rounded up (a printed bound is
     never below the truth), ``inf`` spelled out.
 
+    Parameters
+    ----------
+    eps : float
+        A non-negative epsilon.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
     >>> fmt_epsilon(3.0), fmt_epsilon(2.9999999999999987), fmt_epsilon(1.23441), fmt_epsilon(math.inf)
     ('3', '3', '1.235', 'inf')
     >>> fmt_epsilon(19999.8)  # no exponent notation
@@ -285,6 +394,11 @@ def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[
     list of float
         One epsilon per weight whose exact sum with ``spent`` is at most the budget
         (so ``record_epsilon([spent, *out]) <= budget`` however it rounds outward).
+
+    Raises
+    ------
+    ParameterError
+        If nothing is left of the budget, or the weights sum to zero.
 
     Examples
     --------

@@ -42,7 +42,25 @@ _EPS_TOL = 1e-9
 
 
 def epsilon_to_json(eps: float) -> float | str:
-    """JSON has no infinity: an infinite epsilon is written as the string ``"inf"``."""
+    """JSON has no infinity: an infinite epsilon is written as the string ``"inf"``.
+
+    Parameters
+    ----------
+    eps : float
+        An epsilon, finite or infinite.
+
+    Returns
+    -------
+    float or str
+        ``eps`` itself when finite, else ``"inf"`` (read back as ``math.inf``).
+
+    Examples
+    --------
+    >>> epsilon_to_json(1.5), epsilon_to_json(math.inf)
+    (1.5, 'inf')
+    >>> json.dumps({"epsilon": epsilon_to_json(math.inf)}, allow_nan=False)  # strict JSON
+    '{"epsilon": "inf"}'
+    """
     return eps if math.isfinite(eps) else "inf"
 
 
@@ -50,23 +68,51 @@ def epsilon_to_json(eps: float) -> float | str:
 class PerturbedVariable:
     """One perturbed column of a release, or several columns perturbed jointly.
 
-    name: the column's name in the data (for a joint variable, the name of its
-        random stream, e.g. ``"age*sex*region"``)
-    matrix: its PRAM matrix, whose categories are the column's values; for a
+    Parameters
+    ----------
+    name : str
+        The column's name in the data (for a joint variable, the name of its
+        random stream, e.g. ``"age*sex*region"``).
+    matrix : PramMatrix
+        Its PRAM matrix, whose categories are the column's values; for a
         joint variable, tuples with one value per column (the cells of the
-        cross-classification that the matrix covers)
-    missing: ``"keep"`` (missing values stay missing and are not perturbed; for
+        cross-classification that the matrix covers).
+    missing : {"keep", "category"}
+        ``"keep"`` (missing values stay missing and are not perturbed; for
         a joint variable, a record with any missing value is left as it is) or
         ``"category"`` (missing is a category, labelled ``None``, perturbed like
-        the others; single columns only)
-    columns: the columns perturbed jointly; empty (the default) means ``(name,)``
-    given: stratum columns, read and released unperturbed: the matrix's
+        the others; single columns only).
+    columns : tuple of str
+        The columns perturbed jointly; empty (the default) means ``(name,)``.
+    given : tuple of str
+        Stratum columns, read and released unperturbed: the matrix's
         categories are then tuples ``(*given values, *column values)`` and the
         matrix is block-diagonal with a block per stratum, so that a value
-        moves only within its stratum (:mod:`pramkit.structure`)
-    unit: the column identifying the unit of the draw (a household id): every
+        moves only within its stratum (:mod:`pramkit.structure`).
+    unit : str or None
+        The column identifying the unit of the draw (a household id): every
         record of a unit gets the same draw, so the members of a household,
-        who share its original values, share its released values
+        who share its original values, share its released values.
+
+    Raises
+    ------
+    ManifestError
+        A name is empty or repeated, the categories do not fit the columns (a tuple
+        of one value per column for a joint variable, plain labels otherwise), or
+        ``missing="category"`` without a ``None`` category.
+
+    Examples
+    --------
+    Age and sex perturbed jointly: each category lists one value per column.
+
+    >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
+    >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.9] * 4, categories=cells), columns=("age", "sex"))
+    >>> v.is_joint, v.read_columns, math.isclose(v.epsilon, math.log(0.9 / (0.1 / 3)))
+    (True, ('age', 'sex'), True)
+    >>> PerturbedVariable("age*sex", PramMatrix.form8([0.9, 0.9], categories=["a", "b"]), columns=("age", "sex"))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ManifestError: variable 'age*sex' reads 2 columns jointly, so each category must list 2 values; 'a' does not
     """
 
     name: str
@@ -143,6 +189,11 @@ class PerturbedVariable:
         """The variable's own values that its matrix never changes (blocks of one category:
         kept codes, or the one value a stratum allows), without repeats.
 
+        Returns
+        -------
+        list of labels
+            The variable's values (the strata's values left out); empty without blocks.
+
         Examples
         --------
         >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
@@ -162,6 +213,12 @@ class PerturbedVariable:
     def structure_words(self) -> str | None:
         """What a structured variable releases exactly, in words (``None`` if nothing).
 
+        Returns
+        -------
+        str or None
+            The strata and the values the matrix never changes, for the manifest's
+            ``released_exactly`` and the guarantee sentence.
+
         Examples
         --------
         >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
@@ -179,8 +236,31 @@ class PerturbedVariable:
 
     def to_dict(self) -> dict[str, Any]:
         """The variable as JSON values: a compact form (8) matrix as ``form``
-        ``"diagonal"`` with ``q`` and ``w`` (O(S)), any other as ``form``
-        ``"dense"`` with ``matrix`` (S x S)."""
+        ``"diagonal"`` with ``q`` and ``w`` (O(S)), a block-diagonal one as ``"blocks"``
+        (each block's ``members`` and entries), a truncated geometric one as
+        ``"truncated_geometric"`` with its ``rate`` (O(1)), any other as ``form``
+        ``"dense"`` with ``matrix`` (S x S); see :data:`FORMS`.
+
+        Returns
+        -------
+        dict
+            The manifest's entry for the variable: its columns, categories (tuples as
+            lists), entries, epsilon (``"inf"`` when infinite), flags and design provenance.
+
+        Examples
+        --------
+        Form (8) is written in O(S), and its epsilon (Shlomo and Skinner 2012,
+        section 4; Ayed, Battiston and Camerlenghi, condition (10)) is the largest
+        log-ratio within a column:
+
+        >>> d = PerturbedVariable("sex", PramMatrix.form8([0.8, 0.7], categories=["f", "m"])).to_dict()
+        >>> d["form"], d["q"], [round(w, 12) for w in d["w"]]
+        ('diagonal', [0.8, 0.7], [0.2, 0.3])
+        >>> math.isclose(d["epsilon"], math.log(0.7 / 0.2))
+        True
+        >>> PerturbedVariable("age", PramMatrix.truncated_geometric(0.5, ["0-17", "18-64", "65+"])).to_dict()["rate"]
+        0.5
+        """
         m = self.matrix
         return {
             "name": self.name,
@@ -221,6 +301,41 @@ class Manifest:
     hold nothing computed from the original data outside the ledger.  A manifest
     just designed carries the holder's private :class:`pramkit.design.release.DesignRecord`
     as ``design_record``; it is never serialised with the manifest.
+
+    Parameters
+    ----------
+    variables : sequence of PerturbedVariable
+        At least one; no name or column twice.
+    input : mapping
+        Public facts about the design (method, split, budget, structure, ...).
+    created : str
+        UTC time stamp (ISO 8601); default: now.
+    pramkit_version : str
+        The version that wrote the manifest.
+    ledger : Ledger, optional
+        The privacy ledger; without one the design step counts nothing and the
+        guarantee sentence says that nothing records how the matrices were designed.
+    design_record : DesignRecord, optional
+        Private; never compared nor serialised.
+
+    Raises
+    ------
+    ManifestError
+        No variable, a name or column twice, or a perturbed column that is also a
+        stratum or a household id.
+
+    Examples
+    --------
+    Two variables and a design step of 0.1: the record's epsilon is their sum.
+
+    >>> from pramkit.ledger import Ledger
+    >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.7], categories=["f", "m"]),
+    ...                  "age": PramMatrix.truncated_geometric(math.log(2), ["0-17", "18-64", "65+"])},
+    ...                 ledger=Ledger(design_epsilon=0.1, frequencies="dp_counts"))
+    >>> math.isclose(m.record_epsilon, 0.1 + m["sex"].epsilon + m["age"].epsilon)
+    True
+    >>> m.names, m.columns
+    (['sex', 'age'], ['sex', 'age'])
     """
 
     variables: tuple[PerturbedVariable, ...]
@@ -253,7 +368,26 @@ class Manifest:
 
     @classmethod
     def of(cls, matrices: Mapping[str, PramMatrix], **kwargs: Any) -> "Manifest":
-        """A manifest from ``{column name: matrix}`` (missing values kept)."""
+        """A manifest from ``{column name: matrix}`` (missing values kept).
+
+        Parameters
+        ----------
+        matrices : mapping of str to PramMatrix
+            One single-column variable per entry.
+        **kwargs
+            The other fields of :class:`Manifest` (``input``, ``ledger``, ...).
+
+        Returns
+        -------
+        Manifest
+
+        Examples
+        --------
+        >>> from pramkit.design.classic import randomized_response
+        >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+        >>> m["sex"].missing, m.record_epsilon <= 1.0, m.ledger is None
+        ('keep', True, True)
+        """
         return cls(tuple(PerturbedVariable(n, m) for n, m in matrices.items()), **kwargs)
 
     @property
@@ -347,6 +481,12 @@ class Manifest:
     def describe(self) -> dict[str, Any]:
         """What the manifest guarantees, variable by variable, with the ledger (``pramkit inspect``).
 
+        Returns
+        -------
+        dict
+            Per variable its epsilon and flags; the record's epsilons, the ledger and
+            the guarantee sentence.
+
         Examples
         --------
         >>> from pramkit.design.classic import randomized_response
@@ -390,6 +530,23 @@ class Manifest:
         raise KeyError(name)
 
     def to_dict(self) -> dict[str, Any]:
+        """The manifest as JSON values (``docs/manifest.md``), without the design record.
+
+        Returns
+        -------
+        dict
+            ``format``, ``version`` (:data:`VERSION`), the epsilons of the record (design
+            step plus perturbation), ``input``, the ``ledger`` (if any) and each variable's
+            :meth:`PerturbedVariable.to_dict`.
+
+        Examples
+        --------
+        >>> d = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}).to_dict()
+        >>> d["format"], d["version"], [v["name"] for v in d["variables"]]
+        ('pramkit-manifest', 4, ['sex'])
+        >>> math.isclose(d["record_epsilon"], math.log(0.8 / 0.2))
+        True
+        """
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -407,14 +564,89 @@ class Manifest:
         }
 
     def to_json(self) -> str:
+        """The manifest as strict JSON text (no NaN nor infinity: :func:`epsilon_to_json`).
+
+        Returns
+        -------
+        str
+            :meth:`to_dict`, indented, with a final newline.
+
+        Examples
+        --------
+        A round trip through JSON gives an equal manifest, compact matrices staying compact:
+
+        >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.7], categories=["f", "m"]),
+        ...                  "kept": PramMatrix.identity(["a", "b"])})
+        >>> back = Manifest.from_dict(json.loads(m.to_json()))
+        >>> back == m, back["sex"].matrix.is_compact, json.loads(m.to_json())["record_epsilon"]
+        (True, True, 'inf')
+        """
         return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
 
     def write(self, path: str | Path, *, force: bool = False) -> Path:
-        """Write the manifest atomically (never over an existing file unless ``force``)."""
+        """Write the manifest atomically (never over an existing file unless ``force``).
+
+        Parameters
+        ----------
+        path : str or Path
+            The manifest file.
+        force : bool
+            Replace an existing file.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        OutputExistsError
+            ``path`` exists and ``force`` is false.
+        WriteError
+            The file cannot be written.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])})
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = m.write(os.path.join(d, "manifest.json"))
+        ...     Manifest.read(path) == m, m.write(path, force=True) == path
+        (True, True)
+        """
         return write_text_atomic(path, self.to_json(), force=force)
 
     @classmethod
     def read(cls, path: str | Path) -> "Manifest":
+        """Read and validate a manifest file (:meth:`from_dict`).
+
+        Parameters
+        ----------
+        path : str or Path
+            A manifest written by :meth:`write` (versions 1 to :data:`VERSION`).
+
+        Returns
+        -------
+        Manifest
+            Without a design record.
+
+        Raises
+        ------
+        ManifestError
+            The file does not exist, cannot be read, is not strict JSON (``NaN`` or
+            ``Infinity`` included), or a field is malformed (the message names it).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "manifest.json")
+        ...     _ = open(path, "w").write('{"format": "pramkit-manifest", "version": 4, "variables": []}')
+        ...     Manifest.read(path)
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ManifestError: field 'variables' must be a non-empty list
+        """
         p = Path(path)
         try:
             text = p.read_text(encoding="utf-8")
@@ -430,7 +662,37 @@ class Manifest:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Manifest":
-        """Validate a parsed manifest; errors name the offending field."""
+        """Validate a parsed manifest; errors name the offending field.
+
+        Every stated epsilon (the record's, each variable's and its epsilon given the
+        block) must agree with the one computed from the matrices.
+
+        Parameters
+        ----------
+        data : dict
+            A parsed manifest (:meth:`to_dict` of a manifest, or ``json.load``).
+
+        Returns
+        -------
+        Manifest
+
+        Raises
+        ------
+        ManifestError
+            The first malformed field, by name.
+
+        Examples
+        --------
+        >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])})
+        >>> d = json.loads(m.to_json())
+        >>> Manifest.from_dict(d) == m
+        True
+        >>> d["variables"][0].update(q=[0.9, 0.9], w=[0.1, 0.1])  # entries edited, stated epsilon not
+        >>> Manifest.from_dict(d)
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ManifestError: field 'variables[0].epsilon' states 1.386294361119891 but the matrices give 2.1972245773362196
+        """
         if not isinstance(data, dict):
             raise ManifestError("the manifest must be a JSON object")
         if data.get("format") != FORMAT:

@@ -74,13 +74,29 @@ def _plain_label(value: Any) -> Label:
 class Provenance:
     """Where a matrix came from.
 
-    method: name of the design (``"randomized_response"``, ``"dp_optimal"``, ...)
-    parameters: the design's inputs (epsilon, p, ...), JSON-serialisable
-    objective: value of the design's objective at the returned matrix
-    objective_name: what ``objective`` measures, with its unit
-        (e.g. ``"mutual_information_nats"``)
-    certificate: evidence of optimality (bound, dual values, gap, ...)
-    seconds: wall-clock time of the design
+    Parameters
+    ----------
+    method : str
+        Name of the design (``"randomized_response"``, ``"dp_optimal"``, ...).
+    parameters : mapping
+        The design's inputs (epsilon, p, ...), JSON-serialisable.
+    objective : float or None
+        Value of the design's objective at the returned matrix.
+    objective_name : str or None
+        What ``objective`` measures, with its unit (e.g. ``"mutual_information_nats"``).
+    certificate : mapping or None
+        Evidence of optimality (bound, dual values, gap, ...).
+    seconds : float or None
+        Wall-clock time of the design.
+
+    Examples
+    --------
+    >>> prov = Provenance("randomized_response", {"epsilon": 1.0})
+    >>> m = PramMatrix.form8([0.9, 0.9], categories=["f", "m"], provenance=prov)
+    >>> m.provenance.method, m.provenance.parameters
+    ('randomized_response', {'epsilon': 1.0})
+    >>> m == m.with_provenance(Provenance("randomized_response", {"epsilon": 2.0}))  # provenance counts
+    False
     """
 
     method: str = "user"
@@ -91,7 +107,25 @@ class Provenance:
     seconds: float | None = None
 
     def to_dict(self) -> dict[str, JSONValue]:
-        """The provenance as JSON values (NumPy scalars and arrays a design left in it converted)."""
+        """The provenance as JSON values (NumPy scalars and arrays a design left in it converted).
+
+        Returns
+        -------
+        dict
+            ``method``, ``parameters``, ``objective``, ``objective_name``, ``certificate``
+            and ``seconds``.
+
+        Examples
+        --------
+        >>> import json
+        >>> prov = Provenance("dp_optimal", {"epsilon": np.float64(1.0), "p": np.array([0.25, 0.75])},
+        ...                   objective=np.float64(0.125), objective_name="mutual_information_nats")
+        >>> d = prov.to_dict()
+        >>> d["parameters"], d["objective"]
+        ({'epsilon': 1.0, 'p': [0.25, 0.75]}, 0.125)
+        >>> json.loads(json.dumps(d)) == d  # plain JSON values
+        True
+        """
         from pramkit._json import to_jsonable
 
         return to_jsonable({
@@ -122,6 +156,15 @@ class PramMatrix:
     provenance : Provenance
         The design that produced the matrix (default ``Provenance()``).
 
+    Raises
+    ------
+    MatrixError
+        If the matrix is not square, has a negative or non-finite entry or a row
+        that does not sum to 1, or the labels are not unique JSON scalars (or flat
+        tuples of them).
+
+    Notes
+    -----
     The stored array is a read-only float64 copy.
 
     A matrix of form (8) (row k keeps its category with probability ``q[k]``
@@ -137,6 +180,18 @@ class PramMatrix:
     Gouweleeuw, Kooiman, Willenborg and de Wolf (1998), Post randomisation for
     statistical disclosure control.  Shlomo and Skinner (2012), section 4.
     Ayed, Battiston and Camerlenghi (2020), form (8).
+
+    Examples
+    --------
+    >>> m = PramMatrix([[0.9, 0.1], [0.2, 0.8]], categories=["yes", "no"])
+    >>> m.matrix.sum(axis=1).tolist()  # rows: original categories, each a distribution
+    [1.0, 1.0]
+    >>> math.isclose(m.epsilon, math.log(0.8 / 0.1))  # the largest log-ratio within a column
+    True
+    >>> PramMatrix([[0.9, 0.2], [0.2, 0.8]])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.MatrixError: row 0 of the matrix sums to 1.1, not 1 (tolerance 1e-09); 1 row(s) are off
     """
 
     categories: tuple[Label, ...]
@@ -276,6 +331,25 @@ class PramMatrix:
         Stored compactly (:meth:`form8`); q must lie in [0, 1] (and be 1
         when S = 1).
 
+        Parameters
+        ----------
+        q : array-like, shape (S,)
+            The keep probabilities.
+        categories : sequence of labels, length S
+            As for :class:`PramMatrix`.
+        provenance : Provenance, optional
+            Default ``Provenance(method="diagonal")``.
+
+        Returns
+        -------
+        PramMatrix
+            The compact matrix.
+
+        Raises
+        ------
+        MatrixError
+            If an entry of q is outside [0, 1], or S = 1 and q is not 1.
+
         Examples
         --------
         >>> m = PramMatrix.from_diagonal([0.9, 0.5])
@@ -292,7 +366,33 @@ class PramMatrix:
 
     @classmethod
     def identity(cls, categories: Sequence[Label]) -> "PramMatrix":
-        """No perturbation (epsilon infinite for S >= 2); stored compactly."""
+        """No perturbation (epsilon infinite for S >= 2); stored compactly.
+
+        Parameters
+        ----------
+        categories : sequence of labels
+            At least one.
+
+        Returns
+        -------
+        PramMatrix
+            ``q = 1``, ``w = 0``, with ``Provenance(method="identity")``.
+
+        Raises
+        ------
+        MatrixError
+            If ``categories`` is empty.
+
+        Examples
+        --------
+        A kept code is a block of one category: the identity, which releases it exactly.
+
+        >>> m = PramMatrix.identity(["a", "b"])
+        >>> m.matrix.tolist(), m.epsilon, m.is_compact
+        ([[1.0, 0.0], [0.0, 1.0]], inf, True)
+        >>> PramMatrix.identity(["n/a"]).epsilon  # one category: nothing to distinguish
+        0.0
+        """
         s = len(categories)
         if s == 0:
             raise MatrixError("the matrix must be square and non-empty, got shape (0, 0)")
@@ -536,6 +636,7 @@ class PramMatrix:
 
     @property
     def min_diagonal(self) -> float:
+        """The smallest keep probability ``min_k M[k, k]``."""
         return float(self.diagonal.min())
 
     @property
@@ -599,14 +700,65 @@ class PramMatrix:
         return None
 
     def index_of(self, label: Label) -> int:
-        """Position of a category label (:class:`MatrixError` if unknown)."""
+        """Position of a category label (:class:`MatrixError` if unknown).
+
+        Parameters
+        ----------
+        label : label
+            One of :attr:`categories`.
+
+        Returns
+        -------
+        int
+            Its row (and column) of the matrix.
+
+        Raises
+        ------
+        MatrixError
+            If ``label`` is not a category.
+
+        Examples
+        --------
+        >>> m = PramMatrix([[0.9, 0.1], [0.2, 0.8]], categories=["yes", "no"])
+        >>> float(m.matrix[m.index_of("no"), m.index_of("yes")])  # P(released yes | original no)
+        0.2
+        >>> m.index_of("maybe")
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.MatrixError: unknown category 'maybe'; categories are ['yes', 'no']
+        """
         try:
             return self.categories.index(label)
         except ValueError:
             raise MatrixError(f"unknown category {label!r}; categories are {list(self.categories)}") from None
 
     def with_provenance(self, provenance: Provenance) -> "PramMatrix":
-        """The same entries and labels (same storage: compact stays compact) with another provenance."""
+        """The same entries and labels (same storage: compact stays compact) with another provenance.
+
+        Parameters
+        ----------
+        provenance : Provenance
+            The new provenance.
+
+        Returns
+        -------
+        PramMatrix
+            A new matrix; ``self`` is unchanged (immutable).
+
+        Raises
+        ------
+        MatrixError
+            If ``provenance`` is not a :class:`Provenance`.
+
+        Examples
+        --------
+        >>> m = PramMatrix.form8([0.8, 0.7, 0.9], categories=["a", "b", "c"])
+        >>> r = m.with_provenance(Provenance("dp_optimal", {"epsilon": 2.0}))
+        >>> r.is_compact, r.epsilon == m.epsilon, r.provenance.method, m.provenance.method
+        (True, True, 'dp_optimal', 'diagonal')
+        >>> r == m.with_provenance(r.provenance)  # only the provenance told them apart
+        True
+        """
         if not isinstance(provenance, Provenance):
             raise MatrixError("provenance must be a pramkit.Provenance")
         out = type(self).__new__(type(self))

@@ -48,7 +48,31 @@ class _KeepOrMove:
         self.inv_move[moves] = 1.0 / (1.0 - self.keep[moves])
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``."""
+        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``.
+
+        A value of category k is kept when ``u < M[k, k]``; otherwise
+        ``u' = (u - M[k, k]) / (1 - M[k, k])`` chooses among the other categories.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray of int
+            The original codes.
+        u : numpy.ndarray of float
+            One uniform on [0, 1) per code (the keyed stream of :mod:`pramkit.rng`); not modified.
+        out : numpy.ndarray of int
+            Receives the released codes (same length).
+
+        Examples
+        --------
+        >>> s = AliasSampler(np.array([[0.7, 0.3, 0.0], [0.1, 0.6, 0.3], [0.0, 0.5, 0.5]]))
+        >>> codes, out = np.array([0, 1, 2]), np.empty(3, dtype=np.intp)
+        >>> s.draw(codes, np.array([0.69, 0.59, 0.49]), out)
+        >>> out.tolist()  # u below the diagonal: every value kept
+        [0, 1, 2]
+        >>> s.draw(codes, np.array([0.71, 0.61, 0.51]), out)
+        >>> out.tolist()  # just above: moved, never where M is 0 (M[0, 2] = M[2, 0] = 0)
+        [1, 0, 1]
+        """
         out[...] = codes
         if self.size == 1:
             return
@@ -64,7 +88,37 @@ class _KeepOrMove:
 
 
 class DiagonalSampler(_KeepOrMove):
-    """Form (8): ``M[k, k] = q_k``, ``M[k, j] = (1 - q_k) / (S - 1)``."""
+    """Form (8): ``M[k, k] = q_k``, ``M[k, j] = (1 - q_k) / (S - 1)``.
+
+    A moved value of category k takes ``t = floor(u' (S - 1))`` and releases
+    ``j = t + [t >= k]``: each of the other S - 1 categories with probability
+    ``1 / (S - 1)``.  Memory O(S).
+
+    Parameters
+    ----------
+    diagonal : numpy.ndarray
+        The keep probabilities q (:attr:`pramkit.PramMatrix.form8_q`).
+
+    References
+    ----------
+    Ayed, Battiston and Camerlenghi, form (8).
+
+    Examples
+    --------
+    >>> s = DiagonalSampler(np.array([0.8, 0.5, 0.9]))
+    >>> out = np.empty(6, dtype=np.intp)
+    >>> s.draw(np.array([0, 0, 0, 1, 1, 2]), np.array([0.1, 0.85, 0.95, 0.4, 0.6, 0.99]), out)
+    >>> out.tolist()  # 0 kept (u < 0.8); u' = 0.25 and 0.75 pick 1 and 2; ...
+    [0, 1, 2, 1, 0, 1]
+
+    Over many uniforms, the released shares are the row of the matrix:
+
+    >>> u = np.random.default_rng(0).random(100_000)
+    >>> out = np.empty(u.size, dtype=np.intp)
+    >>> s.draw(np.zeros(u.size, dtype=np.intp), u, out)
+    >>> (np.bincount(out, minlength=3) / u.size).round(2).tolist()  # q_0 = 0.8, w_0 = 0.1
+    [0.8, 0.1, 0.1]
+    """
 
     def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
         t = (u * (self.size - 1)).astype(k.dtype)
@@ -93,7 +147,29 @@ def _alias_row(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class AliasSampler(_KeepOrMove):
-    """Any row-stochastic matrix (Walker 1977; Vose 1991) after the keep test."""
+    """Any row-stochastic matrix (Walker 1977; Vose 1991) after the keep test.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray, shape (S, S)
+        A row-stochastic matrix (:attr:`pramkit.PramMatrix.matrix`).  Memory O(S^2).
+
+    Examples
+    --------
+    Over many uniforms, the released shares are the row of the matrix, and an
+    entry of zero is never drawn:
+
+    >>> m = np.array([[0.7, 0.3, 0.0], [0.1, 0.6, 0.3], [0.0, 0.5, 0.5]])
+    >>> s = AliasSampler(m)
+    >>> u = np.random.default_rng(0).random(100_000)
+    >>> out = np.empty(u.size, dtype=np.intp)
+    >>> s.draw(np.ones(u.size, dtype=np.intp), u, out)
+    >>> (np.bincount(out, minlength=3) / u.size).round(2).tolist()
+    [0.1, 0.6, 0.3]
+    >>> s.draw(np.full(u.size, 2), u, out)
+    >>> bool((out == 0).any())  # M[2, 0] = 0
+    False
+    """
 
     def __init__(self, matrix: np.ndarray) -> None:
         m = np.asarray(matrix, dtype=float)
@@ -129,6 +205,13 @@ class GeometricSampler:
     distribution function, ``P(N <= k) = a^-k / (1 + a)`` for ``k < 0`` and
     ``1 - a^(k+1) / (1 + a)`` for ``k >= 0``, then clamped to ``0 .. S-1``.  O(1) memory.
 
+    Parameters
+    ----------
+    size : int
+        The number of categories S.
+    rate : float
+        The rate (metric epsilon per step of the order), ``a = exp(-rate)``.
+
     Examples
     --------
     >>> import math
@@ -144,7 +227,30 @@ class GeometricSampler:
         self.one_plus_a = 1.0 + np.exp(-self.rate)
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``."""
+        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray of int
+            The original codes.
+        u : numpy.ndarray of float
+            One uniform on [0, 1) per code.
+        out : numpy.ndarray of int
+            Receives the released codes, ``codes + N`` clamped to ``0 .. S-1``.
+
+        Examples
+        --------
+        Over many uniforms, the released shares are the row of the matrix
+        (:meth:`pramkit.PramMatrix.truncated_geometric`), the ends collecting the tails:
+
+        >>> from pramkit.matrix import PramMatrix
+        >>> m = PramMatrix.truncated_geometric(np.log(2), ["0-17", "18-34", "35-64", "65+"])
+        >>> u = np.random.default_rng(0).random(100_000)
+        >>> out = np.empty(u.size, dtype=np.intp)
+        >>> GeometricSampler(m.size, m.geometric_rate).draw(np.ones(u.size, dtype=np.intp), u, out)
+        >>> bool(np.abs(np.bincount(out, minlength=4) / u.size - m.matrix[1]).max() < 0.01)
+        True
+        """
         a_share = (self.one_plus_a - 1.0) / self.one_plus_a  # P(N <= -1) = a / (1 + a)
         with np.errstate(divide="ignore"):
             below = np.log(u * self.one_plus_a) / self.log_a            # N = -(ceil(t) - 1) when u < a / (1 + a)
@@ -160,6 +266,11 @@ class BlockSampler:
     positions and matrix.  A value of block b is mapped to its position within
     the block, drawn by the block's kernel with its own uniform, and mapped
     back, so the released value stays in the block by construction.
+
+    Parameters
+    ----------
+    blocks : sequence of (numpy.ndarray, PramMatrix)
+        Each block's category positions and its matrix.
 
     Examples
     --------
@@ -182,7 +293,33 @@ class BlockSampler:
         self.kernels = [sampler_for(part) for _, part in blocks]
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``."""
+        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray of int
+            The original codes (positions in the whole matrix's categories).
+        u : numpy.ndarray of float
+            One uniform on [0, 1) per code.
+        out : numpy.ndarray of int
+            Receives the released codes, each in its original's block.
+
+        Examples
+        --------
+        Two strata of two categories each, and a kept code: whatever the uniforms,
+        no value leaves its block.
+
+        >>> from pramkit.matrix import PramMatrix
+        >>> north = PramMatrix.form8([0.5, 0.5], categories=[("north", "f"), ("north", "m")])
+        >>> south = PramMatrix.form8([0.5, 0.5], categories=[("south", "f"), ("south", "m")])
+        >>> m = PramMatrix.block_diagonal([north, south, PramMatrix.identity([("any", "n/a")])])
+        >>> codes = np.random.default_rng(1).integers(0, 5, 10_000)
+        >>> out = np.empty(codes.size, dtype=np.intp)
+        >>> BlockSampler(m.blocks).draw(codes, np.random.default_rng(2).random(codes.size), out)
+        >>> block = np.array([0, 0, 1, 1, 2])
+        >>> bool((block[out] == block[codes]).all()), bool((out != codes).any())
+        (True, True)
+        """
         block = self.block_of[codes]
         local = self.local[codes]
         if len(self.kernels) == 1:
@@ -200,7 +337,34 @@ class BlockSampler:
 
 def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | BlockSampler | GeometricSampler":
     """The fastest exact kernel for a :class:`pramkit.PramMatrix`: block by block for a
-    block-diagonal matrix, diagonal for form (8), alias otherwise."""
+    block-diagonal matrix, diagonal for form (8), alias otherwise.
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The matrix to draw from.
+
+    Returns
+    -------
+    DiagonalSampler, AliasSampler, BlockSampler or GeometricSampler
+        A kernel whose ``draw(codes, u, out)`` consumes one uniform per value.
+
+    Examples
+    --------
+    >>> from pramkit.matrix import PramMatrix
+    >>> dense = PramMatrix([[0.7, 0.3, 0.0], [0.1, 0.6, 0.3], [0.0, 0.5, 0.5]])
+    >>> form8 = PramMatrix([[0.8, 0.1, 0.1], [0.2, 0.6, 0.2], [0.05, 0.05, 0.9]])  # stored dense
+    >>> type(sampler_for(dense)).__name__, type(sampler_for(form8)).__name__
+    ('AliasSampler', 'DiagonalSampler')
+
+    Every kernel releases category j with probability ``M[k, j]``:
+
+    >>> u = np.random.default_rng(0).random(100_000)
+    >>> out = np.empty(u.size, dtype=np.intp)
+    >>> sampler_for(form8).draw(np.full(u.size, 2), u, out)
+    >>> (np.bincount(out, minlength=3) / u.size).round(2).tolist()
+    [0.05, 0.05, 0.9]
+    """
     if matrix.blocks is not None:
         return BlockSampler(matrix.blocks)
     if matrix.geometric_rate is not None:

@@ -41,15 +41,58 @@ ALTERNATIVES = "|"
 @dataclass(frozen=True)
 class Rule:
     """One forbidden combination: a record is forbidden when, for every column named,
-    its value is one of the values listed (canonical texts, :func:`pramkit.codebook.canonical`)."""
+    its value is one of the values listed (canonical texts, :func:`pramkit.codebook.canonical`).
+
+    Parameters
+    ----------
+    values : mapping of str to frozenset of str
+        Column -> the canonical texts of its forbidden values.  A column not named
+        may hold any value.
+
+    Examples
+    --------
+    A married child under ten: forbidden whatever the other columns hold.
+
+    >>> rule = Rule({"age": frozenset({"0-4", "5-9"}), "marital_status": frozenset({"married"})})
+    >>> rule.describe()
+    'age=0-4|5-9 and marital_status=married'
+    >>> Rules((rule,)).forbidden(("age", "marital_status"), [("5-9", "married"), ("5-9", "single")]).tolist()
+    [True, False]
+    """
 
     values: Mapping[str, frozenset[str]]
 
     def to_dict(self) -> dict[str, list[str]]:
+        """The rule as JSON: column -> its forbidden values, sorted.
+
+        Returns
+        -------
+        dict of str to list of str
+            Read back by :meth:`Rules.of`.
+
+        Examples
+        --------
+        >>> rule = Rule({"age": frozenset({"5-9", "0-4"}), "marital_status": frozenset({"married"})})
+        >>> rule.to_dict()
+        {'age': ['0-4', '5-9'], 'marital_status': ['married']}
+        >>> Rules.of([rule.to_dict()]).rules[0] == rule
+        True
+        """
         return {c: sorted(v) for c, v in self.values.items()}
 
     def describe(self) -> str:
-        """The rule in words: ``age=0-4|5-9 and marital_status=married``."""
+        """The rule in words: ``age=0-4|5-9 and marital_status=married``.
+
+        Returns
+        -------
+        str
+            Each column with its forbidden values (``|`` between alternatives), joined by ``and``.
+
+        Examples
+        --------
+        >>> Rules.of([{"marital_status": "widowed|divorced", "age": "0-9"}]).rules[0].describe()
+        'marital_status=divorced|widowed and age=0-9'
+        """
         return " and ".join(f"{c}={ALTERNATIVES.join(sorted(v))}" for c, v in self.values.items())
 
 
@@ -80,7 +123,35 @@ class Rules:
     def of(cls, rows: Iterable[Mapping[str, Any]], source: str = "rules") -> "Rules":
         """Rules from mappings ``{column: value}``: a value is a label, a list of labels, or a
         text with alternatives separated by ``|``; ``None`` or an empty text means any value
-        (the column is left out of the rule)."""
+        (the column is left out of the rule).
+
+        Parameters
+        ----------
+        rows : iterable of mappings
+            One mapping per forbidden combination.
+        source : str
+            Where the rules came from, for messages and the manifest.
+
+        Returns
+        -------
+        Rules
+
+        Raises
+        ------
+        ParameterError
+            A column has no name, a rule lists no value (it would forbid every record),
+            or there is no rule.
+
+        Examples
+        --------
+        >>> r = Rules.of([{"age": "0-4|5-9", "marital_status": ["married", "widowed"], "sex": None}])
+        >>> r.rules[0].to_dict()  # sex (None) is left out: any value
+        {'age': ['0-4', '5-9'], 'marital_status': ['married', 'widowed']}
+        >>> Rules.of([{"age": "", "sex": None}])
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: rule 1 of rules has no value: it would forbid every record
+        """
         out = []
         for i, row in enumerate(rows, 1):
             values: dict[str, frozenset[str]] = {}
@@ -103,12 +174,48 @@ class Rules:
         return tuple(dict.fromkeys(c for r in self.rules for c in r.values))
 
     def to_dict(self) -> dict[str, Any]:
-        """The rules as JSON (public: they describe what cannot exist)."""
+        """The rules as JSON (public: they describe what cannot exist).
+
+        Returns
+        -------
+        dict
+            ``source`` and ``forbidden`` (each rule's :meth:`Rule.to_dict`).
+
+        Examples
+        --------
+        >>> import json
+        >>> r = Rules.of([{"age": "0-4|5-9", "marital_status": "married"}])
+        >>> r.to_dict()
+        {'source': 'rules', 'forbidden': [{'age': ['0-4', '5-9'], 'marital_status': ['married']}]}
+        >>> Rules.of(json.loads(json.dumps(r.to_dict()))["forbidden"]) == r  # a JSON round trip
+        True
+        """
         return {"source": self.source, "forbidden": [r.to_dict() for r in self.rules]}
 
     def check(self, categories: Mapping[str, Sequence[Label]]) -> None:
         """Every column a rule names is among ``categories`` and every value it lists is one of
-        that column's categories; else a :class:`ParameterError` naming the rule."""
+        that column's categories; else a :class:`ParameterError` naming the rule.
+
+        Parameters
+        ----------
+        categories : mapping
+            Each perturbed variable's and each stratum's categories.
+
+        Raises
+        ------
+        ParameterError
+            A rule names a column not in ``categories``, or a value that is not one of its
+            categories (a typo would otherwise forbid nothing).
+
+        Examples
+        --------
+        >>> r = Rules.of([{"age": "0-9", "marital_status": "widowed"}])
+        >>> r.check({"age": ["0-9", "10-19"], "marital_status": ["single", "married", "widowed"]})
+        >>> r.check({"age": ["0-9", "10-19"], "marital_status": ["single", "married"]})
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: rule 1 of rules: 'widowed' is not a category of 'marital_status' (its categories: single, married)
+        """
         for i, rule in enumerate(self.rules, 1):
             for column, values in rule.values.items():
                 if column not in categories:
@@ -121,13 +228,56 @@ class Rules:
                                          f"{column!r} (its categories: {_shown(categories[column])})")
 
     def within(self, columns: Sequence[str]) -> "Rules | None":
-        """The rules that name only ``columns`` (``None`` if there are none)."""
+        """The rules that name only ``columns`` (``None`` if there are none).
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The columns a matrix covers.
+
+        Returns
+        -------
+        Rules or None
+            The rules a matrix over ``columns`` can honour, with the same ``source``.
+
+        Examples
+        --------
+        >>> r = Rules.of([{"age": "0-9", "marital_status": "married"}, {"age": "0-9", "employed": "yes"}])
+        >>> r.within(["age", "marital_status"]).to_dict()["forbidden"]
+        [{'age': ['0-9'], 'marital_status': ['married']}]
+        >>> r.within(["age"]) is None
+        True
+        """
         kept = tuple(r for r in self.rules if set(r.values) <= set(columns))
         return Rules(kept, self.source) if kept else None
 
     def forbidden(self, columns: Sequence[str], cells: Sequence[tuple]) -> np.ndarray:
         """Which ``cells`` (tuples of values of ``columns``) a rule forbids; rules naming
-        another column do not apply."""
+        another column do not apply.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            The columns of a cell, in order.
+        cells : sequence of tuples
+            The cells, one value per column.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One flag per cell.
+
+        Examples
+        --------
+        Over the whole cross-classification, the rule forbids exactly the cells it names:
+
+        >>> r = Rules.of([{"age": "0-4|5-9", "marital_status": "married"}])
+        >>> cells = list(itertools.product(["0-4", "5-9", "30-34"], ["single", "married"]))
+        >>> [c for c, no in zip(cells, r.forbidden(("age", "marital_status"), cells)) if no]
+        [('0-4', 'married'), ('5-9', 'married')]
+        >>> r.forbidden(("age",), [("0-4",)]).tolist()  # the rule also names marital_status
+        [False]
+        """
         out = np.zeros(len(cells), dtype=bool)
         texts = [[canonical(v) for v in cell] for cell in cells]
         for rule in self.rules:
@@ -139,7 +289,30 @@ class Rules:
 
     def first_breaking(self, frame: Any, columns: Sequence[str]) -> tuple[int, int] | None:
         """The first row of a DataFrame (position) that a rule forbids, and the rule's number
-        (from 1); ``None`` if no row breaks a rule.  Rules naming another column do not apply."""
+        (from 1); ``None`` if no row breaks a rule.  Rules naming another column do not apply.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The records (at least ``columns``).
+        columns : sequence of str
+            The columns the rules may name.
+
+        Returns
+        -------
+        tuple of int or None
+            ``(row position, rule number)``, for an error message that names both.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> r = Rules.of([{"age": "0-9", "employed": "yes"}, {"age": "0-9", "marital_status": "married"}])
+        >>> frame = pd.DataFrame({"age": ["30-39", "0-9", "0-9"], "marital_status": ["married", "single", "married"]})
+        >>> r.first_breaking(frame, ["age", "marital_status"])  # row 2 breaks rule 2
+        (2, 2)
+        >>> r.first_breaking(frame.head(2), ["age", "marital_status"]) is None
+        True
+        """
         hits = self.breaking(frame, columns)
         if not hits.any():
             return None
@@ -151,7 +324,32 @@ class Rules:
         return None  # pragma: no cover - a hit matches a rule
 
     def breaking(self, frame: Any, columns: Sequence[str]) -> np.ndarray:
-        """Which rows of a DataFrame a rule forbids (a boolean array)."""
+        """Which rows of a DataFrame a rule forbids (a boolean array).
+
+        Values are compared as canonical texts, so ``5`` in the data matches ``"5"`` in a
+        rules file; a missing value never matches.  Rules naming another column do not apply.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The records (at least ``columns``).
+        columns : sequence of str
+            The columns the rules may name.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One flag per row.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> r = Rules.of([{"age": "0-4|5-9", "marital_status": "married"}])
+        >>> frame = pd.DataFrame({"age": ["30-34", "0-4", "5-9", None],
+        ...                       "marital_status": ["married", "single", "married", "married"]})
+        >>> r.breaking(frame, ["age", "marital_status"]).tolist()
+        [False, False, True, False]
+        """
         out = np.zeros(len(frame), dtype=bool)
         for rule in self.rules:
             if not set(rule.values) <= set(columns):
@@ -165,7 +363,25 @@ class Rules:
 
 
 def alternatives(value: Any) -> frozenset[str]:
-    """The canonical texts a rule's cell lists (empty: any value)."""
+    """The canonical texts a rule's cell lists (empty: any value).
+
+    Parameters
+    ----------
+    value : label, list of labels, str or None
+        A text may list alternatives separated by ``|`` (:data:`ALTERNATIVES`); spaces
+        around them are dropped.
+
+    Returns
+    -------
+    frozenset of str
+        Canonical texts (:func:`pramkit.codebook.canonical`); empty for ``None`` or an
+        empty text.
+
+    Examples
+    --------
+    >>> sorted(alternatives("0-4 | 5-9")), sorted(alternatives([1, "a"])), alternatives(None)
+    (['0-4', '5-9'], ['1', 'a'], frozenset())
+    """
     if value is None:
         return frozenset()
     items = list(value) if isinstance(value, (list, tuple, set, frozenset)) else \
@@ -181,6 +397,16 @@ def _shown(labels: Sequence[Label], most: int = 8) -> str:
 def read_rules(path: str | Path) -> Rules:
     """Read a rules file: a CSV whose columns are variable names and whose rows are forbidden
     combinations; an empty cell means any value, ``a|b`` lists alternatives.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file (UTF-8, a byte-order mark allowed).
+
+    Returns
+    -------
+    Rules
+        With ``source`` the file's path.
 
     Raises
     ------
@@ -222,7 +448,33 @@ def read_rules(path: str | Path) -> Rules:
 
 
 def as_rules(forbid: "Rules | str | Path | Sequence[Mapping[str, Any]] | None") -> Rules | None:
-    """Rules from a :class:`Rules`, a rules file's path or a list of mappings (:meth:`Rules.of`)."""
+    """Rules from a :class:`Rules`, a rules file's path or a list of mappings (:meth:`Rules.of`).
+
+    Parameters
+    ----------
+    forbid : Rules, str, Path, sequence of mappings or None
+        What a caller gave as ``forbid=``.
+
+    Returns
+    -------
+    Rules or None
+        ``None`` when no rules are given; a :class:`Rules` as it is.
+
+    Raises
+    ------
+    DataError
+        A rules file cannot be read (:func:`read_rules`).
+    ParameterError
+        A rule is malformed (:meth:`Rules.of`).
+
+    Examples
+    --------
+    >>> as_rules(None) is None
+    True
+    >>> r = as_rules([{"age": "0-9", "marital_status": "married"}])
+    >>> r.source, as_rules(r) is r
+    ('the rules given', True)
+    """
     if forbid is None or isinstance(forbid, Rules):
         return forbid
     if isinstance(forbid, (str, Path)):
@@ -239,6 +491,16 @@ def kept_codes(keep: Mapping[str, Any] | None, categories: Mapping[str, Sequence
         ``{variable: code or list of codes}`` (a text may list codes separated by ``|``).
     categories : mapping
         Each perturbed variable's categories.
+
+    Returns
+    -------
+    dict of str to frozenset of str
+        Variable -> its kept codes as canonical texts (empty without ``keep``).
+
+    Raises
+    ------
+    ParameterError
+        A variable is not perturbed, a code is not one of its categories, or no code is given.
 
     Examples
     --------
@@ -267,6 +529,27 @@ def parse_assignments(text: str | None, flag: str, example: str) -> dict[str, li
     variable=value items (a variable may repeat), separated by commas, or by semicolons when
     a value holds a comma.
 
+    Parameters
+    ----------
+    text : str or None
+        The option's value.
+    flag : str
+        The option's name, for the message.
+    example : str
+        A well-formed value, for the message.
+
+    Returns
+    -------
+    dict of str to list of str or None
+        ``None`` when ``text`` is ``None``.
+
+    Raises
+    ------
+    ParameterError
+        An item is not ``variable=value``, or there is none.
+
+    Examples
+    --------
     >>> parse_assignments("age=0-4|5-9,sex=f", "--keep-codes", "age=0-4")
     {'age': ['0-4|5-9'], 'sex': ['f']}
     >>> parse_assignments("marital=married, spouse absent;age=0-4", "--keep-codes", "age=0-4")
@@ -287,13 +570,32 @@ def parse_assignments(text: str | None, flag: str, example: str) -> dict[str, li
 
 @dataclass(frozen=True)
 class Cells:
-    """What one structured matrix covers.
+    """What one structured matrix covers (:func:`cells_and_blocks`).
 
-    columns: the columns of a cell, strata first
-    cells: the allowed combinations (tuples, or plain labels for one column)
-    index: each cell's position in the full cross-classification (C order)
-    blocks: the cells' positions grouped by block (a stratum, a kept code); one group
-        when nothing separates them
+    Parameters
+    ----------
+    columns : tuple of str
+        The columns of a cell, strata first.
+    cells : list of labels
+        The allowed combinations (tuples, or plain labels for one column).
+    index : numpy.ndarray
+        Each cell's position in the full cross-classification (C order).
+    blocks : list of numpy.ndarray
+        The cells' positions grouped by block (a stratum, a kept code); one group
+        when nothing separates them.
+
+    Examples
+    --------
+    Two regions (strata) and an age with a kept code ``n/a``: four blocks that
+    partition the cells, and the forbidden cell left out of ``index``:
+
+    >>> r = Rules.of([{"region": "south", "age": "10-19"}])
+    >>> c = cells_and_blocks(["region", "age"], [["north", "south"], ["0-9", "10-19", "n/a"]], strata=1,
+    ...                      rules=r, keep={"age": frozenset({"n/a"})})
+    >>> c.index.tolist(), [b.tolist() for b in c.blocks]
+    ([0, 1, 2, 3, 5], [[0, 1], [2], [3], [4]])
+    >>> sorted(np.concatenate(c.blocks).tolist()) == list(range(len(c.cells)))
+    True
     """
 
     columns: tuple[str, ...]

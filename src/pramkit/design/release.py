@@ -65,16 +65,49 @@ SPLITS = ("equal", "optimal", "joint")
 class DesignRecord:
     """What the data holder keeps of a design: private, never published.
 
-    data: what was designed from (a file path, or "a DataFrame in memory")
-    sha256: the original file's SHA-256 (None in memory)
-    rows, missing: records read, and left out because a variable was missing
-    method, split, options: the design family, the budget split and the family's options
-    variables: per designed variable: categories, exact counts and proportions, the
+    Parameters
+    ----------
+    data : str
+        What was designed from (a file path, or "a DataFrame in memory").
+    sha256 : str or None
+        The original file's SHA-256 (None in memory).
+    rows : int
+        Records read.
+    missing : int
+        Records left out because a variable was missing.
+    method : str
+        The design family.
+    split : str
+        The budget split.
+    options : mapping
+        The family's options.
+    variables : mapping
+        Per designed variable: categories, exact counts and proportions, the
         proportions the design used, its epsilon, the information it keeps on the
-        exact proportions (nats) and on the design's own (nats)
-    matrices: the designed matrices (name -> PramMatrix, with provenance)
-    extra: family-specific figures (split bound, joint comparison, measures)
-    warnings, notes: what the holder should read
+        exact proportions (nats) and on the design's own (nats).
+    matrices : mapping of str to PramMatrix
+        The designed matrices, with provenance (which may hold the exact proportions).
+    extra : mapping
+        Family-specific figures (split bound, joint comparison, measures).
+    warnings : tuple of str
+        What the holder should read before publishing.
+    notes : tuple of str
+        What the holder should know.
+
+    Examples
+    --------
+    The exact counts stay in the record; the manifest holds only the DP counts:
+
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> m = design_release(census(2_000), ["age", "sex"], epsilon=1.0, categories=CENSUS_VARIABLES,
+    ...                    rng=random.Random(1))
+    >>> r = m.design_record
+    >>> r.rows, r.method, r.split, list(r.variables)
+    (2000, 'dp', 'equal', ['age', 'sex'])
+    >>> sum(r.variables["sex"]["counts"]) == r.rows - r.missing
+    True
+    >>> "design_record" in m.to_dict(), sorted(m.ledger.dp_counts)
+    (False, ['age', 'sex'])
     """
 
     data: str
@@ -91,7 +124,28 @@ class DesignRecord:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as JSON: the design command's output and the private design-record file."""
+        """The record as JSON: the design command's output and the private design-record file.
+
+        Returns
+        -------
+        dict
+            JSON values: the fields, each variable's epsilon and information (nats) and
+            their total, each matrix (:func:`pramkit.design.matrix_design.matrix_json`),
+            ``extra``'s figures, warnings and notes.
+
+        Examples
+        --------
+        >>> from pramkit.datasets import census, CENSUS_VARIABLES
+        >>> m = design_release(census(2_000), ["age", "sex"], epsilon=1.0, categories=CENSUS_VARIABLES,
+        ...                    rng=random.Random(1))
+        >>> d = m.design_record.to_dict()
+        >>> d["private"].startswith("design record"), d["rows"], sorted(d["matrices"])
+        (True, 2000, ['age', 'sex'])
+        >>> math.isclose(d["total_information_nats"], math.fsum(d["information_nats"].values()))
+        True
+        >>> m.ledger.design_epsilon + math.fsum(d["epsilons"].values()) <= 1.0  # within the record budget
+        True
+        """
         return to_jsonable({
             "private": "design record: computed from the original data; keep it with the data, never publish it",
             "data": self.data,
@@ -114,7 +168,39 @@ class DesignRecord:
         })
 
     def write(self, path: str | Path, *, force: bool = False) -> Path:
-        """Write the record atomically (JSON)."""
+        """Write the record atomically (JSON).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file (private: keep it with the original data).
+        force : bool
+            Replace an existing file.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        OutputExistsError
+            ``path`` exists and ``force`` is false.
+        WriteError
+            The file cannot be written.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from pramkit.datasets import census, CENSUS_VARIABLES
+        >>> m = design_release(census(2_000), ["sex"], epsilon=1.0, categories=CENSUS_VARIABLES,
+        ...                    rng=random.Random(1))
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = m.design_record.write(os.path.join(d, "design-record.json"))
+        ...     with open(path) as f:
+        ...         json.load(f)["per_variable"]["sex"]["counts"]
+        [966, 1034]
+        """
         return write_text_atomic(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", force=force)
 
 
@@ -122,8 +208,26 @@ class DesignRecord:
 class WrittenDesign:
     """A designed release written to disk: the public manifest and the private design record.
 
-    manifest: the manifest (with its ``design_record``); manifest_path, record_path: where they
-    were written.  :meth:`to_dict` is the ``pramkit design --json`` output.
+    :meth:`to_dict` is the ``pramkit design --json`` output.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The manifest (with its ``design_record``).
+    manifest_path : Path
+        Where the manifest was written (public).
+    record_path : Path
+        Where the design record was written (private).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> m = design_release(census(2_000), ["sex"], epsilon=1.0, categories=CENSUS_VARIABLES, rng=random.Random(1))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     w = write_design(m, os.path.join(d, "release.json"))
+    ...     w.manifest_path.name, w.record_path.name, Manifest.read(w.manifest_path) == m
+    ('release.json', 'release.design-record.json', True)
     """
 
     manifest: Manifest
@@ -131,7 +235,27 @@ class WrittenDesign:
     record_path: Path
 
     def to_dict(self) -> dict[str, Any]:
-        """The private design record's fields, where the two files are, and the public epsilons and ledger."""
+        """The private design record's fields, where the two files are, and the public epsilons and ledger.
+
+        Returns
+        -------
+        dict
+            :meth:`DesignRecord.to_dict` with ``manifest`` and ``design_record`` (the paths),
+            ``record_epsilon`` and ``ledger`` (as in the manifest), and
+            ``record_epsilon_given_structure`` for a structured release.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from pramkit.datasets import census, CENSUS_VARIABLES
+        >>> m = design_release(census(2_000), ["sex"], epsilon=1.0, categories=CENSUS_VARIABLES, rng=random.Random(1))
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     out = write_design(m, os.path.join(d, "release.json")).to_dict()
+        >>> os.path.basename(out["design_record"]), out["record_epsilon"] == m.record_epsilon <= 1.0
+        ('release.design-record.json', True)
+        >>> out["ledger"]["record_epsilon"] == out["record_epsilon"]
+        True
+        """
         public = self.manifest.to_dict()
         out = {**self.manifest.design_record.to_dict(), "manifest": str(self.manifest_path),
                "design_record": str(self.record_path), "record_epsilon": public["record_epsilon"],
@@ -160,6 +284,13 @@ def write_design(manifest: Manifest, out: str | Path, *, design_record: str | Pa
     Returns
     -------
     WrittenDesign
+
+    Raises
+    ------
+    ParameterError
+        The two paths are the same file, or the manifest carries no design record.
+    OutputExistsError
+        A file exists and ``force`` is false.
 
     Examples
     --------
@@ -376,6 +507,18 @@ def design_release(
     -------
     Manifest
         The public manifest; ``manifest.design_record`` is the private :class:`DesignRecord`.
+
+    Raises
+    ------
+    ParameterError
+        An option is malformed or inconsistent with another (budget, split, method,
+        prior, distances, structure), or the design exceeds the record budget.
+    DataError
+        The data cannot be read, a variable has fewer than two categories, a record
+        breaks an edit rule (``rule_breaking="error"``), or a household variable varies
+        within a household.
+    PramkitError
+        The optimal split funds no variable.
 
     Examples
     --------
@@ -691,6 +834,19 @@ def design_recognition(
     -------
     Manifest
         With ``design_record`` attached.
+
+    Raises
+    ------
+    ParameterError
+        No key, a key twice, or ``alpha``, ``gamma`` or ``solver`` out of range.
+    PramkitError
+        ``combinations`` is not between 1 and the number of keys.
+    DataError
+        The data cannot be read, or a key is not one of its columns.
+
+    References
+    ----------
+    Cator, Hensbergen and Rozenholc, condition (C1).
 
     Examples
     --------

@@ -34,10 +34,28 @@ from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rule
 class Shape:
     """A release's structure, validated against its variables (public: it goes in the manifest).
 
-    rules: the edit rules; strata: the stratum columns; keep: each variable's kept codes
-    (as given; checked against the categories once they are known); household: the
-    household id column; household_vars: the variables perturbed once per household;
-    rule_breaking: :data:`pramkit.structure.RULE_BREAKING`
+    Made by :func:`structure`, which checks it.
+
+    Parameters
+    ----------
+    rules : Rules or None
+        The edit rules.
+    strata : tuple of str
+        The stratum columns.
+    keep : mapping
+        Each variable's kept codes (as given; checked against the categories once they
+        are known, :func:`pramkit.structure.kept_codes`).
+    household : str or None
+        The household id column.
+    household_vars : tuple of str
+        The variables perturbed once per household.
+    rule_breaking : str
+        One of :data:`pramkit.structure.RULE_BREAKING`.
+
+    Examples
+    --------
+    >>> Shape().any, Shape(strata=("region",)).any
+    (False, True)
     """
 
     rules: Rules | None = None
@@ -53,7 +71,23 @@ class Shape:
         return bool(self.rules or self.strata or self.keep or self.household)
 
     def to_dict(self) -> dict[str, Any]:
-        """The structure as JSON (the manifest's ``input.structure``)."""
+        """The structure as JSON (the manifest's ``input.structure``).
+
+        Returns
+        -------
+        dict
+            ``forbid`` (:meth:`pramkit.structure.Rules.to_dict` or ``None``), ``strata``,
+            ``keep_codes`` (sorted canonical texts), ``household``, ``household_vars`` and
+            ``rule_breaking``.
+
+        Examples
+        --------
+        >>> import json
+        >>> s = structure(["age", "sex"], "equal", None, "region", {"age": "n/a|unknown"}, None, (), "keep")
+        >>> d = json.loads(json.dumps(s.to_dict()))  # JSON values only
+        >>> d["strata"], d["keep_codes"], d["forbid"], d["rule_breaking"]
+        (['region'], {'age': ['n/a', 'unknown']}, None, 'keep')
+        """
         return {
             "forbid": None if self.rules is None else self.rules.to_dict(),
             "strata": list(self.strata),
@@ -74,6 +108,38 @@ def _columns(value: str | Sequence[str], what: str) -> tuple[str, ...]:
 def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Sequence[str], keep: Mapping[str, Any] | None,
               household: str | None, household_vars: str | Sequence[str], rule_breaking: str) -> Shape:
     """The structure of a release, checked against its variables and split (one line per mistake).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The variables to perturb.
+    split : str
+        The budget split (:data:`pramkit.design.release.SPLITS`).
+    forbid : Rules, path, list of mappings or None
+        Edit rules (:func:`pramkit.structure.as_rules`).
+    strata : str or sequence of str
+        Stratum columns (a text: comma-separated).
+    keep : mapping or None
+        Each variable's kept codes.
+    household : str or None
+        The household id column.
+    household_vars : str or sequence of str
+        The variables perturbed once per household (a text: comma-separated).
+    rule_breaking : str
+        One of :data:`pramkit.structure.RULE_BREAKING`.
+
+    Returns
+    -------
+    Shape
+
+    Raises
+    ------
+    ParameterError
+        A stratum is also perturbed; household options are incomplete or combined with
+        split joint or strata; a rule couples two variables that the split perturbs
+        independently; or a value is malformed.
+    DataError
+        A rules file cannot be read.
 
     Examples
     --------
@@ -124,12 +190,34 @@ def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Seque
 
 @dataclass(frozen=True)
 class Target:
-    """One matrix to design.
+    """One matrix to design (:func:`plan_targets`).
 
-    name: the variable's name (its random stream); columns: the perturbed columns;
-    given: the strata; labels: the matrix's categories; index: their positions in the
-    cross-classification of ``read_columns``; counts: exact counts over ``labels``;
-    blocks: the labels' positions by block (``None``: no structure); unit: the household id
+    Parameters
+    ----------
+    name : str
+        The variable's name (its random stream).
+    columns : tuple of str
+        The perturbed columns.
+    given : tuple of str
+        The strata.
+    labels : list of labels
+        The matrix's categories.
+    index : numpy.ndarray
+        Their positions in the cross-classification of ``read_columns``.
+    counts : numpy.ndarray
+        Exact counts over ``labels`` (private).
+    blocks : list of numpy.ndarray or None
+        The labels' positions by block (``None``: no structure).
+    unit : str or None
+        The household id.
+    forbidden_counts : int
+        Records whose values a rule forbids (they are in no label).
+
+    Examples
+    --------
+    >>> t = Target("sex", ("sex",), ("region",), [("north", "f"), ("north", "m")], np.arange(2), np.array([3, 4]))
+    >>> t.read_columns  # the strata first, as in the labels
+    ('region', 'sex')
     """
 
     name: str
@@ -156,6 +244,16 @@ def _present(table: CountTable, columns: Sequence[str]) -> list[np.ndarray]:
 def complete(table: CountTable) -> CountTable:
     """The table of the records with a value in every column (the missing category ``None`` dropped).
 
+    Parameters
+    ----------
+    table : CountTable
+        Counts whose columns may have the category ``None`` (missing).
+
+    Returns
+    -------
+    CountTable
+        The same columns without ``None``; ``missing`` counts the records left out.
+
     Examples
     --------
     >>> t = CountTable(("x", "y"), ((1, None), ("u", None)), np.array([[4, 1], [2, 3]]), rows=10, missing=0)
@@ -171,7 +269,50 @@ def complete(table: CountTable) -> CountTable:
 
 def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable,
             households: CountTable | None) -> dict[str, Target]:
-    """The matrices to design, with their cells, counts and blocks."""
+    """The matrices to design, with their cells, counts and blocks.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The variables to perturb.
+    split : str
+        ``"joint"``: one target over the cross-classification of ``names``; otherwise one
+        target per variable.
+    shape : Shape
+        The release's structure.
+    table : CountTable
+        Exact counts of the strata and the variables (missing as the category ``None``).
+    households : CountTable or None
+        Counts of the household variables over households (:func:`household_table`).
+
+    Returns
+    -------
+    dict of str to Target
+        Keyed by the target's name (``"age*sex"`` for a joint target).
+
+    Raises
+    ------
+    ParameterError
+        A kept code or a rule names an unknown category, or the rules forbid every
+        combination or every value of a stratum.
+
+    Examples
+    --------
+    Age within region, with ``n/a`` kept: a block per region and per kept code.
+
+    >>> import pandas as pd
+    >>> from pramkit.counts import count_frame
+    >>> frame = pd.DataFrame({"region": ["north", "north", "south", "south", "north", "south"],
+    ...                       "age": ["0-9", "10-19", "n/a", "10-19", "0-9", "0-9"]})
+    >>> shape = structure(["age"], "equal", None, "region", {"age": "n/a"}, None, (), "error")
+    >>> t = plan_targets(["age"], "equal", shape, count_frame(frame, ["region", "age"]), None)["age"]
+    >>> t.labels[:3], t.counts.tolist()
+    ([('north', '0-9'), ('north', '10-19'), ('north', 'n/a')], [2, 1, 0, 1, 1, 1])
+    >>> [b.tolist() for b in t.blocks]
+    [[0, 1], [2], [3, 4], [5]]
+    >>> int(t.counts.sum()) == len(frame)  # every record is in one cell
+    True
+    """
     cats = {c: tuple(x for x in cs if x is not None) for c, cs in zip(table.columns, table.categories)}
     keep = kept_codes(shape.keep, {n: cats[n] for n in names})
     if shape.rules is not None:
@@ -205,7 +346,23 @@ def _product_labels(cats: Mapping[str, Sequence[Label]], cols: Sequence[str]) ->
 
 
 def normalised(v: np.ndarray) -> np.ndarray:
-    """Proportions of non-negative counts; uniform when they are all zero."""
+    """Proportions of non-negative counts; uniform when they are all zero.
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+        Non-negative counts (a block's, possibly all zero).
+
+    Returns
+    -------
+    numpy.ndarray
+        Floats summing to 1.
+
+    Examples
+    --------
+    >>> normalised(np.array([3, 1, 0])).tolist(), normalised(np.zeros(4)).tolist()
+    ([0.75, 0.25, 0.0], [0.25, 0.25, 0.25, 0.25])
+    """
     v = np.asarray(v, dtype=float)
     total = v.sum()
     return v / total if total > 0 else np.full(v.size, 1.0 / v.size)
@@ -213,7 +370,52 @@ def normalised(v: np.ndarray) -> np.ndarray:
 
 def build(fam: Any, target: Target, p: np.ndarray | None, epsilon: float | None,
           options: Mapping[str, Any]) -> PramMatrix:
-    """Design a target's matrix: the family on its cells, or block by block (module docstring)."""
+    """Design a target's matrix: the family on its cells, or block by block (module docstring).
+
+    Each block of two categories or more is designed by the family on the block's own
+    proportions at ``epsilon``; a block of one category is the identity.  Every record is
+    perturbed by its own block alone, so the epsilon given the block is the largest of the
+    blocks' (parallel composition), while the matrix's own epsilon is infinite: a column
+    with zeros beside positive entries (Shlomo and Skinner 2012, section 4: epsilon-DP
+    holds for a finite epsilon if and only if no entry is zero).
+
+    Parameters
+    ----------
+    fam : DesignFamily
+        The design family (:func:`pramkit.design.registry.family`).
+    target : Target
+        The cells, counts and blocks (:func:`plan_targets`).
+    p : numpy.ndarray or None
+        The design's proportions over ``target.labels`` (``None``: a data-free family).
+    epsilon : float or None
+        The target's budget (``None``: the family fixes it by its options).
+    options : mapping
+        The family's own options.
+
+    Returns
+    -------
+    PramMatrix
+        The family's matrix, or a block-diagonal one (:meth:`pramkit.PramMatrix.block_diagonal`)
+        with provenance ``blocks(<family>)``.
+
+    Examples
+    --------
+    Randomized response at epsilon 1 within each region, ``n/a`` kept: no value
+    leaves its block, and the guarantee given the block is the budget.
+
+    >>> import pandas as pd
+    >>> from pramkit.counts import count_frame
+    >>> from pramkit.design.registry import family
+    >>> frame = pd.DataFrame({"region": ["north", "north", "south", "south", "north", "south"],
+    ...                       "age": ["0-9", "10-19", "n/a", "10-19", "0-9", "0-9"]})
+    >>> shape = structure(["age"], "equal", None, "region", {"age": "n/a"}, None, (), "error")
+    >>> t = plan_targets(["age"], "equal", shape, count_frame(frame, ["region", "age"]), None)["age"]
+    >>> m = build(family("rr"), t, None, 1.0, {})
+    >>> m.provenance.method, len(m.blocks), m.epsilon, m.block_epsilon <= 1.0
+    ('blocks(rr)', 4, inf, True)
+    >>> all(np.allclose(m.matrix[np.ix_(idx, idx)].sum(axis=1), 1.0) for idx, _ in m.blocks)
+    True
+    """
     if target.blocks is None or (len(target.blocks) == 1 and not target.given):
         return fam.build(target.labels, p, epsilon, options)
     parts = []
@@ -231,7 +433,45 @@ def build(fam: Any, target: Target, p: np.ndarray | None, epsilon: float | None,
 
 def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target], notes: list[str],
                    na_values: Sequence[str]) -> None:
-    """Records that break a rule: an error naming the first (``rule_breaking="error"``), or a note."""
+    """Records that break a rule: an error naming the first (``rule_breaking="error"``), or a note.
+
+    Parameters
+    ----------
+    data : str, Path, pandas.DataFrame or pyarrow.Table
+        The original data (a file is read for the rules' columns only, and only when a
+        record breaks a rule).
+    shape : Shape
+        The release's structure.
+    targets : mapping of str to Target
+        From :func:`plan_targets`: their ``forbidden_counts`` say whether any record breaks a rule.
+    notes : list of str
+        Appended to (``rule_breaking="keep"``).
+    na_values : sequence of str
+        Texts that mean missing in a CSV file.
+
+    Raises
+    ------
+    DataError
+        With ``rule_breaking="error"``, naming the first row that breaks a rule and the rule.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> import pandas as pd
+    >>> from pramkit.counts import count_frame
+    >>> frame = pd.DataFrame({"age": ["0-9", "30-39", "0-9"], "marital": ["single", "married", "married"]})
+    >>> rules = [{"age": "0-9", "marital": "married"}]
+    >>> shape = structure(["age", "marital"], "joint", rules, (), None, None, (), "error")
+    >>> targets = plan_targets(["age", "marital"], "joint", shape, count_frame(frame, ["age", "marital"]), None)
+    >>> check_breaking(frame, shape, targets, [], ())
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: row 3 breaks rule 1 of the rules given (age=0-9 and marital=married); correct the data, or keep such records unperturbed (rule_breaking keep, --rule-breaking keep)
+    >>> notes = []
+    >>> check_breaking(frame, dataclasses.replace(shape, rule_breaking="keep"), targets, notes, ())
+    >>> notes[0][:40]
+    '1 record(s) break a rule on age*marital:'
+    """
     broken = {k: t.forbidden_counts for k, t in targets.items() if t.forbidden_counts}
     if not broken or shape.rules is None:
         return
@@ -265,7 +505,46 @@ def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str]) -> Any:
 
 def household_table(data: Any, shape: Shape, table: CountTable, na_values: Sequence[str]) -> CountTable:
     """Counts of the household variables over households (one record each), after checking
-    that every household has one value of each (else a :class:`DataError` naming one)."""
+    that every household has one value of each (else a :class:`DataError` naming one).
+
+    Parameters
+    ----------
+    data : str, Path, pandas.DataFrame or pyarrow.Table
+        The original data (a file is read for the household columns only).
+    shape : Shape
+        With ``household`` and ``household_vars``.
+    table : CountTable
+        The persons' counts, whose categories the household table takes.
+    na_values : sequence of str
+        Texts that mean missing in a CSV file.
+
+    Returns
+    -------
+    CountTable
+        One record per household; ``rows`` is the number of households.
+
+    Raises
+    ------
+    DataError
+        A record has no household id, or a household has several values of a household variable.
+
+    Examples
+    --------
+    Five persons in three households: tenure is counted once per household.
+
+    >>> import pandas as pd
+    >>> from pramkit.counts import count_frame
+    >>> frame = pd.DataFrame({"hid": [1, 1, 2, 3, 3], "tenure": ["own", "own", "rent", "own", "own"]})
+    >>> shape = structure(["tenure"], "equal", None, (), None, "hid", "tenure", "error")
+    >>> h = household_table(frame, shape, count_frame(frame, ["tenure"]), ())
+    >>> h.rows, h.counts.tolist()
+    (3, [2, 1])
+    >>> frame.loc[1, "tenure"] = "rent"
+    >>> household_table(frame, shape, count_frame(frame, ["tenure"]), ())
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: household 1 has several values of 'tenure'; a household variable must be the same for every member
+    """
     from pramkit.counts import count_frame
 
     hh, cols = shape.household, list(shape.household_vars)
