@@ -379,3 +379,24 @@ def test_both_reports_show_the_structure(tmp_path):
         assert facts["age"]["unchanged"] == ["0-9"] and facts["region"]["household"] == "hid"
         html = write_report(report, tmp_path / f"{report.public}.html").read_text()
         assert "Structure of the microdata" in html and "values never changed" in html and "hid" in html
+
+
+@pytest.mark.parametrize("field", ["perturbation_epsilon", "record_epsilon_given_structure", "ledger.record_epsilon"])
+def test_an_edited_derived_epsilon_is_refused_on_reading(field):
+    from pramkit.errors import ManifestError
+
+    m = design_release(census(3_000), ["age"], epsilon=2.0, strata="sex", categories=CENSUS_VARIABLES,
+                       rng=random.Random(19))
+    data = json.loads(m.to_json())
+    if field.startswith("ledger."):
+        data["ledger"][field.split(".")[1]] = 0.001
+    else:
+        data[field] = 0.001
+    with pytest.raises(ManifestError, match=field.replace(".", r"\.")):
+        Manifest.from_dict(data)
+
+
+def test_the_provenance_names_the_method_of_the_designed_blocks():
+    m = design_release(census(3_000), ["marital_status"], epsilon=2.0, categories=CENSUS_VARIABLES,
+                       rng=random.Random(20), keep_codes={"marital_status": "never married"})
+    assert m["marital_status"].matrix.provenance.parameters["block_method"] == "dp_optimal"

@@ -107,6 +107,9 @@ class Ledger:
             raise ParameterError(f"design epsilon must be finite and >= 0, got {self.design_epsilon!r}")
         if self.frequencies not in FREQUENCY_SOURCES:
             raise ParameterError(f"frequencies must be one of {FREQUENCY_SOURCES}, got {self.frequencies!r}")
+        budget = self.record_epsilon_budget
+        if budget is not None and not (isinstance(budget, (int, float)) and math.isfinite(budget) and budget > 0):
+            raise ParameterError(f"the record epsilon budget must be a positive finite number, got {budget!r}")
         bad = {c: s for c, s in self.categories.items() if s not in CATEGORY_SOURCES}
         if bad:
             raise ParameterError(f"category sources must be one of {CATEGORY_SOURCES}, got {bad}")
@@ -406,6 +409,8 @@ def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[
     >>> record_epsilon([0.1, *eps]) <= 1.0
     True
     """
+    if any(not (w >= 0 and math.isfinite(w)) for w in weights):
+        raise ParameterError(f"the weights of a split must be finite and non-negative, got {list(weights)}")
     total_w = math.fsum(weights)
     left = budget - spent
     if not left > 0 or total_w <= 0:

@@ -61,6 +61,8 @@ def epsilon_to_json(eps: float) -> float | str:
     >>> json.dumps({"epsilon": epsilon_to_json(math.inf)}, allow_nan=False)  # strict JSON
     '{"epsilon": "inf"}'
     """
+    if math.isnan(eps):
+        raise ManifestError("an epsilon is NaN: no guarantee can be written for it")
     return eps if math.isfinite(eps) else "inf"
 
 
@@ -723,6 +725,17 @@ class Manifest:
             raise ManifestError(f"field 'variables': {exc}") from None
         if "record_epsilon" in data:
             _check_epsilon(data["record_epsilon"], manifest.record_epsilon, "record_epsilon")
+        if "perturbation_epsilon" in data:
+            _check_epsilon(data["perturbation_epsilon"], manifest.perturbation_epsilon, "perturbation_epsilon")
+        if "record_epsilon_given_structure" in data:
+            _check_epsilon(data["record_epsilon_given_structure"], manifest.record_epsilon_given_structure,
+                           "record_epsilon_given_structure")
+        if isinstance(data.get("ledger"), dict) and manifest.ledger is not None:
+            stated = data["ledger"]
+            for key, actual in (("record_epsilon", manifest.record_epsilon_given_structure),
+                                ("perturbation_epsilon", manifest._ledger_dict()["perturbation_epsilon"])):
+                if key in stated:
+                    _check_epsilon(stated[key], _epsilon_from_json(actual, f"ledger.{key}"), f"ledger.{key}")
         return manifest
 
 

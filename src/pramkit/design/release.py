@@ -859,6 +859,8 @@ def design_recognition(
     from pramkit.io import read_table, sha256_of
 
     names = _names(list(keys))
+    if len(names) < 2:
+        raise ParameterError("the recognition design perturbs the key variables jointly: give at least two keys")
     t0 = time.perf_counter()
     digest = None
     described = "a DataFrame in memory"

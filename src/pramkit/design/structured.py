@@ -425,7 +425,7 @@ def build(fam: Any, target: Target, p: np.ndarray | None, epsilon: float | None,
             parts.append(PramMatrix.identity(labels))
         else:
             parts.append(fam.build(labels, None if p is None else normalised(p[idx]), epsilon, options))
-    method = parts[-1].provenance.method if parts else "identity"
+    method = next((p.provenance.method for p in parts if p.size > 1), "identity")  # kept codes are identities
     return PramMatrix.block_diagonal(parts, target.labels, Provenance(
         method=f"blocks({fam.name})", parameters={"blocks": len(parts), "block_method": method,
                                                   "epsilon": epsilon}))
