@@ -176,7 +176,34 @@ class Distances:
 
     def reorder(self, categories: Sequence[Label]) -> "Distances":
         """The same distances with rows and columns in the order of ``categories``
-        (matched by their text, as the readers do)."""
+        (matched by their text, as the readers do).
+
+        Parameters
+        ----------
+        categories : sequence of labels
+            The new order: the same categories (by text), each once.
+
+        Returns
+        -------
+        Distances
+            The permuted distances; the edges of a path metric follow the categories.
+
+        Raises
+        ------
+        ParameterError
+            If ``categories`` are not exactly the distances' categories (:func:`match_categories`).
+
+        Examples
+        --------
+        >>> d = ordinal_distances(["a", "b", "c"])
+        >>> r = d.reorder(["c", "a", "b"])
+        >>> r.categories, r.matrix[0].tolist()                   # c is 2 steps from a, 1 from b
+        (('c', 'a', 'b'), [0.0, 2.0, 1.0])
+        >>> bool((r.matrix == r.matrix.T).all()), r.matrix.diagonal().tolist()
+        (True, [0.0, 0.0, 0.0])
+        >>> r.edges.tolist()                                      # a-b and b-c, in the new positions
+        [[1, 2], [2, 0]]
+        """
         index = match_categories(self.categories, categories, f"distances ({self.source})")
         edges = None
         if self.edges is not None:
@@ -187,7 +214,22 @@ class Distances:
                          self.source)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON summary for a provenance (not the matrix)."""
+        """A JSON summary for a provenance (not the matrix).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``unit``, ``categories`` (S), ``source``, ``max``, ``min_positive``,
+            ``sha256`` (:attr:`digest`, which identifies the matrix) and ``path_metric``.
+
+        Examples
+        --------
+        >>> summary = ordinal_distances(["low", "mid", "high"]).to_dict()
+        >>> {k: summary[k] for k in ("kind", "unit", "categories", "max", "min_positive", "path_metric")}
+        {'kind': 'ordinal', 'unit': 'step', 'categories': 3, 'max': 2.0, 'min_positive': 1.0, 'path_metric': True}
+        >>> summary["sha256"] == ordinal_distances(["x", "y", "z"]).digest      # the same matrix
+        True
+        """
         return {"kind": self.kind, "unit": self.unit, "categories": self.size, "source": self.source,
                 "max": self.max, "min_positive": self.min_positive, "sha256": self.digest,
                 "path_metric": self.edges is not None}
@@ -199,6 +241,18 @@ def _name(label: Label) -> str:
 
 def validate_matrix(matrix: ArrayLike, categories: Sequence[Label]) -> np.ndarray:
     """A distance matrix as a float array, after checking it (module docstring).
+
+    Parameters
+    ----------
+    matrix : array-like, shape (S, S)
+        The distances.
+    categories : sequence of labels
+        The S categories, for the messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        A float64 copy: finite, non-negative, symmetric, 0 on the diagonal and positive elsewhere.
 
     Raises
     ------
@@ -254,6 +308,36 @@ def match_categories(found: Sequence[Any], categories: Sequence[Label], what: st
 
     Every category must occur exactly once in ``found`` and ``found`` may hold
     nothing else; the error names the missing, repeated or unknown ones.
+
+    Parameters
+    ----------
+    found : sequence
+        The categories as a source lists them (e.g. the rows of a CSV).
+    categories : sequence of labels
+        The variable's categories.
+    what : str
+        The source, for the messages.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        ``found[index[i]]`` is ``categories[i]`` (as text).
+
+    Raises
+    ------
+    ParameterError
+        If two categories have the same text, or a category is missing, repeated or unknown.
+
+    Examples
+    --------
+    >>> match_categories(["b", "a", "c"], ["a", "b", "c"], "areas.csv").tolist()
+    [1, 0, 2]
+    >>> match_categories([1, 2], ["2", "1"], "areas.csv").tolist()           # by text
+    [1, 0]
+    >>> match_categories(["a", "b", "z"], ["a", "b"], "areas.csv")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: areas.csv: categories ['z'] are not categories of the variable
     """
     texts = [str(c) for c in categories]
     if len(set(texts)) != len(texts):
@@ -292,6 +376,26 @@ def ordinal_distances(categories: Sequence[Label], midpoints: ArrayLike | None =
     (e.g. the middle of each age band): ``d(i, j) = |m_i - m_j|``, which
     must increase strictly along the order.
 
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories, in their order.
+    midpoints : array-like, optional
+        One number per category, strictly increasing.
+    unit : str, optional
+        The unit (default ``"step"``, or ``"unit"`` with midpoints).
+
+    Returns
+    -------
+    Distances
+        Kind ``"ordinal"``; a path metric (with edges) without midpoints.
+
+    Raises
+    ------
+    ParameterError
+        If there is no category, or the midpoints are not finite numbers, one per
+        category, increasing along the order.
+
     Examples
     --------
     >>> ordinal_distances(["0-9", "10-19", "20-39"], [5, 15, 30], unit="years").matrix[0].tolist()
@@ -328,6 +432,27 @@ def euclidean_distances(categories: Sequence[Label], xy: ArrayLike, *, unit: str
                         source: str = "centroids") -> Distances:
     """Euclidean distances between projected centroids ``xy`` (shape (S, 2)).
 
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories.
+    xy : array-like, shape (S, 2)
+        Their projected coordinates.
+    unit : str
+        The coordinates' unit.
+    source : str
+        Where they were read from (for the provenance).
+
+    Returns
+    -------
+    Distances
+        Kind ``"euclidean"``.
+
+    Raises
+    ------
+    ParameterError
+        If the centroids are not finite numbers of shape (S, 2), or two coincide.
+
     Examples
     --------
     >>> float(euclidean_distances(["a", "b"], [[0, 0], [3, 4]], unit="km").matrix[0, 1])
@@ -342,6 +467,16 @@ def euclidean_distances(categories: Sequence[Label], xy: ArrayLike, *, unit: str
 def haversine_km(lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: ArrayLike) -> np.ndarray | float:
     """Great-circle distance in km on a sphere of radius :data:`EARTH_RADIUS_KM`
     (haversine formula; degrees in, broadcasting).
+
+    Parameters
+    ----------
+    lat1, lon1, lat2, lon2 : array-like
+        Latitudes and longitudes in degrees.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The distances in km (a float for scalar inputs).
 
     Examples
     --------
@@ -359,6 +494,26 @@ def haversine_km(lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: ArrayL
 def great_circle_distances(categories: Sequence[Label], latlon: ArrayLike, *,
                            source: str = "centroids") -> Distances:
     """Great-circle distances (km) between centroids given as (lat, lon) degrees.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories.
+    latlon : array-like, shape (S, 2)
+        Their centroids, latitude then longitude, in degrees.
+    source : str
+        Where they were read from (for the provenance).
+
+    Returns
+    -------
+    Distances
+        Kind ``"haversine"``, unit ``"km"`` (:func:`haversine_km`, made exactly symmetric).
+
+    Raises
+    ------
+    ParameterError
+        If a centroid is not finite or out of range (latitude beyond 90, longitude beyond
+        180 degrees), or two coincide.
 
     Examples
     --------
@@ -387,6 +542,26 @@ def graph_distances(categories: Sequence[Label], pairs: Iterable[tuple[Any, Any]
 
     ``pairs`` are (category, neighbour) texts or labels; each pair is an
     undirected edge (listing it in both directions is allowed).
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The areas.
+    pairs : iterable of (label, label)
+        The borders.
+    source : str
+        Where they were read from (for the messages and the provenance).
+
+    Returns
+    -------
+    Distances
+        Kind ``"graph"``, unit ``"hops"``, a path metric whose edges are the borders.
+
+    Raises
+    ------
+    ParameterError
+        If a pair names an unknown category or a category as its own neighbour, a category
+        has no neighbour, or the graph is not connected.
 
     Examples
     --------
@@ -435,6 +610,29 @@ def graph_distances(categories: Sequence[Label], pairs: Iterable[tuple[Any, Any]
 def table_distances(categories: Sequence[Label], rows: Iterable[tuple[Any, Any, Any]], *,
                     unit: str = "unit", source: str = "table") -> Distances:
     """Distances from ``(from, to, distance)`` rows covering every unordered pair.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories.
+    rows : iterable of (label, label, number)
+        One row per pair (both directions allowed, if equal).
+    unit : str
+        The distances' unit.
+    source : str
+        Where they were read from (for the messages and the provenance).
+
+    Returns
+    -------
+    Distances
+        Kind ``"table"``.
+
+    Raises
+    ------
+    ParameterError
+        If a row names an unknown category, a distance is not a number, a pair is repeated
+        or given two different values, a pair is missing, or the matrix is invalid
+        (:func:`validate_matrix`).
 
     Examples
     --------
@@ -514,7 +712,32 @@ def _read_csv(path: str | Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def csv_layout(header: Sequence[str]) -> str:
-    """The kind of distance CSV its header describes (:data:`CSV_LAYOUTS`)."""
+    """The kind of distance CSV its header describes (:data:`CSV_LAYOUTS`).
+
+    Parameters
+    ----------
+    header : sequence of str
+        The CSV's column names (case and surrounding spaces ignored; extra columns allowed).
+
+    Returns
+    -------
+    str
+        The first kind of :data:`CSV_LAYOUTS` whose columns are all present.
+
+    Raises
+    ------
+    ParameterError
+        If no layout matches.
+
+    Examples
+    --------
+    >>> csv_layout(["Category", "Lat", "Lon", "population"]), csv_layout(["from", "to", "distance"])
+    ('haversine', 'table')
+    >>> csv_layout(["area", "x"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: a distance CSV needs the columns of one of: category,lat,lon; category,x,y; category,neighbour; from,to,distance; category,midpoint; got area, x
+    """
     cols = {h.strip().lower() for h in header}
     for kind, needed in CSV_LAYOUTS.items():
         if set(needed) <= cols:
@@ -526,13 +749,43 @@ def csv_layout(header: Sequence[str]) -> str:
 def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: str | None = None) -> Distances:
     """Read a distance CSV of any layout of :data:`CSV_LAYOUTS` (module docstring).
 
+    Parameters
+    ----------
+    path : str or Path
+        The CSV (UTF-8, a byte-order mark allowed).
+    categories : sequence of labels
+        The variable's categories, matched by text.
+    unit : str, optional
+        The distances' unit (centroids ``x, y``, tables and midpoints; latitude and
+        longitude give km, adjacency lists hops).
+
+    Returns
+    -------
+    Distances
+        In the order of ``categories``.
+
+    Raises
+    ------
+    ParameterError
+        If the file is missing, unreadable or empty, its header matches no layout, a value
+        is not a number, or its categories do not match (:func:`match_categories`).
+
     Examples
     --------
-    >>> import os, tempfile
-    >>> f = os.path.join(tempfile.mkdtemp(), "areas.csv")
-    >>> _ = open(f, "w").write("category,x,y\\nA,0,0\\nB,3,4\\nC,6,8\\n")
-    >>> read_distance_csv(f, ["A", "B", "C"], unit="km").matrix[0].tolist()
-    [0.0, 5.0, 10.0]
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     f = Path(folder, "areas.csv")
+    ...     _ = f.write_text("category,x,y\\nA,0,0\\nB,3,4\\nC,6,8\\n")
+    ...     d = read_distance_csv(f, ["A", "B", "C"], unit="km")
+    >>> d.kind, d.unit, d.matrix[0].tolist()
+    ('euclidean', 'km', [0.0, 5.0, 10.0])
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     f = Path(folder, "borders.csv")
+    ...     _ = f.write_text("category,neighbour\\nA,B\\nB,C\\n")
+    ...     d = read_distance_csv(f, ["A", "B", "C"])
+    >>> d.kind, d.unit, d.matrix[0].tolist()                      # A to C crosses two borders
+    ('graph', 'hops', [0.0, 1.0, 2.0])
     """
     header, rows = _read_csv(path)
     kind = csv_layout(header)
@@ -569,6 +822,25 @@ def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], 
     """Distances for a variable from a spec: ``"ordinal"``, a CSV path, or a
     :class:`Distances` (reordered to ``categories``).
 
+    Parameters
+    ----------
+    spec : str, Path or Distances
+        Where the distances come from.
+    categories : sequence of labels
+        The variable's categories.
+    unit : str, optional
+        The distances' unit (:func:`read_distance_csv`, :func:`ordinal_distances`).
+
+    Returns
+    -------
+    Distances
+        In the order of ``categories``.
+
+    Raises
+    ------
+    ParameterError
+        If the spec is none of those, or the distances cannot be read or matched.
+
     Examples
     --------
     >>> read_distances("ordinal", ["a", "b"]).matrix.tolist()
@@ -585,7 +857,35 @@ def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], 
 
 
 def distances_for(options: Mapping[str, Any], categories: Sequence[Label]) -> Distances:
-    """The ``distances`` option of a design (required), resolved for ``categories``."""
+    """The ``distances`` option of a design (required), resolved for ``categories``.
+
+    Parameters
+    ----------
+    options : mapping
+        A design's options: ``distances`` (a spec for :func:`read_distances`) and ``unit``.
+    categories : sequence of labels
+        The variable's categories.
+
+    Returns
+    -------
+    Distances
+        In the order of ``categories``.
+
+    Raises
+    ------
+    ParameterError
+        If ``options`` has no distances, or they cannot be read.
+
+    Examples
+    --------
+    >>> d = distances_for({"distances": "ordinal", "unit": "band"}, ["0-17", "18-64", "65+"])
+    >>> d.kind, d.unit, d.max
+    ('ordinal', 'band', 2.0)
+    >>> distances_for({"metric_epsilon": 0.5}, ["a", "b"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: a distance-based design needs distances: 'ordinal', a CSV file ...
+    """
     spec = options.get("distances")
     if spec is None:
         raise ParameterError("a distance-based design needs distances: 'ordinal', a CSV file (category,x,y; "

@@ -152,6 +152,16 @@ REFERENCES = ("Bordenabe, Chatzikokolakis and Palamidessi (2014), Optimal geo-in
 def expm1_upper(epsilon: float) -> float:
     """A double not below ``e^epsilon - 1`` (decimal exp at 40 digits, rounded up).
 
+    Parameters
+    ----------
+    epsilon : float
+        The exponent.
+
+    Returns
+    -------
+    float
+        An upper bound on ``e^epsilon - 1`` (the slope of h in the dual, module docstring).
+
     Examples
     --------
     >>> expm1_upper(1.0) >= math.e - 1
@@ -186,6 +196,20 @@ def expected_distance_bounds(p: ArrayLike, matrix: ArrayLike, d: ArrayLike) -> t
     """``sum_x p_x sum_z M[x, z] d(x, z)`` for the doubles given, with a bound on
     the error of the computed value (pairwise sums by row, then :func:`math.fsum`).
 
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Weights of the original categories.
+    matrix : array-like, shape (S, S)
+        The matrix M.
+    d : array-like, shape (S, S)
+        The distances.
+
+    Returns
+    -------
+    tuple of float
+        ``(value, error)``: D(M) and a bound on its rounding error.
+
     Examples
     --------
     >>> value, error = expected_distance_bounds([0.5, 0.5], [[0.75, 0.25], [0.25, 0.75]], [[0, 2.0], [2.0, 0]])
@@ -203,6 +227,18 @@ def expected_distance_bounds(p: ArrayLike, matrix: ArrayLike, d: ArrayLike) -> t
 def worst_distance_bounds(matrix: ArrayLike, d: ArrayLike) -> tuple[float, float]:
     """``max_x sum_z M[x, z] d(x, z)`` (the largest expected distance from one category) for
     the doubles given, with a bound on the error of the computed value.
+
+    Parameters
+    ----------
+    matrix : array-like, shape (S, S)
+        The matrix M.
+    d : array-like, shape (S, S)
+        The distances.
+
+    Returns
+    -------
+    tuple of float
+        ``(value, error)``: the largest row's expected distance and a bound on its rounding error.
 
     Examples
     --------
@@ -226,6 +262,26 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
     floating bounds carry a rounding allowance of about ``1e-15 d_max`` (the
     column sums ``g_z`` cancel terms of the size of ``p_x d(x, z)``), so only
     exact sums can certify a relative gap.  O(S^2) rational operations.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Weights of the original categories.
+    d : array-like, shape (S, S)
+        The distances.
+    epsilon : float
+        The budget.
+    y : array-like, shape (S,)
+        Any vector (e.g. the LP's dual values).
+    matrix : array-like, shape (S, S)
+        The stored matrix.
+    worst : bool
+        Bound the largest expected distance from one category instead of the average.
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``: the dual bound rounded down, the matrix's distance rounded up.
 
     Examples
     --------
@@ -490,6 +546,15 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         the upper bound, the certified gap and tolerance, ``optimal``, both
         distances, the mutual information (nats) and which outputs are used.
 
+    Raises
+    ------
+    ParameterError
+        If epsilon is out of range or above :data:`MAX_LP_EPSILON`, ``solver`` or
+        ``objective`` is unknown, p is given with ``objective="worst"``, a distance spec
+        comes without ``categories``, or p does not match the distances.
+    PramkitError
+        If there are fewer than two categories or more than :data:`MAX_CATEGORIES`.
+
     Examples
     --------
     >>> from pramkit.design.distances import ordinal_distances
@@ -598,7 +663,49 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
 def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]) -> PramMatrix:
     """The information-optimal epsilon-DP design: over all matrices
     (:func:`pramkit.design.dp_general.dp_general`) for S up to its limit, form (8)
-    (:func:`pramkit.design.dp_optimal.dp_optimal`) above."""
+    (:func:`pramkit.design.dp_optimal.dp_optimal`) above.
+
+    Program (7) of Ayed, Battiston and Camerlenghi: the end of the segment of
+    :func:`distance_information_path` with weight 0.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The original proportions.
+    epsilon : float
+        The budget (nats).
+    categories : sequence of labels
+        The categories.
+
+    Returns
+    -------
+    PramMatrix
+        The design, its provenance holding I(X; Z) in nats and its certificate.
+
+    Raises
+    ------
+    ParameterError
+        If p or epsilon is invalid.
+    PramkitError
+        If p and the categories differ in length.
+
+    Examples
+    --------
+    Over all 4 x 4 matrices the optimum keeps more information than the best of form (8),
+    and more than the least-distance design at the same budget:
+
+    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> p = [0.4, 0.3, 0.2, 0.1]
+    >>> m = information_design(p, 1.0, ["a", "b", "c", "d"])
+    >>> m.provenance.method, m.categories, m.epsilon <= 1.0, m.provenance.certificate["optimal"]
+    ('dp_general', ('a', 'b', 'c', 'd'), True, True)
+    >>> info = m.provenance.objective
+    >>> info >= dp_optimal(p, 1.0).provenance.objective, round(info, 4)
+    (True, 0.122)
+    >>> info >= mutual_information(p, dp_min_distance(p, 1.0, ordinal_distances("abcd")).matrix)
+    True
+    """
     from pramkit.design.dp_general import MAX_CATEGORIES as GENERAL_MAX, dp_general
     from pramkit.design.dp_optimal import dp_optimal
 
@@ -620,6 +727,23 @@ def distance_information_path(p: ArrayLike | None, epsilon: float, distances: Di
 
     Every mixture is epsilon-DP; D is linear and I convex in the weight (module
     docstring).  An achievable frontier, not a proven optimal one.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,), or None
+        The original proportions (None: uniform weights for the distance design).
+    epsilon : float
+        The budget (nats).
+    distances : Distances
+        Distances between the categories.
+    points : int
+        Number of weights, evenly spaced from 0 to 1 (at least 2).
+
+    Returns
+    -------
+    list of dict
+        One per weight: ``weight``, ``expected_distance`` (the distances' unit) and
+        ``mutual_information_nats``.
 
     Examples
     --------
@@ -650,6 +774,23 @@ def dp_distance_information(p: ArrayLike | None, epsilon: float, distances: Dist
     design itself has less); the crossing is found by bisection to 1e-12.  The
     result is epsilon-DP exactly; it is the best *mixture*, not a certified
     optimum over all matrices (module docstring).
+
+    Parameters
+    ----------
+    p : array-like, shape (S,), or None
+        The original proportions (None: uniform weights).
+    epsilon : float
+        The budget (nats).
+    distances : Distances
+        Distances between the categories.
+    min_information : float
+        The information to keep (nats).
+
+    Returns
+    -------
+    PramMatrix
+        The mixture, its certificate giving the weight, the information and the distance
+        (``optimal`` False: a best mixture, not a proven optimum).
 
     Raises
     ------
@@ -723,6 +864,19 @@ def greedy_spanner(distances: Distances, dilation: float) -> tuple[np.ndarray, n
     Chatzikokolakis and Palamidessi 2014).  Every pair then has ``d_G(x, x') <= dilation d(x, x')``.
     O(S^2 log S) for the order, O(S^2) per edge to keep ``d_G``.
 
+    Parameters
+    ----------
+    distances : Distances
+        Distances between the categories.
+    dilation : float
+        The stretch allowed (at least 1).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The edges, shape (E, 2) with ``x < x'``, and the spanner's shortest-path
+        distances d_G, shape (S, S).
+
     Examples
     --------
     >>> from pramkit.design.distances import euclidean_distances
@@ -788,6 +942,28 @@ def metric_dual_bound(p: ArrayLike, d: ArrayLike, edges: np.ndarray, weights: Ar
     ``r = p_x d(x, z) - y_x + sum_{edges out of x} mu - sum_{edges into x} c mu``; c is rounded
     up (a larger c only lowers the bound), r is bounded below with its rounding and the sum
     rounded down.  With w the distances of the edges, every eps_d-metric-DP matrix qualifies.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        Weights of the original categories.
+    d : array-like, shape (S, S)
+        The distances.
+    edges : numpy.ndarray, shape (E, 2)
+        The directed edges (x, x').
+    weights : array-like, shape (E,)
+        The edges' distances.
+    metric_epsilon : float
+        eps_d.
+    y : array-like, shape (S,)
+        Multipliers of the rows (any).
+    mu : array-like, shape (E, S)
+        Multipliers of the edge constraints.
+
+    Returns
+    -------
+    float
+        ``D(M) >= bound`` for every matrix satisfying the edge constraints.
 
     Examples
     --------
@@ -872,6 +1048,20 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
         Dilation of the spanner (at least 1) for distances that are not a path metric.
     categories : sequence of labels, optional
         The variable's categories; the distances are reordered to them.
+
+    Returns
+    -------
+    PramMatrix
+        The mechanism, with a certificate: its verified metric epsilon
+        (:func:`pramkit.design.geo.metric_certificate`), the bounds, the gap and ``optimal``.
+
+    Raises
+    ------
+    PramkitError
+        If there are fewer than two categories or more than :data:`METRIC_LP_MAX`.
+    ParameterError
+        If eps_d is out of range (:func:`pramkit.design.geo.check_metric`), the dilation is
+        below 1, or p does not match the distances.
 
     Examples
     --------

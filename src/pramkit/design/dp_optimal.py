@@ -72,7 +72,32 @@ _CHUNK = 1 << 21
 
 
 def check_epsilon(epsilon: Any) -> float:
-    """epsilon as a float after checking it (:func:`pramkit.validate.epsilon`, at most :data:`MAX_EPSILON`)."""
+    """epsilon as a float after checking it (:func:`pramkit.validate.epsilon`, at most :data:`MAX_EPSILON`).
+
+    Parameters
+    ----------
+    epsilon : number
+        The privacy parameter alpha of Ayed, Battiston and Camerlenghi (nats per record).
+
+    Returns
+    -------
+    float
+        ``epsilon``, positive and at most :data:`MAX_EPSILON` (``e^epsilon`` is a finite double).
+
+    Raises
+    ------
+    ParameterError
+        If epsilon is not a positive finite number, or exceeds :data:`MAX_EPSILON`.
+
+    Examples
+    --------
+    >>> check_epsilon(1)
+    1.0
+    >>> check_epsilon(800)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: epsilon = 800 is too large (at most 700); beyond a few dozen the optimal matrix is the identity anyway
+    """
     return valid_epsilon(epsilon, maximum=MAX_EPSILON)
 
 
@@ -87,20 +112,100 @@ def _check_size(s: Any) -> int:
 # ---------------------------------------------------------------------------
 
 def v(x: float, s: int) -> float:
-    """``v_x = e^x / (e^x + S - 1)`` of Proposition 3.2 (``v_alpha``, ``v_-alpha``)."""
+    """``v_x = e^x / (e^x + S - 1)`` of Proposition 3.2 (``v_alpha``, ``v_-alpha``).
+
+    ``v_alpha`` is the keep probability of randomized response at epsilon alpha: then
+    ``q / ((1 - q) / (S - 1)) = e^alpha`` exactly.
+
+    Parameters
+    ----------
+    x : float
+        The exponent (alpha or -alpha).
+    s : int
+        The number of categories S.
+
+    Returns
+    -------
+    float
+        ``v_x``, in (0, 1).
+
+    Examples
+    --------
+    >>> v(math.log(3), 2), v(0.0, 4)                      # keep 3/4 at log 3; 1/S at 0
+    (0.75, 0.25)
+    >>> q = v(1.0, 5)
+    >>> math.isclose(q / ((1 - q) / 4), math.e)           # keep / move odds = e^alpha
+    True
+    """
     return 1.0 / (1.0 + (s - 1) * math.exp(-x))
 
 
 def binary_optimal_q(epsilon: float) -> float:
     """Section 3.2.1-3.2.2: for S = 2 the optimum over *all* 2 x 2 matrices
     (every one has form (8)) is the symmetric ``q = e^a / (1 + e^a)``, for
-    every p (``1 - q`` is the other optimum, its mirror image)."""
+    every p (``1 - q`` is the other optimum, its mirror image).
+
+    Parameters
+    ----------
+    epsilon : float
+        alpha (nats), checked by :func:`check_epsilon`.
+
+    Returns
+    -------
+    float
+        The keep probability q = ``v(alpha, 2)``.
+
+    Raises
+    ------
+    ParameterError
+        If epsilon is out of range.
+
+    Examples
+    --------
+    The optimum uses the whole budget, and no 2 x 2 design found by the exact search
+    does better for a skewed p:
+
+    >>> from pramkit import PramMatrix
+    >>> q = binary_optimal_q(math.log(3))
+    >>> q, math.isclose(PramMatrix([[q, 1 - q], [1 - q, q]]).epsilon, math.log(3))
+    (0.75, True)
+    >>> math.isclose(dp_optimal([0.9, 0.1], math.log(3)).diagonal[0], q)
+    True
+    """
     return v(check_epsilon(epsilon), 2)
 
 
 def symmetric_interval(s: int, epsilon: float) -> tuple[float, float]:
     """Section 3.2.3: the symmetric q (all equal) is alpha-DP iff
-    ``q`` lies in ``[v_-a, v_a]``, ``v_x = e^x / (S - 1 + e^x)``."""
+    ``q`` lies in ``[v_-a, v_a]``, ``v_x = e^x / (S - 1 + e^x)``.
+
+    Parameters
+    ----------
+    s : int
+        The number of categories S, at least 2.
+    epsilon : float
+        alpha (nats).
+
+    Returns
+    -------
+    tuple of float
+        ``(v_-a, v_a)``.
+
+    Raises
+    ------
+    ParameterError
+        If S is not an integer >= 2 or epsilon is out of range.
+
+    Examples
+    --------
+    >>> symmetric_interval(3, math.log(2))                 # 0.5 / 2.5 and 2 / 4
+    (0.2, 0.5)
+    >>> lo, hi = symmetric_interval(4, 1.0)
+    >>> is_dp_feasible(np.full(4, lo), 1.0), is_dp_feasible(np.full(4, hi), 1.0)
+    (True, True)
+    >>> is_dp_feasible(np.full(4, hi + 0.01), 1.0)
+    False
+    """
     s, e = _check_size(s), check_epsilon(epsilon)
     return v(-e, s), v(e, s)
 
@@ -110,6 +215,29 @@ def symmetric_optimal_q(p: ArrayLike, epsilon: float) -> float:
 
     ``v_a`` is randomized response (:func:`pramkit.design.classic.randomized_response`);
     it is at least as good as ``v_-a`` for every p (both give the same I for S = 2).
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The original proportions.
+    epsilon : float
+        alpha (nats).
+
+    Returns
+    -------
+    float
+        The end of :func:`symmetric_interval` with the larger I(X; Z), equation (9).
+
+    Raises
+    ------
+    ParameterError
+        If p is not a probability vector or epsilon is out of range.
+
+    Examples
+    --------
+    >>> q = symmetric_optimal_q([0.5, 0.3, 0.2], 1.0)
+    >>> q == symmetric_interval(3, 1.0)[1] == v(1.0, 3), round(q, 4)
+    (True, 0.5761)
     """
     pv = probabilities(p)
     lo, hi = symmetric_interval(pv.size, epsilon)
@@ -133,6 +261,36 @@ def dp_constraints(s: int, epsilon: float, *, truthful: bool = False) -> tuple[n
 
     followed by the box ``0 <= q_k <= 1`` (2S rows) and, if ``truthful``, the
     rows ``-q_k <= -1/S``.  Hence ``3 S (S - 1) + 2 S`` rows for S >= 3.
+
+    Parameters
+    ----------
+    s : int
+        The number of categories S, at least 2.
+    epsilon : float
+        alpha (nats).
+    truthful : bool
+        Add ``q_k >= 1/S``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``C`` of shape (rows, S) and ``b`` of shape (rows,).
+
+    Raises
+    ------
+    ParameterError
+        If S is not an integer >= 2 or epsilon is out of range.
+
+    Examples
+    --------
+    >>> c, b = dp_constraints(3, 1.0)
+    >>> c.shape, b.shape                                   # 3 S (S - 1) + 2 S rows
+    ((24, 3), (24,))
+    >>> rr = np.full(3, v(1.0, 3))                         # randomized response: feasible
+    >>> bool(np.all(c @ rr <= b + 1e-12)), bool(np.all(c @ np.array([0.99, 0.01, 0.01]) <= b))
+    (True, False)
+    >>> dp_constraints(3, 1.0, truthful=True)[0].shape      # and S rows q_k >= 1/S
+    (27, 3)
     """
     s, e = _check_size(s), check_epsilon(epsilon)
     t, c = math.exp(e), s - 1
@@ -185,6 +343,22 @@ def is_dp_feasible(q: ArrayLike, epsilon: float, *, truthful: bool = False, tol:
     only the two largest and the two smallest q, and the pair (largest,
     smallest), can be binding.  ``tol`` is the slack allowed on each
     constraint divided by its largest coefficient.
+
+    Parameters
+    ----------
+    q : array-like, shape (S,)
+        The keep probabilities (the diagonal of form (8)).
+    epsilon : float
+        alpha (nats).
+    truthful : bool
+        Also require ``q_k >= 1/S``.
+    tol : float
+        Slack allowed on each normalised constraint.
+
+    Returns
+    -------
+    bool
+        Whether every pairwise constraint (12)-(17) holds.
 
     Raises
     ------
@@ -245,6 +419,25 @@ def vertex_patterns(s: int, epsilon: float, *, truthful: bool = False) -> np.nda
     solving every square subsystem of active constraints of the reduced
     polytope and keeping the feasible solutions.
 
+    Parameters
+    ----------
+    s : int
+        The number of categories S, at least 2.
+    epsilon : float
+        alpha (nats).
+    truthful : bool
+        Add ``q_k >= 1/S`` to the polytope.
+
+    Returns
+    -------
+    numpy.ndarray, shape (K, min(S, 4))
+        The patterns, each sorted decreasingly, rows in increasing lexicographic order.
+
+    Raises
+    ------
+    ParameterError
+        If S is not an integer >= 2 or epsilon is out of range.
+
     Examples
     --------
     >>> rows = vertex_patterns(10, 1.0)         # Proposition 3.2 holds: its five types
@@ -283,16 +476,38 @@ def vertex_patterns(s: int, epsilon: float, *, truthful: bool = False) -> np.nda
 class PatternSearch:
     """Best assignment of one vertex pattern.
 
-    values: the pattern's sorted values
-    best_q: best keep-probability vector with these values
-    objective: f(best_q) in nats
-    candidates: number of assignments scored
-    exhaustive: every assignment was scored
-    upper_bound: no arrangement of the pattern has an exact f above this
-        (nats): the best score plus its rounding allowance if exhaustive, else
-        the branch and bound's bound
-    bound_nodes: branch-and-bound nodes explored (0 if exhaustive)
-    closed: the bound is proved (False only if the branch and bound hit its node limit)
+    Attributes
+    ----------
+    values : tuple of float
+        The pattern's sorted values (a row of :func:`vertex_patterns`).
+    best_q : numpy.ndarray, shape (S,)
+        Best keep-probability vector with these values.
+    objective : float
+        f(best_q), equation (9), in nats.
+    candidates : int
+        Number of assignments scored.
+    exhaustive : bool
+        Every assignment was scored.
+    upper_bound : float or None
+        No arrangement of the pattern has an exact f above this (nats): the best
+        score plus its rounding allowance if exhaustive, else the branch and bound's bound.
+    bound_nodes : int
+        Branch-and-bound nodes explored (0 if exhaustive).
+    closed : bool
+        The bound is proved (False only if the branch and bound hit its node limit).
+
+    Examples
+    --------
+    For S = 3 every permutation of each pattern is scored:
+
+    >>> opt = solve_form8([0.5, 0.3, 0.2], 1.0)
+    >>> best = opt.patterns[0]
+    >>> best.exhaustive, best.closed, best.candidates, best.bound_nodes
+    (True, True, 6, 0)
+    >>> best.objective <= best.upper_bound < best.objective + 1e-12
+    True
+    >>> sorted(best.best_q.tolist(), reverse=True) == [float(x) for x in best.values]
+    True
     """
 
     values: tuple[float, ...]
@@ -337,6 +552,18 @@ def verified_objective(p: np.ndarray, q: np.ndarray) -> tuple[float, float]:
     sum over S terms taken by :func:`math.fsum` (correctly rounded), so the
     error bound (:func:`pramkit.privacy.exact.rounding_bound`) does not grow
     with S: the exact f of the doubles p and q lies within ``value +- error``.
+
+    Parameters
+    ----------
+    p : numpy.ndarray, shape (S,)
+        The original proportions.
+    q : numpy.ndarray, shape (S,)
+        The keep probabilities of form (8).
+
+    Returns
+    -------
+    tuple of float
+        ``(value, error)``: I(X; Z) in nats and a bound on its rounding error.
 
     Examples
     --------
@@ -453,7 +680,32 @@ def _bound_pattern(p: np.ndarray, values: np.ndarray, incumbent: float) -> Patte
 # ---------------------------------------------------------------------------
 
 def prop32_holds(s: int, epsilon: float) -> bool:
-    """Proposition 3.2's condition: S >= 4 and ``alpha <= log(S + sqrt(S(S-4)) - 2) - log 2``."""
+    """Proposition 3.2's condition: S >= 4 and ``alpha <= log(S + sqrt(S(S-4)) - 2) - log 2``.
+
+    Under it every vertex of the DP polytope is one of Proposition 3.2's five types
+    (:func:`vertex_patterns`).
+
+    Parameters
+    ----------
+    s : int
+        The number of categories S.
+    epsilon : float
+        alpha (nats).
+
+    Returns
+    -------
+    bool
+        Whether the condition holds.
+
+    Examples
+    --------
+    For S = 10 the bound is ``log(8 + sqrt(60)) - log 2``, about 2.063:
+
+    >>> prop32_holds(10, 2.0), prop32_holds(10, 2.1), prop32_holds(3, 0.1)
+    (True, False, False)
+    >>> len(vertex_patterns(10, 2.0)), len(vertex_patterns(10, 2.1))
+    (5, 8)
+    """
     return s >= 4 and epsilon <= math.log(s + math.sqrt(s * (s - 4)) - 2) - math.log(2)
 
 
@@ -461,10 +713,26 @@ def prop32_holds(s: int, epsilon: float) -> bool:
 class Form8Optimum:
     """Global maximiser of program (7) over form (8).
 
-    q: optimal keep probabilities
-    mutual_information_nats: f(q), nats
-    patterns: the search of every vertex pattern (best first)
-    exhaustive: every vertex of the feasible polytope was scored
+    Attributes
+    ----------
+    q : numpy.ndarray, shape (S,)
+        Optimal keep probabilities.
+    mutual_information_nats : float
+        f(q), equation (9), in nats.
+    patterns : tuple of PatternSearch
+        The search of every vertex pattern (best first).
+    exhaustive : bool
+        Every vertex of the feasible polytope was scored.
+
+    Examples
+    --------
+    >>> opt = solve_form8([0.5, 0.3, 0.2], 1.0)
+    >>> opt.exhaustive, opt.proved, len(opt.patterns) == len(vertex_patterns(3, 1.0))
+    (True, True, True)
+    >>> opt.mutual_information_nats == max(r.objective for r in opt.patterns) <= opt.upper_bound
+    True
+    >>> opt.q.round(4).tolist(), round(v(1.0, 3), 4)       # here: randomized response
+    ([0.5761, 0.5761, 0.5761], 0.5761)
     """
 
     q: np.ndarray
@@ -492,6 +760,22 @@ def solve_form8(p: ArrayLike, epsilon: float, *, truthful: bool = False, search:
     branch and bound), ``"exhaustive"`` or ``"branch_and_bound"`` (forced;
     for tests and benchmarks).  The patterns scored exhaustively go first:
     their best is the branch and bound's first incumbent.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The original proportions.
+    epsilon : float
+        alpha (nats).
+    truthful : bool
+        Add ``q_k >= 1/S``.
+    search : str, optional
+        As above.
+
+    Returns
+    -------
+    Form8Optimum
+        The maximiser, every pattern's search, and whether the optimum is proved.
 
     Raises
     ------
@@ -540,6 +824,27 @@ def form8_epsilon(q: ArrayLike) -> float:
     log-ratio within a column, Shlomo and Skinner, section 4, as the smallest
     double not below the exact value) of the compact matrix with
     ``w_k = (1 - q_k) / (S - 1)`` (:func:`pramkit.privacy.epsilon.form8_matrix_epsilon`).
+
+    Parameters
+    ----------
+    q : array-like, shape (S,)
+        The keep probabilities.
+
+    Returns
+    -------
+    float
+        The matrix's epsilon (nats), not below the exact value.
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> form8_epsilon([0.75, 0.75]) >= math.log(3)
+    True
+    >>> q = [0.6, 0.3, 0.1]           # worst column: w_1 = (1 - 0.3) / 2 = 0.35 against q_2 = 0.1
+    >>> form8_epsilon(q) == PramMatrix.from_diagonal(q).epsilon, math.isclose(form8_epsilon(q), math.log(3.5))
+    (True, True)
+    >>> is_dp_feasible(np.array(q), form8_epsilon(q))        # its own epsilon is a valid budget
+    True
     """
     qv = np.asarray(q, dtype=float)
     return form8_matrix_epsilon(qv, (1.0 - qv) / (qv.size - 1))
@@ -570,6 +875,22 @@ def dp_optimal(
     so its epsilon is at most ``epsilon`` exactly (entries that rounding made
     0, at large epsilon, included); ``budget_adjustment`` is the most a row
     gained, and the gap allows for its effect on the information.
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The original proportions (S >= 2).
+    epsilon : float
+        The budget alpha (nats).
+    categories : sequence, optional
+        Labels of the categories (default ``0 .. S-1``).
+    truthful : bool
+        Require ``q_k >= 1/S``.
+
+    Returns
+    -------
+    PramMatrix
+        Form (8), compact, with its provenance and certificate.
 
     Raises
     ------
@@ -640,7 +961,49 @@ def dp_optimal(
 def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:
     """:func:`dp_optimal` for the observed distribution of a data column
     (categories from :func:`pramkit.codebook.categories_of`, missing values
-    left out of p and kept missing when perturbing)."""
+    left out of p and kept missing when perturbing).
+
+    The design reads the column's exact frequencies: it is data-dependent, so its
+    matrix leaks p unless p is published (:func:`pramkit.design.release.design_release`
+    spends part of the budget on noisy counts instead).
+
+    Parameters
+    ----------
+    values : array-like or pandas.Series
+        The column.
+    epsilon : float
+        The budget alpha (nats).
+    column : str
+        Its name, for messages.
+    truthful : bool
+        Require ``q_k >= 1/S``.
+
+    Returns
+    -------
+    PramMatrix
+        As :func:`dp_optimal`, labelled with the column's categories.
+
+    Raises
+    ------
+    PramkitError
+        If the column has no non-missing value or a single category.
+    ParameterError
+        If epsilon is out of range.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> tenure = pd.Series(["owned", "rented", "owned", None, "owned", "rented", "n/a"] * 10)
+    >>> m = dp_optimal_for_column(tenure, 1.0, column="tenure")
+    >>> m.categories, m.epsilon <= 1.0, m.provenance.certificate["optimal"]
+    (('n/a', 'owned', 'rented'), True, True)
+    >>> np.round(m.provenance.parameters["p"], 4).tolist()       # 10, 30 and 20 of 60: missing left out
+    [0.1667, 0.5, 0.3333]
+    >>> dp_optimal_for_column(["a", "a", None], 1.0, column="x")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: column 'x' has a single category ('a'); nothing to perturb
+    """
     table = count_frame(pd.DataFrame({column: values}), [column])
     cats = list(table.categories[0])
     if not cats:

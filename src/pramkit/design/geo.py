@@ -88,13 +88,34 @@ METRIC_OPTIONS = ("distances", "metric_epsilon", "mechanism", "unit", "dilation"
 class MetricEpsilon:
     """The metric epsilon of a stored matrix.
 
-    value: the smallest eps_d with ``M[x, z] <= exp(eps_d d(x, x')) M[x', z]`` for
-        every x, x', z, rounded up (``inf`` if a column mixes zeros and positive
-        entries); ``None`` when it was not computed (too many triples)
-    scope: ``"edges"`` (path metric, chained), ``"all pairs"`` or ``"not checked"``
-    exact: the maximum was decided in exact arithmetic (else: a rigorous floating bound)
-    triples: how many (x, x', z) triples were screened
-    candidates: how many near-maximal triples were decided exactly
+    Attributes
+    ----------
+    value : float or None
+        The smallest eps_d with ``M[x, z] <= exp(eps_d d(x, x')) M[x', z]`` for every
+        x, x', z, rounded up (``inf`` if a column mixes zeros and positive entries);
+        ``None`` when it was not computed (too many triples).
+    scope : str
+        ``"edges"`` (path metric, chained), ``"all pairs"``, ``"closed form"`` (a matrix
+        stored by its rate) or ``"not checked"``.
+    exact : bool
+        The maximum was decided in exact arithmetic (else: a rigorous floating bound).
+    triples : int
+        How many (x, x', z) triples were screened.
+    candidates : int
+        How many near-maximal triples were decided exactly.
+
+    Examples
+    --------
+    Randomized response keeping 0.8 on three ordered bands: adjacent bands differ by a
+    factor 8 in their own column, so eps_d is log 8 per step, rounded up:
+
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> rr = [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]
+    >>> r = metric_epsilon(rr, ordinal_distances("abc"))
+    >>> r.scope, r.exact, r.triples, r.value >= math.log(8), math.isclose(r.value, math.log(8))
+    ('edges', True, 12, True, True)
+    >>> metric_epsilon([[1, 0], [0, 1]], ordinal_distances("ab")).value    # a value ruled out
+    inf
     """
 
     value: float | None
@@ -131,6 +152,16 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
         Distances between its categories (same order).
     limit : int
         Most triples screened over all pairs; above, the result is ``"not checked"``.
+
+    Returns
+    -------
+    MetricEpsilon
+        The value (rounded up), how it was checked and how many triples it took.
+
+    Raises
+    ------
+    ParameterError
+        If the matrix and the distances have different shapes.
 
     Examples
     --------
@@ -200,7 +231,34 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
 
 def verify_metric_dp(matrix: ArrayLike | PramMatrix, distances: Distances, eps_d: float) -> bool | None:
     """Whether the stored matrix is ``eps_d``-metric-DP (proved by :func:`metric_epsilon`);
-    ``None`` when the check was not run (too many triples)."""
+    ``None`` when the check was not run (too many triples).
+
+    Parameters
+    ----------
+    matrix : array-like or PramMatrix, shape (S, S)
+        The stored matrix.
+    distances : Distances
+        Distances between its categories (same order).
+    eps_d : float
+        The rate per unit of distance to check.
+
+    Returns
+    -------
+    bool or None
+        ``M[x, z] <= exp(eps_d d(x, x')) M[x', z]`` for every x, x', z.
+
+    Raises
+    ------
+    ParameterError
+        If the matrix and the distances have different shapes.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> m = truncated_geometric(list("abcd"), 0.5)
+    >>> verify_metric_dp(m, ordinal_distances("abcd"), 0.5), verify_metric_dp(m, ordinal_distances("abcd"), 0.4)
+    (True, False)
+    """
     r = metric_epsilon(matrix, distances)
     return None if r.value is None else bool(r.value <= eps_d)
 
@@ -209,10 +267,33 @@ def check_metric(eps_d: Any, spread: float, what: str) -> float:
     """``eps_d`` as a float, checked positive and with ``eps_d * spread`` at most
     :data:`MAX_EXPONENT` (the far entries ``exp(-eps_d spread)`` stay normal doubles).
 
+    Parameters
+    ----------
+    eps_d : number
+        The metric epsilon (per unit of distance).
+    spread : float
+        The largest distance the mechanism's exponent multiplies it by.
+    what : str
+        What ``spread`` is, for the message.
+
+    Returns
+    -------
+    float
+        ``eps_d``.
+
+    Raises
+    ------
+    ParameterError
+        If ``eps_d`` is not positive, or ``eps_d * spread`` exceeds :data:`MAX_EXPONENT`.
+
     Examples
     --------
     >>> check_metric(0.5, 10.0, "diameter")
     0.5
+    >>> check_metric(10, 100.0, "diameter")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: metric epsilon 10 times the diameter 100 is 1000: the far entries would be exp(-1000), below double precision (at most 700); use a smaller metric epsilon or coarser categories
     """
     e = positive(eps_d, "metric epsilon")
     if e * spread > MAX_EXPONENT:
@@ -245,6 +326,29 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
     table that is not a metric), the rate is lowered in proportion and the
     matrix rebuilt (at most five times).  Pure epsilon: at most ``eps_d``
     times the largest distance, computed from the stored matrix.
+
+    Parameters
+    ----------
+    distances : Distances
+        Distances between the categories.
+    metric_epsilon_ : float
+        eps_d, per unit of distance.
+    categories : sequence, optional
+        The order of the rows (default: the distances' own).
+
+    Returns
+    -------
+    PramMatrix
+        The mechanism, with a certificate of its verified metric epsilon
+        (:func:`metric_certificate`).
+
+    Raises
+    ------
+    PramkitError
+        If there are fewer than two categories.
+    ParameterError
+        If ``eps_d`` is out of range (:func:`check_metric`), or a distance table is too
+        large to verify.
 
     Examples
     --------
@@ -301,6 +405,25 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     :data:`MAX_DENSE_GEOMETRIC` categories the matrix is stored by its rate
     (no S x S array): the formula in exact arithmetic, whose adjacent rows differ
     by exactly ``e^eps_d``, so no margin is needed.
+
+    Parameters
+    ----------
+    categories : sequence
+        The categories, in their order (at least two).
+    metric_epsilon_ : float
+        eps_d, per category step.
+
+    Returns
+    -------
+    PramMatrix
+        The mechanism, with a certificate of its verified metric epsilon.
+
+    Raises
+    ------
+    PramkitError
+        If there are fewer than two categories.
+    ParameterError
+        If ``eps_d`` is out of range (:func:`check_metric`).
 
     Examples
     --------
@@ -359,6 +482,23 @@ def metric_certificate(check: MetricEpsilon, target: float, unit: str, reference
     to be ``target``-metric-DP (by :func:`metric_epsilon`, whose result ``check`` is), how, and
     the stored matrix's own metric epsilon.
 
+    Parameters
+    ----------
+    check : MetricEpsilon
+        The check of the stored matrix.
+    target : float
+        The eps_d the design was asked for.
+    unit : str
+        The distances' unit.
+    reference : str
+        The mechanism's source.
+
+    Returns
+    -------
+    dict
+        ``metric_dp_verified`` (None when not checked), ``metric_epsilon_stored``, how it was
+        checked, the unit and the reference (and a note when not verified).
+
     Examples
     --------
     >>> c = metric_certificate(MetricEpsilon(0.49, "edges", True, 12, 1), 0.5, "step", "Ghosh et al. (2009)")
@@ -398,12 +538,30 @@ def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: flo
 class GeoUtility:
     """How far a matrix moves values.
 
-    expected_distance: ``sum_x p_x sum_z M[x, z] d(x, z)`` in ``unit``
-    share_kept: ``sum_x p_x M[x, x]``, records released as their own category
-    share_within: records moved at most ``within`` (``None`` without it)
-    within: the radius of ``share_within``
-    epsilon: the matrix's pure epsilon (Shlomo and Skinner 2012, section 4)
-    unit: the distances' unit
+    Attributes
+    ----------
+    expected_distance : float
+        ``sum_x p_x sum_z M[x, z] d(x, z)`` in ``unit``.
+    share_kept : float
+        ``sum_x p_x M[x, x]``, records released as their own category.
+    share_within : float or None
+        Records moved at most ``within`` (``None`` without it).
+    within : float or None
+        The radius of ``share_within``.
+    epsilon : float
+        The matrix's pure epsilon (Shlomo and Skinner 2012, section 4).
+    unit : str
+        The distances' unit.
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> m = PramMatrix([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
+    >>> u = geo_utility(m, ordinal_distances([0, 1, 2]), [0.5, 0.3, 0.2], within=0)
+    >>> round(u.expected_distance, 12), round(u.share_kept, 12), round(u.share_within, 12), u.unit
+    (0.2, 0.8, 0.8, 'step')
+    >>> u.epsilon                                              # zeros beside positives in a column
+    inf
     """
 
     expected_distance: float
@@ -414,6 +572,18 @@ class GeoUtility:
     unit: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict (for JSON output).
+
+        Returns
+        -------
+        dict
+            One entry per field.
+
+        Examples
+        --------
+        >>> GeoUtility(0.25, 0.8, None, None, 1.0, "km").to_dict()
+        {'expected_distance': 0.25, 'share_kept': 0.8, 'share_within': None, 'within': None, 'epsilon': 1.0, 'unit': 'km'}
+        """
         return asdict(self)
 
 
@@ -437,6 +607,24 @@ class RowMeasures:
     Each measure of a file is the frequency-weighted sum ``p @ row``: linear in p,
     so it can be estimated from a released file with a standard error
     (:meth:`pramkit.estimate.TableEstimate.linear_variance`).
+
+    Attributes
+    ----------
+    distance : numpy.ndarray
+        ``sum_z M[x, z] d(x, z)``.
+    kept : numpy.ndarray
+        ``M[x, x]``.
+    within : numpy.ndarray or None
+        ``sum_{z: d(x, z) <= r} M[x, z]``.
+
+    Examples
+    --------
+    An end band moves further than the middle one:
+
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> rows = row_measures([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], ordinal_distances("abc"))
+    >>> rows.distance.round(12).tolist(), rows.kept.tolist(), rows.within is None
+    ([0.3, 0.2, 0.3], [0.8, 0.8, 0.8], True)
     """
 
     distance: np.ndarray
@@ -444,7 +632,40 @@ class RowMeasures:
     within: np.ndarray | None
 
     def utility(self, p: ArrayLike | None, radius: float | None, epsilon: float, unit: str) -> GeoUtility:
-        """The measures weighted by ``p`` (``None``: uniform over the categories)."""
+        """The measures weighted by ``p`` (``None``: uniform over the categories).
+
+        Parameters
+        ----------
+        p : array-like, shape (S,), or None
+            The weights (proportions of the original categories).
+        radius : float or None
+            The radius the ``within`` row was computed for.
+        epsilon : float
+            The matrix's pure epsilon, to record.
+        unit : str
+            The distances' unit.
+
+        Returns
+        -------
+        GeoUtility
+            ``p @ distance``, ``p @ kept`` and ``p @ within``.
+
+        Raises
+        ------
+        ParameterError
+            If p is not a probability vector over the S categories.
+
+        Examples
+        --------
+        >>> from pramkit.design.distances import ordinal_distances
+        >>> rr = [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]
+        >>> rows = row_measures(rr, ordinal_distances("abc"), within=1)
+        >>> u = rows.utility([0.5, 0.3, 0.2], 1, math.log(8), "step")
+        >>> round(u.expected_distance, 12), round(u.share_within, 12)   # 0.5 0.3 + 0.3 0.2 + 0.2 0.3
+        (0.27, 0.93)
+        >>> round(rows.utility(None, 1, math.log(8), "step").expected_distance, 12)    # uniform
+        0.266666666667
+        """
         pv = _p(p, self.distance.size)
         share = None if self.within is None else float(pv @ self.within)
         return GeoUtility(float(pv @ self.distance), float(pv @ self.kept), share,
@@ -461,6 +682,25 @@ def row_measures(matrix: PramMatrix | ArrayLike, distances: Distances, *,
                  within: float | None = None) -> RowMeasures:
     """Per original category: expected distance moved, keep probability and probability of
     moving at most ``within`` (in the distances' unit).
+
+    Parameters
+    ----------
+    matrix : PramMatrix or array-like, shape (S, S)
+        The matrix.
+    distances : Distances
+        Distances between its categories (same order).
+    within : float, optional
+        The radius of the ``within`` row (non-negative).
+
+    Returns
+    -------
+    RowMeasures
+        One entry per original category.
+
+    Raises
+    ------
+    ParameterError
+        If the shapes differ or ``within`` is negative.
 
     Examples
     --------
@@ -482,6 +722,20 @@ def rr_row_measures(distances: Distances, epsilon: float, *, within: float | Non
     """:func:`row_measures` of randomized response at ``epsilon`` on the distances' categories
     (:func:`pramkit.design.classic.randomized_response` up to :data:`RR_DENSE_MAX` categories;
     above, its closed form: keep ``q = 1 / (1 + (S - 1) e^-eps)``, each other category ``w = e^-eps q``).
+
+    Parameters
+    ----------
+    distances : Distances
+        Distances between the categories.
+    epsilon : float
+        Randomized response's epsilon (nats).
+    within : float, optional
+        The radius of the ``within`` row.
+
+    Returns
+    -------
+    RowMeasures
+        One entry per category.
 
     Examples
     --------
@@ -507,6 +761,22 @@ def geo_utility(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = 
                 within: float | None = None) -> GeoUtility:
     """Expected distance moved, share kept and share within ``within`` (p ``None``: uniform).
 
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The matrix.
+    distances : Distances
+        Distances between its categories (same order).
+    p : array-like, optional
+        Proportions of the original categories (default: uniform).
+    within : float, optional
+        The radius of ``share_within``.
+
+    Returns
+    -------
+    GeoUtility
+        The measures weighted by p, with the matrix's pure epsilon.
+
     Examples
     --------
     >>> from pramkit.design.distances import ordinal_distances
@@ -523,6 +793,22 @@ def rr_utility(distances: Distances, epsilon: float, p: ArrayLike | None = None,
                within: float | None = None) -> GeoUtility:
     """:func:`geo_utility` of randomized response at ``epsilon`` (:func:`rr_row_measures`).
 
+    Parameters
+    ----------
+    distances : Distances
+        Distances between the categories.
+    epsilon : float
+        Randomized response's epsilon (nats).
+    p : array-like, optional
+        Proportions of the original categories (default: uniform).
+    within : float, optional
+        The radius of ``share_within``.
+
+    Returns
+    -------
+    GeoUtility
+        The measures of randomized response weighted by p.
+
     Examples
     --------
     >>> from pramkit.design.distances import ordinal_distances
@@ -536,6 +822,28 @@ def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | Non
                     within: float | None = None) -> dict[str, Any]:
     """The matrix's utility beside randomized response's at the same pure epsilon, with ratios
     (design / randomized response; below 1 is less distance moved).
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The design.
+    distances : Distances
+        Distances between its categories (same order).
+    p : array-like, optional
+        Proportions of the original categories (default: uniform).
+    within : float, optional
+        The radius of ``share_within``.
+
+    Returns
+    -------
+    dict
+        ``design`` and ``randomized_response`` (:meth:`GeoUtility.to_dict`), ``distance_ratio``,
+        ``kept_ratio`` and, with ``within``, ``within_ratio``.
+
+    Raises
+    ------
+    ParameterError
+        If the matrix's epsilon is infinite.
 
     Examples
     --------
@@ -567,7 +875,45 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
     """``dp`` with ``objective="distance"``: :func:`pramkit.design.dp_distance.dp_min_distance`
     at the variable's budget, with ``options["distances"]`` (``"ordinal"``, a CSV path or
     a :class:`Distances`); ``p`` ``None``: the uniform average, or with ``weights="worst"``
-    the largest expected distance from any one category."""
+    the largest expected distance from any one category.
+
+    Parameters
+    ----------
+    categories : sequence
+        The variable's categories.
+    p : numpy.ndarray or None
+        Their proportions (None: no frequencies are read).
+    epsilon : float or None
+        The variable's budget (nats); required.
+    options : mapping
+        ``distances`` (required), ``unit``, ``weights``.
+
+    Returns
+    -------
+    PramMatrix
+        The least-distance epsilon-DP matrix with its certificate.
+
+    Raises
+    ------
+    ParameterError
+        If epsilon or the distances are missing or invalid.
+
+    Examples
+    --------
+    Without frequencies the design minimises the uniform average distance moved; its
+    certificate proves the optimum (dual bound against the stored matrix):
+
+    >>> m = build_distance(["0-17", "18-34", "35-64", "65+"], None, 1.0, {"distances": "ordinal"})
+    >>> m.provenance.method, m.epsilon <= 1.0, m.provenance.certificate["optimal"]
+    ('dp_min_distance', True, True)
+    >>> cert = m.provenance.certificate
+    >>> cert["lower_bound"] <= cert["expected_distance"] <= cert["upper_bound"]
+    True
+    >>> build_distance(["a", "b"], None, None, {"distances": "ordinal"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the distance design is built to a budget: give epsilon
+    """
     from pramkit.design.dp_distance import dp_min_distance
 
     if epsilon is None:
@@ -579,10 +925,30 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
 def metric_options(options: Mapping[str, Any]) -> tuple[str, float]:
     """The ``metric`` family's ``(mechanism, metric_epsilon)``, validated.
 
+    Parameters
+    ----------
+    options : mapping
+        The family's options (:data:`METRIC_OPTIONS`).
+
+    Returns
+    -------
+    tuple of (str, float)
+        The mechanism (default ``"exponential"``) and eps_d.
+
+    Raises
+    ------
+    ParameterError
+        If an option is unknown, the mechanism is not one of :data:`MECHANISMS`, or
+        ``metric_epsilon`` is missing or not positive.
+
     Examples
     --------
     >>> metric_options({"metric_epsilon": 0.5, "distances": "ordinal"})
     ('exponential', 0.5)
+    >>> metric_options({"metric_epsilon": 0.5, "mechanism": "laplace"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: mechanism must be one of exponential, geometric, optimal, got 'laplace'
     """
     unknown = sorted(set(options) - set(METRIC_OPTIONS))
     if unknown:
@@ -602,7 +968,49 @@ def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: flo
     truncated geometric mechanism on the category order (``mechanism="geometric"``), or the
     least-distance metric-DP matrix by LP (``mechanism="optimal"``, with ``dilation`` for
     distances that are not a path metric; p ``None``: the uniform average); the pure epsilon
-    follows from ``metric_epsilon`` and the distances."""
+    follows from ``metric_epsilon`` and the distances.
+
+    Parameters
+    ----------
+    categories : sequence
+        The variable's categories.
+    p : numpy.ndarray or None
+        Their proportions (used by ``mechanism="optimal"`` only).
+    epsilon : None
+        Must be None: the family takes no share of the budget.
+    options : mapping
+        :data:`METRIC_OPTIONS`.
+
+    Returns
+    -------
+    PramMatrix
+        The mechanism, its metric epsilon verified in its certificate.
+
+    Raises
+    ------
+    ParameterError
+        If the options are invalid (:func:`metric_options`), ``epsilon`` is given,
+        ``dilation`` is given for another mechanism than ``"optimal"``, or the geometric
+        mechanism is asked for on distances other than the category order.
+
+    Examples
+    --------
+    On four ordered bands at eps_d = 0.5 per step: the pure epsilon is at most eps_d times
+    the largest distance (3 steps), and the geometric mechanism reaches it.
+
+    >>> options = {"distances": "ordinal", "metric_epsilon": 0.5}
+    >>> bands = ["0-17", "18-34", "35-64", "65+"]
+    >>> expo = build_metric(bands, None, None, options)
+    >>> geom = build_metric(bands, None, None, {**options, "mechanism": "geometric"})
+    >>> expo.provenance.method, expo.provenance.certificate["metric_dp_verified"], expo.epsilon <= 0.5 * 3
+    ('exponential_mechanism', True, True)
+    >>> geom.provenance.method, round(geom.epsilon, 9)
+    ('truncated_geometric', 1.5)
+    >>> build_metric(bands, None, 1.0, options)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: method 'metric' fixes its epsilon by metric_epsilon and the distances; it takes no share of the budget
+    """
     mechanism, eps_d = metric_options(options)
     if options.get("dilation") is not None and mechanism != "optimal":
         raise ParameterError("dilation applies to mechanism 'optimal'")

@@ -24,7 +24,34 @@ from pramkit.matrix import Label, PramMatrix
 
 
 def matrix_json(m: PramMatrix) -> dict[str, Any]:
-    """One matrix with its epsilon and provenance, as the design command prints it."""
+    """One matrix with its epsilon and provenance, as the design command prints it.
+
+    Parameters
+    ----------
+    m : PramMatrix
+        The designed matrix.
+
+    Returns
+    -------
+    dict
+        ``method``, ``categories``, the diagonal ``q``, the entries (``form`` ``"dense"`` with
+        ``matrix``, or ``"diagonal"`` with form (8)'s off-diagonal ``w`` and, up to
+        :data:`MAX_DENSE_JSON` categories, ``matrix``), ``mutual_information_nats`` (the
+        design's objective), ``epsilon``, ``optimal``, ``certificate`` and ``seconds``:
+        JSON-serialisable.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> out = matrix_json(dp_optimal([0.5, 0.3, 0.2], 1.0, categories=["a", "b", "c"]))
+    >>> out["method"], out["categories"], out["form"], out["optimal"], out["epsilon"] <= 1.0
+    ('dp_optimal', ['a', 'b', 'c'], 'diagonal', True, True)
+    >>> all(math.isclose(w, (1 - q) / 2) for q, w in zip(out["q"], out["w"]))     # form (8)
+    True
+    >>> json.loads(json.dumps(out))["categories"]
+    ['a', 'b', 'c']
+    """
     prov = m.provenance
     cert = dict(prov.certificate or {})
     return {
@@ -56,7 +83,35 @@ def _entries_json(m: PramMatrix) -> dict[str, Any]:
 
 
 def truthful_warnings(m: PramMatrix) -> list[str]:
-    """A warning when a form (8) optimum releases some category as itself less often than 1/S."""
+    """A warning when a form (8) optimum releases some category as itself less often than 1/S.
+
+    Ayed, Battiston and Camerlenghi's program (7) does not ask ``q_k >= 1/S``, so at small
+    epsilon its optimum can release a rare category as some other one more often than as
+    itself.
+
+    Parameters
+    ----------
+    m : PramMatrix
+        The designed matrix (its certificate's ``is_truthful`` is read; a matrix without
+        one gets no warning).
+
+    Returns
+    -------
+    list of str
+        Empty, or one sentence naming the categories with ``q_k < 1/S``.
+
+    Examples
+    --------
+    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> m = dp_optimal([0.7, 0.15, 0.15], 0.5, categories=["owner", "renter", "other"])
+    >>> print(truthful_warnings(m)[0])  # doctest: +NORMALIZE_WHITESPACE
+    the optimal matrix is not truthful: categories ['renter', 'other'] are released as themselves with
+    probability below 1/S = 0.3333, less often than as some other category; truthful=True (--truthful)
+    requires q_k >= 1/S
+    >>> t = dp_optimal([0.7, 0.15, 0.15], 0.5, categories=["owner", "renter", "other"], truthful=True)
+    >>> truthful_warnings(t), t.provenance.objective < m.provenance.objective     # truthful costs information
+    ([], True)
+    """
     cert = m.provenance.certificate or {}
     if cert.get("is_truthful", True):
         return []
@@ -95,7 +150,7 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
     Parameters
     ----------
     m : PramMatrix
-        The designed matrix.
+        The designed matrix (the estimator is estimator (4) of Cator, Hensbergen and Rozenholc).
 
     Returns
     -------
@@ -167,10 +222,24 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
 class MatrixDesign:
     """A matrix designed for a given distribution.
 
-    matrix: the design, with provenance
-    p: the distribution it was designed for (sums to 1)
-    measures: epsilon, beta, I(X; Z) and the rest (:func:`pramkit.design.methods.measure`)
-    notes, warnings: what the caller should read
+    Attributes
+    ----------
+    matrix : PramMatrix
+        The design, with provenance.
+    p : numpy.ndarray
+        The distribution it was designed for (sums to 1).
+    measures : DesignMeasures
+        epsilon, beta, I(X; Z) and the rest (:func:`pramkit.design.methods.measure`).
+    notes, warnings : tuple of str
+        What the caller should read.
+
+    Examples
+    --------
+    >>> d = design_matrix([50, 30, 20], shares=False, epsilon=1.0, categories=["a", "b", "c"])
+    >>> d.p.tolist(), d.matrix.provenance.method, d.notes, d.warnings
+    ([0.5, 0.3, 0.2], 'dp_optimal', (), ())
+    >>> d.measures.epsilon <= 1.0, math.isclose(d.measures.mutual_information_nats, d.matrix.provenance.objective)
+    (True, True)
     """
 
     matrix: PramMatrix
@@ -180,6 +249,26 @@ class MatrixDesign:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """:func:`matrix_json` with the notes and warnings, as the design command prints it.
+
+        Returns
+        -------
+        dict
+            For a design whose objective is not I(X; Z) (e.g. randomized response), also
+            ``measures`` (:func:`pramkit.design.methods.measure`), and
+            ``mutual_information_nats`` is the measured I(X; Z).
+
+        Examples
+        --------
+        >>> rr = design_matrix([0.5, 0.3, 0.2], method="rr", epsilon=1.0).to_dict()
+        >>> rr["method"], rr["notes"], rr["warnings"], rr["measures"]["truthful"], rr["measures"]["bistochastic"]
+        ('randomized_response', [], [], True, True)
+        >>> dp = design_matrix([0.5, 0.3, 0.2], epsilon=1.0).to_dict()
+        >>> "measures" in dp                                      # its objective is I(X; Z) already
+        False
+        >>> math.isclose(rr["mutual_information_nats"], dp["mutual_information_nats"])   # here the optimum is RR
+        True
+        """
         out = {**matrix_json(self.matrix), "notes": list(self.notes), "warnings": list(self.warnings)}
         if self.matrix.provenance.objective_name != "mutual_information_nats":
             out["measures"] = dataclasses.asdict(self.measures)
@@ -212,6 +301,24 @@ def design_matrix(
         The family's parameters.
     categories : sequence, optional
         Labels (default 0..S-1).
+    shares : bool
+        Whether ``values`` are probabilities (else counts).
+    shares_tol : float
+        How far probabilities may sum from 1.
+
+    Returns
+    -------
+    MatrixDesign
+        The matrix, its measures for p, notes (e.g. normalisation) and warnings
+        (:func:`truthful_warnings`, :func:`estimability_warnings`).
+
+    Raises
+    ------
+    ParameterError
+        If ``values`` has fewer than two entries, is negative or not finite, does not sum to
+        1 (``shares``) or is all zero, the categories differ in number, epsilon is missing
+        for a family designed to one (or given for one that fixes its own), or the design's
+        epsilon exceeds ``epsilon``.
 
     Examples
     --------

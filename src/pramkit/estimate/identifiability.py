@@ -70,12 +70,56 @@ def rank_tolerance(singular_values: Sequence[float] | np.ndarray, size: int) -> 
     """Singular values at or below ``s_max * S * eps`` count as zero (NumPy's
     ``matrix_rank`` rule), so a matrix with two identical rows is singular
     whatever the rounding of its entries.  Only the first (largest) of the
-    singular values, in decreasing order, is read."""
+    singular values, in decreasing order, is read.
+
+    Parameters
+    ----------
+    singular_values : sequence of float
+        The singular values in decreasing order (at least the largest).
+    size : int
+        The number of categories S.
+
+    Returns
+    -------
+    float
+        ``s_max * S * eps``.
+
+    Examples
+    --------
+    Two identical rows: the SVD's smallest singular value is rounding noise, far below the
+    tolerance.
+
+    >>> third = 1 / 3
+    >>> s = np.linalg.svd([[third, third, third], [0.1, 0.8, 0.1], [third, third, third]], compute_uv=False)
+    >>> tol = rank_tolerance(s, 3)
+    >>> bool(s[-1] <= tol < s[-2]), math.isclose(tol, s[0] * 3 * EPS)
+    (True, True)
+    """
     return float(singular_values[0]) * size * EPS
 
 
 def numerical_rank(singular_values: np.ndarray, size: int) -> int:
-    """Number of singular values above :func:`rank_tolerance`."""
+    """Number of singular values above :func:`rank_tolerance`.
+
+    Parameters
+    ----------
+    singular_values : numpy.ndarray
+        The singular values in decreasing order.
+    size : int
+        The number of categories S.
+
+    Returns
+    -------
+    int
+        The numerical rank (NumPy's ``matrix_rank`` rule).
+
+    Examples
+    --------
+    >>> third = 1 / 3
+    >>> m = np.array([[third, third, third], [0.1, 0.8, 0.1], [third, third, third]])
+    >>> numerical_rank(np.linalg.svd(m, compute_uv=False), 3), int(np.linalg.matrix_rank(m))
+    (2, 2)
+    """
     return int(np.sum(singular_values > rank_tolerance(singular_values, size)))
 
 
@@ -84,11 +128,28 @@ class CategoryGroup:
     """Categories whose separate counts cannot be estimated (or, for an
     ill-conditioned matrix, only with a huge variance).
 
-    indices: positions of the categories in the matrix
-    categories: their labels
-    free_directions: how many independent splits of the group's total are
-        not identifiable (``len(indices) - 1`` when only the total is)
-    identical_rows: whether the categories' rows of M are identical
+    Attributes
+    ----------
+    indices : tuple of int
+        Positions of the categories in the matrix.
+    categories : tuple of labels
+        Their labels.
+    free_directions : int
+        How many independent splits of the group's total are not identifiable
+        (``len(indices) - 1`` when only the total is).
+    identical_rows : bool
+        Whether the categories' rows of M are identical.
+
+    Examples
+    --------
+    The third row is the mean of the first two: one split of the three categories' total
+    cannot be estimated.
+
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.4, 0.4, 0.2]], ("a", "b", "c"))
+    >>> group = identifiability(m).groups[0]
+    >>> group.categories, group.free_directions, group.identical_rows
+    (('a', 'b', 'c'), 1, False)
     """
 
     indices: tuple[int, ...]
@@ -97,6 +158,18 @@ class CategoryGroup:
     identical_rows: bool
 
     def to_dict(self) -> dict[str, Any]:
+        """The group as JSON.
+
+        Returns
+        -------
+        dict
+            ``categories``, ``indices``, ``free_directions``, ``identical_rows``.
+
+        Examples
+        --------
+        >>> CategoryGroup((0, 2), ("a", "c"), 1, True).to_dict()
+        {'categories': ['a', 'c'], 'indices': [0, 2], 'free_directions': 1, 'identical_rows': True}
+        """
         return {
             "categories": list(self.categories),
             "indices": list(self.indices),
@@ -106,7 +179,27 @@ class CategoryGroup:
 
     def describe(self, exact: bool = True) -> str:
         """E.g. ``"categories 2 and 9 have identical rows"``; ``exact=False``
-        for the near-dependence of an ill-conditioned matrix."""
+        for the near-dependence of an ill-conditioned matrix.
+
+        Parameters
+        ----------
+        exact : bool
+            Whether the matrix is singular (else the dependence is only near).
+
+        Returns
+        -------
+        str
+            A clause for :attr:`Estimability.message`.
+
+        Examples
+        --------
+        >>> CategoryGroup((0, 2), ("a", "c"), 1, True).describe()
+        'categories a and c have identical rows'
+        >>> CategoryGroup((0, 1, 2), ("a", "b", "c"), 1, False).describe()
+        'the rows of categories a, b and c are linearly dependent (1 free direction)'
+        >>> CategoryGroup((0, 1), ("a", "b"), 1, False).describe(exact=False)
+        'the rows of categories a and b are nearly linearly dependent'
+        """
         listed = listing(self.categories)
         if self.identical_rows:
             return f"categories {listed} have identical rows"
@@ -123,6 +216,18 @@ LISTED = 6
 def listing(categories: Sequence[Label]) -> str:
     """Categories in words, at most :data:`LISTED` of them named.
 
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories.
+
+    Returns
+    -------
+    str
+        ``"a"``, ``"a and b"``, ``"a, b and c"``, or the first :data:`LISTED` and how many more.
+
+    Examples
+    --------
     >>> listing(["a", "b"]), listing(range(10))
     ('a and b', '0, 1, 2, 3, 4, 5 and 4 more')
     """
@@ -136,12 +241,35 @@ def listing(categories: Sequence[Label]) -> str:
 class Estimability:
     """Whether a PRAM matrix lets one estimate every category's count (see the module docstring).
 
-    categories: labels of the rows
-    rank: numerical rank (singular values above :func:`rank_tolerance`)
-    condition_number: ``s_max / s_min``, the 2-norm condition number (``inf`` when singular)
-    max_condition: the threshold above which the matrix is ill-conditioned
-    groups: the groups of categories that cannot be told apart (singular
-        matrix) or nearly so (ill-conditioned matrix); empty otherwise
+    Attributes
+    ----------
+    categories : tuple of labels
+        Labels of the rows.
+    rank : int
+        Numerical rank (singular values above :func:`rank_tolerance`).
+    condition_number : float
+        ``s_max / s_min``, the 2-norm condition number (``inf`` when singular).
+    max_condition : float
+        The threshold above which the matrix is ill-conditioned.
+    groups : tuple of CategoryGroup
+        The groups of categories that cannot be told apart (singular matrix) or nearly
+        so (ill-conditioned matrix); empty otherwise.
+
+    Examples
+    --------
+    Randomized response on five categories is invertible; keeping 0.6 against 0.4 is
+    ill-conditioned at a threshold of 2 (its condition number is 1 / 0.2 = 5):
+
+    >>> from pramkit import PramMatrix
+    >>> rr = estimability(PramMatrix.from_diagonal(np.full(5, 0.5)))
+    >>> rr.status, rr.rank, round(rr.condition_number, 6), rr.groups
+    ('identifiable', 5, 2.666667, ())
+    >>> weak = estimability(PramMatrix([[0.6, 0.4], [0.4, 0.6]], ("a", "b")), max_condition=2)
+    >>> weak.status, round(weak.condition_number, 6), weak.identifiable
+    ('ill-conditioned', 5.0, True)
+    >>> weak.message  # doctest: +NORMALIZE_WHITESPACE
+    'ill-conditioned (condition number 5 > 2; the unbiased estimator amplifies errors by up to that factor):
+     the rows of categories a and b are nearly linearly dependent, so their counts are nearly indistinguishable'
     """
 
     categories: tuple[Label, ...]
@@ -203,6 +331,24 @@ class Estimability:
         return head + ": " + "; ".join(parts) if parts else head
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as JSON.
+
+        Returns
+        -------
+        dict
+            ``status``, ``identifiable``, ``singular``, ``ill_conditioned``, ``rank``, ``size``,
+            ``condition_number``, ``max_condition``, ``groups`` (:meth:`CategoryGroup.to_dict`),
+            ``identifiable_categories`` and ``message``.
+
+        Examples
+        --------
+        >>> from pramkit import PramMatrix
+        >>> third = 1 / 3
+        >>> m = PramMatrix([[third, third, third], [0.1, 0.8, 0.1], [third, third, third]], ("a", "b", "c"))
+        >>> out = estimability(m).to_dict()
+        >>> out["status"], out["rank"], out["size"], out["identifiable_categories"], out["groups"][0]["categories"]
+        ('singular', 2, 3, ['b'], ['a', 'c'])
+        """
         return {
             "status": self.status,
             "identifiable": self.identifiable,
@@ -222,12 +368,34 @@ class Estimability:
 class IdentifiabilityResult(Estimability):
     """What a PRAM matrix lets one estimate (:class:`Estimability`), from its full SVD.
 
-    singular_values: all of them, in decreasing order
+    Attributes
+    ----------
+    singular_values : tuple of float
+        All of them, in decreasing order (besides the fields of :class:`Estimability`).
+
+    Examples
+    --------
+    >>> res = identifiability([[0.75, 0.25], [0.25, 0.75]])
+    >>> [round(s, 12) for s in res.singular_values], round(res.condition_number, 12)    # 1 and 0.75 - 0.25
+    ([1.0, 0.5], 2.0)
     """
 
     singular_values: tuple[float, ...]
 
     def to_dict(self) -> dict[str, Any]:
+        """:meth:`Estimability.to_dict` with the singular values.
+
+        Returns
+        -------
+        dict
+            The verdict and ``singular_values``.
+
+        Examples
+        --------
+        >>> out = identifiability([[0.75, 0.25], [0.25, 0.75]]).to_dict()
+        >>> out["status"], [round(s, 12) for s in out["singular_values"]]
+        ('identifiable', [1.0, 0.5])
+        """
         return {**super().to_dict(), "singular_values": list(self.singular_values)}
 
 
@@ -385,6 +553,18 @@ def largest_dense_part(matrix: PramMatrix) -> int:
     """Categories of the largest part of ``matrix`` stored densely: the matrix itself, or its largest
     dense block (0 when every part is compact).  :func:`estimability` decomposes such parts by the SVD.
 
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The matrix.
+
+    Returns
+    -------
+    int
+        The number of categories of its largest dense part.
+
+    Examples
+    --------
     >>> from pramkit import PramMatrix
     >>> rest = PramMatrix.form8([0.8, 0.8, 0.8], categories=["a", "b", "c"])
     >>> largest_dense_part(PramMatrix.block_diagonal([rest, PramMatrix([[0.9, 0.1], [0.1, 0.9]], ["x", "y"])]))
@@ -688,6 +868,29 @@ def dependent_groups(basis: np.ndarray, tol: float = SUPPORT_TOL) -> list[np.nda
     ``basis`` has orthonormal columns spanning a (near-)null space; ``B B^T``
     is its projector, whose support links the categories that the null
     vectors mix.  Components are listed by their smallest index.
+
+    Parameters
+    ----------
+    basis : numpy.ndarray, shape (S, K)
+        Orthonormal columns (e.g. the left singular vectors of the zero singular values).
+    tol : float
+        Entries of ``B B^T`` at or below this are taken as zero.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The components, each its sorted indices.
+
+    Examples
+    --------
+    Rows 0 and 2 are identical: the null vector of ``M^T`` mixes them, and only them.
+
+    >>> third = 1 / 3
+    >>> u, s, _ = np.linalg.svd([[third, third, third], [0.1, 0.8, 0.1], [third, third, third]])
+    >>> [g.tolist() for g in dependent_groups(u[:, s <= rank_tolerance(s, 3)])]
+    [[0, 2]]
+    >>> dependent_groups(np.zeros((3, 0)))                 # no null space, no group
+    []
     """
     n = basis.shape[0]
     if basis.shape[1] == 0:
@@ -712,7 +915,28 @@ def dependent_groups(basis: np.ndarray, tol: float = SUPPORT_TOL) -> list[np.nda
 
 
 def group_labels(groups: Sequence[CategoryGroup], size: int) -> np.ndarray:
-    """For each category, the index of its group, or -1 if it is in none."""
+    """For each category, the index of its group, or -1 if it is in none.
+
+    Parameters
+    ----------
+    groups : sequence of CategoryGroup
+        The groups (:attr:`Estimability.groups`).
+    size : int
+        The number of categories S.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (S,)
+        The group of each category.
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> third = 1 / 3
+    >>> m = PramMatrix([[third, third, third], [0.1, 0.8, 0.1], [third, third, third]], ("a", "b", "c"))
+    >>> group_labels(identifiability(m).groups, 3).tolist()
+    [0, -1, 0]
+    """
     out = np.full(size, -1)
     for g, group in enumerate(groups):
         out[list(group.indices)] = g

@@ -81,14 +81,43 @@ CURVE_MIN_EPSILON = 0.05
 class LedgerEntry:
     """What one perturbed variable guarantees.
 
-    name, columns: the variable and the columns it perturbs (several for a joint variable)
-    categories: S, its number of categories
-    epsilon: exact epsilon (nats; ``inf`` when a column of M mixes zeros and positives)
-    beta: beta-bistochastic privacy H(P) / log2 S (None when not bistochastic)
-    min_diagonal: smallest keep probability M[k, k]
-    truthful: every M[k, k] is the largest entry of its row
-    bistochastic: rows and columns of M sum to 1
-    method: the design's name (provenance)
+    Attributes
+    ----------
+    name : str
+        The variable.
+    columns : tuple of str
+        The columns it perturbs (several for a joint variable).
+    categories : int
+        S, its number of categories.
+    epsilon : float
+        Exact epsilon, the largest log-ratio of two entries of a column of M (Shlomo and
+        Skinner 2012, section 4), in nats; ``inf`` when a column mixes zeros and positives.
+    beta : float or None
+        beta-bistochastic privacy H(P) / log2 S (Ruiz and Domingo-Ferrer, Definition 1);
+        None when M is not bistochastic.
+    min_diagonal : float
+        Smallest keep probability M[k, k].
+    truthful : bool
+        Every M[k, k] is the largest entry of its row.
+    bistochastic : bool
+        Rows and columns of M sum to 1.
+    method : str
+        The design's name (provenance).
+
+    Examples
+    --------
+    Randomized response that keeps a value with probability 3/4: its epsilon is
+    log(0.75 / 0.25) = log 3, and each row has an entropy of 0.811 of log2 S = 1 bit.
+
+    >>> import math
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> manifest = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> entry = build_public_report(manifest, pd.DataFrame({"sex": ["f", "m"] * 50})).ledger[0]
+    >>> entry.name, entry.columns, entry.categories, entry.truthful, entry.bistochastic
+    ('sex', ('sex',), 2, True, True)
+    >>> math.isclose(entry.epsilon, math.log(3)), round(entry.beta, 4), entry.min_diagonal
+    (True, 0.8113, 0.75)
     """
 
     name: str
@@ -106,10 +135,35 @@ class LedgerEntry:
 class RiskFigures:
     """File-level identification risk (from :class:`pramkit.risk.identification.RiskResult`).
 
-    n: records; cells: cells of the full key table
-    sample_uniques: records unique on the keys (records)
-    tau1, tau2, expected_reidentifications: records
-    seconds: time of the computation
+    Attributes
+    ----------
+    n : int
+        Records.
+    cells : int
+        Cells of the full key table.
+    sample_uniques : int
+        Records unique on the keys.
+    tau1 : float
+        Expected number of sample uniques that are population uniques (records), under a
+        Poisson log-linear model (Skinner and Shlomo 2008; Shlomo and Skinner 2012, section 2.1).
+    tau2 : float
+        Expected number of correct matches among sample uniques (records; ibid.).
+    expected_reidentifications : float
+        The per-record risk summed over the records (records).
+    seconds : float
+        Time of the computation.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.risk.identification import identification_risk
+    >>> data = pd.DataFrame({"sex": ["f", "m"] * 100, "age": ["young", "old", "old", "young"] * 50})
+    >>> data.loc[0, "age"] = "100+"                      # one record unique on the keys
+    >>> risk = RiskFigures.of(identification_risk(data, ["sex", "age"], sampling_fraction=0.1))
+    >>> risk.n, risk.cells, risk.sample_uniques
+    (200, 6, 1)
+    >>> 0 <= risk.tau1 <= risk.sample_uniques, 0 <= risk.tau2 <= risk.sample_uniques
+    (True, True)
     """
 
     n: int
@@ -122,6 +176,28 @@ class RiskFigures:
 
     @classmethod
     def of(cls, result: RiskResult) -> "RiskFigures":
+        """The file-level figures of a risk assessment.
+
+        Parameters
+        ----------
+        result : RiskResult
+            The output of :func:`pramkit.risk.identification.identification_risk`.
+
+        Returns
+        -------
+        RiskFigures
+            Its counts, tau1, tau2, expected re-identifications and time, without the per-record detail.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from pramkit.risk.identification import identification_risk
+        >>> data = pd.DataFrame({"sex": ["f", "m"] * 50, "region": ["north"] * 99 + ["south"]})
+        >>> result = identification_risk(data, ["sex", "region"], sampling_fraction=0.5)
+        >>> figures = RiskFigures.of(result)
+        >>> (figures.n, figures.sample_uniques, figures.tau2) == (result.n, result.sample_uniques, result.tau2)
+        True
+        """
         return cls(result.n, result.cells, result.sample_uniques, result.tau1, result.tau2,
                    result.expected_reidentifications, result.seconds)
 
@@ -130,13 +206,43 @@ class RiskFigures:
 class RecognitionFigures:
     """Spontaneous recognition (condition C1), before and after PRAM.
 
-    max_posterior_before, max_posterior_after: the largest posterior (1) of
-        Cator et al. over every combination of ``size`` keys (probability)
-    violations_before, violations_after: (combination, value, record type)
-        triples whose posterior exceeds ``alpha``
-    combinations: number of key combinations checked
-    not_computed: the reason, when the check could not be made (then the
-        figures are NaN / -1)
+    Attributes
+    ----------
+    alpha : float
+        The threshold (a probability) above which a posterior counts as a violation.
+    max_posterior_before, max_posterior_after : float
+        The largest posterior, equation (1) of Cator, Hensbergen and Rozenholc, over
+        every combination of three keys (of all the keys, when there are fewer) (probability).
+    violations_before, violations_after : int
+        (combination, value, record type) triples whose posterior exceeds ``alpha``.
+    combinations : int
+        Number of key combinations checked.
+    not_computed : str
+        The reason, when the check could not be made (then the figures are NaN / -1).
+
+    Examples
+    --------
+    Five records unique on the keys are recognised with certainty in the original file;
+    after PRAM no posterior exceeds alpha:
+
+    >>> import random
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.design.release import design_release
+    >>> from pramkit.perturb import perturb_frame
+    >>> data = census(2_000)
+    >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
+    ...                           rng=random.Random(0))
+    >>> released = perturb_frame(data, manifest, key=bytes(32)).data
+    >>> rec = build_report(data, manifest, released, ["sex", "age", "race"], sampling_fraction=0.01).risk.recognition
+    >>> rec.alpha, rec.max_posterior_before, rec.violations_before, rec.violations_after
+    (0.5, 1.0, 5, 0)
+    >>> rec.max_posterior_after < rec.alpha
+    True
+
+    A check that could not be made keeps its figures undefined:
+
+    >>> RecognitionFigures(0.5, not_computed="a key is perturbed jointly").violations_after
+    -1
     """
 
     alpha: float
@@ -152,12 +258,42 @@ class RecognitionFigures:
 class DisclosureRisk:
     """Identification risk of the original and of the released file on the same keys.
 
-    keys: the key variables
-    sampling_fraction: pi (the share of the population in the file)
-    sampling_note: where pi comes from (given, weights, or assumed)
-    before: figures of the original file
-    after: figures of the released file accounting for PRAM (None with ``after_note``)
-    recognition: condition C1 before and after
+    Attributes
+    ----------
+    keys : tuple of str
+        The key variables.
+    sampling_fraction : float
+        pi, the share of the population in the file.
+    sampling_note : str
+        Where pi comes from (given, weights, or assumed), and which records were left out.
+    before : RiskFigures
+        Figures of the original file.
+    after : RiskFigures or None
+        Figures of the released file accounting for PRAM (None, with ``after_note``, when
+        a key is perturbed jointly with other columns).
+    after_note : str
+        Why ``after`` is missing.
+    recognition : RecognitionFigures
+        Condition C1 before and after.
+
+    Examples
+    --------
+    The same records are assessed before and after; PRAM lowers the expected number of
+    correct matches tau2:
+
+    >>> import random
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.design.release import design_release
+    >>> from pramkit.perturb import perturb_frame
+    >>> data = census(2_000)
+    >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
+    ...                           rng=random.Random(0))
+    >>> released = perturb_frame(data, manifest, key=bytes(32)).data
+    >>> risk = build_report(data, manifest, released, ["sex", "age", "race"], sampling_fraction=0.01).risk
+    >>> risk.keys, risk.sampling_note
+    (('sex', 'age', 'race'), 'pi = 0.01, as given; every record has all keys')
+    >>> risk.before.n == risk.after.n == 2000, risk.after.tau2 < risk.before.tau2
+    (True, True)
     """
 
     keys: tuple[str, ...]
@@ -173,14 +309,40 @@ class DisclosureRisk:
 class VariableUtility:
     """What a perturbed (single-column) variable keeps.
 
-    entropy_nats: H(X) of the original proportions (nats)
-    mutual_information_nats: I(X; Z) (nats)
-    frequencies: one row per category: ``category``, ``original``, ``released``,
-        ``estimate``, ``ci_low``, ``ci_high`` (shares of the records, in %;
-        the estimate by the moment estimator with its 95 % interval)
-    curve: randomized response over epsilon, the released matrix marked
-        (None for a single category)
-    curve_note: what the marked point is, or why there is no curve
+    Attributes
+    ----------
+    name : str
+        The variable.
+    entropy_nats : float
+        H(X) of the original proportions (nats; NaN in the public report).
+    mutual_information_nats : float
+        I(X; Z), equation (9) of Ayed, Battiston and Camerlenghi for form (8) (nats; NaN in
+        the public report).
+    frequencies : pandas.DataFrame
+        One row per category: ``category``, ``original``, ``released``, ``estimate``,
+        ``ci_low``, ``ci_high`` (shares of the records, in %; the estimate by the moment
+        estimator, Cator, Hensbergen and Rozenholc, estimator (4), with its 95 % interval).
+    curve : PrivacyUtilityCurve or None
+        Randomized response over epsilon, the released matrix marked (None for a single
+        category, and in the public report).
+    curve_note : str
+        What the marked point is, or why there is no curve.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.perturb import perturb_frame
+    >>> original = pd.DataFrame({"sex": ["f", "f", "f", "m"] * 50})
+    >>> manifest = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> released = perturb_frame(original, manifest, key=bytes(32)).data
+    >>> u = build_report(original, manifest, released, ["sex"]).utility[0]
+    >>> u.name, list(u.frequencies.columns)
+    ('sex', ['category', 'original', 'released', 'estimate', 'ci_low', 'ci_high'])
+    >>> u.frequencies["original"].tolist(), round(float(u.frequencies["released"].sum()), 9)
+    ([75.0, 25.0], 100.0)
+    >>> 0 < u.mutual_information_nats < u.entropy_nats, 0 < u.share_kept < 1
+    (True, True)
     """
 
     name: str
@@ -201,11 +363,36 @@ class LocalityFigure:
     """One locality measure of a variable: its released matrix beside randomized response
     at the same epsilon.
 
-    measure: what is measured; unit: ``"%"`` for shares of records, else the distances' unit
-    design, rr: the figure for the released matrix and for randomized response (NaN: not
-        identifiable from the released file, or no randomized response at infinite epsilon)
-    design_se, rr_se: standard errors when the figures are estimated from the released file
-    realised: the figure over the records of this release (internal report only)
+    Attributes
+    ----------
+    measure : str
+        What is measured.
+    unit : str
+        ``"%"`` for shares of records, else the distances' unit.
+    design, rr : float
+        The figure for the released matrix and for randomized response (NaN: not
+        identifiable from the released file, or no randomized response at infinite epsilon).
+    design_se, rr_se : float or None
+        Standard errors when the figures are estimated from the released file.
+    realised : float or None
+        The figure over the records of this release (internal report only).
+
+    Examples
+    --------
+    The truncated geometric mechanism on three ordered bands, its figures estimated from the
+    released file: a record kept in its own band has moved at most one step, so the second
+    share is at most the third.
+
+    >>> import pandas as pd
+    >>> from pramkit import Manifest
+    >>> from pramkit.design.geo import truncated_geometric
+    >>> manifest = Manifest.of({"age": truncated_geometric(["young", "middle", "old"], 1.0)})
+    >>> released = pd.DataFrame({"age": ["young", "middle", "old", "old"] * 25})
+    >>> distance, kept, near = build_public_report(manifest, released).locality[0].figures
+    >>> distance.measure, distance.unit, kept.unit, distance.design_se is not None
+    ('expected distance moved', 'step', '%', True)
+    >>> near.measure, kept.design <= near.design <= 100, kept.rr <= near.rr <= 100
+    ('records moved at most 1 step', True, True)
     """
 
     measure: str
@@ -221,12 +408,35 @@ class LocalityFigure:
 class Locality:
     """How far a variable's released values are from the original ones (a variable with distances).
 
-    name: the variable; distances: the distances' summary (:meth:`Distances.to_dict`)
-    within: the radius of the "moved at most" share (the distances' unit)
-    epsilon: the matrix's pure epsilon, at which randomized response is compared (nats)
-    weights: what the figures are weighted by, in words
-    figures: the measures (empty when they could not be computed: ``note`` says why)
-    note: what else the reader should know
+    Attributes
+    ----------
+    name : str
+        The variable.
+    distances : mapping
+        The distances' summary (:meth:`pramkit.design.distances.Distances.to_dict`).
+    within : float or None
+        The radius of the "moved at most" share (the distances' unit).
+    epsilon : float
+        The matrix's pure epsilon, at which randomized response is compared (nats).
+    weights : str
+        What the figures are weighted by, in words.
+    figures : tuple of LocalityFigure
+        The measures (empty when they could not be computed: ``note`` says why).
+    note : str
+        What else the reader should know.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest
+    >>> from pramkit.design.geo import truncated_geometric
+    >>> manifest = Manifest.of({"age": truncated_geometric(["young", "middle", "old"], 1.0)})
+    >>> released = pd.DataFrame({"age": ["young", "middle", "old", "old"] * 25})
+    >>> loc = build_public_report(manifest, released).locality[0]
+    >>> loc.name, loc.distances["kind"], loc.within, [f.measure for f in loc.figures]
+    ('age', 'ordinal', 1.0, ['expected distance moved', 'records kept in their own category', 'records moved at most 1 step'])
+    >>> loc.weights
+    'the counts estimated from the released file (unbiased estimator, 95 % intervals)'
     """
 
     name: str
@@ -240,7 +450,35 @@ class Locality:
 
 @dataclass(frozen=True)
 class DesignProvenance:
-    """How one variable's matrix was designed (from the manifest)."""
+    """How one variable's matrix was designed (from the manifest).
+
+    Attributes
+    ----------
+    name : str
+        The variable.
+    method : str
+        The design method (``"user"`` for a matrix given as is).
+    objective : float or None
+        The design's objective value (e.g. I(X; Z) in nats).
+    objective_name : str or None
+        What ``objective`` is.
+    certificate : mapping or None
+        The design's certificate of optimality (or its proven gap).
+    parameters : mapping
+        The design's parameters.
+    seconds : float or None
+        Time spent designing.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest
+    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> manifest = Manifest.of({"sex": dp_optimal([0.5, 0.5], 1.0, categories=["f", "m"])})
+    >>> d = build_public_report(manifest, pd.DataFrame({"sex": ["f", "m"] * 50})).designs[0]
+    >>> d.name, d.method, d.objective_name, d.certificate["optimal"], d.parameters["epsilon"]
+    ('sex', 'dp_optimal', 'mutual_information_nats', True, 1.0)
+    """
 
     name: str
     method: str
@@ -255,9 +493,33 @@ class DesignProvenance:
 class FileProvenance:
     """The files the report was built from.
 
-    original_sha256, released_sha256: SHA-256 of the files (None when given in memory)
-    manifest_input: the manifest's ``input`` field
-    manifest_created, manifest_version: when and by which pramkit the manifest was written
+    Attributes
+    ----------
+    original, released : str or None
+        The paths of the files (None when given in memory).
+    original_sha256, released_sha256 : str or None
+        SHA-256 of the files (None when given in memory).
+    manifest_input : mapping
+        The manifest's ``input`` field.
+    manifest_created, manifest_version : str
+        When and by which pramkit the manifest was written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.io import sha256_of
+    >>> manifest = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder, "released.csv")
+    ...     pd.DataFrame({"sex": ["f", "m"] * 50}).to_csv(path, index=False)
+    ...     files = build_public_report(manifest, path).files
+    ...     files.released == str(path), files.released_sha256 == sha256_of(path)
+    (True, True)
+    >>> files.original is None, files.original_sha256 is None      # a public report never reads it
+    (True, True)
     """
 
     original: str | None
@@ -273,21 +535,65 @@ class FileProvenance:
 class ReleaseReport:
     """Everything a release report shows: numbers only (see :func:`pramkit.report.write_report`).
 
-    ledger: one entry per perturbed variable; record_epsilon: the record's epsilon, design step
-        included (nats); guarantee: the manifest's guarantee sentence; ledger_facts: the
-        manifest's ledger (design step, frequencies, what is data-dependent)
-    risk: disclosure risk before and after (None in a public report)
-    public: True for the public report (manifest and released file only: safe to publish);
-        False for the internal report (computed from the original file: private)
-    records: records of the released file
-    utility: one entry per single-column perturbed variable; utility_note says which were left out
-    locality: one entry per single-column variable with distances (expected distance moved, share
-        kept and moved at most a radius, beside randomized response at the same epsilon)
-    structure: the release's structure (:func:`structure_facts`): edit rules, strata, values never
-        changed, household unit, the record epsilon given the structure; empty without one
-    designs, files: provenance
-    pramkit_version: the version that built the report; created: when (UTC, ISO 8601)
-    seconds: time spent per step
+    Attributes
+    ----------
+    ledger : tuple of LedgerEntry
+        One entry per perturbed variable.
+    record_epsilon : float
+        The record's epsilon, design step included (nats; sequential composition).
+    risk : DisclosureRisk or None
+        Disclosure risk before and after (None in a public report).
+    utility : tuple of VariableUtility
+        One entry per single-column perturbed variable.
+    utility_note : str
+        Which variables were left out of ``utility``.
+    designs : tuple of DesignProvenance
+        How each matrix was designed.
+    files : FileProvenance
+        The files the report was built from.
+    pramkit_version : str
+        The version that built the report.
+    created : str
+        When (UTC, ISO 8601).
+    seconds : mapping of str to float
+        Time spent per step.
+    public : bool
+        True for the public report (manifest and released file only: safe to publish);
+        False for the internal report (computed from the original file: private).
+    guarantee : str
+        The manifest's guarantee sentence.
+    ledger_facts : mapping
+        The manifest's ledger (design step, frequencies, what is data-dependent).
+    records : int
+        Records of the released file.
+    locality : tuple of Locality
+        One entry per single-column variable with distances (expected distance moved, share
+        kept and moved at most a radius, beside randomized response at the same epsilon).
+    structure : mapping
+        The release's structure (:func:`structure_facts`): edit rules, strata, values never
+        changed, household unit, the record epsilon given the structure; empty without one.
+
+    Examples
+    --------
+    A release of two variables under a record budget of 2 nats: the design step and the two
+    matrices together stay within it.
+
+    >>> import random
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.design.release import design_release
+    >>> from pramkit.perturb import perturb_frame
+    >>> data = census(2_000)
+    >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
+    ...                           rng=random.Random(0))
+    >>> released = perturb_frame(data, manifest, key=bytes(32)).data
+    >>> report = build_report(data, manifest, released, ["sex", "age", "race"], sampling_fraction=0.01)
+    >>> report.public, report.records, [e.name for e in report.ledger], report.record_epsilon <= 2.0
+    (False, 2000, ['sex', 'age'], True)
+    >>> facts = report.ledger_facts
+    >>> facts["design_epsilon"] + sum(e.epsilon for e in report.ledger) <= facts["record_epsilon_budget"]
+    True
+    >>> list(report.seconds)
+    ['read', 'risk before', 'risk after', 'recognition', 'utility']
     """
 
     ledger: tuple[LedgerEntry, ...]
@@ -473,7 +779,34 @@ class Weights(NamedTuple):
 
     def figure(self, row: np.ndarray) -> tuple[float, float | None]:
         """``p @ row`` with no standard error, or its estimate from the table (NaN when it is
-        not identifiable from the released file)."""
+        not identifiable from the released file).
+
+        Parameters
+        ----------
+        row : numpy.ndarray, shape (S,)
+            A per-category measure (e.g. the expected distance moved from each category).
+
+        Returns
+        -------
+        tuple of (float, float or None)
+            The frequency-weighted figure and its standard error (None for fixed proportions).
+
+        Examples
+        --------
+        With fixed proportions the figure is exact; estimated from the released counts it
+        comes with a standard error:
+
+        >>> import numpy as np
+        >>> from pramkit import PramMatrix
+        >>> from pramkit.estimate import moment_estimate
+        >>> Weights("given", p=np.array([0.2, 0.8])).figure(np.array([1.0, 0.0]))
+        (0.2, None)
+        >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("a", "b"))
+        >>> value, se = Weights("estimated", table=moment_estimate(np.array([40.0, 60.0]), [m])).figure(
+        ...     np.array([1.0, 0.0]))
+        >>> round(value, 6), se > 0                   # the share of "a": (40 - 25) / 50
+        (0.3, True)
+        """
         if self.table is None:
             assert self.p is not None
             return float(self.p @ row), None
@@ -490,6 +823,23 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
     Without one, the manifest's ``input["distances"]`` (written by
     :func:`pramkit.design.release.design_release`), and ``"ordinal"`` for a design made on the
     category steps (the truncated geometric mechanism).
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release manifest.
+    distances : optional
+        One spec for all, or ``{variable: spec}`` (above); None: the manifest's own.
+
+    Returns
+    -------
+    dict
+        ``{variable: (spec, given)}``, ``given`` False for a spec found in the manifest.
+
+    Raises
+    ------
+    ParameterError
+        If ``distances`` names a variable that is not a single-column perturbed variable.
 
     Examples
     --------
@@ -697,6 +1047,48 @@ def build_report(
         released records, beside randomized response at the same epsilon
     within : the radius of the share of records "moved at most" (the distances' unit), one or
         ``{variable: radius}``; default: the median distance between nearest categories
+
+    Returns
+    -------
+    ReleaseReport
+        The internal report (``public`` False): it is computed from the original file, so it
+        stays with the data holder.
+
+    Raises
+    ------
+    PramkitError
+        If no key is given, both ``sampling_fraction`` and ``weights`` are, or ``data`` or
+        ``released`` is neither a DataFrame nor a path (and the errors of
+        :func:`pramkit.risk.identification.identification_risk`).
+    DataError
+        If a column is missing, the two files have different numbers of records, or the
+        "release" equals the original in every perturbed column (at least
+        :data:`MIN_RECORDS_IDENTICAL` records).
+    ParameterError
+        If ``distances`` or ``within`` name variables without distances, or given distances
+        are not those the design used.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.perturb import perturb_frame
+    >>> original = pd.DataFrame({"sex": ["f", "m"] * 100, "age": ["young", "old", "old", "young"] * 50})
+    >>> original.loc[0, "age"] = "100+"                     # one record unique on the keys
+    >>> manifest = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> released = perturb_frame(original, manifest, key=bytes(32)).data
+    >>> report = build_report(original, manifest, released, ["sex", "age"], sampling_fraction=0.1)
+    >>> report.public, report.records, report.risk.before.sample_uniques, report.risk.after is not None
+    (False, 200, 1, True)
+    >>> [u.name for u in report.utility], report.utility[0].frequencies["original"].tolist()
+    (['sex'], [50.0, 50.0])
+
+    The original file itself is refused as a release:
+
+    >>> build_report(original, manifest, original, ["sex", "age"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: the released file is identical to the original in every perturbed column (sex): pass the file that `pramkit apply` wrote as the release
     """
     keys = list(keys)
     if not keys:
@@ -794,6 +1186,18 @@ def structure_facts(manifest: Manifest) -> dict[str, Any]:
     to do with a record breaking one, and per variable its strata, the values it never changes,
     its household unit and its epsilon given the block; empty without structure.
 
+    Parameters
+    ----------
+    manifest : Manifest
+        The release manifest.
+
+    Returns
+    -------
+    dict
+        ``rules``, ``rule_breaking``, ``variables`` (name, strata, household, unchanged values,
+        epsilon given the block), ``released_exactly`` and ``record_epsilon_given_structure``;
+        ``{}`` for a release without structure.
+
     Examples
     --------
     >>> from pramkit import Manifest, PramMatrix
@@ -868,6 +1272,19 @@ def build_public_report(
     distances, within : as for :func:`build_report`; the locality figures are weighted by the
         design step's noisy counts when the ledger has them, otherwise by the counts estimated
         from the released file (with standard errors): never by the original file
+
+    Returns
+    -------
+    ReleaseReport
+        The public report (``public`` True, ``risk`` None, no original frequencies).
+
+    Raises
+    ------
+    DataError
+        If a column is missing, or ``original`` is given and the release equals it (as for
+        :func:`build_report`).
+    ParameterError
+        If ``distances`` or ``within`` name variables without distances.
 
     Examples
     --------

@@ -52,7 +52,27 @@ def _e(value: Any) -> str:
 
 
 def fmt(x: float | int | None, digits: int = 4) -> str:
-    """A number for display: ``None`` as "n/a", infinities spelled out, ``digits`` significant digits."""
+    """A number for display: ``None`` as "n/a", infinities spelled out, ``digits`` significant digits.
+
+    Parameters
+    ----------
+    x : float, int, bool or None
+        The number (a bool is shown as yes / no, an int in full with thousands separators).
+    digits : int
+        Significant digits of a float.
+
+    Returns
+    -------
+    str
+        Plain text (no HTML).
+
+    Examples
+    --------
+    >>> fmt(1.0986122886681098), fmt(1.0986122886681098, 2), fmt(12345), fmt(True)
+    ('1.099', '1.1', '12,345', 'yes')
+    >>> fmt(None), fmt(float("nan")), fmt(float("inf")), fmt(-float("inf"))
+    ('n/a', 'n/a', 'infinite', '-infinite')
+    """
     if x is None:
         return "n/a"
     if isinstance(x, bool):
@@ -86,7 +106,32 @@ def _json_block(obj: Any) -> str:
 
 
 def epsilon_meaning(record_epsilon: float, variables: int) -> str:
-    """What the record's epsilon means, in words (plain text)."""
+    """What the record's epsilon means, in words (plain text).
+
+    Parameters
+    ----------
+    record_epsilon : float
+        The record's epsilon (nats), possibly infinite.
+    variables : int
+        How many variables are perturbed.
+
+    Returns
+    -------
+    str
+        The bound e^epsilon on how far one release can move an attacker's odds between two
+        statements about one record (epsilon-DP as in Shlomo and Skinner 2012, section 4),
+        or a warning that an infinite epsilon gives no guarantee.
+
+    Examples
+    --------
+    >>> import math
+    >>> print(epsilon_meaning(math.log(3), 1))  # doctest: +NORMALIZE_WHITESPACE
+    An attacker who knows everything about the file except one record's original values of the 1
+    perturbed variable(s) can, after seeing that record in the release, change their odds between any
+    two statements about those values by a factor of at most e^epsilon = e^1.099 = 3.
+    >>> epsilon_meaning(math.inf, 2).endswith("This release carries no differential-privacy guarantee.")
+    True
+    """
     if math.isinf(record_epsilon):
         return ("The record's epsilon is infinite: at least one released value rules out some original value "
                 "with certainty (a matrix column mixes zero and positive probabilities, or a category is never "
@@ -240,6 +285,20 @@ def with_interval(value: float, se: float | None, bounds: tuple[float, float] | 
     """A figure, with its 95 % normal interval (cut to ``bounds``, the figure's range) when it
     has a positive standard error (escaped HTML).
 
+    Parameters
+    ----------
+    value : float
+        The figure.
+    se : float or None
+        Its standard error (None, NaN or 0: shown without an interval).
+    bounds : tuple of float, optional
+        The range the interval is cut to (e.g. 0 to 100 for a share in %).
+
+    Returns
+    -------
+    str
+        The figure as :func:`fmt` writes it, then ``(low to high)``.
+
     Examples
     --------
     >>> with_interval(12.0, 0.5), with_interval(3.0, None), with_interval(float("nan"), float("nan"))
@@ -330,7 +389,25 @@ def _cards(report: ReleaseReport) -> str:
 
 
 def publication_sentence(public: bool) -> str:
-    """Whether a report may be published, in one sentence."""
+    """Whether a report may be published, in one sentence.
+
+    Parameters
+    ----------
+    public : bool
+        Whether the report is the public one (:attr:`ReleaseReport.public`).
+
+    Returns
+    -------
+    str
+        The sentence shown at the top of the report.
+
+    Examples
+    --------
+    >>> publication_sentence(True).startswith("This public report may be published")
+    True
+    >>> print(publication_sentence(False))
+    Internal report: computed from the original file; keep it with the data holder and do not publish it (publish the public report instead).
+    """
     if public:
         return ("This public report may be published: it shows only the manifest and figures computed from the "
                 "released file.")
@@ -369,6 +446,18 @@ def _structure(facts: Mapping[str, Any]) -> str:
 def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     """The report's sections in order, as (title, HTML body); :func:`render_html` numbers them.
 
+    Parameters
+    ----------
+    report : ReleaseReport
+        The numbers (:func:`pramkit.report.build_report` or :func:`pramkit.report.build_public_report`).
+
+    Returns
+    -------
+    list of (str, str)
+        The privacy ledger; the disclosure risk (internal report only); utility (or, in the
+        public report, the estimates from the released file); how far values move (variables
+        with distances); the structure of the microdata (if any); the provenance.
+
     Examples
     --------
     >>> import pandas as pd
@@ -391,7 +480,34 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
 
 
 def render_html(report: ReleaseReport) -> str:
-    """The report as one HTML document (figures embedded)."""
+    """The report as one HTML document (figures embedded).
+
+    Parameters
+    ----------
+    report : ReleaseReport
+        The numbers (:func:`pramkit.report.build_report` or :func:`pramkit.report.build_public_report`).
+
+    Returns
+    -------
+    str
+        A self-contained HTML document: inline styles, figures as ``data:`` URIs, no
+        reference to the network.
+
+    Examples
+    --------
+    >>> import re
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.report import build_public_report
+    >>> m = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> page = render_html(build_public_report(m, pd.DataFrame({"sex": ["f", "m"] * 50})))
+    >>> page.startswith("<!DOCTYPE html>"), "<h1>PRAM release report (public)</h1>" in page
+    (True, True)
+    >>> re.findall(r"<h2>(.*?)</h2>", page)
+    ['1. Privacy ledger', '2. Estimates from the released file', '3. Provenance']
+    >>> "<b>Record epsilon: 1.099 nats</b>" in page, "http" in page        # log 3; nothing online
+    (True, False)
+    """
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -408,6 +524,50 @@ def render_html(report: ReleaseReport) -> str:
 
 def write_report(report: ReleaseReport, out: str | Path, *, force: bool = False) -> Path:
     """Write the report as one self-contained HTML file, atomically (never over an
-    existing file unless ``force``)."""
+    existing file unless ``force``).
+
+    Parameters
+    ----------
+    report : ReleaseReport
+        The numbers to render (:func:`render_html`).
+    out : str or Path
+        The HTML file to write.
+    force : bool
+        Replace an existing file.
+
+    Returns
+    -------
+    Path
+        The file written.
+
+    Raises
+    ------
+    OutputExistsError
+        If ``out`` exists and ``force`` is false (checked before rendering).
+    PramkitError
+        If ``out`` is a folder, or its folder does not exist.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.errors import OutputExistsError
+    >>> from pramkit.report import build_public_report
+    >>> m = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
+    >>> report = build_public_report(m, pd.DataFrame({"sex": ["f", "m"] * 50}))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = write_report(report, Path(folder, "report.html"))
+    ...     print(path.name, path.read_text(encoding="utf-8") == render_html(report))
+    ...     try:
+    ...         write_report(report, path)
+    ...     except OutputExistsError:
+    ...         print("refused: the report exists")
+    ...     print(write_report(report, path, force=True) == path)
+    report.html True
+    refused: the report exists
+    True
+    """
     check_writable(out, force=force)
     return write_text_atomic(out, render_html(report), force=force)

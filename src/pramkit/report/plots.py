@@ -22,13 +22,55 @@ DPI = 90
 
 
 def data_uri(png: bytes) -> str:
-    """A PNG as a ``data:image/png;base64,...`` URI."""
+    """A PNG as a ``data:image/png;base64,...`` URI.
+
+    Parameters
+    ----------
+    png : bytes
+        The image.
+
+    Returns
+    -------
+    str
+        The URI, for the ``src`` of an ``<img>``: the report embeds its figures.
+
+    Examples
+    --------
+    >>> import base64
+    >>> uri = data_uri(b"\\x89PNG\\r\\n\\x1a\\n")
+    >>> uri
+    'data:image/png;base64,iVBORw0KGgo='
+    >>> base64.b64decode(uri.split(",", 1)[1]) == b"\\x89PNG\\r\\n\\x1a\\n"     # nothing lost
+    True
+    """
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def frequency_chart(utility: VariableUtility) -> bytes:
     """Grouped bars per category: original, released and estimated shares (%),
-    the estimate with its 95 % interval as an error bar."""
+    the estimate with its 95 % interval as an error bar.
+
+    Parameters
+    ----------
+    utility : VariableUtility
+        A variable of :attr:`ReleaseReport.utility`; the original bars are left out when its
+        original shares are unknown (the public report).
+
+    Returns
+    -------
+    bytes
+        A PNG at :data:`DPI` dots per inch.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.report.build import VariableUtility
+    >>> shares = pd.DataFrame({"category": ["f", "m"], "original": [50.0, 50.0], "released": [48.0, 52.0],
+    ...                        "estimate": [46.0, 54.0], "ci_low": [40.0, 48.0], "ci_high": [52.0, 60.0]})
+    >>> png = frequency_chart(VariableUtility("sex", 0.69, 0.1, shares, None, ""))
+    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -58,7 +100,26 @@ def frequency_chart(utility: VariableUtility) -> bytes:
 
 
 def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
-    """The privacy-utility curve drawn by :func:`pramkit.utility.plot_privacy_utility`, as PNG bytes."""
+    """The privacy-utility curve drawn by :func:`pramkit.utility.plot_privacy_utility`, as PNG bytes.
+
+    Parameters
+    ----------
+    curve : PrivacyUtilityCurve
+        From :func:`pramkit.utility.privacy_utility_curve`.
+
+    Returns
+    -------
+    bytes
+        The PNG (written to a temporary folder, read back, and the folder removed).
+
+    Examples
+    --------
+    >>> from pramkit.utility import privacy_utility_curve
+    >>> curve = privacy_utility_curve([0.5, 0.3, 0.2], [0.5, 1.0, 2.0], n=1000, chosen=1.0)
+    >>> png = curve_chart(curve)
+    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n", data_uri(png).startswith("data:image/png;base64,")
+    (True, True)
+    """
     with tempfile.TemporaryDirectory(prefix="pramkit-report-") as folder:
         path = plot_privacy_utility(curve, Path(folder) / "curve.png", xlabel="epsilon of the variable [nats]")
         return path.read_bytes()
