@@ -61,8 +61,6 @@ from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
 from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
 
-#: Sampling fraction assumed when neither a fraction nor weights are given.
-
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
 

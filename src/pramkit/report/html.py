@@ -235,7 +235,8 @@ def _risk(risk: DisclosureRisk) -> str:
              [f"(combination, value, record type) above alpha = {fmt(rec.alpha)}", "count",
               fmt(rec.violations_before), fmt(rec.violations_after)]],
             [False, False, True, True],
-        ) + (f"<p class=\"meta\">Every combination of up to three keys ({rec.combinations} combination(s)); "
+        ) + (f"<p class=\"meta\">Every combination of three keys, or of all of them when there are fewer "
+             f"({rec.combinations} combination(s)); "
              "the posterior is equation (1) of Cator, Hensbergen and Rozenholc.</p>")
     return (
         f"<p>Key variables: <b>{_e(', '.join(risk.keys))}</b>. Sampling fraction: {_e(risk.sampling_note)}. "
@@ -305,13 +306,18 @@ def with_interval(value: float, se: float | None, bounds: tuple[float, float] | 
     ('12 (11.02 to 12.98)', '3', 'n/a')
     >>> with_interval(1.0, 1.0, (0.0, 100.0))
     '1 (0 to 2.96)'
+    >>> with_interval(101.3, 1.0, (0.0, 100.0))
+    '101.3 (99.34 to 100; the unbiased estimate lies outside 0 to 100)'
     """
     if se is None or not se > 0 or math.isnan(value):       # none, NaN, or exact (0)
         return fmt(value)
     low, high = value - Z95 * se, value + Z95 * se
+    outside = ""
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
-    return f"{fmt(value)} ({fmt(low)} to {fmt(high)})"
+        if not bounds[0] <= value <= bounds[1]:  # the unbiased estimator is not held to the range: say so
+            outside = f"; the unbiased estimate lies outside {fmt(bounds[0])} to {fmt(bounds[1])}"
+    return f"{fmt(value)} ({fmt(low)} to {fmt(high)}{outside})"
 
 
 def _locality_block(loc: Locality, method: str, internal: bool) -> str:
