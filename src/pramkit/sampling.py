@@ -199,6 +199,55 @@ class AliasSampler(_KeepOrMove):
         return np.where(u < entry - alias, j, alias)
 
 
+#: Largest dense matrix drawn by :class:`AliasSampler`, whose tables are built row by row in
+#: Python (about a minute at S = 10 000); above it :class:`CumulativeSampler` builds its table in
+#: NumPy.  The two release different values for the same key, so the threshold is fixed.
+MAX_ALIAS = 2048
+
+
+class CumulativeSampler(_KeepOrMove):
+    """Any row-stochastic matrix, its table built in NumPy: after the keep test, the inverse
+    of the row's off-diagonal distribution function.
+
+    Every row's cumulative off-diagonal sums, normalised and shifted by the row's number,
+    form one increasing array; ``searchsorted`` of ``k + u'`` finds row k's category in
+    O(log S) for all values at once.  A zero entry (and the diagonal) adds nothing to the
+    sums, so it is never drawn.  Memory: one float per entry, as :class:`AliasSampler`;
+    the shift by k keeps 53 - log2(S) bits of u', as the alias cells do.
+
+    Examples
+    --------
+    >>> m = np.array([[0.5, 0.5, 0.0], [0.2, 0.6, 0.2], [0.0, 0.3, 0.7]])
+    >>> out = np.empty(4, dtype=np.intp)
+    >>> CumulativeSampler(m).draw(np.array([0, 1, 1, 2]), np.array([0.9, 0.65, 0.95, 0.8]), out)
+    >>> out.tolist()  # row 1 moves: u' = 0.125 -> category 0, u' = 0.875 -> category 2
+    [1, 0, 2, 1]
+    """
+
+    def __init__(self, matrix: np.ndarray, rows_per_chunk: int = 512) -> None:
+        m = np.asarray(matrix, dtype=float)
+        super().__init__(np.diagonal(m))
+        s = self.size
+        self.table = np.empty(s * s)
+        self.last = np.zeros(s, dtype=np.intp)  # each row's last positive off-diagonal column
+        for r0 in range(0, s, rows_per_chunk):
+            rows = np.arange(r0, min(r0 + rows_per_chunk, s))
+            off = m[rows].copy()
+            off[np.arange(rows.size), rows] = 0.0
+            cdf = np.cumsum(off, axis=1)
+            total = cdf[:, -1:].copy()
+            total[total == 0] = 1.0  # a row that never moves: never read
+            cdf /= total
+            positive = off > 0
+            self.last[rows] = np.where(positive.any(axis=1), s - 1 - np.argmax(positive[:, ::-1], axis=1), 0)
+            self.table[r0 * s:(r0 + rows.size) * s] = (cdf + rows[:, None]).ravel()
+
+    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        s = self.size
+        j = np.searchsorted(self.table, k + u, side="right") - k * s
+        return np.minimum(j, self.last[k])  # k + u' rounding up to k + 1 lands on the row's last category
+
+
 class GeometricSampler:
     """The truncated geometric mechanism (:meth:`pramkit.PramMatrix.truncated_geometric`),
     with no table: the noise N of ``x + N`` by the inverse of its two-sided geometric
@@ -335,9 +384,10 @@ class BlockSampler:
             out[rows] = self.members[b][drawn]
 
 
-def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | BlockSampler | GeometricSampler":
+def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | CumulativeSampler | BlockSampler | GeometricSampler":
     """The fastest exact kernel for a :class:`pramkit.PramMatrix`: block by block for a
-    block-diagonal matrix, diagonal for form (8), alias otherwise.
+    block-diagonal matrix, by the rate for the truncated geometric mechanism, diagonal for
+    form (8), alias up to :data:`MAX_ALIAS` categories and cumulative sums above.
 
     Parameters
     ----------
@@ -372,4 +422,4 @@ def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | BlockSampler | Geom
     q = matrix.form8_q
     if q is not None:
         return DiagonalSampler(q)
-    return AliasSampler(matrix.matrix)
+    return AliasSampler(matrix.matrix) if matrix.size <= MAX_ALIAS else CumulativeSampler(matrix.matrix)
