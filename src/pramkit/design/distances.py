@@ -889,5 +889,6 @@ def distances_for(options: Mapping[str, Any], categories: Sequence[Label]) -> Di
     spec = options.get("distances")
     if spec is None:
         raise ParameterError("a distance-based design needs distances: 'ordinal', a CSV file (category,x,y; "
-                             "category,lat,lon; category,neighbour; from,to,distance) or a Distances object")
+                             "category,lat,lon; category,neighbour; from,to,distance; category,midpoint) or a "
+                             "Distances object")
     return read_distances(spec, categories, unit=options.get("unit"))

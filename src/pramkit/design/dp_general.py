@@ -48,7 +48,7 @@ from scipy.optimize import linear_sum_assignment, linprog
 from scipy.special import xlogy
 
 from pramkit.design.dp_optimal import check_epsilon, solve_form8
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, PramkitError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up, within_budget
 from pramkit.validate import probabilities
@@ -337,7 +337,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
                            f"{MAX_CATEGORIES}: use the form (8) design (family 'diagonal') instead")
     cats = tuple(range(s)) if categories is None else tuple(categories)
     if len(cats) != s:
-        raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
+        raise ParameterError(f"{len(cats)} categories given for {s} probabilities")
     patterns, util, _ = staircase_utilities(pv, e)
     stairs = np.exp(e * patterns)                          # (2^S, S): the columns s_b
     scale = float(util.max()) if util.max() > 0 else 1.0
