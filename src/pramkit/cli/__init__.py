@@ -45,7 +45,31 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser; only the subcommand named in ``argv`` (all of them when ``argv`` is
     None) is imported and registered in full, the others by their one-line help, so that
-    ``pramkit --version`` and ``pramkit --help`` start without importing any library."""
+    ``pramkit --version`` and ``pramkit --help`` start without importing any library.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The command line, or only its first word: every subcommand named in it is registered
+        in full.  ``None`` registers all of them.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``pramkit`` parser; a parsed subcommand registered in full sets ``func``, the
+        function that runs it.
+
+    Examples
+    --------
+    >>> parser = build_parser(["keygen"])
+    >>> args = parser.parse_args(["keygen", "secret.key"])
+    >>> args.command, str(args.file), args.func.__module__
+    ('keygen', 'secret.key', 'pramkit.cli.keygen')
+    >>> hasattr(parser.parse_args(["inspect"]), "func")      # known by its one-line help only
+    False
+    >>> hasattr(build_parser(None).parse_args(["inspect", "m.json"]), "func")
+    True
+    """
     parser = _Parser(
         prog="pramkit",
         description="Post-randomisation (PRAM) of categorical microdata: design, assess, perturb, estimate, report.",
@@ -76,6 +100,43 @@ def _note_printer(command: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``pramkit`` command line and return its exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after ``pramkit`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success (and for ``--help`` and ``--version``); 2 after an error, which is
+        one line on stderr; 130 after an interrupt.
+
+    Examples
+    --------
+    >>> import contextlib, io, os, sys, tempfile
+    >>> import pramkit
+    >>> from pramkit.design.classic import randomized_response
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     manifest = os.path.join(d, "m.json")
+    ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0)}).write(manifest)
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["inspect", manifest])
+    >>> code, [line for line in out.getvalue().splitlines() if line.startswith("record epsilon")]
+    (0, ['record epsilon: 1 (design step plus the perturbation)'])
+
+    Mistakes are one line on stderr, with exit status 2:
+
+    >>> with contextlib.redirect_stderr(sys.stdout):
+    ...     main(["inspect"])
+    pramkit inspect: error: the following arguments are required: manifest (see `pramkit inspect --help`)
+    2
+    >>> with tempfile.TemporaryDirectory() as d, contextlib.redirect_stderr(sys.stdout):
+    ...     main(["inspect", os.path.join(d, "absent.json")])  # doctest: +ELLIPSIS
+    pramkit inspect: error: manifest '...absent.json' does not exist
+    2
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[:1] if argv and not argv[0].startswith("-") else [])
     try:

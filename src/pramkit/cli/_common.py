@@ -12,13 +12,52 @@ from pramkit._json import to_jsonable
 
 
 def print_json(obj: Any) -> None:
-    """One JSON object on stdout (full precision)."""
+    """One JSON object on stdout (full precision).
+
+    Parameters
+    ----------
+    obj : Any
+        A result, usually its ``to_dict()``: NumPy values are written as plain
+        numbers and infinities as ``"inf"`` (:func:`pramkit._json.to_jsonable`),
+        so the output is strict JSON.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> print_json({"epsilon": np.float64(1 / 3), "bound": float("inf"), "counts": np.array([3, 1])})
+    {
+      "epsilon": 0.3333333333333333,
+      "bound": "inf",
+      "counts": [
+        3,
+        1
+      ]
+    }
+    """
     json.dump(to_jsonable(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
 def add_na_values(parser: argparse.ArgumentParser) -> None:
-    """``--na-values``: the texts that mean missing in a CSV file, the same option for every command."""
+    """``--na-values``: the texts that mean missing in a CSV file, the same option for every command.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A command's parser; the option is parsed into ``na_values``, a tuple of texts.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_na_values(parser)
+    >>> parser.parse_args([]).na_values                               # the default
+    ('NA',)
+    >>> parser.parse_args(["--na-values", "NA, -9,."]).na_values
+    ('NA', '-9', '.')
+    >>> parser.parse_args(["--na-values", ""]).na_values              # only the empty field is missing
+    ()
+    """
     from pramkit.defaults import NA_VALUES
 
     parser.add_argument("--na-values", type=_markers, default=NA_VALUES, metavar="TEXT[,TEXT...]",
@@ -33,6 +72,21 @@ def _markers(text: str) -> tuple[str, ...]:
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` (``-q``): no progress bars or chatter on stderr, the same option for every command.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A command's parser; the option is parsed into ``quiet`` (``True`` or ``False``).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_quiet(parser)
+    >>> parser.parse_args([]).quiet, parser.parse_args(["-q"]).quiet, parser.parse_args(["--quiet"]).quiet
+    (False, True, True)
+    """
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars or chatter on stderr")
 
 

@@ -16,6 +16,25 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit apply`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["apply", "data.csv", "--manifest", "m.json", "--out", "released.parquet",
+    ...                           "--key-file", "secret.key", "--quiet"])
+    >>> str(args.data), str(args.manifest), str(args.out), str(args.key_file), args.quiet
+    ('data.csv', 'm.json', 'released.parquet', 'secret.key', True)
+    >>> args.engine, args.chunk_rows == CHUNK_ROWS, args.na_values, args.func is run
+    ('local', True, ('NA',), True)
+    """
     p = sub.add_parser(
         "apply", help=HELP["apply"],
         description="Perturb the manifest's variables of DATA (CSV, Parquet, Stata, SPSS) and write OUT. "
@@ -39,6 +58,31 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def print_summary(result: ApplyResult) -> None:
+    """Print what ``pramkit apply`` did: the file written, its receipt, the key and the changes per variable.
+
+    Parameters
+    ----------
+    result : pramkit.perturb.ApplyResult
+        The outcome of :func:`pramkit.apply_file` (or of the Spark engine).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> import pramkit
+    >>> from pramkit.design.classic import randomized_response
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     data, manifest = os.path.join(d, "data.csv"), os.path.join(d, "m.json")
+    ...     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20}).to_csv(data, index=False)
+    ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0)}).write(manifest)
+    ...     result = pramkit.apply_file(data, manifest, os.path.join(d, "released.csv"), key=bytes(32), quiet=True)
+    ...     print_summary(result)  # doctest: +ELLIPSIS
+    wrote ...released.csv: 100 rows in ... s
+    receipt: ...released.csv.receipt.json (public: which manifest made the release)
+    key: the key given by the caller, fingerprint cefdef73c38963ef
+      region: 47 values changed (47 % of non-missing), 0 missing left as they were
+    record epsilon: 1 (the manifest's: design step plus the perturbed variables)
+    """
     print(f"wrote {result.output}: {result.rows:,} rows in {result.seconds:.2f} s")
     if result.receipt:
         print(f"receipt: {result.receipt} (public: which manifest made the release)")
@@ -55,6 +99,52 @@ def print_summary(result: ApplyResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Perturb the file with the manifest's matrices, write the release and print a summary.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        A file is missing or unreadable, the data do not fit the manifest, or the output
+        exists without ``--force``.
+
+    Examples
+    --------
+    A key file makes the release reproducible (here a fixed key, for the example only; make
+    yours with ``pramkit keygen``):
+
+    >>> import contextlib, io, json, os, tempfile
+    >>> import pandas as pd
+    >>> import pramkit
+    >>> from pramkit.cli import main
+    >>> from pramkit.design.classic import randomized_response
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     data, manifest, key = (os.path.join(d, name) for name in ("data.csv", "m.json", "key"))
+    ...     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20}).to_csv(data, index=False)
+    ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0)}).write(manifest)
+    ...     with open(key, "w") as f:
+    ...         _ = f.write("0123456789abcdef" * 4)
+    ...     os.chmod(key, 0o600)
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["apply", data, "--manifest", manifest, "--out", os.path.join(d, "released.csv"),
+    ...                      "--key-file", key, "--quiet", "--json"])
+    ...     released = pd.read_csv(os.path.join(d, "released.csv"))
+    ...     differ = int((released["region"] != pd.read_csv(data)["region"]).sum())
+    >>> summary = json.loads(out.getvalue())
+    >>> code, summary["rows"], summary["variables"][0]["changed"], summary["record_epsilon"]
+    (0, 100, 49, 1.0)
+    >>> differ                                                  # the records the summary counts as changed
+    49
+    """
     from pramkit.perturb import apply_file
     from pramkit.rng import SecretKey
 

@@ -13,6 +13,25 @@ from pramkit.defaults import NY_ROWS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit demo`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["demo", "--out", "demo", "--rows", "5000", "--key-file", "secret.key", "-q"])
+    >>> str(args.out), args.rows, args.epsilon, str(args.key_file), args.quiet, args.func is run
+    ('demo', 5000, 6.0, 'secret.key', True, True)
+    >>> args = parser.parse_args(["demo"])                      # the defaults
+    >>> str(args.out), args.rows == NY_ROWS, args.key_file, args.force
+    ('pramkit-demo', True, None, False)
+    """
     p = sub.add_parser("demo", help=HELP["demo"],
                        description="Generate the census-like file, design PRAM matrices for three key variables, "
                        "perturb the file, and write everything into --out.")
@@ -26,6 +45,40 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the whole demonstration (:func:`pramkit.demo.run_demo`) and print what it did, step by step.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        Bad ``--rows`` or ``--epsilon``, or files of an earlier demo in ``--out`` without ``--force``.
+
+    Examples
+    --------
+    A demonstration takes seconds (at least 1,000 persons); here only its help and a refusal:
+
+    >>> import contextlib, io, os, sys, tempfile
+    >>> from pramkit.cli import main
+    >>> with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...     code = main(["demo", "--help"])
+    >>> code, "--rows ROWS" in out.getvalue(), "--key-file KEY_FILE" in out.getvalue()
+    (0, True, True)
+    >>> with tempfile.TemporaryDirectory() as d, contextlib.redirect_stderr(sys.stdout):
+    ...     main(["demo", "--rows", "300", "--out", os.path.join(d, "demo"), "--quiet"])
+    ...     os.listdir(d)                                       # nothing written
+    pramkit demo: error: --rows must be a whole number of at least 1,000 (the report fits a log-linear model of five keys), got 300
+    2
+    []
+    """
     from pramkit.demo import run_demo
     from pramkit.rng import SecretKey
 

@@ -14,15 +14,14 @@ import math
 import sys
 import warnings
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from pramkit.cli._common import add_na_values, note, print_json
 from pramkit.cli.commands import HELP
-from pramkit.receipt import check_release
-from pramkit.estimate import ESTIMATORS, EstimateResult, EstimationWarning, estimate_table
-from pramkit.estimate.estimators import CONSISTENT
-from pramkit.manifest import Manifest
+from pramkit.estimate.estimators import CONSISTENT, ESTIMATORS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pramkit.estimate import EstimateResult
 
 
 def _names(text: str | None) -> list[str]:
@@ -44,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="moment: unbiased (M^T)^-1 lambda (default); mle: maximum likelihood by EM "
                         "(the same as --estimator unbiased|mle)")
     p.add_argument("--estimator", choices=tuple(ESTIMATORS), default=None,
-                   help="; ".join(f"{name}: {text}" for name, (_, text) in ESTIMATORS.items())
+                   help="; ".join(f"{name}: {text}" for name, text in ESTIMATORS.items())
                         + " (default unbiased)")
     p.add_argument("--variance", choices=("multinomial", "pram"), default="multinomial",
                    help="multinomial: inference on the population sampled (default); "
@@ -56,6 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pramkit.estimate import EstimationWarning, estimate_table
+    from pramkit.manifest import Manifest
+    from pramkit.receipt import check_release
+
     names, groups = _names(args.vars), _names(args.by)
     manifest = Manifest.read(args.manifest)
     note("estimate", check_release(args.released, args.manifest))  # refuses a release of another manifest
@@ -142,6 +145,8 @@ def _flag(cell: dict, n: int) -> str:
 
 def _format_groups(result: EstimateResult, groups: list[dict], level: str) -> str:
     """The identifiable totals of the groups of categories a singular matrix cannot tell apart."""
+    import pandas as pd
+
     rows = []
     for g in groups:
         cats = [g["category"]] if len(result.variables) == 1 else g["category"]

@@ -11,6 +11,22 @@ from pramkit.manifest import Manifest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit inspect`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["inspect", "manifest.json", "--json"])
+    >>> args.command, str(args.manifest), args.json, args.func is run
+    ('inspect', 'manifest.json', True, True)
+    """
     p = sub.add_parser("inspect", help=HELP["inspect"],
                        description="Per variable: categories, epsilon, bistochastic, smallest diagonal entry; "
                        "the design step's epsilon, the record's total epsilon and the guarantee sentence.")
@@ -20,6 +36,47 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print what the manifest guarantees: a table of its variables and its ledger, or one JSON object.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        The manifest is missing or not a valid manifest.
+
+    Examples
+    --------
+    >>> import contextlib, io, json, os, tempfile
+    >>> import pramkit
+    >>> from pramkit.cli import main
+    >>> from pramkit.design.classic import randomized_response
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     manifest = os.path.join(d, "m.json")
+    ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0),
+    ...                              "sex": randomized_response(["m", "f"], 0.5)}).write(manifest)
+    ...     with contextlib.redirect_stdout(io.StringIO()) as text:
+    ...         code = main(["inspect", manifest])
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         json_code = main(["inspect", manifest, "--json"])
+    >>> code
+    0
+    >>> print(text.getvalue().splitlines()[0])
+    variable     S     epsilon  given block   min diag  bistochastic  method
+    >>> print(text.getvalue().splitlines()[1])
+    region       3           1            1   0.576117  yes           randomized_response
+    >>> info = json.loads(out.getvalue())
+    >>> json_code, info["record_epsilon"], [v["name"] for v in info["variables"]]
+    (0, 1.5, ['region', 'sex'])
+    """
     info = Manifest.read(args.manifest).describe()
     if args.json:
         print_json(info)

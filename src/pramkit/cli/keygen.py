@@ -10,6 +10,22 @@ from pramkit.rng import SecretKey, write_key_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit keygen`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["keygen", "secret.key"])
+    >>> args.command, str(args.file), args.func is run
+    ('keygen', 'secret.key', True)
+    """
     p = sub.add_parser("keygen", help=HELP["keygen"],
                        description="Write a new random key to FILE as 64 hexadecimal digits (mode 0600; "
                        "an existing file is never overwritten). Keep it apart from the release: "
@@ -19,6 +35,41 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write a new random key file (:func:`pramkit.rng.write_key_file`) and print its fingerprint.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        The file exists (a key file is never overwritten) or cannot be written.
+
+    Examples
+    --------
+    >>> import contextlib, os, sys, tempfile
+    >>> from pramkit.cli import main
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     key = os.path.join(d, "key")
+    ...     main(["keygen", key])  # doctest: +ELLIPSIS
+    ...     with open(key) as f:
+    ...         digits = len(f.read().strip())
+    ...     with contextlib.redirect_stderr(sys.stdout):
+    ...         main(["keygen", key])                             # never overwritten
+    wrote a 256-bit key to ...key (fingerprint ...); keep it secret and away from the release
+    0
+    pramkit keygen: error: '...key' exists; a key file is never overwritten
+    2
+    >>> digits                                                  # hexadecimal: 256 bits
+    64
+    """
     path = write_key_file(args.file)
     fingerprint = SecretKey.from_file(path).fingerprint
     print(f"wrote a 256-bit key to {path} (fingerprint {fingerprint}); keep it secret and away from the release")

@@ -26,6 +26,30 @@ from pramkit.errors import ParameterError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit report`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["report", "data.csv", "--manifest", "m.json", "--released", "released.csv",
+    ...                           "--keys", "region,sex", "--out", "internal.html", "--public", "public.html",
+    ...                           "--distances", "region=ordinal", "--within", "region=1"])
+    >>> str(args.data), str(args.released), args.keys, str(args.out), str(args.public), args.func is run
+    ('data.csv', 'released.csv', 'region,sex', 'internal.html', 'public.html', True)
+    >>> args.distances, args.within, args.sampling_fraction
+    (['region=ordinal'], ['region=1'], None)
+    >>> args = parser.parse_args(["report", "--manifest", "m.json", "--released", "released.csv",
+    ...                           "--public", "public.html"])   # the public report alone
+    >>> args.data, args.out, str(args.public)
+    (None, None, 'public.html')
+    """
     from pramkit.defaults import DEFAULT_SAMPLING_FRACTION
 
     p = sub.add_parser(
@@ -63,6 +87,51 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write the internal report (``--out``) and/or the public report (``--public``) and print their paths.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        Neither ``--out`` nor ``--public``; ``--out`` without DATA or ``--keys``; a report over
+        an input or an existing file without ``--force``; a release of another manifest, or one
+        identical to DATA in its perturbed columns.
+
+    Examples
+    --------
+    >>> import contextlib, io, os, sys, tempfile
+    >>> import pandas as pd
+    >>> import pramkit
+    >>> from pramkit.cli import main
+    >>> from pramkit.design.classic import randomized_response
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     data, manifest, released, public = (os.path.join(d, name) for name in
+    ...                                         ("data.csv", "m.json", "released.csv", "public.html"))
+    ...     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20, "sex": ["m", "f"] * 50}).to_csv(data, index=False)
+    ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0)}).write(manifest)
+    ...     _ = pramkit.apply_file(data, manifest, released, key=bytes(32), quiet=True)
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["report", "--manifest", manifest, "--released", released, "--public", public,
+    ...                      "--quiet"])
+    ...     with open(public, encoding="utf-8") as f:
+    ...         html = f.read()
+    ...     with contextlib.redirect_stderr(sys.stdout):
+    ...         main(["report", "--manifest", manifest, "--released", released,
+    ...               "--out", os.path.join(d, "internal.html")])
+    pramkit report: error: the internal report (--out) needs the original file DATA and --keys
+    2
+    >>> code, out.getvalue().strip().endswith("public.html (public: may be published)"), html.lstrip()[:15].lower()
+    (0, True, '<!doctype html>')
+    """
     from pramkit.atomic import check_writable
     from pramkit.manifest import Manifest
     from pramkit.receipt import check_release, receipt_path

@@ -21,6 +21,22 @@ REPRODUCTIONS: dict[str, str] = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit reproduce`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["reproduce", "ruiz", "--out", "tables", "--quick"])
+    >>> args.name, str(args.out), args.quick, args.quiet, args.func is run
+    ('ruiz', 'tables', True, False, True)
+    """
     p = sub.add_parser("reproduce", help=HELP["reproduce"],
                        description="Regenerate the tables and figures of one of the papers pramkit implements.")
     p.add_argument("name", help="which paper: " + (", ".join(sorted(REPRODUCTIONS)) or "(none yet)"))
@@ -31,6 +47,40 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Regenerate one paper's tables and figures into ``--out`` and print its summary as JSON.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        An unknown reproduction, or ``--out`` exists and is not a folder.
+
+    Examples
+    --------
+    >>> import contextlib, io, json, os, sys, tempfile
+    >>> from pramkit.cli import main
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["reproduce", "ruiz", "--out", os.path.join(d, "ruiz"), "--quick", "--quiet"])
+    ...     written = sorted(os.listdir(os.path.join(d, "ruiz")))
+    >>> code, written
+    (0, ['ruiz_table1.csv', 'ruiz_table1.md'])
+    >>> json.loads(out.getvalue())["beta_pct"]["Differential privacy epsilon = 5"]    # Table 1: 17 %
+    16.76
+    >>> with tempfile.TemporaryDirectory() as d, contextlib.redirect_stderr(sys.stdout):
+    ...     main(["reproduce", "nobody2099", "--out", d])
+    pramkit reproduce: error: unknown reproduction 'nobody2099'; choose one of ['ayed2020', 'cator', 'ruiz', 'shlomo2012']
+    2
+    """
     if args.name not in REPRODUCTIONS:
         raise PramkitError(f"unknown reproduction {args.name!r}; choose one of {sorted(REPRODUCTIONS)}")
     out: Path = args.out

@@ -16,6 +16,24 @@ _FRACTIONS = "cell"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit risk`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["risk", "data.csv", "--keys", "region,sex,age", "--sampling-fraction", "0.05"])
+    >>> str(args.data), args.keys, args.sampling_fraction, args.weights, args.func is run
+    ('data.csv', 'region,sex,age', 0.05, None, True)
+    >>> args.model, args.fractions, args.missing, args.household, args.json
+    ('2way', 'cell', 'category', None, False)
+    """
     p = sub.add_parser(
         "risk", help=HELP["risk"],
         description="Identification risk of a microdata file on its key variables: sample uniques, "
@@ -52,6 +70,46 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the identification risk of the file on its key variables (or, with ``--household``,
+    of its households), as lines of text or one JSON object.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        No key column, a missing or unreadable file or column, an option that does not go with
+        another (``--original`` without ``--manifest``; ``--household`` with ``--manifest``,
+        ``--original``, ``--model``, ``--fractions`` or ``--plot``), or a release of another
+        manifest.
+
+    Examples
+    --------
+    >>> import contextlib, io, json, os, tempfile
+    >>> import pandas as pd
+    >>> from pramkit.cli import main
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     data = os.path.join(d, "data.csv")
+    ...     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20, "sex": ["m", "f"] * 50}).to_csv(data, index=False)
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["risk", data, "--keys", "region,sex", "--sampling-fraction", "0.1", "--json"])
+    ...     with contextlib.redirect_stdout(io.StringIO()) as text:
+    ...         household_code = main(["risk", data, "--keys", "sex", "--sampling-fraction", "0.1",
+    ...                                "--household", "region"])
+    >>> risk = json.loads(out.getvalue())
+    >>> code, risk["n"], risk["cells"], risk["sample_uniques"], round(risk["expected_reidentifications"], 4)
+    (0, 100, 6, 0, 0.6383)
+    >>> household_code, text.getvalue().splitlines()[1]
+    (0, 'households: 3 (largest: 40 records)')
+    """
     from pramkit.atomic import check_writable
     from pramkit.manifest import Manifest
     from pramkit.receipt import check_release
