@@ -400,7 +400,7 @@ def _dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
     outputs: dict[str, dict[str, Any]] = {}
     for (name, counts), eps in zip(margins.items(), shares):
         noisy = dp_counts(np.asarray(counts, dtype=np.int64), eps, sensitivity=2, rng=rng)
-        ps[name] = noisy.proportions()
+        ps[name] = noisy.proportions(floor=1.0)  # noise never leaves a category probability 0
         outputs[name] = noisy.to_dict()
     return ps, outputs
 

@@ -237,12 +237,19 @@ class DPCounts:
     epsilon: float
     sensitivity: int
 
-    def proportions(self) -> np.ndarray:
+    def proportions(self, floor: float = 0.0) -> np.ndarray:
         """Post-processed probability vector (or table) in the shape of ``noisy``.
 
-        Negative counts are set to 0 and the rest normalised to sum 1; when no
-        count is positive, the uniform distribution.  Post-processing spends no
-        further privacy.
+        Counts below ``floor`` are raised to it (negative ones to 0 by default) and
+        the rest normalised to sum 1; when no count is positive, the uniform
+        distribution.  Post-processing spends no further privacy.
+
+        Parameters
+        ----------
+        floor : float
+            The least count a cell is given (non-negative): a design step uses 1, so
+            that noise never gives a category probability 0 (a design for such a p may
+            send every record of it elsewhere).
 
         Returns
         -------
@@ -255,8 +262,10 @@ class DPCounts:
         [0.75, 0.0, 0.25]
         >>> DPCounts(np.array([-3, 0]), 1.0, 2).proportions().tolist()    # nothing positive: uniform
         [0.5, 0.5]
+        >>> DPCounts(np.array([79, -2]), 1.0, 2).proportions(floor=1.0).tolist()    # every cell at least one
+        [0.9875, 0.0125]
         """
-        clamped = np.maximum(self.noisy, 0).astype(float)
+        clamped = np.maximum(self.noisy, floor).astype(float)
         total = clamped.sum()
         if total == 0:
             return np.full(self.noisy.shape, 1.0 / self.noisy.size)
