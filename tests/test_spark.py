@@ -129,3 +129,18 @@ def test_joint_variable_on_spark(spark, files, key) -> None:
     released = released.sort_values("row").reset_index(drop=True)
     pd.testing.assert_frame_equal(released, expected)
     assert (released["region"] != pd.read_parquet(files["parquet"])["region"]).any()
+
+
+def test_column_names_are_taken_literally(spark, key) -> None:
+    """Dots and backticks in column names name columns, not nested fields; the other columns pass unchanged."""
+    from pramkit.perturb import perturb_frame
+
+    frame = pd.DataFrame({"row": np.arange(2000, dtype=np.int64), "sex.code": ["m", "f"] * 1000,
+                          "odd`name": np.arange(2000, dtype=np.int64) % 7})
+    manifest = Manifest.of({"sex.code": randomized_response(["m", "f"], 0.5)})
+    expected = perturb_frame(frame, manifest, key=key)[0]
+    released = ps.perturb(spark.createDataFrame(frame).repartition(3), manifest, key=key, row_number="row")
+    assert released.columns == list(frame.columns)
+    released = released.toPandas().sort_values("row").reset_index(drop=True)
+    pd.testing.assert_frame_equal(released, expected, check_dtype=False)
+    assert (released["sex.code"] != frame["sex.code"]).any()

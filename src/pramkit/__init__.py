@@ -24,9 +24,7 @@ True
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from pramkit._lazy import lazy_exports
 from pramkit._version import __version__
 from pramkit.errors import ParameterError, PramkitError
 
@@ -57,16 +55,4 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", "PramkitError", "ParameterError", *_EXPORTS]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pramkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), ("__version__", "PramkitError", "ParameterError"))

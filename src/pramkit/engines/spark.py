@@ -14,9 +14,11 @@ partitions, provided both agree on the row numbers ``i``:
   the file order for a DataFrame read from a single CSV or Parquet file
   without a shuffle in between.
 
-Perturbation runs in ``mapInArrow`` on Arrow record batches with
-:class:`pramkit.perturb.TablePerturber`, the code path of the local engine.
-pyspark is an optional dependency (``pip install pramkit[spark]``).
+Perturbation runs in a scalar Arrow UDF (``arrow_udf``, pyspark 4.1 or later)
+with :class:`pramkit.perturb.TablePerturber`, the code path of the local
+engine.  Only the row numbers and the columns perturbation reads go to the
+Python workers, and only the perturbed columns come back: the other columns
+stay in the JVM.  pyspark is an optional dependency (``pip install pramkit[spark]``).
 
 Failures of Spark and Py4J never escape as such: the public functions here
 turn them into one-line errors (:func:`engine_error`), a value that a worker
@@ -55,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Bits of ``monotonically_increasing_id`` that number rows within a partition.
 _ROW_BITS = 33
 _MONO = "__pramkit_mono"
-_ROW = "__pramkit_row"
+_OUT = "__pramkit_released"
 
 #: Settings of every session pramkit starts.
 _SETTINGS = {
@@ -249,12 +251,18 @@ def category_counts(df: "DataFrame", column: str) -> dict:
     return {(None if pd.isna(v) else v): int(c) for v, c in zip(counts[column], counts["count"])}
 
 
-def _with_row_numbers(df: "DataFrame", row_number: str | None) -> tuple["DataFrame", dict[int, int] | None]:
-    """The DataFrame with a helper column, and per-partition offsets when rows are numbered by order."""
+def _quoted(name: str) -> str:
+    """A column name as Spark reads it literally (no nested field, no wildcard)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _with_row_numbers(df: "DataFrame", row_number: str | None) -> tuple["DataFrame", Any, dict[int, int] | None]:
+    """The DataFrame (with a helper column when rows are numbered by order), the column of row numbers
+    or of ``monotonically_increasing_id``, and in the latter case the offset of each partition."""
     F = _require_pyspark()
     if row_number is not None:
         require_columns([row_number], df.columns, "the DataFrame")
-        return df.withColumn(_ROW, F.col(row_number).cast("long")), None
+        return df, F.col(_quoted(row_number)).cast("long"), None
     numbered = df.withColumn(_MONO, F.monotonically_increasing_id())
     sizes = (
         numbered.groupBy(F.shiftright(F.col(_MONO), _ROW_BITS).alias("p")).count().collect()
@@ -263,16 +271,16 @@ def _with_row_numbers(df: "DataFrame", row_number: str | None) -> tuple["DataFra
     for row in sorted(sizes, key=lambda r: r["p"]):
         offsets[int(row["p"])] = total
         total += int(row["count"])
-    return numbered, offsets
+    return numbered, F.col(_MONO), offsets
 
 
-def _row_numbers_of(batch: pa.RecordBatch, offsets: dict[int, int] | None) -> np.ndarray:
+def _row_numbers_of(numbers: pa.Array, offsets: dict[int, int] | None) -> np.ndarray:
+    """Row numbers from the row-number column, or from ``monotonically_increasing_id`` and the partitions' offsets."""
     if offsets is None:
-        rows = batch.column(_ROW).to_numpy(zero_copy_only=False)
-        if pd.isna(rows).any():
+        if numbers.null_count:
             raise DataError("the row-number column has missing values")
-        return rows.astype(np.int64)
-    mono = batch.column(_MONO).to_numpy().astype(np.int64)
+        return numbers.to_numpy().astype(np.int64)
+    mono = numbers.to_numpy().astype(np.int64)
     part = mono >> _ROW_BITS
     within = mono & ((1 << _ROW_BITS) - 1)
     base = np.fromiter((offsets[int(p)] for p in part), dtype=np.int64, count=part.size) \
@@ -295,27 +303,56 @@ def perturb(
     0-based row numbers (see the module docstring for the default).
     ``missing_codes`` are values that mean missing although they are not null
     (e.g. ``NA`` in a CSV file): they are not perturbed and stay as they are.
+    The perturbed columns come back nullable, whatever they were.
+
+    Raises
+    ------
+    PramkitError
+        pyspark is older than 4.1 (it has no Arrow UDFs)
     """
-    _require_pyspark()
+    if not hasattr(_require_pyspark(), "arrow_udf"):
+        raise PramkitError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
     require_columns(manifest.read_columns, df.columns, "the DataFrame")
     TablePerturber(manifest, key, missing_codes)  # refuses a missing code among the categories, here on the driver
-    schema = df.schema
-    numbered, offsets = _with_row_numbers(df, row_number)
-    helper = _ROW if offsets is None else _MONO
+    numbered, numbers, offsets = _with_row_numbers(df, row_number)
 
-    def release(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def release(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
         perturber = TablePerturber(manifest, key, missing_codes)
-        for batch in batches:
-            if batch.num_rows == 0:
+        for row_numbers, table in batches:
+            if not len(row_numbers):
+                yield table
                 continue
-            rows = _row_numbers_of(batch, offsets)
-            table = pa.Table.from_batches([batch]).drop_columns([helper])
+            rows = _row_numbers_of(row_numbers, offsets)
             if np.all(np.diff(rows) == 1):  # one run of consecutive rows: the sequential stream
-                yield from perturber(table, int(rows[0])).to_batches()
+                yield perturber(table, int(rows[0]))
             else:
-                yield from perturber(table, rows=rows).to_batches()
+                yield perturber(table, rows=rows)
 
-    return numbered.mapInArrow(release, schema)
+    return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, release)
+
+
+def _through_python(df: "DataFrame", columns: Sequence[str], numbers: Any, read: Sequence[str],
+                    written: Sequence[str], function: Callable[[Iterator[tuple[pa.Array, pa.Table]]],
+                                                                Iterator[pa.Table]]) -> "DataFrame":
+    """The ``columns`` of ``df``, those of ``written`` replaced by what ``function`` computes in the Python workers.
+
+    ``function`` receives each partition's batches as pairs (the column ``numbers``, a table of
+    the columns ``read``) and yields, for each, a table with the columns ``written``.  It runs
+    in a scalar Arrow UDF: only those columns go to Python and back, the others stay in the JVM.
+    """
+    F = _require_pyspark()
+    from pyspark.sql.types import StructType
+
+    def run(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        tables = ((first, pa.table(dict(zip(read, values)))) for first, *values in batches)
+        for table in function(tables):
+            yield pa.StructArray.from_arrays([table.column(name).combine_chunks() for name in written],
+                                             names=list(written))
+
+    udf = F.arrow_udf(run, StructType([df.schema[name] for name in written]))  # batches in, by the type hints
+    out = udf(numbers, *(F.col(_quoted(name)) for name in read)).alias(_OUT)
+    return df.select(*(F.col(_quoted(name)) for name in columns), out).select(
+        *(F.col(_OUT).getField(name).alias(name) if name in written else F.col(_quoted(name)) for name in columns))
 
 
 def _check_format(path: str | Path, verb: str) -> str:

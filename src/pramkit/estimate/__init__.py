@@ -16,19 +16,30 @@
 See ``docs/estimation.md``.
 """
 
-from pramkit.estimate.consistent import norm_sub, norm_sub_estimate, rr_mle_estimate
-from pramkit.estimate.covariance import CountCovariance
-from pramkit.estimate.estimators import ESTIMATORS, estimate_counts
-from pramkit.estimate.identifiability import CategoryGroup, IdentifiabilityResult, identifiability
-from pramkit.estimate.mle import mle_estimate
-from pramkit.estimate.moment import MAX_CONDITION, moment_estimate
-from pramkit.estimate.result import EstimationWarning, TableEstimate
-from pramkit.estimate.singular import GroupEstimate, TableIdentifiability
-from pramkit.estimate.table import Derived, EstimateResult, estimate_table
+from __future__ import annotations
 
-__all__ = [
-    "CategoryGroup", "CountCovariance", "Derived", "ESTIMATORS", "EstimateResult", "EstimationWarning",
-    "GroupEstimate", "IdentifiabilityResult", "MAX_CONDITION", "TableEstimate", "TableIdentifiability",
-    "estimate_counts", "estimate_table", "identifiability", "mle_estimate", "moment_estimate", "norm_sub",
-    "norm_sub_estimate", "rr_mle_estimate",
-]
+from pramkit._lazy import lazy_exports
+
+# The function shares its name with its module, which would otherwise shadow it as soon as
+# any module imports pramkit.estimate.identifiability (NumPy only: cheap to load now).
+from pramkit.estimate.identifiability import identifiability  # noqa: F401  (exported)
+
+#: Public name -> the module of this package that defines it.  The names are loaded on
+#: first use, so that listing the estimators (``pramkit estimate --help``) imports neither
+#: SciPy nor pandas.
+_EXPORTS = {
+    "norm_sub": "consistent", "norm_sub_estimate": "consistent", "rr_mle_estimate": "consistent",
+    "CountCovariance": "covariance",
+    "ESTIMATORS": "estimators", "estimate_counts": "estimators",
+    "CategoryGroup": "identifiability", "IdentifiabilityResult": "identifiability", "identifiability": "identifiability",
+    "MAX_CONDITION": "identifiability", "Estimability": "identifiability", "estimability": "identifiability",
+    "largest_dense_part": "identifiability",
+    "mle_estimate": "mle",
+    "moment_estimate": "moment",
+    "EstimationWarning": "result", "TableEstimate": "result",
+    "GroupEstimate": "singular", "TableIdentifiability": "singular",
+    "Derived": "table", "EstimateResult": "table", "estimate_table": "table",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()}, globals())

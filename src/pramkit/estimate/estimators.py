@@ -14,24 +14,24 @@ rr-mle   the MLE in closed form, randomized response (:mod:`.consistent`) ``[0, 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
-
-from numpy.typing import ArrayLike
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from pramkit.errors import PramkitError
-from pramkit.estimate.consistent import norm_sub_estimate, rr_mle_estimate
-from pramkit.estimate.covariance import VarianceKind
-from pramkit.estimate.mle import mle_estimate
-from pramkit.estimate.moment import moment_estimate
-from pramkit.estimate.result import TableEstimate
-from pramkit.matrix import PramMatrix
 
-#: Estimator name -> (function of (released, matrices, variance=...), one-line description).
-ESTIMATORS: dict[str, tuple[Callable[..., TableEstimate], str]] = {
-    "unbiased": (moment_estimate, "unbiased moment estimator (M^T)^-1 lambda; can leave [0, n]"),
-    "mle": (mle_estimate, "maximum likelihood by EM (iterative Bayesian update); in [0, n]"),
-    "norm-sub": (norm_sub_estimate, "unbiased estimate projected onto counts >= 0 summing to n; no standard errors"),
-    "rr-mle": (rr_mle_estimate, "maximum likelihood in closed form, one randomized-response variable"),
+if TYPE_CHECKING:  # pragma: no cover
+    from numpy.typing import ArrayLike
+
+    from pramkit.estimate.covariance import VarianceKind
+    from pramkit.estimate.result import TableEstimate
+    from pramkit.matrix import PramMatrix
+
+#: Estimator name -> one-line description.  The functions are imported when an estimator
+#: runs (:func:`estimate_counts`), so that listing them imports neither SciPy nor pandas.
+ESTIMATORS: dict[str, str] = {
+    "unbiased": "unbiased moment estimator (M^T)^-1 lambda; can leave [0, n]",
+    "mle": "maximum likelihood by EM (iterative Bayesian update); in [0, n]",
+    "norm-sub": "unbiased estimate projected onto counts >= 0 summing to n; no standard errors",
+    "rr-mle": "maximum likelihood in closed form, one randomized-response variable",
 }
 
 #: Other accepted names.
@@ -47,6 +47,36 @@ def estimator_name(name: str) -> str:
     if key not in ESTIMATORS:
         raise PramkitError(f"estimator must be one of {list(ESTIMATORS)}, not {name!r}")
     return key
+
+
+def estimator_function(name: str) -> Callable[..., TableEstimate]:
+    """The function of ``(released, matrices, variance=...)`` that computes the named estimator.
+
+    Parameters
+    ----------
+    name : a name of :data:`ESTIMATORS` (or an alias)
+
+    Returns
+    -------
+    The estimator's function, imported on this first use (it needs SciPy).
+
+    Raises
+    ------
+    PramkitError
+        ``name`` is not an estimator.
+
+    Examples
+    --------
+    >>> estimator_function("moment").__name__
+    'moment_estimate'
+    """
+    from pramkit.estimate.consistent import norm_sub_estimate, rr_mle_estimate
+    from pramkit.estimate.mle import mle_estimate
+    from pramkit.estimate.moment import moment_estimate
+
+    functions = {"unbiased": moment_estimate, "mle": mle_estimate, "norm-sub": norm_sub_estimate,
+                 "rr-mle": rr_mle_estimate}
+    return functions[estimator_name(name)]
 
 
 def estimate_counts(
@@ -78,5 +108,4 @@ def estimate_counts(
     norm-sub [100.0, 0.0]
     rr-mle [100.0, 0.0]
     """
-    function, _ = ESTIMATORS[estimator_name(estimator)]
-    return function(released, matrices, variance=variance)
+    return estimator_function(estimator)(released, matrices, variance=variance)
