@@ -29,6 +29,22 @@ def _names(text: str | None) -> list[str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit estimate`` to the command line's subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["estimate", "released.csv", "--manifest", "m.json", "--vars", "age", "--by", "sex"])
+    >>> args.command, args.vars, args.by, args.estimator, args.func is run
+    ('estimate', 'age', 'sex', None, True)
+    """
     p = sub.add_parser(
         "estimate", help=HELP["estimate"],
         description="Estimate the original frequency table of some columns of a released file, "
@@ -55,6 +71,33 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Estimate the original table from a released file and print it (or its JSON).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        As :func:`register` parses them.
+
+    Returns
+    -------
+    int
+        0 (errors are raised as :class:`pramkit.errors.PramkitError` and printed by :func:`pramkit.cli.main`).
+
+    Examples
+    --------
+    >>> import json, os, tempfile, contextlib, io
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.cli import main
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     released, manifest = os.path.join(d, "released.csv"), os.path.join(d, "m.json")
+    ...     pd.DataFrame({"answer": ["yes"] * 60 + ["no"] * 40}).to_csv(released, index=False)
+    ...     _ = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))}).write(manifest)
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["estimate", released, "--manifest", manifest, "--vars", "answer", "--json"])
+    ...     code, [round(c["estimate"]) for c in json.loads(out.getvalue())["cells"]]
+    (0, [70, 30])
+    """
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
     from pramkit.receipt import check_release
@@ -86,7 +129,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_table(result: EstimateResult) -> str:
-    """A readable table: counts in records, proportions in percent."""
+    """A readable table: counts in records, proportions in percent.
+
+    Parameters
+    ----------
+    result : EstimateResult
+        From :func:`pramkit.estimate_table`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix, estimate_table
+    >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
+    >>> text = format_table(estimate_table(pd.DataFrame({"answer": ["yes"] * 60 + ["no"] * 40}), m, "answer"))
+    >>> text.splitlines()[0]
+    'Estimated original frequencies of answer'
+    """
     t = result.table
     level = f"{100 * result.confidence:g}%"
     share = "share within by-group" if result.by else "share of all records"

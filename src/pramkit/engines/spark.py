@@ -72,7 +72,13 @@ _LOG_TAIL = 64_000
 
 
 class SparkEngineError(PramkitError):
-    """Spark or Py4J failed (Spark could not start, a job failed); the message is one line."""
+    """Spark or Py4J failed (Spark could not start, a job failed); the message is one line.
+
+    Examples
+    --------
+    >>> issubclass(SparkEngineError, PramkitError), str(SparkEngineError("cannot start Spark: no Java"))
+    (True, 'cannot start Spark: no Java')
+    """
 
 
 #: A pramkit error raised in a Python worker, as its traceback prints it.
@@ -158,7 +164,18 @@ _log: IO[bytes] | None = None
 
 
 def jvm_log() -> IO[bytes]:
-    """The temporary file (already unlinked) that receives the console output of Spark's Java process."""
+    """The temporary file (already unlinked) that receives the console output of Spark's Java process.
+
+    Returns
+    -------
+    file object
+        Opened for binary writing and reading; one per process.
+
+    Examples
+    --------
+    >>> jvm_log() is jvm_log()
+    True
+    """
     global _log
     if _log is None:
         _log = tempfile.TemporaryFile(prefix="pramkit-spark-")
@@ -197,10 +214,29 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> "SparkSes
     The first session of a process starts Spark's Java process with its
     console output in :func:`jvm_log` (Spark logs errors only).
 
+    Parameters
+    ----------
+    master : str
+        The master URL (``local[N]`` runs Spark in this machine's processes).
+    app_name : str
+        The application's name.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+
     Raises
     ------
     SparkEngineError
         Spark cannot start (e.g. a master URL it rejects), in one line
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> spark = session("local[1]")
+    >>> session("local[1]") is spark, spark.conf.get("spark.sql.execution.arrow.pyspark.enabled")
+    (True, 'true')
     """
     _require_pyspark()
     from pyspark import SparkConf, SparkContext
@@ -223,7 +259,37 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> "SparkSes
 
 @_one_line_errors
 def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
-    """Read a CSV (header line, every column as text, empty = null) or Parquet file."""
+    """Read a CSV (header line, every column as text, empty = null) or Parquet file.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        From :func:`session`.
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+
+    Raises
+    ------
+    DataError
+        The file does not exist.
+    PramkitError
+        It is neither CSV nor Parquet.
+
+    Examples
+    --------
+    >>> import pytest, tempfile, os
+    >>> _ = pytest.importorskip("pyspark")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "data.csv")
+    ...     _ = open(path, "w").write("sex,age\\nm,31\\nf,\\n")
+    ...     df = read(session("local[1]"), path)
+    ...     df.columns, [tuple(r) for r in df.collect()]
+    (['sex', 'age'], [('m', '31'), ('f', None)])
+    """
     from pramkit.io import table_format
 
     p = Path(path)
@@ -239,14 +305,56 @@ def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
 
 @_one_line_errors
 def table_counts(df: "DataFrame", columns: Sequence[str]) -> pd.DataFrame:
-    """Counts of every observed combination of ``columns`` (nulls included), as pandas."""
+    """Counts of every observed combination of ``columns`` (nulls included), as pandas.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The records.
+    columns : sequence of str
+        The columns to cross-classify.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per observed combination, with its ``count``.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> df = session("local[1]").createDataFrame([("m", "a"), ("m", "a"), ("f", "b")], ["sex", "g"])
+    >>> table_counts(df, ["sex", "g"]).sort_values("sex").to_dict("records")
+    [{'sex': 'f', 'g': 'b', 'count': 1}, {'sex': 'm', 'g': 'a', 'count': 2}]
+    """
     require_columns(columns, df.columns, "the DataFrame")
     return df.groupBy(*columns).count().toPandas()
 
 
 @_one_line_errors
 def category_counts(df: "DataFrame", column: str) -> dict:
-    """Counts of each value of one column (``None`` for missing)."""
+    """Counts of each value of one column (``None`` for missing).
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The records.
+    column : str
+        The column.
+
+    Returns
+    -------
+    dict
+        Value -> count.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> df = session("local[1]").createDataFrame([("m",), ("m",), (None,)], "sex string")
+    >>> sorted(category_counts(df, "sex").items(), key=str)
+    [('m', 2), (None, 1)]
+    """
     counts = table_counts(df, [column])
     return {(None if pd.isna(v) else v): int(c) for v, c in zip(counts[column], counts["count"])}
 
@@ -305,10 +413,42 @@ def perturb(
     (e.g. ``NA`` in a CSV file): they are not perturbed and stay as they are.
     The perturbed columns come back nullable, whatever they were.
 
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The original records.
+    manifest : Manifest
+        The release's manifest.
+    key : SecretKey
+        The secret key.
+    row_number : str, optional
+        A column of 0-based row numbers.
+    missing_codes : MissingCodes, optional
+        Values declared missing.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+
     Raises
     ------
     PramkitError
         pyspark is older than 4.1 (it has no Arrow UDFs)
+
+    Examples
+    --------
+    The same release as the local engine, row by row:
+
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix, perturb_frame
+    >>> data = pd.DataFrame({"row": range(6), "sex": ["m", "f", "f", "m", "m", "f"]})
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.6, 0.6], ["f", "m"])})
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> released = perturb(session("local[1]").createDataFrame(data), manifest, key=key, row_number="row")
+    >>> released.toPandas().sort_values("row")["sex"].tolist() == perturb_frame(data, manifest, key=key).data["sex"].tolist()
+    True
     """
     if not hasattr(_require_pyspark(), "arrow_udf"):
         raise PramkitError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
@@ -383,6 +523,30 @@ def write(df: "DataFrame", path: str | Path, *, force: bool = False,
     when the job has succeeded (:func:`pramkit.atomic.atomic_path`): a failed
     job leaves an existing target as it was.  An existing target needs
     ``force``; it is never one of ``inputs``.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The records.
+    path : str or Path
+        The folder to write (``.csv`` or ``.parquet``).
+    force : bool
+        Replace an existing folder.
+    inputs : sequence of paths
+        Files the output may never be.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Examples
+    --------
+    >>> import pytest, tempfile, os
+    >>> _ = pytest.importorskip("pyspark")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = write(session("local[1]").createDataFrame([("m",), ("f",)], "sex string"), os.path.join(d, "o.parquet"))
+    ...     sorted(read(session("local[1]"), out).toPandas()["sex"]), sorted(os.listdir(d))
+    (['f', 'm'], ['o.parquet'])
     """
     p = Path(path)
     fmt = _check_format(p, "writes")
@@ -415,6 +579,34 @@ def apply_file_spark(
     (an unknown category) the :class:`~pramkit.errors.DataError` of the local
     engine.  ``quiet`` is accepted for the local engine's signature: Spark's
     console output always goes to :func:`jvm_log`.
+
+    Parameters
+    ----------
+    data : str or Path
+        The original file (CSV or Parquet).
+    manifest : Manifest or path
+        The release's manifest.
+    out : str or Path
+        The folder to write.
+    key, force, master, quiet, na_values, receipt
+        As :func:`pramkit.apply_file`; ``master`` is Spark's.
+
+    Returns
+    -------
+    ApplyResult
+
+    Examples
+    --------
+    >>> import pytest, tempfile, os
+    >>> _ = pytest.importorskip("pyspark")
+    >>> from pramkit import Manifest, PramMatrix
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.6, 0.6], ["f", "m"])})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     data = os.path.join(d, "in.csv")
+    ...     _ = open(data, "w").write("sex,age\\n" + "m,31\\nf,40\\n" * 50)
+    ...     result = apply_file_spark(data, manifest, os.path.join(d, "out.csv"), key=bytes(32), master="local[1]")
+    ...     result.rows, sorted(os.listdir(d))
+    (100, ['in.csv', 'out.csv', 'out.csv.receipt.json'])
     """
     from pramkit.io import table_format
     from pramkit.receipt import receipt_after, receipt_path

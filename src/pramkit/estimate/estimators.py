@@ -42,7 +42,27 @@ CONSISTENT = ("mle", "norm-sub", "rr-mle")
 
 
 def estimator_name(name: str) -> str:
-    """The canonical name of an estimator (``"moment"`` -> ``"unbiased"``); a clear error if unknown."""
+    """The canonical name of an estimator (``"moment"`` -> ``"unbiased"``); a clear error if unknown.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`ESTIMATORS` or an alias.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    PramkitError
+        For an unknown name, listing the estimators.
+
+    Examples
+    --------
+    >>> estimator_name("moment"), estimator_name("norm-sub")
+    ('unbiased', 'norm-sub')
+    """
     key = ALIASES.get(name, name) if isinstance(name, str) else name
     if key not in ESTIMATORS:
         raise PramkitError(f"estimator must be one of {list(ESTIMATORS)}, not {name!r}")
