@@ -153,6 +153,18 @@ def test_household_members_share_the_released_household_values(big):
     assert (again.groupby("hid")["region"].first() == out.groupby("hid")["region"].first()).all()
 
 
+def test_strata_apply_to_person_variables_beside_household_variables(big):
+    d = big.iloc[:300_000]
+    m = design_release(d, ["region", "age"], epsilon=2.0, household="hid", household_vars="region", strata="sex",
+                       categories={**CENSUS_VARIABLES, "region": ("north", "south", "east", "west", "centre")},
+                       rng=random.Random(21))
+    assert m["region"].given == () and m["region"].unit == "hid" and m["age"].given == ("sex",)
+    out = _released(d, m)
+    assert (out["sex"].to_numpy() == d["sex"].to_numpy()).all()
+    assert out.groupby("hid")["region"].nunique().max() == 1
+    assert (out["age"] != d["age"]).mean() > 0.05
+
+
 def test_a_household_variable_that_varies_within_a_household_is_refused():
     d = pd.DataFrame({"hid": [1, 1, 2, 2], "region": ["a", "b", "a", "a"], "age": ["x", "y", "x", "y"]})
     with pytest.raises(DataError, match="household 1 has several values of 'region'"):
@@ -240,7 +252,6 @@ def test_a_rule_coupling_independent_variables_is_refused():
     ({"keep_codes": {"age": "100+"}}, "kept code '100\\+' is not a category of 'age'"),
     ({"keep_codes": {"race": "white"}}, "kept codes name 'race'"),
     ({"household_vars": "age"}, "need the household id"),
-    ({"household": "sex", "household_vars": "age", "strata": "race"}, "household variables cannot have strata"),
     ({"household": "age", "household_vars": "age"}, "cannot be perturbed or a stratum"),
     ({"rule_breaking": "ignore"}, "rule breaking must be one of"),
 ])

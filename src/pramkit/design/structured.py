@@ -174,8 +174,6 @@ def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Seque
             raise ParameterError(f"household variables {absent} are not among the variables to perturb {list(names)}")
         if split == "joint":
             raise ParameterError("household variables are designed one by one: use split equal or optimal")
-        if strata_cols:
-            raise ParameterError("household variables cannot have strata here: perturb them without --strata")
     rules = as_rules(forbid)
     if rules is not None and split != "joint":
         for i, rule in enumerate(rules.rules, 1):
@@ -321,20 +319,20 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
     out: dict[str, Target] = {}
     for cols in groups:
         name = "*".join(cols)
-        source = households if households is not None and cols[0] in shape.household_vars else table
-        read = shape.strata + cols
-        counts = source.margin(*read)[np.ix_(*_present(source, read))].reshape(-1)  # records with values in `read`
-        structured = shape.rules is not None or shape.strata or any(c in keep for c in cols)
         unit = shape.household if cols[0] in shape.household_vars else None
+        source = households if unit is not None else table
+        strata = () if unit is not None else shape.strata  # strata are the persons': household variables have none
+        read = strata + cols
+        counts = source.margin(*read)[np.ix_(*_present(source, read))].reshape(-1)  # records with values in `read`
+        structured = shape.rules is not None or strata or any(c in keep for c in cols)
         if not structured:
             labels = list(cats[cols[0]]) if len(cols) == 1 else [tuple(c) for c in _product_labels(cats, cols)]
             out[name] = Target(name, cols, (), labels, np.arange(counts.size), counts, None, unit)
             continue
         rules = None if shape.rules is None else shape.rules.within(read)
-        cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(shape.strata), rules=rules,
-                                        keep=keep)
+        cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(strata), rules=rules, keep=keep)
         forbidden = int(counts.sum() - counts[cells.index].sum())
-        out[name] = Target(name, cols, shape.strata, cells.cells, cells.index, counts[cells.index], cells.blocks,
+        out[name] = Target(name, cols, strata, cells.cells, cells.index, counts[cells.index], cells.blocks,
                            unit, forbidden)
     return out
 
