@@ -319,6 +319,10 @@ def test_a_released_file_with_a_combination_outside_the_cells_is_refused():
         estimate_table(bad, m, "age*marital_status")
     with pytest.raises(Exception, match="tabulate its variable 'age\\*marital_status'"):
         estimate_table(d, m, "age")
+    stratified = design_release(d, ["age"], epsilon=2.0, strata="sex", categories=CENSUS_VARIABLES,
+                                exact_frequencies=True)
+    with pytest.raises(Exception, match="'sex' is part of the cells of 'age'"):
+        estimate_table(d, stratified, "age", by="sex")
 
 
 def test_a_record_missing_one_variable_still_counts_in_the_others_designs():

@@ -579,8 +579,10 @@ def estimate_table(
     read = _read_columns(manifest, axes)
     raw = [c for a in axes for c in read[a]]
     if len(set(raw)) != len(raw):
-        raise PramkitError(f"a column is read by two of {axes} (a stratum is part of its variable's cells); "
-                           "tabulate each once")
+        twice = next(c for c in raw if raw.count(c) > 1)
+        owner = next(a for a in axes if len(read[a]) > 1 and twice in read[a])
+        raise PramkitError(f"{twice!r} is part of the cells of {owner!r} (a stratum, or a column perturbed jointly), "
+                           f"whose estimates already give it: leave {twice!r} out of vars and by")
     declared = {c: levels for a in axes if a in manifest.names for c, levels in _levels(manifest[a]).items()}
     if isinstance(data, pd.DataFrame):
         if len(data) == 0:
