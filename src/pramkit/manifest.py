@@ -230,11 +230,18 @@ class PerturbedVariable:
         if not self.is_structured:
             return None
         parts = [f"the strata of {self.name} ({', '.join(self.given)})"] if self.given else []
-        kept = self.unchanged_values()
+        kept = self._unchanged_words()
         if kept:
-            shown = ", ".join(repr(c) for c in kept[:5]) + (", ..." if len(kept) > 5 else "")
-            parts.append(f"whether {self.name} is one of the values it never changes ({shown})")
+            parts.append(kept)
         return " and ".join(parts) if parts else f"the block of {self.name}'s value"
+
+    def _unchanged_words(self) -> str | None:
+        """"whether V is one of the values it never changes (...)", or ``None`` when there are none."""
+        kept = self.unchanged_values()
+        if not kept:
+            return None
+        shown = ", ".join(repr(c) for c in kept[:5]) + (", ..." if len(kept) > 5 else "")
+        return f"whether {self.name} is one of the values it never changes ({shown})"
 
     def to_dict(self) -> dict[str, Any]:
         """The variable as JSON values: a compact form (8) matrix as ``form``
@@ -418,11 +425,7 @@ class Manifest:
             return None
         strata = list(dict.fromkeys(c for v in structured for c in v.given))
         words = [f"the strata ({', '.join(strata)}, released unperturbed)"] if strata else []
-        for v in structured:
-            kept = v.unchanged_values()
-            if kept:
-                shown = ", ".join(repr(c) for c in kept[:5]) + (", ..." if len(kept) > 5 else "")
-                words.append(f"whether {v.name} is one of the values it never changes ({shown})")
+        words += [w for v in structured if (w := v._unchanged_words())]
         return "; ".join(words) if words else "the block of each value"
 
     @property
@@ -442,10 +445,8 @@ class Manifest:
     def guarantee(self) -> str:
         """The guarantee sentence for what is published with this manifest, with what households
         and kept rule-breaking records change in it."""
-        if self.is_structured:
-            text = self._ledger().statement([v.block_epsilon for v in self.variables], given=self.structure_condition)
-        else:
-            text = self._ledger().statement([v.epsilon for v in self.variables])
+        # without structure, each epsilon given its block is the epsilon and there is no condition
+        text = self._ledger().statement([v.block_epsilon for v in self.variables], given=self.structure_condition)
         units = {v.unit: [] for v in self.variables if v.unit}
         for v in self.variables:
             if v.unit:
@@ -460,9 +461,7 @@ class Manifest:
         return text
 
     def _ledger_dict(self) -> dict[str, Any]:
-        if self.is_structured:
-            return self.ledger.to_dict([v.block_epsilon for v in self.variables], given=self.structure_condition)
-        return self.ledger.to_dict([v.epsilon for v in self.variables])
+        return self.ledger.to_dict([v.block_epsilon for v in self.variables], given=self.structure_condition)
 
     @property
     def names(self) -> list[str]:
