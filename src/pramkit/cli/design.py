@@ -223,10 +223,6 @@ def _combinations(text: str) -> int | list[list[str]]:
     return [[k.strip() for k in group.split(",") if k.strip()] for group in text.split(";") if group.strip()]
 
 
-def _record_path(args: argparse.Namespace) -> Path:
-    return args.design_record or args.out.with_name(args.out.stem + ".design-record.json")
-
-
 def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
     """``--probs`` / ``--counts``: one matrix for a distribution the user gives (a public input)."""
     from pramkit.design.matrix_design import design_matrix
@@ -302,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     region: epsilon = 1, I(X;Z) = 0.1178 nats on the data
     """
     from pramkit.atomic import check_writable
-    from pramkit.design.release import design_recognition, design_release, write_design
+    from pramkit.design.release import design_recognition, design_record_path, design_release, write_design
     from pramkit.ledger import fmt_epsilon
     from pramkit.structure import parse_assignments
 
@@ -317,11 +313,9 @@ def run(args: argparse.Namespace) -> int:
     names = [v.strip() for v in args.vars.split(",") if v.strip()]
     if not args.out:
         raise ParameterError("--out is required: the manifest to write")
-    record_path = _record_path(args)
+    record_path = design_record_path(args.out, args.design_record)
     inputs = [x for x in (args.data, args.prior, args.forbid,
                           Path(args.categories) if args.categories else None) if x is not None]
-    if record_path.resolve() == args.out.resolve():
-        raise ParameterError("the design record and the manifest must be different files")
     for path in (args.out, record_path):
         check_writable(path, force=args.force, inputs=inputs)
     if args.recognition is not None:

@@ -303,15 +303,49 @@ def write_design(manifest: Manifest, out: str | Path, *, design_record: str | Pa
     (['m.design-record.json', 'm.json'], True)
     """
     out = Path(out)
-    record_path = Path(design_record) if design_record is not None else out.with_name(out.stem + ".design-record.json")
-    if record_path.resolve() == out.resolve():
-        raise ParameterError("the design record and the manifest must be different files")
+    record_path = design_record_path(out, design_record)
     if manifest.design_record is None:
         raise ParameterError("the manifest carries no design record: write a manifest from design_release")
     text = manifest.to_json()  # serialisable before either file is written
     manifest.design_record.write(record_path, force=force)
     write_text_atomic(out, text, force=force)
     return WrittenDesign(manifest, out, record_path)
+
+
+def design_record_path(out: str | Path, design_record: str | Path | None = None) -> Path:
+    """Where the private design record of manifest ``out`` goes: ``design_record``, or beside
+    ``out`` as ``OUT_STEM.design-record.json``; never ``out`` itself.
+
+    Parameters
+    ----------
+    out : str or Path
+        The manifest.
+    design_record : str or Path, optional
+        The design record asked for.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    ParameterError
+        The two are the same file.
+
+    Examples
+    --------
+    >>> design_record_path("release/m.json").as_posix()
+    'release/m.design-record.json'
+    >>> design_record_path("m.json", "m.json")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the design record and the manifest must be different files
+    """
+    out = Path(out)
+    record = Path(design_record) if design_record is not None else out.with_name(out.stem + ".design-record.json")
+    if record.resolve() == out.resolve():
+        raise ParameterError("the design record and the manifest must be different files")
+    return record
 
 
 def _names(variables: str | Sequence[str]) -> list[str]:
