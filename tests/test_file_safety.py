@@ -713,3 +713,20 @@ def test_spark_bogus_master_is_one_line(files) -> None:
                           timeout=300)
     assert proc.stdout == ""
     assert_refused(proc.returncode, proc.stderr, d, before, message="cannot start Spark with master 'bogus://x': ")
+
+
+@pytest.mark.parametrize("failing", [1, 2], ids=["record", "manifest"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "force-over-good"])
+def test_design_writes_its_manifest_and_record_as_a_pair(files, capsys, monkeypatch, failing: int,
+                                                         existing: bool) -> None:
+    """A full disk while writing either file of a design leaves neither (or the earlier pair as it was)."""
+    d = files["dir"]
+    args = ["design", files["csv"], "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies",
+            "--out", d / "designed.json", "--quiet"]
+    if existing:
+        assert run(args, capsys)[0] == 0
+    before = digests(d)
+    monkeypatch.setattr(atomic.Staged, "write", _fail_on_call(atomic.Staged.write, failing))
+    code, _, err = run(args + (["--force"] if existing else []), capsys)
+    assert_refused(code, err, d, before, message="No space left on device")
+    assert (d / "designed.json").exists() == existing and (d / "designed.design-record.json").exists() == existing

@@ -40,7 +40,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pramkit._json import to_jsonable
-from pramkit.atomic import write_text_atomic
+from pramkit.atomic import staged_bytes, write_text_atomic
 from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.defaults import NA_VALUES
 from pramkit.design.matrix_design import estimability_warnings, matrix_json, truthful_warnings
@@ -201,7 +201,20 @@ class DesignRecord:
         ...         json.load(f)["per_variable"]["sex"]["counts"]
         [966, 1034]
         """
-        return write_text_atomic(path, json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n", force=force)
+        return write_text_atomic(path, self.to_json(), force=force)
+
+    def to_json(self) -> str:
+        """The record as strict JSON text (no NaN or infinity literals), as :meth:`write` writes it.
+
+        Examples
+        --------
+        >>> from pramkit.datasets import census, CENSUS_VARIABLES
+        >>> m = design_release(census(2_000), ["sex"], epsilon=1.0, categories=CENSUS_VARIABLES,
+        ...                    rng=random.Random(1))
+        >>> json.loads(m.design_record.to_json())["rows"]
+        2000
+        """
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
 
 
 @dataclass(frozen=True)
@@ -267,8 +280,12 @@ class WrittenDesign:
 
 def write_design(manifest: Manifest, out: str | Path, *, design_record: str | Path | None = None,
                  force: bool = False) -> WrittenDesign:
-    """Write a designed release: the private design record, then the public manifest, each atomically
-    (both serialised first, so that a failure leaves neither half written).
+    """Write a designed release: the private design record and the public manifest, as a pair.
+
+    Both are serialised and written to temporaries before either is renamed into place
+    (:func:`pramkit.atomic.staged_bytes`): a failure while writing them (a full disk, a
+    read-only folder) leaves neither file, and a pair written earlier as it was; the
+    manifest is renamed first, then its record.
 
     Parameters
     ----------
@@ -306,9 +323,11 @@ def write_design(manifest: Manifest, out: str | Path, *, design_record: str | Pa
     record_path = design_record_path(out, design_record)
     if manifest.design_record is None:
         raise ParameterError("the manifest carries no design record: write a manifest from design_release")
-    text = manifest.to_json()  # serialisable before either file is written
-    manifest.design_record.write(record_path, force=force)
-    write_text_atomic(out, text, force=force)
+    record_text, text = manifest.design_record.to_json(), manifest.to_json()
+    with staged_bytes(record_path, force=force) as record:
+        record.write(record_text.encode("utf-8"))
+        with staged_bytes(out, force=force) as public:
+            public.write(text.encode("utf-8"))
     return WrittenDesign(manifest, out, record_path)
 
 
