@@ -652,7 +652,9 @@ def _levels(variable: Any) -> dict[str, list[Label]]:
     cats = variable.matrix.categories
     if not variable.is_joint:
         return {variable.name: list(cats)}
-    return {c: list(dict.fromkeys(cell[i] for cell in cats)) for i, c in enumerate(variable.read_columns)}
+    from pramkit.codebook import JointCodebook  # the engine's own reading of the cells, column by column
+
+    return dict(zip(variable.read_columns, JointCodebook(cats, variable.read_columns).levels))
 
 
 def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
