@@ -23,7 +23,7 @@ import csv
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -248,7 +248,7 @@ class Rules:
         >>> r.within(["age"]) is None
         True
         """
-        kept = tuple(r for r in self.rules if set(r.values) <= set(columns))
+        kept = tuple(r for _, r in self._applicable(columns))
         return Rules(kept, self.source) if kept else None
 
     def forbidden(self, columns: Sequence[str], cells: Sequence[tuple]) -> np.ndarray:
@@ -280,9 +280,7 @@ class Rules:
         """
         out = np.zeros(len(cells), dtype=bool)
         texts = [[canonical(v) for v in cell] for cell in cells]
-        for rule in self.rules:
-            if not set(rule.values) <= set(columns):
-                continue
+        for _, rule in self._applicable(columns):
             at = [(columns.index(c), v) for c, v in rule.values.items()]
             out |= np.fromiter((all(t[i] in v for i, v in at) for t in texts), dtype=bool, count=len(cells))
         return out
@@ -313,15 +311,8 @@ class Rules:
         >>> r.first_breaking(frame.head(2), ["age", "marital_status"]) is None
         True
         """
-        hits = self.breaking(frame, columns)
-        if not hits.any():
-            return None
-        row = int(np.flatnonzero(hits)[0])
-        for i, rule in enumerate(self.rules, 1):
-            if set(rule.values) <= set(columns) and all(
-                    canonical(frame[c].iloc[row]) in v for c, v in rule.values.items()):
-                return row, i
-        return None  # pragma: no cover - a hit matches a rule
+        firsts = [(int(np.argmax(hits)), i) for i, hits in self._hits(frame, columns) if hits.any()]
+        return min(firsts) if firsts else None
 
     def breaking(self, frame: Any, columns: Sequence[str]) -> np.ndarray:
         """Which rows of a DataFrame a rule forbids (a boolean array).
@@ -351,15 +342,22 @@ class Rules:
         [False, False, True, False]
         """
         out = np.zeros(len(frame), dtype=bool)
-        for rule in self.rules:
-            if not set(rule.values) <= set(columns):
-                continue
+        for _, hits in self._hits(frame, columns):
+            out |= hits
+        return out
+
+    def _applicable(self, columns: Sequence[str]) -> Iterator[tuple[int, Rule]]:
+        """The rules (numbered from 1) that name only ``columns``."""
+        return ((i, r) for i, r in enumerate(self.rules, 1) if set(r.values) <= set(columns))
+
+    def _hits(self, frame: Any, columns: Sequence[str]) -> Iterator[tuple[int, np.ndarray]]:
+        """Each applicable rule's number and the rows of ``frame`` it forbids."""
+        for i, rule in self._applicable(columns):
             hit = np.ones(len(frame), dtype=bool)
             for c, values in rule.values.items():
                 texts = {v: canonical(v) for v in frame[c].dropna().unique()}
                 hit &= frame[c].map(lambda v, t=texts: t.get(v) in values).fillna(False).to_numpy(dtype=bool)
-            out |= hit
-        return out
+            yield i, hit
 
 
 def alternatives(value: Any) -> frozenset[str]:
