@@ -28,7 +28,6 @@ accounts for it:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
 import random
