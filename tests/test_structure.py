@@ -415,3 +415,13 @@ def test_the_provenance_names_the_method_of_the_designed_blocks():
     m = design_release(census(3_000), ["marital_status"], epsilon=2.0, categories=CENSUS_VARIABLES,
                        rng=random.Random(20), keep_codes={"marital_status": "never married"})
     assert m["marital_status"].matrix.provenance.parameters["block_method"] == "dp_optimal"
+
+
+def test_blocks_designed_on_exact_frequencies_publish_neither_p_nor_a_certificate():
+    m = design_release(census(3_000), ["age"], epsilon=2.0, strata="sex", keep_codes={"age": "0-9"},
+                       categories=CENSUS_VARIABLES, exact_frequencies=True)
+    for block in json.loads(m.to_json())["variables"][0]["blocks"]:
+        assert "p" not in block["design"]["parameters"]
+        assert block["design"]["certificate"] is None and block["design"]["objective"] is None
+    private = m.design_record.matrices["age"].blocks  # the holder's record keeps them
+    assert any("p" in part.provenance.parameters for _, part in private)

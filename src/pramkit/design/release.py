@@ -459,12 +459,16 @@ def _dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
 
 def _public(m: PramMatrix, exact: bool) -> PramMatrix:
     """The matrix as it may be published: a design made on the exact data keeps its method
-    and parameters but not p, nor an objective or certificate computed on p."""
+    and parameters but not p, nor an objective or certificate computed on p; nor do the
+    blocks of a block-diagonal matrix, each designed on its stratum's exact frequencies."""
     if not exact:
         return m
     prov = m.provenance
     params = {k: v for k, v in prov.parameters.items() if k != "p"}
-    return m.with_provenance(Provenance(prov.method, params, None, None, None, prov.seconds))
+    public = Provenance(prov.method, params, None, None, None, prov.seconds)
+    if m.blocks is None:
+        return m.with_provenance(public)
+    return PramMatrix.block_diagonal([_public(part, exact) for _, part in m.blocks], m.categories, public)
 
 
 def design_release(
