@@ -44,6 +44,9 @@ from pramkit.datasets import census_areas
 from pramkit.design.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
 from pramkit.design.dp_distance import dp_min_distance, metric_min_distance
 from pramkit.design.geo import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
+from pramkit.perturb import perturb_codes
+from pramkit.rng import SecretKey
+from pramkit.sampling import sampler_for
 
 
 def geography(n: int):
@@ -53,8 +56,30 @@ def geography(n: int):
     return areas, d, p / p.sum()
 
 
+#: Values perturbed to time a design's release (apply throughput).
+APPLY_ROWS = 1_000_000
+KEY = SecretKey(bytes(32), "benchmark")
+
+
+def apply_timing(m, p) -> tuple[float, float, float]:
+    """Seconds to build the design's sampler and to perturb APPLY_ROWS values drawn from p, and the
+    floor measured beside them: NumPy drawing as many uniforms."""
+    rng = np.random.default_rng(0)
+    codes = rng.choice(m.size, APPLY_ROWS, p=p)
+    t0 = time.perf_counter()
+    rng.random(APPLY_ROWS)
+    floor = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sampler = sampler_for(m)
+    build = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    perturb_codes(codes, sampler, key=KEY, variable="area")
+    return build, time.perf_counter() - t0, floor
+
+
 def row(kind: str, s: int, eps: float, seconds: float, m, d, p, within: float) -> dict:
     cmp = compare_with_rr(m, d, p, within=within)
+    build, draw, floor = apply_timing(m, p)
     cert = m.provenance.certificate or {}
     out = {
         "design": kind, "S": s, "epsilon": eps, "stored_epsilon": m.epsilon, "seconds": seconds,
@@ -65,13 +90,14 @@ def row(kind: str, s: int, eps: float, seconds: float, m, d, p, within: float) -
         "distance_ratio": cmp["distance_ratio"], "share_kept": cmp["design"]["share_kept"],
         "rr_share_kept": cmp["randomized_response"]["share_kept"], "kept_ratio": cmp["kept_ratio"],
         "within_ratio": cmp.get("within_ratio"), "outputs_used": int((m.matrix.max(axis=0) > 0).sum()),
+        "sampler_seconds": build, "apply_seconds": draw, "apply_floor_ratio": draw / floor,
     }
     proved = out["optimal"] if kind in ("lp", "worst", "metric-lp") else out["metric_dp_verified"]
     print(f"{kind:>12} {s:>6} {eps:>4g} {seconds:>9.2f} {str(proved):>8}"
           f" {out['expected_distance']:>9.3f} {out['rr_expected_distance']:>9.3f} {out['distance_ratio']:>7.3f}"
           f" {out['share_kept']:>7.4f} {out['rr_share_kept']:>7.4f} {out['kept_ratio']:>7.3f}"
-          f" {out['within_ratio'] if out['within_ratio'] is not None else float('nan'):>7.3f} {out['outputs_used']:>6}",
-          flush=True)
+          f" {out['within_ratio'] if out['within_ratio'] is not None else float('nan'):>7.3f} {out['outputs_used']:>6}"
+          f" {build:>8.2f} {draw / floor:>7.1f}", flush=True)
     return out
 
 
@@ -192,7 +218,10 @@ def main() -> None:
     eps_list = [float(e) for e in args.eps.split(",") if e]
     rows = []
     print(f"{'design':>12} {'S':>6} {'eps':>4} {'seconds':>9} {'proved':>8} {'E[d] km':>9} {'RR km':>9}"
-          f" {'ratio':>7} {'kept':>7} {'RR kept':>7} {'ratio':>7} {'<=r':>7} {'outs':>6}")
+          f" {'ratio':>7} {'kept':>7} {'RR kept':>7} {'ratio':>7} {'<=r':>7} {'outs':>6}"
+          f" {'sampler':>8} {'apply':>7}")
+    print(f"(sampler: seconds to build the design's sampler; apply: perturbing {APPLY_ROWS:,} values, as a ratio to "
+          "NumPy drawing as many uniforms in the same run)")
     for s in [int(x) for x in args.lp.split(",") if x]:
         _, d, p = geography(s)
         for eps in eps_list:
