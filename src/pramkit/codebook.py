@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from pramkit.errors import DataError
 from pramkit.matrix import Label
+from pramkit.utf8 import Utf8Labels, is_utf8
 
 MISSING = -1
 _INT_LITERAL = re.compile(r"[+-]?\d+")
@@ -192,6 +193,7 @@ class Codebook:
         self._value_sets: dict[pa.DataType, tuple[pa.Array, np.ndarray]] = {}
         self._dense: dict[pa.DataType, tuple[int, np.ndarray] | None] = {}
         self._labels: dict[pa.DataType, pa.Array] = {}
+        self._utf8_labels: dict[pa.DataType, Utf8Labels] = {}
         self._dictionaries: dict[pa.DataType, tuple[pa.Array, np.ndarray | None]] = {}
         self._categorical: dict[pa.DataType, pd.CategoricalDtype] = {}
         self._last_dictionary: tuple[pa.Array, np.ndarray, bool] | None = None
@@ -289,6 +291,10 @@ class Codebook:
 
     def _matched_codes(self, arr: pa.Array) -> tuple[np.ndarray, bool]:
         """Codes of a text or integer array by hash lookup; and whether every value was found."""
+        if is_utf8(arr.type):
+            codes, first_unknown = self._utf8(arr.type).encode(arr, missing_code=self.missing_code,
+                                                               unknown_code=_UNKNOWN)
+            return codes, first_unknown < 0
         if pa.types.is_integer(arr.type) and len(arr):
             dense = self._dense_codes(arr)
             if dense is not None:
@@ -423,6 +429,12 @@ class Codebook:
         """
         return self._dictionary(value_type)[0]
 
+    def _utf8(self, value_type: pa.DataType) -> Utf8Labels:
+        """The labels of :meth:`labels` of a text type, to find and write text values (built once per type)."""
+        if value_type not in self._utf8_labels:
+            self._utf8_labels[value_type] = Utf8Labels(self.labels(value_type))
+        return self._utf8_labels[value_type]
+
     def _dictionary(self, value_type: pa.DataType) -> tuple[pa.Array, np.ndarray | None]:
         """:meth:`dictionary`, and the index in it of each code, then of ``-1`` (``None``: the code itself)."""
         if value_type not in self._dictionaries:
@@ -507,6 +519,10 @@ class Codebook:
                 c = index[c]
             indices = _indices(c, like.index_type, len(labels))
             return pa.DictionaryArray.from_arrays(indices, labels, ordered=like.ordered, safe=False)
+        if is_utf8(like):
+            released = self._utf8(like).decode(c, like)
+            if released is not None:
+                return released
         labels = self.labels(like)
         if (pa.types.is_integer(like) or pa.types.is_floating(like)) and not labels.null_count:
             # fixed-width values: NumPy's gather into a buffer Arrow wraps as it is

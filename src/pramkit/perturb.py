@@ -31,7 +31,7 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
 from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
-from pramkit.sampling import BLOCK, AliasSampler, DiagonalSampler, sampler_for
+from pramkit.sampling import BLOCK, AliasSampler, DiagonalSampler, Sampler, release, sampler_for
 
 #: Uniforms drawn at once by :func:`perturb_codes` (a generator is set up per span, not per block).
 SPAN = 8 * BLOCK
@@ -105,20 +105,18 @@ def perturb_codes(
     return out
 
 
-def _draw(codes: np.ndarray, out: np.ndarray, sampler: DiagonalSampler | AliasSampler, *, key: SecretKey,
-          variable: str, start: int, rows: np.ndarray | None, missing_code: int | None = None) -> tuple[int, int]:
-    """Write the released codes of ``codes`` (``intp``) into ``out``, which may be ``codes`` itself.
+def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKey, variable: str, start: int,
+          rows: np.ndarray | None, missing_code: int = MISSING) -> tuple[int, int]:
+    """Write the released codes of ``codes`` (``intp``) into ``out``, which may be ``codes`` itself; return
+    how many codes equal ``missing_code`` and how many changed.
 
     Works block by block (:data:`BLOCK` values, in the cache) with the
-    uniforms of a span (:data:`SPAN` values, one generator).  With
-    ``missing_code``, returns how many codes equal it and how many changed,
-    counted per block while it is in the cache (else ``(0, 0)``).
+    uniforms of a span (:data:`SPAN` values, one generator); the sampler
+    counts each block while it is in the cache (:func:`pramkit.sampling.release`).
     """
     if rows is not None and np.shape(rows) != codes.shape:
         raise DataError("rows must give one row number per code")
     n = codes.size
-    in_place = out is codes
-    scratch = np.empty(min(BLOCK, n), dtype=np.intp) if in_place or missing_code is not None else None
     buffer = np.empty(min(BLOCK, n))
     gen = stream(key, variable, start) if rows is None else None  # consecutive rows: drawn block by block
     missing = changed = 0
@@ -127,27 +125,13 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: DiagonalSampler | AliasSa
         span = None if rows is None else uniforms_at(key, variable, rows[s0:e0])
         for s in range(s0, e0, BLOCK):
             e = min(s + BLOCK, e0)
-            block = codes[s:e]
             uu = gen.random(out=buffer[:e - s]) if span is None else span[s - s0:e - s0]
-            lo, hi = int(block.min()), int(block.max())
-            if lo < MISSING or hi >= sampler.size:
-                raise DataError(f"codes must lie in -1..{sampler.size - 1}, found {lo if lo < MISSING else hi}")
-            if scratch is not None:  # the original codes of the block, kept while ``out`` is written
-                block = scratch[:e - s]
-                np.copyto(block, codes[s:e])
-            valid = None
-            if lo == MISSING:
-                valid = block >= 0
-                sampler.draw(np.where(valid, block, 0), uu, out[s:e])
-                out[s:e][~valid] = MISSING
-            else:
-                sampler.draw(block, uu, out[s:e])
-            if missing_code is not None:
-                if missing_code != MISSING:
-                    missing += int(np.count_nonzero(block == missing_code))
-                elif valid is not None:  # else no code of the block is missing
-                    missing += block.size - int(np.count_nonzero(valid))
-                changed += int(np.count_nonzero(out[s:e] != block))
+            try:
+                block_missing, block_changed = release(sampler, codes[s:e], uu, out[s:e], missing_code)
+            except ValueError as exc:
+                raise DataError(str(exc)) from None
+            missing += block_missing
+            changed += block_changed
     return missing, changed
 
 

@@ -33,8 +33,86 @@ from __future__ import annotations
 
 import numpy as np
 
+from pramkit import _kernels
+
 #: Rows per block: the block's working arrays stay in the CPU cache.
 BLOCK = 1 << 15
+
+
+def _buffers(codes: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes and uniforms as the compiled kernels read them (contiguous ``intp`` and ``float64``)."""
+    return np.ascontiguousarray(codes, dtype=np.intp), np.ascontiguousarray(u, dtype=np.float64)
+
+
+def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
+    """The error for the code at ``position``, which lies outside ``-1..size-1``."""
+    return ValueError(f"codes must lie in -1..{size - 1}, found {int(codes[position])}")
+
+
+def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarray,
+            missing_code: int = -1) -> tuple[int, int]:
+    """Write the released codes of one block of ``codes`` into ``out`` (which may be ``codes`` itself),
+    code ``-1`` (missing) staying ``-1``; return how many codes equal ``missing_code`` and how many changed.
+
+    The compiled kernels of :class:`DiagonalSampler` and :class:`AliasSampler`
+    check, draw and count in one pass; any other sampler draws its valid
+    codes and NumPy counts.
+
+    Parameters
+    ----------
+    sampler : Sampler
+        The kernel of the variable's matrix.
+    codes : numpy.ndarray of intp
+        Codes in ``-1..S-1``.
+    u : numpy.ndarray of float
+        One uniform per code.
+    out : numpy.ndarray of intp
+        Receives the released codes.
+    missing_code : int
+        The code counted as missing (``-1``, or the missing category's code).
+
+    Returns
+    -------
+    tuple of int
+        The codes equal to ``missing_code`` and the codes changed.
+
+    Raises
+    ------
+    ValueError
+        A code lies outside ``-1..S-1``.
+
+    Examples
+    --------
+    >>> codes = np.array([0, 1, -1, 2])
+    >>> for sampler in (DiagonalSampler(np.full(3, 0.5)), GeometricSampler(3, 1.0)):
+    ...     out = np.empty(4, dtype=np.intp)
+    ...     counts = release(sampler, codes, np.array([0.9, 0.1, 0.5, 0.99]), out)
+    ...     print(out.tolist(), counts)  # the missing value is counted and kept; two values move
+    [2, 1, -1, 1] (1, 2)
+    [1, 0, -1, 2] (1, 2)
+    >>> release(DiagonalSampler(np.full(3, 0.5)), np.array([3]), np.array([0.5]), np.empty(1, dtype=np.intp))
+    Traceback (most recent call last):
+    ...
+    ValueError: codes must lie in -1..2, found 3
+    """
+    if isinstance(sampler, (DiagonalSampler, AliasSampler)):
+        bad, missing, changed = sampler.kernel(*_buffers(codes, u), out, missing_code)
+        if bad >= 0:
+            raise _out_of_range(codes, bad, sampler.size)
+        return missing, changed
+    if not codes.size:
+        return 0, 0
+    lo, hi = int(codes.min()), int(codes.max())
+    if lo < -1 or hi >= sampler.size:
+        raise _out_of_range(codes, int(np.argmax((codes < -1) | (codes >= sampler.size))), sampler.size)
+    original = codes.copy() if np.may_share_memory(codes, out) else codes
+    if lo == -1:
+        valid = original >= 0
+        sampler.draw(np.where(valid, original, 0), u, out)
+        out[~valid] = -1
+    else:
+        sampler.draw(original, u, out)
+    return int(np.count_nonzero(original == missing_code)), int(np.count_nonzero(out != original))
 
 
 class _KeepOrMove:
@@ -120,11 +198,15 @@ class DiagonalSampler(_KeepOrMove):
     [0.8, 0.1, 0.1]
     """
 
-    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        t = (u * (self.size - 1)).astype(k.dtype)
-        np.minimum(t, self.size - 2, out=t)  # guard the (measure-zero) rounding to S - 1
-        t += t >= k
-        return t
+    def kernel(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray, missing_code: int) -> tuple[int, int, int]:
+        """:meth:`_KeepOrMove.draw` in one compiled pass (``t`` capped at S - 2 against the measure-zero
+        rounding of ``u' (S - 1)`` up to S - 1): the position of the first code outside ``-1..S-1`` (or
+        ``-1``), the codes equal to ``missing_code``, the codes changed."""
+        return _kernels.draw_diagonal(codes, u, self.keep, self.inv_move, out, missing_code)
+
+    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+        """:meth:`_KeepOrMove.draw`, by :meth:`kernel`."""
+        release(self, codes, u, out)
 
 
 def _alias_row(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,15 +270,15 @@ class AliasSampler(_KeepOrMove):
         full = (prob >= 1.0) | (np.floor(packed) != alias)
         self.table = np.where(full, own, packed).ravel()
 
-    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        s = self.size
-        u *= s
-        j = u.astype(k.dtype)
-        np.minimum(j, s - 1, out=j)
-        u -= j
-        entry = self.table[k * s + j]
-        alias = entry.astype(k.dtype)
-        return np.where(u < entry - alias, j, alias)
+    def kernel(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray, missing_code: int) -> tuple[int, int, int]:
+        """:meth:`_KeepOrMove.draw` in one compiled pass: with ``x = u' S``, cell ``j = floor(x)`` (capped
+        at S - 1) of row k releases j if ``x - j`` is below the cell's probability, else its alias.
+        Returns what :meth:`DiagonalSampler.kernel` returns."""
+        return _kernels.draw_alias(codes, u, self.keep, self.inv_move, self.table, out, missing_code)
+
+    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
+        """:meth:`_KeepOrMove.draw`, by :meth:`kernel`."""
+        release(self, codes, u, out)
 
 
 #: Largest dense matrix drawn by :class:`AliasSampler`, whose tables are built row by row in
@@ -427,3 +509,7 @@ def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | CumulativeSampler |
     if q is not None:
         return DiagonalSampler(q)
     return AliasSampler(matrix.matrix) if matrix.size <= MAX_ALIAS else CumulativeSampler(matrix.matrix)
+
+
+#: Any of the kernels above.
+Sampler = DiagonalSampler | AliasSampler | CumulativeSampler | GeometricSampler | BlockSampler

@@ -1,0 +1,130 @@
+"""Arrow text values to codes and back, one compiled pass per array.
+
+Arrow's hash lookup of text (:func:`pyarrow.compute.index_in`) costs about three
+times NumPy's draw of a uniform per value, and its ``take`` of text more than one;
+a perturbed column's labels are few and known in advance, so an open-addressing
+table of them, built once per codebook, finds each value with one hash of its
+bytes and one comparison (:mod:`pramkit._kernels`), and the released values are
+written as Arrow writes text: the offsets, then the bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from pramkit import _kernels
+
+
+#: Bytes after the labels' last one, and after the released values' last one (whole words are copied).
+PAD = 16
+
+
+def is_utf8(value_type: pa.DataType) -> bool:
+    """Whether ``value_type`` is Arrow text (``string`` or ``large_string``).
+
+    Examples
+    --------
+    >>> is_utf8(pa.large_string()), is_utf8(pa.int64())
+    (True, False)
+    """
+    return pa.types.is_string(value_type) or pa.types.is_large_string(value_type)
+
+
+def _empty(size: int, dtype: type) -> tuple[pa.Buffer, np.ndarray]:
+    """An Arrow buffer of ``size`` items and a writable NumPy view of it (memory from Arrow's pool, which
+    keeps freed memory for the next call, where a large NumPy array comes fresh from the system)."""
+    buffer = pa.allocate_buffer(size * np.dtype(dtype).itemsize)
+    return buffer, np.frombuffer(buffer, dtype=dtype)
+
+
+class Utf8Labels:
+    """A codebook's labels as Arrow text, to find values among them and to write them back.
+
+    Parameters
+    ----------
+    labels : pyarrow.Array
+        Text labels (``string`` or ``large_string``); label ``i`` is code ``i``.
+        A null label (the missing category) is never matched, and decodes to null.
+
+    Examples
+    --------
+    >>> labels = Utf8Labels(pa.array(["north", "south", None, "east"]))
+    >>> codes, first_unknown = labels.encode(pa.array(["east", None, "north", "west"]), missing_code=2,
+    ...                                      unknown_code=-2)
+    >>> codes.tolist(), first_unknown
+    ([3, 2, 0, -2], 3)
+    >>> labels.decode(np.array([1, -1, 2, 3]), pa.large_string()).to_pylist()
+    ['south', None, None, 'east']
+    """
+
+    def __init__(self, labels: pa.Array) -> None:
+        self.size = len(labels)
+        width = np.int64 if pa.types.is_large_string(labels.type) else np.int32
+        self.offsets = np.frombuffer(labels.buffers()[1], dtype=width)[labels.offset:][:self.size + 1].astype(np.int64)
+        data = labels.buffers()[2]
+        # the bytes then PAD zeros (:mod:`pramkit._kernels` reads and writes whole words)
+        self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
+        self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        self.slots = np.empty(1 << max(4, (4 * self.size).bit_length()), dtype=np.int32)  # at most 1/4 full
+        self.words = np.empty(3 * self.size, dtype=np.uint64)  # each label's first 16 bytes (zero-padded), length
+        self.seed = _kernels.utf8_index(self.offsets, self.data, (~self.null).astype(np.uint8), self.slots, self.words)
+
+    def encode(self, values: pa.Array, *, missing_code: int, unknown_code: int) -> tuple[np.ndarray, int]:
+        """The code of each value: its label's position, ``missing_code`` if null, ``unknown_code`` if no label.
+
+        Parameters
+        ----------
+        values : pyarrow.Array
+            Text values (``string`` or ``large_string``, possibly a slice).
+        missing_code, unknown_code : int
+            The codes of a null value and of a value that is no label.
+
+        Returns
+        -------
+        codes : numpy.ndarray
+            One ``intp`` per value.
+        first_unknown : int
+            The position of the first value that is no label, or ``-1``.
+        """
+        _, out = _empty(len(values), np.intp)
+        if not len(values):
+            return out, -1
+        validity, offsets, data = values.buffers()
+        first_unknown = _kernels.utf8_encode(
+            offsets, 8 if pa.types.is_large_string(values.type) else 4, values.offset,
+            validity if values.null_count else None, data or b"", self.offsets, self.data, self.slots,
+            self.words, self.seed, missing_code, unknown_code, out)
+        return out, first_unknown
+
+    def decode(self, codes: np.ndarray, value_type: pa.DataType) -> pa.Array | None:
+        """The labels of ``codes`` (``-1``: null) as an Arrow array of ``value_type``.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            Codes in ``-1..S-1``.
+        value_type : pyarrow.DataType
+            ``string`` or ``large_string``.
+
+        Returns
+        -------
+        pyarrow.Array or None
+            ``None`` if the labels would pass the 2 GiB that ``string`` offsets address
+            (``large_string`` has no such limit).
+        """
+        c = np.ascontiguousarray(codes, dtype=np.intp)
+        width = 8 if pa.types.is_large_string(value_type) else 4
+        offsets, view = _empty(c.size + 1, np.int64 if width == 8 else np.int32)
+        total = _kernels.utf8_size(c, self.offsets, view, width)
+        if total < 0:
+            return None
+        data, bytes_view = _empty(total + PAD, np.uint8)
+        _kernels.utf8_decode(c, self.offsets, self.data, bytes_view)
+        validity, nulls = None, 0
+        if c.size and (c.min() < 0 or self.null.any()):
+            valid = np.append(~self.null, False)[c]  # code -1 takes the last
+            nulls = c.size - int(np.count_nonzero(valid))
+            if nulls:
+                validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.Array.from_buffers(value_type, c.size, [validity, offsets, data], null_count=nulls)
