@@ -40,51 +40,35 @@ release(Py_buffer *views, int count)
 
 /* ------------------------------------------------------------------ draws */
 
-/* draw_diagonal(codes intp[n], u double[n], keep double[S], inv_move double[S], out intp[n],
+/* draw_diagonal(codes intp[n], u double[n], keep double[S + 1], inv_move double[S + 1], out intp[n],
  * missing_code): form (8), kept when u < q_k (always when S = 1); else u' = (u - q_k) / (1 - q_k),
- * t = floor(u' (S - 1)) capped at S - 2, released t + [t >= k].  Code -1 (missing) stays -1;
+ * t = floor(u' (S - 1)) capped at S - 2, released t + [t >= k].  The tables are shifted by one:
+ * entry 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch.
  * ``out`` may be ``codes``.  Returns (the position of the first code outside -1..S-1 or -1, the
  * number of codes equal to missing_code, the number changed). */
-static PyObject *
-draw_diagonal(PyObject *self, PyObject *args)
+/* The loop of draw_diagonal, its arguments in registers (not in the parser's memory). */
+static Py_ssize_t
+diagonal_run(const intp *codes, const double *u, const double *keep, const double *inv_move, intp *out,
+             Py_ssize_t n, Py_ssize_t s, intp missing_code, Py_ssize_t *counts)
 {
-    Py_buffer b[5];
-    Py_ssize_t missing_code, missing = 0, changed = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*n", &b[0], &b[1], &b[2], &b[3], &b[4], &missing_code)) {
-        return NULL;
-    }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double);
-    if (check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[1], n, sizeof(double), "u") ||
-        check_len(&b[3], s, sizeof(double), "inv_move") || check_len(&b[4], n, sizeof(intp), "out")) {
-        release(b, 5);
-        return NULL;
-    }
-    const intp *codes = b[0].buf;
-    const double *u = b[1].buf, *keep = b[2].buf, *inv_move = b[3].buf;
-    intp *out = b[4].buf;
-    Py_ssize_t bad = -1;
-    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t bad = -1, missing = 0, changed = 0;
     const double others = (double)(s - 1);
     const uint64_t single = s == 1; /* one category: always kept */
     for (Py_ssize_t i = 0; i < n; i++) {
         intp k = codes[i];
-        if (k < 0 || k >= s) {
-            if (k == -1) {
-                missing += missing_code == -1;
-                out[i] = -1;
-                continue;
-            }
-            bad = i;
-            break;
+        size_t at = (size_t)(k + 1);
+        if (at > (size_t)s) { /* outside -1..S-1: reported, and read as missing */
+            bad = bad < 0 ? i : bad;
+            at = 0;
         }
         /* Both outcomes computed, one selected by a mask: whether a value moves is a coin toss that a
-         * branch predictor gets wrong once in five values.  x < q is the sign of x - q (u and q lie in
-         * [0, 1], and x - x is +0), read from its bits so that the compiler keeps it branch-free. */
-        double d = u[i] - keep[k];
+         * branch predictor gets wrong once in five values.  x < q is the sign of x - q (u lies in
+         * [0, 1), and x - x is +0), read from its bits so that the compiler keeps it branch-free. */
+        double d = u[i] - keep[at];
         uint64_t sign;
         memcpy(&sign, &d, sizeof sign);
         intp kept = -(intp)((sign >> 63) | single); /* all ones when kept */
-        intp t = (intp)((d * inv_move[k]) * others); /* negative when kept: not used */
+        intp t = (intp)((d * inv_move[at]) * others); /* negative when kept: not used */
         t = t > s - 2 ? s - 2 : t;
         t += t >= k;
         t = (k & kept) | (t & ~kept);
@@ -92,46 +76,56 @@ draw_diagonal(PyObject *self, PyObject *args)
         changed += t != k;
         out[i] = t;
     }
+    counts[0] = missing;
+    counts[1] = changed;
+    return bad;
+}
+
+static PyObject *
+draw_diagonal(PyObject *self, PyObject *args)
+{
+    Py_buffer b[5];
+    Py_ssize_t missing_code;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*n", &b[0], &b[1], &b[2], &b[3], &b[4], &missing_code)) {
+        return NULL;
+    }
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double) - 1;
+    if (s < 1 || check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[1], n, sizeof(double), "u") ||
+        check_len(&b[3], s + 1, sizeof(double), "inv_move") || check_len(&b[4], n, sizeof(intp), "out")) {
+        release(b, 5);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
+        }
+        return NULL;
+    }
+    Py_ssize_t bad, counts[2];
+    Py_BEGIN_ALLOW_THREADS
+    bad = diagonal_run(b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf, n, s, missing_code, counts);
     Py_END_ALLOW_THREADS
     release(b, 5);
-    return Py_BuildValue("nnn", bad, missing, changed);
+    return Py_BuildValue("nnn", bad, counts[0], counts[1]);
 }
 
 /* draw_alias(codes, u, keep, inv_move, table double[S * S], out, missing_code): any matrix, kept
  * when u < M[k, k]; else x = u' S, j = floor(x) capped at S - 1, and the cell (k, j) of the packed
  * alias table (alias + probability) releases j when x - j is below its probability, else its alias.
  * Code -1 stays -1; ``out`` may be ``codes``.  Returns what draw_diagonal returns. */
-static PyObject *
-draw_alias(PyObject *self, PyObject *args)
+/* The loop of draw_alias, its arguments in registers. */
+static Py_ssize_t
+alias_run(const intp *codes, const double *u, const double *keep, const double *inv_move, const double *table,
+          intp *out, Py_ssize_t n, Py_ssize_t s, intp missing_code, Py_ssize_t *counts)
 {
-    Py_buffer b[6];
-    Py_ssize_t missing_code, missing = 0, changed = 0;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &missing_code)) {
-        return NULL;
-    }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double);
-    if (check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[1], n, sizeof(double), "u") ||
-        check_len(&b[3], s, sizeof(double), "inv_move") || check_len(&b[4], s * s, sizeof(double), "table") ||
-        check_len(&b[5], n, sizeof(intp), "out")) {
-        release(b, 6);
-        return NULL;
-    }
-    const intp *codes = b[0].buf;
-    const double *u = b[1].buf, *keep = b[2].buf, *inv_move = b[3].buf, *table = b[4].buf;
-    intp *out = b[5].buf;
-    Py_ssize_t bad = -1;
-    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t bad = -1, missing = 0, changed = 0;
     const double cells = (double)s;
     for (Py_ssize_t i = 0; i < n; i++) {
         intp k = codes[i];
         if (k < 0 || k >= s) {
-            if (k == -1) {
-                missing += missing_code == -1;
-                out[i] = -1;
-                continue;
+            if (k != -1) {
+                bad = bad < 0 ? i : bad;
             }
-            bad = i;
-            break;
+            missing += k == missing_code;
+            out[i] = k;
+            continue;
         }
         missing += k == missing_code;
         double x = u[i], q = keep[k];
@@ -151,9 +145,32 @@ draw_alias(PyObject *self, PyObject *args)
         changed += j != k;
         out[i] = j;
     }
+    counts[0] = missing;
+    counts[1] = changed;
+    return bad;
+}
+
+static PyObject *
+draw_alias(PyObject *self, PyObject *args)
+{
+    Py_buffer b[6];
+    Py_ssize_t missing_code;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &missing_code)) {
+        return NULL;
+    }
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double);
+    if (check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[1], n, sizeof(double), "u") ||
+        check_len(&b[3], s, sizeof(double), "inv_move") || check_len(&b[4], s * s, sizeof(double), "table") ||
+        check_len(&b[5], n, sizeof(intp), "out")) {
+        release(b, 6);
+        return NULL;
+    }
+    Py_ssize_t bad, counts[2];
+    Py_BEGIN_ALLOW_THREADS
+    bad = alias_run(b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf, b[5].buf, n, s, missing_code, counts);
     Py_END_ALLOW_THREADS
     release(b, 6);
-    return Py_BuildValue("nnn", bad, missing, changed);
+    return Py_BuildValue("nnn", bad, counts[0], counts[1]);
 }
 
 /* ------------------------------------------------------------------ UTF-8 values */

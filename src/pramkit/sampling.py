@@ -198,11 +198,18 @@ class DiagonalSampler(_KeepOrMove):
     [0.8, 0.1, 0.1]
     """
 
+    def __init__(self, diagonal: np.ndarray) -> None:
+        super().__init__(diagonal)
+        # the kernel's tables: entry 0 for code -1, kept whatever the uniform
+        self._keep_from_missing = np.append(2.0, self.keep)
+        self._inv_move_from_missing = np.append(0.0, self.inv_move)
+
     def kernel(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray, missing_code: int) -> tuple[int, int, int]:
         """:meth:`_KeepOrMove.draw` in one compiled pass (``t`` capped at S - 2 against the measure-zero
         rounding of ``u' (S - 1)`` up to S - 1): the position of the first code outside ``-1..S-1`` (or
         ``-1``), the codes equal to ``missing_code``, the codes changed."""
-        return _kernels.draw_diagonal(codes, u, self.keep, self.inv_move, out, missing_code)
+        return _kernels.draw_diagonal(codes, u, self._keep_from_missing, self._inv_move_from_missing, out,
+                                      missing_code)
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
         """:meth:`_KeepOrMove.draw`, by :meth:`kernel`."""

@@ -1,0 +1,651 @@
+"""The compiled kernels (pramkit._kernels) through sampling.py, utf8.py and codebook.py, against oracles
+written here in plain Python: the per-value arithmetic of form (8) and of the alias draw, the matrix rows
+themselves (Monte Carlo), NumPy counts, and dictionary lookups of text."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pramkit import _kernels
+from pramkit.codebook import Codebook
+from pramkit.errors import DataError
+from pramkit.sampling import AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release
+from pramkit.utf8 import Utf8Labels
+
+ONE_BELOW = float(np.nextafter(1.0, 0.0))
+TEXT_TYPES = [pa.string(), pa.large_string()]
+TEXT_IDS = ["string", "large_string"]
+
+
+# ---------------------------------------------------------------------------------------------- oracles
+
+
+def diagonal_reference(q: np.ndarray, codes: np.ndarray, u: np.ndarray) -> list[int]:
+    """Form (8), value by value in Python floats: kept when u < q_k, else t = int(u' (S - 1)) capped at S - 2."""
+    s = len(q)
+    out = []
+    for k, x in zip(codes.tolist(), u.tolist()):
+        if k == -1:
+            out.append(-1)
+            continue
+        qk = float(q[k])
+        if s == 1 or x < qk:
+            out.append(k)
+            continue
+        inv = 1.0 / (1.0 - qk)
+        u2 = (x - qk) * inv
+        t = min(int(u2 * (s - 1)), s - 2)
+        out.append(t + (1 if t >= k else 0))
+    return out
+
+
+def alias_reference(sampler: AliasSampler, codes: np.ndarray, u: np.ndarray) -> list[int]:
+    """The alias draw of sampling.py's docstring, value by value on the sampler's own table, keep and inv_move."""
+    s = sampler.size
+    keep, inv_move, table = sampler.keep.tolist(), sampler.inv_move.tolist(), sampler.table.tolist()
+    out = []
+    for k, x in zip(codes.tolist(), u.tolist()):
+        if k == -1:
+            out.append(-1)
+            continue
+        if s == 1 or x < keep[k]:
+            out.append(k)
+            continue
+        x = ((x - keep[k]) * inv_move[k]) * s
+        j = min(int(x), s - 1)
+        x -= j
+        entry = table[k * s + j]
+        alias = int(entry)
+        out.append(j if x < entry - alias else alias)
+    return out
+
+
+def encode_reference(labels: list, values: list, missing_code: int, unknown_code: int) -> tuple[list[int], int]:
+    """Codes by a dictionary from label to position (null labels never match), and the first unknown's position."""
+    lookup = {label: i for i, label in enumerate(labels) if label is not None}
+    codes = [missing_code if v is None else lookup.get(v, unknown_code) for v in values]
+    unknown = [i for i, v in enumerate(values) if v is not None and v not in lookup]
+    return codes, (unknown[0] if unknown else -1)
+
+
+def decode_reference(labels: list, codes) -> list:
+    """The label of each code, None for -1."""
+    return [labels[c] if c >= 0 else None for c in np.asarray(codes).tolist()]
+
+
+def text_array(values: list, value_type: pa.DataType, *, prefix: bytes = b"", null_bytes: bytes = b"") -> pa.Array:
+    """An Arrow text array built from its buffers: the data buffer exactly as long as the bytes (no slack after
+    the last value), ``prefix`` before the first value, and ``null_bytes`` spanned by every null entry."""
+    width = np.int64 if pa.types.is_large_string(value_type) else np.int32
+    data = bytearray(prefix)
+    offsets = [len(data)]
+    for v in values:
+        data += null_bytes if v is None else v.encode("utf-8")
+        offsets.append(len(data))
+    valid = np.array([v is not None for v in values], dtype=bool)
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()) if not valid.all() else None
+    arr = pa.Array.from_buffers(value_type, len(values),
+                                [validity, pa.py_buffer(np.array(offsets, dtype=width).tobytes()),
+                                 pa.py_buffer(bytes(data))],
+                                null_count=int((~valid).sum()))
+    arr.validate(full=True)
+    return arr
+
+
+def check_encode(labels_arr: pa.Array, values_arr: pa.Array, missing_code: int = -1, unknown_code: int = -2) -> None:
+    """Utf8Labels.encode equals the dictionary oracle (codes and first unknown)."""
+    codes, first_unknown = Utf8Labels(labels_arr).encode(values_arr, missing_code=missing_code,
+                                                         unknown_code=unknown_code)
+    want, want_first = encode_reference(labels_arr.to_pylist(), values_arr.to_pylist(), missing_code, unknown_code)
+    assert codes.dtype == np.intp
+    assert codes.tolist() == want
+    assert first_unknown == want_first
+
+
+# ---------------------------------------------------------------------------------------------- samplers
+
+
+def form8_inputs(s: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keep probabilities (with q = 1, q = 0 and q just below 1 rows), codes with -1 mixed in, and uniforms with
+    the edge cases u = q_k, u just around q_k, u = 0 and u just below 1."""
+    rng = np.random.default_rng(seed)
+    q = rng.random(s)
+    special = [1.0, 0.0, ONE_BELOW, 0.999999, 0.5]
+    for i, value in zip(rng.permutation(s), special):
+        q[i] = value
+    n = 4000
+    codes = rng.integers(-1, s, n)
+    u = rng.random(n)
+    edge_codes, edge_u = [], []
+    for k in range(min(s, 60)):
+        qk = float(q[k])
+        for x in (qk, float(np.nextafter(qk, 0.0)), float(np.nextafter(qk, 1.0)), 0.0, ONE_BELOW):
+            if 0.0 <= x < 1.0:
+                edge_codes.append(k)
+                edge_u.append(x)
+    codes = np.concatenate([codes, np.array(edge_codes, dtype=np.intp), [-1, -1]]).astype(np.intp)
+    u = np.concatenate([u, edge_u, [0.0, ONE_BELOW]])
+    return q, codes, u
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 7, 50, 1000])
+def test_diagonal_matches_form8_reference(s):
+    """DiagonalSampler's compiled draw releases exactly the codes of the plain-Python form (8) reference."""
+    q, codes, u = form8_inputs(s, seed=s)
+    sampler = DiagonalSampler(q)
+    out = np.full(codes.size, -99, dtype=np.intp)
+    sampler.draw(codes, u, out)
+    assert out.tolist() == diagonal_reference(q, codes, u)
+
+
+def test_diagonal_rounding_cap():
+    """When u' (S - 1) rounds up to S - 1 the released code is the reference's capped one, never S or k."""
+    q = np.random.default_rng(5).random(2000)
+    ratio = (ONE_BELOW - q) * (1.0 / (1.0 - q))
+    q_cap = q[ratio >= 1.0][:7]
+    assert q_cap.size == 7  # the rounding does happen for some q
+    sampler = DiagonalSampler(q_cap)
+    codes = np.arange(7, dtype=np.intp)
+    u = np.full(7, ONE_BELOW)
+    out = np.empty(7, dtype=np.intp)
+    sampler.draw(codes, u, out)
+    want = diagonal_reference(q_cap, codes, u)
+    assert out.tolist() == want
+    assert all(0 <= j < 7 and j != k for k, j in enumerate(want))
+
+
+def test_diagonal_never_moves_q_one():
+    """A category with keep probability 1 is released as itself for every uniform in [0, 1)."""
+    q = np.array([1.0, 0.3, 1.0, 0.0])
+    u = np.concatenate([np.random.default_rng(1).random(5000), [0.0, ONE_BELOW]])
+    for k in (0, 2):
+        codes = np.full(u.size, k, dtype=np.intp)
+        out = np.empty_like(codes)
+        DiagonalSampler(q).draw(codes, u, out)
+        assert (out == k).all()
+
+
+def random_matrix(s: int, rng: np.random.Generator, zero_share: float = 0.3) -> np.ndarray:
+    """A row-stochastic matrix with some zero off-diagonal entries, a row with q = 0, a row with q = 1 and a row
+    whose only off-diagonal mass is in one column."""
+    m = rng.random((s, s)) * (rng.random((s, s)) >= zero_share)
+    np.fill_diagonal(m, 0.0)
+    for k in range(s):
+        if s > 1 and m[k].sum() == 0:
+            m[k, (k + 1) % s] = 1.0
+    m /= np.maximum(m.sum(axis=1, keepdims=True), 1e-300)
+    q = rng.random(s)
+    if s > 1:
+        q[0] = 0.0
+    if s > 2:
+        q[1] = 1.0
+    if s > 3:
+        m[2] = 0.0
+        m[2, 0] = 1.0
+    m *= (1.0 - q)[:, None]
+    m[np.arange(s), np.arange(s)] = q
+    if s == 1:
+        m[0, 0] = 1.0
+    return m
+
+
+def alias_inputs(sampler: AliasSampler, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes with -1 mixed in and uniforms, with the edge cases u = M[k, k], just around it, 0 and just below 1."""
+    s = sampler.size
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-1, s, 4000)
+    u = rng.random(codes.size)
+    edge_codes, edge_u = [], []
+    for k in range(min(s, 60)):
+        qk = float(sampler.keep[k])
+        for x in (qk, float(np.nextafter(qk, 0.0)), float(np.nextafter(qk, 1.0)), 0.0, ONE_BELOW):
+            if 0.0 <= x < 1.0:
+                edge_codes.append(k)
+                edge_u.append(x)
+    return (np.concatenate([codes, np.array(edge_codes, dtype=np.intp)]).astype(np.intp),
+            np.concatenate([u, edge_u]))
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 7, 50])
+def test_alias_matches_per_value_reference(s):
+    """AliasSampler's compiled draw releases exactly the codes of the alias arithmetic redone in Python."""
+    m = random_matrix(s, np.random.default_rng(100 + s))
+    sampler = AliasSampler(m)
+    codes, u = alias_inputs(sampler, seed=s)
+    out = np.full(codes.size, -99, dtype=np.intp)
+    sampler.draw(codes, u, out)
+    assert out.tolist() == alias_reference(sampler, codes, u)
+
+
+def test_alias_large_mostly_identity_matches_reference():
+    """At S = 1000 (a table of a million cells), a few moving rows release the codes of the Python reference."""
+    s = 1000
+    rng = np.random.default_rng(7)
+    m = np.eye(s)
+    moving = np.array([0, 1, 499, 998, 999])
+    for k in moving:
+        row = rng.random(s) * (rng.random(s) < 0.2)
+        row[k] = 0.0
+        row /= row.sum()
+        q = rng.random()
+        m[k] = row * (1.0 - q)
+        m[k, k] = q
+    sampler = AliasSampler(m)
+    codes = np.concatenate([rng.choice(moving, 20000), rng.integers(-1, s, 2000)]).astype(np.intp)
+    u = rng.random(codes.size)
+    out = np.empty_like(codes)
+    sampler.draw(codes, u, out)
+    assert out.tolist() == alias_reference(sampler, codes, u)
+    assert (m[codes[codes >= 0], out[codes >= 0]] > 0).all()
+
+
+ALIAS_MATRICES = {
+    "docstring": (np.array([[0.7, 0.3, 0.0], [0.1, 0.6, 0.3], [0.0, 0.5, 0.5]]), None),
+    "random6": (random_matrix(6, np.random.default_rng(11)), None),
+    "random40": (random_matrix(40, np.random.default_rng(12), zero_share=0.6), [0, 1, 2, 17, 39]),
+    "skewed": (np.array([[0.0, 1e-6, 0.0, 1.0 - 1e-6], [0.25, 0.25, 0.25, 0.25],
+                         [0.1, 0.0, 0.0, 0.9], [0.0, 0.0, 0.5, 0.5]]), None),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ALIAS_MATRICES))
+def test_alias_shares_match_matrix_rows(name):
+    """Over 200 000 uniforms per row the released shares match the row within 5 se; a zero entry is never drawn."""
+    m, rows = ALIAS_MATRICES[name]
+    s = m.shape[0]
+    sampler = AliasSampler(m)
+    n = 200_000
+    u = np.random.default_rng(2024).random(n)
+    out = np.empty(n, dtype=np.intp)
+    for k in range(s) if rows is None else rows:
+        sampler.draw(np.full(n, k, dtype=np.intp), u, out)
+        share = np.bincount(out, minlength=s) / n
+        p = m[k]
+        se = np.sqrt(p * (1.0 - p) / n)
+        assert (np.abs(share - p) <= 5 * se + 1e-12).all(), (k, share, p)
+        assert not out[m[k, out] == 0].size, f"row {k} released a zero entry"
+
+
+def test_alias_zero_entries_never_released_on_a_grid():
+    """On a dense grid of uniforms (with the edges), every released code has a positive matrix entry."""
+    matrices = [ALIAS_MATRICES["docstring"][0], ALIAS_MATRICES["skewed"][0],
+                random_matrix(9, np.random.default_rng(3), 0.7)]
+    for m in matrices:
+        s = m.shape[0]
+        sampler = AliasSampler(m)
+        grid = np.concatenate([np.linspace(0.0, ONE_BELOW, 100_001), [ONE_BELOW]])
+        grid = np.concatenate([grid, np.nextafter(grid, 1.0)])
+        grid = grid[grid < 1.0]
+        out = np.empty(grid.size, dtype=np.intp)
+        for k in range(s):
+            sampler.draw(np.full(grid.size, k, dtype=np.intp), grid, out)
+            assert (m[k, out] > 0).all(), k
+
+
+def make_sampler(kind: str, s: int):
+    """A sampler of each kind release() handles, on S categories."""
+    rng = np.random.default_rng(s)
+    if kind == "diagonal":
+        return DiagonalSampler(rng.uniform(0.2, 0.9, s))
+    if kind == "alias":
+        return AliasSampler(random_matrix(s, rng))
+    if kind == "cumulative":
+        return CumulativeSampler(random_matrix(s, rng))
+    return GeometricSampler(s, 0.7)
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "alias", "cumulative", "geometric"])
+@pytest.mark.parametrize("missing_code", [-1, 0, 3])
+def test_release_counts_match_numpy(kind, missing_code):
+    """release() returns NumPy's (missing, changed) counts, and the same output and counts when done in place."""
+    s = 6
+    sampler = make_sampler(kind, s)
+    rng = np.random.default_rng(99)
+    codes = rng.integers(-1, s, 20_000).astype(np.intp)
+    u = rng.random(codes.size)
+    out = np.full(codes.size, -99, dtype=np.intp)
+    counts = release(sampler, codes, u, out, missing_code)
+    assert counts == (np.count_nonzero(codes == missing_code), np.count_nonzero(out != codes))
+    assert (out[codes == -1] == -1).all() and (out[codes >= 0] >= 0).all() and (out < s).all()
+    in_place = codes.copy()
+    assert release(sampler, in_place, u, in_place, missing_code) == counts
+    assert np.array_equal(in_place, out)
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+def test_release_counts_against_references(kind):
+    """Output and counts equal the Python references' for several missing codes, with strided and read-only codes."""
+    s = 5
+    sampler = make_sampler(kind, s)
+    rng = np.random.default_rng(3)
+    base = rng.integers(-1, s, 6000).astype(np.intp)
+    u_base = rng.random(base.size)
+    codes, u = base[::2], u_base[::2]  # strided views
+    if kind == "diagonal":
+        want = diagonal_reference(sampler.keep, codes, u)
+    else:
+        want = alias_reference(sampler, codes, u)
+    frozen = base.copy()
+    frozen.setflags(write=False)
+    for missing_code in (-1, 2, s + 5):
+        out = np.empty(codes.size, dtype=np.intp)
+        counts = release(sampler, codes, u, out, missing_code)
+        assert out.tolist() == want
+        changed = sum(1 for a, b in zip(codes.tolist(), want) if a != b)
+        assert counts == (codes.tolist().count(missing_code), changed)
+        out2 = np.empty(base.size, dtype=np.intp)
+        assert release(sampler, frozen, u_base, out2, missing_code)[0] == base.tolist().count(missing_code)
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+def test_release_all_missing_and_empty(kind):
+    """A block of only missing codes stays missing (all counted, none changed); an empty block counts nothing."""
+    sampler = make_sampler(kind, 4)
+    codes = np.full(100, -1, dtype=np.intp)
+    out = np.empty_like(codes)
+    assert release(sampler, codes, np.random.default_rng(0).random(100), out) == (100, 0)
+    assert (out == -1).all()
+    assert release(sampler, codes, np.random.default_rng(0).random(100), out, 0) == (0, 0)
+    empty = np.empty(0, dtype=np.intp)
+    assert release(sampler, empty, np.empty(0), np.empty(0, dtype=np.intp)) == (0, 0)
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+@pytest.mark.parametrize("bad", [-2, 5, 6, 1000, -(2 ** 40), 2 ** 62])
+@pytest.mark.parametrize("where", [0, 17, 499])
+def test_release_rejects_codes_outside_range(kind, bad, where):
+    """A code outside -1..S-1 raises ValueError naming it (release, draw, in place); the kernel reports its position."""
+    s = 5
+    sampler = make_sampler(kind, s)
+    rng = np.random.default_rng(where)
+    codes = rng.integers(-1, s, 500).astype(np.intp)
+    codes[where] = bad
+    codes[-1] = -7  # a later bad code: the first one is named
+    if where == 499:
+        codes[-1] = bad
+    u = rng.random(codes.size)
+    message = rf"-1\.\.{s - 1}, found {bad}$"
+    with pytest.raises(ValueError, match=message):
+        release(sampler, codes, u, np.empty(codes.size, dtype=np.intp))
+    with pytest.raises(ValueError, match=message):
+        sampler.draw(codes, u, np.empty(codes.size, dtype=np.intp))
+    with pytest.raises(ValueError, match=message):
+        release(sampler, codes.copy(), u, codes.copy(), 0)
+    in_place = codes.copy()
+    with pytest.raises(ValueError, match=message):
+        release(sampler, in_place, u, in_place)
+    position = sampler.kernel(codes, u, np.empty(codes.size, dtype=np.intp), -1)[0]
+    assert position == int(np.flatnonzero((codes < -1) | (codes >= s))[0]) == where
+
+
+def test_release_rejects_bad_code_with_one_category():
+    """With S = 1 the codes 1 and -2 are out of range for both compiled samplers."""
+    for sampler in (DiagonalSampler(np.array([0.4])), AliasSampler(np.array([[1.0]]))):
+        for bad in (1, -2):
+            with pytest.raises(ValueError, match=rf"found {bad}$"):
+                release(sampler, np.array([0, -1, bad]), np.array([0.1, 0.2, 0.3]), np.empty(3, dtype=np.intp))
+
+
+# ---------------------------------------------------------------------------------------------- UTF-8 labels
+
+
+LONG = "0123456789abcdef-long-label-tail"
+EDGE_LABELS = ["", "a", "ab", "abc", "Zürich", "東京", "x" * 16, "x" * 17, "x" * 8, "y" * 15 + "é",
+               LONG, LONG[:-1] + "!", "\x00", "a\x00", "ü" * 30, "z" * 40]
+EDGE_UNKNOWN = ["abcd", "b", "x" * 15, "x" * 18, LONG[:16], LONG[:17], LONG + "x", LONG[:20] + "#" + LONG[21:],
+                "Zurich", "東", "\x00\x00", "a\x00\x00", "zz", " ", "Z" * 40]
+
+
+@pytest.mark.parametrize("label_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("missing_code,unknown_code", [(-1, -2), (3, -2), (-1, 99)])
+def test_utf8_encode_edge_labels(label_type, value_type, missing_code, unknown_code):
+    """Empty, prefix, long, 16-byte-prefix-sharing, NUL and non-ASCII texts encode as the dictionary oracle says."""
+    rng = np.random.default_rng(1)
+    pool = EDGE_LABELS + EDGE_UNKNOWN + [None]
+    values = [pool[i] for i in rng.integers(0, len(pool), 3000)]
+    labels = pa.array(EDGE_LABELS, type=label_type)
+    check_encode(labels, pa.array(values, type=value_type), missing_code, unknown_code)
+    known_only = [v for v in values if v not in EDGE_UNKNOWN]
+    check_encode(labels, pa.array(known_only, type=value_type), missing_code, unknown_code)
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_encode_nul_padded_labels(value_type):
+    """Labels that differ only by trailing NUL bytes (equal zero-padded words, different lengths) are told apart."""
+    labels = ["\x00" * k for k in range(0, 26)] + ["q" + "\x00" * k for k in range(0, 26)]
+    values = labels[::-1] + ["\x00" * 30, "q" + "\x00" * 30, None]
+    check_encode(pa.array(labels, type=value_type), pa.array(values, type=value_type))
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("with_nulls", [False, True], ids=["no-nulls", "nulls"])
+def test_utf8_encode_sliced(value_type, with_nulls):
+    """A slice of values (and a slice of labels) encodes as its own Python values, nulls read at the slice's bits."""
+    rng = np.random.default_rng(4)
+    pool = EDGE_LABELS + (EDGE_UNKNOWN[:2] if with_nulls else []) + ([None] if with_nulls else [])
+    values = [pool[i] for i in rng.integers(0, len(pool), 80)]
+    values[:3] = [None, "nope", None]  # outside the slice: only the slice's own validity bits count
+    if with_nulls:
+        values[4] = values[20] = values[52] = None
+    arr = pa.array(values, type=value_type)
+    for start, length in ((3, 50), (5, 70), (11, 1), (9, 0)):
+        sliced = arr.slice(start, length)
+        check_encode(pa.array(EDGE_LABELS, type=value_type), sliced)
+    labels = pa.array(["junk", None, "zzz"] + EDGE_LABELS + ["tail"], type=value_type).slice(3, len(EDGE_LABELS))
+    check_encode(labels, arr.slice(3, 50))
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_null_label_never_matches(value_type):
+    """A null label is never matched, not by the empty string (which matches its own label) nor by a null value."""
+    labels = pa.array(["a", None, ""], type=value_type)
+    values = pa.array(["", None, "a", "", "b", None], type=value_type)
+    codes, first = Utf8Labels(labels).encode(values, missing_code=-1, unknown_code=-2)
+    assert codes.tolist() == encode_reference(labels.to_pylist(), values.to_pylist(), -1, -2)[0]
+    assert first == 4
+    check_encode(pa.array([None, "a"], type=value_type), pa.array(["", "a", None], type=value_type))
+    # a null label whose offsets span the bytes "b": "b" is no label
+    spanned = text_array(["a", None, "c"], value_type, null_bytes=b"b")
+    check_encode(spanned, pa.array(["b", "a", "c", ""], type=value_type))
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("last", ["a", "", "Zürich", "x" * 16, LONG, "b"])
+def test_utf8_encode_value_at_end_of_data(value_type, last):
+    """Values at the very end of an exactly sized data buffer encode as the oracle says, known or not."""
+    labels = pa.array(EDGE_LABELS, type=value_type)
+    for values in ([last], ["abc", "x" * 17, last], ["a"] * 5 + [last], [LONG, "ab", last]):
+        check_encode(labels, text_array(values, value_type))
+        check_encode(labels, text_array(values, value_type, prefix=b"\xff" * 13))
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_encode_null_spans_and_empty_data(value_type):
+    """Nulls spanning a label's bytes get missing_code; data-less and empty arrays encode as the oracle says."""
+    labels = pa.array(EDGE_LABELS, type=value_type)
+    check_encode(labels, text_array(["a", None, "東京", None], value_type, null_bytes=b"abc"), missing_code=7)
+    check_encode(labels, text_array(["", "", ""], value_type))
+    check_encode(labels, text_array([None, None], value_type))
+    check_encode(pa.array(["a"], type=value_type), text_array(["", None], value_type))
+    codes, first = Utf8Labels(labels).encode(pa.array([], type=value_type), missing_code=-1, unknown_code=-2)
+    assert codes.size == 0 and first == -1
+
+
+def random_words(rng: np.random.Generator, count: int, alphabet: str) -> list[str]:
+    """``count`` distinct random strings of 1..40 characters of ``alphabet``."""
+    seen: dict[str, None] = {}
+    letters = np.array(list(alphabet))
+    while len(seen) < count:
+        lengths = rng.integers(1, 41, count)
+        for n in lengths:
+            seen.setdefault("".join(letters[rng.integers(0, letters.size, n)]), None)
+            if len(seen) == count:
+                break
+    return list(seen)
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_encode_many_labels(value_type):
+    """10 000 random labels and 100 000 values (some unknown, some null) encode as the dictionary oracle says."""
+    rng = np.random.default_rng(10)
+    words = random_words(rng, 10_500, "abcdefgh01ü東")
+    labels, others = words[:10_000], words[10_000:]
+    picks = rng.integers(0, len(labels), 100_000)
+    values = [labels[i] for i in picks]
+    for i in rng.integers(0, len(values), 300):
+        values[i] = others[i % len(others)]
+    for i in rng.integers(0, len(values), 500):
+        values[i] = None
+    labels_arr = pa.array(labels, type=value_type)
+    check_encode(labels_arr, pa.array(values, type=value_type))
+    strangers = set(others)
+    known = [labels[0] if v in strangers else v for v in values]
+    check_encode(labels_arr, pa.array(known, type=value_type), missing_code=17)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), labels=st.lists(st.text(), min_size=1, max_size=30, unique=True),
+       strangers=st.lists(st.text(), max_size=4), label_type=st.sampled_from(TEXT_TYPES),
+       value_type=st.sampled_from(TEXT_TYPES), offset=st.integers(0, 9))
+def test_utf8_encode_hypothesis(data, labels, strangers, label_type, value_type, offset):
+    """Any unique labels: values from labels, non-labels and None encode as the oracle says and decode back."""
+    pool = labels + [s for s in strangers if s not in labels] + [None]
+    values = data.draw(st.lists(st.sampled_from(pool), max_size=60))
+    labels_arr = pa.array(labels, type=label_type)
+    check_encode(labels_arr, pa.array(values, type=value_type))
+    padded = pa.array([pool[0]] * offset + values, type=value_type).slice(offset)
+    check_encode(labels_arr, padded, missing_code=-1, unknown_code=-5)
+    known = [v for v in values if v is None or v in labels]
+    codes, first = Utf8Labels(labels_arr).encode(pa.array(known, type=value_type), missing_code=-1, unknown_code=-2)
+    assert first == -1
+    back = Utf8Labels(labels_arr).decode(codes, value_type)
+    back.validate(full=True)
+    assert back.type == value_type and back.to_pylist() == known
+
+
+DECODE_LABELS = ["a", None, "", "Zürich", "東京", LONG, "x" * 16, "x" * 17, "ab", "\x00"]
+
+
+@pytest.mark.parametrize("label_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_decode_matches_labels(label_type, value_type):
+    """decode gives each code's label (null for -1 and the null label) as a valid array of the asked type."""
+    labels = pa.array(DECODE_LABELS, type=label_type)
+    book = Utf8Labels(labels)
+    rng = np.random.default_rng(2)
+    codes = rng.integers(-1, len(DECODE_LABELS), 3001)
+    cases = [codes, codes[::3], codes.astype(np.int32), np.full(7, -1), np.empty(0, dtype=np.intp),
+             np.array([5, 5, 5]), np.array([2, 2]), np.array([len(DECODE_LABELS) - 1])]
+    for c in cases:
+        out = book.decode(c, value_type)
+        out.validate(full=True)
+        assert out.type == value_type
+        assert out.to_pylist() == decode_reference(DECODE_LABELS, c)
+        assert out.null_count == sum(1 for v in decode_reference(DECODE_LABELS, c) if v is None)
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_decode_sliced_labels_and_round_trip(value_type):
+    """Labels from a slice (offsets not from 0) decode right, and encode then decode gives the values back."""
+    words = random_words(np.random.default_rng(6), 2000, "xyzé東0")
+    parent = pa.array(["skip", None] + words + ["after"], type=value_type)
+    labels = parent.slice(2, len(words))
+    book = Utf8Labels(labels)
+    rng = np.random.default_rng(8)
+    codes = rng.integers(-1, len(words), 50_000)
+    out = book.decode(codes, value_type)
+    out.validate(full=True)
+    assert out.to_pylist() == decode_reference(words, codes)
+    values = pa.array(decode_reference(words, codes), type=value_type)
+    again, first = book.encode(values, missing_code=-1, unknown_code=-2)
+    assert first == -1
+    assert again.tolist() == codes.tolist()
+    assert book.decode(again, value_type).equals(values)
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_decode_null_label_with_bytes_and_bad_codes(value_type):
+    """A null label spanning bytes decodes to null; a code outside -1..S-1 raises ValueError, no crash."""
+    labels = text_array(["a", None, "c", LONG], value_type, null_bytes=b"bb")
+    book = Utf8Labels(labels)
+    codes = np.array([1, 0, 2, 1, -1, 3, 0])
+    out = book.decode(codes, value_type)
+    out.validate(full=True)
+    assert out.to_pylist() == decode_reference(["a", None, "c", LONG], codes)
+    for bad in (4, -2, 1000):
+        with pytest.raises(ValueError):
+            book.decode(np.array([0, bad, 1]), value_type)
+
+
+def test_utf8_size_int32_overflow_boundary():
+    """utf8_size writes the labels' running byte sums and gives -1 exactly when 4-byte offsets would overflow."""
+    limit = 2 ** 31 - 1
+    lengths = [limit - 10, 10, 1, 0]
+    label_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    for codes, fits in (([0, 1], True), ([0, 1, 2], False), ([0, -1, 3, 1], True), ([1, 0, 2], False)):
+        c = np.array(codes, dtype=np.intp)
+        sums = np.cumsum([0] + [lengths[k] if k >= 0 else 0 for k in codes])
+        out32 = np.zeros(c.size + 1, dtype=np.int32)
+        total = _kernels.utf8_size(c, label_offsets, out32, 4)
+        assert total == (int(sums[-1]) if fits else -1)
+        if fits:
+            assert out32.tolist() == sums.tolist()
+        out64 = np.zeros(c.size + 1, dtype=np.int64)
+        assert _kernels.utf8_size(c, label_offsets, out64, 8) == int(sums[-1])
+        assert out64.tolist() == sums.tolist()
+
+
+# ---------------------------------------------------------------------------------------------- Codebook
+
+
+CATEGORIES = ["north", "south", "", "Zürich", "東京", LONG, "x" * 16]
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("first_row", [0, 100])
+def test_codebook_unknown_names_row(value_type, first_row):
+    """Codebook.encode of a text column raises DataError naming the value and row (from 1) of the first unknown."""
+    book = Codebook(CATEGORIES, column="x")
+    values = ["north", None, "", "x" * 16 + "y", "west", "Zürich"]
+    first = next(i for i, v in enumerate(values) if v is not None and v not in CATEGORIES)
+    row = first_row + first + 1
+    shown = re.escape(repr(values[first]))
+    with pytest.raises(DataError, match=rf"column 'x', row {row}: value {shown} is not"):
+        book.encode(pa.array(values, type=value_type), first_row=first_row)
+    chunked = pa.chunked_array([pa.array(["south"] * 4, type=value_type), pa.array(values, type=value_type)])
+    with pytest.raises(DataError, match=rf"row {row + 4}: value {shown}"):
+        book.encode(chunked, first_row=first_row)
+    sliced = pa.array(["zzz", "qqq"] + values, type=value_type).slice(2)
+    with pytest.raises(DataError, match=rf"row {row}: value {shown}"):
+        book.encode(sliced, first_row=first_row)
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("missing", ["keep", "category"])
+def test_codebook_text_encode_decode(value_type, missing):
+    """Codebook encodes text as the dictionary oracle and decodes codes to the labels (missing category: null)."""
+    categories = CATEGORIES + ([None] if missing == "category" else [])
+    book = Codebook(categories, column="x", missing=missing)
+    missing_code = len(CATEGORIES) if missing == "category" else -1
+    rng = np.random.default_rng(12)
+    pool = CATEGORIES + [None]
+    values = [pool[i] for i in rng.integers(0, len(pool), 5000)]
+    codes = book.encode(pa.array(values, type=value_type))
+    assert codes.tolist() == encode_reference(categories, values, missing_code, -2)[0]
+    chunked = pa.chunked_array([pa.array(values[:1234], type=value_type), pa.array(values[1234:], type=value_type)])
+    assert book.encode(chunked).tolist() == codes.tolist()
+    random_codes = rng.integers(-1, len(categories), 5000)
+    for like in (pa.large_string(), pa.string()):
+        out = book.decode(random_codes, like=like)
+        out.validate(full=True)
+        assert out.type == like
+        assert out.to_pylist() == decode_reference(categories, random_codes)
+        assert book.decode(codes, like=like).to_pylist() == values
