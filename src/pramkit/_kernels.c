@@ -180,59 +180,6 @@ draw_alias(PyObject *self, PyObject *args)
  * length, whose changes from value to value a processor cannot predict. */
 #define PAD 16
 
-/* Word i (bytes 8i .. 8i + 7) of the len bytes at p, zero past len. */
-static inline uint64_t
-word(const unsigned char *p, int64_t len, int64_t i)
-{
-    uint64_t w = 0;
-    int64_t left = len - 8 * i;
-    if (left >= 8) {
-        memcpy(&w, p + 8 * i, 8);
-    }
-    else {
-        for (int64_t j = 0; j < left; j++) {
-            w |= (uint64_t)p[8 * i + j] << (8 * j);
-        }
-    }
-    return w;
-}
-
-/* The hash of a value from its length and zero-padded words (at least two): a multiply-shift hash
- * whose top bits, which index a table of 2^bits slots, depend on every bit of every word. */
-static inline uint64_t
-short_hash(uint64_t w0, uint64_t w1, int64_t len, uint64_t seed)
-{
-    return (w0 ^ seed) * 0x9e3779b97f4a7c15ULL + (w1 + (uint64_t)len) * 0xc2b2ae3d27d4eb4fULL;
-}
-
-static uint64_t
-hash_value(const unsigned char *p, int64_t len, uint64_t seed)
-{
-    uint64_t h = short_hash(word(p, len, 0), word(p, len, 1), len, seed);
-    for (int64_t i = 2; i < (len + 7) / 8; i++) {
-        h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL + word(p, len, i) * 0x94d049bb133111ebULL;
-    }
-    return h;
-}
-
-static inline uint64_t
-slot_of(uint64_t h, int shift)
-{
-    return h >> shift;
-}
-
-/* Whether the len bytes at a equal those at b. */
-static inline int
-same_value(const unsigned char *a, const unsigned char *b, int64_t len)
-{
-    for (int64_t i = 0; i < (len + 7) / 8; i++) {
-        if (word(a, len, i) != word(b, len, i)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define SHORT_LOADS 1
 /* The bytes of the first and second word that a value of 0..16 bytes keeps (little-endian loads). */
@@ -246,6 +193,70 @@ static const uint64_t KEEP1[17] = {
 #define SHORT_LOADS 0
 #endif
 
+/* Word i (bytes 8i .. 8i + 7) of the len bytes at p, zero past len; bytes up to ``end`` may be read. */
+static inline uint64_t
+word(const unsigned char *p, int64_t len, int64_t i, const unsigned char *end)
+{
+    uint64_t w = 0;
+    int64_t left = len - 8 * i;
+    const unsigned char *at = p + 8 * i;
+    if (left >= 8) {
+        memcpy(&w, at, 8);
+        return w;
+    }
+    if (left <= 0) {
+        return 0;
+    }
+#if SHORT_LOADS
+    if (end - at >= 8) { /* one load, masked */
+        memcpy(&w, at, 8);
+        return w & KEEP0[left];
+    }
+#endif
+    for (int64_t j = 0; j < left; j++) {
+        w |= (uint64_t)at[j] << (8 * j);
+    }
+    return w;
+}
+
+/* The hash of a value from its length and zero-padded words (at least two): a multiply-shift hash
+ * whose top bits, which index a table of 2^bits slots, depend on every bit of every word. */
+static inline uint64_t
+short_hash(uint64_t w0, uint64_t w1, int64_t len, uint64_t seed)
+{
+    return (w0 ^ seed) * 0x9e3779b97f4a7c15ULL + (w1 + (uint64_t)len) * 0xc2b2ae3d27d4eb4fULL;
+}
+
+static uint64_t
+hash_value(const unsigned char *p, int64_t len, uint64_t seed, const unsigned char *end)
+{
+    uint64_t h = short_hash(word(p, len, 0, end), word(p, len, 1, end), len, seed);
+    for (int64_t i = 2; i < (len + 7) / 8; i++) {
+        h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL + word(p, len, i, end) * 0x94d049bb133111ebULL;
+    }
+    return h;
+}
+
+static inline uint64_t
+slot_of(uint64_t h, int shift)
+{
+    return h >> shift;
+}
+
+/* Whether the len bytes at a (readable up to a_end) equal those at b (up to b_end). */
+static inline int
+same_value(const unsigned char *a, const unsigned char *a_end, const unsigned char *b, const unsigned char *b_end,
+           int64_t len)
+{
+    for (int64_t i = 0; i < (len + 7) / 8; i++) {
+        if (word(a, len, i, a_end) != word(b, len, i, b_end)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+
 /* Bits of the index of a table of m slots (m a power of two). */
 static int
 table_bits(Py_ssize_t m)
@@ -257,14 +268,15 @@ table_bits(Py_ssize_t m)
     return bits;
 }
 
-/* Longest run of slots a label is placed after its own, accepted by utf8_index. */
-#define MAX_PROBE 8
+/* Hash seeds that utf8_index tries. */
+#define SEEDS 32
 
 /* utf8_index(label_offsets int64[S + 1], label_data (padded), use uint8[S], slots int32[m],
  * label_words uint64[3 S]): fill ``slots`` (m a power of two above S) with the positions of the
  * labels that ``use`` marks, by open addressing, and ``label_words`` with each label's first two
- * words and its length.  Returns the hash seed: the first whose longest probe is at most MAX_PROBE (or the
- * best of 64), so that no set of labels makes every lookup slow. */
+ * words and its length.  Returns the hash seed: the first that places every label in its own
+ * slot, else the one of SEEDS that displaces the fewest (a displaced label costs its values a
+ * second probe, which the processor mispredicts), so that no set of labels makes lookups slow. */
 static PyObject *
 utf8_index(PyObject *self, PyObject *args)
 {
@@ -282,19 +294,24 @@ utf8_index(PyObject *self, PyObject *args)
         }
         return NULL;
     }
-    const unsigned char *data = b[1].buf, *use = b[2].buf;
+    const unsigned char *data = b[1].buf, *use = b[2].buf, *data_end = data + b[1].len;
     int32_t *slots = b[3].buf;
     uint64_t *words = b[4].buf;
     for (Py_ssize_t i = 0; i < s; i++) {
         int64_t len = offsets[i + 1] - offsets[i];
-        words[3 * i] = word(data + offsets[i], len, 0);
-        words[3 * i + 1] = word(data + offsets[i], len, 1);
+        words[3 * i] = word(data + offsets[i], len, 0, data_end);
+        words[3 * i + 1] = word(data + offsets[i], len, 1, data_end);
         words[3 * i + 2] = (uint64_t)len;
     }
     int shift = 64 - table_bits(m);
-    uint64_t best_seed = 0, longest_best = UINT64_MAX;
-    for (uint64_t seed = 0; seed < 64 && longest_best > MAX_PROBE; seed++) {
-        uint64_t longest = 0;
+    uint64_t best_seed = 0, best = UINT64_MAX, built = 0;
+    for (uint64_t seed = 0; seed <= SEEDS && best > 0; seed++) {
+        /* the last round rebuilds the table of the best seed, unless it was the last one tried */
+        uint64_t use_seed = seed < SEEDS ? seed : best_seed;
+        if (seed == SEEDS && built == best_seed) {
+            break;
+        }
+        uint64_t displaced = 0;
         for (Py_ssize_t j = 0; j < m; j++) {
             slots[j] = -1;
         }
@@ -302,31 +319,18 @@ utf8_index(PyObject *self, PyObject *args)
             if (!use[i]) {
                 continue;
             }
-            uint64_t at = slot_of(hash_value(data + offsets[i], offsets[i + 1] - offsets[i], seed), shift), probe = 0;
+            uint64_t at = slot_of(hash_value(data + offsets[i], offsets[i + 1] - offsets[i], use_seed, data_end),
+                                  shift);
             while (slots[at] >= 0) {
                 at = (at + 1) & (uint64_t)(m - 1);
-                probe++;
+                displaced++;
             }
             slots[at] = (int32_t)i;
-            longest = probe > longest ? probe : longest;
         }
-        if (longest < longest_best) {
-            longest_best = longest;
+        built = use_seed;
+        if (seed < SEEDS && displaced < best) {
+            best = displaced;
             best_seed = seed;
-        }
-    }
-    if (longest_best > MAX_PROBE) { /* rebuild with the best seed */
-        for (Py_ssize_t j = 0; j < m; j++) {
-            slots[j] = -1;
-        }
-        for (Py_ssize_t i = 0; i < s; i++) {
-            if (use[i]) {
-                uint64_t at = slot_of(hash_value(data + offsets[i], offsets[i + 1] - offsets[i], best_seed), shift);
-                while (slots[at] >= 0) {
-                    at = (at + 1) & (uint64_t)(m - 1);
-                }
-                slots[at] = (int32_t)i;
-            }
         }
     }
     release(b, 5);
@@ -335,7 +339,7 @@ utf8_index(PyObject *self, PyObject *args)
 
 /* The lookup of utf8_encode, inlined for each offset width, with and without a validity bitmap. */
 typedef struct {
-    const unsigned char *data, *label_data, *valid;
+    const unsigned char *data, *label_data, *label_end, *valid;
     const int64_t *label_offsets;
     const int32_t *slots;
     const uint64_t *label_words;
@@ -351,7 +355,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
 {
     const int32_t *off32 = offsets;
     const int64_t *off64 = offsets;
-    const unsigned char *data = t->data, *valid = t->valid;
+    const unsigned char *data = t->data, *valid = t->valid, *data_end = t->data + t->data_len;
     const int32_t *slots = t->slots;
     const uint64_t *label_words = t->label_words;
     const int64_t *label_offsets = t->label_offsets;
@@ -390,11 +394,11 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
             }
         }
         else {
-            uint64_t at = slot_of(hash_value(p, len, seed), shift);
+            uint64_t at = slot_of(hash_value(p, len, seed, data_end), shift);
             for (;;) {
                 label = slots[at];
                 if (label < 0 || (label_offsets[label + 1] - label_offsets[label] == len &&
-                                  same_value(p, t->label_data + label_offsets[label], len))) {
+                                  same_value(p, data_end, t->label_data + label_offsets[label], t->label_end, len))) {
                     break;
                 }
                 at = (at + 1) & mask;
@@ -448,6 +452,7 @@ utf8_encode(PyObject *self, PyObject *args)
     }
     t.data = b[1].buf;
     t.label_data = b[3].buf;
+    t.label_end = t.label_data + b[3].len;
     t.valid = have_validity ? b[7].buf : NULL;
     t.label_offsets = b[2].buf;
     t.slots = b[4].buf;

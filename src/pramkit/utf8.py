@@ -66,7 +66,9 @@ class Utf8Labels:
         # the bytes then PAD zeros (:mod:`pramkit._kernels` reads and writes whole words)
         self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
         self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        self.slots = np.empty(1 << max(4, (4 * self.size).bit_length()), dtype=np.int32)  # at most 1/4 full
+        # at most 1/4 full, and for a few labels room enough that a seed places each in its own slot
+        self.slots = np.empty(1 << max(4, (4 * self.size).bit_length(), min(64 * self.size, 4096).bit_length()),
+                              dtype=np.int32)
         self.words = np.empty(3 * self.size, dtype=np.uint64)  # each label's first 16 bytes (zero-padded), length
         self.seed = _kernels.utf8_index(self.offsets, self.data, (~self.null).astype(np.uint8), self.slots, self.words)
 
