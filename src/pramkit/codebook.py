@@ -111,11 +111,12 @@ _UNKNOWN = -2
 
 
 def _hash_matched(value_type: pa.DataType) -> bool:
-    """Whether values of this type are matched to labels by an Arrow hash lookup of the labels' text forms.
+    """Whether values of this type are matched to labels by a hash lookup of the labels' text forms.
 
     For text and integers, equal canonical text is equal value, so the labels
-    can be converted to the column's type once and looked up with
-    :func:`pyarrow.compute.index_in`.  Other types (floats, where ``-0.0`` is
+    can be converted to the column's type once and looked up: text through
+    :class:`pramkit.utf8.Utf8Labels`, integers with
+    :func:`pyarrow.compute.index_in` (or a table indexed by value).  Other types (floats, where ``-0.0`` is
     the category ``0`` but not the same hash key; booleans; dates) go through
     :func:`canonical`, once per distinct value.
     """
@@ -152,7 +153,8 @@ class Codebook:
     Values match categories by their text form (module docstring); missing
     values (null, NaN) get ``-1``, or the code of the ``None`` category when
     ``missing="category"``.  Encoding is vectorised: text and integer
-    columns are looked up among the labels with one Arrow hash lookup;
+    columns are looked up among the labels with one hash lookup (text by a
+    compiled loop, :mod:`pramkit.utf8`);
     dictionary columns (pandas categoricals, Arrow dictionaries) by their
     dictionary, once per distinct dictionary; other types by their distinct
     values.  A codebook is built once per column and reused chunk after chunk.

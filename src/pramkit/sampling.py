@@ -1,4 +1,5 @@
-"""Vectorised kernels that draw released categories given original ones.
+"""Kernels that draw released categories given original ones (form (8) and alias draws are compiled
+loops, :mod:`pramkit._kernels`; the others are vectorised NumPy).
 
 Both kernels consume exactly one uniform ``u`` per value, so that the keyed
 stream of :mod:`pramkit.rng` fixes the output, and both first decide whether
