@@ -40,12 +40,6 @@ release(Py_buffer *views, int count)
 
 /* ------------------------------------------------------------------ draws */
 
-/* draw_diagonal(codes intp[n], u double[n], keep double[S + 1], inv_move double[S + 1], out intp[n],
- * missing_code): form (8), kept when u < q_k (always when S = 1); else u' = (u - q_k) / (1 - q_k),
- * t = floor(u' (S - 1)) capped at S - 2, released t + [t >= k].  The tables are shifted by one:
- * entry 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch.
- * ``out`` may be ``codes``.  Returns (the position of the first code outside -1..S-1 or -1, the
- * number of codes equal to missing_code, the number changed). */
 /* The loop of draw_diagonal, its arguments in registers (not in the parser's memory). */
 static Py_ssize_t
 diagonal_run(const intp *codes, const double *u, const double *keep, const double *inv_move, intp *out,
@@ -81,6 +75,12 @@ diagonal_run(const intp *codes, const double *u, const double *keep, const doubl
     return bad;
 }
 
+/* draw_diagonal(codes intp[n], u double[n], keep double[S + 1], inv_move double[S + 1], out intp[n],
+ * missing_code): form (8), kept when u < q_k (always when S = 1); else u' = (u - q_k) / (1 - q_k),
+ * t = floor(u' (S - 1)) capped at S - 2, released t + [t >= k].  The tables are shifted by one:
+ * entry 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch.
+ * ``out`` may be ``codes``.  Returns (the position of the first code outside -1..S-1 or -1, the
+ * number of codes equal to missing_code, the number changed). */
 static PyObject *
 draw_diagonal(PyObject *self, PyObject *args)
 {
@@ -271,6 +271,30 @@ table_bits(Py_ssize_t m)
 /* Hash seeds that utf8_index tries. */
 #define SEEDS 32
 
+/* Place the labels that ``use`` marks in ``slots`` (m of them, index bits 64 - shift) by open
+ * addressing with the hash of ``seed``; return how many slots past their own they landed in all. */
+static uint64_t
+place(const unsigned char *data, const unsigned char *data_end, const int64_t *offsets, const unsigned char *use,
+      Py_ssize_t s, int32_t *slots, Py_ssize_t m, int shift, uint64_t seed)
+{
+    uint64_t displaced = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        slots[j] = -1;
+    }
+    for (Py_ssize_t i = 0; i < s; i++) {
+        if (!use[i]) {
+            continue;
+        }
+        uint64_t at = slot_of(hash_value(data + offsets[i], offsets[i + 1] - offsets[i], seed, data_end), shift);
+        while (slots[at] >= 0) {
+            at = (at + 1) & (uint64_t)(m - 1);
+            displaced++;
+        }
+        slots[at] = (int32_t)i;
+    }
+    return displaced;
+}
+
 /* utf8_index(label_offsets int64[S + 1], label_data (padded), use uint8[S], slots int32[m],
  * label_words uint64[3 S]): fill ``slots`` (m a power of two above S) with the positions of the
  * labels that ``use`` marks, by open addressing, and ``label_words`` with each label's first two
@@ -304,34 +328,16 @@ utf8_index(PyObject *self, PyObject *args)
         words[3 * i + 2] = (uint64_t)len;
     }
     int shift = 64 - table_bits(m);
-    uint64_t best_seed = 0, best = UINT64_MAX, built = 0;
-    for (uint64_t seed = 0; seed <= SEEDS && best > 0; seed++) {
-        /* the last round rebuilds the table of the best seed, unless it was the last one tried */
-        uint64_t use_seed = seed < SEEDS ? seed : best_seed;
-        if (seed == SEEDS && built == best_seed) {
-            break;
-        }
-        uint64_t displaced = 0;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            slots[j] = -1;
-        }
-        for (Py_ssize_t i = 0; i < s; i++) {
-            if (!use[i]) {
-                continue;
-            }
-            uint64_t at = slot_of(hash_value(data + offsets[i], offsets[i + 1] - offsets[i], use_seed, data_end),
-                                  shift);
-            while (slots[at] >= 0) {
-                at = (at + 1) & (uint64_t)(m - 1);
-                displaced++;
-            }
-            slots[at] = (int32_t)i;
-        }
-        built = use_seed;
-        if (seed < SEEDS && displaced < best) {
+    uint64_t best_seed = 0, best = UINT64_MAX, seed = 0;
+    for (; seed < SEEDS && best > 0; seed++) {
+        uint64_t displaced = place(data, data_end, offsets, use, s, slots, m, shift, seed);
+        if (displaced < best) {
             best = displaced;
             best_seed = seed;
         }
+    }
+    if (best_seed != seed - 1) { /* the table holds the last seed tried: place the best one again */
+        place(data, data_end, offsets, use, s, slots, m, shift, best_seed);
     }
     release(b, 5);
     return PyLong_FromUnsignedLongLong(best_seed);

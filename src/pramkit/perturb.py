@@ -31,7 +31,7 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
 from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
-from pramkit.sampling import BLOCK, AliasSampler, DiagonalSampler, Sampler, release, sampler_for
+from pramkit.sampling import BLOCK, Sampler, release, sampler_for
 
 #: Uniforms drawn at once by :func:`perturb_codes` (a generator is set up per span, not per block).
 SPAN = 8 * BLOCK
@@ -39,7 +39,7 @@ SPAN = 8 * BLOCK
 
 def perturb_codes(
     codes: ArrayLike,
-    matrix: PramMatrix | DiagonalSampler | AliasSampler,
+    matrix: PramMatrix | Sampler,
     *,
     key: SecretKey,
     variable: str,
@@ -514,10 +514,10 @@ class Households:
 
 
 #: Sampler and codebook of each matrix in use, by the matrix's identity (matrices are immutable).
-_PREPARED: dict[tuple, tuple[weakref.ref, DiagonalSampler | AliasSampler, Codebook | JointCodebook]] = {}
+_PREPARED: dict[tuple, tuple[weakref.ref, Sampler, Codebook | JointCodebook]] = {}
 
 
-def _prepared(variable: PerturbedVariable) -> tuple[DiagonalSampler | AliasSampler, Codebook | JointCodebook]:
+def _prepared(variable: PerturbedVariable) -> tuple[Sampler, Codebook | JointCodebook]:
     """The sampler and codebook of a variable, built once per matrix and reused by later calls.
 
     Building them is O(S) Python work (O(S^2) for an alias sampler), which a

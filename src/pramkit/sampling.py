@@ -55,9 +55,9 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarra
     """Write the released codes of one block of ``codes`` into ``out`` (which may be ``codes`` itself),
     code ``-1`` (missing) staying ``-1``; return how many codes equal ``missing_code`` and how many changed.
 
-    The compiled kernels of :class:`DiagonalSampler` and :class:`AliasSampler`
-    check, draw and count in one pass; any other sampler draws its valid
-    codes and NumPy counts.
+    A sampler with a compiled ``kernel`` (:class:`DiagonalSampler`,
+    :class:`AliasSampler`) checks, draws and counts in one pass; any other
+    draws its valid codes and NumPy counts.
 
     Parameters
     ----------
@@ -96,8 +96,9 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarra
     ...
     ValueError: codes must lie in -1..2, found 3
     """
-    if isinstance(sampler, (DiagonalSampler, AliasSampler)):
-        bad, missing, changed = sampler.kernel(*_buffers(codes, u), out, missing_code)
+    kernel = getattr(sampler, "kernel", None)
+    if kernel is not None:
+        bad, missing, changed = kernel(*_buffers(codes, u), out, missing_code)
         if bad >= 0:
             raise _out_of_range(codes, bad, sampler.size)
         return missing, changed
@@ -478,7 +479,7 @@ class BlockSampler:
             out[rows] = self.members[b][drawn]
 
 
-def sampler_for(matrix) -> "DiagonalSampler | AliasSampler | CumulativeSampler | BlockSampler | GeometricSampler":
+def sampler_for(matrix) -> Sampler:
     """The fastest exact kernel for a :class:`pramkit.PramMatrix`: block by block for a
     block-diagonal matrix, by the rate for the truncated geometric mechanism, diagonal for
     form (8), alias up to :data:`MAX_ALIAS` categories and cumulative sums above.

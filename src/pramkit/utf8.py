@@ -66,6 +66,7 @@ class Utf8Labels:
         # the bytes then PAD zeros (:mod:`pramkit._kernels` reads and writes whole words)
         self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
         self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        self._valid = None if not self.null.any() else np.append(~self.null, False)  # by code, -1 the last
         # at most 1/4 full, and for a few labels room enough that a seed places each in its own slot
         self.slots = np.empty(1 << max(4, (4 * self.size).bit_length(), min(64 * self.size, 4096).bit_length()),
                               dtype=np.int32)
@@ -124,8 +125,8 @@ class Utf8Labels:
         data, bytes_view = _empty(total + PAD, np.uint8)
         _kernels.utf8_decode(c, self.offsets, self.data, bytes_view)
         validity, nulls = None, 0
-        if c.size and (c.min() < 0 or self.null.any()):
-            valid = np.append(~self.null, False)[c]  # code -1 takes the last
+        if c.size and (self._valid is not None or c.min() < 0):
+            valid = c >= 0 if self._valid is None else self._valid[c]
             nulls = c.size - int(np.count_nonzero(valid))
             if nulls:
                 validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
