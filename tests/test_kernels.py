@@ -16,7 +16,7 @@ from pramkit import _kernels
 from pramkit.codebook import Codebook
 from pramkit.errors import DataError
 from pramkit.sampling import AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release
-from pramkit.utf8 import Utf8Labels
+from pramkit.utf8 import PAD, Utf8Labels
 
 ONE_BELOW = float(np.nextafter(1.0, 0.0))
 TEXT_TYPES = [pa.string(), pa.large_string()]
@@ -585,22 +585,88 @@ def test_utf8_decode_null_label_with_bytes_and_bad_codes(value_type):
             book.decode(np.array([0, bad, 1]), value_type)
 
 
-def test_utf8_size_int32_overflow_boundary():
-    """utf8_size writes the labels' running byte sums and gives -1 exactly when 4-byte offsets would overflow."""
-    limit = 2 ** 31 - 1
-    lengths = [limit - 10, 10, 1, 0]
-    label_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    for codes, fits in (([0, 1], True), ([0, 1, 2], False), ([0, -1, 3, 1], True), ([1, 0, 2], False)):
-        c = np.array(codes, dtype=np.intp)
-        sums = np.cumsum([0] + [lengths[k] if k >= 0 else 0 for k in codes])
-        out32 = np.zeros(c.size + 1, dtype=np.int32)
-        total = _kernels.utf8_size(c, label_offsets, out32, 4)
-        assert total == (int(sums[-1]) if fits else -1)
-        if fits:
-            assert out32.tolist() == sums.tolist()
-        out64 = np.zeros(c.size + 1, dtype=np.int64)
-        assert _kernels.utf8_size(c, label_offsets, out64, 8) == int(sums[-1])
-        assert out64.tolist() == sums.tolist()
+def test_utf8_size_counts_bytes_and_nulls():
+    """utf8_size gives the labels' total bytes (past what 4-byte offsets address) and the number of codes -1."""
+    lengths = [2 ** 31 - 11, 10, 1, 0]
+    by_code = np.array([0] + lengths, dtype=np.int64)  # shifted by one: entry 0 for code -1
+    for codes in ([0, 1], [0, 1, 2], [0, -1, 3, 1], [1, 0, 2, 0], [], [-1, -1]):
+        total = sum(lengths[k] for k in codes if k >= 0)
+        assert _kernels.utf8_size(np.array(codes, dtype=np.intp), by_code) == (total, codes.count(-1))
+    for bad in (4, -2):
+        with pytest.raises(ValueError):
+            _kernels.utf8_size(np.array([0, bad], dtype=np.intp), by_code)
+
+
+@pytest.mark.parametrize("width", [4, 8])
+def test_utf8_decode_room_boundary(width):
+    """utf8_decode writes exactly when the bytes fit the room it is given (its buffer less PAD; for 4-byte
+    offsets also at most 2^31 - 1) and returns -1 otherwise; offsets are the running byte sums."""
+    labels = Utf8Labels(pa.array(["ab", "", "cdefghijklmnopqrstuvwxyz", None]))
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        codes = rng.integers(-1, 4, 30).astype(np.intp)
+        sizes = [0 if k < 0 else [2, 0, 24, 0][k] for k in codes]
+        total = sum(sizes)
+        for room, fits in ((total, True), (total + 7, True), (total - 1, False)):
+            if room < 0:
+                continue
+            offsets = np.zeros(codes.size + 1, dtype=np.int32 if width == 4 else np.int64)
+            out = np.zeros(room + PAD, dtype=np.uint8)
+            written, nulls = _kernels.utf8_decode(codes, labels.starts, labels.lengths, labels.data, offsets, width,
+                                                  out)
+            assert written == (total if fits else -1)
+            if fits:
+                assert offsets.tolist() == np.cumsum([0] + sizes).tolist() and nulls == int((codes == -1).sum())
+                expected = "".join("" if k < 0 else ["ab", "", "cdefghijklmnopqrstuvwxyz", ""][k] for k in codes)
+                assert bytes(out[:total]) == expected.encode()
+
+
+@pytest.mark.parametrize("one_pass_bytes", [0, 1 << 24])
+def test_utf8_decode_both_passes_and_the_string_limit(monkeypatch, one_pass_bytes):
+    """Labels of very different lengths are counted first (past ONE_PASS_BYTES), others written into room
+    for the longest: both give the labels, cut to the bytes written; ``string`` gives None exactly when its
+    4-byte offsets could not address the bytes (the limit lowered here to 100 bytes)."""
+    import pramkit.utf8 as utf8
+
+    monkeypatch.setattr(utf8, "ONE_PASS_BYTES", one_pass_bytes)
+    monkeypatch.setattr(utf8, "_INT32_MAX", 100)
+    words = ["a", "b" * 40, None, "ü"]
+    for value_type in (pa.string(), pa.large_string()):
+        labels = Utf8Labels(pa.array(words, type=value_type))
+        for codes in ([0, 3, 1, -1, 1], [1, 1, 0, 2], [1, 1, 1], [0] * 50, []):
+            total = sum(len(words[k].encode()) for k in codes if k >= 0 and words[k] is not None)
+            out = labels.decode(np.array(codes, dtype=np.intp), value_type)
+            if value_type == pa.string() and total > 100:
+                assert out is None
+                continue
+            out.validate(full=True)
+            assert out.to_pylist() == decode_reference(words, codes)
+            assert out.buffers()[2].size == total + PAD
+
+
+def test_utf8_decode_stays_within_its_buffers():
+    """utf8_decode checks its tables once and each copy against the output: tables or an output that disagree
+    with the codes raise ValueError or return -1 instead of reading or writing out of bounds."""
+    labels = Utf8Labels(pa.array(["ab", "cdef"]))
+    codes = np.array([0, 1, 1, -1], dtype=np.intp)
+    offsets = np.zeros(5, dtype=np.int32)
+    fits = np.zeros(10 + PAD, dtype=np.uint8)
+    assert _kernels.utf8_decode(codes, labels.starts, labels.lengths, labels.data, offsets, 4, fits) == (10, 1)
+    assert bytes(fits[:10]) == b"abcdefcdef" and offsets.tolist() == [0, 2, 6, 10, 10]
+    small = np.zeros(9 + PAD, dtype=np.uint8)
+    assert _kernels.utf8_decode(codes, labels.starts, labels.lengths, labels.data, offsets, 4, small)[0] == -1
+    bad = [
+        (np.array([2], dtype=np.intp), labels.starts, labels.lengths, labels.data, offsets[:2], 4),  # code past S - 1
+        (np.array([-2], dtype=np.intp), labels.starts, labels.lengths, labels.data, offsets[:2], 4),
+        (codes, labels.starts, np.array([0, 2, 400]), labels.data, offsets, 4),  # a label past the label bytes
+        (codes, np.array([0, 0, -1]), labels.lengths, labels.data, offsets, 4),
+        (codes, labels.starts, labels.lengths[:2], labels.data, offsets, 4),  # tables of different sizes
+        (codes, labels.starts, labels.lengths, labels.data, offsets[:4], 4),  # offsets of the wrong size
+        (codes, labels.starts, labels.lengths, labels.data, offsets, 2),  # no such width
+    ]
+    for args in bad:
+        with pytest.raises(ValueError):
+            _kernels.utf8_decode(*args, fits)
 
 
 # ---------------------------------------------------------------------------------------------- Codebook

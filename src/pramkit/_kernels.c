@@ -6,7 +6,8 @@
  * utf8_index, utf8_encode     codes of Arrow UTF-8 values among a codebook's labels, through an
  *                             open-addressing table built once per codebook (Arrow's hash lookup
  *                             costs three uniform draws per value; this costs under one).
- * utf8_size, utf8_decode      the Arrow UTF-8 array of the labels of codes: offsets, then bytes.
+ * utf8_decode, utf8_size      the Arrow UTF-8 array of the labels of codes, offsets and bytes in one
+ *                             pass (utf8_size counts the bytes first where no bound is tight).
  *
  * Every argument is a C-contiguous buffer (a NumPy array or an Arrow buffer) whose element
  * type the Python caller fixes; lengths are checked here.  Loops run without the GIL.  The
@@ -40,80 +41,169 @@ release(Py_buffer *views, int count)
 
 /* ------------------------------------------------------------------ draws */
 
-/* The loop of draw_diagonal, its arguments in registers (not in the parser's memory). */
-static Py_ssize_t
-diagonal_run(const intp *codes, const double *u, const double *keep, const double *inv_move, intp *out,
-             Py_ssize_t n, Py_ssize_t s, intp missing_code, Py_ssize_t *counts)
+/* NumPy's interface to a bit generator (numpy/random/bitgen.h), which the "BitGenerator" capsule of
+ * numpy.random.BitGenerator.capsule points to.  Generator.random() fills its output by calling
+ * next_double once per value, in order; so do the draws here, so that they read the same uniforms. */
+typedef struct {
+    void *state;
+    uint64_t (*next_uint64)(void *state);
+    uint32_t (*next_uint32)(void *state);
+    double (*next_double)(void *state);
+    uint64_t (*next_raw)(void *state);
+} bitgen_t;
+
+/* Uniforms of a draw: a buffer of them, or a bit generator drawn CHUNK at a time into a buffer in the
+ * cache (the caller holds the generator's lock). */
+#define CHUNK 512
+typedef struct {
+    const double *given;
+    bitgen_t *gen;
+    double chunk[CHUNK];
+} Uniforms;
+
+/* The uniforms of values first .. first + n - 1 (n at most CHUNK), in order. */
+static inline const double *
+uniforms_of(Uniforms *src, Py_ssize_t first, Py_ssize_t n)
 {
-    Py_ssize_t bad = -1, missing = 0, changed = 0;
-    const double others = (double)(s - 1);
-    const uint64_t single = s == 1; /* one category: always kept */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        intp k = codes[i];
-        size_t at = (size_t)(k + 1);
-        if (at > (size_t)s) { /* outside -1..S-1: reported, and read as missing */
-            bad = bad < 0 ? i : bad;
-            at = 0;
-        }
-        /* Both outcomes computed, one selected by a mask: whether a value moves is a coin toss that a
-         * branch predictor gets wrong once in five values.  x < q is the sign of x - q (u lies in
-         * [0, 1), and x - x is +0), read from its bits so that the compiler keeps it branch-free. */
-        double d = u[i] - keep[at];
-        uint64_t sign;
-        memcpy(&sign, &d, sizeof sign);
-        intp kept = -(intp)((sign >> 63) | single); /* all ones when kept */
-        intp t = (intp)((d * inv_move[at]) * others); /* negative when kept: not used */
-        t = t > s - 2 ? s - 2 : t;
-        t += t >= k;
-        t = (k & kept) | (t & ~kept);
-        missing += k == missing_code;
-        changed += t != k;
-        out[i] = t;
+    if (src->gen == NULL) {
+        return src->given + first;
     }
-    counts[0] = missing;
-    counts[1] = changed;
-    return bad;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        src->chunk[i] = src->gen->next_double(src->gen->state);
+    }
+    return src->chunk;
 }
 
-/* draw_diagonal(codes intp[n], u double[n], keep double[S + 1], inv_move double[S + 1], out intp[n],
- * missing_code): form (8), kept when u < q_k (always when S = 1); else u' = (u - q_k) / (1 - q_k),
- * t = floor(u' (S - 1)) capped at S - 2, released t + [t >= k].  The tables are shifted by one:
- * entry 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch.
- * ``out`` may be ``codes``.  Returns (the position of the first code outside -1..S-1 or -1, the
- * number of codes equal to missing_code, the number changed). */
+/* Parse the uniforms argument: a "BitGenerator" capsule, or a buffer of n doubles (``view``, released by
+ * the caller when ``*have_view``). */
+static int
+get_uniforms(PyObject *obj, Py_ssize_t n, Uniforms *src, Py_buffer *view, int *have_view)
+{
+    *have_view = 0;
+    src->given = NULL;
+    src->gen = NULL;
+    if (PyCapsule_CheckExact(obj)) {
+        src->gen = PyCapsule_GetPointer(obj, "BitGenerator");
+        return src->gen == NULL ? -1 : 0;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    *have_view = 1;
+    src->given = view->buf;
+    return check_len(view, n, sizeof(double), "u");
+}
+
+/* Compiled once for the processor's widest vectors where the compiler can choose at load time (each
+ * lane's arithmetic is the scalar one: the same values on every processor). */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* Form (8) on n values (see draw_diagonal), without a branch so that it vectorises: a value moves when
+ * u >= q_k, a coin toss that a branch predictor gets wrong once in five values, so both outcomes are
+ * computed and one is selected.  x = u' (S - 1) is clamped to [0, S - 2] before it is truncated (for a
+ * moved value x >= 0, so this is floor(x) capped at S - 2; a kept value's x, not used, may be any
+ * number).  A code outside -1..S-1 is written out as it is; returns 1 if there is one, else 0. */
+VECTOR_CLONES static int
+diagonal_chunk(const intp *restrict codes, const double *restrict u, const double *restrict keep,
+               const double *restrict inv_move, intp *restrict out, Py_ssize_t n, Py_ssize_t s, intp missing_code,
+               Py_ssize_t *restrict counts)
+{
+    Py_ssize_t missing = 0, changed = 0;
+    uint64_t bad = 0;
+    const double others = (double)(s - 1), cap = (double)(s - 2);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        intp k = codes[i];
+        uint64_t at = (uint64_t)(k + 1), outside = at > (uint64_t)s;
+        bad |= outside;
+        at = outside ? 0 : at;
+        k = outside ? -1 : k;
+        double q = keep[at], x = ((u[i] - q) * inv_move[at]) * others;
+        x = x < 0.0 ? 0.0 : x;
+        x = x > cap ? cap : x;
+        intp t = (intp)x;
+        t += t >= k;
+        intp released = u[i] < q ? k : t;
+        missing += k == missing_code;
+        changed += released != k;
+        out[i] = outside ? codes[i] : released;
+    }
+    counts[0] += missing;
+    counts[1] += changed;
+    return (int)bad;
+}
+
+/* The first position of a code outside -1..S-1, or -1. */
+static Py_ssize_t
+first_outside(const intp *codes, Py_ssize_t n, Py_ssize_t s)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (codes[i] < -1 || codes[i] >= s) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* draw_diagonal(codes intp[n], uniforms, keep double[S + 1], inv_move double[S + 1], out intp[n],
+ * missing_code): form (8), kept when u < q_k; else u' = (u - q_k) / (1 - q_k), t = floor(u' (S - 1))
+ * capped at S - 2, released t + [t >= k].  ``uniforms``: double[n], or the capsule of a bit generator
+ * whose next n uniforms are drawn (its lock held by the caller).  The tables are shifted by one: entry
+ * 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch; with one
+ * category, keep is 2 too.  ``out`` may be ``codes``.  Returns (the position of the first code outside
+ * -1..S-1 or -1, the number of codes equal to missing_code, the number changed). */
 static PyObject *
 draw_diagonal(PyObject *self, PyObject *args)
 {
     Py_buffer b[5];
+    PyObject *uniforms;
     Py_ssize_t missing_code;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*n", &b[0], &b[1], &b[2], &b[3], &b[4], &missing_code)) {
+    int have_view;
+    Uniforms src;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &missing_code)) {
         return NULL;
     }
     Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double) - 1;
-    if (s < 1 || check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[1], n, sizeof(double), "u") ||
-        check_len(&b[3], s + 1, sizeof(double), "inv_move") || check_len(&b[4], n, sizeof(intp), "out")) {
-        release(b, 5);
+    if (get_uniforms(uniforms, n, &src, &b[1], &have_view) < 0 || s < 1 ||
+        check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[3], s + 1, sizeof(double), "inv_move") ||
+        check_len(&b[4], n, sizeof(intp), "out")) {
+        PyBuffer_Release(&b[0]);
+        release(b + 2, 3);
+        if (have_view) {
+            PyBuffer_Release(&b[1]);
+        }
         if (!PyErr_Occurred()) {
             PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
         }
         return NULL;
     }
-    Py_ssize_t bad, counts[2];
+    const intp *codes = b[0].buf;
+    intp *out = b[4].buf;
+    Py_ssize_t bad = -1, counts[2] = {0, 0};
     Py_BEGIN_ALLOW_THREADS
-    bad = diagonal_run(b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf, n, s, missing_code, counts);
+    for (Py_ssize_t first = 0; first < n; first += CHUNK) {
+        Py_ssize_t m = n - first < CHUNK ? n - first : CHUNK;
+        const double *u = uniforms_of(&src, first, m);
+        if (diagonal_chunk(codes + first, u, b[2].buf, b[3].buf, out + first, m, s, missing_code, counts) && bad < 0) {
+            bad = first + first_outside(out + first, m, s);
+        }
+    }
     Py_END_ALLOW_THREADS
-    release(b, 5);
+    PyBuffer_Release(&b[0]);
+    release(b + 2, 3);
+    if (have_view) {
+        PyBuffer_Release(&b[1]);
+    }
     return Py_BuildValue("nnn", bad, counts[0], counts[1]);
 }
 
-/* draw_alias(codes, u, keep, inv_move, table double[S * S], out, missing_code): any matrix, kept
- * when u < M[k, k]; else x = u' S, j = floor(x) capped at S - 1, and the cell (k, j) of the packed
- * alias table (alias + probability) releases j when x - j is below its probability, else its alias.
- * Code -1 stays -1; ``out`` may be ``codes``.  Returns what draw_diagonal returns. */
-/* The loop of draw_alias, its arguments in registers. */
+/* The loop of draw_alias on n values (see draw_alias). */
 static Py_ssize_t
-alias_run(const intp *codes, const double *u, const double *keep, const double *inv_move, const double *table,
-          intp *out, Py_ssize_t n, Py_ssize_t s, intp missing_code, Py_ssize_t *counts)
+alias_chunk(const intp *codes, const double *u, const double *keep, const double *inv_move, const double *table,
+            intp *out, Py_ssize_t n, Py_ssize_t s, intp missing_code, Py_ssize_t *counts)
 {
     Py_ssize_t bad = -1, missing = 0, changed = 0;
     const double cells = (double)s;
@@ -145,31 +235,55 @@ alias_run(const intp *codes, const double *u, const double *keep, const double *
         changed += j != k;
         out[i] = j;
     }
-    counts[0] = missing;
-    counts[1] = changed;
+    counts[0] += missing;
+    counts[1] += changed;
     return bad;
 }
 
+/* draw_alias(codes, uniforms, keep, inv_move, table double[S * S], out, missing_code): any matrix, kept
+ * when u < M[k, k]; else x = u' S, j = floor(x) capped at S - 1, and the cell (k, j) of the packed
+ * alias table (alias + probability) releases j when x - j is below its probability, else its alias.
+ * ``uniforms`` as for draw_diagonal.  Code -1 stays -1; ``out`` may be ``codes``.  Returns what
+ * draw_diagonal returns. */
 static PyObject *
 draw_alias(PyObject *self, PyObject *args)
 {
     Py_buffer b[6];
+    PyObject *uniforms;
     Py_ssize_t missing_code;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &missing_code)) {
+    int have_view;
+    Uniforms src;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &b[5], &missing_code)) {
         return NULL;
     }
     Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double);
-    if (check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[1], n, sizeof(double), "u") ||
+    if (get_uniforms(uniforms, n, &src, &b[1], &have_view) < 0 || check_len(&b[0], n, sizeof(intp), "codes") ||
         check_len(&b[3], s, sizeof(double), "inv_move") || check_len(&b[4], s * s, sizeof(double), "table") ||
         check_len(&b[5], n, sizeof(intp), "out")) {
-        release(b, 6);
+        PyBuffer_Release(&b[0]);
+        release(b + 2, 4);
+        if (have_view) {
+            PyBuffer_Release(&b[1]);
+        }
         return NULL;
     }
-    Py_ssize_t bad, counts[2];
+    const intp *codes = b[0].buf;
+    intp *out = b[5].buf;
+    Py_ssize_t bad = -1, counts[2] = {0, 0};
     Py_BEGIN_ALLOW_THREADS
-    bad = alias_run(b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf, b[5].buf, n, s, missing_code, counts);
+    for (Py_ssize_t first = 0; first < n; first += CHUNK) {
+        Py_ssize_t m = n - first < CHUNK ? n - first : CHUNK;
+        const double *u = uniforms_of(&src, first, m);
+        Py_ssize_t at = alias_chunk(codes + first, u, b[2].buf, b[3].buf, b[4].buf, out + first, m, s, missing_code,
+                                    counts);
+        bad = bad < 0 && at >= 0 ? first + at : bad;
+    }
     Py_END_ALLOW_THREADS
-    release(b, 6);
+    PyBuffer_Release(&b[0]);
+    release(b + 2, 4);
+    if (have_view) {
+        PyBuffer_Release(&b[1]);
+    }
     return Py_BuildValue("nnn", bad, counts[0], counts[1]);
 }
 
@@ -243,19 +357,18 @@ slot_of(uint64_t h, int shift)
     return h >> shift;
 }
 
-/* Whether the len bytes at a (readable up to a_end) equal those at b (up to b_end). */
+/* Whether the len bytes at a (readable up to a_end) equal those at b (up to b_end), from word ``from``. */
 static inline int
 same_value(const unsigned char *a, const unsigned char *a_end, const unsigned char *b, const unsigned char *b_end,
-           int64_t len)
+           int64_t len, int64_t from)
 {
-    for (int64_t i = 0; i < (len + 7) / 8; i++) {
+    for (int64_t i = from; i < (len + 7) / 8; i++) {
         if (word(a, len, i, a_end) != word(b, len, i, b_end)) {
             return 0;
         }
     }
     return 1;
 }
-
 
 /* Bits of the index of a table of m slots (m a power of two). */
 static int
@@ -268,65 +381,64 @@ table_bits(Py_ssize_t m)
     return bits;
 }
 
+/* A slot of the label table: a label's first two words (zero-padded), its length and its code; an empty
+ * slot has length and code -1, so that no value matches it.  32 bytes: a lookup reads one cache line. */
+typedef struct {
+    uint64_t w0, w1;
+    int64_t len, code;
+} Slot;
+
 /* Hash seeds that utf8_index tries. */
 #define SEEDS 32
 
-/* Place the labels that ``use`` marks in ``slots`` (m of them, index bits 64 - shift) by open
- * addressing with the hash of ``seed``; return how many slots past their own they landed in all. */
+/* Place the labels that ``use`` marks in ``slots`` (m of them, index bits 64 - shift) by open addressing
+ * with the hash of ``seed``; return how many slots past their own they landed in all. */
 static uint64_t
 place(const unsigned char *data, const unsigned char *data_end, const int64_t *offsets, const unsigned char *use,
-      Py_ssize_t s, int32_t *slots, Py_ssize_t m, int shift, uint64_t seed)
+      Py_ssize_t s, Slot *slots, Py_ssize_t m, int shift, uint64_t seed)
 {
     uint64_t displaced = 0;
     for (Py_ssize_t j = 0; j < m; j++) {
-        slots[j] = -1;
+        slots[j] = (Slot){0, 0, -1, -1};
     }
     for (Py_ssize_t i = 0; i < s; i++) {
         if (!use[i]) {
             continue;
         }
-        uint64_t at = slot_of(hash_value(data + offsets[i], offsets[i + 1] - offsets[i], seed, data_end), shift);
-        while (slots[at] >= 0) {
+        const unsigned char *p = data + offsets[i];
+        int64_t len = offsets[i + 1] - offsets[i];
+        uint64_t at = slot_of(hash_value(p, len, seed, data_end), shift);
+        while (slots[at].code >= 0) {
             at = (at + 1) & (uint64_t)(m - 1);
             displaced++;
         }
-        slots[at] = (int32_t)i;
+        slots[at] = (Slot){word(p, len, 0, data_end), word(p, len, 1, data_end), len, i};
     }
     return displaced;
 }
 
-/* utf8_index(label_offsets int64[S + 1], label_data (padded), use uint8[S], slots int32[m],
- * label_words uint64[3 S]): fill ``slots`` (m a power of two above S) with the positions of the
- * labels that ``use`` marks, by open addressing, and ``label_words`` with each label's first two
- * words and its length.  Returns the hash seed: the first that places every label in its own
- * slot, else the one of SEEDS that displaces the fewest (a displaced label costs its values a
- * second probe, which the processor mispredicts), so that no set of labels makes lookups slow. */
+/* utf8_index(label_offsets int64[S + 1], label_data (padded), use uint8[S], slots uint64[4 m]): fill the
+ * table ``slots`` (m Slots, m a power of two above S) with the labels that ``use`` marks, by open
+ * addressing.  Returns the hash seed: the first that places every label in its own slot, else the one
+ * of SEEDS that displaces the fewest (a displaced label costs its values a second probe, which the
+ * processor mispredicts), so that no set of labels makes lookups slow. */
 static PyObject *
 utf8_index(PyObject *self, PyObject *args)
 {
-    Py_buffer b[5];
-    if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &b[0], &b[1], &b[2], &b[3], &b[4])) {
+    Py_buffer b[4];
+    if (!PyArg_ParseTuple(args, "y*y*y*w*", &b[0], &b[1], &b[2], &b[3])) {
         return NULL;
     }
-    Py_ssize_t s = b[0].len / (Py_ssize_t)sizeof(int64_t) - 1, m = b[3].len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t s = b[0].len / (Py_ssize_t)sizeof(int64_t) - 1, m = b[3].len / (Py_ssize_t)sizeof(Slot);
     const int64_t *offsets = b[0].buf;
-    if (s < 0 || m <= s || m < 2 || (m & (m - 1)) || s > INT32_MAX || b[2].len != s || b[1].len < offsets[s] + PAD ||
-        check_len(&b[4], 3 * s, sizeof(uint64_t), "label_words")) {
-        release(b, 5);
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "utf8_index: inconsistent buffers");
-        }
+    if (s < 0 || m <= s || m < 2 || (m & (m - 1)) || b[3].len != m * (Py_ssize_t)sizeof(Slot) || b[2].len != s ||
+        b[1].len < offsets[s] + PAD) {
+        release(b, 4);
+        PyErr_SetString(PyExc_ValueError, "utf8_index: inconsistent buffers");
         return NULL;
     }
     const unsigned char *data = b[1].buf, *use = b[2].buf, *data_end = data + b[1].len;
-    int32_t *slots = b[3].buf;
-    uint64_t *words = b[4].buf;
-    for (Py_ssize_t i = 0; i < s; i++) {
-        int64_t len = offsets[i + 1] - offsets[i];
-        words[3 * i] = word(data + offsets[i], len, 0, data_end);
-        words[3 * i + 1] = word(data + offsets[i], len, 1, data_end);
-        words[3 * i + 2] = (uint64_t)len;
-    }
+    Slot *slots = b[3].buf;
     int shift = 64 - table_bits(m);
     uint64_t best_seed = 0, best = UINT64_MAX, seed = 0;
     for (; seed < SEEDS && best > 0; seed++) {
@@ -339,7 +451,7 @@ utf8_index(PyObject *self, PyObject *args)
     if (best_seed != seed - 1) { /* the table holds the last seed tried: place the best one again */
         place(data, data_end, offsets, use, s, slots, m, shift, best_seed);
     }
-    release(b, 5);
+    release(b, 4);
     return PyLong_FromUnsignedLongLong(best_seed);
 }
 
@@ -347,8 +459,7 @@ utf8_index(PyObject *self, PyObject *args)
 typedef struct {
     const unsigned char *data, *label_data, *label_end, *valid;
     const int64_t *label_offsets;
-    const int32_t *slots;
-    const uint64_t *label_words;
+    const Slot *slots;
     int64_t data_len;
     uint64_t mask, seed;
     int shift;
@@ -362,9 +473,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
     const int32_t *off32 = offsets;
     const int64_t *off64 = offsets;
     const unsigned char *data = t->data, *valid = t->valid, *data_end = t->data + t->data_len;
-    const int32_t *slots = t->slots;
-    const uint64_t *label_words = t->label_words;
-    const int64_t *label_offsets = t->label_offsets;
+    const Slot *slots = t->slots;
     const uint64_t mask = t->mask, seed = t->seed;
     const int shift = t->shift;
     const int64_t short_end = t->data_len - 16; /* a value starting at or before it can be read in two words */
@@ -380,7 +489,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
             continue;
         }
         const unsigned char *p = data + at_byte;
-        int32_t label;
+        const Slot *slot;
         if (SHORT_LOADS && len <= 16 && at_byte <= short_end) { /* two masked loads, as the labels' words */
             uint64_t w0, w1;
             memcpy(&w0, p, 8);
@@ -391,66 +500,67 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
 #endif
             uint64_t at = slot_of(short_hash(w0, w1, len, seed), shift);
             for (;;) {
-                label = slots[at];
-                const uint64_t *own = label_words + 3 * label; /* one cache line: the words, then the length */
-                if (label < 0 || ((own[0] == w0) & (own[1] == w1) & (own[2] == (uint64_t)len))) {
+                slot = slots + at;
+                if ((slot->code < 0) | ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len))) {
                     break;
                 }
                 at = (at + 1) & mask;
             }
         }
         else {
+            uint64_t w0 = word(p, len, 0, data_end), w1 = word(p, len, 1, data_end);
             uint64_t at = slot_of(hash_value(p, len, seed, data_end), shift);
             for (;;) {
-                label = slots[at];
-                if (label < 0 || (label_offsets[label + 1] - label_offsets[label] == len &&
-                                  same_value(p, data_end, t->label_data + label_offsets[label], t->label_end, len))) {
+                slot = slots + at;
+                if (slot->code < 0 ||
+                    (slot->w0 == w0 && slot->w1 == w1 && slot->len == len &&
+                     same_value(p, data_end, t->label_data + t->label_offsets[slot->code], t->label_end, len, 2))) {
                     break;
                 }
                 at = (at + 1) & mask;
             }
         }
-        if (label < 0) {
+        if (slot->code < 0) {
             bad = bad < 0 ? i : bad;
             out[i] = t->unknown_code;
             continue;
         }
-        out[i] = label;
+        out[i] = slot->code;
     }
     return bad;
 }
 
-/* utf8_encode(offsets, width, first, validity or None, data, label_offsets, label_data, slots,
- * label_words, seed, missing_code, unknown_code, out intp[n]): the position among the labels of each
- * of the n values of an Arrow string array (offsets of ``width`` bytes, from entry ``first``;
- * validity bit first + i).  A null takes ``missing_code``, a value that is no label
- * ``unknown_code``.  Returns the position of the first value that is no label, or -1. */
+/* utf8_encode(offsets, width, first, validity or None, data, label_offsets, label_data, slots, seed,
+ * missing_code, unknown_code, out intp[n]): the position among the labels of each of the n values of an
+ * Arrow string array (offsets of ``width`` bytes, from entry ``first``; validity bit first + i), through
+ * the table of utf8_index.  A null takes ``missing_code``, a value that is no label ``unknown_code``.
+ * Returns the position of the first value that is no label, or -1. */
 static PyObject *
 utf8_encode(PyObject *self, PyObject *args)
 {
-    Py_buffer b[8];
+    Py_buffer b[7];
     PyObject *validity_obj;
     int width;
     Py_ssize_t first;
     Lookup t;
     unsigned long long seed;
-    if (!PyArg_ParseTuple(args, "y*inOy*y*y*y*y*Knnw*", &b[0], &width, &first, &validity_obj, &b[1], &b[2], &b[3],
-                          &b[4], &b[5], &seed, &t.missing_code, &t.unknown_code, &b[6])) {
+    if (!PyArg_ParseTuple(args, "y*inOy*y*y*y*Knnw*", &b[0], &width, &first, &validity_obj, &b[1], &b[2], &b[3],
+                          &b[4], &seed, &t.missing_code, &t.unknown_code, &b[5])) {
         return NULL;
     }
     int have_validity = validity_obj != Py_None;
-    if (have_validity && PyObject_GetBuffer(validity_obj, &b[7], PyBUF_SIMPLE) < 0) {
-        release(b, 7);
+    if (have_validity && PyObject_GetBuffer(validity_obj, &b[6], PyBUF_SIMPLE) < 0) {
+        release(b, 6);
         return NULL;
     }
-    int count = have_validity ? 8 : 7;
-    Py_ssize_t n = b[6].len / (Py_ssize_t)sizeof(intp), m = b[4].len / (Py_ssize_t)sizeof(int32_t);
+    int count = have_validity ? 7 : 6;
+    Py_ssize_t n = b[5].len / (Py_ssize_t)sizeof(intp), m = b[4].len / (Py_ssize_t)sizeof(Slot);
     Py_ssize_t s = b[2].len / (Py_ssize_t)sizeof(int64_t) - 1;
     const int32_t *off32 = b[0].buf;
     const int64_t *off64 = b[0].buf;
     if ((width != 4 && width != 8) || first < 0 || b[0].len < (first + n + 1) * width || m < 2 ||
-        (m & (m - 1)) || s < 0 || b[5].len != 3 * s * (Py_ssize_t)sizeof(uint64_t) ||
-        (have_validity && b[7].len * 8 < first + n) ||
+        (m & (m - 1)) || b[4].len != m * (Py_ssize_t)sizeof(Slot) || s < 0 || m <= s ||
+        (have_validity && b[6].len * 8 < first + n) ||
         (width == 4 ? (int64_t)off32[first + n] : off64[first + n]) > (int64_t)b[1].len) {
         release(b, count);
         PyErr_SetString(PyExc_ValueError, "utf8_encode: inconsistent buffers");
@@ -459,15 +569,14 @@ utf8_encode(PyObject *self, PyObject *args)
     t.data = b[1].buf;
     t.label_data = b[3].buf;
     t.label_end = t.label_data + b[3].len;
-    t.valid = have_validity ? b[7].buf : NULL;
+    t.valid = have_validity ? b[6].buf : NULL;
     t.label_offsets = b[2].buf;
     t.slots = b[4].buf;
-    t.label_words = b[5].buf;
     t.data_len = (int64_t)b[1].len;
     t.mask = (uint64_t)(m - 1);
     t.seed = seed;
     t.shift = 64 - table_bits(m);
-    intp *out = b[6].buf;
+    intp *out = b[5].buf;
     Py_ssize_t bad;
     Py_BEGIN_ALLOW_THREADS
     if (width == 4) {
@@ -481,121 +590,128 @@ utf8_encode(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(bad);
 }
 
-/* utf8_size(codes intp[n], label_offsets int64[S + 1], out_offsets, width): write the offsets of
- * the labels of ``codes`` (code -1: an empty value) as ``width``-byte integers; returns the total
- * number of bytes, or -1 if it does not fit 4-byte offsets. */
+/* utf8_size(codes intp[n], lengths int64[S + 1]): (the number of bytes of the labels of ``codes``, the
+ * number of codes -1), ``lengths`` being the labels' lengths shifted by one (entry 0, for code -1, 0). */
 static PyObject *
 utf8_size(PyObject *self, PyObject *args)
 {
-    Py_buffer b[3];
-    int width;
-    if (!PyArg_ParseTuple(args, "y*y*w*i", &b[0], &b[1], &b[2], &width)) {
+    Py_buffer b[2];
+    if (!PyArg_ParseTuple(args, "y*y*", &b[0], &b[1])) {
         return NULL;
     }
     Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[1].len / (Py_ssize_t)sizeof(int64_t) - 1;
-    if ((width != 4 && width != 8) || s < 0 || check_len(&b[2], n + 1, width, "out_offsets")) {
-        release(b, 3);
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "utf8_size: inconsistent buffers");
-        }
-        return NULL;
-    }
     const intp *codes = b[0].buf;
-    const int64_t *label_offsets = b[1].buf;
-    int32_t *o32 = b[2].buf;
-    int64_t *o64 = b[2].buf;
+    const int64_t *lengths = b[1].buf;
     int64_t total = 0;
-    int bad = 0;
+    Py_ssize_t nulls = 0;
+    uint64_t bad = s < 0;
     Py_BEGIN_ALLOW_THREADS
-    if (width == 8) {
-        o64[0] = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            intp k = codes[i];
-            if (k < -1 || k >= s) {
-                bad = 1;
-                break;
-            }
-            if (k >= 0) {
-                total += label_offsets[k + 1] - label_offsets[k];
-            }
-            o64[i + 1] = total;
-        }
-    }
-    else {
-        o32[0] = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            intp k = codes[i];
-            if (k < -1 || k >= s) {
-                bad = 1;
-                break;
-            }
-            if (k >= 0) {
-                total += label_offsets[k + 1] - label_offsets[k];
-            }
-            if (total > INT32_MAX) {
-                total = -1;
-                break;
-            }
-            o32[i + 1] = (int32_t)total;
-        }
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        uint64_t at = (uint64_t)(codes[i] + 1), outside = at > (uint64_t)s;
+        bad |= outside;
+        at = outside ? 0 : at;
+        nulls += at == 0;
+        total += lengths[at];
     }
     Py_END_ALLOW_THREADS
-    release(b, 3);
+    release(b, 2);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "utf8_size: a code is outside -1..S-1");
         return NULL;
     }
-    return PyLong_FromLongLong(total);
+    return Py_BuildValue("Ln", (long long)total, nulls);
 }
 
-/* utf8_decode(codes intp[n], label_offsets int64[S + 1], label_data, out_data): copy the labels of
- * ``codes`` one after the other into ``out_data``, of the size utf8_size returned plus PAD. */
+/* The loop of utf8_decode for one offset width; returns the number of bytes written, or -1 if a code is
+ * outside -1..S-1 or the bytes pass ``limit``. */
+static inline __attribute__((always_inline)) int64_t
+decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const int64_t *starts, const int64_t *lengths,
+           const unsigned char *label_data, void *offsets, int width, unsigned char *out, int64_t limit,
+           Py_ssize_t *nulls)
+{
+    int32_t *o32 = offsets;
+    int64_t *o64 = offsets;
+    int64_t at = 0;
+    Py_ssize_t missing = 0;
+    if (width == 4) {
+        o32[0] = 0;
+    }
+    else {
+        o64[0] = 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t code = (uint64_t)(codes[i] + 1);
+        int64_t len = code <= (uint64_t)s ? lengths[code] : -1;
+        if (len < 0 || at + len > limit) {
+            return -1;
+        }
+        const unsigned char *label = label_data + starts[code];
+        if (len <= 16) { /* two whole words: the next value overwrites the excess */
+            memcpy(out + at, label, 16);
+        }
+        else {
+            memcpy(out + at, label, (size_t)len);
+        }
+        at += len;
+        missing += code == 0;
+        if (width == 4) {
+            o32[i + 1] = (int32_t)at;
+        }
+        else {
+            o64[i + 1] = at;
+        }
+    }
+    *nulls = missing;
+    return at;
+}
+
+/* utf8_decode(codes intp[n], starts int64[S + 1], lengths int64[S + 1], label_data, offsets, width,
+ * out_data): the Arrow UTF-8 array of the labels of ``codes`` (code -1: an empty value), in one pass:
+ * ``width``-byte offsets into ``offsets`` (n + 1 of them), the labels one after the other into
+ * ``out_data``, which must hold PAD bytes past the last.  ``starts`` and ``lengths`` say where each label
+ * lies in ``label_data``, shifted by one as for utf8_size.  Returns (the number of bytes written, or -1
+ * if ``out_data`` is too small or 4-byte offsets would overflow; the number of codes -1).  Every copy
+ * stays within the buffers, whatever the arguments. */
 static PyObject *
 utf8_decode(PyObject *self, PyObject *args)
 {
-    Py_buffer b[4];
-    if (!PyArg_ParseTuple(args, "y*y*y*w*", &b[0], &b[1], &b[2], &b[3])) {
+    Py_buffer b[6];
+    int width;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*iw*", &b[0], &b[1], &b[2], &b[3], &b[4], &width, &b[5])) {
         return NULL;
     }
     Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[1].len / (Py_ssize_t)sizeof(int64_t) - 1;
-    const intp *codes = b[0].buf;
-    const int64_t *label_offsets = b[1].buf;
-    const unsigned char *label_data = b[2].buf;
-    unsigned char *out = b[3].buf;
-    Py_ssize_t room = b[3].len;
-    int bad = s < 0 || b[2].len < label_offsets[s] + PAD;
-    Py_BEGIN_ALLOW_THREADS
-    Py_ssize_t at = 0;
-    for (Py_ssize_t i = 0; i < n && !bad; i++) {
-        intp k = codes[i];
-        if (k == -1) {
-            continue;
-        }
-        if (k < -1 || k >= s) {
-            bad = 1;
-            break;
-        }
-        Py_ssize_t len = (Py_ssize_t)(label_offsets[k + 1] - label_offsets[k]);
-        if (at + len + PAD > room) {
-            bad = 1;
-            break;
-        }
-        const unsigned char *from = label_data + label_offsets[k];
-        if (len <= 16) { /* two whole words: the next value overwrites the excess */
-            memcpy(out + at, from, 16);
-        }
-        else {
-            memcpy(out + at, from, (size_t)len);
-        }
-        at += len;
+    const int64_t *starts = b[1].buf, *lengths = b[2].buf;
+    int bad = s < 0 || (width != 4 && width != 8) || check_len(&b[2], s + 1, sizeof(int64_t), "lengths") < 0 ||
+              check_len(&b[4], n + 1, width, "offsets") < 0;
+    for (Py_ssize_t k = 0; k <= s && !bad; k++) { /* each label, and 16 bytes from its start, in label_data */
+        bad = starts[k] < 0 || lengths[k] < 0 || starts[k] + (lengths[k] > 16 ? lengths[k] : 16) > b[3].len;
     }
-    Py_END_ALLOW_THREADS
-    release(b, 4);
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "utf8_decode: a code is outside -1..S-1 or the output is too small");
+        release(b, 6);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "utf8_decode: inconsistent label tables");
+        }
         return NULL;
     }
-    Py_RETURN_NONE;
+    int64_t total, limit = b[5].len - PAD; /* the room, and what 4-byte offsets address */
+    limit = width == 4 && limit > INT32_MAX ? INT32_MAX : limit;
+    Py_ssize_t nulls = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (width == 4) {
+        total = decode_run(b[0].buf, n, s, starts, lengths, b[3].buf, b[4].buf, 4, b[5].buf, limit, &nulls);
+    }
+    else {
+        total = decode_run(b[0].buf, n, s, starts, lengths, b[3].buf, b[4].buf, 8, b[5].buf, limit, &nulls);
+    }
+    Py_END_ALLOW_THREADS
+    int outside = total == -1 && first_outside(b[0].buf, n, s) >= 0;
+    release(b, 6);
+    if (outside) {
+        PyErr_SetString(PyExc_ValueError, "utf8_decode: a code is outside -1..S-1");
+        return NULL;
+    }
+    return Py_BuildValue("Ln", (long long)total, nulls);
 }
 
 static PyMethodDef methods[] = {

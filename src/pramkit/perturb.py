@@ -31,10 +31,10 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
 from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
-from pramkit.sampling import BLOCK, Sampler, release, sampler_for
+from pramkit.sampling import Sampler, release, sampler_for
 
-#: Uniforms drawn at once by :func:`perturb_codes` (a generator is set up per span, not per block).
-SPAN = 8 * BLOCK
+#: Rows in any order whose uniforms :func:`pramkit.rng.uniforms_at` evaluates at once.
+SPAN = 1 << 18
 
 
 def perturb_codes(
@@ -110,29 +110,24 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKe
     """Write the released codes of ``codes`` (``intp``) into ``out``, which may be ``codes`` itself; return
     how many codes equal ``missing_code`` and how many changed.
 
-    Works block by block (:data:`BLOCK` values, in the cache) with the
-    uniforms of a span (:data:`SPAN` values, one generator); the sampler
-    counts each block while it is in the cache (:func:`pramkit.sampling.release`).
+    Consecutive rows read the variable's stream as they go
+    (:func:`pramkit.sampling.release`); rows in any order, the uniforms of
+    a span of :data:`SPAN` rows at a time.
     """
     if rows is not None and np.shape(rows) != codes.shape:
         raise DataError("rows must give one row number per code")
-    n = codes.size
-    buffer = np.empty(min(BLOCK, n))
-    gen = stream(key, variable, start) if rows is None else None  # consecutive rows: drawn block by block
-    missing = changed = 0
-    for s0 in range(0, n, SPAN):
-        e0 = min(s0 + SPAN, n)
-        span = None if rows is None else uniforms_at(key, variable, rows[s0:e0])
-        for s in range(s0, e0, BLOCK):
-            e = min(s + BLOCK, e0)
-            uu = gen.random(out=buffer[:e - s]) if span is None else span[s - s0:e - s0]
-            try:
-                block_missing, block_changed = release(sampler, codes[s:e], uu, out[s:e], missing_code)
-            except ValueError as exc:
-                raise DataError(str(exc)) from None
-            missing += block_missing
-            changed += block_changed
-    return missing, changed
+    try:
+        if rows is None:
+            return release(sampler, codes, stream(key, variable, start), out, missing_code)
+        missing = changed = 0
+        for s in range(0, codes.size, SPAN):
+            e = min(s + SPAN, codes.size)
+            span = release(sampler, codes[s:e], uniforms_at(key, variable, rows[s:e]), out[s:e], missing_code)
+            missing += span[0]
+            changed += span[1]
+        return missing, changed
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -36,13 +36,8 @@ import numpy as np
 
 from pramkit import _kernels
 
-#: Rows per block: the block's working arrays stay in the CPU cache.
+#: Rows per block of the NumPy kernels: the block's working arrays stay in the CPU cache.
 BLOCK = 1 << 15
-
-
-def _buffers(codes: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes and uniforms as the compiled kernels read them (contiguous ``intp`` and ``float64``)."""
-    return np.ascontiguousarray(codes, dtype=np.intp), np.ascontiguousarray(u, dtype=np.float64)
 
 
 def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
@@ -50,14 +45,15 @@ def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
     return ValueError(f"codes must lie in -1..{size - 1}, found {int(codes[position])}")
 
 
-def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarray,
+def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Generator, out: np.ndarray,
             missing_code: int = -1) -> tuple[int, int]:
-    """Write the released codes of one block of ``codes`` into ``out`` (which may be ``codes`` itself),
-    code ``-1`` (missing) staying ``-1``; return how many codes equal ``missing_code`` and how many changed.
+    """Write the released codes of ``codes`` into ``out`` (which may be ``codes`` itself), code ``-1``
+    (missing) staying ``-1``; return how many codes equal ``missing_code`` and how many changed.
 
     A sampler with a compiled ``kernel`` (:class:`DiagonalSampler`,
-    :class:`AliasSampler`) checks, draws and counts in one pass; any other
-    draws its valid codes and NumPy counts.
+    :class:`AliasSampler`) checks, draws and counts in one pass, drawing the
+    uniforms from the generator itself as it goes; any other works block by
+    block (:data:`BLOCK` values) and NumPy counts.
 
     Parameters
     ----------
@@ -65,8 +61,9 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarra
         The kernel of the variable's matrix.
     codes : numpy.ndarray of intp
         Codes in ``-1..S-1``.
-    u : numpy.ndarray of float
-        One uniform per code.
+    u : numpy.ndarray of float, or numpy.random.Generator
+        One uniform per code, or the generator whose next ``codes.size``
+        uniforms (:meth:`numpy.random.Generator.random`) are theirs.
     out : numpy.ndarray of intp
         Receives the released codes.
     missing_code : int
@@ -91,19 +88,44 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarra
     ...     print(out.tolist(), counts)  # the missing value is counted and kept; two values move
     [2, 1, -1, 1] (1, 2)
     [1, 0, -1, 2] (1, 2)
-    >>> release(DiagonalSampler(np.full(3, 0.5)), np.array([3]), np.array([0.5]), np.empty(1, dtype=np.intp))
+
+    A generator gives the uniforms its ``random()`` would:
+
+    >>> sampler, drawn, given = DiagonalSampler(np.full(3, 0.5)), np.empty(4, dtype=np.intp), np.empty(4, dtype=np.intp)
+    >>> counts = release(sampler, codes, np.random.default_rng(7), drawn)
+    >>> counts == release(sampler, codes, np.random.default_rng(7).random(4), given), drawn.tolist() == given.tolist()
+    (True, True)
+    >>> release(sampler, np.array([3]), np.array([0.5]), np.empty(1, dtype=np.intp))
     Traceback (most recent call last):
     ...
     ValueError: codes must lie in -1..2, found 3
     """
     kernel = getattr(sampler, "kernel", None)
     if kernel is not None:
-        bad, missing, changed = kernel(*_buffers(codes, u), out, missing_code)
+        c = np.ascontiguousarray(codes, dtype=np.intp)
+        if isinstance(u, np.random.Generator):
+            bits = u.bit_generator
+            with bits.lock:
+                bad, missing, changed = kernel(c, bits.capsule, out, missing_code)
+        else:
+            bad, missing, changed = kernel(c, np.ascontiguousarray(u, dtype=np.float64), out, missing_code)
         if bad >= 0:
-            raise _out_of_range(codes, bad, sampler.size)
+            raise _out_of_range(out, bad, sampler.size)  # a code outside the range is written out as it is
         return missing, changed
-    if not codes.size:
-        return 0, 0
+    missing = changed = 0
+    buffer = np.empty(min(BLOCK, codes.size)) if isinstance(u, np.random.Generator) else None
+    for s in range(0, codes.size, BLOCK):
+        e = min(s + BLOCK, codes.size)
+        block = _release_block(sampler, codes[s:e], u[s:e] if buffer is None else u.random(out=buffer[:e - s]),
+                               out[s:e], missing_code)
+        missing += block[0]
+        changed += block[1]
+    return missing, changed
+
+
+def _release_block(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarray,
+                   missing_code: int) -> tuple[int, int]:
+    """:func:`release` of one block by a sampler's NumPy ``draw``."""
     lo, hi = int(codes.min()), int(codes.max())
     if lo < -1 or hi >= sampler.size:
         raise _out_of_range(codes, int(np.argmax((codes < -1) | (codes >= sampler.size))), sampler.size)
@@ -203,11 +225,12 @@ class DiagonalSampler(_KeepOrMove):
     def __init__(self, diagonal: np.ndarray) -> None:
         super().__init__(diagonal)
         # the kernel's tables: entry 0 for code -1, kept whatever the uniform
-        self._keep_from_missing = np.append(2.0, self.keep)
+        self._keep_from_missing = np.append(2.0, self.keep if self.size > 1 else [2.0])  # one category: kept
         self._inv_move_from_missing = np.append(0.0, self.inv_move)
 
-    def kernel(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray, missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass (``t`` capped at S - 2 against the measure-zero
+    def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
+               missing_code: int) -> tuple[int, int, int]:
+        """:meth:`_KeepOrMove.draw` in one compiled pass, ``u`` the uniforms or a bit generator's capsule (``t`` capped at S - 2 against the measure-zero
         rounding of ``u' (S - 1)`` up to S - 1): the position of the first code outside ``-1..S-1`` (or
         ``-1``), the codes equal to ``missing_code``, the codes changed."""
         return _kernels.draw_diagonal(codes, u, self._keep_from_missing, self._inv_move_from_missing, out,
@@ -279,8 +302,9 @@ class AliasSampler(_KeepOrMove):
         full = (prob >= 1.0) | (np.floor(packed) != alias)
         self.table = np.where(full, own, packed).ravel()
 
-    def kernel(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray, missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass: with ``x = u' S``, cell ``j = floor(x)`` (capped
+    def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
+               missing_code: int) -> tuple[int, int, int]:
+        """:meth:`_KeepOrMove.draw` in one compiled pass (``u`` as for :meth:`DiagonalSampler.kernel`): with ``x = u' S``, cell ``j = floor(x)`` (capped
         at S - 1) of row k releases j if ``x - j`` is below the cell's probability, else its alias.
         Returns what :meth:`DiagonalSampler.kernel` returns."""
         return _kernels.draw_alias(codes, u, self.keep, self.inv_move, self.table, out, missing_code)

@@ -5,7 +5,8 @@ times NumPy's draw of a uniform per value, and its ``take`` of text more than on
 a perturbed column's labels are few and known in advance, so an open-addressing
 table of them, built once per codebook, finds each value with one hash of its
 bytes and one comparison (:mod:`pramkit._kernels`), and the released values are
-written as Arrow writes text: the offsets, then the bytes.
+written in one pass, each value's offset and bytes (into room for the longest
+label per value, which is then cut to the bytes written).
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from pramkit import _kernels
 
 #: Bytes after the labels' last one, and after the released values' last one (whole words are copied).
 PAD = 16
+
+#: Released text up to this size is written in one pass into room for the longest label per value;
+#: beyond it, one pass when the labels' lengths are within a factor of two of their mean, else the
+#: bytes are counted first.
+ONE_PASS_BYTES = 1 << 24
+
+_INT32_MAX = 2 ** 31 - 1  # the bytes that ``string`` (4-byte) offsets address
 
 
 def is_utf8(value_type: pa.DataType) -> bool:
@@ -67,11 +75,16 @@ class Utf8Labels:
         self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
         self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self._valid = None if not self.null.any() else np.append(~self.null, False)  # by code, -1 the last
-        # at most 1/4 full, and for a few labels room enough that a seed places each in its own slot
-        self.slots = np.empty(1 << max(4, (4 * self.size).bit_length(), min(64 * self.size, 4096).bit_length()),
-                              dtype=np.int32)
-        self.words = np.empty(3 * self.size, dtype=np.uint64)  # each label's first 16 bytes (zero-padded), length
-        self.seed = _kernels.utf8_index(self.offsets, self.data, (~self.null).astype(np.uint8), self.slots, self.words)
+        # where each label starts and how long it is, by code + 1 (entry 0 for code -1: nothing)
+        self.starts = np.append(0, self.offsets[:-1])
+        self.lengths = np.append(0, np.where(self.null, 0, np.diff(self.offsets)))
+        self._longest = int(self.lengths.max())
+        self._mean = float(self.lengths[1:][~self.null].mean()) if (~self.null).any() else 0.0
+        # slots of 32 bytes (a label's first 16 bytes, length and code), at most 1/4 full, and for a few labels room enough (up to 32 KiB) that a seed
+        # places each in its own slot
+        slots = 1 << max(4, (4 * self.size).bit_length(), min(64 * self.size, 1024).bit_length())
+        self.slots = np.empty(4 * slots, dtype=np.uint64)
+        self.seed = _kernels.utf8_index(self.offsets, self.data, (~self.null).astype(np.uint8), self.slots)
 
     def encode(self, values: pa.Array, *, missing_code: int, unknown_code: int) -> tuple[np.ndarray, int]:
         """The code of each value: its label's position, ``missing_code`` if null, ``unknown_code`` if no label.
@@ -96,8 +109,8 @@ class Utf8Labels:
         validity, offsets, data = values.buffers()
         first_unknown = _kernels.utf8_encode(
             offsets, 8 if pa.types.is_large_string(values.type) else 4, values.offset,
-            validity if values.null_count else None, data or b"", self.offsets, self.data, self.slots,
-            self.words, self.seed, missing_code, unknown_code, out)
+            validity if values.null_count else None, data or b"", self.offsets, self.data, self.slots, self.seed,
+            missing_code, unknown_code, out)
         return out, first_unknown
 
     def decode(self, codes: np.ndarray, value_type: pa.DataType) -> pa.Array | None:
@@ -119,13 +132,16 @@ class Utf8Labels:
         c = np.ascontiguousarray(codes, dtype=np.intp)
         width = 8 if pa.types.is_large_string(value_type) else 4
         offsets, view = _empty(c.size + 1, np.int64 if width == 8 else np.int32)
-        total = _kernels.utf8_size(c, self.offsets, view, width)
-        if total < 0:
-            return None
-        data, bytes_view = _empty(total + PAD, np.uint8)
-        _kernels.utf8_decode(c, self.offsets, self.data, bytes_view)
-        validity, nulls = None, 0
-        if c.size and (self._valid is not None or c.min() < 0):
+        room = c.size * self._longest
+        if room > max(ONE_PASS_BYTES, 2 * c.size * self._mean) or (width == 4 and room > _INT32_MAX):
+            room = _kernels.utf8_size(c, self.lengths)[0]  # labels of very different lengths: count first
+            if width == 4 and room > _INT32_MAX:
+                return None
+        data = pa.allocate_buffer(room + PAD, resizable=True)
+        total, nulls = _kernels.utf8_decode(c, self.starts, self.lengths, self.data, view, width, data)
+        data.resize(total + PAD)  # its size, not its memory: the bytes past it were never written
+        validity = None
+        if self._valid is not None or nulls:
             valid = c >= 0 if self._valid is None else self._valid[c]
             nulls = c.size - int(np.count_nonzero(valid))
             if nulls:
