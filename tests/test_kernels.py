@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pramkit import _kernels
 from pramkit.codebook import Codebook
 from pramkit.errors import DataError
+from pramkit.matrix import PramMatrix
 from pramkit.sampling import AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release
 from pramkit.utf8 import PAD, Utf8Labels
 
@@ -142,6 +143,27 @@ def test_diagonal_matches_form8_reference(s):
     out = np.full(codes.size, -99, dtype=np.intp)
     sampler.draw(codes, u, out)
     assert out.tolist() == diagonal_reference(q, codes, u)
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+@pytest.mark.parametrize("start, n", [(0, 1), (3, 511), (6, 513), (1, 5000)])
+def test_keyed_stream_draws_the_uniforms_of_its_rows(kind, start, n):
+    """Drawing from the keyed stream itself (the kernel reads the bit generator in chunks of 512) releases
+    what the reference releases with the rows' uniforms (pramkit.rng.uniforms_at: Philox written in NumPy
+    arithmetic, not NumPy's generator), across chunk ends and starts inside a Philox block of four."""
+    from pramkit.perturb import perturb_codes
+    from pramkit.rng import SecretKey, uniforms_at
+
+    q, codes, _ = form8_inputs(7, seed=n)
+    codes = codes[:n]
+    key = SecretKey(bytes(range(32)), "test")
+    u = uniforms_at(key, "v", np.arange(start, start + n))
+    if kind == "diagonal":
+        matrix, want = PramMatrix.from_diagonal(q, list("abcdefg")), diagonal_reference(q, codes, u)
+    else:
+        m = np.random.default_rng(n).dirichlet(np.ones(7), 7) * 0.3 + 0.7 * np.eye(7)
+        matrix, want = PramMatrix(m), alias_reference(AliasSampler(m), codes, u)
+    assert perturb_codes(codes, matrix, key=key, variable="v", start=start).tolist() == want
 
 
 def test_diagonal_rounding_cap():
