@@ -737,3 +737,110 @@ def test_codebook_text_encode_decode(value_type, missing):
         assert out.type == like
         assert out.to_pylist() == decode_reference(categories, random_codes)
         assert book.decode(codes, like=like).to_pylist() == values
+
+
+# ---------------------------------------------------------------------------------------------- Python strings
+
+
+class Text(str):
+    """A str subclass: its text is what counts."""
+
+
+def objects_reference(labels: list, values: list) -> list | None:
+    """Codes of Python values by a dictionary (None, NaN, pandas.NA, pandas.NaT: missing), or None if a value
+    is neither missing nor a str equal to a label."""
+    import pandas as pd
+
+    lookup = {label: i for i, label in enumerate(labels) if label is not None}
+    out = []
+    for v in values:
+        if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v):
+            out.append(None)
+        elif isinstance(v, str) and str(v) in lookup:
+            out.append(lookup[str(v)])
+        else:
+            return None
+    return out
+
+
+def fresh(text: str) -> str:
+    """An equal str that is a distinct object (as string operations make them)."""
+    return "".join(list(text))
+
+
+@pytest.mark.parametrize("case", ["labels", "fresh objects", "missing kinds", "subclass", "non-ASCII", "empty",
+                                  "unknown text", "a number", "lone surrogate", "many labels"])
+def test_encode_objects_matches_dictionary(case):
+    """Utf8Labels.encode_objects gives the dictionary oracle's codes (null where missing), or None where the
+    oracle finds a value that is neither missing nor a label: for cached and fresh string objects alike."""
+    import pandas as pd
+
+    rng = np.random.default_rng(len(case))
+    labels = CATEGORIES if case != "many labels" else random_words(rng, 5000, "abcü東")
+    picks = [labels[i] for i in rng.integers(0, len(labels), 3000)]
+    values = {
+        "labels": picks,
+        "fresh objects": [fresh(v) for v in picks],
+        "missing kinds": [v if i % 5 else [None, float("nan"), pd.NA, pd.NaT, np.float64("nan")][i % 4]
+                          for i, v in enumerate(picks)],
+        "subclass": [Text(v) for v in picks],
+        "non-ASCII": [fresh("Zürich"), "東京"] * 50 + picks,
+        "empty": [],
+        "unknown text": picks + ["nowhere"] + picks,
+        "a number": picks[:100] + [3] + picks,
+        "lone surrogate": picks[:10] + ["\ud800"],
+        "many labels": picks + [fresh(v) for v in picks],
+    }[case]
+    arr = np.array(values + [None], dtype=object)[:-1]  # a 1-D object array even for lists of equal strings
+    got = Utf8Labels(pa.array(labels)).encode_objects(arr, (pd.NA, pd.NaT))
+    want = objects_reference(labels, values)
+    if want is None:
+        assert got is None
+    else:
+        got.validate(full=True)
+        assert got.type == pa.int64() and got.to_pylist() == want
+
+
+def test_encode_objects_refuses_other_arrays():
+    """encode_objects reads a 1-D array of objects; object_encode refuses anything else with ValueError."""
+    labels = Utf8Labels(pa.array(["a", "b"]))
+    two_d = np.array([["a", "b"], ["b", "a"]], dtype=object)
+    assert labels.encode_objects(two_d[:, 0]).to_pylist() == [0, 1]  # a strided column: made contiguous
+    out, valid = np.empty(4, dtype=np.int64), np.empty(1, dtype=np.uint8)
+    for bad in (two_d, np.array([1, 2, 3, 4]), [1, 2, 3, 4]):
+        with pytest.raises((ValueError, AttributeError)):
+            _kernels.object_encode(bad, labels.offsets, labels.data, labels.slots, labels.seed, (), out, valid)
+
+
+def test_dictionary_objects_and_reference_counts():
+    """Codebook.dictionary_objects gives the labels' own objects (NaN for -1) and adds exactly one reference
+    per item written, given back when the array goes; a bad code raises ValueError and leaks nothing."""
+    import sys
+
+    book = Codebook(["f", "m", "x" * 40], column="sex")
+    rng = np.random.default_rng(4)
+    indices = rng.integers(-1, 3, 20_000)
+    labels = book.dictionary(pa.string()).to_pylist()
+    book.dictionary_objects(indices[:1], pa.string())  # builds the codebook's tuple of labels
+    held = book._objects[pa.string()]
+    before = [sys.getrefcount(v) for v in held] + [sys.getrefcount(None)]
+    out = book.dictionary_objects(indices, pa.string())
+    assert [v if isinstance(v, str) else "nan" for v in out.tolist()] == \
+        [labels[i] if i >= 0 else "nan" for i in indices.tolist()]
+    assert all(out[i] is held[k + 1] for i, k in enumerate(indices.tolist()[:100]))
+    counts = np.bincount(indices + 1, minlength=4)
+    now = [sys.getrefcount(v) for v in held]
+    assert [now[k] - before[k] for k in range(4)] == counts.tolist()  # one reference per item written
+    if sys.version_info < (3, 12):  # None is immortal from 3.12: its count does not move
+        # numpy.empty's None items each held a reference, given back as they were replaced (none kept, none
+        # given twice: either would move the count by the 20 000 items)
+        assert abs(sys.getrefcount(None) - before[4]) < 100
+    del out
+    assert [sys.getrefcount(v) for v in held] == before[:4]
+    with pytest.raises(ValueError):
+        book.dictionary_objects(np.array([0, 1, 5, 0]), pa.string())
+    assert [sys.getrefcount(v) for v in held] == before[:4]
+    not_none = np.array(["x", "y"], dtype=object)
+    with pytest.raises(ValueError):
+        _kernels.object_decode(held, np.array([0, 1]), not_none)
+    assert not_none.tolist() == ["x", "y"]

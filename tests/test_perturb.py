@@ -256,6 +256,32 @@ def test_released_frame_follows_the_matrix_end_to_end(key: SecretKey) -> None:
             assert (min(pvals) > level) == passes, (c, pvals)
 
 
+@pytest.mark.parametrize("missing", ["keep", "category"])
+def test_object_columns_release_as_text_columns(key: SecretKey, missing: str) -> None:
+    """A column of Python strings (the same objects, fresh equal objects, every kind of missing value) is
+    released exactly as the same values in a ``str`` column, whose path shares none of its conversion code;
+    a value that is no category, or not text, is refused naming its row."""
+    rng = np.random.default_rng(8)
+    pool = ["north", "south", "Zürich", "x" * 30]
+    picks = [pool[i] for i in rng.integers(0, len(pool), 2000)]
+    values: list = ["".join(list(v)) if i % 3 else v for i, v in enumerate(picks)]  # fresh objects too
+    for i, na in zip(range(5, 2000, 97), [None, np.nan, pd.NA, float("nan")] * 10):
+        values[i] = na
+    categories = pool + ([None] if missing == "category" else [])
+    matrix = PramMatrix.from_diagonal([0.6] * len(categories), categories)
+    manifest = Manifest((PerturbedVariable("x", matrix, missing),))
+    as_objects = perturb_frame(pd.DataFrame({"x": pd.Series(values, dtype=object)}), manifest, key=key)
+    as_text = perturb_frame(pd.DataFrame({"x": pd.Series(values, dtype="str")}), manifest, key=key)
+    assert as_objects.data["x"].dtype == object
+    assert as_objects.data["x"].isna().tolist() == as_text.data["x"].isna().tolist()
+    assert as_objects.data["x"].dropna().tolist() == as_text.data["x"].dropna().tolist()
+    assert as_objects.result.variables == as_text.result.variables
+    for bad, message in (("west", "row 11: value 'west' is not"), (7, "column 'x': cannot read its values")):
+        wrong = pd.Series(values[:10] + [bad] + values[10:], dtype=object)
+        with pytest.raises(DataError, match=message):
+            perturb_frame(pd.DataFrame({"x": wrong}), manifest, key=key)
+
+
 def test_released_values_are_pinned(key: SecretKey) -> None:
     """The release of row i depends on (key, variable, i) only and stays the same from version to version:
     these are the values an earlier version released with the test key, for each kind of column."""

@@ -6,6 +6,9 @@
  * utf8_index, utf8_encode     codes of Arrow UTF-8 values among a codebook's labels, through an
  *                             open-addressing table built once per codebook (Arrow's hash lookup
  *                             costs three uniform draws per value; this costs under one).
+ * object_encode               the same for a NumPy array of Python strings, their codes remembered by
+ *                             address (a column holds few distinct string objects).
+ * object_decode               the NumPy array of the labels of codes, as Python objects.
  * utf8_decode, utf8_size      the Arrow UTF-8 array of the labels of codes, offsets and bytes in one
  *                             pass (utf8_size counts the bytes first where no bound is tight).
  *
@@ -466,6 +469,23 @@ typedef struct {
     intp missing_code, unknown_code;
 } Lookup;
 
+/* The slot of the len bytes at p (readable up to ``end``): a label's, or an empty one. */
+static inline const Slot *
+find_slot(const Lookup *t, const unsigned char *p, int64_t len, const unsigned char *end)
+{
+    uint64_t w0 = word(p, len, 0, end), w1 = word(p, len, 1, end);
+    uint64_t at = slot_of(hash_value(p, len, t->seed, end), t->shift);
+    for (;;) {
+        const Slot *slot = t->slots + at;
+        if (slot->code < 0 ||
+            (slot->w0 == w0 && slot->w1 == w1 && slot->len == len &&
+             same_value(p, end, t->label_data + t->label_offsets[slot->code], t->label_end, len, 2))) {
+            return slot;
+        }
+        at = (at + 1) & t->mask;
+    }
+}
+
 static inline __attribute__((always_inline)) Py_ssize_t
 encode_run(const Lookup *t, const void *offsets, int width, int with_validity, Py_ssize_t first, Py_ssize_t n,
            intp *out)
@@ -508,17 +528,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
             }
         }
         else {
-            uint64_t w0 = word(p, len, 0, data_end), w1 = word(p, len, 1, data_end);
-            uint64_t at = slot_of(hash_value(p, len, seed, data_end), shift);
-            for (;;) {
-                slot = slots + at;
-                if (slot->code < 0 ||
-                    (slot->w0 == w0 && slot->w1 == w1 && slot->len == len &&
-                     same_value(p, data_end, t->label_data + t->label_offsets[slot->code], t->label_end, len, 2))) {
-                    break;
-                }
-                at = (at + 1) & mask;
-            }
+            slot = find_slot(t, p, len, data_end);
         }
         if (slot->code < 0) {
             bad = bad < 0 ? i : bad;
@@ -588,6 +598,228 @@ utf8_encode(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     release(b, count);
     return PyLong_FromSsize_t(bad);
+}
+
+/* The items of a 1-D C-contiguous NumPy array of objects, through its array interface (the caller keeps
+ * the array alive, and the GIL); NULL with an exception otherwise. */
+static PyObject **
+object_items(PyObject *array, Py_ssize_t *n)
+{
+    PyObject *face = PyObject_GetAttrString(array, "__array_interface__");
+    if (face == NULL) {
+        return NULL;
+    }
+    PyObject **items = NULL;
+    PyObject *typestr = PyDict_Check(face) ? PyDict_GetItemString(face, "typestr") : NULL;
+    PyObject *shape = typestr ? PyDict_GetItemString(face, "shape") : NULL;
+    PyObject *strides = typestr ? PyDict_GetItemString(face, "strides") : NULL;
+    PyObject *data = typestr ? PyDict_GetItemString(face, "data") : NULL;
+    if (typestr && PyUnicode_Check(typestr) && PyUnicode_CompareWithASCIIString(typestr, "|O") == 0 && shape &&
+        PyTuple_Check(shape) && PyTuple_GET_SIZE(shape) == 1 && (strides == NULL || strides == Py_None) && data &&
+        PyTuple_Check(data) && PyTuple_GET_SIZE(data) == 2) {
+        *n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, 0));
+        items = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+        if (PyErr_Occurred() || items == NULL) {
+            items = NULL;
+        }
+    }
+    Py_DECREF(face);
+    if (items == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "object_encode: expected a non-empty 1-D contiguous array of objects");
+    }
+    return items;
+}
+
+/* Whether ``value`` is missing as pandas reads an object column: None, a float NaN, or one of ``na``. */
+static inline int
+is_missing(PyObject *value, PyObject *na)
+{
+    if (value == Py_None || (PyFloat_Check(value) && PyFloat_AS_DOUBLE(value) != PyFloat_AS_DOUBLE(value))) {
+        return 1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(na); k++) {
+        if (value == PyTuple_GET_ITEM(na, k)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Text objects whose codes are remembered by address: a column of Python strings holds few distinct
+ * objects (a reader makes one per distinct value), so most values cost one comparison of pointers.  The
+ * cache is an open-addressing table with room for four times as many objects as there are labels
+ * (between 2^10 and 2^16 slots); an object is remembered if a free slot is within CACHE_PROBES of its own,
+ * and never forgotten. */
+#define CACHE_MIN_BITS 10
+#define CACHE_MAX_BITS 16
+#define CACHE_PROBES 8
+typedef struct {
+    PyObject *key;
+    int64_t code;
+} Cached;
+
+/* object_encode(values object[n], label_offsets, label_data, slots, seed, na tuple, out int64[n],
+ * validity uint8[(n + 7) / 8]): the codes of a NumPy array of Python strings and missing values
+ * (is_missing) among the labels of utf8_index: ``out`` (0 where missing) and an Arrow validity bitmap.
+ * Returns (the position of the first value that is neither missing nor the text of a label, or -1; the
+ * number missing).  Runs with the GIL (it reads Python objects). */
+static PyObject *
+object_encode(PyObject *self, PyObject *args)
+{
+    Py_buffer b[5];
+    PyObject *values, *na;
+    unsigned long long seed;
+    Lookup t;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*KO!w*w*", &values, &b[0], &b[1], &b[2], &seed, &PyTuple_Type, &na, &b[3],
+                          &b[4])) {
+        return NULL;
+    }
+    Py_ssize_t n = 0, m = b[2].len / (Py_ssize_t)sizeof(Slot), s = b[0].len / (Py_ssize_t)sizeof(int64_t) - 1;
+    PyObject **items = object_items(values, &n);
+    if (items == NULL || s < 0 || m < 2 || (m & (m - 1)) || b[2].len != m * (Py_ssize_t)sizeof(Slot) ||
+        check_len(&b[3], n, sizeof(int64_t), "out") || check_len(&b[4], (n + 7) / 8, 1, "validity")) {
+        release(b, 5);
+        return NULL;
+    }
+    t.label_data = b[1].buf;
+    t.label_end = t.label_data + b[1].len;
+    t.label_offsets = b[0].buf;
+    t.slots = b[2].buf;
+    t.mask = (uint64_t)(m - 1);
+    t.seed = seed;
+    t.shift = 64 - table_bits(m);
+    int64_t *out = b[3].buf;
+    unsigned char *valid = b[4].buf, bits = 0;
+    int cache_bits = CACHE_MIN_BITS;
+    while (cache_bits < CACHE_MAX_BITS && ((Py_ssize_t)1 << cache_bits) < 4 * s) {
+        cache_bits++;
+    }
+    Cached *cache = PyMem_Calloc((size_t)1 << cache_bits, sizeof(Cached));
+    if (cache == NULL) {
+        release(b, 5);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t first = -1, nulls = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = items[i];
+        uint64_t at = ((uint64_t)(uintptr_t)value >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - cache_bits);
+        Cached *known = cache + at, *free_slot = NULL;
+        for (int probe = 0; probe < CACHE_PROBES && known->key != value; probe++) {
+            if (known->key == NULL) {
+                free_slot = known;
+                break;
+            }
+            at = (at + 1) & (((uint64_t)1 << cache_bits) - 1);
+            known = cache + at;
+        }
+        int64_t code;
+        if (known->key == value) {
+            code = known->code;
+        }
+        else if (is_missing(value, na)) {
+            code = -1;
+        }
+        else if (PyUnicode_Check(value)) {
+            Py_ssize_t len;
+            const char *text = PyUnicode_AsUTF8AndSize(value, &len);
+            if (text == NULL) { /* not UTF-8 (a lone surrogate): left to the caller */
+                PyErr_Clear();
+                first = i;
+                break;
+            }
+            const unsigned char *p = (const unsigned char *)text;
+            code = find_slot(&t, p, len, p + len)->code;
+            if (code < 0) {
+                first = i;
+                break;
+            }
+            if (free_slot != NULL) {
+                free_slot->key = value;
+                free_slot->code = code;
+            }
+        }
+        else {
+            first = i;
+            break;
+        }
+        nulls += code < 0;
+        out[i] = code < 0 ? 0 : code;
+        bits |= (unsigned char)((code >= 0) << (i & 7));
+        if ((i & 7) == 7 || i == n - 1) {
+            valid[i >> 3] = bits;
+            bits = 0;
+        }
+    }
+    PyMem_Free(cache);
+    release(b, 5);
+    return Py_BuildValue("nn", first, nulls);
+}
+
+/* Add ``count`` references to ``value`` at once (under the GIL; one by one where there is none). */
+static void
+add_references(PyObject *value, Py_ssize_t count)
+{
+#ifdef Py_GIL_DISABLED
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_INCREF(value);
+    }
+#else
+    Py_SET_REFCNT(value, Py_REFCNT(value) + count); /* no effect on an immortal object */
+#endif
+}
+
+/* object_decode(labels tuple, codes intp[n], out object[n]): out[i] = labels[codes[i] + 1] (entry 0 is for
+ * code -1), for ``out`` a NumPy array of objects as numpy.empty makes it (every item None).  The
+ * references to each label are added at once, after the loop, since adding them one at a time makes
+ * every value wait for the last.  Returns None; ValueError for a code outside -1..S-1 or an item that is
+ * not None (the items before it written). */
+static PyObject *
+object_decode(PyObject *self, PyObject *args)
+{
+    PyObject *labels, *out_array;
+    Py_buffer codes_view;
+    if (!PyArg_ParseTuple(args, "O!y*O", &PyTuple_Type, &labels, &codes_view, &out_array)) {
+        return NULL;
+    }
+    Py_ssize_t n = 0, s = PyTuple_GET_SIZE(labels) - 1;
+    PyObject **items = object_items(out_array, &n);
+    if (items == NULL || check_len(&codes_view, n, sizeof(intp), "codes") < 0 || s < 0) {
+        PyBuffer_Release(&codes_view);
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "object_decode: no labels");
+        }
+        return NULL;
+    }
+    Py_ssize_t *counts = PyMem_Calloc((size_t)s + 1, sizeof(Py_ssize_t));
+    if (counts == NULL) {
+        PyBuffer_Release(&codes_view);
+        return PyErr_NoMemory();
+    }
+    const intp *codes = codes_view.buf;
+    PyObject *const *by_code = &PyTuple_GET_ITEM(labels, 0);
+    Py_ssize_t i = 0;
+    for (; i < n; i++) {
+        uint64_t at = (uint64_t)(codes[i] + 1);
+        if (at > (uint64_t)s) {
+            break;
+        }
+        if (items[i] != Py_None) {
+            break;
+        }
+        items[i] = by_code[at];
+        counts[at]++;
+    }
+    for (Py_ssize_t k = 0; k <= s; k++) {
+        add_references(by_code[k], counts[k]);
+    }
+    add_references(Py_None, -i); /* the references of the items replaced */
+    PyMem_Free(counts);
+    PyBuffer_Release(&codes_view);
+    if (i < n) {
+        PyErr_SetString(PyExc_ValueError, "object_decode: a code is outside -1..S-1, or an item is not None");
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* utf8_size(codes intp[n], lengths int64[S + 1]): (the number of bytes of the labels of ``codes``, the
@@ -719,6 +951,8 @@ static PyMethodDef methods[] = {
     {"draw_alias", draw_alias, METH_VARARGS, "Keep-or-move draw with an alias table: (first bad position, missing, changed)."},
     {"utf8_index", utf8_index, METH_VARARGS, "Fill an open-addressing table of labels."},
     {"utf8_encode", utf8_encode, METH_VARARGS, "Codes of Arrow UTF-8 values; first unknown position or -1."},
+    {"object_encode", object_encode, METH_VARARGS, "Codes of Python strings; (first not a label or -1, missing)."},
+    {"object_decode", object_decode, METH_VARARGS, "Python objects of the labels of codes."},
     {"utf8_size", utf8_size, METH_VARARGS, "Offsets of the labels of codes; total bytes (-1: too many)."},
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
     {NULL, NULL, 0, NULL},

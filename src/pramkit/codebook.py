@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pramkit import _kernels
 from pramkit.errors import DataError
 from pramkit.matrix import Label
 from pramkit.utf8 import Utf8Labels, is_utf8
@@ -198,6 +199,7 @@ class Codebook:
         self._utf8_labels: dict[pa.DataType, Utf8Labels] = {}
         self._dictionaries: dict[pa.DataType, tuple[pa.Array, np.ndarray | None]] = {}
         self._categorical: dict[pa.DataType, pd.CategoricalDtype] = {}
+        self._objects: dict[pa.DataType, tuple] = {}
         self._last_dictionary: tuple[pa.Array, np.ndarray, bool] | None = None
 
     # ------------------------------------------------------------------ encoding
@@ -430,6 +432,66 @@ class Codebook:
         [1, 2]
         """
         return self._dictionary(value_type)[0]
+
+    def text_dictionary_array(self, values: np.ndarray, *, na: tuple = ()) -> pa.DictionaryArray | None:
+        """A NumPy array of Python strings as a dictionary array of the labels (:meth:`dictionary`), whose
+        indices are the codes: one compiled pass, each distinct string object looked up once.
+
+        Parameters
+        ----------
+        values : numpy.ndarray of object
+            The values; ``None``, a float NaN or one of ``na`` is missing (a null index).
+        na : tuple
+            Other objects that stand for a missing value.
+
+        Returns
+        -------
+        pyarrow.DictionaryArray or None
+            ``None`` if a value is neither missing nor a label's text, or if
+            the missing values are a category (``missing="category"``): the
+            caller takes the general path, which also names a wrong value.
+
+        Examples
+        --------
+        >>> book = Codebook(["f", "m"], column="sex")
+        >>> arr = book.text_dictionary_array(np.array(["m", None, "f"], dtype=object))
+        >>> arr.indices.to_pylist(), book.encode(arr).tolist()
+        ([1, None, 0], [1, -1, 0])
+        >>> book.text_dictionary_array(np.array(["m", 3], dtype=object)) is None
+        True
+        """
+        if None in self.lookup:
+            return None
+        indices = self._utf8(pa.string()).encode_objects(values, na)
+        return None if indices is None else pa.DictionaryArray.from_arrays(indices, self.dictionary(pa.string()),
+                                                                            safe=False)
+
+    def dictionary_objects(self, indices: np.ndarray, value_type: pa.DataType) -> np.ndarray:
+        """The entries of :meth:`dictionary` at ``indices`` as Python objects (``-1``: NaN, as pandas writes a
+        missing value), in one compiled pass.
+
+        Parameters
+        ----------
+        indices : numpy.ndarray of intp
+            Positions in the dictionary, or ``-1``.
+        value_type : pyarrow.DataType
+            The dictionary's value type.
+
+        Returns
+        -------
+        numpy.ndarray of object
+
+        Examples
+        --------
+        >>> book = Codebook(["f", "m"], column="sex")
+        >>> book.dictionary_objects(np.array([1, -1, 0]), pa.string()).tolist()
+        ['m', nan, 'f']
+        """
+        if value_type not in self._objects:
+            self._objects[value_type] = (np.nan, *self.dictionary(value_type).to_pylist())
+        out = np.empty(len(indices), dtype=object)
+        _kernels.object_decode(self._objects[value_type], np.ascontiguousarray(indices, dtype=np.intp), out)
+        return out
 
     def _utf8(self, value_type: pa.DataType) -> Utf8Labels:
         """The labels of :meth:`labels` of a text type, to find and write text values (built once per type)."""

@@ -863,7 +863,9 @@ def perturb_frame(
         raise DataError("the data have no rows")
     perturber = TablePerturber(manifest, secret, threads=threads)
     columns = manifest.read_columns
-    released = perturber(pa.table([_arrow_column(data[name]) for name in columns], names=columns))
+    perturbed = set(manifest.columns)
+    arrays = [_arrow_column(data[name], perturber.codebook(name) if name in perturbed else None) for name in columns]
+    released = perturber(pa.table(arrays, names=columns))
     out = data.copy(deep=not _COPY_ON_WRITE)
     for name in manifest.columns:
         out[name] = _as_column(released.column(name), data[name], perturber.codebook(name))
@@ -875,11 +877,12 @@ def perturb_frame(
     return FrameResult(out, result)
 
 
-def _arrow_column(column: pd.Series) -> pa.Array | pa.ChunkedArray:
+def _arrow_column(column: pd.Series, book: Codebook | None = None) -> pa.Array | pa.ChunkedArray:
     """A pandas column as Arrow, with the values :meth:`pyarrow.Table.from_pandas` gives it (an Arrow-backed
     column as it is).  Two kinds go faster as a dictionary array: a categorical without missing values, by its
-    codes (no null mask to build), and a column of Python strings, by pandas' factorisation (Arrow converts
-    the distinct strings only, and :func:`_as_column` takes the released objects from them)."""
+    codes (no null mask to build), and a column of Python strings, by the codes of ``book`` (the column's
+    codebook) where every value is missing or one of its labels, else by pandas' factorisation (Arrow converts
+    the distinct strings only); :func:`_as_column` takes the released objects from the dictionary."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy()
         if codes.size and codes.min() >= 0:
@@ -888,6 +891,9 @@ def _arrow_column(column: pd.Series) -> pa.Array | pa.ChunkedArray:
                                                   safe=False)
     try:
         if column.dtype == object:
+            known = None if book is None else book.text_dictionary_array(column.to_numpy(), na=(pd.NA, pd.NaT))
+            if known is not None:
+                return known
             codes, distinct = pd.factorize(column)  # a perturbed column has few distinct values, its categories
             if pd.api.types.infer_dtype(distinct, skipna=False) == "string":
                 return pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0),
@@ -911,12 +917,13 @@ def _as_column(released: pa.ChunkedArray, original: pd.Series, book: Codebook) -
     if (categorical or original.dtype == object) and pa.types.is_dictionary(released.type):
         dictionary = book.dictionary(released.type.value_type)
         if all(c.dictionary is dictionary or c.dictionary.equals(dictionary) for c in released.chunks):
-            codes = np.concatenate([c.indices.fill_null(-1).to_numpy() for c in released.chunks])
+            parts = [(c.indices.fill_null(-1) if c.null_count else c.indices).to_numpy() for c in released.chunks]
+            codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
             if categorical:
                 return pd.Series(pd.Categorical.from_codes(codes, dtype=book.categorical_dtype(released.type),
                                                            validate=False), index=original.index)
-            labels = np.append(dictionary.to_numpy(zero_copy_only=False), np.nan)  # code -1 takes the last
-            return pd.Series(labels.take(codes), index=original.index, dtype=object, copy=False)
+            return pd.Series(book.dictionary_objects(codes, released.type.value_type), index=original.index,
+                             dtype=object, copy=False)
     new = released.to_pandas()
     new.index = original.index
     if categorical:

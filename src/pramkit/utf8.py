@@ -113,6 +113,45 @@ class Utf8Labels:
             missing_code, unknown_code, out)
         return out, first_unknown
 
+    def encode_objects(self, values: np.ndarray, na: tuple = ()) -> pa.Array | None:
+        """The codes of a NumPy array of Python strings, as Arrow ``int64`` (null where a value is missing).
+
+        A missing value is ``None``, a float NaN or one of ``na`` (as pandas
+        reads an object column).  Each distinct string object is looked up
+        once: its code is remembered by address.
+
+        Parameters
+        ----------
+        values : numpy.ndarray of object
+            The values (1-D).
+        na : tuple
+            Other objects that stand for a missing value (``pandas.NA``, ``pandas.NaT``).
+
+        Returns
+        -------
+        pyarrow.Array or None
+            ``None`` if a value is neither missing nor the text of a label
+            (another type, or text that is no label).
+
+        Examples
+        --------
+        >>> labels = Utf8Labels(pa.array(["north", "south"]))
+        >>> labels.encode_objects(np.array(["south", None, "north", float("nan")], dtype=object)).to_pylist()
+        [1, None, 0, None]
+        >>> labels.encode_objects(np.array(["south", "west"], dtype=object)) is None
+        True
+        """
+        items = np.ascontiguousarray(values, dtype=object)
+        if not items.size:
+            return pa.array([], type=pa.int64())
+        codes, view = _empty(items.size, np.int64)
+        validity, bits = _empty((items.size + 7) // 8, np.uint8)
+        first, nulls = _kernels.object_encode(items, self.offsets, self.data, self.slots, self.seed, tuple(na), view,
+                                              bits)
+        if first >= 0:
+            return None
+        return pa.Array.from_buffers(pa.int64(), items.size, [validity if nulls else None, codes], null_count=nulls)
+
     def decode(self, codes: np.ndarray, value_type: pa.DataType) -> pa.Array | None:
         """The labels of ``codes`` (``-1``: null) as an Arrow array of ``value_type``.
 
