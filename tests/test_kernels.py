@@ -515,6 +515,24 @@ def random_words(rng: np.random.Generator, count: int, alphabet: str) -> list[st
 
 
 @pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+def test_utf8_encode_labels_of_17_to_24_bytes(value_type):
+    """Values of 17 to 24 bytes (three words) are told apart by their third word and length: labels sharing
+    their first 16 bytes, values one byte off in the last word, NUL-padded twins, and the value that ends
+    the buffer (read word by word) all match the dictionary oracle."""
+    head = "married, spouse "
+    labels = [head + tail for tail in ("present", "absent", "a", "ab\0", "ab", "éé", "12345678")] + ["x" * 24]
+    strangers = [head + tail for tail in ("presenT", "absen", "ab\0\0", "b", "123456789", "")] + ["x" * 23]
+    rng = np.random.default_rng(17)
+    # many values with a label's first 16 bytes and length, differing in the third word only: some land on
+    # that label's slot, where only the third word tells them apart
+    strangers += [head + "".join(rng.choice(list("abcdefgprsent"), k)) for k in rng.integers(1, 9, 20_000)]
+    pool = labels + strangers
+    values = [pool[i] for i in rng.integers(0, len(pool), 30_000)]
+    for last in labels + strangers[:20]:
+        check_encode(pa.array(labels, type=value_type), text_array(values + [last], value_type))
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
 def test_utf8_encode_many_labels(value_type):
     """10 000 random labels and 100 000 values (some unknown, some null) encode as the dictionary oracle says."""
     rng = np.random.default_rng(10)

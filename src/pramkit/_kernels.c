@@ -344,11 +344,19 @@ short_hash(uint64_t w0, uint64_t w1, int64_t len, uint64_t seed)
     return (w0 ^ seed) * 0x9e3779b97f4a7c15ULL + (w1 + (uint64_t)len) * 0xc2b2ae3d27d4eb4fULL;
 }
 
+/* The hash of a value of up to 24 bytes: short_hash plus its third word's product (zero up to 16 bytes,
+ * where it is short_hash itself). */
+static inline uint64_t
+hash3(uint64_t w0, uint64_t w1, uint64_t w2, int64_t len, uint64_t seed)
+{
+    return short_hash(w0, w1, len, seed) + w2 * 0xd6e8feb86659fd93ULL;
+}
+
 static uint64_t
 hash_value(const unsigned char *p, int64_t len, uint64_t seed, const unsigned char *end)
 {
-    uint64_t h = short_hash(word(p, len, 0, end), word(p, len, 1, end), len, seed);
-    for (int64_t i = 2; i < (len + 7) / 8; i++) {
+    uint64_t h = hash3(word(p, len, 0, end), word(p, len, 1, end), word(p, len, 2, end), len, seed);
+    for (int64_t i = 3; i < (len + 7) / 8; i++) {
         h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL + word(p, len, i, end) * 0x94d049bb133111ebULL;
     }
     return h;
@@ -497,6 +505,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
     const uint64_t mask = t->mask, seed = t->seed;
     const int shift = t->shift;
     const int64_t short_end = t->data_len - 16; /* a value starting at or before it can be read in two words */
+    const int64_t three_end = t->data_len - 24; /* in three */
     Py_ssize_t bad = -1;
     int64_t start = width == 4 ? off32[first] : off64[first];
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -523,6 +532,34 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
                 slot = slots + at;
                 if ((slot->code < 0) | ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len))) {
                     break;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+        else if (SHORT_LOADS && len <= 24 && at_byte <= three_end) { /* three masked loads; the third word
+                                                                        is compared with the label's own */
+            uint64_t w0, w1, w2;
+            memcpy(&w0, p, 8);
+            memcpy(&w1, p + 8, 8);
+            memcpy(&w2, p + 16, 8);
+#if SHORT_LOADS
+            w2 &= KEEP0[len - 16];
+#endif
+            uint64_t at = slot_of(hash3(w0, w1, w2, len, seed), shift);
+            for (;;) {
+                slot = slots + at;
+                if (slot->code < 0) {
+                    break;
+                }
+                if ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len)) {
+                    uint64_t own; /* the label's third word: its bytes are followed by PAD */
+                    memcpy(&own, t->label_data + t->label_offsets[slot->code] + 16, 8);
+#if SHORT_LOADS
+                    own &= KEEP0[len - 16];
+#endif
+                    if (own == w2) {
+                        break;
+                    }
                 }
                 at = (at + 1) & mask;
             }
