@@ -230,9 +230,10 @@ class DiagonalSampler(_KeepOrMove):
 
     def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass, ``u`` the uniforms or a bit generator's capsule (``t`` capped at S - 2 against the measure-zero
-        rounding of ``u' (S - 1)`` up to S - 1): the position of the first code outside ``-1..S-1`` (or
-        ``-1``), the codes equal to ``missing_code``, the codes changed."""
+        """:meth:`_KeepOrMove.draw` in one compiled pass, ``u`` the uniforms or a bit generator's capsule
+        (``t`` capped at S - 2 against the measure-zero rounding of ``u' (S - 1)`` up to S - 1): the
+        position of the first code outside ``-1..S-1`` (or ``-1``), the codes equal to ``missing_code``,
+        the codes changed."""
         return _kernels.draw_diagonal(codes, u, self._keep_from_missing, self._inv_move_from_missing, out,
                                       missing_code)
 
@@ -304,9 +305,10 @@ class AliasSampler(_KeepOrMove):
 
     def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass (``u`` as for :meth:`DiagonalSampler.kernel`): with ``x = u' S``, cell ``j = floor(x)`` (capped
-        at S - 1) of row k releases j if ``x - j`` is below the cell's probability, else its alias.
-        Returns what :meth:`DiagonalSampler.kernel` returns."""
+        """:meth:`_KeepOrMove.draw` in one compiled pass (``u`` as for :meth:`DiagonalSampler.kernel`):
+        with ``x = u' S``, cell ``j = floor(x)`` (capped at S - 1) of row k releases j if ``x - j`` is
+        below the cell's probability, else its alias.  Returns what :meth:`DiagonalSampler.kernel`
+        returns."""
         return _kernels.draw_alias(codes, u, self.keep, self.inv_move, self.table, out, missing_code)
 
     def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:

@@ -80,8 +80,8 @@ class Utf8Labels:
         self.lengths = np.append(0, np.where(self.null, 0, np.diff(self.offsets)))
         self._longest = int(self.lengths.max())
         self._mean = float(self.lengths[1:][~self.null].mean()) if (~self.null).any() else 0.0
-        # slots of 32 bytes (a label's first 16 bytes, length and code), at most 1/4 full, and for a few labels room enough (up to 32 KiB) that a seed
-        # places each in its own slot
+        # slots of 32 bytes (a label's first 16 bytes, length and code), at most 1/4 full, and for a few
+        # labels room enough (up to 32 KiB) that a seed places each in its own slot
         slots = 1 << max(4, (4 * self.size).bit_length(), min(64 * self.size, 1024).bit_length())
         self.slots = np.empty(4 * slots, dtype=np.uint64)
         self.seed = _kernels.utf8_index(self.offsets, self.data, (~self.null).astype(np.uint8), self.slots)
