@@ -858,6 +858,8 @@ def test_dictionary_objects_and_reference_counts():
     with pytest.raises(ValueError):
         book.dictionary_objects(np.array([0, 1, 5, 0]), pa.string())
     assert [sys.getrefcount(v) for v in held] == before[:4]
+    assert book.dictionary_objects(np.array([], dtype=np.intp), pa.string()).shape == (0,)
+    assert book.text_dictionary_array(np.array([], dtype=object)).indices.to_pylist() == []
     not_none = np.array(["x", "y"], dtype=object)
     with pytest.raises(ValueError):
         _kernels.object_decode(held, np.array([0, 1]), not_none)

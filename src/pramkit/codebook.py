@@ -490,7 +490,8 @@ class Codebook:
         if value_type not in self._objects:
             self._objects[value_type] = (np.nan, *self.dictionary(value_type).to_pylist())
         out = np.empty(len(indices), dtype=object)
-        _kernels.object_decode(self._objects[value_type], np.ascontiguousarray(indices, dtype=np.intp), out)
+        if out.size:  # an empty array may have no memory to point at
+            _kernels.object_decode(self._objects[value_type], np.ascontiguousarray(indices, dtype=np.intp), out)
         return out
 
     def _utf8(self, value_type: pa.DataType) -> Utf8Labels:
