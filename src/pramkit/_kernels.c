@@ -105,6 +105,13 @@ get_uniforms(PyObject *obj, Py_ssize_t n, Uniforms *src, Py_buffer *view, int *h
 #define VECTOR_CLONES
 #endif
 
+/* A matrix's tables as the draws read them (see draw_diagonal and draw_alias). */
+typedef struct {
+    const double *keep, *inv_move, *table;
+    Py_ssize_t s;
+    intp missing_code;
+} Tables;
+
 /* Form (8) on n values (see draw_diagonal), without a branch so that it vectorises: a value moves when
  * u >= q_k, a coin toss that a branch predictor gets wrong once in five values, so both outcomes are
  * computed and one is selected.  x = u' (S - 1) is clamped to [0, S - 2] before it is truncated (for a
@@ -139,83 +146,27 @@ diagonal_chunk(const intp *restrict codes, const double *restrict u, const doubl
     return (int)bad;
 }
 
-/* The first position of a code outside -1..S-1, or -1. */
-static Py_ssize_t
-first_outside(const intp *codes, Py_ssize_t n, Py_ssize_t s)
+static int
+diagonal_run(const Tables *t, const intp *codes, const double *u, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (codes[i] < -1 || codes[i] >= s) {
-            return i;
-        }
-    }
-    return -1;
+    return diagonal_chunk(codes, u, t->keep, t->inv_move, out, n, t->s, t->missing_code, counts);
 }
 
-/* draw_diagonal(codes intp[n], uniforms, keep double[S + 1], inv_move double[S + 1], out intp[n],
- * missing_code): form (8), kept when u < q_k; else u' = (u - q_k) / (1 - q_k), t = floor(u' (S - 1))
- * capped at S - 2, released t + [t >= k].  ``uniforms``: double[n], or the capsule of a bit generator
- * whose next n uniforms are drawn (its lock held by the caller).  The tables are shifted by one: entry
- * 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch; with one
- * category, keep is 2 too.  ``out`` may be ``codes``.  Returns (the position of the first code outside
- * -1..S-1 or -1, the number of codes equal to missing_code, the number changed). */
-static PyObject *
-draw_diagonal(PyObject *self, PyObject *args)
+/* The loop of draw_alias on n values (see draw_alias); a code outside -1..S-1 is written out as it is,
+ * and returns 1 if there is one, else 0. */
+static int
+alias_run(const Tables *t, const intp *codes, const double *u, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
-    Py_buffer b[5];
-    PyObject *uniforms;
-    Py_ssize_t missing_code;
-    int have_view;
-    Uniforms src;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &missing_code)) {
-        return NULL;
-    }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double) - 1;
-    if (get_uniforms(uniforms, n, &src, &b[1], &have_view) < 0 || s < 1 ||
-        check_len(&b[0], n, sizeof(intp), "codes") || check_len(&b[3], s + 1, sizeof(double), "inv_move") ||
-        check_len(&b[4], n, sizeof(intp), "out")) {
-        PyBuffer_Release(&b[0]);
-        release(b + 2, 3);
-        if (have_view) {
-            PyBuffer_Release(&b[1]);
-        }
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
-        }
-        return NULL;
-    }
-    const intp *codes = b[0].buf;
-    intp *out = b[4].buf;
-    Py_ssize_t bad = -1, counts[2] = {0, 0};
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t first = 0; first < n; first += CHUNK) {
-        Py_ssize_t m = n - first < CHUNK ? n - first : CHUNK;
-        const double *u = uniforms_of(&src, first, m);
-        if (diagonal_chunk(codes + first, u, b[2].buf, b[3].buf, out + first, m, s, missing_code, counts) && bad < 0) {
-            bad = first + first_outside(out + first, m, s);
-        }
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&b[0]);
-    release(b + 2, 3);
-    if (have_view) {
-        PyBuffer_Release(&b[1]);
-    }
-    return Py_BuildValue("nnn", bad, counts[0], counts[1]);
-}
-
-/* The loop of draw_alias on n values (see draw_alias). */
-static Py_ssize_t
-alias_chunk(const intp *codes, const double *u, const double *keep, const double *inv_move, const double *table,
-            intp *out, Py_ssize_t n, Py_ssize_t s, intp missing_code, Py_ssize_t *counts)
-{
-    Py_ssize_t bad = -1, missing = 0, changed = 0;
+    const double *keep = t->keep, *inv_move = t->inv_move, *table = t->table;
+    const Py_ssize_t s = t->s;
+    const intp missing_code = t->missing_code;
+    Py_ssize_t missing = 0, changed = 0;
+    int bad = 0;
     const double cells = (double)s;
     for (Py_ssize_t i = 0; i < n; i++) {
         intp k = codes[i];
         if (k < 0 || k >= s) {
-            if (k != -1) {
-                bad = bad < 0 ? i : bad;
-            }
+            bad |= k != -1;
             missing += k == missing_code;
             out[i] = k;
             continue;
@@ -243,51 +194,101 @@ alias_chunk(const intp *codes, const double *u, const double *keep, const double
     return bad;
 }
 
+/* The first position of a code outside -1..S-1, or -1. */
+static Py_ssize_t
+first_outside(const intp *codes, Py_ssize_t n, Py_ssize_t s)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (codes[i] < -1 || codes[i] >= s) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* What the two draws share: the codes b[0], the uniforms (their view in b[1]), ``tables`` buffers from
+ * b[2] that the caller checked (``ok``), then ``out``; draws chunk by chunk with ``run`` without the GIL
+ * and gives every buffer back.  Returns (the position of the first code outside -1..S-1 or -1, the
+ * number of codes equal to missing_code, the number changed), or NULL with an exception. */
+static PyObject *
+draw(int (*run)(const Tables *, const intp *, const double *, intp *, Py_ssize_t, Py_ssize_t *), const Tables *t,
+     Py_buffer *b, int tables, PyObject *uniforms, int ok)
+{
+    Py_buffer *out_view = &b[2 + tables];
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp);
+    int have_view = 0;
+    Uniforms src;
+    PyObject *result = NULL;
+    if (ok && get_uniforms(uniforms, n, &src, &b[1], &have_view) == 0 &&
+        check_len(&b[0], n, sizeof(intp), "codes") == 0 && check_len(out_view, n, sizeof(intp), "out") == 0) {
+        const intp *codes = b[0].buf;
+        intp *out = out_view->buf;
+        Py_ssize_t bad = -1, counts[2] = {0, 0};
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t first = 0; first < n; first += CHUNK) {
+            Py_ssize_t m = n - first < CHUNK ? n - first : CHUNK;
+            if (run(t, codes + first, uniforms_of(&src, first, m), out + first, m, counts) && bad < 0) {
+                bad = first + first_outside(out + first, m, t->s);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        result = Py_BuildValue("nnn", bad, counts[0], counts[1]);
+    }
+    PyBuffer_Release(&b[0]);
+    release(b + 2, tables + 1);
+    if (have_view) {
+        PyBuffer_Release(&b[1]);
+    }
+    return result;
+}
+
+/* draw_diagonal(codes intp[n], uniforms, keep double[S + 1], inv_move double[S + 1], out intp[n],
+ * missing_code): form (8), kept when u < q_k; else u' = (u - q_k) / (1 - q_k), t = floor(u' (S - 1))
+ * capped at S - 2, released t + [t >= k].  ``uniforms``: double[n], or the capsule of a bit generator
+ * whose next n uniforms are drawn (its lock held by the caller).  The tables are shifted by one: entry
+ * 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch; with one
+ * category, keep is 2 too.  ``out`` may be ``codes``.  Returns what draw() returns. */
+static PyObject *
+draw_diagonal(PyObject *self, PyObject *args)
+{
+    Py_buffer b[5];
+    PyObject *uniforms;
+    Tables t;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &t.missing_code)) {
+        return NULL;
+    }
+    t.s = b[2].len / (Py_ssize_t)sizeof(double) - 1;
+    t.keep = b[2].buf;
+    t.inv_move = b[3].buf;
+    t.table = NULL;
+    int ok = t.s >= 1 && check_len(&b[3], t.s + 1, sizeof(double), "inv_move") == 0;
+    if (!ok && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
+    }
+    return draw(diagonal_run, &t, b, 2, uniforms, ok);
+}
+
 /* draw_alias(codes, uniforms, keep, inv_move, table double[S * S], out, missing_code): any matrix, kept
  * when u < M[k, k]; else x = u' S, j = floor(x) capped at S - 1, and the cell (k, j) of the packed
  * alias table (alias + probability) releases j when x - j is below its probability, else its alias.
- * ``uniforms`` as for draw_diagonal.  Code -1 stays -1; ``out`` may be ``codes``.  Returns what
- * draw_diagonal returns. */
+ * ``uniforms`` as for draw_diagonal.  Code -1 stays -1; ``out`` may be ``codes``.  Returns what draw()
+ * returns. */
 static PyObject *
 draw_alias(PyObject *self, PyObject *args)
 {
     Py_buffer b[6];
     PyObject *uniforms;
-    Py_ssize_t missing_code;
-    int have_view;
-    Uniforms src;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &b[5], &missing_code)) {
+    Tables t;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &b[5], &t.missing_code)) {
         return NULL;
     }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[2].len / (Py_ssize_t)sizeof(double);
-    if (get_uniforms(uniforms, n, &src, &b[1], &have_view) < 0 || check_len(&b[0], n, sizeof(intp), "codes") ||
-        check_len(&b[3], s, sizeof(double), "inv_move") || check_len(&b[4], s * s, sizeof(double), "table") ||
-        check_len(&b[5], n, sizeof(intp), "out")) {
-        PyBuffer_Release(&b[0]);
-        release(b + 2, 4);
-        if (have_view) {
-            PyBuffer_Release(&b[1]);
-        }
-        return NULL;
-    }
-    const intp *codes = b[0].buf;
-    intp *out = b[5].buf;
-    Py_ssize_t bad = -1, counts[2] = {0, 0};
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t first = 0; first < n; first += CHUNK) {
-        Py_ssize_t m = n - first < CHUNK ? n - first : CHUNK;
-        const double *u = uniforms_of(&src, first, m);
-        Py_ssize_t at = alias_chunk(codes + first, u, b[2].buf, b[3].buf, b[4].buf, out + first, m, s, missing_code,
-                                    counts);
-        bad = bad < 0 && at >= 0 ? first + at : bad;
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&b[0]);
-    release(b + 2, 4);
-    if (have_view) {
-        PyBuffer_Release(&b[1]);
-    }
-    return Py_BuildValue("nnn", bad, counts[0], counts[1]);
+    t.s = b[2].len / (Py_ssize_t)sizeof(double);
+    t.keep = b[2].buf;
+    t.inv_move = b[3].buf;
+    t.table = b[4].buf;
+    int ok = check_len(&b[3], t.s, sizeof(double), "inv_move") == 0 &&
+             check_len(&b[4], t.s * t.s, sizeof(double), "table") == 0;
+    return draw(alias_run, &t, b, 3, uniforms, ok);
 }
 
 /* ------------------------------------------------------------------ UTF-8 values */
