@@ -828,6 +828,10 @@ def test_encode_objects_refuses_other_arrays():
     for bad in (two_d, np.array([1, 2, 3, 4]), [1, 2, 3, 4]):
         with pytest.raises((ValueError, AttributeError)):
             _kernels.object_encode(bad, labels.offsets, labels.data, labels.slots, labels.seed, (), out, valid)
+    items = np.array(["a", "b", "a", "b"], dtype=object)
+    for slots in (labels.slots[:8], labels.slots[:12]):  # a table too small for the labels, or of no power of two
+        with pytest.raises(ValueError, match="inconsistent label table"):
+            _kernels.object_encode(items, labels.offsets, labels.data, slots, labels.seed, (), out, valid)
 
 
 def test_dictionary_objects_and_reference_counts():

@@ -495,6 +495,26 @@ find_slot(const Lookup *t, const unsigned char *p, int64_t len, const unsigned c
     }
 }
 
+/* Set the label table of ``t`` from utf8_index's buffers: 0, or -1 with ValueError if they disagree. */
+static int
+label_table(Lookup *t, Py_buffer *offsets, Py_buffer *data, Py_buffer *slots, uint64_t seed)
+{
+    Py_ssize_t m = slots->len / (Py_ssize_t)sizeof(Slot), s = offsets->len / (Py_ssize_t)sizeof(int64_t) - 1;
+    if (s < 0 || m <= s || m < 2 || (m & (m - 1)) || slots->len != m * (Py_ssize_t)sizeof(Slot) ||
+        data->len < ((const int64_t *)offsets->buf)[s] + PAD) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent label table");
+        return -1;
+    }
+    t->label_data = data->buf;
+    t->label_end = t->label_data + data->len;
+    t->label_offsets = offsets->buf;
+    t->slots = slots->buf;
+    t->mask = (uint64_t)(m - 1);
+    t->seed = seed;
+    t->shift = 64 - table_bits(m);
+    return 0;
+}
+
 static inline __attribute__((always_inline)) Py_ssize_t
 encode_run(const Lookup *t, const void *offsets, int width, int with_validity, Py_ssize_t first, Py_ssize_t n,
            intp *out)
@@ -602,12 +622,14 @@ utf8_encode(PyObject *self, PyObject *args)
         return NULL;
     }
     int count = have_validity ? 7 : 6;
-    Py_ssize_t n = b[5].len / (Py_ssize_t)sizeof(intp), m = b[4].len / (Py_ssize_t)sizeof(Slot);
-    Py_ssize_t s = b[2].len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t n = b[5].len / (Py_ssize_t)sizeof(intp);
     const int32_t *off32 = b[0].buf;
     const int64_t *off64 = b[0].buf;
-    if ((width != 4 && width != 8) || first < 0 || b[0].len < (first + n + 1) * width || m < 2 ||
-        (m & (m - 1)) || b[4].len != m * (Py_ssize_t)sizeof(Slot) || s < 0 || m <= s ||
+    if (label_table(&t, &b[2], &b[3], &b[4], seed) < 0) {
+        release(b, count);
+        return NULL;
+    }
+    if ((width != 4 && width != 8) || first < 0 || b[0].len < (first + n + 1) * width ||
         (have_validity && b[6].len * 8 < first + n) ||
         (width == 4 ? (int64_t)off32[first + n] : off64[first + n]) > (int64_t)b[1].len) {
         release(b, count);
@@ -615,15 +637,8 @@ utf8_encode(PyObject *self, PyObject *args)
         return NULL;
     }
     t.data = b[1].buf;
-    t.label_data = b[3].buf;
-    t.label_end = t.label_data + b[3].len;
     t.valid = have_validity ? b[6].buf : NULL;
-    t.label_offsets = b[2].buf;
-    t.slots = b[4].buf;
     t.data_len = (int64_t)b[1].len;
-    t.mask = (uint64_t)(m - 1);
-    t.seed = seed;
-    t.shift = 64 - table_bits(m);
     intp *out = b[5].buf;
     Py_ssize_t bad;
     Py_BEGIN_ALLOW_THREADS
@@ -712,20 +727,13 @@ object_encode(PyObject *self, PyObject *args)
                           &b[4])) {
         return NULL;
     }
-    Py_ssize_t n = 0, m = b[2].len / (Py_ssize_t)sizeof(Slot), s = b[0].len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t n = 0, s = b[0].len / (Py_ssize_t)sizeof(int64_t) - 1;
     PyObject **items = object_items(values, &n);
-    if (items == NULL || s < 0 || m < 2 || (m & (m - 1)) || b[2].len != m * (Py_ssize_t)sizeof(Slot) ||
+    if (items == NULL || label_table(&t, &b[0], &b[1], &b[2], seed) < 0 ||
         check_len(&b[3], n, sizeof(int64_t), "out") || check_len(&b[4], (n + 7) / 8, 1, "validity")) {
         release(b, 5);
         return NULL;
     }
-    t.label_data = b[1].buf;
-    t.label_end = t.label_data + b[1].len;
-    t.label_offsets = b[0].buf;
-    t.slots = b[2].buf;
-    t.mask = (uint64_t)(m - 1);
-    t.seed = seed;
-    t.shift = 64 - table_bits(m);
     int64_t *out = b[3].buf;
     unsigned char *valid = b[4].buf, bits = 0;
     int cache_bits = CACHE_MIN_BITS;
