@@ -85,6 +85,9 @@ def vertices(s: int, epsilon: float) -> np.ndarray:
     ok = np.abs(np.linalg.det(mats)) > 1e-10
     x = np.linalg.solve(mats[ok], b[sub][ok][..., None])[..., 0]
     x = x[np.all(x @ a.T <= b + 1e-9, axis=1)]
+    # a vertex on a bound 0 <= q_k <= 1 is exactly on it; the solve can land an ulp outside (-1e-18),
+    # where a column of form (8) would hold a negative entry
+    x = np.clip(x, 0.0, 1.0)
     _, first = np.unique(np.round(x, 9), axis=0, return_index=True)
     return x[np.sort(first)]
 
