@@ -4,6 +4,7 @@ themselves (Monte Carlo), NumPy counts, and dictionary lookups of text."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -164,6 +165,51 @@ def test_keyed_stream_draws_the_uniforms_of_its_rows(kind, start, n):
         m = np.random.default_rng(n).dirichlet(np.ones(7), 7) * 0.3 + 0.7 * np.eye(7)
         matrix, want = PramMatrix(m), alias_reference(AliasSampler(m), codes, u)
     assert perturb_codes(codes, matrix, key=key, variable="v", start=start).tolist() == want
+
+
+@functools.cache
+def _mostly_moving(kind: str) -> DiagonalSampler | AliasSampler:
+    """A sampler of 1000 categories that moves most values (keep probabilities under 0.3)."""
+    s, rng = 1000, np.random.default_rng(5)
+    if kind == "diagonal":
+        return DiagonalSampler(rng.uniform(0.0, 0.3, s))
+    return AliasSampler(rng.dirichlet(np.ones(s), s) * 0.8 + 0.2 * np.eye(s))
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+@pytest.mark.parametrize("counter", [[0, 0, 0, 0], [2**64 - 3, 0, 0, 0], [2**64 - 2, 2**64 - 1, 2**64 - 1, 7]])
+@pytest.mark.parametrize("used", [0, 1, 3, 4])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 8, 9, 511, 512, 513, 2000])
+def test_philox_source_follows_numpys_generator(kind, counter, used, n):
+    """The compiled draws compute Philox-4x64-10 themselves from a Philox generator's state
+    (pramkit.sampling.uniform_source): they release what they release with the uniforms NumPy's own
+    generator draws, and leave the generator where NumPy's would be, whatever the words of its last block
+    already used and across carries from each counter word into the next."""
+    sampler = _mostly_moving(kind)
+    codes = np.random.default_rng(n + used).integers(-1, sampler.size, n)
+
+    def generator() -> np.random.Generator:
+        gen = np.random.Generator(np.random.Philox(key=[11, 2**63 + 5], counter=np.array(counter, np.uint64)))
+        gen.random(used)
+        return gen
+
+    ours, numpys = generator(), generator()
+    out, want = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp)
+    counts = release(sampler, codes, ours, out)
+    assert counts == release(sampler, codes, numpys.random(n), want)  # most values move: a wrong uniform shows
+    assert out.tolist() == want.tolist()
+    a, b = ours.bit_generator.state, numpys.bit_generator.state
+    assert a["state"]["counter"].tolist() == b["state"]["counter"].tolist()
+    assert a["buffer"].tolist() == b["buffer"].tolist() and a["buffer_pos"] == b["buffer_pos"]
+    assert ours.random(9).tolist() == numpys.random(9).tolist()
+
+
+def test_philox_state_is_checked():
+    sampler, codes, out = DiagonalSampler(np.array([0.5, 0.5])), np.zeros(3, dtype=np.intp), np.empty(3, np.intp)
+    with pytest.raises(ValueError, match="Philox state"):
+        sampler.kernel(codes, np.zeros(10, dtype=np.uint64), out, -1)
+    with pytest.raises(ValueError, match="buffer position"):
+        sampler.kernel(codes, np.array([0] * 10 + [5], dtype=np.uint64), out, -1)
 
 
 def test_diagonal_rounding_cap():

@@ -2,7 +2,8 @@
  * pramkit._kernels: the per-value loops that NumPy and Arrow cannot do in one pass.
  *
  * draw_diagonal, draw_alias   the keep-or-move draw of pramkit.sampling's DiagonalSampler and
- *                             AliasSampler, one pass over the values (NumPy needs about ten).
+ *                             AliasSampler, one pass over the values (NumPy needs about ten), the
+ *                             uniforms of a Philox generator computed two blocks at a time.
  * utf8_index, utf8_encode     codes of Arrow UTF-8 values among a codebook's labels, through an
  *                             open-addressing table built once per codebook (Arrow's hash lookup
  *                             costs three uniform draws per value; this costs under one).
@@ -55,12 +56,121 @@ typedef struct {
     uint64_t (*next_raw)(void *state);
 } bitgen_t;
 
-/* Uniforms of a draw: a buffer of them, or a bit generator drawn CHUNK at a time into a buffer in the
- * cache (the caller holds the generator's lock). */
+/* Philox-4x64-10 (Salmon, Moraes, Dror and Shaw 2011) as numpy.random.Philox runs it, computed here
+ * instead of through its next_double: NumPy computes one block (four words) per call, a chain of ten
+ * dependent rounds during which the processor waits on the multiplier; here two blocks are computed side by
+ * side, with the round keys computed once per call.  The state is NumPy's: the counter (four words), the
+ * key (two words), the buffer of the last block and how many of its words were used; NumPy increments the
+ * counter (with carry) before each block, and a uniform is (w >> 11) 2^-53 of a word w.
+ * pramkit.sampling.uniform_source moves the state between the generator and an array of PHILOX_WORDS
+ * uint64, the layout of Philox below. */
+#define PHILOX_WORDS 11
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__)
+#define PHILOX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define PHILOX_CLONES
+#endif
+typedef struct {
+    uint64_t ctr[4], key[2], buffer[4], pos;
+} Philox;
+
+/* Blocks computed side by side: two, whose eight words fit the registers (with three or four, words go to
+ * memory and the draws were slower). */
+#define PHILOX_LANES 2
+
+static inline void
+philox_increment(uint64_t *c)
+{
+    if (++c[0] == 0 && ++c[1] == 0 && ++c[2] == 0) {
+        ++c[3];
+    }
+}
+
+/* One round of one block: x = (x0, x1, x2, x3) under round key (k0, k1). */
+#define PHILOX_ROUND(x0, x1, x2, x3, k0, k1)                                                                   \
+    do {                                                                                                       \
+        unsigned __int128 p0_ = (unsigned __int128)0xD2E7470EE14C6C93ULL * x0;                                 \
+        unsigned __int128 p1_ = (unsigned __int128)0xCA5A826395121157ULL * x2;                                 \
+        x0 = (uint64_t)(p1_ >> 64) ^ x1 ^ (k0);                                                                \
+        x1 = (uint64_t)p1_;                                                                                    \
+        x2 = (uint64_t)(p0_ >> 64) ^ x3 ^ (k1);                                                                \
+        x3 = (uint64_t)p0_;                                                                                    \
+    } while (0)
+
+/* The blocks of ``lanes`` counters c (1 or 2) into w, their rounds interleaved; ``keys`` the ten round
+ * keys. */
+static inline __attribute__((always_inline)) void
+philox_blocks(uint64_t c[][4], const uint64_t keys[10][2], uint64_t w[][4], int lanes)
+{
+    uint64_t a0 = c[0][0], a1 = c[0][1], a2 = c[0][2], a3 = c[0][3];
+    uint64_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+    if (lanes > 1) {
+        b0 = c[1][0], b1 = c[1][1], b2 = c[1][2], b3 = c[1][3];
+    }
+    for (int r = 0; r < 10; r++) {
+        PHILOX_ROUND(a0, a1, a2, a3, keys[r][0], keys[r][1]);
+        if (lanes > 1) {
+            PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
+        }
+    }
+    w[0][0] = a0, w[0][1] = a1, w[0][2] = a2, w[0][3] = a3;
+    if (lanes > 1) {
+        w[1][0] = b0, w[1][1] = b1, w[1][2] = b2, w[1][3] = b3;
+    }
+}
+
+static inline double
+word_to_double(uint64_t w)
+{
+    return (double)(w >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* The next n uniforms of ``g`` into out, as n calls of NumPy's Philox next_double would give them, and the
+ * state those calls would leave. */
+PHILOX_CLONES static void
+philox_fill(Philox *g, double *out, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    for (; i < n && g->pos < 4; i++) {
+        out[i] = word_to_double(g->buffer[g->pos++]);
+    }
+    uint64_t c[PHILOX_LANES][4], w[PHILOX_LANES][4], keys[10][2];
+    for (int r = 0; r < 10; r++) { /* the key is bumped after each round */
+        keys[r][0] = g->key[0] + (uint64_t)r * 0x9E3779B97F4A7C15ULL;
+        keys[r][1] = g->key[1] + (uint64_t)r * 0xBB67AE8584CAA73BULL;
+    }
+    while (i < n) {
+        Py_ssize_t blocks = (n - i + 3) / 4;
+        int lanes = blocks < PHILOX_LANES ? (int)blocks : PHILOX_LANES;
+        for (int l = 0; l < lanes; l++) {
+            philox_increment(g->ctr);
+            memcpy(c[l], g->ctr, sizeof c[l]);
+        }
+        if (lanes == PHILOX_LANES) {
+            philox_blocks(c, keys, w, PHILOX_LANES);
+        }
+        else {
+            philox_blocks(c, keys, w, lanes);
+        }
+        for (int l = 0; l < lanes; l++) {
+            int used = n - i < 4 ? (int)(n - i) : 4;
+            for (int j = 0; j < used; j++) {
+                out[i + j] = word_to_double(w[l][j]);
+            }
+            i += used;
+            memcpy(g->buffer, w[l], sizeof g->buffer);
+            g->pos = (uint64_t)used;
+        }
+    }
+}
+
+/* Uniforms of a draw: a buffer of them, or drawn CHUNK at a time into a buffer in the cache from a Philox
+ * state or from a bit generator (the caller holds the generator's lock). */
 #define CHUNK 512
 typedef struct {
     const double *given;
     bitgen_t *gen;
+    Philox *philox;
     double chunk[CHUNK];
 } Uniforms;
 
@@ -68,8 +178,12 @@ typedef struct {
 static inline const double *
 uniforms_of(Uniforms *src, Py_ssize_t first, Py_ssize_t n)
 {
-    if (src->gen == NULL) {
+    if (src->given != NULL) {
         return src->given + first;
+    }
+    if (src->philox != NULL) {
+        philox_fill(src->philox, src->chunk, n);
+        return src->chunk;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         src->chunk[i] = src->gen->next_double(src->gen->state);
@@ -77,22 +191,36 @@ uniforms_of(Uniforms *src, Py_ssize_t first, Py_ssize_t n)
     return src->chunk;
 }
 
-/* Parse the uniforms argument: a "BitGenerator" capsule, or a buffer of n doubles (``view``, released by
- * the caller when ``*have_view``). */
+/* Parse the uniforms argument: a "BitGenerator" capsule, a writable Philox state (uint64[PHILOX_WORDS]),
+ * or a buffer of n doubles (``view``, released by the caller when ``*have_view``). */
 static int
 get_uniforms(PyObject *obj, Py_ssize_t n, Uniforms *src, Py_buffer *view, int *have_view)
 {
     *have_view = 0;
     src->given = NULL;
     src->gen = NULL;
+    src->philox = NULL;
     if (PyCapsule_CheckExact(obj)) {
         src->gen = PyCapsule_GetPointer(obj, "BitGenerator");
         return src->gen == NULL ? -1 : 0;
     }
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         return -1;
     }
     *have_view = 1;
+    const char *f = view->format == NULL ? "B" : view->format;
+    f += *f == '<' || *f == '=' || *f == '@';
+    if (view->itemsize == 8 && (strcmp(f, "Q") == 0 || strcmp(f, "L") == 0) && !view->readonly) {
+        if (check_len(view, PHILOX_WORDS, sizeof(uint64_t), "Philox state") < 0) {
+            return -1;
+        }
+        src->philox = view->buf;
+        if (src->philox->pos > 4) {
+            PyErr_SetString(PyExc_ValueError, "Philox state: the buffer position passes 4");
+            return -1;
+        }
+        return 0;
+    }
     src->given = view->buf;
     return check_len(view, n, sizeof(double), "u");
 }
@@ -244,8 +372,9 @@ draw(int (*run)(const Tables *, const intp *, const double *, intp *, Py_ssize_t
 
 /* draw_diagonal(codes intp[n], uniforms, keep double[S + 1], inv_move double[S + 1], out intp[n],
  * missing_code): form (8), kept when u < q_k; else u' = (u - q_k) / (1 - q_k), t = floor(u' (S - 1))
- * capped at S - 2, released t + [t >= k].  ``uniforms``: double[n], or the capsule of a bit generator
- * whose next n uniforms are drawn (its lock held by the caller).  The tables are shifted by one: entry
+ * capped at S - 2, released t + [t >= k].  ``uniforms``: double[n], a Philox state (uint64[PHILOX_WORDS],
+ * advanced past the n uniforms drawn from it), or the capsule of a bit generator whose next n uniforms are
+ * drawn (its lock held by the caller).  The tables are shifted by one: entry
  * 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch; with one
  * category, keep is 2 too.  ``out`` may be ``codes``.  Returns what draw() returns. */
 static PyObject *

@@ -32,6 +32,9 @@ Codes are integers in ``0..S-1``.
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import numpy as np
 
 from pramkit import _kernels
@@ -43,6 +46,54 @@ BLOCK = 1 << 15
 def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
     """The error for the code at ``position``, which lies outside ``-1..size-1``."""
     return ValueError(f"codes must lie in -1..{size - 1}, found {int(codes[position])}")
+
+
+@contextlib.contextmanager
+def uniform_source(generator: np.random.Generator) -> Iterator[np.ndarray | object]:
+    """What the compiled draws read ``generator``'s uniforms from, its lock held.
+
+    For a Philox generator (every keyed stream, :func:`pramkit.rng.stream`):
+    its state as ``uint64[11]`` (counter, key, the last block's four words, how
+    many of them were used), from which the draws compute Philox-4x64-10
+    several blocks at a time, written back to the generator afterwards as
+    NumPy would have left it.  For any other: its bit generator's capsule,
+    whose ``next_double`` the draws call once per value, as
+    :meth:`numpy.random.Generator.random` does.
+
+    Yields
+    ------
+    numpy.ndarray or capsule
+        The source to hand to a compiled draw.
+
+    Examples
+    --------
+    >>> gen = np.random.Generator(np.random.Philox(key=7))
+    >>> _ = gen.random(3)  # start inside a block
+    >>> with uniform_source(gen) as source:
+    ...     source[4:6].tolist(), int(source[10])  # the key; three words of the block used
+    ([7, 0], 3)
+    >>> codes, out = np.zeros(6, dtype=np.intp), np.empty(6, dtype=np.intp)
+    >>> twin = np.random.Generator(np.random.Philox(key=7))
+    >>> _ = twin.random(3)
+    >>> release(DiagonalSampler(np.array([0.5, 0.5])), codes, gen, out) == release(
+    ...     DiagonalSampler(np.array([0.5, 0.5])), codes, twin.random(6), np.empty(6, dtype=np.intp))
+    True
+    >>> gen.random() == twin.random()  # the state written back: the streams go on together
+    True
+    """
+    bits = generator.bit_generator
+    with bits.lock:
+        if not isinstance(bits, np.random.Philox):
+            yield bits.capsule
+            return
+        state = bits.state
+        words = np.array([*state["state"]["counter"], *state["state"]["key"], *state["buffer"], state["buffer_pos"]],
+                         dtype=np.uint64)
+        try:
+            yield words
+        finally:
+            state["state"]["counter"], state["buffer"], state["buffer_pos"] = words[:4], words[6:10], int(words[10])
+            bits.state = state
 
 
 def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Generator, out: np.ndarray,
@@ -104,9 +155,8 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Gen
     if kernel is not None:
         c = np.ascontiguousarray(codes, dtype=np.intp)
         if isinstance(u, np.random.Generator):
-            bits = u.bit_generator
-            with bits.lock:
-                bad, missing, changed = kernel(c, bits.capsule, out, missing_code)
+            with uniform_source(u) as source:
+                bad, missing, changed = kernel(c, source, out, missing_code)
         else:
             bad, missing, changed = kernel(c, np.ascontiguousarray(u, dtype=np.float64), out, missing_code)
         if bad >= 0:
@@ -230,7 +280,7 @@ class DiagonalSampler(_KeepOrMove):
 
     def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass, ``u`` the uniforms or a bit generator's capsule
+        """:meth:`_KeepOrMove.draw` in one compiled pass, ``u`` the uniforms or a source of them (:func:`uniform_source`)
         (``t`` capped at S - 2 against the measure-zero rounding of ``u' (S - 1)`` up to S - 1): the
         position of the first code outside ``-1..S-1`` (or ``-1``), the codes equal to ``missing_code``,
         the codes changed."""
