@@ -380,6 +380,9 @@ def test_keygen_and_reproduce_never_overwrite_a_file(files, capsys) -> None:
 # ------------------------------------------------------------------ killed and interrupted runs
 
 #: A child ``pramkit apply`` whose writer is slowed down, so that it can be killed mid-file.
+# A CSV chunk is at least one 64 KiB block (about 4 600 rows of this file, whatever --chunk-rows asks), so
+# the apply writes three chunks: a second after each keeps the child writing long after the parent sees
+# its temporary (at 0.05 s a loaded machine let the child finish first, and exit 0, before the signal).
 SLOW_APPLY = textwrap.dedent("""
     import sys, time
     import pramkit.io as pio
@@ -387,7 +390,7 @@ SLOW_APPLY = textwrap.dedent("""
     original = pio.TableWriter._write_chunk
     def slow(self, table):
         original(self, table)
-        time.sleep(0.05)
+        time.sleep(1.0)
     pio.TableWriter._write_chunk = slow
     sys.exit(main(sys.argv[1:]))
 """)
