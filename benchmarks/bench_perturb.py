@@ -20,20 +20,25 @@ alternately (``--frame-repeat`` rounds) so that both see the same load; then the
 one-thread ratios as a table of column kind by levels.  The matrices are form
 (8) with keep probabilities uniform on [0.6, 0.95].
 
+``--sources`` times ``perturb_frame`` on one thread with the draws computing the keyed Philox stream
+themselves and reading it through NumPy's ``next_double`` (one call per value), alternately.
+
 Usage: python benchmarks/bench_perturb.py [--n 10000000] [--frame-n 1000000] [--repeat 3] [--frame-repeat 9]
-       [--frames-only]
+       [--frames-only | --sources]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from pramkit import sampling
 from pramkit.datasets import census
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
@@ -134,6 +139,46 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
         print(f"{kind:<12}" + "".join(f"{cell:>15}" for cell in cells))
 
 
+@contextlib.contextmanager
+def _next_double_source(generator: np.random.Generator) -> Iterator[object]:
+    """The draws' uniforms through NumPy's ``next_double``, one call per value (what
+    :func:`pramkit.sampling.uniform_source` gives for a generator other than Philox)."""
+    bits = generator.bit_generator
+    with bits.lock:
+        yield bits.capsule
+
+
+def sources(n: int, repeat: int, key: SecretKey) -> None:
+    """``perturb_frame`` on one thread with the draws computing the keyed Philox stream themselves (two blocks
+    side by side) and reading it through NumPy's ``next_double``, alternately in the same run: the same
+    release, and what computing Philox saves."""
+    rng = np.random.default_rng(4)
+    print(f"\nperturb_frame, {n:,} rows, one thread: the draws' uniforms computed (Philox, two blocks side by side) "
+          f"or read through NumPy's next_double, x floor (best of {repeat}, timed alternately)")
+    print(f"{'columns':<26} {'next_double':>12} {'computed':>9} {'saved':>6}  release")
+    computed = sampling.uniform_source
+    for kind in ("string", "object", "categorical", "integer"):
+        for levels in (10, 10_000):
+            values, labels = column(kind, levels, n, rng)
+            frame, man = pd.DataFrame({"x": values}), Manifest.of({"x": form8(labels, rng)})
+            best, released = {}, {}
+            for _ in range(repeat):
+                for name, source in (("next_double", _next_double_source), ("computed", computed),
+                                     ("floor", None)):
+                    sampling.uniform_source = source or computed
+                    t0 = time.perf_counter()
+                    if source is None:
+                        np.random.Generator(np.random.Philox()).random(n)
+                    else:
+                        released[name] = perturb_frame(frame, man, key=key, threads=1).data
+                    best[name] = min(best.get(name, np.inf), time.perf_counter() - t0)
+            sampling.uniform_source = computed
+            ratio = {k: v / best["floor"] for k, v in best.items()}
+            same = "the same" if released["computed"].equals(released["next_double"]) else "DIFFERENT"
+            print(f"{kind + ', ' + str(levels) + ' levels':<26} {ratio['next_double']:>12.2f} {ratio['computed']:>9.2f} "
+                  f"{ratio['next_double'] - ratio['computed']:>6.2f}  {same}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000_000)
@@ -143,7 +188,12 @@ def main() -> None:
                     help="rounds of each perturb_frame case, timed alternately with the floor")
     ap.add_argument("--naive-n", type=int, default=20_000)
     ap.add_argument("--frames-only", action="store_true", help="only the perturb_frame section")
+    ap.add_argument("--sources", action="store_true",
+                    help="only perturb_frame with the uniforms computed and read through next_double, side by side")
     args = ap.parse_args()
+    if args.sources:
+        sources(args.frame_n, args.frame_repeat, SecretKey(bytes(32), "benchmark"))
+        return
     if args.frames_only:
         frames(args.frame_n, args.frame_repeat, SecretKey(bytes(32), "benchmark"))
         return
