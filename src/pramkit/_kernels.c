@@ -355,6 +355,10 @@ draw(int (*run)(const Tables *, const intp *, const double *, intp *, Py_ssize_t
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t first = 0; first < n; first += CHUNK) {
             Py_ssize_t m = n - first < CHUNK ? n - first : CHUNK;
+            for (Py_ssize_t i = first + CHUNK; i < first + 2 * CHUNK && i < n; i += 8) { /* the next chunk's */
+                __builtin_prefetch(codes + i);
+                __builtin_prefetch(out + i, 1);
+            }
             if (run(t, codes + first, uniforms_of(&src, first, m), out + first, m, counts) && bad < 0) {
                 bad = first + first_outside(out + first, m, t->s);
             }
@@ -421,6 +425,13 @@ draw_alias(PyObject *self, PyObject *args)
 }
 
 /* ------------------------------------------------------------------ UTF-8 values */
+
+/* Loops over Arrow values ask for the lines PREFETCH_VALUES values (offsets, codes) and PREFETCH_BYTES bytes
+ * (text) ahead of the one they read or write: the processor's own prefetcher, on this machine kind, left a
+ * third of the time of a text lookup waiting for the next offsets and bytes (both distances measured from
+ * 64 to 512 values and 512 to 4096 bytes: all about as good). */
+#define PREFETCH_VALUES 256
+#define PREFETCH_BYTES 2048
 
 /* Label bytes are followed by at least PAD bytes (the caller pads them), and so is the output of
  * utf8_decode, so that a short value is read or written as two whole words: no branch on its
@@ -662,6 +673,13 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
         Py_ssize_t row = first + i;
         int64_t end = width == 4 ? off32[row + 1] : off64[row + 1];
         int64_t len = end - start, at_byte = start;
+        if (width == 4) {
+            __builtin_prefetch(off32 + row + PREFETCH_VALUES);
+        }
+        else {
+            __builtin_prefetch(off64 + row + PREFETCH_VALUES);
+        }
+        __builtin_prefetch(data + at_byte + PREFETCH_BYTES);
         start = end;
         if (with_validity && !((valid[row >> 3] >> (row & 7)) & 1)) {
             out[i] = t->missing_code;
@@ -877,6 +895,8 @@ object_encode(PyObject *self, PyObject *args)
     Py_ssize_t first = -1, nulls = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = items[i];
+        __builtin_prefetch(items + i + PREFETCH_VALUES);
+        __builtin_prefetch(out + i + PREFETCH_VALUES, 1);
         uint64_t at = ((uint64_t)(uintptr_t)value >> 4) * 0x9e3779b97f4a7c15ULL >> (64 - cache_bits);
         Cached *known = cache + at, *free_slot = NULL;
         for (int probe = 0; probe < CACHE_PROBES && known->key != value; probe++) {
@@ -975,6 +995,8 @@ object_decode(PyObject *self, PyObject *args)
     Py_ssize_t i = 0;
     for (; i < n; i++) {
         uint64_t at = (uint64_t)(codes[i] + 1);
+        __builtin_prefetch(codes + i + PREFETCH_VALUES);
+        __builtin_prefetch(items + i + PREFETCH_VALUES, 1);
         if (at > (uint64_t)s) {
             break;
         }
@@ -1053,6 +1075,14 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const int64_t *starts,
             return -1;
         }
         const unsigned char *label = label_data + starts[code];
+        __builtin_prefetch(codes + i + PREFETCH_VALUES);
+        __builtin_prefetch(out + at + PREFETCH_BYTES, 1);
+        if (width == 4) {
+            __builtin_prefetch(o32 + i + PREFETCH_VALUES, 1);
+        }
+        else {
+            __builtin_prefetch(o64 + i + PREFETCH_VALUES, 1);
+        }
         if (len <= 16) { /* two whole words: the next value overwrites the excess */
             memcpy(out + at, label, 16);
         }
