@@ -18,7 +18,7 @@ from pramkit.codebook import Codebook
 from pramkit.errors import DataError
 from pramkit.matrix import PramMatrix
 from pramkit.sampling import AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release
-from pramkit.utf8 import PAD, Utf8Labels
+from pramkit.utf8 import PAD, Utf8Labels, label_records
 
 ONE_BELOW = float(np.nextafter(1.0, 0.0))
 TEXT_TYPES = [pa.string(), pa.large_string()]
@@ -674,13 +674,16 @@ def test_utf8_decode_null_label_with_bytes_and_bad_codes(value_type):
 def test_utf8_size_counts_bytes_and_nulls():
     """utf8_size gives the labels' total bytes (past what 4-byte offsets address) and the number of codes -1."""
     lengths = [2 ** 31 - 11, 10, 1, 0]
-    by_code = np.array([0] + lengths, dtype=np.int64)  # shifted by one: entry 0 for code -1
+    # shifted by one: entry 0 for code -1; utf8_size reads the lengths only
+    by_code = label_records(bytes(PAD), np.zeros(5, dtype=np.int64), np.array([0] + lengths))
     for codes in ([0, 1], [0, 1, 2], [0, -1, 3, 1], [1, 0, 2, 0], [], [-1, -1]):
         total = sum(lengths[k] for k in codes if k >= 0)
         assert _kernels.utf8_size(np.array(codes, dtype=np.intp), by_code) == (total, codes.count(-1))
     for bad in (4, -2):
         with pytest.raises(ValueError):
             _kernels.utf8_size(np.array([0, bad], dtype=np.intp), by_code)
+    with pytest.raises(ValueError):  # a negative length
+        _kernels.utf8_size(np.array([0], dtype=np.intp), with_field(by_code, 1, "length", -1))
 
 
 @pytest.mark.parametrize("width", [4, 8])
@@ -698,8 +701,7 @@ def test_utf8_decode_room_boundary(width):
                 continue
             offsets = np.zeros(codes.size + 1, dtype=np.int32 if width == 4 else np.int64)
             out = np.zeros(room + PAD, dtype=np.uint8)
-            written, nulls = _kernels.utf8_decode(codes, labels.starts, labels.lengths, labels.data, offsets, width,
-                                                  out)
+            written, nulls = _kernels.utf8_decode(codes, labels.records, labels.data, offsets, width, out)
             assert written == (total if fits else -1)
             if fits:
                 assert offsets.tolist() == np.cumsum([0] + sizes).tolist() and nulls == int((codes == -1).sum())
@@ -737,22 +739,36 @@ def test_utf8_decode_stays_within_its_buffers():
     codes = np.array([0, 1, 1, -1], dtype=np.intp)
     offsets = np.zeros(5, dtype=np.int32)
     fits = np.zeros(10 + PAD, dtype=np.uint8)
-    assert _kernels.utf8_decode(codes, labels.starts, labels.lengths, labels.data, offsets, 4, fits) == (10, 1)
+    records = labels.records
+    assert _kernels.utf8_decode(codes, records, labels.data, offsets, 4, fits) == (10, 1)
     assert bytes(fits[:10]) == b"abcdefcdef" and offsets.tolist() == [0, 2, 6, 10, 10]
     small = np.zeros(9 + PAD, dtype=np.uint8)
-    assert _kernels.utf8_decode(codes, labels.starts, labels.lengths, labels.data, offsets, 4, small)[0] == -1
+    assert _kernels.utf8_decode(codes, records, labels.data, offsets, 4, small)[0] == -1
+    long = with_field(records, 2, "length", 400)  # a label of more than 16 bytes past the label bytes
     bad = [
-        (np.array([2], dtype=np.intp), labels.starts, labels.lengths, labels.data, offsets[:2], 4),  # code past S - 1
-        (np.array([-2], dtype=np.intp), labels.starts, labels.lengths, labels.data, offsets[:2], 4),
-        (codes, labels.starts, np.array([0, 2, 400]), labels.data, offsets, 4),  # a label past the label bytes
-        (codes, np.array([0, 0, -1]), labels.lengths, labels.data, offsets, 4),
-        (codes, labels.starts, labels.lengths[:2], labels.data, offsets, 4),  # tables of different sizes
-        (codes, labels.starts, labels.lengths, labels.data, offsets[:4], 4),  # offsets of the wrong size
-        (codes, labels.starts, labels.lengths, labels.data, offsets, 2),  # no such width
+        (np.array([2], dtype=np.intp), records, labels.data, offsets[:2], 4),  # code past S - 1
+        (np.array([-2], dtype=np.intp), records, labels.data, offsets[:2], 4),
+        (codes, long, labels.data, offsets, 4),
+        (codes, with_field(with_field(records, 2, "length", 17), 2, "start", -1), labels.data, offsets, 4),
+        (codes, with_field(records, 1, "length", -1), labels.data, offsets, 4),
+        (codes, records.ravel()[:-8], labels.data, offsets, 4),  # not a whole number of records
+        (codes, records, labels.data, offsets[:4], 4),  # offsets of the wrong size
+        (codes, records, labels.data, offsets, 2),  # no such width
     ]
     for args in bad:
         with pytest.raises(ValueError):
             _kernels.utf8_decode(*args, fits)
+    # a label of up to 16 bytes is written from its record, whatever its start
+    assert _kernels.utf8_decode(codes, with_field(records, 2, "start", 10**9), labels.data, offsets, 4, fits) == (10, 1)
+    assert bytes(fits[:10]) == b"abcdefcdef"
+
+
+def with_field(records: np.ndarray, entry: int, field: str, value: int) -> np.ndarray:
+    """A copy of label records (pramkit.utf8.label_records) with one entry's length or start replaced."""
+    out = records.copy()
+    at = {"length": 16, "start": 24}[field]
+    out[entry, at:at + 8] = np.array([value], dtype=np.int64).view(np.uint8)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- Codebook

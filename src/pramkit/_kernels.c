@@ -1031,8 +1031,36 @@ object_decode(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* utf8_size(codes intp[n], lengths int64[S + 1]): (the number of bytes of the labels of ``codes``, the
- * number of codes -1), ``lengths`` being the labels' lengths shifted by one (entry 0, for code -1, 0). */
+/* A label as utf8_decode writes it: its first 16 bytes (zero past its length), its length, and where it
+ * starts in the label bytes (read only for a label of more than 16 bytes): one cache line holds two, so
+ * that writing a value reads one place, not three (length, start, bytes). */
+typedef struct {
+    unsigned char head[16];
+    int64_t len, start;
+} Label;
+
+/* The labels' records (``records`` uint8[32 (S + 1)], by code + 1: entry 0 for code -1, length 0) checked,
+ * and where a label of more than 16 bytes lies checked against ``label_data`` unless it is NULL: their
+ * number S, or -1 with ValueError. */
+static Py_ssize_t
+label_records(Py_buffer *records, Py_buffer *label_data, const char *name)
+{
+    Py_ssize_t s = records->len / (Py_ssize_t)sizeof(Label) - 1;
+    const Label *rec = records->buf;
+    int bad = s < 0 || records->len != (s + 1) * (Py_ssize_t)sizeof(Label);
+    for (Py_ssize_t k = 0; k <= s && !bad; k++) {
+        bad = rec[k].len < 0 || (label_data != NULL && rec[k].len > 16 &&
+                                 (rec[k].start < 0 || rec[k].start + rec[k].len > label_data->len));
+    }
+    if (bad) {
+        PyErr_Format(PyExc_ValueError, "%s: inconsistent label records", name);
+        return -1;
+    }
+    return s;
+}
+
+/* utf8_size(codes intp[n], records): (the number of bytes of the labels of ``codes``, the number of codes
+ * -1), the labels' records as for utf8_decode (only their lengths read). */
 static PyObject *
 utf8_size(PyObject *self, PyObject *args)
 {
@@ -1040,19 +1068,23 @@ utf8_size(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*", &b[0], &b[1])) {
         return NULL;
     }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[1].len / (Py_ssize_t)sizeof(int64_t) - 1;
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = label_records(&b[1], NULL, "utf8_size");
+    if (s < 0) {
+        release(b, 2);
+        return NULL;
+    }
     const intp *codes = b[0].buf;
-    const int64_t *lengths = b[1].buf;
+    const Label *rec = b[1].buf;
     int64_t total = 0;
     Py_ssize_t nulls = 0;
-    uint64_t bad = s < 0;
+    uint64_t bad = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
         uint64_t at = (uint64_t)(codes[i] + 1), outside = at > (uint64_t)s;
         bad |= outside;
         at = outside ? 0 : at;
         nulls += at == 0;
-        total += lengths[at];
+        total += rec[at].len;
     }
     Py_END_ALLOW_THREADS
     release(b, 2);
@@ -1066,9 +1098,8 @@ utf8_size(PyObject *self, PyObject *args)
 /* The loop of utf8_decode for one offset width; returns the number of bytes written, or -1 if a code is
  * outside -1..S-1 or the bytes pass ``limit``. */
 static inline __attribute__((always_inline)) int64_t
-decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const int64_t *starts, const int64_t *lengths,
-           const unsigned char *label_data, void *offsets, int width, unsigned char *out, int64_t limit,
-           Py_ssize_t *nulls)
+decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, const unsigned char *label_data,
+           void *offsets, int width, unsigned char *out, int64_t limit, Py_ssize_t *nulls)
 {
     int32_t *o32 = offsets;
     int64_t *o64 = offsets;
@@ -1082,11 +1113,14 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const int64_t *starts,
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         uint64_t code = (uint64_t)(codes[i] + 1);
-        int64_t len = code <= (uint64_t)s ? lengths[code] : -1;
-        if (len < 0 || at + len > limit) {
+        if (code > (uint64_t)s) {
             return -1;
         }
-        const unsigned char *label = label_data + starts[code];
+        const Label *label = rec + code;
+        int64_t len = label->len;
+        if (at + len > limit) {
+            return -1;
+        }
         __builtin_prefetch(codes + i + PREFETCH_VALUES);
         __builtin_prefetch(out + at + PREFETCH_BYTES, 1);
         if (width == 4) {
@@ -1095,11 +1129,11 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const int64_t *starts,
         else {
             __builtin_prefetch(o64 + i + PREFETCH_VALUES, 1);
         }
-        if (len <= 16) { /* two whole words: the next value overwrites the excess */
-            memcpy(out + at, label, 16);
+        if (len <= 16) { /* the head as two whole words: the next value overwrites the excess */
+            memcpy(out + at, label->head, 16);
         }
         else {
-            memcpy(out + at, label, (size_t)len);
+            memcpy(out + at, label_data + label->start, (size_t)len);
         }
         at += len;
         missing += code == 0;
@@ -1114,48 +1148,42 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const int64_t *starts,
     return at;
 }
 
-/* utf8_decode(codes intp[n], starts int64[S + 1], lengths int64[S + 1], label_data, offsets, width,
- * out_data): the Arrow UTF-8 array of the labels of ``codes`` (code -1: an empty value), in one pass:
- * ``width``-byte offsets into ``offsets`` (n + 1 of them), the labels one after the other into
- * ``out_data``, which must hold PAD bytes past the last.  ``starts`` and ``lengths`` say where each label
- * lies in ``label_data``, shifted by one as for utf8_size.  Returns (the number of bytes written, or -1
- * if ``out_data`` is too small or 4-byte offsets would overflow; the number of codes -1).  Every copy
- * stays within the buffers, whatever the arguments. */
+/* utf8_decode(codes intp[n], records, label_data, offsets, width, out_data): the Arrow UTF-8 array of the
+ * labels of ``codes`` (code -1: an empty value), in one pass: ``width``-byte offsets into ``offsets`` (n + 1
+ * of them), the labels one after the other into ``out_data``, which must hold PAD bytes past the last.
+ * ``records`` holds a Label per code + 1 (entry 0, for code -1, of length 0), whose ``start`` is where a
+ * label of more than 16 bytes lies in ``label_data``.  Returns (the number of bytes written, or -1 if
+ * ``out_data`` is too small or 4-byte offsets would overflow; the number of codes -1).  Every copy stays
+ * within the buffers, whatever the arguments. */
 static PyObject *
 utf8_decode(PyObject *self, PyObject *args)
 {
-    Py_buffer b[6];
+    Py_buffer b[5];
     int width;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*iw*", &b[0], &b[1], &b[2], &b[3], &b[4], &width, &b[5])) {
+    if (!PyArg_ParseTuple(args, "y*y*y*w*iw*", &b[0], &b[1], &b[2], &b[3], &width, &b[4])) {
         return NULL;
     }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = b[1].len / (Py_ssize_t)sizeof(int64_t) - 1;
-    const int64_t *starts = b[1].buf, *lengths = b[2].buf;
-    int bad = s < 0 || (width != 4 && width != 8) || check_len(&b[2], s + 1, sizeof(int64_t), "lengths") < 0 ||
-              check_len(&b[4], n + 1, width, "offsets") < 0;
-    for (Py_ssize_t k = 0; k <= s && !bad; k++) { /* each label, and 16 bytes from its start, in label_data */
-        bad = starts[k] < 0 || lengths[k] < 0 || starts[k] + (lengths[k] > 16 ? lengths[k] : 16) > b[3].len;
-    }
-    if (bad) {
-        release(b, 6);
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = label_records(&b[1], &b[2], "utf8_decode");
+    if (s < 0 || (width != 4 && width != 8) || check_len(&b[3], n + 1, width, "offsets") < 0) {
+        release(b, 5);
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "utf8_decode: inconsistent label tables");
+            PyErr_SetString(PyExc_ValueError, "utf8_decode: offsets are 4 or 8 bytes wide");
         }
         return NULL;
     }
-    int64_t total, limit = b[5].len - PAD; /* the room, and what 4-byte offsets address */
+    int64_t total, limit = b[4].len - PAD; /* the room, and what 4-byte offsets address */
     limit = width == 4 && limit > INT32_MAX ? INT32_MAX : limit;
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS
     if (width == 4) {
-        total = decode_run(b[0].buf, n, s, starts, lengths, b[3].buf, b[4].buf, 4, b[5].buf, limit, &nulls);
+        total = decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 4, b[4].buf, limit, &nulls);
     }
     else {
-        total = decode_run(b[0].buf, n, s, starts, lengths, b[3].buf, b[4].buf, 8, b[5].buf, limit, &nulls);
+        total = decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 8, b[4].buf, limit, &nulls);
     }
     Py_END_ALLOW_THREADS
     int outside = total == -1 && first_outside(b[0].buf, n, s) >= 0;
-    release(b, 6);
+    release(b, 5);
     if (outside) {
         PyErr_SetString(PyExc_ValueError, "utf8_decode: a code is outside -1..S-1");
         return NULL;

@@ -39,6 +39,33 @@ def is_utf8(value_type: pa.DataType) -> bool:
     return pa.types.is_string(value_type) or pa.types.is_large_string(value_type)
 
 
+def label_records(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The labels as the compiled decoding reads them: 32 bytes each, the label's first 16 bytes (zeros past
+    its length), its length and its start in ``data`` (int64), so that writing a value reads one place.
+
+    Parameters
+    ----------
+    data : bytes
+        The labels' bytes, followed by at least :data:`PAD` bytes.
+    starts, lengths : numpy.ndarray
+        Where each label starts in ``data``, and its length.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (labels, 32)
+
+    Examples
+    --------
+    >>> records = label_records(b"northsouth" + bytes(PAD), np.array([0, 5]), np.array([5, 5]))
+    >>> bytes(records[1, :16]).rstrip(bytes(1)), records[1, 16:].view(np.int64).tolist()  # 5 bytes from byte 5
+    (b'south', [5, 5])
+    """
+    raw = np.frombuffer(data, dtype=np.uint8)
+    head = raw[np.asarray(starts)[:, None] + np.arange(16)] * (np.arange(16) < np.asarray(lengths)[:, None])
+    tail = np.stack([lengths, starts], axis=1).astype(np.int64).view(np.uint8)
+    return np.ascontiguousarray(np.concatenate([head.astype(np.uint8), tail], axis=1))
+
+
 def _empty(size: int, dtype: type) -> tuple[pa.Buffer, np.ndarray]:
     """An Arrow buffer of ``size`` items and a writable NumPy view of it (memory from Arrow's pool, which
     keeps freed memory for the next call, where a large NumPy array comes fresh from the system)."""
@@ -75,11 +102,13 @@ class Utf8Labels:
         self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
         self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self._valid = None if not self.null.any() else np.append(~self.null, False)  # by code, -1 the last
-        # where each label starts and how long it is, by code + 1 (entry 0 for code -1: nothing)
-        self.starts = np.append(0, self.offsets[:-1])
-        self.lengths = np.append(0, np.where(self.null, 0, np.diff(self.offsets)))
-        self._longest = int(self.lengths.max())
-        self._mean = float(self.lengths[1:][~self.null].mean()) if (~self.null).any() else 0.0
+        # each label as decoding writes it, by code + 1 (entry 0 for code -1: nothing): its first 16 bytes
+        # (zeros past its length), its length and where it starts (:func:`label_records`)
+        starts = np.append(0, self.offsets[:-1])
+        lengths = np.append(0, np.where(self.null, 0, np.diff(self.offsets)))
+        self.records = label_records(self.data, starts, lengths)
+        self._longest = int(lengths.max())
+        self._mean = float(lengths[1:][~self.null].mean()) if (~self.null).any() else 0.0
         # slots of 32 bytes (a label's first 16 bytes, length and code), at most 1/4 full, and for a few
         # labels room enough (up to 32 KiB) that a seed places each in its own slot
         slots = 1 << max(4, (4 * self.size).bit_length(), min(64 * self.size, 1024).bit_length())
@@ -173,11 +202,11 @@ class Utf8Labels:
         offsets, view = _empty(c.size + 1, np.int64 if width == 8 else np.int32)
         room = c.size * self._longest
         if room > max(ONE_PASS_BYTES, 2 * c.size * self._mean) or (width == 4 and room > _INT32_MAX):
-            room = _kernels.utf8_size(c, self.lengths)[0]  # labels of very different lengths: count first
+            room = _kernels.utf8_size(c, self.records)[0]  # labels of very different lengths: count first
             if width == 4 and room > _INT32_MAX:
                 return None
         data = pa.allocate_buffer(room + PAD, resizable=True)
-        total, nulls = _kernels.utf8_decode(c, self.starts, self.lengths, self.data, view, width, data)
+        total, nulls = _kernels.utf8_decode(c, self.records, self.data, view, width, data)
         data.resize(total + PAD)  # its size, not its memory: the bytes past it were never written
         validity = None
         if self._valid is not None or nulls:
