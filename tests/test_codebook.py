@@ -94,6 +94,44 @@ def test_encode_matches_a_dictionary_lookup(name, column, values, categories, mi
         again[:] = 0  # the codes are the caller's to change, never a view of the column
 
 
+def test_encode_without_copy_may_be_a_read_only_view() -> None:
+    """copy=False gives the codes of a dictionary of the categories in order as a read-only view of its int64
+    indices (what the perturber draws from into memory of its own); the same codes as copy=True, which are
+    the caller's; anything else is a new array either way."""
+    book = Codebook(["a", "b", "c"], column="x")
+    indices = pa.array(np.array([2, 0, 1, 1], dtype=np.int64))
+    column = pa.DictionaryArray.from_arrays(indices, pa.array(["a", "b", "c"]))
+    view, own = book.encode(column, copy=False), book.encode(column)
+    assert view.tolist() == own.tolist() == [2, 0, 1, 1]
+    assert not view.flags.writeable and np.shares_memory(view, np.frombuffer(indices.buffers()[1], np.int64))
+    assert own.flags.writeable and not np.shares_memory(own, view)
+    with_null = pa.DictionaryArray.from_arrays(pa.array([2, None], pa.int64()), pa.array(["a", "b", "c"]))
+    assert book.encode(with_null, copy=False).tolist() == [2, -1]
+    assert book.encode(pa.array(["c", "a"]), copy=False).flags.writeable
+
+
+def test_perturbing_a_dictionary_view_leaves_the_column_as_it_was() -> None:
+    """A column whose codes are a view of its indices is drawn into new memory: the column is unchanged, and
+    the release is the one of the same values as text."""
+    from pramkit.matrix import PramMatrix
+    from pramkit.perturb import perturb_frame
+    from pramkit.rng import SecretKey
+
+    rng = np.random.default_rng(5)
+    labels = ["a", "b", "c"]
+    indices = rng.integers(0, 3, 5000)
+    dictionary = pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(labels))
+    frame = pd.DataFrame({"x": pd.Series(pd.array(dictionary, dtype=pd.ArrowDtype(dictionary.type)))})
+    manifest = Manifest.of({"x": PramMatrix.from_diagonal(np.array([0.5, 0.6, 0.7]), labels)})
+    key = SecretKey(bytes(32), "test")
+    released = perturb_frame(frame, manifest, key=key, threads=1).data
+    assert np.array_equal(np.frombuffer(dictionary.indices.buffers()[1], np.int64)[:indices.size], indices)
+    as_text = perturb_frame(pd.DataFrame({"x": np.array(labels, dtype=object)[indices]}), manifest, key=key,
+                            threads=1).data
+    assert released["x"].astype(str).tolist() == as_text["x"].tolist()
+    assert (released["x"].astype(str) != frame["x"].astype(str)).mean() > 0.3  # it was perturbed
+
+
 def test_codebook_reused_across_chunks_with_new_dictionaries() -> None:
     book = Codebook(["a", "b", "c"], column="x")
     first = pa.array(["a", "c"]).dictionary_encode()

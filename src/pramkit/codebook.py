@@ -204,7 +204,8 @@ class Codebook:
 
     # ------------------------------------------------------------------ encoding
 
-    def encode(self, values: Any, *, first_row: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
+    def encode(self, values: Any, *, first_row: int = 0, rows: np.ndarray | None = None,
+               copy: bool = True) -> np.ndarray:
         """Codes of a column's values (any Arrow array or chunked array, pandas Series or sequence).
 
         A value that is not a category raises :class:`DataError` naming the
@@ -220,12 +221,18 @@ class Codebook:
             The 0-based row number of ``values[0]`` in the file, for messages.
         rows : numpy.ndarray, optional
             Alternatively, each value's 0-based row number.
+        copy : bool
+            Whether the codes are always the caller's own, to change (the
+            default), or may be a read-only view of the column's memory.
 
         Returns
         -------
         numpy.ndarray
             One ``intp`` code per value: its position in the categories, or
             the missing code (``-1``, or the ``None`` category's position).
+            With ``copy=False``, read-only where it is the memory of a
+            dictionary's indices (a dictionary that is the categories in
+            order, indices of type ``intp`` without nulls).
 
         Raises
         ------
@@ -248,7 +255,7 @@ class Codebook:
         chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
         parts, offset = [], 0
         for chunk in chunks:
-            codes = self._encode_array(chunk)
+            codes = self._encode_array(chunk, copy=copy)
             if codes is None:
                 self._raise_unknown(chunk, offset, first_row, rows)
             parts.append(codes)
@@ -257,13 +264,13 @@ class Codebook:
             return parts[0]
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.intp)
 
-    def _encode_array(self, arr: pa.Array) -> np.ndarray | None:
-        """Codes of one array's values; ``None`` if one of them is not a category."""
+    def _encode_array(self, arr: pa.Array, *, copy: bool) -> np.ndarray | None:
+        """Codes of one array's values (``copy``: as :meth:`encode`); ``None`` if one of them is not a category."""
         if pa.types.is_dictionary(arr.type):
             table, identity = self._dictionary_codes(arr.dictionary)
             if identity:  # the dictionary is the categories in order (a categorical made from them)
                 codes = _positions(arr.indices, self.missing_code)
-                return codes if codes.flags.writeable else codes.copy()
+                return codes.copy() if copy and not codes.flags.writeable else codes
             codes = _gather(table, _positions(arr.indices, table.size - 1))
         elif _hash_matched(arr.type):
             codes, found_all = self._matched_codes(arr)

@@ -296,7 +296,7 @@ class _Perturber:
         ]
         outside = 0
         if self.book is not None:
-            codes = self.book.encode(columns[0], first_row=start, rows=rows)
+            codes = self.book.encode(columns[0], first_row=start, rows=rows, copy=False)
             missing_code = self.book.missing_code
         else:
             codes, beyond = self.joint.encode_cells(columns, first_row=start, rows=rows)
@@ -304,18 +304,20 @@ class _Perturber:
                 self.joint.raise_outside(columns, beyond, first_row=start, rows=rows)
             outside = int(np.count_nonzero(beyond))  # released unperturbed, like a missing value
             missing_code = MISSING
-        if codes.dtype != np.intp or not codes.flags.writeable or not codes.flags.c_contiguous:
+        if codes.dtype != np.intp or not codes.flags.c_contiguous:
             codes = np.array(codes, dtype=np.intp)
+        # drawn in place, or, from codes that are a read-only view (of a dictionary's indices), into memory
+        # from Arrow's pool (which keeps freed memory; a large NumPy array comes fresh from the system)
+        released = codes if codes.flags.writeable else np.frombuffer(pa.allocate_buffer(codes.nbytes), np.intp)
         stream, draw_rows = v.name, rows
         if self.households is not None:  # one draw per household: keyed by its id, not by the row
             units = unit_counters(table.column(v.unit), v.unit, start, rows)
             self.households.check(units, codes, table.column(v.unit))
             stream, draw_rows = unit_stream(v), units
-        # perturbed in place: one array of codes per chunk, counted block by block.  Encoding gives missing
-        # values (and only them) the missing code; a joint record is missing if any value is, and stays missing
-        missing, changed = _draw(codes, codes, self.sampler, key=self.key, variable=stream, start=start,
+        # one array of codes per chunk, counted block by block.  Encoding gives missing values (and only them)
+        # the missing code; a joint record is missing if any value is, and stays missing
+        missing, changed = _draw(codes, released, self.sampler, key=self.key, variable=stream, start=start,
                                  rows=draw_rows, missing_code=missing_code)
-        released = codes
         counts = codes.size, missing, changed, outside
         if self.book is not None:
             new = self.book.decode(released, like=columns[0].type)
