@@ -55,7 +55,7 @@ def uniform_source(generator: np.random.Generator) -> Iterator[np.ndarray | obje
     For a Philox generator (every keyed stream, :func:`pramkit.rng.stream`):
     its state as ``uint64[11]`` (counter, key, the last block's four words, how
     many of them were used), from which the draws compute Philox-4x64-10
-    several blocks at a time, written back to the generator afterwards as
+    two blocks at a time, written back to the generator afterwards as
     NumPy would have left it.  For any other: its bit generator's capsule,
     whose ``next_double`` the draws call once per value, as
     :meth:`numpy.random.Generator.random` does.
