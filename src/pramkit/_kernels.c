@@ -1043,7 +1043,7 @@ typedef struct {
  * and where a label of more than 16 bytes lies checked against ``label_data`` unless it is NULL: their
  * number S, or -1 with ValueError. */
 static Py_ssize_t
-label_records(Py_buffer *records, Py_buffer *label_data, const char *name)
+check_records(Py_buffer *records, Py_buffer *label_data, const char *name)
 {
     Py_ssize_t s = records->len / (Py_ssize_t)sizeof(Label) - 1;
     const Label *rec = records->buf;
@@ -1068,7 +1068,7 @@ utf8_size(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*", &b[0], &b[1])) {
         return NULL;
     }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = label_records(&b[1], NULL, "utf8_size");
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = check_records(&b[1], NULL, "utf8_size");
     if (s < 0) {
         release(b, 2);
         return NULL;
@@ -1163,7 +1163,7 @@ utf8_decode(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*y*w*iw*", &b[0], &b[1], &b[2], &b[3], &width, &b[4])) {
         return NULL;
     }
-    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = label_records(&b[1], &b[2], "utf8_decode");
+    Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp), s = check_records(&b[1], &b[2], "utf8_decode");
     if (s < 0 || (width != 4 && width != 8) || check_len(&b[3], n + 1, width, "offsets") < 0) {
         release(b, 5);
         if (!PyErr_Occurred()) {

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from pramkit import _kernels
 from pramkit.errors import DataError
 from pramkit.matrix import Label
-from pramkit.utf8 import Utf8Labels, is_utf8
+from pramkit.utf8 import Utf8Labels, is_utf8, pool_array
 
 MISSING = -1
 _INT_LITERAL = re.compile(r"[+-]?\d+")
@@ -144,8 +144,7 @@ def _gather(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """
     if not positions.flags.writeable:
         return table[positions]
-    out = np.frombuffer(pa.allocate_buffer(positions.size * table.itemsize), dtype=table.dtype)
-    return table.take(positions, out=out, mode="clip")
+    return table.take(positions, out=pool_array(positions.size, table.dtype)[1], mode="clip")
 
 
 class Codebook:

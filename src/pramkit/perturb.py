@@ -32,6 +32,7 @@ from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
 from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
 from pramkit.sampling import Sampler, release, sampler_for
+from pramkit.utf8 import pool_array
 
 #: Rows in any order whose uniforms :func:`pramkit.rng.uniforms_at` evaluates at once.
 SPAN = 1 << 18
@@ -306,9 +307,8 @@ class _Perturber:
             missing_code = MISSING
         if codes.dtype != np.intp or not codes.flags.c_contiguous:
             codes = np.array(codes, dtype=np.intp)
-        # drawn in place, or, from codes that are a read-only view (of a dictionary's indices), into memory
-        # from Arrow's pool (which keeps freed memory; a large NumPy array comes fresh from the system)
-        released = codes if codes.flags.writeable else np.frombuffer(pa.allocate_buffer(codes.nbytes), np.intp)
+        # drawn in place, or, from codes that are a read-only view (of a dictionary's indices), into new memory
+        released = codes if codes.flags.writeable else pool_array(codes.size, np.intp)[1]
         stream, draw_rows = v.name, rows
         if self.households is not None:  # one draw per household: keyed by its id, not by the row
             units = unit_counters(table.column(v.unit), v.unit, start, rows)
