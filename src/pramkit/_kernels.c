@@ -74,17 +74,13 @@ typedef struct {
     uint64_t ctr[4], key[2], buffer[4], pos;
 } Philox;
 
-/* Blocks computed side by side: two, whose eight words fit the registers (with three or four, words go to
- * memory and the draws were slower). */
-#define PHILOX_LANES 2
-
-static inline void
-philox_increment(uint64_t *c)
-{
-    if (++c[0] == 0 && ++c[1] == 0 && ++c[2] == 0) {
-        ++c[3];
-    }
-}
+/* Add one to the counter (c0, c1, c2, c3), carrying. */
+#define PHILOX_INCREMENT(c0, c1, c2, c3)                                                                       \
+    do {                                                                                                       \
+        if (++c0 == 0 && ++c1 == 0 && ++c2 == 0) {                                                            \
+            ++c3;                                                                                              \
+        }                                                                                                      \
+    } while (0)
 
 /* One round of one block: x = (x0, x1, x2, x3) under round key (k0, k1). */
 #define PHILOX_ROUND(x0, x1, x2, x3, k0, k1)                                                                   \
@@ -97,28 +93,6 @@ philox_increment(uint64_t *c)
         x3 = (uint64_t)p0_;                                                                                    \
     } while (0)
 
-/* The blocks of ``lanes`` counters c (1 or 2) into w, their rounds interleaved; ``keys`` the ten round
- * keys. */
-static inline __attribute__((always_inline)) void
-philox_blocks(uint64_t c[][4], const uint64_t keys[10][2], uint64_t w[][4], int lanes)
-{
-    uint64_t a0 = c[0][0], a1 = c[0][1], a2 = c[0][2], a3 = c[0][3];
-    uint64_t b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-    if (lanes > 1) {
-        b0 = c[1][0], b1 = c[1][1], b2 = c[1][2], b3 = c[1][3];
-    }
-    for (int r = 0; r < 10; r++) {
-        PHILOX_ROUND(a0, a1, a2, a3, keys[r][0], keys[r][1]);
-        if (lanes > 1) {
-            PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
-        }
-    }
-    w[0][0] = a0, w[0][1] = a1, w[0][2] = a2, w[0][3] = a3;
-    if (lanes > 1) {
-        w[1][0] = b0, w[1][1] = b1, w[1][2] = b2, w[1][3] = b3;
-    }
-}
-
 static inline double
 word_to_double(uint64_t w)
 {
@@ -126,7 +100,8 @@ word_to_double(uint64_t w)
 }
 
 /* The next n uniforms of ``g`` into out, as n calls of NumPy's Philox next_double would give them, and the
- * state those calls would leave. */
+ * state those calls would leave.  The counter lives in registers while it runs: stored word by word and read
+ * back as a whole, it made the processor wait on every block (a store it cannot forward to a wider load). */
 PHILOX_CLONES static void
 philox_fill(Philox *g, double *out, Py_ssize_t n)
 {
@@ -134,34 +109,64 @@ philox_fill(Philox *g, double *out, Py_ssize_t n)
     for (; i < n && g->pos < 4; i++) {
         out[i] = word_to_double(g->buffer[g->pos++]);
     }
-    uint64_t c[PHILOX_LANES][4], w[PHILOX_LANES][4], keys[10][2];
+    if (i == n) {
+        return;
+    }
+    /* blocks are computed two side by side, whose eight words fit the registers (with three or four,
+     * words went to memory and the draws were slower) */
+    uint64_t keys[10][2];
     for (int r = 0; r < 10; r++) { /* the key is bumped after each round */
         keys[r][0] = g->key[0] + (uint64_t)r * 0x9E3779B97F4A7C15ULL;
         keys[r][1] = g->key[1] + (uint64_t)r * 0xBB67AE8584CAA73BULL;
     }
-    while (i < n) {
-        Py_ssize_t blocks = (n - i + 3) / 4;
-        int lanes = blocks < PHILOX_LANES ? (int)blocks : PHILOX_LANES;
-        for (int l = 0; l < lanes; l++) {
-            philox_increment(g->ctr);
-            memcpy(c[l], g->ctr, sizeof c[l]);
+    uint64_t c0 = g->ctr[0], c1 = g->ctr[1], c2 = g->ctr[2], c3 = g->ctr[3];
+    uint64_t a0, a1, a2, a3, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+    Py_ssize_t left;
+    uint64_t used = 4; /* of the last block's words */
+    while ((left = n - i) > 4) { /* two blocks side by side, at least one word of the second used */
+        PHILOX_INCREMENT(c0, c1, c2, c3);
+        a0 = c0, a1 = c1, a2 = c2, a3 = c3;
+        PHILOX_INCREMENT(c0, c1, c2, c3);
+        b0 = c0, b1 = c1, b2 = c2, b3 = c3;
+        for (int r = 0; r < 10; r++) {
+            PHILOX_ROUND(a0, a1, a2, a3, keys[r][0], keys[r][1]);
+            PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
         }
-        if (lanes == PHILOX_LANES) {
-            philox_blocks(c, keys, w, PHILOX_LANES);
+        out[i] = word_to_double(a0);
+        out[i + 1] = word_to_double(a1);
+        out[i + 2] = word_to_double(a2);
+        out[i + 3] = word_to_double(a3);
+        if (left >= 8) {
+            out[i + 4] = word_to_double(b0);
+            out[i + 5] = word_to_double(b1);
+            out[i + 6] = word_to_double(b2);
+            out[i + 7] = word_to_double(b3);
+            i += 8;
+            continue;
         }
-        else {
-            philox_blocks(c, keys, w, lanes);
+        uint64_t last[4] = {b0, b1, b2, b3}; /* the last block, partly used */
+        for (int j = 0; j < left - 4; j++) {
+            out[i + 4 + j] = word_to_double(last[j]);
         }
-        for (int l = 0; l < lanes; l++) {
-            int used = n - i < 4 ? (int)(n - i) : 4;
-            for (int j = 0; j < used; j++) {
-                out[i + j] = word_to_double(w[l][j]);
-            }
-            i += used;
-            memcpy(g->buffer, w[l], sizeof g->buffer);
-            g->pos = (uint64_t)used;
-        }
+        used = (uint64_t)(left - 4);
+        i = n;
     }
+    if (left > 0) { /* one block for the last 1 to 4 uniforms */
+        PHILOX_INCREMENT(c0, c1, c2, c3);
+        b0 = c0, b1 = c1, b2 = c2, b3 = c3;
+        for (int r = 0; r < 10; r++) {
+            PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
+        }
+        uint64_t last[4] = {b0, b1, b2, b3};
+        for (int j = 0; j < left; j++) {
+            out[i + j] = word_to_double(last[j]);
+        }
+        used = (uint64_t)left;
+    }
+    /* NumPy's buffer: the last block, and how many of its words were used */
+    g->buffer[0] = b0, g->buffer[1] = b1, g->buffer[2] = b2, g->buffer[3] = b3;
+    g->pos = used;
+    g->ctr[0] = c0, g->ctr[1] = c1, g->ctr[2] = c2, g->ctr[3] = c3;
 }
 
 /* Uniforms of a draw: a buffer of them, or drawn CHUNK at a time into a buffer in the cache from a Philox
