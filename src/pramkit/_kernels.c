@@ -113,7 +113,7 @@ philox_fill(Philox *g, double *out, Py_ssize_t n)
         return;
     }
     /* blocks are computed two side by side, whose eight words fit the registers (with three or four,
-     * words went to memory and the draws were slower) */
+     * words went to memory and the draws were slower, measured while the counter was still in memory) */
     uint64_t keys[10][2];
     for (int r = 0; r < 10; r++) { /* the key is bumped after each round */
         keys[r][0] = g->key[0] + (uint64_t)r * 0x9E3779B97F4A7C15ULL;
