@@ -20,8 +20,10 @@ folders, so that ``OUT`` may be a mount point) and renamed into place at the
 end, so a failed demo leaves nothing behind: the work folder is removed on
 any error and on SIGINT and SIGTERM, and one left by a killed run (``kill
 -9``) is removed by the next run, with a note (:func:`pramkit.atomic.temporary`).
-With ``force`` an earlier demo's folders are replaced, unless one of them
-holds an input (the key file).
+With ``force`` an earlier demo's folders are replaced, but only when they hold
+nothing else than the files that demo wrote, as its ``private/summary.json``
+lists them (:func:`earlier_demo_files`): a folder holding an input (the key
+file), a file of the user's, or an earlier demo without its summary is refused.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pramkit.atomic import (
 )
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
 from pramkit.design.release import design_release
-from pramkit.errors import ParameterError, WriteError
+from pramkit.errors import ParameterError, PramkitError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
 from pramkit.ledger import fmt_epsilon
@@ -318,14 +320,70 @@ class DemoResult:
         return to_jsonable({"out": str(self.out), "files": self.files, "seconds": self.seconds, **self.sections})
 
 
+def earlier_demo_files(out_dir: Path) -> set[str]:
+    """The files an earlier demo in ``out_dir`` wrote, as its ``private/summary.json`` lists them
+    (paths relative to ``out_dir``); empty if there is no readable summary.
+
+    Parameters
+    ----------
+    out_dir : pathlib.Path
+        The demo's folder (``--out``).
+
+    Returns
+    -------
+    set of str
+        ``public/...`` and ``private/...`` paths, the summary itself included.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     print(earlier_demo_files(Path(d)))
+    ...     r = run_demo(d, rows=1_000)
+    ...     print(sorted(earlier_demo_files(Path(d)))[:3])
+    set()
+    ['private/census.csv', 'private/design-record.json', 'private/report.html']
+    """
+    summary = out_dir / PRIVATE / "summary.json"
+    try:
+        listed = json.loads(summary.read_text(encoding="utf-8")).get("files", {})
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return set()
+    if not isinstance(listed, dict):
+        return set()
+    return {str(f) for f in listed.values() if isinstance(f, str)} | {f"{PRIVATE}/summary.json"}
+
+
+def _refuse_foreign(out_dir: Path) -> None:
+    """Refuse to replace ``public/`` or ``private/`` when they hold anything an earlier demo did not write."""
+    ours = earlier_demo_files(out_dir)
+    for folder in (PUBLIC, PRIVATE):
+        top = out_dir / folder
+        if top.is_symlink() or not top.exists():
+            if top.is_symlink():
+                raise PramkitError(f"{str(top)!r} is a link, not a folder an earlier demo wrote; --force replaces "
+                                   "only the demo's own files: move it, or choose another --out")
+            continue
+        for entry in sorted(top.rglob("*")):
+            name = entry.relative_to(out_dir).as_posix()
+            if name not in ours or entry.is_symlink() or not entry.is_file():
+                why = ("there is no earlier demo's private/summary.json listing the files it wrote" if not ours
+                       else "an earlier demo did not write it")
+                raise PramkitError(f"{str(entry)!r} is in the way: {why}; --force replaces only the files of an "
+                                   "earlier demo: move it, or choose another --out")
+
+
 def _check_target(out_dir: Path, force: bool, inputs: list[PathLike | None]) -> None:
     """Refuse, before any work, an ``OUT`` that is not a folder, folders of an earlier demo without
-    ``force``, a folder holding an input (even with ``force``), and a missing or read-only parent."""
+    ``force``, a folder holding an input or anything an earlier demo did not write (even with
+    ``force``), and a missing or read-only parent."""
     if out_dir.is_dir():
         for folder in (PUBLIC, PRIVATE):  # first: --force would not help
             refuse_inputs(out_dir / folder, inputs)
         for folder in (PUBLIC, PRIVATE):  # also checks that OUT is writable
             check_writable(out_dir / folder, force=force, folder=True)
+        if force:
+            _refuse_foreign(out_dir)
     else:
         check_writable(out_dir, force=False, inputs=inputs, folder=True)
 

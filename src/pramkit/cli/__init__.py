@@ -7,6 +7,8 @@ Python API and prints its result.  No statistics live here.
 Nothing a user can do, and no fault of the machine (a full disk, a read-only
 folder), prints a traceback:
 
+* an output that is one of the command's inputs (``files(args)`` of the command's module, checked by
+  :func:`pramkit.cli._common.check_files` before any work) is refused, whatever ``--force`` says;
 * errors a user can cause (:class:`pramkit.errors.PramkitError`), bad
   command-line arguments, operating-system errors (:class:`OSError`) and
   failures of Spark or Py4J (``--engine spark``: turned into one line by
@@ -27,7 +29,7 @@ from typing import Any, NoReturn, Sequence
 
 from pramkit._version import __version__
 from pramkit.atomic import file_error
-from pramkit.cli._common import one_line
+from pramkit.cli._common import check_files, one_line
 from pramkit.cli.commands import HELP
 from pramkit.errors import PramkitError, PramkitWarning
 
@@ -150,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.simplefilter("always", PramkitWarning)
         warnings.showwarning = _note_printer(command)
         try:
+            files = getattr(args, "files", None)
+            if files is not None:  # before any work: no output is an input (check_files)
+                check_files(*files(args))
             return int(args.func(args) or 0)
         except PramkitError as exc:
             print(f"pramkit {command}: error: {one_line(str(exc))}", file=sys.stderr)

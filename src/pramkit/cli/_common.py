@@ -143,3 +143,82 @@ def figure(x: float | int | None, digits: int = 6) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return f"{value:.{digits}g}"
+
+
+#: What a command's ``files(args)`` returns: the files it reads and the files (or folders) it writes.
+Files = tuple[list[Any], list[Any]]
+
+
+def check_files(inputs: list[Any], outputs: list[Any]) -> None:
+    """Refuse, before any work, an output that is one of the command's inputs, or two outputs that are one file.
+
+    :func:`pramkit.cli.main` calls it for every command with what the command's ``files(args)``
+    returns (set as the parser's default ``files``), so no command writes over its data, manifest, released file,
+    receipt, key file, prior, codebook, rules or distances, whatever ``--force`` says.  Paths are
+    compared as :func:`pramkit.atomic.same_file` does: symbolic and hard links to an input are the
+    input; an output folder that holds an input is refused too.
+
+    Parameters
+    ----------
+    inputs : list of path or None
+        Every file the command reads (``None`` entries are skipped).
+    outputs : list of path or None
+        Every file or folder it writes (``None`` entries are skipped).
+
+    Raises
+    ------
+    PramkitError
+        An output is an input (or a link to one, or a folder holding one), or two outputs are
+        the same file.
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> from pramkit.errors import PramkitError
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "data.csv").write_text("sex\\nf\\n")
+    ...     os.symlink(d / "data.csv", d / "link.csv")
+    ...     check_files([d / "data.csv", None], [d / "out.csv", None])   # nothing in common: fine
+    ...     for outputs in ([d / "link.csv"], [d / "a.html", d / "." / "a.html"]):
+    ...         try:
+    ...             check_files([d / "data.csv"], outputs)
+    ...         except PramkitError as exc:
+    ...             print(str(exc).replace(tmp, "D"))
+    the output 'D/link.csv' would overwrite the input 'D/data.csv'; pramkit never does, not even with --force: choose another output name
+    two outputs are the same file, 'D/a.html' and 'D/a.html': give them different names
+    """
+    from pramkit.atomic import refuse_inputs, same_file
+    from pramkit.errors import PramkitError
+
+    written = [o for o in outputs if o is not None]
+    for i, out in enumerate(written):
+        refuse_inputs(out, inputs)
+        for other in written[:i]:
+            if same_file(out, other):
+                raise PramkitError(f"two outputs are the same file, {str(other)!r} and {str(out)!r}: "
+                                   "give them different names")
+
+
+def distance_files(specs: Any) -> list[Any]:
+    """The files among distance specs (``ordinal``, ``FILE`` or ``VAR=FILE`` items, or a mapping's values).
+
+    An item with ``=`` gives both readings (the whole item, and what follows ``VAR=``): a file
+    that may be read is never written.
+
+    Examples
+    --------
+    >>> distance_files(["ordinal", "area=areas.csv", "borders.csv"]), distance_files(None)
+    (['area=areas.csv', 'areas.csv', 'borders.csv'], [])
+    >>> distance_files({"age": "ordinal", "area": "areas.csv"})
+    ['areas.csv']
+    """
+    from pathlib import Path
+
+    if not specs:
+        return []
+    items = list(specs.values()) if isinstance(specs, dict) else [specs] if isinstance(specs, (str, Path)) else specs
+    paths = []
+    for item in (str(s) for s in items if isinstance(s, (str, Path))):
+        paths += [item, item.partition("=")[2]] if "=" in item else [item]
+    return [p for p in paths if p and p.strip().lower() != "ordinal"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import add_na_values, add_quiet, figure, print_json
+from pramkit.cli._common import Files, add_na_values, add_quiet, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
 
@@ -54,7 +54,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit apply`` reads (the data, the manifest, the key file) and writes (the release, its receipt).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> inputs, outputs = files(argparse.Namespace(data=Path("d.csv"), manifest=Path("m.json"),
+    ...                                            key_file=None, out=Path("r.csv")))
+    >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
+    (['d.csv', 'm.json'], ['r.csv', 'r.csv.receipt.json'])
+    """
+    from pramkit.receipt import receipt_path
+
+    return [args.data, args.manifest, args.key_file], [args.out, receipt_path(args.out)]
 
 
 def print_summary(result: ApplyResult) -> None:

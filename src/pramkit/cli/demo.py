@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from pramkit.cli._common import add_quiet
+from pramkit.cli._common import Files, add_quiet
 from pramkit.cli.commands import HELP
 from pramkit.defaults import NY_ROWS
 
@@ -41,7 +41,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", type=Path, help="secret key file for a reproducible run")
     p.add_argument("--force", action="store_true", help="overwrite files of an earlier demo in --out")
     add_quiet(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit demo`` reads (the key file) and writes (``OUT/public`` and ``OUT/private``, or ``OUT``).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> inputs, outputs = files(argparse.Namespace(key_file=Path("k"), out=Path("absent-folder")))
+    >>> [str(p) for p in inputs], [str(p) for p in outputs]
+    (['k'], ['absent-folder'])
+    """
+    from pramkit.demo import PRIVATE, PUBLIC
+
+    outputs = [args.out / PUBLIC, args.out / PRIVATE] if args.out.is_dir() else [args.out]
+    return [args.key_file], outputs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -160,7 +160,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
     add_quiet(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """What ``pramkit design`` reads (the data, prior, rules, codebook, distance file) and writes
+    (the manifest and the design record).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> args = argparse.Namespace(data=Path("d.csv"), prior=None, forbid=None, categories=None,
+    ...                           distances="areas.csv", out=Path("m.json"), design_record=None)
+    >>> inputs, outputs = files(args)
+    >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
+    (['d.csv', 'areas.csv'], ['m.json', 'm.design-record.json'])
+    """
+    from pramkit.cli._common import distance_files
+    from pramkit.design.release import design_record_path
+
+    if args.data is None or args.out is None:
+        return [], []
+    inputs = [args.data, args.prior, args.forbid, args.categories, *distance_files(args.distances)]
+    return inputs, [args.out, design_record_path(args.out, args.design_record)]
 
 
 def _numbers(text: str, flag: str) -> list[float]:

@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "an existing file is never overwritten). Keep it apart from the release: "
                        "whoever holds it can undo the perturbation.")
     p.add_argument("file", type=Path)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, files=lambda args: ([], [args.file]))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from pramkit.cli._common import add_na_values, add_quiet, note
+from pramkit.cli._common import Files, add_na_values, add_quiet, distance_files, note
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
@@ -83,7 +83,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
     add_na_values(p)
     add_quiet(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit report`` reads (the original, the manifest, the release and its receipt, the
+    distance files given or named by the manifest) and writes (``--out``, ``--public``).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> inputs, outputs = files(argparse.Namespace(
+    ...     data=None, manifest=Path("absent.json"), released=Path("r.csv"), distances=["area=areas.csv"],
+    ...     out=None, public=Path("p.html")))
+    >>> [str(p) for p in inputs if p], [str(p) for p in outputs if p]
+    (['absent.json', 'r.csv', 'r.csv.receipt.json', 'area=areas.csv', 'areas.csv'], ['p.html'])
+    """
+    from pramkit.errors import PramkitError
+    from pramkit.manifest import Manifest
+    from pramkit.receipt import receipt_path
+
+    try:  # the distances the manifest names are read too (a manifest that cannot be read is reported later)
+        named = distance_files(Manifest.read(args.manifest).input.get("distances"))
+    except PramkitError:
+        named = []
+    inputs = [args.data, args.manifest, args.released, receipt_path(args.released),
+              *distance_files(args.distances), *named]
+    return inputs, [args.out, args.public]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,19 +160,16 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.atomic import check_writable
     from pramkit.manifest import Manifest
-    from pramkit.receipt import check_release, receipt_path
+    from pramkit.receipt import check_release
     from pramkit.report import build_public_report, build_report, write_report
 
     if args.out is None and args.public is None:
         raise ParameterError("give --out (the internal report, with DATA and --keys) and/or --public OUT")
     if args.out is not None and (args.data is None or not args.keys):
         raise ParameterError("the internal report (--out) needs the original file DATA and --keys")
-    if args.out is not None and args.public is not None and args.out.resolve() == args.public.resolve():
-        raise ParameterError("--out and --public must be different files")
-    inputs = [args.data, args.manifest, args.released, receipt_path(args.released)]
-    for out in (args.out, args.public):
+    for out in (args.out, args.public):  # no input is ever an output: files(), checked by pramkit.cli.main
         if out is not None:
-            check_writable(out, force=args.force, inputs=inputs)
+            check_writable(out, force=args.force)
     keys = [k.strip() for k in (args.keys or "").split(",") if k.strip()]
     if args.out is not None and not keys:
         raise ParameterError("--keys needs at least one column name")

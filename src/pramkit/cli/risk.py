@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import add_na_values, note, print_json
+from pramkit.cli._common import Files, add_na_values, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError, PramkitError
 
@@ -66,7 +66,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit risk`` reads (the file, the manifest and its receipt, the original) and writes (``--plot``).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> inputs, outputs = files(argparse.Namespace(data=Path("r.csv"), manifest=None, original=None,
+    ...                                            plot=Path("fit.png")))
+    >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
+    (['r.csv'], ['fit.png'])
+    """
+    from pramkit.receipt import receipt_path
+
+    receipt = receipt_path(args.data) if args.manifest else None
+    return [args.data, args.manifest, receipt, args.original], [args.plot]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
     manifest = Manifest.read(args.manifest) if args.manifest else None
     if args.original and not manifest:
         raise PramkitError("--original needs --manifest")
-    if args.plot:  # before any work; never over an input, even with --force
-        check_writable(args.plot, force=args.force, inputs=[args.data, args.manifest, args.original])
+    if args.plot:  # before any work (no input is ever an output: files(), checked by pramkit.cli.main)
+        check_writable(args.plot, force=args.force)
     if manifest is not None:
         note("risk", check_release(args.data, args.manifest))
     # the files are streamed: memory is bounded by a chunk and the key table
