@@ -229,7 +229,7 @@ def _bad_cases(d: Path) -> list[tuple[list, str]]:
          "sampling fraction"),
         (["risk", d / "data.csv", "--keys", "region,sex", "--household", "hh"], "required"),
         (["risk", d / "absent.csv", "--keys", "region,sex", "--weights", "w", "--household", "hh"], "does not exist"),
-        (base + ["hh", "--manifest", d / "m.json"], "does not take --manifest"),
+        (base + ["hh", "--manifest", d / "m.json"], "field 'format'"),  # read: the risk after PRAM
         (base + ["hh", "--original", d / "data.csv"], "does not take --original"),
         (base + ["hh", "--plot", d / "fit.png"], "does not take --plot"),
         (base + ["hh", "--model", "independence"], "does not take --model"),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -43,3 +45,121 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return "inf" if obj > 0 else ("-inf" if obj < 0 else None)
     return obj
+
+
+#: Largest JSON file pramkit reads (a manifest of 100 000 categories is under 20 MB).
+MAX_JSON_BYTES = 256 * 2**20
+#: Deepest nesting of arrays and objects pramkit reads (its own files nest fewer than 10 levels).
+MAX_JSON_DEPTH = 64
+#: Most digits of a whole number pramkit reads (a float holds at most about 1.8e308).
+MAX_INT_DIGITS = 308
+
+
+def read_json(path: str | os.PathLike, what: str, error: type[Exception], *,
+              max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse a JSON file within limits: at most ``max_bytes`` read, ``max_depth`` levels of nesting,
+    finite numbers only; anything else raises ``error`` with one line naming ``what``.
+
+    The file is read in pieces and never beyond ``max_bytes`` (a device or pipe that never ends is
+    refused once the limit is reached); ``NaN``, ``Infinity``, a number that overflows a float
+    (``1e999``) and whole numbers of more than :data:`MAX_INT_DIGITS` digits are refused, so no
+    infinity or overflow reaches the caller.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    what : str
+        How messages name it (``"manifest 'm.json'"``).
+    error : type of Exception
+        The error raised (e.g. :class:`~pramkit.errors.ManifestError`).
+    max_bytes, max_depth : int
+        The limits.
+
+    Returns
+    -------
+    Any
+        The parsed value.
+
+    Raises
+    ------
+    error
+        The file cannot be read, is not UTF-8 or not strict JSON, or exceeds a limit.
+    FileNotFoundError
+        The file does not exist (the caller names it as it likes).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.json"
+    ...     for text in ('{"a": [1, 2.5]}', '{"a": 1e999}', "[" * 100 + "]" * 100, '{"a": ' + "9" * 400 + "}"):
+    ...         _ = f.write_text(text)
+    ...         try:
+    ...             print(read_json(f, "the file", ValueError))
+    ...         except ValueError as exc:
+    ...             print(exc)
+    {'a': [1, 2.5]}
+    the file holds the number 1e999, too large for a float
+    the file is nested more than 64 levels deep
+    the file holds a whole number of 400 digits (at most 308)
+    """
+    chunks, size = [], 0
+    try:
+        with open(path, "rb") as fh:
+            while size <= max_bytes:
+                chunk = fh.read(min(2**20, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise error(f"cannot read {what}: {exc.strerror or exc}") from None
+    if size > max_bytes:
+        raise error(f"{what} is larger than {max_bytes // 2**20} MiB (or never ends): not a file pramkit wrote")
+    try:
+        text = b"".join(chunks).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"cannot read {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        value = json.loads(text, parse_constant=lambda name: _refuse(error, f"{what} contains {name}, which is not "
+                                                                             'valid JSON (write infinity as "inf")'),
+                          parse_float=lambda s: _float(s, what, error), parse_int=lambda s: _int(s, what, error))
+    except json.JSONDecodeError as exc:
+        raise error(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error(f"{what} is nested more than {max_depth} levels deep") from None
+    if isinstance(value, (dict, list)):
+        _check_depth(value, what, error, max_depth)
+    return value
+
+
+def _refuse(error: type[Exception], message: str) -> Any:
+    raise error(message)
+
+
+def _float(text: str, what: str, error: type[Exception]) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise error(f"{what} holds the number {text}, too large for a float")
+    return value
+
+
+def _int(text: str, what: str, error: type[Exception]) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise error(f"{what} holds a whole number of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _check_depth(value: Any, what: str, error: type[Exception], max_depth: int) -> None:
+    """Refuse arrays and objects nested more than ``max_depth`` levels (walked without recursion)."""
+    level = [value]
+    for _ in range(max_depth):
+        level = [v for x in level for v in (x.values() if isinstance(x, dict) else x)
+                 if isinstance(v, (dict, list))]
+        if not level:
+            return
+    raise error(f"{what} is nested more than {max_depth} levels deep")

@@ -166,6 +166,48 @@ def require_columns(wanted: Sequence[str] | None, present: Sequence[str], where:
         raise DataError(f"column(s) {unknown} are not in {where}; its columns are {list(present)}")
 
 
+def check_schema(schema: pa.Schema, flat: Sequence[str] | None, where: str) -> None:
+    """:class:`DataError` for a file whose columns cannot be told apart (a name twice) or whose
+    columns ``flat`` hold lists, structs or maps instead of single values.
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        The file's columns and their types.
+    flat : sequence of str, optional
+        The columns read as variables (keys, weights, strata); ``None``: none.
+    where : str
+        What holds them, for the message (a file's name).
+
+    Raises
+    ------
+    DataError
+        A column name occurs twice, or a column of ``flat`` is nested; the message names it.
+
+    Examples
+    --------
+    >>> schema = pa.schema([("sex", pa.string()), ("visits", pa.list_(pa.int64()))])
+    >>> check_schema(schema, ["sex"], "'a.parquet'")                 # a nested column not used: fine
+    >>> check_schema(schema, ["sex", "visits"], "'a.parquet'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'visits' of 'a.parquet' holds list<item: int64> values, not one value per record: a variable must be a plain column (text, numbers, categories); flatten it first
+    >>> check_schema(pa.schema([("sex", pa.string()), ("sex", pa.int64())]), None, "'a.parquet'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: 'a.parquet' has duplicate column names ['sex']; rename them so that every column has a name of its own
+    """
+    names = schema.names
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DataError(f"{where} has duplicate column names {dup}; rename them so that every column has a name "
+                        "of its own")
+    for name in flat or ():
+        if name in names and pa.types.is_nested(schema.field(name).type):
+            raise DataError(f"column {name!r} of {where} holds {schema.field(name).type} values, not one value per "
+                            "record: a variable must be a plain column (text, numbers, categories); flatten it first")
+
+
 def _csv_header(path: Path) -> list[str]:
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -291,6 +333,7 @@ def iter_batches(
     chunk_rows: int = CHUNK_ROWS,
     na_values: Sequence[str] = NA_VALUES,
     keep_missing_codes: bool = False,
+    flat: Sequence[str] | None = None,
 ) -> tuple[TableMeta, Iterator[pa.Table]]:
     """Stream a file as Arrow tables of about ``chunk_rows`` rows.
 
@@ -318,6 +361,9 @@ def iter_batches(
         The texts of a CSV file that are missing besides the empty field.
     keep_missing_codes : bool
         Return missing markers and user-missing codes as they are in the file.
+    flat : sequence of str, optional
+        Columns that must hold one plain value per record (:func:`check_schema`); default
+        ``columns``, the columns read.
 
     Returns
     -------
@@ -330,7 +376,8 @@ def iter_batches(
     ------
     DataError
         The file does not exist, is empty or a folder, lacks one of
-        ``columns``, or cannot be read (a ragged CSV row is named by its line).
+        ``columns``, has a column name twice or a nested column among ``flat``,
+        or cannot be read (a ragged CSV row is named by its line).
     PramkitError
         The format cannot be told from the suffix.
 
@@ -370,6 +417,7 @@ def iter_batches(
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataError(f"cannot read Parquet file {str(p)!r}: {exc}") from None
         names = pf.schema_arrow.names
+        check_schema(pf.schema_arrow, columns if flat is None else flat, repr(str(p)))
         require_columns(columns, names, repr(str(p)))
         meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
         tables = _parquet_tables(p, pf, chunk_rows, columns)
@@ -817,6 +865,8 @@ class TableWriter:
                 name: [{"lo": lo, "hi": hi} for lo, hi in ranges]
                 for name, ranges in self.meta.missing.ranges.items() if name in frame.columns
             }
+        check_labels(self.format, {c: col_labels.get(c) for c in frame.columns} if col_labels else {},
+                     labels.get("variable_value_labels") or {}, repr(str(self.path)))
         writer = pyreadstat.write_dta if self.format == "stata" else pyreadstat.write_sav
         try:
             writer(
@@ -829,6 +879,58 @@ class TableWriter:
             raise
         except Exception as exc:
             raise WriteError(f"cannot write {str(self.path)!r}: {exc}") from None
+
+
+#: The longest labels each format holds, as (limit, unit): the writers cut longer ones short
+#: (Stata value labels, SPSS labels) or fail with a message naming no column (Stata variable labels).
+LABEL_LIMITS = {
+    "stata": {"column": (80, "characters"), "value": (32_000, "bytes")},
+    "spss": {"column": (256, "bytes"), "value": (120, "bytes")},
+}
+
+
+def check_labels(fmt: str, column_labels: dict[str, Any], value_labels: dict[str, Any], where: str) -> None:
+    """:class:`WriteError` for a variable or value label longer than a Stata or SPSS file holds
+    (:data:`LABEL_LIMITS`), naming the column: never a label cut short or a file left unwritten
+    without saying which label.
+
+    Parameters
+    ----------
+    fmt : str
+        ``"stata"`` or ``"spss"`` (other formats hold any label).
+    column_labels : dict
+        Column -> its label (or None).
+    value_labels : dict
+        Column -> {value: label}.
+    where : str
+        The output, for the message.
+
+    Raises
+    ------
+    WriteError
+        A label is too long; the message names the column, the length and the limit.
+
+    Examples
+    --------
+    >>> check_labels("spss", {"roof": "Main roof material"}, {"roof": {2: "tiles"}}, "'out.sav'")
+    >>> check_labels("spss", {}, {"roof": {2: "é" * 61}}, "'out.sav'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.WriteError: cannot write 'out.sav': the label of value 2 of column 'roof' has 122 bytes; an SPSS file holds at most 120: shorten it, or write .parquet or .csv
+    """
+    limits = LABEL_LIMITS.get(fmt)
+    if limits is None:
+        return
+    found = [("column", f"the label of column {c!r}", text) for c, text in column_labels.items() if text]
+    found += [("value", f"the label of value {v!r} of column {c!r}", text)
+              for c, labels in value_labels.items() for v, text in (labels or {}).items() if text]
+    name = "a Stata" if fmt == "stata" else "an SPSS"
+    for kind, what, text in found:
+        limit, unit = limits[kind]
+        size = len(str(text)) if unit == "characters" else len(str(text).encode("utf-8"))
+        if size > limit:
+            raise WriteError(f"cannot write {where}: {what} has {size} {unit}; {name} file holds at most {limit}: "
+                             "shorten it, or write .parquet or .csv")
 
 
 class _DigestingFile:

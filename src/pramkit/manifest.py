@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.errors import ManifestError, MatrixError
@@ -635,7 +636,9 @@ class Manifest:
         ------
         ManifestError
             The file does not exist, cannot be read, is not strict JSON (``NaN`` or
-            ``Infinity`` included), or a field is malformed (the message names it).
+            ``Infinity`` included), holds a number that overflows a float, is larger
+            than 256 MiB or nested more than 64 levels (:func:`pramkit._json.read_json`),
+            or a field is malformed (the message names it).
 
         Examples
         --------
@@ -649,16 +652,12 @@ class Manifest:
         pramkit.errors.ManifestError: field 'variables' must be a non-empty list
         """
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
+        if p.is_dir():
+            raise ManifestError(f"manifest {str(p)!r} is a folder, not a file")
+        try:  # bounded: size, nesting depth, finite numbers (pramkit._json.read_json)
+            data = read_json(p, f"manifest {str(p)!r}", ManifestError)
         except FileNotFoundError:
             raise ManifestError(f"manifest {str(p)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ManifestError(f"cannot read manifest {str(p)!r}: {exc}") from None
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(f"manifest {str(p)!r} is not valid JSON: {exc}") from None
         return cls.from_dict(data)
 
     @classmethod
@@ -736,10 +735,6 @@ class Manifest:
                 if key in stated:
                     _check_epsilon(stated[key], _epsilon_from_json(actual, f"ledger.{key}"), f"ledger.{key}")
         return manifest
-
-
-def _reject_constant(name: str) -> None:
-    raise ManifestError(f"the manifest contains {name}, which is not valid JSON (write infinity as \"inf\")")
 
 
 def _epsilon_from_json(value: Any, where: str) -> float:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import PathLike, Staged, check_writable, staged_bytes, write_text_atomic
-from pramkit.errors import PramkitError, WriteError
+from pramkit.errors import PramkitError, PramkitWarning, WriteError
 from pramkit.io import sha256_of
 from pramkit.manifest import Manifest
 
@@ -439,22 +441,57 @@ def read_receipt(released: PathLike) -> dict[str, Any] | None:
     path = receipt_path(released)
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PramkitError(f"the release receipt {str(path)!r} cannot be read: {exc}") from None
+    try:  # bounded like a manifest (pramkit._json.read_json)
+        data = read_json(path, f"the release receipt {str(path)!r}", PramkitError, max_bytes=2**20)
+    except FileNotFoundError:
+        return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise PramkitError(f"{str(path)!r} is not a pramkit release receipt")
     return data
 
 
-def check_release(released: PathLike, manifest: Manifest | PathLike) -> str | None:
+class ReceiptWarning(PramkitWarning):
+    """A release whose receipt cannot say which manifest made it (none, unreadable, or the file
+    changed since): :func:`pramkit.estimate_table` warns with the note of :func:`check_release`."""
+
+
+#: The key of a released pandas frame's ``attrs`` that holds its receipt (:func:`mark_frame`).
+FRAME_ATTR = "pramkit_release_receipt"
+
+
+def mark_frame(frame: Any, manifest: Manifest) -> None:
+    """Give a frame released in memory its receipt: the digest of the manifest that made it, in
+    ``frame.attrs`` (:data:`FRAME_ATTR`), which :func:`check_release` reads.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The released frame (:func:`pramkit.perturb_frame`).
+    manifest : Manifest
+        The manifest that made it.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> frame = pd.DataFrame({"sex": ["f", "m"]})
+    >>> mark_frame(frame, m)
+    >>> frame.attrs[FRAME_ATTR]["format"], check_release(frame, m) is None
+    ('pramkit-release-receipt', True)
+    """
+    frame.attrs[FRAME_ATTR] = {"format": FORMAT, "manifest_content_sha256": _primary_digest(manifest),
+                               "pramkit_version": __version__}
+
+
+def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     """Check that ``manifest`` is the manifest that made ``released``.
 
     Parameters
     ----------
-    released : str or os.PathLike
-        The released file (or folder).
+    released : str or os.PathLike, or pandas.DataFrame
+        The released file (or folder), or a frame released in memory (its receipt
+        is in its ``attrs``, :func:`mark_frame`; a frame without one is not checked).
     manifest : Manifest, or str or os.PathLike
         The manifest the caller is about to analyse it with.
 
@@ -462,7 +499,8 @@ def check_release(released: PathLike, manifest: Manifest | PathLike) -> str | No
     -------
     str or None
         ``None`` when the release's receipt names this manifest (or the
-        release does not exist: reading it will fail), and a note (one line)
+        release does not exist: reading it will fail; or a frame without a
+        receipt), and a note (one line)
         when it cannot be checked: no receipt, an unreadable receipt, or a
         released file changed since its receipt was written.
 
@@ -492,11 +530,18 @@ def check_release(released: PathLike, manifest: Manifest | PathLike) -> str | No
     None
     use the manifest published with the release
     """
+    label = "the manifest" if isinstance(manifest, Manifest) else repr(str(manifest))
+    if not isinstance(released, (str, os.PathLike)):
+        receipt = getattr(released, "attrs", {}).get(FRAME_ATTR)
+        if isinstance(receipt, dict) and receipt.get("manifest_content_sha256") not in manifest_digests(manifest):
+            raise PramkitError(f"the data were released with another manifest (their receipt names manifest sha256 "
+                               f"{str(receipt.get('manifest_content_sha256'))[:12]}..., not {label}); use the "
+                               "manifest that made the release")
+        return None
     p = Path(released)
     if not p.exists():
         return None  # the command reading it says so
     where = receipt_path(p)
-    label = "the manifest" if isinstance(manifest, Manifest) else repr(str(manifest))
     try:
         receipt = read_receipt(p)
     except PramkitError as exc:

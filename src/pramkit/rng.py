@@ -39,6 +39,8 @@ from pramkit.errors import KeyFileError, PramkitWarning
 
 #: Minimum length of a secret key, in bytes (256 bits).
 MIN_KEY_BYTES = 32
+#: Most bytes read from a key file (a key is 32 to a few hundred bytes; anything longer is not a key file).
+MAX_KEY_FILE_BYTES = 64 * 1024
 
 _PERSON = b"pramkit-rng-v1"
 #: Domain separation of key fingerprints (never the same hash as the stream keys).
@@ -201,8 +203,9 @@ class SecretKey:
         Raises
         ------
         KeyFileError
-            The file does not exist, is a folder, cannot be read, or does not
-            hold a key (:func:`key_material`).
+            The file does not exist, is a folder, cannot be read, is longer than
+            :data:`MAX_KEY_FILE_BYTES` (``/dev/zero``, a pipe that never ends), or
+            does not hold a key (:func:`key_material`).
 
         Warns
         -----
@@ -224,12 +227,16 @@ class SecretKey:
         if p.is_dir():
             raise KeyFileError(f"key file {str(p)!r} is a folder")
         try:
-            content = p.read_bytes()
+            with open(p, "rb") as fh:  # a bounded prefix: a device or pipe that never ends is refused
+                content = fh.read(MAX_KEY_FILE_BYTES + 1)
             mode = p.stat().st_mode
         except FileNotFoundError:
             raise KeyFileError(f"key file {str(p)!r} does not exist (make one with `pramkit keygen {p}`)") from None
         except OSError as exc:
             raise KeyFileError(file_error(exc, p, "read")) from None
+        if len(content) > MAX_KEY_FILE_BYTES:
+            raise KeyFileError(f"key file {str(p)!r} is longer than {MAX_KEY_FILE_BYTES // 1024} KiB (or never ends); "
+                               "a key file holds one key, 64 hex digits: make one with `pramkit keygen FILE`")
         material = key_material(content, f"key file {str(p)!r}")
         if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
             can = "read" if mode & (stat.S_IRGRP | stat.S_IROTH) else "changed"

@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for n, v in out["per_variable"].items():
         info = v["information_nats"]
-        print(f"{n}: epsilon = {fmt_epsilon(v['epsilon'])}"
+        print(f"{n}: epsilon = {fmt_epsilon(float(v['epsilon']))}"  # "inf" in JSON values
               + ("" if info is None else f", I(X;Z) = {info:.4g} nats on the data"))
     if out["total_information_nats"] is not None:
         print(f"total I = {out['total_information_nats']:.4g} nats")

@@ -100,16 +100,18 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
-    from pramkit.receipt import check_release
+    from pramkit.receipt import ReceiptWarning, check_release
 
     names, groups = _names(args.vars), _names(args.by)
     manifest = Manifest.read(args.manifest)
-    note("estimate", check_release(args.released, args.manifest))  # refuses a release of another manifest
+    unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # the result carries the note
+        warnings.simplefilter("ignore", ReceiptWarning)  # checked above, naming the manifest's file
         result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence, estimator=args.estimator,
                                 na_values=args.na_values)
+    note("estimate", unchecked)  # after the work: an error stays the only line
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
     if result.table.converged is False:

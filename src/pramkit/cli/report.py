@@ -10,7 +10,9 @@ names), both reports show how far values move (expected distance, share kept, sh
 
 The released file is checked against the manifest by its receipt (:func:`pramkit.receipt.check_release`):
 a release made with another manifest is refused, and a release without a receipt gets a note.  Whenever
-DATA is given, a "release" identical to it in every perturbed column is refused.  The reports never
+DATA is given, a "release" identical to it in every perturbed column is refused; without DATA, the public
+report is written only from a file whose receipt shows it is a release (no receipt, or a file changed since
+its receipt, may be the original itself: refused).  The reports never
 overwrite an input: DATA, the manifest, the released file or its receipt.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from pramkit.cli._common import Files, add_na_values, add_quiet, distance_files, note
 from pramkit.cli.commands import HELP
-from pramkit.errors import ParameterError
+from pramkit.errors import ParameterError, PramkitError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -160,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.atomic import check_writable
     from pramkit.manifest import Manifest
-    from pramkit.receipt import check_release
+    from pramkit.receipt import check_release, receipt_path
     from pramkit.report import build_public_report, build_report, write_report
 
     if args.out is None and args.public is None:
@@ -174,6 +176,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None and not keys:
         raise ParameterError("--keys needs at least one column name")
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
+    if unchecked and args.public is not None and args.data is None:  # the original given as the release?
+        raise PramkitError(
+            f"cannot tell that {str(args.released)!r} is a release and not the original file, and the public report "
+            f"publishes what it computes from it ({unchecked}); give the file `pramkit apply` wrote, with its receipt "
+            f"{receipt_path(args.released).name} beside it, or also the original file as DATA, so that the two are "
+            "compared")
     manifest = Manifest.read(args.manifest)
     names = [v.name for v in manifest.variables]
     locality = {"distances": per_variable(args.distances, names, str, "--distances"),

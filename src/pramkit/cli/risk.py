@@ -58,8 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --manifest: the original file the release was made from (the model is fitted to it)")
     p.add_argument("--household", metavar="COL",
                    help="household id column: report the household-level risk 1 - prod(1 - r) over the members' "
-                        "per-record risks r, as sdcMicro's hierarchical risk (not with --manifest, --original, "
-                        "--model, --fractions or --plot)")
+                        "per-record risks r, as sdcMicro's hierarchical risk; with --manifest, the risks after PRAM "
+                        "(not with --original, --model, --fractions or --plot)")
     p.add_argument("--missing", choices=["category", "exclude"], default="category",
                    help="missing key values: a category of their own (default) or records excluded")
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
@@ -143,8 +143,7 @@ def run(args: argparse.Namespace) -> int:
         raise PramkitError("--original needs --manifest")
     if args.plot:  # before any work (no input is ever an output: files(), checked by pramkit.cli.main)
         check_writable(args.plot, force=args.force)
-    if manifest is not None:
-        note("risk", check_release(args.data, args.manifest))
+    unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     # the files are streamed: memory is bounded by a chunk and the key table
     result = identification_risk(
         args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
@@ -154,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     out = result.to_dict()
     if args.plot:
         out["plot"] = str(plot_fit(result.model, args.plot, force=args.force))
+    note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(out)
         return 0
@@ -183,14 +183,20 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
     """``--household COL``: the household-level risk of the file (its to_dict(), or lines of text)."""
     from pramkit.risk.household import household_risk
 
-    unused = [flag for flag, given in (("--manifest", args.manifest), ("--original", args.original),
+    from pramkit.manifest import Manifest
+    from pramkit.receipt import check_release
+
+    unused = [flag for flag, given in (("--original", args.original),
                                        ("--plot", args.plot), ("--model", args.model != _MODEL),
                                        ("--fractions", args.fractions != _FRACTIONS)) if given]
     if unused:
         raise ParameterError(f"--household does not take {', '.join(unused)}: the household risk combines the "
-                             "per-record (Benedetti-Franconi) risks of the file itself")
+                             "per-record (Benedetti-Franconi) risks of the file itself (after PRAM with --manifest)")
+    manifest = Manifest.read(args.manifest) if args.manifest else None
+    unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     result = household_risk(args.data, keys, args.household, sampling_fraction=args.sampling_fraction,
-                            weights=args.weights, missing=args.missing, na_values=args.na_values)
+                            weights=args.weights, missing=args.missing, na_values=args.na_values, manifest=manifest)
+    note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict())
         return 0
@@ -202,5 +208,8 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
         f"persons in re-identified households (household risk summed over records): "
         f"{result.household_expected_reidentifications:.4f} ({result.household_risk_pct:.4f}% of the records)",
         f"largest household risk: {result.household_risk_max:.4f}",
+        f"perturbed keys: {', '.join(result.perturbed) or 'none'}"
+        + (" (risks after PRAM: a link is right only where the released keys are the true ones)"
+           if result.perturbed else ""),
     ]))
     return 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -43,9 +44,51 @@ from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_n
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.manifest import Manifest
 from pramkit.matrix import Label, PramMatrix
+from pramkit.receipt import ReceiptWarning, check_release
 
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000
+#: Most memory the dense matrices of an estimate may take: the estimators hold a variable's S x S
+#: matrix dense, in about :data:`DENSE_COPIES` copies (the matrix, its inverse or factors, a product).
+MAX_MATRIX_BYTES = 4_000_000_000
+DENSE_COPIES = 4
+
+
+def check_matrix_memory(axes: Sequence[str], matrices: Sequence[PramMatrix | None]) -> None:
+    """Refuse, before any allocation, an estimate whose dense matrices would not fit in
+    :data:`MAX_MATRIX_BYTES` (a joint variable over many cells), with the figure.
+
+    Parameters
+    ----------
+    axes : sequence of str
+        The variables tabulated.
+    matrices : sequence of PramMatrix or None
+        Their matrices (``None`` for a column that is not perturbed).
+
+    Raises
+    ------
+    PramkitError
+        The matrices would need more than :data:`MAX_MATRIX_BYTES`; the message gives the size.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> check_matrix_memory(["sex"], [randomized_response(["f", "m"], 1.0)])     # 2 x 2: fine
+    >>> big = randomized_response(list(range(30_000)), 1.0)                     # compact: no 30 000^2 array yet
+    >>> check_matrix_memory(["cell"], [big])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.PramkitError: estimating 'cell' needs its 30,000 x 30,000 matrix dense, about 28.8 GB (4 copies of 7.2 GB), more than the 4 GB this estimate may take; tabulate a variable of fewer categories (a joint variable over fewer or coarser columns)
+    """
+    sizes = [(name, len(m.categories)) for name, m in zip(axes, matrices) if m is not None]
+    need = sum(DENSE_COPIES * 8 * s * s for _, s in sizes)
+    if need <= MAX_MATRIX_BYTES:
+        return
+    name, s = max(sizes, key=lambda item: item[1])
+    raise PramkitError(
+        f"estimating {name!r} needs its {s:,} x {s:,} matrix dense, about {need / 1e9:.1f} GB ({DENSE_COPIES} copies "
+        f"of {8 * s * s / 1e9:.1f} GB), more than the {MAX_MATRIX_BYTES / 1e9:g} GB this estimate may take; "
+        "tabulate a variable of fewer categories (a joint variable over fewer or coarser columns)")
 
 #: A selection of cells: variable -> one label or a list of labels (other variables: all).
 Selection = Mapping[str, Any]
@@ -541,7 +584,8 @@ def estimate_table(
         For a variable named twice, an unknown method or estimator (or two
         that disagree), a confidence outside (0, 1), a column read twice or
         perturbed jointly with others, data of another type, or a table of
-        more than :data:`MAX_CELLS` cells.
+        more than :data:`MAX_CELLS` cells, or matrices too large to hold dense
+        (:func:`check_matrix_memory`).
     DataError
         If the data have no rows, a column has no non-missing value, every
         row has a missing value, or the released values do not match the manifest.
@@ -551,6 +595,11 @@ def estimate_table(
     EstimationWarning
         When the unbiased estimator is asked for on a singular or badly
         conditioned matrix (the MLE is returned).
+    pramkit.receipt.ReceiptWarning
+        A file whose receipt cannot say which manifest made it (none, or the file
+        changed since); a release whose receipt names another manifest (a file's,
+        or a frame's from :func:`pramkit.perturb_frame`) is refused
+        (:func:`pramkit.receipt.check_release`).
 
     Examples
     --------
@@ -584,6 +633,9 @@ def estimate_table(
         raise PramkitError(f"{twice!r} is part of the cells of {owner!r} (a stratum, or a column perturbed jointly), "
                            f"whose estimates already give it: leave {twice!r} out of vars and by")
     declared = {c: levels for a in axes if a in manifest.names for c, levels in _levels(manifest[a]).items()}
+    unchecked = check_release(data, manifest)  # a release of another manifest gives wrong estimates: refused
+    if unchecked:
+        warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
     if isinstance(data, pd.DataFrame):
         if len(data) == 0:
             raise DataError("the data have no rows")
@@ -595,6 +647,7 @@ def estimate_table(
     if raw != axes:
         counted = _cells_table(counted, manifest, axes, read)
     matrices: list[PramMatrix | None] = [manifest[n].matrix if n in manifest.names else None for n in axes]
+    check_matrix_memory(axes, matrices)
     categories = counted.categories
     for name, cats in zip(axes, categories):
         if not cats:

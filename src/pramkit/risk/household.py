@@ -22,6 +22,20 @@ probability by inclusion-exclusion (Boole's formula).  sdcMicro's summaries
   (:attr:`HouseholdRisk.household_risk_mean`);
 * ``hier_risk_pct``: 100 times ``hier_risk`` (:attr:`HouseholdRisk.household_risk_pct`).
 
+With a manifest, ``data`` is a released file and the risk is the risk after PRAM.  An
+intruder links on the released keys, and a link can only be right when the record's
+released keys are its true ones: for a record released with value ``j`` of a perturbed
+key, that happens with the posterior probability
+
+    P(X = j | Z = j) = M[j, j] p_j / lambda_j,
+
+where ``lambda`` is the released distribution of the key and ``p`` the original one,
+estimated from the release (``(M^T)^-1 lambda``, clipped at 0 and renormalised; only
+public figures are used).  The per-record risk after PRAM is the Benedetti-Franconi
+risk of the released cell times the product of these posteriors over the perturbed
+keys (a missing value, kept as it was, gives 1); with ``M = I`` it is the risk
+before PRAM.
+
 With ``missing="exclude"`` a record with a missing key has no individual risk
 and adds nothing to its household's product, but it is a member of the
 household: it carries the household's risk and counts among the records.
@@ -37,13 +51,15 @@ import numpy as np
 import pandas as pd
 
 from pramkit.defaults import NA_VALUES
-from pramkit.errors import DataError
+from pramkit.errors import DataError, ParameterError
 from pramkit.io import read_table, require_columns
+from pramkit.manifest import Manifest
+from pramkit.matrix import PramMatrix
 from pramkit.risk.fractions import sampling_fraction_of
 from pramkit.risk.frequencies import MissingKeys, frequencies_of, key_table, record_weights
 from pramkit.risk.individual import individual_risk
 
-__all__ = ["HouseholdRisk", "combine_households", "household_risk"]
+__all__ = ["HouseholdRisk", "combine_households", "household_risk", "kept_posterior"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +74,8 @@ class HouseholdRisk:
         The household identifier column.
     n : int
         Records counted in the individual risks; ``excluded`` were left out for a missing key.
+    perturbed : tuple of str
+        The keys a manifest perturbs (empty without one): the risks are those after PRAM.
     excluded : int
         Records left out of the counts (``missing="exclude"``); still household members.
     missing : {"category", "exclude"}
@@ -111,6 +129,7 @@ class HouseholdRisk:
     household_risk_pct: float
     household_risk_max: float
     per_record: pd.DataFrame
+    perturbed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The file-level figures as plain JSON values.
@@ -144,6 +163,7 @@ class HouseholdRisk:
             "household_risk_mean": self.household_risk_mean,
             "household_risk_pct": self.household_risk_pct,
             "household_risk_max": self.household_risk_max,
+            "perturbed": list(self.perturbed),
         }
 
 
@@ -172,6 +192,61 @@ def combine_households(risk: np.ndarray, members: np.ndarray) -> np.ndarray:
     return -np.expm1(np.bincount(members, weights=logs))[members]
 
 
+def kept_posterior(matrix: PramMatrix, released: np.ndarray) -> np.ndarray:
+    """``P(X = j | Z = j)`` for every category ``j``: the chance that a record released as ``j``
+    is ``j`` in the original file, from the matrix and the released counts only.
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The variable's matrix ``M[k, j] = P(Z = j | X = k)``.
+    released : numpy.ndarray
+        The released count of every category (in the matrix's order).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``M[j, j] p_j / lambda_j`` in [0, 1], with ``p`` the unbiased estimate ``(M^T)^-1 lambda``
+        clipped at 0 and renormalised (least squares for a singular matrix); 0 where nothing
+        was released as ``j``.
+
+    Examples
+    --------
+    Randomized response keeping a value with probability 3/4, on a release with shares
+    0.6 and 0.4: the original shares are 0.7 and 0.3, so ``P(X = yes | Z = yes) =
+    0.75 * 0.7 / 0.6 = 0.875`` and ``P(X = no | Z = no) = 0.75 * 0.3 / 0.4 = 0.5625``:
+
+    >>> from pramkit import PramMatrix
+    >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
+    >>> kept_posterior(m, np.array([60.0, 40.0])).tolist()
+    [0.875, 0.5625]
+    """
+    m = matrix.matrix
+    lam = released / released.sum()
+    p = np.clip(np.linalg.lstsq(m.T, lam, rcond=None)[0], 0.0, None)
+    p = p / p.sum() if p.sum() > 0 else lam
+    with np.errstate(invalid="ignore", divide="ignore"):
+        post = np.where(lam > 0, np.diag(m) * p / (m.T @ p), 0.0)
+    return np.clip(np.nan_to_num(post), 0.0, 1.0)
+
+
+def _kept(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
+    """Per record, the product over the perturbed keys of ``P(X = released | Z = released)`` (1 if missing)."""
+    from pramkit.codebook import encode
+
+    kept = np.ones(len(data))
+    for key in (k for k in keys if k in manifest.names):
+        v = manifest[key]
+        if v.is_joint or v.given:
+            raise ParameterError(f"the household risk after PRAM takes keys perturbed one by one; {key!r} is "
+                                 "perturbed jointly with other columns or within strata")
+        codes = encode(data[key], v.matrix.categories, column=key)
+        present = codes >= 0
+        post = kept_posterior(v.matrix, np.bincount(codes[present], minlength=len(v.matrix.categories)).astype(float))
+        kept[present] *= post[codes[present]]
+    return kept
+
+
 def _household_codes(ids: pd.Series, column: str) -> np.ndarray:
     """Codes ``0..H-1`` of the household ids; :class:`DataError` for a missing id."""
     codes, _ = pd.factorize(ids, sort=False)
@@ -191,6 +266,7 @@ def household_risk(
     weights: str | Sequence[float] | np.ndarray | None = None,
     missing: MissingKeys = "category",
     na_values: Sequence[str] = NA_VALUES,
+    manifest: Manifest | None = None,
 ) -> HouseholdRisk:
     """Household risk ``1 - prod (1 - r_i)`` over the members of every household (module docstring).
 
@@ -209,6 +285,9 @@ def household_risk(
         Missing key values: a category of their own, or records excluded from the counts.
     na_values : sequence of str
         With a CSV file, texts that mean missing besides the empty field.
+    manifest : Manifest, optional
+        The release manifest when ``data`` is a released file: the per-record risks are those
+        after PRAM (module docstring, :func:`kept_posterior`).
 
     Returns
     -------
@@ -223,6 +302,8 @@ def household_risk(
     PramkitError
         Both or neither of ``sampling_fraction`` and ``weights``, or a
         fraction outside (0, 1].
+    ParameterError
+        A key of the manifest perturbed jointly with other columns or within strata.
 
     Examples
     --------
@@ -251,15 +332,18 @@ def household_risk(
     freq = frequencies_of(table, w)
     population = freq.F if freq.F is not None else freq.f / pi
     individual = individual_risk(freq.f, population)
-    combined = combine_households(individual.risk, members)
+    risk = individual.risk if manifest is None else individual.risk * _kept(data, table.keys, manifest)
+    combined = combine_households(risk, members)
     total = float(combined.sum())
     mean = total / len(combined)
     return HouseholdRisk(
         keys=table.keys, household=household, n=table.n, excluded=len(combined) - table.n, missing=table.missing,
         households=int(members.max()) + 1, largest_household=int(np.bincount(members).max()),
-        sampling_fraction=pi, expected_reidentifications=individual.expected_reidentifications,
+        sampling_fraction=pi, expected_reidentifications=(individual.expected_reidentifications if manifest is None
+                                                          else float(np.nansum(risk))),
         household_expected_reidentifications=total, household_risk_mean=mean, household_risk_pct=100.0 * mean,
         household_risk_max=float(combined.max()),
-        per_record=pd.DataFrame({"f": freq.f, "F": population, "individual_risk": individual.risk,
+        per_record=pd.DataFrame({"f": freq.f, "F": population, "individual_risk": risk,
                                  "household_risk": combined}, index=data.index),
+        perturbed=tuple(k for k in table.keys if manifest is not None and k in manifest.names),
     )
