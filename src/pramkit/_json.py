@@ -56,7 +56,7 @@ MAX_INT_DIGITS = 308
 
 
 def read_json(path: str | os.PathLike, what: str, error: type[Exception], *,
-              max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+              max_bytes: int | None = None, max_depth: int | None = None) -> Any:
     """Parse a JSON file within limits: at most ``max_bytes`` read, ``max_depth`` levels of nesting,
     finite numbers only; anything else raises ``error`` with one line naming ``what``.
 
@@ -73,8 +73,8 @@ def read_json(path: str | os.PathLike, what: str, error: type[Exception], *,
         How messages name it (``"manifest 'm.json'"``).
     error : type of Exception
         The error raised (e.g. :class:`~pramkit.errors.ManifestError`).
-    max_bytes, max_depth : int
-        The limits.
+    max_bytes, max_depth : int, optional
+        The limits (default :data:`MAX_JSON_BYTES` and :data:`MAX_JSON_DEPTH`).
 
     Returns
     -------
@@ -104,6 +104,8 @@ def read_json(path: str | os.PathLike, what: str, error: type[Exception], *,
     the file is nested more than 64 levels deep
     the file holds a whole number of 400 digits (at most 308)
     """
+    max_bytes = MAX_JSON_BYTES if max_bytes is None else max_bytes
+    max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
     chunks, size = [], 0
     try:
         with open(path, "rb") as fh:

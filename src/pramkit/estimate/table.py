@@ -86,8 +86,8 @@ def check_matrix_memory(axes: Sequence[str], matrices: Sequence[PramMatrix | Non
         return
     name, s = max(sizes, key=lambda item: item[1])
     raise PramkitError(
-        f"estimating {name!r} needs its {s:,} x {s:,} matrix dense, about {need / 1e9:.1f} GB ({DENSE_COPIES} copies "
-        f"of {8 * s * s / 1e9:.1f} GB), more than the {MAX_MATRIX_BYTES / 1e9:g} GB this estimate may take; "
+        f"estimating {name!r} needs its {s:,} x {s:,} matrix dense, about {need / 1e9:.3g} GB ({DENSE_COPIES} copies "
+        f"of {8 * s * s / 1e9:.3g} GB), more than the {MAX_MATRIX_BYTES / 1e9:g} GB this estimate may take; "
         "tabulate a variable of fewer categories (a joint variable over fewer or coarser columns)")
 
 #: A selection of cells: variable -> one label or a list of labels (other variables: all).
