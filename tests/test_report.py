@@ -30,6 +30,7 @@ from pramkit.manifest import PerturbedVariable
 from pramkit.privacy.geometric import dp_counts
 from pramkit.privacy.bistochastic import bistochastic_privacy
 from pramkit.privacy.epsilon import matrix_epsilon
+from pramkit.receipt import write_receipt
 from pramkit.report import build_public_report, build_report, render_html, write_report
 from pramkit.report.html import fmt
 from pramkit.risk.identification import identification_risk
@@ -260,6 +261,8 @@ def geo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     files = {"manifest": folder / "manifest.json", "released": folder / "released.csv", "areas": centroids}
     manifest.write(files["manifest"])
     write_table(released, files["released"])
+    write_receipt(files["released"], files["manifest"], rows=len(released),
+                  digest=sha256_of(files["released"]))  # a release, as `pramkit apply` leaves it
     internal = build_report(data, manifest, released, ["age", "sex", "area"], within={"area": 5.0})
     public = build_public_report(files["manifest"], files["released"], within={"area": 5.0})
     xy = areas[["x", "y"]].to_numpy()
