@@ -218,7 +218,7 @@ def kept_posterior(matrix: PramMatrix, released: np.ndarray) -> np.ndarray:
 
     >>> from pramkit import PramMatrix
     >>> m = PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))
-    >>> kept_posterior(m, np.array([60.0, 40.0])).tolist()
+    >>> kept_posterior(m, np.array([60.0, 40.0])).round(12).tolist()
     [0.875, 0.5625]
     """
     m = matrix.matrix
