@@ -101,7 +101,6 @@ def files(args: argparse.Namespace) -> Files:
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs if p]
     (['absent.json', 'r.csv', 'r.csv.receipt.json', 'area=areas.csv', 'areas.csv'], ['p.html'])
     """
-    from pramkit.errors import PramkitError
     from pramkit.manifest import Manifest
     from pramkit.receipt import receipt_path
 
