@@ -18,18 +18,22 @@ from typing import Any, Literal, Mapping
 
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
+from pramkit.engine.law import realised_law
 from pramkit.errors import ManifestError, MatrixError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.ledger import Ledger
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
-#: Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
+#: Version 5: the engine draws in integers on 62-bit uniforms, so that the law it realises is known
+#: exactly (:mod:`pramkit.engine.law`), and each variable states the epsilon of that law where it is
+#: larger than its matrix's (``realised_law``); the same key releases other values than versions 1 to 4
+#: did.  Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
 #: the truncated geometric mechanism by its rate: ``"form": "truncated_geometric"``;
 #: stratum columns ``given``; the household ``unit``); version 3 writes a form (8) matrix
 #: compactly (``"form": "diagonal"`` with ``q`` and ``w``); version 2 added the privacy ledger
 #: (design step included in the record epsilon).  Versions 1 to 3 still load.
-VERSION = 4
+VERSION = 5
 #: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S), ``"diagonal"``
 #: (form (8): ``q`` and ``w``, O(S)) or ``"blocks"`` (``blocks``: each block's ``members``,
 #: positions in ``categories``, and its own matrix in one of the other forms) or
@@ -172,14 +176,16 @@ class PerturbedVariable:
 
     @property
     def epsilon(self) -> float:
-        """The matrix's epsilon: infinite when its blocks (strata, kept codes) are released exactly."""
-        return self.matrix.epsilon
+        """The stated epsilon: the matrix's, or the exact epsilon of the law the engine realises
+        (:func:`pramkit.engine.realised_law`) where that is larger; infinite when its blocks (strata,
+        kept codes) are released exactly."""
+        return max(self.matrix.epsilon, realised_law(self.matrix).epsilon)
 
     @property
     def block_epsilon(self) -> float:
-        """Epsilon given the block of the value (its stratum, whether it is a kept code):
-        :attr:`pramkit.PramMatrix.block_epsilon`."""
-        return self.matrix.block_epsilon
+        """Epsilon given the block of the value (its stratum, whether it is a kept code): the larger of
+        :attr:`pramkit.PramMatrix.block_epsilon` and the realised law's."""
+        return max(self.matrix.block_epsilon, realised_law(self.matrix).block_epsilon)
 
     @property
     def is_structured(self) -> bool:
@@ -278,14 +284,24 @@ class PerturbedVariable:
             **({"unit": self.unit} if self.unit is not None else {}),
             "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
             **_entries(m),
-            "epsilon": epsilon_to_json(m.epsilon),
-            **({"epsilon_given_block": epsilon_to_json(m.block_epsilon),
+            "epsilon": epsilon_to_json(self.epsilon),
+            "realised_law": _realised(m),
+            **({"epsilon_given_block": epsilon_to_json(self.block_epsilon),
                 "released_exactly": self.structure_words()} if self.is_structured else {}),
             "missing": self.missing,
             "bistochastic": m.is_bistochastic,
             "min_diagonal": m.min_diagonal,
             "design": m.provenance.to_dict(),
         }
+
+
+def _realised(m: PramMatrix) -> dict[str, Any]:
+    """What the manifest says of the law the engine realises (:func:`pramkit.engine.realised_law`)."""
+    law = realised_law(m)
+    if law.exact:
+        return {"exact": True, "closed_form": law.closed_form, "epsilon": epsilon_to_json(law.epsilon)}
+    return {"exact": False, "denominator": f"2^{law.bits}", "epsilon": epsilon_to_json(law.epsilon),
+            **({"epsilon_given_block": epsilon_to_json(law.block_epsilon)} if law.form == "blocks" else {})}
 
 
 def _entries(m: PramMatrix) -> dict[str, Any]:
@@ -502,7 +518,7 @@ class Manifest:
                     "name": v.name,
                     "columns": list(v.columns),
                     "categories": [list(c) if isinstance(c, tuple) else c for c in v.matrix.categories],
-                    "epsilon": epsilon_to_json(v.matrix.epsilon),
+                    "epsilon": epsilon_to_json(v.epsilon),
                     **({"epsilon_given_block": epsilon_to_json(v.block_epsilon),
                         "released_exactly": v.structure_words()} if v.is_structured else {}),
                     **({"given": list(v.given)} if v.given else {}),
@@ -544,7 +560,7 @@ class Manifest:
         --------
         >>> d = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}).to_dict()
         >>> d["format"], d["version"], [v["name"] for v in d["variables"]]
-        ('pramkit-manifest', 4, ['sex'])
+        ('pramkit-manifest', 5, ['sex'])
         >>> math.isclose(d["record_epsilon"], math.log(0.8 / 0.2))
         True
         """
@@ -706,7 +722,7 @@ class Manifest:
         raw_vars = data.get("variables")
         if not isinstance(raw_vars, list) or not raw_vars:
             raise ManifestError("field 'variables' must be a non-empty list")
-        variables = tuple(_variable_from_dict(v, f"variables[{i}]") for i, v in enumerate(raw_vars))
+        variables = tuple(_variable_from_dict(v, f"variables[{i}]", version) for i, v in enumerate(raw_vars))
         inp = data.get("input", {})
         if not isinstance(inp, dict):
             raise ManifestError("field 'input' must be an object")
@@ -750,17 +766,20 @@ def _epsilon_from_json(value: Any, where: str) -> float:
     raise ManifestError(f"field '{where}' must be a non-negative number or \"inf\", got {value!r}")
 
 
-def _check_epsilon(value: Any, actual: float, where: str) -> None:
+def _check_epsilon(value: Any, actual: float, where: str, also: float | None = None) -> None:
+    """Refuse a stated epsilon other than ``actual`` (or ``also``: a variable's own matrix's epsilon, which
+    versions 1 to 4 stated; version 5 states the larger of it and the realised law's) within
+    :data:`_EPS_TOL`."""
     stated = _epsilon_from_json(value, where)
-    if math.isinf(stated) != math.isinf(actual) or (
-        math.isfinite(actual) and abs(stated - actual) > _EPS_TOL * max(1.0, abs(actual))
-    ):
+    if not any(math.isinf(stated) == math.isinf(e) and (
+            math.isinf(e) or abs(stated - e) <= _EPS_TOL * max(1.0, abs(e))) for e in (actual, also)
+            if e is not None):
         raise ManifestError(
             f"field '{where}' states {value!r} but the matrices give {epsilon_to_json(actual)!r}"
         )
 
 
-def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
+def _variable_from_dict(v: Any, where: str, version: int = VERSION) -> PerturbedVariable:
     if not isinstance(v, dict):
         raise ManifestError(f"field '{where}' must be an object")
     name = v.get("name")
@@ -789,9 +808,11 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     provenance = _provenance_from_dict(v.get("design", {}), f"{where}.design")
     matrix = _matrix_from_dict(v, where, tuple(cats), provenance)
     if "epsilon" in v:
-        _check_epsilon(v["epsilon"], matrix.epsilon, f"{where}.epsilon")
+        _check_epsilon(v["epsilon"], max(matrix.epsilon, realised_law(matrix).epsilon), f"{where}.epsilon",
+                       also=matrix.epsilon if version < 5 else None)
     if "epsilon_given_block" in v:
-        _check_epsilon(v["epsilon_given_block"], matrix.block_epsilon, f"{where}.epsilon_given_block")
+        _check_epsilon(v["epsilon_given_block"], max(matrix.block_epsilon, realised_law(matrix).block_epsilon),
+                       f"{where}.epsilon_given_block", also=matrix.block_epsilon if version < 5 else None)
     missing = v.get("missing", "keep")
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")

@@ -1,7 +1,7 @@
 """Applying a PRAM matrix to category codes with keyed, counter-based draws.
 
-Row ``i`` of variable ``v`` is perturbed with the uniform ``U(key, v, i)`` of
-:mod:`pramkit.rng`, so the result does not depend on how the rows are split
+Row ``i`` of variable ``v`` is perturbed with the 64-bit word ``W(key, v, i)`` of
+:mod:`pramkit.rng` (its integer uniform, :mod:`pramkit.sampling`), so the result does not depend on how the rows are split
 into chunks or partitions: pass the absolute row number of a chunk's first row
 as ``start``.
 """
@@ -30,11 +30,11 @@ from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
+from pramkit.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.sampling import Sampler, release, sampler_for
 from pramkit.utf8 import pool_array
 
-#: Rows in any order whose uniforms :func:`pramkit.rng.uniforms_at` evaluates at once.
+#: Rows in any order whose words :func:`pramkit.rng.words_at` evaluates at once.
 SPAN = 1 << 18
 
 
@@ -112,20 +112,24 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKe
     how many codes equal ``missing_code`` and how many changed.
 
     Consecutive rows read the variable's stream as they go
-    (:func:`pramkit.sampling.release`); rows in any order, the uniforms of
-    a span of :data:`SPAN` rows at a time.
+    (:func:`pramkit.sampling.release`); rows in any order, the words of
+    a span of :data:`SPAN` rows at a time.  A value that needs further words
+    reads its row's own (:func:`pramkit.rng.more_words`).
     """
     if rows is not None and np.shape(rows) != codes.shape:
         raise DataError("rows must give one row number per code")
     try:
         if rows is None:
-            return release(sampler, codes, stream(key, variable, start), out, missing_code)
+            return release(sampler, codes, stream(key, variable, start), out, missing_code,
+                           lambda i: more_words(key, variable, start + i))
         missing = changed = 0
         for s in range(0, codes.size, SPAN):
             e = min(s + SPAN, codes.size)
-            span = release(sampler, codes[s:e], uniforms_at(key, variable, rows[s:e]), out[s:e], missing_code)
-            missing += span[0]
-            changed += span[1]
+            span = rows[s:e]
+            counts = release(sampler, codes[s:e], words_at(key, variable, span), out[s:e], missing_code,
+                             lambda i, span=span: more_words(key, variable, int(span[i])))
+            missing += counts[0]
+            changed += counts[1]
         return missing, changed
     except ValueError as exc:
         raise DataError(str(exc)) from None
