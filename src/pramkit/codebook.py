@@ -543,9 +543,10 @@ class Codebook:
         row = 1 + (first_row + pos if rows is None else int(rows[pos]))
         category = self.respelled(value)
         if category is not None:
-            raise DataError(f"column {self.column!r}, row {row}: value {value!r} and the category {category!r} are "
-                            f"one value spelled two ways ({_spelled_apart(category, value)}); pramkit does not "
-                            "guess which spelling is meant: write the value as the category is written")
+            raise DataError(f"column {self.column!r}, row {row}: value {value!r} is not one of its categories but "
+                            f"the category {category!r} spelled another way ({_spelled_apart(category, value)}); "
+                            "pramkit does not guess which spelling is meant: write the value as the category is "
+                            "written")
         shown = ", ".join(repr(c) for c in self.categories[:12]) + (", ..." if len(self.categories) > 12 else "")
         raise DataError(f"column {self.column!r}, row {row}: value {value!r} is not one of its categories ({shown})")
 
@@ -570,7 +571,7 @@ class Codebook:
         >>> book.encode(pa.array(["1", "03"]))
         Traceback (most recent call last):
         ...
-        pramkit.errors.DataError: column 'hsize', row 2: value '03' and the category 3 are one value spelled two ways (numeric spelling); pramkit does not guess which spelling is meant: write the value as the category is written
+        pramkit.errors.DataError: column 'hsize', row 2: value '03' is not one of its categories but the category 3 spelled another way (numeric spelling); pramkit does not guess which spelling is meant: write the value as the category is written
         """
         if self._keys is None:
             numeric = numeric_labels(self.categories)
