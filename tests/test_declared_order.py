@@ -128,6 +128,8 @@ def test_an_ordered_categorical_declares_its_order(d) -> None:
     with pytest.raises(ParameterError, match="ordinal distances need the order"):
         design_release(unordered, ["ageband"], epsilon=3.0, options={"objective": "distance"}, distances="ordinal",
                        rng=random.Random(3))
+    with pytest.raises(ParameterError, match="ordinal distances need the order"):  # given as an option
+        design_release(unordered, ["ageband"], method="metric", options={"metric_epsilon": 0.5, "distances": "ordinal"})
 
 
 @settings(max_examples=200, deadline=None)

@@ -721,8 +721,11 @@ def design_release(
     ordered = {k: cat_source.get(k) != "data" or declares_order(data, k) for k in targets}
     dist_of = {k: read_distances(spec, cats_of[k], declared_order=ordered[k], variable=k)
                for k, spec in dist_specs.items()}
-    if method == "metric" and opts.get("mechanism") == "geometric":  # the mechanism of the category order
-        for k in targets.keys() - dist_of.keys():
+    for k in targets:  # "ordinal" given as an option, and the geometric mechanism, read the order too
+        spec = dist_specs.get(k, opts.get("distances"))
+        if isinstance(spec, str) and spec.strip().lower() == "ordinal":
+            require_order(k, cats_of[k], declared=ordered[k])
+        elif method == "metric" and opts.get("mechanism") == "geometric":
             require_order(k, cats_of[k], declared=ordered[k], needs="the geometric mechanism and its steps")
     matrices: dict[str, PramMatrix] = {}
     to_design = sum(len(cats_of[k]) for k in eps_of)
