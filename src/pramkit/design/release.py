@@ -397,7 +397,7 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
         from pramkit.io import require_columns
 
         require_columns(names, list(data.columns), "the data")
-        found = {n: with_missing.get(n) or (*categories_of(data[n]), None) for n in names}
+        found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
         return count_frame(data, names, categories=found), "a DataFrame in memory", None
     raise ParameterError(f"data must be a file path, a pandas DataFrame or an Arrow table, "
                          f"not {type(data).__name__}")
@@ -715,9 +715,18 @@ def design_release(
         eps_of = dict(zip(targets, split_within(budget, design_eps, [1.0] * len(targets))))
 
     cats_of = {k: t.labels for k, t in targets.items()}
-    from pramkit.design.distances import read_distances
+    from pramkit.codebook import declares_order
+    from pramkit.design.distances import read_distances, require_order
 
-    dist_of = {k: read_distances(spec, cats_of[k]) for k, spec in dist_specs.items()}
+    ordered = {k: cat_source.get(k) != "data" or declares_order(data, k) for k in targets}
+    dist_of = {k: read_distances(spec, cats_of[k], declared_order=ordered[k], variable=k)
+               for k, spec in dist_specs.items()}
+    for k in targets:  # "ordinal" given as an option, and the geometric mechanism, read the order too
+        spec = dist_specs.get(k, opts.get("distances"))
+        if isinstance(spec, str) and spec.strip().lower() == "ordinal":
+            require_order(k, cats_of[k], declared=ordered[k])
+        elif method == "metric" and opts.get("mechanism") == "geometric":
+            require_order(k, cats_of[k], declared=ordered[k], needs="the geometric mechanism and its steps")
     matrices: dict[str, PramMatrix] = {}
     to_design = sum(len(cats_of[k]) for k in eps_of)
     with progress(total=to_design, desc="designing", unit="categories", quiet=quiet) as bar:
