@@ -16,9 +16,11 @@ How a block runs
   read as one session: a Python block runs after the page's earlier Python blocks, in one
   namespace, in the same fresh folder.
 * The folder holds the input files the block names (:data:`PREPARED`): the census-like file
-  (``census.csv``, ``data.csv``) at :data:`ROWS` persons, a manifest, a released file, the
-  rules files shown in docs/structure.md, codebooks, centroids, the banded EU-SILC file
-  (from the shared laeken ``eusilc``; the blocks that need it are skipped when it is absent).
+  (``census.csv``, ``data.csv``) at :data:`ROWS` persons (``data.csv`` with :data:`AREAS`
+  areas and ``areas.csv`` their centroids), a manifest and a released file of the census,
+  the rules files shown in docs/structure.md, a codebook, the area design of
+  docs/geography.md (``m.json``), the banded EU-SILC file (from the shared laeken
+  ``eusilc``; the blocks that need it are skipped when it is absent).
   A file that the block itself writes (``--out``, ``--public``, ``keygen``) is not prepared.
   ``cd DIR`` as a block's first command prepares the files in ``DIR``.
 * Adjustments (:data:`SHELL_ADJUSTMENTS`) keep the run small and self-contained: the
@@ -48,6 +50,9 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 #: Persons in the prepared census-like files.
 ROWS = int(os.environ.get("PRAMKIT_DOC_ROWS", "5000"))
+#: Areas in the prepared ``data.csv`` and ``areas.csv`` (docs/geography.md's file has 300: the
+#: design's LP and the report's figures grow with them).
+AREAS = 40
 #: Seconds a block may take.
 TIMEOUT = 300
 
@@ -123,12 +128,12 @@ def _census(folder: Path) -> None:
 
 def _data(folder: Path) -> None:
     from pramkit.datasets import census
-    census(ROWS, areas=True).to_csv(folder / "data.csv", index=False)
+    census(ROWS, areas=AREAS).to_csv(folder / "data.csv", index=False)
 
 
 def _areas(folder: Path) -> None:
     from pramkit.datasets import census_areas
-    census_areas()[["category", "x", "y"]].to_csv(folder / "areas.csv", index=False)
+    census_areas(AREAS)[["category", "x", "y"]].to_csv(folder / "areas.csv", index=False)
 
 
 def _rules(folder: Path) -> None:
@@ -288,6 +293,7 @@ def prepare(block: Block, folder: Path, put: Callable[[str, Path], None]) -> Non
 def run_shell(block: Block, folder: Path) -> None:
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     script = "set -eo pipefail\n" + adjusted(block)
+    assert "pip install" not in script, f"{block.id}: the harness does not install packages (SHELL_ADJUSTMENTS)"
     done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=TIMEOUT)
     assert done.returncode == 0, (f"{block.id} exited {done.returncode}\n--- block\n{script}"
@@ -357,6 +363,64 @@ def test_harness_sees_the_examples() -> None:
     ids = {b.id.split(":")[0] for b in RUN}
     assert {"README.md", "docs/structure.md", "docs/estimation.md", "docs/geography.md"} <= ids
     readme = [b for b in RUN if b.page.name == "README.md"]
-    assert [b.kind for b in readme] == ["shell", "python", "shell"]
-    assert "pramkit design census.csv" in readme[2].text
-    assert named_inputs(readme[2]) == ["census.csv", "rules.csv"]  # manifest.json is written by the block
+    assert {"shell", "python"} <= {b.kind for b in readme}
+    release = next(b for b in readme if "pramkit design census.csv" in b.text)
+    assert named_inputs(release) == ["census.csv", "rules.csv"]  # manifest.json is written by the block
+
+
+def test_json_examples_are_json() -> None:
+    """A ``json`` fence parses, and a manifest example reads as a manifest."""
+    import json
+
+    from pramkit import Manifest
+    blocks = [b for b in BLOCKS if b.lang == "json"]
+    assert blocks, "no json fence found"
+    for b in blocks:
+        value = json.loads(b.text)
+        if isinstance(value, dict) and value.get("format") == "pramkit-manifest":
+            Manifest.from_dict(value)
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("true\n", True),
+    ("false\necho not reached\n", False),                    # set -e: the first failing command stops the block
+    ("false | cat\n", False),                                # pipefail
+    ("test \\\n  -n x   # a comment after a continuation\n", True),
+    ("pramkit --version\n", True),                           # the installed pramkit is on PATH
+    ("pramkit design --probs 0.5,0.5 --epsilon -1\n", False),  # a command's error fails the block
+])
+def test_shell_runner(tmp_path: Path, text: str, ok: bool) -> None:
+    block = Block(ROOT / "README.md", 1, "bash", text)
+    if ok:
+        run_shell(block, tmp_path)
+    else:
+        with pytest.raises(AssertionError, match="exited"):
+            run_shell(block, tmp_path)
+
+
+def test_python_runners_fail_on_a_wrong_example() -> None:
+    namespace: dict = {}
+    run_python(Block(ROOT / "README.md", 1, "python", "x = 2\n"), namespace)
+    run_pycon(Block(ROOT / "README.md", 5, "pycon", ">>> x + 1\n3\n"), namespace)
+    with pytest.raises(AssertionError, match="Expected"):
+        run_pycon(Block(ROOT / "README.md", 5, "pycon", ">>> x + 1\n4\n"), namespace)
+    with pytest.raises(NameError):
+        run_python(Block(ROOT / "README.md", 1, "python", "y + 1\n"), {})
+
+
+def test_named_inputs_leave_out_what_the_block_writes() -> None:
+    block = Block(ROOT / "README.md", 1, "bash",
+                  "pramkit design census.csv --vars age --epsilon 1 --out manifest.json\n"
+                  "pramkit apply census.csv --manifest manifest.json --out released.csv\n"
+                  "cat my-census.csv.bak || true\n")
+    assert named_inputs(block) == ["census.csv"]
+
+
+def test_every_adjustment_and_skip_applies() -> None:
+    """An adjustment or skip that matches no block is stale (and an install line could then run)."""
+    for page, pattern, _, why in SHELL_ADJUSTMENTS:
+        assert any(_matches(b, page, pattern) for b in RUN if b.kind == "shell"), f"stale adjustment: {why}"
+    for page, pattern, reason in SKIPS + KNOWN_FAILURES:
+        assert any(_matches(b, page, pattern) for b in RUN), f"stale skip or known failure: {reason}"
+    readme = next(b for b in RUN if b.page.name == "README.md" and "pramkit demo" in b.text)
+    assert adjusted(readme).splitlines()[0].startswith(f"pramkit demo --rows {ROWS} ")
