@@ -21,7 +21,8 @@ How a block runs
   the rules files shown in docs/structure.md, a codebook, the area design of
   docs/geography.md (``m.json``), the banded EU-SILC file (from the shared laeken
   ``eusilc``; the blocks that need it are skipped when it is absent).
-  A file that the block itself writes (``--out``, ``--public``, ``keygen``) is not prepared.
+  ``PRAMKIT_DOC_ROWS`` sets :data:`ROWS`.  A file that the block itself writes (``--out``,
+  ``--public``, ``keygen``, ``--write``) is not prepared.
   ``cd DIR`` as a block's first command prepares the files in ``DIR``.
 * Adjustments (:data:`SHELL_ADJUSTMENTS`) keep the run small and self-contained: the
   README's install lines run against the installed package, and ``pramkit demo`` gets
@@ -39,6 +40,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 import pytest
@@ -188,7 +190,7 @@ def _eusilc(folder: Path) -> None:
     assert (folder / "eusilc-rules.csv").read_text(encoding="utf-8") == _doc_csv("structure.md", "age,pl030")
 
 
-def _structure_examples():
+def _structure_examples() -> ModuleType:
     """benchmarks/structure_examples.py, the script that prepares docs/structure.md's inputs."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("structure_examples", ROOT / "benchmarks" / "structure_examples.py")
@@ -259,6 +261,9 @@ SHELL_ADJUSTMENTS = [
 
 #: (page, pattern that marks the block, reason)
 SKIPS = [
+    ("docs/structure.md", r"python benchmarks/structure_examples\.py",
+     "recomputes every figure of the page, once per line (about 15 s each); the harness prepares the "
+     "same inputs with the script's prepare_eusilc"),
     ("", r"python benchmarks/", "a benchmark: it measures, it is not an example"),
     ("docs/report.md", r"time\.time\(\)", "a timing of the full-size demo's report"),
 ]
@@ -317,10 +322,10 @@ def run_pycon(block: Block, namespace: dict) -> None:
 def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store) -> None:
     for page, pattern, reason in SKIPS:
         if _matches(block, page, pattern):
-            pytest.skip(reason)
+            pytest.skip(f"{block.id}: {reason}")
     for page, pattern, bug in KNOWN_FAILURES:
         if _matches(block, page, pattern):
-            pytest.xfail(bug)
+            pytest.xfail(f"{block.id}: {bug}")
     if block.kind == "shell":
         prepare(block, tmp_path, store)
         run_shell(block, tmp_path)
