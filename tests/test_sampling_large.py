@@ -1,4 +1,4 @@
-"""The sampler of large dense matrices (built in NumPy) against the rows it draws from."""
+"""The sampler of large dense matrices (bisection of cumulative units) against the rows it draws from."""
 
 from __future__ import annotations
 
@@ -56,5 +56,5 @@ def test_large_dense_matrices_use_it():
     assert isinstance(sampler, CumulativeSampler)
     codes = np.random.default_rng(1).integers(0, s, 200_000)
     out = np.empty_like(codes)
-    sampler.draw(codes, np.random.default_rng(2).random(codes.size), out)
+    sampler.draw(codes, np.random.default_rng(2).bit_generator.random_raw(codes.size), out)
     assert (m.matrix[codes, out] > 0).all()  # never a zero entry

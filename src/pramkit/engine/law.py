@@ -69,9 +69,11 @@ BITS = 62
 #: The common denominator of every realised probability, ``2^BITS``.
 DENOMINATOR = 1 << BITS
 #: Largest dense matrix drawn through an alias table (:func:`pramkit._kernels.draw_alias`), whose
-#: ``S 2^b`` cells (``2^b >= S``) stay within 32 MiB; above it the draw bisects cumulative units
-#: (:func:`pramkit._kernels.draw_cumulative`).  The two quantise differently, so the threshold is fixed.
-MAX_ALIAS = 2048
+#: ``S 2^b`` cells (``2^b >= S``) stay within 128 MiB; above it the draw bisects cumulative units
+#: (:func:`pramkit._kernels.draw_cumulative`: at S = 3000 the bisection, its rows out of the cache,
+#: took 11x the uniforms' floor against 2x for the alias table).  The two quantise differently, so the
+#: threshold is fixed.
+MAX_ALIAS = 4096
 #: Rows quantised at a time (the float temporaries of a dense matrix stay small).
 ROWS_PER_CHUNK = 512
 
@@ -93,7 +95,7 @@ def dense_grain(size: int) -> int:
     Examples
     --------
     >>> dense_grain(3), dense_grain(MAX_ALIAS), dense_grain(MAX_ALIAS + 1)
-    (4, 2048, 1)
+    (4, 4096, 1)
     """
     return 1 << alias_bits(size) if size <= MAX_ALIAS else 1
 
