@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
+import pramkit
 import pramkit.engine.law as law_module
 from pramkit import sampling
 from pramkit.engine import DENOMINATOR, realised_law
@@ -307,15 +308,17 @@ def test_a_truncated_geometric_sampler_is_caught(monkeypatch):
 
 
 def test_manifest_states_the_realised_epsilon_where_it_is_larger(tmp_path):
-    """A diagonal of 1e-15 cannot be realised exactly in units of 2^-62 (4611.7 units, floored): the
-    realised epsilon is larger than the matrix's, the manifest states it, reads it back, and refuses a
-    version 5 manifest that states the matrix's instead."""
-    m = PramMatrix.form8([1e-15, 1e-15], [1 - 1e-15, 1 - 1e-15], categories=["a", "b"])
+    """An entry of 1.9 units of 2^-62 is realised as 1 unit (its row's move units are shared by flooring):
+    the realised epsilon (column c: 0.6 over 1 unit) is larger than the matrix's (0.6 over 1.9 units); the
+    manifest states it, reads it back, and refuses a version 5 manifest that states the matrix's instead."""
+    d = 2.0**62
+    m = PramMatrix([[0.5, 0.5 - 1.9 / d, 1.9 / d], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6]], ["a", "b", "c"])
     law = realised_law(m)
-    units = dense_law(law, 2)
-    exact = Fraction(int(units[1, 0]), int(units[0, 0]))  # column 0: W_1 over K_0, the largest ratio
+    units = dense_law(law, 3)
+    assert int(units[0, 2]) == 1
+    exact = Fraction(int(units[:, 2].max()), int(units[:, 2].min()))  # column c has the largest ratio
     assert Decimal(law.epsilon) >= exact_log(exact)
-    assert law.epsilon > m.epsilon * (1 + 1e-6)
+    assert law.epsilon > m.epsilon + 0.5
     manifest = Manifest.of({"v": m})
     data = json.loads(manifest.to_json())
     assert data["version"] == 5
@@ -331,6 +334,24 @@ def test_manifest_states_the_realised_epsilon_where_it_is_larger(tmp_path):
     data["version"] = 4  # written before the engine drew in integers: its matrix's epsilon is accepted
     path.write_text(json.dumps(data))
     assert Manifest.read(path)["v"].epsilon == law.epsilon
+
+
+def test_dp_designs_realise_at_most_their_designed_epsilon():
+    """The form (8) quantisation rounds each row's larger entry down and its smaller up: the DP designs
+    (diagonally dominant or not) realise at most the epsilon their matrices state, so a release stays
+    within its record budget."""
+    import random
+
+    from pramkit.datasets import CENSUS_VARIABLES, census
+
+    data = census(3_000, seed=7)
+    names = ["sex", "marital_status", "age", "education"]
+    for budget in (0.5, 2.0, 6.0):
+        m = pramkit.design_release(data, names, epsilon=budget, categories={v: CENSUS_VARIABLES[v] for v in names},
+                                   rng=random.Random(3))
+        for v in m.variables:
+            assert realised_law(v.matrix).epsilon <= v.matrix.epsilon, (budget, v.name)
+        assert m.record_epsilon <= budget
 
 
 def test_sampler_for_draws_what_realised_law_describes():

@@ -379,9 +379,15 @@ def _json_eps(eps: float) -> float | str:
     return eps if math.isfinite(eps) else "inf"
 
 
+#: Relative share of each variable's budget left for the engine's integer units: the law the engine
+#: realises (:func:`pramkit.engine.realised_law`) can exceed a design's epsilon by a relative 1e-15 or
+#: so where a matrix's doubles do not add up to 1 exactly, and the manifest states the larger.
+REALISED_SLACK = 1e-12
+
+
 def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[float]:
-    """Share what is left of ``budget`` after ``spent`` in proportion to ``weights``,
-    rounded down so that the outward-rounded total never exceeds the budget.
+    """Share what is left of ``budget`` after ``spent`` in proportion to ``weights``, less
+    :data:`REALISED_SLACK`, rounded down so that the outward-rounded total never exceeds the budget.
 
     Parameters
     ----------
@@ -416,7 +422,7 @@ def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[
     if not left > 0 or total_w <= 0:
         raise ParameterError(f"nothing of the record budget {budget:g} is left for the perturbation after "
                              f"the design step's {spent:g}")
-    out = [left * w / total_w for w in weights]
+    out = [left * w / total_w * (1.0 - REALISED_SLACK) for w in weights]
     # exact (rational) sum of the stored doubles: any outward rounding of it then stays <= budget
     while sum(map(Fraction, [spent, *out]), Fraction(0)) > Fraction(budget):
         out = [math.nextafter(e, 0.0) for e in out]

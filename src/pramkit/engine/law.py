@@ -24,13 +24,16 @@ so its law is the closed form itself (``exact=True``).
 
 How each form is quantised (``q`` the diagonal, ``v`` an off-diagonal entry):
 
-* **form (8)** (``M[k, j] = w_k`` off the diagonal): ``W_k = ceil(w_k D)``
-  units for every other category and ``K_k = floor(q_k D)`` to keep (at least
-  one unit when ``q_k > 0``, none when ``q_k = 0``); the ``E_k`` units left go
-  to the row's last other category.  Rounding the off-diagonal units up and the
-  diagonal down never raises a diagonal-to-off-diagonal ratio, which is what
-  sets epsilon in a diagonally dominant design; ``E_k`` is below S units unless
-  ``q_k = 0``.
+* **form (8)** (``M[k, j] = w_k`` off the diagonal): where ``q_k >= w_k``,
+  ``W_k = ceil(w_k D)`` units for every other category and ``K_k = floor(q_k D)``
+  to keep (at least one unit when ``q_k > 0``), the ``E_k`` units left (fewer than
+  S) going to the row's last other category; where ``q_k < w_k``,
+  ``W_k = floor(w_k D)`` (at least one; fewer if the diagonal would get fewer than
+  ``ceil(q_k D)`` units) and the diagonal takes the rest (none when ``q_k = 0``:
+  then the rest goes to the last other category).  The larger entry
+  of a row is rounded down and the smaller up, which never raises a ratio of a
+  row's entry to another row's of the other kind, the ratios that set epsilon in
+  the DP designs.
 * **dense** (any matrix): ``K_k = floor(q_k D)`` to keep, then the row's move
   units (rounded up to a multiple of the draw's grain: the alias table's
   ``2^b`` cells, or 1) are shared in proportion to the off-diagonal entries,
@@ -102,7 +105,8 @@ def dense_grain(size: int) -> int:
 
 def form8_units(q: np.ndarray, w: np.ndarray, bits: int = BITS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Integer units of a form (8) matrix: keep ``K``, each other category ``W``, and the extra
-    units ``E`` of the row's last other category; ``K + (S - 1) W + E = 2^bits`` in every row.
+    units ``E`` of the row's last other category; ``K + (S - 1) W + E = 2^bits`` in every row
+    (module docstring: the larger of ``q_k`` and ``w_k`` rounded down, the smaller up).
 
     Parameters
     ----------
@@ -134,11 +138,14 @@ def form8_units(q: np.ndarray, w: np.ndarray, bits: int = BITS) -> tuple[np.ndar
         return np.array([d], dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     moving = w > 0
     need = (q > 0).astype(np.int64)
-    units = np.minimum(np.ceil(w * d), float(d)).astype(np.int64)
+    anti = q < w  # the diagonal is the smaller entry: round it up and the others down
+    ceil_q = np.minimum(np.ceil(q * d), float(d)).astype(np.int64)
+    down = np.minimum(np.maximum(np.floor(w * d), 1.0).astype(np.int64), np.maximum((d - ceil_q) // (s - 1), 1))
+    units = np.where(anti, down, np.minimum(np.ceil(w * d), float(d)).astype(np.int64))
     weight = np.where(moving, np.minimum(units, (d - need) // (s - 1)), 0)
     room = d - (s - 1) * weight
     floor_q = np.minimum(np.floor(q * d), float(d)).astype(np.int64)
-    keep = np.where(~moving, d, np.where(q > 0, np.clip(floor_q, 1, room), 0))
+    keep = np.where(~moving, d, np.where(q > 0, np.where(anti, room, np.clip(floor_q, 1, room)), 0))
     return keep, weight, room - keep
 
 
