@@ -9,18 +9,22 @@ and names the first malformed one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Mapping
+
+import numpy as np
 
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.errors import ManifestError, MatrixError
 from pramkit.matrix import Label, PramMatrix, Provenance
-from pramkit.ledger import Ledger
+from pramkit.ledger import ExactFact, Ledger, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
@@ -37,6 +41,9 @@ VERSION = 4
 FORMS = ("dense", "diagonal", "blocks", "truncated_geometric")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
+#: Most cells of a joint matrix whose margins (for records with some columns missing) are computed:
+#: a margin is made from the dense matrix, 4096^2 entries being 134 MB.
+MAX_MARGIN_CELLS = 4096
 #: Relative tolerance when checking a stored epsilon against the matrix.
 _EPS_TOL = 1e-9
 
@@ -80,8 +87,11 @@ class PerturbedVariable:
         joint variable, tuples with one value per column (the cells of the
         cross-classification that the matrix covers).
     missing : {"keep", "category"}
-        ``"keep"`` (missing values stay missing and are not perturbed; for
-        a joint variable, a record with any missing value is left as it is) or
+        ``"keep"`` (missing values stay missing and are not perturbed, and no value
+        becomes missing: which values are missing is released exactly, and the ledger
+        says so; for a joint variable, a record with some columns missing keeps them
+        missing and has its other columns perturbed by the matrix's margin over them,
+        :meth:`margin`) or
         ``"category"`` (missing is a category, labelled ``None``, perturbed like
         the others; single columns only).
     columns : tuple of str
@@ -212,6 +222,147 @@ class PerturbedVariable:
                 own.append(c[0] if isinstance(c, tuple) and len(c) == 1 else c)
         return list(dict.fromkeys(own))
 
+    @property
+    def own_columns_joint(self) -> bool:
+        """Several perturbed columns (not counting strata): a record may miss some and not others."""
+        return len(self.columns) > 1
+
+    def margin(self, present: tuple[int, ...]) -> tuple[list[tuple], PramMatrix]:
+        """The matrix's margin over the columns at positions ``present`` of :attr:`read_columns`:
+        how a record whose other columns are missing is perturbed.
+
+        Row ``c`` (a combination of the present columns' values) is the average, over the
+        cells whose present values are ``c``, of their rows summed over the cells of each
+        released combination.  Each row is a convex combination of rows of the matrix, so
+        between two records of one block of the matrix its epsilon is at most the block's;
+        :attr:`epsilon_given_shown` computes it for every margin when the matrix has blocks.
+
+        Parameters
+        ----------
+        present : tuple of int
+            Positions in :attr:`read_columns`, increasing, the strata's included.
+
+        Returns
+        -------
+        labels : list of tuple
+            The combinations of the present values, in the order of first appearance.
+        matrix : PramMatrix
+            The margin, over ``labels``.
+
+        Raises
+        ------
+        DataError
+            The matrix has more than :data:`MAX_MARGIN_CELLS` cells.
+
+        Examples
+        --------
+        Randomized response on the four cells of age x sex: a record with sex missing gets
+        age through the margin, randomized response on age at the same epsilon.
+
+        >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
+        >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.7] * 4, categories=cells), columns=("age", "sex"))
+        >>> labels, m = v.margin((0,))
+        >>> labels, m.matrix.round(4).tolist()
+        ([('0-17',), ('18+',)], [[0.8, 0.2], [0.2, 0.8]])
+        >>> m.epsilon <= v.epsilon
+        True
+        """
+        cache = self._margins
+        if present not in cache:
+            from pramkit.errors import DataError
+
+            cats = self.matrix.categories
+            if len(cats) > MAX_MARGIN_CELLS:
+                raise DataError(f"variable {self.name!r} has {len(cats):,} cells, more than {MAX_MARGIN_CELLS:,}: a "
+                                "record with some of its columns missing cannot be perturbed by the matrix's margin; "
+                                "code a missing value as a category")
+            proj = [tuple(c[i] for i in present) for c in cats]
+            labels = list(dict.fromkeys(proj))
+            pos = {label: i for i, label in enumerate(labels)}
+            code = np.array([pos[p] for p in proj], dtype=np.intp)
+            onehot = np.zeros((len(cats), len(labels)))
+            onehot[np.arange(len(cats)), code] = 1.0
+            summed = self.matrix.matrix @ onehot          # each cell's row, summed by released combination
+            rows = np.zeros((len(labels), len(labels)))
+            np.add.at(rows, code, summed)
+            rows /= np.bincount(code, minlength=len(labels))[:, None]
+            rows /= rows.sum(axis=1, keepdims=True)        # exact up to rounding: each row sums to 1
+            cache[present] = (labels, PramMatrix(rows, [_label(x) for x in labels], self.matrix.provenance))
+        return cache[present]
+
+    @cached_property
+    def _margins(self) -> dict[tuple[int, ...], tuple[list[tuple], PramMatrix]]:
+        return {}
+
+    def margin_patterns(self) -> list[tuple[int, ...]]:
+        """The positions of :attr:`read_columns` present in a record that misses some perturbed columns
+        but not all, nor a stratum (:meth:`margin`).
+
+        Returns
+        -------
+        list of tuple of int
+            Empty for a variable of one perturbed column.
+
+        Examples
+        --------
+        >>> cells = [("n", "0-17", "f"), ("n", "18+", "m")]
+        >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.7] * 2, categories=cells), columns=("age", "sex"),
+        ...                       given=("region",))
+        >>> v.margin_patterns()
+        [(0, 1), (0, 2)]
+        """
+        own = range(len(self.given), len(self.read_columns))
+        strata = tuple(range(len(self.given)))
+        return [strata + kept for r in range(1, len(self.columns)) for kept in itertools.combinations(own, r)]
+
+    @cached_property
+    def epsilon_given_shown(self) -> float:
+        """The variable's epsilon given what its release shows exactly: :attr:`block_epsilon`, or
+        the largest epsilon of a block of a margin (:meth:`margin`) when it is larger.
+
+        A margin's rows are convex combinations of rows of one block when the matrix has no
+        blocks, so the margins need computing only for a matrix with blocks (strata, kept
+        codes), a record then being perturbed by one block of one margin (parallel composition).
+        """
+        eps = self.block_epsilon
+        if not self.own_columns_joint or self.missing != "keep" or not self.is_structured \
+                or len(self.matrix.categories) > MAX_MARGIN_CELLS:
+            return eps
+        for present in self.margin_patterns():
+            eps = max(eps, _component_epsilon(self.margin(present)[1]))
+        return eps
+
+    def exact_facts(self) -> list[ExactFact]:
+        """What the release of this variable shows exactly (:class:`pramkit.ledger.ExactFact`),
+        strata and household ids left to :attr:`Manifest.exact_facts`.
+
+        Returns
+        -------
+        list of ExactFact
+
+        Examples
+        --------
+        >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
+        >>> [f.kind for f in PerturbedVariable("occupation", m).exact_facts()]
+        ['kept_code', 'missing']
+        """
+        facts = []
+        kept = self._unchanged_words()
+        if kept:
+            facts.append(ExactFact("kept_code", (self.name,), kept))
+        if self.missing == "keep":
+            if self.own_columns_joint:
+                facts.append(ExactFact("joint_missing", (self.name,), (
+                    f"which of {', '.join(self.columns)} are missing in each record (they stay missing and "
+                    "no value becomes missing; the others are perturbed by the matrix's margin over them)")))
+            else:
+                facts.append(ExactFact("missing", (self.name,), f"which values of {self.name} are missing"))
+        if self.given:
+            facts.append(ExactFact("stratum_missing", (self.name,), (
+                f"the values of {', '.join(self.columns)} in a record whose stratum ({', '.join(self.given)}) is "
+                "missing, released unperturbed"), covered=False))
+        return facts
+
     def structure_words(self) -> str | None:
         """What a structured variable releases exactly, in words (``None`` if nothing).
 
@@ -288,6 +439,34 @@ class PerturbedVariable:
         }
 
 
+def _label(values: tuple) -> Label:
+    """A margin's category: the value itself for one column, else the tuple."""
+    return values[0] if len(values) == 1 else values
+
+
+def _component_epsilon(m: PramMatrix) -> float:
+    """The largest epsilon of the connected parts of a matrix's support (the blocks a record
+    cannot leave), each part's rows and columns taken on their own.
+
+    Examples
+    --------
+    >>> _component_epsilon(PramMatrix([[1, 0, 0], [0, 0.8, 0.2], [0, 0.2, 0.8]]))  # doctest: +ELLIPSIS
+    1.386...
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    dense = m.matrix
+    n, label = connected_components(csr_matrix(dense > 0), directed=True, connection="weak")
+    eps = 0.0
+    for part in range(n):
+        idx = np.flatnonzero(label == part)
+        if idx.size > 1:
+            sub = dense[np.ix_(idx, idx)]
+            eps = max(eps, PramMatrix(sub / sub.sum(axis=1, keepdims=True)).epsilon)
+    return eps
+
+
 def _entries(m: PramMatrix) -> dict[str, Any]:
     """A matrix's entries as JSON: ``form`` and its fields."""
     if m.blocks is not None:
@@ -337,7 +516,7 @@ class Manifest:
     --------
     Two variables and a design step of 0.1: the record's epsilon is their sum.
 
-    >>> from pramkit.ledger import Ledger
+    >>> from pramkit.ledger import ExactFact, Ledger, exact_words
     >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.7], categories=["f", "m"]),
     ...                  "age": PramMatrix.truncated_geometric(math.log(2), ["0-17", "18-64", "65+"])},
     ...                 ledger=Ledger(design_epsilon=0.1, frequencies="dp_counts"))
@@ -430,11 +609,60 @@ class Manifest:
 
     @property
     def record_epsilon_given_structure(self) -> float:
-        """The record's epsilon among records that agree on what the structure releases
-        exactly (their strata, which values are kept codes): the design step plus each
-        variable's epsilon given its block; :attr:`record_epsilon` without structure."""
-        eps = [v.block_epsilon for v in self.variables]
+        """The record's epsilon among records that agree on what the release shows exactly
+        (:attr:`exact_facts`: their strata, which values are kept codes, which are missing):
+        the design step plus each variable's :attr:`PerturbedVariable.epsilon_given_shown`;
+        :attr:`record_epsilon` without structure."""
+        eps = [v.epsilon_given_shown for v in self.variables]
         return record_epsilon(eps) if self.ledger is None else self.ledger.total(eps)
+
+    @property
+    def exact_facts(self) -> tuple[ExactFact, ...]:
+        """Every kind of value the release shows exactly, as the original holds it: the strata,
+        kept codes, missingness (of a variable whose missing values stay missing), records
+        with a missing stratum, rule breakers kept (``input.structure.rule_breaking``) and
+        household ids.  Derived from the matrices and the structure, never read from a file;
+        :meth:`pramkit.ledger.Ledger.statement` writes the guarantee sentence from them.
+
+        Returns
+        -------
+        tuple of ExactFact
+
+        Examples
+        --------
+        >>> from pramkit.design.classic import randomized_response
+        >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+        >>> [(f.kind, f.reveals) for f in m.exact_facts]
+        [('missing', 'which values of sex are missing')]
+        """
+        facts: list[ExactFact] = []
+        strata = list(dict.fromkeys(c for v in self.variables for c in v.given))
+        if strata:
+            facts.append(ExactFact("stratum", tuple(strata), f"the strata ({', '.join(strata)}, released unperturbed)"))
+        per_variable = [f for v in self.variables for f in v.exact_facts()]
+        facts += [f for f in per_variable if f.kind == "kept_code"]
+        missing = [f.variables[0] for f in per_variable if f.kind == "missing"]
+        if missing:
+            facts.append(ExactFact("missing", tuple(missing), (
+                f"which values of {', '.join(missing)} are missing" if len(missing) == 1 else
+                f"which values of {', '.join(missing[:-1])} and {missing[-1]} are missing")))
+        facts += [f for f in per_variable if f.kind not in ("kept_code", "missing")]
+        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
+        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
+            facts.append(ExactFact("rule_breaker", tuple(self.names), (
+                "the records that break an edit rule, released unperturbed"), covered=False))
+        units: dict[str, list[str]] = {}
+        for v in self.variables:
+            if v.unit:
+                units.setdefault(v.unit, []).append(v.name)
+        facts += [ExactFact("household", tuple(names), f"the household id {unit} (who lives with whom)", column=unit)
+                  for unit, names in units.items()]
+        return tuple(facts)
+
+    @property
+    def released_exactly(self) -> str | None:
+        """What the release shows exactly, in words (:attr:`exact_facts`; ``None`` if nothing)."""
+        return exact_words(self.exact_facts)
 
     def _ledger(self) -> Ledger:
         return self.ledger if self.ledger is not None else Ledger(frequencies="exact", data_dependent=(
@@ -443,25 +671,13 @@ class Manifest:
 
     @property
     def guarantee(self) -> str:
-        """The guarantee sentence for what is published with this manifest, with what households
-        and kept rule-breaking records change in it."""
-        # without structure, each epsilon given its block is the epsilon and there is no condition
-        text = self._ledger().statement([v.block_epsilon for v in self.variables], given=self.structure_condition)
-        units = {v.unit: [] for v in self.variables if v.unit}
-        for v in self.variables:
-            if v.unit:
-                units[v.unit].append(v.name)
-        for unit, names in units.items():
-            text += (f" The household variables {', '.join(names)} are perturbed once per household ({unit}, released "
-                     "as it is): their epsilons, counted in every member's record epsilon, bound what changing one "
-                     "household's values of them changes.")
-        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
-        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
-            text += " Records that break an edit rule are released unperturbed: no epsilon covers them."
-        return text
+        """The guarantee sentence for what is published with this manifest
+        (:meth:`pramkit.ledger.Ledger.statement` of its :attr:`exact_facts`): the manifest's
+        ``ledger.statement``, ``pramkit inspect`` and both reports print it."""
+        return self._ledger().statement([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     def _ledger_dict(self) -> dict[str, Any]:
-        return self.ledger.to_dict([v.block_epsilon for v in self.variables], given=self.structure_condition)
+        return self.ledger.to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     @property
     def names(self) -> list[str]:

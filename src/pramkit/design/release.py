@@ -751,7 +751,7 @@ def design_release(
         facts["structure"] = shape.to_dict()
     if dist_specs:
         facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in dist_specs.items()}
-    total = ledger.total([v.block_epsilon for v in variables_out])
+    total = ledger.total([v.epsilon_given_shown for v in variables_out])
     if budget is not None and total > budget:
         raise ParameterError(f"the design gives record epsilon {total:.6g}"
                              f"{' (given the structure)' if shape.any else ''}, more than the budget "
