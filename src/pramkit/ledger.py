@@ -88,7 +88,8 @@ class ExactFact:
     covered : bool
         True when an epsilon still bounds the values concerned given the fact (kept codes,
         missingness: the epsilon given the block); False when the values themselves are
-        released unperturbed (a missing stratum, a rule breaker).
+        released unperturbed (a missing stratum, a rule breaker): the sentence then states
+        them apart, after the bound.
 
     Examples
     --------
@@ -281,10 +282,12 @@ class Ledger:
         'The released file shows exactly, as the original does: which values of age are missing; no epsilon c'
         """
         total = self.total(variable_epsilons)
-        exactly = "; ".join(w for w in (given, exact_words(facts)) if w) or None
+        exactly = "; ".join(w for w in (given, exact_words([f for f in facts if f.covered])) if w) or None
         lead = f"The released file shows exactly, as the original does: {exactly}; no epsilon covers that. " \
             if exactly else ""
-        tail = "".join(f" The household variables {', '.join(f.variables)} are perturbed once per household "
+        tail = "".join(f" {f.reveals[0].upper()}{f.reveals[1:]}: no epsilon covers them." for f in facts
+                       if not f.covered)
+        tail += "".join(f" The household variables {', '.join(f.variables)} are perturbed once per household "
                        f"({f.column}, released as it is): their epsilons, counted in every member's record epsilon, "
                        "bound what changing one household's values of them changes."
                        for f in facts if f.kind == "household")

@@ -360,7 +360,7 @@ class PerturbedVariable:
         if self.given:
             facts.append(ExactFact("stratum_missing", (self.name,), (
                 f"the values of {', '.join(self.columns)} in a record whose stratum ({', '.join(self.given)}) is "
-                "missing, released unperturbed"), covered=False))
+                "missing are released unperturbed"), covered=False))
         return facts
 
     def structure_words(self) -> str | None:
@@ -650,7 +650,7 @@ class Manifest:
         structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
         if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
             facts.append(ExactFact("rule_breaker", tuple(self.names), (
-                "the records that break an edit rule, released unperturbed"), covered=False))
+                "records that break an edit rule are released unperturbed"), covered=False))
         units: dict[str, list[str]] = {}
         for v in self.variables:
             if v.unit:
@@ -701,8 +701,8 @@ class Manifest:
         Returns
         -------
         dict
-            Per variable its epsilon and flags; the record's epsilons, the ledger and
-            the guarantee sentence.
+            Per variable its epsilon and flags; the record's epsilons, the ledger, what the
+            release shows exactly (:attr:`exact_facts`) and the guarantee sentence.
 
         Examples
         --------
@@ -737,6 +737,7 @@ class Manifest:
             **({"record_epsilon_given_structure": epsilon_to_json(self.record_epsilon_given_structure)}
                if self.is_structured else {}),
             "ledger": ledger,
+            "released_exactly_facts": [f.to_dict() for f in self.exact_facts],
             "guarantee": self.guarantee,
         }
 
