@@ -93,7 +93,7 @@ class PerturbedVariable:
         missing and has its other columns perturbed by the matrix's margin over them,
         :meth:`margin`) or
         ``"category"`` (missing is a category, labelled ``None``, perturbed like
-        the others; single columns only).
+        the others; for a joint variable, a level of its columns).
     columns : tuple of str
         The columns perturbed jointly; empty (the default) means ``(name,)``.
     given : tuple of str
@@ -154,8 +154,6 @@ class PerturbedVariable:
             raise ManifestError(f"variable {self.name!r}: the unit must be a column other than the variable's own, "
                                 f"got {self.unit!r}")
         if self.is_joint:
-            if self.missing == "category":
-                raise ManifestError(f"variable {self.name!r}: missing cannot be a category of a joint variable")
             width = len(given) + len(columns)
             bad = [c for c in self.matrix.categories if not (isinstance(c, tuple) and len(c) == width)]
             if bad:
@@ -165,7 +163,8 @@ class PerturbedVariable:
                 )
         elif any(isinstance(c, tuple) for c in self.matrix.categories):
             raise ManifestError(f"variable {self.name!r}: tuple categories need several columns")
-        if self.missing == "category" and None not in self.matrix.categories:
+        own = [c[len(self.given):] if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
+        if self.missing == "category" and not any(x is None for c in own for x in c):
             raise ManifestError(
                 f"variable {self.name!r}: missing is declared a category, so null must be one of its categories"
             )
