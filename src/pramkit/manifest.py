@@ -317,18 +317,41 @@ class PerturbedVariable:
     @cached_property
     def epsilon_given_shown(self) -> float:
         """The variable's epsilon given what its release shows exactly: :attr:`block_epsilon`, or
-        the largest epsilon of a block of a margin (:meth:`margin`) when it is larger.
+        the largest epsilon of a connected part of a margin (:meth:`margin`) when it is larger.
 
-        A margin's rows are convex combinations of rows of one block when the matrix has no
-        blocks, so the margins need computing only for a matrix with blocks (strata, kept
-        codes), a record then being perturbed by one block of one margin (parallel composition).
+        When the cells that agree on the present values always lie in one block (no blocks;
+        strata; kept codes of a present column), each row of a margin is a convex combination
+        of rows of one block, and the bound of the block holds as it is.  Otherwise (a kept
+        code of a missing column) the margin mixes blocks and its epsilon is computed, a
+        record being perturbed by one part of one margin (parallel composition).
+
+        Examples
+        --------
+        Age x status with the code ``n/a`` of status kept: a record whose status is missing gets
+        its age from a margin that mixes the kept block and the others, so its bound is larger.
+
+        >>> cells = [(a, s) for a in ("child", "adult") for s in ("work", "none")] + [("child", "n/a")]
+        >>> free = PramMatrix.form8([0.4] * 4, categories=cells[:4])
+        >>> m = PramMatrix.block_diagonal([free, PramMatrix.identity([cells[4]])], cells)
+        >>> v = PerturbedVariable("age*status", m, columns=("age", "status"))
+        >>> v.epsilon_given_shown > v.block_epsilon
+        True
         """
         eps = self.block_epsilon
         if not self.own_columns_joint or self.missing != "keep" or not self.is_structured \
                 or len(self.matrix.categories) > MAX_MARGIN_CELLS:
             return eps
+        block = np.empty(len(self.matrix.categories), dtype=np.intp)
+        for b, (idx, _) in enumerate(self.matrix.blocks):
+            block[idx] = b
         for present in self.margin_patterns():
-            eps = max(eps, _component_epsilon(self.margin(present)[1]))
+            # when the cells that agree on the present values lie in one block, each margin row is a convex
+            # combination of rows of one block and the blocks' projections are disjoint: the bound holds as is
+            seen: dict[tuple, int] = {}
+            spans = any(seen.setdefault(tuple(c[i] for i in present), int(b)) != b
+                        for c, b in zip(self.matrix.categories, block))
+            if spans:
+                eps = max(eps, _component_epsilon(self.margin(present)[1]))
         return eps
 
     def exact_facts(self) -> list[ExactFact]:
