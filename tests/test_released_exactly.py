@@ -303,3 +303,99 @@ def test_every_released_value_went_through_the_matrix_or_is_named(case) -> None:
         released = pd.read_csv(folder / "released.csv", dtype=str, keep_default_na=False)
         event("released and checked: " + ", ".join(sorted({f.kind for f in manifest.exact_facts})))
         assert violations(original, released, manifest) == []
+
+
+# -- the margin's bound, by brute force ------------------------------------------------------------------
+
+
+def _brute_margin(dense: np.ndarray, cells: list[tuple], present: tuple[int, ...]) -> tuple[list, np.ndarray]:
+    """The margin by loops over cells: each row the mean over the cells that agree on ``present``."""
+    labels = []
+    for c in cells:
+        if tuple(c[i] for i in present) not in labels:
+            labels.append(tuple(c[i] for i in present))
+    out = np.zeros((len(labels), len(labels)))
+    for a, la in enumerate(labels):
+        rows = [k for k, c in enumerate(cells) if tuple(c[i] for i in present) == la]
+        for b, lb in enumerate(labels):
+            cols = [j for j, c in enumerate(cells) if tuple(c[i] for i in present) == lb]
+            out[a, b] = sum(dense[k, j] for k in rows for j in cols) / len(rows)
+    return labels, out
+
+
+def _brute_epsilon(m: np.ndarray) -> float:
+    eps = 0.0
+    for j in range(m.shape[1]):
+        col = m[:, j]
+        if (col > 0).any():
+            eps = max(eps, np.inf if (col == 0).any() else float(np.log(col.max() / col.min())))
+    return eps
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 3), st.integers(2, 3), st.integers(0, 2 ** 32 - 1))
+def test_a_margin_of_a_matrix_without_blocks_keeps_its_epsilon(ra: int, rb: int, seed: int) -> None:
+    """The reason the margins of a matrix without blocks need no computing: each margin row is a
+    convex combination of the matrix's rows, so its epsilon is at most the matrix's."""
+    from pramkit import PramMatrix
+    from pramkit.manifest import PerturbedVariable
+
+    cells = [(a, b) for a in range(ra) for b in range(rb)]
+    dense = np.random.default_rng(seed).dirichlet(np.ones(len(cells)), size=len(cells)) * 0.5 + 0.5 * np.eye(len(cells))
+    v = PerturbedVariable("a*b", PramMatrix(dense, cells), columns=("a", "b"))
+    for present in v.margin_patterns():
+        labels, margin = v.margin(present)
+        brute_labels, brute = _brute_margin(dense, cells, present)
+        assert labels == brute_labels and np.allclose(margin.matrix, brute)
+        assert _brute_epsilon(brute) <= _brute_epsilon(dense) * (1 + 1e-12)
+    assert v.epsilon_given_shown == v.block_epsilon
+
+
+def test_a_margin_that_mixes_a_kept_code_is_bounded_by_its_own_epsilon(eusilc) -> None:
+    """Status ``n/a`` kept: a record whose status is missing gets its age from rows of both blocks."""
+    from pramkit import PramMatrix
+    from pramkit.manifest import PerturbedVariable
+
+    cells = [(a, s) for a in ("0-15", "16+") for s in ("1", "2")] + [("0-15", "n/a")]
+    free = PramMatrix.form8([0.4] * 4, categories=cells[:4])
+    m = PramMatrix.block_diagonal([free, PramMatrix.identity([cells[4]])], cells)
+    v = PerturbedVariable("age*pl030", m, columns=("age", "pl030"))
+    _, brute = _brute_margin(m.matrix, cells, (0,))
+    assert np.isclose(v.epsilon_given_shown, max(_brute_epsilon(brute), v.block_epsilon))
+    assert v.epsilon_given_shown > v.block_epsilon  # log(0.6 / (0.8 / 3)) > log(0.4 / 0.2)
+    from pramkit.manifest import Manifest as M
+
+    manifest = M((v,))
+    assert manifest.record_epsilon_given_structure == v.epsilon_given_shown
+    assert f"e^{v.epsilon_given_shown:.4g}"[:6] in manifest.guarantee
+
+
+# -- every path names what it shows exactly --------------------------------------------------------------
+
+PATHS = [  # (design_release keywords, the facts' kinds)
+    (dict(variables=["age", "rb090"]), {"missing"}),
+    (dict(variables=["age", "rb090"], missing="category"), set()),
+    (dict(variables=["age", "pl030"], split="joint"), {"joint_missing"}),
+    (dict(variables=["age", "pl030"], split="joint", missing="category"), set()),
+    (dict(variables=["age", "pl030"], strata="rb090"), {"stratum", "missing", "stratum_missing"}),
+    (dict(variables=["age", "pl030"], keep_codes={"age": "0-15"}), {"kept_code", "missing"}),
+    (dict(variables=["age", "db040"], household="db030", household_vars="db040"), {"missing", "household"}),
+    (dict(variables=["age", "pl030"], split="joint", forbid=RULES, rule_breaking="keep"),
+     {"joint_missing", "rule_breaker"}),
+]
+
+
+@pytest.mark.parametrize("index", range(len(PATHS)))
+def test_every_path_names_what_it_shows_exactly(eusilc, index: int) -> None:
+    kwargs, kinds = PATHS[index]
+    m = design_release(eusilc, epsilon=4.0, rng=random.Random(index), **kwargs)
+    assert {f.kind for f in m.exact_facts} == kinds
+    stored = json.loads(m.to_json())
+    assert stored["ledger"]["statement"] == m.guarantee == m.describe()["guarantee"]
+    assert [f["kind"] for f in stored["ledger"]["released_exactly_facts"]] == [f.kind for f in m.exact_facts]
+    back = Manifest.from_dict(stored)
+    assert back.guarantee == m.guarantee  # derived again on reading, not copied
+    for f in m.exact_facts:
+        if f.kind != "household":
+            assert f.reveals[1:] in m.guarantee
+    assert m.guarantee.startswith("The released file shows exactly") == bool(kinds - {"rule_breaker", "stratum_missing", "household"})

@@ -762,9 +762,14 @@ def design_release(
         facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in dist_specs.items()}
     total = ledger.total([v.epsilon_given_shown for v in variables_out])
     if budget is not None and total > budget:
+        mixed = [v.name for v in variables_out if v.epsilon_given_shown > v.block_epsilon]
         raise ParameterError(f"the design gives record epsilon {total:.6g}"
                              f"{' (given the structure)' if shape.any else ''}, more than the budget "
-                             f"{budget:g}; lower the method's parameters (or raise the budget)")
+                             f"{budget:g}; " + (
+                                 f"a record of {', '.join(mixed)} missing a column whose codes are kept is "
+                                 "perturbed by a margin that mixes blocks, with a larger epsilon: use missing "
+                                 "'category' (--missing category)" if mixed else
+                                 "lower the method's parameters (or raise the budget)"))
 
     per_variable = {}
     for k in margins:
