@@ -279,6 +279,7 @@ class _Perturber:
             for i, column in enumerate(variable.read_columns):
                 self.codes.refuse_categories(column, [c[i] for c in cats] if self.joint is not None else cats)
         self.rows = self.missing = self.changed = self.outside = 0
+        self.margin_samplers: dict[tuple[int, ...], Sampler] = {}
 
     def release(self, table: pa.Table, start: int,
                 rows: np.ndarray | None = None) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
@@ -351,10 +352,13 @@ class _Perturber:
             if not mask.any():
                 continue
             labels, margin = v.margin(present)
-            index = {tuple(canonical(x) for x in lab): i for i, lab in enumerate(labels)}
-            levels = [[canonical(x) for x in book.levels[i]] for i in present]
-            mcodes = np.array([index.get(tuple(levels[k][level[i, r]] for k, i in enumerate(present)), MISSING)
-                               for r in np.flatnonzero(mask)], dtype=np.intp)
+            # each margin label as level codes of the present columns, and the reverse lookup (mixed radix)
+            lab_codes = np.array([[book.books[i].lookup[canonical(x)] for i, x in zip(present, lab)]
+                                  for lab in labels], dtype=np.intp).reshape(len(labels), len(present))
+            shape = tuple(len(book.levels[i]) for i in present)
+            lut = np.full(int(np.prod(shape)), MISSING, dtype=np.intp)
+            lut[np.ravel_multi_index(lab_codes.T, shape)] = np.arange(len(labels))
+            mcodes = lut[np.ravel_multi_index(level[list(present)][:, mask], shape)]
             if (mcodes < 0).any() and not self.keep_outside:  # the present values break an edit rule
                 bad = int(np.flatnonzero(mask)[np.flatnonzero(mcodes < 0)[0]])
                 raise DataError(f"columns {book.columns}, row {int(row_of[bad]) + 1}: the values "
@@ -362,17 +366,16 @@ class _Perturber:
                                 f"{[book.columns[i] for i in present]} are in none of the joint categories (they break "
                                 "an edit rule, or leave their stratum)")
             drawn = np.empty_like(mcodes)
-            _draw(mcodes, drawn, sampler_for(margin), key=self.key, variable=f"{v.name}|present={present}",
+            if present not in self.margin_samplers:
+                self.margin_samplers[present] = sampler_for(margin)
+            _draw(mcodes, drawn, self.margin_samplers[present], key=self.key, variable=f"{v.name}|present={present}",
                   start=0, rows=row_of[mask], missing_code=MISSING)
             targets = np.flatnonzero(partial)[mask][mcodes >= 0]
             drawn = drawn[mcodes >= 0]
             for k, i in enumerate(present):
                 if i < own:
                     continue
-                # the released combination's value of column i, as a level code of that column
-                lv = {canonical(x): j for j, x in enumerate(book.levels[i])}
-                new_codes = np.array([MISSING if d < 0 else lv[canonical(labels[d][k])] for d in drawn], dtype=np.intp)
-                values = book.books[i].decode(new_codes, like=columns[i].type)
+                values = book.books[i].decode(lab_codes[drawn, k], like=columns[i].type)
                 flags = np.zeros(len(out[i - own]), dtype=bool)
                 flags[targets] = True
                 out[i - own] = pc.replace_with_mask(_combined(out[i - own]), pa.array(flags), values)
