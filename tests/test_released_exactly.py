@@ -84,7 +84,10 @@ def violations(original: pd.DataFrame, released: pd.DataFrame, manifest: Manifes
                     continue
                 rows = [index[c] for c in cats if all(c[i] == o[i] for i in present)]
                 cols = [index[c] for c in cats if all(c[i] == z[i] for i in present)]
-                if len(present) > g and not (rows and cols and dense[np.ix_(rows, cols)].max() > 0):
+                if not rows:  # the present values are in no cell: they break a rule, kept
+                    if z != o or ("rule_breaker", v.name) not in named:
+                        out.append(f"{v.name} row {r}: rule breaker {o} released as {z} unnamed")
+                elif len(present) > g and not (cols and dense[np.ix_(rows, cols)].max() > 0):
                     out.append(f"{v.name} row {r}: present values of {o} cannot become {z}")
                 if len(present) == g and z != o:
                     out.append(f"{v.name} row {r}: every own column missing, yet {o} became {z}")
