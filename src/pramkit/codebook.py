@@ -1111,7 +1111,8 @@ class JointCodebook:
                 seen.setdefault(canonical(cell[i]), cell[i])
             self.levels.append(list(seen.values()))
         self.shape = tuple(len(lv) for lv in self.levels)
-        self.books = [Codebook(lv, column=c) for lv, c in zip(self.levels, self.columns)]
+        self.books = [Codebook(lv, column=c, missing="category" if None in lv else "keep")
+                      for lv, c in zip(self.levels, self.columns)]
         # cell code of each listed category, and the reverse lookup
         self.cell_codes = np.array(
             [[book.lookup[canonical(cell[i])] for i, book in enumerate(self.books)] for cell in categories],
