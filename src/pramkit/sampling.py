@@ -230,9 +230,18 @@ def _release_block(sampler: "Sampler", codes: np.ndarray, words: np.ndarray, out
 
 
 class _Compiled:
-    """What the compiled samplers share: ``draw`` through :func:`release`."""
+    """What the compiled samplers share: ``draw`` through :func:`release`, and a sampler built from a
+    :class:`pramkit.engine.law.RealisedLaw`'s units (the fields ``_LAW`` names, handed to ``_tables``)."""
 
     size: int
+    _LAW: tuple[str, ...] = ("units",)
+
+    @classmethod
+    def of_law(cls, law: RealisedLaw) -> "_Compiled":
+        """The sampler that draws ``law`` (form (8) for :class:`DiagonalSampler`, dense for the others)."""
+        sampler = cls.__new__(cls)
+        sampler._tables(*(getattr(law, name) for name in cls._LAW))
+        return sampler
 
     def draw(self, codes: np.ndarray, words: np.ndarray, out: np.ndarray, more: More | None = None) -> None:
         """Write released codes for ``codes`` (all in 0..S-1) and 64-bit ``words`` into ``out``.
@@ -287,18 +296,13 @@ class DiagonalSampler(_Compiled):
     [0.8, 0.1, 0.1]
     """
 
+    _LAW = ("keep", "weight")
+
     def __init__(self, diagonal: np.ndarray, off: np.ndarray | None = None) -> None:
         q = np.ascontiguousarray(diagonal, dtype=float)
         s = q.size
         w = np.asarray(off, dtype=float) if off is not None else (1.0 - q) / max(s - 1, 1)
         self._tables(*form8_units(q, w if s > 1 else np.zeros(1))[:2])
-
-    @classmethod
-    def of_law(cls, law: RealisedLaw) -> "DiagonalSampler":
-        """The sampler of a form (8) :class:`pramkit.engine.law.RealisedLaw`."""
-        sampler = cls.__new__(cls)
-        sampler._tables(law.keep, law.weight)
-        return sampler
 
     def _tables(self, keep: np.ndarray, weight: np.ndarray) -> None:
         self.size = keep.size
@@ -350,14 +354,6 @@ class AliasSampler(_Compiled):
         m = np.asarray(matrix, dtype=float)
         self._tables(dense_units(m, BITS, 1 << alias_bits(m.shape[0])))
 
-    @classmethod
-    def of_law(cls, law: RealisedLaw) -> "AliasSampler":
-        """The sampler of a dense :class:`pramkit.engine.law.RealisedLaw` of at most :data:`MAX_ALIAS`
-        categories."""
-        sampler = cls.__new__(cls)
-        sampler._tables(law.units)
-        return sampler
-
     def _tables(self, units: np.ndarray) -> None:
         s = self.size = units.shape[0]
         self.bits = alias_bits(s)
@@ -392,14 +388,6 @@ class CumulativeSampler(_Compiled):
 
     def __init__(self, matrix: np.ndarray) -> None:
         self._tables(dense_units(np.asarray(matrix, dtype=float), BITS, 1))
-
-    @classmethod
-    def of_law(cls, law: RealisedLaw) -> "CumulativeSampler":
-        """The sampler of a dense :class:`pramkit.engine.law.RealisedLaw` above :data:`MAX_ALIAS`
-        categories."""
-        sampler = cls.__new__(cls)
-        sampler._tables(law.units)
-        return sampler
 
     def _tables(self, units: np.ndarray) -> None:
         self.size = units.shape[0]
