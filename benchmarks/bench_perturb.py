@@ -44,7 +44,7 @@ from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.perturb import available_threads, perturb_codes, perturb_frame
 from pramkit.rng import SecretKey
-from pramkit.sampling import AliasSampler, DiagonalSampler
+from pramkit.sampling import MAX_ALIAS, DiagonalSampler, sampler_for
 from timing import best_of
 
 
@@ -140,22 +140,22 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
 
 
 @contextlib.contextmanager
-def _next_double_source(generator: np.random.Generator) -> Iterator[object]:
-    """The draws' uniforms through NumPy's ``next_double``, one call per value (what
+def _next_raw_source(generator: np.random.Generator) -> Iterator[tuple[object, int]]:
+    """The draws' words through NumPy's ``next_raw``, one call per value (what
     :func:`pramkit.sampling.uniform_source` gives for a generator other than Philox)."""
     bits = generator.bit_generator
     with bits.lock:
-        yield bits.capsule
+        yield bits.capsule, sampling._CAPSULE
 
 
 def sources(n: int, repeat: int, key: SecretKey) -> None:
     """``perturb_frame`` on one thread with the draws computing the keyed Philox stream themselves (two blocks
-    side by side) and reading it through NumPy's ``next_double``, alternately in the same run: the same
+    side by side) and reading it through NumPy's ``next_raw``, alternately in the same run: the same
     release, and what computing Philox saves."""
     rng = np.random.default_rng(4)
-    print(f"\nperturb_frame, {n:,} rows, one thread: the draws' uniforms computed (Philox, two blocks side by side) "
-          f"or read through NumPy's next_double, x floor (best of {repeat}, timed alternately)")
-    print(f"{'columns':<26} {'next_double':>12} {'computed':>9} {'saved':>6}  release")
+    print(f"\nperturb_frame, {n:,} rows, one thread: the draws' words computed (Philox, two blocks side by side) "
+          f"or read through NumPy's next_raw, x floor (best of {repeat}, timed alternately)")
+    print(f"{'columns':<26} {'next_raw':>12} {'computed':>9} {'saved':>6}  release")
     computed = sampling.uniform_source
     for kind in ("string", "object", "categorical", "integer"):
         for levels in (10, 10_000):
@@ -163,7 +163,7 @@ def sources(n: int, repeat: int, key: SecretKey) -> None:
             frame, man = pd.DataFrame({"x": values}), Manifest.of({"x": form8(labels, rng)})
             best, released = {}, {}
             for _ in range(repeat):
-                for name, source in (("next_double", _next_double_source), ("computed", computed),
+                for name, source in (("next_raw", _next_raw_source), ("computed", computed),
                                      ("floor", None)):
                     sampling.uniform_source = source or computed
                     t0 = time.perf_counter()
@@ -174,9 +174,9 @@ def sources(n: int, repeat: int, key: SecretKey) -> None:
                     best[name] = min(best.get(name, np.inf), time.perf_counter() - t0)
             sampling.uniform_source = computed
             ratio = {k: v / best["floor"] for k, v in best.items()}
-            same = "the same" if released["computed"].equals(released["next_double"]) else "DIFFERENT"
-            print(f"{kind + ', ' + str(levels) + ' levels':<26} {ratio['next_double']:>12.2f} {ratio['computed']:>9.2f} "
-                  f"{ratio['next_double'] - ratio['computed']:>6.2f}  {same}", flush=True)
+            same = "the same" if released["computed"].equals(released["next_raw"]) else "DIFFERENT"
+            print(f"{kind + ', ' + str(levels) + ' levels':<26} {ratio['next_raw']:>12.2f} {ratio['computed']:>9.2f} "
+                  f"{ratio['next_raw'] - ratio['computed']:>6.2f}  {same}", flush=True)
 
 
 def main() -> None:
@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--naive-n", type=int, default=20_000)
     ap.add_argument("--frames-only", action="store_true", help="only the perturb_frame section")
     ap.add_argument("--sources", action="store_true",
-                    help="only perturb_frame with the uniforms computed and read through next_double, side by side")
+                    help="only perturb_frame with the words computed and read through next_raw, side by side")
     args = ap.parse_args()
     if args.sources:
         sources(args.frame_n, args.frame_repeat, SecretKey(bytes(32), "benchmark"))
@@ -206,13 +206,13 @@ def main() -> None:
     print(f"n = {n:,} values; NumPy floor: {floor:.3f} s for n Philox uniforms ({n / floor / 1e6:.0f} M/s), "
           f"PCG64 {pcg:.3f} s")
     print(f"{'kernel':<9} {'S':>5} {'setup s':>8} {'seconds':>8} {'M values/s':>11} {'x floor':>8} {'x faster than naive':>20}")
-    for s in (2, 50, 1000):
+    for s in (2, 50, 1000, 3000):
         codes = rng.integers(0, s, n)
         q = rng.uniform(0.6, 0.95, s)
         general = 0.8 * np.eye(s) + 0.2 * rng.dirichlet(np.ones(s), size=s)
         kernels = (
             ("diagonal", PramMatrix.from_diagonal(q), lambda m: DiagonalSampler(m.diagonal)),
-            ("alias", PramMatrix(general), lambda m: AliasSampler(m.matrix)),
+            ("alias" if s <= MAX_ALIAS else "bisect", PramMatrix(general), sampler_for),
         )
         for name, m, make in kernels:
             t0 = time.perf_counter()

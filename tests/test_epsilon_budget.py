@@ -23,6 +23,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.design.dp_general import dp_general
 from pramkit.design.dp_multivariate import compare_joint, joint_table, split_budget
 from pramkit.design.dp_optimal import dp_optimal, form8_epsilon
+from pramkit.engine import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.epsilon import matrix_epsilon, record_epsilon
@@ -353,7 +354,11 @@ def test_every_family_states_an_upper_bound_on_its_exact_epsilon():
             budget = _random_budget(rng) if fam.takes_budget(opts) else None
             p = _random_p(rng, s) if fam.reads_frequencies(opts) else None
             m = fam.build(list(range(s)), p, budget, opts)
-            assert_stated_is_tight_upper_bound(m.matrix, m.epsilon)
+            if m.geometric_rate is not None:  # stored by its rate, sampled exactly: the formula's epsilon, rounded up
+                exact = Fraction(m.geometric_rate) * (s - 1)
+                assert Fraction(m.epsilon) >= exact > Fraction(math.nextafter(m.epsilon, 0.0))
+            else:
+                assert_stated_is_tight_upper_bound(m.matrix, m.epsilon)
             assert math.isfinite(m.epsilon), (name, opts)
             if budget is not None:
                 assert m.epsilon <= budget
@@ -386,8 +391,13 @@ def _assert_record_within(manifest, budget: float) -> None:
     stated = [v.epsilon for v in manifest.variables]
     assert Fraction(design) + sum((Fraction(e) for e in stated), Fraction(0)) <= Fraction(budget)
     for v in manifest.variables:
-        ratio = exact_max_ratio(v.matrix.matrix)
-        assert ratio is not None and (ratio == 1 or ratio_vs_exp(ratio, v.epsilon) == -1)
+        if v.matrix.geometric_rate is not None:  # stored by its rate and sampled exactly: the formula's epsilon
+            assert Fraction(v.matrix.geometric_rate) * (v.matrix.size - 1) <= Fraction(v.epsilon)
+            continue
+        law = realised_law(v.matrix)  # the units the engine draws with, as well as the stored doubles
+        units = np.array([law.weights(k) for k in range(v.matrix.size)]).astype(object)
+        for ratio in (exact_max_ratio(v.matrix.matrix), exact_max_ratio(units)):
+            assert ratio is not None and (ratio == 1 or ratio_vs_exp(ratio, v.epsilon) == -1)
 
 
 def test_design_release_never_exceeds_the_record_budget():
@@ -409,6 +419,8 @@ def test_design_release_never_exceeds_the_record_budget():
             budget = float(rng.uniform(0.5, 6.0)) * (len(variables) if not fam.takes_budget(opts) else 1)
             source = {} if not fam.reads_frequencies(opts) else \
                 {"exact_frequencies": True} if i % 2 else {"design_epsilon": budget / 10}
+            if name == "metric":  # ordinal distances read a declared order (text from the data has none)
+                source["categories"] = {v: sorted(data[v].unique()) for v in variables}
             try:
                 manifest = design_release(data, variables, epsilon=budget, method=name, options=opts, **source)
             except ParameterError as err:

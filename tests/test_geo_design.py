@@ -366,9 +366,22 @@ def test_geometric_mechanism_formula_and_exact_metric_dp() -> None:
         else:
             ref = (1 - a) / (1 + a) * a ** abs(z - x)
         assert m.matrix[x, z] == pytest.approx(ref, rel=1e-12)
-    assert exactly_metric_dp(m.matrix, ordinal_distances(cats).matrix, eps_d)
+    # stored by its rate and sampled exactly: the guarantee is the formula's, checked here in 50 digits
+    from decimal import Context, Decimal
+
+    from pramkit.engine import realised_law
+
+    assert m.geometric_rate == eps_d and realised_law(m).exact
+    ctx = Context(prec=50)
+    al = ctx.exp(Decimal(-eps_d))
+    exact = [[ctx.divide(ctx.power(al, x if z == 0 else 6 - x), ctx.add(1, al)) if z in (0, 6)
+              else ctx.divide(ctx.multiply(ctx.subtract(1, al), ctx.power(al, abs(z - x))), ctx.add(1, al))
+              for z in range(7)] for x in range(7)]
+    bound = ctx.multiply(ctx.exp(Decimal(eps_d)), ctx.add(1, Decimal("1e-45")))
+    assert all(exact[x][z] <= ctx.multiply(bound, exact[x + 1][z]) and exact[x + 1][z] <= ctx.multiply(bound, exact[x][z])
+               for x in range(6) for z in range(7))
     cert = m.provenance.certificate
-    assert cert["metric_dp_verified"] and cert["metric_check"] == "edges"
+    assert cert["metric_dp_verified"] and cert["metric_check"] == "closed form"
     assert m.provenance.parameters["metric_epsilon"] == eps_d
     assert exactly_epsilon_dp(m.matrix, m.epsilon)
     assert m.epsilon == pytest.approx(eps_d * 6, rel=1e-9)
@@ -415,8 +428,10 @@ def test_metric_epsilon_matches_brute_force_and_detects_violations() -> None:
 
 
 def test_metric_mechanism_errors() -> None:
+    # stored by its rate and sampled exactly at every size: no entry to fall below double precision
+    assert truncated_geometric(list(range(2000)), 1.0).geometric_rate == 1.0
     with pytest.raises(ParameterError, match="below double precision"):
-        truncated_geometric(list(range(2000)), 1.0)
+        exponential_mechanism(ordinal_distances(list(range(2000))), 1.0)
     with pytest.raises(ParameterError, match="metric epsilon must be a positive"):
         exponential_mechanism(ordinal_distances("abc"), 0.0)
     with pytest.raises(ParameterError, match="needs metric_epsilon"):

@@ -52,7 +52,7 @@ def test_the_sampler_draws_each_row(x):
     m = PramMatrix.truncated_geometric(rate, list(range(s)))
     rng = np.random.default_rng(x)
     out = np.empty(n, dtype=np.intp)
-    GeometricSampler(s, rate).draw(np.full(n, x), rng.random(n), out)
+    GeometricSampler(s, rate).draw(np.full(n, x), rng.bit_generator.random_raw(n), out)
     observed = np.bincount(out, minlength=s)
     assert chisquare(observed, n * m.matrix[x]).pvalue > 1e-4
     wrong = PramMatrix.truncated_geometric(rate * 1.1, list(range(s))).matrix[x]  # power: 10 % off is rejected
@@ -82,19 +82,22 @@ def test_bad_parameters(rate, s):
         PramMatrix.truncated_geometric(rate, list(range(s)))
 
 
-def test_the_metric_family_stores_a_large_geometric_design_by_its_rate():
+@pytest.mark.parametrize("s", [4, 3048])
+def test_the_metric_family_stores_a_geometric_design_by_its_rate(s):
+    """At every size (4 and 3048 categories) the metric family's geometric design is stored by its rate,
+    so the engine samples the formula itself (pramkit.engine.realised_law: exact)."""
     import pandas as pd
 
-    from pramkit.design.geo import MAX_DENSE_GEOMETRIC
     from pramkit.design.release import design_release
+    from pramkit.engine import realised_law
 
-    s = MAX_DENSE_GEOMETRIC + 1000
     cats = [f"b{i:05d}" for i in range(s)]
     d = pd.DataFrame({"v": np.array(cats)[np.random.default_rng(2).integers(0, s, 50_000)]})
     m = design_release(d, ["v"], method="metric", options={"metric_epsilon": 0.3, "mechanism": "geometric"},
                        categories={"v": cats})
     v = m["v"].matrix
     assert v.geometric_rate == 0.3 and v.provenance.certificate["metric_dp_verified"] is True
+    assert realised_law(v).exact
     assert m.record_epsilon == v.epsilon and v.epsilon == pytest.approx(0.3 * (s - 1))
     assert "e^" in m.guarantee
     again = Manifest.from_dict(json.loads(m.to_json()))

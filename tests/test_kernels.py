@@ -1,6 +1,7 @@
 """The compiled kernels (pramkit._kernels) through sampling.py, utf8.py and codebook.py, against oracles
-written here in plain Python: the per-value arithmetic of form (8) and of the alias draw, the matrix rows
-themselves (Monte Carlo), NumPy counts, and dictionary lookups of text."""
+written here in plain Python: the per-value integer arithmetic of form (8) and of the alias draw, every
+word of a small resolution enumerated, the matrix rows themselves (Monte Carlo), NumPy counts, and
+dictionary lookups of text."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from pramkit import _kernels
 from pramkit.codebook import Codebook
 from pramkit.errors import DataError
 from pramkit.matrix import PramMatrix
-from pramkit.sampling import AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release
+from pramkit.engine.law import dense_units, form8_units
+from pramkit.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
+                              words_of)
 from pramkit.utf8 import PAD, Utf8Labels, label_records
 
-ONE_BELOW = float(np.nextafter(1.0, 0.0))
 TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]
 
@@ -28,43 +30,44 @@ TEXT_IDS = ["string", "large_string"]
 # ---------------------------------------------------------------------------------------------- oracles
 
 
-def diagonal_reference(q: np.ndarray, codes: np.ndarray, u: np.ndarray) -> list[int]:
-    """Form (8), value by value in Python floats: kept when u < q_k, else t = int(u' (S - 1)) capped at S - 2."""
-    s = len(q)
+def x_of(words: np.ndarray) -> list[int]:
+    """The integer uniforms of 64-bit words: their top 62 bits."""
+    return [int(w) >> SHIFT for w in np.asarray(words, dtype=np.uint64).tolist()]
+
+
+def diagonal_reference(sampler: DiagonalSampler, codes: np.ndarray, words: np.ndarray) -> list[int]:
+    """Form (8), value by value in Python integers on the sampler's units: kept when x < K_k, else
+    t = (x - K_k) // W_k capped at S - 2, released t + [t >= k]."""
+    s = sampler.size
+    keep, weight = sampler._keep[1:].tolist(), sampler._weight[1:].tolist()
     out = []
-    for k, x in zip(codes.tolist(), u.tolist()):
+    for k, x in zip(codes.tolist(), x_of(words)):
         if k == -1:
             out.append(-1)
-            continue
-        qk = float(q[k])
-        if s == 1 or x < qk:
+        elif x < keep[k]:
             out.append(k)
-            continue
-        inv = 1.0 / (1.0 - qk)
-        u2 = (x - qk) * inv
-        t = min(int(u2 * (s - 1)), s - 2)
-        out.append(t + (1 if t >= k else 0))
+        else:
+            t = min((x - keep[k]) // weight[k], s - 2)
+            out.append(t + (1 if t >= k else 0))
     return out
 
 
-def alias_reference(sampler: AliasSampler, codes: np.ndarray, u: np.ndarray) -> list[int]:
-    """The alias draw of sampling.py's docstring, value by value on the sampler's own table, keep and inv_move."""
-    s = sampler.size
-    keep, inv_move, table = sampler.keep.tolist(), sampler.inv_move.tolist(), sampler.table.tolist()
+def alias_reference(sampler: AliasSampler, codes: np.ndarray, words: np.ndarray) -> list[int]:
+    """The integer alias draw of sampling.py's docstring, value by value on the sampler's own cells."""
+    b = sampler.bits
+    keep, cells = sampler._keep.tolist(), sampler._cells.tolist()
     out = []
-    for k, x in zip(codes.tolist(), u.tolist()):
+    for k, x in zip(codes.tolist(), x_of(words)):
         if k == -1:
             out.append(-1)
             continue
-        if s == 1 or x < keep[k]:
+        if x < keep[k]:
             out.append(k)
             continue
-        x = ((x - keep[k]) * inv_move[k]) * s
-        j = min(int(x), s - 1)
-        x -= j
-        entry = table[k * s + j]
-        alias = int(entry)
-        out.append(j if x < entry - alias else alias)
+        r = x - keep[k]
+        cell = r % (1 << b)
+        entry = cells[(k << b) + cell]
+        out.append(cell if r >> b < entry >> b else entry % (1 << b))
     return out
 
 
@@ -112,58 +115,73 @@ def check_encode(labels_arr: pa.Array, values_arr: pa.Array, missing_code: int =
 
 # ---------------------------------------------------------------------------------------------- samplers
 
+TOP = (1 << 64) - 1
+
+
+def words_around(x: int) -> list[int]:
+    """Words whose integer uniform is x - 1, x and x + 1 (within range), with low bits set and clear."""
+    out = []
+    for y in (x - 1, x, x + 1):
+        if 0 <= y < 1 << 62:
+            out += [y << SHIFT, (y << SHIFT) | ((1 << SHIFT) - 1)]
+    return out
+
 
 def form8_inputs(s: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Keep probabilities (with q = 1, q = 0 and q just below 1 rows), codes with -1 mixed in, and uniforms with
-    the edge cases u = q_k, u just around q_k, u = 0 and u just below 1."""
+    """Keep probabilities (with q = 1, q = 0 and q just below 1 rows), codes with -1 mixed in, and words
+    with the edge cases x = K_k - 1, K_k, K_k + 1, the first and last word of each other category's units,
+    0 and the largest word."""
     rng = np.random.default_rng(seed)
     q = rng.random(s)
-    special = [1.0, 0.0, ONE_BELOW, 0.999999, 0.5]
+    special = [1.0, 0.0, float(np.nextafter(1.0, 0.0)), 0.999999, 0.5]
     for i, value in zip(rng.permutation(s), special):
         q[i] = value
     n = 4000
     codes = rng.integers(-1, s, n)
-    u = rng.random(n)
-    edge_codes, edge_u = [], []
+    words = rng.integers(0, TOP, n, dtype=np.uint64, endpoint=True)
+    keep, weight, _ = form8_units(q, (1.0 - q) / max(s - 1, 1) if s > 1 else np.zeros(1))
+    edge_codes, edge_words = [], []
     for k in range(min(s, 60)):
-        qk = float(q[k])
-        for x in (qk, float(np.nextafter(qk, 0.0)), float(np.nextafter(qk, 1.0)), 0.0, ONE_BELOW):
-            if 0.0 <= x < 1.0:
-                edge_codes.append(k)
-                edge_u.append(x)
+        k_units, w_units = int(keep[k]), int(weight[k])
+        xs = words_around(k_units) + [0, TOP]
+        for t in (1, s - 2, s - 1):
+            xs += words_around(k_units + t * w_units)
+        edge_words += xs
+        edge_codes += [k] * len(xs)
     codes = np.concatenate([codes, np.array(edge_codes, dtype=np.intp), [-1, -1]]).astype(np.intp)
-    u = np.concatenate([u, edge_u, [0.0, ONE_BELOW]])
-    return q, codes, u
+    words = np.concatenate([words, np.array(edge_words, dtype=np.uint64), np.array([0, TOP], dtype=np.uint64)])
+    return q, codes, words
 
 
 @pytest.mark.parametrize("s", [1, 2, 3, 7, 50, 1000])
 def test_diagonal_matches_form8_reference(s):
-    """DiagonalSampler's compiled draw releases exactly the codes of the plain-Python form (8) reference."""
-    q, codes, u = form8_inputs(s, seed=s)
+    """DiagonalSampler's compiled draw releases exactly the codes of the plain-Python integer reference."""
+    q, codes, words = form8_inputs(s, seed=s)
     sampler = DiagonalSampler(q)
     out = np.full(codes.size, -99, dtype=np.intp)
-    sampler.draw(codes, u, out)
-    assert out.tolist() == diagonal_reference(q, codes, u)
+    sampler.draw(codes, words, out)
+    assert out.tolist() == diagonal_reference(sampler, codes, words)
 
 
 @pytest.mark.parametrize("kind", ["diagonal", "alias"])
 @pytest.mark.parametrize("start, n", [(0, 1), (3, 511), (6, 513), (1, 5000)])
-def test_keyed_stream_draws_the_uniforms_of_its_rows(kind, start, n):
-    """Drawing from the keyed stream itself (the kernel reads the bit generator in chunks of 512) releases
-    what the reference releases with the rows' uniforms (pramkit.rng.uniforms_at: Philox written in NumPy
-    arithmetic, not NumPy's generator), across chunk ends and starts inside a Philox block of four."""
+def test_keyed_stream_draws_the_words_of_its_rows(kind, start, n):
+    """Drawing from the keyed stream itself (the kernel computes Philox in chunks of 512) releases what the
+    reference releases with the rows' words (pramkit.rng.words_at: Philox written in NumPy arithmetic, not
+    NumPy's generator), across chunk ends and starts inside a Philox block of four."""
     from pramkit.perturb import perturb_codes
-    from pramkit.rng import SecretKey, uniforms_at
+    from pramkit.rng import SecretKey, words_at
 
     q, codes, _ = form8_inputs(7, seed=n)
     codes = codes[:n]
     key = SecretKey(bytes(range(32)), "test")
-    u = uniforms_at(key, "v", np.arange(start, start + n))
+    words = words_at(key, "v", np.arange(start, start + n))
     if kind == "diagonal":
-        matrix, want = PramMatrix.from_diagonal(q, list("abcdefg")), diagonal_reference(q, codes, u)
+        matrix, want = PramMatrix.from_diagonal(q, list("abcdefg")), diagonal_reference(DiagonalSampler(q), codes,
+                                                                                         words)
     else:
         m = np.random.default_rng(n).dirichlet(np.ones(7), 7) * 0.3 + 0.7 * np.eye(7)
-        matrix, want = PramMatrix(m), alias_reference(AliasSampler(m), codes, u)
+        matrix, want = PramMatrix(m), alias_reference(AliasSampler(m), codes, words)
     assert perturb_codes(codes, matrix, key=key, variable="v", start=start).tolist() == want
 
 
@@ -173,30 +191,32 @@ def _mostly_moving(kind: str) -> DiagonalSampler | AliasSampler:
     s, rng = 1000, np.random.default_rng(5)
     if kind == "diagonal":
         return DiagonalSampler(rng.uniform(0.0, 0.3, s))
-    return AliasSampler(rng.dirichlet(np.ones(s), s) * 0.8 + 0.2 * np.eye(s))
+    if kind == "alias":
+        return AliasSampler(rng.dirichlet(np.ones(s), s) * 0.8 + 0.2 * np.eye(s))
+    return CumulativeSampler(rng.dirichlet(np.ones(s), s) * 0.8 + 0.2 * np.eye(s))
 
 
-@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+@pytest.mark.parametrize("kind", ["diagonal", "alias", "cumulative"])
 @pytest.mark.parametrize("counter", [[0, 0, 0, 0], [2**64 - 3, 0, 0, 0], [2**64 - 2, 2**64 - 1, 2**64 - 1, 7]])
 @pytest.mark.parametrize("used", [0, 1, 3, 4])
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 6, 7, 8, 9, 511, 512, 513, 2000])
 def test_philox_source_follows_numpys_generator(kind, counter, used, n):
     """The compiled draws compute Philox-4x64-10 themselves from a Philox generator's state
-    (pramkit.sampling.uniform_source): they release what they release with the uniforms NumPy's own
-    generator draws, and leave the generator where NumPy's would be, whatever the words of its last block
+    (pramkit.sampling.uniform_source): they release what they release with the words NumPy's own
+    generator gives, and leave the generator where NumPy's would be, whatever the words of its last block
     already used and across carries from each counter word into the next."""
     sampler = _mostly_moving(kind)
     codes = np.random.default_rng(n + used).integers(-1, sampler.size, n)
 
     def generator() -> np.random.Generator:
         gen = np.random.Generator(np.random.Philox(key=[11, 2**63 + 5], counter=np.array(counter, np.uint64)))
-        gen.random(used)
+        gen.bit_generator.random_raw(used)
         return gen
 
     ours, numpys = generator(), generator()
     out, want = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp)
     counts = release(sampler, codes, ours, out)
-    assert counts == release(sampler, codes, numpys.random(n), want)  # most values move: a wrong uniform shows
+    assert counts == release(sampler, codes, numpys.bit_generator.random_raw(n), want)  # most values move
     assert out.tolist() == want.tolist()
     a, b = ours.bit_generator.state, numpys.bit_generator.state
     assert a["state"]["counter"].tolist() == b["state"]["counter"].tolist()
@@ -204,38 +224,54 @@ def test_philox_source_follows_numpys_generator(kind, counter, used, n):
     assert ours.random(9).tolist() == numpys.random(9).tolist()
 
 
-def test_philox_state_is_checked():
+def test_generator_other_than_philox_reads_its_raw_words():
+    """Another bit generator is read through its capsule, word by word, as random_raw reads it."""
+    sampler = _mostly_moving("alias")
+    codes = np.random.default_rng(1).integers(0, sampler.size, 3000)
+    out, want = np.empty(codes.size, dtype=np.intp), np.empty(codes.size, dtype=np.intp)
+    release(sampler, codes, np.random.Generator(np.random.PCG64(3)), out)
+    release(sampler, codes, np.random.PCG64(3).random_raw(codes.size), want)
+    assert out.tolist() == want.tolist()
+
+
+def test_philox_state_and_words_are_checked():
     sampler, codes, out = DiagonalSampler(np.array([0.5, 0.5])), np.zeros(3, dtype=np.intp), np.empty(3, np.intp)
     with pytest.raises(ValueError, match="Philox state"):
-        sampler.kernel(codes, np.zeros(10, dtype=np.uint64), out, -1)
+        sampler.kernel(codes, np.zeros(10, dtype=np.uint64), 1, out, -1)
     with pytest.raises(ValueError, match="buffer position"):
-        sampler.kernel(codes, np.array([0] * 10 + [5], dtype=np.uint64), out, -1)
+        sampler.kernel(codes, np.array([0] * 10 + [5], dtype=np.uint64), 1, out, -1)
+    with pytest.raises(ValueError, match="words"):
+        sampler.kernel(codes, np.zeros(2, dtype=np.uint64), 0, out, -1)
+    with pytest.raises(ValueError, match="unknown kind"):
+        sampler.kernel(codes, np.zeros(3, dtype=np.uint64), 7, out, -1)
+    with pytest.raises(ValueError, match="62 bits"):
+        _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
+                               sampler._inv_weight, out, -1, 1)
 
 
-def test_diagonal_rounding_cap():
-    """When u' (S - 1) rounds up to S - 1 the released code is the reference's capped one, never S or k."""
-    q = np.random.default_rng(5).random(2000)
-    ratio = (ONE_BELOW - q) * (1.0 / (1.0 - q))
-    q_cap = q[ratio >= 1.0][:7]
-    assert q_cap.size == 7  # the rounding does happen for some q
-    sampler = DiagonalSampler(q_cap)
-    codes = np.arange(7, dtype=np.intp)
-    u = np.full(7, ONE_BELOW)
-    out = np.empty(7, dtype=np.intp)
-    sampler.draw(codes, u, out)
-    want = diagonal_reference(q_cap, codes, u)
-    assert out.tolist() == want
-    assert all(0 <= j < 7 and j != k for k, j in enumerate(want))
+def test_diagonal_extra_units_go_to_the_last_other_category():
+    """A row that keeps nothing (q = 0) gives W units to each other category and the E units past
+    (S - 1) W to its last other category: the largest words land there, never on k itself."""
+    q = np.array([0.0, 0.0, 0.0])
+    sampler = DiagonalSampler(q)
+    keep, weight = sampler._keep[1:], sampler._weight[1:]
+    assert keep.tolist() == [0, 0, 0] and int(weight[0]) == (1 << 62) // 2
+    words = np.array([TOP, (int(weight[0]) << SHIFT) - 1, int(weight[0]) << SHIFT], dtype=np.uint64)
+    for k, want in ((0, [2, 1, 2]), (1, [2, 0, 2]), (2, [1, 0, 1])):
+        out = np.empty(3, dtype=np.intp)
+        sampler.draw(np.full(3, k, dtype=np.intp), words, out)
+        assert out.tolist() == want
 
 
 def test_diagonal_never_moves_q_one():
-    """A category with keep probability 1 is released as itself for every uniform in [0, 1)."""
+    """A category with keep probability 1 is released as itself for every word, the largest included."""
     q = np.array([1.0, 0.3, 1.0, 0.0])
-    u = np.concatenate([np.random.default_rng(1).random(5000), [0.0, ONE_BELOW]])
+    words = np.concatenate([np.random.default_rng(1).integers(0, TOP, 5000, dtype=np.uint64, endpoint=True),
+                            np.array([0, TOP], dtype=np.uint64)])
     for k in (0, 2):
-        codes = np.full(u.size, k, dtype=np.intp)
+        codes = np.full(words.size, k, dtype=np.intp)
         out = np.empty_like(codes)
-        DiagonalSampler(q).draw(codes, u, out)
+        DiagonalSampler(q).draw(codes, words, out)
         assert (out == k).all()
 
 
@@ -264,31 +300,111 @@ def random_matrix(s: int, rng: np.random.Generator, zero_share: float = 0.3) -> 
 
 
 def alias_inputs(sampler: AliasSampler, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Codes with -1 mixed in and uniforms, with the edge cases u = M[k, k], just around it, 0 and just below 1."""
+    """Codes with -1 mixed in and words, with the edge cases x = K_k and around it, 0 and the largest word."""
     s = sampler.size
     rng = np.random.default_rng(seed)
     codes = rng.integers(-1, s, 4000)
-    u = rng.random(codes.size)
-    edge_codes, edge_u = [], []
+    words = rng.integers(0, TOP, codes.size, dtype=np.uint64, endpoint=True)
+    edge_codes, edge_words = [], []
     for k in range(min(s, 60)):
-        qk = float(sampler.keep[k])
-        for x in (qk, float(np.nextafter(qk, 0.0)), float(np.nextafter(qk, 1.0)), 0.0, ONE_BELOW):
-            if 0.0 <= x < 1.0:
-                edge_codes.append(k)
-                edge_u.append(x)
+        xs = words_around(int(sampler._keep[k])) + [0, TOP]
+        edge_codes += [k] * len(xs)
+        edge_words += xs
     return (np.concatenate([codes, np.array(edge_codes, dtype=np.intp)]).astype(np.intp),
-            np.concatenate([u, edge_u]))
+            np.concatenate([words, np.array(edge_words, dtype=np.uint64)]))
 
 
 @pytest.mark.parametrize("s", [1, 2, 3, 7, 50])
 def test_alias_matches_per_value_reference(s):
-    """AliasSampler's compiled draw releases exactly the codes of the alias arithmetic redone in Python."""
+    """AliasSampler's compiled draw releases exactly the codes of the integer alias arithmetic redone in Python."""
     m = random_matrix(s, np.random.default_rng(100 + s))
     sampler = AliasSampler(m)
-    codes, u = alias_inputs(sampler, seed=s)
+    codes, words = alias_inputs(sampler, seed=s)
     out = np.full(codes.size, -99, dtype=np.intp)
-    sampler.draw(codes, u, out)
-    assert out.tolist() == alias_reference(sampler, codes, u)
+    sampler.draw(codes, words, out)
+    assert out.tolist() == alias_reference(sampler, codes, words)
+
+
+def brute_force_law(draw, s: int, bits: int) -> np.ndarray:
+    """The law a compiled draw realises at a resolution of ``bits``, by enumeration: every integer
+    uniform x in [0, 2^bits), as the word x << (64 - bits), drawn for every row."""
+    x = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
+    law = np.zeros((s, s), dtype=np.int64)
+    for k in range(s):
+        out = np.empty(x.size, dtype=np.intp)
+        draw(np.full(x.size, k, dtype=np.intp), x, out, 64 - bits)
+        law[k] = np.bincount(out, minlength=s)
+    return law
+
+
+@pytest.mark.parametrize("s, bits", [(1, 6), (2, 6), (3, 8), (5, 12), (9, 12)])
+def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits):
+    """Enumerating every integer uniform of a small resolution through the compiled form (8) draw counts
+    exactly the units of pramkit.engine.law.form8_units (extra units on the last other category)."""
+    rng = np.random.default_rng(s)
+    q = rng.random(s)
+    q[0] = 0.0 if s > 1 else 1.0
+    if s > 2:
+        q[1] = 1.0
+    w = (1.0 - q) / max(s - 1, 1) if s > 1 else np.zeros(1)
+    keep, weight, extra = form8_units(q, w, bits)
+    d = 1 << bits
+    tables = (np.append(d, keep).astype(np.int64), np.append(0, weight).astype(np.int64))
+    inv = np.zeros(s + 1)
+    np.divide(1.0, tables[1], out=inv, where=tables[1] > 0)
+
+    def draw(codes, words, out, shift):
+        _kernels.draw_diagonal(codes, words, 0, tables[0], tables[1], inv, out, -1, shift)
+
+    want = np.repeat(weight[:, None], s, axis=1)
+    want[np.arange(s), np.arange(s)] = keep
+    for k in range(s):
+        if s > 1:
+            want[k, s - 1 if k < s - 1 else s - 2] += extra[k]
+    assert np.array_equal(brute_force_law(draw, s, bits), want)
+    assert (want.sum(axis=1) == d).all()
+    assert np.array_equal(want > 0, np.where(np.eye(s, dtype=bool), q[:, None] > 0, w[:, None] > 0))
+
+
+@pytest.mark.parametrize("s, bits", [(1, 8), (2, 8), (3, 10), (6, 12), (11, 14)])
+@pytest.mark.parametrize("kind", ["alias", "cumulative"])
+def test_every_word_of_a_small_resolution_gives_the_dense_units(s, bits, kind):
+    """Enumerating every integer uniform of a small resolution through the compiled alias and bisection draws
+    counts exactly the units of pramkit.engine.law.dense_units: every positive entry at least one unit
+    (entries of 1e-300 included), every zero none."""
+    m = random_matrix(s, np.random.default_rng(7 * s + bits), zero_share=0.5)
+    if s > 3:
+        m[3] *= 1.0 - 1e-12
+        m[3, (3 + 2) % s] = 1e-300
+        m[3, 3] += 1.0 - m[3].sum()
+    b = max(0, (s - 1).bit_length())
+    units = dense_units(m, bits, 1 << b if kind == "alias" else 1)
+    keep = np.ascontiguousarray(np.diagonal(units))
+    off = units.copy()
+    np.fill_diagonal(off, 0)
+    if kind == "alias":
+        cells = np.empty(s << b, dtype=np.int64)
+        _kernels.alias_cells(off.ravel(), s, b, cells)
+
+        def draw(codes, words, out, shift):
+            _kernels.draw_alias(codes, words, 0, keep, cells, out, -1, shift, b)
+    else:
+        cumulative = np.cumsum(off, axis=1)
+
+        def draw(codes, words, out, shift):
+            _kernels.draw_cumulative(codes, words, 0, keep, cumulative, out, -1, shift)
+
+    assert np.array_equal(brute_force_law(draw, s, bits), units)
+    assert np.array_equal(units > 0, m > 0)
+    assert (units.sum(axis=1) == 1 << bits).all()
+
+
+def test_alias_cells_refuse_rows_off_the_grain():
+    off = np.array([[0, 3], [2, 0]], dtype=np.int64)
+    with pytest.raises(ValueError, match="multiple of 2"):
+        _kernels.alias_cells(off.ravel(), 2, 1, np.empty(4, dtype=np.int64))
+    with pytest.raises(ValueError, match="cover"):
+        _kernels.alias_cells(off.ravel(), 2, 0, np.empty(2, dtype=np.int64))
 
 
 def test_alias_large_mostly_identity_matches_reference():
@@ -306,10 +422,10 @@ def test_alias_large_mostly_identity_matches_reference():
         m[k, k] = q
     sampler = AliasSampler(m)
     codes = np.concatenate([rng.choice(moving, 20000), rng.integers(-1, s, 2000)]).astype(np.intp)
-    u = rng.random(codes.size)
+    words = rng.integers(0, TOP, codes.size, dtype=np.uint64, endpoint=True)
     out = np.empty_like(codes)
-    sampler.draw(codes, u, out)
-    assert out.tolist() == alias_reference(sampler, codes, u)
+    sampler.draw(codes, words, out)
+    assert out.tolist() == alias_reference(sampler, codes, words)
     assert (m[codes[codes >= 0], out[codes >= 0]] > 0).all()
 
 
@@ -324,37 +440,22 @@ ALIAS_MATRICES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(ALIAS_MATRICES))
-def test_alias_shares_match_matrix_rows(name):
-    """Over 200 000 uniforms per row the released shares match the row within 5 se; a zero entry is never drawn."""
+@pytest.mark.parametrize("kind", ["alias", "cumulative"])
+def test_dense_shares_match_matrix_rows(name, kind):
+    """Over 200 000 words per row the released shares match the row within 5 se; a zero entry is never drawn."""
     m, rows = ALIAS_MATRICES[name]
     s = m.shape[0]
-    sampler = AliasSampler(m)
+    sampler = AliasSampler(m) if kind == "alias" else CumulativeSampler(m)
     n = 200_000
-    u = np.random.default_rng(2024).random(n)
+    words = np.random.default_rng(2024).bit_generator.random_raw(n)
     out = np.empty(n, dtype=np.intp)
     for k in range(s) if rows is None else rows:
-        sampler.draw(np.full(n, k, dtype=np.intp), u, out)
+        sampler.draw(np.full(n, k, dtype=np.intp), words, out)
         share = np.bincount(out, minlength=s) / n
         p = m[k]
         se = np.sqrt(p * (1.0 - p) / n)
         assert (np.abs(share - p) <= 5 * se + 1e-12).all(), (k, share, p)
         assert not out[m[k, out] == 0].size, f"row {k} released a zero entry"
-
-
-def test_alias_zero_entries_never_released_on_a_grid():
-    """On a dense grid of uniforms (with the edges), every released code has a positive matrix entry."""
-    matrices = [ALIAS_MATRICES["docstring"][0], ALIAS_MATRICES["skewed"][0],
-                random_matrix(9, np.random.default_rng(3), 0.7)]
-    for m in matrices:
-        s = m.shape[0]
-        sampler = AliasSampler(m)
-        grid = np.concatenate([np.linspace(0.0, ONE_BELOW, 100_001), [ONE_BELOW]])
-        grid = np.concatenate([grid, np.nextafter(grid, 1.0)])
-        grid = grid[grid < 1.0]
-        out = np.empty(grid.size, dtype=np.intp)
-        for k in range(s):
-            sampler.draw(np.full(grid.size, k, dtype=np.intp), grid, out)
-            assert (m[k, out] > 0).all(), k
 
 
 def make_sampler(kind: str, s: int):
@@ -377,13 +478,13 @@ def test_release_counts_match_numpy(kind, missing_code):
     sampler = make_sampler(kind, s)
     rng = np.random.default_rng(99)
     codes = rng.integers(-1, s, 20_000).astype(np.intp)
-    u = rng.random(codes.size)
+    words = rng.bit_generator.random_raw(codes.size)
     out = np.full(codes.size, -99, dtype=np.intp)
-    counts = release(sampler, codes, u, out, missing_code)
+    counts = release(sampler, codes, words, out, missing_code)
     assert counts == (np.count_nonzero(codes == missing_code), np.count_nonzero(out != codes))
     assert (out[codes == -1] == -1).all() and (out[codes >= 0] >= 0).all() and (out < s).all()
     in_place = codes.copy()
-    assert release(sampler, in_place, u, in_place, missing_code) == counts
+    assert release(sampler, in_place, words, in_place, missing_code) == counts
     assert np.array_equal(in_place, out)
 
 
@@ -394,38 +495,35 @@ def test_release_counts_against_references(kind):
     sampler = make_sampler(kind, s)
     rng = np.random.default_rng(3)
     base = rng.integers(-1, s, 6000).astype(np.intp)
-    u_base = rng.random(base.size)
-    codes, u = base[::2], u_base[::2]  # strided views
-    if kind == "diagonal":
-        want = diagonal_reference(sampler.keep, codes, u)
-    else:
-        want = alias_reference(sampler, codes, u)
+    words_base = rng.bit_generator.random_raw(base.size)
+    codes, words = base[::2], words_base[::2]  # strided views
+    want = (diagonal_reference if kind == "diagonal" else alias_reference)(sampler, codes, words)
     frozen = base.copy()
     frozen.setflags(write=False)
     for missing_code in (-1, 2, s + 5):
         out = np.empty(codes.size, dtype=np.intp)
-        counts = release(sampler, codes, u, out, missing_code)
+        counts = release(sampler, codes, words, out, missing_code)
         assert out.tolist() == want
         changed = sum(1 for a, b in zip(codes.tolist(), want) if a != b)
         assert counts == (codes.tolist().count(missing_code), changed)
         out2 = np.empty(base.size, dtype=np.intp)
-        assert release(sampler, frozen, u_base, out2, missing_code)[0] == base.tolist().count(missing_code)
+        assert release(sampler, frozen, words_base, out2, missing_code)[0] == base.tolist().count(missing_code)
 
 
-@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+@pytest.mark.parametrize("kind", ["diagonal", "alias", "cumulative"])
 def test_release_all_missing_and_empty(kind):
     """A block of only missing codes stays missing (all counted, none changed); an empty block counts nothing."""
     sampler = make_sampler(kind, 4)
     codes = np.full(100, -1, dtype=np.intp)
     out = np.empty_like(codes)
-    assert release(sampler, codes, np.random.default_rng(0).random(100), out) == (100, 0)
+    assert release(sampler, codes, np.random.default_rng(0), out) == (100, 0)
     assert (out == -1).all()
-    assert release(sampler, codes, np.random.default_rng(0).random(100), out, 0) == (0, 0)
+    assert release(sampler, codes, np.random.default_rng(0), out, 0) == (0, 0)
     empty = np.empty(0, dtype=np.intp)
-    assert release(sampler, empty, np.empty(0), np.empty(0, dtype=np.intp)) == (0, 0)
+    assert release(sampler, empty, np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.intp)) == (0, 0)
 
 
-@pytest.mark.parametrize("kind", ["diagonal", "alias"])
+@pytest.mark.parametrize("kind", ["diagonal", "alias", "cumulative"])
 @pytest.mark.parametrize("bad", [-2, 5, 6, 1000, -(2 ** 40), 2 ** 62])
 @pytest.mark.parametrize("where", [0, 17, 499])
 def test_release_rejects_codes_outside_range(kind, bad, where):
@@ -438,27 +536,28 @@ def test_release_rejects_codes_outside_range(kind, bad, where):
     codes[-1] = -7  # a later bad code: the first one is named
     if where == 499:
         codes[-1] = bad
-    u = rng.random(codes.size)
+    words = rng.bit_generator.random_raw(codes.size)
     message = rf"-1\.\.{s - 1}, found {bad}$"
     with pytest.raises(ValueError, match=message):
-        release(sampler, codes, u, np.empty(codes.size, dtype=np.intp))
+        release(sampler, codes, words, np.empty(codes.size, dtype=np.intp))
     with pytest.raises(ValueError, match=message):
-        sampler.draw(codes, u, np.empty(codes.size, dtype=np.intp))
+        sampler.draw(codes, words, np.empty(codes.size, dtype=np.intp))
     with pytest.raises(ValueError, match=message):
-        release(sampler, codes.copy(), u, codes.copy(), 0)
+        release(sampler, codes.copy(), words, codes.copy(), 0)
     in_place = codes.copy()
     with pytest.raises(ValueError, match=message):
-        release(sampler, in_place, u, in_place)
-    position = sampler.kernel(codes, u, np.empty(codes.size, dtype=np.intp), -1)[0]
+        release(sampler, in_place, words, in_place)
+    position = sampler.kernel(codes, words, 0, np.empty(codes.size, dtype=np.intp), -1)[0]
     assert position == int(np.flatnonzero((codes < -1) | (codes >= s))[0]) == where
 
 
 def test_release_rejects_bad_code_with_one_category():
-    """With S = 1 the codes 1 and -2 are out of range for both compiled samplers."""
-    for sampler in (DiagonalSampler(np.array([0.4])), AliasSampler(np.array([[1.0]]))):
+    """With S = 1 the codes 1 and -2 are out of range for every compiled sampler."""
+    for sampler in (DiagonalSampler(np.array([0.4])), AliasSampler(np.array([[1.0]])),
+                    CumulativeSampler(np.array([[1.0]]))):
         for bad in (1, -2):
             with pytest.raises(ValueError, match=rf"found {bad}$"):
-                release(sampler, np.array([0, -1, bad]), np.array([0.1, 0.2, 0.3]), np.empty(3, dtype=np.intp))
+                release(sampler, np.array([0, -1, bad]), words_of([0.1, 0.2, 0.3]), np.empty(3, dtype=np.intp))
 
 
 # ---------------------------------------------------------------------------------------------- UTF-8 labels

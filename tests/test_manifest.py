@@ -120,7 +120,7 @@ def compact() -> Manifest:
 
 def test_version_3_writes_form8_compactly(tmp_path: Path, compact: Manifest) -> None:
     data = json.loads(compact.to_json())
-    assert data["version"] == 4
+    assert data["version"] == 5
     region, sex = data["variables"]
     assert region["form"] == "diagonal" and "matrix" not in region
     assert region["q"] == [0.8, 0.7, 0.9]
@@ -190,7 +190,7 @@ def test_a_version_2_manifest_still_loads(tmp_path: Path, compact: Manifest) -> 
     assert old["sex"].matrix == compact["sex"].matrix
     assert old.record_epsilon == pytest.approx(3.2725887222397816, rel=1e-15)
     again = json.loads(old.to_json())                          # written back as version 3
-    assert again["version"] == 4 and again["variables"][0]["form"] == "dense"
+    assert again["version"] == 5 and again["variables"][0]["form"] == "dense"
     v1 = {k: v for k, v in VERSION_2.items() if k != "ledger"} | {"version": 1}
     assert Manifest.from_dict(v1).ledger is None
     # "form" describes itself: a compact variable is read whatever version the file states

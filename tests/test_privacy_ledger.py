@@ -360,3 +360,25 @@ def test_noisy_counts_never_leave_a_category_with_probability_zero():
         for name, v in record.items():
             assert min(v["design_p"]) > 0, (seed, name, v["design_p"])
             assert v["epsilon"] > 0.5, (seed, name, v["epsilon"])
+
+
+@pytest.mark.parametrize("kind", ["stratum", "kept_code", "missing", "joint_missing", "stratum_missing",
+                                  "rule_breaker", "household"])
+def test_every_fact_changes_the_sentence(kind: str) -> None:
+    """The sentence is written from the facts: no kind of value released exactly can leave it as it was."""
+    from pramkit.ledger import ExactFact
+
+    led = Ledger(design_epsilon=0.1, frequencies="dp_counts")
+    fact = ExactFact(kind, ("age",), f"the {kind} words", column="hid" if kind == "household" else None,
+                     covered=kind not in ("stratum_missing", "rule_breaker"))
+    plain, with_fact = led.statement([0.9]), led.statement([0.9], facts=[fact])
+    assert with_fact != plain
+    if kind == "household":
+        assert "perturbed once per household (hid, released as it is)" in with_fact
+    elif fact.covered:
+        assert with_fact.startswith(f"The released file shows exactly, as the original does: the {kind} words; ")
+        assert "keeping what is shown exactly" in with_fact
+    else:
+        assert with_fact.endswith(f"The {kind} words: no epsilon covers them.")
+    d = led.to_dict([0.9], facts=[fact])
+    assert d["statement"] == with_fact and ExactFact.from_dict(d["released_exactly_facts"][0]) == fact

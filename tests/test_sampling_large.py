@@ -1,4 +1,4 @@
-"""The sampler of large dense matrices (built in NumPy) against the rows it draws from."""
+"""The sampler of large dense matrices (bisection of cumulative units) against the rows it draws from."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_each_row_is_drawn_with_its_probabilities_and_zeros_never(row):
     m = _random_matrix(8, row)
     n = 300_000
     out = np.empty(n, dtype=np.intp)
-    CumulativeSampler(m).draw(np.full(n, row), np.random.default_rng(10 + row).random(n), out)
+    CumulativeSampler(m).draw(np.full(n, row), np.random.default_rng(10 + row).bit_generator.random_raw(n), out)
     observed = np.bincount(out, minlength=8)
     assert not observed[m[row] == 0].any()
     positive = m[row] > 0
@@ -40,8 +40,8 @@ def test_it_agrees_in_law_with_the_alias_sampler():
     n = 400_000
     codes = np.random.default_rng(6).integers(0, 50, n)
     a, c = np.empty(n, dtype=np.intp), np.empty(n, dtype=np.intp)
-    AliasSampler(m).draw(codes, np.random.default_rng(7).random(n), a)
-    CumulativeSampler(m).draw(codes, np.random.default_rng(8).random(n), c)
+    AliasSampler(m).draw(codes, np.random.default_rng(7).bit_generator.random_raw(n), a)
+    CumulativeSampler(m).draw(codes, np.random.default_rng(8).bit_generator.random_raw(n), c)
     table_a = np.bincount(codes * 50 + a, minlength=2500)
     table_c = np.bincount(codes * 50 + c, minlength=2500)
     used = (table_a + table_c) > 20
@@ -56,5 +56,5 @@ def test_large_dense_matrices_use_it():
     assert isinstance(sampler, CumulativeSampler)
     codes = np.random.default_rng(1).integers(0, s, 200_000)
     out = np.empty_like(codes)
-    sampler.draw(codes, np.random.default_rng(2).random(codes.size), out)
+    sampler.draw(codes, np.random.default_rng(2).bit_generator.random_raw(codes.size), out)
     assert (m.matrix[codes, out] > 0).all()  # never a zero entry

@@ -266,7 +266,7 @@ def test_a_structured_manifest_round_trips(tmp_path):
                        categories=CENSUS_VARIABLES, rng=random.Random(9))
     path = m.write(tmp_path / "m.json")
     data = json.loads(path.read_text())
-    assert data["version"] == 4 and data["record_epsilon"] == "inf"
+    assert data["version"] == 5 and data["record_epsilon"] == "inf"
     assert data["variables"][0]["form"] == "blocks" and data["variables"][0]["given"] == ["sex"]
     assert data["input"]["structure"]["keep_codes"] == {"age": ["0-9"]}
     again = Manifest.read(path)

@@ -1,9 +1,11 @@
 /*
  * pramkit._kernels: the per-value loops that NumPy and Arrow cannot do in one pass.
  *
- * draw_diagonal, draw_alias   the keep-or-move draw of pramkit.sampling's DiagonalSampler and
- *                             AliasSampler, one pass over the values (NumPy needs about ten), the
- *                             uniforms of a Philox generator computed two blocks at a time.
+ * draw_diagonal, draw_alias,  the keep-or-move draws of pramkit.sampling's samplers, one pass over the
+ * draw_cumulative             values, in integer arithmetic on integer uniforms (the words of a Philox
+ *                             generator, computed two blocks at a time), from the integer tables of
+ *                             pramkit.engine.law, so that the law they realise is known exactly.
+ * alias_cells                 the alias tables of draw_alias, built in integers.
  * utf8_index, utf8_encode     codes of Arrow UTF-8 values among a codebook's labels, through an
  *                             open-addressing table built once per codebook (Arrow's hash lookup
  *                             costs three uniform draws per value; this costs under one).
@@ -14,9 +16,9 @@
  *                             pass (utf8_size counts the bytes first where no bound is tight).
  *
  * Every argument is a C-contiguous buffer (a NumPy array or an Arrow buffer) whose element
- * type the Python caller fixes; lengths are checked here.  Loops run without the GIL.  The
- * floating-point arithmetic of the draws is that of the NumPy expressions they replace,
- * operation for operation (compiled with -ffp-contract=off), so a key releases the same values.
+ * type the Python caller fixes; lengths are checked here.  Loops run without the GIL.  The draws
+ * decide in integers; the one double in them (the estimate of a quotient in draw_diagonal) is
+ * corrected exactly, so every processor releases the same values.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,8 +48,8 @@ release(Py_buffer *views, int count)
 /* ------------------------------------------------------------------ draws */
 
 /* NumPy's interface to a bit generator (numpy/random/bitgen.h), which the "BitGenerator" capsule of
- * numpy.random.BitGenerator.capsule points to.  Generator.random() fills its output by calling
- * next_double once per value, in order; so do the draws here, so that they read the same uniforms. */
+ * numpy.random.BitGenerator.capsule points to.  BitGenerator.random_raw() fills its output by calling
+ * next_raw once per value, in order; so do the draws here, so that they read the same words. */
 typedef struct {
     void *state;
     uint64_t (*next_uint64)(void *state);
@@ -57,13 +59,12 @@ typedef struct {
 } bitgen_t;
 
 /* Philox-4x64-10 (Salmon, Moraes, Dror and Shaw 2011) as numpy.random.Philox runs it, computed here
- * instead of through its next_double: NumPy computes one block (four words) per call, a chain of ten
+ * instead of through its next_raw: NumPy computes one block (four words) per call, a chain of ten
  * dependent rounds during which the processor waits on the multiplier; here two blocks are computed side by
  * side, with the round keys computed once per call.  The state is NumPy's: the counter (four words), the
  * key (two words), the buffer of the last block and how many of its words were used; NumPy increments the
- * counter (with carry) before each block, and a uniform is (w >> 11) 2^-53 of a word w.
- * pramkit.sampling.uniform_source moves the state between the generator and an array of PHILOX_WORDS
- * uint64, the layout of Philox below. */
+ * counter (with carry) before each block.  pramkit.sampling.uniform_source moves the state between the
+ * generator and an array of PHILOX_WORDS uint64, the layout of Philox below. */
 #define PHILOX_WORDS 11
 #if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__)
 #define PHILOX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -93,21 +94,15 @@ typedef struct {
         x3 = (uint64_t)p0_;                                                                                    \
     } while (0)
 
-static inline double
-word_to_double(uint64_t w)
-{
-    return (double)(w >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* The next n uniforms of ``g`` into out, as n calls of NumPy's Philox next_double would give them, and the
+/* The next n words of ``g`` into out, as n calls of NumPy's Philox next_raw would give them, and the
  * state those calls would leave.  The counter lives in registers while it runs: stored word by word and read
  * back as a whole, it made the processor wait on every block (a store it cannot forward to a wider load). */
 PHILOX_CLONES static void
-philox_fill(Philox *g, double *out, Py_ssize_t n)
+philox_fill(Philox *g, uint64_t *out, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
     for (; i < n && g->pos < 4; i++) {
-        out[i] = word_to_double(g->buffer[g->pos++]);
+        out[i] = g->buffer[g->pos++];
     }
     if (i == n) {
         return;
@@ -132,26 +127,26 @@ philox_fill(Philox *g, double *out, Py_ssize_t n)
             PHILOX_ROUND(a0, a1, a2, a3, keys[r][0], keys[r][1]);
             PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
         }
-        out[i] = word_to_double(a0);
-        out[i + 1] = word_to_double(a1);
-        out[i + 2] = word_to_double(a2);
-        out[i + 3] = word_to_double(a3);
+        out[i] = a0;
+        out[i + 1] = a1;
+        out[i + 2] = a2;
+        out[i + 3] = a3;
         if (left >= 8) {
-            out[i + 4] = word_to_double(b0);
-            out[i + 5] = word_to_double(b1);
-            out[i + 6] = word_to_double(b2);
-            out[i + 7] = word_to_double(b3);
+            out[i + 4] = b0;
+            out[i + 5] = b1;
+            out[i + 6] = b2;
+            out[i + 7] = b3;
             i += 8;
             continue;
         }
         uint64_t last[4] = {b0, b1, b2, b3}; /* the last block, partly used */
         for (int j = 0; j < left - 4; j++) {
-            out[i + 4 + j] = word_to_double(last[j]);
+            out[i + 4 + j] = last[j];
         }
         used = (uint64_t)(left - 4);
         i = n;
     }
-    if (left > 0) { /* one block for the last 1 to 4 uniforms */
+    if (left > 0) { /* one block for the last 1 to 4 words */
         PHILOX_INCREMENT(c0, c1, c2, c3);
         b0 = c0, b1 = c1, b2 = c2, b3 = c3;
         for (int r = 0; r < 10; r++) {
@@ -159,7 +154,7 @@ philox_fill(Philox *g, double *out, Py_ssize_t n)
         }
         uint64_t last[4] = {b0, b1, b2, b3};
         for (int j = 0; j < left; j++) {
-            out[i + j] = word_to_double(last[j]);
+            out[i + j] = last[j];
         }
         used = (uint64_t)left;
     }
@@ -169,19 +164,22 @@ philox_fill(Philox *g, double *out, Py_ssize_t n)
     g->ctr[0] = c0, g->ctr[1] = c1, g->ctr[2] = c2, g->ctr[3] = c3;
 }
 
-/* Uniforms of a draw: a buffer of them, or drawn CHUNK at a time into a buffer in the cache from a Philox
+/* Where a draw's words come from (the ``kind`` argument of the draws). */
+enum { WORDS_GIVEN = 0, WORDS_PHILOX = 1, WORDS_CAPSULE = 2 };
+
+/* Words of a draw: a buffer of them, or drawn CHUNK at a time into a buffer in the cache from a Philox
  * state or from a bit generator (the caller holds the generator's lock). */
 #define CHUNK 512
 typedef struct {
-    const double *given;
+    const uint64_t *given;
     bitgen_t *gen;
     Philox *philox;
-    double chunk[CHUNK];
-} Uniforms;
+    uint64_t chunk[CHUNK];
+} Words;
 
-/* The uniforms of values first .. first + n - 1 (n at most CHUNK), in order. */
-static inline const double *
-uniforms_of(Uniforms *src, Py_ssize_t first, Py_ssize_t n)
+/* The words of values first .. first + n - 1 (n at most CHUNK), in order. */
+static inline const uint64_t *
+words_of(Words *src, Py_ssize_t first, Py_ssize_t n)
 {
     if (src->given != NULL) {
         return src->given + first;
@@ -191,43 +189,46 @@ uniforms_of(Uniforms *src, Py_ssize_t first, Py_ssize_t n)
         return src->chunk;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        src->chunk[i] = src->gen->next_double(src->gen->state);
+        src->chunk[i] = src->gen->next_raw(src->gen->state);
     }
     return src->chunk;
 }
 
-/* Parse the uniforms argument: a "BitGenerator" capsule, a writable Philox state (uint64[PHILOX_WORDS]),
- * or a buffer of n doubles (``view``, released by the caller when ``*have_view``). */
+/* Parse the words argument of ``kind``: a buffer of n uint64 (WORDS_GIVEN), a writable Philox state
+ * (uint64[PHILOX_WORDS], WORDS_PHILOX) or a "BitGenerator" capsule (WORDS_CAPSULE); a buffer's view is
+ * ``view``, released by the caller when ``*have_view``. */
 static int
-get_uniforms(PyObject *obj, Py_ssize_t n, Uniforms *src, Py_buffer *view, int *have_view)
+get_words(PyObject *obj, int kind, Py_ssize_t n, Words *src, Py_buffer *view, int *have_view)
 {
     *have_view = 0;
     src->given = NULL;
     src->gen = NULL;
     src->philox = NULL;
-    if (PyCapsule_CheckExact(obj)) {
+    if (kind == WORDS_CAPSULE) {
         src->gen = PyCapsule_GetPointer(obj, "BitGenerator");
         return src->gen == NULL ? -1 : 0;
     }
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (kind != WORDS_GIVEN && kind != WORDS_PHILOX) {
+        PyErr_Format(PyExc_ValueError, "unknown kind of words %d", kind);
+        return -1;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | (kind == WORDS_PHILOX ? PyBUF_WRITABLE : 0)) < 0) {
         return -1;
     }
     *have_view = 1;
-    const char *f = view->format == NULL ? "B" : view->format;
-    f += *f == '<' || *f == '=' || *f == '@';
-    if (view->itemsize == 8 && (strcmp(f, "Q") == 0 || strcmp(f, "L") == 0) && !view->readonly) {
-        if (check_len(view, PHILOX_WORDS, sizeof(uint64_t), "Philox state") < 0) {
-            return -1;
-        }
-        src->philox = view->buf;
-        if (src->philox->pos > 4) {
-            PyErr_SetString(PyExc_ValueError, "Philox state: the buffer position passes 4");
-            return -1;
-        }
-        return 0;
+    if (kind == WORDS_GIVEN) {
+        src->given = view->buf;
+        return check_len(view, n, sizeof(uint64_t), "words");
     }
-    src->given = view->buf;
-    return check_len(view, n, sizeof(double), "u");
+    if (check_len(view, PHILOX_WORDS, sizeof(uint64_t), "Philox state") < 0) {
+        return -1;
+    }
+    src->philox = view->buf;
+    if (src->philox->pos > 4) {
+        PyErr_SetString(PyExc_ValueError, "Philox state: the buffer position passes 4");
+        return -1;
+    }
+    return 0;
 }
 
 /* Compiled once for the processor's widest vectors where the compiler can choose at load time (each
@@ -238,38 +239,48 @@ get_uniforms(PyObject *obj, Py_ssize_t n, Uniforms *src, Py_buffer *view, int *h
 #define VECTOR_CLONES
 #endif
 
-/* A matrix's tables as the draws read them (see draw_diagonal and draw_alias). */
+/* A matrix's integer tables as the draws read them (see draw_diagonal, draw_alias and draw_cumulative).
+ * A value's uniform is the integer x = word >> shift on [0, 2^(64 - shift)); a row k keeps the value when
+ * x < keep[k] and otherwise moves it with r = x - keep[k], uniform on the row's move units. */
 typedef struct {
-    const double *keep, *inv_move, *table;
+    const int64_t *keep, *weight, *cells;
+    const double *inv_weight;
     Py_ssize_t s;
     intp missing_code;
+    int shift, bits;
 } Tables;
 
-/* Form (8) on n values (see draw_diagonal), without a branch so that it vectorises: a value moves when
- * u >= q_k, a coin toss that a branch predictor gets wrong once in five values, so both outcomes are
- * computed and one is selected.  x = u' (S - 1) is clamped to [0, S - 2] before it is truncated (for a
- * moved value x >= 0, so this is floor(x) capped at S - 2; a kept value's x, not used, may be any
- * number).  A code outside -1..S-1 is written out as it is; returns 1 if there is one, else 0. */
+/* Form (8) on n values (see draw_diagonal), without a branch: a value moves when x >= K_k, a coin toss
+ * that a branch predictor gets wrong once in five values, so both outcomes are computed and one is
+ * selected.  t = floor(r / W_k) comes from a double estimate corrected by one integer step each way (the
+ * estimate is off by less than one while t <= S - 1, and it is clamped there first), then capped at
+ * S - 2.  A code outside -1..S-1 is written out as it is; returns 1 if there is one, else 0. */
 VECTOR_CLONES static int
-diagonal_chunk(const intp *restrict codes, const double *restrict u, const double *restrict keep,
-               const double *restrict inv_move, intp *restrict out, Py_ssize_t n, Py_ssize_t s, intp missing_code,
-               Py_ssize_t *restrict counts)
+diagonal_chunk(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
+               const int64_t *restrict weight, const double *restrict inv_weight, intp *restrict out, Py_ssize_t n,
+               Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts)
 {
     Py_ssize_t missing = 0, changed = 0;
     uint64_t bad = 0;
-    const double others = (double)(s - 1), cap = (double)(s - 2);
+    const double top = (double)(s - 1);
+    const int64_t cap = (int64_t)s - 2;
     for (Py_ssize_t i = 0; i < n; i++) {
         intp k = codes[i];
         uint64_t at = (uint64_t)(k + 1), outside = at > (uint64_t)s;
         bad |= outside;
         at = outside ? 0 : at;
         k = outside ? -1 : k;
-        double q = keep[at], x = ((u[i] - q) * inv_move[at]) * others;
-        x = x < 0.0 ? 0.0 : x;
-        x = x > cap ? cap : x;
-        intp t = (intp)x;
+        int64_t x = (int64_t)(w[i] >> shift), kk = keep[at], wk = weight[at];
+        int kept = x < kk;
+        int64_t r = kept ? 0 : x - kk;
+        double e = (double)r * inv_weight[at];
+        e = e > top ? top : e;
+        int64_t t = (int64_t)e;
+        t -= (uint64_t)t * (uint64_t)wk > (uint64_t)r;
+        t += (uint64_t)(t + 1) * (uint64_t)wk <= (uint64_t)r;
+        t = t > cap ? cap : t;
         t += t >= k;
-        intp released = u[i] < q ? k : t;
+        intp released = kept ? k : (intp)t;
         missing += k == missing_code;
         changed += released != k;
         out[i] = outside ? codes[i] : released;
@@ -280,22 +291,24 @@ diagonal_chunk(const intp *restrict codes, const double *restrict u, const doubl
 }
 
 static int
-diagonal_run(const Tables *t, const intp *codes, const double *u, intp *out, Py_ssize_t n, Py_ssize_t *counts)
+diagonal_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
-    return diagonal_chunk(codes, u, t->keep, t->inv_move, out, n, t->s, t->missing_code, counts);
+    return diagonal_chunk(codes, w, t->keep, t->weight, t->inv_weight, out, n, t->s, t->missing_code, t->shift,
+                          counts);
 }
 
 /* The loop of draw_alias on n values (see draw_alias); a code outside -1..S-1 is written out as it is,
  * and returns 1 if there is one, else 0. */
 static int
-alias_run(const Tables *t, const intp *codes, const double *u, intp *out, Py_ssize_t n, Py_ssize_t *counts)
+alias_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
-    const double *keep = t->keep, *inv_move = t->inv_move, *table = t->table;
+    const int64_t *keep = t->keep, *cells = t->cells;
     const Py_ssize_t s = t->s;
+    const int bits = t->bits, shift = t->shift;
+    const int64_t mask = ((int64_t)1 << bits) - 1;
     const intp missing_code = t->missing_code;
     Py_ssize_t missing = 0, changed = 0;
     int bad = 0;
-    const double cells = (double)s;
     for (Py_ssize_t i = 0; i < n; i++) {
         intp k = codes[i];
         if (k < 0 || k >= s) {
@@ -305,22 +318,59 @@ alias_run(const Tables *t, const intp *codes, const double *u, intp *out, Py_ssi
             continue;
         }
         missing += k == missing_code;
-        double x = u[i], q = keep[k];
-        if (x < q || s == 1) { /* the table read of a move is worth a branch */
+        int64_t x = (int64_t)(w[i] >> shift), kk = keep[k];
+        if (x < kk) { /* the table read of a move is worth a branch */
             out[i] = k;
             continue;
         }
-        x = ((x - q) * inv_move[k]) * cells;
-        intp j = (intp)x;
-        if (j > s - 1) {
-            j = s - 1;
-        }
-        x -= (double)j;
-        double entry = table[k * s + j];
-        intp alias = (intp)entry;
-        j = x < entry - (double)alias ? j : alias;
+        int64_t r = x - kk, cell = r & mask, entry = cells[((int64_t)k << bits) + cell];
+        intp j = (r >> bits) < (entry >> bits) ? (intp)cell : (intp)(entry & mask);
         changed += j != k;
         out[i] = j;
+    }
+    counts[0] += missing;
+    counts[1] += changed;
+    return bad;
+}
+
+/* The loop of draw_cumulative on n values (see draw_cumulative). */
+static int
+cumulative_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
+{
+    const int64_t *keep = t->keep, *cells = t->cells;
+    const Py_ssize_t s = t->s;
+    const int shift = t->shift;
+    const intp missing_code = t->missing_code;
+    Py_ssize_t missing = 0, changed = 0;
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        intp k = codes[i];
+        if (k < 0 || k >= s) {
+            bad |= k != -1;
+            missing += k == missing_code;
+            out[i] = k;
+            continue;
+        }
+        missing += k == missing_code;
+        int64_t x = (int64_t)(w[i] >> shift), kk = keep[k];
+        if (x < kk) {
+            out[i] = k;
+            continue;
+        }
+        int64_t r = x - kk;
+        const int64_t *row = cells + (int64_t)k * s;
+        Py_ssize_t lo = 0, hi = s - 1; /* the first j with row[j] > r: row[s - 1] is the row's move units */
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (row[mid] > r) {
+                hi = mid;
+            }
+            else {
+                lo = mid + 1;
+            }
+        }
+        changed += lo != k;
+        out[i] = lo;
     }
     counts[0] += missing;
     counts[1] += changed;
@@ -339,20 +389,25 @@ first_outside(const intp *codes, Py_ssize_t n, Py_ssize_t s)
     return -1;
 }
 
-/* What the two draws share: the codes b[0], the uniforms (their view in b[1]), ``tables`` buffers from
- * b[2] that the caller checked (``ok``), then ``out``; draws chunk by chunk with ``run`` without the GIL
- * and gives every buffer back.  Returns (the position of the first code outside -1..S-1 or -1, the
- * number of codes equal to missing_code, the number changed), or NULL with an exception. */
+typedef int (*Run)(const Tables *, const intp *, const uint64_t *, intp *, Py_ssize_t, Py_ssize_t *);
+
+/* What the draws share: the codes b[0], the words (their view in b[1]), ``tables`` buffers from b[2] that
+ * the caller checked (``ok``), then ``out``; draws chunk by chunk with ``run`` without the GIL and gives
+ * every buffer back.  Returns (the position of the first code outside -1..S-1 or -1, the number of codes
+ * equal to missing_code, the number changed), or NULL with an exception. */
 static PyObject *
-draw(int (*run)(const Tables *, const intp *, const double *, intp *, Py_ssize_t, Py_ssize_t *), const Tables *t,
-     Py_buffer *b, int tables, PyObject *uniforms, int ok)
+draw(Run run, const Tables *t, Py_buffer *b, int tables, PyObject *words, int kind, int ok)
 {
     Py_buffer *out_view = &b[2 + tables];
     Py_ssize_t n = b[0].len / (Py_ssize_t)sizeof(intp);
     int have_view = 0;
-    Uniforms src;
+    Words src;
     PyObject *result = NULL;
-    if (ok && get_uniforms(uniforms, n, &src, &b[1], &have_view) == 0 &&
+    if (ok && t->shift < 2) {
+        PyErr_SetString(PyExc_ValueError, "draws use at most 62 bits of a word");
+        ok = 0;
+    }
+    if (ok && get_words(words, kind, n, &src, &b[1], &have_view) == 0 &&
         check_len(&b[0], n, sizeof(intp), "codes") == 0 && check_len(out_view, n, sizeof(intp), "out") == 0) {
         const intp *codes = b[0].buf;
         intp *out = out_view->buf;
@@ -364,7 +419,7 @@ draw(int (*run)(const Tables *, const intp *, const double *, intp *, Py_ssize_t
                 __builtin_prefetch(codes + i);
                 __builtin_prefetch(out + i, 1);
             }
-            if (run(t, codes + first, uniforms_of(&src, first, m), out + first, m, counts) && bad < 0) {
+            if (run(t, codes + first, words_of(&src, first, m), out + first, m, counts) && bad < 0) {
                 bad = first + first_outside(out + first, m, t->s);
             }
         }
@@ -379,54 +434,168 @@ draw(int (*run)(const Tables *, const intp *, const double *, intp *, Py_ssize_t
     return result;
 }
 
-/* draw_diagonal(codes intp[n], uniforms, keep double[S + 1], inv_move double[S + 1], out intp[n],
- * missing_code): form (8), kept when u < q_k; else u' = (u - q_k) / (1 - q_k), t = floor(u' (S - 1))
- * capped at S - 2, released t + [t >= k].  ``uniforms``: double[n], a Philox state (uint64[PHILOX_WORDS],
- * advanced past the n uniforms drawn from it), or the capsule of a bit generator whose next n uniforms are
- * drawn (its lock held by the caller).  The tables are shifted by one: entry
- * 0 is for code -1 (missing), keep 2 and inv_move 0, so that it is kept without a branch; with one
- * category, keep is 2 too.  ``out`` may be ``codes``.  Returns what draw() returns. */
+/* draw_diagonal(codes intp[n], words, kind, keep int64[S + 1], weight int64[S + 1], inv_weight
+ * double[S + 1], out intp[n], missing_code, shift): form (8) in integers.  With x = word >> shift, a value
+ * of category k is kept when x < K_k; else r = x - K_k, t = floor(r / W_k) capped at S - 2, released
+ * t + [t >= k] (the cap gives the last other category the units past (S - 1) W_k).  ``words`` of ``kind``
+ * (get_words): uint64[n], a Philox state (advanced past the n words drawn from it), or the capsule of a
+ * bit generator (its lock held by the caller).  The tables are shifted by one: entry 0 is for code -1
+ * (missing), K = 2^(64 - shift) and W = 0, so that it is kept without a branch.  ``out`` may be ``codes``.
+ * Returns what draw() returns. */
 static PyObject *
 draw_diagonal(PyObject *self, PyObject *args)
 {
-    Py_buffer b[5];
-    PyObject *uniforms;
-    Tables t;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &t.missing_code)) {
+    Py_buffer b[6];
+    PyObject *words;
+    int kind;
+    Tables t = {0};
+    if (!PyArg_ParseTuple(args, "y*Oiy*y*y*w*ni", &b[0], &words, &kind, &b[2], &b[3], &b[4], &b[5],
+                          &t.missing_code, &t.shift)) {
         return NULL;
     }
-    t.s = b[2].len / (Py_ssize_t)sizeof(double) - 1;
+    t.s = b[2].len / (Py_ssize_t)sizeof(int64_t) - 1;
     t.keep = b[2].buf;
-    t.inv_move = b[3].buf;
-    t.table = NULL;
-    int ok = t.s >= 1 && check_len(&b[3], t.s + 1, sizeof(double), "inv_move") == 0;
+    t.weight = b[3].buf;
+    t.inv_weight = b[4].buf;
+    int ok = t.s >= 1 && check_len(&b[3], t.s + 1, sizeof(int64_t), "weight") == 0 &&
+             check_len(&b[4], t.s + 1, sizeof(double), "inv_weight") == 0;
     if (!ok && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
     }
-    return draw(diagonal_run, &t, b, 2, uniforms, ok);
+    return draw(diagonal_run, &t, b, 3, words, kind, ok);
 }
 
-/* draw_alias(codes, uniforms, keep, inv_move, table double[S * S], out, missing_code): any matrix, kept
- * when u < M[k, k]; else x = u' S, j = floor(x) capped at S - 1, and the cell (k, j) of the packed
- * alias table (alias + probability) releases j when x - j is below its probability, else its alias.
- * ``uniforms`` as for draw_diagonal.  Code -1 stays -1; ``out`` may be ``codes``.  Returns what draw()
+/* draw_alias(codes, words, kind, keep int64[S], cells int64[S 2^bits], out, missing_code, shift, bits):
+ * any matrix, kept when x < K_k; else r = x - K_k, whose low ``bits`` bits pick a cell c of row k and
+ * whose other bits y = r >> bits are uniform on the cell's units C_k = (2^(64 - shift) - K_k) / 2^bits;
+ * the cell, packed as (threshold << bits) | alias, releases c when y < threshold, else its alias.
+ * ``words`` as for draw_diagonal.  Code -1 stays -1; ``out`` may be ``codes``.  Returns what draw()
  * returns. */
 static PyObject *
 draw_alias(PyObject *self, PyObject *args)
 {
-    Py_buffer b[6];
-    PyObject *uniforms;
-    Tables t;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*y*w*n", &b[0], &uniforms, &b[2], &b[3], &b[4], &b[5], &t.missing_code)) {
+    Py_buffer b[5];
+    PyObject *words;
+    int kind;
+    Tables t = {0};
+    if (!PyArg_ParseTuple(args, "y*Oiy*y*w*nii", &b[0], &words, &kind, &b[2], &b[3], &b[4], &t.missing_code,
+                          &t.shift, &t.bits)) {
         return NULL;
     }
-    t.s = b[2].len / (Py_ssize_t)sizeof(double);
+    t.s = b[2].len / (Py_ssize_t)sizeof(int64_t);
     t.keep = b[2].buf;
-    t.inv_move = b[3].buf;
-    t.table = b[4].buf;
-    int ok = check_len(&b[3], t.s, sizeof(double), "inv_move") == 0 &&
-             check_len(&b[4], t.s * t.s, sizeof(double), "table") == 0;
-    return draw(alias_run, &t, b, 3, uniforms, ok);
+    t.cells = b[3].buf;
+    int ok = t.bits >= 0 && t.bits < 31 && ((Py_ssize_t)1 << t.bits) >= t.s &&
+             check_len(&b[3], t.s << t.bits, sizeof(int64_t), "cells") == 0;
+    if (!ok && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "draw_alias: 2^bits must cover the categories");
+    }
+    return draw(alias_run, &t, b, 2, words, kind, ok);
+}
+
+/* draw_cumulative(codes, words, kind, keep int64[S], cumulative int64[S S], out, missing_code, shift): any
+ * matrix, kept when x < K_k; else r = x - K_k and the released category is the first j whose cumulative
+ * move units cumulative[k, j] (the diagonal adding none) exceed r, found by bisection.  ``words`` as for
+ * draw_diagonal.  Returns what draw() returns. */
+static PyObject *
+draw_cumulative(PyObject *self, PyObject *args)
+{
+    Py_buffer b[5];
+    PyObject *words;
+    int kind;
+    Tables t = {0};
+    if (!PyArg_ParseTuple(args, "y*Oiy*y*w*ni", &b[0], &words, &kind, &b[2], &b[3], &b[4], &t.missing_code,
+                          &t.shift)) {
+        return NULL;
+    }
+    t.s = b[2].len / (Py_ssize_t)sizeof(int64_t);
+    t.keep = b[2].buf;
+    t.cells = b[3].buf;
+    int ok = check_len(&b[3], t.s * t.s, sizeof(int64_t), "cumulative") == 0;
+    return draw(cumulative_run, &t, b, 2, words, kind, ok);
+}
+
+/* alias_cells(weights int64[S S], S, bits, out int64[S 2^bits]): each row's alias table of its move units
+ * (the diagonal's weight zero), in integers: the row's total must be a multiple of 2^bits, each of the
+ * 2^bits cells holds C = total / 2^bits units (Vose 1991: a cell below C is topped up from one above).
+ * A cell is packed as (threshold << bits) | alias.  A row of total zero is never read and gets cells of
+ * threshold zero.  Returns None, or raises ValueError when a total is not a multiple of 2^bits. */
+static PyObject *
+alias_cells(PyObject *self, PyObject *args)
+{
+    Py_buffer b[2];
+    Py_ssize_t s;
+    int bits;
+    if (!PyArg_ParseTuple(args, "y*niw*", &b[0], &s, &bits, &b[1])) {
+        return NULL;
+    }
+    Py_ssize_t m = (Py_ssize_t)1 << (bits < 0 || bits > 30 ? 0 : bits);
+    if (bits < 0 || bits > 30 || m < s || check_len(&b[0], s * s, sizeof(int64_t), "weights") < 0 ||
+        check_len(&b[1], s * m, sizeof(int64_t), "cells") < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "alias_cells: 2^bits must cover the categories");
+        }
+        release(b, 2);
+        return NULL;
+    }
+    int64_t *scaled = PyMem_Malloc(m * sizeof(int64_t));
+    Py_ssize_t *small = PyMem_Malloc(m * sizeof(Py_ssize_t)), *large = PyMem_Malloc(m * sizeof(Py_ssize_t));
+    int fail = scaled == NULL || small == NULL || large == NULL ? 1 : 0;
+    const int64_t *weights = b[0].buf;
+    int64_t *cells = b[1].buf;
+    for (Py_ssize_t k = 0; k < s && !fail; k++) {
+        int64_t total = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            scaled[j] = j < s ? weights[k * s + j] : 0;
+            total += scaled[j];
+        }
+        int64_t *row = cells + k * m;
+        if (total & (m - 1)) {
+            fail = 2;
+            break;
+        }
+        const int64_t c = total >> bits;
+        Py_ssize_t ns = 0, nl = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            row[j] = ((int64_t)c << bits) | (j < s ? j : 0); /* full: its own category (a padding cell: 0) */
+            if (scaled[j] < c) {
+                small[ns++] = j;
+            }
+            else {
+                large[nl++] = j;
+            }
+        }
+        while (ns > 0 && nl > 0) {
+            Py_ssize_t lo = small[--ns], hi = large[--nl];
+            row[lo] = (scaled[lo] << bits) | hi;
+            scaled[hi] -= c - scaled[lo];
+            if (scaled[hi] < c) {
+                small[ns++] = hi;
+            }
+            else {
+                large[nl++] = hi;
+            }
+        }
+        /* exact arithmetic: whatever is left holds exactly c units */
+        while (nl > 0) {
+            fail |= scaled[large[--nl]] != c ? 2 : 0;
+        }
+        while (ns > 0) {
+            fail |= scaled[small[--ns]] != c ? 2 : 0;
+        }
+    }
+    PyMem_Free(scaled);
+    PyMem_Free(small);
+    PyMem_Free(large);
+    release(b, 2);
+    if (fail == 1) {
+        return PyErr_NoMemory();
+    }
+    if (fail) {
+        PyErr_SetString(PyExc_ValueError, "alias_cells: a row's units are not a multiple of 2^bits");
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------ UTF-8 values */
@@ -1199,6 +1368,8 @@ utf8_decode(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"draw_diagonal", draw_diagonal, METH_VARARGS, "Form (8) keep-or-move draw: (first bad position, missing, changed)."},
     {"draw_alias", draw_alias, METH_VARARGS, "Keep-or-move draw with an alias table: (first bad position, missing, changed)."},
+    {"draw_cumulative", draw_cumulative, METH_VARARGS, "Keep-or-move draw by bisection: (first bad position, missing, changed)."},
+    {"alias_cells", alias_cells, METH_VARARGS, "Integer alias tables of rows of move units."},
     {"utf8_index", utf8_index, METH_VARARGS, "Fill an open-addressing table of labels."},
     {"utf8_encode", utf8_encode, METH_VARARGS, "Codes of Arrow UTF-8 values; first unknown position or -1."},
     {"object_encode", object_encode, METH_VARARGS, "Codes of Python strings; (first not a label or -1, missing)."},

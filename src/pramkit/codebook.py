@@ -5,13 +5,26 @@ canonical text form (:func:`canonical`): the integer 1, the float 1.0 and the
 CSV field ``"1"`` are the same category; ``"01"`` is another one.  Missing
 values (null, NaN) get code ``-1`` unless missing is declared a category
 (labelled ``None``).
+
+One value, one category.  Labels read from the data that differ only by
+surrounding whitespace, by Unicode normalisation (NFC and NFD) or, in a column
+whose labels are all numbers, by numeric spelling (``3``, ``3.0``, ``03``)
+have the same :func:`label_key`; pramkit does not guess which spelling is
+meant: :func:`spelling_clash` finds two such labels among the distinct labels
+of a column (never per value), and design, risk and estimation stop with one
+line naming both spellings and their rows (:func:`spelling_error`); a value
+that is a declared or manifest category spelled another way stops apply and
+estimation alike (:meth:`Codebook.encode`).  Declared categories (a codebook,
+a prior, a manifest) are taken as declared.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -26,6 +39,8 @@ from pramkit.utf8 import Utf8Labels, is_utf8, pool_array
 
 MISSING = -1
 _INT_LITERAL = re.compile(r"[+-]?\d+")
+#: A number written in decimal (``3``, ``-3.0``, ``03``, ``.5``, ``1e3``): what :func:`label_key` reads as a number.
+_NUMBER_LITERAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def canonical(value: Any) -> str | None:
@@ -72,6 +87,157 @@ def canonical(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)
+
+
+def _trimmed(text: str) -> str:
+    """``text`` without surrounding whitespace, in Unicode normal form NFC."""
+    text = text.strip()
+    return text if text.isascii() or unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+
+
+def _number_text(text: str) -> str:
+    """The one text of the number a numeric literal writes: integer text for a whole number, else the shortest
+    exact decimal form (``"03"``, ``"3.0"`` and ``"+3e0"`` give ``"3"``; ``"2.50"`` gives ``"2.5"``)."""
+    number = Decimal(text)
+    if number == number.to_integral_value() and number.adjusted() < 64:
+        return str(int(number))
+    return str(number.normalize())
+
+
+def numeric_labels(labels: Iterable[Any]) -> bool:
+    """Whether every non-missing label is a number, or text that writes one (surrounding whitespace aside).
+
+    Parameters
+    ----------
+    labels : iterable
+        Labels or data values (missing ones are skipped).
+
+    Returns
+    -------
+    bool
+        ``True`` also when there is no non-missing label.
+
+    Examples
+    --------
+    >>> numeric_labels([1, "02", " 3.5", None]), numeric_labels(["1", "x"]), numeric_labels([True])
+    (True, False, False)
+    """
+    for label in labels:
+        text = canonical(label)
+        if text is not None and not _NUMBER_LITERAL.fullmatch(_trimmed(text)):
+            return False
+    return True
+
+
+def label_key(label: Any, *, numeric: bool = False) -> str | None:
+    """The key under which spellings of one value are one: the label's text (:func:`canonical`) without
+    surrounding whitespace, in Unicode NFC, and, when ``numeric`` (the column's labels are all numbers,
+    :func:`numeric_labels`), the number it writes.
+
+    Parameters
+    ----------
+    label : Any
+        A label or data value.
+    numeric : bool
+        Whether the column is numeric: numeric literals then key by their value.
+
+    Returns
+    -------
+    str or None
+        ``None`` for a missing label.
+
+    Examples
+    --------
+    >>> [label_key(v, numeric=True) for v in ("3", " 3", "3.0", "03", 3.0, "+3e0")]
+    ['3', '3', '3', '3', '3', '3']
+    >>> label_key("03"), label_key("Ka\u0308rnten") == label_key("K\u00e4rnten "), label_key(None)
+    ('03', True, None)
+    """
+    text = canonical(label)
+    if text is None:
+        return None
+    text = _trimmed(text)
+    return _number_text(text) if numeric and _NUMBER_LITERAL.fullmatch(text) else text
+
+
+def _spelled_apart(first: Any, second: Any) -> str:
+    """How two labels of one :func:`label_key` differ, for messages."""
+    a, b = canonical(first) or "", canonical(second) or ""
+    how = []
+    if a.strip() != a or b.strip() != b:
+        how.append("surrounding whitespace")
+    if _trimmed(a) != a.strip() or _trimmed(b) != b.strip():
+        how.append("Unicode normalisation, NFC and NFD")
+    if _trimmed(a) != _trimmed(b):
+        how.append("numeric spelling")
+    return " and ".join(how)
+
+
+def spelling_clash(labels: Sequence[Any]) -> tuple[Any, Any, str] | None:
+    """The first two of a column's distinct labels that are one value spelled two ways (one :func:`label_key`,
+    numeric when :func:`numeric_labels` holds for them all), and how they differ; ``None`` if there are none.
+
+    Run on the distinct labels of a column (its dictionary), never on every value.
+
+    Parameters
+    ----------
+    labels : sequence
+        Distinct labels (missing ones are skipped).
+
+    Returns
+    -------
+    tuple or None
+        ``(first, second, how)``: the labels in the order given, and the ways they differ.
+
+    Examples
+    --------
+    >>> spelling_clash(["3", "1", "3.0"])
+    ('3', '3.0', 'numeric spelling')
+    >>> spelling_clash(["Tyrol", "Vienna", "Tyrol "])
+    ('Tyrol', 'Tyrol ', 'surrounding whitespace')
+    >>> spelling_clash(["03", "3", "x"]) is None  # not a numeric column: text that differs
+    True
+    """
+    numeric = numeric_labels(labels)
+    seen: dict[str, Any] = {}
+    for label in labels:
+        key = label_key(label, numeric=numeric)
+        if key is None:
+            continue
+        if key in seen and canonical(seen[key]) != canonical(label):
+            return seen[key], label, _spelled_apart(seen[key], label)
+        seen.setdefault(key, label)
+    return None
+
+
+def spelling_error(column: str | None, clash: tuple[Any, Any, str],
+                   rows: tuple[int | None, int | None] = (None, None)) -> DataError:
+    """The :class:`DataError` of :func:`spelling_clash`: one line naming the column, both spellings and the first
+    row of each (counted from 1; ``None``: not known).
+
+    Parameters
+    ----------
+    column : str or None
+        The column's name.
+    clash : tuple
+        As :func:`spelling_clash` returns it.
+    rows : tuple of (int or None)
+        The first row holding each spelling.
+
+    Returns
+    -------
+    DataError
+
+    Examples
+    --------
+    >>> print(spelling_error("hsize", ("3", "3.0", "numeric spelling"), (1, 7)))
+    column 'hsize': '3' (row 1) and '3.0' (row 7) are one value spelled two ways (numeric spelling); pramkit does not guess which spelling is meant: write the value one way in the data
+    """
+    first, second, how = clash
+    shown = [repr(label) + ("" if row is None else f" (row {row})") for label, row in zip((first, second), rows)]
+    where = "the column" if column is None else f"column {column!r}"
+    return DataError(f"{where}: {shown[0]} and {shown[1]} are one value spelled two ways ({how}); pramkit does "
+                     "not guess which spelling is meant: write the value one way in the data")
 
 
 def _as_arrow(values: Any) -> pa.Array | pa.ChunkedArray:
@@ -200,6 +366,7 @@ class Codebook:
         self._categorical: dict[pa.DataType, pd.CategoricalDtype] = {}
         self._objects: dict[pa.DataType, tuple] = {}
         self._last_dictionary: tuple[pa.Array, np.ndarray, bool] | None = None
+        self._keys: tuple[bool, dict[str | None, Label]] | None = None
 
     # ------------------------------------------------------------------ encoding
 
@@ -374,8 +541,47 @@ class Codebook:
         pos = offset + int(np.flatnonzero(unknown.to_numpy(zero_copy_only=False))[0])
         value = arr[pos - offset].as_py()
         row = 1 + (first_row + pos if rows is None else int(rows[pos]))
+        category = self.respelled(value)
+        if category is not None:
+            raise DataError(f"column {self.column!r}, row {row}: value {value!r} is not one of its categories but "
+                            f"the category {category!r} spelled another way ({_spelled_apart(category, value)}); "
+                            "pramkit does not guess which spelling is meant: write the value as the category is "
+                            "written")
         shown = ", ".join(repr(c) for c in self.categories[:12]) + (", ..." if len(self.categories) > 12 else "")
         raise DataError(f"column {self.column!r}, row {row}: value {value!r} is not one of its categories ({shown})")
+
+    def respelled(self, value: Any) -> Label | None:
+        """The category that ``value`` spells another way (the same :func:`label_key`, numeric when every category
+        is a number), or ``None``; used when a value is not a category, never per value.
+
+        Parameters
+        ----------
+        value : Any
+            A value that is not one of the categories.
+
+        Returns
+        -------
+        label or None
+
+        Examples
+        --------
+        >>> book = Codebook([1, 2, 3], column="hsize")
+        >>> book.respelled(" 3"), book.respelled("3.0"), book.respelled("4")
+        (3, 3, None)
+        >>> book.encode(pa.array(["1", "03"]))
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.DataError: column 'hsize', row 2: value '03' is not one of its categories but the category 3 spelled another way (numeric spelling); pramkit does not guess which spelling is meant: write the value as the category is written
+        """
+        if self._keys is None:
+            numeric = numeric_labels(self.categories)
+            keys: dict[str | None, Label] = {}
+            for c in self.categories:
+                keys.setdefault(label_key(c, numeric=numeric), c)
+            self._keys = (numeric, keys)
+        numeric, keys = self._keys
+        key = label_key(value, numeric=numeric)
+        return None if key is None else keys.get(key)
 
     # ------------------------------------------------------------------ decoding
 
@@ -704,22 +910,30 @@ def decode(codes: np.ndarray, categories: Sequence[Label], *, like: pa.DataType,
     return Codebook(categories, column=column).decode(codes, like=like)
 
 
-def categories_of(values: Any) -> list[Label]:
+def categories_of(values: Any, *, column: str | None = None) -> list[Label]:
     """The categories of a column.
 
     A pandas categorical keeps its own categories (in order).  Otherwise the
-    distinct non-missing values, sorted: numerically when every value is a
-    number or an integer literal (labels become ints), as text otherwise.
+    distinct non-missing values, sorted (:func:`sort_labels`): numerically when
+    every value is a number or numeric text, as text otherwise.  Two values
+    that are one value spelled two ways (:func:`spelling_clash`) are an error.
 
     Parameters
     ----------
     values : array-like
         The column (pandas Series, Arrow array or a sequence).
+    column : str, optional
+        The column's name, for messages.
 
     Returns
     -------
     list
         The categories (:func:`sort_labels` order unless categorical).
+
+    Raises
+    ------
+    DataError
+        Two of the values are one value spelled two ways; the message names both and their first rows.
 
     Examples
     --------
@@ -729,18 +943,94 @@ def categories_of(values: Any) -> list[Label]:
     ['10', '9', 'x']
     >>> categories_of(pd.Series(pd.Categorical(["low", "high"], categories=["low", "high"])))
     ['low', 'high']
+    >>> categories_of(pd.Series(["1", "2", " 2"]), column="hsize")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'hsize': '2' (row 2) and ' 2' (row 3) are one value spelled two ways (surrounding whitespace); pramkit does not guess which spelling is meant: write the value one way in the data
     """
     if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
-        return [_plain(c) for c in values.cat.categories]
+        cats = [_plain(c) for c in values.cat.categories]
+        clash = spelling_clash(cats)
+        if clash is not None:
+            codes = values.cat.codes.to_numpy()
+            rows = tuple(_first(np.flatnonzero(codes == cats.index(label))) for label in clash[:2])
+            raise spelling_error(column, clash, rows)
+        return cats
     arr = _combined(values)
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     distinct = [v for v in pc.unique(arr).to_pylist() if canonical(v) is not None]
+    clash = spelling_clash(distinct)
+    if clash is not None:
+        raise spelling_error(column, clash, tuple(first_row(arr, label) for label in clash[:2]))
     return sort_labels(distinct)
 
 
+def declares_order(data: Any, column: str) -> bool:
+    """Whether a column of a frame in memory declares the order of its categories: a pandas categorical or
+    an Arrow dictionary marked ordered (a file does not: its categories are found, not declared).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, pyarrow.Table or anything else
+        The data.
+    column : str
+        A column of it.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> bands = pd.Categorical(["5-9", "10-14"], categories=["5-9", "10-14"], ordered=True)
+    >>> declares_order(pd.DataFrame({"age": bands}), "age"), declares_order(pd.DataFrame({"age": ["5-9"]}), "age")
+    (True, False)
+    >>> declares_order(pa.table({"age": pa.array(["5-9"]).dictionary_encode()}), "age"), declares_order("x.csv", "age")
+    (False, False)
+    """
+    if isinstance(data, pd.DataFrame) and column in data.columns:
+        dtype = data[column].dtype
+        return isinstance(dtype, pd.CategoricalDtype) and bool(dtype.ordered)
+    if isinstance(data, pa.Table) and column in data.column_names:
+        kind = data.schema.field(column).type
+        return pa.types.is_dictionary(kind) and bool(kind.ordered)
+    return False
+
+
+def _first(positions: np.ndarray) -> int | None:
+    """The first of 0-based positions as a row counted from 1 (``None`` if there is none)."""
+    return int(positions[0]) + 1 if positions.size else None
+
+
+def first_row(values: pa.Array | pa.ChunkedArray, value: Any) -> int | None:
+    """The first row (counted from 1) of ``values`` holding ``value``, for messages (one pass over the column).
+
+    Parameters
+    ----------
+    values : pyarrow.Array or pyarrow.ChunkedArray
+        A column, or a chunk of it (a dictionary column is searched by its values).
+    value : Any
+        A value of the column's type.
+
+    Returns
+    -------
+    int or None
+        ``None`` if no row holds it.
+
+    Examples
+    --------
+    >>> first_row(pa.array(["a", " b", "b"]), "b"), first_row(pa.array([1, 2]), 5)
+    (3, None)
+    """
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    found = pc.index(values, value=pa.scalar(value, type=values.type)).as_py()
+    return None if found < 0 else found + 1
+
+
 def sort_labels(labels: Iterable[Any]) -> list[Label]:
-    """Labels in natural order: integer literals as ints, numbers numerically, text alphabetically.
+    """Labels in natural order: numbers and numeric text by value, other text alphabetically.
 
     Parameters
     ----------
@@ -750,8 +1040,10 @@ def sort_labels(labels: Iterable[Any]) -> list[Label]:
     Returns
     -------
     list
-        The labels sorted.  Integer literals become ints unless two of them
-        are the same number (``"01"`` and ``"1"``), which stay text.
+        The labels sorted.  When every label is an integer written as Python
+        writes it (``"10"``, not ``"010"`` or ``"+10"``) they become ints;
+        other numeric text is kept as written and sorted by its value (``"05"``
+        before ``"10"``, ``"2.5"`` before ``"10.0"``); anything else sorts as text.
 
     Examples
     --------
@@ -759,14 +1051,14 @@ def sort_labels(labels: Iterable[Any]) -> list[Label]:
     ([1, 9, 10], [1, 2.5, 3], [1, 'a', 'b'])
     >>> sort_labels(["01", "1"])  # two texts of the number 1 stay apart
     ['01', '1']
+    >>> sort_labels(["10", "05", "100"]), sort_labels(["10.0", "2.5"])  # kept as written, in numeric order
+    (['05', '10', '100'], ['2.5', '10.0'])
     """
     values = [_plain(v) for v in labels]
-    if all(isinstance(v, str) and _INT_LITERAL.fullmatch(v) for v in values):
-        ints = sorted({int(v) for v in values})
-        if len(ints) == len(values):  # "01" and "1" both present: keep the text
-            return ints
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return sorted(int(v) if isinstance(v, float) and v.is_integer() else v for v in values)
+    if all(isinstance(v, str) and _INT_LITERAL.fullmatch(v) and str(int(v)) == v for v in values):
+        return sorted(int(v) for v in values)
+    if numeric_labels(values):
+        return sorted(values, key=lambda v: (Decimal(_trimmed(canonical(v) or "0")), canonical(v) or ""))
     return sorted(values, key=lambda v: (canonical(v) or ""))
 
 
@@ -819,7 +1111,8 @@ class JointCodebook:
                 seen.setdefault(canonical(cell[i]), cell[i])
             self.levels.append(list(seen.values()))
         self.shape = tuple(len(lv) for lv in self.levels)
-        self.books = [Codebook(lv, column=c) for lv, c in zip(self.levels, self.columns)]
+        self.books = [Codebook(lv, column=c, missing="category" if None in lv else "keep")
+                      for lv, c in zip(self.levels, self.columns)]
         # cell code of each listed category, and the reverse lookup
         self.cell_codes = np.array(
             [[book.lookup[canonical(cell[i])] for i, book in enumerate(self.books)] for cell in categories],

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from pramkit.codebook import MISSING, canonical, encode, sort_labels
+from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, PramkitError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, iter_batches
 from pramkit.matrix import Label
@@ -395,6 +395,23 @@ def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | No
     return cats
 
 
+def _first_rows(path: str | Path, column: str, values: Sequence[Any], chunk_rows: int,
+                na_values: Sequence[str]) -> tuple[int | None, ...]:
+    """The first row (counted from 1) of the file holding each of ``values`` in ``column``: a further pass,
+    on the way to an error only."""
+    rows: list[int | None] = [None] * len(values)
+    offset = 0
+    _, batches = iter_batches(path, columns=[column], chunk_rows=chunk_rows, na_values=na_values)
+    for table in batches:
+        for i, value in enumerate(values):
+            if rows[i] is None and (row := first_row(table.column(column), value)) is not None:
+                rows[i] = offset + row
+        if None not in rows:
+            break
+        offset += table.num_rows
+    return tuple(rows)
+
+
 def _weights_of(table: pa.Table, name: str, first_row: int) -> np.ndarray:
     """A chunk's survey weights: finite and positive, else :class:`DataError` naming the row."""
     w = pd.to_numeric(pd.Series(table.column(name).to_pandas()), errors="coerce").to_numpy(dtype=float)
@@ -518,7 +535,12 @@ def count_file(
     todo = [c for c in columns if c not in declared]
     if todo:
         _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values)
-        declared.update(_distinct(batches, todo, quiet, meta.rows, missing == "category"))
+        found = _distinct(batches, todo, quiet, meta.rows, missing == "category")
+        for c in todo:
+            clash = spelling_clash(found[c])
+            if clash is not None:
+                raise spelling_error(c, clash, _first_rows(path, c, clash[:2], chunk_rows, na_values))
+        declared.update(found)
     _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
     return _count_tables(batches, columns, declared, quiet, meta.rows, weights)
 
@@ -571,6 +593,6 @@ def count_frame(
     absent = [c for c in columns if c not in data.columns]
     if absent:
         raise DataError(f"column(s) {absent} are not in the data; its columns are {list(data.columns)}")
-    cats = {c: (categories or {}).get(c) or categories_of(data[c]) for c in columns}
+    cats = {c: (categories or {}).get(c) or categories_of(data[c], column=c) for c in columns}
     table = pa.Table.from_pandas(data[list(columns)], preserve_index=False)
     return _count_tables([table], list(columns), cats, True, len(data))

@@ -20,7 +20,12 @@ neighbours, the unit of PRAM's own epsilon)::
 and the sum is rounded outward (:func:`pramkit.privacy.epsilon.record_epsilon`).
 Anything that reaches a public file from the data without a DP mechanism (a
 list of categories read from the data, frequencies used exactly) is named in
-``data_dependent``, in plain words, and the guarantee sentence says so.
+``data_dependent``, in plain words, and the guarantee sentence says so.  Every
+value the release shows exactly (a missing value kept missing, a stratum, a kept
+code, a rule breaker kept, a household id) is an :class:`ExactFact`; the manifest
+derives them from its matrices and its structure (:attr:`pramkit.Manifest.exact_facts`)
+and :meth:`Ledger.statement`, the only writer of the guarantee sentence, builds the
+sentence from them.
 
 The threat model and the list of public and private artifacts are in
 ``docs/privacy.md``.
@@ -48,9 +53,102 @@ DEFAULT_NOISE_SHARE = 0.05
 FrequencySource = Literal["dp_counts", "prior", "none", "exact"]
 FREQUENCY_SOURCES: tuple[str, ...] = ("dp_counts", "prior", "none", "exact")
 
+#: What kinds of value a release can show exactly (:class:`ExactFact`), in the order the sentence names them.
+FACT_KINDS: tuple[str, ...] = ("stratum", "kept_code", "missing", "joint_missing", "stratum_missing",
+                               "rule_breaker", "household")
+
 #: Where a variable's list of categories came from.
 CategorySource = Literal["declared", "prior", "data"]
 CATEGORY_SOURCES: tuple[str, ...] = ("declared", "prior", "data")
+
+
+@dataclass(frozen=True)
+class ExactFact:
+    """One kind of value that a release shows exactly, as the original file holds it.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`FACT_KINDS`: ``"stratum"`` (stratum columns, released unperturbed),
+        ``"kept_code"`` (whether a value is one the matrix never changes), ``"missing"``
+        (whether a value is missing: kept missing, and nothing becomes missing),
+        ``"joint_missing"`` (which columns of a joint variable are missing; the others are
+        perturbed by the matrix's margin over them), ``"stratum_missing"`` (a record whose
+        stratum is missing: its values of the variable are released unperturbed),
+        ``"rule_breaker"`` (records that break an edit rule, released unperturbed) or
+        ``"household"`` (the household id, released as it is; the household variables are
+        drawn once per household).
+    variables : tuple of str
+        The perturbed variables (or, for ``"stratum"`` and ``"household"``, the columns)
+        the fact is about.
+    reveals : str
+        What the released file shows exactly, in words (a clause of the guarantee sentence).
+    column : str or None
+        The column the fact names when it is not a perturbed one (a household id).
+    covered : bool
+        True when an epsilon still bounds the values concerned given the fact (kept codes,
+        missingness: the epsilon given the block); False when the values themselves are
+        released unperturbed (a missing stratum, a rule breaker): the sentence then states
+        them apart, after the bound.
+
+    Examples
+    --------
+    >>> f = ExactFact("missing", ("age",), "whether age is missing")
+    >>> ExactFact.from_dict(f.to_dict()) == f
+    True
+    >>> ExactFact("guessed", ("age",), "x")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'kept_code', 'missing', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household'), got 'guessed'
+    """
+
+    kind: str
+    variables: tuple[str, ...]
+    reveals: str
+    column: str | None = None
+    covered: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in FACT_KINDS:
+            raise ParameterError(f"a released-exactly fact's kind must be one of {FACT_KINDS}, got {self.kind!r}")
+        object.__setattr__(self, "variables", tuple(self.variables))
+        if not isinstance(self.reveals, str) or not self.reveals:
+            raise ParameterError("a released-exactly fact needs its words (reveals)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fact as JSON values (the manifest's ``ledger.released_exactly_facts``)."""
+        return {"kind": self.kind, "variables": list(self.variables), "reveals": self.reveals,
+                **({"column": self.column} if self.column is not None else {}), "covered": self.covered}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ExactFact":
+        """The fact from :meth:`to_dict`."""
+        return cls(d["kind"], tuple(d["variables"]), d["reveals"], d.get("column"), bool(d.get("covered", True)))
+
+
+def exact_words(facts: Sequence[ExactFact]) -> str | None:
+    """What ``facts`` show exactly, as one clause (``None`` without facts): the manifest's
+    ``released_exactly``.
+
+    Parameters
+    ----------
+    facts : sequence of ExactFact
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> exact_words([ExactFact("missing", ("age",), "whether age is missing"),
+    ...              ExactFact("stratum", ("sex",), "the strata (sex, released unperturbed)")])
+    'the strata (sex, released unperturbed); whether age is missing'
+    >>> exact_words([]) is None
+    True
+    """
+    ordered = sorted(facts, key=lambda f: FACT_KINDS.index(f.kind))
+    words = list(dict.fromkeys(f.reveals for f in ordered if f.kind != "household"))
+    return "; ".join(words) if words else None
 
 
 @dataclass(frozen=True)
@@ -148,25 +246,29 @@ class Ledger:
         """
         return record_epsilon([float(self.design_epsilon), *variable_epsilons])
 
-    def statement(self, variable_epsilons: Sequence[float], given: str | None = None) -> str:
-        """The guarantee sentence, true for exactly what is published.
+    def statement(self, variable_epsilons: Sequence[float], given: str | None = None,
+                  facts: Sequence[ExactFact] = ()) -> str:
+        """The guarantee sentence, true for exactly what is published: the only writer of it.
 
-        ``given``: what a structure (strata, kept codes) releases exactly, in words; the
-        epsilons are then each variable's epsilon given its block, and the sentence
-        says that the guarantee holds among records that agree on it.
+        ``facts`` (:class:`ExactFact`) are what the release shows exactly (missingness, strata,
+        kept codes, rule breakers, household ids); the epsilons are then each variable's epsilon
+        given them, and the sentence says that the guarantee holds among records that agree on
+        them.  ``given`` is an older way to say the same in words (a fact of its own).
 
         Parameters
         ----------
         variable_epsilons : sequence of float
-            Each variable's epsilon (given its block, with ``given``).
+            Each variable's epsilon (given what is shown exactly).
         given : str, optional
-            What the structure releases exactly.
+            What the release shows exactly, in words.
+        facts : sequence of ExactFact
+            What the release shows exactly (:attr:`pramkit.Manifest.exact_facts`).
 
         Returns
         -------
         str
-            One or more sentences: the factor ``e^epsilon`` that bounds what changing one
-            record changes, what the epsilon covers, and what it does not.
+            One or more sentences: what is shown exactly, the factor ``e^epsilon`` that bounds
+            what changing one record changes, what the epsilon covers, and what it does not.
 
         Examples
         --------
@@ -175,8 +277,20 @@ class Ledger:
         True
         >>> led.statement([1.0], given="the strata (region, released unperturbed)")[:56]
         'The released file shows exactly, as the original does: t'
+        >>> text = led.statement([1.0], facts=[ExactFact("missing", ("age",), "which values of age are missing")])
+        >>> text[:100]
+        'The released file shows exactly, as the original does: which values of age are missing; no epsilon c'
         """
         total = self.total(variable_epsilons)
+        exactly = "; ".join(w for w in (given, exact_words([f for f in facts if f.covered])) if w) or None
+        lead = f"The released file shows exactly, as the original does: {exactly}; no epsilon covers that. " \
+            if exactly else ""
+        tail = "".join(f" {f.reveals[0].upper()}{f.reveals[1:]}: no epsilon covers them." for f in facts
+                       if not f.covered)
+        tail += "".join(f" The household variables {', '.join(f.variables)} are perturbed once per household "
+                       f"({f.column}, released as it is): their epsilons, counted in every member's record epsilon, "
+                       "bound what changing one household's values of them changes."
+                       for f in facts if f.kind == "household")
         if self.frequencies == "dp_counts":
             how = (f"the design step's noisy counts (epsilon {fmt_epsilon(self.design_epsilon)}) and the "
                    f"perturbation (epsilon {fmt_epsilon(record_epsilon(list(variable_epsilons)))})")
@@ -186,42 +300,44 @@ class Ledger:
             how = "the perturbation alone (the design did not read the data's frequencies)" \
                 if self.frequencies == "none" else "the perturbation"
         if math.isinf(total):
-            return ("The perturbation releases some original values exactly (infinite epsilon): no "
+            return (lead + "The perturbation releases some original values exactly (infinite epsilon): no "
                     "differential-privacy guarantee holds for this release."
                     + ("" if self.covers_everything else " Also derived from the data: "
-                       + "; ".join(self.data_dependent) + "."))
+                       + "; ".join(self.data_dependent) + ".") + tail)
         factor = f"a factor of at most e^{fmt_epsilon(total)}" + (
             f" = {math.exp(total):.4g}" if total < 700 else ", more than 10^300: no practical bound")
-        change, lead = "changing one person's record in its perturbed variables", ""
-        if given:
-            lead = f"The released file shows exactly, as the original does: {given}; no epsilon covers that. "
+        change = "changing one person's record in its perturbed variables"
+        if exactly:
             change += ", keeping what is shown exactly,"
         rest = " Columns that are not perturbed are released as they are: no epsilon covers them."
         if self.covers_everything:
             return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of "
                     f"anything published (the released file, the manifest, the public report) by {factor}; this "
-                    f"record epsilon of {fmt_epsilon(total)} covers {how}.{rest}")
+                    f"record epsilon of {fmt_epsilon(total)} covers {how}.{rest}{tail}")
         return (f"{lead}Given the published manifest, {change} changes the probability "
                 f"of the released file by {factor} ({how}). This does not cover the manifest itself: "
-                + "; ".join(self.data_dependent) + "." + rest)
+                + "; ".join(self.data_dependent) + "." + rest + tail)
 
-    def to_dict(self, variable_epsilons: Sequence[float], given: str | None = None) -> dict[str, Any]:
-        """The manifest's ``ledger`` object (JSON-able); with ``given`` (see :meth:`statement`),
-        ``record_epsilon`` is the epsilon given the structure and ``released_exactly`` says
-        what the structure releases exactly.
+    def to_dict(self, variable_epsilons: Sequence[float], given: str | None = None,
+                facts: Sequence[ExactFact] = ()) -> dict[str, Any]:
+        """The manifest's ``ledger`` object (JSON-able); with ``given`` or ``facts`` (see
+        :meth:`statement`), ``record_epsilon`` is the epsilon given what is shown exactly,
+        ``released_exactly`` says it in words and ``released_exactly_facts`` lists the facts.
 
         Parameters
         ----------
         variable_epsilons : sequence of float
-            Each variable's epsilon (given its block, with ``given``).
+            Each variable's epsilon (given what is shown exactly).
         given : str, optional
-            What the structure releases exactly.
+            What the release shows exactly, in words.
+        facts : sequence of ExactFact
+            What the release shows exactly.
 
         Returns
         -------
         dict
             The ledger's fields, the perturbation's and the record's epsilons (``"inf"``
-            when infinite) and the :meth:`statement`.
+            when infinite), the facts and the :meth:`statement`.
 
         Examples
         --------
@@ -237,20 +353,26 @@ class Ledger:
         (0.1, 1.8, True)
         >>> d["covers_everything_published"], "e^1.901" in d["statement"]  # 1.9 and an ulp, rounded up
         (True, True)
+        >>> fact = ExactFact("missing", ("age",), "which values of age are missing")
+        >>> d = led.to_dict([0.9, 0.9], facts=[fact])
+        >>> d["released_exactly"], d["released_exactly_facts"][0]["kind"]
+        ('which values of age are missing', 'missing')
         """
+        exactly = "; ".join(w for w in (given, exact_words(facts)) if w) or None
         return {
             "record_epsilon_budget": self.record_epsilon_budget,
             "design_epsilon": self.design_epsilon,
             "perturbation_epsilon": _json_eps(record_epsilon(list(variable_epsilons))),
             "record_epsilon": _json_eps(self.total(variable_epsilons)),
-            **({"released_exactly": given, "record_epsilon_is_given_structure": True} if given else {}),
+            **({"released_exactly": exactly, "record_epsilon_is_given_structure": True} if exactly else {}),
+            "released_exactly_facts": [f.to_dict() for f in facts],
             "frequencies": self.frequencies,
             "prior": self.prior,
             "categories": dict(self.categories),
             "data_dependent": list(self.data_dependent),
             "dp_counts": {k: dict(v) for k, v in self.dp_counts.items()},
             "covers_everything_published": self.covers_everything,
-            "statement": self.statement(variable_epsilons, given),
+            "statement": self.statement(variable_epsilons, given, facts),
         }
 
     @classmethod
@@ -379,9 +501,15 @@ def _json_eps(eps: float) -> float | str:
     return eps if math.isfinite(eps) else "inf"
 
 
+#: Relative share of each variable's budget left for the engine's integer units: the law the engine
+#: realises (:func:`pramkit.engine.realised_law`) can exceed a design's epsilon by a relative 1e-15 or
+#: so where a matrix's doubles do not add up to 1 exactly, and the manifest states the larger.
+REALISED_SLACK = 1e-12
+
+
 def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[float]:
-    """Share what is left of ``budget`` after ``spent`` in proportion to ``weights``,
-    rounded down so that the outward-rounded total never exceeds the budget.
+    """Share what is left of ``budget`` after ``spent`` in proportion to ``weights``, less
+    :data:`REALISED_SLACK`, rounded down so that the outward-rounded total never exceeds the budget.
 
     Parameters
     ----------
@@ -416,7 +544,7 @@ def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[
     if not left > 0 or total_w <= 0:
         raise ParameterError(f"nothing of the record budget {budget:g} is left for the perturbation after "
                              f"the design step's {spent:g}")
-    out = [left * w / total_w for w in weights]
+    out = [left * w / total_w * (1.0 - REALISED_SLACK) for w in weights]
     # exact (rational) sum of the stored doubles: any outward rounding of it then stays <= budget
     while sum(map(Fraction, [spent, *out]), Fraction(0)) > Fraction(budget):
         out = [math.nextafter(e, 0.0) for e in out]

@@ -9,28 +9,36 @@ and names the first malformed one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+import numpy as np
+
 from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
+from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError, MatrixError
 from pramkit.matrix import Label, PramMatrix, Provenance
-from pramkit.ledger import Ledger
+from pramkit.ledger import ExactFact, Ledger, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
-#: Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
+#: Version 5: the engine draws in integers on 62-bit uniforms, so that the law it realises is known
+#: exactly (:mod:`pramkit.engine.law`), and each variable states the epsilon of that law where it is
+#: larger than its matrix's (``realised_law``); the same key releases other values than versions 1 to 4
+#: did.  Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
 #: the truncated geometric mechanism by its rate: ``"form": "truncated_geometric"``;
 #: stratum columns ``given``; the household ``unit``); version 3 writes a form (8) matrix
 #: compactly (``"form": "diagonal"`` with ``q`` and ``w``); version 2 added the privacy ledger
 #: (design step included in the record epsilon).  Versions 1 to 3 still load.
-VERSION = 4
+VERSION = 5
 #: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S), ``"diagonal"``
 #: (form (8): ``q`` and ``w``, O(S)) or ``"blocks"`` (``blocks``: each block's ``members``,
 #: positions in ``categories``, and its own matrix in one of the other forms) or
@@ -38,6 +46,9 @@ VERSION = 4
 FORMS = ("dense", "diagonal", "blocks", "truncated_geometric")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
+#: Most cells of a joint matrix whose margins (for records with some columns missing) are computed:
+#: a margin is made from the dense matrix, 4096^2 entries being 134 MB.
+MAX_MARGIN_CELLS = 4096
 #: Relative tolerance when checking a stored epsilon against the matrix.
 _EPS_TOL = 1e-9
 
@@ -81,10 +92,13 @@ class PerturbedVariable:
         joint variable, tuples with one value per column (the cells of the
         cross-classification that the matrix covers).
     missing : {"keep", "category"}
-        ``"keep"`` (missing values stay missing and are not perturbed; for
-        a joint variable, a record with any missing value is left as it is) or
+        ``"keep"`` (missing values stay missing and are not perturbed, and no value
+        becomes missing: which values are missing is released exactly, and the ledger
+        says so; for a joint variable, a record with some columns missing keeps them
+        missing and has its other columns perturbed by the matrix's margin over them,
+        :meth:`margin`) or
         ``"category"`` (missing is a category, labelled ``None``, perturbed like
-        the others; single columns only).
+        the others; for a joint variable, a level of its columns).
     columns : tuple of str
         The columns perturbed jointly; empty (the default) means ``(name,)``.
     given : tuple of str
@@ -145,8 +159,6 @@ class PerturbedVariable:
             raise ManifestError(f"variable {self.name!r}: the unit must be a column other than the variable's own, "
                                 f"got {self.unit!r}")
         if self.is_joint:
-            if self.missing == "category":
-                raise ManifestError(f"variable {self.name!r}: missing cannot be a category of a joint variable")
             width = len(given) + len(columns)
             bad = [c for c in self.matrix.categories if not (isinstance(c, tuple) and len(c) == width)]
             if bad:
@@ -156,7 +168,8 @@ class PerturbedVariable:
                 )
         elif any(isinstance(c, tuple) for c in self.matrix.categories):
             raise ManifestError(f"variable {self.name!r}: tuple categories need several columns")
-        if self.missing == "category" and None not in self.matrix.categories:
+        own = [c[len(self.given):] if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
+        if self.missing == "category" and not any(x is None for c in own for x in c):
             raise ManifestError(
                 f"variable {self.name!r}: missing is declared a category, so null must be one of its categories"
             )
@@ -173,14 +186,16 @@ class PerturbedVariable:
 
     @property
     def epsilon(self) -> float:
-        """The matrix's epsilon: infinite when its blocks (strata, kept codes) are released exactly."""
-        return self.matrix.epsilon
+        """The stated epsilon: the matrix's, or the exact epsilon of the law the engine realises
+        (:func:`pramkit.engine.realised_law`) where that is larger; infinite when its blocks (strata,
+        kept codes) are released exactly."""
+        return max(self.matrix.epsilon, realised_law(self.matrix).epsilon)
 
     @property
     def block_epsilon(self) -> float:
-        """Epsilon given the block of the value (its stratum, whether it is a kept code):
-        :attr:`pramkit.PramMatrix.block_epsilon`."""
-        return self.matrix.block_epsilon
+        """Epsilon given the block of the value (its stratum, whether it is a kept code): the larger of
+        :attr:`pramkit.PramMatrix.block_epsilon` and the realised law's."""
+        return max(self.matrix.block_epsilon, realised_law(self.matrix).block_epsilon)
 
     @property
     def is_structured(self) -> bool:
@@ -212,6 +227,169 @@ class PerturbedVariable:
                 c = c[len(self.given):] if isinstance(c, tuple) else c
                 own.append(c[0] if isinstance(c, tuple) and len(c) == 1 else c)
         return list(dict.fromkeys(own))
+
+    @property
+    def own_columns_joint(self) -> bool:
+        """Several perturbed columns (not counting strata): a record may miss some and not others."""
+        return len(self.columns) > 1
+
+    def margin(self, present: tuple[int, ...]) -> tuple[list[tuple], PramMatrix]:
+        """The matrix's margin over the columns at positions ``present`` of :attr:`read_columns`:
+        how a record whose other columns are missing is perturbed.
+
+        Row ``c`` (a combination of the present columns' values) is the average, over the
+        cells whose present values are ``c``, of their rows summed over the cells of each
+        released combination.  Each row is a convex combination of rows of the matrix, so
+        between two records of one block of the matrix its epsilon is at most the block's;
+        :attr:`epsilon_given_shown` computes it for every margin when the matrix has blocks.
+
+        Parameters
+        ----------
+        present : tuple of int
+            Positions in :attr:`read_columns`, increasing, the strata's included.
+
+        Returns
+        -------
+        labels : list of tuple
+            The combinations of the present values, in the order of first appearance.
+        matrix : PramMatrix
+            The margin, over ``labels``.
+
+        Raises
+        ------
+        DataError
+            The matrix has more than :data:`MAX_MARGIN_CELLS` cells.
+
+        Examples
+        --------
+        Randomized response on the four cells of age x sex: a record with sex missing gets
+        age through the margin, randomized response on age at the same epsilon.
+
+        >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
+        >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.7] * 4, categories=cells), columns=("age", "sex"))
+        >>> labels, m = v.margin((0,))
+        >>> labels, m.matrix.round(4).tolist()
+        ([('0-17',), ('18+',)], [[0.8, 0.2], [0.2, 0.8]])
+        >>> m.epsilon <= v.epsilon
+        True
+        """
+        cache = self._margins
+        if present not in cache:
+            from pramkit.errors import DataError
+
+            cats = self.matrix.categories
+            if len(cats) > MAX_MARGIN_CELLS:
+                raise DataError(f"variable {self.name!r} has {len(cats):,} cells, more than {MAX_MARGIN_CELLS:,}: a "
+                                "record with some of its columns missing cannot be perturbed by the matrix's margin; "
+                                "code a missing value as a category")
+            proj = [tuple(c[i] for i in present) for c in cats]
+            labels = list(dict.fromkeys(proj))
+            pos = {label: i for i, label in enumerate(labels)}
+            code = np.array([pos[p] for p in proj], dtype=np.intp)
+            onehot = np.zeros((len(cats), len(labels)))
+            onehot[np.arange(len(cats)), code] = 1.0
+            summed = self.matrix.matrix @ onehot          # each cell's row, summed by released combination
+            rows = np.zeros((len(labels), len(labels)))
+            np.add.at(rows, code, summed)
+            rows /= np.bincount(code, minlength=len(labels))[:, None]
+            rows /= rows.sum(axis=1, keepdims=True)        # exact up to rounding: each row sums to 1
+            cache[present] = (labels, PramMatrix(rows, [_label(x) for x in labels], self.matrix.provenance))
+        return cache[present]
+
+    @cached_property
+    def _margins(self) -> dict[tuple[int, ...], tuple[list[tuple], PramMatrix]]:
+        return {}
+
+    def margin_patterns(self) -> list[tuple[int, ...]]:
+        """The positions of :attr:`read_columns` present in a record that misses some perturbed columns
+        but not all, nor a stratum (:meth:`margin`).
+
+        Returns
+        -------
+        list of tuple of int
+            Empty for a variable of one perturbed column.
+
+        Examples
+        --------
+        >>> cells = [("n", "0-17", "f"), ("n", "18+", "m")]
+        >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.7] * 2, categories=cells), columns=("age", "sex"),
+        ...                       given=("region",))
+        >>> v.margin_patterns()
+        [(0, 1), (0, 2)]
+        """
+        own = range(len(self.given), len(self.read_columns))
+        strata = tuple(range(len(self.given)))
+        return [strata + kept for r in range(1, len(self.columns)) for kept in itertools.combinations(own, r)]
+
+    @cached_property
+    def epsilon_given_shown(self) -> float:
+        """The variable's epsilon given what its release shows exactly: :attr:`block_epsilon`, or
+        the largest epsilon of a connected part of a margin (:meth:`margin`) when it is larger.
+
+        When the cells that agree on the present values always lie in one block (no blocks;
+        strata; kept codes of a present column), each row of a margin is a convex combination
+        of rows of one block, and the bound of the block holds as it is.  Otherwise (a kept
+        code of a missing column) the margin mixes blocks and its epsilon is computed, a
+        record being perturbed by one part of one margin (parallel composition).
+
+        Examples
+        --------
+        Age x status with the code ``n/a`` of status kept: a record whose status is missing gets
+        its age from a margin that mixes the kept block and the others, so its bound is larger.
+
+        >>> cells = [(a, s) for a in ("child", "adult") for s in ("work", "none")] + [("child", "n/a")]
+        >>> free = PramMatrix.form8([0.4] * 4, categories=cells[:4])
+        >>> m = PramMatrix.block_diagonal([free, PramMatrix.identity([cells[4]])], cells)
+        >>> v = PerturbedVariable("age*status", m, columns=("age", "status"))
+        >>> v.epsilon_given_shown > v.block_epsilon
+        True
+        """
+        eps = self.block_epsilon
+        if not self.own_columns_joint or self.missing != "keep" or len(self.matrix.categories) > MAX_MARGIN_CELLS:
+            return eps
+        block = np.zeros(len(self.matrix.categories), dtype=np.intp)
+        for b, (idx, _) in enumerate(self.matrix.blocks or ()):
+            block[idx] = b
+        for present in self.margin_patterns():
+            # when the cells that agree on the present values lie in one block, each margin row is a convex
+            # combination of rows of one block and the blocks' projections are disjoint: the matrix's bound
+            # holds as is, and only the law the engine realises for the margin is computed
+            seen: dict[tuple, int] = {}
+            spans = any(seen.setdefault(tuple(c[i] for i in present), int(b)) != b
+                        for c, b in zip(self.matrix.categories, block))
+            eps = max(eps, _component_epsilon(self.margin(present)[1], matrix=spans))
+        return eps
+
+    def exact_facts(self) -> list[ExactFact]:
+        """What the release of this variable shows exactly (:class:`pramkit.ledger.ExactFact`),
+        strata and household ids left to :attr:`Manifest.exact_facts`.
+
+        Returns
+        -------
+        list of ExactFact
+
+        Examples
+        --------
+        >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
+        >>> [f.kind for f in PerturbedVariable("occupation", m).exact_facts()]
+        ['kept_code', 'missing']
+        """
+        facts = []
+        kept = self._unchanged_words()
+        if kept:
+            facts.append(ExactFact("kept_code", (self.name,), kept))
+        if self.missing == "keep":
+            if self.own_columns_joint:
+                facts.append(ExactFact("joint_missing", (self.name,), (
+                    f"which of {', '.join(self.columns)} are missing in each record (they stay missing and "
+                    "no value becomes missing; the others are perturbed by the matrix's margin over them)")))
+            else:
+                facts.append(ExactFact("missing", (self.name,), f"which values of {self.name} are missing"))
+        if self.given:
+            facts.append(ExactFact("stratum_missing", (self.name,), (
+                f"the values of {', '.join(self.columns)} in a record whose stratum ({', '.join(self.given)}) is "
+                "missing are released unperturbed"), covered=False))
+        return facts
 
     def structure_words(self) -> str | None:
         """What a structured variable releases exactly, in words (``None`` if nothing).
@@ -279,14 +457,58 @@ class PerturbedVariable:
             **({"unit": self.unit} if self.unit is not None else {}),
             "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
             **_entries(m),
-            "epsilon": epsilon_to_json(m.epsilon),
-            **({"epsilon_given_block": epsilon_to_json(m.block_epsilon),
+            "epsilon": epsilon_to_json(self.epsilon),
+            "realised_law": _realised(m),
+            **({"epsilon_given_block": epsilon_to_json(self.block_epsilon),
                 "released_exactly": self.structure_words()} if self.is_structured else {}),
             "missing": self.missing,
             "bistochastic": m.is_bistochastic,
             "min_diagonal": m.min_diagonal,
             "design": m.provenance.to_dict(),
         }
+
+
+def _realised(m: PramMatrix) -> dict[str, Any]:
+    """What the manifest says of the law the engine realises (:func:`pramkit.engine.realised_law`)."""
+    law = realised_law(m)
+    if law.exact:
+        return {"exact": True, "closed_form": law.closed_form, "epsilon": epsilon_to_json(law.epsilon)}
+    return {"exact": False, "denominator": f"2^{law.bits}", "epsilon": epsilon_to_json(law.epsilon),
+            **({"epsilon_given_block": epsilon_to_json(law.block_epsilon)} if law.form == "blocks" else {})}
+
+
+def _label(values: tuple) -> Label:
+    """A margin's category: the value itself for one column, else the tuple."""
+    return values[0] if len(values) == 1 else values
+
+
+def _component_epsilon(m: PramMatrix, *, matrix: bool = True) -> float:
+    """The largest epsilon of the connected parts of a matrix's support (the blocks a record
+    cannot leave), each part's rows and columns taken on their own: of the law the engine
+    realises (:func:`pramkit.engine.realised_law`) and, with ``matrix``, of the matrix itself.
+
+    Examples
+    --------
+    >>> _component_epsilon(PramMatrix([[1, 0, 0], [0, 0.8, 0.2], [0, 0.2, 0.8]]))  # doctest: +ELLIPSIS
+    1.386...
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    dense = m.matrix
+    law = realised_law(m)
+    units = law.units if law.form == "dense" else np.array([law.weights(k) for k in range(m.size)])
+    n, label = connected_components(csr_matrix(dense > 0), directed=True, connection="weak")
+    eps = 0.0
+    for part in range(n):
+        idx = np.flatnonzero(label == part)
+        if idx.size > 1:
+            sub = units[np.ix_(idx, idx)]
+            eps = max(eps, integer_epsilon(sub.max(axis=0), sub.min(axis=0)))
+            if matrix:
+                sub = dense[np.ix_(idx, idx)]
+                eps = max(eps, PramMatrix(sub / sub.sum(axis=1, keepdims=True)).epsilon)
+    return eps
 
 
 def _entries(m: PramMatrix) -> dict[str, Any]:
@@ -338,7 +560,7 @@ class Manifest:
     --------
     Two variables and a design step of 0.1: the record's epsilon is their sum.
 
-    >>> from pramkit.ledger import Ledger
+    >>> from pramkit.ledger import ExactFact, Ledger, exact_words
     >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.7], categories=["f", "m"]),
     ...                  "age": PramMatrix.truncated_geometric(math.log(2), ["0-17", "18-64", "65+"])},
     ...                 ledger=Ledger(design_epsilon=0.1, frequencies="dp_counts"))
@@ -431,11 +653,60 @@ class Manifest:
 
     @property
     def record_epsilon_given_structure(self) -> float:
-        """The record's epsilon among records that agree on what the structure releases
-        exactly (their strata, which values are kept codes): the design step plus each
-        variable's epsilon given its block; :attr:`record_epsilon` without structure."""
-        eps = [v.block_epsilon for v in self.variables]
+        """The record's epsilon among records that agree on what the release shows exactly
+        (:attr:`exact_facts`: their strata, which values are kept codes, which are missing):
+        the design step plus each variable's :attr:`PerturbedVariable.epsilon_given_shown`;
+        :attr:`record_epsilon` without structure."""
+        eps = [v.epsilon_given_shown for v in self.variables]
         return record_epsilon(eps) if self.ledger is None else self.ledger.total(eps)
+
+    @property
+    def exact_facts(self) -> tuple[ExactFact, ...]:
+        """Every kind of value the release shows exactly, as the original holds it: the strata,
+        kept codes, missingness (of a variable whose missing values stay missing), records
+        with a missing stratum, rule breakers kept (``input.structure.rule_breaking``) and
+        household ids.  Derived from the matrices and the structure, never read from a file;
+        :meth:`pramkit.ledger.Ledger.statement` writes the guarantee sentence from them.
+
+        Returns
+        -------
+        tuple of ExactFact
+
+        Examples
+        --------
+        >>> from pramkit.design.classic import randomized_response
+        >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+        >>> [(f.kind, f.reveals) for f in m.exact_facts]
+        [('missing', 'which values of sex are missing')]
+        """
+        facts: list[ExactFact] = []
+        strata = list(dict.fromkeys(c for v in self.variables for c in v.given))
+        if strata:
+            facts.append(ExactFact("stratum", tuple(strata), f"the strata ({', '.join(strata)}, released unperturbed)"))
+        per_variable = [f for v in self.variables for f in v.exact_facts()]
+        facts += [f for f in per_variable if f.kind == "kept_code"]
+        missing = [f.variables[0] for f in per_variable if f.kind == "missing"]
+        if missing:
+            facts.append(ExactFact("missing", tuple(missing), (
+                f"which values of {', '.join(missing)} are missing" if len(missing) == 1 else
+                f"which values of {', '.join(missing[:-1])} and {missing[-1]} are missing")))
+        facts += [f for f in per_variable if f.kind not in ("kept_code", "missing")]
+        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
+        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
+            facts.append(ExactFact("rule_breaker", tuple(self.names), (
+                "records that break an edit rule are released unperturbed"), covered=False))
+        units: dict[str, list[str]] = {}
+        for v in self.variables:
+            if v.unit:
+                units.setdefault(v.unit, []).append(v.name)
+        facts += [ExactFact("household", tuple(names), f"the household id {unit} (who lives with whom)", column=unit)
+                  for unit, names in units.items()]
+        return tuple(facts)
+
+    @property
+    def released_exactly(self) -> str | None:
+        """What the release shows exactly, in words (:attr:`exact_facts`; ``None`` if nothing)."""
+        return exact_words(self.exact_facts)
 
     def _ledger(self) -> Ledger:
         return self.ledger if self.ledger is not None else Ledger(frequencies="exact", data_dependent=(
@@ -444,25 +715,13 @@ class Manifest:
 
     @property
     def guarantee(self) -> str:
-        """The guarantee sentence for what is published with this manifest, with what households
-        and kept rule-breaking records change in it."""
-        # without structure, each epsilon given its block is the epsilon and there is no condition
-        text = self._ledger().statement([v.block_epsilon for v in self.variables], given=self.structure_condition)
-        units = {v.unit: [] for v in self.variables if v.unit}
-        for v in self.variables:
-            if v.unit:
-                units[v.unit].append(v.name)
-        for unit, names in units.items():
-            text += (f" The household variables {', '.join(names)} are perturbed once per household ({unit}, released "
-                     "as it is): their epsilons, counted in every member's record epsilon, bound what changing one "
-                     "household's values of them changes.")
-        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
-        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
-            text += " Records that break an edit rule are released unperturbed: no epsilon covers them."
-        return text
+        """The guarantee sentence for what is published with this manifest
+        (:meth:`pramkit.ledger.Ledger.statement` of its :attr:`exact_facts`): the manifest's
+        ``ledger.statement``, ``pramkit inspect`` and both reports print it."""
+        return self._ledger().statement([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     def _ledger_dict(self) -> dict[str, Any]:
-        return self.ledger.to_dict([v.block_epsilon for v in self.variables], given=self.structure_condition)
+        return self.ledger.to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     @property
     def names(self) -> list[str]:
@@ -486,8 +745,8 @@ class Manifest:
         Returns
         -------
         dict
-            Per variable its epsilon and flags; the record's epsilons, the ledger and
-            the guarantee sentence.
+            Per variable its epsilon and flags; the record's epsilons, the ledger, what the
+            release shows exactly (:attr:`exact_facts`) and the guarantee sentence.
 
         Examples
         --------
@@ -503,7 +762,7 @@ class Manifest:
                     "name": v.name,
                     "columns": list(v.columns),
                     "categories": [list(c) if isinstance(c, tuple) else c for c in v.matrix.categories],
-                    "epsilon": epsilon_to_json(v.matrix.epsilon),
+                    "epsilon": epsilon_to_json(v.epsilon),
                     **({"epsilon_given_block": epsilon_to_json(v.block_epsilon),
                         "released_exactly": v.structure_words()} if v.is_structured else {}),
                     **({"given": list(v.given)} if v.given else {}),
@@ -522,6 +781,7 @@ class Manifest:
             **({"record_epsilon_given_structure": epsilon_to_json(self.record_epsilon_given_structure)}
                if self.is_structured else {}),
             "ledger": ledger,
+            "released_exactly_facts": [f.to_dict() for f in self.exact_facts],
             "guarantee": self.guarantee,
         }
 
@@ -545,7 +805,7 @@ class Manifest:
         --------
         >>> d = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}).to_dict()
         >>> d["format"], d["version"], [v["name"] for v in d["variables"]]
-        ('pramkit-manifest', 4, ['sex'])
+        ('pramkit-manifest', 5, ['sex'])
         >>> math.isclose(d["record_epsilon"], math.log(0.8 / 0.2))
         True
         """
@@ -705,7 +965,7 @@ class Manifest:
         raw_vars = data.get("variables")
         if not isinstance(raw_vars, list) or not raw_vars:
             raise ManifestError("field 'variables' must be a non-empty list")
-        variables = tuple(_variable_from_dict(v, f"variables[{i}]") for i, v in enumerate(raw_vars))
+        variables = tuple(_variable_from_dict(v, f"variables[{i}]", version) for i, v in enumerate(raw_vars))
         inp = data.get("input", {})
         if not isinstance(inp, dict):
             raise ManifestError("field 'input' must be an object")
@@ -745,17 +1005,20 @@ def _epsilon_from_json(value: Any, where: str) -> float:
     raise ManifestError(f"field '{where}' must be a non-negative number or \"inf\", got {value!r}")
 
 
-def _check_epsilon(value: Any, actual: float, where: str) -> None:
+def _check_epsilon(value: Any, actual: float, where: str, also: float | None = None) -> None:
+    """Refuse a stated epsilon other than ``actual`` (or ``also``: a variable's own matrix's epsilon, which
+    versions 1 to 4 stated; version 5 states the larger of it and the realised law's) within
+    :data:`_EPS_TOL`."""
     stated = _epsilon_from_json(value, where)
-    if math.isinf(stated) != math.isinf(actual) or (
-        math.isfinite(actual) and abs(stated - actual) > _EPS_TOL * max(1.0, abs(actual))
-    ):
+    if not any(math.isinf(stated) == math.isinf(e) and (
+            math.isinf(e) or abs(stated - e) <= _EPS_TOL * max(1.0, abs(e))) for e in (actual, also)
+            if e is not None):
         raise ManifestError(
             f"field '{where}' states {value!r} but the matrices give {epsilon_to_json(actual)!r}"
         )
 
 
-def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
+def _variable_from_dict(v: Any, where: str, version: int = VERSION) -> PerturbedVariable:
     if not isinstance(v, dict):
         raise ManifestError(f"field '{where}' must be an object")
     name = v.get("name")
@@ -784,9 +1047,11 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     provenance = _provenance_from_dict(v.get("design", {}), f"{where}.design")
     matrix = _matrix_from_dict(v, where, tuple(cats), provenance)
     if "epsilon" in v:
-        _check_epsilon(v["epsilon"], matrix.epsilon, f"{where}.epsilon")
+        _check_epsilon(v["epsilon"], max(matrix.epsilon, realised_law(matrix).epsilon), f"{where}.epsilon",
+                       also=matrix.epsilon if version < 5 else None)
     if "epsilon_given_block" in v:
-        _check_epsilon(v["epsilon_given_block"], matrix.block_epsilon, f"{where}.epsilon_given_block")
+        _check_epsilon(v["epsilon_given_block"], max(matrix.block_epsilon, realised_law(matrix).block_epsilon),
+                       f"{where}.epsilon_given_block", also=matrix.block_epsilon if version < 5 else None)
     missing = v.get("missing", "keep")
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")

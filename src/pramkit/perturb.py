@@ -1,7 +1,7 @@
 """Applying a PRAM matrix to category codes with keyed, counter-based draws.
 
-Row ``i`` of variable ``v`` is perturbed with the uniform ``U(key, v, i)`` of
-:mod:`pramkit.rng`, so the result does not depend on how the rows are split
+Row ``i`` of variable ``v`` is perturbed with the 64-bit word ``W(key, v, i)`` of
+:mod:`pramkit.rng` (its integer uniform, :mod:`pramkit.sampling`), so the result does not depend on how the rows are split
 into chunks or partitions: pass the absolute row number of a chunk's first row
 as ``start``.
 """
@@ -24,17 +24,17 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
-from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes
+from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.rng import SecretKey, resolve_key, stream, uniforms_at
+from pramkit.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.sampling import Sampler, release, sampler_for
 from pramkit.utf8 import pool_array
 
-#: Rows in any order whose uniforms :func:`pramkit.rng.uniforms_at` evaluates at once.
+#: Rows in any order whose words :func:`pramkit.rng.words_at` evaluates at once.
 SPAN = 1 << 18
 
 
@@ -112,20 +112,24 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKe
     how many codes equal ``missing_code`` and how many changed.
 
     Consecutive rows read the variable's stream as they go
-    (:func:`pramkit.sampling.release`); rows in any order, the uniforms of
-    a span of :data:`SPAN` rows at a time.
+    (:func:`pramkit.sampling.release`); rows in any order, the words of
+    a span of :data:`SPAN` rows at a time.  A value that needs further words
+    reads its row's own (:func:`pramkit.rng.more_words`).
     """
     if rows is not None and np.shape(rows) != codes.shape:
         raise DataError("rows must give one row number per code")
     try:
         if rows is None:
-            return release(sampler, codes, stream(key, variable, start), out, missing_code)
+            return release(sampler, codes, stream(key, variable, start), out, missing_code,
+                           lambda i: more_words(key, variable, start + i))
         missing = changed = 0
         for s in range(0, codes.size, SPAN):
             e = min(s + SPAN, codes.size)
-            span = release(sampler, codes[s:e], uniforms_at(key, variable, rows[s:e]), out[s:e], missing_code)
-            missing += span[0]
-            changed += span[1]
+            span = rows[s:e]
+            counts = release(sampler, codes[s:e], words_at(key, variable, span), out[s:e], missing_code,
+                             lambda i, span=span: more_words(key, variable, int(span[i])))
+            missing += counts[0]
+            changed += counts[1]
         return missing, changed
     except ValueError as exc:
         raise DataError(str(exc)) from None
@@ -279,6 +283,7 @@ class _Perturber:
             for i, column in enumerate(variable.read_columns):
                 self.codes.refuse_categories(column, [c[i] for c in cats] if self.joint is not None else cats)
         self.rows = self.missing = self.changed = self.outside = 0
+        self.margin_samplers: dict[tuple[int, ...], Sampler] = {}
 
     def release(self, table: pa.Table, start: int,
                 rows: np.ndarray | None = None) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
@@ -325,11 +330,60 @@ class _Perturber:
                 keep = pa.array(marks[0] & _as_missing(new))
                 new = pc.if_else(keep, raw[0], new)
             return [new], counts
-        # a record with a missing value in any of the columns keeps all of its values; the strata are read only
+        # a record with a missing value keeps its missing values; its present ones are drawn from the matrix's
+        # margin over them (PerturbedVariable.margin), unless a stratum is missing; the strata are read only
         kept = pa.array(released == MISSING)
         decoded = self.joint.decode(released, like=[c.type for c in columns])
         own = len(v.given)
-        return [pc.if_else(kept, original, new) for original, new in zip(raw[own:], decoded[own:])], counts
+        out = [pc.if_else(kept, original, new) for original, new in zip(raw[own:], decoded[own:])]
+        partial = (codes == MISSING) & ~beyond
+        if partial.any():
+            out = self._margins(columns, out, partial, start, rows)
+        return out, counts
+
+    def _margins(self, columns: list[Any], out: list[Any], partial: np.ndarray, start: int,
+                 rows: np.ndarray | None) -> list[Any]:
+        """``out`` with the present values of the records in ``partial`` (some columns missing)
+        drawn from the margin of the matrix over their present columns, each pattern of present
+        columns from its own random stream (keyed by the row, as every draw)."""
+        v, book = self.variable, self.joint
+        where = np.flatnonzero(partial)
+        row_of = (start + where) if rows is None else np.asarray(rows)[where]
+        level = np.stack([b.encode(pc.take(c, pa.array(where)), rows=row_of) for b, c in zip(book.books, columns)])
+        own = len(v.given)
+        for present in v.margin_patterns():
+            mask = (level[list(present)] >= 0).all(axis=0) & (np.count_nonzero(level >= 0, axis=0) == len(present))
+            if not mask.any():
+                continue
+            labels, margin = v.margin(present)
+            # each margin label as level codes of the present columns, and the reverse lookup (mixed radix)
+            lab_codes = np.array([[book.books[i].lookup[canonical(x)] for i, x in zip(present, lab)]
+                                  for lab in labels], dtype=np.intp).reshape(len(labels), len(present))
+            shape = tuple(len(book.levels[i]) for i in present)
+            lut = np.full(int(np.prod(shape)), MISSING, dtype=np.intp)
+            lut[np.ravel_multi_index(lab_codes.T, shape)] = np.arange(len(labels))
+            mcodes = lut[np.ravel_multi_index(level[list(present)][:, mask], shape)]
+            if (mcodes < 0).any() and not self.keep_outside:  # the present values break an edit rule
+                bad = int(np.flatnonzero(mask)[np.flatnonzero(mcodes < 0)[0]])
+                raise DataError(f"columns {book.columns}, row {int(row_of[bad]) + 1}: the values "
+                                f"{[book.levels[i][level[i, bad]] for i in present]!r} of "
+                                f"{[book.columns[i] for i in present]} are in none of the joint categories (they break "
+                                "an edit rule, or leave their stratum)")
+            drawn = np.empty_like(mcodes)
+            if present not in self.margin_samplers:
+                self.margin_samplers[present] = sampler_for(margin)
+            _draw(mcodes, drawn, self.margin_samplers[present], key=self.key, variable=f"{v.name}|present={present}",
+                  start=0, rows=row_of[mask], missing_code=MISSING)
+            targets = np.flatnonzero(partial)[mask][mcodes >= 0]
+            drawn = drawn[mcodes >= 0]
+            for k, i in enumerate(present):
+                if i < own:
+                    continue
+                values = book.books[i].decode(lab_codes[drawn, k], like=columns[i].type)
+                flags = np.zeros(len(out[i - own]), dtype=bool)
+                flags[targets] = True
+                out[i - own] = pc.replace_with_mask(_combined(out[i - own]), pa.array(flags), values)
+        return out
 
     def add(self, counts: tuple[int, int, int, int]) -> None:
         """Add the counts of one :meth:`release` to the running totals."""
@@ -532,6 +586,10 @@ def _prepared(variable: PerturbedVariable) -> tuple[Sampler, Codebook | JointCod
     sampler = sampler_for(m)
     _PREPARED[key] = (weakref.ref(m, lambda _, key=key: _PREPARED.pop(key, None)), sampler, book)
     return sampler, book
+
+
+def _combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _as_missing(values: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -31,6 +31,7 @@ import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -487,11 +488,54 @@ def _philox_words(counter: np.ndarray, key: np.ndarray) -> np.ndarray:
     return np.stack([x0, x1, x2, x3], axis=1)
 
 
-def uniforms_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
-    """The uniforms of :func:`uniforms` at arbitrary (non-negative) row numbers, in any order.
+def words_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
+    """The 64-bit words of the variable's stream at arbitrary (non-negative) row numbers, in any order.
 
     Evaluates the Philox-4x64-10 function directly at each row's counter,
-    for rows that arrive shuffled (a distributed job).
+    for rows that arrive shuffled (a distributed job): word ``i`` is the one
+    NumPy's ``Philox(key).random_raw()`` gives at position ``i``, the word
+    that :func:`stream` positioned at ``i`` gives first.
+
+    Parameters
+    ----------
+    key : SecretKey
+        The secret key.
+    variable : str
+        The stream (:meth:`SecretKey.philox_key`).
+    rows : array of int
+        Absolute row numbers (repeats allowed).
+
+    Returns
+    -------
+    numpy.ndarray of uint64
+        One word per row, in the order of ``rows``.
+
+    Raises
+    ------
+    ValueError
+        A row number is negative.
+
+    Examples
+    --------
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> rows = np.array([7, 2, 1_000_003, 2])
+    >>> at = words_at(key, "sex", rows)
+    >>> bool(np.array_equal(at, [stream(key, "sex", int(r)).bit_generator.random_raw() for r in rows]))
+    True
+    >>> bool(at[1] == at[3])  # the same row, the same draw
+    True
+    """
+    r = np.asarray(rows, dtype=np.int64)
+    if r.size and r.min() < 0:
+        raise ValueError("row numbers must be non-negative")
+    # NumPy's Philox increments its counter before each block: word i comes from block i // 4 + 1.
+    words = _philox_words((r // 4 + 1).astype(np.uint64), key.philox_key(variable))
+    return words[np.arange(r.size), r % 4]
+
+
+def uniforms_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
+    """The uniforms of :func:`uniforms` at arbitrary (non-negative) row numbers, in any order:
+    ``(w >> 11) 2^-53`` of :func:`words_at`.
 
     Parameters
     ----------
@@ -507,25 +551,49 @@ def uniforms_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
     numpy.ndarray
         One uniform per row, in the order of ``rows``.
 
-    Raises
-    ------
-    ValueError
-        A row number is negative.
-
     Examples
     --------
     >>> key = SecretKey(bytes(32), "zeros")
     >>> rows = np.array([7, 2, 1_000_003, 2])
-    >>> at = uniforms_at(key, "sex", rows)
-    >>> bool(np.array_equal(at, [uniforms(key, "sex", int(r), 1)[0] for r in rows]))  # word for word
-    True
-    >>> bool(at[1] == at[3])  # the same row, the same draw
+    >>> bool(np.array_equal(uniforms_at(key, "sex", rows), [uniforms(key, "sex", int(r), 1)[0] for r in rows]))
     True
     """
-    r = np.asarray(rows, dtype=np.int64)
-    if r.size and r.min() < 0:
+    return (words_at(key, variable, rows) >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def more_words(key: SecretKey, variable: str, row: int) -> Iterator[int]:
+    """Further 64-bit words of one row, for a draw that needs more than the row's own word (the exact
+    geometric sampler, :class:`pramkit.sampling.GeometricSampler`, about once in 10^12 values).
+
+    A stream of its own per row: Philox keyed for ``variable`` (domain-separated from the row's
+    stream) with the row number in the counter's second word, so that the words depend only on the
+    key, the variable and the row, however the file is chunked.
+
+    Parameters
+    ----------
+    key : SecretKey
+        The secret key.
+    variable : str
+        The stream.
+    row : int
+        The absolute row number.
+
+    Yields
+    ------
+    int
+        Words, as many as asked for.
+
+    Examples
+    --------
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> a, b = more_words(key, "age", 5), more_words(key, "age", 5)
+    >>> [next(a) for _ in range(3)] == [next(b) for _ in range(3)], next(more_words(key, "age", 6)) == next(a)
+    (True, False)
+    """
+    row = int(row)
+    if row < 0:
         raise ValueError("row numbers must be non-negative")
-    # NumPy's Philox increments its counter before each block: word i comes from block i // 4 + 1.
-    words = _philox_words((r // 4 + 1).astype(np.uint64), key.philox_key(variable))
-    chosen = words[np.arange(r.size), r % 4]
-    return (chosen >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    counter = np.array([0, row & 0xFFFFFFFFFFFFFFFF, row >> 64, 0], dtype=np.uint64)
+    bits = np.random.Philox(key=key.philox_key(variable + "\x00more"), counter=counter)
+    while True:
+        yield from (int(w) for w in bits.random_raw(4))

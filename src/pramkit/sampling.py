@@ -1,46 +1,65 @@
-"""Kernels that draw released categories given original ones (form (8) and alias draws are compiled
-loops, :mod:`pramkit._kernels`; the others are vectorised NumPy).
+"""Kernels that draw released categories given original ones, in integer arithmetic.
 
-Both kernels consume exactly one uniform ``u`` per value, so that the keyed
-stream of :mod:`pramkit.rng` fixes the output, and both first decide whether
-the value is kept: ``u < M[k, k]`` keeps category k.  A moved value reuses
-``u' = (u - M[k, k]) / (1 - M[k, k])``, uniform on [0, 1) given that it
-moves, to choose among the other categories:
+Every kernel reads one 64-bit word per value from the keyed stream of
+:mod:`pramkit.rng` and takes its uniform as the integer ``x = word >> 2`` on
+``[0, 2^62)`` (:data:`pramkit.engine.law.BITS`).  The matrix is quantised once
+into integer units per row (:mod:`pramkit.engine.law`), and every decision is an
+integer comparison with them, so the law the engine realises is known exactly
+(:func:`pramkit.engine.realised_law`): ``P(j | k) = units[k, j] / 2^62``, every
+positive entry of M at least one unit, every zero entry none.  Each kernel first
+decides whether the value is kept: ``x < K_k`` keeps category k, and a moved
+value uses ``r = x - K_k``, uniform on the row's move units:
 
-* :class:`DiagonalSampler`, form (8) of Ayed, Battiston and Camerlenghi
-  (off-diagonal entries of a row equal): ``t = floor(u' (S - 1))`` indexes the
-  other categories, ``j = t + [t >= k]``.  Memory O(S).
-* :class:`AliasSampler`, any matrix: Walker's alias method (Vose's stable
-  construction) on each row's off-diagonal distribution
-  ``M[k, j] / (1 - M[k, k])``; with ``x = u' S``, ``j = floor(x)`` picks a cell
-  and ``x - j`` (uniform and independent of j) chooses between the cell's own
-  category and its alias.  O(1) per value, memory O(S^2).  Each cell is
-  stored as one float, ``alias + probability``, so a draw reads one table
-  entry instead of two (at S = 1000 the tables do not fit in the cache and
-  this saves a third of the time); the probability keeps 53 - log2(S) bits.
-
-* :class:`GeometricSampler`, the truncated geometric mechanism: the inverse of the
-  noise's distribution function, no table (O(1) memory).
-* :class:`BlockSampler`, a block-diagonal matrix (strata, kept codes): each
-  value is drawn by its block's own kernel on the block's local codes, so a
-  value never leaves its block, exactly (no zero entry is ever sampled).
+* :class:`DiagonalSampler`, form (8) of Ayed, Battiston and Camerlenghi: each
+  other category has ``W_k`` units, ``t = floor(r / W_k)`` (capped at S - 2, so
+  the last other category also takes the row's few extra units) indexes them,
+  ``j = t + [t >= k]``.  Memory O(S).
+* :class:`AliasSampler`, any matrix up to :data:`MAX_ALIAS` categories: Walker's
+  alias method (Vose's construction) in integers, the row's move units split into
+  ``2^b >= S`` equal cells; the low ``b`` bits of r pick a cell and the others are
+  compared with its threshold.  O(1) per value, memory ``S 2^b`` words.
+* :class:`CumulativeSampler`, any larger matrix: bisection of the row's cumulative
+  move units.  O(log S) per moved value, memory ``S^2`` words.
+* :class:`GeometricSampler`, the truncated geometric mechanism: sampled **exactly**
+  (no table and no cut-off) by inversion of its distribution function, decided on
+  the word's 62 bits with rigorous error bounds and, in the rare case they do not
+  decide, on further random words in exact arithmetic.
+* :class:`BlockSampler`, a block-diagonal matrix (strata, kept codes): each value
+  is drawn by its block's own kernel on the block's local codes, so a value never
+  leaves its block.
 
 Only moved values touch the second stage, which keeps the work close to the
-cost of drawing the uniforms for the diagonally dominant matrices PRAM uses.
+cost of drawing the words for the diagonally dominant matrices PRAM uses.
 Codes are integers in ``0..S-1``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator
+import secrets
+from decimal import Context, Decimal
+from fractions import Fraction
+from typing import Callable, Iterator
 
 import numpy as np
 
 from pramkit import _kernels
+from pramkit.engine.law import (BITS, DENOMINATOR, MAX_ALIAS, RealisedLaw, alias_bits, dense_units,
+                                form8_units, realised_law)
 
 #: Rows per block of the NumPy kernels: the block's working arrays stay in the CPU cache.
 BLOCK = 1 << 15
+#: A draw's integer uniform is ``word >> SHIFT``.
+SHIFT = 64 - BITS
+#: The kinds of word sources of the compiled draws (given words, a Philox state, a capsule).
+_GIVEN, _PHILOX, _CAPSULE = 0, 1, 2
+
+#: Further random words of one value, for a sampler that may need more than one (the exact
+#: geometric sampler): ``more(i)`` iterates over the words of the i-th value of a call.
+More = Callable[[int], Iterator[int]]
+
+__all__ = ["AliasSampler", "BlockSampler", "CumulativeSampler", "DiagonalSampler", "GeometricSampler",
+           "MAX_ALIAS", "More", "Sampler", "release", "sampler_for", "uniform_source", "words_of"]
 
 
 def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
@@ -48,63 +67,77 @@ def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
     return ValueError(f"codes must lie in -1..{size - 1}, found {int(codes[position])}")
 
 
+def words_of(uniforms: np.ndarray) -> np.ndarray:
+    """The 64-bit words whose draws read as ``uniforms`` (doubles on [0, 1)): ``floor(u 2^64)``.
+
+    For examples and tests that think in uniforms.
+
+    Examples
+    --------
+    >>> words_of(np.array([0.0, 0.5, 0.75])).tolist() == [0, 2**63, 3 * 2**62]
+    True
+    """
+    return np.floor(np.asarray(uniforms, dtype=float) * 2.0**64).astype(np.uint64)
+
+
 @contextlib.contextmanager
-def uniform_source(generator: np.random.Generator) -> Iterator[np.ndarray | object]:
-    """What the compiled draws read ``generator``'s uniforms from, its lock held.
+def uniform_source(generator: np.random.Generator) -> Iterator[tuple[np.ndarray | object, int]]:
+    """What the compiled draws read ``generator``'s words from, and its kind, its lock held.
 
     For a Philox generator (every keyed stream, :func:`pramkit.rng.stream`):
     its state as ``uint64[11]`` (counter, key, the last block's four words, how
     many of them were used), from which the draws compute Philox-4x64-10
     two blocks at a time, written back to the generator afterwards as
     NumPy would have left it.  For any other: its bit generator's capsule,
-    whose ``next_double`` the draws call once per value, as
-    :meth:`numpy.random.Generator.random` does.
+    whose ``next_raw`` the draws call once per value, as
+    :meth:`numpy.random.BitGenerator.random_raw` does.
 
     Yields
     ------
-    numpy.ndarray or capsule
-        The source to hand to a compiled draw.
+    (numpy.ndarray or capsule, int)
+        The source to hand to a compiled draw, and its kind.
 
     Examples
     --------
     >>> gen = np.random.Generator(np.random.Philox(key=7))
-    >>> _ = gen.random(3)  # start inside a block
-    >>> with uniform_source(gen) as source:
+    >>> _ = gen.bit_generator.random_raw(3)  # start inside a block
+    >>> with uniform_source(gen) as (source, kind):
     ...     source[4:6].tolist(), int(source[10])  # the key; three words of the block used
     ([7, 0], 3)
     >>> codes, out = np.zeros(6, dtype=np.intp), np.empty(6, dtype=np.intp)
     >>> twin = np.random.Generator(np.random.Philox(key=7))
-    >>> _ = twin.random(3)
+    >>> _ = twin.bit_generator.random_raw(3)
     >>> release(DiagonalSampler(np.array([0.5, 0.5])), codes, gen, out) == release(
-    ...     DiagonalSampler(np.array([0.5, 0.5])), codes, twin.random(6), np.empty(6, dtype=np.intp))
+    ...     DiagonalSampler(np.array([0.5, 0.5])), codes, twin.bit_generator.random_raw(6),
+    ...     np.empty(6, dtype=np.intp))
     True
-    >>> gen.random() == twin.random()  # the state written back: the streams go on together
+    >>> gen.bit_generator.random_raw() == twin.bit_generator.random_raw()  # the state written back
     True
     """
     bits = generator.bit_generator
     with bits.lock:
         if not isinstance(bits, np.random.Philox):
-            yield bits.capsule
+            yield bits.capsule, _CAPSULE
             return
         state = bits.state
         words = np.array([*state["state"]["counter"], *state["state"]["key"], *state["buffer"], state["buffer_pos"]],
                          dtype=np.uint64)
         try:
-            yield words
+            yield words, _PHILOX
         finally:
             state["state"]["counter"], state["buffer"], state["buffer_pos"] = words[:4], words[6:10], int(words[10])
             bits.state = state
 
 
-def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Generator, out: np.ndarray,
-            missing_code: int = -1) -> tuple[int, int]:
+def release(sampler: "Sampler", codes: np.ndarray, words: np.ndarray | np.random.Generator, out: np.ndarray,
+            missing_code: int = -1, more: More | None = None) -> tuple[int, int]:
     """Write the released codes of ``codes`` into ``out`` (which may be ``codes`` itself), code ``-1``
     (missing) staying ``-1``; return how many codes equal ``missing_code`` and how many changed.
 
     A sampler with a compiled ``kernel`` (:class:`DiagonalSampler`,
-    :class:`AliasSampler`) checks, draws and counts in one pass, drawing the
-    uniforms from the generator itself as it goes; any other works block by
-    block (:data:`BLOCK` values) and NumPy counts.
+    :class:`AliasSampler`, :class:`CumulativeSampler`) checks, draws and counts in
+    one pass, computing the words from the generator itself as it goes; any other
+    works block by block (:data:`BLOCK` values) and NumPy counts.
 
     Parameters
     ----------
@@ -112,13 +145,17 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Gen
         The kernel of the variable's matrix.
     codes : numpy.ndarray of intp
         Codes in ``-1..S-1``.
-    u : numpy.ndarray of float, or numpy.random.Generator
-        One uniform per code, or the generator whose next ``codes.size``
-        uniforms (:meth:`numpy.random.Generator.random`) are theirs.
+    words : numpy.ndarray of uint64, or numpy.random.Generator
+        One 64-bit word per code, or the generator whose next ``codes.size``
+        raw words (:meth:`numpy.random.BitGenerator.random_raw`) are theirs.
     out : numpy.ndarray of intp
         Receives the released codes.
     missing_code : int
         The code counted as missing (``-1``, or the missing category's code).
+    more : callable, optional
+        Further words of the i-th value (:data:`More`), for a sampler that may need
+        them (:class:`GeometricSampler`); fresh randomness from the operating system
+        when not given.
 
     Returns
     -------
@@ -132,21 +169,22 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Gen
 
     Examples
     --------
-    >>> codes = np.array([0, 1, -1, 2])
+    >>> codes, words = np.array([0, 1, -1, 2]), words_of([0.9, 0.1, 0.5, 0.99])
     >>> for sampler in (DiagonalSampler(np.full(3, 0.5)), GeometricSampler(3, 1.0)):
     ...     out = np.empty(4, dtype=np.intp)
-    ...     counts = release(sampler, codes, np.array([0.9, 0.1, 0.5, 0.99]), out)
+    ...     counts = release(sampler, codes, words, out)
     ...     print(out.tolist(), counts)  # the missing value is counted and kept; two values move
     [2, 1, -1, 1] (1, 2)
     [1, 0, -1, 2] (1, 2)
 
-    A generator gives the uniforms its ``random()`` would:
+    A generator gives the words its ``random_raw()`` would:
 
     >>> sampler, drawn, given = DiagonalSampler(np.full(3, 0.5)), np.empty(4, dtype=np.intp), np.empty(4, dtype=np.intp)
     >>> counts = release(sampler, codes, np.random.default_rng(7), drawn)
-    >>> counts == release(sampler, codes, np.random.default_rng(7).random(4), given), drawn.tolist() == given.tolist()
+    >>> raw = np.random.default_rng(7).bit_generator.random_raw(4)
+    >>> counts == release(sampler, codes, raw, given), drawn.tolist() == given.tolist()
     (True, True)
-    >>> release(sampler, np.array([3]), np.array([0.5]), np.empty(1, dtype=np.intp))
+    >>> release(sampler, np.array([3]), words_of([0.5]), np.empty(1, dtype=np.intp))
     Traceback (most recent call last):
     ...
     ValueError: codes must lie in -1..2, found 3
@@ -154,27 +192,29 @@ def release(sampler: "Sampler", codes: np.ndarray, u: np.ndarray | np.random.Gen
     kernel = getattr(sampler, "kernel", None)
     if kernel is not None:
         c = np.ascontiguousarray(codes, dtype=np.intp)
-        if isinstance(u, np.random.Generator):
-            with uniform_source(u) as source:
-                bad, missing, changed = kernel(c, source, out, missing_code)
+        if isinstance(words, np.random.Generator):
+            with uniform_source(words) as (source, kind):
+                bad, missing, changed = kernel(c, source, kind, out, missing_code)
         else:
-            bad, missing, changed = kernel(c, np.ascontiguousarray(u, dtype=np.float64), out, missing_code)
+            bad, missing, changed = kernel(c, np.ascontiguousarray(words, dtype=np.uint64), _GIVEN, out,
+                                           missing_code)
         if bad >= 0:
             raise _out_of_range(out, bad, sampler.size)  # a code outside the range is written out as it is
         return missing, changed
     missing = changed = 0
-    buffer = np.empty(min(BLOCK, codes.size)) if isinstance(u, np.random.Generator) else None
+    raw = words.bit_generator.random_raw if isinstance(words, np.random.Generator) else None
     for s in range(0, codes.size, BLOCK):
         e = min(s + BLOCK, codes.size)
-        block = _release_block(sampler, codes[s:e], u[s:e] if buffer is None else u.random(out=buffer[:e - s]),
-                               out[s:e], missing_code)
+        block_words = raw(e - s) if raw is not None else np.asarray(words[s:e], dtype=np.uint64)
+        shifted = None if more is None else (lambda i, s=s: more(s + i))
+        block = _release_block(sampler, codes[s:e], block_words, out[s:e], missing_code, shifted)
         missing += block[0]
         changed += block[1]
     return missing, changed
 
 
-def _release_block(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np.ndarray,
-                   missing_code: int) -> tuple[int, int]:
+def _release_block(sampler: "Sampler", codes: np.ndarray, words: np.ndarray, out: np.ndarray,
+                   missing_code: int, more: More | None) -> tuple[int, int]:
     """:func:`release` of one block by a sampler's NumPy ``draw``."""
     lo, hi = int(codes.min()), int(codes.max())
     if lo < -1 or hi >= sampler.size:
@@ -182,74 +222,58 @@ def _release_block(sampler: "Sampler", codes: np.ndarray, u: np.ndarray, out: np
     original = codes.copy() if np.may_share_memory(codes, out) else codes
     if lo == -1:
         valid = original >= 0
-        sampler.draw(np.where(valid, original, 0), u, out)
+        sampler.draw(np.where(valid, original, 0), words, out, more)
         out[~valid] = -1
     else:
-        sampler.draw(original, u, out)
+        sampler.draw(original, words, out, more)
     return int(np.count_nonzero(original == missing_code)), int(np.count_nonzero(out != original))
 
 
-class _KeepOrMove:
-    """Shared first stage: keep with probability ``M[k, k]``, else call ``_move``."""
+class _Compiled:
+    """What the compiled samplers share: ``draw`` through :func:`release`, and a sampler built from a
+    :class:`pramkit.engine.law.RealisedLaw`'s units (the fields ``_LAW`` names, handed to ``_tables``)."""
 
-    def __init__(self, diagonal: np.ndarray) -> None:
-        self.keep = np.ascontiguousarray(diagonal, dtype=float)
-        self.size = self.keep.size
-        moves = self.keep < 1.0
-        self.inv_move = np.zeros_like(self.keep)
-        self.inv_move[moves] = 1.0 / (1.0 - self.keep[moves])
+    size: int
+    _LAW: tuple[str, ...] = ("units",)
 
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``.
+    @classmethod
+    def of_law(cls, law: RealisedLaw) -> "_Compiled":
+        """The sampler that draws ``law`` (form (8) for :class:`DiagonalSampler`, dense for the others)."""
+        sampler = cls.__new__(cls)
+        sampler._tables(*(getattr(law, name) for name in cls._LAW))
+        return sampler
 
-        A value of category k is kept when ``u < M[k, k]``; otherwise
-        ``u' = (u - M[k, k]) / (1 - M[k, k])`` chooses among the other categories.
+    def draw(self, codes: np.ndarray, words: np.ndarray, out: np.ndarray, more: More | None = None) -> None:
+        """Write released codes for ``codes`` (all in 0..S-1) and 64-bit ``words`` into ``out``.
 
         Parameters
         ----------
         codes : numpy.ndarray of int
             The original codes.
-        u : numpy.ndarray of float
-            One uniform on [0, 1) per code (the keyed stream of :mod:`pramkit.rng`); not modified.
+        words : numpy.ndarray of uint64
+            One word per code (the keyed stream of :mod:`pramkit.rng`); not modified.
         out : numpy.ndarray of int
             Receives the released codes (same length).
-
-        Examples
-        --------
-        >>> s = AliasSampler(np.array([[0.7, 0.3, 0.0], [0.1, 0.6, 0.3], [0.0, 0.5, 0.5]]))
-        >>> codes, out = np.array([0, 1, 2]), np.empty(3, dtype=np.intp)
-        >>> s.draw(codes, np.array([0.69, 0.59, 0.49]), out)
-        >>> out.tolist()  # u below the diagonal: every value kept
-        [0, 1, 2]
-        >>> s.draw(codes, np.array([0.71, 0.61, 0.51]), out)
-        >>> out.tolist()  # just above: moved, never where M is 0 (M[0, 2] = M[2, 0] = 0)
-        [1, 0, 1]
+        more : callable, optional
+            Not used: one word decides every value.
         """
-        out[...] = codes
-        if self.size == 1:
-            return
-        moved = np.flatnonzero(u >= self.keep[codes])
-        if moved.size == 0:
-            return
-        k = codes[moved]
-        u_move = (u[moved] - self.keep[k]) * self.inv_move[k]
-        out[moved] = self._move(k, u_move)
-
-    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        release(self, codes, words, out)
 
 
-class DiagonalSampler(_KeepOrMove):
-    """Form (8): ``M[k, k] = q_k``, ``M[k, j] = (1 - q_k) / (S - 1)``.
+class DiagonalSampler(_Compiled):
+    """Form (8): ``M[k, k] = q_k``, ``M[k, j] = w_k`` (by default ``(1 - q_k) / (S - 1)``).
 
-    A moved value of category k takes ``t = floor(u' (S - 1))`` and releases
-    ``j = t + [t >= k]``: each of the other S - 1 categories with probability
-    ``1 / (S - 1)``.  Memory O(S).
+    Row k keeps ``K_k`` units and gives ``W_k`` to every other category
+    (:func:`pramkit.engine.law.form8_units`); a moved value takes
+    ``t = floor(r / W_k)`` (capped at S - 2) and releases ``j = t + [t >= k]``.
+    Memory O(S).
 
     Parameters
     ----------
     diagonal : numpy.ndarray
         The keep probabilities q (:attr:`pramkit.PramMatrix.form8_q`).
+    off : numpy.ndarray, optional
+        The off-diagonal entries w (:attr:`pramkit.PramMatrix.form8_w`).
 
     References
     ----------
@@ -259,171 +283,149 @@ class DiagonalSampler(_KeepOrMove):
     --------
     >>> s = DiagonalSampler(np.array([0.8, 0.5, 0.9]))
     >>> out = np.empty(6, dtype=np.intp)
-    >>> s.draw(np.array([0, 0, 0, 1, 1, 2]), np.array([0.1, 0.85, 0.95, 0.4, 0.6, 0.99]), out)
+    >>> s.draw(np.array([0, 0, 0, 1, 1, 2]), words_of([0.1, 0.85, 0.95, 0.4, 0.6, 0.99]), out)
     >>> out.tolist()  # 0 kept (u < 0.8); u' = 0.25 and 0.75 pick 1 and 2; ...
     [0, 1, 2, 1, 0, 1]
 
-    Over many uniforms, the released shares are the row of the matrix:
+    Over many words, the released shares are the row of the matrix:
 
-    >>> u = np.random.default_rng(0).random(100_000)
-    >>> out = np.empty(u.size, dtype=np.intp)
-    >>> s.draw(np.zeros(u.size, dtype=np.intp), u, out)
-    >>> (np.bincount(out, minlength=3) / u.size).round(2).tolist()  # q_0 = 0.8, w_0 = 0.1
+    >>> words = np.random.default_rng(0).bit_generator.random_raw(100_000)
+    >>> out = np.empty(words.size, dtype=np.intp)
+    >>> s.draw(np.zeros(words.size, dtype=np.intp), words, out)
+    >>> (np.bincount(out, minlength=3) / words.size).round(2).tolist()  # q_0 = 0.8, w_0 = 0.1
     [0.8, 0.1, 0.1]
     """
 
-    def __init__(self, diagonal: np.ndarray) -> None:
-        super().__init__(diagonal)
-        # the kernel's tables: entry 0 for code -1, kept whatever the uniform
-        self._keep_from_missing = np.append(2.0, self.keep if self.size > 1 else [2.0])  # one category: kept
-        self._inv_move_from_missing = np.append(0.0, self.inv_move)
+    _LAW = ("keep", "weight")
 
-    def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
+    def __init__(self, diagonal: np.ndarray, off: np.ndarray | None = None) -> None:
+        q = np.ascontiguousarray(diagonal, dtype=float)
+        s = q.size
+        w = np.asarray(off, dtype=float) if off is not None else (1.0 - q) / max(s - 1, 1)
+        self._tables(*form8_units(q, w if s > 1 else np.zeros(1))[:2])
+
+    def _tables(self, keep: np.ndarray, weight: np.ndarray) -> None:
+        self.size = keep.size
+        # entry 0 is for code -1: every word keeps it
+        self._keep = np.ascontiguousarray(np.append(DENOMINATOR, keep), dtype=np.int64)
+        self._weight = np.ascontiguousarray(np.append(0, weight), dtype=np.int64)
+        self._inv_weight = np.zeros(self.size + 1)
+        np.divide(1.0, self._weight, out=self._inv_weight, where=self._weight > 0)
+
+    def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass, ``u`` the uniforms or a source of them (:func:`uniform_source`)
-        (``t`` capped at S - 2 against the measure-zero rounding of ``u' (S - 1)`` up to S - 1): the
-        position of the first code outside ``-1..S-1`` (or ``-1``), the codes equal to ``missing_code``,
-        the codes changed."""
-        return _kernels.draw_diagonal(codes, u, self._keep_from_missing, self._inv_move_from_missing, out,
-                                      missing_code)
-
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """:meth:`_KeepOrMove.draw`, by :meth:`kernel`."""
-        release(self, codes, u, out)
+        """The draw in one compiled pass (:func:`pramkit._kernels.draw_diagonal`), ``words`` of ``kind``
+        (:func:`uniform_source`): the position of the first code outside ``-1..S-1`` (or ``-1``), the
+        codes equal to ``missing_code``, the codes changed."""
+        return _kernels.draw_diagonal(codes, words, kind, self._keep, self._weight, self._inv_weight, out,
+                                      missing_code, SHIFT)
 
 
-def _alias_row(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vose's alias table of one probability vector: cell probabilities and aliases."""
-    s = p.size
-    scaled = p * s
-    prob = np.ones(s)
-    alias = np.arange(s)
-    small = [j for j in range(s) if scaled[j] < 1.0]
-    large = [j for j in range(s) if scaled[j] >= 1.0]
-    while small and large:
-        lo = small.pop()
-        hi = large.pop()
-        prob[lo] = scaled[lo]
-        alias[lo] = hi
-        scaled[hi] = (scaled[hi] + scaled[lo]) - 1.0
-        (small if scaled[hi] < 1.0 else large).append(hi)
-    # Leftovers are 1 up to rounding: they keep prob 1 (their own category).
-    return prob, alias
+class AliasSampler(_Compiled):
+    """Any row-stochastic matrix (Walker 1977; Vose 1991) after the keep test, in integers.
 
-
-class AliasSampler(_KeepOrMove):
-    """Any row-stochastic matrix (Walker 1977; Vose 1991) after the keep test.
+    Row k's move units (a multiple of ``2^b``, ``2^b >= S``) are split into ``2^b``
+    cells of ``C_k`` units each; a cell releases its own category below its
+    threshold and its alias above (:func:`pramkit._kernels.alias_cells`).
 
     Parameters
     ----------
     matrix : numpy.ndarray, shape (S, S)
-        A row-stochastic matrix (:attr:`pramkit.PramMatrix.matrix`).  Memory O(S^2).
+        A row-stochastic matrix (:attr:`pramkit.PramMatrix.matrix`).  Memory O(S 2^b).
 
     Examples
     --------
-    Over many uniforms, the released shares are the row of the matrix, and an
+    Over many words, the released shares are the row of the matrix, and an
     entry of zero is never drawn:
 
     >>> m = np.array([[0.7, 0.3, 0.0], [0.1, 0.6, 0.3], [0.0, 0.5, 0.5]])
     >>> s = AliasSampler(m)
-    >>> u = np.random.default_rng(0).random(100_000)
-    >>> out = np.empty(u.size, dtype=np.intp)
-    >>> s.draw(np.ones(u.size, dtype=np.intp), u, out)
-    >>> (np.bincount(out, minlength=3) / u.size).round(2).tolist()
+    >>> words = np.random.default_rng(0).bit_generator.random_raw(100_000)
+    >>> out = np.empty(words.size, dtype=np.intp)
+    >>> s.draw(np.ones(words.size, dtype=np.intp), words, out)
+    >>> (np.bincount(out, minlength=3) / words.size).round(2).tolist()
     [0.1, 0.6, 0.3]
-    >>> s.draw(np.full(u.size, 2), u, out)
+    >>> s.draw(np.full(words.size, 2), words, out)
     >>> bool((out == 0).any())  # M[2, 0] = 0
     False
     """
 
     def __init__(self, matrix: np.ndarray) -> None:
         m = np.asarray(matrix, dtype=float)
-        super().__init__(np.diagonal(m))
-        s = self.size
-        prob = np.ones((s, s))
-        alias = np.tile(np.arange(s), (s, 1))
-        for k in np.flatnonzero(self.keep < 1.0):
-            off = m[k].copy()
-            off[k] = 0.0
-            prob[k], alias[k] = _alias_row(off / off.sum())
-        own = np.tile(np.arange(s), (s, 1))
-        # A full cell (probability 1) is stored as its own category with probability 0;
-        # so is a probability within rounding of 1, which alias + probability cannot hold.
-        packed = alias + np.where(prob < 1.0, prob, 0.0)
-        full = (prob >= 1.0) | (np.floor(packed) != alias)
-        self.table = np.where(full, own, packed).ravel()
+        self._tables(dense_units(m, BITS, 1 << alias_bits(m.shape[0])))
 
-    def kernel(self, codes: np.ndarray, u: np.ndarray | object, out: np.ndarray,
+    def _tables(self, units: np.ndarray) -> None:
+        s = self.size = units.shape[0]
+        self.bits = alias_bits(s)
+        self._keep = np.ascontiguousarray(np.diagonal(units), dtype=np.int64)
+        off = np.array(units, dtype=np.int64)
+        np.fill_diagonal(off, 0)
+        self._cells = np.empty(s << self.bits, dtype=np.int64)
+        _kernels.alias_cells(off.ravel(), s, self.bits, self._cells)
+
+    def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """:meth:`_KeepOrMove.draw` in one compiled pass (``u`` as for :meth:`DiagonalSampler.kernel`):
-        with ``x = u' S``, cell ``j = floor(x)`` (capped at S - 1) of row k releases j if ``x - j`` is
-        below the cell's probability, else its alias.  Returns what :meth:`DiagonalSampler.kernel`
-        returns."""
-        return _kernels.draw_alias(codes, u, self.keep, self.inv_move, self.table, out, missing_code)
-
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """:meth:`_KeepOrMove.draw`, by :meth:`kernel`."""
-        release(self, codes, u, out)
+        """The draw in one compiled pass (:func:`pramkit._kernels.draw_alias`); returns what
+        :meth:`DiagonalSampler.kernel` returns."""
+        return _kernels.draw_alias(codes, words, kind, self._keep, self._cells, out, missing_code, SHIFT,
+                                   self.bits)
 
 
-#: Largest dense matrix drawn by :class:`AliasSampler`, whose tables are built row by row in
-#: Python (about a minute at S = 10 000); above it :class:`CumulativeSampler` builds its table in
-#: NumPy.  The two release different values for the same key, so the threshold is fixed.
-MAX_ALIAS = 2048
+class CumulativeSampler(_Compiled):
+    """Any row-stochastic matrix, by bisection of each row's cumulative move units.
 
-
-class CumulativeSampler(_KeepOrMove):
-    """Any row-stochastic matrix, its table built in NumPy: after the keep test, the inverse
-    of the row's off-diagonal distribution function.
-
-    Every row's cumulative off-diagonal sums, normalised and shifted by the row's number,
-    form one increasing array; ``searchsorted`` of ``k + u'`` finds row k's category in
-    O(log S) for all values at once.  A zero entry (and the diagonal) adds nothing to the
-    sums, so it is never drawn.  Memory: one float per entry, as :class:`AliasSampler`;
-    the shift by k keeps 53 - log2(S) bits of u', as the alias cells do.
+    A zero entry (and the diagonal) adds nothing to the cumulative units, so it is
+    never drawn.  Memory: one word per entry.
 
     Examples
     --------
     >>> m = np.array([[0.5, 0.5, 0.0], [0.2, 0.6, 0.2], [0.0, 0.3, 0.7]])
     >>> out = np.empty(4, dtype=np.intp)
-    >>> CumulativeSampler(m).draw(np.array([0, 1, 1, 2]), np.array([0.9, 0.65, 0.95, 0.8]), out)
-    >>> out.tolist()  # row 1 moves: u' = 0.125 -> category 0, u' = 0.875 -> category 2
+    >>> CumulativeSampler(m).draw(np.array([0, 1, 1, 2]), words_of([0.9, 0.65, 0.95, 0.8]), out)
+    >>> out.tolist()  # row 1 moves: r in the first or second half of its move units -> 0 or 2
     [1, 0, 2, 1]
     """
 
-    def __init__(self, matrix: np.ndarray, rows_per_chunk: int = 512) -> None:
-        m = np.asarray(matrix, dtype=float)
-        super().__init__(np.diagonal(m))
-        s = self.size
-        self.table = np.empty(s * s)
-        self.last = np.zeros(s, dtype=np.intp)  # each row's last positive off-diagonal column
-        for r0 in range(0, s, rows_per_chunk):
-            rows = np.arange(r0, min(r0 + rows_per_chunk, s))
-            off = m[rows].copy()
-            off[np.arange(rows.size), rows] = 0.0
-            cdf = np.cumsum(off, axis=1)
-            total = cdf[:, -1:].copy()
-            total[total == 0] = 1.0  # a row that never moves: never read
-            cdf /= total
-            positive = off > 0
-            self.last[rows] = np.where(positive.any(axis=1), s - 1 - np.argmax(positive[:, ::-1], axis=1), 0)
-            self.table[r0 * s:(r0 + rows.size) * s] = (cdf + rows[:, None]).ravel()
+    def __init__(self, matrix: np.ndarray) -> None:
+        self._tables(dense_units(np.asarray(matrix, dtype=float), BITS, 1))
 
-    def _move(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        s = self.size
-        keys = k + u
-        order = np.argsort(keys)  # sorted keys: each search starts where the last one ended (3x fewer cache misses)
-        found = np.empty(keys.size, dtype=np.intp)
-        found[order] = np.searchsorted(self.table, keys[order], side="right")
-        j = found - k * s
-        return np.minimum(j, self.last[k])  # k + u' rounding up to k + 1 lands on the row's last category
+    def _tables(self, units: np.ndarray) -> None:
+        self.size = units.shape[0]
+        self._keep = np.ascontiguousarray(np.diagonal(units), dtype=np.int64)
+        self._cumulative = np.array(units, dtype=np.int64)
+        np.fill_diagonal(self._cumulative, 0)
+        np.cumsum(self._cumulative, axis=1, out=self._cumulative)
+
+    def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
+               missing_code: int) -> tuple[int, int, int]:
+        """The draw in one compiled pass (:func:`pramkit._kernels.draw_cumulative`); returns what
+        :meth:`DiagonalSampler.kernel` returns."""
+        return _kernels.draw_cumulative(codes, words, kind, self._keep, self._cumulative, out, missing_code,
+                                        SHIFT)
+
+
+#: Relative error bound of the doubles the geometric sampler compares with (``exp`` to a few ulps,
+#: and ``rate * m`` rounded once): ``(rate * m + 64) * 2^-48``, far above the arithmetic's own.
+_GEOMETRIC_SLACK = 2.0**-48
+#: Beyond this ``rate * m``, ``exp(-rate * m)`` is below ``2^-800``: far below one unit of ``x``.
+_GEOMETRIC_TINY = 550.0
 
 
 class GeometricSampler:
-    """The truncated geometric mechanism (:meth:`pramkit.PramMatrix.truncated_geometric`),
-    with no table: the noise N of ``x + N`` by the inverse of its two-sided geometric
-    distribution function, ``P(N <= k) = a^-k / (1 + a)`` for ``k < 0`` and
-    ``1 - a^(k+1) / (1 + a)`` for ``k >= 0``, then clamped to ``0 .. S-1``.  O(1) memory.
+    """The truncated geometric mechanism (:meth:`pramkit.PramMatrix.truncated_geometric`), sampled
+    exactly, with no table and no cut-off.
+
+    The noise N of ``x + N`` (then clamped to ``0 .. S-1``) has distribution function
+    ``G(n) = a^-n / (1 + a)`` for ``n < 0`` and ``1 - a^(n+1) / (1 + a)`` for
+    ``n >= 0``, ``a = exp(-rate)``.  A value's uniform U is an infinite binary
+    fraction whose first 62 bits are its word's; the released category is the
+    first c with ``U < G(c - x)`` (else S - 1).  A candidate c comes from the
+    inverse in doubles; it is accepted when both comparisons it rests on are
+    decided by the 62 bits against thresholds with a rigorous error bound
+    (:data:`_GEOMETRIC_SLACK`), which leaves about one value in 10^12 undecided;
+    those are decided in exact arithmetic (:mod:`decimal`, correctly rounded
+    ``exp``, interval bounds) on as many further words as needed.  So every
+    category is released with exactly the closed form's probability.
 
     Parameters
     ----------
@@ -436,47 +438,152 @@ class GeometricSampler:
     --------
     >>> import math
     >>> out = np.empty(3, dtype=np.intp)
-    >>> GeometricSampler(10, math.log(2)).draw(np.array([5, 5, 5]), np.array([0.1, 0.5, 0.9]), out)
+    >>> GeometricSampler(10, math.log(2)).draw(np.array([5, 5, 5]), words_of([0.1, 0.5, 0.9]), out)
     >>> out.tolist()  # a = 1/2: P(N <= -1) = 1/3, P(N <= 0) = 2/3, P(N <= 1) = 5/6
     [3, 5, 7]
     """
 
     def __init__(self, size: int, rate: float) -> None:
         self.size, self.rate = int(size), float(rate)
-        self.log_a = -self.rate
-        self.one_plus_a = 1.0 + np.exp(-self.rate)
+        self._a = float(np.exp(-self.rate))
 
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``.
+    def draw(self, codes: np.ndarray, words: np.ndarray, out: np.ndarray, more: More | None = None) -> None:
+        """Write released codes for ``codes`` (all in 0..S-1) and 64-bit ``words`` into ``out``.
 
         Parameters
         ----------
         codes : numpy.ndarray of int
             The original codes.
-        u : numpy.ndarray of float
-            One uniform on [0, 1) per code.
+        words : numpy.ndarray of uint64
+            One word per code.
         out : numpy.ndarray of int
             Receives the released codes, ``codes + N`` clamped to ``0 .. S-1``.
+        more : callable, optional
+            Further words of the i-th value (:data:`More`), read only for the rare value
+            that 62 bits do not decide; fresh randomness from the operating system when
+            not given.
 
         Examples
         --------
-        Over many uniforms, the released shares are the row of the matrix
+        Over many words, the released shares are the row of the matrix
         (:meth:`pramkit.PramMatrix.truncated_geometric`), the ends collecting the tails:
 
         >>> from pramkit.matrix import PramMatrix
         >>> m = PramMatrix.truncated_geometric(np.log(2), ["0-17", "18-34", "35-64", "65+"])
-        >>> u = np.random.default_rng(0).random(100_000)
-        >>> out = np.empty(u.size, dtype=np.intp)
-        >>> GeometricSampler(m.size, m.geometric_rate).draw(np.ones(u.size, dtype=np.intp), u, out)
-        >>> bool(np.abs(np.bincount(out, minlength=4) / u.size - m.matrix[1]).max() < 0.01)
+        >>> words = np.random.default_rng(0).bit_generator.random_raw(100_000)
+        >>> out = np.empty(words.size, dtype=np.intp)
+        >>> GeometricSampler(m.size, m.geometric_rate).draw(np.ones(words.size, dtype=np.intp), words, out)
+        >>> bool(np.abs(np.bincount(out, minlength=4) / words.size - m.matrix[1]).max() < 0.01)
         True
         """
-        a_share = (self.one_plus_a - 1.0) / self.one_plus_a  # P(N <= -1) = a / (1 + a)
-        with np.errstate(divide="ignore"):
-            below = np.log(u * self.one_plus_a) / self.log_a            # N = -(ceil(t) - 1) when u < a / (1 + a)
-            above = np.log((1.0 - u) * self.one_plus_a) / self.log_a    # N = floor(t') when u >= 1 / (1 + a)
-        noise = np.where(u < a_share, 1.0 - np.ceil(below), np.where(u >= 1.0 / self.one_plus_a, np.floor(above), 0.0))
-        np.clip(codes + np.clip(noise, -self.size, self.size), 0, self.size - 1, out=out, casting="unsafe")
+        codes = np.asarray(codes, dtype=np.int64)
+        x = (np.asarray(words, dtype=np.uint64) >> np.uint64(SHIFT)).astype(np.int64)
+        if self.size == 1:
+            out[...] = 0
+            return
+        c = self._candidate(codes, x)
+        sure = np.ones(codes.size, dtype=bool)
+        low = c > 0
+        sure[low] = self._compare(c[low] - 1 - codes[low], x[low]) < 0          # U >= G(c - 1 - x)
+        high = c < self.size - 1
+        sure[high] &= self._compare(c[high] - codes[high], x[high]) > 0         # U < G(c - x)
+        out[...] = c
+        for i in np.flatnonzero(~sure):
+            extra = more(int(i)) if more is not None else _fresh_words()
+            out[i] = self._exact(int(codes[i]), int(x[i]), extra)
+
+    def _candidate(self, codes: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The released category the inverse in doubles gives for the middle of each word's interval."""
+        u = (x.astype(float) + 0.5) * 2.0**-BITS
+        one_plus_a = 1.0 + self._a
+        with np.errstate(divide="ignore", invalid="ignore"):
+            below = np.log(u * one_plus_a) / -self.rate            # N = 1 - ceil(t) when u < a / (1 + a)
+            above = np.log((1.0 - u) * one_plus_a) / -self.rate    # N = floor(t') when u >= 1 / (1 + a)
+        noise = np.where(u < self._a / one_plus_a, 1.0 - np.ceil(below),
+                         np.where(u >= 1.0 / one_plus_a, np.floor(above), 0.0))
+        noise = np.nan_to_num(np.clip(noise, -self.size, self.size), nan=0.0)
+        return np.clip(codes + noise.astype(np.int64), 0, self.size - 1)
+
+    def _compare(self, n: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Whether ``U < G(n)`` for uniforms whose first 62 bits are ``x``: 1 surely, -1 surely not,
+        0 when 62 bits and the error bound do not decide.
+
+        With ``m = -n`` (n < 0) or ``n + 1`` (n >= 0), the side of G that is small is
+        ``g = a^m / (1 + a)``: ``G(n) = g`` below zero, ``1 - g`` from zero up, and
+        ``U`` lies in ``[x, x + 1) / 2^62``.
+        """
+        m = np.where(n < 0, -n, n + 1).astype(float)
+        exponent = self.rate * m
+        with np.errstate(under="ignore"):
+            g = np.exp(-exponent) / (1.0 + self._a)
+        slack = (exponent + 64.0) * _GEOMETRIC_SLACK
+        tiny = exponent > _GEOMETRIC_TINY
+        lo = np.where(tiny, 0.0, np.clip(np.floor(g * (1.0 - slack) * DENOMINATOR), 0.0, DENOMINATOR))
+        hi = np.where(tiny, 1.0, np.clip(np.ceil(g * (1.0 + slack) * DENOMINATOR), 0.0, DENOMINATOR))
+        lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+        y = DENOMINATOR - x          # 1 - U lies in ((y - 1), y] / 2^62
+        below = n < 0
+        yes = np.where(below, x + 1 <= lo, y - 1 >= hi)
+        no = np.where(below, x >= hi, y <= lo)
+        return yes.astype(np.int8) - no.astype(np.int8)
+
+    def _exact(self, code: int, x: int, extra: Iterator[int]) -> int:
+        """The released category of one value in exact arithmetic: bisection over c with
+        ``U < G(c - code)`` decided on as many further words of U as it takes."""
+        uniform = [x, BITS]  # U's known bits: U in [v, v + 1) / 2^bits
+        lo, hi = 0, self.size - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._less(mid - code, uniform, extra):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _less(self, n: int, uniform: list[int], extra: Iterator[int]) -> bool:
+        """``U < G(n)`` exactly: with ``g = a^m / (1 + a)`` the small side of G (``G(n) = g`` below zero,
+        ``1 - g`` from zero up), U's interval is narrowed by a further word while it is the wider of the
+        two, g's by more digits otherwise, until they do not overlap."""
+        m = -n if n < 0 else n + 1
+        digits, width = 20, None
+        while True:
+            if width is None:  # g's interval, and how wide it is (a power of two no wider)
+                digits += 20
+                lo, hi = self._small_side(m, digits)
+                width = -((hi - lo).denominator.bit_length() - (hi - lo).numerator.bit_length() + 1)
+            v, bits = uniform
+            if n < 0:  # U < g: U in [v, v + 1) / 2^bits, compared in integers
+                if (v + 1) * lo.denominator <= lo.numerator << bits:
+                    return True
+                if v * hi.denominator >= hi.numerator << bits:
+                    return False
+            else:  # U < 1 - g, i.e. 1 - U > g: 1 - U in (y - 1, y] / 2^bits
+                y = (1 << bits) - v
+                if (y - 1) * hi.denominator >= hi.numerator << bits:
+                    return True
+                if y * lo.denominator <= lo.numerator << bits:
+                    return False
+            if -bits > width:  # U's interval is the wider: one more word of U
+                uniform[0], uniform[1] = (v << 64) | (next(extra) & 0xFFFFFFFFFFFFFFFF), bits + 64
+            else:
+                width = None
+
+    def _small_side(self, m: int, digits: int) -> tuple[Fraction, Fraction]:
+        """An interval around ``a^m / (1 + a)`` from ``digits`` significant digits (:mod:`decimal`'s
+        ``exp`` is correctly rounded; each operation adds at most one unit of the last digit)."""
+        ctx = Context(prec=digits, Emin=-10**9, Emax=10**9)
+        rate = Decimal(-self.rate)  # exact (the constructor does not round; Python's operators on Decimals
+        # round to the default 28 digits, so only the context's operations are used below)
+        value = ctx.divide(ctx.exp(ctx.multiply(rate, m)), ctx.add(1, ctx.exp(rate)))
+        slack = Fraction((self.rate * m + 10) * 1000) / 10**digits + Fraction(1, 10**digits)
+        mid = Fraction(value)
+        return mid * (1 - slack), mid * (1 + slack)
+
+
+def _fresh_words() -> Iterator[int]:
+    """Further random words from the operating system (a draw given only its words)."""
+    while True:
+        yield secrets.randbits(64)
 
 
 class BlockSampler:
@@ -484,7 +591,7 @@ class BlockSampler:
 
     ``blocks`` is :attr:`pramkit.PramMatrix.blocks`: each block's category
     positions and matrix.  A value of block b is mapped to its position within
-    the block, drawn by the block's kernel with its own uniform, and mapped
+    the block, drawn by the block's kernel with its own word, and mapped
     back, so the released value stays in the block by construction.
 
     Parameters
@@ -497,7 +604,7 @@ class BlockSampler:
     >>> from pramkit.matrix import PramMatrix
     >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.5, 0.5]), PramMatrix.identity([2])], categories=[0, 2, 1])
     >>> out = np.empty(4, dtype=np.intp)
-    >>> BlockSampler(m.blocks).draw(np.array([0, 1, 2, 2]), np.array([0.9, 0.2, 0.1, 0.7]), out)
+    >>> BlockSampler(m.blocks).draw(np.array([0, 1, 2, 2]), words_of([0.9, 0.2, 0.1, 0.7]), out)
     >>> out.tolist()
     [2, 1, 2, 0]
     """
@@ -512,21 +619,23 @@ class BlockSampler:
             self.local[idx] = np.arange(idx.size)
         self.kernels = [sampler_for(part) for _, part in blocks]
 
-    def draw(self, codes: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
-        """Write released codes for ``codes`` (all in 0..S-1) and uniforms ``u`` into ``out``.
+    def draw(self, codes: np.ndarray, words: np.ndarray, out: np.ndarray, more: More | None = None) -> None:
+        """Write released codes for ``codes`` (all in 0..S-1) and 64-bit ``words`` into ``out``.
 
         Parameters
         ----------
         codes : numpy.ndarray of int
             The original codes (positions in the whole matrix's categories).
-        u : numpy.ndarray of float
-            One uniform on [0, 1) per code.
+        words : numpy.ndarray of uint64
+            One word per code.
         out : numpy.ndarray of int
             Receives the released codes, each in its original's block.
+        more : callable, optional
+            Further words of the i-th value, for a block's sampler that needs them.
 
         Examples
         --------
-        Two strata of two categories each, and a kept code: whatever the uniforms,
+        Two strata of two categories each, and a kept code: whatever the words,
         no value leaves its block.
 
         >>> from pramkit.matrix import PramMatrix
@@ -535,7 +644,7 @@ class BlockSampler:
         >>> m = PramMatrix.block_diagonal([north, south, PramMatrix.identity([("any", "n/a")])])
         >>> codes = np.random.default_rng(1).integers(0, 5, 10_000)
         >>> out = np.empty(codes.size, dtype=np.intp)
-        >>> BlockSampler(m.blocks).draw(codes, np.random.default_rng(2).random(codes.size), out)
+        >>> BlockSampler(m.blocks).draw(codes, np.random.default_rng(2).bit_generator.random_raw(codes.size), out)
         >>> block = np.array([0, 0, 1, 1, 2])
         >>> bool((block[out] == block[codes]).all()), bool((out != codes).any())
         (True, True)
@@ -543,7 +652,7 @@ class BlockSampler:
         block = self.block_of[codes]
         local = self.local[codes]
         if len(self.kernels) == 1:
-            self.kernels[0].draw(local, u, out)
+            self.kernels[0].draw(local, words, out, more)
             np.take(self.members[0], out, out=out)
             return
         order = np.argsort(block, kind="stable")
@@ -551,14 +660,15 @@ class BlockSampler:
         for b in np.flatnonzero(np.diff(bounds)):
             rows = order[bounds[b]:bounds[b + 1]]
             drawn = np.empty(rows.size, dtype=np.intp)
-            self.kernels[b].draw(local[rows], u[rows], drawn)
+            sub = None if more is None else (lambda i, rows=rows: more(int(rows[i])))
+            self.kernels[b].draw(local[rows], words[rows], drawn, sub)
             out[rows] = self.members[b][drawn]
 
 
 def sampler_for(matrix) -> Sampler:
-    """The fastest exact kernel for a :class:`pramkit.PramMatrix`: block by block for a
-    block-diagonal matrix, by the rate for the truncated geometric mechanism, diagonal for
-    form (8), alias up to :data:`MAX_ALIAS` categories and cumulative sums above.
+    """The kernel that realises :func:`pramkit.engine.realised_law` of a :class:`pramkit.PramMatrix`:
+    block by block for a block-diagonal matrix, exact for the truncated geometric mechanism,
+    diagonal for form (8), alias up to :data:`MAX_ALIAS` categories and cumulative units above.
 
     Parameters
     ----------
@@ -567,8 +677,8 @@ def sampler_for(matrix) -> Sampler:
 
     Returns
     -------
-    DiagonalSampler, AliasSampler, BlockSampler or GeometricSampler
-        A kernel whose ``draw(codes, u, out)`` consumes one uniform per value.
+    DiagonalSampler, AliasSampler, CumulativeSampler, BlockSampler or GeometricSampler
+        A kernel whose ``draw(codes, words, out)`` reads one 64-bit word per value.
 
     Examples
     --------
@@ -578,22 +688,22 @@ def sampler_for(matrix) -> Sampler:
     >>> type(sampler_for(dense)).__name__, type(sampler_for(form8)).__name__
     ('AliasSampler', 'DiagonalSampler')
 
-    Every kernel releases category j with probability ``M[k, j]``:
+    Every kernel releases category j with probability ``M[k, j]`` (to 2^-62):
 
-    >>> u = np.random.default_rng(0).random(100_000)
-    >>> out = np.empty(u.size, dtype=np.intp)
-    >>> sampler_for(form8).draw(np.full(u.size, 2), u, out)
-    >>> (np.bincount(out, minlength=3) / u.size).round(2).tolist()
+    >>> words = np.random.default_rng(0).bit_generator.random_raw(100_000)
+    >>> out = np.empty(words.size, dtype=np.intp)
+    >>> sampler_for(form8).draw(np.full(words.size, 2), words, out)
+    >>> (np.bincount(out, minlength=3) / words.size).round(2).tolist()
     [0.05, 0.05, 0.9]
     """
     if matrix.blocks is not None:
         return BlockSampler(matrix.blocks)
     if matrix.geometric_rate is not None:
         return GeometricSampler(matrix.size, matrix.geometric_rate)
-    q = matrix.form8_q
-    if q is not None:
-        return DiagonalSampler(q)
-    return AliasSampler(matrix.matrix) if matrix.size <= MAX_ALIAS else CumulativeSampler(matrix.matrix)
+    law = realised_law(matrix)
+    if law.form == "diagonal":
+        return DiagonalSampler.of_law(law)
+    return AliasSampler.of_law(law) if matrix.size <= MAX_ALIAS else CumulativeSampler.of_law(law)
 
 
 #: Any of the kernels above.

@@ -136,6 +136,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--rule-breaking", choices=["error", "keep"], default="error",
                     help="an original record that breaks a rule: an error naming the row (default), or kept "
                          "unperturbed and reported")
+    p.add_argument("--missing", choices=["keep", "category"], default="keep",
+                   help="missing values: kept missing, none made (default; which values are missing is released "
+                        "exactly and the guarantee sentence says so, a joint record missing some columns has the "
+                        "others perturbed by the matrix's margin), or a category perturbed like the others, for "
+                        "every variable and every column of a joint design")
     p.add_argument("--split", choices=["optimal", "equal", "joint"], default="equal",
                    help="how the record budget is shared by the variables (default %(default)s: every listed "
                         "variable is perturbed); optimal: the most total information, which may give a "
@@ -342,7 +347,8 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path, force=args.force, inputs=inputs)
     if args.recognition is not None:
         structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
-                                     ("--keep-codes", args.keep_codes), ("--household", args.household)) if v]
+                                     ("--keep-codes", args.keep_codes), ("--household", args.household),
+                                     ("--missing category", args.missing == "category")) if v]
         if structured:
             raise ParameterError(f"{structured[0]} is not available with --recognition")
         if args.epsilon is not None or args.method != "dp":
@@ -361,7 +367,7 @@ def run(args: argparse.Namespace) -> int:
             options=_options(args), distances=args.distances, quiet=args.quiet, na_values=args.na_values,
             forbid=args.forbid, strata=args.strata or (), household=args.household,
             keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
-            household_vars=args.household_vars or (), rule_breaking=args.rule_breaking,
+            household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing,
         )
     out = write_design(manifest, args.out, design_record=record_path, force=args.force).to_dict()
     if args.json:

@@ -101,5 +101,8 @@ def run(args: argparse.Namespace) -> int:
     if "record_epsilon_given_structure" in info:
         print(f"record epsilon given the structure: {figure(info['record_epsilon_given_structure'])} (among records "
               "that agree on the strata and the values never changed)")
+    for fact in info["released_exactly_facts"]:
+        print(f"shown exactly ({fact['kind']}): {fact['reveals']}"
+              + ("" if fact["covered"] else " (no epsilon covers these values)"))
     print(info["guarantee"])
     return 0

@@ -24,6 +24,12 @@ Sources (:func:`read_distances` picks one from a spec):
 * a CSV ``from,to,distance`` -- a full table (each unordered pair at least
   once; both directions, if given, equal).
 
+The order of ordinal distances is declared, never guessed (:func:`require_order`):
+it is the order of a codebook or a prior, the numeric order of labels that
+are all numbers, or the order of midpoints.  Text labels read from the data
+(``5-9``, ``10-14``, ``100+``) have no order pramkit can trust: ``"ordinal"``
+on them is an error that asks for the order.
+
 Columns beyond the required ones are ignored.  Categories are matched by
 their text (``str(label)``): every category of the variable must appear
 exactly once (for an adjacency list: at least once, as an area or a
@@ -55,6 +61,7 @@ import csv
 import hashlib
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -361,6 +368,81 @@ def match_categories(found: Sequence[Any], categories: Sequence[Label], what: st
         more = f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else ""
         raise ParameterError(f"{what}: categories {unknown[:5]}{more} are not categories of the variable")
     return np.array([where[t] for t in texts], dtype=np.intp)
+
+
+def numeric_order(categories: Sequence[Label]) -> bool:
+    """Whether the categories (missing aside) are all numbers or numeric text, in increasing order of value.
+
+    Parameters
+    ----------
+    categories : sequence of labels
+        The categories, in their order.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> numeric_order([1, 2, 10]), numeric_order(["05", "10", "100"]), numeric_order(["10", "5"])
+    (True, True, False)
+    >>> numeric_order(["5-9", "10-14"])
+    False
+    """
+    from pramkit.codebook import label_key, numeric_labels
+
+    labels = [c for c in categories if c is not None]
+    if not numeric_labels(labels):
+        return False
+    values = [Decimal(label_key(c, numeric=True)) for c in labels]
+    return all(a < b for a, b in zip(values, values[1:]))
+
+
+def require_order(variable: str | None, categories: Sequence[Label], *, declared: bool,
+                  needs: str = "ordinal distances") -> None:
+    """:class:`ParameterError` unless the categories' order is declared (a codebook, a prior) or numeric.
+
+    Ordinal distances and the geometric mechanism read the order of the
+    categories.  Text labels read from the data are sorted as text, which is
+    no order of the values they stand for (``"10-14"`` sorts before ``"5-9"``):
+    pramkit does not guess it.
+
+    Parameters
+    ----------
+    variable : str or None
+        The variable's name, for the message.
+    categories : sequence of labels
+        Its categories, in their order.
+    declared : bool
+        Whether the order was declared (a codebook, a prior, an ordered categorical).
+    needs : str
+        What reads the order, for the message.
+
+    Raises
+    ------
+    ParameterError
+        The order was read from the data and the labels are not numbers in increasing order.
+
+    Examples
+    --------
+    >>> require_order("age", [0, 5, 10], declared=False)  # numbers: their order
+    >>> require_order("age", ["5-9", "10-14", "100+"], declared=True)  # declared: as declared
+    >>> require_order("age", ["10-14", "100+", "5-9"], declared=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: variable 'age': ordinal distances need the order of its categories, and text labels read from the data ('10-14', '100+', '5-9') have none pramkit can trust; declare it: a codebook ...
+    """
+    if declared or numeric_order(categories):
+        return
+    labels = [c for c in categories if c is not None]
+    shown = ", ".join(repr(c) for c in labels[:8]) + (", ..." if len(labels) > 8 else "")
+    where = "the variable" if variable is None else f"variable {variable!r}"
+    raise ParameterError(f"{where}: {needs} need the order of its categories, and text "
+                         f"labels read from the data ({shown}) have none pramkit can trust; declare it: a codebook "
+                         "(--categories FILE, columns variable,category, one row per category in order)"
+                         + (", a prior (--prior) listing them in order, or midpoints (--distances FILE, columns "
+                            "category,midpoint)" if needs == "ordinal distances" else
+                            " or a prior (--prior) listing them in order"))
 
 
 # ---------------------------------------------------------------------------
@@ -746,7 +828,8 @@ def csv_layout(header: Sequence[str]) -> str:
     raise ParameterError(f"a distance CSV needs the columns of one of: {layouts}; got {', '.join(header)}")
 
 
-def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: str | None = None) -> Distances:
+def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: str | None = None,
+                      declared_order: bool = True) -> Distances:
     """Read a distance CSV of any layout of :data:`CSV_LAYOUTS` (module docstring).
 
     Parameters
@@ -758,6 +841,9 @@ def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: st
     unit : str, optional
         The distances' unit (centroids ``x, y``, tables and midpoints; latitude and
         longitude give km, adjacency lists hops).
+    declared_order : bool
+        Whether the order of ``categories`` is declared (:func:`require_order`).  Midpoints
+        must increase along a declared order; otherwise they declare the order themselves.
 
     Returns
     -------
@@ -768,7 +854,8 @@ def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: st
     ------
     ParameterError
         If the file is missing, unreadable or empty, its header matches no layout, a value
-        is not a number, or its categories do not match (:func:`match_categories`).
+        is not a number, its categories do not match (:func:`match_categories`), or midpoints
+        do not increase along a declared order (or two are equal).
 
     Examples
     --------
@@ -814,11 +901,15 @@ def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: st
         return great_circle_distances(categories, values, source=name)
     if kind == "euclidean":
         return euclidean_distances(categories, values, unit=unit or "coordinate unit", source=name)
-    return ordinal_distances(categories, values[:, 0], unit=unit)
+    if declared_order or numeric_order(categories):
+        return ordinal_distances(categories, values[:, 0], unit=unit)
+    by_midpoint = np.argsort(values[:, 0], kind="stable")
+    ranked = ordinal_distances([categories[i] for i in by_midpoint], values[by_midpoint, 0], unit=unit)
+    return ranked.reorder(categories)
 
 
 def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], *,
-                   unit: str | None = None) -> Distances:
+                   unit: str | None = None, declared_order: bool = True, variable: str | None = None) -> Distances:
     """Distances for a variable from a spec: ``"ordinal"``, a CSV path, or a
     :class:`Distances` (reordered to ``categories``).
 
@@ -830,6 +921,11 @@ def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], 
         The variable's categories.
     unit : str, optional
         The distances' unit (:func:`read_distance_csv`, :func:`ordinal_distances`).
+    declared_order : bool
+        Whether the order of ``categories`` is declared; ``"ordinal"`` on an order that is
+        neither declared nor numeric is an error (:func:`require_order`).
+    variable : str, optional
+        The variable's name, for messages.
 
     Returns
     -------
@@ -839,20 +935,26 @@ def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], 
     Raises
     ------
     ParameterError
-        If the spec is none of those, or the distances cannot be read or matched.
+        If the spec is none of those, the distances cannot be read or matched, or the
+        order of ``"ordinal"`` is not declared.
 
     Examples
     --------
     >>> read_distances("ordinal", ["a", "b"]).matrix.tolist()
     [[0.0, 1.0], [1.0, 0.0]]
+    >>> read_distances("ordinal", ["0-4", "10-14", "5-9"], declared_order=False, variable="age")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: variable 'age': ordinal distances need the order of its categories, ...
     """
     if isinstance(spec, Distances):
         return spec if [str(c) for c in spec.categories] == [str(c) for c in categories] \
             else spec.reorder(categories)
     if isinstance(spec, str) and spec.strip().lower() == "ordinal":
+        require_order(variable, categories, declared=declared_order)
         return ordinal_distances(categories, unit=unit)
     if isinstance(spec, (str, Path)):
-        return read_distance_csv(spec, categories, unit=unit)
+        return read_distance_csv(spec, categories, unit=unit, declared_order=declared_order)
     raise ParameterError(f"distances must be 'ordinal', a CSV path or a Distances object, got {spec!r}")
 
 

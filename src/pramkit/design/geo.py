@@ -63,6 +63,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.design.distances import Distances, distances_for, ordinal_distances
+from pramkit.engine.law import realised_law
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT, float_up, log_ratio_upper
@@ -173,6 +174,9 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
     >>> r.scope, r.exact, math.isclose(r.value, 1 + math.log((1 + 2 * a) / (1 + a + a * a)), rel_tol=1e-14)
     ('edges', True, True)
     """
+    if isinstance(matrix, PramMatrix) and matrix.geometric_rate is not None and distances.size == matrix.size \
+            and np.array_equal(distances.matrix, ordinal_distances(matrix.categories).matrix):
+        return MetricEpsilon(matrix.geometric_rate, "closed form", True, 0, 0)  # sampled exactly: the formula's
     m = np.asarray(matrix.matrix if isinstance(matrix, PramMatrix) else matrix, dtype=float)
     d = distances.matrix
     s = m.shape[0]
@@ -385,12 +389,6 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
                           "McSherry and Talwar (2007); Chatzikokolakis, Andres, Bordenabe and Palamidessi (2013)")
 
 
-#: Above this many categories the truncated geometric mechanism is stored by its rate
-#: (:meth:`pramkit.PramMatrix.truncated_geometric`: O(1) memory, a table-free sampler), at or
-#: below it densely, its stored entries checked by :func:`metric_epsilon`.
-MAX_DENSE_GEOMETRIC = 2048
-
-
 def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> PramMatrix:
     """The truncated geometric mechanism (Ghosh, Roughgarden and Sundararajan 2009)
     on the category order: eps_d-metric-DP per category step.
@@ -401,10 +399,11 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     beyond the ends lumped on them).  Adjacent rows differ by a factor of at
     most ``1 / alpha`` in every column, so the guarantee is checked on the S - 1
     adjacent pairs exactly (:func:`metric_epsilon`) and chains to all pairs.
-    Pure epsilon: ``eps_d (S - 1)`` (the end columns).  Above
-    :data:`MAX_DENSE_GEOMETRIC` categories the matrix is stored by its rate
-    (no S x S array): the formula in exact arithmetic, whose adjacent rows differ
-    by exactly ``e^eps_d``, so no margin is needed.
+    Pure epsilon: ``eps_d (S - 1)`` (the end columns).  The matrix is stored by
+    its rate (no S x S array): the formula in exact arithmetic, whose adjacent
+    rows differ by exactly ``e^eps_d``, so no margin is needed, and the engine
+    samples it exactly (:class:`pramkit.sampling.GeometricSampler`), so the law
+    it releases with is the formula itself, tails included.
 
     Parameters
     ----------
@@ -435,46 +434,14 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     s = len(categories)
     if s < 2:
         raise PramkitError("a mechanism needs at least two categories")
-    if s > MAX_DENSE_GEOMETRIC:  # stored by its rate: exact arithmetic, adjacent rows differ by e^rate exactly
-        target = positive(metric_epsilon_, "metric epsilon")  # no entry is stored, so none can underflow
-        check = MetricEpsilon(target, "closed form", True, 0, 0)
-        certificate = {**metric_certificate(check, target, "step", "Ghosh, Roughgarden and Sundararajan (2009)"),
-                       "rate_used": target}
-        prov = Provenance(method="truncated_geometric",
-                          parameters={"metric_epsilon": target, "unit": "step", "categories": s},
-                          certificate=certificate, seconds=time.perf_counter() - start)
-        return PramMatrix.truncated_geometric(target, categories, prov)
-    target = check_metric(metric_epsilon_, float(s - 1), "number of steps")
-    dist = ordinal_distances(categories)
-    rate = _margin(dist, target)
-    check = None
-    for _ in range(6):
-        matrix = _geometric_matrix(s, rate)
-        check = metric_epsilon(matrix, dist)
-        if check.value is not None and check.value <= target:
-            break
-        rate = rate * target / check.value * (1.0 - 1e-12)
-    assert check is not None
-    if not (check.value is not None and check.value <= target):  # pragma: no cover - see exponential_mechanism
-        raise PramkitError(f"could not bring the geometric mechanism within metric epsilon {target:g}")
-    return _metric_matrix(matrix, dist, "truncated_geometric", target, rate, check, start,
-                          "Ghosh, Roughgarden and Sundararajan (2009)")
-
-
-def _geometric_matrix(s: int, rate: float) -> np.ndarray:
-    alpha = math.exp(-rate)
-    inner = math.tanh(rate / 2.0)                  # (1 - alpha) / (1 + alpha)
-    end = 1.0 / (1.0 + alpha)
-    out = np.empty((s, s))
-    cols = np.arange(s)
-    for sl in _chunks(s, s):
-        rows = np.arange(s)[sl]
-        k = np.abs(cols[None, :] - rows[:, None]).astype(float)
-        block = inner * np.exp(-rate * k)
-        block[:, 0] = end * np.exp(-rate * rows)
-        block[:, s - 1] = end * np.exp(-rate * (s - 1 - rows))
-        out[sl] = block
-    return out
+    target = positive(metric_epsilon_, "metric epsilon")  # no entry is stored, so none can underflow
+    check = MetricEpsilon(target, "closed form", True, 0, 0)
+    certificate = {**metric_certificate(check, target, "step", "Ghosh, Roughgarden and Sundararajan (2009)"),
+                   "rate_used": target}
+    prov = Provenance(method="truncated_geometric",
+                      parameters={"metric_epsilon": target, "unit": "step", "categories": s},
+                      certificate=certificate, seconds=time.perf_counter() - start)
+    return PramMatrix.truncated_geometric(target, categories, prov)
 
 
 def metric_certificate(check: MetricEpsilon, target: float, unit: str, reference: str) -> dict[str, Any]:
@@ -523,11 +490,52 @@ def metric_certificate(check: MetricEpsilon, target: float, unit: str, reference
 
 def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: float, rate: float,
                    check: MetricEpsilon, start: float, reference: str) -> PramMatrix:
-    certificate = {**metric_certificate(check, target, dist.unit, reference), "rate_used": rate}
+    realised = realised_metric_epsilon(PramMatrix(matrix, dist.categories), dist)
+    certificate = {**metric_certificate(check, target, dist.unit, reference), "rate_used": rate,
+                   "metric_epsilon_realised": realised,
+                   "metric_dp_verified_realised": None if realised is None else bool(realised <= target)}
     prov = Provenance(method=method,
                       parameters={"metric_epsilon": target, "unit": dist.unit, "distances": dist.to_dict()},
                       certificate=certificate, seconds=time.perf_counter() - start)
     return PramMatrix(matrix, dist.categories, prov)
+
+
+def realised_metric_epsilon(matrix: PramMatrix, distances: Distances) -> float | None:
+    """The metric epsilon of the law the engine realises (:func:`pramkit.engine.realised_law`), rounded up.
+
+    A law sampled exactly has its matrix's (:func:`metric_epsilon`).  Otherwise the check runs on the
+    realised integer units as doubles; each is within a relative ``2^-53`` of its integer, so the bound adds
+    ``log((1 + 2^-53) / (1 - 2^-53)) <= 2.3e-16`` over the smallest distance, rounded up.  Entries far
+    below ``2^-62`` are realised as a unit or a few, so in the far tails of a mechanism the realised metric
+    epsilon can exceed the stored matrix's.
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The matrix.
+    distances : Distances
+        Distances between its categories (same order).
+
+    Returns
+    -------
+    float or None
+        The realised metric epsilon (``None`` when :func:`metric_epsilon` does not check that many triples).
+
+    Examples
+    --------
+    >>> from pramkit.design.distances import ordinal_distances
+    >>> rr = PramMatrix([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
+    >>> math.isclose(realised_metric_epsilon(rr, ordinal_distances("abc")), math.log(8))
+    True
+    """
+    law = realised_law(matrix)
+    if law.exact:
+        return metric_epsilon(matrix, distances).value
+    units = law.units if law.form == "dense" else np.array([law.weights(k) for k in range(matrix.size)])
+    value = metric_epsilon(units.astype(float), distances).value
+    if value is None or not math.isfinite(value):
+        return value
+    return math.nextafter(value + 2.3e-16 / distances.min_positive, math.inf)
 
 
 # ---------------------------------------------------------------------------

@@ -397,7 +397,7 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
         from pramkit.io import require_columns
 
         require_columns(names, list(data.columns), "the data")
-        found = {n: with_missing.get(n) or (*categories_of(data[n]), None) for n in names}
+        found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
         return count_frame(data, names, categories=found), "a DataFrame in memory", None
     raise ParameterError(f"data must be a file path, a pandas DataFrame or an Arrow table, "
                          f"not {type(data).__name__}")
@@ -494,6 +494,7 @@ def design_release(
     household: str | None = None,
     household_vars: str | Sequence[str] = (),
     rule_breaking: str = "error",
+    missing: str = "keep",
 ) -> Manifest:
     """Design the PRAM matrices of a release under one record budget.
 
@@ -558,6 +559,12 @@ def design_release(
     rule_breaking : {"error", "keep"}
         An original record that breaks a rule: an error naming the row (default), or kept
         as it is (unperturbed) and counted in the design record's notes.
+    missing : {"keep", "category"}
+        ``"keep"`` (default): missing values stay missing and no value becomes missing, so which
+        values are missing is released exactly (the ledger says so; a joint record missing some
+        columns has the others perturbed by the matrix's margin over them).  ``"category"``:
+        missing is a category of every variable (a level of every column of a joint design),
+        designed and perturbed like the others, whether or not the file holds a missing value.
 
     Returns
     -------
@@ -623,6 +630,8 @@ def design_release(
         raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
                              "on its own (split equal)")
     shape = structure(names, split, forbid, strata, keep_codes, household, household_vars, rule_breaking)
+    if missing not in ("keep", "category"):
+        raise ParameterError(f"missing must be 'keep' or 'category', got {missing!r}")
     if isinstance(prior, (str, Path)):
         prior = read_prior(prior)
     reads = fam.reads_frequencies(opts)
@@ -659,7 +668,7 @@ def design_release(
             raise DataError(f"column {n!r} has fewer than two categories ({[c for c in cats if c is not None]}); "
                             "nothing to perturb")
     households = household_table(data, shape, table, tuple(na_values)) if shape.household else None
-    targets = plan_targets(names, split, shape, table, households)
+    targets = plan_targets(names, split, shape, table, households, missing)
     check_breaking(data, shape, targets, notes, tuple(na_values))
 
     # the frequencies the design may read
@@ -715,9 +724,18 @@ def design_release(
         eps_of = dict(zip(targets, split_within(budget, design_eps, [1.0] * len(targets))))
 
     cats_of = {k: t.labels for k, t in targets.items()}
-    from pramkit.design.distances import read_distances
+    from pramkit.codebook import declares_order
+    from pramkit.design.distances import read_distances, require_order
 
-    dist_of = {k: read_distances(spec, cats_of[k]) for k, spec in dist_specs.items()}
+    ordered = {k: cat_source.get(k) != "data" or declares_order(data, k) for k in targets}
+    dist_of = {k: read_distances(spec, cats_of[k], declared_order=ordered[k], variable=k)
+               for k, spec in dist_specs.items()}
+    for k in targets:  # "ordinal" given as an option, and the geometric mechanism, read the order too
+        spec = dist_specs.get(k, opts.get("distances"))
+        if isinstance(spec, str) and spec.strip().lower() == "ordinal":
+            require_order(k, cats_of[k], declared=ordered[k])
+        elif method == "metric" and opts.get("mechanism") == "geometric":
+            require_order(k, cats_of[k], declared=ordered[k], needs="the geometric mechanism and its steps")
     matrices: dict[str, PramMatrix] = {}
     to_design = sum(len(cats_of[k]) for k in eps_of)
     with progress(total=to_design, desc="designing", unit="categories", quiet=quiet) as bar:
@@ -730,7 +748,7 @@ def design_release(
 
     exact = source == "exact"
     variables_out = tuple(
-        PerturbedVariable(k, _public(m, exact), columns=targets[k].columns, given=targets[k].given,
+        PerturbedVariable(k, _public(m, exact), missing, columns=targets[k].columns, given=targets[k].given,
                           unit=targets[k].unit)
         for k, m in matrices.items())
     dependent = []
@@ -746,16 +764,21 @@ def design_release(
                     data_dependent=tuple(dependent), dp_counts=dp_outputs)
     facts = {"method": method, "split": split, "record_epsilon_budget": budget, "design_epsilon": design_eps,
              "frequencies": source, "prior": ledger.prior, "options": to_jsonable(opts),
-             "na_values": list(na_values)}
+             "na_values": list(na_values), **({"missing": missing} if missing != "keep" else {})}
     if shape.any:
         facts["structure"] = shape.to_dict()
     if dist_specs:
         facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in dist_specs.items()}
-    total = ledger.total([v.block_epsilon for v in variables_out])
+    total = ledger.total([v.epsilon_given_shown for v in variables_out])
     if budget is not None and total > budget:
+        mixed = [v.name for v in variables_out if v.epsilon_given_shown > v.block_epsilon]
         raise ParameterError(f"the design gives record epsilon {total:.6g}"
                              f"{' (given the structure)' if shape.any else ''}, more than the budget "
-                             f"{budget:g}; lower the method's parameters (or raise the budget)")
+                             f"{budget:g}; " + (
+                                 f"a record of {', '.join(mixed)} missing a column whose codes are kept is "
+                                 "perturbed by a margin that mixes blocks, with a larger epsilon: use missing "
+                                 "'category' (--missing category)" if mixed else
+                                 "lower the method's parameters (or raise the budget)"))
 
     per_variable = {}
     for k in margins:
@@ -776,7 +799,7 @@ def design_release(
 
             per_variable[k]["expected_distance"] = geo_utility(m, dist_of[k], p_exact).expected_distance
             per_variable[k]["distance_unit"] = dist_of[k].unit
-    if split == "joint" and not shape.any and design_p[names_joint := "*".join(names)] is not None:
+    if split == "joint" and not shape.any and missing == "keep" and design_p[names_joint := "*".join(names)] is not None:
         extra["joint"] = _joint_comparison(complete(table), design_p[names_joint], matrices[names_joint], opts)
     if households is not None:
         extra["households"] = households.rows

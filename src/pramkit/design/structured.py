@@ -233,10 +233,46 @@ class Target:
         return self.given + self.columns
 
 
-def _present(table: CountTable, columns: Sequence[str]) -> list[np.ndarray]:
-    """Per column, the positions of its categories other than missing (``None``)."""
-    return [np.array([i for i, c in enumerate(table.categories[table.columns.index(col)]) if c is not None],
-                     dtype=np.intp) for col in columns]
+def _present(table: CountTable, columns: Sequence[str], missing_too: Sequence[str] = ()) -> list[np.ndarray]:
+    """Per column, the positions of its categories other than missing (``None``); of the columns
+    in ``missing_too``, of every category (missing is one)."""
+    return [np.array([i for i, c in enumerate(table.categories[table.columns.index(col)])
+                      if c is not None or col in missing_too], dtype=np.intp) for col in columns]
+
+
+def with_missing_category(table: CountTable, columns: Sequence[str]) -> CountTable:
+    """``table`` with the category ``None`` (missing, with no record when absent) in each of ``columns``.
+
+    Missing is then a category of the design whether or not the file holds a missing value,
+    so that the published categories say nothing about the file.
+
+    Parameters
+    ----------
+    table : CountTable
+        Counts whose columns may have the category ``None``.
+    columns : sequence of str
+        The columns whose missing values are a category.
+
+    Returns
+    -------
+    CountTable
+
+    Examples
+    --------
+    >>> t = CountTable(("x", "y"), ((1, 2), ("u", None)), np.array([[4, 1], [2, 3]]), rows=10, missing=0)
+    >>> w = with_missing_category(t, ["x", "y"])
+    >>> w.categories, w.counts.tolist()
+    (((1, 2, None), ('u', None)), [[4, 1], [2, 3], [0, 0]])
+    """
+    cats, counts = list(table.categories), table.counts
+    for col in columns:
+        axis = table.columns.index(col)
+        if None not in cats[axis]:
+            cats[axis] = (*cats[axis], None)
+            pad = [(0, 0)] * counts.ndim
+            pad[axis] = (0, 1)
+            counts = np.pad(counts, pad)
+    return CountTable(table.columns, tuple(cats), counts, table.rows, table.missing)
 
 
 def complete(table: CountTable) -> CountTable:
@@ -266,7 +302,7 @@ def complete(table: CountTable) -> CountTable:
 
 
 def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable,
-            households: CountTable | None) -> dict[str, Target]:
+                 households: CountTable | None, missing: str = "keep") -> dict[str, Target]:
     """The matrices to design, with their cells, counts and blocks.
 
     Parameters
@@ -282,6 +318,9 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
         Exact counts of the strata and the variables (missing as the category ``None``).
     households : CountTable or None
         Counts of the household variables over households (:func:`household_table`).
+    missing : {"keep", "category"}
+        ``"category"``: missing (``None``) is a category of every variable, a level of every
+        column of a joint target (the strata's missing values stay outside the cells).
 
     Returns
     -------
@@ -311,8 +350,12 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
     >>> int(t.counts.sum()) == len(frame)  # every record is in one cell
     True
     """
-    cats = {c: tuple(x for x in cs if x is not None) for c, cs in zip(table.columns, table.categories)}
-    keep = kept_codes(shape.keep, {n: cats[n] for n in names})
+    own = tuple(names) if missing == "category" else ()
+    table = with_missing_category(table, own)
+    if households is not None:
+        households = with_missing_category(households, [c for c in own if c in households.columns])
+    cats = {c: tuple(x for x in cs if x is not None or c in own) for c, cs in zip(table.columns, table.categories)}
+    keep = kept_codes(shape.keep, {n: tuple(x for x in cats[n] if x is not None) for n in names})
     if shape.rules is not None:
         shape.rules.check({c: cats[c] for c in (*shape.strata, *names)})
     groups = [tuple(names)] if split == "joint" else [(n,) for n in names]
@@ -323,7 +366,7 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
         source = households if unit is not None else table
         strata = () if unit is not None else shape.strata  # strata are the persons': household variables have none
         read = strata + cols
-        counts = source.margin(*read)[np.ix_(*_present(source, read))].reshape(-1)  # records with values in `read`
+        counts = source.margin(*read)[np.ix_(*_present(source, read, own))].reshape(-1)  # records in the cells
         structured = shape.rules is not None or strata or any(c in keep for c in cols)
         if not structured:
             labels = list(cats[cols[0]]) if len(cols) == 1 else [tuple(c) for c in _product_labels(cats, cols)]

@@ -1214,16 +1214,16 @@ def structure_facts(manifest: Manifest) -> dict[str, Any]:
         return {}
     declared = declared if isinstance(declared, Mapping) else {}
     return {"rules": declared.get("forbid"), "rule_breaking": declared.get("rule_breaking", "error"),
-            "variables": variables, "released_exactly": manifest.structure_condition,
+            "variables": variables, "released_exactly": manifest.released_exactly,
             "record_epsilon_given_structure": manifest.record_epsilon_given_structure}
 
 
 def _ledger_facts(manifest: Manifest) -> dict[str, Any]:
     if manifest.ledger is None:
-        return {}
+        return {"released_exactly_facts": [f.to_dict() for f in manifest.exact_facts]}
     full = manifest.to_dict()["ledger"]
     return {k: full[k] for k in ("record_epsilon_budget", "design_epsilon", "perturbation_epsilon",
-                                 "frequencies", "prior", "categories", "data_dependent")}
+                                 "frequencies", "prior", "categories", "data_dependent", "released_exactly_facts")}
 
 
 def _public_utility(v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:

@@ -167,7 +167,7 @@ def _ledger(report: ReleaseReport) -> str:
     box = "warn" if math.isinf(report.record_epsilon) or report.ledger_facts.get("data_dependent") else "note"
     facts = report.ledger_facts
     design = ""
-    if facts:
+    if "design_epsilon" in facts:
         source = {"dp_counts": "noisy counts from the geometric mechanism (differentially private)",
                   "prior": f"the public prior {facts.get('prior')!r} (no budget)",
                   "none": "none (the design does not depend on the data's frequencies)",
@@ -181,8 +181,33 @@ def _ledger(report: ReleaseReport) -> str:
         table +
         f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, which "
         "are perturbed independently: sequential composition).</p>" + design + warn
-        + f'<div class="{box}">{meaning}</div>'
+        + f'<div class="{box}">{meaning}</div>' + _shown_exactly(facts.get("released_exactly_facts") or [])
     )
+
+
+#: How the report names each kind of value released exactly (:data:`pramkit.ledger.FACT_KINDS`).
+_FACT_NAMES = {"stratum": "stratum", "kept_code": "kept code", "missing": "missing value",
+               "joint_missing": "missing column of a joint variable", "stratum_missing": "missing stratum",
+               "rule_breaker": "rule breaker", "household": "household id"}
+
+
+def _shown_exactly(facts: Sequence[Mapping[str, Any]]) -> str:
+    """The table of what the release shows exactly (the ledger's facts, from which the sentence above is written).
+
+    Examples
+    --------
+    >>> "which values of sex are missing" in _shown_exactly([{"kind": "missing", "variables": ["sex"],
+    ...                                                       "reveals": "which values of sex are missing"}])
+    True
+    >>> _shown_exactly([])
+    ''
+    """
+    if not facts:
+        return ""
+    rows = [[_e(_FACT_NAMES.get(f["kind"], f["kind"])), _e(", ".join(f["variables"])), _e(f["reveals"]),
+             "given it" if f.get("covered", True) else "no"] for f in facts]
+    return ("<p>What the release shows exactly, as the original holds it (the ledger's facts):</p>"
+            + _table(["kind", "variables", "shown exactly", "epsilon bounds the rest"], rows, [False] * 4))
 
 
 def _category_sources(categories: Mapping[str, str]) -> str:

@@ -203,7 +203,7 @@ def key_table(
     cols: list[np.ndarray] = []
     for i, key in enumerate(keys):
         series = data[key]
-        c = list(categories[i]) if categories is not None else categories_of(series)
+        c = list(categories[i]) if categories is not None else categories_of(series, column=key)
         has_missing = bool(series.isna().any())
         as_category = categories is None and missing == "category" and has_missing and None not in c
         if as_category:

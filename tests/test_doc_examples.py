@@ -1,0 +1,431 @@
+"""Examples are tests: every shell and Python block of README.md and docs/*.md runs.
+
+How a block runs
+----------------
+* A fenced block whose language is ``bash``, ``sh`` or ``shell`` runs with ``bash`` under
+  ``set -eo pipefail``, with this interpreter's folder first on ``PATH`` (so ``pramkit`` and
+  ``python`` are the installed package's); ``python`` or ``py`` runs with this interpreter;
+  ``pycon`` (or a Python block that starts with ``>>>``) runs as a doctest, so its printed
+  output is checked.  Any other language (``text``, ``json``, ``csv``) is not executed: an
+  output listing or a file's content is written in such a fence.  A fence without a language
+  is an error (:func:`test_every_fence_names_its_language`), and so is a command in an
+  indented code block (:func:`test_no_command_in_an_indented_block`): both would escape
+  this harness.
+* Each block is one test, named ``FILE:LINE`` (the line of its opening fence), and runs in a
+  fresh folder.  Shell blocks are independent of one another.  The Python blocks of one page
+  read as one session: a Python block runs after the page's earlier Python blocks, in one
+  namespace, in the same fresh folder.
+* The folder holds the input files the block names (:data:`PREPARED`): the census-like file
+  (``census.csv``, ``data.csv``) at :data:`ROWS` persons (``data.csv`` with :data:`AREAS`
+  areas and ``areas.csv`` their centroids), a manifest and a released file of the census,
+  the rules files shown in docs/structure.md, a codebook, the area design of
+  docs/geography.md (``m.json``), the banded EU-SILC file (from the shared laeken
+  ``eusilc``; the blocks that need it are skipped when it is absent).
+  ``PRAMKIT_DOC_ROWS`` sets :data:`ROWS`.  A file that the block itself writes (``--out``,
+  ``--public``, ``keygen``, ``--write``) is not prepared.
+  ``cd DIR`` as a block's first command prepares the files in ``DIR``.
+* Adjustments (:data:`SHELL_ADJUSTMENTS`) keep the run small and self-contained: the
+  README's install lines run against the installed package, and ``pramkit demo`` gets
+  ``--rows``.  Blocks that measure rather than illustrate are skipped with their reason
+  (:data:`SKIPS`); known bugs are ``xfail`` with the bug named (:data:`KNOWN_FAILURES`).
+"""
+
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import pytest
+
+from conftest import SDC_DATA
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+#: Persons in the prepared census-like files.
+ROWS = int(os.environ.get("PRAMKIT_DOC_ROWS", "5000"))
+#: Areas in the prepared ``data.csv`` and ``areas.csv`` (docs/geography.md's file has 300: the
+#: design's LP and the report's figures grow with them).
+AREAS = 40
+#: Seconds a block may take.
+TIMEOUT = 300
+
+SHELL = {"bash", "sh", "shell"}
+PYTHON = {"python", "py"}
+PYCON = {"pycon"}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block of a page."""
+
+    page: Path
+    line: int  # the line of the opening fence, 1-based
+    lang: str
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def kind(self) -> str:
+        if self.lang in SHELL:
+            return "shell"
+        if self.lang in PYCON or (self.lang in PYTHON and self.text.lstrip().startswith(">>>")):
+            return "pycon"
+        if self.lang in PYTHON:
+            return "python"
+        return "other"
+
+
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^\s`]*)")
+
+
+def fenced_blocks(page: Path) -> list[Block]:
+    """The fenced blocks of a page, in order."""
+    blocks: list[Block] = []
+    lines = page.read_text(encoding="utf-8").splitlines()
+    start = None
+    for i, line in enumerate(lines):
+        m = FENCE.match(line)
+        if start is None and m:
+            start, indent, fence, lang, body = i, len(m.group(1)), m.group(2), m.group(3).lower(), []
+        elif start is not None and line.strip().startswith(fence) and line.strip() == fence[0] * len(line.strip()):
+            text = "\n".join(b[indent:] if b[:indent].isspace() else b for b in body) + "\n"
+            blocks.append(Block(page, start + 1, lang, text))
+            start = None
+        elif start is not None:
+            body.append(line)
+    assert start is None, f"{page.name}:{start + 1}: unclosed fence"
+    return blocks
+
+
+BLOCKS = [b for page in PAGES for b in fenced_blocks(page)]
+RUN = [b for b in BLOCKS if b.kind != "other"]
+
+
+# --- prepared inputs ----------------------------------------------------------------------------
+
+def _doc_csv(page: str, header: str) -> str:
+    """The content of the ``csv`` fence of ``docs/PAGE`` whose first line is ``header``."""
+    for b in fenced_blocks(ROOT / "docs" / page):
+        if b.lang == "csv" and b.text.splitlines()[0] == header:
+            return b.text
+    raise AssertionError(f"docs/{page} has no csv block with header {header!r}")
+
+
+def _census(folder: Path) -> None:
+    from pramkit.datasets import census
+    census(ROWS).to_csv(folder / "census.csv", index=False)
+
+
+def _data(folder: Path) -> None:
+    from pramkit.datasets import census
+    census(ROWS, areas=AREAS).to_csv(folder / "data.csv", index=False)
+
+
+def _areas(folder: Path) -> None:
+    from pramkit.datasets import census_areas
+    census_areas(AREAS)[["category", "x", "y"]].to_csv(folder / "areas.csv", index=False)
+
+
+def _rules(folder: Path) -> None:
+    text = _doc_csv("structure.md", "age,marital_status")
+    for name in ("rules.csv", "census-rules.csv"):
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def _census_codebook(folder: Path) -> None:
+    import pandas as pd
+    from pramkit.datasets import CENSUS_VARIABLES
+    rows = [(v, c) for v in ("sex", "age", "marital_status") for c in CENSUS_VARIABLES[v]]
+    pd.DataFrame(rows, columns=["variable", "category"]).to_csv(folder / "census-codebook.csv", index=False)
+
+
+def _manifest(folder: Path) -> None:
+    import random
+
+    import pramkit
+    from pramkit.datasets import CENSUS_VARIABLES
+    need("census.csv", folder)
+    m = pramkit.design_release(str(folder / "census.csv"), ["age", "sex", "marital_status"], epsilon=3.0,
+                               categories=CENSUS_VARIABLES, rng=random.Random(1))
+    m.write(folder / "manifest.json")
+
+
+def _released(folder: Path) -> None:
+    import pramkit
+    need("manifest.json", folder)
+    pramkit.apply_file(folder / "census.csv", folder / "manifest.json", folder / "released.csv",
+                       key=bytes(range(32)), receipt=False)
+
+
+def _area_manifest(folder: Path) -> None:
+    """docs/geography.md's area design: least expected distance between centroids, budget 3."""
+    import random
+
+    import pramkit
+    need("data.csv", folder)
+    need("areas.csv", folder)
+    m = pramkit.design_release(str(folder / "data.csv"), ["area"], epsilon=3.0, options={"objective": "distance"},
+                               distances=str(folder / "areas.csv"), rng=random.Random(1))
+    m.write(folder / "m.json")
+
+
+def _eusilc(folder: Path) -> None:
+    source = SDC_DATA / "eusilc_laeken.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} (laeken's eusilc) is not available")
+    examples = _structure_examples()
+    examples.prepare_eusilc(source, folder)
+    assert (folder / "eusilc-rules.csv").read_text(encoding="utf-8") == _doc_csv("structure.md", "age,pl030")
+
+
+def _structure_examples() -> ModuleType:
+    """benchmarks/structure_examples.py, the script that prepares docs/structure.md's inputs."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("structure_examples", ROOT / "benchmarks" / "structure_examples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: File name -> how to make it (a maker may make the files it depends on too).
+PREPARED: dict[str, Callable[[Path], None]] = {
+    "census.csv": _census,
+    "data.csv": _data,
+    "areas.csv": _areas,
+    "rules.csv": _rules,
+    "census-rules.csv": _rules,
+    "census-codebook.csv": _census_codebook,
+    "manifest.json": _manifest,
+    "released.csv": _released,
+    "m.json": _area_manifest,
+    "eusilc.csv": _eusilc,
+    "eusilc-codebook.csv": _eusilc,
+    "eusilc-rules.csv": _eusilc,
+}
+
+def need(name: str, folder: Path) -> None:
+    """Make a prepared file in ``folder`` unless it is there."""
+    if not (folder / name).exists():
+        PREPARED[name](folder)
+
+
+WRITES = r"(?:--out|--public|keygen|--write)\s+{}(?![\w.-])"
+
+
+def named_inputs(block: Block) -> list[str]:
+    """The prepared files a block reads: named in it, and not written by it."""
+    names = []
+    for name in PREPARED:
+        named = re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", block.text)
+        if named and not re.search(WRITES.format(re.escape(name)), block.text):
+            names.append(name)
+    return names
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], None]:
+    """Copy a prepared file into a folder, making it once per run."""
+    made = tmp_path_factory.mktemp("prepared")
+
+    def put(name: str, folder: Path) -> None:
+        need(name, made)
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(made / name, folder / name)
+
+    return put
+
+
+# --- what the harness adjusts, skips, or expects to fail ------------------------------------------
+
+#: (page, pattern, replacement, why): applied to the shell blocks of that page, in order.
+SHELL_ADJUSTMENTS = [
+    ("README.md", r"python -m pip install -e \"\.\[test,spark\]\" && python -m pytest -q", "true",
+     "runs the whole test suite, this harness included"),
+    ("README.md", r"python -m pip install \. && ", "",
+     "the harness runs against the package already installed"),
+    ("", r"pramkit demo(?!.*--rows)", f"pramkit demo --rows {ROWS}",
+     "the full-size demo takes 6 to 9 s and writes 100 MB"),
+]
+
+#: (page, pattern that marks the block, reason)
+SKIPS = [
+    ("docs/structure.md", r"python benchmarks/structure_examples\.py",
+     "recomputes every figure of the page, once per line (about 15 s each); the harness prepares the "
+     "same inputs with the script's prepare_eusilc"),
+    ("", r"python benchmarks/", "a benchmark: it measures, it is not an example"),
+    ("docs/report.md", r"time\.time\(\)", "a timing of the full-size demo's report"),
+]
+
+#: (page, pattern that marks the block, the bug)
+KNOWN_FAILURES: list[tuple[str, str, str]] = []
+
+
+def _matches(block: Block, page: str, pattern: str) -> bool:
+    return (not page or block.id.startswith(page + ":")) and re.search(pattern, block.text) is not None
+
+
+def adjusted(block: Block) -> str:
+    text = block.text
+    for page, pattern, replacement, _ in SHELL_ADJUSTMENTS:
+        if not page or block.id.startswith(page + ":"):
+            text = re.sub(pattern, replacement, text)
+    return text
+
+
+def prepare(block: Block, folder: Path, put: Callable[[str, Path], None]) -> None:
+    first = next((l.strip() for l in block.text.splitlines() if l.strip() and not l.lstrip().startswith("#")), "")
+    cd = re.fullmatch(r"cd\s+(\S+)", first) if block.kind == "shell" else None
+    where = folder / cd.group(1) if cd else folder
+    where.mkdir(parents=True, exist_ok=True)
+    for name in named_inputs(block):
+        put(name, where)
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+def run_shell(block: Block, folder: Path) -> None:
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    script = "set -eo pipefail\n" + adjusted(block)
+    assert "pip install" not in script, f"{block.id}: the harness does not install packages (SHELL_ADJUSTMENTS)"
+    done = subprocess.run(["bash", "-c", script], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0, (f"{block.id} exited {done.returncode}\n--- block\n{script}"
+                                  f"--- stdout\n{done.stdout[-3000:]}--- stderr\n{done.stderr[-3000:]}")
+
+
+def run_python(block: Block, namespace: dict) -> None:
+    code = compile("\n" * block.line + block.text, str(block.page), "exec")  # tracebacks name the page's lines
+    exec(code, namespace)
+
+
+def run_pycon(block: Block, namespace: dict) -> None:
+    test = doctest.DocTestParser().get_doctest(block.text, namespace, block.id, str(block.page), block.line)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    out: list[str] = []
+    runner.run(test, out=out.append, clear_globs=False)
+    assert runner.failures == 0, f"{block.id}\n" + "".join(out)
+
+
+@pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
+def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store) -> None:
+    for page, pattern, reason in SKIPS:
+        if _matches(block, page, pattern):
+            pytest.skip(f"{block.id}: {reason}")
+    for page, pattern, bug in KNOWN_FAILURES:
+        if _matches(block, page, pattern):
+            pytest.xfail(f"{block.id}: {bug}")
+    if block.kind == "shell":
+        prepare(block, tmp_path, store)
+        run_shell(block, tmp_path)
+        return
+    session = [b for b in RUN if b.page == block.page and b.kind != "shell" and b.line <= block.line]
+    for b in session:
+        prepare(b, tmp_path, store)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "__doc_example__"}
+    for b in session:
+        try:
+            (run_pycon if b.kind == "pycon" else run_python)(b, namespace)
+        except Exception as error:
+            if b is block:
+                raise
+            pytest.fail(f"{b.id}, an earlier Python block of the page, failed: {error!r}")
+
+
+# --- the docs keep their examples where this harness sees them -------------------------------------
+
+def test_every_fence_names_its_language() -> None:
+    bare = [b.id for b in BLOCKS if not b.lang]
+    assert not bare, f"fences without a language (bash, python, pycon, or text for output): {bare}"
+
+
+def test_no_command_in_an_indented_block() -> None:
+    found = []
+    for page in PAGES:
+        inside = False
+        for i, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if FENCE.match(line):
+                inside = not inside
+            elif not inside and re.match(r"(    |\t)\s*(\$ |>>> |pramkit |python )", line):
+                found.append(f"{page.relative_to(ROOT)}:{i}")
+    assert not found, f"commands in indented blocks (fence them as bash or python): {found}"
+
+
+def test_harness_sees_the_examples() -> None:
+    """The harness finds what the pages hold (a parser that found nothing would pass everything)."""
+    ids = {b.id.split(":")[0] for b in RUN}
+    assert {"README.md", "docs/structure.md", "docs/estimation.md", "docs/geography.md"} <= ids
+    readme = [b for b in RUN if b.page.name == "README.md"]
+    assert {"shell", "python"} <= {b.kind for b in readme}
+    release = next(b for b in readme if "pramkit design census.csv" in b.text)
+    assert named_inputs(release) == ["census.csv", "rules.csv"]  # manifest.json is written by the block
+
+
+def test_json_examples_are_json() -> None:
+    """A ``json`` fence parses, and a manifest example reads as a manifest."""
+    import json
+
+    from pramkit import Manifest
+    blocks = [b for b in BLOCKS if b.lang == "json"]
+    assert blocks, "no json fence found"
+    for b in blocks:
+        value = json.loads(b.text)
+        if isinstance(value, dict) and value.get("format") == "pramkit-manifest":
+            Manifest.from_dict(value)
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("true\n", True),
+    ("false\necho not reached\n", False),                    # set -e: the first failing command stops the block
+    ("false | cat\n", False),                                # pipefail
+    ("test \\\n  -n x   # a comment after a continuation\n", True),
+    ("pramkit --version\n", True),                           # the installed pramkit is on PATH
+    ("pramkit design --probs 0.5,0.5 --epsilon -1\n", False),  # a command's error fails the block
+])
+def test_shell_runner(tmp_path: Path, text: str, ok: bool) -> None:
+    block = Block(ROOT / "README.md", 1, "bash", text)
+    if ok:
+        run_shell(block, tmp_path)
+    else:
+        with pytest.raises(AssertionError, match="exited"):
+            run_shell(block, tmp_path)
+
+
+def test_python_runners_fail_on_a_wrong_example() -> None:
+    namespace: dict = {}
+    run_python(Block(ROOT / "README.md", 1, "python", "x = 2\n"), namespace)
+    run_pycon(Block(ROOT / "README.md", 5, "pycon", ">>> x + 1\n3\n"), namespace)
+    with pytest.raises(AssertionError, match="Expected"):
+        run_pycon(Block(ROOT / "README.md", 5, "pycon", ">>> x + 1\n4\n"), namespace)
+    with pytest.raises(NameError):
+        run_python(Block(ROOT / "README.md", 1, "python", "y + 1\n"), {})
+
+
+def test_named_inputs_leave_out_what_the_block_writes() -> None:
+    block = Block(ROOT / "README.md", 1, "bash",
+                  "pramkit design census.csv --vars age --epsilon 1 --out manifest.json\n"
+                  "pramkit apply census.csv --manifest manifest.json --out released.csv\n"
+                  "cat my-census.csv.bak || true\n")
+    assert named_inputs(block) == ["census.csv"]
+
+
+def test_every_adjustment_and_skip_applies() -> None:
+    """An adjustment or skip that matches no block is stale (and an install line could then run)."""
+    for page, pattern, _, why in SHELL_ADJUSTMENTS:
+        assert any(_matches(b, page, pattern) for b in RUN if b.kind == "shell"), f"stale adjustment: {why}"
+    for page, pattern, reason in SKIPS + KNOWN_FAILURES:
+        assert any(_matches(b, page, pattern) for b in RUN), f"stale skip or known failure: {reason}"
+    readme = next(b for b in RUN if b.page.name == "README.md" and "pramkit demo" in b.text)
+    assert adjusted(readme).splitlines()[0].startswith(f"pramkit demo --rows {ROWS} ")
