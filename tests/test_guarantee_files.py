@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -180,9 +181,15 @@ def test_demo_force_removes_only_what_a_demo_wrote(tmp_path: Path, capsys) -> No
 def crash_cases(d: Path) -> list[tuple[list, str]]:
     """(command line, words of the one line) on the files of ``ws``."""
     m = Manifest.read(d / "m.json").to_json()
-    for name, text in {"big.json": m.replace('"record_epsilon": 3.0', '"record_epsilon": 1e999', 1),
-                       "long.json": m.replace('"record_epsilon": 3.0', '"record_epsilon": 1' + "0" * 400, 1),
-                       "huge.json": m.replace('"record_epsilon": 3.0', '"record_epsilon": 1' + "0" * 5000, 1),
+
+    def stated(number: str) -> str:  # the manifest with its record epsilon written as ``number``
+        text, n = re.subn(r'"record_epsilon": [0-9.e+-]+', f'"record_epsilon": {number}', m, count=1)
+        assert n == 1
+        return text
+
+    for name, text in {"big.json": stated("1e999"),
+                       "long.json": stated("1" + "0" * 400),
+                       "huge.json": stated("1" + "0" * 5000),
                        "deep.json": "[" * 100_000 + "]" * 100_000,
                        "deep2.json": '{"a": ' * 70 + "1" + "}" * 70}.items():
         (d / name).write_text(text)
