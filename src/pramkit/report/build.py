@@ -852,8 +852,9 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
              if n in names}
     for v in manifest.variables:
         used = v.matrix.provenance.parameters.get("distances")
-        if v.name in names and v.name not in specs and isinstance(used, Mapping) \
-                and used.get("kind") == "ordinal" and used.get("source") == "ordinal":
+        ordinal = v.matrix.geometric_rate is not None or (  # the geometric mechanism is on the order itself
+            isinstance(used, Mapping) and used.get("kind") == "ordinal" and used.get("source") == "ordinal")
+        if v.name in names and v.name not in specs and ordinal:
             specs[v.name] = ("ordinal", False)
     if distances is None:
         return specs
