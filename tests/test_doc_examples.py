@@ -166,7 +166,7 @@ def _released(folder: Path) -> None:
     import pramkit
     need("manifest.json", folder)
     pramkit.apply_file(folder / "census.csv", folder / "manifest.json", folder / "released.csv",
-                       key=bytes(range(32)), receipt=False)
+                       key=bytes(range(32)))
 
 
 def _area_manifest(folder: Path) -> None:
@@ -242,7 +242,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], Non
     def put(name: str, folder: Path) -> None:
         need(name, made)
         folder.mkdir(parents=True, exist_ok=True)
-        shutil.copy(made / name, folder / name)
+        for file in (name, name + ".receipt.json"):  # a release travels with its receipt
+            if (made / file).exists():
+                shutil.copy(made / file, folder / file)
 
     return put
 
