@@ -139,7 +139,7 @@ class Provenance:
 
 
 #: Attributes a :class:`PramMatrix` computes on demand (never pickled).
-_LAZY = ("_dense_cache", "epsilon", "form8_q", "block_epsilon")
+_LAZY = ("_dense_cache", "epsilon", "form8_q", "block_epsilon", "_realised")
 
 
 class PramMatrix:
@@ -764,8 +764,9 @@ class PramMatrix:
         out = type(self).__new__(type(self))
         out.__dict__.update(self.__getstate__())
         out.__dict__["provenance"] = provenance
-        if "epsilon" in self.__dict__:
-            out.__dict__["epsilon"] = self.__dict__["epsilon"]
+        for cached in ("epsilon", "_realised"):  # functions of the entries alone (pramkit.engine.realised_law)
+            if cached in self.__dict__:
+                out.__dict__[cached] = self.__dict__[cached]
         return out
 
     def _equal_entries(self, other: "PramMatrix") -> bool:

@@ -490,14 +490,15 @@ def metric_certificate(check: MetricEpsilon, target: float, unit: str, reference
 
 def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: float, rate: float,
                    check: MetricEpsilon, start: float, reference: str) -> PramMatrix:
-    realised = realised_metric_epsilon(PramMatrix(matrix, dist.categories), dist)
+    m = PramMatrix(matrix, dist.categories)
+    realised = realised_metric_epsilon(m, dist)
     certificate = {**metric_certificate(check, target, dist.unit, reference), "rate_used": rate,
                    "metric_epsilon_realised": realised,
                    "metric_dp_verified_realised": None if realised is None else bool(realised <= target)}
     prov = Provenance(method=method,
                       parameters={"metric_epsilon": target, "unit": dist.unit, "distances": dist.to_dict()},
                       certificate=certificate, seconds=time.perf_counter() - start)
-    return PramMatrix(matrix, dist.categories, prov)
+    return m.with_provenance(prov)  # keeps the realised law computed above
 
 
 def realised_metric_epsilon(matrix: PramMatrix, distances: Distances) -> float | None:

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pramkit.errors import MatrixError
-from pramkit.privacy.exact import float_up, log_ratio_upper
+from pramkit.privacy.exact import _others, float_up, log_ratio_upper
 
 if TYPE_CHECKING:
     from pramkit.matrix import PramMatrix
@@ -254,14 +254,6 @@ def integer_epsilon(col_max: np.ndarray, col_min: np.ndarray) -> float:
     return float_up(log_ratio_upper(int(hi[best]), int(lo[best])))
 
 
-def _others(values: np.ndarray, largest: bool) -> np.ndarray:
-    """For each j, the largest (or smallest) of ``values[k]`` over ``k != j``, in O(S)."""
-    order = np.argpartition(-values if largest else values, 1)[:2]
-    out = np.full(values.size, values[order[0]])
-    out[order[0]] = values[order[1]]
-    return out
-
-
 @dataclass(frozen=True, eq=False)
 class RealisedLaw:
     """The law with which the engine releases each category of one matrix.
@@ -294,6 +286,8 @@ class RealisedLaw:
         Each block's category positions and its :class:`RealisedLaw`.
     rate : float or None
         The truncated geometric mechanism's rate.
+    closed_form_epsilon : float or None
+        An exact law's epsilon: its matrix's, the closed form's (rounded outward).
 
     Examples
     --------
@@ -318,6 +312,7 @@ class RealisedLaw:
     units: np.ndarray | None = None
     blocks: tuple[tuple[np.ndarray, "RealisedLaw"], ...] | None = None
     rate: float | None = None
+    closed_form_epsilon: float | None = None
 
     @property
     def denominator(self) -> int:
@@ -372,10 +367,8 @@ class RealisedLaw:
     def epsilon(self) -> float:
         """The exact epsilon of the realised law, rounded outward: the largest log ratio of two
         rows' units in one column (infinite when a column mixes zero and positive units)."""
-        if self.form == "truncated_geometric":
-            exact = Fraction(self.rate) * (self.size - 1)
-            up = float(exact)
-            return up if Fraction(up) >= exact else math.nextafter(up, math.inf)
+        if self.exact:
+            return self.closed_form_epsilon
         if self.form == "blocks":
             return self.block_epsilon if len(self.blocks) == 1 else math.inf
         hi, lo = self._column_extremes()
@@ -460,7 +453,7 @@ def _law_of(matrix: "PramMatrix") -> RealisedLaw:
         return RealisedLaw("blocks", s, BITS, blocks=parts)
     if matrix.geometric_rate is not None:
         rate = matrix.geometric_rate
-        return RealisedLaw("truncated_geometric", s, 0, exact=True, rate=rate,
+        return RealisedLaw("truncated_geometric", s, 0, exact=True, rate=rate, closed_form_epsilon=matrix.epsilon,
                            closed_form=f"truncated geometric mechanism, a = exp(-{rate!r}), sampled exactly")
     q = matrix.form8_q
     if q is not None:
