@@ -24,7 +24,8 @@ import time
 import numpy as np
 
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_planned
+from pramkit.release.plan import plan_release
 
 VARS = ["age", "sex", "marital_status"]
 BUDGETS = (1.0, 2.0, 4.0, 6.0)
@@ -41,8 +42,11 @@ def main() -> None:
     codebook = {v: CENSUS_VARIABLES[v] for v in VARS}
     rng = random.Random(2026)
 
-    def info(manifest) -> float:
-        return manifest.design_record.to_dict()["total_information_nats"]
+    def info(release) -> float:
+        return release.record.to_dict()["total_information_nats"]
+
+    def design_release(data, names, *, rng=None, **settings):
+        return design_planned(data, plan_release(names, **settings), rng=rng)
 
     print(f"census: {args.rows:,} rows; information kept I(X;Z) summed over {', '.join(VARS)} [nats]")
     print(f"{'E':>4} {'exact p':>9} {'rr':>8} "

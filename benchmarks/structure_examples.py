@@ -46,7 +46,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pramkit import Manifest, apply_file, design_release, perturb_frame
+from pramkit import Manifest, apply_file, design_planned, perturb_frame, plan_release
 from pramkit.datasets import CENSUS_VARIABLES, census
 
 SEED = 2025
@@ -115,8 +115,20 @@ def forbidden(frame: pd.DataFrame, rules: Sequence[dict[str, Sequence[str]]]) ->
     return int(hit.sum())
 
 
+#: The private design record of each manifest designed here (by id), for :func:`info_of`.
+_RECORDS: dict[int, Any] = {}
+
+
+def designed(data: Any, names: Sequence[str], *, rng: random.Random | None = None, **settings: Any) -> Manifest:
+    """The manifest of a release designed with ``settings``; its private record is kept for :func:`info_of`."""
+    m, record = design_planned(data, plan_release(names, **settings), rng=rng)
+    _RECORDS[id(m)] = record
+    return m
+
+
 def info_of(m: Manifest) -> dict[str, float]:
-    return dict(m.design_record.to_dict()["information_nats"])
+    """The information each matrix of ``m`` keeps on the exact data (its private design record)."""
+    return dict(_RECORDS[id(m)].to_dict()["information_nats"])
 
 
 def rule_row(label: str, m: Manifest, released: pd.DataFrame, rules: Sequence[dict[str, Sequence[str]]]
@@ -164,7 +176,7 @@ def census_examples(rows: int, work: Path) -> dict[str, Any]:
           f"{'released forbidden':>18}")
     rows_out, manifests = {}, {}
     for label, kw in (("unrestricted joint", {}), ("joint, --forbid", {"forbid": rules_path})):
-        m = manifests[label] = design_release(data, ["age", "marital_status"], epsilon=CENSUS_EPSILON,
+        m = manifests[label] = designed(data, ["age", "marital_status"], epsilon=CENSUS_EPSILON,
                                               split="joint", categories=codebook, rng=random.Random(SEED), **kw)
         rows_out[label] = rule_row(label, m, perturb_frame(data, m, key=KEY).data, rules)
     gain = rule_gain(rows_out, "rule")
@@ -182,7 +194,7 @@ def census_examples(rows: int, work: Path) -> dict[str, Any]:
         ("age, marital joint, --strata sex, --forbid", ["age", "marital_status"], {"strata": "sex"}),
     )
     for label, names, kw in designs:
-        m = design_release(data, names, epsilon=CENSUS_EPSILON, split="joint", categories=codebook,
+        m = designed(data, names, epsilon=CENSUS_EPSILON, split="joint", categories=codebook,
                            rng=random.Random(SEED), forbid=rules_path, **kw)
         released = perturb_frame(data, m, key=KEY).data
         name = m.variables[0].name
@@ -202,7 +214,7 @@ def census_examples(rows: int, work: Path) -> dict[str, Any]:
     print(f"{'age, marital joint, --forbid, sex unlisted':<44} {plain.record_epsilon:>10.4g} {'(not said)':>15} "
           f"{unlisted:>25.4f}")
     # the stratified design at the design budget of the unlisted one (its histogram has half the cells)
-    same = design_release(data, ["age", "marital_status"], epsilon=CENSUS_EPSILON, split="joint", strata="sex",
+    same = designed(data, ["age", "marital_status"], epsilon=CENSUS_EPSILON, split="joint", strata="sex",
                           categories=codebook, rng=random.Random(SEED), forbid=rules_path,
                           design_epsilon=plain.ledger.design_epsilon)
     strata_out["age, marital joint, --strata sex, --forbid, same design epsilon"] = {
@@ -278,7 +290,7 @@ def eusilc_examples(source: Path, work: Path) -> dict[str, Any]:
           f"{'released forbidden':>18}")
     joint = {}
     for label, kw in (("unrestricted joint", {}), ("joint, --forbid", {"forbid": rules_path})):
-        m = design_release(data, ["age", "rb090", "pl030"], epsilon=EUSILC_EPSILON, split="joint",
+        m = designed(data, ["age", "rb090", "pl030"], epsilon=EUSILC_EPSILON, split="joint",
                            categories=codebook, rng=random.Random(SEED), **kw)
         released = work / f"joint-{len(joint)}.csv"
         apply_file(data, m, released, key=KEY, force=True)
@@ -295,7 +307,7 @@ def eusilc_examples(source: Path, work: Path) -> dict[str, Any]:
                      "keep_codes": {"age": "0-15", "pl030": "n/a"}}
     whole = {}
     for label, kw in (("unrestricted", {}), ("households + kept codes", structured_kw)):
-        m = design_release(data, names, epsilon=EUSILC_EPSILON, categories=codebook, rng=random.Random(SEED), **kw)
+        m = designed(data, names, epsilon=EUSILC_EPSILON, categories=codebook, rng=random.Random(SEED), **kw)
         released = work / f"whole-{len(whole)}.csv"
         apply_file(data, m, released, key=KEY, force=True)
         got = read_released(released)

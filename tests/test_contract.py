@@ -56,8 +56,8 @@ def test_every_family_is_in_the_contract() -> None:
 def test_every_family_designs_a_release_under_one_contract(method: str) -> None:
     options, budget = CASES[method]
     data = census(3_000, seed=7)
-    m = pramkit.design_release(data, VARS, epsilon=budget, method=method, options=options,
-                               categories=CODEBOOK, rng=random.Random(3))
+    plan = pramkit.plan_release(VARS, epsilon=budget, method=method, options=options, categories=CODEBOOK)
+    m, private = pramkit.design_planned(data, plan, rng=random.Random(3))
     assert m.names == VARS and m.record_epsilon <= budget
     for v in m.variables:
         assert isinstance(v.matrix, PramMatrix) and v.matrix.provenance.method
@@ -68,17 +68,17 @@ def test_every_family_designs_a_release_under_one_contract(method: str) -> None:
     again = Manifest.from_dict(strict_json(m.to_dict()))
     assert again.names == m.names and again.record_epsilon == m.record_epsilon
     assert all(np.array_equal(a.matrix.matrix, b.matrix.matrix) for a, b in zip(again.variables, m.variables))
-    record = strict_json(m.design_record.to_dict())
+    record = strict_json(private.to_dict())
     assert record["method"] == method and set(record["per_variable"]) == set(VARS)
     strict_json(m.describe())
 
 
 def test_the_recognition_design_meets_the_same_contract() -> None:
-    m = pramkit.design_recognition(census(3_000, seed=7), VARS, alpha=0.5, combinations=2)
+    m, private = pramkit.design_recognition(census(3_000, seed=7), VARS, alpha=0.5, combinations=2)
     (v,) = m.variables
     assert v.columns == tuple(VARS) and isinstance(v.matrix, PramMatrix)
     assert Manifest.from_dict(strict_json(m.to_dict())).names == m.names
-    strict_json(m.design_record.to_dict())
+    strict_json(private.to_dict())
     assert not m.ledger.covers_everything  # it reads the exact counts, and says so
 
 

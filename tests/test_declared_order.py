@@ -21,7 +21,7 @@ from conftest import SDC_DATA
 from pramkit.cli import main
 from pramkit.codebook import categories_of
 from pramkit.design.distances import numeric_order, read_distances, require_order
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_release
 from pramkit.errors import ParameterError
 
 

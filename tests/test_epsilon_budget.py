@@ -404,7 +404,7 @@ def test_design_release_never_exceeds_the_record_budget():
     """design_release with a record budget, every family (parameters with finite epsilon): the
     record epsilon never exceeds the budget; a family whose own parameters exceed it is refused."""
     from pramkit.design.registry import FAMILIES
-    from pramkit.design.release import design_release
+    from pramkit.release.pipeline import design_release
 
     rng = np.random.default_rng(13)
     data = _release_data(rng)
@@ -432,7 +432,7 @@ def test_design_release_never_exceeds_the_record_budget():
 
 
 def test_over_budget_family_parameters_are_refused():
-    from pramkit.design.release import design_release
+    from pramkit.release.pipeline import design_release
 
     data = _release_data(np.random.default_rng(14))
     # keep 0.95 among 3 categories: log(0.95 / 0.025) = 3.64 > 1

@@ -88,7 +88,7 @@ def test_the_metric_family_stores_a_geometric_design_by_its_rate(s):
     so the engine samples the formula itself (pramkit.engine.realised_law: exact)."""
     import pandas as pd
 
-    from pramkit.design.release import design_release
+    from pramkit.release.pipeline import design_release
     from pramkit.engine import realised_law
 
     cats = [f"b{i:05d}" for i in range(s)]

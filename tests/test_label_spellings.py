@@ -25,7 +25,7 @@ from conftest import SDC_DATA
 from pramkit.cli import main
 from pramkit.codebook import Codebook, categories_of, label_key, sort_labels, spelling_clash
 from pramkit.counts import count_file
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_release
 from pramkit.errors import DataError
 from pramkit.risk.frequencies import key_table
 

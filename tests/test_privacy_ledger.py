@@ -20,7 +20,8 @@ import pytest
 from pramkit import Manifest
 from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_planned, design_release
+from pramkit.release.plan import plan_release
 from pramkit.design.registry import FAMILIES
 from pramkit.errors import ParameterError
 from pramkit.ledger import Ledger, split_within
@@ -98,14 +99,15 @@ def test_prior_or_data_free_design_publishes_nothing_of_the_data(method: str, tm
 @pytest.mark.parametrize("split", ["equal", "optimal", "joint"])
 def test_dp_counts_design_keeps_original_vectors_out_of_public_files(split: str) -> None:
     a, _ = _neighbours(20_000)
-    m = design_release(a, VARS, epsilon=2.0, split=split, categories=CODEBOOK, rng=random.Random(5))
+    m, private = design_planned(a, plan_release(VARS, epsilon=2.0, split=split, categories=CODEBOOK),
+                                rng=random.Random(5))
     text = m.to_json()
     assert m.ledger.frequencies == "dp_counts" and m.ledger.covers_everything
     for v, (counts, shares) in _exact_vectors(a).items():
         assert not _contains_vector(text, counts, integer=True), v
         assert not _contains_vector(text, shares, integer=False), v
     # the private record keeps them
-    record = json.dumps(m.design_record.to_dict())
+    record = json.dumps(private.to_dict())
     if split != "joint":
         assert all(_contains_vector(record, c, integer=True) for c, _ in _exact_vectors(a).values())
 
@@ -154,7 +156,7 @@ def test_manifest_round_trip_and_version_1_still_loads(tmp_path: Path) -> None:
     m = design_release(a, VARS, epsilon=2.0, categories=CODEBOOK, rng=random.Random(4))
     path = m.write(tmp_path / "m.json")
     back = Manifest.read(path)
-    assert back.ledger == m.ledger and back.record_epsilon == m.record_epsilon and back.design_record is None
+    assert back.ledger == m.ledger and back.record_epsilon == m.record_epsilon and not hasattr(back, "design_record")
     old = json.loads(path.read_text())
     old["version"] = 1
     old.pop("ledger")
@@ -259,10 +261,11 @@ def test_the_noise_design_release_adds_is_geometric_at_its_stated_scale() -> Non
     data = pd.DataFrame({"x": np.random.default_rng(1).integers(0, size, 20_000).astype(str)})
     noise, stated = [], set()
     for seed in range(100):
-        m = design_release(data, ["x"], epsilon=1.0, design_epsilon=0.8, rng=random.Random(seed))
+        m, private = design_planned(data, plan_release(["x"], epsilon=1.0, design_epsilon=0.8),
+                                    rng=random.Random(seed))
         out = m.ledger.dp_counts["x"]
         stated.add((out["epsilon"], out["sensitivity"]))
-        noise.append(np.asarray(out["noisy"]) - np.asarray(m.design_record.variables["x"]["counts"]))
+        noise.append(np.asarray(out["noisy"]) - np.asarray(private.variables["x"]["counts"]))
     ((epsilon, sensitivity),) = stated
     assert epsilon <= 0.8 and sensitivity == 2
     sample = np.concatenate(noise)
@@ -340,12 +343,12 @@ def test_inspect_shows_the_ledger_and_the_guarantee(tmp_path: Path, capsys) -> N
 
 
 def test_recognition_manifest_publishes_no_figure_of_the_exact_counts() -> None:
-    from pramkit.design.release import design_recognition
+    from pramkit.release.recognition import design_recognition
 
-    m = design_recognition(census(3_000, seed=4), ["sex", "marital_status"], alpha=0.5, combinations=2)
+    m, private = design_recognition(census(3_000, seed=4), ["sex", "marital_status"], alpha=0.5, combinations=2)
     design = m.to_dict()["variables"][0]["design"]
     assert design["objective"] is None and design["certificate"] is None
-    assert "worst_posterior" in m.design_record.to_dict()
+    assert "worst_posterior" in private.to_dict()
 
 
 def test_noisy_counts_never_leave_a_category_with_probability_zero():
@@ -355,8 +358,8 @@ def test_noisy_counts_never_leave_a_category_with_probability_zero():
 
     data = pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20, "sex": ["m", "f"] * 50})
     for seed in range(30):
-        m = design_release(data, ["region", "sex"], epsilon=2.0, design_epsilon=0.05, rng=random.Random(seed))
-        record = m.design_record.variables
+        plan = plan_release(["region", "sex"], epsilon=2.0, design_epsilon=0.05)
+        record = design_planned(data, plan, rng=random.Random(seed)).record.variables
         for name, v in record.items():
             assert min(v["design_p"]) > 0, (seed, name, v["design_p"])
             assert v["epsilon"] > 0.5, (seed, name, v["epsilon"])

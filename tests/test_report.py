@@ -21,7 +21,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.design.distances import read_distances
 from pramkit.design.dp_distance import dp_min_distance
 from pramkit.design.geo import truncated_geometric
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_release
 from pramkit.errors import DataError, OutputExistsError, ParameterError
 from pramkit.information import entropy, mutual_information
 from pramkit.io import read_table, sha256_of, write_table

@@ -18,7 +18,8 @@ import pytest
 
 from pramkit import Manifest, PramMatrix
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_planned, design_release
+from pramkit.release.plan import plan_release
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import mutual_information
 from pramkit.perturb import perturb_frame
@@ -134,11 +135,11 @@ def test_values_never_leave_their_stratum_and_kept_codes_never_move(big):
 
 
 def test_household_members_share_the_released_household_values(big):
-    m = design_release(big, ["region", "age"], epsilon=2.0, household="hid", household_vars="region",
-                       categories={**CENSUS_VARIABLES, "region": ("north", "south", "east", "west", "centre")},
-                       rng=random.Random(3))
+    plan = plan_release(["region", "age"], epsilon=2.0, household="hid", household_vars="region",
+                        categories={**CENSUS_VARIABLES, "region": ("north", "south", "east", "west", "centre")})
+    m, record = design_planned(big, plan, rng=random.Random(3))
     assert m["region"].unit == "hid" and m["age"].unit is None
-    assert m.design_record.extra["households"] == 400_000
+    assert record.extra["households"] == 400_000
     out = _released(big, m)
     assert out.groupby("hid")["region"].nunique().max() == 1
     changed = out.groupby("hid")["region"].first() != big.groupby("hid")["region"].first()
@@ -185,9 +186,9 @@ def test_a_record_breaking_a_rule_is_an_error_naming_its_row_or_is_kept():
     with pytest.raises(DataError, match=r"row 18 breaks rule 1 .*age=0-9 and marital_status="):
         design_release(d, ["age", "marital_status"], epsilon=2.0, split="joint", forbid=CHILD_RULE,
                        categories=CENSUS_VARIABLES)
-    m = design_release(d, ["age", "marital_status"], epsilon=2.0, split="joint", forbid=CHILD_RULE,
-                       categories=CENSUS_VARIABLES, rule_breaking="keep")
-    assert any("break a rule" in n for n in m.design_record.notes)
+    plan = plan_release(["age", "marital_status"], epsilon=2.0, split="joint", forbid=CHILD_RULE,
+                        categories=CENSUS_VARIABLES, rule_breaking="keep")
+    assert any("break a rule" in n for n in design_planned(d, plan).record.notes)
 
 
 # -- the guarantees -----------------------------------------------------------------------------------
@@ -328,13 +329,13 @@ def test_a_released_file_with_a_combination_outside_the_cells_is_refused():
 def test_a_record_missing_one_variable_still_counts_in_the_others_designs():
     d = census(20_000, seed=13)
     d["marital_status"] = d["marital_status"].where(d["age"] != "0-9")
-    m = design_release(d, ["age", "marital_status"], epsilon=4.0, categories=CENSUS_VARIABLES,
-                       exact_frequencies=True)
-    rec = m.design_record.variables
+    record = design_planned(d, plan_release(["age", "marital_status"], epsilon=4.0, categories=CENSUS_VARIABLES,
+                                            exact_frequencies=True)).record
+    rec = record.variables
     assert rec["age"]["counts"] == [int((d["age"] == c).sum()) for c in CENSUS_VARIABLES["age"]]
     assert rec["marital_status"]["counts"] == [int((d["marital_status"] == c).sum())
                                                for c in CENSUS_VARIABLES["marital_status"]]
-    assert m.design_record.missing == int(d["marital_status"].isna().sum())
+    assert record.missing == int(d["marital_status"].isna().sum())
 
 
 def test_the_general_lp_over_allowed_cells_keeps_at_least_the_form8_information():
@@ -343,13 +344,13 @@ def test_the_general_lp_over_allowed_cells_keeps_at_least_the_form8_information(
                                                      "ownership": CENSUS_VARIABLES["ownership"]},
               forbid=[{"sex": "female", "ownership": "n/a"}], exact_frequencies=True)
     d = d[~((d["sex"] == "female") & (d["ownership"] == "n/a"))]
-    form8 = design_release(d, ["sex", "ownership"], **kw)
-    general = design_release(d, ["sex", "ownership"], options={"form": "general"}, **kw)
+    form8, form8_record = design_planned(d, plan_release(["sex", "ownership"], **kw))
+    general, general_record = design_planned(d, plan_release(["sex", "ownership"], options={"form": "general"}, **kw))
     g = general.variables[0]
     assert g.matrix.size == 5 and ("female", "n/a") not in g.matrix.categories
     assert math.log(_exact_epsilon_given_block(g.matrix)) <= g.epsilon * (1 + 1e-12) and general.record_epsilon <= 2.0
-    info = {k: m.design_record.variables["sex*ownership"]["information_nats"] for k, m in
-            (("form8", form8), ("general", general))}
+    info = {k: r.variables["sex*ownership"]["information_nats"] for k, r in
+            (("form8", form8_record), ("general", general_record))}
     assert info["general"] >= info["form8"] - 1e-9
 
 
@@ -418,10 +419,11 @@ def test_the_provenance_names_the_method_of_the_designed_blocks():
 
 
 def test_blocks_designed_on_exact_frequencies_publish_neither_p_nor_a_certificate():
-    m = design_release(census(3_000), ["age"], epsilon=2.0, strata="sex", keep_codes={"age": "0-9"},
-                       categories=CENSUS_VARIABLES, exact_frequencies=True)
+    m, record = design_planned(census(3_000), plan_release(["age"], epsilon=2.0, strata="sex",
+                                                           keep_codes={"age": "0-9"}, categories=CENSUS_VARIABLES,
+                                                           exact_frequencies=True))
     for block in json.loads(m.to_json())["variables"][0]["blocks"]:
         assert "p" not in block["design"]["parameters"]
         assert block["design"]["certificate"] is None and block["design"]["objective"] is None
-    private = m.design_record.matrices["age"].blocks  # the holder's record keeps them
+    private = record.matrices["age"].blocks  # the holder's record keeps them
     assert any("p" in part.provenance.parameters for _, part in private)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_release
 from pramkit.io import write_table
 from pramkit.perturb import apply_file
 from pramkit.rng import SecretKey

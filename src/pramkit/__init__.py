@@ -30,9 +30,14 @@ from pramkit.errors import ParameterError, PramkitError
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
-    "design_release": "pramkit.design.release",
-    "design_recognition": "pramkit.design.release",
-    "write_design": "pramkit.design.release",
+    "plan_release": "pramkit.release.plan",
+    "ReleasePlan": "pramkit.release.plan",
+    "design_planned": "pramkit.release.pipeline",
+    "design_release": "pramkit.release.pipeline",
+    "design_recognition": "pramkit.release.recognition",
+    "Release": "pramkit.release.record",
+    "DesignRecord": "pramkit.release.record",
+    "write_design": "pramkit.release.record",
     "Rules": "pramkit.structure",
     "read_rules": "pramkit.structure",
     "household_risk": "pramkit.risk.household",

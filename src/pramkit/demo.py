@@ -43,7 +43,8 @@ from pramkit.atomic import (
     PathLike, check_writable, file_error, make_folder, refuse_inputs, signals_deferred, temporary, write_text_atomic,
 )
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
-from pramkit.design.release import design_release
+from pramkit.release.pipeline import design_planned
+from pramkit.release.plan import plan_release
 from pramkit.errors import ParameterError, PramkitError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
@@ -165,9 +166,9 @@ def _generate(ctx: DemoContext) -> None:
 def _design(ctx: DemoContext) -> None:
     """DP-optimal matrices (Ayed, Battiston and Camerlenghi) from DP counts, the budget split equally."""
     assert ctx.data is not None
-    ctx.manifest = design_release(ctx.data, list(PERTURBED), epsilon=ctx.epsilon, categories=CENSUS_VARIABLES)
+    plan = plan_release(list(PERTURBED), epsilon=ctx.epsilon, categories=CENSUS_VARIABLES)
+    ctx.manifest, record = design_planned(ctx.data, plan)
     ctx.manifest.write(ctx.path(PUBLIC, "manifest.json", "manifest"))
-    record = ctx.manifest.design_record
     record.write(ctx.path(PRIVATE, "design-record.json", "design_record"))
     ledger = ctx.manifest.ledger
     per_var = record.variables

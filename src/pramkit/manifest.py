@@ -530,9 +530,9 @@ class Manifest:
     The record's epsilon is the design step's epsilon (the ledger's) plus the
     sum of the variables' epsilons (sequential composition, rounded outward);
     see :mod:`pramkit.ledger`.  A manifest is public: ``input`` and ``ledger``
-    hold nothing computed from the original data outside the ledger.  A manifest
-    just designed carries the holder's private :class:`pramkit.design.release.DesignRecord`
-    as ``design_record``; it is never serialised with the manifest.
+    hold nothing computed from the original data outside the ledger (the holder's
+    private :class:`pramkit.release.record.DesignRecord` is the other part of a
+    :class:`pramkit.release.record.Release`, never an attribute of the manifest).
 
     Parameters
     ----------
@@ -547,8 +547,6 @@ class Manifest:
     ledger : Ledger, optional
         The privacy ledger; without one the design step counts nothing and the
         guarantee sentence says that nothing records how the matrices were designed.
-    design_record : DesignRecord, optional
-        Private; never compared nor serialised.
 
     Raises
     ------
@@ -575,7 +573,6 @@ class Manifest:
     created: str = ""
     pramkit_version: str = __version__
     ledger: Ledger | None = None
-    design_record: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)

@@ -6,7 +6,7 @@
   release (:func:`pramkit.design_release`): ``--epsilon`` is the record's total budget, design step included;
   writes the public manifest and, beside it, the private design record;
 * ``pramkit design DATA --keys a,b,c --recognition ALPHA --out M.json``: one joint matrix against spontaneous
-  recognition (:func:`pramkit.design.release.design_recognition`).
+  recognition (:func:`pramkit.design_recognition`).
 
 The command only parses, calls the library and prints the result's ``to_dict()``.
 """
@@ -182,7 +182,7 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     (['d.csv', 'areas.csv'], ['m.json', 'm.design-record.json'])
     """
     from pramkit.cli._common import distance_files
-    from pramkit.design.release import design_record_path
+    from pramkit.release.record import design_record_path
 
     if args.data is None or args.out is None:
         return [], []
@@ -325,7 +325,10 @@ def run(args: argparse.Namespace) -> int:
     region: epsilon = 1, I(X;Z) = 0.1178 nats on the data
     """
     from pramkit.atomic import check_writable
-    from pramkit.design.release import design_recognition, design_record_path, design_release, write_design
+    from pramkit.release.pipeline import design_planned
+    from pramkit.release.plan import plan_release
+    from pramkit.release.recognition import design_recognition
+    from pramkit.release.record import design_record_path, write_design
     from pramkit.ledger import fmt_epsilon
     from pramkit.structure import parse_assignments
 
@@ -356,20 +359,22 @@ def run(args: argparse.Namespace) -> int:
         if args.gamma is not None and args.recognition_gamma is not None:
             raise ParameterError("give --recognition-gamma once (--gamma is its older spelling)")
         gamma = next((g for g in (args.recognition_gamma, args.gamma) if g is not None), 0.9)
-        manifest = design_recognition(args.data, names, alpha=args.recognition,
-                                      combinations=_combinations(args.combinations),
-                                      solver=args.recognition_method, gamma=gamma)
+        release = design_recognition(args.data, names, alpha=args.recognition,
+                                     combinations=_combinations(args.combinations),
+                                     solver=args.recognition_method, gamma=gamma)
     else:
-        manifest = design_release(
-            args.data, names, epsilon=args.epsilon, method=args.method, split=args.split,
+        plan = plan_release(
+            names, epsilon=args.epsilon, method=args.method, split=args.split,
             epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
             prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
-            options=_options(args), distances=args.distances, quiet=args.quiet, na_values=args.na_values,
+            options=_options(args), distances=args.distances, na_values=args.na_values,
             forbid=args.forbid, strata=args.strata or (), household=args.household,
             keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
             household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing,
         )
-    out = write_design(manifest, args.out, design_record=record_path, force=args.force).to_dict()
+        release = design_planned(args.data, plan, quiet=args.quiet)
+    manifest = release.manifest
+    out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     if args.json:
         print_json(out)
         return 0

@@ -964,7 +964,7 @@ def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column"
     left out of p and kept missing when perturbing).
 
     The design reads the column's exact frequencies: it is data-dependent, so its
-    matrix leaks p unless p is published (:func:`pramkit.design.release.design_release`
+    matrix leaks p unless p is published (:func:`pramkit.design_release`
     spends part of the budget on noisy counts instead).
 
     Parameters

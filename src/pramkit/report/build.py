@@ -225,7 +225,7 @@ class RecognitionFigures:
 
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
-    >>> from pramkit.design.release import design_release
+    >>> from pramkit.release.pipeline import design_release
     >>> from pramkit.perturb import perturb_frame
     >>> data = census(2_000)
     >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
@@ -281,7 +281,7 @@ class DisclosureRisk:
 
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
-    >>> from pramkit.design.release import design_release
+    >>> from pramkit.release.pipeline import design_release
     >>> from pramkit.perturb import perturb_frame
     >>> data = census(2_000)
     >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
@@ -578,7 +578,7 @@ class ReleaseReport:
 
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
-    >>> from pramkit.design.release import design_release
+    >>> from pramkit.release.pipeline import design_release
     >>> from pramkit.perturb import perturb_frame
     >>> data = census(2_000)
     >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
@@ -819,7 +819,7 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
     ``distances``: one spec (``"ordinal"``, a CSV path, a :class:`Distances`) for the variables whose
     manifest names distances (all single-column variables if none does), or ``{variable: spec}``.
     Without one, the manifest's ``input["distances"]`` (written by
-    :func:`pramkit.design.release.design_release`), and ``"ordinal"`` for a design made on the
+    :func:`pramkit.design_release`), and ``"ordinal"`` for a design made on the
     category steps (the truncated geometric mechanism).
 
     Parameters
@@ -1289,7 +1289,7 @@ def build_public_report(
     --------
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
-    >>> from pramkit.design.release import design_release
+    >>> from pramkit.release.pipeline import design_release
     >>> from pramkit.perturb import perturb_frame
     >>> data = census(5_000)
     >>> m = design_release(data, ["sex"], epsilon=2.0, categories=CENSUS_VARIABLES, rng=random.Random(0))

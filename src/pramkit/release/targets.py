@@ -26,7 +26,7 @@ import numpy as np
 
 from pramkit.counts import CountTable
 from pramkit.errors import DataError, ParameterError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.matrix import Label
 from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rules, cells_and_blocks, kept_codes
 
 
@@ -114,7 +114,7 @@ def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Seque
     names : sequence of str
         The variables to perturb.
     split : str
-        The budget split (:data:`pramkit.design.release.SPLITS`).
+        The budget split (:data:`pramkit.release.plan.SPLITS`).
     forbid : Rules, path, list of mappings or None
         Edit rules (:func:`pramkit.structure.as_rules`).
     strata : str or sequence of str
@@ -409,72 +409,9 @@ def normalised(v: np.ndarray) -> np.ndarray:
     return v / total if total > 0 else np.full(v.size, 1.0 / v.size)
 
 
-def build(fam: Any, target: Target, p: np.ndarray | None, epsilon: float | None,
-          options: Mapping[str, Any]) -> PramMatrix:
-    """Design a target's matrix: the family on its cells, or block by block (module docstring).
-
-    Each block of two categories or more is designed by the family on the block's own
-    proportions at ``epsilon``; a block of one category is the identity.  Every record is
-    perturbed by its own block alone, so the epsilon given the block is the largest of the
-    blocks' (parallel composition), while the matrix's own epsilon is infinite: a column
-    with zeros beside positive entries (Shlomo and Skinner 2012, section 4: epsilon-DP
-    holds for a finite epsilon if and only if no entry is zero).
-
-    Parameters
-    ----------
-    fam : DesignFamily
-        The design family (:func:`pramkit.design.registry.family`).
-    target : Target
-        The cells, counts and blocks (:func:`plan_targets`).
-    p : numpy.ndarray or None
-        The design's proportions over ``target.labels`` (``None``: a data-free family).
-    epsilon : float or None
-        The target's budget (``None``: the family fixes it by its options).
-    options : mapping
-        The family's own options.
-
-    Returns
-    -------
-    PramMatrix
-        The family's matrix, or a block-diagonal one (:meth:`pramkit.PramMatrix.block_diagonal`)
-        with provenance ``blocks(<family>)``.
-
-    Examples
-    --------
-    Randomized response at epsilon 1 within each region, ``n/a`` kept: no value
-    leaves its block, and the guarantee given the block is the budget.
-
-    >>> import pandas as pd
-    >>> from pramkit.counts import count_frame
-    >>> from pramkit.design.registry import family
-    >>> frame = pd.DataFrame({"region": ["north", "north", "south", "south", "north", "south"],
-    ...                       "age": ["0-9", "10-19", "n/a", "10-19", "0-9", "0-9"]})
-    >>> shape = structure(["age"], "equal", None, "region", {"age": "n/a"}, None, (), "error")
-    >>> t = plan_targets(["age"], "equal", shape, count_frame(frame, ["region", "age"]), None)["age"]
-    >>> m = build(family("rr"), t, None, 1.0, {})
-    >>> m.provenance.method, len(m.blocks), m.epsilon, m.block_epsilon <= 1.0
-    ('blocks(rr)', 4, inf, True)
-    >>> all(np.allclose(m.matrix[np.ix_(idx, idx)].sum(axis=1), 1.0) for idx, _ in m.blocks)
-    True
-    """
-    if target.blocks is None or (len(target.blocks) == 1 and not target.given):
-        return fam.build(target.labels, p, epsilon, options)
-    parts = []
-    for idx in target.blocks:
-        labels = [target.labels[i] for i in idx]
-        if idx.size == 1:
-            parts.append(PramMatrix.identity(labels))
-        else:
-            parts.append(fam.build(labels, None if p is None else normalised(p[idx]), epsilon, options))
-    method = next((p.provenance.method for p in parts if p.size > 1), "identity")  # kept codes are identities
-    return PramMatrix.block_diagonal(parts, target.labels, Provenance(
-        method=f"blocks({fam.name})", parameters={"blocks": len(parts), "block_method": method,
-                                                  "epsilon": epsilon}))
-
-
-def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target], notes: list[str],
-                   na_values: Sequence[str]) -> None:
-    """Records that break a rule: an error naming the first (``rule_breaking="error"``), or a note.
+def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target],
+                   na_values: Sequence[str]) -> tuple[str, ...]:
+    """Records that break a rule: an error naming the first (``rule_breaking="error"``), or notes.
 
     Parameters
     ----------
@@ -485,10 +422,13 @@ def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target], notes
         The release's structure.
     targets : mapping of str to Target
         From :func:`plan_targets`: their ``forbidden_counts`` say whether any record breaks a rule.
-    notes : list of str
-        Appended to (``rule_breaking="keep"``).
     na_values : sequence of str
         Texts that mean missing in a CSV file.
+
+    Returns
+    -------
+    tuple of str
+        A note per target with records that break a rule (``rule_breaking="keep"``); none otherwise.
 
     Raises
     ------
@@ -504,23 +444,20 @@ def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target], notes
     >>> rules = [{"age": "0-9", "marital": "married"}]
     >>> shape = structure(["age", "marital"], "joint", rules, (), None, None, (), "error")
     >>> targets = plan_targets(["age", "marital"], "joint", shape, count_frame(frame, ["age", "marital"]), None)
-    >>> check_breaking(frame, shape, targets, [], ())
+    >>> check_breaking(frame, shape, targets, ())
     Traceback (most recent call last):
     ...
     pramkit.errors.DataError: row 3 breaks rule 1 of the rules given (age=0-9 and marital=married); correct the data, or keep such records unperturbed (rule_breaking keep, --rule-breaking keep)
-    >>> notes = []
-    >>> check_breaking(frame, dataclasses.replace(shape, rule_breaking="keep"), targets, notes, ())
+    >>> notes = check_breaking(frame, dataclasses.replace(shape, rule_breaking="keep"), targets, ())
     >>> notes[0][:40]
     '1 record(s) break a rule on age*marital:'
     """
     broken = {k: t.forbidden_counts for k, t in targets.items() if t.forbidden_counts}
     if not broken or shape.rules is None:
-        return
+        return ()
     if shape.rule_breaking == "keep":
-        for k, n in broken.items():
-            notes.append(f"{n} record(s) break a rule on {k}: they are released unperturbed in {k} "
-                         "(rule_breaking keep), which no epsilon covers")
-        return
+        return tuple(f"{n} record(s) break a rule on {k}: they are released unperturbed in {k} "
+                     "(rule_breaking keep), which no epsilon covers" for k, n in broken.items())
     columns = list(dict.fromkeys(c for t in targets.values() for c in t.read_columns if c in shape.rules.columns))
     frame = _frame(data, columns, na_values)
     hit = shape.rules.first_breaking(frame, columns)

@@ -1,0 +1,241 @@
+"""Stage 6 of the design workflow: the public manifest and the private design record.
+
+:func:`assemble` puts the designed matrices in the manifest as they may be published
+(a design made on the exact frequencies keeps its method and parameters but not p, nor
+what was computed on p), writes the ledger (where the frequencies came from, the DP
+counts, what depends on the data), checks the record epsilon against the budget, and
+gathers the private figures of the design record (exact counts, the information each
+matrix keeps on them, expected distances, measures, the joint comparison).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+
+from pramkit._json import to_jsonable
+from pramkit.errors import ParameterError
+from pramkit.information import mutual_information, mutual_information_form8
+from pramkit.ledger import Ledger
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.matrix import PramMatrix, Provenance
+from pramkit.release.allocate import Allocation
+from pramkit.release.build import Built
+from pramkit.release.count import Counted
+from pramkit.release.frequencies import Frequencies
+from pramkit.release.plan import ReleasePlan
+from pramkit.release.record import DesignRecord, Release
+from pramkit.release.targets import complete
+
+#: Largest matrix stored without its entries (truncated geometric) whose dense figures the design
+#: record computes (information, measures): 4096^2 entries are 134 MB.
+MAX_DENSE_FIGURES = 4096
+
+
+def assemble(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation: Allocation, built: Built,
+             seconds: float) -> Release:
+    """The manifest and the design record of a designed release.
+
+    Parameters
+    ----------
+    plan, counted, freqs, allocation, built
+        The stages' results.
+    seconds : float
+        The design's wall time, for the record.
+
+    Returns
+    -------
+    Release
+
+    Raises
+    ------
+    ParameterError
+        The record epsilon exceeds the budget (a margin mixing blocks, or the family's parameters).
+
+    Examples
+    --------
+    >>> import random
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.release.allocate import allocate
+    >>> from pramkit.release.build import build_matrices
+    >>> from pramkit.release.count import count_release
+    >>> from pramkit.release.frequencies import design_frequencies
+    >>> from pramkit.release.plan import plan_release
+    >>> plan = plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
+    >>> c = count_release(census(500), plan)
+    >>> f = design_frequencies(plan, c, rng=random.Random(1))
+    >>> a = allocate(plan, c, f)
+    >>> manifest, record = assemble(plan, c, f, a, build_matrices(plan, c, f, a), 0.0)
+    >>> manifest.record_epsilon <= 1.0, record.variables["sex"]["counts"] == c.targets["sex"].counts.tolist()
+    (True, True)
+    """
+    exact = plan.source == "exact"
+    variables = tuple(PerturbedVariable(k, public_matrix(m, exact), plan.missing, columns=counted.targets[k].columns,
+                                        given=counted.targets[k].given, unit=counted.targets[k].unit)
+                      for k, m in built.matrices.items())
+    ledger = _ledger(plan, counted, freqs)
+    _check_total(plan, ledger, variables)
+    record = DesignRecord(
+        data=counted.described, sha256=counted.digest, rows=counted.table.rows,
+        missing=counted.table.rows - int(complete(counted.table).counts.sum()), method=plan.method,
+        split=plan.split, options=plan.options, variables=_per_variable(counted, freqs, built),
+        matrices=built.matrices, extra={**allocation.extra, **_extra(plan, counted, freqs, built), "seconds": seconds},
+        warnings=allocation.warnings + built.warnings, notes=plan.notes + counted.notes)
+    return Release(Manifest(variables, input=_facts(plan, ledger), ledger=ledger), record)
+
+
+def public_matrix(m: PramMatrix, exact: bool) -> PramMatrix:
+    """The matrix as it may be published.
+
+    A design made on the exact data (``exact``) keeps its method and parameters but not p,
+    nor an objective or certificate computed on p; nor do the blocks of a block-diagonal
+    matrix, each designed on its stratum's exact frequencies.
+
+    Examples
+    --------
+    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> m = dp_optimal([0.7, 0.2, 0.1], 1.0, categories=["a", "b", "c"])
+    >>> "p" in m.provenance.parameters, "p" in public_matrix(m, exact=True).provenance.parameters
+    (True, False)
+    >>> bool((public_matrix(m, exact=True).matrix == m.matrix).all())   # the same entries
+    True
+    """
+    if not exact:
+        return m
+    prov = m.provenance
+    params = {k: v for k, v in prov.parameters.items() if k != "p"}
+    public = Provenance(prov.method, params, None, None, None, prov.seconds)
+    if m.blocks is None:
+        return m.with_provenance(public)
+    return PramMatrix.block_diagonal([public_matrix(part, exact) for _, part in m.blocks], m.categories, public)
+
+
+def _ledger(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Ledger:
+    """The ledger: the design step's budget and source, the DP counts, what depends on the data."""
+    dependent = []
+    from_data = [n for n in plan.names if counted.sources[n] == "data"]
+    if from_data:
+        dependent.append(f"the categories of {', '.join(from_data)} were read from the original file, so the "
+                         "manifest shows which categories occur in it (declare them with a codebook to avoid this)")
+    if plan.source == "exact":
+        dependent.append("the matrices were designed from the exact frequencies of the original file, which the "
+                         "published matrices reveal in part")
+    return Ledger(design_epsilon=freqs.design_epsilon, frequencies=plan.source, record_epsilon_budget=plan.budget,
+                  prior=plan.prior.name if plan.prior is not None else None, categories=dict(counted.sources),
+                  data_dependent=tuple(dependent), dp_counts=dict(freqs.dp_counts))
+
+
+def _facts(plan: ReleasePlan, ledger: Ledger) -> dict[str, Any]:
+    """The manifest's ``input``: how the release was designed (public)."""
+    facts = {"method": plan.method, "split": plan.split, "record_epsilon_budget": plan.budget,
+             "design_epsilon": ledger.design_epsilon, "frequencies": plan.source, "prior": ledger.prior,
+             "options": to_jsonable(dict(plan.options)), "na_values": list(plan.na_values),
+             **({"missing": plan.missing} if plan.missing != "keep" else {})}
+    if plan.shape.any:
+        facts["structure"] = plan.shape.to_dict()
+    if plan.distances:
+        facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in plan.distances.items()}
+    return facts
+
+
+def _check_total(plan: ReleasePlan, ledger: Ledger, variables: tuple[PerturbedVariable, ...]) -> None:
+    """The record epsilon (given the structure) within the budget, or an error saying what to change."""
+    total = ledger.total([v.epsilon_given_shown for v in variables])
+    if plan.budget is None or total <= plan.budget:
+        return
+    mixed = [v.name for v in variables if v.epsilon_given_shown > v.block_epsilon]
+    remedy = (f"a record of {', '.join(mixed)} missing a column whose codes are kept is perturbed by a margin "
+              "that mixes blocks, with a larger epsilon: use missing 'category' (--missing category)" if mixed else
+              "lower the method's parameters (or raise the budget)")
+    raise ParameterError(f"the design gives record epsilon {total:.6g}"
+                         f"{' (given the structure)' if plan.shape.any else ''}, more than the budget "
+                         f"{plan.budget:g}; {remedy}")
+
+
+def _per_variable(counted: Counted, freqs: Frequencies, built: Built) -> dict[str, dict[str, Any]]:
+    """Per target: categories, exact counts and proportions, the design's, epsilon and information (private)."""
+    out = {}
+    for k, target in counted.targets.items():
+        m = built.matrices.get(k)  # None: epsilon 0 in the optimal split, released unperturbed
+        p_exact, design_p = freqs.exact[k], freqs.design_p[k]
+        out[k] = {
+            "categories": [list(c) if isinstance(c, tuple) else c for c in target.labels],
+            "counts": np.asarray(target.counts).tolist(),
+            "p": np.asarray(p_exact).tolist(),
+            "design_p": None if design_p is None else np.asarray(design_p).tolist(),
+            "epsilon": 0.0 if m is None else m.block_epsilon,
+            "information_nats": 0.0 if m is None else _information(p_exact, m),
+            "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
+            else m.provenance.objective,
+        }
+        if k in built.distances and m is not None and _dense_ok(m):
+            from pramkit.design.geo import geo_utility
+
+            out[k]["expected_distance"] = geo_utility(m, built.distances[k], p_exact).expected_distance
+            out[k]["distance_unit"] = built.distances[k].unit
+    return out
+
+
+def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built) -> dict[str, Any]:
+    """The family's figures for the record: the joint comparison, households, measures."""
+    extra: dict[str, Any] = {}
+    joint = "*".join(plan.names)
+    if plan.split == "joint" and not plan.shape.any and plan.missing == "keep" and freqs.design_p[joint] is not None:
+        extra["joint"] = _joint_comparison(complete(counted.table), freqs.design_p[joint], built.matrices[joint],
+                                           plan.options)
+    if counted.households is not None:
+        extra["households"] = counted.households.rows
+    if plan.method != "dp":
+        from pramkit.design.methods import measure
+
+        extra["measures"] = {k: dataclasses.asdict(measure(m, freqs.exact[k])) for k, m in built.matrices.items()
+                             if m.blocks is None and _dense_ok(m)}
+    return extra
+
+
+def _dense_ok(m: PramMatrix) -> bool:
+    """Whether the record may build ``m``'s dense array for its figures."""
+    return m.geometric_rate is None or m.size <= MAX_DENSE_FIGURES
+
+
+def _information(p: np.ndarray, m: PramMatrix) -> float | None:
+    """I(X; Z) in nats: O(S) for a compact form (8) matrix, O(S^2) otherwise; ``None`` for a
+    matrix stored without its entries beyond :data:`MAX_DENSE_FIGURES` categories."""
+    if m.is_compact:
+        return mutual_information_form8(p, m.form8_q)
+    if not _dense_ok(m):
+        return None
+    return mutual_information(p, m.matrix)
+
+
+def _joint_comparison(table: Any, design_p: np.ndarray, joint: PramMatrix,
+                      options: Mapping[str, Any]) -> dict[str, Any]:
+    """The joint matrix against the best independent alternative at the same budget (private).
+
+    The alternative splits the joint matrix's epsilon over the variables (``split="optimal"``),
+    each designed on the margins of the same design frequencies; both are scored on the exact
+    joint I(X; Z) of the original file (:func:`pramkit.design.dp_multivariate.independent_information`),
+    so the record says which perturbation keeps more.
+    """
+    from pramkit.design.dp_multivariate import MAX_JOINT_CELLS, independent_information, split_budget
+
+    cells = int(table.counts.size)
+    out: dict[str, Any] = {"cells": cells}
+    if cells > MAX_JOINT_CELLS:
+        out["better"] = None
+        out["note"] = f"not compared: more than {MAX_JOINT_CELLS} cells (the comparison builds K x K matrices)"
+        return out
+    shape = table.counts.shape
+    joint_p = np.asarray(design_p, dtype=float).reshape(shape)
+    margins = {n: joint_p.sum(axis=tuple(a for a in range(len(shape)) if a != i))
+               for i, n in enumerate(table.columns)}
+    alt = split_budget(margins, joint.epsilon, split="optimal", truthful=bool(options.get("truthful")))
+    exact = table.counts.reshape(-1) / table.counts.sum()
+    independent = independent_information(exact, table.columns, shape, alt.matrices)
+    joint_nats = mutual_information(exact, joint.matrix)
+    out.update({"independent_joint_information_nats": independent, "joint_design_information_nats": joint_nats,
+                "independent_epsilons": alt.epsilons,
+                "better": "joint" if joint_nats > independent else "independent"})
+    return out

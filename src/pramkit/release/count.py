@@ -1,0 +1,179 @@
+"""Stage 2 of the design workflow: count the data over each target's cells.
+
+:func:`count_release` reads the data once (a file is streamed; a DataFrame or an
+Arrow table in memory), counts the strata and the variables over their categories
+(declared by a codebook, from a public prior, from a Stata or SPSS file's value
+labels, or read from the data: then the ledger says so), and lays out the targets
+the design makes (:func:`pramkit.release.targets.plan_targets`).  Everything it
+returns is private: exact counts of the original file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from pramkit.counts import CountTable, count_file, count_frame
+from pramkit.errors import DataError, ParameterError
+from pramkit.matrix import Label
+from pramkit.public_inputs import Prior
+from pramkit.release.plan import ReleasePlan
+from pramkit.release.targets import Target, check_breaking, household_table, plan_targets
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The data counted for a plan (private: exact counts).
+
+    Parameters
+    ----------
+    table : CountTable
+        Counts of the strata and the variables (missing as the category ``None``).
+    described : str
+        What was read (a file path, or "a DataFrame in memory").
+    digest : str or None
+        The file's SHA-256 (``None`` in memory).
+    sources : mapping of str to str
+        Where each counted column's categories came from: ``declared``, ``prior`` or ``data``.
+    ordered : mapping of str to bool
+        Whether each variable's categories have a declared order.
+    households : CountTable or None
+        Counts of the household variables over households.
+    targets : mapping of str to Target
+        The matrices to design.
+    notes : tuple of str
+        What the holder should know (value labels used, records kept that break a rule).
+    """
+
+    table: CountTable
+    described: str
+    digest: str | None
+    sources: Mapping[str, str]
+    ordered: Mapping[str, bool]
+    households: CountTable | None
+    targets: Mapping[str, Target]
+    notes: tuple[str, ...] = ()
+
+
+def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counted:
+    """Count the data for a plan and lay out its targets.
+
+    Parameters
+    ----------
+    data : str, Path, pandas.DataFrame or pyarrow.Table
+        The original data.
+    plan : ReleasePlan
+        From :func:`pramkit.release.plan.plan_release`.
+    quiet : bool
+        No progress bar.
+
+    Returns
+    -------
+    Counted
+
+    Raises
+    ------
+    DataError
+        The data cannot be read, a variable has fewer than two categories, a record breaks
+        an edit rule (``rule_breaking="error"``), or a household variable varies within a household.
+    ParameterError
+        ``data`` is of another type, or a kept code or rule names an unknown category.
+
+    Examples
+    --------
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.release.plan import plan_release
+    >>> c = count_release(census(500), plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES))
+    >>> c.table.rows, c.sources, list(c.targets), int(c.targets["sex"].counts.sum())
+    (500, {'sex': 'declared'}, ['sex'], 500)
+    """
+    declared, sources = _declared(plan.counted, plan.categories, plan.prior)
+    table, described, digest = _count(data, list(plan.counted), declared, quiet, plan.na_values)
+    table, sources, notes = _labelled(data, table, sources)
+    _require_two(table, plan.names)
+    households = household_table(data, plan.shape, table, plan.na_values) if plan.shape.household else None
+    targets = plan_targets(list(plan.names), plan.split, plan.shape, table, households, plan.missing)
+    notes += check_breaking(data, plan.shape, targets, plan.na_values)
+    return Counted(table, described, digest, sources, _ordered(data, targets, sources), households, targets,
+                   notes)
+
+
+def _declared(names: Sequence[str], categories: Mapping[str, Sequence[Label]] | None,
+              prior: Prior | None) -> tuple[dict[str, tuple[Label, ...]], dict[str, str]]:
+    """Each column's declared categories and where they came from."""
+    declared: dict[str, tuple[Label, ...]] = {}
+    source: dict[str, str] = {}
+    for n in names:
+        if categories is not None and n in categories:
+            declared[n], source[n] = tuple(categories[n]), "declared"
+        elif prior is not None and n in prior.distributions:
+            declared[n], source[n] = prior.categories(n), "prior"
+        else:
+            source[n] = "data"
+    return declared, source
+
+
+def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]],
+           quiet: bool, na_values: Sequence[str]) -> tuple[CountTable, str, str | None]:
+    """Count the columns, missing values as a category ``None`` of each (so that a record
+    missing one variable still counts in the others' designs); returns the table, a
+    description of the data and its digest."""
+    from pramkit.codebook import categories_of
+    from pramkit.io import sha256_of
+
+    with_missing = {c: (*cats, None) for c, cats in categories.items()}
+    if isinstance(data, (str, Path)):
+        table = count_file(data, names, categories=with_missing or None, missing="category", quiet=quiet,
+                           na_values=na_values)
+        return table, str(data), sha256_of(data)
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        data = data.select([n for n in names if n in data.column_names]).to_pandas()
+    if isinstance(data, pd.DataFrame):
+        from pramkit.io import require_columns
+
+        require_columns(names, list(data.columns), "the data")
+        found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
+        return count_frame(data, names, categories=found), "a DataFrame in memory", None
+    raise ParameterError(f"data must be a file path, a pandas DataFrame or an Arrow table, "
+                         f"not {type(data).__name__}")
+
+
+def _labelled(data: Any, table: CountTable,
+              sources: Mapping[str, str]) -> tuple[CountTable, dict[str, str], tuple[str, ...]]:
+    """Categories read from the data, replaced by the value labels a Stata or SPSS file declares
+    (its codebook) when they list every value found; returns the table, the sources and notes."""
+    from pramkit.io import value_label_categories
+
+    sources = dict(sources)
+    undeclared = [n for n in table.columns if sources[n] == "data"]
+    if not undeclared or not isinstance(data, (str, Path)):
+        return table, sources, ()
+    notes = []
+    for n, labels in value_label_categories(data, undeclared).items():
+        try:
+            table = table.extended(n, [*labels, None] if None in table.categories[table.columns.index(n)] else labels)
+        except DataError as exc:
+            notes.append(f"the value labels of {n!r} were not used as its categories: {exc}")
+            continue
+        sources[n] = "declared"
+        notes.append(f"the categories of {n!r} are the codes of its value labels in the file")
+    return table, sources, tuple(notes)
+
+
+def _require_two(table: CountTable, names: Sequence[str]) -> None:
+    """Every variable has two categories or more (missing aside)."""
+    for n, cats in zip(table.columns, table.categories):
+        present = [c for c in cats if c is not None]
+        if n in names and len(present) < 2:
+            raise DataError(f"column {n!r} has fewer than two categories ({present}); nothing to perturb")
+
+
+def _ordered(data: Any, targets: Mapping[str, Target], sources: Mapping[str, str]) -> dict[str, bool]:
+    """Whether each target's categories have a declared order (a codebook, a prior, or the file's own)."""
+    from pramkit.codebook import declares_order
+
+    return {k: sources.get(k) != "data" or declares_order(data, k) for k in targets}

@@ -1,0 +1,145 @@
+"""Stage 3 of the design workflow: the frequencies the design may read, and the ledger's part.
+
+A family that reads frequencies (:meth:`pramkit.design.registry.DesignFamily.reads_frequencies`)
+gets them from one of three places, which the ledger names (``frequencies``):
+
+* ``dp_counts`` (the default): each target's histogram through the geometric mechanism
+  (L1 sensitivity 2), the design budget (``design_epsilon``, by default
+  :func:`pramkit.ledger.default_design_epsilon`) shared in proportion to the histograms'
+  cells; the noisy counts are published in the ledger;
+* ``prior``: a public prior, no budget spent;
+* ``exact``: the exact frequencies, which no DP guarantee covers (the ledger says so).
+
+A data-free family reads none (``none``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pramkit.ledger import default_design_epsilon, split_within
+from pramkit.release.count import Counted
+from pramkit.release.plan import ReleasePlan
+from pramkit.release.targets import normalised
+
+
+@dataclass(frozen=True)
+class Frequencies:
+    """What the design reads of the data, and what it costs.
+
+    Parameters
+    ----------
+    design_epsilon : float
+        The budget the design step spent (0 unless ``dp_counts``).
+    design_p : mapping of str to numpy.ndarray or None
+        Per target, the proportions the design reads (``None``: a data-free family).
+    exact : mapping of str to numpy.ndarray
+        Per target, the exact proportions (private: for the design record's figures).
+    dp_counts : mapping of str to dict
+        Per target, the published DP counts (:meth:`pramkit.privacy.geometric.DPCounts.to_dict`).
+    """
+
+    design_epsilon: float
+    design_p: Mapping[str, np.ndarray | None]
+    exact: Mapping[str, np.ndarray]
+    dp_counts: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Random | None = None) -> Frequencies:
+    """The frequencies of each target the design may read, from the plan's source.
+
+    Parameters
+    ----------
+    plan : ReleasePlan
+        The plan (its ``source``, ``prior`` and ``design_epsilon``).
+    counted : Counted
+        The counted data.
+    rng : random.Random, optional
+        Randomness of the DP counts (default: the operating system's CSPRNG).
+
+    Returns
+    -------
+    Frequencies
+
+    Examples
+    --------
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> from pramkit.release.count import count_release
+    >>> from pramkit.release.plan import plan_release
+    >>> plan = plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
+    >>> f = design_frequencies(plan, count_release(census(2_000), plan), rng=random.Random(1))
+    >>> 0 < f.design_epsilon <= 0.1, sorted(f.dp_counts), round(float(f.design_p["sex"].sum()), 12)
+    (True, ['sex'], 1.0)
+    """
+    exact = {k: normalised(t.counts) for k, t in counted.targets.items()}
+    if plan.source == "dp_counts":
+        margins = [len(t.counts) for t in counted.targets.values()]
+        eps = float(plan.design_epsilon) if plan.design_epsilon is not None else \
+            default_design_epsilon(_base(plan), counted.table.rows, margins)
+        design_p, outputs = dp_frequencies({k: t.counts for k, t in counted.targets.items()}, eps, rng)
+        return Frequencies(eps, design_p, exact, outputs)
+    if plan.source == "prior":
+        return Frequencies(0.0, {k: normalised(_product([plan.prior.p(c) for c in t.read_columns])[t.index])
+                                 for k, t in counted.targets.items()}, exact)
+    if plan.source == "exact":
+        return Frequencies(0.0, dict(exact), exact)
+    return Frequencies(0.0, {k: None for k in counted.targets}, exact)
+
+
+def _base(plan: ReleasePlan) -> float:
+    """The budget the default design epsilon is a share of."""
+    return plan.budget if plan.budget is not None else math.fsum(plan.per_variable.values())
+
+
+def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
+                   rng: random.Random | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+    """Noisy counts of each histogram, and their post-processed proportions.
+
+    The geometric mechanism at L1 sensitivity 2 per histogram; the design budget is
+    shared in proportion to the histograms' cells (the same noise relative to a mean count,
+    :func:`pramkit.ledger.default_design_epsilon`).
+
+    Parameters
+    ----------
+    margins : mapping of str to numpy.ndarray
+        Exact counts per histogram.
+    epsilon : float
+        The design budget.
+    rng : random.Random or None
+        Randomness of the noise.
+
+    Returns
+    -------
+    (dict, dict)
+        Per histogram, proportions (no category below one count: noise never leaves a
+        category probability 0) and the DP output.
+
+    Examples
+    --------
+    >>> p, out = dp_frequencies({"sex": np.array([966, 1034])}, 0.1, random.Random(1))
+    >>> round(float(p["sex"].sum()), 12), out["sex"]["epsilon"] <= 0.1
+    (1.0, True)
+    """
+    from pramkit.privacy.geometric import dp_counts
+
+    shares = split_within(epsilon, 0.0, [float(len(c)) for c in margins.values()])
+    ps: dict[str, np.ndarray] = {}
+    outputs: dict[str, dict[str, Any]] = {}
+    for (name, counts), eps in zip(margins.items(), shares):
+        noisy = dp_counts(np.asarray(counts, dtype=np.int64), eps, sensitivity=2, rng=rng)
+        ps[name] = noisy.proportions(floor=1.0)
+        outputs[name] = noisy.to_dict()
+    return ps, outputs
+
+
+def _product(ps: Sequence[np.ndarray]) -> np.ndarray:
+    """The joint distribution of independent variables (a prior gives margins only)."""
+    out = np.ones(1)
+    for p in ps:
+        out = np.outer(out, p).ravel()
+    return out

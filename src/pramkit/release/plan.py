@@ -1,0 +1,339 @@
+"""Stage 1 of the design workflow: the plan, every parameter checked before any data is read.
+
+:func:`plan_release` turns the keywords of :func:`pramkit.design_release` into one
+:class:`ReleasePlan` value: the variables, the design family and its options, the
+record budget and its split, where the design's frequencies come from, the distances,
+the structure (edit rules, strata, kept codes, households: one
+:class:`pramkit.release.targets.Shape`) and how missing values are treated.  A
+mistake is a :class:`pramkit.errors.ParameterError` naming what to change; nothing is
+read from the data until the plan is whole.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from pramkit.defaults import NA_VALUES
+from pramkit.design.registry import DesignFamily, family
+from pramkit.errors import ParameterError
+from pramkit.matrix import Label
+from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
+from pramkit.release.targets import Shape, structure
+from pramkit.structure import Rules
+from pramkit.validate import positive
+
+#: Splits of the record budget.
+SPLITS = ("equal", "optimal", "joint")
+#: Treatments of missing values.
+MISSING = ("keep", "category")
+#: Where the design's frequencies come from (the ledger's ``frequencies``).
+SOURCES = ("none", "prior", "exact", "dp_counts")
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """A release's design, every parameter checked (:func:`plan_release`); no data read yet.
+
+    Parameters
+    ----------
+    names : tuple of str
+        The variables to perturb.
+    method : str
+        The design family's name.
+    options : mapping
+        The family's own options.
+    split : str
+        One of :data:`SPLITS`.
+    budget : float or None
+        The record's total budget (nats), design step included.
+    per_variable : mapping or None
+        Explicit per-variable budgets.
+    design_epsilon : float or None
+        The design step's budget as given (``None``: the default, once the data is counted).
+    source : str
+        Where the design's frequencies come from (:data:`SOURCES`).
+    prior : Prior or None
+        The public prior.
+    categories : mapping or None
+        Declared categories (a codebook).
+    distances : mapping
+        ``{variable: spec}``: the distances given.
+    shape : Shape
+        The structure.
+    missing : str
+        One of :data:`MISSING`.
+    na_values : tuple of str
+        Texts that mean missing in a CSV file.
+    notes : tuple of str
+        What the holder should know (the prior's notes, an unspent design epsilon).
+
+    Examples
+    --------
+    >>> plan = plan_release(["age", "sex"], epsilon=1.0)
+    >>> plan.source, plan.counted, plan.family.takes_budget(plan.options)
+    ('dp_counts', ('age', 'sex'), True)
+    """
+
+    names: tuple[str, ...]
+    method: str
+    options: Mapping[str, Any]
+    split: str = "equal"
+    budget: float | None = None
+    per_variable: Mapping[str, float] | None = None
+    design_epsilon: float | None = None
+    source: str = "dp_counts"
+    prior: Prior | None = None
+    categories: Mapping[str, Sequence[Label]] | None = None
+    distances: Mapping[str, Any] = field(default_factory=dict)
+    shape: Shape = field(default_factory=Shape)
+    missing: str = "keep"
+    na_values: tuple[str, ...] = NA_VALUES
+    notes: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> DesignFamily:
+        """The design family."""
+        return family(self.method)
+
+    @property
+    def counted(self) -> tuple[str, ...]:
+        """The columns counted: the strata, then the variables."""
+        return (*self.shape.strata, *self.names)
+
+    @property
+    def uses_distances(self) -> bool:
+        """Whether the family designs with the distances (not only measures with them)."""
+        return self.method == "metric" or (self.method == "dp" and self.options.get("objective") == "distance")
+
+
+def plan_release(
+    variables: str | Sequence[str],
+    *,
+    epsilon: float | None = None,
+    method: str = "dp",
+    split: str = "equal",
+    epsilon_per_variable: Mapping[str, float] | None = None,
+    design_epsilon: float | None = None,
+    prior: Prior | str | Path | None = None,
+    categories: Mapping[str, Sequence[Label]] | str | Path | None = None,
+    exact_frequencies: bool = False,
+    options: Mapping[str, Any] | None = None,
+    distances: Mapping[str, Any] | str | Path | None = None,
+    na_values: Sequence[str] = NA_VALUES,
+    forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None = None,
+    strata: str | Sequence[str] = (),
+    keep_codes: Mapping[str, Any] | None = None,
+    household: str | None = None,
+    household_vars: str | Sequence[str] = (),
+    rule_breaking: str = "error",
+    missing: str = "keep",
+) -> ReleasePlan:
+    """Check every parameter of a release's design, before any data is read.
+
+    Parameters
+    ----------
+    variables : str or sequence of str
+        The columns to perturb.
+    epsilon : float, optional
+        The record's total budget (nats), design step included.  Required for the
+        families designed to a budget (dp, rr) unless ``epsilon_per_variable`` is given;
+        for the others it is checked.
+    method : str
+        A family of :data:`pramkit.design.registry.FAMILIES`.
+    split : {"equal", "optimal", "joint"}
+        How the perturbation's budget is shared (module docstring).
+    epsilon_per_variable : mapping, optional
+        ``{variable: epsilon}``: explicit per-variable budgets instead of a split.
+    design_epsilon : float, optional
+        Budget of the design step's DP counts (default: :func:`pramkit.ledger.default_design_epsilon`).
+    prior : Prior or path, optional
+        Public frequencies (and categories): no design budget is spent.
+    categories : mapping or path, optional
+        Declared categories (a codebook): ``{variable: labels}`` or a codebook CSV.
+    exact_frequencies : bool
+        Design on the exact frequencies: no DP guarantee covers the design (the ledger says so).
+    options : mapping, optional
+        The family's own parameters (e.g. ``{"truthful": True}``, ``{"keep": 0.8}``).
+    distances : str, Path, Distances or mapping, optional
+        Distances between the categories (:func:`pramkit.design.distances.read_distances`:
+        ``"ordinal"`` or a CSV of centroids, adjacencies or a table), for every variable or as
+        ``{variable: spec}``: the ``dp`` family's ``objective="distance"`` and the ``metric``
+        family design with them, and the design record gives each such variable's
+        ``expected_distance`` (on the exact frequencies, in the distances' unit) for any method.
+    na_values : sequence of str
+        Texts that mean missing in a CSV file besides the empty field (default ``("NA",)``);
+        the manifest's ``input`` records them, and ``pramkit apply`` must read the file the same way.
+    forbid : Rules, path or list of mappings, optional
+        Edit rules (:mod:`pramkit.structure`): forbidden combinations, public knowledge that
+        costs no budget.  No released record holds one: with ``split="joint"`` the matrix
+        covers the allowed cells only; a rule naming a single variable (or a variable and
+        strata) removes cells from that variable's matrix; a rule coupling two variables
+        perturbed independently is an error that points to ``split="joint"``.
+    strata : str or sequence of str
+        Stratum columns, released unperturbed: each variable's values move only within the
+        values its record's stratum allows (those the rules leave it), by a block-diagonal
+        matrix with a block per stratum, each designed at the variable's budget (its epsilon
+        given the stratum).
+    keep_codes : mapping, optional
+        ``{variable: code or codes}``: codes that never change and into which nothing
+        moves; membership in a kept code is released exactly and the ledger says so.
+    household, household_vars : str, sequence of str
+        The household id column and the variables perturbed once per household (every member
+        gets the household's draw); each must be constant within a household, and their
+        design counts households, not persons.
+    rule_breaking : {"error", "keep"}
+        An original record that breaks a rule: an error naming the row (default), or kept
+        as it is (unperturbed) and counted in the design record's notes.
+    missing : {"keep", "category"}
+        ``"keep"`` (default): missing values stay missing and no value becomes missing, so which
+        values are missing is released exactly (the ledger says so; a joint record missing some
+        columns has the others perturbed by the matrix's margin over them).  ``"category"``:
+        missing is a category of every variable (a level of every column of a joint design),
+        designed and perturbed like the others, whether or not the file holds a missing value.
+
+    Returns
+    -------
+    ReleasePlan
+
+    Raises
+    ------
+    ParameterError
+        A parameter is malformed or inconsistent with another (budget, split, method,
+        prior, distances, structure, missing).
+
+    Examples
+    --------
+    >>> plan_release(["age"], method="rr", epsilon=1.0, split="optimal")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: split 'optimal' is for method 'dp'; method 'rr' designs each variable on its own (split equal)
+    >>> plan_release(["age"], epsilon=1.0, design_epsilon=1.0)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the design epsilon 1 must be smaller than the record budget 1, which also pays for the perturbation
+    """
+    names = variable_names(variables)
+    fam = family(method)
+    opts = dict(options or {})
+    _check_split(split, method)
+    if missing not in MISSING:
+        raise ParameterError(f"missing must be 'keep' or 'category', got {missing!r}")
+    dist = _distance_specs(distances, names, split, opts)
+    budget = None if epsilon is None else positive(epsilon, "epsilon (the record budget)")
+    per_var = _per_variable(epsilon_per_variable, names, split)
+    _check_budgets(fam, opts, budget, per_var)
+    shape = structure(names, split, forbid, strata, keep_codes, household, household_vars, rule_breaking)
+    prior = read_prior(prior) if isinstance(prior, (str, Path)) else prior
+    if prior is not None:
+        require_variables(prior.distributions, names, "prior")
+    if exact_frequencies and prior is not None:
+        raise ParameterError("give a prior or exact frequencies, not both")
+    source = _source(fam.reads_frequencies(opts), prior, exact_frequencies)
+    if source == "prior":
+        require_variables(prior.distributions, list(shape.strata), "prior (the strata)")
+    notes = [*(prior.notes if prior is not None else ()), *_design_epsilon_notes(design_epsilon, source, method)]
+    _check_design_epsilon(design_epsilon, source, budget, per_var, method)
+    declared = read_codebook(categories) if isinstance(categories, (str, Path)) else categories
+    return ReleasePlan(tuple(names), method, opts, split, budget, per_var, design_epsilon, source, prior,
+                       declared, dist, shape, missing, tuple(na_values), tuple(notes))
+
+
+def variable_names(variables: str | Sequence[str]) -> list[str]:
+    """The variables to perturb, as a list: at least one, each a name, none twice.
+
+    Examples
+    --------
+    >>> variable_names("sex"), variable_names(["age", "sex"])
+    (['sex'], ['age', 'sex'])
+    >>> variable_names(["age", "age"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: a variable is listed twice: ['age', 'age']
+    """
+    names = [variables] if isinstance(variables, str) else list(variables)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ParameterError("give at least one variable (column name) to perturb")
+    if len(set(names)) != len(names):
+        raise ParameterError(f"a variable is listed twice: {names}")
+    return names
+
+
+def _check_split(split: str, method: str) -> None:
+    if split not in SPLITS:
+        raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if split != "equal" and method != "dp":
+        raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
+                             "on its own (split equal)")
+
+
+def _distance_specs(distances: Mapping[str, Any] | str | Path | None, names: list[str], split: str,
+                    options: Mapping[str, Any]) -> dict[str, Any]:
+    """``{variable: spec}`` of the distances given, checked against the variables and split."""
+    if distances is None:
+        return {}
+    specs = dict(distances) if isinstance(distances, Mapping) else {n: distances for n in names}
+    if set(specs) - set(names):
+        raise ParameterError(f"distances name {sorted(set(specs) - set(names))}, which are not among the "
+                             f"variables {names}")
+    if split != "equal":
+        raise ParameterError("distances apply to split equal (one matrix per variable)")
+    if "distances" in options:
+        raise ParameterError("give distances once: as distances=, not also as an option")
+    return specs
+
+
+def _per_variable(given: Mapping[str, float] | None, names: list[str], split: str) -> dict[str, float] | None:
+    if given is None:
+        return None
+    per_var = {n: positive(e, f"epsilon of {n!r}") for n, e in given.items()}
+    require_variables(per_var, names, "per-variable budget")
+    if set(per_var) - set(names):
+        raise ParameterError(f"per-variable budgets name {sorted(set(per_var) - set(names))}, "
+                             f"which are not among the variables {names}")
+    if split != "equal":
+        raise ParameterError("give either per-variable budgets or a split, not both")
+    return per_var
+
+
+def _check_budgets(fam: DesignFamily, options: Mapping[str, Any], budget: float | None,
+                   per_var: Mapping[str, float] | None) -> None:
+    takes_budget = fam.takes_budget(options)
+    if takes_budget and budget is None and per_var is None:
+        raise ParameterError(f"method {fam.name!r} needs epsilon (the record budget) or per-variable budgets")
+    if not takes_budget and per_var is not None:
+        raise ParameterError(f"method {fam.name!r} fixes each variable's epsilon by its own parameters; "
+                             "per-variable budgets do not apply")
+
+
+def _source(reads: bool, prior: Prior | None, exact: bool) -> str:
+    """Where the design's frequencies come from (:data:`SOURCES`)."""
+    return "none" if not reads else "prior" if prior is not None else "exact" if exact else "dp_counts"
+
+
+def _check_design_epsilon(design_epsilon: float | None, source: str, budget: float | None,
+                          per_var: Mapping[str, float] | None, method: str) -> None:
+    if design_epsilon is None:
+        if source == "dp_counts" and budget is None and not per_var:
+            raise ParameterError(f"method {method!r} reads frequencies: give epsilon (the record budget), "
+                                 "design_epsilon, or a public prior")
+        return
+    if isinstance(design_epsilon, bool) or not isinstance(design_epsilon, (int, float)) \
+            or not math.isfinite(design_epsilon) or design_epsilon < 0 \
+            or (source == "dp_counts" and design_epsilon == 0):
+        raise ParameterError(f"design epsilon must be a {'positive' if source == 'dp_counts' else 'non-negative'}"
+                             f" finite number, got {design_epsilon!r}")
+    if budget is not None and not design_epsilon < budget:
+        raise ParameterError(f"the design epsilon {design_epsilon:g} must be smaller than the record budget "
+                             f"{budget:g}, which also pays for the perturbation")
+
+
+def _design_epsilon_notes(design_epsilon: float | None, source: str, method: str) -> list[str]:
+    """A note when a design epsilon is given but no DP counts spend it."""
+    if design_epsilon is None or source == "dp_counts":
+        return []
+    why = {"none": f"method {method!r} reads no frequencies", "prior": "the design uses the public prior",
+           "exact": "the design uses the exact frequencies"}[source]
+    return [f"design epsilon not spent: {why}"]
