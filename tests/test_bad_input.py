@@ -252,8 +252,8 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (["design", "--probs", "0.5,0.5", "--method", "tridiagonal", "--alpha", "0.1", "--off-diagonal", "0.1"],
          "instead of --alpha"),
         (design + [d / "o.json", "--recognition-gamma", "0.8"], "--recognition-gamma applies to --recognition"),
-        (["design", data, "--vars", "region,sex", "--recognition", "0.5", "--gamma", "0.8", "--recognition-gamma",
-          "0.8", "--out", d / "o.json"], "give --recognition-gamma once"),
+        (["design", data, "--vars", "region,sex", "--recognition", "0.5", "--gamma", "0.8",
+          "--out", d / "o.json"], "the recognition design's is --recognition-gamma"),
         # ---- report
         (["report", d / "absent.csv", "--manifest", m, "--released", rel, "--keys", "sex", "--out", d / "r.html"],
          "does not exist"),

@@ -19,7 +19,7 @@ from typing import Any
 
 from pramkit.cli._common import add_na_values, add_quiet, print_json
 from pramkit.cli.commands import HELP
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 
 #: Tolerance within which ``--probs`` may miss 1 and be normalised (with a note).
 PROBS_TOL = 1e-6
@@ -90,8 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "(default) or fixed at pd")
     fam.add_argument("--seed", type=int, help="invariant: seed of the diagonal draw")
     fam.add_argument("--k", type=int, help="kanon: categories per class")
-    fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon); "
-                     "also read, for compatibility, as --recognition-gamma with --recognition")
+    fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon)")
     fam.add_argument("--off-diagonal", type=float, help="tridiagonal: the off-diagonal entry (also read as --alpha)")
     fam.add_argument("--beta-family", choices=["rr", "kanon", "tridiagonal", "circulant", "best"],
                      help="bistochastic-beta: the family to fit (default best: most information for the data)")
@@ -325,12 +324,7 @@ def run(args: argparse.Namespace) -> int:
     region: epsilon = 1, I(X;Z) = 0.1178 nats on the data
     """
     from pramkit.atomic import check_writable
-    from pramkit.release.pipeline import design_planned
-    from pramkit.release.plan import plan_release
-    from pramkit.release.recognition import design_recognition
     from pramkit.release.record import design_record_path, write_design
-    from pramkit.ledger import fmt_epsilon
-    from pramkit.structure import parse_assignments
 
     if args.data is None:
         out = _distribution_mode(args)
@@ -340,7 +334,6 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("give either a data file or --probs/--counts, not both")
     if not args.vars:
         raise ParameterError("--vars is required with a data file (comma-separated columns to perturb)")
-    names = [v.strip() for v in args.vars.split(",") if v.strip()]
     if not args.out:
         raise ParameterError("--out is required: the manifest to write")
     record_path = design_record_path(args.out, args.design_record)
@@ -348,36 +341,53 @@ def run(args: argparse.Namespace) -> int:
                           Path(args.categories) if args.categories else None) if x is not None]
     for path in (args.out, record_path):
         check_writable(path, force=args.force, inputs=inputs)
-    if args.recognition is not None:
-        structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
-                                     ("--keep-codes", args.keep_codes), ("--household", args.household),
-                                     ("--missing category", args.missing == "category")) if v]
-        if structured:
-            raise ParameterError(f"{structured[0]} is not available with --recognition")
-        if args.epsilon is not None or args.method != "dp":
-            raise PramkitError("--recognition is its own privacy model: leave out --epsilon and --method")
-        if args.gamma is not None and args.recognition_gamma is not None:
-            raise ParameterError("give --recognition-gamma once (--gamma is its older spelling)")
-        gamma = next((g for g in (args.recognition_gamma, args.gamma) if g is not None), 0.9)
-        release = design_recognition(args.data, names, alpha=args.recognition,
-                                     combinations=_combinations(args.combinations),
-                                     solver=args.recognition_method, gamma=gamma)
-    else:
-        plan = plan_release(
-            names, epsilon=args.epsilon, method=args.method, split=args.split,
-            epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
-            prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
-            options=_options(args), distances=args.distances, na_values=args.na_values,
-            forbid=args.forbid, strata=args.strata or (), household=args.household,
-            keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
-            household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing,
-        )
-        release = design_planned(args.data, plan, quiet=args.quiet)
-    manifest = release.manifest
+    names = [v.strip() for v in args.vars.split(",") if v.strip()]
+    release = _recognition(args, names) if args.recognition is not None else _release(args, names)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
-    if args.json:
-        print_json(out)
-        return 0
+    print_json(out) if args.json else _print_written(out, release.manifest)
+    return 0
+
+
+def _recognition(args: argparse.Namespace, names: list[str]) -> Any:
+    """The recognition design (``--recognition``): its own privacy model, no structure."""
+    from pramkit.release.recognition import design_recognition
+
+    structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
+                                 ("--keep-codes", args.keep_codes), ("--household", args.household),
+                                 ("--missing category", args.missing == "category")) if v]
+    if structured:
+        raise ParameterError(f"{structured[0]} is not available with --recognition")
+    if args.epsilon is not None or args.method != "dp":
+        raise ParameterError("--recognition is its own privacy model: leave out --epsilon and --method")
+    if args.gamma is not None:
+        raise ParameterError("--gamma is the floor of kanon and tridiagonal; the recognition design's is "
+                             "--recognition-gamma")
+    gamma = 0.9 if args.recognition_gamma is None else args.recognition_gamma
+    return design_recognition(args.data, names, alpha=args.recognition, combinations=_combinations(args.combinations),
+                              solver=args.recognition_method, gamma=gamma)
+
+
+def _release(args: argparse.Namespace, names: list[str]) -> Any:
+    """The plan of the command line's release, designed."""
+    from pramkit.release.pipeline import design_planned
+    from pramkit.release.plan import plan_release
+    from pramkit.structure import parse_assignments
+
+    plan = plan_release(
+        names, epsilon=args.epsilon, method=args.method, split=args.split,
+        epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
+        prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
+        options=_options(args), distances=args.distances, na_values=args.na_values,
+        forbid=args.forbid, strata=args.strata or (), household=args.household,
+        keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
+        household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing)
+    return design_planned(args.data, plan, quiet=args.quiet)
+
+
+def _print_written(out: dict[str, Any], manifest: Any) -> None:
+    """What was designed and written, the guarantee, the notes."""
+    from pramkit.ledger import fmt_epsilon
+
     for n, v in out["per_variable"].items():
         info = v["information_nats"]
         print(f"{n}: epsilon = {fmt_epsilon(float(v['epsilon']))}"  # "inf" in JSON values
@@ -387,13 +397,11 @@ def run(args: argparse.Namespace) -> int:
     for key in ("worst_posterior", "l2_loss"):
         if key in out:
             print(f"{key.replace('_', ' ')}: {out[key]:.4g}")
-    given = f" given the structure" if manifest.is_structured else ""
+    given = " given the structure" if manifest.is_structured else ""
     print(f"wrote {out['manifest']} (public; record epsilon {fmt_epsilon(manifest.record_epsilon_given_structure)}"
-          f"{given}) and "
-          f"{out['design_record']} (private: never publish it)")
+          f"{given}) and {out['design_record']} (private: never publish it)")
     print(manifest.guarantee)
     _print_notes(out)
-    return 0
 
 
 def _print_notes(out: dict[str, Any]) -> None:

@@ -151,39 +151,59 @@ def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Seque
     ...
     pramkit.errors.ParameterError: region is perturbed, so it cannot also be a stratum (strata are released unperturbed)
     """
-    strata_cols = _columns(strata, "strata") if strata else ()
-    both = [c for c in strata_cols if c in names]
+    strata_cols = _strata(strata, names)
+    if rule_breaking not in RULE_BREAKING:
+        raise ParameterError(f"rule breaking must be one of {', '.join(RULE_BREAKING)}, got {rule_breaking!r}")
+    hh_vars = _household(household, household_vars, names, strata_cols, split)
+    rules = _rules(forbid, names, split)
+    return Shape(rules, strata_cols, dict(keep or {}), household, hh_vars, rule_breaking)
+
+
+def _strata(strata: str | Sequence[str], names: Sequence[str]) -> tuple[str, ...]:
+    """The stratum columns, none of them perturbed."""
+    cols = _columns(strata, "strata") if strata else ()
+    both = [c for c in cols if c in names]
     if both:
         raise ParameterError(f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} perturbed, so it cannot also be "
                              "a stratum (strata are released unperturbed)")
-    if rule_breaking not in RULE_BREAKING:
-        raise ParameterError(f"rule breaking must be one of {', '.join(RULE_BREAKING)}, got {rule_breaking!r}")
+    return cols
+
+
+def _household(household: str | None, household_vars: str | Sequence[str], names: Sequence[str],
+               strata: Sequence[str], split: str) -> tuple[str, ...]:
+    """The household variables, checked against the household id, the variables and the split."""
     hh_vars = _columns(household_vars, "household variables") if household_vars else ()
-    if hh_vars and household is None:
-        raise ParameterError("household variables need the household id column (household=, --household)")
-    if household is not None:
-        if not isinstance(household, str) or not household:
-            raise ParameterError(f"household must be a column name, got {household!r}")
-        if household in names or household in strata_cols:
-            raise ParameterError(f"the household id {household!r} cannot be perturbed or a stratum")
-        if not hh_vars:
-            raise ParameterError("give the variables perturbed once per household (household_vars=, "
-                                 "--household-vars)")
-        absent = [v for v in hh_vars if v not in names]
-        if absent:
-            raise ParameterError(f"household variables {absent} are not among the variables to perturb {list(names)}")
-        if split == "joint":
-            raise ParameterError("household variables are designed one by one: use split equal or optimal")
+    if household is None:
+        if hh_vars:
+            raise ParameterError("household variables need the household id column (household=, --household)")
+        return ()
+    if not isinstance(household, str) or not household:
+        raise ParameterError(f"household must be a column name, got {household!r}")
+    if household in names or household in strata:
+        raise ParameterError(f"the household id {household!r} cannot be perturbed or a stratum")
+    if not hh_vars:
+        raise ParameterError("give the variables perturbed once per household (household_vars=, --household-vars)")
+    absent = [v for v in hh_vars if v not in names]
+    if absent:
+        raise ParameterError(f"household variables {absent} are not among the variables to perturb {list(names)}")
+    if split == "joint":
+        raise ParameterError("household variables are designed one by one: use split equal or optimal")
+    return hh_vars
+
+
+def _rules(forbid: Any, names: Sequence[str], split: str) -> Rules | None:
+    """The edit rules; none may couple two variables that the split perturbs independently."""
     rules = as_rules(forbid)
-    if rules is not None and split != "joint":
-        for i, rule in enumerate(rules.rules, 1):
-            coupled = [c for c in rule.values if c in names]
-            if len(coupled) > 1:
-                raise ParameterError(
-                    f"rule {i} of {rules.source} couples {' and '.join(coupled)}, which split {split!r} perturbs "
-                    "independently: no per-variable design can honour it; use split joint (one matrix over the "
-                    "allowed cells), or make one of them a stratum")
-    return Shape(rules, strata_cols, dict(keep or {}), household, hh_vars, rule_breaking)
+    if rules is None or split == "joint":
+        return rules
+    for i, rule in enumerate(rules.rules, 1):
+        coupled = [c for c in rule.values if c in names]
+        if len(coupled) > 1:
+            raise ParameterError(
+                f"rule {i} of {rules.source} couples {' and '.join(coupled)}, which split {split!r} perturbs "
+                "independently: no per-variable design can honour it; use split joint (one matrix over the "
+                "allowed cells), or make one of them a stratum")
+    return rules
 
 
 @dataclass(frozen=True)
@@ -359,25 +379,26 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
     if shape.rules is not None:
         shape.rules.check({c: cats[c] for c in (*shape.strata, *names)})
     groups = [tuple(names)] if split == "joint" else [(n,) for n in names]
-    out: dict[str, Target] = {}
-    for cols in groups:
-        name = "*".join(cols)
-        unit = shape.household if cols[0] in shape.household_vars else None
-        source = households if unit is not None else table
-        strata = () if unit is not None else shape.strata  # strata are the persons': household variables have none
-        read = strata + cols
-        counts = source.margin(*read)[np.ix_(*_present(source, read, own))].reshape(-1)  # records in the cells
-        structured = shape.rules is not None or strata or any(c in keep for c in cols)
-        if not structured:
-            labels = list(cats[cols[0]]) if len(cols) == 1 else [tuple(c) for c in _product_labels(cats, cols)]
-            out[name] = Target(name, cols, (), labels, np.arange(counts.size), counts, None, unit)
-            continue
-        rules = None if shape.rules is None else shape.rules.within(read)
-        cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(strata), rules=rules, keep=keep)
-        forbidden = int(counts.sum() - counts[cells.index].sum())
-        out[name] = Target(name, cols, strata, cells.cells, cells.index, counts[cells.index], cells.blocks,
-                           unit, forbidden)
-    return out
+    targets = (_target(cols, shape, table, households, cats, keep, own) for cols in groups)
+    return {t.name: t for t in targets}
+
+
+def _target(cols: tuple[str, ...], shape: Shape, table: CountTable, households: CountTable | None,
+            cats: Mapping[str, tuple[Label, ...]], keep: Mapping[str, Any], own: tuple[str, ...]) -> Target:
+    """The target over ``cols``: its cells (the allowed ones, within strata), counts and blocks."""
+    name = "*".join(cols)
+    unit = shape.household if cols[0] in shape.household_vars else None
+    source = households if unit is not None else table
+    strata = () if unit is not None else shape.strata  # strata are the persons': household variables have none
+    read = strata + cols
+    counts = source.margin(*read)[np.ix_(*_present(source, read, own))].reshape(-1)  # records in the cells
+    if not (shape.rules is not None or strata or any(c in keep for c in cols)):
+        labels = list(cats[cols[0]]) if len(cols) == 1 else [tuple(c) for c in _product_labels(cats, cols)]
+        return Target(name, cols, (), labels, np.arange(counts.size), counts, None, unit)
+    rules = None if shape.rules is None else shape.rules.within(read)
+    cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(strata), rules=rules, keep=keep)
+    forbidden = int(counts.sum() - counts[cells.index].sum())
+    return Target(name, cols, strata, cells.cells, cells.index, counts[cells.index], cells.blocks, unit, forbidden)
 
 
 def _product_labels(cats: Mapping[str, Sequence[Label]], cols: Sequence[str]) -> list[tuple]:
