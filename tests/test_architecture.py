@@ -1,0 +1,139 @@
+"""The architecture stays readable: the design workflow's functions are small, and no module
+imports another that imports it back, even through an import deferred inside a function.
+
+* Complexity is measured by radon (McCabe's cyclomatic complexity, as radon counts it: one per
+  decision, boolean operator and comprehension condition); the workflow is the release package
+  (plan, count, frequencies, allocate, build, assemble), the family registry and the design
+  command, each function at most :data:`LIMIT`.
+* Imports are read from the source (every ``import`` and ``from ... import``, at module level or
+  inside a function) into a graph of the package's modules; a cycle is a strongly connected
+  component of more than one module.
+
+These checks read the source, not data.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+radon = pytest.importorskip("radon.complexity")
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "pramkit"
+#: The files of the design workflow.
+WORKFLOW = sorted([*(SRC / "release").glob("*.py"), SRC / "design" / "registry.py", SRC / "cli" / "design.py"])
+#: The largest complexity allowed of one function in the workflow.
+LIMIT = 20
+
+
+def _functions(path: Path) -> list[tuple[str, int]]:
+    """``(name, complexity)`` of every function and method in ``path``."""
+    blocks = radon.cc_visit(path.read_text(encoding="utf-8"))
+    out = []
+    for b in blocks:
+        out.append((b.fullname, b.complexity))
+        out.extend((f"{b.fullname}.{m.name}", m.complexity) for m in getattr(b, "methods", ()))
+    return out
+
+
+@pytest.mark.parametrize("path", WORKFLOW, ids=lambda p: str(p.relative_to(SRC)))
+def test_no_function_of_the_design_workflow_is_more_complex_than_the_limit(path: Path) -> None:
+    over = [(name, c) for name, c in _functions(path) if c > LIMIT]
+    assert not over, f"{path.relative_to(SRC)}: {over} above {LIMIT}; split them into functions with one job"
+
+
+def test_the_measure_sees_a_complex_function() -> None:
+    """The check can fail: a function of 21 branches measures 22."""
+    body = "\n".join(f"    if x == {i}:\n        return {i}" for i in range(21))
+    (block,) = radon.cc_visit(f"def f(x):\n{body}\n    return -1\n")
+    assert block.complexity == 22 > LIMIT
+
+
+def test_the_workflow_is_where_the_check_looks() -> None:
+    names = {p.name for p in WORKFLOW}
+    assert {"plan.py", "count.py", "frequencies.py", "allocate.py", "build.py", "assemble.py",
+            "registry.py", "design.py"} <= names
+
+
+def _modules() -> dict[str, Path]:
+    """The package's modules by dotted name (a package by its ``__init__``)."""
+    out = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that ``path`` imports, anywhere in it (deferred imports too)."""
+    def module_of(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(module_of(a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(module_of(f"{node.module}.{a.name}") for a in node.names)
+    return {m for m in found if m is not None}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, edges = work[-1]
+            w = next(edges, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    modules = _modules()
+    graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
+    assert not _cycles(graph), _cycles(graph)
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+    body = "def f():\n    from pramkit.b import g\n"
+    tree = ast.parse(body)
+    assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))  # ast.walk reaches inside functions
