@@ -326,6 +326,34 @@ class Distances:
             cached = self.__dict__["_digest"] = h.hexdigest()
         return cached
 
+    @property
+    def metric_error(self) -> float | None:
+        """A bound ``a`` on ``|d~(i, j) - d(i, j)|`` for a metric d, where d~ are the stored
+        (computed) distances: so ``d~(x, z) <= d~(x, y) + d~(y, z) + 3a`` (docs/perturbation.md).
+        0 for integer steps and hops (exact); one rounding of each difference of increasing midpoints;
+        for centroids, 4 roundings of the largest distance (the differences of coordinates and
+        ``hypot``), and for the haversine formula 64 roundings of half the circumference (its angles
+        are computed to a few ulps of pi), or ``2 R sqrt(64 u)`` when two areas are more than a quarter
+        of the circumference apart (``arcsin`` near 1).  ``None`` for a table, which need not be a metric.
+
+        Examples
+        --------
+        >>> ordinal_distances("abc").metric_error, Distances("ab", [[0, 1], [1, 0]]).metric_error is None
+        (0.0, True)
+        """
+        u = 2.0 ** -53
+        if self.kind == "table":
+            return None
+        if self.kind == "graph" or (self.kind == "ordinal" and self.edges is not None):
+            return 0.0
+        if self.kind == "ordinal":
+            return u * self.max
+        if self.kind == "euclidean":
+            return 4.0 * u * self.max
+        if self.max > EARTH_RADIUS_KM * math.pi / 2.0:
+            return 2.0 * EARTH_RADIUS_KM * math.sqrt(64.0 * u)
+        return 64.0 * u * math.pi * EARTH_RADIUS_KM
+
     def same(self, other: "Distances") -> bool:
         """The same distances: categories, kind, unit and every distance (points compared as points).
 
