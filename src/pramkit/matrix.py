@@ -48,7 +48,7 @@ from pramkit.privacy.epsilon import form8_matrix_epsilon, matrix_epsilon
 #: Tolerance on row sums (and column sums for the bistochastic check).
 ROW_SUM_TOL = 1e-9
 #: Rows of an exponential mechanism computed at a time by its O(S^2)-time, O(S)-memory passes.
-ROWS_PER_PASS = 256
+ROWS_PER_PASS = 64
 
 #: A category label: a JSON scalar.  ``None`` labels the "missing" category of
 #: a variable whose missing values are declared a category of their own.  A

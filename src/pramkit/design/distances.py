@@ -90,7 +90,7 @@ CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
 #: row on demand: no S x S array is stored.
 POINT_KINDS = ("ordinal", "euclidean", "haversine")
 #: Rows computed at a time by the O(S^2)-time passes over distances stored by their points.
-ROWS_PER_PASS = 256
+ROWS_PER_PASS = 64
 
 
 class Distances:

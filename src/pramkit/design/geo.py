@@ -74,6 +74,9 @@ from pramkit.validate import positive, probabilities
 EXHAUSTIVE_LIMIT = 2_000_000_000
 #: Largest number of near-maximal triples decided exactly; beyond, the rigorous floating bound is used.
 EXACT_CANDIDATES = 20_000
+#: Most triples of the all-pairs check of an exponential mechanism's doubles beside its closed form
+#: (S = 464: about a second); a table, which has no closed form, is checked up to :data:`EXHAUSTIVE_LIMIT`.
+CROSS_CHECK_TRIPLES = 100_000_000
 #: Largest S of a path metric whose exponential mechanism's doubles are also checked edge by edge
 #: (:func:`metric_epsilon` builds the S x S array: 32 MB here).
 VERIFY_EDGES_MAX = 2048
@@ -493,7 +496,7 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
         raise ParameterError(f"a distance table need not be a metric and S = {dist.size} is too large to verify "
                              "the exponential mechanism triple by triple; give centroids or an adjacency list")
     closed = check.value if check.scope == "closed form" else None
-    if closed is not None and (dist.size ** 3 <= EXHAUSTIVE_LIMIT or (
+    if closed is not None and (dist.size ** 3 <= CROSS_CHECK_TRIPLES or (
             dist.edges is not None and dist.size <= VERIFY_EDGES_MAX)):
         doubles = metric_epsilon(matrix.matrix, dist)   # the exact check, where it is cheap, widened to the law
         widened = _widened(doubles.value, rate, dist)
