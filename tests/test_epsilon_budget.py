@@ -357,6 +357,10 @@ def test_every_family_states_an_upper_bound_on_its_exact_epsilon():
             if m.geometric_rate is not None:  # stored by its rate, sampled exactly: the formula's epsilon, rounded up
                 exact = Fraction(m.geometric_rate) * (s - 1)
                 assert Fraction(m.epsilon) >= exact > Fraction(math.nextafter(m.epsilon, 0.0))
+            elif m.exponential_rate is not None:  # stored by its parameters, sampled exactly: a proved upper
+                ratio = exact_max_ratio(m.matrix)  # bound of the formula (docs/perturbation.md), not the doubles'
+                assert ratio == 1 or ratio_vs_exp(ratio, m.epsilon * (1 + 1e-12)) == -1
+                assert m.epsilon <= m.exponential_rate * m.exponential_distances.max * (1 + 1e-15)
             else:
                 assert_stated_is_tight_upper_bound(m.matrix, m.epsilon)
             assert math.isfinite(m.epsilon), (name, opts)
@@ -393,6 +397,10 @@ def _assert_record_within(manifest, budget: float) -> None:
     for v in manifest.variables:
         if v.matrix.geometric_rate is not None:  # stored by its rate and sampled exactly: the formula's epsilon
             assert Fraction(v.matrix.geometric_rate) * (v.matrix.size - 1) <= Fraction(v.epsilon)
+            continue
+        if v.matrix.exponential_rate is not None:  # sampled exactly: the formula, bounded by its closed form
+            ratio = exact_max_ratio(v.matrix.matrix)
+            assert realised_law(v.matrix).exact and (ratio == 1 or ratio_vs_exp(ratio, v.epsilon) == -1)
             continue
         law = realised_law(v.matrix)  # the units the engine draws with, as well as the stored doubles
         units = np.array([law.weights(k) for k in range(v.matrix.size)]).astype(object)

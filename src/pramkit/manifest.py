@@ -42,8 +42,11 @@ VERSION = 5
 #: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S), ``"diagonal"``
 #: (form (8): ``q`` and ``w``, O(S)) or ``"blocks"`` (``blocks``: each block's ``members``,
 #: positions in ``categories``, and its own matrix in one of the other forms) or
-#: ``"truncated_geometric"`` (``rate``: the mechanism on the order of the categories, O(1)).
-FORMS = ("dense", "diagonal", "blocks", "truncated_geometric")
+#: ``"truncated_geometric"`` (``rate``: the mechanism on the order of the categories, O(1)) or
+#: ``"exponential"`` (``rate`` and the public ``distances`` inline: ``kind``, ``unit``, ``source`` and
+#: ``points``, one per category, or ``matrix`` for an adjacency graph or a table, with ``edges`` for a
+#: path metric; O(S) for centroids and ordinal midpoints).
+FORMS = ("dense", "diagonal", "blocks", "truncated_geometric", "exponential")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
 #: Most cells of a joint matrix whose margins (for records with some columns missing) are computed:
@@ -520,7 +523,18 @@ def _entries(m: PramMatrix) -> dict[str, Any]:
         return {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
     if m.geometric_rate is not None:
         return {"form": "truncated_geometric", "rate": m.geometric_rate}
+    if m.exponential_rate is not None:
+        return _exponential_json(m)
     return {"form": "dense", "matrix": m.matrix.tolist()}
+
+
+def _exponential_json(m: PramMatrix) -> dict[str, Any]:
+    """An exponential mechanism stored by its parameters: its rate and its public distances inline."""
+    d = m.exponential_distances
+    stored = {"points": d.points.tolist()} if d.points is not None else {"matrix": d.matrix.tolist()}
+    return {"form": "exponential", "rate": m.exponential_rate,
+            "distances": {"kind": d.kind, "unit": d.unit, "source": d.source, **stored,
+                          **({"edges": d.edges.tolist()} if d.edges is not None else {})}}
 
 
 @dataclass(frozen=True)
@@ -1071,6 +1085,8 @@ def _matrix_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Pr
             return PramMatrix.truncated_geometric(rate, cats, provenance)
         except MatrixError as exc:
             raise ManifestError(f"field '{where}.rate': {exc}") from None
+    if form == "exponential":
+        return _exponential_from_dict(v, where, cats, provenance)
     if form != "blocks":
         return (_dense_from_dict if form == "dense" else _diagonal_from_dict)(v, where, cats, provenance)
     blocks = v.get("blocks")
@@ -1095,6 +1111,60 @@ def _matrix_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Pr
         return PramMatrix.block_diagonal(parts, cats, provenance)
     except MatrixError as exc:
         raise ManifestError(f"field '{where}.blocks': {exc}") from None
+
+
+def _exponential_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """An ``"exponential"`` variable's matrix: ``rate`` and the public ``distances`` (validated as when
+    they were read: :class:`pramkit.design.distances.Distances`)."""
+    from pramkit.design.distances import Distances
+    from pramkit.errors import ParameterError
+
+    rate, d = v.get("rate"), v.get("distances")
+    if not _is_number(rate):
+        raise ManifestError(f"field '{where}.rate' must be a number (form 'exponential')")
+    if not isinstance(d, dict):
+        raise ManifestError(f"field '{where}.distances' must be an object (form 'exponential')")
+    for name in ("kind", "unit", "source"):
+        if not isinstance(d.get(name), str):
+            raise ManifestError(f"field '{where}.distances.{name}' must be a string")
+    if ("points" in d) == ("matrix" in d):
+        raise ManifestError(f"field '{where}.distances' must give 'points' or 'matrix', one of the two")
+    key = "points" if "points" in d else "matrix"
+    values = d[key]
+    flat = values if isinstance(values, list) else None
+    if flat is not None and any(isinstance(x, list) for x in flat):
+        flat = [y for x in flat for y in (x if isinstance(x, list) else [None])]
+    if flat is None or not all(_is_number(x) for x in flat):
+        raise ManifestError(f"field '{where}.distances.{key}' must be a list of numbers (or of lists of numbers)")
+    edges = d.get("edges")
+    if edges is not None and not (isinstance(edges, list) and all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(i, int) and not isinstance(i, bool)
+                                                         and 0 <= i < len(cats) for i in e) for e in edges)):
+        raise ManifestError(f"field '{where}.distances.edges' must be pairs of positions in '{where}.categories'")
+    try:
+        dist = (Distances(cats, None, d["kind"], d["unit"], edges, d["source"], points=values) if key == "points"
+                else Distances(cats, values, d["kind"], d["unit"], edges, d["source"]))
+        if edges is not None and not _path_metric(dist):
+            raise ManifestError(f"field '{where}.distances.edges' does not generate the distances (a path metric "
+                                "is integer steps of the order, or hops of an adjacency graph)")
+        return PramMatrix.exponential(rate, dist, provenance)
+    except (ParameterError, MatrixError) as exc:
+        raise ManifestError(f"field '{where}.distances': {exc}") from None
+
+
+def _path_metric(dist: Any) -> bool:
+    """Whether distances that claim edges are the path metric of those edges (steps or hops)."""
+    from pramkit.design.distances import graph_distances, ordinal_distances
+
+    if dist.kind == "ordinal":
+        ref = ordinal_distances(dist.categories)
+    elif dist.kind == "graph":
+        ref = graph_distances(dist.categories, [(str(dist.categories[i]), str(dist.categories[j]))
+                                                for i, j in dist.edges.tolist()])
+    else:
+        return False
+    return dist.same(ref) and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
+                                             np.sort(np.sort(ref.edges, axis=1), axis=0))
 
 
 def _dense_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:

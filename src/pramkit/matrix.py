@@ -22,6 +22,13 @@ The truncated geometric mechanism on an order of categories
 (:meth:`PramMatrix.truncated_geometric`) is stored as its rate alone: O(1)
 memory, closed-form epsilon and diagonal, and an exact inverse-CDF sampler, so
 that an ordinal variable of 100 000 categories needs no S x S array.
+
+The exponential mechanism over public distances (:meth:`PramMatrix.exponential`)
+is stored as its rate and the distances (for centroids: their coordinates,
+O(S)): each row ``M[x, z] = exp(-rate d(x, z) / 2) / Z_x`` is computed on
+demand in O(S), every property in one O(S^2)-time, O(S)-memory pass or in
+closed form, and the engine samples the formula exactly
+(:class:`pramkit.sampling.ExponentialSampler`).
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ from pramkit.privacy.epsilon import form8_matrix_epsilon, matrix_epsilon
 
 #: Tolerance on row sums (and column sums for the bistochastic check).
 ROW_SUM_TOL = 1e-9
+#: Rows of an exponential mechanism computed at a time by its O(S^2)-time, O(S)-memory passes.
+ROWS_PER_PASS = 64
 
 #: A category label: a JSON scalar.  ``None`` labels the "missing" category of
 #: a variable whose missing values are declared a category of their own.  A
@@ -139,7 +148,7 @@ class Provenance:
 
 
 #: Attributes a :class:`PramMatrix` computes on demand (never pickled).
-_LAZY = ("_dense_cache", "epsilon", "form8_q", "block_epsilon", "_realised")
+_LAZY = ("_dense_cache", "epsilon", "form8_q", "block_epsilon", "_realised", "_row_sums")
 
 
 class PramMatrix:
@@ -238,6 +247,7 @@ class PramMatrix:
         state["_dense"], state["_q"], state["_w"] = dense, q, w
         state.setdefault("_blocks", None)
         state.setdefault("_rate", None)
+        state.setdefault("_expo", None)
         state["categories"], state["provenance"] = cats, prov
 
     # -- immutability -----------------------------------------------------
@@ -528,6 +538,149 @@ class PramMatrix:
         """The rate of a truncated geometric matrix (:meth:`truncated_geometric`), else ``None``."""
         return self.__dict__.get("_rate")
 
+    @classmethod
+    def exponential(
+        cls,
+        rate: float,
+        distances: Any,
+        provenance: Provenance | None = None,
+    ) -> "PramMatrix":
+        """The exponential mechanism over public distances (McSherry and Talwar 2007), stored as
+        its rate and the distances: ``M[x, z] = exp(-rate d(x, z) / 2) / Z_x`` with ``Z_x`` the
+        row's sum.
+
+        Memory O(S) for distances stored by their points
+        (:class:`pramkit.design.distances.Distances`); each row is computed on demand in O(S)
+        (:meth:`exponential_rows`, the same doubles :attr:`matrix` holds), the diagonal, the
+        flags and the epsilon in one O(S^2)-time, O(S)-memory pass.  With ``a`` the distances'
+        :attr:`~pramkit.design.distances.Distances.metric_error` the law is
+        ``rate (1 + 3 a / d_min)``-metric-DP and its pure :attr:`epsilon` at most
+        ``max over x != x' of rate (d(x, x') + 3 a) / 2 + log Z_x' - log Z_x``, never above
+        ``rate`` times the diameter (docs/perturbation.md).
+
+        Parameters
+        ----------
+        rate : float
+            eps_d, the rate per unit of distance (positive; ``rate`` times the diameter at most 1400).
+        distances : Distances
+            The public distances, in the order of the categories (at least two).
+        provenance : Provenance, optional
+            Default ``Provenance(method="exponential_mechanism")``.
+
+        Returns
+        -------
+        PramMatrix
+
+        Raises
+        ------
+        MatrixError
+            For a rate that is not positive and finite, too large for the diameter, or fewer than
+            two categories.
+
+        Examples
+        --------
+        >>> from pramkit.design.distances import ordinal_distances
+        >>> m = PramMatrix.exponential(2 * math.log(2), ordinal_distances("abc"))   # exp(-rate d / 2) = 2^-d
+        >>> m.exponential_rows([0]).tolist()   # 1, 1/2, 1/4 over 7/4
+        [[0.5714285714285714, 0.2857142857142857, 0.14285714285714285]]
+        >>> m.epsilon <= 2 * 2 * math.log(2), m.is_truthful, m.exponential_rate == 2 * math.log(2)
+        (True, True, True)
+        """
+        r = float(rate)
+        if not (math.isfinite(r) and r > 0):
+            raise MatrixError(f"the rate of an exponential mechanism must be positive and finite, got {rate!r}")
+        if distances.size < 2:
+            raise MatrixError("an exponential mechanism needs at least two categories")
+        if r * distances.max / 2.0 > 700.0:
+            raise MatrixError(f"rate {r:g} times half the diameter {distances.max:g} exceeds 700: the far entries "
+                              "would not be normal doubles")
+        out = cls.__new__(cls)
+        out.__dict__["_expo"] = (r, distances)
+        out._setup(None, None, None, distances.categories,
+                   Provenance(method="exponential_mechanism") if provenance is None else provenance)
+        return out
+
+    @property
+    def exponential_rate(self) -> float | None:
+        """The rate of an exponential mechanism stored by its parameters (:meth:`exponential`), else ``None``."""
+        expo = self.__dict__.get("_expo")
+        return None if expo is None else expo[0]
+
+    @property
+    def exponential_distances(self) -> Any:
+        """The public distances of an exponential mechanism stored by its parameters, else ``None``."""
+        expo = self.__dict__.get("_expo")
+        return None if expo is None else expo[1]
+
+    def exponential_rows(self, index: ArrayLike) -> np.ndarray:
+        """Rows ``index`` of an exponential mechanism (:meth:`exponential`), O(S) time and memory
+        each: ``w = exp(-rate d / 2)`` divided by its sum.
+
+        Parameters
+        ----------
+        index : array-like of int
+            Original categories (positions).
+
+        Returns
+        -------
+        numpy.ndarray, shape (len(index), S)
+
+        Raises
+        ------
+        MatrixError
+            The matrix is not an exponential mechanism stored by its parameters.
+        """
+        expo = self.__dict__.get("_expo")
+        if expo is None:
+            raise MatrixError("not an exponential mechanism stored by its parameters")
+        rate, dist = expo
+        w = np.exp(dist.rows(index) * (-rate / 2.0))
+        return w / w.sum(axis=1, keepdims=True)
+
+    def _exponential_passes(self) -> Any:
+        """``(index, rows)`` of an exponential mechanism, :data:`ROWS_PER_PASS` rows at a time."""
+        s = self.size
+        for start in range(0, s, ROWS_PER_PASS):
+            idx = np.arange(start, min(start + ROWS_PER_PASS, s))
+            yield idx, self.exponential_rows(idx)
+
+    @cached_property
+    def _row_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """An exponential mechanism's diagonal ``1 / Z_x`` (as :attr:`matrix` holds it) and column sums, one pass."""
+        diag, cols = np.empty(self.size), np.zeros(self.size)
+        for idx, rows in self._exponential_passes():
+            diag[idx] = rows[np.arange(idx.size), idx]
+            cols += rows.sum(axis=0)
+        diag.setflags(write=False)
+        return diag, cols
+
+    def _exponential_epsilon(self) -> float:
+        """The pure epsilon bound of :meth:`exponential`, rounded outward (docs/perturbation.md):
+        ``max over x != x' of beta (d~(x, x') + 3 a) + L_x' - L_x`` with ``beta = rate / 2``,
+        ``L = log Z`` (computed with a rigorous error bound), and never above ``rate`` times the
+        diameter; ``a`` unknown (a table): ``rate`` times the diameter."""
+        rate, dist = self.__dict__["_expo"]
+        s, dmax = self.size, dist.max
+        whole = Fraction(rate) * Fraction(dmax)  # 2 beta diam: both factors at most exp(beta diam)
+        a = dist.metric_error
+        if a is not None:
+            beta = rate / 2.0
+            logz = np.empty(s)
+            for idx, block in dist.passes():
+                logz[idx] = np.log(np.exp(block * -beta).sum(axis=1))
+            best = -math.inf
+            for idx, block in dist.passes():
+                gap = beta * (block + 3.0 * a) + (logz[None, :] - logz[idx][:, None])
+                gap[np.arange(idx.size), idx] = -math.inf
+                best = max(best, float(gap.max()))
+            u = 2.0 ** -53
+            top = beta * (dmax + 3.0 * a)
+            slack = 4.0 * u * ((s + top + 32.0) * 4.0 + 8.0 * (abs(float(logz.max())) + top))
+            bound = Fraction(best) + Fraction(slack)
+            whole = min(whole, max(bound, Fraction(0)))
+        up = float(whole)
+        return up if Fraction(up) >= whole else math.nextafter(up, math.inf)
+
     def _geometric_parts(self) -> tuple[float, float, float]:
         """``a``, the inner factor ``(1 - a) / (1 + a)`` and the end factor ``1 / (1 + a)``."""
         rate = self.__dict__["_rate"]
@@ -552,6 +705,8 @@ class PramMatrix:
                 cached = np.zeros((self.size, self.size))
                 for idx, part in self.blocks:
                     cached[np.ix_(idx, idx)] = part.matrix
+            elif self.exponential_rate is not None:
+                cached = self.exponential_rows(np.arange(self.size))
             elif self.geometric_rate is not None:
                 rate, (_, inner, end), n = self.geometric_rate, self._geometric_parts(), self.size
                 x = np.arange(n)
@@ -601,6 +756,8 @@ class PramMatrix:
             return form8_matrix_epsilon(self.__dict__["_q"], self.__dict__["_w"])
         if self.blocks is not None:
             return self.block_epsilon if len(self.blocks) == 1 else math.inf
+        if self.exponential_rate is not None:
+            return self._exponential_epsilon()
         if self.geometric_rate is not None:  # rate (S - 1) in exact arithmetic, rounded up
             exact = Fraction(self.geometric_rate) * (self.size - 1)
             up = float(exact)
@@ -626,6 +783,8 @@ class PramMatrix:
                 out[idx] = part.diagonal
             out.setflags(write=False)
             return out
+        if self.exponential_rate is not None:
+            return self._row_sums[0]
         if self.geometric_rate is not None:
             _, inner, end = self._geometric_parts()
             out = np.full(self.size, inner)
@@ -649,6 +808,8 @@ class PramMatrix:
         if self.is_compact:
             q, w = self.__dict__["_q"], self.__dict__["_w"]
             sums = q + (math.fsum(w.tolist()) - w)
+        elif self.exponential_rate is not None:
+            sums = self._row_sums[1]
         elif self.geometric_rate is not None:  # column z: sum over x of M[x, z], two geometric series
             a, inner, end = self._geometric_parts()
             n, z = self.size, np.arange(self.size)
@@ -665,6 +826,8 @@ class PramMatrix:
         Compact: ``q[k] >= w[k]``."""
         if self.blocks is not None:
             return all(part.is_truthful for _, part in self.blocks)
+        if self.exponential_rate is not None:  # exp(-rate d / 2) <= exp(0) = 1, the diagonal, over the same sum
+            return True
         if self.geometric_rate is not None:  # row x: its largest entry is inner, or an end's a^d / (1 + a)
             a, inner, end = self._geometric_parts()
             x = np.arange(self.size)
@@ -690,6 +853,15 @@ class PramMatrix:
         if self.geometric_rate is not None:  # two categories: both are ends, each row a^0 / (1 + a), a / (1 + a)
             return self.diagonal.copy() if s == 2 else None
         if s == 1:
+            return self.diagonal.copy()
+        if self.exponential_rate is not None:  # each row's off-diagonal entries equal, one pass
+            for idx, rows in self._exponential_passes():
+                off = (1.0 - rows[np.arange(idx.size), idx]) / (s - 1)
+                mask = np.ones(rows.shape, dtype=bool)
+                mask[np.arange(idx.size), idx] = False
+                if not np.allclose(rows[mask], np.broadcast_to(off[:, None], rows.shape)[mask], rtol=1e-12,
+                                   atol=1e-15):
+                    return None
             return self.diagonal.copy()
         m = self.matrix
         off = (1.0 - self.diagonal) / (s - 1)
@@ -774,6 +946,9 @@ class PramMatrix:
             return False
         if self.geometric_rate is not None and other.geometric_rate is not None:
             return self.geometric_rate == other.geometric_rate
+        if self.exponential_rate is not None and other.exponential_rate is not None:
+            return (self.exponential_rate == other.exponential_rate
+                    and self.exponential_distances.same(other.exponential_distances))
         if self.is_compact and other.is_compact:
             return bool(np.array_equal(self.__dict__["_q"], other.__dict__["_q"])
                         and np.array_equal(self.__dict__["_w"], other.__dict__["_w"]))

@@ -60,10 +60,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError
+from functools import cached_property
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -85,17 +86,31 @@ CSV_LAYOUTS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True, eq=False)
+#: Kinds whose distances are computed from one point per category (:attr:`Distances.points`), row by
+#: row on demand: no S x S array is stored.
+POINT_KINDS = ("ordinal", "euclidean", "haversine")
+#: Rows computed at a time by the O(S^2)-time passes over distances stored by their points.
+ROWS_PER_PASS = 64
+
+
 class Distances:
     """Validated distances between the categories of one variable.
+
+    Either a stored matrix (``matrix``), or one point per category (``points``): a
+    number on a line (``"ordinal"``, ``d = |m_i - m_j|``), projected coordinates
+    (``"euclidean"``) or latitude and longitude in degrees (``"haversine"``).
+    Distances stored by their points keep O(S) memory: a row is computed on demand
+    (:meth:`rows`, O(S) each), :attr:`max`, :attr:`min_positive` and :attr:`neighbour`
+    in one O(S^2)-time, O(S)-memory pass (O(S) for ordinal points), and :attr:`matrix`
+    builds the dense array only when asked, from the same rows (so it is the same bits).
 
     Parameters
     ----------
     categories : sequence of labels
-        The categories, in the order of the rows and columns of ``matrix``.
-    matrix : array-like, shape (S, S)
+        The categories, in the order of the rows and columns.
+    matrix : array-like, shape (S, S), optional
         ``matrix[i, j] = d(category i, category j)``: finite, non-negative,
-        symmetric, 0 on the diagonal and positive elsewhere.
+        symmetric, 0 on the diagonal and positive elsewhere.  Not given with ``points``.
     kind : str
         One of :data:`KINDS` (where the distances came from).
     unit : str
@@ -106,42 +121,156 @@ class Distances:
         an integer equal to a shortest-path sum over these edges.
     source : str
         Where the distances were read from (for the provenance).
+    points : array-like, shape (S,) or (S, 2), optional
+        One point per category, for the kinds of :data:`POINT_KINDS` (shape (S,) for
+        ``"ordinal"``, strictly increasing); the distances are computed from them.
 
-    The matrix is stored as a read-only float64 copy.
+    The matrix (or the points) is stored as a read-only float64 copy.
 
     Examples
     --------
     >>> d = Distances(["a", "b"], [[0, 2.5], [2.5, 0]], kind="table", unit="km")
-    >>> d.size, d.max, d.min_positive
-    (2, 2.5, 2.5)
+    >>> d.size, d.max, d.min_positive, d.points is None
+    (2, 2.5, 2.5, True)
     >>> Distances(["a", "b"], [[0, 1], [2, 0]])
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: distances are not symmetric: d('a', 'b') = 1 but d('b', 'a') = 2
+    >>> e = Distances("abc", kind="euclidean", points=[[0, 0], [3, 4], [6, 8]])
+    >>> e.rows([1]).tolist(), e.max, e.matrix[2].tolist()
+    ([[5.0, 0.0, 5.0]], 10.0, [10.0, 5.0, 0.0])
     """
 
     categories: tuple[Label, ...]
-    matrix: np.ndarray
-    kind: str = "table"
-    unit: str = "unit"
-    edges: np.ndarray | None = None
-    source: str = "matrix"
-    _digest: str = field(default="", repr=False)
+    kind: str
+    unit: str
+    edges: np.ndarray | None
+    source: str
+    points: np.ndarray | None
 
-    def __post_init__(self) -> None:
-        cats = tuple(self.categories)
-        m = validate_matrix(self.matrix, cats)
-        if self.kind not in KINDS:
-            raise ParameterError(f"distance kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        edges = None
-        if self.edges is not None:
-            edges = np.asarray(self.edges, dtype=np.intp).reshape(-1, 2)
+    def __init__(self, categories: Sequence[Label], matrix: ArrayLike | None = None, kind: str = "table",
+                 unit: str = "unit", edges: ArrayLike | None = None, source: str = "matrix", *,
+                 points: ArrayLike | None = None) -> None:
+        cats = tuple(categories)
+        if kind not in KINDS:
+            raise ParameterError(f"distance kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        state = self.__dict__
+        if (matrix is None) == (points is None):
+            raise ParameterError("distances are given by a matrix or by points, one of the two")
+        if points is not None:
+            if kind not in POINT_KINDS:
+                raise ParameterError(f"distances of kind {kind!r} are not computed from points")
+            pts = _validated_points(cats, points, kind)
+            pts.setflags(write=False)
+            state["points"], state["_matrix"] = pts, None
+        else:
+            m = validate_matrix(matrix, cats)
+            m.setflags(write=False)
+            state["points"], state["_matrix"] = None, m
+        if edges is not None:
+            edges = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
             edges.setflags(write=False)
-        m.setflags(write=False)
-        object.__setattr__(self, "categories", cats)
-        object.__setattr__(self, "matrix", m)
-        object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "_digest", hashlib.sha256(m.tobytes()).hexdigest())
+        state.update(categories=cats, kind=kind, unit=unit, edges=edges, source=source)
+        if points is not None and kind != "ordinal":
+            self._stats  # validation: two centroids at distance 0 cannot be told apart
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling keeps: the stored distances (not the caches)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_dense", "_stats", "_digest")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return (f"Distances(S={self.size}, kind={self.kind!r}, unit={self.unit!r}, source={self.source!r}, "
+                f"{'points' if self.points is not None else 'matrix'})")
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The S x S distances (read-only); for distances stored by their points built on first
+        access from :meth:`rows` (O(S^2) memory: 800 MB at S = 10 000)."""
+        m = self.__dict__["_matrix"]
+        if m is None:
+            m = self.__dict__.get("_dense")
+            if m is None:
+                m = self.rows(np.arange(self.size))
+                m.setflags(write=False)
+                self.__dict__["_dense"] = m
+        return m
+
+    def rows(self, index: ArrayLike) -> np.ndarray:
+        """Rows ``index`` of the distances, shape (len(index), S): O(S) time and memory per row.
+
+        Parameters
+        ----------
+        index : array-like of int
+            Category positions.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``d(category index[r], category j)``; the same bits as :attr:`matrix`'s rows.
+
+        Examples
+        --------
+        >>> ordinal_distances("abcd").rows([0, 3]).tolist()
+        [[0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 0.0]]
+        """
+        idx = np.asarray(index, dtype=np.intp).ravel()
+        if self.points is None:
+            return np.array(self.__dict__["_matrix"][idx])
+        p = self.points
+        if self.kind == "ordinal":
+            return np.abs(p[idx][:, None] - p[None, :])
+        if self.kind == "euclidean":
+            return np.hypot(p[idx, 0][:, None] - p[None, :, 0], p[idx, 1][:, None] - p[None, :, 1])
+        lat, lon = p[idx, 0][:, None], p[idx, 1][:, None]
+        out = np.maximum(haversine_km(lat, lon, p[None, :, 0], p[None, :, 1]),
+                         haversine_km(p[None, :, 0], p[None, :, 1], lat, lon))   # exactly symmetric
+        out[np.arange(idx.size), idx] = 0.0
+        return out
+
+    def passes(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The rows in blocks of :data:`ROWS_PER_PASS`: ``(index, rows(index))``, O(S) memory each.
+
+        Examples
+        --------
+        >>> [(i.tolist(), r.shape) for i, r in ordinal_distances("abc").passes()]
+        [([0, 1, 2], (3, 3))]
+        """
+        for start in range(0, self.size, ROWS_PER_PASS):
+            idx = np.arange(start, min(start + ROWS_PER_PASS, self.size))
+            yield idx, self.rows(idx)
+
+    @cached_property
+    def _stats(self) -> tuple[float, float, float]:
+        """The largest distance, the smallest positive one and the median nearest-other distance;
+        for points, in one pass over the rows (O(S) for ordinal points), refusing two categories
+        at distance 0."""
+        s = self.size
+        if s < 2:
+            return 0.0, math.inf, 0.0
+        if self.points is not None and self.kind == "ordinal":
+            p = self.points
+            gaps = p[1:] - p[:-1]                      # the nearest pairs of an increasing line
+            nearest = np.minimum(np.append(gaps, np.inf), np.append(np.inf, gaps))
+            return float(p[-1] - p[0]), float(gaps.min()), float(np.median(nearest))
+        largest, smallest, nearest = 0.0, math.inf, np.empty(s)
+        for idx, block in self.passes():
+            largest = max(largest, float(block.max()))
+            block[np.arange(idx.size), idx] = np.inf
+            near = block.min(axis=1)
+            nearest[idx] = near
+            smallest = min(smallest, float(near.min()))
+            if smallest == 0.0:
+                r = int(np.flatnonzero(near == 0)[0])
+                i, j = int(idx[r]), int(np.flatnonzero(block[r] == 0)[0])
+                raise ParameterError(f"distances: d({_name(self.categories[i])}, {_name(self.categories[j])}) = 0; "
+                                     "different categories must be at a positive distance")
+        return largest, smallest, float(np.median(nearest))
 
     @property
     def size(self) -> int:
@@ -151,7 +280,9 @@ class Distances:
     @property
     def max(self) -> float:
         """The largest distance (the diameter)."""
-        return float(self.matrix.max())
+        if self.points is not None:
+            return self._stats[0]
+        return float(self.__dict__["_matrix"].max())
 
     @property
     def min_positive(self) -> float:
@@ -159,7 +290,9 @@ class Distances:
         s = self.size
         if s < 2:
             return math.inf
-        return float(self.matrix[~np.eye(s, dtype=bool)].min())
+        if self.points is not None:
+            return self._stats[1]
+        return float(self.__dict__["_matrix"][~np.eye(s, dtype=bool)].min())
 
     @property
     def neighbour(self) -> float:
@@ -173,13 +306,68 @@ class Distances:
         """
         if self.size < 2:
             return 0.0
+        if self.points is not None:
+            return self._stats[2]
         off = self.matrix + np.diag(np.full(self.size, np.inf))
         return float(np.median(off.min(axis=1)))
 
     @property
     def digest(self) -> str:
-        """SHA-256 of the matrix's bytes: identifies the distances in a provenance."""
-        return self._digest
+        """SHA-256 of the matrix's bytes (row after row): identifies the distances in a provenance;
+        for points, hashed row by row without building the matrix."""
+        cached = self.__dict__.get("_digest")
+        if cached is None:
+            h = hashlib.sha256()
+            if self.points is None:
+                h.update(self.__dict__["_matrix"].tobytes())
+            else:
+                for _, block in self.passes():
+                    h.update(np.ascontiguousarray(block).tobytes())
+            cached = self.__dict__["_digest"] = h.hexdigest()
+        return cached
+
+    @property
+    def metric_error(self) -> float | None:
+        """A bound ``a`` on ``|d~(i, j) - d(i, j)|`` for a metric d, where d~ are the stored
+        (computed) distances: so ``d~(x, z) <= d~(x, y) + d~(y, z) + 3a`` (docs/perturbation.md).
+        0 for integer steps and hops (exact); one rounding of each difference of increasing midpoints;
+        for centroids, 4 roundings of the largest distance (the differences of coordinates and
+        ``hypot``), and for the haversine formula 64 roundings of half the circumference (its angles
+        are computed to a few ulps of pi), or ``2 R sqrt(64 u)`` when two areas are more than a quarter
+        of the circumference apart (``arcsin`` near 1).  ``None`` for a table, which need not be a metric.
+
+        Examples
+        --------
+        >>> ordinal_distances("abc").metric_error, Distances("ab", [[0, 1], [1, 0]]).metric_error is None
+        (0.0, True)
+        """
+        u = 2.0 ** -53
+        if self.kind == "table":
+            return None
+        if self.kind == "graph" or (self.kind == "ordinal" and self.edges is not None):
+            return 0.0
+        if self.kind == "ordinal":
+            return u * self.max
+        if self.kind == "euclidean":
+            return 4.0 * u * self.max
+        if self.max > EARTH_RADIUS_KM * math.pi / 2.0:
+            return 2.0 * EARTH_RADIUS_KM * math.sqrt(64.0 * u)
+        return 64.0 * u * math.pi * EARTH_RADIUS_KM
+
+    def same(self, other: "Distances") -> bool:
+        """The same distances: categories, kind, unit and every distance (points compared as points).
+
+        Examples
+        --------
+        >>> ordinal_distances("ab").same(ordinal_distances("ab")), ordinal_distances("ab").same(ordinal_distances("ba"))
+        (True, False)
+        """
+        if not isinstance(other, Distances) or (self.categories, self.kind, self.unit) != (
+                other.categories, other.kind, other.unit):
+            return False
+        if self.points is not None and other.points is not None:
+            return bool(np.array_equal(self.points, other.points))
+        return self.digest == other.digest
 
     def reorder(self, categories: Sequence[Label]) -> "Distances":
         """The same distances with rows and columns in the order of ``categories``
@@ -212,11 +400,16 @@ class Distances:
         [[1, 2], [2, 0]]
         """
         index = match_categories(self.categories, categories, f"distances ({self.source})")
+        if np.array_equal(index, np.arange(self.size)) and tuple(categories) == self.categories:
+            return self
         edges = None
         if self.edges is not None:
             inverse = np.empty(self.size, dtype=np.intp)
             inverse[index] = np.arange(self.size)
             edges = inverse[self.edges]
+        if self.points is not None and not (self.kind == "ordinal" and np.any(np.diff(index) < 0)):
+            return Distances(tuple(categories), None, self.kind, self.unit, edges, self.source,
+                             points=self.points[index])
         return Distances(tuple(categories), self.matrix[np.ix_(index, index)], self.kind, self.unit, edges,
                          self.source)
 
@@ -240,6 +433,29 @@ class Distances:
         return {"kind": self.kind, "unit": self.unit, "categories": self.size, "source": self.source,
                 "max": self.max, "min_positive": self.min_positive, "sha256": self.digest,
                 "path_metric": self.edges is not None}
+
+
+def _validated_points(categories: tuple, points: ArrayLike, kind: str) -> np.ndarray:
+    """Points as a float64 copy of shape (S,) (ordinal: finite, strictly increasing) or (S, 2) (finite;
+    haversine: latitude within 90 and longitude within 180 degrees)."""
+    s = len(categories)
+    if s == 0:
+        raise ParameterError("distances need at least one category")
+    try:
+        pts = np.array(points, dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise ParameterError(f"the points of {kind} distances must be numbers") from None
+    if pts.shape != ((s,) if kind == "ordinal" else (s, 2)):
+        raise ParameterError(f"{kind} distances need {'one number' if kind == 'ordinal' else 'two coordinates'} "
+                             f"per category ({s}), got shape {pts.shape}")
+    bad = np.flatnonzero(~np.isfinite(pts).reshape(s, -1).all(axis=1))
+    if bad.size:
+        raise ParameterError(f"the point of category {categories[int(bad[0])]!r} is not finite")
+    if kind == "ordinal" and np.any(np.diff(pts) <= 0):
+        i = int(np.flatnonzero(np.diff(pts) <= 0)[0])
+        raise ParameterError(f"midpoints must increase along the category order: {categories[i]!r} has "
+                             f"{pts[i]:g}, the next category {categories[i + 1]!r} has {pts[i + 1]:g}")
+    return pts
 
 
 def _name(label: Label) -> str:
@@ -492,7 +708,7 @@ def ordinal_distances(categories: Sequence[Label], midpoints: ArrayLike | None =
     if midpoints is None:
         idx = np.arange(s, dtype=float)
         edges = np.column_stack([np.arange(s - 1), np.arange(1, s)])
-        return Distances(cats, np.abs(idx[:, None] - idx[None, :]), "ordinal", unit or "step", edges, "ordinal")
+        return Distances(cats, None, "ordinal", unit or "step", edges, "ordinal", points=idx)
     try:
         m = np.asarray(midpoints, dtype=float).ravel()
     except (TypeError, ValueError):
@@ -507,7 +723,7 @@ def ordinal_distances(categories: Sequence[Label], midpoints: ArrayLike | None =
         i = int(np.flatnonzero(steps <= 0)[0])
         raise ParameterError(f"midpoints must increase along the category order: {cats[i]!r} has {m[i]:g}, "
                              f"the next category {cats[i + 1]!r} has {m[i + 1]:g}")
-    return Distances(cats, np.abs(m[:, None] - m[None, :]), "ordinal", unit or "unit", None, "ordinal midpoints")
+    return Distances(cats, None, "ordinal", unit or "unit", None, "ordinal midpoints", points=m)
 
 
 def euclidean_distances(categories: Sequence[Label], xy: ArrayLike, *, unit: str = "coordinate unit",
@@ -541,9 +757,7 @@ def euclidean_distances(categories: Sequence[Label], xy: ArrayLike, *, unit: str
     5.0
     """
     pts = _points(categories, xy, "x, y")
-    diff = pts[:, None, :] - pts[None, :, :]
-    d = np.hypot(diff[..., 0], diff[..., 1])
-    return Distances(tuple(categories), d, "euclidean", unit, None, source)
+    return Distances(tuple(categories), None, "euclidean", unit, None, source, points=pts)
 
 
 def haversine_km(lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: ArrayLike) -> np.ndarray | float:
@@ -611,11 +825,7 @@ def great_circle_distances(categories: Sequence[Label], latlon: ArrayLike, *,
             i = int(bad[0])
             raise ParameterError(f"centroid of category {cats[i]!r}: {name} = {pts[i, col]:g} is outside "
                                  f"[-{limit:g}, {limit:g}] degrees")
-    d = haversine_km(pts[:, None, 0], pts[:, None, 1], pts[None, :, 0], pts[None, :, 1])
-    d = np.asarray(d)
-    d = np.maximum(d, d.T)          # exact symmetry (the formula is symmetric up to rounding)
-    np.fill_diagonal(d, 0.0)
-    return Distances(cats, d, "haversine", "km", None, source)
+    return Distances(cats, None, "haversine", "km", None, source, points=pts)  # rows made exactly symmetric
 
 
 def graph_distances(categories: Sequence[Label], pairs: Iterable[tuple[Any, Any]], *,

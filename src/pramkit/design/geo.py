@@ -57,6 +57,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from decimal import ROUND_CEILING, Context, Decimal
+from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -73,6 +74,12 @@ from pramkit.validate import positive, probabilities
 EXHAUSTIVE_LIMIT = 2_000_000_000
 #: Largest number of near-maximal triples decided exactly; beyond, the rigorous floating bound is used.
 EXACT_CANDIDATES = 20_000
+#: Most triples of the all-pairs check of an exponential mechanism's doubles beside its closed form
+#: (S = 464: about a second); a table, which has no closed form, is checked up to :data:`EXHAUSTIVE_LIMIT`.
+CROSS_CHECK_TRIPLES = 100_000_000
+#: Largest S of a path metric whose exponential mechanism's doubles are also checked edge by edge
+#: (:func:`metric_epsilon` builds the S x S array: 32 MB here).
+VERIFY_EDGES_MAX = 2048
 #: Largest ``eps_d * d`` accepted: ``exp(-700)`` is still a normal double.
 MAX_EXPONENT = 700.0
 #: Largest S for which the comparison builds randomized response as a dense matrix
@@ -174,12 +181,18 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
     >>> r.scope, r.exact, math.isclose(r.value, 1 + math.log((1 + 2 * a) / (1 + a + a * a)), rel_tol=1e-14)
     ('edges', True, True)
     """
-    if isinstance(matrix, PramMatrix) and matrix.geometric_rate is not None and distances.size == matrix.size \
-            and np.array_equal(distances.matrix, ordinal_distances(matrix.categories).matrix):
+    if isinstance(matrix, PramMatrix) and matrix.geometric_rate is not None and _steps(distances, matrix):
         return MetricEpsilon(matrix.geometric_rate, "closed form", True, 0, 0)  # sampled exactly: the formula's
+    if isinstance(matrix, PramMatrix) and matrix.exponential_rate is not None \
+            and matrix.exponential_distances.same(distances):
+        return exponential_metric_epsilon(matrix, limit=limit)
     m = np.asarray(matrix.matrix if isinstance(matrix, PramMatrix) else matrix, dtype=float)
-    d = distances.matrix
     s = m.shape[0]
+    if m.shape != (distances.size, distances.size):
+        raise ParameterError(f"the matrix is {m.shape} but the distances are {(distances.size, distances.size)}")
+    if distances.points is not None and distances.edges is None and s * s * s > limit:  # before an S x S array
+        return MetricEpsilon(None, "not checked", False, 0, 0)
+    d = distances.matrix
     if m.shape != d.shape:
         raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
     released = m.max(axis=0) > 0
@@ -231,6 +244,101 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
             continue
         value = max(value, ctx.divide(log_ratio_upper(hi, lo), Decimal(float(d[x, x2]))))
     return MetricEpsilon(float_up(value), scope, True, triples, len(cands))
+
+
+def _steps(distances: Distances, matrix: PramMatrix) -> bool:
+    """The distances are the category steps of the matrix's own order (what the geometric mechanism is on)."""
+    if distances.size != matrix.size or distances.kind != "ordinal" or distances.edges is None:
+        return False
+    if distances.points is not None:
+        return bool(np.array_equal(distances.points, np.arange(distances.size)))
+    return bool(np.array_equal(distances.matrix, ordinal_distances(matrix.categories).matrix))
+
+
+def _ulp_bound(value: Fraction) -> float:
+    up = float(value)
+    return up if Fraction(up) >= value else math.nextafter(up, math.inf)
+
+
+def exponential_metric_bound(rate: float, distances: Distances) -> float | None:
+    """The closed-form metric epsilon of the exponential mechanism ``exp(-rate d / 2)`` over the stored
+    distances, rounded up: ``rate (1 + 3 a / d_min)`` with ``a`` their
+    :attr:`~pramkit.design.distances.Distances.metric_error` (docs/perturbation.md); ``None`` for a
+    table, which need not be a metric.
+
+    Parameters
+    ----------
+    rate : float
+        The mechanism's rate.
+    distances : Distances
+        The distances.
+
+    Returns
+    -------
+    float or None
+        The bound.
+
+    Examples
+    --------
+    >>> exponential_metric_bound(0.5, ordinal_distances("abc"))     # integer steps are exact
+    0.5
+    """
+    a = distances.metric_error
+    if a is None:
+        return None
+    return _ulp_bound(Fraction(rate) * (1 + 3 * Fraction(a) / Fraction(distances.min_positive)))
+
+
+def _entry_error(rate: float, distances: Distances) -> float:
+    """A bound on the relative error of the doubles of an exponential mechanism's rows against the
+    formula's real entries (the exponent rounded once, ``exp`` within 4 ulps, the row's sum and the
+    division), with room to spare."""
+    return 2.0 * (rate * distances.max / 2.0 + 8.0 + 1.1 * distances.size) * UNIT
+
+
+def exponential_metric_epsilon(matrix: PramMatrix, *, limit: int = EXHAUSTIVE_LIMIT) -> MetricEpsilon:
+    """The metric epsilon of an exponential mechanism stored by its parameters (the law the engine
+    samples exactly), rounded up: the closed form :func:`exponential_metric_bound` when the distances
+    are a metric; for a table, :func:`metric_epsilon` of the doubles plus ``2.01 e / d_min`` for their
+    relative error e against the formula (:func:`_entry_error`), where the triples are few enough.
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        :meth:`pramkit.PramMatrix.exponential`.
+    limit : int
+        Most triples screened for a table.
+
+    Returns
+    -------
+    MetricEpsilon
+        ``"closed form"``, or the check of the doubles widened to the formula's law.
+
+    Examples
+    --------
+    >>> m = PramMatrix.exponential(0.5, Distances("abc", [[0, 1, 2], [1, 0, 1.5], [2, 1.5, 0]]))
+    >>> r = exponential_metric_epsilon(m)
+    >>> r.scope, r.value > 0.5, r.value < 0.5 + 1e-12
+    ('all pairs', False, True)
+    """
+    rate, dist = matrix.exponential_rate, matrix.exponential_distances
+    closed = exponential_metric_bound(rate, dist)
+    if closed is not None:
+        return MetricEpsilon(closed, "closed form", True, 0, 0)
+    if dist.size ** 3 > limit:
+        return MetricEpsilon(None, "not checked", False, 0, 0)
+    check = metric_epsilon(matrix.matrix, dist, limit=limit)
+    widened = _widened(check.value, rate, dist)
+    return check if widened is None else MetricEpsilon(widened, check.scope, check.exact, check.triples,
+                                                       check.candidates)
+
+
+def _widened(value: float | None, rate: float, dist: Distances) -> float | None:
+    """The metric epsilon of the doubles of an exponential mechanism's rows widened to the formula's law:
+    ``+ 2.01 e / d_min`` for their relative error e (:func:`_entry_error`), rounded up."""
+    if value is None or not math.isfinite(value):
+        return None
+    return _ulp_bound(Fraction(value) + Fraction(2.01 * _entry_error(rate, dist)) / Fraction(dist.min_positive))
 
 
 def verify_metric_dp(matrix: ArrayLike | PramMatrix, distances: Distances, eps_d: float) -> bool | None:
@@ -368,13 +476,15 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
     if dist.size < 2:
         raise PramkitError("a mechanism needs at least two categories")
     target = check_metric(metric_epsilon_, dist.max / 2.0, "half diameter")
-    rate = _margin(dist, target)
-    d = dist.matrix
+    a = dist.metric_error
+    if a is not None:  # the closed form rate (1 + 3 a / d_min) <= target
+        rate = target / (1.0 + 3.0 * a / dist.min_positive) * (1.0 - 4.0 * UNIT)
+    else:
+        rate = _margin(dist, target)
     check = None
     for _ in range(6):
-        w = np.exp(d * (-rate / 2.0))
-        matrix = w / w.sum(axis=1, keepdims=True)
-        check = metric_epsilon(matrix, dist)
+        matrix = PramMatrix.exponential(rate, dist)
+        check = exponential_metric_epsilon(matrix)
         if check.value is None or check.value <= target:
             break
         rate = rate * target / check.value * (1.0 - 1e-12)
@@ -382,11 +492,19 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
     verified = None if check.value is None else bool(check.value <= target)
     if verified is False:  # pragma: no cover - five proportional reductions always suffice in practice
         raise PramkitError(f"could not bring the exponential mechanism within metric epsilon {target:g}")
-    if verified is None and dist.kind == "table":
+    if verified is None:
         raise ParameterError(f"a distance table need not be a metric and S = {dist.size} is too large to verify "
                              "the exponential mechanism triple by triple; give centroids or an adjacency list")
+    closed = check.value if check.scope == "closed form" else None
+    if closed is not None and (dist.size ** 3 <= CROSS_CHECK_TRIPLES or (
+            dist.edges is not None and dist.size <= VERIFY_EDGES_MAX)):
+        doubles = metric_epsilon(matrix.matrix, dist)   # the exact check, where it is cheap, widened to the law
+        widened = _widened(doubles.value, rate, dist)
+        if widened is not None and widened < closed:
+            check = MetricEpsilon(widened, doubles.scope, doubles.exact, doubles.triples, doubles.candidates)
     return _metric_matrix(matrix, dist, "exponential_mechanism", target, rate, check, start,
-                          "McSherry and Talwar (2007); Chatzikokolakis, Andres, Bordenabe and Palamidessi (2013)")
+                          "McSherry and Talwar (2007); Chatzikokolakis, Andres, Bordenabe and Palamidessi (2013)",
+                          closed)
 
 
 def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> PramMatrix:
@@ -488,13 +606,16 @@ def metric_certificate(check: MetricEpsilon, target: float, unit: str, reference
     return certificate
 
 
-def _metric_matrix(matrix: np.ndarray, dist: Distances, method: str, target: float, rate: float,
-                   check: MetricEpsilon, start: float, reference: str) -> PramMatrix:
-    m = PramMatrix(matrix, dist.categories)
+def _metric_matrix(matrix: np.ndarray | PramMatrix, dist: Distances, method: str, target: float, rate: float,
+                   check: MetricEpsilon, start: float, reference: str,
+                   closed: float | None = None) -> PramMatrix:
+    m = matrix if isinstance(matrix, PramMatrix) else PramMatrix(matrix, dist.categories)
     realised = realised_metric_epsilon(m, dist)
     certificate = {**metric_certificate(check, target, dist.unit, reference), "rate_used": rate,
                    "metric_epsilon_realised": realised,
                    "metric_dp_verified_realised": None if realised is None else bool(realised <= target)}
+    if closed is not None:  # the bound that holds at any size; metric_check says which one the guarantee used
+        certificate["metric_epsilon_closed_form"] = closed
     prov = Provenance(method=method,
                       parameters={"metric_epsilon": target, "unit": dist.unit, "distances": dist.to_dict()},
                       certificate=certificate, seconds=time.perf_counter() - start)
@@ -530,7 +651,7 @@ def realised_metric_epsilon(matrix: PramMatrix, distances: Distances) -> float |
     True
     """
     law = realised_law(matrix)
-    if law.exact:
+    if law.exact:  # the formula itself: its closed form (or, for a table, its doubles widened to it)
         return metric_epsilon(matrix, distances).value
     units = law.units if law.form == "dense" else np.array([law.weights(k) for k in range(matrix.size)])
     value = metric_epsilon(units.astype(float), distances).value
@@ -718,13 +839,71 @@ def row_measures(matrix: PramMatrix | ArrayLike, distances: Distances, *,
     >>> r.distance.round(12).tolist(), r.kept.tolist(), r.within.round(12).tolist()
     ([0.2, 0.2, 0.2], [0.8, 0.8, 0.8], [1.0, 1.0, 1.0])
     """
+    r = _radius(within)
+    if isinstance(matrix, PramMatrix) and matrix.size == distances.size:
+        if matrix.geometric_rate is not None and matrix.geometric_rate >= 1e-3 and _steps(distances, matrix):
+            # the series' cancellation costs u / (1 - a)^2: 1e-10 relative at rate 1e-3
+            return _geometric_row_measures(matrix, r)
+        if matrix.exponential_rate is not None or matrix.geometric_rate is not None or distances.points is not None:
+            return _row_measures_by_rows(matrix, distances, r)
     d = distances.matrix
     m = np.asarray(matrix.matrix if isinstance(matrix, PramMatrix) else matrix, dtype=float)
     if m.shape != d.shape:
         raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
-    r = _radius(within)
     return RowMeasures((m * d).sum(axis=1), np.diagonal(m).copy(),
                        None if r is None else np.where(d <= r, m, 0.0).sum(axis=1))
+
+
+def _matrix_rows(matrix: PramMatrix, index: np.ndarray) -> np.ndarray:
+    """Rows ``index`` of a matrix, O(S) memory each for the forms stored by their parameters."""
+    if matrix.exponential_rate is not None:
+        return matrix.exponential_rows(index)
+    if matrix.geometric_rate is not None:  # the formula of PramMatrix.matrix, for these rows
+        rate, (_, inner, end), n = matrix.geometric_rate, matrix._geometric_parts(), matrix.size
+        x, z = index[:, None], np.arange(n)[None, :]
+        rows = inner * np.exp(-rate * np.abs(z - x).astype(float))
+        rows[:, 0] = end * np.exp(-rate * index)
+        rows[:, n - 1] = end * np.exp(-rate * (n - 1 - index))
+        return rows
+    return np.asarray(matrix.matrix[index], dtype=float)
+
+
+def _row_measures_by_rows(matrix: PramMatrix, distances: Distances, radius: float | None) -> RowMeasures:
+    """:func:`row_measures` in one O(S^2)-time pass over blocks of rows (O(S) memory per row)."""
+    s = matrix.size
+    dist, kept = np.empty(s), np.empty(s)
+    within = None if radius is None else np.empty(s)
+    for idx, d in distances.passes():
+        m = _matrix_rows(matrix, idx)
+        dist[idx] = (m * d).sum(axis=1)
+        kept[idx] = m[np.arange(idx.size), idx]
+        if within is not None:
+            within[idx] = np.where(d <= radius, m, 0.0).sum(axis=1)
+    return RowMeasures(dist, kept, within)
+
+
+def _geometric_row_measures(matrix: PramMatrix, radius: float | None) -> RowMeasures:
+    """:func:`row_measures` of the truncated geometric mechanism on its own steps, in closed form, O(S).
+
+    With ``a = e^-rate``, ``c = (1 - a) / (1 + a)``, ``L`` steps to an end: the moves towards it
+    contribute ``sum_{k < L} k c a^k + L a^L / (1 + a)`` to the expected distance, and a move beyond
+    ``r < L`` steps has probability ``a^(r + 1) / (1 + a)``."""
+    a, inner, end = matrix._geometric_parts()
+    n = matrix.size
+    x = np.arange(n, dtype=float)
+
+    def towards(steps: np.ndarray) -> np.ndarray:
+        m = np.maximum(steps - 1.0, 0.0)   # sum_{k=1}^{m} k a^k = a (1 - (m + 1) a^m + m a^(m + 1)) / (1 - a)^2
+        series = a * (1.0 - (m + 1.0) * a ** m + m * a ** (m + 1.0)) / (1.0 - a) ** 2
+        return inner * series + steps * a ** steps / (1.0 + a)
+
+    distance = towards(x) + towards(n - 1.0 - x)
+    within = None
+    if radius is not None:
+        r = math.floor(radius)
+        beyond = a ** (r + 1.0) / (1.0 + a)
+        within = 1.0 - np.where(r < x, beyond, 0.0) - np.where(r < n - 1.0 - x, beyond, 0.0)
+    return RowMeasures(distance, np.array(matrix.diagonal), within)
 
 
 def rr_row_measures(distances: Distances, epsilon: float, *, within: float | None = None) -> RowMeasures:

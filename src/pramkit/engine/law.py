@@ -20,7 +20,10 @@ rational: :func:`realised_law` returns these units, and
 :attr:`RealisedLaw.epsilon` is the exact epsilon of that law, computed from
 the integers and rounded outward.  The truncated geometric mechanism is not
 quantised: it is sampled exactly (:class:`pramkit.sampling.GeometricSampler`),
-so its law is the closed form itself (``exact=True``).
+so its law is the closed form itself (``exact=True``); so is the exponential
+mechanism stored by its parameters (:meth:`pramkit.PramMatrix.exponential`,
+:class:`pramkit.sampling.ExponentialSampler`), whose far tails a quantisation
+would round to a unit or two (docs/perturbation.md).
 
 How each form is quantised (``q`` the diagonal, ``v`` an off-diagonal entry):
 
@@ -266,8 +269,8 @@ class RealisedLaw:
     ----------
     form : str
         ``"diagonal"`` (form (8): ``keep``, ``weight``, ``extra``), ``"dense"``
-        (``units``), ``"blocks"`` (``blocks``) or ``"truncated_geometric"``
-        (exact, by ``rate``).
+        (``units``), ``"blocks"`` (``blocks``), ``"truncated_geometric"``
+        (exact, by ``rate``) or ``"exponential"`` (exact, by ``rate`` and the matrix's distances).
     size : int
         Number of categories S.
     bits : int
@@ -285,7 +288,7 @@ class RealisedLaw:
     blocks : tuple or None
         Each block's category positions and its :class:`RealisedLaw`.
     rate : float or None
-        The truncated geometric mechanism's rate.
+        The truncated geometric or exponential mechanism's rate.
     closed_form_epsilon : float or None
         An exact law's epsilon: its matrix's, the closed form's (rounded outward).
 
@@ -423,7 +426,7 @@ def realised_law(matrix: "PramMatrix") -> RealisedLaw:
     -------
     RealisedLaw
         Integer units with denominator ``2^62`` in the matrix's form; for the truncated
-        geometric mechanism, ``exact=True``.
+        geometric and the exponential mechanism stored by its parameters, ``exact=True``.
 
     Examples
     --------
@@ -451,6 +454,11 @@ def _law_of(matrix: "PramMatrix") -> RealisedLaw:
     if matrix.blocks is not None:
         parts = tuple((np.asarray(idx, dtype=np.intp), realised_law(part)) for idx, part in matrix.blocks)
         return RealisedLaw("blocks", s, BITS, blocks=parts)
+    if matrix.exponential_rate is not None:
+        rate = matrix.exponential_rate
+        return RealisedLaw("exponential", s, 0, exact=True, rate=rate, closed_form_epsilon=matrix.epsilon,
+                           closed_form=f"exponential mechanism exp(-{rate!r} d / 2) over the public distances, "
+                                       "sampled exactly")
     if matrix.geometric_rate is not None:
         rate = matrix.geometric_rate
         return RealisedLaw("truncated_geometric", s, 0, exact=True, rate=rate, closed_form_epsilon=matrix.epsilon,
