@@ -196,8 +196,10 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
 
 
 def _dense_ok(m: PramMatrix) -> bool:
-    """Whether the record may build ``m``'s dense array for its figures."""
-    return m.geometric_rate is None or m.size <= MAX_DENSE_FIGURES
+    """Whether the record may build ``m``'s dense array for its figures (a matrix stored by its
+    parameters, beyond :data:`MAX_DENSE_FIGURES` categories, is not built)."""
+    by_parameters = m.geometric_rate is not None or m.exponential_rate is not None
+    return not by_parameters or m.size <= MAX_DENSE_FIGURES
 
 
 def _information(p: np.ndarray, m: PramMatrix) -> float | None:
