@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pramkit.design.distances import Distances, euclidean_distances, great_circle_distances, ordinal_distances
-from pramkit.design.geo import exponential_mechanism, metric_epsilon, row_measures
+from pramkit.design.geo import exponential_mechanism, row_measures
+from pramkit.privacy.metric import metric_epsilon
 from pramkit.engine import realised_law
 from pramkit.errors import ManifestError
 from pramkit.manifest import PerturbedVariable, _variable_from_dict

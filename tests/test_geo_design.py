@@ -31,12 +31,13 @@ from pramkit.design.dp_distance import (
     metric_dual_bound, metric_min_distance,
 )
 from pramkit.design.geo import (
-    build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, metric_epsilon,
-    metric_options, rr_utility, truncated_geometric,
+    build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, metric_options, rr_utility,
+    truncated_geometric,
 )
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import mutual_information
 from pramkit.matrix import PramMatrix
+from pramkit.privacy.metric import metric_epsilon
 
 
 # -- independent references ----------------------------------------------------------------------

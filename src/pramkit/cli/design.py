@@ -214,7 +214,8 @@ def _per_variable(text: str | None) -> dict[str, float] | None:
     return out
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
+def _check_family_flags(args: argparse.Namespace) -> None:
+    """Refuse a family's flag given with another family."""
     if args.recognition_gamma is not None:
         raise ParameterError("--recognition-gamma applies to --recognition")
     if args.off_diagonal is not None and (args.method != "tridiagonal" or args.alpha is not None):
@@ -225,13 +226,18 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         raise ParameterError("--metric-epsilon, --mechanism and --dilation apply to --method metric")
     if args.distance_weights is not None and args.objective != "distance":
         raise ParameterError("--distance-weights applies to --objective distance")
+    if args.method != "dp" and (args.truthful or args.family != "diagonal" or args.objective is not None):
+        raise ParameterError("--truthful, --family and --objective apply to --method dp")
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The chosen family's options, from its flags."""
+    _check_family_flags(args)
     if args.method == "dp":
         distance = args.objective == "distance"
         return {"truthful": args.truthful, "form": None if distance and args.family == "diagonal" else args.family,
                 "objective": args.objective,
                 **({"weights": args.distance_weights} if args.distance_weights else {})}
-    if args.truthful or args.family != "diagonal" or args.objective is not None:
-        raise ParameterError("--truthful, --family and --objective apply to --method dp")
     if args.method == "metric":
         return {"metric_epsilon": args.metric_epsilon, "mechanism": args.mechanism,
                 **({"dilation": args.dilation} if args.dilation is not None else {})}

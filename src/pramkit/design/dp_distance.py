@@ -103,6 +103,7 @@ from pramkit.design.dp_optimal import check_epsilon
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
 from pramkit.validate import probabilities
 from pramkit.privacy.exact import (
     UNIT, certificate_tolerance, float_up, information_bounds, pairwise_sum, pairwise_terms, rounding_bound,
@@ -1027,7 +1028,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     The stored matrix is then made exactly eps_d-metric-DP: the LP's solution, whose
     constraints hold only to the solver's tolerance, is raised to its envelope over d_G at a
     rate lowered by a margin that covers the renormalisation of the rows
-    (:func:`_envelope`), and :func:`pramkit.design.geo.metric_epsilon` checks the stored
+    (:func:`_envelope`), and :func:`pramkit.privacy.metric.metric_epsilon` checks the stored
     doubles (exactly; over the edges for a path metric, over all pairs otherwise).
 
     Certificate: the expected distance of the stored matrix (upper bound, rounded up) and a
@@ -1053,14 +1054,14 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     -------
     PramMatrix
         The mechanism, with a certificate: its verified metric epsilon
-        (:func:`pramkit.design.geo.metric_certificate`), the bounds, the gap and ``optimal``.
+        (:func:`pramkit.privacy.metric.metric_certificate`), the bounds, the gap and ``optimal``.
 
     Raises
     ------
     PramkitError
         If there are fewer than two categories or more than :data:`METRIC_LP_MAX`.
     ParameterError
-        If eps_d is out of range (:func:`pramkit.design.geo.check_metric`), the dilation is
+        If eps_d is out of range (:func:`pramkit.privacy.metric.check_metric`), the dilation is
         below 1, or p does not match the distances.
 
     Examples
@@ -1072,7 +1073,6 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     >>> c["metric_dp_verified"], c["optimal"], c["reduction"]
     (True, True, 'path metric: the edges (exact)')
     """
-    from pramkit.design import geo
 
     start = time.perf_counter()
     dist = distances if categories is None else distances.reorder(categories)
@@ -1082,7 +1082,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     if s > METRIC_LP_MAX:
         raise PramkitError(f"the metric-DP LP has S^2 = {s * s} variables; S = {s} is above {METRIC_LP_MAX}: use the "
                            "exponential mechanism (pramkit.design.geo) or group the categories")
-    eps_d = geo.check_metric(metric_epsilon_, dist.max, "diameter")
+    eps_d = check_metric(metric_epsilon_, dist.max, "diameter")
     if not (isinstance(dilation, (int, float)) and math.isfinite(dilation) and dilation >= 1):
         raise ParameterError(f"dilation must be a number at least 1, got {dilation!r}")
     pv, weights = _weights(p, s)
@@ -1111,7 +1111,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     margin = 1e-12
     for _ in range(8):
         matrix = _envelope(raw, dg, rate * (1.0 - margin))
-        check = geo.metric_epsilon(matrix, dist)
+        check = metric_epsilon(matrix, dist)
         if check.value is None or check.value <= eps_d:
             break
         margin *= 16.0
@@ -1122,7 +1122,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     gap = max(upper - lower, 0.0)
     tolerance = dist.max * certificate_tolerance(value / dist.max)
     certificate = {
-        **geo.metric_certificate(check, eps_d, dist.unit, METRIC_REFERENCES),
+        **metric_certificate(check, eps_d, dist.unit, METRIC_REFERENCES),
         "optimal": gap <= tolerance,
         "expected_distance": value,
         "lower_bound": lower,
