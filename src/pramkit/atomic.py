@@ -41,7 +41,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from pramkit.errors import OutputExistsError, PramkitError, PramkitWarning, WriteError
+from pramkit.errors import OutputExistsError, ParameterError, PramkitError, PramkitWarning, WriteError
 
 #: What marks pramkit's temporary files: ``.NAME`` + TMP_TAG + ``PID.XXXXXXXX``.
 TMP_TAG = ".pramkit-tmp."
@@ -161,7 +161,7 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         writing ``path`` would overwrite or remove an input
 
     Examples
@@ -177,7 +177,7 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
     ...     for out in (d / "key-link", d):  # the same file; a folder holding it
     ...         try:
     ...             refuse_inputs(out, [d / "key"])
-    ...         except PramkitError as exc:
+    ...         except ParameterError as exc:
     ...             print(str(exc).endswith("not even with --force: choose another output name"))
     True
     True
@@ -187,7 +187,7 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
         if given is None:
             continue
         if same_file(p, given) or (p.is_dir() and inside(given, p)):
-            raise PramkitError(
+            raise ParameterError(
                 f"the output {str(p)!r} would overwrite the input {str(given)!r}; pramkit never does, "
                 "not even with --force: choose another output name"
             )
@@ -218,13 +218,13 @@ def check_writable(
 
     Raises
     ------
-    PramkitError
-        the output is an input, a folder where a file is expected (or the
-        reverse), or its folder does not exist
+    ParameterError
+        the output is an input
     OutputExistsError
         the output exists and ``force`` is false
     WriteError
-        the output's folder is not writable
+        the output is a folder where a file is expected (or the reverse), or
+        its folder does not exist or is not writable
 
     Examples
     --------
@@ -239,21 +239,21 @@ def check_writable(
     ...         except PramkitError as exc:
     ...             print(type(exc).__name__, "not even with --force" in str(exc))
     out.csv
-    PramkitError True
-    PramkitError True
+    ParameterError True
+    ParameterError True
     """
     p = Path(path)
     refuse_inputs(p, inputs)
     if folder:
         if p.exists() and not p.is_dir():
-            raise PramkitError(f"{str(p)!r} exists and is not a folder")
+            raise WriteError(f"{str(p)!r} exists and is not a folder")
     elif p.is_dir():
-        raise PramkitError(f"{str(p)!r} is a directory, not a file")
+        raise WriteError(f"{str(p)!r} is a directory, not a file")
     if (p.exists() or p.is_symlink()) and not force:
         raise OutputExistsError(f"{str(p)!r} exists; pass --force (force=True) to overwrite it")
     parent = p.parent
     if not parent.is_dir():
-        raise PramkitError(f"the folder {str(parent)!r} of the output {str(p)!r} does not exist")
+        raise WriteError(f"the folder {str(parent)!r} of the output {str(p)!r} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise WriteError(f"cannot write {str(p)!r}: the folder {str(parent)!r} is not writable")
     return p
@@ -274,10 +274,9 @@ def make_folder(path: PathLike) -> Path:
 
     Raises
     ------
-    PramkitError
-        ``path`` is a file, or its parent does not exist.
     WriteError
-        The folder cannot be created (read-only parent, ...).
+        ``path`` is a file, its parent does not exist, or the folder cannot be
+        created (read-only parent, ...).
 
     Examples
     --------
@@ -287,7 +286,7 @@ def make_folder(path: PathLike) -> Path:
     ...     print(make_folder(d / "a").is_dir(), make_folder(d / "a").is_dir())  # a second call is fine
     ...     try:
     ...         make_folder(d / "b" / "c")
-    ...     except PramkitError as exc:
+    ...     except WriteError as exc:
     ...         print(str(exc).replace(tmp, "D"))
     True True
     the folder 'D/b' of the output 'D/b/c' does not exist
@@ -703,14 +702,14 @@ def atomic_path(
 
     Raises
     ------
-    PramkitError
-        ``path`` is an input, a folder where a file is expected, or in a folder
-        that does not exist (see :func:`check_writable`)
+    ParameterError
+        ``path`` is an input (see :func:`check_writable`)
     OutputExistsError
         ``path`` exists, or appeared while writing, and ``force`` is false
     WriteError
-        the temporary cannot be written, is empty, or cannot be renamed; an
-        existing output keeps its content
+        ``path`` is a folder where a file is expected, or in a folder that does
+        not exist; the temporary cannot be written, is empty, or cannot be
+        renamed (an existing output keeps its content)
 
     Examples
     --------
@@ -880,7 +879,7 @@ def staged_bytes(
 
     Raises
     ------
-    PramkitError, OutputExistsError, WriteError
+    ParameterError, OutputExistsError, WriteError
         As :func:`atomic_path`; also :class:`~pramkit.errors.WriteError` when
         nothing was written.
 
@@ -928,7 +927,7 @@ def write_bytes_atomic(
 
     Raises
     ------
-    PramkitError, OutputExistsError, WriteError
+    ParameterError, OutputExistsError, WriteError
         As :func:`atomic_path`.
 
     Examples
@@ -975,7 +974,7 @@ def write_text_atomic(
 
     Raises
     ------
-    PramkitError, OutputExistsError, WriteError
+    ParameterError, OutputExistsError, WriteError
         As :func:`atomic_path`.
 
     Examples

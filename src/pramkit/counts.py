@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, iter_batches
 from pramkit.matrix import Label
 from pramkit.progress import progress
@@ -430,7 +430,7 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
     shape = tuple(len(c) for c in categories)
     cells = int(np.prod(shape, dtype=np.float64))
     if cells > MAX_CELLS:
-        raise PramkitError(
+        raise ParameterError(
             f"the table over {list(columns)} has {cells:,} cells, more than {MAX_CELLS:,}; count fewer columns"
         )
     counts = np.zeros(shape, dtype=np.int64)
@@ -505,7 +505,7 @@ def count_file(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         No column named, an unknown ``missing``, or more than :data:`MAX_CELLS` cells.
     DataError
         The file cannot be read, lacks a column, has no data rows, holds a
@@ -526,9 +526,9 @@ def count_file(
     """
     columns = list(columns)
     if not columns:
-        raise PramkitError("name at least one column to count")
+        raise ParameterError("name at least one column to count")
     if missing not in ("exclude", "category"):
-        raise PramkitError(f"missing must be 'exclude' or 'category', not {missing!r}")
+        raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
     declared = dict(categories or {})
     read = columns + ([weights] if weights is not None and weights not in columns else [])
     meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
@@ -575,7 +575,7 @@ def count_frame(
     DataError
         A column is not in the data, a value is not one of the declared
         categories, or the frame has no rows.
-    PramkitError
+    ParameterError
         The table would have more than :data:`MAX_CELLS` cells.
 
     Examples

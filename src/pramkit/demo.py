@@ -45,7 +45,7 @@ from pramkit.atomic import (
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
 from pramkit.release.pipeline import design_planned
 from pramkit.release.plan import plan_release
-from pramkit.errors import ParameterError, PramkitError, WriteError
+from pramkit.errors import ParameterError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
 from pramkit.ledger import fmt_epsilon
@@ -362,16 +362,16 @@ def _refuse_foreign(out_dir: Path) -> None:
         top = out_dir / folder
         if top.is_symlink() or not top.exists():
             if top.is_symlink():
-                raise PramkitError(f"{str(top)!r} is a link, not a folder an earlier demo wrote; --force replaces "
-                                   "only the demo's own files: move it, or choose another --out")
+                raise WriteError(f"{str(top)!r} is a link, not a folder an earlier demo wrote; --force replaces "
+                                 "only the demo's own files: move it, or choose another --out")
             continue
         for entry in sorted(top.rglob("*")):
             name = entry.relative_to(out_dir).as_posix()
             if name not in ours or entry.is_symlink() or not entry.is_file():
                 why = ("there is no earlier demo's private/summary.json listing the files it wrote" if not ours
                        else "an earlier demo did not write it")
-                raise PramkitError(f"{str(entry)!r} is in the way: {why}; --force replaces only the files of an "
-                                   "earlier demo: move it, or choose another --out")
+                raise WriteError(f"{str(entry)!r} is in the way: {why}; --force replaces only the files of an "
+                                 "earlier demo: move it, or choose another --out")
 
 
 def _check_target(out_dir: Path, force: bool, inputs: list[PathLike | None]) -> None:
@@ -447,14 +447,14 @@ def run_demo(
     Raises
     ------
     ParameterError
-        ``rows`` is not a whole number of at least :data:`MIN_ROWS`.
-    PramkitError
-        ``out`` is a file, holds an input (the key file) in ``public/`` or
-        ``private/``, or its parent folder does not exist.
+        ``rows`` is not a whole number of at least :data:`MIN_ROWS`, or ``out``
+        holds an input (the key file) in ``public/`` or ``private/``.
     OutputExistsError
         An earlier demo's folders are there and ``force`` is false.
     WriteError
-        A file or folder cannot be written; nothing is left behind.
+        ``out`` is a file, its parent folder does not exist, ``force`` would
+        replace a file an earlier demo did not write, or a file or folder
+        cannot be written; nothing is left behind.
 
     Examples
     --------

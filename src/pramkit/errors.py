@@ -12,7 +12,8 @@ class PramkitError(Exception):
     """Base class of all errors caused by the user's input.
 
     Catching it catches every error that bad input can cause, and nothing
-    else: any other exception is a bug.
+    else: any other exception is a bug.  It is never raised itself: every
+    error is one of its subclasses, which says what caused it.
 
     Examples
     --------

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.validate import probabilities
 
 
@@ -173,10 +173,8 @@ def mutual_information_form8(p: ArrayLike, q: ArrayLike) -> float:
     Raises
     ------
     ParameterError
-        If p is not a probability vector.
-    PramkitError
-        If q is not numeric, has another shape than p, has an entry outside
-        [0, 1], or (S = 1) is not 1.
+        If p is not a probability vector, or q is not numeric, has another shape than p,
+        has an entry outside [0, 1], or (S = 1) is not 1.
 
     Examples
     --------
@@ -270,11 +268,11 @@ def _check_form8(p: ArrayLike, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     try:
         qv = np.asarray(q, dtype=float)
     except (TypeError, ValueError):
-        raise PramkitError(f"q must be a list of numbers, got {q!r}") from None
+        raise ParameterError(f"q must be a list of numbers, got {q!r}") from None
     if qv.shape != pv.shape:
-        raise PramkitError(f"q has shape {qv.shape} but p has shape {pv.shape}; give one q per category")
+        raise ParameterError(f"q has shape {qv.shape} but p has shape {pv.shape}; give one q per category")
     if not np.all(np.isfinite(qv)) or np.any(qv < 0) or np.any(qv > 1):
-        raise PramkitError(f"keep probabilities q must lie in [0, 1], got {qv.tolist()}")
+        raise ParameterError(f"keep probabilities q must lie in [0, 1], got {qv.tolist()}")
     if pv.size == 1 and qv[0] != 1:
-        raise PramkitError("a single category can only be kept (q = 1)")
+        raise ParameterError("a single category can only be kept (q = 1)")
     return pv, qv

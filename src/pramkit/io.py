@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
 from pramkit.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
-from pramkit.errors import DataError, PramkitError, WriteError
+from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 
 #: File suffix -> format.
 FORMATS = {
@@ -64,7 +64,7 @@ def table_format(path: str | Path) -> str:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         The suffix is not one of :data:`FORMATS`.
 
     Examples
@@ -74,13 +74,13 @@ def table_format(path: str | Path) -> str:
     >>> table_format("survey.xlsx")
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sav', '.txt', '.zsav']
+    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sav', '.txt', '.zsav']
     """
     suffix = Path(path).suffix.lower()
     try:
         return FORMATS[suffix]
     except KeyError:
-        raise PramkitError(
+        raise ParameterError(
             f"cannot tell the format of {str(path)!r} from its suffix; use one of {sorted(FORMATS)}"
         ) from None
 
@@ -378,7 +378,7 @@ def iter_batches(
         The file does not exist, is empty or a folder, lacks one of
         ``columns``, has a column name twice or a nested column among ``flat``,
         or cannot be read (a ragged CSV row is named by its line).
-    PramkitError
+    ParameterError
         The format cannot be told from the suffix.
 
     Examples
@@ -519,7 +519,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     ------
     DataError
         The file does not exist, is empty, or cannot be read.
-    PramkitError
+    ParameterError
         The format cannot be told from the suffix.
 
     Examples
@@ -633,12 +633,13 @@ class TableWriter:
 
     Raises
     ------
-    PramkitError
-        The output is one of ``inputs``, a folder, or in a folder that does not exist.
+    ParameterError
+        The output is one of ``inputs``.
     OutputExistsError
         The output exists and ``force`` is false (checked on construction, before any work).
     WriteError
-        The file cannot be written, or what was written does not hold every row.
+        The output is a folder or in a folder that does not exist, the file cannot be
+        written, or what was written does not hold every row.
 
     Examples
     --------

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
 from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
-from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
@@ -1064,8 +1064,8 @@ def apply_file(
 
     Raises
     ------
-    PramkitError
-        ``out`` is an input or cannot be written there, or ``chunk_rows`` is below 1.
+    ParameterError
+        ``out`` is an input, or ``chunk_rows`` is below 1.
     OutputExistsError
         ``out`` exists and ``force`` is false.
     DataError
@@ -1074,7 +1074,8 @@ def apply_file(
     ManifestError, KeyFileError
         The manifest or the key cannot be read.
     WriteError
-        The release or its receipt cannot be written.
+        ``out`` cannot be written there (a folder, or in a folder that does not
+        exist), or the release or its receipt cannot be written.
 
     Examples
     --------
@@ -1106,7 +1107,7 @@ def apply_file(
     inputs = [src, None if isinstance(manifest, Manifest) else manifest, secret.path]
     check_writable(dst, force=force, inputs=inputs)
     if chunk_rows < 1:
-        raise PramkitError("chunk_rows must be at least 1")
+        raise ParameterError("chunk_rows must be at least 1")
     start = 0
     # exits in reverse order: the released file is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending:

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator
 from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import PathLike, Staged, check_writable, staged_bytes, write_text_atomic
-from pramkit.errors import PramkitError, PramkitWarning, WriteError
+from pramkit.errors import DataError, PramkitError, PramkitWarning, WriteError
 from pramkit.io import sha256_of
 from pramkit.manifest import Manifest
 
@@ -142,7 +142,7 @@ def write_receipt(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         The receipt's path is one of ``inputs``.
     DataError
         The released file cannot be read (to compute its digest).
@@ -350,10 +350,10 @@ def receipt_after(
 
     Raises
     ------
-    PramkitError
-        the receipt's path is one of ``inputs`` or a folder (on entering)
+    ParameterError
+        the receipt's path is one of ``inputs`` (on entering)
     WriteError
-        the receipt could not be written; after the release is in place the
+        the receipt's path is a folder (on entering), or the receipt could not be written; after the release is in place the
         message says that the release was written without its receipt
 
     Examples
@@ -420,7 +420,7 @@ def read_receipt(released: PathLike) -> dict[str, Any] | None:
 
     Raises
     ------
-    PramkitError
+    DataError
         The receipt cannot be read, is not JSON, or is not a pramkit release receipt.
 
     Examples
@@ -442,11 +442,11 @@ def read_receipt(released: PathLike) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:  # bounded like a manifest (pramkit._json.read_json)
-        data = read_json(path, f"the release receipt {str(path)!r}", PramkitError, max_bytes=2**20)
+        data = read_json(path, f"the release receipt {str(path)!r}", DataError, max_bytes=2**20)
     except FileNotFoundError:
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise PramkitError(f"{str(path)!r} is not a pramkit release receipt")
+        raise DataError(f"{str(path)!r} is not a pramkit release receipt")
     return data
 
 
@@ -506,7 +506,7 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
 
     Raises
     ------
-    PramkitError
+    DataError
         the receipt names another manifest (one line; analysing a release
         with the wrong manifest silently gives wrong estimates)
 
@@ -524,7 +524,7 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     ...     print(check_release(out, m))  # the right manifest
     ...     try:
     ...         check_release(out, other)
-    ...     except PramkitError as exc:
+    ...     except DataError as exc:
     ...         print(str(exc).split("; ")[-1])
     no release receipt beside
     None
@@ -534,9 +534,9 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     if not isinstance(released, (str, os.PathLike)):
         receipt = getattr(released, "attrs", {}).get(FRAME_ATTR)
         if isinstance(receipt, dict) and receipt.get("manifest_content_sha256") not in manifest_digests(manifest):
-            raise PramkitError(f"the data were released with another manifest (their receipt names manifest sha256 "
-                               f"{str(receipt.get('manifest_content_sha256'))[:12]}..., not {label}); use the "
-                               "manifest that made the release")
+            raise DataError(f"the data were released with another manifest (their receipt names manifest sha256 "
+                            f"{str(receipt.get('manifest_content_sha256'))[:12]}..., not {label}); use the "
+                            "manifest that made the release")
         return None
     p = Path(released)
     if not p.exists():
@@ -557,7 +557,7 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     if named & manifest_digests(manifest):
         return None
     shown = str(receipt.get("manifest_sha256", "?"))[:12]
-    raise PramkitError(
+    raise DataError(
         f"{str(p)!r} was released with another manifest (its receipt {where.name} names manifest "
         f"sha256 {shown}..., not {label}); use the manifest published with the release"
     )

@@ -340,9 +340,8 @@ def write_key_file(path: str | Path) -> Path:
     ------
     KeyFileError
         ``path`` exists (a key file is never overwritten).
-    PramkitError
-        Its folder does not exist; a :class:`~pramkit.errors.WriteError` when
-        it cannot be written.
+    WriteError
+        Its folder does not exist, or it cannot be written.
 
     Examples
     --------

@@ -37,7 +37,7 @@ from scipy.special import rel_entr
 
 from pramkit.atomic import atomic_path
 from pramkit.design.classic import randomized_response
-from pramkit.errors import PramkitError
+from pramkit.errors import MatrixError, ParameterError
 from pramkit.estimate.axes import contract, inverses
 from pramkit.estimate.covariance import CountCovariance
 from pramkit.estimate.result import condition_number, table_inputs
@@ -48,22 +48,22 @@ from pramkit.matrix import PramMatrix
 def _distribution(x: ArrayLike, what: str) -> np.ndarray:
     v = np.asarray(x, dtype=float)
     if v.size == 0 or not np.all(np.isfinite(v)):
-        raise PramkitError(f"{what} must be a non-empty array of finite numbers")
+        raise ParameterError(f"{what} must be a non-empty array of finite numbers")
     if np.any(v < 0):
-        raise PramkitError(
+        raise ParameterError(
             f"{what} has a negative entry ({v.min():g}); distances need a distribution "
             "(use the MLE, which stays on the simplex, rather than the moment estimate)"
         )
     total = v.sum()
     if total <= 0:
-        raise PramkitError(f"{what} sums to zero")
+        raise ParameterError(f"{what} sums to zero")
     return v / total
 
 
 def _pair(p: ArrayLike, q: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     pv, qv = _distribution(p, "the first table"), _distribution(q, "the second table")
     if pv.shape != qv.shape:
-        raise PramkitError(f"the tables have different shapes {pv.shape} and {qv.shape}")
+        raise ParameterError(f"the tables have different shapes {pv.shape} and {qv.shape}")
     return pv, qv
 
 
@@ -85,7 +85,7 @@ def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If a table is empty, has a non-finite or negative entry, sums to
         zero, or the two tables differ in shape.
 
@@ -117,7 +117,7 @@ def hellinger(p: ArrayLike, q: ArrayLike) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If a table is empty, has a non-finite or negative entry, sums to
         zero, or the two tables differ in shape.
 
@@ -150,7 +150,7 @@ def total_variation(p: ArrayLike, q: ArrayLike) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If a table is empty, has a non-finite or negative entry, sums to
         zero, or the two tables differ in shape.
 
@@ -206,7 +206,7 @@ def distances(p: ArrayLike, q: ArrayLike) -> Distances:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If a table is empty, has a non-finite or negative entry, sums to
         zero, or the two tables differ in shape.
 
@@ -225,7 +225,7 @@ def _axis_matrices(matrices: PramMatrix | Sequence[PramMatrix | None]) -> list[P
 
 def _invertible(mats: Sequence[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
     if math.isinf(condition_number(mats)):
-        raise PramkitError("the transition matrix is singular: the moment estimator, its loss and variance do not exist")
+        raise MatrixError("the transition matrix is singular: the moment estimator, its loss and variance do not exist")
     return inverses(mats)
 
 
@@ -253,9 +253,10 @@ def l2_loss(counts: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix | None
 
     Raises
     ------
-    PramkitError
-        If a matrix is singular (the estimator does not exist), or an axis
-        is given something other than a PramMatrix or None.
+    MatrixError
+        If a matrix is singular (the estimator does not exist).
+    ParameterError
+        If an axis is given something other than a PramMatrix or None.
     DataError
         If the counts are invalid or do not match the matrices.
 
@@ -324,8 +325,10 @@ def variance_inflation(p: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix 
 
     Raises
     ------
-    PramkitError
-        If a matrix is singular, or p puts all its mass on one cell.
+    MatrixError
+        If a matrix is singular.
+    ParameterError
+        If p puts all its mass on one cell.
     DataError
         If p is invalid or does not match the matrices.
 
@@ -350,7 +353,8 @@ def variance_inflation(p: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix 
     pram = CountCovariance(factors, lam, pv, 1, "multinomial").cell_variances()
     none = CountCovariance((None,) * pv.ndim, pv, pv, 1, "multinomial").cell_variances()
     if none.sum() <= 0:
-        raise PramkitError("p puts all its mass on one cell: without perturbation there is no variance to compare with")
+        raise ParameterError("p puts all its mass on one cell: "
+                             "without perturbation there is no variance to compare with")
     with np.errstate(divide="ignore", invalid="ignore"):
         per_cell = np.where(none > 0, pram / none, np.nan)
     return VarianceInflation(per_cell, float(pram.sum() / none.sum()))
@@ -434,9 +438,11 @@ def privacy_utility_curve(
 
     Raises
     ------
-    PramkitError
-        If p is not a 1-D distribution, n not a positive integer, the grid
-        empty or not positive and finite, or a designed matrix singular.
+    ParameterError
+        If p is not a 1-D distribution, n not a positive integer, or the grid
+        empty or not positive and finite.
+    MatrixError
+        If a designed matrix is singular.
 
     Examples
     --------
@@ -453,12 +459,12 @@ def privacy_utility_curve(
     """
     pv = _distribution(p, "p")
     if pv.ndim != 1:
-        raise PramkitError("p must be a 1-D vector of proportions")
+        raise ParameterError("p must be a 1-D vector of proportions")
     if not (isinstance(n, (int, np.integer)) and n >= 1):
-        raise PramkitError(f"n must be a positive integer, got {n!r}")
+        raise ParameterError(f"n must be a positive integer, got {n!r}")
     eps = np.asarray(epsilons, dtype=float)
     if eps.ndim != 1 or eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps <= 0):
-        raise PramkitError("epsilons must be a non-empty 1-D array of positive finite numbers")
+        raise ParameterError("epsilons must be a non-empty 1-D array of positive finite numbers")
     make = design or (lambda e: randomized_response(list(range(pv.size)), e))
     rows = np.array([_utility_at(pv, make(float(e)), int(n)) for e in eps])
     values = None

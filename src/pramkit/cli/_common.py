@@ -167,14 +167,14 @@ def check_files(inputs: list[Any], outputs: list[Any]) -> None:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         An output is an input (or a link to one, or a folder holding one), or two outputs are
         the same file.
 
     Examples
     --------
     >>> import os, pathlib, tempfile
-    >>> from pramkit.errors import PramkitError
+    >>> from pramkit.errors import ParameterError
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     d = pathlib.Path(tmp)
     ...     _ = (d / "data.csv").write_text("sex\\nf\\n")
@@ -183,21 +183,21 @@ def check_files(inputs: list[Any], outputs: list[Any]) -> None:
     ...     for outputs in ([d / "link.csv"], [d / "a.html", d / "." / "a.html"]):
     ...         try:
     ...             check_files([d / "data.csv"], outputs)
-    ...         except PramkitError as exc:
+    ...         except ParameterError as exc:
     ...             print(str(exc).replace(tmp, "D"))
     the output 'D/link.csv' would overwrite the input 'D/data.csv'; pramkit never does, not even with --force: choose another output name
     two outputs are the same file, 'D/a.html' and 'D/a.html': give them different names
     """
     from pramkit.atomic import refuse_inputs, same_file
-    from pramkit.errors import PramkitError
+    from pramkit.errors import ParameterError
 
     written = [o for o in outputs if o is not None]
     for i, out in enumerate(written):
         refuse_inputs(out, inputs)
         for other in written[:i]:
             if same_file(out, other):
-                raise PramkitError(f"two outputs are the same file, {str(other)!r} and {str(out)!r}: "
-                                   "give them different names")
+                raise ParameterError(f"two outputs are the same file, {str(other)!r} and {str(out)!r}: "
+                                     "give them different names")
 
 
 def distance_files(specs: Any) -> list[Any]:

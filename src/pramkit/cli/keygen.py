@@ -49,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
     Raises
     ------
-    PramkitError
-        The file exists (a key file is never overwritten) or cannot be written.
+    KeyFileError
+        The file exists (a key file is never overwritten).
+    WriteError
+        The file cannot be written.
 
     Examples
     --------

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from pramkit.cli._common import Files, add_na_values, add_quiet, distance_files, note
 from pramkit.cli.commands import HELP
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import DataError, ParameterError, PramkitError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--keys needs at least one column name")
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
     if unchecked and args.public is not None and args.data is None:  # the original given as the release?
-        raise PramkitError(
+        raise DataError(
             f"cannot tell that {str(args.released)!r} is a release and not the original file, and the public report "
             f"publishes what it computes from it ({unchecked}); give the file `pramkit apply` wrote, with its receipt "
             f"{receipt_path(args.released).name} beside it, or also the original file as DATA, so that the two are "

@@ -9,7 +9,7 @@ from pathlib import Path
 from pramkit.atomic import make_folder
 from pramkit.cli._common import add_quiet, print_json
 from pramkit.cli.commands import HELP
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, WriteError
 
 #: Reproduction name -> module exposing ``run(out: Path, *, quick: bool, quiet: bool) -> dict``.
 REPRODUCTIONS: dict[str, str] = {
@@ -61,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     Raises
     ------
-    PramkitError
-        An unknown reproduction, or ``--out`` exists and is not a folder.
+    ParameterError
+        An unknown reproduction.
+    WriteError
+        ``--out`` exists and is not a folder.
 
     Examples
     --------
@@ -82,10 +84,10 @@ def run(args: argparse.Namespace) -> int:
     2
     """
     if args.name not in REPRODUCTIONS:
-        raise PramkitError(f"unknown reproduction {args.name!r}; choose one of {sorted(REPRODUCTIONS)}")
+        raise ParameterError(f"unknown reproduction {args.name!r}; choose one of {sorted(REPRODUCTIONS)}")
     out: Path = args.out
     if out.exists() and not out.is_dir():
-        raise PramkitError(f"--out {str(out)!r} exists and is not a folder")
+        raise WriteError(f"--out {str(out)!r} exists and is not a folder")
     make_folder(out)
     module = importlib.import_module(REPRODUCTIONS[args.name])
     print_json(module.run(out, quick=args.quick, quiet=args.quiet))

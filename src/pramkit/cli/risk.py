@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pramkit.cli._common import Files, add_na_values, note, print_json
 from pramkit.cli.commands import HELP
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 
 #: Defaults of the options of tau1 and tau2 only, which --household does not take.
 _MODEL = "2way"
@@ -135,12 +135,12 @@ def run(args: argparse.Namespace) -> int:
 
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     if not keys:
-        raise PramkitError("--keys needs at least one column name")
+        raise ParameterError("--keys needs at least one column name")
     if args.household is not None:
         return _household(args, keys)
     manifest = Manifest.read(args.manifest) if args.manifest else None
     if args.original and not manifest:
-        raise PramkitError("--original needs --manifest")
+        raise ParameterError("--original needs --manifest")
     if args.plot:  # before any work (no input is ever an output: files(), checked by pramkit.cli.main)
         check_writable(args.plot, force=args.force)
     unchecked = check_release(args.data, args.manifest) if manifest is not None else None

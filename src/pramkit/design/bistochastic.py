@@ -49,7 +49,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import brentq, minimize_scalar
 
 from pramkit.design.classic import float_array, randomized_response
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import mutual_information
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.bistochastic import as_distribution, bistochastic_privacy
@@ -81,7 +81,7 @@ class BetaUnreachableError(PramkitError):
 def _categories(categories: Sequence[Label], minimum: int = 2) -> tuple[Label, ...]:
     cats = tuple(categories)
     if len(cats) < minimum:
-        raise PramkitError(f"this design needs at least {minimum} categories, got {len(cats)}")
+        raise ParameterError(f"this design needs at least {minimum} categories, got {len(cats)}")
     return cats
 
 
@@ -109,7 +109,7 @@ def anatomy_classes(size: int, k: int) -> tuple[tuple[int, ...], ...]:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If k is not a whole number in ``1..size``.
 
     Examples
@@ -141,7 +141,7 @@ def class_bounds(size: int, k: int) -> np.ndarray:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If k is not a whole number in ``1..size``.
 
     Examples
@@ -151,10 +151,10 @@ def class_bounds(size: int, k: int) -> np.ndarray:
     >>> class_bounds(7, 8)
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: k must be a whole number between 1 and the number of categories (7), got 8
+    pramkit.errors.ParameterError: k must be a whole number between 1 and the number of categories (7), got 8
     """
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= size:
-        raise PramkitError(f"k must be a whole number between 1 and the number of categories ({size}), got {k!r}")
+        raise ParameterError(f"k must be a whole number between 1 and the number of categories ({size}), got {k!r}")
     n_classes = size // k
     base, extra = divmod(size, n_classes)
     sizes = np.full(n_classes, base, dtype=np.int64)
@@ -193,7 +193,7 @@ def k_anonymity(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If neither k nor classes is given, the classes do not partition the
         positions, or a class has fewer than k categories.
 
@@ -221,18 +221,18 @@ def k_anonymity(
     r = len(cats)
     if classes is None:
         if k is None:
-            raise PramkitError("give k or the classes")
+            raise ParameterError("give k or the classes")
         parts = anatomy_classes(r, k)
     else:
         try:
             parts = tuple(tuple(int(i) for i in c) for c in classes)
         except (TypeError, ValueError):
-            raise PramkitError("the classes must be lists of category positions (whole numbers)") from None
+            raise ParameterError("the classes must be lists of category positions (whole numbers)") from None
         flat = sorted(i for c in parts for i in c)
         if flat != list(range(r)) or any(len(c) == 0 for c in parts):
-            raise PramkitError(f"the classes must partition the category positions 0..{r - 1}, each exactly once")
+            raise ParameterError(f"the classes must partition the category positions 0..{r - 1}, each exactly once")
         if k is not None and min(len(c) for c in parts) < k:
-            raise PramkitError(f"a class has {min(len(c) for c in parts)} categories, fewer than k = {k}")
+            raise ParameterError(f"a class has {min(len(c) for c in parts)} categories, fewer than k = {k}")
     m = np.zeros((r, r))
     for c in parts:
         m[np.ix_(c, c)] = 1.0 / len(c)
@@ -262,7 +262,7 @@ def tridiagonal(categories: Sequence[Label], alpha: float | ArrayLike) -> PramMa
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If fewer than two categories are given, the number of alphas is
         neither 1 nor r - 1, or an alpha is negative or two neighbours sum to
         more than 1.
@@ -284,9 +284,9 @@ def tridiagonal(categories: Sequence[Label], alpha: float | ArrayLike) -> PramMa
     av = float_array(alpha, "alpha")
     a = np.full(r - 1, float(av)) if av.ndim == 0 else av
     if a.shape != (r - 1,):
-        raise PramkitError(f"give one alpha or r - 1 = {r - 1} of them, got {av.size}")
+        raise ParameterError(f"give one alpha or r - 1 = {r - 1} of them, got {av.size}")
     if not np.all(np.isfinite(a)) or np.any(a < 0) or np.any(a > 1) or np.any(a[:-1] + a[1:] > 1):
-        raise PramkitError("alpha must be non-negative with alpha_(i-1) + alpha_i <= 1 (for one alpha: at most 1/2)")
+        raise ParameterError("alpha must be non-negative with alpha_(i-1) + alpha_i <= 1 (for one alpha: at most 1/2)")
     m = np.diag(a, 1) + np.diag(a, -1)
     m[np.arange(r), np.arange(r)] = 1.0 - m.sum(axis=1)
     return PramMatrix(m, cats, Provenance(
@@ -314,7 +314,7 @@ def circulant(categories: Sequence[Label], first_row: ArrayLike) -> PramMatrix:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If the first row does not have r entries (or is not a valid row:
         :class:`pramkit.errors.MatrixError`).
 
@@ -331,7 +331,7 @@ def circulant(categories: Sequence[Label], first_row: ArrayLike) -> PramMatrix:
     cats = _categories(categories, 1)
     row = float_array(first_row, "the first row")
     if row.shape != (len(cats),):
-        raise PramkitError(f"the first row must have {len(cats)} entries, got shape {row.shape}")
+        raise ParameterError(f"the first row must have {len(cats)} entries, got shape {row.shape}")
     idx = np.arange(len(cats))
     m = row[(idx[None, :] - idx[:, None]) % len(cats)]
     return PramMatrix(m, cats, Provenance(method="circulant", parameters={"first_row": row.tolist()}))
@@ -357,7 +357,7 @@ def circulant_keep(categories: Sequence[Label], p11: float) -> PramMatrix:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If fewer than two categories are given or p11 is not in [0, 1].
 
     References
@@ -374,7 +374,7 @@ def circulant_keep(categories: Sequence[Label], p11: float) -> PramMatrix:
     """
     r = len(_categories(categories))
     if not (isinstance(p11, (int, float)) and 0 <= p11 <= 1):
-        raise PramkitError(f"p11 must be a probability in [0, 1], got {p11!r}")
+        raise ParameterError(f"p11 must be a probability in [0, 1], got {p11!r}")
     return circulant(categories, [p11] + [(1.0 - p11) / (r - 1)] * (r - 1))
 
 
@@ -397,7 +397,7 @@ def with_floor(matrix: PramMatrix, gamma: float) -> PramMatrix:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If gamma is outside ``[0, 1/r]``.
 
     References
@@ -418,7 +418,7 @@ def with_floor(matrix: PramMatrix, gamma: float) -> PramMatrix:
     """
     r = matrix.size
     if not (isinstance(gamma, (int, float)) and 0 <= gamma <= 1.0 / r):
-        raise PramkitError(f"gamma must lie in [0, 1/r] = [0, {1.0 / r:.6g}], got {gamma!r}")
+        raise ParameterError(f"gamma must lie in [0, 1/r] = [0, {1.0 / r:.6g}], got {gamma!r}")
     m = (1.0 - r * gamma) * matrix.matrix + gamma
     prov = matrix.provenance
     return PramMatrix(m, matrix.categories, Provenance(
@@ -561,7 +561,7 @@ def solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: fl
 
 def _check_target(beta: float) -> float:
     if not (isinstance(beta, (int, float)) and 0 < beta < 1):
-        raise PramkitError(f"the target beta must lie strictly between 0 and 1, got {beta!r}")
+        raise ParameterError(f"the target beta must lie strictly between 0 and 1, got {beta!r}")
     return float(beta)
 
 
@@ -645,7 +645,7 @@ def fit_family(
     BetaUnreachableError
         When the family cannot reach beta (the tridiagonal family stays
         below about 0.41 for r = 12).
-    PramkitError
+    ParameterError
         For an unknown family, a beta outside (0, 1) or fewer than two
         categories.
 
@@ -670,7 +670,7 @@ def fit_family(
     (2.0, True)
     """
     if family not in _BETA_FITTERS:
-        raise PramkitError(f"unknown family {family!r}; choose one of {', '.join(BETA_FAMILIES)}")
+        raise ParameterError(f"unknown family {family!r}; choose one of {', '.join(BETA_FAMILIES)}")
     target = _check_target(beta)
     cats = _categories(categories)
     name, fitter = _BETA_FITTERS[family]
@@ -745,7 +745,7 @@ def compare_families(
     ------
     BetaUnreachableError
         If no family reaches beta.
-    PramkitError
+    ParameterError
         For an unknown family, a beta outside (0, 1) or an invalid p.
 
     References

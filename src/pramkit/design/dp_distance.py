@@ -100,7 +100,7 @@ from scipy.optimize import linprog
 
 from pramkit.design.distances import Distances, read_distances
 from pramkit.design.dp_optimal import check_epsilon
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
@@ -177,7 +177,7 @@ def _at_most_one(w: np.ndarray) -> np.ndarray:
     w = np.maximum(np.asarray(w, dtype=float), 0.0)
     total = math.fsum(w.tolist())
     if not total > 0:   # pragma: no cover - the multipliers of the row bounds sum to 1
-        raise PramkitError("the worst-case LP returned no multipliers")
+        raise ParameterError("the worst-case LP returned no multipliers")
     w = w / total
     while sum_up(w.tolist()) > 1.0:
         w = w * (1.0 - 4.0 * UNIT)
@@ -407,7 +407,7 @@ def _restricted_lp(a: np.ndarray, t1: float, cols: np.ndarray, xs: np.ndarray, z
                   method="highs", options={"primal_feasibility_tolerance": LP_TOLERANCE,
                                            "dual_feasibility_tolerance": LP_TOLERANCE})
     if res.status != 0:  # pragma: no cover - the LP is feasible (lo = 1/m) and bounded
-        raise PramkitError(f"the distance LP failed: {res.message}")
+        raise ParameterError(f"the distance LP failed: {res.message}")
     return res
 
 
@@ -552,9 +552,8 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     ParameterError
         If epsilon is out of range or above :data:`MAX_LP_EPSILON`, ``solver`` or
         ``objective`` is unknown, p is given with ``objective="worst"``, a distance spec
-        comes without ``categories``, or p does not match the distances.
-    PramkitError
-        If there are fewer than two categories or more than :data:`MAX_CATEGORIES`.
+        comes without ``categories``, p does not match the distances, there are fewer
+        than two categories or more than :data:`MAX_CATEGORIES`, or the LP fails.
 
     Examples
     --------
@@ -581,10 +580,10 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         dist = read_distances(distances, categories)
     s = dist.size
     if s < 2:
-        raise PramkitError("a DP design needs at least two categories")
+        raise ParameterError("a DP design needs at least two categories")
     if s > MAX_CATEGORIES:
-        raise PramkitError(f"the distance LP has S^2 = {s * s} variables; S = {s} is above {MAX_CATEGORIES}: use "
-                           "a metric-DP mechanism (pramkit.design.geo) or group the categories")
+        raise ParameterError(f"the distance LP has S^2 = {s * s} variables; S = {s} is above {MAX_CATEGORIES}: use "
+                             "a metric-DP mechanism (pramkit.design.geo) or group the categories")
     if e > MAX_LP_EPSILON:
         raise ParameterError(f"epsilon {e:g} is above {MAX_LP_EPSILON:g} for the distance LP: e^epsilon makes it "
                              "ill-conditioned, and the optimum is within e^-epsilon of keeping every value")
@@ -600,7 +599,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     a = d if worst else pv[:, None] * d
     scale = float(a.max())
     if not scale > 0:   # pragma: no cover - S >= 2 with positive distances and some p > 0
-        raise PramkitError("every weighted distance is 0")
+        raise ParameterError("every weighted distance is 0")
     t1 = math.expm1(e)
     full = solver == "full" or (solver == "auto" and s <= (WORST_FULL_LP_MAX if worst else FULL_LP_MAX))
     lo, pairs, y_scaled, multipliers, stats = _solve(a / scale, d, t1, full, worst)
@@ -686,9 +685,7 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
     Raises
     ------
     ParameterError
-        If p or epsilon is invalid.
-    PramkitError
-        If p and the categories differ in length.
+        If p or epsilon is invalid, or p and the categories differ in length.
 
     Examples
     --------
@@ -927,7 +924,7 @@ def _metric_lp(a: np.ndarray, src: np.ndarray, dst: np.ndarray, factor: np.ndarr
                   method="highs-ipm", options={"primal_feasibility_tolerance": LP_TOLERANCE,
                                            "dual_feasibility_tolerance": LP_TOLERANCE})
     if res.status != 0:  # pragma: no cover - feasible (every row uniform) and bounded
-        raise PramkitError(f"the metric-DP LP failed: {res.message}")
+        raise ParameterError(f"the metric-DP LP failed: {res.message}")
     return res
 
 
@@ -1058,11 +1055,10 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
 
     Raises
     ------
-    PramkitError
-        If there are fewer than two categories or more than :data:`METRIC_LP_MAX`.
     ParameterError
-        If eps_d is out of range (:func:`pramkit.privacy.metric.check_metric`), the dilation is
-        below 1, or p does not match the distances.
+        If there are fewer than two categories or more than :data:`METRIC_LP_MAX`, eps_d is out
+        of range (:func:`pramkit.privacy.metric.check_metric`), the dilation is below 1, p does
+        not match the distances, or the LP fails.
 
     Examples
     --------
@@ -1078,10 +1074,10 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
     dist = distances if categories is None else distances.reorder(categories)
     s = dist.size
     if s < 2:
-        raise PramkitError("a mechanism needs at least two categories")
+        raise ParameterError("a mechanism needs at least two categories")
     if s > METRIC_LP_MAX:
-        raise PramkitError(f"the metric-DP LP has S^2 = {s * s} variables; S = {s} is above {METRIC_LP_MAX}: use the "
-                           "exponential mechanism (pramkit.design.geo) or group the categories")
+        raise ParameterError(f"the metric-DP LP has S^2 = {s * s} variables; S = {s} is above {METRIC_LP_MAX}: use the "
+                             "exponential mechanism (pramkit.design.geo) or group the categories")
     eps_d = check_metric(metric_epsilon_, dist.max, "diameter")
     if not (isinstance(dilation, (int, float)) and math.isfinite(dilation) and dilation >= 1):
         raise ParameterError(f"dilation must be a number at least 1, got {dilation!r}")
@@ -1116,7 +1112,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
             break
         margin *= 16.0
     if check.value is None or check.value > eps_d:  # pragma: no cover - the margin grows to 3e-4
-        raise PramkitError(f"could not bring the LP's matrix within metric epsilon {eps_d:g}")
+        raise ParameterError(f"could not bring the LP's matrix within metric epsilon {eps_d:g}")
     value, rounding = expected_distance_bounds(pv, matrix, d)
     upper = value + rounding
     gap = max(upper - lower, 0.0)

@@ -48,7 +48,7 @@ from scipy.optimize import linear_sum_assignment, linprog
 from scipy.special import xlogy
 
 from pramkit.design.dp_optimal import check_epsilon, solve_form8
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up, within_budget
 from pramkit.validate import probabilities
@@ -308,7 +308,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If p or epsilon is invalid, S is below 2 or above
         :data:`MAX_CATEGORIES`, or the number of categories differs from S.
 
@@ -331,10 +331,10 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     e = check_epsilon(epsilon)
     s = pv.size
     if s < 2:
-        raise PramkitError("a DP design needs at least two categories")
+        raise ParameterError("a DP design needs at least two categories")
     if s > MAX_CATEGORIES:
-        raise PramkitError(f"the general design is an LP over 2^S staircase patterns; S = {s} is above "
-                           f"{MAX_CATEGORIES}: use the form (8) design (family 'diagonal') instead")
+        raise ParameterError(f"the general design is an LP over 2^S staircase patterns; S = {s} is above "
+                             f"{MAX_CATEGORIES}: use the form (8) design (family 'diagonal') instead")
     cats = tuple(range(s)) if categories is None else tuple(categories)
     if len(cats) != s:
         raise ParameterError(f"{len(cats)} categories given for {s} probabilities")

@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.counts import CountTable, count_frame
 from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
-from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.information import mutual_information
 from pramkit.matrix import Label, PramMatrix
 from pramkit.privacy.exact import fit_sum, rounding_bound
@@ -163,7 +163,7 @@ def split_budget(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If the budget is invalid, no variable is given, a p is not a
         distribution, ``split`` is unknown or ``grid`` is not a positive
         integer.
@@ -189,12 +189,12 @@ def split_budget(
     """
     e_total = check_epsilon(epsilon_total)
     if not distributions:
-        raise PramkitError("give at least one variable to split the budget across")
+        raise ParameterError("give at least one variable to split the budget across")
     ps = {name: probabilities(p, name=f"p of {name!r}") for name, p in distributions.items()}
     if split not in ("optimal", "equal"):
         raise ParameterError(f"split must be 'optimal' or 'equal', got {split!r}")
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 1:
-        raise PramkitError(f"grid must be a positive integer, got {grid!r}")
+        raise ParameterError(f"grid must be a positive integer, got {grid!r}")
     names = list(ps)
     j = len(names)
     upper = step = None
@@ -416,7 +416,7 @@ def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If the table has more than :data:`MAX_JOINT_CELLS` cells.
 
     References
@@ -433,8 +433,8 @@ def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
     """
     k = table.cells
     if k > MAX_JOINT_CELLS:
-        raise PramkitError(f"the cross-classification has {k} cells; the comparison is limited to "
-                           f"{MAX_JOINT_CELLS} (it builds K x K matrices)")
+        raise ParameterError(f"the cross-classification has {k} cells; the comparison is limited to "
+                             f"{MAX_JOINT_CELLS} (it builds K x K matrices)")
     p = table.p.ravel()
     joint = dp_optimal(p, split.epsilon_total, categories=list(itertools.product(*table.categories)))
     independent = independent_information(p, table.names, [len(c) for c in table.categories], split.matrices)

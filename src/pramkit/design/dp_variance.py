@@ -83,7 +83,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.design.dp_optimal import _check_size, check_epsilon
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT, float_up, within_budget
 from pramkit.validate import probabilities
@@ -282,7 +282,7 @@ def form8_variances(q: ArrayLike) -> np.ndarray:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If q is not a 1-D array of at least two probabilities.
 
     References
@@ -300,7 +300,7 @@ def form8_variances(q: ArrayLike) -> np.ndarray:
     """
     qv = np.asarray(q, dtype=float)
     if qv.ndim != 1 or qv.size < 2 or not np.all(np.isfinite(qv)) or np.any(qv < 0) or np.any(qv > 1):
-        raise PramkitError("q must be a 1-D array of at least two keep probabilities in [0, 1]")
+        raise ParameterError("q must be a 1-D array of at least two keep probabilities in [0, 1]")
     s = qv.size
     d = (s * qv - 1.0) / (s - 1)
     zero = d == 0
@@ -352,7 +352,7 @@ def form8_l2_loss(p: ArrayLike, q: ArrayLike, n: int = 1) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If p or q is invalid, they differ in length, or n is not a positive integer.
 
     References
@@ -367,14 +367,14 @@ def form8_l2_loss(p: ArrayLike, q: ArrayLike, n: int = 1) -> float:
     pv = probabilities(p)
     psi = form8_variances(q)
     if psi.size != pv.size:
-        raise PramkitError(f"q has {psi.size} entries but p has {pv.size}")
+        raise ParameterError(f"q has {psi.size} entries but p has {pv.size}")
     used = pv > 0
     return float(math.fsum((pv[used] * psi[used]).tolist())) / _check_n(n)
 
 
 def _check_n(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise PramkitError(f"n (the number of records) must be a positive integer, got {n!r}")
+        raise ParameterError(f"n (the number of records) must be a positive integer, got {n!r}")
     return int(n)
 
 
@@ -695,7 +695,7 @@ def _evaluator(c: _Constants, region: str) -> tuple[np.ndarray, np.ndarray, Eval
 
         return np.array([[0.0, 0.0, 0.0]]), np.array([[1.5, 1.5, 1.5]]), evaluate
 
-    raise PramkitError(f"unknown region {region!r}; regions are {list(REGIONS)}")
+    raise ParameterError(f"unknown region {region!r}; regions are {list(REGIONS)}")
 
 
 def _search(c: _Constants, region: str, target: float, max_nodes: int) -> SearchResult:
@@ -797,9 +797,8 @@ def variance_lower_bound(s: int, epsilon: float, *, truthful: bool = False,
     Raises
     ------
     ParameterError
-        If S is not an integer >= 2 or epsilon is not a valid budget.
-    PramkitError
-        If max_nodes is not a positive integer.
+        If S is not an integer >= 2, epsilon is not a valid budget, or max_nodes is not a
+        positive integer.
 
     References
     ----------
@@ -814,7 +813,7 @@ def variance_lower_bound(s: int, epsilon: float, *, truthful: bool = False,
     """
     s_, e = _check_size(s), check_epsilon(epsilon)
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) or max_nodes < 1:
-        raise PramkitError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+        raise ParameterError(f"max_nodes must be a positive integer, got {max_nodes!r}")
     c = _Constants.of(s_, e)
     target = c.psi * (1.0 - 0.5 * VARIANCE_RTOL)
     closed: dict[str, float] = {}
@@ -904,7 +903,7 @@ def dp_min_variance(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For an invalid p, epsilon, n or category list (or neither p nor categories).
 
     References
@@ -927,7 +926,7 @@ def dp_min_variance(
     start = time.perf_counter()
     if p is None:
         if categories is None:
-            raise PramkitError("give p or the categories (the design depends on S and epsilon only)")
+            raise ParameterError("give p or the categories (the design depends on S and epsilon only)")
         pv = None
         cats = tuple(categories)
         s = len(cats)
@@ -936,13 +935,13 @@ def dp_min_variance(
         s = pv.size
         cats = tuple(range(s)) if categories is None else tuple(categories)
         if len(cats) != s:
-            raise PramkitError(f"{len(cats)} categories given for {s} probabilities")
+            raise ParameterError(f"{len(cats)} categories given for {s} probabilities")
     e = check_epsilon(epsilon)
     if s < 2:
-        raise PramkitError("a DP design needs at least two categories")
+        raise ParameterError("a DP design needs at least two categories")
     records = 1 if n is None else _check_n(n)
     if not isinstance(truthful, bool):
-        raise PramkitError(f"truthful must be True or False, got {truthful!r}")
+        raise ParameterError(f"truthful must be True or False, got {truthful!r}")
     bound = variance_lower_bound(s, e, truthful=truthful)
     design = _rr_matrix(s, e)
     matrix = within_budget(design, e)

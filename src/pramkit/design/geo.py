@@ -62,7 +62,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.design.distances import Distances, distances_for, ordinal_distances
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT
 from pramkit.privacy.metric import (
@@ -134,11 +134,9 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
 
     Raises
     ------
-    PramkitError
-        If there are fewer than two categories.
     ParameterError
-        If ``eps_d`` is out of range (:func:`pramkit.privacy.metric.check_metric`), or a distance table is too
-        large to verify.
+        If there are fewer than two categories, ``eps_d`` is out of range
+        (:func:`pramkit.privacy.metric.check_metric`), or a distance table is too large to verify.
 
     Examples
     --------
@@ -152,7 +150,7 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
     start = time.perf_counter()
     dist = distances if categories is None else distances.reorder(categories)
     if dist.size < 2:
-        raise PramkitError("a mechanism needs at least two categories")
+        raise ParameterError("a mechanism needs at least two categories")
     target = check_metric(metric_epsilon_, dist.max / 2.0, "half diameter")
     a = dist.metric_error
     if a is not None:  # the closed form rate (1 + 3 a / d_min) <= target
@@ -169,7 +167,7 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
     assert check is not None
     verified = None if check.value is None else bool(check.value <= target)
     if verified is False:  # pragma: no cover - five proportional reductions always suffice in practice
-        raise PramkitError(f"could not bring the exponential mechanism within metric epsilon {target:g}")
+        raise ParameterError(f"could not bring the exponential mechanism within metric epsilon {target:g}")
     if verified is None:
         raise ParameterError(f"a distance table need not be a metric and S = {dist.size} is too large to verify "
                              "the exponential mechanism triple by triple; give centroids or an adjacency list")
@@ -215,10 +213,9 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
 
     Raises
     ------
-    PramkitError
-        If there are fewer than two categories.
     ParameterError
-        If ``eps_d`` is out of range (:func:`pramkit.privacy.metric.check_metric`).
+        If there are fewer than two categories, or ``eps_d`` is out of range
+        (:func:`pramkit.privacy.metric.check_metric`).
 
     Examples
     --------
@@ -229,7 +226,7 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     start = time.perf_counter()
     s = len(categories)
     if s < 2:
-        raise PramkitError("a mechanism needs at least two categories")
+        raise ParameterError("a mechanism needs at least two categories")
     target = positive(metric_epsilon_, "metric epsilon")  # no entry is stored, so none can underflow
     check = MetricEpsilon(target, "closed form", True, 0, 0)
     certificate = {**metric_certificate(check, target, "step", "Ghosh, Roughgarden and Sundararajan (2009)"),

@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.bistochastic import class_bounds
 from pramkit.design.classic import float_array
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.information import entropy
 from pramkit.rng import SecretKey, uniforms
 
@@ -127,7 +127,7 @@ def bistochastic_numeric(
     ------
     pramkit.errors.DataError
         If the values are not a 1-D array of at least two finite numbers.
-    PramkitError
+    ParameterError
         For an unknown family, the wrong parameter for the family, a k or
         alpha out of range, or a key without a variable name.
 
@@ -167,21 +167,21 @@ def bistochastic_numeric(
     if not np.all(np.isfinite(x)):
         raise DataError("numerical values must be finite: drop or impute missing values first")
     if key is not None and not variable:
-        raise PramkitError("a random release needs the variable's name (it selects the random stream)")
+        raise ParameterError("a random release needs the variable's name (it selects the random stream)")
     n = x.size
     order = np.argsort(x, kind="stable")
     xs = x[order]
     u = None if key is None else uniforms(key, variable, 0, n)
     if family == "blocks":
         if k is None or alpha is not None:
-            raise PramkitError("the blocks family takes k (and no alpha)")
+            raise ParameterError("the blocks family takes k (and no alpha)")
         ys, h, param = _blocks(xs, k, u)
     elif family == "tridiagonal":
         if alpha is None or k is not None:
-            raise PramkitError("the tridiagonal family takes alpha (and no k)")
+            raise ParameterError("the tridiagonal family takes alpha (and no k)")
         ys, h, param = _tridiagonal(xs, alpha, u)
     else:
-        raise PramkitError(f"family must be 'blocks' or 'tridiagonal', got {family!r}")
+        raise ParameterError(f"family must be 'blocks' or 'tridiagonal', got {family!r}")
     y = np.empty(n)
     y[order] = ys
     return NumericRelease(y, family, param, key is not None, float(x.mean()), float(y.mean()),
@@ -207,7 +207,7 @@ def _tridiagonal(xs: np.ndarray, alpha: float, u: np.ndarray | None) -> tuple[np
     """Release over sorted values for equation (7) with one alpha; entropy rate in bits."""
     n = xs.size
     if not (isinstance(alpha, (int, float)) and 0 <= alpha <= (1.0 if n == 2 else 0.5)):
-        raise PramkitError(f"alpha must lie in [0, 1/2] (alpha_(i-1) + alpha_i <= 1), got {alpha!r}")
+        raise ParameterError(f"alpha must lie in [0, 1/2] (alpha_(i-1) + alpha_i <= 1), got {alpha!r}")
     a = float(alpha)
     left = np.concatenate([[0.0], np.full(n - 1, a)])   # P[i, i-1]
     right = np.concatenate([np.full(n - 1, a), [0.0]])  # P[i, i+1]

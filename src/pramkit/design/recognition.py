@@ -68,7 +68,7 @@ from pramkit.design import recognition_reductions as red
 from pramkit.design.recognition_space import (
     SAFETY, KeySpace, Solve, SolverRun, as_csr, key_space, posteriors,
 )
-from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.information import float_above
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
@@ -107,7 +107,7 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If r is not in ``1..len(keys)``, a name is not a key, a combination
         repeats a key or is empty, or no combination is given.
 
@@ -120,13 +120,13 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
     >>> combinations_of(["sex", "region", "age"], [["sex", "income"]])
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: combination ['sex', 'income']: 'income' is not one of the keys ['sex', 'region', 'age']
+    pramkit.errors.ParameterError: combination ['sex', 'income']: 'income' is not one of the keys ['sex', 'region', 'age']
     """
     d = len(keys)
     if isinstance(combinations, (int, np.integer)) and not isinstance(combinations, bool):
         r = int(combinations)
         if not 1 <= r <= d:
-            raise PramkitError(f"combinations = {r}: choose between 1 and the number of keys ({d})")
+            raise ParameterError(f"combinations = {r}: choose between 1 and the number of keys ({d})")
         return tuple(itertools.combinations(range(d), r))
     out = []
     for combo in combinations:
@@ -137,12 +137,12 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
             elif c in keys:
                 idx.append(list(keys).index(c))
             else:
-                raise PramkitError(f"combination {list(combo)}: {c!r} is not one of the keys {list(keys)}")
+                raise ParameterError(f"combination {list(combo)}: {c!r} is not one of the keys {list(keys)}")
         if not idx or len(set(idx)) != len(idx):
-            raise PramkitError(f"combination {list(combo)} must list distinct keys")
+            raise ParameterError(f"combination {list(combo)} must list distinct keys")
         out.append(tuple(sorted(idx)))
     if not out:
-        raise PramkitError("give at least one combination of key variables")
+        raise ParameterError("give at least one combination of key variables")
     return tuple(dict.fromkeys(out))
 
 
@@ -477,7 +477,7 @@ def uniform_noise_baseline(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If alpha is not a probability or ``alpha n <= 1``.
 
     Examples
@@ -531,7 +531,7 @@ def check_alpha(alpha: float, n: int) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If alpha is not a probability, or ``alpha n <= 1``.
 
     Examples
@@ -541,12 +541,12 @@ def check_alpha(alpha: float, n: int) -> float:
     >>> check_alpha(0.01, 50)   # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: alpha = 0.01 with n = 50 records: (C1) needs n > 1/alpha
+    pramkit.errors.ParameterError: alpha = 0.01 with n = 50 records: (C1) needs n > 1/alpha
     (even a constant matrix gives posterior 1/n = 0.02); raise alpha or use more records
     """
     a = probability(alpha, "alpha (the posterior bound of condition C1)")
     if a * n <= 1:
-        raise PramkitError(
+        raise ParameterError(
             f"alpha = {a:g} with n = {n} records: (C1) needs n > 1/alpha (even a constant matrix gives "
             f"posterior 1/n = {1 / n:.3g}); raise alpha or use more records"
         )
@@ -884,7 +884,7 @@ class RecognitionDesign:
 
         Raises
         ------
-        PramkitError
+        ParameterError
             If the design has no dense matrix (more than :data:`MAX_MATRIX_CELLS` cells).
 
         Examples
@@ -896,7 +896,7 @@ class RecognitionDesign:
         ('sex*region', ('sex', 'region'), (('m', 'n'), ('m', 's'), ('f', 'n'), ('f', 's')))
         """
         if self.matrix is None:
-            raise PramkitError(
+            raise ParameterError(
                 f"the design moves records among {self.space.cells} cells, too many for a dense joint matrix "
                 f"(limit {MAX_MATRIX_CELLS}); use fewer or coarser key variables"
             )
@@ -1069,12 +1069,11 @@ def recognition_design(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If alpha is not attainable (:func:`check_alpha`), the combinations are
         invalid, ``method="full"`` is asked for more than
-        :data:`MAX_FULL_CELLS` cells, or the restricted support cannot meet (C1).
-    ParameterError
-        For an unknown method or a gamma outside (0, 1].
+        :data:`MAX_FULL_CELLS` cells, the restricted support cannot meet (C1),
+        the method is unknown, or gamma is outside (0, 1].
     DataError
         If the counts are not a table of whole numbers.
 
@@ -1096,7 +1095,7 @@ def recognition_design(
     baseline = uniform_noise_baseline(space, combos, alpha=alpha)
     if method == "full":
         if space.cells > MAX_FULL_CELLS:
-            raise PramkitError(
+            raise ParameterError(
                 f"method='full' optimises all {space.cells}^2 entries of P; it is limited to "
                 f"{MAX_FULL_CELLS} cells: use method='restricted'"
             )
@@ -1155,7 +1154,7 @@ def recognition_design_from_data(
     ------
     DataError
         If data is not a DataFrame or a key column has missing values.
-    PramkitError
+    ParameterError
         As for :func:`recognition_design`.
 
     Examples

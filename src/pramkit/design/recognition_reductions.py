@@ -68,7 +68,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, LinearConstraint, linprog, minimize
 
 from pramkit.design.recognition_space import SAFETY, KeySpace, Solve
-from pramkit.errors import PramkitError
+from pramkit.errors import MatrixError, ParameterError
 from pramkit.information import float_above, float_below
 
 #: Smallest gamma tried before every combination is kept.
@@ -514,7 +514,7 @@ def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
 
     Raises
     ------
-    PramkitError
+    MatrixError
         If a cell that receives records moves records itself.
 
     Examples
@@ -534,7 +534,7 @@ def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
     off = p - sp.diags(p.diagonal())
     moving = np.flatnonzero(off.getnnz(axis=1))
     if np.intersect1d(off[moving].indices, moving).size:
-        raise PramkitError("restricted_l2 needs a matrix whose targets do not move themselves")
+        raise MatrixError("restricted_l2 needs a matrix whose targets do not move themselves")
     e = off[moving]
     s = np.asarray(e.sum(axis=1)).ravel()
     q = 1.0 + np.asarray(e.multiply(e).sum(axis=1)).ravel()
@@ -665,7 +665,7 @@ def _restricted_once(
     occ = space.occurring
     sources = np.setdiff1d(occ[space.counts[occ] * alpha >= 1.0], targets)
     if sources.size == 0:
-        raise PramkitError(
+        raise ParameterError(
             f"no type occurs at least 1/alpha = {1 / alpha:g} times, so the restricted design has nothing to "
             "move; raise alpha or use method='full' on a small key space"
         )
@@ -685,7 +685,7 @@ def _restricted_once(
     feasible = linprog(np.zeros(nvar), A_ub=sp.vstack([-a_c1, a_row]), b_ub=np.concatenate([-need, np.full(n_groups, MAX_CHANGE)]),
                        bounds=(0, None), method="highs")
     if feasible.status == 2:
-        raise PramkitError(
+        raise ParameterError(
             f"no matrix that moves only frequent types meets (C1) at alpha = {alpha:g} for these combinations; "
             "raise alpha, use fewer combinations, or method='full' on a small key space"
         )
@@ -751,7 +751,7 @@ def solve_restricted(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If no type is frequent (``U_0 >= 1/alpha``), or no matrix that moves
         only frequent types meets (C1).
 

@@ -45,7 +45,7 @@ import pyarrow as pa
 from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.codebook import MissingCodes
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
 from pramkit.manifest import Manifest
 from pramkit.perturb import ApplyResult, TablePerturber
@@ -114,7 +114,7 @@ def engine_error(exc: BaseException, context: str = "the Spark job failed") -> P
         name, message = own[-1]
         cls = getattr(errors, name, None)
         if not (isinstance(cls, type) and issubclass(cls, PramkitError)):
-            cls = PramkitError
+            cls = SparkEngineError
         return cls(message.strip())
     return SparkEngineError(f"{context}: {_reason(text)}")
 
@@ -204,7 +204,7 @@ def _require_pyspark():
         import pyspark  # noqa: F401
         from pyspark.sql import functions as F
     except ImportError:
-        raise PramkitError("the Spark engine needs pyspark: pip install 'pramkit[spark]'") from None
+        raise SparkEngineError("the Spark engine needs pyspark: pip install 'pramkit[spark]'") from None
     return F
 
 
@@ -276,7 +276,7 @@ def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
     ------
     DataError
         The file does not exist.
-    PramkitError
+    ParameterError
         It is neither CSV nor Parquet.
 
     Examples
@@ -300,7 +300,7 @@ def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
         return spark.read.option("header", True).option("inferSchema", False).csv(str(p))
     if fmt == "parquet":
         return spark.read.parquet(str(p))
-    raise PramkitError(f"the Spark engine reads CSV and Parquet, not {fmt}")
+    raise ParameterError(f"the Spark engine reads CSV and Parquet, not {fmt}")
 
 
 @_one_line_errors
@@ -432,7 +432,7 @@ def perturb(
 
     Raises
     ------
-    PramkitError
+    SparkEngineError
         pyspark is older than 4.1 (it has no Arrow UDFs)
 
     Examples
@@ -451,7 +451,7 @@ def perturb(
     True
     """
     if not hasattr(_require_pyspark(), "arrow_udf"):
-        raise PramkitError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
+        raise SparkEngineError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
     require_columns(manifest.read_columns, df.columns, "the DataFrame")
     TablePerturber(manifest, key, missing_codes)  # refuses a missing code among the categories, here on the driver
     numbered, numbers, offsets = _with_row_numbers(df, row_number)
@@ -501,7 +501,7 @@ def _check_format(path: str | Path, verb: str) -> str:
 
     fmt = table_format(path)
     if fmt not in ("csv", "parquet"):
-        raise PramkitError(f"the Spark engine {verb} CSV and Parquet, not {fmt} ({str(path)!r})")
+        raise ParameterError(f"the Spark engine {verb} CSV and Parquet, not {fmt} ({str(path)!r})")
     return fmt
 
 

@@ -48,7 +48,7 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.estimate.covariance import VarianceKind, check_variance_kind
 from pramkit.estimate.identifiability import MAX_CONDITION
 from pramkit.estimate.mle import estimate_at, mle_estimate
@@ -78,7 +78,7 @@ def norm_sub(values: ArrayLike, total: ArrayLike) -> np.ndarray:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If a row is empty, a value or total is not finite, or a total is negative.
 
     Examples
@@ -95,10 +95,10 @@ def norm_sub(values: ArrayLike, total: ArrayLike) -> np.ndarray:
     """
     v = np.asarray(values, dtype=float)
     if v.ndim == 0 or v.shape[-1] == 0:
-        raise PramkitError("norm_sub needs at least one value per row")
+        raise ParameterError("norm_sub needs at least one value per row")
     z = np.broadcast_to(np.asarray(total, dtype=float), v.shape[:-1])
     if not np.all(np.isfinite(v)) or not np.all(np.isfinite(z)) or np.any(z < 0):
-        raise PramkitError("norm_sub needs finite values and non-negative totals")
+        raise ParameterError("norm_sub needs finite values and non-negative totals")
     s = -np.sort(-v, axis=-1)
     cum = np.cumsum(s, axis=-1)
     j = np.arange(1, v.shape[-1] + 1)
@@ -147,7 +147,7 @@ def norm_sub_estimate(
 
     Raises
     ------
-    PramkitError, DataError
+    ParameterError, DataError
         As :func:`pramkit.estimate.moment_estimate`.
 
     References
@@ -262,7 +262,7 @@ def rr_mle_estimate(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If not exactly one axis is perturbed, its matrix is not randomized
         response with ``a >= b``, or ``variance`` is unknown.
     DataError
@@ -297,13 +297,13 @@ def rr_mle_estimate(
     u, _, n = table_inputs(released, matrices)
     perturbed = [a for a, m in enumerate(matrices) if m is not None]
     if len(perturbed) != 1:
-        raise PramkitError(
+        raise ParameterError(
             f"estimator 'rr-mle' needs exactly one perturbed variable, the table has {len(perturbed)}; use 'mle'"
         )
     axis = perturbed[0]
     entries = randomized_response_entries(matrices[axis])
     if entries is None or entries[0] < entries[1]:
-        raise PramkitError(
+        raise ParameterError(
             f"estimator 'rr-mle' needs a randomized-response matrix (equal diagonal entries above equal "
             f"off-diagonal ones); axis {axis}'s is not: use 'mle'"
         )

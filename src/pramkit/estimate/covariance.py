@@ -38,7 +38,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.estimate.axes import contract, squared, transposed
 
 VarianceKind = Literal["multinomial", "pram"]
@@ -55,7 +55,7 @@ def check_variance_kind(kind: str) -> None:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For any other value.
 
     Examples
@@ -64,10 +64,10 @@ def check_variance_kind(kind: str) -> None:
     >>> check_variance_kind("poisson")
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: variance must be one of ['multinomial', 'pram'], not 'poisson'
+    pramkit.errors.ParameterError: variance must be one of ['multinomial', 'pram'], not 'poisson'
     """
     if kind not in VARIANCE_KINDS:
-        raise PramkitError(f"variance must be one of {list(VARIANCE_KINDS)}, not {kind!r}")
+        raise ParameterError(f"variance must be one of {list(VARIANCE_KINDS)}, not {kind!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,7 +122,7 @@ class CountCovariance:
 
         Raises
         ------
-        PramkitError
+        ParameterError
             If the gradient does not have the table's shape.
 
         Examples
@@ -140,7 +140,7 @@ class CountCovariance:
         """
         g = np.asarray(gradient, dtype=float)
         if g.shape != self.counts.shape:
-            raise PramkitError(f"a gradient of shape {g.shape} for a table of shape {self.counts.shape}")
+            raise ParameterError(f"a gradient of shape {g.shape} for a table of shape {self.counts.shape}")
         v = contract(g, transposed(self.inverses))
         quad = float(np.sum(v * v * self.released))
         if self.kind == "multinomial":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import ArrayLike
@@ -55,7 +55,7 @@ def estimator_name(name: str) -> str:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For an unknown name, listing the estimators.
 
     Examples
@@ -65,7 +65,7 @@ def estimator_name(name: str) -> str:
     """
     key = ALIASES.get(name, name) if isinstance(name, str) else name
     if key not in ESTIMATORS:
-        raise PramkitError(f"estimator must be one of {list(ESTIMATORS)}, not {name!r}")
+        raise ParameterError(f"estimator must be one of {list(ESTIMATORS)}, not {name!r}")
     return key
 
 
@@ -82,7 +82,7 @@ def estimator_function(name: str) -> Callable[..., TableEstimate]:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         ``name`` is not an estimator.
 
     Examples

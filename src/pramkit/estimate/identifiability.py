@@ -50,7 +50,7 @@ from typing import Any, Iterator, NamedTuple, Protocol, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix
 
 #: Above this 2-norm condition number a matrix is treated as ill-conditioned
@@ -578,7 +578,7 @@ def largest_dense_part(matrix: PramMatrix) -> int:
 def _pram_matrix(matrix: PramMatrix | ArrayLike, max_condition: float) -> PramMatrix:
     """The matrix as a :class:`PramMatrix`, with ``max_condition`` checked."""
     if not (isinstance(max_condition, (int, float)) and max_condition > 1):
-        raise PramkitError(f"max_condition must be a number above 1, got {max_condition!r}")
+        raise ParameterError(f"max_condition must be a number above 1, got {max_condition!r}")
     return matrix if isinstance(matrix, PramMatrix) else PramMatrix(np.asarray(matrix, dtype=float))
 
 

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.estimate.axes import contract, inverses, transposed
 from pramkit.estimate.covariance import CountCovariance, VarianceKind, check_variance_kind
 from pramkit.estimate.result import EstimationWarning, TableEstimate, condition_number, table_inputs
@@ -111,7 +111,7 @@ def mle_estimate(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For a bad ``variance``, ``tol``, ``max_iter`` or ``start``.
     DataError
         If the released counts are invalid or do not match the matrices.
@@ -140,11 +140,11 @@ def mle_estimate(
     """
     check_variance_kind(variance)
     if not (math.isfinite(tol) and tol > 0):
-        raise PramkitError(f"tol must be a positive number, got {tol!r}")
+        raise ParameterError(f"tol must be a positive number, got {tol!r}")
     if not (isinstance(max_iter, int) and max_iter >= 0):
-        raise PramkitError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+        raise ParameterError(f"max_iter must be a non-negative integer, got {max_iter!r}")
     if start not in ("moment", "uniform"):
-        raise PramkitError(f"start must be 'moment' or 'uniform', not {start!r}")
+        raise ParameterError(f"start must be 'moment' or 'uniform', not {start!r}")
     u, mats, n = table_inputs(released, matrices)
     cond = condition_number(mats)
     lam_hat = u / u.sum()

@@ -81,7 +81,7 @@ def moment_estimate(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For an unknown ``variance``, or an axis given something other than a
         PramMatrix or None.
     DataError

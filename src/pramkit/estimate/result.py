@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.covariance import CountCovariance
 from pramkit.estimate.identifiability import numerical_rank
 from pramkit.matrix import PramMatrix
@@ -195,7 +195,7 @@ def table_inputs(
         If the counts are not an array with one axis per matrix, are
         negative, non-finite or all zero, an axis's size differs from its
         matrix's, or a released category occurs that its matrix never releases.
-    PramkitError
+    ParameterError
         If an axis is given something other than a PramMatrix or None.
 
     Examples
@@ -221,7 +221,7 @@ def table_inputs(
             mats.append(None)
             continue
         if not isinstance(m, PramMatrix):
-            raise PramkitError(f"axis {axis}: expected a PramMatrix or None, got {type(m).__name__}")
+            raise ParameterError(f"axis {axis}: expected a PramMatrix or None, got {type(m).__name__}")
         if m.size != u.shape[axis]:
             raise DataError(f"axis {axis} has {u.shape[axis]} categories but its matrix is {m.size} x {m.size}")
         mats.append(m.matrix)

@@ -38,7 +38,7 @@ from scipy.stats import norm
 
 from pramkit.counts import count_file, count_frame
 from pramkit.defaults import NA_VALUES
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
@@ -67,7 +67,7 @@ def check_matrix_memory(axes: Sequence[str], matrices: Sequence[PramMatrix | Non
 
     Raises
     ------
-    PramkitError
+    ParameterError
         The matrices would need more than :data:`MAX_MATRIX_BYTES`; the message gives the size.
 
     Examples
@@ -78,14 +78,14 @@ def check_matrix_memory(axes: Sequence[str], matrices: Sequence[PramMatrix | Non
     >>> check_matrix_memory(["cell"], [big])
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: estimating 'cell' needs its 30,000 x 30,000 matrix dense, about 28.8 GB (4 copies of 7.2 GB), more than the 4 GB this estimate may take; tabulate a variable of fewer categories (a joint variable over fewer or coarser columns)
+    pramkit.errors.ParameterError: estimating 'cell' needs its 30,000 x 30,000 matrix dense, about 28.8 GB (4 copies of 7.2 GB), more than the 4 GB this estimate may take; tabulate a variable of fewer categories (a joint variable over fewer or coarser columns)
     """
     sizes = [(name, len(m.categories)) for name, m in zip(axes, matrices) if m is not None]
     need = sum(DENSE_COPIES * 8 * s * s for _, s in sizes)
     if need <= MAX_MATRIX_BYTES:
         return
     name, s = max(sizes, key=lambda item: item[1])
-    raise PramkitError(
+    raise ParameterError(
         f"estimating {name!r} needs its {s:,} x {s:,} matrix dense, about {need / 1e9:.3g} GB ({DENSE_COPIES} copies "
         f"of {8 * s * s / 1e9:.3g} GB), more than the {MAX_MATRIX_BYTES / 1e9:g} GB this estimate may take; "
         "tabulate a variable of fewer categories (a joint variable over fewer or coarser columns)")
@@ -385,7 +385,7 @@ class EstimateResult:
 
         Raises
         ------
-        PramkitError
+        ParameterError
             If a name is not a variable of the table, or a label not one of its categories.
 
         Examples
@@ -403,13 +403,13 @@ class EstimateResult:
         m = np.ones(self.table.counts.shape, dtype=bool)
         for name, wanted in (select or {}).items():
             if name not in self.variables:
-                raise PramkitError(f"{name!r} is not a variable of this table; it has {list(self.variables)}")
+                raise ParameterError(f"{name!r} is not a variable of this table; it has {list(self.variables)}")
             a = self.variables.index(name)
             labels = list(wanted) if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
             cats = self.categories[a]
             unknown = [x for x in labels if x not in cats]
             if unknown:
-                raise PramkitError(f"{name!r} has no category {unknown[0]!r}; its categories are {list(cats)}")
+                raise ParameterError(f"{name!r} has no category {unknown[0]!r}; its categories are {list(cats)}")
             keep = np.isin(np.arange(len(cats)), [cats.index(x) for x in labels])
             shape = [1] * m.ndim
             shape[a] = len(cats)
@@ -422,7 +422,8 @@ class EstimateResult:
         t = self.table.counts
         denom = float(np.sum(b * t))
         if denom <= 0:
-            raise PramkitError(f"the estimated number of records in {dict(within or {})} is {denom:g}; no share can be formed")
+            raise DataError(f"the estimated number of records in {dict(within or {})} is {denom:g}; "
+                            "no share can be formed")
         r = float(np.sum(a * t)) / denom
         return r, (a - r * b) / denom
 
@@ -452,9 +453,10 @@ class EstimateResult:
 
         Raises
         ------
-        PramkitError
-            For an unknown variable or category, or a denominator estimated at
-            zero or below.
+        ParameterError
+            For an unknown variable or category.
+        DataError
+            For a denominator estimated at zero or below.
 
         Examples
         --------
@@ -500,7 +502,7 @@ class EstimateResult:
 
         Raises
         ------
-        PramkitError
+        ParameterError, DataError
             As :meth:`share`.
 
         Examples
@@ -580,7 +582,7 @@ def estimate_table(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For a variable named twice, an unknown method or estimator (or two
         that disagree), a confidence outside (0, 1), a column read twice or
         perturbed jointly with others, data of another type, or a table of
@@ -617,21 +619,21 @@ def estimate_table(
     groups = _names(by, "by") if by is not None else []
     axes = names + groups
     if len(set(axes)) != len(axes):
-        raise PramkitError(f"a variable appears twice in vars/by: {axes}")
+        raise ParameterError(f"a variable appears twice in vars/by: {axes}")
     if method is not None and method not in ("moment", "mle"):
-        raise PramkitError(f"method must be 'moment' or 'mle', not {method!r}")
+        raise ParameterError(f"method must be 'moment' or 'mle', not {method!r}")
     chosen = estimator_name(estimator if estimator is not None else method or "moment")
     if method is not None and estimator is not None and estimator_name(method) != chosen:
-        raise PramkitError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
+        raise ParameterError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
     if not (isinstance(confidence, float) and 0 < confidence < 1):
-        raise PramkitError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+        raise ParameterError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
     read = _read_columns(manifest, axes)
     raw = [c for a in axes for c in read[a]]
     if len(set(raw)) != len(raw):
         twice = next(c for c in raw if raw.count(c) > 1)
         owner = next(a for a in axes if len(read[a]) > 1 and twice in read[a])
-        raise PramkitError(f"{twice!r} is part of the cells of {owner!r} (a stratum, or a column perturbed jointly), "
-                           f"whose estimates already give it: leave {twice!r} out of vars and by")
+        raise ParameterError(f"{twice!r} is part of the cells of {owner!r} (a stratum, or a column perturbed jointly), "
+                             f"whose estimates already give it: leave {twice!r} out of vars and by")
     declared = {c: levels for a in axes if a in manifest.names for c, levels in _levels(manifest[a]).items()}
     unchecked = check_release(data, manifest)  # a release of another manifest gives wrong estimates: refused
     if unchecked:
@@ -643,7 +645,7 @@ def estimate_table(
     elif isinstance(data, (str, Path)):
         counted = count_file(data, raw, categories=declared, na_values=na_values)
     else:
-        raise PramkitError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
+        raise ParameterError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
     if raw != axes:
         counted = _cells_table(counted, manifest, axes, read)
     matrices: list[PramMatrix | None] = [manifest[n].matrix if n in manifest.names else None for n in axes]
@@ -654,7 +656,7 @@ def estimate_table(
             raise DataError(f"column {name!r} has no non-missing value")
     shape = tuple(len(c) for c in categories)
     if math.prod(shape) > MAX_CELLS:
-        raise PramkitError(
+        raise ParameterError(
             f"the table would have {math.prod(shape)} cells (more than {MAX_CELLS}); tabulate fewer variables"
         )
     if counted.counts.sum() == 0:
@@ -694,8 +696,8 @@ def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[st
             continue
         owner = next((v.name for v in manifest.variables if a in v.columns and v.name != a), None)
         if owner is not None:
-            raise PramkitError(f"column {a!r} is perturbed jointly with others; tabulate its variable {owner!r} "
-                               "(its categories are the cells)")
+            raise ParameterError(f"column {a!r} is perturbed jointly with others; tabulate its variable {owner!r} "
+                                 "(its categories are the cells)")
         out[a] = (a,)
     return out
 
@@ -743,5 +745,5 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
 def _names(value: str | Sequence[str], what: str) -> list[str]:
     names = [value] if isinstance(value, str) else list(value)
     if not names or not all(isinstance(n, str) and n for n in names):
-        raise PramkitError(f"{what} must name at least one column")
+        raise ParameterError(f"{what} must name at least one column")
     return names

@@ -48,7 +48,7 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import MatrixError, PramkitError
+from pramkit.errors import MatrixError, ParameterError
 from pramkit.information import entropy
 from pramkit.matrix import ROW_SUM_TOL, PramMatrix
 from pramkit.privacy.epsilon import matrix_epsilon
@@ -220,7 +220,7 @@ def entropy_rate(matrix: PramMatrix | ArrayLike, *, strict: bool = True) -> floa
 
 def _max_bits(size: int) -> float:
     if size < 2:
-        raise PramkitError("bistochastic privacy needs at least two categories (log2 r = 0 for one)")
+        raise MatrixError("bistochastic privacy needs at least two categories (log2 r = 0 for one)")
     return math.log2(size)
 
 
@@ -277,7 +277,7 @@ def bistochastic_privacy(matrix: PramMatrix | ArrayLike) -> BistochasticPrivacy:
     ------
     NotBistochasticError
         If P is not bistochastic.
-    PramkitError
+    MatrixError
         If P has a single category (``log2 1 = 0``).
 
     Examples
@@ -362,8 +362,10 @@ def conservative_privacy(matrices: Sequence[PramMatrix | ArrayLike]) -> Multivar
 
     Raises
     ------
-    PramkitError
-        If no matrix is given, or one has a single category.
+    ParameterError
+        If no matrix is given.
+    MatrixError
+        If a matrix has a single category.
     NotBistochasticError
         If a matrix is not bistochastic.
 
@@ -380,7 +382,7 @@ def conservative_privacy(matrices: Sequence[PramMatrix | ArrayLike]) -> Multivar
     True
     """
     if len(matrices) == 0:
-        raise PramkitError("give at least one matrix")
+        raise ParameterError("give at least one matrix")
     parts = tuple(bistochastic_privacy(m) for m in matrices)
     h = math.fsum(a.entropy_rate_bits for a in parts)
     top = math.fsum(a.max_entropy_rate_bits for a in parts)
@@ -410,9 +412,10 @@ def joint_privacy(matrix: PramMatrix | ArrayLike, *, sizes: Sequence[int]) -> Mu
 
     Raises
     ------
-    PramkitError
-        If ``sizes`` does not multiply to the size of the matrix, or the
-        matrix has a single category.
+    ParameterError
+        If ``sizes`` does not multiply to the size of the matrix.
+    MatrixError
+        If the matrix has a single category.
     NotBistochasticError
         If the matrix is not bistochastic.
 
@@ -432,7 +435,7 @@ def joint_privacy(matrix: PramMatrix | ArrayLike, *, sizes: Sequence[int]) -> Mu
     one = bistochastic_privacy(matrix)
     dims = tuple(int(n) for n in sizes)
     if any(n < 1 for n in dims) or math.prod(dims) != one.size:
-        raise PramkitError(
+        raise ParameterError(
             f"a joint matrix of size {one.size} does not match attributes with {list(dims)} categories "
             f"(their product is {math.prod(dims)})"
         )
@@ -458,7 +461,7 @@ def as_distribution(p: ArrayLike, size: int | None = None) -> np.ndarray:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If p is not a non-empty 1-D array of finite, non-negative numbers
         with a positive total, or does not have ``size`` entries.
 
@@ -469,18 +472,18 @@ def as_distribution(p: ArrayLike, size: int | None = None) -> np.ndarray:
     >>> as_distribution([1, 1], size=3)
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: the distribution has 2 entries but the matrix has 3 categories
+    pramkit.errors.ParameterError: the distribution has 2 entries but the matrix has 3 categories
     """
     try:
         pv = np.asarray(p, dtype=float)
     except (TypeError, ValueError):
-        raise PramkitError(f"the distribution must be a list of counts or proportions, got {p!r}") from None
+        raise ParameterError(f"the distribution must be a list of counts or proportions, got {p!r}") from None
     if pv.ndim != 1 or pv.size == 0:
-        raise PramkitError("the distribution must be a non-empty 1-D array of counts or proportions")
+        raise ParameterError("the distribution must be a non-empty 1-D array of counts or proportions")
     if size is not None and pv.size != size:
-        raise PramkitError(f"the distribution has {pv.size} entries but the matrix has {size} categories")
+        raise ParameterError(f"the distribution has {pv.size} entries but the matrix has {size} categories")
     if not np.all(np.isfinite(pv)) or np.any(pv < 0) or pv.sum() <= 0:
-        raise PramkitError("counts or proportions must be finite, non-negative and not all zero")
+        raise ParameterError("counts or proportions must be finite, non-negative and not all zero")
     return pv / pv.sum()
 
 
@@ -501,7 +504,7 @@ def die_sides(p: ArrayLike) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If p is not a valid distribution (see :func:`as_distribution`).
 
     Examples
@@ -534,7 +537,7 @@ def majorizes(x: ArrayLike, y: ArrayLike, *, tol: float = MAJORIZATION_TOL) -> b
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If x or y is not a valid distribution, or their lengths differ.
 
     Examples
@@ -551,7 +554,7 @@ def majorizes(x: ArrayLike, y: ArrayLike, *, tol: float = MAJORIZATION_TOL) -> b
     """
     xv, yv = as_distribution(x), as_distribution(y)
     if xv.size != yv.size:
-        raise PramkitError(f"cannot compare distributions of {xv.size} and {yv.size} categories")
+        raise ParameterError(f"cannot compare distributions of {xv.size} and {yv.size} categories")
     cx = np.cumsum(np.sort(xv)[::-1])
     cy = np.cumsum(np.sort(yv)[::-1])
     return bool(np.all(cx >= cy - tol))
@@ -615,7 +618,7 @@ def released_distribution(p: ArrayLike, matrix: PramMatrix | ArrayLike) -> Relea
     ------
     MatrixError
         If the matrix is not a valid row-stochastic matrix.
-    PramkitError
+    ParameterError
         If p is not a valid distribution of r categories.
 
     Examples

@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import MatrixError, PramkitError
+from pramkit.errors import MatrixError, ParameterError
 from pramkit.matrix import Label, PramMatrix, Provenance
 
 
@@ -117,7 +117,7 @@ def swapping_matrix(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If the counts are not at least two non-negative integers with a
         total of at least 2, or the rate lies outside [0, 1].
 
@@ -135,13 +135,13 @@ def swapping_matrix(
     """
     f = np.asarray(counts, dtype=float)
     if f.ndim != 1 or f.size < 2 or np.any(f < 0) or not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
-        raise PramkitError("counts must be a 1-D array of at least two non-negative integer counts")
+        raise ParameterError("counts must be a 1-D array of at least two non-negative integer counts")
     n = f.sum()
     if n < 2:
-        raise PramkitError("swapping needs at least two records")
+        raise ParameterError("swapping needs at least two records")
     rate = 2.0 / n if swap_rate is None else float(swap_rate)
     if not 0 <= rate <= 1:
-        raise PramkitError(f"swap_rate must lie in [0, 1], got {swap_rate!r}")
+        raise ParameterError(f"swap_rate must lie in [0, 1], got {swap_rate!r}")
     partner = (f[None, :] - np.eye(f.size)) / (n - 1)
     partner = np.clip(partner, 0.0, None)  # rows of empty categories: never used
     partner /= partner.sum(axis=1, keepdims=True)
@@ -215,7 +215,7 @@ def bad_outcome_probability(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If ``counts`` is not one non-negative finite number per category.
 
     Examples
@@ -236,7 +236,7 @@ def bad_outcome_probability(
     """
     f = np.asarray(counts, dtype=float)
     if f.shape != (matrix.size,) or np.any(f < 0) or not np.all(np.isfinite(f)):
-        raise PramkitError(f"counts must be {matrix.size} non-negative numbers, one per category")
+        raise ParameterError(f"counts must be {matrix.size} non-negative numbers, one per category")
     m = matrix.matrix
     zero_cols = [j for j in range(matrix.size) if np.any(m[:, j] == 0)]
     log_terms = []
@@ -294,7 +294,7 @@ def rare_cell_threshold(cells: int, *, epsilon: float, delta: float) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         For parameters outside those ranges.
 
     Examples
@@ -307,7 +307,7 @@ def rare_cell_threshold(cells: int, *, epsilon: float, delta: float) -> float:
     77.3
     """
     if cells < 1 or not (epsilon > 0 and math.isfinite(epsilon)) or not 0 < delta < 1:
-        raise PramkitError("need cells >= 1, epsilon > 0 finite and 0 < delta < 1")
+        raise ParameterError("need cells >= 1, epsilon > 0 finite and 0 < delta < 1")
     return 2.0 / epsilon * math.log(2.0 * cells / delta)
 
 
@@ -333,7 +333,7 @@ def population_unique_probability(lam: ArrayLike, sampling_fraction: ArrayLike) 
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If a lambda is negative or a sampling fraction outside (0, 1].
 
     Examples
@@ -349,5 +349,5 @@ def population_unique_probability(lam: ArrayLike, sampling_fraction: ArrayLike) 
     lv = np.asarray(lam, dtype=float)
     pi = np.asarray(sampling_fraction, dtype=float)
     if np.any(lv < 0) or np.any((pi <= 0) | (pi > 1)):
-        raise PramkitError("lambda must be non-negative and the sampling fraction in (0, 1]")
+        raise ParameterError("lambda must be non-negative and the sampling fraction in (0, 1]")
     return np.exp(-lv * (1.0 - pi))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 from pramkit.ledger import Ledger, split_within
 from pramkit.release.count import Counted
 from pramkit.release.frequencies import Frequencies
@@ -64,9 +64,7 @@ def allocate(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
     ------
     ParameterError
         The per-variable budgets and the design step exceed the record budget, or the
-        optimal split is asked for the variance objective.
-    PramkitError
-        The optimal split funds no variable.
+        optimal split is asked for the variance objective, or the optimal split funds no variable.
 
     Examples
     --------
@@ -113,7 +111,7 @@ def _optimal(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
                         categories={n: counted.targets[n].labels for n in plan.names})
     funded = {n: e for n, e in best.epsilons.items() if e > 0}
     if not funded:
-        raise PramkitError("no variable gets a positive epsilon; nothing to design")
+        raise ParameterError("no variable gets a positive epsilon; nothing to design")
     fitted = split_within(plan.budget, freqs.design_epsilon, list(funded.values()))
     left = [n for n in plan.names if n not in funded]
     warnings = () if not left else (

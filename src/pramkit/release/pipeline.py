@@ -54,9 +54,7 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
         within a household.
     ParameterError
         The data does not fit the plan (distances, kept codes, rules), or the design
-        exceeds the record budget.
-    PramkitError
-        The optimal split funds no variable.
+        exceeds the record budget, or the optimal split funds no variable.
 
     Examples
     --------

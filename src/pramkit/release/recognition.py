@@ -57,9 +57,8 @@ def design_recognition(
     Raises
     ------
     ParameterError
-        No key, a key twice, or ``alpha``, ``gamma`` or ``solver`` out of range.
-    PramkitError
-        ``combinations`` is not between 1 and the number of keys.
+        No key, a key twice, ``alpha``, ``gamma`` or ``solver`` out of range, or
+        ``combinations`` not between 1 and the number of keys.
     DataError
         The data cannot be read, or a key is not one of its columns.
 

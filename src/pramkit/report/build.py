@@ -643,7 +643,7 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
         return data
     if isinstance(data, (str, Path)):
         return read_table(data, columns=list(columns), na_values=na_values)
-    raise PramkitError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
+    raise ParameterError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
 
 
 def _sampling(
@@ -651,7 +651,7 @@ def _sampling(
 ) -> tuple[float | None, str]:
     """The sampling fraction to pass on (None with weights) and a sentence saying where it comes from."""
     if sampling_fraction is not None and weights is not None:
-        raise PramkitError("give a sampling fraction or weights, not both")
+        raise ParameterError("give a sampling fraction or weights, not both")
     if weights is not None:
         return None, "pi = n / sum of the sampling weights"
     if sampling_fraction is None:
@@ -1055,17 +1055,16 @@ def build_report(
 
     Raises
     ------
-    PramkitError
-        If no key is given, both ``sampling_fraction`` and ``weights`` are, or ``data`` or
-        ``released`` is neither a DataFrame nor a path (and the errors of
-        :func:`pramkit.risk.identification.identification_risk`).
+    ParameterError
+        If no key is given, both ``sampling_fraction`` and ``weights`` are, ``data`` or
+        ``released`` is neither a DataFrame nor a path, ``distances`` or ``within`` name
+        variables without distances, or given distances are not those the design used
+        (and as :func:`pramkit.risk.identification.identification_risk`).
     DataError
         If a column is missing, the two files have different numbers of records, or the
         "release" equals the original in every perturbed column (at least
-        :data:`MIN_RECORDS_IDENTICAL` records).
-    ParameterError
-        If ``distances`` or ``within`` name variables without distances, or given distances
-        are not those the design used.
+        :data:`MIN_RECORDS_IDENTICAL` records) (and as
+        :func:`pramkit.risk.identification.identification_risk`).
 
     Examples
     --------
@@ -1091,7 +1090,7 @@ def build_report(
     """
     keys = list(keys)
     if not keys:
-        raise PramkitError("name at least one key variable")
+        raise ParameterError("name at least one key variable")
     if isinstance(manifest, (str, Path)):
         manifest = Manifest.read(manifest)
     located = _locate(manifest, distances, within)

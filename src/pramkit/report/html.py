@@ -575,7 +575,7 @@ def write_report(report: ReleaseReport, out: str | Path, *, force: bool = False)
     ------
     OutputExistsError
         If ``out`` exists and ``force`` is false (checked before rendering).
-    PramkitError
+    WriteError
         If ``out`` is a folder, or its folder does not exist.
 
     Examples

@@ -43,7 +43,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError
 
 #: Relative tolerance within which two cells' fractions (2) count as equal.
 SAME = 1e-9
@@ -218,7 +218,7 @@ def check_fraction(sampling_fraction: float) -> float:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         ``pi`` is not a finite number in (0, 1].
 
     Examples
@@ -228,11 +228,11 @@ def check_fraction(sampling_fraction: float) -> float:
     >>> check_fraction(0)
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: the sampling fraction must lie in (0, 1], got 0
+    pramkit.errors.ParameterError: the sampling fraction must lie in (0, 1], got 0
     """
     pi = float(sampling_fraction)
     if not (math.isfinite(pi) and 0 < pi <= 1):
-        raise PramkitError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
+        raise ParameterError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
     return pi
 
 
@@ -258,9 +258,11 @@ def sampling_fraction_of(
 
     Raises
     ------
-    PramkitError
-        Both or neither of ``sampling_fraction`` and ``weights`` are given, the
-        fraction is outside (0, 1], or the weights sum to less than ``n``.
+    ParameterError
+        Both or neither of ``sampling_fraction`` and ``weights`` are given, or the
+        fraction is outside (0, 1].
+    DataError
+        The weights sum to less than ``n``.
 
     Examples
     --------
@@ -269,15 +271,15 @@ def sampling_fraction_of(
     >>> sampling_fraction_of(3, sampling_fraction=None, weights=np.array([1.0, 1.0, 0.5]))
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: the weights sum to 2.5, less than the 3 records; sampling weights must be inverse inclusion probabilities (sum at least n)
+    pramkit.errors.DataError: the weights sum to 2.5, less than the 3 records; sampling weights must be inverse inclusion probabilities (sum at least n)
     """
     if (sampling_fraction is None) == (weights is None):
-        raise PramkitError("give exactly one of sampling_fraction (--sampling-fraction) and weights (--weights)")
+        raise ParameterError("give exactly one of sampling_fraction (--sampling-fraction) and weights (--weights)")
     if sampling_fraction is not None:
         return check_fraction(sampling_fraction)
     pi = n / float(np.sum(weights))
     if pi > 1:
-        raise PramkitError(
+        raise DataError(
             f"the weights sum to {float(np.sum(weights)):g}, less than the {n} records; "
             "sampling weights must be inverse inclusion probabilities (sum at least n)"
         )
@@ -324,12 +326,12 @@ def sampling_fractions(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         Both or neither of ``sampling_fraction`` and ``weight_sums`` are given,
-        an unknown ``by``, weight sums of another shape, or weights summing
-        to less than the records.
+        an unknown ``by``, or weight sums of another shape.
     DataError
-        The table is empty, or a cell's weights sum to less than its records.
+        The table is empty, or the weights (of the file or of a cell) sum to
+        less than its records.
 
     Examples
     --------
@@ -345,7 +347,7 @@ def sampling_fractions(
     f = np.asarray(counts, dtype=float)
     names = tuple(names)
     if by not in ("cell", "file"):
-        raise PramkitError(f"fractions must be 'cell' or 'file', not {by!r}")
+        raise ParameterError(f"fractions must be 'cell' or 'file', not {by!r}")
     n = float(f.sum())
     if not n > 0:
         raise DataError("the key table is empty: no record was counted")
@@ -354,7 +356,7 @@ def sampling_fractions(
         return SamplingFractions(names, pi, pi, "given", (), None, pi, pi)
     w = np.asarray(weight_sums, dtype=float)
     if w.shape != f.shape:
-        raise PramkitError(f"the weight sums have shape {w.shape}, the table {f.shape}")
+        raise ParameterError(f"the weight sums have shape {w.shape}, the table {f.shape}")
     overall = sampling_fraction_of(int(n), sampling_fraction=sampling_fraction, weights=w.ravel())
     occupied = np.flatnonzero(f.ravel() > 0)
     fo, wo = f.ravel()[occupied], w.ravel()[occupied]

@@ -299,11 +299,10 @@ def household_risk(
         A column is missing, a household id is missing, a key is invalid
         (:func:`pramkit.risk.frequencies.key_table`), a weight is not
         positive, or a cell's weights sum to less than its records.
-    PramkitError
-        Both or neither of ``sampling_fraction`` and ``weights``, or a
-        fraction outside (0, 1].
     ParameterError
-        A key of the manifest perturbed jointly with other columns or within strata.
+        Both or neither of ``sampling_fraction`` and ``weights``, a fraction
+        outside (0, 1], or a key of the manifest perturbed jointly with other
+        columns or within strata.
 
     Examples
     --------

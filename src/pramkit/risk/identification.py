@@ -43,7 +43,7 @@ import pandas as pd
 
 from pramkit.counts import count_file
 from pramkit.defaults import NA_VALUES
-from pramkit.errors import DataError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.manifest import Manifest
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
@@ -225,7 +225,7 @@ def _fit_model(
     sample counts, to the original file's counts ``source`` (a release with its original),
     or by EM from the released counts; with the misclassification matrices of the key axes."""
     if source is not None and not perturbed:
-        raise PramkitError("original is only used with a manifest that perturbs a key variable")
+        raise ParameterError("original is only used with a manifest that perturbs a key variable")
     if not perturbed:
         fr = sampling_fractions(counts, keys, sampling_fraction=sampling_fraction, weight_sums=sums, by=fractions)
         watch = None if tau_rtol is None else _tau_watch(counts, fr, tau_rtol)
@@ -242,7 +242,7 @@ def _fit_model(
                                 by=fractions)
         return fit_loglinear(source, keys, model=model, tol=tol, offset=fr.offset), "original", mats, fr
     if counts.size > EM_MAX_CELLS:
-        raise PramkitError(
+        raise ParameterError(
             f"the keys have {counts.size:,} cells; fitting the model from released counts alone (EM) "
             f"is limited to {EM_MAX_CELLS:,} cells: pass the original file (original=, --original)"
         )
@@ -301,9 +301,9 @@ def _file_risk(
     the same figures from the cell counts (and weight sums), memory bounded by a chunk and
     the table; no per-record output."""
     if weights is not None and not isinstance(weights, str):
-        raise PramkitError("with a file, weights must name its weight column")
+        raise ParameterError("with a file, weights must name its weight column")
     if original is not None and not isinstance(original, (str, Path)):
-        raise PramkitError("with a file, original must be the original file's path too")
+        raise ParameterError("with a file, original must be the original file's path too")
     declared = {k: manifest[k].matrix.categories for k in perturbed}
     table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
     counts = table.counts.astype(float)
@@ -363,7 +363,7 @@ def identification_risk(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         Both or neither of ``sampling_fraction`` and ``weights``, a fraction
         outside (0, 1], a bad ``tau_rtol``, ``model`` or ``fractions``,
         ``original`` without a manifest that perturbs a key (or of another
@@ -401,7 +401,7 @@ def identification_risk(
     """
     start = time.perf_counter()
     if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):
-        raise PramkitError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
+        raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
     perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
     if isinstance(data, (str, Path)):
@@ -422,7 +422,7 @@ def identification_risk(
     source = source_sums = None
     if original is not None:
         if not isinstance(original, pd.DataFrame):
-            raise PramkitError("with data in memory, original must be a DataFrame too")
+            raise ParameterError("with data in memory, original must be a DataFrame too")
         otable = key_table(original, keys, missing=missing, categories=table.categories)
         ocounted = otable.count(weights=None if weights is None else record_weights(original, weights))
         source, source_sums = ocounted.counts.astype(float), ocounted.weight_sums

@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import DataError, ParameterError
 
 #: Largest dense table the fitter accepts (cells).
 MAX_CELLS = 50_000_000
@@ -183,7 +183,7 @@ def parse_model(model: str | Sequence[Sequence[str]], names: Sequence[str]) -> t
 
     Raises
     ------
-    PramkitError
+    ParameterError
         A term is empty or names a variable that is not in ``names``.
 
     Examples
@@ -195,7 +195,7 @@ def parse_model(model: str | Sequence[Sequence[str]], names: Sequence[str]) -> t
     >>> parse_model("a*d", ["a", "b"])
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: model 'a*d' names ['d'], which are not key variables ['a', 'b']
+    pramkit.errors.ParameterError: model 'a*d' names ['d'], which are not key variables ['a', 'b']
     """
     names = tuple(names)
     index = {n: i for i, n in enumerate(names)}
@@ -212,10 +212,10 @@ def parse_model(model: str | Sequence[Sequence[str]], names: Sequence[str]) -> t
     terms: list[Term] = []
     for t in raw:
         if not t or any(not v for v in t):
-            raise PramkitError(f"model {model!r} has an empty term; write terms like 'a*b + c'")
+            raise ParameterError(f"model {model!r} has an empty term; write terms like 'a*b + c'")
         unknown = [v for v in t if v not in index]
         if unknown:
-            raise PramkitError(f"model {model!r} names {unknown}, which are not key variables {list(names)}")
+            raise ParameterError(f"model {model!r} names {unknown}, which are not key variables {list(names)}")
         terms.append(tuple(sorted({index[v] for v in t})))
     mentioned = {a for t in terms for a in t}
     terms += [(a,) for a in range(len(names)) if a not in mentioned]
@@ -294,13 +294,13 @@ def _ipf_cycle(fit: np.ndarray, targets: Sequence[np.ndarray], terms: Sequence[T
 def _check_table(counts: np.ndarray) -> np.ndarray:
     f = np.asarray(counts, dtype=float)
     if f.size > MAX_CELLS:
-        raise PramkitError(
+        raise ParameterError(
             f"the full table has {f.size:,} cells, more than {MAX_CELLS:,}; use fewer or coarser key variables"
         )
     if not np.all(np.isfinite(f)) or np.any(f < 0):
-        raise PramkitError("counts must be finite and non-negative")
+        raise DataError("counts must be finite and non-negative")
     if f.sum() <= 0:
-        raise PramkitError("the table is empty (all counts are zero)")
+        raise DataError("the table is empty (all counts are zero)")
     return f
 
 
@@ -460,7 +460,7 @@ def geometric_tail(change: ArrayLike, rate: float) -> np.ndarray:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         ``rate`` is not in [0, 1).
 
     Examples
@@ -469,7 +469,7 @@ def geometric_tail(change: ArrayLike, rate: float) -> np.ndarray:
     [0.5, 1e-09]
     """
     if not 0 <= rate < 1:
-        raise PramkitError(f"the rate must lie in [0, 1), got {rate!r}")
+        raise ParameterError(f"the rate must lie in [0, 1), got {rate!r}")
     return np.abs(np.asarray(change, dtype=float)) * (rate / (1.0 - rate))
 
 
@@ -623,11 +623,13 @@ def fit_loglinear(
 
     Raises
     ------
-    PramkitError
-        The table has more than :data:`MAX_CELLS` cells, negative or non-finite
-        counts, no count at all, or not one axis per name; the model is
-        invalid (:func:`parse_model`); the offset is not broadcastable, or
-        not finite and positive; a watched cell is outside the table.
+    ParameterError
+        The table has more than :data:`MAX_CELLS` cells or not one axis per
+        name; the model is invalid (:func:`parse_model`); the offset is not
+        broadcastable, or not finite and positive; a watched cell is outside
+        the table.
+    DataError
+        The table has negative or non-finite counts, or no count at all.
 
     Notes
     -----
@@ -650,7 +652,7 @@ def fit_loglinear(
     f = _check_table(counts)
     names = tuple(names)
     if f.ndim != len(names):
-        raise PramkitError(f"the table has {f.ndim} axes but {len(names)} variable names")
+        raise ParameterError(f"the table has {f.ndim} axes but {len(names)} variable names")
     terms = parse_model(model, names)
     dense_targets = _sparse_margins(f, terms)
     cells = support(f.shape, dense_targets)
@@ -660,15 +662,15 @@ def fit_loglinear(
         try:
             fit = np.broadcast_to(np.asarray(offset, dtype=float), f.shape).ravel()[cells]
         except ValueError:
-            raise PramkitError(
+            raise ParameterError(
                 f"the offset has shape {np.shape(offset)}, not broadcastable to the table {f.shape}") from None
         if not np.all(np.isfinite(fit) & (fit > 0)):
-            raise PramkitError("the offset must be finite and positive in every cell")
+            raise ParameterError("the offset must be finite and positive in every cell")
     watch_at = None
     if watch is not None:
         watched = np.asarray(watch.cells, dtype=np.intp).ravel()
         if watched.size and (watched.min() < 0 or watched.max() >= f.size):
-            raise PramkitError(f"the watched cells must be flat indices of the {f.size} cells of the table")
+            raise ParameterError(f"the watched cells must be flat indices of the {f.size} cells of the table")
         at = np.searchsorted(cells, watched).clip(max=max(cells.size - 1, 0))
         watch_at = np.where(cells[at] == watched, at, -1) if cells.size else np.full(watched.size, -1)
     ipf = _Ipf(_SparseTable(f.shape, terms, cells), [t.ravel() for t in dense_targets], f.ravel()[cells],
@@ -815,10 +817,12 @@ def fit_loglinear_misclassified(
 
     Raises
     ------
-    PramkitError
-        As :func:`fit_loglinear`; also a wrong number of matrices, a matrix
-        of the wrong size, or a released count impossible under the model
-        and the matrices.
+    ParameterError
+        As :func:`fit_loglinear`; also a wrong number of matrices, or a matrix
+        of the wrong size.
+    DataError
+        As :func:`fit_loglinear`; also a released count impossible under the
+        model and the matrices.
 
     Examples
     --------
@@ -840,11 +844,12 @@ def fit_loglinear_misclassified(
     f = _check_table(released)
     names = tuple(names)
     if len(matrices) != f.ndim:
-        raise PramkitError(f"{len(matrices)} matrices given for a table with {f.ndim} axes")
+        raise ParameterError(f"{len(matrices)} matrices given for a table with {f.ndim} axes")
     mats = [None if m is None else np.asarray(m, dtype=float) for m in matrices]
     for axis, m in enumerate(mats):
         if m is not None and m.shape != (f.shape[axis],) * 2:
-            raise PramkitError(f"the matrix of {names[axis]!r} is {m.shape}, the variable has {f.shape[axis]} categories")
+            raise ParameterError(f"the matrix of {names[axis]!r} is {m.shape}, "
+                                 f"the variable has {f.shape[axis]} categories")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ParameterError(f"max_iter must be an integer of at least 1, got {max_iter!r}")
     terms = parse_model(model, names)
@@ -856,7 +861,7 @@ def fit_loglinear_misclassified(
         iterations += 1
         expected = push(fit, mats)
         if np.any((expected <= 0) & (f > 0)):
-            raise PramkitError("a released count is impossible under the model and the matrices (structural zero)")
+            raise DataError("a released count is impossible under the model and the matrices (structural zero)")
         ratio = np.divide(f, expected, out=np.zeros_like(f), where=f > 0)
         complete = fit * pull(ratio, mats)
         targets = margins(complete, terms)

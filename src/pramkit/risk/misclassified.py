@@ -38,7 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.risk.loglinear import push
 
 
@@ -205,7 +205,7 @@ def cell_risk(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         A sampling fraction outside (0, 1].
 
     Examples
@@ -218,7 +218,7 @@ def cell_risk(
     pi = np.asarray(sampling_fraction, dtype=float)
     bad = ~((pi > 0) & (pi <= 1))
     if np.any(bad):
-        raise PramkitError(f"the sampling fraction must lie in (0, 1], got {float(pi[bad].ravel()[0])!r}")
+        raise ParameterError(f"the sampling fraction must lie in (0, 1], got {float(pi[bad].ravel()[0])!r}")
     mu = np.asarray(mu, dtype=float)
     released = push(mu, matrices)
     keep = joint_diagonal(matrices, mu.shape)

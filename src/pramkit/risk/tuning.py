@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.design.classic import randomized_response
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.fractions import sampling_fractions
@@ -201,7 +201,7 @@ def tune_epsilon(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         ``perturb`` lists no key or a variable that is not a key, bad
         ``bounds``, ``threshold`` or ``measure``, or the risk at the lowest
         epsilon is already above the threshold.
@@ -224,14 +224,14 @@ def tune_epsilon(
     keys = list(keys)
     perturb = list(perturb)
     if not perturb or any(v not in keys for v in perturb):
-        raise PramkitError(f"perturb must list key variables of {keys}, got {perturb}")
+        raise ParameterError(f"perturb must list key variables of {keys}, got {perturb}")
     lo, hi = map(float, bounds)
     if not (0 < lo < hi and math.isfinite(hi)):
-        raise PramkitError(f"bounds must satisfy 0 < low < high < inf, got {bounds}")
+        raise ParameterError(f"bounds must satisfy 0 < low < high < inf, got {bounds}")
     if not (threshold > 0 and math.isfinite(threshold)):
-        raise PramkitError(f"the threshold must be a positive number, got {threshold!r}")
+        raise ParameterError(f"the threshold must be a positive number, got {threshold!r}")
     if measure not in ("tau2", "c1"):
-        raise PramkitError(f"measure must be 'tau2' or 'c1', not {measure!r}")
+        raise ParameterError(f"measure must be 'tau2' or 'c1', not {measure!r}")
     table = key_table(data, keys, missing=missing)
     if design is None:
         design = randomized_response_design({v: table.categories[keys.index(v)] for v in perturb})
@@ -247,7 +247,7 @@ def tune_epsilon(
             return cell_risk(mu, fr.values, [mats[k].matrix if k in mats else None for k in keys]).expected_tau2()
     else:
         if not threshold < 1:
-            raise PramkitError("for measure='c1' the threshold is a probability alpha in (0, 1)")
+            raise ParameterError("for measure='c1' the threshold is a probability alpha in (0, 1)")
 
         def risk(eps: float) -> float:
             return recognition_risk(data, keys, alpha=threshold, matrices=design(eps),
@@ -261,7 +261,7 @@ def tune_epsilon(
     monotone = bool(np.all(np.diff(values) >= -1e-9 * np.abs(values[1:]).clip(min=1e-300)))
     under = values <= threshold
     if not under[0]:
-        raise PramkitError(
+        raise ParameterError(
             f"even epsilon = {lo:g} gives {measure} = {values[0]:.4g} > {threshold:g}; "
             "lower the first bound or raise the threshold"
         )
