@@ -1277,12 +1277,22 @@ def _write_exponential(m: PramMatrix) -> dict[str, JSONValue]:
 def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
     """``rate`` and the public ``distances`` (validated as when they were read:
     :class:`pramkit.design.distances.Distances`)."""
-    from pramkit.design.distances import Distances
     from pramkit.errors import ParameterError
 
-    rate, dist = d.get("rate"), d.get("distances")
+    rate = d.get("rate")
     if not _is_number(rate):
         raise ManifestError(f"field '{where}.rate' must be a number (form 'exponential')")
+    try:
+        return PramMatrix.exponential(rate, _read_distances(d.get("distances"), where, cats), provenance)
+    except (ParameterError, MatrixError) as exc:
+        raise ManifestError(f"field '{where}.distances': {exc}") from None
+
+
+def _read_distances(dist: Any, where: str, cats: tuple) -> Any:
+    """An exponential mechanism's ``distances``: ``kind``, ``unit``, ``source``, ``points`` or
+    ``matrix``, and ``edges`` only for the path metric they generate."""
+    from pramkit.design.distances import Distances
+
     if not isinstance(dist, dict):
         raise ManifestError(f"field '{where}.distances' must be an object (form 'exponential')")
     for name in ("kind", "unit", "source"):
@@ -1291,26 +1301,32 @@ def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Pr
     if ("points" in dist) == ("matrix" in dist):
         raise ManifestError(f"field '{where}.distances' must give 'points' or 'matrix', one of the two")
     key = "points" if "points" in dist else "matrix"
-    values = dist[key]
+    values, edges = _distance_values(dist[key], f"{where}.distances.{key}"), dist.get("edges")
+    if edges is not None and not _positions(edges, len(cats)):
+        raise ManifestError(f"field '{where}.distances.edges' must be pairs of positions in '{where}.categories'")
+    public = (Distances(cats, None, dist["kind"], dist["unit"], edges, dist["source"], points=values)
+              if key == "points" else Distances(cats, values, dist["kind"], dist["unit"], edges, dist["source"]))
+    if edges is not None and not _path_metric(public):
+        raise ManifestError(f"field '{where}.distances.edges' does not generate the distances (a path metric "
+                            "is integer steps of the order, or hops of an adjacency graph)")
+    return public
+
+
+def _distance_values(values: Any, where: str) -> list:
+    """Points or a distance matrix: a list of numbers, or of lists of numbers."""
     flat = values if isinstance(values, list) else None
     if flat is not None and any(isinstance(x, list) for x in flat):
         flat = [y for x in flat for y in (x if isinstance(x, list) else [None])]
     if flat is None or not all(_is_number(x) for x in flat):
-        raise ManifestError(f"field '{where}.distances.{key}' must be a list of numbers (or of lists of numbers)")
-    edges = dist.get("edges")
-    if edges is not None and not (isinstance(edges, list) and all(
-            isinstance(e, list) and len(e) == 2 and all(isinstance(i, int) and not isinstance(i, bool)
-                                                         and 0 <= i < len(cats) for i in e) for e in edges)):
-        raise ManifestError(f"field '{where}.distances.edges' must be pairs of positions in '{where}.categories'")
-    try:
-        public = (Distances(cats, None, dist["kind"], dist["unit"], edges, dist["source"], points=values)
-                  if key == "points" else Distances(cats, values, dist["kind"], dist["unit"], edges, dist["source"]))
-        if edges is not None and not _path_metric(public):
-            raise ManifestError(f"field '{where}.distances.edges' does not generate the distances (a path metric "
-                                "is integer steps of the order, or hops of an adjacency graph)")
-        return PramMatrix.exponential(rate, public, provenance)
-    except (ParameterError, MatrixError) as exc:
-        raise ManifestError(f"field '{where}.distances': {exc}") from None
+        raise ManifestError(f"field '{where}' must be a list of numbers (or of lists of numbers)")
+    return values
+
+
+def _positions(edges: Any, n: int) -> bool:
+    """Whether ``edges`` is a list of pairs of positions ``0 .. n-1``."""
+    return isinstance(edges, list) and all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n
+                                                     for i in e) for e in edges)
 
 
 def _path_metric(dist: Any) -> bool:
