@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from pramkit import _kernels
 from pramkit.errors import DataError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 from pramkit.utf8 import Utf8Labels, is_utf8, pool_array
 
 MISSING = -1

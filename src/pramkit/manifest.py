@@ -24,8 +24,8 @@ from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
-from pramkit.errors import ManifestError, MatrixError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.errors import ManifestError
+from pramkit.matrix import Label, PramMatrix
 from pramkit.ledger import ExactFact, Ledger, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -39,14 +39,6 @@ FORMAT = "pramkit-manifest"
 #: compactly (``"form": "diagonal"`` with ``q`` and ``w``); version 2 added the privacy ledger
 #: (design step included in the record epsilon).  Versions 1 to 3 still load.
 VERSION = 5
-#: How a variable's matrix is written: ``"dense"`` (``matrix``, S x S), ``"diagonal"``
-#: (form (8): ``q`` and ``w``, O(S)) or ``"blocks"`` (``blocks``: each block's ``members``,
-#: positions in ``categories``, and its own matrix in one of the other forms) or
-#: ``"truncated_geometric"`` (``rate``: the mechanism on the order of the categories, O(1)) or
-#: ``"exponential"`` (``rate`` and the public ``distances`` inline: ``kind``, ``unit``, ``source`` and
-#: ``points``, one per category, or ``matrix`` for an adjacency graph or a table, with ``edges`` for a
-#: path metric; O(S) for centroids and ordinal midpoints).
-FORMS = ("dense", "diagonal", "blocks", "truncated_geometric", "exponential")
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
 #: Most cells of a joint matrix whose margins (for records with some columns missing) are computed:
@@ -426,11 +418,10 @@ class PerturbedVariable:
         return f"whether {self.name} is one of the values it never changes ({shown})"
 
     def to_dict(self) -> dict[str, Any]:
-        """The variable as JSON values: a compact form (8) matrix as ``form``
-        ``"diagonal"`` with ``q`` and ``w`` (O(S)), a block-diagonal one as ``"blocks"``
-        (each block's ``members`` and entries), a truncated geometric one as
-        ``"truncated_geometric"`` with its ``rate`` (O(1)), any other as ``form``
-        ``"dense"`` with ``matrix`` (S x S); see :data:`FORMS`.
+        """The variable as JSON values, its matrix written by :meth:`pramkit.PramMatrix.to_dict`
+        in its form (:data:`pramkit.matrix.FORMS`: a form (8) matrix as ``"diagonal"`` with ``q``
+        and ``w``, O(S); block by block; the truncated geometric and exponential mechanisms by
+        their parameters; any other ``"dense"``, S x S).
 
         Returns
         -------
@@ -453,13 +444,14 @@ class PerturbedVariable:
         0.5
         """
         m = self.matrix
+        entries = m.to_dict()
+        design = entries.pop("design")
         return {
             "name": self.name,
             "columns": list(self.columns),
             **({"given": list(self.given)} if self.given else {}),
             **({"unit": self.unit} if self.unit is not None else {}),
-            "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
-            **_entries(m),
+            **entries,
             "epsilon": epsilon_to_json(self.epsilon),
             "realised_law": _realised(m),
             **({"epsilon_given_block": epsilon_to_json(self.block_epsilon),
@@ -467,7 +459,7 @@ class PerturbedVariable:
             "missing": self.missing,
             "bistochastic": m.is_bistochastic,
             "min_diagonal": m.min_diagonal,
-            "design": m.provenance.to_dict(),
+            "design": design,
         }
 
 
@@ -512,29 +504,6 @@ def _component_epsilon(m: PramMatrix, *, matrix: bool = True) -> float:
                 sub = dense[np.ix_(idx, idx)]
                 eps = max(eps, PramMatrix(sub / sub.sum(axis=1, keepdims=True)).epsilon)
     return eps
-
-
-def _entries(m: PramMatrix) -> dict[str, Any]:
-    """A matrix's entries as JSON: ``form`` and its fields."""
-    if m.blocks is not None:
-        return {"form": "blocks", "blocks": [{"members": idx.tolist(), **_entries(part),
-                                              "design": part.provenance.to_dict()} for idx, part in m.blocks]}
-    if m.is_compact:
-        return {"form": "diagonal", "q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
-    if m.geometric_rate is not None:
-        return {"form": "truncated_geometric", "rate": m.geometric_rate}
-    if m.exponential_rate is not None:
-        return _exponential_json(m)
-    return {"form": "dense", "matrix": m.matrix.tolist()}
-
-
-def _exponential_json(m: PramMatrix) -> dict[str, Any]:
-    """An exponential mechanism stored by its parameters: its rate and its public distances inline."""
-    d = m.exponential_distances
-    stored = {"points": d.points.tolist()} if d.points is not None else {"matrix": d.matrix.tolist()}
-    return {"form": "exponential", "rate": m.exponential_rate,
-            "distances": {"kind": d.kind, "unit": d.unit, "source": d.source, **stored,
-                          **({"edges": d.edges.tolist()} if d.edges is not None else {})}}
 
 
 @dataclass(frozen=True)
@@ -1055,8 +1024,7 @@ def _variable_from_dict(v: Any, where: str, version: int = VERSION) -> Perturbed
                                 + (" (the strata first)" if given else ""))
         if not all(x is None or isinstance(x, (str, int, float)) for x in values):
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
-    provenance = _provenance_from_dict(v.get("design", {}), f"{where}.design")
-    matrix = _matrix_from_dict(v, where, tuple(cats), provenance)
+    matrix = PramMatrix.from_dict(v, where)
     if "epsilon" in v:
         _check_epsilon(v["epsilon"], max(matrix.epsilon, realised_law(matrix).epsilon), f"{where}.epsilon",
                        also=matrix.epsilon if version < 5 else None)
@@ -1070,174 +1038,3 @@ def _variable_from_dict(v: Any, where: str, version: int = VERSION) -> Perturbed
         return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit)
     except ManifestError as exc:
         raise ManifestError(f"field '{where}': {exc}") from None
-
-
-def _matrix_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
-    """A variable's (or a block's) matrix in its ``form``."""
-    form = v.get("form", "dense")
-    if form not in FORMS:
-        raise ManifestError(f"field '{where}.form' must be one of {list(FORMS)}, got {form!r}")
-    if form == "truncated_geometric":
-        rate = v.get("rate")
-        if not _is_number(rate):
-            raise ManifestError(f"field '{where}.rate' must be a number (form 'truncated_geometric')")
-        try:
-            return PramMatrix.truncated_geometric(rate, cats, provenance)
-        except MatrixError as exc:
-            raise ManifestError(f"field '{where}.rate': {exc}") from None
-    if form == "exponential":
-        return _exponential_from_dict(v, where, cats, provenance)
-    if form != "blocks":
-        return (_dense_from_dict if form == "dense" else _diagonal_from_dict)(v, where, cats, provenance)
-    blocks = v.get("blocks")
-    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
-        raise ManifestError(f"field '{where}.blocks' must be a non-empty list of objects (form 'blocks')")
-    parts, seen = [], 0
-    for i, b in enumerate(blocks):
-        members = b.get("members")
-        if not isinstance(members, list) or not members or not all(
-                isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(cats) for x in members):
-            raise ManifestError(f"field '{where}.blocks[{i}].members' must be a non-empty list of positions in "
-                                f"'{where}.categories' (0..{len(cats) - 1})")
-        if b.get("form") == "blocks":
-            raise ManifestError(f"field '{where}.blocks[{i}].form' must be 'dense' or 'diagonal'")
-        part_provenance = _provenance_from_dict(b.get("design", {}), f"{where}.blocks[{i}].design")
-        parts.append(_matrix_from_dict(b, f"{where}.blocks[{i}]", tuple(cats[x] for x in members), part_provenance))
-        seen += len(members)
-    if seen != len(cats):
-        raise ManifestError(f"field '{where}.blocks' covers {seen} positions but '{where}.categories' has "
-                            f"{len(cats)} labels; each must be in exactly one block")
-    try:
-        return PramMatrix.block_diagonal(parts, cats, provenance)
-    except MatrixError as exc:
-        raise ManifestError(f"field '{where}.blocks': {exc}") from None
-
-
-def _exponential_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
-    """An ``"exponential"`` variable's matrix: ``rate`` and the public ``distances`` (validated as when
-    they were read: :class:`pramkit.design.distances.Distances`)."""
-    from pramkit.design.distances import Distances
-    from pramkit.errors import ParameterError
-
-    rate, d = v.get("rate"), v.get("distances")
-    if not _is_number(rate):
-        raise ManifestError(f"field '{where}.rate' must be a number (form 'exponential')")
-    if not isinstance(d, dict):
-        raise ManifestError(f"field '{where}.distances' must be an object (form 'exponential')")
-    for name in ("kind", "unit", "source"):
-        if not isinstance(d.get(name), str):
-            raise ManifestError(f"field '{where}.distances.{name}' must be a string")
-    if ("points" in d) == ("matrix" in d):
-        raise ManifestError(f"field '{where}.distances' must give 'points' or 'matrix', one of the two")
-    key = "points" if "points" in d else "matrix"
-    values = d[key]
-    flat = values if isinstance(values, list) else None
-    if flat is not None and any(isinstance(x, list) for x in flat):
-        flat = [y for x in flat for y in (x if isinstance(x, list) else [None])]
-    if flat is None or not all(_is_number(x) for x in flat):
-        raise ManifestError(f"field '{where}.distances.{key}' must be a list of numbers (or of lists of numbers)")
-    edges = d.get("edges")
-    if edges is not None and not (isinstance(edges, list) and all(
-            isinstance(e, list) and len(e) == 2 and all(isinstance(i, int) and not isinstance(i, bool)
-                                                         and 0 <= i < len(cats) for i in e) for e in edges)):
-        raise ManifestError(f"field '{where}.distances.edges' must be pairs of positions in '{where}.categories'")
-    try:
-        dist = (Distances(cats, None, d["kind"], d["unit"], edges, d["source"], points=values) if key == "points"
-                else Distances(cats, values, d["kind"], d["unit"], edges, d["source"]))
-        if edges is not None and not _path_metric(dist):
-            raise ManifestError(f"field '{where}.distances.edges' does not generate the distances (a path metric "
-                                "is integer steps of the order, or hops of an adjacency graph)")
-        return PramMatrix.exponential(rate, dist, provenance)
-    except (ParameterError, MatrixError) as exc:
-        raise ManifestError(f"field '{where}.distances': {exc}") from None
-
-
-def _path_metric(dist: Any) -> bool:
-    """Whether distances that claim edges are the path metric of those edges (steps or hops)."""
-    from pramkit.design.distances import graph_distances, ordinal_distances
-
-    if dist.kind == "ordinal":
-        ref = ordinal_distances(dist.categories)
-    elif dist.kind == "graph":
-        ref = graph_distances(dist.categories, [(str(dist.categories[i]), str(dist.categories[j]))
-                                                for i, j in dist.edges.tolist()])
-    else:
-        return False
-    return dist.same(ref) and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
-                                             np.sort(np.sort(ref.edges, axis=1), axis=0))
-
-
-def _dense_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
-    """A ``"dense"`` variable's matrix: ``matrix``, S rows of S numbers."""
-    rows = v.get("matrix")
-    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-        raise ManifestError(f"field '{where}.matrix' must be a list of rows (lists of numbers)")
-    for i, r in enumerate(rows):
-        if len(r) != len(rows):
-            raise ManifestError(f"field '{where}.matrix[{i}]' has {len(r)} entries; the matrix must be square")
-        for j, x in enumerate(r):
-            if not _is_number(x):
-                raise ManifestError(f"field '{where}.matrix[{i}][{j}]' must be a number, got {x!r}")
-    if len(rows) != len(cats):
-        raise ManifestError(
-            f"field '{where}.matrix' is {len(rows)} x {len(rows)} but '{where}.categories' has {len(cats)} labels"
-        )
-    try:
-        return PramMatrix(rows, cats, provenance)
-    except MatrixError as exc:
-        raise ManifestError(f"field '{where}.matrix': {exc}") from None
-
-
-def _diagonal_from_dict(v: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
-    """A ``"diagonal"`` variable's matrix (form (8)): ``q`` and ``w``, S numbers each, O(S)."""
-    vectors = []
-    for key in ("q", "w"):
-        values = v.get(key)
-        if not isinstance(values, list):
-            raise ManifestError(f"field '{where}.{key}' must be a list of numbers (form 'diagonal')")
-        if not all(map(_is_number, values)):
-            i = next(i for i, x in enumerate(values) if not _is_number(x))
-            raise ManifestError(f"field '{where}.{key}[{i}]' must be a number, got {values[i]!r}")
-        if len(values) != len(cats):
-            raise ManifestError(f"field '{where}.{key}' has {len(values)} entries but '{where}.categories' has "
-                                f"{len(cats)} labels")
-        vectors.append(values)
-    try:
-        return PramMatrix.form8(vectors[0], vectors[1], cats, provenance)
-    except MatrixError as exc:
-        raise ManifestError(f"fields '{where}.q' and '{where}.w': {exc}") from None
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _provenance_from_dict(d: Any, where: str) -> Provenance:
-    if not isinstance(d, dict):
-        raise ManifestError(f"field '{where}' must be an object")
-    method = d.get("method", "user")
-    if not isinstance(method, str):
-        raise ManifestError(f"field '{where}.method' must be a string")
-    params = d.get("parameters", {})
-    if not isinstance(params, dict):
-        raise ManifestError(f"field '{where}.parameters' must be an object")
-    objective = d.get("objective")
-    if objective is not None and (not isinstance(objective, (int, float)) or isinstance(objective, bool)):
-        raise ManifestError(f"field '{where}.objective' must be a number or null")
-    objective_name = d.get("objective_name")
-    if objective_name is not None and not isinstance(objective_name, str):
-        raise ManifestError(f"field '{where}.objective_name' must be a string or null")
-    cert = d.get("certificate")
-    if cert is not None and not isinstance(cert, dict):
-        raise ManifestError(f"field '{where}.certificate' must be an object or null")
-    seconds = d.get("seconds")
-    if seconds is not None and (not isinstance(seconds, (int, float)) or isinstance(seconds, bool)):
-        raise ManifestError(f"field '{where}.seconds' must be a number or null")
-    return Provenance(
-        method=method,
-        parameters=params,
-        objective=None if objective is None else float(objective),
-        objective_name=objective_name,
-        certificate=cert,
-        seconds=None if seconds is None else float(seconds),
-    )

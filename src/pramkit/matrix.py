@@ -37,24 +37,19 @@ import math
 from dataclasses import FrozenInstanceError, dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import MatrixError
+from pramkit.errors import ManifestError, MatrixError
+from pramkit.labels import Label
 from pramkit.privacy.epsilon import form8_matrix_epsilon, matrix_epsilon
 
 #: Tolerance on row sums (and column sums for the bistochastic check).
 ROW_SUM_TOL = 1e-9
 #: Rows of an exponential mechanism computed at a time by its O(S^2)-time, O(S)-memory passes.
 ROWS_PER_PASS = 64
-
-#: A category label: a JSON scalar.  ``None`` labels the "missing" category of
-#: a variable whose missing values are declared a category of their own.  A
-#: matrix over the cross-classification of several variables (a joint
-#: perturbation) has tuples of scalars as labels.
-Label = Union[str, int, float, bool, None, tuple]
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
 
@@ -145,6 +140,51 @@ class Provenance:
             "certificate": None if self.certificate is None else dict(self.certificate),
             "seconds": self.seconds,
         })
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "design") -> "Provenance":
+        """Validate a provenance read from JSON (:meth:`to_dict`); absent fields take their defaults.
+
+        Parameters
+        ----------
+        d : dict
+            A parsed provenance.
+        where : str
+            The field's name, for the error messages.
+
+        Returns
+        -------
+        Provenance
+
+        Raises
+        ------
+        ManifestError
+            A malformed field, by name.
+
+        Examples
+        --------
+        >>> prov = Provenance("dp_optimal", {"epsilon": 1.0}, 0.25, "mutual_information_nats")
+        >>> Provenance.from_dict(prov.to_dict()) == prov
+        True
+        >>> Provenance.from_dict({"method": "rr", "objective": "high"}, "variables[0].design")
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ManifestError: field 'variables[0].design.objective' must be a number or null
+        """
+        if not isinstance(d, dict):
+            raise ManifestError(f"field '{where}' must be an object")
+        checks = (("method", str, False), ("parameters", dict, False), ("objective", (int, float), True),
+                  ("objective_name", str, True), ("certificate", dict, True), ("seconds", (int, float), True))
+        words = {str: "a string", dict: "an object", (int, float): "a number"}
+        for key, kind, nullable in checks:
+            value = d.get(key)
+            if (value is None and (nullable or key not in d)) or (isinstance(value, kind) and not isinstance(value, bool)):
+                continue
+            raise ManifestError(f"field '{where}.{key}' must be {words[kind]}{' or null' if nullable else ''}")
+        objective, seconds = d.get("objective"), d.get("seconds")
+        return cls(method=d.get("method", "user"), parameters=d.get("parameters", {}),
+                   objective=None if objective is None else float(objective), objective_name=d.get("objective_name"),
+                   certificate=d.get("certificate"), seconds=None if seconds is None else float(seconds))
 
 
 #: Attributes a :class:`PramMatrix` computes on demand (never pickled).
@@ -941,6 +981,86 @@ class PramMatrix:
                 out.__dict__[cached] = self.__dict__[cached]
         return out
 
+    # -- JSON -------------------------------------------------------------
+    @property
+    def form(self) -> str:
+        """How the matrix is stored, one of :data:`FORMS`: ``"blocks"`` (:meth:`block_diagonal`),
+        ``"diagonal"`` (form (8), :meth:`form8`), ``"truncated_geometric"``, ``"exponential"``
+        (stored by their parameters) or ``"dense"``."""
+        if self.blocks is not None:
+            return "blocks"
+        if self.is_compact:
+            return "diagonal"
+        if self.geometric_rate is not None:
+            return "truncated_geometric"
+        return "dense" if self.exponential_rate is None else "exponential"
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        """The matrix as JSON values, in its :attr:`form`: the serialiser of a matrix (the manifest
+        and the design record write it).
+
+        Returns
+        -------
+        dict
+            ``categories`` (tuples as lists), ``form``, the form's fields (:data:`FORMS`: O(S) or
+            O(1) for every form but ``"dense"``) and ``design`` (:meth:`Provenance.to_dict`).
+
+        Examples
+        --------
+        >>> m = PramMatrix.form8([0.8, 0.6], categories=["f", "m"])
+        >>> m.to_dict()["form"], m.to_dict()["q"], [round(w, 12) for w in m.to_dict()["w"]]
+        ('diagonal', [0.8, 0.6], [0.2, 0.4])
+        >>> PramMatrix.from_dict(m.to_dict()) == m
+        True
+        >>> PramMatrix.truncated_geometric(0.5, ["low", "mid", "high"]).to_dict()["rate"]
+        0.5
+        """
+        return {"categories": [list(c) if isinstance(c, tuple) else c for c in self.categories],
+                "form": self.form, **FORMS[self.form].write(self), "design": self.provenance.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "matrix") -> "PramMatrix":
+        """Validate a matrix read from JSON (:meth:`to_dict`; ``form`` absent means ``"dense"``).
+
+        Parameters
+        ----------
+        d : dict
+            A parsed matrix: ``categories``, ``form`` and its fields, ``design`` (optional).
+        where : str
+            The field's name, for the error messages.
+
+        Returns
+        -------
+        PramMatrix
+            Stored in the form read (compact forms stay compact).
+
+        Raises
+        ------
+        ManifestError
+            The first malformed field, by name.
+
+        Examples
+        --------
+        >>> d = {"categories": ["a", "b"], "form": "diagonal", "q": [0.75, 0.5], "w": [0.25, 0.5]}
+        >>> m = PramMatrix.from_dict(d)
+        >>> m.matrix.tolist(), m.provenance.method, m.is_compact
+        ([[0.75, 0.25], [0.5, 0.5]], 'user', True)
+        >>> PramMatrix.from_dict({**d, "w": [0.25, 0.25]}, "variables[0]")
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ManifestError: fields 'variables[0].q' and 'variables[0].w': row 1 of the matrix sums to 0.75, not 1 (tolerance 1e-09); 1 row(s) are off
+        """
+        if not isinstance(d, dict):
+            raise ManifestError(f"field '{where}' must be an object")
+        cats = d.get("categories")
+        if not isinstance(cats, list) or not cats:
+            raise ManifestError(f"field '{where}.categories' must be a non-empty list")
+        for i, c in enumerate(cats):
+            if not all(x is None or isinstance(x, (str, int, float)) for x in (c if isinstance(c, list) else [c])):
+                raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null "
+                                    "(or a list of them)")
+        return _read_form(d, where, tuple(cats), Provenance.from_dict(d.get("design", {}), f"{where}.design"))
+
     def _equal_entries(self, other: "PramMatrix") -> bool:
         if self.size != other.size:
             return False
@@ -1010,3 +1130,229 @@ def _check_rows(sums: np.ndarray) -> None:
             f"row {k} of the matrix sums to {float(sums[k])!r}, not 1 "
             f"(tolerance {ROW_SUM_TOL:g}); {bad.size} row(s) are off"
         )
+
+
+# -- the forms of a matrix in JSON --------------------------------------------
+@dataclass(frozen=True)
+class MatrixForm:
+    """How one form of matrix is written as JSON and read back.
+
+    Parameters
+    ----------
+    stored : str
+        What the form's fields hold (for the documentation).
+    write : callable
+        ``write(matrix) -> dict``: the form's fields.
+    read : callable
+        ``read(d, where, categories, provenance) -> PramMatrix``: the fields validated,
+        :class:`pramkit.errors.ManifestError` naming the first malformed one.
+    """
+
+    stored: str
+    write: Callable[[PramMatrix], dict[str, JSONValue]]
+    read: Callable[[dict[str, Any], str, tuple, Provenance], PramMatrix]
+
+
+def _read_form(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """The matrix of a parsed entry in its ``form`` (absent: ``"dense"``)."""
+    form = d.get("form", "dense")
+    if form not in FORMS:
+        raise ManifestError(f"field '{where}.form' must be one of {list(FORMS)}, got {form!r}")
+    return FORMS[form].read(d, where, cats, provenance)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _write_dense(m: PramMatrix) -> dict[str, JSONValue]:
+    return {"matrix": m.matrix.tolist()}
+
+
+def _read_dense(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """``matrix``: S rows of S numbers."""
+    rows = d.get("matrix")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise ManifestError(f"field '{where}.matrix' must be a list of rows (lists of numbers)")
+    for i, r in enumerate(rows):
+        if len(r) != len(rows):
+            raise ManifestError(f"field '{where}.matrix[{i}]' has {len(r)} entries; the matrix must be square")
+        for j, x in enumerate(r):
+            if not _is_number(x):
+                raise ManifestError(f"field '{where}.matrix[{i}][{j}]' must be a number, got {x!r}")
+    if len(rows) != len(cats):
+        raise ManifestError(
+            f"field '{where}.matrix' is {len(rows)} x {len(rows)} but '{where}.categories' has {len(cats)} labels"
+        )
+    try:
+        return PramMatrix(rows, cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"field '{where}.matrix': {exc}") from None
+
+
+def _write_diagonal(m: PramMatrix) -> dict[str, JSONValue]:
+    return {"q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
+
+
+def _read_diagonal(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """Form (8): ``q`` and ``w``, S numbers each, O(S)."""
+    vectors = []
+    for key in ("q", "w"):
+        values = d.get(key)
+        if not isinstance(values, list):
+            raise ManifestError(f"field '{where}.{key}' must be a list of numbers (form 'diagonal')")
+        if not all(map(_is_number, values)):
+            i = next(i for i, x in enumerate(values) if not _is_number(x))
+            raise ManifestError(f"field '{where}.{key}[{i}]' must be a number, got {values[i]!r}")
+        if len(values) != len(cats):
+            raise ManifestError(f"field '{where}.{key}' has {len(values)} entries but '{where}.categories' has "
+                                f"{len(cats)} labels")
+        vectors.append(values)
+    try:
+        return PramMatrix.form8(vectors[0], vectors[1], cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"fields '{where}.q' and '{where}.w': {exc}") from None
+
+
+def _write_blocks(m: PramMatrix) -> dict[str, JSONValue]:
+    """Each block's ``members`` (positions), then its own form's fields and ``design``."""
+    out = []
+    for idx, part in m.blocks:
+        entry = part.to_dict()
+        del entry["categories"]  # the members' labels
+        out.append({"members": idx.tolist(), **entry})
+    return {"blocks": out}
+
+
+def _read_blocks(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """``blocks``: each block's ``members`` and its matrix in a form other than ``"blocks"``."""
+    blocks = d.get("blocks")
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
+        raise ManifestError(f"field '{where}.blocks' must be a non-empty list of objects (form 'blocks')")
+    parts, seen = [], 0
+    for i, b in enumerate(blocks):
+        members = b.get("members")
+        if not isinstance(members, list) or not members or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(cats) for x in members):
+            raise ManifestError(f"field '{where}.blocks[{i}].members' must be a non-empty list of positions in "
+                                f"'{where}.categories' (0..{len(cats) - 1})")
+        if b.get("form") == "blocks":
+            raise ManifestError(f"field '{where}.blocks[{i}].form' must be 'dense' or 'diagonal'")
+        part_provenance = Provenance.from_dict(b.get("design", {}), f"{where}.blocks[{i}].design")
+        parts.append(_read_form(b, f"{where}.blocks[{i}]", tuple(cats[x] for x in members), part_provenance))
+        seen += len(members)
+    if seen != len(cats):
+        raise ManifestError(f"field '{where}.blocks' covers {seen} positions but '{where}.categories' has "
+                            f"{len(cats)} labels; each must be in exactly one block")
+    try:
+        return PramMatrix.block_diagonal(parts, cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"field '{where}.blocks': {exc}") from None
+
+
+def _write_geometric(m: PramMatrix) -> dict[str, JSONValue]:
+    return {"rate": m.geometric_rate}
+
+
+def _read_geometric(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """``rate``: a positive number."""
+    rate = d.get("rate")
+    if not _is_number(rate):
+        raise ManifestError(f"field '{where}.rate' must be a number (form 'truncated_geometric')")
+    try:
+        return PramMatrix.truncated_geometric(rate, cats, provenance)
+    except MatrixError as exc:
+        raise ManifestError(f"field '{where}.rate': {exc}") from None
+
+
+def _write_exponential(m: PramMatrix) -> dict[str, JSONValue]:
+    """The rate and the public distances inline: their points (O(S)) or matrix, and edges for a path metric."""
+    d = m.exponential_distances
+    stored = {"points": d.points.tolist()} if d.points is not None else {"matrix": d.matrix.tolist()}
+    return {"rate": m.exponential_rate,
+            "distances": {"kind": d.kind, "unit": d.unit, "source": d.source, **stored,
+                          **({"edges": d.edges.tolist()} if d.edges is not None else {})}}
+
+
+def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
+    """``rate`` and the public ``distances`` (validated as when they were read:
+    :class:`pramkit.design.distances.Distances`)."""
+    from pramkit.errors import ParameterError
+
+    rate = d.get("rate")
+    if not _is_number(rate):
+        raise ManifestError(f"field '{where}.rate' must be a number (form 'exponential')")
+    try:
+        return PramMatrix.exponential(rate, _read_distances(d.get("distances"), where, cats), provenance)
+    except (ParameterError, MatrixError) as exc:
+        raise ManifestError(f"field '{where}.distances': {exc}") from None
+
+
+def _read_distances(dist: Any, where: str, cats: tuple) -> Any:
+    """An exponential mechanism's ``distances``: ``kind``, ``unit``, ``source``, ``points`` or
+    ``matrix``, and ``edges`` only for the path metric they generate."""
+    from pramkit.design.distances import Distances
+
+    if not isinstance(dist, dict):
+        raise ManifestError(f"field '{where}.distances' must be an object (form 'exponential')")
+    for name in ("kind", "unit", "source"):
+        if not isinstance(dist.get(name), str):
+            raise ManifestError(f"field '{where}.distances.{name}' must be a string")
+    if ("points" in dist) == ("matrix" in dist):
+        raise ManifestError(f"field '{where}.distances' must give 'points' or 'matrix', one of the two")
+    key = "points" if "points" in dist else "matrix"
+    values, edges = _distance_values(dist[key], f"{where}.distances.{key}"), dist.get("edges")
+    if edges is not None and not _positions(edges, len(cats)):
+        raise ManifestError(f"field '{where}.distances.edges' must be pairs of positions in '{where}.categories'")
+    public = (Distances(cats, None, dist["kind"], dist["unit"], edges, dist["source"], points=values)
+              if key == "points" else Distances(cats, values, dist["kind"], dist["unit"], edges, dist["source"]))
+    if edges is not None and not _path_metric(public):
+        raise ManifestError(f"field '{where}.distances.edges' does not generate the distances (a path metric "
+                            "is integer steps of the order, or hops of an adjacency graph)")
+    return public
+
+
+def _distance_values(values: Any, where: str) -> list:
+    """Points or a distance matrix: a list of numbers, or of lists of numbers."""
+    flat = values if isinstance(values, list) else None
+    if flat is not None and any(isinstance(x, list) for x in flat):
+        flat = [y for x in flat for y in (x if isinstance(x, list) else [None])]
+    if flat is None or not all(_is_number(x) for x in flat):
+        raise ManifestError(f"field '{where}' must be a list of numbers (or of lists of numbers)")
+    return values
+
+
+def _positions(edges: Any, n: int) -> bool:
+    """Whether ``edges`` is a list of pairs of positions ``0 .. n-1``."""
+    return isinstance(edges, list) and all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n
+                                                     for i in e) for e in edges)
+
+
+def _path_metric(dist: Any) -> bool:
+    """Whether distances that claim edges are the path metric of those edges (steps or hops)."""
+    from pramkit.design.distances import graph_distances, ordinal_distances
+
+    if dist.kind == "ordinal":
+        ref = ordinal_distances(dist.categories)
+    elif dist.kind == "graph":
+        ref = graph_distances(dist.categories, [(str(dist.categories[i]), str(dist.categories[j]))
+                                                for i, j in dist.edges.tolist()])
+    else:
+        return False
+    return dist.same(ref) and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
+                                             np.sort(np.sort(ref.edges, axis=1), axis=0))
+
+
+#: The forms of a matrix in JSON (:meth:`PramMatrix.to_dict`, :meth:`PramMatrix.from_dict`), by ``form``.
+FORMS: dict[str, MatrixForm] = {
+    "dense": MatrixForm("matrix: S rows of S numbers", _write_dense, _read_dense),
+    "diagonal": MatrixForm("q and w: form (8)'s diagonal and off-diagonal entry of each row, O(S)",
+                           _write_diagonal, _read_diagonal),
+    "blocks": MatrixForm("blocks: each block's members (positions in categories), form, fields and design",
+                         _write_blocks, _read_blocks),
+    "truncated_geometric": MatrixForm("rate: the mechanism on the order of the categories, O(1)",
+                                      _write_geometric, _read_geometric),
+    "exponential": MatrixForm("rate and the public distances inline (kind, unit, source, points or matrix, edges "
+                              "of a path metric), O(S) by points", _write_exponential, _read_exponential),
+}

@@ -70,7 +70,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 
 #: Mean Earth radius (IUGG), km: the sphere of the haversine distance.
 EARTH_RADIUS_KM = 6371.0088

@@ -348,8 +348,9 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     basis, theta, duals = _polish(stairs, util, np.flatnonzero(res.x * stairs.max(axis=1) > 1e-12))
     if duals is None:   # pragma: no cover - a singular basis: keep HiGHS's duals (the bound repairs them)
         duals = -np.asarray(res.eqlin.marginals) * scale
-    support = basis[theta > 0]
-    used = theta[theta > 0] * stairs[support].T            # (S, k): M[x, column]
+    kept = theta * stairs[basis].max(axis=1) > 1e-12      # the LP's support (as above): the rest is noise,
+    support = basis[kept]                                  # outputs of ~1e-17 that 2^-62 units cannot realise
+    used = theta[kept] * stairs[support].T                 # (S, k): M[x, column]
     used /= used.sum(axis=1, keepdims=True)
     full = np.zeros((s, s))
     full[:, : used.shape[1]] = used

@@ -11,6 +11,7 @@ matrix keeps on them, expected distances, measures, the joint comparison).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -20,7 +21,7 @@ from pramkit.errors import ParameterError
 from pramkit.information import mutual_information, mutual_information_form8
 from pramkit.ledger import Ledger
 from pramkit.manifest import Manifest, PerturbedVariable
-from pramkit.matrix import PramMatrix, Provenance
+from pramkit.matrix import ROW_SUM_TOL, PramMatrix, Provenance
 from pramkit.release.allocate import Allocation
 from pramkit.release.build import Built
 from pramkit.release.count import Counted
@@ -29,8 +30,8 @@ from pramkit.release.plan import ReleasePlan
 from pramkit.release.record import DesignRecord, Release
 from pramkit.release.targets import complete
 
-#: Largest matrix stored without its entries (truncated geometric) whose dense figures the design
-#: record computes (information, measures): 4096^2 entries are 134 MB.
+#: Largest matrix stored by its parameters whose O(S^2)-time figures the design record computes
+#: (expected distances; information and measures of an exponential mechanism, row by row).
 MAX_DENSE_FIGURES = 4096
 
 
@@ -188,28 +189,116 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
     if counted.households is not None:
         extra["households"] = counted.households.rows
     if plan.method != "dp":
-        from pramkit.design.methods import measure
-
-        extra["measures"] = {k: dataclasses.asdict(measure(m, freqs.exact[k])) for k, m in built.matrices.items()
-                             if m.blocks is None and _dense_ok(m)}
+        extra["measures"] = {k: _measures(m, freqs.exact[k]) for k, m in built.matrices.items()
+                             if m.blocks is None and (m.exponential_rate is None or _dense_ok(m))}
     return extra
 
 
 def _dense_ok(m: PramMatrix) -> bool:
-    """Whether the record may build ``m``'s dense array for its figures (a matrix stored by its
-    parameters, beyond :data:`MAX_DENSE_FIGURES` categories, is not built)."""
+    """Whether the record computes ``m``'s figures that take O(S^2) time (rows on demand, O(S)
+    memory: information and measures of an exponential mechanism, expected distances): not for a
+    matrix stored by its parameters beyond :data:`MAX_DENSE_FIGURES` categories.  Those of form (8)
+    and the truncated geometric mechanism take O(S) (:func:`_row_laws`) at any size."""
     by_parameters = m.geometric_rate is not None or m.exponential_rate is not None
     return not by_parameters or m.size <= MAX_DENSE_FIGURES
 
 
 def _information(p: np.ndarray, m: PramMatrix) -> float | None:
-    """I(X; Z) in nats: O(S) for a compact form (8) matrix, O(S^2) otherwise; ``None`` for a
-    matrix stored without its entries beyond :data:`MAX_DENSE_FIGURES` categories."""
+    """I(X; Z) in nats, without densifying a compact matrix: O(S) for form (8) and the truncated
+    geometric mechanism, block by block (``I = H(block) + sum_b P(b) I(X; Z | b)``: the released
+    value tells its block), row by row for an exponential mechanism (``None`` beyond
+    :data:`MAX_DENSE_FIGURES` categories)."""
+    if m.form == "dense":
+        return mutual_information(p, m.matrix)
     if m.is_compact:
         return mutual_information_form8(p, m.form8_q)
-    if not _dense_ok(m):
+    if m.exponential_rate is not None and not _dense_ok(m):
         return None
-    return mutual_information(p, m.matrix)
+    pv = np.asarray(p, dtype=float) / np.sum(p)
+    if m.blocks is None:
+        released, rows = _row_laws(pv, m)
+        return max(_entropy(released) - float(pv @ rows), 0.0)
+    parts = [(float(pv[idx].sum()), idx, part) for idx, part in m.blocks]
+    inside = [pb * _information(pv[idx] / pb, part) for pb, idx, part in parts if pb > 0]
+    return None if any(x is None for x in inside) else _entropy(np.array([pb for pb, _, _ in parts])) + sum(inside)
+
+
+def _entropy(r: np.ndarray) -> float:
+    """Shannon entropy in nats of a distribution."""
+    from scipy.special import entr
+
+    return float(np.sum(entr(r)))
+
+
+def _row_laws(p: np.ndarray, m: PramMatrix) -> tuple[np.ndarray, np.ndarray]:
+    """``p M`` (the released law) and each row's entropy (nats) of a matrix stored by its parameters,
+    in O(S) memory: closed forms for the truncated geometric mechanism (O(S) time), rows in passes
+    of :data:`pramkit.matrix.ROWS_PER_PASS` otherwise."""
+    if m.geometric_rate is not None:
+        return _geometric_laws(p, m.geometric_rate, m.size)
+    from scipy.special import entr
+
+    from pramkit.matrix import ROWS_PER_PASS
+
+    released, rows = np.zeros(m.size), np.empty(m.size)
+    for start in range(0, m.size, ROWS_PER_PASS):
+        idx = np.arange(start, min(start + ROWS_PER_PASS, m.size))
+        block = m.exponential_rows(idx)
+        released += p[idx] @ block
+        rows[idx] = entr(block).sum(axis=1)
+    return released, rows
+
+
+def _geometric_laws(p: np.ndarray, rate: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``p M`` and the row entropies of the truncated geometric mechanism in O(S) (a = e^-rate,
+    inner entries ``c a^|z-x|``, ends ``e a^x`` and ``e a^(S-1-x)``, docs/perturbation.md)."""
+    from scipy.signal import lfilter
+
+    a = np.exp(-rate)
+    c, e = np.tanh(rate / 2.0), 1.0 / (1.0 + a)
+    left = lfilter([1.0], [1.0, -a], p)                   # sum over x <= z of p_x a^(z - x)
+    right = lfilter([1.0], [1.0, -a], p[::-1])[::-1]      # sum over x >= z of p_x a^(x - z)
+    released = c * (left + right - p)
+    released[0], released[-1] = e * right[0], e * left[-1]
+    k = np.arange(n, dtype=float)
+    powers = np.exp(-rate * k)
+    power_sum = np.concatenate([[0.0], np.cumsum(powers[1:])])      # sum of a^k, k = 1 .. m
+    moment_sum = np.concatenate([[0.0], np.cumsum(k[1:] * powers[1:])])  # sum of k a^k, k = 1 .. m
+    x = np.arange(n)
+    lo, hi = np.maximum(x - 1, 0), np.maximum(n - 2 - x, 0)
+    centre = ((x >= 1) & (x <= n - 2)).astype(float)
+    s0 = power_sum[lo] + power_sum[hi] + centre
+    s1 = moment_sum[lo] + moment_sum[hi]
+    rows = -c * (math.log(c) * s0 - rate * s1)
+    for d in (k, (n - 1) - k):                             # the two ends: e a^d
+        t = e * np.exp(-rate * d)
+        rows -= t * (math.log(e) - rate * d)
+    return released, rows
+
+
+def _measures(m: PramMatrix, p: np.ndarray) -> dict[str, Any]:
+    """:func:`pramkit.design.methods.measure`'s figures; for a matrix stored by a compact form,
+    from its O(S) properties and :func:`_row_laws` (O(S) memory)."""
+    from pramkit.design.methods import DesignMeasures, measure
+
+    if m.form == "dense":
+        return dataclasses.asdict(measure(m, p))
+    pv = np.asarray(p, dtype=float) / np.sum(p)
+    if m.is_compact:
+        q, w = m.diagonal, m.form8_w
+        from scipy.special import entr
+
+        released = q * pv + (float(pv @ w) - w * pv)
+        rows = entr(q) + (m.size - 1) * entr(w)
+    else:
+        released, rows = _row_laws(pv, m)
+    bi = m.is_bistochastic
+    rate_bits = float(rows.mean()) / math.log(2) if bi and m.size >= 2 else None
+    return dataclasses.asdict(DesignMeasures(
+        epsilon=m.epsilon, beta=None if rate_bits is None else min(max(rate_bits / math.log2(m.size), 0.0), 1.0),
+        entropy_rate_bits=rate_bits, mutual_information_nats=max(_entropy(released) - float(pv @ rows), 0.0),
+        min_diagonal=m.min_diagonal, truthful=m.is_truthful, bistochastic=bi,
+        invariant=bool(np.abs(released - pv).max() <= ROW_SUM_TOL)))
 
 
 def _joint_comparison(table: Any, design_p: np.ndarray, joint: PramMatrix,

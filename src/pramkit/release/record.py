@@ -18,10 +18,44 @@ from typing import Any, Mapping
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import staged_bytes, write_text_atomic
-from pramkit.design.matrix_design import matrix_json
 from pramkit.errors import ParameterError
-from pramkit.manifest import Manifest
+from pramkit.manifest import Manifest, epsilon_to_json
 from pramkit.matrix import PramMatrix
+
+
+#: Largest matrix of a compact form (any but ``"dense"``) whose dense entries the design record
+#: also lists, as ``matrix``: a figure to read, beside the form's own fields.
+MAX_DENSE_RECORD = 32
+
+
+def record_matrix(m: PramMatrix) -> dict[str, Any]:
+    """One designed matrix as the design record (and ``pramkit design --json``) writes it.
+
+    Parameters
+    ----------
+    m : PramMatrix
+        A designed matrix, with its provenance.
+
+    Returns
+    -------
+    dict
+        :meth:`pramkit.PramMatrix.to_dict` (its form: O(S) or O(1) but for ``"dense"``), the
+        dense ``matrix`` too for a compact form of at most :data:`MAX_DENSE_RECORD` categories,
+        and ``epsilon`` (``"inf"`` when infinite).
+
+    Examples
+    --------
+    >>> m = PramMatrix.truncated_geometric(math.log(2), ["low", "mid", "high"])
+    >>> d = record_matrix(m)
+    >>> d["form"], d["rate"] == math.log(2), d["matrix"][0]   # a = 1/2: 1/(1+a), a (1-a)/(1+a), a^2/(1+a)
+    ('truncated_geometric', True, [0.6666666666666666, 0.16666666666666666, 0.16666666666666666])
+    >>> PramMatrix.from_dict(d) == m
+    True
+    >>> "matrix" in record_matrix(PramMatrix.truncated_geometric(0.5, range(MAX_DENSE_RECORD + 1)))
+    False
+    """
+    figure = m.form != "dense" and m.size <= MAX_DENSE_RECORD
+    return {**m.to_dict(), **({"matrix": m.matrix.tolist()} if figure else {}), "epsilon": epsilon_to_json(m.epsilon)}
 
 
 @dataclass(frozen=True)
@@ -93,7 +127,7 @@ class DesignRecord:
         -------
         dict
             JSON values: the fields, each variable's epsilon and information (nats) and
-            their total, each matrix (:func:`pramkit.design.matrix_design.matrix_json`),
+            their total, each matrix (:func:`record_matrix`: compact forms compactly),
             ``extra``'s figures, warnings and notes.
 
         Examples
@@ -125,7 +159,7 @@ class DesignRecord:
             "total_information_nats": None if any(v["information_nats"] is None for v in self.variables.values())
             else math.fsum(v["information_nats"] for v in self.variables.values()),
             "per_variable": {n: dict(v) for n, v in self.variables.items()},
-            "matrices": {n: matrix_json(m) for n, m in self.matrices.items()},
+            "matrices": {n: record_matrix(m) for n, m in self.matrices.items()},
             **self.extra,
             "warnings": list(self.warnings),
             "notes": list(self.notes),

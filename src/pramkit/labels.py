@@ -1,0 +1,16 @@
+"""The type of a category label, shared by the modules that hold categories.
+
+It lives apart from :mod:`pramkit.matrix` so that the modules the matrix reads
+(the public distances of :meth:`pramkit.PramMatrix.exponential`) can name it
+without importing the matrix back.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+#: A category label: a JSON scalar.  ``None`` labels the "missing" category of
+#: a variable whose missing values are declared a category of their own.  A
+#: matrix over the cross-classification of several variables (a joint
+#: perturbation) has tuples of scalars as labels.
+Label = Union[str, int, float, bool, None, tuple]
