@@ -34,9 +34,10 @@ def matrix_json(m: PramMatrix) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``method``, ``categories``, the diagonal ``q``, the entries (``form`` ``"dense"`` with
-        ``matrix``, or ``"diagonal"`` with form (8)'s off-diagonal ``w`` and, up to
-        :data:`MAX_DENSE_JSON` categories, ``matrix``), ``mutual_information_nats`` (the
+        ``method``, the diagonal ``q``, the matrix as :meth:`pramkit.PramMatrix.to_dict` writes
+        it (``categories``, ``form`` and its entries: ``matrix`` for ``"dense"``, form (8)'s
+        ``w`` for ``"diagonal"``, ...) with, for a compact form of at most
+        :data:`MAX_DENSE_JSON` categories, the dense ``matrix`` too, ``mutual_information_nats`` (the
         design's objective), ``epsilon``, ``optimal``, ``certificate`` and ``seconds``:
         JSON-serialisable.
 
@@ -54,11 +55,13 @@ def matrix_json(m: PramMatrix) -> dict[str, Any]:
     """
     prov = m.provenance
     cert = dict(prov.certificate or {})
+    entries = {k: v for k, v in m.to_dict().items() if k != "design"}
+    figure = m.form != "dense" and m.size <= MAX_DENSE_JSON
     return {
         "method": prov.method,
-        "categories": [list(c) if isinstance(c, tuple) else c for c in m.categories],
         "q": m.diagonal.tolist(),
-        **_entries_json(m),
+        **entries,
+        **({"matrix": m.matrix.tolist()} if figure else {}),
         "mutual_information_nats": prov.objective,
         "epsilon": epsilon_to_json(m.epsilon),
         "optimal": bool(cert.get("optimal", False)),
@@ -69,17 +72,6 @@ def matrix_json(m: PramMatrix) -> dict[str, Any]:
 
 #: Largest compact matrix whose dense entries the design output also lists.
 MAX_DENSE_JSON = 2048
-
-
-def _entries_json(m: PramMatrix) -> dict[str, Any]:
-    """The matrix's entries for the design output: dense, or form (8)'s w (and the dense
-    entries too while S is at most :data:`MAX_DENSE_JSON`)."""
-    if not m.is_compact:
-        return {"form": "dense", "matrix": m.matrix.tolist()}
-    out: dict[str, Any] = {"form": "diagonal", "w": m.form8_w.tolist()}
-    if m.size <= MAX_DENSE_JSON:
-        out["matrix"] = m.matrix.tolist()
-    return out
 
 
 def truthful_warnings(m: PramMatrix) -> list[str]:
