@@ -188,7 +188,7 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
     if counted.households is not None:
         extra["households"] = counted.households.rows
     if plan.method != "dp":
-        from pramkit.design.methods import measure
+        from pramkit.design.measures import measure
 
         extra["measures"] = {k: dataclasses.asdict(measure(m, freqs.exact[k])) for k, m in built.matrices.items()
                              if m.blocks is None and _dense_ok(m)}
