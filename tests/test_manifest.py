@@ -47,7 +47,8 @@ def test_documented_fields(manifest: Manifest) -> None:
     data = json.loads(manifest.to_json())
     assert {"format", "version", "record_epsilon", "variables", "created", "pramkit_version"} <= set(data)
     v = data["variables"][0]
-    assert {"name", "categories", "matrix", "epsilon", "missing", "bistochastic", "min_diagonal", "design"} <= set(v)
+    assert {"name", "categories", "form", "epsilon", "missing", "bistochastic", "min_diagonal", "design"} <= set(v)
+    assert v["form"] == "diagonal" and {"q", "w"} <= set(v)   # randomized response: form (8), stored by q and w
     assert v["design"]["method"] == "randomized_response"
 
 

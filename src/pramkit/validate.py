@@ -8,7 +8,12 @@ names the parameter and says what to change:
 * :func:`positive`: a finite number above 0 (budgets, scales);
 * :func:`epsilon`: a privacy budget in nats (positive, finite, at most a given maximum);
 * :func:`probabilities`: a probability vector (finite, non-negative, summing to 1);
-* :func:`probability`: a probability strictly between 0 and 1 (alpha of condition C1).
+* :func:`probability`: a probability strictly between 0 and 1 (alpha of condition C1);
+* the option rules of the design families (:data:`pramkit.design.registry.FAMILIES`):
+  :class:`Number` (a type, a range, a default), :class:`Choice`, :class:`Flag` and
+  :class:`Instance`, each with ``check`` and ``describe``, applied together by
+  :func:`check_options` (unknown options: one error naming the options).  Values are numbers,
+  not strings of numbers: a command line converts its flags first.
 
 Missing columns are :func:`pramkit.io.require_columns` (a data error, not a parameter's).
 

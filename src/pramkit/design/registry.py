@@ -437,11 +437,12 @@ def _keep(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | No
 
 def _rr(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
         o: Mapping[str, Any]) -> PramMatrix:
-    from pramkit.design.bistochastic import fit_family
+    if o["beta"] is not None:
+        from pramkit.design.bistochastic import fit_family  # SciPy: imported when a fit runs
+
+        return fit_family("rr", categories, o["beta"]).matrix
     from pramkit.design.classic import randomized_response
 
-    if o["beta"] is not None:
-        return fit_family("rr", categories, o["beta"]).matrix
     return randomized_response(categories, epsilon)
 
 
