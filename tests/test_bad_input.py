@@ -18,6 +18,7 @@ import pytest
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
+from pramkit.matrix import PramMatrix
 
 
 def digests(folder: Path) -> dict[str, str]:
@@ -25,6 +26,12 @@ def digests(folder: Path) -> dict[str, str]:
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(folder.rglob("*")) if p.is_file()
     }
+
+
+def dense_rr(categories: list, epsilon: float) -> PramMatrix:
+    """Randomized response stored densely, so that the manifest holds rows to corrupt."""
+    m = randomized_response(categories, epsilon)
+    return PramMatrix(m.matrix, m.categories, m.provenance)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +57,7 @@ def d(tmp_path_factory) -> Path:
     q = pd.DataFrame({"q": [1.0, 2.0, 9.0, 3.0] * 10})
     pyreadstat.write_sav(q, str(d / "q.sav"), missing_ranges={"q": [9]})
 
-    manifest = Manifest.of({"region": randomized_response([1, 2, 3], 1.0), "sex": randomized_response(["m", "f"], 0.5)})
+    manifest = Manifest.of({"region": dense_rr([1, 2, 3], 1.0), "sex": dense_rr(["m", "f"], 0.5)})
     manifest.write(d / "m.json")
     Manifest.of({"region": randomized_response([1, 2, 3], 2.0)}).write(d / "other.json")
     Manifest.of({"region": randomized_response([1, 2, "NA"], 1.0)}).write(d / "m_na.json")

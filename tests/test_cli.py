@@ -13,6 +13,13 @@ import pytest
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
+from pramkit.matrix import PramMatrix
+
+
+def dense_rr(categories: list, epsilon: float) -> PramMatrix:
+    """Randomized response stored densely, so that the manifest holds rows to corrupt."""
+    m = randomized_response(categories, epsilon)
+    return PramMatrix(m.matrix, m.categories, m.provenance)
 
 
 @pytest.fixture
@@ -21,8 +28,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 200, "sex": ["m", "f"] * 500, "w": range(1000)}).to_csv(data, index=False)
     manifest = tmp_path / "m.json"
     Manifest.of({
-        "region": randomized_response([1, 2, 3], 1.0),
-        "sex": randomized_response(["m", "f"], 0.5),
+        "region": dense_rr([1, 2, 3], 1.0),
+        "sex": dense_rr(["m", "f"], 0.5),
     }).write(manifest)
     key = tmp_path / "key"
     assert main(["keygen", str(key)]) == 0

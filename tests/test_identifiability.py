@@ -45,6 +45,12 @@ from pramkit.estimate.singular import IdentifiableCovariance
 from pramkit.io import read_table
 
 
+def dense_rr(categories: list, epsilon: float) -> PramMatrix:
+    """Randomized response stored densely (it is built compactly, as form (8))."""
+    m = randomized_response(categories, epsilon)
+    return PramMatrix(m.matrix, m.categories, m.provenance)
+
+
 def low_rank(s: int, r: int, rng: np.random.Generator) -> np.ndarray:
     """A row-stochastic S x S matrix of rank r: B (S x r) times C (r x S), both
     row-stochastic, so rank <= r, and = r for generic random factors."""
@@ -382,7 +388,7 @@ def test_estimability_warnings_ill_conditioned_and_large():
     (sentence,) = estimability_warnings(dp_min_variance(None, 1e-11, categories=[0, 1]))
     assert "ill-conditioned" in sentence and "larger epsilon" in sentence
     assert estimability_warnings(randomized_response([0, 1, 2], 1.0)) == []
-    big = randomized_response(list(range(MAX_ESTIMABILITY_CATEGORIES + 1)), 1.0)
+    big = dense_rr(list(range(MAX_ESTIMABILITY_CATEGORIES + 1)), 1.0)
     (sentence,) = estimability_warnings(big)
     assert "not checked" in sentence
     # the --probs mode carries the warning: p = (0.05, 0.05, 0.9) at epsilon 1 gives two uniform rows
@@ -607,7 +613,7 @@ def test_many_small_blocks():
 def test_large_dense_block_is_not_checked():
     from pramkit.design.matrix_design import MAX_ESTIMABILITY_CATEGORIES, estimability_warnings
 
-    big = randomized_response(list(range(MAX_ESTIMABILITY_CATEGORIES + 1)), 1.0)
+    big = dense_rr(list(range(MAX_ESTIMABILITY_CATEGORIES + 1)), 1.0)
     m = PramMatrix.block_diagonal([big, PramMatrix.identity(["kept"])])
     assert largest_dense_part(m) == MAX_ESTIMABILITY_CATEGORIES + 1
     (sentence,) = estimability_warnings(m)

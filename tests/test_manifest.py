@@ -15,11 +15,17 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 
 
+def dense_rr(categories: list, epsilon: float) -> PramMatrix:
+    """Randomized response stored densely (it is built compactly, as form (8))."""
+    m = randomized_response(categories, epsilon)
+    return PramMatrix(m.matrix, m.categories, m.provenance)
+
+
 @pytest.fixture
 def manifest() -> Manifest:
     return Manifest.of({
-        "age": randomized_response(["0-9", "10-17", "18+"], 1.0),
-        "sex": randomized_response([1, 2], 0.5),
+        "age": dense_rr(["0-9", "10-17", "18+"], 1.0),
+        "sex": dense_rr([1, 2], 0.5),
     })
 
 
@@ -114,7 +120,7 @@ def test_missing_as_category_needs_a_null_label() -> None:
 def compact() -> Manifest:
     return Manifest.of({
         "region": PramMatrix.from_diagonal([0.8, 0.7, 0.9], ["n", "s", "w"]),
-        "sex": randomized_response(["f", "m"], 0.5),
+        "sex": dense_rr(["f", "m"], 0.5),
     })
 
 

@@ -147,7 +147,7 @@ def test_provenance_round_trip():
 @settings(max_examples=20, deadline=None)
 @given(st.integers(2, 30), st.integers(0, 2 ** 32 - 1))
 def test_information_and_measures_agree_with_the_dense_computation(s, seed):
-    from pramkit.design.methods import measure
+    from pramkit.design.measures import measure
 
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.ones(s))

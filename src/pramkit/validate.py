@@ -8,7 +8,12 @@ names the parameter and says what to change:
 * :func:`positive`: a finite number above 0 (budgets, scales);
 * :func:`epsilon`: a privacy budget in nats (positive, finite, at most a given maximum);
 * :func:`probabilities`: a probability vector (finite, non-negative, summing to 1);
-* :func:`probability`: a probability strictly between 0 and 1 (alpha of condition C1).
+* :func:`probability`: a probability strictly between 0 and 1 (alpha of condition C1);
+* the option rules of the design families (:data:`pramkit.design.registry.FAMILIES`):
+  :class:`Number` (a type, a range, a default), :class:`Choice`, :class:`Flag` and
+  :class:`Instance`, each with ``check`` and ``describe``, applied together by
+  :func:`check_options` (unknown options: one error naming the options).  Values are numbers,
+  not strings of numbers: a command line converts its flags first.
 
 Missing columns are :func:`pramkit.io.require_columns` (a data error, not a parameter's).
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -97,3 +102,247 @@ def probability(value: Any, name: str) -> float:
             or not (math.isfinite(value) and 0 < value < 1):
         raise ParameterError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     return float(value)
+
+
+# -- option rules ---------------------------------------------------------------------------------
+# One rule per option of a design family (:data:`pramkit.design.registry.FAMILIES`): its type, its
+# range or choices and its default, introspectable (``rule.describe()``) and checked by
+# :func:`check_options`.  Values are numbers, not strings: a command line converts its flags first.
+
+
+class Rule:
+    """One option's rule: :meth:`check` a value, :meth:`describe` what is expected.
+
+    Attributes
+    ----------
+    default : object
+        The value of the option when it is absent (or ``None``).
+    required : bool
+        The option must be given.
+
+    Examples
+    --------
+    >>> Number(float, low=0, high=1, default=0.8).describe()
+    'a number in [0, 1] (default 0.8)'
+    """
+
+    default: Any = None
+    required: bool = False
+
+    def check(self, value: Any, name: str) -> Any:
+        """``value`` checked (and converted to its plain Python type), or a :class:`ParameterError`
+        naming ``name`` and what is expected."""
+        raise NotImplementedError  # pragma: no cover - every rule defines it
+
+    def expects(self) -> str:
+        """What a value must be, in words (without the default)."""
+        raise NotImplementedError  # pragma: no cover - every rule defines it
+
+    def describe(self) -> str:
+        """What a value must be, and the default or ``required``.
+
+        >>> Choice(("uniform", "fixed")).describe()
+        "one of 'uniform', 'fixed' (default 'uniform')"
+        """
+        if self.required:
+            return f"{self.expects()} (required)"
+        return self.expects() if self.default is None else f"{self.expects()} (default {self.default!r})"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()!r})"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+class Number(Rule):
+    """A finite number (``kind=int``: a whole number) within bounds.
+
+    Parameters
+    ----------
+    kind : {float, int}
+        The type of the value (an integral float such as ``3.0`` is accepted as an int).
+    low, high : float, optional
+        Bounds, inclusive unless ``low_open`` / ``high_open``.
+    default : number, optional
+        The value when absent.
+    required : bool
+        The option must be given.
+
+    Examples
+    --------
+    >>> Number(int, low=1).check(3, "k"), Number(float, low=0, low_open=True).check(2, "rate")
+    (3, 2.0)
+    >>> Number(int, low=1).check("3", "k")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: k must be a whole number >= 1, got the str '3'
+    >>> Number(float, low=0, high=1).check(1.5, "keep")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: keep must be a number in [0, 1], got 1.5
+    """
+
+    def __init__(self, kind: type = float, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, high_open: bool = False, default: Any = None,
+                 required: bool = False) -> None:
+        self.kind, self.low, self.high = kind, low, high
+        self.low_open, self.high_open = low_open, high_open
+        self.default, self.required = default, required
+
+    def expects(self) -> str:
+        what = "a whole number" if self.kind is int else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{what} in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f"{what} {'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{what} {'<' if self.high_open else '<='} {self.high:g}"
+        return what
+
+    def _within(self, x: float) -> bool:
+        above = self.low is None or (x > self.low if self.low_open else x >= self.low)
+        below = self.high is None or (x < self.high if self.high_open else x <= self.high)
+        return above and below
+
+    def check(self, value: Any, name: str) -> Any:
+        if not _is_number(value):
+            raise ParameterError(f"{name} must be {self.expects()}, got the {type(value).__name__} {value!r}")
+        x = float(value)
+        whole = self.kind is not int or (math.isfinite(x) and x == math.floor(x))
+        if not (math.isfinite(x) and whole and self._within(x)):
+            raise ParameterError(f"{name} must be {self.expects()}, got {value!r}")
+        return int(x) if self.kind is int else x
+
+
+class Choice(Rule):
+    """One of a few strings; the default is the first unless given.
+
+    Examples
+    --------
+    >>> Choice(("information", "variance")).check("variance", "objective")
+    'variance'
+    >>> Choice(("information", "variance")).check("entropy", "objective")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: objective must be one of 'information', 'variance', got 'entropy'
+    """
+
+    def __init__(self, values: tuple[str, ...], *, default: str | None = None) -> None:
+        self.values = tuple(values)
+        self.default = self.values[0] if default is None else default
+
+    def expects(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+    def check(self, value: Any, name: str) -> Any:
+        if not isinstance(value, str) or value not in self.values:
+            raise ParameterError(f"{name} must be {self.expects()}, got {value!r}")
+        return value
+
+
+class Flag(Rule):
+    """``True`` or ``False`` (default ``False``).
+
+    Examples
+    --------
+    >>> Flag().check(True, "truthful")
+    True
+    >>> Flag().check("yes", "truthful")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: truthful must be True or False, got 'yes'
+    """
+
+    default = False
+
+    def expects(self) -> str:
+        return "True or False"
+
+    def check(self, value: Any, name: str) -> Any:
+        if not isinstance(value, (bool, np.bool_)):
+            raise ParameterError(f"{name} must be {self.expects()}, got {value!r}")
+        return bool(value)
+
+
+class Instance(Rule):
+    """A value of one of some types (e.g. a path or a table of distances), checked further by its user.
+
+    Parameters
+    ----------
+    types : tuple of type
+        The accepted types.
+    text : str
+        What the value is, in words.
+
+    Examples
+    --------
+    >>> Instance((str,), "'ordinal' or a CSV path").check(3, "distances")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: distances must be 'ordinal' or a CSV path, got 3
+    """
+
+    def __init__(self, types: tuple[type, ...], text: str) -> None:
+        self.types, self.text = types, text
+
+    def expects(self) -> str:
+        return self.text
+
+    def check(self, value: Any, name: str) -> Any:
+        if not isinstance(value, self.types):
+            raise ParameterError(f"{name} must be {self.expects()}, got {value!r}")
+        return value
+
+
+def check_options(owner: str, rules: Mapping[str, Rule], options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` checked against ``rules``: every option present, absent ones (or ``None``) at their default.
+
+    Parameters
+    ----------
+    owner : str
+        Who takes the options, for the messages (``"method 'rr'"``).
+    rules : mapping of str to Rule
+        One rule per option, in the order the messages list them.
+    options : mapping of str to value
+        The options given.
+
+    Returns
+    -------
+    dict
+        Every option of ``rules``, checked, defaults filled in.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown option (one message naming the options), a missing required one, or a
+        value its rule refuses.
+
+    Examples
+    --------
+    >>> rules = {"keep": Number(low=0, high=1, required=True), "bandwidth": Number(int, low=1)}
+    >>> check_options("method 'keep'", rules, {"keep": 0.8})
+    {'keep': 0.8, 'bandwidth': None}
+    >>> check_options("method 'keep'", rules, {"keep": 0.8, "width": 2})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: method 'keep' does not take width; its options are keep, bandwidth
+    >>> check_options("method 'keep'", rules, {})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: method 'keep' needs keep (a number in [0, 1])
+    """
+    unknown = sorted(set(options) - set(rules))
+    if unknown:
+        raise ParameterError(f"{owner} does not take {', '.join(unknown)}; its options are {', '.join(rules)}")
+    out: dict[str, Any] = {}
+    for name, rule in rules.items():
+        value = options.get(name)
+        if value is None:
+            if rule.required:
+                raise ParameterError(f"{owner} needs {name} ({rule.expects()})")
+            out[name] = rule.default
+        else:
+            out[name] = rule.check(value, name)
+    return out

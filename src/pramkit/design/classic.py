@@ -18,7 +18,7 @@
   category R's diagonal can be far below pd (see docs/bistochastic.md).
 
 Every matrix is a :class:`pramkit.PramMatrix`; measure what it guarantees with
-:func:`pramkit.design.methods.measure`.
+:func:`pramkit.design.measures.measure`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 from pramkit.errors import PramkitError
 from pramkit.matrix import Label, PramMatrix, Provenance
 from pramkit.privacy.bistochastic import as_distribution
-from pramkit.privacy.exact import within_budget
+from pramkit.privacy.exact import form8_within_budget
 
 
 def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatrix:
@@ -45,8 +45,15 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
     The entries are computed from ``e^-eps`` (so that the off-diagonal ones stay
     positive for large epsilon; beyond about 745 they are the smallest positive
     double) and the entries that rounding put below the budget are raised
-    (:func:`pramkit.privacy.exact.within_budget`): the stored matrix's epsilon
+    (:func:`pramkit.privacy.exact.form8_within_budget`): the stored matrix's epsilon
     is at most ``epsilon`` exactly.
+
+    The matrix is form (8), stored compactly by its diagonal q and off-diagonal
+    entries w (:meth:`pramkit.PramMatrix.form8`): O(S) memory and a closed-form
+    epsilon, so that S = 100 000 categories need no S x S array.  A release
+    perturbs it with the engine's form (8) sampler; before it was stored
+    densely and sampled by the alias method, so the released values for the
+    same key differ from those of earlier versions.
 
     Parameters
     ----------
@@ -58,8 +65,8 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
     Returns
     -------
     PramMatrix
-        The S x S matrix, bistochastic and symmetric, with provenance
-        ``randomized_response`` and its epsilon.
+        The S x S matrix, compact (form (8)), bistochastic and symmetric, with
+        provenance ``randomized_response`` and its epsilon.
 
     Raises
     ------
@@ -80,8 +87,8 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
     >>> m = randomized_response(["a", "b", "c"], math.log(2))
     >>> m.matrix.round(12).tolist()
     [[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]]
-    >>> m.epsilon <= math.log(2), m.is_bistochastic
-    (True, True)
+    >>> m.epsilon <= math.log(2), m.is_bistochastic, m.is_compact
+    (True, True, True)
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
         raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
@@ -91,10 +98,9 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
     shrink = math.exp(-epsilon)
     q = 1.0 / (1.0 + (s - 1) * shrink)
     off = max(shrink / (1.0 + (s - 1) * shrink), math.ulp(0.0))
-    m = np.full((s, s), off)
-    np.fill_diagonal(m, q)
-    return PramMatrix(within_budget(m, epsilon), categories,
-                      Provenance(method="randomized_response", parameters={"epsilon": float(epsilon)}))
+    q_stored, w_stored = form8_within_budget(np.full(s, q), np.full(s, off), epsilon)
+    return PramMatrix.form8(q_stored, w_stored, categories,
+                            Provenance(method="randomized_response", parameters={"epsilon": float(epsilon)}))
 
 
 def float_array(value: ArrayLike, name: str) -> np.ndarray:

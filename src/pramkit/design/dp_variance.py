@@ -85,7 +85,7 @@ from numpy.typing import ArrayLike
 from pramkit.design.dp_optimal import _check_size, check_epsilon
 from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix, Provenance
-from pramkit.privacy.exact import UNIT, float_up, within_budget
+from pramkit.privacy.exact import UNIT, float_up, form8_within_budget
 from pramkit.validate import probabilities
 
 #: Relative tolerance of the optimality certificate.
@@ -839,14 +839,11 @@ def variance_lower_bound(s: int, epsilon: float, *, truthful: bool = False,
 # The design
 # ---------------------------------------------------------------------------
 
-def _rr_matrix(s: int, epsilon: float) -> np.ndarray:
-    """Randomized response, ``q = 1/(1 + (S-1) e^-eps)`` on the diagonal and
+def _rr_form8(s: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Randomized response as form (8) vectors: ``q = 1/(1 + (S-1) e^-eps)`` on the diagonal and
     ``e^-eps q`` off it (no ``1 - q`` cancellation at large epsilon)."""
     q = 1.0 / (1.0 + (s - 1) * math.exp(-epsilon))
-    off = math.exp(-epsilon) * q
-    m = np.full((s, s), off)
-    np.fill_diagonal(m, q)
-    return m
+    return np.full(s, q), np.full(s, math.exp(-epsilon) * q)
 
 
 def dp_min_variance(
@@ -893,12 +890,12 @@ def dp_min_variance(
     Returns
     -------
     PramMatrix
-        Randomized response with provenance: method ``"dp_min_variance"``,
+        Randomized response, stored compactly (form (8)), with provenance: method ``"dp_min_variance"``,
         the parameters, the objective (``"l2_loss"``) and a certificate: the
         proved lower bound (:func:`variance_lower_bound`) on the same scale,
         the gap, the tolerance, the searches, and ``optimal``.  The stored
         entries below the budget by rounding are raised
-        (:func:`pramkit.privacy.exact.within_budget`), so the matrix's
+        (:func:`pramkit.privacy.exact.form8_within_budget`), so the matrix's
         epsilon is at most ``epsilon``.
 
     Raises
@@ -943,9 +940,9 @@ def dp_min_variance(
     if not isinstance(truthful, bool):
         raise ParameterError(f"truthful must be True or False, got {truthful!r}")
     bound = variance_lower_bound(s, e, truthful=truthful)
-    design = _rr_matrix(s, e)
-    matrix = within_budget(design, e)
-    adjustment = float((matrix - design).sum(axis=1).max())
+    q, w = _rr_form8(s, e)
+    q_stored, w_stored = form8_within_budget(q, w, e)
+    adjustment = float(np.max((q_stored - q) + (s - 1) * (w_stored - w)))
     sum_p2 = None if pv is None else math.fsum((pv * pv).tolist())
     certificate: dict[str, Any] = {
         "optimal": bound.proved,
@@ -976,4 +973,4 @@ def dp_min_variance(
         certificate=certificate,
         seconds=time.perf_counter() - start,
     )
-    return PramMatrix(matrix, cats, provenance)
+    return PramMatrix.form8(q_stored, w_stored, cats, provenance)

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from pramkit.design.methods import DesignMeasures, measure
+from pramkit.design.measures import DesignMeasures, measure
 from pramkit.design.registry import family
 from pramkit.errors import ParameterError
 from pramkit.ledger import fmt_epsilon
@@ -221,7 +221,7 @@ class MatrixDesign:
     p : numpy.ndarray
         The distribution it was designed for (sums to 1).
     measures : DesignMeasures
-        epsilon, beta, I(X; Z) and the rest (:func:`pramkit.design.methods.measure`).
+        epsilon, beta, I(X; Z) and the rest (:func:`pramkit.design.measures.measure`).
     notes, warnings : tuple of str
         What the caller should read.
 
@@ -247,7 +247,7 @@ class MatrixDesign:
         -------
         dict
             For a design whose objective is not I(X; Z) (e.g. randomized response), also
-            ``measures`` (:func:`pramkit.design.methods.measure`), and
+            ``measures`` (:func:`pramkit.design.measures.measure`), and
             ``mutual_information_nats`` is the measured I(X; Z).
 
         Examples

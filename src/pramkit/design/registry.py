@@ -1,4 +1,4 @@
-"""Every design family behind one signature.
+"""Every design family behind one signature, with its options declared as rules.
 
 :data:`FAMILIES` maps a method name to a :class:`DesignFamily`, whose ``build``
 designs one variable's matrix::
@@ -8,22 +8,37 @@ designs one variable's matrix::
 * ``categories``: the variable's categories (its codebook);
 * ``p``: the frequencies the design may read (``None`` for a data-free family):
   DP counts, a public prior or, when asked for, the exact data (see
-  :mod:`pramkit.ledger`);
+  :mod:`pramkit.ledger`); a family that does not read them never sees them;
 * ``epsilon``: the variable's share of the record budget, for families designed
   to an epsilon (``takes_budget``); ``None`` for families whose parameters fix it;
-* ``options``: the family's own parameters (validated by the family; unknown
-  ones are an error naming the family's options).
+* ``options``: the family's own parameters, numbers and names (not strings of
+  numbers), each checked by its rule (:mod:`pramkit.validate`: :class:`~pramkit.validate.Number`,
+  :class:`~pramkit.validate.Choice`, :class:`~pramkit.validate.Flag`,
+  :class:`~pramkit.validate.Instance`); absent or ``None``: the rule's default.
 
-A family also says whether it reads frequencies (then the design step spends
-budget or uses a prior) and whether it is designed to a budget.  A new family
+A family declares its options (:attr:`DesignFamily.options`, name -> rule with
+``describe()``), whether it reads frequencies (then the design step spends budget
+or uses a prior), whether it is designed to a budget, and the most categories it
+designs (:meth:`DesignFamily.max_categories`, checked before building).  A new family
 is one more entry.
+
+Randomized response, the dp family's least-variance design and keep-probability
+PRAM without a bandwidth are form (8) and are stored compactly
+(:meth:`pramkit.PramMatrix.form8`): O(S) memory, a closed-form epsilon, and the
+engine's form (8) sampler.
 
 Examples
 --------
 >>> fam = FAMILIES["rr"]
 >>> m = fam.build(["a", "b", "c"], None, 1.0, {})
->>> round(m.epsilon, 12), fam.reads_frequencies({})
-(1.0, False)
+>>> round(m.epsilon, 12), fam.reads_frequencies({}), m.is_compact
+(1.0, False, True)
+>>> FAMILIES["kanon"].options["k"].describe()
+'a whole number >= 1'
+>>> FAMILIES["kanon"].build(["a", "b", "c"], None, None, {"k": "2"})
+Traceback (most recent call last):
+...
+pramkit.errors.ParameterError: k must be a whole number >= 1, got the str '2'
 
 The ``dp`` family's options (:func:`dp_options`) are ``form``, ``truthful`` and
 ``objective``: ``"information"`` (default) or ``"variance"``, the design with
@@ -37,16 +52,36 @@ the least variance of the unbiased estimator, which does not read p:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from pramkit.errors import ParameterError
 from pramkit.matrix import Label, PramMatrix
+from pramkit.validate import Choice, Flag, Instance, Number, Rule, check_options
 
-#: ``build(categories, p, epsilon, options) -> PramMatrix``.
-Build = Callable[[Sequence[Label], "np.ndarray | None", "float | None", Mapping[str, Any]], PramMatrix]
+#: ``design(categories, p, epsilon, options) -> PramMatrix`` on checked options (defaults filled in).
+Design = Callable[[Sequence[Label], "np.ndarray | None", "float | None", Mapping[str, Any]], PramMatrix]
+#: A predicate or a limit on a family's checked options.
+OnOptions = Callable[[Mapping[str, Any]], Any]
+
+
+def _always(_: Mapping[str, Any]) -> bool:
+    return True
+
+
+def _never(_: Mapping[str, Any]) -> bool:
+    return False
+
+
+def _no_limit(_: Mapping[str, Any]) -> int | None:
+    return None
+
+
+def _as_given(given: Mapping[str, Any], checked: dict[str, Any]) -> dict[str, Any]:
+    return checked
 
 
 @dataclass(frozen=True)
@@ -59,13 +94,19 @@ class DesignFamily:
         The method's name (``--method``).
     help : str
         One line for ``--help``.
-    build : callable
-        ``build(categories, p, epsilon, options) -> PramMatrix``: designs one
-        variable (module docstring).
-    reads_frequencies : callable
-        Given the options, whether the design is a function of p.
-    takes_budget : callable
-        Given the options, whether the design is built to a share of the budget.
+    options : mapping of str to Rule
+        Each option's rule (:mod:`pramkit.validate`): type, range or choices, default.
+    design : callable
+        ``design(categories, p, epsilon, options)`` on checked options (call :meth:`build`).
+    reads : callable
+        Given the checked options, whether the design is a function of p.
+    budgeted : callable
+        Given the checked options, whether the design is built to a share of the budget.
+    limit : callable
+        Given the checked options, the most categories the family designs (``None``: no limit).
+    coherent : callable
+        ``coherent(given, checked)``: the checked options after the checks between options
+        (``given``: the options given, ``None`` values left out).
 
     Examples
     --------
@@ -78,55 +119,177 @@ class DesignFamily:
     >>> m = rr.build(["a", "b", "c"], None, None, {"beta": 0.5})
     >>> m.provenance.method, round(m.provenance.objective, 9)
     ('randomized_response', 0.5)
+    >>> {name: rule.describe() for name, rule in rr.options.items()}
+    {'beta': 'a number in (0, 1)'}
     """
 
     name: str
     help: str
-    build: Build
-    reads_frequencies: Callable[[Mapping[str, Any]], bool]
-    takes_budget: Callable[[Mapping[str, Any]], bool]
+    options: Mapping[str, Rule]
+    design: Design
+    reads: OnOptions = _never
+    budgeted: OnOptions = _never
+    limit: OnOptions = _no_limit
+    coherent: Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]] = field(default=_as_given)
+
+    def check(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options checked by their rules and against each other, defaults filled in.
+
+        Parameters
+        ----------
+        options : mapping of str to value
+            The options given (``None``: absent).
+
+        Returns
+        -------
+        dict
+            Every option of the family.
+
+        Raises
+        ------
+        ParameterError
+            An unknown option (naming the family's options), a missing one, a value of the
+            wrong type or out of range, or options that do not go together.
+
+        Examples
+        --------
+        >>> FAMILIES["keep"].check({"keep": 0.8})
+        {'keep': 0.8, 'bandwidth': None}
+        >>> FAMILIES["keep"].check({"keep": 0.8, "width": 2})
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: method 'keep' does not take width; its options are keep, bandwidth
+        """
+        checked = check_options(f"method {self.name!r}", self.options, options)
+        return self.coherent({k: v for k, v in options.items() if v is not None}, checked)
+
+    def reads_frequencies(self, options: Mapping[str, Any]) -> bool:
+        """Whether the design with these options is a function of p (:meth:`check` first).
+
+        >>> FAMILIES["bistochastic-beta"].reads_frequencies({"beta": 0.5, "family": "rr"})
+        False
+        """
+        return bool(self.reads(self.check(options)))
+
+    def takes_budget(self, options: Mapping[str, Any]) -> bool:
+        """Whether the design with these options is built to a share of the budget (:meth:`check` first).
+
+        >>> FAMILIES["rr"].takes_budget({"beta": 0.3})
+        False
+        """
+        return bool(self.budgeted(self.check(options)))
+
+    def max_categories(self, options: Mapping[str, Any]) -> int | None:
+        """The most categories the design with these options takes (``None``: no limit).
+
+        >>> FAMILIES["dp"].max_categories({"form": "general"}), FAMILIES["rr"].max_categories({})
+        (14, None)
+        """
+        return self.limit(self.check(options))
+
+    def build(self, categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+              options: Mapping[str, Any]) -> PramMatrix:
+        """Design one variable's matrix (module docstring): options checked, the size checked
+        against :meth:`max_categories`, p passed only if the family reads it.
+
+        Parameters
+        ----------
+        categories : sequence of labels
+            The variable's categories.
+        p : numpy.ndarray or None
+            The frequencies the design may read.
+        epsilon : float or None
+            The variable's budget when the family takes one (:meth:`takes_budget`), else ``None``.
+        options : mapping
+            The family's options.
+
+        Returns
+        -------
+        PramMatrix
+
+        Raises
+        ------
+        ParameterError
+            Bad options (:meth:`check`), too many categories, or an epsilon given to a family
+            that fixes its own (or missing for one built to a budget).
+
+        Examples
+        --------
+        >>> FAMILIES["dp"].build(list(range(20)), None, 1.0, {"form": "general"})
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: method 'dp' with these options designs at most 14 categories, got 20
+        """
+        opts = self.check(options)
+        limit = self.limit(opts)
+        if limit is not None and len(categories) > limit:
+            raise ParameterError(f"method {self.name!r} with these options designs at most {limit} categories, "
+                                 f"got {len(categories)}")
+        if self.budgeted(opts) and epsilon is None:
+            raise ParameterError(f"method {self.name!r} is built to a budget: give epsilon")
+        if not self.budgeted(opts) and epsilon is not None:
+            raise ParameterError(f"method {self.name!r} fixes its epsilon by its options; it takes no share of "
+                                 "the budget")
+        return self.design(categories, p if self.reads(opts) else None, epsilon, opts)
 
 
-def _always(_: Mapping[str, Any]) -> bool:
-    return True
-
-
-def _never(_: Mapping[str, Any]) -> bool:
-    return False
-
+# -- the dp family ---------------------------------------------------------------------------------
 
 #: Values of the ``objective`` option of the ``dp`` family (the first is the default).
 DP_OBJECTIVES = ("information", "variance", "distance")
 #: Values of the ``form`` option of the ``dp`` family (the first is the default).
 DP_FORMS = ("diagonal", "general")
-#: Options of the ``dp`` family.
-DP_OPTIONS = ("truthful", "form", "objective", "distances", "weights")
 #: Values of the ``weights`` option of objective ``distance`` (the first is the default).
 DISTANCE_WEIGHTS = ("frequencies", "uniform", "worst")
 
 
-def _choice(options: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str:
-    """Option ``name`` of the dp family (absent or ``None``: the first allowed value), checked."""
-    value = options.get(name)
-    if value is None:
-        return allowed[0]
-    if value not in allowed:
-        raise ParameterError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
-    return str(value)
+def _distances_rule() -> Rule:
+    from pramkit.design.distances import Distances
+
+    return Instance((str, os.PathLike, Distances), "'ordinal', a CSV path or a Distances")
+
+
+#: The ``dp`` family's option rules.
+DP_OPTIONS: dict[str, Rule] = {
+    "truthful": Flag(),
+    "form": Choice(DP_FORMS),
+    "objective": Choice(DP_OBJECTIVES),
+    "distances": _distances_rule(),
+    "weights": Choice(DISTANCE_WEIGHTS),
+}
+
+
+def _dp_coherent(given: Mapping[str, Any], o: dict[str, Any]) -> dict[str, Any]:
+    """The checks between the dp family's options; objective ``distance`` is form ``general``."""
+    if o["form"] == "general" and o["truthful"]:
+        raise ParameterError("truthful applies to the diagonal form (8) only")
+    if o["form"] == "general" and o["objective"] == "variance":
+        raise ParameterError("objective 'variance' is a form (8) design: use form 'diagonal' with it")
+    if o["objective"] != "distance":
+        if "distances" in given or "weights" in given:
+            raise ParameterError("distances and weights apply to objective 'distance'")
+        return o
+    if o["truthful"]:
+        raise ParameterError("truthful applies to the diagonal form (8) only, not to objective 'distance'")
+    if given.get("form", "general") != "general":
+        raise ParameterError("objective 'distance' designs any matrix (an LP): leave form out or use 'general'")
+    return {**o, "form": "general"}
 
 
 def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
     """The ``dp`` family's options ``(form, objective, truthful)``, validated.
 
     * ``form``: ``"diagonal"`` (form (8), the default) or ``"general"`` (any
-      row-stochastic matrix, staircase LP);
+      row-stochastic matrix, staircase LP, at most
+      :data:`pramkit.design.dp_general.MAX_CATEGORIES` categories);
     * ``objective``: ``"information"`` (the most mutual information, the
       default) or ``"variance"`` (the least total variance of the unbiased
-      estimator, :func:`pramkit.design.dp_variance.dp_min_variance`: always
-      invertible, and independent of p);
+      estimator, :func:`pramkit.design.dp_variance.dp_min_variance`: randomized
+      response, stored compactly, always invertible, and independent of p);
     * ``objective="distance"``: the least expected distance moved
       (:func:`pramkit.design.dp_distance.dp_min_distance`, a certified LP over
-      every matrix; ``form`` left out or ``"general"``), with ``distances``
+      every matrix, at most :data:`pramkit.design.dp_distance.MAX_CATEGORIES`
+      categories; ``form`` left out or ``"general"``), with ``distances``
       (``"ordinal"``, a CSV path or a :class:`pramkit.design.distances.Distances`;
       required when the design is built) and ``weights``: ``"frequencies"`` (p, the default),
       ``"uniform"`` (the average over categories) or ``"worst"`` (the largest expected distance
@@ -168,116 +331,201 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
     ...
     pramkit.errors.ParameterError: objective must be one of 'information', 'variance', 'distance', got 'entropy'
     """
-    unknown = sorted(set(options) - set(DP_OPTIONS))
-    if unknown:
-        raise ParameterError(f"method 'dp' does not take {', '.join(unknown)}; its options are {', '.join(DP_OPTIONS)}")
-    form = _choice(options, "form", DP_FORMS)
-    objective = _choice(options, "objective", DP_OBJECTIVES)
-    truthful = options.get("truthful")
-    if truthful not in (None, True, False):
-        raise ParameterError(f"truthful must be True or False, got {truthful!r}")
-    if form == "general" and truthful:
-        raise ParameterError("truthful applies to the diagonal form (8) only")
-    if form == "general" and objective == "variance":
-        raise ParameterError("objective 'variance' is a form (8) design: use form 'diagonal' with it")
-    if objective == "distance":
-        if truthful:
-            raise ParameterError("truthful applies to the diagonal form (8) only, not to objective 'distance'")
-        if options.get("form") not in (None, "general"):
-            raise ParameterError("objective 'distance' designs any matrix (an LP): leave form out or use 'general'")
-        _choice(options, "weights", DISTANCE_WEIGHTS)
-        form = "general"
-    elif options.get("distances") is not None or options.get("weights") is not None:
-        raise ParameterError("distances and weights apply to objective 'distance'")
-    return form, objective, bool(truthful)
+    o = FAMILIES["dp"].check(options)
+    return o["form"], o["objective"], o["truthful"]
 
 
 def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
-        options: Mapping[str, Any]) -> PramMatrix:
-    form, objective, truthful = dp_options(options)
-    if objective == "distance":
+        o: Mapping[str, Any]) -> PramMatrix:
+    if o["objective"] == "distance":
         from pramkit.design.geo import build_distance
 
-        weights = _choice(options, "weights", DISTANCE_WEIGHTS)
-        return build_distance(categories, p if weights == "frequencies" else None, epsilon, options)
-    if objective == "variance":
+        return build_distance(categories, p, epsilon, _given(o))
+    if o["objective"] == "variance":
         from pramkit.design.dp_variance import dp_min_variance
 
-        return dp_min_variance(p, epsilon, categories=categories, truthful=truthful)
-    if form == "general":
+        return dp_min_variance(p, epsilon, categories=categories, truthful=o["truthful"])
+    if o["form"] == "general":
         from pramkit.design.dp_general import dp_general
 
         return dp_general(p, epsilon, categories=categories)
     from pramkit.design.dp_optimal import dp_optimal
 
-    return dp_optimal(p, epsilon, categories=categories, truthful=truthful)
+    return dp_optimal(p, epsilon, categories=categories, truthful=o["truthful"])
 
 
-def _dp_reads(options: Mapping[str, Any]) -> bool:
+def _dp_reads(o: Mapping[str, Any]) -> bool:
     """The variance-optimal design does not depend on p, so it reads no frequencies; nor does the
-    distance design with uniform weights."""
-    objective = dp_options(options)[1]
-    if objective == "distance":
-        return _choice(options, "weights", DISTANCE_WEIGHTS) == "frequencies"
-    return objective != "variance"
+    distance design with uniform or worst-case weights."""
+    if o["objective"] == "distance":
+        return o["weights"] == "frequencies"
+    return o["objective"] != "variance"
+
+
+def _dp_limit(o: Mapping[str, Any]) -> int | None:
+    if o["objective"] == "distance":
+        from pramkit.design.dp_distance import MAX_CATEGORIES
+
+        return MAX_CATEGORIES
+    if o["form"] == "general":
+        from pramkit.design.dp_general import MAX_CATEGORIES
+
+        return MAX_CATEGORIES
+    return None
+
+
+def _given(o: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked options without those left at ``None`` (for the designs that read a mapping)."""
+    return {k: v for k, v in o.items() if v is not None}
+
+
+# -- the metric family ------------------------------------------------------------------------------
+
+#: The ``metric`` family's option rules.
+METRIC_OPTIONS: dict[str, Rule] = {
+    "distances": _distances_rule(),
+    "metric_epsilon": Number(low=0, low_open=True, required=True),
+    "mechanism": Choice(("exponential", "geometric", "optimal")),
+    "unit": Instance((str,), "the name of the distances' unit"),
+    "dilation": Number(low=1),
+}
 
 
 def _metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
-            options: Mapping[str, Any]) -> PramMatrix:
+            o: Mapping[str, Any]) -> PramMatrix:
     from pramkit.design.geo import build_metric
 
-    return build_metric(categories, p, epsilon, options)
+    return build_metric(categories, p, epsilon, _given(o))
 
 
-def _classic(name: str) -> Build:
-    """A family of :data:`pramkit.design.methods.METHODS`; rr gets its epsilon from the budget."""
-    def build(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
-              options: Mapping[str, Any]) -> PramMatrix:
-        from pramkit.design.methods import METHODS  # SciPy: imported when a design runs
+def _metric_limit(o: Mapping[str, Any]) -> int | None:
+    if o["mechanism"] == "optimal":
+        from pramkit.design.dp_distance import METRIC_LP_MAX
 
-        method = METHODS[name]
-        if "epsilon" in options:
-            raise ParameterError(f"method {name!r} takes its epsilon from the record budget "
-                                 "(epsilon=, or epsilon_per_variable=), not from its options")
-        params = dict(options)
-        if epsilon is not None:
-            params["epsilon"] = epsilon
-        freq = np.full(len(categories), 1.0 / len(categories)) if p is None else p
-        return method(categories, freq, params=params)
-
-    return build
+        return METRIC_LP_MAX
+    return None
 
 
-def _rr_budget(options: Mapping[str, Any]) -> bool:
-    return options.get("beta") is None
+# -- the classic and bistochastic families ----------------------------------------------------------
+
+#: The target beta of the bistochastic families (Ruiz and Domingo-Ferrer, Definition 1).
+BETA = Number(low=0, high=1, low_open=True, high_open=True)
+#: A floor that removes a matrix's zeros (at most 1/S, checked by the design).
+GAMMA = Number(low=0, high=1)
+#: A probability.
+PROBABILITY = Number(low=0, high=1)
 
 
-def _beta_reads(options: Mapping[str, Any]) -> bool:
-    return options.get("family") in (None, "best")
+def _uniform_if_none(categories: Sequence[Label], p: np.ndarray | None) -> np.ndarray:
+    return np.full(len(categories), 1.0 / len(categories)) if p is None else p
+
+
+def _invariant(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+               o: Mapping[str, Any]) -> PramMatrix:
+    from pramkit.design.classic import sdcmicro_pram
+
+    return sdcmicro_pram(categories, _uniform_if_none(categories, p), pd=o["pd"], alpha=o["alpha"],
+                         diagonal=o["diagonal"], seed=o["seed"])
+
+
+def _keep(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+          o: Mapping[str, Any]) -> PramMatrix:
+    from pramkit.design.classic import keep_probability
+
+    return keep_probability(categories, o["keep"], bandwidth=o["bandwidth"])
+
+
+def _rr(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+        o: Mapping[str, Any]) -> PramMatrix:
+    if o["beta"] is not None:
+        from pramkit.design.bistochastic import fit_family  # SciPy: imported when a fit runs
+
+        return fit_family("rr", categories, o["beta"]).matrix
+    from pramkit.design.classic import randomized_response
+
+    return randomized_response(categories, epsilon)
+
+
+def _one_of(name: str) -> Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]]:
+    """The check that exactly one of option ``name`` and ``beta`` is given."""
+    def coherent(given: Mapping[str, Any], o: dict[str, Any]) -> dict[str, Any]:
+        if (name in given) == ("beta" in given):
+            raise ParameterError(f"give exactly one of {name} and beta")
+        return o
+
+    return coherent
+
+
+def _fitted(family: str, name: str) -> Design:
+    """A bistochastic family: its own parameter ``name``, or fitted to a target beta; optional floor."""
+    def design(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+               o: Mapping[str, Any]) -> PramMatrix:
+        from pramkit.design.bistochastic import circulant_keep, fit_family, k_anonymity, tridiagonal, with_floor
+
+        if o["beta"] is not None:
+            m = fit_family(family, categories, o["beta"]).matrix
+        else:
+            build = {"kanon": k_anonymity, "tridiagonal": tridiagonal, "circulant": circulant_keep}[family]
+            m = build(categories, o[name])
+        return m if o.get("gamma") is None else with_floor(m, o["gamma"])
+
+    return design
+
+
+def _bistochastic_beta(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
+                       o: Mapping[str, Any]) -> PramMatrix:
+    from pramkit.design.bistochastic import compare_families, fit_family
+
+    if o["family"] == "best":
+        return compare_families(categories, _uniform_if_none(categories, p), o["beta"]).fits[0].matrix
+    return fit_family(o["family"], categories, o["beta"]).matrix
+
+
+def _beta_reads(o: Mapping[str, Any]) -> bool:
+    return o["family"] == "best"
+
+
+def _rr_budget(o: Mapping[str, Any]) -> bool:
+    return o["beta"] is None
 
 
 #: Method name -> :class:`DesignFamily`.
 FAMILIES: dict[str, DesignFamily] = {
-    "dp": DesignFamily("dp", "epsilon-DP form (8) with maximal mutual information (Ayed, Battiston and "
-                       "Camerlenghi), or with the least variance of the unbiased estimator (objective variance), "
-                       "or the least expected distance moved (objective distance, with distances)",
-                       _dp, _dp_reads, _always),
-    "metric": DesignFamily("metric", "metric-DP: the exponential mechanism over distances, or the truncated "
-                           "geometric mechanism on the category order (metric_epsilon per unit of distance; "
-                           "reads no frequencies)", _metric, _never, _never),
-    "invariant": DesignFamily("invariant", "sdcMicro's invariant PRAM (reads p)", _classic("invariant"),
-                              _always, _never),
-    "keep": DesignFamily("keep", "mu-ARGUS keep-probability PRAM", _classic("keep"), _never, _never),
-    "rr": DesignFamily("rr", "randomized response at the variable's share of the budget (or a target beta)",
-                       _classic("rr"), _never, _rr_budget),
-    "kanon": DesignFamily("kanon", "k-anonymity blocks (Ruiz and Domingo-Ferrer, eq. 3)", _classic("kanon"),
-                          _never, _never),
-    "tridiagonal": DesignFamily("tridiagonal", "tridiagonal bistochastic matrix (eq. 7)", _classic("tridiagonal"),
-                                _never, _never),
-    "circulant": DesignFamily("circulant", "circulant bistochastic matrix (eq. 6)", _classic("circulant"),
-                              _never, _never),
-    "bistochastic-beta": DesignFamily("bistochastic-beta", "a bistochastic family fitted to a target beta "
-                                      "(family best reads p)", _classic("bistochastic-beta"), _beta_reads, _never),
+    "dp": DesignFamily(
+        "dp", "epsilon-DP form (8) with maximal mutual information (Ayed, Battiston and Camerlenghi), or with the "
+        "least variance of the unbiased estimator (objective variance), or the least expected distance moved "
+        "(objective distance, with distances)",
+        DP_OPTIONS, _dp, reads=_dp_reads, budgeted=_always, limit=_dp_limit, coherent=_dp_coherent),
+    "metric": DesignFamily(
+        "metric", "metric-DP: the exponential mechanism over distances, or the truncated geometric mechanism on the "
+        "category order (metric_epsilon per unit of distance; reads no frequencies)",
+        METRIC_OPTIONS, _metric, limit=_metric_limit),
+    "invariant": DesignFamily(
+        "invariant", "sdcMicro's invariant PRAM (reads p)",
+        {"pd": Number(low=0, high=1, default=0.8), "alpha": Number(low=0, high=1, default=0.5),
+         "diagonal": Choice(("uniform", "fixed")), "seed": Number(int, low=0)},
+        _invariant, reads=_always),
+    "keep": DesignFamily(
+        "keep", "mu-ARGUS keep-probability PRAM (form (8) without a bandwidth)",
+        {"keep": Number(low=0, high=1, required=True), "bandwidth": Number(int, low=1)}, _keep),
+    "rr": DesignFamily(
+        "rr", "randomized response at the variable's share of the budget (or a target beta), form (8)",
+        {"beta": BETA}, _rr, budgeted=_rr_budget),
+    "kanon": DesignFamily(
+        "kanon", "k-anonymity blocks (Ruiz and Domingo-Ferrer, eq. 3)",
+        {"k": Number(int, low=1), "beta": BETA, "gamma": GAMMA}, _fitted("kanon", "k"), coherent=_one_of("k")),
+    "tridiagonal": DesignFamily(
+        "tridiagonal", "tridiagonal bistochastic matrix (eq. 7)",
+        {"alpha": Number(low=0, high=0.5), "beta": BETA, "gamma": GAMMA}, _fitted("tridiagonal", "alpha"),
+        coherent=_one_of("alpha")),
+    "circulant": DesignFamily(
+        "circulant", "circulant bistochastic matrix (eq. 6)",
+        {"keep": PROBABILITY, "beta": BETA}, _fitted("circulant", "keep"), coherent=_one_of("keep")),
+    "bistochastic-beta": DesignFamily(
+        "bistochastic-beta", "a bistochastic family fitted to a target beta (family best reads p)",
+        {"beta": Number(low=0, high=1, low_open=True, high_open=True, required=True),
+         "family": Choice(("best", "rr", "kanon", "tridiagonal", "circulant"))},
+        _bistochastic_beta, reads=_beta_reads),
 }
 
 
@@ -304,7 +552,7 @@ def family(name: str) -> DesignFamily:
     k: no budget, no frequencies.
 
     >>> kanon = family("kanon")
-    >>> kanon.reads_frequencies({}), kanon.takes_budget({})
+    >>> kanon.reads_frequencies({"k": 2}), kanon.takes_budget({"k": 2})
     (False, False)
     >>> kanon.build(["a", "b", "c", "d"], None, None, {"k": 2}).matrix.tolist()
     [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]]

@@ -277,21 +277,14 @@ def _geometric_laws(p: np.ndarray, rate: float, n: int) -> tuple[np.ndarray, np.
 
 
 def _measures(m: PramMatrix, p: np.ndarray) -> dict[str, Any]:
-    """:func:`pramkit.design.methods.measure`'s figures; for a matrix stored by a compact form,
-    from its O(S) properties and :func:`_row_laws` (O(S) memory)."""
-    from pramkit.design.methods import DesignMeasures, measure
+    """:func:`pramkit.design.measures.measure`'s figures; for a matrix stored by its parameters
+    (truncated geometric, exponential), from :func:`_row_laws` (O(S) memory)."""
+    from pramkit.design.measures import DesignMeasures, measure
 
-    if m.form == "dense":
+    if m.form in ("dense", "diagonal"):
         return dataclasses.asdict(measure(m, p))
     pv = np.asarray(p, dtype=float) / np.sum(p)
-    if m.is_compact:
-        q, w = m.diagonal, m.form8_w
-        from scipy.special import entr
-
-        released = q * pv + (float(pv @ w) - w * pv)
-        rows = entr(q) + (m.size - 1) * entr(w)
-    else:
-        released, rows = _row_laws(pv, m)
+    released, rows = _row_laws(pv, m)
     bi = m.is_bistochastic
     rate_bits = float(rows.mean()) / math.log(2) if bi and m.size >= 2 else None
     return dataclasses.asdict(DesignMeasures(

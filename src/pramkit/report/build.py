@@ -47,7 +47,7 @@ from pramkit.counts import count_frame
 from pramkit.design.classic import randomized_response
 from pramkit.design.distances import Distances, read_distances
 from pramkit.design.geo import RowMeasures, row_measures, rr_row_measures
-from pramkit.design.methods import measure
+from pramkit.design.measures import measure
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy

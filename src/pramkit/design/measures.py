@@ -1,0 +1,179 @@
+"""One scale for every designed matrix: epsilon, beta, information, flags (:func:`measure`).
+
+:func:`measure` puts any matrix on one scale: its exact epsilon (Shlomo and
+Skinner 2012, section 4), its beta when bistochastic (Ruiz and Domingo-Ferrer,
+Definition 1), the mutual information it keeps for p (nats), its smallest
+diagonal entry, whether it is truthful, bistochastic, and invariant (p M = p).
+A matrix of form (8) stored compactly (:meth:`pramkit.PramMatrix.form8`) is
+measured in O(S) from its diagonal q and off-diagonal entries w, without its
+S x S array.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.information import mutual_information, mutual_information_form8
+from pramkit.matrix import ROW_SUM_TOL, PramMatrix
+from pramkit.privacy.bistochastic import as_distribution, bistochastic_privacy, is_bistochastic
+
+
+@dataclass(frozen=True)
+class DesignMeasures:
+    """What a PRAM matrix guarantees and keeps, on one scale (:func:`measure`).
+
+    Attributes
+    ----------
+    epsilon : float
+        Exact epsilon-DP per record (inf when a column mixes zeros and positives).
+    beta : float or None
+        beta-bistochastic privacy, H(P) / log2 r (None if not bistochastic).
+    entropy_rate_bits : float or None
+        H(P), equation (4) of Ruiz and Domingo-Ferrer, bits (None if not bistochastic).
+    mutual_information_nats : float or None
+        I(X; Z) for the given p, nats (None without p).
+    min_diagonal : float
+        Smallest keep probability M[k, k].
+    truthful : bool
+        Every M[k, k] is the largest entry of its row.
+    bistochastic : bool
+        Rows and columns sum to 1.
+    invariant : bool or None
+        p M = p within 1e-9 (None without p).
+
+    Examples
+    --------
+    Two k-anonymous blocks of two categories: one bit of the two of perfect
+    secrecy (beta = 1/2), but no finite epsilon:
+
+    >>> from pramkit.design.bistochastic import k_anonymity
+    >>> measure(k_anonymity("abcd", 2))   # doctest: +NORMALIZE_WHITESPACE
+    DesignMeasures(epsilon=inf, beta=0.5, entropy_rate_bits=1.0, mutual_information_nats=None,
+                   min_diagonal=0.5, truthful=True, bistochastic=True, invariant=None)
+    """
+
+    epsilon: float
+    beta: float | None
+    entropy_rate_bits: float | None
+    mutual_information_nats: float | None
+    min_diagonal: float
+    truthful: bool
+    bistochastic: bool
+    invariant: bool | None
+
+
+def measure(matrix: PramMatrix, p: ArrayLike | None = None) -> DesignMeasures:
+    """Epsilon, beta, mutual information and the rest for one matrix (and proportions p).
+
+    A compact matrix of form (8) is measured in O(S) (:func:`form8_entropy_rate_bits`,
+    :func:`pramkit.information.mutual_information_form8`); any other from its dense array.
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The design.
+    p : array_like, shape (S,), optional
+        Counts or proportions of the categories, for I(X; Z) and invariance.
+
+    Returns
+    -------
+    DesignMeasures
+        The matrix's epsilon (Shlomo and Skinner 2012, section 4), beta and
+        H(P) when bistochastic (Ruiz and Domingo-Ferrer, Definition 1 and
+        equation (4)), I(X; Z) and invariance for p.
+
+    Raises
+    ------
+    PramkitError
+        If p is not a distribution of the matrix's S categories.
+
+    Examples
+    --------
+    Randomized response is bistochastic but not invariant for a p that is
+    not uniform; the invariant PRAM built from it is invariant but not
+    bistochastic:
+
+    >>> from pramkit.design.classic import invariant_pram, randomized_response
+    >>> p = [0.5, 0.3, 0.2]
+    >>> rr = measure(randomized_response("abc", math.log(2)), p)
+    >>> rr.epsilon <= math.log(2), round(rr.entropy_rate_bits, 12), round(rr.beta, 4), rr.bistochastic, rr.invariant
+    (True, 1.5, 0.9464, True, False)
+    >>> inv = measure(invariant_pram(p, randomized_response("abc", math.log(2))), p)
+    >>> inv.bistochastic, inv.invariant, inv.beta
+    (False, True, None)
+    """
+    pv = None if p is None else as_distribution(p, matrix.size)
+    if matrix.is_compact:
+        return _measure_form8(matrix, pv)
+    bi = is_bistochastic(matrix)
+    priv = bistochastic_privacy(matrix) if bi and matrix.size >= 2 else None
+    return DesignMeasures(
+        epsilon=matrix.epsilon,
+        beta=None if priv is None else priv.beta,
+        entropy_rate_bits=None if priv is None else priv.entropy_rate_bits,
+        mutual_information_nats=None if pv is None else mutual_information(pv, matrix.matrix),
+        min_diagonal=matrix.min_diagonal,
+        truthful=matrix.is_truthful,
+        bistochastic=bi,
+        invariant=None if pv is None else bool(np.abs(pv @ matrix.matrix - pv).max() <= ROW_SUM_TOL),
+    )
+
+
+def form8_entropy_rate_bits(q: ArrayLike, w: ArrayLike) -> float:
+    """H(P) of equation (4) (Ruiz and Domingo-Ferrer) for the form (8) matrix with diagonal q and
+    off-diagonal entries w, in O(S): the average over rows of ``-(q_k log2 q_k + (S - 1) w_k log2 w_k)``
+    (``0 log 0 = 0``).
+
+    Parameters
+    ----------
+    q, w : array_like, shape (S,)
+        Diagonal and off-diagonal entries.
+
+    Returns
+    -------
+    float
+        The entropy rate in bits.
+
+    Examples
+    --------
+    Randomized response keeping with 0.8 on three categories (0.1 elsewhere):
+
+    >>> round(form8_entropy_rate_bits([0.8] * 3, [0.1] * 3), 4)
+    0.9219
+    """
+    qv, wv = np.asarray(q, dtype=float), np.asarray(w, dtype=float)
+    s = qv.size
+    return float(np.sum(_bits(qv) + (s - 1) * _bits(wv)) / s)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """``-x log2 x`` entrywise, 0 at 0."""
+    out = np.zeros_like(x)
+    pos = x > 0
+    out[pos] = -x[pos] * np.log2(x[pos])
+    return out
+
+
+def _measure_form8(matrix: PramMatrix, pv: np.ndarray | None) -> DesignMeasures:
+    """:func:`measure` of a compact form (8) matrix, in O(S)."""
+    q, w = np.asarray(matrix.diagonal), np.asarray(matrix.form8_w)
+    bi = matrix.is_bistochastic
+    h = form8_entropy_rate_bits(q, w) if bi and matrix.size >= 2 else None
+    invariant = None
+    if pv is not None:   # (p M)_j = p_j q_j + sum_{k != j} p_k w_k
+        released = pv * q + (math.fsum((pv * w).tolist()) - pv * w)
+        invariant = bool(np.abs(released - pv).max() <= ROW_SUM_TOL)
+    return DesignMeasures(
+        epsilon=matrix.epsilon,
+        beta=None if h is None else min(max(h / math.log2(matrix.size), 0.0), 1.0),
+        entropy_rate_bits=h,
+        mutual_information_nats=None if pv is None else mutual_information_form8(pv, q),
+        min_diagonal=matrix.min_diagonal,
+        truthful=matrix.is_truthful,
+        bistochastic=bi,
+        invariant=invariant,
+    )
