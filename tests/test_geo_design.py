@@ -641,3 +641,19 @@ def test_census_with_areas_keeps_other_columns() -> None:
     big = census(40_000, areas=True)
     in_town = towns[big["area"].cat.codes.to_numpy()]
     assert in_town[big["ownership"] == "rented"].mean() > in_town[big["ownership"] == "owned"].mean()
+
+
+def test_a_distribution_the_user_gives_weighs_the_least_distance_mechanism() -> None:
+    """``pramkit design --probs ... --method metric --mechanism optimal``: the distribution is public,
+    so the least-distance mechanism minimises the distance expected under it, not under the uniform."""
+    from pramkit.design.matrix_design import design_matrix
+
+    p = [0.7, 0.2, 0.05, 0.05]
+    d = ordinal_distances("abcd")
+    result = design_matrix(p, method="metric", options={"metric_epsilon": 0.8, "mechanism": "optimal",
+                                                        "distances": "ordinal"}, categories=list("abcd"))
+    direct = metric_min_distance(p, 0.8, d)
+    uniform = metric_min_distance(None, 0.8, d)
+    moved = lambda m: float(np.asarray(p) @ (m.matrix * d.matrix).sum(axis=1))  # noqa: E731
+    assert moved(result.matrix) == pytest.approx(moved(direct), abs=1e-9)
+    assert moved(result.matrix) < moved(uniform) - 1e-6

@@ -343,7 +343,7 @@ def design_matrix(
         raise ParameterError(f"--method {method} needs --epsilon (the matrix's epsilon)")
     if not fam.takes_budget(opts) and epsilon is not None:
         raise ParameterError(f"--method {method} fixes epsilon by its own parameters; leave out --epsilon")
-    m = fam.build(cats, p, epsilon, opts)
+    m = fam.build(cats, p, epsilon, opts, public_p=True)
     if epsilon is not None and m.epsilon > epsilon:
         raise ParameterError(f"the design's epsilon {fmt_epsilon(m.epsilon)} exceeds {epsilon:g}")
     return MatrixDesign(m, p, measure(m, p), tuple(notes), tuple(truthful_warnings(m) + estimability_warnings(m)))

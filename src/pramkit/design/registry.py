@@ -188,9 +188,9 @@ class DesignFamily:
         return self.limit(self.check(options))
 
     def build(self, categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
-              options: Mapping[str, Any]) -> PramMatrix:
+              options: Mapping[str, Any], *, public_p: bool = False) -> PramMatrix:
         """Design one variable's matrix (module docstring): options checked, the size checked
-        against :meth:`max_categories`, p passed only if the family reads it.
+        against :meth:`max_categories`, p passed only if the family reads it (or if it is public).
 
         Parameters
         ----------
@@ -202,6 +202,10 @@ class DesignFamily:
             The variable's budget when the family takes one (:meth:`takes_budget`), else ``None``.
         options : mapping
             The family's options.
+        public_p : bool
+            p is a public input (a distribution the user gives, not counted from the data):
+            passed to every family, so that a design that can weigh by it does (the metric
+            family's least-distance mechanism).
 
         Returns
         -------
@@ -230,7 +234,7 @@ class DesignFamily:
         if not self.budgeted(opts) and epsilon is not None:
             raise ParameterError(f"method {self.name!r} fixes its epsilon by its options; it takes no share of "
                                  "the budget")
-        return self.design(categories, p if self.reads(opts) else None, epsilon, opts)
+        return self.design(categories, p if public_p or self.reads(opts) else None, epsilon, opts)
 
 
 # -- the dp family ---------------------------------------------------------------------------------
