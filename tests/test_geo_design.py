@@ -31,9 +31,10 @@ from pramkit.design.dp_distance import (
     metric_dual_bound, metric_min_distance,
 )
 from pramkit.design.geo import (
-    build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, metric_options, rr_utility,
+    build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, rr_utility,
     truncated_geometric,
 )
+from pramkit.design.registry import FAMILIES
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import mutual_information
 from pramkit.matrix import PramMatrix
@@ -435,12 +436,13 @@ def test_metric_mechanism_errors() -> None:
         exponential_mechanism(ordinal_distances(list(range(2000))), 1.0)
     with pytest.raises(ParameterError, match="metric epsilon must be a positive"):
         exponential_mechanism(ordinal_distances("abc"), 0.0)
+    metric = FAMILIES["metric"]
     with pytest.raises(ParameterError, match="needs metric_epsilon"):
-        metric_options({"distances": "ordinal"})
+        metric.check({"distances": "ordinal"})
     with pytest.raises(ParameterError, match="does not take colour"):
-        metric_options({"metric_epsilon": 1.0, "colour": "red"})
+        metric.check({"metric_epsilon": 1.0, "colour": "red"})
     with pytest.raises(ParameterError, match="mechanism must be one of"):
-        metric_options({"metric_epsilon": 1.0, "mechanism": "laplace"})
+        metric.check({"metric_epsilon": 1.0, "mechanism": "laplace"})
 
 
 # -- the least-distance metric-DP matrix (LP with the spanner reduction) ---------------------------
@@ -559,11 +561,10 @@ def test_metric_lp_errors_and_builder() -> None:
         metric_min_distance(None, 1.0, euclidean_distances(range(3), grid_points(2)[:3]), dilation=0.9)
     with pytest.raises(PramkitError, match="above"):
         metric_min_distance(None, 1.0, ordinal_distances(range(dp_distance.METRIC_LP_MAX + 1)))
-    m = build_metric(list(d.categories), None, None, {"metric_epsilon": 0.5, "mechanism": "optimal",
-                                                      "distances": d})
+    m = build_metric(list(d.categories), None, {"metric_epsilon": 0.5, "mechanism": "optimal", "distances": d})
     assert m.provenance.method == "metric_min_distance" and m.provenance.parameters["weights"] == "uniform"
     with pytest.raises(ParameterError, match="dilation applies"):
-        build_metric(list(d.categories), None, None, {"metric_epsilon": 0.5, "dilation": 1.2, "distances": d})
+        build_metric(list(d.categories), None, {"metric_epsilon": 0.5, "dilation": 1.2, "distances": d})
 
 
 # -- utility -------------------------------------------------------------------------------------
@@ -598,12 +599,12 @@ def test_builders() -> None:
     assert m.provenance.method == "dp_min_distance" and m.categories == tuple(cats) and m.epsilon <= 1.0
     with pytest.raises(ParameterError, match="needs distances"):
         build_distance(cats, None, 1.0, {})
-    g = build_metric(cats, None, None, {"metric_epsilon": 0.5, "mechanism": "geometric"})
+    g = build_metric(cats, None, {"metric_epsilon": 0.5, "mechanism": "geometric"})
     assert g.provenance.method == "truncated_geometric"
-    e = build_metric(cats, None, None, {"metric_epsilon": 0.5, "distances": "ordinal"})
+    e = build_metric(cats, None, {"metric_epsilon": 0.5, "distances": "ordinal"})
     assert e.provenance.method == "exponential_mechanism"
     with pytest.raises(ParameterError, match="takes no share of the budget"):
-        build_metric(cats, None, 1.0, {"metric_epsilon": 0.5, "distances": "ordinal"})
+        FAMILIES["metric"].build(cats, None, 1.0, {"metric_epsilon": 0.5, "distances": "ordinal"})
 
 
 # -- synthetic geography ---------------------------------------------------------------------------

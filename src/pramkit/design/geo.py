@@ -86,11 +86,6 @@ VERIFY_EDGES_MAX = 2048
 #: Largest S for which the comparison builds randomized response as a dense matrix
 #: (:func:`pramkit.design.classic.randomized_response`); above, its closed form.
 RR_DENSE_MAX = 3000
-#: Mechanisms of the ``metric`` design family: the two closed forms, and the least-distance LP
-#: (:func:`pramkit.design.dp_distance.metric_min_distance`).
-MECHANISMS = ("exponential", "geometric", "optimal")
-#: Options of the ``metric`` design family.
-METRIC_OPTIONS = ("distances", "metric_epsilon", "mechanism", "unit", "dilation")
 
 
 def _margin(distances: Distances, eps_d: float) -> float:
@@ -703,48 +698,7 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
     return dp_min_distance(p, epsilon, distances_for(options, categories), objective=objective)
 
 
-def metric_options(options: Mapping[str, Any]) -> tuple[str, float]:
-    """The ``metric`` family's ``(mechanism, metric_epsilon)``, validated.
-
-    Parameters
-    ----------
-    options : mapping
-        The family's options (:data:`METRIC_OPTIONS`).
-
-    Returns
-    -------
-    tuple of (str, float)
-        The mechanism (default ``"exponential"``) and eps_d.
-
-    Raises
-    ------
-    ParameterError
-        If an option is unknown, the mechanism is not one of :data:`MECHANISMS`, or
-        ``metric_epsilon`` is missing or not positive.
-
-    Examples
-    --------
-    >>> metric_options({"metric_epsilon": 0.5, "distances": "ordinal"})
-    ('exponential', 0.5)
-    >>> metric_options({"metric_epsilon": 0.5, "mechanism": "laplace"})
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: mechanism must be one of exponential, geometric, optimal, got 'laplace'
-    """
-    unknown = sorted(set(options) - set(METRIC_OPTIONS))
-    if unknown:
-        raise ParameterError(f"method 'metric' does not take {', '.join(unknown)}; its options are "
-                             f"{', '.join(METRIC_OPTIONS)}")
-    mechanism = options.get("mechanism") or MECHANISMS[0]
-    if mechanism not in MECHANISMS:
-        raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
-    if options.get("metric_epsilon") is None:
-        raise ParameterError("method 'metric' needs metric_epsilon (the budget per unit of distance)")
-    return mechanism, positive(options["metric_epsilon"], "metric epsilon")
-
-
-def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
-                 options: Mapping[str, Any]) -> PramMatrix:
+def build_metric(categories: Sequence[Label], p: np.ndarray | None, options: Mapping[str, Any]) -> PramMatrix:
     """The ``metric`` family: the exponential mechanism over ``options["distances"]``, the
     truncated geometric mechanism on the category order (``mechanism="geometric"``), or the
     least-distance metric-DP matrix by LP (``mechanism="optimal"``, with ``dilation`` for
@@ -757,10 +711,10 @@ def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: flo
         The variable's categories.
     p : numpy.ndarray or None
         Their proportions (used by ``mechanism="optimal"`` only).
-    epsilon : None
-        Must be None: the family takes no share of the budget.
     options : mapping
-        :data:`METRIC_OPTIONS`.
+        The family's options, checked by their rules
+        (:data:`pramkit.design.registry.METRIC_OPTIONS`): ``metric_epsilon``, ``mechanism``
+        (default ``"exponential"``), ``distances``, ``unit``, ``dilation``.
 
     Returns
     -------
@@ -770,8 +724,7 @@ def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: flo
     Raises
     ------
     ParameterError
-        If the options are invalid (:func:`metric_options`), ``epsilon`` is given,
-        ``dilation`` is given for another mechanism than ``"optimal"``, or the geometric
+        If ``dilation`` is given for another mechanism than ``"optimal"``, or the geometric
         mechanism is asked for on distances other than the category order.
 
     Examples
@@ -781,23 +734,20 @@ def build_metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: flo
 
     >>> options = {"distances": "ordinal", "metric_epsilon": 0.5}
     >>> bands = ["0-17", "18-34", "35-64", "65+"]
-    >>> expo = build_metric(bands, None, None, options)
-    >>> geom = build_metric(bands, None, None, {**options, "mechanism": "geometric"})
+    >>> expo = build_metric(bands, None, options)
+    >>> geom = build_metric(bands, None, {**options, "mechanism": "geometric"})
     >>> expo.provenance.method, expo.provenance.certificate["metric_dp_verified"], expo.epsilon <= 0.5 * 3
     ('exponential_mechanism', True, True)
     >>> geom.provenance.method, round(geom.epsilon, 9)
     ('truncated_geometric', 1.5)
-    >>> build_metric(bands, None, 1.0, options)
+    >>> build_metric(bands, None, {**options, "dilation": 1.5})
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: method 'metric' fixes its epsilon by metric_epsilon and the distances; it takes no share of the budget
+    pramkit.errors.ParameterError: dilation applies to mechanism 'optimal'
     """
-    mechanism, eps_d = metric_options(options)
+    mechanism, eps_d = options.get("mechanism") or "exponential", float(options["metric_epsilon"])
     if options.get("dilation") is not None and mechanism != "optimal":
         raise ParameterError("dilation applies to mechanism 'optimal'")
-    if epsilon is not None:
-        raise ParameterError("method 'metric' fixes its epsilon by metric_epsilon and the distances; "
-                             "it takes no share of the budget")
     if mechanism == "geometric":
         spec = options.get("distances")
         steps = isinstance(spec, Distances) and spec.kind == "ordinal" and spec.unit == "step"

@@ -399,7 +399,7 @@ def _metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | 
             o: Mapping[str, Any]) -> PramMatrix:
     from pramkit.design.geo import build_metric
 
-    return build_metric(categories, p, epsilon, _given(o))
+    return build_metric(categories, p, _given(o))
 
 
 def _metric_limit(o: Mapping[str, Any]) -> int | None:
