@@ -14,10 +14,11 @@ import scipy.sparse as sp
 from pramkit.design import recognition_reductions as red
 from pramkit.design.recognition import (
     check_alpha, combinations_of, key_space, l2_and_gradient, recognition_design,
-    recognition_design_from_data, uniform_loss, uniform_noise_baseline, uniform_worst_posterior, worst_posterior,
+    recognition_design_from_data, uniform_loss, uniform_noise_baseline, uniform_worst_posterior,
 )
 from pramkit.errors import DataError, PramkitError
 from pramkit.matrix import PramMatrix
+from pramkit.risk.posterior import worst_posterior
 from pramkit.utility import l2_loss
 
 

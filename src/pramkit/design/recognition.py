@@ -38,7 +38,7 @@ row-stochastic, starting from the identity (section 4):
   problem with a certified gap; scales to large ``X``.
 
 Whatever the method, (C1) is verified on the result from scratch
-(:func:`worst_posterior`), and the baseline "identity plus uniform noise"
+(:func:`pramkit.risk.posterior.worst_posterior`), and the baseline "identity plus uniform noise"
 (:func:`uniform_noise_baseline`) gives the loss of the crudest matrix with the
 same protection.
 
@@ -54,7 +54,6 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Literal, Sequence
 
 import numpy as np
@@ -66,13 +65,12 @@ from scipy.sparse.linalg import LinearOperator
 
 from pramkit.design import recognition_reductions as red
 from pramkit.design.recognition_space import (
-    SAFETY, KeySpace, Solve, SolverRun, as_csr, key_space, posteriors,
+    SAFETY, KeySpace, Solve, SolverRun, as_csr, key_space,
 )
 from pramkit.errors import DataError, ParameterError
-from pramkit.information import float_above
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import Label, PramMatrix, Provenance
-from pramkit.privacy.exact import rounding_bound
+from pramkit.risk.posterior import posterior_bound, worst_posterior
 from pramkit.utility import l2_loss
 from pramkit.validate import probability
 
@@ -147,116 +145,6 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
 
 
 # -- condition (C1), verified from scratch --------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorstPosterior:
-    """The largest left-hand side of (C1), equation (1), over occurring m, pi and k0
-    (:func:`worst_posterior`).
-
-    Attributes
-    ----------
-    value : float
-        The posterior (probability).
-    cell : int
-        The type m attaining it (flat index into X).
-    combination : tuple of int
-        pi (key positions).
-    k0 : int
-        The value of ``x_pi`` (code in the margin's C-order).
-
-    Examples
-    --------
-    Unperturbed, the record alone in cell (0, 1) is recognised for sure:
-
-    >>> w = worst_posterior(key_space(np.array([[30.0, 1.0], [40.0, 20.0]])), np.eye(4), [(0, 1)])
-    >>> w.value, w.cell, w.combination, w.k0
-    (1.0, 1, (0, 1), 1)
-    """
-
-    value: float
-    cell: int
-    combination: tuple[int, ...]
-    k0: int
-
-
-def worst_posterior(
-    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
-) -> WorstPosterior:
-    """Recompute every posterior of (C1) for ``P = transitions`` from scratch
-    (:func:`pramkit.design.recognition_space.posteriors`) and return the largest.
-
-    Parameters
-    ----------
-    space, transitions, combinations
-        X and U_0, P (K x K, dense or sparse) and Pi, as for
-        :func:`pramkit.design.recognition_space.posteriors`.
-
-    Returns
-    -------
-    WorstPosterior
-
-    Examples
-    --------
-    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
-    >>> worst_posterior(space, np.eye(4), [(0,), (1,)])       # 1 / U_pi(k0) at the rarest value
-    WorstPosterior(value=0.3333333333333333, cell=1, combination=(1,), k0=1)
-    """
-    best = WorstPosterior(0.0, int(space.occurring[0]), tuple(combinations[0]), 0)
-    for post in posteriors(space, transitions, combinations):
-        if post.values.size and post.values.max() > best.value:
-            i = int(post.values.argmax())
-            best = WorstPosterior(float(post.values[i]), int(post.types[i]), post.combination, int(post.k0[i]))
-    return best
-
-
-def posterior_bound(
-    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[tuple[int, ...]]
-) -> float:
-    """An upper bound on the largest posterior of (C1), exact for the stored entries and counts.
-
-    Each posterior is computed as a quotient of sums of at most ``2K + n``
-    non-negative terms (K cells, n occurring types), so the computed value
-    is within a relative ``delta = 2 (2K + n + 32) UNIT``
-    (:func:`pramkit.privacy.exact.rounding_bound`) of the exact one.  The
-    largest exact posterior is therefore among those computed within
-    ``(1 + delta)^2`` of the largest; those are recomputed in rational
-    arithmetic from the stored doubles, and the largest is rounded up.
-
-    Parameters
-    ----------
-    space, transitions, combinations
-        As for :func:`worst_posterior`.
-
-    Returns
-    -------
-    float
-        At least every posterior of (1).
-
-    Examples
-    --------
-    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
-    >>> posterior_bound(space, np.eye(4), [(0, 1)]) == 1.0    # a unique record: posterior 1
-    True
-    """
-    p = as_csr(transitions)
-    slack = 2.0 * float(rounding_bound(1.0, 2 * space.cells + space.occurring.size))
-    parts = list(posteriors(space, p, combinations))
-    top = max((float(post.values.max()) for post in parts if post.values.size), default=0.0)
-    columns = p.tocsc()
-    counts = [Fraction(float(c)) for c in space.counts]
-    worst = Fraction(0)
-    for post in parts:
-        denominators: dict[int, Fraction] = {}
-        for i in np.flatnonzero(post.values >= top / (1.0 + slack) ** 2):
-            k0 = int(post.k0[i])
-            fibre = np.flatnonzero(post.codes == k0)
-            if k0 not in denominators:
-                block = columns[:, fibre].tocoo()
-                denominators[k0] = sum((counts[l] * Fraction(x) for l, x in zip(block.row, block.data)), Fraction(0))
-            row = p[int(post.types[i])][:, fibre]
-            worst = max(worst, sum((Fraction(x) for x in row.data), Fraction(0)) / denominators[k0])
-    return float_above(worst)
 
 
 # -- the L2 loss (section 3) and its gradient -------------------------------------------
@@ -392,7 +280,7 @@ def uniform_worst_posterior(space: KeySpace, combinations: Sequence[tuple[int, .
 
     Examples
     --------
-    The closed form agrees with :func:`worst_posterior` on the K x K matrix:
+    The closed form agrees with :func:`pramkit.risk.posterior.worst_posterior` on the K x K matrix:
 
     >>> import math
     >>> space = key_space(np.array([[30.0, 1.0], [40.0, 20.0]]))
@@ -946,7 +834,7 @@ def finish(
 ) -> RecognitionDesign:
     """Verify (C1) from scratch, compute the loss with :func:`pramkit.utility.l2_loss`, and package.
 
-    (C1) is accepted only if :func:`posterior_bound`, exact for the stored
+    (C1) is accepted only if :func:`pramkit.risk.posterior.posterior_bound`, exact for the stored
     entries, is at most alpha (stated in the certificate as ``worst_posterior_bound``);
     otherwise :class:`RuntimeError` (a designed matrix that breaks (C1) is a bug).
 

@@ -4,14 +4,14 @@ Shared by :mod:`pramkit.design.recognition` (the design, condition (C1) of
 Cator, Hensbergen and Rozenholc), :mod:`pramkit.design.recognition_reductions`
 (the reductions of their section 4), which both build on it, and
 :mod:`pramkit.risk.recognition` (the check of (C1) on a release), which
-computes the posteriors of (C1) with :func:`posteriors`, as the design does.
+computes the posteriors of (C1) with :func:`pramkit.risk.posterior.posteriors`, as the design does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -177,98 +177,6 @@ def as_csr(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
     return sp.csr_matrix(transitions) if not sp.issparse(transitions) else transitions.tocsr()
 
 
-@dataclass(frozen=True, eq=False)
-class Posteriors:
-    """The posteriors (1) of condition (C1) for one combination pi, by :func:`posteriors`.
-
-    Only the pairs (type m, value k0) with a non-zero numerator are listed: every other
-    posterior is 0.  The types are the occurring cells of X, in increasing order, and
-    within a type the values k0 increase.
-
-    Parameters
-    ----------
-    combination : tuple of int
-        pi, as positions of keys.
-    codes : numpy.ndarray
-        The value ``k_pi`` of every cell k of X (the margin's C-order code).
-    types : numpy.ndarray
-        The type m (flat cell of X) of each posterior.
-    k0 : numpy.ndarray
-        The released value of each posterior (code in the margin's C order).
-    values : numpy.ndarray
-        The posteriors (numerator over denominator; 0 where the denominator is 0).
-
-    Examples
-    --------
-    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
-    >>> (post,) = posteriors(space, np.eye(4), [(1,)])
-    >>> post.types.tolist(), post.k0.tolist(), post.values.round(4).tolist()
-    ([0, 1, 2, 3], [0, 1, 0, 1], [0.1429, 0.3333, 0.1429, 0.3333])
-    """
-
-    combination: tuple[int, ...]
-    codes: np.ndarray
-    types: np.ndarray
-    k0: np.ndarray
-    values: np.ndarray
-
-
-def posteriors(
-    space: KeySpace, transitions: np.ndarray | sp.spmatrix, combinations: Sequence[Sequence[int]]
-) -> Iterator[Posteriors]:
-    """Every posterior (1) of condition (C1) for ``P = transitions``, one combination at a time.
-
-    For an occurring type m, a combination pi and a value k0 of its keys,
-
-        sum_{k: k_pi = k0} P[m, k]  /  sum_l U_0(l) sum_{k: k_pi = k0} P[l, k]:
-
-    numerators from the rows of the occurring types, denominators from
-    ``v = P^T U_0`` summed over each margin cell; cost ``O(|Pi| (K + nnz))``.
-
-    Parameters
-    ----------
-    space : KeySpace
-        X and U_0.
-    transitions : array or sparse matrix, shape (K, K)
-        P on the cells of X (rows: original, columns: released).
-    combinations : sequence of sequences of int
-        Pi, as positions of keys.
-
-    Yields
-    ------
-    Posteriors
-        One per combination, in the order given.
-
-    Raises
-    ------
-    DataError
-        If P is not K x K (raised when the iteration starts).
-
-    References
-    ----------
-    Cator, Hensbergen and Rozenholc, section 2, condition (C1), equation (1).
-
-    Examples
-    --------
-    With P = I the posterior of a type is one over the count of its margin cell (section 2):
-
-    >>> space = key_space(np.array([[3.0, 1.0], [4.0, 2.0]]))
-    >>> [float(p.values.max()) for p in posteriors(space, np.eye(4), [(0,), (0, 1)])]
-    [0.25, 1.0]
-    """
-    p = as_csr(transitions)
-    if p.shape != (space.cells, space.cells):
-        raise DataError(f"the matrix is {p.shape[0]} x {p.shape[1]} but the key space has {space.cells} cells")
-    v = np.asarray(p.T @ space.counts).ravel()
-    rows = p[space.occurring].tocoo()
-    for combo in combinations:
-        codes, size = space.table.margin_codes(combo)
-        den = np.bincount(codes, weights=v, minlength=size)
-        num = sp.csr_matrix((rows.data, (rows.row, codes[rows.col])), shape=(rows.shape[0], size)).tocoo()
-        ratio = np.divide(num.data, den[num.col], out=np.zeros_like(num.data), where=den[num.col] > 0)
-        yield Posteriors(tuple(combo), codes, space.occurring[num.row], num.col, ratio)
-
-
 @dataclass(frozen=True, kw_only=True)
 class SolverRun:
     """What one run of an optimiser reports (the fields are described by
@@ -355,6 +263,7 @@ class Solve(SolverRun):
     >>> solved, gamma, restarts = solve_restricted(space, [(0, 1)], alpha=0.3, gamma=0.9)
     >>> solved.transitions.toarray().round(4).tolist()
     [[0.9741, 0.0259, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0259, 0.9741, 0.0], [0.0, 0.0259, 0.0, 0.9741]]
+    >>> from pramkit.risk.posterior import posteriors
     >>> solved.certified, round(max(float(p.values.max()) for p in posteriors(space, solved.transitions, [(0, 1)])), 4)
     (True, 0.3)
     """

@@ -29,7 +29,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pramkit.design.recognition_space import KeySpace, posteriors
+from pramkit.design.recognition_space import KeySpace
+from pramkit.risk.posterior import posteriors
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 from pramkit.matrix import Label, PramMatrix
@@ -141,7 +142,7 @@ def recognition_risk(
 ) -> RecognitionResult:
     """Check (C1) for ``data`` released through per-variable matrices or one joint matrix.
 
-    The posteriors (1) are those of :func:`pramkit.design.recognition_space.posteriors`,
+    The posteriors (1) are those of :func:`pramkit.risk.posterior.posteriors`,
     which the recognition design verifies its matrices with.  With per-variable
     matrices (1) depends on a record only through its values on the combination,
     so each combination is checked on its margin, released through the Kronecker
