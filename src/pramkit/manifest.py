@@ -32,12 +32,8 @@ from pramkit.privacy.epsilon import record_epsilon
 FORMAT = "pramkit-manifest"
 #: Version 5: the engine draws in integers on 62-bit uniforms, so that the law it realises is known
 #: exactly (:mod:`pramkit.engine.law`), and each variable states the epsilon of that law where it is
-#: larger than its matrix's (``realised_law``); the same key releases other values than versions 1 to 4
-#: did.  Version 4 adds the structure of a release (block-diagonal matrices: ``"form": "blocks"``;
-#: the truncated geometric mechanism by its rate: ``"form": "truncated_geometric"``;
-#: stratum columns ``given``; the household ``unit``); version 3 writes a form (8) matrix
-#: compactly (``"form": "diagonal"`` with ``q`` and ``w``); version 2 added the privacy ledger
-#: (design step included in the record epsilon).  Versions 1 to 3 still load.
+#: larger than its matrix's (``realised_law``).  Only this version is read: the same key released
+#: other values under the earlier ones, which were never released.
 VERSION = 5
 MissingPolicy = Literal["keep", "category"]
 _MISSING_POLICIES = ("keep", "category")
@@ -865,7 +861,7 @@ class Manifest:
         Parameters
         ----------
         path : str or Path
-            A manifest written by :meth:`write` (versions 1 to :data:`VERSION`).
+            A manifest written by :meth:`write` (version :data:`VERSION`).
 
         Returns
         -------
@@ -885,7 +881,7 @@ class Manifest:
         >>> import os, tempfile
         >>> with tempfile.TemporaryDirectory() as d:
         ...     path = os.path.join(d, "manifest.json")
-        ...     _ = open(path, "w").write('{"format": "pramkit-manifest", "version": 4, "variables": []}')
+        ...     _ = open(path, "w").write('{"format": "pramkit-manifest", "version": 5, "variables": []}')
         ...     Manifest.read(path)
         Traceback (most recent call last):
         ...
@@ -940,12 +936,13 @@ class Manifest:
         version = data.get("version")
         if not isinstance(version, int) or isinstance(version, bool):
             raise ManifestError("field 'version' must be an integer")
-        if version > VERSION or version < 1:
-            raise ManifestError(f"field 'version' is {version}; this pramkit reads versions 1..{VERSION}")
+        if version != VERSION:
+            raise ManifestError(f"field 'version' is {version}; this pramkit reads version {VERSION} only "
+                                "(design the release again)")
         raw_vars = data.get("variables")
         if not isinstance(raw_vars, list) or not raw_vars:
             raise ManifestError("field 'variables' must be a non-empty list")
-        variables = tuple(_variable_from_dict(v, f"variables[{i}]", version) for i, v in enumerate(raw_vars))
+        variables = tuple(_variable_from_dict(v, f"variables[{i}]") for i, v in enumerate(raw_vars))
         inp = data.get("input", {})
         if not isinstance(inp, dict):
             raise ManifestError("field 'input' must be an object")
@@ -985,20 +982,17 @@ def _epsilon_from_json(value: Any, where: str) -> float:
     raise ManifestError(f"field '{where}' must be a non-negative number or \"inf\", got {value!r}")
 
 
-def _check_epsilon(value: Any, actual: float, where: str, also: float | None = None) -> None:
-    """Refuse a stated epsilon other than ``actual`` (or ``also``: a variable's own matrix's epsilon, which
-    versions 1 to 4 stated; version 5 states the larger of it and the realised law's) within
-    :data:`_EPS_TOL`."""
+def _check_epsilon(value: Any, actual: float, where: str) -> None:
+    """Refuse a stated epsilon other than ``actual`` within :data:`_EPS_TOL`."""
     stated = _epsilon_from_json(value, where)
-    if not any(math.isinf(stated) == math.isinf(e) and (
-            math.isinf(e) or abs(stated - e) <= _EPS_TOL * max(1.0, abs(e))) for e in (actual, also)
-            if e is not None):
+    if not (math.isinf(stated) == math.isinf(actual) and (
+            math.isinf(actual) or abs(stated - actual) <= _EPS_TOL * max(1.0, abs(actual)))):
         raise ManifestError(
             f"field '{where}' states {value!r} but the matrices give {epsilon_to_json(actual)!r}"
         )
 
 
-def _variable_from_dict(v: Any, where: str, version: int = VERSION) -> PerturbedVariable:
+def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     if not isinstance(v, dict):
         raise ManifestError(f"field '{where}' must be an object")
     name = v.get("name")
@@ -1026,11 +1020,10 @@ def _variable_from_dict(v: Any, where: str, version: int = VERSION) -> Perturbed
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
     matrix = PramMatrix.from_dict(v, where)
     if "epsilon" in v:
-        _check_epsilon(v["epsilon"], max(matrix.epsilon, realised_law(matrix).epsilon), f"{where}.epsilon",
-                       also=matrix.epsilon if version < 5 else None)
+        _check_epsilon(v["epsilon"], max(matrix.epsilon, realised_law(matrix).epsilon), f"{where}.epsilon")
     if "epsilon_given_block" in v:
         _check_epsilon(v["epsilon_given_block"], max(matrix.block_epsilon, realised_law(matrix).block_epsilon),
-                       f"{where}.epsilon_given_block", also=matrix.block_epsilon if version < 5 else None)
+                       f"{where}.epsilon_given_block")
     missing = v.get("missing", "keep")
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
