@@ -450,11 +450,13 @@ def test_stale_temporaries_of_other_outputs_and_live_runs_are_left_alone(files, 
     other.write_text("someone else's")
     live = d / f".out.csv{atomic.TMP_TAG}{os.getppid()}.abcdef12"  # a process that is alive
     live.write_text("being written")
-    legacy = d / ".out.csv.abcd_123.tmp"  # what earlier versions left behind
-    legacy.write_text("old")
+    stale = d / f".out.csv{atomic.TMP_TAG}999999999.abcdef12"  # a run that ended
+    stale.write_text("left behind")
+    lookalike = d / ".out.csv.abcd_123.tmp"  # not pramkit's tag: somebody else's file
+    lookalike.write_text("not ours")
     code, _, err = run(apply_args(files, d / "out.csv"), capsys)
     assert code == 0 and "removed 1 temporary file(s)" in err
-    assert other.exists() and live.exists() and not legacy.exists()
+    assert other.exists() and live.exists() and lookalike.exists() and not stale.exists()
 
 
 def test_output_that_appears_meanwhile_is_not_replaced(files, monkeypatch) -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -45,8 +44,6 @@ from pramkit.errors import OutputExistsError, ParameterError, PramkitError, Pram
 
 #: What marks pramkit's temporary files: ``.NAME`` + TMP_TAG + ``PID.XXXXXXXX``.
 TMP_TAG = ".pramkit-tmp."
-#: Temporaries of earlier versions (``tempfile.mkstemp``: ``.NAME.XXXXXXXX.tmp``).
-_LEGACY_TMP = re.compile(r"\.[a-z0-9_]{8}\.tmp")
 #: Error numbers that can only come from writing.
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 #: Reasons ``os.link`` fails on file systems without hard links (then rename after a check).
@@ -428,8 +425,7 @@ def temporaries_of(target: PathLike) -> list[Path]:
     Returns
     -------
     list of pathlib.Path
-        The temporaries, sorted (also those of earlier versions, ``.NAME.XXXXXXXX.tmp``);
-        empty when the folder cannot be listed.
+        The temporaries, sorted; empty when the folder cannot be listed.
 
     Examples
     --------
@@ -452,7 +448,7 @@ def temporaries_of(target: PathLike) -> list[Path]:
     found = []
     for name in names:
         rest = name[len(prefix):] if name.startswith(prefix) else None
-        if rest is not None and (rest.startswith(TMP_TAG) or _LEGACY_TMP.fullmatch(rest)):
+        if rest is not None and rest.startswith(TMP_TAG):
             found.append(t.parent / name)
     return sorted(found)
 
@@ -460,8 +456,7 @@ def temporaries_of(target: PathLike) -> list[Path]:
 def remove_stale_temporaries(target: PathLike, *, label: str | None = None) -> int:
     """Remove the temporaries of ``target`` left by runs that were killed; how many.
 
-    A temporary is stale when the process named in it has ended (temporaries
-    of older versions, without a process id, always are).  A
+    A temporary is stale when the process named in it has ended.  A
     :class:`~pramkit.errors.PramkitWarning` says what was removed (naming
     ``label``, by default the target's path).
 
