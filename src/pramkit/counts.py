@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, iter_batches
-from pramkit.matrix import Label
+from pramkit.labels import Label
 from pramkit.progress import progress
 
 #: Largest dense table :func:`count_file` builds (cells).

@@ -25,7 +25,8 @@ from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 from pramkit.ledger import ExactFact, Ledger, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 

@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from pramkit.errors import DataError, ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 
 #: Shares that miss 1 by at most this much are normalised with a note.
 SHARE_TOL = 1e-6

@@ -29,7 +29,7 @@ import numpy as np
 
 from pramkit.codebook import canonical
 from pramkit.errors import DataError, ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 
 #: What to do with an original record that breaks a rule: stop with an error naming the
 #: row, or keep the record as it is (released unperturbed, and counted in the result).

@@ -34,7 +34,8 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
 from pramkit.errors import DataError
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 from pramkit.privacy.bistochastic import require_bistochastic
 from pramkit.rng import SecretKey, uniforms
 

@@ -51,7 +51,8 @@ from scipy.optimize import brentq, minimize_scalar
 from pramkit.design.classic import float_array, randomized_response
 from pramkit.errors import ParameterError, PramkitError
 from pramkit.information import mutual_information
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.bistochastic import as_distribution, bistochastic_privacy
 
 #: Absolute tolerance on the parameter found by root finding.

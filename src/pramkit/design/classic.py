@@ -30,7 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import PramkitError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.bistochastic import as_distribution
 from pramkit.privacy.exact import form8_within_budget
 

@@ -102,7 +102,8 @@ from pramkit.design.distances import Distances, read_distances
 from pramkit.design.dp_optimal import check_epsilon
 from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
 from pramkit.validate import probabilities
 from pramkit.privacy.exact import (

@@ -49,7 +49,8 @@ from scipy.special import xlogy
 
 from pramkit.design.dp_optimal import check_epsilon, solve_form8
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up, within_budget
 from pramkit.validate import probabilities
 

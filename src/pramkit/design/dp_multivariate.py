@@ -41,7 +41,8 @@ from pramkit.counts import CountTable, count_frame
 from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import mutual_information
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 from pramkit.privacy.exact import fit_sum, rounding_bound
 from pramkit.validate import probabilities
 

@@ -84,7 +84,8 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.dp_optimal import _check_size, check_epsilon
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT, float_up, form8_within_budget
 from pramkit.validate import probabilities
 

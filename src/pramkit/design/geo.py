@@ -63,7 +63,8 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.distances import Distances, distances_for, ordinal_distances
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT
 from pramkit.privacy.metric import (
     category_steps,

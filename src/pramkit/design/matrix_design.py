@@ -20,7 +20,8 @@ from pramkit.design.registry import family
 from pramkit.errors import ParameterError
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import epsilon_to_json
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 
 
 def matrix_json(m: PramMatrix) -> dict[str, Any]:

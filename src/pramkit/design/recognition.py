@@ -69,7 +69,8 @@ from pramkit.design.recognition_space import (
 )
 from pramkit.errors import DataError, ParameterError
 from pramkit.manifest import PerturbedVariable
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.risk.posterior import posterior_bound, worst_posterior
 from pramkit.utility import l2_loss
 from pramkit.validate import probability

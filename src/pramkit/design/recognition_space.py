@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.counts import CountTable
 from pramkit.errors import DataError, ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 
 #: The optimisers aim at ``alpha (1 - SAFETY)`` so that rounding keeps (C1) at ``alpha``.
 SAFETY = 1e-6

@@ -59,7 +59,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 from pramkit.validate import Choice, Flag, Instance, Number, Rule, check_options
 
 #: ``design(categories, p, epsilon, options) -> PramMatrix`` on checked options (defaults filled in).

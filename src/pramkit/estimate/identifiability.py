@@ -51,7 +51,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 
 #: Above this 2-norm condition number a matrix is treated as ill-conditioned
 #: (the moment estimator is then replaced by the MLE).

@@ -43,7 +43,8 @@ from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.manifest import Manifest
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 from pramkit.receipt import ReceiptWarning, check_release
 
 #: Largest table (number of cells) estimate_table builds.

@@ -24,7 +24,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit.errors import MatrixError, ParameterError
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 
 
 def recoding_matrix(categories: Sequence[Label], groups: Sequence[Sequence[Label]]) -> PramMatrix:

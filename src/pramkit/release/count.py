@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.errors import DataError, ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 from pramkit.public_inputs import Prior
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.targets import Target, check_breaking, household_table, plan_targets

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 from pramkit.defaults import NA_VALUES
 from pramkit.design.registry import DesignFamily, family
 from pramkit.errors import ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
 from pramkit.release.targets import Shape, structure
 from pramkit.structure import Rules

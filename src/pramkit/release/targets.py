@@ -26,7 +26,7 @@ import numpy as np
 
 from pramkit.counts import CountTable
 from pramkit.errors import DataError, ParameterError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rules, cells_and_blocks, kept_codes
 
 

@@ -53,7 +53,7 @@ from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
 from pramkit.manifest import Manifest, PerturbedVariable
-from pramkit.matrix import Label
+from pramkit.labels import Label
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.identification import RiskResult, identification_risk

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from pramkit.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
 from pramkit.errors import DataError
-from pramkit.matrix import Label
+from pramkit.labels import Label
 
 MissingKeys = Literal["category", "exclude"]
 _POLICIES = ("category", "exclude")

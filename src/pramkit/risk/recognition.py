@@ -33,7 +33,8 @@ from pramkit.design.recognition_space import KeySpace
 from pramkit.risk.posterior import posteriors
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
-from pramkit.matrix import Label, PramMatrix
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table
 from pramkit.validate import probability
 
