@@ -37,14 +37,28 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return list(obj) if _finite_numbers(obj) else [to_jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "iu" or (obj.dtype.kind == "f" and bool(np.isfinite(obj).all())):
+            return obj.tolist()
         return to_jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         return to_jsonable(obj.item())
     if isinstance(obj, float) and not math.isfinite(obj):
         return "inf" if obj > 0 else ("-inf" if obj < 0 else None)
     return obj
+
+
+def _finite_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether the values are all plain ``int`` or all finite plain ``float`` (no ``bool``, no
+    NumPy scalar): the fast path of :func:`to_jsonable`, which then copies the list as it is.  The
+    types are collected in C; a sum of floats is finite only if every term is (an infinity or NaN
+    stays in it), and a sum of finite floats that overflows only sends the list down the slow
+    path, which decides element by element."""
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return math.isfinite(sum(values))
+    return kinds <= {int}
 
 
 #: Largest JSON file pramkit reads (a manifest of 100 000 categories is under 20 MB).
