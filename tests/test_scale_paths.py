@@ -117,3 +117,25 @@ def test_prior_with_a_repeated_category_names_it(tmp_path):
         read_prior(path)
     path.write_text("\n".join(rows[:-2]) + "\n")
     assert len(read_prior(path).distributions["x"][0]) == 3000
+
+
+_plain = st.recursive(
+    st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.booleans(), st.none(),
+              st.text(max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=3), inner, max_size=4)),
+    max_leaves=40)
+
+
+@given(_plain)
+@settings(max_examples=300, deadline=None)
+def test_dumps_parses_to_what_the_indented_standard_encoder_writes(value):
+    import json
+
+    from pramkit._json import dumps
+    assert json.loads(dumps(value)) == json.loads(json.dumps(value, indent=2))
+
+
+def test_dumps_refuses_non_finite_numbers():
+    from pramkit._json import dumps
+    with pytest.raises(ValueError):
+        dumps({"a": [[1.0, math.inf]]})

@@ -61,6 +61,72 @@ def _finite_numbers(values: list[Any] | tuple[Any, ...]) -> bool:
     return kinds <= {int}
 
 
+def dumps(value: Any, indent: int = 2) -> str:
+    """Strict JSON text of plain values (:func:`to_jsonable`'s output), indented, with every array
+    of scalars on one line.
+
+    :func:`json.dumps` with ``indent`` runs its pure-Python encoder (about 3 us per number);
+    here objects and arrays of arrays are indented and each array of scalars (a matrix row, a
+    vector of probabilities) is one call of the C encoder.  The text parses to the same value as
+    ``json.dumps(value, indent=indent)``.
+
+    Parameters
+    ----------
+    value : Any
+        Dicts with text keys, lists, text, numbers, booleans and None.
+    indent : int, default 2
+        Spaces per level.
+
+    Returns
+    -------
+    str
+        The JSON text, without a final newline.
+
+    Raises
+    ------
+    ValueError
+        If a number is NaN or infinite (strict JSON: convert with :func:`to_jsonable` first).
+
+    Examples
+    --------
+    >>> print(dumps({"q": [0.5, 0.25], "m": [[1, 0], [0, 1]], "ok": True}))
+    {
+      "q": [0.5, 0.25],
+      "m": [
+        [1, 0],
+        [0, 1]
+      ],
+      "ok": true
+    }
+    >>> value = {"a": [{"b": []}, [1.5, "x", None]], "c": {}}
+    >>> json.loads(dumps(value)) == value
+    True
+    """
+    parts: list[str] = []
+    _write(value, indent, 0, parts)
+    return "".join(parts)
+
+
+def _write(value: Any, indent: int, level: int, parts: list[str]) -> None:
+    """Append the text of ``value`` at nesting ``level`` to ``parts`` (:func:`dumps`)."""
+    if isinstance(value, dict) and value:
+        inner = "\n" + " " * (indent * (level + 1))
+        parts.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            parts.append(("," if i else "") + inner + json.dumps(str(key)) + ": ")
+            _write(item, indent, level + 1, parts)
+        parts.append("\n" + " " * (indent * level) + "}")
+    elif isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+        inner = "\n" + " " * (indent * (level + 1))
+        parts.append("[")
+        for i, item in enumerate(value):
+            parts.append(("," if i else "") + inner)
+            _write(item, indent, level + 1, parts)
+        parts.append("\n" + " " * (indent * level) + "]")
+    else:
+        parts.append(json.dumps(value, allow_nan=False))
+
+
 #: Largest JSON file pramkit reads (a manifest of 100 000 categories is under 20 MB).
 MAX_JSON_BYTES = 256 * 2**20
 #: Deepest nesting of arrays and objects pramkit reads (its own files nest fewer than 10 levels).
