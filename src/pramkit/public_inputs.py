@@ -136,8 +136,7 @@ def _grouped(rows: list[dict[str, str]], path: str | Path, what: str) -> dict[st
             raise DataError(f"{what} {str(path)!r}, line {i}: variable and category must not be empty")
         out.setdefault(row["variable"], []).append({**row, "_line": str(i)})
     for var, group in out.items():
-        cats = [r["category"] for r in group]
-        dup = sorted(c for c, n in Counter(cats).items() if n > 1)
+        dup = sorted(c for c, n in Counter(r["category"] for r in group).items() if n > 1)
         if dup:
             raise DataError(f"{what} {str(path)!r}: variable {var!r} lists category {dup[0]!r} twice")
     return out

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
 
-from pramkit._json import to_jsonable
+from pramkit._json import dumps, to_jsonable
 
 
 def print_json(obj: Any) -> None:
@@ -28,14 +27,10 @@ def print_json(obj: Any) -> None:
     {
       "epsilon": 0.3333333333333333,
       "bound": "inf",
-      "counts": [
-        3,
-        1
-      ]
+      "counts": [3, 1]
     }
     """
-    json.dump(to_jsonable(obj), sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    sys.stdout.write(dumps(to_jsonable(obj)) + "\n")
 
 
 def add_na_values(parser: argparse.ArgumentParser) -> None:

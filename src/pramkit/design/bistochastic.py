@@ -46,7 +46,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq, minimize_scalar
 
 from pramkit.design.classic import float_array, randomized_response
 from pramkit.errors import ParameterError, PramkitError
@@ -507,6 +506,8 @@ def tridiagonal_peak(r: int) -> tuple[float, float]:
     >>> bistochastic_privacy(tridiagonal(range(12), 0.4)).beta < top
     True
     """
+    from scipy.optimize import minimize_scalar   # deferred: 0.7 s to import, and most designs never need it
+
     cats = tuple(range(r))
     res = minimize_scalar(lambda a: -_beta(tridiagonal(cats, a)), bounds=(0.0, 0.5), method="bounded",
                           options={"xatol": 1e-12})
@@ -557,6 +558,8 @@ def solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: fl
         return lo
     if abs(fhi - target) <= 1e-15:
         return hi
+    from scipy.optimize import brentq   # deferred: 0.7 s to import, and most designs never need it
+
     return float(brentq(lambda x: f(x) - target, lo, hi, xtol=XTOL))
 
 

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pramkit.errors import MatrixError
-from pramkit.privacy.exact import _others, float_up, log_ratio_upper
+from pramkit.privacy.exact import UNIT, _others, float_up, log_ratio_upper
 
 if TYPE_CHECKING:
     from pramkit.matrix import PramMatrix
@@ -223,8 +223,12 @@ def integer_epsilon(col_max: np.ndarray, col_min: np.ndarray) -> float:
     """Epsilon of a law from each column's largest and smallest integer units, rounded outward:
     ``max_j log(col_max[j] / col_min[j])`` (infinite where a column mixes zero and positive units).
 
-    The column of the largest ratio is found exactly (candidates by floating point, compared as
-    fractions), and its logarithm bounded above by :func:`pramkit.privacy.exact.log_ratio_upper`.
+    The column of the largest ratio is found exactly: each ratio is computed in floating point
+    (two conversions and a division, each within a relative :data:`pramkit.privacy.exact.UNIT`),
+    so only the columns within ``8 UNIT`` of the largest can hold the exact maximum; their distinct
+    pairs ``(col_max, col_min)`` are compared as fractions (a form (8) law has one or two such
+    pairs however many columns share them, so this is O(S)), and the logarithm of the largest is
+    bounded above by :func:`pramkit.privacy.exact.log_ratio_upper`.
 
     Parameters
     ----------
@@ -252,9 +256,10 @@ def integer_epsilon(col_max: np.ndarray, col_min: np.ndarray) -> float:
         return 0.0
     hi, lo = hi[used], lo[used]
     approx = hi.astype(float) / lo.astype(float)
-    near = np.flatnonzero(approx >= approx.max() * (1 - 1e-9))
-    best = max(near, key=lambda j: Fraction(int(hi[j]), int(lo[j])))
-    return float_up(log_ratio_upper(int(hi[best]), int(lo[best])))
+    near = approx >= approx.max() * (1.0 - 8.0 * UNIT)
+    pairs = set(zip(hi[near].tolist(), lo[near].tolist()))
+    top, bottom = max(pairs, key=lambda pair: Fraction(*pair))
+    return float_up(log_ratio_upper(top, bottom))
 
 
 @dataclass(frozen=True, eq=False)
