@@ -29,7 +29,7 @@ from typing import Literal, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import PramkitError
+from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.bistochastic import as_distribution
@@ -71,7 +71,7 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If epsilon is not a positive finite number, or fewer than two
         categories are given.
 
@@ -92,10 +92,10 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
     (True, True, True)
     """
     if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0):
-        raise PramkitError(f"epsilon must be a positive finite number, got {epsilon!r}")
+        raise ParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
     s = len(categories)
     if s < 2:
-        raise PramkitError("randomized response needs at least two categories")
+        raise ParameterError("randomized response needs at least two categories")
     shrink = math.exp(-epsilon)
     q = 1.0 / (1.0 + (s - 1) * shrink)
     off = max(shrink / (1.0 + (s - 1) * shrink), math.ulp(0.0))
@@ -105,7 +105,7 @@ def randomized_response(categories: Sequence[Label], epsilon: float) -> PramMatr
 
 
 def float_array(value: ArrayLike, name: str) -> np.ndarray:
-    """``value`` as a float array, or a :class:`PramkitError` naming the option.
+    """``value`` as a float array, or a :class:`ParameterError` naming the option.
 
     Parameters
     ----------
@@ -121,7 +121,7 @@ def float_array(value: ArrayLike, name: str) -> np.ndarray:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If ``value`` cannot be read as numbers.
 
     Examples
@@ -131,17 +131,17 @@ def float_array(value: ArrayLike, name: str) -> np.ndarray:
     >>> float_array("often", "the keep probability")
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: the keep probability must be a number or a list of numbers, got 'often'
+    pramkit.errors.ParameterError: the keep probability must be a number or a list of numbers, got 'often'
     """
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise PramkitError(f"{name} must be a number or a list of numbers, got {value!r}") from None
+        raise ParameterError(f"{name} must be a number or a list of numbers, got {value!r}") from None
 
 
 def _unit_interval(value: float, name: str) -> float:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1):
-        raise PramkitError(f"{name} must be a number in [0, 1], got {value!r}")
+        raise ParameterError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
 
 
@@ -178,7 +178,7 @@ def keep_probability(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If no category is given, a keep probability is outside [0, 1], their
         number is neither 1 nor S, or the bandwidth is not a whole number >= 1.
 
@@ -201,11 +201,11 @@ def keep_probability(
     """
     s = len(categories)
     if s == 0:
-        raise PramkitError("give at least one category")
+        raise ParameterError("give at least one category")
     kv = float_array(keep, "the keep probability")
     q = np.full(s, _unit_interval(float(kv), "the keep probability")) if kv.ndim == 0 else kv
     if q.shape != (s,):
-        raise PramkitError(f"give one keep probability or one per category ({s}), got {kv.size}")
+        raise ParameterError(f"give one keep probability or one per category ({s}), got {kv.size}")
     for v in q:
         _unit_interval(float(v), "every keep probability")
     params: dict = {"keep": q.tolist() if kv.ndim else float(kv), "bandwidth": bandwidth}
@@ -213,7 +213,7 @@ def keep_probability(
     if bandwidth is None:
         return PramMatrix.from_diagonal(q, categories, prov)
     if not isinstance(bandwidth, (int, np.integer)) or isinstance(bandwidth, bool) or bandwidth < 1:
-        raise PramkitError(f"the bandwidth must be a whole number >= 1, got {bandwidth!r}")
+        raise ParameterError(f"the bandwidth must be a whole number >= 1, got {bandwidth!r}")
     if s == 1:
         return PramMatrix.from_diagonal(q, categories, prov)
     idx = np.arange(s)
@@ -246,7 +246,7 @@ def bayes_inverse(p: ArrayLike, matrix: PramMatrix) -> PramMatrix:
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If p is not a valid distribution of the matrix's S categories.
 
     References
@@ -300,7 +300,7 @@ def invariant_pram(p: ArrayLike, matrix: PramMatrix, *, alpha: float = 1.0) -> P
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If alpha is outside [0, 1] or p is not a valid distribution of the
         matrix's categories.
 
@@ -376,7 +376,7 @@ def sdcmicro_pram(
 
     Raises
     ------
-    PramkitError
+    ParameterError
         If fewer than two categories are given, pd or alpha is outside
         [0, 1], ``diagonal`` is unknown, or p is not a distribution of S
         categories.
@@ -401,14 +401,14 @@ def sdcmicro_pram(
     """
     s = len(categories)
     if s < 2:
-        raise PramkitError("invariant PRAM needs at least two categories")
+        raise ParameterError("invariant PRAM needs at least two categories")
     lo = _unit_interval(pd, "pd")
     if diagonal == "uniform":
         d = np.random.default_rng(seed).uniform(lo, 1.0, size=s)
     elif diagonal == "fixed":
         d = np.full(s, lo)
     else:
-        raise PramkitError(f"diagonal must be 'uniform' or 'fixed', got {diagonal!r}")
+        raise ParameterError(f"diagonal must be 'uniform' or 'fixed', got {diagonal!r}")
     base = PramMatrix.from_diagonal(d, categories, Provenance(
         method="sdcmicro_base", parameters={"pd": lo, "diagonal": diagonal, "seed": seed, "drawn": d.tolist()},
     ))

@@ -47,9 +47,10 @@ from scipy.special import xlogy
 
 from pramkit.counts import count_frame
 from pramkit.design.dp_split_bound import bound_split
-from pramkit.errors import ParameterError, PramkitError
+from pramkit.errors import DataError, ParameterError
 from pramkit.information import form8_objective, form8_row_terms
-from pramkit.matrix import Label, PramMatrix, Provenance
+from pramkit.labels import Label
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import form8_matrix_epsilon
 from pramkit.privacy.exact import (
     certificate_tolerance, eta_error, form8_within_budget, pairwise_sum, pairwise_terms, rounding_bound,
@@ -985,7 +986,7 @@ def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column"
 
     Raises
     ------
-    PramkitError
+    DataError
         If the column has no non-missing value or a single category.
     ParameterError
         If epsilon is out of range.
@@ -1002,12 +1003,12 @@ def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column"
     >>> dp_optimal_for_column(["a", "a", None], 1.0, column="x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.PramkitError: column 'x' has a single category ('a'); nothing to perturb
+    pramkit.errors.DataError: column 'x' has a single category ('a'); nothing to perturb
     """
     table = count_frame(pd.DataFrame({column: values}), [column])
     cats = list(table.categories[0])
     if not cats:
-        raise PramkitError(f"column {column!r} has no non-missing value")
+        raise DataError(f"column {column!r} has no non-missing value")
     if len(cats) < 2:
-        raise PramkitError(f"column {column!r} has a single category ({cats[0]!r}); nothing to perturb")
+        raise DataError(f"column {column!r} has a single category ({cats[0]!r}); nothing to perturb")
     return dp_optimal(table.proportions(column), epsilon, categories=cats, truthful=truthful)
