@@ -11,7 +11,7 @@ fresh process so that its peak resident memory is its own, alternately:
   :func:`pramkit.io.csv_block_bytes`, written with ``quoting_style="needed"``;
   Parquet: record batches of ``--chunk-rows`` rows into a ``ParquetWriter``),
   one batch after the other, perturbing nothing;
-* ``apply``: :func:`pramkit.perturb.apply_file` (atomic write, row-count
+* ``apply``: :func:`pramkit.engine.perturb.apply_file` (atomic write, row-count
   check, SHA-256 and receipt included).
 
 Prints, per format, the best of ``--repeat`` runs of each, the ratio apply /
@@ -116,7 +116,7 @@ def floor(src: str, out: str, chunk_rows: int) -> int:
 def child(task: str, src: str, manifest: str, out: str, chunk: str) -> None:
     import pyarrow  # noqa: F401  (the import baseline includes the libraries)
 
-    import pramkit.perturb as perturb
+    import pramkit.engine.perturb as perturb
 
     t0 = time.perf_counter()
     cpu0 = time.process_time()
@@ -156,7 +156,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(*sys.argv[2:7])
         return
-    from pramkit.codebook import categories_of
+    from pramkit.engine.codebook import categories_of
     from pramkit.datasets import census
     from pramkit.defaults import CHUNK_ROWS
     from pramkit.design.classic import randomized_response

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from pramkit.design.dp_optimal import dp_constraints, dp_optimal, solve_form8
+from pramkit.design.dp.optimal import dp_constraints, dp_optimal, solve_form8
 from pramkit.information import form8_objective
 
 

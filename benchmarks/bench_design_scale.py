@@ -82,7 +82,7 @@ def _in_process(argv: list[str]) -> float:
 
 
 def _certificate(s: int) -> tuple[float, dict]:
-    from pramkit.design.dp_optimal import dp_optimal
+    from pramkit.design.dp.optimal import dp_optimal
 
     p = np.random.default_rng(s).dirichlet(np.ones(s))
     alpha = math.log(s) + 1.0                       # beyond Proposition 3.2 (about log(S - 2))

@@ -4,8 +4,8 @@
 
 For each variable of ``pramkit.datasets.census()`` (its observed proportions
 p) and epsilon in 0.5, 1, 2, 4: the epsilon-DP form (8) design of
-``pramkit.design.dp_optimal.dp_optimal`` (most mutual information) and of
-``pramkit.design.dp_variance.dp_min_variance`` (least variance of the
+``pramkit.design.dp.optimal.dp_optimal`` (most mutual information) and of
+``pramkit.design.dp.variance.dp_min_variance`` (least variance of the
 unbiased estimator).  Printed per design: I(X; Z) in nats; the per-record
 loss ``psi = sum_k p_k psi_k`` (n times Cator's L2 loss of the estimated
 proportions, PRAM only; ``inf`` when the matrix is singular); the variance
@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.design.dp_optimal import dp_optimal
-from pramkit.design.dp_variance import dp_min_variance, form8_variances
+from pramkit.design.dp.optimal import dp_optimal
+from pramkit.design.dp.variance import dp_min_variance, form8_variances
 from pramkit.information import mutual_information
 
 EPSILONS = (0.5, 1.0, 2.0, 4.0)

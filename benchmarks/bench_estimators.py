@@ -5,7 +5,7 @@
 For each variable of the built-in census, each file size n (the census file
 of n records, pramkit.datasets.census(n_rows=n)) and each epsilon, the
 DP-optimal matrix of form (8) for the variable's distribution in that file
-(pramkit.design.dp_optimal; categories absent from the file left out, as
+(pramkit.design.dp.optimal; categories absent from the file left out, as
 when designing from data) is applied to the fixed file ``reps`` times (the
 released counts drawn exactly: one multinomial per original category, with the
 row of the matrix), and every estimator of pramkit.estimate.ESTIMATORS
@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
-from pramkit.design.dp_optimal import dp_optimal
+from pramkit.design.dp.optimal import dp_optimal
 from pramkit.estimate import EstimationWarning, estimate_counts
 from pramkit.estimate.consistent import randomized_response_entries
 from pramkit.estimate.identifiability import identifiability

@@ -3,13 +3,13 @@
 On the synthetic geography of :func:`pramkit.datasets.census_areas` (areas on
 a 100 km square, clustered in five towns; p = the areas' population shares):
 
-* the distance-optimal epsilon-DP design (:func:`pramkit.design.dp_distance.dp_min_distance`,
+* the distance-optimal epsilon-DP design (:func:`pramkit.design.dp.distance.dp_min_distance`,
   a certified LP) for S = 100 and 1000;
-* the exponential mechanism (:func:`pramkit.design.geo.exponential_mechanism`, closed form)
+* the exponential mechanism (:func:`pramkit.design.metric.mechanisms.exponential_mechanism`, closed form)
   for S = 100, 1000 and 10 000, at the metric epsilon ``eps / d_max`` so that its pure
   epsilon is at most eps; and the truncated geometric mechanism on 10 000 ordered
   categories at ``eps / (S - 1)`` per step;
-* the least-distance metric-DP matrix (:func:`pramkit.design.dp_distance.metric_min_distance`,
+* the least-distance metric-DP matrix (:func:`pramkit.design.dp.distance.metric_min_distance`,
   LP with the spanner reduction) at the same metric epsilon, for each spanner dilation of
   ``--dilation``, beside the exponential mechanism; and on an n x n grid of areas bordering
   their four neighbours (a path metric: the reduction is exact), p uniform, against the LP with
@@ -41,12 +41,12 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from pramkit.datasets import census_areas
-from pramkit.design.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
-from pramkit.design.dp_distance import dp_min_distance, metric_min_distance
-from pramkit.design.geo import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
-from pramkit.perturb import perturb_codes
-from pramkit.rng import SecretKey
-from pramkit.sampling import sampler_for
+from pramkit.design.metric.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
+from pramkit.design.dp.distance import dp_min_distance, metric_min_distance
+from pramkit.design.metric.mechanisms import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
+from pramkit.engine.perturb import perturb_codes
+from pramkit.engine.rng import SecretKey
+from pramkit.engine.sampling import sampler_for
 
 
 def geography(n: int):

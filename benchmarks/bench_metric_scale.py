@@ -69,10 +69,10 @@ def main() -> None:
                         "--key-file", str(d / "key"), "--out", str(d / "released.csv"), "--quiet"], check=True)
         apply = time.perf_counter() - t0
     floor = floor_seconds(xy, args.records)
-    from pramkit.design.distances import euclidean_distances
-    from pramkit.design.geo import exponential_mechanism
-    from pramkit.perturb import perturb_codes
-    from pramkit.rng import SecretKey
+    from pramkit.design.metric.distances import euclidean_distances
+    from pramkit.design.metric.mechanisms import exponential_mechanism
+    from pramkit.engine.perturb import perturb_codes
+    from pramkit.engine.rng import SecretKey
 
     t0 = time.perf_counter()
     m = exponential_mechanism(euclidean_distances(names, xy, unit="km"), args.metric_epsilon)

@@ -29,11 +29,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pramkit.codebook import categories_of
+from pramkit.engine.codebook import categories_of
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
-from pramkit.perturb import perturb_frame
+from pramkit.engine.perturb import perturb_frame
 
 from bench_apply_file import peak_rss_mib
 
@@ -52,7 +52,7 @@ def generate(path: Path, rows: int) -> None:
 
 def child(task: str, src: str, manifest: str, out: str, chunk: str) -> None:
     from pramkit.counts import count_file
-    from pramkit.perturb import apply_file
+    from pramkit.engine.perturb import apply_file
 
     t0 = time.perf_counter()
     if task == "apply":

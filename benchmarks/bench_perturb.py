@@ -38,13 +38,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from pramkit import sampling
+from pramkit.engine import sampling
 from pramkit.datasets import census
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.perturb import available_threads, perturb_codes, perturb_frame
-from pramkit.rng import SecretKey
-from pramkit.sampling import MAX_ALIAS, DiagonalSampler, sampler_for
+from pramkit.engine.perturb import available_threads, perturb_codes, perturb_frame
+from pramkit.engine.rng import SecretKey
+from pramkit.engine.sampling import MAX_ALIAS, DiagonalSampler, sampler_for
 from timing import best_of
 
 
@@ -142,7 +142,7 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
 @contextlib.contextmanager
 def _next_raw_source(generator: np.random.Generator) -> Iterator[tuple[object, int]]:
     """The draws' words through NumPy's ``next_raw``, one call per value (what
-    :func:`pramkit.sampling.uniform_source` gives for a generator other than Philox)."""
+    :func:`pramkit.engine.sampling.uniform_source` gives for a generator other than Philox)."""
     bits = generator.bit_generator
     with bits.lock:
         yield bits.capsule, sampling._CAPSULE

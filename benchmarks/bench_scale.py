@@ -12,12 +12,12 @@ the machine.
 
 Steps and targets (each: under 60 s and 2 GB; the manifest under 20 MB):
 
-  (a) ``design``: :func:`pramkit.design.dp_optimal.dp_optimal` at epsilon 1 and
+  (a) ``design``: :func:`pramkit.design.dp.optimal.dp_optimal` at epsilon 1 and
       at a large epsilon, ``log(S - 2) + 1`` (a compact form (8) matrix; (b) and
       (c) use the first design that succeeds);
   (b) ``manifest``: :meth:`pramkit.Manifest.write` of that variable, size on
       disk, and :meth:`pramkit.Manifest.read` back;
-  (c) ``apply``: :func:`pramkit.perturb.apply_file` of the Parquet file (chunks
+  (c) ``apply``: :func:`pramkit.engine.perturb.apply_file` of the Parquet file (chunks
       of 10^6 rows, no receipt).
 
 Floors measured in the same run: importing pramkit (memory), NumPy drawing
@@ -126,7 +126,7 @@ def _measure(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 def child(task: str, workdir: Path, s: int, rows: int, arg: str) -> dict[str, Any]:
     data = workdir / f"zipf_{s}_{rows}.parquet"
     if task == "import":
-        __import__("pramkit.perturb")  # the baseline footprint
+        __import__("pramkit.engine.perturb")  # the baseline footprint
 
         return {}
     if task == "uniforms":
@@ -150,7 +150,7 @@ def child(task: str, workdir: Path, s: int, rows: int, arg: str) -> dict[str, An
     if task == "manifest":
         return _manifest(workdir, s, arg)
     if task == "apply":
-        from pramkit.perturb import apply_file
+        from pramkit.engine.perturb import apply_file
 
         t0 = time.perf_counter()
         res = apply_file(data, workdir / arg, workdir / "released.parquet", key=b"k" * 32, force=True,
@@ -161,7 +161,7 @@ def child(task: str, workdir: Path, s: int, rows: int, arg: str) -> dict[str, An
 
 
 def _design(workdir: Path, s: int, eps: float) -> dict[str, Any]:
-    from pramkit.design.dp_optimal import dp_optimal
+    from pramkit.design.dp.optimal import dp_optimal
 
     p, cats = zipf(s), labels(s)
     out: dict[str, Any] = {}

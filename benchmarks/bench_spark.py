@@ -10,7 +10,7 @@ seven columns are released as they are.
 
 Timed, in one run:
 
-* the local engine (:class:`pramkit.perturb.TablePerturber`, the per-chunk step of
+* the local engine (:class:`pramkit.engine.perturb.TablePerturber`, the per-chunk step of
   :func:`pramkit.apply_file`): the generation alone, then generation and perturbation with
   every core and with one thread;
 * Spark: the start of the session (Java process, SparkContext), a first small job (the
@@ -50,8 +50,8 @@ from pramkit.defaults import CHUNK_ROWS
 from pramkit.design.classic import randomized_response
 from pramkit.engines import spark as ps
 from pramkit.manifest import Manifest
-from pramkit.perturb import TablePerturber, available_threads
-from pramkit.rng import SecretKey
+from pramkit.engine.perturb import TablePerturber, available_threads
+from pramkit.engine.rng import SecretKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -186,7 +186,7 @@ def main() -> None:
     print(f"{n:,} rows of the {len(tables)} census variables; {', '.join(PERTURBED)} perturbed (randomized "
           f"response, epsilon 1 each); {cores} cores, load average {os.getloadavg()[0]:.1f} at the start")
 
-    print(f"local engine (pramkit.perturb.TablePerturber on chunks of {CHUNK_ROWS:,} rows)")
+    print(f"local engine (pramkit.engine.perturb.TablePerturber on chunks of {CHUNK_ROWS:,} rows)")
     print(f"  {'':<38} {'seconds':>7} {'CPU s':>6} {'M rows/s':>8} {'CPU ns/row':>10}")
     local_run(min(n, CHUNK_ROWS), arrow_tables, manifest, None, sample)  # warm-up: first allocations, thread pool
     runs = {}

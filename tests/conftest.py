@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pramkit.rng import SecretKey
+from pramkit.engine.rng import SecretKey
 
 #: Real microdata files shipped beside the project (absent in a user's clone).
 SDC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro"

@@ -15,6 +15,7 @@ These checks read the source, not data.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,35 @@ def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import() -> None:
     body = "def f():\n    from pramkit.b import g\n"
     tree = ast.parse(body)
     assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))  # ast.walk reaches inside functions
+
+
+#: The page that draws the data flow.
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+
+
+def test_every_module_and_function_the_architecture_page_names_exists() -> None:
+    """docs/architecture.md names the module of each stage: each dotted name resolves to a module,
+    or to an attribute of one, and each stage's function is found in its module."""
+    import importlib
+
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    names = sorted(set(re.findall(r"\bpramkit(?:\.[A-Za-z_]\w*)+", text)))
+    assert len(names) > 20
+    missing = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+            continue
+        except ImportError:
+            pass
+        module, _, attribute = name.rpartition(".")
+        try:
+            if not hasattr(importlib.import_module(module), attribute):
+                missing.append(name)
+        except ImportError:
+            missing.append(name)
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+    stages = re.findall(r"^ \w+ \.+ (pramkit\.[\w.]+) +(\w+)\(", text, flags=re.M)
+    assert len(stages) >= 6
+    for module, function in stages:
+        assert hasattr(importlib.import_module(module), function), (module, function)

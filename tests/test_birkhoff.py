@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from pramkit.design.birkhoff import birkhoff_decomposition, perturb_by_permutation
-from pramkit.design.bistochastic import k_anonymity, tridiagonal
+from pramkit.design.bistochastic.birkhoff import birkhoff_decomposition, perturb_by_permutation
+from pramkit.design.bistochastic.families import k_anonymity, tridiagonal
 from pramkit.design.classic import keep_probability, randomized_response
 from pramkit.errors import DataError, PramkitError
-from pramkit.rng import SecretKey
+from pramkit.engine.rng import SecretKey
 
 
 def sinkhorn(a: np.ndarray, sweeps: int = 5000) -> np.ndarray:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pramkit.design.bistochastic import (
+from pramkit.design.bistochastic.families import (
     BETA_FAMILIES, BetaUnreachableError, anatomy_classes, circulant, circulant_keep, compare_families,
     fit_family, k_anonymity, tridiagonal, tridiagonal_peak, with_floor,
 )
@@ -171,7 +171,7 @@ def test_invalid_parameters_raise_project_errors():
 
 
 def test_a_beta_too_small_for_randomized_response_is_a_clear_error():
-    from pramkit.design.bistochastic import BetaUnreachableError, fit_family
+    from pramkit.design.bistochastic.families import BetaUnreachableError, fit_family
 
     with pytest.raises(BetaUnreachableError, match="too small to fit"):
         fit_family("rr", range(3), 1e-16)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pramkit.design.bistochastic import compare_families
+from pramkit.design.bistochastic.families import compare_families
 from pramkit.design.classic import keep_probability, sdcmicro_pram
 from pramkit.design.measures import measure
 from pramkit.design.registry import FAMILIES

@@ -9,7 +9,7 @@ from functools import reduce
 import numpy as np
 import pytest
 
-from pramkit.design.bistochastic import k_anonymity, tridiagonal, with_floor
+from pramkit.design.bistochastic.families import k_anonymity, tridiagonal, with_floor
 from pramkit.design.classic import keep_probability, randomized_response
 from pramkit.errors import PramkitError
 from pramkit.privacy.bistochastic import (

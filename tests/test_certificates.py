@@ -18,10 +18,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pramkit.design.dp_general import dp_general, staircase_dual_bound
-from pramkit.design.dp_optimal import dp_optimal, verified_objective, vertex_patterns
-from pramkit.design.dp_split_bound import bound_split
-from pramkit.design.recognition import recognition_design
+from pramkit.design.dp.general import dp_general, staircase_dual_bound
+from pramkit.design.dp.optimal import dp_optimal, verified_objective, vertex_patterns
+from pramkit.design.dp.split_bound import bound_split
+from pramkit.design.recognition.design import recognition_design
 from pramkit.privacy.exact import CERTIFICATE_ATOL, CERTIFICATE_RTOL, certificate_tolerance, information_bounds
 
 
@@ -193,10 +193,12 @@ def test_module_doctests():
     import doctest
 
     from pramkit import information
-    from pramkit.design import (
-        dp_general as general, dp_optimal as optimal, dp_variance, matrix_design, recognition, recognition_reductions,
-        registry,
-    )
+    from pramkit.design import matrix_design, registry
+    from pramkit.design.dp import general
+    from pramkit.design.dp import optimal
+    from pramkit.design.dp import variance as dp_variance
+    from pramkit.design.recognition import design as recognition
+    from pramkit.design.recognition import reductions as recognition_reductions
 
     for module in (general, optimal, recognition):
         assert doctest.testmod(module).failed == 0
@@ -378,7 +380,7 @@ def test_restricted_recognition_bound_holds_for_any_multipliers():
     programs, random exactly feasible points y (rejection sampling)."""
     import scipy.sparse as sp
 
-    from pramkit.design.recognition_reductions import MAX_CHANGE, certified_lower_bound
+    from pramkit.design.recognition.reductions import MAX_CHANGE, certified_lower_bound
 
     rng = np.random.default_rng(700)
 

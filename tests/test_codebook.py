@@ -1,4 +1,4 @@
-"""Values to codes and back (pramkit.codebook), against a plain Python dictionary lookup."""
+"""Values to codes and back (pramkit.engine.codebook), against a plain Python dictionary lookup."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from pramkit.codebook import Codebook, MissingCodes, decode, encode
+from pramkit.engine.codebook import Codebook, MissingCodes, decode, encode
 from pramkit.errors import DataError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.perturb import PARALLEL_ROWS, perturb_frame
+from pramkit.engine.perturb import PARALLEL_ROWS, perturb_frame
 
 
 def text_of(value) -> str | None:
-    """The matching rule of the module docstring, written out independently of pramkit.codebook.canonical."""
+    """The matching rule of the module docstring, written out independently of pramkit.engine.codebook.canonical."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, (bool, np.bool_)):
@@ -114,8 +114,8 @@ def test_perturbing_a_dictionary_view_leaves_the_column_as_it_was() -> None:
     """A column whose codes are a view of its indices is drawn into new memory: the column is unchanged, and
     the release is the one of the same values as text."""
     from pramkit.matrix import PramMatrix
-    from pramkit.perturb import perturb_frame
-    from pramkit.rng import SecretKey
+    from pramkit.engine.perturb import perturb_frame
+    from pramkit.engine.rng import SecretKey
 
     rng = np.random.default_rng(5)
     labels = ["a", "b", "c"]

@@ -297,7 +297,7 @@ def test_form8_within_budget_agrees_with_the_dense_rounding(seed: int) -> None:
     if seed % 2:
         q = np.full(s, 1.0 / (1.0 + (s - 1) * math.exp(-eps)))       # randomized response: tight
     else:
-        from pramkit.design.dp_optimal import solve_form8
+        from pramkit.design.dp.optimal import solve_form8
 
         q = solve_form8(rng.dirichlet(np.ones(s)), eps).q               # a vertex of the DP polytope
     w = (1.0 - q) / (s - 1)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from pramkit.design.dp_general import MAX_CATEGORIES, column_utility, dp_general, staircase_patterns
-from pramkit.design.dp_optimal import dp_optimal
+from pramkit.design.dp.general import MAX_CATEGORIES, column_utility, dp_general, staircase_patterns
+from pramkit.design.dp.optimal import dp_optimal
 from pramkit.errors import PramkitError
 from pramkit.information import mutual_information
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from pramkit.datasets import census
-from pramkit.design.dp_multivariate import _allocate, compare_joint, joint_table, split_budget
-from pramkit.design.dp_optimal import solve_form8
+from pramkit.design.dp.multivariate import _allocate, compare_joint, joint_table, split_budget
+from pramkit.design.dp.optimal import solve_form8
 from pramkit.errors import DataError, PramkitError
 from pramkit.privacy.epsilon import record_epsilon
 

@@ -15,7 +15,7 @@ from scipy.spatial import HalfspaceIntersection
 
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
-from pramkit.design.dp_optimal import (
+from pramkit.design.dp.optimal import (
     binary_optimal_q, dp_constraints, dp_optimal, dp_optimal_for_column, is_dp_feasible, prop32_holds,
     solve_form8, symmetric_interval, symmetric_optimal_q, v, vertex_patterns,
 )
@@ -490,7 +490,7 @@ def test_branch_and_bound_on_larger_and_adversarial_cases():
 
 
 def test_form8_epsilon_equals_dense_epsilon():
-    from pramkit.design.dp_optimal import form8_epsilon
+    from pramkit.design.dp.optimal import form8_epsilon
 
     rng = np.random.default_rng(21)
     for _ in range(200):

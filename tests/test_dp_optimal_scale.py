@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.design.dp_optimal import dp_optimal, prop32_holds, vertex_patterns
+from pramkit.design.dp.optimal import dp_optimal, prop32_holds, vertex_patterns
 
 _CTX = Context(prec=50)
 

@@ -1,5 +1,5 @@
 """The branch and bound over the arrangements of a vertex pattern
-(pramkit.design.dp_split_bound): every placement of the singletons and every
+(pramkit.design.dp.split_bound): every placement of the singletons and every
 split at once, against enumerating them all; each node's bound against the
 best arrangement its window holds; a wrong incumbent; large S; the pieces
 (singleton choice, multiplier search) against brute force."""
@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from pramkit.design.dp_optimal import LEVEL_TOL, dp_optimal, solve_form8, vertex_patterns
-from pramkit.design.dp_split_bound import _best_singles, _minimise, _Problem, bound_split
+from pramkit.design.dp.optimal import LEVEL_TOL, dp_optimal, solve_form8, vertex_patterns
+from pramkit.design.dp.split_bound import _best_singles, _minimise, _Problem, bound_split
 from pramkit.errors import ParameterError
 from pramkit.information import form8_objective, mutual_information_form8
 from test_dp_optimal import every_arrangement

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from pramkit.design.dp_optimal import dp_optimal
-from pramkit.design.dp_variance import (
+from pramkit.design.dp.optimal import dp_optimal
+from pramkit.design.dp.variance import (
     REGIONS, _Constants, _evaluator, dp_min_variance, form8_l2_loss, form8_variances, per_record_variance,
     rr_keep_probability, variance_lower_bound,
 )

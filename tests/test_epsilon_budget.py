@@ -18,11 +18,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pramkit.design.bistochastic import fit_family
+from pramkit.design.bistochastic.families import fit_family
 from pramkit.design.classic import randomized_response
-from pramkit.design.dp_general import dp_general
-from pramkit.design.dp_multivariate import compare_joint, joint_table, split_budget
-from pramkit.design.dp_optimal import dp_optimal, form8_epsilon
+from pramkit.design.dp.general import dp_general
+from pramkit.design.dp.multivariate import compare_joint, joint_table, split_budget
+from pramkit.design.dp.optimal import dp_optimal, form8_epsilon
 from pramkit.engine import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix
@@ -370,7 +370,7 @@ def test_every_family_states_an_upper_bound_on_its_exact_epsilon():
 
 
 def test_dp_min_variance_designs_are_within_budget():
-    from pramkit.design.dp_variance import dp_min_variance
+    from pramkit.design.dp.variance import dp_min_variance
 
     rng = np.random.default_rng(12)
     budgets = [1e-6, 0.002, 700.0] + [_random_budget(rng) for _ in range(40)]

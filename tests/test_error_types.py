@@ -80,37 +80,37 @@ def _count_file(tmp: Path) -> None:
 
 
 def _class_bounds(tmp: Path) -> None:
-    from pramkit.design.bistochastic import class_bounds
+    from pramkit.design.bistochastic.families import class_bounds
 
     class_bounds(7, 8)
 
 
 def _dp_min_variance(tmp: Path) -> None:
-    from pramkit.design.dp_variance import dp_min_variance
+    from pramkit.design.dp.variance import dp_min_variance
 
     dp_min_variance([0.5, 0.5], 1.0, truthful="yes")
 
 
 def _dp_min_distance(tmp: Path) -> None:
-    from pramkit.design.dp_distance import dp_min_distance
+    from pramkit.design.dp.distance import dp_min_distance
 
     dp_min_distance(None, 1.0, "ordinal", categories=["a"])
 
 
 def _split_budget(tmp: Path) -> None:
-    from pramkit.design.dp_multivariate import split_budget
+    from pramkit.design.dp.multivariate import split_budget
 
     split_budget({"a": [0.5, 0.5]}, 1.0, grid=0)
 
 
 def _bistochastic_numeric(tmp: Path) -> None:
-    from pramkit.design.numeric import bistochastic_numeric
+    from pramkit.design.bistochastic.numeric import bistochastic_numeric
 
     bistochastic_numeric([1.0, 2.0, 3.0], family="spiral")
 
 
 def _combinations_of(tmp: Path) -> None:
-    from pramkit.design.recognition import combinations_of
+    from pramkit.design.recognition.design import combinations_of
 
     combinations_of(["sex", "region"], [["sex", "income"]])
 
@@ -118,8 +118,8 @@ def _combinations_of(tmp: Path) -> None:
 def _restricted_l2(tmp: Path) -> None:
     import scipy.sparse as sp
 
-    from pramkit.design.recognition_reductions import restricted_l2
-    from pramkit.design.recognition_space import key_space
+    from pramkit.design.recognition.reductions import restricted_l2
+    from pramkit.design.recognition.space import key_space
 
     space = key_space([[30.0, 1.0], [40.0, 20.0]])
     # cell 0 moves to cell 1, which moves to cell 2: a target that moves itself
@@ -185,7 +185,7 @@ def _swapping_matrix(tmp: Path) -> None:
 
 def _check_release(tmp: Path) -> None:
     from pramkit.design.classic import randomized_response
-    from pramkit.receipt import check_release, mark_frame
+    from pramkit.engine.receipt import check_release, mark_frame
 
     frame = pd.DataFrame({"sex": ["f"]})
     mark_frame(frame, _manifest())

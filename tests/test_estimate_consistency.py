@@ -21,7 +21,7 @@ import pytest
 from pramkit import Manifest, PramMatrix
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
-from pramkit.design.dp_optimal import dp_optimal
+from pramkit.design.dp.optimal import dp_optimal
 from pramkit.errors import PramkitError
 from pramkit.estimate import (
     ESTIMATORS,

@@ -30,9 +30,9 @@ from pramkit import io as pio
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
-from pramkit.perturb import apply_file
-from pramkit.receipt import check_release, receipt_path
-from pramkit.rng import SecretKey
+from pramkit.engine.perturb import apply_file
+from pramkit.engine.receipt import check_release, receipt_path
+from pramkit.engine.rng import SecretKey
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 FORMATS = ["csv", "parquet", "dta", "sav"]

@@ -21,16 +21,17 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from pramkit.datasets import CENSUS_AREAS, census, census_areas
-from pramkit.design import dp_distance, geo
+from pramkit.design.dp import distance as dp_distance
+from pramkit.design.metric import mechanisms as geo
 from pramkit.design.classic import randomized_response
-from pramkit.design.distances import (
+from pramkit.design.metric.distances import (
     Distances, euclidean_distances, graph_distances, ordinal_distances, table_distances,
 )
-from pramkit.design.dp_distance import (
+from pramkit.design.dp.distance import (
     distance_dual_bound, distance_information_path, dp_distance_information, dp_min_distance, greedy_spanner,
     metric_dual_bound, metric_min_distance,
 )
-from pramkit.design.geo import (
+from pramkit.design.metric.mechanisms import (
     build_distance, build_metric, compare_with_rr, exponential_mechanism, geo_utility, rr_utility,
     truncated_geometric,
 )

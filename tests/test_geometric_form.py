@@ -12,10 +12,10 @@ from scipy.stats import chisquare
 
 from pramkit import Manifest, PramMatrix
 from pramkit.manifest import PerturbedVariable
-from pramkit.perturb import perturb_codes
+from pramkit.engine.perturb import perturb_codes
 from pramkit.privacy.epsilon import matrix_epsilon
-from pramkit.rng import SecretKey
-from pramkit.sampling import GeometricSampler
+from pramkit.engine.rng import SecretKey
+from pramkit.engine.sampling import GeometricSampler
 
 KEY = SecretKey(b"geometric form test key 32 bytes", "test")
 

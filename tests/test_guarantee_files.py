@@ -27,7 +27,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.errors import PramkitError, WriteError
 from pramkit.estimate import table as etable
 from pramkit.manifest import Manifest
-from pramkit.receipt import receipt_path
+from pramkit.engine.receipt import receipt_path
 from pramkit.risk.household import household_risk, kept_posterior
 
 from conftest import SDC_DATA
@@ -307,7 +307,7 @@ def test_estimate_table_checks_the_manifest_of_a_frame_and_of_a_file(ws: Path) -
     with pytest.raises(PramkitError, match="released with another manifest"):  # a file, by its receipt
         pramkit.estimate_table(ws / "rel.csv", Manifest.of({"roof": randomized_response([2, 4, 5, 6, 9], 1.0)}),
                                "roof")
-    with pytest.warns(pramkit.receipt.ReceiptWarning, match="no release receipt"):
+    with pytest.warns(pramkit.engine.receipt.ReceiptWarning, match="no release receipt"):
         pramkit.estimate_table(ws / "data.csv", Manifest.read(ws / "m.json"), "roof")
 
 

@@ -28,9 +28,9 @@ from scipy.special import xlogy
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_codes
 from pramkit._json import to_jsonable
 from pramkit.cli import main
-from pramkit.codebook import encode
+from pramkit.engine.codebook import encode
 from pramkit.design.classic import randomized_response
-from pramkit.design.dp_optimal import dp_optimal_for_column
+from pramkit.design.dp.optimal import dp_optimal_for_column
 from pramkit.errors import PramkitError
 from pramkit.estimate import (
     EstimationWarning,
@@ -377,7 +377,7 @@ def test_estimability_warning_for_the_singular_walls_design(sdc_data):
 
 
 def test_estimability_warnings_ill_conditioned_and_large():
-    from pramkit.design.dp_variance import dp_min_variance
+    from pramkit.design.dp.variance import dp_min_variance
     from pramkit.design.matrix_design import MAX_ESTIMABILITY_CATEGORIES, design_matrix, estimability_warnings
 
     rr_tiny = randomized_response([0, 1, 2], 1e-11)                  # condition number 1/(a - b) ~ 3e11
@@ -522,7 +522,7 @@ def test_form8_uniform_rows_at_100000_categories():
 
 
 def test_dp_optimal_design_of_100000_categories_is_checked():
-    from pramkit.design.dp_optimal import dp_optimal
+    from pramkit.design.dp.optimal import dp_optimal
     from pramkit.design.matrix_design import estimability_warnings
     s = 100_000
     p = 1 / np.arange(1, s + 1) ** 1.1

@@ -13,12 +13,12 @@ import pyreadstat
 import pytest
 
 from pramkit import io as pio
-from pramkit.codebook import categories_of
+from pramkit.engine.codebook import categories_of
 from pramkit.design.classic import randomized_response
 from pramkit.errors import DataError, OutputExistsError, PramkitError
 from pramkit.manifest import Manifest
-from pramkit.perturb import apply_file
-from pramkit.rng import SecretKey
+from pramkit.engine.perturb import apply_file
+from pramkit.engine.rng import SecretKey
 
 
 def sha(path: Path) -> str:
@@ -201,7 +201,7 @@ def test_multi_chunk_pandas_columns_are_encoded(tmp_path: Path) -> None:
     """pandas string columns backed by several Arrow chunks (large CSV reads) convert to ChunkedArray."""
     import pyarrow as pa
 
-    from pramkit.codebook import encode
+    from pramkit.engine.codebook import encode
 
     chunked = pa.chunked_array([["a", "b"], ["b", None]])
     series = chunked.to_pandas(types_mapper=pd.ArrowDtype)
@@ -295,7 +295,7 @@ def test_spss_user_missing_code_as_a_category_is_refused(tmp_path: Path, user_mi
 def test_receipt_records_the_manifest(tmp_path: Path, frame, manifest, key) -> None:
     import json
 
-    from pramkit.receipt import check_release, receipt_path
+    from pramkit.engine.receipt import check_release, receipt_path
 
     src = tmp_path / "in.csv"
     frame.to_csv(src, index=False)
@@ -320,7 +320,7 @@ def test_receipt_records_the_manifest(tmp_path: Path, frame, manifest, key) -> N
 
 
 def test_failed_release_leaves_the_old_receipt(tmp_path: Path, frame, manifest, key) -> None:
-    from pramkit.receipt import receipt_path
+    from pramkit.engine.receipt import receipt_path
 
     src = tmp_path / "in.csv"
     frame.to_csv(src, index=False)

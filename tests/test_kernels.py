@@ -1,4 +1,4 @@
-"""The compiled kernels (pramkit._kernels) through sampling.py, utf8.py and codebook.py, against oracles
+"""The compiled kernels (pramkit.engine._kernels) through sampling.py, utf8.py and codebook.py, against oracles
 written here in plain Python: the per-value integer arithmetic of form (8) and of the alias draw, every
 word of a small resolution enumerated, the matrix rows themselves (Monte Carlo), NumPy counts, and
 dictionary lookups of text."""
@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit import _kernels
-from pramkit.codebook import Codebook
+from pramkit.engine import _kernels
+from pramkit.engine.codebook import Codebook
 from pramkit.errors import DataError
 from pramkit.matrix import PramMatrix
 from pramkit.engine.law import dense_units, form8_units
-from pramkit.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
+from pramkit.engine.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
                               words_of)
-from pramkit.utf8 import PAD, Utf8Labels, label_records
+from pramkit.engine.utf8 import PAD, Utf8Labels, label_records
 
 TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]
@@ -167,10 +167,10 @@ def test_diagonal_matches_form8_reference(s):
 @pytest.mark.parametrize("start, n", [(0, 1), (3, 511), (6, 513), (1, 5000)])
 def test_keyed_stream_draws_the_words_of_its_rows(kind, start, n):
     """Drawing from the keyed stream itself (the kernel computes Philox in chunks of 512) releases what the
-    reference releases with the rows' words (pramkit.rng.words_at: Philox written in NumPy arithmetic, not
+    reference releases with the rows' words (pramkit.engine.rng.words_at: Philox written in NumPy arithmetic, not
     NumPy's generator), across chunk ends and starts inside a Philox block of four."""
-    from pramkit.perturb import perturb_codes
-    from pramkit.rng import SecretKey, words_at
+    from pramkit.engine.perturb import perturb_codes
+    from pramkit.engine.rng import SecretKey, words_at
 
     q, codes, _ = form8_inputs(7, seed=n)
     codes = codes[:n]
@@ -202,7 +202,7 @@ def _mostly_moving(kind: str) -> DiagonalSampler | AliasSampler:
 @pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 6, 7, 8, 9, 511, 512, 513, 2000])
 def test_philox_source_follows_numpys_generator(kind, counter, used, n):
     """The compiled draws compute Philox-4x64-10 themselves from a Philox generator's state
-    (pramkit.sampling.uniform_source): they release what they release with the words NumPy's own
+    (pramkit.engine.sampling.uniform_source): they release what they release with the words NumPy's own
     generator gives, and leave the generator where NumPy's would be, whatever the words of its last block
     already used and across carries from each counter word into the next."""
     sampler = _mostly_moving(kind)
@@ -813,7 +813,7 @@ def test_utf8_decode_both_passes_and_the_string_limit(monkeypatch, one_pass_byte
     """Labels of very different lengths are counted first (past ONE_PASS_BYTES), others written into room
     for the longest: both give the labels, cut to the bytes written; ``string`` gives None exactly when its
     4-byte offsets could not address the bytes (the limit lowered here to 100 bytes)."""
-    import pramkit.utf8 as utf8
+    import pramkit.engine.utf8 as utf8
 
     monkeypatch.setattr(utf8, "ONE_PASS_BYTES", one_pass_bytes)
     monkeypatch.setattr(utf8, "_INT32_MAX", 100)
@@ -863,7 +863,7 @@ def test_utf8_decode_stays_within_its_buffers():
 
 
 def with_field(records: np.ndarray, entry: int, field: str, value: int) -> np.ndarray:
-    """A copy of label records (pramkit.utf8.label_records) with one entry's length or start replaced."""
+    """A copy of label records (pramkit.engine.utf8.label_records) with one entry's length or start replaced."""
     out = records.copy()
     at = {"length": 16, "start": 24}[field]
     out[entry, at:at + 8] = np.array([value], dtype=np.int64).view(np.uint8)

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.design.distances import Distances, euclidean_distances, ordinal_distances
+from pramkit.design.metric.distances import Distances, euclidean_distances, ordinal_distances
 from pramkit.errors import ManifestError
 from pramkit.information import mutual_information
 from pramkit.manifest import Manifest

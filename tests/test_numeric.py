@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pramkit.design.bistochastic import k_anonymity, tridiagonal
-from pramkit.design.numeric import bistochastic_numeric
+from pramkit.design.bistochastic.families import k_anonymity, tridiagonal
+from pramkit.design.bistochastic.numeric import bistochastic_numeric
 from pramkit.errors import DataError, PramkitError
 from pramkit.privacy.bistochastic import bistochastic_privacy
 

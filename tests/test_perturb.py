@@ -14,9 +14,9 @@ from scipy import stats
 from pramkit.errors import DataError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.perturb import perturb_codes, perturb_frame
-from pramkit.rng import SecretKey
-from pramkit.sampling import AliasSampler, DiagonalSampler, sampler_for
+from pramkit.engine.perturb import perturb_codes, perturb_frame
+from pramkit.engine.rng import SecretKey
+from pramkit.engine.sampling import AliasSampler, DiagonalSampler, sampler_for
 
 DRAWS_PER_ROW = 400_000
 ALPHA = 1e-4  # family-wise level of the goodness-of-fit tests
@@ -200,9 +200,9 @@ def test_alias_tables_reconstruct_the_matrix(seed: int) -> None:
 
 def test_missing_codes_are_kept_and_never_produced(key: SecretKey) -> None:
     """Values a file declares missing (CSV markers, SPSS user-missing) are left as they are."""
-    from pramkit.codebook import MissingCodes
+    from pramkit.engine.codebook import MissingCodes
     from pramkit.design.classic import randomized_response
-    from pramkit.perturb import TablePerturber
+    from pramkit.engine.perturb import TablePerturber
 
     n = 6000
     region = pa.array(np.where(np.arange(n) % 7 == 0, "NA", (np.arange(n) % 3 + 1).astype(str)))
@@ -233,7 +233,7 @@ def test_missing_codes_are_kept_and_never_produced(key: SecretKey) -> None:
 def test_spans_of_uniforms_do_not_change_the_output(key: SecretKey) -> None:
     """perturb_codes draws SPAN uniforms at a time and works in BLOCKs: across span boundaries, any
     chunking and any order of the rows give the same release."""
-    from pramkit.perturb import SPAN
+    from pramkit.engine.perturb import SPAN
 
     m = MATRICES["general"]
     codes = np.random.default_rng(5).integers(-1, m.size, size=2 * SPAN + 1001)
@@ -332,12 +332,12 @@ def test_perturb_frame_result_is_named_and_unpacks_as_before(key: SecretKey) -> 
 
 def test_apply_json_is_the_result_to_dict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     """``pramkit apply --json`` prints :meth:`ApplyResult.to_dict` of the release it made, nothing else."""
-    import pramkit.perturb
+    import pramkit.engine.perturb
     from pramkit.cli import main
 
     made = []
-    apply_file = pramkit.perturb.apply_file
-    monkeypatch.setattr(pramkit.perturb, "apply_file", lambda *a, **k: made.append(apply_file(*a, **k)) or made[0])
+    apply_file = pramkit.engine.perturb.apply_file
+    monkeypatch.setattr(pramkit.engine.perturb, "apply_file", lambda *a, **k: made.append(apply_file(*a, **k)) or made[0])
     data, manifest = tmp_path / "data.csv", tmp_path / "m.json"
     pd.DataFrame({"x": ["a", "b", None] * 10, "w": range(30)}).to_csv(data, index=False)
     Manifest.of({"x": PramMatrix.from_diagonal([0.7, 0.7], ["a", "b"])}).write(manifest)

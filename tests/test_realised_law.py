@@ -17,13 +17,13 @@ from scipy.stats import chisquare
 
 import pramkit
 import pramkit.engine.law as law_module
-from pramkit import sampling
+from pramkit.engine import sampling
 from pramkit.engine import DENOMINATOR, realised_law
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.perturb import perturb_codes
-from pramkit.rng import SecretKey
-from pramkit.sampling import GeometricSampler, sampler_for
+from pramkit.engine.perturb import perturb_codes
+from pramkit.engine.rng import SecretKey
+from pramkit.engine.sampling import GeometricSampler, sampler_for
 
 KEY = SecretKey(bytes(range(32)), "test key")
 

@@ -18,9 +18,9 @@ from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.cli import main
 from pramkit.datasets import census, census_areas
 from pramkit.design.classic import randomized_response
-from pramkit.design.distances import read_distances
-from pramkit.design.dp_distance import dp_min_distance
-from pramkit.design.geo import truncated_geometric
+from pramkit.design.metric.distances import read_distances
+from pramkit.design.dp.distance import dp_min_distance
+from pramkit.design.metric.mechanisms import truncated_geometric
 from pramkit.release.pipeline import design_release
 from pramkit.errors import DataError, OutputExistsError, ParameterError
 from pramkit.information import entropy, mutual_information
@@ -30,7 +30,7 @@ from pramkit.manifest import PerturbedVariable
 from pramkit.privacy.geometric import dp_counts
 from pramkit.privacy.bistochastic import bistochastic_privacy
 from pramkit.privacy.epsilon import matrix_epsilon
-from pramkit.receipt import write_receipt
+from pramkit.engine.receipt import write_receipt
 from pramkit.report import build_public_report, build_report, render_html, write_report
 from pramkit.report.html import fmt
 from pramkit.risk.identification import identification_risk

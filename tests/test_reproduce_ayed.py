@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pramkit.design.dp_optimal import dp_optimal, is_dp_feasible
+from pramkit.design.dp.optimal import dp_optimal, is_dp_feasible
 from pramkit.information import form8_objective
 from pramkit.reproduce import ayed2020 as ay
 

@@ -47,7 +47,7 @@ def test_cli_risk_json(tmp_path, capsys):
 def test_cli_risk_with_manifest(tmp_path, capsys, key):
     from pramkit.design.classic import randomized_response
     from pramkit.manifest import Manifest
-    from pramkit.perturb import perturb_codes
+    from pramkit.engine.perturb import perturb_codes
 
     rng = np.random.default_rng(1)
     a = rng.integers(0, 4, 120)

@@ -11,7 +11,7 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.io import read_table
 from pramkit.manifest import Manifest
-from pramkit.perturb import apply_file
+from pramkit.engine.perturb import apply_file
 from pramkit.risk.identification import identification_risk
 
 FIELDS = ("n", "cells", "combinations", "sample_uniques", "sample_doubles", "excluded", "fitted_to")

@@ -18,7 +18,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.errors import DataError, PramkitError
 from pramkit.io import read_table
 from pramkit.manifest import Manifest
-from pramkit.perturb import perturb_codes
+from pramkit.engine.perturb import perturb_codes
 from pramkit.risk.fractions import sampling_fractions
 from pramkit.risk.identification import identification_risk
 

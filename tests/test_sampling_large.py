@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import chisquare
 
 from pramkit import PramMatrix
-from pramkit.sampling import MAX_ALIAS, AliasSampler, CumulativeSampler, sampler_for
+from pramkit.engine.sampling import MAX_ALIAS, AliasSampler, CumulativeSampler, sampler_for
 
 
 def _random_matrix(s: int, seed: int, zeros: float = 0.3) -> np.ndarray:

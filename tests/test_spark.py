@@ -15,8 +15,8 @@ from pramkit.design.classic import randomized_response
 from pramkit.io import write_table
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
-from pramkit.perturb import apply_file
-from pramkit.rng import SecretKey
+from pramkit.engine.perturb import apply_file
+from pramkit.engine.rng import SecretKey
 
 if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
     import pyspark  # noqa: F401  (CI must run these tests, not skip them)
@@ -133,7 +133,7 @@ def test_joint_variable_on_spark(spark, files, key) -> None:
 
 def test_column_names_are_taken_literally(spark, key) -> None:
     """Dots and backticks in column names name columns, not nested fields; the other columns pass unchanged."""
-    from pramkit.perturb import perturb_frame
+    from pramkit.engine.perturb import perturb_frame
 
     frame = pd.DataFrame({"row": np.arange(2000, dtype=np.int64), "sex.code": ["m", "f"] * 1000,
                           "odd`name": np.arange(2000, dtype=np.int64) % 7})

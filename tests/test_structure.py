@@ -22,7 +22,7 @@ from pramkit.release.pipeline import design_planned, design_release
 from pramkit.release.plan import plan_release
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import mutual_information
-from pramkit.perturb import perturb_frame
+from pramkit.engine.perturb import perturb_frame
 from pramkit.structure import Rules, cells_and_blocks, read_rules
 
 KEY = b"structure-test-key-0123456789abcdef"

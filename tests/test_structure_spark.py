@@ -13,8 +13,8 @@ import pytest
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.release.pipeline import design_release
 from pramkit.io import write_table
-from pramkit.perturb import apply_file
-from pramkit.rng import SecretKey
+from pramkit.engine.perturb import apply_file
+from pramkit.engine.rng import SecretKey
 
 if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
     import pyspark  # noqa: F401  (CI must run these tests, not skip them)

@@ -4,7 +4,7 @@ The designs, the risk measures and the estimators need counts, not records.
 :func:`count_file` reads a file chunk by chunk (memory: one chunk plus the
 table) and returns a dense contingency table over the columns' categories.
 When the categories are not declared, a first pass collects each column's
-distinct values (:func:`pramkit.codebook.sort_labels` order) and a second
+distinct values (:func:`pramkit.engine.codebook.sort_labels` order) and a second
 pass counts.  :class:`CountTable` is pramkit's one contingency-table type;
 :func:`count_codes` counts it from records already encoded, which is how every
 table is counted (the chunks of a file, a DataFrame, the key variables of the
@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
+from pramkit.engine.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, iter_batches
 from pramkit.labels import Label
@@ -40,8 +40,8 @@ class CountTable:
 
     The one table type of pramkit: :func:`count_file` and :func:`count_frame` count it,
     :meth:`pramkit.risk.frequencies.KeyTable.count` counts it from records already encoded,
-    :func:`pramkit.design.dp_multivariate.joint_table` reads it as a joint distribution and
-    :class:`pramkit.design.recognition_space.KeySpace` as the key space of the recognition design.
+    :func:`pramkit.design.dp.multivariate.joint_table` reads it as a joint distribution and
+    :class:`pramkit.design.recognition.space.KeySpace` as the key space of the recognition design.
 
     Parameters
     ----------
@@ -198,7 +198,7 @@ class CountTable:
             A counted column.
         categories : sequence
             Its declared categories, in the order wanted; they match the
-            table's by :func:`pramkit.codebook.canonical` (``"1"`` is ``1``).
+            table's by :func:`pramkit.engine.codebook.canonical` (``"1"`` is ``1``).
 
         Returns
         -------
@@ -321,7 +321,7 @@ def count_codes(
     *,
     weights: ArrayLike | None = None,
 ) -> CountTable:
-    """The contingency table of records already encoded (:func:`pramkit.codebook.encode`).
+    """The contingency table of records already encoded (:func:`pramkit.engine.codebook.encode`).
 
     Parameters
     ----------
@@ -331,7 +331,7 @@ def count_codes(
         Each column's categories.
     codes : array of int, shape (d, n)
         The records' positions in each column's categories, one row per column; a
-        record with a missing code (:data:`pramkit.codebook.MISSING`) in any column
+        record with a missing code (:data:`pramkit.engine.codebook.MISSING`) in any column
         is left out of the table and counted in ``missing``.
     weights : array of float, shape (n,), optional
         Each record's weight; their sums per cell are returned as ``weight_sums``.
@@ -564,7 +564,7 @@ def count_frame(
         The columns to count, one axis each.
     categories : mapping, optional
         Declared categories of some columns; the others are
-        :func:`pramkit.codebook.categories_of` the column.
+        :func:`pramkit.engine.codebook.categories_of` the column.
 
     Returns
     -------
@@ -588,7 +588,7 @@ def count_frame(
     >>> t.categories, t.counts.tolist(), t.missing
     ((('m', 'f', 'x'), (30, 40)), [[1, 0], [0, 1], [0, 0]], 1)
     """
-    from pramkit.codebook import categories_of
+    from pramkit.engine.codebook import categories_of
 
     absent = [c for c in columns if c not in data.columns]
     if absent:

@@ -50,9 +50,9 @@ from pramkit.estimate import estimate_table
 from pramkit.io import write_table
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
-from pramkit.perturb import ApplyResult, apply_file
-from pramkit.receipt import receipt_path
-from pramkit.rng import SecretKey
+from pramkit.engine.perturb import ApplyResult, apply_file
+from pramkit.engine.receipt import receipt_path
+from pramkit.engine.rng import SecretKey
 
 #: The key variables the demo perturbs.
 PERTURBED = ("age", "sex", "marital_status")
@@ -81,7 +81,7 @@ class DemoContext:
         Persons to generate.
     epsilon : float
         The record budget (nats).
-    key : pramkit.rng.SecretKey or None
+    key : pramkit.engine.rng.SecretKey or None
         The secret key (``None``: a fresh one).
     quiet : bool
         No progress bars.
@@ -89,7 +89,7 @@ class DemoContext:
         The generated data (step ``generate``).
     manifest : pramkit.manifest.Manifest, optional
         The release's manifest (step ``design``).
-    applied : pramkit.perturb.ApplyResult, optional
+    applied : pramkit.engine.perturb.ApplyResult, optional
         What perturbation did (step ``perturb``).
     files : dict
         Label -> path relative to ``out`` of every file written.

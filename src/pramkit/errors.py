@@ -63,7 +63,7 @@ class DataError(PramkitError, ValueError):
     --------
     The message names the column, the row (counted from 1) and the value:
 
-    >>> from pramkit.codebook import encode
+    >>> from pramkit.engine.codebook import encode
     >>> encode(["m", "f", "x"], ["f", "m"], column="sex")
     Traceback (most recent call last):
     ...
@@ -76,7 +76,7 @@ class KeyFileError(PramkitError):
 
     Examples
     --------
-    >>> from pramkit.rng import SecretKey
+    >>> from pramkit.engine.rng import SecretKey
     >>> SecretKey(b"too short", "a test")
     Traceback (most recent call last):
     ...

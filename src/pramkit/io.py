@@ -38,7 +38,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
-from pramkit.codebook import MissingCodes
+from pramkit.engine.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 
@@ -100,7 +100,7 @@ class TableMeta:
     labels : dict
         Stata and SPSS variable and value labels (``column_labels``,
         ``variable_value_labels``), empty for other formats.
-    missing : pramkit.codebook.MissingCodes
+    missing : pramkit.engine.codebook.MissingCodes
         The values the file uses for missing although they are not null
         (CSV markers such as ``NA``, SPSS user-missing codes).
 
@@ -312,7 +312,7 @@ def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCode
 
     Returns
     -------
-    pramkit.codebook.MissingCodes
+    pramkit.engine.codebook.MissingCodes
         The markers as ``texts``, with a ``source`` that says how to change them.
 
     Examples
@@ -446,7 +446,7 @@ def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
     ----------
     table : pyarrow.Table
         A chunk of a file.
-    missing : pramkit.codebook.MissingCodes
+    missing : pramkit.engine.codebook.MissingCodes
         The file's missing markers and user-missing codes.
 
     Returns
@@ -512,7 +512,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     Returns
     -------
     dict
-        ``{column: codes}``, the codes in :func:`pramkit.codebook.sort_labels`
+        ``{column: codes}``, the codes in :func:`pramkit.engine.codebook.sort_labels`
         order, for the columns that have value labels.
 
     Raises
@@ -532,7 +532,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     ...     value_label_categories(f, ["sex"])
     {'sex': (1, 2)}
     """
-    from pramkit.codebook import sort_labels
+    from pramkit.engine.codebook import sort_labels
 
     p = _existing(path)
     fmt = table_format(p)

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from pramkit.codebook import canonical
+from pramkit.engine.codebook import canonical
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 
@@ -41,7 +41,7 @@ ALTERNATIVES = "|"
 @dataclass(frozen=True)
 class Rule:
     """One forbidden combination: a record is forbidden when, for every column named,
-    its value is one of the values listed (canonical texts, :func:`pramkit.codebook.canonical`).
+    its value is one of the values listed (canonical texts, :func:`pramkit.engine.codebook.canonical`).
 
     Parameters
     ----------
@@ -372,7 +372,7 @@ def alternatives(value: Any) -> frozenset[str]:
     Returns
     -------
     frozenset of str
-        Canonical texts (:func:`pramkit.codebook.canonical`); empty for ``None`` or an
+        Canonical texts (:func:`pramkit.engine.codebook.canonical`); empty for ``None`` or an
         empty text.
 
     Examples

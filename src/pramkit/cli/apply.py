@@ -12,7 +12,7 @@ from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
 
 if TYPE_CHECKING:
-    from pramkit.perturb import ApplyResult
+    from pramkit.engine.perturb import ApplyResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -68,7 +68,7 @@ def files(args: argparse.Namespace) -> Files:
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
     (['d.csv', 'm.json'], ['r.csv', 'r.csv.receipt.json'])
     """
-    from pramkit.receipt import receipt_path
+    from pramkit.engine.receipt import receipt_path
 
     return [args.data, args.manifest, args.key_file], [args.out, receipt_path(args.out)]
 
@@ -78,7 +78,7 @@ def print_summary(result: ApplyResult) -> None:
 
     Parameters
     ----------
-    result : pramkit.perturb.ApplyResult
+    result : pramkit.engine.perturb.ApplyResult
         The outcome of :func:`pramkit.apply_file` (or of the Spark engine).
 
     Examples
@@ -161,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
     >>> differ                                                  # the records the summary counts as changed
     49
     """
-    from pramkit.perturb import apply_file
-    from pramkit.rng import SecretKey
+    from pramkit.engine.perturb import apply_file
+    from pramkit.engine.rng import SecretKey
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     if args.engine == "spark":

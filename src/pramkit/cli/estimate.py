@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
-    from pramkit.receipt import ReceiptWarning, check_release
+    from pramkit.engine.receipt import ReceiptWarning, check_release
 
     names, groups = _names(args.vars), _names(args.by)
     manifest = Manifest.read(args.manifest)

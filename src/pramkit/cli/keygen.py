@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from pramkit.cli.commands import HELP
-from pramkit.rng import SecretKey, write_key_file
+from pramkit.engine.rng import SecretKey, write_key_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write a new random key file (:func:`pramkit.rng.write_key_file`) and print its fingerprint.
+    """Write a new random key file (:func:`pramkit.engine.rng.write_key_file`) and print its fingerprint.
 
     Parameters
     ----------

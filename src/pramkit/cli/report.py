@@ -8,7 +8,7 @@ For variables with distances between their categories (``--distances``, by defau
 names), both reports show how far values move (expected distance, share kept, share moved at most
 ``--within``) beside randomized response at the same epsilon.
 
-The released file is checked against the manifest by its receipt (:func:`pramkit.receipt.check_release`):
+The released file is checked against the manifest by its receipt (:func:`pramkit.engine.receipt.check_release`):
 a release made with another manifest is refused, and a release without a receipt gets a note.  Whenever
 DATA is given, a "release" identical to it in every perturbed column is refused; without DATA, the public
 report is written only from a file whose receipt shows it is a release (no receipt, or a file changed since
@@ -102,7 +102,7 @@ def files(args: argparse.Namespace) -> Files:
     (['absent.json', 'r.csv', 'r.csv.receipt.json', 'area=areas.csv', 'areas.csv'], ['p.html'])
     """
     from pramkit.manifest import Manifest
-    from pramkit.receipt import receipt_path
+    from pramkit.engine.receipt import receipt_path
 
     try:  # the distances the manifest names are read too (a manifest that cannot be read is reported later)
         named = distance_files(Manifest.read(args.manifest).input.get("distances"))
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.atomic import check_writable
     from pramkit.manifest import Manifest
-    from pramkit.receipt import check_release, receipt_path
+    from pramkit.engine.receipt import check_release, receipt_path
     from pramkit.report import build_public_report, build_report, write_report
 
     if args.out is None and args.public is None:

@@ -80,7 +80,7 @@ def files(args: argparse.Namespace) -> Files:
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
     (['r.csv'], ['fit.png'])
     """
-    from pramkit.receipt import receipt_path
+    from pramkit.engine.receipt import receipt_path
 
     receipt = receipt_path(args.data) if args.manifest else None
     return [args.data, args.manifest, receipt, args.original], [args.plot]
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.atomic import check_writable
     from pramkit.manifest import Manifest
-    from pramkit.receipt import check_release
+    from pramkit.engine.receipt import check_release
     from pramkit.risk.identification import identification_risk
     from pramkit.risk.plots import plot_fit
 
@@ -184,7 +184,7 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
     from pramkit.risk.household import household_risk
 
     from pramkit.manifest import Manifest
-    from pramkit.receipt import check_release
+    from pramkit.engine.receipt import check_release
 
     unused = [flag for flag, given in (("--original", args.original),
                                        ("--plot", args.plot), ("--model", args.model != _MODEL),

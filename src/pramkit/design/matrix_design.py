@@ -45,7 +45,7 @@ def matrix_json(m: PramMatrix) -> dict[str, Any]:
     Examples
     --------
     >>> import json
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> out = matrix_json(dp_optimal([0.5, 0.3, 0.2], 1.0, categories=["a", "b", "c"]))
     >>> out["method"], out["categories"], out["form"], out["optimal"], out["epsilon"] <= 1.0
     ('dp_optimal', ['a', 'b', 'c'], 'diagonal', True, True)
@@ -95,7 +95,7 @@ def truthful_warnings(m: PramMatrix) -> list[str]:
 
     Examples
     --------
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> m = dp_optimal([0.7, 0.15, 0.15], 0.5, categories=["owner", "renter", "other"])
     >>> print(truthful_warnings(m)[0])  # doctest: +NORMALIZE_WHITESPACE
     the optimal matrix is not truthful: categories ['renter', 'other'] are released as themselves with
@@ -137,7 +137,7 @@ def estimability_warnings(m: PramMatrix) -> list[str]:
     condition number), what follows for estimation (``pramkit estimate``
     falls back to maximum likelihood of the identifiable totals) and the
     remedy, the variance-minimising objective
-    (:func:`pramkit.design.dp_variance.dp_min_variance`, randomized response:
+    (:func:`pramkit.design.dp.variance.dp_min_variance`, randomized response:
     always invertible).
 
     Parameters

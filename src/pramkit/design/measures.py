@@ -50,7 +50,7 @@ class DesignMeasures:
     Two k-anonymous blocks of two categories: one bit of the two of perfect
     secrecy (beta = 1/2), but no finite epsilon:
 
-    >>> from pramkit.design.bistochastic import k_anonymity
+    >>> from pramkit.design.bistochastic.families import k_anonymity
     >>> measure(k_anonymity("abcd", 2))   # doctest: +NORMALIZE_WHITESPACE
     DesignMeasures(epsilon=inf, beta=0.5, entropy_rate_bits=1.0, mutual_information_nats=None,
                    min_diagonal=0.5, truthful=True, bistochastic=True, invariant=None)

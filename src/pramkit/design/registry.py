@@ -249,7 +249,7 @@ DISTANCE_WEIGHTS = ("frequencies", "uniform", "worst")
 
 
 def _distances_rule() -> Rule:
-    from pramkit.design.distances import Distances
+    from pramkit.design.metric.distances import Distances
 
     return Instance((str, os.PathLike, Distances), "'ordinal', a CSV path or a Distances")
 
@@ -286,16 +286,16 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
 
     * ``form``: ``"diagonal"`` (form (8), the default) or ``"general"`` (any
       row-stochastic matrix, staircase LP, at most
-      :data:`pramkit.design.dp_general.MAX_CATEGORIES` categories);
+      :data:`pramkit.design.dp.general.MAX_CATEGORIES` categories);
     * ``objective``: ``"information"`` (the most mutual information, the
       default) or ``"variance"`` (the least total variance of the unbiased
-      estimator, :func:`pramkit.design.dp_variance.dp_min_variance`: randomized
+      estimator, :func:`pramkit.design.dp.variance.dp_min_variance`: randomized
       response, stored compactly, always invertible, and independent of p);
     * ``objective="distance"``: the least expected distance moved
-      (:func:`pramkit.design.dp_distance.dp_min_distance`, a certified LP over
-      every matrix, at most :data:`pramkit.design.dp_distance.MAX_CATEGORIES`
+      (:func:`pramkit.design.dp.distance.dp_min_distance`, a certified LP over
+      every matrix, at most :data:`pramkit.design.dp.distance.MAX_CATEGORIES`
       categories; ``form`` left out or ``"general"``), with ``distances``
-      (``"ordinal"``, a CSV path or a :class:`pramkit.design.distances.Distances`;
+      (``"ordinal"``, a CSV path or a :class:`pramkit.design.metric.distances.Distances`;
       required when the design is built) and ``weights``: ``"frequencies"`` (p, the default),
       ``"uniform"`` (the average over categories) or ``"worst"`` (the largest expected distance
       from any one category); the last two read no frequencies;
@@ -343,18 +343,18 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
 def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
         o: Mapping[str, Any]) -> PramMatrix:
     if o["objective"] == "distance":
-        from pramkit.design.geo import build_distance
+        from pramkit.design.metric.mechanisms import build_distance
 
         return build_distance(categories, p, epsilon, _given(o))
     if o["objective"] == "variance":
-        from pramkit.design.dp_variance import dp_min_variance
+        from pramkit.design.dp.variance import dp_min_variance
 
         return dp_min_variance(p, epsilon, categories=categories, truthful=o["truthful"])
     if o["form"] == "general":
-        from pramkit.design.dp_general import dp_general
+        from pramkit.design.dp.general import dp_general
 
         return dp_general(p, epsilon, categories=categories)
-    from pramkit.design.dp_optimal import dp_optimal
+    from pramkit.design.dp.optimal import dp_optimal
 
     return dp_optimal(p, epsilon, categories=categories, truthful=o["truthful"])
 
@@ -369,11 +369,11 @@ def _dp_reads(o: Mapping[str, Any]) -> bool:
 
 def _dp_limit(o: Mapping[str, Any]) -> int | None:
     if o["objective"] == "distance":
-        from pramkit.design.dp_distance import MAX_CATEGORIES
+        from pramkit.design.dp.distance import MAX_CATEGORIES
 
         return MAX_CATEGORIES
     if o["form"] == "general":
-        from pramkit.design.dp_general import MAX_CATEGORIES
+        from pramkit.design.dp.general import MAX_CATEGORIES
 
         return MAX_CATEGORIES
     return None
@@ -398,14 +398,14 @@ METRIC_OPTIONS: dict[str, Rule] = {
 
 def _metric(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
             o: Mapping[str, Any]) -> PramMatrix:
-    from pramkit.design.geo import build_metric
+    from pramkit.design.metric.mechanisms import build_metric
 
     return build_metric(categories, p, _given(o))
 
 
 def _metric_limit(o: Mapping[str, Any]) -> int | None:
     if o["mechanism"] == "optimal":
-        from pramkit.design.dp_distance import METRIC_LP_MAX
+        from pramkit.design.dp.distance import METRIC_LP_MAX
 
         return METRIC_LP_MAX
     return None
@@ -443,7 +443,7 @@ def _keep(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | No
 def _rr(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
         o: Mapping[str, Any]) -> PramMatrix:
     if o["beta"] is not None:
-        from pramkit.design.bistochastic import fit_family  # SciPy: imported when a fit runs
+        from pramkit.design.bistochastic.families import fit_family  # SciPy: imported when a fit runs
 
         return fit_family("rr", categories, o["beta"]).matrix
     from pramkit.design.classic import randomized_response
@@ -465,7 +465,7 @@ def _fitted(family: str, name: str) -> Design:
     """A bistochastic family: its own parameter ``name``, or fitted to a target beta; optional floor."""
     def design(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
                o: Mapping[str, Any]) -> PramMatrix:
-        from pramkit.design.bistochastic import circulant_keep, fit_family, k_anonymity, tridiagonal, with_floor
+        from pramkit.design.bistochastic.families import circulant_keep, fit_family, k_anonymity, tridiagonal, with_floor
 
         if o["beta"] is not None:
             m = fit_family(family, categories, o["beta"]).matrix
@@ -479,7 +479,7 @@ def _fitted(family: str, name: str) -> Design:
 
 def _bistochastic_beta(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
                        o: Mapping[str, Any]) -> PramMatrix:
-    from pramkit.design.bistochastic import compare_families, fit_family
+    from pramkit.design.bistochastic.families import compare_families, fit_family
 
     if o["family"] == "best":
         return compare_families(categories, _uniform_if_none(categories, p), o["beta"]).fits[0].matrix

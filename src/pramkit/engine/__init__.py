@@ -1,4 +1,14 @@
-"""The perturbation engine's law: what the draws realise, exactly (:mod:`pramkit.engine.law`).
+"""The perturbation engine: what turns a manifest and a secret key into released values.
+
+* :mod:`~pramkit.engine.perturb` -- perturb a frame, codes or a file (atomic writes, chunks);
+* :mod:`~pramkit.engine.rng` -- the secret key and the keyed Philox streams, one per variable;
+* :mod:`~pramkit.engine.sampling` -- the integer draws of each matrix form, on 62-bit uniforms;
+* :mod:`~pramkit.engine.law` -- the law those draws realise, exactly;
+* :mod:`~pramkit.engine.codebook` and :mod:`~pramkit.engine.utf8` -- values to codes and back;
+* :mod:`~pramkit.engine.receipt` -- the receipt that ties a released file to its manifest;
+* ``pramkit.engine._kernels`` -- the compiled per-value loops.
+
+The names below load on first use, so that importing one part does not import the others.
 
 >>> from pramkit.engine import realised_law
 >>> from pramkit.matrix import PramMatrix
@@ -7,6 +17,14 @@
 ([0.75, 0.25], True)
 """
 
-from pramkit.engine.law import BITS, DENOMINATOR, RealisedLaw, realised_law
+from pramkit._lazy import lazy_exports
 
-__all__ = ["BITS", "DENOMINATOR", "RealisedLaw", "realised_law"]
+_EXPORTS = {
+    "BITS": "pramkit.engine.law",
+    "DENOMINATOR": "pramkit.engine.law",
+    "RealisedLaw": "pramkit.engine.law",
+    "realised_law": "pramkit.engine.law",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -2,7 +2,7 @@
 Spark DataFrames with the same keyed counter-based draws as the local engine.
 
 The draw for row ``i`` of variable ``v`` is ``U(key, v, i)``
-(:mod:`pramkit.rng`), so a Spark job releases exactly what
+(:mod:`pramkit.engine.rng`), so a Spark job releases exactly what
 :func:`pramkit.apply_file` releases for the same key, whatever the number of
 partitions, provided both agree on the row numbers ``i``:
 
@@ -15,7 +15,7 @@ partitions, provided both agree on the row numbers ``i``:
   without a shuffle in between.
 
 Perturbation runs in a scalar Arrow UDF (``arrow_udf``, pyspark 4.1 or later)
-with :class:`pramkit.perturb.TablePerturber`, the code path of the local
+with :class:`pramkit.engine.perturb.TablePerturber`, the code path of the local
 engine.  Only the row numbers and the columns perturbation reads go to the
 Python workers, and only the perturbed columns come back: the other columns
 stay in the JVM.  pyspark is an optional dependency (``pip install pramkit[spark]``).
@@ -44,12 +44,12 @@ import pyarrow as pa
 
 from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
-from pramkit.codebook import MissingCodes
+from pramkit.engine.codebook import MissingCodes
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
 from pramkit.manifest import Manifest
-from pramkit.perturb import ApplyResult, TablePerturber
-from pramkit.rng import SecretKey, resolve_key
+from pramkit.engine.perturb import ApplyResult, TablePerturber
+from pramkit.engine.rng import SecretKey, resolve_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -609,7 +609,7 @@ def apply_file_spark(
     (100, ['in.csv', 'out.csv', 'out.csv.receipt.json'])
     """
     from pramkit.io import table_format
-    from pramkit.receipt import receipt_after, receipt_path
+    from pramkit.engine.receipt import receipt_after, receipt_path
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)

@@ -45,7 +45,7 @@ from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.manifest import Manifest
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
-from pramkit.receipt import ReceiptWarning, check_release
+from pramkit.engine.receipt import ReceiptWarning, check_release
 
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000
@@ -598,11 +598,11 @@ def estimate_table(
     EstimationWarning
         When the unbiased estimator is asked for on a singular or badly
         conditioned matrix (the MLE is returned).
-    pramkit.receipt.ReceiptWarning
+    pramkit.engine.receipt.ReceiptWarning
         A file whose receipt cannot say which manifest made it (none, or the file
         changed since); a release whose receipt names another manifest (a file's,
         or a frame's from :func:`pramkit.perturb_frame`) is refused
-        (:func:`pramkit.receipt.check_release`).
+        (:func:`pramkit.engine.receipt.check_release`).
 
     Examples
     --------
@@ -708,7 +708,7 @@ def _levels(variable: Any) -> dict[str, list[Label]]:
     cats = variable.matrix.categories
     if not variable.is_joint:
         return {variable.name: list(cats)}
-    from pramkit.codebook import JointCodebook  # the engine's own reading of the cells, column by column
+    from pramkit.engine.codebook import JointCodebook  # the engine's own reading of the cells, column by column
 
     return dict(zip(variable.read_columns, JointCodebook(cats, variable.read_columns).levels))
 
@@ -718,7 +718,7 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
     """The counts with each multi-column variable's columns merged into one axis over its cells
     (its matrix's categories); a combination outside the cells (forbidden, or out of its stratum)
     in the released file is an error: the manifest never releases one."""
-    from pramkit.codebook import canonical
+    from pramkit.engine.codebook import canonical
     from pramkit.counts import CountTable
 
     sizes = dict(zip(counted.columns, (len(c) for c in counted.categories)))

@@ -101,7 +101,7 @@ def _per_variable(plan: ReleasePlan, design_epsilon: float) -> dict[str, float]:
 
 def _optimal(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocation:
     """The split with the most information (Ayed, Battiston and Camerlenghi, section 5)."""
-    from pramkit.design.dp_multivariate import split_budget
+    from pramkit.design.dp.multivariate import split_budget
 
     if plan.options.get("objective") == "variance":
         raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")

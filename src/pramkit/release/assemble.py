@@ -96,7 +96,7 @@ def public_matrix(m: PramMatrix, exact: bool) -> PramMatrix:
 
     Examples
     --------
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> m = dp_optimal([0.7, 0.2, 0.1], 1.0, categories=["a", "b", "c"])
     >>> "p" in m.provenance.parameters, "p" in public_matrix(m, exact=True).provenance.parameters
     (True, False)
@@ -172,7 +172,7 @@ def _per_variable(counted: Counted, freqs: Frequencies, built: Built) -> dict[st
             else m.provenance.objective,
         }
         if k in built.distances and m is not None and _dense_ok(m):
-            from pramkit.design.geo import geo_utility
+            from pramkit.design.metric.mechanisms import geo_utility
 
             out[k]["expected_distance"] = geo_utility(m, built.distances[k], p_exact).expected_distance
             out[k]["distance_unit"] = built.distances[k].unit
@@ -300,10 +300,10 @@ def _joint_comparison(table: Any, design_p: np.ndarray, joint: PramMatrix,
 
     The alternative splits the joint matrix's epsilon over the variables (``split="optimal"``),
     each designed on the margins of the same design frequencies; both are scored on the exact
-    joint I(X; Z) of the original file (:func:`pramkit.design.dp_multivariate.independent_information`),
+    joint I(X; Z) of the original file (:func:`pramkit.design.dp.multivariate.independent_information`),
     so the record says which perturbation keeps more.
     """
-    from pramkit.design.dp_multivariate import MAX_JOINT_CELLS, independent_information, split_budget
+    from pramkit.design.dp.multivariate import MAX_JOINT_CELLS, independent_information, split_budget
 
     cells = int(table.counts.size)
     out: dict[str, Any] = {"cells": cells}

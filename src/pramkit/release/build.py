@@ -101,7 +101,7 @@ def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allo
 
 def _distances(plan: ReleasePlan, counted: Counted) -> dict[str, Any]:
     """The distances given, read for each target's categories; the order checked where one is read."""
-    from pramkit.design.distances import read_distances, require_order
+    from pramkit.design.metric.distances import read_distances, require_order
 
     labels = {k: t.labels for k, t in counted.targets.items()}
     out = {k: read_distances(spec, labels[k], declared_order=counted.ordered[k], variable=k)

@@ -119,7 +119,7 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
     """Count the columns, missing values as a category ``None`` of each (so that a record
     missing one variable still counts in the others' designs); returns the table, a
     description of the data and its digest."""
-    from pramkit.codebook import categories_of
+    from pramkit.engine.codebook import categories_of
     from pramkit.io import sha256_of
 
     with_missing = {c: (*cats, None) for c, cats in categories.items()}
@@ -174,6 +174,6 @@ def _require_two(table: CountTable, names: Sequence[str]) -> None:
 
 def _ordered(data: Any, targets: Mapping[str, Target], sources: Mapping[str, str]) -> dict[str, bool]:
     """Whether each target's categories have a declared order (a codebook, a prior, or the file's own)."""
-    from pramkit.codebook import declares_order
+    from pramkit.engine.codebook import declares_order
 
     return {k: sources.get(k) != "data" or declares_order(data, k) for k in targets}

@@ -73,7 +73,7 @@ def design_recognition(
     >>> m.ledger.frequencies, m.ledger.covers_everything
     ('exact', False)
     """
-    from pramkit.design.recognition import recognition_design_from_data
+    from pramkit.design.recognition.design import recognition_design_from_data
     from pramkit.io import read_table, sha256_of
 
     names = variable_names(list(keys))

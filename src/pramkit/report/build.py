@@ -16,7 +16,7 @@ file and computes, with pramkit's own measures,
   frequencies, and the privacy-utility curve of randomized response over
   epsilon with the released matrix marked;
 * locality, for variables with distances between their categories (areas,
-  ordered bands; :mod:`pramkit.design.distances`): the expected distance moved,
+  ordered bands; :mod:`pramkit.design.metric.distances`): the expected distance moved,
   the share of records kept in their own category and the share moved at most
   a radius, beside randomized response at the same epsilon -- on the exact
   frequencies and over the released records (internal report), or weighted by
@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 
 from pramkit._version import __version__
-from pramkit.codebook import encode
+from pramkit.engine.codebook import encode
 from pramkit.counts import count_frame
 from pramkit.design.classic import randomized_response
-from pramkit.design.distances import Distances, read_distances
-from pramkit.design.geo import RowMeasures, row_measures, rr_row_measures
+from pramkit.design.metric.distances import Distances, read_distances
+from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
 from pramkit.design.measures import measure
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
@@ -226,7 +226,7 @@ class RecognitionFigures:
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
     >>> from pramkit.release.pipeline import design_release
-    >>> from pramkit.perturb import perturb_frame
+    >>> from pramkit.engine.perturb import perturb_frame
     >>> data = census(2_000)
     >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
     ...                           rng=random.Random(0))
@@ -282,7 +282,7 @@ class DisclosureRisk:
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
     >>> from pramkit.release.pipeline import design_release
-    >>> from pramkit.perturb import perturb_frame
+    >>> from pramkit.engine.perturb import perturb_frame
     >>> data = census(2_000)
     >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
     ...                           rng=random.Random(0))
@@ -330,7 +330,7 @@ class VariableUtility:
     --------
     >>> import pandas as pd
     >>> from pramkit import Manifest, PramMatrix
-    >>> from pramkit.perturb import perturb_frame
+    >>> from pramkit.engine.perturb import perturb_frame
     >>> original = pd.DataFrame({"sex": ["f", "f", "f", "m"] * 50})
     >>> manifest = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
     >>> released = perturb_frame(original, manifest, key=bytes(32)).data
@@ -383,7 +383,7 @@ class LocalityFigure:
 
     >>> import pandas as pd
     >>> from pramkit import Manifest
-    >>> from pramkit.design.geo import truncated_geometric
+    >>> from pramkit.design.metric.mechanisms import truncated_geometric
     >>> manifest = Manifest.of({"age": truncated_geometric(["young", "middle", "old"], 1.0)})
     >>> released = pd.DataFrame({"age": ["young", "middle", "old", "old"] * 25})
     >>> distance, kept, near = build_public_report(manifest, released).locality[0].figures
@@ -411,7 +411,7 @@ class Locality:
     name : str
         The variable.
     distances : mapping
-        The distances' summary (:meth:`pramkit.design.distances.Distances.to_dict`).
+        The distances' summary (:meth:`pramkit.design.metric.distances.Distances.to_dict`).
     within : float or None
         The radius of the "moved at most" share (the distances' unit).
     epsilon : float
@@ -427,7 +427,7 @@ class Locality:
     --------
     >>> import pandas as pd
     >>> from pramkit import Manifest
-    >>> from pramkit.design.geo import truncated_geometric
+    >>> from pramkit.design.metric.mechanisms import truncated_geometric
     >>> manifest = Manifest.of({"age": truncated_geometric(["young", "middle", "old"], 1.0)})
     >>> released = pd.DataFrame({"age": ["young", "middle", "old", "old"] * 25})
     >>> loc = build_public_report(manifest, released).locality[0]
@@ -471,7 +471,7 @@ class DesignProvenance:
     --------
     >>> import pandas as pd
     >>> from pramkit import Manifest
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> manifest = Manifest.of({"sex": dp_optimal([0.5, 0.5], 1.0, categories=["f", "m"])})
     >>> d = build_public_report(manifest, pd.DataFrame({"sex": ["f", "m"] * 50})).designs[0]
     >>> d.name, d.method, d.objective_name, d.certificate["optimal"], d.parameters["epsilon"]
@@ -579,7 +579,7 @@ class ReleaseReport:
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
     >>> from pramkit.release.pipeline import design_release
-    >>> from pramkit.perturb import perturb_frame
+    >>> from pramkit.engine.perturb import perturb_frame
     >>> data = census(2_000)
     >>> manifest = design_release(data, ["sex", "age"], epsilon=2.0, categories=CENSUS_VARIABLES,
     ...                           rng=random.Random(0))
@@ -745,7 +745,7 @@ def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateRes
 # Locality: how far the values of a variable with distances move
 # ---------------------------------------------------------------------------
 
-#: The locality measures: (label, attribute of :class:`pramkit.design.geo.RowMeasures`, a share of records).
+#: The locality measures: (label, attribute of :class:`pramkit.design.metric.mechanisms.RowMeasures`, a share of records).
 _LOCALITY = (("expected distance moved", "distance", False),
              ("records kept in their own category", "kept", True),
              ("records moved at most {radius}", "within", True))
@@ -841,7 +841,7 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
 
     Examples
     --------
-    >>> from pramkit.design.geo import truncated_geometric
+    >>> from pramkit.design.metric.mechanisms import truncated_geometric
     >>> m = Manifest.of({"age": truncated_geometric(["0-17", "18-64", "65+"], 1.0)})
     >>> distance_specs(m), distance_specs(m, {"age": "bands.csv"})
     ({'age': ('ordinal', False)}, {'age': ('bands.csv', True)})
@@ -1070,7 +1070,7 @@ def build_report(
     --------
     >>> import pandas as pd
     >>> from pramkit import Manifest, PramMatrix
-    >>> from pramkit.perturb import perturb_frame
+    >>> from pramkit.engine.perturb import perturb_frame
     >>> original = pd.DataFrame({"sex": ["f", "m"] * 100, "age": ["young", "old", "old", "young"] * 50})
     >>> original.loc[0, "age"] = "100+"                     # one record unique on the keys
     >>> manifest = Manifest.of({"sex": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("f", "m"))})
@@ -1289,7 +1289,7 @@ def build_public_report(
     >>> import random
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
     >>> from pramkit.release.pipeline import design_release
-    >>> from pramkit.perturb import perturb_frame
+    >>> from pramkit.engine.perturb import perturb_frame
     >>> data = census(5_000)
     >>> m = design_release(data, ["sex"], epsilon=2.0, categories=CENSUS_VARIABLES, rng=random.Random(0))
     >>> released, _ = perturb_frame(data, m)

@@ -2,7 +2,7 @@
 
 * Tables 1-4 (section 4.1, scenarios I-IV): how many of the optimal q_k equal
   v_alpha, v_-alpha, v_min and v_max (Proposition 3.2), for alpha in
-  {0.5, 1, 1.5, 2}; ours (exact global optimum, :func:`pramkit.design.dp_optimal.dp_optimal`)
+  {0.5, 1, 1.5, 2}; ours (exact global optimum, :func:`pramkit.design.dp.optimal.dp_optimal`)
   beside the paper's, with the mutual information of both.  The paper gives
   counts, not positions: its I is that of the best assignment of its values
   to the categories (every assignment scored).
@@ -31,7 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from pramkit.atomic import atomic_path, write_text_atomic
-from pramkit.design.dp_optimal import dp_optimal, v
+from pramkit.design.dp.optimal import dp_optimal, v
 from pramkit.estimate import mle_estimate
 from pramkit.information import form8_objective, mutual_information_form8
 from pramkit.matrix import PramMatrix
@@ -134,7 +134,7 @@ def value_counts(q: np.ndarray, alpha: float) -> tuple[int, int, int, int, int]:
     Scenario I at alpha = 1: the exact optimum is randomized response (ten
     v_alpha); Table 1 reports five v_alpha and five v_-alpha.
 
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> value_counts(dp_optimal(scenarios()["I"], 1.0).diagonal, 1.0), PAPER_COUNTS["I"][1.0]
     ((10, 0, 0, 0, 0), (5, 5, 0, 0))
     """
@@ -207,7 +207,7 @@ def best_assignment(p: np.ndarray, alpha: float, counts: tuple[int, int, int, in
     One v_alpha among three categories goes to the smallest one here; the
     exact optimum (all v_alpha) keeps more information:
 
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> p = np.array([0.5, 0.3, 0.2])
     >>> info, q = best_assignment(p, 1.0, (1, 2, 0, 0))
     >>> round(info, 4), q.round(4).tolist()
@@ -233,7 +233,7 @@ def tables(quiet: bool) -> list[dict[str, Any]]:
     -------
     list of dict
         One row per scenario and alpha in :data:`ALPHAS` (16): our counts
-        (:func:`value_counts` of :func:`pramkit.design.dp_optimal.dp_optimal`),
+        (:func:`value_counts` of :func:`pramkit.design.dp.optimal.dp_optimal`),
         the paper's, both I(X; Z) in nats (the paper's by
         :func:`best_assignment`), the difference and how the optimum was searched.
 
@@ -310,7 +310,7 @@ def estimates(p: np.ndarray, matrix: PramMatrix, n: int, reps: int, rng: np.rand
 
     Examples
     --------
-    >>> from pramkit.design.dp_optimal import dp_optimal
+    >>> from pramkit.design.dp.optimal import dp_optimal
     >>> est = estimates(SEX_P, dp_optimal(SEX_P, 1.0), 10_000, 3, np.random.default_rng(0))
     >>> est.shape, bool(np.allclose(est.sum(axis=1), 1.0)), bool(np.allclose(est.mean(axis=0), SEX_P, atol=0.03))
     ((3, 2), True, True)

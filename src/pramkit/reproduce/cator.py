@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from pramkit.atomic import atomic_path, write_text_atomic
-from pramkit.design.recognition import RecognitionDesign, recognition_design
+from pramkit.design.recognition.design import RecognitionDesign, recognition_design
 
 #: The example's key space and size.
 SHAPE = (2, 2, 2, 2, 3)
@@ -107,7 +107,7 @@ def summary(design: RecognitionDesign) -> dict[str, Any]:
     The restricted design of section 4's example keeps every diagonal entry
     above 0.998 and changes 3 records, expected (the paper: 0.9971 and 4):
 
-    >>> from pramkit.design.recognition import recognition_design
+    >>> from pramkit.design.recognition.design import recognition_design
     >>> s = summary(recognition_design(example_counts(), alpha=ALPHA, method="restricted"))
     >>> s["method"], round(s["min_diagonal"], 4), round(s["expected_changes_records"], 2)
     ('restricted', 0.9988, 3.0)
@@ -156,7 +156,7 @@ def plot_figure1(designs: list[RecognitionDesign], path: Path) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from pramkit.design.recognition import recognition_design
+    >>> from pramkit.design.recognition.design import recognition_design
     >>> design = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2)
     >>> with tempfile.TemporaryDirectory() as out:
     ...     png = plot_figure1([design], Path(out) / "figure1.png")

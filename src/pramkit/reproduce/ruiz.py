@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pramkit.atomic import write_text_atomic
-from pramkit.design.bistochastic import (
+from pramkit.design.bistochastic.families import (
     circulant_keep, fit_family, k_anonymity, solve_monotone, tridiagonal, tridiagonal_peak,
 )
 from pramkit.design.classic import randomized_response

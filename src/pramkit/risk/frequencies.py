@@ -8,7 +8,7 @@ doubles (``f_j = 2``) are the records at risk of identification.
 
 Missing key values are handled as the user declares: ``missing="category"``
 makes "missing" a category of its own (labelled ``None``, the convention of
-:mod:`pramkit.codebook`), ``missing="exclude"`` leaves every record with a
+:mod:`pramkit.engine.codebook`), ``missing="exclude"`` leaves every record with a
 missing key out of all counts.  The policy is part of every result.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from pramkit.codebook import MISSING, categories_of, encode
+from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
 from pramkit.errors import DataError
 from pramkit.labels import Label

@@ -232,7 +232,7 @@ def kept_posterior(matrix: PramMatrix, released: np.ndarray) -> np.ndarray:
 
 def _kept(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
     """Per record, the product over the perturbed keys of ``P(X = released | Z = released)`` (1 if missing)."""
-    from pramkit.codebook import encode
+    from pramkit.engine.codebook import encode
 
     kept = np.ones(len(data))
     for key in (k for k in keys if k in manifest.names):

@@ -6,7 +6,7 @@ of keys and a released value k0 of them, the posterior (1) is the probability th
 released with ``k_pi = k0`` is of type m.  :func:`posteriors` computes every one of them for a
 matrix P on the cells of X, one combination at a time; :func:`worst_posterior` finds the
 largest, and :func:`posterior_bound` bounds it from above exactly (rational arithmetic on the
-near-maximal ones).  The recognition design (:mod:`pramkit.design.recognition`) keeps them
+near-maximal ones).  The recognition design (:mod:`pramkit.design.recognition.design`) keeps them
 below its threshold; the recognition risk (:mod:`pramkit.risk.recognition`) reports them.
 
 References
@@ -23,7 +23,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from pramkit.design.recognition_space import KeySpace, as_csr, key_space
+from pramkit.design.recognition.space import KeySpace, as_csr, key_space
 from pramkit.errors import DataError
 from pramkit.information import float_above
 from pramkit.privacy.exact import rounding_bound

@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pramkit.design.recognition_space import KeySpace
+from pramkit.design.recognition.space import KeySpace
 from pramkit.risk.posterior import posteriors
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest

@@ -1,7 +1,7 @@
 """Epsilon-DP PRAM that moves values the least distance: a certified linear program.
 
 For a variable with distances ``d`` between its categories (areas, ordered
-bands: :class:`pramkit.design.distances.Distances`) the design minimises the
+bands: :class:`pramkit.design.metric.distances.Distances`) the design minimises the
 expected distance a record's value moves,
 
     D(M) = sum_x p_x sum_z M[x, z] d(x, z),
@@ -98,8 +98,8 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
-from pramkit.design.distances import Distances, read_distances
-from pramkit.design.dp_optimal import check_epsilon
+from pramkit.design.metric.distances import Distances, read_distances
+from pramkit.design.dp.optimal import check_epsilon
 from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.labels import Label
@@ -529,7 +529,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         The budget; the stored matrix's exact epsilon is at most this.
     distances : Distances or str
         Distances between the categories (``"ordinal"`` or a CSV path are read
-        by :func:`pramkit.design.distances.read_distances` for ``categories``).
+        by :func:`pramkit.design.metric.distances.read_distances` for ``categories``).
     categories : sequence of labels, optional
         The variable's categories (default: those of ``distances``); the
         distances are reordered to them.
@@ -558,7 +558,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> d = ordinal_distances(["0-17", "18-34", "35-64", "65+"])
     >>> m = dp_min_distance([0.2, 0.3, 0.35, 0.15], 1.0, d)
     >>> m.epsilon <= 1.0, m.provenance.certificate["optimal"]
@@ -584,7 +584,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         raise ParameterError("a DP design needs at least two categories")
     if s > MAX_CATEGORIES:
         raise ParameterError(f"the distance LP has S^2 = {s * s} variables; S = {s} is above {MAX_CATEGORIES}: use "
-                             "a metric-DP mechanism (pramkit.design.geo) or group the categories")
+                             "a metric-DP mechanism (pramkit.design.metric.mechanisms) or group the categories")
     if e > MAX_LP_EPSILON:
         raise ParameterError(f"epsilon {e:g} is above {MAX_LP_EPSILON:g} for the distance LP: e^epsilon makes it "
                              "ill-conditioned, and the optimum is within e^-epsilon of keeping every value")
@@ -663,8 +663,8 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
 
 def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]) -> PramMatrix:
     """The information-optimal epsilon-DP design: over all matrices
-    (:func:`pramkit.design.dp_general.dp_general`) for S up to its limit, form (8)
-    (:func:`pramkit.design.dp_optimal.dp_optimal`) above.
+    (:func:`pramkit.design.dp.general.dp_general`) for S up to its limit, form (8)
+    (:func:`pramkit.design.dp.optimal.dp_optimal`) above.
 
     Program (7) of Ayed, Battiston and Camerlenghi: the end of the segment of
     :func:`distance_information_path` with weight 0.
@@ -693,8 +693,8 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
     Over all 4 x 4 matrices the optimum keeps more information than the best of form (8),
     and more than the least-distance design at the same budget:
 
-    >>> from pramkit.design.dp_optimal import dp_optimal
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.dp.optimal import dp_optimal
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> p = [0.4, 0.3, 0.2, 0.1]
     >>> m = information_design(p, 1.0, ["a", "b", "c", "d"])
     >>> m.provenance.method, m.categories, m.epsilon <= 1.0, m.provenance.certificate["optimal"]
@@ -705,8 +705,8 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
     >>> info >= mutual_information(p, dp_min_distance(p, 1.0, ordinal_distances("abcd")).matrix)
     True
     """
-    from pramkit.design.dp_general import MAX_CATEGORIES as GENERAL_MAX, dp_general
-    from pramkit.design.dp_optimal import dp_optimal
+    from pramkit.design.dp.general import MAX_CATEGORIES as GENERAL_MAX, dp_general
+    from pramkit.design.dp.optimal import dp_optimal
 
     if len(categories) <= GENERAL_MAX:
         return dp_general(p, epsilon, categories=categories)
@@ -746,7 +746,7 @@ def distance_information_path(p: ArrayLike | None, epsilon: float, distances: Di
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> path = distance_information_path([0.25] * 4, 1.0, ordinal_distances("abcd"), points=3)
     >>> [round(r["weight"], 1) for r in path], path[0]["expected_distance"] >= path[-1]["expected_distance"]
     ([0.0, 0.5, 1.0], True)
@@ -798,7 +798,7 @@ def dp_distance_information(p: ArrayLike | None, epsilon: float, distances: Dist
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> m = dp_distance_information([0.25] * 4, 2.0, ordinal_distances("abcd"), min_information=0.3)
     >>> m.provenance.certificate["mutual_information_nats"] >= 0.3, m.epsilon <= 2.0
     (True, True)
@@ -878,7 +878,7 @@ def greedy_spanner(distances: Distances, dilation: float) -> tuple[np.ndarray, n
 
     Examples
     --------
-    >>> from pramkit.design.distances import euclidean_distances
+    >>> from pramkit.design.metric.distances import euclidean_distances
     >>> d = euclidean_distances("abc", [[0, 0], [1, 0], [2, 0.1]])
     >>> edges, dg = greedy_spanner(d, 1.1)
     >>> edges.tolist(), bool(dg[0, 2] <= 1.1 * d.matrix[0, 2])        # a-c goes through b
@@ -1063,7 +1063,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
 
     Examples
     --------
-    >>> from pramkit.design.distances import graph_distances
+    >>> from pramkit.design.metric.distances import graph_distances
     >>> d = graph_distances("abcd", [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")])   # a ring
     >>> m = metric_min_distance(None, 0.7, d)
     >>> c = m.provenance.certificate
@@ -1078,7 +1078,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
         raise ParameterError("a mechanism needs at least two categories")
     if s > METRIC_LP_MAX:
         raise ParameterError(f"the metric-DP LP has S^2 = {s * s} variables; S = {s} is above {METRIC_LP_MAX}: use the "
-                             "exponential mechanism (pramkit.design.geo) or group the categories")
+                             "exponential mechanism (pramkit.design.metric.mechanisms) or group the categories")
     eps_d = check_metric(metric_epsilon_, dist.max, "diameter")
     if not (isinstance(dilation, (int, float)) and math.isfinite(dilation) and dilation >= 1):
         raise ParameterError(f"dilation must be a number at least 1, got {dilation!r}")

@@ -5,7 +5,7 @@ Perturbing J variables of a record independently composes: the record is
 Given a record budget E, :func:`split_budget` chooses ``eps_j >= 0`` with
 ``sum_j eps_j = E`` maximising the total information ``sum_j I_j(eps_j)``,
 where ``I_j(eps)`` is the optimum of program (7) for variable j
-(:func:`pramkit.design.dp_optimal.dp_optimal`; 0 at eps = 0).
+(:func:`pramkit.design.dp.optimal.dp_optimal`; 0 at eps = 0).
 
 ``I_j`` is non-decreasing (the feasible set grows with eps) but not concave
 in general, so the split is a resource-allocation problem solved exactly on
@@ -14,7 +14,7 @@ optimum is a feasible split; a certified upper bound on the best split off
 the grid comes from monotonicity: any split rounds up to grid points using
 at most ``G + J`` steps, so the grid DP with ``G + J`` steps, run on the
 verified upper bounds of ``I_j`` at the grid points
-(:attr:`pramkit.design.dp_optimal.Form8Optimum.upper_bound`; grid points
+(:attr:`pramkit.design.dp.optimal.Form8Optimum.upper_bound`; grid points
 rounded up) and raised by the rounding of its sums, bounds it.  The epsilons
 of a split are lowered by ulps where needed so that their upward-rounded sum
 (:func:`pramkit.privacy.epsilon.record_epsilon`) is at most E.
@@ -38,7 +38,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from pramkit.counts import CountTable, count_frame
-from pramkit.design.dp_optimal import check_epsilon, dp_optimal, solve_form8
+from pramkit.design.dp.optimal import check_epsilon, dp_optimal, solve_form8
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import mutual_information
 from pramkit.labels import Label

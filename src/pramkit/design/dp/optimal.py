@@ -22,7 +22,7 @@ The exact method (proof in ``docs/design-dp.md``):
    takes a, and which of the others take B rather than b.  When that choice
    is small enough every assignment is evaluated (``search = "exhaustive"``).
    Otherwise a branch and bound over every placement of the singletons and
-   every split at once (:mod:`pramkit.design.dp_split_bound`: a bound on
+   every split at once (:mod:`pramkit.design.dp.split_bound`: a bound on
    equation (9) for all arrangements whose mean off-diagonal mass W lies in a
    window) finds the best one and proves it (``search = "branch_and_bound"``).
    Either way every vertex of the polytope is covered, so the result is the
@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
 from pramkit.counts import count_frame
-from pramkit.design.dp_split_bound import bound_split
+from pramkit.design.dp.split_bound import bound_split
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import form8_objective, form8_row_terms
 from pramkit.labels import Label
@@ -662,7 +662,7 @@ def _placements(p: np.ndarray, values: np.ndarray,
 def _bound_pattern(p: np.ndarray, values: np.ndarray, incumbent: float) -> PatternSearch:
     """Best assignment of a pattern by branch and bound over every placement
     of its singletons and every split of the others at once
-    (:mod:`pramkit.design.dp_split_bound`); ``incumbent`` is the best f of the
+    (:mod:`pramkit.design.dp.split_bound`); ``incumbent`` is the best f of the
     patterns searched before (the search is closed when it proves that
     nothing beats the larger of it and its own best by more than half the
     certificate tolerance, :func:`pramkit.privacy.exact.certificate_tolerance`;
@@ -961,7 +961,7 @@ def dp_optimal(
 
 def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:
     """:func:`dp_optimal` for the observed distribution of a data column
-    (categories from :func:`pramkit.codebook.categories_of`, missing values
+    (categories from :func:`pramkit.engine.codebook.categories_of`, missing values
     left out of p and kept missing when perturbing).
 
     The design reads the column's exact frequencies: it is data-dependent, so its

@@ -20,7 +20,7 @@ need no optimisation:
 
 The least-distance metric-DP matrix (Bordenabe, Chatzikokolakis and
 Palamidessi 2014) is an LP with the spanner reduction:
-:func:`pramkit.design.dp_distance.metric_min_distance`.
+:func:`pramkit.design.dp.distance.metric_min_distance`.
 
 Both are returned as a :class:`pramkit.matrix.PramMatrix`: its pure epsilon
 (``PramMatrix.epsilon``, Shlomo and Skinner 2012, section 4) is computed from
@@ -61,7 +61,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.distances import Distances, distances_for, ordinal_distances
+from pramkit.design.metric.distances import Distances, distances_for, ordinal_distances
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
@@ -136,7 +136,7 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
 
     Examples
     --------
-    >>> from pramkit.design.distances import euclidean_distances
+    >>> from pramkit.design.metric.distances import euclidean_distances
     >>> d = euclidean_distances(["a", "b", "c"], [[0, 0], [1, 0], [3, 0]], unit="km")
     >>> m = exponential_mechanism(d, 0.5)
     >>> cert = m.provenance.certificate
@@ -192,7 +192,7 @@ def truncated_geometric(categories: Sequence[Label], metric_epsilon_: float) -> 
     Pure epsilon: ``eps_d (S - 1)`` (the end columns).  The matrix is stored by
     its rate (no S x S array): the formula in exact arithmetic, whose adjacent
     rows differ by exactly ``e^eps_d``, so no margin is needed, and the engine
-    samples it exactly (:class:`pramkit.sampling.GeometricSampler`), so the law
+    samples it exactly (:class:`pramkit.engine.sampling.GeometricSampler`), so the law
     it releases with is the formula itself, tails included.
 
     Parameters
@@ -274,7 +274,7 @@ class GeoUtility:
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> m = PramMatrix([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
     >>> u = geo_utility(m, ordinal_distances([0, 1, 2]), [0.5, 0.3, 0.2], within=0)
     >>> round(u.expected_distance, 12), round(u.share_kept, 12), round(u.share_within, 12), u.unit
@@ -340,7 +340,7 @@ class RowMeasures:
     --------
     An end band moves further than the middle one:
 
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> rows = row_measures([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], ordinal_distances("abc"))
     >>> rows.distance.round(12).tolist(), rows.kept.tolist(), rows.within is None
     ([0.3, 0.2, 0.3], [0.8, 0.8, 0.8], True)
@@ -376,7 +376,7 @@ class RowMeasures:
 
         Examples
         --------
-        >>> from pramkit.design.distances import ordinal_distances
+        >>> from pramkit.design.metric.distances import ordinal_distances
         >>> rr = [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]
         >>> rows = row_measures(rr, ordinal_distances("abc"), within=1)
         >>> u = rows.utility([0.5, 0.3, 0.2], 1, math.log(8), "step")
@@ -423,7 +423,7 @@ def row_measures(matrix: PramMatrix | ArrayLike, distances: Distances, *,
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> r = row_measures([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]], ordinal_distances("abc"), within=1)
     >>> r.distance.round(12).tolist(), r.kept.tolist(), r.within.round(12).tolist()
     ([0.2, 0.2, 0.2], [0.8, 0.8, 0.8], [1.0, 1.0, 1.0])
@@ -516,7 +516,7 @@ def rr_row_measures(distances: Distances, epsilon: float, *, within: float | Non
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> rr_row_measures(ordinal_distances("abc"), math.log(2)).kept.round(12).tolist()   # q = 2 / (2 + 2)
     [0.5, 0.5, 0.5]
     """
@@ -556,7 +556,7 @@ def geo_utility(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = 
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> m = PramMatrix([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
     >>> u = geo_utility(m, ordinal_distances([0, 1, 2]), within=1)
     >>> round(u.expected_distance, 12), round(u.share_kept, 12), u.share_within
@@ -588,7 +588,7 @@ def rr_utility(distances: Distances, epsilon: float, p: ArrayLike | None = None,
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> round(rr_utility(ordinal_distances("abc"), math.log(2)).share_kept, 12)   # q = 2 / (2 + 2)
     0.5
     """
@@ -624,7 +624,7 @@ def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | Non
 
     Examples
     --------
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> m = truncated_geometric(list("abcde"), 0.5)               # pure epsilon 0.5 * 4 = 2
     >>> c = compare_with_rr(m, ordinal_distances(list("abcde")))
     >>> round(c["design"]["expected_distance"], 4), round(c["randomized_response"]["expected_distance"], 4)
@@ -649,7 +649,7 @@ def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | Non
 
 def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
                    options: Mapping[str, Any]) -> PramMatrix:
-    """``dp`` with ``objective="distance"``: :func:`pramkit.design.dp_distance.dp_min_distance`
+    """``dp`` with ``objective="distance"``: :func:`pramkit.design.dp.distance.dp_min_distance`
     at the variable's budget, with ``options["distances"]`` (``"ordinal"``, a CSV path or
     a :class:`Distances`); ``p`` ``None``: the uniform average, or with ``weights="worst"``
     the largest expected distance from any one category.
@@ -691,7 +691,7 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
     ...
     pramkit.errors.ParameterError: the distance design is built to a budget: give epsilon
     """
-    from pramkit.design.dp_distance import dp_min_distance
+    from pramkit.design.dp.distance import dp_min_distance
 
     if epsilon is None:
         raise ParameterError("the distance design is built to a budget: give epsilon")
@@ -756,7 +756,7 @@ def build_metric(categories: Sequence[Label], p: np.ndarray | None, options: Map
             raise ParameterError("the geometric mechanism works on the category order: distances 'ordinal'")
         return truncated_geometric(categories, eps_d)
     if mechanism == "optimal":
-        from pramkit.design.dp_distance import SPANNER_DILATION, metric_min_distance
+        from pramkit.design.dp.distance import SPANNER_DILATION, metric_min_distance
 
         dilation = options.get("dilation")
         return metric_min_distance(p, eps_d, distances_for(options, categories),

@@ -562,7 +562,7 @@ def uniforms_at(key: SecretKey, variable: str, rows: np.ndarray) -> np.ndarray:
 
 def more_words(key: SecretKey, variable: str, row: int) -> Iterator[int]:
     """Further 64-bit words of one row, for a draw that needs more than the row's own word (the exact
-    geometric sampler, :class:`pramkit.sampling.GeometricSampler`, about once in 10^12 values).
+    geometric sampler, :class:`pramkit.engine.sampling.GeometricSampler`, about once in 10^12 values).
 
     A stream of its own per row: Philox keyed for ``variable`` (domain-separated from the row's
     stream) with the row number in the counter's second word, so that the words depend only on the

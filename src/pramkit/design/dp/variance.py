@@ -1,6 +1,6 @@
 """Epsilon-DP PRAM of form (8) with the smallest variance of the unbiased estimator.
 
-A design that maximises mutual information (:mod:`pramkit.design.dp_optimal`)
+A design that maximises mutual information (:mod:`pramkit.design.dp.optimal`)
 can be singular, and then the unbiased moment estimator of the frequencies
 does not exist.  This module minimises instead the total variance of that
 estimator over the same feasible set: matrices of form (8) of Ayed,
@@ -82,7 +82,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.dp_optimal import _check_size, check_epsilon
+from pramkit.design.dp.optimal import _check_size, check_epsilon
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
@@ -863,7 +863,7 @@ def dp_min_variance(
     docstring), over the matrices of form (8) of Ayed, Battiston and
     Camerlenghi that satisfy their epsilon-DP constraints (10), i.e.
     (12)-(17) with the sign of (15) corrected -- the feasible set of
-    :func:`pramkit.design.dp_optimal.dp_optimal`.  The optimum is randomized
+    :func:`pramkit.design.dp.optimal.dp_optimal`.  The optimum is randomized
     response, ``q_k = e^eps/(e^eps + S - 1)``, **for every p**: the design
     depends on S and epsilon only, and its loss
     ``(S - 1)(2 e^eps + S - 2) / (n (e^eps - 1)^2)`` does not depend on p

@@ -10,7 +10,7 @@ Two sparse families are supported, both acting on the individuals sorted by
 value (ties in file order), so N x N is never formed:
 
 * ``blocks`` -- equation (3) over individuals: classes of at least k
-  consecutive ranks (:func:`pramkit.design.bistochastic.class_bounds`,
+  consecutive ranks (:func:`pramkit.design.bistochastic.families.class_bounds`,
   ``floor(N/k)`` classes of nearly equal size).  The expected release is
   univariate microaggregation with groups of size k: each value replaced by
   its group's mean (end of section 3.1).
@@ -20,7 +20,7 @@ value (ties in file order), so N x N is never formed:
 
 With a key, the release is random instead: individual u reports the value of
 an individual v drawn from row u of P (one keyed uniform per individual,
-:mod:`pramkit.rng`).  Its expectation is ``P x``, so the mean is preserved
+:mod:`pramkit.engine.rng`).  Its expectation is ``P x``, so the mean is preserved
 in expectation; each draw is a value of the data.
 
 beta is that of P (Definition 1 with r = N): blocks give
@@ -36,11 +36,11 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.bistochastic import class_bounds
+from pramkit.design.bistochastic.families import class_bounds
 from pramkit.design.classic import float_array
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import entropy
-from pramkit.rng import SecretKey, uniforms
+from pramkit.engine.rng import SecretKey, uniforms
 
 Family = Literal["blocks", "tridiagonal"]
 
@@ -155,7 +155,7 @@ def bistochastic_numeric(
 
     With a key each individual reports a value of its block, drawn at random:
 
-    >>> from pramkit.rng import SecretKey
+    >>> from pramkit.engine.rng import SecretKey
     >>> key = SecretKey(bytes(range(32)), "doc")
     >>> r = bistochastic_numeric(x, family="blocks", k=3, key=key, variable="income")
     >>> r.values.tolist(), r.randomised

@@ -130,7 +130,7 @@ def class_bounds(size: int, k: int) -> np.ndarray:
     Parameters
     ----------
     size : int
-        The number r of categories (or of individuals, :mod:`pramkit.design.numeric`).
+        The number r of categories (or of individuals, :mod:`pramkit.design.bistochastic.numeric`).
     k : int
         The smallest class size, ``1 <= k <= size``.
 
@@ -548,7 +548,7 @@ def solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: fl
     >>> solve_monotone(lambda x: x * x, 0.0, 2.0, 5.0, rising=True)
     Traceback (most recent call last):
     ...
-    pramkit.design.bistochastic.BetaUnreachableError: beta = 5 is outside [0, 4] for this family
+    pramkit.design.bistochastic.families.BetaUnreachableError: beta = 5 is outside [0, 4] for this family
     """
     flo, fhi = f(lo), f(hi)
     low, high = (flo, fhi) if rising else (fhi, flo)

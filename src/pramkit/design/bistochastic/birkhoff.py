@@ -37,7 +37,7 @@ from pramkit.errors import DataError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.bistochastic import require_bistochastic
-from pramkit.rng import SecretKey, uniforms
+from pramkit.engine.rng import SecretKey, uniforms
 
 #: Entries of the remainder at or below this are treated as zero.
 ZERO_TOL = 1e-13
@@ -65,7 +65,7 @@ class BirkhoffDecomposition:
     A circulant matrix (equation (6)) is the mixture of the r cyclic shifts,
     weighted by its first row:
 
-    >>> from pramkit.design.bistochastic import circulant
+    >>> from pramkit.design.bistochastic.families import circulant
     >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
     >>> d.weights.tolist(), d.permutations.tolist()
     ([0.6, 0.3, 0.1], [[0, 1, 2], [1, 2, 0], [2, 0, 1]])
@@ -95,7 +95,7 @@ class BirkhoffDecomposition:
 
         Examples
         --------
-        >>> from pramkit.design.bistochastic import tridiagonal
+        >>> from pramkit.design.bistochastic.families import tridiagonal
         >>> p = tridiagonal("abcd", 0.2)
         >>> d = birkhoff_decomposition(p)
         >>> bool(np.allclose(d.recombine(), p.matrix)), d.count <= d.bound
@@ -147,7 +147,7 @@ def birkhoff_decomposition(matrix: PramMatrix | ArrayLike) -> BirkhoffDecomposit
     categories: keep everything (0.6), swap the middle pair (0.2), swap both
     outer pairs (0.2):
 
-    >>> from pramkit.design.bistochastic import tridiagonal
+    >>> from pramkit.design.bistochastic.families import tridiagonal
     >>> d = birkhoff_decomposition(tridiagonal("abcd", 0.2))
     >>> d.weights.round(12).tolist(), d.permutations.tolist()
     ([0.6, 0.2, 0.2], [[0, 1, 2, 3], [0, 2, 1, 3], [1, 0, 3, 2]])
@@ -202,8 +202,8 @@ class PermutationDraw:
 
     Examples
     --------
-    >>> from pramkit.design.bistochastic import circulant
-    >>> from pramkit.rng import SecretKey
+    >>> from pramkit.design.bistochastic.families import circulant
+    >>> from pramkit.engine.rng import SecretKey
     >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
     >>> draw = perturb_by_permutation(np.array([0, 2]), d, key=SecretKey(bytes(range(32)), "doc"), variable="race")
     >>> draw.index, draw.weight, draw.permutation.tolist(), draw.codes.tolist()
@@ -261,8 +261,8 @@ def perturb_by_permutation(
     values stay missing, and a second chunk of the file gets the same
     permutation:
 
-    >>> from pramkit.design.bistochastic import circulant
-    >>> from pramkit.rng import SecretKey
+    >>> from pramkit.design.bistochastic.families import circulant
+    >>> from pramkit.engine.rng import SecretKey
     >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
     >>> key = SecretKey(bytes(range(32)), "doc")
     >>> draw = perturb_by_permutation(np.array([0, 1, 2, 2, -1, 0]), d, key=key, variable="race")

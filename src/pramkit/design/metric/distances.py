@@ -2,7 +2,7 @@
 
 A :class:`Distances` holds the categories, a validated S x S matrix ``d``,
 its kind and its unit.  The geographic and ordinal designs
-(:mod:`pramkit.design.dp_distance`, :mod:`pramkit.design.geo`) read it: the
+(:mod:`pramkit.design.dp.distance`, :mod:`pramkit.design.metric.mechanisms`) read it: the
 expected distance a record's value moves, ``sum_x p_x sum_z M[x, z] d(x, z)``,
 is their utility loss, and metric differential privacy (Chatzikokolakis,
 Andres, Bordenabe and Palamidessi 2013) bounds ``M[x, z] / M[x', z]`` by
@@ -44,7 +44,7 @@ Path metrics.  For ordinal distances on the category order and for
 adjacency graphs every distance is an integer and is the sum of the
 distances along a path of *edges* (adjacent categories; bordering areas),
 so a ratio bound checked on the edges holds for every pair by chaining
-(:attr:`Distances.edges`, used by :func:`pramkit.design.geo.metric_epsilon`).
+(:attr:`Distances.edges`, used by :func:`pramkit.design.metric.mechanisms.metric_epsilon`).
 
 Examples
 --------
@@ -605,7 +605,7 @@ def numeric_order(categories: Sequence[Label]) -> bool:
     >>> numeric_order(["5-9", "10-14"])
     False
     """
-    from pramkit.codebook import label_key, numeric_labels
+    from pramkit.engine.codebook import label_key, numeric_labels
 
     labels = [c for c in categories if c is not None]
     if not numeric_labels(labels):

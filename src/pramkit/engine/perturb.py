@@ -1,7 +1,7 @@
 """Applying a PRAM matrix to category codes with keyed, counter-based draws.
 
 Row ``i`` of variable ``v`` is perturbed with the 64-bit word ``W(key, v, i)`` of
-:mod:`pramkit.rng` (its integer uniform, :mod:`pramkit.sampling`), so the result does not depend on how the rows are split
+:mod:`pramkit.engine.rng` (its integer uniform, :mod:`pramkit.engine.sampling`), so the result does not depend on how the rows are split
 into chunks or partitions: pass the absolute row number of a chunk's first row
 as ``start``.
 """
@@ -24,17 +24,17 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
-from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
+from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.rng import SecretKey, more_words, resolve_key, stream, words_at
-from pramkit.sampling import Sampler, release, sampler_for
-from pramkit.utf8 import pool_array
+from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
+from pramkit.engine.sampling import Sampler, release, sampler_for
+from pramkit.engine.utf8 import pool_array
 
-#: Rows in any order whose words :func:`pramkit.rng.words_at` evaluates at once.
+#: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
 SPAN = 1 << 18
 
 
@@ -53,7 +53,7 @@ def perturb_codes(
     ----------
     codes : integer array of codes in ``-1..S-1``
     matrix : the PRAM matrix (or a sampler prepared from it, to reuse across chunks)
-    key : the secret key (see :func:`pramkit.rng.resolve_key`)
+    key : the secret key (see :func:`pramkit.engine.rng.resolve_key`)
     variable : the variable's name; it selects the variable's random stream
     start : absolute row number of ``codes[0]`` in the file
     rows : alternatively, the absolute row number of every value (in any order)
@@ -73,7 +73,7 @@ def perturb_codes(
     Examples
     --------
     >>> from pramkit import PramMatrix
-    >>> from pramkit.rng import SecretKey
+    >>> from pramkit.engine.rng import SecretKey
     >>> key = SecretKey(bytes(32), "zeros")
     >>> m = PramMatrix.from_diagonal([0.8, 0.8, 0.8], ["a", "b", "c"])
     >>> codes = np.array([0, 1, 2, -1, 0, 1, 2, 0])
@@ -112,9 +112,9 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKe
     how many codes equal ``missing_code`` and how many changed.
 
     Consecutive rows read the variable's stream as they go
-    (:func:`pramkit.sampling.release`); rows in any order, the words of
+    (:func:`pramkit.engine.sampling.release`); rows in any order, the words of
     a span of :data:`SPAN` rows at a time.  A value that needs further words
-    reads its row's own (:func:`pramkit.rng.more_words`).
+    reads its row's own (:func:`pramkit.engine.rng.more_words`).
     """
     if rows is not None and np.shape(rows) != codes.shape:
         raise DataError("rows must give one row number per code")
@@ -197,7 +197,7 @@ class ApplyResult:
     perturbed : tuple of str
         The perturbed variables.
     key_fingerprint : str
-        :attr:`pramkit.rng.SecretKey.fingerprint` of the key.
+        :attr:`pramkit.engine.rng.SecretKey.fingerprint` of the key.
     receipt : str, optional
         The release receipt written beside ``output``.
 
@@ -411,7 +411,7 @@ def unit_stream(variable: PerturbedVariable) -> str:
     Returns
     -------
     str
-        The stream's name, which :meth:`pramkit.rng.SecretKey.philox_key` hashes.
+        The stream's name, which :meth:`pramkit.engine.rng.SecretKey.philox_key` hashes.
 
     Examples
     --------
@@ -427,7 +427,7 @@ def unit_stream(variable: PerturbedVariable) -> str:
 def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
                   rows: np.ndarray | None = None) -> np.ndarray:
     """The draw counter of each record's unit: a 62-bit hash of the canonical text of its id
-    (:func:`pramkit.codebook.canonical`, so ``12`` read as a number or as text is one unit),
+    (:func:`pramkit.engine.codebook.canonical`, so ``12`` read as a number or as text is one unit),
     the same in every chunk, file format and engine.
 
     Parameters
@@ -459,7 +459,7 @@ def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
     >>> bool(unit_counters(pa.array([12]), "hid", 0)[0] == unit_counters(pa.array(["12"]), "hid", 0)[0])
     True
     """
-    from pramkit.codebook import canonical
+    from pramkit.engine.codebook import canonical
 
     values = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     encoded = pc.dictionary_encode(values)
@@ -634,7 +634,7 @@ class TablePerturber:
     (or ``rows`` gives every row's number, for rows that arrive out of order).
     Per-variable counts accumulate over calls (:meth:`summaries`).
     ``missing_codes`` are the values the file declares missing although they
-    are not null (:class:`pramkit.codebook.MissingCodes`): they are left as
+    are not null (:class:`pramkit.engine.codebook.MissingCodes`): they are left as
     they are, and a manifest listing one as a category is refused.
 
     With ``threads`` above 1 (default: every core this process may use), the
@@ -646,9 +646,9 @@ class TablePerturber:
     ----------
     manifest : pramkit.manifest.Manifest
         The variables to perturb and their matrices.
-    key : pramkit.rng.SecretKey
+    key : pramkit.engine.rng.SecretKey
         The secret key.
-    missing_codes : pramkit.codebook.MissingCodes, optional
+    missing_codes : pramkit.engine.codebook.MissingCodes, optional
         The file's missing codes.
     threads : int, optional
         Threads that perturb (default :func:`available_threads`).
@@ -665,7 +665,7 @@ class TablePerturber:
     A file perturbed in two chunks is the file perturbed at once:
 
     >>> from pramkit import Manifest, PramMatrix
-    >>> from pramkit.rng import SecretKey
+    >>> from pramkit.engine.rng import SecretKey
     >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
     >>> key = SecretKey(bytes(32), "zeros")
     >>> table = pa.table({"sex": ["m", "f", "f", "m", "f", "m"], "age": ["31", "45", "27", "60", "19", "52"]})
@@ -706,7 +706,7 @@ class TablePerturber:
         Examples
         --------
         >>> from pramkit import Manifest, PramMatrix
-        >>> from pramkit.rng import SecretKey
+        >>> from pramkit.engine.rng import SecretKey
         >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
         >>> perturber = TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1)
         >>> perturber.check_columns(["sex", "age"], "'data.csv'")  # all there: nothing happens
@@ -762,7 +762,7 @@ class TablePerturber:
         Examples
         --------
         >>> from pramkit import Manifest, PramMatrix
-        >>> from pramkit.rng import SecretKey
+        >>> from pramkit.engine.rng import SecretKey
         >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
         >>> perturber = TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1)
         >>> _ = perturber(pa.table({"sex": ["m", "f", None]}), 0)
@@ -782,7 +782,7 @@ class TablePerturber:
 
         Returns
         -------
-        pramkit.codebook.Codebook
+        pramkit.engine.codebook.Codebook
             The codebook the perturber encodes it with (for a joint variable, that column's own).
 
         Raises
@@ -793,7 +793,7 @@ class TablePerturber:
         Examples
         --------
         >>> from pramkit import Manifest, PramMatrix
-        >>> from pramkit.rng import SecretKey
+        >>> from pramkit.engine.rng import SecretKey
         >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
         >>> TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1).codebook("sex").categories
         ['f', 'm']
@@ -882,7 +882,7 @@ def perturb_frame(
     ----------
     data : the original records
     manifest : the variables to perturb and their matrices
-    key : the secret key (see :func:`pramkit.rng.resolve_key`; ``None``: a fresh one, never saved)
+    key : the secret key (see :func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved)
     threads : the threads that perturb (see :class:`TablePerturber`); the release does not depend on it
 
     Returns
@@ -934,7 +934,7 @@ def perturb_frame(
         record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
         key_fingerprint=secret.fingerprint,
     )
-    from pramkit.receipt import mark_frame
+    from pramkit.engine.receipt import mark_frame
 
     mark_frame(out, manifest)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
     return FrameResult(out, result)
@@ -1025,8 +1025,8 @@ def apply_file(
 
     With ``receipt`` (the default) a public release receipt
     ``OUT.receipt.json`` records which manifest made the release
-    (:mod:`pramkit.receipt`).  It is renamed into place right after the
-    released file (:func:`pramkit.receipt.receipt_after`): when the release
+    (:mod:`pramkit.engine.receipt`).  It is renamed into place right after the
+    released file (:func:`pramkit.engine.receipt.receipt_after`): when the release
     fails, an earlier release keeps both its file and its receipt.
 
     ``threads``: the threads that perturb a chunk (default: every core this
@@ -1042,7 +1042,7 @@ def apply_file(
     out : str or pathlib.Path
         The released file; its suffix gives the format.
     key : SecretKey, bytes, str, pathlib.Path or None
-        The secret key (:func:`pramkit.rng.resolve_key`; ``None``: a fresh one, never saved).
+        The secret key (:func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved).
     force : bool
         Replace an existing output.
     chunk_rows : int
@@ -1098,7 +1098,7 @@ def apply_file(
     ['a.csv', 'a.csv.receipt.json', 'b.csv', 'data.csv']
     ['31', 'NA', '27', '60', '19']
     """
-    from pramkit.receipt import receipt_after, receipt_path
+    from pramkit.engine.receipt import receipt_after, receipt_path
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)

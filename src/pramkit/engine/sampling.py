@@ -1,7 +1,7 @@
 """Kernels that draw released categories given original ones, in integer arithmetic.
 
 Every kernel reads one 64-bit word per value from the keyed stream of
-:mod:`pramkit.rng` and takes its uniform as the integer ``x = word >> 2`` on
+:mod:`pramkit.engine.rng` and takes its uniform as the integer ``x = word >> 2`` on
 ``[0, 2^62)`` (:data:`pramkit.engine.law.BITS`).  The matrix is quantised once
 into integer units per row (:mod:`pramkit.engine.law`), and every decision is an
 integer comparison with them, so the law the engine realises is known exactly
@@ -48,7 +48,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from pramkit import _kernels
+from pramkit.engine import _kernels
 from pramkit.engine.law import (BITS, DENOMINATOR, MAX_ALIAS, RealisedLaw, alias_bits, dense_units,
                                 form8_units, realised_law)
 
@@ -92,7 +92,7 @@ def words_of(uniforms: np.ndarray) -> np.ndarray:
 def uniform_source(generator: np.random.Generator) -> Iterator[tuple[np.ndarray | object, int]]:
     """What the compiled draws read ``generator``'s words from, and its kind, its lock held.
 
-    For a Philox generator (every keyed stream, :func:`pramkit.rng.stream`):
+    For a Philox generator (every keyed stream, :func:`pramkit.engine.rng.stream`):
     its state as ``uint64[11]`` (counter, key, the last block's four words, how
     many of them were used), from which the draws compute Philox-4x64-10
     two blocks at a time, written back to the generator afterwards as
@@ -260,7 +260,7 @@ class _Compiled:
         codes : numpy.ndarray of int
             The original codes.
         words : numpy.ndarray of uint64
-            One word per code (the keyed stream of :mod:`pramkit.rng`); not modified.
+            One word per code (the keyed stream of :mod:`pramkit.engine.rng`); not modified.
         out : numpy.ndarray of int
             Receives the released codes (same length).
         more : callable, optional
@@ -323,7 +323,7 @@ class DiagonalSampler(_Compiled):
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """The draw in one compiled pass (:func:`pramkit._kernels.draw_diagonal`), ``words`` of ``kind``
+        """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_diagonal`), ``words`` of ``kind``
         (:func:`uniform_source`): the position of the first code outside ``-1..S-1`` (or ``-1``), the
         codes equal to ``missing_code``, the codes changed."""
         return _kernels.draw_diagonal(codes, words, kind, self._keep, self._weight, self._inv_weight, out,
@@ -335,7 +335,7 @@ class AliasSampler(_Compiled):
 
     Row k's move units (a multiple of ``2^b``, ``2^b >= S``) are split into ``2^b``
     cells of ``C_k`` units each; a cell releases its own category below its
-    threshold and its alias above (:func:`pramkit._kernels.alias_cells`).
+    threshold and its alias above (:func:`pramkit.engine._kernels.alias_cells`).
 
     Parameters
     ----------
@@ -374,7 +374,7 @@ class AliasSampler(_Compiled):
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """The draw in one compiled pass (:func:`pramkit._kernels.draw_alias`); returns what
+        """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_alias`); returns what
         :meth:`DiagonalSampler.kernel` returns."""
         return _kernels.draw_alias(codes, words, kind, self._keep, self._cells, out, missing_code, SHIFT,
                                    self.bits)
@@ -407,7 +407,7 @@ class CumulativeSampler(_Compiled):
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """The draw in one compiled pass (:func:`pramkit._kernels.draw_cumulative`); returns what
+        """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_cumulative`); returns what
         :meth:`DiagonalSampler.kernel` returns."""
         return _kernels.draw_cumulative(codes, words, kind, self._keep, self._cumulative, out, missing_code,
                                         SHIFT)
@@ -617,7 +617,7 @@ class ExponentialSampler:
     --------
     >>> import math
     >>> from pramkit.matrix import PramMatrix
-    >>> from pramkit.design.distances import ordinal_distances
+    >>> from pramkit.design.metric.distances import ordinal_distances
     >>> m = PramMatrix.exponential(2 * math.log(2), ordinal_distances("abc"))   # row a: 4/7, 2/7, 1/7
     >>> out = np.empty(3, dtype=np.intp)
     >>> ExponentialSampler(m).draw(np.zeros(3, dtype=np.intp), words_of([0.5, 0.6, 0.9]), out)
@@ -644,7 +644,7 @@ class ExponentialSampler:
         --------
         >>> import math
         >>> from pramkit.matrix import PramMatrix
-        >>> from pramkit.design.distances import ordinal_distances
+        >>> from pramkit.design.metric.distances import ordinal_distances
         >>> 1e-15 < ExponentialSampler(PramMatrix.exponential(0.5, ordinal_distances(range(100)))).slack() < 1e-12
         True
         """
@@ -659,7 +659,7 @@ class ExponentialSampler:
         --------
         >>> import math
         >>> from pramkit.matrix import PramMatrix
-        >>> from pramkit.design.distances import ordinal_distances
+        >>> from pramkit.design.metric.distances import ordinal_distances
         >>> m = PramMatrix.exponential(2 * math.log(2), ordinal_distances("abc"))
         >>> (ExponentialSampler(m).cdf(np.array([1])) * 4).tolist()   # 1/4, 3/4, 1
         [[1.0, 3.0, 4.0]]

@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment, linprog
 from scipy.special import xlogy
 
-from pramkit.design.dp_optimal import check_epsilon, solve_form8
+from pramkit.design.dp.optimal import check_epsilon, solve_form8
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
@@ -289,7 +289,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     epsilon is at most ``epsilon`` exactly.  The certificate holds the LP dual
     values, their largest violation, the repaired upper bound
     (:func:`staircase_dual_bound`), the certified gap, and how much form (8)
-    (:func:`pramkit.design.dp_optimal.dp_optimal`) gives up against this
+    (:func:`pramkit.design.dp.optimal.dp_optimal`) gives up against this
     optimum.
 
     Parameters

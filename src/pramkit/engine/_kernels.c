@@ -1,7 +1,7 @@
 /*
- * pramkit._kernels: the per-value loops that NumPy and Arrow cannot do in one pass.
+ * pramkit.engine._kernels: the per-value loops that NumPy and Arrow cannot do in one pass.
  *
- * draw_diagonal, draw_alias,  the keep-or-move draws of pramkit.sampling's samplers, one pass over the
+ * draw_diagonal, draw_alias,  the keep-or-move draws of pramkit.engine.sampling's samplers, one pass over the
  * draw_cumulative             values, in integer arithmetic on integer uniforms (the words of a Philox
  *                             generator, computed two blocks at a time), from the integer tables of
  *                             pramkit.engine.law, so that the law they realise is known exactly.
@@ -63,7 +63,7 @@ typedef struct {
  * dependent rounds during which the processor waits on the multiplier; here two blocks are computed side by
  * side, with the round keys computed once per call.  The state is NumPy's: the counter (four words), the
  * key (two words), the buffer of the last block and how many of its words were used; NumPy increments the
- * counter (with carry) before each block.  pramkit.sampling.uniform_source moves the state between the
+ * counter (with carry) before each block.  pramkit.engine.sampling.uniform_source moves the state between the
  * generator and an array of PHILOX_WORDS uint64, the layout of Philox below. */
 #define PHILOX_WORDS 11
 #if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__)
@@ -1380,7 +1380,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pramkit._kernels", "Per-value loops of pramkit's samplers and codebooks.", -1, methods,
+    PyModuleDef_HEAD_INIT, "pramkit.engine._kernels", "Per-value loops of pramkit's samplers and codebooks.", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -1,0 +1,1 @@
+"""Bistochastic designs: the families of bistochastic matrices, Birkhoff decompositions, and numerical attributes."""

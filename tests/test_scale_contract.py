@@ -1,0 +1,93 @@
+"""Scale is part of the family contract: every family that should scale designs a release over
+100 000 categories without an S x S array, with a manifest under 20 MB and a design record within a
+small factor of it, and its matrix perturbs 10^6 values with the law it states.
+
+Memory is measured with :mod:`tracemalloc` (NumPy reports its buffers to it): an S x S array of
+doubles at S = 100 000 is 80 GB, so a peak under :data:`PEAK` proves none was built.  Times are
+not tested here; ``benchmarks/bench_design_scale.py`` measures them.  The perturbation is checked
+against the stated law: the share of values kept is within six standard deviations of
+``sum_k n_k M[k, k] / n`` computed from the manifest's diagonal, and every released code is a
+category.
+"""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pramkit
+from pramkit.manifest import Manifest
+
+#: Categories of the variable.
+S = 100_000
+#: Records of the file: every category occurs, most several times (missing values among them).
+ROWS = 200_000
+#: Values perturbed through the engine.
+APPLIED = 1_000_000
+#: Largest traced allocation peak of one design (an S x S array would be 80 GB).
+PEAK = 1 << 30
+#: Largest manifest.
+MANIFEST_BYTES = 20 << 20
+#: Largest ratio of the design record's size to the manifest's (plus a fixed allowance).
+RECORD_FACTOR = 4
+
+#: The families that scale, with the settings that select them.
+FAMILIES = {
+    "dp (form 8, DP counts)": {"method": "dp"},
+    "dp least variance": {"method": "dp", "options": {"objective": "variance"}},
+    "randomized response": {"method": "rr"},
+    "keep probability": {"method": "keep", "options": {"keep": 0.7}},
+    "metric, truncated geometric": {"method": "metric", "options": {"metric_epsilon": 0.01, "mechanism": "geometric"},
+                                    "distances": {"band": "ordinal"}},
+}
+
+
+@pytest.fixture(scope="module")
+def survey() -> pd.DataFrame:
+    """A file whose one key variable has 100 000 ordered bands, Zipf-like counts and missing values."""
+    gen = np.random.default_rng(20261124)
+    codes = np.concatenate([np.arange(S), gen.zipf(1.3, ROWS - S) % S])
+    labels = np.array([f"b{k:06d}" for k in range(S)], dtype=object)
+    band = pd.Series(labels[codes], dtype=object)
+    band[gen.random(ROWS) < 0.01] = None            # 1 % missing: kept missing, named by the ledger
+    return pd.DataFrame({"band": band, "weight": gen.uniform(0.5, 3.0, ROWS)})
+
+
+@pytest.fixture(scope="module")
+def categories() -> list[str]:
+    return [f"b{k:06d}" for k in range(S)]
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_a_family_designs_and_applies_100_000_categories(name: str, survey: pd.DataFrame, categories: list[str],
+                                                          tmp_path) -> None:
+    settings = {"epsilon": 4.0, "categories": {"band": categories}, **FAMILIES[name]}
+    plan = pramkit.plan_release(["band"], **settings)
+    tracemalloc.start()
+    try:
+        release = pramkit.design_planned(survey, plan, rng=random.Random(7))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < PEAK, f"{name}: {peak / 2**20:.0f} MiB traced while designing"
+    written = pramkit.write_design(release, tmp_path / "manifest.json")
+    manifest_bytes = written.manifest_path.stat().st_size
+    record_bytes = written.record_path.stat().st_size
+    assert manifest_bytes < MANIFEST_BYTES, f"{name}: manifest {manifest_bytes / 2**20:.1f} MiB"
+    assert record_bytes < RECORD_FACTOR * manifest_bytes + (1 << 20), (name, record_bytes, manifest_bytes)
+
+    manifest = Manifest.read(written.manifest_path)       # read back: the published matrix
+    matrix = manifest["band"].matrix
+    assert matrix.size == S and manifest.record_epsilon <= 4.0
+    gen = np.random.default_rng(5)
+    codes = gen.integers(0, S, APPLIED)
+    released = pramkit.perturb_codes(codes, matrix, key=pramkit.SecretKey(bytes(32), "a test key"), variable="band")
+    assert released.min() >= 0 and released.max() < S
+    kept = np.asarray(matrix.diagonal)[codes]
+    share, expected = float(np.mean(released == codes)), float(kept.mean())
+    sd = float(np.sqrt(np.sum(kept * (1 - kept)))) / APPLIED
+    assert abs(share - expected) <= 6 * sd + 1e-12, (name, share, expected, sd)
