@@ -3,7 +3,7 @@ and the design record that write through it, and the record's figures of compact
 
 References the code did not produce: manifests written before the serialiser existed
 (tests/fixtures/manifests, byte for byte), dense figures derived by hand, the dense
-mutual information, tracemalloc, and a brute-force rebuild of the general design's law.
+mutual information, and a brute-force rebuild of the general design's law.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import importlib.util
 import json
 import math
 import random
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -187,18 +186,12 @@ def _design(s: int, method: str):
 
 
 @pytest.mark.parametrize("method", ["metric", "dp"])   # a truncated geometric design; a form (8) design
-def test_record_size_and_memory_at_large_s(method):
-    for s in (3000, 100_000):
-        tracemalloc.start()
-        try:
-            release = _design(s, method)
-            manifest, record = release.manifest.to_json(), release.record.to_json()
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+def test_record_size_at_large_s(method):
+    """At S = 3000 (100 000 categories: tests/test_scale_contract.py, with the memory traced)."""
+    for s in (3000,):
+        release = _design(s, method)
+        manifest, record = release.manifest.to_json(), release.record.to_json()
         assert len(record) < 5 * len(manifest), (s, len(record), len(manifest))
-        if s == 100_000:
-            assert peak < s * s * 8 / 100               # 800 MB a dense table would take 80 GB
         matrix = json.loads(record)["matrices"]["v"]
         assert matrix["form"] == release.manifest["v"].matrix.form != "dense" and "matrix" not in matrix
         assert release.record.variables["v"]["information_nats"] > 0

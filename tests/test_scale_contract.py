@@ -35,14 +35,17 @@ MANIFEST_BYTES = 20 << 20
 #: Largest ratio of the design record's size to the manifest's (plus a fixed allowance).
 RECORD_FACTOR = 4
 
-#: The families that scale, with the settings that select them.
+#: The families that scale, with the settings that select them and the record budget.  The two
+#: families that fix their epsilon by their parameters get a budget that holds it: keep 0.7 on
+#: 100 000 categories is log(0.7 (S - 1) / 0.3) = 12.36; the geometric mechanism's pure epsilon is
+#: eps_d (S - 1) = 999.99 (its guarantee is the metric one, 0.01 per band).
 FAMILIES = {
-    "dp (form 8, DP counts)": {"method": "dp"},
-    "dp least variance": {"method": "dp", "options": {"objective": "variance"}},
-    "randomized response": {"method": "rr"},
-    "keep probability": {"method": "keep", "options": {"keep": 0.7}},
+    "dp (form 8, DP counts)": {"method": "dp", "epsilon": 4.0},
+    "dp least variance": {"method": "dp", "options": {"objective": "variance"}, "epsilon": 4.0},
+    "randomized response": {"method": "rr", "epsilon": 4.0},
+    "keep probability": {"method": "keep", "options": {"keep": 0.7}, "epsilon": 12.5},
     "metric, truncated geometric": {"method": "metric", "options": {"metric_epsilon": 0.01, "mechanism": "geometric"},
-                                    "distances": {"band": "ordinal"}},
+                                    "distances": {"band": "ordinal"}, "epsilon": 1000.0},
 }
 
 
@@ -65,7 +68,7 @@ def categories() -> list[str]:
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_a_family_designs_and_applies_100_000_categories(name: str, survey: pd.DataFrame, categories: list[str],
                                                           tmp_path) -> None:
-    settings = {"epsilon": 4.0, "categories": {"band": categories}, **FAMILIES[name]}
+    settings = {"categories": {"band": categories}, **FAMILIES[name]}
     plan = pramkit.plan_release(["band"], **settings)
     tracemalloc.start()
     try:
@@ -82,7 +85,7 @@ def test_a_family_designs_and_applies_100_000_categories(name: str, survey: pd.D
 
     manifest = Manifest.read(written.manifest_path)       # read back: the published matrix
     matrix = manifest["band"].matrix
-    assert matrix.size == S and manifest.record_epsilon <= 4.0
+    assert matrix.size == S and manifest.record_epsilon <= settings["epsilon"]
     gen = np.random.default_rng(5)
     codes = gen.integers(0, S, APPLIED)
     released = pramkit.perturb_codes(codes, matrix, key=pramkit.SecretKey(bytes(32), "a test key"), variable="band")
@@ -91,3 +94,42 @@ def test_a_family_designs_and_applies_100_000_categories(name: str, survey: pd.D
     share, expected = float(np.mean(released == codes)), float(kept.mean())
     sd = float(np.sqrt(np.sum(kept * (1 - kept)))) / APPLIED
     assert abs(share - expected) <= 6 * sd + 1e-12, (name, share, expected, sd)
+
+
+#: Areas of the metric design over centroids.
+AREAS = 10_000
+
+
+def test_the_exponential_mechanism_over_10_000_areas_is_stored_by_its_centroids(tmp_path) -> None:
+    """The metric design over 10 000 areas: no S x S array (800 MB) while designing, a manifest that
+    holds the rate and the centroids (O(S)), and draws whose share kept matches the stated law."""
+    from pramkit.design.metric.distances import euclidean_distances
+
+    side = int(np.ceil(np.sqrt(AREAS)))
+    grid = np.stack(np.meshgrid(np.arange(side), np.arange(side)), axis=-1).reshape(-1, 2)[:AREAS].astype(float)
+    xy = grid + np.random.default_rng(3).uniform(-0.3, 0.3, grid.shape)      # a jittered 1 km grid
+    names = [f"A{i:05d}" for i in range(AREAS)]
+    gen = np.random.default_rng(11)
+    area = pd.Series(np.array(names, dtype=object)[gen.integers(0, AREAS, 60_000)], dtype=object)
+    area[gen.random(area.size) < 0.02] = None
+    data = pd.DataFrame({"area": area})
+    plan = pramkit.plan_release(["area"], method="metric", categories={"area": names},
+                                options={"metric_epsilon": 0.5},
+                                distances={"area": euclidean_distances(names, xy, unit="km")})
+    tracemalloc.start()
+    try:
+        release = pramkit.design_planned(data, plan)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < AREAS * AREAS * 8 / 4, f"{peak / 2**20:.0f} MiB traced while designing"
+    written = pramkit.write_design(release, tmp_path / "manifest.json")
+    assert written.manifest_path.stat().st_size < 4 << 20
+    assert written.record_path.stat().st_size < RECORD_FACTOR * written.manifest_path.stat().st_size + (1 << 20)
+    matrix = Manifest.read(written.manifest_path)["area"].matrix
+    assert matrix.form == "exponential" and matrix.exponential_rate <= 0.5
+    codes = np.random.default_rng(6).integers(0, AREAS, 200_000)
+    released = pramkit.perturb_codes(codes, matrix, key=pramkit.SecretKey(bytes(32), "a test key"), variable="area")
+    kept = np.asarray(matrix.diagonal)[codes]
+    share, expected = float(np.mean(released == codes)), float(kept.mean())
+    assert abs(share - expected) <= 6 * float(np.sqrt(np.sum(kept * (1 - kept)))) / codes.size
