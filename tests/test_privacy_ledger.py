@@ -151,18 +151,17 @@ def test_per_variable_budgets_and_their_sum() -> None:
                        categories=CODEBOOK, design_epsilon=0.2)
 
 
-def test_manifest_round_trip_and_version_1_still_loads(tmp_path: Path) -> None:
+def test_manifest_round_trip_and_a_manifest_without_ledger(tmp_path: Path) -> None:
     a, _ = _neighbours(3_000)
     m = design_release(a, VARS, epsilon=2.0, categories=CODEBOOK, rng=random.Random(4))
     path = m.write(tmp_path / "m.json")
     back = Manifest.read(path)
     assert back.ledger == m.ledger and back.record_epsilon == m.record_epsilon and not hasattr(back, "design_record")
-    old = json.loads(path.read_text())
-    old["version"] = 1
-    old.pop("ledger")
-    old["record_epsilon"] = old["perturbation_epsilon"]
-    v1 = Manifest.from_dict(old)
-    assert v1.ledger is None and "no privacy ledger" in v1.guarantee
+    bare = json.loads(path.read_text())       # matrices published without the design's ledger
+    bare.pop("ledger")
+    bare["record_epsilon"] = bare["perturbation_epsilon"]
+    unrecorded = Manifest.from_dict(bare)
+    assert unrecorded.ledger is None and "no privacy ledger" in unrecorded.guarantee
     tampered = json.loads(path.read_text())
     tampered["ledger"]["design_epsilon"] = 0.0
     with pytest.raises(Exception, match="record_epsilon"):
