@@ -27,7 +27,8 @@ the parameter, and H(P) is concave in P (a sum of row entropies), so beta is
 concave in the parameter: it rises from 0 to a single maximum, then falls.
 The root is found by Brent's method on the rising branch:
 
-* rr / circulant: q = p11 in [1/r, 1] (beta falls from 1 to 0 as q rises);
+* rr / circulant: q = p11 in [1/r, 1] (beta falls from 1 to 0 as q rises;
+  form (8), whose H(P) is closed form: no r x r array, see :func:`fit_family`);
 * tridiagonal: alpha in [0, alpha*], alpha* the maximiser (alpha* < 1/2;
   the maximum beta is below 1, about 0.41 for r = 12);
 * kanon: k in 1..r; with classes as equal as possible beta is
