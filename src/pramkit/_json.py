@@ -116,7 +116,7 @@ def _write(value: Any, indent: int, level: int, parts: list[str]) -> None:
             parts.append(("," if i else "") + inner + json.dumps(str(key)) + ": ")
             _write(item, indent, level + 1, parts)
         parts.append("\n" + " " * (indent * level) + "}")
-    elif isinstance(value, list) and any(isinstance(item, (dict, list)) for item in value):
+    elif isinstance(value, list) and any(issubclass(kind, (dict, list)) for kind in set(map(type, value))):
         inner = "\n" + " " * (indent * (level + 1))
         parts.append("[")
         for i, item in enumerate(value):

@@ -329,6 +329,7 @@ def run(args: argparse.Namespace) -> int:
     >>> print(out.getvalue().splitlines()[0])
     region: epsilon = 1, I(X;Z) = 0.1178 nats on the data
     """
+    from pramkit._json import dumps
     from pramkit.atomic import check_writable
     from pramkit.release.record import design_record_path, write_design
 
@@ -350,7 +351,7 @@ def run(args: argparse.Namespace) -> int:
     names = [v.strip() for v in args.vars.split(",") if v.strip()]
     release = _recognition(args, names) if args.recognition is not None else _release(args, names)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
-    print_json(out) if args.json else _print_written(out, release.manifest)
+    print(dumps(out)) if args.json else _print_written(out, release.manifest)  # JSON values already
     return 0
 
 

@@ -9,14 +9,13 @@ atomically, as a pair.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from pramkit._json import to_jsonable
+from pramkit._json import dumps, to_jsonable
 from pramkit.atomic import staged_bytes, write_text_atomic
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest, epsilon_to_json
@@ -189,7 +188,7 @@ class DesignRecord:
 
         Examples
         --------
-        >>> import os, tempfile
+        >>> import json, os, tempfile
         >>> import pramkit
         >>> from pramkit.datasets import census, CENSUS_VARIABLES
         >>> plan = pramkit.plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
@@ -203,17 +202,24 @@ class DesignRecord:
         return write_text_atomic(path, self.to_json(), force=force)
 
     def to_json(self) -> str:
-        """The record as strict JSON text (no NaN or infinity literals), as :meth:`write` writes it.
+        """The record as strict JSON text (no NaN or infinity literals), as :meth:`write` writes it:
+        :meth:`to_dict` indented by :func:`pramkit._json.dumps` (each array of numbers on one line).
 
         Examples
         --------
-        >>> import pramkit
+        >>> import json, pramkit
         >>> from pramkit.datasets import census, CENSUS_VARIABLES
         >>> plan = pramkit.plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
         >>> json.loads(pramkit.design_planned(census(2_000), plan).record.to_json())["rows"]
         2000
         """
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+        return _record_text(self.to_dict())
+
+
+def _record_text(value: Any) -> str:
+    """The design record's JSON values as the file holds them: strict JSON indented by
+    :func:`pramkit._json.dumps` (each array of scalars on one line), with a final newline."""
+    return dumps(value) + "\n"
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,9 @@ class WrittenDesign:
         Where the manifest was written (public).
     record_path : Path
         Where the design record was written (private).
+    record_values : mapping
+        The design record's JSON values as written (:meth:`DesignRecord.to_dict`, computed once
+        by :func:`write_design`).
 
     Examples
     --------
@@ -277,6 +286,7 @@ class WrittenDesign:
     release: Release
     manifest_path: Path
     record_path: Path
+    record_values: Mapping[str, Any] = field(repr=False, compare=False)
 
     @property
     def manifest(self) -> Manifest:
@@ -289,7 +299,8 @@ class WrittenDesign:
         Returns
         -------
         dict
-            :meth:`DesignRecord.to_dict` with ``manifest`` and ``design_record`` (the paths),
+            JSON values: the design record's as written (:attr:`record_values`, not converted
+            again; the dict shares them) with ``manifest`` and ``design_record`` (the paths),
             ``record_epsilon`` and ``ledger`` (as in the manifest), and
             ``record_epsilon_given_structure`` for a structured release.
 
@@ -307,22 +318,23 @@ class WrittenDesign:
         True
         """
         public = self.manifest.to_dict()
-        out = {**self.release.record.to_dict(), "manifest": str(self.manifest_path),
-               "design_record": str(self.record_path), "record_epsilon": public["record_epsilon"],
-               "ledger": public.get("ledger")}
+        extra = {"manifest": str(self.manifest_path), "design_record": str(self.record_path),
+                 "record_epsilon": public["record_epsilon"], "ledger": public.get("ledger")}
         if self.manifest.is_structured:
-            out["record_epsilon_given_structure"] = public["record_epsilon_given_structure"]
-        return out
+            extra["record_epsilon_given_structure"] = public["record_epsilon_given_structure"]
+        return {**self.record_values, **to_jsonable(extra)}
 
 
 def write_design(release: Release, out: str | Path, *, design_record: str | Path | None = None,
                  force: bool = False) -> WrittenDesign:
     """Write a designed release: the private design record and the public manifest, as a pair.
 
-    Both are serialised and written to temporaries before either is renamed into place
-    (:func:`pramkit.atomic.staged_bytes`): a failure while writing them (a full disk, a
-    read-only folder) leaves neither file, and a pair written earlier as it was; the
-    manifest is renamed first, then its record.
+    The record is converted to JSON values once (:meth:`DesignRecord.to_dict`), written
+    (indented by :func:`pramkit._json.dumps`) and kept in the result for
+    :meth:`WrittenDesign.to_dict`.  Both files are serialised and written to temporaries
+    before either is renamed into place (:func:`pramkit.atomic.staged_bytes`): a failure
+    while writing them (a full disk, a read-only folder) leaves neither file, and a pair
+    written earlier as it was; the manifest is renamed first, then its record.
 
     Parameters
     ----------
@@ -361,12 +373,13 @@ def write_design(release: Release, out: str | Path, *, design_record: str | Path
         raise ParameterError(f"write_design writes a Release (pramkit.design_planned), not {type(release).__name__}")
     out = Path(out)
     record_path = design_record_path(out, design_record)
-    record_text, text = release.record.to_json(), release.manifest.to_json()
+    values = release.record.to_dict()
+    record_text, text = _record_text(values), release.manifest.to_json()
     with staged_bytes(record_path, force=force) as record:
         record.write(record_text.encode("utf-8"))
         with staged_bytes(out, force=force) as public:
             public.write(text.encode("utf-8"))
-    return WrittenDesign(release, out, record_path)
+    return WrittenDesign(release, out, record_path, values)
 
 
 def design_record_path(out: str | Path, design_record: str | Path | None = None) -> Path:

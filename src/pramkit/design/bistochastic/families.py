@@ -27,7 +27,8 @@ the parameter, and H(P) is concave in P (a sum of row entropies), so beta is
 concave in the parameter: it rises from 0 to a single maximum, then falls.
 The root is found by Brent's method on the rising branch:
 
-* rr / circulant: q = p11 in [1/r, 1] (beta falls from 1 to 0 as q rises);
+* rr / circulant: q = p11 in [1/r, 1] (beta falls from 1 to 0 as q rises;
+  form (8), whose H(P) is closed form: no r x r array, see :func:`fit_family`);
 * tridiagonal: alpha in [0, alpha*], alpha* the maximiser (alpha* < 1/2;
   the maximum beta is below 1, about 0.41 for r = 12);
 * kanon: k in 1..r; with classes as equal as possible beta is
@@ -49,10 +50,10 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.classic import float_array, randomized_response
 from pramkit.errors import ParameterError, PramkitError
-from pramkit.information import mutual_information
+from pramkit.information import mutual_information, mutual_information_form8
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix, Provenance
-from pramkit.privacy.bistochastic import as_distribution, bistochastic_privacy
+from pramkit.matrix import ROW_SUM_TOL, PramMatrix, Provenance
+from pramkit.privacy.bistochastic import NotBistochasticError, as_distribution, bistochastic_privacy
 
 #: Absolute tolerance on the parameter found by root finding.
 XTOL = 1e-13
@@ -470,14 +471,46 @@ class FamilyFit:
     mutual_information_nats: float | None = None
 
 
+def _xlog2x(x: ArrayLike) -> np.ndarray:
+    """``x log2 x`` entrywise, with ``0 log 0 = 0``."""
+    x = np.asarray(x, dtype=float)
+    return np.where(x > 0, x * np.log2(np.where(x > 0, x, 1.0)), 0.0)
+
+
+def _form8_beta(q: np.ndarray, w: np.ndarray) -> float:
+    """beta (equation (4) over log2 r) of the compact form (8) matrix with diagonal q and
+    off-diagonal w, from its entries in O(r) memory: each row has one q[k] and r - 1 entries w[k]."""
+    r = q.size
+    column = q + (w.sum() - w)
+    worst = int(np.argmax(np.abs(column - 1.0)))
+    if abs(column[worst] - 1.0) > ROW_SUM_TOL:
+        raise NotBistochasticError(f"column {worst} of the matrix sums to {column[worst]!r}, not 1: "
+                                   "bistochastic privacy needs rows and columns summing to 1")
+    bits = -float(np.mean(_xlog2x(q) + (r - 1) * _xlog2x(w)))
+    return min(max(bits / math.log2(r), 0.0), 1.0)
+
+
 def _beta(m: PramMatrix) -> float:
+    if m.is_compact:
+        return _form8_beta(m.form8_q, m.form8_w)
     return bistochastic_privacy(m).beta
 
 
+def _information(p: np.ndarray, m: PramMatrix) -> float:
+    """I(X; Z) in nats for proportions p: O(r) for a compact matrix, else from the dense entries."""
+    return mutual_information_form8(p, m.form8_q) if m.is_compact else mutual_information(p, m.matrix)
+
+
+def _keep_beta(r: int, q: float) -> float:
+    """beta of form (8) with one keep probability q on r categories, closed form in O(1):
+    ``H = -q log2 q - (1 - q) log2((1 - q) / (r - 1))`` bits, over ``log2 r``."""
+    bits = -float(_xlog2x(q)) - float(_xlog2x(1.0 - q)) + (1.0 - q) * math.log2(r - 1)
+    return min(max(bits / math.log2(r), 0.0), 1.0)
+
+
 def _keep_q(r: int, target: float) -> float:
-    """q in [1/r, 1] with beta(form (8) with keep q) = target (beta falls in q)."""
-    cats = tuple(range(r))
-    return solve_monotone(lambda q: _beta(circulant_keep(cats, q)), 1.0 / r, 1.0, target, rising=False)
+    """q in [1/r, 1] with beta(form (8) with keep q) = target (beta falls in q); no r x r array."""
+    return solve_monotone(lambda q: _keep_beta(r, q), 1.0 / r, 1.0, target, rising=False)
 
 
 def tridiagonal_peak(r: int) -> tuple[float, float]:
@@ -653,6 +686,19 @@ def fit_family(
         For an unknown family, a beta outside (0, 1) or fewer than two
         categories.
 
+    Notes
+    -----
+    ``rr`` and ``circulant`` are form (8) with one keep probability q, whose
+    entropy rate has a closed form, ``H = -q log2 q - (1 - q) log2((1 - q) /
+    (r - 1))``: q is a one-dimensional root of ``H / log2 r = beta``, O(1)
+    per candidate.  The ``rr`` fit builds no r x r array: its matrix is
+    compact (:func:`pramkit.design.classic.randomized_response`), its beta is
+    computed from the stored q and w and its I(X; Z) from q, both in O(r), so
+    it reaches r = 100 000.  The fitted q can differ in its last digits from
+    that of earlier versions, which evaluated beta on the dense matrix; a
+    release of such a design, perturbed by the engine's form (8) sampler, can
+    then differ for the same key.
+
     References
     ----------
     Ruiz and Domingo-Ferrer, Definition 1, equations (2)-(4), (6), (7).
@@ -684,7 +730,7 @@ def fit_family(
         method=m.provenance.method, parameters={**m.provenance.parameters, "target_beta": target},
         objective=achieved, objective_name="beta (entropy rate over log2 r)",
     ))
-    mi = None if p is None else mutual_information(as_distribution(p, len(cats)), m.matrix)
+    mi = None if p is None else _information(as_distribution(p, len(cats)), m)
     return FamilyFit(family, name, float(value), target, achieved, m, mi)
 
 
