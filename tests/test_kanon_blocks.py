@@ -29,7 +29,7 @@ from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.bistochastic.families import k_anonymity, with_floor
 from pramkit.design.classic import randomized_response
 from pramkit.engine.rng import SecretKey
-from pramkit.errors import EstimationWarning
+from pramkit.estimate import EstimationWarning
 from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.report import build_public_report, render_html
