@@ -251,12 +251,7 @@ class PerturbedVariable:
             return []
         g = len(self.given)
         rows = [c if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
-        moves: list[set] = [set() for _ in rows[0]]
-        for idx, _ in blocks:
-            for col in range(g, len(rows[0])):
-                values = {rows[i][col] for i in idx}
-                if len(values) > 1:
-                    moves[col] |= values
+        moves = _moving_values(rows, [idx for idx, _ in blocks], g)
         groups: dict[tuple, list[np.ndarray]] = {}
         for idx, _ in blocks:
             first = rows[int(idx[0])]
@@ -517,6 +512,18 @@ class PerturbedVariable:
         }
 
 
+def _moving_values(rows: list[tuple], blocks: list[np.ndarray], start: int) -> list[set]:
+    """For each column from ``start`` on, the values that share a block with another value of it
+    (the values a matrix can change)."""
+    moves: list[set] = [set() for _ in rows[0]]
+    for idx in blocks:
+        for col in range(start, len(rows[0])):
+            values = {rows[i][col] for i in idx}
+            if len(values) > 1:
+                moves[col] |= values
+    return moves
+
+
 def _realised(m: PramMatrix) -> dict[str, Any]:
     """What the manifest says of the law the engine realises (:func:`pramkit.engine.realised_law`)."""
     law = realised_law(m)
@@ -718,8 +725,7 @@ class Manifest:
         if strata:
             facts.append(ExactFact("stratum", tuple(strata), f"the strata ({', '.join(strata)}, released unperturbed)"))
         per_variable = [f for v in self.variables for f in v.exact_facts()]
-        facts += [f for f in per_variable if f.kind == "block"]
-        facts += [f for f in per_variable if f.kind == "kept_code"]
+        facts += [f for f in per_variable if f.kind in ("block", "kept_code")]
         missing = [f.variables[0] for f in per_variable if f.kind == "missing"]
         if missing:
             facts.append(ExactFact("missing", tuple(missing), (
