@@ -17,7 +17,9 @@ Four families of doubly stochastic matrices, each with one parameter:
 Zeros (equations (3) and (7)).  The paper keeps the zeros and reads them as an
 infinitesimal gamma (a "super doubly stochastic" matrix); beta computed with
 ``0 log 0 = 0`` is that reading's limit.  Strictly, such a matrix has
-epsilon = infinity.  :func:`with_floor` gives the strictly positive variant the
+epsilon = infinity; :func:`k_anonymity` is stored by its classes, so that a
+release states which class each value lies in (the manifest's ledger names
+it) and the epsilon given the class, 0.  :func:`with_floor` gives the strictly positive variant the
 paper mentions: ``(1 - r gamma) P + gamma J`` (J all ones) replaces each zero
 by gamma, adjusts the positive entries, stays bistochastic and has a finite
 epsilon.
