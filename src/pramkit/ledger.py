@@ -21,8 +21,8 @@ and the sum is rounded outward (:func:`pramkit.privacy.epsilon.record_epsilon`).
 Anything that reaches a public file from the data without a DP mechanism (a
 list of categories read from the data, frequencies used exactly) is named in
 ``data_dependent``, in plain words, and the guarantee sentence says so.  Every
-value the release shows exactly (a missing value kept missing, a stratum, a kept
-code, a rule breaker kept, a household id) is an :class:`ExactFact`; the manifest
+value the release shows exactly (a missing value kept missing, a stratum, the class
+of a block-diagonal matrix, a kept code, a rule breaker kept, a household id) is an :class:`ExactFact`; the manifest
 derives them from its matrices and its structure (:attr:`pramkit.Manifest.exact_facts`)
 and :meth:`Ledger.statement`, the only writer of the guarantee sentence, builds the
 sentence from them.
@@ -54,7 +54,7 @@ FrequencySource = Literal["dp_counts", "prior", "none", "exact"]
 FREQUENCY_SOURCES: tuple[str, ...] = ("dp_counts", "prior", "none", "exact")
 
 #: What kinds of value a release can show exactly (:class:`ExactFact`), in the order the sentence names them.
-FACT_KINDS: tuple[str, ...] = ("stratum", "kept_code", "missing", "joint_missing", "stratum_missing",
+FACT_KINDS: tuple[str, ...] = ("stratum", "block", "kept_code", "missing", "joint_missing", "stratum_missing",
                                "rule_breaker", "household")
 
 #: Where a variable's list of categories came from.
@@ -70,6 +70,8 @@ class ExactFact:
     ----------
     kind : str
         One of :data:`FACT_KINDS`: ``"stratum"`` (stratum columns, released unperturbed),
+        ``"block"`` (which class of a variable's categories a value lies in: blocks of its matrix
+        that no stratum nor kept code explains, as k-anonymity's classes),
         ``"kept_code"`` (whether a value is one the matrix never changes), ``"missing"``
         (whether a value is missing: kept missing, and nothing becomes missing),
         ``"joint_missing"`` (which columns of a joint variable are missing; the others are
@@ -86,7 +88,7 @@ class ExactFact:
     column : str or None
         The column the fact names when it is not a perturbed one (a household id).
     covered : bool
-        True when an epsilon still bounds the values concerned given the fact (kept codes,
+        True when an epsilon still bounds the values concerned given the fact (classes, kept codes,
         missingness: the epsilon given the block); False when the values themselves are
         released unperturbed (a missing stratum, a rule breaker): the sentence then states
         them apart, after the bound.
@@ -99,7 +101,7 @@ class ExactFact:
     >>> ExactFact("guessed", ("age",), "x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'kept_code', 'missing', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household'), got 'guessed'
+    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household'), got 'guessed'
     """
 
     kind: str
@@ -251,7 +253,7 @@ class Ledger:
         """The guarantee sentence, true for exactly what is published: the only writer of it.
 
         ``facts`` (:class:`ExactFact`) are what the release shows exactly (missingness, strata,
-        kept codes, rule breakers, household ids); the epsilons are then each variable's epsilon
+        classes, kept codes, rule breakers, household ids); the epsilons are then each variable's epsilon
         given them, and the sentence says that the guarantee holds among records that agree on
         them.  ``given`` is an older way to say the same in words (a fact of its own).
 

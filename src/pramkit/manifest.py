@@ -220,6 +220,57 @@ class PerturbedVariable:
                 own.append(c[0] if isinstance(c, tuple) and len(c) == 1 else c)
         return list(dict.fromkeys(own))
 
+    def classes(self) -> list[list[Label]]:
+        """The classes of the variable's values that its release shows exactly beyond its strata and
+        the values it never changes: the blocks of its matrix (the classes of
+        :func:`pramkit.design.bistochastic.families.k_anonymity`) that share a stratum and the same
+        values never changed, so that nothing but the block tells them apart.
+
+        A value of a perturbed column never changes when every block holding it holds no other
+        value of that column (a kept code).  Blocks with the same strata and the same such values
+        are what strata and kept codes explain only when there is one of them; when there are
+        several, the block itself (the class) is released exactly.
+
+        Returns
+        -------
+        list of list of labels
+            Each such class's own values (the strata's left out), in the matrix's order, without
+            repeats across strata; empty when the strata and kept codes explain every block.
+
+        Examples
+        --------
+        >>> from pramkit.design.bistochastic.families import k_anonymity
+        >>> PerturbedVariable("age", k_anonymity(["0-9", "10-19", "20-29", "30-39", "40+"], 2)).classes()
+        [['0-9', '10-19', '20-29'], ['30-39', '40+']]
+        >>> m = PramMatrix.block_diagonal([PramMatrix.form8([0.8, 0.8]), PramMatrix.identity(["n/a"])])
+        >>> PerturbedVariable("occupation", m).classes()   # a kept code: explained
+        []
+        """
+        blocks = self.matrix.blocks
+        if blocks is None or len(blocks) < 2:
+            return []
+        g = len(self.given)
+        rows = [c if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
+        moves = _moving_values(rows, [idx for idx, _ in blocks], g)
+        groups: dict[tuple, list[np.ndarray]] = {}
+        for idx, _ in blocks:
+            first = rows[int(idx[0])]
+            key = first[:g] + tuple((False,) if first[c] in moves[c] else (True, first[c])
+                                    for c in range(g, len(first)))
+            groups.setdefault(key, []).append(idx)
+        own = [r[g:] if len(r) - g > 1 else r[g] for r in rows]
+        found = [tuple(own[int(i)] for i in idx) for group in groups.values() if len(group) > 1 for idx in group]
+        return [list(c) for c in dict.fromkeys(found)]
+
+    def _class_words(self) -> str | None:
+        """"which class of V's categories each value lies in (...)", or ``None`` without classes."""
+        classes = self.classes()
+        if not classes:
+            return None
+        shown = ", ".join("{" + ", ".join(repr(x) for x in c[:4]) + (", ..." if len(c) > 4 else "") + "}"
+                          for c in classes[:3]) + (", ..." if len(classes) > 3 else "")
+        return f"which class of {self.name}'s categories each value lies in (the matrix's blocks: {shown})"
+
     @property
     def own_columns_joint(self) -> bool:
         """Several perturbed columns (not counting strata): a record may miss some and not others."""
@@ -367,6 +418,9 @@ class PerturbedVariable:
         ['kept_code', 'missing']
         """
         facts = []
+        classes = self._class_words()
+        if classes:
+            facts.append(ExactFact("block", (self.name,), classes))
         kept = self._unchanged_words()
         if kept:
             facts.append(ExactFact("kept_code", (self.name,), kept))
@@ -401,9 +455,7 @@ class PerturbedVariable:
         if not self.is_structured:
             return None
         parts = [f"the strata of {self.name} ({', '.join(self.given)})"] if self.given else []
-        kept = self._unchanged_words()
-        if kept:
-            parts.append(kept)
+        parts += [w for w in (self._class_words(), self._unchanged_words()) if w]
         return " and ".join(parts) if parts else f"the block of {self.name}'s value"
 
     def _unchanged_words(self) -> str | None:
@@ -458,6 +510,18 @@ class PerturbedVariable:
             "min_diagonal": m.min_diagonal,
             "design": design,
         }
+
+
+def _moving_values(rows: list[tuple], blocks: list[np.ndarray], start: int) -> list[set]:
+    """For each column from ``start`` on, the values that share a block with another value of it
+    (the values a matrix can change)."""
+    moves: list[set] = [set() for _ in rows[0]]
+    for idx in blocks:
+        for col in range(start, len(rows[0])):
+            values = {rows[i][col] for i in idx}
+            if len(values) > 1:
+                moves[col] |= values
+    return moves
 
 
 def _realised(m: PramMatrix) -> dict[str, Any]:
@@ -625,7 +689,7 @@ class Manifest:
             return None
         strata = list(dict.fromkeys(c for v in structured for c in v.given))
         words = [f"the strata ({', '.join(strata)}, released unperturbed)"] if strata else []
-        words += [w for v in structured if (w := v._unchanged_words())]
+        words += [w for v in structured for w in (v._class_words(), v._unchanged_words()) if w]
         return "; ".join(words) if words else "the block of each value"
 
     @property
@@ -661,13 +725,13 @@ class Manifest:
         if strata:
             facts.append(ExactFact("stratum", tuple(strata), f"the strata ({', '.join(strata)}, released unperturbed)"))
         per_variable = [f for v in self.variables for f in v.exact_facts()]
-        facts += [f for f in per_variable if f.kind == "kept_code"]
+        facts += [f for f in per_variable if f.kind in ("block", "kept_code")]
         missing = [f.variables[0] for f in per_variable if f.kind == "missing"]
         if missing:
             facts.append(ExactFact("missing", tuple(missing), (
                 f"which values of {', '.join(missing)} are missing" if len(missing) == 1 else
                 f"which values of {', '.join(missing[:-1])} and {missing[-1]} are missing")))
-        facts += [f for f in per_variable if f.kind not in ("kept_code", "missing")]
+        facts += [f for f in per_variable if f.kind not in ("block", "kept_code", "missing")]
         structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
         if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
             facts.append(ExactFact("rule_breaker", tuple(self.names), (

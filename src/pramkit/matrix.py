@@ -466,7 +466,8 @@ class PramMatrix:
         Parameters
         ----------
         parts : sequence of PramMatrix
-            The blocks; their category labels, together, are the matrix's.
+            The blocks; their category labels, together, are the matrix's.  A part
+            stored by blocks gives its own blocks.
         categories : sequence of labels, optional
             The order of the categories (a permutation of the parts' labels);
             default: the parts' labels one block after another.
@@ -496,6 +497,7 @@ class PramMatrix:
         parts = tuple(parts)
         if not parts or not all(isinstance(p, PramMatrix) for p in parts):
             raise MatrixError("a block-diagonal matrix needs at least one block, each a PramMatrix")
+        parts = tuple(b for p in parts for b in ((q for _, q in p.blocks) if p.blocks is not None else (p,)))
         labels = [c for p in parts for c in p.categories]
         order = list(labels) if len(categories) == 0 else [_plain_label(c) for c in categories]
         if len(order) != len(labels):

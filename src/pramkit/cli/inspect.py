@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"record epsilon: {figure(info['record_epsilon'])} (design step plus the perturbation)")
     if "record_epsilon_given_structure" in info:
         print(f"record epsilon given the structure: {figure(info['record_epsilon_given_structure'])} (among records "
-              "that agree on the strata and the values never changed)")
+              "that agree on what is shown exactly)")
     for fact in info["released_exactly_facts"]:
         print(f"shown exactly ({fact['kind']}): {fact['reveals']}"
               + ("" if fact["covered"] else " (no epsilon covers these values)"))

@@ -17,7 +17,9 @@ Four families of doubly stochastic matrices, each with one parameter:
 Zeros (equations (3) and (7)).  The paper keeps the zeros and reads them as an
 infinitesimal gamma (a "super doubly stochastic" matrix); beta computed with
 ``0 log 0 = 0`` is that reading's limit.  Strictly, such a matrix has
-epsilon = infinity.  :func:`with_floor` gives the strictly positive variant the
+epsilon = infinity; :func:`k_anonymity` is stored by its classes, so that a
+release states which class each value lies in (the manifest's ledger names
+it) and the epsilon given the class, 0.  :func:`with_floor` gives the strictly positive variant the
 paper mentions: ``(1 - r gamma) P + gamma J`` (J all ones) replaces each zero
 by gamma, adjusts the positive entries, stays bistochastic and has a finite
 epsilon.
@@ -188,9 +190,16 @@ def k_anonymity(
     Returns
     -------
     PramMatrix
-        Block-diagonal and bistochastic; provenance ``k_anonymity`` with k
-        and the classes.  With two classes or more its epsilon is infinite
-        (module docstring; :func:`with_floor` makes it finite).
+        Block-diagonal and bistochastic, stored by blocks
+        (:meth:`pramkit.PramMatrix.block_diagonal`: one uniform form (8) block
+        per class, O(r) memory); provenance ``k_anonymity`` with k and the
+        classes.  With two classes or more its epsilon is infinite, and its
+        epsilon given the block is 0: a release shows exactly which class each
+        value lies in, and the manifest's ledger says so (module docstring;
+        :func:`with_floor` makes the epsilon finite and the matrix dense).
+        Stored by blocks, the matrix is drawn block by block, so a release
+        draws other values for the same key than the dense matrix of earlier
+        versions did (the entries are the same).
 
     Raises
     ------
@@ -210,8 +219,8 @@ def k_anonymity(
     >>> m.matrix.round(4).tolist()   # doctest: +NORMALIZE_WHITESPACE
     [[0.3333, 0.3333, 0.3333, 0.0, 0.0], [0.3333, 0.3333, 0.3333, 0.0, 0.0], [0.3333, 0.3333, 0.3333, 0.0, 0.0],
      [0.0, 0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.0, 0.5, 0.5]]
-    >>> m.is_bistochastic, m.epsilon
-    (True, inf)
+    >>> m.is_bistochastic, m.epsilon, m.block_epsilon, [idx.tolist() for idx, _ in m.blocks]
+    (True, inf, 0.0, [[0, 1, 2], [3, 4]])
 
     The data's own classes need not be consecutive:
 
@@ -234,10 +243,9 @@ def k_anonymity(
             raise ParameterError(f"the classes must partition the category positions 0..{r - 1}, each exactly once")
         if k is not None and min(len(c) for c in parts) < k:
             raise ParameterError(f"a class has {min(len(c) for c in parts)} categories, fewer than k = {k}")
-    m = np.zeros((r, r))
-    for c in parts:
-        m[np.ix_(c, c)] = 1.0 / len(c)
-    return PramMatrix(m, cats, Provenance(
+    blocks = [PramMatrix.form8(np.full(len(c), 1.0 / len(c)), np.full(len(c), 1.0 / len(c)), [cats[i] for i in c],
+                               Provenance(method="uniform")) for c in parts]
+    return PramMatrix.block_diagonal(blocks, cats, Provenance(
         method="k_anonymity", parameters={"k": None if k is None else int(k), "classes": [list(c) for c in parts]},
     ))
 
@@ -394,7 +402,9 @@ def with_floor(matrix: PramMatrix, gamma: float) -> PramMatrix:
     -------
     PramMatrix
         The floored matrix; its provenance is P's method and parameters plus
-        ``gamma``.
+        ``gamma``.  With gamma = 0 it is P itself, stored as P is (by blocks
+        for :func:`k_anonymity`); with gamma > 0 it has no zero, so no blocks,
+        and it is dense.
 
     Raises
     ------
@@ -420,11 +430,11 @@ def with_floor(matrix: PramMatrix, gamma: float) -> PramMatrix:
     r = matrix.size
     if not (isinstance(gamma, (int, float)) and 0 <= gamma <= 1.0 / r):
         raise ParameterError(f"gamma must lie in [0, 1/r] = [0, {1.0 / r:.6g}], got {gamma!r}")
-    m = (1.0 - r * gamma) * matrix.matrix + gamma
-    prov = matrix.provenance
-    return PramMatrix(m, matrix.categories, Provenance(
-        method=prov.method, parameters={**prov.parameters, "gamma": float(gamma)},
-    ))
+    prov = Provenance(method=matrix.provenance.method,
+                      parameters={**matrix.provenance.parameters, "gamma": float(gamma)})
+    if gamma == 0:  # the same entries: a matrix stored by blocks stays so
+        return matrix.with_provenance(prov)
+    return PramMatrix((1.0 - r * gamma) * matrix.matrix + gamma, matrix.categories, prov)
 
 
 # -- reaching a target beta --------------------------------------------------
