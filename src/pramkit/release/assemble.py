@@ -190,8 +190,18 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
         extra["households"] = counted.households.rows
     if plan.method != "dp":
         extra["measures"] = {k: _measures(m, freqs.exact[k]) for k, m in built.matrices.items()
-                             if m.blocks is None and (m.exponential_rate is None or _dense_ok(m))}
+                             if _measured(plan, m)}
     return extra
+
+
+def _measured(plan: ReleasePlan, m: PramMatrix) -> bool:
+    """Whether the record gives the family's measures of ``m``: a matrix of one variable's own
+    categories (not the cells of strata), by its parameters within :func:`_dense_ok`; a matrix stored
+    by blocks (k-anonymity's classes) while its dense array takes at most :data:`MAX_DENSE_FIGURES`
+    rows."""
+    if m.blocks is not None:
+        return not plan.shape.any and m.size <= MAX_DENSE_FIGURES
+    return m.exponential_rate is None or _dense_ok(m)
 
 
 def _dense_ok(m: PramMatrix) -> bool:
@@ -281,7 +291,7 @@ def _measures(m: PramMatrix, p: np.ndarray) -> dict[str, Any]:
     (truncated geometric, exponential), from :func:`_row_laws` (O(S) memory)."""
     from pramkit.design.measures import DesignMeasures, measure
 
-    if m.form in ("dense", "diagonal"):
+    if m.form in ("dense", "diagonal", "blocks"):
         return dataclasses.asdict(measure(m, p))
     pv = np.asarray(p, dtype=float) / np.sum(p)
     released, rows = _row_laws(pv, m)
