@@ -211,6 +211,26 @@ def _relax(e_val: np.ndarray, pw: np.ndarray, allowed: np.ndarray, mid: np.ndarr
     return float(pairwise_sum(best_mid)) + gain, w, size, levels
 
 
+def _silent_group(p: np.ndarray, allowed: np.ndarray, mid_bits: np.ndarray,
+                  single_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Module docstring, "Categories with p = 0": the categories kept as rows (every one
+    with p > 0 or no middle level; of those with p = 0 that share a mask, as many as
+    it has singleton levels), the level of every category (the kept ones' overwritten
+    by the search; the others at their mask's first middle level) and how many are
+    left out (the silent group)."""
+    fill = np.zeros(p.size, dtype=np.intp)
+    keep = np.ones(p.size, dtype=bool)
+    mid_mask = int(np.bitwise_or.reduce(mid_bits))
+    zero = np.flatnonzero((p == 0.0) & ((allowed & mid_mask) != 0))
+    for mask in np.unique(allowed[zero]):
+        same = zero[allowed[zero] == mask]
+        spare = same[int(np.count_nonzero(single_bits & mask)):]
+        keep[spare] = False
+        low = int(mask) & mid_mask
+        fill[spare] = (low & -low).bit_length() - 1
+    return np.flatnonzero(keep), fill, int(p.size - keep.sum())
+
+
 class _Problem:
     """The arrangements of one pattern: levels ``q`` (K of them, decreasing),
     which of them are singletons (exactly one category each), and for each
@@ -221,12 +241,17 @@ class _Problem:
 
     def __init__(self, p: np.ndarray, levels: np.ndarray, single: np.ndarray, allowed: np.ndarray) -> None:
         s = p.size
-        self.p, self.q = p, levels
+        self.q = levels
         self.k = levels.size
         self.single = single
         self.mid = np.flatnonzero(~single)
         self.singles = np.flatnonzero(single)
-        self.base = allowed
+        self.bits = 1 << np.arange(self.k)
+        self.p_all = p
+        self.rows, self.fill, self.silent = _silent_group(p, allowed, self.bits[self.mid], self.bits[self.singles])
+        p = np.append(p[self.rows], 0.0) if self.silent else p[self.rows]
+        self.p = p
+        self.base = np.append(allowed[self.rows], self.bits[self.mid[0]]) if self.silent else allowed[self.rows]
         w, sigma, h = form8_row_terms(levels, s)
         d_w = rounding_bound(w)
         d_sigma = d_w + rounding_bound(levels + w)
@@ -240,14 +265,17 @@ class _Problem:
         self.d_ph = col * d_h + rounding_bound(np.abs(self.ph))
         # rounding of an S-term sum of W (in any order) plus the errors of its terms
         self.slack = float(rounding_bound(float(self.pw.max(axis=1).sum()), s) + self.d_pw.max(axis=1).sum())
-        self.bits = 1 << np.arange(self.k)
 
     # -- arrangements -----------------------------------------------------------------------
 
     def value(self, levels: np.ndarray) -> tuple[float, np.ndarray]:
-        """Exact f (to rounding) of the arrangement with these level indices."""
-        q = self.q[levels]
-        return float(form8_objective(self.p, q[None])[0]), q
+        """Exact f (to rounding) of the arrangement with these level indices (one per
+        row), and its keep probabilities for all S categories (the silent group's
+        categories at their fill level)."""
+        full = self.fill.copy()
+        full[self.rows] = levels[:self.rows.size]
+        q = self.q[full]
+        return float(form8_objective(self.p_all, q[None])[0]), q
 
     def allowed(self, fixes: tuple[tuple[int, int], ...]) -> np.ndarray:
         """(S, K) levels allowed at a node: the initial masks with its fixes applied."""
@@ -331,6 +359,9 @@ class _Problem:
         err = np.where(valid[1], err, rounding_bound(np.abs(flat))[None])
         value = self.ph[None] + line
         err = err + self.d_ph[None] + rounding_bound(np.abs(self.ph)[None] + np.abs(line))
+        if self.silent:   # the last row stands for the silent group: its line times their number
+            value[:, -1] *= self.silent
+            err[:, -1] = err[:, -1] * self.silent + rounding_bound(np.abs(value[:, -1]))
         return np.where(allowed[None], value, -math.inf), err
 
     def node(self, lo: float, hi: float, fixes: tuple[tuple[int, int], ...], lam0: float | None) -> _Node:
