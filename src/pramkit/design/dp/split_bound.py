@@ -308,7 +308,7 @@ class _Problem:
             feasible = ((self.pw + (w_min - pw_min)[:, None] <= hi + 2.0 * slack)
                         & (self.pw + (w_max - pw_max)[:, None] >= lo - 2.0 * slack)
                         & (hi + self.psig + self.d_psig + rounding_bound(abs(hi) + np.abs(self.psig)) >= 0.0))
-            new = allowed & feasible
+            new = self._single_reach(allowed & feasible, lo - 2.0 * slack, hi + 2.0 * slack)
             forced = ~new[:, self.mid].any(axis=1)
             if forced.sum() > self.singles.size:
                 return None
@@ -324,6 +324,26 @@ class _Problem:
                 break
             allowed = new
         return (allowed, lo, hi) if allowed.any(axis=1).all() else None
+
+    def _single_reach(self, allowed: np.ndarray, lo: float, hi: float) -> np.ndarray:
+        """``allowed`` without the singleton levels that cannot put W in ``[lo, hi]``: a
+        category holding singleton level s leaves every other category a level other
+        than s, so W lies between its ``p_z w_s`` plus the others' smallest such
+        ``p_y w_l`` and the same with their largest (a category with no other level
+        left must hold s itself)."""
+        for s in self.singles:
+            others = allowed.copy()
+            others[:, s] = False
+            low = np.where(others, self.pw, math.inf).min(axis=1)
+            high = np.where(others, self.pw, -math.inf).max(axis=1)
+            open_ = np.isfinite(low)
+            stuck = int(np.count_nonzero(~open_))
+            low_sum, high_sum = float(low[open_].sum()), float(high[open_].sum())
+            reach = ((self.pw[:, s] + low_sum - np.where(open_, low, 0.0) <= hi)
+                     & (self.pw[:, s] + high_sum - np.where(open_, high, 0.0) >= lo)
+                     & ((stuck == 0) | ((stuck == 1) & ~open_)))
+            allowed[:, s] &= reach
+        return allowed
 
     # -- the bound --------------------------------------------------------------------------
 
@@ -416,11 +436,14 @@ class _Problem:
             full[free] = levels
             arrangements.append(full)
         split = np.flatnonzero(arrangements[0] != arrangements[1])
-        moves = np.abs(self.pw[split, arrangements[0][split]] - self.pw[split, arrangements[1][split]])
+        shift = self.pw[split, arrangements[1][split]] - self.pw[split, arrangements[0][split]]
+        moves = np.abs(shift)
         width = hi - lo
         branch: tuple | None = None
         item = int(split[np.argmax(moves)]) if split.size else None
-        if item is not None and width <= float(moves.max()):
+        # a singleton that changes category moves W by the difference of the two moves
+        apart = abs(float(shift.sum())) if self.single[arrangements[0][split]].any() else float(moves.max(initial=0.0))
+        if item is not None and width <= apart:
             branch = ("item", item)
         elif width > 4.0 * self.slack:
             branch = ("window",)
