@@ -427,6 +427,11 @@ class _Problem:
             return _Node(-math.inf, 0.0, None, [], lo, hi, lam0)
         lam, left, right = _minimise(evaluate, lam0)
         bound, allowance = self._certified(lam, c_val, c_err, allowed, ends)
+        if left == right:   # no bracket: the search may have run off along a slope that is rounding
+            for other in (lam0, 0.0):   # every multiplier gives a valid bound; keep the least
+                alt = self._certified(other, c_val, c_err, allowed, ends)
+                if alt[0] < bound:
+                    lam, bound, allowance = other, *alt
         # the relaxation just left and right of lam: its two roundings
         arrangements = []
         for point in (left, right):
