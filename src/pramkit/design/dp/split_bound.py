@@ -105,13 +105,13 @@ class SplitBound:
     Examples
     --------
     A singleton level 0.9 on any one of four categories, the others at 0.5 or 0.2: the
-    search scores 5 of the 32 arrangements and proves that none beats the best of them.
+    search scores 4 of the 32 arrangements and proves that none beats the best of them.
 
     >>> import itertools
     >>> p = np.array([0.4, 0.3, 0.2, 0.1])
     >>> res = bound_split(p, [(None, 0.9)], np.arange(4), 0.5, 0.2, -math.inf, 1e-12)
     >>> res.closed, res.best_q.tolist(), res.scored
-    (True, [0.9, 0.5, 0.5, 0.5], 5)
+    (True, [0.9, 0.5, 0.5, 0.5], 4)
     >>> every = np.array([q for q in itertools.product([0.9, 0.5, 0.2], repeat=4) if q.count(0.9) == 1])
     >>> len(every), res.best_value == float(form8_objective(p, every).max())
     (32, True)
@@ -234,12 +234,15 @@ def _silent_group(p: np.ndarray, allowed: np.ndarray, mid_bits: np.ndarray,
 class _Problem:
     """The arrangements of one pattern: levels ``q`` (K of them, decreasing),
     which of them are singletons (exactly one category each), and for each
-    category the levels it may take (a bit mask).
+    category the levels it may take (a bit mask).  With ``group``, the
+    categories with p = 0 that no singleton needs are one row (module
+    docstring); the rows are then no longer the categories.
 
     Every constant comes with a bound on its rounding error (``d_*``): the
     exact problem is that of the doubles p and q."""
 
-    def __init__(self, p: np.ndarray, levels: np.ndarray, single: np.ndarray, allowed: np.ndarray) -> None:
+    def __init__(self, p: np.ndarray, levels: np.ndarray, single: np.ndarray, allowed: np.ndarray,
+                 group: bool = False) -> None:
         s = p.size
         self.q = levels
         self.k = levels.size
@@ -248,7 +251,10 @@ class _Problem:
         self.singles = np.flatnonzero(single)
         self.bits = 1 << np.arange(self.k)
         self.p_all = p
-        self.rows, self.fill, self.silent = _silent_group(p, allowed, self.bits[self.mid], self.bits[self.singles])
+        if group:   # module docstring, "Categories with p = 0"
+            self.rows, self.fill, self.silent = _silent_group(p, allowed, self.bits[self.mid], self.bits[self.singles])
+        else:
+            self.rows, self.fill, self.silent = np.arange(s), np.zeros(s, dtype=np.intp), 0
         p = np.append(p[self.rows], 0.0) if self.silent else p[self.rows]
         self.p = p
         self.base = np.append(allowed[self.rows], self.bits[self.mid[0]]) if self.silent else allowed[self.rows]
@@ -616,7 +622,7 @@ def bound_split(p: np.ndarray, singles: list[tuple[int | None, float]], rest: np
     for z, level in singles:
         if z is not None:
             allowed[z] = 1 << index[float(level)]
-    prob = _Problem(p, levels, single, allowed)
+    prob = _Problem(p, levels, single, allowed, group=True)
     return _search(prob, incumbent, tol, max_nodes)
 
 
