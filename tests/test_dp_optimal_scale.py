@@ -108,7 +108,7 @@ def _best_vertex(p: np.ndarray, alpha: float, truthful: bool) -> Decimal:
 
 
 @given(st.integers(4, 7), st.lists(st.integers(1, 1000), min_size=7, max_size=7), st.integers(1, 3),
-       st.floats(0.05, 30.0), st.booleans())
+       st.floats(0.05, 25.0), st.booleans())
 @settings(max_examples=30, deadline=None)
 def test_branch_and_bound_with_zero_categories_against_every_arrangement(s, weights, zeros, beyond, truthful):
     """Several categories of p = 0 (their released mass is W whatever their level): the branch and
