@@ -44,8 +44,23 @@ them.
 arrangements can have (the sum of each category's smallest and largest
 ``p_z w_l``) and to ``W >= -p_z sigma_l`` (no released mass is negative); a
 level that cannot put W in the window, or whose released mass is negative on
-the whole window, is dropped for that category; a category left with one
-singleton level and no middle level is that singleton.
+the whole window, is dropped for that category; so is a singleton level
+that puts W outside the window whatever levels other than it the other
+categories take; a category left with one singleton level and no middle
+level is that singleton.
+
+**Categories with p = 0.**  Such a category adds nothing to W nor to the
+rows of f, and its released mass is W whatever its level, so its level does
+not change f.  Of those that share the same allowed levels, only as many as
+there are singleton levels stay rows (they may hold the singletons); the
+others are one row at the first middle level whose line is that of any of
+them times their number (rounding of the product included), and take that
+level in the arrangements returned.
+
+**The multiplier.**  Any lambda gives a valid bound; when the search for the
+best one finds no bracket (the slope it follows may be rounding, at a
+window within rounding of a fixed arrangement), the bound at the starting
+lambda and at 0 are taken too, and the least kept.
 
 **Rounding.**  The bound a node reports is valid for the exact f of the
 stored doubles.  Each tangent is taken at the computed mass ``x`` (any
