@@ -462,14 +462,11 @@ class _Problem:
             full[free] = levels
             arrangements.append(full)
         split = np.flatnonzero(arrangements[0] != arrangements[1])
-        shift = self.pw[split, arrangements[1][split]] - self.pw[split, arrangements[0][split]]
-        moves = np.abs(shift)
+        moves = np.abs(self.pw[split, arrangements[0][split]] - self.pw[split, arrangements[1][split]])
         width = hi - lo
         branch: tuple | None = None
         item = int(split[np.argmax(moves)]) if split.size else None
-        # a singleton that changes category moves W by the difference of the two moves
-        apart = abs(float(shift.sum())) if self.single[arrangements[0][split]].any() else float(moves.max(initial=0.0))
-        if item is not None and width <= apart:
+        if item is not None and width <= float(moves.max()):
             branch = ("item", item)
         elif width > 4.0 * self.slack:
             branch = ("window",)
