@@ -120,13 +120,13 @@ class SplitBound:
     Examples
     --------
     A singleton level 0.9 on any one of four categories, the others at 0.5 or 0.2: the
-    search scores 4 of the 32 arrangements and proves that none beats the best of them.
+    search scores 5 of the 32 arrangements and proves that none beats the best of them.
 
     >>> import itertools
     >>> p = np.array([0.4, 0.3, 0.2, 0.1])
     >>> res = bound_split(p, [(None, 0.9)], np.arange(4), 0.5, 0.2, -math.inf, 1e-12)
     >>> res.closed, res.best_q.tolist(), res.scored
-    (True, [0.9, 0.5, 0.5, 0.5], 4)
+    (True, [0.9, 0.5, 0.5, 0.5], 5)
     >>> every = np.array([q for q in itertools.product([0.9, 0.5, 0.2], repeat=4) if q.count(0.9) == 1])
     >>> len(every), res.best_value == float(form8_objective(p, every).max())
     (32, True)
