@@ -4,8 +4,9 @@ For each family -- dp (diagonal, form (8)), metric geometric (ordinal), metric e
 (points in the plane, at most 10 000 of them) -- ``pramkit design --counts ... --json`` is timed
 as a fresh process (start-up, import, solve, JSON) and in process (``pramkit.cli.main``, no
 start-up); the DP-optimal certificate at 10 000 categories beyond Proposition 3.2 is timed on its
-own (``dp_optimal``).  Each time is printed with its ratio to a floor measured in the same run:
-parsing the same counts and writing the same number of bytes of JSON (a list of floats) to a
+own (``dp_optimal``), also with half the categories at p = 0 at alpha = 30 (truthful or not).
+Each time is printed with its ratio to a floor measured in the same run: parsing the same counts
+and writing the same number of bytes of JSON (a list of floats) to a
 file.  The start-up of a bare interpreter importing pramkit's command line is printed too.
 
     python benchmarks/bench_design_scale.py            # S = 1000, 10 000, 100 000
@@ -81,13 +82,18 @@ def _in_process(argv: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def _certificate(s: int) -> tuple[float, dict]:
+def _certificate(s: int, alpha: float | None = None, empty: bool = False,
+                 truthful: bool = False) -> tuple[float, dict]:
+    """Seconds of ``dp_optimal`` at S categories (Dirichlet p; with ``empty``, its second half at
+    p = 0) and its certificate; alpha defaults to log S + 1, beyond Proposition 3.2 (about log(S - 2))."""
     from pramkit.design.dp.optimal import dp_optimal
 
     p = np.random.default_rng(s).dirichlet(np.ones(s))
-    alpha = math.log(s) + 1.0                       # beyond Proposition 3.2 (about log(S - 2))
+    if empty:
+        p[s // 2:] = 0.0
+        p = p / p.sum()
     start = time.perf_counter()
-    cert = dp_optimal(p, alpha).provenance.certificate
+    cert = dp_optimal(p, math.log(s) + 1.0 if alpha is None else alpha, truthful=truthful).provenance.certificate
     return time.perf_counter() - start, cert
 
 
@@ -113,10 +119,14 @@ def main() -> None:
                 floor = _floor(counts, nbytes, os.path.join(folder, "floor.json"))
                 print(f"{family:18s} {s:7d} {seconds:10.2f} {seconds / floor:9.1f} {inside:13.2f} "
                       f"{inside / floor:9.1f} {nbytes / 1e6:7.1f} {floor:8.3f}", flush=True)
-        seconds, cert = _certificate(10_000)
         floor = _floor(_counts(10_000), 10_000 * 21, os.path.join(folder, "floor.json"))
-        print(f"dp_optimal certificate, S = 10 000, alpha = log S + 1: {seconds:.2f} s ({seconds / floor:.0f}x floor), "
-              f"optimal {cert['optimal']}, gap {cert['certified_gap_nats']:.2g} nats, {cert['bound_nodes']} nodes")
+        cases = [("alpha = log S + 1", None, False, False), ("half of p = 0, alpha = 30", 30.0, True, False),
+                 ("half of p = 0, alpha = 30, truthful", 30.0, True, True)]
+        for label, alpha, empty, truthful in cases:
+            seconds, cert = _certificate(10_000, alpha, empty, truthful)
+            print(f"dp_optimal certificate, S = 10 000, {label}: {seconds:.2f} s ({seconds / floor:.0f}x floor), "
+                  f"optimal {cert['optimal']}, gap {cert['certified_gap_nats']:.2g} nats, {cert['bound_nodes']} nodes",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,23 @@ them.
 arrangements can have (the sum of each category's smallest and largest
 ``p_z w_l``) and to ``W >= -p_z sigma_l`` (no released mass is negative); a
 level that cannot put W in the window, or whose released mass is negative on
-the whole window, is dropped for that category; a category left with one
-singleton level and no middle level is that singleton.
+the whole window, is dropped for that category; so is a singleton level
+that puts W outside the window whatever levels other than it the other
+categories take; a category left with one singleton level and no middle
+level is that singleton.
+
+**Categories with p = 0.**  Such a category adds nothing to W nor to the
+rows of f, and its released mass is W whatever its level, so its level does
+not change f.  Of those that share the same allowed levels, only as many as
+there are singleton levels stay rows (they may hold the singletons); the
+others are one row at the first middle level whose line is that of any of
+them times their number (rounding of the product included), and take that
+level in the arrangements returned.
+
+**The multiplier.**  Any lambda gives a valid bound; when the search for the
+best one finds no bracket (the slope it follows may be rounding, at a
+window within rounding of a fixed arrangement), the bound at the starting
+lambda and at 0 are taken too, and the least kept.
 
 **Rounding.**  The bound a node reports is valid for the exact f of the
 stored doubles.  Each tangent is taken at the computed mass ``x`` (any
@@ -211,22 +226,53 @@ def _relax(e_val: np.ndarray, pw: np.ndarray, allowed: np.ndarray, mid: np.ndarr
     return float(pairwise_sum(best_mid)) + gain, w, size, levels
 
 
+def _silent_group(p: np.ndarray, allowed: np.ndarray, mid_bits: np.ndarray,
+                  single_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Module docstring, "Categories with p = 0": the categories kept as rows (every one
+    with p > 0 or no middle level; of those with p = 0 that share a mask, as many as
+    it has singleton levels), the level of every category (the kept ones' overwritten
+    by the search; the others at their mask's first middle level) and how many are
+    left out (the silent group)."""
+    fill = np.zeros(p.size, dtype=np.intp)
+    keep = np.ones(p.size, dtype=bool)
+    mid_mask = int(np.bitwise_or.reduce(mid_bits))
+    zero = np.flatnonzero((p == 0.0) & ((allowed & mid_mask) != 0))
+    for mask in np.unique(allowed[zero]):
+        same = zero[allowed[zero] == mask]
+        spare = same[int(np.count_nonzero(single_bits & mask)):]
+        keep[spare] = False
+        low = int(mask) & mid_mask
+        fill[spare] = (low & -low).bit_length() - 1
+    return np.flatnonzero(keep), fill, int(p.size - keep.sum())
+
+
 class _Problem:
     """The arrangements of one pattern: levels ``q`` (K of them, decreasing),
     which of them are singletons (exactly one category each), and for each
-    category the levels it may take (a bit mask).
+    category the levels it may take (a bit mask).  With ``group``, the
+    categories with p = 0 that no singleton needs are one row (module
+    docstring); the rows are then no longer the categories.
 
     Every constant comes with a bound on its rounding error (``d_*``): the
     exact problem is that of the doubles p and q."""
 
-    def __init__(self, p: np.ndarray, levels: np.ndarray, single: np.ndarray, allowed: np.ndarray) -> None:
+    def __init__(self, p: np.ndarray, levels: np.ndarray, single: np.ndarray, allowed: np.ndarray,
+                 group: bool = False) -> None:
         s = p.size
-        self.p, self.q = p, levels
+        self.q = levels
         self.k = levels.size
         self.single = single
         self.mid = np.flatnonzero(~single)
         self.singles = np.flatnonzero(single)
-        self.base = allowed
+        self.bits = 1 << np.arange(self.k)
+        self.p_all = p
+        if group:   # module docstring, "Categories with p = 0"
+            self.rows, self.fill, self.silent = _silent_group(p, allowed, self.bits[self.mid], self.bits[self.singles])
+        else:
+            self.rows, self.fill, self.silent = np.arange(s), np.zeros(s, dtype=np.intp), 0
+        p = np.append(p[self.rows], 0.0) if self.silent else p[self.rows]
+        self.p = p
+        self.base = np.append(allowed[self.rows], self.bits[self.mid[0]]) if self.silent else allowed[self.rows]
         w, sigma, h = form8_row_terms(levels, s)
         d_w = rounding_bound(w)
         d_sigma = d_w + rounding_bound(levels + w)
@@ -240,14 +286,17 @@ class _Problem:
         self.d_ph = col * d_h + rounding_bound(np.abs(self.ph))
         # rounding of an S-term sum of W (in any order) plus the errors of its terms
         self.slack = float(rounding_bound(float(self.pw.max(axis=1).sum()), s) + self.d_pw.max(axis=1).sum())
-        self.bits = 1 << np.arange(self.k)
 
     # -- arrangements -----------------------------------------------------------------------
 
     def value(self, levels: np.ndarray) -> tuple[float, np.ndarray]:
-        """Exact f (to rounding) of the arrangement with these level indices."""
-        q = self.q[levels]
-        return float(form8_objective(self.p, q[None])[0]), q
+        """Exact f (to rounding) of the arrangement with these level indices (one per
+        row), and its keep probabilities for all S categories (the silent group's
+        categories at their fill level)."""
+        full = self.fill.copy()
+        full[self.rows] = levels[:self.rows.size]
+        q = self.q[full]
+        return float(form8_objective(self.p_all, q[None])[0]), q
 
     def allowed(self, fixes: tuple[tuple[int, int], ...]) -> np.ndarray:
         """(S, K) levels allowed at a node: the initial masks with its fixes applied."""
@@ -280,7 +329,7 @@ class _Problem:
             feasible = ((self.pw + (w_min - pw_min)[:, None] <= hi + 2.0 * slack)
                         & (self.pw + (w_max - pw_max)[:, None] >= lo - 2.0 * slack)
                         & (hi + self.psig + self.d_psig + rounding_bound(abs(hi) + np.abs(self.psig)) >= 0.0))
-            new = allowed & feasible
+            new = self._single_reach(allowed & feasible, lo - 2.0 * slack, hi + 2.0 * slack)
             forced = ~new[:, self.mid].any(axis=1)
             if forced.sum() > self.singles.size:
                 return None
@@ -296,6 +345,26 @@ class _Problem:
                 break
             allowed = new
         return (allowed, lo, hi) if allowed.any(axis=1).all() else None
+
+    def _single_reach(self, allowed: np.ndarray, lo: float, hi: float) -> np.ndarray:
+        """``allowed`` without the singleton levels that cannot put W in ``[lo, hi]``: a
+        category holding singleton level s leaves every other category a level other
+        than s, so W lies between its ``p_z w_s`` plus the others' smallest such
+        ``p_y w_l`` and the same with their largest (a category with no other level
+        left must hold s itself)."""
+        for s in self.singles:
+            others = allowed.copy()
+            others[:, s] = False
+            low = np.where(others, self.pw, math.inf).min(axis=1)
+            high = np.where(others, self.pw, -math.inf).max(axis=1)
+            open_ = np.isfinite(low)
+            stuck = int(np.count_nonzero(~open_))
+            low_sum, high_sum = float(low[open_].sum()), float(high[open_].sum())
+            reach = ((self.pw[:, s] + low_sum - np.where(open_, low, 0.0) <= hi)
+                     & (self.pw[:, s] + high_sum - np.where(open_, high, 0.0) >= lo)
+                     & ((stuck == 0) | ((stuck == 1) & ~open_)))
+            allowed[:, s] &= reach
+        return allowed
 
     # -- the bound --------------------------------------------------------------------------
 
@@ -331,6 +400,9 @@ class _Problem:
         err = np.where(valid[1], err, rounding_bound(np.abs(flat))[None])
         value = self.ph[None] + line
         err = err + self.d_ph[None] + rounding_bound(np.abs(self.ph)[None] + np.abs(line))
+        if self.silent:   # the last row stands for the silent group: its line times their number
+            value[:, -1] *= self.silent
+            err[:, -1] = err[:, -1] * self.silent + rounding_bound(np.abs(value[:, -1]))
         return np.where(allowed[None], value, -math.inf), err
 
     def node(self, lo: float, hi: float, fixes: tuple[tuple[int, int], ...], lam0: float | None) -> _Node:
@@ -376,6 +448,11 @@ class _Problem:
             return _Node(-math.inf, 0.0, None, [], lo, hi, lam0)
         lam, left, right = _minimise(evaluate, lam0)
         bound, allowance = self._certified(lam, c_val, c_err, allowed, ends)
+        if left == right:   # no bracket: the search may have run off along a slope that is rounding
+            for other in (lam0, 0.0):   # every multiplier gives a valid bound; keep the least
+                alt = self._certified(other, c_val, c_err, allowed, ends)
+                if alt[0] < bound:
+                    lam, bound, allowance = other, *alt
         # the relaxation just left and right of lam: its two roundings
         arrangements = []
         for point in (left, right):
@@ -557,7 +634,7 @@ def bound_split(p: np.ndarray, singles: list[tuple[int | None, float]], rest: np
     for z, level in singles:
         if z is not None:
             allowed[z] = 1 << index[float(level)]
-    prob = _Problem(p, levels, single, allowed)
+    prob = _Problem(p, levels, single, allowed, group=True)
     return _search(prob, incumbent, tol, max_nodes)
 
 
