@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from pramkit.design.metric.distances import Distances, euclidean_distances, ordinal_distances
 from pramkit.errors import ManifestError
+from pramkit.design.measures import information_kept
 from pramkit.information import mutual_information
 from pramkit.manifest import Manifest
 from pramkit.matrix import FORMS, PramMatrix, Provenance
-from pramkit.release.assemble import _information, _measures
 from pramkit.release.record import MAX_DENSE_RECORD, record_matrix
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "manifests"
@@ -151,9 +151,9 @@ def test_information_and_measures_agree_with_the_dense_computation(s, seed):
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.ones(s))
     for m in _every_form(s, rng):
-        assert math.isclose(_information(p, m), mutual_information(p, m.matrix), rel_tol=1e-9, abs_tol=1e-12)
+        assert math.isclose(information_kept(p, m), mutual_information(p, m.matrix), rel_tol=1e-9, abs_tol=1e-12)
         if m.blocks is None:
-            mine, dense = _measures(m, p), measure(PramMatrix(m.matrix), p).__dict__
+            mine, dense = measure(m, p).__dict__, measure(PramMatrix(m.matrix), p).__dict__
             for key, value in dense.items():
                 if isinstance(value, float):
                     assert math.isclose(mine[key], value, rel_tol=1e-9, abs_tol=1e-12), key
@@ -168,7 +168,7 @@ def test_block_information_is_the_block_entropy_plus_the_information_within():
              PramMatrix.exponential(1.0, ordinal_distances(["f", "g", "h"])), PramMatrix.identity(["i"])]
     m = PramMatrix.block_diagonal(parts)
     for p in (rng.dirichlet(np.ones(9)), np.array([0, 0, 0, 0.5, 0.5, 0, 0, 0, 0.0])):
-        assert math.isclose(_information(p, m), mutual_information(p, m.matrix), rel_tol=1e-12, abs_tol=1e-15)
+        assert math.isclose(information_kept(p, m), mutual_information(p, m.matrix), rel_tol=1e-12, abs_tol=1e-15)
 
 
 def _design(s: int, method: str):

@@ -70,7 +70,9 @@ def measure(matrix: PramMatrix, p: ArrayLike | None = None) -> DesignMeasures:
     """Epsilon, beta, mutual information and the rest for one matrix (and proportions p).
 
     A compact matrix of form (8) is measured in O(S) (:func:`form8_entropy_rate_bits`,
-    :func:`pramkit.information.mutual_information_form8`); any other from its dense array.
+    :func:`pramkit.information.mutual_information_form8`), one stored by its parameters (truncated
+    geometric, exponential) row by row in O(S) memory (:func:`_measure_by_rows`); any other from
+    its dense array.
 
     Parameters
     ----------
@@ -109,6 +111,8 @@ def measure(matrix: PramMatrix, p: ArrayLike | None = None) -> DesignMeasures:
     pv = None if p is None else as_distribution(p, matrix.size)
     if matrix.is_compact:
         return _measure_form8(matrix, pv)
+    if matrix.geometric_rate is not None or matrix.exponential_rate is not None:
+        return _measure_by_rows(matrix, pv)
     bi = is_bistochastic(matrix)
     priv = bistochastic_privacy(matrix) if bi and matrix.size >= 2 else None
     return DesignMeasures(
@@ -177,3 +181,120 @@ def _measure_form8(matrix: PramMatrix, pv: np.ndarray | None) -> DesignMeasures:
         bistochastic=bi,
         invariant=invariant,
     )
+
+
+def _measure_by_rows(matrix: PramMatrix, pv: np.ndarray | None) -> DesignMeasures:
+    """:func:`measure` of a matrix stored by its parameters (truncated geometric, exponential), from
+    its rows' laws (:func:`_row_laws`, O(S) memory)."""
+    released, rows = _row_laws(np.full(matrix.size, 1.0 / matrix.size) if pv is None else pv, matrix)
+    bi = matrix.is_bistochastic
+    h = float(rows.mean()) / math.log(2) if bi and matrix.size >= 2 else None
+    return DesignMeasures(
+        epsilon=matrix.epsilon,
+        beta=None if h is None else min(max(h / math.log2(matrix.size), 0.0), 1.0),
+        entropy_rate_bits=h,
+        mutual_information_nats=None if pv is None else max(_entropy(released) - float(pv @ rows), 0.0),
+        min_diagonal=matrix.min_diagonal,
+        truthful=matrix.is_truthful,
+        bistochastic=bi,
+        invariant=None if pv is None else bool(np.abs(released - pv).max() <= ROW_SUM_TOL),
+    )
+
+
+def information_kept(p: ArrayLike, matrix: PramMatrix, *, limit: int | None = None) -> float | None:
+    """I(X; Z) in nats for proportions p, without densifying a compact matrix: O(S) for form (8) and
+    the truncated geometric mechanism, block by block for a matrix stored by blocks
+    (``I = H(block) + sum_b P(b) I(X; Z | b)``: the released value tells its block), row by row
+    (O(S) memory, O(S^2) time) for an exponential mechanism.
+
+    Parameters
+    ----------
+    p : array_like, shape (S,)
+        Counts or proportions of the categories.
+    matrix : PramMatrix
+        The matrix, in any form.
+    limit : int, optional
+        Largest exponential mechanism whose O(S^2)-time figure is computed (``None`` beyond).
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    Two classes of two categories, uniform within: the released value tells the class and
+    nothing more, so I(X; Z) is the entropy of the classes:
+
+    >>> from pramkit.design.bistochastic.families import k_anonymity
+    >>> round(information_kept([0.1, 0.2, 0.3, 0.4], k_anonymity("abcd", 2)), 12) == round(
+    ...     -(0.3 * math.log(0.3) + 0.7 * math.log(0.7)), 12)
+    True
+    """
+    if matrix.form == "dense":
+        return mutual_information(p, matrix.matrix)
+    if matrix.is_compact:
+        return mutual_information_form8(p, matrix.form8_q)
+    if matrix.exponential_rate is not None and limit is not None and matrix.size > limit:
+        return None
+    pv = np.asarray(p, dtype=float) / np.sum(p)
+    if matrix.blocks is None:
+        released, rows = _row_laws(pv, matrix)
+        return max(_entropy(released) - float(pv @ rows), 0.0)
+    parts = [(float(pv[idx].sum()), idx, part) for idx, part in matrix.blocks]
+    inside = [pb * information_kept(pv[idx] / pb, part, limit=limit) for pb, idx, part in parts if pb > 0]
+    if any(x is None for x in inside):
+        return None
+    return _entropy(np.array([pb for pb, _, _ in parts])) + sum(inside)
+
+
+def _entropy(r: np.ndarray) -> float:
+    """Shannon entropy in nats of a distribution."""
+    from scipy.special import entr
+
+    return float(np.sum(entr(r)))
+
+
+def _row_laws(p: np.ndarray, m: PramMatrix) -> tuple[np.ndarray, np.ndarray]:
+    """``p M`` (the released law) and each row's entropy (nats) of a matrix stored by its parameters,
+    in O(S) memory: closed forms for the truncated geometric mechanism (O(S) time), rows in passes
+    of :data:`pramkit.matrix.ROWS_PER_PASS` otherwise."""
+    if m.geometric_rate is not None:
+        return _geometric_laws(p, m.geometric_rate, m.size)
+    from scipy.special import entr
+
+    from pramkit.matrix import ROWS_PER_PASS
+
+    released, rows = np.zeros(m.size), np.empty(m.size)
+    for start in range(0, m.size, ROWS_PER_PASS):
+        idx = np.arange(start, min(start + ROWS_PER_PASS, m.size))
+        block = m.exponential_rows(idx)
+        released += p[idx] @ block
+        rows[idx] = entr(block).sum(axis=1)
+    return released, rows
+
+
+def _geometric_laws(p: np.ndarray, rate: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``p M`` and the row entropies of the truncated geometric mechanism in O(S) (a = e^-rate,
+    inner entries ``c a^|z-x|``, ends ``e a^x`` and ``e a^(S-1-x)``, docs/perturbation.md)."""
+    from scipy.signal import lfilter
+
+    a = np.exp(-rate)
+    c, e = np.tanh(rate / 2.0), 1.0 / (1.0 + a)
+    left = lfilter([1.0], [1.0, -a], p)                   # sum over x <= z of p_x a^(z - x)
+    right = lfilter([1.0], [1.0, -a], p[::-1])[::-1]      # sum over x >= z of p_x a^(x - z)
+    released = c * (left + right - p)
+    released[0], released[-1] = e * right[0], e * left[-1]
+    k = np.arange(n, dtype=float)
+    powers = np.exp(-rate * k)
+    power_sum = np.concatenate([[0.0], np.cumsum(powers[1:])])      # sum of a^k, k = 1 .. m
+    moment_sum = np.concatenate([[0.0], np.cumsum(k[1:] * powers[1:])])  # sum of k a^k, k = 1 .. m
+    x = np.arange(n)
+    lo, hi = np.maximum(x - 1, 0), np.maximum(n - 2 - x, 0)
+    centre = ((x >= 1) & (x <= n - 2)).astype(float)
+    s0 = power_sum[lo] + power_sum[hi] + centre
+    s1 = moment_sum[lo] + moment_sum[hi]
+    rows = -c * (math.log(c) * s0 - rate * s1)
+    for d in (k, (n - 1) - k):                             # the two ends: e a^d
+        t = e * np.exp(-rate * d)
+        rows -= t * (math.log(e) - rate * d)
+    return released, rows

@@ -11,17 +11,17 @@ matrix keeps on them, expected distances, measures, the joint comparison).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Mapping
 
 import numpy as np
 
 from pramkit._json import to_jsonable
+from pramkit.design.measures import information_kept, measure
 from pramkit.errors import ParameterError
-from pramkit.information import mutual_information, mutual_information_form8
+from pramkit.information import mutual_information
 from pramkit.ledger import Ledger
 from pramkit.manifest import Manifest, PerturbedVariable
-from pramkit.matrix import ROW_SUM_TOL, PramMatrix, Provenance
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.release.allocate import Allocation
 from pramkit.release.build import Built
 from pramkit.release.count import Counted
@@ -167,7 +167,7 @@ def _per_variable(counted: Counted, freqs: Frequencies, built: Built) -> dict[st
             "p": np.asarray(p_exact).tolist(),
             "design_p": None if design_p is None else np.asarray(design_p).tolist(),
             "epsilon": 0.0 if m is None else m.block_epsilon,
-            "information_nats": 0.0 if m is None else _information(p_exact, m),
+            "information_nats": 0.0 if m is None else information_kept(p_exact, m, limit=MAX_DENSE_FIGURES),
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
         }
@@ -189,7 +189,7 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
     if counted.households is not None:
         extra["households"] = counted.households.rows
     if plan.method != "dp":
-        extra["measures"] = {k: _measures(m, freqs.exact[k]) for k, m in built.matrices.items()
+        extra["measures"] = {k: dataclasses.asdict(measure(m, freqs.exact[k])) for k, m in built.matrices.items()
                              if _measured(plan, m)}
     return extra
 
@@ -208,100 +208,9 @@ def _dense_ok(m: PramMatrix) -> bool:
     """Whether the record computes ``m``'s figures that take O(S^2) time (rows on demand, O(S)
     memory: information and measures of an exponential mechanism, expected distances): not for a
     matrix stored by its parameters beyond :data:`MAX_DENSE_FIGURES` categories.  Those of form (8)
-    and the truncated geometric mechanism take O(S) (:func:`_row_laws`) at any size."""
+    and the truncated geometric mechanism take O(S) (:func:`pramkit.design.measures.information_kept`) at any size."""
     by_parameters = m.geometric_rate is not None or m.exponential_rate is not None
     return not by_parameters or m.size <= MAX_DENSE_FIGURES
-
-
-def _information(p: np.ndarray, m: PramMatrix) -> float | None:
-    """I(X; Z) in nats, without densifying a compact matrix: O(S) for form (8) and the truncated
-    geometric mechanism, block by block (``I = H(block) + sum_b P(b) I(X; Z | b)``: the released
-    value tells its block), row by row for an exponential mechanism (``None`` beyond
-    :data:`MAX_DENSE_FIGURES` categories)."""
-    if m.form == "dense":
-        return mutual_information(p, m.matrix)
-    if m.is_compact:
-        return mutual_information_form8(p, m.form8_q)
-    if m.exponential_rate is not None and not _dense_ok(m):
-        return None
-    pv = np.asarray(p, dtype=float) / np.sum(p)
-    if m.blocks is None:
-        released, rows = _row_laws(pv, m)
-        return max(_entropy(released) - float(pv @ rows), 0.0)
-    parts = [(float(pv[idx].sum()), idx, part) for idx, part in m.blocks]
-    inside = [pb * _information(pv[idx] / pb, part) for pb, idx, part in parts if pb > 0]
-    return None if any(x is None for x in inside) else _entropy(np.array([pb for pb, _, _ in parts])) + sum(inside)
-
-
-def _entropy(r: np.ndarray) -> float:
-    """Shannon entropy in nats of a distribution."""
-    from scipy.special import entr
-
-    return float(np.sum(entr(r)))
-
-
-def _row_laws(p: np.ndarray, m: PramMatrix) -> tuple[np.ndarray, np.ndarray]:
-    """``p M`` (the released law) and each row's entropy (nats) of a matrix stored by its parameters,
-    in O(S) memory: closed forms for the truncated geometric mechanism (O(S) time), rows in passes
-    of :data:`pramkit.matrix.ROWS_PER_PASS` otherwise."""
-    if m.geometric_rate is not None:
-        return _geometric_laws(p, m.geometric_rate, m.size)
-    from scipy.special import entr
-
-    from pramkit.matrix import ROWS_PER_PASS
-
-    released, rows = np.zeros(m.size), np.empty(m.size)
-    for start in range(0, m.size, ROWS_PER_PASS):
-        idx = np.arange(start, min(start + ROWS_PER_PASS, m.size))
-        block = m.exponential_rows(idx)
-        released += p[idx] @ block
-        rows[idx] = entr(block).sum(axis=1)
-    return released, rows
-
-
-def _geometric_laws(p: np.ndarray, rate: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``p M`` and the row entropies of the truncated geometric mechanism in O(S) (a = e^-rate,
-    inner entries ``c a^|z-x|``, ends ``e a^x`` and ``e a^(S-1-x)``, docs/perturbation.md)."""
-    from scipy.signal import lfilter
-
-    a = np.exp(-rate)
-    c, e = np.tanh(rate / 2.0), 1.0 / (1.0 + a)
-    left = lfilter([1.0], [1.0, -a], p)                   # sum over x <= z of p_x a^(z - x)
-    right = lfilter([1.0], [1.0, -a], p[::-1])[::-1]      # sum over x >= z of p_x a^(x - z)
-    released = c * (left + right - p)
-    released[0], released[-1] = e * right[0], e * left[-1]
-    k = np.arange(n, dtype=float)
-    powers = np.exp(-rate * k)
-    power_sum = np.concatenate([[0.0], np.cumsum(powers[1:])])      # sum of a^k, k = 1 .. m
-    moment_sum = np.concatenate([[0.0], np.cumsum(k[1:] * powers[1:])])  # sum of k a^k, k = 1 .. m
-    x = np.arange(n)
-    lo, hi = np.maximum(x - 1, 0), np.maximum(n - 2 - x, 0)
-    centre = ((x >= 1) & (x <= n - 2)).astype(float)
-    s0 = power_sum[lo] + power_sum[hi] + centre
-    s1 = moment_sum[lo] + moment_sum[hi]
-    rows = -c * (math.log(c) * s0 - rate * s1)
-    for d in (k, (n - 1) - k):                             # the two ends: e a^d
-        t = e * np.exp(-rate * d)
-        rows -= t * (math.log(e) - rate * d)
-    return released, rows
-
-
-def _measures(m: PramMatrix, p: np.ndarray) -> dict[str, Any]:
-    """:func:`pramkit.design.measures.measure`'s figures; for a matrix stored by its parameters
-    (truncated geometric, exponential), from :func:`_row_laws` (O(S) memory)."""
-    from pramkit.design.measures import DesignMeasures, measure
-
-    if m.form in ("dense", "diagonal", "blocks"):
-        return dataclasses.asdict(measure(m, p))
-    pv = np.asarray(p, dtype=float) / np.sum(p)
-    released, rows = _row_laws(pv, m)
-    bi = m.is_bistochastic
-    rate_bits = float(rows.mean()) / math.log(2) if bi and m.size >= 2 else None
-    return dataclasses.asdict(DesignMeasures(
-        epsilon=m.epsilon, beta=None if rate_bits is None else min(max(rate_bits / math.log2(m.size), 0.0), 1.0),
-        entropy_rate_bits=rate_bits, mutual_information_nats=max(_entropy(released) - float(pv @ rows), 0.0),
-        min_diagonal=m.min_diagonal, truthful=m.is_truthful, bistochastic=bi,
-        invariant=bool(np.abs(released - pv).max() <= ROW_SUM_TOL)))
 
 
 def _joint_comparison(table: Any, design_p: np.ndarray, joint: PramMatrix,
