@@ -997,15 +997,21 @@ class PramMatrix:
             return "truncated_geometric"
         return "dense" if self.exponential_rate is None else "exponential"
 
-    def to_dict(self) -> dict[str, JSONValue]:
-        """The matrix as JSON values, in its :attr:`form`: the serialiser of a matrix (the manifest
-        and the design record write it).
+    def to_dict(self, *, dense_up_to: int = 0) -> dict[str, JSONValue]:
+        """The matrix as JSON values, in its :attr:`form`: the serialiser of a matrix (the manifest,
+        the design record and ``pramkit design --json`` write it).
+
+        Parameters
+        ----------
+        dense_up_to : int
+            For a form other than ``"dense"`` of at most this many categories, the dense
+            ``matrix`` too, as a figure for readers (:meth:`from_dict` reads the form's own fields).
 
         Returns
         -------
         dict
             ``categories`` (tuples as lists), ``form``, the form's fields (:data:`FORMS`: O(S) or
-            O(1) for every form but ``"dense"``) and ``design`` (:meth:`Provenance.to_dict`).
+            O(1) for every form but ``"dense"``), the figure, and ``design`` (:meth:`Provenance.to_dict`).
 
         Examples
         --------
@@ -1016,9 +1022,13 @@ class PramMatrix:
         True
         >>> PramMatrix.truncated_geometric(0.5, ["low", "mid", "high"]).to_dict()["rate"]
         0.5
+        >>> np.round(m.to_dict(dense_up_to=2)["matrix"], 12).tolist(), "matrix" in m.to_dict(dense_up_to=1)
+        ([[0.8, 0.2], [0.4, 0.6]], False)
         """
+        figure = self.form != "dense" and self.size <= dense_up_to
         return {"categories": [list(c) if isinstance(c, tuple) else c for c in self.categories],
-                "form": self.form, **FORMS[self.form].write(self), "design": self.provenance.to_dict()}
+                "form": self.form, **FORMS[self.form].write(self),
+                **({"matrix": self.matrix.tolist()} if figure else {}), "design": self.provenance.to_dict()}
 
     @classmethod
     def from_dict(cls, d: Any, where: str = "matrix") -> "PramMatrix":

@@ -56,13 +56,11 @@ def matrix_json(m: PramMatrix) -> dict[str, Any]:
     """
     prov = m.provenance
     cert = dict(prov.certificate or {})
-    entries = {k: v for k, v in m.to_dict().items() if k != "design"}
-    figure = m.form != "dense" and m.size <= MAX_DENSE_JSON
+    entries = {k: v for k, v in m.to_dict(dense_up_to=MAX_DENSE_JSON).items() if k != "design"}
     return {
         "method": prov.method,
         "q": m.diagonal.tolist(),
         **entries,
-        **({"matrix": m.matrix.tolist()} if figure else {}),
         "mutual_information_nats": prov.objective,
         "epsilon": epsilon_to_json(m.epsilon),
         "optimal": bool(cert.get("optimal", False)),

@@ -53,8 +53,7 @@ def record_matrix(m: PramMatrix) -> dict[str, Any]:
     >>> "matrix" in record_matrix(PramMatrix.truncated_geometric(0.5, range(MAX_DENSE_RECORD + 1)))
     False
     """
-    figure = m.form != "dense" and m.size <= MAX_DENSE_RECORD
-    return {**m.to_dict(), **({"matrix": m.matrix.tolist()} if figure else {}), "epsilon": epsilon_to_json(m.epsilon)}
+    return {**m.to_dict(dense_up_to=MAX_DENSE_RECORD), "epsilon": epsilon_to_json(m.epsilon)}
 
 
 @dataclass(frozen=True)
