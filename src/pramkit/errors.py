@@ -135,6 +135,24 @@ class WriteError(PramkitError):
     """
 
 
+class Cancelled(PramkitError):
+    """The user stopped a long piece of work (a progress watcher raised it); nothing half-written is left.
+
+    Examples
+    --------
+    >>> from pramkit.progress import progress, watching
+    >>> def stop(desc, done, total):
+    ...     if done >= 3:
+    ...         raise Cancelled(f"{desc} cancelled at {done:g} of {total:g}")
+    >>> with watching(stop):
+    ...     with progress(total=10, desc="counting") as bar:
+    ...         bar.update(3)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.Cancelled: counting cancelled at 3 of 10
+    """
+
+
 class PramkitWarning(UserWarning):
     """Something the user should know that does not stop the command; the command line prints it as one note line.
 
