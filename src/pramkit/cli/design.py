@@ -160,6 +160,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="manifest to write (data mode): public, published with the release")
     p.add_argument("--design-record", type=Path, help="private design record to write (default: beside --out, "
                    "named OUT_STEM.design-record.json); never publish it")
+    p.add_argument("--key-file", type=Path, help="secret key file (`pramkit keygen`): the design step's DP "
+                   "noise is drawn from it, so the same key designs the same manifest (default: fresh noise "
+                   "from the operating system)")
     p.add_argument("--force", action="store_true", help="overwrite --out and the design record if they exist")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
@@ -175,17 +178,17 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     --------
     >>> import argparse
     >>> args = argparse.Namespace(data=Path("d.csv"), prior=None, forbid=None, categories=None,
-    ...                           distances="areas.csv", out=Path("m.json"), design_record=None)
+    ...                           distances="areas.csv", out=Path("m.json"), design_record=None, key_file=Path("k"))
     >>> inputs, outputs = files(args)
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
-    (['d.csv', 'areas.csv'], ['m.json', 'm.design-record.json'])
+    (['d.csv', 'k', 'areas.csv'], ['m.json', 'm.design-record.json'])
     """
     from pramkit.cli._common import distance_files
     from pramkit.release.record import design_record_path
 
     if args.data is None or args.out is None:
         return [], []
-    inputs = [args.data, args.prior, args.forbid, args.categories, *distance_files(args.distances)]
+    inputs = [args.data, args.prior, args.forbid, args.categories, args.key_file, *distance_files(args.distances)]
     return inputs, [args.out, design_record_path(args.out, args.design_record)]
 
 
@@ -264,7 +267,7 @@ def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
     if (args.probs is None) == (args.counts is None):
         raise ParameterError("give exactly one of --probs and --counts (or a data file with --vars)")
     for flag, value in (("--prior", args.prior), ("--design-epsilon", args.design_epsilon),
-                        ("--epsilon-per-variable", args.epsilon_per_variable)):
+                        ("--epsilon-per-variable", args.epsilon_per_variable), ("--key-file", args.key_file)):
         if value is not None:
             raise ParameterError(f"{flag} is for a data file; --probs/--counts design one matrix for the "
                                  "distribution given")
@@ -344,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         raise ParameterError("--out is required: the manifest to write")
     record_path = design_record_path(args.out, args.design_record)
-    inputs = [x for x in (args.data, args.prior, args.forbid,
+    inputs = [x for x in (args.data, args.prior, args.forbid, args.key_file,
                           Path(args.categories) if args.categories else None) if x is not None]
     for path in (args.out, record_path):
         check_writable(path, force=args.force, inputs=inputs)
@@ -361,7 +364,8 @@ def _recognition(args: argparse.Namespace, names: list[str]) -> Any:
 
     structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
                                  ("--keep-codes", args.keep_codes), ("--household", args.household),
-                                 ("--missing category", args.missing == "category")) if v]
+                                 ("--missing category", args.missing == "category"),
+                                 ("--key-file", args.key_file)) if v]
     if structured:
         raise ParameterError(f"{structured[0]} is not available with --recognition")
     if args.epsilon is not None or args.method != "dp":
@@ -376,6 +380,7 @@ def _recognition(args: argparse.Namespace, names: list[str]) -> Any:
 
 def _release(args: argparse.Namespace, names: list[str]) -> Any:
     """The plan of the command line's release, designed."""
+    from pramkit.engine.rng import SecretKey
     from pramkit.release.pipeline import design_planned
     from pramkit.release.plan import plan_release
     from pramkit.structure import parse_assignments
@@ -388,7 +393,8 @@ def _release(args: argparse.Namespace, names: list[str]) -> Any:
         forbid=args.forbid, strata=args.strata or (), household=args.household,
         keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
         household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing)
-    return design_planned(args.data, plan, quiet=args.quiet)
+    rng = SecretKey.from_file(args.key_file).design_random() if args.key_file else None
+    return design_planned(args.data, plan, rng=rng, quiet=args.quiet)
 
 
 def _print_written(out: dict[str, Any], manifest: Any) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import re
 import secrets
 import stat
@@ -44,6 +45,8 @@ MIN_KEY_BYTES = 32
 MAX_KEY_FILE_BYTES = 64 * 1024
 
 _PERSON = b"pramkit-rng-v1"
+#: Domain separation of the design step's random bits (never the perturbation's streams).
+_DESIGN_PERSON = b"pramkit-design1"
 #: Domain separation of key fingerprints (never the same hash as the stream keys).
 _FINGERPRINT_PERSON = b"pramkit-keyfp-v1"
 _HEX = re.compile(rb"[0-9a-fA-F]+")
@@ -247,6 +250,49 @@ class SecretKey:
             )
         return cls(material, f"key file {str(p)!r}", p)
 
+    def text(self) -> str:
+        """The content of a key file holding this key: its bytes as hexadecimal digits and a newline.
+
+        For an application that offers a new key for download; a key read
+        from a file that held other content is written as its bytes.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> key = SecretKey.generate()
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     f = pathlib.Path(d) / "key"
+        ...     _ = f.write_text(key.text())
+        ...     f.chmod(0o600)
+        ...     SecretKey.from_file(f).fingerprint == key.fingerprint
+        True
+        """
+        return self.material.hex() + "\n"
+
+    def design_random(self) -> random.Random:
+        """The design step's random bits (the DP counts' noise), derived from the key.
+
+        A design made with a key file can be made again with it; the bits
+        come from keyed BLAKE2b in counter mode under a domain-separation
+        string of their own, so they are as secret as the key and say
+        nothing about the perturbation's streams.
+
+        Returns
+        -------
+        random.Random
+            A generator whose ``getrandbits`` and ``random`` read the keyed stream.
+
+        Examples
+        --------
+        >>> key = SecretKey(bytes(32), "zeros")
+        >>> a, b = key.design_random(), key.design_random()
+        >>> a.getrandbits(64) == b.getrandbits(64), a.getrandbits(8) < 256, 0 <= a.random() < 1
+        (True, True, True)
+        >>> SecretKey(bytes(range(32)), "other").design_random().getrandbits(64) == key.design_random().getrandbits(64)
+        False
+        """
+        return KeyedRandom(hashlib.blake2b(self.material, digest_size=64, person=_DESIGN_PERSON).digest())
+
     def philox_key(self, variable: str) -> np.ndarray:
         """The 128-bit Philox key of one variable (two uint64 words).
 
@@ -276,6 +322,49 @@ class SecretKey:
         master = hashlib.blake2b(self.material, digest_size=64, person=_PERSON).digest()
         digest = hashlib.blake2b(variable.encode("utf-8"), key=master, digest_size=16, person=_PERSON).digest()
         return np.frombuffer(digest, dtype="<u8").astype(np.uint64)
+
+
+class KeyedRandom(random.Random):
+    """Random bits from keyed BLAKE2b in counter mode (block ``i`` = BLAKE2b-512 of ``i`` under the key).
+
+    Parameters
+    ----------
+    key : bytes
+        The stream's key (64 bytes; :meth:`SecretKey.design_random` derives it).
+
+    Examples
+    --------
+    >>> r = KeyedRandom(bytes(64))
+    >>> first = r.getrandbits(1024)
+    >>> first == KeyedRandom(bytes(64)).getrandbits(1024), first.bit_length() <= 1024
+    (True, True)
+    """
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._block = 0
+        self._pool = 0
+        self._bits = 0
+        super().__init__()
+
+    def seed(self, *args: object, **kw: object) -> None:
+        """The stream is fixed by its key: seeding is ignored (``random.Random.__init__`` calls it)."""
+
+    def getrandbits(self, k: int) -> int:
+        """``k`` uniform random bits from the stream, as an integer."""
+        while self._bits < k:
+            block = hashlib.blake2b(self._block.to_bytes(16, "little"), key=self._key, digest_size=64).digest()
+            self._pool |= int.from_bytes(block, "little") << self._bits
+            self._bits += 512
+            self._block += 1
+        out = self._pool & ((1 << k) - 1)
+        self._pool >>= k
+        self._bits -= k
+        return out
+
+    def random(self) -> float:
+        """A uniform double in [0, 1) from 53 bits of the stream."""
+        return self.getrandbits(53) / (1 << 53)
 
 
 def resolve_key(key: "SecretKey | bytes | str | Path | None") -> SecretKey:
