@@ -1,0 +1,46 @@
+"""The browser workbench (``pramkit app``): a release step by step, on a local web page.
+
+The page (:mod:`pramkit.app.ui`) has one tab per step: the data, the risk, the
+design, the perturbation, the export.  The server (:mod:`pramkit.app.server`)
+only parses the fields, calls :mod:`pramkit.workbench` and shows its results;
+every statistic comes from the library.  The app listens on the loopback
+interface behind a random token (:mod:`pramkit.app.auth`); :func:`pramkit.app.serve.serve`
+starts it.  It needs the extra ``pip install "pramkit[app]"`` (Shiny for Python
+and uvicorn).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def create_app(work_root: str | Path, token: str) -> Any:
+    """The ASGI application: the page and its server behind the token gate.
+
+    Parameters
+    ----------
+    work_root : str or Path
+        A private folder; each browser session works in a new folder inside it.
+    token : str
+        The secret of the URL (:func:`pramkit.app.auth.new_token`).
+
+    Returns
+    -------
+    pramkit.app.auth.TokenGate
+        An ASGI application (for uvicorn, or Starlette's test client).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> app = create_app(tempfile.gettempdir(), "t0k")
+    >>> type(app).__name__, type(app.app).__name__
+    ('TokenGate', 'App')
+    """
+    from shiny import App
+
+    from pramkit.app.auth import TokenGate
+    from pramkit.app.server import make_server
+    from pramkit.app.ui import page
+
+    return TokenGate(App(page(), make_server(Path(work_root))), token)

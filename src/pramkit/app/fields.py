@@ -1,0 +1,187 @@
+"""The page's fields as the library's parameters: text parsed, then checked by :mod:`pramkit.validate`.
+
+A field that cannot be read gives a :class:`pramkit.errors.ParameterError`
+with a one-line message naming the field; the page shows it and runs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Mapping
+
+from pramkit.errors import ParameterError
+from pramkit.validate import epsilon, positive
+
+
+def number(text: str, name: str) -> float:
+    """The number written in a text field.
+
+    Parameters
+    ----------
+    text : str
+        The field's content (blanks around it are ignored).
+    name : str
+        The field's name, for the message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        The text is not a number.
+
+    Examples
+    --------
+    >>> number(" 3 ", "the record budget")
+    3.0
+    >>> number("three", "the record budget")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the record budget must be a number, got 'three'
+    """
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise ParameterError(f"{name} must be a number, got {text.strip()!r}") from None
+
+
+def budget(text: str) -> float:
+    """The record budget (epsilon, nats): a positive finite number.
+
+    Examples
+    --------
+    >>> budget("3")
+    3.0
+    >>> budget("-1")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the record budget must be a positive finite number, got -1.0
+    """
+    return epsilon(number(text, "the record budget"), "the record budget")
+
+
+def fraction(text: str) -> float:
+    """The sampling fraction of the file: a number in (0, 1].
+
+    Examples
+    --------
+    >>> fraction("0.05")
+    0.05
+    >>> fraction("5")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the sampling fraction must lie in (0, 1], got 5
+    """
+    f = positive(number(text, "the sampling fraction"), "the sampling fraction")
+    if f > 1:
+        raise ParameterError(f"the sampling fraction must lie in (0, 1], got {f:g}")
+    return f
+
+
+def row_count(text: str) -> int:
+    """A number of rows: a whole number above 0.
+
+    Examples
+    --------
+    >>> row_count("20000"), row_count("2e4")
+    (20000, 20000)
+    >>> row_count("12.5")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the number of rows must be a whole number above 0, got 12.5
+    """
+    n = number(text, "the number of rows")
+    if not (math.isfinite(n) and n == int(n) and n > 0):
+        raise ParameterError(f"the number of rows must be a whole number above 0, got {n:g}")
+    return int(n)
+
+
+def markers(text: str) -> tuple[str, ...]:
+    """The texts that mean missing, comma-separated (as ``--na-values``).
+
+    Examples
+    --------
+    >>> markers("NA, -9,."), markers("")
+    (('NA', '-9', '.'), ())
+    """
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def options(text: str) -> dict[str, Any]:
+    """A design family's options written ``name=value, ...``; numbers become numbers.
+
+    The family checks the names and values (:func:`pramkit.validate.check_options`).
+
+    Examples
+    --------
+    >>> options("beta=0.5, family=diagonal, k=3")
+    {'beta': 0.5, 'family': 'diagonal', 'k': 3}
+    >>> options("")
+    {}
+    >>> options("beta")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the options must be written name=value, got 'beta'
+    """
+    found: dict[str, Any] = {}
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        name, sep, value = (s.strip() for s in item.partition("="))
+        if not (sep and name and value):
+            raise ParameterError(f"the options must be written name=value, got {item!r}")
+        found[name] = _value(value)
+    return found
+
+
+def _value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def upload(info: Mapping[str, Any], folder: Path) -> Path:
+    """An uploaded file copied into ``folder`` under its own name (the name the library shows).
+
+    Parameters
+    ----------
+    info : mapping
+        Shiny's description of the upload: ``name``, ``size`` and ``datapath``.
+    folder : Path
+        The session's folder for uploads (created when absent).
+
+    Returns
+    -------
+    Path
+        The copy.
+
+    Raises
+    ------
+    ParameterError
+        The file is empty (0 bytes).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     sent = pathlib.Path(d) / "0.csv"
+    ...     _ = sent.write_text("a\\n1\\n")
+    ...     copy = upload({"name": "../My survey.csv", "size": 4, "datapath": str(sent)}, pathlib.Path(d) / "up")
+    ...     copy.name, copy.read_text()
+    ('My_survey.csv', 'a\\n1\\n')
+    >>> upload({"name": "empty.csv", "size": 0, "datapath": "x"}, pathlib.Path("."))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the uploaded file 'empty.csv' is empty (0 bytes)
+    """
+    if int(info["size"]) == 0:
+        raise ParameterError(f"the uploaded file {info['name']!r} is empty (0 bytes)")
+    name = re.sub(r"[^\w.\-]+", "_", Path(str(info["name"])).name).lstrip(".") or "upload"
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(info["datapath"], folder / name))

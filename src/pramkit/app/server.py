@@ -1,0 +1,542 @@
+"""The app's reactive server: one function per step, each a thin layer over :mod:`pramkit.workbench`.
+
+Every browser session gets its own :class:`pramkit.workbench.Workbench` in a
+private folder.  A step parses its fields (:mod:`pramkit.app.fields`), runs the
+library in a worker thread (:class:`Step`: a progress bar fed by
+:func:`pramkit.progress.watching`, a Cancel button) and shows what the library
+returned.  An error caused by the input (:class:`pramkit.errors.PramkitError`)
+is shown as its one-line message; any other exception as "internal error" and
+its class name, with the traceback on the server's stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from shiny import Inputs, Outputs, Session, reactive, render, ui
+
+from pramkit.app import fields
+from pramkit.app.ui import error_box, png
+from pramkit.engine.rng import SecretKey
+from pramkit.errors import Cancelled, ParameterError, PramkitError
+from pramkit.progress import watching
+from pramkit.workbench import DesignSettings, Workbench
+
+#: The steps, in order; a step's new result clears the results of the steps after it.
+STEPS = ("data", "risk", "design", "apply", "export")
+
+
+def outcome_message(exc: BaseException) -> str:
+    """What the page says about an exception raised by a step.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception.
+
+    Returns
+    -------
+    str
+        The error's one-line message for an error of the input, ``cancelled`` for a cancelled
+        step, ``internal error (ClassName)`` for anything else (a bug; its traceback goes to stderr).
+
+    Examples
+    --------
+    >>> outcome_message(ParameterError("epsilon must be a positive finite number,\\n got -1"))
+    'epsilon must be a positive finite number, got -1'
+    >>> outcome_message(Cancelled("design cancelled at 3 of 10"))
+    'cancelled: design cancelled at 3 of 10'
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()):
+    ...     outcome_message(KeyError("x"))
+    'internal error (KeyError); the details are in the log of `pramkit app`'
+    """
+    if isinstance(exc, Cancelled):
+        return "cancelled: " + " ".join(str(exc).split())
+    if isinstance(exc, PramkitError):
+        return " ".join(str(exc).split())
+    traceback.print_exception(exc, file=sys.stderr)
+    return f"internal error ({type(exc).__name__}); the details are in the log of `pramkit app`"
+
+
+class Step:
+    """One step's work: the library call in a worker thread, its progress bar, Cancel button and outcome.
+
+    Parameters
+    ----------
+    name : str
+        The step (one of :data:`STEPS`): its outputs are ``NAME_error`` and ``NAME_cancel``,
+        its Cancel button ``NAME_stop``.
+    busy : reactive.Value
+        Shared by the session's steps: the name of the step running, ``""`` when none (one
+        step at a time works on the session's workbench).
+    """
+
+    def __init__(self, name: str, busy: reactive.Value[str]) -> None:
+        self.name = name
+        self.busy = busy
+        self.error: reactive.Value[str] = reactive.value("")
+        self.result: reactive.Value[Any] = reactive.value(None)
+        self.later: tuple[Step, ...] = ()
+        self._stop = threading.Event()
+        self._update: tuple[str, float, float | None] = ("", 0.0, None)
+        self.task = reactive.ExtendedTask(self._work)
+        reactive.effect(self._finish)
+
+    def start(self, call: Callable[[], Any]) -> None:
+        """Run ``call()`` in a worker thread unless a step is running (then say so)."""
+        with reactive.isolate():
+            running = self.busy.get()
+        if running:
+            ui.notification_show(f"the {running} step is running: wait for it or cancel it", type="warning")
+            return
+        self.error.set("")
+        self.busy.set(self.name)
+        self.task.invoke(call)
+
+    def fail(self, message: str) -> None:
+        """Show ``message`` (nothing was run) and clear what this step and the later ones showed."""
+        self.error.set(message)
+        ui.notification_show(message, type="error", duration=8)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget this step's result and the later steps' (their inputs changed)."""
+        self.result.set(None)
+        for step in self.later:
+            step.result.set(None)
+            step.error.set("")
+
+    def stop(self) -> None:
+        """Ask the running work to stop at its next progress update."""
+        self._stop.set()
+
+    def _watched(self, call: Callable[[], Any]) -> Any:
+        def update(desc: str, done: float, total: float | None) -> None:
+            if self._stop.is_set():
+                raise Cancelled(f"{desc or self.name} cancelled")
+            self._update = (desc, done, total)
+
+        with watching(update):
+            return call()
+
+    async def _work(self, call: Callable[[], Any]) -> tuple[Any, str]:
+        """The task: the call in a thread, the progress bar updated from here (the event loop)."""
+        self._stop.clear()
+        self._update = ("", 0.0, None)
+        with ui.Progress(min=0, max=1) as bar:
+            bar.set(message=f"{self.name}: working")
+            job = asyncio.ensure_future(asyncio.to_thread(self._watched, call))
+            while not job.done():
+                await asyncio.wait({job}, timeout=0.2)
+                desc, done, total = self._update
+                bar.set(value=min(done / total, 1.0) if total else None, message=f"{self.name}: working",
+                        detail=desc)
+        try:
+            return job.result(), ""
+        except BaseException as exc:  # noqa: BLE001 - every failure is shown, none kills the session
+            return None, outcome_message(exc)
+
+    def _finish(self) -> None:
+        """When the task ends: keep its result, or show its error."""
+        if self.task.status() not in ("success", "error"):
+            return
+        with reactive.isolate():
+            self.busy.set("")
+            try:
+                value, message = self.task.result()
+            except Exception as exc:  # the task itself failed (e.g. the page went away)
+                value, message = None, outcome_message(exc)
+            if message:
+                self.fail(message)
+            else:
+                self.clear()
+                self.result.set(value)
+
+
+def make_server(work_root: Path) -> Callable[[Inputs, Outputs, Session], None]:
+    """The server function of the app: a workbench per session, in a new folder of ``work_root``.
+
+    Parameters
+    ----------
+    work_root : Path
+        A private folder (the sessions' folders are made in it and removed when they end).
+
+    Returns
+    -------
+    callable
+        ``server(input, output, session)`` for :class:`shiny.App`.
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> callable(make_server(pathlib.Path(".")))
+    True
+    """
+
+    def server(input: Inputs, output: Outputs, session: Session) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="session-", dir=work_root))
+        wb = Workbench(folder / "work")
+        busy: reactive.Value[str] = reactive.value("")
+        steps = {name: Step(name, busy) for name in STEPS}
+        for i, name in enumerate(STEPS):
+            steps[name].later = tuple(steps[n] for n in STEPS[i + 1:])
+            _step_controls(input, output, steps[name])
+
+        def ended() -> None:
+            for step in steps.values():
+                step.stop()
+            shutil.rmtree(folder, ignore_errors=True)
+
+        session.on_ended(ended)
+        data_step(input, output, wb, steps["data"], folder / "uploads")
+        risk_step(input, output, wb, steps["risk"], steps["data"])
+        design_step(input, output, wb, steps["design"], steps["data"], folder / "uploads")
+        apply_step(input, output, wb, steps["apply"], steps["design"])
+        export_step(input, output, wb, steps["export"], steps["design"], steps["apply"])
+
+    return server
+
+
+def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
+    """A step's error box and its Cancel button (shown while it runs)."""
+
+    def error() -> ui.TagChild:
+        return error_box(step.error()) if step.error() else None
+
+    def cancel() -> ui.TagChild:
+        if step.task.status() == "running":
+            return ui.input_action_button(f"{step.name}_stop", "Cancel", class_="btn-warning")
+        return None
+
+    output(id=f"{step.name}_error")(render.ui(error))
+    output(id=f"{step.name}_cancel")(render.ui(cancel))
+
+    @reactive.effect
+    @reactive.event(input[f"{step.name}_stop"])
+    def _stop() -> None:
+        step.stop()
+
+
+def _table(step: Step, pick: Callable[[Any], Any]) -> Callable[[], Any]:
+    """A table output showing ``pick(result)`` of ``step`` (nothing before the step has a result)."""
+
+    def show() -> Any:
+        value = step.result()
+        return None if value is None else pick(value)
+
+    return render.table(show, index=False)
+
+
+def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads: Path) -> None:
+    """Step 1: open the census or an uploaded file; show the variables and the first rows.
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    wb : Workbench
+        The session's workbench.
+    step : Step
+        This step.
+    uploads : Path
+        The session's folder for uploaded files.
+    """
+
+    @reactive.effect
+    @reactive.event(input.open_census)
+    def _census() -> None:
+        try:
+            rows = fields.row_count(input.census_rows())
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        step.start(lambda: wb.open_census(rows=rows))
+
+    @reactive.effect
+    @reactive.event(input.upload)
+    def _upload() -> None:
+        try:
+            path = fields.upload(input.upload()[0], uploads)
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        na = fields.markers(input.na_values())
+        step.start(lambda: wb.open_file(path, na_values=na))
+
+    @render.ui
+    def data_summary() -> ui.TagChild:
+        src = step.result()
+        if src is None:
+            return ui.p("Open the census-like data or upload a file.")
+        return ui.p(ui.strong(src.label), f": {src.rows:,} rows, {len(src.variables)} variables ({src.format})")
+
+    output(id="variables")(_table(step, lambda src: src.variables_frame()))
+    output(id="preview")(_table(step, lambda src: src.preview))
+
+    @reactive.effect
+    def _choices() -> None:
+        src = step.result()
+        names = [v.name for v in src.variables] if src is not None else []
+        optional = {"": "none", **{n: n for n in names}}
+        for field in ("risk_keys", "design_vars", "strata"):
+            ui.update_selectize(field, choices=names, selected=[])
+        for field in ("risk_weights", "risk_household", "design_household"):
+            ui.update_select(field, choices=optional, selected="")
+
+
+def risk_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: Step) -> None:
+    """Step 2: the identification risk of the original file for the chosen keys (table and plot).
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    wb : Workbench
+        The session's workbench.
+    step, data : Step
+        This step and the data step.
+    """
+
+    @reactive.effect
+    @reactive.event(input.run_risk)
+    def _run() -> None:
+        try:
+            _require(data, "open the data first (step 1)")
+            keys = tuple(input.risk_keys())
+            if not keys:
+                raise ParameterError("choose at least one key variable")
+            f = fields.fraction(input.sampling_fraction())
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        weights, household = input.risk_weights() or None, input.risk_household() or None
+        step.start(lambda: wb.risk(keys, sampling_fraction=f, weights=weights, household=household))
+
+    output(id="risk_table")(_table(step, lambda r: r.table))
+
+    @render.ui
+    def risk_plot() -> ui.TagChild:
+        r = step.result()
+        return png(r.plot_png, "goodness of fit of the risk model") if r is not None and r.plot_png else None
+
+
+def _require(step: Step, message: str) -> None:
+    """A ParameterError with ``message`` unless ``step`` has a result."""
+    with reactive.isolate():
+        if step.result() is None:
+            raise ParameterError(message)
+
+
+def _settings(input: Inputs, files: dict[str, Path | None]) -> DesignSettings:
+    """The design's settings from the fields (a ParameterError names a field that cannot be read)."""
+    variables = tuple(input.design_vars())
+    if not variables:
+        raise ParameterError("choose at least one variable to perturb")
+    return DesignSettings(
+        variables=variables, epsilon=fields.budget(input.epsilon()), method=input.method(),
+        options=fields.options(input.options()), forbid=files["forbid"], strata=tuple(input.strata()),
+        keep_codes=input.keep_codes().strip(), household=input.design_household() or None,
+        prior=files["prior"], categories=files["categories"], split=input.split(), missing=input.missing())
+
+
+def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: Step, uploads: Path) -> None:
+    """Step 3: the design; its guarantee sentence, ledger, a heat map per matrix and the risk after.
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    wb : Workbench
+        The session's workbench.
+    step, data : Step
+        This step and the data step.
+    uploads : Path
+        The session's folder for uploaded files (the rules, prior and codebook).
+    """
+    files: dict[str, Path | None] = {"forbid": None, "prior": None, "categories": None}
+
+    def keep_upload(name: str) -> None:
+        @reactive.effect
+        @reactive.event(input[name])
+        def _keep() -> None:
+            files[name] = None
+            try:
+                files[name] = fields.upload(input[name]()[0], uploads / name)
+            except ParameterError as exc:
+                step.fail(str(exc))
+
+    for name in files:
+        keep_upload(name)
+
+    @reactive.effect
+    @reactive.event(input.run_design)
+    def _run() -> None:
+        try:
+            _require(data, "open the data first (step 1)")
+            settings = _settings(input, files)
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        step.start(lambda: wb.design(settings))
+
+    @render.ui
+    def guarantee() -> ui.TagChild:
+        d = step.result()
+        if d is None:
+            return ui.p("Choose the variables and the budget, then Design.")
+        return ui.div(ui.p(ui.strong("Guarantee: "), d.guarantee),
+                      ui.p(ui.strong("Record epsilon: "), d.record_epsilon), class_="alert alert-info")
+
+    output(id="ledger")(_table(step, lambda d: d.ledger))
+    output(id="risk_after")(_table(step, lambda d: d.risk_after.table if d.risk_after is not None else None))
+
+    @render.ui
+    def heatmaps() -> ui.TagChild:
+        d = step.result()
+        if d is None:
+            return None
+        return ui.div(*(ui.div(ui.h5(v), png(p, f"the matrix of {v}"), style="display:inline-block;width:420px")
+                        for v, p in d.heatmaps.items()))
+
+
+def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step) -> None:
+    """Step 4: the key (generated and offered for download, or uploaded; never shown) and the perturbation.
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    wb : Workbench
+        The session's workbench.
+    step, design : Step
+        This step and the design step.
+    """
+    key: reactive.Value[SecretKey | None] = reactive.value(None)
+
+    @reactive.effect
+    @reactive.event(input.new_key)
+    def _new() -> None:
+        key.set(SecretKey.generate())
+
+    @reactive.effect
+    @reactive.event(input.key_upload)
+    def _upload() -> None:
+        info = input.key_upload()[0]
+        try:
+            if int(info["size"]) == 0:
+                raise ParameterError(f"the uploaded key file {info['name']!r} is empty (0 bytes)")
+            key.set(SecretKey.from_file(info["datapath"]))
+        except PramkitError as exc:
+            key.set(None)
+            step.fail(outcome_message(exc))
+        finally:
+            Path(info["datapath"]).unlink(missing_ok=True)  # no copy of a key is left behind
+
+    @render.download(filename="pramkit.key")
+    def download_key() -> Any:
+        k = key.get()
+        if k is not None:
+            yield k.text()
+
+    @render.ui
+    def key_download() -> ui.TagChild:
+        return ui.download_button("download_key", "Download the key file") if key() is not None else None
+
+    @render.ui
+    def key_status() -> ui.TagChild:
+        k = key()
+        if k is None:
+            return ui.p("No key yet: generate one (and download it) or upload a key file.")
+        return ui.p(f"A key is ready (fingerprint {k.fingerprint}). Keep the key file apart from the release: "
+                    "whoever holds it can undo the perturbation, and without it the release cannot be made again.")
+
+    @reactive.effect
+    @reactive.event(input.run_apply)
+    def _run() -> None:
+        try:
+            _require(design, "design the release first (step 3)")
+            k = key.get()
+            if k is None:
+                raise ParameterError("generate or upload a key first")
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        step.start(lambda: wb.apply(k))
+
+    output(id="changed")(_table(step, lambda a: a.changed))
+    output(id="estimates")(_table(step, lambda a: a.estimates))
+
+
+def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step, applied: Step) -> None:
+    """Step 5: the output folder, the statements not covered by a DP mechanism to confirm, the files and script.
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    wb : Workbench
+        The session's workbench.
+    step, design, applied : Step
+        This step, the design step and the apply step.
+    """
+
+    @render.ui
+    def uncovered() -> ui.TagChild:
+        d = design.result()
+        if d is None or not d.uncovered:
+            return None
+        return ui.div(ui.p(ui.strong("Not covered by a DP mechanism:")), ui.tags.ul(*(ui.tags.li(s) for s in d.uncovered)),
+                      ui.input_checkbox("confirm", "I have read these statements; release anyway"),
+                      class_="alert alert-warning")
+
+    @reactive.effect
+    @reactive.event(input.run_export)
+    def _run() -> None:
+        try:
+            _require(applied, "apply the design first (step 4)")
+            text = input.out_folder().strip()
+            if not text:
+                raise ParameterError("give the output folder")
+            confirmed = bool(design.result().uncovered) and bool(input.confirm())
+            if design.result().uncovered and not confirmed:
+                raise ParameterError("confirm the statements not covered by a DP mechanism first")
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        out = Path(text).expanduser()
+        step.start(lambda: wb.export(out, confirmed=confirmed))
+
+    @render.ui
+    def export_files() -> ui.TagChild:
+        e = step.result()
+        if e is None:
+            return ui.p("Apply, give a new or empty folder and Export.")
+        return ui.div(ui.p(ui.strong("Written to "), ui.code(str(e.out))),
+                      _folder(e.files, "public/", "public/: may be published"),
+                      _folder(e.files, "private/", "private/: never publish"))
+
+    @render.ui
+    def script() -> ui.TagChild:
+        e = step.result()
+        if e is not None:
+            return ui.pre(e.script)
+        if applied.result() is None:
+            return ui.p("The script is shown once the design is applied.")
+        try:
+            return ui.pre(wb.script())
+        except PramkitError as exc:
+            return error_box(outcome_message(exc))
+
+
+def _folder(files: dict[str, str], prefix: str, title: str) -> ui.TagChild:
+    """The files of one folder of the export, as a list under its title."""
+    rows = [ui.tags.li(ui.code(path), f": {label}") for label, path in files.items() if path.startswith(prefix)]
+    return ui.div(ui.h5(title), ui.tags.ul(*rows))

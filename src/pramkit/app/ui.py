@@ -1,0 +1,183 @@
+"""The page: one tab per step of a release, from the data to the files to publish.
+
+Only layout lives here; what each output shows is computed by the library and
+rendered by :mod:`pramkit.app.server` under the ids used below.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from shiny import ui
+
+#: The design families offered (the values of ``pramkit design --method``).
+METHODS = ("dp", "metric", "rr", "keep", "kanon", "invariant", "tridiagonal", "circulant", "bistochastic-beta")
+
+#: Files a data upload accepts (the formats of :func:`pramkit.io.table_format`).
+DATA_FILES = [".csv", ".txt", ".parquet", ".pq", ".dta", ".sav", ".zsav"]
+
+
+def page() -> ui.Tag:
+    """The whole page: a title and the five steps as tabs.
+
+    Returns
+    -------
+    shiny.ui.Tag
+        The page, for :class:`shiny.App`.
+
+    Examples
+    --------
+    >>> html = str(page())
+    >>> all(f'id="{i}"' in html for i in ("open_census", "run_risk", "run_design", "run_apply", "run_export"))
+    True
+    """
+    return ui.page_fluid(
+        ui.h2("pramkit: a PRAM release, step by step"),
+        ui.navset_tab(data_tab(), risk_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
+        title="pramkit",
+    )
+
+
+def _step(title: str, inputs: list[ui.TagChild], outputs: list[ui.TagChild], name: str) -> ui.NavPanel:
+    """A tab: the inputs on the left (with the step's error box and cancel button), the results on the right."""
+    side = ui.sidebar(*inputs, ui.output_ui(f"{name}_cancel"), ui.output_ui(f"{name}_error"), width=360)
+    return ui.nav_panel(title, ui.layout_sidebar(side, *outputs), value=name)
+
+
+def data_tab() -> ui.NavPanel:
+    """Step 1: the built-in census (with a row count) or an uploaded file; its variables and first rows.
+
+    Examples
+    --------
+    >>> 'id="upload"' in str(ui.page_fluid(ui.navset_tab(data_tab())))
+    True
+    """
+    return _step("1 Data", [
+        ui.input_text("census_rows", "Rows of the census-like data", "20000"),
+        ui.input_action_button("open_census", "Open the census", class_="btn-primary"),
+        ui.hr(),
+        ui.input_text("na_values", "Texts meaning missing (comma-separated)", "NA"),
+        ui.input_file("upload", "Or upload a file (CSV, Parquet, Stata, SPSS)", accept=DATA_FILES),
+    ], [
+        ui.output_ui("data_summary"),
+        ui.h4("Variables"), ui.output_table("variables"),
+        ui.h4("First rows"), ui.output_table("preview"),
+    ], "data")
+
+
+def risk_tab() -> ui.NavPanel:
+    """Step 2: the identification risk of the original file for the chosen key variables.
+
+    Examples
+    --------
+    >>> 'id="risk_keys"' in str(ui.page_fluid(ui.navset_tab(risk_tab())))
+    True
+    """
+    return _step("2 Risk", [
+        ui.input_selectize("risk_keys", "Key variables", choices=[], multiple=True),
+        ui.input_text("sampling_fraction", "Sampling fraction of the file", "0.05"),
+        ui.input_select("risk_weights", "Weights", choices={"": "none"}),
+        ui.input_select("risk_household", "Household id", choices={"": "none"}),
+        ui.input_action_button("run_risk", "Assess the risk", class_="btn-primary"),
+    ], [
+        ui.output_table("risk_table"),
+        ui.output_ui("risk_plot"),
+    ], "risk")
+
+
+def design_tab() -> ui.NavPanel:
+    """Step 3: the design (family, record budget, structure) and its guarantee, ledger and matrices.
+
+    Examples
+    --------
+    >>> 'id="epsilon"' in str(ui.page_fluid(ui.navset_tab(design_tab())))
+    True
+    """
+    return _step("3 Design", [
+        ui.input_selectize("design_vars", "Variables to perturb", choices=[], multiple=True),
+        ui.input_select("method", "Method", choices=list(METHODS)),
+        ui.input_text("epsilon", "Record budget (epsilon, nats)", "3"),
+        ui.input_select("split", "Budget split", choices=["optimal", "equal", "joint"]),
+        ui.input_text("options", "Method options (name=value, ...)", ""),
+        ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),
+        ui.input_selectize("strata", "Strata (released unperturbed)", choices=[], multiple=True),
+        ui.input_text("keep_codes", "Kept codes (V=CODE,...)", ""),
+        ui.input_select("design_household", "Household id", choices={"": "none"}),
+        ui.input_file("prior", "Public frequencies (CSV variable,category,frequency)", accept=[".csv"]),
+        ui.input_file("categories", "Codebook (CSV variable,category)", accept=[".csv"]),
+        ui.input_select("missing", "Missing values", choices=["keep", "category"]),
+        ui.input_action_button("run_design", "Design", class_="btn-primary"),
+    ], [
+        ui.output_ui("guarantee"),
+        ui.h4("Ledger"), ui.output_table("ledger"),
+        ui.output_ui("heatmaps"),
+        ui.h4("Risk after the perturbation"), ui.output_table("risk_after"),
+    ], "design")
+
+
+def apply_tab() -> ui.NavPanel:
+    """Step 4: the secret key (generated for download, or uploaded; never shown) and the perturbation.
+
+    Examples
+    --------
+    >>> 'id="key_upload"' in str(ui.page_fluid(ui.navset_tab(apply_tab())))
+    True
+    """
+    return _step("4 Apply", [
+        ui.input_action_button("new_key", "Generate a key"),
+        ui.output_ui("key_download"),
+        ui.input_file("key_upload", "Or upload a key file"),
+        ui.output_ui("key_status"),
+        ui.input_action_button("run_apply", "Apply", class_="btn-primary"),
+    ], [
+        ui.h4("Values changed"), ui.output_table("changed"),
+        ui.h4("Estimates from the released file (%, with 95 % intervals)"), ui.output_table("estimates"),
+    ], "apply")
+
+
+def export_tab() -> ui.NavPanel:
+    """Step 5: the output folder, the statements to confirm, the files written and the script.
+
+    Examples
+    --------
+    >>> 'id="out_folder"' in str(ui.page_fluid(ui.navset_tab(export_tab())))
+    True
+    """
+    return _step("5 Export", [
+        ui.input_text("out_folder", "Output folder (new or empty)", ""),
+        ui.output_ui("uncovered"),
+        ui.input_action_button("run_export", "Export", class_="btn-primary"),
+    ], [
+        ui.output_ui("export_files"),
+        ui.h4("Script reproducing the release with the same key"), ui.output_ui("script"),
+    ], "export")
+
+
+def png(data: bytes, alt: str) -> ui.Tag:
+    """A PNG image inline in the page.
+
+    Parameters
+    ----------
+    data : bytes
+        The PNG file's bytes (from the library).
+    alt : str
+        The image's text alternative.
+
+    Examples
+    --------
+    >>> str(png(b"\\x89PNG", "plot"))
+    '<img src="data:image/png;base64,iVBORw==" alt="plot" style="max-width:100%;"/>'
+    """
+    return ui.tags.img(src="data:image/png;base64," + base64.b64encode(data).decode(), alt=alt,
+                       style="max-width:100%;")
+
+
+def error_box(message: str) -> ui.Tag:
+    """A step's error message, one line in a red box.
+
+    Examples
+    --------
+    >>> str(error_box("no data"))
+    '<div class="alert alert-danger step-error" role="alert">no data</div>'
+    """
+    return ui.div(message, class_="alert alert-danger step-error", role="alert")
