@@ -433,6 +433,7 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
         try:
             if int(info["size"]) == 0:
                 raise ParameterError(f"the uploaded key file {info['name']!r} is empty (0 bytes)")
+            Path(info["datapath"]).chmod(0o600)  # the upload was written readable by others
             key.set(SecretKey.from_file(info["datapath"]))
         except PramkitError as exc:
             key.set(None)
@@ -440,7 +441,7 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
         finally:
             Path(info["datapath"]).unlink(missing_ok=True)  # no copy of a key is left behind
 
-    @render.download(filename="pramkit.key")
+    @render.download_button(filename="pramkit.key")
     def download_key() -> Any:
         k = key.get()
         if k is not None:
@@ -491,8 +492,10 @@ def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, desig
     @render.ui
     def uncovered() -> ui.TagChild:
         d = design.result()
-        if d is None or not d.uncovered:
+        if d is None:
             return None
+        if not d.uncovered:
+            return ui.p("Everything the public files tell about the data is covered by a DP mechanism.")
         return ui.div(ui.p(ui.strong("Not covered by a DP mechanism:")), ui.tags.ul(*(ui.tags.li(s) for s in d.uncovered)),
                       ui.input_checkbox("confirm", "I have read these statements; release anyway"),
                       class_="alert alert-warning")
@@ -505,7 +508,7 @@ def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, desig
             text = input.out_folder().strip()
             if not text:
                 raise ParameterError("give the output folder")
-            confirmed = bool(design.result().uncovered) and bool(input.confirm())
+            confirmed = bool(design.result().uncovered) and "confirm" in input and bool(input.confirm())
             if design.result().uncovered and not confirmed:
                 raise ParameterError("confirm the statements not covered by a DP mechanism first")
         except ParameterError as exc:

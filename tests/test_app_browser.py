@@ -1,0 +1,235 @@
+"""The workbench in a real browser (headless Chromium driven by Playwright): a whole release on the
+census, and bad input answered by a message in the page, never a traceback, with nothing exported.
+
+Skipped when Playwright or Chromium is absent, unless PRAMKIT_REQUIRE_BROWSER=1 (CI), which makes
+that a failure.  Screenshots of each step go to tests/artifacts/app/ and, with
+PRAMKIT_DOC_SCREENSHOTS=1, to docs/app/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REQUIRED = os.environ.get("PRAMKIT_REQUIRE_BROWSER") == "1"
+CHROMIUM = Path(os.environ.get("PRAMKIT_CHROMIUM", "/usr/bin/chromium"))
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = [ROOT / "tests" / "artifacts" / "app"] + (
+    [ROOT / "docs" / "app"] if os.environ.get("PRAMKIT_DOC_SCREENSHOTS") == "1" else [])
+TOKEN = "browser-test-token"
+#: Milliseconds to wait for a step of the census workflow.
+WAIT = 30_000
+
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:
+    if REQUIRED:
+        raise
+    pytest.skip("playwright is not installed", allow_module_level=True)
+if not CHROMIUM.exists():
+    if REQUIRED:
+        raise RuntimeError(f"PRAMKIT_REQUIRE_BROWSER=1 but {CHROMIUM} is absent")
+    pytest.skip(f"{CHROMIUM} is absent", allow_module_level=True)
+pytest.importorskip("shiny")
+
+import _app_support  # noqa: E402
+
+_app_support.install()
+
+from pramkit.engine.rng import SecretKey, write_key_file  # noqa: E402
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _app_support.running_app(tmp_path_factory.mktemp("work"), TOKEN) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: object, base: str) -> Iterator[Page]:
+    """A new browser session on the app, opened with its token."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    pg = context.new_page()
+    pg.goto(f"{base}/?token={TOKEN}")
+    expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
+    pg.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=WAIT)
+    yield pg
+    context.close()
+
+
+def shot(page: Page, name: str) -> None:
+    for folder in SHOTS:
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / f"{name}.png"))
+
+
+def tab(page: Page, title: str) -> None:
+    page.get_by_role("tab", name=title).click()
+
+
+def choose(page: Page, field: str, values: list[str]) -> None:
+    """Pick ``values`` in a multiple selectize field, as a user does: open it, click each."""
+    box = page.locator(f"#{field} + .selectize-control")
+    for value in values:
+        box.locator(".selectize-input").click()
+        box.locator(f".selectize-dropdown-content [data-value='{value}']").click()
+    page.keyboard.press("Escape")
+    expect(page.locator(f"#{field} option[selected], #{field} option:checked")).to_have_count(len(values))
+
+
+def upload(page: Page, field: str, path: Path) -> None:
+    page.set_input_files(f"#{field}", str(path))
+    expect(page.locator(f"#{field}_progress")).to_contain_text("Upload complete", timeout=WAIT)
+
+
+def open_census(page: Page) -> None:
+    page.fill("#census_rows", "20000")
+    page.click("#open_census")
+    expect(page.locator("#data_summary")).to_contain_text("20,000 rows", timeout=WAIT)
+
+
+def design(page: Page, rules: Path, epsilon: str = "3") -> None:
+    tab(page, "3 Design")
+    choose(page, "design_vars", ["marital_status"])
+    page.select_option("#method", "dp")
+    page.fill("#epsilon", epsilon)
+    choose(page, "strata", ["age"])
+    upload(page, "forbid", rules)
+    page.click("#run_design")
+
+
+def step_error(page: Page, step: str) -> str:
+    box = page.locator(f"#{step}_error .step-error")
+    expect(box).to_be_visible(timeout=WAIT)
+    return box.inner_text()
+
+
+def no_trace(page: Page) -> None:
+    assert "Traceback" not in page.content()
+    assert "internal error" not in page.content()
+
+
+def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
+    open_census(page)
+    expect(page.locator("#variables")).to_contain_text("marital_status")
+    expect(page.locator("#preview table tbody tr")).to_have_count(20)
+    shot(page, "01-data")
+
+    tab(page, "2 Risk")
+    choose(page, "risk_keys", ["age", "sex", "marital_status"])
+    page.fill("#sampling_fraction", "0.05")
+    page.click("#run_risk")
+    expect(page.locator("#risk_table table")).to_be_visible(timeout=WAIT)
+    shot(page, "02-risk")
+
+    rules = tmp_path / "rules.csv"
+    rules.write_text(RULES)
+    design(page, rules)
+    expect(page.locator("#guarantee")).to_contain_text("Guarantee", timeout=WAIT)
+    expect(page.locator("#ledger table")).to_contain_text("marital_status")
+    shot(page, "03-design")
+
+    tab(page, "4 Apply")
+    key_file = write_key_file(tmp_path / "secret.key")
+    upload(page, "key_upload", key_file)
+    expect(page.locator("#key_status")).to_contain_text(SecretKey.from_file(key_file).fingerprint)
+    page.click("#run_apply")
+    expect(page.locator("#changed table")).to_contain_text("marital_status", timeout=WAIT)
+    assert SecretKey.from_file(key_file).material.hex() not in page.content()
+    shot(page, "04-apply")
+
+    tab(page, "5 Export")
+    out = tmp_path / "release"
+    page.fill("#out_folder", str(out))
+    expect(page.locator("#uncovered")).not_to_be_empty(timeout=WAIT)
+    if page.locator("#confirm").count():
+        page.check("#confirm")
+    page.click("#run_export")
+    expect(page.locator("#export_files")).to_contain_text("private/: never publish", timeout=WAIT)
+    expect(page.locator("#script pre")).to_be_visible()
+    shot(page, "05-export")
+    for name in ("public/released.csv", "public/manifest.json", "private/reproduce.sh"):
+        assert (out / name).is_file(), name
+    no_trace(page)
+
+
+def test_a_generated_key_is_downloaded_never_shown(page: Page) -> None:
+    tab(page, "4 Apply")
+    page.click("#new_key")
+    with page.expect_download() as got:
+        page.click("#download_key")
+    text = Path(got.value.path()).read_text()
+    assert re.fullmatch(r"[0-9a-f]{64}\n", text)
+    assert text.strip() not in page.content()
+    expect(page.locator("#key_status")).to_contain_text("A key is ready")
+
+
+def test_text_in_the_budget_field(page: Page, tmp_path: Path) -> None:
+    open_census(page)
+    rules = tmp_path / "rules.csv"
+    rules.write_text(RULES)
+    design(page, rules, epsilon="three")
+    assert "the record budget must be a number" in step_error(page, "design")
+    expect(page.locator("#ledger table")).to_have_count(0)
+    no_trace(page)
+
+
+def test_rules_naming_an_unknown_category(page: Page, tmp_path: Path) -> None:
+    open_census(page)
+    rules = tmp_path / "rules.csv"
+    rules.write_text("age,marital_status\n0-9,engaged\n")
+    design(page, rules)
+    assert "engaged" in step_error(page, "design")
+    _export_refused(page, tmp_path / "release")
+
+
+def _export_refused(page: Page, out: Path) -> None:
+    """Export asked for without a release: a message, nothing written."""
+    tab(page, "5 Export")
+    page.fill("#out_folder", str(out))
+    page.click("#run_export")
+    assert step_error(page, "export")
+    assert not out.exists()
+    no_trace(page)
+
+
+@pytest.mark.parametrize("field, step", [("upload", "data"), ("key_upload", "apply")])
+def test_an_empty_upload(page: Page, tmp_path: Path, field: str, step: str) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.touch()
+    if step != "data":
+        tab(page, "4 Apply")
+    upload(page, field, empty)
+    assert "empty (0 bytes)" in step_error(page, step)
+    _export_refused(page, tmp_path / "release")
+
+
+def test_a_key_file_that_is_not_a_key(page: Page, tmp_path: Path) -> None:
+    bad = tmp_path / "notakey.txt"
+    bad.write_text("hello\n")
+    tab(page, "4 Apply")
+    upload(page, "key_upload", bad)
+    assert step_error(page, "apply")
+    expect(page.locator("#key_status")).to_contain_text("No key yet")
+    no_trace(page)
+
+
+def teardown_module() -> None:
+    shutil.rmtree(ROOT / "tests" / "artifacts" / "app" / "__pycache__", ignore_errors=True)
