@@ -393,8 +393,8 @@ def _release(args: argparse.Namespace, names: list[str]) -> Any:
         forbid=args.forbid, strata=args.strata or (), household=args.household,
         keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
         household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing)
-    rng = SecretKey.from_file(args.key_file).design_random() if args.key_file else None
-    return design_planned(args.data, plan, rng=rng, quiet=args.quiet)
+    key = SecretKey.from_file(args.key_file) if args.key_file else None
+    return design_planned(args.data, plan, key=key, quiet=args.quiet)
 
 
 def _print_written(out: dict[str, Any], manifest: Any) -> None:
