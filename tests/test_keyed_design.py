@@ -66,4 +66,39 @@ def test_keyed_bits_are_uniform_and_independent_of_the_perturbation_streams() ->
     odd = [r.getrandbits(13) for _ in range(20_000)]      # widths that straddle the 512-bit blocks
     assert max(odd) < 2**13 and abs(np.mean(odd) / (2**13 - 1) - 0.5) < 0.02
     key = SecretKey(bytes(32), "zeros")
-    assert key.design_random().getrandbits(64) != int(key.philox_key("design step")[0])
+    assert key.design_random("sex").getrandbits(64) != int(key.philox_key("sex")[0])
+
+
+def test_keyed_noise_is_the_discrete_laplace_of_the_mechanism() -> None:
+    """Over many keys, the keyed noise of a histogram follows P(k) = (1-q)/(1+q) q^|k|, q = exp(-eps/2)."""
+    from pramkit.release.frequencies import dp_frequencies
+
+    eps, true = 1.0, np.array([1_000, 1_000])
+    noise = []
+    for i in range(2_000):
+        key = SecretKey(i.to_bytes(32, "little"), f"test key {i}")
+        _, out = dp_frequencies({"x": true}, eps, None, keyed={"x": (key, ["a", "b"])})
+        noise.extend(np.asarray(out["x"]["noisy"]) - true)
+    q = np.exp(-eps / 2)
+    ks = np.arange(-6, 7)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(ks)
+    observed = np.array([np.sum(np.asarray(noise) == k) for k in ks] + [np.sum(np.abs(noise) > 6)])
+    expected = np.append(pmf, 1 - pmf.sum()) * len(noise)
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+
+
+def test_another_histogram_gets_independent_noise() -> None:
+    """The same key measuring another histogram (other cells, or another epsilon) does not repeat its noise."""
+    from pramkit.release.frequencies import dp_frequencies
+
+    key = SecretKey(bytes(range(32)), "a test key")
+    true = np.full(50, 10_000)
+
+    def noise(labels: list[str], eps: float) -> np.ndarray:
+        _, out = dp_frequencies({"x": true}, eps, None, keyed={"x": (key, labels)})
+        return np.asarray(out["x"]["noisy"]) - true
+
+    base = noise([str(i) for i in range(50)], 5.0)
+    assert np.array_equal(base, noise([str(i) for i in range(50)], 5.0))
+    assert not np.array_equal(base, noise([f"c{i}" for i in range(50)], 5.0))
+    assert not np.array_equal(base, noise([str(i) for i in range(50)], 5.000001))

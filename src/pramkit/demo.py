@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +38,9 @@ from typing import Any, Callable
 import pandas as pd
 
 from pramkit._json import to_jsonable
-from pramkit.atomic import (
-    PathLike, check_writable, file_error, make_folder, refuse_inputs, signals_deferred, temporary, write_text_atomic,
-)
+from pramkit.atomic import PathLike, make_folder, signals_deferred, temporary, write_text_atomic
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
+from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
 from pramkit.release.pipeline import design_planned
 from pramkit.release.plan import plan_release
 from pramkit.errors import ParameterError, WriteError
@@ -60,8 +58,6 @@ PERTURBED = ("age", "sex", "marital_status")
 #: Fewest rows the demo accepts (its report fits a log-linear model of five keys).
 MIN_ROWS = 1_000
 
-#: The two folders of a release.
-PUBLIC, PRIVATE = "public", "private"
 
 #: The work folder inside ``OUT`` is a temporary of ``OUT/WORK`` (:func:`pramkit.atomic.temporary`).
 WORK = "demo"
@@ -355,6 +351,13 @@ def earlier_demo_files(out_dir: Path) -> set[str]:
     return {str(f) for f in listed.values() if isinstance(f, str)} | {f"{PRIVATE}/summary.json"}
 
 
+def _check_target(out_dir: Path, force: bool, inputs: list[PathLike | None]) -> None:
+    """:func:`pramkit.release.folders.check_target`, and with ``force`` nothing in the way an earlier demo did not write."""
+    check_target(out_dir, force=force, inputs=inputs)
+    if force and out_dir.is_dir():
+        _refuse_foreign(out_dir)
+
+
 def _refuse_foreign(out_dir: Path) -> None:
     """Refuse to replace ``public/`` or ``private/`` when they hold anything an earlier demo did not write."""
     ours = earlier_demo_files(out_dir)
@@ -372,48 +375,6 @@ def _refuse_foreign(out_dir: Path) -> None:
                        else "an earlier demo did not write it")
                 raise WriteError(f"{str(entry)!r} is in the way: {why}; --force replaces only the files of an "
                                  "earlier demo: move it, or choose another --out")
-
-
-def _check_target(out_dir: Path, force: bool, inputs: list[PathLike | None]) -> None:
-    """Refuse, before any work, an ``OUT`` that is not a folder, folders of an earlier demo without
-    ``force``, a folder holding an input or anything an earlier demo did not write (even with
-    ``force``), and a missing or read-only parent."""
-    if out_dir.is_dir():
-        for folder in (PUBLIC, PRIVATE):  # first: --force would not help
-            refuse_inputs(out_dir / folder, inputs)
-        for folder in (PUBLIC, PRIVATE):  # also checks that OUT is writable
-            check_writable(out_dir / folder, force=force, folder=True)
-        if force:
-            _refuse_foreign(out_dir)
-    else:
-        check_writable(out_dir, force=False, inputs=inputs, folder=True)
-
-
-def _move_into_place(work: Path, out_dir: Path) -> None:
-    """Rename the finished ``public/`` and ``private/`` from ``work`` into ``out_dir``.
-
-    An earlier demo's folders are first renamed into ``work`` (removed with
-    it); if a rename fails, what was moved is moved back.
-    """
-    aside: list[tuple[Path, Path]] = []
-    placed: list[Path] = []
-    try:
-        for folder in (PUBLIC, PRIVATE):
-            final = out_dir / folder
-            if final.exists() or final.is_symlink():
-                earlier = work / f"earlier-{folder}"
-                os.rename(final, earlier)
-                aside.append((final, earlier))
-            os.rename(work / folder, final)
-            placed.append(final)
-    except OSError as exc:
-        for final in placed:
-            with contextlib.suppress(OSError):
-                os.rename(final, work / f"unfinished-{final.name}")
-        for final, earlier in aside:
-            with contextlib.suppress(OSError):
-                os.rename(earlier, final)
-        raise WriteError(file_error(exc, out_dir, "write")) from None
 
 
 def run_demo(
@@ -488,7 +449,7 @@ def run_demo(
             write_text_atomic(ctx.path(PRIVATE, "summary.json", "summary"),
                               json.dumps(to_jsonable(summary), indent=2) + "\n", force=True)
             with signals_deferred():  # an interrupted move would lose the earlier demo with the work folder
-                _move_into_place(work, out_dir)
+                move_into_place(work, out_dir)
     except BaseException:  # SIGINT and SIGTERM too: a folder the demo made stays only if it holds something
         if created:
             with contextlib.suppress(OSError):

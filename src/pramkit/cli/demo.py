@@ -54,7 +54,7 @@ def files(args: argparse.Namespace) -> Files:
     >>> [str(p) for p in inputs], [str(p) for p in outputs]
     (['k'], ['absent-folder'])
     """
-    from pramkit.demo import PRIVATE, PUBLIC
+    from pramkit.release.folders import PRIVATE, PUBLIC
 
     outputs = [args.out / PUBLIC, args.out / PRIVATE] if args.out.is_dir() else [args.out]
     return [args.key_file], outputs

@@ -24,10 +24,6 @@ from pramkit.errors import ParameterError
 #: Tolerance within which ``--probs`` may miss 1 and be normalised (with a note).
 PROBS_TOL = 1e-6
 
-#: CLI flags that are options of the classic and bistochastic families (``--beta-family`` is ``family``).
-_FAMILY_OPTIONS = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``pramkit design`` to the subcommands.
 
@@ -202,65 +198,18 @@ def _numbers(text: str, flag: str) -> list[float]:
     return values
 
 
-def _per_variable(text: str | None) -> dict[str, float] | None:
-    if text is None:
-        return None
-    out: dict[str, float] = {}
-    for part in (x.strip() for x in text.split(",") if x.strip()):
-        name, sep, value = part.partition("=")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            raise ParameterError(f"--epsilon-per-variable must look like age=1,sex=0.5, got {text!r}")
-    return out
 
 
-def _check_family_flags(args: argparse.Namespace) -> None:
-    """Refuse a family's flag given with another family."""
-    if args.recognition_gamma is not None:
-        raise ParameterError("--recognition-gamma applies to --recognition")
-    if args.off_diagonal is not None and (args.method != "tridiagonal" or args.alpha is not None):
-        raise ParameterError("--off-diagonal is the tridiagonal family's entry: use it with --method tridiagonal, "
-                             "instead of --alpha")
-    if args.method != "metric" and (args.metric_epsilon is not None or args.mechanism is not None
-                                    or args.dilation is not None):
-        raise ParameterError("--metric-epsilon, --mechanism and --dilation apply to --method metric")
-    if args.distance_weights is not None and args.objective != "distance":
-        raise ParameterError("--distance-weights applies to --objective distance")
-    if args.method != "dp" and (args.truthful or args.family != "diagonal" or args.objective is not None):
-        raise ParameterError("--truthful, --family and --objective apply to --method dp")
 
 
-def _options(args: argparse.Namespace) -> dict[str, Any]:
-    """The chosen family's options, from its flags."""
-    _check_family_flags(args)
-    if args.method == "dp":
-        distance = args.objective == "distance"
-        return {"truthful": args.truthful, "form": None if distance and args.family == "diagonal" else args.family,
-                "objective": args.objective,
-                **({"weights": args.distance_weights} if args.distance_weights else {})}
-    if args.method == "metric":
-        return {"metric_epsilon": args.metric_epsilon, "mechanism": args.mechanism,
-                **({"dilation": args.dilation} if args.dilation is not None else {})}
-    opts = {name: getattr(args, name) for name in _FAMILY_OPTIONS if getattr(args, name) is not None}
-    if args.off_diagonal is not None:
-        opts["alpha"] = args.off_diagonal
-    if args.beta_family is not None:
-        opts["family"] = args.beta_family
-    return opts
 
 
-def _combinations(text: str) -> int | list[list[str]]:
-    if text.strip().isdigit():
-        return int(text)
-    return [[k.strip() for k in group.split(",") if k.strip()] for group in text.split(";") if group.strip()]
 
 
 def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
     """``--probs`` / ``--counts``: one matrix for a distribution the user gives (a public input)."""
     from pramkit.design.matrix_design import design_matrix
+    from pramkit.release.choices import DesignChoices
 
     if args.vars or args.out:
         raise ParameterError("--vars and --out need a data file; for a distribution use --probs or --counts")
@@ -273,7 +222,7 @@ def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
                                  "distribution given")
     values = _numbers(args.probs if args.probs is not None else args.counts, "--probs" if args.probs else "--counts")
     labels = None if args.categories is None else [c.strip() for c in args.categories.split(",")]
-    opts = _options(args)
+    opts = DesignChoices.from_namespace(args).options()
     if args.distances is not None:
         if not (args.method == "metric" or args.objective == "distance"):
             raise ParameterError("--distances applies to --objective distance and --method metric")
@@ -334,6 +283,8 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit._json import dumps
     from pramkit.atomic import check_writable
+    from pramkit.engine.rng import SecretKey
+    from pramkit.release.choices import DesignChoices
     from pramkit.release.record import design_record_path, write_design
 
     if args.data is None:
@@ -352,49 +303,15 @@ def run(args: argparse.Namespace) -> int:
     for path in (args.out, record_path):
         check_writable(path, force=args.force, inputs=inputs)
     names = [v.strip() for v in args.vars.split(",") if v.strip()]
-    release = _recognition(args, names) if args.recognition is not None else _release(args, names)
+    key = SecretKey.from_file(args.key_file) if args.key_file else None
+    release = DesignChoices.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     print(dumps(out)) if args.json else _print_written(out, release.manifest)  # JSON values already
     return 0
 
 
-def _recognition(args: argparse.Namespace, names: list[str]) -> Any:
-    """The recognition design (``--recognition``): its own privacy model, no structure."""
-    from pramkit.release.recognition import design_recognition
-
-    structured = [f for f, v in (("--forbid", args.forbid), ("--strata", args.strata),
-                                 ("--keep-codes", args.keep_codes), ("--household", args.household),
-                                 ("--missing category", args.missing == "category"),
-                                 ("--key-file", args.key_file)) if v]
-    if structured:
-        raise ParameterError(f"{structured[0]} is not available with --recognition")
-    if args.epsilon is not None or args.method != "dp":
-        raise ParameterError("--recognition is its own privacy model: leave out --epsilon and --method")
-    if args.gamma is not None:
-        raise ParameterError("--gamma is the floor of kanon and tridiagonal; the recognition design's is "
-                             "--recognition-gamma")
-    gamma = 0.9 if args.recognition_gamma is None else args.recognition_gamma
-    return design_recognition(args.data, names, alpha=args.recognition, combinations=_combinations(args.combinations),
-                              solver=args.recognition_method, gamma=gamma)
 
 
-def _release(args: argparse.Namespace, names: list[str]) -> Any:
-    """The plan of the command line's release, designed."""
-    from pramkit.engine.rng import SecretKey
-    from pramkit.release.pipeline import design_planned
-    from pramkit.release.plan import plan_release
-    from pramkit.structure import parse_assignments
-
-    plan = plan_release(
-        names, epsilon=args.epsilon, method=args.method, split=args.split,
-        epsilon_per_variable=_per_variable(args.epsilon_per_variable), design_epsilon=args.design_epsilon,
-        prior=args.prior, categories=args.categories, exact_frequencies=args.exact_frequencies,
-        options=_options(args), distances=args.distances, na_values=args.na_values,
-        forbid=args.forbid, strata=args.strata or (), household=args.household,
-        keep_codes=parse_assignments(args.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
-        household_vars=args.household_vars or (), rule_breaking=args.rule_breaking, missing=args.missing)
-    rng = SecretKey.from_file(args.key_file).design_random() if args.key_file else None
-    return design_planned(args.data, plan, rng=rng, quiet=args.quiet)
 
 
 def _print_written(out: dict[str, Any], manifest: Any) -> None:

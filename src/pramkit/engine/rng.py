@@ -269,13 +269,21 @@ class SecretKey:
         """
         return self.material.hex() + "\n"
 
-    def design_random(self) -> random.Random:
-        """The design step's random bits (the DP counts' noise), derived from the key.
+    def design_random(self, query: str) -> random.Random:
+        """Random bits for one DP query of the design step (the noise of one histogram), from the key.
 
-        A design made with a key file can be made again with it; the bits
-        come from keyed BLAKE2b in counter mode under a domain-separation
-        string of their own, so they are as secret as the key and say
-        nothing about the perturbation's streams.
+        The bits come from keyed BLAKE2b in counter mode under a key derived
+        from the secret key and ``query``, with a domain-separation string of
+        their own: the same key gives the same noise for the same query (a
+        design made with a key file can be made again with it, and asking
+        again reveals nothing new), independent noise for another query (so
+        two releases compose as usual), and nothing about the perturbation's
+        streams.
+
+        Parameters
+        ----------
+        query : str
+            What is measured, exactly (the histogram's name, cells and epsilon).
 
         Returns
         -------
@@ -285,13 +293,15 @@ class SecretKey:
         Examples
         --------
         >>> key = SecretKey(bytes(32), "zeros")
-        >>> a, b = key.design_random(), key.design_random()
-        >>> a.getrandbits(64) == b.getrandbits(64), a.getrandbits(8) < 256, 0 <= a.random() < 1
-        (True, True, True)
-        >>> SecretKey(bytes(range(32)), "other").design_random().getrandbits(64) == key.design_random().getrandbits(64)
+        >>> a, b = key.design_random("sex|f,m|0.1"), key.design_random("sex|f,m|0.1")
+        >>> a.getrandbits(64) == b.getrandbits(64), 0 <= a.random() < 1
+        (True, True)
+        >>> key.design_random("age|0-9,10-17|0.1").getrandbits(64) == key.design_random("sex|f,m|0.1").getrandbits(64)
         False
         """
-        return KeyedRandom(hashlib.blake2b(self.material, digest_size=64, person=_DESIGN_PERSON).digest())
+        master = hashlib.blake2b(self.material, digest_size=64, person=_DESIGN_PERSON).digest()
+        return KeyedRandom(hashlib.blake2b(query.encode("utf-8"), key=master, digest_size=64,
+                                           person=_DESIGN_PERSON).digest())
 
     def philox_key(self, variable: str) -> np.ndarray:
         """The 128-bit Philox key of one variable (two uint64 words).

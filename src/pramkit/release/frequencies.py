@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from pramkit.ledger import default_design_epsilon, split_within
 from pramkit.release.count import Counted
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.targets import normalised
+
+if TYPE_CHECKING:
+    from pramkit.engine.rng import SecretKey
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class Frequencies:
     dp_counts: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Random | None = None) -> Frequencies:
+def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Random | None = None,
+                       key: SecretKey | None = None) -> Frequencies:
     """The frequencies of each target the design may read, from the plan's source.
 
     Parameters
@@ -61,6 +65,9 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
         The counted data.
     rng : random.Random, optional
         Randomness of the DP counts (default: the operating system's CSPRNG).
+    key : pramkit.engine.rng.SecretKey, optional
+        Draw each histogram's noise from the key instead (:meth:`SecretKey.design_random`
+        of the histogram's name, cells and epsilon): the same key designs the same release.
 
     Returns
     -------
@@ -81,7 +88,9 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
         margins = [len(t.counts) for t in counted.targets.values()]
         eps = float(plan.design_epsilon) if plan.design_epsilon is not None else \
             default_design_epsilon(_base(plan), counted.table.rows, margins)
-        design_p, outputs = dp_frequencies({k: t.counts for k, t in counted.targets.items()}, eps, rng)
+        queries = None if key is None else {k: (key, t.labels) for k, t in counted.targets.items()}
+        design_p, outputs = dp_frequencies({k: t.counts for k, t in counted.targets.items()}, eps, rng,
+                                           keyed=queries)
         return Frequencies(eps, design_p, exact, outputs)
     if plan.source == "prior":
         return Frequencies(0.0, {k: normalised(_product([plan.prior.p(c) for c in t.read_columns])[t.index])
@@ -96,8 +105,9 @@ def _base(plan: ReleasePlan) -> float:
     return plan.budget if plan.budget is not None else math.fsum(plan.per_variable.values())
 
 
-def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
-                   rng: random.Random | None) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: random.Random | None, *,
+                   keyed: Mapping[str, tuple[SecretKey, Sequence[Any]]] | None = None,
+                   ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
     """Noisy counts of each histogram, and their post-processed proportions.
 
     The geometric mechanism at L1 sensitivity 2 per histogram; the design budget is
@@ -112,6 +122,10 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
         The design budget.
     rng : random.Random or None
         Randomness of the noise.
+    keyed : mapping of str to (SecretKey, labels), optional
+        Per histogram, a key and the labels of its cells: its noise is then drawn from
+        ``key.design_random(query)`` with ``query`` naming the histogram, its cells and its
+        epsilon exactly (:func:`noise_query`), and ``rng`` is not used.
 
     Returns
     -------
@@ -131,10 +145,29 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float,
     ps: dict[str, np.ndarray] = {}
     outputs: dict[str, dict[str, Any]] = {}
     for (name, counts), eps in zip(margins.items(), shares):
-        noisy = dp_counts(np.asarray(counts, dtype=np.int64), eps, sensitivity=2, rng=rng)
+        source = rng if keyed is None else keyed[name][0].design_random(noise_query(name, keyed[name][1], eps))
+        noisy = dp_counts(np.asarray(counts, dtype=np.int64), eps, sensitivity=2, rng=source)
         ps[name] = noisy.proportions(floor=1.0)
         outputs[name] = noisy.to_dict()
     return ps, outputs
+
+
+def noise_query(name: str, labels: Sequence[Any], epsilon: float) -> str:
+    """The exact description of one DP histogram: its name, its cells and its epsilon.
+
+    Two queries that differ in anything get independent keyed noise.
+
+    Examples
+    --------
+    >>> noise_query("sex", ["f", "m"], 0.05)
+    "dp-counts|sex|0.05|['f', 'm']"
+    """
+    return f"dp-counts|{name}|{float(epsilon)!r}|{[_text(label) for label in labels]!r}"
+
+
+def _text(label: Any) -> Any:
+    """A label as plain values (a joint cell as a tuple of texts), the same however it was read."""
+    return tuple(_text(x) for x in label) if isinstance(label, tuple) else str(label)
 
 
 def _product(ps: Sequence[np.ndarray]) -> np.ndarray:

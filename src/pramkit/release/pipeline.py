@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import random
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
@@ -24,9 +24,12 @@ from pramkit.release.frequencies import design_frequencies
 from pramkit.release.plan import ReleasePlan, plan_release
 from pramkit.release.record import Release
 
+if TYPE_CHECKING:
+    from pramkit.engine.rng import SecretKey
+
 
 def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = None,
-                   quiet: bool = True) -> Release:
+                   key: SecretKey | None = None, quiet: bool = True) -> Release:
     """Design a planned release: its manifest and its private design record.
 
     Parameters
@@ -38,6 +41,10 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     rng : random.Random, optional
         Randomness of the DP counts (default: the operating system's CSPRNG; pass a seeded
         generator only for reproducible examples and tests).
+    key : pramkit.engine.rng.SecretKey, optional
+        Draw the DP counts' noise from the secret key (each histogram's from a stream of its own,
+        :func:`pramkit.release.frequencies.dp_frequencies`): the same key and data design the same
+        release again.  Not with ``rng``.
     quiet : bool
         No progress bars.
 
@@ -65,9 +72,11 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     >>> manifest.record_epsilon <= 2.0, record.rows, "counts" in record.variables["age"]
     (True, 20000, True)
     """
+    if rng is not None and key is not None:
+        raise ParameterError("give the design step's randomness once: rng or key, not both")
     t0 = time.perf_counter()
     counted = count_release(data, plan, quiet=quiet)
-    freqs = design_frequencies(plan, counted, rng=rng)
+    freqs = design_frequencies(plan, counted, rng=rng, key=key)
     allocation = allocate(plan, counted, freqs)
     built = build_matrices(plan, counted, freqs, allocation, quiet=quiet)
     return assemble(plan, counted, freqs, allocation, built, time.perf_counter() - t0)

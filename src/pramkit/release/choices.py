@@ -1,0 +1,300 @@
+"""The settings of a release design, as ``pramkit design`` takes them: one field per flag.
+
+:class:`DesignChoices` is the one place where the design command's flags become
+a plan (:meth:`DesignChoices.plan`), family options (:meth:`DesignChoices.options`)
+and a designed release (:meth:`DesignChoices.release`).  The command line
+builds it from its parsed arguments; an application builds it from its form
+and writes the same choices back as a command line (:meth:`DesignChoices.to_args`),
+so a script made from it designs the same release.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from pramkit.defaults import NA_VALUES
+from pramkit.errors import ParameterError
+
+if TYPE_CHECKING:
+    from pramkit.engine.rng import SecretKey
+    from pramkit.release.plan import ReleasePlan
+    from pramkit.release.record import Release
+
+#: The families' own options, read from flags of the same names.
+FAMILY_OPTIONS = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
+
+
+@dataclass(frozen=True)
+class DesignChoices:
+    """Every setting of ``pramkit design DATA --vars ...`` but the files it reads and writes.
+
+    Each field is the flag of the same name (``keep_codes`` is ``--keep-codes``), with the
+    flag's default and in the type the command line parses it to; see ``pramkit design --help``
+    for what each means.
+
+    Examples
+    --------
+    >>> choices = DesignChoices(epsilon=3.0, split="joint", strata="race")
+    >>> choices.to_args()
+    ['--epsilon', '3.0', '--strata', 'race', '--split', 'joint']
+    >>> choices.options()
+    {'truthful': False, 'form': 'diagonal', 'objective': None}
+    >>> DesignChoices(method="rr", truthful=True).options()
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --truthful, --family and --objective apply to --method dp
+    """
+
+    method: str = "dp"
+    epsilon: float | None = None
+    epsilon_per_variable: str | None = None
+    design_epsilon: float | None = None
+    prior: Path | None = None
+    categories: str | None = None
+    exact_frequencies: bool = False
+    beta: float | None = None
+    keep: float | None = None
+    bandwidth: int | None = None
+    pd: float | None = None
+    alpha: float | None = None
+    diagonal: str | None = None
+    seed: int | None = None
+    k: int | None = None
+    gamma: float | None = None
+    off_diagonal: float | None = None
+    beta_family: str | None = None
+    family: str = "diagonal"
+    truthful: bool = False
+    objective: str | None = None
+    distances: str | None = None
+    metric_epsilon: float | None = None
+    mechanism: str | None = None
+    dilation: float | None = None
+    distance_weights: str | None = None
+    forbid: Path | None = None
+    strata: str | None = None
+    keep_codes: str | None = None
+    household: str | None = None
+    household_vars: str | None = None
+    rule_breaking: str = "error"
+    missing: str = "keep"
+    split: str = "equal"
+    recognition: float | None = None
+    combinations: str = "3"
+    recognition_gamma: float | None = None
+    recognition_method: str = "restricted"
+    na_values: tuple[str, ...] = NA_VALUES
+
+    @classmethod
+    def from_namespace(cls, args: Any) -> "DesignChoices":
+        """The choices of a parsed ``pramkit design`` command line (its attributes of the fields' names).
+
+        Examples
+        --------
+        >>> import argparse
+        >>> DesignChoices.from_namespace(argparse.Namespace(method="rr", epsilon=2.0, other=1)).to_args()
+        ['--method', 'rr', '--epsilon', '2.0']
+        """
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)})
+
+    def to_args(self) -> list[str]:
+        """The flags that give these choices to ``pramkit design`` (those that differ from the default).
+
+        Returns
+        -------
+        list of str
+            Flags and their values, in the order of the fields; numbers written so that
+            they parse back to the same value (``repr`` of a float).
+
+        Examples
+        --------
+        >>> DesignChoices(method="kanon", k=3, exact_frequencies=True, na_values=("NA", "-9")).to_args()
+        ['--method', 'kanon', '--exact-frequencies', '--k', '3', '--na-values', 'NA,-9']
+        >>> DesignChoices(na_values=()).to_args()
+        ['--na-values', '']
+        """
+        out: list[str] = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == f.default:
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                out.append(flag)
+            elif isinstance(value, tuple):
+                out += [flag, ",".join(value)]
+            else:
+                out += [flag, repr(value) if isinstance(value, float) else str(value)]
+        return out
+
+    def check_family_flags(self) -> None:
+        """Refuse a family's flag given with another family.
+
+        Raises
+        ------
+        ParameterError
+            One line naming the flag and the family it belongs to.
+
+        Examples
+        --------
+        >>> DesignChoices(method="rr", mechanism="geometric").check_family_flags()
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: --metric-epsilon, --mechanism and --dilation apply to --method metric
+        """
+        if self.recognition_gamma is not None and self.recognition is None:
+            raise ParameterError("--recognition-gamma applies to --recognition")
+        if self.off_diagonal is not None and (self.method != "tridiagonal" or self.alpha is not None):
+            raise ParameterError("--off-diagonal is the tridiagonal family's entry: use it with --method tridiagonal, "
+                                 "instead of --alpha")
+        if self.method != "metric" and (self.metric_epsilon is not None or self.mechanism is not None
+                                        or self.dilation is not None):
+            raise ParameterError("--metric-epsilon, --mechanism and --dilation apply to --method metric")
+        if self.distance_weights is not None and self.objective != "distance":
+            raise ParameterError("--distance-weights applies to --objective distance")
+        if self.method != "dp" and (self.truthful or self.family != "diagonal" or self.objective is not None):
+            raise ParameterError("--truthful, --family and --objective apply to --method dp")
+
+    def options(self) -> dict[str, Any]:
+        """The chosen family's options, from its flags (checked by :meth:`check_family_flags`).
+
+        Examples
+        --------
+        >>> DesignChoices(method="tridiagonal", off_diagonal=0.1).options()
+        {'alpha': 0.1}
+        >>> DesignChoices(method="metric", metric_epsilon=0.5).options()
+        {'metric_epsilon': 0.5, 'mechanism': None}
+        """
+        self.check_family_flags()
+        if self.method == "dp":
+            distance = self.objective == "distance"
+            return {"truthful": self.truthful, "form": None if distance and self.family == "diagonal" else self.family,
+                    "objective": self.objective,
+                    **({"weights": self.distance_weights} if self.distance_weights else {})}
+        if self.method == "metric":
+            return {"metric_epsilon": self.metric_epsilon, "mechanism": self.mechanism,
+                    **({"dilation": self.dilation} if self.dilation is not None else {})}
+        opts = {name: getattr(self, name) for name in FAMILY_OPTIONS if getattr(self, name) is not None}
+        if self.off_diagonal is not None:
+            opts["alpha"] = self.off_diagonal
+        if self.beta_family is not None:
+            opts["family"] = self.beta_family
+        return opts
+
+    def plan(self, variables: Sequence[str]) -> "ReleasePlan":
+        """The release plan of these choices for ``variables`` (every parameter checked, no data read).
+
+        Examples
+        --------
+        >>> plan = DesignChoices(epsilon=2.0, epsilon_per_variable=None).plan(["age", "sex"])
+        >>> plan.budget
+        2.0
+        """
+        from pramkit.release.plan import plan_release
+        from pramkit.structure import parse_assignments
+
+        return plan_release(
+            list(variables), epsilon=self.epsilon, method=self.method, split=self.split,
+            epsilon_per_variable=per_variable(self.epsilon_per_variable), design_epsilon=self.design_epsilon,
+            prior=self.prior, categories=self.categories, exact_frequencies=self.exact_frequencies,
+            options=self.options(), distances=self.distances, na_values=self.na_values,
+            forbid=self.forbid, strata=self.strata or (), household=self.household,
+            keep_codes=parse_assignments(self.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
+            household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing)
+
+    def release(self, data: Any, variables: Sequence[str], *, key: "SecretKey | None" = None,
+                quiet: bool = True) -> "Release":
+        """Design the release of these choices for ``variables`` of ``data``.
+
+        Parameters
+        ----------
+        data : str, pathlib.Path, pandas.DataFrame or pyarrow.Table
+            The original data (a file is streamed).
+        variables : sequence of str
+            The columns to perturb (the key variables of a recognition design).
+        key : pramkit.engine.rng.SecretKey, optional
+            The design step's DP noise is drawn from it (:func:`pramkit.design_planned`).
+        quiet : bool
+            No progress bars.
+
+        Returns
+        -------
+        pramkit.release.record.Release
+
+        Examples
+        --------
+        >>> from pramkit.datasets import census
+        >>> from pramkit.engine.rng import SecretKey
+        >>> key = SecretKey(bytes(32), "a test key")
+        >>> a = DesignChoices(epsilon=3.0).release(census(5_000), ["age", "sex"], key=key)
+        >>> b = DesignChoices(epsilon=3.0).release(census(5_000), ["age", "sex"], key=key)
+        >>> a.manifest.ledger.dp_counts == b.manifest.ledger.dp_counts, a.manifest.record_epsilon <= 3.0
+        (True, True)
+        """
+        if self.recognition is not None:
+            return self._recognition(data, variables, key)
+        from pramkit.release.pipeline import design_planned
+
+        return design_planned(data, self.plan(variables), key=key, quiet=quiet)
+
+    def _recognition(self, data: Any, variables: Sequence[str], key: "SecretKey | None") -> "Release":
+        """The recognition design (``--recognition``): its own privacy model, no structure."""
+        from pramkit.release.recognition import design_recognition
+
+        structured = [f for f, v in (("--forbid", self.forbid), ("--strata", self.strata),
+                                     ("--keep-codes", self.keep_codes), ("--household", self.household),
+                                     ("--missing category", self.missing == "category"),
+                                     ("--key-file", key)) if v]
+        if structured:
+            raise ParameterError(f"{structured[0]} is not available with --recognition")
+        if self.epsilon is not None or self.method != "dp":
+            raise ParameterError("--recognition is its own privacy model: leave out --epsilon and --method")
+        if self.gamma is not None:
+            raise ParameterError("--gamma is the floor of kanon and tridiagonal; the recognition design's is "
+                                 "--recognition-gamma")
+        gamma = 0.9 if self.recognition_gamma is None else self.recognition_gamma
+        return design_recognition(data, list(variables), alpha=self.recognition,
+                                  combinations=combinations(self.combinations), solver=self.recognition_method,
+                                  gamma=gamma)
+
+
+def per_variable(text: str | None) -> dict[str, float] | None:
+    """``--epsilon-per-variable`` (``age=1,sex=0.5``) as a mapping.
+
+    Examples
+    --------
+    >>> per_variable("age=1, sex=0.5")
+    {'age': 1.0, 'sex': 0.5}
+    >>> per_variable("age")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --epsilon-per-variable must look like age=1,sex=0.5, got 'age'
+    """
+    if text is None:
+        return None
+    out: dict[str, float] = {}
+    for part in (x.strip() for x in text.split(",") if x.strip()):
+        name, sep, value = part.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise ParameterError(f"--epsilon-per-variable must look like age=1,sex=0.5, got {text!r}")
+    return out
+
+
+def combinations(text: str) -> int | list[list[str]]:
+    """``--combinations``: a size, or groups of keys separated by ``;``.
+
+    Examples
+    --------
+    >>> combinations("2"), combinations("age,sex; age,race")
+    (2, [['age', 'sex'], ['age', 'race']])
+    """
+    if text.strip().isdigit():
+        return int(text)
+    return [[k.strip() for k in group.split(",") if k.strip()] for group in text.split(";") if group.strip()]

@@ -1,0 +1,217 @@
+"""The file a release starts from: its variables, value labels, missing codes and a preview.
+
+:func:`describe_file` streams the file once (memory bounded by a chunk and the
+distinct values kept per column, at most :data:`DISTINCT_SHOWN`), so a file
+larger than memory can be opened; only :data:`PREVIEW_ROWS` rows are kept to
+be shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pramkit.defaults import NA_VALUES
+from pramkit.io import iter_batches
+from pramkit.progress import progress
+
+#: Rows of the file kept to be shown.
+PREVIEW_ROWS = 20
+
+#: Distinct values counted per column; beyond it a column is shown as having more.
+DISTINCT_SHOWN = 1_000
+
+
+@dataclass(frozen=True)
+class VariableInfo:
+    """One column of the file as the workbench shows it.
+
+    Parameters
+    ----------
+    name : str
+        The column.
+    dtype : str
+        Its type as read (Arrow's name: ``string``, ``int64``, ...).
+    distinct : int
+        Distinct non-missing values (at most :data:`DISTINCT_SHOWN`; see ``more``).
+    missing : int
+        Missing values (empty fields, missing markers, SPSS user-missing codes).
+    value_labels : mapping or None
+        Stata or SPSS value labels (code -> label), if the file declares them.
+    more : bool
+        More than :data:`DISTINCT_SHOWN` distinct values (``distinct`` is then a lower bound).
+
+    Examples
+    --------
+    >>> VariableInfo("sex", "string", 2, 1).summary()
+    '2 values, 1 missing'
+    """
+
+    name: str
+    dtype: str
+    distinct: int
+    missing: int
+    value_labels: Mapping[Any, str] | None = None
+    more: bool = False
+
+    def summary(self) -> str:
+        """Its values and missing values in words.
+
+        Examples
+        --------
+        >>> VariableInfo("id", "int64", DISTINCT_SHOWN, 0, more=True).summary()
+        'more than 1,000 values, 0 missing'
+        """
+        values = f"more than {self.distinct:,}" if self.more else f"{self.distinct:,}"
+        return f"{values} values, {self.missing:,} missing"
+
+
+@dataclass(frozen=True)
+class Source:
+    """An opened file: where it is, what it holds, a preview.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file (the workbench's copy for an upload or the built-in census).
+    label : str
+        How to name it to the user.
+    format : str
+        ``csv``, ``parquet``, ``dta`` or ``sav``.
+    rows : int
+        Records.
+    variables : tuple of VariableInfo
+        Its columns, in file order.
+    preview : pandas.DataFrame
+        The first :data:`PREVIEW_ROWS` rows.
+    missing_codes : tuple of str
+        The texts (CSV) or codes (SPSS user-missing) the file uses for missing.
+    na_values : tuple of str
+        The texts read as missing in a CSV file besides the empty field.
+    categories : pathlib.Path or None
+        A codebook that comes with the file (the built-in census declares its categories).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_text("sex,age\\nm,31\\nNA,45\\nf,\\n")
+    ...     src = describe_file(f)
+    >>> src.rows, [v.summary() for v in src.variables], src.missing_codes
+    (3, ['2 values, 1 missing', '2 values, 1 missing'], ('NA',))
+    >>> list(src.variables_frame().columns)
+    ['variable', 'type', 'values', 'missing', 'value labels']
+    """
+
+    path: Path
+    label: str
+    format: str
+    rows: int
+    variables: tuple[VariableInfo, ...]
+    preview: pd.DataFrame = field(repr=False)
+    missing_codes: tuple[str, ...] = ()
+    na_values: tuple[str, ...] = NA_VALUES
+    categories: Path | None = None
+
+    @property
+    def names(self) -> list[str]:
+        """The column names, in file order."""
+        return [v.name for v in self.variables]
+
+    def variables_frame(self) -> pd.DataFrame:
+        """One row per variable: name, type, distinct values, missing values, value labels."""
+        return pd.DataFrame({
+            "variable": [v.name for v in self.variables],
+            "type": [v.dtype for v in self.variables],
+            "values": [f"> {v.distinct:,}" if v.more else f"{v.distinct:,}" for v in self.variables],
+            "missing": [f"{v.missing:,}" for v in self.variables],
+            "value labels": ["" if not v.value_labels else
+                             "; ".join(f"{k} = {lab}" for k, lab in list(v.value_labels.items())[:8])
+                             + (" ..." if len(v.value_labels) > 8 else "") for v in self.variables],
+        })
+
+
+class _Column:
+    """Distinct values (up to :data:`DISTINCT_SHOWN`) and missing values of one column, chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.values: set[Any] = set()
+        self.more = False
+        self.missing = 0
+
+    def add(self, column: pa.ChunkedArray) -> None:
+        self.missing += column.null_count
+        if self.more:
+            return
+        self.values.update(pc.unique(column.drop_null()).to_pylist())
+        if len(self.values) > DISTINCT_SHOWN:
+            self.values = set(list(self.values)[:DISTINCT_SHOWN])
+            self.more = True
+
+
+def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequence[str] = NA_VALUES,
+                  categories: Path | None = None, quiet: bool = True) -> Source:
+    """Read a file once: its columns, their distinct and missing values, labels, and a preview.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV, Parquet, Stata or SPSS file.
+    label : str, optional
+        How to name it (default: its file name).
+    na_values : sequence of str
+        Texts that mean missing in a CSV file besides the empty field.
+    categories : pathlib.Path, optional
+        A codebook that comes with the file.
+    quiet : bool
+        No progress bar (progress still reaches a :func:`pramkit.progress.watching` callback).
+
+    Returns
+    -------
+    Source
+
+    Raises
+    ------
+    DataError
+        The file is missing, empty, or not readable as its format.
+
+    Examples
+    --------
+    See :class:`Source`.
+    """
+    p = Path(path)
+    meta, tables = iter_batches(p, na_values=tuple(na_values))
+    columns: dict[str, _Column] = {name: _Column() for name in meta.columns}
+    dtypes: dict[str, str] = {}
+    preview: list[pd.DataFrame] = []
+    rows = 0
+    with progress(total=meta.rows, desc="reading", unit="rows", quiet=quiet) as bar:
+        for table in tables:
+            if rows < PREVIEW_ROWS:
+                preview.append(table.slice(0, PREVIEW_ROWS - rows).to_pandas())
+            for name in meta.columns:
+                columns[name].add(table.column(name))
+                dtypes.setdefault(name, str(table.schema.field(name).type))
+            rows += table.num_rows
+            bar.update(table.num_rows)
+    value_labels = meta.labels.get("variable_value_labels", {}) or {}
+    variables = tuple(
+        VariableInfo(name, dtypes.get(name, "null"), len(col.values), col.missing, value_labels.get(name), col.more)
+        for name, col in columns.items()
+    )
+    frame = pd.concat(preview, ignore_index=True) if preview else pd.DataFrame(columns=meta.columns)
+    return Source(p, label or p.name, meta.format, rows, variables, frame, _codes(meta.missing), tuple(na_values),
+                  categories)
+
+
+def _codes(missing: Any) -> tuple[str, ...]:
+    """The missing markers of a file in words: CSV texts and SPSS user-missing values and ranges."""
+    ranges = [f"{column}: {lo}..{hi}" if lo != hi else f"{column}: {lo}"
+              for column, spans in sorted(missing.ranges.items()) for lo, hi in spans]
+    return tuple(missing.texts) + tuple(ranges)
