@@ -6,7 +6,6 @@ Installed as ``pramkit.workbench`` only when that module is absent.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import sys
 import time
@@ -17,26 +16,10 @@ from typing import Any, Iterator
 import pandas as pd
 
 from pramkit.datasets import census
+from pramkit.release.choices import DesignChoices
 from pramkit.errors import DataError, ParameterError
 from pramkit.progress import progress
 from pramkit.validate import epsilon as check_epsilon
-
-
-@dataclasses.dataclass(frozen=True)
-class DesignSettings:
-    variables: tuple = ()
-    epsilon: float = 3.0
-    method: str = "dp"
-    options: dict = dataclasses.field(default_factory=dict)
-    forbid: Any = None
-    strata: tuple = ()
-    keep_codes: str = ""
-    household: Any = None
-    prior: Any = None
-    categories: Any = None
-    split: str = "optimal"
-    distances: Any = None
-    missing: str = "keep"
 
 
 def _ns(**kw: Any) -> types.SimpleNamespace:
@@ -47,7 +30,7 @@ class Workbench:
     def __init__(self, work_dir: Path) -> None:
         self.work_dir = Path(work_dir)
         self.data: pd.DataFrame | None = None
-        self.settings: DesignSettings | None = None
+        self.settings: DesignChoices | None = None
         self.uncovered: tuple[str, ...] = ()
 
     def _source(self, data: pd.DataFrame, label: str, fmt: str) -> Any:
@@ -63,7 +46,7 @@ class Workbench:
     def open_census(self, rows: int = 20_000) -> Any:
         return self._source(census(rows), f"census-like data ({rows} rows)", "generated")
 
-    def open_file(self, path: Path, na_values: Any = None) -> Any:
+    def open_file(self, path: Path, *, label: str | None = None, na_values: Any = None, upload: bool = False) -> Any:
         try:
             data = pd.read_csv(path)
         except pd.errors.EmptyDataError:
@@ -74,8 +57,9 @@ class Workbench:
         table = pd.DataFrame({"measure": ["keys", "sampling fraction"], "value": [", ".join(keys), f"{sampling_fraction:g}"]})
         return _ns(table=table, plot_png=None)
 
-    def design(self, s: DesignSettings) -> Any:
+    def design(self, variables: tuple, s: DesignChoices, *, key: Any = None) -> Any:
         check_epsilon(s.epsilon, "the record budget")
+        s.options()
         assert self.data is not None
         if s.forbid is not None:
             rules = pd.read_csv(s.forbid, dtype=str)
@@ -85,15 +69,16 @@ class Workbench:
                     for value in cell.split("|"):
                         if value not in known:
                             raise DataError(f"the rules name {value!r}, not a category of {column}")
-        with progress(total=len(s.variables), desc="designing", quiet=True) as bar:
-            for _ in s.variables:
+        with progress(total=len(variables), desc="designing", quiet=True) as bar:
+            for _ in variables:
                 time.sleep(0.2)
                 bar.update(1)
         self.settings = s
-        self.uncovered = tuple(f"the stratum column {c} is released unperturbed" for c in s.strata)
-        ledger = pd.DataFrame({"variable": list(s.variables), "epsilon": [f"{s.epsilon / len(s.variables):g}"] * len(s.variables)})
+        self.variables = variables
+        self.uncovered = tuple(f"the stratum column {c} is released unperturbed" for c in (s.strata or "").split(",") if c)
+        ledger = pd.DataFrame({"variable": list(variables), "epsilon": [f"{s.epsilon / len(variables):g}"] * len(variables)})
         return _ns(guarantee=f"Each record is protected at epsilon = {s.epsilon:g}.", ledger=ledger,
-                   uncovered=self.uncovered, heatmaps={}, record_epsilon=f"{s.epsilon:g}", risk_after=None)
+                   uncovered=self.uncovered, heatmaps={}, record_epsilon=f"{s.epsilon:g}", notes=())
 
     def apply(self, key: Any) -> Any:
         with progress(total=10, desc="perturbing", quiet=True) as bar:
@@ -101,8 +86,9 @@ class Workbench:
                 time.sleep(0.05)
                 bar.update(1)
         self.key = key
-        changed = pd.DataFrame({"variable": list(self.settings.variables), "changed %": ["1.0"] * len(self.settings.variables)})
-        return _ns(changed=changed, estimates=pd.DataFrame({"variable": [], "category": []}))
+        changed = pd.DataFrame({"variable": list(self.variables), "changed %": ["1.0"] * len(self.variables)})
+        return _ns(changed=changed, estimates=pd.DataFrame({"variable": [], "category": []}), risk_after=None,
+                   design=self.design(self.variables, self.settings))
 
     def script(self) -> str:
         return "#!/bin/sh\npramkit apply ...\n"
@@ -124,10 +110,10 @@ class Workbench:
 
 
 def install() -> None:
-    """Make this module ``pramkit.workbench`` when the library has none."""
-    try:
-        import pramkit.workbench  # noqa: F401
-    except ImportError:
+    """Make this module ``pramkit.workbench`` when the library has no workbench yet."""
+    import pramkit.workbench
+
+    if not hasattr(pramkit.workbench, "Workbench"):
         sys.modules["pramkit.workbench"] = sys.modules[__name__]
 
 

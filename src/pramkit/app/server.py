@@ -12,6 +12,7 @@ its class name, with the traceback on the server's stderr.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from pramkit.app.ui import error_box, png
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
 from pramkit.progress import watching
-from pramkit.workbench import DesignSettings, Workbench
+from pramkit.workbench import DesignChoices, Workbench
 
 #: The steps, in order; a step's new result clears the results of the steps after it.
 STEPS = ("data", "risk", "design", "apply", "export")
@@ -198,8 +199,9 @@ def make_server(work_root: Path) -> Callable[[Inputs, Outputs, Session], None]:
         session.on_ended(ended)
         data_step(input, output, wb, steps["data"], folder / "uploads")
         risk_step(input, output, wb, steps["risk"], steps["data"])
-        design_step(input, output, wb, steps["design"], steps["data"], folder / "uploads")
-        apply_step(input, output, wb, steps["apply"], steps["design"])
+        key: reactive.Value[SecretKey | None] = reactive.value(None)
+        design_step(input, output, wb, steps["design"], steps["data"], folder / "uploads", key)
+        apply_step(input, output, wb, steps["apply"], steps["design"], key)
         export_step(input, output, wb, steps["export"], steps["design"], steps["apply"])
 
     return server
@@ -268,8 +270,8 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
         except ParameterError as exc:
             step.fail(str(exc))
             return
-        na = fields.markers(input.na_values())
-        step.start(lambda: wb.open_file(path, na_values=na))
+        na, label = fields.markers(input.na_values()), input.upload()[0]["name"]
+        step.start(lambda: wb.open_file(path, label=label, na_values=na, upload=True))
 
     @render.ui
     def data_summary() -> ui.TagChild:
@@ -286,7 +288,7 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
         src = step.result()
         names = [v.name for v in src.variables] if src is not None else []
         optional = {"": "none", **{n: n for n in names}}
-        for field in ("risk_keys", "design_vars", "strata"):
+        for field in ("risk_keys", "design_vars", "strata", "household_vars"):
             ui.update_selectize(field, choices=names, selected=[])
         for field in ("risk_weights", "risk_household", "design_household"):
             ui.update_select(field, choices=optional, selected="")
@@ -318,6 +320,7 @@ def risk_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: S
             step.fail(str(exc))
             return
         weights, household = input.risk_weights() or None, input.risk_household() or None
+        f = None if weights else f  # the weights give each record's sampling fraction
         step.start(lambda: wb.risk(keys, sampling_fraction=f, weights=weights, household=household))
 
     output(id="risk_table")(_table(step, lambda r: r.table))
@@ -335,19 +338,33 @@ def _require(step: Step, message: str) -> None:
             raise ParameterError(message)
 
 
-def _settings(input: Inputs, files: dict[str, Path | None]) -> DesignSettings:
-    """The design's settings from the fields (a ParameterError names a field that cannot be read)."""
+def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, ...], DesignChoices]:
+    """The variables to perturb and the design's choices from the fields (a ParameterError names a
+    field that cannot be read)."""
     variables = tuple(input.design_vars())
     if not variables:
         raise ParameterError("choose at least one variable to perturb")
-    return DesignSettings(
-        variables=variables, epsilon=fields.budget(input.epsilon()), method=input.method(),
-        options=fields.options(input.options()), forbid=files["forbid"], strata=tuple(input.strata()),
-        keep_codes=input.keep_codes().strip(), household=input.design_household() or None,
-        prior=files["prior"], categories=files["categories"], split=input.split(), missing=input.missing())
+    options = fields.options(input.options())
+    known = {f.name for f in dataclasses.fields(DesignChoices)} - set(_FORM)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ParameterError(f"unknown method option {unknown[0]!r}; the options are the flags of "
+                             "`pramkit design --help` written name=value (e.g. beta=0.5)")
+    return variables, DesignChoices(
+        method=input.method(), epsilon=fields.budget(input.epsilon()), split=input.split(),
+        forbid=files["forbid"], strata=",".join(input.strata()) or None,
+        keep_codes=input.keep_codes().strip() or None, household=input.design_household() or None,
+        household_vars=",".join(input.household_vars()) or None, prior=files["prior"],
+        categories=str(files["categories"]) if files["categories"] else None, missing=input.missing(), **options)
 
 
-def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: Step, uploads: Path) -> None:
+#: The choices set by the design form's own fields (not by its options field).
+_FORM = ("method", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
+         "categories", "missing", "na_values")
+
+
+def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: Step, uploads: Path,
+                key: reactive.Value[SecretKey | None]) -> None:
     """Step 3: the design; its guarantee sentence, ledger, a heat map per matrix and the risk after.
 
     Parameters
@@ -360,6 +377,8 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
         This step and the data step.
     uploads : Path
         The session's folder for uploaded files (the rules, prior and codebook).
+    key : reactive.Value
+        The session's key when there is one yet: the design step's noise is drawn from it.
     """
     files: dict[str, Path | None] = {"forbid": None, "prior": None, "categories": None}
 
@@ -381,11 +400,12 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
     def _run() -> None:
         try:
             _require(data, "open the data first (step 1)")
-            settings = _settings(input, files)
+            variables, choices = _choices(input, files)
         except ParameterError as exc:
             step.fail(str(exc))
             return
-        step.start(lambda: wb.design(settings))
+        k = key.get()
+        step.start(lambda: wb.design(variables, choices, key=k))
 
     @render.ui
     def guarantee() -> ui.TagChild:
@@ -393,10 +413,10 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
         if d is None:
             return ui.p("Choose the variables and the budget, then Design.")
         return ui.div(ui.p(ui.strong("Guarantee: "), d.guarantee),
-                      ui.p(ui.strong("Record epsilon: "), d.record_epsilon), class_="alert alert-info")
+                      ui.p(ui.strong("Record epsilon: "), d.record_epsilon),
+                      *(ui.p(ui.em(note)) for note in d.notes), class_="alert alert-info")
 
     output(id="ledger")(_table(step, lambda d: d.ledger))
-    output(id="risk_after")(_table(step, lambda d: d.risk_after.table if d.risk_after is not None else None))
 
     @render.ui
     def heatmaps() -> ui.TagChild:
@@ -407,7 +427,8 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
                         for v, p in d.heatmaps.items()))
 
 
-def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step) -> None:
+def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step,
+               key: reactive.Value[SecretKey | None]) -> None:
     """Step 4: the key (generated and offered for download, or uploaded; never shown) and the perturbation.
 
     Parameters
@@ -418,8 +439,9 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
         The session's workbench.
     step, design : Step
         This step and the design step.
+    key : reactive.Value
+        The session's key (None until one is generated or uploaded).
     """
-    key: reactive.Value[SecretKey | None] = reactive.value(None)
 
     @reactive.effect
     @reactive.event(input.new_key)
@@ -474,6 +496,13 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
 
     output(id="changed")(_table(step, lambda a: a.changed))
     output(id="estimates")(_table(step, lambda a: a.estimates))
+    output(id="risk_after")(_table(step, lambda a: a.risk_after.table if a.risk_after is not None else None))
+
+    @reactive.effect
+    def _designed_again() -> None:
+        a = step.result()
+        if a is not None:  # applying with another key than the design's designs again with it
+            design.result.set(a.design)
 
 
 def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step, applied: Step) -> None:

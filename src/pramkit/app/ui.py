@@ -97,12 +97,14 @@ def design_tab() -> ui.NavPanel:
         ui.input_selectize("design_vars", "Variables to perturb", choices=[], multiple=True),
         ui.input_select("method", "Method", choices=list(METHODS)),
         ui.input_text("epsilon", "Record budget (epsilon, nats)", "3"),
-        ui.input_select("split", "Budget split", choices=["optimal", "equal", "joint"]),
+        ui.input_select("split", "Budget split", choices=["equal", "optimal", "joint"]),
         ui.input_text("options", "Method options (name=value, ...)", ""),
         ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),
         ui.input_selectize("strata", "Strata (released unperturbed)", choices=[], multiple=True),
         ui.input_text("keep_codes", "Kept codes (V=CODE,...)", ""),
         ui.input_select("design_household", "Household id", choices={"": "none"}),
+        ui.input_selectize("household_vars", "Household variables (one draw per household)", choices=[],
+                           multiple=True),
         ui.input_file("prior", "Public frequencies (CSV variable,category,frequency)", accept=[".csv"]),
         ui.input_file("categories", "Codebook (CSV variable,category)", accept=[".csv"]),
         ui.input_select("missing", "Missing values", choices=["keep", "category"]),
@@ -111,7 +113,6 @@ def design_tab() -> ui.NavPanel:
         ui.output_ui("guarantee"),
         ui.h4("Ledger"), ui.output_table("ledger"),
         ui.output_ui("heatmaps"),
-        ui.h4("Risk after the perturbation"), ui.output_table("risk_after"),
     ], "design")
 
 
@@ -131,6 +132,7 @@ def apply_tab() -> ui.NavPanel:
         ui.input_action_button("run_apply", "Apply", class_="btn-primary"),
     ], [
         ui.h4("Values changed"), ui.output_table("changed"),
+        ui.h4("Risk of the released file"), ui.output_table("risk_after"),
         ui.h4("Estimates from the released file (%, with 95 % intervals)"), ui.output_table("estimates"),
     ], "apply")
 
