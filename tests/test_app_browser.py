@@ -75,6 +75,7 @@ def page(browser: object, base: str) -> Iterator[Page]:
 
 
 def shot(page: Page, name: str) -> None:
+    page.evaluate("window.scrollTo(0, 0)")
     for folder in SHOTS:
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / f"{name}.png"))
