@@ -179,7 +179,9 @@ class Rules:
         Returns
         -------
         dict
-            ``source`` and ``forbidden`` (each rule's :meth:`Rule.to_dict`).
+            ``source`` (a file's name only: a public manifest does not say where the holder keeps
+            its files, and a release made from a copy of the rules is the same release) and
+            ``forbidden`` (each rule's :meth:`Rule.to_dict`).
 
         Examples
         --------
@@ -187,10 +189,12 @@ class Rules:
         >>> r = Rules.of([{"age": "0-4|5-9", "marital_status": "married"}])
         >>> r.to_dict()
         {'source': 'rules', 'forbidden': [{'age': ['0-4', '5-9'], 'marital_status': ['married']}]}
+        >>> Rules(r.rules, "/home/officer/survey/rules.csv").to_dict()["source"]
+        'rules.csv'
         >>> Rules.of(json.loads(json.dumps(r.to_dict()))["forbidden"]) == r  # a JSON round trip
         True
         """
-        return {"source": self.source, "forbidden": [r.to_dict() for r in self.rules]}
+        return {"source": Path(self.source).name, "forbidden": [r.to_dict() for r in self.rules]}
 
     def check(self, categories: Mapping[str, Sequence[Label]]) -> None:
         """Every column a rule names is among ``categories`` and every value it lists is one of

@@ -100,35 +100,42 @@ class DesignChoices:
         """
         return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)})
 
-    def to_args(self) -> list[str]:
-        """The flags that give these choices to ``pramkit design`` (those that differ from the default).
+    def flags(self) -> list[tuple[str, str | None]]:
+        """The flags that give these choices to ``pramkit design`` (those that differ from the default), with
+        their values as text (None: a switch).
 
-        Returns
-        -------
-        list of str
-            Flags and their values, in the order of the fields; numbers written so that
-            they parse back to the same value (``repr`` of a float).
+        Numbers are written so that they parse back to the same value (``repr`` of a float).
 
         Examples
         --------
-        >>> DesignChoices(method="kanon", k=3, exact_frequencies=True, na_values=("NA", "-9")).to_args()
-        ['--method', 'kanon', '--exact-frequencies', '--k', '3', '--na-values', 'NA,-9']
-        >>> DesignChoices(na_values=()).to_args()
-        ['--na-values', '']
+        >>> DesignChoices(method="kanon", k=3, exact_frequencies=True, na_values=("NA", "-9")).flags()
+        [('--method', 'kanon'), ('--exact-frequencies', None), ('--k', '3'), ('--na-values', 'NA,-9')]
         """
-        out: list[str] = []
+        out: list[tuple[str, str | None]] = []
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value == f.default:
                 continue
             flag = "--" + f.name.replace("_", "-")
             if isinstance(value, bool):
-                out.append(flag)
+                out.append((flag, None))
             elif isinstance(value, tuple):
-                out += [flag, ",".join(value)]
+                out.append((flag, ",".join(value)))
             else:
-                out += [flag, repr(value) if isinstance(value, float) else str(value)]
+                out.append((flag, repr(value) if isinstance(value, float) else str(value)))
         return out
+
+    def to_args(self) -> list[str]:
+        """:meth:`flags` as a command line's arguments.
+
+        Examples
+        --------
+        >>> DesignChoices(method="kanon", k=3, exact_frequencies=True).to_args()
+        ['--method', 'kanon', '--exact-frequencies', '--k', '3']
+        >>> DesignChoices(na_values=()).to_args()
+        ['--na-values', '']
+        """
+        return [x for flag, value in self.flags() for x in ((flag,) if value is None else (flag, value))]
 
     def check_family_flags(self) -> None:
         """Refuse a family's flag given with another family.

@@ -662,13 +662,13 @@ def _sampling(
     return float(sampling_fraction), f"pi = {float(sampling_fraction):g}, as given"
 
 
-def _jointly_perturbed(manifest: Manifest, keys: Sequence[str]) -> list[str]:
+def jointly_perturbed(manifest: Manifest, keys: Sequence[str]) -> list[str]:
     """Keys perturbed by a joint (several-column) variable."""
     return [k for v in manifest.variables if v.is_joint for k in v.columns if k in keys]
 
 
 def _recognition(original: pd.DataFrame, keys: Sequence[str], manifest: Manifest, alpha: float) -> RecognitionFigures:
-    joint = _jointly_perturbed(manifest, keys)
+    joint = jointly_perturbed(manifest, keys)
     if joint:
         return RecognitionFigures(alpha, not_computed=f"key(s) {joint} are perturbed jointly with other columns; "
                                   "the check here takes one matrix per variable")
@@ -1115,7 +1115,7 @@ def build_report(
         bar.update()
 
         t0 = time.perf_counter()
-        joint = _jointly_perturbed(manifest, keys)
+        joint = jointly_perturbed(manifest, keys)
         after: RiskFigures | None = None
         after_note = ""
         if joint:

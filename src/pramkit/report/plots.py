@@ -123,3 +123,57 @@ def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
     with tempfile.TemporaryDirectory(prefix="pramkit-report-") as folder:
         path = plot_privacy_utility(curve, Path(folder) / "curve.png", xlabel="epsilon of the variable [nats]")
         return path.read_bytes()
+
+
+#: Largest number of categories drawn as a heat map (a larger matrix is described, not drawn).
+HEATMAP_MAX = 60
+
+
+def matrix_heatmap(name: str, matrix: np.ndarray, categories: list[str]) -> bytes:
+    """A PRAM matrix as a heat map: row k (original value) and column j (released value) coloured by M[k, j].
+
+    Parameters
+    ----------
+    name : str
+        The variable, for the title.
+    matrix : numpy.ndarray
+        The S x S matrix (S at most :data:`HEATMAP_MAX`).
+    categories : list of str
+        The category labels, in the matrix's order.
+
+    Returns
+    -------
+    bytes
+        A PNG at :data:`DPI` dots per inch; entries written in the cells when S is at most 12.
+
+    Examples
+    --------
+    >>> png = matrix_heatmap("sex", np.array([[0.9, 0.1], [0.2, 0.8]]), ["f", "m"])
+    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    s = len(categories)
+    side = min(7.5, 2.6 + 0.32 * s)
+    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    image = ax.imshow(matrix, cmap="Blues", vmin=0.0, vmax=1.0)
+    ticks = np.arange(s)
+    small = s <= 12
+    ax.set_xticks(ticks, categories if s <= 30 else [], rotation=90, fontsize="small" if small else "x-small")
+    ax.set_yticks(ticks, categories if s <= 30 else [], fontsize="small" if small else "x-small")
+    if small:
+        for k in range(s):
+            for j in range(s):
+                ax.text(j, k, f"{matrix[k, j]:.2f}", ha="center", va="center", fontsize="x-small",
+                        color="white" if matrix[k, j] > 0.6 else "black")
+    ax.set_xlabel("released value j")
+    ax.set_ylabel("original value k")
+    ax.set_title(f"{name}: M[k, j] = P(released j | original k)")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()

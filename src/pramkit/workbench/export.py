@@ -1,0 +1,247 @@
+"""A workbench release written as the command line writes it, and the script that makes it again.
+
+:func:`export` writes ``OUT/public/`` (released file, receipt, manifest, public
+report: may be published) and ``OUT/private/`` (design record, internal
+report, the inputs used, the original when it was an upload or the built-in
+census, ``summary.json`` and ``reproduce.sh``: never publish them), assembled
+in a work folder inside ``OUT`` and moved into place at the end
+(:mod:`pramkit.release.folders`): a failed or cancelled export leaves nothing.
+
+:func:`reproduce_script` gives the ``pramkit`` commands (design, apply,
+report) that make the same release from the same inputs with the same key:
+``sh private/reproduce.sh KEY_FILE OUT``.  The design command's flags come
+from :meth:`pramkit.release.choices.DesignChoices.to_args`, the library value
+the workbench designed with, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pramkit._json import to_jsonable
+from pramkit._version import __version__
+from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_atomic
+from pramkit.defaults import NA_VALUES
+from pramkit.errors import ParameterError
+from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
+from pramkit.workbench.views import ExportView
+
+if TYPE_CHECKING:
+    from pramkit.workbench.session import Workbench
+
+#: The script's name in ``private/``.
+SCRIPT = "reproduce.sh"
+
+
+def _in_private(wb: "Workbench", path: Path) -> str | None:
+    """Where a file of the work folder is exported in ``private/`` (None: it stays where it is)."""
+    from pramkit.workbench.session import INPUTS, ORIGINAL
+
+    for folder in (ORIGINAL, INPUTS):
+        base = (wb.work / folder).resolve()
+        if path.resolve().parent == base:
+            return path.name if folder == ORIGINAL else f"{INPUTS}/{path.name}"
+    return None
+
+
+def _shell_path(wb: "Workbench", path: Path | str) -> str:
+    """A path in the script: under ``$HERE`` (the exported ``private/``) or absolute, quoted."""
+    inside = _in_private(wb, Path(path))
+    return f'"$HERE"/{shlex.quote(inside)}' if inside is not None else shlex.quote(str(Path(path).resolve()))
+
+
+def _files_in_private(wb: "Workbench") -> dict[Path, str]:
+    """Work files the export copies into ``private/``: the original (upload or census) and the design inputs."""
+    from pramkit.workbench.session import INPUT_FILES
+
+    assert wb.source is not None and wb.designed is not None
+    out: dict[Path, str] = {}
+    candidates = [wb.source.path] + [getattr(wb.designed.choices, name) for name in INPUT_FILES]
+    for path in candidates:
+        if path is not None and _in_private(wb, Path(path)) is not None:
+            out[Path(path)] = _in_private(wb, Path(path)) or ""
+    return out
+
+
+def _report_flags(wb: "Workbench") -> list[str]:
+    """The report command's keys and sampling fraction (the risk step's, else the perturbed variables)."""
+    assert wb.designed is not None
+    keys = wb.risk_keys or wb.designed.variables
+    flags = ["--keys", ",".join(keys)]
+    if wb.sampling_fraction is not None:
+        flags += ["--sampling-fraction", repr(float(wb.sampling_fraction))]
+    return flags
+
+
+def _na_flags(wb: "Workbench") -> list[str]:
+    assert wb.source is not None
+    return [] if wb.source.na_values == NA_VALUES else ["--na-values", ",".join(wb.source.na_values)]
+
+
+def released_name(wb: "Workbench") -> str:
+    """The released file's name: ``released`` with the original's suffix."""
+    assert wb.source is not None
+    return f"released{wb.source.path.suffix.lower() or '.csv'}"
+
+
+def reproduce_script(wb: "Workbench") -> str:
+    """The shell script that makes the workbench's release again, byte for byte, with the same key.
+
+    Parameters
+    ----------
+    wb : Workbench
+        A workbench whose release is designed.
+
+    Returns
+    -------
+    str
+        A POSIX shell script: ``sh private/reproduce.sh KEY_FILE OUT`` writes ``OUT/public/``
+        and ``OUT/private/`` with the ``pramkit`` commands.
+
+    Raises
+    ------
+    ParameterError
+        Nothing is designed yet.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pramkit.release.choices import DesignChoices
+    >>> from pramkit.workbench.session import Workbench
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     wb = Workbench(d)
+    ...     _ = wb.open_census(rows=2_000)
+    ...     _ = wb.design(["sex"], DesignChoices(epsilon=1.0))
+    ...     lines = reproduce_script(wb).splitlines()
+    >>> [line.split(" ", 2)[:2] for line in lines if line.startswith("pramkit ")]
+    [['pramkit', 'design'], ['pramkit', 'apply'], ['pramkit', 'report']]
+    """
+    if wb.source is None or wb.designed is None:
+        raise ParameterError("design the release first: the script repeats the design, apply and report steps")
+    data = _shell_path(wb, wb.source.path)
+    choices = wb.designed.choices
+    files = {name: _shell_path(wb, getattr(choices, name)) for name in ("forbid", "prior", "categories")
+             if getattr(choices, name) is not None}
+    design_flags = []
+    for flag, value in choices.flags():
+        name = flag[2:].replace("-", "_")
+        shown = files[name] if name in files else None if value is None else shlex.quote(value)
+        design_flags.append(flag if shown is None else f"{flag} {shown}")
+    released = f'"$OUT"/public/{released_name(wb)}'
+    na = " ".join(map(shlex.quote, _na_flags(wb)))
+    lines = [
+        "#!/bin/sh",
+        f"# Makes a pramkit release again, byte for byte, with the key it was made with (pramkit {__version__}).",
+        "#   sh reproduce.sh KEY_FILE OUT",
+        "# writes OUT/public/ (may be published) and OUT/private/ (never publish it). The key is never in",
+        "# this script: keep it apart from the release.",
+        "set -eu",
+        'if [ "$#" -ne 2 ]; then echo "usage: sh reproduce.sh KEY_FILE OUT" >&2; exit 2; fi',
+        'KEY=$1',
+        'OUT=$2',
+        'HERE=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
+        'mkdir -p "$OUT"/public "$OUT"/private',
+        f"pramkit design {data} --vars {shlex.quote(','.join(wb.designed.variables))} "
+        + " ".join(design_flags) + ' --key-file "$KEY" --out "$OUT"/public/manifest.json '
+        '--design-record "$OUT"/private/design-record.json --quiet',
+        f'pramkit apply {data} --manifest "$OUT"/public/manifest.json --key-file "$KEY" --out {released} '
+        f"{na} --quiet".replace("  ", " "),
+        f'pramkit report {data} --manifest "$OUT"/public/manifest.json --released {released} '
+        + " ".join(map(shlex.quote, _report_flags(wb)))
+        + f' --out "$OUT"/private/report.html --public "$OUT"/public/report.html {na} --quiet'.replace("  ", " "),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def export(wb: "Workbench", out: Path, *, confirmed: bool = False) -> ExportView:
+    """Write the applied release into ``out/public/`` and ``out/private/`` (module docstring).
+
+    Parameters
+    ----------
+    wb : Workbench
+        A workbench whose release is applied.
+    out : pathlib.Path
+        The folder to hold ``public/`` and ``private/`` (created if absent; neither may exist).
+    confirmed : bool
+        The officer has read what the ledger does not cover (:attr:`DesignView.uncovered`)
+        and publishes anyway.
+
+    Returns
+    -------
+    ExportView
+
+    Raises
+    ------
+    ParameterError
+        Nothing is applied yet, or the ledger does not cover everything published and
+        ``confirmed`` is false (the message gives the ledger's words).
+    OutputExistsError
+        ``out/public`` or ``out/private`` exists.
+    WriteError
+        ``out`` cannot be written; nothing is left behind.
+    """
+    from pramkit.report import build_public_report, build_report, write_report
+
+    if wb.applied is None or wb.designed is None or wb.source is None:
+        raise ParameterError("apply the release first: the export writes the released file")
+    uncovered = wb.designed.view.uncovered
+    if uncovered and not confirmed:
+        raise ParameterError("the ledger does not cover everything published: " + "; ".join(uncovered)
+                             + ". Confirm to export anyway")
+    check_target(out, force=False, inputs=[wb.source.path])
+    created = not out.exists()
+    make_folder(out)
+    files: dict[str, str] = {}
+    try:
+        with temporary(out / "export", folder=True, label=f"the export in {str(out)!r}") as work:
+            for folder in (PUBLIC, f"{PRIVATE}/inputs"):
+                (work / folder).mkdir(parents=True)
+            _copy_release(wb, work, files)
+            for path, name in _files_in_private(wb).items():
+                shutil.copyfile(path, work / PRIVATE / name)
+                files[f"input {name}"] = f"{PRIVATE}/{name}"
+            manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
+            keys = wb.risk_keys or wb.designed.variables
+            report = build_report(wb.source.path, manifest, released, list(keys),
+                                  sampling_fraction=wb.sampling_fraction, na_values=wb.source.na_values)
+            write_report(report, work / PRIVATE / "report.html")
+            write_report(build_public_report(manifest, released, original=wb.source.path,
+                                             na_values=wb.source.na_values), work / PUBLIC / "report.html")
+            files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
+            script = reproduce_script(wb)
+            write_text_atomic(work / PRIVATE / SCRIPT, script, force=False)
+            files.update(script=f"{PRIVATE}/{SCRIPT}", summary=f"{PRIVATE}/summary.json")
+            summary = {"pramkit": __version__, "data": wb.source.label, "variables": list(wb.designed.variables),
+                       "design": wb.designed.choices.to_args(), "key_fingerprint": wb.applied.key_fingerprint,
+                       "record_epsilon": wb.designed.view.record_epsilon, "uncovered": list(uncovered),
+                       "files": files}
+            write_text_atomic(work / PRIVATE / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n",
+                              force=False)
+            with signals_deferred():
+                move_into_place(work, out)
+    except BaseException:
+        if created:
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
+    return ExportView(out, files, script)
+
+
+def _copy_release(wb: "Workbench", work: Path, files: dict[str, str]) -> None:
+    """The applied release (manifest, released file, receipt) and the design record, from the work folder."""
+    from pramkit.engine.receipt import receipt_path
+    from pramkit.workbench.session import RELEASE
+
+    made = wb.work / RELEASE
+    name = released_name(wb)
+    for src, dst, label in ((made / "manifest.json", f"{PUBLIC}/manifest.json", "manifest"),
+                            (made / name, f"{PUBLIC}/{name}", "released"),
+                            (receipt_path(made / name), f"{PUBLIC}/{receipt_path(name).name}", "receipt"),
+                            (made / "design-record.json", f"{PRIVATE}/design-record.json", "design_record")):
+        shutil.copyfile(src, work / dst)
+        files[label] = dst

@@ -1,0 +1,377 @@
+"""One officer's release, step by step: :class:`Workbench`.
+
+The workbench keeps a private work folder (the built-in census or an uploaded
+file, the inputs of the design, the release applied) and the state of each
+step; every step calls the library and returns a view
+(:mod:`pramkit.workbench.views`).  :meth:`Workbench.export` writes the release
+as the command line does, and :meth:`Workbench.script` the commands that make
+it again, byte for byte, with the same key.
+
+Long steps report progress through :func:`pramkit.progress.watching`, whose
+callback may stop them by raising :class:`pramkit.errors.Cancelled`; outputs
+are atomic, so a stopped step leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from pramkit.datasets import CENSUS_VARIABLES, census
+from pramkit.defaults import NA_VALUES
+from pramkit.engine.rng import SecretKey
+from pramkit.errors import ParameterError
+from pramkit.io import write_table
+from pramkit.release.choices import DesignChoices
+from pramkit.release.record import Release
+from pramkit.workbench.source import Source, describe_file
+from pramkit.workbench.views import ApplyView, DesignView, RiskView, design_view
+
+#: Rows of the built-in census the workbench opens by default.
+CENSUS_ROWS = 20_000
+
+#: Choices whose value is a file the design reads: copied into the work folder (and exported).
+INPUT_FILES = {"forbid": "rules.csv", "prior": "prior.csv", "categories": "codebook.csv"}
+
+#: Where the workbench keeps what it makes, inside its work folder.
+ORIGINAL, INPUTS, RELEASE = "original", "inputs", "release"
+
+
+@dataclasses.dataclass(frozen=True)
+class Designed:
+    """The design step's state: what was asked, with which key, and what came out."""
+
+    variables: tuple[str, ...]
+    choices: DesignChoices
+    key: SecretKey
+    view: DesignView
+
+
+class Workbench:
+    """One release in progress, kept in a private work folder.
+
+    Parameters
+    ----------
+    work : str or pathlib.Path
+        A private folder of the workbench's own (created if absent; never published).
+
+    Examples
+    --------
+    The whole release on the built-in census, then the script that makes it again:
+
+    >>> import tempfile
+    >>> from pramkit.engine.rng import SecretKey
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     wb = Workbench(d)
+    ...     src = wb.open_census(rows=5_000)
+    ...     risk = wb.risk(["age", "sex", "marital_status"], sampling_fraction=0.05)
+    ...     view = wb.design(["age", "sex"], DesignChoices(epsilon=3.0))
+    ...     applied = wb.apply(SecretKey(bytes(32), "a test key"))
+    ...     print(src.rows, view.record_epsilon, view.uncovered, list(applied.changed["variable"]))
+    ...     print(wb.script().splitlines()[0])
+    5000 3 () ['age', 'sex']
+    #!/bin/sh
+    """
+
+    def __init__(self, work: str | Path) -> None:
+        self.work = Path(work)
+        for folder in (ORIGINAL, INPUTS, RELEASE):
+            (self.work / folder).mkdir(parents=True, exist_ok=True)
+        self.source: Source | None = None
+        self.copied = False
+        self.designed: Designed | None = None
+        self.applied: ApplyView | None = None
+        self.risk_keys: tuple[str, ...] = ()
+        self.sampling_fraction: float | None = None
+
+    # -- step 1: the file -------------------------------------------------
+    def open_census(self, rows: int = CENSUS_ROWS) -> Source:
+        """Open the built-in census-like file (:func:`pramkit.datasets.census`), its categories declared.
+
+        Parameters
+        ----------
+        rows : int
+            Persons to generate (at least 1,000).
+
+        Returns
+        -------
+        Source
+        """
+        if isinstance(rows, bool) or not isinstance(rows, int) or not 1_000 <= rows <= 10_000_000:
+            raise ParameterError(f"the census needs a whole number of rows from 1,000 to 10,000,000, got {rows!r}")
+        path = self.work / ORIGINAL / "census.csv"
+        write_table(census(rows), path, force=True)
+        codebook = self.work / INPUTS / "census-codebook.csv"
+        pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
+                     columns=["variable", "category"]).to_csv(codebook, index=False)
+        return self._opened(describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook),
+                            copied=True)
+
+    def open_file(self, path: str | Path, *, label: str | None = None, na_values: Sequence[str] = NA_VALUES,
+                  upload: bool = False) -> Source:
+        """Open a data file (CSV, Parquet, Stata, SPSS), streamed.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The file.
+        label : str, optional
+            Its name for the user (an upload's original name).
+        na_values : sequence of str
+            Texts that mean missing in a CSV file besides the empty field.
+        upload : bool
+            The file is an upload: it is moved into the work folder and exported into
+            ``private/`` (the script reads it there); otherwise the script reads it where it is.
+
+        Returns
+        -------
+        Source
+
+        Raises
+        ------
+        DataError
+            The file is missing, empty or unreadable.
+        """
+        p = Path(path)
+        if upload:
+            name = Path(label or p.name).name or "data.csv"
+            kept = self.work / ORIGINAL / name
+            for old in (self.work / ORIGINAL).iterdir():
+                old.unlink()
+            shutil.copyfile(p, kept)
+            p = kept
+        else:
+            p = p.expanduser().resolve()
+        return self._opened(describe_file(p, label=label, na_values=na_values), copied=upload)
+
+    def _opened(self, source: Source, *, copied: bool) -> Source:
+        """A new file: every later step starts again."""
+        self.source, self.copied = source, copied
+        self.designed = self.applied = None
+        return source
+
+    def _source(self) -> Source:
+        if self.source is None:
+            raise ParameterError("open a file first (or the built-in census)")
+        return self.source
+
+    # -- step 2: the risk before ------------------------------------------
+    def risk(self, keys: Sequence[str], *, sampling_fraction: float | None = None, weights: str | None = None,
+             household: str | None = None) -> RiskView:
+        """The identification risk of the original file on ``keys`` (:func:`pramkit.identification_risk`).
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The key variables.
+        sampling_fraction, weights : float or str
+            Exactly one: the file's sampling fraction, or its weight column.
+        household : str, optional
+            A household id column: the household risk too (:func:`pramkit.household_risk`).
+
+        Returns
+        -------
+        RiskView
+        """
+        from pramkit.risk.household import household_risk
+        from pramkit.risk.identification import identification_risk
+        from pramkit.risk.plots import plot_fit
+
+        source = self._source()
+        keys = _names(keys, "key variables")
+        result = identification_risk(source.path, keys, sampling_fraction=sampling_fraction, weights=weights,
+                                     na_values=source.na_values)
+        figures = result.to_dict()
+        if household:
+            figures.update(household_risk(source.path, keys, household, sampling_fraction=sampling_fraction,
+                                          weights=weights, na_values=source.na_values).to_dict())
+        plot = self.work / RELEASE / "risk-fit.png"
+        plot_fit(result.model, plot, force=True)
+        self.risk_keys, self.sampling_fraction = tuple(keys), sampling_fraction
+        return RiskView.of(figures, plot.read_bytes())
+
+    # -- step 3: the design -----------------------------------------------
+    def design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
+        """Design the release of ``variables`` with ``choices`` (the flags of ``pramkit design``).
+
+        The files the choices name (rules, prior, codebook) are copied into the work
+        folder first, so the export and the script hold what was used.  The design
+        step's DP noise is drawn from ``key`` (default: the key of the earlier
+        design, else a new one, which :meth:`apply` replaces by the key it is given).
+
+        Parameters
+        ----------
+        variables : sequence of str
+            The columns to perturb.
+        choices : DesignChoices
+            Everything else ``pramkit design`` takes.
+        key : SecretKey, optional
+            The secret key of the release.
+
+        Returns
+        -------
+        DesignView
+        """
+        source = self._source()
+        names = tuple(_names(variables, "variables to perturb"))
+        choices = self._kept_inputs(choices, source)
+        key = key or (self.designed.key if self.designed else SecretKey.generate())
+        release = choices.release(source.path, names, key=key)
+        view = design_view(release, _heatmaps(release), _distances(release))
+        self.designed, self.applied = Designed(names, choices, key, view), None
+        return view
+
+    def _kept_inputs(self, choices: DesignChoices, source: Source) -> DesignChoices:
+        """The choices with their input files copied into the work folder (the census's codebook by default)."""
+        if choices.categories is None and source.categories is not None:
+            choices = dataclasses.replace(choices, categories=str(source.categories))
+        if choices.na_values == NA_VALUES and source.na_values != NA_VALUES:
+            choices = dataclasses.replace(choices, na_values=source.na_values)
+        changed: dict[str, Any] = {}
+        for name, target in INPUT_FILES.items():
+            given = getattr(choices, name)
+            if given is None:
+                continue
+            kept = self.work / INPUTS / target
+            if Path(given).resolve() != kept.resolve():
+                shutil.copyfile(given, kept)
+            changed[name] = type(given)(kept) if isinstance(given, Path) else str(kept)
+        return dataclasses.replace(choices, **changed)
+
+    # -- step 4: apply ----------------------------------------------------
+    def apply(self, key: SecretKey | None = None) -> ApplyView:
+        """Perturb the file with ``key`` and estimate each perturbed variable from the release.
+
+        When the design drew its noise from another key, the release is designed again
+        with ``key`` first (the same choices), so that one key makes both and the script
+        reproduces them.
+
+        Parameters
+        ----------
+        key : SecretKey, optional
+            The secret key (default: the design's).
+
+        Returns
+        -------
+        ApplyView
+        """
+        from pramkit.engine.perturb import apply_file
+        from pramkit.release.record import write_design
+        from pramkit.workbench.export import released_name
+
+        source = self._source()
+        if self.designed is None:
+            raise ParameterError("design the release first")
+        if key is not None and key.fingerprint != self.designed.key.fingerprint:
+            self.design(self.designed.variables, self.designed.choices, key=key)
+        designed = self.designed
+        assert designed is not None
+        made = self.work / RELEASE
+        write_design(designed.view.release, made / "manifest.json", design_record=made / "design-record.json",
+                     force=True)
+        released = made / released_name(self)
+        result = apply_file(source.path, made / "manifest.json", released, key=designed.key, force=True,
+                            na_values=source.na_values)
+        changed = pd.DataFrame([{"variable": v.name, "values changed": f"{v.changed:,}",
+                                 "changed (%)": f"{100 * v.changed_share:.1f}", "missing kept": f"{v.missing:,}"}
+                                for v in result.variables])
+        self.applied = ApplyView(changed, self._estimates(released), designed.key.fingerprint, designed.view,
+                                 self._risk_after(released))
+        return self.applied
+
+    def _estimates(self, released: Path) -> pd.DataFrame:
+        """Per perturbed variable and category: original, released and estimated shares (%), with the 95 % interval."""
+        from pramkit.report.build import build_public_report
+
+        assert self.designed is not None and self.source is not None
+        report = build_public_report(self.designed.view.manifest, released, original=self.source.path,
+                                     na_values=self.source.na_values)
+        frames = []
+        for u in report.utility:
+            f = u.frequencies
+            frames.append(pd.DataFrame({
+                "variable": u.name, "category": ["(missing)" if c is None else str(c) for c in f["category"]],
+                "original (%)": f["original"].round(2), "released (%)": f["released"].round(2),
+                "estimate (%)": f["estimate"].round(2), "95 % interval": [
+                    f"{lo:.2f} to {hi:.2f}" for lo, hi in zip(f["ci_low"], f["ci_high"])],
+            }))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def _risk_after(self, released: Path) -> RiskView | None:
+        """The risk of the released file on the risk step's keys, PRAM accounted for."""
+        from pramkit.report.build import jointly_perturbed
+        from pramkit.risk.identification import identification_risk
+
+        assert self.designed is not None and self.source is not None
+        if not self.risk_keys or self.sampling_fraction is None:
+            return None
+        manifest, keys = self.designed.view.manifest, list(self.risk_keys)
+        joint = jointly_perturbed(manifest, keys)
+        if joint:
+            return RiskView.not_computed(f"not computed: key(s) {', '.join(joint)} are perturbed jointly with other "
+                                         "columns (the risk model takes one matrix per variable)")
+        if not {c for v in manifest.variables for c in v.columns} & set(keys):
+            return RiskView.not_computed("no key variable is perturbed: the risk is the risk before")
+        result = identification_risk(released, keys, sampling_fraction=self.sampling_fraction, manifest=manifest,
+                                     original=self.source.path, na_values=self.source.na_values)
+        return RiskView.of(result.to_dict())
+
+    # -- step 5: export ---------------------------------------------------
+    def script(self) -> str:
+        """The shell script that makes this release again, byte for byte, with the same key.
+
+        Returns
+        -------
+        str
+            ``sh private/reproduce.sh KEY_FILE OUT`` (:func:`pramkit.workbench.export.reproduce_script`).
+        """
+        from pramkit.workbench.export import reproduce_script
+
+        return reproduce_script(self)
+
+    def export(self, out: str | Path, *, confirmed: bool = False) -> Any:
+        """Write ``OUT/public/`` and ``OUT/private/`` as the command line does (:func:`pramkit.workbench.export.export`)."""
+        from pramkit.workbench.export import export
+
+        return export(self, Path(out), confirmed=confirmed)
+
+
+def _names(names: Sequence[str], what: str) -> list[str]:
+    """Column names given by a user: stripped, none empty, at least one, no repeats."""
+    out = [str(n).strip() for n in names if str(n).strip()]
+    if not out:
+        raise ParameterError(f"choose at least one of the {what}")
+    if len(set(out)) < len(out):
+        raise ParameterError(f"the {what} repeat a column: {', '.join(out)}")
+    return out
+
+
+def _heatmaps(release: Release) -> dict[str, bytes]:
+    """Heat maps of the matrices small enough to draw."""
+    from pramkit.report.plots import HEATMAP_MAX, matrix_heatmap
+
+    return {v.name: matrix_heatmap(v.name, v.matrix.matrix, [str(c) for c in v.matrix.categories])
+            for v in release.manifest.variables if v.matrix.size <= HEATMAP_MAX}
+
+
+def _distances(release: Release) -> dict[str, float]:
+    """Expected distance moved, for the variables whose manifest names distances (over the design's p)."""
+    from pramkit.design.metric.distances import read_distances
+    from pramkit.design.metric.mechanisms import geo_utility
+    from pramkit.report.build import distance_specs
+
+    record = release.record.variables
+    out: dict[str, float] = {}
+    for name, (spec, _) in distance_specs(release.manifest).items():
+        v = release.manifest[name]
+        try:
+            dist = read_distances(spec, v.matrix.categories)
+        except ParameterError:
+            continue
+        p = record.get(name, {}).get("p")
+        out[name] = geo_utility(v.matrix, dist, p).expected_distance
+    return out

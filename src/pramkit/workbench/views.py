@@ -1,0 +1,232 @@
+"""What each step of the workbench shows: plain values an application displays as they are.
+
+Every figure is computed by the library (risk, design record, measures,
+estimates); a view only arranges them into tables of text and PNG images.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from pramkit.ledger import fmt_epsilon
+from pramkit.manifest import Manifest
+from pramkit.release.record import Release
+
+
+def _figure(x: float | None, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits ("n/a" for None or NaN).
+
+    Examples
+    --------
+    >>> _figure(0.123456), _figure(1234567.0), _figure(None), _figure(float("nan"))
+    ('0.1235', '1.235e+06', 'n/a', 'n/a')
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.{digits}g}"
+
+
+@dataclass(frozen=True)
+class RiskView:
+    """The identification risk of a file on its key variables.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``measure`` and ``value`` (text).
+    plot_png : bytes or None
+        The goodness-of-fit figure of the risk model (the one ``pramkit risk --plot`` draws).
+    figures : dict
+        The same figures as JSON values (the library's ``to_dict``).
+    note : str
+        Why there are no figures (e.g. the keys are perturbed jointly), or "".
+
+    Examples
+    --------
+    >>> view = RiskView.of({"n": 100, "cells": 6, "sample_uniques": 2, "tau1": 1.5, "tau2": 0.25,
+    ...                     "expected_reidentifications": 3.2, "sampling_fraction": 0.05})
+    >>> view.table.iloc[:3].to_dict("list")
+    {'measure': ['records', 'key combinations in the file', 'sample uniques'], 'value': ['100', '6', '2']}
+    """
+
+    table: pd.DataFrame
+    plot_png: bytes | None = None
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    #: Figure of the library's result -> its name on the page.
+    ROWS = (("n", "records"), ("cells", "key combinations in the file"), ("sample_uniques", "sample uniques"),
+            ("sample_doubles", "sample doubles"), ("tau1", "tau1: population uniques among sample uniques"),
+            ("tau2", "tau2: expected correct matches of sample uniques"),
+            ("expected_reidentifications", "expected re-identifications (individual risk)"),
+            ("sampling_fraction", "sampling fraction"), ("households", "households"),
+            ("household_expected_reidentifications", "expected households re-identified"),
+            ("household_risk_max", "largest household risk"))
+
+    @classmethod
+    def of(cls, figures: Mapping[str, Any], plot_png: bytes | None = None) -> "RiskView":
+        """The table of the figures present in ``figures``, in a fixed order."""
+        rows = [(label, f"{figures[key]:,}" if isinstance(figures[key], int) else _figure(figures[key]))
+                for key, label in cls.ROWS if figures.get(key) is not None]
+        return cls(pd.DataFrame(rows, columns=["measure", "value"]), plot_png, dict(figures))
+
+    @classmethod
+    def not_computed(cls, why: str) -> "RiskView":
+        """No figures, and why.
+
+        Examples
+        --------
+        >>> RiskView.not_computed("no key is perturbed").table.empty
+        True
+        """
+        return cls(pd.DataFrame(columns=["measure", "value"]), note=why)
+
+
+@dataclass(frozen=True)
+class DesignView:
+    """A designed release as the officer checks it before applying.
+
+    Parameters
+    ----------
+    release : pramkit.release.record.Release
+        The manifest (public) and the design record (private).
+    guarantee : str
+        The ledger's guarantee sentence.
+    record_epsilon : str
+        The record epsilon (rounded outward).
+    ledger : pandas.DataFrame
+        Per perturbed variable: categories, epsilon, information kept, share of values kept,
+        expected distance moved (where the variable has distances).
+    uncovered : tuple of str
+        What reaches the public files from the data without a DP mechanism, in the ledger's words.
+    heatmaps : dict
+        Variable -> PNG of its matrix (variables of at most
+        :data:`pramkit.report.plots.HEATMAP_MAX` categories).
+    notes : tuple of str
+        The design's notes and warnings.
+    """
+
+    release: Release
+    guarantee: str
+    record_epsilon: str
+    ledger: pd.DataFrame
+    uncovered: tuple[str, ...]
+    heatmaps: Mapping[str, bytes]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def manifest(self) -> Manifest:
+        """The public manifest."""
+        return self.release.manifest
+
+
+def share_kept(p: np.ndarray | None, diagonal: np.ndarray) -> float | None:
+    """Expected share of values released unchanged, sum_k p_k M[k, k].
+
+    Examples
+    --------
+    >>> share_kept(np.array([0.5, 0.5]), np.array([0.9, 0.7])), share_kept(None, np.array([1.0]))
+    (0.8, None)
+    """
+    if p is None or len(p) != len(diagonal):
+        return None
+    return float(np.dot(p, diagonal))
+
+
+@dataclass(frozen=True)
+class ApplyView:
+    """A release applied: what changed, and estimates from the release beside the original.
+
+    Parameters
+    ----------
+    changed : pandas.DataFrame
+        Per perturbed variable: values changed and missing values left as they were.
+    estimates : pandas.DataFrame
+        Per variable and category: the original share, the released share, the estimate from
+        the release and its 95 % interval (percent).
+    key_fingerprint : str
+        Which key made the release (never the key).
+    design : DesignView
+        The design applied (designed again when the key changed, see :meth:`Workbench.apply`).
+    risk_after : RiskView or None
+        The identification risk of the released file (PRAM accounted for).
+    """
+
+    changed: pd.DataFrame
+    estimates: pd.DataFrame
+    key_fingerprint: str
+    design: DesignView
+    risk_after: RiskView | None = None
+
+
+@dataclass(frozen=True)
+class ExportView:
+    """A release written as ``public/`` and ``private/``.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The folder holding them.
+    files : dict
+        Label -> path relative to ``out``.
+    script : str
+        The shell script that reproduces the release (also ``private/reproduce.sh``).
+    """
+
+    out: Any
+    files: Mapping[str, str]
+    script: str
+
+    def listing(self) -> dict[str, list[str]]:
+        """The files of each folder, by name.
+
+        Examples
+        --------
+        >>> ExportView("out", {"manifest": "public/manifest.json", "record": "private/design-record.json"},
+        ...            "").listing()
+        {'public': ['manifest.json'], 'private': ['design-record.json']}
+        """
+        out: dict[str, list[str]] = {"public": [], "private": []}
+        for path in self.files.values():
+            folder, name = path.split("/", 1)
+            out[folder].append(name)
+        return out
+
+
+def design_view(release: Release, heatmaps: Mapping[str, bytes], distances: Mapping[str, float]) -> DesignView:
+    """The view of a designed release (figures from its manifest and design record).
+
+    Parameters
+    ----------
+    release : Release
+        The designed release.
+    heatmaps : mapping
+        Variable -> PNG of its matrix.
+    distances : mapping
+        Variable -> expected distance moved (variables with distances only).
+
+    Returns
+    -------
+    DesignView
+    """
+    manifest, record = release.manifest, release.record
+    rows = []
+    for v in manifest.variables:
+        figures = record.variables.get(v.name, {})
+        p = figures.get("p")
+        kept = share_kept(None if p is None else np.asarray(p, dtype=float), v.matrix.diagonal)
+        rows.append({
+            "variable": v.name, "categories": v.matrix.size, "epsilon": fmt_epsilon(v.matrix.epsilon),
+            "information kept (nats)": _figure(figures.get("information_nats")),
+            "values kept (%)": "n/a" if kept is None else f"{100 * kept:.1f}",
+            "expected distance moved": _figure(distances.get(v.name)),
+        })
+    written = record.to_dict()
+    notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
+    return DesignView(release, manifest.guarantee, fmt_epsilon(manifest.record_epsilon), pd.DataFrame(rows),
+                      tuple(manifest.ledger.data_dependent), dict(heatmaps), notes)
