@@ -18,8 +18,6 @@ websockets = pytest.importorskip("websockets")
 
 import _app_support  # noqa: E402
 
-_app_support.install()
-
 from pramkit.app.auth import REFUSED, cookie_name  # noqa: E402
 from pramkit.cli import main  # noqa: E402
 

@@ -39,8 +39,6 @@ pytest.importorskip("shiny")
 
 import _app_support  # noqa: E402
 
-_app_support.install()
-
 from pramkit.engine.rng import SecretKey, write_key_file  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -75,6 +73,9 @@ def page(browser: object, base: str) -> Iterator[Page]:
 
 
 def shot(page: Page, name: str) -> None:
+    """A screenshot of the page once the step's work is done and every output drawn."""
+    expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
+    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
     page.evaluate("window.scrollTo(0, 0)")
     for folder in SHOTS:
         folder.mkdir(parents=True, exist_ok=True)
@@ -153,6 +154,7 @@ def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
     expect(page.locator("#key_status")).to_contain_text(SecretKey.from_file(key_file).fingerprint)
     page.click("#run_apply")
     expect(page.locator("#changed table")).to_contain_text("marital_status", timeout=WAIT)
+    expect(page.locator("#estimates table")).to_be_attached(timeout=WAIT)
     assert SecretKey.from_file(key_file).material.hex() not in page.content()
     shot(page, "04-apply")
 

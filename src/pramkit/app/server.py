@@ -328,7 +328,10 @@ def risk_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: S
     @render.ui
     def risk_plot() -> ui.TagChild:
         r = step.result()
-        return png(r.plot_png, "goodness of fit of the risk model") if r is not None and r.plot_png else None
+        if r is None:
+            return None
+        return ui.div(ui.p(ui.em(r.note)) if r.note else None,
+                      png(r.plot_png, "goodness of fit of the risk model") if r.plot_png else None)
 
 
 def _require(step: Step, message: str) -> None:
@@ -443,10 +446,13 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
         The session's key (None until one is generated or uploaded).
     """
 
+    generated: reactive.Value[bool] = reactive.value(False)
+
     @reactive.effect
     @reactive.event(input.new_key)
     def _new() -> None:
         key.set(SecretKey.generate())
+        generated.set(True)
 
     @reactive.effect
     @reactive.event(input.key_upload)
@@ -457,6 +463,7 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
                 raise ParameterError(f"the uploaded key file {info['name']!r} is empty (0 bytes)")
             Path(info["datapath"]).chmod(0o600)  # the upload was written readable by others
             key.set(SecretKey.from_file(info["datapath"]))
+            generated.set(False)
         except PramkitError as exc:
             key.set(None)
             step.fail(outcome_message(exc))
@@ -471,7 +478,7 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
 
     @render.ui
     def key_download() -> ui.TagChild:
-        return ui.download_button("download_key", "Download the key file") if key() is not None else None
+        return ui.download_button("download_key", "Download the key file") if generated() else None
 
     @render.ui
     def key_status() -> ui.TagChild:
@@ -496,7 +503,20 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
 
     output(id="changed")(_table(step, lambda a: a.changed))
     output(id="estimates")(_table(step, lambda a: a.estimates))
-    output(id="risk_after")(_table(step, lambda a: a.risk_after.table if a.risk_after is not None else None))
+    output(id="risk_after")(_table(step, lambda a: None if a.risk_after is None or a.risk_after.table.empty
+                                   else a.risk_after.table))
+
+    @render.ui
+    def apply_notes() -> ui.TagChild:
+        a = step.result()
+        if a is None:
+            return None
+        notes = [] if a.risk_after is None or not a.risk_after.note else [f"Risk of the released file: {a.risk_after.note}"]
+        if a.risk_after is None:
+            notes.append("The risk of the released file is assessed on the keys of the Risk step: assess it first.")
+        if a.estimates.empty:
+            notes.append("No estimates from the released file for this design.")
+        return ui.div(*(ui.p(ui.em(n)) for n in notes))
 
     @reactive.effect
     def _designed_again() -> None:

@@ -132,6 +132,7 @@ def apply_tab() -> ui.NavPanel:
         ui.input_action_button("run_apply", "Apply", class_="btn-primary"),
     ], [
         ui.h4("Values changed"), ui.output_table("changed"),
+        ui.output_ui("apply_notes"),
         ui.h4("Risk of the released file"), ui.output_table("risk_after"),
         ui.h4("Estimates from the released file (%, with 95 % intervals)"), ui.output_table("estimates"),
     ], "apply")
