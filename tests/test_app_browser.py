@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -234,5 +233,12 @@ def test_a_key_file_that_is_not_a_key(page: Page, tmp_path: Path) -> None:
     no_trace(page)
 
 
-def teardown_module() -> None:
-    shutil.rmtree(ROOT / "tests" / "artifacts" / "app" / "__pycache__", ignore_errors=True)
+def test_cancel_stops_a_long_step_and_the_page_goes_on(page: Page) -> None:
+    page.fill("#census_rows", "1000000")
+    page.click("#open_census")
+    page.click("#data_stop", timeout=WAIT)  # shown while the step runs; it stops at the next progress update
+    assert step_error(page, "data").startswith("cancelled")
+    expect(page.locator("#data_stop")).to_have_count(0, timeout=WAIT)
+    expect(page.locator("#data_summary")).to_contain_text("Open the census")
+    open_census(page)  # the session works on
+    no_trace(page)

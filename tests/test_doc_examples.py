@@ -253,7 +253,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], Non
 
 #: (page, pattern, replacement, why): applied to the shell blocks of that page, in order.
 SHELL_ADJUSTMENTS = [
-    ("README.md", r"python -m pip install -e \"\.\[test,spark\]\" && python -m pytest -q", "true",
+    ("README.md", r"python -m pip install -e \"\.\[test,spark,app\]\" && python -m pytest -q", "true",
      "runs the whole test suite, this harness included"),
     ("README.md", r"python -m pip install \. && ", "",
      "the harness runs against the package already installed"),
