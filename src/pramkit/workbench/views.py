@@ -98,7 +98,8 @@ class DesignView:
     guarantee : str
         The ledger's guarantee sentence.
     record_epsilon : str
-        The record epsilon (rounded outward).
+        The record epsilon (rounded outward), "given the structure" when what is released exactly
+        (strata, kept codes, rule breakers) is set aside, as the guarantee sentence says.
     ledger : pandas.DataFrame
         Per perturbed variable: categories, epsilon, information kept, share of values kept,
         expected distance moved (where the variable has distances).
@@ -228,5 +229,7 @@ def design_view(release: Release, heatmaps: Mapping[str, bytes], distances: Mapp
         })
     written = record.to_dict()
     notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
-    return DesignView(release, manifest.guarantee, fmt_epsilon(manifest.record_epsilon), pd.DataFrame(rows),
+    given = " given the structure" if manifest.is_structured else ""
+    record_epsilon = fmt_epsilon(manifest.record_epsilon_given_structure) + given
+    return DesignView(release, manifest.guarantee, record_epsilon, pd.DataFrame(rows),
                       tuple(manifest.ledger.data_dependent), dict(heatmaps), notes)
