@@ -13,8 +13,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from pramkit.engine.rng import SecretKey
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
+from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 
 
@@ -137,6 +139,28 @@ def share_kept(p: np.ndarray | None, diagonal: np.ndarray) -> float | None:
     if p is None or len(p) != len(diagonal):
         return None
     return float(np.dot(p, diagonal))
+
+
+@dataclass(frozen=True)
+class Designed:
+    """The design step's state: what was asked, with which key, and what came out.
+
+    Parameters
+    ----------
+    variables : tuple of str
+        The columns perturbed.
+    choices : pramkit.release.choices.DesignChoices
+        The design command's flags, with the input files as kept in the work folder.
+    key : pramkit.engine.rng.SecretKey
+        The key the design step's noise was drawn from.
+    view : DesignView
+        What came out.
+    """
+
+    variables: tuple[str, ...]
+    choices: DesignChoices
+    key: SecretKey
+    view: DesignView
 
 
 @dataclass(frozen=True)
