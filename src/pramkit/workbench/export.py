@@ -21,7 +21,7 @@ import json
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pramkit._json import to_jsonable
 from pramkit._version import __version__
@@ -29,19 +29,27 @@ from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
-from pramkit.workbench.views import ExportView
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
+from pramkit.workbench.source import Source
+from pramkit.workbench.views import ApplyView, Designed, ExportView
 
-if TYPE_CHECKING:
-    from pramkit.workbench.session import Workbench
+
+class Workbench(Protocol):
+    """What the export reads of a :class:`pramkit.workbench.session.Workbench`."""
+
+    work: Path
+    source: Source | None
+    designed: Designed | None
+    applied: ApplyView | None
+    risk_keys: tuple[str, ...]
+    sampling_fraction: float | None
 
 #: The script's name in ``private/``.
 SCRIPT = "reproduce.sh"
 
 
-def _in_private(wb: "Workbench", path: Path) -> str | None:
+def _in_private(wb: Workbench, path: Path) -> str | None:
     """Where a file of the work folder is exported in ``private/`` (None: it stays where it is)."""
-    from pramkit.workbench.session import INPUTS, ORIGINAL
-
     for folder in (ORIGINAL, INPUTS):
         base = (wb.work / folder).resolve()
         if path.resolve().parent == base:
@@ -49,16 +57,14 @@ def _in_private(wb: "Workbench", path: Path) -> str | None:
     return None
 
 
-def _shell_path(wb: "Workbench", path: Path | str) -> str:
+def _shell_path(wb: Workbench, path: Path | str) -> str:
     """A path in the script: under ``$HERE`` (the exported ``private/``) or absolute, quoted."""
     inside = _in_private(wb, Path(path))
     return f'"$HERE"/{shlex.quote(inside)}' if inside is not None else shlex.quote(str(Path(path).resolve()))
 
 
-def _files_in_private(wb: "Workbench") -> dict[Path, str]:
+def _files_in_private(wb: Workbench) -> dict[Path, str]:
     """Work files the export copies into ``private/``: the original (upload or census) and the design inputs."""
-    from pramkit.workbench.session import INPUT_FILES
-
     assert wb.source is not None and wb.designed is not None
     out: dict[Path, str] = {}
     candidates = [wb.source.path] + [getattr(wb.designed.choices, name) for name in INPUT_FILES]
@@ -68,7 +74,7 @@ def _files_in_private(wb: "Workbench") -> dict[Path, str]:
     return out
 
 
-def _report_flags(wb: "Workbench") -> list[str]:
+def _report_flags(wb: Workbench) -> list[str]:
     """The report command's keys and sampling fraction (the risk step's, else the perturbed variables)."""
     assert wb.designed is not None
     keys = wb.risk_keys or wb.designed.variables
@@ -78,18 +84,18 @@ def _report_flags(wb: "Workbench") -> list[str]:
     return flags
 
 
-def _na_flags(wb: "Workbench") -> list[str]:
+def _na_flags(wb: Workbench) -> list[str]:
     assert wb.source is not None
     return [] if wb.source.na_values == NA_VALUES else ["--na-values", ",".join(wb.source.na_values)]
 
 
-def released_name(wb: "Workbench") -> str:
+def released_name(wb: Workbench) -> str:
     """The released file's name: ``released`` with the original's suffix."""
     assert wb.source is not None
     return f"released{wb.source.path.suffix.lower() or '.csv'}"
 
 
-def reproduce_script(wb: "Workbench") -> str:
+def reproduce_script(wb: Workbench) -> str:
     """The shell script that makes the workbench's release again, byte for byte, with the same key.
 
     Parameters
@@ -112,7 +118,7 @@ def reproduce_script(wb: "Workbench") -> str:
     --------
     >>> import tempfile
     >>> from pramkit.release.choices import DesignChoices
-    >>> from pramkit.workbench.session import Workbench
+    >>> from pramkit.workbench import Workbench
     >>> with tempfile.TemporaryDirectory() as d:
     ...     wb = Workbench(d)
     ...     _ = wb.open_census(rows=2_000)
@@ -158,7 +164,7 @@ def reproduce_script(wb: "Workbench") -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(wb: "Workbench", out: Path, *, confirmed: bool = False) -> ExportView:
+def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
     """Write the applied release into ``out/public/`` and ``out/private/`` (module docstring).
 
     Parameters
@@ -232,11 +238,9 @@ def export(wb: "Workbench", out: Path, *, confirmed: bool = False) -> ExportView
     return ExportView(out, files, script)
 
 
-def _copy_release(wb: "Workbench", work: Path, files: dict[str, str]) -> None:
+def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:
     """The applied release (manifest, released file, receipt) and the design record, from the work folder."""
     from pramkit.engine.receipt import receipt_path
-    from pramkit.workbench.session import RELEASE
-
     made = wb.work / RELEASE
     name = released_name(wb)
     for src, dst, label in ((made / "manifest.json", f"{PUBLIC}/manifest.json", "manifest"),

@@ -28,27 +28,13 @@ from pramkit.errors import ParameterError
 from pramkit.io import write_table
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
+from pramkit.workbench.export import export, released_name, reproduce_script
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
 from pramkit.workbench.source import Source, describe_file
-from pramkit.workbench.views import ApplyView, DesignView, RiskView, design_view
+from pramkit.workbench.views import ApplyView, Designed, DesignView, ExportView, RiskView, design_view
 
 #: Rows of the built-in census the workbench opens by default.
 CENSUS_ROWS = 20_000
-
-#: Choices whose value is a file the design reads: copied into the work folder (and exported).
-INPUT_FILES = {"forbid": "rules.csv", "prior": "prior.csv", "categories": "codebook.csv"}
-
-#: Where the workbench keeps what it makes, inside its work folder.
-ORIGINAL, INPUTS, RELEASE = "original", "inputs", "release"
-
-
-@dataclasses.dataclass(frozen=True)
-class Designed:
-    """The design step's state: what was asked, with which key, and what came out."""
-
-    variables: tuple[str, ...]
-    choices: DesignChoices
-    key: SecretKey
-    view: DesignView
 
 
 class Workbench:
@@ -261,7 +247,6 @@ class Workbench:
         """
         from pramkit.engine.perturb import apply_file
         from pramkit.release.record import write_design
-        from pramkit.workbench.export import released_name
 
         source = self._source()
         if self.designed is None:
@@ -329,14 +314,10 @@ class Workbench:
         str
             ``sh private/reproduce.sh KEY_FILE OUT`` (:func:`pramkit.workbench.export.reproduce_script`).
         """
-        from pramkit.workbench.export import reproduce_script
-
         return reproduce_script(self)
 
-    def export(self, out: str | Path, *, confirmed: bool = False) -> Any:
+    def export(self, out: str | Path, *, confirmed: bool = False) -> ExportView:
         """Write ``OUT/public/`` and ``OUT/private/`` as the command line does (:func:`pramkit.workbench.export.export`)."""
-        from pramkit.workbench.export import export
-
         return export(self, Path(out), confirmed=confirmed)
 
 

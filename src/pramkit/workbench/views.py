@@ -13,8 +13,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from pramkit.engine.rng import SecretKey
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
+from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 
 
@@ -98,7 +100,8 @@ class DesignView:
     guarantee : str
         The ledger's guarantee sentence.
     record_epsilon : str
-        The record epsilon (rounded outward).
+        The record epsilon (rounded outward), "given the structure" when what is released exactly
+        (strata, kept codes, rule breakers) is set aside, as the guarantee sentence says.
     ledger : pandas.DataFrame
         Per perturbed variable: categories, epsilon, information kept, share of values kept,
         expected distance moved (where the variable has distances).
@@ -136,6 +139,28 @@ def share_kept(p: np.ndarray | None, diagonal: np.ndarray) -> float | None:
     if p is None or len(p) != len(diagonal):
         return None
     return float(np.dot(p, diagonal))
+
+
+@dataclass(frozen=True)
+class Designed:
+    """The design step's state: what was asked, with which key, and what came out.
+
+    Parameters
+    ----------
+    variables : tuple of str
+        The columns perturbed.
+    choices : pramkit.release.choices.DesignChoices
+        The design command's flags, with the input files as kept in the work folder.
+    key : pramkit.engine.rng.SecretKey
+        The key the design step's noise was drawn from.
+    view : DesignView
+        What came out.
+    """
+
+    variables: tuple[str, ...]
+    choices: DesignChoices
+    key: SecretKey
+    view: DesignView
 
 
 @dataclass(frozen=True)
@@ -228,5 +253,7 @@ def design_view(release: Release, heatmaps: Mapping[str, bytes], distances: Mapp
         })
     written = record.to_dict()
     notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
-    return DesignView(release, manifest.guarantee, fmt_epsilon(manifest.record_epsilon), pd.DataFrame(rows),
+    given = " given the structure" if manifest.is_structured else ""
+    record_epsilon = fmt_epsilon(manifest.record_epsilon_given_structure) + given
+    return DesignView(release, manifest.guarantee, record_epsilon, pd.DataFrame(rows),
                       tuple(manifest.ledger.data_dependent), dict(heatmaps), notes)

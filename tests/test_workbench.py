@@ -1,0 +1,241 @@
+"""The workbench (pramkit.workbench): a release step by step, exported as the command line writes it.
+
+The oracle is the command line itself, typed out here by hand: the same parameters and key give
+the same released file (byte for byte) and the same manifest (but for its time stamp and timings),
+and the script the workbench saves makes the release again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pramkit.cli import main
+from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.errors import Cancelled, OutputExistsError, ParameterError, PramkitError
+from pramkit.progress import watching
+from pramkit.release.choices import DesignChoices
+from pramkit.workbench import Workbench
+
+RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
+
+
+def _comparable(manifest: Path) -> dict:
+    """A manifest without what differs between two runs: when it was made and how long its steps took."""
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("created", "seconds")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+    return strip(json.loads(manifest.read_text()))
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The issue's workflow on the census: keys and risk, a DP design at record budget 3 with a rule and a
+    stratum, applied with an uploaded key file, exported."""
+    d = tmp_path_factory.mktemp("wb")
+    key_file = write_key_file(d / "secret.key")
+    rules = d / "rules.csv"
+    rules.write_text(RULES, encoding="utf-8")
+    wb = Workbench(d / "work")
+    source = wb.open_census(rows=20_000)
+    risk = wb.risk(["age", "sex", "marital_status"], sampling_fraction=0.05)
+    choices = DesignChoices(epsilon=3.0, split="joint", forbid=rules, strata="race")
+    design = wb.design(["age", "marital_status"], choices)
+    applied = wb.apply(SecretKey.from_file(key_file))
+    view = wb.export(d / "out")
+    return {"dir": d, "key": key_file, "rules": rules, "wb": wb, "source": source, "risk": risk,
+            "design": design, "applied": applied, "view": view}
+
+
+def test_the_export_is_what_the_command_line_writes(exported: dict, tmp_path: Path) -> None:
+    d, out = exported["dir"], exported["dir"] / "out"
+    data = out / "private" / "census.csv"                 # the census the workbench opened, exported
+    rules = tmp_path / "rules.csv"                         # the officer's rules file, wherever it is
+    shutil.copyfile(exported["rules"], rules)
+    codebook = tmp_path / "codebook.csv"
+    shutil.copyfile(out / "private" / "inputs" / "codebook.csv", codebook)
+    cli = tmp_path / "cli"
+    (cli / "public").mkdir(parents=True)
+    (cli / "private").mkdir()
+    assert main(["design", str(data), "--vars", "age,marital_status", "--epsilon", "3", "--split", "joint",
+                 "--forbid", str(rules), "--strata", "race", "--categories", str(codebook),
+                 "--key-file", str(exported["key"]), "--out", str(cli / "public" / "manifest.json"),
+                 "--design-record", str(cli / "private" / "design-record.json"), "--quiet"]) == 0
+    assert main(["apply", str(data), "--manifest", str(cli / "public" / "manifest.json"),
+                 "--key-file", str(exported["key"]), "--out", str(cli / "public" / "released.csv"), "--quiet"]) == 0
+    assert (cli / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
+    assert _comparable(cli / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    original = pd.read_csv(data)
+    released = pd.read_csv(out / "public" / "released.csv")
+    assert (released["race"] == original["race"]).all()  # the stratum is released as it is
+    assert (original["age"] != released["age"]).any()
+    child = released["age"] == "0-9"                      # the rule holds in every released record
+    assert released.loc[child, "marital_status"].eq("never married").all()
+
+
+def test_the_saved_script_makes_the_release_again(exported: dict, tmp_path: Path) -> None:
+    out = exported["dir"] / "out"
+    script = out / "private" / "reproduce.sh"
+    assert script.read_text() == exported["view"].script
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["sh", str(script), str(exported["key"]), str(tmp_path / "again")], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    again = tmp_path / "again"
+    assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
+    assert _comparable(again / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    assert _tree(again / "public") == _tree(out / "public")
+    key_text = exported["key"].read_text().strip()
+    for f in out.rglob("*"):                              # the key is in no exported file
+        assert not f.is_file() or key_text not in f.read_text(errors="replace")
+
+
+def test_the_folders_hold_what_each_may_hold(exported: dict) -> None:
+    out = exported["dir"] / "out"
+    assert _tree(out / "public") == ["manifest.json", "released.csv", "released.csv.receipt.json", "report.html"]
+    assert set(_tree(out / "private")) == {"census.csv", "design-record.json", "inputs", "inputs/codebook.csv",
+                                           "inputs/rules.csv", "report.html", "reproduce.sh", "summary.json"}
+    assert exported["view"].listing()["public"] == sorted(exported["view"].listing()["public"])
+    assert sorted(p.name for p in (exported["dir"] / "out").iterdir()) == ["private", "public"]
+
+
+def test_each_view_shows_the_library_figures(exported: dict) -> None:
+    risk, design, applied = exported["risk"], exported["design"], exported["applied"]
+    figures = dict(zip(risk.table["measure"], risk.table["value"]))
+    assert figures["records"] == "20,000" and risk.plot_png[:4] == b"\x89PNG"
+    assert design.record_epsilon == "3 given the structure" and design.uncovered == ()
+    assert "race" in design.guarantee and set(design.heatmaps) == set()   # 245 cells: described, not drawn
+    assert list(design.ledger["variable"]) == ["age*marital_status"]
+    assert applied.key_fingerprint == SecretKey.from_file(exported["key"]).fingerprint
+    assert applied.risk_after is not None and "jointly" in applied.risk_after.note
+
+
+def test_a_new_key_designs_again_so_the_script_holds(tmp_path: Path) -> None:
+    """The design drew its noise from a key of its own; applying with another key designs again with it."""
+    wb = Workbench(tmp_path / "work")
+    wb.open_census(rows=5_000)
+    first = wb.design(["age", "sex"], DesignChoices(epsilon=3.0))
+    key = SecretKey(bytes(range(32)), "a test key")
+    applied = wb.apply(key)
+    assert applied.design is not first and wb.designed.key is key
+    again = Workbench(tmp_path / "again")
+    again.open_census(rows=5_000)
+    same = again.design(["age", "sex"], DesignChoices(epsilon=3.0), key=key)
+    assert same.manifest.ledger.dp_counts == applied.design.manifest.ledger.dp_counts
+    assert set(applied.estimates["variable"]) == {"age", "sex"}
+    assert {"original (%)", "estimate (%)", "95 % interval"} <= set(applied.estimates.columns)
+
+
+def test_an_uploaded_file_with_missing_values_and_labels_to_tidy(tmp_path: Path) -> None:
+    """Missing values, an extra missing marker, a label spelled two ways: refused until tidied, then
+    opened, designed and exported."""
+    frame = pd.DataFrame({"region": ["north", " north", "south", "east", "-9", None] * 200,
+                          "sex": ["f", "m", "f", "m", "f", "m"] * 200})
+    upload = tmp_path / "upload.csv"
+    frame.to_csv(upload, index=False)
+    wb = Workbench(tmp_path / "work")
+    wb.open_file(upload, label="survey 2026.csv", na_values=("NA", "-9"), upload=True)
+    with pytest.raises(PramkitError, match="spelled two ways"):
+        wb.design(["region"], DesignChoices(method="rr", epsilon=1.0))
+    frame["region"] = frame["region"].str.strip()
+    frame.to_csv(upload, index=False)
+    source = wb.open_file(upload, label="survey 2026.csv", na_values=("NA", "-9"), upload=True)
+    info = {v.name: v for v in source.variables}
+    assert source.rows == 1_200 and info["region"].missing == 400 and "-9" in source.missing_codes
+    view = wb.design(["region"], DesignChoices(method="rr", epsilon=1.0))
+    assert any("read from the original file" in u for u in view.uncovered)
+    wb.apply(SecretKey(bytes(32), "a test key"))
+    with pytest.raises(ParameterError, match="does not cover everything published"):
+        wb.export(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    exported = wb.export(tmp_path / "out", confirmed=True)
+    assert "survey 2026.csv" in exported.listing()["private"]
+    assert "--na-values NA,-9" in exported.script
+    released = pd.read_csv(tmp_path / "out" / "public" / "released.csv", keep_default_na=False)
+    assert (released["region"][frame["region"].isna()] == "").all()           # missing stays missing
+    assert (released["region"][frame["region"] == "-9"] == "-9").all()        # so does the marker
+
+
+@pytest.mark.parametrize("step, message", [
+    (lambda wb: wb.risk(["age"], sampling_fraction=0.05), "open a file first"),
+    (lambda wb: wb.design(["age"], DesignChoices(epsilon=1.0)), "open a file first"),
+    (lambda wb: (wb.open_census(5_000), wb.apply())[1], "design the release first"),
+    (lambda wb: (wb.open_census(5_000), wb.design([], DesignChoices(epsilon=1.0)))[1], "at least one"),
+    (lambda wb: (wb.open_census(5_000), wb.design(["age", "age"], DesignChoices(epsilon=1.0)))[1], "repeat"),
+    (lambda wb: (wb.open_census(5_000), wb.design(["age"], DesignChoices(epsilon=-1.0)))[1], "epsilon"),
+    (lambda wb: (wb.open_census(5_000), wb.design(["nope"], DesignChoices(epsilon=1.0)))[1], "nope"),
+    (lambda wb: wb.open_census(rows=10), "1,000"),
+    (lambda wb: wb.open_file("/nonexistent/file.csv"), "file.csv"),
+    (lambda wb: (wb.open_census(5_000), wb.script())[1], "design the release first"),
+])
+def test_bad_steps_are_one_line_errors(tmp_path: Path, step, message: str) -> None:
+    wb = Workbench(tmp_path / "work")
+    with pytest.raises(PramkitError, match=message) as info:
+        step(wb)
+    assert "\n" not in str(info.value)
+
+
+def test_an_empty_upload_and_rules_naming_an_unknown_category(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    wb = Workbench(tmp_path / "work")
+    with pytest.raises(PramkitError):
+        wb.open_file(empty, upload=True)
+    wb.open_census(rows=5_000)
+    rules = tmp_path / "rules.csv"
+    rules.write_text("age,marital_status\n0-9,engaged\n", encoding="utf-8")
+    with pytest.raises(PramkitError, match="engaged"):
+        wb.design(["age", "marital_status"], DesignChoices(epsilon=3.0, split="joint", forbid=rules))
+    assert wb.designed is None
+
+
+def test_cancelled_export_leaves_nothing(tmp_path: Path) -> None:
+    """A watcher that stops the work: the export folder is not left half-written."""
+    wb = Workbench(tmp_path / "work")
+    wb.open_census(rows=5_000)
+    wb.design(["age", "sex"], DesignChoices(epsilon=3.0))
+    wb.apply(SecretKey(bytes(32), "a test key"))
+
+    def stop(desc: str, done: float, total: float | None) -> None:
+        if desc == "report" and done >= 1:
+            raise Cancelled("export cancelled")
+
+    with watching(stop), pytest.raises(Cancelled):
+        wb.export(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "taken" / "public").mkdir(parents=True)
+    with pytest.raises(OutputExistsError):
+        wb.export(tmp_path / "taken")
+    assert _tree(tmp_path / "taken") == ["public"]
+
+
+def test_a_failing_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An injected failure while the export writes its files: nothing is left in OUT."""
+    import pramkit.workbench.export as export_module
+
+    wb = Workbench(tmp_path / "work")
+    wb.open_census(rows=5_000)
+    wb.design(["sex"], DesignChoices(epsilon=1.0))
+    wb.apply(SecretKey(bytes(32), "a test key"))
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export_module.shutil, "copyfile", fail)
+    with pytest.raises(OSError):
+        wb.export(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
