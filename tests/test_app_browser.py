@@ -8,8 +8,11 @@ PRAMKIT_DOC_SCREENSHOTS=1, to docs/app/.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -38,6 +41,7 @@ pytest.importorskip("shiny")
 
 import _app_support  # noqa: E402
 
+from pramkit.cli import main  # noqa: E402
 from pramkit.engine.rng import SecretKey, write_key_file  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -169,6 +173,63 @@ def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
     shot(page, "05-export")
     for name in ("public/released.csv", "public/manifest.json", "private/reproduce.sh"):
         assert (out / name).is_file(), name
+    no_trace(page)
+    same_as_the_command_line(out, key_file, tmp_path)
+
+
+def _comparable(manifest: Path) -> dict:
+    """A manifest without what differs between two runs: when it was made and how long its steps took."""
+    def strip(x: object) -> object:
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("created", "seconds")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+    return strip(json.loads(manifest.read_text()))
+
+
+def same_as_the_command_line(out: Path, key_file: Path, tmp_path: Path) -> None:
+    """The page's export equals what the command line, typed by hand, writes for the same parameters
+    and key; the script saved in private/ makes the same release again."""
+    cli = tmp_path / "cli"
+    (cli / "public").mkdir(parents=True)
+    rules = tmp_path / "elsewhere" / "rules.csv"          # the same rules, from another folder
+    rules.parent.mkdir()
+    rules.write_text(RULES)
+    data = out / "private" / "census.csv"
+    assert main(["design", str(data), "--vars", "marital_status", "--epsilon", "3", "--strata", "age",
+                 "--forbid", str(rules), "--categories", str(out / "private" / "inputs" / "codebook.csv"),
+                 "--key-file", str(key_file), "--out", str(cli / "public" / "manifest.json"), "--quiet"]) == 0
+    assert main(["apply", str(data), "--manifest", str(cli / "public" / "manifest.json"), "--key-file",
+                 str(key_file), "--out", str(cli / "public" / "released.csv"), "--quiet"]) == 0
+    assert (cli / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
+    assert _comparable(cli / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    again = tmp_path / "again"
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key_file), str(again)], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
+    assert _comparable(again / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+
+
+def test_a_file_on_this_computer_with_missing_values_and_unicode_labels(page: Page, tmp_path: Path) -> None:
+    """Opened by its path (read where it is): the variables table counts missing values and markers."""
+    data = tmp_path / "survey.csv"
+    rows = ["région,âge,poids"] + [f"{r},{a},1.5" for r, a in
+                                   [("Île-de-France", "15-24"), ("Zürich", ""), ("Île-de-France", "NA"),
+                                    ("Nord", "-9"), ("Nord", "25-34")] * 40]
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    page.fill("#na_values", "NA,-9")
+    page.fill("#data_path", str(data))
+    page.click("#open_path")
+    expect(page.locator("#data_summary")).to_contain_text("200 rows", timeout=WAIT)
+    row = page.locator("#variables table tbody tr", has_text="âge")
+    expect(row).to_contain_text("120")                     # 40 empty + 40 NA + 40 -9 missing
+    expect(page.locator("#preview")).to_contain_text("Île-de-France")
+    page.fill("#data_path", str(tmp_path / "absent.csv"))
+    page.click("#open_path")
+    assert "absent.csv" in step_error(page, "data")
     no_trace(page)
 
 

@@ -238,7 +238,7 @@ def _table(step: Step, pick: Callable[[Any], Any]) -> Callable[[], Any]:
 
 
 def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads: Path) -> None:
-    """Step 1: open the census or an uploaded file; show the variables and the first rows.
+    """Step 1: open the census, an uploaded file or a file on this computer; show the variables and the first rows.
 
     Parameters
     ----------
@@ -272,6 +272,16 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
             return
         na, label = fields.markers(input.na_values()), input.upload()[0]["name"]
         step.start(lambda: wb.open_file(path, label=label, na_values=na, upload=True))
+
+    @reactive.effect
+    @reactive.event(input.open_path)
+    def _path() -> None:
+        text = input.data_path().strip()
+        if not text:
+            step.fail("give the path of a file on this computer")
+            return
+        na = fields.markers(input.na_values())
+        step.start(lambda: wb.open_file(text, na_values=na))
 
     @render.ui
     def data_summary() -> ui.TagChild:

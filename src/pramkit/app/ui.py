@@ -49,8 +49,9 @@ def data_tab() -> ui.NavPanel:
 
     Examples
     --------
-    >>> 'id="upload"' in str(ui.page_fluid(ui.navset_tab(data_tab())))
-    True
+    >>> html = str(ui.page_fluid(ui.navset_tab(data_tab())))
+    >>> 'id="upload"' in html, 'id="open_path"' in html
+    (True, True)
     """
     return _step("1 Data", [
         ui.input_text("census_rows", "Rows of the census-like data", "20000"),
@@ -58,6 +59,9 @@ def data_tab() -> ui.NavPanel:
         ui.hr(),
         ui.input_text("na_values", "Texts meaning missing (comma-separated)", "NA"),
         ui.input_file("upload", "Or upload a file (CSV, Parquet, Stata, SPSS)", accept=DATA_FILES),
+        ui.input_text("data_path", "Or open a file on this computer by its path (large files: read where "
+                      "they are, streamed)", ""),
+        ui.input_action_button("open_path", "Open the file"),
     ], [
         ui.output_ui("data_summary"),
         ui.h4("Variables"), ui.output_table("variables"),

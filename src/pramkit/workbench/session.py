@@ -15,10 +15,12 @@ are atomic, so a stopped step leaves nothing half-written.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from pramkit.datasets import CENSUS_VARIABLES, census
@@ -26,6 +28,7 @@ from pramkit.defaults import NA_VALUES
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.io import write_table
+from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
@@ -264,37 +267,42 @@ class Workbench:
         changed = pd.DataFrame([{"variable": v.name, "values changed": f"{v.changed:,}",
                                  "changed (%)": f"{100 * v.changed_share:.1f}", "missing kept": f"{v.missing:,}"}
                                 for v in result.variables])
-        self.applied = ApplyView(changed, self._estimates(released), designed.key.fingerprint, designed.view,
-                                 self._risk_after(released))
+        written = Manifest.read(made / "manifest.json")  # the manifest the receipt names
+        self.applied = ApplyView(changed, self._estimates(written, released), designed.key.fingerprint,
+                                 designed.view, self._risk_after(written, released))
         return self.applied
 
-    def _estimates(self, released: Path) -> pd.DataFrame:
-        """Per perturbed variable and category: original, released and estimated shares (%), with the 95 % interval."""
-        from pramkit.report.build import build_public_report
+    def _estimates(self, manifest: Manifest, released: Path) -> pd.DataFrame:
+        """Per perturbed variable and category (a joint or stratified variable: per cell): the original share
+        (the design record's, private), the released share, and the estimate from the release with its 95 %
+        interval (:func:`pramkit.estimate_table`), in percent."""
+        from pramkit.estimate import estimate_table
 
         assert self.designed is not None and self.source is not None
-        report = build_public_report(self.designed.view.manifest, released, original=self.source.path,
-                                     na_values=self.source.na_values)
         frames = []
-        for u in report.utility:
-            f = u.frequencies
+        for v in manifest.variables:
+            table = estimate_table(released, manifest, [v.name], na_values=self.source.na_values).to_frame()
+            p = self.designed.view.release.record.variables.get(v.name, {}).get("p")
+            original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
             frames.append(pd.DataFrame({
-                "variable": u.name, "category": ["(missing)" if c is None else str(c) for c in f["category"]],
-                "original (%)": f["original"].round(2), "released (%)": f["released"].round(2),
-                "estimate (%)": f["estimate"].round(2), "95 % interval": [
-                    f"{lo:.2f} to {hi:.2f}" for lo, hi in zip(f["ci_low"], f["ci_high"])],
+                "variable": v.name, "category": [_label(c) for c in table["category"]],
+                "original (%)": np.round(original, 2),
+                "released (%)": (100 * table["released"] / table["released"].sum()).round(2),
+                "estimate (%)": (100 * table["proportion"]).round(2),
+                "95 % interval": [f"{100 * lo:.2f} to {100 * hi:.2f}"
+                                  for lo, hi in zip(table["proportion_ci_low"], table["proportion_ci_high"])],
             }))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    def _risk_after(self, released: Path) -> RiskView | None:
+    def _risk_after(self, manifest: Manifest, released: Path) -> RiskView | None:
         """The risk of the released file on the risk step's keys, PRAM accounted for."""
         from pramkit.report.build import jointly_perturbed
         from pramkit.risk.identification import identification_risk
 
-        assert self.designed is not None and self.source is not None
+        assert self.source is not None
         if not self.risk_keys or self.sampling_fraction is None:
             return None
-        manifest, keys = self.designed.view.manifest, list(self.risk_keys)
+        keys = list(self.risk_keys)
         joint = jointly_perturbed(manifest, keys)
         if joint:
             return RiskView.not_computed(f"not computed: key(s) {', '.join(joint)} are perturbed jointly with other "
@@ -329,6 +337,19 @@ def _names(names: Sequence[str], what: str) -> list[str]:
     if len(set(out)) < len(out):
         raise ParameterError(f"the {what} repeat a column: {', '.join(out)}")
     return out
+
+
+def _label(cell: Any) -> str:
+    """A category or a cell (a tuple of labels) as text; a missing value as "(missing)".
+
+    Examples
+    --------
+    >>> _label(("0-9", "never married")), _label(None), _label(3)
+    ('0-9 | never married', '(missing)', '3')
+    """
+    if cell is None:
+        return "(missing)"
+    return " | ".join(_label(c) for c in cell) if isinstance(cell, tuple) else str(cell)
 
 
 def _heatmaps(release: Release) -> dict[str, bytes]:

@@ -103,8 +103,10 @@ class DesignView:
         The record epsilon (rounded outward), "given the structure" when what is released exactly
         (strata, kept codes, rule breakers) is set aside, as the guarantee sentence says.
     ledger : pandas.DataFrame
-        Per perturbed variable: categories, epsilon, information kept, share of values kept,
-        expected distance moved (where the variable has distances).
+        Per perturbed variable: categories, epsilon (the design record's: given the structure
+        when strata, kept codes or rules are set aside, as the guarantee sentence says),
+        information kept, share of values kept, expected distance moved (where the variable has
+        distances).
     uncovered : tuple of str
         What reaches the public files from the data without a DP mechanism, in the ledger's words.
     heatmaps : dict
@@ -240,20 +242,22 @@ def design_view(release: Release, heatmaps: Mapping[str, bytes], distances: Mapp
     DesignView
     """
     manifest, record = release.manifest, release.record
+    given = " given the structure" if manifest.is_structured else ""
+    epsilon_label = "epsilon" + given
     rows = []
     for v in manifest.variables:
         figures = record.variables.get(v.name, {})
         p = figures.get("p")
         kept = share_kept(None if p is None else np.asarray(p, dtype=float), v.matrix.diagonal)
         rows.append({
-            "variable": v.name, "categories": v.matrix.size, "epsilon": fmt_epsilon(v.matrix.epsilon),
+            "variable": v.name, "categories": v.matrix.size,
+            epsilon_label: fmt_epsilon(float(figures.get("epsilon", v.matrix.epsilon))),
             "information kept (nats)": _figure(figures.get("information_nats")),
             "values kept (%)": "n/a" if kept is None else f"{100 * kept:.1f}",
             "expected distance moved": _figure(distances.get(v.name)),
         })
     written = record.to_dict()
     notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
-    given = " given the structure" if manifest.is_structured else ""
     record_epsilon = fmt_epsilon(manifest.record_epsilon_given_structure) + given
     return DesignView(release, manifest.guarantee, record_epsilon, pd.DataFrame(rows),
                       tuple(manifest.ledger.data_dependent), dict(heatmaps), notes)
