@@ -303,3 +303,20 @@ def test_cancel_stops_a_long_step_and_the_page_goes_on(page: Page) -> None:
     expect(page.locator("#data_summary")).to_contain_text("Open the census")
     open_census(page)  # the session works on
     no_trace(page)
+
+
+def test_the_least_variance_design_and_a_recognition_design_without_its_alpha(page: Page) -> None:
+    """The method list reaches the designs by name: least variance sets --objective variance; the
+    recognition design asks for its alpha before anything runs."""
+    open_census(page)
+    tab(page, "3 Design")
+    choose(page, "design_vars", ["sex", "race"])
+    page.select_option("#method", "dp-variance")
+    page.fill("#epsilon", "1")
+    page.click("#run_design")
+    expect(page.locator("#ledger table")).to_contain_text("race", timeout=WAIT)
+    expect(page.locator("#guarantee")).to_contain_text("e^1")
+    page.select_option("#method", "recognition")
+    page.click("#run_design")
+    assert "recognition=ALPHA" in step_error(page, "design")
+    no_trace(page)

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from shiny import Inputs, Outputs, Session, reactive, render, ui
 
 from pramkit.app import fields
-from pramkit.app.ui import error_box, png
+from pramkit.app.ui import METHODS, error_box, png
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
 from pramkit.progress import watching
@@ -363,8 +363,13 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     if unknown:
         raise ParameterError(f"unknown method option {unknown[0]!r}; the options are the flags of "
                              "`pramkit design --help` written name=value (e.g. beta=0.5)")
+    choice = input.method()
+    if choice == "recognition" and "recognition" not in options:
+        raise ParameterError("the recognition design needs its alpha: write the option recognition=ALPHA "
+                             "(e.g. recognition=0.5)")
+    budget = None if choice == "recognition" else fields.budget(input.epsilon())
     return variables, DesignChoices(
-        method=input.method(), epsilon=fields.budget(input.epsilon()), split=input.split(),
+        **METHODS[choice][1], epsilon=budget, split=input.split(),
         forbid=files["forbid"], strata=",".join(input.strata()) or None,
         keep_codes=input.keep_codes().strip() or None, household=input.design_household() or None,
         household_vars=",".join(input.household_vars()) or None, prior=files["prior"],
@@ -372,7 +377,7 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
 
 
 #: The choices set by the design form's own fields (not by its options field).
-_FORM = ("method", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
+_FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
          "categories", "missing", "na_values")
 
 

@@ -10,8 +10,22 @@ import base64
 
 from shiny import ui
 
-#: The design families offered (the values of ``pramkit design --method``).
-METHODS = ("dp", "metric", "rr", "keep", "kanon", "invariant", "tridiagonal", "circulant", "bistochastic-beta")
+#: The designs offered: choice -> (its name in the page, the ``pramkit design`` flags it sets).
+METHODS: dict[str, tuple[str, dict[str, str]]] = {
+    "dp": ("DP-optimal: the most information at the budget", {"method": "dp"}),
+    "dp-variance": ("DP: the least variance of the estimates", {"method": "dp", "objective": "variance"}),
+    "dp-distance": ("DP: the least expected distance moved (option distances=ordinal or a file)",
+                    {"method": "dp", "objective": "distance"}),
+    "rr": ("randomized response", {"method": "rr"}),
+    "metric": ("metric DP over distances (options metric_epsilon=..., distances=...)", {"method": "metric"}),
+    "recognition": ("against spontaneous recognition (option recognition=ALPHA; no budget)", {"method": "dp"}),
+    "keep": ("classic PRAM: keep probability (option keep=...)", {"method": "keep"}),
+    "kanon": ("k-anonymity blocks (option k=...)", {"method": "kanon"}),
+    "invariant": ("invariant PRAM", {"method": "invariant"}),
+    "tridiagonal": ("tridiagonal", {"method": "tridiagonal"}),
+    "circulant": ("circulant", {"method": "circulant"}),
+    "bistochastic-beta": ("bistochastic at a beta (option beta=...)", {"method": "bistochastic-beta"}),
+}
 
 #: Files a data upload accepts (the formats of :func:`pramkit.io.table_format`).
 DATA_FILES = [".csv", ".txt", ".parquet", ".pq", ".dta", ".sav", ".zsav"]
@@ -99,7 +113,7 @@ def design_tab() -> ui.NavPanel:
     """
     return _step("3 Design", [
         ui.input_selectize("design_vars", "Variables to perturb", choices=[], multiple=True),
-        ui.input_select("method", "Method", choices=list(METHODS)),
+        ui.input_select("method", "Method", choices={k: label for k, (label, _) in METHODS.items()}),
         ui.input_text("epsilon", "Record budget (epsilon, nats)", "3"),
         ui.input_select("split", "Budget split", choices=["equal", "optimal", "joint"]),
         ui.input_text("options", "Method options (name=value, ...)", ""),
