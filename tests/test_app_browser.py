@@ -320,3 +320,21 @@ def test_the_least_variance_design_and_a_recognition_design_without_its_alpha(pa
     page.click("#run_design")
     assert "recognition=ALPHA" in step_error(page, "design")
     no_trace(page)
+
+
+def test_a_manifest_for_other_columns(page: Page, tmp_path: Path) -> None:
+    """A manifest made for another file: a message in the page; nothing is designed, applied or written."""
+    regions = tmp_path / "regions.csv"
+    regions.write_text("region\n" + "north\nsouth\n" * 50)
+    manifest = tmp_path / "other.json"
+    assert main(["design", str(regions), "--vars", "region", "--method", "rr", "--epsilon", "1",
+                 "--out", str(manifest), "--quiet"]) == 0
+    open_census(page)
+    tab(page, "3 Design")
+    upload(page, "manifest_upload", manifest)
+    assert "for other columns: region is not in" in step_error(page, "design")
+    tab(page, "4 Apply")
+    page.click("#new_key")
+    page.click("#run_apply")
+    assert "design the release first" in step_error(page, "apply")
+    no_trace(page)

@@ -239,3 +239,46 @@ def test_a_failing_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(OSError):
         wb.export(tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_manifest_made_before_is_released_as_it_is(tmp_path: Path) -> None:
+    """A manifest from `pramkit design` on the same file: applied unchanged, and the script copies it."""
+    wb = Workbench(tmp_path / "work")
+    source = wb.open_census(rows=5_000)
+    manifest = tmp_path / "m.json"
+    assert main(["design", str(source.path), "--vars", "age,sex", "--method", "rr", "--epsilon", "2",
+                 "--categories", str(source.categories), "--out", str(manifest), "--quiet"]) == 0
+    view = wb.use_manifest(manifest)
+    assert view.record is None and list(view.ledger["variable"]) == ["age", "sex"]
+    key = SecretKey(bytes(range(32)), "a test key")
+    wb.apply(key)
+    out = wb.export(tmp_path / "out")
+    assert (tmp_path / "out" / "public" / "manifest.json").read_bytes() == manifest.read_bytes()
+    assert "design_record" not in out.files and "cp " in out.script
+    cli = tmp_path / "cli.csv"
+    assert main(["apply", str(source.path), "--manifest", str(manifest), "--key-file",
+                 str(_key_file(tmp_path, key)), "--out", str(cli), "--quiet"]) == 0
+    assert cli.read_bytes() == (tmp_path / "out" / "public" / "released.csv").read_bytes()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["sh", str(tmp_path / "out" / "private" / "reproduce.sh"), str(_key_file(tmp_path, key)),
+                           str(tmp_path / "again")], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "again" / "public" / "released.csv").read_bytes() == cli.read_bytes()
+    other = tmp_path / "other.json"
+    assert main(["design", "--probs", "0.5,0.5", "--epsilon", "1", "--json"]) == 0
+    pd.DataFrame({"region": ["a", "b"] * 50}).to_csv(tmp_path / "regions.csv", index=False)
+    assert main(["design", str(tmp_path / "regions.csv"), "--vars", "region", "--method", "rr", "--epsilon", "1",
+                 "--out", str(other), "--quiet"]) == 0
+    with pytest.raises(ParameterError, match="for other columns: region is not in"):
+        wb.use_manifest(other)
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(PramkitError):
+        wb.use_manifest(tmp_path / "broken.json")
+
+
+def _key_file(folder: Path, key: SecretKey) -> Path:
+    path = folder / "key.txt"
+    path.unlink(missing_ok=True)
+    path.write_text(key.text())
+    path.chmod(0o600)
+    return path

@@ -425,6 +425,18 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
         k = key.get()
         step.start(lambda: wb.design(variables, choices, key=k))
 
+    @reactive.effect
+    @reactive.event(input.manifest_upload)
+    def _manifest() -> None:
+        try:
+            _require(data, "open the data first (step 1)")
+            path = fields.upload(input.manifest_upload()[0], uploads / "manifest")
+        except ParameterError as exc:
+            step.fail(str(exc))
+            return
+        k = key.get()
+        step.start(lambda: wb.use_manifest(path, key=k))
+
     @render.ui
     def guarantee() -> ui.TagChild:
         d = step.result()

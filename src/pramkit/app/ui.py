@@ -127,6 +127,9 @@ def design_tab() -> ui.NavPanel:
         ui.input_file("categories", "Codebook (CSV variable,category)", accept=[".csv"]),
         ui.input_select("missing", "Missing values", choices=["keep", "category"]),
         ui.input_action_button("run_design", "Design", class_="btn-primary"),
+        ui.hr(),
+        ui.input_file("manifest_upload", "Or release with a manifest made before (JSON): its design as it is",
+                      accept=[".json"]),
     ], [
         ui.output_ui("guarantee"),
         ui.h4("Ledger"), ui.output_table("ledger"),

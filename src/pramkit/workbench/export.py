@@ -67,7 +67,9 @@ def _files_in_private(wb: Workbench) -> dict[Path, str]:
     """Work files the export copies into ``private/``: the original (upload or census) and the design inputs."""
     assert wb.source is not None and wb.designed is not None
     out: dict[Path, str] = {}
-    candidates = [wb.source.path] + [getattr(wb.designed.choices, name) for name in INPUT_FILES]
+    choices = wb.designed.choices
+    candidates = [wb.source.path, wb.designed.manifest_file] + (
+        [] if choices is None else [getattr(choices, name) for name in INPUT_FILES])
     for path in candidates:
         if path is not None and _in_private(wb, Path(path)) is not None:
             out[Path(path)] = _in_private(wb, Path(path)) or ""
@@ -130,14 +132,6 @@ def reproduce_script(wb: Workbench) -> str:
     if wb.source is None or wb.designed is None:
         raise ParameterError("design the release first: the script repeats the design, apply and report steps")
     data = _shell_path(wb, wb.source.path)
-    choices = wb.designed.choices
-    files = {name: _shell_path(wb, getattr(choices, name)) for name in ("forbid", "prior", "categories")
-             if getattr(choices, name) is not None}
-    design_flags = []
-    for flag, value in choices.flags():
-        name = flag[2:].replace("-", "_")
-        shown = files[name] if name in files else None if value is None else shlex.quote(value)
-        design_flags.append(flag if shown is None else f"{flag} {shown}")
     released = f'"$OUT"/public/{released_name(wb)}'
     na = " ".join(map(shlex.quote, _na_flags(wb)))
     lines = [
@@ -152,9 +146,7 @@ def reproduce_script(wb: Workbench) -> str:
         'OUT=$2',
         'HERE=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
         'mkdir -p "$OUT"/public "$OUT"/private',
-        f"pramkit design {data} --vars {shlex.quote(','.join(wb.designed.variables))} "
-        + " ".join(design_flags) + ' --key-file "$KEY" --out "$OUT"/public/manifest.json '
-        '--design-record "$OUT"/private/design-record.json --quiet',
+        _design_line(wb, data),
         f'pramkit apply {data} --manifest "$OUT"/public/manifest.json --key-file "$KEY" --out {released} '
         f"{na} --quiet".replace("  ", " "),
         f'pramkit report {data} --manifest "$OUT"/public/manifest.json --released {released} '
@@ -162,6 +154,26 @@ def reproduce_script(wb: Workbench) -> str:
         + f' --out "$OUT"/private/report.html --public "$OUT"/public/report.html {na} --quiet'.replace("  ", " "),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _design_line(wb: Workbench, data: str) -> str:
+    """The script's design step: ``pramkit design`` with the choices' flags, or a copy of a manifest given."""
+    assert wb.designed is not None
+    choices = wb.designed.choices
+    if choices is None:
+        assert wb.designed.manifest_file is not None
+        return f'cp {_shell_path(wb, wb.designed.manifest_file)} "$OUT"/public/manifest.json'
+    files = {name: _shell_path(wb, getattr(choices, name)) for name in INPUT_FILES
+             if getattr(choices, name) is not None}
+    flags = []
+    for flag, value in choices.flags():
+        name = flag[2:].replace("-", "_")
+        shown = files[name] if name in files else None if value is None else shlex.quote(value)
+        flags.append(flag if shown is None else f"{flag} {shown}")
+    if choices.recognition is None:  # the recognition design draws no noise
+        flags.append('--key-file "$KEY"')
+    return (f"pramkit design {data} --vars {shlex.quote(','.join(wb.designed.variables))} " + " ".join(flags)
+            + ' --out "$OUT"/public/manifest.json --design-record "$OUT"/private/design-record.json --quiet')
 
 
 def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
@@ -223,7 +235,8 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
             write_text_atomic(work / PRIVATE / SCRIPT, script, force=False)
             files.update(script=f"{PRIVATE}/{SCRIPT}", summary=f"{PRIVATE}/summary.json")
             summary = {"pramkit": __version__, "data": wb.source.label, "variables": list(wb.designed.variables),
-                       "design": wb.designed.choices.to_args(), "key_fingerprint": wb.applied.key_fingerprint,
+                       "design": (["(the manifest given)"] if wb.designed.choices is None
+                                  else wb.designed.choices.to_args()), "key_fingerprint": wb.applied.key_fingerprint,
                        "record_epsilon": wb.designed.view.record_epsilon, "uncovered": list(uncovered),
                        "files": files}
             write_text_atomic(work / PRIVATE / "summary.json", json.dumps(to_jsonable(summary), indent=2) + "\n",
@@ -247,5 +260,7 @@ def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:
                             (made / name, f"{PUBLIC}/{name}", "released"),
                             (receipt_path(made / name), f"{PUBLIC}/{receipt_path(name).name}", "receipt"),
                             (made / "design-record.json", f"{PRIVATE}/design-record.json", "design_record")):
+        if label == "design_record" and not src.exists():  # a manifest given as it is has none
+            continue
         shutil.copyfile(src, work / dst)
         files[label] = dst

@@ -18,7 +18,7 @@ import dataclasses
 import math
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -209,9 +209,50 @@ class Workbench:
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
         key = key or (self.designed.key if self.designed else SecretKey.generate())
-        release = choices.release(source.path, names, key=key)
-        view = design_view(release, _heatmaps(release), _distances(release))
+        release = choices.release(source.path, names, key=None if choices.recognition is not None else key)
+        view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
+                           _distances(release.manifest, release.record.variables))
         self.designed, self.applied = Designed(names, choices, key, view), None
+        return view
+
+    def use_manifest(self, path: str | Path, *, key: SecretKey | None = None) -> DesignView:
+        """Release with a manifest made before (a design of the same file's columns), as it is.
+
+        The manifest is kept in the work folder; applying writes it unchanged beside the
+        released file, and the script copies it instead of designing.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A manifest written by ``pramkit design`` (or an earlier release).
+        key : SecretKey, optional
+            The secret key of the release (default: the earlier one, else a new one).
+
+        Returns
+        -------
+        DesignView
+            Its ledger and matrices (no design record: the information kept is not known).
+
+        Raises
+        ------
+        ManifestError
+            The file is not a manifest pramkit reads.
+        ParameterError
+            The manifest perturbs or reads columns that the file does not have.
+        """
+        source = self._source()
+        manifest = Manifest.read(path)
+        absent = [c for c in manifest.columns if c not in source.names]
+        if absent:
+            raise ParameterError(f"the manifest is for other columns: {', '.join(absent)} "
+                                 f"{'is' if len(absent) == 1 else 'are'} not in {source.label}")
+        kept = self.work / INPUTS / "manifest.json"
+        if Path(path).resolve() != kept.resolve():
+            shutil.copyfile(path, kept)
+        view = design_view(manifest, None, _heatmaps(manifest), {})
+        key = key or (self.designed.key if self.designed else SecretKey.generate())
+        names = tuple(v.name for v in manifest.variables)
+        self.designed, self.applied = Designed(names, None, key, view, kept), None
         return view
 
     def _kept_inputs(self, choices: DesignChoices, source: Source) -> DesignChoices:
@@ -255,12 +296,20 @@ class Workbench:
         if self.designed is None:
             raise ParameterError("design the release first")
         if key is not None and key.fingerprint != self.designed.key.fingerprint:
-            self.design(self.designed.variables, self.designed.choices, key=key)
+            if self.designed.choices is None:
+                self.designed = dataclasses.replace(self.designed, key=key)
+            else:
+                self.design(self.designed.variables, self.designed.choices, key=key)
         designed = self.designed
         assert designed is not None
         made = self.work / RELEASE
-        write_design(designed.view.release, made / "manifest.json", design_record=made / "design-record.json",
-                     force=True)
+        (made / "design-record.json").unlink(missing_ok=True)
+        if designed.manifest_file is not None:
+            shutil.copyfile(designed.manifest_file, made / "manifest.json")
+        else:
+            assert designed.view.record is not None
+            write_design(Release(designed.view.manifest, designed.view.record), made / "manifest.json",
+                         design_record=made / "design-record.json", force=True)
         released = made / released_name(self)
         result = apply_file(source.path, made / "manifest.json", released, key=designed.key, force=True,
                             na_values=source.na_values)
@@ -282,7 +331,8 @@ class Workbench:
         frames = []
         for v in manifest.variables:
             table = estimate_table(released, manifest, [v.name], na_values=self.source.na_values).to_frame()
-            p = self.designed.view.release.record.variables.get(v.name, {}).get("p")
+            record = self.designed.view.record
+            p = None if record is None else record.variables.get(v.name, {}).get("p")
             original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
             frames.append(pd.DataFrame({
                 "variable": v.name, "category": [_label(c) for c in table["category"]],
@@ -352,28 +402,27 @@ def _label(cell: Any) -> str:
     return " | ".join(_label(c) for c in cell) if isinstance(cell, tuple) else str(cell)
 
 
-def _heatmaps(release: Release) -> dict[str, bytes]:
+def _heatmaps(manifest: Manifest) -> dict[str, bytes]:
     """Heat maps of the matrices small enough to draw."""
     from pramkit.report.plots import HEATMAP_MAX, matrix_heatmap
 
     return {v.name: matrix_heatmap(v.name, v.matrix.matrix, [str(c) for c in v.matrix.categories])
-            for v in release.manifest.variables if v.matrix.size <= HEATMAP_MAX}
+            for v in manifest.variables if v.matrix.size <= HEATMAP_MAX}
 
 
-def _distances(release: Release) -> dict[str, float]:
-    """Expected distance moved, for the variables whose manifest names distances (over the design's p)."""
+def _distances(manifest: Manifest, record: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Expected distance moved over the exact proportions of the design record, for the variables whose
+    manifest names distances."""
     from pramkit.design.metric.distances import read_distances
     from pramkit.design.metric.mechanisms import geo_utility
     from pramkit.report.build import distance_specs
 
-    record = release.record.variables
     out: dict[str, float] = {}
-    for name, (spec, _) in distance_specs(release.manifest).items():
-        v = release.manifest[name]
+    for name, (spec, _) in distance_specs(manifest).items():
+        v = manifest[name]
         try:
             dist = read_distances(spec, v.matrix.categories)
         except ParameterError:
             continue
-        p = record.get(name, {}).get("p")
-        out[name] = geo_utility(v.matrix, dist, p).expected_distance
+        out[name] = geo_utility(v.matrix, dist, record.get(name, {}).get("p")).expected_distance
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -17,7 +18,7 @@ from pramkit.engine.rng import SecretKey
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
-from pramkit.release.record import Release
+from pramkit.release.record import DesignRecord
 
 
 def _figure(x: float | None, digits: int = 4) -> str:
@@ -95,18 +96,20 @@ class DesignView:
 
     Parameters
     ----------
-    release : pramkit.release.record.Release
-        The manifest (public) and the design record (private).
+    manifest : pramkit.manifest.Manifest
+        The public manifest.
+    record : pramkit.release.record.DesignRecord or None
+        The private design record (None for a manifest given as it is).
     guarantee : str
         The ledger's guarantee sentence.
     record_epsilon : str
         The record epsilon (rounded outward), "given the structure" when what is released exactly
         (strata, kept codes, rule breakers) is set aside, as the guarantee sentence says.
     ledger : pandas.DataFrame
-        Per perturbed variable: categories, epsilon (the design record's: given the structure
-        when strata, kept codes or rules are set aside, as the guarantee sentence says),
-        information kept, share of values kept, expected distance moved (where the variable has
-        distances).
+        Per perturbed variable: categories, epsilon (given the structure when strata, kept codes
+        or rules are set aside, as the guarantee sentence says), and with a design record the
+        information kept, the share of values kept and the expected distance moved (where the
+        variable has distances).
     uncovered : tuple of str
         What reaches the public files from the data without a DP mechanism, in the ledger's words.
     heatmaps : dict
@@ -116,18 +119,14 @@ class DesignView:
         The design's notes and warnings.
     """
 
-    release: Release
+    manifest: Manifest
+    record: DesignRecord | None
     guarantee: str
     record_epsilon: str
     ledger: pd.DataFrame
     uncovered: tuple[str, ...]
     heatmaps: Mapping[str, bytes]
     notes: tuple[str, ...] = ()
-
-    @property
-    def manifest(self) -> Manifest:
-        """The public manifest."""
-        return self.release.manifest
 
 
 def share_kept(p: np.ndarray | None, diagonal: np.ndarray) -> float | None:
@@ -151,18 +150,22 @@ class Designed:
     ----------
     variables : tuple of str
         The columns perturbed.
-    choices : pramkit.release.choices.DesignChoices
-        The design command's flags, with the input files as kept in the work folder.
+    choices : pramkit.release.choices.DesignChoices or None
+        The design command's flags, with the input files as kept in the work folder (None: a
+        manifest given as it is).
     key : pramkit.engine.rng.SecretKey
-        The key the design step's noise was drawn from.
+        The key the design step's noise was drawn from (a given manifest: the key to apply).
     view : DesignView
         What came out.
+    manifest_file : pathlib.Path or None
+        A manifest given as it is, kept in the work folder.
     """
 
     variables: tuple[str, ...]
-    choices: DesignChoices
+    choices: DesignChoices | None
     key: SecretKey
     view: DesignView
+    manifest_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -225,13 +228,16 @@ class ExportView:
         return out
 
 
-def design_view(release: Release, heatmaps: Mapping[str, bytes], distances: Mapping[str, float]) -> DesignView:
-    """The view of a designed release (figures from its manifest and design record).
+def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mapping[str, bytes],
+                distances: Mapping[str, float]) -> DesignView:
+    """The view of a designed release (figures from its manifest and, when there is one, its design record).
 
     Parameters
     ----------
-    release : Release
-        The designed release.
+    manifest : Manifest
+        The public manifest.
+    record : DesignRecord or None
+        The private design record.
     heatmaps : mapping
         Variable -> PNG of its matrix.
     distances : mapping
@@ -240,24 +246,31 @@ def design_view(release: Release, heatmaps: Mapping[str, bytes], distances: Mapp
     Returns
     -------
     DesignView
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> view = design_view(Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}), None, {}, {})
+    >>> view.record_epsilon, view.ledger.to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+    ('1', [{'variable': 'sex', 'categories': 2, 'epsilon': '1', 'information kept (nats)': 'n/a',
+            'values kept (%)': 'n/a', 'expected distance moved': 'n/a'}])
     """
-    manifest, record = release.manifest, release.record
     given = " given the structure" if manifest.is_structured else ""
-    epsilon_label = "epsilon" + given
     rows = []
     for v in manifest.variables:
-        figures = record.variables.get(v.name, {})
+        figures = {} if record is None else record.variables.get(v.name, {})
         p = figures.get("p")
         kept = share_kept(None if p is None else np.asarray(p, dtype=float), v.matrix.diagonal)
         rows.append({
             "variable": v.name, "categories": v.matrix.size,
-            epsilon_label: fmt_epsilon(float(figures.get("epsilon", v.matrix.epsilon))),
+            "epsilon" + given: fmt_epsilon(v.block_epsilon if v.is_structured else v.epsilon),
             "information kept (nats)": _figure(figures.get("information_nats")),
             "values kept (%)": "n/a" if kept is None else f"{100 * kept:.1f}",
             "expected distance moved": _figure(distances.get(v.name)),
         })
-    written = record.to_dict()
+    written = {} if record is None else record.to_dict()
     notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
     record_epsilon = fmt_epsilon(manifest.record_epsilon_given_structure) + given
-    return DesignView(release, manifest.guarantee, record_epsilon, pd.DataFrame(rows),
-                      tuple(manifest.ledger.data_dependent), dict(heatmaps), notes)
+    return DesignView(manifest, record, manifest.guarantee, record_epsilon, pd.DataFrame(rows),
+                      () if manifest.ledger is None else tuple(manifest.ledger.data_dependent), dict(heatmaps),
+                      notes)
