@@ -338,3 +338,28 @@ def test_a_manifest_for_other_columns(page: Page, tmp_path: Path) -> None:
     page.click("#run_apply")
     assert "design the release first" in step_error(page, "apply")
     no_trace(page)
+
+
+def test_a_reload_keeps_the_release_in_progress(page: Page, tmp_path: Path) -> None:
+    """Reloading the tab (or losing the connection) comes back to the same release, step by step."""
+    open_census(page)
+    tab(page, "3 Design")
+    choose(page, "design_vars", ["sex"])
+    page.select_option("#method", "rr")
+    page.fill("#epsilon", "1")
+    page.click("#run_design")
+    expect(page.locator("#ledger table")).to_contain_text("sex", timeout=WAIT)
+    page.reload()
+    expect(page.locator("#data_summary")).to_contain_text("20,000 rows", timeout=WAIT)
+    tab(page, "3 Design")
+    expect(page.locator("#ledger table")).to_contain_text("sex", timeout=WAIT)
+    tab(page, "4 Apply")
+    expect(page.locator("#key_status")).to_contain_text("No key yet")    # a key is given again, never kept in the page
+    page.click("#new_key")
+    page.click("#run_apply")
+    expect(page.locator("#changed table")).to_contain_text("sex", timeout=WAIT)
+    other = page.context.new_page()                                      # another tab: a release of its own
+    other.goto(page.url)
+    expect(other.locator("#data_summary")).to_contain_text("Open the census", timeout=WAIT)
+    other.close()
+    no_trace(page)

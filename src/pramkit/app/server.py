@@ -182,29 +182,82 @@ def make_server(work_root: Path) -> Callable[[Inputs, Outputs, Session], None]:
     True
     """
 
+    desks: dict[str, Workbench] = {}  # a browser tab's release in progress, kept when the tab reloads
+    live: set[str] = set()
+
     def server(input: Inputs, output: Outputs, session: Session) -> None:
         folder = Path(tempfile.mkdtemp(prefix="session-", dir=work_root))
-        wb = Workbench(folder / "work")
+        desk = Desk(Workbench(folder / "work"))
         busy: reactive.Value[str] = reactive.value("")
         steps = {name: Step(name, busy) for name in STEPS}
         for i, name in enumerate(STEPS):
             steps[name].later = tuple(steps[n] for n in STEPS[i + 1:])
             _step_controls(input, output, steps[name])
+        key: reactive.Value[SecretKey | None] = reactive.value(None)
+
+        @reactive.effect
+        @reactive.event(input.desk)
+        def _resume() -> None:
+            name = str(input.desk())
+            earlier = desks.get(name)
+            if earlier is not None and name not in live:
+                desk.wb = earlier
+                _show_earlier(earlier, steps, key)
+                ui.notification_show("the release in progress in this tab is back", type="message", duration=5)
+            elif earlier is None:
+                desks[name] = desk.wb
+            else:  # the tab was duplicated: its copy starts a release of its own
+                return
+            desk.name = name
+            live.add(name)
 
         def ended() -> None:
             for step in steps.values():
                 step.stop()
-            shutil.rmtree(folder, ignore_errors=True)
+            live.discard(desk.name)
+            if desk.name not in desks:  # kept for a reload of the tab; removed when the app stops
+                shutil.rmtree(folder, ignore_errors=True)
 
         session.on_ended(ended)
-        data_step(input, output, wb, steps["data"], folder / "uploads")
-        risk_step(input, output, wb, steps["risk"], steps["data"])
-        key: reactive.Value[SecretKey | None] = reactive.value(None)
-        design_step(input, output, wb, steps["design"], steps["data"], folder / "uploads", key)
-        apply_step(input, output, wb, steps["apply"], steps["design"], key)
-        export_step(input, output, wb, steps["export"], steps["design"], steps["apply"])
+        data_step(input, output, desk, steps["data"], folder / "uploads")
+        risk_step(input, output, desk, steps["risk"], steps["data"])
+        design_step(input, output, desk, steps["design"], steps["data"], folder / "uploads", key)
+        apply_step(input, output, desk, steps["apply"], steps["design"], key)
+        export_step(input, output, desk, steps["export"], steps["design"], steps["apply"])
 
     return server
+
+
+class Desk:
+    """The workbench a browser session works on: its own, or the one its tab had before a reload.
+
+    Parameters
+    ----------
+    wb : Workbench
+        The session's workbench.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> desk = Desk(Workbench(tempfile.mkdtemp()))
+    >>> desk.name, desk.wb.source
+    ('', None)
+    """
+
+    def __init__(self, wb: Workbench) -> None:
+        self.wb = wb
+        self.name = ""
+
+
+def _show_earlier(wb: Workbench, steps: dict[str, Step], key: reactive.Value[SecretKey | None]) -> None:
+    """Show what a tab's workbench had done before the tab was reloaded, step by step."""
+    with reactive.isolate():
+        steps["data"].result.set(wb.source)
+        steps["risk"].result.set(wb.assessed)
+        steps["design"].result.set(None if wb.designed is None else wb.designed.view)
+        steps["apply"].result.set(wb.applied)
+        steps["export"].result.set(wb.exported)
+        key.set(None if wb.designed is None or wb.applied is None else wb.designed.key)  # a key the officer gave
 
 
 def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
@@ -237,15 +290,15 @@ def _table(step: Step, pick: Callable[[Any], Any]) -> Callable[[], Any]:
     return render.table(show, index=False)
 
 
-def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads: Path) -> None:
+def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: Path) -> None:
     """Step 1: open the census, an uploaded file or a file on this computer; show the variables and the first rows.
 
     Parameters
     ----------
     input, output : Inputs, Outputs
         The session's inputs and outputs.
-    wb : Workbench
-        The session's workbench.
+    desk : Desk
+        The session's workbench (``desk.wb``).
     step : Step
         This step.
     uploads : Path
@@ -260,7 +313,7 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
         except ParameterError as exc:
             step.fail(str(exc))
             return
-        step.start(lambda: wb.open_census(rows=rows))
+        step.start(lambda: desk.wb.open_census(rows=rows))
 
     @reactive.effect
     @reactive.event(input.upload)
@@ -271,7 +324,7 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
             step.fail(str(exc))
             return
         na, label = fields.markers(input.na_values()), input.upload()[0]["name"]
-        step.start(lambda: wb.open_file(path, label=label, na_values=na, upload=True))
+        step.start(lambda: desk.wb.open_file(path, label=label, na_values=na, upload=True))
 
     @reactive.effect
     @reactive.event(input.open_path)
@@ -281,7 +334,7 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
             step.fail("give the path of a file on this computer")
             return
         na = fields.markers(input.na_values())
-        step.start(lambda: wb.open_file(text, na_values=na))
+        step.start(lambda: desk.wb.open_file(text, na_values=na))
 
     @render.ui
     def data_summary() -> ui.TagChild:
@@ -304,15 +357,15 @@ def data_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, uploads
             ui.update_select(field, choices=optional, selected="")
 
 
-def risk_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: Step) -> None:
+def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step) -> None:
     """Step 2: the identification risk of the original file for the chosen keys (table and plot).
 
     Parameters
     ----------
     input, output : Inputs, Outputs
         The session's inputs and outputs.
-    wb : Workbench
-        The session's workbench.
+    desk : Desk
+        The session's workbench (``desk.wb``).
     step, data : Step
         This step and the data step.
     """
@@ -331,7 +384,7 @@ def risk_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: S
             return
         weights, household = input.risk_weights() or None, input.risk_household() or None
         f = None if weights else f  # the weights give each record's sampling fraction
-        step.start(lambda: wb.risk(keys, sampling_fraction=f, weights=weights, household=household))
+        step.start(lambda: desk.wb.risk(keys, sampling_fraction=f, weights=weights, household=household))
 
     output(id="risk_table")(_table(step, lambda r: r.table))
 
@@ -381,7 +434,7 @@ _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_co
          "categories", "missing", "na_values")
 
 
-def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data: Step, uploads: Path,
+def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step, uploads: Path,
                 key: reactive.Value[SecretKey | None]) -> None:
     """Step 3: the design; its guarantee sentence, ledger, a heat map per matrix and the risk after.
 
@@ -389,8 +442,8 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
     ----------
     input, output : Inputs, Outputs
         The session's inputs and outputs.
-    wb : Workbench
-        The session's workbench.
+    desk : Desk
+        The session's workbench (``desk.wb``).
     step, data : Step
         This step and the data step.
     uploads : Path
@@ -423,7 +476,7 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
             step.fail(str(exc))
             return
         k = key.get()
-        step.start(lambda: wb.design(variables, choices, key=k))
+        step.start(lambda: desk.wb.design(variables, choices, key=k))
 
     @reactive.effect
     @reactive.event(input.manifest_upload)
@@ -435,7 +488,7 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
             step.fail(str(exc))
             return
         k = key.get()
-        step.start(lambda: wb.use_manifest(path, key=k))
+        step.start(lambda: desk.wb.use_manifest(path, key=k))
 
     @render.ui
     def guarantee() -> ui.TagChild:
@@ -457,7 +510,7 @@ def design_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, data:
                         for v, p in d.heatmaps.items()))
 
 
-def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step,
+def apply_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: Step,
                key: reactive.Value[SecretKey | None]) -> None:
     """Step 4: the key (generated and offered for download, or uploaded; never shown) and the perturbation.
 
@@ -465,8 +518,8 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
     ----------
     input, output : Inputs, Outputs
         The session's inputs and outputs.
-    wb : Workbench
-        The session's workbench.
+    desk : Desk
+        The session's workbench (``desk.wb``).
     step, design : Step
         This step and the design step.
     key : reactive.Value
@@ -526,7 +579,7 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
         except ParameterError as exc:
             step.fail(str(exc))
             return
-        step.start(lambda: wb.apply(k))
+        step.start(lambda: desk.wb.apply(k))
 
     output(id="changed")(_table(step, lambda a: a.changed))
     output(id="estimates")(_table(step, lambda a: a.estimates))
@@ -552,15 +605,15 @@ def apply_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design
             design.result.set(a.design)
 
 
-def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, design: Step, applied: Step) -> None:
+def export_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: Step, applied: Step) -> None:
     """Step 5: the output folder, the statements not covered by a DP mechanism to confirm, the files and script.
 
     Parameters
     ----------
     input, output : Inputs, Outputs
         The session's inputs and outputs.
-    wb : Workbench
-        The session's workbench.
+    desk : Desk
+        The session's workbench (``desk.wb``).
     step, design, applied : Step
         This step, the design step and the apply step.
     """
@@ -591,7 +644,7 @@ def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, desig
             step.fail(str(exc))
             return
         out = Path(text).expanduser()
-        step.start(lambda: wb.export(out, confirmed=confirmed))
+        step.start(lambda: desk.wb.export(out, confirmed=confirmed))
 
     @render.ui
     def export_files() -> ui.TagChild:
@@ -610,7 +663,7 @@ def export_step(input: Inputs, output: Outputs, wb: Workbench, step: Step, desig
         if applied.result() is None:
             return ui.p("The script is shown once the design is applied.")
         try:
-            return ui.pre(wb.script())
+            return ui.pre(desk.wb.script())
         except PramkitError as exc:
             return error_box(outcome_message(exc))
 

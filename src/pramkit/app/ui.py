@@ -31,6 +31,20 @@ METHODS: dict[str, tuple[str, dict[str, str]]] = {
 DATA_FILES = [".csv", ".txt", ".parquet", ".pq", ".dta", ".sav", ".zsav"]
 
 
+#: The tab's name for its release in progress (kept in the tab's sessionStorage, so that a reload,
+#: or a lost connection, returns to the same release; another tab has its own).
+RESUME = """
+(function () {
+  var item = "pramkit-desk", name = sessionStorage.getItem(item);
+  if (!name) {
+    name = (window.crypto && crypto.randomUUID) ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now();
+    sessionStorage.setItem(item, name);
+  }
+  jQuery(document).on("shiny:connected", function () { Shiny.setInputValue("desk", name); });
+})();
+"""
+
+
 def page() -> ui.Tag:
     """The whole page: a title and the five steps as tabs.
 
@@ -46,6 +60,7 @@ def page() -> ui.Tag:
     True
     """
     return ui.page_fluid(
+        ui.tags.script(RESUME),
         ui.h2("pramkit: a PRAM release, step by step"),
         ui.navset_tab(data_tab(), risk_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
         title="pramkit",

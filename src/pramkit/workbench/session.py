@@ -74,6 +74,8 @@ class Workbench:
         self.copied = False
         self.designed: Designed | None = None
         self.applied: ApplyView | None = None
+        self.assessed: RiskView | None = None
+        self.exported: ExportView | None = None
         self.risk_keys: tuple[str, ...] = ()
         self.sampling_fraction: float | None = None
 
@@ -140,7 +142,8 @@ class Workbench:
     def _opened(self, source: Source, *, copied: bool) -> Source:
         """A new file: every later step starts again."""
         self.source, self.copied = source, copied
-        self.designed = self.applied = None
+        self.designed = self.applied = self.assessed = self.exported = None
+        self.risk_keys, self.sampling_fraction = (), None
         return source
 
     def _source(self) -> Source:
@@ -181,7 +184,8 @@ class Workbench:
         plot = self.work / RELEASE / "risk-fit.png"
         plot_fit(result.model, plot, force=True)
         self.risk_keys, self.sampling_fraction = tuple(keys), sampling_fraction
-        return RiskView.of(figures, plot.read_bytes())
+        self.assessed = RiskView.of(figures, plot.read_bytes())
+        return self.assessed
 
     # -- step 3: the design -----------------------------------------------
     def design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
@@ -212,7 +216,7 @@ class Workbench:
         release = choices.release(source.path, names, key=None if choices.recognition is not None else key)
         view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
                            _distances(release.manifest, release.record.variables))
-        self.designed, self.applied = Designed(names, choices, key, view), None
+        self.designed, self.applied, self.exported = Designed(names, choices, key, view), None, None
         return view
 
     def use_manifest(self, path: str | Path, *, key: SecretKey | None = None) -> DesignView:
@@ -252,7 +256,7 @@ class Workbench:
         view = design_view(manifest, None, _heatmaps(manifest), {})
         key = key or (self.designed.key if self.designed else SecretKey.generate())
         names = tuple(v.name for v in manifest.variables)
-        self.designed, self.applied = Designed(names, None, key, view, kept), None
+        self.designed, self.applied, self.exported = Designed(names, None, key, view, kept), None, None
         return view
 
     def _kept_inputs(self, choices: DesignChoices, source: Source) -> DesignChoices:
@@ -319,6 +323,7 @@ class Workbench:
         written = Manifest.read(made / "manifest.json")  # the manifest the receipt names
         self.applied = ApplyView(changed, self._estimates(written, released), designed.key.fingerprint,
                                  designed.view, self._risk_after(written, released))
+        self.exported = None
         return self.applied
 
     def _estimates(self, manifest: Manifest, released: Path) -> pd.DataFrame:
@@ -376,7 +381,8 @@ class Workbench:
 
     def export(self, out: str | Path, *, confirmed: bool = False) -> ExportView:
         """Write ``OUT/public/`` and ``OUT/private/`` as the command line does (:func:`pramkit.workbench.export.export`)."""
-        return export(self, Path(out), confirmed=confirmed)
+        self.exported = export(self, Path(out), confirmed=confirmed)
+        return self.exported
 
 
 def _names(names: Sequence[str], what: str) -> list[str]:
