@@ -8,7 +8,6 @@ PRAMKIT_DOC_SCREENSHOTS=1, to docs/app/.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -40,6 +39,7 @@ if not CHROMIUM.exists():
 pytest.importorskip("shiny")
 
 import _app_support  # noqa: E402
+from _manifests import comparable  # noqa: E402
 
 from pramkit.cli import main  # noqa: E402
 from pramkit.engine.rng import SecretKey, write_key_file  # noqa: E402
@@ -177,16 +177,6 @@ def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
     same_as_the_command_line(out, key_file, tmp_path)
 
 
-def _comparable(manifest: Path) -> dict:
-    """A manifest without what differs between two runs: when it was made and how long its steps took."""
-    def strip(x: object) -> object:
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("created", "seconds")}
-        if isinstance(x, list):
-            return [strip(v) for v in x]
-        return x
-    return strip(json.loads(manifest.read_text()))
-
 
 def same_as_the_command_line(out: Path, key_file: Path, tmp_path: Path) -> None:
     """The page's export equals what the command line, typed by hand, writes for the same parameters
@@ -203,14 +193,14 @@ def same_as_the_command_line(out: Path, key_file: Path, tmp_path: Path) -> None:
     assert main(["apply", str(data), "--manifest", str(cli / "public" / "manifest.json"), "--key-file",
                  str(key_file), "--out", str(cli / "public" / "released.csv"), "--quiet"]) == 0
     assert (cli / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
-    assert _comparable(cli / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    assert comparable(cli / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     again = tmp_path / "again"
     proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key_file), str(again)], env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
-    assert _comparable(again / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    assert comparable(again / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
 
 
 def test_a_file_on_this_computer_with_missing_values_and_unicode_labels(page: Page, tmp_path: Path) -> None:

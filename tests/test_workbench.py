@@ -7,7 +7,6 @@ and the script the workbench saves makes the release again.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from _manifests import comparable
 
 from pramkit.cli import main
 from pramkit.engine.rng import SecretKey, write_key_file
@@ -26,16 +27,6 @@ from pramkit.workbench import Workbench
 
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
 
-
-def _comparable(manifest: Path) -> dict:
-    """A manifest without what differs between two runs: when it was made and how long its steps took."""
-    def strip(x):
-        if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("created", "seconds")}
-        if isinstance(x, list):
-            return [strip(v) for v in x]
-        return x
-    return strip(json.loads(manifest.read_text()))
 
 
 def _tree(folder: Path) -> list[str]:
@@ -78,7 +69,7 @@ def test_the_export_is_what_the_command_line_writes(exported: dict, tmp_path: Pa
     assert main(["apply", str(data), "--manifest", str(cli / "public" / "manifest.json"),
                  "--key-file", str(exported["key"]), "--out", str(cli / "public" / "released.csv"), "--quiet"]) == 0
     assert (cli / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
-    assert _comparable(cli / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    assert comparable(cli / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
     original = pd.read_csv(data)
     released = pd.read_csv(out / "public" / "released.csv")
     assert (released["race"] == original["race"]).all()  # the stratum is released as it is
@@ -97,7 +88,7 @@ def test_the_saved_script_makes_the_release_again(exported: dict, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     again = tmp_path / "again"
     assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
-    assert _comparable(again / "public" / "manifest.json") == _comparable(out / "public" / "manifest.json")
+    assert comparable(again / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
     assert _tree(again / "public") == _tree(out / "public")
     key_text = exported["key"].read_text().strip()
     for f in out.rglob("*"):                              # the key is in no exported file
