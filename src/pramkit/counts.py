@@ -423,6 +423,40 @@ def _weights_of(table: pa.Table, name: str, first_row: int) -> np.ndarray:
     return w
 
 
+def chunk_codes(table: pa.Table, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
+                first_row: int) -> np.ndarray:
+    """The category codes of a chunk's records, one row per column (:data:`MISSING` for a missing value
+    left out of the table; a declared ``None`` category counts missing values).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The chunk.
+    columns : sequence of str
+        The columns, one axis each.
+    cats : mapping
+        Each column's categories.
+    first_row : int
+        The 0-based row number of the chunk's first record (for errors naming a row).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(len(columns), table.num_rows)``.
+
+    Examples
+    --------
+    >>> chunk = pa.table({"sex": ["m", None, "f"]})
+    >>> chunk_codes(chunk, ["sex"], {"sex": ("f", "m")}, 0).tolist() == [[1, MISSING, 0]]
+    True
+    """
+    return np.stack([
+        encode(table.column(c), cats[c], column=c, first_row=first_row,
+               missing="category" if None in cats[c] else "keep")
+        for c in columns
+    ]).reshape(len(columns), table.num_rows)
+
+
 def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
                   quiet: bool, total: int | None, weights: str | None = None) -> CountTable:
     """The sum of the tables of Arrow tables (chunks) counted one by one (:func:`count_codes`)."""
@@ -438,11 +472,7 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
     rows = missing = 0
     with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
         for table in tables:
-            codes = np.stack([
-                encode(table.column(c), cats[c], column=c, first_row=rows,
-                       missing="category" if None in cats[c] else "keep")
-                for c in columns
-            ])
+            codes = chunk_codes(table, columns, cats, rows)
             part = count_codes(columns, categories, codes,
                                weights=None if weights is None else _weights_of(table, weights, rows))
             counts += part.counts
