@@ -39,6 +39,7 @@ from scipy.stats import norm
 from pramkit.counts import count_file, count_frame
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.estimate.cells import cell_positions
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
@@ -718,7 +719,6 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
     """The counts with each multi-column variable's columns merged into one axis over its cells
     (its matrix's categories); a combination outside the cells (forbidden, or out of its stratum)
     in the released file is an error: the manifest never releases one."""
-    from pramkit.engine.codebook import canonical
     from pramkit.counts import CountTable
 
     sizes = dict(zip(counted.columns, (len(c) for c in counted.categories)))
@@ -730,10 +730,7 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
             categories.append(levels[a])
             continue
         cells = manifest[a].matrix.categories
-        position = [{canonical(v): i for i, v in enumerate(levels[c])} for c in read[a]]
-        index = np.ravel_multi_index(
-            np.array([[position[i][canonical(v)] for i, v in enumerate(cell)] for cell in cells]).T,
-            [sizes[c] for c in read[a]])
+        index = cell_positions(cells, [levels[c] for c in read[a]])
         outside = np.delete(merged, index, axis=axis).sum()
         if outside:
             raise DataError(f"the released file holds {int(outside)} record(s) in combinations of "

@@ -42,11 +42,13 @@ The design-based covariance of the released weighted counts ``u`` comes from
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from pramkit.errors import ParameterError
+from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
 
 #: Largest table whose survey covariance is formed (a dense C x C matrix).
@@ -259,3 +261,302 @@ def survey_covariance(released_cov: np.ndarray, pram_released: np.ndarray, inver
     """
     return SurveyCovariance(inverse_t @ released_cov @ inverse_t.T, inverse_t @ pram_released @ inverse_t.T,
                             counts, kind)
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Replicate weight columns and how their spread gives a variance.
+
+    Parameters
+    ----------
+    columns : tuple of str
+        The replicate weight columns, in replicate order.
+    method : str
+        ``jk1``, ``jkn``, ``brr``, ``fay``, ``sdr`` or ``bootstrap`` (:func:`pramkit.estimate.survey.replicate_covariance`).
+    rho : float, optional
+        Fay's coefficient (``fay`` only).
+    rscales : tuple of float, optional
+        Each replicate's scale (``jkn`` only: ``(n_h - 1) / n_h`` of its stratum).
+
+    Examples
+    --------
+    A prefix names the columns that continue it with a replicate number, in that number's order:
+
+    >>> Replicates.of("pwgtp", ["serialno", "pwgtp", "pwgtp2", "pwgtp10", "pwgtp1"], "sdr").columns
+    ('pwgtp1', 'pwgtp2', 'pwgtp10')
+    >>> Replicates.of("r1,r2", ["r1", "r2"], "jk1").columns
+    ('r1', 'r2')
+    """
+
+    columns: tuple[str, ...]
+    method: str
+    rho: float | None = None
+    rscales: tuple[float, ...] | None = None
+
+    @classmethod
+    def of(cls, spec: str | Sequence[str], header: Sequence[str], method: str, *, rho: float | None = None,
+           rscales: Sequence[float] | None = None) -> "Replicates":
+        """The replicate columns a prefix or a list names among ``header``.
+
+        Parameters
+        ----------
+        spec : str or sequence of str
+            A prefix (the columns ``PREFIX1``, ``PREFIX2``, ...: one name is always a prefix), or
+            column names (a sequence, or one comma-separated text).
+        header : sequence of str
+            The file's columns.
+        method : str
+            The replicate method.
+        rho, rscales : optional
+            As the class's parameters.
+
+        Returns
+        -------
+        Replicates
+
+        Raises
+        ------
+        ParameterError
+            No column matches the prefix, or a named column is not in the file.
+        """
+        names = [spec] if isinstance(spec, str) and "," not in spec else (
+            [s.strip() for s in spec.split(",") if s.strip()] if isinstance(spec, str) else list(spec))
+        if len(names) == 1:
+            prefix = names[0]
+            numbered = sorted((int(c[len(prefix):]), c) for c in header
+                              if c.startswith(prefix) and c[len(prefix):].isdigit())
+            if not numbered:
+                raise ParameterError(f"no replicate weight column starts with {prefix!r} followed by a number")
+            names = [c for _, c in numbered]
+        absent = [c for c in names if c not in header]
+        if absent:
+            raise ParameterError(f"replicate weight column(s) {absent} are not in the file")
+        return cls(tuple(names), method, rho, None if rscales is None else tuple(float(x) for x in rscales))
+
+
+@dataclass(frozen=True)
+class CellLayout:
+    """How a record's released values give its cell of the table.
+
+    Parameters
+    ----------
+    columns : tuple of str
+        The columns read, in order (a joint or stratified variable reads several).
+    levels : tuple of tuples
+        Each read column's levels (as counted).
+    axes : tuple of tuple of int
+        For each axis of the table, the positions in ``columns`` of the columns it reads.
+    lookups : tuple of (numpy.ndarray or None)
+        For an axis over several columns: its cell for each combination of the columns' levels
+        (flat, C order), -1 for a combination the variable never releases; None for one column.
+    shape : tuple of int
+        The table's shape.
+
+    Examples
+    --------
+    >>> layout = CellLayout(("x",), (("a", "b"),), ((0,),), (None,), (2,))
+    >>> layout.cells(np.array([[1, 0, -1]])).tolist()
+    [1, 0, -1]
+    """
+
+    columns: tuple[str, ...]
+    levels: tuple[tuple[Label, ...], ...]
+    axes: tuple[tuple[int, ...], ...]
+    lookups: tuple[np.ndarray | None, ...]
+    shape: tuple[int, ...]
+
+    def cells(self, codes: np.ndarray) -> np.ndarray:
+        """Each record's flat cell from its codes (one row per read column; negative: missing), -1 for
+        a record left out (a missing value).
+
+        Raises
+        ------
+        DataError
+            A record holds a combination that its variable never releases.
+        """
+        from pramkit.errors import DataError
+
+        n = codes.shape[1]
+        present = (codes >= 0).all(axis=0)
+        axis_codes = []
+        for positions, lookup in zip(self.axes, self.lookups):
+            own = codes[list(positions)][:, present]
+            if lookup is None:
+                axis_codes.append(own[0])
+                continue
+            sizes = [len(self.levels[p]) for p in positions]
+            cell = lookup[np.ravel_multi_index(tuple(own), sizes)]
+            if (cell < 0).any():
+                raise DataError(f"the released file holds {int((cell < 0).sum())} record(s) in combinations of "
+                                f"{', '.join(self.columns[p] for p in positions)} that the variable never releases; "
+                                "was it released with this manifest?")
+            axis_codes.append(cell)
+        out = np.full(n, -1, dtype=np.int64)
+        out[present] = np.ravel_multi_index(tuple(axis_codes), self.shape) if present.any() else []
+        return out
+
+
+def layout_of(columns: Sequence[str], levels: Sequence[Sequence[Label]], axis_columns: Sequence[Sequence[str]],
+              axis_cells: Sequence[Sequence[Label] | None]) -> CellLayout:
+    """The :class:`CellLayout` of a table whose axes read ``axis_columns`` (an axis over several columns
+    has the cells ``axis_cells``; None for one column).
+
+    Examples
+    --------
+    >>> layout = layout_of(["age", "status"], [("0-9", "10+"), ("married", "single")], [["age", "status"]],
+    ...                    [[("0-9", "single"), ("10+", "married"), ("10+", "single")]])
+    >>> layout.shape, layout.cells(np.array([[0, 1, 1, 0], [1, 0, 1, -1]])).tolist()
+    ((3,), [0, 1, 2, -1])
+    """
+    from pramkit.estimate.cells import cell_positions
+
+    index = {c: i for i, c in enumerate(columns)}
+    axes, lookups, shape = [], [], []
+    for cols, cells in zip(axis_columns, axis_cells):
+        positions = tuple(index[c] for c in cols)
+        axes.append(positions)
+        if cells is None:
+            lookups.append(None)
+            shape.append(len(levels[positions[0]]))
+            continue
+        lookup = np.full(int(np.prod([len(levels[p]) for p in positions])), -1, dtype=np.int64)
+        lookup[cell_positions(cells, [levels[p] for p in positions])] = np.arange(len(cells))
+        lookups.append(lookup)
+        shape.append(len(cells))
+    return CellLayout(tuple(columns), tuple(tuple(x) for x in levels), tuple(axes), tuple(lookups), tuple(shape))
+
+
+@dataclass
+class SurveyCounts:
+    """What one pass over a released survey file gathers (:func:`survey_counts`).
+
+    Parameters
+    ----------
+    totals : pramkit.estimate.survey.CellTotals
+        Weighted released counts by stratum and PSU, and per replicate.
+    squares : dict
+        Stratum label -> released counts weighted by the squared weights (the PRAM part's input).
+    """
+
+    totals: Any
+    squares: dict[Any, np.ndarray]
+
+
+def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, replicates: Replicates | None,
+                  *, quiet: bool = True, total_rows: int | None = None) -> SurveyCounts:
+    """Weighted released counts of a table by stratum and PSU (and per replicate), chunk by chunk.
+
+    A record with a missing value in the table's columns adds nothing to any cell but still counts
+    in its stratum and PSU (a domain estimate keeps the design).
+
+    Parameters
+    ----------
+    batches : iterable of pyarrow.Table
+        The released file's chunks, holding the layout's columns, the design's and the replicates'.
+    layout : CellLayout
+        How the released values give the cells.
+    design : pramkit.estimate.survey.SurveyDesign
+        The weights, strata, PSUs and fpc.
+    replicates : Replicates, optional
+        Replicate weight columns.
+    quiet : bool
+        No progress bar.
+    total_rows : int, optional
+        The rows expected (for the progress bar).
+
+    Returns
+    -------
+    SurveyCounts
+    """
+    from pramkit.counts import chunk_codes
+    from pramkit.estimate.survey import CellTotals
+    from pramkit.progress import progress
+
+    cells_n = int(np.prod(layout.shape))
+    totals = CellTotals(cells_n, design, 0 if replicates is None else len(replicates.columns))
+    squares: dict[Any, np.ndarray] = {}
+    cats = dict(zip(layout.columns, layout.levels))
+    rows = 0
+    with progress(total=total_rows, desc="survey counts", unit="rows", quiet=quiet) as bar:
+        for table in batches:
+            cells = layout.cells(chunk_codes(table, layout.columns, cats, rows))
+            present = cells >= 0
+            frame = table.select(design.columns).to_pandas()
+            arrays = design.read(frame)
+            w = np.where(present, arrays.weights, 0.0)
+            rep = None if replicates is None else _replicate_weights(table, replicates, present)
+            safe = np.where(present, cells, 0)
+            totals.add(safe, w, strata=arrays.strata, psu=arrays.psu, fpc=arrays.fpc, replicates=rep)
+            labels = np.zeros(len(w), dtype=np.int64) if arrays.strata is None else arrays.strata
+            for label in np.unique(labels[present]):
+                here = present & (labels == label)
+                key = None if arrays.strata is None else label
+                squares[key] = squares.get(key, np.zeros(cells_n)) + np.bincount(
+                    safe[here], weights=w[here] ** 2, minlength=cells_n)
+            rows += table.num_rows
+            bar.update(table.num_rows)
+    return SurveyCounts(totals, squares)
+
+
+def _replicate_weights(table: Any, replicates: Replicates, present: np.ndarray) -> np.ndarray:
+    """A chunk's replicate weights (records x replicates), zero for a record left out of the table."""
+    from pramkit.errors import DataError
+
+    out = np.empty((table.num_rows, len(replicates.columns)))
+    for j, name in enumerate(replicates.columns):
+        values = pd.to_numeric(pd.Series(table.column(name).to_pandas()), errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            raise DataError(f"replicate weight column {name!r}: row {int(np.flatnonzero(bad)[0]) + 1} holds "
+                            f"{values[np.flatnonzero(bad)[0]]!r}; replicate weights must be finite and >= 0")
+        out[:, j] = values
+    out[~present] = 0.0
+    return out
+
+
+def design_covariance(counts: SurveyCounts, matrices: Sequence[PramMatrix | None], shape: Sequence[int],
+                      estimated: np.ndarray, replicates: Replicates | None) -> SurveyCovariance:
+    """The covariance of the estimated totals from one pass's counts (module docstring): linearised
+    with the fpc applied to the design part only, or from the replicates.
+
+    Parameters
+    ----------
+    counts : SurveyCounts
+        From :func:`survey_counts`.
+    matrices : sequence of PramMatrix or None
+        The table's matrices, one per axis.
+    shape : sequence of int
+        The table's shape.
+    estimated : numpy.ndarray
+        The estimated totals, in the table's shape.
+    replicates : Replicates, optional
+        The replicate weights (their method); None: linearisation.
+
+    Returns
+    -------
+    SurveyCovariance
+
+    Raises
+    ------
+    ParameterError
+        The table's matrix is singular (no unbiased estimator to linearise).
+    """
+    from pramkit.estimate.survey import replicate_covariance, stratum_parts
+
+    full = table_matrix(matrices, shape)
+    try:
+        inverse_t = np.linalg.inv(full.T)
+    except np.linalg.LinAlgError:
+        raise ParameterError("the table's PRAM matrix is singular: a survey variance needs the unbiased estimator; "
+                             "tabulate identifiable variables") from None
+    pram = {label: pram_covariance(s, full, inverse_t) for label, s in counts.squares.items()}
+    pram_total = sum(pram.values(), np.zeros_like(full))
+    if replicates is not None:
+        released = replicate_covariance(counts.totals.total, counts.totals.replicate_totals, replicates.method,
+                                        rho=replicates.rho, rscales=replicates.rscales)
+        return survey_covariance(released, pram_total, inverse_t, estimated, replicates.method)
+    released = np.zeros_like(full)
+    for part in stratum_parts(counts.totals):
+        own = pram.get(part.label, np.zeros_like(full))
+        released += (1.0 - part.fraction) * part.covariance + part.fraction * own
+    return survey_covariance(released, pram_total, inverse_t, estimated, "linearization")
