@@ -360,7 +360,7 @@ def _accumulate(cells, weights, strata, psu, reps, cuts, with_psu) -> CellTotals
 
 
 def _by_psu(totals: CellTotals) -> dict:
-    return {(totals.strata_labels[s], p): tuple(totals._sums[row]) for (s, p), row in totals._psus.items()}
+    return {key: tuple(row) for key, row in totals.by_psu().items()}
 
 
 @settings(max_examples=60, deadline=None)
@@ -470,6 +470,7 @@ BAD_CALLS = [
                                                                   replicates=np.array([[1.0, 1], [1, np.nan]])),
      DataError, "replicate weight 2 at row 2 is nan, not a finite number"),
     (lambda: linearized_covariance(CellTotals(2, FULL)), DataError, "no records were added"),
+    (lambda: CellTotals(2, SurveyDesign("w")).by_psu(), ParameterError, "the design has no psu column"),
     (lambda: replicate_covariance(np.ones(2), np.ones((4, 2)), "jk2"), ParameterError, "method must be one of"),
     (lambda: replicate_covariance(np.ones(2), np.ones((6, 2)), "brr"), ParameterError,
      "method 'brr' needs a number of replicates that is a multiple of 4"),

@@ -267,7 +267,7 @@ class CellTotals:
     n_cells: int
     design: SurveyDesign
     n_replicates: int = 0
-    n_records: int = 0
+    n_records: int = field(init=False, default=0)
     replicate_totals: np.ndarray = field(init=False, repr=False)
     strata_labels: list[Hashable] = field(init=False, default_factory=list)
     _strata: dict[Hashable, int] = field(init=False, default_factory=dict, repr=False)
@@ -297,6 +297,26 @@ class CellTotals:
     def total(self) -> np.ndarray:
         """The weighted count of every cell, ``t`` (C,)."""
         return self._sums.sum(axis=0) if self._sums.size else np.zeros(self.n_cells)
+
+    def by_psu(self) -> dict[tuple[Hashable, Hashable], np.ndarray]:
+        """The weighted cell counts of each PSU, keyed by (stratum label, PSU label).
+
+        Raises
+        ------
+        ParameterError
+            The design has no PSU column (every record is its own PSU, not kept).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> totals = CellTotals(2, SurveyDesign("w", psu="p"))
+        >>> totals.add(np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]), psu=np.array(["x", "y", "x"]))
+        >>> totals.by_psu()
+        {(None, 'x'): array([1., 3.]), (None, 'y'): array([0., 2.])}
+        """
+        if self.design.psu is None:
+            raise ParameterError("the design has no psu column: every record is its own PSU, and records are not kept")
+        return {(self.strata_labels[s], p): self._sums[row].copy() for (s, p), row in self._psus.items()}
 
     def add_frame(self, frame: pd.DataFrame, cells: np.ndarray, replicates: np.ndarray | None = None) -> None:
         """Add a chunk given as a DataFrame holding the design's columns (see :meth:`add`).
@@ -430,7 +450,7 @@ class CellTotals:
         local, uniques = pd.factorize(psu, use_na_sentinel=True)
         if (local < 0).any():
             raise DataError(f"column {self.design.psu!r} has a missing value at row {_first(local < 0)}")
-        keys, inverse = np.unique(stratum * len(uniques) + local, return_inverse=True)
+        inverse, keys = pd.factorize(stratum * len(uniques) + local)
         rows = np.empty(keys.size, dtype=np.int64)
         labels = uniques.tolist()
         for j, key in enumerate(keys.tolist()):
