@@ -65,6 +65,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="multinomial: inference on the population sampled (default); "
                         "pram: on the original file itself (PRAM the only randomness)")
     p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
+    sv = p.add_argument_group("survey files (see docs/estimation.md): weighted totals, the design's variance "
+                              "and PRAM's together")
+    sv.add_argument("--weights", metavar="COL", help="sampling weight column: weighted totals and proportions, "
+                    "with design-based standard errors (records as PSUs unless --psu)")
+    sv.add_argument("--strata", metavar="COL", help="stratum column (with --weights)")
+    sv.add_argument("--psu", metavar="COL", help="primary sampling unit (cluster) column, nested in the strata")
+    sv.add_argument("--fpc", metavar="COL", help="finite-population correction: each stratum's sampling fraction "
+                    "in [0, 1) or its population count of PSUs")
+    sv.add_argument("--single-psu", choices=("error", "certainty", "center"), default="error",
+                    help="a stratum with one PSU: an error (default), no variance of its own, or centred on "
+                         "the mean of all PSUs")
+    sv.add_argument("--replicate-weights", metavar="PREFIX|COLS",
+                    help="replicate weight columns: a prefix (PWGTP for PWGTP1..PWGTP80) or comma-separated "
+                         "names; the variance from the replicates instead of linearisation")
+    sv.add_argument("--replicate-method", choices=("jk1", "jkn", "brr", "fay", "sdr", "bootstrap"),
+                    help="how the replicates were made (needed with --replicate-weights; ACS files: sdr)")
+    sv.add_argument("--fay-rho", type=float, metavar="RHO", help="Fay's coefficient (--replicate-method fay)")
     add_na_values(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -110,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", ReceiptWarning)  # checked above, naming the manifest's file
         result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence, estimator=args.estimator,
-                                na_values=args.na_values)
+                                na_values=args.na_values, **_survey(args))
     note("estimate", unchecked)  # after the work: an error stays the only line
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
@@ -128,6 +145,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_table(result))
     return 0
+
+
+def _survey(args: argparse.Namespace) -> dict[str, Any]:
+    """The survey arguments of :func:`pramkit.estimate_table` from the flags (none without --weights)."""
+    from pramkit.estimate.survey import SurveyDesign
+    from pramkit.estimate.weighted import Replicates
+    from pramkit.io import read_header
+
+    given = [f for f, v in (("--strata", args.strata), ("--psu", args.psu), ("--fpc", args.fpc),
+                            ("--replicate-weights", args.replicate_weights)) if v]
+    if args.weights is None:
+        if given:
+            raise ParameterError(f"{given[0]} needs --weights (the sampling weights)")
+        return {}
+    if args.variance != "multinomial":
+        raise ParameterError("--variance is for unweighted files; with --weights the variance is the design's "
+                             "and PRAM's together")
+    if (args.replicate_weights is None) != (args.replicate_method is None):
+        raise ParameterError("give --replicate-weights and --replicate-method together")
+    if args.fay_rho is not None and args.replicate_method != "fay":
+        raise ParameterError("--fay-rho goes with --replicate-method fay")
+    survey = SurveyDesign(args.weights, strata=args.strata, psu=args.psu, fpc=args.fpc, single_psu=args.single_psu)
+    replicates = None if args.replicate_weights is None else Replicates.of(
+        args.replicate_weights, read_header(args.released), args.replicate_method, rho=args.fay_rho)
+    return {"survey": survey, "replicates": replicates}
 
 
 def format_table(result: EstimateResult) -> str:

@@ -42,6 +42,8 @@ from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.cells import cell_positions
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
+from pramkit.estimate.survey import SurveyDesign
+from pramkit.estimate.weighted import Replicates
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.manifest import Manifest
 from pramkit.labels import Label
@@ -541,6 +543,9 @@ def estimate_table(
     confidence: float = 0.95,
     estimator: str | None = None,
     na_values: Sequence[str] = NA_VALUES,
+    weights: str | None = None,
+    survey: SurveyDesign | None = None,
+    replicates: Replicates | None = None,
 ) -> EstimateResult:
     """Estimate the original frequency table of ``vars`` (crossed with ``by``) from released data.
 
@@ -576,6 +581,16 @@ def estimate_table(
     na_values : sequence of str, default NA_VALUES
         Texts that mean missing in a CSV file besides the empty field
         (default ``("NA",)``, as ``pramkit apply`` reads it).
+    weights : str, optional
+        A column of sampling weights: the table holds weighted totals (estimates of the
+        population's counts) and the standard errors are design-based, with the PRAM
+        variance given the sample (:mod:`pramkit.estimate.weighted`); records as PSUs.
+    survey : pramkit.estimate.survey.SurveyDesign, optional
+        The whole design instead: weights, strata, PSUs, finite-population correction,
+        the single-PSU rule (Taylor linearisation).
+    replicates : pramkit.estimate.weighted.Replicates, optional
+        Replicate weight columns and their method: the variance from the replicates
+        (the PRAM correction applied inside each), instead of linearisation.
 
     Returns
     -------
@@ -648,6 +663,7 @@ def estimate_table(
         counted = count_file(data, raw, categories=declared, na_values=na_values)
     else:
         raise ParameterError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
+    raw_categories = counted.categories
     if raw != axes:
         counted = _cells_table(counted, manifest, axes, read)
     matrices: list[PramMatrix | None] = [manifest[n].matrix if n in manifest.names else None for n in axes]
@@ -663,8 +679,11 @@ def estimate_table(
         )
     if counted.counts.sum() == 0:
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
-    released = counted.counts.astype(float)
-    table = estimate_counts(released, matrices, estimator=chosen, variance=variance)
+    if weights is not None or survey is not None or replicates is not None:
+        design = _design(weights, survey, replicates)
+        table = _survey_estimate(data, manifest, axes, read, raw_categories, design, replicates, chosen, na_values)
+    else:
+        table = estimate_counts(counted.counts.astype(float), matrices, estimator=chosen, variance=variance)
     if table.identifiability is not None:  # name the variables rather than the axes
         ident = table.identifiability
         table = dataclasses.replace(table, note=table.note.replace(ident.message, ident.message_for(axes)))
@@ -686,6 +705,52 @@ def estimate_table(
         proportion=proportion, proportion_se=proportion_se, confidence=confidence,
         dropped=counted.missing, requested_estimator=chosen,
     )
+
+
+def _design(weights: str | None, survey: SurveyDesign | None, replicates: Replicates | None) -> SurveyDesign:
+    """The survey design of the call: ``survey``, or records as PSUs with ``weights``."""
+    if survey is not None:
+        if weights is not None and weights != survey.weights:
+            raise ParameterError(f"weights {weights!r} and the survey design's weights {survey.weights!r} differ; "
+                                 "give one of them")
+        return survey
+    if weights is None:
+        raise ParameterError("replicate weights need the full-sample weights too: give weights= (or survey=)")
+    return SurveyDesign(weights)
+
+
+def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: Sequence[str],
+                     read: Mapping[str, tuple[str, ...]], raw_categories: Sequence[Sequence[Label]],
+                     design: SurveyDesign, replicates: Replicates | None, estimator: str,
+                     na_values: Sequence[str]) -> TableEstimate:
+    """Weighted totals from one pass over the released file and their design-based covariance
+    (:mod:`pramkit.estimate.weighted`)."""
+    import pyarrow as pa
+
+    from pramkit.io import iter_batches
+    from pramkit.estimate.weighted import design_covariance, layout_of, survey_counts
+
+    raw = [c for a in axes for c in read[a]]
+    layout = layout_of(raw, raw_categories, [read[a] for a in axes],
+                       [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
+    extra = [c for c in design.columns + list(replicates.columns if replicates else ()) if c not in raw]
+    if isinstance(data, pd.DataFrame):
+        absent = [c for c in extra if c not in data.columns]
+        if absent:
+            raise DataError(f"column(s) {absent} of the survey design are not in the data")
+        batches: Any = [pa.Table.from_pandas(data[raw + extra], preserve_index=False)]
+        rows = len(data)
+    else:
+        meta, batches = iter_batches(data, columns=raw + extra, na_values=na_values)
+        rows = meta.rows
+    counts = survey_counts(batches, layout, design, replicates, total_rows=rows)
+    matrices = [manifest[n].matrix if n in manifest.names else None for n in axes]
+    released = counts.totals.total.reshape(layout.shape)
+    table = estimate_counts(released, matrices, estimator=estimator, variance="pram")
+    cov = design_covariance(counts, matrices, layout.shape, table.counts, replicates)
+    se = np.full(layout.shape, np.nan) if table.estimator == "norm-sub" else np.sqrt(cov.cell_variances())
+    return dataclasses.replace(table, se=se, covariance=None if table.estimator == "norm-sub" else cov,
+                               variance=cov.kind)
 
 
 def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[str, ...]]:
