@@ -248,8 +248,9 @@ class CellTotals:
     Without one, every record is its own PSU and only its stratum's total
     ``Y_h``, weighted-square counts ``q_h`` and number of records are kept;
     the diagonal ``q_hc - Y_hc^2 / n_h`` then loses about
-    ``log10(1 / (1 - s))`` digits when a share ``s`` of the stratum's weight
-    squared lies in cell ``c`` (a cell holding nearly the whole stratum).
+    ``log10(q_hc / (q_hc - Y_hc^2 / n_h))`` digits to cancellation, many only
+    when nearly every record of the stratum, of nearly equal weights, lies
+    in cell ``c``.
 
     Examples
     --------
