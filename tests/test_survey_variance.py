@@ -134,6 +134,19 @@ def test_the_stratum_parts_add_up_with_their_fractions(eusilc) -> None:
                                rtol=1e-14)
 
 
+def test_a_stratum_sampled_whole_contributes_nothing(eusilc) -> None:
+    """fpc 1 in a stratum: a census there (fraction 1, or one PSU out of one), also when it is lonely."""
+    data = _lonely_file(eusilc)
+    data["f"] = np.where(data["db040"] == "Burgenland", 1.0, 0.0)
+    design = SurveyDesign("rb050", strata="db040", psu="db030", fpc="f")
+    with_census = linearized_covariance(_totals(data, design, chunks=[0, 5000, len(data)]))
+    rest = data[data["db040"] != "Burgenland"].reset_index(drop=True)
+    without = linearized_covariance(_totals(rest, design, chunks=[0, len(rest)]))
+    np.testing.assert_array_equal(with_census, without)
+    parts = stratum_parts(_totals(eusilc.assign(f=1.0), design))
+    assert all(p.fraction == 1 for p in parts)
+
+
 def _lonely_file(eusilc: pd.DataFrame) -> pd.DataFrame:
     """eusilc with Burgenland reduced to its first household: a stratum with a single PSU."""
     burgenland = eusilc["db040"] == "Burgenland"
@@ -408,7 +421,6 @@ BAD_FRAMES = [
     (FULL, _frame(w=["1", "2", "3", "4"]), DataError, "column 'w' must be numeric"),
     (FULL, _frame(s=["a", None, "b", "b"]), DataError, "column 's' has 1 missing value(s), the first at row 2"),
     (FULL, _frame(p=[1, 2, None, 2]), DataError, "column 'p' has 1 missing value(s), the first at row 3"),
-    (FULL, _frame(f=[0.1, 0.1, 1.0, 1.0]), DataError, "column 'f': 1.0 at row 3 is neither"),
     (FULL, _frame(f=[0.1, 0.2, 0.2, 0.2]), DataError, "column 'f' must be constant within a stratum; stratum 'a'"),
     (FULL, _frame(f=[-0.1, -0.1, 0.2, 0.2]), DataError, "column 'f' must hold finite values >= 0; row 1"),
     (FULL, _frame().drop(columns="p"), DataError, "column(s) ['p'] of the survey design are not in the data"),

@@ -109,7 +109,10 @@ class SurveyDesign:
     fpc : str, optional
         Column of the finite population correction, constant within a
         stratum: the stratum's sampling fraction ``f_h`` in [0, 1), or its
-        population count of PSUs ``N_h > 1`` (then ``f_h = n_h / N_h``).
+        population count of PSUs ``N_h > 1`` (then ``f_h = n_h / N_h``); 1
+        is a stratum sampled whole (``f_h = 1`` in both readings when
+        ``n_h = 1``), which contributes no variance.  Each stratum's value is
+        read on its own (R's survey reads the whole column one way).
     single_psu : {"error", "certainty", "center"}
         A stratum with one PSU: refused, contributing 0, or measured from the
         grand mean of the PSU totals.
@@ -171,7 +174,7 @@ class SurveyDesign:
         ------
         DataError
             A column is absent, a weight or fpc is missing, not numeric,
-            negative or not finite, an fpc is 1, a stratum or PSU is missing.
+            negative or not finite, a stratum or PSU is missing.
 
         Examples
         --------
@@ -180,19 +183,15 @@ class SurveyDesign:
         Traceback (most recent call last):
         ...
         pramkit.errors.DataError: column 'w' must hold finite values >= 0; row 2 holds -2.0
-        >>> SurveyDesign("w", fpc="f").read(pd.DataFrame({"w": [1.0], "f": [1.0]}))
+        >>> SurveyDesign("w", fpc="f").read(pd.DataFrame({"w": [1.0], "f": ["all"]}))
         Traceback (most recent call last):
         ...
-        pramkit.errors.DataError: column 'f': 1.0 at row 1 is neither a sampling fraction in [0, 1) nor a population count > 1
+        pramkit.errors.DataError: column 'f' must be numeric, got dtype str
         """
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
             raise DataError(f"column(s) {absent} of the survey design are not in the data; its columns are {list(frame.columns)}")
         fpc = None if self.fpc is None else _numeric(frame, self.fpc)
-        if fpc is not None and (fpc == 1).any():
-            bad = fpc == 1
-            raise DataError(f"column {self.fpc!r}: 1.0 at row {_first(bad)} is neither a sampling fraction in [0, 1) "
-                            "nor a population count > 1")
         return DesignArrays(
             weights=_numeric(frame, self.weights),
             strata=None if self.strata is None else _labels(frame, self.strata),
@@ -247,7 +246,11 @@ class CellTotals:
     -----
     With a PSU column the totals of every (stratum, PSU) are kept, ``(P, C)``.
     Without one, every record is its own PSU and only its stratum's total
-    ``Y_h``, weighted-square counts ``q_h`` and number of records are kept.
+    ``Y_h``, weighted-square counts ``q_h`` and number of records are kept;
+    the diagonal ``q_hc - Y_hc^2 / n_h`` then loses about
+    ``log10(q_hc / (q_hc - Y_hc^2 / n_h))`` digits to cancellation, many only
+    when nearly every record of the stratum, of nearly equal weights, lies
+    in cell ``c``.
 
     Examples
     --------
@@ -511,7 +514,7 @@ def _fraction(totals: CellTotals, h: int, n_psu: int) -> float:
     if totals.design.fpc is None:
         return 0.0
     value = float(totals._fpc[h])
-    if value < 1:
+    if value <= 1:
         return value
     if n_psu > value:
         raise DataError(f"stratum {totals.strata_labels[h]!r} has {n_psu} PSUs, more than its population count "
@@ -601,7 +604,10 @@ def stratum_parts(totals: CellTotals) -> list[StratumPart]:
     parts = []
     for h in range(h_all):
         n = int(counts[h])
-        if n == 1:
+        fraction = _fraction(totals, h, n)
+        if n == 1 and fraction == 1:      # a PSU taken with certainty, whatever single_psu says
+            cov = np.zeros((totals.n_cells, totals.n_cells))
+        elif n == 1:
             y = totals._sums[h] if blocks[h] is None else blocks[h][0]
             cov = _lonely(totals, h, y, grand_mean)
         elif blocks[h] is None:
@@ -610,7 +616,7 @@ def stratum_parts(totals: CellTotals) -> list[StratumPart]:
         else:
             d = blocks[h] - blocks[h].mean(axis=0)
             cov = (d.T @ d) * (n / (n - 1))
-        parts.append(StratumPart(totals.strata_labels[h], n, _fraction(totals, h, n), cov))
+        parts.append(StratumPart(totals.strata_labels[h], n, fraction, cov))
     return parts
 
 
