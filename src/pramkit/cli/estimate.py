@@ -14,10 +14,11 @@ import math
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pramkit.cli._common import add_na_values, note, print_json
 from pramkit.cli.commands import HELP
+from pramkit.errors import ParameterError
 from pramkit.estimate.estimators import CONSISTENT, ESTIMATORS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -151,7 +152,7 @@ def _survey(args: argparse.Namespace) -> dict[str, Any]:
     """The survey arguments of :func:`pramkit.estimate_table` from the flags (none without --weights)."""
     from pramkit.estimate.survey import SurveyDesign
     from pramkit.estimate.weighted import Replicates
-    from pramkit.io import read_header
+    from pramkit.io import iter_batches
 
     given = [f for f, v in (("--strata", args.strata), ("--psu", args.psu), ("--fpc", args.fpc),
                             ("--replicate-weights", args.replicate_weights)) if v]
@@ -168,7 +169,7 @@ def _survey(args: argparse.Namespace) -> dict[str, Any]:
         raise ParameterError("--fay-rho goes with --replicate-method fay")
     survey = SurveyDesign(args.weights, strata=args.strata, psu=args.psu, fpc=args.fpc, single_psu=args.single_psu)
     replicates = None if args.replicate_weights is None else Replicates.of(
-        args.replicate_weights, read_header(args.released), args.replicate_method, rho=args.fay_rho)
+        args.replicate_weights, iter_batches(args.released)[0].columns, args.replicate_method, rho=args.fay_rho)
     return {"survey": survey, "replicates": replicates}
 
 
@@ -194,6 +195,7 @@ def format_table(result: EstimateResult) -> str:
     'Estimated original frequencies of answer'
     """
     t = result.table
+    unit = "records" if result.weights is None else "weighted"
     level = f"{100 * result.confidence:g}%"
     share = "share within by-group" if result.by else "share of all records"
     asked = result.requested_estimator
@@ -201,7 +203,9 @@ def format_table(result: EstimateResult) -> str:
         f"Estimated original frequencies of {' x '.join(result.variables)}",
         f"method: {t.method} (estimator: {t.estimator}"
         + (f", instead of {asked}" if asked and asked != t.estimator else "")
-        + f"); variance: {t.variance}; n = {t.n} records"
+        + f"); variance: {t.variance}; "
+        + (f"n = {t.n} records" if result.weights is None else
+           f"weighted by {result.weights}: totals estimate the population's, in all {t.n:,}")
         + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""),
     ]
     if t.iterations is not None and t.estimator != "rr-mle":
@@ -210,10 +214,12 @@ def format_table(result: EstimateResult) -> str:
         head.append("norm-sub has no standard errors (n/a); use --estimator unbiased or mle for intervals")
     frame = result.to_frame()
     out = frame[list(result.variables)].copy()
-    out["released [records]"] = frame["released"].map("{:.0f}".format)
-    out["estimate [records]"] = frame["estimate"].map("{:.1f}".format)
-    out["se [records]"] = frame["se"].map(lambda x: _number(x, "{:.1f}"))
-    out[f"{level} CI [records]"] = [_interval(lo, hi, "{:.1f}") for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
+    out[f"released [{unit}]"] = frame["released"].map("{:.0f}".format)
+    out[f"estimate [{unit}]"] = frame["estimate"].map("{:.1f}".format)
+    out[f"se [{unit}]"] = frame["se"].map(lambda x: _number(x, "{:.1f}"))
+    if "pram_se" in frame:
+        out[f"of which PRAM, se [{unit}]"] = frame["pram_se"].map(lambda x: _number(x, "{:.1f}"))
+    out[f"{level} CI [{unit}]"] = [_interval(lo, hi, "{:.1f}") for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
     out[f"{share} [%]"] = (100 * frame["proportion"]).map(lambda x: _number(x, "{:.2f}"))
     out["se [%]"] = (100 * frame["proportion_se"]).map(lambda x: _number(x, "{:.2f}"))
     out[f"{level} CI [%]"] = [_interval(100 * lo, 100 * hi, "{:.2f}")

@@ -90,7 +90,7 @@ class TableEstimate:
     counts: np.ndarray
     se: np.ndarray
     released: np.ndarray
-    n: int
+    n: int | float
     method: str
     variance: str
     covariance: CountCovariance | None
@@ -240,7 +240,7 @@ def table_inputs(
                 f"axis {axis}: released category {int(impossible[0])} occurs {margin[impossible[0]]:g} times "
                 "but the matrix never releases it; the released data do not match the manifest"
             )
-    return u, mats, int(round(total))
+    return u, mats, int(round(total)) if math.isclose(total, round(total), rel_tol=0, abs_tol=1e-9) else float(total)
 
 
 def condition_number(mats: Sequence[np.ndarray | None]) -> float:

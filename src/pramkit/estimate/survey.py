@@ -72,8 +72,14 @@ def _first(mask: np.ndarray) -> int:
 def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
     """Column ``name`` as float64: numeric, no missing value, finite, not negative."""
     column = frame[name]
-    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+    if pd.api.types.is_bool_dtype(column):
         raise DataError(f"column {name!r} must be numeric, got dtype {column.dtype}")
+    if not pd.api.types.is_numeric_dtype(column):  # a CSV file's text: numbers written as text
+        parsed = pd.to_numeric(column, errors="coerce")
+        text = (parsed.isna() & column.notna()).to_numpy()
+        if text.any():
+            raise DataError(f"column {name!r} must be numeric; row {_first(text)} holds {column[text].iloc[0]!r}")
+        column = parsed
     values = column.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = np.isnan(values)
     if bad.any():

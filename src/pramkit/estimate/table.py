@@ -145,6 +145,8 @@ class EstimateResult:
     requested_estimator: the estimator asked for (``table.estimator`` is the
         one used; they differ when a singular or badly conditioned matrix
         forces the MLE, and ``table.note`` then says why)
+    weights: the sampling weight column when the table holds weighted totals
+        (``table.covariance`` is then a :class:`pramkit.estimate.weighted.SurveyCovariance`)
 
     Examples
     --------
@@ -175,6 +177,7 @@ class EstimateResult:
     confidence: float
     dropped: int
     requested_estimator: str = ""
+    weights: str | None = None
 
     @property
     def n(self) -> int:
@@ -229,6 +232,8 @@ class EstimateResult:
         t, se = self.table.counts, self.table.se
         r, rse = self.proportion, self.proportion_se
         flagged, ident = self.out_of_range, self.table.identifiable
+        pram = getattr(self.table.covariance, "pram_cell_variances", None)
+        pram_se = None if self.weights is None or pram is None else np.sqrt(pram())
         out = []
         for idx in np.ndindex(t.shape):
             labels = [self.categories[a][i] for a, i in enumerate(idx)]
@@ -242,6 +247,7 @@ class EstimateResult:
                 "released": float(self.table.released[idx]),
                 "out_of_range": bool(flagged[idx]),
                 "identifiable": bool(ident[idx]),
+                **({} if pram_se is None else {"pram_se": float(pram_se[idx])}),
             })
         return out
 
@@ -704,6 +710,7 @@ def estimate_table(
         perturbed=tuple(m is not None for m in matrices), table=table,
         proportion=proportion, proportion_se=proportion_se, confidence=confidence,
         dropped=counted.missing, requested_estimator=chosen,
+        weights=survey.weights if survey is not None else weights,
     )
 
 
@@ -733,7 +740,7 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
     raw = [c for a in axes for c in read[a]]
     layout = layout_of(raw, raw_categories, [read[a] for a in axes],
                        [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
-    extra = [c for c in design.columns + list(replicates.columns if replicates else ()) if c not in raw]
+    extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
     if isinstance(data, pd.DataFrame):
         absent = [c for c in extra if c not in data.columns]
         if absent:

@@ -481,7 +481,7 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
         for table in batches:
             cells = layout.cells(chunk_codes(table, layout.columns, cats, rows))
             present = cells >= 0
-            frame = table.select(design.columns).to_pandas()
+            frame = table.select(list(dict.fromkeys(design.columns))).to_pandas()
             arrays = design.read(frame)
             w = np.where(present, arrays.weights, 0.0)
             rep = None if replicates is None else _replicate_weights(table, replicates, present)

@@ -1,0 +1,244 @@
+"""Weighted estimates from a released survey file: the design's variance and PRAM's together.
+
+Checked against samplics (no PRAM: the identity matrix), a simulation of the whole chain (a synthetic
+population, stratified cluster samples, PRAM: coverage of the intervals), the PRAM variance given the
+sample computed from the true values, and the ACS replicate formula by hand.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pramkit import Manifest, PramMatrix
+from pramkit.cli import main
+from pramkit.engine.perturb import perturb_codes
+from pramkit.engine.rng import SecretKey
+from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.estimate import estimate_table
+from pramkit.estimate.survey import SurveyDesign
+from pramkit.estimate.weighted import Replicates
+
+EUSILC = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro" / "eusilc_laeken.csv"
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore:The inplace keyword",
+                                        "ignore::DeprecationWarning")
+
+#: Randomized response on four categories keeping 0.7 (the simulation's matrix).
+CATS = ("a", "b", "c", "d")
+RR = PramMatrix(np.full((4, 4), 0.1) + np.eye(4) * 0.6, CATS)
+
+
+@pytest.fixture(scope="module")
+def eusilc() -> pd.DataFrame:
+    if not EUSILC.exists():
+        pytest.skip("the shared eusilc file is absent")
+    return pd.read_csv(EUSILC)
+
+
+def test_without_pram_the_estimates_equal_samplics(eusilc: pd.DataFrame) -> None:
+    """The identity matrix: weighted totals and proportions with strata and clusters, as samplics gives them."""
+    samplics = pytest.importorskip("samplics")
+    from samplics.estimation import TaylorEstimator
+    from samplics.utils.types import PopParam
+
+    manifest = Manifest.of({"pb220a": PramMatrix(np.eye(3), ("AT", "EU", "Other"))})
+    design = SurveyDesign("rb050", strata="db040", psu="db030")
+    res = estimate_table(eusilc, manifest, "rb090", survey=design)
+    frame = res.to_frame().set_index("rb090")
+    kw = dict(samp_weight=eusilc["rb050"].to_numpy(), stratum=eusilc["db040"].to_numpy(),
+              psu=eusilc["db030"].to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        total = TaylorEstimator(PopParam.total)
+        total.estimate(y=eusilc["rb090"].to_numpy(), as_factor=True, **kw)
+        share = TaylorEstimator(PopParam.prop)
+        share.estimate(y=eusilc["rb090"].to_numpy(), **kw)
+    assert samplics is not None
+    for sex in ("female", "male"):
+        assert frame.loc[sex, "estimate"] == pytest.approx(total.point_est[sex], rel=1e-12)
+        assert frame.loc[sex, "se"] == pytest.approx(total.stderror[sex], rel=1e-8)
+        assert frame.loc[sex, "proportion"] == pytest.approx(share.point_est[sex], rel=1e-12)
+        assert frame.loc[sex, "proportion_se"] == pytest.approx(share.stderror[sex], rel=1e-8)
+        assert frame.loc[sex, "pram_se"] == 0.0                  # the identity adds nothing
+
+
+def _population(seed: int = 7) -> pd.DataFrame:
+    """10 strata x 40 clusters x 50 persons; the category depends on the stratum and the cluster."""
+    rng = np.random.default_rng(seed)
+    strata, clusters, size = 10, 40, 50
+    rows = []
+    for h in range(strata):
+        base = rng.dirichlet(np.full(4, 2.0))
+        for c in range(clusters):
+            p = rng.dirichlet(40 * base)                          # clusters differ: a design effect
+            rows.append(pd.DataFrame({"stratum": h, "cluster": f"{h}-{c}",
+                                      "x": rng.choice(4, size=size, p=p)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _sample(pop: pd.DataFrame, rng: np.random.Generator, per_stratum: int = 8) -> pd.DataFrame:
+    """Clusters drawn with replacement in each stratum (the variance estimator's own model), weighted."""
+    parts = []
+    for h, group in pop.groupby("stratum"):
+        ids = group["cluster"].unique()
+        for k, c in enumerate(rng.choice(ids, size=per_stratum, replace=True)):
+            part = group[group["cluster"] == c].assign(psu=f"{c}#{k}", w=len(ids) / per_stratum)
+            parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.mark.slow
+def test_intervals_cover_the_population_and_need_both_parts() -> None:
+    """500 samples and PRAM draws: the 95 % intervals of the totals cover the population's in 93-97 %
+    of them; an interval that leaves out the design part, or the PRAM part, covers less."""
+    pop = _population()
+    truth = np.bincount(pop["x"], minlength=4).astype(float)
+    manifest = Manifest.of({"x": RR})
+    design = SurveyDesign("w", strata="stratum", psu="psu")
+    rng = np.random.default_rng(2026)
+    hits = np.zeros(4)
+    design_only = np.zeros(4)
+    pram_only = np.zeros(4)
+    reps = 500
+    for _ in range(reps):
+        sample = _sample(pop, rng)
+        released = perturb_codes(sample["x"].to_numpy(), RR, key=SecretKey(rng.bytes(32), "a draw"), variable="x")
+        frame = sample.assign(x=pd.Categorical.from_codes(released, CATS))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = estimate_table(frame, manifest, "x", survey=design)
+        est, se, pram = res.table.counts, res.table.se, res.table.covariance.pram_cell_variances()
+        hits += np.abs(est - truth) <= 1.959964 * se
+        design_only += np.abs(est - truth) <= 1.959964 * np.sqrt(np.maximum(se**2 - pram, 0.0))
+        pram_only += np.abs(est - truth) <= 1.959964 * np.sqrt(pram)
+    coverage = hits / reps
+    assert ((coverage >= 0.93) & (coverage <= 0.97)).all(), coverage
+    assert (design_only / reps < 0.93).all() and (pram_only / reps < 0.93).all(), (design_only, pram_only)
+
+
+def test_the_pram_part_is_the_variance_of_the_pram_draws_for_a_fixed_sample() -> None:
+    """For one weighted sample, the spread of the estimates over 4 000 PRAM draws is the PRAM part
+    computed from the true values, and the plug-in estimate of it is right on average."""
+    rng = np.random.default_rng(11)
+    n = 400
+    x = rng.choice(4, size=n, p=[0.5, 0.25, 0.15, 0.1])
+    w = rng.uniform(1, 30, size=n)
+    m = RR.matrix
+    exact = sum(w[i] ** 2 * (np.diag(m[x[i]]) - np.outer(m[x[i]], m[x[i]])) for i in range(n))
+    a = np.linalg.inv(m.T)
+    exact_t = a @ exact @ a.T
+    manifest = Manifest.of({"x": RR})
+    estimates, plug_in = [], []
+    for _ in range(4_000):
+        z = (rng.random(n)[:, None] > np.cumsum(m[x], axis=1)).sum(axis=1)
+        frame = pd.DataFrame({"x": pd.Categorical.from_codes(z, CATS), "w": w})
+        res = estimate_table(frame, manifest, "x", weights="w")
+        estimates.append(res.table.counts)
+        plug_in.append(np.diag(res.table.covariance.pram))
+    spread = np.var(np.array(estimates), axis=0, ddof=1)
+    np.testing.assert_allclose(spread, np.diag(exact_t), rtol=0.08)
+    np.testing.assert_allclose(np.mean(plug_in, axis=0), np.diag(exact_t), rtol=0.03)
+    truth = np.bincount(x, weights=w, minlength=4)
+    np.testing.assert_allclose(np.mean(estimates, axis=0), truth, rtol=0.01)   # unbiased given the sample
+
+
+def test_sdr_replicates_give_the_acs_formula(tmp_path: Path) -> None:
+    """80 successive-difference replicates: 4/80 sum_r (T_r - T_0)^2, the PRAM correction inside each."""
+    rng = np.random.default_rng(5)
+    n = 2_000
+    x = rng.choice(4, size=n, p=[0.4, 0.3, 0.2, 0.1])
+    z = (rng.random(n)[:, None] > np.cumsum(RR.matrix[x], axis=1)).sum(axis=1)
+    w = rng.uniform(5, 50, size=n)
+    reps = w[:, None] * rng.choice([1 - 2**-1.5, 1 + 2**-1.5, 1.0], size=(n, 80))
+    frame = pd.DataFrame({"x": np.array(CATS)[z], "w": w, **{f"rw{r + 1}": reps[:, r] for r in range(80)}})
+    manifest = Manifest.of({"x": RR})
+    path = tmp_path / "released.csv"
+    frame.to_csv(path, index=False)
+    res = estimate_table(path, manifest, "x", weights="w", replicates=Replicates.of("rw", list(frame.columns), "sdr"))
+    a = np.linalg.inv(RR.matrix.T)
+    full = a @ np.bincount(z, weights=w, minlength=4)
+    each = np.array([a @ np.bincount(z, weights=reps[:, r], minlength=4) for r in range(80)])
+    by_hand = 4 / 80 * ((each - full) ** 2).sum(axis=0)
+    np.testing.assert_allclose(res.table.counts, full, rtol=1e-10)
+    np.testing.assert_allclose(res.table.se ** 2, by_hand, rtol=1e-10)
+
+
+def test_the_consistent_estimators_take_weighted_counts(eusilc: pd.DataFrame) -> None:
+    manifest = Manifest.of({"pb220a": PramMatrix([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]],
+                                                 ("AT", "EU", "Other"))})
+    for name in ("mle", "norm-sub"):
+        res = estimate_table(eusilc, manifest, "pb220a", estimator=name, weights="rb050")
+        total = eusilc.loc[eusilc["pb220a"].notna(), "rb050"].sum()
+        assert res.table.counts.sum() == pytest.approx(total, rel=1e-9)
+        assert (res.table.counts >= -1e-9).all() and res.weights == "rb050"
+    assert np.isnan(res.table.se).all()                     # norm-sub has no standard errors
+
+
+@pytest.fixture
+def released(tmp_path: Path) -> dict:
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"x": rng.choice(CATS, size=200), "w": rng.uniform(1, 9, 200),
+                          "s": np.repeat(["n", "s"], 100), "c": np.repeat(np.arange(20), 10),
+                          **{f"r{i}": rng.uniform(1, 9, 200) for i in range(1, 4)}})
+    frame.loc[::17, "x"] = None
+    path = tmp_path / "released.csv"
+    frame.to_csv(path, index=False)
+    manifest = tmp_path / "m.json"
+    Manifest.of({"x": RR}).write(manifest)
+    return {"path": path, "manifest": manifest, "frame": frame, "dir": tmp_path}
+
+
+def _bad(released: dict, column: str, values: list) -> Path:
+    frame = released["frame"].copy()
+    frame[column] = values
+    path = released["dir"] / f"bad-{column}.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--strata", "s"], "--strata needs --weights"),
+    (["--weights", "nope"], "nope"),
+    (["--weights", "w", "--replicate-weights", "r"], "together"),
+    (["--weights", "w", "--replicate-weights", "r", "--replicate-method", "sdr"], "multiple of 4"),
+    (["--weights", "w", "--replicate-weights", "q", "--replicate-method", "jk1"], "starts with 'q'"),
+    (["--weights", "w", "--variance", "pram"], "--variance is for unweighted files"),
+    (["--weights", "w", "--fay-rho", "0.5"], "--fay-rho goes with"),
+    (["--weights", "w", "--strata", "s", "--psu", "s"], "single PSU"),
+])
+def test_bad_survey_flags_are_one_line(released: dict, flags: list[str], message: str,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    before = sorted(p.name for p in released["dir"].iterdir())
+    code = main(["estimate", str(released["path"]), "--manifest", str(released["manifest"]), "--vars", "x", *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert sorted(p.name for p in released["dir"].iterdir()) == before
+
+
+@pytest.mark.parametrize("values, message", [
+    ([-1.0] + [1.0] * 199, "finite values >= 0"),
+    ([np.nan] + [1.0] * 199, "missing value"),
+    (["heavy"] + [1.0] * 199, "must be numeric"),
+    ([0.0] * 200, "empty"),
+])
+def test_bad_weights_are_one_line(released: dict, values: list, message: str,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = _bad(released, "w", values)
+    code = main(["estimate", str(path), "--manifest", str(released["manifest"]), "--vars", "x", "--weights", "w"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_the_command_prints_weighted_totals_with_both_parts(released: dict,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["estimate", str(released["path"]), "--manifest", str(released["manifest"]), "--vars", "x",
+                 "--weights", "w", "--strata", "s", "--psu", "c"])
+    out = capsys.readouterr().out
+    assert code == 0 and "weighted by w" in out and "of which PRAM" in out
+    with pytest.raises((ParameterError, DataError, PramkitError)):
+        estimate_table(released["path"], Manifest.read(released["manifest"]), "x", weights="w",
+                       survey=SurveyDesign("c"))
