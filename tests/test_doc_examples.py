@@ -190,6 +190,14 @@ def _eusilc(folder: Path) -> None:
     assert (folder / "eusilc-rules.csv").read_text(encoding="utf-8") == _doc_csv("structure.md", "age,pl030")
 
 
+def _eusilc_survey(folder: Path) -> None:
+    """laeken's eusilc as it is: weights rb050, strata db040, households db030 (docs/estimation.md)."""
+    source = SDC_DATA / "eusilc_laeken.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} (laeken's eusilc) is not available")
+    shutil.copyfile(source, folder / "eusilc-survey.csv")
+
+
 def _structure_examples() -> ModuleType:
     """benchmarks/structure_examples.py, the script that prepares docs/structure.md's inputs."""
     import importlib.util
@@ -213,6 +221,7 @@ PREPARED: dict[str, Callable[[Path], None]] = {
     "eusilc.csv": _eusilc,
     "eusilc-codebook.csv": _eusilc,
     "eusilc-rules.csv": _eusilc,
+    "eusilc-survey.csv": _eusilc_survey,
 }
 
 def need(name: str, folder: Path) -> None:

@@ -205,7 +205,7 @@ def format_table(result: EstimateResult) -> str:
         + (f", instead of {asked}" if asked and asked != t.estimator else "")
         + f"); variance: {t.variance}; "
         + (f"n = {t.n} records" if result.weights is None else
-           f"weighted by {result.weights}: totals estimate the population's, in all {t.n:,}")
+           f"weighted by {result.weights}: totals estimate the population's, in all {t.n:,.0f}")
         + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""),
     ]
     if t.iterations is not None and t.estimator != "rr-mle":

@@ -192,7 +192,7 @@ class SurveyDesign:
         >>> SurveyDesign("w", fpc="f").read(pd.DataFrame({"w": [1.0], "f": ["all"]}))
         Traceback (most recent call last):
         ...
-        pramkit.errors.DataError: column 'f' must be numeric, got dtype str
+        pramkit.errors.DataError: column 'f' must be numeric; row 1 holds 'all'
         """
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
