@@ -80,15 +80,21 @@ def _population(seed: int = 7) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def _sample(pop: pd.DataFrame, rng: np.random.Generator, per_stratum: int = 8) -> pd.DataFrame:
-    """Clusters drawn with replacement in each stratum (the variance estimator's own model), weighted."""
-    parts = []
-    for h, group in pop.groupby("stratum"):
-        ids = group["cluster"].unique()
-        for k, c in enumerate(rng.choice(ids, size=per_stratum, replace=True)):
-            part = group[group["cluster"] == c].assign(psu=f"{c}#{k}", w=len(ids) / per_stratum)
-            parts.append(part)
-    return pd.concat(parts, ignore_index=True)
+def _sample(pop: pd.DataFrame, rng: np.random.Generator, per_stratum: int = 12) -> pd.DataFrame:
+    """Clusters drawn with replacement in each stratum (the variance estimator's own model), weighted
+    by the Hansen-Hurwitz weight (clusters in the stratum / clusters drawn)."""
+    codes, first = np.unique(pop["cluster"].to_numpy(), return_index=True)
+    order = np.argsort(first)
+    starts, clusters = first[order], codes[order]                 # the population is stored cluster by cluster
+    sizes = np.diff(np.append(starts, len(pop)))
+    stratum = pop["stratum"].to_numpy()[starts]
+    drawn = np.concatenate([rng.choice(np.flatnonzero(stratum == h), size=per_stratum)
+                            for h in np.unique(stratum)])
+    rows = np.concatenate([np.arange(starts[c], starts[c] + sizes[c]) for c in drawn])
+    draw = np.repeat(np.arange(drawn.size), sizes[drawn])
+    per = np.bincount(stratum)[stratum[drawn]] / per_stratum
+    sample = pop.iloc[rows].reset_index(drop=True)
+    return sample.assign(psu=[f"{clusters[c]}#{k}" for k, c in zip(draw, drawn[draw])], w=per[draw])
 
 
 @pytest.mark.slow
