@@ -248,3 +248,52 @@ def test_the_command_prints_weighted_totals_with_both_parts(released: dict,
     with pytest.raises((ParameterError, DataError, PramkitError)):
         estimate_table(released["path"], Manifest.read(released["manifest"]), "x", weights="w",
                        survey=SurveyDesign("c"))
+
+
+def test_the_ledger_names_the_weight_columns(eusilc: pd.DataFrame, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`design --weights`: the guarantee sentence says the weights are released as they are; a column that is
+    absent or perturbed is refused in one line and nothing is written."""
+    data = tmp_path / "eusilc.csv"
+    eusilc.to_csv(data, index=False)
+    out = tmp_path / "m.json"
+    assert main(["design", str(data), "--vars", "pl030", "--method", "rr", "--epsilon", "2", "--weights", "rb050",
+                 "--out", str(out), "--quiet"]) == 0
+    manifest = Manifest.read(out)
+    assert manifest.input["weights"] == ["rb050"]
+    assert [f.kind for f in manifest.exact_facts if not f.covered] == ["weights"]
+    assert "The sampling weights (rb050) are released as they are" in manifest.guarantee
+    capsys.readouterr()
+    for weights, message in (("rb05", "not in the data"), ("pl030", "which is perturbed")):
+        before = sorted(p.name for p in tmp_path.iterdir())
+        code = main(["design", str(data), "--vars", "pl030", "--method", "rr", "--epsilon", "2", "--weights",
+                     weights, "--out", str(tmp_path / "other.json"), "--quiet"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and message in err[0], err
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_reports_and_the_workbench_weight_the_estimates(eusilc: pd.DataFrame, tmp_path: Path) -> None:
+    from pramkit.engine.rng import SecretKey
+    from pramkit.release.choices import DesignChoices
+    from pramkit.report import build_public_report
+    from pramkit.workbench import Workbench
+
+    data = tmp_path / "eusilc.csv"
+    eusilc.to_csv(data, index=False)
+    wb = Workbench(tmp_path / "work")
+    wb.open_file(data)
+    wb.risk(["db040", "rb090", "pl030"], weights="rb050")
+    wb.design(["pl030"], DesignChoices(method="rr", epsilon=2.0, weights="rb050"))
+    applied = wb.apply(SecretKey(bytes(32), "a test key"))
+    released = tmp_path / "work" / "release" / "released.csv"
+    manifest = Manifest.read(tmp_path / "work" / "release" / "manifest.json")
+    weighted = estimate_table(released, manifest, "pl030", weights="rb050")
+    shares = applied.estimates["estimate (%)"].to_numpy()
+    np.testing.assert_allclose(shares, np.round(100 * weighted.proportion, 2))
+    report = build_public_report(manifest, released, weights="rb050")
+    assert "weighted by rb050" in report.utility_note
+    (estimate,) = [u for u in report.utility if u.name == "pl030"]
+    np.testing.assert_allclose(estimate.frequencies["estimate"], 100 * weighted.proportion)
+    exported = wb.export(tmp_path / "out", confirmed=True)
+    assert "--weights rb050" in exported.script

@@ -55,7 +55,7 @@ FREQUENCY_SOURCES: tuple[str, ...] = ("dp_counts", "prior", "none", "exact")
 
 #: What kinds of value a release can show exactly (:class:`ExactFact`), in the order the sentence names them.
 FACT_KINDS: tuple[str, ...] = ("stratum", "block", "kept_code", "missing", "joint_missing", "stratum_missing",
-                               "rule_breaker", "household")
+                               "rule_breaker", "household", "weights")
 
 #: Where a variable's list of categories came from.
 CategorySource = Literal["declared", "prior", "data"]
@@ -79,7 +79,8 @@ class ExactFact:
         stratum is missing: its values of the variable are released unperturbed),
         ``"rule_breaker"`` (records that break an edit rule, released unperturbed) or
         ``"household"`` (the household id, released as it is; the household variables are
-        drawn once per household).
+        drawn once per household) or ``"weights"`` (sampling weight columns, released as they
+        are: a rare weight can single a person out).
     variables : tuple of str
         The perturbed variables (or, for ``"stratum"`` and ``"household"``, the columns)
         the fact is about.
@@ -101,7 +102,7 @@ class ExactFact:
     >>> ExactFact("guessed", ("age",), "x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household'), got 'guessed'
+    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household', 'weights'), got 'guessed'
     """
 
     kind: str

@@ -742,6 +742,11 @@ class Manifest:
                 units.setdefault(v.unit, []).append(v.name)
         facts += [ExactFact("household", tuple(names), f"the household id {unit} (who lives with whom)", column=unit)
                   for unit, names in units.items()]
+        weights = self.input.get("weights") if isinstance(self.input, Mapping) else None
+        if weights:
+            facts.append(ExactFact("weights", (), (
+                f"the sampling weights ({', '.join(weights)}) are released as they are, and a rare weight can single "
+                "a person out (pramkit risk --weights measures how far)"), column=", ".join(weights), covered=False))
         return tuple(facts)
 
     @property

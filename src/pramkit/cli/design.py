@@ -131,6 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--rule-breaking", choices=["error", "keep"], default="error",
                     help="an original record that breaks a rule: an error naming the row (default), or kept "
                          "unperturbed and reported")
+    st.add_argument("--weights", metavar="COL[,COL]",
+                    help="sampling weight columns released with the file, as they are: the ledger names them "
+                         "(a rare weight can single a person out; `pramkit risk --weights` measures it)")
     p.add_argument("--missing", choices=["keep", "category"], default="keep",
                    help="missing values: kept missing, none made (default; which values are missing is released "
                         "exactly and the guarantee sentence says so, a joint record missing some columns has the "

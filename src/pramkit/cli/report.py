@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
         public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,
-                                     na_values=args.na_values, **locality)
+                                     na_values=args.na_values, weights=args.weights, **locality)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
     for line in written:
         print(line)

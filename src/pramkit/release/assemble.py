@@ -136,6 +136,8 @@ def _facts(plan: ReleasePlan, ledger: Ledger) -> dict[str, Any]:
              **({"missing": plan.missing} if plan.missing != "keep" else {})}
     if plan.shape.any:
         facts["structure"] = plan.shape.to_dict()
+    if plan.weights:
+        facts["weights"] = list(plan.weights)
     if plan.distances:
         facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in plan.distances.items()}
     return facts

@@ -80,6 +80,7 @@ class DesignChoices:
     household: str | None = None
     household_vars: str | None = None
     rule_breaking: str = "error"
+    weights: str | None = None
     missing: str = "keep"
     split: str = "equal"
     recognition: float | None = None
@@ -210,7 +211,8 @@ class DesignChoices:
             options=self.options(), distances=self.distances, na_values=self.na_values,
             forbid=self.forbid, strata=self.strata or (), household=self.household,
             keep_codes=parse_assignments(self.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
-            household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing)
+            household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
+            weights=self.weights or ())
 
     def release(self, data: Any, variables: Sequence[str], *, key: "SecretKey | None" = None,
                 quiet: bool = True) -> "Release":
@@ -251,7 +253,7 @@ class DesignChoices:
         """The recognition design (``--recognition``): its own privacy model, no structure."""
         from pramkit.release.recognition import design_recognition
 
-        structured = [f for f, v in (("--forbid", self.forbid), ("--strata", self.strata),
+        structured = [f for f, v in (("--forbid", self.forbid), ("--strata", self.strata), ("--weights", self.weights),
                                      ("--keep-codes", self.keep_codes), ("--household", self.household),
                                      ("--missing category", self.missing == "category"),
                                      ("--key-file", key)) if v]

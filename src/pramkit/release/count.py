@@ -56,6 +56,21 @@ class Counted:
     notes: tuple[str, ...] = ()
 
 
+def _require_weights(data: Any, weights: Sequence[str]) -> None:
+    """The sampling weight columns the ledger will name are in the data."""
+    if not weights:
+        return
+    if isinstance(data, (str, Path)):
+        from pramkit.io import iter_batches
+
+        present = iter_batches(data)[0].columns
+    else:
+        present = list(getattr(data, "column_names", None) or data.columns)
+    absent = [c for c in weights if c not in present]
+    if absent:
+        raise DataError(f"weight column(s) {absent} are not in the data; its columns are {list(present)}")
+
+
 def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counted:
     """Count the data for a plan and lay out its targets.
 
@@ -89,6 +104,7 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
     (500, {'sex': 'declared'}, ['sex'], 500)
     """
     declared, sources = _declared(plan.counted, plan.categories, plan.prior)
+    _require_weights(data, plan.weights)
     table, described, digest = _count(data, list(plan.counted), declared, quiet, plan.na_values)
     table, sources, notes = _labelled(data, table, sources)
     _require_two(table, plan.names)

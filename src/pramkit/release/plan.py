@@ -92,6 +92,7 @@ class ReleasePlan:
     missing: str = "keep"
     na_values: tuple[str, ...] = NA_VALUES
     notes: tuple[str, ...] = ()
+    weights: tuple[str, ...] = ()
 
     @property
     def family(self) -> DesignFamily:
@@ -130,6 +131,7 @@ def plan_release(
     household_vars: str | Sequence[str] = (),
     rule_breaking: str = "error",
     missing: str = "keep",
+    weights: str | Sequence[str] = (),
 ) -> ReleasePlan:
     """Check every parameter of a release's design, before any data is read.
 
@@ -193,6 +195,10 @@ def plan_release(
         columns has the others perturbed by the matrix's margin over them).  ``"category"``:
         missing is a category of every variable (a level of every column of a joint design),
         designed and perturbed like the others, whether or not the file holds a missing value.
+    weights : str or sequence of str
+        Sampling weight columns released with the file (as they are): the ledger names them,
+        since a rare weight can single a person out (:func:`pramkit.identification_risk` with
+        ``weights=``), and the design checks that they are in the file.
 
     Returns
     -------
@@ -237,8 +243,31 @@ def plan_release(
     notes = [*(prior.notes if prior is not None else ()), *_design_epsilon_notes(design_epsilon, source, method)]
     _check_design_epsilon(design_epsilon, source, budget, per_var, method)
     declared = read_codebook(categories) if isinstance(categories, (str, Path)) else categories
+    weight_columns = _weights(weights, names, shape)
     return ReleasePlan(tuple(names), method, opts, split, budget, per_var, design_epsilon, source, prior,
-                       declared, dist, shape, missing, tuple(na_values), tuple(notes))
+                       declared, dist, shape, missing, tuple(na_values), tuple(notes), weight_columns)
+
+
+def _weights(weights: str | Sequence[str], names: Sequence[str], shape: Shape) -> tuple[str, ...]:
+    """The sampling weight columns released with the file: named, none perturbed nor a stratum.
+
+    Examples
+    --------
+    >>> _weights("rb050", ["age"], Shape()), _weights((), ["age"], Shape())
+    (('rb050',), ())
+    >>> _weights("age", ["age"], Shape())
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: weights names 'age', which is perturbed: a weight column is released as it is
+    """
+    columns = tuple(c.strip() for c in weights.split(",")) if isinstance(weights, str) else tuple(weights)
+    if not all(isinstance(c, str) and c for c in columns):
+        raise ParameterError(f"weights must name columns, got {weights!r}")
+    for c in columns:
+        if c in names or c in shape.strata:
+            what = "perturbed" if c in names else "a stratum"
+            raise ParameterError(f"weights names {c!r}, which is {what}: a weight column is released as it is")
+    return columns
 
 
 def variable_names(variables: str | Sequence[str]) -> list[str]:

@@ -714,16 +714,42 @@ def _curve(p: np.ndarray, v: PerturbedVariable, n: int) -> tuple[PrivacyUtilityC
     return replace(curve, chosen=m.epsilon, chosen_values=values), note
 
 
-def _exact_p(original: pd.DataFrame, v: PerturbedVariable) -> tuple[np.ndarray, int]:
-    """The proportions of v's categories in the original file (private) and the records they count."""
+def weighted_note(weights: str | None) -> str:
+    """What the utility section says of weighted estimates ("" without weights).
+
+    Examples
+    --------
+    >>> weighted_note("rb050")[:44]
+    'The shares are weighted by rb050 (estimates '
+    """
+    if weights is None:
+        return ""
+    return (f"The shares are weighted by {weights} (estimates of the population's shares); their standard errors "
+            "are the design's and PRAM's together, each record its own sampling unit.")
+
+
+def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None = None) -> tuple[np.ndarray, int]:
+    """The proportions of v's categories in the original file (private; weighted by the column ``weights``
+    when given) and the records they count."""
     counts = _counts(original, v)
     if counts.sum() == 0:
         raise DataError(f"column {v.name!r} of the original file has no non-missing value")
-    return counts / counts.sum(), int(counts.sum())
+    if weights is None:
+        return counts / counts.sum(), int(counts.sum())
+    import pyarrow as pa
+
+    from pramkit.counts import chunk_codes, count_codes
+    from pramkit.estimate.survey import SurveyDesign
+
+    cats = {v.name: v.matrix.categories}
+    codes = chunk_codes(pa.Table.from_pandas(original[[v.name]], preserve_index=False), [v.name], cats, 0)
+    w = SurveyDesign(weights).read(original).weights
+    sums = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums.astype(float)
+    return sums / sums.sum(), int(counts.sum())
 
 
 def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
-    p, n = _exact_p(original, v)
+    p, n = _exact_p(original, v, estimate.weights)
     est = estimate.to_frame()
     released_share = est["released"].to_numpy() / est["released"].sum()
     frequencies = pd.DataFrame({
@@ -1133,7 +1159,8 @@ def build_report(
         bar.update()
 
         t0 = time.perf_counter()
-        estimates = {v.name: estimate_table(release, manifest, v.name) for v in single}
+        weight = weight_cols[0] if weight_cols else None  # the estimates weighted as the risk is
+        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
         utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _private_weights(original, release, v))
         seconds["utility"] = time.perf_counter() - t0
@@ -1160,8 +1187,9 @@ def build_report(
         record_epsilon=manifest.record_epsilon,
         risk=risk,
         utility=utility,
-        utility_note=(f"jointly perturbed variable(s) {left_out} are not shown (frequencies and curves "
-                      "are per single column)") if left_out else "",
+        utility_note=" ".join(filter(None, [
+            (f"jointly perturbed variable(s) {left_out} are not shown (frequencies and curves "
+             "are per single column)") if left_out else "", weighted_note(weight)])),
         designs=_designs(manifest),
         files=files,
         pramkit_version=__version__,
@@ -1252,6 +1280,7 @@ def build_public_report(
     na_values: Sequence[str] = NA_VALUES,
     distances: Any = None,
     within: float | Mapping[str, float] | None = None,
+    weights: str | None = None,
 ) -> ReleaseReport:
     """The public report: the ledger, the matrices and estimates computed from the released file.
 
@@ -1270,6 +1299,8 @@ def build_public_report(
     distances, within : as for :func:`build_report`; the locality figures are weighted by the
         design step's noisy counts when the ledger has them, otherwise by the counts estimated
         from the released file (with standard errors): never by the original file
+    weights : a sampling weight column of the released file: the estimates are weighted totals and
+        shares with design-based standard errors (:mod:`pramkit.estimate.weighted`)
 
     Returns
     -------
@@ -1303,11 +1334,12 @@ def build_public_report(
     located = _locate(manifest, distances, within)
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        release = _load(released, manifest.columns if original is not None else [v.name for v in single],
-                        "released data", na_values)
+        weight_cols = [] if weights is None else [weights]
+        release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
+                        + weight_cols, "released data", na_values)
         if original is not None:
             _check_release(_load(original, manifest.columns, "original data", na_values), release, manifest)
-        estimates = {v.name: estimate_table(release, manifest, v.name) for v in single}
+        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
         utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
         bar.update()
@@ -1322,7 +1354,8 @@ def build_public_report(
     )
     return ReleaseReport(
         ledger=_ledger(manifest), record_epsilon=manifest.record_epsilon, risk=None, utility=utility,
-        utility_note=(f"jointly perturbed variable(s) {left_out} are not shown" if left_out else ""),
+        utility_note=" ".join(filter(None, [f"jointly perturbed variable(s) {left_out} are not shown" if left_out
+                                            else "", weighted_note(weights)])),
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
         ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,

@@ -43,6 +43,7 @@ class Workbench(Protocol):
     applied: ApplyView | None
     risk_keys: tuple[str, ...]
     sampling_fraction: float | None
+    weights: str | None
 
 #: The script's name in ``private/``.
 SCRIPT = "reproduce.sh"
@@ -83,6 +84,8 @@ def _report_flags(wb: Workbench) -> list[str]:
     flags = ["--keys", ",".join(keys)]
     if wb.sampling_fraction is not None:
         flags += ["--sampling-fraction", repr(float(wb.sampling_fraction))]
+    if wb.weights is not None:
+        flags += ["--weights", wb.weights]
     return flags
 
 
@@ -225,10 +228,10 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 files[f"input {name}"] = f"{PRIVATE}/{name}"
             manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
             keys = wb.risk_keys or wb.designed.variables
-            report = build_report(wb.source.path, manifest, released, list(keys),
-                                  sampling_fraction=wb.sampling_fraction, na_values=wb.source.na_values)
+            report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
+                                  weights=wb.weights, na_values=wb.source.na_values)
             write_report(report, work / PRIVATE / "report.html")
-            write_report(build_public_report(manifest, released, original=wb.source.path,
+            write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
                                              na_values=wb.source.na_values), work / PUBLIC / "report.html")
             files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
             script = reproduce_script(wb)

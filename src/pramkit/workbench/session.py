@@ -78,6 +78,7 @@ class Workbench:
         self.exported: ExportView | None = None
         self.risk_keys: tuple[str, ...] = ()
         self.sampling_fraction: float | None = None
+        self.weights: str | None = None
 
     # -- step 1: the file -------------------------------------------------
     def open_census(self, rows: int = CENSUS_ROWS) -> Source:
@@ -143,7 +144,7 @@ class Workbench:
         """A new file: every later step starts again."""
         self.source, self.copied = source, copied
         self.designed = self.applied = self.assessed = self.exported = None
-        self.risk_keys, self.sampling_fraction = (), None
+        self.risk_keys, self.sampling_fraction, self.weights = (), None, None
         return source
 
     def _source(self) -> Source:
@@ -183,7 +184,7 @@ class Workbench:
                                           weights=weights, na_values=source.na_values).to_dict())
         plot = self.work / RELEASE / "risk-fit.png"
         plot_fit(result.model, plot, force=True)
-        self.risk_keys, self.sampling_fraction = tuple(keys), sampling_fraction
+        self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
         self.assessed = RiskView.of(figures, plot.read_bytes())
         return self.assessed
 
@@ -335,7 +336,8 @@ class Workbench:
         assert self.designed is not None and self.source is not None
         frames = []
         for v in manifest.variables:
-            table = estimate_table(released, manifest, [v.name], na_values=self.source.na_values).to_frame()
+            table = estimate_table(released, manifest, [v.name], na_values=self.source.na_values,
+                                   weights=self.weights).to_frame()
             record = self.designed.view.record
             p = None if record is None else record.variables.get(v.name, {}).get("p")
             original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
@@ -355,7 +357,7 @@ class Workbench:
         from pramkit.risk.identification import identification_risk
 
         assert self.source is not None
-        if not self.risk_keys or self.sampling_fraction is None:
+        if not self.risk_keys or (self.sampling_fraction is None and self.weights is None):
             return None
         keys = list(self.risk_keys)
         joint = jointly_perturbed(manifest, keys)
@@ -364,8 +366,8 @@ class Workbench:
                                          "columns (the risk model takes one matrix per variable)")
         if not {c for v in manifest.variables for c in v.columns} & set(keys):
             return RiskView.not_computed("no key variable is perturbed: the risk is the risk before")
-        result = identification_risk(released, keys, sampling_fraction=self.sampling_fraction, manifest=manifest,
-                                     original=self.source.path, na_values=self.source.na_values)
+        result = identification_risk(released, keys, sampling_fraction=self.sampling_fraction, weights=self.weights,
+                                     manifest=manifest, original=self.source.path, na_values=self.source.na_values)
         return RiskView.of(result.to_dict())
 
     # -- step 5: export ---------------------------------------------------
