@@ -643,13 +643,7 @@ def estimate_table(
     axes = names + groups
     if len(set(axes)) != len(axes):
         raise ParameterError(f"a variable appears twice in vars/by: {axes}")
-    if method is not None and method not in ("moment", "mle"):
-        raise ParameterError(f"method must be 'moment' or 'mle', not {method!r}")
-    chosen = estimator_name(estimator if estimator is not None else method or "moment")
-    if method is not None and estimator is not None and estimator_name(method) != chosen:
-        raise ParameterError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
-    if not (isinstance(confidence, float) and 0 < confidence < 1):
-        raise ParameterError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    chosen = _estimator(method, estimator, confidence)
     read = _read_columns(manifest, axes)
     raw = [c for a in axes for c in read[a]]
     if len(set(raw)) != len(raw):
@@ -693,18 +687,7 @@ def estimate_table(
     if table.identifiability is not None:  # name the variables rather than the axes
         ident = table.identifiability
         table = dataclasses.replace(table, note=table.note.replace(ident.message, ident.message_for(axes)))
-    group_axes = tuple(range(len(names), len(axes)))
-    if table.covariance is not None:
-        proportion, share_var = table.covariance.share_variances(group_axes)
-        proportion_se = np.sqrt(share_var)
-    elif table.identifiability is not None:
-        proportion, share_var = table.identifiability.covariance.share_variances(
-            group_axes, table.identifiability.identifiable)
-        proportion_se = np.sqrt(share_var)
-    else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            proportion = table.counts / table.counts.sum(axis=tuple(range(len(names))), keepdims=True)
-        proportion_se = np.full(shape, np.nan)
+    proportion, proportion_se = _shares(table, len(names), len(axes))
     return EstimateResult(
         variables=tuple(axes), by=tuple(groups), categories=tuple(categories),
         perturbed=tuple(m is not None for m in matrices), table=table,
@@ -712,6 +695,33 @@ def estimate_table(
         dropped=counted.missing, requested_estimator=chosen,
         weights=survey.weights if survey is not None else weights,
     )
+
+
+def _estimator(method: str | None, estimator: str | None, confidence: float) -> str:
+    """The estimator asked for (``method`` and ``estimator`` agreeing), the confidence level checked."""
+    if method is not None and method not in ("moment", "mle"):
+        raise ParameterError(f"method must be 'moment' or 'mle', not {method!r}")
+    chosen = estimator_name(estimator if estimator is not None else method or "moment")
+    if method is not None and estimator is not None and estimator_name(method) != chosen:
+        raise ParameterError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
+    if not (isinstance(confidence, float) and 0 < confidence < 1):
+        raise ParameterError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    return chosen
+
+
+def _shares(table: TableEstimate, within: int, axes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's share of its group (the last ``axes - within`` axes define the groups) and its standard error."""
+    group_axes = tuple(range(within, axes))
+    if table.covariance is not None:
+        proportion, share_var = table.covariance.share_variances(group_axes)
+        return proportion, np.sqrt(share_var)
+    if table.identifiability is not None:
+        proportion, share_var = table.identifiability.covariance.share_variances(
+            group_axes, table.identifiability.identifiable)
+        return proportion, np.sqrt(share_var)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        proportion = table.counts / table.counts.sum(axis=tuple(range(within)), keepdims=True)
+    return proportion, np.full(table.counts.shape, np.nan)
 
 
 def _design(weights: str | None, survey: SurveyDesign | None, replicates: Replicates | None) -> SurveyDesign:
