@@ -297,3 +297,19 @@ def test_the_reports_and_the_workbench_weight_the_estimates(eusilc: pd.DataFrame
     np.testing.assert_allclose(estimate.frequencies["estimate"], 100 * weighted.proportion)
     exported = wb.export(tmp_path / "out", confirmed=True)
     assert "--weights rb050" in exported.script
+
+
+def test_a_household_variable_needs_psus_that_hold_households(eusilc: pd.DataFrame, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Members of a household share their draw: records as PSUs are refused, households as PSUs work."""
+    data = tmp_path / "eusilc.csv"
+    eusilc.to_csv(data, index=False)
+    manifest, released = tmp_path / "m.json", tmp_path / "r.csv"
+    assert main(["design", str(data), "--vars", "hsize", "--method", "rr", "--epsilon", "2", "--household", "db030",
+                 "--household-vars", "hsize", "--out", str(manifest), "--quiet"]) == 0
+    assert main(["apply", str(data), "--manifest", str(manifest), "--out", str(released), "--quiet"]) == 0
+    capsys.readouterr()
+    base = ["estimate", str(released), "--manifest", str(manifest), "--vars", "hsize", "--weights", "rb050"]
+    assert main(base) == 2
+    assert "once per household" in capsys.readouterr().err
+    assert main([*base, "--strata", "db040", "--psu", "db030"]) == 0

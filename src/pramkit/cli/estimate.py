@@ -83,6 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--replicate-method", choices=("jk1", "jkn", "brr", "fay", "sdr", "bootstrap"),
                     help="how the replicates were made (needed with --replicate-weights; ACS files: sdr)")
     sv.add_argument("--fay-rho", type=float, metavar="RHO", help="Fay's coefficient (--replicate-method fay)")
+    sv.add_argument("--replicate-scales", metavar="S,...",
+                    help="--replicate-method jkn: each replicate's scale, (n_h - 1) / n_h of its stratum, comma-separated")
     add_na_values(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -167,10 +169,26 @@ def _survey(args: argparse.Namespace) -> dict[str, Any]:
         raise ParameterError("give --replicate-weights and --replicate-method together")
     if args.fay_rho is not None and args.replicate_method != "fay":
         raise ParameterError("--fay-rho goes with --replicate-method fay")
+    scales = None if args.replicate_scales is None else _numbers(args.replicate_scales, "--replicate-scales")
     survey = SurveyDesign(args.weights, strata=args.strata, psu=args.psu, fpc=args.fpc, single_psu=args.single_psu)
     replicates = None if args.replicate_weights is None else Replicates.of(
-        args.replicate_weights, iter_batches(args.released)[0].columns, args.replicate_method, rho=args.fay_rho)
+        args.replicate_weights, iter_batches(args.released)[0].columns, args.replicate_method, rho=args.fay_rho,
+        rscales=scales)
     return {"survey": survey, "replicates": replicates}
+
+
+def _numbers(text: str, flag: str) -> list[float]:
+    """Comma-separated numbers of a flag.
+
+    Examples
+    --------
+    >>> _numbers("0.5, 0.75", "--replicate-scales")
+    [0.5, 0.75]
+    """
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"{flag} must be comma-separated numbers, got {text!r}") from None
 
 
 def format_table(result: EstimateResult) -> str:

@@ -747,6 +747,11 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
     from pramkit.io import iter_batches
     from pramkit.estimate.weighted import design_covariance, layout_of, survey_counts
 
+    households = sorted({manifest[a].unit for a in axes if a in manifest.names and manifest[a].unit})
+    if households and design.psu is None and replicates is None:
+        raise ParameterError(f"{', '.join(a for a in axes if a in manifest.names and manifest[a].unit)} is perturbed "
+                             f"once per household ({', '.join(households)}), so a household's members share their "
+                             "draw: give the PSUs (--psu: the households or a unit that holds whole households)")
     raw = [c for a in axes for c in read[a]]
     layout = layout_of(raw, raw_categories, [read[a] for a in axes],
                        [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
