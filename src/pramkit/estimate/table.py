@@ -742,29 +742,14 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
                      na_values: Sequence[str]) -> TableEstimate:
     """Weighted totals from one pass over the released file and their design-based covariance
     (:mod:`pramkit.estimate.weighted`)."""
-    import pyarrow as pa
-
-    from pramkit.io import iter_batches
     from pramkit.estimate.weighted import design_covariance, layout_of, survey_counts
 
-    households = sorted({manifest[a].unit for a in axes if a in manifest.names and manifest[a].unit})
-    if households and design.psu is None and replicates is None:
-        raise ParameterError(f"{', '.join(a for a in axes if a in manifest.names and manifest[a].unit)} is perturbed "
-                             f"once per household ({', '.join(households)}), so a household's members share their "
-                             "draw: give the PSUs (--psu: the households or a unit that holds whole households)")
+    _check_household_psus(manifest, axes, design, replicates)
     raw = [c for a in axes for c in read[a]]
     layout = layout_of(raw, raw_categories, [read[a] for a in axes],
                        [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
     extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
-    if isinstance(data, pd.DataFrame):
-        absent = [c for c in extra if c not in data.columns]
-        if absent:
-            raise DataError(f"column(s) {absent} of the survey design are not in the data")
-        batches: Any = [pa.Table.from_pandas(data[raw + extra], preserve_index=False)]
-        rows = len(data)
-    else:
-        meta, batches = iter_batches(data, columns=raw + extra, na_values=na_values)
-        rows = meta.rows
+    batches, rows = _batches(data, raw + extra, na_values, "the survey design")
     counts = survey_counts(batches, layout, design, replicates, total_rows=rows)
     matrices = [manifest[n].matrix if n in manifest.names else None for n in axes]
     released = counts.totals.total.reshape(layout.shape)
@@ -773,6 +758,33 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
     se = np.full(layout.shape, np.nan) if table.estimator == "norm-sub" else np.sqrt(cov.cell_variances())
     return dataclasses.replace(table, se=se, covariance=None if table.estimator == "norm-sub" else cov,
                                variance=cov.kind)
+
+
+def _check_household_psus(manifest: Manifest, axes: Sequence[str], design: SurveyDesign,
+                          replicates: Replicates | None) -> None:
+    """A variable drawn once per household shares its draw among the members: records as PSUs are refused."""
+    drawn = [a for a in axes if a in manifest.names and manifest[a].unit]
+    if drawn and design.psu is None and replicates is None:
+        units = sorted({manifest[a].unit for a in drawn})
+        raise ParameterError(f"{', '.join(drawn)} is perturbed once per household ({', '.join(units)}), so a "
+                             "household's members share their draw: give the PSUs (--psu: the households or a unit "
+                             "that holds whole households)")
+
+
+def _batches(data: pd.DataFrame | str | Path, columns: list[str], na_values: Sequence[str],
+             what: str) -> tuple[Any, int | None]:
+    """The chunks of ``columns`` of a DataFrame (one chunk) or a file (streamed), and the rows expected."""
+    import pyarrow as pa
+
+    from pramkit.io import iter_batches
+
+    if isinstance(data, pd.DataFrame):
+        absent = [c for c in columns if c not in data.columns]
+        if absent:
+            raise DataError(f"column(s) {absent} of {what} are not in the data")
+        return [pa.Table.from_pandas(data[columns], preserve_index=False)], len(data)
+    meta, batches = iter_batches(data, columns=columns, na_values=na_values)
+    return batches, meta.rows
 
 
 def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[str, ...]]:
