@@ -313,3 +313,11 @@ def test_a_household_variable_needs_psus_that_hold_households(eusilc: pd.DataFra
     assert main(base) == 2
     assert "once per household" in capsys.readouterr().err
     assert main([*base, "--strata", "db040", "--psu", "db030"]) == 0
+
+
+def test_a_single_psu_stratum_is_treated_as_asked_with_a_note(released: dict,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["estimate", str(released["path"]), "--manifest", str(released["manifest"]), "--vars", "x",
+                 "--weights", "w", "--strata", "s", "--psu", "s", "--single-psu", "certainty"])
+    err = capsys.readouterr().err
+    assert code == 0 and "has a single PSU" in err and "certainty" in err

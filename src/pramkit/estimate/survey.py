@@ -36,6 +36,7 @@ from the grand mean of all PSU totals, ``(Y_h1 - Ybar)(Y_h1 - Ybar)^T`` with
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Hashable, Literal, NamedTuple, Sequence
 
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from pramkit.errors import DataError, ParameterError
+from pramkit.errors import DataError, ParameterError, PramkitWarning
 
 SinglePsu = Literal["error", "certainty", "center"]
 SINGLE_PSU: tuple[str, ...] = ("error", "certainty", "center")
@@ -534,6 +535,10 @@ def _lonely(totals: CellTotals, h: int, y: np.ndarray, grand_mean: np.ndarray) -
     if rule == "error":
         raise ParameterError(f"stratum {totals.strata_labels[h]!r} has a single PSU, so no variance of its own; "
                              "choose single_psu='certainty' or 'center'")
+    warnings.warn(f"stratum {totals.strata_labels[h]!r} has a single PSU: "
+                  + ("it adds no variance of its own (single_psu='certainty')" if rule == "certainty" else
+                     "its term is measured from the mean of all PSU totals (single_psu='center')"),
+                  PramkitWarning, stacklevel=3)
     if rule == "certainty":
         return np.zeros((y.size, y.size))
     d = y - grand_mean
