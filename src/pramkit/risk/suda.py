@@ -157,7 +157,7 @@ def _check(data: pd.DataFrame, keys: Sequence[str], max_size: int | None,
 
 
 def _encode(data: pd.DataFrame, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
-    """Integer codes ``(n, d)`` (missing = the last code of each key), missing masks and observed levels."""
+    """Integer codes ``(d, n)`` (missing = the last code of each key), missing masks and observed levels."""
     cols, masks, levels = [], [], []
     for key in keys:
         series = data[key]
@@ -169,31 +169,35 @@ def _encode(data: pd.DataFrame, keys: Sequence[str], missing: Any) -> tuple[np.n
         cols.append(codes.astype(np.int64))
         masks.append(absent)
         levels.append(uniques)
-    return np.column_stack(cols), masks, levels
+    return np.vstack(cols), masks, levels
 
 
-def _frequencies(codes: np.ndarray, radices: np.ndarray) -> np.ndarray:
-    """How often each record's combination of the given columns occurs."""
-    code = np.zeros(len(codes), dtype=np.int64)
-    span = 1
-    for j in range(codes.shape[1]):
+def _frequencies(codes: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's combination number of the given columns, and how often each number occurs.
+
+    ``codes`` is ``(d, n)``: one contiguous row of codes per key.
+    """
+    code = codes[0]
+    span = int(radices[0])
+    for j in range(1, len(codes)):
         if span * int(radices[j]) > _DENSE_LIMIT:
             _, code = np.unique(code, return_inverse=True)
             span = int(code.max()) + 1
-        code = code * int(radices[j]) + codes[:, j]
+        code = code * int(radices[j]) + codes[j]
         span *= int(radices[j])
     if span > max(_DENSE_LIMIT, 4 * len(code)):
         _, code, counts = np.unique(code, return_inverse=True, return_counts=True)
-        return counts[code.ravel()]
-    return np.bincount(code, minlength=span)[code]
+        return code.ravel(), counts
+    return code, np.bincount(code, minlength=span)
 
 
 def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
             weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """MSU counts per record and size, and each variable's summed MSU score per record."""
-    n, att = codes.shape
-    radices = codes.max(axis=0) + 1
-    candidates = np.flatnonzero(_frequencies(codes, radices) == 1)
+    att, n = codes.shape
+    radices = codes.max(axis=1) + 1
+    code, table = _frequencies(codes, radices)
+    candidates = np.flatnonzero(table[code] == 1)
     sub_missing = np.column_stack([m[candidates] for m in masks])
     counts = np.zeros((len(candidates), max_size), dtype=np.int64)
     contributions = np.zeros((len(candidates), att))
@@ -202,7 +206,8 @@ def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
         current: dict[tuple[int, ...], np.ndarray] = {}
         for subset in itertools.combinations(range(att), size):
             cols = list(subset)
-            unique = _frequencies(codes[:, cols], radices[cols])[candidates] == 1
+            code, table = _frequencies(codes[cols], radices[cols])
+            unique = table[code[candidates]] == 1
             unique &= ~sub_missing[:, cols].any(axis=1)
             minimal = unique.copy()
             for drop in range(size if size > 1 else 0):
@@ -224,8 +229,9 @@ def _dis(codes: np.ndarray, scores: np.ndarray, fraction: float) -> np.ndarray:
     dis = np.zeros(len(scores))
     if not positive.any():
         return dis
-    pairs = int((_frequencies(codes, codes.max(axis=0) + 1) == 2).sum())
-    powered = scores[positive] ** (1.0 + (8.0 - codes.shape[1]) / 20.0)
+    code, table = _frequencies(codes, codes.max(axis=1) + 1)
+    pairs = int((table[code] == 2).sum())
+    powered = scores[positive] ** (1.0 + (8.0 - len(codes)) / 20.0)
     odds = pairs * (1.0 - fraction) / fraction
     dis[positive] = 1.0 / (1.0 + odds / (powered * float((1.0 / powered).sum())))
     return dis
@@ -236,7 +242,7 @@ def _level_table(keys: Sequence[str], codes: np.ndarray, levels: list[Any],
     """Each observed level's percent of its variable's contribution."""
     frames = []
     for j, key in enumerate(keys):
-        per_level = np.bincount(codes[:, j], weights=contributions[:, j], minlength=len(levels[j]) + 1)
+        per_level = np.bincount(codes[j], weights=contributions[:, j], minlength=len(levels[j]) + 1)
         total = contributions[:, j].sum()
         share = 100.0 * per_level[: len(levels[j])] / total if total > 0 else np.full(len(levels[j]), np.nan)
         frames.append(pd.DataFrame({"variable": key, "level": list(levels[j]), "contribution": share}))
