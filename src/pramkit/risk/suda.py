@@ -161,7 +161,7 @@ def _encode(data: pd.DataFrame, keys: Sequence[str], missing: Any) -> tuple[np.n
     cols, masks, levels = [], [], []
     for key in keys:
         series = data[key]
-        absent = series.isna().to_numpy()
+        absent = series.isna().to_numpy().copy()
         if missing is not None:
             absent |= (series == missing).to_numpy(dtype=bool)
         codes, uniques = pd.factorize(series.where(~absent), sort=True)
