@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 
 from pramkit.errors import DataError, ParameterError
 from pramkit.risk import suda
+
+suda_module = importlib.import_module("pramkit.risk.suda")  # the attribute pramkit.risk.suda is the function
 
 
 def brute_msus(rows: list[tuple], max_size: int) -> list[list[tuple[int, ...]]]:
@@ -96,7 +99,8 @@ rows_strategy = st.integers(1, 6).flatmap(
 def test_against_brute_force(rows: list[tuple], draw: st.DataObject) -> None:
     att = len(rows[0])
     max_size = draw.draw(st.integers(1, att))
-    frame = pd.DataFrame([[np.nan if v is None else v for v in row] for row in rows], columns=[f"v{j}" for j in range(att)])
+    frame = pd.DataFrame([[np.nan if v is None else v for v in row] for row in rows],
+                         columns=[f"v{j}" for j in range(att)])
     res = suda(frame, list(frame.columns), max_size=max_size, sampling_fraction=0.1)
     msus = brute_msus(rows, max_size)
     expected_counts = [[sum(len(m) == k for m in ms) for k in range(1, max_size + 1)] for ms in msus]
@@ -165,3 +169,18 @@ def test_bad_input(kwargs: dict, error: type, message: str) -> None:
 def test_one_row_refused() -> None:
     with pytest.raises(DataError, match="at least 2 records"):
         suda(pd.DataFrame({"a": [1], "b": [2]}), ["a", "b"])
+
+
+@pytest.mark.parametrize("dense_limit", [None, 1])
+def test_many_levels_against_brute_force(dense_limit: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # keys whose combinations outnumber the dense counting limit are compressed; limit 1 counts by np.unique
+    if dense_limit is not None:
+        monkeypatch.setattr(suda_module, "_DENSE_LIMIT", dense_limit)
+    rng = np.random.default_rng(7)
+    frame = pd.DataFrame({"a": rng.integers(0, 10**4, 60), "b": rng.integers(0, 10**4, 60),
+                          "c": rng.integers(0, 10**4, 60), "d": rng.integers(0, 2, 60)})
+    frame.loc[:20, ["a", "b", "c"]] = frame.loc[21:41, ["a", "b", "c"]].to_numpy()  # some shared values
+    rows = [tuple(int(v) for v in row) for row in frame.itertuples(index=False)]
+    res = suda(frame, list(frame.columns))
+    msus = brute_msus(rows, 4)
+    assert res.msu_counts.tolist() == [[sum(len(m) == k for m in ms) for k in range(1, 5)] for ms in msus]

@@ -31,7 +31,9 @@ attribute contributions add up to at least 100); the level contribution of
 ``(v, x)`` is the share, in percent, of the records with ``v = x`` in the
 attribute contribution of ``v`` (the levels of a variable add up to 100).
 
-Missing values are as in sdcMicro's SUDA2: a missing value is never part of
+``ATT`` is always the number of keys given (sdcMicro pads one or two keys
+with constant columns to three, which changes its ``ATT`` there).  Missing
+values are as in sdcMicro's SUDA2: a missing value is never part of
 an MSU and matches no value (a record with a missing ``v`` is left out of the
 combinations that hold ``v``); the combination of all keys (``U`` and ``P``)
 compares missing values as a value of their own.
@@ -150,7 +152,8 @@ def _check(data: pd.DataFrame, keys: Sequence[str], max_size: int | None,
         raise DataError(f"suda needs at least 2 records, the data have {len(data)}")
     size = len(keys) if max_size is None else max_size
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= len(keys):
-        raise ParameterError(f"max_size must be an integer from 1 to {len(keys)} (the number of keys), got {max_size!r}")
+        raise ParameterError(f"max_size must be an integer from 1 to {len(keys)} (the number of keys), "
+                             f"got {max_size!r}")
     if sampling_fraction is not None and not 0 < sampling_fraction <= 1:
         raise ParameterError(f"sampling_fraction must lie in (0, 1], got {sampling_fraction!r}")
     return int(size)
@@ -201,7 +204,7 @@ def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
     sub_missing = np.column_stack([m[candidates] for m in masks])
     counts = np.zeros((len(candidates), max_size), dtype=np.int64)
     contributions = np.zeros((len(candidates), att))
-    previous: dict[tuple[int, ...], np.ndarray] = {}
+    previous = {(): np.zeros(len(candidates), dtype=bool)}  # the empty set: never unique (n >= 2)
     for size in range(1, max_size + 1):
         current: dict[tuple[int, ...], np.ndarray] = {}
         for subset in itertools.combinations(range(att), size):
@@ -210,7 +213,7 @@ def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
             unique = table[code[candidates]] == 1
             unique &= ~sub_missing[:, cols].any(axis=1)
             minimal = unique.copy()
-            for drop in range(size if size > 1 else 0):
+            for drop in range(size):
                 minimal &= ~previous[subset[:drop] + subset[drop + 1:]]
             current[subset] = unique
             counts[:, size - 1] += minimal
