@@ -20,7 +20,9 @@ Scores, with ``ATT`` the number of key variables and ``k`` the size of an MSU:
   keys, ``P`` the number of records whose combination of all keys occurs
   twice, ``D = U pi / (U pi + P (1 - pi))``, ``Q = 1 + (8 - ATT) / 20`` and
   ``A = sum over records with a positive score of s^-Q`` (so
-  ``U (1/D - 1) = P (1 - pi) / pi``).
+  ``U (1/D - 1) = P (1 - pi) / pi``).  ``U`` is exact here; sdcMicro computes
+  ``D`` in single precision and counts ``U`` per bucket of its internal hash,
+  which can miss uniques that share a bucket, so its DIS-SUDA can differ slightly.
 
 Contributions (sdcMicro's ``attribute_contributions`` and
 ``attribute_level_contributions``): the contribution of variable ``v`` in a
