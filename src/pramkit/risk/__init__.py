@@ -16,6 +16,7 @@ from pramkit.risk.individual import IndividualRisk, benedetti_franconi, individu
 from pramkit.risk.loglinear import LogLinearFit, Watch, fit_loglinear, fit_loglinear_misclassified
 from pramkit.risk.misclassified import CellRisk, cell_risk
 from pramkit.risk.recognition import RecognitionResult, Violation, recognition_risk
+from pramkit.risk.suda import SudaResult, suda
 from pramkit.risk.tuning import TuningResult, tune_epsilon
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "identification_risk", "HouseholdRisk", "household_risk", "IndividualRisk", "benedetti_franconi",
     "individual_risk", "LogLinearFit", "Watch", "fit_loglinear", "fit_loglinear_misclassified", "CellRisk",
     "cell_risk", "RecognitionResult", "Violation", "recognition_risk", "TuningResult", "tune_epsilon",
+    "SudaResult", "suda",
 ]

@@ -1,0 +1,338 @@
+"""SUDA2: minimal sample uniques and special-uniques scores (Elliot et al.; Manning, Haglin and Keane 2008).
+
+A *minimal sample unique* (MSU) of a record is a set of key variables whose
+value combination is unique in the file (the record is the only one with
+those values) while none of its proper subsets is unique.  A record with
+small MSUs is a "special unique": few of its values single it out.
+
+Scores, with ``ATT`` the number of key variables and ``k`` the size of an MSU:
+
+* ``scores``: each MSU of size ``k`` scores ``prod_{i=k}^{ATT-1} (ATT - i)
+  = (ATT - k)!`` (Elliot et al., "SUDA: a program for detecting special
+  uniques"), a record the sum over its MSUs; sdcMicro's ``suda2`` with
+  ``original_scores=TRUE`` (its default since version 5.0.3);
+* ``normalised_scores``: each MSU of size ``k`` scores ``(2^(ATT-k) - 1)
+  k! (ATT-k)! / ATT!``, the weights of the IHSN implementation of SUDA2 that
+  sdcMicro keeps as ``original_scores=FALSE``;
+* ``dis_scores``: DIS-SUDA for a sampling fraction ``pi`` (sdcMicro's
+  ``DisFraction``), ``1 / (1 + U (1/D - 1) / (s^Q A))`` for a record with
+  score ``s > 0`` (else 0), where ``U`` is the number of records unique on all
+  keys, ``P`` the number of records whose combination of all keys occurs
+  twice, ``D = U pi / (U pi + P (1 - pi))``, ``Q = 1 + (8 - ATT) / 20`` and
+  ``A = sum over records with a positive score of s^-Q`` (so
+  ``U (1/D - 1) = P (1 - pi) / pi``).  ``U`` is exact here; sdcMicro computes
+  ``D`` in single precision and counts ``U`` per bucket of its internal hash,
+  which can miss uniques that share a bucket, so its DIS-SUDA can differ slightly.
+
+Contributions (sdcMicro's ``attribute_contributions`` and
+``attribute_level_contributions``): the contribution of variable ``v`` in a
+record is the summed score of the record's MSUs that contain ``v``; the
+attribute contribution of ``v`` is its total over the records in percent of
+the total score (an MSU counts fully for each of its variables, so the
+attribute contributions add up to at least 100); the level contribution of
+``(v, x)`` is the share, in percent, of the records with ``v = x`` in the
+attribute contribution of ``v`` (the levels of a variable add up to 100).
+
+``ATT`` is always the number of keys given (sdcMicro pads one or two keys
+with constant columns to three, which changes its ``ATT`` there).  Missing
+values are as in sdcMicro's SUDA2: a missing value is never part of
+an MSU and matches no value (a record with a missing ``v`` is left out of the
+combinations that hold ``v``); the combination of all keys (``U`` and ``P``)
+compares missing values as a value of their own.
+
+The algorithm is exact and vectorised over the records: for every subset of
+the keys, in increasing size, the frequency of each record's combination comes
+from one counting pass over a mixed-radix code; a unique subset of size ``k``
+is minimal when none of its ``k`` subsets of size ``k - 1`` is unique for the
+record (uniqueness passes to supersets).  Only records unique on all keys can
+have an MSU, so the per-record flags are kept for those records only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pramkit.errors import DataError, ParameterError
+
+#: Above this many possible combinations, a subset's codes are compressed before counting.
+_DENSE_LIMIT = 1 << 26
+
+
+@dataclass(frozen=True, eq=False)
+class SudaResult:
+    """Minimal sample uniques and SUDA scores of every record.
+
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables (``ATT = len(keys)``).
+    max_size : int
+        The largest MSU size searched.
+    sampling_fraction : float or None
+        The sampling fraction of the DIS-SUDA scores (None: none computed).
+    msu_counts : numpy.ndarray
+        ``(n, max_size)`` integers: column ``k - 1`` counts each record's MSUs of size ``k``.
+    scores : numpy.ndarray
+        SUDA scores, ``(ATT - k)!`` per MSU of size ``k`` (module docstring).
+    normalised_scores : numpy.ndarray
+        Scores with the IHSN weights (sdcMicro's ``original_scores=FALSE``).
+    dis_scores : numpy.ndarray or None
+        DIS-SUDA scores for ``sampling_fraction`` (None without one).
+    attribute_contributions : dict of str to float
+        Variable -> percent of the total score held by MSUs containing it (NaN
+        when no record has an MSU).
+    level_contributions : pandas.DataFrame
+        Columns ``variable``, ``level`` and ``contribution`` (percent of the
+        variable's contribution; NaN for a variable in no MSU), one row per
+        observed non-missing level.
+
+    Examples
+    --------
+    Record 1 is the only one with ``b = 1``, record 3 the only one with
+    ``a = 2``; record 2 needs both keys:
+
+    >>> res = suda(pd.DataFrame({"a": [1, 1, 2], "b": [1, 2, 2]}), ["a", "b"])
+    >>> res.msu_counts.tolist(), res.scores.tolist()
+    ([[1, 0], [0, 1], [1, 0]], [1.0, 1.0, 1.0])
+    """
+
+    keys: tuple[str, ...]
+    max_size: int
+    sampling_fraction: float | None
+    msu_counts: np.ndarray
+    scores: np.ndarray
+    normalised_scores: np.ndarray
+    dis_scores: np.ndarray | None
+    attribute_contributions: dict[str, float]
+    level_contributions: pd.DataFrame
+
+
+def suda_weights(att: int) -> tuple[np.ndarray, np.ndarray]:
+    """The scores of one MSU of each size 1..att: SUDA's and the IHSN (normalised) ones.
+
+    Parameters
+    ----------
+    att : int
+        The number of key variables.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(ATT - k)!`` and ``(2^(ATT-k) - 1) k! (ATT-k)! / ATT!`` for ``k = 1..att``.
+
+    Examples
+    --------
+    >>> original, normalised = suda_weights(4)
+    >>> original.tolist(), normalised.tolist()
+    ([6.0, 2.0, 1.0, 1.0], [1.75, 0.5, 0.25, 0.0])
+    """
+    sizes = range(1, att + 1)
+    original = np.array([float(math.factorial(att - k)) for k in sizes])
+    normalised = np.array([(2.0 ** (att - k) - 1) * math.factorial(k) * math.factorial(att - k)
+                           / math.factorial(att) for k in sizes])
+    return original, normalised
+
+
+def _check(data: pd.DataFrame, keys: Sequence[str], max_size: int | None,
+           sampling_fraction: float | None) -> int:
+    """Validate the arguments; return the largest MSU size to search."""
+    if not keys:
+        raise ParameterError("suda needs at least one key variable")
+    if len(set(keys)) != len(keys):
+        raise ParameterError(f"a key variable is listed twice: {list(keys)}")
+    unknown = [k for k in keys if k not in data.columns]
+    if unknown:
+        raise DataError(f"unknown key column(s) {unknown}; the data have {list(map(str, data.columns))}")
+    if len(data) < 2:
+        raise DataError(f"suda needs at least 2 records, the data have {len(data)}")
+    size = len(keys) if max_size is None else max_size
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= len(keys):
+        raise ParameterError(f"max_size must be an integer from 1 to {len(keys)} (the number of keys), "
+                             f"got {max_size!r}")
+    if sampling_fraction is not None and not 0 < sampling_fraction <= 1:
+        raise ParameterError(f"sampling_fraction must lie in (0, 1], got {sampling_fraction!r}")
+    return int(size)
+
+
+def _encode(data: pd.DataFrame, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
+    """Integer codes ``(d, n)`` (missing = the last code of each key), missing masks and observed levels."""
+    cols, masks, levels = [], [], []
+    for key in keys:
+        series = data[key]
+        absent = series.isna().to_numpy().copy()
+        if missing is not None:
+            absent |= (series == missing).to_numpy(dtype=bool)
+        codes, uniques = pd.factorize(series.where(~absent), sort=True)
+        codes = np.where(absent, len(uniques), codes)
+        cols.append(codes.astype(np.int64))
+        masks.append(absent)
+        levels.append(uniques)
+    return np.vstack(cols), masks, levels
+
+
+def _frequencies(codes: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's combination number of the given columns, and how often each number occurs.
+
+    ``codes`` is ``(d, n)``: one contiguous row of codes per key.
+    """
+    code = codes[0]
+    span = int(radices[0])
+    for j in range(1, len(codes)):
+        if span * int(radices[j]) > _DENSE_LIMIT:
+            _, code = np.unique(code, return_inverse=True)
+            span = int(code.max()) + 1
+        code = code * int(radices[j]) + codes[j]
+        span *= int(radices[j])
+    if span > max(_DENSE_LIMIT, 4 * len(code)):
+        _, code, counts = np.unique(code, return_inverse=True, return_counts=True)
+        return code.ravel(), counts
+    return code, np.bincount(code, minlength=span)
+
+
+def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
+            weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MSU counts per record and size, and each variable's summed MSU score per record."""
+    att, n = codes.shape
+    radices = codes.max(axis=1) + 1
+    code, table = _frequencies(codes, radices)
+    candidates = np.flatnonzero(table[code] == 1)
+    sub_missing = np.column_stack([m[candidates] for m in masks])
+    counts = np.zeros((len(candidates), max_size), dtype=np.int64)
+    contributions = np.zeros((len(candidates), att))
+    previous = {(): np.zeros(len(candidates), dtype=bool)}  # the empty set: never unique (n >= 2)
+    for size in range(1, max_size + 1):
+        current: dict[tuple[int, ...], np.ndarray] = {}
+        for subset in itertools.combinations(range(att), size):
+            cols = list(subset)
+            code, table = _frequencies(codes[cols], radices[cols])
+            unique = table[code[candidates]] == 1
+            unique &= ~sub_missing[:, cols].any(axis=1)
+            minimal = unique.copy()
+            for drop in range(size):
+                minimal &= ~previous[subset[:drop] + subset[drop + 1:]]
+            current[subset] = unique
+            counts[:, size - 1] += minimal
+            contributions[:, cols] += (minimal * weights[size - 1])[:, None]
+        previous = current
+    full_counts = np.zeros((n, max_size), dtype=np.int64)
+    full_counts[candidates] = counts
+    full_contributions = np.zeros((n, att))
+    full_contributions[candidates] = contributions
+    return full_counts, full_contributions
+
+
+def _dis(codes: np.ndarray, scores: np.ndarray, fraction: float) -> np.ndarray:
+    """DIS-SUDA scores (module docstring)."""
+    positive = scores > 0
+    dis = np.zeros(len(scores))
+    if not positive.any():
+        return dis
+    code, table = _frequencies(codes, codes.max(axis=1) + 1)
+    pairs = int((table[code] == 2).sum())
+    powered = scores[positive] ** (1.0 + (8.0 - len(codes)) / 20.0)
+    odds = pairs * (1.0 - fraction) / fraction
+    dis[positive] = 1.0 / (1.0 + odds / (powered * float((1.0 / powered).sum())))
+    return dis
+
+
+def _level_table(keys: Sequence[str], codes: np.ndarray, levels: list[Any],
+                 contributions: np.ndarray) -> pd.DataFrame:
+    """Each observed level's percent of its variable's contribution."""
+    frames = []
+    for j, key in enumerate(keys):
+        per_level = np.bincount(codes[j], weights=contributions[:, j], minlength=len(levels[j]) + 1)
+        total = contributions[:, j].sum()
+        share = 100.0 * per_level[: len(levels[j])] / total if total > 0 else np.full(len(levels[j]), np.nan)
+        frames.append(pd.DataFrame({"variable": key, "level": list(levels[j]), "contribution": share}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def suda(
+    data: pd.DataFrame | str | Path,
+    keys: Sequence[str],
+    *,
+    max_size: int | None = None,
+    sampling_fraction: float | None = None,
+    missing: Any = None,
+) -> SudaResult:
+    """SUDA2: every record's minimal sample uniques, SUDA, normalised and DIS-SUDA scores, contributions.
+
+    Exact; the definitions are in the module docstring and agree with
+    sdcMicro's ``suda2`` (its issues 275 and 356 are worked in the tests).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or path
+        The records, or a file read with :func:`pramkit.io.read_table` (key columns only).
+    keys : sequence of str
+        The key variables (``ATT = len(keys)``).
+    max_size : int, optional
+        The largest MSU size searched (1 to ``ATT``; default ``ATT``).  The
+        score of an MSU still depends on ``ATT`` only, so a smaller
+        ``max_size`` leaves out the larger MSUs' terms.
+    sampling_fraction : float, optional
+        The sampling fraction in (0, 1] of the DIS-SUDA scores (sdcMicro's
+        ``DisFraction``, whose default there is 0.01); without it no DIS scores.
+    missing : scalar, optional
+        A code that means missing besides NA/NaN/None (sdcMicro's ``missing``
+        argument, -999 there).  Missing values are never part of an MSU.
+
+    Returns
+    -------
+    SudaResult
+        Per-record MSU counts and scores, and the contributions.
+
+    Raises
+    ------
+    ParameterError
+        No keys, a key listed twice, ``max_size`` outside 1..ATT or a
+        sampling fraction outside (0, 1].
+    DataError
+        An unknown key column or fewer than two records.
+
+    Examples
+    --------
+    sdcMicro's issue 275: record 1 has the MSU ``{a}``, record 2 ``{b}`` and
+    ``{c}``, record 3 ``{a, b}`` and ``{a, c}``; with three keys an MSU of size
+    1 scores 2 and one of size 2 scores 1:
+
+    >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+    >>> res = suda(data, ["a", "b", "c"], sampling_fraction=0.1)
+    >>> res.scores.tolist(), res.msu_counts.tolist()
+    ([2.0, 4.0, 2.0], [[1, 0, 0], [2, 0, 0], [0, 2, 0]])
+    >>> res.attribute_contributions
+    {'a': 50.0, 'b': 37.5, 'c': 37.5}
+    >>> res.normalised_scores.round(4).tolist()
+    [1.0, 2.0, 0.6667]
+    >>> res.level_contributions.query("variable == 'a'")
+      variable  level  contribution
+    0        a      1          50.0
+    1        a      2          50.0
+    """
+    if isinstance(data, (str, Path)):
+        from pramkit.io import read_table
+
+        data = read_table(data, columns=list(keys))
+    size = _check(data, keys, max_size, sampling_fraction)
+    codes, masks, levels = _encode(data, keys, missing)
+    original, normalised = suda_weights(len(keys))
+    msu_counts, contributions = _search(codes, masks, size, original)
+    scores = msu_counts @ original[:size]
+    total = float(scores.sum())
+    attribute = {key: (100.0 * float(contributions[:, j].sum()) / total if total > 0 else math.nan)
+                 for j, key in enumerate(keys)}
+    dis = None if sampling_fraction is None else _dis(codes, scores, float(sampling_fraction))
+    return SudaResult(
+        keys=tuple(keys), max_size=size,
+        sampling_fraction=None if sampling_fraction is None else float(sampling_fraction),
+        msu_counts=msu_counts, scores=scores, normalised_scores=msu_counts @ normalised[:size],
+        dis_scores=dis, attribute_contributions=attribute,
+        level_contributions=_level_table(keys, codes, levels, contributions),
+    )
