@@ -300,8 +300,23 @@ class CellTotals:
         self._fpc = np.zeros(0)
         self._psu_stratum = np.zeros(0, dtype=np.int64)
         self._sums = np.zeros((0, self.n_cells))        # per PSU (or per stratum without PSUs)
-        self._squares = np.zeros((0, self.n_cells))     # per stratum, records as PSUs only
+        self._squares = np.zeros((0, self.n_cells))     # per stratum: the weighted-square counts
         self._records = np.zeros(0, dtype=np.int64)     # per stratum, records as PSUs only
+
+    @property
+    def squares(self) -> np.ndarray:
+        """``(H, C)``: each stratum's cell counts weighted by the squared weights, ``sum_i w_i^2 e_ci``,
+        in the order of :attr:`strata_labels` (what the PRAM part of the variance reads).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> totals = CellTotals(2, SurveyDesign("w", psu="p"))
+        >>> totals.add(np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]), psu=np.array([1, 1, 2]))
+        >>> totals.squares
+        array([[ 1., 13.]])
+        """
+        return self._squares[: len(self.strata_labels)]
 
     @property
     def total(self) -> np.ndarray:
@@ -389,6 +404,10 @@ class CellTotals:
             self.strata_labels.append(None)
         if fpc is not None:
             self._add_fpc(stratum, np.asarray(fpc, dtype=np.float64))
+        h = len(self.strata_labels)
+        self._squares = _grow(self._squares, h)
+        self._squares[:h] += np.bincount(stratum * self.n_cells + cells, weights * weights,
+                                         minlength=h * self.n_cells).reshape(h, self.n_cells)
         if psu is None:
             self._add_records(cells, weights, stratum)
         else:
@@ -445,14 +464,12 @@ class CellTotals:
         self._fpc[seen] = low[seen]
 
     def _add_records(self, cells: np.ndarray, weights: np.ndarray, stratum: np.ndarray) -> None:
-        """Records as PSUs: per stratum the totals, weighted-square counts and record counts."""
+        """Records as PSUs: per stratum the totals and record counts (the weighted-square counts: :meth:`add`)."""
         h, c = len(self.strata_labels), self.n_cells
         index = stratum * c + cells
         self._sums = _grow(self._sums, h)
-        self._squares = _grow(self._squares, h)
         self._records = _grow(self._records, h)
         self._sums[:h] += np.bincount(index, weights, minlength=h * c).reshape(h, c)
-        self._squares[:h] += np.bincount(index, weights * weights, minlength=h * c).reshape(h, c)
         self._records[:h] += np.bincount(stratum, minlength=h)
 
     def _add_psus(self, cells: np.ndarray, weights: np.ndarray, stratum: np.ndarray, psu: np.ndarray) -> None:

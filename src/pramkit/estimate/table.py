@@ -750,11 +750,10 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
                        [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
     extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
     batches, rows = _batches(data, raw + extra, na_values, "the survey design")
-    counts = survey_counts(batches, layout, design, replicates, total_rows=rows)
+    totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
     matrices = [manifest[n].matrix if n in manifest.names else None for n in axes]
-    released = counts.totals.total.reshape(layout.shape)
-    table = estimate_counts(released, matrices, estimator=estimator, variance="pram")
-    cov = design_covariance(counts, matrices, layout.shape, table.counts, replicates)
+    table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
+    cov = design_covariance(totals, matrices, layout.shape, table.counts, replicates)
     se = np.full(layout.shape, np.nan) if table.estimator == "norm-sub" else np.sqrt(cov.cell_variances())
     return dataclasses.replace(table, se=se, covariance=None if table.estimator == "norm-sub" else cov,
                                variance=cov.kind)

@@ -426,24 +426,8 @@ def layout_of(columns: Sequence[str], levels: Sequence[Sequence[Label]], axis_co
     return CellLayout(tuple(columns), tuple(tuple(x) for x in levels), tuple(axes), tuple(lookups), tuple(shape))
 
 
-@dataclass
-class SurveyCounts:
-    """What one pass over a released survey file gathers (:func:`survey_counts`).
-
-    Parameters
-    ----------
-    totals : pramkit.estimate.survey.CellTotals
-        Weighted released counts by stratum and PSU, and per replicate.
-    squares : dict
-        Stratum label -> released counts weighted by the squared weights (the PRAM part's input).
-    """
-
-    totals: Any
-    squares: dict[Any, np.ndarray]
-
-
 def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, replicates: Replicates | None,
-                  *, quiet: bool = True, total_rows: int | None = None) -> SurveyCounts:
+                  *, quiet: bool = True, total_rows: int | None = None) -> Any:
     """Weighted released counts of a table by stratum and PSU (and per replicate), chunk by chunk.
 
     A record with a missing value in the table's columns adds nothing to any cell but still counts
@@ -466,7 +450,9 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
 
     Returns
     -------
-    SurveyCounts
+    pramkit.estimate.survey.CellTotals
+        The weighted released counts by stratum and PSU, per replicate, and weighted by the
+        squared weights per stratum (the PRAM part's input).
     """
     from pramkit.counts import chunk_codes
     from pramkit.estimate.survey import CellTotals
@@ -474,7 +460,6 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
 
     cells_n = int(np.prod(layout.shape))
     totals = CellTotals(cells_n, design, 0 if replicates is None else len(replicates.columns))
-    squares: dict[Any, np.ndarray] = {}
     cats = dict(zip(layout.columns, layout.levels))
     rows = 0
     with progress(total=total_rows, desc="survey counts", unit="rows", quiet=quiet) as bar:
@@ -485,17 +470,11 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
             arrays = design.read(frame)
             w = np.where(present, arrays.weights, 0.0)
             rep = None if replicates is None else _replicate_weights(table, replicates, present)
-            safe = np.where(present, cells, 0)
-            totals.add(safe, w, strata=arrays.strata, psu=arrays.psu, fpc=arrays.fpc, replicates=rep)
-            labels = np.zeros(len(w), dtype=np.int64) if arrays.strata is None else arrays.strata
-            for label in np.unique(labels[present]):
-                here = present & (labels == label)
-                key = None if arrays.strata is None else label
-                squares[key] = squares.get(key, np.zeros(cells_n)) + np.bincount(
-                    safe[here], weights=w[here] ** 2, minlength=cells_n)
+            totals.add(np.where(present, cells, 0), w, strata=arrays.strata, psu=arrays.psu, fpc=arrays.fpc,
+                       replicates=rep)
             rows += table.num_rows
             bar.update(table.num_rows)
-    return SurveyCounts(totals, squares)
+    return totals
 
 
 def _replicate_weights(table: Any, replicates: Replicates, present: np.ndarray) -> np.ndarray:
@@ -514,14 +493,14 @@ def _replicate_weights(table: Any, replicates: Replicates, present: np.ndarray) 
     return out
 
 
-def design_covariance(counts: SurveyCounts, matrices: Sequence[PramMatrix | None], shape: Sequence[int],
+def design_covariance(totals: Any, matrices: Sequence[PramMatrix | None], shape: Sequence[int],
                       estimated: np.ndarray, replicates: Replicates | None) -> SurveyCovariance:
     """The covariance of the estimated totals from one pass's counts (module docstring): linearised
     with the fpc applied to the design part only, or from the replicates.
 
     Parameters
     ----------
-    counts : SurveyCounts
+    totals : pramkit.estimate.survey.CellTotals
         From :func:`survey_counts`.
     matrices : sequence of PramMatrix or None
         The table's matrices, one per axis.
@@ -549,14 +528,14 @@ def design_covariance(counts: SurveyCounts, matrices: Sequence[PramMatrix | None
     except np.linalg.LinAlgError:
         raise ParameterError("the table's PRAM matrix is singular: a survey variance needs the unbiased estimator; "
                              "tabulate identifiable variables") from None
-    pram = {label: pram_covariance(s, full, inverse_t) for label, s in counts.squares.items()}
-    pram_total = sum(pram.values(), np.zeros_like(full))
+    pram_total = pram_covariance(totals.squares.sum(axis=0), full, inverse_t)  # linear in the squares
     if replicates is not None:
-        released = replicate_covariance(counts.totals.total, counts.totals.replicate_totals, replicates.method,
+        released = replicate_covariance(totals.total, totals.replicate_totals, replicates.method,
                                         rho=replicates.rho, rscales=replicates.rscales)
         return survey_covariance(released, pram_total, inverse_t, estimated, replicates.method)
     released = np.zeros_like(full)
-    for part in stratum_parts(counts.totals):
-        own = pram.get(part.label, np.zeros_like(full))
-        released += (1.0 - part.fraction) * part.covariance + part.fraction * own
+    for part, squares in zip(stratum_parts(totals), totals.squares):  # both in the order of the strata's codes
+        released += (1.0 - part.fraction) * part.covariance
+        if part.fraction:
+            released += part.fraction * pram_covariance(squares, full, inverse_t)
     return survey_covariance(released, pram_total, inverse_t, estimated, "linearization")
