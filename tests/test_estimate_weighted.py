@@ -321,3 +321,13 @@ def test_a_single_psu_stratum_is_treated_as_asked_with_a_note(released: dict,
                  "--weights", "w", "--strata", "s", "--psu", "s", "--single-psu", "certainty"])
     err = capsys.readouterr().err
     assert code == 0 and "has a single PSU" in err and "certainty" in err
+
+
+@pytest.mark.parametrize("value, message", [("heavy", "row 1 holds 'heavy'"), (-2.0, "finite values >= 0")])
+def test_a_bad_replicate_weight_is_one_line(released: dict, value: object, message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = _bad(released, "r2", [value] + [1.0] * 199)
+    code = main(["estimate", str(path), "--manifest", str(released["manifest"]), "--vars", "x", "--weights", "w",
+                 "--replicate-weights", "r", "--replicate-method", "bootstrap"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "'r2'" in err[0] and message in err[0], err

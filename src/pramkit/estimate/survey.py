@@ -70,8 +70,19 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0]) + 1
 
 
-def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
-    """Column ``name`` as float64: numeric, no missing value, finite, not negative."""
+def numeric_column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """Column ``name`` as float64: numeric (numbers written as text are read), no missing value, finite,
+    not negative; otherwise a :class:`DataError` naming the column and the first bad row (from 1).
+
+    Examples
+    --------
+    >>> numeric_column(pd.DataFrame({"w": ["1.5", "2"]}), "w")
+    array([1.5, 2. ])
+    >>> numeric_column(pd.DataFrame({"w": [1.0, float("inf")]}), "w")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'w' must hold finite values >= 0; row 2 holds inf
+    """
     column = frame[name]
     if pd.api.types.is_bool_dtype(column):
         raise DataError(f"column {name!r} must be numeric, got dtype {column.dtype}")
@@ -198,9 +209,9 @@ class SurveyDesign:
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
             raise DataError(f"column(s) {absent} of the survey design are not in the data; its columns are {list(frame.columns)}")
-        fpc = None if self.fpc is None else _numeric(frame, self.fpc)
+        fpc = None if self.fpc is None else numeric_column(frame, self.fpc)
         return DesignArrays(
-            weights=_numeric(frame, self.weights),
+            weights=numeric_column(frame, self.weights),
             strata=None if self.strata is None else _labels(frame, self.strata),
             psu=None if self.psu is None else _labels(frame, self.psu),
             fpc=fpc,

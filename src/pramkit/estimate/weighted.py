@@ -478,17 +478,12 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
 
 
 def _replicate_weights(table: Any, replicates: Replicates, present: np.ndarray) -> np.ndarray:
-    """A chunk's replicate weights (records x replicates), zero for a record left out of the table."""
-    from pramkit.errors import DataError
+    """A chunk's replicate weights (records x replicates; each finite and >= 0, read as the design's weights
+    are), zero for a record left out of the table."""
+    from pramkit.estimate.survey import numeric_column
 
-    out = np.empty((table.num_rows, len(replicates.columns)))
-    for j, name in enumerate(replicates.columns):
-        values = pd.to_numeric(pd.Series(table.column(name).to_pandas()), errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (values < 0)
-        if bad.any():
-            raise DataError(f"replicate weight column {name!r}: row {int(np.flatnonzero(bad)[0]) + 1} holds "
-                            f"{values[np.flatnonzero(bad)[0]]!r}; replicate weights must be finite and >= 0")
-        out[:, j] = values
+    frame = table.select(list(replicates.columns)).to_pandas()
+    out = np.column_stack([numeric_column(frame, name) for name in replicates.columns])
     out[~present] = 0.0
     return out
 
