@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from pramkit._json import dumps, to_jsonable
+from pramkit.errors import ParameterError
 
 
 def print_json(obj: Any) -> None:
@@ -217,3 +218,26 @@ def distance_files(specs: Any) -> list[Any]:
     for item in (str(s) for s in items if isinstance(s, (str, Path))):
         paths += [item, item.partition("=")[2]] if "=" in item else [item]
     return [p for p in paths if p and p.strip().lower() != "ordinal"]
+
+
+def comma_numbers(text: str, flag: str) -> list[float]:
+    """The comma-separated numbers of a flag's value.
+
+    Raises
+    ------
+    ParameterError
+        A part is not a number (one line naming the flag).
+
+    Examples
+    --------
+    >>> comma_numbers("0.5, 0.75", "--replicate-scales")
+    [0.5, 0.75]
+    >>> comma_numbers("0.5,x", "--probs")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --probs must be comma-separated numbers, got '0.5,x'
+    """
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"{flag} must be comma-separated numbers, got {text!r}") from None

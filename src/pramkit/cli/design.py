@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import add_na_values, add_quiet, print_json
+from pramkit.cli._common import add_na_values, add_quiet, comma_numbers, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
@@ -192,10 +192,7 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
 
 
 def _numbers(text: str, flag: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ParameterError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+    values = comma_numbers(text, flag)
     if len(values) < 2:
         raise ParameterError(f"{flag} needs at least two categories")
     return values

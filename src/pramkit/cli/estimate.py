@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.cli._common import add_na_values, note, print_json
+from pramkit.cli._common import add_na_values, comma_numbers, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 from pramkit.estimate.estimators import CONSISTENT, ESTIMATORS
@@ -169,26 +169,12 @@ def _survey(args: argparse.Namespace) -> dict[str, Any]:
         raise ParameterError("give --replicate-weights and --replicate-method together")
     if args.fay_rho is not None and args.replicate_method != "fay":
         raise ParameterError("--fay-rho goes with --replicate-method fay")
-    scales = None if args.replicate_scales is None else _numbers(args.replicate_scales, "--replicate-scales")
+    scales = None if args.replicate_scales is None else comma_numbers(args.replicate_scales, "--replicate-scales")
     survey = SurveyDesign(args.weights, strata=args.strata, psu=args.psu, fpc=args.fpc, single_psu=args.single_psu)
     replicates = None if args.replicate_weights is None else Replicates.of(
         args.replicate_weights, iter_batches(args.released)[0].columns, args.replicate_method, rho=args.fay_rho,
         rscales=scales)
     return {"survey": survey, "replicates": replicates}
-
-
-def _numbers(text: str, flag: str) -> list[float]:
-    """Comma-separated numbers of a flag.
-
-    Examples
-    --------
-    >>> _numbers("0.5, 0.75", "--replicate-scales")
-    [0.5, 0.75]
-    """
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ParameterError(f"{flag} must be comma-separated numbers, got {text!r}") from None
 
 
 def format_table(result: EstimateResult) -> str:
