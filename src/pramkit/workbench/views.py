@@ -6,7 +6,6 @@ estimates); a view only arranges them into tables of text and PNG images.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,19 +18,7 @@ from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import DesignRecord
-
-
-def _figure(x: float | None, digits: int = 4) -> str:
-    """A number with ``digits`` significant digits ("n/a" for None or NaN).
-
-    Examples
-    --------
-    >>> _figure(0.123456), _figure(1234567.0), _figure(None), _figure(float("nan"))
-    ('0.1235', '1.235e+06', 'n/a', 'n/a')
-    """
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{x:.{digits}g}"
+from pramkit.report.html import fmt
 
 
 @dataclass(frozen=True)
@@ -74,8 +61,7 @@ class RiskView:
     @classmethod
     def of(cls, figures: Mapping[str, Any], plot_png: bytes | None = None) -> "RiskView":
         """The table of the figures present in ``figures``, in a fixed order."""
-        rows = [(label, f"{figures[key]:,}" if isinstance(figures[key], int) else _figure(figures[key]))
-                for key, label in cls.ROWS if figures.get(key) is not None]
+        rows = [(label, fmt(figures[key])) for key, label in cls.ROWS if figures.get(key) is not None]
         return cls(pd.DataFrame(rows, columns=["measure", "value"]), plot_png, dict(figures))
 
     @classmethod
@@ -264,9 +250,9 @@ def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mappi
         rows.append({
             "variable": v.name, "categories": v.matrix.size,
             "epsilon" + given: fmt_epsilon(v.block_epsilon if v.is_structured else v.epsilon),
-            "information kept (nats)": _figure(figures.get("information_nats")),
+            "information kept (nats)": fmt(figures.get("information_nats")),
             "values kept (%)": "n/a" if kept is None else f"{100 * kept:.1f}",
-            "expected distance moved": _figure(distances.get(v.name)),
+            "expected distance moved": fmt(distances.get(v.name)),
         })
     written = {} if record is None else record.to_dict()
     notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
