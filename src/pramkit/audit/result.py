@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-#: The three audits, in the order they run and are shown.
-AUDITS = ("manifest", "release", "engine")
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ class AuditResult:
     Parameters
     ----------
     audits : tuple of str
-        The audits that ran (of :data:`AUDITS`).
+        The audits that ran (``"manifest"``, ``"release"``, ``"engine"``).
     checks : tuple of Check
         Their checks, in order.
     seconds : float
@@ -109,13 +107,3 @@ class AuditResult:
             out["empirical_epsilon"] = self.empirical_epsilons()
         return out
 
-
-def joined(*parts: Sequence[Check]) -> tuple[Check, ...]:
-    """The checks of several audits, in order.
-
-    Examples
-    --------
-    >>> len(joined([Check("manifest", "a", "b", True, "")], []))
-    1
-    """
-    return tuple(c for part in parts for c in part)
