@@ -207,19 +207,17 @@ class _Variable:
         v = self.variable
         ids = original.column(v.unit).combine_chunks().cast(pa.string()).fill_null("")
         units = np.asarray(pc.dictionary_encode(ids).indices.to_numpy(zero_copy_only=False), dtype=np.intp)
-        order = np.argsort(units, kind="stable")
-        same_unit = units[order][1:] == units[order][:-1]
-        disagree = np.zeros(units.size, dtype=bool)
-        split = same_unit & (orig[order][1:] == orig[order][:-1]) & (rel[order][1:] != rel[order][:-1])
-        disagree[order[1:][split]] = True
+        _, first, inverse = np.unique(units, return_index=True, return_inverse=True)
+        lead = first[inverse]           # each record's household's first member
+        disagree = (orig == orig[lead]) & (rel != rel[lead])
         self.checks.append(Check(
             "release", v.name, "household members agree", not disagree.any(),
             "the members of every household share their released value" if not disagree.any() else
-            f"{int(disagree.sum()):,} records disagree with an earlier member of their household, rows "
+            f"{int(disagree.sum()):,} records disagree with the first member of their household, rows "
             f"{_shown(_rows(disagree), int(disagree.sum()))}", {"rows": _rows(disagree)} if disagree.any() else {}))
-        first = np.zeros(units.size, dtype=bool)
-        first[np.unique(units, return_index=True)[1]] = True
-        return first
+        leads = np.zeros(units.size, dtype=bool)
+        leads[first] = True
+        return leads
 
     def _transitions(self, orig: np.ndarray, rel: np.ndarray, both: np.ndarray) -> None:
         v = self.variable
