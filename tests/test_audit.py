@@ -306,3 +306,21 @@ def test_a_failing_rederivation_leaves_nothing(release, tmp_path, monkeypatch):
     (release["dir"] / "k.key").unlink()
     assert code == 2 and "injected" in err and list(tmp_path.iterdir()) == []
     assert _listing(release["dir"]) == {k: v for k, v in before.items()}
+
+
+def test_the_reports_show_the_audit(release):
+    """The internal report shows every audit (failures first); the public one the manifest audit only."""
+    from pramkit.report import build_public_report, build_report, render_html
+    from pramkit.report.build import with_audit
+    from pramkit.errors import ParameterError
+
+    full = audit(release["manifest"], released=release["released"], original=release["original"])
+    internal = build_report(release["original"], release["manifest"], release["released"], ["sex", "age", "education"],
+                            sampling_fraction=0.05)
+    page = render_html(with_audit(internal, full))
+    assert "<h2>" in page and ". Audit</h2>" in page and full.verdict() in page and "transition table" in page
+    public = build_public_report(release["manifest"], release["released"])
+    with pytest.raises(ParameterError, match="manifest audit only"):
+        with_audit(public, full)
+    shown = render_html(with_audit(public, audit(release["manifest"], released=release["released"])))
+    assert ". Audit</h2>" in shown and "transition table" not in shown
