@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from pramkit.audit import audit
@@ -293,26 +294,28 @@ def test_a_failing_rederivation_leaves_nothing(release, tmp_path, monkeypatch):
     """Injected failure of the one write the audit makes (the release derived again, in a temporary folder)."""
     import pramkit.engine.perturb as perturb
 
-    def broken(*args, **kwargs):
-        Path(args[2]).write_text("half")
+    def broken(original, manifest, out, **kwargs):
+        Path(out).write_text("half")
         raise WriteError("disk full (injected): nothing was written")
 
+    key = tmp_path / "k.key"
+    key.write_text("00" * 32)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
     monkeypatch.setattr(perturb, "apply_file", broken)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     before = _listing(release["dir"])
     code, out, err = _cli(["--manifest", str(release["manifest"]), "--released", str(release["released"]),
-                           "--original", str(release["original"]), "--key-file", str(release["dir"] / "k.key")]
-                          if (release["dir"] / "k.key").write_text("00" * 32) else [])
-    (release["dir"] / "k.key").unlink()
-    assert code == 2 and "injected" in err and list(tmp_path.iterdir()) == []
-    assert _listing(release["dir"]) == {k: v for k, v in before.items()}
+                           "--original", str(release["original"]), "--key-file", str(key)])
+    assert code == 2 and out == "" and "injected" in err and len(err.splitlines()) == 1
+    assert list(scratch.iterdir()) == [] and _listing(release["dir"]) == before
 
 
 def test_the_reports_show_the_audit(release):
     """The internal report shows every audit (failures first); the public one the manifest audit only."""
+    from pramkit.errors import ParameterError
     from pramkit.report import build_public_report, build_report, render_html
     from pramkit.report.build import with_audit
-    from pramkit.errors import ParameterError
 
     full = audit(release["manifest"], released=release["released"], original=release["original"])
     internal = build_report(release["original"], release["manifest"], release["released"], ["sex", "age", "education"],
@@ -324,3 +327,37 @@ def test_the_reports_show_the_audit(release):
         with_audit(public, full)
     shown = render_html(with_audit(public, audit(release["manifest"], released=release["released"])))
     assert ". Audit</h2>" in shown and "transition table" not in shown
+
+
+@given(p=st.lists(st.integers(1, 50), min_size=2, max_size=6), eps=st.floats(0.1, 4.0))
+@settings(max_examples=25, deadline=None)
+def test_the_form8_search_agrees_with_the_design(p, eps):
+    """The audit's own exhaustive search against pramkit's certified form (8) design (another method:
+    vertex patterns, placements by equal p, branch and bound)."""
+    from pramkit.audit.manifest import form8_information, form8_optimum
+    from pramkit.design.dp.optimal import dp_optimal
+
+    pv = np.array(p, dtype=float) / sum(p)
+    design = dp_optimal(pv, eps)
+    found = form8_optimum(pv, design.provenance.parameters["epsilon"])
+    assert found == pytest.approx(form8_information(pv, design.diagonal[None, :])[0], abs=1e-10)
+
+
+def test_a_design_that_is_not_optimal_fails_its_certificate(tmp_path):
+    """The form (8) and the general design replaced by randomized response at the same epsilon, their
+    certificates and stated information kept: the audit re-proves neither."""
+    from pramkit.design.dp.general import dp_general
+    from pramkit.design.dp.optimal import dp_optimal
+
+    p = [0.5, 0.3, 0.15, 0.05]
+    raw = json.loads(Manifest.of({"a": dp_optimal(p, 1.0, categories=list("wxyz")),
+                                  "b": dp_general(p, 1.0, categories=list("wxyz"))}).to_json())
+    weaker = json.loads(Manifest.of({"a": randomized_response(list("wxyz"), 1.0)}).to_json())["variables"][0]
+    for name, entry in zip("ab", raw["variables"]):
+        design = entry["design"]
+        entry.clear()
+        entry.update(weaker, name=name, columns=[name], design=design)
+    (tmp_path / "m.json").write_text(json.dumps(raw))
+    failed = sorted((c.subject, c.field) for c in manifest_audit(tmp_path / "m.json") if not c.passed)
+    assert failed == [("a", "mutual information"), ("a", "optimality certificate"),
+                      ("b", "mutual information"), ("b", "optimality certificate")]

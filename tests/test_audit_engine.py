@@ -14,10 +14,16 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
-from pramkit.audit.engine import audit_variable, released_counts, real_engine, trials_for
+from pramkit.audit.engine import (
+    audit_variable,
+    real_engine,
+    released_counts,
+    trials_for,
+)
 from pramkit.audit.stats import clopper_pearson
 from pramkit.cli import main
 from pramkit.datasets import census
@@ -91,7 +97,7 @@ def test_trials_follow_the_precision():
 @given(n=st.integers(1, 5_000), share=st.floats(0, 1), alpha=st.sampled_from([0.005, 0.025, 0.05]))
 @settings(max_examples=80, deadline=None)
 def test_clopper_pearson_is_scipys_exact_interval(n, share, alpha):
-    k = int(round(share * n))
+    k = round(share * n)
     lo, hi = clopper_pearson(k, n, alpha)
     ci = stats.binomtest(k, n).proportion_ci(1 - 2 * alpha, method="exact")
     assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)

@@ -75,7 +75,7 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         raise ParameterError("the key is checked by deriving the release again: give the original too (--original)")
     start = time.perf_counter()
     audits, checks = ["manifest"], manifest_audit(manifest, released)
-    if original is not None:
+    if original is not None and released is not None:
         audits.append("release")
         checks += release_audit(manifest, original, released, key=key)
     if engine:

@@ -27,7 +27,7 @@ runs with the same law as runs under separate fresh keys (docs/audit.md).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats

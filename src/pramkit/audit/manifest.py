@@ -13,10 +13,11 @@ wrote the manifest:
 * the design's proportions against the noisy counts published in the ledger (floored at one
   count and normalised, exactly);
 * the certificates: the stated mutual information recomputed from p and M; for a general
-  epsilon-DP design (and a form (8) design of at most :data:`LP_CATEGORIES` categories) the
-  upper bound of the staircase linear program (Kairouz, Oh and Viswanath 2016) recomputed from
-  the dual values by weak duality, which proves the design within the certificate's tolerance
-  of the optimum;
+  epsilon-DP design the upper bound of the staircase linear program (Kairouz, Oh and Viswanath
+  2016) recomputed from the certificate's dual values by weak duality; for a form (8) design of
+  at most :data:`CERTIFIED_CATEGORIES` categories the optimum found again by scoring every
+  arrangement of every vertex (:func:`form8_optimum`); either proves the design within the
+  certificate's tolerance of the optimum;
 * with the released file, its receipt: the file's SHA-256, its rows and the manifest's SHA-256.
 """
 
@@ -26,10 +27,11 @@ import copy
 import hashlib
 import itertools
 import math
+from collections.abc import Mapping
 from decimal import Context, Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +44,8 @@ from pramkit.matrix import PramMatrix
 
 #: Largest matrix whose epsilon is recomputed entry by entry (S x S fractions of its column extremes).
 DENSE_CATEGORIES = 3000
-#: Largest form (8) or general design whose certificate the staircase LP bound re-proves (2^S patterns).
-LP_CATEGORIES = 12
+#: Largest design whose certificate is re-proved (2^S staircase patterns; S (S - 1) 2^(S - 2) arrangements).
+CERTIFIED_CATEGORIES = 12
 #: Relative slack of a recomputed floating-point figure (mutual information, proportions).
 FLOAT_RTOL = 1e-9
 #: A stated epsilon above the exact one by more than this (relative) is called conservative.
@@ -386,10 +388,111 @@ def staircase_bound(p: np.ndarray, epsilon: float, dual: np.ndarray) -> float:
     return float(dual.sum() + max(violation, 0.0))
 
 
+def _xlogx(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x > 0, x * np.log(np.where(x > 0, x, 1.0)), 0.0)
+
+
+def form8_information(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """I(X; Z) in nats of the form (8) matrices with diagonals ``q`` (one per row of ``q``): row k
+    keeps ``q_k`` and gives ``w_k = (1 - q_k) / (S - 1)`` to every other category.
+
+    ``I = sum_k p_k [q_k log q_k + (1 - q_k) log w_k] - sum_j m_j log m_j`` with the released
+    shares ``m_j = W + p_j (q_j - w_j)``, ``W = sum_k p_k w_k``.
+
+    Examples
+    --------
+    >>> p = np.array([0.2, 0.3, 0.5]); q = np.array([[0.6, 0.7, 0.8]])
+    >>> m = np.array([[0.6, 0.2, 0.2], [0.15, 0.7, 0.15], [0.1, 0.1, 0.8]])
+    >>> bool(np.isclose(form8_information(p, q)[0], mutual_information(p, m)))
+    True
+    """
+    c = p.size - 1
+    w = (1.0 - q) / c
+    kept = _xlogx(q) + (1.0 - q) * np.log(np.where(w > 0, w, 1.0))
+    released = (p * w).sum(axis=1, keepdims=True) + p * (q - w)
+    return (p * kept).sum(axis=1) - _xlogx(released).sum(axis=1)
+
+
+def _pattern_vertices(size: int, epsilon: float, truthful: bool) -> list[np.ndarray]:
+    """The vertices of the polytope of sorted levels (A, B, b, a) of an epsilon-DP form (8) matrix.
+
+    Written from the definition: with ``c = S - 1`` and ``t = e^epsilon``, column k holds ``q_k``
+    and ``(1 - q_l) / c``; the ratio of any two entries of a column is at most t.  On sorted
+    levels this binds on the two largest (``c q_1 + t q_2 <= t``, ``t q_1 + c q_2 <= t``), the two
+    smallest (``c t q_S + q_(S-1) >= 1``, ``c t q_(S-1) + q_S >= 1``) and, for S >= 3, the
+    extremes (``1 - q_S <= t (1 - q_1)``); and ``0 <= q <= 1`` (``q >= 1/S`` when truthful).
+    Every subsystem of as many constraints as levels is solved; the feasible solutions are kept.
+    """
+    levels = 2 if size == 2 else (3 if size == 3 else 4)
+    first, second, last = 0, 1, levels - 1
+    before_last = 0 if size == 2 else (1 if size == 3 else 2)
+    c, t = float(size - 1), math.exp(epsilon)
+
+    def row(entries: dict[int, float], bound: float) -> tuple[np.ndarray, float]:
+        g = np.zeros(levels)
+        for k, x in entries.items():
+            g[k] += x
+        return g, bound
+
+    rows = [row({first: c, second: t}, t), row({first: t, second: c}, t),
+            row({last: -c * t, before_last: -1.0}, -1.0), row({before_last: -c * t, last: -1.0}, -1.0),
+            row({first: 1.0}, 1.0), row({last: -1.0}, -1.0 / size if truthful else 0.0)]
+    if size >= 3:
+        rows.append(row({first: t, last: -1.0}, t - 1.0))
+    rows += [row({k + 1: 1.0, k: -1.0}, 0.0) for k in range(levels - 1)]
+    g = np.array([r[0] for r in rows])
+    h = np.array([r[1] for r in rows])
+    found: list[np.ndarray] = []
+    for chosen in itertools.combinations(range(len(rows)), levels):
+        sub = g[list(chosen)]
+        if abs(np.linalg.det(sub)) < 1e-12:
+            continue
+        x = np.linalg.solve(sub, h[list(chosen)])
+        if np.all(g @ x <= h + 1e-12 * np.maximum(1.0, np.abs(h))) and not any(np.allclose(x, y) for y in found):
+            found.append(x)
+    return found
+
+
+def form8_optimum(p: np.ndarray, epsilon: float, truthful: bool = False) -> float:
+    """The largest I(X; Z) of an epsilon-DP form (8) matrix for p, by exhaustive search.
+
+    The objective is convex in q, so its maximum is at a vertex of the feasible set; a vertex
+    has one largest level A, one smallest a and the others on two levels B >= b, with
+    (A, B, b, a) a vertex of the sorted-level polytope (:func:`_pattern_vertices`); every
+    arrangement of such levels is feasible (docs/design-dp.md, Lemmas 2 and 3, a proof of
+    mathematics).  Every arrangement of every vertex is scored: ``S (S - 1) 2^(S - 2)`` per vertex.
+
+    Examples
+    --------
+    Two categories: randomized response keeping e^eps / (1 + e^eps) is optimal.
+
+    >>> p = np.array([0.5, 0.5]); q = math.exp(1) / (1 + math.exp(1))
+    >>> bool(np.isclose(form8_optimum(p, 1.0), form8_information(p, np.array([[q, q]]))[0]))
+    True
+    """
+    s = p.size
+    best = -math.inf
+    for levels in _pattern_vertices(s, epsilon, truthful):
+        top, bottom = levels[0], levels[-1]
+        middle = levels[1:-1] if s >= 3 else np.array([])
+        high, low = (middle[0], middle[-1]) if middle.size else (top, bottom)
+        choices = list(itertools.product((high, low), repeat=s - 2))
+        splits = np.array(choices, dtype=float).reshape(len(choices), s - 2)
+        for i, j in itertools.permutations(range(s), 2):
+            others = [k for k in range(s) if k not in (i, j)]
+            q = np.empty((splits.shape[0], s))
+            q[:, i], q[:, j] = top, bottom
+            q[:, others] = splits
+            best = max(best, float(form8_information(p, q).max()))
+    return best
+
+
 def certificate_checks(manifest: Manifest) -> list[Check]:
     """Each design's stated mutual information recomputed, and its optimality re-proved by the
-    staircase bound (:func:`staircase_bound`) where the certificate gives dual values, or where a
-    form (8) design is small enough for a dual of the bound's own to be found.
+    staircase bound (:func:`staircase_bound`) where the certificate gives dual values, or, for a
+    form (8) design of at most :data:`CERTIFIED_CATEGORIES` categories, by an exhaustive search of its
+    own (:func:`form8_optimum`).
 
     Examples
     --------
@@ -413,35 +516,22 @@ def certificate_checks(manifest: Manifest) -> list[Check]:
                          f"stated {prov.objective:.12g} nats, recomputed {mi:.12g} nats"))
         cert = prov.certificate or {}
         eps = prov.parameters.get("epsilon")
-        if not cert.get("optimal") or eps is None or p.size > LP_CATEGORIES:
+        if not cert.get("optimal") or eps is None or p.size > CERTIFIED_CATEGORIES:
             continue
         dual = cert.get("dual_y")
-        y = np.asarray(dual, dtype=float) if dual is not None else _dual_of(p, float(eps))
-        bound = staircase_bound(p, float(eps), y)
-        tolerance = float(cert.get("tolerance_nats", 0.0)) + 1e-12 * max(1.0, bound)
-        proved = bound - mi <= tolerance
-        if dual is None and not proved:  # form (8) can give up information against the general optimum
-            out.append(Check("manifest", v.name, "optimality certificate", True,
-                             f"form (8) optimum {mi:.12g} nats below the general bound {bound:.12g}: "
-                             "its vertex proof is not re-proved here"))
+        tolerance = float(cert.get("tolerance_nats", 0.0)) + 1e-12 * max(1.0, mi)
+        if dual is not None:
+            bound = staircase_bound(p, float(eps), np.asarray(dual, dtype=float))
+            how = f"staircase dual bound {bound:.12g} nats (weak duality)"
+        elif v.matrix.form8_q is not None and math.isfinite(float(eps)) and float(eps) < 700:
+            bound = form8_optimum(p, float(eps), bool(prov.parameters.get("truthful")))
+            how = f"form (8) optimum {bound:.12g} nats (every arrangement of every vertex scored)"
+        else:
             continue
+        proved = bound - mi <= tolerance
         out.append(Check("manifest", v.name, "optimality certificate", proved,
-                         f"staircase dual bound {bound:.12g} nats; the design is within {bound - mi:.3g} nats "
-                         f"(tolerance {tolerance:.3g})"))
+                         f"{how}; the design is within {max(bound - mi, 0.0):.3g} nats (tolerance {tolerance:.3g})"))
     return out
-
-
-def _dual_of(p: np.ndarray, epsilon: float) -> np.ndarray:
-    """A dual vector of the staircase program for p (scipy's HiGHS), to be checked by weak duality."""
-    from scipy.optimize import linprog
-
-    s = p.size
-    patterns = np.array(list(itertools.product((0.0, 1.0), repeat=s)))
-    stairs = np.exp(epsilon * patterns)
-    released = stairs @ p
-    mu = (p[None, :] * stairs * (epsilon * patterns - np.log(released)[:, None])).sum(axis=1)
-    res = linprog(np.ones(s), A_ub=-stairs, b_ub=-mu, bounds=(None, None), method="highs")
-    return np.asarray(res.x, dtype=float) if res.status == 0 else np.full(s, math.inf)
 
 
 def receipt_checks(manifest_path: Path, released: Path) -> list[Check]:

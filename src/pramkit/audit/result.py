@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-
 @dataclass(frozen=True)
 class Check:
     """The verdict on one field of the release.
