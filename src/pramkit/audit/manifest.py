@@ -208,7 +208,7 @@ def holds(stated: float, ratio: Fraction | float) -> tuple[bool, bool]:
 
 def _log(ratio: Fraction | float) -> float:
     """``log(ratio)`` at 60 digits, as the nearest double."""
-    if math.isinf(ratio):
+    if not isinstance(ratio, Fraction):
         return math.inf
     return float(_CTX.subtract(Decimal(ratio.numerator).ln(_CTX), Decimal(ratio.denominator).ln(_CTX)))
 
@@ -282,7 +282,7 @@ def ledger_checks(raw: Mapping[str, Any]) -> list[Check]:
     >>> [(c.field, c.passed) for c in ledger_checks(json.loads(m.to_json()))]
     [('perturbation epsilon', True), ('record epsilon', True)]
     """
-    ledger = raw.get("ledger") if isinstance(raw.get("ledger"), dict) else {}
+    ledger: Mapping[str, Any] = raw["ledger"] if isinstance(raw.get("ledger"), dict) else {}
     given = bool(ledger.get("record_epsilon_is_given_structure"))
     plain = [v.get("epsilon") for v in raw["variables"]]
     blocked = [v.get("epsilon_given_block", v.get("epsilon")) for v in raw["variables"]]
@@ -324,7 +324,7 @@ def noisy_count_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Check
     >>> [(c.subject, c.passed) for c in noisy_count_checks(m, json.loads(m.to_json()))]
     [('sex', True)]
     """
-    ledger = raw.get("ledger") if isinstance(raw.get("ledger"), dict) else {}
+    ledger: Mapping[str, Any] = raw["ledger"] if isinstance(raw.get("ledger"), dict) else {}
     counts = ledger.get("dp_counts") or {}
     out = []
     for v in manifest.variables:

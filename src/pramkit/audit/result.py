@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -36,7 +37,7 @@ class Check:
     field: str
     passed: bool
     detail: str
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def line(self) -> str:
         """The check as one line of text."""
