@@ -361,3 +361,22 @@ def test_a_design_that_is_not_optimal_fails_its_certificate(tmp_path):
     failed = sorted((c.subject, c.field) for c in manifest_audit(tmp_path / "m.json") if not c.passed)
     assert failed == [("a", "mutual information"), ("a", "optimality certificate"),
                       ("b", "mutual information"), ("b", "optimality certificate")]
+
+
+def test_files_without_the_manifests_columns_get_a_verdict(release, tmp_path):
+    other = Manifest.of({"region": randomized_response(["north", "south"], 1.0)}).write(tmp_path / "m.json")
+    checks = release_audit(other, release["original"], release["released"])
+    # its columns are absent, and the columns it does not name (sex, age, employment were perturbed) differ
+    assert [(c.subject, c.field) for c in checks if not c.passed] == [("file", "row count and order"),
+                                                                      ("region", "columns")]
+
+
+def test_a_large_variable_is_reported_not_recomputed(tmp_path):
+    """5 000 categories: no S x S array is built; the checks say what they did not recompute."""
+    from pramkit.audit.engine import audit_variable
+
+    big = PramMatrix.form8([0.5] * 5_000, categories=[f"area {i}" for i in range(5_000)])
+    path = Manifest.of({"area": big}).write(tmp_path / "m.json")
+    epsilon = next(c for c in manifest_audit(path) if c.field == "epsilon")
+    assert epsilon.passed and "not recomputed" in epsilon.detail
+    assert "not audited" in audit_variable(PerturbedVariable("area", big)).detail

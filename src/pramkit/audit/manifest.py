@@ -504,7 +504,8 @@ def certificate_checks(manifest: Manifest) -> list[Check]:
     out = []
     for v in manifest.variables:
         prov = v.matrix.provenance
-        if prov is None or prov.objective_name != "mutual_information_nats" or "p" not in prov.parameters:
+        if (prov is None or prov.objective_name != "mutual_information_nats" or "p" not in prov.parameters
+                or v.matrix.size > DENSE_CATEGORIES):
             continue
         p = np.asarray(prov.parameters["p"], dtype=float)
         m = v.matrix.matrix

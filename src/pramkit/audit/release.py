@@ -173,6 +173,13 @@ class _Variable:
         self.pvalues = np.array([])
         self.table = np.zeros((0, 0), dtype=np.int64)
         name = variable.name
+        absent = [c for c in (*variable.read_columns, *([variable.unit] if variable.unit else []))
+                  if c not in original.column_names]
+        if absent:
+            self.checks.append(Check("release", name, "columns", False,
+                                     f"the files have no column {', '.join(map(repr, absent))}: not the files of "
+                                     "this manifest"))
+            return
         try:
             orig, orig_out = encoded(variable, original, codes)
             rel, rel_out = encoded(variable, released, codes)
