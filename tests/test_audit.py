@@ -290,6 +290,18 @@ def test_cli_bad_input(release, args, message):
     assert "Traceback" not in err and _listing(release["dir"]) == before
 
 
+def test_a_short_key_is_refused_before_any_work(release, tmp_path, monkeypatch):
+    import pramkit.audit.release as private
+
+    monkeypatch.setattr(private, "read_whole", lambda *a, **k: pytest.fail("the audit read a table"))
+    key = tmp_path / "short.key"
+    key.write_text("abcd")
+    key.chmod(0o600)
+    code, out, err = _cli(["--manifest", str(release["manifest"]), "--released", str(release["released"]),
+                           "--original", str(release["original"]), "--key-file", str(key)])
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "key" in err
+
+
 def test_a_failing_rederivation_leaves_nothing(release, tmp_path, monkeypatch):
     """Injected failure of the one write the audit makes (the release derived again, in a temporary folder)."""
     import pramkit.engine.perturb as perturb
@@ -300,6 +312,7 @@ def test_a_failing_rederivation_leaves_nothing(release, tmp_path, monkeypatch):
 
     key = tmp_path / "k.key"
     key.write_text("00" * 32)
+    key.chmod(0o600)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(perturb, "apply_file", broken)
@@ -380,3 +393,22 @@ def test_a_large_variable_is_reported_not_recomputed(tmp_path):
     epsilon = next(c for c in manifest_audit(path) if c.field == "epsilon")
     assert epsilon.passed and "not recomputed" in epsilon.detail
     assert "not audited" in audit_variable(PerturbedVariable("area", big)).detail
+
+
+def test_a_household_that_disagrees_is_found_without_the_shared_files(tmp_path):
+    """Census persons grouped into households of three, ownership a household variable (the first
+    member's); one member's released ownership changed."""
+    data = census(6_000, seed=3).astype(object)
+    data["hid"] = [f"h{i // 3:05d}" for i in range(len(data))]
+    data["ownership"] = data.groupby("hid")["ownership"].transform("first")
+    data.to_csv(tmp_path / "o.csv", index=False)
+    owned = PramMatrix.form8([0.8] * 3, categories=["owned", "rented", "n/a"])
+    manifest = Manifest((PerturbedVariable("ownership", owned, unit="hid"),)).write(tmp_path / "m.json")
+    apply_file(tmp_path / "o.csv", manifest, tmp_path / "r.csv", key=bytes(32))
+    assert all(c.passed for c in release_audit(manifest, tmp_path / "o.csv", tmp_path / "r.csv"))
+    frame = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    frame.loc[4, "ownership"] = "rented" if frame.loc[4, "ownership"] != "rented" else "owned"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    found = next(c for c in release_audit(manifest, tmp_path / "o.csv", tmp_path / "bad.csv")
+                 if c.field == "household members agree")
+    assert not found.passed and found.data["rows"] == [5]

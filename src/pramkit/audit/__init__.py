@@ -68,12 +68,15 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     from pramkit.audit.engine import engine_audit
     from pramkit.audit.manifest import manifest_audit, read_manifest
     from pramkit.audit.release import release_audit
+    from pramkit.engine.rng import resolve_key
 
     if original is not None and released is None:
         raise ParameterError("the release audit needs the released file as well as the original (--released)")
     if key is not None and original is None:
         raise ParameterError("the key is checked by deriving the release again: give the original too (--original)")
     start = time.perf_counter()
+    if key is not None:
+        key = resolve_key(key)  # an unreadable key is refused before any work
     audits, checks = ["manifest"], manifest_audit(manifest, released)
     if original is not None and released is not None:
         audits.append("release")
