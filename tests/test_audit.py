@@ -412,3 +412,26 @@ def test_a_household_that_disagrees_is_found_without_the_shared_files(tmp_path):
     found = next(c for c in release_audit(manifest, tmp_path / "o.csv", tmp_path / "bad.csv")
                  if c.field == "household members agree")
     assert not found.passed and found.data["rows"] == [5]
+
+
+def test_a_value_outside_its_stratum_is_found(tmp_path):
+    """Marital status given the age stratum: children (0-9, 10-17) are never married, adults move
+    among the six values.  One child released as divorced is a combination outside the stratum."""
+    data = census(8_000, seed=5).astype(object)
+    children = data["age"].isin(["0-9", "10-17"])
+    data.loc[children, "marital_status"] = "never married"
+    data.to_csv(tmp_path / "o.csv", index=False)
+    statuses = sorted(data["marital_status"].unique())
+    blocks = [PramMatrix.identity([(a, "never married")]) for a in ("0-9", "10-17")]
+    blocks += [PramMatrix.form8([0.7] * 6, categories=[(a, m) for m in statuses]) for a in AGES[2:]]
+    v = PerturbedVariable("marital_status", PramMatrix.block_diagonal(blocks), given=("age",))
+    manifest = Manifest((v,)).write(tmp_path / "m.json")
+    apply_file(tmp_path / "o.csv", manifest, tmp_path / "r.csv", key=bytes(32))
+    assert all(c.passed for c in release_audit(manifest, tmp_path / "o.csv", tmp_path / "r.csv"))
+    frame = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    child = int(np.flatnonzero(children.to_numpy())[2])
+    frame.loc[child, "marital_status"] = "divorced"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    found = next(c for c in release_audit(manifest, tmp_path / "o.csv", tmp_path / "bad.csv")
+                 if c.field == "forbidden combinations")
+    assert not found.passed and found.data["rows"] == [child + 1] and "outside its stratum" in found.detail

@@ -152,7 +152,7 @@ def _kind(variable: PerturbedVariable, k: int, j: int) -> str:
     """What a move from category k to j (a zero cell) breaks, in words."""
     cats = variable.matrix.categories
     if variable.given and cats[k][:len(variable.given)] != cats[j][:len(variable.given)]:
-        return "left its stratum"
+        return "left its stratum"  # a stratum column released changed (the unperturbed columns' check names it)
     kept = set(variable.unchanged_values())
     own = [c[len(variable.given):] if variable.is_joint else c for c in (cats[k], cats[j])]
     own = [o[0] if isinstance(o, tuple) and len(o) == 1 else o for o in own]
@@ -198,7 +198,9 @@ class _Variable:
         self.checks.append(Check(
             "release", name, "forbidden combinations", not forbidden.any(),
             "no released record holds a combination outside the matrix's cells" if not forbidden.any() else
-            f"{int(forbidden.sum()):,} released records hold a forbidden combination (not a cell), rows "
+            f"{int(forbidden.sum()):,} released records hold a combination that is not a cell of the matrix ("
+            f"{'a value outside its stratum, or ' if self.variable.given else ''}a combination an edit rule "
+            f"forbids), rows "
             f"{_shown(_rows(forbidden), int(forbidden.sum()))}", {"rows": _rows(forbidden)} if forbidden.any() else {}))
         if self.variable.missing == "keep":
             moved = ((orig == -1) & ~orig_out) != ((rel == -1) & ~rel_out)
