@@ -281,6 +281,7 @@ def test_cli_verdict_and_json(release):
     (["--manifest", "{manifest}", "--released", "{released}", "--original", "{original}",
       "--key-file", "{dir}/absent.key"], "absent.key"),
     (["--released", "{released}"], "--manifest"),
+    (["--manifest", "{manifest}", "--released", "{dir}/absent.csv"], "absent.csv"),
 ])
 def test_cli_bad_input(release, args, message):
     before = _listing(release["dir"])

@@ -38,7 +38,7 @@ import numpy as np
 from pramkit._json import read_json
 from pramkit.audit.result import Check
 from pramkit.engine.law import realised_law
-from pramkit.errors import ManifestError
+from pramkit.errors import DataError, ManifestError
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 
@@ -554,6 +554,8 @@ def receipt_checks(manifest_path: Path, released: Path) -> list[Check]:
     from pramkit.engine.receipt import manifest_digests, read_receipt, receipt_path
     from pramkit.io import iter_batches
 
+    if not released.exists():
+        raise DataError(f"released file {str(released)!r} does not exist")
     receipt = read_receipt(released)
     if receipt is None:
         return [Check("manifest", "receipt", "present", False,
