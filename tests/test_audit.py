@@ -436,3 +436,32 @@ def test_a_value_outside_its_stratum_is_found(tmp_path):
     found = next(c for c in release_audit(manifest, tmp_path / "o.csv", tmp_path / "bad.csv")
                  if c.field == "forbidden combinations")
     assert not found.passed and found.data["rows"] == [child + 1] and "outside its stratum" in found.detail
+
+
+def test_rule_breakers_are_released_as_they_are(tmp_path):
+    """Age and marital status perturbed jointly under the rule 'a child is never married', with the
+    records that break it kept (``rule_breaking="keep"``); one of them changed is found by row."""
+    import random
+
+    from pramkit.release.pipeline import design_release
+
+    data = census(8_000, seed=9).astype(object)
+    children = np.flatnonzero(data["age"].isin(["0-9"]).to_numpy())
+    data.loc[children, "marital_status"] = "never married"
+    data.loc[children[:4], "marital_status"] = "divorced"          # rule breakers
+    data.to_csv(tmp_path / "o.csv", index=False)
+    (tmp_path / "rules.csv").write_text(
+        'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n')
+    manifest = design_release(data, ["age", "marital_status"], epsilon=3.0, split="joint",
+                              forbid=tmp_path / "rules.csv", rule_breaking="keep", rng=random.Random(2))
+    path = manifest.write(tmp_path / "m.json")
+    apply_file(tmp_path / "o.csv", path, tmp_path / "r.csv", key=bytes(32))
+    checks = release_audit(path, tmp_path / "o.csv", tmp_path / "r.csv")
+    assert [c.line() for c in checks if not c.passed] == []
+    assert any(c.field == "rule breakers unchanged" for c in checks)
+    frame = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    frame.loc[children[1], "marital_status"] = "widowed"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    found = next(c for c in release_audit(path, tmp_path / "o.csv", tmp_path / "bad.csv")
+                 if c.field == "rule breakers unchanged")
+    assert not found.passed and found.data["rows"] == [int(children[1]) + 1]

@@ -186,13 +186,16 @@ class _Variable:
         except DataError as exc:
             self.checks.append(Check("release", name, "categories", False, str(exc)))
             return
-        self._missing(orig, rel, orig_out, rel_out)
+        self._exact(orig, rel, orig_out, rel_out)
+        if orig_out.any():
+            self._rule_breakers(original, released, orig_out)
         both = (orig >= 0) & (rel >= 0)
         if variable.unit is not None:
             both &= self._households(original, orig, rel)
         self._transitions(orig, rel, both)
 
-    def _missing(self, orig: np.ndarray, rel: np.ndarray, orig_out: np.ndarray, rel_out: np.ndarray) -> None:
+    def _exact(self, orig: np.ndarray, rel: np.ndarray, orig_out: np.ndarray, rel_out: np.ndarray) -> None:
+        """No forbidden combination entered; missing values kept missing (what is released exactly)."""
         name = self.variable.name
         forbidden = rel_out & ~orig_out
         self.checks.append(Check(
@@ -209,6 +212,19 @@ class _Variable:
                 "every missing value stayed missing and no value became missing" if not moved.any() else
                 f"{int(moved.sum()):,} records changed between missing and present, rows "
                 f"{_shown(_rows(moved), int(moved.sum()))}", {"rows": _rows(moved)} if moved.any() else {}))
+
+    def _rule_breakers(self, original: pa.Table, released: pa.Table, breakers: np.ndarray) -> None:
+        """Records whose original combination is no cell (they break an edit rule) are released as they are."""
+        changed = np.zeros(breakers.size, dtype=bool)
+        for c in self.variable.columns:
+            changed |= differing(original.column(c).combine_chunks(), released.column(c).combine_chunks())
+        changed &= breakers
+        self.checks.append(Check(
+            "release", self.variable.name, "rule breakers unchanged", not changed.any(),
+            f"the {int(breakers.sum()):,} records that break an edit rule are released as they are"
+            if not changed.any() else
+            f"{int(changed.sum()):,} records that break an edit rule were changed, rows "
+            f"{_shown(_rows(changed), int(changed.sum()))}", {"rows": _rows(changed)} if changed.any() else {}))
 
     def _households(self, original: pa.Table, orig: np.ndarray, rel: np.ndarray) -> np.ndarray:
         """Check that members of a household share their released value; the first member of each
