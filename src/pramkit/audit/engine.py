@@ -199,7 +199,7 @@ def audit_variable(variable: PerturbedVariable, *, precision: float = PRECISION,
     each = alpha / (2 * max(len(pairs), 1))
     if not pairs:
         return Check("engine", variable.name, "empirical epsilon", True,
-                     "every column is constant: nothing released about the record",
+                     "no column holds two different positive entries: no two inputs to tell apart",
                      {"empirical_epsilon": 0.0, "stated_epsilon": stated, "trials": 0, "pairs": []})
     k1, k2, j = pairs[0]
     n = trials or trials_for(m[k1, j], m[k2, j], precision, each)
