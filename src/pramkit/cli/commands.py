@@ -16,5 +16,6 @@ HELP: dict[str, str] = {
     "estimate": "estimate original frequencies (with standard errors) from a released file",
     "risk": "identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
     "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
+    "audit": "audit a release: stated epsilons, ledger and receipt; original against release; the engine's epsilon",
     "app": "the workbench: a release step by step in the browser (needs pramkit[app])",
 }

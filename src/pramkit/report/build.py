@@ -570,6 +570,8 @@ class ReleaseReport:
     structure : mapping
         The release's structure (:func:`structure_facts`): edit rules, strata, values never
         changed, household unit, the record epsilon given the structure; empty without one.
+    audit : pramkit.audit.AuditResult or None
+        The audit of the release (:func:`with_audit`); in a public report, the manifest audit only.
 
     Examples
     --------
@@ -610,6 +612,7 @@ class ReleaseReport:
     records: int = 0
     locality: tuple[Locality, ...] = ()
     structure: Mapping[str, Any] = field(default_factory=dict)
+    audit: Any = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1201,6 +1204,45 @@ def build_report(
         locality=locality,
         structure=structure_facts(manifest),
     )
+
+
+def with_audit(report: ReleaseReport, audit: Any) -> ReleaseReport:
+    """The report with an audit section (:func:`pramkit.audit.audit`); a public report takes the
+    manifest audit only (the public files), never the release or engine audit.
+
+    Parameters
+    ----------
+    report : ReleaseReport
+        The internal or public report.
+    audit : pramkit.audit.AuditResult
+        The audit of the same release.
+
+    Returns
+    -------
+    ReleaseReport
+
+    Raises
+    ------
+    ParameterError
+        A public report given an audit that read the original (the release audit).
+
+    Examples
+    --------
+    >>> from pramkit.audit import AuditResult, Check
+    >>> r = AuditResult(("manifest", "release"), (Check("release", "sex", "transition table", True, "ok"),))
+    >>> report = ReleaseReport((), 1.0, None, (), "", (), None, "0", "now", public=True)
+    >>> with_audit(report, r)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: a public report shows the manifest audit only (public files); this audit also ran: release
+    """
+    from pramkit.errors import ParameterError
+
+    private = [a for a in audit.audits if a != "manifest"]
+    if report.public and private:
+        raise ParameterError("a public report shows the manifest audit only (public files); this audit also ran: "
+                             + ", ".join(private))
+    return replace(report, audit=audit)
 
 
 def _now() -> str:

@@ -474,6 +474,16 @@ def _structure(facts: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def _audit(result: Any) -> str:
+    """The audit's verdict and its checks (:class:`pramkit.audit.AuditResult`), failures first."""
+    checks = sorted(result.checks, key=lambda c: c.passed)
+    rows = [["pass" if c.passed else "<b>FAIL</b>", _e(c.audit), _e(c.subject), _e(c.field), _e(c.detail)]
+            for c in checks]
+    return (f'<div class="{"note" if result.passed else "warn"}"><b>{_e(result.verdict())}</b></div>'
+            "<p>Rerun it with <code>pramkit audit</code> (docs/audit.md).</p>"
+            + _table(["", "audit", "of", "field", "evidence"], rows, [False] * 5))
+
+
 def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     """The report's sections in order, as (title, HTML body); :func:`render_html` numbers them.
 
@@ -487,7 +497,8 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     list of (str, str)
         The privacy ledger; the disclosure risk (internal report only); utility (or, in the
         public report, the estimates from the released file); how far values move (variables
-        with distances); the structure of the microdata (if any); the provenance.
+        with distances); the structure of the microdata (if any); the audit (if any, :func:`pramkit.report.build.with_audit`);
+        the provenance.
 
     Examples
     --------
@@ -506,6 +517,8 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
         out.append(("How far values move", _locality(report)))
     if report.structure:
         out.append(("Structure of the microdata", _structure(report.structure)))
+    if report.audit is not None:
+        out.append(("Audit", _audit(report.audit)))
     out.append(("Provenance", _provenance(report)))
     return out
 

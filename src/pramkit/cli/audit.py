@@ -1,0 +1,88 @@
+"""``pramkit audit --manifest M [--released R] [--original O] [--key-file K] [--engine] [--json]``:
+prove that what was applied is what was published (:func:`pramkit.audit.audit`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pramkit.cli._common import Files, print_json
+from pramkit.cli.commands import HELP
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit audit`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["audit", "--manifest", "m.json", "--released", "r.csv", "--engine"])
+    >>> str(args.manifest), str(args.released), args.original, args.key_file, args.engine, args.json
+    ('m.json', 'r.csv', None, None, True, False)
+    """
+    p = sub.add_parser(
+        "audit", help=HELP["audit"],
+        description="Audit a release. The manifest (with the released file and its receipt) is the public audit: "
+                    "every stated epsilon, the ledger, the certificates and the receipt recomputed. Adding the "
+                    "original gives the release audit (transitions against the matrices, impossible moves, "
+                    "unperturbed columns); adding the key derives the release again. --engine measures an "
+                    "empirical epsilon lower bound of the real engine. Exit status 0: all checks pass; 1: a violation.",
+    )
+    p.add_argument("--manifest", type=Path, required=True, help="the published manifest")
+    p.add_argument("--released", type=Path, help="the released file (its receipt is read from beside it)")
+    p.add_argument("--original", type=Path, help="the original file (private): adds the release audit")
+    p.add_argument("--key-file", type=Path, help="the secret key: derive the release again and compare byte for byte")
+    p.add_argument("--engine", action="store_true", help="black-box audit of the engine (empirical epsilon)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit audit`` reads (it writes nothing).
+
+    Examples
+    --------
+    >>> inputs, outputs = files(argparse.Namespace(manifest=Path("m.json"), released=None, original=None,
+    ...                                            key_file=None))
+    >>> [str(p) for p in inputs if p], outputs
+    (['m.json'], [])
+    """
+    return [args.manifest, args.released, args.original, args.key_file], []
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the audits the flags ask for and print every check and the verdict (or one JSON object).
+
+    Returns
+    -------
+    int
+        0 when every check passes, 1 when one fails.
+
+    Examples
+    --------
+    >>> import contextlib, io, os, tempfile
+    >>> from pramkit.cli import main
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.manifest import Manifest
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}).write(os.path.join(d, "m.json"))
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["audit", "--manifest", str(m)])
+    >>> code, out.getvalue().splitlines()[-1]
+    (0, 'audit: all 3 checks passed (manifest)')
+    """
+    from pramkit.audit import audit
+
+    result = audit(args.manifest, released=args.released, original=args.original, key=args.key_file,
+                   engine=args.engine)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print("\n".join([*(c.line() for c in result.checks), result.verdict()]))
+    return 0 if result.passed else 1
