@@ -52,11 +52,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from pramkit.defaults import NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
@@ -64,8 +66,8 @@ from pramkit.matrix import PramMatrix
 from pramkit.risk.identification import identification_risk
 from pramkit.risk.suda import SudaResult, suda
 
-__all__ = ["MEASURES", "Contributions", "ExpectedSuda", "contribution_sentences", "epsilon_shares",
-           "expected_suda", "risk_contributions"]
+__all__ = ["MEASURES", "Contributions", "ExpectedSuda", "ReleaseContributions", "contribution_sentences",
+           "epsilon_shares", "expected_suda", "release_contributions", "risk_contributions"]
 
 #: The risk measures whose contributions are computed (module docstring).
 MEASURES = ("suda", "tau1", "tau2", "individual")
@@ -649,3 +651,127 @@ def contribution_sentences(before: Contributions, after: Contributions | Expecte
                          else f"; {row.variable} is not perturbed")
         out.append(text + ".")
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseContributions:
+    """The contributions of the original file, of the released file and expected over the perturbation.
+
+    Parameters
+    ----------
+    before : Contributions
+        The original file's.
+    after : Contributions or None
+        The released file's (``None`` without a release).
+    expected : ExpectedSuda or None
+        The SUDA contributions expected over the perturbation (``None`` without a release).
+    sentences : tuple of str
+        One plain sentence per level carrying the most special-unique risk (:func:`contribution_sentences`).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0], "c": [0, 6, 0, 0]})
+    >>> res = release_contributions(data, ["a", "b", "c"], sampling_fraction=0.1, model="independence")
+    >>> res.after is None, res.sentences[0]
+    (True, 'a = 1 carries 20 % of the special-unique risk.')
+    """
+
+    before: Contributions
+    after: Contributions | None
+    expected: ExpectedSuda | None
+    sentences: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: ``before``, ``after``, ``expected`` (each ``to_dict()`` or ``None``), ``sentences``.
+
+        Examples
+        --------
+        >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0]})
+        >>> sorted(release_contributions(data, ["a", "b"], sampling_fraction=0.1).to_dict())
+        ['after', 'before', 'expected', 'sentences']
+        """
+        return {"before": self.before.to_dict(), "after": None if self.after is None else self.after.to_dict(),
+                "expected": None if self.expected is None else self.expected.to_dict(),
+                "sentences": list(self.sentences)}
+
+
+def release_contributions(
+    original: pd.DataFrame | str | Path,
+    keys: Sequence[str],
+    *,
+    released: pd.DataFrame | str | Path | None = None,
+    manifest: Manifest | None = None,
+    sampling_fraction: float | None = None,
+    weights: str | None = None,
+    model: str = "2way",
+    max_size: int | None = None,
+    missing: Any = None,
+    replicates: int = REPLICATES,
+    key: Any = None,
+    exact_limit: int = EXACT_LIMIT,
+    top: int = 3,
+    na_values: Sequence[str] = NA_VALUES,
+) -> ReleaseContributions:
+    """The contributions of :func:`risk_contributions` before PRAM and, with a release, after it.
+
+    Parameters
+    ----------
+    original : pandas.DataFrame or path
+        The original file.
+    keys : sequence of str
+        The key variables.
+    released, manifest : DataFrame or path, and Manifest
+        Both or neither: the released file and its manifest.
+    sampling_fraction, weights, model, max_size, missing
+        As :func:`risk_contributions`.
+    replicates, key, exact_limit
+        As :func:`expected_suda`.
+    top : int
+        Sentences for this many levels.
+    na_values : sequence of str
+        Texts that mean missing in CSV files besides the empty field.
+
+    Returns
+    -------
+    ReleaseContributions
+
+    Raises
+    ------
+    ParameterError
+        One of ``released`` and ``manifest`` without the other, and as :func:`risk_contributions`
+        and :func:`expected_suda`.
+    DataError
+        An unreadable file or column, and as :func:`risk_contributions`.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.engine.perturb import perturb_frame
+    >>> data = pd.DataFrame({"a": [2, 1, 1, 1, 2, 1], "b": list("xyxxyz")})
+    >>> manifest = Manifest.of({"a": randomized_response([1, 2], 1.0)})
+    >>> released = perturb_frame(data, manifest, key=bytes(32)).data
+    >>> res = release_contributions(data, ["a", "b"], released=released, manifest=manifest,
+    ...                             sampling_fraction=0.5, model="independence")
+    >>> res.after.perturbed, res.expected.method, res.expected.outcomes
+    (('a',), 'exact', 64)
+    """
+    from pramkit.io import read_table
+
+    if (released is None) != (manifest is None):
+        raise ParameterError("pass the released file and its manifest together (or neither)")
+    columns = list(keys) + ([weights] if isinstance(weights, str) else [])
+
+    def load(frame: pd.DataFrame | str | Path) -> pd.DataFrame:
+        return frame if isinstance(frame, pd.DataFrame) else read_table(frame, columns=columns, na_values=na_values)
+
+    original = load(original)
+    options = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "max_size": max_size,
+               "missing": missing}
+    before = risk_contributions(original, keys, **options)
+    after = expected = None
+    if manifest is not None:
+        after = risk_contributions(load(released), keys, manifest=manifest, original=original, **options)
+        expected = expected_suda(original, keys, manifest, max_size=max_size, missing=missing,
+                                 replicates=replicates, key=key, exact_limit=exact_limit)
+    sentences = contribution_sentences(before, expected, epsilon=None if after is None else after.epsilon, top=top)
+    return ReleaseContributions(before=before, after=after, expected=expected, sentences=tuple(sentences))
