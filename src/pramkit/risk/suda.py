@@ -113,6 +113,51 @@ class SudaResult:
     attribute_contributions: dict[str, float]
     level_contributions: pd.DataFrame
 
+    def to_dict(self) -> dict[str, Any]:
+        """The file-level figures as plain JSON values (NaN as ``None``; no per-record scores).
+
+        Returns
+        -------
+        dict
+            ``keys``, ``max_size``, ``sampling_fraction``, ``records``, ``records_with_msu``,
+            ``msus_by_size`` (MSUs of size 1, 2, ...), ``total_score``, ``max_score``,
+            ``max_normalised_score``, ``max_dis_score`` and ``mean_dis_score`` (``None`` without
+            a sampling fraction), ``attribute_contributions`` and ``level_contributions``
+            (rows ``variable``, ``level``, ``contribution``).
+
+        Examples
+        --------
+        >>> import json
+        >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+        >>> out = suda(data, ["a", "b", "c"]).to_dict()
+        >>> out["records_with_msu"], out["msus_by_size"], out["total_score"], out["max_dis_score"]
+        (3, [3, 2, 0], 8.0, None)
+        >>> json.loads(json.dumps(out, allow_nan=False)) == out
+        True
+        """
+        def plain(x: float) -> float | None:
+            return None if math.isnan(x) else float(x)
+
+        dis = self.dis_scores
+        return {
+            "keys": list(self.keys),
+            "max_size": self.max_size,
+            "sampling_fraction": self.sampling_fraction,
+            "records": len(self.scores),
+            "records_with_msu": int((self.scores > 0).sum()),
+            "msus_by_size": self.msu_counts.sum(axis=0).tolist(),
+            "total_score": float(self.scores.sum()),
+            "max_score": float(self.scores.max()),
+            "max_normalised_score": float(self.normalised_scores.max()),
+            "max_dis_score": None if dis is None else float(dis.max()),
+            "mean_dis_score": None if dis is None else float(dis.mean()),
+            "attribute_contributions": {k: plain(v) for k, v in self.attribute_contributions.items()},
+            "level_contributions": [
+                {"variable": r.variable, "level": r.level.item() if isinstance(r.level, np.generic) else r.level,
+                 "contribution": plain(r.contribution)}
+                for r in self.level_contributions.itertuples(index=False)],
+        }
+
 
 def suda_weights(att: int) -> tuple[np.ndarray, np.ndarray]:
     """The scores of one MSU of each size 1..att: SUDA's and the IHSN (normalised) ones.
