@@ -17,7 +17,9 @@ in percent of ``R(K)``:
   size (at least 100, exactly 100 when every MSU has one variable), and the
   levels of ``v`` add up to the contribution of ``v``.
 * tau1, tau2 and the individual risk: variable ``v`` explains the change
-  ``R(K) - R(K \\ {v})`` when it is left out of the keys; level ``(v, x)`` the
+  ``R(K) - R(K \\ {v})`` when it is left out of the keys (``R`` of no key: one
+  cell holding every record, so tau1 = tau2 = 0 and the individual risk that of
+  a record among all); level ``(v, x)`` the
   change ``R(K) - R(K; x -> y)`` when the records with ``v = x`` are given the
   level ``y`` of ``v`` that is most frequent among the others (in the original
   file; ties: the first in the column's order), i.e. when ``x`` is merged into ``y``.
@@ -306,7 +308,11 @@ def _merged_manifest(manifest: Manifest, variable: str, level: Any, into: Any, o
 
 def _tau_measures(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | None,
                   original: pd.DataFrame | None, risk_options: dict[str, Any]) -> dict[str, float]:
-    """tau1, tau2 and the expected re-identifications of ``data`` on ``keys``."""
+    """tau1, tau2 and the expected re-identifications of ``data`` on ``keys``; with no key, of one
+    cell that holds every record (tau1 = tau2 = 0, the individual risk of the records' one class)."""
+    if not keys:
+        one = "_" * (1 + max(len(str(c)) for c in data.columns))  # a column name the data do not have
+        data, keys = data.assign(**{one: 0}), [one]
     res = identification_risk(data, keys, manifest=manifest, original=original, **risk_options)
     return {"tau1": res.tau1, "tau2": res.tau2, "individual": res.expected_reidentifications}
 
@@ -430,9 +436,8 @@ def risk_contributions(
         per_var[name] = []
     for key in keys:
         rest = [k for k in keys if k != key]
-        left = (_tau_measures(data, rest, manifest if set(rest) & set(perturbed) else None,
-                              original if set(rest) & set(perturbed) else None, options)
-                if rest else dict.fromkeys(measures, 0.0))
+        still = bool(set(rest) & set(perturbed))
+        left = _tau_measures(data, rest, manifest if still else None, original if still else None, options)
         for name in measures:
             per_var[name].append(_percent(totals[name] - left[name], totals[name]))
     variables = pd.DataFrame(per_var)
