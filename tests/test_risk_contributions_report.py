@@ -91,3 +91,17 @@ def test_jointly_perturbed_keys_get_contributions_before_only() -> None:
                           contributions=True)
     assert report.risk.after is None and report.contributions.after is None
     assert report.contributions.before.keys == ("a", "c")
+
+
+def test_workbench_risk_view_shows_the_contributions(tmp_path: Path) -> None:
+    from pramkit.workbench.session import Workbench
+
+    wb = Workbench(tmp_path / "work")
+    wb.open_census(rows=2000)
+    plain = wb.risk(["age", "sex", "race"], sampling_fraction=0.05)
+    assert plain.contributions is None and plain.sentences == ()
+    view = wb.risk(["age", "sex", "race"], sampling_fraction=0.05, contributions=True)
+    assert view.contributions["variable"].tolist() == ["age", "sex", "race"]
+    assert list(view.contributions.columns) == ["variable", "SUDA", "tau1", "tau2", "individual risk"]
+    assert view.sentences and all(" carries " in s for s in view.sentences)
+    assert view.table.equals(plain.table)  # the risk figures themselves are unchanged
