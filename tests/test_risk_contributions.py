@@ -26,7 +26,11 @@ from pramkit.ledger import Ledger
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.risk import suda
-from pramkit.risk.contributions import expected_suda, release_contributions, risk_contributions
+from pramkit.risk.contributions import (
+    expected_suda,
+    release_contributions,
+    risk_contributions,
+)
 
 KEYS3 = ["a", "b", "c"]
 

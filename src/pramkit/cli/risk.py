@@ -6,6 +6,7 @@ key variable and level contributes to the risk, before and after PRAM (:mod:`pra
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -278,7 +279,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
 
 def _pct(value: float | None) -> str:
     """A percent for the text output (``n/a`` for an undefined one)."""
-    return "n/a" if value is None or value != value else f"{value:.2f} %"
+    return "n/a" if value is None or math.isnan(value) else f"{value:.2f} %"
 
 
 def _contributions(args: argparse.Namespace, keys: list[str]) -> int:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import html
 import io
-from typing import Callable, Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -76,7 +77,7 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
 
 
 def _pct(x: float) -> str:
-    return "n/a" if x != x else f"{x:.1f} %"
+    return "n/a" if math.isnan(x) else f"{x:.1f} %"
 
 
 def contributions_section(result: ReleaseContributions,
