@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.defaults import NA_VALUES
-from pramkit.errors import ParameterError
+from pramkit.errors import DataError, ParameterError
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
@@ -469,23 +469,30 @@ def risk_contributions(
     )
 
 
-def _outcomes(data: pd.DataFrame, manifest: Manifest, perturbed: Sequence[str]) -> tuple[list[list[int]],
-                                                                                          list[list[np.ndarray]]]:
-    """For every (record, perturbed key): the released codes it can take and their probabilities."""
-    choices, probs = [], []
+def _outcomes(data: pd.DataFrame, manifest: Manifest, perturbed: Sequence[str],
+              limit: int) -> tuple[list[list[int]], list[np.ndarray]] | None:
+    """For every (perturbed key, record): the released codes it can take (-1: missing, kept) and their
+    probabilities; ``None`` when there are more than ``limit`` released files (counted in logarithms)."""
+    coded = []
+    log_count = 0.0
     for key in perturbed:
         m = manifest[key].matrix
-        cats = list(m.categories)
         dense = np.asarray(m.matrix)
-        for value in data[key]:
-            if pd.isna(value):
-                choices.append([-1])
-                probs.append(np.array([1.0]))
-                continue
-            row = dense[cats.index(value)]
-            support = np.flatnonzero(row > 0)
+        absent = data[key].isna().to_numpy()
+        codes = pd.Categorical(data[key].astype(object), categories=list(m.categories)).codes
+        if ((codes < 0) & ~absent).any():
+            bad = data[key][(codes < 0) & ~absent].iloc[0]
+            raise DataError(f"{key}: the value {bad!r} is not a category of its matrix {list(m.categories)}")
+        log_count += float(np.log((dense > 0).sum(axis=1)[codes[codes >= 0]]).sum())
+        coded.append((codes, dense))
+    if limit < 1 or log_count > math.log(limit) + 1e-9:
+        return None
+    choices, probs = [], []
+    for codes, dense in coded:
+        for code in codes:
+            support = np.flatnonzero(dense[code] > 0) if code >= 0 else np.array([-1])
             choices.append(support.tolist())
-            probs.append(row[support])
+            probs.append(dense[code, support] if code >= 0 else np.array([1.0]))
     return choices, probs
 
 
@@ -558,10 +565,10 @@ def expected_suda(
     _check_inputs(data, keys, manifest, data)
     data = _without_code(data, keys, missing)
     perturbed = [k for k in keys if k in manifest.names]
-    choices, probs = _outcomes(data, manifest, perturbed)
-    count = math.prod(len(c) for c in choices)
+    outcomes = _outcomes(data, manifest, perturbed, exact_limit)
     draws: list[tuple[float, SudaResult]] = []
-    if count <= exact_limit:
+    if outcomes is not None:
+        choices, probs = outcomes
         method = "exact"
         n = len(data)
         cats = {k: list(manifest[k].matrix.categories) for k in perturbed}
