@@ -104,3 +104,15 @@ def test_bad_input(d: Path, capsys, args: list[str], data: str) -> None:
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert digests(d) == before  # inputs unchanged, nothing written
+
+
+def test_suda_reads_missing_codes_of_the_csv(tmp_path: Path, capsys) -> None:
+    """'X' is missing with --na-values X, so it matches nothing: record 3 keeps {a, b} as an MSU
+    (record 4, (1, missing, 0), is not like it on b), and record 4 has none."""
+    (tmp_path / "na.csv").write_text("a,b,c\n2,0,0\n1,3,6\n1,0,0\n1,X,0\n")
+    code, out, _ = run(["risk", str(tmp_path / "na.csv"), "--keys", "a,b,c", "--suda", "--json",
+                        "--na-values", "X"], capsys)
+    res = json.loads(out)
+    assert code == 0 and res["msus_by_size"] == [3, 1, 0] and res["total_score"] == 7.0
+    levels = {(r["variable"], r["level"]) for r in res["level_contributions"]}
+    assert ("b", "X") not in levels

@@ -258,7 +258,8 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
                        ("--model", args.model != _MODEL), ("--fractions", args.fractions != _FRACTIONS),
                        ("--replicates", args.replicates != REPLICATES)],
             "SUDA reads the file's key values alone (DIS-SUDA takes --sampling-fraction)")
-    out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction).to_dict()
+    out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
+               na_values=args.na_values).to_dict()
     if args.json:
         print_json(out)
         return 0

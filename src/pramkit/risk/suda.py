@@ -59,6 +59,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
 
 #: Above this many possible combinations, a subset's codes are compressed before counting.
@@ -306,6 +307,7 @@ def suda(
     max_size: int | None = None,
     sampling_fraction: float | None = None,
     missing: Any = None,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> SudaResult:
     """SUDA2: every record's minimal sample uniques, SUDA, normalised and DIS-SUDA scores, contributions.
 
@@ -328,6 +330,8 @@ def suda(
     missing : scalar, optional
         A code that means missing besides NA/NaN/None (sdcMicro's ``missing``
         argument, -999 there).  Missing values are never part of an MSU.
+    na_values : sequence of str
+        With a CSV file: the texts that mean missing besides the empty field (default ``("NA",)``).
 
     Returns
     -------
@@ -364,7 +368,7 @@ def suda(
     if isinstance(data, (str, Path)):
         from pramkit.io import read_table
 
-        data = read_table(data, columns=list(keys))
+        data = read_table(data, columns=list(keys), na_values=na_values)
     size = _check(data, keys, max_size, sampling_fraction)
     codes, masks, levels = _encode(data, keys, missing)
     original, normalised = suda_weights(len(keys))
