@@ -234,6 +234,8 @@ def test_release_contributions_on_real_data(sdc_data) -> None:
     (lambda d, m: risk_contributions(d, KEYS3, sampling_fraction=0.5, original=d), ParameterError),
     (lambda d, m: risk_contributions(d, KEYS3, sampling_fraction=0.5, manifest=m), ParameterError),
     (lambda d, m: expected_suda(d, KEYS3, m, replicates=1), ParameterError),
+    (lambda d, m: risk_contributions(d, ["a", "z"], sampling_fraction=0.5), DataError),
+    (lambda d, m: risk_contributions(d, KEYS3, weights="w"), DataError),
     (lambda d, m: expected_suda(d.assign(a=[2, 1, 7]), KEYS3, m), DataError),
     (lambda d, m: release_contributions(d, KEYS3, manifest=m, sampling_fraction=0.5), ParameterError),
 ])

@@ -63,6 +63,7 @@ import pandas as pd
 
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
@@ -423,9 +424,12 @@ def risk_contributions(
     """
     keys = list(keys)
     perturbed = _check_inputs(data, keys, manifest, original)
-    columns = keys + ([weights] if isinstance(weights, str) else [])
+    columns = list(dict.fromkeys(keys + ([weights] if isinstance(weights, str) else [])))
+    require_columns(columns, list(map(str, data.columns)), "the data")
     data = _without_code(data[columns], keys, missing)
-    original = None if original is None else _without_code(original[columns], keys, missing)
+    if original is not None:
+        require_columns(columns, list(map(str, original.columns)), "the original file")
+        original = _without_code(original[columns], keys, missing)
     base = data if original is None else original  # the frequencies that choose the merge targets
     options = {"sampling_fraction": sampling_fraction, "model": model,
                **({"weights": weights} if weights is not None else {})}
