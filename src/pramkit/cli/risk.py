@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 _MODEL = "2way"
 _FRACTIONS = "cell"
 
+#: Without --suda, one of the two is needed (--suda takes a sampling fraction only for DIS-SUDA).
+_FRACTION_REQUIRED = ("one of --sampling-fraction (the file's sampling fraction) and --weights (its weight column) "
+                      "is required")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``pramkit risk`` to the subcommands.
@@ -161,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_size is not None or args.replicates != REPLICATES:
         raise ParameterError("--max-size and --replicates go with --suda or --contributions")
     if args.sampling_fraction is None and args.weights is None:
-        raise ParameterError("give the sampling fraction (--sampling-fraction) or the weight column (--weights)")
+        raise ParameterError(_FRACTION_REQUIRED)
     if args.household is not None:
         return _household(args, keys)
     manifest = Manifest.read(args.manifest) if args.manifest else None
@@ -299,7 +303,7 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
         raise ParameterError("--contributions with --manifest needs --original: the contributions before PRAM "
                              "and the expectation over the perturbation read the original file")
     if args.sampling_fraction is None and args.weights is None:
-        raise ParameterError("give the sampling fraction (--sampling-fraction) or the weight column (--weights)")
+        raise ParameterError(_FRACTION_REQUIRED)
     manifest = Manifest.read(args.manifest) if args.manifest else None
     unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     result = release_contributions(
