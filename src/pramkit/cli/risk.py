@@ -336,8 +336,8 @@ def contribution_lines(result: "ReleaseContributions") -> list[str]:
     >>> from pramkit.risk.contributions import release_contributions
     >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0]})
     >>> lines = contribution_lines(release_contributions(data, ["a", "b"], sampling_fraction=1.0))
-    >>> lines[0], lines[2]
-    ('contributions in % of each measure (variable left out; level merged into the most frequent other)', '  a: suda 75.00 %, tau1 75.00 %, tau2 75.00 %, individual 50.00 %')
+    >>> lines[2]
+    '  a: suda 75.00 %, tau1 75.00 %, tau2 75.00 %, individual 50.00 %'
     """
     from pramkit.ledger import fmt_epsilon
     from pramkit.risk.contributions import MEASURES

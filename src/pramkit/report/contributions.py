@@ -43,7 +43,8 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
     >>> import pandas as pd
     >>> from pramkit.risk.contributions import release_contributions
     >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0]})
-    >>> contributions_chart(release_contributions(data, ["a", "b"], sampling_fraction=0.1))[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    >>> png = contributions_chart(release_contributions(data, ["a", "b"], sampling_fraction=0.1))
+    >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
