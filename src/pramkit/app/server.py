@@ -384,9 +384,12 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
             return
         weights, household = input.risk_weights() or None, input.risk_household() or None
         f = None if weights else f  # the weights give each record's sampling fraction
-        step.start(lambda: desk.wb.risk(keys, sampling_fraction=f, weights=weights, household=household))
+        explain = bool(input.risk_contributions())
+        step.start(lambda: desk.wb.risk(keys, sampling_fraction=f, weights=weights, household=household,
+                                        contributions=explain))
 
     output(id="risk_table")(_table(step, lambda r: r.table))
+    output(id="risk_contributions_table")(_table(step, lambda r: r.contributions))
 
     @render.ui
     def risk_plot() -> ui.TagChild:
@@ -394,6 +397,7 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
         if r is None:
             return None
         return ui.div(ui.p(ui.em(r.note)) if r.note else None,
+                      ui.tags.ul(*[ui.tags.li(s) for s in r.sentences]) if r.sentences else None,
                       png(r.plot_png, "goodness of fit of the risk model") if r.plot_png else None)
 
 

@@ -111,9 +111,11 @@ def risk_tab() -> ui.NavPanel:
         ui.input_text("sampling_fraction", "Sampling fraction of the file", "0.05"),
         ui.input_select("risk_weights", "Weights", choices={"": "none"}),
         ui.input_select("risk_household", "Household id", choices={"": "none"}),
+        ui.input_checkbox("risk_contributions", "What each variable contributes (SUDA, tau1, tau2)", False),
         ui.input_action_button("run_risk", "Assess the risk", class_="btn-primary"),
     ], [
         ui.output_table("risk_table"),
+        ui.output_table("risk_contributions_table"),
         ui.output_ui("risk_plot"),
     ], "risk")
 

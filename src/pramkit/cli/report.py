@@ -82,6 +82,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--within", action="append", metavar="[VAR=]R",
                    help="radius of the share of records moved at most R, in the distances' unit, or VAR=R, "
                         "repeatable (default: the median distance between nearest categories)")
+    p.add_argument("--contributions", action="store_true",
+                   help="with --out: also what each key variable and level contributes to the risk (SUDA, tau1, "
+                        "tau2, individual risk) before and after PRAM, and the epsilon each variable spends")
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
     add_na_values(p)
     add_quiet(p)
@@ -168,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("give --out (the internal report, with DATA and --keys) and/or --public OUT")
     if args.out is not None and (args.data is None or not args.keys):
         raise ParameterError("the internal report (--out) needs the original file DATA and --keys")
+    if args.contributions and args.out is None:
+        raise ParameterError("--contributions goes with --out: the contributions read the original file, so only "
+                             "the internal report shows them")
     for out in (args.out, args.public):  # no input is ever an output: files(), checked by pramkit.cli.main
         if out is not None:
             check_writable(out, force=args.force)
@@ -189,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         report = build_report(args.data, manifest, args.released, keys,
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
-                              na_values=args.na_values, **locality)
+                              na_values=args.na_values, contributions=args.contributions, **locality)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
         public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,

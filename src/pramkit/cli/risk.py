@@ -1,18 +1,30 @@
 """``pramkit risk DATA --keys a,b,c``: identification risk of a file (tau1, tau2, per-record risk);
-with ``--household COL``, the household-level risk instead (:mod:`pramkit.risk.household`)."""
+with ``--household COL``, the household-level risk instead (:mod:`pramkit.risk.household`); with
+``--suda``, the SUDA2 special uniques (:mod:`pramkit.risk.suda`); with ``--contributions``, what each
+key variable and level contributes to the risk, before and after PRAM (:mod:`pramkit.risk.contributions`)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pramkit.cli._common import Files, add_na_values, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
+from pramkit.risk.contributions import REPLICATES
+
+if TYPE_CHECKING:
+    from pramkit.risk.contributions import ReleaseContributions
 
 #: Defaults of the options of tau1 and tau2 only, which --household does not take.
 _MODEL = "2way"
 _FRACTIONS = "cell"
+
+#: Without --suda, one of the two is needed (--suda takes a sampling fraction only for DIS-SUDA).
+_FRACTION_REQUIRED = ("one of --sampling-fraction (the file's sampling fraction) and --weights (its weight column) "
+                      "is required")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("data", type=Path, help="the file (CSV, Parquet, Stata .dta, SPSS .sav)")
     p.add_argument("--keys", required=True, help="comma-separated key variables")
-    how = p.add_mutually_exclusive_group(required=True)
+    how = p.add_mutually_exclusive_group()
     how.add_argument("--sampling-fraction", type=float, help="the sampling fraction pi in (0, 1]")
     how.add_argument("--weights", help="survey weight column (per-cell pi = f / sum of weights, see --fractions)")
     p.add_argument("--fractions", choices=["cell", "file"], default=_FRACTIONS,
@@ -62,6 +74,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(not with --original, --model, --fractions or --plot)")
     p.add_argument("--missing", choices=["category", "exclude"], default="category",
                    help="missing key values: a category of their own (default) or records excluded")
+    p.add_argument("--suda", action="store_true",
+                   help="the SUDA2 special uniques instead: minimal sample uniques, SUDA scores (Elliot's "
+                        "weights), DIS-SUDA with --sampling-fraction, and the variables' and levels' contributions")
+    p.add_argument("--contributions", action="store_true",
+                   help="what each key variable and level contributes to SUDA, tau1, tau2 and the individual "
+                        "risk (left out, merged); with --manifest and --original, before and after PRAM and the "
+                        "share of the record epsilon each variable spends")
+    p.add_argument("--max-size", type=int, help="with --suda or --contributions: the largest MSU size "
+                                                "(default: the number of keys)")
+    p.add_argument("--replicates", type=int, default=REPLICATES,
+                   help="with --contributions and --manifest: perturbations drawn to estimate the expected SUDA "
+                        f"contributions when they cannot be enumerated exactly (default {REPLICATES})")
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
@@ -136,6 +160,12 @@ def run(args: argparse.Namespace) -> int:
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     if not keys:
         raise ParameterError("--keys needs at least one column name")
+    if args.suda or args.contributions:
+        return _suda(args, keys) if args.suda else _contributions(args, keys)
+    if args.max_size is not None or args.replicates != REPLICATES:
+        raise ParameterError("--max-size and --replicates go with --suda or --contributions")
+    if args.sampling_fraction is None and args.weights is None:
+        raise ParameterError(_FRACTION_REQUIRED)
     if args.household is not None:
         return _household(args, keys)
     manifest = Manifest.read(args.manifest) if args.manifest else None
@@ -213,3 +243,123 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
            if result.perturbed else ""),
     ]))
     return 0
+
+
+def _refuse(mode: str, given: list[tuple[str, bool]], why: str) -> None:
+    """One line naming the flags ``mode`` does not take."""
+    unused = [flag for flag, on in given if on]
+    if unused:
+        raise ParameterError(f"{mode} does not take {', '.join(unused)}: {why}")
+
+
+def _suda(args: argparse.Namespace, keys: list[str]) -> int:
+    """``--suda``: the SUDA2 figures of the file (its to_dict(), or lines of text)."""
+    from pramkit.risk.suda import suda
+
+    _refuse("--suda", [("--contributions", args.contributions), ("--weights", args.weights is not None),
+                       ("--manifest", args.manifest is not None), ("--original", args.original is not None),
+                       ("--household", args.household is not None), ("--plot", args.plot is not None),
+                       ("--model", args.model != _MODEL), ("--fractions", args.fractions != _FRACTIONS),
+                       ("--replicates", args.replicates != REPLICATES)],
+            "SUDA reads the file's key values alone (DIS-SUDA takes --sampling-fraction)")
+    out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
+               na_values=args.na_values).to_dict()
+    if args.json:
+        print_json(out)
+        return 0
+    lines = [
+        f"records: {out['records']}; with a minimal sample unique (MSU): {out['records_with_msu']}",
+        f"MSUs by size 1..{out['max_size']}: {', '.join(map(str, out['msus_by_size']))}",
+        f"SUDA score (Elliot's weights): total {out['total_score']:.6g}, largest {out['max_score']:.6g}; "
+        f"largest normalised score (IHSN weights): {out['max_normalised_score']:.4g}",
+    ]
+    if out["max_dis_score"] is not None:
+        lines.append(f"DIS-SUDA at sampling fraction {out['sampling_fraction']:.6g}: largest "
+                     f"{out['max_dis_score']:.4g}, mean {out['mean_dis_score']:.4g}")
+    lines.append("attribute contributions (% of the total score held by MSUs with the variable):")
+    lines += [f"  {k}: {_pct(v)}" for k, v in out["attribute_contributions"].items()]
+    print("\n".join(lines))
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    """A percent for the text output (``n/a`` for an undefined one)."""
+    return "n/a" if value is None or math.isnan(value) else f"{value:.2f} %"
+
+
+def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
+    """``--contributions``: the variables' and levels' contributions (before and, with a release, after PRAM)."""
+    from pramkit.manifest import Manifest
+    from pramkit.engine.receipt import check_release
+    from pramkit.risk.contributions import release_contributions
+
+    _refuse("--contributions", [("--household", args.household is not None), ("--plot", args.plot is not None),
+                                ("--fractions", args.fractions != _FRACTIONS),
+                                ("--missing exclude", args.missing != "category")],
+            "the contributions compare the measures of the file itself, missing keys a category of their own")
+    if args.original and not args.manifest:
+        raise ParameterError("--original needs --manifest")
+    if args.manifest and not args.original:
+        raise ParameterError("--contributions with --manifest needs --original: the contributions before PRAM "
+                             "and the expectation over the perturbation read the original file")
+    if args.sampling_fraction is None and args.weights is None:
+        raise ParameterError(_FRACTION_REQUIRED)
+    manifest = Manifest.read(args.manifest) if args.manifest else None
+    unchecked = check_release(args.data, args.manifest) if manifest is not None else None
+    result = release_contributions(
+        args.original or args.data, keys, released=args.data if manifest is not None else None, manifest=manifest,
+        sampling_fraction=args.sampling_fraction, weights=args.weights, model=args.model, max_size=args.max_size,
+        replicates=args.replicates, na_values=args.na_values)
+    note("risk", unchecked)  # after the work: an error stays the only line
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print("\n".join(contribution_lines(result)))
+    return 0
+
+
+def contribution_lines(result: "ReleaseContributions") -> list[str]:
+    """The text output of ``--contributions``: per measure the variables' shares, the top levels, the sentences.
+
+    Parameters
+    ----------
+    result : ReleaseContributions
+        What :func:`pramkit.risk.contributions.release_contributions` returned.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.risk.contributions import release_contributions
+    >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0]})
+    >>> lines = contribution_lines(release_contributions(data, ["a", "b"], sampling_fraction=1.0))
+    >>> lines[2]
+    '  a: suda 75.00 %, tau1 75.00 %, tau2 75.00 %, individual 50.00 %'
+    """
+    from pramkit.ledger import fmt_epsilon
+    from pramkit.risk.contributions import MEASURES
+
+    lines = ["contributions in % of each measure (variable left out; level merged into the most frequent other)"]
+    parts = [("before PRAM", result.before)] + ([("after PRAM (released file)", result.after)] if result.after else [])
+    for title, c in parts:
+        lines.append(f"{title}: totals " + ", ".join(f"{m} {c.totals[m]:.6g}" for m in MEASURES))
+        lines += [f"  {row.variable}: " + ", ".join(f"{m} {_pct(getattr(row, m))}" for m in MEASURES)
+                  for row in c.variables.itertuples(index=False)]
+        lines.append("  not explained by one variable alone: "
+                     + ", ".join(f"{m} {_pct(v)}" for m, v in c.interaction.items()))
+        top = c.levels.sort_values("suda", ascending=False, kind="stable").head(5)
+        lines.append("  top levels (SUDA): " + "; ".join(f"{r.variable} = {r.level} {_pct(r.suda)}"
+                                                         for r in top.itertuples(index=False)))
+    if result.expected is not None:
+        e = result.expected
+        lines.append(f"expected SUDA contributions over the perturbation ({e.method}, {e.outcomes} outcomes): "
+                     + ", ".join(f"{r.variable} {_pct(r.suda)}" + (f" (Monte Carlo error {r.se:.2f})" if r.se else "")
+                                 for r in e.variables.itertuples(index=False)))
+    if result.after is not None and result.after.epsilon is not None:
+        lines.append(f"record epsilon {fmt_epsilon(result.after.record_epsilon)}: "
+                     + ", ".join(f"{r.variable} {fmt_epsilon(r.epsilon)} ({_pct(r.percent)})"
+                                 for r in result.after.epsilon.itertuples(index=False)))
+    return lines + list(result.sentences)

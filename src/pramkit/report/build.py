@@ -56,6 +56,7 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.labels import Label
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
+from pramkit.risk.contributions import ReleaseContributions, release_contributions
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
@@ -572,6 +573,9 @@ class ReleaseReport:
         changed, household unit, the record epsilon given the structure; empty without one.
     audit : pramkit.audit.AuditResult or None
         The audit of the release (:func:`with_audit`); in a public report, the manifest audit only.
+    contributions : ReleaseContributions or None
+        With ``build_report(..., contributions=True)``: what each key variable and level
+        contributes to the risk before and after PRAM (:mod:`pramkit.risk.contributions`).
 
     Examples
     --------
@@ -613,6 +617,7 @@ class ReleaseReport:
     locality: tuple[Locality, ...] = ()
     structure: Mapping[str, Any] = field(default_factory=dict)
     audit: Any = None
+    contributions: ReleaseContributions | None = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1054,6 +1059,7 @@ def build_report(
     na_values: Sequence[str] = NA_VALUES,
     distances: Any = None,
     within: float | Mapping[str, float] | None = None,
+    contributions: bool = False,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -1075,6 +1081,9 @@ def build_report(
         released records, beside randomized response at the same epsilon
     within : the radius of the share of records "moved at most" (the distances' unit), one or
         ``{variable: radius}``; default: the median distance between nearest categories
+    contributions : also what each key variable and level contributes to SUDA, tau1, tau2 and the
+        individual risk, before and after PRAM, and the epsilon each variable spends
+        (:func:`pramkit.risk.contributions.release_contributions`; one risk fit per key and level)
 
     Returns
     -------
@@ -1169,6 +1178,14 @@ def build_report(
         seconds["utility"] = time.perf_counter() - t0
         bar.update()
 
+    explained = None
+    if contributions:
+        t0 = time.perf_counter()
+        after_pram = {} if joint else {"released": risk_release, "manifest": manifest}  # jointly: before only
+        explained = release_contributions(risk_original, keys, **after_pram, weights=weight, model=model,
+                                          sampling_fraction=None if weight else before.sampling_fraction)
+        seconds["contributions"] = time.perf_counter() - t0
+
     left_out = [v.name for v in manifest.variables if v.is_joint]
     original_path = data if isinstance(data, (str, Path)) else source
     released_path = released if isinstance(released, (str, Path)) else None
@@ -1203,6 +1220,7 @@ def build_report(
         records=len(release),
         locality=locality,
         structure=structure_facts(manifest),
+        contributions=explained,
     )
 
 

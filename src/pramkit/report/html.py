@@ -512,6 +512,10 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     out = [("Privacy ledger", _ledger(report))]
     if report.risk is not None:
         out.append(("Disclosure risk before and after", _risk(report.risk)))
+    if report.contributions is not None:
+        from pramkit.report.contributions import contributions_section
+
+        out.append(("What makes records risky", contributions_section(report.contributions, _table)))
     out.append(("Estimates from the released file" if report.public else "Utility", _utility(report)))
     if report.locality:
         out.append(("How far values move", _locality(report)))

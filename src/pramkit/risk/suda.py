@@ -59,6 +59,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
 
 #: Above this many possible combinations, a subset's codes are compressed before counting.
@@ -112,6 +113,51 @@ class SudaResult:
     dis_scores: np.ndarray | None
     attribute_contributions: dict[str, float]
     level_contributions: pd.DataFrame
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file-level figures as plain JSON values (NaN as ``None``; no per-record scores).
+
+        Returns
+        -------
+        dict
+            ``keys``, ``max_size``, ``sampling_fraction``, ``records``, ``records_with_msu``,
+            ``msus_by_size`` (MSUs of size 1, 2, ...), ``total_score``, ``max_score``,
+            ``max_normalised_score``, ``max_dis_score`` and ``mean_dis_score`` (``None`` without
+            a sampling fraction), ``attribute_contributions`` and ``level_contributions``
+            (rows ``variable``, ``level``, ``contribution``).
+
+        Examples
+        --------
+        >>> import json
+        >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+        >>> out = suda(data, ["a", "b", "c"]).to_dict()
+        >>> out["records_with_msu"], out["msus_by_size"], out["total_score"], out["max_dis_score"]
+        (3, [3, 2, 0], 8.0, None)
+        >>> json.loads(json.dumps(out, allow_nan=False)) == out
+        True
+        """
+        def plain(x: float) -> float | None:
+            return None if math.isnan(x) else float(x)
+
+        dis = self.dis_scores
+        return {
+            "keys": list(self.keys),
+            "max_size": self.max_size,
+            "sampling_fraction": self.sampling_fraction,
+            "records": len(self.scores),
+            "records_with_msu": int((self.scores > 0).sum()),
+            "msus_by_size": self.msu_counts.sum(axis=0).tolist(),
+            "total_score": float(self.scores.sum()),
+            "max_score": float(self.scores.max()),
+            "max_normalised_score": float(self.normalised_scores.max()),
+            "max_dis_score": None if dis is None else float(dis.max()),
+            "mean_dis_score": None if dis is None else float(dis.mean()),
+            "attribute_contributions": {k: plain(v) for k, v in self.attribute_contributions.items()},
+            "level_contributions": [
+                {"variable": r.variable, "level": r.level.item() if isinstance(r.level, np.generic) else r.level,
+                 "contribution": plain(r.contribution)}
+                for r in self.level_contributions.itertuples(index=False)],
+        }
 
 
 def suda_weights(att: int) -> tuple[np.ndarray, np.ndarray]:
@@ -261,6 +307,7 @@ def suda(
     max_size: int | None = None,
     sampling_fraction: float | None = None,
     missing: Any = None,
+    na_values: Sequence[str] = NA_VALUES,
 ) -> SudaResult:
     """SUDA2: every record's minimal sample uniques, SUDA, normalised and DIS-SUDA scores, contributions.
 
@@ -283,6 +330,8 @@ def suda(
     missing : scalar, optional
         A code that means missing besides NA/NaN/None (sdcMicro's ``missing``
         argument, -999 there).  Missing values are never part of an MSU.
+    na_values : sequence of str
+        With a CSV file: the texts that mean missing besides the empty field (default ``("NA",)``).
 
     Returns
     -------
@@ -319,7 +368,7 @@ def suda(
     if isinstance(data, (str, Path)):
         from pramkit.io import read_table
 
-        data = read_table(data, columns=list(keys))
+        data = read_table(data, columns=list(keys), na_values=na_values)
     size = _check(data, keys, max_size, sampling_fraction)
     codes, masks, levels = _encode(data, keys, missing)
     original, normalised = suda_weights(len(keys))

@@ -154,7 +154,7 @@ class Workbench:
 
     # -- step 2: the risk before ------------------------------------------
     def risk(self, keys: Sequence[str], *, sampling_fraction: float | None = None, weights: str | None = None,
-             household: str | None = None) -> RiskView:
+             household: str | None = None, contributions: bool = False) -> RiskView:
         """The identification risk of the original file on ``keys`` (:func:`pramkit.identification_risk`).
 
         Parameters
@@ -165,6 +165,9 @@ class Workbench:
             Exactly one: the file's sampling fraction, or its weight column.
         household : str, optional
             A household id column: the household risk too (:func:`pramkit.household_risk`).
+        contributions : bool
+            Also what each key variable and level contributes to the risk
+            (:func:`pramkit.risk.contributions.release_contributions`).
 
         Returns
         -------
@@ -186,6 +189,11 @@ class Workbench:
         plot_fit(result.model, plot, force=True)
         self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
         self.assessed = RiskView.of(figures, plot.read_bytes())
+        if contributions:
+            from pramkit.risk.contributions import release_contributions
+
+            self.assessed = self.assessed.with_contributions(release_contributions(
+                source.path, keys, sampling_fraction=sampling_fraction, weights=weights, na_values=source.na_values))
         return self.assessed
 
     # -- step 3: the design -----------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,9 @@ from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import DesignRecord
 from pramkit.report.html import fmt
+
+if TYPE_CHECKING:
+    from pramkit.risk.contributions import ReleaseContributions
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,11 @@ class RiskView:
         The same figures as JSON values (the library's ``to_dict``).
     note : str
         Why there are no figures (e.g. the keys are perturbed jointly), or "".
+    contributions : pandas.DataFrame or None
+        With contributions asked for: per key variable its share of the SUDA score and of tau1, tau2
+        and the individual risk (text, :func:`pramkit.risk.contributions.risk_contributions`).
+    sentences : tuple of str
+        One plain sentence per level carrying the most special-unique risk.
 
     Examples
     --------
@@ -48,6 +56,8 @@ class RiskView:
     plot_png: bytes | None = None
     figures: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
+    contributions: pd.DataFrame | None = None
+    sentences: tuple[str, ...] = ()
 
     #: Figure of the library's result -> its name on the page.
     ROWS = (("n", "records"), ("cells", "key combinations in the file"), ("sample_uniques", "sample uniques"),
@@ -63,6 +73,27 @@ class RiskView:
         """The table of the figures present in ``figures``, in a fixed order."""
         rows = [(label, fmt(figures[key])) for key, label in cls.ROWS if figures.get(key) is not None]
         return cls(pd.DataFrame(rows, columns=["measure", "value"]), plot_png, dict(figures))
+
+    def with_contributions(self, explained: "ReleaseContributions") -> "RiskView":
+        """This view with the contributions of :func:`pramkit.risk.contributions.release_contributions`.
+
+        Examples
+        --------
+        >>> from pramkit.risk.contributions import release_contributions
+        >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0]})
+        >>> view = RiskView.of({"n": 4}).with_contributions(release_contributions(data, ["a", "b"],
+        ...                                                                       sampling_fraction=1.0))
+        >>> view.contributions.iloc[0].tolist(), view.sentences[0]
+        (['a', '75 %', '75 %', '75 %', '50 %'], 'a = 1 carries 25 % of the special-unique risk.')
+        """
+        from dataclasses import replace
+
+        variables = explained.before.variables
+        table = pd.DataFrame({"variable": variables["variable"].astype(str),
+                              **{label: [f"{fmt(x, 3)} %" for x in variables[name]]
+                                 for name, label in (("suda", "SUDA"), ("tau1", "tau1"), ("tau2", "tau2"),
+                                                     ("individual", "individual risk"))}})
+        return replace(self, contributions=table, sentences=explained.sentences)
 
     @classmethod
     def not_computed(cls, why: str) -> "RiskView":

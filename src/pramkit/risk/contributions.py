@@ -1,0 +1,794 @@
+"""Which key variables and which of their levels make records risky, before and after PRAM.
+
+For the key variables ``K`` of a file and four risk measures ``R``,
+
+* ``suda``: the total SUDA score (:func:`pramkit.risk.suda`, Elliot's weights),
+* ``tau1``, ``tau2``: eqs. (4)-(5) of :mod:`pramkit.risk.identification`,
+* ``individual``: the expected re-identifications, the Benedetti-Franconi
+  per-record risks summed (:mod:`pramkit.risk.individual`),
+
+the *contribution* of a variable or a level is how much of ``R(K)`` it explains,
+in percent of ``R(K)``:
+
+* SUDA (sdcMicro's definition, module :mod:`pramkit.risk.suda`): variable ``v``
+  explains the score of the MSUs that contain it; level ``(v, x)`` the score of
+  those MSUs in records with ``v = x``.  An MSU counts once for each of its
+  variables, so the variables add up to ``100 x`` the score-weighted mean MSU
+  size (at least 100, exactly 100 when every MSU has one variable), and the
+  levels of ``v`` add up to the contribution of ``v``.
+* tau1, tau2 and the individual risk: variable ``v`` explains the change
+  ``R(K) - R(K \\ {v})`` when it is left out of the keys (``R`` of no key: one
+  cell holding every record, so tau1 = tau2 = 0 and the individual risk that of
+  a record among all); level ``(v, x)`` the
+  change ``R(K) - R(K; x -> y)`` when the records with ``v = x`` are given the
+  level ``y`` of ``v`` that is most frequent among the others (in the original
+  file; ties: the first in the column's order), i.e. when ``x`` is merged into ``y``.
+  The variables' changes add up to ``R(K)`` minus the *interaction*
+  (``interaction``, percent: what no single variable explains; negative when
+  the changes overlap, as when a record is unique on each of two variables
+  alone and leaving out either one removes its risk).  The levels' changes do
+  not add up to their variable's: merging one level changes the cells of two
+  levels, and merging every level of ``v`` into one is leaving ``v`` out.
+* epsilon: the share of the record epsilon (:attr:`pramkit.Manifest.record_epsilon`)
+  each perturbed variable of the manifest spends, and the design step's share
+  (the ledger); they add up to 100 (up to the outward rounding of the total).
+
+After PRAM (``manifest`` given, ``data`` the released file, ``original`` the
+file it was made from) the same definitions apply to the released file:
+SUDA on the released records, tau1 and tau2 as the expected numbers of correct
+matches given the misclassification (:mod:`pramkit.risk.misclassified`, fitted
+to the original counts).  Merging ``x`` into ``y`` in a perturbed variable merges
+them in its matrix too: the columns are added, and the merged row is the rows
+of ``x`` and ``y`` averaged with the original frequencies of ``x`` and ``y``.
+
+:func:`expected_suda` gives the expectation of the SUDA contributions over the
+perturbation itself: exactly, by enumerating every released file with its
+probability, where there are at most ``exact_limit`` of them, else estimated
+from ``replicates`` perturbations drawn by the keyed engine
+(:func:`pramkit.engine.perturb.perturb_frame`), with the Monte Carlo standard
+error of every figure.  An outcome with no MSU contributes 0 to every share.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pramkit.defaults import NA_VALUES
+from pramkit.errors import DataError, ParameterError
+from pramkit.io import require_columns
+from pramkit.ledger import fmt_epsilon
+from pramkit.manifest import Manifest
+from pramkit.matrix import PramMatrix
+from pramkit.risk.identification import identification_risk
+from pramkit.risk.suda import SudaResult, suda
+
+__all__ = ["MEASURES", "Contributions", "ExpectedSuda", "ReleaseContributions", "contribution_sentences",
+           "epsilon_shares", "expected_suda", "release_contributions", "risk_contributions"]
+
+#: The risk measures whose contributions are computed (module docstring).
+MEASURES = ("suda", "tau1", "tau2", "individual")
+
+#: Words for each measure in sentences and tables.
+MEASURE_WORDS = {
+    "suda": "special-unique risk (SUDA score)",
+    "tau1": "tau1 (sample uniques that are population uniques)",
+    "tau2": "tau2 (expected correct matches among sample uniques)",
+    "individual": "expected re-identifications (individual risk)",
+}
+
+#: Largest number of released files :func:`expected_suda` enumerates exactly.
+EXACT_LIMIT = 4096
+
+#: Replicates :func:`expected_suda` draws by default when it cannot enumerate.
+REPLICATES = 20
+
+
+@dataclass(frozen=True, eq=False)
+class Contributions:
+    """How much of each risk measure every key variable and level explains (module docstring).
+
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables.
+    perturbed : tuple of str
+        Keys perturbed by the manifest (empty before PRAM).
+    totals : dict of str to float
+        Each measure of :data:`MEASURES` on all the keys.
+    variables : pandas.DataFrame
+        One row per key: ``variable`` and, per measure, its contribution in percent of the total
+        (NaN when the total is 0).
+    interaction : dict of str to float
+        Per measure other than ``suda``: 100 minus the variables' contributions (percent).
+    levels : pandas.DataFrame
+        One row per observed level: ``variable``, ``level``, ``merged_into`` (the level it is
+        merged into for tau1, tau2 and the individual risk), ``records`` and, per measure, its
+        contribution in percent of the total.
+    epsilon : pandas.DataFrame or None
+        With a manifest: ``variable`` (each perturbed variable, then ``"design step"``),
+        ``epsilon`` (nats) and ``percent`` of the record epsilon.
+    record_epsilon : float or None
+        The record epsilon of the manifest.
+    suda : SudaResult
+        The SUDA result the ``suda`` columns come from.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [1, 1, 2, 2, 3], "b": ["x", "y", "x", "y", "y"]})
+    >>> res = risk_contributions(data, ["a", "b"], sampling_fraction=1.0, model="independence")
+    >>> res.totals["tau1"], res.variables.set_index("variable")["tau1"].to_dict(), res.interaction["tau1"]
+    (5.0, {'a': 100.0, 'b': 80.0}, -80.0)
+    """
+
+    keys: tuple[str, ...]
+    perturbed: tuple[str, ...]
+    totals: dict[str, float]
+    variables: pd.DataFrame
+    interaction: dict[str, float]
+    levels: pd.DataFrame
+    epsilon: pd.DataFrame | None
+    record_epsilon: float | None
+    suda: SudaResult
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contributions as plain JSON values (NaN as ``None``).
+
+        Returns
+        -------
+        dict
+            ``keys``, ``perturbed``, ``totals``, ``interaction``, ``variables`` and ``levels``
+            (lists of row objects), ``epsilon`` and ``record_epsilon``.
+
+        Examples
+        --------
+        >>> import json
+        >>> data = pd.DataFrame({"a": [1, 1, 2, 2, 3], "b": ["x", "y", "x", "y", "y"]})
+        >>> out = risk_contributions(data, ["a", "b"], sampling_fraction=0.5).to_dict()
+        >>> sorted(out), out["levels"][0]["variable"], out["levels"][0]["merged_into"]
+        (['epsilon', 'interaction', 'keys', 'levels', 'perturbed', 'record_epsilon', 'totals', 'variables'], 'a', 2)
+        >>> json.loads(json.dumps(out, allow_nan=False)) == out
+        True
+        """
+        return {
+            "keys": list(self.keys),
+            "perturbed": list(self.perturbed),
+            "totals": _plain(self.totals),
+            "interaction": _plain(self.interaction),
+            "variables": _rows(self.variables),
+            "levels": _rows(self.levels),
+            "epsilon": None if self.epsilon is None else _rows(self.epsilon),
+            "record_epsilon": _plain(self.record_epsilon),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class ExpectedSuda:
+    """The expectation of the SUDA scores and contributions over the perturbation.
+
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables.
+    method : {"exact", "monte carlo"}
+        Every released file enumerated with its probability, or replicates of the keyed engine.
+    outcomes : int
+        The released files enumerated (exact) or drawn (Monte Carlo).
+    scores : numpy.ndarray
+        Each record's expected SUDA score.
+    variables : pandas.DataFrame
+        ``variable``, ``suda`` (expected percent of the total score) and ``se`` (its Monte Carlo
+        standard error; 0 when exact).
+    levels : pandas.DataFrame
+        ``variable``, ``level`` (a released level), ``suda`` and ``se`` as above.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+    >>> keep = Manifest.of({"a": PramMatrix.identity([1, 2])})
+    >>> res = expected_suda(data, ["a", "b", "c"], keep)
+    >>> res.method, res.outcomes, res.scores.tolist(), res.variables["suda"].tolist()
+    ('exact', 1, [2.0, 4.0, 2.0], [50.0, 37.5, 37.5])
+    """
+
+    keys: tuple[str, ...]
+    method: str
+    outcomes: int
+    scores: np.ndarray
+    variables: pd.DataFrame
+    levels: pd.DataFrame
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: ``method``, ``outcomes``, ``variables`` and ``levels`` as row objects.
+
+        Examples
+        --------
+        >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+        >>> expected_suda(data, ["a", "b", "c"], Manifest.of({"a": PramMatrix.identity([1, 2])})).to_dict()["method"]
+        'exact'
+        """
+        return {"keys": list(self.keys), "method": self.method, "outcomes": self.outcomes,
+                "variables": _rows(self.variables), "levels": _rows(self.levels)}
+
+
+def _plain(value: Any) -> Any:
+    """NaN -> None, NumPy scalars -> Python, recursively through dicts."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as a list of JSON-ready row objects."""
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _percent(change: float, total: float) -> float:
+    """``100 change / total``; NaN when the total is 0."""
+    return 100.0 * change / total if total > 0 else math.nan
+
+
+def epsilon_shares(manifest: Manifest) -> pd.DataFrame:
+    """The share of the record epsilon each perturbed variable and the design step spend.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release manifest (its ledger gives the design step's epsilon).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``variable`` (each variable of the manifest, then ``"design step"``), ``epsilon``
+        (nats) and ``percent`` of :attr:`pramkit.Manifest.record_epsilon`; NaN percents
+        when the record epsilon is infinite.
+
+    Examples
+    --------
+    >>> from pramkit.ledger import Ledger
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 0.5), "age": randomized_response(["y", "o"], 1.0)},
+    ...                 ledger=Ledger(design_epsilon=0.5, frequencies="dp_counts"))
+    >>> epsilon_shares(m).round(6).to_dict(orient="list")
+    {'variable': ['sex', 'age', 'design step'], 'epsilon': [0.5, 1.0, 0.5], 'percent': [25.0, 50.0, 25.0]}
+    """
+    total = manifest.record_epsilon
+    names = [v.name for v in manifest.variables] + ["design step"]
+    eps = [v.epsilon for v in manifest.variables]
+    eps.append(0.0 if manifest.ledger is None else float(manifest.ledger.design_epsilon))
+    percent = [100.0 * e / total if math.isfinite(total) and total > 0 else math.nan for e in eps]
+    return pd.DataFrame({"variable": names, "epsilon": eps, "percent": percent})
+
+
+def _modal_other(column: pd.Series, level: Any) -> Any:
+    """The most frequent level of ``column`` other than ``level`` (ties: the first in the column's
+    order: its categories' for a categorical, else sorted)."""
+    counts = column[column != level].value_counts(dropna=True, sort=False)
+    counts = counts[counts > 0]
+    if counts.empty:
+        return None
+    counts = counts.sort_index(kind="stable")
+    return counts.idxmax()
+
+
+def _merged(frame: pd.DataFrame, variable: str, level: Any, into: Any) -> pd.DataFrame:
+    """A copy of ``frame`` whose ``variable`` has ``level`` replaced by ``into`` (plain labels)."""
+    out = frame.copy()
+    column = out[variable].astype(object)
+    out[variable] = column.where(column != level, into)
+    return out
+
+
+def _merged_manifest(manifest: Manifest, variable: str, level: Any, into: Any, original: pd.Series) -> Manifest:
+    """The manifest with ``level`` merged into ``into`` in the matrix of ``variable``: columns added,
+    the merged row the two rows averaged with their original frequencies."""
+    v = manifest[variable]
+    cats = list(v.matrix.categories)
+    m = np.array(v.matrix.matrix, dtype=float)
+    i, j = cats.index(level), cats.index(into)
+    counts = original.value_counts(dropna=True)
+    wi, wj = float(counts.get(level, 0)), float(counts.get(into, 0))
+    row = (wi * m[i] + wj * m[j]) / (wi + wj) if wi + wj > 0 else (m[i] + m[j]) / 2
+    m[j] = row
+    m[:, j] += m[:, i]
+    keep = [k for k in range(len(cats)) if k != i]
+    merged = PramMatrix(m[np.ix_(keep, keep)], [cats[k] for k in keep])
+    return replace(manifest, variables=tuple(replace(w, matrix=merged) if w.name == variable else w
+                                             for w in manifest.variables))
+
+
+def _tau_measures(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | None,
+                  original: pd.DataFrame | None, risk_options: dict[str, Any]) -> dict[str, float]:
+    """tau1, tau2 and the expected re-identifications of ``data`` on ``keys``; with no key, of one
+    cell that holds every record (tau1 = tau2 = 0, the individual risk of the records' one class)."""
+    if not keys:
+        one = "_" * (1 + max(len(str(c)) for c in data.columns))  # a column name the data do not have
+        data, keys = data.assign(**{one: 0}), [one]
+    res = identification_risk(data, keys, manifest=manifest, original=original, **risk_options)
+    return {"tau1": res.tau1, "tau2": res.tau2, "individual": res.expected_reidentifications}
+
+
+def _suda_levels(res: SudaResult) -> dict[tuple[str, Any], float]:
+    """Each level's SUDA contribution in percent of the total score (module docstring)."""
+    out = {}
+    for row in res.level_contributions.itertuples(index=False):
+        share = res.attribute_contributions[row.variable] * row.contribution / 100.0
+        out[(row.variable, row.level)] = 0.0 if math.isnan(share) else float(share)
+    return out
+
+
+def _check_inputs(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | None,
+                  original: pd.DataFrame | None) -> tuple[str, ...]:
+    """Validate what :func:`risk_contributions` adds to its measures' checks; the perturbed keys."""
+    if not isinstance(data, pd.DataFrame):
+        raise ParameterError("risk contributions need the records in memory (a DataFrame)")
+    perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
+    joint = [k for k in keys if manifest is not None and k not in perturbed
+             and any(k in v.columns for v in manifest.variables)]
+    if joint:
+        raise ParameterError(f"key(s) {joint} are perturbed jointly with other columns: their contributions "
+                             "after PRAM are not defined per variable; leave them out of the keys")
+    if original is not None and manifest is None:
+        raise ParameterError("original is only used with a manifest (data is then the released file)")
+    if perturbed and original is None:
+        raise ParameterError("contributions after PRAM need the original file the release was made from "
+                             "(original=, --original): merging a level weights the matrix rows by its frequencies")
+    if original is not None and not isinstance(original, pd.DataFrame):
+        raise ParameterError("original must be a DataFrame like data")
+    return perturbed
+
+
+def _without_code(frame: pd.DataFrame, keys: Sequence[str], missing: Any) -> pd.DataFrame:
+    """``frame`` with the key values equal to the code ``missing`` set to NA (a copy when there is one)."""
+    if missing is None:
+        return frame
+    out = frame.copy()
+    for key in keys:
+        column = out[key].astype(object)
+        out[key] = column.where(column != missing, None)
+    return out
+
+
+def risk_contributions(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    *,
+    sampling_fraction: float | None = None,
+    weights: str | None = None,
+    model: str = "2way",
+    max_size: int | None = None,
+    missing: Any = None,
+    manifest: Manifest | None = None,
+    original: pd.DataFrame | None = None,
+) -> Contributions:
+    """Per key variable and per level, how much of SUDA, tau1, tau2 and the individual risk it explains.
+
+    The definitions and how the contributions add up are in the module docstring.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The records; with ``manifest``, the released file.
+    keys : sequence of str
+        The key variables.
+    sampling_fraction, weights : float or str
+        Exactly one: the sampling fraction, or the weight column
+        (:func:`pramkit.risk.identification.identification_risk`).  The DIS-SUDA
+        scores are not part of the contributions.
+    model : str
+        The log-linear model of tau1 and tau2 (default ``"2way"``).
+    max_size : int, optional
+        The largest MSU size (:func:`pramkit.risk.suda`; default: all keys).
+    missing : scalar, optional
+        A code that means missing besides NA (as :func:`pramkit.risk.suda`); such values are
+        missing for every measure (a category of their own for tau1, tau2 and the individual risk).
+    manifest : Manifest, optional
+        The release manifest: ``data`` is the released file; the epsilon shares come from it.
+    original : pandas.DataFrame, optional
+        With a manifest that perturbs a key: the original file (needed).
+
+    Returns
+    -------
+    Contributions
+
+    Raises
+    ------
+    ParameterError
+        As :func:`pramkit.risk.suda` and :func:`pramkit.risk.identification_risk`, a key perturbed
+        jointly with other columns, ``original`` without a manifest or missing with one that
+        perturbs a key, or data not in memory.
+    DataError
+        As :func:`pramkit.risk.suda` and :func:`pramkit.risk.identification_risk`.
+
+    Examples
+    --------
+    Four records, ``a`` alone makes records 3 and 4 unique; at pi = 1 tau1 counts the sample uniques:
+
+    >>> data = pd.DataFrame({"a": [1, 1, 2, 3], "b": ["x", "y", "x", "x"]})
+    >>> res = risk_contributions(data, ["a", "b"], sampling_fraction=1.0, model="independence")
+    >>> res.totals["tau1"], res.variables[["variable", "suda", "tau1"]].values.tolist()
+    (4.0, [['a', 75.0, 75.0], ['b', 50.0, 50.0]])
+    >>> res.interaction["tau1"]
+    -25.0
+    """
+    keys = list(keys)
+    perturbed = _check_inputs(data, keys, manifest, original)
+    columns = list(dict.fromkeys(keys + ([weights] if isinstance(weights, str) else [])))
+    require_columns(columns, list(map(str, data.columns)), "the data")
+    data = _without_code(data[columns], keys, missing)
+    if original is not None:
+        require_columns(columns, list(map(str, original.columns)), "the original file")
+        original = _without_code(original[columns], keys, missing)
+    base = data if original is None else original  # the frequencies that choose the merge targets
+    options = {"sampling_fraction": sampling_fraction, "model": model,
+               **({"weights": weights} if weights is not None else {})}
+    sudares = suda(data, keys, max_size=max_size)
+    totals = {"suda": float(sudares.scores.sum()), **_tau_measures(data, keys, manifest, original, options)}
+    per_var = {"variable": keys, "suda": [float(sudares.attribute_contributions[k]) for k in keys]}
+    measures = MEASURES[1:]
+    for name in measures:
+        per_var[name] = []
+    for key in keys:
+        rest = [k for k in keys if k != key]
+        still = bool(set(rest) & set(perturbed))
+        left = _tau_measures(data, rest, manifest if still else None, original if still else None, options)
+        for name in measures:
+            per_var[name].append(_percent(totals[name] - left[name], totals[name]))
+    variables = pd.DataFrame(per_var)
+    interaction = {name: 100.0 - float(variables[name].sum()) if totals[name] > 0 else math.nan
+                   for name in measures}
+    suda_levels = _suda_levels(sudares)
+    rows = []
+    for key in keys:
+        for level in sudares.level_contributions.query("variable == @key")["level"]:
+            into = _modal_other(base[key], level)
+            row = {"variable": key, "level": level, "merged_into": into,
+                   "records": int((data[key] == level).sum()), "suda": suda_levels[(key, level)]}
+            if into is None:
+                row.update(dict.fromkeys(measures, 0.0))
+            else:
+                man = (_merged_manifest(manifest, key, level, into, original[key])
+                       if key in perturbed else manifest if perturbed else None)
+                after = _tau_measures(_merged(data, key, level, into), keys, man,
+                                      None if original is None or not perturbed
+                                      else _merged(original, key, level, into), options)
+                row.update({name: _percent(totals[name] - after[name], totals[name]) for name in measures})
+            rows.append(row)
+    return Contributions(
+        keys=tuple(keys), perturbed=perturbed, totals=totals, variables=variables, interaction=interaction,
+        levels=pd.DataFrame(rows, columns=["variable", "level", "merged_into", "records", *MEASURES]),
+        epsilon=None if manifest is None else epsilon_shares(manifest),
+        record_epsilon=None if manifest is None else manifest.record_epsilon, suda=sudares,
+    )
+
+
+def _outcomes(data: pd.DataFrame, manifest: Manifest, perturbed: Sequence[str],
+              limit: int) -> tuple[list[list[int]], list[np.ndarray]] | None:
+    """For every (perturbed key, record): the released codes it can take (-1: missing, kept) and their
+    probabilities; ``None`` when there are more than ``limit`` released files (counted in logarithms)."""
+    coded = []
+    log_count = 0.0
+    for key in perturbed:
+        m = manifest[key].matrix
+        dense = np.asarray(m.matrix)
+        absent = data[key].isna().to_numpy()
+        codes = pd.Categorical(data[key].astype(object), categories=list(m.categories)).codes
+        if ((codes < 0) & ~absent).any():
+            bad = data[key][(codes < 0) & ~absent].iloc[0]
+            raise DataError(f"{key}: the value {bad!r} is not a category of its matrix {list(m.categories)}")
+        log_count += float(np.log((dense > 0).sum(axis=1)[codes[codes >= 0]]).sum())
+        coded.append((codes, dense))
+    if limit < 1 or log_count > math.log(limit) + 1e-9:
+        return None
+    choices, probs = [], []
+    for codes, dense in coded:
+        for code in codes:
+            support = np.flatnonzero(dense[code] > 0) if code >= 0 else np.array([-1])
+            choices.append(support.tolist())
+            probs.append(dense[code, support] if code >= 0 else np.array([1.0]))
+    return choices, probs
+
+
+def _suda_shares(res: SudaResult) -> tuple[dict[str, float], dict[tuple[str, Any], float]]:
+    """Variable and level shares of one outcome (0 when it has no MSU)."""
+    variables = {k: 0.0 if math.isnan(v) else float(v) for k, v in res.attribute_contributions.items()}
+    return variables, _suda_levels(res)
+
+
+def expected_suda(
+    data: pd.DataFrame,
+    keys: Sequence[str],
+    manifest: Manifest,
+    *,
+    max_size: int | None = None,
+    missing: Any = None,
+    replicates: int = REPLICATES,
+    key: Any = None,
+    exact_limit: int = EXACT_LIMIT,
+) -> ExpectedSuda:
+    """The expected SUDA scores and contributions of the file PRAM would release from ``data``.
+
+    Exact where the released files can be enumerated (at most ``exact_limit`` of them), else
+    the mean over ``replicates`` perturbations by the keyed engine with its Monte Carlo
+    standard error (module docstring).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The original records.
+    keys : sequence of str
+        The key variables.
+    manifest : Manifest
+        The release's matrices (its single-column variables among the keys are perturbed).
+    max_size, missing
+        As :func:`pramkit.risk.suda`.
+    replicates : int
+        Perturbations drawn when the expectation cannot be enumerated (at least 2).
+    key : SecretKey, bytes, path or None
+        The key whose derived streams draw the replicates (``None``: a fresh one).
+    exact_limit : int
+        The largest number of released files enumerated.
+
+    Returns
+    -------
+    ExpectedSuda
+
+    Raises
+    ------
+    ParameterError
+        Fewer than 2 replicates, a key perturbed jointly with other columns, and as
+        :func:`pramkit.risk.suda`.
+
+    Examples
+    --------
+    Flipping ``a`` of the first record with probability 1/2 makes its MSU vanish half the time:
+
+    >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+    >>> flip = Manifest.of({"a": PramMatrix([[1.0, 0.0], [0.5, 0.5]], [1, 2])})
+    >>> res = expected_suda(data, ["a", "b", "c"], flip)
+    >>> res.method, res.outcomes, res.scores.tolist()
+    ('exact', 2, [1.0, 4.0, 1.0])
+    """
+    from pramkit.engine.perturb import perturb_frame
+    from pramkit.engine.rng import SecretKey, resolve_key
+
+    keys = list(keys)
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 2:
+        raise ParameterError(f"replicates must be an integer of at least 2, got {replicates!r}")
+    _check_inputs(data, keys, manifest, data)
+    data = _without_code(data, keys, missing)
+    perturbed = [k for k in keys if k in manifest.names]
+    outcomes = _outcomes(data, manifest, perturbed, exact_limit)
+    draws: list[tuple[float, SudaResult]] = []
+    if outcomes is not None:
+        choices, probs = outcomes
+        method = "exact"
+        n = len(data)
+        cats = {k: list(manifest[k].matrix.categories) for k in perturbed}
+        for picks in itertools.product(*[range(len(c)) for c in choices]):
+            frame = data.copy()
+            weight = 1.0
+            for j, k in enumerate(perturbed):
+                column = frame[k].astype(object).to_numpy().copy()
+                for i in range(n):
+                    slot = j * n + i
+                    code = choices[slot][picks[slot]]
+                    weight *= float(probs[slot][picks[slot]])
+                    if code >= 0:
+                        column[i] = cats[k][code]
+                frame[k] = column
+            draws.append((weight, suda(frame, keys, max_size=max_size)))
+    else:
+        method = "monte carlo"
+        master = resolve_key(key)
+        single = Manifest.of({k: manifest[k].matrix for k in perturbed})
+        for r in range(replicates):
+            sub = SecretKey(master.design_random(f"expected suda, replicate {r}").randbytes(32),
+                            f"replicate {r} of {master.source}")
+            draws.append((1.0 / replicates, suda(perturb_frame(data, single, key=sub).data, keys, max_size=max_size)))
+    return _expectation(keys, method, draws)
+
+
+def _expectation(keys: Sequence[str], method: str, draws: list[tuple[float, SudaResult]]) -> ExpectedSuda:
+    """Weighted means of the outcomes' scores and shares; Monte Carlo standard errors."""
+    weights = np.array([w for w, _ in draws])
+    shares = [_suda_shares(res) for _, res in draws]
+    levels = sorted({lv for _, per_level in shares for lv in per_level}, key=lambda t: (keys.index(t[0]), str(t[1])))
+
+    def summary(values: Callable[[int], float]) -> tuple[float, float]:
+        x = np.array([values(i) for i in range(len(draws))])
+        mean = float(weights @ x)
+        se = 0.0 if method == "exact" else float(x.std(ddof=1) / math.sqrt(len(x)))
+        return mean, se
+
+    var_rows = [(k, *summary(lambda i, k=k: shares[i][0][k])) for k in keys]
+    level_rows = [(v, x, *summary(lambda i, t=(v, x): shares[i][1].get(t, 0.0))) for v, x in levels]
+    return ExpectedSuda(
+        keys=tuple(keys), method=method, outcomes=len(draws),
+        scores=weights @ np.vstack([res.scores for _, res in draws]),
+        variables=pd.DataFrame(var_rows, columns=["variable", "suda", "se"]),
+        levels=pd.DataFrame(level_rows, columns=["variable", "level", "suda", "se"]),
+    )
+
+
+def contribution_sentences(before: Contributions, after: Contributions | ExpectedSuda | None = None, *,
+                           epsilon: pd.DataFrame | None = None, top: int = 3) -> list[str]:
+    """One plain sentence per level that carries the most special-unique risk before PRAM.
+
+    Parameters
+    ----------
+    before : Contributions
+        The original file's contributions.
+    after : Contributions or ExpectedSuda, optional
+        The released file's contributions, or their expectation over the perturbation.
+    epsilon : pandas.DataFrame, optional
+        :func:`epsilon_shares` of the release (default: ``after``'s when it has them).
+    top : int
+        How many levels.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [2, 1, 1], "b": [0, 3, 0], "c": [0, 6, 0]})
+    >>> res = risk_contributions(data, ["a", "b", "c"], sampling_fraction=0.5, model="independence")
+    >>> contribution_sentences(res, top=1)
+    ['a = 1 carries 25 % of the special-unique risk.']
+    """
+    ranked = before.levels.sort_values("suda", ascending=False, kind="stable").head(top)
+    if epsilon is None and isinstance(after, Contributions):
+        epsilon = after.epsilon
+    later = {} if after is None else {(r.variable, r.level): r for r in after.levels.itertuples(index=False)}
+    out = []
+    for row in ranked.itertuples(index=False):
+        if not row.suda > 0:
+            continue
+        text = f"{row.variable} = {row.level} carries {row.suda:.0f} % of the special-unique risk"
+        if after is not None:
+            hit = later.get((row.variable, row.level))
+            share = 0.0 if hit is None else hit.suda
+            se = getattr(hit, "se", 0.0) if hit is not None else 0.0
+            text += f" before, {share:.0f} % after" + (f" (Monte Carlo error {se:.1f} %)" if se > 0 else "")
+            if epsilon is not None:
+                spent = epsilon.set_index("variable")["epsilon"].get(row.variable)
+                text += (f", at epsilon {fmt_epsilon(spent)} on {row.variable}" if spent is not None
+                         else f"; {row.variable} is not perturbed")
+        out.append(text + ".")
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseContributions:
+    """The contributions of the original file, of the released file and expected over the perturbation.
+
+    Parameters
+    ----------
+    before : Contributions
+        The original file's.
+    after : Contributions or None
+        The released file's (``None`` without a release).
+    expected : ExpectedSuda or None
+        The SUDA contributions expected over the perturbation (``None`` without a release).
+    sentences : tuple of str
+        One plain sentence per level carrying the most special-unique risk (:func:`contribution_sentences`).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0], "c": [0, 6, 0, 0]})
+    >>> res = release_contributions(data, ["a", "b", "c"], sampling_fraction=0.1, model="independence")
+    >>> res.after is None, res.sentences[0]
+    (True, 'a = 1 carries 20 % of the special-unique risk.')
+    """
+
+    before: Contributions
+    after: Contributions | None
+    expected: ExpectedSuda | None
+    sentences: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: ``before``, ``after``, ``expected`` (each ``to_dict()`` or ``None``), ``sentences``.
+
+        Examples
+        --------
+        >>> data = pd.DataFrame({"a": [2, 1, 1, 3], "b": [0, 3, 0, 0]})
+        >>> sorted(release_contributions(data, ["a", "b"], sampling_fraction=0.1).to_dict())
+        ['after', 'before', 'expected', 'sentences']
+        """
+        return {"before": self.before.to_dict(), "after": None if self.after is None else self.after.to_dict(),
+                "expected": None if self.expected is None else self.expected.to_dict(),
+                "sentences": list(self.sentences)}
+
+
+def release_contributions(
+    original: pd.DataFrame | str | Path,
+    keys: Sequence[str],
+    *,
+    released: pd.DataFrame | str | Path | None = None,
+    manifest: Manifest | None = None,
+    sampling_fraction: float | None = None,
+    weights: str | None = None,
+    model: str = "2way",
+    max_size: int | None = None,
+    missing: Any = None,
+    replicates: int = REPLICATES,
+    key: Any = None,
+    exact_limit: int = EXACT_LIMIT,
+    top: int = 3,
+    na_values: Sequence[str] = NA_VALUES,
+) -> ReleaseContributions:
+    """The contributions of :func:`risk_contributions` before PRAM and, with a release, after it.
+
+    Parameters
+    ----------
+    original : pandas.DataFrame or path
+        The original file.
+    keys : sequence of str
+        The key variables.
+    released, manifest : DataFrame or path, and Manifest
+        Both or neither: the released file and its manifest.
+    sampling_fraction, weights, model, max_size, missing
+        As :func:`risk_contributions`.
+    replicates, key, exact_limit
+        As :func:`expected_suda`.
+    top : int
+        Sentences for this many levels.
+    na_values : sequence of str
+        Texts that mean missing in CSV files besides the empty field.
+
+    Returns
+    -------
+    ReleaseContributions
+
+    Raises
+    ------
+    ParameterError
+        One of ``released`` and ``manifest`` without the other, and as :func:`risk_contributions`
+        and :func:`expected_suda`.
+    DataError
+        An unreadable file or column, and as :func:`risk_contributions`.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.engine.perturb import perturb_frame
+    >>> data = pd.DataFrame({"a": [2, 1, 1, 1, 2, 1], "b": list("xyxxyz")})
+    >>> manifest = Manifest.of({"a": randomized_response([1, 2], 1.0)})
+    >>> released = perturb_frame(data, manifest, key=bytes(32)).data
+    >>> res = release_contributions(data, ["a", "b"], released=released, manifest=manifest,
+    ...                             sampling_fraction=0.5, model="independence")
+    >>> res.after.perturbed, res.expected.method, res.expected.outcomes
+    (('a',), 'exact', 64)
+    """
+    from pramkit.io import read_table
+
+    if (released is None) != (manifest is None):
+        raise ParameterError("pass the released file and its manifest together (or neither)")
+    columns = list(keys) + ([weights] if isinstance(weights, str) else [])
+
+    def load(frame: pd.DataFrame | str | Path) -> pd.DataFrame:
+        return frame if isinstance(frame, pd.DataFrame) else read_table(frame, columns=columns, na_values=na_values)
+
+    original = load(original)
+    options = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "max_size": max_size,
+               "missing": missing}
+    before = risk_contributions(original, keys, **options)
+    after = expected = None
+    if manifest is not None:
+        after = risk_contributions(load(released), keys, manifest=manifest, original=original, **options)
+        expected = expected_suda(original, keys, manifest, max_size=max_size, missing=missing,
+                                 replicates=replicates, key=key, exact_limit=exact_limit)
+    sentences = contribution_sentences(before, expected, epsilon=None if after is None else after.epsilon, top=top)
+    return ReleaseContributions(before=before, after=after, expected=expected, sentences=tuple(sentences))
