@@ -1,4 +1,4 @@
-"""Reading and writing tables: CSV, Parquet, Stata and SPSS.
+"""Reading and writing tables: CSV, Parquet, Stata, SPSS and SAS.
 
 * CSV is read with every column as text, so that columns pramkit does not
   perturb are written back exactly as they were read.  An empty field is
@@ -10,6 +10,10 @@
   keeping variable and value labels; these formats are read whole.  Codes an
   SPSS file declares user-missing are missing; the declaration is kept when
   an SPSS file is written from an SPSS file.
+* SAS: ``.sas7bdat`` is read, ``.xpt`` (transport) read and written.  Stata's
+  extended missing values (``.a``-``.z``) and SAS's special ones (``.A``-``.Z``,
+  ``._``) are kept as codes, and labels and display formats survive a round
+  trip (:mod:`pramkit.io_stat`).
 
 Readers return missing markers and user-missing codes as nulls, unless asked
 to keep them (``keep_missing_codes=True``, for writers that must give them
@@ -45,7 +49,7 @@ from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 #: File suffix -> format.
 FORMATS = {
     ".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
-    ".dta": "stata", ".sav": "spss", ".zsav": "spss",
+    ".dta": "stata", ".sav": "spss", ".zsav": "spss", ".sas7bdat": "sas", ".xpt": "sas",
 }
 
 
@@ -60,7 +64,7 @@ def table_format(path: str | Path) -> str:
     Returns
     -------
     str
-        ``"csv"``, ``"parquet"``, ``"stata"`` or ``"spss"``.
+        ``"csv"``, ``"parquet"``, ``"stata"``, ``"spss"`` or ``"sas"``.
 
     Raises
     ------
@@ -74,7 +78,7 @@ def table_format(path: str | Path) -> str:
     >>> table_format("survey.xlsx")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sav', '.txt', '.zsav']
+    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sas7bdat', '.sav', '.txt', '.xpt', '.zsav']
     """
     suffix = Path(path).suffix.lower()
     try:
@@ -422,7 +426,9 @@ def iter_batches(
         meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
         tables = _parquet_tables(p, pf, chunk_rows, columns)
     else:
-        frame, labels, missing = _read_stat(p, fmt, columns)
+        from pramkit.io_stat import read_stat
+
+        frame, labels, missing = read_stat(p, fmt, columns)
         meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
         tables = iter([pa.Table.from_pandas(frame, preserve_index=False)])
     if keep_missing_codes or not meta.missing:
@@ -466,34 +472,6 @@ def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
             column = table.column(i)
             table = table.set_column(i, table.field(i), pc.if_else(pa.array(mask), pa.scalar(None, column.type), column))
     return table
-
-
-def _read_stat(path: Path, fmt: str,
-               columns: Sequence[str] | None) -> tuple[pd.DataFrame, dict[str, Any], MissingCodes]:
-    import pyreadstat
-
-    reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
-    # SPSS user-missing codes are read as they are, so that a writer can keep them
-    extra = {"user_missing": True} if fmt == "spss" else {}
-    try:
-        _, head = reader(str(path), metadataonly=True)
-        require_columns(columns, head.column_names, repr(str(path)))
-        frame, meta = reader(str(path), usecols=list(columns) if columns is not None else None, **extra)
-    except PramkitError:
-        raise
-    except Exception as exc:  # pyreadstat raises its own ReadstatError and others
-        raise DataError(f"cannot read {fmt} file {str(path)!r}: {exc}") from None
-    labels = {
-        "column_labels": dict(zip(meta.column_names, meta.column_labels)),
-        "variable_value_labels": meta.variable_value_labels,
-    }
-    ranges = {
-        name: tuple((r["lo"], r["hi"]) for r in declared)
-        for name, declared in (getattr(meta, "missing_ranges", None) or {}).items()
-        if name in frame.columns and declared
-    }
-    missing = MissingCodes(ranges=ranges, source="declared user-missing in the SPSS file") if ranges else MissingCodes()
-    return frame, labels, missing
 
 
 def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
@@ -662,9 +640,12 @@ class TableWriter:
 
     def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
                  inputs: Iterable[PathLike | None] = ()) -> None:
+        from pramkit.io_stat import check_stat_output
+
         self.inputs = list(inputs)
         self.path = check_writable(path, force=force, inputs=self.inputs)
         self.format = table_format(self.path)
+        check_stat_output(self.path)
         self.force = force
         self.meta = meta
         self.rows = 0
@@ -800,7 +781,7 @@ class TableWriter:
                 writer.close()
             finally:
                 self._sink.close()
-        if self.format in ("stata", "spss"):
+        if self.format in ("stata", "spss", "sas"):
             self._write_stat()
 
     def _stop_background(self) -> None:
@@ -837,11 +818,10 @@ class TableWriter:
         try:
             if self.format == "parquet":
                 written = pq.read_metadata(tmp).num_rows
-            elif self.format in ("stata", "spss"):
-                import pyreadstat
+            elif self.format in ("stata", "spss", "sas"):
+                from pramkit.io_stat import rows_written
 
-                reader = pyreadstat.read_dta if self.format == "stata" else pyreadstat.read_sav
-                written = reader(str(tmp), metadataonly=True)[1].number_rows
+                written = rows_written(tmp, self.path.suffix)
             else:
                 return
         except OSError:
@@ -854,32 +834,17 @@ class TableWriter:
                              f"instead of {self.rows}; is the disk full?")
 
     def _write_stat(self) -> None:
-        import pyreadstat
+        from pramkit.io_stat import write_stat
 
         frame = pd.concat(self._frames, ignore_index=True) if self._frames else pd.DataFrame()
         same = self.meta is not None and self.meta.format == self.format
-        labels = self.meta.labels if same else {}
-        col_labels = labels.get("column_labels", {})
-        options: dict[str, Any] = {}
+        labels = dict(self.meta.labels) if same else {}
         if same and self.format == "spss" and self.meta.missing.ranges:
-            options["missing_ranges"] = {
+            labels["missing_ranges"] = {
                 name: [{"lo": lo, "hi": hi} for lo, hi in ranges]
                 for name, ranges in self.meta.missing.ranges.items() if name in frame.columns
             }
-        check_labels(self.format, {c: col_labels.get(c) for c in frame.columns} if col_labels else {},
-                     labels.get("variable_value_labels") or {}, repr(str(self.path)))
-        writer = pyreadstat.write_dta if self.format == "stata" else pyreadstat.write_sav
-        try:
-            writer(
-                frame, str(self._tmp),
-                column_labels=[col_labels.get(c) or "" for c in frame.columns] if col_labels else None,
-                variable_value_labels=labels.get("variable_value_labels") or None,
-                **options,
-            )
-        except OSError:
-            raise
-        except Exception as exc:
-            raise WriteError(f"cannot write {str(self.path)!r}: {exc}") from None
+        write_stat(frame, self._tmp, self.path, self.format, labels)
 
 
 #: The longest labels each format holds, as (limit, unit): the writers cut longer ones short
