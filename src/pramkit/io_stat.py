@@ -203,6 +203,23 @@ def _numbers(values: pd.Series, name: str, where: str) -> tuple[pd.Series, list[
     return pd.Series(numbers, index=values.index, dtype=float), codes
 
 
+#: Storage types (pyreadstat's ``readstat_variable_types``) a writer chooses from a column's NumPy type.
+_STORAGE = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float": np.float32}
+
+
+def _stored_as(frame: pd.DataFrame, storage: Mapping[str, str]) -> None:
+    """Give each numeric column of ``frame`` (in place) the NumPy type of the storage it had in the file
+    read (an ``int32`` column comes back from Arrow as ``int64``, which the writers store as double)."""
+    for name, kind in storage.items():
+        target = _STORAGE.get(kind)
+        if target is None or name not in frame.columns or not pd.api.types.is_numeric_dtype(frame[name].dtype):
+            continue
+        column = frame[name]
+        if np.issubdtype(target, np.integer) and not pd.api.types.is_integer_dtype(column.dtype):
+            continue  # missing values: the column cannot be integers
+        frame[name] = column.astype(target)
+
+
 def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: Mapping[str, Any]) -> None:
     """Write a Stata, SPSS or SAS transport file with the labels, formats and codes of a file of its format.
 
@@ -256,6 +273,7 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
             options.setdefault("missing_user_values", {})[name] = sorted({c[1:] for c in codes if c})
         elif any(codes):
             special[name] = codes
+    _stored_as(frame, labels.get("storage") or {})
     col_labels = labels.get("column_labels") or {}
     value_labels = {k: v for k, v in (labels.get("variable_value_labels") or {}).items() if k in frame.columns}
     check_labels(fmt, {c: col_labels.get(c) for c in frame.columns} if col_labels else {}, value_labels, where)
