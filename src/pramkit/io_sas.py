@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -166,7 +166,7 @@ def read_special_missing(path: str | Path, names: Sequence[str], rows: int) -> d
     return out
 
 
-def write_special_missing(path: str | Path, codes: Mapping[str, Sequence[str | None]], rows: int) -> None:
+def write_special_missing(path: str | Path, codes: Mapping[str, Any], rows: int) -> None:
     """Write special missing codes into a transport file pyreadstat wrote with ``.`` in their places.
 
     Parameters
@@ -174,7 +174,7 @@ def write_special_missing(path: str | Path, codes: Mapping[str, Sequence[str | N
     path : str or pathlib.Path
         The ``.xpt`` file (a temporary, changed in place).
     codes : mapping
-        Numeric variable -> one code or ``None`` per observation (``".A"``-``".Z"``, ``"._"``).
+        Numeric variable -> a sequence of one code or ``None`` per observation (``".A"``-``".Z"``, ``"._"``).
     rows : int
         The observations written.
 
@@ -195,16 +195,24 @@ def write_special_missing(path: str | Path, codes: Mapping[str, Sequence[str | N
     layout = xport_layout(bytes(raw), pyreadstat.read_xport(str(p), metadataonly=True)[1].column_names,
                           repr(str(path)))
     for name in names:
-        cells = _cells(raw, layout, rows, name)
-        for row, code in enumerate(codes[name]):
-            if code is None:
-                continue
-            if code not in SAS_CODES:
-                raise DataError(f"column {name!r}, row {row + 1}: {code!r} is not a SAS special missing value "
-                                f"(.A-.Z, ._)")
-            if cells[row, 0] != ord(".") or cells[row, 1:].any():
-                raise DataError(f"column {name!r}, row {row + 1}: the transport file holds a number where the "
-                                f"missing code {code} goes")
-            raw[layout.data_start + row * layout.width + layout.offsets[name]] = ord(code[1])
+        column = np.asarray(codes[name], dtype=object)
+        where = np.flatnonzero(column != None)  # noqa: E711  (element-wise: the rows with a code)
+        if not where.size:
+            continue
+        bad = [c for c in dict.fromkeys(column[where]) if c not in SAS_CODES]
+        if bad:
+            row = int(where[list(column[where]).index(bad[0])])
+            raise DataError(f"column {name!r}, row {row + 1}: {bad[0]!r} is not a SAS special missing value "
+                            "(.A-.Z, ._)")
+        cells = _cells(raw, layout, rows, name)[where]
+        held = (cells[:, 0] != ord(".")) | cells[:, 1:].any(axis=1)
+        if held.any():
+            row = int(where[np.flatnonzero(held)[0]])
+            raise DataError(f"column {name!r}, row {row + 1}: the transport file holds a number where the "
+                            f"missing code {column[row]} goes")
+        places = layout.data_start + where * layout.width + layout.offsets[name]
+        letters = np.frombuffer("".join(c[1] for c in column[where]).encode("ascii"), dtype=np.uint8)
+        view = np.frombuffer(raw, dtype=np.uint8)
+        view[places] = letters
     with open(p, "r+b") as fh:
         fh.write(raw)

@@ -25,7 +25,6 @@ writes ``.xpt`` (SAS transport): no open writer of ``.sas7bdat`` exists.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -162,45 +161,57 @@ def read_stat(path: Path, fmt: str,
     }
     coded: dict[str, str] = {}
     for name in frame.columns:
-        codes = special.get(name)
-        if codes is None and frame[name].dtype == object and fmt in ("stata", "sas"):
-            codes = np.array([_code(v, fmt) for v in frame[name]], dtype=object)
-        if codes is None or all(c is None for c in codes):
+        if fmt not in ("stata", "sas") or labels["storage"].get(name) == "string":
             continue
-        frame[name] = pd.Series([c if c is not None else canonical(v) for v, c in zip(frame[name], codes)],
-                                dtype=object, index=frame.index)
-        ranges[name] = tuple((c, c) for c in sorted({c for c in codes if c is not None}))
+        numbers, codes = _split_codes(frame[name], special.get(name))
+        if codes is None:
+            continue
+        frame[name] = _as_text(numbers, codes)
+        ranges[name] = tuple((c, c) for c in sorted(set(codes[codes != None])))  # noqa: E711
         coded[name] = fmt
     labels["coded"] = coded
     source = "; ".join(sorted({CODE_SYSTEMS[fmt]} if ranges else set()))
     return frame, labels, MissingCodes(ranges=ranges, source=source) if ranges else MissingCodes()
 
 
-def _code(value: Any, fmt: str) -> str | None:
-    """A Stata or SAS missing code as pyreadstat reads it (``"a"``, ``"A"``, ``"_"``) in pramkit's text (``".a"``)."""
-    if isinstance(value, str) and len(value) == 1:
-        return "." + value
-    return None
+def _split_codes(column: pd.Series, special: np.ndarray | None) -> tuple[pd.Series, np.ndarray | None]:
+    """A numeric column as pyreadstat reads it (numbers, and Stata's or SAS's codes as letters) split into
+    its numbers (codes missing) and its codes in pramkit's text (``".a"``; ``None`` elsewhere).  ``special``:
+    the codes read apart (a transport file).  The codes are ``None`` when the column holds none."""
+    numbers = pd.to_numeric(column, errors="coerce") if column.dtype == object else column
+    if special is not None:
+        return numbers, special
+    letters = column.notna().to_numpy() & numbers.isna().to_numpy()
+    if not letters.any():
+        return numbers, None
+    codes = np.full(len(column), None, dtype=object)
+    codes[letters] = ["." + str(v) for v in column.to_numpy()[letters]]
+    return numbers, codes
 
 
-def _numbers(values: pd.Series, name: str, where: str) -> tuple[pd.Series, list[str | None]]:
+def _as_text(numbers: pd.Series, codes: np.ndarray) -> pd.Series:
+    """Numbers as their one text (:func:`pramkit.engine.codebook.canonical`), codes as they are, missing as None."""
+    texts = {v: canonical(v) for v in pd.unique(numbers.dropna())}
+    out = np.array(numbers.map(texts), dtype=object)
+    out[pd.isna(out)] = None
+    where = codes != None  # noqa: E711  (element-wise)
+    out[where] = codes[where]
+    return pd.Series(out, index=numbers.index, dtype=object)
+
+
+def _numbers(values: pd.Series, name: str, where: str) -> tuple[pd.Series, np.ndarray]:
     """A text column of numbers and codes (:func:`read_stat`) as floats (codes missing) and its codes."""
-    numbers, codes = [], []
-    for row, v in enumerate(values):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            numbers.append(math.nan)
-            codes.append(None)
-        elif isinstance(v, str) and v.startswith(".") and len(v) == 2:
-            numbers.append(math.nan)
-            codes.append(v)
-        else:
-            try:
-                numbers.append(float(v))
-            except (TypeError, ValueError):
-                raise WriteError(f"cannot write {where}: column {name!r}, row {row + 1} holds {v!r}, neither a "
-                                 "number nor a missing code, in a column the file holds as numbers") from None
-            codes.append(None)
-    return pd.Series(numbers, index=values.index, dtype=float), codes
+    text = values.astype("string")
+    is_code = text.str.fullmatch(r"\.[A-Za-z_]").fillna(False).to_numpy(dtype=bool)
+    numbers = pd.to_numeric(text.where(~is_code), errors="coerce").astype(float)
+    wrong = text.notna().to_numpy() & ~is_code & numbers.isna().to_numpy()
+    if wrong.any():
+        row = int(np.flatnonzero(wrong)[0])
+        raise WriteError(f"cannot write {where}: column {name!r}, row {row + 1} holds {values.iloc[row]!r}, neither "
+                         "a number nor a missing code, in a column the file holds as numbers")
+    codes = np.full(len(values), None, dtype=object)
+    codes[is_code] = text.to_numpy()[is_code]
+    return pd.Series(numbers.to_numpy(), index=values.index, dtype=float), codes
 
 
 #: Storage types (pyreadstat's ``readstat_variable_types``) a writer chooses from a column's NumPy type.
@@ -261,18 +272,25 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
     where = repr(str(target))
     frame = frame.copy()
     options: dict[str, Any] = {}
-    special: dict[str, list[str | None]] = {}
+    special: dict[str, np.ndarray] = {}
     for name, kind in (labels.get("coded") or {}).items():
         if name not in frame.columns or kind != fmt:
             continue
-        frame[name], codes = _numbers(frame[name], name, where)
+        numbers, codes = _numbers(frame[name], name, where)
+        present = codes != None  # noqa: E711  (element-wise)
         if fmt == "stata":  # numbers (whole ones as integers when the file stored integers) and tags
             whole = str((labels.get("storage") or {}).get(name, "")).startswith("int")
-            frame[name] = pd.Series([c[1:] if c else int(v) if whole and float(v).is_integer() else v
-                                     for v, c in zip(frame[name], codes)], dtype=object, index=frame.index)
-            options.setdefault("missing_user_values", {})[name] = sorted({c[1:] for c in codes if c})
-        elif any(codes):
-            special[name] = codes
+            out = np.array(numbers, dtype=object)
+            if whole:
+                ints = numbers.notna().to_numpy() & (numbers.to_numpy() % 1 == 0)
+                out[ints] = [int(v) for v in numbers.to_numpy()[ints]]  # Python ints: pyreadstat's integer type
+            out[present] = [c[1:] for c in codes[present]]
+            frame[name] = pd.Series(out, dtype=object, index=frame.index)
+            options.setdefault("missing_user_values", {})[name] = sorted({c[1:] for c in codes[present]})
+        else:
+            frame[name] = numbers
+            if present.any():
+                special[name] = codes
     _stored_as(frame, labels.get("storage") or {})
     col_labels = labels.get("column_labels") or {}
     value_labels = {k: v for k, v in (labels.get("variable_value_labels") or {}).items() if k in frame.columns}
