@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import best_of  # noqa: E402
+from timing import best_of
 
 
 def make(folder: Path, rows: int) -> dict[str, Path]:
@@ -81,8 +81,8 @@ def main() -> None:
         files = make(folder, args.rows)
         for fmt, path in files.items():
             out = folder / f"out{path.suffix}"
-            base = best_of(lambda: floor(path, out), args.repeat)
-            ours = best_of(lambda: through_pramkit(path, out), args.repeat)
+            base = best_of(lambda path=path, out=out: floor(path, out), args.repeat)
+            ours = best_of(lambda path=path, out=out: through_pramkit(path, out), args.repeat)
             print(f"{fmt:6s} {args.rows:>10,} rows  floor (pyreadstat) {base:7.3f} s  pramkit {ours:7.3f} s  "
                   f"ratio {ours / base:5.2f}")
 

@@ -147,7 +147,7 @@ def test_the_script_names_the_settings_it_was_asked_for(release) -> None:
                      "--by", "rb090", "--variance", "pram", "--na-values", "NA,-9", "--emit-r",
                      str(d / "named.R")]) == 0
     text = (d / "named.R").read_text()
-    assert f'vars <- c("db040")' in text and 'by <- c("rb090")' in text and 'na_strings <- c("NA", "-9")' in text
+    assert 'vars <- c("db040")' in text and 'by <- c("rb090")' in text and 'na_strings <- c("NA", "-9")' in text
     assert 'variance <- "pram"' in text and "named.R" in out.getvalue()
 
 

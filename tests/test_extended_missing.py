@@ -236,7 +236,7 @@ def test_refusals_exit_2_and_write_nothing(folder, capsys, args, message) -> Non
     capsys.readouterr()
     before = digests(folder)
     code = main([a.format(d=folder) for a in args])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
     assert digests(folder) == before
 

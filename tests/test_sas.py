@@ -159,7 +159,7 @@ def test_haven_written_sas_files_are_read_with_their_codes(silc, tmp_path) -> No
     manifest = pramkit.Manifest.of({"pl030": pramkit.PramMatrix.form8([0.6] * 7, categories=list(range(1, 8)))},
                                    input=NAMED)
     for name in ("haven.xpt", "haven.sas7bdat"):
-        meta, tables = iter_batches(tmp_path / name, keep_missing_codes=True)
+        _, tables = iter_batches(tmp_path / name, keep_missing_codes=True)
         column = next(tables).column("pl030").to_pylist()
         assert [v if v in (".A", "._") else None for v in column] == codes, name
         apply_file(tmp_path / name, manifest, tmp_path / f"out-{name}.xpt", key=bytes(32), quiet=True)
@@ -196,7 +196,7 @@ def test_bad_input_exits_2_with_one_line(folder, capsys, args, message) -> None:
     capsys.readouterr()
     before = digests(folder)
     code = main(["apply", *[a.format(d=folder) for a in args], "--key-file", str(folder / "key")])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
     assert digests(folder) == before
 

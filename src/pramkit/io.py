@@ -44,13 +44,11 @@ import pyarrow.parquet as pq
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
 from pramkit.engine.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
-from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
+from pramkit.errors import DataError, ParameterError, WriteError
+from pramkit.io_stat import STAT_FORMATS
 
 #: File suffix -> format.
-FORMATS = {
-    ".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
-    ".dta": "stata", ".sav": "spss", ".zsav": "spss", ".sas7bdat": "sas", ".xpt": "sas",
-}
+FORMATS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
 
 
 def table_format(path: str | Path) -> str:
@@ -426,8 +424,9 @@ def iter_batches(
         meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
         tables = _parquet_tables(p, pf, chunk_rows, columns)
     else:
-        from pramkit.io_stat import read_stat
+        from pramkit.io_stat import read_stat, stat_columns
 
+        require_columns(columns, stat_columns(p, fmt), repr(str(p)))
         frame, labels, missing = read_stat(p, fmt, columns)
         meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
         tables = iter([pa.Table.from_pandas(frame, preserve_index=False)])
@@ -836,67 +835,16 @@ class TableWriter:
     def _write_stat(self) -> None:
         from pramkit.io_stat import write_stat
 
+        assert self._tmp is not None, "use TableWriter as a context manager"
         frame = pd.concat(self._frames, ignore_index=True) if self._frames else pd.DataFrame()
-        same = self.meta is not None and self.meta.format == self.format
-        labels = dict(self.meta.labels) if same else {}
-        if same and self.format == "spss" and self.meta.missing.ranges:
+        same = self.meta if self.meta is not None and self.meta.format == self.format else None
+        labels = dict(same.labels) if same is not None else {}
+        if same is not None and self.format == "spss" and same.missing.ranges:
             labels["missing_ranges"] = {
                 name: [{"lo": lo, "hi": hi} for lo, hi in ranges]
-                for name, ranges in self.meta.missing.ranges.items() if name in frame.columns
+                for name, ranges in same.missing.ranges.items() if name in frame.columns
             }
         write_stat(frame, self._tmp, self.path, self.format, labels)
-
-
-#: The longest labels each format holds, as (limit, unit): the writers cut longer ones short
-#: (Stata value labels, SPSS labels) or fail with a message naming no column (Stata variable labels).
-LABEL_LIMITS = {
-    "stata": {"column": (80, "characters"), "value": (32_000, "bytes")},
-    "spss": {"column": (256, "bytes"), "value": (120, "bytes")},
-}
-
-
-def check_labels(fmt: str, column_labels: dict[str, Any], value_labels: dict[str, Any], where: str) -> None:
-    """:class:`WriteError` for a variable or value label longer than a Stata or SPSS file holds
-    (:data:`LABEL_LIMITS`), naming the column: never a label cut short or a file left unwritten
-    without saying which label.
-
-    Parameters
-    ----------
-    fmt : str
-        ``"stata"`` or ``"spss"`` (other formats hold any label).
-    column_labels : dict
-        Column -> its label (or None).
-    value_labels : dict
-        Column -> {value: label}.
-    where : str
-        The output, for the message.
-
-    Raises
-    ------
-    WriteError
-        A label is too long; the message names the column, the length and the limit.
-
-    Examples
-    --------
-    >>> check_labels("spss", {"roof": "Main roof material"}, {"roof": {2: "tiles"}}, "'out.sav'")
-    >>> check_labels("spss", {}, {"roof": {2: "é" * 61}}, "'out.sav'")
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.WriteError: cannot write 'out.sav': the label of value 2 of column 'roof' has 122 bytes; an SPSS file holds at most 120: shorten it, or write .parquet or .csv
-    """
-    limits = LABEL_LIMITS.get(fmt)
-    if limits is None:
-        return
-    found = [("column", f"the label of column {c!r}", text) for c, text in column_labels.items() if text]
-    found += [("value", f"the label of value {v!r} of column {c!r}", text)
-              for c, labels in value_labels.items() for v, text in (labels or {}).items() if text]
-    name = "a Stata" if fmt == "stata" else "an SPSS"
-    for kind, what, text in found:
-        limit, unit = limits[kind]
-        size = len(str(text)) if unit == "characters" else len(str(text).encode("utf-8"))
-        if size > limit:
-            raise WriteError(f"cannot write {where}: {what} has {size} {unit}; {name} file holds at most {limit}: "
-                             "shorten it, or write .parquet or .csv")
 
 
 class _DigestingFile:

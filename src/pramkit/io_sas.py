@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from pramkit.errors import DataError
 
@@ -103,7 +104,7 @@ def xport_layout(raw: bytes, names: Sequence[str], where: str) -> XportLayout:
         offsets[name], lengths[name], numeric[name] = struct.unpack(">i", rec[84:88])[0], nlng, ntype == 1
     obs = first + count * _NAMESTR
     obs += -obs % _RECORD
-    while obs < len(raw) and not raw[obs:obs + 23] == b"HEADER RECORD*******OBS":
+    while obs < len(raw) and raw[obs:obs + 23] != b"HEADER RECORD*******OBS":
         obs += _RECORD
     if obs >= len(raw):
         raise DataError(f"{where} is not a SAS transport file (no OBS header record)")
@@ -196,7 +197,7 @@ def write_special_missing(path: str | Path, codes: Mapping[str, Any], rows: int)
                           repr(str(path)))
     for name in names:
         column = np.asarray(codes[name], dtype=object)
-        where = np.flatnonzero(column != None)  # noqa: E711  (element-wise: the rows with a code)
+        where = np.flatnonzero(pd.notna(column))  # the rows with a code
         if not where.size:
             continue
         bad = [c for c in dict.fromkeys(column[where]) if c not in SAS_CODES]

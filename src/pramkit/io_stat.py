@@ -34,6 +34,8 @@ import pandas as pd
 from pramkit.engine.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 
+#: File suffix -> format, for the files read through pyreadstat (:data:`pramkit.io.FORMATS` holds them all).
+STAT_FORMATS = {".dta": "stata", ".sav": "spss", ".zsav": "spss", ".sas7bdat": "sas", ".xpt": "sas"}
 #: What each format calls the missing values it keeps as codes, for the ledger and messages.
 CODE_SYSTEMS = {
     "stata": "Stata's extended missing values .a-.z",
@@ -64,6 +66,58 @@ def _reader(suffix: str) -> tuple[Any, dict[str, Any]]:
     return pyreadstat.read_xport, {}
 
 
+#: The longest labels each format holds, as (limit, unit): the writers cut longer ones short
+#: (Stata value labels, SPSS labels) or fail with a message naming no column (Stata variable labels).
+LABEL_LIMITS = {
+    "stata": {"column": (80, "characters"), "value": (32_000, "bytes")},
+    "spss": {"column": (256, "bytes"), "value": (120, "bytes")},
+}
+
+
+def check_labels(fmt: str, column_labels: dict[str, Any], value_labels: dict[str, Any], where: str) -> None:
+    """:class:`WriteError` for a variable or value label longer than a Stata or SPSS file holds
+    (:data:`LABEL_LIMITS`), naming the column: never a label cut short or a file left unwritten
+    without saying which label.
+
+    Parameters
+    ----------
+    fmt : str
+        ``"stata"`` or ``"spss"`` (other formats hold any label).
+    column_labels : dict
+        Column -> its label (or None).
+    value_labels : dict
+        Column -> {value: label}.
+    where : str
+        The output, for the message.
+
+    Raises
+    ------
+    WriteError
+        A label is too long; the message names the column, the length and the limit.
+
+    Examples
+    --------
+    >>> check_labels("spss", {"roof": "Main roof material"}, {"roof": {2: "tiles"}}, "'out.sav'")
+    >>> check_labels("spss", {}, {"roof": {2: "é" * 61}}, "'out.sav'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.WriteError: cannot write 'out.sav': the label of value 2 of column 'roof' has 122 bytes; an SPSS file holds at most 120: shorten it, or write .parquet or .csv
+    """
+    limits = LABEL_LIMITS.get(fmt)
+    if limits is None:
+        return
+    found = [("column", f"the label of column {c!r}", text) for c, text in column_labels.items() if text]
+    found += [("value", f"the label of value {v!r} of column {c!r}", text)
+              for c, labels in value_labels.items() for v, text in (labels or {}).items() if text]
+    name = "a Stata" if fmt == "stata" else "an SPSS"
+    for kind, what, text in found:
+        limit, unit = limits[kind]
+        size = len(str(text)) if unit == "characters" else len(str(text).encode("utf-8"))
+        if size > limit:
+            raise WriteError(f"cannot write {where}: {what} has {size} {unit}; {name} file holds at most {limit}: "
+                             "shorten it, or write .parquet or .csv")
+
+
 def check_stat_output(path: str | Path) -> None:
     """:class:`ParameterError` for an output pramkit cannot write: a ``.sas7bdat`` file.
 
@@ -88,6 +142,41 @@ def check_stat_output(path: str | Path) -> None:
     if Path(path).suffix.lower() == ".sas7bdat":
         raise ParameterError(f"pramkit cannot write {str(path)!r}: no open writer of .sas7bdat files exists; write "
                              ".xpt (SAS transport, which SAS reads with PROC CIMPORT or LIBNAME XPORT) or .parquet")
+
+
+def stat_columns(path: Path, fmt: str) -> list[str]:
+    """The columns of a Stata, SPSS or SAS file, from its metadata.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    fmt : str
+        Its format, for messages.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    DataError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile, pyreadstat
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.xpt"
+    ...     pyreadstat.write_xport(pd.DataFrame({"x": [1.0], "y": ["a"]}), str(f))
+    ...     stat_columns(f, "sas")
+    ['x', 'y']
+    """
+    reader, _ = _reader(path.suffix)
+    try:
+        return list(reader(str(path), metadataonly=True)[1].column_names)
+    except Exception as exc:  # pyreadstat raises its own ReadstatError and others
+        raise DataError(f"cannot read {fmt} file {str(path)!r}: {exc}") from None
 
 
 def read_stat(path: Path, fmt: str,
@@ -117,7 +206,7 @@ def read_stat(path: Path, fmt: str,
     Raises
     ------
     DataError
-        The file cannot be read or lacks one of ``columns``.
+        The file cannot be read (check ``columns`` first: :func:`stat_columns`).
 
     Examples
     --------
@@ -130,12 +219,9 @@ def read_stat(path: Path, fmt: str,
     >>> back["age"].tolist(), missing.ranges["age"], labels["coded"]
     (['31', '.a', '45.5', '.z'], (('.a', '.a'), ('.z', '.z')), {'age': 'stata'})
     """
-    from pramkit.io import require_columns
-
     reader, extra = _reader(path.suffix)
     try:
         _, head = reader(str(path), metadataonly=True)
-        require_columns(columns, head.column_names, repr(str(path)))
         frame, meta = reader(str(path), usecols=list(columns) if columns is not None else None, **extra)
         special = {}
         if path.suffix.lower() == ".xpt":
@@ -167,7 +253,7 @@ def read_stat(path: Path, fmt: str,
         if codes is None:
             continue
         frame[name] = _as_text(numbers, codes)
-        ranges[name] = tuple((c, c) for c in sorted(set(codes[codes != None])))  # noqa: E711
+        ranges[name] = tuple((c, c) for c in sorted(set(codes[pd.notna(codes)])))
         coded[name] = fmt
     labels["coded"] = coded
     source = "; ".join(sorted({CODE_SYSTEMS[fmt]} if ranges else set()))
@@ -194,7 +280,7 @@ def _as_text(numbers: pd.Series, codes: np.ndarray) -> pd.Series:
     texts = {v: canonical(v) for v in pd.unique(numbers.dropna())}
     out = np.array(numbers.map(texts), dtype=object)
     out[pd.isna(out)] = None
-    where = codes != None  # noqa: E711  (element-wise)
+    where = pd.notna(codes)
     out[where] = codes[where]
     return pd.Series(out, index=numbers.index, dtype=object)
 
@@ -267,8 +353,6 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
     """
     import pyreadstat
 
-    from pramkit.io import check_labels
-
     where = repr(str(target))
     frame = frame.copy()
     options: dict[str, Any] = {}
@@ -277,7 +361,7 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
         if name not in frame.columns or kind != fmt:
             continue
         numbers, codes = _numbers(frame[name], name, where)
-        present = codes != None  # noqa: E711  (element-wise)
+        present = pd.notna(codes)
         if fmt == "stata":  # numbers (whole ones as integers when the file stored integers) and tags
             whole = str((labels.get("storage") or {}).get(name, "")).startswith("int")
             out = np.array(numbers, dtype=object)
@@ -371,12 +455,7 @@ def missing_code_words(path: str | Path) -> str | None:
     >>> missing_code_words("survey.dta"), missing_code_words("survey.csv")
     ("Stata's extended missing values .a-.z", None)
     """
-    from pramkit.io import table_format
-
-    try:
-        return CODE_SYSTEMS.get(table_format(path))
-    except ParameterError:
-        return None
+    return CODE_SYSTEMS.get(STAT_FORMATS.get(Path(path).suffix.lower(), ""))
 
 
 def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str, Any], where: str) -> None:

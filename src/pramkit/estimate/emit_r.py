@@ -115,7 +115,7 @@ def _unread_form(m: PramMatrix) -> str | None:
     """The first form in ``m`` (itself, or one of its blocks) that the R script does not read."""
     if m.form not in R_FORMS:
         return m.form
-    if m.form == "blocks":
+    if m.blocks is not None:
         return next((f for f in (_unread_form(part) for _, part in m.blocks) if f is not None), None)
     return None
 
@@ -169,7 +169,7 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
     from pramkit.estimate.covariance import check_variance_kind
     from pramkit.io import table_format
 
-    if table_format(released) != "csv":
+    if table_format(Path(released)) != "csv":
         raise ParameterError(f"the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); "
                              f"{str(released)!r} is not one: write the release as .csv")
     axes = [*vars, *by]
@@ -240,7 +240,7 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     ...     "library(jsonlite)" in out.read_text()
     True
     """
-    manifest = Manifest.read(manifest_file)
+    manifest = Manifest.read(Path(manifest_file))
     text = r_script(manifest, list(vars), released=released, manifest_file=manifest_file, by=list(by),
                     variance=variance, confidence=confidence, na_values=na_values)
     return write_text_atomic(out, text, force=force, inputs=[released, manifest_file])
