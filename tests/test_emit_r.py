@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import unicodedata
@@ -27,6 +28,7 @@ from conftest import SDC_DATA
 
 from pramkit import atomic
 from pramkit.cli import main
+from pramkit.design.metric.distances import graph_distances, great_circle_distances, ordinal_distances
 from pramkit.engine.perturb import apply_file
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
@@ -37,12 +39,21 @@ needs_r = pytest.mark.skipif(RSCRIPT is None and not os.environ.get("PRAMKIT_REQ
 FIELDS = ("released", "estimate", "se", "ci_low", "ci_high", "proportion", "proportion_se", "proportion_ci_low",
           "proportion_ci_high")
 CARINTHIA = "K\u00e4rnten"  # the region's own name, so that a label is not ASCII
+#: The regions' capitals (lat, lon degrees) and which regions share a border: public facts.
+CAPITALS = {"Burgenland": (47.85, 16.52), CARINTHIA: (46.62, 14.31), "Lower Austria": (48.20, 15.63),
+            "Salzburg": (47.80, 13.04), "Styria": (47.07, 15.44), "Tyrol": (47.27, 11.40),
+            "Upper Austria": (48.31, 14.29), "Vienna": (48.21, 16.37), "Vorarlberg": (47.50, 9.75)}
+BORDERS = [("Vorarlberg", "Tyrol"), ("Tyrol", "Salzburg"), ("Tyrol", CARINTHIA), ("Salzburg", "Upper Austria"),
+           ("Salzburg", "Styria"), ("Salzburg", CARINTHIA), (CARINTHIA, "Styria"), ("Upper Austria", "Lower Austria"),
+           ("Upper Austria", "Styria"), ("Lower Austria", "Vienna"), ("Lower Austria", "Styria"),
+           ("Lower Austria", "Burgenland"), ("Styria", "Burgenland")]
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory, sdc_data_module) -> dict[str, Path]:
     """Releases of EU-SILC's region (one label not ASCII), sex, economic status (missing values) and
-    household size (an order), with the matrices in every form the script reads."""
+    household size (an order), with the matrices in every form a manifest stores (exponential ones over
+    great-circle, ordinal and border-crossing distances)."""
     d = tmp_path_factory.mktemp("emit_r")
     frame = pd.read_csv(sdc_data_module / "eusilc_laeken.csv", dtype=str, keep_default_na=False)
     frame = frame[["db040", "rb090", "pl030", "hsize", "pb220a", "rb050"]].copy()
@@ -59,6 +70,10 @@ def release(tmp_path_factory, sdc_data_module) -> dict[str, Path]:
         "geometric": {"pl030": PramMatrix.truncated_geometric(0.9, status),
                       "hsize": PramMatrix.truncated_geometric(1.3, sizes)},
         "blocks": {"pl030": kept, "rb090": PramMatrix([[0.85, 0.15], [0.25, 0.75]], ("female", "male"))},
+        "geography": {"db040": PramMatrix.exponential(0.02, great_circle_distances(
+                          regions, [CAPITALS[r] for r in regions])),
+                      "hsize": PramMatrix.exponential(1.5, ordinal_distances(sizes))},
+        "borders": {"db040": PramMatrix.exponential(2.0, graph_distances(regions, BORDERS))},
     }
     for name, matrices in manifests.items():
         Manifest.of(matrices).write(d / f"{name}.json")
@@ -91,7 +106,20 @@ CASES = [
     ("geometric", ["hsize", "rb090"], [], []),
     ("blocks", ["pl030", "rb090"], ["pb220a"], []),
     ("blocks", ["pl030"], ["db040"], ["--variance", "pram"]),
+    ("geography", ["db040"], ["rb090"], []),
+    ("geography", ["hsize", "db040"], [], ["--variance", "pram"]),
+    ("borders", ["db040"], ["pl030"], []),
 ]
+
+
+def test_the_script_reads_every_form_a_manifest_stores() -> None:
+    """A form added to pramkit.matrix.FORMS must be added to the script too."""
+    from importlib.resources import files
+
+    from pramkit.matrix import FORMS
+
+    template = files("pramkit.estimate").joinpath("estimate.R").read_text(encoding="utf-8")
+    assert set(re.findall(r'form == "(\w+)"', template)) == set(FORMS)
 
 
 @needs_r
@@ -166,7 +194,6 @@ BAD = [
     (["--emit-r", "{d}/no/such/folder/x.R"], "does not exist"),
     (["--emit-r", "{d}/x.R", "--manifest", "{d}/joint.json", "--vars", "db040|rb090"], "perturbed jointly"),
     (["--emit-r", "{d}/x.R", "--manifest", "{d}/singular.json"], "singular or badly conditioned"),
-    (["--emit-r", "{d}/x.R", "--manifest", "{d}/exponential.json"], "form 'exponential'"),
     (["--emit-r", "{d}/x.R", "--released", "{d}/released.parquet"], "reads a released CSV file"),
     (["--emit-r", "{d}/x.R", "--manifest", "{d}/missing.json"], "does not exist"),
 ]
@@ -174,8 +201,6 @@ BAD = [
 
 @pytest.mark.parametrize("extra, message", BAD, ids=[m for _, m in BAD])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(release, capsys, extra, message) -> None:
-    from pramkit.design.metric.distances import ordinal_distances
-
     d = release["dir"] / "bad"
     if not d.exists():
         d.mkdir()
@@ -185,8 +210,6 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(release, capsys, ext
         pd.read_csv(d / "released.csv", dtype=str).to_parquet(d / "released.parquet")
         regions = Manifest.read(d / "diagonal.json")["db040"].matrix
         Manifest.of({"db040": PramMatrix([[0.5, 0.5], [0.5, 0.5]], ("female", "male"))}).write(d / "singular.json")
-        Manifest.of({"db040": PramMatrix.exponential(1.0, ordinal_distances(list(regions.categories)))}).write(
-            d / "exponential.json")
         joint = PramMatrix.identity([(r, s) for r in regions.categories for s in ("female", "male")])
         Manifest((PerturbedVariable("db040|rb090", joint, columns=("db040", "rb090")),)).write(d / "joint.json")
     args = {"--released": str(d / "released.csv"), "--manifest": str(d / "diagonal.json"), "--vars": "db040"}

@@ -10,8 +10,7 @@ of its ``by`` group with its standard error, and normal intervals: the numbers
 
 What the script does not compute is refused here, with what to use instead: a
 released file other than CSV (base R reads CSV only), a variable perturbed
-jointly or within strata, a matrix stored in the exponential form (its
-distances may be geographic), and a singular or badly conditioned matrix
+jointly or within strata, and a singular or badly conditioned matrix
 (``pramkit estimate`` then gives the maximum-likelihood estimate).
 """
 
@@ -25,11 +24,6 @@ from pramkit.atomic import PathLike, write_text_atomic
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
-from pramkit.matrix import PramMatrix
-
-#: The matrix forms the R script turns into dense matrices.
-R_FORMS = ("dense", "diagonal", "blocks", "truncated_geometric")
-
 
 def r_string(text: str) -> str:
     """``text`` as an R string literal of ASCII characters (any Unicode text, any quote or backslash).
@@ -77,8 +71,8 @@ def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
     Raises
     ------
     ParameterError
-        A variable is perturbed jointly or within strata, its matrix is in a form the script does
-        not read (:data:`R_FORMS`), or the matrices are singular or badly conditioned.
+        A variable is perturbed jointly or within strata, or its matrix is singular or badly
+        conditioned.
 
     Examples
     --------
@@ -100,24 +94,11 @@ def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
         if v.is_joint or v.given:
             raise ParameterError(f"{name!r} is perturbed jointly with other columns or within strata; the R script "
                                  "estimates variables of one column: run pramkit estimate for this table")
-        form = _unread_form(v.matrix)
-        if form is not None:
-            raise ParameterError(f"the matrix of {name!r} is stored in the form {form!r}, which the R script does "
-                                 f"not read (it reads {', '.join(R_FORMS)}): run pramkit estimate for this table")
         cond = condition_number([v.matrix.matrix])
         if not cond <= MAX_CONDITION:
             raise ParameterError(f"the matrix of {name!r} is singular or badly conditioned (condition number "
                                  f"{cond:.3g}): pramkit estimate gives the maximum-likelihood estimate there, which "
                                  "the R script does not compute; run pramkit estimate instead")
-
-
-def _unread_form(m: PramMatrix) -> str | None:
-    """The first form in ``m`` (itself, or one of its blocks) that the R script does not read."""
-    if m.form not in R_FORMS:
-        return m.form
-    if m.blocks is not None:
-        return next((f for f in (_unread_form(part) for _, part in m.blocks) if f is not None), None)
-    return None
 
 
 def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, manifest_file: PathLike,
@@ -157,6 +138,7 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
 
     Examples
     --------
+    >>> from pramkit.matrix import PramMatrix
     >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
     >>> text = r_script(m, ["answer"], by=["sex"], released="released.csv", manifest_file="m.json")
     >>> [line for line in text.splitlines() if line.startswith(("vars", "by", "released_file"))]
@@ -232,6 +214,7 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     Examples
     --------
     >>> import pathlib, tempfile
+    >>> from pramkit.matrix import PramMatrix
     >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = m.write(pathlib.Path(d) / "m.json")
@@ -246,4 +229,4 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     return write_text_atomic(out, text, force=force, inputs=[released, manifest_file])
 
 
-__all__ = ["R_FORMS", "check_r_axes", "r_script", "r_string", "write_r_script"]
+__all__ = ["check_r_axes", "r_script", "r_string", "write_r_script"]

@@ -60,8 +60,36 @@ dense_matrix <- function(entry, size) {
     }
     return(m)
   }
-  stop(sprintf("a matrix in form '%s': this script reads the forms dense, diagonal, blocks and ", form),
-       "truncated_geometric; use pramkit estimate", call. = FALSE)
+  if (form == "exponential") {
+    d <- distances(entry$distances, size)
+    w <- exp(d * (-entry$rate / 2))
+    return(w / rowSums(w))
+  }
+  stop(sprintf("a matrix in form '%s': this script reads the forms dense, diagonal, blocks, ", form),
+       "truncated_geometric and exponential; use pramkit estimate", call. = FALSE)
+}
+
+# The public distances of an exponential mechanism: a matrix, or one point per category (ordinal:
+# |p_i - p_j|; euclidean; haversine: great-circle km between (lat, lon) degrees, made exactly symmetric).
+distances <- function(dist, size) {
+  if (!is.null(dist$matrix)) return(matrix(unlist(dist$matrix), nrow = size, byrow = TRUE))
+  p <- matrix(unlist(dist$points), nrow = size, byrow = TRUE)
+  if (dist$kind == "ordinal") return(abs(outer(p[, 1], p[, 1], "-")))
+  if (dist$kind == "euclidean") return(sqrt(outer(p[, 1], p[, 1], "-")^2 + outer(p[, 2], p[, 2], "-")^2))
+  if (dist$kind == "haversine") {
+    km <- function(lat1, lon1, lat2, lon2) {
+      p1 <- lat1 * pi / 180
+      p2 <- lat2 * pi / 180
+      h <- sin((p2 - p1) / 2)^2 + cos(p1) * cos(p2) * sin((lon2 - lon1) * pi / 180 / 2)^2
+      2 * 6371.0088 * asin(sqrt(pmin(pmax(h, 0), 1)))
+    }
+    lat1 <- matrix(p[, 1], size, size)
+    lon1 <- matrix(p[, 2], size, size)
+    d <- pmax(km(lat1, lon1, t(lat1), t(lon1)), km(t(lat1), t(lon1), lat1, lon1))
+    diag(d) <- 0
+    return(d)
+  }
+  stop(sprintf("distances of kind '%s': use pramkit estimate", dist$kind), call. = FALSE)
 }
 
 # y[..., k, ...] = sum_l a[k, l] x[..., l, ...] along one axis of an array.
