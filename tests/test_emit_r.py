@@ -28,7 +28,11 @@ from conftest import SDC_DATA
 
 from pramkit import atomic
 from pramkit.cli import main
-from pramkit.design.metric.distances import graph_distances, great_circle_distances, ordinal_distances
+from pramkit.design.metric.distances import (
+    graph_distances,
+    great_circle_distances,
+    ordinal_distances,
+)
 from pramkit.engine.perturb import apply_file
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix

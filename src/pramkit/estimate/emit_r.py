@@ -25,6 +25,7 @@ from pramkit.defaults import NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 
+
 def r_string(text: str) -> str:
     """``text`` as an R string literal of ASCII characters (any Unicode text, any quote or backslash).
 
