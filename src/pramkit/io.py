@@ -98,13 +98,15 @@ class TableMeta:
     columns : list of str
         The columns read, in file order.
     rows : int, optional
-        The row count when the file declares it (Parquet, Stata, SPSS); ``None`` for CSV.
+        The row count when the file declares it (Parquet, Stata, SPSS, SAS); ``None`` for CSV.
     labels : dict
-        Stata and SPSS variable and value labels (``column_labels``,
-        ``variable_value_labels``), empty for other formats.
+        Stata, SPSS and SAS variable and value labels (``column_labels``,
+        ``variable_value_labels``), formats and the columns holding extended missing
+        codes (:func:`pramkit.io_stat.read_stat`), empty for other formats.
     missing : pramkit.engine.codebook.MissingCodes
         The values the file uses for missing although they are not null
-        (CSV markers such as ``NA``, SPSS user-missing codes).
+        (CSV markers such as ``NA``, SPSS user-missing codes, Stata's ``.a``-``.z``,
+        SAS's ``.A``-``.Z`` and ``._``).
 
     Examples
     --------
@@ -342,7 +344,7 @@ def iter_batches(
     Returns the file's metadata and an iterator of tables.  A CSV file is
     read in blocks of about an eighth of a chunk (:func:`csv_block_bytes`;
     64 bytes per row assumed), regrouped into tables of at least
-    ``chunk_rows`` rows; Parquet uses record batches; Stata and SPSS files
+    ``chunk_rows`` rows; Parquet uses record batches; Stata, SPSS and SAS files
     come as one table.
 
     ``na_values`` are the texts that are missing in a CSV file besides the
@@ -354,7 +356,7 @@ def iter_batches(
     Parameters
     ----------
     path : str or pathlib.Path
-        A CSV, Parquet, Stata or SPSS file (:func:`table_format`).
+        A CSV, Parquet, Stata, SPSS or SAS file (:func:`table_format`).
     columns : sequence of str, optional
         The columns to read, in this order; default all of them.
     chunk_rows : int
@@ -589,7 +591,7 @@ def read_table(
 
 
 class TableWriter:
-    """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata or SPSS file, atomically.
+    """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata, SPSS or SAS transport file, atomically.
 
     Use as a context manager; the target appears only if the block completes
     and the file written holds every row (:mod:`pramkit.atomic`).  ``inputs``
@@ -769,7 +771,7 @@ class TableWriter:
         self._writer.write_table(table)
 
     def _finish(self) -> None:
-        """Close the streaming writer, or write a Stata or SPSS file whole."""
+        """Close the streaming writer, or write a Stata, SPSS or SAS transport file whole."""
         try:
             self._wait()
         finally:
