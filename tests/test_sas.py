@@ -225,3 +225,20 @@ def test_a_failed_xpt_write_leaves_nothing(folder, monkeypatch, point) -> None:
     with pytest.raises(PramkitError, match="cannot write|No space left"):
         apply_file(folder / "silc.xpt", folder / "m.json", folder / "out.xpt", key=bytes(32), quiet=True)
     assert digests(folder) == before
+
+
+@pytest.mark.parametrize("version", [5, 8])
+def test_special_missing_in_both_transport_versions(silc, tmp_path, version) -> None:
+    """Version 5 and 8 transport files: the codes go where pyreadstat reads a missing number, and
+    haven reads them back as the tags written."""
+    codes = special_codes(silc)
+    frame = pd.DataFrame({"sex": silc.rb090.str[:1], "pl030": [np.nan if c else v for v, c in zip(silc.pl030, codes)],
+                          "rb050": silc.rb050})
+    path = tmp_path / f"v{version}.xpt"
+    pyreadstat.write_xport(frame, str(path), file_format_version=version)
+    write_special_missing(path, {"pl030": codes}, len(frame))
+    back = pyreadstat.read_xport(str(path))[0]
+    assert back.pl030.isna().tolist() == [c is not None for c in codes]
+    pd.testing.assert_series_equal(back.rb050, frame.rb050)
+    assert read_special_missing(path, ["sex", "pl030", "rb050"], len(frame))["pl030"].tolist() == codes
+    assert haven_tags(path, "pl030") == codes
