@@ -1,4 +1,4 @@
-"""Reading and writing tables: CSV, Parquet, Stata and SPSS.
+"""Reading and writing tables: CSV, Parquet, Stata, SPSS and SAS.
 
 * CSV is read with every column as text, so that columns pramkit does not
   perturb are written back exactly as they were read.  An empty field is
@@ -10,6 +10,10 @@
   keeping variable and value labels; these formats are read whole.  Codes an
   SPSS file declares user-missing are missing; the declaration is kept when
   an SPSS file is written from an SPSS file.
+* SAS: ``.sas7bdat`` is read, ``.xpt`` (transport) read and written.  Stata's
+  extended missing values (``.a``-``.z``) and SAS's special ones (``.A``-``.Z``,
+  ``._``) are kept as codes, and labels and display formats survive a round
+  trip (:mod:`pramkit.io_stat`).
 
 Readers return missing markers and user-missing codes as nulls, unless asked
 to keep them (``keep_missing_codes=True``, for writers that must give them
@@ -40,13 +44,11 @@ import pyarrow.parquet as pq
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
 from pramkit.engine.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
-from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
+from pramkit.errors import DataError, ParameterError, WriteError
+from pramkit.io_stat import STAT_FORMATS
 
 #: File suffix -> format.
-FORMATS = {
-    ".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
-    ".dta": "stata", ".sav": "spss", ".zsav": "spss",
-}
+FORMATS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
 
 
 def table_format(path: str | Path) -> str:
@@ -60,7 +62,7 @@ def table_format(path: str | Path) -> str:
     Returns
     -------
     str
-        ``"csv"``, ``"parquet"``, ``"stata"`` or ``"spss"``.
+        ``"csv"``, ``"parquet"``, ``"stata"``, ``"spss"`` or ``"sas"``.
 
     Raises
     ------
@@ -74,7 +76,7 @@ def table_format(path: str | Path) -> str:
     >>> table_format("survey.xlsx")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sav', '.txt', '.zsav']
+    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sas7bdat', '.sav', '.txt', '.xpt', '.zsav']
     """
     suffix = Path(path).suffix.lower()
     try:
@@ -96,13 +98,15 @@ class TableMeta:
     columns : list of str
         The columns read, in file order.
     rows : int, optional
-        The row count when the file declares it (Parquet, Stata, SPSS); ``None`` for CSV.
+        The row count when the file declares it (Parquet, Stata, SPSS, SAS); ``None`` for CSV.
     labels : dict
-        Stata and SPSS variable and value labels (``column_labels``,
-        ``variable_value_labels``), empty for other formats.
+        Stata, SPSS and SAS variable and value labels (``column_labels``,
+        ``variable_value_labels``), formats and the columns holding extended missing
+        codes (:func:`pramkit.io_stat.read_stat`), empty for other formats.
     missing : pramkit.engine.codebook.MissingCodes
         The values the file uses for missing although they are not null
-        (CSV markers such as ``NA``, SPSS user-missing codes).
+        (CSV markers such as ``NA``, SPSS user-missing codes, Stata's ``.a``-``.z``,
+        SAS's ``.A``-``.Z`` and ``._``).
 
     Examples
     --------
@@ -340,7 +344,7 @@ def iter_batches(
     Returns the file's metadata and an iterator of tables.  A CSV file is
     read in blocks of about an eighth of a chunk (:func:`csv_block_bytes`;
     64 bytes per row assumed), regrouped into tables of at least
-    ``chunk_rows`` rows; Parquet uses record batches; Stata and SPSS files
+    ``chunk_rows`` rows; Parquet uses record batches; Stata, SPSS and SAS files
     come as one table.
 
     ``na_values`` are the texts that are missing in a CSV file besides the
@@ -352,7 +356,7 @@ def iter_batches(
     Parameters
     ----------
     path : str or pathlib.Path
-        A CSV, Parquet, Stata or SPSS file (:func:`table_format`).
+        A CSV, Parquet, Stata, SPSS or SAS file (:func:`table_format`).
     columns : sequence of str, optional
         The columns to read, in this order; default all of them.
     chunk_rows : int
@@ -422,7 +426,10 @@ def iter_batches(
         meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
         tables = _parquet_tables(p, pf, chunk_rows, columns)
     else:
-        frame, labels, missing = _read_stat(p, fmt, columns)
+        from pramkit.io_stat import read_stat, stat_columns
+
+        require_columns(columns, stat_columns(p, fmt), repr(str(p)))
+        frame, labels, missing = read_stat(p, fmt, columns)
         meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
         tables = iter([pa.Table.from_pandas(frame, preserve_index=False)])
     if keep_missing_codes or not meta.missing:
@@ -466,34 +473,6 @@ def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
             column = table.column(i)
             table = table.set_column(i, table.field(i), pc.if_else(pa.array(mask), pa.scalar(None, column.type), column))
     return table
-
-
-def _read_stat(path: Path, fmt: str,
-               columns: Sequence[str] | None) -> tuple[pd.DataFrame, dict[str, Any], MissingCodes]:
-    import pyreadstat
-
-    reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
-    # SPSS user-missing codes are read as they are, so that a writer can keep them
-    extra = {"user_missing": True} if fmt == "spss" else {}
-    try:
-        _, head = reader(str(path), metadataonly=True)
-        require_columns(columns, head.column_names, repr(str(path)))
-        frame, meta = reader(str(path), usecols=list(columns) if columns is not None else None, **extra)
-    except PramkitError:
-        raise
-    except Exception as exc:  # pyreadstat raises its own ReadstatError and others
-        raise DataError(f"cannot read {fmt} file {str(path)!r}: {exc}") from None
-    labels = {
-        "column_labels": dict(zip(meta.column_names, meta.column_labels)),
-        "variable_value_labels": meta.variable_value_labels,
-    }
-    ranges = {
-        name: tuple((r["lo"], r["hi"]) for r in declared)
-        for name, declared in (getattr(meta, "missing_ranges", None) or {}).items()
-        if name in frame.columns and declared
-    }
-    missing = MissingCodes(ranges=ranges, source="declared user-missing in the SPSS file") if ranges else MissingCodes()
-    return frame, labels, missing
 
 
 def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str, tuple[Any, ...]]:
@@ -612,7 +591,7 @@ def read_table(
 
 
 class TableWriter:
-    """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata or SPSS file, atomically.
+    """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata, SPSS or SAS transport file, atomically.
 
     Use as a context manager; the target appears only if the block completes
     and the file written holds every row (:mod:`pramkit.atomic`).  ``inputs``
@@ -662,9 +641,12 @@ class TableWriter:
 
     def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
                  inputs: Iterable[PathLike | None] = ()) -> None:
+        from pramkit.io_stat import check_stat_output
+
         self.inputs = list(inputs)
         self.path = check_writable(path, force=force, inputs=self.inputs)
         self.format = table_format(self.path)
+        check_stat_output(self.path)
         self.force = force
         self.meta = meta
         self.rows = 0
@@ -789,7 +771,7 @@ class TableWriter:
         self._writer.write_table(table)
 
     def _finish(self) -> None:
-        """Close the streaming writer, or write a Stata or SPSS file whole."""
+        """Close the streaming writer, or write a Stata, SPSS or SAS transport file whole."""
         try:
             self._wait()
         finally:
@@ -800,7 +782,7 @@ class TableWriter:
                 writer.close()
             finally:
                 self._sink.close()
-        if self.format in ("stata", "spss"):
+        if self.format in ("stata", "spss", "sas"):
             self._write_stat()
 
     def _stop_background(self) -> None:
@@ -837,11 +819,10 @@ class TableWriter:
         try:
             if self.format == "parquet":
                 written = pq.read_metadata(tmp).num_rows
-            elif self.format in ("stata", "spss"):
-                import pyreadstat
+            elif self.format in ("stata", "spss", "sas"):
+                from pramkit.io_stat import rows_written
 
-                reader = pyreadstat.read_dta if self.format == "stata" else pyreadstat.read_sav
-                written = reader(str(tmp), metadataonly=True)[1].number_rows
+                written = rows_written(tmp, self.path.suffix)
             else:
                 return
         except OSError:
@@ -854,84 +835,18 @@ class TableWriter:
                              f"instead of {self.rows}; is the disk full?")
 
     def _write_stat(self) -> None:
-        import pyreadstat
+        from pramkit.io_stat import write_stat
 
+        assert self._tmp is not None, "use TableWriter as a context manager"
         frame = pd.concat(self._frames, ignore_index=True) if self._frames else pd.DataFrame()
-        same = self.meta is not None and self.meta.format == self.format
-        labels = self.meta.labels if same else {}
-        col_labels = labels.get("column_labels", {})
-        options: dict[str, Any] = {}
-        if same and self.format == "spss" and self.meta.missing.ranges:
-            options["missing_ranges"] = {
+        same = self.meta if self.meta is not None and self.meta.format == self.format else None
+        labels = dict(same.labels) if same is not None else {}
+        if same is not None and self.format == "spss" and same.missing.ranges:
+            labels["missing_ranges"] = {
                 name: [{"lo": lo, "hi": hi} for lo, hi in ranges]
-                for name, ranges in self.meta.missing.ranges.items() if name in frame.columns
+                for name, ranges in same.missing.ranges.items() if name in frame.columns
             }
-        check_labels(self.format, {c: col_labels.get(c) for c in frame.columns} if col_labels else {},
-                     labels.get("variable_value_labels") or {}, repr(str(self.path)))
-        writer = pyreadstat.write_dta if self.format == "stata" else pyreadstat.write_sav
-        try:
-            writer(
-                frame, str(self._tmp),
-                column_labels=[col_labels.get(c) or "" for c in frame.columns] if col_labels else None,
-                variable_value_labels=labels.get("variable_value_labels") or None,
-                **options,
-            )
-        except OSError:
-            raise
-        except Exception as exc:
-            raise WriteError(f"cannot write {str(self.path)!r}: {exc}") from None
-
-
-#: The longest labels each format holds, as (limit, unit): the writers cut longer ones short
-#: (Stata value labels, SPSS labels) or fail with a message naming no column (Stata variable labels).
-LABEL_LIMITS = {
-    "stata": {"column": (80, "characters"), "value": (32_000, "bytes")},
-    "spss": {"column": (256, "bytes"), "value": (120, "bytes")},
-}
-
-
-def check_labels(fmt: str, column_labels: dict[str, Any], value_labels: dict[str, Any], where: str) -> None:
-    """:class:`WriteError` for a variable or value label longer than a Stata or SPSS file holds
-    (:data:`LABEL_LIMITS`), naming the column: never a label cut short or a file left unwritten
-    without saying which label.
-
-    Parameters
-    ----------
-    fmt : str
-        ``"stata"`` or ``"spss"`` (other formats hold any label).
-    column_labels : dict
-        Column -> its label (or None).
-    value_labels : dict
-        Column -> {value: label}.
-    where : str
-        The output, for the message.
-
-    Raises
-    ------
-    WriteError
-        A label is too long; the message names the column, the length and the limit.
-
-    Examples
-    --------
-    >>> check_labels("spss", {"roof": "Main roof material"}, {"roof": {2: "tiles"}}, "'out.sav'")
-    >>> check_labels("spss", {}, {"roof": {2: "é" * 61}}, "'out.sav'")
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.WriteError: cannot write 'out.sav': the label of value 2 of column 'roof' has 122 bytes; an SPSS file holds at most 120: shorten it, or write .parquet or .csv
-    """
-    limits = LABEL_LIMITS.get(fmt)
-    if limits is None:
-        return
-    found = [("column", f"the label of column {c!r}", text) for c, text in column_labels.items() if text]
-    found += [("value", f"the label of value {v!r} of column {c!r}", text)
-              for c, labels in value_labels.items() for v, text in (labels or {}).items() if text]
-    name = "a Stata" if fmt == "stata" else "an SPSS"
-    for kind, what, text in found:
-        limit, unit = limits[kind]
-        size = len(str(text)) if unit == "characters" else len(str(text).encode("utf-8"))
-        if size > limit:
-            raise WriteError(f"cannot write {where}: {what} has {size} {unit}; {name} file holds at most {limit}: "
-                             "shorten it, or write .parquet or .csv")
+        write_stat(frame, self._tmp, self.path, self.format, labels)
 
 
 class _DigestingFile:

@@ -54,8 +54,8 @@ FrequencySource = Literal["dp_counts", "prior", "none", "exact"]
 FREQUENCY_SOURCES: tuple[str, ...] = ("dp_counts", "prior", "none", "exact")
 
 #: What kinds of value a release can show exactly (:class:`ExactFact`), in the order the sentence names them.
-FACT_KINDS: tuple[str, ...] = ("stratum", "block", "kept_code", "missing", "joint_missing", "stratum_missing",
-                               "rule_breaker", "household", "weights")
+FACT_KINDS: tuple[str, ...] = ("stratum", "block", "kept_code", "missing", "missing_code", "joint_missing",
+                               "stratum_missing", "rule_breaker", "household", "weights")
 
 #: Where a variable's list of categories came from.
 CategorySource = Literal["declared", "prior", "data"]
@@ -73,7 +73,9 @@ class ExactFact:
         ``"block"`` (which class of a variable's categories a value lies in: blocks of its matrix
         that no stratum nor kept code explains, as k-anonymity's classes),
         ``"kept_code"`` (whether a value is one the matrix never changes), ``"missing"``
-        (whether a value is missing: kept missing, and nothing becomes missing),
+        (whether a value is missing: kept missing, and nothing becomes missing), ``"missing_code"``
+        (which missing code a missing value holds: Stata's .a-.z, SAS's .A-.Z and ._, SPSS's
+        user-missing values, kept as they are),
         ``"joint_missing"`` (which columns of a joint variable are missing; the others are
         perturbed by the matrix's margin over them), ``"stratum_missing"`` (a record whose
         stratum is missing: its values of the variable are released unperturbed),
@@ -102,7 +104,7 @@ class ExactFact:
     >>> ExactFact("guessed", ("age",), "x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household', 'weights'), got 'guessed'
+    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'missing_code', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household', 'weights'), got 'guessed'
     """
 
     kind: str

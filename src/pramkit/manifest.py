@@ -731,6 +731,12 @@ class Manifest:
             facts.append(ExactFact("missing", tuple(missing), (
                 f"which values of {', '.join(missing)} are missing" if len(missing) == 1 else
                 f"which values of {', '.join(missing[:-1])} and {missing[-1]} are missing")))
+        codes = self.input.get("missing_codes") if isinstance(self.input, Mapping) else None
+        kept = missing + [f.variables[0] for f in per_variable if f.kind == "joint_missing"]
+        if codes and kept:  # a format whose missing values are codes (io_stat.missing_code_words), named at design
+            facts.append(ExactFact("missing_code", tuple(kept), (
+                f"which missing code each missing value of {kept[0]} holds ({codes})" if len(kept) == 1 else
+                f"which missing code each missing value of {', '.join(kept[:-1])} and {kept[-1]} holds ({codes})")))
         facts += [f for f in per_variable if f.kind not in ("block", "kept_code", "missing")]
         structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
         if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":

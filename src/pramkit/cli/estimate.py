@@ -87,6 +87,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="--replicate-method jkn: each replicate's scale, (n_h - 1) / n_h of its stratum, comma-separated")
     add_na_values(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--emit-r", metavar="FILE", type=Path,
+                   help="instead of estimating, write an R script (R and jsonlite only) that reads the released "
+                        "CSV file and the manifest and computes this table with the default estimator, the same "
+                        "numbers (see docs/estimation.md)")
+    p.add_argument("--force", action="store_true", help="overwrite the --emit-r FILE if it exists")
     p.set_defaults(func=run)
 
 
@@ -123,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.engine.receipt import ReceiptWarning, check_release
 
     names, groups = _names(args.vars), _names(args.by)
+    if args.emit_r is not None:
+        return _emit_r(args, names, groups)
     manifest = Manifest.read(args.manifest)
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
     with warnings.catch_warnings():
@@ -147,6 +154,22 @@ def run(args: argparse.Namespace) -> int:
         print_json({"released_file": str(args.released), **result.to_dict()})
     else:
         print(format_table(result))
+    return 0
+
+
+def _emit_r(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
+    """``--emit-r FILE``: write the R script of the table (only the default estimator; no survey files)."""
+    from pramkit.estimate.emit_r import write_r_script
+
+    other = [flag for flag, given in (("--method mle", args.method == "mle"),
+                                      ("--estimator", args.estimator not in (None, "unbiased")),
+                                      ("--weights", args.weights is not None), ("--json", args.json)) if given]
+    if other:
+        raise ParameterError(f"--emit-r writes the script of the unbiased estimator without survey weights; "
+                             f"leave out {other[0]}")
+    out = write_r_script(args.emit_r, args.released, args.manifest, names, by=groups, variance=args.variance,
+                         confidence=args.confidence, na_values=args.na_values, force=args.force)
+    print(f"wrote {out}: Rscript {out} [OUT.csv] prints the table (and writes it to OUT.csv)")
     return 0
 
 

@@ -1099,6 +1099,7 @@ def apply_file(
     ['31', 'NA', '27', '60', '19']
     """
     from pramkit.engine.receipt import receipt_after, receipt_path
+    from pramkit.io_stat import check_codes_named
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -1113,6 +1114,7 @@ def apply_file(
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending:
         meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
                                      flat=man.read_columns)
+        check_codes_named(man, meta.missing, meta.labels, repr(str(src)))
         perturber = TablePerturber(man, secret, meta.missing, threads=threads)
         perturber.check_columns(meta.columns, f"{str(src)!r}")
         with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \

@@ -9,6 +9,7 @@ of its own (:mod:`pramkit.release`).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import random
 import time
@@ -79,7 +80,10 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     freqs = design_frequencies(plan, counted, rng=rng, key=key)
     allocation = allocate(plan, counted, freqs)
     built = build_matrices(plan, counted, freqs, allocation, quiet=quiet)
-    return assemble(plan, counted, freqs, allocation, built, time.perf_counter() - t0)
+    release = assemble(plan, counted, freqs, allocation, built, time.perf_counter() - t0)
+    from pramkit.io_stat import name_missing_codes  # a Stata, SPSS or SAS file's missing codes, named
+
+    return dataclasses.replace(release, manifest=name_missing_codes(release.manifest, data))
 
 
 def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Random | None = None,

@@ -187,6 +187,7 @@ def _ledger(report: ReleaseReport) -> str:
 
 #: How the report names each kind of value released exactly (:data:`pramkit.ledger.FACT_KINDS`).
 _FACT_NAMES = {"stratum": "stratum", "kept_code": "kept code", "missing": "missing value",
+               "missing_code": "missing code",
                "joint_missing": "missing column of a joint variable", "stratum_missing": "missing stratum",
                "rule_breaker": "rule breaker", "household": "household id", "weights": "sampling weights"}
 

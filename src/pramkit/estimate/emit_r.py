@@ -1,0 +1,233 @@
+"""An R script that estimates a released file's table as ``pramkit estimate`` does.
+
+Analysts of a released file often work in R.  :func:`r_script` writes a
+self-contained script (R and its package jsonlite only, the template
+``estimate.R`` beside this module) that reads the released CSV file and the
+manifest and computes the unbiased moment estimate of the original counts,
+their standard errors (multinomial or PRAM-only variance), each cell's share
+of its ``by`` group with its standard error, and normal intervals: the numbers
+``pramkit estimate`` prints with its default estimator.
+
+What the script does not compute is refused here, with what to use instead: a
+released file other than CSV (base R reads CSV only), a variable perturbed
+jointly or within strata, and a singular or badly conditioned matrix
+(``pramkit estimate`` then gives the maximum-likelihood estimate).
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Sequence
+
+from pramkit.atomic import PathLike, write_text_atomic
+from pramkit.defaults import NA_VALUES
+from pramkit.errors import ParameterError
+from pramkit.manifest import Manifest
+
+
+def r_string(text: str) -> str:
+    """``text`` as an R string literal of ASCII characters (any Unicode text, any quote or backslash).
+
+    Parameters
+    ----------
+    text : str
+        The text.
+
+    Returns
+    -------
+    str
+        A double-quoted R literal; characters outside printable ASCII as ``\\U{...}``.
+
+    Examples
+    --------
+    >>> print(r_string('K\u00e4rnten "north"\\\\n'))
+    "K\\U{e4}rnten \\"north\\"\\\\n"
+    """
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.append(f"\\U{{{ord(ch):x}}}")
+    return '"' + "".join(out) + '"'
+
+
+def _r_vector(texts: Sequence[str]) -> str:
+    return "character(0)" if not texts else "c(" + ", ".join(r_string(t) for t in texts) + ")"
+
+
+def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
+    """:class:`ParameterError` for a table the R script cannot estimate as ``pramkit estimate`` does.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release's manifest.
+    axes : sequence of str
+        The columns tabulated (``vars`` then ``by``).
+
+    Raises
+    ------
+    ParameterError
+        A variable is perturbed jointly or within strata, or its matrix is singular or badly
+        conditioned.
+
+    Examples
+    --------
+    >>> from pramkit.matrix import PramMatrix
+    >>> m = Manifest.of({"answer": PramMatrix([[0.5, 0.5], [0.5, 0.5]], ("yes", "no"))})
+    >>> check_r_axes(m, ["sex"])  # an unperturbed column: nothing to check
+    >>> check_r_axes(m, ["answer"])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the matrix of 'answer' is singular or badly conditioned (condition number inf): pramkit estimate gives the maximum-likelihood estimate there, which the R script does not compute; run pramkit estimate instead
+    """
+    from pramkit.estimate.identifiability import MAX_CONDITION
+    from pramkit.estimate.result import condition_number
+
+    for name in axes:
+        if name not in manifest.names:
+            continue
+        v = manifest[name]
+        if v.is_joint or v.given:
+            raise ParameterError(f"{name!r} is perturbed jointly with other columns or within strata; the R script "
+                                 "estimates variables of one column: run pramkit estimate for this table")
+        cond = condition_number([v.matrix.matrix])
+        if not cond <= MAX_CONDITION:
+            raise ParameterError(f"the matrix of {name!r} is singular or badly conditioned (condition number "
+                                 f"{cond:.3g}): pramkit estimate gives the maximum-likelihood estimate there, which "
+                                 "the R script does not compute; run pramkit estimate instead")
+
+
+def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, manifest_file: PathLike,
+             by: Sequence[str] = (), variance: str = "multinomial", confidence: float = 0.95,
+             na_values: Sequence[str] = NA_VALUES) -> str:
+    """The R script that estimates the table of ``vars`` (by ``by``) from a released CSV file.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release's manifest (checked with :func:`check_r_axes`).
+    vars : sequence of str
+        The columns to tabulate.
+    released : str or os.PathLike
+        The released file the script reads (CSV), as the script should name it.
+    manifest_file : str or os.PathLike
+        The manifest's file, as the script should name it.
+    by : sequence of str
+        Grouping columns: shares within their groups.
+    variance : {"multinomial", "pram"}
+        As :func:`pramkit.estimate_table`.
+    confidence : float
+        The level of the intervals, in (0, 1).
+    na_values : sequence of str
+        The texts of the CSV file that are missing besides the empty field.
+
+    Returns
+    -------
+    str
+        The script: its settings, then the template ``estimate.R``.
+
+    Raises
+    ------
+    ParameterError
+        The released file is not CSV, a column is named twice, ``variance`` or ``confidence``
+        is out of range, or :func:`check_r_axes` refuses the table.
+
+    Examples
+    --------
+    >>> from pramkit.matrix import PramMatrix
+    >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
+    >>> text = r_script(m, ["answer"], by=["sex"], released="released.csv", manifest_file="m.json")
+    >>> [line for line in text.splitlines() if line.startswith(("vars", "by", "released_file"))]
+    ['released_file <- "released.csv"', 'vars <- c("answer")', 'by <- c("sex")']
+    >>> r_script(m, ["answer"], released="released.parquet", manifest_file="m.json")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); 'released.parquet' is not one: write the release as .csv
+    """
+    from pramkit.estimate.covariance import check_variance_kind
+    from pramkit.io import table_format
+
+    if table_format(Path(released)) != "csv":
+        raise ParameterError(f"the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); "
+                             f"{str(released)!r} is not one: write the release as .csv")
+    axes = [*vars, *by]
+    if not vars or len(set(axes)) != len(axes):
+        raise ParameterError(f"name each column once in vars and by, and at least one in vars: {axes}")
+    check_variance_kind(variance)
+    if not (0.0 < confidence < 1.0):
+        raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
+    check_r_axes(manifest, axes)
+    from pramkit.estimate.identifiability import MAX_CONDITION
+
+    settings = "\n".join([
+        f"released_file <- {r_string(str(released))}",
+        f"manifest_file <- {r_string(str(manifest_file))}",
+        f"vars <- {_r_vector(vars)}",
+        f"by <- {_r_vector(by)}",
+        f"variance <- {r_string(variance)}  # or \"multinomial\" / \"pram\"",
+        f"confidence <- {confidence!r}",
+        f"na_strings <- {_r_vector([str(v) for v in na_values if str(v) != ''])}  # missing besides the empty field",
+        f"max_condition <- {MAX_CONDITION!r}",
+    ])
+    template = files("pramkit.estimate").joinpath("estimate.R").read_text(encoding="utf-8")
+    return template.replace("@SETTINGS@", settings)
+
+
+def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, vars: Sequence[str], *,
+                   by: Sequence[str] = (), variance: str = "multinomial", confidence: float = 0.95,
+                   na_values: Sequence[str] = NA_VALUES, force: bool = False) -> Path:
+    """Write the R script of :func:`r_script` for a released file and its manifest, atomically.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The script to write (``.R``).
+    released : str or os.PathLike
+        The released CSV file.
+    manifest_file : str or os.PathLike
+        Its manifest.
+    vars, by, variance, confidence, na_values
+        As :func:`r_script`.
+    force : bool
+        Replace an existing script.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`r_script`, or ``out`` is the released file or the manifest.
+    ManifestError
+        The manifest cannot be read.
+    OutputExistsError
+        ``out`` exists and ``force`` is false.
+    WriteError
+        ``out`` cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.matrix import PramMatrix
+    >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = m.write(pathlib.Path(d) / "m.json")
+    ...     out = write_r_script(pathlib.Path(d) / "estimate.R", pathlib.Path(d) / "released.csv",
+    ...                          pathlib.Path(d) / "m.json", ["answer"])
+    ...     "library(jsonlite)" in out.read_text()
+    True
+    """
+    manifest = Manifest.read(Path(manifest_file))
+    text = r_script(manifest, list(vars), released=released, manifest_file=manifest_file, by=list(by),
+                    variance=variance, confidence=confidence, na_values=na_values)
+    return write_text_atomic(out, text, force=force, inputs=[released, manifest_file])
+
+
+__all__ = ["check_r_axes", "r_script", "r_string", "write_r_script"]
