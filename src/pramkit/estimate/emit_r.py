@@ -169,7 +169,7 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
         f"manifest_file <- {r_string(str(manifest_file))}",
         f"vars <- {_r_vector(vars)}",
         f"by <- {_r_vector(by)}",
-        f"variance <- {r_string(variance)}  # or \"multinomial\" / \"pram\"",
+        f"variance <- {r_string(variance)}  # \"multinomial\" or \"pram\"",
         f"confidence <- {confidence!r}",
         f"na_strings <- {_r_vector([str(v) for v in na_values if str(v) != ''])}  # missing besides the empty field",
         f"max_condition <- {MAX_CONDITION!r}",
