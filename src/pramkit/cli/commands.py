@@ -17,4 +17,5 @@ HELP: dict[str, str] = {
     "risk": "identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
     "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
     "app": "the workbench: a release step by step in the browser (needs pramkit[app])",
+    "swap": "targeted record swapping of the geography (households whole), with its matrix and epsilon",
 }

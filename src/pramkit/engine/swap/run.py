@@ -27,7 +27,7 @@ import pyarrow as pa
 from pramkit._version import __version__
 from pramkit.atomic import check_writable, staged_bytes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
-from pramkit.engine.receipt import receipt_path
+from pramkit.engine.receipt import receipt_path, receipt_text
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.core import SwapDraw, draw_swaps
 from pramkit.engine.swap.households import Households, read_households
@@ -323,7 +323,9 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
                              "no manifest to write (drop --manifest, or swap at random: no --risk-vars)")
     matrix = random_swap_matrix(plan.rate, list(areas), parents)
     variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
-    ledger = Ledger(frequencies="none", categories={plan.geo[-1]: "data"})
+    ledger = Ledger(frequencies="none", categories={plan.geo[-1]: "data"}, data_dependent=(
+        f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
+        "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole",))
     return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
                     swapping=plan.section(list(areas), parents))
 
@@ -405,19 +407,25 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
                 writer.write(_release(table, swapped, plan, start, released))
                 start += table.num_rows
             writer.close()
-            receipt_stage.write(_receipt(dst, start, writer.sha256, plan.section(areas, parents)).encode())
-            if man_stage is not None:
-                man_stage.write(swap_manifest(plan, areas, parents).to_json().encode())
+            man = swap_manifest(plan, areas, parents) if man_stage is not None else None
+            receipt_stage.write(_receipt(dst, start, writer.sha256, plan.section(areas, parents), man).encode())
+            if man_stage is not None and man is not None:
+                man_stage.write(man.to_json().encode())
     return _result(plan, swapped, secret, t0, output=str(dst), receipt=str(receipt_path(dst)),
                    manifest=None if manifest is None else str(manifest))
 
 
-def _receipt(released: Path, rows: int, digest: str | None, section: dict[str, Any]) -> str:
-    """The swap receipt: the released file's digest and the public description of the swap."""
-    return json.dumps({
-        "format": RECEIPT_FORMAT, "version": 1, "pramkit_version": __version__,
-        "released_file": released.name, "released_sha256": digest, "rows": rows, "swapping": section,
-    }, indent=2) + "\n"
+def _receipt(released: Path, rows: int, digest: str | None, section: dict[str, Any],
+             manifest: Manifest | None) -> str:
+    """The receipt: the released file's digest and the public description of the swap; with a manifest,
+    pramkit's release receipt (:func:`pramkit.engine.receipt.receipt_text`, which ``estimate`` checks)
+    with the description added."""
+    if manifest is not None:
+        receipt = json.loads(receipt_text(released, manifest, rows=rows, digest=digest))
+    else:
+        receipt = {"format": RECEIPT_FORMAT, "version": 1, "pramkit_version": __version__,
+                   "released_file": released.name, "released_sha256": digest, "rows": rows}
+    return json.dumps({**receipt, "swapping": section}, indent=2) + "\n"
 
 
 def swap_frame(frame: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes | str | Path | None = None,
