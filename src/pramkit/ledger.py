@@ -549,7 +549,8 @@ def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: floa
              f"epsilon {fmt_epsilon(epsilon)} per household, since {given} is released exactly (donors share "
              f"it), and epsilon {fmt_epsilon(given_epsilon if given_epsilon is not None else math.inf)} given it")
     return (f"{variable} was swapped by random record swapping at rate {rate:g} between {areas} areas: its "
-            f"expected misclassification matrix (1 - s on the diagonal, s / (A - 1) elsewhere) has {bound}; "
+            f"expected misclassification matrix (from the household counts per area, which the released file "
+            f"shows) has {bound}; "
             "this is the epsilon of the matrix, not a differential privacy guarantee of the released file as "
             "a whole (households are swapped in pairs).")
 

@@ -25,9 +25,10 @@ vignette; the ONS method of the 2011 and 2021 censuses); the code is pramkit's o
   (household size, say); a household without such a donor tries the next
   profile; a household with no donor under any profile is *unswappable* and is
   counted (:attr:`SwapDraw.unswappable`).
-* **Donors** are drawn among households not yet swapped nor selected, weighted
-  by their sampling weight (Efraimidis and Spirakis 2006: the largest
-  ``log(u) / w`` first).
+* **Donors** are drawn among households not yet swapped nor selected outside the
+  household's own area, weighted by their sampling weight: the area with
+  probability proportional to the weight left in it, then its next household by
+  priority (Efraimidis and Spirakis 2006: the largest ``log(u) / w`` first).
 
 Randomness is keyed (:mod:`pramkit.engine.rng`): household ``i`` (numbered by
 its first record in the file) reads word ``i`` of named streams, so the draw
@@ -43,7 +44,7 @@ import numpy as np
 from pramkit.engine.rng import SecretKey, uniforms
 
 #: Stream names (domain separation of the swap's draws from every variable's stream).
-_SELECT, _DONOR, _ROUND = "\x00swap-select", "\x00swap-donor", "\x00swap-round"
+_SELECT, _DONOR, _AREA, _ROUND = "\x00swap-select", "\x00swap-donor", "\x00swap-area", "\x00swap-round"
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,8 @@ class _State:
         with np.errstate(divide="ignore"):
             self.select_priority = np.log(uniforms(key, _SELECT, 0, n)) / weight
             self.donor_priority = np.log(uniforms(key, _DONOR, 0, n)) / weight
+        self.area_draw = uniforms(key, _AREA, 0, n)
+        self.weight = weight
         self.swapped = np.zeros(n, dtype=bool)
         self.partner = np.arange(n, dtype=np.int64)
         self.unswappable = 0
@@ -208,15 +211,16 @@ class _State:
         span = int(profile.max()) + 1
         cell = parent.astype(np.int64) * span + profile
         donors = np.flatnonzero(~self.swapped)
-        donors = donors[np.lexsort((-self.donor_priority[donors], cell[donors]))]
-        donor_cell = cell[donors]
-        first = np.searchsorted(donor_cell, cell[chosen], side="left")
-        last = np.searchsorted(donor_cell, cell[chosen], side="right")
+        cells: dict[int, _Cell] = {}
+        order = np.lexsort((-self.donor_priority[donors], area[donors], cell[donors]))
+        donors = donors[order]
+        bounds = np.flatnonzero(np.r_[True, cell[donors][1:] != cell[donors][:-1], True])
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            cells[int(cell[donors[lo]])] = _Cell(donors[lo:hi], area[donors[lo:hi]], self.weight)
         paired, missing = [], []
-        pointer: dict[int, int] = {}
-        waiting: dict[int, list[int]] = {}
-        for s, lo, hi in zip(chosen.tolist(), first.tolist(), last.tolist()):
-            d = _next_donor(donors, area, int(area[s]), lo, hi, pointer, waiting.setdefault(lo, []))
+        for s in chosen.tolist():
+            box = cells.get(int(cell[s]))
+            d = -1 if box is None else box.take(int(area[s]), float(self.area_draw[s]))
             if d < 0:
                 missing.append(s)
                 continue
@@ -226,24 +230,37 @@ class _State:
         return np.asarray(paired, dtype=np.int64), np.asarray(missing, dtype=np.int64)
 
 
-def _next_donor(donors: np.ndarray, area: np.ndarray, own: int, lo: int, hi: int,
-                pointer: dict[int, int], waiting: list[int]) -> int:
-    """The best unused donor of the cell ``donors[lo:hi]`` outside area ``own`` (-1 if none).
+class _Cell:
+    """The donors of one cell (parent area x profile), by area, each area's in priority order.
 
-    Donors passed over because they lie in the household's own area wait, in priority order,
-    for a later household of another area.
+    A donor is drawn in two stages: its area with probability proportional to the weight left
+    in the other areas, then the area's next donor by priority (a weighted draw without
+    replacement, Efraimidis and Spirakis 2006), so that the donor of a household is a weighted
+    draw among the donors left outside its own area.
     """
-    for i, d in enumerate(waiting):
-        if area[d] != own:
-            del waiting[i]
-            return d
-    p = pointer.get(lo, lo)
-    while p < hi:
-        d = int(donors[p])
-        p += 1
-        if area[d] != own:
-            pointer[lo] = p
-            return d
-        waiting.append(d)
-    pointer[lo] = p
-    return -1
+
+    def __init__(self, donors: np.ndarray, areas: np.ndarray, weight: np.ndarray) -> None:
+        self.donors = donors
+        starts = np.flatnonzero(np.r_[True, areas[1:] != areas[:-1]])
+        self.areas = areas[starts]
+        self.next = starts.copy()
+        self.ends = np.r_[starts[1:], areas.size]
+        self.w = weight[donors]
+        self.left = np.add.reduceat(self.w, starts) if starts.size else np.zeros(0)
+
+    def take(self, own: int, u: float) -> int:
+        """A donor outside area ``own`` (-1 if none is left), drawn with the uniform ``u``."""
+        left = self.left.copy()
+        i_own = np.searchsorted(self.areas, own)
+        if i_own < self.areas.size and self.areas[i_own] == own:
+            left[i_own] = 0.0
+        total = left.sum()
+        if total <= 0.0:
+            return -1
+        i = min(int(np.searchsorted(np.cumsum(left), u * total, side="right")), left.size - 1)
+        if left[i] <= 0.0:  # rounding at the last boundary: the last area with weight left
+            i = int(np.flatnonzero(left > 0.0)[-1])
+        j = self.next[i]
+        self.next[i] += 1
+        self.left[i] = max(self.left[i] - self.w[j], 0.0) if self.next[i] < self.ends[i] else 0.0
+        return int(self.donors[j])

@@ -1,28 +1,39 @@
 """The misclassification matrix that swapping implies for the geography, and its epsilon.
 
 Swapping the geography of households is a misclassification of the geography
-variable: ``M[a, b] = P(released area b | original area a)``.
+variable: ``M[a, b] = P(released area b | original area a)``, per household.
 
-* **Random swapping** between ``A`` areas at rate ``s`` (every household swapped
-  with probability ``s``, its new area uniform over the ``A - 1`` others) has the
-  expected matrix ``M = (1 - s) I + s / (A - 1) (J - I)``, form (8) of Ayed,
-  Battiston and Camerlenghi, whose epsilon (Shlomo and Skinner 2012, sec. 4) is
+**Random swapping** (no risk variables) at rate ``s``: a household of area ``a``
+moves when it is drawn (probability ``s / 2``: the quota of its area is
+``s n_a / 2``), to the area of a donor drawn among the households of the other
+areas of its parent, or when a household drawn in another area ``c`` picks it as
+donor.  To first order (donors not yet used), with ``n_a`` households in area
+``a`` and ``H`` in its parent,
 
-      epsilon = | ln((1 - s)(A - 1) / s) |,
+    M[a, c] = (s / 2) n_c / (H - n_a) + (s / 2) n_c / (H - n_c)      (c != a, same parent)
 
-  computed here by the exact, outward-rounded code of :mod:`pramkit.privacy`
-  (:func:`pramkit.privacy.epsilon.form8_matrix_epsilon`); :func:`random_swap_epsilon`
-  is the closed form, kept to check it.  With a geography of several levels the
-  donors of the lowest level share the area above, so the matrix is block-diagonal
-  (one such block per area above): the level above is released exactly and the
-  epsilon given it is the largest block's.  A swap run draws its households by the
-  rules of :mod:`pramkit.engine.swap.core` (quotas per area, donors weighted by
-  household counts), so it realises this matrix only on average over areas; its
-  own transition table (:func:`transition_table`) is private, since it is
-  computed from the original file.
-* **Targeted swapping** chooses the households from the data (the risky ones),
-  so no matrix is known in advance and no epsilon bounds it: the ledger says so
-  in words (:func:`pramkit.ledger.swapping_statement`).
+and ``M[a, a] = 1 - sum_c M[a, c]``; areas of other parents are never reached.
+The household counts per area are public: a swap exchanges one household for
+another, so the released file holds exactly the original counts.  With equal
+areas, ``M = (1 - s) I + s / (A - 1) (J - I)``, form (8) of Ayed, Battiston and
+Camerlenghi, whose epsilon (Shlomo and Skinner 2012, sec. 4) is
+
+    epsilon = | ln((1 - s)(A - 1) / s) |.
+
+Every epsilon here comes from the exact, outward-rounded code of
+:mod:`pramkit.privacy` (:attr:`pramkit.matrix.PramMatrix.epsilon`);
+:func:`random_swap_epsilon` is the closed form, kept to check it.  With several
+levels the matrix is block-diagonal (one block per parent): the parent is
+released exactly, the epsilon is infinite and the epsilon given the parent is
+the largest block's.  The counts per area are preserved, so ``n`` is stationary
+under ``M`` and a corrected margin of the geography equals the released one; the
+matrix corrects tables of the geography crossed with variables that do not
+drive the draw (a similarity variable does).  A run's own transition table
+(:func:`transition_table`) is private: it is computed from the original file.
+
+**Targeted swapping** chooses the households from the data (the risky ones), so
+no matrix is known in advance and no epsilon bounds it: the ledger says so in
+words (:func:`pramkit.ledger.swapping_statement`).
 """
 
 from __future__ import annotations
@@ -37,13 +48,9 @@ from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 
 
-def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[Label] | None = None) -> PramMatrix:
-    """The expected matrix of random swapping at ``rate`` between ``areas`` (form (8), stored compactly).
-
-    With ``parents`` (the area of the level above each area), donors come from the same
-    parent: the matrix is block-diagonal, one form (8) block per parent (an area alone in its
-    parent is never swapped), its epsilon infinite (the parent is released exactly) and its
-    epsilon given the block that of the largest block.
+def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[Label] | None = None,
+                       households: Sequence[int] | None = None) -> PramMatrix:
+    """The expected matrix of random swapping at ``rate`` (see the module's formula).
 
     Parameters
     ----------
@@ -52,17 +59,20 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
     areas : sequence of labels
         The ``A >= 2`` areas of the lowest level.
     parents : sequence of labels, optional
-        Each area's parent (a geography of two levels or more).
+        Each area's parent (a geography of two levels or more): donors share it.
+    households : sequence of int, optional
+        Households per area (the released file's counts); default equal areas, form (8).
 
     Returns
     -------
     PramMatrix
-        Diagonal ``1 - s``, off-diagonal ``s / (A - 1)`` (within each parent).
+        Form (8) for equal areas under one parent; dense blocks otherwise, block-diagonal
+        by parent (an area alone in its parent is never swapped).
 
     Raises
     ------
     ParameterError
-        Fewer than two areas.
+        Fewer than two areas, or counts that do not fit the areas.
 
     Examples
     --------
@@ -74,28 +84,45 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
     >>> b = random_swap_matrix(0.1, ["A", "B", "C", "D"], parents=["N", "N", "N", "S"])
     >>> b.epsilon, math.isclose(b.block_epsilon, random_swap_epsilon(0.1, 3)), b.matrix[3].tolist()
     (inf, True, [0.0, 0.0, 0.0, 1.0])
+    >>> u = random_swap_matrix(0.2, ["A", "B", "C"], households=[100, 100, 200])
+    >>> u.matrix.round(4).tolist()
+    [[0.7667, 0.0667, 0.1667], [0.0667, 0.7667, 0.1667], [0.0833, 0.0833, 0.8333]]
     """
     labels = list(areas)
     if len(labels) < 2:
         raise ParameterError("random swapping needs at least two areas")
+    counts = np.ones(len(labels)) if households is None else np.asarray(households, dtype=float)
+    if counts.shape != (len(labels),) or (counts <= 0).any():
+        raise ParameterError("households per area must be one positive count per area")
     provenance = Provenance("random_record_swapping", {"rate": rate})
-    if parents is None or len(set(parents)) == 1:
-        return _uniform(rate, labels, provenance)
-    groups: dict[Label, list[Label]] = {}
-    for area, parent in zip(labels, parents):
-        groups.setdefault(parent, []).append(area)
-    parts = [_uniform(rate, g, provenance) if len(g) > 1 else PramMatrix.identity(g) for g in groups.values()]
+    groups: dict[Label, list[int]] = {}
+    for i, parent in enumerate([None] * len(labels) if parents is None else list(parents)):
+        groups.setdefault(parent, []).append(i)
+    parts = [_block(rate, [labels[i] for i in idx], counts[idx], provenance) for idx in groups.values()]
+    if len(parts) == 1:
+        return parts[0]
     return PramMatrix.block_diagonal(parts, categories=labels, provenance=provenance)
 
 
-def _uniform(rate: float, areas: list[Label], provenance: Provenance) -> PramMatrix:
+def _block(rate: float, areas: list[Label], n: np.ndarray, provenance: Provenance) -> PramMatrix:
+    """The block of one parent: form (8) for equal areas, else the first-order formula."""
     a = len(areas)
-    return PramMatrix.form8(np.full(a, 1.0 - rate), np.full(a, rate / (a - 1)), categories=areas,
-                            provenance=provenance)
+    if a == 1:
+        return PramMatrix.identity(areas)
+    if np.all(n == n[0]):
+        return PramMatrix.form8(np.full(a, 1.0 - rate), np.full(a, rate / (a - 1)), categories=areas,
+                                provenance=provenance)
+    total = n.sum()
+    half = rate / 2.0
+    m = half * n[None, :] / (total - n[:, None]) + half * (n / (total - n))[None, :]
+    np.fill_diagonal(m, 0.0)
+    np.fill_diagonal(m, 1.0 - m.sum(axis=1))
+    return PramMatrix(m, areas, provenance)
 
 
 def random_swap_epsilon(rate: float, areas: int) -> float:
-    """The closed form ``|ln((1 - s)(A - 1) / s)|`` of the random swap matrix's epsilon (not rounded outward).
+    """The closed form ``|ln((1 - s)(A - 1) / s)|`` of the epsilon of random swapping between ``A`` equal
+    areas (not rounded outward).
 
     Parameters
     ----------

@@ -78,12 +78,13 @@ class SwapPlan:
         """Every column the swap reads."""
         return list(dict.fromkeys([self.hid, *self.geo, *self.risk_vars, *(c for p in self.similar for c in p)]))
 
-    def section(self, areas: Sequence[Any], parents: Sequence[Any] | None = None) -> dict[str, Any]:
+    def section(self, areas: Sequence[Any], parents: Sequence[Any] | None = None,
+                households: Sequence[int] | None = None) -> dict[str, Any]:
         """The public description of the swap (the manifest's and the receipt's ``swapping``).
 
-        Nothing in it is computed from the original data but the list of areas and the level
-        above each, which the released file shows anyway (swapping permutes the areas of
-        households).
+        Nothing in it is computed from the original data but the areas, the level above each and
+        their household counts, which the released file shows exactly (a swap exchanges one
+        household for another).
 
         Parameters
         ----------
@@ -91,6 +92,8 @@ class SwapPlan:
             The areas of the lowest level.
         parents : sequence, optional
             The area of the level above each (two levels or more).
+        households : sequence of int, optional
+            Households per area (default: equal areas).
 
         Returns
         -------
@@ -103,7 +106,7 @@ class SwapPlan:
         ('random record swapping', 2.890371757896165, True)
         """
         given = self.geo[-2] if len(self.geo) > 1 else None
-        matrix = None if self.targeted else random_swap_matrix(self.rate, areas, parents)
+        matrix = None if self.targeted else random_swap_matrix(self.rate, areas, parents, households)
         eps = math.inf if matrix is None else matrix.epsilon
         given_eps = None if matrix is None or given is None else matrix.block_epsilon
         return {
@@ -248,13 +251,14 @@ class _Swapped:
         """Household -> its released area code at ``level``."""
         return self.households.geo[level][self.draw.partner]
 
-    def areas(self) -> tuple[list[Any], list[Any] | None]:
-        """The lowest level's areas and, with two levels or more, the area above each."""
+    def areas(self) -> tuple[list[Any], list[Any] | None, list[int]]:
+        """The lowest level's areas, the area above each (``None`` for one level) and their households."""
         hh = self.households
         areas = hh.labels[-1].to_pylist()
+        counts = np.bincount(hh.geo[-1], minlength=len(areas)).tolist()
         if not hh.parents:
-            return areas, None
-        return areas, hh.labels[-2].take(pa.array(hh.parents[-1])).to_pylist()
+            return areas, None, counts
+        return areas, hh.labels[-2].take(pa.array(hh.parents[-1])).to_pylist(), counts
 
     def rows_changed(self) -> int:
         moved = self.draw.partner != np.arange(self.draw.partner.size)
@@ -290,7 +294,8 @@ def _result(plan: SwapPlan, swapped: _Swapped, key: SecretKey, t0: float, **file
     )
 
 
-def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] | None = None) -> Manifest:
+def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] | None = None,
+                  households: Sequence[int] | None = None) -> Manifest:
     """The manifest of a random swap: the lowest level's expected matrix and the ``swapping`` section.
 
     Parameters
@@ -301,6 +306,8 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
         The areas of the lowest level.
     parents : sequence, optional
         The area of the level above each (two levels or more).
+    households : sequence of int, optional
+        Households per area (default: equal areas).
 
     Returns
     -------
@@ -321,13 +328,13 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
     if plan.targeted:
         raise ParameterError("targeted swapping chooses households from the data: no matrix is known, so there is "
                              "no manifest to write (drop --manifest, or swap at random: no --risk-vars)")
-    matrix = random_swap_matrix(plan.rate, list(areas), parents)
+    matrix = random_swap_matrix(plan.rate, list(areas), parents, households)
     variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
     ledger = Ledger(frequencies="none", categories={plan.geo[-1]: "data"}, data_dependent=(
         f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
         "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole",))
     return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
-                    swapping=plan.section(list(areas), parents))
+                    swapping=plan.section(list(areas), parents, households))
 
 
 def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretKey | bytes | str | Path | None = None,
@@ -396,7 +403,7 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values)
     swapped = _draw(tables, plan, secret, where)
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
-    areas, parents = swapped.areas()
+    areas, parents, counts = swapped.areas()
     with contextlib.ExitStack() as stack:
         man_stage = stack.enter_context(staged_bytes(manifest, force=force, inputs=inputs)) if manifest else None
         receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
@@ -407,8 +414,9 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
                 writer.write(_release(table, swapped, plan, start, released))
                 start += table.num_rows
             writer.close()
-            man = swap_manifest(plan, areas, parents) if man_stage is not None else None
-            receipt_stage.write(_receipt(dst, start, writer.sha256, plan.section(areas, parents), man).encode())
+            man = swap_manifest(plan, areas, parents, counts) if man_stage is not None else None
+            section = plan.section(areas, parents, counts)
+            receipt_stage.write(_receipt(dst, start, writer.sha256, section, man).encode())
             if man_stage is not None and man is not None:
                 man_stage.write(man.to_json().encode())
     return _result(plan, swapped, secret, t0, output=str(dst), receipt=str(receipt_path(dst)),
