@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,7 +38,7 @@ class Coder:
 
     def __init__(self, column: str) -> None:
         self.column = column
-        self._codes: dict[object, int] = {}
+        self._known = pd.Index([], dtype=object)
         self._chunks: list[pa.Array] = []
 
     def encode(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -47,12 +48,14 @@ class Coder:
             arr = arr.dictionary_decode()
         enc = pc.dictionary_encode(arr)
         words = enc.dictionary
-        new = [i for i, w in enumerate(words.to_pylist()) if w not in self._codes]
-        for i in new:
-            self._codes[words[i].as_py()] = len(self._codes)
-        if new:
+        plain = pd.Index(words.to_numpy(zero_copy_only=False), dtype=object)
+        found = self._known.get_indexer(plain)
+        new = np.flatnonzero(found < 0)
+        if new.size:
+            found[new] = len(self._known) + np.arange(new.size)
+            self._known = self._known.append(plain[new])
             self._chunks.append(words.take(pa.array(new)))
-        lookup = np.array([self._codes[w] for w in words.to_pylist()] + [-1], dtype=np.int64)
+        lookup = np.append(found, -1).astype(np.int64)
         idx = enc.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
         return lookup[idx]
 
@@ -65,7 +68,7 @@ class Coder:
         return pa.concat_arrays([c.cast(first) for c in self._chunks])
 
     def __len__(self) -> int:
-        return len(self._codes)
+        return len(self._known)
 
 
 @dataclass(frozen=True)
@@ -214,10 +217,16 @@ def _parents(upper: np.ndarray, lower: np.ndarray, up_name: str, low_name: str, 
 
 def _profile(columns: list[np.ndarray]) -> np.ndarray:
     """One code per household for the combination of a profile's columns (missing is a value)."""
-    if not columns:
-        return np.zeros(0, dtype=np.int64)
-    stacked = np.vstack(columns)
-    return np.unique(stacked, axis=1, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    return _combined(columns) if columns else np.zeros(0, dtype=np.int64)
+
+
+def _combined(columns: list[np.ndarray]) -> np.ndarray:
+    """Codes (-1 for missing) of several columns as one code 0, 1, ... per combination present."""
+    code = np.zeros(columns[0].size, dtype=np.int64)
+    for c in columns:
+        code = code * (int(c.max()) + 2) + (c + 1)
+        code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)  # keep the range small
+    return code
 
 
 def _risk(member: np.ndarray, person_geo: np.ndarray, risk: list[np.ndarray], k: int,
@@ -228,11 +237,11 @@ def _risk(member: np.ndarray, person_geo: np.ndarray, risk: list[np.ndarray], k:
     weight = np.ones(n_hh)
     if not risk:
         return risky, weight
-    combined = np.unique(np.vstack(risk), axis=1, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    combined = _combined(risk)
     span = int(combined.max()) + 1
     for h in range(levels - 1, -1, -1):
-        _, inverse, counts = np.unique(person_geo[h] * span + combined, return_inverse=True, return_counts=True)
-        count = counts[inverse.reshape(-1)]
+        cell = person_geo[h] * span + combined
+        count = np.bincount(cell)[cell]
         small = np.zeros(n_hh, dtype=bool)
         small[member[count < k]] = True
         risky[small] = h
