@@ -175,7 +175,9 @@ def _metric(changed: float, areas: list[str], xy: np.ndarray, values: pd.Series)
     d = euclidean_distances(areas, xy, unit="km", source="centroids")
     p = values.value_counts(normalize=True).reindex(areas).fillna(0.0).to_numpy()
     dist = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
-    lo, hi = 1e-4, 50.0  # per km: lo changes almost every value, hi almost none
+    # per km: lo changes almost every value; hi is the largest rate whose far entries stay within double
+    # precision (exp(-700)), so a share below what hi gives is not reached (the result says what is)
+    lo, hi = 1e-4, 1300.0 / max(float(dist.max()), 1e-12)
     for _ in range(50):  # the diagonal of the mechanism: 1 / sum_z exp(-eps d(x, z) / 2)
         mid = (lo * hi) ** 0.5
         share = float(p @ (1.0 - 1.0 / np.exp(-mid * dist / 2.0).sum(axis=1)))
@@ -193,7 +195,7 @@ def _measures(name: str, original: pd.DataFrame, released: pd.DataFrame, hid: st
     """Risk and utility of one released frame against the original."""
     area = keys[-1]
     true = (released[area].astype(str).to_numpy() == original[area].astype(str).to_numpy())
-    cell = released[keys].astype(str).groupby(keys, sort=False).ngroup().to_numpy()
+    cell = released[keys].astype(str).groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     f = np.bincount(cell)[cell]
     orig_margin = original[area].astype(str).value_counts()
     rel_margin = released[area].astype(str).value_counts()
