@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
 from timing import best_of
 
 from pramkit.engine.rng import SecretKey
@@ -49,8 +48,8 @@ def make_file(path: Path, households: int) -> None:
 
 
 def floor(src: Path, out: Path, columns: list[str], chunk_rows: int) -> None:
-    for batch in pq.ParquetFile(src).iter_batches(batch_size=chunk_rows, columns=columns):
-        batch.num_rows
+    rows = sum(batch.num_rows for batch in pq.ParquetFile(src).iter_batches(batch_size=chunk_rows, columns=columns))
+    assert rows > 0
     pf = pq.ParquetFile(src)
     with pq.ParquetWriter(out, pf.schema_arrow) as writer:
         for batch in pf.iter_batches(batch_size=chunk_rows):
@@ -62,7 +61,7 @@ def sdcmicro_seconds(src: Path) -> float | None:
     if shutil.which("Rscript") is None:
         return None
     ok = subprocess.run(["Rscript", "-e", "quit(status = !requireNamespace('sdcMicro', quietly = TRUE))"],
-                        capture_output=True)
+                        capture_output=True, check=False)
     if ok.returncode != 0:
         return None
     csv = src.with_suffix(".csv")
@@ -97,7 +96,7 @@ def main() -> None:
     t_floor = best_of(lambda: floor(src, out, targeted.columns, args.chunk_rows), args.repeat)
     results = {}
     for name, plan in (("targeted", targeted), ("random", random)):
-        results[name] = best_of(lambda: swap_file(src, plan, out, key=key, force=True, chunk_rows=args.chunk_rows),
+        results[name] = best_of(lambda p=plan: swap_file(src, p, out, key=key, force=True, chunk_rows=args.chunk_rows),
                                 args.repeat)
     _, tables = iter_batches(src, columns=targeted.columns, chunk_rows=args.chunk_rows)
     hh = read_households(tables, "hid", targeted.geo, targeted.risk_vars, targeted.similar, targeted.k, "bench")

@@ -14,8 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.engine.swap import (plan_swap, random_swap_epsilon, random_swap_matrix, swap_file, swap_frame,
-                                 swap_manifest, transition_table)
+from pramkit.engine.swap import (
+    plan_swap,
+    random_swap_epsilon,
+    random_swap_matrix,
+    swap_file,
+    swap_frame,
+    swap_manifest,
+    transition_table,
+)
 from pramkit.engine.swap.census import census_households
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import read_table, sha256_of

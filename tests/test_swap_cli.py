@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SDC_DATA
 
 from pramkit import atomic
 from pramkit import io as pio
 from pramkit.cli import main
 from pramkit.engine.swap.census import census_households
-
-from conftest import SDC_DATA
 
 
 def digests(folder: Path) -> dict[str, str]:

@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import SDC_DATA
 
 from pramkit.cli import main
 from pramkit.datasets import census_areas
 from pramkit.engine.swap import plan_swap
 from pramkit.engine.swap.census import census_households
 from pramkit.engine.swap.compare import compare_swap
-
-from conftest import SDC_DATA
 
 
 @pytest.fixture(scope="module")

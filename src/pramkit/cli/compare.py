@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cell(value: object) -> str:
+def _cell(value: float | int | str | None) -> str:
     if value is None:
         return "-"
     return value if isinstance(value, str) else figure(value, 4)

@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"key: {result.key_source}, fingerprint {result.key_fingerprint}")
     print(f"swapped: {result.swapped_households:,} households ({figure(100 * result.swapped_households / result.households, 3)} %), "
           f"{result.swapped_records:,} records; the rate asks for {result.quota:,} swaps")
-    print(f"targeted (risky) households swapped per level: "
+    print("targeted (risky) households swapped per level: "
           + ", ".join(f"{lvl} {n:,}" for lvl, n in zip(plan.geo, result.targeted)))
     if result.unswappable:
         print(f"unswappable: {result.unswappable:,} households selected found no donor sharing a similarity profile")

@@ -10,8 +10,19 @@ epsilon the swap implies for the geography.  ``docs/swapping.md`` has the method
 the measurements and the comparison with PRAM.
 """
 
-from pramkit.engine.swap.implied import random_swap_epsilon, random_swap_matrix, transition_table
-from pramkit.engine.swap.run import SwapPlan, SwapResult, plan_swap, swap_file, swap_frame, swap_manifest
+from pramkit.engine.swap.implied import (
+           random_swap_epsilon,
+           random_swap_matrix,
+           transition_table,
+)
+from pramkit.engine.swap.run import (
+           SwapPlan,
+           SwapResult,
+           plan_swap,
+           swap_file,
+           swap_frame,
+           swap_manifest,
+)
 
 __all__ = ["SwapPlan", "SwapResult", "plan_swap", "random_swap_epsilon", "random_swap_matrix", "swap_file",
            "swap_frame", "swap_manifest", "transition_table"]

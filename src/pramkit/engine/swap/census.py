@@ -93,5 +93,5 @@ def census_households(n_rows: int = 100_000, *, seed: int = 2000, n_areas: int =
     region_of = dict(zip(geo["category"], regions))
     frame.insert(0, "hid", hid + 1)
     frame.insert(1, "hsize", size)
-    frame.insert(2, "region", pd.Categorical(frame["area"].map(region_of).astype(str)))
+    frame.insert(2, "region", frame["area"].map(region_of).astype(str).astype("category"))
     return frame

@@ -127,9 +127,10 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
     rows = [_measures("original", frame, frame, plan.hid, keys, plan.k, xy, None, 0.0)]
     swap_matrix = None
     if not plan.targeted:
-        counts = frame.groupby(area_col)[plan.hid].nunique().reindex(areas).to_numpy()
+        counts = frame.groupby(area_col)[plan.hid].nunique().reindex(areas).tolist()
         parents = None if upper is None else upper[plan.geo[-2]].reindex(areas).tolist()
         swap_matrix = random_swap_matrix(plan.rate, areas, parents, counts)
+    assert swapped.frame is not None  # swap_frame returns the released frame
     rows.append(_measures(swapped.section["method"], frame, swapped.frame, plan.hid, keys, plan.k, xy, swap_matrix,
                           swapped.section["epsilon"]))
     designs = [("DP-PRAM (randomized response)", _rr(changed, areas))]

@@ -37,6 +37,7 @@ depends only on the key and the file, not on how it is read.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -215,7 +216,7 @@ class _State:
         order = np.lexsort((-self.donor_priority[donors], area[donors], cell[donors]))
         donors = donors[order]
         bounds = np.flatnonzero(np.r_[True, cell[donors][1:] != cell[donors][:-1], True])
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
+        for lo, hi in itertools.pairwise(bounds):
             cells[int(cell[donors[lo]])] = _Cell(donors[lo:hi], area[donors[lo:hi]], self.weight)
         paired, missing = [], []
         for s in chosen.tolist():

@@ -39,7 +39,7 @@ words (:func:`pramkit.ledger.swapping_statement`).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -16,9 +16,10 @@ import json
 import math
 import numbers
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -122,7 +123,7 @@ class SwapPlan:
             "similar": [list(p) for p in self.similar],
             "matrix_known": not self.targeted,
             "epsilon": epsilon_to_json(eps),
-            **({"epsilon_given_" + given: epsilon_to_json(given_eps)} if given_eps is not None else {}),
+            **({f"epsilon_given_{given}": epsilon_to_json(given_eps)} if given_eps is not None else {}),
             "guarantee": swapping_statement(self.geo[-1], self.targeted, eps, self.rate, len(areas),
                                             given, given_eps),
         }
@@ -331,8 +332,8 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
     matrix = random_swap_matrix(plan.rate, list(areas), parents, households)
     variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
     ledger = Ledger(frequencies="none", categories={plan.geo[-1]: "data"}, data_dependent=(
-        f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
-        "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole",))
+        (f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
+         "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole"),))
     return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
                     swapping=plan.section(list(areas), parents, households))
 
