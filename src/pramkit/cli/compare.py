@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pramkit.cli._common import Files, add_na_values, figure, print_json
 from pramkit.cli.commands import HELP
-from pramkit.cli.swap import _names
+from pramkit.cli.swap import add_plan_flags, plan_of
 
 #: The rows of the printed table: (field, label).
 ROWS = (
@@ -43,13 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "the same share of records, and print risk, utility and guarantee side by side. Private: every "
                     "figure comes from the original file. The file is read whole.",
     )
-    p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata .dta, SPSS .sav)")
-    p.add_argument("--hid", required=True, help="household id column")
-    p.add_argument("--geo", required=True, help="comma-separated levels of the geography, highest first")
-    p.add_argument("--risk-vars", required=True, help="comma-separated risk variables (the key: these and the area)")
-    p.add_argument("--similar", action="append", default=[], help="similarity profile (repeat for fall-backs)")
-    p.add_argument("--rate", type=float, default=0.05, help="swap rate, in [0, 1] (default 0.05)")
-    p.add_argument("--k", type=int, default=3, help="k-anonymity threshold (default 3)")
+    add_plan_flags(p, risk_required=True)
     p.add_argument("--centroids", type=Path, help="CSV of the lowest level's areas: category, x, y (km)")
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     add_na_values(p)
@@ -89,12 +83,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from pramkit.engine.rng import SecretKey
-    from pramkit.engine.swap import plan_swap
     from pramkit.engine.swap.compare import compare_swap
     from pramkit.io import read_table
 
-    plan = plan_swap(args.hid, _names(args.geo), risk_vars=_names(args.risk_vars),
-                     similar=[_names(s) for s in args.similar], rate=args.rate, k=args.k)
+    plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     data = read_table(args.data, columns=plan.columns, na_values=args.na_values)
     centroids = None if args.centroids is None else read_table(args.centroids)
@@ -116,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cell(value: float | int | str | None) -> str:
+def _cell(value: float | str | None) -> str:
     if value is None:
         return "-"
     return value if isinstance(value, str) else figure(value, 4)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pramkit.cli._common import Files, add_na_values, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
+
+if TYPE_CHECKING:
+    from pramkit.engine.swap import SwapPlan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,15 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and epsilon are known (--manifest). Writes OUT and OUT.receipt.json (public: the released "
                     "file's digest and the description of the swap).",
     )
-    p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata .dta, SPSS .sav)")
-    p.add_argument("--hid", required=True, help="household id column (households move whole)")
-    p.add_argument("--geo", required=True, help="comma-separated levels of the geography, highest first")
-    p.add_argument("--risk-vars", default="", help="comma-separated risk variables (none: random swapping)")
-    p.add_argument("--similar", action="append", default=[],
-                   help="comma-separated similarity profile a donor must share (household size, ...); repeat the "
-                        "flag for fall-back profiles, tried in order")
-    p.add_argument("--rate", type=float, default=0.05, help="share of households swapped, in [0, 1] (default 0.05)")
-    p.add_argument("--k", type=int, default=3, help="k-anonymity threshold, at least 1 (default 3)")
+    add_plan_flags(p, risk_required=False)
     p.add_argument("--out", required=True, type=Path, help="released file (format from its suffix)")
     p.add_argument("--manifest", type=Path,
                    help="write the manifest of a random swap here (its expected matrix, for `pramkit estimate`)")
@@ -58,6 +54,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_na_values(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=run, files=files)
+
+
+def add_plan_flags(p: argparse.ArgumentParser, *, risk_required: bool) -> None:
+    """DATA and the flags of a swap plan (``--hid``, ``--geo``, ``--risk-vars``, ``--similar``, ``--rate``,
+    ``--k``), shared by ``swap`` and ``compare``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_plan_flags(p, risk_required=True)
+    >>> plan_of(p.parse_args(["d.csv", "--hid", "h", "--geo", "a,b", "--risk-vars", "age"])).geo
+    ('a', 'b')
+    """
+    p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata .dta, SPSS .sav)")
+    p.add_argument("--hid", required=True, help="household id column (households move whole)")
+    p.add_argument("--geo", required=True, help="comma-separated levels of the geography, highest first")
+    p.add_argument("--risk-vars", required=risk_required, default="",
+                   help="comma-separated risk variables" + ("" if risk_required else " (none: random swapping)"))
+    p.add_argument("--similar", action="append", default=[],
+                   help="comma-separated similarity profile a donor must share (household size, ...); repeat the "
+                        "flag for fall-back profiles, tried in order")
+    p.add_argument("--rate", type=float, default=0.05, help="share of households swapped, in [0, 1] (default 0.05)")
+    p.add_argument("--k", type=int, default=3, help="k-anonymity threshold, at least 1 (default 3)")
+
+
+def plan_of(args: argparse.Namespace) -> SwapPlan:
+    """The swap plan of the flags of :func:`add_plan_flags` (:func:`pramkit.engine.swap.plan_swap`)."""
+    from pramkit.engine.swap import plan_swap
+
+    return plan_swap(args.hid, _names(args.geo), risk_vars=_names(args.risk_vars),
+                     similar=[_names(s) for s in args.similar], rate=args.rate, k=args.k)
 
 
 def files(args: argparse.Namespace) -> Files:
@@ -114,10 +141,9 @@ def run(args: argparse.Namespace) -> int:
     (0, 40, 20, 'random record swapping')
     """
     from pramkit.engine.rng import SecretKey
-    from pramkit.engine.swap import plan_swap, swap_file
+    from pramkit.engine.swap import swap_file
 
-    plan = plan_swap(args.hid, _names(args.geo), risk_vars=_names(args.risk_vars),
-                     similar=[_names(s) for s in args.similar], rate=args.rate, k=args.k)
+    plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     result = swap_file(args.data, plan, args.out, key=key, manifest=args.manifest, force=args.force,
                        chunk_rows=args.chunk_rows, na_values=args.na_values)

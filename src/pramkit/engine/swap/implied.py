@@ -25,9 +25,9 @@ Every epsilon here comes from the exact, outward-rounded code of
 :func:`random_swap_epsilon` is the closed form, kept to check it.  With several
 levels the matrix is block-diagonal (one block per parent): the parent is
 released exactly, the epsilon is infinite and the epsilon given the parent is
-the largest block's.  The counts per area are preserved, so ``n`` is stationary
-under ``M`` and a corrected margin of the geography equals the released one; the
-matrix corrects tables of the geography crossed with variables that do not
+the largest block's.  The household counts per area are preserved and ``n`` is
+stationary under ``M``, so a corrected margin of households equals the released
+one; the matrix corrects tables of the geography crossed with variables that do not
 drive the draw (a similarity variable does).  A run's own transition table
 (:func:`transition_table`) is private: it is computed from the original file.
 
