@@ -5,6 +5,7 @@ the realised transition table against the expected matrix (simulation), and chun
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pramkit.engine.rng import SecretKey
 from pramkit.engine.swap import (
     plan_swap,
     random_swap_epsilon,
@@ -24,8 +26,10 @@ from pramkit.engine.swap import (
     transition_table,
 )
 from pramkit.engine.swap.census import census_households
-from pramkit.errors import DataError, ParameterError
+from pramkit.engine.swap.core import draw_swaps
+from pramkit.errors import DataError, ManifestError, ParameterError
 from pramkit.io import read_table, sha256_of
+from pramkit.manifest import Manifest
 from pramkit.privacy.epsilon import matrix_epsilon
 
 
@@ -231,3 +235,36 @@ def test_bad_parameters(kwargs, message):
     args = {"geo": ["area"], **kwargs}
     with pytest.raises(ParameterError, match=message):
         plan_swap("hid", args.pop("geo"), **args)
+
+
+def test_manifest_section_round_trip_and_bad_section():
+    m = swap_manifest(plan_swap("hid", ["area"], rate=0.1), ["a", "b", "c"], households=[5, 10, 20])
+    back = Manifest.from_dict(json.loads(m.to_json()))
+    assert back == m and back.swapping["guarantee"] == m.swapping["guarantee"]
+    assert back.describe()["swapping"]["method"] == "random record swapping"
+    bad = json.loads(m.to_json())
+    bad["swapping"] = ["not", "an", "object"]
+    with pytest.raises(ManifestError, match="'swapping' must be an object"):
+        Manifest.from_dict(bad)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 60), st.integers(1, 4), st.integers(1, 3), st.integers(0, 2), st.floats(0.0, 1.0),
+       st.integers(0, 2**32 - 1))
+def test_every_pair_respects_the_rules(n: int, areas: int, regions: int, sizes: int, rate: float, seed: int):
+    """Any small file: partners are mutual, lie in another area of the same region, share the first
+    profile that gives a donor, and the swapped households are twice the pairs."""
+    rng = np.random.default_rng(seed)
+    area = rng.integers(0, areas * regions, n)
+    geo = np.vstack([area % regions, area])
+    profiles = [rng.integers(0, sizes + 1, n), rng.integers(0, 2, n)]
+    risky = rng.choice([0, 1, 2], n, p=[0.1, 0.2, 0.7])
+    draw = draw_swaps(geo, profiles, risky, rng.uniform(0.1, 1.0, n), rate, SecretKey(bytes([seed % 256]) * 32, "t"))
+    p = draw.partner
+    assert (p[p] == np.arange(n)).all()
+    moved = np.flatnonzero(p != np.arange(n))
+    assert moved.size == draw.swapped and moved.size % 2 == 0
+    across = moved[geo[0, moved] != geo[0, p[moved]]]  # only swaps of households risky at the region level
+    assert ((risky[across] == 0) | (risky[p[across]] == 0)).all()
+    assert (geo[1, moved] != geo[1, p[moved]]).all()
+    assert all((profiles[0][i] == profiles[0][p[i]]) or (profiles[1][i] == profiles[1][p[i]]) for i in moved)

@@ -833,6 +833,7 @@ class Manifest:
             "ledger": ledger,
             "released_exactly_facts": [f.to_dict() for f in self.exact_facts],
             "guarantee": self.guarantee,
+            **({"swapping": dict(self.swapping)} if self.swapping is not None else {}),
         }
 
     def __getitem__(self, name: str) -> PerturbedVariable:
