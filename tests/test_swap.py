@@ -268,3 +268,17 @@ def test_every_pair_respects_the_rules(n: int, areas: int, regions: int, sizes: 
     assert ((risky[across] == 0) | (risky[p[across]] == 0)).all()
     assert (geo[1, moved] != geo[1, p[moved]]).all()
     assert all((profiles[0][i] == profiles[0][p[i]]) or (profiles[1][i] == profiles[1][p[i]]) for i in moved)
+
+
+def test_transition_table_of_a_run():
+    """The realised table counts every household once; its diagonal holds the households not swapped."""
+    data = households(2_000, areas=12, regions=3, seed=5)
+    r = swap_frame(data, plan_swap("hid", ["region", "area"], similar=[["hsize"]], rate=0.3), key=bytes(32))
+    t = r.transitions
+    assert t["households"].sum() == r.households
+    assert t.loc[t["original"] == t["released"], "households"].sum() == r.households - r.swapped_households
+    before = data.groupby("hid")["area"].first()
+    after = r.frame.groupby("hid")["area"].first()
+    expected = pd.crosstab(before, after).stack()
+    got = t.set_index(["original", "released"])["households"]
+    assert expected[expected > 0].sort_index().tolist() == got.sort_index().tolist()

@@ -218,6 +218,9 @@ class SwapResult:
         Wall time.
     frame : pandas.DataFrame or None
         The released frame (:func:`swap_frame`).
+    transitions : pandas.DataFrame or None
+        The realised transition table of the lowest level, its cells that are not empty:
+        ``original``, ``released`` (areas) and ``households`` (private).
     """
 
     rows: int
@@ -235,10 +238,11 @@ class SwapResult:
     receipt: str | None = None
     manifest: str | None = None
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    transitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON values (the frame left out)."""
-        return {k: v for k, v in self.__dict__.items() if k != "frame"}
+        """The result as JSON values (the frame and the transition table left out)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("frame", "transitions")}
 
 
 @dataclass(frozen=True)
@@ -260,6 +264,18 @@ class _Swapped:
         if not hh.parents:
             return areas, None, counts
         return areas, hh.labels[-2].take(pa.array(hh.parents[-1])).to_pylist(), counts
+
+    def transitions(self) -> pd.DataFrame:
+        """The non-empty cells of the lowest level's transition table, in households."""
+        hh = self.households
+        codes = hh.geo[-1] * len(hh.labels[-1]) + self.released_codes(len(hh.geo) - 1)
+        cells, counts = np.unique(codes, return_counts=True)
+        labels = hh.labels[-1]
+        return pd.DataFrame({
+            "original": labels.take(pa.array(cells // len(labels))).to_pylist(),
+            "released": labels.take(pa.array(cells % len(labels))).to_pylist(),
+            "households": counts,
+        })
 
     def rows_changed(self) -> int:
         moved = self.draw.partner != np.arange(self.draw.partner.size)
@@ -291,7 +307,8 @@ def _result(plan: SwapPlan, swapped: _Swapped, key: SecretKey, t0: float, **file
         rows=int(hh.member.size), households=hh.count, swapped_households=draw.swapped,
         swapped_records=swapped.rows_changed(), quota=draw.quota, targeted=draw.targeted.tolist(),
         unswappable=draw.unswappable, section=plan.section(*swapped.areas()),
-        key_source=key.source, key_fingerprint=key.fingerprint, seconds=time.perf_counter() - t0, **files,
+        key_source=key.source, key_fingerprint=key.fingerprint, seconds=time.perf_counter() - t0,
+        transitions=swapped.transitions(), **files,
     )
 
 
