@@ -2,7 +2,7 @@
 
 The file: the census-like persons of :func:`pramkit.engine.swap.census.census_households`
 (about 2.4 persons per household; 300 areas in nine regions; household size as
-similarity profile; age and sex as risk variables, k = 3), written once as Parquet
+similarity profile; age, sex, race and marital status as risk variables, k = 3), written once as Parquet
 in ``--dir``.  Timed, best of ``--repeat``:
 
 * ``floor``: pyarrow alone reads the Parquet file twice (the swap's two passes: the
@@ -89,7 +89,8 @@ def main() -> None:
     rows = pq.ParquetFile(src).metadata.num_rows
     print(f"file: {src} ({rows:,} persons; made or found in {time.perf_counter() - t0:.1f} s)")
     key = SecretKey(bytes(32), "benchmark")
-    targeted = plan_swap("hid", ["region", "area"], risk_vars=["age", "sex"], similar=[["hsize"]], rate=0.05, k=3)
+    targeted = plan_swap("hid", ["region", "area"], risk_vars=["age", "sex", "race", "marital_status"],
+                         similar=[["hsize"]], rate=0.05, k=3)
     random = plan_swap("hid", ["region", "area"], similar=[["hsize"]], rate=0.05)
     out = args.dir / "out.parquet"
 
@@ -101,7 +102,7 @@ def main() -> None:
     _, tables = iter_batches(src, columns=targeted.columns, chunk_rows=args.chunk_rows)
     hh = read_households(tables, "hid", targeted.geo, targeted.risk_vars, targeted.similar, targeted.k, "bench")
     t_draw = best_of(lambda: draw_swaps(hh.geo, hh.profiles, hh.risky_level, hh.weight, 0.05, key), args.repeat)
-    print(f"households: {hh.count:,}")
+    print(f"households: {hh.count:,}, risky: {int((hh.risky_level < len(targeted.geo)).sum()):,}")
     print(f"floor (pyarrow: two reads, one write): {t_floor:.2f} s")
     for name, t in results.items():
         print(f"swap_file {name:8s}: {t:.2f} s  ratio to floor {t / t_floor:.2f}")
