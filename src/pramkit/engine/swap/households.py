@@ -48,7 +48,9 @@ class Coder:
             arr = arr.dictionary_decode()
         enc = pc.dictionary_encode(arr)
         words = enc.dictionary
-        plain = pd.Index(words.to_numpy(zero_copy_only=False), dtype=object)
+        plain = pd.Index(words.to_numpy(zero_copy_only=False))
+        if not len(self._known):
+            self._known = plain[:0]
         found = self._known.get_indexer(plain)
         new = np.flatnonzero(found < 0)
         if new.size:
