@@ -1,7 +1,7 @@
 """The households of a file, read in chunks: their geography, similarity profiles and risk.
 
 One pass over the columns the swap needs (household id, the levels of the
-geography, the risk and similarity variables) keeps four bytes per person and
+geography, the risk and similarity variables) keeps eight bytes per person and
 column used; the file itself is never held.  Households are numbered by their
 first record in file order, and their members need not be adjacent: the id is
 coded over the whole file, so a household split across chunks (or across the

@@ -1,7 +1,7 @@
 """Swap a file or a frame: plan, read the households, draw, write the released file, its receipt and manifest.
 
 Two passes over the file, both in chunks: the first reads only the columns the swap
-needs (:func:`pramkit.engine.swap.households.read_households`: four bytes per person
+needs (:func:`pramkit.engine.swap.households.read_households`: eight bytes per person
 and column used), the second streams every column and replaces the geography of each
 record by its household partner's (memory O(chunk) beside the household arrays).
 Outputs are atomic: the released file appears first, then its receipt
