@@ -502,6 +502,61 @@ def fmt_epsilon(eps: float) -> str:
     return f"{float(up):.4g}" if float(up) < 1e4 else f"{float(up):.0f}"
 
 
+def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: float, areas: int,
+                       given: str | None = None, given_epsilon: float | None = None) -> str:
+    """The guarantee of a record swap on ``variable`` (the lowest level of its geography), in words.
+
+    Random swapping at rate s between A areas is a misclassification of the geography whose
+    expected matrix has the epsilon given (:mod:`pramkit.engine.swap.implied`); with a level
+    above (``given``), donors share it, so it is released exactly and the epsilon holds given
+    it.  Targeted swapping chooses its households from the data, so no matrix and no epsilon
+    bounds it.
+
+    Parameters
+    ----------
+    variable : str
+        The geography column whose values are swapped.
+    targeted : bool
+        Households were chosen by their risk (the data).
+    epsilon : float
+        The epsilon of the expected matrix (``inf`` for a targeted swap).
+    rate : float
+        The swap rate.
+    areas : int
+        The areas of the lowest level.
+    given : str, optional
+        The level above, which swaps keep.
+    given_epsilon : float, optional
+        The epsilon of the expected matrix given the level above.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> swapping_statement("area", True, math.inf, 0.05, 300)[:62]
+    'area was swapped by targeted record swapping: the households s'
+    >>> swapping_statement("area", False, 8.6435, 0.05, 300)[-63:]
+    'the released file as a whole (households are swapped in pairs).'
+    >>> "region is released exactly" in swapping_statement("area", False, math.inf, 0.05, 300, "region", 4.2)
+    True
+    """
+    if targeted:
+        return (f"{variable} was swapped by targeted record swapping: the households swapped were chosen from "
+                "the data (their risk), so no misclassification matrix is known and no epsilon bounds what the "
+                "released geography reveals (epsilon infinite); tables of the geography cannot be corrected "
+                "for the swap.")
+    bound = (f"epsilon {fmt_epsilon(epsilon)} per household" if given is None else
+             f"epsilon {fmt_epsilon(epsilon)} per household, since {given} is released exactly (donors share "
+             f"it), and epsilon {fmt_epsilon(given_epsilon if given_epsilon is not None else math.inf)} given it")
+    return (f"{variable} was swapped by random record swapping at rate {rate:g} between {areas} areas: its "
+            f"expected misclassification matrix (from the household counts per area, which the released file "
+            f"shows) has {bound}; "
+            "this is the epsilon of the matrix, not a differential privacy guarantee of the released file as "
+            "a whole (households are swapped in pairs).")
+
+
 def _json_eps(eps: float) -> float | str:
     return eps if math.isfinite(eps) else "inf"
 

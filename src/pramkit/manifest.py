@@ -591,6 +591,9 @@ class Manifest:
     ledger : Ledger, optional
         The privacy ledger; without one the design step counts nothing and the
         guarantee sentence says that nothing records how the matrices were designed.
+    swapping : mapping, optional
+        The public description of a record swap whose expected matrix is the variable's
+        (:meth:`pramkit.engine.swap.SwapPlan.section`), with its guarantee in words.
 
     Raises
     ------
@@ -617,6 +620,7 @@ class Manifest:
     created: str = ""
     pramkit_version: str = __version__
     ledger: Ledger | None = None
+    swapping: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         variables = tuple(self.variables)
@@ -835,6 +839,7 @@ class Manifest:
             "ledger": ledger,
             "released_exactly_facts": [f.to_dict() for f in self.exact_facts],
             "guarantee": self.guarantee,
+            **({"swapping": dict(self.swapping)} if self.swapping is not None else {}),
         }
 
     def __getitem__(self, name: str) -> PerturbedVariable:
@@ -875,6 +880,7 @@ class Manifest:
             "input": dict(self.input),
             **({} if self.ledger is None else {"ledger": self._ledger_dict()}),
             "variables": [v.to_dict() for v in self.variables],
+            **({} if self.swapping is None else {"swapping": dict(self.swapping)}),
         }
 
     def to_json(self) -> str:
@@ -1029,9 +1035,12 @@ class Manifest:
         if not isinstance(version_str, str):
             raise ManifestError("field 'pramkit_version' must be a string")
         ledger = Ledger.from_dict(data["ledger"]) if "ledger" in data else None
+        swapping = data.get("swapping")
+        if swapping is not None and not isinstance(swapping, dict):
+            raise ManifestError("field 'swapping' must be an object")
         try:
             manifest = cls(variables, input=inp, created=created or "unknown", pramkit_version=version_str,
-                           ledger=ledger)
+                           ledger=ledger, swapping=swapping)
         except ManifestError as exc:
             raise ManifestError(f"field 'variables': {exc}") from None
         if "record_epsilon" in data:

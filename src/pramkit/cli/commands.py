@@ -18,4 +18,6 @@ HELP: dict[str, str] = {
     "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
     "audit": "audit a release: stated epsilons, ledger and receipt; original against release; the engine's epsilon",
     "app": "the workbench: a release step by step in the browser (needs pramkit[app])",
+    "swap": "targeted record swapping of the geography (households whole), with its matrix and epsilon",
+    "compare": "record swapping beside DP-PRAM and metric PRAM of the geography: risk, utility, guarantee",
 }

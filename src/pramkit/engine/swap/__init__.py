@@ -1,0 +1,28 @@
+"""Record swapping of the geography, beside PRAM.
+
+Targeted record swapping as Eurostat's method for the 2021 census rounds (the
+semantics of sdcMicro's ``recordSwap``): :mod:`~pramkit.engine.swap.core` draws
+who is swapped with whom, :mod:`~pramkit.engine.swap.households` reads the
+households of a file in chunks, :mod:`~pramkit.engine.swap.run` writes the
+released file, its receipt and (for random swapping) its manifest, and
+:mod:`~pramkit.engine.swap.implied` gives the misclassification matrix and the
+epsilon the swap implies for the geography.  ``docs/swapping.md`` has the method,
+the measurements and the comparison with PRAM.
+"""
+
+from pramkit.engine.swap.implied import (
+           random_swap_epsilon,
+           random_swap_matrix,
+           transition_table,
+)
+from pramkit.engine.swap.run import (
+           SwapPlan,
+           SwapResult,
+           plan_swap,
+           swap_file,
+           swap_frame,
+           swap_manifest,
+)
+
+__all__ = ["SwapPlan", "SwapResult", "plan_swap", "random_swap_epsilon", "random_swap_matrix", "swap_file",
+           "swap_frame", "swap_manifest", "transition_table"]

@@ -1,0 +1,267 @@
+"""Targeted record swapping on household arrays: who is swapped, and with whom.
+
+The semantics are those of Eurostat's targeted record swapping as documented for
+sdcMicro's ``recordSwap`` (Gussenbauer, "Targeted Record Swapping", sdcMicro
+vignette; the ONS method of the 2011 and 2021 censuses); the code is pramkit's own.
+
+* **Households move whole.**  A swap exchanges the whole geography (every level
+  of the hierarchy) of two households; all their members move with them.
+* **Risk.**  For each level ``h`` of the hierarchy a person's cell is its area
+  at level ``h`` crossed with the risk variables; a household is *risky at
+  level h* when some member's cell holds fewer than ``k`` persons (k-anonymity).
+  It is swapped across the highest such level.  A household's sampling weight is
+  the largest ``1 / count`` of its members at the lowest level (every weight is
+  1 without risk variables).
+* **Targeted, then random.**  Levels are visited from the highest to the lowest;
+  at level ``h`` every risky household not yet swapped is swapped with a donor
+  in *another area of level h within the same area of level h - 1*.  Then, at the
+  lowest level, households are drawn in each lowest area (weighted without
+  replacement by their sampling weight) until the area's quota is met: the
+  quota of an area with ``n`` households is ``rate * n / 2`` (one swap moves two
+  households), rounded so that the quotas sum to ``round(rate * H / 2)``;
+  targeted swaps drawn in an area count towards its quota.  Without risky
+  households, exactly ``2 round(rate * H / 2)`` households are swapped.
+* **Similarity.**  A donor has the same values of the first similarity profile
+  (household size, say); a household without such a donor tries the next
+  profile; a household with no donor under any profile is *unswappable* and is
+  counted (:attr:`SwapDraw.unswappable`).
+* **Donors** are drawn among households not yet swapped nor selected outside the
+  household's own area, weighted by their sampling weight: the area with
+  probability proportional to the weight left in it, then its next household by
+  priority (Efraimidis and Spirakis 2006: the largest ``log(u) / w`` first).
+
+Randomness is keyed (:mod:`pramkit.engine.rng`): household ``i`` (numbered by
+its first record in the file) reads word ``i`` of named streams, so the draw
+depends only on the key and the file, not on how it is read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from pramkit.engine.rng import SecretKey, uniforms
+
+#: Stream names (domain separation of the swap's draws from every variable's stream).
+_SELECT, _DONOR, _AREA, _ROUND = "\x00swap-select", "\x00swap-donor", "\x00swap-area", "\x00swap-round"
+
+
+@dataclass(frozen=True)
+class SwapDraw:
+    """Who is swapped with whom.
+
+    Parameters
+    ----------
+    partner : numpy.ndarray of int64
+        Household -> the household whose geography it receives (itself when not swapped).
+    targeted : numpy.ndarray of int64
+        Per level, the risky households swapped across that level (as the household selected;
+        its donor is not counted).
+    unswappable : int
+        Households selected (risky, or drawn for the rate) for which no donor shares any similarity
+        profile in an allowed area.
+    quota : int
+        ``round(rate * H / 2)``: the swaps the rate asks for.
+    """
+
+    partner: np.ndarray
+    targeted: np.ndarray
+    unswappable: int
+    quota: int
+
+    @property
+    def swapped(self) -> int:
+        """Households whose geography changed hands (twice the swaps made)."""
+        return int((self.partner != np.arange(self.partner.size)).sum())
+
+
+def quotas(households: np.ndarray, rate: float, key: SecretKey) -> np.ndarray:
+    """Swaps to draw in each lowest area: ``rate * n_a / 2``, rounded to sum to ``round(rate * H / 2)``.
+
+    The fractional parts decide which areas round up (the largest first, ties in keyed
+    random order), so the total is exact and no area gets more than one extra swap.
+
+    Parameters
+    ----------
+    households : numpy.ndarray of int
+        Households per lowest area.
+    rate : float
+        The swap rate, in [0, 1].
+    key : SecretKey
+        The secret key (ties).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The quota of each area.
+
+    Examples
+    --------
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> q = quotas(np.array([50_000, 30_000, 20_000]), 0.05, key)
+    >>> q.tolist(), int(q.sum())
+    ([1250, 750, 500], 2500)
+    >>> int(quotas(np.array([7, 7, 7]), 0.5, key).sum())  # 0.5 * 21 / 2 = 5.25
+    5
+    """
+    want = rate * households.astype(float) / 2.0
+    base = np.floor(want).astype(np.int64)
+    total = int(np.floor(rate * households.sum() / 2.0 + 0.5))
+    extra = total - int(base.sum())
+    if extra > 0:
+        u = uniforms(key, _ROUND, 0, households.size)
+        order = np.lexsort((u, -(want - base)))
+        base[order[:extra]] += 1
+    return base
+
+
+def draw_swaps(geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndarray, weight: np.ndarray,
+               rate: float, key: SecretKey) -> SwapDraw:
+    """Select households and pair each with a donor (see the module's rules).
+
+    Parameters
+    ----------
+    geo : numpy.ndarray of int, shape (L, H)
+        Each household's area code at each level, highest level first; codes of a level
+        are 0..A_h - 1 and nested (an area of level h lies in one area of level h - 1).
+    profiles : list of numpy.ndarray of int, shape (H,)
+        Each similarity profile as one code per household (an empty list: no constraint).
+    risky_level : numpy.ndarray of int, shape (H,)
+        The highest level at which the household is risky, or ``L`` when it is not.
+    weight : numpy.ndarray of float, shape (H,)
+        Sampling weights (positive).
+    rate : float
+        The swap rate in [0, 1].
+    key : SecretKey
+        The secret key.
+
+    Returns
+    -------
+    SwapDraw
+
+    Examples
+    --------
+    Four households in two areas of one level, rate 1: two swaps, each across the areas.
+
+    >>> geo = np.array([[0, 0, 1, 1]])
+    >>> d = draw_swaps(geo, [], np.array([1, 1, 1, 1]), np.ones(4), 1.0, SecretKey(bytes(32), "zeros"))
+    >>> d.swapped, d.quota, bool((geo[0, d.partner] != geo[0]).all())
+    (4, 2, True)
+    """
+    levels, n = geo.shape
+    state = _State(geo, profiles, weight, key)
+    lowest = geo[-1]
+    quota = quotas(np.bincount(lowest, minlength=int(lowest.max()) + 1 if n else 0), rate, key)
+    used = np.zeros_like(quota)
+    targeted = np.zeros(levels, dtype=np.int64)
+    for h in range(levels):
+        chosen = np.flatnonzero((risky_level == h) & ~state.swapped)
+        chosen = chosen[np.argsort(-state.select_priority[chosen], kind="stable")]
+        done = state.pair(chosen, h)
+        targeted[h] = done.size
+        np.add.at(used, lowest[done], 1)
+    left = np.maximum(quota - used, 0)
+    free = np.flatnonzero(~state.swapped)
+    order = free[np.lexsort((-state.select_priority[free], lowest[free]))]
+    area = lowest[order]
+    starts = np.searchsorted(area, np.arange(quota.size))
+    rank = np.arange(order.size) - starts[area]
+    chosen = order[rank < left[area]]
+    chosen = chosen[np.argsort(-state.select_priority[chosen], kind="stable")]
+    state.pair(chosen, levels - 1)
+    return SwapDraw(partner=state.partner, targeted=targeted, unswappable=state.unswappable,
+                    quota=int(quota.sum()))
+
+
+class _State:
+    """The swaps made so far, and the keyed priorities (one pass of :func:`draw_swaps`)."""
+
+    def __init__(self, geo: np.ndarray, profiles: list[np.ndarray], weight: np.ndarray, key: SecretKey) -> None:
+        n = geo.shape[1]
+        self.geo = geo
+        self.profiles = profiles or [np.zeros(n, dtype=np.int64)]
+        with np.errstate(divide="ignore"):
+            self.select_priority = np.log(uniforms(key, _SELECT, 0, n)) / weight
+            self.donor_priority = np.log(uniforms(key, _DONOR, 0, n)) / weight
+        self.area_draw = uniforms(key, _AREA, 0, n)
+        self.weight = weight
+        self.swapped = np.zeros(n, dtype=bool)
+        self.partner = np.arange(n, dtype=np.int64)
+        self.unswappable = 0
+
+    def pair(self, chosen: np.ndarray, h: int) -> np.ndarray:
+        """Give each chosen household (in order) a donor across level ``h``; the households swapped."""
+        done: list[np.ndarray] = []
+        todo = chosen
+        self.swapped[todo] = True  # selected households are no donors
+        for profile in self.profiles:
+            if todo.size == 0:
+                break
+            found, todo = self._pair_profile(todo, h, profile)
+            done.append(found)
+        self.swapped[todo] = False
+        self.unswappable += int(todo.size)
+        return np.concatenate(done) if done else np.empty(0, dtype=np.int64)
+
+    def _pair_profile(self, chosen: np.ndarray, h: int, profile: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Donors sharing ``profile`` and the area of level ``h - 1``; (paired, still without a donor)."""
+        parent = self.geo[h - 1] if h > 0 else np.zeros(self.geo.shape[1], dtype=np.int64)
+        area = self.geo[h]
+        span = int(profile.max()) + 1
+        cell = parent.astype(np.int64) * span + profile
+        donors = np.flatnonzero(~self.swapped)
+        cells: dict[int, _Cell] = {}
+        order = np.lexsort((-self.donor_priority[donors], area[donors], cell[donors]))
+        donors = donors[order]
+        bounds = np.flatnonzero(np.r_[True, cell[donors][1:] != cell[donors][:-1], True]) if donors.size else []
+        for lo, hi in itertools.pairwise(bounds):
+            cells[int(cell[donors[lo]])] = _Cell(donors[lo:hi], area[donors[lo:hi]], self.weight)
+        paired, missing = [], []
+        for s in chosen.tolist():
+            box = cells.get(int(cell[s]))
+            d = -1 if box is None else box.take(int(area[s]), float(self.area_draw[s]))
+            if d < 0:
+                missing.append(s)
+                continue
+            self.partner[s], self.partner[d] = d, s
+            self.swapped[d] = True
+            paired.append(s)
+        return np.asarray(paired, dtype=np.int64), np.asarray(missing, dtype=np.int64)
+
+
+class _Cell:
+    """The donors of one cell (parent area x profile), by area, each area's in priority order.
+
+    A donor is drawn in two stages: its area with probability proportional to the weight left
+    in the other areas, then the area's next donor by priority (a weighted draw without
+    replacement, Efraimidis and Spirakis 2006), so that the donor of a household is a weighted
+    draw among the donors left outside its own area.
+    """
+
+    def __init__(self, donors: np.ndarray, areas: np.ndarray, weight: np.ndarray) -> None:
+        self.donors = donors
+        starts = np.flatnonzero(np.r_[True, areas[1:] != areas[:-1]])
+        self.areas = areas[starts]
+        self.next = starts.copy()
+        self.ends = np.r_[starts[1:], areas.size]
+        self.w = weight[donors]
+        self.left = np.add.reduceat(self.w, starts) if starts.size else np.zeros(0)
+
+    def take(self, own: int, u: float) -> int:
+        """A donor outside area ``own`` (-1 if none is left), drawn with the uniform ``u``."""
+        left = self.left.copy()
+        i_own = np.searchsorted(self.areas, own)
+        if i_own < self.areas.size and self.areas[i_own] == own:
+            left[i_own] = 0.0
+        total = left.sum()
+        if total <= 0.0:
+            return -1
+        i = min(int(np.searchsorted(np.cumsum(left), u * total, side="right")), left.size - 1)
+        if left[i] <= 0.0:  # rounding at the last boundary: the last area with weight left
+            i = int(np.flatnonzero(left > 0.0)[-1])
+        j = self.next[i]
+        self.next[i] += 1
+        self.left[i] = max(self.left[i] - self.w[j], 0.0) if self.next[i] < self.ends[i] else 0.0
+        return int(self.donors[j])

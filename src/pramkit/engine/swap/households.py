@@ -1,0 +1,253 @@
+"""The households of a file, read in chunks: their geography, similarity profiles and risk.
+
+One pass over the columns the swap needs (household id, the levels of the
+geography, the risk and similarity variables) keeps eight bytes per person and
+column used; the file itself is never held.  Households are numbered by their
+first record in file order, and their members need not be adjacent: the id is
+coded over the whole file, so a household split across chunks (or across the
+file) is still one household.  A household's similarity profile is the values
+of its first record; its geography must be the same on every record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pramkit.errors import DataError
+
+
+class Coder:
+    """Codes 0, 1, ... for the values of one column over a whole file, in order of first appearance.
+
+    Missing values get code -1.  :attr:`labels` holds the values, as Arrow, for writing them back.
+
+    Examples
+    --------
+    >>> c = Coder("region")
+    >>> c.encode(pa.array(["b", "a", None, "b"])).tolist(), c.encode(pa.array(["c", "a"])).tolist()
+    ([0, 1, -1, 0], [2, 1])
+    >>> c.labels.to_pylist()
+    ['b', 'a', 'c']
+    """
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+        self._known = pd.Index([], dtype=object)
+        self._chunks: list[pa.Array] = []
+
+    def encode(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """The codes of a chunk's values (int64; -1 for missing)."""
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        enc = pc.dictionary_encode(arr)
+        words = enc.dictionary
+        plain = pd.Index(words.to_numpy(zero_copy_only=False))
+        if not len(self._known):
+            self._known = plain[:0]
+        found = self._known.get_indexer(plain)
+        new = np.flatnonzero(found < 0)
+        if new.size:
+            found[new] = len(self._known) + np.arange(new.size)
+            self._known = self._known.append(plain[new])
+            self._chunks.append(words.take(pa.array(new)))
+        lookup = np.append(found, -1).astype(np.int64)
+        idx = enc.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
+        return lookup[idx]
+
+    @property
+    def labels(self) -> pa.Array:
+        """Every value seen, by code."""
+        if not self._chunks:
+            return pa.array([], pa.string())
+        first = self._chunks[0].type
+        return pa.concat_arrays([c.cast(first) for c in self._chunks])
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+@dataclass(frozen=True)
+class Households:
+    """The households of a file.
+
+    Parameters
+    ----------
+    member : numpy.ndarray of int64
+        Person (file row) -> household number.
+    geo : numpy.ndarray of int64, shape (L, H)
+        Each household's area code at each level (highest first).
+    labels : tuple of pyarrow.Array
+        Each level's area values, by code.
+    parents : tuple of numpy.ndarray
+        For each level below the first, area code -> the code of the area above it.
+    profiles : list of numpy.ndarray
+        Each similarity profile's code per household.
+    risky_level : numpy.ndarray of int64
+        The highest level at which the household is risky (``L``: not risky).
+    weight : numpy.ndarray of float
+        The household's sampling weight (largest ``1 / count`` of its members at the lowest level).
+    ids : pyarrow.Array
+        The household ids, by household number.
+    """
+
+    member: np.ndarray
+    geo: np.ndarray
+    labels: tuple[pa.Array, ...]
+    parents: tuple[np.ndarray, ...]
+    profiles: list[np.ndarray]
+    risky_level: np.ndarray
+    weight: np.ndarray
+    ids: pa.Array
+
+    @property
+    def count(self) -> int:
+        """Households."""
+        return int(self.geo.shape[1])
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Persons per household."""
+        return np.bincount(self.member, minlength=self.count)
+
+
+def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], risk_vars: Sequence[str],
+                    similar: Sequence[Sequence[str]], k: int, where: str) -> Households:
+    """Households from a file's chunks (see the module's rules).
+
+    Parameters
+    ----------
+    tables : iterable of pyarrow.Table
+        The chunks, in file order (missing values as nulls).
+    hid : str
+        The household id column.
+    geo : sequence of str
+        The levels of the geography, highest first.
+    risk_vars : sequence of str
+        The risk variables (k-anonymity); none: no household is risky and every weight is 1.
+    similar : sequence of sequence of str
+        The similarity profiles.
+    k : int
+        The k-anonymity threshold.
+    where : str
+        How messages name the file.
+
+    Returns
+    -------
+    Households
+
+    Raises
+    ------
+    DataError
+        No data rows, a missing household id or area, a level not nested in the one above,
+        or a household whose members live in different areas.
+
+    Examples
+    --------
+    >>> t = pa.table({"hid": [1, 1, 2, 3], "region": ["N", "N", "S", "S"], "size": [2, 2, 1, 1]})
+    >>> h = read_households([t], "hid", ["region"], [], [["size"]], 3, "t")
+    >>> h.count, h.geo.tolist(), h.profiles[0].tolist(), h.risky_level.tolist()
+    (3, [[0, 1, 1]], [0, 1, 1], [1, 1, 1])
+    """
+    hid_coder, geo_coders = Coder(hid), [Coder(c) for c in geo]
+    risk_coders = [Coder(c) for c in risk_vars]
+    sim_cols = list(dict.fromkeys(c for profile in similar for c in profile))
+    sim_coders = {c: Coder(c) for c in sim_cols}
+    member_parts, geo_parts, risk_parts, sim_parts = [], [], [], []
+    start = 0
+    for table in tables:
+        member = hid_coder.encode(table.column(hid))
+        codes = [c.encode(table.column(c.column)) for c in geo_coders]
+        for column, (level, c) in zip(geo, enumerate(codes)):
+            bad = np.flatnonzero(c < 0)
+            if bad.size:
+                raise DataError(f"{where}: geography column {column!r} is missing on row {start + int(bad[0]) + 1}; "
+                                "every record needs its area at every level")
+        bad = np.flatnonzero(member < 0)
+        if bad.size:
+            raise DataError(f"{where}: household id {hid!r} is missing on row {start + int(bad[0]) + 1}")
+        member_parts.append(member)
+        geo_parts.append(np.vstack(codes))
+        risk_parts.append([c.encode(table.column(c.column)) for c in risk_coders])
+        sim_parts.append({c: coder.encode(table.column(c)) for c, coder in sim_coders.items()})
+        start += table.num_rows
+    if start == 0:
+        raise DataError(f"{where} has no data rows")
+    member = np.concatenate(member_parts)
+    person_geo = np.hstack(geo_parts)
+    n_hh = len(hid_coder)
+    first = np.full(n_hh, member.size, dtype=np.int64)
+    np.minimum.at(first, member, np.arange(member.size))
+    hh_geo = person_geo[:, first]
+    moved = np.flatnonzero((person_geo != hh_geo[:, member]).any(axis=0))
+    if moved.size:
+        row = int(moved[0])
+        raise DataError(f"{where}: household {hid_coder.labels[int(member[row])].as_py()!r} lives in more than one "
+                        f"area (row {row + 1}); a household's members must share every level of the geography "
+                        f"({', '.join(geo)}): check the household id")
+    parents = tuple(_parents(hh_geo[h - 1], hh_geo[h], geo[h - 1], geo[h], geo_coders, where)
+                    for h in range(1, len(geo)))
+    profiles = [_profile([np.concatenate([p[c] for p in sim_parts])[first] for c in profile])
+                for profile in similar]
+    risky, weight = _risk(member, person_geo, [np.concatenate([p[i] for p in risk_parts])
+                                               for i in range(len(risk_vars))], k, n_hh)
+    return Households(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
+                      profiles=profiles, risky_level=risky, weight=weight, ids=hid_coder.labels)
+
+
+def _parents(upper: np.ndarray, lower: np.ndarray, up_name: str, low_name: str, coders: list[Coder],
+             where: str) -> np.ndarray:
+    """Area of the lower level -> its area above; a lower area under two upper ones is refused."""
+    size = int(lower.max()) + 1
+    parent = np.full(size, -1, dtype=np.int64)
+    parent[lower] = upper
+    clash = np.flatnonzero(parent[lower] != upper)
+    if clash.size:
+        i = int(clash[0])
+        area = next(c for c in coders if c.column == low_name).labels[int(lower[i])].as_py()
+        raise DataError(f"{where}: level {low_name!r} is not nested in {up_name!r}: area {area!r} lies in more than "
+                        f"one {up_name!r}; give the levels highest first, each inside the one before (or make the "
+                        "lower codes unique)")
+    return parent
+
+
+def _profile(columns: list[np.ndarray]) -> np.ndarray:
+    """One code per household for the combination of a profile's columns (missing is a value)."""
+    return _combined(columns) if columns else np.zeros(0, dtype=np.int64)
+
+
+def _combined(columns: list[np.ndarray]) -> np.ndarray:
+    """Codes (-1 for missing) of several columns as one code 0, 1, ... per combination present."""
+    code = np.zeros(columns[0].size, dtype=np.int64)
+    for c in columns:
+        code = code * (int(c.max()) + 2) + (c + 1)
+        code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)  # keep the range small
+    return code
+
+
+def _risk(member: np.ndarray, person_geo: np.ndarray, risk: list[np.ndarray], k: int,
+          n_hh: int) -> tuple[np.ndarray, np.ndarray]:
+    """Households' highest risky level (k-anonymity of area x risk variables) and sampling weights."""
+    levels = person_geo.shape[0]
+    risky = np.full(n_hh, levels, dtype=np.int64)
+    weight = np.ones(n_hh)
+    if not risk:
+        return risky, weight
+    combined = _combined(risk)
+    span = int(combined.max()) + 1
+    for h in range(levels - 1, -1, -1):
+        cell = person_geo[h] * span + combined
+        count = np.bincount(cell)[cell]
+        small = np.zeros(n_hh, dtype=bool)
+        small[member[count < k]] = True
+        risky[small] = h
+        if h == levels - 1:
+            weight = np.zeros(n_hh)
+            np.maximum.at(weight, member, 1.0 / count)
+    return risky, weight

@@ -1,0 +1,505 @@
+"""Swap a file or a frame: plan, read the households, draw, write the released file, its receipt and manifest.
+
+Two passes over the file, both in chunks: the first reads only the columns the swap
+needs (:func:`pramkit.engine.swap.households.read_households`: eight bytes per person
+and column used), the second streams every column and replaces the geography of each
+record by its household partner's (memory O(chunk) beside the household arrays).
+Outputs are atomic: the released file appears first, then its receipt
+``OUT.receipt.json`` (the public description of the swap), then the manifest if one
+is asked for; on failure nothing new is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import numbers
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from pramkit._version import __version__
+from pramkit.atomic import check_writable, staged_bytes
+from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+from pramkit.engine.receipt import receipt_path, receipt_text
+from pramkit.engine.rng import SecretKey, resolve_key
+from pramkit.engine.swap.core import SwapDraw, draw_swaps
+from pramkit.engine.swap.households import Households, read_households
+from pramkit.engine.swap.implied import random_swap_matrix
+from pramkit.errors import ParameterError
+from pramkit.io import TableWriter, iter_batches
+from pramkit.ledger import Ledger, swapping_statement
+from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
+
+#: Format name of a swap receipt.
+RECEIPT_FORMAT = "pramkit-swap-receipt"
+
+
+@dataclass(frozen=True)
+class SwapPlan:
+    """The parameters of a swap, checked (:func:`plan_swap`).
+
+    Parameters
+    ----------
+    hid : str
+        The household id column.
+    geo : tuple of str
+        The levels of the geography, highest first.
+    risk_vars : tuple of str
+        The risk variables of the k-anonymity rule (none: random swapping).
+    similar : tuple of tuple of str
+        The similarity profiles, tried in order.
+    rate : float
+        The share of households to swap, in [0, 1].
+    k : int
+        The k-anonymity threshold, at least 1.
+    """
+
+    hid: str
+    geo: tuple[str, ...]
+    risk_vars: tuple[str, ...] = ()
+    similar: tuple[tuple[str, ...], ...] = ()
+    rate: float = 0.05
+    k: int = 3
+
+    @property
+    def targeted(self) -> bool:
+        """Households are chosen from the data (risk variables given): no matrix is known."""
+        return bool(self.risk_vars)
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column the swap reads."""
+        return list(dict.fromkeys([self.hid, *self.geo, *self.risk_vars, *(c for p in self.similar for c in p)]))
+
+    def section(self, areas: Sequence[Any], parents: Sequence[Any] | None = None,
+                households: Sequence[int] | None = None) -> dict[str, Any]:
+        """The public description of the swap (the manifest's and the receipt's ``swapping``).
+
+        Nothing in it is computed from the original data but the areas, the level above each and
+        their household counts, which the released file shows exactly (a swap exchanges one
+        household for another).
+
+        Parameters
+        ----------
+        areas : sequence
+            The areas of the lowest level.
+        parents : sequence, optional
+            The area of the level above each (two levels or more).
+        households : sequence of int, optional
+            Households per area (default: equal areas).
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> s = plan_swap("hid", ["region"], rate=0.1).section(["N", "S", "E"])
+        >>> s["method"], s["epsilon"], s["matrix_known"]
+        ('random record swapping', 2.890371757896165, True)
+        """
+        given = self.geo[-2] if len(self.geo) > 1 else None
+        matrix = None if self.targeted else random_swap_matrix(self.rate, areas, parents, households)
+        eps = math.inf if matrix is None else matrix.epsilon
+        given_eps = None if matrix is None or given is None else matrix.block_epsilon
+        return {
+            "method": "targeted record swapping" if self.targeted else "random record swapping",
+            "semantics": "sdcMicro recordSwap (Eurostat targeted record swapping)",
+            "household_id": self.hid,
+            "levels": list(self.geo),
+            "variable": self.geo[-1],
+            "areas": len(areas),
+            "rate": self.rate,
+            "k_anonymity": self.k if self.targeted else None,
+            "risk_variables": list(self.risk_vars),
+            "similar": [list(p) for p in self.similar],
+            "matrix_known": not self.targeted,
+            "epsilon": epsilon_to_json(eps),
+            **({f"epsilon_given_{given}": epsilon_to_json(given_eps)} if given_eps is not None else {}),
+            "guarantee": swapping_statement(self.geo[-1], self.targeted, eps, self.rate, len(areas),
+                                            given, given_eps),
+        }
+
+
+def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), similar: Sequence[Sequence[str]] = (),
+              rate: float = 0.05, k: int = 3) -> SwapPlan:
+    """Check the parameters of a swap before any data is read.
+
+    Parameters
+    ----------
+    hid : str
+        The household id column.
+    geo : sequence of str
+        The levels of the geography, highest first (county > municipality > district).
+    risk_vars : sequence of str
+        The risk variables; none: random swapping (no household is targeted).
+    similar : sequence of sequence of str
+        Similarity profiles: a donor shares the values of the first profile, or else of the next.
+    rate : float
+        The share of households swapped, in [0, 1] (a swap moves two households).
+    k : int
+        The k-anonymity threshold (a household is risky when a member's cell has fewer than k persons).
+
+    Returns
+    -------
+    SwapPlan
+
+    Raises
+    ------
+    ParameterError
+        A rate outside [0, 1], a k below 1 or not an integer, no level, or a column named twice.
+
+    Examples
+    --------
+    >>> plan_swap("hid", ["nuts2", "nuts3"], risk_vars=["age", "sex"], similar=[["hsize"]]).targeted
+    True
+    >>> plan_swap("hid", ["nuts2"], rate=1.5)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the swap rate must lie in [0, 1] (a share of households), got 1.5
+    >>> plan_swap("hid", ["nuts2"], k=0)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: k (the k-anonymity threshold) must be an integer of at least 1, got 0; for random swapping give no risk variables
+    """
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not (0.0 <= rate <= 1.0):
+        raise ParameterError(f"the swap rate must lie in [0, 1] (a share of households), got {rate!r}")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ParameterError(f"k (the k-anonymity threshold) must be an integer of at least 1, got {k!r}; "
+                             "for random swapping give no risk variables")
+    levels = tuple(str(c) for c in geo)
+    if not levels:
+        raise ParameterError("the geography needs at least one level (--geo L1,L2,...)")
+    named = [hid, *levels]
+    twice = sorted({c for c in named if named.count(c) > 1})
+    if twice:
+        raise ParameterError(f"column(s) {twice} named twice among the household id and the geography levels")
+    clash = sorted(set(named) & (set(risk_vars) | {c for p in similar for c in p}))
+    if clash:
+        raise ParameterError(f"column(s) {clash} are the household id or a geography level, so they cannot be a "
+                             "risk or similarity variable")
+    profiles = tuple(tuple(str(c) for c in p) for p in similar)
+    if any(not p for p in profiles):
+        raise ParameterError("a similarity profile needs at least one column")
+    return SwapPlan(str(hid), levels, tuple(str(c) for c in risk_vars), profiles, float(rate), int(k))
+
+
+@dataclass(frozen=True)
+class SwapResult:
+    """What a swap did (private: counts from the original data).
+
+    Parameters
+    ----------
+    rows, households : int
+        Records and households of the file.
+    swapped_households, swapped_records : int
+        Households (records) whose geography changed hands.
+    quota : int
+        ``round(rate * H / 2)``, the swaps the rate asks for.
+    targeted : list of int
+        Per level, the risky households swapped across it.
+    unswappable : int
+        Selected households left unswapped: no donor shares a similarity profile.
+    section : dict
+        The public description (:meth:`SwapPlan.section`).
+    output, receipt, manifest : str or None
+        The files written.
+    key_source, key_fingerprint : str
+        Where the key came from and its fingerprint.
+    seconds : float
+        Wall time.
+    frame : pandas.DataFrame or None
+        The released frame (:func:`swap_frame`).
+    transitions : pandas.DataFrame or None
+        The realised transition table of the lowest level, its cells that are not empty:
+        ``original``, ``released`` (areas) and ``households`` (private).
+    """
+
+    rows: int
+    households: int
+    swapped_households: int
+    swapped_records: int
+    quota: int
+    targeted: list[int]
+    unswappable: int
+    section: dict[str, Any]
+    key_source: str
+    key_fingerprint: str
+    seconds: float
+    output: str | None = None
+    receipt: str | None = None
+    manifest: str | None = None
+    frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    transitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as JSON values (the frame and the transition table left out)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("frame", "transitions")}
+
+
+@dataclass(frozen=True)
+class _Swapped:
+    """The draw on the households, with what writing needs."""
+
+    households: Households
+    draw: SwapDraw
+
+    def released_codes(self, level: int) -> np.ndarray:
+        """Household -> its released area code at ``level``."""
+        return self.households.geo[level][self.draw.partner]
+
+    def areas(self) -> tuple[list[Any], list[Any] | None, list[int]]:
+        """The lowest level's areas, the area above each (``None`` for one level) and their households."""
+        hh = self.households
+        areas = hh.labels[-1].to_pylist()
+        counts = np.bincount(hh.geo[-1], minlength=len(areas)).tolist()
+        if not hh.parents:
+            return areas, None, counts
+        return areas, hh.labels[-2].take(pa.array(hh.parents[-1])).to_pylist(), counts
+
+    def transitions(self) -> pd.DataFrame:
+        """The non-empty cells of the lowest level's transition table, in households."""
+        hh = self.households
+        codes = hh.geo[-1] * len(hh.labels[-1]) + self.released_codes(len(hh.geo) - 1)
+        cells, counts = np.unique(codes, return_counts=True)
+        labels = hh.labels[-1]
+        return pd.DataFrame({
+            "original": labels.take(pa.array(cells // len(labels))).to_pylist(),
+            "released": labels.take(pa.array(cells % len(labels))).to_pylist(),
+            "households": counts,
+        })
+
+    def rows_changed(self) -> int:
+        moved = self.draw.partner != np.arange(self.draw.partner.size)
+        return int(moved[self.households.member].sum())
+
+
+def _draw(tables: Iterable[pa.Table], plan: SwapPlan, key: SecretKey, where: str) -> _Swapped:
+    hh = read_households(tables, plan.hid, plan.geo, plan.risk_vars, plan.similar, plan.k, where)
+    return _Swapped(hh, draw_swaps(hh.geo, hh.profiles, hh.risky_level, hh.weight, plan.rate, key))
+
+
+def _release(table: pa.Table, swapped: _Swapped, plan: SwapPlan, start: int,
+             released: list[np.ndarray]) -> pa.Table:
+    """A chunk with each record's geography replaced by its household's released areas."""
+    member = swapped.households.member[start:start + table.num_rows]
+    for level, column in enumerate(plan.geo):
+        labels = swapped.households.labels[level]
+        values = labels.take(pa.array(released[level][member]))
+        i = table.schema.get_field_index(column)
+        target = table.schema.field(i).type
+        values = values.cast(target) if not pa.types.is_dictionary(target) else values.dictionary_encode()
+        table = table.set_column(i, column, values)
+    return table
+
+
+def _result(plan: SwapPlan, swapped: _Swapped, key: SecretKey, t0: float, **files: Any) -> SwapResult:
+    hh, draw = swapped.households, swapped.draw
+    return SwapResult(
+        rows=int(hh.member.size), households=hh.count, swapped_households=draw.swapped,
+        swapped_records=swapped.rows_changed(), quota=draw.quota, targeted=draw.targeted.tolist(),
+        unswappable=draw.unswappable, section=plan.section(*swapped.areas()),
+        key_source=key.source, key_fingerprint=key.fingerprint, seconds=time.perf_counter() - t0,
+        transitions=swapped.transitions(), **files,
+    )
+
+
+def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] | None = None,
+                  households: Sequence[int] | None = None) -> Manifest:
+    """The manifest of a random swap: the lowest level's expected matrix and the ``swapping`` section.
+
+    Parameters
+    ----------
+    plan : SwapPlan
+        A random swap (no risk variables).
+    areas : sequence
+        The areas of the lowest level.
+    parents : sequence, optional
+        The area of the level above each (two levels or more).
+    households : sequence of int, optional
+        Households per area (default: equal areas).
+
+    Returns
+    -------
+    Manifest
+        ``estimate`` corrects tables of the lowest level with it.
+
+    Raises
+    ------
+    ParameterError
+        The swap is targeted: no matrix is known.
+
+    Examples
+    --------
+    >>> m = swap_manifest(plan_swap("hid", ["region"], rate=0.1), ["N", "S", "E"])
+    >>> m.names, m.swapping["method"], round(m.record_epsilon, 6)
+    (['region'], 'random record swapping', 2.890372)
+    """
+    if plan.targeted:
+        raise ParameterError("targeted swapping chooses households from the data: no matrix is known, so there is "
+                             "no manifest to write (drop --manifest, or swap at random: no --risk-vars)")
+    matrix = random_swap_matrix(plan.rate, list(areas), parents, households)
+    variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
+    ledger = Ledger(frequencies="none", categories={plan.geo[-1]: "data"}, data_dependent=(
+        (f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
+         "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole"),))
+    return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
+                    swapping=plan.section(list(areas), parents, households))
+
+
+def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretKey | bytes | str | Path | None = None,
+              manifest: str | Path | None = None, force: bool = False, chunk_rows: int = CHUNK_ROWS,
+              na_values: Sequence[str] = NA_VALUES) -> SwapResult:
+    """Swap the geography of a file's households into ``out``, with its receipt (and manifest).
+
+    Parameters
+    ----------
+    data : str or pathlib.Path
+        The original file (CSV, Parquet, Stata or SPSS).
+    plan : SwapPlan
+        The swap (:func:`plan_swap`).
+    out : str or pathlib.Path
+        The released file; ``OUT.receipt.json`` beside it holds the public description.
+    key : SecretKey, bytes, str, pathlib.Path or None
+        The secret key (:func:`pramkit.engine.rng.resolve_key`).
+    manifest : str or pathlib.Path, optional
+        Write the manifest of a random swap here (:func:`swap_manifest`).
+    force : bool
+        Replace existing outputs.
+    chunk_rows : int
+        Rows per chunk; the output does not depend on it.
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field.
+
+    Returns
+    -------
+    SwapResult
+
+    Raises
+    ------
+    ParameterError
+        ``chunk_rows`` below 1, an output that is an input, or a manifest for a targeted swap.
+    DataError
+        As :func:`pramkit.engine.swap.households.read_households`, or an unreadable file.
+    OutputExistsError, WriteError
+        An output exists (without ``force``) or cannot be written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.io import read_table
+    >>> rows = "hid,region,size\\n" + "".join(f"{i},{'NS'[i % 2]},1\\n" for i in range(20))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "data.csv").write_text(rows)
+    ...     r = swap_file(d / "data.csv", plan_swap("hid", ["region"], rate=0.5), d / "out.csv", key=bytes(32))
+    ...     back = read_table(d / "out.csv")
+    ...     print(r.swapped_households, sorted(p.name for p in d.iterdir()))
+    10 ['data.csv', 'out.csv', 'out.csv.receipt.json']
+    """
+    t0 = time.perf_counter()
+    secret = resolve_key(key)
+    src, dst = Path(data), Path(out)
+    inputs = [src, secret.path]
+    check_writable(dst, force=force, inputs=inputs)
+    check_writable(receipt_path(dst), force=True, inputs=inputs)
+    if manifest is not None:
+        check_writable(manifest, force=force, inputs=[*inputs, dst])
+        if plan.targeted:
+            swap_manifest(plan, [])
+    if chunk_rows < 1:
+        raise ParameterError("chunk_rows must be at least 1")
+    where = repr(str(src))
+    _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values)
+    swapped = _draw(tables, plan, secret, where)
+    released = [swapped.released_codes(h) for h in range(len(plan.geo))]
+    areas, parents, counts = swapped.areas()
+    with contextlib.ExitStack() as stack:
+        man_stage = stack.enter_context(staged_bytes(manifest, force=force, inputs=inputs)) if manifest else None
+        receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
+        meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True)
+        start = 0
+        with TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
+            for table in batches:
+                writer.write(_release(table, swapped, plan, start, released))
+                start += table.num_rows
+            writer.close()
+            man = swap_manifest(plan, areas, parents, counts) if man_stage is not None else None
+            section = plan.section(areas, parents, counts)
+            receipt_stage.write(_receipt(dst, start, writer.sha256, section, man).encode())
+            if man_stage is not None and man is not None:
+                man_stage.write(man.to_json().encode())
+    return _result(plan, swapped, secret, t0, output=str(dst), receipt=str(receipt_path(dst)),
+                   manifest=None if manifest is None else str(manifest))
+
+
+def _receipt(released: Path, rows: int, digest: str | None, section: dict[str, Any],
+             manifest: Manifest | None) -> str:
+    """The receipt: the released file's digest and the public description of the swap; with a manifest,
+    pramkit's release receipt (:func:`pramkit.engine.receipt.receipt_text`, which ``estimate`` checks)
+    with the description added."""
+    if manifest is not None:
+        receipt = json.loads(receipt_text(released, manifest, rows=rows, digest=digest))
+    else:
+        receipt = {"format": RECEIPT_FORMAT, "version": 1, "pramkit_version": __version__,
+                   "released_file": released.name, "released_sha256": digest, "rows": rows}
+    return json.dumps({**receipt, "swapping": section}, indent=2) + "\n"
+
+
+def swap_frame(frame: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes | str | Path | None = None,
+               chunk_rows: int = CHUNK_ROWS) -> SwapResult:
+    """Swap the geography of a DataFrame's households (the frame is not changed).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The original records.
+    plan : SwapPlan
+        The swap.
+    key : SecretKey, bytes, str, pathlib.Path or None
+        The secret key.
+    chunk_rows : int
+        Rows per chunk read (the result does not depend on it).
+
+    Returns
+    -------
+    SwapResult
+        ``frame`` holds the released records (categorical geography stays categorical).
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"hid": [1, 1, 2, 3, 4], "region": ["N", "N", "S", "N", "S"]})
+    >>> r = swap_frame(data, plan_swap("hid", ["region"], rate=1.0), key=bytes(32))
+    >>> r.swapped_households, r.swapped_records, r.frame["region"].tolist()
+    (4, 5, ['S', 'S', 'N', 'S', 'N'])
+    """
+    t0 = time.perf_counter()
+    secret = resolve_key(key)
+    missing = [c for c in plan.columns if c not in frame.columns]
+    if missing:
+        raise ParameterError(f"the frame has no column(s) {missing}")
+    table = pa.Table.from_pandas(frame[plan.columns], preserve_index=False)
+    swapped = _draw(_chunks(table, chunk_rows), plan, secret, "the frame")
+    out = frame.copy()
+    member = swapped.households.member
+    for level, column in enumerate(plan.geo):
+        values = swapped.households.labels[level].take(pa.array(swapped.released_codes(level)[member]))
+        series = pd.Series(values.to_pandas(), index=frame.index, name=column)
+        if isinstance(frame[column].dtype, pd.CategoricalDtype):
+            series = series.astype(frame[column].dtype)
+        out[column] = series.astype(frame[column].dtype) if not isinstance(series.dtype, pd.CategoricalDtype) else series
+    return _result(plan, swapped, secret, t0, frame=out)
+
+
+def _chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    for start in range(0, max(table.num_rows, 1), max(int(rows), 1)):
+        yield table.slice(start, rows)
+
