@@ -327,7 +327,7 @@ def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCode
 
 
 def iter_batches(
-    path: str | Path,
+    path: str | Path | Any,
     *,
     columns: Sequence[str] | None = None,
     chunk_rows: int = CHUNK_ROWS,
@@ -351,8 +351,9 @@ def iter_batches(
 
     Parameters
     ----------
-    path : str or pathlib.Path
-        A CSV, Parquet, Stata or SPSS file (:func:`table_format`).
+    path : str or pathlib.Path, or a polars DataFrame or LazyFrame or an Arrow table
+        A CSV, Parquet, Stata or SPSS file (:func:`table_format`), or a frame in
+        memory, read by :func:`pramkit.frames.frame_batches`.
     columns : sequence of str, optional
         The columns to read, in this order; default all of them.
     chunk_rows : int
@@ -404,6 +405,10 @@ def iter_batches(
     >>> meta.rows, sizes
     (10, [4, 4, 2])
     """
+    from pramkit.frames import frame_batches, streamed
+
+    if streamed(path):
+        return frame_batches(path, columns=columns, chunk_rows=chunk_rows, flat=flat)
     p = _existing(path)
     fmt = table_format(p)
     if fmt == "csv":

@@ -810,10 +810,10 @@ class FrameResult:
 
     Parameters
     ----------
-    data : pandas.DataFrame
-        The released frame.
-    result : ApplyResult
-        What perturbation did.
+    data : pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The released frame, of the type of the original.
+    result : ApplyResult or None
+        What perturbation did (``None`` for a ``LazyFrame``: it perturbs when computed).
 
     Examples
     --------
@@ -830,8 +830,8 @@ class FrameResult:
     True
     """
 
-    data: pd.DataFrame
-    result: ApplyResult
+    data: Any
+    result: ApplyResult | None
 
     def to_dict(self) -> dict[str, Any]:
         """:meth:`ApplyResult.to_dict` of :attr:`result` (the frame itself is not JSON).
@@ -852,10 +852,10 @@ class FrameResult:
         """
         return self.result.to_dict()
 
-    def __iter__(self) -> Iterator[pd.DataFrame | ApplyResult]:
+    def __iter__(self) -> Iterator[Any]:
         return iter((self.data, self.result))
 
-    def __getitem__(self, index: int) -> pd.DataFrame | ApplyResult:
+    def __getitem__(self, index: int) -> Any:
         return (self.data, self.result)[index]
 
 
@@ -864,7 +864,7 @@ _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
 def perturb_frame(
-    data: pd.DataFrame,
+    data: Any,
     manifest: Manifest,
     *,
     key: SecretKey | bytes | str | Path | None = None,
@@ -878,9 +878,14 @@ def perturb_frame(
     categories), perturbed, and taken back from the categories in the
     column's own dtype.
 
+    A polars frame or an Arrow table is perturbed as Arrow, without pandas, and
+    comes back as its own type; a polars ``LazyFrame`` comes back as a
+    ``LazyFrame`` that perturbs in batches when computed
+    (:func:`pramkit.frames.perturb_native`; its ``result`` is then ``None``).
+
     Parameters
     ----------
-    data : the original records
+    data : the original records: a pandas or polars DataFrame, a polars LazyFrame or an Arrow table
     manifest : the variables to perturb and their matrices
     key : the secret key (see :func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved)
     threads : the threads that perturb (see :class:`TablePerturber`); the release does not depend on it
@@ -918,6 +923,10 @@ def perturb_frame(
     """
     t0 = time.perf_counter()
     secret = resolve_key(key)
+    from pramkit.frames import perturb_native, streamed
+
+    if streamed(data):
+        return perturb_native(data, manifest, key=secret, threads=threads)
     require_columns(manifest.read_columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")

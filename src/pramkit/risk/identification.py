@@ -44,6 +44,7 @@ import pandas as pd
 from pramkit.counts import count_file
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import streamed
 from pramkit.manifest import Manifest
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
@@ -302,8 +303,9 @@ def _file_risk(
     the table; no per-record output."""
     if weights is not None and not isinstance(weights, str):
         raise ParameterError("with a file, weights must name its weight column")
-    if original is not None and not isinstance(original, (str, Path)):
-        raise ParameterError("with a file, original must be the original file's path too")
+    if original is not None and not (isinstance(original, (str, Path)) or streamed(original)):
+        raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
+                             "a polars frame or an Arrow table too")
     declared = {k: manifest[k].matrix.categories for k in perturbed}
     table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
     counts = table.counts.astype(float)
@@ -320,14 +322,14 @@ def _file_risk(
 
 
 def identification_risk(
-    data: pd.DataFrame | str | Path,
+    data: Any,
     keys: Sequence[str],
     *,
     sampling_fraction: float | None = None,
     weights: str | Sequence[float] | np.ndarray | None = None,
     model: str | Sequence[Sequence[str]] = "2way",
     manifest: Manifest | None = None,
-    original: pd.DataFrame | str | Path | None = None,
+    original: Any = None,
     missing: MissingKeys = "category",
     tol: float = 1e-4,
     fractions: FractionsBy = "cell",
@@ -339,7 +341,8 @@ def identification_risk(
     Parameters
     ----------
     data : the records in memory, or the path of a file, which is then streamed (memory
-        bounded by a chunk and the key table; ``per_record`` is then ``None``)
+        bounded by a chunk and the key table; ``per_record`` is then ``None``); a polars
+        frame (eager or lazy) or an Arrow table streams the same way
     keys : the key variables
     sampling_fraction, weights : exactly one; ``weights`` a column name or one value per record
     model : ``"independence"``, ``"2way"`` (default), a formula ``"a*b + c"`` or a list of margins
@@ -404,7 +407,7 @@ def identification_risk(
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
     perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
-    if isinstance(data, (str, Path)):
+    if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
         return _file_risk(data, keys, perturbed, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
                           missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values)
