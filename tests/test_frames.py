@@ -50,6 +50,11 @@ def _values(data: object, column: str) -> list[bytes | None]:
     return [None if v is None else str(v).encode("utf-8") for v in values]
 
 
+def _floats(data: object, column: str) -> list[float]:
+    """A numeric column of any frame type as floats, NaN written -1 (so that lists compare)."""
+    return np.nan_to_num(np.asarray(data[column], dtype=float), nan=-1.0).tolist()
+
+
 labels = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=6)
 
 
@@ -185,3 +190,30 @@ def test_unicode_variants_are_refused_alike_from_every_type():
         with pytest.raises(DataError, match="spelled two ways") as info:
             pramkit.design_release(native, ["place"], epsilon=2.0, rng=random.Random(0))
         assert "(row 1)" in str(info.value) and "(row 2)" in str(info.value)
+
+
+def test_risk_functions_take_polars_and_arrow_and_return_per_record_of_their_type():
+    """identification_risk, household_risk, frequencies and suda: pandas' numbers from polars and Arrow, the
+    per-record frames of the input's type (a LazyFrame streams: no per-record frame)."""
+    from pramkit.risk.frequencies import frequencies
+    from pramkit.risk.suda import suda
+
+    frame = _census_with_gaps(2_000)
+    frame["hid"] = np.arange(2_000) // 3
+    frame["w"] = 10.0 + np.arange(2_000) % 7  # survey weights
+    keys = ["age", "sex", "marital_status"]
+    ref = None
+    for kind, native in _kinds(frame).items():
+        ident = pramkit.identification_risk(native, keys, weights="w")
+        got = [ident.tau1, ident.tau2, ident.sample_uniques]
+        if kind == "lazy":
+            assert ident.per_record is None
+        else:
+            hh = pramkit.household_risk(native, keys, "hid", weights="w")
+            s = suda(native, keys, sampling_fraction=0.1)
+            f = frequencies(native, keys, weights="w")
+            assert type(ident.per_record) is type(native) and type(hh.per_record) is type(native)
+            got += [_floats(ident.per_record, "r2"), _floats(hh.per_record, "household_risk"),
+                    s.scores.tolist(), f.f.tolist(), f.F.tolist()]
+        ref = ref or got
+        assert got == ref[:len(got)], kind

@@ -199,10 +199,15 @@ def frame_batches(data: Any, *, columns: Sequence[str] | None = None, chunk_rows
     if kind == "polars-lazy":
         return meta, _checked(_lazy_tables(data.select(wanted), chunk_rows), flat if flat is not None else wanted,
                               describe(data))
-    table = as_arrow(data).select(wanted)
-    check_schema(table.schema, flat if flat is not None else wanted, describe(data))
-    meta.rows = table.num_rows
-    return meta, _sliced(table, chunk_rows)
+    if kind == "arrow":
+        table = data.select(wanted)
+        check_schema(table.schema, flat if flat is not None else wanted, describe(data))
+        meta.rows = table.num_rows
+        return meta, _sliced(table, chunk_rows)
+    chosen = data.select(wanted)  # polars converts the columns read only, and only when they are read
+    check_schema(as_arrow(chosen.head(0)).schema, flat if flat is not None else wanted, describe(data))
+    meta.rows = chosen.height
+    return meta, _converted(chosen, chunk_rows)
 
 
 def as_arrow(data: Any) -> pa.Table:
@@ -224,6 +229,97 @@ def as_arrow(data: Any) -> pa.Table:
     ['f', None]
     """
     return data if isinstance(data, pa.Table) else nw.from_native(data, eager_only=True).to_arrow()
+
+
+def eager(data: Any) -> Any:
+    """A pandas frame as it is; an eager polars frame or an Arrow table as an Arrow table (:func:`as_arrow`).
+
+    What the functions that read every record at once (the risk measures per record) take:
+    each column of the result is a pandas Series or an Arrow array, both of which
+    :func:`pramkit.engine.codebook.encode` reads.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records.
+
+    Returns
+    -------
+    pandas.DataFrame or pyarrow.Table
+
+    Raises
+    ------
+    DataError
+        ``data`` is of another type (a ``LazyFrame`` is not read whole: its functions stream it).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> eager(pl.DataFrame({"sex": ["f"]})).column_names
+    ['sex']
+    >>> eager([1, 2])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: data must be a pandas or polars DataFrame or an Arrow table, not list
+    """
+    kind = frame_kind(data)
+    if kind == "pandas":
+        return data
+    if kind in ("arrow", "polars"):
+        return as_arrow(data)
+    raise DataError(f"data must be a pandas or polars DataFrame or an Arrow table, not {type(data).__name__}")
+
+
+def column(data: Any, name: str) -> Any:
+    """One column of a frame returned by :func:`eager`: a pandas Series or an Arrow array.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or pyarrow.Table
+        The records.
+    name : str
+        A column of them.
+
+    Returns
+    -------
+    pandas.Series or pyarrow.ChunkedArray
+
+    Examples
+    --------
+    >>> column(pa.table({"sex": ["f", None]}), "sex").null_count
+    1
+    """
+    return data.column(name) if isinstance(data, pa.Table) else data[name]
+
+
+def records_like(columns: dict[str, Any], like: Any) -> Any:
+    """One value per record of ``like`` in each of ``columns``, as a frame of ``like``'s type (a pandas
+    frame with its index).
+
+    Parameters
+    ----------
+    columns : dict of str to numpy.ndarray
+        The columns, each as long as ``like``.
+    like : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records they describe.
+
+    Returns
+    -------
+    pandas.DataFrame, polars.DataFrame or pyarrow.Table
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, polars as pl
+    >>> records_like({"f": np.array([1, 2])}, pd.DataFrame({"a": [0, 0]}, index=[5, 6])).index.tolist()
+    [5, 6]
+    >>> records_like({"f": np.array([1, 2])}, pl.DataFrame({"a": [0, 0]}))["f"].to_list()
+    [1, 2]
+    """
+    if frame_kind(like) == "pandas":
+        import pandas as pd
+
+        return pd.DataFrame(columns, index=like.index)
+    return to_native(pa.table(columns), like)
 
 
 def to_native(table: pa.Table, like: Any) -> Any:
@@ -255,6 +351,11 @@ def _sliced(table: pa.Table, rows: int) -> Iterator[pa.Table]:
     """``table`` in consecutive slices of at most ``rows`` rows (views, no copy)."""
     for start in range(0, table.num_rows, rows):
         yield table.slice(start, rows)
+
+
+def _converted(frame: Any, rows: int) -> Iterator[pa.Table]:
+    """An eager polars frame as Arrow (when first read), in slices of at most ``rows`` rows."""
+    yield from _sliced(as_arrow(frame), rows)
 
 
 def _lazy_tables(lazy: Any, rows: int) -> Iterator[pa.Table]:
@@ -327,12 +428,15 @@ def perturb_native(data: Any, manifest: Manifest, *, key: SecretKey, threads: in
     require_columns(manifest.read_columns, frame_columns(data), where)
     if frame_kind(data) == "polars-lazy":
         return FrameResult(_lazy_release(data, manifest, key, threads, chunk_rows), None)
-    table = as_arrow(data)
+    read = manifest.read_columns
+    table = as_arrow(data if isinstance(data, pa.Table) else data.select(read))  # polars: the columns read only
     if table.num_rows == 0:
         raise DataError("the data have no rows")
     perturber = TablePerturber(manifest, key, threads=threads)
     released = perturber(table, 0)
-    return FrameResult(to_native(released, data), ApplyResult(
+    out = released if isinstance(data, pa.Table) else data.with_columns(
+        to_native(released.select(list(manifest.columns)), data))
+    return FrameResult(out, ApplyResult(
         rows=table.num_rows, variables=perturber.summaries(), key_source=key.source,
         record_epsilon=manifest.record_epsilon, perturbed=tuple(manifest.names), key_fingerprint=key.fingerprint))
 
