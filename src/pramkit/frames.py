@@ -24,7 +24,8 @@ Examples
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import narwhals as nw
 import narwhals.dependencies as nwd
@@ -444,6 +445,7 @@ def perturb_native(data: Any, manifest: Manifest, *, key: SecretKey, threads: in
 def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | None, chunk_rows: int) -> Any:
     """A ``LazyFrame`` of ``lazy`` released batch by batch when computed (a polars IO source)."""
     import polars as pl
+
     from pramkit.engine.perturb import TablePerturber
 
     schema = lazy.collect_schema()
@@ -453,7 +455,7 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
         perturber = TablePerturber(manifest, key, threads=threads)  # every computation starts from row 0
         start = 0
         for table in _lazy_tables(lazy, chunk_rows):
-            released = pl.from_arrow(perturber(table, start))
+            released = pl.DataFrame(perturber(table, start))  # an Arrow table: polars takes its buffers
             start += table.num_rows
             if with_columns is not None:
                 released = released.select(with_columns)
