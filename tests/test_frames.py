@@ -163,13 +163,22 @@ def test_design_release_of_a_polars_frame_reads_the_shared_file(sdc_data):
     (lambda: pl.LazyFrame({"age": ["0-9"]}), DataError, "are not in a polars LazyFrame"),
     (lambda: pl.DataFrame({"sex": pl.Series([], dtype=pl.String)}), DataError, "no rows"),
     (lambda: pa.table({"sex": pa.array([], pa.string())}), DataError, "no rows"),
-    (lambda: pl.DataFrame({"sex": ["male", "other"]}), DataError, "other"),
+    (lambda: pl.DataFrame({"sex": ["male", "other"]}), DataError, "row 2: value 'other' is not one of"),
+    (lambda: pa.table({"sex": ["male", None, "other"]}), DataError, "row 3: value 'other' is not one of"),
+    (lambda: pl.LazyFrame({"sex": pl.Series([], dtype=pl.String)}), DataError, "no rows"),  # when computed
+    (lambda: pl.LazyFrame({"sex": ["male", "other"]}), DataError, "row 2: value 'other' is not one of"),
 ])
 def test_perturb_frame_bad_frames(make, error, words):
+    """One error naming what to change, the input unchanged; a LazyFrame's when polars computes it."""
     manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.7, 0.8], ["male", "female"])})
     data = make()
+    before = data.collect() if isinstance(data, pl.LazyFrame) else data.clone() if isinstance(data, pl.DataFrame) else None
     with pytest.raises(error, match=words):
-        pramkit.perturb_frame(data, manifest, key=KEY)
+        released = pramkit.perturb_frame(data, manifest, key=KEY).data
+        if isinstance(released, pl.LazyFrame):
+            released.collect()
+    if before is not None:  # an Arrow table cannot be changed in place
+        assert (data.collect() if isinstance(data, pl.LazyFrame) else data).equals(before)
 
 
 @pytest.mark.parametrize("data, error, words", [
