@@ -37,16 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pramkit
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_apply_file import peak_rss_mib
+
+import pramkit
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.classic import randomized_response
-from pramkit.engine.rng import resolve_key
-from pramkit.frames import perturb_native
 from pramkit.manifest import Manifest
-
-from bench_apply_file import peak_rss_mib
 
 KEYS = ["age", "sex", "marital_status"]
 KEY = b"k" * 32
@@ -111,7 +109,7 @@ def child(task: str, src: str, out: str, batch: str) -> None:
     manifest = Manifest.of({k: randomized_response(list(CENSUS_VARIABLES[k]), 1.0) for k in KEYS})
     t0 = time.perf_counter()
     if task == "lazy":
-        lazy = perturb_native(pl.scan_parquet(src), manifest, key=resolve_key(KEY), chunk_rows=int(batch)).data
+        lazy = pramkit.perturb_frame(pl.scan_parquet(src), manifest, key=KEY, chunk_rows=int(batch)).data
         lazy.sink_parquet(out)
     elif task == "sink":  # the floor: polars' own streaming copy of the file, nothing perturbed
         pl.scan_parquet(src).sink_parquet(out)

@@ -26,7 +26,7 @@ from pramkit.engine.codebook import spelling_clash
 from pramkit.engine.perturb import TablePerturber, perturb_codes
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
-from pramkit.frames import frame_batches
+from pramkit.io import iter_batches
 
 KEY = SecretKey(bytes(range(32)), "test key")
 
@@ -77,7 +77,7 @@ def test_same_key_same_released_bytes_from_every_frame_type(cats, data):
     expected = [None if c < 0 else cats[c].encode("utf-8") for c in expected_codes]
     for kind, native in _kinds(frame, pa.schema([("label", pa.string()), ("weight", pa.float64())])).items():
         if kind == "lazy":
-            released = pramkit.frames.perturb_native(native, manifest, key=KEY, chunk_rows=3).data
+            released = pramkit.perturb_frame(native, manifest, key=KEY, chunk_rows=3).data
         else:
             released = pramkit.perturb_frame(native, manifest, key=KEY).data
         assert type(released) is type(native), kind
@@ -99,13 +99,13 @@ def test_lazy_frame_is_released_in_batches_of_at_most_the_batch_size(monkeypatch
         return call(self, table, start, rows)
 
     monkeypatch.setattr(TablePerturber, "__call__", spy)
-    released = pramkit.frames.perturb_native(lazy, manifest, key=KEY, chunk_rows=700)
+    released = pramkit.perturb_frame(lazy, manifest, key=KEY, chunk_rows=700)
     assert seen == []  # nothing is computed before polars is asked to
     out = released.data.collect()
     assert max(seen) <= 700 and sum(seen) == 5_000 and len(seen) >= 8
     eager = pramkit.perturb_frame(pl.from_pandas(frame).with_columns(pl.col("hours") * 2), manifest, key=KEY).data
     assert out.equals(eager)
-    meta, tables = frame_batches(lazy, columns=["sex"], chunk_rows=700)
+    meta, tables = iter_batches(lazy, columns=["sex"], chunk_rows=700)
     assert meta.rows is None and [t.num_rows for t in tables] == [700] * 7 + [100]
 
 

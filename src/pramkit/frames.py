@@ -5,40 +5,36 @@ pramkit's engine works on Arrow tables (:class:`pramkit.engine.perturb.TablePert
 Arrow, without passing through pandas, and comes back as the type it came in
 (:func:`to_native`).  Narwhals tells the types apart and converts eager frames;
 a polars ``LazyFrame`` is read in batches of at most ``chunk_rows`` rows
-(:func:`frame_batches`), so memory is bounded by a batch, never by the data.
+(:func:`arrow_batches`), so memory is bounded by a batch, never by the data.
 
 Row ``i`` of a frame is row ``i`` of the keyed random streams whatever its type
 and however it is batched, so the same key releases the same values from a
 pandas frame, a polars frame (eager or lazy) and an Arrow table holding the same
-records (:func:`perturb_native`).
+records (:func:`pramkit.perturb_frame`).
+
+This module only tells frames apart and converts them: the readers
+(:func:`pramkit.io.iter_batches`) and the engine (:func:`pramkit.perturb_frame`) use it.
 
 Examples
 --------
 >>> import polars as pl
 >>> frame_kind(pl.DataFrame({"sex": ["f"]})), frame_kind(pl.LazyFrame({"sex": ["f"]})), frame_kind("a.csv")
 ('polars', 'polars-lazy', None)
->>> meta, batches = frame_batches(pl.LazyFrame({"sex": ["f", "m", None, "f", "m"]}), chunk_rows=2)
->>> meta.format, meta.rows, [t.num_rows for t in batches]
-('polars-lazy', None, [2, 2, 1])
+>>> schema, rows, batches = arrow_batches(pl.LazyFrame({"sex": ["f", "m", None, "f", "m"]}), ["sex"], 2)
+>>> rows, [t.num_rows for t in batches]
+(None, [2, 2, 1])
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import narwhals as nw
 import narwhals.dependencies as nwd
 import pyarrow as pa
 
-from pramkit.defaults import CHUNK_ROWS
-from pramkit.errors import DataError, ParameterError
-from pramkit.io import TableMeta, check_schema, require_columns
-
-if TYPE_CHECKING:
-    from pramkit.engine.perturb import FrameResult
-    from pramkit.engine.rng import SecretKey
-    from pramkit.manifest import Manifest
+from pramkit.errors import DataError
 
 #: What :func:`frame_kind` calls each type, and how a message names it.
 KINDS = {"pandas": "a pandas DataFrame", "polars": "a polars DataFrame", "polars-lazy": "a polars LazyFrame",
@@ -140,75 +136,49 @@ def frame_columns(data: Any) -> list[str]:
     return [str(c) for c in nw.from_native(data, eager_only=True).columns]
 
 
-def frame_batches(data: Any, *, columns: Sequence[str] | None = None, chunk_rows: int = CHUNK_ROWS,
-                  flat: Sequence[str] | None = None) -> tuple[TableMeta, Iterator[pa.Table]]:
-    """A polars frame (eager or lazy) or an Arrow table as Arrow tables of at most ``chunk_rows`` rows.
+def arrow_batches(data: Any, columns: Sequence[str], chunk_rows: int) -> tuple[pa.Schema, int | None,
+                                                                             Iterator[pa.Table]]:
+    """Columns of a polars frame (eager or lazy) or an Arrow table as Arrow tables of at most ``chunk_rows`` rows.
 
-    :func:`pramkit.io.iter_batches` hands a frame in memory here, so that every
-    reader of files (counting, risk, estimation) reads these frames too.  An eager
-    frame is sliced (no copy); a ``LazyFrame`` is computed by polars' streaming
-    engine batch by batch, so memory is bounded by a batch.
+    :func:`pramkit.io.iter_batches` reads a frame in memory through this, so that every
+    reader of files (counting, risk, estimation) reads these frames too.  An Arrow table
+    is sliced (no copy); an eager polars frame is converted once, when first read; a
+    ``LazyFrame`` is computed by polars' streaming engine batch by batch, so memory is
+    bounded by a batch.
 
     Parameters
     ----------
     data : polars.DataFrame, polars.LazyFrame or pyarrow.Table
         The frame.
-    columns : sequence of str, optional
-        The columns to read, in this order; default all of them.
+    columns : sequence of str
+        The columns to read (all of them in the frame), in this order.
     chunk_rows : int
-        The most rows of a table.
-    flat : sequence of str, optional
-        Columns that must hold one plain value per record (:func:`pramkit.io.check_schema`);
-        default ``columns``.
+        The most rows of a table (at least 1).
 
     Returns
     -------
-    meta : pramkit.io.TableMeta
-        ``format`` is the frame's kind; ``rows`` is ``None`` for a ``LazyFrame`` (not computed ahead).
+    schema : pyarrow.Schema
+        The Arrow types of ``columns``, known before any row is computed.
+    rows : int or None
+        The number of rows (``None`` for a ``LazyFrame``: not computed ahead).
     tables : iterator of pyarrow.Table
         The rows, batch by batch.
-
-    Raises
-    ------
-    DataError
-        A column of ``columns`` is not in the frame, or a column of ``flat`` is nested.
-    ParameterError
-        ``data`` is not such a frame, or ``chunk_rows`` is below 1.
 
     Examples
     --------
     >>> import polars as pl
-    >>> meta, tables = frame_batches(pl.DataFrame({"sex": ["f", "m", "f"], "age": [1, 2, 3]}),
-    ...                              columns=["sex"], chunk_rows=2)
-    >>> meta.columns, meta.rows, [t.column("sex").to_pylist() for t in tables]
-    (['sex'], 3, [['f', 'm'], ['f']])
-    >>> frame_batches(pa.table({"sex": ["f"]}), columns=["region"])
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.DataError: column(s) ['region'] are not in an Arrow table in memory; its columns are ['sex']
+    >>> schema, rows, tables = arrow_batches(pl.LazyFrame({"sex": ["f", "m", None], "age": [1, 2, 3]}), ["sex"], 2)
+    >>> schema.names, rows, [t.column("sex").to_pylist() for t in tables]
+    (['sex'], None, [['f', 'm'], [None]])
     """
-    kind = frame_kind(data)
-    if kind not in ("arrow", "polars", "polars-lazy"):
-        raise ParameterError(f"data must be a polars DataFrame or LazyFrame or an Arrow table, not "
-                             f"{type(data).__name__}")
-    if chunk_rows < 1:
-        raise ParameterError(f"chunk_rows must be at least 1, not {chunk_rows!r}")
-    names = frame_columns(data)
-    require_columns(columns, names, describe(data))
-    wanted = list(columns) if columns is not None else names
-    meta = TableMeta(kind, wanted)
-    if kind == "polars-lazy":
-        return meta, _checked(_lazy_tables(data.select(wanted), chunk_rows), flat if flat is not None else wanted,
-                              describe(data))
-    if kind == "arrow":
-        table = data.select(wanted)
-        check_schema(table.schema, flat if flat is not None else wanted, describe(data))
-        meta.rows = table.num_rows
-        return meta, _sliced(table, chunk_rows)
-    chosen = data.select(wanted)  # polars converts the columns read only, and only when they are read
-    check_schema(as_arrow(chosen.head(0)).schema, flat if flat is not None else wanted, describe(data))
-    meta.rows = chosen.height
-    return meta, _converted(chosen, chunk_rows)
+    chosen = data.select(list(columns))
+    if isinstance(chosen, pa.Table):
+        return chosen.schema, chosen.num_rows, _sliced(chosen, chunk_rows)
+    if frame_kind(chosen) == "polars-lazy":
+        import polars as pl
+
+        return as_arrow(pl.DataFrame(schema=chosen.collect_schema())).schema, None, _lazy_tables(chosen, chunk_rows)
+    return as_arrow(chosen.head(0)).schema, chosen.height, _converted(chosen, chunk_rows)
 
 
 def as_arrow(data: Any) -> pa.Table:
@@ -363,106 +333,3 @@ def _lazy_tables(lazy: Any, rows: int) -> Iterator[pa.Table]:
     """A ``LazyFrame`` computed by polars' streaming engine, as Arrow tables of at most ``rows`` rows."""
     for batch in lazy.collect_batches(chunk_size=rows, maintain_order=True):
         yield from _sliced(batch.to_arrow(), rows)
-
-
-def _checked(tables: Iterator[pa.Table], flat: Sequence[str], where: str) -> Iterator[pa.Table]:
-    """``tables``, the first one's schema checked (:func:`pramkit.io.check_schema`)."""
-    for i, table in enumerate(tables):
-        if i == 0:
-            check_schema(table.schema, flat, where)
-        yield table
-
-
-def perturb_native(data: Any, manifest: Manifest, *, key: SecretKey, threads: int | None = None,
-                   chunk_rows: int = CHUNK_ROWS) -> FrameResult:
-    """:func:`pramkit.perturb_frame` of a polars frame (eager or lazy) or an Arrow table: the same type out.
-
-    An eager frame is perturbed as one Arrow table.  A ``LazyFrame`` comes back
-    as a ``LazyFrame`` that perturbs when polars computes it (``collect``,
-    ``sink_parquet``, ...): the input is read in batches of at most ``chunk_rows``
-    rows, each perturbed as it comes (row ``i`` with the draw ``(key, v, i)``), so
-    memory is bounded by a batch.  Its counts are then not known yet: ``result``
-    is ``None``.
-
-    Parameters
-    ----------
-    data : polars.DataFrame, polars.LazyFrame or pyarrow.Table
-        The original records.
-    manifest : pramkit.manifest.Manifest
-        The variables to perturb and their matrices.
-    key : pramkit.engine.rng.SecretKey
-        The secret key (resolved).
-    threads : int, optional
-        Threads that perturb (:class:`pramkit.engine.perturb.TablePerturber`); the release does not depend on it.
-    chunk_rows : int
-        The most rows a ``LazyFrame`` is perturbed in at once.
-
-    Returns
-    -------
-    pramkit.engine.perturb.FrameResult
-        ``.data`` of the type of ``data``; ``.result`` the counts (``None`` for a ``LazyFrame``).
-
-    Raises
-    ------
-    DataError
-        A column of the manifest is missing, the frame has no rows (an eager frame; a ``LazyFrame``
-        when computed), or a value is not one of its variable's categories.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> from pramkit import Manifest, PramMatrix
-    >>> from pramkit.engine.rng import SecretKey
-    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
-    >>> key = SecretKey(bytes(32), "zeros")
-    >>> frame = pl.DataFrame({"sex": ["m", "f", "f", "m", None, "m"], "age": [31, 45, 27, 60, 19, 52]})
-    >>> eager = perturb_native(frame, manifest, key=key)
-    >>> lazy = perturb_native(frame.lazy(), manifest, key=key, chunk_rows=4)
-    >>> eager.data["sex"].to_list(), eager.result.variables[0].missing
-    (['m', 'f', 'f', 'm', None, 'f'], 1)
-    >>> lazy.result is None, lazy.data.collect().equals(eager.data)
-    (True, True)
-    """
-    from pramkit.engine.perturb import ApplyResult, FrameResult, TablePerturber
-
-    where = describe(data)
-    require_columns(manifest.read_columns, frame_columns(data), where)
-    if frame_kind(data) == "polars-lazy":
-        return FrameResult(_lazy_release(data, manifest, key, threads, chunk_rows), None)
-    read = manifest.read_columns
-    table = as_arrow(data if isinstance(data, pa.Table) else data.select(read))  # polars: the columns read only
-    if table.num_rows == 0:
-        raise DataError("the data have no rows")
-    perturber = TablePerturber(manifest, key, threads=threads)
-    released = perturber(table, 0)
-    out = released if isinstance(data, pa.Table) else data.with_columns(
-        to_native(released.select(list(manifest.columns)), data))
-    return FrameResult(out, ApplyResult(
-        rows=table.num_rows, variables=perturber.summaries(), key_source=key.source,
-        record_epsilon=manifest.record_epsilon, perturbed=tuple(manifest.names), key_fingerprint=key.fingerprint))
-
-
-def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | None, chunk_rows: int) -> Any:
-    """A ``LazyFrame`` of ``lazy`` released batch by batch when computed (a polars IO source)."""
-    import polars as pl
-
-    from pramkit.engine.perturb import TablePerturber
-
-    schema = lazy.collect_schema()
-
-    def source(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
-               batch_size: int | None) -> Iterator[Any]:
-        perturber = TablePerturber(manifest, key, threads=threads)  # every computation starts from row 0
-        start = 0
-        for table in _lazy_tables(lazy, chunk_rows):
-            released = pl.DataFrame(perturber(table, start))  # an Arrow table: polars takes its buffers
-            start += table.num_rows
-            if with_columns is not None:
-                released = released.select(with_columns)
-            if predicate is not None:  # after the draws: row i keeps its draw whatever is filtered
-                released = released.filter(predicate)
-            yield released
-        if start == 0:
-            raise DataError("the data have no rows")
-
-    return pl.io.plugins.register_io_source(source, schema=schema, explain_name="pramkit release")
