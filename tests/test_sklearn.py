@@ -10,7 +10,6 @@ import os
 import runpy
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import polars as pl
 import pytest

@@ -30,8 +30,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -101,7 +102,7 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.manifest = manifest
         self.key = key
 
-    def fit(self, X: Any, y: Any = None) -> "PRAMTransformer":
+    def fit(self, X: Any, y: Any = None) -> PRAMTransformer:
         """Design the matrices from ``X`` (or take :attr:`manifest`).
 
         Parameters
