@@ -331,7 +331,7 @@ def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCode
 
 
 def iter_batches(
-    path: str | Path,
+    path: str | Path | Any,
     *,
     columns: Sequence[str] | None = None,
     chunk_rows: int = CHUNK_ROWS,
@@ -355,8 +355,10 @@ def iter_batches(
 
     Parameters
     ----------
-    path : str or pathlib.Path
-        A CSV, Parquet, Stata, SPSS or SAS file (:func:`table_format`).
+    path : str or pathlib.Path, or a polars DataFrame or LazyFrame or an Arrow table
+        A CSV, Parquet, Stata, SPSS or SAS file (:func:`table_format`), or a frame in
+        memory, read by :func:`pramkit.frames.arrow_batches` (a ``LazyFrame`` batch
+        by batch; ``meta.rows`` is then ``None``).
     columns : sequence of str, optional
         The columns to read, in this order; default all of them.
     chunk_rows : int
@@ -408,6 +410,16 @@ def iter_batches(
     >>> meta.rows, sizes
     (10, [4, 4, 2])
     """
+    from pramkit.frames import arrow_batches, describe, frame_columns, frame_kind, streamed
+
+    if streamed(path):  # a polars frame or an Arrow table in memory: its Arrow batches (format: its kind)
+        where = describe(path)
+        names = frame_columns(path)
+        require_columns(columns, names, where)
+        wanted = list(columns) if columns is not None else names
+        schema, rows, tables = arrow_batches(path, wanted, chunk_rows)
+        check_schema(schema, wanted if flat is None else flat, where)
+        return TableMeta(str(frame_kind(path)), wanted, rows=rows), tables
     p = _existing(path)
     fmt = table_format(p)
     if fmt == "csv":

@@ -294,6 +294,8 @@ def _positions(indices: pa.Array, fill: int) -> np.ndarray:
     """The integers of an Arrow integer array as NumPy ``intp``, ``fill`` where null (a read-only view of the
     array's memory when it is already ``intp`` without nulls)."""
     if indices.null_count:
+        if pa.types.is_unsigned_integer(indices.type):  # polars' categoricals: uint32 indices, nulls for missing
+            indices = indices.cast(pa.int64())
         indices = indices.fill_null(fill)
     return indices.to_numpy().astype(np.intp, copy=False)
 

@@ -810,10 +810,10 @@ class FrameResult:
 
     Parameters
     ----------
-    data : pandas.DataFrame
-        The released frame.
-    result : ApplyResult
-        What perturbation did.
+    data : pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The released frame, of the type of the original.
+    result : ApplyResult or None
+        What perturbation did (``None`` for a ``LazyFrame``: it perturbs when computed).
 
     Examples
     --------
@@ -830,8 +830,8 @@ class FrameResult:
     True
     """
 
-    data: pd.DataFrame
-    result: ApplyResult
+    data: Any
+    result: ApplyResult | None
 
     def to_dict(self) -> dict[str, Any]:
         """:meth:`ApplyResult.to_dict` of :attr:`result` (the frame itself is not JSON).
@@ -852,10 +852,10 @@ class FrameResult:
         """
         return self.result.to_dict()
 
-    def __iter__(self) -> Iterator[pd.DataFrame | ApplyResult]:
+    def __iter__(self) -> Iterator[Any]:
         return iter((self.data, self.result))
 
-    def __getitem__(self, index: int) -> pd.DataFrame | ApplyResult:
+    def __getitem__(self, index: int) -> Any:
         return (self.data, self.result)[index]
 
 
@@ -864,11 +864,12 @@ _COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
 def perturb_frame(
-    data: pd.DataFrame,
+    data: Any,
     manifest: Manifest,
     *,
     key: SecretKey | bytes | str | Path | None = None,
     threads: int | None = None,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> FrameResult:
     """Perturb the manifest's columns of a DataFrame (a new frame; other columns untouched).
 
@@ -878,12 +879,21 @@ def perturb_frame(
     categories), perturbed, and taken back from the categories in the
     column's own dtype.
 
+    A polars frame or an Arrow table is perturbed as Arrow, without pandas, and
+    comes back as its own type (a polars frame converts only the columns the
+    manifest reads).  A polars ``LazyFrame`` comes back as a ``LazyFrame`` that
+    perturbs when polars computes it (``collect``, ``sink_parquet``, ...): the
+    input is read in batches of at most ``chunk_rows`` rows, each perturbed as it
+    comes, so memory is bounded by a batch; its counts are not known before, so
+    ``result`` is then ``None``.
+
     Parameters
     ----------
-    data : the original records
+    data : the original records: a pandas or polars DataFrame, a polars LazyFrame or an Arrow table
     manifest : the variables to perturb and their matrices
     key : the secret key (see :func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved)
     threads : the threads that perturb (see :class:`TablePerturber`); the release does not depend on it
+    chunk_rows : the most rows of a ``LazyFrame`` perturbed at once; the release does not depend on it
 
     Returns
     -------
@@ -896,11 +906,12 @@ def perturb_frame(
     ------
     DataError
         A column of the manifest is missing, the frame has no rows, or a
-        value is not one of its variable's categories.
+        value is not one of its variable's categories (from a ``LazyFrame``:
+        when polars computes it).
     KeyFileError
         The key is too short or its file cannot be read.
     ParameterError
-        ``threads`` is below 1.
+        ``threads`` or ``chunk_rows`` is below 1.
 
     Examples
     --------
@@ -918,6 +929,10 @@ def perturb_frame(
     """
     t0 = time.perf_counter()
     secret = resolve_key(key)
+    from pramkit.frames import streamed
+
+    if streamed(data):
+        return _perturb_arrow_frame(data, manifest, secret, threads, chunk_rows)
     require_columns(manifest.read_columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
@@ -938,6 +953,68 @@ def perturb_frame(
 
     mark_frame(out, manifest)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
     return FrameResult(out, result)
+
+
+def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads: int | None,
+                         chunk_rows: int) -> FrameResult:
+    """:func:`perturb_frame` of a polars frame (eager or lazy) or an Arrow table, through Arrow: the same type
+    out.
+
+    >>> import polars as pl
+    >>> from pramkit import PramMatrix
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+    >>> frame = pl.DataFrame({"sex": ["m", "f", "f", "m", None, "m"], "age": [31, 45, 27, 60, 19, 52]})
+    >>> eager = perturb_frame(frame, manifest, key=bytes(32))
+    >>> lazy = perturb_frame(frame.lazy(), manifest, key=bytes(32), chunk_rows=4)
+    >>> eager.data["sex"].to_list(), eager.result.variables[0].missing
+    (['m', 'f', 'f', 'm', None, 'f'], 1)
+    >>> lazy.result is None, lazy.data.collect().equals(eager.data)
+    (True, True)
+    """
+    from pramkit.frames import as_arrow, describe, frame_columns, frame_kind, to_native
+
+    if chunk_rows < 1:
+        raise ParameterError(f"chunk_rows must be at least 1, not {chunk_rows!r}")
+    require_columns(manifest.read_columns, frame_columns(data), describe(data))
+    if frame_kind(data) == "polars-lazy":
+        TablePerturber(manifest, key, threads=threads)  # its parameters checked now, not when computed
+        return FrameResult(_lazy_release(data, manifest, key, threads, chunk_rows), None)
+    table = as_arrow(data if isinstance(data, pa.Table) else data.select(manifest.read_columns))
+    if table.num_rows == 0:
+        raise DataError("the data have no rows")
+    perturber = TablePerturber(manifest, key, threads=threads)
+    released = perturber(table, 0)
+    out = released if isinstance(data, pa.Table) else data.with_columns(
+        to_native(released.select(list(manifest.columns)), data))  # the columns read only went to Arrow
+    return FrameResult(out, ApplyResult(
+        rows=table.num_rows, variables=perturber.summaries(), key_source=key.source,
+        record_epsilon=manifest.record_epsilon, perturbed=tuple(manifest.names), key_fingerprint=key.fingerprint))
+
+
+def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | None, chunk_rows: int) -> Any:
+    """A ``LazyFrame`` of ``lazy`` released batch by batch when polars computes it (a polars IO source)."""
+    import polars as pl
+
+    from pramkit.frames import arrow_batches, frame_columns
+
+    names = frame_columns(lazy)
+
+    def source(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
+               batch_size: int | None) -> Iterator[Any]:
+        perturber = TablePerturber(manifest, key, threads=threads)  # every computation starts from row 0
+        start = 0
+        for table in arrow_batches(lazy, names, chunk_rows)[2]:
+            released = pl.DataFrame(perturber(table, start))  # an Arrow table: polars takes its buffers
+            start += table.num_rows
+            if with_columns is not None:
+                released = released.select(with_columns)
+            if predicate is not None:  # after the draws: row i keeps its draw whatever is filtered
+                released = released.filter(predicate)
+            yield released
+        if start == 0:
+            raise DataError("the data have no rows")
+
+    return pl.io.plugins.register_io_source(source, schema=lazy.collect_schema(), explain_name="pramkit release")
 
 
 def _arrow_column(column: pd.Series, book: Codebook | None = None) -> pa.Array | pa.ChunkedArray:

@@ -39,6 +39,7 @@ from scipy.stats import norm
 from pramkit.counts import count_file, count_frame
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import streamed
 from pramkit.estimate.cells import cell_positions
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
@@ -539,7 +540,7 @@ class EstimateResult:
 
 
 def estimate_table(
-    data: pd.DataFrame | str | Path,
+    data: Any,
     manifest: Manifest,
     vars: str | Sequence[str],
     *,
@@ -557,9 +558,10 @@ def estimate_table(
 
     Parameters
     ----------
-    data : pandas.DataFrame, str or pathlib.Path
+    data : pandas.DataFrame, polars.DataFrame, polars.LazyFrame, pyarrow.Table, str or pathlib.Path
         The released file, in memory or as a path (then streamed chunk by
-        chunk: memory is bounded by the chunk and the table, not the file).
+        chunk: memory is bounded by the chunk and the table, not the file;
+        a polars frame or an Arrow table streams the same way).
     manifest : Manifest
         Its manifest; a column it lists is perturbed with its matrix, any
         other column is taken as unperturbed (identity).
@@ -659,10 +661,11 @@ def estimate_table(
         if len(data) == 0:
             raise DataError("the data have no rows")
         counted = count_frame(data, raw, categories=declared)
-    elif isinstance(data, (str, Path)):
+    elif isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
         counted = count_file(data, raw, categories=declared, na_values=na_values)
     else:
-        raise ParameterError(f"data must be a pandas DataFrame or a file path, not {type(data).__name__}")
+        raise ParameterError(f"data must be a pandas or polars DataFrame, a polars LazyFrame, an Arrow table or a "
+                             f"file path, not {type(data).__name__}")
     raw_categories = counted.categories
     if raw != axes:
         counted = _cells_table(counted, manifest, axes, read)

@@ -65,7 +65,9 @@ def _require_weights(data: Any, weights: Sequence[str]) -> None:
 
         present = iter_batches(data)[0].columns
     else:
-        present = list(getattr(data, "column_names", None) or data.columns)
+        from pramkit.frames import frame_columns
+
+        present = frame_columns(data)
     absent = [c for c in weights if c not in present]
     if absent:
         raise DataError(f"weight column(s) {absent} are not in the data; its columns are {list(present)}")
@@ -76,8 +78,8 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
 
     Parameters
     ----------
-    data : str, Path, pandas.DataFrame or pyarrow.Table
-        The original data.
+    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The original data (a file, a polars frame or an Arrow table is streamed).
     plan : ReleasePlan
         From :func:`pramkit.release.plan.plan_release`.
     quiet : bool
@@ -136,26 +138,24 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
     missing one variable still counts in the others' designs); returns the table, a
     description of the data and its digest."""
     from pramkit.engine.codebook import categories_of
+    from pramkit.frames import describe, streamed
     from pramkit.io import sha256_of
 
     with_missing = {c: (*cats, None) for c, cats in categories.items()}
-    if isinstance(data, (str, Path)):
+    if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
         table = count_file(data, names, categories=with_missing or None, missing="category", quiet=quiet,
                            na_values=na_values)
-        return table, str(data), sha256_of(data)
+        return (table, str(data), sha256_of(data)) if isinstance(data, (str, Path)) else (table, describe(data), None)
     import pandas as pd
-    import pyarrow as pa
 
-    if isinstance(data, pa.Table):
-        data = data.select([n for n in names if n in data.column_names]).to_pandas()
     if isinstance(data, pd.DataFrame):
         from pramkit.io import require_columns
 
         require_columns(names, list(data.columns), "the data")
         found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
         return count_frame(data, names, categories=found), "a DataFrame in memory", None
-    raise ParameterError(f"data must be a file path, a pandas DataFrame or an Arrow table, "
-                         f"not {type(data).__name__}")
+    raise ParameterError(f"data must be a file path, a pandas or polars DataFrame, a polars LazyFrame or an "
+                         f"Arrow table, not {type(data).__name__}")
 
 
 def _labelled(data: Any, table: CountTable,

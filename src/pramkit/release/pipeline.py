@@ -35,8 +35,8 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
 
     Parameters
     ----------
-    data : str, Path, pandas.DataFrame or pyarrow.Table
-        The original data (a file is streamed).
+    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The original data (a file, a polars frame or an Arrow table is streamed: :mod:`pramkit.frames`).
     plan : ReleasePlan
         From :func:`pramkit.plan_release` (every parameter already checked).
     rng : random.Random, optional
@@ -95,8 +95,8 @@ def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Ran
 
     Parameters
     ----------
-    data : str, Path, pandas.DataFrame or pyarrow.Table
-        The original data (a file is streamed).
+    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The original data (a file, a polars frame or an Arrow table is streamed: :mod:`pramkit.frames`).
     variables : str or sequence of str
         The columns to perturb.
     rng : random.Random, optional

@@ -497,8 +497,11 @@ def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str]) -> Any:
         return read_table(data, columns=list(columns), na_values=list(na_values))
     import pyarrow as pa
 
-    if isinstance(data, pa.Table):
-        return data.select(list(columns)).to_pandas()
+    from pramkit.frames import streamed
+    from pramkit.io import iter_batches
+
+    if streamed(data):  # the rule and household checks group these few columns in pandas
+        return pa.concat_tables(iter_batches(data, columns=list(columns))[1]).to_pandas()
     return data[list(columns)]
 
 

@@ -20,11 +20,13 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
 from pramkit.errors import DataError
+from pramkit.frames import column, eager, frame_columns
 from pramkit.labels import Label
 
 MissingKeys = Literal["category", "exclude"]
@@ -141,7 +143,7 @@ class KeyTable:
 
 
 def key_table(
-    data: pd.DataFrame,
+    data: Any,
     keys: Sequence[str],
     *,
     missing: MissingKeys = "category",
@@ -151,7 +153,7 @@ def key_table(
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
         The records.
     keys : sequence of str
         The key variables, distinct.
@@ -183,16 +185,16 @@ def key_table(
     >>> t.shape, t.n, t.included.tolist()
     ((2, 3), 2, [True, True, False])
     """
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, not {type(data).__name__}")
+    data = eager(data)  # a polars frame is read as Arrow
+    present = frame_columns(data)
     keys = tuple(keys)
     if not keys:
         raise DataError("give at least one key variable")
     if len(set(keys)) != len(keys):
         raise DataError(f"a key variable is listed twice: {list(keys)}")
-    unknown = [k for k in keys if k not in data.columns]
+    unknown = [k for k in keys if k not in present]
     if unknown:
-        raise DataError(f"unknown key column(s) {unknown}; the data have {list(map(str, data.columns))}")
+        raise DataError(f"unknown key column(s) {unknown}; the data have {present}")
     if len(data) == 0:
         raise DataError("the data have no rows")
     if missing not in _POLICIES:
@@ -202,9 +204,10 @@ def key_table(
     cats: list[tuple[Label, ...]] = []
     cols: list[np.ndarray] = []
     for i, key in enumerate(keys):
-        series = data[key]
+        series = column(data, key)
         c = list(categories[i]) if categories is not None else categories_of(series, column=key)
-        has_missing = bool(series.isna().any())
+        has_missing = bool(series.isna().any() if isinstance(series, pd.Series)
+                           else pc.any(pc.is_null(series, nan_is_null=True)).as_py())
         as_category = categories is None and missing == "category" and has_missing and None not in c
         if as_category:
             c.append(None)
@@ -263,13 +266,13 @@ class Frequencies:
     F: np.ndarray | None
 
 
-def record_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarray) -> np.ndarray:
+def record_weights(data: Any, weights: str | Sequence[float] | np.ndarray) -> np.ndarray:
     """Survey weights as a float array: a column name or one value per record;
     finite and positive, else :class:`DataError`.
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
         The records.
     weights : str or sequence of float
         A column of ``data`` (values that are not numbers are invalid), or one weight per record.
@@ -295,10 +298,13 @@ def record_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarr
     ...
     pramkit.errors.DataError: the weights must have one value per record (2), got shape (1,)
     """
+    data = eager(data)  # a polars frame is read as Arrow
     if isinstance(weights, str):
-        if weights not in data.columns:
-            raise DataError(f"unknown weight column {weights!r}; the data have {list(map(str, data.columns))}")
-        raw: Any = pd.to_numeric(data[weights], errors="coerce")
+        present = frame_columns(data)
+        if weights not in present:
+            raise DataError(f"unknown weight column {weights!r}; the data have {present}")
+        values = column(data, weights)
+        raw: Any = pd.to_numeric(values if isinstance(values, pd.Series) else values.to_numpy(), errors="coerce")
         what = f"weight column {weights!r}"
     else:
         raw = weights
@@ -314,7 +320,7 @@ def record_weights(data: pd.DataFrame, weights: str | Sequence[float] | np.ndarr
 
 
 def frequencies(
-    data: pd.DataFrame,
+    data: Any,
     keys: Sequence[str],
     *,
     weights: str | Sequence[float] | np.ndarray | None = None,
@@ -328,7 +334,7 @@ def frequencies(
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
         The records.
     keys : sequence of str
         The key variables.

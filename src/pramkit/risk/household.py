@@ -52,6 +52,7 @@ import pandas as pd
 
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import column, eager, frame_columns, records_like
 from pramkit.io import read_table, require_columns
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
@@ -96,9 +97,9 @@ class HouseholdRisk:
         100 times the mean (sdcMicro's ``hier_risk_pct``).
     household_risk_max : float
         The largest household risk.
-    per_record : pandas.DataFrame
+    per_record : pandas.DataFrame, polars.DataFrame or pyarrow.Table
         ``f``, ``F``, ``individual_risk`` (NaN when excluded) and ``household_risk`` of every
-        record (index of the data).
+        record (index of the data), as a frame of the data's type (pandas for a file).
 
     Examples
     --------
@@ -128,7 +129,7 @@ class HouseholdRisk:
     household_risk_mean: float
     household_risk_pct: float
     household_risk_max: float
-    per_record: pd.DataFrame
+    per_record: Any
     perturbed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,7 +231,7 @@ def kept_posterior(matrix: PramMatrix, released: np.ndarray) -> np.ndarray:
     return np.clip(np.nan_to_num(post), 0.0, 1.0)
 
 
-def _kept(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
+def _kept(data: Any, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
     """Per record, the product over the perturbed keys of ``P(X = released | Z = released)`` (1 if missing)."""
     from pramkit.engine.codebook import encode
 
@@ -240,25 +241,26 @@ def _kept(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest) -> np.nda
         if v.is_joint or v.given:
             raise ParameterError(f"the household risk after PRAM takes keys perturbed one by one; {key!r} is "
                                  "perturbed jointly with other columns or within strata")
-        codes = encode(data[key], v.matrix.categories, column=key)
+        codes = encode(column(data, key), v.matrix.categories, column=key)
         present = codes >= 0
         post = kept_posterior(v.matrix, np.bincount(codes[present], minlength=len(v.matrix.categories)).astype(float))
         kept[present] *= post[codes[present]]
     return kept
 
 
-def _household_codes(ids: pd.Series, column: str) -> np.ndarray:
-    """Codes ``0..H-1`` of the household ids; :class:`DataError` for a missing id."""
-    codes, _ = pd.factorize(ids, sort=False)
+def _household_codes(ids: Any, name: str) -> np.ndarray:
+    """Codes ``0..H-1`` of the household ids (a pandas Series or an Arrow array); :class:`DataError` for a
+    missing id."""
+    codes, _ = pd.factorize(ids if isinstance(ids, pd.Series) else ids.to_numpy(), sort=False)
     absent = np.flatnonzero(codes < 0)
     if absent.size:
-        raise DataError(f"household column {column!r}: row {int(absent[0]) + 1} has no household id; "
+        raise DataError(f"household column {name!r}: row {int(absent[0]) + 1} has no household id; "
                         "every record must belong to a household")
     return codes
 
 
 def household_risk(
-    data: pd.DataFrame | str | Path,
+    data: Any,
     keys: Sequence[str],
     household: str,
     *,
@@ -272,7 +274,7 @@ def household_risk(
 
     Parameters
     ----------
-    data : pandas.DataFrame or path
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table or path
         The records, or a file (CSV, Parquet, Stata, SPSS; CSV columns are read as text).
     keys : sequence of str
         The key variables of the individual risk.
@@ -321,10 +323,11 @@ def household_risk(
     if isinstance(data, (str, Path)):
         wanted = [*keys, household] + ([weights] if isinstance(weights, str) else [])
         data = read_table(data, columns=list(dict.fromkeys(wanted)), na_values=na_values)
-    elif isinstance(data, pd.DataFrame):
-        require_columns([household], list(map(str, data.columns)), "the data")
+    like = data
+    data = eager(data)  # a polars frame is read as Arrow
+    require_columns([household], frame_columns(data), "the data")
     table = key_table(data, keys, missing=missing)
-    members = _household_codes(data[household], household)
+    members = _household_codes(column(data, household), household)
     w = None if weights is None else record_weights(data, weights)
     pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction,
                               weights=None if w is None else w[table.included])
@@ -342,7 +345,7 @@ def household_risk(
                                                           else float(np.nansum(risk))),
         household_expected_reidentifications=total, household_risk_mean=mean, household_risk_pct=100.0 * mean,
         household_risk_max=float(combined.max()),
-        per_record=pd.DataFrame({"f": freq.f, "F": population, "individual_risk": risk,
-                                 "household_risk": combined}, index=data.index),
+        per_record=records_like({"f": freq.f, "F": population, "individual_risk": risk,
+                                 "household_risk": combined}, like),
         perturbed=tuple(k for k in table.keys if manifest is not None and k in manifest.names),
     )

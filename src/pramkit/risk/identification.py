@@ -44,6 +44,7 @@ import pandas as pd
 from pramkit.counts import count_file
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import frame_kind, records_like, streamed
 from pramkit.manifest import Manifest
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
@@ -93,10 +94,11 @@ class RiskResult:
         The missing-value policy.
     excluded : int
         The records it left out.
-    per_record : pandas.DataFrame or None
+    per_record : pandas.DataFrame, polars.DataFrame, pyarrow.Table or None
         f, F (estimated population count), r1, r2 (NaN unless sample unique),
         individual_risk and pi (the sampling fraction of the record's cell), for every
-        record (index of ``data``); ``None`` for a file streamed.
+        record (index of ``data``), as a frame of ``data``'s type; ``None`` for a file
+        or a ``LazyFrame`` streamed.
     cell_risk : pramkit.risk.misclassified.CellRisk
         The per-cell measures (r1, r2 and the released means).
     seconds : float
@@ -147,7 +149,7 @@ class RiskResult:
     fitted_to: str
     missing: MissingKeys
     excluded: int
-    per_record: pd.DataFrame | None
+    per_record: Any
     cell_risk: CellRisk
     seconds: float
     fractions: FractionsBy = "file"
@@ -302,8 +304,9 @@ def _file_risk(
     the table; no per-record output."""
     if weights is not None and not isinstance(weights, str):
         raise ParameterError("with a file, weights must name its weight column")
-    if original is not None and not isinstance(original, (str, Path)):
-        raise ParameterError("with a file, original must be the original file's path too")
+    if original is not None and not (isinstance(original, (str, Path)) or streamed(original)):
+        raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
+                             "a polars frame or an Arrow table too")
     declared = {k: manifest[k].matrix.categories for k in perturbed}
     table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
     counts = table.counts.astype(float)
@@ -320,14 +323,14 @@ def _file_risk(
 
 
 def identification_risk(
-    data: pd.DataFrame | str | Path,
+    data: Any,
     keys: Sequence[str],
     *,
     sampling_fraction: float | None = None,
     weights: str | Sequence[float] | np.ndarray | None = None,
     model: str | Sequence[Sequence[str]] = "2way",
     manifest: Manifest | None = None,
-    original: pd.DataFrame | str | Path | None = None,
+    original: Any = None,
     missing: MissingKeys = "category",
     tol: float = 1e-4,
     fractions: FractionsBy = "cell",
@@ -339,7 +342,9 @@ def identification_risk(
     Parameters
     ----------
     data : the records in memory, or the path of a file, which is then streamed (memory
-        bounded by a chunk and the key table; ``per_record`` is then ``None``)
+        bounded by a chunk and the key table; ``per_record`` is then ``None``); a polars
+        ``LazyFrame`` streams the same way; a polars DataFrame or an Arrow table is read in
+        memory, and ``per_record`` is then of its type
     keys : the key variables
     sampling_fraction, weights : exactly one; ``weights`` a column name or one value per record
     model : ``"independence"``, ``"2way"`` (default), a formula ``"a*b + c"`` or a list of margins
@@ -404,7 +409,7 @@ def identification_risk(
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
     perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
-    if isinstance(data, (str, Path)):
+    if isinstance(data, (str, Path)) or frame_kind(data) == "polars-lazy":  # a LazyFrame streams like a file
         return _file_risk(data, keys, perturbed, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
                           missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values)
@@ -421,14 +426,14 @@ def identification_risk(
     counts, sums = counted.counts.astype(float), counted.weight_sums
     source = source_sums = None
     if original is not None:
-        if not isinstance(original, pd.DataFrame):
-            raise ParameterError("with data in memory, original must be a DataFrame too")
+        if frame_kind(original) not in ("pandas", "polars", "arrow"):
+            raise ParameterError("with data in memory, original must be a DataFrame (or an Arrow table) too")
         otable = key_table(original, keys, missing=missing, categories=table.categories)
         ocounted = otable.count(weights=None if weights is None else record_weights(original, weights))
         source, source_sums = ocounted.counts.astype(float), ocounted.weight_sums
     done = _assess(counts, sums, source, source_sums, keys, perturbed, manifest, start,
                    sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=table.missing,
-                   excluded=len(data) - table.n, tol=tol, tau_rtol=tau_rtol)
+                   excluded=len(table.included) - table.n, tol=tol, tau_rtol=tau_rtol)
     res = done.result
     unique = counts.ravel() == 1
     columns = {
@@ -440,10 +445,10 @@ def identification_risk(
     }
     per_record = {}
     for name, (per_cell, empty) in columns.items():
-        values = np.full(len(data), empty, dtype=per_cell.dtype)
+        values = np.full(len(table.included), empty, dtype=per_cell.dtype)
         values[table.included] = per_cell[cell]
         per_record[name] = values
-    pi = np.full(len(data), np.nan)
+    pi = np.full(len(table.included), np.nan)
     pi[table.included] = res.sampling_fractions.at(cell, table.shape)
     per_record["pi"] = pi
-    return replace(res, per_record=pd.DataFrame(per_record, index=data.index), seconds=time.perf_counter() - start)
+    return replace(res, per_record=records_like(per_record, data), seconds=time.perf_counter() - start)

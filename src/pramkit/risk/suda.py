@@ -61,6 +61,7 @@ import pandas as pd
 
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import column, eager, frame_columns
 
 #: Above this many possible combinations, a subset's codes are compressed before counting.
 _DENSE_LIMIT = 1 << 26
@@ -186,16 +187,17 @@ def suda_weights(att: int) -> tuple[np.ndarray, np.ndarray]:
     return original, normalised
 
 
-def _check(data: pd.DataFrame, keys: Sequence[str], max_size: int | None,
+def _check(data: Any, keys: Sequence[str], max_size: int | None,
            sampling_fraction: float | None) -> int:
     """Validate the arguments; return the largest MSU size to search."""
     if not keys:
         raise ParameterError("suda needs at least one key variable")
     if len(set(keys)) != len(keys):
         raise ParameterError(f"a key variable is listed twice: {list(keys)}")
-    unknown = [k for k in keys if k not in data.columns]
+    present = frame_columns(data)
+    unknown = [k for k in keys if k not in present]
     if unknown:
-        raise DataError(f"unknown key column(s) {unknown}; the data have {list(map(str, data.columns))}")
+        raise DataError(f"unknown key column(s) {unknown}; the data have {present}")
     if len(data) < 2:
         raise DataError(f"suda needs at least 2 records, the data have {len(data)}")
     size = len(keys) if max_size is None else max_size
@@ -207,11 +209,13 @@ def _check(data: pd.DataFrame, keys: Sequence[str], max_size: int | None,
     return int(size)
 
 
-def _encode(data: pd.DataFrame, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
-    """Integer codes ``(d, n)`` (missing = the last code of each key), missing masks and observed levels."""
+def _encode(data: Any, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
+    """Integer codes ``(d, n)`` (missing = the last code of each key), missing masks and observed levels;
+    ``data`` a pandas frame or an Arrow table (:func:`pramkit.frames.eager`)."""
     cols, masks, levels = [], [], []
     for key in keys:
-        series = data[key]
+        values = column(data, key)
+        series = values if isinstance(values, pd.Series) else pd.Series(values.to_numpy(), copy=False)
         absent = series.isna().to_numpy().copy()
         if missing is not None:
             absent |= (series == missing).to_numpy(dtype=bool)
@@ -301,7 +305,7 @@ def _level_table(keys: Sequence[str], codes: np.ndarray, levels: list[Any],
 
 
 def suda(
-    data: pd.DataFrame | str | Path,
+    data: Any,
     keys: Sequence[str],
     *,
     max_size: int | None = None,
@@ -316,7 +320,7 @@ def suda(
 
     Parameters
     ----------
-    data : pandas.DataFrame or path
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table or path
         The records, or a file read with :func:`pramkit.io.read_table` (key columns only).
     keys : sequence of str
         The key variables (``ATT = len(keys)``).
@@ -369,6 +373,7 @@ def suda(
         from pramkit.io import read_table
 
         data = read_table(data, columns=list(keys), na_values=na_values)
+    data = eager(data)  # a polars frame is read as Arrow
     size = _check(data, keys, max_size, sampling_fraction)
     codes, masks, levels = _encode(data, keys, missing)
     original, normalised = suda_weights(len(keys))

@@ -1,0 +1,335 @@
+"""Dataframes beyond pandas: polars (eager and lazy) and Arrow tables, in and out.
+
+pramkit's engine works on Arrow tables (:class:`pramkit.engine.perturb.TablePerturber`,
+:func:`pramkit.counts.count_file`), so a polars frame or an Arrow table goes to it as
+Arrow, without passing through pandas, and comes back as the type it came in
+(:func:`to_native`).  Narwhals tells the types apart and converts eager frames;
+a polars ``LazyFrame`` is read in batches of at most ``chunk_rows`` rows
+(:func:`arrow_batches`), so memory is bounded by a batch, never by the data.
+
+Row ``i`` of a frame is row ``i`` of the keyed random streams whatever its type
+and however it is batched, so the same key releases the same values from a
+pandas frame, a polars frame (eager or lazy) and an Arrow table holding the same
+records (:func:`pramkit.perturb_frame`).
+
+This module only tells frames apart and converts them: the readers
+(:func:`pramkit.io.iter_batches`) and the engine (:func:`pramkit.perturb_frame`) use it.
+
+Examples
+--------
+>>> import polars as pl
+>>> frame_kind(pl.DataFrame({"sex": ["f"]})), frame_kind(pl.LazyFrame({"sex": ["f"]})), frame_kind("a.csv")
+('polars', 'polars-lazy', None)
+>>> schema, rows, batches = arrow_batches(pl.LazyFrame({"sex": ["f", "m", None, "f", "m"]}), ["sex"], 2)
+>>> rows, [t.num_rows for t in batches]
+(None, [2, 2, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import narwhals as nw
+import narwhals.dependencies as nwd
+import pyarrow as pa
+
+from pramkit.errors import DataError
+
+#: What :func:`frame_kind` calls each type, and how a message names it.
+KINDS = {"pandas": "a pandas DataFrame", "polars": "a polars DataFrame", "polars-lazy": "a polars LazyFrame",
+         "arrow": "an Arrow table"}
+
+
+def frame_kind(data: Any) -> str | None:
+    """The kind of a frame in memory (a key of :data:`KINDS`), or ``None`` for anything else (a path).
+
+    Parameters
+    ----------
+    data : Any
+        The data a public function was given.
+
+    Returns
+    -------
+    str or None
+        ``"pandas"``, ``"polars"``, ``"polars-lazy"``, ``"arrow"``, or ``None``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame_kind(pd.DataFrame({"a": [1]})), frame_kind(pa.table({"a": [1]})), frame_kind(3)
+    ('pandas', 'arrow', None)
+    """
+    if isinstance(data, pa.Table):
+        return "arrow"
+    if nwd.is_pandas_dataframe(data):
+        return "pandas"
+    if nwd.is_polars_dataframe(data):
+        return "polars"
+    if nwd.is_polars_lazyframe(data):
+        return "polars-lazy"
+    return None
+
+
+def streamed(data: Any) -> bool:
+    """Whether ``data`` is a frame that pramkit reads as Arrow batches, like a file: polars (eager or lazy)
+    or an Arrow table.
+
+    Parameters
+    ----------
+    data : Any
+        The data a public function was given.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import pandas as pd, polars as pl
+    >>> streamed(pl.DataFrame({"a": [1]})), streamed(pa.table({"a": [1]})), streamed(pd.DataFrame({"a": [1]}))
+    (True, True, False)
+    """
+    return frame_kind(data) in ("arrow", "polars", "polars-lazy")
+
+
+def describe(data: Any) -> str:
+    """How a message names a frame in memory (``"a polars LazyFrame in memory"``).
+
+    Parameters
+    ----------
+    data : Any
+        A frame of one of the :data:`KINDS`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> describe(pa.table({"a": [1]}))
+    'an Arrow table in memory'
+    """
+    return f"{KINDS[frame_kind(data) or 'pandas']} in memory"
+
+
+def frame_columns(data: Any) -> list[str]:
+    """The column names of a frame (a ``LazyFrame``'s from its schema: nothing is computed).
+
+    Parameters
+    ----------
+    data : Any
+        A frame of one of the :data:`KINDS`.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> frame_columns(pl.LazyFrame({"sex": ["f"], "age": [3]})), frame_columns(pa.table({"x": [1]}))
+    (['sex', 'age'], ['x'])
+    """
+    if frame_kind(data) == "polars-lazy":
+        return list(data.collect_schema().names())
+    return [str(c) for c in nw.from_native(data, eager_only=True).columns]
+
+
+def arrow_batches(data: Any, columns: Sequence[str], chunk_rows: int) -> tuple[pa.Schema, int | None,
+                                                                             Iterator[pa.Table]]:
+    """Columns of a polars frame (eager or lazy) or an Arrow table as Arrow tables of at most ``chunk_rows`` rows.
+
+    :func:`pramkit.io.iter_batches` reads a frame in memory through this, so that every
+    reader of files (counting, risk, estimation) reads these frames too.  An Arrow table
+    is sliced (no copy); an eager polars frame is converted once, when first read; a
+    ``LazyFrame`` is computed by polars' streaming engine batch by batch, so memory is
+    bounded by a batch.
+
+    Parameters
+    ----------
+    data : polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The frame.
+    columns : sequence of str
+        The columns to read (all of them in the frame), in this order.
+    chunk_rows : int
+        The most rows of a table (at least 1).
+
+    Returns
+    -------
+    schema : pyarrow.Schema
+        The Arrow types of ``columns``, known before any row is computed.
+    rows : int or None
+        The number of rows (``None`` for a ``LazyFrame``: not computed ahead).
+    tables : iterator of pyarrow.Table
+        The rows, batch by batch.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> schema, rows, tables = arrow_batches(pl.LazyFrame({"sex": ["f", "m", None], "age": [1, 2, 3]}), ["sex"], 2)
+    >>> schema.names, rows, [t.column("sex").to_pylist() for t in tables]
+    (['sex'], None, [['f', 'm'], [None]])
+    """
+    chosen = data.select(list(columns))
+    if isinstance(chosen, pa.Table):
+        return chosen.schema, chosen.num_rows, _sliced(chosen, chunk_rows)
+    if frame_kind(chosen) == "polars-lazy":
+        import polars as pl
+
+        return as_arrow(pl.DataFrame(schema=chosen.collect_schema())).schema, None, _lazy_tables(chosen, chunk_rows)
+    return as_arrow(chosen.head(0)).schema, chosen.height, _converted(chosen, chunk_rows)
+
+
+def as_arrow(data: Any) -> pa.Table:
+    """An eager polars frame or an Arrow table as an Arrow table (polars' buffers, not copied through pandas).
+
+    Parameters
+    ----------
+    data : polars.DataFrame or pyarrow.Table
+        The frame.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> as_arrow(pl.DataFrame({"sex": ["f", None]})).column("sex").to_pylist()
+    ['f', None]
+    """
+    return data if isinstance(data, pa.Table) else nw.from_native(data, eager_only=True).to_arrow()
+
+
+def eager(data: Any) -> Any:
+    """A pandas frame as it is; an eager polars frame or an Arrow table as an Arrow table (:func:`as_arrow`).
+
+    What the functions that read every record at once (the risk measures per record) take:
+    each column of the result is a pandas Series or an Arrow array, both of which
+    :func:`pramkit.engine.codebook.encode` reads.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records.
+
+    Returns
+    -------
+    pandas.DataFrame or pyarrow.Table
+
+    Raises
+    ------
+    DataError
+        ``data`` is of another type (a ``LazyFrame`` is not read whole: its functions stream it).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> eager(pl.DataFrame({"sex": ["f"]})).column_names
+    ['sex']
+    >>> eager([1, 2])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: data must be a pandas or polars DataFrame or an Arrow table, not list
+    """
+    kind = frame_kind(data)
+    if kind == "pandas":
+        return data
+    if kind in ("arrow", "polars"):
+        return as_arrow(data)
+    raise DataError(f"data must be a pandas or polars DataFrame or an Arrow table, not {type(data).__name__}")
+
+
+def column(data: Any, name: str) -> Any:
+    """One column of a frame returned by :func:`eager`: a pandas Series or an Arrow array.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or pyarrow.Table
+        The records.
+    name : str
+        A column of them.
+
+    Returns
+    -------
+    pandas.Series or pyarrow.ChunkedArray
+
+    Examples
+    --------
+    >>> column(pa.table({"sex": ["f", None]}), "sex").null_count
+    1
+    """
+    return data.column(name) if isinstance(data, pa.Table) else data[name]
+
+
+def records_like(columns: dict[str, Any], like: Any) -> Any:
+    """One value per record of ``like`` in each of ``columns``, as a frame of ``like``'s type (a pandas
+    frame with its index).
+
+    Parameters
+    ----------
+    columns : dict of str to numpy.ndarray
+        The columns, each as long as ``like``.
+    like : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records they describe.
+
+    Returns
+    -------
+    pandas.DataFrame, polars.DataFrame or pyarrow.Table
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, polars as pl
+    >>> records_like({"f": np.array([1, 2])}, pd.DataFrame({"a": [0, 0]}, index=[5, 6])).index.tolist()
+    [5, 6]
+    >>> records_like({"f": np.array([1, 2])}, pl.DataFrame({"a": [0, 0]}))["f"].to_list()
+    [1, 2]
+    """
+    if frame_kind(like) == "pandas":
+        import pandas as pd
+
+        return pd.DataFrame(columns, index=like.index)
+    return to_native(pa.table(columns), like)
+
+
+def to_native(table: pa.Table, like: Any) -> Any:
+    """An Arrow table as a frame of the type of ``like`` (an eager polars frame or an Arrow table).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        The rows.
+    like : polars.DataFrame or pyarrow.Table
+        A frame of the type wanted.
+
+    Returns
+    -------
+    polars.DataFrame or pyarrow.Table
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> type(to_native(pa.table({"a": [1]}), pl.DataFrame())).__name__
+    'DataFrame'
+    """
+    if isinstance(like, pa.Table):
+        return table
+    return nw.to_native(nw.from_arrow(table, backend=nw.get_native_namespace(nw.from_native(like))))
+
+
+def _sliced(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    """``table`` in consecutive slices of at most ``rows`` rows (views, no copy)."""
+    for start in range(0, table.num_rows, rows):
+        yield table.slice(start, rows)
+
+
+def _converted(frame: Any, rows: int) -> Iterator[pa.Table]:
+    """An eager polars frame as Arrow (when first read), in slices of at most ``rows`` rows."""
+    yield from _sliced(as_arrow(frame), rows)
+
+
+def _lazy_tables(lazy: Any, rows: int) -> Iterator[pa.Table]:
+    """A ``LazyFrame`` computed by polars' streaming engine, as Arrow tables of at most ``rows`` rows."""
+    for batch in lazy.collect_batches(chunk_size=rows, maintain_order=True):
+        yield from _sliced(batch.to_arrow(), rows)
