@@ -12,3 +12,6 @@ NA_VALUES: tuple[str, ...] = ("NA",)
 DEFAULT_SAMPLING_FRACTION = 0.05
 #: Rows of the NY 2000 sample in the DP paper (the demo's default size).
 NY_ROWS = 953_076
+#: Keyed replicate releases that estimate the expected contributions after PRAM when the
+#: released files are too many to enumerate (:mod:`pramkit.risk.contributions`).
+CONTRIBUTION_REPLICATES = 20

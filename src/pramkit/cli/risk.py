@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pramkit.cli._common import Files, add_na_values, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
-from pramkit.risk.contributions import REPLICATES
+from pramkit.defaults import CONTRIBUTION_REPLICATES
 
 if TYPE_CHECKING:
     from pramkit.risk.contributions import ReleaseContributions
@@ -83,9 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "share of the record epsilon each variable spends")
     p.add_argument("--max-size", type=int, help="with --suda or --contributions: the largest MSU size "
                                                 "(default: the number of keys)")
-    p.add_argument("--replicates", type=int, default=REPLICATES,
+    p.add_argument("--replicates", type=int, default=CONTRIBUTION_REPLICATES,
                    help="with --contributions and --manifest: perturbations drawn to estimate the expected SUDA "
-                        f"contributions when they cannot be enumerated exactly (default {REPLICATES})")
+                        f"contributions when they cannot be enumerated exactly (default {CONTRIBUTION_REPLICATES})")
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--keys needs at least one column name")
     if args.suda or args.contributions:
         return _suda(args, keys) if args.suda else _contributions(args, keys)
-    if args.max_size is not None or args.replicates != REPLICATES:
+    if args.max_size is not None or args.replicates != CONTRIBUTION_REPLICATES:
         raise ParameterError("--max-size and --replicates go with --suda or --contributions")
     if args.sampling_fraction is None and args.weights is None:
         raise ParameterError(_FRACTION_REQUIRED)
@@ -260,7 +260,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
                        ("--manifest", args.manifest is not None), ("--original", args.original is not None),
                        ("--household", args.household is not None), ("--plot", args.plot is not None),
                        ("--model", args.model != _MODEL), ("--fractions", args.fractions != _FRACTIONS),
-                       ("--replicates", args.replicates != REPLICATES)],
+                       ("--replicates", args.replicates != CONTRIBUTION_REPLICATES)],
             "SUDA reads the file's key values alone (DIS-SUDA takes --sampling-fraction)")
     out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
                na_values=args.na_values).to_dict()

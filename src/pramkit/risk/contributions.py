@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CONTRIBUTION_REPLICATES, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
@@ -86,9 +86,6 @@ MEASURE_WORDS = {
 
 #: Largest number of released files :func:`expected_suda` enumerates exactly.
 EXACT_LIMIT = 4096
-
-#: Replicates :func:`expected_suda` draws by default when it cannot enumerate.
-REPLICATES = 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -513,7 +510,7 @@ def expected_suda(
     *,
     max_size: int | None = None,
     missing: Any = None,
-    replicates: int = REPLICATES,
+    replicates: int = CONTRIBUTION_REPLICATES,
     key: Any = None,
     exact_limit: int = EXACT_LIMIT,
 ) -> ExpectedSuda:
@@ -723,7 +720,7 @@ def release_contributions(
     model: str = "2way",
     max_size: int | None = None,
     missing: Any = None,
-    replicates: int = REPLICATES,
+    replicates: int = CONTRIBUTION_REPLICATES,
     key: Any = None,
     exact_limit: int = EXACT_LIMIT,
     top: int = 3,
