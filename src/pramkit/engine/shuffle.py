@@ -185,3 +185,129 @@ def group_counts(table: pa.Table, columns: list[str]) -> dict[tuple, int]:
     grouped = table.select(columns).group_by(columns, use_threads=False).aggregate([([], "count_all")])
     keys = zip(*(grouped.column(c).to_pylist() for c in columns))
     return dict(zip(keys, grouped.column("count_all").to_pylist()))
+
+
+class CloneGroups:
+    """The released records grouped by what they show exactly: the public columns' values and, for each
+    perturbed column, whether it is missing (null or a declared missing code).
+
+    Records of one group can be each other's clones in the shuffle bound; the smallest
+    group is the ``n`` of the central guarantee.  It is computed from the released file
+    alone (those columns are released as they are).
+
+    Examples
+    --------
+    >>> groups = CloneGroups(["region"], ["age"])
+    >>> groups.add(pa.table({"region": ["a", "a", "b"], "age": ["1", None, "2"]}))
+    >>> groups.add(pa.table({"region": ["a"], "age": ["3"]}))
+    >>> groups.smallest, groups.rows
+    (1, 4)
+    """
+
+    def __init__(self, public: list[str], perturbed: list[str], missing_codes: Any = None) -> None:
+        self.public = list(public)
+        self.perturbed = list(perturbed)
+        self.codes = missing_codes
+        self.counts: dict[tuple, int] = {}
+        self.rows = 0
+
+    def add(self, table: pa.Table) -> None:
+        """Count a released chunk."""
+        import pyarrow.compute as pc
+
+        flags = {}
+        for col in self.perturbed:
+            missing = np.asarray(pc.is_null(table.column(col), nan_is_null=True).to_numpy(zero_copy_only=False))
+            coded = self.codes.mask(col, table.column(col)) if self.codes else None
+            flags["\x00" + col] = missing | coded if coded is not None else missing
+        keyed = table.select(self.public)
+        for name, flag in flags.items():
+            keyed = keyed.append_column(name, pa.array(flag))
+        for k, count in group_counts(keyed, keyed.column_names).items():
+            self.counts[k] = self.counts.get(k, 0) + count
+        self.rows += table.num_rows
+
+    @property
+    def smallest(self) -> int:
+        """The fewest records in one group (0 before any record)."""
+        return min(self.counts.values(), default=0)
+
+
+class ShuffledWriter:
+    """Pass released chunks to a writer as they come, or, with a key, in the key's order at :meth:`finish`.
+
+    Parameters
+    ----------
+    writer : pramkit.io.TableWriter
+        Where the rows go.
+    key : SecretKey or None
+        ``None``: the file's order.
+    chunk_rows : int
+        Rows per chunk (about the rows of one bucket).
+    rows : int, optional
+        The file's rows if known; else estimated from the size of ``source`` and of the first chunk.
+    source : pathlib.Path
+        The file read.
+    where : pathlib.Path
+        The folder of the temporary buckets.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.io import TableWriter
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = pathlib.Path(d) / "o.csv"
+    ...     with TableWriter(out) as writer, ShuffledWriter(writer, key, chunk_rows=2, rows=None,
+    ...                                                        source=out, where=pathlib.Path(d)) as rows:
+    ...         for start in (0, 2, 4):
+    ...             rows.write(pa.table({"x": [start, start + 1]}), start)
+    ...         rows.finish()
+    ...     text = out.read_text().split()
+    >>> text[0], [int(v) for v in text[1:]] == permutation(key, 6).tolist()
+    ('"x"', True)
+    """
+
+    def __init__(self, writer: Any, key: SecretKey | None, *, chunk_rows: int, rows: int | None,
+                 source: Path, where: Path) -> None:
+        self.writer = writer
+        self.key = key
+        self.chunk_rows = chunk_rows
+        self.rows = rows
+        self.source = source
+        self.where = where
+        self._shuffle: KeyedShuffle | None = None
+
+    def __enter__(self) -> "ShuffledWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._shuffle is not None:
+            self._shuffle.__exit__(*exc)
+            self._shuffle = None
+
+    def _estimate(self, table: pa.Table) -> int:
+        if self.rows is not None:
+            return self.rows
+        try:
+            size = self.source.stat().st_size
+        except OSError:
+            size = 0
+        per_row = max(table.nbytes / max(table.num_rows, 1), 1.0)
+        return max(table.num_rows, int(size / per_row))
+
+    def write(self, table: pa.Table, start: int) -> None:
+        """Write, or spill, a released chunk whose first row is row ``start``."""
+        if self.key is None:
+            self.writer.write(table)
+            return
+        if self._shuffle is None:
+            self._shuffle = KeyedShuffle(self.key, chunk_rows=self.chunk_rows, rows=self._estimate(table),
+                                         where=self.where).__enter__()
+        self._shuffle.add(table, start)
+
+    def finish(self) -> None:
+        """Write the spilled rows in the key's order (nothing to do without a key)."""
+        if self._shuffle is not None:
+            for table in self._shuffle.tables():
+                self.writer.write(table)

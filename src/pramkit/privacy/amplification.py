@@ -652,3 +652,108 @@ def shuffled_guarantee(local: float, design: float, n: int, failures: Sequence[s
         f"{n:,} records that agree on what is shown exactly were written in a random order drawn from the "
         "secret key (Feldman, McMillan and Talwar 2021, numerical bound)"
         + (", plus the design step's epsilon" if design else ""))
+
+
+def check_shuffle(manifest: Any, columns: Sequence[str], public_columns: Sequence[str], *, shuffle: bool) -> None:
+    """Refuse a shuffled release that cannot be one, before anything is written.
+
+    Parameters
+    ----------
+    manifest : pramkit.manifest.Manifest
+        The release's manifest.
+    columns : sequence of str
+        The file's columns.
+    public_columns : sequence of str
+        The columns declared public.
+    shuffle : bool
+        Whether the rows are to be shuffled.
+
+    Raises
+    ------
+    ParameterError
+        ``public_columns`` without ``shuffle``; a public column that is not in the file or is
+        perturbed; ``shuffle`` with a household column in the file (the household id links the
+        records a shuffle is meant to separate).
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> check_shuffle(m, ["sex", "region"], ["region"], shuffle=True)
+    >>> check_shuffle(m, ["sex"], ["sex"], shuffle=True)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --public-columns: column 'sex' is perturbed by the manifest; declare only columns released as they are
+    """
+    if public_columns and not shuffle:
+        raise ParameterError("--public-columns only serves a shuffled release: add --shuffle")
+    for col in public_columns:
+        if col not in columns:
+            raise ParameterError(f"--public-columns: column {col!r} is not in the file")
+        if col in manifest.columns:
+            raise ParameterError(f"--public-columns: column {col!r} is perturbed by the manifest; declare only "
+                                 "columns released as they are")
+    if shuffle:
+        for v in manifest.variables:
+            if v.unit and v.unit in columns:
+                raise ParameterError(f"--shuffle with household column {v.unit!r}: a shuffled release cannot keep "
+                                     "the household id that links its records (drop the column, or do not shuffle)")
+
+
+def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
+                       public_columns: Sequence[str] = (), shuffled: bool = False, clones: int | None = None,
+                       sampling: Sampling | None = None, delta: float = DEFAULT_DELTA) -> Guarantees:
+    """The local, sampled and shuffled guarantees of a release, side by side.
+
+    Parameters
+    ----------
+    manifest : pramkit.manifest.Manifest
+        The release's manifest; its ``input["sampling"]`` is the sampling design unless
+        ``sampling`` is given.
+    columns : sequence of str, optional
+        The released file's columns (``None``: no release to judge, no shuffled line).
+    public_columns : sequence of str
+        Columns declared public.
+    shuffled : bool
+        Whether the rows were written in the key's order.
+    clones : int, optional
+        The fewest released records that agree on what is shown exactly
+        (:class:`pramkit.engine.shuffle.CloneGroups`).
+    sampling : Sampling, optional
+        The sampling design.
+    delta : float
+        The central delta.
+
+    Returns
+    -------
+    Guarantees
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
+    >>> g = release_guarantees(m, columns=["sex", "id"], shuffled=True, clones=1000,
+    ...                        sampling=Sampling.parse("poisson:0.05"))
+    >>> f"{g.sampled:.4f}", g.shuffled, g.shuffle_conditions
+    ('0.6700', None, "column 'id' is released unperturbed and is not declared public (--public-columns)")
+    >>> g = release_guarantees(m, columns=["sex"], shuffled=True, clones=1000)
+    >>> g.shuffled < 3.0
+    True
+    """
+    if sampling is None and manifest.input.get("sampling"):
+        sampling = Sampling.from_dict(manifest.input["sampling"])
+    local = manifest.record_epsilon
+    sampled, words = sampled_guarantee(local, sampling)
+    if columns is None:
+        return Guarantees(local, sampled, words)
+    households = [v.unit for v in manifest.variables if v.unit]
+    failures = shuffle_failures(columns, manifest.columns, public_columns, households, shuffled=shuffled)
+    failures += [f.reveals for f in manifest.exact_facts if not f.covered]
+    one = manifest.variables[0] if len(manifest.variables) == 1 else None
+    matrix = one.matrix if one is not None and not one.given and one.matrix.size <= MAX_TV_CATEGORIES else None
+    design = 0.0 if manifest.ledger is None else manifest.ledger.design_epsilon
+    central, conditions = shuffled_guarantee(manifest.perturbation_epsilon, design, max(int(clones or 1), 1),
+                                             failures, matrix=matrix, delta=delta)
+    return Guarantees(local, sampled, words, central, None if central is None else delta, conditions)
