@@ -35,6 +35,8 @@ from pramkit.errors import WriteError
 
 #: The key's stream that orders the rows (a name no column can take: streams of variables are their names).
 SHUFFLE_STREAM = "\x00pramkit:row order"
+#: Rows per write of the shuffled release, whatever the chunk size: a Parquet file gets the same row groups.
+OUT_ROWS = 1 << 16
 #: The helper columns of a spilled bucket.
 WORD, ROW = "\x00order", "\x00row"
 
@@ -307,7 +309,19 @@ class ShuffledWriter:
         self._shuffle.add(table, start)
 
     def finish(self) -> None:
-        """Write the spilled rows in the key's order (nothing to do without a key)."""
-        if self._shuffle is not None:
-            for table in self._shuffle.tables():
-                self.writer.write(table)
+        """Write the spilled rows in the key's order, :data:`OUT_ROWS` at a time (nothing to do without a key)."""
+        if self._shuffle is None:
+            return
+        pending: list[pa.Table] = []
+        held = 0
+        for table in self._shuffle.tables():
+            pending.append(table)
+            held += table.num_rows
+            if held >= OUT_ROWS:
+                rest = pa.concat_tables(pending)
+                cut = held - held % OUT_ROWS
+                for start in range(0, cut, OUT_ROWS):
+                    self.writer.write(rest.slice(start, OUT_ROWS))
+                pending, held = [rest.slice(cut)], held - cut
+        if held:
+            self.writer.write(pa.concat_tables(pending))

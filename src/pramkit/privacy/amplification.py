@@ -620,9 +620,11 @@ def shuffle_failures(columns: Sequence[str], perturbed: Sequence[str], public: S
         if col in columns:
             out.append(f"column {col!r} is a household or id column: released, it links records and "
                        "identifies them")
-    for col in columns:
-        if col not in perturbed and col not in public and col not in households:
-            out.append(f"column {col!r} is released unperturbed and is not declared public (--public-columns)")
+    bare = [col for col in columns if col not in perturbed and col not in public and col not in households]
+    if bare:
+        out.append(f"column{'s' if len(bare) > 1 else ''} {', '.join(map(repr, bare))} "
+                   f"{'are' if len(bare) > 1 else 'is'} released unperturbed and "
+                   f"{'are' if len(bare) > 1 else 'is'} not declared public (--public-columns)")
     return out
 
 
@@ -649,7 +651,7 @@ def shuffled_guarantee(local: float, design: float, n: int, failures: Sequence[s
     bound = by_shuffling(local, n, delta) if matrix is None else by_shuffling_matrix(matrix, n, delta)
     return sum_up([design, bound]), (
         f"every released column is perturbed or public, no household or id column is released, and the "
-        f"{n:,} records that agree on what is shown exactly were written in a random order drawn from the "
+        f"{n:,} record{'s' if n > 1 else ''} that agree on what is shown exactly (the fewest) were written in a random order drawn from the "
         "secret key (Feldman, McMillan and Talwar 2021, numerical bound)"
         + (", plus the design step's epsilon" if design else ""))
 
