@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace as dataclasses_replace
 from decimal import Decimal, localcontext
 from typing import Any, Mapping, Sequence
 
@@ -759,3 +759,100 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
     central, conditions = shuffled_guarantee(manifest.perturbation_epsilon, design, max(int(clones or 1), 1),
                                              failures, matrix=matrix, delta=delta)
     return Guarantees(local, sampled, words, central, None if central is None else delta, conditions)
+
+
+def sampling_of(sampling: str | None, population: int | None, rows: int | None) -> Sampling | None:
+    """The sampling design of ``--sampling TEXT`` or ``--population N`` (with the file's ``rows``).
+
+    Raises
+    ------
+    ParameterError
+        Both given; ``--population`` without a known row count; a bad form or rate; ``N`` below the rows.
+
+    Examples
+    --------
+    >>> sampling_of(None, 20_000, 1_000).rate, sampling_of("poisson:0.1", None, None).rate, sampling_of(None, None, 5)
+    (0.05, 0.1, None)
+    """
+    if sampling is not None and population is not None:
+        raise ParameterError("give --sampling or --population, not both")
+    if sampling is not None:
+        return Sampling.parse(sampling)
+    if population is None:
+        return None
+    if rows is None:
+        raise ParameterError("--population needs the released file's row count: give --released FILE (its receipt "
+                             "holds it) or write --sampling srswor:M/N")
+    return Sampling.without_replacement(int(rows), int(population))
+
+
+def declare_sampling(release: Any, *, sampling: str | None = None, population: int | None = None) -> Any:
+    """The release with its sampling design in the manifest's ``input["sampling"]`` (public).
+
+    Parameters
+    ----------
+    release : pramkit.release.record.Release
+        A designed release (its record knows the file's rows).
+    sampling, population
+        ``--sampling`` and ``--population`` (:func:`sampling_of`).
+
+    Returns
+    -------
+    Release
+        ``release`` itself when neither is given.
+
+    Examples
+    --------
+    >>> import random, pramkit
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> plan = pramkit.plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
+    >>> release = pramkit.design_planned(census(2_000), plan, rng=random.Random(1))
+    >>> declare_sampling(release, population=40_000).manifest.input["sampling"]["rates"]
+    [0.05]
+    >>> declare_sampling(release, population=1_000)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the population N = 1,000 is smaller than the file (2,000 records); give the size of the population the file was drawn from
+    """
+    design = sampling_of(sampling, population, release.record.rows)
+    if design is None:
+        return release
+    manifest = dataclasses_replace(release.manifest, input={**release.manifest.input, "sampling": design.to_dict()})
+    return dataclasses_replace(release, manifest=manifest)
+
+
+def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population: int | None = None,
+                       released: Any = None) -> Guarantees:
+    """The guarantees ``pramkit inspect`` shows: local, sampled (the manifest's design, or the one given)
+    and shuffled (from the receipt of ``released``, a file that manifest made).
+
+    Raises
+    ------
+    ParameterError
+        ``released`` has no receipt or another manifest made it; see also :func:`sampling_of`.
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
+    >>> f"{inspect_guarantees(m, sampling='poisson:0.05').sampled:.4f}"
+    '0.6700'
+    """
+    from pramkit.engine.receipt import manifest_digests, read_receipt
+
+    receipt = None
+    if released is not None:
+        receipt = read_receipt(released)
+        if receipt is None:
+            raise ParameterError(f"--released {str(released)!r} has no receipt (made by `pramkit apply`)")
+        if receipt["manifest_sha256"] not in manifest_digests(manifest):
+            raise ParameterError(f"--released {str(released)!r} was made by another manifest (its receipt says so)")
+    design = sampling_of(sampling, population, None if receipt is None else receipt["rows"])
+    base = release_guarantees(manifest, sampling=design)
+    shuffle = (receipt or {}).get("guarantees")
+    if not shuffle:
+        return base
+    central = shuffle["shuffled_epsilon"]
+    return dataclasses_replace(base, shuffled=None if central is None else float(central),
+                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"])
