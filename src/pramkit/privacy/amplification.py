@@ -115,8 +115,9 @@ def by_sampling(epsilon: float, q: float) -> float:
     if math.isinf(epsilon):
         return math.inf
     with localcontext() as ctx:
-        ctx.prec = DIGITS
-        return float_up((1 + Decimal(rate) * (Decimal(epsilon).exp() - 1)).ln())
+        ctx.prec = DIGITS + max(0, -Decimal(epsilon).adjusted())   # e^eps - 1 keeps 40 digits however small
+        # 40 digits are within 1e-38 of the exact value: the nudge keeps the bound above it
+        return float_up((1 + Decimal(rate) * (Decimal(epsilon).exp() - 1)).ln() * (1 + Decimal("1e-30")))
 
 
 def sampling_rate(q: Any, name: str = "the sampling rate q") -> float:
