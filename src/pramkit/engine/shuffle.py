@@ -166,8 +166,11 @@ class KeyedShuffle:
             path = self._bucket(b)
             if not path.exists():
                 continue
-            with pa.memory_map(str(path)) as source:
-                table = ipc.open_file(source).read_all()
+            try:
+                with pa.memory_map(str(path)) as source:
+                    table = ipc.open_file(source).read_all()
+            except OSError as exc:
+                raise WriteError(f"cannot read the shuffle's temporary files back: {exc.strerror or exc}") from None
             words = table.column(WORD).to_numpy()
             rows = table.column(ROW).to_numpy()
             yield table.take(pa.array(np.lexsort((rows, words)))).drop_columns([WORD, ROW])

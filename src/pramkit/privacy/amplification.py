@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace as dataclasses_replace
+from dataclasses import dataclass, replace as dataclasses_replace
 from decimal import Decimal, localcontext
 from typing import Any, Mapping, Sequence
 
@@ -531,6 +531,8 @@ class Guarantees:
         The central delta.
     shuffle_conditions : str, optional
         The conditions of ``shuffled``, or the one that fails.
+    clones : int, optional
+        The ``n`` of the shuffle bound: the fewest released records that agree on what is shown exactly.
     """
 
     local: float
@@ -539,7 +541,7 @@ class Guarantees:
     shuffled: float | None = None
     delta: float | None = None
     shuffle_conditions: str | None = None
-    notes: tuple[str, ...] = field(default=())
+    clones: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The guarantees as JSON values (``inf`` as the text ``"inf"``)."""
@@ -552,6 +554,7 @@ class Guarantees:
             "shuffled_epsilon": None if self.shuffled is None else epsilon_to_json(self.shuffled),
             "shuffled_delta": self.delta,
             "shuffle_conditions": self.shuffle_conditions,
+            "shuffled_records": self.clones,
         }
 
     def lines(self) -> list[str]:
@@ -759,7 +762,8 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
     design = 0.0 if manifest.ledger is None else manifest.ledger.design_epsilon
     central, conditions = shuffled_guarantee(manifest.perturbation_epsilon, design, max(int(clones or 1), 1),
                                              failures, matrix=matrix, delta=delta)
-    return Guarantees(local, sampled, words, central, None if central is None else delta, conditions)
+    return Guarantees(local, sampled, words, central, None if central is None else delta, conditions,
+                      None if clones is None else int(clones))
 
 
 def sampling_of(sampling: str | None, population: int | None, rows: int | None) -> Sampling | None:
@@ -856,4 +860,5 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
         return base
     central = shuffle["shuffled_epsilon"]
     return dataclasses_replace(base, shuffled=None if central is None else float(central),
-                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"])
+                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
+                               clones=shuffle.get("shuffled_records"))
