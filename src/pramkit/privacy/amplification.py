@@ -59,6 +59,7 @@ import math
 import re
 from dataclasses import dataclass, replace as dataclasses_replace
 from decimal import Decimal, localcontext
+from os import PathLike
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -862,3 +863,24 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
     return dataclasses_replace(base, shuffled=None if central is None else float(central),
                                delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
                                clones=shuffle.get("shuffled_records"))
+
+
+def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
+    """The guarantees a report shows: local, the manifest's sampled one, and the shuffled one when
+    ``released`` is a file with a receipt of this manifest that states it (else no shuffled line).
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> report_guarantees(Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}), "nowhere.csv").shuffled is None
+    True
+    """
+    from pramkit.engine.receipt import manifest_digests, read_receipt
+
+    receipt = None
+    if isinstance(released, (str, PathLike)):
+        receipt = read_receipt(released)
+    if receipt is None or receipt["manifest_sha256"] not in manifest_digests(manifest):
+        return release_guarantees(manifest)
+    return inspect_guarantees(manifest, released=released)

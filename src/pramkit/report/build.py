@@ -54,6 +54,7 @@ from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.labels import Label
+from pramkit.privacy.amplification import report_guarantees
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.identification import RiskResult, identification_risk
@@ -570,6 +571,9 @@ class ReleaseReport:
     structure : mapping
         The release's structure (:func:`structure_facts`): edit rules, strata, values never
         changed, household unit, the record epsilon given the structure; empty without one.
+    guarantees : pramkit.privacy.amplification.Guarantees, optional
+        Local, sampled and shuffled guarantees side by side
+        (:func:`pramkit.privacy.amplification.report_guarantees`).
 
     Examples
     --------
@@ -610,6 +614,7 @@ class ReleaseReport:
     records: int = 0
     locality: tuple[Locality, ...] = ()
     structure: Mapping[str, Any] = field(default_factory=dict)
+    guarantees: Any = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1200,6 +1205,7 @@ def build_report(
         records=len(release),
         locality=locality,
         structure=structure_facts(manifest),
+        guarantees=report_guarantees(manifest, released_path),
     )
 
 
@@ -1359,5 +1365,5 @@ def build_public_report(
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
         ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
-        structure=structure_facts(manifest),
+        structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path),
     )
