@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from pramkit.engine.rng import SecretKey, words_at
+from pramkit.engine.rng import SecretKey, stream, words_at
 from pramkit.errors import WriteError
 
 #: The key's stream that orders the rows (a name no column can take: streams of variables are their names).
@@ -42,16 +42,19 @@ WORD, ROW = "\x00order", "\x00row"
 
 
 def order_words(key: SecretKey, rows: np.ndarray) -> np.ndarray:
-    """The sort word of each row number.
+    """The sort word of each row number (a run of consecutive rows is read from the stream directly).
 
     Examples
     --------
     >>> key = SecretKey(bytes(32), "zeros")
-    >>> w = order_words(key, np.arange(5))
-    >>> w.dtype, bool(np.array_equal(w[[3, 1]], order_words(key, np.array([3, 1]))))
+    >>> w = order_words(key, np.arange(2, 7))
+    >>> w.dtype, bool(np.array_equal(w[[3, 1]], order_words(key, np.array([5, 3]))))
     (dtype('uint64'), True)
     """
-    return words_at(key, SHUFFLE_STREAM, np.asarray(rows, dtype=np.int64)).astype(np.uint64)
+    r = np.asarray(rows, dtype=np.int64)
+    if r.size > 1 and r[-1] - r[0] == r.size - 1 and np.all(np.diff(r) == 1):
+        return stream(key, SHUFFLE_STREAM, int(r[0])).bit_generator.random_raw(r.size).astype(np.uint64)
+    return words_at(key, SHUFFLE_STREAM, r).astype(np.uint64)
 
 
 def permutation(key: SecretKey, n: int) -> np.ndarray:
@@ -150,9 +153,10 @@ class KeyedShuffle:
         buckets = (words >> np.uint64(64 - self.bits)).astype(np.int64) if self.bits else np.zeros(rows.size, int)
         order = np.argsort(buckets, kind="stable")
         cuts = np.searchsorted(buckets[order], np.arange(2 ** self.bits + 1))
+        grouped = spilled.take(pa.array(order))             # one gather; each bucket is then a slice of it
         try:
             for b in np.flatnonzero(np.diff(cuts)):
-                part = spilled.take(pa.array(order[cuts[b]:cuts[b + 1]]))
+                part = grouped.slice(int(cuts[b]), int(cuts[b + 1] - cuts[b]))
                 if b not in self._writers:
                     self._writers[b] = ipc.new_file(self._bucket(int(b)), spilled.schema)
                 self._writers[b].write_table(part)
