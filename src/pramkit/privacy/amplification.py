@@ -587,10 +587,17 @@ def sampled_guarantee(local: float, sampling: Sampling | None) -> tuple[float | 
     >>> eps, words = sampled_guarantee(3.0, Sampling.parse("poisson:0.05"))
     >>> f"{eps:.4f}", words.startswith("each person")
     ('0.6700', True)
+    >>> sampled_guarantee(3.0, Sampling.parse("stratified:0.01,0.05"))[1].endswith(
+    ...     "(per stratum: rate 0.01: epsilon 0.1747, rate 0.05: epsilon 0.6701)")
+    True
     """
     if sampling is None:
         return None, None
-    return by_sampling(local, sampling.rate), sampling.conditions()
+    from pramkit.ledger import fmt_epsilon
+
+    per_stratum = "" if len(sampling.rates) == 1 else " (per stratum: " + ", ".join(
+        f"rate {q:g}: epsilon {fmt_epsilon(by_sampling(local, q))}" for q in sampling.rates) + ")"
+    return by_sampling(local, sampling.rate), sampling.conditions() + per_stratum
 
 
 def shuffle_failures(columns: Sequence[str], perturbed: Sequence[str], public: Sequence[str],
