@@ -51,7 +51,7 @@ def test_sampling_is_an_upper_bound_below_the_local(eps: float, q: float) -> Non
     assert amplified <= math.nextafter(eps, math.inf)
 
 
-@pytest.mark.parametrize("q", [0, -0.1, 1.5, float("nan"), "0.1", True])
+@pytest.mark.parametrize("q", [0, -0.1, 1.5, float("nan"), float("inf")])
 def test_sampling_rate_outside(q) -> None:
     with pytest.raises(ParameterError, match=r"\(0, 1\]"):
         by_sampling(1.0, q)

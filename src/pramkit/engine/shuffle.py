@@ -111,7 +111,6 @@ class KeyedShuffle:
         self.where = where
         self._dir: Path | None = None
         self._writers: dict[int, Any] = {}
-        self._schema: pa.Schema | None = None
 
     def __enter__(self) -> "KeyedShuffle":
         try:
@@ -149,16 +148,15 @@ class KeyedShuffle:
         rows = np.arange(start, start + table.num_rows, dtype=np.int64)
         words = order_words(self.key, rows)
         spilled = table.append_column(WORD, pa.array(words)).append_column(ROW, pa.array(rows))
-        self._schema = spilled.schema
         buckets = (words >> np.uint64(64 - self.bits)).astype(np.int64) if self.bits else np.zeros(rows.size, int)
         order = np.argsort(buckets, kind="stable")
         cuts = np.searchsorted(buckets[order], np.arange(2 ** self.bits + 1))
         grouped = spilled.take(pa.array(order))             # one gather; each bucket is then a slice of it
         try:
-            for b in np.flatnonzero(np.diff(cuts)):
+            for b in (int(i) for i in np.flatnonzero(np.diff(cuts))):
                 part = grouped.slice(int(cuts[b]), int(cuts[b + 1] - cuts[b]))
                 if b not in self._writers:
-                    self._writers[b] = ipc.new_file(self._bucket(int(b)), spilled.schema)
+                    self._writers[b] = ipc.new_file(self._bucket(b), spilled.schema)
                 self._writers[b].write_table(part)
         except OSError as exc:
             raise WriteError(f"cannot write the shuffle's temporary files: {exc.strerror or exc}") from None

@@ -67,6 +67,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.errors import ParameterError
 from pramkit.privacy.exact import DIGITS, float_up
+from pramkit.risk.fractions import check_fraction
 
 #: Resolution of the bisection over epsilon (nats): the bound is a multiple of it, rounded up.
 GRID = 2.0 ** -32
@@ -110,7 +111,7 @@ def by_sampling(epsilon: float, q: float) -> float:
     >>> f"{by_sampling(3.0, 0.05):.4f}", by_sampling(2.0, 1.0) >= 2.0, by_sampling(math.inf, 0.5)
     ('0.6700', True, inf)
     """
-    rate = sampling_rate(q)
+    rate = check_fraction(q)
     if not (isinstance(epsilon, (int, float)) and epsilon >= 0):
         raise ParameterError(f"epsilon must be a non-negative number, got {epsilon!r}")
     if math.isinf(epsilon):
@@ -119,17 +120,6 @@ def by_sampling(epsilon: float, q: float) -> float:
         ctx.prec = DIGITS + max(0, -Decimal(epsilon).adjusted())   # e^eps - 1 keeps 40 digits however small
         # 40 digits are within 1e-38 of the exact value: the nudge keeps the bound above it
         return float_up((1 + Decimal(rate) * (Decimal(epsilon).exp() - 1)).ln() * (1 + Decimal("1e-30")))
-
-
-def sampling_rate(q: Any, name: str = "the sampling rate q") -> float:
-    """``q`` as a float after checking that it lies in (0, 1].
-
-    >>> sampling_rate(0.05)
-    0.05
-    """
-    if isinstance(q, bool) or not isinstance(q, (int, float)) or not (0 < q <= 1):
-        raise ParameterError(f"{name} must lie in (0, 1], got {q!r}")
-    return float(q)
 
 
 @dataclass(frozen=True)
@@ -168,7 +158,7 @@ class Sampling:
     def __post_init__(self) -> None:
         if self.design not in ("poisson", "srswor", "stratified"):
             raise ParameterError(f"sampling design {self.design!r} is not one of poisson, srswor, stratified")
-        rates = tuple(sampling_rate(q, f"the {self.design} sampling rate") for q in self.rates)
+        rates = tuple(check_fraction(q) for q in self.rates)
         if not rates:
             raise ParameterError("a sampling design needs at least one rate")
         object.__setattr__(self, "rates", rates)
