@@ -49,6 +49,8 @@ def test_three_guarantees_side_by_side(d: Path, capsys) -> None:
     assert f"{g['sampled_epsilon']:.4f}" == "0.6700" and g["local_epsilon"] == pytest.approx(3.0)
     assert g["shuffled_epsilon"] < g["local_epsilon"] / 2 and g["shuffled_delta"] == 1e-6
     assert g["shuffled_records"] == 2_000                           # no missing value: one group
+    ledger = json.loads((d / "m.json").read_text())["ledger"]
+    assert ledger["sampled_epsilon"] == g["sampled_epsilon"] and "Balle" in ledger["sampled_conditions"]
     assert main(["inspect", str(d / "m.json"), "--released", str(d / "r.csv"), "--population", "40000"]) == 0
     text = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in text[-3:]] == ["local", "sampled", "shuffled"]

@@ -590,6 +590,31 @@ def sampled_guarantee(local: float, sampling: Sampling | None) -> tuple[float | 
     return by_sampling(local, sampling.rate), sampling.conditions() + per_stratum
 
 
+def sampled_ledger(manifest: Any) -> dict[str, Any]:
+    """The ledger's fields of the sampling design the manifest records (none without one).
+
+    ``sampled_epsilon`` (the record epsilon amplified by sampling, rounded up) and
+    ``sampled_conditions`` (its conditions, in words); derived, so a manifest that is read
+    recomputes them.
+
+    Examples
+    --------
+    >>> from pramkit.ledger import Ledger
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}, ledger=Ledger(frequencies="none"),
+    ...                 input={"sampling": {"design": "poisson", "rates": [0.05]}})
+    >>> f"{m.to_dict()['ledger']['sampled_epsilon']:.4f}", sampled_ledger(Manifest.of({"sex": m["sex"].matrix}))
+    ('0.6700', {})
+    """
+    from pramkit.manifest import epsilon_to_json
+
+    if not manifest.input.get("sampling"):
+        return {}
+    sampled, words = sampled_guarantee(manifest.record_epsilon, Sampling.from_dict(manifest.input["sampling"]))
+    return {"sampled_epsilon": epsilon_to_json(sampled), "sampled_conditions": words}
+
+
 def shuffle_failures(columns: Sequence[str], perturbed: Sequence[str], public: Sequence[str],
                      households: Sequence[str], *, shuffled: bool) -> list[str]:
     """Why a release gets no central figure: each failing condition, naming the column.
