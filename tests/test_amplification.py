@@ -205,3 +205,16 @@ def test_sampled_and_local_side_by_side() -> None:
     assert f"{g.sampled:.4f}" == "0.6700" and g.local == manifest.record_epsilon
     assert [line.split(":")[0] for line in g.lines()] == ["local", "sampled"]
     assert g.to_dict()["sampled_epsilon"] == g.sampled
+
+
+def test_readme_demo_figure() -> None:
+    """The README's census-demo sentence: local 6 (default design step plus perturbation), shuffled over
+    953 076 records, is the figure the library states (rounded up as the ledger prints it)."""
+    from pathlib import Path
+
+    from pramkit.ledger import default_design_epsilon, fmt_epsilon
+
+    design = default_design_epsilon(6.0, 953_076, [9, 2, 6])
+    central = fmt_epsilon(design + by_shuffling(6.0 - design, 953_076, 1e-6))
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"central epsilon of {central} at delta 10^-6" in readme
