@@ -777,7 +777,10 @@ class Manifest:
         return self._ledger().statement([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     def _ledger_dict(self) -> dict[str, Any]:
-        return self.ledger.to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
+        from pramkit.privacy.amplification import sampled_ledger
+
+        return {**self.ledger.to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts),
+                **sampled_ledger(self)}
 
     @property
     def names(self) -> list[str]:

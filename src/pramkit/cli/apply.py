@@ -34,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ('data.csv', 'm.json', 'released.parquet', 'secret.key', True)
     >>> args.engine, args.chunk_rows == CHUNK_ROWS, args.na_values, args.func is run
     ('local', True, ('NA',), True)
+    >>> args.shuffle, args.public_columns
+    (False, '')
     """
     p = sub.add_parser(
         "apply", help=HELP["apply"],
@@ -52,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local: streamed on this machine (default); spark: a Spark job writing a folder of part files")
     p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
+    p.add_argument("--shuffle", action="store_true",
+                   help="write the rows in an order drawn from the key (same release for any chunk size or engine); "
+                        "the summary and the receipt then state the file's central (epsilon, delta)")
+    p.add_argument("--public-columns", default="",
+                   help="comma-separated unperturbed columns that the shuffled guarantee treats as public")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(p)
     p.set_defaults(func=run, files=files)
@@ -112,6 +119,9 @@ def print_summary(result: ApplyResult) -> None:
         print(f"  perturbed: {', '.join(result.perturbed)} (changes are not counted on Spark)")
     print(f"record epsilon: {figure(result.record_epsilon)} (the manifest's: design step plus the perturbed "
           "variables)")
+    if result.guarantees is not None:
+        for line in result.guarantees.lines():
+            print(line)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,15 +175,18 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.engine.rng import SecretKey
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
+    public = tuple(c.strip() for c in args.public_columns.split(",") if c.strip())
     if args.engine == "spark":
         from pramkit.engines.spark import apply_file_spark
 
         result = apply_file_spark(args.data, args.manifest, args.out, key=key, force=args.force,
-                                  master=args.spark_master, quiet=args.quiet, na_values=args.na_values)
+                                  master=args.spark_master, quiet=args.quiet, na_values=args.na_values,
+                                  shuffle=args.shuffle, public_columns=public)
     else:
         result = apply_file(
             args.data, args.manifest, args.out, key=key, force=args.force,
             chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values, threads=args.threads,
+            shuffle=args.shuffle, public_columns=public,
         )
     if args.json:
         print_json(result.to_dict())

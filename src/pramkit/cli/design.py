@@ -163,6 +163,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "noise is drawn from it, so the same key designs the same manifest (default: fresh noise "
                    "from the operating system)")
     p.add_argument("--force", action="store_true", help="overwrite --out and the design record if they exist")
+    p.add_argument("--sampling", metavar="DESIGN",
+                   help="the file is a secret sample: poisson:Q, srswor:M/N or stratified:Q1,Q2,... (the ledger "
+                        "states the amplified epsilon beside the local one)")
+    p.add_argument("--population", type=int, metavar="N",
+                   help="the file is a simple random sample without replacement of its rows from N persons")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
     add_quiet(p)
@@ -285,9 +290,12 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.atomic import check_writable
     from pramkit.engine.rng import SecretKey
     from pramkit.release.choices import DesignChoices
+    from pramkit.privacy.amplification import declare_sampling, release_guarantees
     from pramkit.release.record import design_record_path, write_design
 
     if args.data is None:
+        if args.sampling or args.population is not None:
+            raise ParameterError("--sampling and --population describe a data file's release: give DATA and --vars")
         out = _distribution_mode(args)
         print_json(out) if args.json else _print_matrix(out)
         return 0
@@ -305,7 +313,10 @@ def run(args: argparse.Namespace) -> int:
     names = [v.strip() for v in args.vars.split(",") if v.strip()]
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     release = DesignChoices.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
+    release = declare_sampling(release, sampling=args.sampling, population=args.population)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
+    if "sampling" in release.manifest.input:
+        out["guarantees"] = release_guarantees(release.manifest).to_dict()
     print(dumps(out)) if args.json else _print_written(out, release.manifest)  # JSON values already
     return 0
 
@@ -331,6 +342,10 @@ def _print_written(out: dict[str, Any], manifest: Any) -> None:
     print(f"wrote {out['manifest']} (public; record epsilon {fmt_epsilon(manifest.record_epsilon_given_structure)}"
           f"{given}) and {out['design_record']} (private: never publish it)")
     print(manifest.guarantee)
+    if "guarantees" in out:
+        from pramkit.privacy.amplification import release_guarantees
+
+        print("\n".join(release_guarantees(manifest).lines()))
     _print_notes(out)
 
 

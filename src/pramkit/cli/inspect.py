@@ -26,11 +26,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> args = parser.parse_args(["inspect", "manifest.json", "--json"])
     >>> args.command, str(args.manifest), args.json, args.func is run
     ('inspect', 'manifest.json', True, True)
+    >>> parser.parse_args(["inspect", "m.json", "--sampling", "poisson:0.05"]).sampling
+    'poisson:0.05'
     """
     p = sub.add_parser("inspect", help=HELP["inspect"],
                        description="Per variable: categories, epsilon, bistochastic, smallest diagonal entry; "
                        "the design step's epsilon, the record's total epsilon and the guarantee sentence.")
     p.add_argument("manifest", type=Path, help="manifest JSON")
+    p.add_argument("--sampling", metavar="DESIGN",
+                   help="the file is a secret sample: poisson:Q, srswor:M/N or stratified:Q1,Q2,... "
+                        "(default: the design the manifest records, if any)")
+    p.add_argument("--population", type=int, metavar="N",
+                   help="the released file (--released) is a simple random sample of its rows from N persons")
+    p.add_argument("--released", type=Path, metavar="FILE",
+                   help="a file the manifest made: its receipt gives its rows and, if shuffled, its central guarantee")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -77,7 +86,13 @@ def run(args: argparse.Namespace) -> int:
     >>> json_code, info["record_epsilon"], [v["name"] for v in info["variables"]]
     (0, 1.5, ['region', 'sex'])
     """
-    info = Manifest.read(args.manifest).describe()
+    from pramkit.privacy.amplification import inspect_guarantees
+
+    manifest = Manifest.read(args.manifest)
+    info = manifest.describe()
+    guarantees = inspect_guarantees(manifest, sampling=args.sampling, population=args.population,
+                                    released=args.released)
+    info["guarantees"] = guarantees.to_dict()
     if args.json:
         print_json(info)
         return 0
@@ -105,4 +120,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"shown exactly ({fact['kind']}): {fact['reveals']}"
               + ("" if fact["covered"] else " (no epsilon covers these values)"))
     print(info["guarantee"])
+    print("\n".join(guarantees.lines()))
     return 0

@@ -33,6 +33,7 @@ from pramkit.progress import progress
 from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.engine.sampling import Sampler, release, sampler_for
 from pramkit.engine.utf8 import pool_array
+from pramkit.privacy.amplification import DEFAULT_DELTA
 
 #: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
 SPAN = 1 << 18
@@ -200,6 +201,8 @@ class ApplyResult:
         :attr:`pramkit.engine.rng.SecretKey.fingerprint` of the key.
     receipt : str, optional
         The release receipt written beside ``output``.
+    guarantees : pramkit.privacy.amplification.Guarantees, optional
+        The local, sampled and shuffled guarantees of the file written (``pramkit apply --shuffle``).
 
     Examples
     --------
@@ -222,6 +225,7 @@ class ApplyResult:
     perturbed: tuple[str, ...] = ()
     key_fingerprint: str = ""
     receipt: str | None = None
+    guarantees: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """The outcome as plain values: the JSON object that ``pramkit apply --json`` prints.
@@ -257,6 +261,7 @@ class ApplyResult:
                  "changed_share": v.changed_share, **({"outside_kept": v.outside} if v.outside else {})}
                 for v in self.variables
             ],
+            **({} if self.guarantees is None else {"guarantees": self.guarantees.to_dict()}),
         }
 
 
@@ -1086,6 +1091,9 @@ def apply_file(
     na_values: Sequence[str] = NA_VALUES,
     receipt: bool = True,
     threads: int | None = None,
+    shuffle: bool = False,
+    public_columns: Sequence[str] = (),
+    delta: float = DEFAULT_DELTA,
 ) -> ApplyResult:
     """Perturb a file chunk by chunk into ``out`` (same columns, order and types).
 
@@ -1110,6 +1118,14 @@ def apply_file(
     process may use; see :class:`TablePerturber`); the output does not
     depend on it.
 
+    ``shuffle`` writes the rows in an order drawn from the key
+    (:mod:`pramkit.engine.shuffle`, out of core: about one chunk in memory),
+    the same for any chunk size; the result's ``guarantees`` and the receipt
+    then state the central ``(epsilon, delta)`` of the shuffled file, or the
+    condition that fails (:func:`pramkit.privacy.amplification.release_guarantees`).
+    ``public_columns`` are columns released as they are that the guarantee
+    treats as public knowledge.
+
     Parameters
     ----------
     data : str or pathlib.Path
@@ -1132,6 +1148,12 @@ def apply_file(
         Write the release receipt ``OUT.receipt.json``.
     threads : int, optional
         Threads that perturb a chunk.
+    shuffle : bool
+        Write the rows in the key's random order.
+    public_columns : sequence of str
+        Columns declared public (with ``shuffle`` only).
+    delta : float
+        The delta of the shuffled file's central guarantee.
 
     Returns
     -------
@@ -1142,7 +1164,8 @@ def apply_file(
     Raises
     ------
     ParameterError
-        ``out`` is an input, or ``chunk_rows`` is below 1.
+        ``out`` is an input, or ``chunk_rows`` is below 1, or the shuffle's columns do not fit
+        (:func:`pramkit.privacy.amplification.check_shuffle`).
     OutputExistsError
         ``out`` exists and ``force`` is false.
     DataError
@@ -1177,6 +1200,8 @@ def apply_file(
     """
     from pramkit.engine.receipt import receipt_after, receipt_path
     from pramkit.io_stat import check_codes_named
+    from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
+    from pramkit.privacy.amplification import check_shuffle, release_guarantees
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -1194,21 +1219,32 @@ def apply_file(
         check_codes_named(man, meta.missing, meta.labels, repr(str(src)))
         perturber = TablePerturber(man, secret, meta.missing, threads=threads)
         perturber.check_columns(meta.columns, f"{str(src)!r}")
+        check_shuffle(man, meta.columns, public_columns, shuffle=shuffle)
+        groups = CloneGroups(list(public_columns), man.columns, meta.missing) if shuffle else None
         with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
-                TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
+                TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer, \
+                ShuffledWriter(writer, secret if shuffle else None, chunk_rows=chunk_rows,
+                               rows=meta.rows, source=src, where=dst.parent) as out_rows:
             for table in batches:
                 table = perturber(table, start)
-                writer.write(table)
+                out_rows.write(table, start)
+                if groups is not None:
+                    groups.add(table)
                 start += table.num_rows
                 bar.update(table.num_rows)
             if start == 0:
                 raise DataError(f"file {str(src)!r} has no data rows")
+            out_rows.finish()
+            guarantees = None if groups is None else release_guarantees(
+                man, columns=meta.columns, public_columns=public_columns, shuffled=True, clones=groups.smallest,
+                delta=delta)
             if pending is not None:  # the receipt's content now, with the digest of what will appear
                 writer.close()
-                pending.fill(rows=start, digest=writer.sha256)
+                pending.fill(rows=start, digest=writer.sha256,
+                             guarantees=None if guarantees is None else guarantees.to_dict())
     return ApplyResult(
         rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,
         perturbed=tuple(man.names), key_fingerprint=secret.fingerprint,
-        receipt=str(receipt_path(dst)) if receipt else None,
+        receipt=str(receipt_path(dst)) if receipt else None, guarantees=guarantees,
     )

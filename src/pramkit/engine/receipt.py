@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from pramkit._json import read_json
 from pramkit._version import __version__
@@ -172,6 +172,7 @@ def receipt_text(
     rows: int,
     digest: str | None = None,
     folder: bool = False,
+    guarantees: Mapping[str, Any] | None = None,
 ) -> str:
     """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
 
@@ -187,6 +188,9 @@ def receipt_text(
         The released file's SHA-256; default computed from the file.
     folder : bool
         The release is a folder of part files: no digest is recorded.
+    guarantees : mapping, optional
+        The shuffled release's guarantees
+        (:meth:`pramkit.privacy.amplification.Guarantees.to_dict`), recorded as ``guarantees``.
 
     Returns
     -------
@@ -220,6 +224,7 @@ def receipt_text(
         "rows": int(rows),
         "manifest_sha256": primary,
         "manifest_content_sha256": sorted(digests - {primary})[0] if len(digests) > 1 else primary,
+        **({"guarantees": dict(guarantees)} if guarantees else {}),
     }
     return json.dumps(receipt, indent=2) + "\n"
 
@@ -267,7 +272,8 @@ class PendingReceipt:
         """Whether :meth:`fill` has written the receipt's content."""
         return self._stage is not None
 
-    def fill(self, *, rows: int, digest: str | None = None, folder: bool = False) -> None:
+    def fill(self, *, rows: int, digest: str | None = None, folder: bool = False,
+             guarantees: Mapping[str, Any] | None = None) -> None:
         """Write the receipt's content to its temporary: call it before the release is renamed into place.
 
         Parameters
@@ -276,6 +282,7 @@ class PendingReceipt:
         digest : the released file's SHA-256 (of its temporary, e.g.
             :attr:`pramkit.io.TableWriter.sha256`); ignored for a folder
         folder : the release is a folder of part files (no digest)
+        guarantees : the shuffled release's guarantees (:func:`receipt_text`)
 
         Raises
         ------
@@ -301,7 +308,8 @@ class PendingReceipt:
         []
         ['out.csv', 'out.csv.receipt.json'] 1
         """
-        text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder)
+        text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder,
+                            guarantees=guarantees)
         if self._stage is None:  # its temporary appears only now, once the release is written
             self._stage = self._stack.enter_context(
                 staged_bytes(receipt_path(self._released), force=True, inputs=self._inputs))

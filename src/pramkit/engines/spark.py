@@ -50,6 +50,7 @@ from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
 from pramkit.manifest import Manifest
 from pramkit.engine.perturb import ApplyResult, TablePerturber
 from pramkit.engine.rng import SecretKey, resolve_key
+from pramkit.privacy.amplification import DEFAULT_DELTA
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _ROW_BITS = 33
 _MONO = "__pramkit_mono"
 _OUT = "__pramkit_released"
+_ORDER = "__pramkit_order"
 
 #: Settings of every session pramkit starts.
 _SETTINGS = {
@@ -471,6 +473,80 @@ def perturb(
     return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, release)
 
 
+@_one_line_errors
+def shuffle_rows(df: "DataFrame", key: SecretKey, *, row_number: str | None = None) -> "DataFrame":
+    """The rows of ``df`` in the key's order: the order of :func:`pramkit.engine.shuffle.permutation`.
+
+    Each row's sort word comes from its row number (``row_number``, or the file order as in
+    :func:`perturb`) in an Arrow UDF; Spark sorts by the word, then by the row number.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The records (typically :func:`perturb`'s release).
+    key : SecretKey
+        The secret key.
+    row_number : str, optional
+        A column of 0-based row numbers.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        Sorted by a range partitioning: the part files, read in order, hold the rows in the key's order.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> from pramkit.engine.shuffle import permutation
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> df = session("local[1]").createDataFrame(pd.DataFrame({"row": range(8)}))
+    >>> shuffle_rows(df, key, row_number="row").toPandas()["row"].tolist() == permutation(key, 8).tolist()
+    True
+    """
+    from pramkit.engine.shuffle import order_words
+
+    F = _require_pyspark()
+    from pyspark.sql.types import LongType
+
+    numbered, numbers, offsets = _with_row_numbers(df, row_number)
+
+    def order(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        for values in batches:
+            words = order_words(key, _row_numbers_of(values, offsets))
+            yield pa.array((words ^ np.uint64(1 << 63)).view(np.int64))  # signed, in the same order
+
+    udf = F.arrow_udf(order, LongType())
+    ordered = numbered.withColumn(_ORDER, udf(numbers)).orderBy(F.col(_ORDER), numbers)
+    return ordered.select(*(F.col(_quoted(name)) for name in df.columns))
+
+
+def smallest_group(df: "DataFrame", public: Sequence[str], perturbed: Sequence[str],
+                   missing_codes: MissingCodes | None = None) -> int:
+    """:attr:`pramkit.engine.shuffle.CloneGroups.smallest` of a Spark DataFrame: the fewest rows that agree
+    on the public columns and on which perturbed columns are missing.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> df = session("local[1]").createDataFrame(pd.DataFrame({"r": ["a", "a", "b"], "x": ["1", None, "2"]}))
+    >>> smallest_group(df, ["r"], ["x"]), smallest_group(df, [], [])
+    (1, 3)
+    """
+    F = _require_pyspark()
+    texts = list(missing_codes.texts) if missing_codes else []
+    keys = [F.col(_quoted(c)) for c in public]
+    for c in perturbed:
+        missing = F.col(_quoted(c)).isNull()
+        if texts:
+            missing = missing | F.col(_quoted(c)).cast("string").isin(texts)
+        keys.append(missing.alias(f"__pramkit_missing_{len(keys)}"))
+    if not keys:
+        return int(df.count())
+    return int(df.groupBy(*keys).count().agg(F.min("count")).collect()[0][0])
+
+
 def _through_python(df: "DataFrame", columns: Sequence[str], numbers: Any, read: Sequence[str],
                     written: Sequence[str], function: Callable[[Iterator[tuple[pa.Array, pa.Table]]],
                                                                 Iterator[pa.Table]]) -> "DataFrame":
@@ -567,6 +643,9 @@ def apply_file_spark(
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
     receipt: bool = True,
+    shuffle: bool = False,
+    public_columns: Sequence[str] = (),
+    delta: float = DEFAULT_DELTA,
 ) -> ApplyResult:
     """:func:`pramkit.apply_file` as a Spark job: same release, written as a folder of part files.
 
@@ -588,8 +667,10 @@ def apply_file_spark(
         The release's manifest.
     out : str or Path
         The folder to write.
-    key, force, master, quiet, na_values, receipt
-        As :func:`pramkit.apply_file`; ``master`` is Spark's.
+    key, force, master, quiet, na_values, receipt, shuffle, public_columns, delta
+        As :func:`pramkit.apply_file`; ``master`` is Spark's.  With ``shuffle`` the part
+        files, read in order, hold the local engine's shuffled release row for row
+        (:func:`shuffle_rows`).
 
     Returns
     -------
@@ -610,6 +691,7 @@ def apply_file_spark(
     """
     from pramkit.io import table_format
     from pramkit.engine.receipt import receipt_after, receipt_path
+    from pramkit.privacy.amplification import check_shuffle, release_guarantees
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -625,12 +707,18 @@ def apply_file_spark(
             atomic_path(dst, force=force, inputs=inputs, folder=True) as tmp:
         spark = session(master)
         df = read(spark, data)
-        _save(perturb(df, man, key=secret, missing_codes=codes), tmp, fmt)
+        check_shuffle(man, df.columns, public_columns, shuffle=shuffle)
+        released = perturb(df, man, key=secret, missing_codes=codes)
+        _save(shuffle_rows(released, secret) if shuffle else released, tmp, fmt)
         rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
+        guarantees = release_guarantees(
+            man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
+            clones=smallest_group(df, public_columns, man.columns, codes)) if shuffle else None
         if pending is not None:
-            pending.fill(rows=rows, folder=True)
+            pending.fill(rows=rows, folder=True, guarantees=None if guarantees is None else guarantees.to_dict())
     return ApplyResult(
         rows=rows, variables=(), key_source=secret.source, record_epsilon=man.record_epsilon,
         output=str(dst), seconds=time.perf_counter() - t0, perturbed=tuple(man.names),
         key_fingerprint=secret.fingerprint, receipt=str(receipt_path(dst)) if receipt else None,
+        guarantees=guarantees,
     )

@@ -54,6 +54,7 @@ from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.labels import Label
+from pramkit.privacy.amplification import report_guarantees
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.contributions import ReleaseContributions, release_contributions
@@ -576,6 +577,9 @@ class ReleaseReport:
     contributions : ReleaseContributions or None
         With ``build_report(..., contributions=True)``: what each key variable and level
         contributes to the risk before and after PRAM (:mod:`pramkit.risk.contributions`).
+    guarantees : pramkit.privacy.amplification.Guarantees, optional
+        Local, sampled and shuffled guarantees side by side
+        (:func:`pramkit.privacy.amplification.report_guarantees`).
 
     Examples
     --------
@@ -618,6 +622,7 @@ class ReleaseReport:
     structure: Mapping[str, Any] = field(default_factory=dict)
     audit: Any = None
     contributions: ReleaseContributions | None = None
+    guarantees: Any = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1221,6 +1226,7 @@ def build_report(
         locality=locality,
         structure=structure_facts(manifest),
         contributions=explained,
+        guarantees=report_guarantees(manifest, released_path),
     )
 
 
@@ -1419,5 +1425,5 @@ def build_public_report(
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
         ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
-        structure=structure_facts(manifest),
+        structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path),
     )

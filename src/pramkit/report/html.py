@@ -181,8 +181,24 @@ def _ledger(report: ReleaseReport) -> str:
         table +
         f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, which "
         "are perturbed independently: sequential composition).</p>" + design + warn
-        + f'<div class="{box}">{meaning}</div>' + _shown_exactly(facts.get("released_exactly_facts") or [])
+        + f'<div class="{box}">{meaning}</div>' + _guarantees(report.guarantees)
+        + _shown_exactly(facts.get("released_exactly_facts") or [])
     )
+
+
+def _guarantees(guarantees: Any) -> str:
+    """Local, sampled and shuffled guarantees side by side, each with its conditions (nothing without them).
+
+    Examples
+    --------
+    >>> from pramkit.privacy.amplification import Guarantees
+    >>> _guarantees(Guarantees(3.0, 0.67, "a secret sample")).count("<li>"), _guarantees(None)
+    (2, '')
+    """
+    if guarantees is None:
+        return ""
+    items = "".join(f"<li>{_e(line)}</li>" for line in guarantees.lines())
+    return f"<p>What the published file guarantees as a whole:</p><ul>{items}</ul>"
 
 
 #: How the report names each kind of value released exactly (:data:`pramkit.ledger.FACT_KINDS`).

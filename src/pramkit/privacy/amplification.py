@@ -1,0 +1,908 @@
+"""What the published file guarantees as a whole: amplification by sampling and by shuffling.
+
+pramkit states a local epsilon per record.  Two properties of the released
+*file* strengthen it, each under conditions that this module states in words:
+
+* **Sampling** (Balle, Barthe and Gaboardi 2018, "Privacy amplification by
+  subsampling: tight analyses via couplings and divergences", Table 1).  When
+  the file is a secret, data-independent sample of a population, an
+  epsilon-DP release of the sample is ``ln(1 + q (e^eps - 1))``-DP for the
+  population: Poisson sampling at rate ``q`` (neighbouring populations: one
+  person present or absent) or simple random sampling without replacement of
+  ``m`` of ``N`` (``q = m / N``; neighbouring populations: one person's values
+  replaced, pramkit's unit).  A stratified design samples each stratum on its
+  own: the bound takes the largest rate.  Allocation that depends on the data
+  (sample sizes from the population's counts) can degrade privacy (Bun,
+  Drechsler, Gaboardi, McMillan and Sarathy 2020, "Controlling privacy loss
+  in sampling schemes"), so the rates must be fixed before the data are seen.
+* **Shuffling** (Feldman, McMillan and Talwar 2021, "Hiding among the clones",
+  Theorem 3.2 and Appendix E).  When every released column is randomized by an
+  eps0-DP local randomizer (or public) and the rows are in a random order,
+  the file is ``(eps, delta)``-DP for the central ``eps`` bounded here.  Each
+  of the other ``n - 1`` records is, with probability ``w`` (``e^-eps0`` for
+  any eps0-DP randomizer), a "clone" that outputs a draw from one of the two
+  distributions the target's two possible values produce.  The release is then
+  a post-processing of the pair ``P = (A + D, C - A + 1 - D)``,
+  ``Q = (A + 1 - D, C - A + D)`` with ``C ~ Bin(n - 1, w)``,
+  ``A ~ Bin(C, 1/2)`` and ``D ~ Bern(e^eps0 / (e^eps0 + 1))``; ``delta(eps)``
+  is the hockey-stick divergence of that pair, computed here exactly up to
+  rounding (binomial tails, not the paper's grid), with a margin that covers
+  the rounding, and ``eps`` is found by a bisection that keeps the side where
+  ``delta(eps) <= delta`` holds.
+
+The matrix variant (:func:`by_shuffling_matrix`) uses the total-variation
+parameter ``beta`` of the matrix, the largest total-variation distance between
+two of its rows.  With ``p = e^eps0``, write the rows of the target's two values
+as ``m_b = (1 - gamma) mu + gamma nu_b`` with ``gamma = beta (p + 1) / (p - 1)``,
+where ``nu_0, nu_1`` are a binary randomized response with ratio ``p`` between
+the normalised parts ``(m_0 - m_1)_+`` and ``(m_1 - m_0)_+`` (valid because
+``m_0 <= p m_1``); every other row is at least ``m_b / p`` entrywise, hence
+contains ``beta / (p - 1)`` of each part: clones with ``w = 2 beta / (p - 1)``.
+The target is informative with probability ``gamma`` (a public coin), so
+``delta(eps)`` is ``gamma`` times the divergence of the pair above with that
+``w``.  At the largest ``beta`` an eps0-DP matrix can have,
+``(p - 1) / (p + 1)``, this is ``gamma = 1`` and ``w = 2 / (p + 1)``, the
+figure for randomized response.  The smaller of the two bounds is returned.
+
+Examples
+--------
+>>> f"{by_sampling(3.0, 0.05):.4f}"
+'0.6700'
+>>> bound = shuffling_bound(4.0, 100_000, 1e-6)
+>>> 0.1675 <= bound.lower <= bound.upper <= 0.1728       # the paper's published interval
+True
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace as dataclasses_replace
+from decimal import Decimal, localcontext
+from os import PathLike
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from pramkit.errors import ParameterError
+from pramkit.privacy.exact import DIGITS, float_up
+from pramkit.risk.fractions import check_fraction
+
+#: Resolution of the bisection over epsilon (nats): the bound is a multiple of it, rounded up.
+GRID = 2.0 ** -32
+#: Relative margin on every computed delta: binomial tails and the matrix's total variation are
+#: accurate to about 1e-14 relative, so a computed delta times ``1 + MARGIN`` is above the exact one.
+MARGIN = 1e-9
+#: Absolute margin per binomial term summed (the rounding of tiny tails).
+TINY = 1e-15
+#: The largest matrix whose total-variation parameter is computed (pairwise rows: O(S^3)).
+MAX_TV_CATEGORIES = 600
+#: The default delta of the central guarantee of a shuffled release.
+DEFAULT_DELTA = 1e-6
+
+
+def by_sampling(epsilon: float, q: float) -> float:
+    """The epsilon of an epsilon-DP release of a secret sample drawn at rate ``q``, rounded up.
+
+    ``ln(1 + q (e^eps - 1))`` (Balle, Barthe and Gaboardi 2018, Table 1):
+    Poisson sampling at rate ``q``, or ``m`` of ``N`` without replacement with
+    ``q = m / N``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The release's epsilon on the sample (nats, finite or ``inf``).
+    q : float
+        The sampling rate, in (0, 1].
+
+    Returns
+    -------
+    float
+        The amplified epsilon, never below the exact value (``inf`` stays ``inf``).
+
+    Raises
+    ------
+    ParameterError
+        ``q`` outside (0, 1] or ``epsilon`` negative.
+
+    Examples
+    --------
+    >>> f"{by_sampling(3.0, 0.05):.4f}", by_sampling(2.0, 1.0) >= 2.0, by_sampling(math.inf, 0.5)
+    ('0.6700', True, inf)
+    """
+    rate = check_fraction(q)
+    if not (isinstance(epsilon, (int, float)) and epsilon >= 0):
+        raise ParameterError(f"epsilon must be a non-negative number, got {epsilon!r}")
+    if math.isinf(epsilon):
+        return math.inf
+    with localcontext() as ctx:
+        ctx.prec = DIGITS + max(0, -Decimal(epsilon).adjusted())   # e^eps - 1 keeps 40 digits however small
+        # 40 digits are within 1e-38 of the exact value: the nudge keeps the bound above it
+        return float_up((1 + Decimal(rate) * (Decimal(epsilon).exp() - 1)).ln() * (1 + Decimal("1e-30")))
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """A secret, data-independent sampling design of the released file.
+
+    Parameters
+    ----------
+    design : str
+        ``"poisson"`` (each person independently at rate ``q``), ``"srswor"``
+        (``sample`` of ``population`` without replacement) or ``"stratified"``
+        (one rate per stratum).
+    rates : tuple of float
+        The rate, or each stratum's rate.
+    population : int, optional
+        ``N`` of a simple random sample.
+    sample : int, optional
+        ``m`` of a simple random sample.
+
+    Examples
+    --------
+    >>> s = Sampling.parse("stratified:0.02,0.05")
+    >>> s.rate, s.design
+    (0.05, 'stratified')
+    >>> Sampling.parse("srswor:500/10000").rate
+    0.05
+    >>> Sampling.from_dict(s.to_dict()) == s
+    True
+    """
+
+    design: str
+    rates: tuple[float, ...]
+    population: int | None = None
+    sample: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.design not in ("poisson", "srswor", "stratified"):
+            raise ParameterError(f"sampling design {self.design!r} is not one of poisson, srswor, stratified")
+        rates = tuple(check_fraction(q) for q in self.rates)
+        if not rates:
+            raise ParameterError("a sampling design needs at least one rate")
+        object.__setattr__(self, "rates", rates)
+
+    @property
+    def rate(self) -> float:
+        """The largest rate: the one that bounds every person's inclusion probability."""
+        return max(self.rates)
+
+    @classmethod
+    def parse(cls, text: str) -> "Sampling":
+        """A design from ``poisson:Q``, ``srswor:M/N`` or ``stratified:Q1,Q2,...``.
+
+        Raises
+        ------
+        ParameterError
+            Another form, or a rate outside (0, 1], or ``N`` below ``M``.
+
+        Examples
+        --------
+        >>> Sampling.parse("poisson:0.05").rates
+        (0.05,)
+        """
+        m = re.fullmatch(r"\s*(poisson|srswor|stratified)\s*:\s*(.+?)\s*", str(text))
+        if m is None:
+            raise ParameterError(f"--sampling {text!r}: write poisson:Q, srswor:M/N or stratified:Q1,Q2,...")
+        design, value = m.groups()
+        if design == "srswor":
+            parts = value.split("/")
+            if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+                raise ParameterError(f"--sampling {text!r}: write srswor:M/N with whole numbers M and N")
+            return cls.without_replacement(int(parts[0]), int(parts[1]))
+        try:
+            rates = tuple(float(x) for x in value.split(","))
+        except ValueError:
+            raise ParameterError(f"--sampling {text!r}: the rates must be numbers in (0, 1]") from None
+        if design == "poisson" and len(rates) != 1:
+            raise ParameterError(f"--sampling {text!r}: poisson takes one rate (stratified:Q1,Q2 for several)")
+        return cls(design, rates)
+
+    @classmethod
+    def without_replacement(cls, sample: int, population: int) -> "Sampling":
+        """``sample`` of ``population`` without replacement (``--population N`` with the file's rows).
+
+        Raises
+        ------
+        ParameterError
+            ``population`` smaller than ``sample``, or ``sample`` below 1.
+
+        Examples
+        --------
+        >>> Sampling.without_replacement(953_076, 19_378_102).rate < 0.05
+        True
+        """
+        if sample < 1:
+            raise ParameterError(f"the sample must hold at least one record, got {sample}")
+        if population < sample:
+            raise ParameterError(f"the population N = {population:,} is smaller than the file ({sample:,} records); "
+                                 "give the size of the population the file was drawn from")
+        return cls("srswor", (sample / population,), population=population, sample=sample)
+
+    def conditions(self) -> str:
+        """The conditions of the sampled guarantee, in words.
+
+        Examples
+        --------
+        >>> "secret" in Sampling.parse("poisson:0.1").conditions()
+        True
+        """
+        who = {
+            "poisson": f"each person of the population was included independently with probability {self.rate:g} "
+                       "(neighbouring populations: one person present or absent)",
+            "srswor": f"the file is a simple random sample without replacement of {self.sample:,} of "
+                      f"{self.population:,} persons (q = {self.rate:.6g}; neighbouring populations: one person's "
+                      "values replaced)" if self.sample else f"a simple random sample at rate {self.rate:g}",
+            "stratified": f"each stratum was sampled on its own at rates {', '.join(f'{q:g}' for q in self.rates)}; "
+                          f"the bound takes the largest, {self.rate:g}, and holds only if the rates were fixed "
+                          "before the data were seen (an allocation computed from the population's counts can "
+                          "degrade privacy: Bun et al. 2020)",
+        }[self.design]
+        return (f"{who}; the sampling used no value of the data and which persons were drawn is secret "
+                "(Balle, Barthe and Gaboardi 2018)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The design as JSON values (the manifest's ``input["sampling"]``)."""
+        return {"design": self.design, "rates": list(self.rates),
+                **({"population": self.population, "sample": self.sample} if self.sample else {})}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Sampling":
+        """The design from :meth:`to_dict`."""
+        return cls(d["design"], tuple(d["rates"]), d.get("population"), d.get("sample"))
+
+
+@dataclass(frozen=True)
+class ShuffleBound:
+    """The central ``(epsilon, delta)`` of a shuffled release of ``n`` eps0-DP records.
+
+    ``upper`` is a guaranteed upper bound (what the ledger states); ``lower`` is a
+    lower bound on the same numerical bound (the exact divergence lies between).
+    """
+
+    epsilon0: float
+    n: int
+    delta: float
+    upper: float
+    lower: float
+    closed_form: float | None = None
+
+
+def _tail(c: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``P(Bin(c, 1/2) >= t)`` elementwise."""
+    from scipy.special import bdtrc
+
+    k = np.minimum(t - 1.0, c)
+    return np.where(k >= c, 0.0, bdtrc(np.maximum(k, -1.0), c.astype(np.int64), 0.5))
+
+
+def _pair_delta(c: np.ndarray, eps: float, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Upper and lower bounds of the hockey-stick divergence ``D_{e^eps}(P_c || Q_c)`` for each ``c``.
+
+    ``P_c(x) = alpha b(x - 1) + (1 - alpha) b(x)`` and ``Q_c(x) = (1 - alpha) b(x - 1) + alpha b(x)``,
+    ``b`` the law of ``Bin(c, 1/2)``.  Their ratio increases with ``x``, so the divergence is the
+    sum over ``x >= t*`` for the cutoff ``t*``; the upper bound takes the largest of the sums at
+    ``t* - 1, t*, t* + 1`` (a cutoff off by one through rounding only lowers the sum), the lower
+    bound the sum at ``t*`` (any cutoff gives a lower bound).
+    """
+    e = math.exp(eps)
+    a = alpha - e * (1.0 - alpha)           # coefficient of P(B >= t - 1)
+    b = (1.0 - alpha) - e * alpha           # coefficient of P(B >= t)
+    if a <= 0:
+        zero = np.zeros(c.shape)
+        return zero, zero
+    k = -b / a
+    cut = np.floor(k * (c + 1.0) / (1.0 + k)) + 1.0
+    tails = [_tail(c, cut + shift) for shift in (-2.0, -1.0, 0.0, 1.0)]
+    sums = [a * tails[i] + b * tails[i + 1] for i in range(3)]
+    upper = np.maximum(np.maximum(sums[0], sums[1]), np.maximum(sums[2], 0.0))
+    return np.minimum(upper, 1.0), np.maximum(sums[1], 0.0)
+
+
+@dataclass(frozen=True)
+class _Clones:
+    """The clone reduction: ``C ~ Bin(n - 1, w)`` over a range that holds all but ``outside`` of its mass."""
+
+    alpha: float
+    gamma: float
+    c: np.ndarray
+    weights: np.ndarray
+    outside: float
+
+    @classmethod
+    def of(cls, n: int, w: float, alpha: float, gamma: float, delta: float) -> "_Clones":
+        from scipy.stats import binom
+
+        tau = delta * 1e-4
+        lo, hi = (int(x) for x in (binom.ppf(tau, n - 1, w), binom.isf(tau, n - 1, w)))
+        lo, hi = max(lo, 0), min(max(hi, lo), n - 1)
+        c = np.arange(lo, hi + 1, dtype=float)
+        outside = float(binom.cdf(lo - 1, n - 1, w) + binom.sf(hi, n - 1, w)) if lo > 0 or hi < n - 1 else 0.0
+        return cls(alpha, gamma, c, binom.pmf(c, n - 1, w), outside)
+
+    def delta(self, eps: float) -> tuple[float, float]:
+        """Upper and lower bounds of ``delta(eps)`` of the mixture."""
+        up, low = _pair_delta(self.c, eps, self.alpha)
+        upper = (math.fsum(self.weights * up) + self.outside) * (1 + MARGIN) + TINY * self.c.size
+        lower = math.fsum(self.weights * low) * (1 - MARGIN) - TINY * self.c.size
+        return min(self.gamma * upper * (1 + MARGIN), 1.0), max(self.gamma * lower * (1 - MARGIN), 0.0)
+
+
+def _search(clones: _Clones, epsilon0: float, delta: float) -> tuple[float, float]:
+    """Bisection on the grid :data:`GRID`: the smallest grid epsilon whose upper delta is at most
+    ``delta`` (never above ``epsilon0``, which post-processing always gives), and the largest grid
+    epsilon whose lower delta exceeds ``delta``."""
+    top = math.ceil(epsilon0 / GRID)
+
+    def first(test) -> int:  # the smallest k in [0, top] with test(k) true, test monotone; top if none
+        lo, hi = -1, top
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if test(mid) else (mid, hi)
+        return hi
+
+    up = first(lambda k: clones.delta(k * GRID)[0] <= delta)
+    low = first(lambda k: clones.delta(k * GRID)[1] <= delta) - 1
+    return min(up * GRID, epsilon0), max(low, 0) * GRID
+
+
+def _check(epsilon0: Any, n: Any, delta: Any) -> tuple[float, int, float]:
+    if isinstance(epsilon0, bool) or not isinstance(epsilon0, (int, float)) or not epsilon0 >= 0:
+        raise ParameterError(f"the local epsilon must be a non-negative number, got {epsilon0!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ParameterError(f"the number of shuffled records n must be a whole number of at least 1, got {n!r}")
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+        raise ParameterError(f"delta must lie strictly between 0 and 1, got {delta!r}")
+    return float(epsilon0), int(n), float(delta)
+
+
+def shuffling_bound(epsilon0: float, n: int, delta: float = DEFAULT_DELTA) -> ShuffleBound:
+    """The numerical bound of Feldman, McMillan and Talwar (2021) for ``n`` shuffled eps0-DP records.
+
+    Parameters
+    ----------
+    epsilon0 : float
+        The local epsilon of each record (nats).
+    n : int
+        Records shuffled together.
+    delta : float
+        The central delta.
+
+    Returns
+    -------
+    ShuffleBound
+        ``upper`` (guaranteed), ``lower`` and the closed form where it applies.
+
+    Raises
+    ------
+    ParameterError
+        A negative epsilon, ``n`` below 1 or ``delta`` outside (0, 1).
+
+    Examples
+    --------
+    >>> b = shuffling_bound(4.0, 100_000, 1e-6)
+    >>> round(b.upper, 4), b.lower <= b.upper <= b.closed_form
+    (0.1698, True)
+    """
+    epsilon0, n, delta = _check(epsilon0, n, delta)
+    closed = closed_form_shuffling(epsilon0, n, delta)
+    if math.isinf(epsilon0) or epsilon0 == 0 or n == 1:
+        return ShuffleBound(epsilon0, n, delta, epsilon0, epsilon0 if n == 1 else 0.0, closed)
+    p = math.exp(epsilon0)
+    clones = _Clones.of(n, 1.0 / p, p / (p + 1.0), 1.0, delta)
+    upper, lower = _search(clones, epsilon0, delta)
+    return ShuffleBound(epsilon0, n, delta, upper, min(lower, upper), closed)
+
+
+def by_shuffling(epsilon0: float, n: int, delta: float = DEFAULT_DELTA) -> float:
+    """A guaranteed upper bound on the central epsilon of ``n`` shuffled eps0-DP records.
+
+    :func:`shuffling_bound`'s ``upper``.
+
+    Examples
+    --------
+    >>> 0.1675 <= by_shuffling(4.0, 100_000, 1e-6) <= 0.1728
+    True
+    """
+    return shuffling_bound(epsilon0, n, delta).upper
+
+
+def closed_form_shuffling(epsilon0: float, n: int, delta: float) -> float | None:
+    """The closed-form bound of Feldman, McMillan and Talwar (2021), Theorem 3.1, where it applies.
+
+    ``ln(1 + (e^eps0 - 1) / (e^eps0 + 1) (8 sqrt(e^eps0 ln(4 / delta)) / sqrt(n) + 8 e^eps0 / n))``
+    for ``eps0 <= ln(n / (16 ln(2 / delta)))``; ``None`` outside that range.
+
+    Examples
+    --------
+    >>> round(closed_form_shuffling(4.0, 100_000, 1e-6), 4), closed_form_shuffling(8.0, 1000, 1e-6)
+    (0.5346, None)
+    """
+    if n < 2 or not math.isfinite(epsilon0) or epsilon0 > math.log(n / (16 * math.log(2 / delta))):
+        return None
+    p = math.exp(epsilon0)
+    inner = 8 * math.sqrt(p * math.log(4 / delta)) / math.sqrt(n) + 8 * p / n
+    return math.log1p((p - 1) / (p + 1) * inner)
+
+
+def total_variation(matrix: ArrayLike) -> float:
+    """The largest total-variation distance between two rows of a row-stochastic matrix.
+
+    Parameters
+    ----------
+    matrix : array-like, shape (S, S)
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        More than :data:`MAX_TV_CATEGORIES` rows.
+
+    Examples
+    --------
+    >>> total_variation([[0.8, 0.2], [0.3, 0.7]])
+    0.5
+    """
+    m = np.asarray(matrix, dtype=float)
+    if m.shape[0] > MAX_TV_CATEGORIES:
+        raise ParameterError(f"the total-variation parameter is computed for at most {MAX_TV_CATEGORIES} "
+                             f"categories, not {m.shape[0]}")
+    return max((0.5 * float(np.abs(m[i + 1:] - m[i]).sum(axis=1).max()) for i in range(m.shape[0] - 1)),
+               default=0.0)
+
+
+def by_shuffling_matrix(matrix: ArrayLike, n: int, delta: float = DEFAULT_DELTA) -> float:
+    """A guaranteed upper bound on the central epsilon of ``n`` shuffled records perturbed by ``matrix``.
+
+    The smaller of :func:`by_shuffling` at the matrix's epsilon and the bound through its
+    total-variation parameter (module docstring).
+
+    Parameters
+    ----------
+    matrix : array-like or PramMatrix, shape (S, S)
+        ``M[k, j] = P(Z = j | X = k)``, at most :data:`MAX_TV_CATEGORIES` categories.
+    n : int
+        Records shuffled together.
+    delta : float
+        The central delta.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    Randomized response on 10 categories at eps0 = 4: the clones are more frequent than for
+    a general eps0-DP randomizer, so the bound is lower.
+
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = randomized_response(list(range(10)), 4.0)
+    >>> by_shuffling_matrix(m, 100_000, 1e-6) < by_shuffling(4.0, 100_000, 1e-6)
+    True
+    """
+    from pramkit.privacy.epsilon import matrix_epsilon
+
+    from pramkit.matrix import PramMatrix
+
+    dense = matrix.matrix if isinstance(matrix, PramMatrix) else np.asarray(matrix, dtype=float)
+    eps0 = matrix_epsilon(dense)
+    general = by_shuffling(eps0, n, delta)
+    _, n, delta = _check(eps0, n, delta)
+    beta = total_variation(dense)
+    if beta == 0:
+        return 0.0
+    if math.isinf(eps0) or n == 1:
+        return general
+    pm1 = math.expm1(eps0)
+    p = pm1 + 1.0
+    beta = min(beta, pm1 / (p + 1.0))
+    clones = _Clones.of(n, min(2.0 * beta / pm1, 1.0), p / (p + 1.0), min(beta * (p + 1.0) / pm1, 1.0), delta)
+    return min(general, _search(clones, eps0, delta)[0])
+
+
+@dataclass(frozen=True)
+class Guarantees:
+    """Local, sampled and shuffled guarantees of one release, side by side, each with its conditions.
+
+    Parameters
+    ----------
+    local : float
+        The record's epsilon (the manifest's).
+    sampled : float, optional
+        The epsilon under the sampling design (``None``: no design declared).
+    sampling_conditions : str, optional
+        The conditions of ``sampled``.
+    shuffled : float, optional
+        The central epsilon of the shuffled file (``None``: not shuffled, or a condition fails).
+    delta : float, optional
+        The central delta.
+    shuffle_conditions : str, optional
+        The conditions of ``shuffled``, or the one that fails.
+    clones : int, optional
+        The ``n`` of the shuffle bound: the fewest released records that agree on what is shown exactly.
+    """
+
+    local: float
+    sampled: float | None = None
+    sampling_conditions: str | None = None
+    shuffled: float | None = None
+    delta: float | None = None
+    shuffle_conditions: str | None = None
+    clones: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The guarantees as JSON values (``inf`` as the text ``"inf"``)."""
+        from pramkit.manifest import epsilon_to_json
+
+        return {
+            "local_epsilon": epsilon_to_json(self.local),
+            "sampled_epsilon": None if self.sampled is None else epsilon_to_json(self.sampled),
+            "sampling_conditions": self.sampling_conditions,
+            "shuffled_epsilon": None if self.shuffled is None else epsilon_to_json(self.shuffled),
+            "shuffled_delta": self.delta,
+            "shuffle_conditions": self.shuffle_conditions,
+            "shuffled_records": self.clones,
+        }
+
+    def lines(self) -> list[str]:
+        """One line per guarantee, for people (epsilons rounded up).
+
+        Examples
+        --------
+        >>> Guarantees(6.0, by_sampling(6.0, 0.05), "a secret sample").lines()[1]
+        'sampled: epsilon 3.051 if a secret sample'
+        """
+        from pramkit.ledger import fmt_epsilon
+
+        out = [f"local: epsilon {fmt_epsilon(self.local)} per record, whoever reads the file"]
+        if self.sampled is not None:
+            out.append(f"sampled: epsilon {fmt_epsilon(self.sampled)} if {self.sampling_conditions}")
+        if self.shuffled is not None:
+            out.append(f"shuffled: epsilon {fmt_epsilon(self.shuffled)}, delta {self.delta:g} (central) "
+                       f"because {self.shuffle_conditions}")
+        elif self.shuffle_conditions is not None:
+            out.append(f"shuffled: no central figure: {self.shuffle_conditions}")
+        return out
+
+
+def sampled_guarantee(local: float, sampling: Sampling | None) -> tuple[float | None, str | None]:
+    """The sampled epsilon of a release whose record epsilon is ``local`` and its conditions.
+
+    Examples
+    --------
+    >>> eps, words = sampled_guarantee(3.0, Sampling.parse("poisson:0.05"))
+    >>> f"{eps:.4f}", words.startswith("each person")
+    ('0.6700', True)
+    >>> sampled_guarantee(3.0, Sampling.parse("stratified:0.01,0.05"))[1].endswith(
+    ...     "(per stratum: rate 0.01: epsilon 0.1747, rate 0.05: epsilon 0.6701)")
+    True
+    """
+    if sampling is None:
+        return None, None
+    from pramkit.ledger import fmt_epsilon
+
+    per_stratum = "" if len(sampling.rates) == 1 else " (per stratum: " + ", ".join(
+        f"rate {q:g}: epsilon {fmt_epsilon(by_sampling(local, q))}" for q in sampling.rates) + ")"
+    return by_sampling(local, sampling.rate), sampling.conditions() + per_stratum
+
+
+def sampled_ledger(manifest: Any) -> dict[str, Any]:
+    """The ledger's fields of the sampling design the manifest records (none without one).
+
+    ``sampled_epsilon`` (the record epsilon amplified by sampling, rounded up) and
+    ``sampled_conditions`` (its conditions, in words); derived, so a manifest that is read
+    recomputes them.
+
+    Examples
+    --------
+    >>> from pramkit.ledger import Ledger
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}, ledger=Ledger(frequencies="none"),
+    ...                 input={"sampling": {"design": "poisson", "rates": [0.05]}})
+    >>> f"{m.to_dict()['ledger']['sampled_epsilon']:.4f}", sampled_ledger(Manifest.of({"sex": m["sex"].matrix}))
+    ('0.6700', {})
+    """
+    from pramkit.manifest import epsilon_to_json
+
+    if not manifest.input.get("sampling"):
+        return {}
+    sampled, words = sampled_guarantee(manifest.record_epsilon, Sampling.from_dict(manifest.input["sampling"]))
+    return {"sampled_epsilon": epsilon_to_json(sampled), "sampled_conditions": words}
+
+
+def shuffle_failures(columns: Sequence[str], perturbed: Sequence[str], public: Sequence[str],
+                     households: Sequence[str], *, shuffled: bool) -> list[str]:
+    """Why a release gets no central figure: each failing condition, naming the column.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The released file's columns.
+    perturbed : sequence of str
+        The columns the manifest perturbs.
+    public : sequence of str
+        Columns declared public (``--public-columns``).
+    households : sequence of str
+        Household or id columns of the manifest (released as they are, they link records).
+    shuffled : bool
+        Whether the rows were written in the key's random order.
+
+    Returns
+    -------
+    list of str
+        Empty when every condition holds.
+
+    Examples
+    --------
+    >>> shuffle_failures(["age", "id"], ["age"], [], [], shuffled=True)
+    ["column 'id' is released unperturbed and is not declared public (--public-columns)"]
+    """
+    out = [] if shuffled else ["the rows are in the original order (apply --shuffle writes them in a random order)"]
+    for col in households:
+        if col in columns:
+            out.append(f"column {col!r} is a household or id column: released, it links records and "
+                       "identifies them")
+    bare = [col for col in columns if col not in perturbed and col not in public and col not in households]
+    if bare:
+        out.append(f"column{'s' if len(bare) > 1 else ''} {', '.join(map(repr, bare))} "
+                   f"{'are' if len(bare) > 1 else 'is'} released unperturbed and "
+                   f"{'are' if len(bare) > 1 else 'is'} not declared public (--public-columns)")
+    return out
+
+
+def shuffled_guarantee(local: float, design: float, n: int, failures: Sequence[str], *,
+                       matrix: ArrayLike | None = None, delta: float = DEFAULT_DELTA) -> tuple[float | None, str]:
+    """The central epsilon of a shuffled release and its conditions, or ``None`` and the failing one.
+
+    ``design`` (the design step's epsilon, spent on the whole file) adds to the shuffled bound of
+    the perturbation's ``local`` epsilon; ``matrix`` (the only perturbed variable's matrix, when
+    small enough) gives the total-variation bound.
+
+    Examples
+    --------
+    >>> eps, words = shuffled_guarantee(4.0, 0.0, 100_000, [])
+    >>> 0.1675 <= eps <= 0.1728, words.startswith("every released column")
+    (True, True)
+    >>> shuffled_guarantee(4.0, 0.0, 100_000, ["column 'id' is released unperturbed"])
+    (None, "column 'id' is released unperturbed")
+    """
+    from pramkit.privacy.exact import sum_up
+
+    if failures:
+        return None, "; ".join(failures)
+    bound = by_shuffling(local, n, delta) if matrix is None else by_shuffling_matrix(matrix, n, delta)
+    return sum_up([design, bound]), (
+        f"every released column is perturbed or public, no household or id column is released, and the "
+        f"{n:,} record{'s' if n > 1 else ''} that agree on what is shown exactly (the fewest) were written in a random order drawn from the "
+        "secret key (Feldman, McMillan and Talwar 2021, numerical bound)"
+        + (", plus the design step's epsilon" if design else ""))
+
+
+def check_shuffle(manifest: Any, columns: Sequence[str], public_columns: Sequence[str], *, shuffle: bool) -> None:
+    """Refuse a shuffled release that cannot be one, before anything is written.
+
+    Parameters
+    ----------
+    manifest : pramkit.manifest.Manifest
+        The release's manifest.
+    columns : sequence of str
+        The file's columns.
+    public_columns : sequence of str
+        The columns declared public.
+    shuffle : bool
+        Whether the rows are to be shuffled.
+
+    Raises
+    ------
+    ParameterError
+        ``public_columns`` without ``shuffle``; a public column that is not in the file or is
+        perturbed; ``shuffle`` with a household column in the file (the household id links the
+        records a shuffle is meant to separate).
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> check_shuffle(m, ["sex", "region"], ["region"], shuffle=True)
+    >>> check_shuffle(m, ["sex"], ["sex"], shuffle=True)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --public-columns: column 'sex' is perturbed by the manifest; declare only columns released as they are
+    """
+    if public_columns and not shuffle:
+        raise ParameterError("--public-columns only serves a shuffled release: add --shuffle")
+    for col in public_columns:
+        if col not in columns:
+            raise ParameterError(f"--public-columns: column {col!r} is not in the file")
+        if col in manifest.columns:
+            raise ParameterError(f"--public-columns: column {col!r} is perturbed by the manifest; declare only "
+                                 "columns released as they are")
+    if shuffle:
+        for v in manifest.variables:
+            if v.unit and v.unit in columns:
+                raise ParameterError(f"--shuffle with household column {v.unit!r}: a shuffled release cannot keep "
+                                     "the household id that links its records (drop the column, or do not shuffle)")
+
+
+def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
+                       public_columns: Sequence[str] = (), shuffled: bool = False, clones: int | None = None,
+                       sampling: Sampling | None = None, delta: float = DEFAULT_DELTA) -> Guarantees:
+    """The local, sampled and shuffled guarantees of a release, side by side.
+
+    Parameters
+    ----------
+    manifest : pramkit.manifest.Manifest
+        The release's manifest; its ``input["sampling"]`` is the sampling design unless
+        ``sampling`` is given.
+    columns : sequence of str, optional
+        The released file's columns (``None``: no release to judge, no shuffled line).
+    public_columns : sequence of str
+        Columns declared public.
+    shuffled : bool
+        Whether the rows were written in the key's order.
+    clones : int, optional
+        The fewest released records that agree on what is shown exactly
+        (:class:`pramkit.engine.shuffle.CloneGroups`).
+    sampling : Sampling, optional
+        The sampling design.
+    delta : float
+        The central delta.
+
+    Returns
+    -------
+    Guarantees
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
+    >>> g = release_guarantees(m, columns=["sex", "id"], shuffled=True, clones=1000,
+    ...                        sampling=Sampling.parse("poisson:0.05"))
+    >>> f"{g.sampled:.4f}", g.shuffled, g.shuffle_conditions
+    ('0.6700', None, "column 'id' is released unperturbed and is not declared public (--public-columns)")
+    >>> g = release_guarantees(m, columns=["sex"], shuffled=True, clones=1000)
+    >>> g.shuffled < 3.0
+    True
+    """
+    if sampling is None and manifest.input.get("sampling"):
+        sampling = Sampling.from_dict(manifest.input["sampling"])
+    local = manifest.record_epsilon
+    sampled, words = sampled_guarantee(local, sampling)
+    if columns is None:
+        return Guarantees(local, sampled, words)
+    households = [v.unit for v in manifest.variables if v.unit]
+    failures = shuffle_failures(columns, manifest.columns, public_columns, households, shuffled=shuffled)
+    failures += [f.reveals for f in manifest.exact_facts if not f.covered]
+    one = manifest.variables[0] if len(manifest.variables) == 1 else None
+    matrix = one.matrix if one is not None and not one.given and one.matrix.size <= MAX_TV_CATEGORIES else None
+    design = 0.0 if manifest.ledger is None else manifest.ledger.design_epsilon
+    central, conditions = shuffled_guarantee(manifest.perturbation_epsilon, design, max(int(clones or 1), 1),
+                                             failures, matrix=matrix, delta=delta)
+    return Guarantees(local, sampled, words, central, None if central is None else delta, conditions,
+                      None if clones is None else int(clones))
+
+
+def sampling_of(sampling: str | None, population: int | None, rows: int | None) -> Sampling | None:
+    """The sampling design of ``--sampling TEXT`` or ``--population N`` (with the file's ``rows``).
+
+    Raises
+    ------
+    ParameterError
+        Both given; ``--population`` without a known row count; a bad form or rate; ``N`` below the rows.
+
+    Examples
+    --------
+    >>> sampling_of(None, 20_000, 1_000).rate, sampling_of("poisson:0.1", None, None).rate, sampling_of(None, None, 5)
+    (0.05, 0.1, None)
+    """
+    if sampling is not None and population is not None:
+        raise ParameterError("give --sampling or --population, not both")
+    if sampling is not None:
+        return Sampling.parse(sampling)
+    if population is None:
+        return None
+    if rows is None:
+        raise ParameterError("--population needs the released file's row count: give --released FILE (its receipt "
+                             "holds it) or write --sampling srswor:M/N")
+    return Sampling.without_replacement(int(rows), int(population))
+
+
+def declare_sampling(release: Any, *, sampling: str | None = None, population: int | None = None) -> Any:
+    """The release with its sampling design in the manifest's ``input["sampling"]`` (public).
+
+    Parameters
+    ----------
+    release : pramkit.release.record.Release
+        A designed release (its record knows the file's rows).
+    sampling, population
+        ``--sampling`` and ``--population`` (:func:`sampling_of`).
+
+    Returns
+    -------
+    Release
+        ``release`` itself when neither is given.
+
+    Examples
+    --------
+    >>> import random, pramkit
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> plan = pramkit.plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
+    >>> release = pramkit.design_planned(census(2_000), plan, rng=random.Random(1))
+    >>> declare_sampling(release, population=40_000).manifest.input["sampling"]["rates"]
+    [0.05]
+    >>> declare_sampling(release, population=1_000)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the population N = 1,000 is smaller than the file (2,000 records); give the size of the population the file was drawn from
+    """
+    design = sampling_of(sampling, population, release.record.rows)
+    if design is None:
+        return release
+    manifest = dataclasses_replace(release.manifest, input={**release.manifest.input, "sampling": design.to_dict()})
+    return dataclasses_replace(release, manifest=manifest)
+
+
+def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population: int | None = None,
+                       released: Any = None) -> Guarantees:
+    """The guarantees ``pramkit inspect`` shows: local, sampled (the manifest's design, or the one given)
+    and shuffled (from the receipt of ``released``, a file that manifest made).
+
+    Raises
+    ------
+    ParameterError
+        ``released`` has no receipt or another manifest made it; see also :func:`sampling_of`.
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
+    >>> f"{inspect_guarantees(m, sampling='poisson:0.05').sampled:.4f}"
+    '0.6700'
+    """
+    from pramkit.engine.receipt import manifest_digests, read_receipt
+
+    receipt = None
+    if released is not None:
+        receipt = read_receipt(released)
+        if receipt is None:
+            raise ParameterError(f"--released {str(released)!r} has no receipt (made by `pramkit apply`)")
+        if receipt["manifest_sha256"] not in manifest_digests(manifest):
+            raise ParameterError(f"--released {str(released)!r} was made by another manifest (its receipt says so)")
+    design = sampling_of(sampling, population, None if receipt is None else receipt["rows"])
+    base = release_guarantees(manifest, sampling=design)
+    shuffle = (receipt or {}).get("guarantees")
+    if not shuffle:
+        return base
+    central = shuffle["shuffled_epsilon"]
+    return dataclasses_replace(base, shuffled=None if central is None else float(central),
+                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
+                               clones=shuffle.get("shuffled_records"))
+
+
+def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
+    """The guarantees a report shows: local, the manifest's sampled one, and the shuffled one when
+    ``released`` is a file with a receipt of this manifest that states it (else no shuffled line).
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> report_guarantees(Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}), "nowhere.csv").shuffled is None
+    True
+    """
+    from pramkit.engine.receipt import manifest_digests, read_receipt
+
+    receipt = None
+    if isinstance(released, (str, PathLike)):
+        receipt = read_receipt(released)
+    if receipt is None or receipt["manifest_sha256"] not in manifest_digests(manifest):
+        return release_guarantees(manifest)
+    return inspect_guarantees(manifest, released=released)
