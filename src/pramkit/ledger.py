@@ -367,8 +367,8 @@ class Ledger:
         return {
             "record_epsilon_budget": self.record_epsilon_budget,
             "design_epsilon": self.design_epsilon,
-            "perturbation_epsilon": _json_eps(record_epsilon(list(variable_epsilons))),
-            "record_epsilon": _json_eps(self.total(variable_epsilons)),
+            "perturbation_epsilon": epsilon_to_json(record_epsilon(list(variable_epsilons))),
+            "record_epsilon": epsilon_to_json(self.total(variable_epsilons)),
             **({"released_exactly": exactly, "record_epsilon_is_given_structure": True} if exactly else {}),
             "released_exactly_facts": [f.to_dict() for f in facts],
             "frequencies": self.frequencies,
@@ -557,7 +557,29 @@ def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: floa
             "a whole (households are swapped in pairs).")
 
 
-def _json_eps(eps: float) -> float | str:
+def epsilon_to_json(eps: float) -> float | str:
+    """JSON has no infinity: an infinite epsilon is written as the string ``"inf"``.
+
+    Parameters
+    ----------
+    eps : float
+        An epsilon, finite or infinite.
+
+    Returns
+    -------
+    float or str
+        ``eps`` itself when finite, else ``"inf"`` (read back as ``math.inf``).
+
+    Examples
+    --------
+    >>> epsilon_to_json(1.5), epsilon_to_json(math.inf)
+    (1.5, 'inf')
+    >>> import json
+    >>> json.dumps({"epsilon": epsilon_to_json(math.inf)}, allow_nan=False)  # strict JSON
+    '{"epsilon": "inf"}'
+    """
+    if math.isnan(eps):
+        raise ManifestError("an epsilon is NaN: no guarantee can be written for it")
     return eps if math.isfinite(eps) else "inf"
 
 

@@ -27,7 +27,7 @@ from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
-from pramkit.ledger import ExactFact, Ledger, exact_words
+from pramkit.ledger import ExactFact, Ledger, epsilon_to_json, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
@@ -43,31 +43,6 @@ _MISSING_POLICIES = ("keep", "category")
 MAX_MARGIN_CELLS = 4096
 #: Relative tolerance when checking a stored epsilon against the matrix.
 _EPS_TOL = 1e-9
-
-
-def epsilon_to_json(eps: float) -> float | str:
-    """JSON has no infinity: an infinite epsilon is written as the string ``"inf"``.
-
-    Parameters
-    ----------
-    eps : float
-        An epsilon, finite or infinite.
-
-    Returns
-    -------
-    float or str
-        ``eps`` itself when finite, else ``"inf"`` (read back as ``math.inf``).
-
-    Examples
-    --------
-    >>> epsilon_to_json(1.5), epsilon_to_json(math.inf)
-    (1.5, 'inf')
-    >>> json.dumps({"epsilon": epsilon_to_json(math.inf)}, allow_nan=False)  # strict JSON
-    '{"epsilon": "inf"}'
-    """
-    if math.isnan(eps):
-        raise ManifestError("an epsilon is NaN: no guarantee can be written for it")
-    return eps if math.isfinite(eps) else "inf"
 
 
 @dataclass(frozen=True)
@@ -605,7 +580,7 @@ class Manifest:
     --------
     Two variables and a design step of 0.1: the record's epsilon is their sum.
 
-    >>> from pramkit.ledger import ExactFact, Ledger, exact_words
+    >>> from pramkit.ledger import ExactFact, Ledger, epsilon_to_json, exact_words
     >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.7], categories=["f", "m"]),
     ...                  "age": PramMatrix.truncated_geometric(math.log(2), ["0-17", "18-64", "65+"])},
     ...                 ledger=Ledger(design_epsilon=0.1, frequencies="dp_counts"))

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     >>> json_code, info["record_epsilon"], [v["name"] for v in info["variables"]]
     (0, 1.5, ['region', 'sex'])
     """
-    from pramkit.privacy.amplification import inspect_guarantees
+    from pramkit.engine.receipt import inspect_guarantees
 
     manifest = Manifest.read(args.manifest)
     info = manifest.describe()

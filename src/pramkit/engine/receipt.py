@@ -22,18 +22,22 @@ release it leaves in place.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import PathLike, Staged, check_writable, staged_bytes, write_text_atomic
-from pramkit.errors import DataError, PramkitError, PramkitWarning, WriteError
+from pramkit.errors import DataError, ParameterError, PramkitError, PramkitWarning, WriteError
 from pramkit.io import sha256_of
 from pramkit.manifest import Manifest
+
+if TYPE_CHECKING:
+    from pramkit.privacy.amplification import Guarantees
 
 FORMAT = "pramkit-release-receipt"
 VERSION = 1
@@ -569,3 +573,62 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
         f"{str(p)!r} was released with another manifest (its receipt {where.name} names manifest "
         f"sha256 {shown}..., not {label}); use the manifest published with the release"
     )
+
+
+def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population: int | None = None,
+                       released: Any = None) -> "Guarantees":
+    """The guarantees ``pramkit inspect`` shows: local, sampled (the manifest's design, or the one given)
+    and shuffled (from the receipt of ``released``, a file that manifest made).
+
+    Raises
+    ------
+    ParameterError
+        ``released`` has no receipt or another manifest made it; see also :func:`pramkit.privacy.amplification.sampling_of`.
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
+    >>> f"{inspect_guarantees(m, sampling='poisson:0.05').sampled:.4f}"
+    '0.6700'
+    """
+    from pramkit.privacy import amplification
+
+    receipt = None
+    if released is not None:
+        receipt = read_receipt(released)
+        if receipt is None:
+            raise ParameterError(f"--released {str(released)!r} has no receipt (made by `pramkit apply`)")
+        if receipt["manifest_sha256"] not in manifest_digests(manifest):
+            raise ParameterError(f"--released {str(released)!r} was made by another manifest (its receipt says so)")
+    design = amplification.sampling_of(sampling, population, None if receipt is None else receipt["rows"])
+    base = amplification.release_guarantees(manifest, sampling=design)
+    shuffle = (receipt or {}).get("guarantees")
+    if not shuffle:
+        return base
+    central = shuffle["shuffled_epsilon"]
+    return dataclasses.replace(base, shuffled=None if central is None else float(central),
+                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
+                               clones=shuffle.get("shuffled_records"))
+
+
+def report_guarantees(manifest: Any, released: Any = None) -> "Guarantees":
+    """The guarantees a report shows: local, the manifest's sampled one, and the shuffled one when
+    ``released`` is a file with a receipt of this manifest that states it (else no shuffled line).
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> report_guarantees(Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}), "nowhere.csv").shuffled is None
+    True
+    """
+    from pramkit.privacy import amplification
+
+    receipt = None
+    if isinstance(released, (str, os.PathLike)):
+        receipt = read_receipt(released)
+    if receipt is None or receipt["manifest_sha256"] not in manifest_digests(manifest):
+        return amplification.release_guarantees(manifest)
+    return inspect_guarantees(manifest, released=released)

@@ -59,7 +59,6 @@ import math
 import re
 from dataclasses import dataclass, replace as dataclasses_replace
 from decimal import Decimal, localcontext
-from os import PathLike
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -536,7 +535,7 @@ class Guarantees:
 
     def to_dict(self) -> dict[str, Any]:
         """The guarantees as JSON values (``inf`` as the text ``"inf"``)."""
-        from pramkit.manifest import epsilon_to_json
+        from pramkit.ledger import epsilon_to_json
 
         return {
             "local_epsilon": epsilon_to_json(self.local),
@@ -607,7 +606,7 @@ def sampled_ledger(manifest: Any) -> dict[str, Any]:
     >>> f"{m.to_dict()['ledger']['sampled_epsilon']:.4f}", sampled_ledger(Manifest.of({"sex": m["sex"].matrix}))
     ('0.6700', {})
     """
-    from pramkit.manifest import epsilon_to_json
+    from pramkit.ledger import epsilon_to_json
 
     if not manifest.input.get("sampling"):
         return {}
@@ -847,62 +846,3 @@ def declare_sampling(release: Any, *, sampling: str | None = None, population: i
         return release
     manifest = dataclasses_replace(release.manifest, input={**release.manifest.input, "sampling": design.to_dict()})
     return dataclasses_replace(release, manifest=manifest)
-
-
-def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population: int | None = None,
-                       released: Any = None) -> Guarantees:
-    """The guarantees ``pramkit inspect`` shows: local, sampled (the manifest's design, or the one given)
-    and shuffled (from the receipt of ``released``, a file that manifest made).
-
-    Raises
-    ------
-    ParameterError
-        ``released`` has no receipt or another manifest made it; see also :func:`sampling_of`.
-
-    Examples
-    --------
-    >>> from pramkit.manifest import Manifest
-    >>> from pramkit.design.classic import randomized_response
-    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
-    >>> f"{inspect_guarantees(m, sampling='poisson:0.05').sampled:.4f}"
-    '0.6700'
-    """
-    from pramkit.engine.receipt import manifest_digests, read_receipt
-
-    receipt = None
-    if released is not None:
-        receipt = read_receipt(released)
-        if receipt is None:
-            raise ParameterError(f"--released {str(released)!r} has no receipt (made by `pramkit apply`)")
-        if receipt["manifest_sha256"] not in manifest_digests(manifest):
-            raise ParameterError(f"--released {str(released)!r} was made by another manifest (its receipt says so)")
-    design = sampling_of(sampling, population, None if receipt is None else receipt["rows"])
-    base = release_guarantees(manifest, sampling=design)
-    shuffle = (receipt or {}).get("guarantees")
-    if not shuffle:
-        return base
-    central = shuffle["shuffled_epsilon"]
-    return dataclasses_replace(base, shuffled=None if central is None else float(central),
-                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
-                               clones=shuffle.get("shuffled_records"))
-
-
-def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
-    """The guarantees a report shows: local, the manifest's sampled one, and the shuffled one when
-    ``released`` is a file with a receipt of this manifest that states it (else no shuffled line).
-
-    Examples
-    --------
-    >>> from pramkit.manifest import Manifest
-    >>> from pramkit.design.classic import randomized_response
-    >>> report_guarantees(Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}), "nowhere.csv").shuffled is None
-    True
-    """
-    from pramkit.engine.receipt import manifest_digests, read_receipt
-
-    receipt = None
-    if isinstance(released, (str, PathLike)):
-        receipt = read_receipt(released)
-    if receipt is None or receipt["manifest_sha256"] not in manifest_digests(manifest):
-        return release_guarantees(manifest)
-    return inspect_guarantees(manifest, released=released)

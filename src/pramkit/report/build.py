@@ -54,7 +54,7 @@ from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.labels import Label
-from pramkit.privacy.amplification import report_guarantees
+from pramkit.engine.receipt import report_guarantees
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.contributions import ReleaseContributions, release_contributions
@@ -579,7 +579,7 @@ class ReleaseReport:
         contributes to the risk before and after PRAM (:mod:`pramkit.risk.contributions`).
     guarantees : pramkit.privacy.amplification.Guarantees, optional
         Local, sampled and shuffled guarantees side by side
-        (:func:`pramkit.privacy.amplification.report_guarantees`).
+        (:func:`pramkit.engine.receipt.report_guarantees`).
 
     Examples
     --------
