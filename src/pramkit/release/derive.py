@@ -183,8 +183,9 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
                     dp_counts=dict(led.dp_counts), derived_from={
                         "manifest": Path(suf).name, "sha256": digest,
                         "record_epsilon": first.record_epsilon_given_structure})
+    shown = {k: first.input[k] for k in ("weights", "structure") if k in first.input}  # still released as they are
     manifest = Manifest(tuple(derived), input={"method": "derived", "derived_from": Path(suf).name,
-                                               "record_epsilon_budget": epsilon, "frequencies": source},
+                                               "record_epsilon_budget": epsilon, "frequencies": source, **shown},
                         ledger=ledger)
     return Derived(manifest, {v.name: v.matrix.provenance.objective for v in derived}, source)
 
