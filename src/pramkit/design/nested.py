@@ -32,12 +32,14 @@ constraints alone form the cone ``K`` whose extreme rays are the staircase colum
 ``(e^{E b_x})_x``, b in ``{0, 1}^S`` neither all 0 nor all 1 (Kairouz, Oh and Viswanath
 2016; the constant column is their mean).  When ``M1`` is invertible and maps back every
 one of them into ``m >= 0`` (``K`` lies in the cone of ``M1``'s columns: so it does for the
-form (8) and randomized-response designs, whose epsilon exceeds E), C is ``M1^-1 K`` and
-its rays are ``M1^-1 s_b``: 2^S - 2 vertices, S up to :data:`MAX_CATEGORIES`.  Otherwise
-they are enumerated by the double description method (Motzkin et al. 1953; Fukuda and
-Prodon 1996): start from the rays of the orthant ``m >= 0`` and add the constraints one
-at a time, combining the pairs of rays on either side that are adjacent (no third ray
-is active on every constraint both are active on), S up to :data:`MAX_ENUMERATED`.
+designs whose epsilon is well above E), C is ``M1^-1 K`` and its rays are ``M1^-1 s_b``:
+2^S - 2 vertices.  Otherwise ``K`` is cut by the constraints ``(M1^-1 c)_j >= 0`` it breaks,
+by the double description method (Motzkin et al. 1953; Fukuda and Prodon 1996): add the
+constraints one at a time, keep the rays on their right side and combine each pair on
+either side that is adjacent (no third ray is active on every constraint both are active
+on); a singular ``M1`` is described from the orthant ``m >= 0`` instead.  S is at most
+:data:`MAX_CATEGORIES` when no cut is needed, :data:`MAX_ENUMERATED` otherwise (the
+adjacency test is combinatorial, and the staircase rays are active on many constraints).
 
 **The certificate.**  The LP's dual y bounds the program whenever ``y . r >= mu(M1 r)``
 at every vertex; the dual is repaired (raised by the largest violation, the vertices
@@ -79,7 +81,7 @@ from pramkit.validate import probabilities
 
 #: Largest number of categories of a derived design (2^S - 2 vertices when M1 maps the staircase into m >= 0).
 MAX_CATEGORIES = 14
-#: Largest number of categories whose vertices the double description enumerates (the other first steps).
+#: Largest number of categories whose vertices the double description enumerates (slow beyond).
 MAX_ENUMERATED = 9
 #: Activity tolerance of the double description (rays summing to 1, constraints scaled to a largest entry 1).
 ACTIVE_TOL = 1e-11
@@ -161,8 +163,10 @@ def composed_epsilon(first: PramMatrix, second: PramMatrix) -> float:
 def vertices(channel: ArrayLike, t: float) -> np.ndarray:
     """Every vertex of ``{m >= 0, sum m = 1, c = channel m with c_x <= t c_x' for all x, x'}``.
 
-    The staircase rays mapped back through the channel's inverse when they all lie in
-    ``m >= 0``, else the double description (:func:`enumerated_vertices`; module docstring).
+    For an invertible channel, in the released values' coordinates c: the staircase rays of the
+    epsilon cone, cut by the constraints ``(channel^-1 c)_j >= 0`` that some of them break (the
+    double description, :func:`describe`; none when the cone lies in the channel's), mapped back
+    to m.  Otherwise the double description from the orthant (:func:`enumerated_vertices`).
 
     Parameters
     ----------
@@ -179,13 +183,13 @@ def vertices(channel: ArrayLike, t: float) -> np.ndarray:
     Raises
     ------
     ParameterError
-        The staircase does not map into ``m >= 0`` and S is above :data:`MAX_ENUMERATED`.
+        The epsilon cone does not lie in the channel's and S is above :data:`MAX_ENUMERATED`.
 
     Examples
     --------
     With the identity as first step, the vertices are the staircase columns of Kairouz,
     Oh and Viswanath (2016), normalised, but for the constant one (the mean of the others):
-    2^S - 2 of them; the double description finds the same.
+    2^S - 2 of them; the double description from the orthant finds the same.
 
     >>> v = vertices(np.eye(3), 2.0)
     >>> len(v), sorted({round(float(x), 6) for x in v.ravel()})
@@ -195,28 +199,25 @@ def vertices(channel: ArrayLike, t: float) -> np.ndarray:
     """
     a = np.asarray(channel, dtype=float)
     s = a.shape[0]
-    patterns = staircase_patterns(s)[1:-1]
-    try:
-        rays = np.linalg.solve(a, (t ** patterns).T).T
-    except np.linalg.LinAlgError:
-        rays = -np.ones((1, s))
-    if np.all(rays >= -ACTIVE_TOL * np.abs(rays).max(axis=1, keepdims=True)):
-        rays = np.maximum(rays, 0.0)
-        return np.unique(np.round(rays / rays.sum(axis=1, keepdims=True), 14), axis=0)
+    invertible = a.shape[1] == s and np.linalg.cond(a) < 1e10
+    if invertible:
+        stairs = t ** staircase_patterns(s)[1:-1]
+        back = np.linalg.solve(a, stairs.T).T
+        if np.all(back >= -ACTIVE_TOL * np.abs(back).max(axis=1, keepdims=True)):
+            return _normalised(back)                      # the epsilon cone lies in the channel's: no cut
     if s > MAX_ENUMERATED:
-        raise ParameterError(f"the first step does not hold the epsilon cone, so the derived design enumerates the "
-                             f"vertices of its polytope, which it does up to {MAX_ENUMERATED} categories; this "
-                             f"variable has {s}")
-    return enumerated_vertices(a, t)
+        raise ParameterError(f"the epsilon cone does not lie in the first step's, so the derived design enumerates "
+                             f"the vertices of its polytope, which it does up to {MAX_ENUMERATED} categories; this "
+                             f"variable has {s} (derive at a larger --epsilon, or from a release of larger epsilon)")
+    if not invertible:
+        return enumerated_vertices(a, t)
+    rays = describe(stairs, _ratio_rows(np.eye(s), t), np.linalg.inv(a))
+    return _normalised(np.linalg.solve(a, rays.T).T)
 
 
 def enumerated_vertices(channel: ArrayLike, t: float) -> np.ndarray:
-    """The vertices of :func:`vertices` by the double description method.
-
-    Rays of the orthant, then one constraint ``(t channel[x'] - channel[x]) . m >= 0`` at a
-    time (those with no negative entry hold on the whole orthant and are skipped); two rays
-    on either side combine when no third ray is active on every processed constraint both
-    are active on.
+    """The vertices of :func:`vertices` by the double description from the orthant ``m >= 0``,
+    cut by each constraint ``(t channel[x'] - channel[x]) . m >= 0`` (:func:`describe`).
 
     Parameters
     ----------
@@ -232,8 +233,7 @@ def enumerated_vertices(channel: ArrayLike, t: float) -> np.ndarray:
 
     Examples
     --------
-    A first step that moves nothing into the last category: its column is 0, so a vertex
-    there carries no information.
+    A first step that moves nothing into the last category: a vertex there carries no information.
 
     >>> v = enumerated_vertices([[0.8, 0.2, 0.0], [0.2, 0.8, 0.0]], 2.0)
     >>> len(v), bool(np.allclose(v.sum(axis=1), 1))
@@ -241,27 +241,71 @@ def enumerated_vertices(channel: ArrayLike, t: float) -> np.ndarray:
     """
     a = np.asarray(channel, dtype=float)
     k = a.shape[1]
-    rows = [t * a[y] - a[x] for x in range(a.shape[0]) for y in range(a.shape[0]) if x != y]
-    cuts = [g / np.abs(g).max() for g in rows if np.any(g < 0)]
-    seen = np.eye(k)                                   # the processed constraints, as rows: m_j >= 0 first
-    rays = np.eye(k)
-    for g in cuts:
+    return _normalised(describe(np.eye(k), np.eye(k), _ratio_rows(a, t)))
+
+
+def describe(rays: np.ndarray, seen: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """The extreme rays of a pointed cone cut by half-spaces: the double description method.
+
+    ``rays`` are the extreme rays of the cone ``{x : seen x >= 0}``; each row g of ``cuts`` adds
+    ``g . x >= 0`` in turn (a row with no ray on its wrong side changes nothing).  The rays on the
+    right side stay; each pair on either side that is adjacent (they share ``d - 2`` active
+    constraints and no third ray is active on all of them) gives the ray where their segment
+    meets ``g . x = 0``.
+
+    Parameters
+    ----------
+    rays : numpy.ndarray, shape (R, d)
+        The cone's extreme rays.
+    seen : numpy.ndarray, shape (C, d)
+        The cone's constraints.
+    cuts : numpy.ndarray, shape (N, d)
+        The half-spaces to add.
+
+    Returns
+    -------
+    numpy.ndarray, shape (R', d)
+        The extreme rays of the cut cone, each summing to 1 (non-negative cones only).
+
+    Examples
+    --------
+    The orthant of the plane cut by ``x <= y``: the rays (0, 1) and (1/2, 1/2).
+
+    >>> describe(np.eye(2), np.eye(2), np.array([[-1.0, 1.0]])).tolist()
+    [[0.0, 1.0], [0.5, 0.5]]
+    """
+    d = rays.shape[1]
+    rays = rays / rays.sum(axis=1, keepdims=True)
+    for g in cuts / np.abs(cuts).max(axis=1, keepdims=True):
         value = rays @ g
         pos, neg = value > ACTIVE_TOL, value < -ACTIVE_TOL
-        active = np.abs(rays @ seen.T) <= ACTIVE_TOL
+        if not neg.any():
+            continue
+        active = np.abs(rays @ seen.T) <= ACTIVE_TOL * np.abs(seen).max(axis=1)
         i, j = np.nonzero(pos[:, None] & neg[None, :])
         common = active[i] & active[j]
-        wide = common.sum(axis=1) >= k - 2                  # adjacent rays share k - 2 independent constraints
+        wide = common.sum(axis=1) >= d - 2
         i, j, common = i[wide], j[wide], common[wide]
         inside = common.astype(np.float32) @ active.T.astype(np.float32)   # constraints of common a ray has
         holders = (inside >= common.sum(axis=1, keepdims=True) - 0.5).sum(axis=1)
-        adjacent = holders == 2                             # only the pair itself holds all of them
-        i, j = i[adjacent], j[adjacent]
+        i, j = i[holders == 2], j[holders == 2]                           # only the pair itself holds them all
         fresh = value[i, None] * rays[j] - value[j, None] * rays[i]
-        rays = np.maximum(np.vstack([rays[~neg], fresh / fresh.sum(axis=1, keepdims=True)]), 0.0)
-        rays /= rays.sum(axis=1, keepdims=True)
+        rays = np.vstack([rays[~neg], fresh / fresh.sum(axis=1, keepdims=True)])
         seen = np.vstack([seen, g])
-    return np.unique(np.round(rays, 14), axis=0)
+    return rays
+
+
+def _ratio_rows(channel: np.ndarray, t: float) -> np.ndarray:
+    """The rows ``t channel[x'] - channel[x]`` (x != x') with a negative entry: the others hold on ``m >= 0``."""
+    s = channel.shape[0]
+    rows = np.array([t * channel[y] - channel[x] for x in range(s) for y in range(s) if x != y])
+    return rows[(rows < 0).any(axis=1)]
+
+
+def _normalised(rays: np.ndarray) -> np.ndarray:
+    """Rays clipped at 0 (rounding), scaled to sum 1, without repeats."""
+    rays = np.maximum(rays, 0.0)
+    return np.unique(np.round(rays / rays.sum(axis=1, keepdims=True), 14), axis=0)
 
 
 def _utility_error(p: np.ndarray, columns: np.ndarray) -> np.ndarray:
