@@ -28,8 +28,9 @@ from pramkit.design.classic import randomized_response
 from pramkit.design.nested import composed_epsilon, derive_matrix, enumerated_vertices, law_units, vertices
 from pramkit.engine.perturb import perturb_frame
 from pramkit.engine.rng import SecretKey
+from pramkit.estimate.table import estimate_table
 from pramkit.errors import ManifestError, ParameterError
-from pramkit.manifest import Manifest
+from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.exact import exp_lower
 from pramkit.release.derive import derive_release, verify_pair
@@ -246,7 +247,7 @@ def test_a_tampered_scientific_use_manifest_is_detected(suf) -> None:
     assert verify_pair(derived, suf["manifest"])["pair_record_epsilon"] == Manifest.read(suf["manifest"]).record_epsilon
     first = Manifest.read(suf["manifest"])                  # another release: sex perturbed by another matrix
     sex = PramMatrix.form8([0.9, 0.9], categories=first["sex"].matrix.categories)
-    other = Manifest(tuple(type(v)(v.name, sex if v.name == "sex" else v.matrix) for v in first.variables),
+    other = Manifest(tuple(PerturbedVariable(v.name, sex if v.name == "sex" else v.matrix) for v in first.variables),
                      input=first.input, ledger=first.ledger).write(suf["dir"] / "other.json")
     spoofed = json.loads(json.dumps(derived.to_dict()))
     spoofed["ledger"]["derived_from"]["sha256"] = hashlib.sha256(other.read_bytes()).hexdigest()
@@ -297,7 +298,7 @@ def test_two_steps_drawn_with_one_key_realise_the_composed_matrix() -> None:
     public-use value is M1 M2 even when one key draws both."""
     first = PramMatrix.form8([0.8, 0.7, 0.75], categories=["a", "b", "c"])
     suf = Manifest.of({"x": first})
-    derived = Manifest((type(suf.variables[0])("x", derive_matrix(first, [0.3, 0.3, 0.4], 0.7), applied_to=first),))
+    derived = Manifest((PerturbedVariable("x", derive_matrix(first, [0.3, 0.3, 0.4], 0.7), applied_to=first),))
     n = 60_000
     frame = pd.DataFrame({"x": np.repeat(["a", "b", "c"], n)})
     puf = perturb_frame(perturb_frame(frame, suf, key=KEY).data, derived, key=KEY).data["x"]
@@ -306,6 +307,18 @@ def test_two_steps_drawn_with_one_key_realise_the_composed_matrix() -> None:
         seen = puf.iloc[i * n:(i + 1) * n].value_counts(normalize=True).reindex(list("abc"), fill_value=0).to_numpy()
         sd = np.sqrt(target[i] * (1 - target[i]) / n)
         assert np.all(np.abs(seen - target[i]) <= 4.5 * sd + 1e-12), (label, seen, target[i])
+    table = estimate_table(pd.DataFrame({"x": puf}), derived, "x", variance="pram").table   # through M1 M2
+    assert np.all(np.abs(table.counts - n) <= 4.5 * table.se), (table.counts, table.se)
+
+
+def test_estimates_from_the_public_use_file_invert_the_composed_law() -> None:
+    first = PramMatrix.form8([0.8, 0.7, 0.75], categories=["a", "b", "c"])
+    second = derive_matrix(first, [0.3, 0.3, 0.4], 0.7)
+    derived = Manifest((PerturbedVariable("x", second, applied_to=first),))
+    composed = Manifest.of({"x": PramMatrix(first.matrix @ second.matrix, first.categories)})
+    released = pd.DataFrame({"x": list("aabcccbab") * 20})
+    got, expected = estimate_table(released, derived, "x").table, estimate_table(released, composed, "x").table
+    assert np.allclose(got.counts, expected.counts) and np.allclose(got.se, expected.se)
 
 
 # ------------------------------------------------------------------ bad input

@@ -26,7 +26,7 @@ from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.ledger import ExactFact, Ledger, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -191,6 +191,23 @@ class PerturbedVariable:
         (:func:`pramkit.engine.realised_law`) where that is larger; infinite when its blocks (strata,
         kept codes) are released exactly; of a derived variable, the composed law's."""
         return _stated_epsilon(self.matrix, self.applied_to)
+
+    @cached_property
+    def release_matrix(self) -> PramMatrix:
+        """The law from the original value to the released one, which estimates invert: the matrix, or,
+        for a derived variable, the product of the matrix it is applied to and its own.
+
+        Examples
+        --------
+        >>> rr = PramMatrix.form8([0.75, 0.75], categories=["f", "m"])
+        >>> PerturbedVariable("sex", rr, applied_to=rr).release_matrix.matrix.tolist()
+        [[0.625, 0.375], [0.375, 0.625]]
+        """
+        if self.applied_to is None:
+            return self.matrix
+        return PramMatrix(self.applied_to.matrix @ self.matrix.matrix, self.matrix.categories,
+                          Provenance("composed", {"first": self.applied_to.provenance.method,
+                                                  "second": self.matrix.provenance.method}))
 
     @property
     def block_epsilon(self) -> float:
