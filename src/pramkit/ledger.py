@@ -298,7 +298,8 @@ class Ledger:
         pair = "" if not self.derived_from else (
             f" Published with the release it perturbs again (manifest {self.derived_from['manifest']!r}, SHA-256 "
             f"{self.derived_from['sha256']}), the pair's record epsilon is that release's, "
-            f"{fmt_epsilon(float(self.derived_from['record_epsilon']))}, not the sum: this file is post-processing of it.")
+            f"{fmt_epsilon(float(self.derived_from['record_epsilon']))}, not the sum: this file is post-processing "
+            "of it.")
         exactly = "; ".join(w for w in (given, exact_words([f for f in facts if f.covered])) if w) or None
         lead = f"The released file shows exactly, as the original does: {exactly}; no epsilon covers that. " \
             if exactly else ""

@@ -334,7 +334,8 @@ def _derived_mode(args: argparse.Namespace) -> int:
                              "manifest (leave out DATA, and apply the result to the released file)")
     if not args.out:
         raise ParameterError("--out is required: the public-use manifest to write")
-    check_writable(args.out, force=args.force, inputs=[Path(x) for x in (args.derive_from, args.prior, args.categories) if x])
+    inputs = [Path(x) for x in (args.derive_from, args.prior, args.categories) if x]
+    check_writable(args.out, force=args.force, inputs=inputs)
     names = None if not args.vars else [v.strip() for v in args.vars.split(",") if v.strip()]
     derived = DesignChoices.from_namespace(args).derive(names)
     derived.manifest.write(args.out, force=args.force)
@@ -346,8 +347,8 @@ def _derived_mode(args: argparse.Namespace) -> int:
         print(f"{name}: composed epsilon = {fmt_epsilon(v['epsilon'])}, I(X;Z) = {v['information_nats']:.4g} nats "
               f"under the {out['frequencies']}, optimal = {v['optimal']}")
     print(f"wrote {args.out} (public; record epsilon {fmt_epsilon(out['record_epsilon'])}, the pair's "
-          f"{fmt_epsilon(out['pair_record_epsilon'])}): apply it to the released file {out['derived_from']['manifest']} "
-          "describes")
+          f"{fmt_epsilon(out['pair_record_epsilon'])}): apply it to the released file "
+          f"{out['derived_from']['manifest']} describes")
     print(derived.manifest.guarantee)
     return 0
 

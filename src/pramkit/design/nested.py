@@ -69,9 +69,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import linear_sum_assignment, linprog
+from scipy.optimize import linprog
 
-from pramkit.design.dp.general import LP_TOLERANCE, column_utility, staircase_patterns
+from pramkit.design.dp.general import LP_TOLERANCE, column_utility, square_outputs, staircase_patterns
 from pramkit.engine.law import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix, Provenance
@@ -378,7 +378,7 @@ def derive_matrix(first: PramMatrix, p: ArrayLike, epsilon: float) -> PramMatrix
     value, error = information_bounds(pv, channel @ design)
     violation = util - verts @ duals + _utility_error(pv, (channel @ verts.T).T)
     shift = max(float(violation.max()), 0.0)
-    upper = sum_up([*duals.tolist(), s * shift * (1.0 + rounding_bound(1.0))])
+    upper = sum_up([*duals.tolist(), s * shift * (1.0 + float(rounding_bound(1.0)))])
     lower = value - error
     gap = max(upper - lower, 0.0)
     certificate: dict[str, Any] = {
@@ -415,10 +415,5 @@ def _solve(channel: np.ndarray, p: np.ndarray, t: float) -> tuple[np.ndarray, np
     used = np.flatnonzero(res.x > 1e-12)
     columns = (res.x[used, None] * verts[used]).T                  # (T, used): M2's columns
     columns /= columns.sum(axis=1, keepdims=True)
-    full = np.zeros((k, k))
-    full[:, : columns.shape[1]] = columns
-    rows, picked = linear_sum_assignment(full, maximize=True)
-    design = np.empty((k, k))
-    design[:, rows] = full[:, picked]
-    return design, util, verts, duals
+    return square_outputs(columns), util, verts, duals
 

@@ -28,7 +28,6 @@ change the hash the PUF names).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pramkit.errors import ManifestError, ParameterError
+from pramkit.io import sha256_of
 from pramkit.ledger import Ledger, split_within
 from pramkit.manifest import Manifest, PerturbedVariable
 
@@ -76,37 +76,16 @@ class Derived:
         (True, True)
         """
         led = self.manifest.ledger
+        assert led is not None  # a derived manifest always has its ledger
         return {
             "per_variable": {v.name: {"epsilon": v.epsilon, "information_nats": self.information[v.name],
-                                      "optimal": v.matrix.provenance.certificate["optimal"]}
+                                      "optimal": (v.matrix.provenance.certificate or {}).get("optimal")}
                              for v in self.manifest.variables},
             "frequencies": self.source,
             "record_epsilon": self.manifest.record_epsilon_given_structure,
             "pair_record_epsilon": led.derived_from["record_epsilon"],
             "derived_from": dict(led.derived_from),
         }
-
-
-def manifest_digest(path: str | Path) -> str:
-    """The SHA-256 of a manifest file's bytes, in hexadecimal.
-
-    Raises
-    ------
-    ManifestError
-        The file cannot be read.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     _ = open(os.path.join(d, "m.json"), "wb").write(b"{}")
-    ...     manifest_digest(os.path.join(d, "m.json"))[:16]
-    '44136fa355b3678a'
-    """
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError as exc:
-        raise ManifestError(f"manifest {str(path)!r} cannot be read ({exc.strerror})") from None
 
 
 def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] | None = None,
@@ -159,7 +138,7 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
     from pramkit.design.nested import derive_matrix
 
     first = Manifest.read(suf)
-    digest = manifest_digest(suf)
+    digest = sha256_of(suf)
     names = first.names
     if variables is not None and sorted(variables) != sorted(names):
         raise ParameterError(f"--vars must name the variables of the release derived from, {', '.join(names)}; "
@@ -187,7 +166,7 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
     manifest = Manifest(tuple(derived), input={"method": "derived", "derived_from": Path(suf).name,
                                                "record_epsilon_budget": epsilon, "frequencies": source, **shown},
                         ledger=ledger)
-    return Derived(manifest, {v.name: v.matrix.provenance.objective for v in derived}, source)
+    return Derived(manifest, {v.name: float(v.matrix.provenance.objective or 0.0) for v in derived}, source)
 
 
 def _check_derivable(v: PerturbedVariable) -> None:
@@ -283,7 +262,7 @@ def verify_pair(derived: Manifest, suf: str | Path) -> dict[str, Any]:
     led = derived.ledger
     if led is None or not led.derived_from:
         raise ManifestError("the manifest is not derived from another release (its ledger has no derived_from)")
-    digest = manifest_digest(suf)
+    digest = sha256_of(suf)
     if digest != led.derived_from["sha256"]:
         raise ManifestError(f"manifest {str(suf)!r} is not the one the derived release names: its SHA-256 is "
                             f"{digest}, the derived manifest names {led.derived_from['sha256']}")
