@@ -341,6 +341,7 @@ BAD = [
     ("no output", ["--out", None], "--out is required"),
     ("output is the input", ["--out", "{manifest}", "--force"], ""),
     ("derived again", ["--derive-from", "{puf}"], "derived already"),
+    ("no ledger", ["--derive-from", "{bare}"], "has no privacy ledger"),
 ]
 
 
@@ -352,8 +353,9 @@ def test_bad_input_one_line_exit_2_nothing_written(suf, capsys, case: str, chang
     (d / "book.csv").write_text("variable,category\nage,0-9\nage,10+\nsex,female\nsex,male\nmarital_status,x\n")
     assert main(["design", "--derive-from", str(suf["manifest"]), "--epsilon", "2", "--out", str(d / "puf.json"),
                  "--quiet"]) == 0
+    Manifest.of({"sex": randomized_response(["female", "male"], 3.0)}).write(d / "bare.json")
     fill = {"prior": d / "prior.csv", "book": d / "book.csv", "dir": d, "data": suf["data"],
-            "manifest": suf["manifest"], "puf": d / "puf.json"}
+            "manifest": suf["manifest"], "puf": d / "puf.json", "bare": d / "bare.json"}
     args = {"--derive-from": str(suf["manifest"]), "--epsilon": "2", "--out": str(d / "new.json")}
     extra: list[str] = []
     pairs = iter(change)

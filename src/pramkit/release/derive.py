@@ -115,8 +115,8 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
     Raises
     ------
     ParameterError
-        The variables, prior or codebook differ from the SUF's; the SUF has no DP counts and
-        no prior is given; a variable is joint, stratified, drawn per household, has kept codes
+        The variables, prior or codebook differ from the SUF's; the SUF has no ledger, or no
+        DP counts and no prior is given; a variable is joint, stratified, drawn per household, has kept codes
         or is derived already; epsilon is not above the SUF's design epsilon.
     ManifestError
         The SUF manifest cannot be read or is malformed.
@@ -148,7 +148,10 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
         _check_derivable(v)
     if categories is not None:
         _check_codebook(first, categories)
-    led = first.ledger if first.ledger is not None else Ledger(frequencies="exact")
+    led = first.ledger
+    if led is None:
+        raise ParameterError(f"{str(suf)!r} has no privacy ledger, so nothing records how its matrices were "
+                             "designed: derive from a manifest written by pramkit design")
     if not (math.isfinite(epsilon) and epsilon > led.design_epsilon):
         raise ParameterError(f"--epsilon must be above the design epsilon of the release derived from, "
                              f"{led.design_epsilon!r} (its matrices, designed from its DP counts, are shown again), "
