@@ -43,8 +43,9 @@ adjacency test is combinatorial, and the staircase rays are active on many const
 
 **The certificate.**  The LP's dual y bounds the program whenever ``y . r >= mu(M1 r)``
 at every vertex; the dual is repaired (raised by the largest violation, the vertices
-summing to one) with a bound on the rounding of mu, and its sum is an upper bound on
-``I(X; Z)`` over every ``M2``.  It is a proof for the enumerated vertices;
+summing to one) with a bound on the rounding of mu, on the vertices of the polytope at a
+ratio bound just above ``e^E`` (which holds every second step within E), and its sum is
+an upper bound on ``I(X; Z)`` over every ``M2``.  It is a proof for the enumerated vertices;
 ``tests/test_nested.py`` checks the enumeration against an independent one by
 combinations of active constraints.
 
@@ -75,7 +76,7 @@ from pramkit.design.dp.general import LP_TOLERANCE, column_utility, square_outpu
 from pramkit.engine.law import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix, Provenance
-from pramkit.privacy.exact import (certificate_tolerance, exp_lower, float_up, information_bounds,
+from pramkit.privacy.exact import (UNIT, certificate_tolerance, exp_lower, float_up, information_bounds,
                                    log_ratio_upper, rounding_bound, sum_up)
 from pramkit.validate import probabilities
 
@@ -374,9 +375,14 @@ def derive_matrix(first: PramMatrix, p: ArrayLike, epsilon: float) -> PramMatrix
             break
     else:  # pragma: no cover - the largest margin dwarfs every rounding of the units
         raise AssertionError(f"no margin brought the composed epsilon {composed} within {e}")
-    design, util, verts, duals = found
+    design, _, _, duals = found
     value, error = information_bounds(pv, channel @ design)
-    violation = util - verts @ duals + _utility_error(pv, (channel @ verts.T).T)
+    # the bound is taken over the polytope at a ratio bound not below e^epsilon (a larger one: every
+    # second step within epsilon is feasible there), the LP's duals repaired on its vertices
+    verts = vertices(channel, math.nextafter(math.exp(e) * (1.0 + 8.0 * UNIT), math.inf))
+    columns = (channel @ verts.T).T
+    util = column_utility(pv, columns)
+    violation = util - verts @ duals + _utility_error(pv, columns)
     shift = max(float(violation.max()), 0.0)
     upper = sum_up([*duals.tolist(), s * shift * (1.0 + float(rounding_bound(1.0)))])
     lower = value - error
