@@ -342,6 +342,8 @@ BAD = [
     ("output is the input", ["--out", "{manifest}", "--force"], ""),
     ("derived again", ["--derive-from", "{puf}"], "derived already"),
     ("no ledger", ["--derive-from", "{bare}"], "has no privacy ledger"),
+    ("a private record", ["--design-record", "{dir}/r.json"], "--design-record does not apply"),
+    ("a key", ["--key-file", "{dir}/key"], "--key-file does not apply"),
 ]
 
 

@@ -334,6 +334,11 @@ def _derived_mode(args: argparse.Namespace) -> int:
                              "manifest (leave out DATA, and apply the result to the released file)")
     if not args.out:
         raise ParameterError("--out is required: the public-use manifest to write")
+    for flag, value in (("--design-record", args.design_record), ("--key-file", args.key_file),
+                        ("--probs", args.probs), ("--counts", args.counts)):
+        if value is not None:
+            raise ParameterError(f"{flag} does not apply to --derive-from: the derived design reads public inputs "
+                                 "only, draws no noise and has no private record")
     inputs = [Path(x) for x in (args.derive_from, args.prior, args.categories) if x]
     check_writable(args.out, force=args.force, inputs=inputs)
     names = None if not args.vars else [v.strip() for v in args.vars.split(",") if v.strip()]
