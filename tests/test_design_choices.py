@@ -53,7 +53,7 @@ numbers = st.floats(min_value=1e-9, max_value=1e6, allow_nan=False)
     "household_vars": texts, "rule_breaking": st.sampled_from(["error", "keep"]),
     "missing": st.sampled_from(["keep", "category"]), "split": st.sampled_from(["optimal", "equal", "joint"]),
     "epsilon_per_variable": st.just("age=1,sex=0.5"), "recognition": numbers,
-    "na_values": st.lists(texts, max_size=3).map(tuple),
+    "na_values": st.lists(texts, max_size=3).map(tuple), "derive_from": st.just(Path("suf.json")),
 }))
 def test_the_command_line_of_any_choices_parses_back_to_them(fields: dict) -> None:
     choices = DesignChoices(**fields)

@@ -181,6 +181,11 @@ class Ledger:
     dp_counts : mapping
         Variable -> the DP output of the design step (``{"epsilon", "sensitivity",
         "counts"}``): public, since it is the mechanism's output.
+    derived_from : mapping
+        A derived release (``pramkit design --derive-from``): the release it perturbs again,
+        ``{"manifest", "sha256", "record_epsilon"}`` (its manifest's file name, the SHA-256 of
+        that file's bytes, its record epsilon); empty otherwise.  The pair of releases
+        together has that record epsilon: the derived file is post-processing of the other.
 
     Raises
     ------
@@ -203,6 +208,7 @@ class Ledger:
     categories: Mapping[str, CategorySource] = field(default_factory=dict)
     data_dependent: tuple[str, ...] = ()
     dp_counts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    derived_from: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.design_epsilon, (int, float)) and math.isfinite(self.design_epsilon)
@@ -217,6 +223,10 @@ class Ledger:
         if bad:
             raise ParameterError(f"category sources must be one of {CATEGORY_SOURCES}, got {bad}")
         object.__setattr__(self, "data_dependent", tuple(self.data_dependent))
+        if self.derived_from and not (set(self.derived_from) == {"manifest", "sha256", "record_epsilon"}
+                                      and isinstance(self.derived_from["sha256"], str)
+                                      and isinstance(self.derived_from["record_epsilon"], (int, float))):
+            raise ParameterError("derived_from must hold the manifest's name, its sha256 and its record epsilon")
 
     @property
     def covers_everything(self) -> bool:
@@ -287,11 +297,16 @@ class Ledger:
         'The released file shows exactly, as the original does: which values of age are missing; no epsilon c'
         """
         total = self.total(variable_epsilons)
+        pair = "" if not self.derived_from else (
+            f" Published with the release it perturbs again (manifest {self.derived_from['manifest']!r}, SHA-256 "
+            f"{self.derived_from['sha256']}), the pair's record epsilon is that release's, "
+            f"{fmt_epsilon(float(self.derived_from['record_epsilon']))}, not the sum: this file is post-processing "
+            "of it.")
         exactly = "; ".join(w for w in (given, exact_words([f for f in facts if f.covered])) if w) or None
         lead = f"The released file shows exactly, as the original does: {exactly}; no epsilon covers that. " \
             if exactly else ""
         tail = "".join(f" {f.reveals[0].upper()}{f.reveals[1:]}: no epsilon covers them." for f in facts
-                       if not f.covered)
+                       if not f.covered) + pair
         tail += "".join(f" The household variables {', '.join(f.variables)} are perturbed once per household "
                        f"({f.column}, released as it is): their epsilons, counted in every member's record epsilon, "
                        "bound what changing one household's values of them changes."
@@ -376,6 +391,7 @@ class Ledger:
             "categories": dict(self.categories),
             "data_dependent": list(self.data_dependent),
             "dp_counts": {k: dict(v) for k, v in self.dp_counts.items()},
+            **({"derived_from": dict(self.derived_from)} if self.derived_from else {}),
             "covers_everything_published": self.covers_everything,
             "statement": self.statement(variable_epsilons, given, facts),
         }
@@ -429,7 +445,8 @@ class Ledger:
         try:
             return cls(design_epsilon=float(design), frequencies=d.get("frequencies", "none"),
                        record_epsilon_budget=None if budget is None else float(budget), prior=prior,
-                       categories=cats, data_dependent=tuple(dep), dp_counts=counts)
+                       categories=cats, data_dependent=tuple(dep), dp_counts=counts,
+                       derived_from=d.get("derived_from") or {})
         except ParameterError as exc:
             raise ManifestError(f"field 'ledger': {exc}") from None
 

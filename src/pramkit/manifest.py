@@ -26,7 +26,7 @@ from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.ledger import ExactFact, Ledger, epsilon_to_json, exact_words
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -77,6 +77,10 @@ class PerturbedVariable:
         The column identifying the unit of the draw (a household id): every
         record of a unit gets the same draw, so the members of a household,
         who share its original values, share its released values.
+    applied_to : PramMatrix or None
+        A derived release (``pramkit design --derive-from``): the matrix of the release this
+        one perturbs again, on the same categories; the variable's epsilon is then that of
+        the composed law (:func:`pramkit.design.nested.composed_epsilon`).
 
     Raises
     ------
@@ -105,6 +109,7 @@ class PerturbedVariable:
     columns: tuple[str, ...] = ()
     given: tuple[str, ...] = ()
     unit: str | None = None
+    applied_to: PramMatrix | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -135,6 +140,10 @@ class PerturbedVariable:
                 )
         elif any(isinstance(c, tuple) for c in self.matrix.categories):
             raise ManifestError(f"variable {self.name!r}: tuple categories need several columns")
+        if self.applied_to is not None and (self.is_joint or self.unit is not None or self.applied_to.blocks
+                                            or self.applied_to.categories != self.matrix.categories):
+            raise ManifestError(f"variable {self.name!r}: a derived variable perturbs one column again, on the "
+                                "categories of the matrix it is applied to, without strata, kept codes or households")
         own = [c[len(self.given):] if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
         if self.missing == "category" and not any(x is None for c in own for x in c):
             raise ManifestError(
@@ -155,13 +164,32 @@ class PerturbedVariable:
     def epsilon(self) -> float:
         """The stated epsilon: the matrix's, or the exact epsilon of the law the engine realises
         (:func:`pramkit.engine.realised_law`) where that is larger; infinite when its blocks (strata,
-        kept codes) are released exactly."""
-        return max(self.matrix.epsilon, realised_law(self.matrix).epsilon)
+        kept codes) are released exactly; of a derived variable, the composed law's."""
+        return _stated_epsilon(self.matrix, self.applied_to)
+
+    @cached_property
+    def release_matrix(self) -> PramMatrix:
+        """The law from the original value to the released one, which estimates invert: the matrix, or,
+        for a derived variable, the product of the matrix it is applied to and its own.
+
+        Examples
+        --------
+        >>> rr = PramMatrix.form8([0.75, 0.75], categories=["f", "m"])
+        >>> PerturbedVariable("sex", rr, applied_to=rr).release_matrix.matrix.tolist()
+        [[0.625, 0.375], [0.375, 0.625]]
+        """
+        if self.applied_to is None:
+            return self.matrix
+        return PramMatrix(self.applied_to.matrix @ self.matrix.matrix, self.matrix.categories,
+                          Provenance("composed", {"first": self.applied_to.provenance.method,
+                                                  "second": self.matrix.provenance.method}))
 
     @property
     def block_epsilon(self) -> float:
         """Epsilon given the block of the value (its stratum, whether it is a kept code): the larger of
-        :attr:`pramkit.PramMatrix.block_epsilon` and the realised law's."""
+        :attr:`pramkit.PramMatrix.block_epsilon` and the realised law's (a derived variable: :attr:`epsilon`)."""
+        if self.applied_to is not None:
+            return self.epsilon
         return max(self.matrix.block_epsilon, realised_law(self.matrix).block_epsilon)
 
     @property
@@ -484,7 +512,18 @@ class PerturbedVariable:
             "bistochastic": m.is_bistochastic,
             "min_diagonal": m.min_diagonal,
             "design": design,
+            **({"applied_to": self.applied_to.to_dict()} if self.applied_to is not None else {}),
         }
+
+
+def _stated_epsilon(matrix: PramMatrix, applied_to: PramMatrix | None) -> float:
+    """A variable's epsilon: of its matrix or the realised law (the larger), or of the law composed
+    with the matrix it is applied to."""
+    if applied_to is None:
+        return max(matrix.epsilon, realised_law(matrix).epsilon)
+    from pramkit.design.nested import composed_epsilon
+
+    return composed_epsilon(applied_to, matrix)
 
 
 def _moving_values(rows: list[tuple], blocks: list[np.ndarray], start: int) -> list[set]:
@@ -1082,8 +1121,9 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
         if not all(x is None or isinstance(x, (str, int, float)) for x in values):
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
     matrix = PramMatrix.from_dict(v, where)
+    applied_to = _applied_to(v, matrix, where)
     if "epsilon" in v:
-        _check_epsilon(v["epsilon"], max(matrix.epsilon, realised_law(matrix).epsilon), f"{where}.epsilon")
+        _check_epsilon(v["epsilon"], _stated_epsilon(matrix, applied_to), f"{where}.epsilon")
     if "epsilon_given_block" in v:
         _check_epsilon(v["epsilon_given_block"], max(matrix.block_epsilon, realised_law(matrix).block_epsilon),
                        f"{where}.epsilon_given_block")
@@ -1091,6 +1131,18 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
     try:
-        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit)
+        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit, applied_to)
     except ManifestError as exc:
         raise ManifestError(f"field '{where}': {exc}") from None
+
+
+def _applied_to(v: dict[str, Any], matrix: PramMatrix, where: str) -> PramMatrix | None:
+    """The matrix a derived variable is applied to (``applied_to``), on the variable's categories."""
+    if "applied_to" not in v:
+        return None
+    if not isinstance(v["applied_to"], dict):
+        raise ManifestError(f"field '{where}.applied_to' must be an object")
+    first = PramMatrix.from_dict(v["applied_to"], f"{where}.applied_to")
+    if first.categories != matrix.categories:
+        raise ManifestError(f"field '{where}.applied_to' must have the variable's categories, in order")
+    return first

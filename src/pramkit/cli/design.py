@@ -6,7 +6,9 @@
   release (:func:`pramkit.design_release`): ``--epsilon`` is the record's total budget, design step included;
   writes the public manifest and, beside it, the private design record;
 * ``pramkit design DATA --keys a,b,c --recognition ALPHA --out M.json``: one joint matrix against spontaneous
-  recognition (:func:`pramkit.design_recognition`).
+  recognition (:func:`pramkit.design_recognition`);
+* ``pramkit design --derive-from SUF.json --epsilon E --out PUF.json``: a second step applied to the released
+  scientific-use file, for a public-use file (:func:`pramkit.release.derive.derive_release`).
 
 The command only parses, calls the library and prints the result's ``to_dict()``.
 """
@@ -156,6 +158,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="lower bound on the diagonal of the reductions (default 0.9)")
     rec.add_argument("--recognition-method", choices=["restricted", "full"], default="restricted",
                      help="restricted: convex, certified gap (default); full: every entry free (small X only)")
+    p.add_argument("--derive-from", type=Path, metavar="SUF-MANIFEST",
+                   help="design a second step applied to the file that manifest released (a public-use file from a "
+                        "scientific-use file), with record epsilon --epsilon; reads no data (docs/privacy.md)")
     p.add_argument("--out", type=Path, help="manifest to write (data mode): public, published with the release")
     p.add_argument("--design-record", type=Path, help="private design record to write (default: beside --out, "
                    "named OUT_STEM.design-record.json); never publish it")
@@ -181,7 +186,7 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     Examples
     --------
     >>> import argparse
-    >>> args = argparse.Namespace(data=Path("d.csv"), prior=None, forbid=None, categories=None,
+    >>> args = argparse.Namespace(data=Path("d.csv"), prior=None, forbid=None, categories=None, derive_from=None,
     ...                           distances="areas.csv", out=Path("m.json"), design_record=None, key_file=Path("k"))
     >>> inputs, outputs = files(args)
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
@@ -190,6 +195,8 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     from pramkit.cli._common import distance_files
     from pramkit.release.record import design_record_path
 
+    if args.derive_from is not None:
+        return [args.derive_from, args.prior, args.categories], [args.out]
     if args.data is None or args.out is None:
         return [], []
     inputs = [args.data, args.prior, args.forbid, args.categories, args.key_file, *distance_files(args.distances)]
@@ -293,6 +300,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.privacy.amplification import declare_sampling, release_guarantees
     from pramkit.release.record import design_record_path, write_design
 
+    if args.derive_from is not None:
+        return _derived_mode(args)
     if args.data is None:
         if args.sampling or args.population is not None:
             raise ParameterError("--sampling and --population describe a data file's release: give DATA and --vars")
@@ -323,6 +332,41 @@ def run(args: argparse.Namespace) -> int:
 
 
 
+
+
+def _derived_mode(args: argparse.Namespace) -> int:
+    """``--derive-from``: design the public-use release, write its manifest, print what it keeps."""
+    from pramkit.atomic import check_writable
+    from pramkit.ledger import fmt_epsilon
+    from pramkit.release.choices import DesignChoices
+
+    if args.data is not None:
+        raise ParameterError("--derive-from reads no data file: the second step is designed from the released "
+                             "manifest (leave out DATA, and apply the result to the released file)")
+    if not args.out:
+        raise ParameterError("--out is required: the public-use manifest to write")
+    for flag, value in (("--design-record", args.design_record), ("--key-file", args.key_file),
+                        ("--probs", args.probs), ("--counts", args.counts)):
+        if value is not None:
+            raise ParameterError(f"{flag} does not apply to --derive-from: the derived design reads public inputs "
+                                 "only, draws no noise and has no private record")
+    inputs = [Path(x) for x in (args.derive_from, args.prior, args.categories) if x]
+    check_writable(args.out, force=args.force, inputs=inputs)
+    names = None if not args.vars else [v.strip() for v in args.vars.split(",") if v.strip()]
+    derived = DesignChoices.from_namespace(args).derive(names)
+    derived.manifest.write(args.out, force=args.force)
+    out = {**derived.to_dict(), "manifest": str(args.out)}
+    if args.json:
+        print_json(out)
+        return 0
+    for name, v in out["per_variable"].items():
+        print(f"{name}: composed epsilon = {fmt_epsilon(v['epsilon'])}, I(X;Z) = {v['information_nats']:.4g} nats "
+              f"under the {out['frequencies']}, optimal = {v['optimal']}")
+    print(f"wrote {args.out} (public; record epsilon {fmt_epsilon(out['record_epsilon'])}, the pair's "
+          f"{fmt_epsilon(out['pair_record_epsilon'])}): apply it to the released file "
+          f"{out['derived_from']['manifest']} describes")
+    print(derived.manifest.guarantee)
+    return 0
 
 
 def _print_written(out: dict[str, Any], manifest: Any) -> None:

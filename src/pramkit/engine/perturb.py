@@ -319,7 +319,7 @@ class _Perturber:
             codes = np.array(codes, dtype=np.intp)
         # drawn in place, or, from codes that are a read-only view (of a dictionary's indices), into new memory
         released = codes if codes.flags.writeable else pool_array(codes.size, np.intp)[1]
-        stream, draw_rows = v.name, rows
+        stream, draw_rows = row_stream(v), rows
         if self.households is not None:  # one draw per household: keyed by its id, not by the row
             units = unit_counters(table.column(v.unit), v.unit, start, rows)
             self.households.check(units, codes, table.column(v.unit))
@@ -403,6 +403,23 @@ class _Perturber:
     def codebook(self, column: str) -> Codebook:
         """The codebook of one of the variable's columns (of a joint variable: that column's own)."""
         return self.book if self.book is not None else self.joint.books[self.variable.read_columns.index(column)]
+
+
+def row_stream(variable: PerturbedVariable) -> str:
+    """The random stream of a variable's rows: its name, or, for a variable that perturbs a release
+    again (``applied_to``), a stream of its own, so that a key used for both steps never draws the
+    second with the first's uniforms (the composed law is the product of the two only when their
+    draws are independent).
+
+    Examples
+    --------
+    >>> from pramkit import PramMatrix
+    >>> from pramkit.manifest import PerturbedVariable
+    >>> first = PramMatrix.from_diagonal([0.9, 0.9], ["own", "rent"])
+    >>> row_stream(PerturbedVariable("tenure", first)), row_stream(PerturbedVariable("tenure", first, applied_to=first))
+    ('tenure', 'tenure|derived')
+    """
+    return variable.name if variable.applied_to is None else f"{variable.name}|derived"
 
 
 def unit_stream(variable: PerturbedVariable) -> str:

@@ -669,7 +669,7 @@ def estimate_table(
     raw_categories = counted.categories
     if raw != axes:
         counted = _cells_table(counted, manifest, axes, read)
-    matrices: list[PramMatrix | None] = [manifest[n].matrix if n in manifest.names else None for n in axes]
+    matrices: list[PramMatrix | None] = [manifest[n].release_matrix if n in manifest.names else None for n in axes]
     check_matrix_memory(axes, matrices)
     categories = counted.categories
     for name, cats in zip(axes, categories):
@@ -754,7 +754,7 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
     extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
     batches, rows = _batches(data, raw + extra, na_values, "the survey design")
     totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
-    matrices = [manifest[n].matrix if n in manifest.names else None for n in axes]
+    matrices = [manifest[n].release_matrix if n in manifest.names else None for n in axes]
     table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
     cov = design_covariance(totals, matrices, layout.shape, table.counts, replicates)
     se = np.full(layout.shape, np.nan) if table.estimator == "norm-sub" else np.sqrt(cov.cell_variances())

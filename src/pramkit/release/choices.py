@@ -20,9 +20,12 @@ from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
     from pramkit.engine.rng import SecretKey
+    from pramkit.release.derive import Derived
     from pramkit.release.plan import ReleasePlan
     from pramkit.release.record import Release
 
+#: The flags a derived release (``--derive-from``) takes besides ``--vars`` and ``--out``.
+DERIVE_FLAGS = ("--derive-from", "--epsilon", "--prior", "--categories")
 #: The families' own options, read from flags of the same names.
 FAMILY_OPTIONS = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
 
@@ -88,6 +91,7 @@ class DesignChoices:
     recognition_gamma: float | None = None
     recognition_method: str = "restricted"
     na_values: tuple[str, ...] = NA_VALUES
+    derive_from: Path | None = None
 
     @classmethod
     def from_namespace(cls, args: Any) -> "DesignChoices":
@@ -248,6 +252,44 @@ class DesignChoices:
         from pramkit.release.pipeline import design_planned
 
         return design_planned(data, self.plan(variables), key=key, quiet=quiet)
+
+    def derive(self, variables: Sequence[str] | None = None) -> "Derived":
+        """Design the public-use release derived from the release ``derive_from`` names
+        (:func:`pramkit.release.derive.derive_release`): reads public inputs only.
+
+        Parameters
+        ----------
+        variables : sequence of str, optional
+            The variables of that release, as a check.
+
+        Returns
+        -------
+        pramkit.release.derive.Derived
+
+        Raises
+        ------
+        ParameterError
+            A flag other than :data:`DERIVE_FLAGS`, no ``--epsilon``, or what
+            :func:`pramkit.release.derive.derive_release` refuses.
+
+        Examples
+        --------
+        >>> DesignChoices(derive_from=Path("suf.json"), epsilon=1.0, method="rr").derive()
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: --method does not apply to --derive-from: the second step is the most information under --epsilon, designed from public inputs (--prior, --categories)
+        """
+        from pramkit.release.derive import derive_release
+
+        other = [flag for flag, _ in self.flags() if flag not in DERIVE_FLAGS]
+        if other:
+            raise ParameterError(f"{other[0]} does not apply to --derive-from: the second step is the most "
+                                 "information under --epsilon, designed from public inputs (--prior, --categories)")
+        if self.derive_from is None or self.epsilon is None:
+            raise ParameterError("a derived release needs --derive-from and --epsilon (the public-use file's record "
+                                 "epsilon)")
+        return derive_release(self.derive_from, self.epsilon, variables=variables, prior=self.prior,
+                              categories=self.categories)
 
     def _recognition(self, data: Any, variables: Sequence[str], key: "SecretKey | None") -> "Release":
         """The recognition design (``--recognition``): its own privacy model, no structure."""

@@ -628,12 +628,12 @@ class ReleaseReport:
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
     out = []
     for v in manifest.variables:
-        m = v.matrix
+        m = v.release_matrix
         measured = measure(m)
         out.append(LedgerEntry(
             name=v.name, columns=v.columns, categories=m.size, epsilon=m.epsilon, beta=measured.beta,
             min_diagonal=m.min_diagonal, truthful=m.is_truthful, bistochastic=m.is_bistochastic,
-            method=m.provenance.method,
+            method=v.matrix.provenance.method,
         ))
     return tuple(out)
 
@@ -705,7 +705,7 @@ def _counts(frame: pd.DataFrame, v: PerturbedVariable) -> np.ndarray:
 
 def _curve(p: np.ndarray, v: PerturbedVariable, n: int) -> tuple[PrivacyUtilityCurve | None, str]:
     """Randomized response on v's categories over epsilon, with v's own matrix as the chosen point."""
-    m = v.matrix
+    m = v.release_matrix
     if m.size < 2:
         return None, "a single category: nothing to perturb"
     top = max(10.0, 2.0 * m.epsilon) if math.isfinite(m.epsilon) else 10.0
@@ -940,7 +940,7 @@ def _realised(codes: tuple[np.ndarray, np.ndarray], d: np.ndarray, radius: float
 
 
 def _locality(v: PerturbedVariable, dist: Distances, radius: float, weights: Weights) -> Locality:
-    m = v.matrix
+    m = v.release_matrix
     finite = math.isfinite(m.epsilon)
     mine = row_measures(m, dist, within=radius)
     rr: RowMeasures | None = rr_row_measures(dist, m.epsilon, within=radius) if finite else None

@@ -277,6 +277,25 @@ def _polish(stairs: np.ndarray, util: np.ndarray,
     return np.array(basis), np.maximum(theta, 0.0), y
 
 
+def square_outputs(columns: np.ndarray) -> np.ndarray:
+    """The used outputs of a design (S x k columns, k <= S) as an S x S matrix: each output released as
+    the category that maximises the probability of releasing the true value (a relabelling, which
+    changes neither I(X; Z) nor epsilon), the unused categories given columns of zeros.
+
+    Examples
+    --------
+    >>> square_outputs(np.array([[0.2, 0.8], [0.9, 0.1], [0.5, 0.5]])).tolist()
+    [[0.8, 0.2, 0.0], [0.1, 0.9, 0.0], [0.5, 0.5, 0.0]]
+    """
+    s = columns.shape[0]
+    full = np.zeros((s, s))
+    full[:, : columns.shape[1]] = columns
+    rows, picked = linear_sum_assignment(full, maximize=True)
+    design = np.empty((s, s))
+    design[:, rows] = full[:, picked]
+    return design
+
+
 def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | None = None) -> PramMatrix:
     """The epsilon-DP matrix (any row-stochastic form) with the most I(X; Z).
 
@@ -353,11 +372,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     support = basis[kept]                                  # outputs of ~1e-17 that 2^-62 units cannot realise
     used = theta[kept] * stairs[support].T                 # (S, k): M[x, column]
     used /= used.sum(axis=1, keepdims=True)
-    full = np.zeros((s, s))
-    full[:, : used.shape[1]] = used
-    rows, picked = linear_sum_assignment(full, maximize=True)
-    design = np.empty((s, s))
-    design[:, rows] = full[:, picked]
+    design = square_outputs(used)
     matrix = within_budget(design, e)
     mi, mi_error = information_bounds(pv, matrix)
     upper, violation = staircase_dual_bound(pv, e, duals)
