@@ -37,8 +37,9 @@ import shutil
 import signal
 import threading
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from pramkit.errors import OutputExistsError, ParameterError, PramkitError, PramkitWarning, WriteError
 

@@ -14,9 +14,10 @@ risk measures).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -188,7 +189,7 @@ class CountTable:
         coords = np.unravel_index(np.asarray(cells, dtype=np.int64), tuple(self.shape[a] for a in axes))
         return [tuple(self.categories[a][int(c[i])] for a, c in zip(axes, coords)) for i in range(len(coords[0]))]
 
-    def extended(self, column: str, categories: Sequence[Label]) -> "CountTable":
+    def extended(self, column: str, categories: Sequence[Label]) -> CountTable:
         """The table with ``column``'s categories replaced by ``categories``, a superset of them
         (cells of the new categories count 0); :class:`DataError` if a counted category is not listed.
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from pramkit.defaults import NY_ROWS
 from pramkit.errors import ParameterError
-
 
 #: Variables and their categories, in file order.
 CENSUS_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -320,7 +320,7 @@ def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFra
     rng = np.random.default_rng([seed, 3535])
     n = int(n_areas)
     centres = rng.uniform(0.15 * REGION_KM, 0.85 * REGION_KM, size=(len(TOWNS), 2))
-    counts = [int(round(share * n)) for share, _ in TOWNS]
+    counts = [round(share * n) for share, _ in TOWNS]
     rural = max(n - sum(counts), 0)
     points, town = [], []
     for k, ((_, spread), c) in enumerate(zip(TOWNS, counts)):

@@ -26,10 +26,11 @@ import contextlib
 import csv
 import errno
 import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -38,8 +39,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
-from pramkit.engine.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+from pramkit.engine.codebook import MissingCodes
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 
 #: File suffix -> format.
@@ -680,7 +681,7 @@ class TableWriter:
         #: SHA-256 of the file written, once :meth:`close` has run.
         self.sha256: str | None = None
 
-    def __enter__(self) -> "TableWriter":
+    def __enter__(self) -> TableWriter:
         self._ctx = atomic_path(self.path, force=self.force, inputs=self.inputs, verify=self._check)
         self._tmp = self._ctx.__enter__()
         return self
@@ -939,7 +940,7 @@ class _DigestingFile:
     writers need)."""
 
     def __init__(self, path: Path) -> None:
-        self._fh = open(path, "wb")
+        self._fh = open(path, "wb")  # noqa: SIM115 (closed by the writer's close or abort)
         self._hash = hashlib.sha256()
         self._size = 0
 

@@ -7,10 +7,8 @@ without importing the matrix back.
 
 from __future__ import annotations
 
-from typing import Union
-
 #: A category label: a JSON scalar.  ``None`` labels the "missing" category of
 #: a variable whose missing values are declared a category of their own.  A
 #: matrix over the cross-classification of several variables (a joint
 #: perturbation) has tuples of scalars as labels.
-Label = Union[str, int, float, bool, None, tuple]
+Label = str | int | float | bool | None | tuple

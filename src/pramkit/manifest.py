@@ -12,11 +12,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,8 +27,8 @@ from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix
 from pramkit.ledger import ExactFact, Ledger, exact_words
+from pramkit.matrix import PramMatrix
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
@@ -636,11 +637,11 @@ class Manifest:
                                 "(those are released unperturbed)")
         object.__setattr__(self, "variables", variables)
         if not self.created:
-            stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+            stamp = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
             object.__setattr__(self, "created", stamp)
 
     @classmethod
-    def of(cls, matrices: Mapping[str, PramMatrix], **kwargs: Any) -> "Manifest":
+    def of(cls, matrices: Mapping[str, PramMatrix], **kwargs: Any) -> Manifest:
         """A manifest from ``{column name: matrix}`` (missing values kept).
 
         Parameters
@@ -925,7 +926,7 @@ class Manifest:
         return write_text_atomic(path, self.to_json(), force=force)
 
     @classmethod
-    def read(cls, path: str | Path) -> "Manifest":
+    def read(cls, path: str | Path) -> Manifest:
         """Read and validate a manifest file (:meth:`from_dict`).
 
         Parameters
@@ -967,7 +968,7 @@ class Manifest:
         return cls.from_dict(data)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Manifest":
+    def from_dict(cls, data: Any) -> Manifest:
         """Validate a parsed manifest; errors name the offending field.
 
         Every stated epsilon (the record's, each variable's and its epsilon given the

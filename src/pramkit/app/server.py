@@ -18,8 +18,9 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from shiny import Inputs, Outputs, Session, reactive, render, ui
 
@@ -142,7 +143,7 @@ class Step:
                         detail=desc)
         try:
             return job.result(), ""
-        except BaseException as exc:  # noqa: BLE001 - every failure is shown, none kills the session
+        except BaseException as exc:
             return None, outcome_message(exc)
 
     def _finish(self) -> None:

@@ -118,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
     ...     code, [round(c["estimate"]) for c in json.loads(out.getvalue())["cells"]]
     (0, [70, 30])
     """
+    from pramkit.engine.receipt import ReceiptWarning, check_release
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
-    from pramkit.engine.receipt import ReceiptWarning, check_release
 
     names, groups = _names(args.vars), _names(args.by)
     manifest = Manifest.read(args.manifest)

@@ -128,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
     (0, 'households: 3 (largest: 40 records)')
     """
     from pramkit.atomic import check_writable
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import check_release
+    from pramkit.manifest import Manifest
     from pramkit.risk.identification import identification_risk
     from pramkit.risk.plots import plot_fit
 
@@ -181,10 +181,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _household(args: argparse.Namespace, keys: list[str]) -> int:
     """``--household COL``: the household-level risk of the file (its to_dict(), or lines of text)."""
-    from pramkit.risk.household import household_risk
-
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import check_release
+    from pramkit.manifest import Manifest
+    from pramkit.risk.household import household_risk
 
     unused = [flag for flag, given in (("--original", args.original),
                                        ("--plot", args.plot), ("--model", args.model != _MODEL),

@@ -53,8 +53,9 @@ the least variance of the unbiased estimator, which does not read p:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -465,7 +466,13 @@ def _fitted(family: str, name: str) -> Design:
     """A bistochastic family: its own parameter ``name``, or fitted to a target beta; optional floor."""
     def design(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
                o: Mapping[str, Any]) -> PramMatrix:
-        from pramkit.design.bistochastic.families import circulant_keep, fit_family, k_anonymity, tridiagonal, with_floor
+        from pramkit.design.bistochastic.families import (
+            circulant_keep,
+            fit_family,
+            k_anonymity,
+            tridiagonal,
+            with_floor,
+        )
 
         if o["beta"] is not None:
             m = fit_family(family, categories, o["beta"]).matrix

@@ -23,9 +23,10 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -33,9 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pramkit.engine import _kernels
+from pramkit.engine.utf8 import Utf8Labels, is_utf8, pool_array
 from pramkit.errors import DataError
 from pramkit.labels import Label
-from pramkit.engine.utf8 import Utf8Labels, is_utf8, pool_array
 
 MISSING = -1
 _INT_LITERAL = re.compile(r"[+-]?\d+")
@@ -1416,9 +1417,7 @@ class MissingCodes:
             if isinstance(lo, str):
                 if key == lo:
                     return True
-            elif isinstance(label, (int, float)) and not isinstance(label, bool) and lo <= label <= hi:
-                return True
-            elif isinstance(label, str) and _number(label) is not None and lo <= _number(label) <= hi:
+            elif (isinstance(label, (int, float)) and not isinstance(label, bool) and lo <= label <= hi) or (isinstance(label, str) and _number(label) is not None and lo <= _number(label) <= hi):
                 return True
         return False
 

@@ -318,7 +318,7 @@ class RealisedLaw:
     weight: np.ndarray | None = None
     extra: np.ndarray | None = None
     units: np.ndarray | None = None
-    blocks: tuple[tuple[np.ndarray, "RealisedLaw"], ...] | None = None
+    blocks: tuple[tuple[np.ndarray, RealisedLaw], ...] | None = None
     rate: float | None = None
     closed_form_epsilon: float | None = None
 
@@ -365,7 +365,7 @@ class RealisedLaw:
             return out
         return self.weights(k) > 0
 
-    def _block_of(self, k: int) -> tuple[np.ndarray, "RealisedLaw"]:
+    def _block_of(self, k: int) -> tuple[np.ndarray, RealisedLaw]:
         for idx, part in self.blocks:
             if np.any(idx == k):
                 return idx, part
@@ -407,7 +407,7 @@ class RealisedLaw:
         return hi, lo
 
 
-def _form8_off(matrix: "PramMatrix") -> np.ndarray:
+def _form8_off(matrix: PramMatrix) -> np.ndarray:
     """The off-diagonal entry of each row of a form (8) matrix: stored, or (stored densely, equal to
     1e-12) each row's largest, so that its units are not below any of the row's entries."""
     if matrix.is_compact:
@@ -419,7 +419,7 @@ def _form8_off(matrix: "PramMatrix") -> np.ndarray:
     return off.max(axis=1)
 
 
-def realised_law(matrix: "PramMatrix") -> RealisedLaw:
+def realised_law(matrix: PramMatrix) -> RealisedLaw:
     """The law the engine realises when it draws from ``matrix`` (kept with the matrix).
 
     Parameters
@@ -454,7 +454,7 @@ def realised_law(matrix: "PramMatrix") -> RealisedLaw:
     return cached
 
 
-def _law_of(matrix: "PramMatrix") -> RealisedLaw:
+def _law_of(matrix: PramMatrix) -> RealisedLaw:
     s = matrix.size
     if matrix.blocks is not None:
         parts = tuple((np.asarray(idx, dtype=np.intp), realised_law(part)) for idx, part in matrix.blocks)

@@ -9,13 +9,15 @@ as ``start``.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,14 +27,14 @@ from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
 from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
+from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
+from pramkit.engine.sampling import Sampler, release, sampler_for
+from pramkit.engine.utf8 import pool_array
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
-from pramkit.engine.sampling import Sampler, release, sampler_for
-from pramkit.engine.utf8 import pool_array
 
 #: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
 SPAN = 1 << 18
@@ -621,7 +623,7 @@ def available_threads() -> int:
         return os.cpu_count() or 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pramkit-perturb")
 
@@ -722,7 +724,7 @@ class TablePerturber:
         wanted = -(-2 * self.threads // max(len(self._perturbers), 1)) if self.threads > 1 else 1
         parts = max(1, min(wanted, n // PARALLEL_ROWS))
         bounds = [n * i // parts for i in range(parts + 1)]
-        return list(zip(bounds[:-1], bounds[1:]))
+        return list(itertools.pairwise(bounds))
 
     def __call__(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None) -> pa.Table:
         slices = self._slices(table.num_rows)

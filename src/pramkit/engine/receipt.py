@@ -25,8 +25,9 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from pramkit._json import read_json
 from pramkit._version import __version__

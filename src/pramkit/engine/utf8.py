@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from pramkit.engine import _kernels
 
-
 #: Bytes after the labels' last one, and after the released values' last one (whole words are copied).
 PAD = 16
 

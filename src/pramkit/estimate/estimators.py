@@ -14,7 +14,8 @@ rr-mle   the MLE in closed form, randomized response (:mod:`.consistent`) ``[0, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pramkit.errors import ParameterError
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -240,7 +241,7 @@ def table_inputs(
                 f"axis {axis}: released category {int(impossible[0])} occurs {margin[impossible[0]]:g} times "
                 "but the matrix never releases it; the released data do not match the manifest"
             )
-    return u, mats, int(round(total)) if math.isclose(total, round(total), rel_tol=0, abs_tol=1e-9) else float(total)
+    return u, mats, round(total) if math.isclose(total, round(total), rel_tol=0, abs_tol=1e-9) else float(total)
 
 
 def condition_number(mats: Sequence[np.ndarray | None]) -> float:

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Sequence
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class _AxisFactors:
     projector: np.ndarray
 
     @classmethod
-    def of(cls, m: np.ndarray) -> "_AxisFactors":
+    def of(cls, m: np.ndarray) -> _AxisFactors:
         u, s, vt = np.linalg.svd(m)
         k = numerical_rank(s, m.shape[0])
         return cls(u[:, :k].T / s[:k, None], vt[:k], u[:, :k] @ u[:, :k].T)

@@ -37,8 +37,9 @@ from the grand mean of all PSU totals, ``(Y_h1 - Ybar)(Y_h1 - Ybar)^T`` with
 from __future__ import annotations
 
 import warnings
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -235,7 +236,7 @@ def _grow(array: np.ndarray, rows: int) -> np.ndarray:
     """``array`` with at least ``rows`` rows (new rows zero), doubling its capacity."""
     if rows <= array.shape[0]:
         return array
-    bigger = np.zeros((max(rows, 2 * array.shape[0]),) + array.shape[1:], dtype=array.dtype)
+    bigger = np.zeros((max(rows, 2 * array.shape[0]), *array.shape[1:]), dtype=array.dtype)
     bigger[: array.shape[0]] = array
     return bigger
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,17 +39,17 @@ from scipy.stats import norm
 
 from pramkit.counts import count_file, count_frame
 from pramkit.defaults import NA_VALUES
+from pramkit.engine.receipt import ReceiptWarning, check_release
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.cells import cell_positions
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
+from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
-from pramkit.estimate.result import RANGE_SLACK, TableEstimate
-from pramkit.manifest import Manifest
 from pramkit.labels import Label
+from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.engine.receipt import ReceiptWarning, check_release
 
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000

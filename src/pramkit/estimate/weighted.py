@@ -41,11 +41,11 @@ The design-based covariance of the released weighted counts ``u`` comes from
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
@@ -295,7 +295,7 @@ class Replicates:
 
     @classmethod
     def of(cls, spec: str | Sequence[str], header: Sequence[str], method: str, *, rho: float | None = None,
-           rscales: Sequence[float] | None = None) -> "Replicates":
+           rscales: Sequence[float] | None = None) -> Replicates:
         """The replicate columns a prefix or a list names among ``header``.
 
         Parameters

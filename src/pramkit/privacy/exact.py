@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable
 from decimal import ROUND_CEILING, Context, Decimal
 from fractions import Fraction
-from typing import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -654,7 +654,7 @@ def pairwise_sum(x: ArrayLike) -> np.ndarray:
         return np.zeros(out.shape[:-1])
     size = 1 << (n - 1).bit_length()
     if size > n:
-        out = np.concatenate([out, np.zeros(out.shape[:-1] + (size - n,))], axis=-1)
+        out = np.concatenate([out, np.zeros((*out.shape[:-1], size - n))], axis=-1)
     while size > 1:
         size //= 2
         out = out[..., :size] + out[..., size:]

@@ -39,7 +39,6 @@ from pramkit.matrix import PramMatrix
 from pramkit.privacy.exact import UNIT, float_up, log_ratio_upper
 from pramkit.validate import positive
 
-
 #: Largest number of (x, x', z) triples screened by :func:`metric_epsilon` over all pairs.
 EXHAUSTIVE_LIMIT = 2_000_000_000
 
@@ -156,7 +155,7 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
     if m.shape != d.shape:
         raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
     released = m.max(axis=0) > 0
-    if np.any((m[:, released] <= 0)):
+    if np.any(m[:, released] <= 0):
         return MetricEpsilon(math.inf, "all pairs", True, 0, 0)
     m = m[:, released]
     if s < 2 or m.shape[1] == 0:

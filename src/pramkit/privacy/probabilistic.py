@@ -17,8 +17,8 @@ Matrices follow the pramkit convention ``M[k, j] = P(released j | original k)``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike

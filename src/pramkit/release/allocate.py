@@ -14,8 +14,9 @@ epsilon, rounded outward, never exceeds the budget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from pramkit.errors import ParameterError
 from pramkit.ledger import Ledger, split_within
@@ -81,7 +82,7 @@ def allocate(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
     (True, True)
     """
     if not plan.family.takes_budget(plan.options):
-        return Allocation({k: None for k in counted.targets})
+        return Allocation(dict.fromkeys(counted.targets))
     if plan.per_variable is not None:
         return Allocation(_per_variable(plan, freqs.design_epsilon))
     if plan.split == "optimal":

@@ -11,7 +11,8 @@ matrix keeps on them, expected distances, measures, the joint comparison).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -8,8 +8,9 @@ warnings of each matrix (not truthful, not estimable) go to the design record.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -11,9 +11,10 @@ so a script made from it designs the same release.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import ParameterError
@@ -90,7 +91,7 @@ class DesignChoices:
     na_values: tuple[str, ...] = NA_VALUES
 
     @classmethod
-    def from_namespace(cls, args: Any) -> "DesignChoices":
+    def from_namespace(cls, args: Any) -> DesignChoices:
         """The choices of a parsed ``pramkit design`` command line (its attributes of the fields' names).
 
         Examples
@@ -192,7 +193,7 @@ class DesignChoices:
             opts["family"] = self.beta_family
         return opts
 
-    def plan(self, variables: Sequence[str]) -> "ReleasePlan":
+    def plan(self, variables: Sequence[str]) -> ReleasePlan:
         """The release plan of these choices for ``variables`` (every parameter checked, no data read).
 
         Examples
@@ -214,8 +215,8 @@ class DesignChoices:
             household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
             weights=self.weights or ())
 
-    def release(self, data: Any, variables: Sequence[str], *, key: "SecretKey | None" = None,
-                quiet: bool = True) -> "Release":
+    def release(self, data: Any, variables: Sequence[str], *, key: SecretKey | None = None,
+                quiet: bool = True) -> Release:
         """Design the release of these choices for ``variables`` of ``data``.
 
         Parameters
@@ -249,7 +250,7 @@ class DesignChoices:
 
         return design_planned(data, self.plan(variables), key=key, quiet=quiet)
 
-    def _recognition(self, data: Any, variables: Sequence[str], key: "SecretKey | None") -> "Release":
+    def _recognition(self, data: Any, variables: Sequence[str], key: SecretKey | None) -> Release:
         """The recognition design (``--recognition``): its own privacy model, no structure."""
         from pramkit.release.recognition import design_recognition
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
                                  for k, t in counted.targets.items()}, exact)
     if plan.source == "exact":
         return Frequencies(0.0, dict(exact), exact)
-    return Frequencies(0.0, {k: None for k in counted.targets}, exact)
+    return Frequencies(0.0, dict.fromkeys(counted.targets), exact)
 
 
 def _base(plan: ReleasePlan) -> float:

@@ -12,9 +12,10 @@ read from the data until the plan is whole.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pramkit.defaults import NA_VALUES
 from pramkit.design.registry import DesignFamily, family
@@ -303,7 +304,7 @@ def _distance_specs(distances: Mapping[str, Any] | str | Path | None, names: lis
     """``{variable: spec}`` of the distances given, checked against the variables and split."""
     if distances is None:
         return {}
-    specs = dict(distances) if isinstance(distances, Mapping) else {n: distances for n in names}
+    specs = dict(distances) if isinstance(distances, Mapping) else dict.fromkeys(names, distances)
     if set(specs) - set(names):
         raise ParameterError(f"distances name {sorted(set(specs) - set(names))}, which are not among the "
                              f"variables {names}")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pramkit._json import to_jsonable
 from pramkit.errors import ParameterError
@@ -90,7 +91,7 @@ def design_recognition(
     designed = d.perturbed_variable()
     # the loss, the worst posterior and the certificate are computed on the exact counts: private
     var = dataclasses.replace(designed, matrix=public_matrix(designed.matrix, exact=True))
-    ledger = Ledger(frequencies="exact", categories={k: "data" for k in names}, data_dependent=(
+    ledger = Ledger(frequencies="exact", categories=dict.fromkeys(names, "data"), data_dependent=(
         "the recognition design reads the exact joint frequencies of the keys, and the published joint matrix "
         "lists the key combinations that occur in the original file",))
     top = d.destinations().head(5)

@@ -33,33 +33,34 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from pramkit._version import __version__
-from pramkit.engine.codebook import encode
 from pramkit.counts import count_frame
+from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
+from pramkit.design.measures import measure
 from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
-from pramkit.design.measures import measure
+from pramkit.engine.codebook import encode
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
-from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.labels import Label
+from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
-from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
 
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
@@ -173,7 +174,7 @@ class RiskFigures:
     seconds: float
 
     @classmethod
-    def of(cls, result: RiskResult) -> "RiskFigures":
+    def of(cls, result: RiskResult) -> RiskFigures:
         """The file-level figures of a risk assessment.
 
         Parameters
@@ -891,7 +892,7 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
                                  f"the manifest ({', '.join(names)})")
         given = dict(distances)
     else:
-        given = {n: distances for n in (list(specs) or names)}
+        given = dict.fromkeys(list(specs) or names, distances)
     return {**specs, **{n: (spec, True) for n, spec in given.items()}}
 
 
@@ -1204,7 +1205,7 @@ def build_report(
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def structure_facts(manifest: Manifest) -> dict[str, Any]:

@@ -25,14 +25,20 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from pramkit.atomic import write_text_atomic
 from pramkit.design.bistochastic.families import (
-    circulant_keep, fit_family, k_anonymity, solve_monotone, tridiagonal, tridiagonal_peak,
+    circulant_keep,
+    fit_family,
+    k_anonymity,
+    solve_monotone,
+    tridiagonal,
+    tridiagonal_peak,
 )
 from pramkit.design.classic import randomized_response
 from pramkit.matrix import PramMatrix
@@ -68,7 +74,7 @@ BUILD: dict[str, Callable[[Any], PramMatrix]] = {
 
 def _pct(beta: float) -> int:
     """Percentage rounded half up, as printed in Table 1."""
-    return int(math.floor(100.0 * beta + 0.5))
+    return math.floor(100.0 * beta + 0.5)
 
 
 def _super_beta(m: PramMatrix) -> float:

@@ -15,15 +15,16 @@ missing key out of all counts.  The policy is part of every result.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
+from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.errors import DataError
 from pramkit.labels import Label
 

@@ -42,8 +42,8 @@ import itertools
 import math
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike

@@ -43,9 +43,10 @@ the mutual information I(X; Z) they keep for the data's proportions p.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -123,7 +124,7 @@ def anatomy_classes(size: int, k: int) -> tuple[tuple[int, ...], ...]:
     ((0, 1, 2, 3), (4, 5, 6))
     """
     bounds = class_bounds(size, k)
-    return tuple(tuple(range(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:]))
+    return tuple(tuple(range(int(a), int(b))) for a, b in itertools.pairwise(bounds))
 
 
 def class_bounds(size: int, k: int) -> np.ndarray:
@@ -549,7 +550,7 @@ def tridiagonal_peak(r: int) -> tuple[float, float]:
     >>> bistochastic_privacy(tridiagonal(range(12), 0.4)).beta < top
     True
     """
-    from scipy.optimize import minimize_scalar   # deferred: 0.7 s to import, and most designs never need it
+    from scipy.optimize import minimize_scalar  # deferred: 0.7 s to import, and most designs never need it
 
     cats = tuple(range(r))
     res = minimize_scalar(lambda a: -_beta(tridiagonal(cats, a)), bounds=(0.0, 0.5), method="bounded",
@@ -601,7 +602,7 @@ def solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: fl
         return lo
     if abs(fhi - target) <= 1e-15:
         return hi
-    from scipy.optimize import brentq   # deferred: 0.7 s to import, and most designs never need it
+    from scipy.optimize import brentq  # deferred: 0.7 s to import, and most designs never need it
 
     return float(brentq(lambda x: f(x) - target, lo, hi, xtol=XTOL))
 

@@ -38,9 +38,9 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.bistochastic.families import class_bounds
 from pramkit.design.classic import float_array
+from pramkit.engine.rng import SecretKey, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import entropy
-from pramkit.engine.rng import SecretKey, uniforms
 
 Family = Literal["blocks", "tridiagonal"]
 

@@ -89,27 +89,35 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from decimal import ROUND_CEILING, Context, Decimal
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
-from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.design.dp.optimal import check_epsilon
+from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
+from pramkit.privacy.exact import (
+    UNIT,
+    certificate_tolerance,
+    float_up,
+    information_bounds,
+    pairwise_sum,
+    pairwise_terms,
+    rounding_bound,
+    sum_up,
+    within_budget,
+)
 from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
 from pramkit.validate import probabilities
-from pramkit.privacy.exact import (
-    UNIT, certificate_tolerance, float_up, information_bounds, pairwise_sum, pairwise_terms, rounding_bound,
-    sum_up, within_budget,
-)
 
 #: Largest S solved as one LP; above, by column and constraint generation.
 FULL_LP_MAX = 120
@@ -705,7 +713,8 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
     >>> info >= mutual_information(p, dp_min_distance(p, 1.0, ordinal_distances("abcd")).matrix)
     True
     """
-    from pramkit.design.dp.general import MAX_CATEGORIES as GENERAL_MAX, dp_general
+    from pramkit.design.dp.general import MAX_CATEGORIES as GENERAL_MAX
+    from pramkit.design.dp.general import dp_general
     from pramkit.design.dp.optimal import dp_optimal
 
     if len(categories) <= GENERAL_MAX:

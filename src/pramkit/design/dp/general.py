@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -253,7 +254,7 @@ def _polish(stairs: np.ndarray, util: np.ndarray,
     for j in [*support.tolist(), 0, *(1 << x for x in range(s)), *range(len(stairs))]:
         if len(basis) == s:
             break
-        if j not in basis and np.linalg.matrix_rank(stairs[basis + [j]]) == len(basis) + 1:
+        if j not in basis and np.linalg.matrix_rank(stairs[[*basis, j]]) == len(basis) + 1:
             basis.append(j)
     weights = np.abs(stairs)
     y = None

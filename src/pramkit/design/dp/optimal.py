@@ -37,8 +37,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,12 @@ from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import form8_matrix_epsilon
 from pramkit.privacy.exact import (
-    certificate_tolerance, eta_error, form8_within_budget, pairwise_sum, pairwise_terms, rounding_bound,
+    certificate_tolerance,
+    eta_error,
+    form8_within_budget,
+    pairwise_sum,
+    pairwise_terms,
+    rounding_bound,
 )
 from pramkit.validate import epsilon as valid_epsilon
 from pramkit.validate import probabilities

@@ -81,8 +81,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.special import xlogy
@@ -690,12 +690,12 @@ def _search(prob: _Problem, incumbent: float, tol: float | Callable[[float], flo
         if branch[0] == "item":
             z = branch[1]
             for level in np.flatnonzero(prob.allowed(fixes)[z]):
-                push(lo, hi, fixes + ((z, int(level)),), lam)
+                push(lo, hi, (*fixes, (z, int(level))), lam)
         else:
             known, target = threshold(err)
             centre = found_w if found_value >= known - target else None   # it reaches the best value known
             points = [lo, *_cuts(lo, hi, -neg_bound - known, target, centre), hi]
-            for left, right in zip(points[:-1], points[1:]):
+            for left, right in itertools.pairwise(points):
                 push(left, right, fixes, lam)
     open_bound = max((-b for b, *_ in heap), default=-math.inf)
     upper = max(found_value, closed_bound, open_bound, *(b for b, _ in unresolved))

@@ -53,8 +53,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -65,11 +66,16 @@ from scipy.sparse.linalg import LinearOperator
 
 from pramkit.design.recognition import reductions as red
 from pramkit.design.recognition.space import (
-    SAFETY, KeySpace, Solve, SolverRun, as_csr, key_space,
+    SAFETY,
+    KeySpace,
+    Solve,
+    SolverRun,
+    as_csr,
+    key_space,
 )
 from pramkit.errors import DataError, ParameterError
-from pramkit.manifest import PerturbedVariable
 from pramkit.labels import Label
+from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.risk.posterior import posterior_bound, worst_posterior
 from pramkit.utility import l2_loss

@@ -58,9 +58,9 @@ Frank-Wolfe bound ``f(x) - grad f(x) . (x - y*)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp

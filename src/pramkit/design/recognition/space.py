@@ -9,9 +9,9 @@ computes the posteriors of (C1) with :func:`pramkit.risk.posterior.posteriors`, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
