@@ -477,7 +477,7 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
             part = count_codes(columns, categories, codes,
                                weights=None if weights is None else _weights_of(table, weights, rows))
             counts += part.counts
-            if sums is not None:
+            if sums is not None and part.weight_sums is not None:
                 sums += part.weight_sums
             rows += part.rows
             missing += part.missing
@@ -570,7 +570,8 @@ def count_file(
         for c in todo:
             clash = spelling_clash(found[c])
             if clash is not None:
-                raise spelling_error(c, clash, _first_rows(path, c, clash[:2], chunk_rows, na_values))
+                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values)
+                raise spelling_error(c, clash, (a, b))
         declared.update(found)
     _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
     return _count_tables(batches, columns, declared, quiet, meta.rows, weights)

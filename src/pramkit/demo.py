@@ -168,6 +168,7 @@ def _design(ctx: DemoContext) -> None:
     ctx.manifest.write(ctx.path(PUBLIC, "manifest.json", "manifest"))
     record.write(ctx.path(PRIVATE, "design-record.json", "design_record"))
     ledger = ctx.manifest.ledger
+    assert ledger is not None  # a designed release carries its ledger
     per_var = record.variables
     shares = ", ".join(f"{n} {fmt_epsilon(v['epsilon'])}" for n, v in per_var.items())
     ctx.lines.append(
@@ -245,6 +246,7 @@ def _report(ctx: DemoContext) -> None:
     write_report(report, ctx.path(PRIVATE, "report.html", "internal_report"))
     write_report(build_public_report(ctx.manifest, released, quiet=ctx.quiet),
                  ctx.path(PUBLIC, "report.html", "public_report"))
+    assert report.risk is not None  # the internal report assesses the risk on DEMO_KEYS
     after = report.risk.after
     ctx.lines.append(
         f"report    tau2 {report.risk.before.tau2:.4g} -> {'n/a' if after is None else f'{after.tau2:.4g}'} "

@@ -475,7 +475,7 @@ def _read_stat(path: Path, fmt: str,
 
     reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
     # SPSS user-missing codes are read as they are, so that a writer can keep them
-    extra = {"user_missing": True} if fmt == "spss" else {}
+    extra: dict[str, Any] = {"user_missing": True} if fmt == "spss" else {}
     try:
         _, head = reader(str(path), metadataonly=True)
         require_columns(columns, head.column_names, repr(str(path)))
@@ -542,7 +542,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     import pyreadstat
 
     reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
-    extra = {"user_missing": True} if fmt == "spss" else {}
+    extra: dict[str, Any] = {"user_missing": True} if fmt == "spss" else {}
     try:
         _, meta = reader(str(p), metadataonly=True, **extra)
     except Exception as exc:  # pyreadstat raises its own ReadstatError and others
@@ -760,6 +760,7 @@ class TableWriter:
                 self._writer = self._open(table.schema)
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pramkit-writer")
             self._wait()  # one chunk in flight at most: memory stays O(chunk)
+            assert self._background is not None  # started with the writer
             self._pending = self._background.submit(self._write_chunk, table)
         else:
             self._frames.append(table.to_pandas())
@@ -779,6 +780,7 @@ class TableWriter:
         :meth:`write` hands the chunks to a background thread, so that writing
         one chunk overlaps with reading and perturbing the next.
         """
+        assert self._tmp is not None, "use TableWriter as a context manager"
         self._sink = _DigestingFile(self._tmp)
         if self.format == "csv":
             opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
@@ -800,7 +802,8 @@ class TableWriter:
             try:
                 writer.close()
             finally:
-                self._sink.close()
+                if self._sink is not None:  # opened with the writer (_open)
+                    self._sink.close()
         if self.format in ("stata", "spss"):
             self._write_stat()
 
@@ -858,14 +861,14 @@ class TableWriter:
         import pyreadstat
 
         frame = pd.concat(self._frames, ignore_index=True) if self._frames else pd.DataFrame()
-        same = self.meta is not None and self.meta.format == self.format
-        labels = self.meta.labels if same else {}
+        meta = self.meta if self.meta is not None and self.meta.format == self.format else None
+        labels = meta.labels if meta is not None else {}
         col_labels = labels.get("column_labels", {})
         options: dict[str, Any] = {}
-        if same and self.format == "spss" and self.meta.missing.ranges:
+        if meta is not None and self.format == "spss" and meta.missing.ranges:
             options["missing_ranges"] = {
                 name: [{"lo": lo, "hi": hi} for lo, hi in ranges]
-                for name, ranges in self.meta.missing.ranges.items() if name in frame.columns
+                for name, ranges in meta.missing.ranges.items() if name in frame.columns
             }
         check_labels(self.format, {c: col_labels.get(c) for c in frame.columns} if col_labels else {},
                      labels.get("variable_value_labels") or {}, repr(str(self.path)))

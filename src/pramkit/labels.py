@@ -12,3 +12,13 @@ from __future__ import annotations
 #: matrix over the cross-classification of several variables (a joint
 #: perturbation) has tuples of scalars as labels.
 Label = str | int | float | bool | None | tuple
+
+
+def joint_cell(label: Label) -> tuple:
+    """A category of a joint variable: the tuple of its columns' labels.
+
+    >>> joint_cell(("f", "20-29"))[1]
+    '20-29'
+    """
+    assert isinstance(label, tuple), f"a joint category is a tuple of labels, got {label!r}"
+    return label

@@ -26,7 +26,7 @@ from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
-from pramkit.labels import Label
+from pramkit.labels import Label, joint_cell
 from pramkit.ledger import ExactFact, Ledger, exact_words
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.epsilon import record_epsilon
@@ -326,7 +326,7 @@ class PerturbedVariable:
                 raise DataError(f"variable {self.name!r} has {len(cats):,} cells, more than {MAX_MARGIN_CELLS:,}: a "
                                 "record with some of its columns missing cannot be perturbed by the matrix's margin; "
                                 "code a missing value as a category")
-            proj = [tuple(c[i] for i in present) for c in cats]
+            proj = [tuple(joint_cell(c)[i] for i in present) for c in cats]
             labels = list(dict.fromkeys(proj))
             pos = {label: i for i, label in enumerate(labels)}
             code = np.array([pos[p] for p in proj], dtype=np.intp)
@@ -399,7 +399,7 @@ class PerturbedVariable:
             # combination of rows of one block and the blocks' projections are disjoint: the matrix's bound
             # holds as is, and only the law the engine realises for the margin is computed
             seen: dict[tuple, int] = {}
-            spans = any(seen.setdefault(tuple(c[i] for i in present), int(b)) != b
+            spans = any(seen.setdefault(tuple(joint_cell(c)[i] for i in present), int(b)) != b
                         for c, b in zip(self.matrix.categories, block))
             eps = max(eps, _component_epsilon(self.margin(present)[1], matrix=spans))
         return eps
@@ -554,7 +554,7 @@ def _component_epsilon(m: PramMatrix, *, matrix: bool = True) -> float:
 
     dense = m.matrix
     law = realised_law(m)
-    units = law.units if law.form == "dense" else np.array([law.weights(k) for k in range(m.size)])
+    units = law.unit_matrix()
     n, label = connected_components(csr_matrix(dense > 0), directed=True, connection="weak")
     eps = 0.0
     for part in range(n):
@@ -768,7 +768,7 @@ class Manifest:
         return self._ledger().statement([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     def _ledger_dict(self) -> dict[str, Any]:
-        return self.ledger.to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
+        return self._ledger().to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
 
     @property
     def names(self) -> list[str]:

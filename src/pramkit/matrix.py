@@ -1204,7 +1204,9 @@ def _read_dense(d: dict[str, Any], where: str, cats: tuple, provenance: Provenan
 
 
 def _write_diagonal(m: PramMatrix) -> dict[str, JSONValue]:
-    return {"q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
+    w = m.form8_w
+    assert w is not None, "a compact matrix is written as form (8)"
+    return {"q": m.diagonal.tolist(), "w": w.tolist()}
 
 
 def _read_diagonal(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
@@ -1229,8 +1231,8 @@ def _read_diagonal(d: dict[str, Any], where: str, cats: tuple, provenance: Prove
 
 def _write_blocks(m: PramMatrix) -> dict[str, JSONValue]:
     """Each block's ``members`` (positions), then its own form's fields and ``design``."""
-    out = []
-    for idx, part in m.blocks:
+    out: list[JSONValue] = []
+    for idx, part in m.blocks or ():
         entry = part.to_dict()
         del entry["categories"]  # the members' labels
         out.append({"members": idx.tolist(), **entry})
@@ -1269,11 +1271,11 @@ def _write_geometric(m: PramMatrix) -> dict[str, JSONValue]:
 
 def _read_geometric(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
     """``rate``: a positive number."""
-    rate = d.get("rate")
+    rate: Any = d.get("rate")
     if not _is_number(rate):
         raise ManifestError(f"field '{where}.rate' must be a number (form 'truncated_geometric')")
     try:
-        return PramMatrix.truncated_geometric(rate, cats, provenance)
+        return PramMatrix.truncated_geometric(float(rate), cats, provenance)
     except MatrixError as exc:
         raise ManifestError(f"field '{where}.rate': {exc}") from None
 
@@ -1292,11 +1294,11 @@ def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Pr
     :class:`pramkit.design.metric.distances.Distances`)."""
     from pramkit.errors import ParameterError
 
-    rate = d.get("rate")
+    rate: Any = d.get("rate")
     if not _is_number(rate):
         raise ManifestError(f"field '{where}.rate' must be a number (form 'exponential')")
     try:
-        return PramMatrix.exponential(rate, _read_distances(d.get("distances"), where, cats), provenance)
+        return PramMatrix.exponential(float(rate), _read_distances(d.get("distances"), where, cats), provenance)
     except (ParameterError, MatrixError) as exc:
         raise ManifestError(f"field '{where}.distances': {exc}") from None
 
@@ -1353,7 +1355,7 @@ def _path_metric(dist: Any) -> bool:
                                                 for i, j in dist.edges.tolist()])
     else:
         return False
-    return dist.same(ref) and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
+    return dist.same(ref) and ref.edges is not None and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
                                              np.sort(np.sort(ref.edges, axis=1), axis=0))
 
 

@@ -658,7 +658,8 @@ def cells_and_blocks(
     if rules is not None:
         allowed &= ~rules.forbidden(columns, full)
     if not allowed.any():
-        raise ParameterError(f"the rules of {rules.source} forbid every combination of {', '.join(columns)}")
+        where = "" if rules is None else f" of {rules.source}"
+        raise ParameterError(f"the rules{where} forbid every combination of {', '.join(columns)}")
     index = np.flatnonzero(allowed)
     kept = [(i, keep[c]) for i, c in enumerate(columns) if keep and c in keep and i >= strata]
     keys: dict[tuple, list[int]] = {}

@@ -281,7 +281,7 @@ def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
         step.stop()
 
 
-def _table(step: Step, pick: Callable[[Any], Any]) -> Callable[[], Any]:
+def _table(step: Step, pick: Callable[[Any], Any]) -> render.table:
     """A table output showing ``pick(result)`` of ``step`` (nothing before the step has a result)."""
 
     def show() -> Any:
@@ -384,8 +384,8 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
             step.fail(str(exc))
             return
         weights, household = input.risk_weights() or None, input.risk_household() or None
-        f = None if weights else f  # the weights give each record's sampling fraction
-        step.start(lambda: desk.wb.risk(keys, sampling_fraction=f, weights=weights, household=household))
+        fraction = None if weights else f  # the weights give each record's sampling fraction
+        step.start(lambda: desk.wb.risk(keys, sampling_fraction=fraction, weights=weights, household=household))
 
     output(id="risk_table")(_table(step, lambda r: r.table))
 

@@ -108,13 +108,13 @@ def manifest_digests(manifest: Manifest | PathLike) -> set[str]:
     """
     if isinstance(manifest, Manifest):
         return {hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()}
-    return {sha256_of(manifest)} | manifest_digests(Manifest.read(manifest))
+    return {sha256_of(Path(manifest))} | manifest_digests(Manifest.read(Path(manifest)))
 
 
 def _primary_digest(manifest: Manifest | PathLike) -> str:
     if isinstance(manifest, Manifest):
         return next(iter(manifest_digests(manifest)))
-    return sha256_of(manifest)
+    return sha256_of(Path(manifest))
 
 
 def write_receipt(

@@ -45,6 +45,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from decimal import ROUND_FLOOR, Context, Decimal
 from fractions import Fraction
+from typing import Self, cast
 
 import numpy as np
 
@@ -230,11 +231,11 @@ def release(sampler: Sampler, codes: np.ndarray, words: np.ndarray | np.random.G
             raise _out_of_range(out, bad, sampler.size)  # a code outside the range is written out as it is
         return missing, changed
     missing = changed = 0
-    raw = words.bit_generator.random_raw if isinstance(words, np.random.Generator) else None
     step = max(codes.size, 1) if getattr(sampler, "whole", False) else BLOCK  # rows computed once per call
     for s in range(0, codes.size, step):
         e = min(s + step, codes.size)
-        block_words = raw(e - s) if raw is not None else np.asarray(words[s:e], dtype=np.uint64)
+        block_words = (words.bit_generator.random_raw(e - s) if isinstance(words, np.random.Generator)
+                       else np.asarray(words[s:e], dtype=np.uint64))
         shifted = None if more is None else (lambda i, s=s: more(s + i))
         block = _release_block(sampler, codes[s:e], block_words, out[s:e], missing_code, shifted)
         missing += block[0]
@@ -264,9 +265,11 @@ class _Compiled:
 
     size: int
     _LAW: tuple[str, ...] = ("units",)
+    #: Builds the sampler's tables from the law's fields that ``_LAW`` names (each subclass its own).
+    _tables: Callable[..., None]
 
     @classmethod
-    def of_law(cls, law: RealisedLaw) -> _Compiled:
+    def of_law(cls, law: RealisedLaw) -> Self:
         """The sampler that draws ``law`` (form (8) for :class:`DiagonalSampler`, dense for the others)."""
         sampler = cls.__new__(cls)
         sampler._tables(*(getattr(law, name) for name in cls._LAW))
@@ -286,7 +289,7 @@ class _Compiled:
         more : callable, optional
             Not used: one word decides every value.
         """
-        release(self, codes, words, out)
+        release(cast("Sampler", self), codes, words, out)  # each subclass is one of Sampler's classes
 
 
 class DiagonalSampler(_Compiled):

@@ -100,7 +100,7 @@ class CountCovariance:
     inverses: tuple[np.ndarray | None, ...]
     released: np.ndarray
     counts: np.ndarray
-    n: int
+    n: float
     kind: VarianceKind
 
     def variance(self, gradient: np.ndarray) -> float:

@@ -17,6 +17,7 @@ from pramkit.matrix import PramMatrix
 
 if TYPE_CHECKING:
     from pramkit.estimate.singular import TableIdentifiability
+    from pramkit.estimate.weighted import SurveyCovariance
 
 
 class EstimationWarning(UserWarning):
@@ -94,7 +95,7 @@ class TableEstimate:
     n: int | float
     method: str
     variance: str
-    covariance: CountCovariance | None
+    covariance: CountCovariance | SurveyCovariance | None
     condition_number: float
     iterations: int | None = None
     converged: bool | None = None
@@ -175,7 +176,7 @@ class TableEstimate:
 
 def table_inputs(
     released: ArrayLike, matrices: Sequence[PramMatrix | None]
-) -> tuple[np.ndarray, list[np.ndarray | None], int]:
+) -> tuple[np.ndarray, list[np.ndarray | None], int | float]:
     """Validated released counts, the per-axis matrices as arrays, and n.
 
     Parameters
@@ -231,11 +232,11 @@ def table_inputs(
     total = float(u.sum())
     if total < 0.5:  # n is a count of records: rounded, it must be at least one
         raise DataError("the released table is empty (it totals less than one record: nothing to estimate from)")
-    for axis, m in enumerate(mats):
-        if m is None:
+    for axis, entries in enumerate(mats):
+        if entries is None:
             continue
         margin = u.sum(axis=tuple(a for a in range(u.ndim) if a != axis))
-        impossible = np.flatnonzero((m.max(axis=0) == 0) & (margin > 0))
+        impossible = np.flatnonzero((entries.max(axis=0) == 0) & (margin > 0))
         if impossible.size:
             raise DataError(
                 f"axis {axis}: released category {int(impossible[0])} occurs {margin[impossible[0]]:g} times "

@@ -47,7 +47,7 @@ from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_n
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
-from pramkit.labels import Label
+from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 
@@ -181,7 +181,7 @@ class EstimateResult:
     weights: str | None = None
 
     @property
-    def n(self) -> int:
+    def n(self) -> float:
         return self.table.n
 
     @property
@@ -765,7 +765,7 @@ def _check_household_psus(manifest: Manifest, axes: Sequence[str], design: Surve
     """A variable drawn once per household shares its draw among the members: records as PSUs are refused."""
     drawn = [a for a in axes if a in manifest.names and manifest[a].unit]
     if drawn and design.psu is None and replicates is None:
-        units = sorted({manifest[a].unit for a in drawn})
+        units = sorted({unit for a in drawn if (unit := manifest[a].unit) is not None})
         raise ParameterError(f"{', '.join(drawn)} is perturbed once per household ({', '.join(units)}), so a "
                              "household's members share their draw: give the PSUs (--psu: the households or a unit "
                              "that holds whole households)")
@@ -829,7 +829,7 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
             categories.append(levels[a])
             continue
         cells = manifest[a].matrix.categories
-        index = cell_positions(cells, [levels[c] for c in read[a]])
+        index = cell_positions([joint_cell(c) for c in cells], [levels[c] for c in read[a]])
         outside = np.delete(merged, index, axis=axis).sum()
         if outside:
             raise DataError(f"the released file holds {int(outside)} record(s) in combinations of "

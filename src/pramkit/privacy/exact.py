@@ -773,6 +773,6 @@ def information_bounds(p: ArrayLike, matrix: ArrayLike) -> tuple[float, float]:
     total_mass = math.fsum(mass.tolist())
     value = math.fsum((weight * phi).ravel().tolist()) - excess_weight * total_mass
     size = float((weight * (np.abs(outer) + np.abs(d) * (1.0 + np.abs(log1p)))).sum())
-    delta = rounding_bound(1.0, pv.size)                     # relative error of each released mass
+    delta = float(rounding_bound(1.0, pv.size))              # relative error of each released mass
     error = float(rounding_bound(size + abs(excess_weight) * total_mass)) + 2.0 * delta * delta * total_mass
     return value, error

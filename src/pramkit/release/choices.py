@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pramkit.defaults import NA_VALUES
+from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class DesignChoices:
     recognition: float | None = None
     combinations: str = "3"
     recognition_gamma: float | None = None
-    recognition_method: str = "restricted"
+    recognition_method: Method = "restricted"
     na_values: tuple[str, ...] = NA_VALUES
 
     @classmethod
@@ -245,12 +246,12 @@ class DesignChoices:
         (True, True)
         """
         if self.recognition is not None:
-            return self._recognition(data, variables, key)
+            return self._recognition(data, variables, key, self.recognition)
         from pramkit.release.pipeline import design_planned
 
         return design_planned(data, self.plan(variables), key=key, quiet=quiet)
 
-    def _recognition(self, data: Any, variables: Sequence[str], key: SecretKey | None) -> Release:
+    def _recognition(self, data: Any, variables: Sequence[str], key: SecretKey | None, alpha: float) -> Release:
         """The recognition design (``--recognition``): its own privacy model, no structure."""
         from pramkit.release.recognition import design_recognition
 
@@ -266,7 +267,7 @@ class DesignChoices:
             raise ParameterError("--gamma is the floor of kanon and tridiagonal; the recognition design's is "
                                  "--recognition-gamma")
         gamma = 0.9 if self.recognition_gamma is None else self.recognition_gamma
-        return design_recognition(data, list(variables), alpha=self.recognition,
+        return design_recognition(data, list(variables), alpha=alpha,
                                   combinations=combinations(self.combinations), solver=self.recognition_method,
                                   gamma=gamma)
 

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pramkit._json import to_jsonable
+from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
 from pramkit.information import mutual_information
+from pramkit.labels import joint_cell
 from pramkit.ledger import Ledger
 from pramkit.manifest import Manifest
 from pramkit.release.assemble import public_matrix
@@ -24,7 +26,7 @@ def design_recognition(
     *,
     alpha: float,
     combinations: int | Sequence[Sequence[str]] = 3,
-    solver: str = "restricted",
+    solver: Method = "restricted",
     gamma: float = 0.9,
 ) -> Release:
     """One joint matrix over the key variables against spontaneous recognition (Cator,
@@ -114,7 +116,7 @@ def design_recognition(
     record = DesignRecord(
         data=described, sha256=digest, rows=int(counts.sum()), missing=0, method="recognition", split="joint",
         options={"alpha": alpha, "combinations": combinations, "solver": solver, "gamma": gamma},
-        variables={var.name: {"categories": [list(c) for c in var.matrix.categories], "epsilon": var.epsilon,
+        variables={var.name: {"categories": [list(joint_cell(c)) for c in var.matrix.categories], "epsilon": var.epsilon,
                               "information_nats": info, "design_information_nats": None}},
         matrices={var.name: designed.matrix}, extra=extra,
     )

@@ -745,7 +745,9 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     cats = {v.name: v.matrix.categories}
     codes = chunk_codes(pa.Table.from_pandas(original[[v.name]], preserve_index=False), [v.name], cats, 0)
     w = SurveyDesign(weights).read(original).weights
-    sums = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums.astype(float)
+    weighted = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums
+    assert weighted is not None  # counted with weights
+    sums = weighted.astype(float)
     return sums / sums.sum(), int(counts.sum())
 
 
@@ -762,8 +764,10 @@ def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateRes
         "ci_high": 100 * est["proportion_ci_high"].to_numpy(),
     })
     curve, note = _curve(p, v, n)
+    information = measure(v.matrix, p).mutual_information_nats
+    assert information is not None  # measured with p
     return VariableUtility(
-        name=v.name, entropy_nats=entropy(p), mutual_information_nats=measure(v.matrix, p).mutual_information_nats,
+        name=v.name, entropy_nats=entropy(p), mutual_information_nats=information,
         frequencies=frequencies, curve=curve, curve_note=note,
     )
 

@@ -121,7 +121,9 @@ def _explain(family: str, value: float, published: int) -> tuple[str, str]:
     name = PUBLISHED[family][0]
     if family == "kanon":
         ks = [k for k in range(1, R + 1) if _pct(bistochastic_privacy(BUILD["kanon"](k)).beta) == published]
-        sizes = sorted({len(c) for c in k_anonymity(CATEGORIES, ks[0]).provenance.parameters["classes"]})
+        classes = k_anonymity(CATEGORIES, ks[0]).provenance.parameters["classes"]
+        assert isinstance(classes, list)  # k_anonymity records its classes as lists of labels
+        sizes = sorted({len(c) for c in classes if isinstance(c, list)})
         return (f"k = {ks[0]}",
                 f"{published}% is log2({sizes[0]})/log2(12): classes of {sizes[0]} categories "
                 f"({R // sizes[0]} classes), not of {int(value)}")

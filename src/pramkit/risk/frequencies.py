@@ -211,7 +211,7 @@ def key_table(
             c.append(None)
         if not c:
             raise DataError(f"key column {key!r} has no non-missing value")
-        policy = "category" if (missing == "category" and None in c) else "keep"
+        policy: Literal["keep", "category"] = "category" if (missing == "category" and None in c) else "keep"
         cols.append(encode(series, c, column=key, missing=policy))
         cats.append(tuple(c))
     codes = np.column_stack(cols)

@@ -203,8 +203,8 @@ def recognition_risk(
     categories = [matrices[k].categories if k in matrices else None for k in keys]
     if any(c is not None for c in categories):
         base = key_table(data, keys, missing=missing)
-        categories = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
-        table = key_table(data, keys, missing=missing, categories=categories)
+        filled = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
+        table = key_table(data, keys, missing=missing, categories=filled)
     else:
         table = key_table(data, keys, missing=missing)
     combos = _combinations(keys, combinations, size)

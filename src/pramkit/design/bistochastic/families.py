@@ -502,14 +502,16 @@ def _form8_beta(q: np.ndarray, w: np.ndarray) -> float:
 
 
 def _beta(m: PramMatrix) -> float:
-    if m.is_compact:
-        return _form8_beta(m.form8_q, m.form8_w)
+    q, w = m.form8_q, m.form8_w
+    if m.is_compact and q is not None and w is not None:  # a compact matrix has both
+        return _form8_beta(q, w)
     return bistochastic_privacy(m).beta
 
 
 def _information(p: np.ndarray, m: PramMatrix) -> float:
     """I(X; Z) in nats for proportions p: O(r) for a compact matrix, else from the dense entries."""
-    return mutual_information_form8(p, m.form8_q) if m.is_compact else mutual_information(p, m.matrix)
+    q = m.form8_q if m.is_compact else None
+    return mutual_information_form8(p, q) if q is not None else mutual_information(p, m.matrix)
 
 
 def _keep_beta(r: int, q: float) -> float:
@@ -834,6 +836,7 @@ def compare_families(
             unreachable[fam] = str(exc)
     if not fits:
         raise BetaUnreachableError(f"no family reaches beta = {beta:g}: " + "; ".join(unreachable.values()))
-    order = sorted(range(len(fits)), key=lambda i: (-round(fits[i].mutual_information_nats, 12), i))
+    information = [fit.mutual_information_nats for fit in fits]  # computed: p is given
+    order = sorted(range(len(fits)), key=lambda i: (-round(information[i] or 0.0, 12), i))
     ranked = tuple(fits[i] for i in order)
     return FamilyComparison(float(beta), ranked, unreachable, ranked[0].family)

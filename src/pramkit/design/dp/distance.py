@@ -104,7 +104,7 @@ from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix, Provenance
+from pramkit.matrix import JSONValue, PramMatrix, Provenance
 from pramkit.privacy.exact import (
     UNIT,
     certificate_tolerance,
@@ -304,7 +304,7 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
     mm = np.asarray(matrix, dtype=float)
     s = len(pv)
     t1 = Fraction(expm1_upper(epsilon))
-    top = None
+    top: Fraction | None = None
     moved = [Fraction(0)] * s
     for z in range(s):
         g = Fraction(0)
@@ -315,8 +315,9 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
             if mm[x, z]:
                 moved[x] += Fraction(float(mm[x, z])) * dxz
         top = g if top is None or g > top else top
-    lower = sum(yv) - max(top, Fraction(0))
-    upper = max(moved) if worst else sum(px * mx for px, mx in zip(pv, moved))
+    assert top is not None  # every output's g was computed (s >= 1)
+    lower = sum(yv, Fraction(0)) - max(top, Fraction(0))
+    upper = max(moved) if worst else sum((px * mx for px, mx in zip(pv, moved)), Fraction(0))
     return float_below(lower), float_above(upper)
 
 
@@ -435,7 +436,7 @@ def _spread(d: np.ndarray, count: int) -> np.ndarray:
 
 
 def _solve(a: np.ndarray, d: np.ndarray, t1: float, full: bool,
-           worst: bool = False) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray, dict]:
+           worst: bool = False) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray | None, dict]:
     """Solve the (scaled) LP; returns the floors (S,), the pairs and their excesses, y, the
     weights the dual prices the outputs with (p; for ``worst``, the multipliers of the rows'
     bounds) and statistics."""
@@ -837,7 +838,7 @@ def dp_distance_information(p: ArrayLike | None, epsilon: float, distances: Dist
         lam = lo_w
     matrix = _mix(info, near, lam, e)
     value, _ = expected_distance_bounds(pv, matrix, distances.matrix)
-    certificate = {
+    certificate: dict[str, JSONValue] = {
         "optimal": False,
         "scope": "best mixture of the information- and distance-optimal designs",
         "weight_distance_design": lam,

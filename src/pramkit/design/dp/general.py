@@ -233,7 +233,7 @@ def staircase_dual_bound(p: ArrayLike, epsilon: float, y: ArrayLike) -> tuple[fl
     shift = float(np.max(np.maximum(worst, 0.0) / width))
     if not math.isfinite(shift):          # a dual value so large it overflowed: no bound
         return math.inf, float(np.max(raw))
-    return sum_up([*yv.tolist(), s * shift * (1.0 + rounding_bound(1.0))]), float(raw.max())
+    return sum_up([*yv.tolist(), s * shift * (1.0 + float(rounding_bound(1.0)))]), float(raw.max())
 
 
 def _polish(stairs: np.ndarray, util: np.ndarray,

@@ -674,7 +674,8 @@ def _bound_pattern(p: np.ndarray, values: np.ndarray, incumbent: float) -> Patte
     certificate tolerance, :func:`pramkit.privacy.exact.certificate_tolerance`;
     the other half is left for the rounding of the objective)."""
     top, two, bottom = _shape(values)
-    singles = [(None, float(values[l])) for l, present in ((0, top), (3, bottom)) if present]
+    singles: list[tuple[int | None, float]] = [(None, float(values[l])) for l, present in ((0, top), (3, bottom))
+                                                if present]
     res = bound_split(p, singles, np.arange(p.size), float(values[1]), float(values[2 if two else 1]), incumbent,
                       lambda known: 0.5 * certificate_tolerance(known))
     best_q = values[[1] * p.size] if res.best_q is None else res.best_q

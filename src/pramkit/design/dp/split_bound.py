@@ -158,7 +158,7 @@ class _Node:
     candidates: list[np.ndarray]
     lo: float
     hi: float
-    lam: float
+    lam: float | None           # None for a node with no allowed arrangement, as given
 
 
 def _best_singles(bonus: list[np.ndarray], forced: np.ndarray) -> tuple[float, list[int]]:
@@ -206,7 +206,7 @@ def _relax(e_val: np.ndarray, pw: np.ndarray, allowed: np.ndarray, mid: np.ndarr
     if forced.any():
         best_mid = np.where(forced, 0.0, best_mid)
         pw_mid = np.where(forced, 0.0, pw_mid)
-    gain, picks = 0.0, []
+    gain, picks = 0.0, list[int]()
     if singles.size or forced.any():
         bonus = [np.where(allowed[:, s], e_val[:, s] - best_mid, -math.inf) for s in singles]
         gain, picks = _best_singles(bonus, forced)
@@ -397,7 +397,7 @@ class _Problem:
         top = np.minimum(np.maximum(m[1] + dm[1], 0.0), math.exp(-1.0))
         flat = -xlogy(top, top)
         line = np.where(valid[1], line, flat[None])
-        err = np.where(valid[1], err, rounding_bound(np.abs(flat))[None])
+        err = np.where(valid[1], err, np.asarray(rounding_bound(np.abs(flat)))[None])
         value = self.ph[None] + line
         err = err + self.d_ph[None] + rounding_bound(np.abs(self.ph)[None] + np.abs(line))
         if self.silent:   # the last row stands for the silent group: its line times their number

@@ -166,6 +166,7 @@ class Distances:
             pts.setflags(write=False)
             state["points"], state["_matrix"] = pts, None
         else:
+            assert matrix is not None  # one of matrix and points (checked above)
             m = validate_matrix(matrix, cats)
             m.setflags(write=False)
             state["points"], state["_matrix"] = None, m
@@ -612,7 +613,7 @@ def numeric_order(categories: Sequence[Label]) -> bool:
     labels = [c for c in categories if c is not None]
     if not numeric_labels(labels):
         return False
-    values = [Decimal(label_key(c, numeric=True)) for c in labels]
+    values = [Decimal(str(label_key(c, numeric=True))) for c in labels]  # a numeric label's key is its text
     return all(a < b for a, b in itertools.pairwise(values))
 
 

@@ -639,7 +639,7 @@ def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | Non
     out = {"design": mine.to_dict(), "randomized_response": rr.to_dict(),
            "distance_ratio": mine.expected_distance / rr.expected_distance if rr.expected_distance > 0 else math.nan,
            "kept_ratio": mine.share_kept / rr.share_kept if rr.share_kept > 0 else math.nan}
-    if within is not None and rr.share_within:
+    if within is not None and rr.share_within and mine.share_within is not None:
         out["within_ratio"] = mine.share_within / rr.share_within
     return out
 

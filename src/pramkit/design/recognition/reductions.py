@@ -415,8 +415,8 @@ def membership(
             cols.append(np.full(hit.size, c))
     if not rows:
         return sp.csr_matrix((cells.size, len(problems)))
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(cells.size, len(problems)))
+    r, col = np.concatenate(rows), np.concatenate(cols)
+    return sp.csr_matrix((np.ones(r.size), (r, col)), shape=(cells.size, len(problems)))
 
 
 def group_objective(e: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
