@@ -85,6 +85,7 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "only_warn_on_example_error": False,
     "plot_gallery": "True",
+    "write_computation_times": False,  # nothing written into the sources
 }
 
 # --- HTML ----------------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ How a block runs
   is an error (:func:`test_every_fence_names_its_language`), and so is a command in an
   indented code block (:func:`test_no_command_in_an_indented_block`): both would escape
   this harness.
+* A page that the documentation site executes (MyST-NB, ``file_format: mystnb``) holds its
+  examples in ``{code-cell} ipython3`` blocks: such a block runs here too, as Python, or as a
+  shell block when it is a ``%%bash`` cell (:func:`code_cell`); its ``:tags:`` lines are left out.
 * Each block is one test, named ``FILE:LINE`` (the line of its opening fence), and runs in a
   fresh folder.  Shell blocks are independent of one another.  The Python blocks of one page
   read as one session: a Python block runs after the page's earlier Python blocks, in one
@@ -101,12 +104,26 @@ def fenced_blocks(page: Path) -> list[Block]:
             start, indent, fence, lang, body = i, len(m.group(1)), m.group(2), m.group(3).lower(), []
         elif start is not None and line.strip().startswith(fence) and line.strip() == fence[0] * len(line.strip()):
             text = "\n".join(b[indent:] if b[:indent].isspace() else b for b in body) + "\n"
-            blocks.append(Block(page, start + 1, lang, text))
+            blocks.append(code_cell(Block(page, start + 1, lang, text)))
             start = None
         elif start is not None:
             body.append(line)
     assert start is None, f"{page.name}:{start + 1}: unclosed fence"
     return blocks
+
+
+def code_cell(block: Block) -> Block:
+    """A ``{code-cell}`` block of an executed page as the block it runs as: ``bash`` for a ``%%bash``
+    cell (without that line), else ``python``; the cell's option lines (``:tags: [...]``) left out.
+    Any other block is returned as it is."""
+    if block.lang != "{code-cell}":
+        return block
+    lines = block.text.splitlines()
+    while lines and lines[0].startswith(":"):
+        lines.pop(0)
+    if lines and lines[0].strip() == "%%bash":
+        return Block(block.page, block.line, "bash", "\n".join(lines[1:]) + "\n")
+    return Block(block.page, block.line, "python", "\n".join(lines) + "\n")
 
 
 BLOCKS = [b for page in PAGES for b in fenced_blocks(page)]
@@ -377,7 +394,7 @@ def test_no_command_in_an_indented_block() -> None:
 def test_harness_sees_the_examples() -> None:
     """The harness finds what the pages hold (a parser that found nothing would pass everything)."""
     ids = {b.id.split(":")[0] for b in RUN}
-    assert {"README.md", "docs/structure.md", "docs/estimation.md", "docs/geography.md"} <= ids
+    assert {"README.md", "docs/structure.md", "docs/estimation.md", "docs/geography.md", "docs/sdcmicro.md"} <= ids
     readme = [b for b in RUN if b.page.name == "README.md"]
     assert {"shell", "python"} <= {b.kind for b in readme}
     release = next(b for b in readme if "pramkit design census.csv" in b.text)
@@ -412,6 +429,18 @@ def test_shell_runner(tmp_path: Path, text: str, ok: bool) -> None:
     else:
         with pytest.raises(AssertionError, match="exited"):
             run_shell(block, tmp_path)
+
+
+@pytest.mark.parametrize("text, lang, code", [
+    ("%%bash\npramkit --version\n", "bash", "pramkit --version\n"),
+    (":tags: [hide-input]\nx = 1\n", "python", "x = 1\n"),
+    (":tags: [hide-input]\n%%bash\ntrue\n", "bash", "true\n"),
+    ("print(1)\n", "python", "print(1)\n"),
+])
+def test_code_cells_run_as_their_language(text: str, lang: str, code: str) -> None:
+    block = code_cell(Block(ROOT / "docs" / "x.md", 3, "{code-cell}", text))
+    assert (block.lang, block.text, block.line) == (lang, code, 3)
+    assert code_cell(Block(ROOT / "docs" / "x.md", 3, "text", text)).lang == "text"
 
 
 def test_python_runners_fail_on_a_wrong_example() -> None:
