@@ -74,6 +74,7 @@ class Block:
     line: int  # the line of the opening fence, 1-based
     lang: str
     text: str
+    cell: bool = False  # a {code-cell} of an executed page
 
     @property
     def id(self) -> str:
@@ -122,8 +123,8 @@ def code_cell(block: Block) -> Block:
     while lines and lines[0].startswith(":"):
         lines.pop(0)
     if lines and lines[0].strip() == "%%bash":
-        return Block(block.page, block.line, "bash", "\n".join(lines[1:]) + "\n")
-    return Block(block.page, block.line, "python", "\n".join(lines) + "\n")
+        return Block(block.page, block.line, "bash", "\n".join(lines[1:]) + "\n", cell=True)
+    return Block(block.page, block.line, "python", "\n".join(lines) + "\n", cell=True)
 
 
 BLOCKS = [b for page in PAGES for b in fenced_blocks(page)]
@@ -247,7 +248,10 @@ def need(name: str, folder: Path) -> None:
         PREPARED[name](folder)
 
 
-WRITES = r"(?:--out|--public|keygen|--write)\s+{}(?![\w.-])"
+#: How a block writes a file: a command's output flag, or in Python ``.write("F")``, ``.to_csv("F")``,
+#: or the output (third argument) of ``apply_file``.
+WRITES = (r"(?:(?:--out|--public|keygen|--write)\s+|\.(?:write|to_csv)\(\s*[\"']|"
+          r"apply_file\(\s*[^,()]+,\s*[^,()]+,\s*[\"']){}(?![\w.-])")
 
 
 def named_inputs(block: Block) -> list[str]:
@@ -312,13 +316,14 @@ def adjusted(block: Block) -> str:
     return text
 
 
-def prepare(block: Block, folder: Path, put: Callable[[str, Path], None]) -> None:
+def prepare(block: Block, folder: Path, put: Callable[[str, Path], None], skip: frozenset[str] = frozenset()) -> None:
     first = next((l.strip() for l in block.text.splitlines() if l.strip() and not l.lstrip().startswith("#")), "")
     cd = re.fullmatch(r"cd\s+(\S+)", first) if block.kind == "shell" else None
     where = folder / cd.group(1) if cd else folder
     where.mkdir(parents=True, exist_ok=True)
     for name in named_inputs(block):
-        put(name, where)
+        if name not in skip:
+            put(name, where)
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -354,13 +359,17 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     for page, pattern, bug in KNOWN_FAILURES:
         if _matches(block, page, pattern):
             pytest.xfail(f"{block.id}: {bug}")
-    if block.kind == "shell":
+    if block.kind == "shell" and not block.cell:
         prepare(block, tmp_path, store)
         run_shell(block, tmp_path)
         return
+    # the page's Python blocks up to this one, in one namespace; a %%bash cell of an executed page runs
+    # after them, in their folder, as the site's kernel runs it; a file they write is not prepared
     session = [b for b in RUN if b.page == block.page and b.kind != "shell" and b.line <= block.line]
-    for b in session:
-        prepare(b, tmp_path, store)
+    written = frozenset(name for b in session for name in PREPARED
+                        if re.search(WRITES.format(re.escape(name)), b.text))
+    for b in [*session, block] if block.kind == "shell" else session:
+        prepare(b, tmp_path, store, written)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__doc_example__"}
     for b in session:
@@ -370,6 +379,8 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             if b is block:
                 raise
             pytest.fail(f"{b.id}, an earlier Python block of the page, failed: {error!r}")
+    if block.kind == "shell":
+        run_shell(block, tmp_path)
 
 
 # --- the docs keep their examples where this harness sees them -------------------------------------
@@ -459,6 +470,11 @@ def test_named_inputs_leave_out_what_the_block_writes() -> None:
                   "pramkit apply census.csv --manifest manifest.json --out released.csv\n"
                   "cat my-census.csv.bak || true\n")
     assert named_inputs(block) == ["census.csv"]
+    python = Block(ROOT / "README.md", 1, "python",
+                   'census(100).to_csv("census.csv", index=False)\nm.write("manifest.json")\n'
+                   'pramkit.apply_file("census.csv", "manifest.json", "released.csv", key=k)\n'
+                   'pd.read_csv("data.csv")\n')
+    assert named_inputs(python) == ["data.csv"]
 
 
 def test_every_adjustment_and_skip_applies() -> None:
