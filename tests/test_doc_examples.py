@@ -11,6 +11,9 @@ How a block runs
   is an error (:func:`test_every_fence_names_its_language`), and so is a command in an
   indented code block (:func:`test_no_command_in_an_indented_block`): both would escape
   this harness.
+* A page that the documentation site executes (MyST-NB, ``file_format: mystnb``) holds its
+  examples in ``{code-cell} ipython3`` blocks: such a block runs here too, as Python, or as a
+  shell block when it is a ``%%bash`` cell (:func:`code_cell`); its ``:tags:`` lines are left out.
 * Each block is one test, named ``FILE:LINE`` (the line of its opening fence), and runs in a
   fresh folder.  Shell blocks are independent of one another.  The Python blocks of one page
   read as one session: a Python block runs after the page's earlier Python blocks, in one
@@ -71,6 +74,7 @@ class Block:
     line: int  # the line of the opening fence, 1-based
     lang: str
     text: str
+    cell: bool = False  # a {code-cell} of an executed page
 
     @property
     def id(self) -> str:
@@ -101,12 +105,26 @@ def fenced_blocks(page: Path) -> list[Block]:
             start, indent, fence, lang, body = i, len(m.group(1)), m.group(2), m.group(3).lower(), []
         elif start is not None and line.strip().startswith(fence) and line.strip() == fence[0] * len(line.strip()):
             text = "\n".join(b[indent:] if b[:indent].isspace() else b for b in body) + "\n"
-            blocks.append(Block(page, start + 1, lang, text))
+            blocks.append(code_cell(Block(page, start + 1, lang, text)))
             start = None
         elif start is not None:
             body.append(line)
     assert start is None, f"{page.name}:{start + 1}: unclosed fence"
     return blocks
+
+
+def code_cell(block: Block) -> Block:
+    """A ``{code-cell}`` block of an executed page as the block it runs as: ``bash`` for a ``%%bash``
+    cell (without that line), else ``python``; the cell's option lines (``:tags: [...]``) left out.
+    Any other block is returned as it is."""
+    if block.lang != "{code-cell}":
+        return block
+    lines = block.text.splitlines()
+    while lines and lines[0].startswith(":"):
+        lines.pop(0)
+    if lines and lines[0].strip() == "%%bash":
+        return Block(block.page, block.line, "bash", "\n".join(lines[1:]) + "\n", cell=True)
+    return Block(block.page, block.line, "python", "\n".join(lines) + "\n", cell=True)
 
 
 BLOCKS = [b for page in PAGES for b in fenced_blocks(page)]
@@ -230,7 +248,10 @@ def need(name: str, folder: Path) -> None:
         PREPARED[name](folder)
 
 
-WRITES = r"(?:--out|--public|keygen|--write)\s+{}(?![\w.-])"
+#: How a block writes a file: a command's output flag, or in Python ``.write("F")``, ``.to_csv("F")``,
+#: or the output (third argument) of ``apply_file``.
+WRITES = (r"(?:(?:--out|--public|keygen|--write)\s+|\.(?:write|to_csv)\(\s*[\"']|"
+          r"apply_file\(\s*[^,()]+,\s*[^,()]+,\s*[\"']){}(?![\w.-])")
 
 
 def named_inputs(block: Block) -> list[str]:
@@ -295,13 +316,14 @@ def adjusted(block: Block) -> str:
     return text
 
 
-def prepare(block: Block, folder: Path, put: Callable[[str, Path], None]) -> None:
+def prepare(block: Block, folder: Path, put: Callable[[str, Path], None], skip: frozenset[str] = frozenset()) -> None:
     first = next((l.strip() for l in block.text.splitlines() if l.strip() and not l.lstrip().startswith("#")), "")
     cd = re.fullmatch(r"cd\s+(\S+)", first) if block.kind == "shell" else None
     where = folder / cd.group(1) if cd else folder
     where.mkdir(parents=True, exist_ok=True)
     for name in named_inputs(block):
-        put(name, where)
+        if name not in skip:
+            put(name, where)
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -337,13 +359,17 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     for page, pattern, bug in KNOWN_FAILURES:
         if _matches(block, page, pattern):
             pytest.xfail(f"{block.id}: {bug}")
-    if block.kind == "shell":
+    if block.kind == "shell" and not block.cell:
         prepare(block, tmp_path, store)
         run_shell(block, tmp_path)
         return
+    # the page's Python blocks up to this one, in one namespace; a %%bash cell of an executed page runs
+    # after them, in their folder, as the site's kernel runs it; a file they write is not prepared
     session = [b for b in RUN if b.page == block.page and b.kind != "shell" and b.line <= block.line]
-    for b in session:
-        prepare(b, tmp_path, store)
+    written = frozenset(name for b in session for name in PREPARED
+                        if re.search(WRITES.format(re.escape(name)), b.text))
+    for b in [*session, block] if block.kind == "shell" else session:
+        prepare(b, tmp_path, store, written)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__doc_example__"}
     for b in session:
@@ -353,6 +379,8 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             if b is block:
                 raise
             pytest.fail(f"{b.id}, an earlier Python block of the page, failed: {error!r}")
+    if block.kind == "shell":
+        run_shell(block, tmp_path)
 
 
 # --- the docs keep their examples where this harness sees them -------------------------------------
@@ -377,7 +405,7 @@ def test_no_command_in_an_indented_block() -> None:
 def test_harness_sees_the_examples() -> None:
     """The harness finds what the pages hold (a parser that found nothing would pass everything)."""
     ids = {b.id.split(":")[0] for b in RUN}
-    assert {"README.md", "docs/structure.md", "docs/estimation.md", "docs/geography.md"} <= ids
+    assert {"README.md", "docs/structure.md", "docs/estimation.md", "docs/geography.md", "docs/sdcmicro.md"} <= ids
     readme = [b for b in RUN if b.page.name == "README.md"]
     assert {"shell", "python"} <= {b.kind for b in readme}
     release = next(b for b in readme if "pramkit design census.csv" in b.text)
@@ -414,6 +442,18 @@ def test_shell_runner(tmp_path: Path, text: str, ok: bool) -> None:
             run_shell(block, tmp_path)
 
 
+@pytest.mark.parametrize("text, lang, code", [
+    ("%%bash\npramkit --version\n", "bash", "pramkit --version\n"),
+    (":tags: [hide-input]\nx = 1\n", "python", "x = 1\n"),
+    (":tags: [hide-input]\n%%bash\ntrue\n", "bash", "true\n"),
+    ("print(1)\n", "python", "print(1)\n"),
+])
+def test_code_cells_run_as_their_language(text: str, lang: str, code: str) -> None:
+    block = code_cell(Block(ROOT / "docs" / "x.md", 3, "{code-cell}", text))
+    assert (block.lang, block.text, block.line) == (lang, code, 3)
+    assert code_cell(Block(ROOT / "docs" / "x.md", 3, "text", text)).lang == "text"
+
+
 def test_python_runners_fail_on_a_wrong_example() -> None:
     namespace: dict = {}
     run_python(Block(ROOT / "README.md", 1, "python", "x = 2\n"), namespace)
@@ -430,6 +470,11 @@ def test_named_inputs_leave_out_what_the_block_writes() -> None:
                   "pramkit apply census.csv --manifest manifest.json --out released.csv\n"
                   "cat my-census.csv.bak || true\n")
     assert named_inputs(block) == ["census.csv"]
+    python = Block(ROOT / "README.md", 1, "python",
+                   'census(100).to_csv("census.csv", index=False)\nm.write("manifest.json")\n'
+                   'pramkit.apply_file("census.csv", "manifest.json", "released.csv", key=k)\n'
+                   'pd.read_csv("data.csv")\n')
+    assert named_inputs(python) == ["data.csv"]
 
 
 def test_every_adjustment_and_skip_applies() -> None:

@@ -37,8 +37,9 @@ import shutil
 import signal
 import threading
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from pramkit.errors import OutputExistsError, ParameterError, PramkitError, PramkitWarning, WriteError
 
@@ -511,7 +512,7 @@ def remove_stale_temporaries(target: PathLike, *, label: str | None = None) -> i
     return removed
 
 
-def _bytes(n: int) -> str:
+def _bytes(n: float) -> str:
     for unit in ("bytes", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"

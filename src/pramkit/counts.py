@@ -14,9 +14,10 @@ risk measures).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -188,7 +189,7 @@ class CountTable:
         coords = np.unravel_index(np.asarray(cells, dtype=np.int64), tuple(self.shape[a] for a in axes))
         return [tuple(self.categories[a][int(c[i])] for a, c in zip(axes, coords)) for i in range(len(coords[0]))]
 
-    def extended(self, column: str, categories: Sequence[Label]) -> "CountTable":
+    def extended(self, column: str, categories: Sequence[Label]) -> CountTable:
         """The table with ``column``'s categories replaced by ``categories``, a superset of them
         (cells of the new categories count 0); :class:`DataError` if a counted category is not listed.
 
@@ -476,7 +477,7 @@ def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequen
             part = count_codes(columns, categories, codes,
                                weights=None if weights is None else _weights_of(table, weights, rows))
             counts += part.counts
-            if sums is not None:
+            if sums is not None and part.weight_sums is not None:
                 sums += part.weight_sums
             rows += part.rows
             missing += part.missing
@@ -569,7 +570,8 @@ def count_file(
         for c in todo:
             clash = spelling_clash(found[c])
             if clash is not None:
-                raise spelling_error(c, clash, _first_rows(path, c, clash[:2], chunk_rows, na_values))
+                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values)
+                raise spelling_error(c, clash, (a, b))
         declared.update(found)
     _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
     return _count_tables(batches, columns, declared, quiet, meta.rows, weights)

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from pramkit.defaults import NY_ROWS
 from pramkit.errors import ParameterError
-
 
 #: Variables and their categories, in file order.
 CENSUS_VARIABLES: dict[str, tuple[str, ...]] = {
@@ -235,9 +235,9 @@ def census(n_rows: int = NY_ROWS, *, seed: int = 2000, areas: bool | int = False
         raise ParameterError("n_rows must be at least 1")
     rng = np.random.default_rng(seed)
     n = n_rows
-    sex = _draw(rng, [0.48, 0.52], None, n)
+    sex = _draw(rng, np.array([0.48, 0.52]), None, n)
     age = _draw(rng, _age_table(), sex, n)
-    race = _draw(rng, [0.62, 0.16, 0.07, 0.12, 0.03], None, n)
+    race = _draw(rng, np.array([0.62, 0.16, 0.07, 0.12, 0.03]), None, n)
     ownership = _draw(rng, _ownership_table(), age * 5 + race, n)
     mortgage = _draw(rng, _mortgage_table(), ownership * 9 + age, n)
     marital = _draw(rng, _marital_table(), age * 2 + sex, n)
@@ -251,7 +251,7 @@ def census(n_rows: int = NY_ROWS, *, seed: int = 2000, areas: bool | int = False
         "employment": employment, "disability": disability, "veteran": veteran,
     }
     frame = pd.DataFrame({
-        name: pd.Categorical.from_codes(codes[name], categories=list(cats))
+        name: pd.Categorical.from_codes(codes[name], categories=pd.Index(cats))
         for name, cats in CENSUS_VARIABLES.items()
     })
     if areas is not False:
@@ -320,7 +320,7 @@ def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFra
     rng = np.random.default_rng([seed, 3535])
     n = int(n_areas)
     centres = rng.uniform(0.15 * REGION_KM, 0.85 * REGION_KM, size=(len(TOWNS), 2))
-    counts = [int(round(share * n)) for share, _ in TOWNS]
+    counts = [round(share * n) for share, _ in TOWNS]
     rural = max(n - sum(counts), 0)
     points, town = [], []
     for k, ((_, spread), c) in enumerate(zip(TOWNS, counts)):
@@ -357,4 +357,4 @@ def _draw_areas(geo: pd.DataFrame, ownership: np.ndarray, seed: int) -> pd.Categ
     for k in range(len(TOWN_FACTOR)):
         rows = ownership == k
         codes[rows] = np.minimum(np.searchsorted(cdf[k], u[rows], side="right"), len(share) - 1)
-    return pd.Categorical.from_codes(codes, categories=list(geo["category"]))
+    return pd.Categorical.from_codes(codes, categories=pd.Index(geo["category"]))

@@ -31,26 +31,27 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import PathLike, make_folder, signals_deferred, temporary, write_text_atomic
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
-from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
-from pramkit.release.pipeline import design_planned
-from pramkit.release.plan import plan_release
+from pramkit.engine.perturb import ApplyResult, apply_file
+from pramkit.engine.receipt import receipt_path
+from pramkit.engine.rng import SecretKey
 from pramkit.errors import ParameterError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
-from pramkit.engine.perturb import ApplyResult, apply_file
-from pramkit.engine.receipt import receipt_path
-from pramkit.engine.rng import SecretKey
+from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
+from pramkit.release.pipeline import design_planned
+from pramkit.release.plan import plan_release
 
 #: The key variables the demo perturbs.
 PERTURBED = ("age", "sex", "marital_status")
@@ -167,6 +168,7 @@ def _design(ctx: DemoContext) -> None:
     ctx.manifest.write(ctx.path(PUBLIC, "manifest.json", "manifest"))
     record.write(ctx.path(PRIVATE, "design-record.json", "design_record"))
     ledger = ctx.manifest.ledger
+    assert ledger is not None  # a designed release carries its ledger
     per_var = record.variables
     shares = ", ".join(f"{n} {fmt_epsilon(v['epsilon'])}" for n, v in per_var.items())
     ctx.lines.append(
@@ -244,6 +246,7 @@ def _report(ctx: DemoContext) -> None:
     write_report(report, ctx.path(PRIVATE, "report.html", "internal_report"))
     write_report(build_public_report(ctx.manifest, released, quiet=ctx.quiet),
                  ctx.path(PUBLIC, "report.html", "public_report"))
+    assert report.risk is not None  # the internal report assesses the risk on DEMO_KEYS
     after = report.risk.after
     ctx.lines.append(
         f"report    tau2 {report.risk.before.tau2:.4g} -> {'n/a' if after is None else f'{after.tau2:.4g}'} "

@@ -30,10 +30,11 @@ import contextlib
 import csv
 import errno
 import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -42,8 +43,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
-from pramkit.engine.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+from pramkit.engine.codebook import MissingCodes
 from pramkit.errors import DataError, ParameterError, WriteError
 from pramkit.io_stat import STAT_FORMATS
 
@@ -532,7 +533,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     import pyreadstat
 
     reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
-    extra = {"user_missing": True} if fmt == "spss" else {}
+    extra: dict[str, Any] = {"user_missing": True} if fmt == "spss" else {}
     try:
         _, meta = reader(str(p), metadataonly=True, **extra)
     except Exception as exc:  # pyreadstat raises its own ReadstatError and others
@@ -674,7 +675,7 @@ class TableWriter:
         #: SHA-256 of the file written, once :meth:`close` has run.
         self.sha256: str | None = None
 
-    def __enter__(self) -> "TableWriter":
+    def __enter__(self) -> TableWriter:
         self._ctx = atomic_path(self.path, force=self.force, inputs=self.inputs, verify=self._check)
         self._tmp = self._ctx.__enter__()
         return self
@@ -753,6 +754,7 @@ class TableWriter:
                 self._writer = self._open(table.schema)
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pramkit-writer")
             self._wait()  # one chunk in flight at most: memory stays O(chunk)
+            assert self._background is not None  # started with the writer
             self._pending = self._background.submit(self._write_chunk, table)
         else:
             self._frames.append(table.to_pandas())
@@ -772,6 +774,7 @@ class TableWriter:
         :meth:`write` hands the chunks to a background thread, so that writing
         one chunk overlaps with reading and perturbing the next.
         """
+        assert self._tmp is not None, "use TableWriter as a context manager"
         self._sink = _DigestingFile(self._tmp)
         if self.format == "csv":
             opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
@@ -793,7 +796,8 @@ class TableWriter:
             try:
                 writer.close()
             finally:
-                self._sink.close()
+                if self._sink is not None:  # opened with the writer (_open)
+                    self._sink.close()
         if self.format in ("stata", "spss", "sas"):
             self._write_stat()
 
@@ -866,7 +870,7 @@ class _DigestingFile:
     writers need)."""
 
     def __init__(self, path: Path) -> None:
-        self._fh = open(path, "wb")
+        self._fh = open(path, "wb")  # noqa: SIM115 (closed by the writer's close or abort)
         self._hash = hashlib.sha256()
         self._size = 0
 

@@ -25,8 +25,9 @@ writes ``.xpt`` (SAS transport): no open writer of ``.sas7bdat`` exists.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -34,10 +34,11 @@ The threat model and the list of public and private artifacts are in
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from pramkit.errors import ManifestError, ParameterError
 from pramkit.privacy.epsilon import record_epsilon
@@ -126,7 +127,7 @@ class ExactFact:
                 **({"column": self.column} if self.column is not None else {}), "covered": self.covered}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ExactFact":
+    def from_dict(cls, d: Mapping[str, Any]) -> ExactFact:
         """The fact from :meth:`to_dict`."""
         return cls(d["kind"], tuple(d["variables"]), d["reveals"], d.get("column"), bool(d.get("covered", True)))
 
@@ -397,7 +398,7 @@ class Ledger:
         }
 
     @classmethod
-    def from_dict(cls, d: Any) -> "Ledger":
+    def from_dict(cls, d: Any) -> Ledger:
         """Validate the manifest's ``ledger`` object; errors name the field.
 
         The figures :meth:`to_dict` derives (the epsilons, the statement) are not read:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 
@@ -25,9 +26,9 @@ from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
-from pramkit.labels import Label
-from pramkit.matrix import PramMatrix, Provenance
+from pramkit.labels import Label, joint_cell
 from pramkit.ledger import ExactFact, Ledger, epsilon_to_json, exact_words
+from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import record_epsilon
 
 FORMAT = "pramkit-manifest"
@@ -328,7 +329,7 @@ class PerturbedVariable:
                 raise DataError(f"variable {self.name!r} has {len(cats):,} cells, more than {MAX_MARGIN_CELLS:,}: a "
                                 "record with some of its columns missing cannot be perturbed by the matrix's margin; "
                                 "code a missing value as a category")
-            proj = [tuple(c[i] for i in present) for c in cats]
+            proj = [tuple(joint_cell(c)[i] for i in present) for c in cats]
             labels = list(dict.fromkeys(proj))
             pos = {label: i for i, label in enumerate(labels)}
             code = np.array([pos[p] for p in proj], dtype=np.intp)
@@ -401,7 +402,7 @@ class PerturbedVariable:
             # combination of rows of one block and the blocks' projections are disjoint: the matrix's bound
             # holds as is, and only the law the engine realises for the margin is computed
             seen: dict[tuple, int] = {}
-            spans = any(seen.setdefault(tuple(c[i] for i in present), int(b)) != b
+            spans = any(seen.setdefault(tuple(joint_cell(c)[i] for i in present), int(b)) != b
                         for c, b in zip(self.matrix.categories, block))
             eps = max(eps, _component_epsilon(self.margin(present)[1], matrix=spans))
         return eps
@@ -567,7 +568,7 @@ def _component_epsilon(m: PramMatrix, *, matrix: bool = True) -> float:
 
     dense = m.matrix
     law = realised_law(m)
-    units = law.units if law.form == "dense" else np.array([law.weights(k) for k in range(m.size)])
+    units = law.unit_matrix()
     n, label = connected_components(csr_matrix(dense > 0), directed=True, connection="weak")
     eps = 0.0
     for part in range(n):
@@ -654,11 +655,11 @@ class Manifest:
                                 "(those are released unperturbed)")
         object.__setattr__(self, "variables", variables)
         if not self.created:
-            stamp = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+            stamp = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
             object.__setattr__(self, "created", stamp)
 
     @classmethod
-    def of(cls, matrices: Mapping[str, PramMatrix], **kwargs: Any) -> "Manifest":
+    def of(cls, matrices: Mapping[str, PramMatrix], **kwargs: Any) -> Manifest:
         """A manifest from ``{column name: matrix}`` (missing values kept).
 
         Parameters
@@ -793,7 +794,7 @@ class Manifest:
     def _ledger_dict(self) -> dict[str, Any]:
         from pramkit.privacy.amplification import sampled_ledger
 
-        return {**self.ledger.to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts),
+        return {**self._ledger().to_dict([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts),
                 **sampled_ledger(self)}
 
     @property
@@ -954,7 +955,7 @@ class Manifest:
         return write_text_atomic(path, self.to_json(), force=force)
 
     @classmethod
-    def read(cls, path: str | Path) -> "Manifest":
+    def read(cls, path: str | Path) -> Manifest:
         """Read and validate a manifest file (:meth:`from_dict`).
 
         Parameters
@@ -996,7 +997,7 @@ class Manifest:
         return cls.from_dict(data)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "Manifest":
+    def from_dict(cls, data: Any) -> Manifest:
         """Validate a parsed manifest; errors name the offending field.
 
         Every stated epsilon (the record's, each variable's and its epsilon given the

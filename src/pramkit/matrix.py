@@ -34,10 +34,11 @@ closed form, and the engine samples the formula exactly
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import FrozenInstanceError, dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -51,7 +52,7 @@ ROW_SUM_TOL = 1e-9
 #: Rows of an exponential mechanism computed at a time by its O(S^2)-time, O(S)-memory passes.
 ROWS_PER_PASS = 64
 
-JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+JSONValue: TypeAlias = bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
 
 
 def _plain_label(value: Any) -> Label:
@@ -142,7 +143,7 @@ class Provenance:
         })
 
     @classmethod
-    def from_dict(cls, d: Any, where: str = "design") -> "Provenance":
+    def from_dict(cls, d: Any, where: str = "design") -> Provenance:
         """Validate a provenance read from JSON (:meth:`to_dict`); absent fields take their defaults.
 
         Parameters
@@ -309,7 +310,7 @@ class PramMatrix:
         w: ArrayLike | None = None,
         categories: Sequence[Label] = (),
         provenance: Provenance | None = None,
-    ) -> "PramMatrix":
+    ) -> PramMatrix:
         """A matrix of form (8), stored compactly: ``M[k, k] = q[k]`` and
         ``M[k, j] = w[k]`` for every ``j != k``.
 
@@ -373,7 +374,7 @@ class PramMatrix:
         q: ArrayLike,
         categories: Sequence[Label] = (),
         provenance: Provenance | None = None,
-    ) -> "PramMatrix":
+    ) -> PramMatrix:
         """Form (8) of Ayed, Battiston and Camerlenghi: keep category k with
         probability ``q[k]``, otherwise release one of the other S-1
         categories uniformly at random: ``M[k, j] = (1 - q[k]) / (S - 1)``.
@@ -415,7 +416,7 @@ class PramMatrix:
         return cls.form8(qv, None, categories, provenance)
 
     @classmethod
-    def identity(cls, categories: Sequence[Label]) -> "PramMatrix":
+    def identity(cls, categories: Sequence[Label]) -> PramMatrix:
         """No perturbation (epsilon infinite for S >= 2); stored compactly.
 
         Parameters
@@ -451,10 +452,10 @@ class PramMatrix:
     @classmethod
     def block_diagonal(
         cls,
-        parts: Sequence["PramMatrix"],
+        parts: Sequence[PramMatrix],
         categories: Sequence[Label] = (),
         provenance: Provenance | None = None,
-    ) -> "PramMatrix":
+    ) -> PramMatrix:
         """A matrix whose categories fall into blocks that never exchange values.
 
         Block b is the matrix ``parts[b]`` over its own categories; every entry
@@ -525,7 +526,7 @@ class PramMatrix:
         rate: float,
         categories: Sequence[Label],
         provenance: Provenance | None = None,
-    ) -> "PramMatrix":
+    ) -> PramMatrix:
         """The truncated geometric mechanism on the order of ``categories`` (Ghosh,
         Roughgarden and Sundararajan 2009), stored as its rate only.
 
@@ -586,7 +587,7 @@ class PramMatrix:
         rate: float,
         distances: Any,
         provenance: Provenance | None = None,
-    ) -> "PramMatrix":
+    ) -> PramMatrix:
         """The exponential mechanism over public distances (McSherry and Talwar 2007), stored as
         its rate and the distances: ``M[x, z] = exp(-rate d(x, z) / 2) / Z_x`` with ``Z_x`` the
         row's sum.
@@ -769,7 +770,7 @@ class PramMatrix:
         return self.__dict__["_q"] is not None
 
     @property
-    def blocks(self) -> tuple[tuple[np.ndarray, "PramMatrix"], ...] | None:
+    def blocks(self) -> tuple[tuple[np.ndarray, PramMatrix], ...] | None:
         """For a block-diagonal matrix (:meth:`block_diagonal`), each block's category
         positions and its matrix; ``None`` for any other."""
         return self.__dict__.get("_blocks")
@@ -946,7 +947,7 @@ class PramMatrix:
         except ValueError:
             raise MatrixError(f"unknown category {label!r}; categories are {list(self.categories)}") from None
 
-    def with_provenance(self, provenance: Provenance) -> "PramMatrix":
+    def with_provenance(self, provenance: Provenance) -> PramMatrix:
         """The same entries and labels (same storage: compact stays compact) with another provenance.
 
         Parameters
@@ -1031,7 +1032,7 @@ class PramMatrix:
                 **({"matrix": self.matrix.tolist()} if figure else {}), "design": self.provenance.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: Any, where: str = "matrix") -> "PramMatrix":
+    def from_dict(cls, d: Any, where: str = "matrix") -> PramMatrix:
         """Validate a matrix read from JSON (:meth:`to_dict`; ``form`` absent means ``"dense"``).
 
         Parameters
@@ -1073,7 +1074,7 @@ class PramMatrix:
                                     "(or a list of them)")
         return _read_form(d, where, tuple(cats), Provenance.from_dict(d.get("design", {}), f"{where}.design"))
 
-    def _equal_entries(self, other: "PramMatrix") -> bool:
+    def _equal_entries(self, other: PramMatrix) -> bool:
         if self.size != other.size:
             return False
         if self.geometric_rate is not None and other.geometric_rate is not None:
@@ -1203,7 +1204,9 @@ def _read_dense(d: dict[str, Any], where: str, cats: tuple, provenance: Provenan
 
 
 def _write_diagonal(m: PramMatrix) -> dict[str, JSONValue]:
-    return {"q": m.diagonal.tolist(), "w": m.form8_w.tolist()}
+    w = m.form8_w
+    assert w is not None, "a compact matrix is written as form (8)"
+    return {"q": m.diagonal.tolist(), "w": w.tolist()}
 
 
 def _read_diagonal(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
@@ -1228,8 +1231,8 @@ def _read_diagonal(d: dict[str, Any], where: str, cats: tuple, provenance: Prove
 
 def _write_blocks(m: PramMatrix) -> dict[str, JSONValue]:
     """Each block's ``members`` (positions), then its own form's fields and ``design``."""
-    out = []
-    for idx, part in m.blocks:
+    out: list[JSONValue] = []
+    for idx, part in m.blocks or ():
         entry = part.to_dict()
         del entry["categories"]  # the members' labels
         out.append({"members": idx.tolist(), **entry})
@@ -1268,11 +1271,11 @@ def _write_geometric(m: PramMatrix) -> dict[str, JSONValue]:
 
 def _read_geometric(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
     """``rate``: a positive number."""
-    rate = d.get("rate")
+    rate: Any = d.get("rate")
     if not _is_number(rate):
         raise ManifestError(f"field '{where}.rate' must be a number (form 'truncated_geometric')")
     try:
-        return PramMatrix.truncated_geometric(rate, cats, provenance)
+        return PramMatrix.truncated_geometric(float(rate), cats, provenance)
     except MatrixError as exc:
         raise ManifestError(f"field '{where}.rate': {exc}") from None
 
@@ -1291,11 +1294,11 @@ def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Pr
     :class:`pramkit.design.metric.distances.Distances`)."""
     from pramkit.errors import ParameterError
 
-    rate = d.get("rate")
+    rate: Any = d.get("rate")
     if not _is_number(rate):
         raise ManifestError(f"field '{where}.rate' must be a number (form 'exponential')")
     try:
-        return PramMatrix.exponential(rate, _read_distances(d.get("distances"), where, cats), provenance)
+        return PramMatrix.exponential(float(rate), _read_distances(d.get("distances"), where, cats), provenance)
     except (ParameterError, MatrixError) as exc:
         raise ManifestError(f"field '{where}.distances': {exc}") from None
 
@@ -1352,7 +1355,7 @@ def _path_metric(dist: Any) -> bool:
                                                 for i, j in dist.edges.tolist()])
     else:
         return False
-    return dist.same(ref) and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
+    return dist.same(ref) and ref.edges is not None and np.array_equal(np.sort(np.sort(dist.edges, axis=1), axis=0),
                                              np.sort(np.sort(ref.edges, axis=1), axis=0))
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from tqdm.auto import tqdm
 

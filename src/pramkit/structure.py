@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import csv
 import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class Rules:
     source: str = "rules"
 
     @classmethod
-    def of(cls, rows: Iterable[Mapping[str, Any]], source: str = "rules") -> "Rules":
+    def of(cls, rows: Iterable[Mapping[str, Any]], source: str = "rules") -> Rules:
         """Rules from mappings ``{column: value}``: a value is a label, a list of labels, or a
         text with alternatives separated by ``|``; ``None`` or an empty text means any value
         (the column is left out of the rule).
@@ -231,7 +232,7 @@ class Rules:
                     raise ParameterError(f"rule {i} of {self.source}: {unknown[0]!r} is not a category of "
                                          f"{column!r} (its categories: {_shown(categories[column])})")
 
-    def within(self, columns: Sequence[str]) -> "Rules | None":
+    def within(self, columns: Sequence[str]) -> Rules | None:
         """The rules that name only ``columns`` (``None`` if there are none).
 
         Parameters
@@ -360,7 +361,7 @@ class Rules:
             hit = np.ones(len(frame), dtype=bool)
             for c, values in rule.values.items():
                 texts = {v: canonical(v) for v in frame[c].dropna().unique()}
-                hit &= frame[c].map(lambda v, t=texts: t.get(v) in values).fillna(False).to_numpy(dtype=bool)
+                hit &= frame[c].map(lambda v, t=texts, vs=values: t.get(v) in vs).fillna(False).to_numpy(dtype=bool)
             yield i, hit
 
 
@@ -449,7 +450,7 @@ def read_rules(path: str | Path) -> Rules:
     return Rules.of(records, source=str(p))
 
 
-def as_rules(forbid: "Rules | str | Path | Sequence[Mapping[str, Any]] | None") -> Rules | None:
+def as_rules(forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None) -> Rules | None:
     """Rules from a :class:`Rules`, a rules file's path or a list of mappings (:meth:`Rules.of`).
 
     Parameters
@@ -657,7 +658,8 @@ def cells_and_blocks(
     if rules is not None:
         allowed &= ~rules.forbidden(columns, full)
     if not allowed.any():
-        raise ParameterError(f"the rules of {rules.source} forbid every combination of {', '.join(columns)}")
+        where = "" if rules is None else f" of {rules.source}"
+        raise ParameterError(f"the rules{where} forbid every combination of {', '.join(columns)}")
     index = np.flatnonzero(allowed)
     kept = [(i, keep[c]) for i, c in enumerate(columns) if keep and c in keep and i >= strata]
     keys: dict[tuple, list[int]] = {}

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -99,7 +100,7 @@ def probability(value: Any, name: str) -> float:
     0.1
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
-            or not (math.isfinite(value) and 0 < value < 1):
+            or not (math.isfinite(value) and 0 < float(value) < 1):
         raise ParameterError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     return float(value)
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
-from typing import Any, Awaitable, Callable, MutableMapping
+from typing import Any
 from urllib.parse import parse_qs
 
 Scope = MutableMapping[str, Any]

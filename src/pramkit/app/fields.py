@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pramkit.errors import ParameterError
 from pramkit.validate import epsilon, positive

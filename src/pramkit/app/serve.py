@@ -10,8 +10,8 @@ import sys
 import tempfile
 import threading
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pramkit.app import create_app
 from pramkit.app.auth import new_token

@@ -18,8 +18,9 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from shiny import Inputs, Outputs, Session, reactive, render, ui
 
@@ -142,7 +143,7 @@ class Step:
                         detail=desc)
         try:
             return job.result(), ""
-        except BaseException as exc:  # noqa: BLE001 - every failure is shown, none kills the session
+        except BaseException as exc:
             return None, outcome_message(exc)
 
     def _finish(self) -> None:
@@ -280,7 +281,7 @@ def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
         step.stop()
 
 
-def _table(step: Step, pick: Callable[[Any], Any]) -> Callable[[], Any]:
+def _table(step: Step, pick: Callable[[Any], Any]) -> render.table:
     """A table output showing ``pick(result)`` of ``step`` (nothing before the step has a result)."""
 
     def show() -> Any:
@@ -383,9 +384,9 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
             step.fail(str(exc))
             return
         weights, household = input.risk_weights() or None, input.risk_household() or None
-        f = None if weights else f  # the weights give each record's sampling fraction
+        fraction = None if weights else f  # the weights give each record's sampling fraction
         explain = bool(input.risk_contributions())
-        step.start(lambda: desk.wb.risk(keys, sampling_fraction=f, weights=weights, household=household,
+        step.start(lambda: desk.wb.risk(keys, sampling_fraction=fraction, weights=weights, household=household,
                                         contributions=explain))
 
     output(id="risk_table")(_table(step, lambda r: r.table))

@@ -7,11 +7,13 @@ rendered by :mod:`pramkit.app.server` under the ids used below.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from shiny import ui
+from shiny.types import NavSetArg
 
 #: The designs offered: choice -> (its name in the page, the ``pramkit design`` flags it sets).
-METHODS: dict[str, tuple[str, dict[str, str]]] = {
+METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "dp": ("DP-optimal: the most information at the budget", {"method": "dp"}),
     "dp-variance": ("DP: the least variance of the estimates", {"method": "dp", "objective": "variance"}),
     "dp-distance": ("DP: the least expected distance moved (option distances=ordinal or a file)",
@@ -67,13 +69,13 @@ def page() -> ui.Tag:
     )
 
 
-def _step(title: str, inputs: list[ui.TagChild], outputs: list[ui.TagChild], name: str) -> ui.NavPanel:
+def _step(title: str, inputs: list[ui.TagChild], outputs: list[ui.TagChild], name: str) -> NavSetArg:
     """A tab: the inputs on the left (with the step's error box and cancel button), the results on the right."""
     side = ui.sidebar(*inputs, ui.output_ui(f"{name}_cancel"), ui.output_ui(f"{name}_error"), width=360)
     return ui.nav_panel(title, ui.layout_sidebar(side, *outputs), value=name)
 
 
-def data_tab() -> ui.NavPanel:
+def data_tab() -> NavSetArg:
     """Step 1: the built-in census (with a row count) or an uploaded file; its variables and first rows.
 
     Examples
@@ -98,7 +100,7 @@ def data_tab() -> ui.NavPanel:
     ], "data")
 
 
-def risk_tab() -> ui.NavPanel:
+def risk_tab() -> NavSetArg:
     """Step 2: the identification risk of the original file for the chosen key variables.
 
     Examples
@@ -120,7 +122,7 @@ def risk_tab() -> ui.NavPanel:
     ], "risk")
 
 
-def design_tab() -> ui.NavPanel:
+def design_tab() -> NavSetArg:
     """Step 3: the design (family, record budget, structure) and its guarantee, ledger and matrices.
 
     Examples
@@ -154,7 +156,7 @@ def design_tab() -> ui.NavPanel:
     ], "design")
 
 
-def apply_tab() -> ui.NavPanel:
+def apply_tab() -> NavSetArg:
     """Step 4: the secret key (generated for download, or uploaded; never shown) and the perturbation.
 
     Examples
@@ -176,7 +178,7 @@ def apply_tab() -> ui.NavPanel:
     ], "apply")
 
 
-def export_tab() -> ui.NavPanel:
+def export_tab() -> NavSetArg:
     """Step 5: the output folder, the statements to confirm, the files written and the script.
 
     Examples

@@ -104,7 +104,7 @@ def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table) -> l
                       f"the released file has columns {released.column_names}, the original {original.column_names}")]
     out = [Check("release", "file", "columns", True, f"{len(original.column_names)} columns, the same in both files")]
     if original.num_rows != released.num_rows:
-        return out + [Check("release", "file", "row count", False,
+        return [*out, Check("release", "file", "row count", False,
                             f"the released file has {released.num_rows:,} rows, the original {original.num_rows:,}: "
                             "not a release of this original")]
     perturbed = {c for v in manifest.variables for c in v.columns}
@@ -115,11 +115,11 @@ def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table) -> l
         if diff.any():
             bad[c] = diff
     if not bad:
-        return out + [Check("release", "file", "row count and order", True,
+        return [*out, Check("release", "file", "row count and order", True,
                             f"{original.num_rows:,} rows; the {len(kept)} unperturbed columns are identical row for row")]
     any_diff = np.logical_or.reduce(list(bad.values()))
     rows = _rows(any_diff)
-    return out + [Check("release", "file", "row count and order", False,
+    return [*out, Check("release", "file", "row count and order", False,
                         f"{int(any_diff.sum()):,} rows differ in unperturbed columns ({', '.join(bad)}), rows "
                         f"{_shown(rows, int(any_diff.sum()))}: rows reordered, or another file",
                         {"columns": sorted(bad), "rows": rows})]

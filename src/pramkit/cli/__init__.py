@@ -22,10 +22,12 @@ folder), prints a traceback:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import warnings
-from typing import Any, NoReturn, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from pramkit._version import __version__
 from pramkit.atomic import file_error
@@ -93,10 +95,8 @@ def _note_printer(command: str) -> Any:
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
         text = one_line(str(message)) or category.__name__
-        try:
+        with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing to tell
             print(f"pramkit {command}: note: {text}", file=sys.stderr)
-        except (OSError, ValueError):  # stderr closed: nothing to tell
-            pass
 
     return show
 

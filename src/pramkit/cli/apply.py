@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from pramkit.cli._common import Files, add_na_values, add_quiet, figure, print_json

@@ -296,8 +296,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit._json import dumps
     from pramkit.atomic import check_writable
     from pramkit.engine.rng import SecretKey
-    from pramkit.release.choices import DesignChoices
     from pramkit.privacy.amplification import declare_sampling, release_guarantees
+    from pramkit.release.choices import DesignChoices
     from pramkit.release.record import design_record_path, write_design
 
     if args.derive_from is not None:

@@ -123,9 +123,9 @@ def run(args: argparse.Namespace) -> int:
     ...     code, [round(c["estimate"]) for c in json.loads(out.getvalue())["cells"]]
     (0, [70, 30])
     """
+    from pramkit.engine.receipt import ReceiptWarning, check_release
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
-    from pramkit.engine.receipt import ReceiptWarning, check_release
 
     names, groups = _names(args.vars), _names(args.by)
     if args.emit_r is not None:

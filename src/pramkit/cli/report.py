@@ -19,8 +19,9 @@ overwrite an input: DATA, the manifest, the released file or its receipt.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from pramkit.cli._common import Files, add_na_values, add_quiet, distance_files, note
 from pramkit.cli.commands import HELP
@@ -104,8 +105,8 @@ def files(args: argparse.Namespace) -> Files:
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs if p]
     (['absent.json', 'r.csv', 'r.csv.receipt.json', 'area=areas.csv', 'areas.csv'], ['p.html'])
     """
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import receipt_path
+    from pramkit.manifest import Manifest
 
     try:  # the distances the manifest names are read too (a manifest that cannot be read is reported later)
         named = distance_files(Manifest.read(args.manifest).input.get("distances"))
@@ -163,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
     (0, True, '<!doctype html>')
     """
     from pramkit.atomic import check_writable
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import check_release, receipt_path
+    from pramkit.manifest import Manifest
     from pramkit.report import build_public_report, build_report, write_report
 
     if args.out is None and args.public is None:

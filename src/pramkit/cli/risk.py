@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from pramkit.cli._common import Files, add_na_values, note, print_json
 from pramkit.cli.commands import HELP
-from pramkit.errors import ParameterError
 from pramkit.defaults import CONTRIBUTION_REPLICATES
+from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
     from pramkit.risk.contributions import ReleaseContributions
@@ -152,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
     (0, 'households: 3 (largest: 40 records)')
     """
     from pramkit.atomic import check_writable
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import check_release
+    from pramkit.manifest import Manifest
     from pramkit.risk.identification import identification_risk
     from pramkit.risk.plots import plot_fit
 
@@ -211,10 +211,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _household(args: argparse.Namespace, keys: list[str]) -> int:
     """``--household COL``: the household-level risk of the file (its to_dict(), or lines of text)."""
-    from pramkit.risk.household import household_risk
-
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import check_release
+    from pramkit.manifest import Manifest
+    from pramkit.risk.household import household_risk
 
     unused = [flag for flag, given in (("--original", args.original),
                                        ("--plot", args.plot), ("--model", args.model != _MODEL),
@@ -289,8 +288,8 @@ def _pct(value: float | None) -> str:
 
 def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
     """``--contributions``: the variables' and levels' contributions (before and, with a release, after PRAM)."""
-    from pramkit.manifest import Manifest
     from pramkit.engine.receipt import check_release
+    from pramkit.manifest import Manifest
     from pramkit.risk.contributions import release_contributions
 
     _refuse("--contributions", [("--household", args.household is not None), ("--plot", args.plot is not None),
@@ -318,7 +317,7 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
     return 0
 
 
-def contribution_lines(result: "ReleaseContributions") -> list[str]:
+def contribution_lines(result: ReleaseContributions) -> list[str]:
     """The text output of ``--contributions``: per measure the variables' shares, the top levels, the sentences.
 
     Parameters

@@ -24,7 +24,8 @@ Every matrix is a :class:`pramkit.PramMatrix`; measure what it guarantees with
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from pramkit.design.measures import DesignMeasures, measure
 from pramkit.design.registry import family
 from pramkit.errors import ParameterError
+from pramkit.labels import Label
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import epsilon_to_json
-from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
 
 

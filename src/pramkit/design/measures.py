@@ -233,7 +233,9 @@ def information_kept(p: ArrayLike, matrix: PramMatrix, *, limit: int | None = No
     if matrix.form == "dense":
         return mutual_information(p, matrix.matrix)
     if matrix.is_compact:
-        return mutual_information_form8(p, matrix.form8_q)
+        q = matrix.form8_q
+        assert q is not None  # a compact matrix has form (8)
+        return mutual_information_form8(p, q)
     if matrix.exponential_rate is not None and limit is not None and matrix.size > limit:
         return None
     pv = np.asarray(p, dtype=float) / np.sum(p)
@@ -241,10 +243,13 @@ def information_kept(p: ArrayLike, matrix: PramMatrix, *, limit: int | None = No
         released, rows = _row_laws(pv, matrix)
         return max(_entropy(released) - float(pv @ rows), 0.0)
     parts = [(float(pv[idx].sum()), idx, part) for idx, part in matrix.blocks]
-    inside = [pb * information_kept(pv[idx] / pb, part, limit=limit) for pb, idx, part in parts if pb > 0]
-    if any(x is None for x in inside):
-        return None
-    return _entropy(np.array([pb for pb, _, _ in parts])) + sum(inside)
+    inside = 0.0
+    for pb, idx, part in parts:
+        kept = information_kept(pv[idx] / pb, part, limit=limit) if pb > 0 else 0.0
+        if kept is None:
+            return None
+        inside += pb * kept
+    return _entropy(np.array([pb for pb, _, _ in parts])) + inside
 
 
 def _entropy(r: np.ndarray) -> float:

@@ -76,8 +76,16 @@ from pramkit.design.dp.general import LP_TOLERANCE, column_utility, square_outpu
 from pramkit.engine.law import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix, Provenance
-from pramkit.privacy.exact import (UNIT, certificate_tolerance, exp_lower, float_up, information_bounds,
-                                   log_ratio_upper, rounding_bound, sum_up)
+from pramkit.privacy.exact import (
+    UNIT,
+    certificate_tolerance,
+    exp_lower,
+    float_up,
+    information_bounds,
+    log_ratio_upper,
+    rounding_bound,
+    sum_up,
+)
 from pramkit.validate import probabilities
 
 #: Largest number of categories of a derived design (2^S - 2 vertices when M1 maps the staircase into m >= 0).
@@ -395,7 +403,7 @@ def derive_matrix(first: PramMatrix, p: ArrayLike, epsilon: float) -> PramMatrix
         "tolerance_nats": certificate_tolerance(value),
         "dual_y": duals.tolist(),
         "max_dual_violation": float((util - verts @ duals).max()),
-        "vertices": int(len(verts)),
+        "vertices": len(verts),
         "margin": margin,
         "reference": "docs/privacy.md, Nested releases",
     }

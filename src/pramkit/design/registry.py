@@ -53,8 +53,9 @@ the least variance of the unbiased estimator, which does not read p:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -340,6 +341,20 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
     return o["form"], o["objective"], o["truthful"]
 
 
+def _budget(epsilon: float | None) -> float:
+    """The epsilon of a family that takes one (its design needs it)."""
+    if epsilon is None:
+        raise ParameterError("this design needs an epsilon (its share of the record budget)")
+    return epsilon
+
+
+def _frequencies(p: np.ndarray | None) -> np.ndarray:
+    """The category frequencies of a design that reads them."""
+    if p is None:
+        raise ParameterError("this design needs the category frequencies (exact, DP counts or a prior)")
+    return p
+
+
 def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
         o: Mapping[str, Any]) -> PramMatrix:
     if o["objective"] == "distance":
@@ -349,14 +364,14 @@ def _dp(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None
     if o["objective"] == "variance":
         from pramkit.design.dp.variance import dp_min_variance
 
-        return dp_min_variance(p, epsilon, categories=categories, truthful=o["truthful"])
+        return dp_min_variance(p, _budget(epsilon), categories=categories, truthful=o["truthful"])
     if o["form"] == "general":
         from pramkit.design.dp.general import dp_general
 
-        return dp_general(p, epsilon, categories=categories)
+        return dp_general(_frequencies(p), _budget(epsilon), categories=categories)
     from pramkit.design.dp.optimal import dp_optimal
 
-    return dp_optimal(p, epsilon, categories=categories, truthful=o["truthful"])
+    return dp_optimal(_frequencies(p), _budget(epsilon), categories=categories, truthful=o["truthful"])
 
 
 def _dp_reads(o: Mapping[str, Any]) -> bool:
@@ -448,7 +463,7 @@ def _rr(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None
         return fit_family("rr", categories, o["beta"]).matrix
     from pramkit.design.classic import randomized_response
 
-    return randomized_response(categories, epsilon)
+    return randomized_response(categories, _budget(epsilon))
 
 
 def _one_of(name: str) -> Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]]:
@@ -465,12 +480,20 @@ def _fitted(family: str, name: str) -> Design:
     """A bistochastic family: its own parameter ``name``, or fitted to a target beta; optional floor."""
     def design(categories: Sequence[Label], p: np.ndarray | None, epsilon: float | None,
                o: Mapping[str, Any]) -> PramMatrix:
-        from pramkit.design.bistochastic.families import circulant_keep, fit_family, k_anonymity, tridiagonal, with_floor
+        from pramkit.design.bistochastic.families import (
+            circulant_keep,
+            fit_family,
+            k_anonymity,
+            tridiagonal,
+            with_floor,
+        )
 
         if o["beta"] is not None:
             m = fit_family(family, categories, o["beta"]).matrix
         else:
-            build = {"kanon": k_anonymity, "tridiagonal": tridiagonal, "circulant": circulant_keep}[family]
+            builders: dict[str, Callable[..., PramMatrix]] = {
+                "kanon": k_anonymity, "tridiagonal": tridiagonal, "circulant": circulant_keep}
+            build = builders[family]
             m = build(categories, o[name])
         return m if o.get("gamma") is None else with_floor(m, o["gamma"])
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -33,9 +34,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pramkit.engine import _kernels
+from pramkit.engine.utf8 import Utf8Labels, is_utf8, pool_array
 from pramkit.errors import DataError
 from pramkit.labels import Label
-from pramkit.engine.utf8 import Utf8Labels, is_utf8, pool_array
 
 MISSING = -1
 _INT_LITERAL = re.compile(r"[+-]?\d+")
@@ -534,7 +535,7 @@ class Codebook:
         self._last_dictionary = (dictionary, codes, identity)
         return codes, identity
 
-    def _raise_unknown(self, arr: pa.Array, offset: int, first_row: int, rows: np.ndarray | None) -> None:
+    def _raise_unknown(self, arr: pa.Array, offset: int, first_row: int, rows: np.ndarray | None) -> NoReturn:
         """Raise the :class:`DataError` naming the first value of ``arr`` that is not a category."""
         plain = arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
         known = pc.is_in(plain, value_set=self._value_set(plain.type)[0]) if _hash_matched(plain.type) else \
@@ -955,8 +956,8 @@ def categories_of(values: Any, *, column: str | None = None) -> list[Label]:
         clash = spelling_clash(cats)
         if clash is not None:
             codes = values.cat.codes.to_numpy()
-            rows = tuple(_first(np.flatnonzero(codes == cats.index(label))) for label in clash[:2])
-            raise spelling_error(column, clash, rows)
+            a, b = (_first(np.flatnonzero(codes == cats.index(label))) for label in clash[:2])
+            raise spelling_error(column, clash, (a, b))
         return cats
     arr = _combined(values)
     if pa.types.is_dictionary(arr.type):
@@ -964,7 +965,7 @@ def categories_of(values: Any, *, column: str | None = None) -> list[Label]:
     distinct = [v for v in pc.unique(arr).to_pylist() if canonical(v) is not None]
     clash = spelling_clash(distinct)
     if clash is not None:
-        raise spelling_error(column, clash, tuple(first_row(arr, label) for label in clash[:2]))
+        raise spelling_error(column, clash, (first_row(arr, clash[0]), first_row(arr, clash[1])))
     return sort_labels(distinct)
 
 
@@ -1058,7 +1059,7 @@ def sort_labels(labels: Iterable[Any]) -> list[Label]:
     """
     values = [_plain(v) for v in labels]
     if all(isinstance(v, str) and _INT_LITERAL.fullmatch(v) and str(int(v)) == v for v in values):
-        return sorted(int(v) for v in values)
+        return [*sorted(int(str(v)) for v in values)]
     if numeric_labels(values):
         return sorted(values, key=lambda v: (Decimal(_trimmed(canonical(v) or "0")), canonical(v) or ""))
     return sorted(values, key=lambda v: (canonical(v) or ""))
@@ -1369,7 +1370,7 @@ class MissingCodes:
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
         text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
-        hits = []
+        hits: list[Any] = []
         if self.texts and text:
             if len(self.texts) <= 4:  # a comparison per text is faster than a hash lookup
                 hits.extend(pc.equal(arr, pa.scalar(t, type=arr.type)) for t in self.texts)
@@ -1418,9 +1419,7 @@ class MissingCodes:
             if isinstance(lo, str):
                 if key == lo:
                     return True
-            elif isinstance(label, (int, float)) and not isinstance(label, bool) and lo <= label <= hi:
-                return True
-            elif isinstance(label, str) and _number(label) is not None and lo <= _number(label) <= hi:
+            elif (isinstance(label, (int, float)) and not isinstance(label, bool) and lo <= label <= hi) or (isinstance(label, str) and _number(label) is not None and lo <= _number(label) <= hi):
                 return True
         return False
 

@@ -318,7 +318,7 @@ class RealisedLaw:
     weight: np.ndarray | None = None
     extra: np.ndarray | None = None
     units: np.ndarray | None = None
-    blocks: tuple[tuple[np.ndarray, "RealisedLaw"], ...] | None = None
+    blocks: tuple[tuple[np.ndarray, RealisedLaw], ...] | None = None
     rate: float | None = None
     closed_form_epsilon: float | None = None
 
@@ -339,13 +339,14 @@ class RealisedLaw:
         if self.exact:
             raise MatrixError(f"the law is exact ({self.closed_form}): it has no integer units")
         if self.form == "diagonal":
-            row = np.full(self.size, self.weight[k], dtype=np.int64)
-            row[k] = self.keep[k]
+            keep, weight, extra = self._diagonal()
+            row = np.full(self.size, weight[k], dtype=np.int64)
+            row[k] = keep[k]
             if self.size > 1:
-                row[self.size - 1 if k < self.size - 1 else self.size - 2] += self.extra[k]
+                row[self.size - 1 if k < self.size - 1 else self.size - 2] += extra[k]
             return row
         if self.form == "dense":
-            return self.units[k].copy()
+            return self._units()[k].copy()
         row = np.zeros(self.size, dtype=np.int64)
         idx, part = self._block_of(k)
         row[idx] = part.weights(int(np.flatnonzero(idx == k)[0]))
@@ -365,8 +366,42 @@ class RealisedLaw:
             return out
         return self.weights(k) > 0
 
-    def _block_of(self, k: int) -> tuple[np.ndarray, "RealisedLaw"]:
-        for idx, part in self.blocks:
+    def unit_matrix(self) -> np.ndarray:
+        """Every row's integer units (S x S): the dense form's own, or each row's :meth:`weights`.
+
+        Raises
+        ------
+        MatrixError
+            The law is exact (it has no integer units).
+
+        Examples
+        --------
+        >>> from pramkit.matrix import PramMatrix
+        >>> law = realised_law(PramMatrix.from_diagonal([0.75, 0.75], ["a", "b"]))
+        >>> (law.unit_matrix() == [law.weights(0), law.weights(1)]).all()
+        np.True_
+        """
+        if self.form == "dense":
+            return self._units()
+        return np.array([self.weights(k) for k in range(self.size)])
+
+    def _diagonal(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``keep``, ``weight`` and ``extra`` of a law of form ``"diagonal"`` (form (8))."""
+        assert self.keep is not None and self.weight is not None and self.extra is not None, self.form
+        return self.keep, self.weight, self.extra
+
+    def _units(self) -> np.ndarray:
+        """``units`` of a law of form ``"dense"``."""
+        assert self.units is not None, self.form
+        return self.units
+
+    def _blocks(self) -> tuple[tuple[np.ndarray, RealisedLaw], ...]:
+        """``blocks`` of a law of form ``"blocks"``."""
+        assert self.blocks is not None, self.form
+        return self.blocks
+
+    def _block_of(self, k: int) -> tuple[np.ndarray, RealisedLaw]:
+        for idx, part in self._blocks():
             if np.any(idx == k):
                 return idx, part
         raise MatrixError(f"category {k} is in no block")
@@ -376,9 +411,10 @@ class RealisedLaw:
         """The exact epsilon of the realised law, rounded outward: the largest log ratio of two
         rows' units in one column (infinite when a column mixes zero and positive units)."""
         if self.exact:
+            assert self.closed_form_epsilon is not None  # an exact law carries its closed form's epsilon
             return self.closed_form_epsilon
         if self.form == "blocks":
-            return self.block_epsilon if len(self.blocks) == 1 else math.inf
+            return self.block_epsilon if len(self._blocks()) == 1 else math.inf
         hi, lo = self._column_extremes()
         return integer_epsilon(hi, lo)
 
@@ -387,27 +423,29 @@ class RealisedLaw:
         """The epsilon given the block (the largest of the blocks'); :attr:`epsilon` without blocks."""
         if self.form != "blocks":
             return self.epsilon
-        return max(part.epsilon for _, part in self.blocks)
+        return max(part.epsilon for _, part in self._blocks())
 
     def _column_extremes(self) -> tuple[np.ndarray, np.ndarray]:
         """Each column's largest and smallest units (form (8) in O(S))."""
         if self.form == "dense":
-            return self.units.max(axis=0), self.units.min(axis=0)
+            units = self._units()
+            return units.max(axis=0), units.min(axis=0)
         s = self.size
+        keep, weight, extra = self._diagonal()
         if s == 1:
-            return self.keep.copy(), self.keep.copy()
-        hi = np.maximum(self.keep, _others(self.weight, largest=True))
-        lo = np.minimum(self.keep, _others(self.weight, largest=False))
+            return keep.copy(), keep.copy()
+        hi = np.maximum(keep, _others(weight, largest=True))
+        lo = np.minimum(keep, _others(weight, largest=False))
         for j in {s - 2, s - 1}:  # the columns that receive the extra units
-            col = self.weight.copy()
-            col[:s - 1] += self.extra[:s - 1] * (j == s - 1)
-            col[s - 1] += self.extra[s - 1] * (j == s - 2)
-            col[j] = self.keep[j]
+            col = weight.copy()
+            col[:s - 1] += extra[:s - 1] * (j == s - 1)
+            col[s - 1] += extra[s - 1] * (j == s - 2)
+            col[j] = keep[j]
             hi[j], lo[j] = col.max(), col.min()
         return hi, lo
 
 
-def _form8_off(matrix: "PramMatrix") -> np.ndarray:
+def _form8_off(matrix: PramMatrix) -> np.ndarray:
     """The off-diagonal entry of each row of a form (8) matrix: stored, or (stored densely, equal to
     1e-12) each row's largest, so that its units are not below any of the row's entries."""
     if matrix.is_compact:
@@ -419,7 +457,7 @@ def _form8_off(matrix: "PramMatrix") -> np.ndarray:
     return off.max(axis=1)
 
 
-def realised_law(matrix: "PramMatrix") -> RealisedLaw:
+def realised_law(matrix: PramMatrix) -> RealisedLaw:
     """The law the engine realises when it draws from ``matrix`` (kept with the matrix).
 
     Parameters
@@ -454,7 +492,7 @@ def realised_law(matrix: "PramMatrix") -> RealisedLaw:
     return cached
 
 
-def _law_of(matrix: "PramMatrix") -> RealisedLaw:
+def _law_of(matrix: PramMatrix) -> RealisedLaw:
     s = matrix.size
     if matrix.blocks is not None:
         parts = tuple((np.asarray(idx, dtype=np.intp), realised_law(part)) for idx, part in matrix.blocks)

@@ -9,13 +9,15 @@ as ``start``.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,15 +27,16 @@ from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
 from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
-from pramkit.errors import DataError, ParameterError
-from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
-from pramkit.manifest import Manifest, PerturbedVariable
-from pramkit.matrix import PramMatrix
-from pramkit.progress import progress
 from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.engine.sampling import Sampler, release, sampler_for
 from pramkit.engine.utf8 import pool_array
+from pramkit.errors import DataError, ParameterError
+from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
+from pramkit.labels import joint_cell
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import DEFAULT_DELTA
+from pramkit.progress import progress
 
 #: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
 SPAN = 1 << 18
@@ -107,6 +110,11 @@ def perturb_codes(
     return out
 
 
+def _more_at(key: SecretKey, variable: str, rows: np.ndarray, i: int) -> Iterator[int]:
+    """Further words of the ``i``-th of ``rows`` (:func:`pramkit.engine.rng.more_words`)."""
+    return more_words(key, variable, int(rows[i]))
+
+
 def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKey, variable: str, start: int,
           rows: np.ndarray | None, missing_code: int = MISSING) -> tuple[int, int]:
     """Write the released codes of ``codes`` (``intp``) into ``out``, which may be ``codes`` itself; return
@@ -128,7 +136,7 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKe
             e = min(s + SPAN, codes.size)
             span = rows[s:e]
             counts = release(sampler, codes[s:e], words_at(key, variable, span), out[s:e], missing_code,
-                             lambda i, span=span: more_words(key, variable, int(span[i])))
+                             functools.partial(_more_at, key, variable, span))
             missing += counts[0]
             changed += counts[1]
         return missing, changed
@@ -280,13 +288,13 @@ class _Perturber:
         self.sampler, book = _prepared(variable)
         self.key = key
         self.joint = book if isinstance(book, JointCodebook) else None
-        self.book = None if self.joint else book
+        self.book = book if isinstance(book, Codebook) else None
         self.codes = missing_codes or MissingCodes()
         self.households = None if variable.unit is None else Households(variable)
         if self.codes:
             cats = variable.matrix.categories
             for i, column in enumerate(variable.read_columns):
-                self.codes.refuse_categories(column, [c[i] for c in cats] if self.joint is not None else cats)
+                self.codes.refuse_categories(column, [joint_cell(c)[i] for c in cats] if self.joint is not None else cats)
         self.rows = self.missing = self.changed = self.outside = 0
         self.margin_samplers: dict[tuple[int, ...], Sampler] = {}
 
@@ -306,13 +314,15 @@ class _Perturber:
             for values, m in zip(raw, marks)
         ]
         outside = 0
+        joint = self.joint
         if self.book is not None:
             codes = self.book.encode(columns[0], first_row=start, rows=rows, copy=False)
             missing_code = self.book.missing_code
         else:
-            codes, beyond = self.joint.encode_cells(columns, first_row=start, rows=rows)
+            assert joint is not None  # a variable has a codebook or a joint one (__init__)
+            codes, beyond = joint.encode_cells(columns, first_row=start, rows=rows)
             if beyond.any() and not self.keep_outside:
-                self.joint.raise_outside(columns, beyond, first_row=start, rows=rows)
+                joint.raise_outside(columns, beyond, first_row=start, rows=rows)
             outside = int(np.count_nonzero(beyond))  # released unperturbed, like a missing value
             missing_code = MISSING
         if codes.dtype != np.intp or not codes.flags.c_contiguous:
@@ -321,6 +331,7 @@ class _Perturber:
         released = codes if codes.flags.writeable else pool_array(codes.size, np.intp)[1]
         stream, draw_rows = row_stream(v), rows
         if self.households is not None:  # one draw per household: keyed by its id, not by the row
+            assert v.unit is not None  # households are kept exactly when the variable has a unit (__init__)
             units = unit_counters(table.column(v.unit), v.unit, start, rows)
             self.households.check(units, codes, table.column(v.unit))
             stream, draw_rows = unit_stream(v), units
@@ -338,7 +349,8 @@ class _Perturber:
         # a record with a missing value keeps its missing values; its present ones are drawn from the matrix's
         # margin over them (PerturbedVariable.margin), unless a stratum is missing; the strata are read only
         kept = pa.array(released == MISSING)
-        decoded = self.joint.decode(released, like=[c.type for c in columns])
+        assert joint is not None
+        decoded = joint.decode(released, like=[c.type for c in columns])
         own = len(v.given)
         out = [pc.if_else(kept, original, new) for original, new in zip(raw[own:], decoded[own:])]
         partial = (codes == MISSING) & ~beyond
@@ -352,6 +364,7 @@ class _Perturber:
         drawn from the margin of the matrix over their present columns, each pattern of present
         columns from its own random stream (keyed by the row, as every draw)."""
         v, book = self.variable, self.joint
+        assert book is not None  # only a joint variable has records with some columns missing
         where = np.flatnonzero(partial)
         row_of = (start + where) if rows is None else np.asarray(rows)[where]
         level = np.stack([b.encode(pc.take(c, pa.array(where)), rows=row_of) for b, c in zip(book.books, columns)])
@@ -402,7 +415,10 @@ class _Perturber:
 
     def codebook(self, column: str) -> Codebook:
         """The codebook of one of the variable's columns (of a joint variable: that column's own)."""
-        return self.book if self.book is not None else self.joint.books[self.variable.read_columns.index(column)]
+        if self.book is not None:
+            return self.book
+        assert self.joint is not None
+        return self.joint.books[self.variable.read_columns.index(column)]
 
 
 def row_stream(variable: PerturbedVariable) -> str:
@@ -590,6 +606,11 @@ class Households:
 _PREPARED: dict[tuple, tuple[weakref.ref, Sampler, Codebook | JointCodebook]] = {}
 
 
+def _forget(key: tuple, _ref: weakref.ref) -> None:
+    """Drop the entry of a matrix that was garbage-collected (the callback of its weak reference)."""
+    _PREPARED.pop(key, None)
+
+
 def _prepared(variable: PerturbedVariable) -> tuple[Sampler, Codebook | JointCodebook]:
     """The sampler and codebook of a variable, built once per matrix and reused by later calls.
 
@@ -603,10 +624,10 @@ def _prepared(variable: PerturbedVariable) -> tuple[Sampler, Codebook | JointCod
     if entry is not None and entry[0]() is m:
         return entry[1], entry[2]
     book: Codebook | JointCodebook = (
-        JointCodebook(m.categories, variable.read_columns) if variable.is_joint
+        JointCodebook([joint_cell(c) for c in m.categories], variable.read_columns) if variable.is_joint
         else Codebook(m.categories, column=variable.name, missing=variable.missing))
     sampler = sampler_for(m)
-    _PREPARED[key] = (weakref.ref(m, lambda _, key=key: _PREPARED.pop(key, None)), sampler, book)
+    _PREPARED[key] = (weakref.ref(m, functools.partial(_forget, key)), sampler, book)
     return sampler, book
 
 
@@ -643,7 +664,7 @@ def available_threads() -> int:
         return os.cpu_count() or 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pramkit-perturb")
 
@@ -744,7 +765,7 @@ class TablePerturber:
         wanted = -(-2 * self.threads // max(len(self._perturbers), 1)) if self.threads > 1 else 1
         parts = max(1, min(wanted, n // PARALLEL_ROWS))
         bounds = [n * i // parts for i in range(parts + 1)]
-        return list(zip(bounds[:-1], bounds[1:]))
+        return list(itertools.pairwise(bounds))
 
     def __call__(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None) -> pa.Table:
         slices = self._slices(table.num_rows)
@@ -1216,8 +1237,8 @@ def apply_file(
     ['31', 'NA', '27', '60', '19']
     """
     from pramkit.engine.receipt import receipt_after, receipt_path
-    from pramkit.io_stat import check_codes_named
     from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
+    from pramkit.io_stat import check_codes_named
     from pramkit.privacy.amplification import check_shuffle, release_guarantees
 
     t0 = time.perf_counter()

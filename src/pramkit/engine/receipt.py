@@ -26,8 +26,9 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pramkit._json import read_json
 from pramkit._version import __version__
@@ -111,13 +112,13 @@ def manifest_digests(manifest: Manifest | PathLike) -> set[str]:
     """
     if isinstance(manifest, Manifest):
         return {hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()}
-    return {sha256_of(manifest)} | manifest_digests(Manifest.read(manifest))
+    return {sha256_of(Path(manifest))} | manifest_digests(Manifest.read(Path(manifest)))
 
 
 def _primary_digest(manifest: Manifest | PathLike) -> str:
     if isinstance(manifest, Manifest):
         return next(iter(manifest_digests(manifest)))
-    return sha256_of(manifest)
+    return sha256_of(Path(manifest))
 
 
 def write_receipt(
@@ -576,7 +577,7 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
 
 
 def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population: int | None = None,
-                       released: Any = None) -> "Guarantees":
+                       released: Any = None) -> Guarantees:
     """The guarantees ``pramkit inspect`` shows: local, sampled (the manifest's design, or the one given)
     and shuffled (from the receipt of ``released``, a file that manifest made).
 
@@ -613,7 +614,7 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
                                clones=shuffle.get("shuffled_records"))
 
 
-def report_guarantees(manifest: Any, released: Any = None) -> "Guarantees":
+def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
     """The guarantees a report shows: local, the manifest's sampled one, and the shuffled one when
     ``released`` is a file with a receipt of this manifest that states it (else no shuffled line).
 

@@ -30,9 +30,9 @@ import re
 import secrets
 import stat
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -157,7 +157,7 @@ class SecretKey:
         return f"SecretKey(source={self.source!r})"
 
     @classmethod
-    def generate(cls) -> "SecretKey":
+    def generate(cls) -> SecretKey:
         """A fresh key from the operating system's entropy source.
 
         Returns
@@ -191,7 +191,7 @@ class SecretKey:
         return hashlib.blake2b(self.material, digest_size=8, person=_FINGERPRINT_PERSON).hexdigest()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "SecretKey":
+    def from_file(cls, path: str | Path) -> SecretKey:
         """Read a key file (see :func:`key_material`); warn if other users can read it.
 
         Parameters
@@ -377,7 +377,7 @@ class KeyedRandom(random.Random):
         return self.getrandbits(53) / (1 << 53)
 
 
-def resolve_key(key: "SecretKey | bytes | str | Path | None") -> SecretKey:
+def resolve_key(key: SecretKey | bytes | str | Path | None) -> SecretKey:
     """A :class:`SecretKey` from what a caller passed.
 
     ``None``: a fresh key from the OS; ``bytes``: the key itself;

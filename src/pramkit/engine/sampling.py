@@ -42,15 +42,24 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections.abc import Callable, Iterator
 from decimal import ROUND_FLOOR, Context, Decimal
 from fractions import Fraction
-from typing import Callable, Iterator
+from typing import Self, cast
 
 import numpy as np
 
 from pramkit.engine import _kernels
-from pramkit.engine.law import (BITS, DENOMINATOR, MAX_ALIAS, RealisedLaw, alias_bits, dense_units,
-                                form8_units, realised_law)
+from pramkit.engine.law import (
+    BITS,
+    DENOMINATOR,
+    MAX_ALIAS,
+    RealisedLaw,
+    alias_bits,
+    dense_units,
+    form8_units,
+    realised_law,
+)
 
 #: Rows per block of the NumPy kernels: the block's working arrays stay in the CPU cache.
 BLOCK = 1 << 15
@@ -65,9 +74,21 @@ _GIVEN, _PHILOX, _CAPSULE = 0, 1, 2
 #: geometric sampler): ``more(i)`` iterates over the words of the i-th value of a call.
 More = Callable[[int], Iterator[int]]
 
-__all__ = ["AliasSampler", "BlockSampler", "CumulativeSampler", "DiagonalSampler", "ExponentialSampler",
-           "GeometricSampler",
-           "MAX_ALIAS", "More", "Sampler", "release", "sampler_for", "uniform_source", "words_of"]
+__all__ = [
+    "MAX_ALIAS",
+    "AliasSampler",
+    "BlockSampler",
+    "CumulativeSampler",
+    "DiagonalSampler",
+    "ExponentialSampler",
+    "GeometricSampler",
+    "More",
+    "Sampler",
+    "release",
+    "sampler_for",
+    "uniform_source",
+    "words_of",
+]
 
 
 def _out_of_range(codes: np.ndarray, position: int, size: int) -> ValueError:
@@ -137,7 +158,7 @@ def uniform_source(generator: np.random.Generator) -> Iterator[tuple[np.ndarray 
             bits.state = state
 
 
-def release(sampler: "Sampler", codes: np.ndarray, words: np.ndarray | np.random.Generator, out: np.ndarray,
+def release(sampler: Sampler, codes: np.ndarray, words: np.ndarray | np.random.Generator, out: np.ndarray,
             missing_code: int = -1, more: More | None = None) -> tuple[int, int]:
     """Write the released codes of ``codes`` into ``out`` (which may be ``codes`` itself), code ``-1``
     (missing) staying ``-1``; return how many codes equal ``missing_code`` and how many changed.
@@ -210,11 +231,11 @@ def release(sampler: "Sampler", codes: np.ndarray, words: np.ndarray | np.random
             raise _out_of_range(out, bad, sampler.size)  # a code outside the range is written out as it is
         return missing, changed
     missing = changed = 0
-    raw = words.bit_generator.random_raw if isinstance(words, np.random.Generator) else None
     step = max(codes.size, 1) if getattr(sampler, "whole", False) else BLOCK  # rows computed once per call
     for s in range(0, codes.size, step):
         e = min(s + step, codes.size)
-        block_words = raw(e - s) if raw is not None else np.asarray(words[s:e], dtype=np.uint64)
+        block_words = (words.bit_generator.random_raw(e - s) if isinstance(words, np.random.Generator)
+                       else np.asarray(words[s:e], dtype=np.uint64))
         shifted = None if more is None else (lambda i, s=s: more(s + i))
         block = _release_block(sampler, codes[s:e], block_words, out[s:e], missing_code, shifted)
         missing += block[0]
@@ -222,7 +243,7 @@ def release(sampler: "Sampler", codes: np.ndarray, words: np.ndarray | np.random
     return missing, changed
 
 
-def _release_block(sampler: "Sampler", codes: np.ndarray, words: np.ndarray, out: np.ndarray,
+def _release_block(sampler: Sampler, codes: np.ndarray, words: np.ndarray, out: np.ndarray,
                    missing_code: int, more: More | None) -> tuple[int, int]:
     """:func:`release` of one block by a sampler's NumPy ``draw``."""
     lo, hi = int(codes.min()), int(codes.max())
@@ -244,9 +265,11 @@ class _Compiled:
 
     size: int
     _LAW: tuple[str, ...] = ("units",)
+    #: Builds the sampler's tables from the law's fields that ``_LAW`` names (each subclass its own).
+    _tables: Callable[..., None]
 
     @classmethod
-    def of_law(cls, law: RealisedLaw) -> "_Compiled":
+    def of_law(cls, law: RealisedLaw) -> Self:
         """The sampler that draws ``law`` (form (8) for :class:`DiagonalSampler`, dense for the others)."""
         sampler = cls.__new__(cls)
         sampler._tables(*(getattr(law, name) for name in cls._LAW))
@@ -266,7 +289,7 @@ class _Compiled:
         more : callable, optional
             Not used: one word decides every value.
         """
-        release(self, codes, words, out)
+        release(cast("Sampler", self), codes, words, out)  # each subclass is one of Sampler's classes
 
 
 class DiagonalSampler(_Compiled):

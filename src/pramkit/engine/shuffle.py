@@ -23,8 +23,9 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -112,7 +113,7 @@ class KeyedShuffle:
         self._dir: Path | None = None
         self._writers: dict[int, Any] = {}
 
-    def __enter__(self) -> "KeyedShuffle":
+    def __enter__(self) -> KeyedShuffle:
         try:
             self._dir = Path(tempfile.mkdtemp(prefix=".pramkit-shuffle-", dir=self.where))
         except OSError as exc:
@@ -285,7 +286,7 @@ class ShuffledWriter:
         self.where = where
         self._shuffle: KeyedShuffle | None = None
 
-    def __enter__(self) -> "ShuffledWriter":
+    def __enter__(self) -> ShuffledWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:

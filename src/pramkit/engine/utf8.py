@@ -12,10 +12,10 @@ label per value, which is then cut to the bytes written).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from pramkit.engine import _kernels
-
 
 #: Bytes after the labels' last one, and after the released values' last one (whole words are copied).
 PAD = 16
@@ -66,7 +66,7 @@ def label_records(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.nd
     return np.concatenate([head, tail], axis=1)
 
 
-def pool_array(size: int, dtype: type) -> tuple[pa.Buffer, np.ndarray]:
+def pool_array(size: int, dtype: npt.DTypeLike) -> tuple[pa.Buffer, np.ndarray]:
     """An Arrow buffer of ``size`` items and a writable NumPy view of it (memory from Arrow's pool, which
     keeps freed memory for the next call, where a large NumPy array comes fresh from the system, a page
     fault per 4 KiB).

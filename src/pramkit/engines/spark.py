@@ -35,8 +35,9 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -45,11 +46,11 @@ import pyarrow as pa
 from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.codebook import MissingCodes
+from pramkit.engine.perturb import ApplyResult, TablePerturber
+from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
 from pramkit.manifest import Manifest
-from pramkit.engine.perturb import ApplyResult, TablePerturber
-from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.privacy.amplification import DEFAULT_DELTA
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -127,7 +128,7 @@ def _reason(text: str) -> str:
     found = _EXCEPTION.findall(text)
     if found:
         # a Python worker's traceback ends with its exception; a Java one starts with it
-        name, message = found[-1] if "Traceback (most recent call last)" in text else found[0]
+        _name, message = found[-1] if "Traceback (most recent call last)" in text else found[0]
         return message.strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0] if lines else "no reason given"
@@ -180,7 +181,7 @@ def jvm_log() -> IO[bytes]:
     """
     global _log
     if _log is None:
-        _log = tempfile.TemporaryFile(prefix="pramkit-spark-")
+        _log = tempfile.TemporaryFile(prefix="pramkit-spark-")  # noqa: SIM115 (kept open for the session)
     return _log
 
 
@@ -210,7 +211,7 @@ def _require_pyspark():
     return F
 
 
-def session(master: str = "local[2]", *, app_name: str = "pramkit") -> "SparkSession":
+def session(master: str = "local[2]", *, app_name: str = "pramkit") -> SparkSession:
     """A Spark session (an existing one is reused) with Arrow transfers enabled.
 
     The first session of a process starts Spark's Java process with its
@@ -260,7 +261,7 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> "SparkSes
 
 
 @_one_line_errors
-def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
+def read(spark: SparkSession, path: str | Path) -> DataFrame:
     """Read a CSV (header line, every column as text, empty = null) or Parquet file.
 
     Parameters
@@ -306,7 +307,7 @@ def read(spark: "SparkSession", path: str | Path) -> "DataFrame":
 
 
 @_one_line_errors
-def table_counts(df: "DataFrame", columns: Sequence[str]) -> pd.DataFrame:
+def table_counts(df: DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     """Counts of every observed combination of ``columns`` (nulls included), as pandas.
 
     Parameters
@@ -334,7 +335,7 @@ def table_counts(df: "DataFrame", columns: Sequence[str]) -> pd.DataFrame:
 
 
 @_one_line_errors
-def category_counts(df: "DataFrame", column: str) -> dict:
+def category_counts(df: DataFrame, column: str) -> dict:
     """Counts of each value of one column (``None`` for missing).
 
     Parameters
@@ -366,7 +367,7 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _with_row_numbers(df: "DataFrame", row_number: str | None) -> tuple["DataFrame", Any, dict[int, int] | None]:
+def _with_row_numbers(df: DataFrame, row_number: str | None) -> tuple[DataFrame, Any, dict[int, int] | None]:
     """The DataFrame (with a helper column when rows are numbered by order), the column of row numbers
     or of ``monotonically_increasing_id``, and in the latter case the offset of each partition."""
     F = _require_pyspark()
@@ -400,13 +401,13 @@ def _row_numbers_of(numbers: pa.Array, offsets: dict[int, int] | None) -> np.nda
 
 @_one_line_errors
 def perturb(
-    df: "DataFrame",
+    df: DataFrame,
     manifest: Manifest,
     *,
     key: SecretKey,
     row_number: str | None = None,
     missing_codes: MissingCodes | None = None,
-) -> "DataFrame":
+) -> DataFrame:
     """The released DataFrame: the manifest's columns perturbed, all others unchanged.
 
     Rows keep their order within partitions; ``row_number`` names a column of
@@ -474,7 +475,7 @@ def perturb(
 
 
 @_one_line_errors
-def shuffle_rows(df: "DataFrame", key: SecretKey, *, row_number: str | None = None) -> "DataFrame":
+def shuffle_rows(df: DataFrame, key: SecretKey, *, row_number: str | None = None) -> DataFrame:
     """The rows of ``df`` in the key's order: the order of :func:`pramkit.engine.shuffle.permutation`.
 
     Each row's sort word comes from its row number (``row_number``, or the file order as in
@@ -521,7 +522,7 @@ def shuffle_rows(df: "DataFrame", key: SecretKey, *, row_number: str | None = No
     return ordered.select(*(F.col(_quoted(name)) for name in df.columns))
 
 
-def smallest_group(df: "DataFrame", public: Sequence[str], perturbed: Sequence[str],
+def smallest_group(df: DataFrame, public: Sequence[str], perturbed: Sequence[str],
                    missing_codes: MissingCodes | None = None) -> int:
     """:attr:`pramkit.engine.shuffle.CloneGroups.smallest` of a Spark DataFrame: the fewest rows that agree
     on the public columns and on which perturbed columns are missing.
@@ -547,9 +548,9 @@ def smallest_group(df: "DataFrame", public: Sequence[str], perturbed: Sequence[s
     return int(df.groupBy(*keys).count().agg(F.min("count")).collect()[0][0])
 
 
-def _through_python(df: "DataFrame", columns: Sequence[str], numbers: Any, read: Sequence[str],
+def _through_python(df: DataFrame, columns: Sequence[str], numbers: Any, read: Sequence[str],
                     written: Sequence[str], function: Callable[[Iterator[tuple[pa.Array, pa.Table]]],
-                                                                Iterator[pa.Table]]) -> "DataFrame":
+                                                                Iterator[pa.Table]]) -> DataFrame:
     """The ``columns`` of ``df``, those of ``written`` replaced by what ``function`` computes in the Python workers.
 
     ``function`` receives each partition's batches as pairs (the column ``numbers``, a table of
@@ -581,7 +582,7 @@ def _check_format(path: str | Path, verb: str) -> str:
     return fmt
 
 
-def _save(df: "DataFrame", folder: Path, fmt: str) -> None:
+def _save(df: DataFrame, folder: Path, fmt: str) -> None:
     """Run the job writing ``df`` into ``folder`` as CSV (with header) or Parquet part files."""
     writer = df.write.mode("overwrite")
     if fmt == "csv":
@@ -591,7 +592,7 @@ def _save(df: "DataFrame", folder: Path, fmt: str) -> None:
 
 
 @_one_line_errors
-def write(df: "DataFrame", path: str | Path, *, force: bool = False,
+def write(df: DataFrame, path: str | Path, *, force: bool = False,
           inputs: Sequence[str | Path | None] = ()) -> Path:
     """Write a Spark DataFrame as a folder of CSV (with header) or Parquet part files.
 
@@ -689,8 +690,8 @@ def apply_file_spark(
     ...     result.rows, sorted(os.listdir(d))
     (100, ['in.csv', 'out.csv', 'out.csv.receipt.json'])
     """
-    from pramkit.io import table_format
     from pramkit.engine.receipt import receipt_after, receipt_path
+    from pramkit.io import table_format
     from pramkit.privacy.amplification import check_shuffle, release_guarantees
 
     t0 = time.perf_counter()

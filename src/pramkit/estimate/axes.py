@@ -12,7 +12,7 @@ an unperturbed variable y contributes the identity.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -43,7 +43,7 @@ the likelihood factorises that way).
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -301,7 +301,9 @@ def rr_mle_estimate(
             f"estimator 'rr-mle' needs exactly one perturbed variable, the table has {len(perturbed)}; use 'mle'"
         )
     axis = perturbed[0]
-    entries = randomized_response_entries(matrices[axis])
+    matrix = matrices[axis]
+    assert matrix is not None  # the perturbed axis
+    entries = randomized_response_entries(matrix)
     if entries is None or entries[0] < entries[1]:
         raise ParameterError(
             f"estimator 'rr-mle' needs a randomized-response matrix (equal diagonal entries above equal "

@@ -33,8 +33,9 @@ K cells instead of ``O(K^2)``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -99,7 +100,7 @@ class CountCovariance:
     inverses: tuple[np.ndarray | None, ...]
     released: np.ndarray
     counts: np.ndarray
-    n: int
+    n: float
     kind: VarianceKind
 
     def variance(self, gradient: np.ndarray) -> float:

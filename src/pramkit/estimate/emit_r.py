@@ -16,9 +16,9 @@ jointly or within strata, and a singular or badly conditioned matrix
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Sequence
 
 from pramkit.atomic import PathLike, write_text_atomic
 from pramkit.defaults import NA_VALUES

@@ -14,7 +14,8 @@ rr-mle   the MLE in closed form, randomized response (:mod:`.consistent`) ``[0, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pramkit.errors import ParameterError
 
@@ -94,7 +95,7 @@ def estimator_function(name: str) -> Callable[..., TableEstimate]:
     from pramkit.estimate.mle import mle_estimate
     from pramkit.estimate.moment import moment_estimate
 
-    functions = {"unbiased": moment_estimate, "mle": mle_estimate, "norm-sub": norm_sub_estimate,
+    functions: dict[str, Callable[..., TableEstimate]] = {"unbiased": moment_estimate, "mle": mle_estimate, "norm-sub": norm_sub_estimate,
                  "rr-mle": rr_mle_estimate}
     return functions[estimator_name(name)]
 

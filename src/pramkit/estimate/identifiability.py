@@ -43,9 +43,10 @@ blocks, is checked in well under a second.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterator, NamedTuple, Protocol, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -625,8 +626,8 @@ def _verdict(spectrum: _Spectrum, pm: PramMatrix, max_condition: float) -> dict[
                       free_directions=g.free_directions, identical_rows=g.identical_rows)
         for g in weak
     )
-    return dict(categories=pm.categories, rank=rank, condition_number=cond, max_condition=float(max_condition),
-                groups=groups)
+    return {"categories": pm.categories, "rank": rank, "condition_number": cond,
+            "max_condition": float(max_condition), "groups": groups}
 
 
 def _spectrum(pm: PramMatrix) -> _Spectrum:
@@ -676,7 +677,7 @@ class _DenseSpectrum:
     def weak_groups(self, bound: float) -> list[_Weak]:
         weak = self.u[:, self.s <= bound]
         m = self.matrix
-        return [_Weak(idx, int(round(float(np.sum(weak[idx] ** 2)))),
+        return [_Weak(idx, round(float(np.sum(weak[idx] ** 2))),
                       bool(np.all(np.abs(m[idx] - m[idx[0]]) <= IDENTICAL_ROW_TOL)))
                 for idx in dependent_groups(weak)]
 
@@ -762,7 +763,7 @@ class _Form8Spectrum:
             u = deflated.left_vector(deflated.nth(j, bound * EPS ** 2, top))
             projector += u * u
             supports.append(np.flatnonzero(_support(u)))
-        return [_Weak(g, int(round(float(projector[g].sum()))), self._identical(g))
+        return [_Weak(g, round(float(projector[g].sum())), self._identical(g))
                 for g in _merged(supports) if g.size > 1]
 
     def _deflated(self, bound: float) -> _Secular:
@@ -859,7 +860,7 @@ def _merged(supports: Sequence[np.ndarray]) -> list[np.ndarray]:
                 g = np.union1d(g, h)
             else:
                 keep.append(h)
-        out = keep + [g]
+        out = [*keep, g]
     return out
 
 

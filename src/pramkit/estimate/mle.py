@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -157,7 +158,7 @@ def mle_estimate(
     em = _EM(mats, lam_hat)
     iterations = 0
     while True:
-        lam, ratio = em.evaluate(p)
+        _lam, ratio = em.evaluate(p)
         gap = n * (float(ratio.max()) - 1.0)
         if gap <= tol or iterations >= max_iter:
             break

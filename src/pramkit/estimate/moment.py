@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike

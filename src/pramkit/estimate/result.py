@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -16,6 +17,7 @@ from pramkit.matrix import PramMatrix
 
 if TYPE_CHECKING:
     from pramkit.estimate.singular import TableIdentifiability
+    from pramkit.estimate.weighted import SurveyCovariance
 
 
 class EstimationWarning(UserWarning):
@@ -93,7 +95,7 @@ class TableEstimate:
     n: int | float
     method: str
     variance: str
-    covariance: CountCovariance | None
+    covariance: CountCovariance | SurveyCovariance | None
     condition_number: float
     iterations: int | None = None
     converged: bool | None = None
@@ -174,7 +176,7 @@ class TableEstimate:
 
 def table_inputs(
     released: ArrayLike, matrices: Sequence[PramMatrix | None]
-) -> tuple[np.ndarray, list[np.ndarray | None], int]:
+) -> tuple[np.ndarray, list[np.ndarray | None], int | float]:
     """Validated released counts, the per-axis matrices as arrays, and n.
 
     Parameters
@@ -230,17 +232,17 @@ def table_inputs(
     total = float(u.sum())
     if total < 0.5:  # n is a count of records: rounded, it must be at least one
         raise DataError("the released table is empty (it totals less than one record: nothing to estimate from)")
-    for axis, m in enumerate(mats):
-        if m is None:
+    for axis, entries in enumerate(mats):
+        if entries is None:
             continue
         margin = u.sum(axis=tuple(a for a in range(u.ndim) if a != axis))
-        impossible = np.flatnonzero((m.max(axis=0) == 0) & (margin > 0))
+        impossible = np.flatnonzero((entries.max(axis=0) == 0) & (margin > 0))
         if impossible.size:
             raise DataError(
                 f"axis {axis}: released category {int(impossible[0])} occurs {margin[impossible[0]]:g} times "
                 "but the matrix never releases it; the released data do not match the manifest"
             )
-    return u, mats, int(round(total)) if math.isclose(total, round(total), rel_tol=0, abs_tol=1e-9) else float(total)
+    return u, mats, round(total) if math.isclose(total, round(total), rel_tol=0, abs_tol=1e-9) else float(total)
 
 
 def condition_number(mats: Sequence[np.ndarray | None]) -> float:

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
-from typing import Sequence
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class _AxisFactors:
     projector: np.ndarray
 
     @classmethod
-    def of(cls, m: np.ndarray) -> "_AxisFactors":
+    def of(cls, m: np.ndarray) -> _AxisFactors:
         u, s, vt = np.linalg.svd(m)
         k = numerical_rank(s, m.shape[0])
         return cls(u[:, :k].T / s[:k, None], vt[:k], u[:, :k] @ u[:, :k].T)
@@ -125,7 +125,7 @@ class IdentifiableCovariance:
     """
 
     def __init__(self, mats: Sequence[np.ndarray | None], fitted: np.ndarray, counts: np.ndarray,
-                 n: int, kind: str) -> None:
+                 n: float, kind: str) -> None:
         self.shape = counts.shape
         self.counts = counts
         self.n = n
@@ -136,15 +136,16 @@ class IdentifiableCovariance:
         self.perm = self.perturbed + self.other
         self.k_p = math.prod(self.shape[a] for a in self.perturbed)
         self.k_y = math.prod(self.shape[a] for a in self.other)
-        self.r_p = math.prod(self.factors[a].r.shape[0] for a in self.perturbed)
+        perturbed = [f for f in self.factors if f is not None]  # the factors of self.perturbed, in order
+        self.r_p = math.prod(f.r.shape[0] for f in perturbed)
         self.available = self.k_y * self.r_p ** 2 * self.k_p <= MAX_WORK
         if not self.available:
             return
-        r = _kron([self.factors[a].r for a in self.perturbed])
+        r = _kron([f.r for f in perturbed])
         lam = np.maximum(self._to_blocks(fitted), LAMBDA_FLOOR)
         g = np.einsum("ij,jy,kj->yik", r, 1.0 / lam, r)
         self.g_inv = np.linalg.inv(g)
-        self.q_pinv = _kron([self.factors[a].q_pinv for a in self.perturbed])
+        self.q_pinv = _kron([f.q_pinv for f in perturbed])
 
     # -- reshaping between the table and (perturbed cells, unperturbed cells) ----------
     def _to_blocks(self, table: np.ndarray) -> np.ndarray:
@@ -425,7 +426,7 @@ class TableIdentifiability:
 
 
 def table_identifiability(
-    matrices: Sequence[PramMatrix | None], fitted: np.ndarray, counts: np.ndarray, n: int, kind: str
+    matrices: Sequence[PramMatrix | None], fitted: np.ndarray, counts: np.ndarray, n: float, kind: str
 ) -> TableIdentifiability:
     """Identifiable cells, group totals and their standard errors for an MLE on a singular table.
 
@@ -475,6 +476,7 @@ def table_identifiability(
     parts: list[list[tuple[int, ...]]] = []
     for a in cov.perturbed:
         res = axes[a]
+        assert res is not None  # a perturbed axis has a matrix
         grouped = {i for g in res.groups for i in g.indices}
         ident &= np.array([i not in grouped for i in range(counts.shape[a])]).reshape(
             [-1 if b == a else 1 for b in range(counts.ndim)])

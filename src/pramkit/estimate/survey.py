@@ -37,8 +37,9 @@ from the grand mean of all PSU totals, ``(Y_h1 - Ybar)(Y_h1 - Ybar)^T`` with
 from __future__ import annotations
 
 import warnings
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -235,7 +236,7 @@ def _grow(array: np.ndarray, rows: int) -> np.ndarray:
     """``array`` with at least ``rows`` rows (new rows zero), doubling its capacity."""
     if rows <= array.shape[0]:
         return array
-    bigger = np.zeros((max(rows, 2 * array.shape[0]),) + array.shape[1:], dtype=array.dtype)
+    bigger = np.zeros((max(rows, 2 * array.shape[0]), *array.shape[1:]), dtype=array.dtype)
     bigger[: array.shape[0]] = array
     return bigger
 
@@ -635,10 +636,11 @@ def stratum_parts(totals: CellTotals) -> list[StratumPart]:
     if totals.design.psu is None:
         counts = totals._records[:h_all]
         grand_mean = totals.total / counts.sum()
-        blocks = [None] * h_all
+        blocks: list[np.ndarray | None] = [None] * h_all
     else:
-        blocks = _psu_blocks(totals)
-        counts = np.array([b.shape[0] for b in blocks])
+        psus = _psu_blocks(totals)
+        counts = np.array([b.shape[0] for b in psus])
+        blocks = list(psus)
         grand_mean = totals.total / counts.sum()
     parts = []
     for h in range(h_all):
@@ -647,13 +649,16 @@ def stratum_parts(totals: CellTotals) -> list[StratumPart]:
         if n == 1 and fraction == 1:      # a PSU taken with certainty, whatever single_psu says
             cov = np.zeros((totals.n_cells, totals.n_cells))
         elif n == 1:
-            y = totals._sums[h] if blocks[h] is None else blocks[h][0]
+            block = blocks[h]
+            y = totals._sums[h] if block is None else block[0]
             cov = _lonely(totals, h, y, grand_mean)
         elif blocks[h] is None:
             y = totals._sums[h]
             cov = (np.diag(totals._squares[h]) - np.outer(y, y) / n) * (n / (n - 1))
         else:
-            d = blocks[h] - blocks[h].mean(axis=0)
+            block = blocks[h]
+            assert block is not None
+            d = block - block.mean(axis=0)
             cov = (d.T @ d) * (n / (n - 1))
         parts.append(StratumPart(totals.strata_labels[h], n, fraction, cov))
     return parts
@@ -717,7 +722,7 @@ def _replicate_scales(method: str, r: int, rho: float | None, rscales: Sequence[
         if scales.shape != (r,) or not (np.isfinite(scales) & (scales > 0)).all():
             raise ParameterError(f"rscales must be {r} finite numbers > 0 (one per replicate), got shape {scales.shape}")
         return scales
-    if method == "fay" and not 0 < rho < 1:
+    if method == "fay" and not 0 < (rho if rho is not None else 0.0) < 1:  # rho is given with 'fay' (checked above)
         raise ParameterError(f"rho (the Fay coefficient) must lie strictly between 0 and 1, got {rho!r}")
     factor = {"jk1": (r - 1) / r, "brr": 1 / r, "sdr": 4 / r, "bootstrap": 1 / r,
               "fay": 1 / (r * (1 - (rho or 0.0)) ** 2)}[method]

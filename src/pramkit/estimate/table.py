@@ -28,9 +28,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,18 +39,18 @@ from scipy.stats import norm
 
 from pramkit.counts import count_file, count_frame
 from pramkit.defaults import NA_VALUES
+from pramkit.engine.receipt import ReceiptWarning, check_release
 from pramkit.errors import DataError, ParameterError
-from pramkit.frames import streamed
 from pramkit.estimate.cells import cell_positions
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
+from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
-from pramkit.estimate.result import RANGE_SLACK, TableEstimate
+from pramkit.frames import streamed
+from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
-from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
-from pramkit.engine.receipt import ReceiptWarning, check_release
 
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000
@@ -181,7 +182,7 @@ class EstimateResult:
     weights: str | None = None
 
     @property
-    def n(self) -> int:
+    def n(self) -> float:
         return self.table.n
 
     @property
@@ -767,7 +768,7 @@ def _check_household_psus(manifest: Manifest, axes: Sequence[str], design: Surve
     """A variable drawn once per household shares its draw among the members: records as PSUs are refused."""
     drawn = [a for a in axes if a in manifest.names and manifest[a].unit]
     if drawn and design.psu is None and replicates is None:
-        units = sorted({manifest[a].unit for a in drawn})
+        units = sorted({unit for a in drawn if (unit := manifest[a].unit) is not None})
         raise ParameterError(f"{', '.join(drawn)} is perturbed once per household ({', '.join(units)}), so a "
                              "household's members share their draw: give the PSUs (--psu: the households or a unit "
                              "that holds whole households)")
@@ -831,7 +832,7 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
             categories.append(levels[a])
             continue
         cells = manifest[a].matrix.categories
-        index = cell_positions(cells, [levels[c] for c in read[a]])
+        index = cell_positions([joint_cell(c) for c in cells], [levels[c] for c in read[a]])
         outside = np.delete(merged, index, axis=axis).sum()
         if outside:
             raise DataError(f"the released file holds {int(outside)} record(s) in combinations of "

@@ -41,15 +41,18 @@ The design-based covariance of the released weighted counts ``u`` comes from
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from pramkit.errors import ParameterError
-from pramkit.labels import Label
+from pramkit.labels import Label, joint_cell
 from pramkit.matrix import PramMatrix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pramkit.estimate.survey import ReplicateMethod
 
 #: Largest table whose survey covariance is formed (a dense C x C matrix).
 MAX_SURVEY_CELLS = 4_096
@@ -289,13 +292,13 @@ class Replicates:
     """
 
     columns: tuple[str, ...]
-    method: str
+    method: ReplicateMethod
     rho: float | None = None
     rscales: tuple[float, ...] | None = None
 
     @classmethod
-    def of(cls, spec: str | Sequence[str], header: Sequence[str], method: str, *, rho: float | None = None,
-           rscales: Sequence[float] | None = None) -> "Replicates":
+    def of(cls, spec: str | Sequence[str], header: Sequence[str], method: ReplicateMethod, *, rho: float | None = None,
+           rscales: Sequence[float] | None = None) -> Replicates:
         """The replicate columns a prefix or a list names among ``header``.
 
         Parameters
@@ -411,7 +414,7 @@ def layout_of(columns: Sequence[str], levels: Sequence[Sequence[Label]], axis_co
     from pramkit.estimate.cells import cell_positions
 
     index = {c: i for i, c in enumerate(columns)}
-    axes, lookups, shape = [], [], []
+    axes, lookups, shape = [], list[np.ndarray | None](), []
     for cols, cells in zip(axis_columns, axis_cells):
         positions = tuple(index[c] for c in cols)
         axes.append(positions)
@@ -420,7 +423,7 @@ def layout_of(columns: Sequence[str], levels: Sequence[Sequence[Label]], axis_co
             shape.append(len(levels[positions[0]]))
             continue
         lookup = np.full(int(np.prod([len(levels[p]) for p in positions])), -1, dtype=np.int64)
-        lookup[cell_positions(cells, [levels[p] for p in positions])] = np.arange(len(cells))
+        lookup[cell_positions([joint_cell(c) for c in cells], [levels[p] for p in positions])] = np.arange(len(cells))
         lookups.append(lookup)
         shape.append(len(cells))
     return CellLayout(tuple(columns), tuple(tuple(x) for x in levels), tuple(axes), tuple(lookups), tuple(shape))

@@ -57,9 +57,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace as dataclasses_replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import replace as dataclasses_replace
 from decimal import Decimal, localcontext
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -168,7 +170,7 @@ class Sampling:
         return max(self.rates)
 
     @classmethod
-    def parse(cls, text: str) -> "Sampling":
+    def parse(cls, text: str) -> Sampling:
         """A design from ``poisson:Q``, ``srswor:M/N`` or ``stratified:Q1,Q2,...``.
 
         Raises
@@ -199,7 +201,7 @@ class Sampling:
         return cls(design, rates)
 
     @classmethod
-    def without_replacement(cls, sample: int, population: int) -> "Sampling":
+    def without_replacement(cls, sample: int, population: int) -> Sampling:
         """``sample`` of ``population`` without replacement (``--population N`` with the file's rows).
 
         Raises
@@ -247,7 +249,7 @@ class Sampling:
                 **({"population": self.population, "sample": self.sample} if self.sample else {})}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Sampling":
+    def from_dict(cls, d: Mapping[str, Any]) -> Sampling:
         """The design from :meth:`to_dict`."""
         return cls(d["design"], tuple(d["rates"]), d.get("population"), d.get("sample"))
 
@@ -310,7 +312,7 @@ class _Clones:
     outside: float
 
     @classmethod
-    def of(cls, n: int, w: float, alpha: float, gamma: float, delta: float) -> "_Clones":
+    def of(cls, n: int, w: float, alpha: float, gamma: float, delta: float) -> _Clones:
         from scipy.stats import binom
 
         tau = delta * 1e-4
@@ -483,9 +485,8 @@ def by_shuffling_matrix(matrix: ArrayLike, n: int, delta: float = DEFAULT_DELTA)
     >>> by_shuffling_matrix(m, 100_000, 1e-6) < by_shuffling(4.0, 100_000, 1e-6)
     True
     """
-    from pramkit.privacy.epsilon import matrix_epsilon
-
     from pramkit.matrix import PramMatrix
+    from pramkit.privacy.epsilon import matrix_epsilon
 
     dense = matrix.matrix if isinstance(matrix, PramMatrix) else np.asarray(matrix, dtype=float)
     eps0 = matrix_epsilon(dense)

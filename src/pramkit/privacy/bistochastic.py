@@ -42,8 +42,8 @@ Marshall, Olkin and Arnold (2011), Inequalities: Theory of Majorization.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable
 from decimal import ROUND_CEILING, Context, Decimal
 from fractions import Fraction
-from typing import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -654,7 +654,7 @@ def pairwise_sum(x: ArrayLike) -> np.ndarray:
         return np.zeros(out.shape[:-1])
     size = 1 << (n - 1).bit_length()
     if size > n:
-        out = np.concatenate([out, np.zeros(out.shape[:-1] + (size - n,))], axis=-1)
+        out = np.concatenate([out, np.zeros((*out.shape[:-1], size - n))], axis=-1)
     while size > 1:
         size //= 2
         out = out[..., :size] + out[..., size:]
@@ -773,6 +773,6 @@ def information_bounds(p: ArrayLike, matrix: ArrayLike) -> tuple[float, float]:
     total_mass = math.fsum(mass.tolist())
     value = math.fsum((weight * phi).ravel().tolist()) - excess_weight * total_mass
     size = float((weight * (np.abs(outer) + np.abs(d) * (1.0 + np.abs(log1p)))).sum())
-    delta = rounding_bound(1.0, pv.size)                     # relative error of each released mass
+    delta = float(rounding_bound(1.0, pv.size))              # relative error of each released mass
     error = float(rounding_bound(size + abs(excess_weight) * total_mass)) + 2.0 * delta * delta * total_mass
     return value, error

@@ -39,7 +39,6 @@ from pramkit.matrix import PramMatrix
 from pramkit.privacy.exact import UNIT, float_up, log_ratio_upper
 from pramkit.validate import positive
 
-
 #: Largest number of (x, x', z) triples screened by :func:`metric_epsilon` over all pairs.
 EXHAUSTIVE_LIMIT = 2_000_000_000
 
@@ -156,7 +155,7 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
     if m.shape != d.shape:
         raise ParameterError(f"the matrix is {m.shape} but the distances are {d.shape}")
     released = m.max(axis=0) > 0
-    if np.any((m[:, released] <= 0)):
+    if np.any(m[:, released] <= 0):
         return MetricEpsilon(math.inf, "all pairs", True, 0, 0)
     m = m[:, released]
     if s < 2 or m.shape[1] == 0:
@@ -303,6 +302,9 @@ def exponential_metric_epsilon(matrix: PramMatrix, *, limit: int = EXHAUSTIVE_LI
     ('all pairs', False, True)
     """
     rate, dist = matrix.exponential_rate, matrix.exponential_distances
+    if rate is None:
+        raise ParameterError("the matrix is not an exponential mechanism stored by its parameters "
+                             "(PramMatrix.exponential)")
     closed = exponential_metric_bound(rate, dist)
     if closed is not None:
         return MetricEpsilon(closed, "closed form", True, 0, 0)
@@ -493,7 +495,7 @@ def realised_metric_epsilon(matrix: PramMatrix, distances: Distances) -> float |
     law = realised_law(matrix)
     if law.exact:  # the formula itself: its closed form (or, for a table, its doubles widened to it)
         return metric_epsilon(matrix, distances).value
-    units = law.units if law.form == "dense" else np.array([law.weights(k) for k in range(matrix.size)])
+    units = law.unit_matrix()
     value = metric_epsilon(units.astype(float), distances).value
     if value is None or not math.isfinite(value):
         return value

@@ -17,15 +17,16 @@ Matrices follow the pramkit convention ``M[k, j] = P(released j | original k)``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pramkit._json import to_jsonable
 from pramkit.errors import MatrixError, ParameterError
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix, Provenance
+from pramkit.matrix import JSONValue, PramMatrix, Provenance
 
 
 def recoding_matrix(categories: Sequence[Label], groups: Sequence[Sequence[Label]]) -> PramMatrix:
@@ -79,7 +80,7 @@ def recoding_matrix(categories: Sequence[Label], groups: Sequence[Sequence[Label
             target[k] = members[0]
     m = np.zeros((len(cats), len(cats)))
     m[np.arange(len(cats)), target] = 1.0
-    groups_json = [list(g) for g in groups]
+    groups_json: list[JSONValue] = [to_jsonable(list(g)) for g in groups]
     return PramMatrix(m, cats, Provenance(method="recoding", parameters={"groups": groups_json}))
 
 

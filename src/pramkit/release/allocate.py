@@ -14,8 +14,9 @@ epsilon, rounded outward, never exceeds the budget.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from pramkit.errors import ParameterError
 from pramkit.ledger import Ledger, split_within
@@ -81,17 +82,24 @@ def allocate(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
     (True, True)
     """
     if not plan.family.takes_budget(plan.options):
-        return Allocation({k: None for k in counted.targets})
+        return Allocation(dict.fromkeys(counted.targets))
     if plan.per_variable is not None:
         return Allocation(_per_variable(plan, freqs.design_epsilon))
     if plan.split == "optimal":
         return _optimal(plan, counted, freqs)
-    shares = split_within(plan.budget, freqs.design_epsilon, [1.0] * len(counted.targets))
+    shares = split_within(_budget(plan), freqs.design_epsilon, [1.0] * len(counted.targets))
     return Allocation(dict(zip(counted.targets, shares)))
+
+
+def _budget(plan: ReleasePlan) -> float:
+    """The record budget of a plan without per-variable budgets (plan_release requires one of the two)."""
+    assert plan.budget is not None
+    return plan.budget
 
 
 def _per_variable(plan: ReleasePlan, design_epsilon: float) -> dict[str, float]:
     """The per-variable budgets, checked against the record budget with the design step."""
+    assert plan.per_variable is not None
     total = Ledger(design_epsilon).total(list(plan.per_variable.values()))
     if plan.budget is not None and total > plan.budget:
         raise ParameterError(f"the per-variable budgets and the design step add up to {total:.6g}, more than "
@@ -105,14 +113,18 @@ def _optimal(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
 
     if plan.options.get("objective") == "variance":
         raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")
-    room = split_within(plan.budget, freqs.design_epsilon, [1.0])[0]
-    best = split_budget({n: freqs.design_p[n] for n in plan.names}, room, split="optimal",
+    room = split_within(_budget(plan), freqs.design_epsilon, [1.0])[0]
+    design_p = {n: p for n in plan.names if (p := freqs.design_p[n]) is not None}
+    if len(design_p) < len(plan.names):
+        raise ParameterError(f"split 'optimal' weighs the variables by their frequencies, which method "
+                             f"{plan.method!r} does not read; use split equal")
+    best = split_budget(design_p, room, split="optimal",
                         truthful=bool(plan.options.get("truthful")),
                         categories={n: counted.targets[n].labels for n in plan.names})
     funded = {n: e for n, e in best.epsilons.items() if e > 0}
     if not funded:
         raise ParameterError("no variable gets a positive epsilon; nothing to design")
-    fitted = split_within(plan.budget, freqs.design_epsilon, list(funded.values()))
+    fitted = split_within(_budget(plan), freqs.design_epsilon, list(funded.values()))
     left = [n for n in plan.names if n not in funded]
     warnings = () if not left else (
         f"variables {left} get epsilon 0 in the optimal split and are released unperturbed only if they are not "

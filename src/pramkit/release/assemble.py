@@ -11,7 +11,8 @@ matrix keeps on them, expected distances, measures, the joint comparison).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,8 +20,8 @@ from pramkit._json import to_jsonable
 from pramkit.design.measures import information_kept, measure
 from pramkit.errors import ParameterError
 from pramkit.information import mutual_information
-from pramkit.ledger import Ledger
-from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.ledger import CategorySource, Ledger
+from pramkit.manifest import Manifest, MissingPolicy, PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.release.allocate import Allocation
 from pramkit.release.build import Built
@@ -73,7 +74,8 @@ def assemble(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation
     (True, True)
     """
     exact = plan.source == "exact"
-    variables = tuple(PerturbedVariable(k, public_matrix(m, exact), plan.missing, columns=counted.targets[k].columns,
+    missing = cast(MissingPolicy, plan.missing)  # one of MISSING (plan_release)
+    variables = tuple(PerturbedVariable(k, public_matrix(m, exact), missing, columns=counted.targets[k].columns,
                                         given=counted.targets[k].given, unit=counted.targets[k].unit)
                       for k, m in built.matrices.items())
     ledger = _ledger(plan, counted, freqs)
@@ -124,7 +126,8 @@ def _ledger(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Ledger:
         dependent.append("the matrices were designed from the exact frequencies of the original file, which the "
                          "published matrices reveal in part")
     return Ledger(design_epsilon=freqs.design_epsilon, frequencies=plan.source, record_epsilon_budget=plan.budget,
-                  prior=plan.prior.name if plan.prior is not None else None, categories=dict(counted.sources),
+                  prior=plan.prior.name if plan.prior is not None else None,
+                  categories={k: cast(CategorySource, v) for k, v in counted.sources.items()},
                   data_dependent=tuple(dependent), dp_counts=dict(freqs.dp_counts))
 
 
@@ -185,8 +188,9 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
     """The family's figures for the record: the joint comparison, households, measures."""
     extra: dict[str, Any] = {}
     joint = "*".join(plan.names)
-    if plan.split == "joint" and not plan.shape.any and plan.missing == "keep" and freqs.design_p[joint] is not None:
-        extra["joint"] = _joint_comparison(complete(counted.table), freqs.design_p[joint], built.matrices[joint],
+    joint_p = freqs.design_p.get(joint)
+    if plan.split == "joint" and not plan.shape.any and plan.missing == "keep" and joint_p is not None:
+        extra["joint"] = _joint_comparison(complete(counted.table), joint_p, built.matrices[joint],
                                            plan.options)
     if counted.households is not None:
         extra["households"] = counted.households.rows

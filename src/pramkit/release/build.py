@@ -8,8 +8,9 @@ warnings of each matrix (not truthful, not estimable) go to the design record.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allo
     ('randomized_response', True)
     """
     distances = _distances(plan, counted)
-    fam, matrices, warnings = plan.family, {}, []
+    fam, matrices, warnings = plan.family, {}, list[str]()
     with progress(total=sum(len(counted.targets[k].labels) for k in allocation.epsilons), desc="designing",
                   unit="categories", quiet=quiet) as bar:
         for k, eps in allocation.epsilons.items():

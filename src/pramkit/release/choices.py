@@ -11,11 +11,13 @@ so a script made from it designs the same release.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pramkit.defaults import NA_VALUES
+from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -89,12 +91,12 @@ class DesignChoices:
     recognition: float | None = None
     combinations: str = "3"
     recognition_gamma: float | None = None
-    recognition_method: str = "restricted"
+    recognition_method: Method = "restricted"
     na_values: tuple[str, ...] = NA_VALUES
     derive_from: Path | None = None
 
     @classmethod
-    def from_namespace(cls, args: Any) -> "DesignChoices":
+    def from_namespace(cls, args: Any) -> DesignChoices:
         """The choices of a parsed ``pramkit design`` command line (its attributes of the fields' names).
 
         Examples
@@ -196,7 +198,7 @@ class DesignChoices:
             opts["family"] = self.beta_family
         return opts
 
-    def plan(self, variables: Sequence[str]) -> "ReleasePlan":
+    def plan(self, variables: Sequence[str]) -> ReleasePlan:
         """The release plan of these choices for ``variables`` (every parameter checked, no data read).
 
         Examples
@@ -218,8 +220,8 @@ class DesignChoices:
             household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
             weights=self.weights or ())
 
-    def release(self, data: Any, variables: Sequence[str], *, key: "SecretKey | None" = None,
-                quiet: bool = True) -> "Release":
+    def release(self, data: Any, variables: Sequence[str], *, key: SecretKey | None = None,
+                quiet: bool = True) -> Release:
         """Design the release of these choices for ``variables`` of ``data``.
 
         Parameters
@@ -248,12 +250,12 @@ class DesignChoices:
         (True, True)
         """
         if self.recognition is not None:
-            return self._recognition(data, variables, key)
+            return self._recognition(data, variables, key, self.recognition)
         from pramkit.release.pipeline import design_planned
 
         return design_planned(data, self.plan(variables), key=key, quiet=quiet)
 
-    def derive(self, variables: Sequence[str] | None = None) -> "Derived":
+    def derive(self, variables: Sequence[str] | None = None) -> Derived:
         """Design the public-use release derived from the release ``derive_from`` names
         (:func:`pramkit.release.derive.derive_release`): reads public inputs only.
 
@@ -291,7 +293,7 @@ class DesignChoices:
         return derive_release(self.derive_from, self.epsilon, variables=variables, prior=self.prior,
                               categories=self.categories)
 
-    def _recognition(self, data: Any, variables: Sequence[str], key: "SecretKey | None") -> "Release":
+    def _recognition(self, data: Any, variables: Sequence[str], key: SecretKey | None, alpha: float) -> Release:
         """The recognition design (``--recognition``): its own privacy model, no structure."""
         from pramkit.release.recognition import design_recognition
 
@@ -307,7 +309,7 @@ class DesignChoices:
             raise ParameterError("--gamma is the floor of kanon and tridiagonal; the recognition design's is "
                                  "--recognition-gamma")
         gamma = 0.9 if self.recognition_gamma is None else self.recognition_gamma
-        return design_recognition(data, list(variables), alpha=self.recognition,
+        return design_recognition(data, list(variables), alpha=alpha,
                                   combinations=combinations(self.combinations), solver=self.recognition_method,
                                   gamma=gamma)
 

@@ -10,9 +10,10 @@ returns is private: exact counts of the original file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.errors import DataError, ParameterError

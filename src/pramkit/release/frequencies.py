@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -93,16 +94,21 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
                                            keyed=queries)
         return Frequencies(eps, design_p, exact, outputs)
     if plan.source == "prior":
-        return Frequencies(0.0, {k: normalised(_product([plan.prior.p(c) for c in t.read_columns])[t.index])
+        prior = plan.prior
+        assert prior is not None  # the source is the prior only when one is given (plan_release)
+        return Frequencies(0.0, {k: normalised(_product([prior.p(c) for c in t.read_columns])[t.index])
                                  for k, t in counted.targets.items()}, exact)
     if plan.source == "exact":
         return Frequencies(0.0, dict(exact), exact)
-    return Frequencies(0.0, {k: None for k in counted.targets}, exact)
+    return Frequencies(0.0, dict.fromkeys(counted.targets), exact)
 
 
 def _base(plan: ReleasePlan) -> float:
     """The budget the default design epsilon is a share of."""
-    return plan.budget if plan.budget is not None else math.fsum(plan.per_variable.values())
+    if plan.budget is not None:
+        return plan.budget
+    assert plan.per_variable is not None  # a plan that takes a budget has one of the two (plan_release)
+    return math.fsum(plan.per_variable.values())
 
 
 def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: random.Random | None, *,

@@ -13,7 +13,8 @@ import dataclasses
 import inspect
 import random
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest

@@ -12,14 +12,16 @@ read from the data until the plan is whole.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pramkit.defaults import NA_VALUES
 from pramkit.design.registry import DesignFamily, family
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
+from pramkit.ledger import FrequencySource
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
 from pramkit.release.targets import Shape, structure
 from pramkit.structure import Rules
@@ -84,7 +86,7 @@ class ReleasePlan:
     budget: float | None = None
     per_variable: Mapping[str, float] | None = None
     design_epsilon: float | None = None
-    source: str = "dp_counts"
+    source: FrequencySource = "dp_counts"
     prior: Prior | None = None
     categories: Mapping[str, Sequence[Label]] | None = None
     distances: Mapping[str, Any] = field(default_factory=dict)
@@ -239,6 +241,7 @@ def plan_release(
         raise ParameterError("give a prior or exact frequencies, not both")
     source = _source(fam.reads_frequencies(opts), prior, exact_frequencies)
     if source == "prior":
+        assert prior is not None  # the source is the prior only when one is given (_source)
         require_variables(prior.distributions, list(shape.strata), "prior (the strata)")
     notes = [*(prior.notes if prior is not None else ()), *_design_epsilon_notes(design_epsilon, source, method)]
     _check_design_epsilon(design_epsilon, source, budget, per_var, method)
@@ -303,7 +306,7 @@ def _distance_specs(distances: Mapping[str, Any] | str | Path | None, names: lis
     """``{variable: spec}`` of the distances given, checked against the variables and split."""
     if distances is None:
         return {}
-    specs = dict(distances) if isinstance(distances, Mapping) else {n: distances for n in names}
+    specs = dict(distances) if isinstance(distances, Mapping) else dict.fromkeys(names, distances)
     if set(specs) - set(names):
         raise ParameterError(f"distances name {sorted(set(specs) - set(names))}, which are not among the "
                              f"variables {names}")
@@ -337,7 +340,7 @@ def _check_budgets(fam: DesignFamily, options: Mapping[str, Any], budget: float 
                              "per-variable budgets do not apply")
 
 
-def _source(reads: bool, prior: Prior | None, exact: bool) -> str:
+def _source(reads: bool, prior: Prior | None, exact: bool) -> FrequencySource:
     """Where the design's frequencies come from (:data:`SOURCES`)."""
     return "none" if not reads else "prior" if prior is not None else "exact" if exact else "dp_counts"
 

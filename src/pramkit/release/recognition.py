@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pramkit._json import to_jsonable
+from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
 from pramkit.information import mutual_information
+from pramkit.labels import joint_cell
 from pramkit.ledger import Ledger
 from pramkit.manifest import Manifest
 from pramkit.release.assemble import public_matrix
@@ -23,7 +26,7 @@ def design_recognition(
     *,
     alpha: float,
     combinations: int | Sequence[Sequence[str]] = 3,
-    solver: str = "restricted",
+    solver: Method = "restricted",
     gamma: float = 0.9,
 ) -> Release:
     """One joint matrix over the key variables against spontaneous recognition (Cator,
@@ -90,7 +93,7 @@ def design_recognition(
     designed = d.perturbed_variable()
     # the loss, the worst posterior and the certificate are computed on the exact counts: private
     var = dataclasses.replace(designed, matrix=public_matrix(designed.matrix, exact=True))
-    ledger = Ledger(frequencies="exact", categories={k: "data" for k in names}, data_dependent=(
+    ledger = Ledger(frequencies="exact", categories=dict.fromkeys(names, "data"), data_dependent=(
         "the recognition design reads the exact joint frequencies of the keys, and the published joint matrix "
         "lists the key combinations that occur in the original file",))
     top = d.destinations().head(5)
@@ -113,7 +116,7 @@ def design_recognition(
     record = DesignRecord(
         data=described, sha256=digest, rows=int(counts.sum()), missing=0, method="recognition", split="joint",
         options={"alpha": alpha, "combinations": combinations, "solver": solver, "gamma": gamma},
-        variables={var.name: {"categories": [list(c) for c in var.matrix.categories], "epsilon": var.epsilon,
+        variables={var.name: {"categories": [list(joint_cell(c)) for c in var.matrix.categories], "epsilon": var.epsilon,
                               "information_nats": info, "design_information_nats": None}},
         matrices={var.name: designed.matrix}, extra=extra,
     )

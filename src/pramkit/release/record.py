@@ -10,17 +10,17 @@ atomically, as a pair.
 from __future__ import annotations
 
 import math
-import random
+import random  # noqa: F401 (the doctests draw designs with random.Random)
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pramkit._json import dumps, to_jsonable
 from pramkit.atomic import staged_bytes, write_text_atomic
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest, epsilon_to_json
 from pramkit.matrix import PramMatrix
-
 
 #: Largest matrix of a compact form (any but ``"dense"``) whose dense entries the design record
 #: also lists, as ``matrix``: a figure to read, beside the form's own fields.
@@ -246,7 +246,7 @@ class Release:
     """
 
     manifest: Manifest
-    record: "DesignRecord"
+    record: DesignRecord
 
     def __iter__(self) -> Any:
         return iter((self.manifest, self.record))

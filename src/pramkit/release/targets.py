@@ -18,9 +18,10 @@ structure a target covers every category (or every cell); with structure
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -388,12 +389,14 @@ def _target(cols: tuple[str, ...], shape: Shape, table: CountTable, households: 
     """The target over ``cols``: its cells (the allowed ones, within strata), counts and blocks."""
     name = "*".join(cols)
     unit = shape.household if cols[0] in shape.household_vars else None
-    source = households if unit is not None else table
+    source = table if unit is None else households
+    assert source is not None  # household variables are counted per household (household_table)
     strata = () if unit is not None else shape.strata  # strata are the persons': household variables have none
     read = strata + cols
     counts = source.margin(*read)[np.ix_(*_present(source, read, own))].reshape(-1)  # records in the cells
     if not (shape.rules is not None or strata or any(c in keep for c in cols)):
-        labels = list(cats[cols[0]]) if len(cols) == 1 else [tuple(c) for c in _product_labels(cats, cols)]
+        labels: list[Label] = (list(cats[cols[0]]) if len(cols) == 1
+                               else [tuple(c) for c in _product_labels(cats, cols)])
         return Target(name, cols, (), labels, np.arange(counts.size), counts, None, unit)
     rules = None if shape.rules is None else shape.rules.within(read)
     cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(strata), rules=rules, keep=keep)
@@ -550,6 +553,7 @@ def household_table(data: Any, shape: Shape, table: CountTable, na_values: Seque
     from pramkit.counts import count_frame
 
     hh, cols = shape.household, list(shape.household_vars)
+    assert hh is not None  # called for a shape with households
     frame = _frame(data, [hh, *cols], na_values)
     ids = frame[hh]
     if ids.isna().any():

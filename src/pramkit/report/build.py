@@ -33,35 +33,36 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from pramkit._version import __version__
-from pramkit.engine.codebook import encode
 from pramkit.counts import count_frame
+from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
+from pramkit.design.measures import measure
 from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
-from pramkit.design.measures import measure
+from pramkit.engine.codebook import encode
+from pramkit.engine.receipt import report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
 from pramkit.io import read_table, sha256_of
-from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.labels import Label
-from pramkit.engine.receipt import report_guarantees
+from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
 from pramkit.risk.contributions import ReleaseContributions, release_contributions
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
-from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
 
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
@@ -175,7 +176,7 @@ class RiskFigures:
     seconds: float
 
     @classmethod
-    def of(cls, result: RiskResult) -> "RiskFigures":
+    def of(cls, result: RiskResult) -> RiskFigures:
         """The file-level figures of a risk assessment.
 
         Parameters
@@ -757,7 +758,9 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     cats = {v.name: v.matrix.categories}
     codes = chunk_codes(pa.Table.from_pandas(original[[v.name]], preserve_index=False), [v.name], cats, 0)
     w = SurveyDesign(weights).read(original).weights
-    sums = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums.astype(float)
+    weighted = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums
+    assert weighted is not None  # counted with weights
+    sums = weighted.astype(float)
     return sums / sums.sum(), int(counts.sum())
 
 
@@ -774,8 +777,10 @@ def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateRes
         "ci_high": 100 * est["proportion_ci_high"].to_numpy(),
     })
     curve, note = _curve(p, v, n)
+    information = measure(v.matrix, p).mutual_information_nats
+    assert information is not None  # measured with p
     return VariableUtility(
-        name=v.name, entropy_nats=entropy(p), mutual_information_nats=measure(v.matrix, p).mutual_information_nats,
+        name=v.name, entropy_nats=entropy(p), mutual_information_nats=information,
         frequencies=frequencies, curve=curve, curve_note=note,
     )
 
@@ -904,7 +909,7 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
                                  f"the manifest ({', '.join(names)})")
         given = dict(distances)
     else:
-        given = {n: distances for n in (list(specs) or names)}
+        given = dict.fromkeys(list(specs) or names, distances)
     return {**specs, **{n: (spec, True) for n, spec in given.items()}}
 
 
@@ -1270,7 +1275,7 @@ def with_audit(report: ReleaseReport, audit: Any) -> ReleaseReport:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def structure_facts(manifest: Manifest) -> dict[str, Any]:

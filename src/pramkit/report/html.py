@@ -10,14 +10,21 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import check_writable, write_text_atomic
 from pramkit.report.build import (
-    DisclosureRisk, LedgerEntry, Locality, LocalityFigure, ReleaseReport, RiskFigures, VariableUtility,
+    DisclosureRisk,
+    LedgerEntry,
+    Locality,
+    LocalityFigure,
+    ReleaseReport,
+    RiskFigures,
+    VariableUtility,
 )
 from pramkit.report.plots import curve_chart, data_uri, frequency_chart
 
@@ -412,8 +419,8 @@ def _provenance(report: ReleaseReport) -> str:
         ["original file SHA-256", f"<code>{_e(f.original_sha256 or 'n/a (data given in memory)')}</code>"]]
     files = _table(
         ["item", "value"],
-        original +
-        [["released file", _e(f.released or "given in memory")],
+        [*original,
+         ["released file", _e(f.released or "given in memory")],
          ["released file SHA-256", f"<code>{_e(f.released_sha256 or 'n/a (data given in memory)')}</code>"],
          ["manifest input", _json_block(f.manifest_input)],
          ["manifest written", f"{_e(f.manifest_created)} by pramkit {_e(f.manifest_version)}"],

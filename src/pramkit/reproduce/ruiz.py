@@ -25,14 +25,20 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from pramkit.atomic import write_text_atomic
 from pramkit.design.bistochastic.families import (
-    circulant_keep, fit_family, k_anonymity, solve_monotone, tridiagonal, tridiagonal_peak,
+    circulant_keep,
+    fit_family,
+    k_anonymity,
+    solve_monotone,
+    tridiagonal,
+    tridiagonal_peak,
 )
 from pramkit.design.classic import randomized_response
 from pramkit.matrix import PramMatrix
@@ -68,7 +74,7 @@ BUILD: dict[str, Callable[[Any], PramMatrix]] = {
 
 def _pct(beta: float) -> int:
     """Percentage rounded half up, as printed in Table 1."""
-    return int(math.floor(100.0 * beta + 0.5))
+    return math.floor(100.0 * beta + 0.5)
 
 
 def _super_beta(m: PramMatrix) -> float:
@@ -115,7 +121,9 @@ def _explain(family: str, value: float, published: int) -> tuple[str, str]:
     name = PUBLISHED[family][0]
     if family == "kanon":
         ks = [k for k in range(1, R + 1) if _pct(bistochastic_privacy(BUILD["kanon"](k)).beta) == published]
-        sizes = sorted({len(c) for c in k_anonymity(CATEGORIES, ks[0]).provenance.parameters["classes"]})
+        classes = k_anonymity(CATEGORIES, ks[0]).provenance.parameters["classes"]
+        assert isinstance(classes, list)  # k_anonymity records its classes as lists of labels
+        sizes = sorted({len(c) for c in classes if isinstance(c, list)})
         return (f"k = {ks[0]}",
                 f"{published}% is log2({sizes[0]})/log2(12): classes of {sizes[0]} categories "
                 f"({R // sizes[0]} classes), not of {int(value)}")

@@ -215,7 +215,7 @@ def run(out: Path, *, quick: bool, quiet: bool) -> dict[str, Any]:
     shares = simulate(samples, quiet=quiet, rng=rng)
     F = shares.pop(0)
     threshold = rare_cell_threshold(2**KEYS, epsilon=1 / 3, delta=1 / 3)
-    rare = F < math.ceil(threshold)
+    rare = math.ceil(threshold) > F
     rows = []
     for n in SAMPLE_SIZES:
         s = shares[n]

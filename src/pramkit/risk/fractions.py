@@ -38,8 +38,9 @@ equal-probability sampling.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -277,10 +278,11 @@ def sampling_fraction_of(
         raise ParameterError("give exactly one of sampling_fraction (--sampling-fraction) and weights (--weights)")
     if sampling_fraction is not None:
         return check_fraction(sampling_fraction)
-    pi = n / float(np.sum(weights))
+    total = float(np.sum(np.asarray(weights)))
+    pi = n / total
     if pi > 1:
         raise DataError(
-            f"the weights sum to {float(np.sum(weights)):g}, less than the {n} records; "
+            f"the weights sum to {total:g}, less than the {n} records; "
             "sampling weights must be inverse inclusion probabilities (sum at least n)"
         )
     return pi

@@ -15,16 +15,17 @@ missing key out of all counts.  The policy is part of every result.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
+from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.errors import DataError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.labels import Label
@@ -213,7 +214,7 @@ def key_table(
             c.append(None)
         if not c:
             raise DataError(f"key column {key!r} has no non-missing value")
-        policy = "category" if (missing == "category" and None in c) else "keep"
+        policy: Literal["keep", "category"] = "category" if (missing == "category" and None in c) else "keep"
         cols.append(encode(series, c, column=key, missing=policy))
         cats.append(tuple(c))
     codes = np.column_stack(cols)

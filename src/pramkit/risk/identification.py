@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from pramkit.counts import count_file
 from pramkit.defaults import NA_VALUES
@@ -233,7 +233,7 @@ def _fit_model(
         watch = None if tau_rtol is None else _tau_watch(counts, fr, tau_rtol)
         fit = fit_loglinear(counts, keys, model=model, tol=tol, offset=fr.offset, watch=watch)
         return fit, "sample", [None] * len(keys), fr
-    mats = [manifest[k].matrix.matrix if k in perturbed else None for k in keys]
+    mats = [manifest[k].matrix.matrix if manifest is not None and k in perturbed else None for k in keys]
     if source is not None:
         if source.sum() != counts.sum():
             raise DataError(
@@ -307,7 +307,7 @@ def _file_risk(
     if original is not None and not (isinstance(original, (str, Path)) or streamed(original)):
         raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
                              "a polars frame or an Arrow table too")
-    declared = {k: manifest[k].matrix.categories for k in perturbed}
+    declared = {} if manifest is None else {k: manifest[k].matrix.categories for k in perturbed}
     table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
@@ -414,7 +414,7 @@ def identification_risk(
                           fractions=fractions, model=model, manifest=manifest, original=original,
                           missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values)
     categories = None
-    if perturbed:
+    if perturbed and manifest is not None:
         table0 = key_table(data, keys, missing=missing)
         categories = [
             manifest[k].matrix.categories if k in perturbed else table0.categories[i] for i, k in enumerate(keys)
@@ -449,6 +449,7 @@ def identification_risk(
         values[table.included] = per_cell[cell]
         per_record[name] = values
     pi = np.full(len(table.included), np.nan)
+    assert res.sampling_fractions is not None  # set by every route of identification_risk
     pi[table.included] = res.sampling_fractions.at(cell, table.shape)
     per_record["pi"] = pi
     return replace(res, per_record=records_like(per_record, data), seconds=time.perf_counter() - start)

@@ -42,8 +42,8 @@ import itertools
 import math
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -681,9 +681,9 @@ def fit_loglinear(
     current = [table.margin(fit, k) for k in range(len(targets))]
     discrepancy = max(float(np.abs(c - t).max()) for c, t in zip(current, targets))
     relative = max(_relative_discrepancy(c, t) for c, t in zip(current, targets))
-    fitted = np.zeros(f.size)
-    fitted[cells] = fit
-    fitted = fitted.reshape(f.shape)
+    flat = np.zeros(f.size)
+    flat[cells] = fit
+    fitted = flat.reshape(f.shape)
     final = ipf.summaries(fit)
     return LogLinearFit(
         names=names,

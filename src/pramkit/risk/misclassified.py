@@ -33,8 +33,8 @@ The derivation is written out in docs/risk.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

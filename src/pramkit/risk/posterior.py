@@ -16,14 +16,14 @@ Cator, Hensbergen and Rozenholc, Protection against spontaneous recognition in P
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from pramkit.design.recognition.space import KeySpace, as_csr, key_space
+from pramkit.design.recognition.space import KeySpace, as_csr, key_space  # noqa: F401 (used by the doctests)
 from pramkit.errors import DataError
 from pramkit.information import float_above
 from pramkit.privacy.exact import rounding_bound

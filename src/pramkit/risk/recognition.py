@@ -23,19 +23,19 @@ and the denominator is the ``pi``-margin of the counts pushed through the
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from pramkit.design.recognition.space import KeySpace
-from pramkit.risk.posterior import posteriors
 from pramkit.errors import ParameterError
-from pramkit.manifest import Manifest
 from pramkit.labels import Label
+from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table
+from pramkit.risk.posterior import posteriors
 from pramkit.validate import probability
 
 
@@ -203,8 +203,8 @@ def recognition_risk(
     categories = [matrices[k].categories if k in matrices else None for k in keys]
     if any(c is not None for c in categories):
         base = key_table(data, keys, missing=missing)
-        categories = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
-        table = key_table(data, keys, missing=missing, categories=categories)
+        filled = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
+        table = key_table(data, keys, missing=missing, categories=filled)
     else:
         table = key_table(data, keys, missing=missing)
     combos = _combinations(keys, combinations, size)

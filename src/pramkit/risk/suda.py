@@ -52,9 +52,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -256,7 +257,7 @@ def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
     sub_missing = np.column_stack([m[candidates] for m in masks])
     counts = np.zeros((len(candidates), max_size), dtype=np.int64)
     contributions = np.zeros((len(candidates), att))
-    previous = {(): np.zeros(len(candidates), dtype=bool)}  # the empty set: never unique (n >= 2)
+    previous: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(len(candidates), dtype=bool)}  # the empty set: never unique (n >= 2)
     for size in range(1, max_size + 1):
         current: dict[tuple[int, ...], np.ndarray] = {}
         for subset in itertools.combinations(range(att), size):

@@ -23,8 +23,9 @@ randomized response at ``epsilon / p`` (sequential composition).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -32,8 +33,8 @@ import pandas as pd
 from pramkit.design.classic import randomized_response
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix
-from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.fractions import sampling_fractions
+from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.loglinear import fit_loglinear
 from pramkit.risk.misclassified import cell_risk
 from pramkit.risk.recognition import recognition_risk

@@ -4,9 +4,9 @@ section 2.2), L2 loss and overall variance inflation over a grid of epsilon for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike

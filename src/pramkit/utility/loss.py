@@ -20,8 +20,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -94,7 +94,7 @@ def l2_loss(counts: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix | None
     """
     u0, mats, n = table_inputs(counts, _axis_matrices(matrices))
     factors = _invertible(mats)
-    h = [None if m is None else (m @ (w * w).sum(axis=1))[:, None] for m, w in zip(mats, factors)]
+    h = [None if m is None or w is None else (m @ (w * w).sum(axis=1))[:, None] for m, w in zip(mats, factors)]
     return float(contract(u0, h).sum()) / n**2 - 1.0 / n
 
 

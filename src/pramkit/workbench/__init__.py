@@ -15,5 +15,14 @@ from pramkit.workbench.session import CENSUS_ROWS, Workbench
 from pramkit.workbench.source import Source, VariableInfo
 from pramkit.workbench.views import ApplyView, DesignView, ExportView, RiskView
 
-__all__ = ["Workbench", "DesignChoices", "Source", "VariableInfo", "RiskView", "DesignView", "ApplyView",
-           "ExportView", "CENSUS_ROWS"]
+__all__ = [
+           "CENSUS_ROWS",
+           "ApplyView",
+           "DesignChoices",
+           "DesignView",
+           "ExportView",
+           "RiskView",
+           "Source",
+           "VariableInfo",
+           "Workbench",
+]

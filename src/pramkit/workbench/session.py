@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

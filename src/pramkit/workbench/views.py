@@ -6,9 +6,10 @@ estimates); a view only arranges them into tables of text and PNG images.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -69,12 +70,12 @@ class RiskView:
             ("household_risk_max", "largest household risk"))
 
     @classmethod
-    def of(cls, figures: Mapping[str, Any], plot_png: bytes | None = None) -> "RiskView":
+    def of(cls, figures: Mapping[str, Any], plot_png: bytes | None = None) -> RiskView:
         """The table of the figures present in ``figures``, in a fixed order."""
         rows = [(label, fmt(figures[key])) for key, label in cls.ROWS if figures.get(key) is not None]
         return cls(pd.DataFrame(rows, columns=["measure", "value"]), plot_png, dict(figures))
 
-    def with_contributions(self, explained: "ReleaseContributions") -> "RiskView":
+    def with_contributions(self, explained: ReleaseContributions) -> RiskView:
         """This view with the contributions of :func:`pramkit.risk.contributions.release_contributions`.
 
         Examples
@@ -96,7 +97,7 @@ class RiskView:
         return replace(self, contributions=table, sentences=explained.sentences)
 
     @classmethod
-    def not_computed(cls, why: str) -> "RiskView":
+    def not_computed(cls, why: str) -> RiskView:
         """No figures, and why.
 
         Examples

@@ -33,11 +33,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
+from pramkit.engine.rng import SecretKey, uniforms
 from pramkit.errors import DataError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.bistochastic import require_bistochastic
-from pramkit.engine.rng import SecretKey, uniforms
 
 #: Entries of the remainder at or below this are treated as zero.
 ZERO_TOL = 1e-13

@@ -43,9 +43,10 @@ the mutual information I(X; Z) they keep for the data's proportions p.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -123,7 +124,7 @@ def anatomy_classes(size: int, k: int) -> tuple[tuple[int, ...], ...]:
     ((0, 1, 2, 3), (4, 5, 6))
     """
     bounds = class_bounds(size, k)
-    return tuple(tuple(range(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:]))
+    return tuple(tuple(range(int(a), int(b))) for a, b in itertools.pairwise(bounds))
 
 
 def class_bounds(size: int, k: int) -> np.ndarray:
@@ -501,14 +502,16 @@ def _form8_beta(q: np.ndarray, w: np.ndarray) -> float:
 
 
 def _beta(m: PramMatrix) -> float:
-    if m.is_compact:
-        return _form8_beta(m.form8_q, m.form8_w)
+    q, w = m.form8_q, m.form8_w
+    if m.is_compact and q is not None and w is not None:  # a compact matrix has both
+        return _form8_beta(q, w)
     return bistochastic_privacy(m).beta
 
 
 def _information(p: np.ndarray, m: PramMatrix) -> float:
     """I(X; Z) in nats for proportions p: O(r) for a compact matrix, else from the dense entries."""
-    return mutual_information_form8(p, m.form8_q) if m.is_compact else mutual_information(p, m.matrix)
+    q = m.form8_q if m.is_compact else None
+    return mutual_information_form8(p, q) if q is not None else mutual_information(p, m.matrix)
 
 
 def _keep_beta(r: int, q: float) -> float:
@@ -549,7 +552,7 @@ def tridiagonal_peak(r: int) -> tuple[float, float]:
     >>> bistochastic_privacy(tridiagonal(range(12), 0.4)).beta < top
     True
     """
-    from scipy.optimize import minimize_scalar   # deferred: 0.7 s to import, and most designs never need it
+    from scipy.optimize import minimize_scalar  # deferred: 0.7 s to import, and most designs never need it
 
     cats = tuple(range(r))
     res = minimize_scalar(lambda a: -_beta(tridiagonal(cats, a)), bounds=(0.0, 0.5), method="bounded",
@@ -601,7 +604,7 @@ def solve_monotone(f: Callable[[float], float], lo: float, hi: float, target: fl
         return lo
     if abs(fhi - target) <= 1e-15:
         return hi
-    from scipy.optimize import brentq   # deferred: 0.7 s to import, and most designs never need it
+    from scipy.optimize import brentq  # deferred: 0.7 s to import, and most designs never need it
 
     return float(brentq(lambda x: f(x) - target, lo, hi, xtol=XTOL))
 
@@ -833,6 +836,7 @@ def compare_families(
             unreachable[fam] = str(exc)
     if not fits:
         raise BetaUnreachableError(f"no family reaches beta = {beta:g}: " + "; ".join(unreachable.values()))
-    order = sorted(range(len(fits)), key=lambda i: (-round(fits[i].mutual_information_nats, 12), i))
+    information = [fit.mutual_information_nats for fit in fits]  # computed: p is given
+    order = sorted(range(len(fits)), key=lambda i: (-round(information[i] or 0.0, 12), i))
     ranked = tuple(fits[i] for i in order)
     return FamilyComparison(float(beta), ranked, unreachable, ranked[0].family)

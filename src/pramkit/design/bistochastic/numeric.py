@@ -38,9 +38,9 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.bistochastic.families import class_bounds
 from pramkit.design.classic import float_array
+from pramkit.engine.rng import SecretKey, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import entropy
-from pramkit.engine.rng import SecretKey, uniforms
 
 Family = Literal["blocks", "tridiagonal"]
 
@@ -171,7 +171,7 @@ def bistochastic_numeric(
     n = x.size
     order = np.argsort(x, kind="stable")
     xs = x[order]
-    u = None if key is None else uniforms(key, variable, 0, n)
+    u = None if key is None or not variable else uniforms(key, variable, 0, n)  # a key comes with a name (above)
     if family == "blocks":
         if k is None or alpha is not None:
             raise ParameterError("the blocks family takes k (and no alpha)")

@@ -89,27 +89,35 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from decimal import ROUND_CEILING, Context, Decimal
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
-from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.design.dp.optimal import check_epsilon
+from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.labels import Label
-from pramkit.matrix import PramMatrix, Provenance
+from pramkit.matrix import JSONValue, PramMatrix, Provenance
+from pramkit.privacy.exact import (
+    UNIT,
+    certificate_tolerance,
+    float_up,
+    information_bounds,
+    pairwise_sum,
+    pairwise_terms,
+    rounding_bound,
+    sum_up,
+    within_budget,
+)
 from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
 from pramkit.validate import probabilities
-from pramkit.privacy.exact import (
-    UNIT, certificate_tolerance, float_up, information_bounds, pairwise_sum, pairwise_terms, rounding_bound,
-    sum_up, within_budget,
-)
 
 #: Largest S solved as one LP; above, by column and constraint generation.
 FULL_LP_MAX = 120
@@ -296,7 +304,7 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
     mm = np.asarray(matrix, dtype=float)
     s = len(pv)
     t1 = Fraction(expm1_upper(epsilon))
-    top = None
+    top: Fraction | None = None
     moved = [Fraction(0)] * s
     for z in range(s):
         g = Fraction(0)
@@ -307,8 +315,9 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
             if mm[x, z]:
                 moved[x] += Fraction(float(mm[x, z])) * dxz
         top = g if top is None or g > top else top
-    lower = sum(yv) - max(top, Fraction(0))
-    upper = max(moved) if worst else sum(px * mx for px, mx in zip(pv, moved))
+    assert top is not None  # every output's g was computed (s >= 1)
+    lower = sum(yv, Fraction(0)) - max(top, Fraction(0))
+    upper = max(moved) if worst else sum((px * mx for px, mx in zip(pv, moved)), Fraction(0))
     return float_below(lower), float_above(upper)
 
 
@@ -427,7 +436,7 @@ def _spread(d: np.ndarray, count: int) -> np.ndarray:
 
 
 def _solve(a: np.ndarray, d: np.ndarray, t1: float, full: bool,
-           worst: bool = False) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray, dict]:
+           worst: bool = False) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray | None, dict]:
     """Solve the (scaled) LP; returns the floors (S,), the pairs and their excesses, y, the
     weights the dual prices the outputs with (p; for ``worst``, the multipliers of the rows'
     bounds) and statistics."""
@@ -705,7 +714,8 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
     >>> info >= mutual_information(p, dp_min_distance(p, 1.0, ordinal_distances("abcd")).matrix)
     True
     """
-    from pramkit.design.dp.general import MAX_CATEGORIES as GENERAL_MAX, dp_general
+    from pramkit.design.dp.general import MAX_CATEGORIES as GENERAL_MAX
+    from pramkit.design.dp.general import dp_general
     from pramkit.design.dp.optimal import dp_optimal
 
     if len(categories) <= GENERAL_MAX:
@@ -828,7 +838,7 @@ def dp_distance_information(p: ArrayLike | None, epsilon: float, distances: Dist
         lam = lo_w
     matrix = _mix(info, near, lam, e)
     value, _ = expected_distance_bounds(pv, matrix, distances.matrix)
-    certificate = {
+    certificate: dict[str, JSONValue] = {
         "optimal": False,
         "scope": "best mixture of the information- and distance-optimal designs",
         "weight_distance_design": lam,

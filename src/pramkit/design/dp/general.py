@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -232,7 +233,7 @@ def staircase_dual_bound(p: ArrayLike, epsilon: float, y: ArrayLike) -> tuple[fl
     shift = float(np.max(np.maximum(worst, 0.0) / width))
     if not math.isfinite(shift):          # a dual value so large it overflowed: no bound
         return math.inf, float(np.max(raw))
-    return sum_up([*yv.tolist(), s * shift * (1.0 + rounding_bound(1.0))]), float(raw.max())
+    return sum_up([*yv.tolist(), s * shift * (1.0 + float(rounding_bound(1.0)))]), float(raw.max())
 
 
 def _polish(stairs: np.ndarray, util: np.ndarray,
@@ -253,7 +254,7 @@ def _polish(stairs: np.ndarray, util: np.ndarray,
     for j in [*support.tolist(), 0, *(1 << x for x in range(s)), *range(len(stairs))]:
         if len(basis) == s:
             break
-        if j not in basis and np.linalg.matrix_rank(stairs[basis + [j]]) == len(basis) + 1:
+        if j not in basis and np.linalg.matrix_rank(stairs[[*basis, j]]) == len(basis) + 1:
             basis.append(j)
     weights = np.abs(stairs)
     y = None

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -93,6 +93,12 @@ class BudgetSplit:
     upper_bound_nats: float | None
     grid_step: float | None
     matrices: dict[str, PramMatrix]
+
+
+def _objective(m: PramMatrix) -> float:
+    """The information (nats) a DP-optimal design certified (its provenance's objective)."""
+    assert m.provenance.objective is not None, "dp_optimal records the information it maximised"
+    return float(m.provenance.objective)
 
 
 def _information_curve(p: np.ndarray, epsilons: np.ndarray, truthful: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +224,7 @@ def split_budget(
         cats = None if categories is None else categories[n]
         if eps[n] > 0 and ps[n].size >= 2:
             matrices[n] = dp_optimal(ps[n], eps[n], categories=cats, truthful=truthful)
-            info[n] = float(matrices[n].provenance.objective)
+            info[n] = _objective(matrices[n])
         else:
             info[n] = 0.0
     return BudgetSplit(split, e_total, eps, info, float(math.fsum(info.values())), upper, step, matrices)
@@ -439,6 +445,6 @@ def compare_joint(table: JointTable, split: BudgetSplit) -> JointComparison:
     p = table.p.ravel()
     joint = dp_optimal(p, split.epsilon_total, categories=list(itertools.product(*table.categories)))
     independent = independent_information(p, table.names, [len(c) for c in table.categories], split.matrices)
-    joint_nats = float(joint.provenance.objective)
+    joint_nats = _objective(joint)
     return JointComparison(k, independent, split.total_nats, joint_nats,
                            "joint" if joint_nats > independent else "independent", joint)

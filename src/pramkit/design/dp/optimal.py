@@ -37,8 +37,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,12 @@ from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import form8_matrix_epsilon
 from pramkit.privacy.exact import (
-    certificate_tolerance, eta_error, form8_within_budget, pairwise_sum, pairwise_terms, rounding_bound,
+    certificate_tolerance,
+    eta_error,
+    form8_within_budget,
+    pairwise_sum,
+    pairwise_terms,
+    rounding_bound,
 )
 from pramkit.validate import epsilon as valid_epsilon
 from pramkit.validate import probabilities
@@ -668,7 +674,8 @@ def _bound_pattern(p: np.ndarray, values: np.ndarray, incumbent: float) -> Patte
     certificate tolerance, :func:`pramkit.privacy.exact.certificate_tolerance`;
     the other half is left for the rounding of the objective)."""
     top, two, bottom = _shape(values)
-    singles = [(None, float(values[l])) for l, present in ((0, top), (3, bottom)) if present]
+    singles: list[tuple[int | None, float]] = [(None, float(values[l])) for l, present in ((0, top), (3, bottom))
+                                                if present]
     res = bound_split(p, singles, np.arange(p.size), float(values[1]), float(values[2 if two else 1]), incumbent,
                       lambda known: 0.5 * certificate_tolerance(known))
     best_q = values[[1] * p.size] if res.best_q is None else res.best_q

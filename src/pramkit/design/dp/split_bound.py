@@ -81,8 +81,8 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.special import xlogy
@@ -158,7 +158,7 @@ class _Node:
     candidates: list[np.ndarray]
     lo: float
     hi: float
-    lam: float
+    lam: float | None           # None for a node with no allowed arrangement, as given
 
 
 def _best_singles(bonus: list[np.ndarray], forced: np.ndarray) -> tuple[float, list[int]]:
@@ -206,7 +206,7 @@ def _relax(e_val: np.ndarray, pw: np.ndarray, allowed: np.ndarray, mid: np.ndarr
     if forced.any():
         best_mid = np.where(forced, 0.0, best_mid)
         pw_mid = np.where(forced, 0.0, pw_mid)
-    gain, picks = 0.0, []
+    gain, picks = 0.0, list[int]()
     if singles.size or forced.any():
         bonus = [np.where(allowed[:, s], e_val[:, s] - best_mid, -math.inf) for s in singles]
         gain, picks = _best_singles(bonus, forced)
@@ -397,7 +397,7 @@ class _Problem:
         top = np.minimum(np.maximum(m[1] + dm[1], 0.0), math.exp(-1.0))
         flat = -xlogy(top, top)
         line = np.where(valid[1], line, flat[None])
-        err = np.where(valid[1], err, rounding_bound(np.abs(flat))[None])
+        err = np.where(valid[1], err, np.asarray(rounding_bound(np.abs(flat)))[None])
         value = self.ph[None] + line
         err = err + self.d_ph[None] + rounding_bound(np.abs(self.ph)[None] + np.abs(line))
         if self.silent:   # the last row stands for the silent group: its line times their number
@@ -690,12 +690,12 @@ def _search(prob: _Problem, incumbent: float, tol: float | Callable[[float], flo
         if branch[0] == "item":
             z = branch[1]
             for level in np.flatnonzero(prob.allowed(fixes)[z]):
-                push(lo, hi, fixes + ((z, int(level)),), lam)
+                push(lo, hi, (*fixes, (z, int(level))), lam)
         else:
             known, target = threshold(err)
             centre = found_w if found_value >= known - target else None   # it reaches the best value known
             points = [lo, *_cuts(lo, hi, -neg_bound - known, target, centre), hi]
-            for left, right in zip(points[:-1], points[1:]):
+            for left, right in itertools.pairwise(points):
                 push(left, right, fixes, lam)
     open_bound = max((-b for b, *_ in heap), default=-math.inf)
     upper = max(found_value, closed_bound, open_bound, *(b for b, _ in unresolved))

@@ -74,10 +74,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -169,7 +170,7 @@ class _Constants:
     psi_lo: float
 
     @classmethod
-    def of(cls, s: int, epsilon: float) -> "_Constants":
+    def of(cls, s: int, epsilon: float) -> _Constants:
         em1 = math.expm1(epsilon)
         t_lo, t_hi, _, m_hi = _exp_enclosure(epsilon)
         # delta, nu increase and psi decreases with e^eps - 1: its upper end bounds them

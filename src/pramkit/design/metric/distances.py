@@ -59,12 +59,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import FrozenInstanceError
-from functools import cached_property
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -164,6 +166,7 @@ class Distances:
             pts.setflags(write=False)
             state["points"], state["_matrix"] = pts, None
         else:
+            assert matrix is not None  # one of matrix and points (checked above)
             m = validate_matrix(matrix, cats)
             m.setflags(write=False)
             state["points"], state["_matrix"] = None, m
@@ -172,7 +175,7 @@ class Distances:
             edges.setflags(write=False)
         state.update(categories=cats, kind=kind, unit=unit, edges=edges, source=source)
         if points is not None and kind != "ordinal":
-            self._stats  # validation: two centroids at distance 0 cannot be told apart
+            self._stats  # noqa: B018 (the property validates: two centroids at distance 0 cannot be told apart
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -354,7 +357,7 @@ class Distances:
             return 2.0 * EARTH_RADIUS_KM * math.sqrt(64.0 * u)
         return 64.0 * u * math.pi * EARTH_RADIUS_KM
 
-    def same(self, other: "Distances") -> bool:
+    def same(self, other: Distances) -> bool:
         """The same distances: categories, kind, unit and every distance (points compared as points).
 
         Examples
@@ -369,7 +372,7 @@ class Distances:
             return bool(np.array_equal(self.points, other.points))
         return self.digest == other.digest
 
-    def reorder(self, categories: Sequence[Label]) -> "Distances":
+    def reorder(self, categories: Sequence[Label]) -> Distances:
         """The same distances with rows and columns in the order of ``categories``
         (matched by their text, as the readers do).
 
@@ -610,8 +613,8 @@ def numeric_order(categories: Sequence[Label]) -> bool:
     labels = [c for c in categories if c is not None]
     if not numeric_labels(labels):
         return False
-    values = [Decimal(label_key(c, numeric=True)) for c in labels]
-    return all(a < b for a, b in zip(values, values[1:]))
+    values = [Decimal(str(label_key(c, numeric=True))) for c in labels]  # a numeric label's key is its text
+    return all(a < b for a, b in itertools.pairwise(values))
 
 
 def require_order(variable: str | None, categories: Sequence[Label], *, declared: bool,
@@ -1118,7 +1121,7 @@ def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: st
     return ranked.reorder(categories)
 
 
-def read_distances(spec: "str | Path | Distances", categories: Sequence[Label], *,
+def read_distances(spec: str | Path | Distances, categories: Sequence[Label], *,
                    unit: str | None = None, declared_order: bool = True, variable: str | None = None) -> Distances:
     """Distances for a variable from a spec: ``"ordinal"``, a CSV path, or a
     :class:`Distances` (reordered to ``categories``).

@@ -55,20 +55,21 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.metric.distances import Distances, distances_for, ordinal_distances
+from pramkit.design.metric.distances import Distances, distances_for
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import UNIT
 from pramkit.privacy.metric import (
-    category_steps,
     MetricEpsilon,
+    category_steps,
     check_metric,
     exponential_metric_epsilon,
     metric_certificate,
@@ -477,7 +478,7 @@ def _geometric_row_measures(matrix: PramMatrix, radius: float | None) -> RowMeas
     With ``a = e^-rate``, ``c = (1 - a) / (1 + a)``, ``L`` steps to an end: the moves towards it
     contribute ``sum_{k < L} k c a^k + L a^L / (1 + a)`` to the expected distance, and a move beyond
     ``r < L`` steps has probability ``a^(r + 1) / (1 + a)``."""
-    a, inner, end = matrix._geometric_parts()
+    a, inner, _end = matrix._geometric_parts()
     n = matrix.size
     x = np.arange(n, dtype=float)
 
@@ -638,7 +639,7 @@ def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | Non
     out = {"design": mine.to_dict(), "randomized_response": rr.to_dict(),
            "distance_ratio": mine.expected_distance / rr.expected_distance if rr.expected_distance > 0 else math.nan,
            "kept_ratio": mine.share_kept / rr.share_kept if rr.share_kept > 0 else math.nan}
-    if within is not None and rr.share_within:
+    if within is not None and rr.share_within and mine.share_within is not None:
         out["within_ratio"] = mine.share_within / rr.share_within
     return out
 

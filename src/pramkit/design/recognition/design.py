@@ -53,8 +53,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -65,11 +66,16 @@ from scipy.sparse.linalg import LinearOperator
 
 from pramkit.design.recognition import reductions as red
 from pramkit.design.recognition.space import (
-    SAFETY, KeySpace, Solve, SolverRun, as_csr, key_space,
+    SAFETY,
+    KeySpace,
+    Solve,
+    SolverRun,
+    as_csr,
+    key_space,
 )
 from pramkit.errors import DataError, ParameterError
-from pramkit.manifest import PerturbedVariable
 from pramkit.labels import Label
+from pramkit.manifest import PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.risk.posterior import posterior_bound, worst_posterior
 from pramkit.utility import l2_loss
@@ -122,7 +128,9 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
     pramkit.errors.ParameterError: combination ['sex', 'income']: 'income' is not one of the keys ['sex', 'region', 'age']
     """
     d = len(keys)
-    if isinstance(combinations, (int, np.integer)) and not isinstance(combinations, bool):
+    if isinstance(combinations, bool):
+        raise ParameterError(f"combinations must be a number of keys or a list of combinations, got {combinations!r}")
+    if isinstance(combinations, (int, np.integer)):
         r = int(combinations)
         if not 1 <= r <= d:
             raise ParameterError(f"combinations = {r}: choose between 1 and the number of keys ({d})")
@@ -133,7 +141,7 @@ def combinations_of(keys: Sequence[str], combinations: int | Sequence[Sequence[s
         for c in combo:
             if isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 0 <= int(c) < d:
                 idx.append(int(c))
-            elif c in keys:
+            elif isinstance(c, str) and c in keys:
                 idx.append(list(keys).index(c))
             else:
                 raise ParameterError(f"combination {list(combo)}: {c!r} is not one of the keys {list(keys)}")
@@ -886,12 +894,12 @@ def finish(
     cells = matrix_cells(space, transitions)
     matrix = None
     dense = None if cells is None else transitions[cells][:, cells].toarray()
-    if dense is not None and cells.size <= MAX_DENSE_LOSS_CELLS:
+    if cells is not None and dense is not None and cells.size <= MAX_DENSE_LOSS_CELLS:
         # l2 on the listed cells equals l2 on X: the listed set is closed under P, the rest is identity
         loss = l2_loss(space.counts[cells], PramMatrix(dense, space.table.labels(cells)))
     else:
         loss = red.restricted_l2(space, transitions)
-    if dense is not None:
+    if cells is not None and dense is not None:
         names = [tuple(space.keys[a] for a in c) for c in combinations]
         provenance = Provenance(
             method="recognition",
@@ -982,6 +990,7 @@ def recognition_design(
         raise ParameterError(f"gamma = {gamma!r}: the diagonal bound must lie in (0, 1]")
     combos = combinations_of(space.keys, combinations)
     baseline = uniform_noise_baseline(space, combos, alpha=alpha)
+    gamma_used: float | None
     if method == "full":
         if space.cells > MAX_FULL_CELLS:
             raise ParameterError(

@@ -58,9 +58,9 @@ Frank-Wolfe bound ``f(x) - grad f(x) . (x - y*)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -415,8 +415,8 @@ def membership(
             cols.append(np.full(hit.size, c))
     if not rows:
         return sp.csr_matrix((cells.size, len(problems)))
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(cells.size, len(problems)))
+    r, col = np.concatenate(rows), np.concatenate(cols)
+    return sp.csr_matrix((np.ones(r.size), (r, col)), shape=(cells.size, len(problems)))
 
 
 def group_objective(e: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:

@@ -9,9 +9,10 @@ computes the posteriors of (C1) with :func:`pramkit.risk.posterior.posteriors`, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -174,7 +175,9 @@ def as_csr(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
     >>> as_csr(np.eye(2)).nnz
     2
     """
-    return sp.csr_matrix(transitions) if not sp.issparse(transitions) else transitions.tocsr()
+    if isinstance(transitions, (sp.spmatrix, sp.sparray)):
+        return transitions.tocsr()
+    return sp.csr_matrix(transitions)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,7 +224,7 @@ class SolverRun:
     lower_bound: float | None = None
     certified: bool = False
 
-    def run_figures(self) -> dict[str, object]:
+    def run_figures(self) -> dict[str, Any]:
         """The fields of :class:`SolverRun` alone, to pass on to a class that extends it.
 
         Returns

@@ -164,7 +164,7 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
     for table in tables:
         member = hid_coder.encode(table.column(hid))
         codes = [c.encode(table.column(c.column)) for c in geo_coders]
-        for column, (level, c) in zip(geo, enumerate(codes)):
+        for column, c in zip(geo, codes):
             bad = np.flatnonzero(c < 0)
             if bad.size:
                 raise DataError(f"{where}: geography column {column!r} is missing on row {start + int(bad[0]) + 1}; "

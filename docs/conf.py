@@ -1,0 +1,98 @@
+"""Sphinx configuration of pramkit's documentation site.
+
+The pages are the Markdown files of ``docs/`` (MyST); a page whose front matter names the
+``mystnb`` format is a text notebook whose ``{code-cell}`` blocks run at every build, so its
+numbers and figures are the build's.  The API reference comes from the docstrings (numpydoc),
+the gallery from the scripts of ``examples/`` (sphinx-gallery).  Build it with
+``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pygments.lexers.special import TextLexer
+from sphinx.highlighting import lexers
+
+import pramkit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+project = "pramkit"
+author = "pramkit developers"
+copyright = "pramkit developers"
+release = pramkit.__version__
+version = release
+
+extensions = [
+    "myst_nb",
+    "numpydoc",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "sphinx_gallery.gen_gallery",
+]
+
+exclude_patterns = [
+    "_build",
+    "jupyter_execute",
+    # sphinx-gallery writes a notebook beside each example page, for download only.
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "auto_examples/*.zip",
+    "auto_examples/*.md5",
+    "auto_examples/*.json",
+]
+
+# --- MyST and the executed pages ---------------------------------------------------------------
+# Links between pages are checked: an unknown page or heading is a warning, and warnings fail the
+# build (-W).  Headings get anchors so that ``page.md#heading`` links resolve.
+myst_heading_anchors = 3
+myst_enable_extensions = ["dollarmath", "colon_fence"]
+# Every executed page runs at every build, in a fresh temporary folder: nothing is cached.
+nb_execution_mode = "force"
+nb_execution_in_temp = True
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 180
+nb_merge_streams = True
+# Anything a cell writes to stderr (a warning, a traceback) fails the build.
+nb_output_stderr = "warn"
+# ``python`` in a page's kernel is this interpreter (the one that has pramkit installed).
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+
+# A ``csv`` fence (a file's content) is shown as it is.
+lexers["csv"] = TextLexer()
+
+# --- API reference ------------------------------------------------------------------------------
+autosummary_generate = True
+autodoc_typehints = "none"
+autodoc_member_order = "bysource"
+numpydoc_show_class_members = False
+numpydoc_xref_param_type = False
+numpydoc_class_members_toctree = False
+
+# --- gallery ------------------------------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": [str(ROOT / "examples")],
+    "gallery_dirs": ["auto_examples"],
+    "filename_pattern": r"/plot_",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "within_subsection_order": "FileNameSortKey",
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "plot_gallery": "True",
+    "write_computation_times": False,  # nothing written into the sources
+}
+
+# --- HTML ----------------------------------------------------------------------------------------
+html_theme = "alabaster"
+html_title = f"pramkit {release}"
+html_static_path: list[str] = []
+html_theme_options = {
+    "description": "Statistical disclosure control of categorical microdata by PRAM",
+    "fixed_sidebar": True,
+}
