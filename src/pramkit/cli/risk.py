@@ -350,15 +350,17 @@ def contribution_lines(result: ReleaseContributions) -> list[str]:
         lines.append("  not explained by one variable alone: "
                      + ", ".join(f"{m} {_pct(v)}" for m, v in c.interaction.items()))
         top = c.levels.sort_values("suda", ascending=False, kind="stable").head(5)
-        lines.append("  top levels (SUDA): " + "; ".join(f"{r.variable} = {r.level} {_pct(r.suda)}"
-                                                         for r in top.itertuples(index=False)))
+        lines.append("  top levels (SUDA): " + "; ".join(f"{v} = {x} {_pct(s)}" for v, x, s
+                                                         in zip(top["variable"], top["level"], top["suda"])))
     if result.expected is not None:
-        e = result.expected
+        e, ev = result.expected, result.expected.variables
         lines.append(f"expected SUDA contributions over the perturbation ({e.method}, {e.outcomes} outcomes): "
-                     + ", ".join(f"{r.variable} {_pct(r.suda)}" + (f" (Monte Carlo error {r.se:.2f})" if r.se else "")
-                                 for r in e.variables.itertuples(index=False)))
-    if result.after is not None and result.after.epsilon is not None:
+                     + ", ".join(f"{v} {_pct(s)}" + (f" (Monte Carlo error {se:.2f})" if se else "")
+                                 for v, s, se in zip(ev["variable"], ev["suda"], ev["se"])))
+    # the epsilon shares and the record epsilon are both None exactly when there is no manifest
+    if result.after is not None and result.after.epsilon is not None and result.after.record_epsilon is not None:
+        eps = result.after.epsilon
         lines.append(f"record epsilon {fmt_epsilon(result.after.record_epsilon)}: "
-                     + ", ".join(f"{r.variable} {fmt_epsilon(r.epsilon)} ({_pct(r.percent)})"
-                                 for r in result.after.epsilon.itertuples(index=False)))
+                     + ", ".join(f"{v} {fmt_epsilon(x)} ({_pct(p)})"
+                                 for v, x, p in zip(eps["variable"], eps["epsilon"], eps["percent"])))
     return lines + list(result.sentences)

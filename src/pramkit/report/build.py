@@ -1191,8 +1191,9 @@ def build_report(
     explained = None
     if contributions:
         t0 = time.perf_counter()
-        after_pram = {} if joint else {"released": risk_release, "manifest": manifest}  # jointly: before only
-        explained = release_contributions(risk_original, keys, **after_pram, weights=weight, model=model,
+        explained = release_contributions(risk_original, keys, released=None if joint else risk_release,
+                                          manifest=None if joint else manifest,  # jointly: before only
+                                          weights=weight, model=model,
                                           sampling_fraction=None if weight else before.sampling_fraction)
         seconds["contributions"] = time.perf_counter() - t0
 

@@ -108,17 +108,20 @@ def contributions_section(result: ReleaseContributions,
     (1, 3, True)
     """
     e = html.escape
-    after = {} if result.after is None else {(r.variable, r.level): r for r in result.after.levels.itertuples()}
-    expected = {} if result.expected is None else {(r.variable, r.level): r
-                                                   for r in result.expected.levels.itertuples()}
+    # rows as dicts of column -> value (the rows' named tuples type every field as any pandas scalar)
+    after = {} if result.after is None else {(r["variable"], r["level"]): r
+                                             for r in result.after.levels.to_dict("records")}
+    expected = {} if result.expected is None else {(r["variable"], r["level"]): r
+                                                   for r in result.expected.levels.to_dict("records")}
     top = result.before.levels.sort_values("suda", ascending=False, kind="stable").head(TOP_LEVELS)
     rows = []
-    for r in top.itertuples():
-        a, x = after.get((r.variable, r.level)), expected.get((r.variable, r.level))
-        rows.append([e(str(r.variable)), e(str(r.level)), f"{r.records:,}", _pct(r.suda),
-                     "n/a" if x is None else _pct(x.suda) + (f" &plusmn; {x.se:.1f}" if x.se > 0 else ""),
-                     _pct(r.tau2), "n/a" if a is None else _pct(a.tau2),
-                     _pct(r.individual), "n/a" if a is None else _pct(a.individual), e(str(r.merged_into))])
+    for r in top.to_dict("records"):
+        a, x = after.get((r["variable"], r["level"])), expected.get((r["variable"], r["level"]))
+        rows.append([e(str(r["variable"])), e(str(r["level"])), f"{r['records']:,}", _pct(r["suda"]),
+                     "n/a" if x is None else _pct(x["suda"]) + (f" &plusmn; {x['se']:.1f}" if x["se"] > 0 else ""),
+                     _pct(r["tau2"]), "n/a" if a is None else _pct(a["tau2"]),
+                     _pct(r["individual"]), "n/a" if a is None else _pct(a["individual"]),
+                     e(str(r["merged_into"]))])
     header = ["variable", "level", "records", "SUDA before", "SUDA expected after", "tau2 before", "tau2 after",
               "individual risk before", "individual risk after", "merged into"]
     levels = table(header, rows, [False, False, True, True, True, True, True, True, True, False])

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -318,10 +318,11 @@ def _tau_measures(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | 
 
 def _suda_levels(res: SudaResult) -> dict[tuple[str, Any], float]:
     """Each level's SUDA contribution in percent of the total score (module docstring)."""
-    out = {}
-    for row in res.level_contributions.itertuples(index=False):
-        share = res.attribute_contributions[row.variable] * row.contribution / 100.0
-        out[(row.variable, row.level)] = 0.0 if math.isnan(share) else float(share)
+    table = res.level_contributions
+    out: dict[tuple[str, Any], float] = {}
+    for variable, level, contribution in zip(table["variable"], table["level"], table["contribution"]):
+        share = res.attribute_contributions[variable] * float(contribution) / 100.0
+        out[(variable, level)] = 0.0 if math.isnan(share) else share
     return out
 
 
@@ -432,17 +433,16 @@ def risk_contributions(
                **({"weights": weights} if weights is not None else {})}
     sudares = suda(data, keys, max_size=max_size)
     totals = {"suda": float(sudares.scores.sum()), **_tau_measures(data, keys, manifest, original, options)}
-    per_var = {"variable": keys, "suda": [float(sudares.attribute_contributions[k]) for k in keys]}
     measures = MEASURES[1:]
-    for name in measures:
-        per_var[name] = []
+    per_var: dict[str, list[float]] = {"suda": [float(sudares.attribute_contributions[k]) for k in keys],
+                                       **{name: [] for name in measures}}
     for key in keys:
         rest = [k for k in keys if k != key]
         still = bool(set(rest) & set(perturbed))
         left = _tau_measures(data, rest, manifest if still else None, original if still else None, options)
         for name in measures:
             per_var[name].append(_percent(totals[name] - left[name], totals[name]))
-    variables = pd.DataFrame(per_var)
+    variables = pd.DataFrame({"variable": keys, **per_var})
     interaction = {name: 100.0 - float(variables[name].sum()) if totals[name] > 0 else math.nan
                    for name in measures}
     suda_levels = _suda_levels(sudares)
@@ -455,8 +455,13 @@ def risk_contributions(
             if into is None:
                 row.update(dict.fromkeys(measures, 0.0))
             else:
-                man = (_merged_manifest(manifest, key, level, into, original[key])
-                       if key in perturbed else manifest if perturbed else None)
+                man: Manifest | None
+                if key in perturbed:
+                    # _check_inputs: a perturbed key means a manifest and the original file were given
+                    assert manifest is not None and original is not None
+                    man = _merged_manifest(manifest, key, level, into, original[key])
+                else:
+                    man = manifest if perturbed else None
                 after = _tau_measures(_merged(data, key, level, into), keys, man,
                                       None if original is None or not perturbed
                                       else _merged(original, key, level, into), options)
@@ -603,14 +608,14 @@ def _expectation(keys: Sequence[str], method: str, draws: list[tuple[float, Suda
     shares = [_suda_shares(res) for _, res in draws]
     levels = sorted({lv for _, per_level in shares for lv in per_level}, key=lambda t: (keys.index(t[0]), str(t[1])))
 
-    def summary(values: Callable[[int], float]) -> tuple[float, float]:
-        x = np.array([values(i) for i in range(len(draws))])
+    def summary(values: list[float]) -> tuple[float, float]:
+        x = np.array(values)
         mean = float(weights @ x)
         se = 0.0 if method == "exact" else float(x.std(ddof=1) / math.sqrt(len(x)))
         return mean, se
 
-    var_rows = [(k, *summary(lambda i, k=k: shares[i][0][k])) for k in keys]
-    level_rows = [(v, x, *summary(lambda i, t=(v, x): shares[i][1].get(t, 0.0))) for v, x in levels]
+    var_rows = [(k, *summary([per_variable[k] for per_variable, _ in shares])) for k in keys]
+    level_rows = [(v, x, *summary([per_level.get((v, x), 0.0) for _, per_level in shares])) for v, x in levels]
     return ExpectedSuda(
         keys=tuple(keys), method=method, outcomes=len(draws),
         scores=weights @ np.vstack([res.scores for _, res in draws]),
@@ -648,21 +653,23 @@ def contribution_sentences(before: Contributions, after: Contributions | Expecte
     ranked = before.levels.sort_values("suda", ascending=False, kind="stable").head(top)
     if epsilon is None and isinstance(after, Contributions):
         epsilon = after.epsilon
-    later = {} if after is None else {(r.variable, r.level): r for r in after.levels.itertuples(index=False)}
+    later: dict[tuple[Any, Any], tuple[float, float]] = {}  # (variable, level) -> share after, its error
+    if after is not None:
+        lv = after.levels
+        errors = lv["se"] if "se" in lv.columns else [0.0] * len(lv)  # an expectation has Monte Carlo errors
+        later = {(v, x): (s, e) for v, x, s, e in zip(lv["variable"], lv["level"], lv["suda"], errors)}
     out = []
-    for row in ranked.itertuples(index=False):
-        if not row.suda > 0:
+    for variable, level, suda_share in zip(ranked["variable"], ranked["level"], ranked["suda"]):
+        if not suda_share > 0:
             continue
-        text = f"{row.variable} = {row.level} carries {row.suda:.0f} % of the special-unique risk"
+        text = f"{variable} = {level} carries {suda_share:.0f} % of the special-unique risk"
         if after is not None:
-            hit = later.get((row.variable, row.level))
-            share = 0.0 if hit is None else hit.suda
-            se = getattr(hit, "se", 0.0) if hit is not None else 0.0
+            share, se = later.get((variable, level), (0.0, 0.0))
             text += f" before, {share:.0f} % after" + (f" (Monte Carlo error {se:.1f} %)" if se > 0 else "")
             if epsilon is not None:
-                spent = epsilon.set_index("variable")["epsilon"].get(row.variable)
-                text += (f", at epsilon {fmt_epsilon(spent)} on {row.variable}" if spent is not None
-                         else f"; {row.variable} is not perturbed")
+                spent = epsilon.set_index("variable")["epsilon"].get(variable)
+                text += (f", at epsilon {fmt_epsilon(spent)} on {variable}" if spent is not None
+                         else f"; {variable} is not perturbed")
         out.append(text + ".")
     return out
 
@@ -783,7 +790,7 @@ def release_contributions(
                "missing": missing}
     before = risk_contributions(original, keys, **options)
     after = expected = None
-    if manifest is not None:
+    if released is not None and manifest is not None:  # both or neither (checked above)
         after = risk_contributions(load(released), keys, manifest=manifest, original=original, **options)
         expected = expected_suda(original, keys, manifest, max_size=max_size, missing=missing,
                                  replicates=replicates, key=key, exact_limit=exact_limit)

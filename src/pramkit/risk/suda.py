@@ -142,6 +142,7 @@ class SudaResult:
             return None if math.isnan(x) else float(x)
 
         dis = self.dis_scores
+        levels = self.level_contributions
         return {
             "keys": list(self.keys),
             "max_size": self.max_size,
@@ -156,9 +157,10 @@ class SudaResult:
             "mean_dis_score": None if dis is None else float(dis.mean()),
             "attribute_contributions": {k: plain(v) for k, v in self.attribute_contributions.items()},
             "level_contributions": [
-                {"variable": r.variable, "level": r.level.item() if isinstance(r.level, np.generic) else r.level,
-                 "contribution": plain(r.contribution)}
-                for r in self.level_contributions.itertuples(index=False)],
+                {"variable": variable, "level": level.item() if isinstance(level, np.generic) else level,
+                 "contribution": plain(contribution)}
+                for variable, level, contribution in zip(levels["variable"], levels["level"],
+                                                         levels["contribution"])],
         }
 
 
