@@ -40,7 +40,7 @@ from pramkit.audit.result import Check
 from pramkit.engine.law import realised_law
 from pramkit.errors import DataError, ManifestError
 from pramkit.manifest import Manifest
-from pramkit.matrix import PramMatrix
+from pramkit.matrix import JSONValue, PramMatrix
 
 #: Largest matrix whose epsilon is recomputed entry by entry (S x S fractions of its column extremes).
 DENSE_CATEGORIES = 3000
@@ -181,7 +181,8 @@ def block_ratio(matrix: PramMatrix) -> Fraction | float | None:
     if matrix.blocks is None:
         return exact_ratio(matrix)
     ratios = [exact_ratio(part) for _, part in matrix.blocks]
-    return None if any(r is None for r in ratios) else max(ratios)
+    known = [r for r in ratios if r is not None]
+    return None if len(known) < len(ratios) else max(known)
 
 
 def holds(stated: float, ratio: Fraction | float) -> tuple[bool, bool]:
@@ -243,9 +244,10 @@ def _fraction(value: Any) -> Fraction | float | None:
 def _sum_check(subject: str, field: str, value: Any, parts: list[Any], words: str) -> Check:
     """A stated total against the exact sum of its stated parts (it must not be below it)."""
     total, terms = _fraction(value), [_fraction(p) for p in parts]
-    if total is None or any(t is None for t in terms):
+    known = [t for t in terms if t is not None]
+    if total is None or len(known) < len(terms):
         return Check("manifest", subject, field, False, f"stated {value!r} or one of its parts is not an epsilon")
-    exact = math.inf if any(math.isinf(t) for t in terms) else sum(terms, Fraction(0))
+    exact = math.inf if any(math.isinf(t) for t in known) else sum(known, Fraction(0))
     ok = total >= exact
     return Check("manifest", subject, field, ok,
                  f"stated {float(total):.17g} {'>=' if ok else '<'} {words} {float(exact):.17g} (exact sum)")
@@ -488,6 +490,20 @@ def form8_optimum(p: np.ndarray, epsilon: float, truthful: bool = False) -> floa
     return best
 
 
+def _number(value: JSONValue) -> float:
+    """A figure of a design's provenance as :func:`float` reads it (``"inf"`` included); the
+    :class:`TypeError` of :func:`float` for anything else (null, a list, an object).
+
+    Examples
+    --------
+    >>> _number(0.5), _number(2), _number("inf")
+    (0.5, 2.0, inf)
+    """
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not {type(value).__name__!r}")
+
+
 def certificate_checks(manifest: Manifest) -> list[Check]:
     """Each design's stated mutual information recomputed, and its optimality re-proved by the
     staircase bound (:func:`staircase_bound`) where the certificate gives dual values, or, for a
@@ -512,20 +528,21 @@ def certificate_checks(manifest: Manifest) -> list[Check]:
         if p.size != m.shape[0]:
             continue
         mi = mutual_information(p, m)
-        ok = math.isclose(mi, prov.objective, rel_tol=FLOAT_RTOL, abs_tol=1e-12)
+        stated = _number(prov.objective)
+        ok = math.isclose(mi, stated, rel_tol=FLOAT_RTOL, abs_tol=1e-12)
         out.append(Check("manifest", v.name, "mutual information", ok,
-                         f"stated {prov.objective:.12g} nats, recomputed {mi:.12g} nats"))
+                         f"stated {stated:.12g} nats, recomputed {mi:.12g} nats"))
         cert = prov.certificate or {}
         eps = prov.parameters.get("epsilon")
         if not cert.get("optimal") or eps is None or p.size > CERTIFIED_CATEGORIES:
             continue
         dual = cert.get("dual_y")
-        tolerance = float(cert.get("tolerance_nats", 0.0)) + 1e-12 * max(1.0, mi)
+        tolerance = _number(cert.get("tolerance_nats", 0.0)) + 1e-12 * max(1.0, mi)
         if dual is not None:
-            bound = staircase_bound(p, float(eps), np.asarray(dual, dtype=float))
+            bound = staircase_bound(p, _number(eps), np.asarray(dual, dtype=float))
             how = f"staircase dual bound {bound:.12g} nats (weak duality)"
-        elif v.matrix.form8_q is not None and math.isfinite(float(eps)) and float(eps) < 700:
-            bound = form8_optimum(p, float(eps), bool(prov.parameters.get("truthful")))
+        elif v.matrix.form8_q is not None and math.isfinite(_number(eps)) and _number(eps) < 700:
+            bound = form8_optimum(p, _number(eps), bool(prov.parameters.get("truthful")))
             how = f"form (8) optimum {bound:.12g} nats (every arrangement of every vertex scored)"
         else:
             continue

@@ -35,6 +35,7 @@ from pramkit.audit.stats import holm, row_pvalue
 from pramkit.engine.codebook import Codebook, JointCodebook, MissingCodes
 from pramkit.errors import DataError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
+from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
 
 #: Default family-wise error rate of the goodness-of-fit tests of one release audit.
@@ -144,7 +145,9 @@ def encoded(variable: PerturbedVariable, table: pa.Table, codes: MissingCodes) -
     """
     columns = [_column(table, c, codes) for c in variable.read_columns]
     if variable.is_joint:
-        return JointCodebook(variable.matrix.categories, variable.read_columns).encode_cells(columns)
+        # a joint variable's categories are tuples (PerturbedVariable checks it)
+        cells = [joint_cell(c) for c in variable.matrix.categories]
+        return JointCodebook(cells, variable.read_columns).encode_cells(columns)
     book = Codebook(variable.matrix.categories, column=variable.name, missing=variable.missing)
     found = np.array(book.encode(columns[0]), dtype=np.intp)
     return found, np.zeros(found.size, dtype=bool)
@@ -153,10 +156,12 @@ def encoded(variable: PerturbedVariable, table: pa.Table, codes: MissingCodes) -
 def _kind(variable: PerturbedVariable, k: int, j: int) -> str:
     """What a move from category k to j (a zero cell) breaks, in words."""
     cats = variable.matrix.categories
-    if variable.given and cats[k][:len(variable.given)] != cats[j][:len(variable.given)]:
+    g = len(variable.given)
+    # strata make the variable joint: its categories are tuples (PerturbedVariable checks it)
+    if g and joint_cell(cats[k])[:g] != joint_cell(cats[j])[:g]:
         return "left its stratum"  # a stratum column released changed (the unperturbed columns' check names it)
     kept = set(variable.unchanged_values())
-    own = [c[len(variable.given):] if variable.is_joint else c for c in (cats[k], cats[j])]
+    own = [joint_cell(c)[g:] if variable.is_joint else c for c in (cats[k], cats[j])]
     own = [o[0] if isinstance(o, tuple) and len(o) == 1 else o for o in own]
     if own[0] in kept:
         return "a kept code left"
@@ -282,8 +287,8 @@ class _Variable:
                          f"{tested} rows tested against n_k M[k, .]: none rejected (Holm, family-wise {alpha:g})",
                          {"tested_rows": tested, "changed": changed})
         cats = v.matrix.categories
-        rows = [{"category": list(cats[k]) if isinstance(cats[k], tuple) else cats[k],
-                 "p_value": float(self.pvalues[k])} for k in np.flatnonzero(rejected)]
+        rows = [{"category": list(c) if isinstance(c := cats[k], tuple) else c, "p_value": float(self.pvalues[k])}
+                for k in np.flatnonzero(rejected)]
         shown = ", ".join(f"{r['category']!r} (p = {r['p_value']:.2g})" for r in rows[:5])
         return Check("release", v.name, "transition table", False,
                      f"{len(rows)} of {tested} rows do not fit n_k M[k, .] (Holm, family-wise {alpha:g}): {shown}{extra}",

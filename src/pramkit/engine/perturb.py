@@ -884,6 +884,11 @@ class FrameResult:
         dict
             Plain values, ready for :func:`json.dumps`.
 
+        Raises
+        ------
+        AttributeError
+            :attr:`result` is ``None`` (a ``LazyFrame``: it perturbs when computed).
+
         Examples
         --------
         >>> import json
@@ -893,6 +898,8 @@ class FrameResult:
         >>> json.loads(json.dumps(summary))["variables"][0]["rows"]
         2
         """
+        if self.result is None:
+            raise AttributeError("a LazyFrame's release has no result until it is computed, so no to_dict()")
         return self.result.to_dict()
 
     def __iter__(self) -> Iterator[Any]:

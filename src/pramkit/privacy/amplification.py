@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dataclasses_replace
 from decimal import Decimal, localcontext
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -569,6 +569,12 @@ class Guarantees:
         return out
 
 
+@overload
+def sampled_guarantee(local: float, sampling: Sampling) -> tuple[float, str]: ...
+@overload
+def sampled_guarantee(local: float, sampling: None) -> tuple[None, None]: ...
+@overload
+def sampled_guarantee(local: float, sampling: Sampling | None) -> tuple[float | None, str | None]: ...
 def sampled_guarantee(local: float, sampling: Sampling | None) -> tuple[float | None, str | None]:
     """The sampled epsilon of a release whose record epsilon is ``local`` and its conditions.
 

@@ -215,7 +215,8 @@ class _State:
         cells: dict[int, _Cell] = {}
         order = np.lexsort((-self.donor_priority[donors], area[donors], cell[donors]))
         donors = donors[order]
-        bounds = np.flatnonzero(np.r_[True, cell[donors][1:] != cell[donors][:-1], True]) if donors.size else []
+        bounds = (np.flatnonzero(np.r_[True, cell[donors][1:] != cell[donors][:-1], True]) if donors.size
+                  else np.empty(0, dtype=np.intp))
         for lo, hi in itertools.pairwise(bounds):
             cells[int(cell[donors[lo]])] = _Cell(donors[lo:hi], area[donors[lo:hi]], self.weight)
         paired, missing = [], []
