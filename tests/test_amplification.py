@@ -24,7 +24,7 @@ from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import (
     Sampling, by_sampling, by_shuffling, by_shuffling_matrix, closed_form_shuffling, release_guarantees,
-    shuffle_failures, shuffling_bound, total_variation,
+    sampling_of, shuffle_failures, shuffling_bound, total_variation,
 )
 from pramkit.privacy.epsilon import matrix_epsilon
 
@@ -49,6 +49,58 @@ def test_sampling_is_an_upper_bound_below_the_local(eps: float, q: float) -> Non
     amplified = by_sampling(eps, q)
     assert Decimal(amplified) >= exact
     assert amplified <= math.nextafter(eps, math.inf)
+
+
+def _sampled_release_law(values: tuple[int, ...], n: int, eps: float, *, ordered: bool) -> dict:
+    """The exact law of a release: n of the population's binary values drawn without replacement, each
+    through randomized response at eps; the released rows as a set (a count of ones) or in population order."""
+    keep = math.exp(eps) / (1 + math.exp(eps))
+    subsets = list(itertools.combinations(range(len(values)), n))
+    law: dict = {}
+    for chosen in subsets:
+        for z in itertools.product((0, 1), repeat=n):
+            pr = math.prod(keep if zi == values[i] else 1 - keep for i, zi in zip(chosen, z))
+            out = z if ordered else sum(z)
+            law[out] = law.get(out, 0.0) + pr / len(subsets)
+    return law
+
+
+def _worst_log_ratio(population: int, n: int, eps: float, *, ordered: bool) -> float:
+    worst = 0.0
+    for values in itertools.product((0, 1), repeat=population):
+        for i in range(population):
+            other = values[:i] + (1 - values[i],) + values[i + 1:]              # one person's value replaced
+            a = _sampled_release_law(values, n, eps, ordered=ordered)
+            b = _sampled_release_law(other, n, eps, ordered=ordered)
+            worst = max(worst, max(abs(math.log(a[k] / b[k])) for k in a))
+    return worst
+
+
+@pytest.mark.parametrize(("population", "n", "eps"), [(3, 1, 2.0), (4, 2, 2.0), (5, 2, 1.0), (5, 3, 3.0)])
+def test_sampling_bound_on_every_small_population(population: int, n: int, eps: float) -> None:
+    """Brute force over every binary population and every replaced value: the released set's privacy loss
+    is at most ln(1 + (n/N)(e^eps - 1)) and reaches it; rows kept in population order lose more, which is why
+    the conditions ask for rows in random order."""
+    bound = by_sampling(eps, n / population)
+    as_set = _worst_log_ratio(population, n, eps, ordered=False)
+    assert as_set <= bound * (1 + 1e-12) and as_set == pytest.approx(bound, rel=1e-9)  # 1e-12: the enumeration's rounding
+    if n > 1:
+        assert _worst_log_ratio(population, n, eps, ordered=True) > bound * 1.05
+
+
+def test_poisson_needs_its_population() -> None:
+    """A Poisson sample of a population of one is the person's own randomized response whenever the file is
+    not empty: no amplification at all, so a Poisson figure needs N and is stated given the size (n of N)."""
+    eps, q = 2.0, 0.5
+    drawn = {"empty": 1 - q, **{z: q * p for z, p in _sampled_release_law((1,), 1, eps, ordered=False).items()}}
+    other = {"empty": 1 - q, **{z: q * p for z, p in _sampled_release_law((0,), 1, eps, ordered=False).items()}}
+    loss = max(abs(math.log(drawn[k] / other[k])) for k in drawn)
+    assert loss == pytest.approx(eps) and loss > by_sampling(eps, q)
+    with pytest.raises(ParameterError, match="needs --population N"):
+        sampling_of("poisson:0.5", None, 10)
+    s = sampling_of("poisson:0.05", 40_000, 1_900)
+    assert s.rate == 1_900 / 40_000 and "1,900 of them" in s.conditions()
+    assert Sampling.from_dict(s.to_dict()) == s
 
 
 @pytest.mark.parametrize("q", [0, -0.1, 1.5, float("nan"), float("inf")])
@@ -200,7 +252,7 @@ def test_household_and_uncovered_facts_fail(sdc_data) -> None:
 
 def test_sampled_and_local_side_by_side() -> None:
     manifest = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)},
-                           input={"sampling": Sampling.parse("poisson:0.05").to_dict()})
+                           input={"sampling": Sampling.parse("srswor:5000/100000").to_dict()})
     g = release_guarantees(manifest)
     assert f"{g.sampled:.4f}" == "0.6700" and g.local == manifest.record_epsilon
     assert [line.split(":")[0] for line in g.lines()] == ["local", "sampled"]

@@ -36,7 +36,8 @@ def d(tmp_path_factory) -> Path:
     Manifest.of({"sex": randomized_response(["female", "male"], 1.0)}).write(d / "other.json")
     assert main(["keygen", str(d / "key")]) == 0
     assert main(["design", str(d / "census.csv"), "--vars", "age,sex", "--epsilon", "3", "--out", str(d / "m.json"),
-                 "--key-file", str(d / "key"), "--sampling", "poisson:0.05", "--quiet"]) == 0
+                 "--key-file", str(d / "key"), "--sampling", "poisson:0.05", "--population", "40000",
+                 "--quiet"]) == 0
     assert main(["apply", str(d / "perturbed_only.csv"), "--manifest", str(d / "m.json"), "--out", str(d / "r.csv"),
                  "--key-file", str(d / "key"), "--shuffle", "--quiet"]) == 0
     return d
@@ -80,7 +81,8 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (design + ["--sampling", "cluster:0.1"], "poisson:Q"),
         (design + ["--population", "1999"], "smaller than the file"),
         (design + ["--population", "0"], "smaller than the file"),
-        (design + ["--sampling", "poisson:0.1", "--population", "5000"], "not both"),
+        (design + ["--sampling", "srswor:100/5000", "--population", "5000"], "not both"),
+        (design + ["--sampling", "poisson:0.1"], "needs --population N"),
         (["design", "--probs", "0.5,0.5", "--epsilon", "1", "--sampling", "poisson:0.1"], "data file"),
         (["inspect", m, "--sampling", "poisson:2"], "(0, 1]"),
         (["inspect", m, "--population", "100000"], "--released"),

@@ -34,10 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "the design step's epsilon, the record's total epsilon and the guarantee sentence.")
     p.add_argument("manifest", type=Path, help="manifest JSON")
     p.add_argument("--sampling", metavar="DESIGN",
-                   help="the file is a secret sample: poisson:Q, srswor:M/N or stratified:Q1,Q2,... "
-                        "(default: the design the manifest records, if any)")
+                   help="the file is a secret sample: srswor:M/N, poisson:Q (with --population N) or "
+                        "stratified:Q1,Q2,... (default: the design the manifest records, if any)")
     p.add_argument("--population", type=int, metavar="N",
-                   help="the released file (--released) is a simple random sample of its rows from N persons")
+                   help="the population the released file (--released) was drawn from: a simple random sample of its "
+                        "rows from N persons, or with --sampling poisson:Q the population of the Poisson sample")
     p.add_argument("--released", type=Path, metavar="FILE",
                    help="a file the manifest made: its receipt gives its rows and, if shuffled, its central guarantee")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -591,7 +591,7 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
     >>> from pramkit.manifest import Manifest
     >>> from pramkit.design.classic import randomized_response
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
-    >>> f"{inspect_guarantees(m, sampling='poisson:0.05').sampled:.4f}"
+    >>> f"{inspect_guarantees(m, sampling='srswor:5000/100000').sampled:.4f}"
     '0.6700'
     """
     from pramkit.privacy import amplification

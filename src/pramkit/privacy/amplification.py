@@ -7,11 +7,20 @@ pramkit states a local epsilon per record.  Two properties of the released
   subsampling: tight analyses via couplings and divergences", Table 1).  When
   the file is a secret, data-independent sample of a population, an
   epsilon-DP release of the sample is ``ln(1 + q (e^eps - 1))``-DP for the
-  population: Poisson sampling at rate ``q`` (neighbouring populations: one
-  person present or absent) or simple random sampling without replacement of
-  ``m`` of ``N`` (``q = m / N``; neighbouring populations: one person's values
-  replaced, pramkit's unit).  A stratified design samples each stratum on its
-  own: the bound takes the largest rate.  Allocation that depends on the data
+  population when the sample is ``m`` of ``N`` drawn without replacement
+  (``q = m / N``; neighbouring populations: one person's values replaced,
+  pramkit's unit; their theorem for sampling without replacement under
+  substitution).  A Poisson sample is declared with its population: given its
+  size ``n`` (which no value of the data decides) it is a simple random sample
+  of ``n`` of ``N``, so the figure holds for the file with ``q = n / N``.  Their
+  Poisson row needs a release that is DP when a person is added or removed, which
+  a file of records is not (its row count moves), and without ``N`` no pure
+  figure holds: a Poisson sample that happens to hold everyone is not amplified.
+  A stratified design samples each stratum on its own: the bound takes the
+  largest rate.  The figure is for the released records as a set: a file whose
+  rows follow the population's order tells who was drawn and is amplified less
+  (``tests/test_amplification.py`` enumerates both), so the condition includes
+  rows in random order (``apply --shuffle``).  Allocation that depends on the data
   (sample sizes from the population's counts) can degrade privacy (Bun,
   Drechsler, Gaboardi, McMillan and Sarathy 2020, "Controlling privacy loss
   in sampling schemes"), so the rates must be fixed before the data are seen.
@@ -134,11 +143,11 @@ class Sampling:
         (``sample`` of ``population`` without replacement) or ``"stratified"``
         (one rate per stratum).
     rates : tuple of float
-        The rate, or each stratum's rate.
+        The rate, or each stratum's rate (for ``"poisson"``, the declared rate).
     population : int, optional
-        ``N`` of a simple random sample.
+        ``N`` of a simple random sample or of a Poisson sample.
     sample : int, optional
-        ``m`` of a simple random sample.
+        ``m`` of a simple random sample, or the size ``n`` of a Poisson sample.
 
     Examples
     --------
@@ -166,8 +175,19 @@ class Sampling:
 
     @property
     def rate(self) -> float:
-        """The largest rate: the one that bounds every person's inclusion probability."""
-        return max(self.rates)
+        """The rate of the figure: the largest stratum rate, ``m / N`` of a simple random sample, and the
+        realised ``n / N`` of a Poisson sample (given its size, a simple random sample of ``n`` of ``N``).
+
+        Examples
+        --------
+        >>> Sampling("poisson", (0.05,), population=100_000, sample=4_900).rate
+        0.049
+        """
+        if self.design != "poisson":
+            return max(self.rates)
+        if not (self.sample and self.population):
+            raise ParameterError("a Poisson sample's figure needs the population it was drawn from (--population N)")
+        return self.sample / self.population
 
     @classmethod
     def parse(cls, text: str) -> Sampling:
@@ -226,21 +246,26 @@ class Sampling:
 
         Examples
         --------
-        >>> "secret" in Sampling.parse("poisson:0.1").conditions()
+        >>> "secret" in Sampling.parse("srswor:100/1000").conditions()
         True
         """
         who = {
-            "poisson": f"each person of the population was included independently with probability {self.rate:g} "
-                       "(neighbouring populations: one person present or absent)",
+            "poisson": f"each person of the population of {self.population or 0:,} was included independently at "
+                       f"rate {max(self.rates):g}, and given its size the sample is a simple random sample of "
+                       f"{self.sample or 0:,} of them (q = {self.rate:.6g}; the size depends on no value of the data; "
+                       "neighbouring populations: one person's values replaced)",
             "srswor": f"the file is a simple random sample without replacement of {self.sample:,} of "
                       f"{self.population:,} persons (q = {self.rate:.6g}; neighbouring populations: one person's "
                       "values replaced)" if self.sample else f"a simple random sample at rate {self.rate:g}",
-            "stratified": f"each stratum was sampled on its own at rates {', '.join(f'{q:g}' for q in self.rates)}; "
+            "stratified": f"each stratum was sampled without replacement on its own at rates "
+                          f"{', '.join(f'{q:g}' for q in self.rates)} (neighbouring populations: one person's values "
+                          "replaced within the stratum); "
                           f"the bound takes the largest, {self.rate:g}, and holds only if the rates were fixed "
                           "before the data were seen (an allocation computed from the population's counts can "
                           "degrade privacy: Bun et al. 2020)",
         }[self.design]
-        return (f"{who}; the sampling used no value of the data and which persons were drawn is secret "
+        return (f"{who}; the sampling used no value of the data, which persons were drawn is secret, and the "
+                "file's row order says nothing about who was drawn (rows in random order: apply --shuffle) "
                 "(Balle, Barthe and Gaboardi 2018)")
 
     def to_dict(self) -> dict[str, Any]:
@@ -580,8 +605,8 @@ def sampled_guarantee(local: float, sampling: Sampling | None) -> tuple[float | 
 
     Examples
     --------
-    >>> eps, words = sampled_guarantee(3.0, Sampling.parse("poisson:0.05"))
-    >>> f"{eps:.4f}", words.startswith("each person")
+    >>> eps, words = sampled_guarantee(3.0, Sampling.parse("srswor:5000/100000"))
+    >>> f"{eps:.4f}", words.startswith("the file is a simple random sample")
     ('0.6700', True)
     >>> sampled_guarantee(3.0, Sampling.parse("stratified:0.01,0.05"))[1].endswith(
     ...     "(per stratum: rate 0.01: epsilon 0.1747, rate 0.05: epsilon 0.6701)")
@@ -609,7 +634,8 @@ def sampled_ledger(manifest: Any) -> dict[str, Any]:
     >>> from pramkit.manifest import Manifest
     >>> from pramkit.design.classic import randomized_response
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}, ledger=Ledger(frequencies="none"),
-    ...                 input={"sampling": {"design": "poisson", "rates": [0.05]}})
+    ...                 input={"sampling": {"design": "srswor", "rates": [0.05], "population": 100_000,
+    ...                                     "sample": 5_000}})
     >>> f"{m.to_dict()['ledger']['sampled_epsilon']:.4f}", sampled_ledger(Manifest.of({"sex": m["sex"].matrix}))
     ('0.6700', {})
     """
@@ -770,7 +796,7 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
     >>> from pramkit.design.classic import randomized_response
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
     >>> g = release_guarantees(m, columns=["sex", "id"], shuffled=True, clones=1000,
-    ...                        sampling=Sampling.parse("poisson:0.05"))
+    ...                        sampling=Sampling.parse("srswor:5000/100000"))
     >>> f"{g.sampled:.4f}", g.shuffled, g.shuffle_conditions
     ('0.6700', None, "column 'id' is released unperturbed and is not declared public (--public-columns)")
     >>> g = release_guarantees(m, columns=["sex"], shuffled=True, clones=1000)
@@ -805,19 +831,29 @@ def sampling_of(sampling: str | None, population: int | None, rows: int | None) 
 
     Examples
     --------
-    >>> sampling_of(None, 20_000, 1_000).rate, sampling_of("poisson:0.1", None, None).rate, sampling_of(None, None, 5)
-    (0.05, 0.1, None)
+    >>> sampling_of(None, 20_000, 1_000).rate, sampling_of("poisson:0.1", 9_000, 1_000).rate, sampling_of(None, None, 5)
+    (0.05, 0.1111111111111111, None)
+    >>> sampling_of("poisson:0.1", None, 1_000)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --sampling poisson:0.1 needs --population N, the size of the population sampled: a Poisson sample is amplified given its size, n of N (one that happens to hold everyone is not)
     """
-    if sampling is not None and population is not None:
-        raise ParameterError("give --sampling or --population, not both")
-    if sampling is not None:
-        return Sampling.parse(sampling)
+    design = None if sampling is None else Sampling.parse(sampling)
+    if design is not None and design.design != "poisson":
+        if population is not None:
+            raise ParameterError("give --sampling or --population, not both (--population goes with poisson:Q)")
+        return design
+    if design is not None and population is None:
+        raise ParameterError(f"--sampling {sampling} needs --population N, the size of the population sampled: a "
+                             "Poisson sample is amplified given its size, n of N (one that happens to hold everyone "
+                             "is not)")
     if population is None:
         return None
     if rows is None:
         raise ParameterError("--population needs the released file's row count: give --released FILE (its receipt "
                              "holds it) or write --sampling srswor:M/N")
-    return Sampling.without_replacement(int(rows), int(population))
+    srs = Sampling.without_replacement(int(rows), int(population))
+    return srs if design is None else Sampling("poisson", design.rates, population=srs.population, sample=srs.sample)
 
 
 def declare_sampling(release: Any, *, sampling: str | None = None, population: int | None = None) -> Any:
