@@ -220,6 +220,17 @@ def distance_files(specs: Any) -> list[Any]:
     return [p for p in paths if p and p.strip().lower() != "ordinal"]
 
 
+def comma_names(text: str | None) -> list[str]:
+    """The names of a comma-separated flag's value (variables, columns), stripped, empty parts left out.
+
+    Examples
+    --------
+    >>> comma_names(" age, sex,,"), comma_names(None)
+    (['age', 'sex'], [])
+    """
+    return [] if not text else [name.strip() for name in text.split(",") if name.strip()]
+
+
 def comma_numbers(text: str, flag: str) -> list[float]:
     """The comma-separated numbers of a flag's value.
 

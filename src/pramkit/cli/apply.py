@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, add_quiet, figure, print_json
+from pramkit.cli._common import Files, add_na_values, add_quiet, comma_names, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
 
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.engine.rng import SecretKey
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    public = tuple(c.strip() for c in args.public_columns.split(",") if c.strip())
+    public = tuple(comma_names(args.public_columns))
     if args.engine == "spark":
         from pramkit.engines.spark import apply_file_spark
 

@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import add_na_values, add_quiet, comma_numbers, print_json
+from pramkit.cli._common import add_na_values, add_quiet, comma_names, comma_numbers, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
@@ -320,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
                           Path(args.categories) if args.categories else None) if x is not None]
     for path in (args.out, record_path):
         check_writable(path, force=args.force, inputs=inputs)
-    names = [v.strip() for v in args.vars.split(",") if v.strip()]
+    names = comma_names(args.vars)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     release = DesignChoices.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
     release = declare_sampling(release, sampling=args.sampling, population=args.population)
@@ -353,7 +353,7 @@ def _derived_mode(args: argparse.Namespace) -> int:
                                  "only, draws no noise and has no private record")
     inputs = [Path(x) for x in (args.derive_from, args.prior, args.categories) if x]
     check_writable(args.out, force=args.force, inputs=inputs)
-    names = None if not args.vars else [v.strip() for v in args.vars.split(",") if v.strip()]
+    names = comma_names(args.vars) if args.vars else None
     derived = DesignChoices.from_namespace(args).derive(names)
     derived.manifest.write(args.out, force=args.force)
     out = {**derived.to_dict(), "manifest": str(args.out)}

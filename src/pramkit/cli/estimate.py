@@ -16,17 +16,13 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.cli._common import add_na_values, comma_numbers, note, print_json
+from pramkit.cli._common import add_na_values, comma_names, comma_numbers, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 from pramkit.estimate.estimators import CONSISTENT, ESTIMATORS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pramkit.estimate import EstimateResult
-
-
-def _names(text: str | None) -> list[str]:
-    return [] if not text else [s.strip() for s in text.split(",") if s.strip()]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -127,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
 
-    names, groups = _names(args.vars), _names(args.by)
+    names, groups = comma_names(args.vars), comma_names(args.by)
     if args.emit_r is not None:
         return _emit_r(args, names, groups)
     manifest = Manifest.read(args.manifest)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import Files, add_na_values, add_quiet, distance_files, note
+from pramkit.cli._common import Files, add_na_values, add_quiet, comma_names, distance_files, note
 from pramkit.cli.commands import HELP
 from pramkit.errors import DataError, ParameterError, PramkitError
 
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     for out in (args.out, args.public):  # no input is ever an output: files(), checked by pramkit.cli.main
         if out is not None:
             check_writable(out, force=args.force)
-    keys = [k.strip() for k in (args.keys or "").split(",") if k.strip()]
+    keys = comma_names(args.keys)
     if args.out is not None and not keys:
         raise ParameterError("--keys needs at least one column name")
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, note, print_json
+from pramkit.cli._common import Files, add_na_values, comma_names, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.risk.identification import identification_risk
     from pramkit.risk.plots import plot_fit
 
-    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+    keys = comma_names(args.keys)
     if not keys:
         raise ParameterError("--keys needs at least one column name")
     if args.suda or args.contributions:

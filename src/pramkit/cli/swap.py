@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, figure, print_json
+from pramkit.cli._common import Files, add_na_values, comma_names, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
 
@@ -83,8 +83,8 @@ def plan_of(args: argparse.Namespace) -> SwapPlan:
     """The swap plan of the flags of :func:`add_plan_flags` (:func:`pramkit.engine.swap.plan_swap`)."""
     from pramkit.engine.swap import plan_swap
 
-    return plan_swap(args.hid, _names(args.geo), risk_vars=_names(args.risk_vars),
-                     similar=[_names(s) for s in args.similar], rate=args.rate, k=args.k)
+    return plan_swap(args.hid, comma_names(args.geo), risk_vars=comma_names(args.risk_vars),
+                     similar=[comma_names(s) for s in args.similar], rate=args.rate, k=args.k)
 
 
 def files(args: argparse.Namespace) -> Files:
@@ -100,10 +100,6 @@ def files(args: argparse.Namespace) -> Files:
     from pramkit.engine.receipt import receipt_path
 
     return [args.data, args.key_file], [args.out, receipt_path(args.out), args.manifest]
-
-
-def _names(text: str) -> list[str]:
-    return [c.strip() for c in text.split(",") if c.strip()]
 
 
 def run(args: argparse.Namespace) -> int:
