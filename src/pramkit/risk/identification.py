@@ -123,6 +123,7 @@ class RiskResult:
     Each sample unique counts at most once: ``0 <= tau1 <= tau2 <= sample_uniques``,
     and tau2 is the sum of the uniques' ``r2``:
 
+    >>> import pandas as pd
     >>> data = pd.DataFrame({"sex": list("mfmfmfmfmf"),
     ...                      "age": ["20", "20", "30", "30", "40", "40", "20", "30", "40", "50"]})
     >>> res = identification_risk(data, ["sex", "age"], sampling_fraction=0.5)
@@ -172,6 +173,7 @@ class RiskResult:
         Examples
         --------
         >>> import json
+        >>> import pandas as pd
         >>> data = pd.DataFrame({"sex": list("mfmfmf"), "age": ["20", "20", "30", "30", "40", "50"]})
         >>> figures = identification_risk(data, ["sex", "age"], sampling_fraction=0.1).to_dict()
         >>> figures["model"], figures["fit"]["converged"], figures["sample_uniques"]
