@@ -604,14 +604,7 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
         if receipt["manifest_sha256"] not in manifest_digests(manifest):
             raise ParameterError(f"--released {str(released)!r} was made by another manifest (its receipt says so)")
     design = amplification.sampling_of(sampling, population, None if receipt is None else receipt["rows"])
-    base = amplification.release_guarantees(manifest, sampling=design)
-    shuffle = (receipt or {}).get("guarantees")
-    if not shuffle:
-        return base
-    central = shuffle["shuffled_epsilon"]
-    return dataclasses.replace(base, shuffled=None if central is None else float(central),
-                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
-                               clones=shuffle.get("shuffled_records"))
+    return _stated(amplification.release_guarantees(manifest, sampling=design), receipt)
 
 
 def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
@@ -627,9 +620,18 @@ def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
     """
     from pramkit.privacy import amplification
 
-    receipt = None
-    if isinstance(released, (str, os.PathLike)):
-        receipt = read_receipt(released)
-    if receipt is None or receipt["manifest_sha256"] not in manifest_digests(manifest):
-        return amplification.release_guarantees(manifest)
-    return inspect_guarantees(manifest, released=released)
+    receipt = read_receipt(released) if isinstance(released, (str, os.PathLike)) else None
+    if receipt is not None and receipt["manifest_sha256"] not in manifest_digests(manifest):
+        receipt = None
+    return _stated(amplification.release_guarantees(manifest), receipt)
+
+
+def _stated(base: Guarantees, receipt: Mapping[str, Any] | None) -> Guarantees:
+    """``base`` with the shuffled guarantee a receipt states (``base`` itself when it states none)."""
+    shuffle = (receipt or {}).get("guarantees")
+    if not shuffle:
+        return base
+    central = shuffle["shuffled_epsilon"]
+    return dataclasses.replace(base, shuffled=None if central is None else float(central),
+                               delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
+                               clones=shuffle.get("shuffled_records"))
