@@ -211,8 +211,8 @@ def _parents(upper: np.ndarray, lower: np.ndarray, up_name: str, low_name: str, 
     if clash.size:
         i = int(clash[0])
         area = next(c for c in coders if c.column == low_name).labels[int(lower[i])].as_py()
-        raise DataError(f"{where}: level {low_name!r} is not nested in {up_name!r}: area {area!r} lies in more than "
-                        f"one {up_name!r}; give the levels highest first, each inside the one before (or make the "
+        raise DataError(f"{where}: level {low_name!r} is not nested in {up_name!r}: its value {area!r} lies in "
+                        f"more than one value of {up_name!r}; give the levels highest first, each inside the one before (or make the "
                         "lower codes unique)")
     return parent
 
