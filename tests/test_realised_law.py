@@ -13,6 +13,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 import pramkit
@@ -24,6 +26,7 @@ from pramkit.matrix import PramMatrix
 from pramkit.engine.perturb import perturb_codes
 from pramkit.engine.rng import SecretKey
 from pramkit.engine.sampling import GeometricSampler, sampler_for
+from pramkit.privacy.exact import within_budget
 
 KEY = SecretKey(bytes(range(32)), "test key")
 
@@ -362,3 +365,49 @@ def test_sampler_for_draws_what_realised_law_describes():
         sampler = sampler_for(m)
         law = realised_law(m)
         assert np.array_equal(sampler._keep[-m.size:], [law.weights(k)[k] for k in range(m.size)])
+
+
+def test_an_lp_output_of_mass_1e_15_is_realised_within_the_budget():
+    """eusilc's age (99 values) by the least-distance LP at budget 3 (0.3 for the noisy counts): with the
+    counts of seed 32 the LP keeps an output of floor 9e-16, about 4,000 units, whose rounding put the
+    realised law at 2.70022 against the 2.7 the matrix was designed for, and the design was refused. The
+    realised epsilon is now within it, by the integers' ratios."""
+    import random
+
+    import pandas as pd
+
+    from conftest import SDC_DATA
+
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    data = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", usecols=["age", "rb090"], dtype=str)
+    data.loc[data.index[::50], "age"] = None  # missing ages, kept missing
+    m = pramkit.design_release(data, ["age"], epsilon=3.0, options={"objective": "distance"}, distances="ordinal",
+                               rng=random.Random(32))
+    v = m.variables[0]
+    units = dense_law(realised_law(v.matrix.blocks[0][1]) if v.matrix.blocks else realised_law(v.matrix),
+                      len([c for c in v.matrix.categories if c is not None]))
+    designed = v.matrix.provenance.parameters.get("epsilon") or max(p.provenance.parameters["epsilon"]
+                                                                    for _, p in v.matrix.blocks)
+    assert exact_log(exact_epsilon(units)) <= Decimal(designed) * Decimal(1 + law_module.REALISED_SLACK / 2)
+    assert m.record_epsilon <= 3.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(3, 40), st.floats(0.05, 5.0), st.floats(1.0, 1e5), st.integers(0, 2**32 - 1))
+def test_a_column_of_a_few_units_is_raised_within_the_budget(s, epsilon, few, seed):
+    """A DP matrix with one column of ``few`` units (a ratio e^epsilon between its entries in doubles):
+    after the repair the integer units' ratios are within e^epsilon (brute force over the columns), the
+    entries moved by less than 2^-40, and each row still adds up to 1 within its rounding."""
+    rng = np.random.default_rng(seed)
+    a = few / DENOMINATOR
+    tiny = a * np.exp(epsilon * rng.random(s))
+    tiny[rng.integers(s)], tiny[rng.integers(s)] = a, a * math.exp(epsilon)
+    rest = rng.uniform(0.1, 1.0, s - 1) * rng.uniform(1.0, math.exp(epsilon / 4), (s, s - 1))
+    rest *= ((1.0 - tiny) / rest.sum(axis=1))[:, None]  # rows scaled within e^(epsilon / 4) of each other
+    m = within_budget(np.column_stack([rest, tiny]), epsilon)
+    fixed = law_module.within_realised_budget(m, epsilon)
+    units = law_module.dense_units(fixed, law_module.BITS, law_module.dense_grain(s))
+    assert exact_log(exact_epsilon(units)) <= Decimal(epsilon) * Decimal(1 + law_module.REALISED_SLACK / 2)
+    assert np.abs(fixed - m).max() < 2.0 ** -40
+    assert np.abs(fixed.sum(axis=1) - 1.0).max() <= 4 * s * 2.0 ** -53

@@ -40,6 +40,7 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
+from pramkit.engine.law import REALISED_SLACK
 from pramkit.errors import ManifestError, ParameterError
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -601,10 +602,6 @@ def epsilon_to_json(eps: float) -> float | str:
     return eps if math.isfinite(eps) else "inf"
 
 
-#: Relative share of each variable's budget left for the engine's integer units: the law the engine
-#: realises (:func:`pramkit.engine.realised_law`) can exceed a design's epsilon by a relative 1e-15 or
-#: so where a matrix's doubles do not add up to 1 exactly, and the manifest states the larger.
-REALISED_SLACK = 1e-12
 
 
 def split_within(budget: float, spent: float, weights: Sequence[float]) -> list[float]:

@@ -65,9 +65,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pramkit.errors import MatrixError
-from pramkit.privacy.exact import UNIT, _others, float_up, log_ratio_upper
+from pramkit.privacy.exact import UNIT, _others, exp_lower, float_up, log_ratio_upper
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from pramkit.matrix import PramMatrix
 
 #: Bits of a draw's integer uniform: ``x = word >> (64 - BITS)`` is uniform on ``[0, 2^BITS)``.
@@ -82,6 +84,13 @@ DENOMINATOR = 1 << BITS
 MAX_ALIAS = 4096
 #: Rows quantised at a time (the float temporaries of a dense matrix stay small).
 ROWS_PER_CHUNK = 512
+#: Relative share of each variable's budget left for the engine's integer units: the law the engine
+#: realises can exceed a design's epsilon by a relative 1e-15 or so where a matrix's doubles do not add
+#: up to 1 exactly (:func:`within_realised_budget` keeps it within half of this), and the manifest states
+#: the larger (:func:`pramkit.ledger.split_within` leaves this share of the budget).
+REALISED_SLACK = 1e-12
+#: Rounds of :func:`within_realised_budget` (one suffices but for a raised entry that takes the row's remainder).
+REALISE_ROUNDS = 4
 
 
 def alias_bits(size: int) -> int:
@@ -217,6 +226,80 @@ def _dense_rows(block: np.ndarray, rows: np.ndarray, d: int, grain: int) -> np.n
     if np.any(units[positive] < 1) or np.any(units.sum(axis=1) != d):
         raise MatrixError("a row cannot be realised at this resolution")
     return units
+
+
+def within_realised_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
+    """A dense design's matrix with the entries that its integer units would round out of the
+    budget raised by a few units of ``2^-62``, so that the law the engine realises is within the budget too.
+
+    :func:`pramkit.privacy.exact.within_budget` proves the budget for the doubles; the engine draws
+    from :func:`dense_units`, which rounds each entry to whole units.  A column whose smallest
+    entries are a few thousand units (an LP's output of mass 1e-15, say) then has a ratio of units
+    above ``e**epsilon`` by a relative 1e-4.  Each column whose units' epsilon exceeds
+    ``epsilon (1 + REALISED_SLACK / 2)`` has its entries below ``T = ceil(hi e**-epsilon)`` units
+    (``hi`` its largest units, with a margin of a few roundings; at least ``1 / (e**epsilon - 1)`` so
+    that one unit more is within the budget) raised to ``T`` units or one more; raising the smallest entries of a column lowers its ratio in the doubles as well.  A raise is a
+    few units, so no row sum moves by more than its own rounding.  The units are recomputed and the
+    columns still over are raised again, :data:`REALISE_ROUNDS` times at most.  Columns of entries
+    above 2^-15 (2^47 units) are within that share by their rounding alone; a column mixing zero and
+    positive entries is left as it is (its epsilon is infinite).
+
+    Parameters
+    ----------
+    matrix : array-like, shape (S, S)
+        A row-stochastic matrix whose doubles are within the budget.
+    epsilon : float
+        The budget, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array; equal to ``matrix`` when its units are already within the budget.  Its
+        realised epsilon (:func:`realised_law` of a dense matrix) is at most
+        ``epsilon (1 + REALISED_SLACK / 2)`` but for a raised entry that takes its row's remainder
+        of units, which the caller's check of the realised epsilon catches.
+
+    Examples
+    --------
+    A column of a few thousand units (``a`` below) whose entries have the ratio e in doubles:
+
+    >>> from pramkit.privacy.exact import within_budget
+    >>> a = 1000.3 / DENOMINATOR
+    >>> m = within_budget(np.array([[0.5, 0.5 - math.e * a, math.e * a], [0.5 - a, 0.5, a],
+    ...                             [0.5, 0.5 - a, a]]), 1.0)
+    >>> def units_ratio(a):
+    ...     u = dense_units(a, BITS, dense_grain(3))[:, 2]
+    ...     return float(u.max() / u.min())
+    >>> units_ratio(m) <= math.e  # 2719 units over 1000
+    False
+    >>> units_ratio(within_realised_budget(m, 1.0)) <= math.e
+    True
+    """
+    m = np.array(matrix, dtype=float)
+    s = m.shape[0]
+    grain = dense_grain(s)
+    e = float(epsilon)
+    bound = exp_lower(e) * (1.0 - 8.0 * UNIT)  # hi <= lo * bound in doubles proves hi <= lo e^eps
+    allowed = exp_lower(e * (1.0 + REALISED_SLACK / 2.0)) * (1.0 - 8.0 * UNIT)
+    if not bound > 1.0:  # epsilon 0 (or within rounding of it): equal entries of rows of other units
+        return m
+    for _ in range(REALISE_ROUNDS):
+        units = dense_units(m, BITS, grain)
+        positive = units > 0
+        hi = units.max(axis=0).astype(float)
+        lo = np.where(positive, units, np.iinfo(np.int64).max).min(axis=0).astype(float)
+        over = (hi > 0) & positive.all(axis=0) & (hi > lo * allowed)
+        if not over.any():
+            return m
+        # an entry raised to T lands in [T, T + 1) units: T >= hi / bound keeps the lows within the budget,
+        # T >= 1 / (bound - 1) the new highs (at most max(hi, T + 1))
+        target = np.maximum(np.ceil(hi / bound), math.ceil(1.0 / (bound - 1.0)))
+        diag = np.diagonal(units).astype(float)
+        per_unit = (m.sum(axis=1) - np.diagonal(m)) / np.maximum(DENOMINATOR - diag, 1.0)  # off-diagonal
+        rows, cols = np.nonzero(over[None, :] & (units < target[None, :]))
+        amount = target[cols] - units[rows, cols] + 0.5
+        m[rows, cols] += np.where(rows == cols, (amount + grain) / DENOMINATOR, amount * per_unit[rows])
+    return m
 
 
 def integer_epsilon(col_max: np.ndarray, col_min: np.ndarray) -> float:

@@ -49,6 +49,7 @@ from scipy.optimize import linear_sum_assignment, linprog
 from scipy.special import xlogy
 
 from pramkit.design.dp.optimal import check_epsilon, solve_form8
+from pramkit.engine.law import within_realised_budget
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
@@ -374,7 +375,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     used = theta[kept] * stairs[support].T                 # (S, k): M[x, column]
     used /= used.sum(axis=1, keepdims=True)
     design = square_outputs(used)
-    matrix = within_budget(design, e)
+    matrix = within_realised_budget(within_budget(design, e), e)
     mi, mi_error = information_bounds(pv, matrix)
     upper, violation = staircase_dual_bound(pv, e, duals)
     lower = mi - mi_error
