@@ -85,17 +85,11 @@ def shot(page: Page, name: str) -> None:
         page.screenshot(path=str(folder / f"{name}.png"))
 
 
-def idle(page: Page) -> None:
-    """Wait until the session is connected and the server has nothing left to compute."""
-    page.wait_for_function("() => Shiny.shinyapp.isConnected() && "
-                           "!document.documentElement.classList.contains('shiny-busy')", timeout=WAIT)
-
-
 def tab(page: Page, title: str) -> None:
-    """Show a step's tab, once what the earlier action started is done."""
-    idle(page)
+    """Show a step's tab and wait until its outputs are drawn (a button does not move under a click)."""
     page.get_by_role("tab", name=title).click()
     expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true", timeout=WAIT)
+    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
 
 
 def choose(page: Page, field: str, values: list[str]) -> None:
@@ -266,7 +260,6 @@ def _export_refused(page: Page, out: Path) -> None:
     """Export asked for without a release: a message, nothing written."""
     tab(page, "5 Export")
     page.fill("#out_folder", str(out))
-    idle(page)
     page.click("#run_export")
     assert step_error(page, "export")
     assert not out.exists()

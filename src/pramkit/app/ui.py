@@ -46,6 +46,11 @@ RESUME = """
 })();
 """
 
+#: The status boxes of a step's sidebar (its error, its Cancel button, the statements to confirm) take no
+#: room before they are drawn: a waiting spinner's 32 px above a button moved it as its tab was first
+#: shown, under the pointer of a click.
+STYLE = ".bslib-sidebar-layout > .sidebar .shiny-html-output.recalculating { min-height: 0 !important; }"
+
 
 def page() -> ui.Tag:
     """The whole page: a title and the five steps as tabs.
@@ -63,6 +68,7 @@ def page() -> ui.Tag:
     """
     return ui.page_fluid(
         ui.tags.script(RESUME),
+        ui.tags.style(STYLE),
         ui.h2("pramkit: a PRAM release, step by step"),
         ui.navset_tab(data_tab(), risk_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
         title="pramkit",
