@@ -40,9 +40,8 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 from typing import Any, Literal
 
-from pramkit.engine.law import REALISED_SLACK
 from pramkit.errors import ManifestError, ParameterError
-from pramkit.privacy.epsilon import record_epsilon
+from pramkit.privacy.epsilon import REALISED_SLACK, record_epsilon
 
 #: Largest share of the record budget that the default design step spends
 #: (measured in docs/privacy.md).

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pramkit.errors import MatrixError
+from pramkit.privacy.epsilon import REALISED_SLACK
 from pramkit.privacy.exact import UNIT, _others, exp_lower, float_up, log_ratio_upper
 
 if TYPE_CHECKING:
@@ -84,11 +85,6 @@ DENOMINATOR = 1 << BITS
 MAX_ALIAS = 4096
 #: Rows quantised at a time (the float temporaries of a dense matrix stay small).
 ROWS_PER_CHUNK = 512
-#: Relative share of each variable's budget left for the engine's integer units: the law the engine
-#: realises can exceed a design's epsilon by a relative 1e-15 or so where a matrix's doubles do not add
-#: up to 1 exactly (:func:`within_realised_budget` keeps it within half of this), and the manifest states
-#: the larger (:func:`pramkit.ledger.split_within` leaves this share of the budget).
-REALISED_SLACK = 1e-12
 #: Rounds of :func:`within_realised_budget` (one suffices but for a raised entry that takes the row's remainder).
 REALISE_ROUNDS = 4
 
