@@ -233,12 +233,12 @@ def within_realised_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
     entries are a few thousand units (an LP's output of mass 1e-15, say) then has a ratio of units
     above ``e**epsilon`` by a relative 1e-4.  Each column whose units' epsilon exceeds
     ``epsilon (1 + REALISED_SLACK / 2)`` has its entries below ``T = ceil(hi e**-epsilon)`` units
-    (``hi`` its largest units, with a margin of a few roundings; at least ``1 / (e**epsilon - 1)`` so
-    that one unit more is within the budget) raised to ``T`` units or one more; raising the smallest entries of a column lowers its ratio in the doubles as well.  A raise is a
-    few units, so no row sum moves by more than its own rounding.  The units are recomputed and the
-    columns still over are raised again, :data:`REALISE_ROUNDS` times at most.  Columns of entries
-    above 2^-15 (2^47 units) are within that share by their rounding alone; a column mixing zero and
-    positive entries is left as it is (its epsilon is infinite).
+    raised to ``T`` units or one more (``hi`` the column's largest units, with a margin of a few
+    roundings; ``T`` at least ``1 / (e**epsilon - 1)``, so that one unit more is within the
+    budget).  Raising the smallest entries of a column lowers its ratio in the doubles as well, and
+    a raise of a few units moves no row sum by more than its own rounding.  The units are
+    recomputed and the columns still over raised again, :data:`REALISE_ROUNDS` times at most.  A
+    column mixing zero and positive entries is left as it is (its epsilon is infinite).
 
     Parameters
     ----------
