@@ -66,7 +66,7 @@ import numpy as np
 
 from pramkit.errors import MatrixError
 from pramkit.privacy.epsilon import REALISED_SLACK
-from pramkit.privacy.exact import UNIT, _others, exp_lower, float_up, log_ratio_upper
+from pramkit.privacy.exact import UNIT, _others, exp_lower, float_up, log_ratio_upper, within_budget
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -225,11 +225,10 @@ def _dense_rows(block: np.ndarray, rows: np.ndarray, d: int, grain: int) -> np.n
 
 
 def within_realised_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
-    """A dense design's matrix with the entries that its integer units would round out of the
-    budget raised by a few units of ``2^-62``, so that the law the engine realises is within the budget too.
+    """A dense design's matrix within the budget in its doubles and in the engine's integer units.
 
-    :func:`pramkit.privacy.exact.within_budget` proves the budget for the doubles; the engine draws
-    from :func:`dense_units`, which rounds each entry to whole units.  A column whose smallest
+    The doubles are brought within the budget by :func:`pramkit.privacy.exact.within_budget`; the
+    engine draws from :func:`dense_units`, which rounds each entry to whole units of ``2^-62``.  A column whose smallest
     entries are a few thousand units (an LP's output of mass 1e-15, say) then has a ratio of units
     above ``e**epsilon`` by a relative 1e-4.  Each column whose units' epsilon exceeds
     ``epsilon (1 + REALISED_SLACK / 2)`` has its entries below ``T = ceil(hi e**-epsilon)`` units
@@ -243,14 +242,14 @@ def within_realised_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
     Parameters
     ----------
     matrix : array-like, shape (S, S)
-        A row-stochastic matrix whose doubles are within the budget.
+        A row-stochastic matrix within rounding of the budget (a design's).
     epsilon : float
         The budget, ``>= 0``.
 
     Returns
     -------
     numpy.ndarray
-        A new array; equal to ``matrix`` when its units are already within the budget.  Its
+        A new array; equal to ``matrix`` when its doubles and its units are already within the budget.  Its
         realised epsilon (:func:`realised_law` of a dense matrix) is at most
         ``epsilon (1 + REALISED_SLACK / 2)`` but for a raised entry that takes its row's remainder
         of units, which the caller's check of the realised epsilon catches.
@@ -259,10 +258,8 @@ def within_realised_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
     --------
     A column of a few thousand units (``a`` below) whose entries have the ratio e in doubles:
 
-    >>> from pramkit.privacy.exact import within_budget
     >>> a = 1000.3 / DENOMINATOR
-    >>> m = within_budget(np.array([[0.5, 0.5 - math.e * a, math.e * a], [0.5 - a, 0.5, a],
-    ...                             [0.5, 0.5 - a, a]]), 1.0)
+    >>> m = np.array([[0.5, 0.5 - math.e * a, math.e * a], [0.5 - a, 0.5, a], [0.5, 0.5 - a, a]])
     >>> def units_ratio(a):
     ...     u = dense_units(a, BITS, dense_grain(3))[:, 2]
     ...     return float(u.max() / u.min())
@@ -271,7 +268,7 @@ def within_realised_budget(matrix: ArrayLike, epsilon: float) -> np.ndarray:
     >>> units_ratio(within_realised_budget(m, 1.0)) <= math.e
     True
     """
-    m = np.array(matrix, dtype=float)
+    m = within_budget(matrix, epsilon)
     s = m.shape[0]
     grain = dense_grain(s)
     e = float(epsilon)

@@ -57,9 +57,9 @@ is priced positive.  Measured (``benchmarks/bench_geo.py``): S = 1000 in
   evaluates g with a bound on its rounding and ``e^eps - 1`` rounded up);
 * upper bound -- the expected distance of the stored matrix, rounded up
   (:func:`expected_distance_bounds`), whose exact epsilon is at most the
-  budget (:func:`pramkit.privacy.exact.within_budget`), as is the law the engine realises from it
-  (:func:`pramkit.engine.law.within_realised_budget`: an output the LP leaves at a mass of 1e-15 is a
-  few thousand units of 2^-62, whose rounding would otherwise exceed it);
+  budget, as is the law the engine realises from it (:func:`pramkit.engine.law.within_realised_budget`,
+  which calls :func:`pramkit.privacy.exact.within_budget` for the doubles; an output the LP leaves at
+  a mass of 1e-15 is a few thousand units of 2^-62, whose rounding would otherwise exceed it);
 * ``optimal`` is true only if ``upper - lower`` is at most
   ``d_max * certificate_tolerance(D / d_max)`` (the tolerance of
   :func:`pramkit.privacy.exact.certificate_tolerance` on the objective
@@ -117,7 +117,6 @@ from pramkit.privacy.exact import (
     pairwise_terms,
     rounding_bound,
     sum_up,
-    within_budget,
 )
 from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
 from pramkit.validate import probabilities
@@ -617,7 +616,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     full = solver == "full" or (solver == "auto" and s <= (WORST_FULL_LP_MAX if worst else FULL_LP_MAX))
     lo, pairs, y_scaled, multipliers, stats = _solve(a / scale, d, t1, full, worst)
     design = _assemble(lo, pairs, t1, d)
-    matrix = within_realised_budget(within_budget(design, e), e)
+    matrix = within_realised_budget(design, e)
     bound_p = pv if multipliers is None else _at_most_one(multipliers)
     average, average_rounding = expected_distance_bounds(pv, matrix, d)
     largest, largest_rounding = worst_distance_bounds(matrix, d)
@@ -729,7 +728,7 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
 def _mix(a: np.ndarray, b: np.ndarray, lam: float, epsilon: float) -> np.ndarray:
     """``(1 - lam) a + lam b`` (epsilon-DP when both are: each column constraint is linear),
     with the entries rounding (of the doubles, of the engine's units) put out of the budget raised."""
-    return within_realised_budget(within_budget((1.0 - lam) * a + lam * b, epsilon), epsilon)
+    return within_realised_budget((1.0 - lam) * a + lam * b, epsilon)
 
 
 def distance_information_path(p: ArrayLike | None, epsilon: float, distances: Distances, *,

@@ -53,7 +53,7 @@ from pramkit.engine.law import within_realised_budget
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
-from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up, within_budget
+from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up
 from pramkit.validate import probabilities
 
 #: Largest S for which the 2^S-variable LP is set up.
@@ -306,8 +306,9 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     the probability of releasing the true value (a relabelling of outputs,
     which changes neither I(X; Z) nor epsilon); unused categories get a column
     of zeros.  The entries that rounding put below the budget are raised
-    (:func:`pramkit.privacy.exact.within_budget`), so the stored matrix's
-    epsilon is at most ``epsilon`` exactly.  The certificate holds the LP dual
+    (:func:`pramkit.engine.law.within_realised_budget`), so the stored matrix's
+    epsilon is at most ``epsilon`` exactly; so are the entries that the
+    engine's integer units would round out of the budget.  The certificate holds the LP dual
     values, their largest violation, the repaired upper bound
     (:func:`staircase_dual_bound`), the certified gap, and how much form (8)
     (:func:`pramkit.design.dp.optimal.dp_optimal`) gives up against this
@@ -375,7 +376,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     used = theta[kept] * stairs[support].T                 # (S, k): M[x, column]
     used /= used.sum(axis=1, keepdims=True)
     design = square_outputs(used)
-    matrix = within_realised_budget(within_budget(design, e), e)
+    matrix = within_realised_budget(design, e)
     mi, mi_error = information_bounds(pv, matrix)
     upper, violation = staircase_dual_bound(pv, e, duals)
     lower = mi - mi_error
