@@ -1020,6 +1020,8 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
     (['m', 'f', 'f', 'm', None, 'f'], 1)
     >>> lazy.result is None, lazy.data.collect().equals(eager.data)
     (True, True)
+    >>> lazy.data.head(3).collect().equals(eager.data.head(3))  # the first rows only, with the same draws
+    True
     """
     from pramkit.frames import as_arrow, describe, frame_columns, frame_kind, to_native
 
@@ -1052,7 +1054,7 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
     def source(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
         perturber = TablePerturber(manifest, key, threads=threads)  # every computation starts from row 0
-        start = 0
+        start = sent = 0
         for table in arrow_batches(lazy, names, chunk_rows)[2]:
             released = pl.DataFrame(perturber(table, start))  # an Arrow table: polars takes its buffers
             start += table.num_rows
@@ -1060,7 +1062,12 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
                 released = released.select(with_columns)
             if predicate is not None:  # after the draws: row i keeps its draw whatever is filtered
                 released = released.filter(predicate)
+            if n_rows is not None:  # polars asks for the first n_rows only (head): the rest is not drawn
+                released = released.head(n_rows - sent)
+            sent += released.height
             yield released
+            if n_rows is not None and sent >= n_rows:
+                return
         if start == 0:
             raise DataError("the data have no rows")
 
