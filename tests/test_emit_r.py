@@ -200,6 +200,9 @@ BAD = [
     (["--emit-r", "{d}/x.R", "--manifest", "{d}/singular.json"], "singular or badly conditioned"),
     (["--emit-r", "{d}/x.R", "--released", "{d}/released.parquet"], "reads a released CSV file"),
     (["--emit-r", "{d}/x.R", "--manifest", "{d}/missing.json"], "does not exist"),
+    (["--emit-r", "{d}/x.R", "--manifest", "{d}/derived.json"], "derived from another release"),
+    (["--emit-r", "{d}/x.R", "--released", "{d}/../diagonal.csv", "--manifest", "{d}/../geography.json"],
+     "another manifest"),
 ]
 
 
@@ -216,6 +219,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(release, capsys, ext
         Manifest.of({"db040": PramMatrix([[0.5, 0.5], [0.5, 0.5]], ("female", "male"))}).write(d / "singular.json")
         joint = PramMatrix.identity([(r, s) for r in regions.categories for s in ("female", "male")])
         Manifest((PerturbedVariable("db040|rb090", joint, columns=("db040", "rb090")),)).write(d / "joint.json")
+        Manifest((PerturbedVariable("db040", regions, applied_to=regions),)).write(d / "derived.json")
     args = {"--released": str(d / "released.csv"), "--manifest": str(d / "diagonal.json"), "--vars": "db040"}
     rest: list[str] = []
     it = iter(extra)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pramkit.atomic import PathLike, write_text_atomic
 from pramkit.defaults import NA_VALUES
+from pramkit.engine.receipt import check_release
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 
@@ -95,6 +96,9 @@ def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
         if v.is_joint or v.given:
             raise ParameterError(f"{name!r} is perturbed jointly with other columns or within strata; the R script "
                                  "estimates variables of one column: run pramkit estimate for this table")
+        if v.applied_to is not None:
+            raise ParameterError(f"{name!r} is derived from another release's values (its law is the product of two "
+                                 "matrices, which the R script does not form): run pramkit estimate for this table")
         cond = condition_number([v.matrix.matrix])
         if not cond <= MAX_CONDITION:
             raise ParameterError(f"the matrix of {name!r} is singular or badly conditioned (condition number "
@@ -205,6 +209,8 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     ------
     ParameterError
         As :func:`r_script`, or ``out`` is the released file or the manifest.
+    DataError
+        The released file's receipt names another manifest.
     ManifestError
         The manifest cannot be read.
     OutputExistsError
@@ -225,6 +231,7 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     True
     """
     manifest = Manifest.read(Path(manifest_file))
+    check_release(released, manifest)  # a release of another manifest is refused, as pramkit estimate does
     text = r_script(manifest, list(vars), released=released, manifest_file=manifest_file, by=list(by),
                     variance=variance, confidence=confidence, na_values=na_values)
     return write_text_atomic(out, text, force=force, inputs=[released, manifest_file])
