@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.defaults import CONTRIBUTION_REPLICATES, NA_VALUES
+from pramkit.engine.codebook import encode
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
@@ -347,6 +348,19 @@ def _check_inputs(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | 
     return perturbed
 
 
+def _spelled(frame: pd.DataFrame, manifest: Manifest, perturbed: Sequence[str]) -> pd.DataFrame:
+    """``frame`` with each perturbed key written as its matrix's categories (a CSV's ``'1'`` as the
+    category ``1``; :func:`pramkit.engine.codebook.encode`), missing values as ``None``: levels before and
+    after PRAM then compare, and a value that is not a category is one :class:`DataError` line."""
+    if not perturbed:
+        return frame
+    out = frame.copy()
+    for key in perturbed:
+        labels = np.array([*manifest[key].matrix.categories, None], dtype=object)
+        out[key] = labels[encode(out[key].astype(object), manifest[key].matrix.categories, column=key)]
+    return out
+
+
 def _without_code(frame: pd.DataFrame, keys: Sequence[str], missing: Any) -> pd.DataFrame:
     """``frame`` with the key values equal to the code ``missing`` set to NA (a copy when there is one)."""
     if missing is None:
@@ -428,6 +442,9 @@ def risk_contributions(
     if original is not None:
         require_columns(columns, list(map(str, original.columns)), "the original file")
         original = _without_code(original[columns], keys, missing)
+    if manifest is not None:
+        data = _spelled(data, manifest, perturbed)
+        original = None if original is None else _spelled(original, manifest, perturbed)
     base = data if original is None else original  # the frequencies that choose the merge targets
     options = {"sampling_fraction": sampling_fraction, "model": model,
                **({"weights": weights} if weights is not None else {})}
@@ -484,11 +501,7 @@ def _outcomes(data: pd.DataFrame, manifest: Manifest, perturbed: Sequence[str],
     for key in perturbed:
         m = manifest[key].matrix
         dense = np.asarray(m.matrix)
-        absent = data[key].isna().to_numpy()
-        codes = pd.Categorical(data[key].astype(object), categories=list(m.categories)).codes
-        if ((codes < 0) & ~absent).any():
-            bad = data[key][(codes < 0) & ~absent].iloc[0]
-            raise DataError(f"{key}: the value {bad!r} is not a category of its matrix {list(m.categories)}")
+        codes = encode(data[key].astype(object), m.categories, column=key)  # written as its categories
         log_count += float(np.log((dense > 0).sum(axis=1)[codes[codes >= 0]]).sum())
         coded.append((codes, dense))
     if limit < 1 or log_count > math.log(limit) + 1e-9:
@@ -569,8 +582,8 @@ def expected_suda(
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 2:
         raise ParameterError(f"replicates must be an integer of at least 2, got {replicates!r}")
     _check_inputs(data, keys, manifest, data)
-    data = _without_code(data, keys, missing)
     perturbed = [k for k in keys if k in manifest.names]
+    data = _spelled(_without_code(data, keys, missing), manifest, perturbed)
     outcomes = _outcomes(data, manifest, perturbed, exact_limit)
     draws: list[tuple[float, SudaResult]] = []
     if outcomes is not None:
