@@ -61,9 +61,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pramkit._json import to_jsonable
 from pramkit.defaults import CONTRIBUTION_REPLICATES, NA_VALUES
 from pramkit.engine.codebook import encode
-from pramkit.errors import DataError, ParameterError
+from pramkit.errors import ParameterError
 from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
@@ -154,17 +155,21 @@ class Contributions:
         (['epsilon', 'interaction', 'keys', 'levels', 'perturbed', 'record_epsilon', 'totals', 'variables'], 'a', 2)
         >>> json.loads(json.dumps(out, allow_nan=False)) == out
         True
+        >>> kept = Manifest.of({"a": PramMatrix.identity([1, 2, 3])})  # released exactly: epsilon infinite
+        >>> risk_contributions(data, ["a", "b"], sampling_fraction=0.5, manifest=kept,
+        ...                    original=data).to_dict()["record_epsilon"]
+        'inf'
         """
-        return {
+        return to_jsonable({
             "keys": list(self.keys),
             "perturbed": list(self.perturbed),
-            "totals": _plain(self.totals),
-            "interaction": _plain(self.interaction),
-            "variables": _rows(self.variables),
-            "levels": _rows(self.levels),
-            "epsilon": None if self.epsilon is None else _rows(self.epsilon),
-            "record_epsilon": _plain(self.record_epsilon),
-        }
+            "totals": self.totals,
+            "interaction": self.interaction,
+            "variables": self.variables.to_dict(orient="records"),
+            "levels": self.levels.to_dict(orient="records"),
+            "epsilon": None if self.epsilon is None else self.epsilon.to_dict(orient="records"),
+            "record_epsilon": self.record_epsilon,
+        })
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,24 +217,9 @@ class ExpectedSuda:
         >>> expected_suda(data, ["a", "b", "c"], Manifest.of({"a": PramMatrix.identity([1, 2])})).to_dict()["method"]
         'exact'
         """
-        return {"keys": list(self.keys), "method": self.method, "outcomes": self.outcomes,
-                "variables": _rows(self.variables), "levels": _rows(self.levels)}
-
-
-def _plain(value: Any) -> Any:
-    """NaN -> None, NumPy scalars -> Python, recursively through dicts."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (np.generic,)):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def _rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame as a list of JSON-ready row objects."""
-    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+        return to_jsonable({"keys": list(self.keys), "method": self.method, "outcomes": self.outcomes,
+                            "variables": self.variables.to_dict(orient="records"),
+                            "levels": self.levels.to_dict(orient="records")})
 
 
 def _percent(change: float, total: float) -> float:
