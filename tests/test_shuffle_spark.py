@@ -14,7 +14,7 @@ from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file
-from pramkit.manifest import Manifest
+from pramkit.manifest import Manifest, PerturbedVariable
 
 if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
     import pyspark  # noqa: F401  (CI must run these tests, not skip them)
@@ -24,12 +24,16 @@ else:
 pytestmark = pytest.mark.slow
 
 
-def test_spark_shuffle_matches_the_local_engine(tmp_path: Path, key, capsys) -> None:
+@pytest.mark.parametrize("missing", ["keep", "category"])
+def test_spark_shuffle_matches_the_local_engine(tmp_path: Path, key, capsys, missing) -> None:
+    """Row for row and in the receipt's guarantee, with missing sexes kept missing or perturbed as a category
+    (then the clone groups are counted on the released file: its missing values are not the original's)."""
     frame = census(3_000, seed=11)[["age", "sex", "marital_status"]]
     frame.loc[::97, "sex"] = None                                   # missing values stay missing, in place
     frame.to_parquet(tmp_path / "in.parquet", index=False)
-    Manifest.of({c: randomized_response(sorted(frame[c].dropna().unique()), 2.0) for c in ("age", "sex")}
-                ).write(tmp_path / "m.json")
+    sexes = [*sorted(frame["sex"].dropna().unique()), *([None] if missing == "category" else [])]
+    Manifest((PerturbedVariable("age", randomized_response(sorted(frame["age"].unique()), 2.0)),
+              PerturbedVariable("sex", randomized_response(sexes, 2.0), missing=missing))).write(tmp_path / "m.json")
     local = apply_file(tmp_path / "in.parquet", tmp_path / "m.json", tmp_path / "local.parquet", key=key,
                        shuffle=True, public_columns=["marital_status"])
     (tmp_path / "key").write_bytes(key.material)

@@ -714,7 +714,7 @@ def apply_file_spark(
         rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
         guarantees = release_guarantees(
             man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
-            clones=smallest_group(df, public_columns, man.columns, codes)) if shuffle else None
+            clones=smallest_group(released, public_columns, man.columns, codes)) if shuffle else None
         if pending is not None:
             pending.fill(rows=rows, folder=True, guarantees=None if guarantees is None else guarantees.to_dict())
     return ApplyResult(
