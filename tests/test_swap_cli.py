@@ -16,6 +16,7 @@ from conftest import SDC_DATA
 from pramkit import atomic
 from pramkit import io as pio
 from pramkit.cli import main
+from pramkit.manifest import Manifest
 from pramkit.engine.swap.census import census_households
 
 
@@ -154,6 +155,8 @@ def test_random_swap_then_estimate_corrects_the_areas(d: Path, capsys, tmp_path:
     assert summary["swapped_households"] == 2 * (summary["quota"] - summary["unswappable"]) > 0
     receipt = json.loads((tmp_path / "out.csv.receipt.json").read_text())
     assert receipt["swapping"]["method"] == "random record swapping" and receipt["swapping"]["matrix_known"]
+    statement = Manifest.read(manifest).ledger.statement([v.epsilon for v in Manifest.read(manifest).variables])
+    assert "did not read the data" not in statement and "households per area" in statement  # the counts it read
     assert main(["estimate", str(out), "--manifest", str(manifest), "--vars", "area", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     est = pd.DataFrame(result["cells"]).set_index("category")

@@ -342,15 +342,23 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
     >>> m = swap_manifest(plan_swap("hid", ["region"], rate=0.1), ["N", "S", "E"])
     >>> m.names, m.swapping["method"], round(m.record_epsilon, 6)
     (['region'], 'random record swapping', 2.890372)
+    >>> counted = swap_manifest(plan_swap("hid", ["region"], rate=0.1), ["N", "S", "E"], households=[100, 50, 30])
+    >>> counted.ledger.frequencies, "households per area" in counted.ledger.data_dependent[1]
+    ('exact', True)
     """
     if plan.targeted:
         raise ParameterError("targeted swapping chooses households from the data: no matrix is known, so there is "
                              "no manifest to write (drop --manifest, or swap at random: no --risk-vars)")
     matrix = random_swap_matrix(plan.rate, list(areas), parents, households)
     variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
-    ledger = Ledger(frequencies="none", categories={plan.geo[-1]: "data"}, data_dependent=(
+    counted = () if households is None else (
+        f"the expected matrix is computed from the households per area of {plan.geo[-1]} in the original file, "
+        "which the released file shows exactly (a swap exchanges one household for another)",)
+    ledger = Ledger(frequencies="none" if households is None else "exact", categories={plan.geo[-1]: "data"},
+                    data_dependent=(
         (f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
-         "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole"),))
+         "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole"),
+        *counted))
     return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
                     swapping=plan.section(list(areas), parents, households))
 
