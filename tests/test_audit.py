@@ -484,3 +484,33 @@ def test_rule_breakers_are_released_as_they_are(tmp_path):
     found = next(c for c in release_audit(path, tmp_path / "o.csv", tmp_path / "bad.csv")
                  if c.field == "rule breakers unchanged")
     assert not found.passed and found.data["rows"] == [int(children[1]) + 1]
+
+
+def test_a_derived_release_passes_and_a_lowered_composed_epsilon_fails(tmp_path: Path) -> None:
+    """A public-use file derived from a scientific-use file (``derive_release``) on the census with missing
+    values: its stated epsilon is the composed law's, which the audit recomputes as the product of the two
+    integer laws (randomized response keeping 3/4 twice keeps 5/8 exactly: log(5/3)), and the engine audit
+    checks the second step's draws against that step's own epsilon. A manifest stating less fails."""
+    from fractions import Fraction
+
+    from pramkit.audit.engine import engine_audit
+    from pramkit.audit.manifest import composed_ratio
+    from pramkit.release.choices import DesignChoices
+    from pramkit.release.derive import derive_release
+
+    rr = PramMatrix.form8([0.75, 0.75], categories=["f", "m"])
+    assert composed_ratio(rr, rr) == Fraction(5, 8) / Fraction(3, 8)  # by hand: 3/4 3/4 + 1/4 1/4 = 5/8
+    data = census(2_000, seed=5)
+    data.loc[data.index[::41], "sex"] = None
+    suf = DesignChoices(epsilon=3.0).release(data, ["sex", "marital_status"]).manifest.write(tmp_path / "suf.json")
+    puf = derive_release(suf, 1.0).manifest
+    path = puf.write(tmp_path / "puf.json")
+    checks = manifest_audit(path)
+    epsilon = [c for c in checks if c.field.startswith("epsilon")]
+    assert epsilon and all(c.passed for c in epsilon), [c.detail for c in epsilon if not c.passed]
+    assert all(c.passed for c in engine_audit(Manifest.read(path), trials=20_000))
+    raw = json.loads(path.read_text())
+    raw["variables"][0]["epsilon"] = raw["variables"][0]["epsilon"] / 2
+    (tmp_path / "lowered.json").write_text(json.dumps(raw))
+    failed = [c for c in manifest_audit(tmp_path / "lowered.json") if not c.passed]
+    assert any(c.field == "epsilon" and "below the exact epsilon" in c.detail for c in failed)

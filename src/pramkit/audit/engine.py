@@ -26,6 +26,7 @@ runs with the same law as runs under separate fresh keys (docs/audit.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -189,6 +190,8 @@ def audit_variable(variable: PerturbedVariable, *, precision: float = PRECISION,
     """
     if not (0 < alpha < 1) or not precision > 0 or (trials is not None and trials < 1):
         raise ParameterError("the engine audit needs 0 < alpha < 1, precision > 0 and at least one trial")
+    if variable.applied_to is not None:  # derived: the engine draws its second step alone, whose epsilon it states
+        variable = dataclasses.replace(variable, applied_to=None)
     stated = variable.epsilon if math.isfinite(variable.epsilon) else variable.block_epsilon
     if variable.matrix.size > MAX_CATEGORIES:
         return Check("engine", variable.name, "empirical epsilon", True,

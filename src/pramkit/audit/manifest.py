@@ -44,6 +44,8 @@ from pramkit.matrix import JSONValue, PramMatrix, Provenance
 
 #: Largest matrix whose epsilon is recomputed entry by entry (S x S fractions of its column extremes).
 DENSE_CATEGORIES = 3000
+#: Largest derived variable whose composed law is recomputed (an S x S x S product of integers).
+COMPOSED_CATEGORIES = 200
 #: Largest design whose certificate is re-proved (2^S staircase patterns; S (S - 1) 2^(S - 2) arrangements).
 CERTIFIED_CATEGORIES = 12
 #: Relative slack of a recomputed floating-point figure (mutual information, proportions).
@@ -164,9 +166,28 @@ def exact_ratio(matrix: PramMatrix) -> Fraction | float | None:
     ratio = largest_ratio(*_extremes(matrix.matrix))
     law = realised_law(matrix)
     if not law.exact:
-        units = np.stack([np.asarray(law.weights(k), dtype=object) for k in range(matrix.size)])
-        ratio = max(ratio, largest_ratio(*_extremes(units)))
+        ratio = max(ratio, largest_ratio(*_extremes(law.unit_matrix().astype(object))))
     return ratio
+
+
+def composed_ratio(first: PramMatrix, second: PramMatrix) -> Fraction | float | None:
+    """``e^epsilon`` of a derived variable exactly: of the law that the engine's draws through ``first``
+    and then ``second`` realise (the product of their integer laws); ``None`` when it is not recomputed
+    (more than :data:`COMPOSED_CATEGORIES` categories).  A manifest whose steps are not integer laws
+    is not read (:func:`pramkit.design.nested.composed_epsilon` refuses it).
+
+    Examples
+    --------
+    Randomized response keeping 3/4, twice, keeps 5/8:
+
+    >>> rr = PramMatrix.form8([0.75, 0.75], categories=["f", "m"])
+    >>> composed_ratio(rr, rr)
+    Fraction(5, 3)
+    """
+    if first.size > COMPOSED_CATEGORIES:
+        return None
+    product = realised_law(first).unit_matrix().astype(object) @ realised_law(second).unit_matrix().astype(object)
+    return largest_ratio(*_extremes(product))
 
 
 def block_ratio(matrix: PramMatrix) -> Fraction | float | None:
@@ -214,13 +235,14 @@ def _log(ratio: Fraction | float) -> float:
     return float(_CTX.subtract(Decimal(ratio.numerator).ln(_CTX), Decimal(ratio.denominator).ln(_CTX)))
 
 
-def _epsilon_check(subject: str, field: str, value: Any, ratio: Fraction | float | None) -> Check:
+def _epsilon_check(subject: str, field: str, value: Any, ratio: Fraction | float | None,
+                   limit: int = DENSE_CATEGORIES) -> Check:
     stated = stated_epsilon(value)
     if stated is None:
         return Check("manifest", subject, field, False, f"stated {value!r} is not an epsilon")
     if ratio is None:
         return Check("manifest", subject, field, True,
-                     f"stated {stated:.17g}; not recomputed (more than {DENSE_CATEGORIES} categories)")
+                     f"stated {stated:.17g}; not recomputed (more than {limit} categories)")
     proved, tight = holds(stated, ratio)
     exact = _log(ratio)
     if not proved:
@@ -266,10 +288,15 @@ def epsilon_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Check]:
     """
     out = []
     for v, entry in zip(manifest.variables, raw["variables"]):
-        out.append(_epsilon_check(v.name, "epsilon", entry.get("epsilon"), exact_ratio(v.matrix)))
+        if v.applied_to is not None:  # derived: its epsilon is the composed law's (and so given the block)
+            ratio, limit = composed_ratio(v.applied_to, v.matrix), COMPOSED_CATEGORIES
+            block = ratio
+        else:
+            ratio, limit = exact_ratio(v.matrix), DENSE_CATEGORIES
+            block = block_ratio(v.matrix) if "epsilon_given_block" in entry else None
+        out.append(_epsilon_check(v.name, "epsilon", entry.get("epsilon"), ratio, limit))
         if "epsilon_given_block" in entry:
-            out.append(_epsilon_check(v.name, "epsilon given the block", entry["epsilon_given_block"],
-                                      block_ratio(v.matrix)))
+            out.append(_epsilon_check(v.name, "epsilon given the block", entry["epsilon_given_block"], block, limit))
     return out
 
 
