@@ -514,3 +514,20 @@ def test_a_derived_release_passes_and_a_lowered_composed_epsilon_fails(tmp_path:
     (tmp_path / "lowered.json").write_text(json.dumps(raw))
     failed = [c for c in manifest_audit(tmp_path / "lowered.json") if not c.passed]
     assert any(c.field == "epsilon" and "below the exact epsilon" in c.detail for c in failed)
+
+
+def test_a_manifest_altered_after_apply_is_audited_with_its_release(tmp_path: Path) -> None:
+    """The census (missing sexes) released with a manifest whose epsilon is then lowered: with the released
+    file the audit still lists its checks (the epsilon fails, and the receipt does not name the altered file)
+    instead of stopping at the manifest's own validation."""
+    data = census(1_500, seed=9)
+    data.loc[data.index[::29], "sex"] = None
+    data.to_csv(tmp_path / "original.csv", index=False)
+    Manifest.of({"sex": randomized_response(["female", "male"], 1.0)}).write(tmp_path / "m.json")
+    apply_file(tmp_path / "original.csv", tmp_path / "m.json", tmp_path / "released.csv", key=bytes(32),
+               quiet=True)
+    raw = json.loads((tmp_path / "m.json").read_text())
+    raw["variables"][0]["epsilon"] = 0.5
+    (tmp_path / "m.json").write_text(json.dumps(raw, indent=2))
+    failed = {c.field for c in manifest_audit(tmp_path / "m.json", tmp_path / "released.csv") if not c.passed}
+    assert {"epsilon", "manifest sha256"} <= failed, failed
