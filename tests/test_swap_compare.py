@@ -57,20 +57,29 @@ def digests(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--centroids", "few.csv"], "the centroids miss"),
-    (["--rate", "2"], "rate must lie in"),
-    (["--k", "0"], "at least 1"),
-    (["--risk-vars", " "], "at least one"),
+@pytest.mark.parametrize("data, extra, message", [
+    ("data.csv", ["--centroids", "few.csv"], "the centroids miss"),
+    ("data.csv", ["--centroids", "noy.csv"], "'y'"),
+    ("data.csv", ["--centroids", "text.csv"], "the centroid of area 'b' is not two numbers"),
+    ("gap.csv", [], "geography column 'area' is missing on row 5"),
+    ("one.csv", [], "at least two areas"),
+    ("data.csv", ["--rate", "2"], "rate must lie in"),
+    ("data.csv", ["--k", "0"], "at least 1"),
+    ("data.csv", ["--risk-vars", " "], "at least one"),
 ])
-def test_bad_input(tmp_path: Path, capsys, extra: list[str], message: str) -> None:
+def test_bad_input(tmp_path: Path, capsys, data: str, extra: list[str], message: str) -> None:
     rng = np.random.default_rng(0)
-    pd.DataFrame({"hid": range(300), "area": rng.choice(["a", "b", "c"], 300), "age": rng.integers(0, 4, 300),
-                  }).to_csv(tmp_path / "data.csv", index=False)
+    frame = pd.DataFrame({"hid": range(300), "area": rng.choice(["a", "b", "c"], 300), "age": rng.integers(0, 4, 300)})
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    frame.assign(area=frame["area"].where(frame.index != 4)).to_csv(tmp_path / "gap.csv", index=False)
+    frame.assign(area="a").to_csv(tmp_path / "one.csv", index=False)
     pd.DataFrame({"category": ["a", "b"], "x": [0.0, 1.0], "y": [0.0, 1.0]}).to_csv(tmp_path / "few.csv", index=False)
+    pd.DataFrame({"category": ["a", "b", "c"], "x": [0.0, 1.0, 2.0]}).to_csv(tmp_path / "noy.csv", index=False)
+    pd.DataFrame({"category": ["a", "b", "c"], "x": ["0", "far", "2"], "y": [0.0, 1.0, 2.0]}).to_csv(
+        tmp_path / "text.csv", index=False)
     before = digests(tmp_path)
     extra = [str(tmp_path / e) if e.endswith(".csv") else e for e in extra]
-    args = ["compare", str(tmp_path / "data.csv"), "--hid", "hid", "--geo", "area", "--risk-vars", "age", *extra]
+    args = ["compare", str(tmp_path / data), "--hid", "hid", "--geo", "area", "--risk-vars", "age", *extra]
     code = main(args)
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err

@@ -89,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     data = read_table(args.data, columns=plan.columns, na_values=args.na_values)
-    centroids = None if args.centroids is None else read_table(args.centroids)
-    if centroids is not None:
-        centroids = centroids.astype({"x": float, "y": float})
+    centroids = None if args.centroids is None else read_table(args.centroids)  # checked by compare_swap
     result = compare_swap(data, plan, key=key, centroids=centroids)
     if args.json:
         print_json(result.to_dict())

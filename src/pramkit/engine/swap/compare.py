@@ -36,7 +36,8 @@ from pramkit.engine.perturb import perturb_frame
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.implied import random_swap_matrix
 from pramkit.engine.swap.run import SwapPlan, swap_frame
-from pramkit.errors import ParameterError
+from pramkit.errors import DataError, ParameterError
+from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
@@ -115,10 +116,16 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
         raise ParameterError("the comparison measures risk on the risk variables: give at least one (--risk-vars)")
     secret = resolve_key(key)
     area_col = plan.geo[-1]
+    require_columns([plan.hid, *plan.geo], list(map(str, data.columns)), "the data")
     frame = data.copy()
     for c in plan.geo:
+        absent = np.flatnonzero(frame[c].isna().to_numpy())
+        if absent.size:  # as pramkit swap says it
+            raise DataError(f"geography column {c!r} is missing on row {int(absent[0]) + 1}")
         frame[c] = frame[c].astype(str)
     areas = sorted(frame[area_col].unique())
+    if len(areas) < 2:
+        raise ParameterError(f"the comparison needs at least two areas of {area_col!r}, not {len(areas)}")
     upper = frame.groupby(area_col)[list(plan.geo[:-1])].first() if len(plan.geo) > 1 else None
     xy = _centroids(centroids, areas)
     swapped = swap_frame(frame, plan, key=secret)
@@ -154,11 +161,16 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
 def _centroids(centroids: pd.DataFrame | None, areas: list[str]) -> np.ndarray | None:
     if centroids is None:
         return None
+    require_columns(["category", "x", "y"], list(map(str, centroids.columns)), "the centroids")
     table = centroids.assign(category=centroids["category"].astype(str)).set_index("category")
     missing = sorted(set(areas) - set(table.index))
     if missing:
         raise ParameterError(f"the centroids miss {len(missing)} area(s), such as {missing[0]!r}")
-    return table.loc[areas, ["x", "y"]].to_numpy(dtype=float)
+    xy = table.loc[areas, ["x", "y"]].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(xy).all(axis=1))
+    if bad.size:
+        raise ParameterError(f"the centroid of area {areas[int(bad[0])]!r} is not two numbers x, y (km)")
+    return xy
 
 
 def _rr(changed: float, areas: list[str]) -> PramMatrix:
