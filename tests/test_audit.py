@@ -531,3 +531,26 @@ def test_a_manifest_altered_after_apply_is_audited_with_its_release(tmp_path: Pa
     (tmp_path / "m.json").write_text(json.dumps(raw, indent=2))
     failed = {c.field for c in manifest_audit(tmp_path / "m.json", tmp_path / "released.csv") if not c.passed}
     assert {"epsilon", "manifest sha256"} <= failed, failed
+
+
+def test_the_key_check_reads_missing_codes_as_the_design_did(tmp_path: Path) -> None:
+    """eusilc's economic status with -9 written for missing: designed and applied with ``--na-values -9``,
+    the release derived again with the key equals the released file byte for byte (it was derived with the
+    default "NA" and failed)."""
+    from conftest import SDC_DATA
+
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", usecols=["pl030", "rb090"], dtype=str).head(3_000)
+    frame["pl030"] = frame["pl030"].fillna("-9")
+    frame.to_csv(tmp_path / "original.csv", index=False)
+    (tmp_path / "key").write_bytes(bytes(range(32)))
+    assert main(["design", str(tmp_path / "original.csv"), "--vars", "pl030", "--method", "dp", "--epsilon", "2",
+                 "--na-values", "-9", "--out", str(tmp_path / "m.json"), "--quiet"]) == 0
+    assert main(["apply", str(tmp_path / "original.csv"), "--manifest", str(tmp_path / "m.json"), "--out",
+                 str(tmp_path / "released.csv"), "--key-file", str(tmp_path / "key"), "--na-values", "-9",
+                 "--quiet"]) == 0
+    checks = release_audit(tmp_path / "m.json", tmp_path / "original.csv", tmp_path / "released.csv",
+                           key=tmp_path / "key")
+    keyed = [c for c in checks if c.field == "derived again with the key"]
+    assert keyed and keyed[0].passed, keyed

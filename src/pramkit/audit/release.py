@@ -22,7 +22,9 @@ proves the row order), with the same row count.  With the key, the release is de
 
 from __future__ import annotations
 
+import filecmp
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -321,8 +323,10 @@ def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, 
     return out
 
 
-def key_check(manifest: Path, original: Path, released: Path, key: Any) -> Check:
-    """Derive the release again with the key (into a temporary folder) and compare it byte for byte.
+def key_check(manifest: Path, original: Path, released: Path, key: Any,
+              na_values: Sequence[str] = NA_VALUES) -> Check:
+    """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
+    as the design did) and compare it byte for byte.
 
     Examples
     --------
@@ -342,8 +346,8 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any) -> Check
 
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
         again = Path(tmp) / released.name
-        apply_file(original, manifest, again, key=key)
-        same = again.read_bytes() == released.read_bytes() if again.is_file() and released.is_file() else False
+        apply_file(original, manifest, again, key=key, na_values=na_values)
+        same = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
     return Check("release", "file", "derived again with the key", same,
                  "the key reproduces the released file byte for byte" if same else
                  "the key does not reproduce the released file (another key, manifest or original)")
@@ -369,10 +373,11 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
     from pramkit.audit.manifest import read_manifest
 
     parsed, _ = read_manifest(manifest)
+    na = parsed.input.get("na_values", NA_VALUES)  # what the design read as missing
     o, r = read_whole(original), read_whole(released)
     checks = file_checks(parsed, o, r)
     if all(c.passed for c in checks if c.field in ("columns", "row count")):
-        checks += variable_checks(parsed, o, r, alpha=alpha)
+        checks += variable_checks(parsed, o, r, alpha=alpha, na_values=na)
     if key is not None:
-        checks.append(key_check(Path(manifest), Path(original), Path(released), key))
+        checks.append(key_check(Path(manifest), Path(original), Path(released), key, na_values=na))
     return checks
