@@ -344,6 +344,8 @@ BAD = [
     ("no ledger", ["--derive-from", "{bare}"], "has no privacy ledger"),
     ("a private record", ["--design-record", "{dir}/r.json"], "--design-record does not apply"),
     ("a key", ["--key-file", "{dir}/key"], "--key-file does not apply"),
+    ("a sampling design", ["--sampling", "poisson:0.1"], "--sampling does not apply"),
+    ("a population", ["--population", "100000"], "--population does not apply"),
 ]
 
 

@@ -351,6 +351,10 @@ def _derived_mode(args: argparse.Namespace) -> int:
         if value is not None:
             raise ParameterError(f"{flag} does not apply to --derive-from: the derived design reads public inputs "
                                  "only, draws no noise and has no private record")
+    for flag, value in (("--sampling", args.sampling), ("--population", args.population)):
+        if value is not None:
+            raise ParameterError(f"{flag} does not apply to --derive-from: the derived manifest states no "
+                                 "guarantee of sampling (it would be silently left out)")
     inputs = [Path(x) for x in (args.derive_from, args.prior, args.categories) if x]
     check_writable(args.out, force=args.force, inputs=inputs)
     names = comma_names(args.vars) if args.vars else None
