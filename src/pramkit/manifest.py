@@ -161,9 +161,9 @@ class PerturbedVariable:
         """The columns a category's values come from: the strata, then the perturbed columns."""
         return self.given + self.columns
 
-    @property
+    @cached_property
     def epsilon(self) -> float:
-        """The stated epsilon: the matrix's, or the exact epsilon of the law the engine realises
+        """The stated epsilon (computed once: a derived variable's is an S^3 product of integers): the matrix's, or the exact epsilon of the law the engine realises
         (:func:`pramkit.engine.realised_law`) where that is larger; infinite when its blocks (strata,
         kept codes) are released exactly; of a derived variable, the composed law's."""
         return _stated_epsilon(self.matrix, self.applied_to)
