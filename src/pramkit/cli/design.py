@@ -117,6 +117,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     geo.add_argument("--distance-weights", choices=["frequencies", "uniform", "worst"],
                      help="--objective distance: minimise the expected distance over the frequencies (default), "
                           "the average over categories, or the worst category's (the last two read no frequencies)")
+    geo.add_argument("--invariant", action="store_true",
+                     help="--objective distance: keep the frequencies the design reads (DP counts or a prior) as the "
+                          "released law, p M = p, so the released file's counts estimate the original's as they are "
+                          "and an ordinal variable keeps all its values (S <= 300)")
     st = p.add_argument_group("structure of the microdata (see docs/structure.md)")
     st.add_argument("--forbid", type=Path, metavar="RULES.csv",
                     help="edit rules: a CSV whose columns are variables and whose rows are forbidden combinations "

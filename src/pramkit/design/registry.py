@@ -262,6 +262,7 @@ DP_OPTIONS: dict[str, Rule] = {
     "objective": Choice(DP_OBJECTIVES),
     "distances": _distances_rule(),
     "weights": Choice(DISTANCE_WEIGHTS),
+    "invariant": Flag(),
 }
 
 
@@ -272,9 +273,11 @@ def _dp_coherent(given: Mapping[str, Any], o: dict[str, Any]) -> dict[str, Any]:
     if o["form"] == "general" and o["objective"] == "variance":
         raise ParameterError("objective 'variance' is a form (8) design: use form 'diagonal' with it")
     if o["objective"] != "distance":
-        if "distances" in given or "weights" in given:
-            raise ParameterError("distances and weights apply to objective 'distance'")
+        if "distances" in given or "weights" in given or o["invariant"]:
+            raise ParameterError("distances, weights and invariant apply to objective 'distance'")
         return o
+    if o["invariant"] and o["weights"] not in (None, "frequencies"):
+        raise ParameterError("invariant keeps the frequencies as the released law: it takes weights 'frequencies'")
     if o["truthful"]:
         raise ParameterError("truthful applies to the diagonal form (8) only, not to objective 'distance'")
     if given.get("form", "general") != "general":
@@ -299,7 +302,9 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
       (``"ordinal"``, a CSV path or a :class:`pramkit.design.metric.distances.Distances`;
       required when the design is built) and ``weights``: ``"frequencies"`` (p, the default),
       ``"uniform"`` (the average over categories) or ``"worst"`` (the largest expected distance
-      from any one category); the last two read no frequencies;
+      from any one category); the last two read no frequencies; ``invariant``: the released
+      law equals the frequencies the design reads (``p M = p``), so that the released file's
+      counts estimate the original's as they are;
     * ``truthful``: require ``q_k >= 1/S`` (form (8) only).  With
       ``objective="variance"`` it is accepted: the optimum (randomized
       response) is truthful anyway, and the certificate then covers the

@@ -79,6 +79,7 @@ class DesignChoices:
     mechanism: str | None = None
     dilation: float | None = None
     distance_weights: str | None = None
+    invariant: bool = False
     forbid: Path | None = None
     strata: str | None = None
     keep_codes: str | None = None
@@ -167,8 +168,8 @@ class DesignChoices:
         if self.method != "metric" and (self.metric_epsilon is not None or self.mechanism is not None
                                         or self.dilation is not None):
             raise ParameterError("--metric-epsilon, --mechanism and --dilation apply to --method metric")
-        if self.distance_weights is not None and self.objective != "distance":
-            raise ParameterError("--distance-weights applies to --objective distance")
+        if (self.distance_weights is not None or self.invariant) and self.objective != "distance":
+            raise ParameterError("--distance-weights and --invariant apply to --objective distance")
         if self.method != "dp" and (self.truthful or self.family != "diagonal" or self.objective is not None):
             raise ParameterError("--truthful, --family and --objective apply to --method dp")
 
@@ -187,7 +188,8 @@ class DesignChoices:
             distance = self.objective == "distance"
             return {"truthful": self.truthful, "form": None if distance and self.family == "diagonal" else self.family,
                     "objective": self.objective,
-                    **({"weights": self.distance_weights} if self.distance_weights else {})}
+                    **({"weights": self.distance_weights} if self.distance_weights else {}),
+                    **({"invariant": True} if self.invariant else {})}
         if self.method == "metric":
             return {"metric_epsilon": self.metric_epsilon, "mechanism": self.mechanism,
                     **({"dilation": self.dilation} if self.dilation is not None else {})}

@@ -145,6 +145,8 @@ MAX_CATEGORIES = 3000
 #: before), and the optimum is within about ``e^-eps`` of keeping every value.  Certificates close
 #: up to about 15-20 (docs/geography.md).
 MAX_LP_EPSILON = 20.0
+#: Largest S of the invariant distance LP (solved whole: S^2 variables, S^2 + 2 S rows).
+INVARIANT_MAX = 300
 #: Largest S for which a certificate the floating bounds cannot close is recomputed in rationals.
 EXACT_CERTIFICATE_MAX = 300
 #: Objectives of :func:`dp_min_distance`: the (weighted) average, or the largest from one category.
@@ -236,6 +238,34 @@ def expected_distance_bounds(p: ArrayLike, matrix: ArrayLike, d: ArrayLike) -> t
     return value, float(rounding_bound(size, pairwise_terms(terms.shape[1]) + 2))
 
 
+def invariance_error(p: ArrayLike, matrix: ArrayLike) -> float:
+    """``max_z |sum_x p_x M[x, z] - p_z|``: how far the stored doubles are from keeping p
+    (each column's sum exact to rounding, :func:`math.fsum`).
+
+    Parameters
+    ----------
+    p : array-like, shape (S,)
+        The frequencies the design keeps.
+    matrix : array-like, shape (S, S)
+        The matrix M.
+
+    Returns
+    -------
+    float
+        The largest deviation of a released frequency from p.
+
+    Examples
+    --------
+    >>> invariance_error([0.5, 0.5], [[0.75, 0.25], [0.25, 0.75]])
+    0.0
+    >>> round(invariance_error([0.8, 0.2], [[0.75, 0.25], [0.25, 0.75]]), 12)
+    0.15
+    """
+    pv = np.asarray(p, dtype=float)
+    terms = pv[:, None] * np.asarray(matrix, dtype=float)
+    return max(abs(math.fsum([*terms[:, z].tolist(), -float(pv[z])])) for z in range(pv.size))
+
+
 def worst_distance_bounds(matrix: ArrayLike, d: ArrayLike) -> tuple[float, float]:
     """``max_x sum_z M[x, z] d(x, z)`` (the largest expected distance from one category) for
     the doubles given, with a bound on the error of the computed value.
@@ -265,7 +295,7 @@ def worst_distance_bounds(matrix: ArrayLike, d: ArrayLike) -> tuple[float, float
 
 
 def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
-                 matrix: ArrayLike, worst: bool = False) -> tuple[float, float]:
+                 matrix: ArrayLike, worst: bool = False, v: ArrayLike | None = None) -> tuple[float, float]:
     """The dual lower bound of :func:`distance_dual_bound` and the expected distance of
     ``matrix`` (``worst``: its largest expected distance from one category), both in exact
     rational arithmetic on the doubles (rounded outward to doubles).
@@ -289,6 +319,9 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
         The stored matrix.
     worst : bool
         Bound the largest expected distance from one category instead of the average.
+    v : array-like, shape (S,), optional
+        The invariance constraints' multipliers (:func:`distance_dual_bound`): the lower bound
+        then covers the invariant matrices only.
 
     Returns
     -------
@@ -300,8 +333,9 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
     >>> exact_bounds([0.5, 0.5], [[0, 1.0], [1.0, 0]], 1.0, [0.1, 0.1], [[0.75, 0.25], [0.25, 0.75]])
     (0.2, 0.25)
     """
-    pv = [Fraction(float(v)) for v in np.asarray(p, dtype=float)]
-    yv = [Fraction(float(v)) for v in np.asarray(y, dtype=float)]
+    pv = [Fraction(float(x)) for x in np.asarray(p, dtype=float)]
+    yv = [Fraction(float(x)) for x in np.asarray(y, dtype=float)]
+    vv = [Fraction(0)] * len(pv) if v is None else [Fraction(float(x)) for x in np.asarray(v, dtype=float)]
     dm = np.asarray(d, dtype=float)
     mm = np.asarray(matrix, dtype=float)
     s = len(pv)
@@ -312,18 +346,19 @@ def exact_bounds(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
         g = Fraction(0)
         for x in range(s):
             dxz = Fraction(float(dm[x, z]))
-            v = yv[x] - pv[x] * dxz
-            g += v + t1 * v if v > 0 else v
+            t = yv[x] + pv[x] * vv[z] - pv[x] * dxz
+            g += t + t1 * t if t > 0 else t
             if mm[x, z]:
                 moved[x] += Fraction(float(mm[x, z])) * dxz
         top = g if top is None or g > top else top
     assert top is not None  # every output's g was computed (s >= 1)
-    lower = sum(yv, Fraction(0)) - max(top, Fraction(0))
+    lower = sum(yv, Fraction(0)) + sum((pz * vz for pz, vz in zip(pv, vv)), Fraction(0)) - max(top, Fraction(0))
     upper = max(moved) if worst else sum((px * mx for px, mx in zip(pv, moved)), Fraction(0))
     return float_below(lower), float_above(upper)
 
 
-def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike) -> tuple[float, float]:
+def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike,
+                        v: ArrayLike | None = None) -> tuple[float, float]:
     """A lower bound on the expected distance of every epsilon-DP matrix, from any y.
 
     With ``G`` an upper bound on ``max_z g_z(y)``, ``g_z(y) = sum_x h(y_x - p_x d(x, z))``
@@ -337,6 +372,13 @@ def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike
     ``v = y_x - a[x, z]``, and ``sum_x M[x, z] v[x, z] <= lo_z g_z(y)`` because
     ``lo_z <= M[x, z] <= e^eps lo_z``.
 
+    With ``v`` (multipliers of the invariance constraints ``sum_x p_x M[x, z] = p_z``), the
+    bound holds for every epsilon-DP matrix that is *invariant* (``p M = p``):
+    ``g_z`` sums ``h(y_x + p_x v_z - a[x, z])`` and the bound is ``sum(y) + sum(p v) - max(G, 0)``.
+    Proof: for such an M, ``sum(y) + sum_z p_z v_z - D(M) = sum_{x, z} M[x, z] t[x, z]`` with
+    ``t = y_x + p_x v_z - a[x, z]`` (rows sum to 1, and ``p_z = sum_x p_x M[x, z]``), and
+    ``sum_x M[x, z] t[x, z] <= lo_z g_z <= lo_z max(G, 0)`` as above, with ``sum_z lo_z <= 1``.
+
     Parameters
     ----------
     p : array-like, shape (S,)
@@ -347,11 +389,14 @@ def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike
         The budget.
     y : array-like, shape (S,)
         Any vector (e.g. an LP's dual values).
+    v : array-like, shape (S,), optional
+        Any vector (the invariance constraints' dual values): the bound then covers the
+        invariant matrices only.
 
     Returns
     -------
     bound : float
-        ``D(M) >= bound`` for every epsilon-DP M.
+        ``D(M) >= bound`` for every epsilon-DP M (invariant, with ``v``).
     violation : float
         ``max_z g_z(y)`` as computed (positive: y was not dual feasible).
 
@@ -365,6 +410,12 @@ def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike
     >>> bound, _ = distance_dual_bound([0.5, 0.5], d, 1.0, [q / 2, q / 2])
     >>> bound <= q
     True
+
+    An invariant matrix of S = 2 with p = (1/2, 1/2) is symmetric; the bound covers it:
+
+    >>> bound, _ = distance_dual_bound([0.5, 0.5], d, 1.0, [q / 2, q / 2], [0.0, 0.0])
+    >>> bound <= q
+    True
     """
     pv = np.asarray(p, dtype=float)
     dm = np.asarray(d, dtype=float)
@@ -372,14 +423,21 @@ def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike
     s = pv.size
     t1 = expm1_upper(epsilon)
     a = pv[:, None] * dm
-    v = yv[:, None] - a
+    t = yv[:, None] - a
     size = np.abs(yv)[:, None] + a
-    near = v > -4.0 * UNIT * size                  # positive, or within its rounding of 0
-    h = v + t1 * np.maximum(v, 0.0)
+    shift: list[float] = []
+    if v is not None:
+        pvz = pv[:, None] * np.asarray(v, dtype=float)[None, :]     # p_x v_z, one rounding each
+        t = t + pvz
+        size = size + 2.0 * np.abs(pvz)
+        products = pv * np.asarray(v, dtype=float)                  # p_z v_z, one rounding each
+        shift = [*(-products).tolist(), float(np.abs(products).sum()) * 4.0 * UNIT]
+    near = t > -4.0 * UNIT * size                  # positive, or within its rounding of 0
+    h = t + t1 * np.maximum(t, 0.0)
     g = pairwise_sum(h.T)
     mag = pairwise_sum((size * (1.0 + t1 * near)).T)
     worst = float(np.max(g + rounding_bound(mag, pairwise_terms(s))))
-    bound = -sum_up([*(-yv).tolist(), max(worst, 0.0)])
+    bound = -sum_up([*(-yv).tolist(), *shift, max(worst, 0.0)])
     return bound, float(g.max())
 
 
@@ -388,11 +446,14 @@ def distance_dual_bound(p: ArrayLike, d: ArrayLike, epsilon: float, y: ArrayLike
 # ---------------------------------------------------------------------------
 
 def _restricted_lp(a: np.ndarray, t1: float, cols: np.ndarray, xs: np.ndarray, zs: np.ndarray,
-                   worst: bool = False) -> Any:
+                   worst: bool = False, invariant: np.ndarray | None = None) -> Any:
     """The LP with floors for the outputs ``cols`` and excesses for the pairs (xs, zs).
 
     ``worst``: ``a`` holds each row's distances, and the LP minimises a bound ``t`` on every
-    row's expected distance ``sum_z M[x, z] a[x, z]`` (one more variable, S more rows)."""
+    row's expected distance ``sum_z M[x, z] a[x, z]`` (one more variable, S more rows).
+    ``invariant``: the frequencies p that the released law keeps, ``sum_x p_x M[x, z] = p_z``
+    for every output z (``lo_z + sum_x p_x u[x, z] = p_z``: one more equality per output; every
+    output must be a candidate)."""
     s = a.shape[0]
     m, k = cols.size, xs.size
     extra = int(worst)
@@ -404,7 +465,14 @@ def _restricted_lp(a: np.ndarray, t1: float, cols: np.ndarray, xs: np.ndarray, z
         cost = np.concatenate([a[:, cols].sum(axis=0), a[xs, zs]])
     eq_rows = np.concatenate([np.repeat(np.arange(s), m), xs])
     eq_cols = np.concatenate([np.tile(np.arange(m), s), m + np.arange(k)])
-    a_eq = sp.csr_matrix((np.ones(s * m + k), (eq_rows, eq_cols)), shape=(s, m + k + extra))
+    eq_vals = np.ones(s * m + k)
+    b_eq = np.ones(s)
+    if invariant is not None:
+        eq_rows = np.concatenate([eq_rows, s + np.arange(m), s + pos[zs]])
+        eq_cols = np.concatenate([eq_cols, np.arange(m), m + np.arange(k)])
+        eq_vals = np.concatenate([eq_vals, np.ones(m), invariant[xs]])
+        b_eq = np.concatenate([b_eq, invariant[cols]])
+    a_eq = sp.csr_matrix((eq_vals, (eq_rows, eq_cols)), shape=(b_eq.size, m + k + extra))
     idx = np.arange(k)
     ub_rows = [idx, idx]
     ub_cols = [m + idx, pos[zs]]
@@ -415,10 +483,10 @@ def _restricted_lp(a: np.ndarray, t1: float, cols: np.ndarray, xs: np.ndarray, z
         ub_vals += [a[:, cols].ravel(), a[xs, zs], -np.ones(s)]
     a_ub = sp.csr_matrix((np.concatenate(ub_vals), (np.concatenate(ub_rows), np.concatenate(ub_cols))),
                          shape=(k + extra * s, m + k + extra))
-    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(k + extra * s), A_eq=a_eq, b_eq=np.ones(s), bounds=(0, None),
+    res = linprog(cost, A_ub=a_ub, b_ub=np.zeros(k + extra * s), A_eq=a_eq, b_eq=b_eq, bounds=(0, None),
                   method="highs", options={"primal_feasibility_tolerance": LP_TOLERANCE,
                                            "dual_feasibility_tolerance": LP_TOLERANCE})
-    if res.status != 0:  # pragma: no cover - the LP is feasible (lo = 1/m) and bounded
+    if res.status != 0:  # pragma: no cover - the LP is feasible (lo = 1/m, or lo = p when invariant) and bounded
         raise ParameterError(f"the distance LP failed: {res.message}")
     return res
 
@@ -437,11 +505,11 @@ def _spread(d: np.ndarray, count: int) -> np.ndarray:
     return np.array(chosen, dtype=np.intp)
 
 
-def _solve(a: np.ndarray, d: np.ndarray, t1: float, full: bool,
-           worst: bool = False) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray | None, dict]:
-    """Solve the (scaled) LP; returns the floors (S,), the pairs and their excesses, y, the
-    weights the dual prices the outputs with (p; for ``worst``, the multipliers of the rows'
-    bounds) and statistics."""
+def _solve(a: np.ndarray, d: np.ndarray, t1: float, full: bool, worst: bool = False,
+           invariant: np.ndarray | None = None) -> tuple[np.ndarray, tuple, np.ndarray, np.ndarray | None, dict]:
+    """Solve the (scaled) LP; returns the floors (S,), the pairs and their excesses, the duals
+    (y, followed for an ``invariant`` LP by the invariance constraints' v), the weights the dual
+    prices the outputs with (p; for ``worst``, the multipliers of the rows' bounds) and statistics."""
     s = a.shape[0]
     incol = np.zeros(s, dtype=bool)
     pair = np.zeros((s, s), dtype=bool)
@@ -459,14 +527,14 @@ def _solve(a: np.ndarray, d: np.ndarray, t1: float, full: bool,
             near = np.argpartition(d[:, cols], k - 1, axis=1)[:, :k]
             pair[np.arange(s)[:, None], cols[near]] = True
         xs, zs = np.nonzero(pair)
-        res = _restricted_lp(a, t1, cols, xs, zs, worst)
+        res = _restricted_lp(a, t1, cols, xs, zs, worst, invariant)
         solves += 1
         simplex += int(res.nit)
         y = np.asarray(res.eqlin.marginals, dtype=float)
         weights = np.maximum(-np.asarray(res.ineqlin.marginals[xs.size:], dtype=float), 0.0) if worst else None
         if full:
             break
-        v = y[:, None] - (a if weights is None else weights[:, None] * a)
+        v = y[:, None] - (a if weights is None else weights[:, None] * a)  # (never invariant: that LP is full)
         g = (v + t1 * np.maximum(v, 0.0)).sum(axis=0)
         violated = g > 1e-13 * (1.0 + np.abs(y).sum())
         fresh = violated & ~incol
@@ -517,7 +585,7 @@ def _assemble(lo: np.ndarray, pairs: tuple, t1: float, d: np.ndarray) -> np.ndar
 
 def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | str, *,
                     categories: Sequence[Label] | None = None, solver: str = "auto",
-                    objective: str = "average") -> PramMatrix:
+                    objective: str = "average", invariant: bool = False) -> PramMatrix:
     """The epsilon-DP matrix that moves values the least expected distance.
 
     Solves the LP of the module docstring to a certified optimum (Bordenabe,
@@ -530,6 +598,18 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     are: the certificate's lower bound is :func:`distance_dual_bound` at those
     weights (normalised to sum at most 1), valid because
     ``max_x D_x(M) >= sum_x w_x D_x(M)``.
+
+    ``invariant=True`` adds ``p M = p``: the released law of the variable is p itself, so
+    that the released file's counts estimate the original's as they are (invariant PRAM,
+    Gouweleeuw et al. 1998, here with an epsilon-DP matrix and p read through the ledger).
+    Every output keeps its share of the records, so the design cannot collapse onto a few
+    central categories as the plain optimum does for small epsilon: an ordinal variable of
+    many values keeps them all, each record moving to a nearby one.  The constraint is
+    feasible for every p and epsilon (every row equal to p is 0-DP and invariant); the whole
+    LP is solved at once (S at most :data:`INVARIANT_MAX`), its certificate bounds the
+    invariant epsilon-DP matrices (:func:`distance_dual_bound` with the invariance
+    constraints' multipliers), and ``invariance_error`` states ``max_z |(p M)_z - p_z|``
+    for the stored doubles.
 
     Parameters
     ----------
@@ -550,6 +630,8 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     objective : {"average", "worst"}
         The expected distance under p (or the uniform average), or the largest
         expected distance from one category (``p`` must be ``None``).
+    invariant : bool
+        Keep the released law equal to p (``p M = p``; p required, objective ``"average"``).
 
     Returns
     -------
@@ -581,6 +663,15 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     >>> u = dp_min_distance(None, 1.0, d).provenance                        # least uniform average
     >>> w.certificate["optimal"], u.objective <= w.objective <= u.certificate["worst_case_distance"]
     (True, True)
+
+    The invariant design keeps p as the released law, at a larger distance moved:
+
+    >>> p = np.array([0.2, 0.3, 0.35, 0.15])
+    >>> inv = dp_min_distance(p, 1.0, d, invariant=True)
+    >>> bool(np.allclose(p @ inv.matrix, p, atol=1e-9)), inv.provenance.certificate["optimal"]
+    (True, True)
+    >>> inv.provenance.objective >= m.provenance.objective
+    True
     """
     start = time.perf_counter()
     e = check_epsilon(epsilon)
@@ -606,6 +697,12 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     worst = objective == "worst"
     if worst and p is not None:
         raise ParameterError("the worst-case objective reads no frequencies: give p=None")
+    if invariant and p is None:
+        raise ParameterError("an invariant design keeps the frequencies p as the released law: give p "
+                             "(distance weights 'frequencies')")
+    if invariant and s > INVARIANT_MAX:
+        raise ParameterError(f"the invariant distance LP is solved whole: S = {s} is above {INVARIANT_MAX}; "
+                             "group the categories or leave out invariant")
     pv, weights = _weights(p, s)
     d = dist.matrix
     a = d if worst else pv[:, None] * d
@@ -613,8 +710,8 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     if not scale > 0:   # pragma: no cover - S >= 2 with positive distances and some p > 0
         raise ParameterError("every weighted distance is 0")
     t1 = math.expm1(e)
-    full = solver == "full" or (solver == "auto" and s <= (WORST_FULL_LP_MAX if worst else FULL_LP_MAX))
-    lo, pairs, y_scaled, multipliers, stats = _solve(a / scale, d, t1, full, worst)
+    full = invariant or solver == "full" or (solver == "auto" and s <= (WORST_FULL_LP_MAX if worst else FULL_LP_MAX))
+    lo, pairs, duals, multipliers, stats = _solve(a / scale, d, t1, full, worst, pv if invariant else None)
     design = _assemble(lo, pairs, t1, d)
     matrix = within_realised_budget(design, e)
     bound_p = pv if multipliers is None else _at_most_one(multipliers)
@@ -622,14 +719,15 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     largest, largest_rounding = worst_distance_bounds(matrix, d)
     value, rounding = (largest, largest_rounding) if worst else (average, average_rounding)
     upper = value + rounding
-    y = y_scaled * scale
-    lower, violation = distance_dual_bound(bound_p, d, e, y)
+    y = duals[:s] * scale
+    v = duals[s:] * scale if invariant else None
+    lower, violation = distance_dual_bound(bound_p, d, e, y, v)
     gap = max(upper - lower, 0.0)
     unit_scale = dist.max
     tolerance = unit_scale * certificate_tolerance(value / unit_scale)
     arithmetic = "floating point with rounding bounds"
     if gap > tolerance and s <= EXACT_CERTIFICATE_MAX:
-        lower, upper = exact_bounds(bound_p, d, e, y, matrix, worst)
+        lower, upper = exact_bounds(bound_p, d, e, y, matrix, worst, v)
         gap = max(upper - lower, 0.0)
         arithmetic = "exact rationals"
     mi, mi_error = information_bounds(pv, matrix)
@@ -648,6 +746,8 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         "arithmetic": arithmetic,
         "dual_y": y.tolist(),
         **({"least_favourable_weights": bound_p.tolist()} if worst else {}),
+        **({"invariant": True, "dual_v": v.tolist(), "invariance_error": invariance_error(pv, matrix)}
+           if v is not None else {}),
         "mutual_information_nats": mutual_information(pv, matrix),
         "information_lower_nats": mi - mi_error,
         "share_kept": float(pv @ np.diagonal(matrix)),
@@ -659,7 +759,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     provenance = Provenance(
         method="dp_min_distance",
         parameters={"epsilon": e, "p": None if p is None else pv.tolist(), "weights": weights,
-                    "objective": objective, "distances": dist.to_dict()},
+                    "objective": objective, "distances": dist.to_dict(), **({"invariant": True} if invariant else {})},
         objective=value,
         objective_name="worst_case_distance" if worst else "expected_distance",
         certificate=certificate,

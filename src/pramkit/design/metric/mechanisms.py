@@ -664,7 +664,7 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
     epsilon : float or None
         The variable's budget (nats); required.
     options : mapping
-        ``distances`` (required), ``unit``, ``weights``.
+        ``distances`` (required), ``unit``, ``weights``, ``invariant``.
 
     Returns
     -------
@@ -697,7 +697,8 @@ def build_distance(categories: Sequence[Label], p: np.ndarray | None, epsilon: f
     if epsilon is None:
         raise ParameterError("the distance design is built to a budget: give epsilon")
     objective = "worst" if options.get("weights") == "worst" else "average"
-    return dp_min_distance(p, epsilon, distances_for(options, categories), objective=objective)
+    return dp_min_distance(p, epsilon, distances_for(options, categories), objective=objective,
+                           invariant=bool(options.get("invariant")))
 
 
 def build_metric(categories: Sequence[Label], p: np.ndarray | None, options: Mapping[str, Any]) -> PramMatrix:

@@ -1,0 +1,163 @@
+"""The invariant least-distance DP design (``--objective distance --invariant``): p M = p.
+
+Checked against what the code does not compute itself: the LP solved again over the S^3 pairwise
+DP constraints (no floors, no duals), the matrix's epsilon from its column ratios, and the released
+file of NIST's ACS excerpt read as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+import pramkit
+from pramkit.cli import main
+from pramkit.design.dp.distance import dp_min_distance
+from pramkit.design.metric.distances import ordinal_distances
+from pramkit.errors import ParameterError
+
+NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
+
+
+@pytest.fixture(scope="module")
+def acs() -> pd.DataFrame:
+    """NIST's national2019 ACS excerpt, every column as text ('N': not applicable)."""
+    if not NIST.is_file():
+        pytest.skip("../shared/data/nist-crc is not available")
+    return pd.read_csv(NIST, dtype=str)
+
+
+def brute_optimum(p: np.ndarray, d: np.ndarray, epsilon: float) -> float:
+    """The least expected distance over invariant epsilon-DP matrices: the LP over M itself, with every
+    pairwise constraint M[x, z] <= e^eps M[x', z] written out (S^3 rows)."""
+    s = p.size
+    n = s * s
+    ub_rows, ub_cols, ub_vals = [], [], []
+    row = 0
+    for z, x, x2 in product(range(s), range(s), range(s)):
+        if x != x2:
+            ub_rows += [row, row]
+            ub_cols += [x * s + z, x2 * s + z]
+            ub_vals += [1.0, -np.exp(epsilon)]
+            row += 1
+    a_ub = np.zeros((row, n))
+    a_ub[ub_rows, ub_cols] = ub_vals
+    a_eq = np.zeros((2 * s, n))
+    for x in range(s):
+        a_eq[x, x * s:(x + 1) * s] = 1.0
+    for z in range(s):
+        a_eq[s + z, z::s] = p
+    res = linprog((p[:, None] * d).ravel(), A_ub=a_ub, b_ub=np.zeros(row), A_eq=a_eq,
+                  b_eq=np.concatenate([np.ones(s), p]), bounds=(0, None), method="highs")
+    assert res.status == 0
+    return float(res.fun)
+
+
+def column_epsilon(m: np.ndarray) -> float:
+    """The largest log-ratio within a column (0 for columns that are all 0)."""
+    worst = 0.0
+    for col in m.T:
+        if col.max() > 0:
+            assert col.min() > 0, "a column mixes zero and positive entries: epsilon is infinite"
+            worst = max(worst, float(np.log(col.max() / col.min())))
+    return worst
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 6).flatmap(lambda s: st.tuples(
+    st.lists(st.integers(0, 50), min_size=s, max_size=s).filter(lambda c: sum(c) > 0),
+    st.floats(0.05, 6.0))))
+def test_the_design_is_the_invariant_dp_optimum(case) -> None:
+    counts, epsilon = case
+    p = np.array(counts, dtype=float) / sum(counts)
+    labels = [str(i) for i in range(p.size)]
+    dist = ordinal_distances(labels)
+    m = dp_min_distance(p, epsilon, dist, invariant=True)
+    matrix = m.matrix
+    cert = m.provenance.certificate
+    best = brute_optimum(p, dist.matrix, epsilon)
+    assert np.allclose(matrix.sum(axis=1), 1.0, atol=1e-12)
+    assert np.abs(p @ matrix - p).max() <= 1e-8
+    assert column_epsilon(matrix) <= epsilon + 1e-9
+    assert m.provenance.objective <= best + 1e-7 * (1 + best)   # as good as the optimum over every matrix
+    assert cert["lower_bound"] <= best + 1e-12                  # the certificate's bound is a true lower bound
+    assert cert["optimal"] and cert["invariant"]
+
+
+def test_an_invariant_certificate_does_not_cover_the_plain_optimum() -> None:
+    # The plain optimum is not invariant: its distance is below the invariant certificate's lower bound,
+    # which is therefore a bound on the invariant matrices only.
+    p = np.array([0.1, 0.2, 0.4, 0.2, 0.1])
+    dist = ordinal_distances(list("abcde"))
+    plain = dp_min_distance(p, 0.5, dist)
+    inv = dp_min_distance(p, 0.5, dist, invariant=True)
+    assert np.abs(p @ plain.matrix - p).max() > 0.05
+    assert plain.provenance.objective < inv.provenance.certificate["lower_bound"]
+
+
+def test_age_keeps_its_values_and_its_distribution(acs: pd.DataFrame) -> None:
+    ages = sorted(acs["AGEP"].unique(), key=int)
+    p = acs["AGEP"].value_counts().reindex(ages).to_numpy() / len(acs)
+    dist = ordinal_distances(ages)
+    plain = dp_min_distance(p, 3.0, dist).matrix
+    inv = dp_min_distance(p, 3.0, dist, invariant=True).matrix
+    assert int((p @ plain > 1e-3).sum()) <= 10              # the plain optimum remaps to a few ages
+    assert int((p @ inv > 1e-3).sum()) >= 90                # the invariant one keeps (almost) all 96
+    assert 0.5 * np.abs(p @ inv - p).sum() < 1e-9
+
+
+def test_the_released_file_reads_as_the_original(acs: pd.DataFrame, key) -> None:
+    data = acs[["AGEP", "SEX"]].astype({"AGEP": int})
+    plan = pramkit.plan_release(["AGEP"], epsilon=3.0, method="dp", options={"objective": "distance", "invariant": True},
+                                distances="ordinal")
+    m = pramkit.design_planned(data, plan, key=key).manifest
+    released = pramkit.perturb_frame(data, m, key=key).data
+    assert m.record_epsilon <= 3.0
+    original = data["AGEP"].astype(int)
+    moved = released["AGEP"].astype(int)
+    share = original.value_counts(normalize=True)
+    tv = 0.5 * moved.value_counts(normalize=True).reindex(share.index, fill_value=0).sub(share).abs().sum()
+    assert moved.nunique() >= 90
+    assert tv < 0.06                                       # sampling noise of 27 253 draws and DP counts
+    assert (moved != original).mean() > 0.5                # and most ages moved
+    adults = original >= 18
+    assert abs((moved >= 18).mean() - adults.mean()) < 0.02
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--vars", "AGEP", "--invariant"], "--invariant apply to --objective distance"),
+    (["--vars", "AGEP", "--objective", "distance", "--distances", "ordinal", "--invariant",
+      "--distance-weights", "uniform"], "weights 'frequencies'"),
+    (["--vars", "POVPIP", "--na-values", "N", "--objective", "distance", "--distances", "ordinal", "--invariant"],
+     "above 300"),
+    (["--vars", "AGEP", "--method", "rr", "--invariant"], "apply to --objective distance"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(acs: pd.DataFrame, tmp_path: Path, flags, message) -> None:
+    data = tmp_path / "acs.csv"
+    acs[["AGEP", "POVPIP", "SEX"]].to_csv(data, index=False)
+    before = data.read_bytes()
+    code, err = _run(["design", str(data), *flags, "--epsilon", "3", "--out", str(tmp_path / "m.json"), "--quiet"])
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["acs.csv"] and data.read_bytes() == before
+
+
+def test_the_library_refuses_an_invariant_design_without_frequencies() -> None:
+    with pytest.raises(ParameterError, match="give p"):
+        dp_min_distance(None, 1.0, ordinal_distances(["a", "b", "c"]), invariant=True)
