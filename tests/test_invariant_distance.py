@@ -161,3 +161,41 @@ def test_bad_input_is_one_line_and_writes_nothing(acs: pd.DataFrame, tmp_path: P
 def test_the_library_refuses_an_invariant_design_without_frequencies() -> None:
     with pytest.raises(ParameterError, match="give p"):
         dp_min_distance(None, 1.0, ordinal_distances(["a", "b", "c"]), invariant=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 5).flatmap(lambda s: st.tuples(
+    st.lists(st.integers(1, 40), min_size=s, max_size=s), st.floats(0.1, 5.0))))
+def test_discrete_distances_keep_the_most_values_invariantly(case) -> None:
+    # With every change at distance 1 the expected distance is the probability of a change: the invariant
+    # design keeps as many values as any invariant epsilon-DP matrix can.
+    from pramkit.design.metric.distances import read_distances
+
+    counts, epsilon = case
+    p = np.array(counts, dtype=float) / sum(counts)
+    dist = read_distances("discrete", [f"c{i}" for i in range(p.size)])
+    m = dp_min_distance(p, epsilon, dist, invariant=True)
+    kept = float(p @ np.diagonal(m.matrix))
+    assert abs((1 - kept) - brute_optimum(p, 1.0 - np.eye(p.size), epsilon)) < 1e-7
+    assert column_epsilon(m.matrix) <= epsilon + 1e-9
+
+
+def test_a_nominal_variable_keeps_its_law_in_the_released_file(acs: pd.DataFrame, tmp_path: Path, key) -> None:
+    data = tmp_path / "acs.csv"
+    acs[["MSP", "EDU", "SEX"]].to_csv(data, index=False)
+    key_file = tmp_path / "k.key"
+    key_file.write_text(key.material.hex() + "\n")
+    key_file.chmod(0o600)
+    code, err = _run(["design", str(data), "--vars", "MSP,EDU", "--objective", "distance", "--distances", "discrete",
+                      "--invariant", "--epsilon", "4", "--key-file", str(key_file), "--out", str(tmp_path / "m.json"),
+                      "--quiet"])
+    assert code == 0, err
+    code, err = _run(["apply", str(data), "--manifest", str(tmp_path / "m.json"), "--out", str(tmp_path / "r.csv"),
+                      "--key-file", str(key_file)])
+    assert code == 0, err
+    released = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    for column in ("MSP", "EDU"):
+        share = acs[column].value_counts(normalize=True)
+        out = released[column].value_counts(normalize=True).reindex(share.index, fill_value=0)
+        assert 0.5 * (out - share).abs().sum() < 0.03, column      # the law kept (DP counts, sampling)
+        assert (released[column] != acs[column]).mean() > 0.3       # while many values changed

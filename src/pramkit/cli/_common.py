@@ -197,7 +197,7 @@ def check_files(inputs: list[Any], outputs: list[Any]) -> None:
 
 
 def distance_files(specs: Any) -> list[Any]:
-    """The files among distance specs (``ordinal``, ``FILE`` or ``VAR=FILE`` items, or a mapping's values).
+    """The files among distance specs (``ordinal``, ``discrete``, ``FILE`` or ``VAR=FILE`` items, or a mapping's values).
 
     An item with ``=`` gives both readings (the whole item, and what follows ``VAR=``): a file
     that may be read is never written.
@@ -217,7 +217,7 @@ def distance_files(specs: Any) -> list[Any]:
     paths = []
     for item in (str(s) for s in items if isinstance(s, (str, Path))):
         paths += [item, item.partition("=")[2]] if "=" in item else [item]
-    return [p for p in paths if p and p.strip().lower() != "ordinal"]
+    return [p for p in paths if p and p.strip().lower() not in ("ordinal", "discrete")]
 
 
 def comma_names(text: str | None) -> list[str]:

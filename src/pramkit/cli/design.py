@@ -102,8 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "no frequencies) or distance (the least expected distance moved, with --distances; a "
                         "certified LP, S <= 3000)")
     geo = p.add_argument_group("geographic and ordinal variables (see docs/geography.md)")
-    geo.add_argument("--distances", metavar="ordinal|FILE",
-                     help="distances between categories: 'ordinal' (the declared order) or a CSV: category,x,y "
+    geo.add_argument("--distances", metavar="ordinal|discrete|FILE",
+                     help="distances between categories: 'ordinal' (the declared order), 'discrete' (every change "
+                          "counts 1: for nominal variables) or a CSV: category,x,y "
                           "(projected), category,lat,lon (km on the sphere), category,neighbour (borders crossed) "
                           "or from,to,distance; with DATA, for every variable in --vars")
     geo.add_argument("--metric-epsilon", type=float, metavar="E_D",

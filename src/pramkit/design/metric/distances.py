@@ -1123,8 +1123,9 @@ def read_distance_csv(path: str | Path, categories: Sequence[Label], *, unit: st
 
 def read_distances(spec: str | Path | Distances, categories: Sequence[Label], *,
                    unit: str | None = None, declared_order: bool = True, variable: str | None = None) -> Distances:
-    """Distances for a variable from a spec: ``"ordinal"``, a CSV path, or a
-    :class:`Distances` (reordered to ``categories``).
+    """Distances for a variable from a spec: ``"ordinal"``, ``"discrete"`` (every two categories
+    at distance 1, unit ``"change"``: for a nominal variable, the expected distance moved is the
+    probability of a change), a CSV path, or a :class:`Distances` (reordered to ``categories``).
 
     Parameters
     ----------
@@ -1155,6 +1156,9 @@ def read_distances(spec: str | Path | Distances, categories: Sequence[Label], *,
     --------
     >>> read_distances("ordinal", ["a", "b"]).matrix.tolist()
     [[0.0, 1.0], [1.0, 0.0]]
+    >>> d = read_distances("discrete", ["married", "single", "widowed"])
+    >>> d.matrix.tolist()[0], d.unit
+    ([0.0, 1.0, 1.0], 'change')
     >>> read_distances("ordinal", ["0-4", "10-14", "5-9"], declared_order=False, variable="age")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -1166,9 +1170,12 @@ def read_distances(spec: str | Path | Distances, categories: Sequence[Label], *,
     if isinstance(spec, str) and spec.strip().lower() == "ordinal":
         require_order(variable, categories, declared=declared_order)
         return ordinal_distances(categories, unit=unit)
+    if isinstance(spec, str) and spec.strip().lower() == "discrete":
+        s = len(categories)
+        return Distances(categories, 1.0 - np.eye(s), kind="table", unit=unit or "change", source="discrete")
     if isinstance(spec, (str, Path)):
         return read_distance_csv(spec, categories, unit=unit, declared_order=declared_order)
-    raise ParameterError(f"distances must be 'ordinal', a CSV path or a Distances object, got {spec!r}")
+    raise ParameterError(f"distances must be 'ordinal', 'discrete', a CSV path or a Distances object, got {spec!r}")
 
 
 def distances_for(options: Mapping[str, Any], categories: Sequence[Label]) -> Distances:
