@@ -200,7 +200,7 @@ def test_read_distances_specs() -> None:
     assert r.categories == ("c", "a", "b") and r.matrix[0].tolist() == [0, 2, math.sqrt(5)]
     g = read_distances(graph_distances(["a", "b", "c"], [("a", "b"), ("b", "c")]), ["c", "b", "a"])
     assert np.array_equal(floyd_warshall(3, [tuple(e) for e in g.edges.tolist()]), g.matrix)
-    with pytest.raises(ParameterError, match="'ordinal', a CSV path or a Distances"):
+    with pytest.raises(ParameterError, match="'ordinal', 'discrete', a CSV path or a Distances"):
         read_distances(3.5, ["a"])
 
 

@@ -199,3 +199,20 @@ def test_a_nominal_variable_keeps_its_law_in_the_released_file(acs: pd.DataFrame
         out = released[column].value_counts(normalize=True).reindex(share.index, fill_value=0)
         assert 0.5 * (out - share).abs().sum() < 0.03, column      # the law kept (DP counts, sampling)
         assert (released[column] != acs[column]).mean() > 0.3       # while many values changed
+
+
+def test_strata_keep_the_law_within_each_stratum(acs: pd.DataFrame, key) -> None:
+    # Ordinal distances with strata run along the age order within each sex (the cells are (sex, age));
+    # each block is designed apart, so the released law is kept within every stratum.
+    data = acs[["AGEP", "SEX"]].astype({"AGEP": int})
+    plan = pramkit.plan_release(["AGEP"], epsilon=4.0, method="dp", strata="SEX", distances="ordinal",
+                                options={"objective": "distance", "invariant": True})
+    m = pramkit.design_planned(data, plan, key=key).manifest
+    released = pramkit.perturb_frame(data, m, key=key).data
+    assert (released["SEX"] == data["SEX"]).all()
+    for sex, group in data.groupby("SEX"):
+        share = group["AGEP"].value_counts(normalize=True)
+        out = released.loc[group.index, "AGEP"].astype(int).value_counts(normalize=True)
+        assert 0.5 * out.reindex(share.index, fill_value=0).sub(share).abs().sum() < 0.08, sex
+    moved = (released["AGEP"].astype(int) - data["AGEP"]).abs().mean()
+    assert 1.0 < moved < 12.0        # ages move along their order, not across the strata's cells

@@ -8,6 +8,7 @@ warnings of each matrix (not truthful, not estimable) go to the design record.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -104,16 +105,57 @@ def _distances(plan: ReleasePlan, counted: Counted) -> dict[str, Any]:
     """The distances given, read for each target's categories; the order checked where one is read."""
     from pramkit.design.metric.distances import read_distances, require_order
 
-    labels = {k: t.labels for k, t in counted.targets.items()}
-    out = {k: read_distances(spec, labels[k], declared_order=counted.ordered[k], variable=k)
+    labels = {k: _own_values(t, counted) if t.given else t.labels for k, t in counted.targets.items()}
+    out = {k: _stratified_ordinal(counted.targets[k], labels[k]) if _is_ordinal(spec) and counted.targets[k].given
+           else read_distances(spec, counted.targets[k].labels, declared_order=counted.ordered[k], variable=k)
            for k, spec in plan.distances.items()}
     for k in counted.targets:  # "ordinal" given as an option, and the geometric mechanism, read the order too
         spec = plan.distances.get(k, plan.options.get("distances"))
-        if isinstance(spec, str) and spec.strip().lower() == "ordinal":
+        if _is_ordinal(spec):
             require_order(k, labels[k], declared=counted.ordered[k])
         elif plan.method == "metric" and plan.options.get("mechanism") == "geometric":
             require_order(k, labels[k], declared=counted.ordered[k], needs="the geometric mechanism and its steps")
     return out
+
+
+def _is_ordinal(spec: Any) -> bool:
+    return isinstance(spec, str) and spec.strip().lower() == "ordinal"
+
+
+def _own_values(target: Target, counted: Counted) -> list:
+    """The categories of a stratified target's perturbed column, in their order (the strata's left out)."""
+    table = counted.table
+    if len(target.columns) != 1:
+        return target.labels
+    return [c for c in table.categories[list(table.columns).index(target.columns[0])] if c is not None]
+
+
+def _stratified_ordinal(target: Target, own: list) -> Any:
+    """Ordinal distances over a stratified target's cells (stratum, value): steps along the value's order
+    within a stratum; strata apart by more than any step (their blocks are designed apart, never crossed)."""
+    from pramkit.design.metric.distances import Distances
+
+    rank = {str(v): i for i, v in enumerate(own)}
+    values = [label[-1] if isinstance(label, tuple) else label for label in target.labels]
+    strata = [label[:-1] if isinstance(label, tuple) else () for label in target.labels]
+    block = np.cumsum([0] + [int(a != b) for a, b in itertools.pairwise(strata)])
+    points = np.array([rank[str(v)] for v in values], dtype=float) + block * (len(own) + 1)
+    return Distances(target.labels, None, "ordinal", "step", None, "ordinal", points=points)
+
+
+def _within_block(options: Mapping[str, Any], idx: np.ndarray, labels: list) -> Mapping[str, Any]:
+    """A family's options for one block: the distances read for the target's cells, restricted to the
+    block's (O(block^2), never the target's whole S x S array)."""
+    from pramkit.design.metric.distances import Distances
+
+    dist = options.get("distances")
+    if not isinstance(dist, Distances):
+        return options
+    if dist.kind == "ordinal" and dist.points is not None:
+        block = Distances(labels, None, "ordinal", dist.unit, None, dist.source, points=dist.points[idx])
+    else:
+        block = Distances(labels, dist.rows(idx)[:, idx], kind="table", unit=dist.unit, source=dist.source)
+    return {**options, "distances": block}
 
 
 def build_target(fam: DesignFamily, target: Target, p: np.ndarray | None, epsilon: float | None,
@@ -173,7 +215,8 @@ def build_target(fam: DesignFamily, target: Target, p: np.ndarray | None, epsilo
         if idx.size == 1:
             parts.append(PramMatrix.identity(labels))
         else:
-            parts.append(fam.build(labels, None if p is None else normalised(p[idx]), epsilon, options))
+            parts.append(fam.build(labels, None if p is None else normalised(p[idx]), epsilon,
+                                   _within_block(options, idx, labels)))
     method = next((p.provenance.method for p in parts if p.size > 1), "identity")  # kept codes are identities
     return PramMatrix.block_diagonal(parts, target.labels, Provenance(
         method=f"blocks({fam.name})", parameters={"blocks": len(parts), "block_method": method,
