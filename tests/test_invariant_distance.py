@@ -216,3 +216,25 @@ def test_strata_keep_the_law_within_each_stratum(acs: pd.DataFrame, key) -> None
         assert 0.5 * out.reindex(share.index, fill_value=0).sub(share).abs().sum() < 0.08, sex
     moved = (released["AGEP"].astype(int) - data["AGEP"]).abs().mean()
     assert 1.0 < moved < 12.0        # ages move along their order, not across the strata's cells
+
+
+def test_a_joint_design_keeps_the_joint_law(acs: pd.DataFrame, key) -> None:
+    # 'discrete' distances on the cross-classification: one invariant matrix on the joint cells, so the
+    # released file keeps the three variables' joint law, not only their margins.
+    data = acs[["MSP", "DVET", "DEYE"]]
+    plan = pramkit.plan_release(["MSP", "DVET", "DEYE"], epsilon=5.0, method="dp", split="joint",
+                                distances="discrete", options={"objective": "distance", "invariant": True})
+    m = pramkit.design_planned(data, plan, key=key).manifest
+    released = pramkit.perturb_frame(data, m, key=key).data
+    cols = ["MSP", "DVET", "DEYE"]
+    joint = data.groupby(cols).size() / len(data)
+    out = released.groupby(cols).size() / len(released)
+    assert 0.5 * joint.sub(out, fill_value=0).abs().sum() < 0.04
+    assert m.record_epsilon <= 5.0
+    assert (released[cols] != data[cols]).any(axis=1).mean() > 0.05
+
+
+def test_ordinal_distances_are_refused_on_joint_cells() -> None:
+    with pytest.raises(ParameterError, match="'discrete' to every variable of split joint"):
+        pramkit.plan_release(["MSP", "EDU"], epsilon=5.0, method="dp", split="joint", distances="ordinal",
+                             options={"objective": "distance"})

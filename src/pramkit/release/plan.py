@@ -310,10 +310,14 @@ def _distance_specs(distances: Mapping[str, Any] | str | Path | None, names: lis
     if set(specs) - set(names):
         raise ParameterError(f"distances name {sorted(set(specs) - set(names))}, which are not among the "
                              f"variables {names}")
-    if split != "equal":
-        raise ParameterError("distances apply to split equal (one matrix per variable)")
     if "distances" in options:
         raise ParameterError("give distances once: as distances=, not also as an option")
+    discrete = all(isinstance(v, str) and v.strip().lower() == "discrete" for v in specs.values())
+    if split == "joint" and discrete and set(specs) == set(names):
+        return {"*".join(names): "discrete"}      # the joint cells, every change counting 1
+    if split != "equal":
+        raise ParameterError("distances apply to split equal (one matrix per variable), or 'discrete' to every "
+                             "variable of split joint")
     return specs
 
 
