@@ -649,25 +649,27 @@ def estimate_table(
     chosen = _estimator(method, estimator, confidence)
     read = _read_columns(manifest, axes)
     raw = [c for a in axes for c in read[a]]
-    if len(set(raw)) != len(raw):
-        twice = next(c for c in raw if raw.count(c) > 1)
-        owner = next(a for a in axes if len(read[a]) > 1 and twice in read[a])
-        raise ParameterError(f"{twice!r} is part of the cells of {owner!r} (a stratum, or a column perturbed jointly), "
-                             f"whose estimates already give it: leave {twice!r} out of vars and by")
+    shared = _shared_strata(manifest, axes, read)
+    if shared and (weights is not None or survey is not None or replicates is not None):
+        raise ParameterError(f"{', '.join(axes)} share the stratum {shared[0]!r}: their table is estimated without "
+                             "weights or a survey design (tabulate one of them with the weights)")
     declared = {c: levels for a in axes if a in manifest.names for c, levels in _levels(manifest[a]).items()}
     unchecked = check_release(data, manifest)  # a release of another manifest gives wrong estimates: refused
     if unchecked:
         warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
+    once = list(dict.fromkeys(raw))
     if isinstance(data, pd.DataFrame):
         if len(data) == 0:
             raise DataError("the data have no rows")
-        counted = count_frame(data, raw, categories=declared)
+        counted = count_frame(data, once, categories=declared)
     elif isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
-        counted = count_file(data, raw, categories=declared, na_values=na_values)
+        counted = count_file(data, once, categories=declared, na_values=na_values)
     else:
         raise ParameterError(f"data must be a pandas or polars DataFrame, a polars LazyFrame, an Arrow table or a "
                              f"file path, not {type(data).__name__}")
     raw_categories = counted.categories
+    if shared:
+        counted = _repeat_strata(counted, raw)
     if raw != axes:
         counted = _cells_table(counted, manifest, axes, read)
     matrices: list[PramMatrix | None] = [manifest[n].release_matrix if n in manifest.names else None for n in axes]
@@ -804,6 +806,37 @@ def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[st
                                  "(its categories are the cells)")
         out[a] = (a,)
     return out
+
+
+def _shared_strata(manifest: Manifest, axes: Sequence[str], read: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The columns several axes read, each a stratum of every variable that reads it (their table is then
+    estimated on the variables' cells, records of one stratum falling in cells of one stratum); a column
+    read twice otherwise (named in vars or by beside a variable whose cells give it, or perturbed jointly)
+    is refused."""
+    raw = [c for a in axes for c in read[a]]
+    twice = [c for c in dict.fromkeys(raw) if raw.count(c) > 1]
+    for column in twice:
+        owners = [a for a in axes if column in read[a]]
+        if not all(a in manifest.names and column in manifest[a].given for a in owners):
+            owner = next(a for a in owners if len(read[a]) > 1)
+            raise ParameterError(f"{column!r} is part of the cells of {owner!r} (a stratum, or a column perturbed "
+                                 f"jointly), whose estimates already give it: leave {column!r} out of vars and by")
+    return twice
+
+
+def _repeat_strata(counted: Any, raw: Sequence[str]) -> Any:
+    """The counts over ``raw``, whose repeated columns (shared strata) are repeated axes: a record's count
+    sits where every copy of a stratum column holds its value, and every other cell is 0 (no record lies in
+    two strata).  The product of the variables' block matrices then maps the table exactly as the release
+    did: each block keeps its stratum, so a cell of mismatched strata holds 0 before and after."""
+    from pramkit.counts import CountTable
+
+    at = [counted.columns.index(c) for c in raw]
+    sizes = [counted.counts.shape[i] for i in at]
+    out = np.zeros(sizes, dtype=counted.counts.dtype)
+    where = np.indices(counted.counts.shape)
+    out[tuple(where[i] for i in at)] = counted.counts
+    return CountTable(tuple(raw), tuple(counted.categories[i] for i in at), out, counted.rows, counted.missing)
 
 
 def _levels(variable: Any) -> dict[str, list[Label]]:
