@@ -179,6 +179,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--population", type=int, metavar="N",
                    help="the population the file was drawn from: a simple random sample without replacement of its rows "
                         "from N persons, or with --sampling poisson:Q the population of the Poisson sample")
+    p.add_argument("--target", metavar="matched=X%",
+                   help="design to a disclosure target: the largest record budget up to --epsilon whose release is "
+                        "expected to reproduce at most X %% of all records as unique records (the ledger says the "
+                        "budget was chosen from the data); the budgets explored go to the design record")
+    p.add_argument("--target-keys", metavar="COL[,COL]",
+                   help="--target: the columns on which a record is unique and reproduced (default: --strata and "
+                        "--vars)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
     add_quiet(p)
@@ -333,7 +340,21 @@ def run(args: argparse.Namespace) -> int:
     if "sampling" in release.manifest.input:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()
     print(dumps(out)) if args.json else _print_written(out, release.manifest)  # JSON values already
+    if "target" in release.record.extra and not args.json:
+        _print_target(release.record.extra["target"])
     return 0
+
+
+def _print_target(found: dict) -> None:
+    """The budgets ``--target`` explored, the one kept last."""
+    print(f"target: at most {100 * found['matched']:.4g} % of records are unique records reproduced exactly "
+          f"(keys {', '.join(found['keys'])})")
+    print("  record epsilon   expected %   bounds %            records changed %")
+    for point in found["curve"]:
+        kept = "  <- kept" if point["record_epsilon"] == found["record_epsilon"] else ""
+        print(f"  {point['record_epsilon']:14.4g}   {100 * point['matched']:10.3f}   "
+              f"{100 * point['matched_lower']:.3f} .. {100 * point['matched_upper']:.3f}   "
+              f"{100 * point['changed']:8.2f}{kept}")
 
 
 

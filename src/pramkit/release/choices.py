@@ -95,6 +95,8 @@ class DesignChoices:
     recognition_method: Method = "restricted"
     na_values: tuple[str, ...] = NA_VALUES
     derive_from: Path | None = None
+    target: str | None = None
+    target_keys: str | None = None
 
     @classmethod
     def from_namespace(cls, args: Any) -> DesignChoices:
@@ -252,7 +254,14 @@ class DesignChoices:
         (True, True)
         """
         if self.recognition is not None:
+            if self.target is not None:
+                raise ParameterError("--target searches the record budget of --epsilon; the recognition design "
+                                     "has none")
             return self._recognition(data, variables, key, self.recognition)
+        if self.target is not None:
+            return self._to_target(data, variables, key, quiet).release
+        if self.target_keys is not None:
+            raise ParameterError("--target-keys applies to --target")
         from pramkit.release.pipeline import design_planned
 
         return design_planned(data, self.plan(variables), key=key, quiet=quiet)
@@ -294,6 +303,28 @@ class DesignChoices:
                                  "epsilon)")
         return derive_release(self.derive_from, self.epsilon, variables=variables, prior=self.prior,
                               categories=self.categories)
+
+    def _to_target(self, data: Any, variables: Sequence[str], key: SecretKey | None, quiet: bool) -> Any:
+        """``--target``: the largest record budget up to ``--epsilon`` whose release meets the target
+        (:func:`pramkit.release.tuned.design_to_target`), searched down to a hundredth of it."""
+        import pandas as pd
+
+        from pramkit.io import read_table
+        from pramkit.release.tuned import design_to_target, parse_target
+
+        def names(text: str | None) -> list[str]:
+            return [c.strip() for c in (text or "").split(",") if c.strip()]
+
+        matched = parse_target(self.target or "")
+        if self.epsilon is None or self.epsilon_per_variable is not None:
+            raise ParameterError("--target searches the record budget: give --epsilon (the largest budget "
+                                 "considered) and no --epsilon-per-variable")
+        keys = names(self.target_keys) or list(dict.fromkeys([*names(self.strata), *variables]))
+        frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values)
+        self.plan(variables)  # every setting checked before the search designs anything
+        return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e).plan(variables),
+                                matched=matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
+                                quiet=quiet)
 
     def _recognition(self, data: Any, variables: Sequence[str], key: SecretKey | None, alpha: float) -> Release:
         """The recognition design (``--recognition``): its own privacy model, no structure."""

@@ -254,6 +254,78 @@ def tune_epsilon(
             return recognition_risk(data, keys, alpha=threshold, matrices=design(eps),
                                     combinations=alpha_combinations, reduce=False, missing=missing).max_posterior
 
+    found = search_epsilon(risk, (lo, hi), threshold, measure=measure, grid=grid, rtol=rtol)
+    return TuningResult(
+        epsilon=found.epsilon, risk=found.risk, measure=measure, threshold=float(threshold),
+        matrices=design(found.epsilon), curve_epsilon=found.curve_epsilon, curve_risk=found.curve_risk,
+        monotone=found.monotone, at_upper_bound=found.at_upper_bound, evaluations=found.evaluations,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Search:
+    """The largest epsilon of a range whose risk stays under a threshold (:func:`search_epsilon`).
+
+    Parameters
+    ----------
+    epsilon, risk : float
+        The epsilon found and its risk.
+    curve_epsilon, curve_risk : numpy.ndarray
+        The log-spaced grid evaluated first, and its risks.
+    monotone : bool
+        Whether the risk was non-decreasing on the grid.
+    at_upper_bound : bool
+        The whole range stays under the threshold.
+    evaluations : int
+        Risk evaluations made (the grid's and the bisection's).
+    """
+
+    epsilon: float
+    risk: float
+    curve_epsilon: np.ndarray
+    curve_risk: np.ndarray
+    monotone: bool
+    at_upper_bound: bool
+    evaluations: int
+
+
+def search_epsilon(risk: Callable[[float], float], bounds: tuple[float, float], threshold: float, *,
+                   measure: str = "risk", grid: int = 12, rtol: float = 1e-3) -> Search:
+    """The largest epsilon in ``bounds`` whose ``risk`` is at most ``threshold``: a log-spaced grid
+    (checked for monotonicity), then bisection between the last grid point under the threshold and
+    the first above it.
+
+    Parameters
+    ----------
+    risk : callable
+        ``epsilon -> risk``, non-decreasing in epsilon (more budget, less perturbation).
+    bounds : tuple of float
+        ``(low, high)``, ``0 < low < high``.
+    threshold : float
+        The bound on the risk.
+    measure : str
+        The risk's name, for the message.
+    grid : int
+        Points of the grid (both bounds among them).
+    rtol : float
+        Relative width at which the bisection stops.
+
+    Returns
+    -------
+    Search
+
+    Raises
+    ------
+    ParameterError
+        A grid of fewer than two points, or a risk above the threshold already at the low bound.
+
+    Examples
+    --------
+    >>> found = search_epsilon(lambda e: e / 10, (0.5, 8.0), 0.3, grid=5)
+    >>> round(found.epsilon, 2), found.risk <= 0.3, found.at_upper_bound
+    (3.0, True, False)
+    """
+    lo, hi = bounds
     if isinstance(grid, bool) or not isinstance(grid, int) or grid < 2:
         raise ParameterError(f"grid must be an integer of at least 2 (the bounds are both evaluated), got {grid!r}")
     eps_grid = np.geomspace(lo, hi, grid)
@@ -267,22 +339,16 @@ def tune_epsilon(
             "lower the first bound or raise the threshold"
         )
     if under.all():
-        best, best_risk, at_top = hi, float(values[-1]), True
-    else:
-        first_over = int(np.argmax(~under))
-        a, b = float(eps_grid[first_over - 1]), float(eps_grid[first_over])
-        best_risk = float(values[first_over - 1])
-        while b - a > rtol * a:
-            mid = math.sqrt(a * b)
-            r = risk(mid)
-            evaluations += 1
-            if r <= threshold:
-                a, best_risk = mid, r
-            else:
-                b = mid
-        best, at_top = a, False
-    return TuningResult(
-        epsilon=best, risk=best_risk, measure=measure, threshold=float(threshold), matrices=design(best),
-        curve_epsilon=eps_grid, curve_risk=values, monotone=monotone, at_upper_bound=at_top,
-        evaluations=evaluations,
-    )
+        return Search(hi, float(values[-1]), eps_grid, values, monotone, True, evaluations)
+    first_over = int(np.argmax(~under))
+    a, b = float(eps_grid[first_over - 1]), float(eps_grid[first_over])
+    best_risk = float(values[first_over - 1])
+    while b - a > rtol * a:
+        mid = math.sqrt(a * b)
+        r = risk(mid)
+        evaluations += 1
+        if r <= threshold:
+            a, best_risk = mid, r
+        else:
+            b = mid
+    return Search(a, best_risk, eps_grid, values, monotone, False, evaluations)

@@ -583,6 +583,50 @@ def _assemble(lo: np.ndarray, pairs: tuple, t1: float, d: np.ndarray) -> np.ndar
     return m
 
 
+def within_engine_law(matrix: np.ndarray, epsilon: float, p: np.ndarray) -> np.ndarray:
+    """The matrix, mixed if need be with a little of the matrix whose rows are all ``p``, so that the law
+    the engine realises from it (:func:`pramkit.engine.law.realised_law`, in the form the engine will
+    draw it: a matrix whose rows have equal off-diagonal entries, every 2 x 2 one among them, is drawn
+    as form (8), whose units :func:`within_realised_budget` does not model) is within the budget.
+
+    Rows equal to p are 0-DP and keep p invariant, so each mixture moves every column's ratio toward 1
+    and keeps ``p M = p``; the share mixed in (at most 1e-7) is the smallest of a few that suffices.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        A design's matrix, within the budget in its doubles.
+    epsilon : float
+        The budget.
+    p : numpy.ndarray
+        The weights (p, or uniform).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``matrix`` itself when its realised law is within the budget, else the first mixture that is.
+
+    Examples
+    --------
+    >>> m = np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> within_engine_law(m, math.log(3), np.array([0.5, 0.5])) is m
+    True
+    """
+    from pramkit.engine.law import realised_law
+    from pramkit.privacy.epsilon import REALISED_SLACK
+
+    allowed = epsilon * (1.0 + REALISED_SLACK / 2.0)
+    labels = tuple(range(matrix.shape[0]))
+    candidate = matrix
+    for share in (0.0, 1e-13, 1e-11, 1e-9, 1e-7):
+        if share:
+            candidate = (1.0 - share) * matrix + share * p[None, :]
+            candidate /= candidate.sum(axis=1, keepdims=True)
+        if realised_law(PramMatrix(candidate, labels)).epsilon <= allowed:
+            return candidate
+    return candidate  # the design's check of its realised epsilon refuses it
+
+
 def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | str, *,
                     categories: Sequence[Label] | None = None, solver: str = "auto",
                     objective: str = "average", invariant: bool = False) -> PramMatrix:
@@ -713,7 +757,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     full = invariant or solver == "full" or (solver == "auto" and s <= (WORST_FULL_LP_MAX if worst else FULL_LP_MAX))
     lo, pairs, duals, multipliers, stats = _solve(a / scale, d, t1, full, worst, pv if invariant else None)
     design = _assemble(lo, pairs, t1, d)
-    matrix = within_realised_budget(design, e)
+    matrix = within_engine_law(within_realised_budget(design, e), e, pv)
     bound_p = pv if multipliers is None else _at_most_one(multipliers)
     average, average_rounding = expected_distance_bounds(pv, matrix, d)
     largest, largest_rounding = worst_distance_bounds(matrix, d)

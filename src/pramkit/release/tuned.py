@@ -1,0 +1,186 @@
+"""Design to a target: the largest record budget whose release meets a stated disclosure bound.
+
+An officer states what must hold, e.g. "at most 5 % of all records are unique records the released
+file reproduces exactly" (the measure NIST's SDNist reports as unique exact matches), and
+:func:`design_to_target` searches the record budget for the release plan given: each candidate
+budget is designed in full (design step included) and its manifest's union bound on unique
+records reproduced (:func:`pramkit.risk.matches.expected_matches`, an upper bound on the
+expectation over every draw of the key; the expectation itself where records are drawn independently) is compared with the target; the largest budget that
+meets it is kept (:func:`pramkit.risk.tuning.search_epsilon`: a log-spaced grid, then bisection).
+
+The budget found is a function of the original file, so the ledger of the manifest says so in
+its ``data_dependent`` statements: no DP guarantee covers that choice.  The curve explored (budget,
+upper and lower bound, the share of records changed) goes to the private design record.
+
+Examples
+--------
+>>> import pramkit
+>>> from pramkit.datasets import census, CENSUS_VARIABLES
+>>> from pramkit.engine.rng import SecretKey
+>>> data = census(3_000)
+>>> keys = ["age", "sex", "marital_status", "race", "education", "employment"]
+>>> found = design_to_target(data, lambda e: pramkit.plan_release(["age", "marital_status", "education"], epsilon=e,
+...                          categories=CENSUS_VARIABLES), matched=0.1, keys=keys, bounds=(0.5, 12.0),
+...                          key=SecretKey(bytes(32), "doc"), grid=4, rtol=0.05)
+>>> found.risk.bound <= 0.1, found.epsilon < 12.0
+(True, True)
+>>> found.release.manifest.ledger.data_dependent[-1].startswith("the record budget was searched")
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pramkit.engine.rng import SecretKey
+from pramkit.errors import ParameterError
+from pramkit.release.plan import ReleasePlan
+from pramkit.release.record import Release
+from pramkit.risk.matches import MatchRisk, expected_matches
+from pramkit.risk.tuning import Search, search_epsilon
+
+#: Measures a target can bound.
+TARGET_MEASURES = ("matched",)
+
+
+@dataclass(frozen=True, eq=False)
+class TargetRelease:
+    """The release designed to a target, with the search that found its budget.
+
+    Parameters
+    ----------
+    release : Release
+        The manifest (whose ledger names the data-dependent choice) and the design record
+        (whose ``extra["target"]`` holds the curve explored).
+    epsilon : float
+        The record budget found.
+    risk : MatchRisk
+        The release's bounds on unique records reproduced exactly.
+    search : Search
+        The grid and bisection.
+    matched : float
+        The target: the largest share of all records that may be unique records reproduced.
+    """
+
+    release: Release
+    epsilon: float
+    risk: MatchRisk
+    search: Search
+    matched: float
+    curve: tuple[dict[str, float], ...]
+
+
+def parse_target(text: str) -> float:
+    """The share of ``--target matched=5%`` (or ``matched=0.05``).
+
+    Examples
+    --------
+    >>> parse_target("matched=5%"), parse_target("matched<=0.02")
+    (0.05, 0.02)
+    >>> parse_target("tau1=3")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --target must look like matched=5% (at most 5 % of all records are unique records reproduced exactly), got 'tau1=3'
+    """
+    name, sep, value = text.replace("<=", "=").partition("=")
+    value = value.strip()
+    percent = value.endswith("%")
+    try:
+        share = float(value.rstrip("%")) / (100 if percent else 1)
+    except ValueError:
+        sep = ""
+    if not sep or name.strip() not in TARGET_MEASURES:
+        raise ParameterError(f"--target must look like matched=5% (at most 5 % of all records are unique records "
+                             f"reproduced exactly), got {text!r}")
+    if not 0 < share < 1:
+        raise ParameterError(f"--target's share must be between 0 and 100 %, got {value}")
+    return share
+
+
+def _changed(data: pd.DataFrame, release: Release, risk_keys: Sequence[str]) -> float:
+    """Expected share of records with some perturbed value changed (1 minus the mean chance of none)."""
+    from pramkit.risk.matches import _codes
+
+    stay = np.ones(len(data))
+    for v in release.manifest.variables:
+        codes = _codes(data[list(risk_keys)], v)
+        diag = np.append(v.release_matrix.diagonal, 1.0)
+        stay *= np.where(codes == -2, 1.0, diag[codes])
+    return float(1 - stay.mean())
+
+
+def design_to_target(data: pd.DataFrame, plan_at: Callable[[float], ReleasePlan], *, matched: float,
+                     keys: Sequence[str], bounds: tuple[float, float], key: SecretKey | None = None,
+                     grid: int = 6, rtol: float = 0.02, quiet: bool = True) -> TargetRelease:
+    """Design the release of ``plan_at(epsilon)`` at the largest budget in ``bounds`` whose union bound on
+    unique records reproduced exactly is at most ``matched`` (module docstring).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The original records.
+    plan_at : callable
+        ``record budget -> ReleasePlan`` (:func:`pramkit.plan_release` with everything but the budget).
+    matched : float
+        The target share of all records, in (0, 1).
+    keys : sequence of str
+        The columns on which a record is unique and reproduced: the perturbed variables and the
+        columns released as they are.
+    bounds : tuple of float
+        The budgets searched, ``0 < low < high``.
+    key : SecretKey, optional
+        The design step's keyed noise (the same data and budget give the same design).
+    grid, rtol : int, float
+        The search's grid and bisection tolerance (:func:`pramkit.risk.tuning.search_epsilon`).
+    quiet : bool
+        No progress bars.
+
+    Returns
+    -------
+    TargetRelease
+
+    Raises
+    ------
+    ParameterError
+        A target outside (0, 1), bad bounds, or a target that even the lowest budget misses.
+    """
+    from pramkit.release.pipeline import design_planned
+
+    if not 0 < matched < 1:
+        raise ParameterError(f"the target share must be between 0 and 1, got {matched!r}")
+    lo, hi = map(float, bounds)
+    if not 0 < lo < hi:
+        raise ParameterError(f"the budgets searched must satisfy 0 < low < high, got {bounds}")
+    absent = [k for k in keys if k not in data.columns]
+    if absent:
+        raise ParameterError(f"target keys {absent} are not columns of the data")
+    key = key or SecretKey.generate()
+    designs: dict[float, tuple[Release, MatchRisk]] = {}
+
+    def risk(epsilon: float) -> float:
+        release = design_planned(data, plan_at(epsilon), key=key, quiet=quiet)
+        designs[epsilon] = (release, expected_matches(data, release.manifest, keys))
+        return designs[epsilon][1].bound
+
+    found = search_epsilon(risk, (lo, hi), matched, measure="the unique records reproduced (share of all)",
+                           grid=grid, rtol=rtol)
+    release, bounds_found = designs[found.epsilon]
+    curve = tuple({"record_epsilon": e, "matched": r.bound, "matched_lower": r.lower, "matched_upper": r.upper,
+                   "changed": _changed(data, rel, keys)} for e, (rel, r) in sorted(designs.items()))
+    note = (f"the record budget was searched so that at most {matched:.4g} of the original file's records are "
+            "unique records the release is expected to reproduce, so the budget itself depends on the data and no "
+            "DP guarantee covers that choice")
+    manifest = release.manifest
+    ledger = dataclasses.replace(manifest.ledger, data_dependent=(*manifest.ledger.data_dependent, note))
+    extra: dict[str, Any] = {**release.record.extra, "target": {
+        "matched": matched, "keys": list(keys), "record_epsilon": found.epsilon, "risk": bounds_found.to_dict(),
+        "curve": list(curve), "evaluations": found.evaluations}}
+    record = dataclasses.replace(release.record, extra=extra, notes=(*release.record.notes, note))
+    tuned = Release(dataclasses.replace(manifest, ledger=ledger), record)
+    return TargetRelease(tuned, found.epsilon, bounds_found, found, matched, curve)
