@@ -335,7 +335,7 @@ def test_a_swapping_section_that_cannot_be_read_is_one_line(census_release, tmp_
     (tmp_path / "sw.json").write_text(json.dumps(raw))
     code, out, err = _cli("audit", "--manifest", tmp_path / "sw.json", "--released", tmp_path / "sw.csv",
                           "--original", tmp_path / "hh.csv", "--key-file", census_release["key"])
-    assert code == 2 and len(err.splitlines()) == 1 and "swapping" in err
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "swapping" in err
 
 
 # ------------------------------------------------------------------ the recomputations against references

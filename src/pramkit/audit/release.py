@@ -370,13 +370,13 @@ class _Variable:
         v = self.variable
         if self.shuffled:
             p = float(self.pvalues[0])
-            tested = not np.isnan(p)
+            fitted = not np.isnan(p)
             return Check("release", v.name, "released counts", not rejected.any(),
                          (f"the released counts fit M^T n (p = {p:.2g}; Holm, family-wise {alpha:g}): the rows are "
-                          "shuffled, so the counts are tested, not each record" if tested else
+                          "shuffled, so the counts are tested, not each record" if fitted else
                           "not tested: too few records") if not rejected.any() else
                          f"the released counts do not fit M^T n (p = {p:.2g}; Holm, family-wise {alpha:g})",
-                         {"p_value": p if tested else None})
+                         {"p_value": p if fitted else None})
         tested = int(np.count_nonzero(~np.isnan(self.pvalues)))
         changed = int(self.table.sum() - np.trace(self.table))
         extra = " (no value changed at all: is the released file the original?)" if changed == 0 and tested else ""

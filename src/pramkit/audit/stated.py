@@ -72,7 +72,8 @@ def _subject(raw: Mapping[str, Any], path: str) -> tuple[str, str]:
     ('manifest', 'ledger.record_epsilon')
     """
     found = _VARIABLE.match(path)
-    variables = raw.get("variables") if isinstance(raw.get("variables"), list) else []
+    listed = raw.get("variables")
+    variables: list[Any] = listed if isinstance(listed, list) else []
     if found and int(found.group(1)) < len(variables) and isinstance(variables[int(found.group(1))], dict):
         name = variables[int(found.group(1))].get("name")
         if isinstance(name, str) and name:
@@ -301,9 +302,10 @@ def total_checks(manifest: Manifest, raw: Mapping[str, Any],
     >>> [(c.field, c.passed) for c in total_checks(m, raw, variable_ratios(m))]
     [('record_epsilon', False), ('perturbation_epsilon', True)]
     """
-    ledger = raw.get("ledger") if isinstance(raw.get("ledger"), dict) else None
-    inp = raw.get("input") if isinstance(raw.get("input"), dict) else {}
-    source = ledger if ledger is not None else inp
+    stated_ledger, stated_input = raw.get("ledger"), raw.get("input")
+    ledger: Mapping[str, Any] | None = stated_ledger if isinstance(stated_ledger, dict) else None
+    source: Mapping[str, Any] = ledger if ledger is not None else (
+        stated_input if isinstance(stated_input, dict) else {})
     design = stated_epsilon(source.get("design_epsilon", 0.0))
     if design is None or math.isinf(design):
         return [Check("manifest", "manifest", "ledger.design_epsilon", False,
