@@ -433,3 +433,27 @@ def test_the_nested_bound_holds_every_second_step():
             info = float(np.sum(joint * np.log(joint / (p[:, None] * joint.sum(axis=0)[None, :]))))
             assert info <= bound + 1e-12
     assert tried > 10
+
+
+@given(qs=st.lists(st.lists(st.floats(0.1, 0.9), min_size=2, max_size=5), min_size=1, max_size=3),
+       which=st.integers(0, 10), factor=st.sampled_from([0.5, 0.9]))
+@settings(max_examples=25, deadline=None)
+def test_generated_manifests_pass_and_any_lowered_figure_is_named(tmp_path_factory, qs, which, factor):
+    """Form (8) matrices of any diagonal: the untouched manifest passes; any one of its stated epsilons
+    (a variable's, its realised law's, the record's, the perturbation's) lowered fails, with that field."""
+    m = Manifest.of({f"v{i}": PramMatrix.form8(q, categories=[f"c{k}" for k in range(len(q))])
+                     for i, q in enumerate(qs)})
+    folder = tmp_path_factory.mktemp("generated")
+    raw = json.loads(m.to_json())
+    (folder / "m.json").write_text(json.dumps(raw))
+    assert all(c.passed for c in manifest_audit(folder / "m.json"))
+    places = [(raw, "record_epsilon", "manifest", "record_epsilon"),
+              (raw, "perturbation_epsilon", "manifest", "perturbation_epsilon")]
+    for v in raw["variables"]:
+        places += [(v, "epsilon", v["name"], "epsilon"), (v["realised_law"], "epsilon", v["name"], "realised_law.epsilon")]
+    holder, key, subject, field = places[which % len(places)]
+    if not 0 < holder[key] < math.inf:
+        return  # an epsilon of 0 cannot be lowered
+    holder[key] *= factor
+    (folder / "m.json").write_text(json.dumps(raw))
+    assert (subject, field) in {(c.subject, c.field) for c in manifest_audit(folder / "m.json") if not c.passed}
