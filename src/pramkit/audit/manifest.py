@@ -235,7 +235,7 @@ def _log(ratio: Fraction | float) -> float:
 
 
 def _epsilon_check(subject: str, field: str, value: Any, ratio: Fraction | float | None,
-                   limit: int = DENSE_CATEGORIES) -> Check:
+                   limit: int = DENSE_CATEGORIES, of: str = "the stored matrix") -> Check:
     stated = stated_epsilon(value)
     if stated is None:
         return Check("manifest", subject, field, False, f"stated {value!r} is not an epsilon")
@@ -246,7 +246,7 @@ def _epsilon_check(subject: str, field: str, value: Any, ratio: Fraction | float
     exact = _log(ratio)
     if not proved:
         return Check("manifest", subject, field, False,
-                     f"stated {stated:.17g} is below the exact epsilon {exact:.17g} of the stored matrix",
+                     f"stated {stated:.17g} is below the exact epsilon {exact:.17g} of {of}",
                      {"stated": value, "exact": _json_float(exact)})
     how = "the exact epsilon" if tight else "conservative: above the exact epsilon"
     return Check("manifest", subject, field, True, f"stated {stated:.17g} >= {how} {exact:.17g}",
@@ -274,8 +274,32 @@ def _sum_check(subject: str, field: str, value: Any, parts: list[Any], words: st
                  f"stated {float(total):.17g} {'>=' if ok else '<'} {words} {float(exact):.17g} (exact sum)")
 
 
-def epsilon_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Check]:
-    """Each variable's stated epsilon (and epsilon given the block) against the exact one.
+def variable_ratios(manifest: Manifest) -> list[tuple[Fraction | float | None, Fraction | float | None]]:
+    """Each variable's ``e^epsilon`` and ``e^epsilon`` given its block, exactly (:func:`exact_ratio`,
+    :func:`block_ratio`; a derived variable's composed law, :func:`composed_ratio`, for both); ``None``
+    where the variable is too large to recompute.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> variable_ratios(Manifest.of({"sex": PramMatrix.form8([0.75, 0.75], categories=["f", "m"])}))
+    [(Fraction(3, 1), Fraction(3, 1))]
+    """
+    out = []
+    for v in manifest.variables:
+        if v.applied_to is not None:  # derived: its epsilon is the composed law's (and so given the block)
+            ratio = composed_ratio(v.applied_to, v.matrix)
+            out.append((ratio, ratio))
+        else:
+            ratio = exact_ratio(v.matrix)
+            out.append((ratio, ratio if v.matrix.blocks is None else block_ratio(v.matrix)))
+    return out
+
+
+def epsilon_checks(manifest: Manifest, raw: Mapping[str, Any],
+                   ratios: list[tuple[Fraction | float | None, Fraction | float | None]] | None = None) -> list[Check]:
+    """Each variable's stated epsilon (and epsilon given the block) against the exact one
+    (``ratios``: :func:`variable_ratios`, computed here when not given).
 
     Examples
     --------
@@ -286,13 +310,8 @@ def epsilon_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Check]:
     [True]
     """
     out = []
-    for v, entry in zip(manifest.variables, raw["variables"]):
-        if v.applied_to is not None:  # derived: its epsilon is the composed law's (and so given the block)
-            ratio, limit = composed_ratio(v.applied_to, v.matrix), COMPOSED_CATEGORIES
-            block = ratio
-        else:
-            ratio, limit = exact_ratio(v.matrix), DENSE_CATEGORIES
-            block = block_ratio(v.matrix) if "epsilon_given_block" in entry else None
+    for v, entry, (ratio, block) in zip(manifest.variables, raw["variables"], ratios or variable_ratios(manifest)):
+        limit = COMPOSED_CATEGORIES if v.applied_to is not None else DENSE_CATEGORIES
         out.append(_epsilon_check(v.name, "epsilon", entry.get("epsilon"), ratio, limit))
         if "epsilon_given_block" in entry:
             out.append(_epsilon_check(v.name, "epsilon given the block", entry["epsilon_given_block"], block, limit))
@@ -531,23 +550,39 @@ def _number(value: JSONValue) -> float:
 
 
 def certificate_checks(manifest: Manifest) -> list[Check]:
-    """Each design's stated mutual information recomputed, and its optimality re-proved by the
-    staircase bound (:func:`staircase_bound`) where the certificate gives dual values, or, for a
-    form (8) design of at most :data:`CERTIFIED_CATEGORIES` categories, by an exhaustive search of its
-    own (:func:`form8_optimum`).
+    """Each design's certificate: its own figures held to each other
+    (:func:`pramkit.audit.certificates.figure_checks`: bounds on the right side of the objective, the
+    gap their difference), the stated mutual information recomputed (of the composed law for a
+    derived variable), and optimality re-proved by the staircase bound (:func:`staircase_bound`)
+    where the certificate gives dual values, for a form (8) design of at most
+    :data:`CERTIFIED_CATEGORIES` categories by an exhaustive search of its own (:func:`form8_optimum`),
+    and for a derived design by its dual over vertices found again
+    (:func:`pramkit.audit.certificates.nested_checks`).
 
     Examples
     --------
     >>> from pramkit.design.dp.general import dp_general
     >>> m = Manifest.of({"x": dp_general([0.6, 0.3, 0.1], 1.0, categories=["a", "b", "c"])})
-    >>> [(c.field, c.passed) for c in certificate_checks(m)]
-    [('mutual information', True), ('optimality certificate', True)]
+    >>> [(c.field, c.passed) for c in certificate_checks(m)]  # doctest: +NORMALIZE_WHITESPACE
+    [('design.certificate.upper_bound_nats', True), ('design.certificate.information_lower_nats', True),
+     ('design.certificate.certified_gap_nats', True), ('mutual information', True), ('optimality certificate', True)]
     """
+    from pramkit.audit.certificates import figure_checks
+
     out = []
     for v in manifest.variables:
+        for prov, prefix in ((v.matrix.provenance, "design.certificate"),
+                             (v.applied_to.provenance if v.applied_to is not None else None,
+                              "applied_to.design.certificate")):
+            if prov is not None and prov.certificate:
+                try:
+                    out.extend(figure_checks(v.name, prov, prefix))
+                except (TypeError, ValueError) as exc:  # a hand-edited certificate: text, a list
+                    out.append(Check("manifest", v.name, prefix, False,
+                                     f"the certificate's figures cannot be read as numbers ({exc})"))
         prov = v.matrix.provenance
         if (prov is None or prov.objective_name != "mutual_information_nats" or "p" not in prov.parameters
-                or v.matrix.size > DENSE_CATEGORIES):
+                or v.matrix.size > DENSE_CATEGORIES or (v.applied_to is not None and v.matrix.size > COMPOSED_CATEGORIES)):
             continue
         try:
             out.extend(_design_checks(v, prov))
@@ -557,18 +592,33 @@ def certificate_checks(manifest: Manifest) -> list[Check]:
     return out
 
 
+def _channel(first: PramMatrix) -> np.ndarray:
+    """The law the engine realises for ``first`` as probabilities (its integer units over ``2^bits``;
+    the stored doubles of a law drawn exactly from its closed form)."""
+    law = realised_law(first)
+    if law.exact:
+        return first.matrix
+    return law.unit_matrix().astype(float) / float(law.denominator)
+
+
 def _design_checks(v: PerturbedVariable, prov: Provenance) -> list[Check]:
     """The mutual information and optimality checks of one variable's design (see :func:`certificate_checks`)."""
+    from pramkit.audit.certificates import nested_checks
+
     out: list[Check] = []
     p = np.asarray(prov.parameters["p"], dtype=float)
     m = v.matrix.matrix
     if p.size != m.shape[0]:
         return out
-    mi = mutual_information(p, m)
+    channel = None if v.applied_to is None else _channel(v.applied_to)
+    mi = mutual_information(p, m if channel is None else channel @ m)
     stated = _number(prov.objective)
     ok = math.isclose(mi, stated, rel_tol=FLOAT_RTOL, abs_tol=1e-12)
+    of = "" if channel is None else " (of the composed law: the first step's realised law, then this matrix)"
     out.append(Check("manifest", v.name, "mutual information", ok,
-                     f"stated {stated:.12g} nats, recomputed {mi:.12g} nats"))
+                     f"stated {stated:.12g} nats, recomputed {mi:.12g} nats{of}"))
+    if channel is not None:
+        return out + nested_checks(v.name, prov, channel, mi)
     cert = prov.certificate or {}
     eps = prov.parameters.get("epsilon")
     if not cert.get("optimal") or eps is None or p.size > CERTIFIED_CATEGORIES:
@@ -657,10 +707,14 @@ def manifest_audit(manifest: str | Path, released: str | Path | None = None) -> 
     ...     print(all(c.passed for c in manifest_audit(path)))
     True
     """
+    from pramkit.audit.stated import presence_checks, realised_law_checks, total_checks, validation_checks
+
     path = Path(manifest)
     parsed, raw = read_manifest(path)
-    checks = [*epsilon_checks(parsed, raw), *ledger_checks(raw), *noisy_count_checks(parsed, raw),
-              *certificate_checks(parsed)]
+    ratios = variable_ratios(parsed)
+    checks = [*validation_checks(raw), *presence_checks(parsed, raw), *epsilon_checks(parsed, raw, ratios),
+              *realised_law_checks(parsed, raw), *total_checks(parsed, raw, ratios), *ledger_checks(raw),
+              *noisy_count_checks(parsed, raw), *certificate_checks(parsed)]
     if released is not None:
         checks += receipt_checks(path, Path(released))
     return checks

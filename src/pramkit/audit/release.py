@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import filecmp
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pramkit.audit.result import Check
-from pramkit.audit.stats import holm, row_pvalue
+from pramkit.audit.stats import holm, margin_pvalue, row_pvalue
 from pramkit.engine.codebook import Codebook, JointCodebook, MissingCodes
 from pramkit.errors import DataError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
@@ -91,8 +92,44 @@ def differing(a: pa.Array, b: pa.Array) -> np.ndarray:
     return ~np.asarray(pc.or_(same, both_null).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table) -> list[Check]:
-    """Columns, row count and order, and the columns no variable perturbs, value for value.
+def _profile(table: pa.Table, kept: Sequence[str], perturbed: Sequence[str], codes: MissingCodes) -> dict[tuple, int]:
+    """How many records share each combination of the unperturbed columns' values (as text) and the
+    perturbed columns' missingness: what a shuffled release keeps of each record."""
+    from pramkit.engine.shuffle import group_counts
+
+    columns = {f"k{i}": table.column(c).combine_chunks().cast(pa.string()) for i, c in enumerate(kept)}
+    for i, c in enumerate(perturbed):
+        values = table.column(c).combine_chunks()
+        missing = np.asarray(pc.is_null(values, nan_is_null=True).to_numpy(zero_copy_only=False), dtype=bool)
+        found = codes.found(c, values)
+        columns[f"p{i}"] = pa.array(missing | np.asarray(found, dtype=bool) if found is not None else missing)
+    if not columns:
+        return {(): table.num_rows}
+    return group_counts(pa.table(columns), list(columns))
+
+
+def _shuffled_file_check(manifest: Manifest, original: pa.Table, released: pa.Table, codes: MissingCodes) -> Check:
+    """A shuffled release: its records are the original's in another order, so what a record keeps
+    (the unperturbed columns, the perturbed columns' missingness) agrees as a multiset."""
+    perturbed = [c for v in manifest.variables for c in v.columns]
+    kept = [c for c in original.column_names if c not in set(perturbed)]
+    before, after = _profile(original, kept, perturbed, codes), _profile(released, kept, perturbed, codes)
+    moved = sum(abs(before.get(k, 0) - after.get(k, 0)) for k in set(before) | set(after)) // 2
+    if not moved:
+        return Check("release", "file", "row count and order", True,
+                     f"{original.num_rows:,} rows in the order drawn from the key (a shuffled release, its receipt "
+                     f"says): the {len(kept)} unperturbed columns and which perturbed values are missing agree "
+                     "record for record as multisets")
+    return Check("release", "file", "row count and order", False,
+                 f"{moved:,} records of the shuffled release match no original record in the unperturbed columns "
+                 f"({', '.join(kept) or 'none'}) and which perturbed values are missing: another file",
+                 {"records": moved})
+
+
+def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table, *, shuffled: bool = False,
+                codes: MissingCodes | None = None) -> list[Check]:
+    """Columns, row count and order, and the columns no variable perturbs, value for value (of a
+    shuffled release, as multisets).
 
     Examples
     --------
@@ -110,6 +147,8 @@ def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table) -> l
         return [*out, Check("release", "file", "row count", False,
                             f"the released file has {released.num_rows:,} rows, the original {original.num_rows:,}: "
                             "not a release of this original")]
+    if shuffled:
+        return [*out, _shuffled_file_check(manifest, original, released, codes or MissingCodes())]
     perturbed = {c for v in manifest.variables for c in v.columns}
     kept = [c for c in original.column_names if c not in perturbed]
     bad = {}
@@ -176,8 +215,9 @@ class _Variable:
     """The findings of one variable; its goodness-of-fit p-values wait for the family's Holm step."""
 
     def __init__(self, variable: PerturbedVariable, original: pa.Table, released: pa.Table,
-                 codes: MissingCodes) -> None:
+                 codes: MissingCodes, shuffled: bool = False) -> None:
         self.variable = variable
+        self.shuffled = shuffled
         self.checks: list[Check] = []
         self.pvalues = np.array([])
         self.table = np.zeros((0, 0), dtype=np.int64)
@@ -194,6 +234,9 @@ class _Variable:
             rel, rel_out = encoded(variable, released, codes)
         except DataError as exc:
             self.checks.append(Check("release", name, "categories", False, str(exc)))
+            return
+        if shuffled:  # rows in the key's order: the variable's counts, not its records, are compared
+            self._shuffled(original, released, orig, rel, orig_out, rel_out)
             return
         self._exact(orig, rel, orig_out, rel_out)
         if orig_out.any():
@@ -221,6 +264,50 @@ class _Variable:
                 "every missing value stayed missing and no value became missing" if not moved.any() else
                 f"{int(moved.sum()):,} records changed between missing and present, rows "
                 f"{_shown(_rows(moved), int(moved.sum()))}", {"rows": _rows(moved)} if moved.any() else {}))
+
+    def _shuffled(self, original: pa.Table, released: pa.Table, orig: np.ndarray, rel: np.ndarray,
+                  orig_out: np.ndarray, rel_out: np.ndarray) -> None:
+        """A shuffled release: the combinations outside the cells (rule breakers, released as they are)
+        and the missing values agree as multisets; the released counts fit ``M^T n`` (one Wald test,
+        :func:`pramkit.audit.stats.margin_pvalue`); nothing is released where no record can go."""
+        v, name = self.variable, self.variable.name
+
+        def outside(table: pa.Table, mask: np.ndarray) -> Counter:
+            rows = pa.array(np.flatnonzero(mask))
+            picked = [table.column(c).combine_chunks().take(rows).cast(pa.string()).to_pylist() for c in v.read_columns]
+            return Counter(zip(*picked))
+
+        same = outside(original, orig_out) == outside(released, rel_out)
+        self.checks.append(Check(
+            "release", name, "forbidden combinations", same,
+            f"the {int(orig_out.sum()):,} records outside the matrix's cells (rule breakers) are released as they are, "
+            "as a multiset" if same else
+            f"the released file holds {int(rel_out.sum()):,} records outside the matrix's cells, the original "
+            f"{int(orig_out.sum()):,}, or others: a combination an edit rule forbids entered, or a rule breaker changed"))
+        if v.missing == "keep":
+            before, after = int(((orig == -1) & ~orig_out).sum()), int(((rel == -1) & ~rel_out).sum())
+            self.checks.append(Check(
+                "release", name, "missing kept missing", before == after,
+                f"{before:,} missing values, as many released" if before == after else
+                f"{before:,} missing values in the original, {after:,} in the shuffled release"))
+        s = v.matrix.size
+        if s > TABLE_CATEGORIES:
+            self.checks.append(Check("release", name, "released counts", True,
+                                     f"not tested: {s} categories (more than {TABLE_CATEGORIES})"))
+            return
+        m = v.matrix.matrix
+        n = np.bincount(orig[(orig >= 0) & ~orig_out], minlength=s)
+        counts = np.bincount(rel[(rel >= 0) & ~rel_out], minlength=s)
+        unreachable = (m.T @ n == 0) & (counts > 0)
+        cats = v.matrix.categories
+        self.checks.append(Check(
+            "release", name, "impossible transitions", not unreachable.any(),
+            "no record released into a category no original record can reach" if not unreachable.any() else
+            f"{int(counts[unreachable].sum()):,} records released into categories no original record reaches "
+            f"through M: {', '.join(repr(cats[j]) for j in np.flatnonzero(unreachable)[:5])}",
+            {"categories": [list(c) if isinstance(c, tuple) else c for c in
+                            (cats[j] for j in np.flatnonzero(unreachable))]} if unreachable.any() else {}))
+        self.pvalues = np.array([margin_pvalue(n, m, counts)])
 
     def _rule_breakers(self, original: pa.Table, released: pa.Table, breakers: np.ndarray) -> None:
         """Records whose original combination is no cell (they break an edit rule) are released as they are."""
@@ -281,6 +368,15 @@ class _Variable:
     def fit(self, rejected: np.ndarray, alpha: float) -> Check:
         """The goodness-of-fit verdict, given which of this variable's rows the family rejected."""
         v = self.variable
+        if self.shuffled:
+            p = float(self.pvalues[0])
+            fitted = not np.isnan(p)
+            return Check("release", v.name, "released counts", not rejected.any(),
+                         (f"the released counts fit M^T n (p = {p:.2g}; Holm, family-wise {alpha:g}): the rows are "
+                          "shuffled, so the counts are tested, not each record" if fitted else
+                          "not tested: too few records") if not rejected.any() else
+                         f"the released counts do not fit M^T n (p = {p:.2g}; Holm, family-wise {alpha:g})",
+                         {"p_value": p if fitted else None})
         tested = int(np.count_nonzero(~np.isnan(self.pvalues)))
         changed = int(self.table.sum() - np.trace(self.table))
         extra = " (no value changed at all: is the released file the original?)" if changed == 0 and tested else ""
@@ -298,7 +394,7 @@ class _Variable:
 
 
 def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, *, alpha: float = ALPHA,
-                    na_values: Any = None) -> list[Check]:
+                    na_values: Any = None, shuffled: bool = False) -> list[Check]:
     """The per-variable checks of a release, the goodness-of-fit tests of all variables one Holm family.
 
     Examples
@@ -311,7 +407,7 @@ def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, 
     """
     na = manifest.input.get("na_values", NA_VALUES) if na_values is None else na_values
     codes = csv_missing_codes(na)
-    found = [_Variable(v, original, released, codes) for v in manifest.variables]
+    found = [_Variable(v, original, released, codes, shuffled) for v in manifest.variables]
     pvalues = np.concatenate([f.pvalues for f in found]) if found else np.array([])
     rejected = holm(pvalues, alpha)
     out, start = [], 0
@@ -323,10 +419,61 @@ def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, 
     return out
 
 
+#: Formats whose files record when they were written: a release derived again is compared by content.
+STAMPED = ("stata", "spss", "sas")
+
+
+def same_content(a: Path, b: Path) -> bool:
+    """Whether two files hold the same columns, values, missing codes, labels and formats, as pramkit
+    reads them (Stata, SPSS and SAS files record when they were written, so their bytes differ).
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     d = pathlib.Path(d)
+    ...     _ = (d / "a.csv").write_text("x\\n1\\n"); _ = (d / "b.csv").write_text("x\\n1\\n")
+    ...     _ = (d / "c.csv").write_text("x\\n2\\n")
+    ...     same_content(d / "a.csv", d / "b.csv"), same_content(d / "a.csv", d / "c.csv")
+    (True, False)
+    """
+    (meta_a, tables_a), (meta_b, tables_b) = (iter_batches(f, na_values=(), keep_missing_codes=True) for f in (a, b))
+    if (meta_a.format, meta_a.columns, meta_a.labels, meta_a.missing) != \
+            (meta_b.format, meta_b.columns, meta_b.labels, meta_b.missing):
+        return False
+    first, second = pa.concat_tables(list(tables_a)), pa.concat_tables(list(tables_b))
+    return first.num_rows == second.num_rows and all(
+        first.column(c).combine_chunks().equals(second.column(c).combine_chunks()) for c in first.column_names)
+
+
+def swap_plan_of(section: Any) -> Any:
+    """The plan of a swap from its public description (the manifest's or the receipt's ``swapping``).
+
+    Examples
+    --------
+    >>> from pramkit.engine.swap.run import plan_swap
+    >>> plan = plan_swap("hid", ["region", "area"], similar=[["hsize"]], rate=0.1)
+    >>> swap_plan_of(plan.section(["a", "b"], ["r", "r"])) == plan
+    True
+    """
+    from pramkit.engine.swap.run import plan_swap
+
+    if not isinstance(section, dict):
+        raise DataError("the manifest's swapping section is not an object: the swap cannot be derived again")
+    try:
+        return plan_swap(section["household_id"], section["levels"], risk_vars=section.get("risk_variables") or (),
+                         similar=section.get("similar") or (), rate=section["rate"],
+                         k=section.get("k_anonymity") or 3)
+    except (KeyError, TypeError) as exc:
+        raise DataError(f"the manifest's swapping section lacks {exc}: the swap cannot be derived again") from None
+
+
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
-              na_values: Sequence[str] = NA_VALUES) -> Check:
+              na_values: Sequence[str] = NA_VALUES, *, shuffled: bool = False) -> Check:
     """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
-    as the design did) and compare it byte for byte.
+    as the design did; shuffled when the release was, by the swap when the manifest describes one) and
+    compare it byte for byte, or value for value for a format that records when it was written
+    (:func:`same_content`).
 
     Examples
     --------
@@ -342,15 +489,28 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     ...           key_check(d / "m.json", d / "o.csv", d / "r.csv", bytes(range(32))).passed)
     True False
     """
+    from pramkit.audit.manifest import read_manifest
     from pramkit.engine.perturb import apply_file
+    from pramkit.engine.swap.run import swap_file
+    from pramkit.io import table_format
 
+    swapping = read_manifest(manifest)[0].swapping
+    how = "the swap" if swapping is not None else "the shuffled release" if shuffled else "the release"
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
         again = Path(tmp) / released.name
-        apply_file(original, manifest, again, key=key, na_values=na_values)
-        same = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
+        if swapping is not None:
+            swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values)
+        else:
+            apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled)
+        exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
+        fmt = table_format(released) if released.is_file() else None
+        same = exact or (fmt in STAMPED and again.is_file() and same_content(again, released))
+    words = ("byte for byte" if exact else
+             f"value for value, with its missing codes, labels and formats (a {fmt} file records when it was "
+             "written, so its bytes differ)")
     return Check("release", "file", "derived again with the key", same,
-                 "the key reproduces the released file byte for byte" if same else
-                 "the key does not reproduce the released file (another key, manifest or original)")
+                 f"the key reproduces {how} {words}" if same else
+                 f"the key does not reproduce {how} (another key, manifest or original)")
 
 
 def release_audit(manifest: str | Path, original: str | Path, released: str | Path, *, key: Any = None,
@@ -371,13 +531,17 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
     list of Check
     """
     from pramkit.audit.manifest import read_manifest
+    from pramkit.engine.receipt import read_receipt
 
     parsed, _ = read_manifest(manifest)
     na = parsed.input.get("na_values", NA_VALUES)  # what the design read as missing
     o, r = read_whole(original), read_whole(released)
-    checks = file_checks(parsed, o, r)
+    receipt = read_receipt(released) if Path(released).is_file() else None
+    shuffled = bool((receipt or {}).get("guarantees"))  # apply --shuffle states the shuffled guarantee there
+    checks = file_checks(parsed, o, r, shuffled=shuffled, codes=csv_missing_codes(na))
     if all(c.passed for c in checks if c.field in ("columns", "row count")):
-        checks += variable_checks(parsed, o, r, alpha=alpha, na_values=na)
+        checks += variable_checks(parsed, o, r, alpha=alpha, na_values=na, shuffled=shuffled)
     if key is not None:
-        checks.append(key_check(Path(manifest), Path(original), Path(released), key, na_values=na))
+        checks.append(key_check(Path(manifest), Path(original), Path(released), key, na_values=na,
+                                shuffled=shuffled))
     return checks

@@ -139,3 +139,65 @@ def row_pvalue(observed: ArrayLike, probabilities: ArrayLike) -> float:
         return math.nan
     statistic = float(((obs - expected) ** 2 / expected).sum())
     return float(stats.chi2.sf(statistic, obs.size - 1))
+
+
+def margin_pvalue(original: ArrayLike, matrix: ArrayLike, released: ArrayLike) -> float:
+    """A goodness-of-fit p-value of the released counts of a variable whose rows were shuffled.
+
+    With ``n_k`` records of original category k released independently through row k of M, the
+    released counts ``R`` are a sum of independent multinomials: mean ``mu = M^T n``, covariance
+    ``Sigma = diag(mu) - M^T diag(n) M``.  The statistic ``(R - mu)^T Sigma^+ (R - mu)`` is
+    chi-square with ``rank(Sigma)`` degrees of freedom in the limit (a Wald test).  Released
+    categories expected below :data:`MIN_EXPECTED` are pooled into one, as in :func:`row_pvalue`;
+    a released count where nothing is expected is an impossible transition, reported apart.
+
+    Parameters
+    ----------
+    original : array-like of int
+        ``n_k``: the original count of each category.
+    matrix : array-like of float
+        M (S x S).
+    released : array-like of int
+        The released count of each category.
+
+    Returns
+    -------
+    float
+        The p-value; NaN when fewer than two pooled categories are left.
+
+    Examples
+    --------
+    With every record in one category the test is Pearson's on that row (:func:`row_pvalue`):
+
+    >>> m = np.array([[0.5, 0.3, 0.2], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
+    >>> bool(np.isclose(margin_pvalue([100, 0, 0], m, [41, 37, 22]), row_pvalue([41, 37, 22], m[0])))
+    True
+    """
+    n = np.asarray(original, dtype=float)
+    m = np.asarray(matrix, dtype=float)
+    r = np.asarray(released, dtype=float)
+    mu = m.T @ n
+    reach = mu > 0
+    m, r, mu = m[:, reach], r[reach], mu[reach]
+    small = mu < MIN_EXPECTED
+    if small.any():
+        pooled = m[:, small].sum(axis=1, keepdims=True)
+        m = np.hstack([m[:, ~small], pooled])
+        r = np.append(r[~small], r[small].sum())
+        mu = np.append(mu[~small], mu[small].sum())
+        if mu[-1] < MIN_EXPECTED and mu.size > 1:  # the pool is still too small: into the smallest other
+            target = int(np.argmin(mu[:-1]))
+            m[:, target] += m[:, -1]
+            r[target] += r[-1]
+            mu[target] += mu[-1]
+            m, r, mu = m[:, :-1], r[:-1], mu[:-1]
+    if mu.size < 2:
+        return math.nan
+    sigma = np.diag(mu) - m.T @ (n[:, None] * m)
+    values, vectors = np.linalg.eigh(sigma)
+    keep = values > 1e-9 * values.max()
+    if not keep.any():
+        return math.nan
+    z = vectors[:, keep].T @ (r - mu)
+    statistic = float(np.sum(z * z / values[keep]))
+    return float(stats.chi2.sf(statistic, int(keep.sum())))

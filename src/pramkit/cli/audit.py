@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     ...     with contextlib.redirect_stdout(io.StringIO()) as out:
     ...         code = main(["audit", "--manifest", str(m)])
     >>> code, out.getvalue().splitlines()[-1]
-    (0, 'audit: all 3 checks passed (manifest)')
+    (0, 'audit: all 9 checks passed (manifest)')
     """
     from pramkit.audit import audit
 
