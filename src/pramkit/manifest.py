@@ -1074,6 +1074,9 @@ class Manifest:
                                 ("perturbation_epsilon", manifest._ledger_dict()["perturbation_epsilon"])):
                 if key in stated:
                     _check_epsilon(stated[key], _epsilon_from_json(actual, f"ledger.{key}"), f"ledger.{key}")
+        from pramkit.privacy.amplification import check_read_sampling
+
+        check_read_sampling(manifest, data.get("ledger"))  # input.sampling, and the sampled epsilon it gives
         return manifest
 
 

@@ -297,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit._json import dumps
     from pramkit.atomic import check_writable
     from pramkit.engine.rng import SecretKey
-    from pramkit.privacy.amplification import declare_sampling, release_guarantees
+    from pramkit.privacy.amplification import release_guarantees
     from pramkit.release.choices import DesignChoices
     from pramkit.release.record import design_record_path, write_design
 
@@ -323,7 +323,6 @@ def run(args: argparse.Namespace) -> int:
     names = comma_names(args.vars)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     release = DesignChoices.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
-    release = declare_sampling(release, sampling=args.sampling, population=args.population)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     if "sampling" in release.manifest.input:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()
