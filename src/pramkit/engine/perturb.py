@@ -989,7 +989,7 @@ def perturb_frame(
     require_columns(manifest.read_columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
-    stated_sampling(manifest, len(data), "the data")
+    stated_sampling(manifest, len(data), "the frame")
     perturber = TablePerturber(manifest, secret, threads=threads)
     columns = manifest.read_columns
     perturbed = set(manifest.columns)
@@ -1040,7 +1040,7 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
         raise DataError("the data have no rows")
     from pramkit.privacy.amplification import stated_sampling
 
-    stated_sampling(manifest, table.num_rows, "the data")
+    stated_sampling(manifest, table.num_rows, "the frame")
     perturber = TablePerturber(manifest, key, threads=threads)
     released = perturber(table, 0)
     out = released if isinstance(data, pa.Table) else data.with_columns(
@@ -1080,7 +1080,7 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
         if n_rows is None:  # every row was read: its count is known only now
             from pramkit.privacy.amplification import stated_sampling
 
-            stated_sampling(manifest, start, "the data")
+            stated_sampling(manifest, start, "the frame")
 
     return pl.io.plugins.register_io_source(source, schema=lazy.collect_schema(), explain_name="pramkit release")
 

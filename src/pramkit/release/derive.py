@@ -282,7 +282,7 @@ def check_derived_input(manifest: Manifest, data: Any, label: str = "the manifes
     path = Path(data) if isinstance(data, (str, os.PathLike)) else None
     if path is not None and not path.exists():
         return  # reading it says so
-    what = "the data" if path is None else repr(str(path))
+    what = "the frame" if path is None else repr(str(path))
     receipt = read_receipt(path) if path is not None else getattr(data, "attrs", {}).get(FRAME_ATTR)
     if not isinstance(receipt, dict):
         raise DataError(f"{what} has no release receipt: {only} (with its receipt), not to the original")
