@@ -75,7 +75,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import ParameterError
+from pramkit.errors import DataError, ManifestError, ParameterError
 from pramkit.privacy.exact import DIGITS, float_up
 from pramkit.risk.fractions import check_fraction
 
@@ -238,8 +238,6 @@ class Sampling:
         ...
         pramkit.errors.ParameterError: --sampling srswor:500/100000 states a sample of 500 records but 'c.csv' has 1,031 rows: M is the file's row count (write --sampling srswor:1031/100000, or --population 100000)
         """
-        from pramkit.errors import DataError
-
         if self.sample is None or self.sample == rows:
             return
         if stated is not None:
@@ -759,19 +757,18 @@ def check_read_sampling(manifest: Any, ledger: Any) -> None:
 
     Examples
     --------
-    >>> from pramkit.ledger import Ledger
-    >>> from pramkit.manifest import Manifest
-    >>> from pramkit.design.classic import randomized_response
-    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)}, ledger=Ledger(frequencies="none"),
-    ...                 input={"sampling": {"design": "srswor", "rates": [0.05], "population": 100_000, "sample": 5_000}})
-    >>> check_read_sampling(m, m.to_dict()["ledger"])
-    >>> check_read_sampling(m, {"sampled_epsilon": 0.1})
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ManifestError: field 'ledger.sampled_epsilon' states 0.1 but the sampling design (input.sampling) gives 0.6700202253448542
-    """
-    from pramkit.errors import ManifestError
+    A manifest written by the design, then its sampled epsilon forged:
 
+    >>> from pramkit.datasets import census
+    >>> from pramkit.release.choices import DesignChoices
+    >>> m = DesignChoices(epsilon=3.0, method="rr", sampling="srswor:5000/100000").release(census(5_000), ["sex"]).manifest
+    >>> check_read_sampling(m, m.to_dict()["ledger"])
+    >>> try:
+    ...     check_read_sampling(m, {"sampled_epsilon": 0.1})
+    ... except ManifestError as exc:
+    ...     print(str(exc).split(" gives")[0])
+    field 'ledger.sampled_epsilon' states 0.1 but the sampling design (input.sampling)
+    """
     if "sampling" not in manifest.input:
         if isinstance(ledger, dict) and ledger.get("sampled_epsilon") is not None:
             raise ManifestError("field 'ledger.sampled_epsilon' is stated but the manifest has no sampling design "
