@@ -346,3 +346,22 @@ def test_spark_checks_the_rows_it_counts(eu: Path, tmp_path: Path, capsys) -> No
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "states a sample of 1,031 records" in err[0], err
     assert list(tmp_path.iterdir()) == [], "a folder, a receipt or a temporary was left behind"
+
+
+def test_the_app_design_settings_are_checked(tmp_path: Path) -> None:
+    """The app's workbench designs through DesignChoices: a sampling statement of another M is refused
+    before anything is designed or written; the true one reaches the manifest it applies, whose figure
+    is the theorem's for the census's 2 000 rows."""
+    from pramkit.engine.rng import SecretKey
+    from pramkit.workbench import Workbench
+    from pramkit.workbench.layout import RELEASE
+
+    wb = Workbench(tmp_path / "work")
+    wb.open_census(rows=2_000)
+    with pytest.raises(ParameterError, match="states a sample of 1,000 records but .* has 2,000 rows"):
+        wb.design(["sex", "age"], DesignChoices(epsilon=2.0, sampling="srswor:1000/40000"))
+    assert wb.designed is None
+    wb.design(["sex", "age"], DesignChoices(epsilon=2.0, sampling="srswor:2000/40000"))
+    wb.apply(SecretKey(bytes(32), "test"))
+    written = json.loads((tmp_path / "work" / RELEASE / "manifest.json").read_text())
+    assert_stated(written["ledger"]["sampled_epsilon"], written["record_epsilon"], 2_000, 40_000)
