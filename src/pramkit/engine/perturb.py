@@ -957,7 +957,12 @@ def perturb_frame(
     DataError
         A column of the manifest is missing, the frame has no rows, or a
         value is not one of its variable's categories (from a ``LazyFrame``:
-        when polars computes it).
+        when polars computes it); the manifest states a sampling design of
+        another sample size than the frame's rows
+        (:func:`pramkit.privacy.amplification.stated_sampling`); a derived
+        manifest and a frame whose receipt (:func:`pramkit.engine.receipt.mark_frame`)
+        does not name the manifest it derives from
+        (:func:`pramkit.release.derive.check_derived_input`).
     KeyFileError
         The key is too short or its file cannot be read.
     ParameterError
@@ -1233,7 +1238,11 @@ def apply_file(
         ``out`` exists and ``force`` is false.
     DataError
         The file cannot be read, lacks a column, has no data rows, or holds
-        a value that is not a category.
+        a value that is not a category; its row count is not the sample the
+        manifest's sampling design states (refused before the release is
+        renamed into place); a derived manifest and a file whose receipt does
+        not name the manifest it derives from
+        (:func:`pramkit.release.derive.check_derived_input`).
     ManifestError, KeyFileError
         The manifest or the key cannot be read.
     WriteError
