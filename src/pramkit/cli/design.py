@@ -169,8 +169,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "from the operating system)")
     p.add_argument("--force", action="store_true", help="overwrite --out and the design record if they exist")
     p.add_argument("--sampling", metavar="DESIGN",
-                   help="the file is a secret sample: srswor:M/N, poisson:Q (with --population N) or "
-                        "stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)")
+                   help="the file is a secret sample: srswor:M/N (M: the file's rows, checked), poisson:Q (with --population N) "
+                        "or stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)")
     p.add_argument("--population", type=int, metavar="N",
                    help="the population the file was drawn from: a simple random sample without replacement of its rows "
                         "from N persons, or with --sampling poisson:Q the population of the Poisson sample")
