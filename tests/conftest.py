@@ -24,3 +24,26 @@ def sdc_data() -> Path:
 def key() -> SecretKey:
     """A fixed key: reproducible draws in tests."""
     return SecretKey(bytes(range(32)), "test key")
+
+
+def assert_refused(folder: Path, args: list, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pramkit ARGS`` exits 2 with one line on stderr holding ``message``, leaves every file under
+    ``folder`` as it was and writes nothing there (no temporary left behind either)."""
+    import hashlib
+
+    from pramkit.cli import main
+
+    def digests() -> dict[str, str]:
+        return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = digests()
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    _, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, (args, err)
+    assert len(lines) == 1 and "Traceback" not in err, (args, err)
+    assert message in lines[0], (args, lines[0])
+    assert digests() == before, (args, "an input changed or a file was written")
+    assert not any(p.name.startswith(".") for p in folder.iterdir()), (args, "a temporary file was left behind")

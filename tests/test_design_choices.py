@@ -54,6 +54,8 @@ numbers = st.floats(min_value=1e-9, max_value=1e6, allow_nan=False)
     "missing": st.sampled_from(["keep", "category"]), "split": st.sampled_from(["optimal", "equal", "joint"]),
     "epsilon_per_variable": st.just("age=1,sex=0.5"), "recognition": numbers,
     "na_values": st.lists(texts, max_size=3).map(tuple), "derive_from": st.just(Path("suf.json")),
+    "sampling": st.sampled_from(["srswor:500/100000", "poisson:0.05", "stratified:0.01,0.05"]),
+    "population": st.integers(1, 10**9),
 }))
 def test_the_command_line_of_any_choices_parses_back_to_them(fields: dict) -> None:
     choices = DesignChoices(**fields)

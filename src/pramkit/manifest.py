@@ -1061,6 +1061,9 @@ class Manifest:
                            ledger=ledger, swapping=swapping)
         except ManifestError as exc:
             raise ManifestError(f"field 'variables': {exc}") from None
+        from pramkit.privacy.amplification import check_read_sampling
+
+        check_read_sampling(manifest, data.get("ledger"))  # input.sampling, and the sampled epsilon it gives
         if "record_epsilon" in data:
             _check_epsilon(data["record_epsilon"], manifest.record_epsilon, "record_epsilon")
         if "perturbation_epsilon" in data:

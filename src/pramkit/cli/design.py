@@ -174,8 +174,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "from the operating system)")
     p.add_argument("--force", action="store_true", help="overwrite --out and the design record if they exist")
     p.add_argument("--sampling", metavar="DESIGN",
-                   help="the file is a secret sample: srswor:M/N, poisson:Q (with --population N) or "
-                        "stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)")
+                   help="the file is a secret sample: srswor:M/N (M: the file's rows, checked), poisson:Q (with --population N) "
+                        "or stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)")
     p.add_argument("--population", type=int, metavar="N",
                    help="the population the file was drawn from: a simple random sample without replacement of its rows "
                         "from N persons, or with --sampling poisson:Q the population of the Poisson sample")
@@ -309,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit._json import dumps
     from pramkit.atomic import check_writable
     from pramkit.engine.rng import SecretKey
-    from pramkit.privacy.amplification import declare_sampling, release_guarantees
+    from pramkit.privacy.amplification import release_guarantees
     from pramkit.release.choices import DesignChoices
     from pramkit.release.record import design_record_path, write_design
 
@@ -335,7 +335,6 @@ def run(args: argparse.Namespace) -> int:
     names = comma_names(args.vars)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     release = DesignChoices.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
-    release = declare_sampling(release, sampling=args.sampling, population=args.population)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     if "sampling" in release.manifest.input:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()

@@ -34,8 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "the design step's epsilon, the record's total epsilon and the guarantee sentence.")
     p.add_argument("manifest", type=Path, help="manifest JSON")
     p.add_argument("--sampling", metavar="DESIGN",
-                   help="the file is a secret sample: srswor:M/N, poisson:Q (with --population N) or "
-                        "stratified:Q1,Q2,... (default: the design the manifest records, if any)")
+                   help="the file is a secret sample: srswor:M/N (M: the rows of --released, checked), poisson:Q (with "
+                        "--population N) or stratified:Q1,Q2,... (default: the design the manifest records, if any)")
     p.add_argument("--population", type=int, metavar="N",
                    help="the population the released file (--released) was drawn from: a simple random sample of its "
                         "rows from N persons, or with --sampling poisson:Q the population of the Poisson sample")

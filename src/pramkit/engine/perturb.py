@@ -957,7 +957,12 @@ def perturb_frame(
     DataError
         A column of the manifest is missing, the frame has no rows, or a
         value is not one of its variable's categories (from a ``LazyFrame``:
-        when polars computes it).
+        when polars computes it); the manifest states a sampling design of
+        another sample size than the frame's rows
+        (:func:`pramkit.privacy.amplification.stated_sampling`); a derived
+        manifest and a frame whose receipt (:func:`pramkit.engine.receipt.mark_frame`)
+        does not name the manifest it derives from
+        (:func:`pramkit.release.derive.check_derived_input`).
     KeyFileError
         The key is too short or its file cannot be read.
     ParameterError
@@ -980,12 +985,16 @@ def perturb_frame(
     t0 = time.perf_counter()
     secret = resolve_key(key)
     from pramkit.frames import streamed
+    from pramkit.privacy.amplification import stated_sampling
+    from pramkit.release.derive import check_derived_input
 
+    check_derived_input(manifest, data)  # a derived manifest: the frame's receipt (attrs) names its release
     if streamed(data):
         return _perturb_arrow_frame(data, manifest, secret, threads, chunk_rows)
     require_columns(manifest.read_columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
+    stated_sampling(manifest, len(data), "the frame")
     perturber = TablePerturber(manifest, secret, threads=threads)
     columns = manifest.read_columns
     perturbed = set(manifest.columns)
@@ -1034,6 +1043,9 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
     table = as_arrow(data if isinstance(data, pa.Table) else data.select(manifest.read_columns))
     if table.num_rows == 0:
         raise DataError("the data have no rows")
+    from pramkit.privacy.amplification import stated_sampling
+
+    stated_sampling(manifest, table.num_rows, "the frame")
     perturber = TablePerturber(manifest, key, threads=threads)
     released = perturber(table, 0)
     out = released if isinstance(data, pa.Table) else data.with_columns(
@@ -1070,6 +1082,10 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
                 return
         if start == 0:
             raise DataError("the data have no rows")
+        if n_rows is None:  # every row was read: its count is known only now
+            from pramkit.privacy.amplification import stated_sampling
+
+            stated_sampling(manifest, start, "the frame")
 
     return pl.io.plugins.register_io_source(source, schema=lazy.collect_schema(), explain_name="pramkit release")
 
@@ -1222,7 +1238,11 @@ def apply_file(
         ``out`` exists and ``force`` is false.
     DataError
         The file cannot be read, lacks a column, has no data rows, or holds
-        a value that is not a category.
+        a value that is not a category; its row count is not the sample the
+        manifest's sampling design states (refused before the release is
+        renamed into place); a derived manifest and a file whose receipt does
+        not name the manifest it derives from
+        (:func:`pramkit.release.derive.check_derived_input`).
     ManifestError, KeyFileError
         The manifest or the key cannot be read.
     WriteError
@@ -1253,7 +1273,8 @@ def apply_file(
     from pramkit.engine.receipt import receipt_after, receipt_path
     from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
     from pramkit.io_stat import check_codes_named
-    from pramkit.privacy.amplification import check_shuffle, release_guarantees
+    from pramkit.privacy.amplification import check_shuffle, release_guarantees, stated_sampling
+    from pramkit.release.derive import check_derived_input
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -1263,6 +1284,8 @@ def apply_file(
     check_writable(dst, force=force, inputs=inputs)
     if chunk_rows < 1:
         raise ParameterError("chunk_rows must be at least 1")
+    label = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
+    check_derived_input(man, src, label)
     start = 0
     # exits in reverse order: the released file is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending:
@@ -1272,6 +1295,8 @@ def apply_file(
         perturber = TablePerturber(man, secret, meta.missing, threads=threads)
         perturber.check_columns(meta.columns, f"{str(src)!r}")
         check_shuffle(man, meta.columns, public_columns, shuffle=shuffle)
+        if meta.rows is not None:  # known before reading (Parquet, Stata, SPSS): refused before any work
+            stated_sampling(man, meta.rows, repr(str(src)), label)
         groups = CloneGroups(list(public_columns), man.columns, meta.missing) if shuffle else None
         with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
                 TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer, \
@@ -1286,6 +1311,7 @@ def apply_file(
                 bar.update(table.num_rows)
             if start == 0:
                 raise DataError(f"file {str(src)!r} has no data rows")
+            stated_sampling(man, start, repr(str(src)), label)  # a CSV's rows are known now, before the rename
             out_rows.finish()
             guarantees = None if groups is None else release_guarantees(
                 man, columns=meta.columns, public_columns=public_columns, shuffled=True, clones=groups.smallest,

@@ -591,7 +591,7 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
     >>> from pramkit.manifest import Manifest
     >>> from pramkit.design.classic import randomized_response
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)})
-    >>> f"{inspect_guarantees(m, sampling='srswor:5000/100000').sampled:.4f}"
+    >>> f"{inspect_guarantees(m, sampling='stratified:0.05').sampled:.4f}"
     '0.6700'
     """
     from pramkit.privacy import amplification
@@ -603,7 +603,9 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
             raise ParameterError(f"--released {str(released)!r} has no receipt (made by `pramkit apply`)")
         if receipt["manifest_sha256"] not in manifest_digests(manifest):
             raise ParameterError(f"--released {str(released)!r} was made by another manifest (its receipt says so)")
-    design = amplification.sampling_of(sampling, population, None if receipt is None else receipt["rows"])
+        amplification.stated_sampling(manifest, receipt["rows"], repr(str(released)))
+    design = amplification.sampling_of(sampling, population, None if receipt is None else receipt["rows"],
+                                       file=repr(str(released)))
     return _stated(amplification.release_guarantees(manifest, sampling=design), receipt)
 
 
@@ -623,6 +625,8 @@ def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
     receipt = read_receipt(released) if isinstance(released, (str, os.PathLike)) else None
     if receipt is not None and receipt["manifest_sha256"] not in manifest_digests(manifest):
         receipt = None
+    if receipt is not None:
+        amplification.stated_sampling(manifest, receipt["rows"], repr(str(released)))
     return _stated(amplification.release_guarantees(manifest), receipt)
 
 

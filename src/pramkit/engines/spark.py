@@ -692,14 +692,17 @@ def apply_file_spark(
     """
     from pramkit.engine.receipt import receipt_after, receipt_path
     from pramkit.io import table_format
-    from pramkit.privacy.amplification import check_shuffle, release_guarantees
+    from pramkit.privacy.amplification import check_shuffle, release_guarantees, stated_sampling
+    from pramkit.release.derive import check_derived_input
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
     secret = resolve_key(key)
     dst = Path(out)
     inputs = [data, None if isinstance(manifest, Manifest) else manifest, secret.path]
-    _check_format(data, "reads")  # before Spark starts
+    label = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
+    check_derived_input(man, Path(data), label)  # before Spark starts
+    _check_format(data, "reads")
     fmt = _check_format(dst, "writes")
     check_writable(dst, force=force, inputs=inputs, folder=True)
     codes = csv_missing_codes(na_values) if table_format(data) == "csv" else None
@@ -712,6 +715,7 @@ def apply_file_spark(
         released = perturb(df, man, key=secret, missing_codes=codes)
         _save(shuffle_rows(released, secret) if shuffle else released, tmp, fmt)
         rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
+        stated_sampling(man, rows, repr(str(data)), label)  # before the folder is renamed into place
         guarantees = release_guarantees(
             man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
             clones=smallest_group(released, public_columns, man.columns, codes)) if shuffle else None

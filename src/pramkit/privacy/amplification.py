@@ -75,7 +75,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.errors import ParameterError
+from pramkit.errors import DataError, ManifestError, ParameterError
 from pramkit.privacy.exact import DIGITS, float_up
 from pramkit.risk.fractions import check_fraction
 
@@ -168,10 +168,88 @@ class Sampling:
     def __post_init__(self) -> None:
         if self.design not in ("poisson", "srswor", "stratified"):
             raise ParameterError(f"sampling design {self.design!r} is not one of poisson, srswor, stratified")
+        sizes = (self.sample, self.population)
+        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in sizes if x is not None):
+            raise ParameterError(f"the sample and the population must be whole numbers, got {sizes}")
+        if self.design == "stratified" and sizes != (None, None):
+            raise ParameterError("a stratified design states its rates only (no sample or population)")
+        if self.design == "srswor" and None in sizes:
+            raise ParameterError("a simple random sample states its sample M and population N (srswor:M/N)")
+        if (self.sample is None) != (self.population is None):
+            raise ParameterError("a sample size needs its population, and a population its sample size")
+        if self.sample is not None and self.population is not None:
+            if self.sample < 1:
+                raise ParameterError(f"the sample must hold at least one record, got {self.sample}")
+            if self.population < self.sample:
+                raise ParameterError(f"the population N = {self.population:,} is smaller than the file "
+                                     f"({self.sample:,} records); give the size of the population the file was "
+                                     "drawn from")
         rates = tuple(check_fraction(q) for q in self.rates)
         if not rates:
             raise ParameterError("a sampling design needs at least one rate")
         object.__setattr__(self, "rates", rates)
+        if self.design == "srswor" and rates != (self.sample / self.population,):  # type: ignore[operator]
+            raise ParameterError(f"the rate of a simple random sample of {self.sample} of {self.population} is "
+                                 f"M / N, not {rates[0]!r}")
+
+    @property
+    def statement(self) -> str:
+        """The design as ``--sampling`` writes it (with ``--population N`` for a Poisson sample).
+
+        Examples
+        --------
+        >>> Sampling.parse("srswor:500/100000").statement
+        'srswor:500/100000'
+        """
+        if self.design == "srswor":
+            return f"srswor:{self.sample}/{self.population}"
+        rates = ",".join(f"{q:g}" for q in self.rates)
+        return f"{self.design}:{rates}" + (f" --population {self.population}" if self.population else "")
+
+    def check_rows(self, rows: int, file: str, *, stated: str | None = None) -> None:
+        """Refuse a design whose sample is not the file's ``rows`` records.
+
+        ``M`` of ``srswor:M/N`` and the size ``n`` of a Poisson sample are the file's row
+        count: the figure ``ln(1 + q (e^eps - 1))`` with ``q = M / N`` holds for a file of
+        ``M`` records, and a smaller ``M`` states a smaller epsilon than the file has.  A
+        stratified design states rates only; there is nothing to check.
+
+        Parameters
+        ----------
+        rows : int
+            The file's row count.
+        file : str
+            The file, as the message names it.
+        stated : str, optional
+            Where the design was stated (a manifest): the error is then a
+            :class:`~pramkit.errors.DataError` saying to apply the manifest to its file;
+            ``None``: a flag, a :class:`~pramkit.errors.ParameterError` saying what to write.
+
+        Raises
+        ------
+        ParameterError, DataError
+            The sample is not ``rows`` records, or the population is smaller than ``rows``.
+
+        Examples
+        --------
+        >>> Sampling.parse("srswor:1031/100000").check_rows(1031, "'c.csv'")
+        >>> Sampling.parse("srswor:500/100000").check_rows(1031, "'c.csv'")
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: --sampling srswor:500/100000 states a sample of 500 records but 'c.csv' has 1,031 rows: M is the file's row count (write --sampling srswor:1031/100000, or --population 100000)
+        """
+        if self.sample is None or self.sample == rows:
+            return
+        if stated is not None:
+            raise DataError(f"{stated} states a sample of {self.sample:,} records (input.sampling: "
+                            f"{self.statement}) but {file} has {rows:,} rows: apply it to the file it was designed "
+                            "for, or design again for this file")
+        if self.design == "poisson":
+            raise ParameterError(f"--sampling {self.statement} is of a sample of {self.sample:,} records but {file} "
+                                 f"has {rows:,} rows: the size n of a Poisson sample is the file's row count")
+        raise ParameterError(f"--sampling {self.statement} states a sample of {self.sample:,} records but {file} has "
+                             f"{rows:,} rows: M is the file's row count (write --sampling "
+                             f"srswor:{rows}/{self.population}, or --population {self.population})")
 
     @property
     def rate(self) -> float:
@@ -234,12 +312,7 @@ class Sampling:
         >>> Sampling.without_replacement(953_076, 19_378_102).rate < 0.05
         True
         """
-        if sample < 1:
-            raise ParameterError(f"the sample must hold at least one record, got {sample}")
-        if population < sample:
-            raise ParameterError(f"the population N = {population:,} is smaller than the file ({sample:,} records); "
-                                 "give the size of the population the file was drawn from")
-        return cls("srswor", (sample / population,), population=population, sample=sample)
+        return cls("srswor", (sample / max(population, 1),), population=population, sample=sample)
 
     def conditions(self) -> str:
         """The conditions of the sampled guarantee, in words.
@@ -275,8 +348,33 @@ class Sampling:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Sampling:
-        """The design from :meth:`to_dict`."""
-        return cls(d["design"], tuple(d["rates"]), d.get("population"), d.get("sample"))
+        """The design from :meth:`to_dict` (a manifest's ``input["sampling"]``), checked as :meth:`parse` checks it.
+
+        A Poisson design needs its population and sample size (its figure is given them), and a
+        simple random sample's rate is ``M / N``.
+
+        Raises
+        ------
+        ParameterError
+            A field missing or of the wrong type, a rate outside (0, 1], ``N`` below ``M``, a rate
+            that is not ``M / N``, or a Poisson design without its population.
+
+        Examples
+        --------
+        >>> Sampling.from_dict({"design": "srswor", "rates": [0.005], "population": 100000, "sample": 1031})
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: the rate of a simple random sample of 1031 of 100000 is M / N, not 0.005
+        """
+        if not isinstance(d, Mapping) or not isinstance(d.get("rates"), list) or not set(d) <= {
+                "design", "rates", "population", "sample"}:
+            raise ParameterError("a sampling design is an object with the fields design, rates, population, sample")
+        if any(isinstance(q, bool) or not isinstance(q, (int, float)) for q in d["rates"]):
+            raise ParameterError(f"the rates must be numbers in (0, 1], got {d['rates']!r}")
+        design = cls(d.get("design"), tuple(d["rates"]), d.get("population"), d.get("sample"))  # type: ignore[arg-type]
+        if design.design == "poisson" and (design.sample is None or len(design.rates) != 1):
+            raise ParameterError("a Poisson design states one rate, its population and its sample size")
+        return design
 
 
 @dataclass(frozen=True)
@@ -647,6 +745,48 @@ def sampled_ledger(manifest: Any) -> dict[str, Any]:
     return {"sampled_epsilon": epsilon_to_json(sampled), "sampled_conditions": words}
 
 
+def check_read_sampling(manifest: Any, ledger: Any) -> None:
+    """Check a manifest's sampling design as it is read: its ``input["sampling"]`` and the
+    ``ledger.sampled_epsilon`` it states (``ledger``: the ledger object as read, or ``None``).
+
+    Raises
+    ------
+    ManifestError
+        The design is malformed (:meth:`Sampling.from_dict`), or the stated sampled epsilon is not
+        the one its design gives, naming the field.
+
+    Examples
+    --------
+    A manifest written by the design, then its sampled epsilon forged:
+
+    >>> from pramkit.datasets import census
+    >>> from pramkit.release.choices import DesignChoices
+    >>> m = DesignChoices(epsilon=3.0, method="rr", sampling="srswor:5000/100000").release(census(5_000), ["sex"]).manifest
+    >>> check_read_sampling(m, m.to_dict()["ledger"])
+    >>> try:
+    ...     check_read_sampling(m, {"sampled_epsilon": 0.1})
+    ... except ManifestError as exc:
+    ...     print(str(exc).split(" gives")[0])
+    field 'ledger.sampled_epsilon' states 0.1 but the sampling design (input.sampling)
+    """
+    if "sampling" not in manifest.input:
+        if isinstance(ledger, dict) and ledger.get("sampled_epsilon") is not None:
+            raise ManifestError("field 'ledger.sampled_epsilon' is stated but the manifest has no sampling design "
+                                "(input.sampling)")
+        return
+    try:
+        stated = sampled_ledger(manifest)["sampled_epsilon"]
+    except (ParameterError, KeyError, TypeError, ValueError) as exc:
+        raise ManifestError(f"field 'input.sampling': {exc}") from None
+    if not isinstance(ledger, dict) or "sampled_epsilon" not in ledger:
+        return
+    value = ledger["sampled_epsilon"]
+    if value != stated and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                and isinstance(stated, float) and abs(value - stated) <= 1e-9 * max(1.0, stated)):
+        raise ManifestError(f"field 'ledger.sampled_epsilon' states {value!r} but the sampling design "
+                            f"(input.sampling) gives {stated!r}")
+
+
 def shuffle_failures(columns: Sequence[str], perturbed: Sequence[str], public: Sequence[str],
                      households: Sequence[str], *, shuffled: bool) -> list[str]:
     """Why a release gets no central figure: each failing condition, naming the column.
@@ -821,13 +961,51 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
                       None if clones is None else int(clones))
 
 
-def sampling_of(sampling: str | None, population: int | None, rows: int | None) -> Sampling | None:
-    """The sampling design of ``--sampling TEXT`` or ``--population N`` (with the file's ``rows``).
+def check_statement(sampling: str | None, population: int | None) -> None:
+    """Check the form of ``--sampling TEXT`` and ``--population N`` before any data are read.
 
     Raises
     ------
     ParameterError
-        Both given; ``--population`` without a known row count; a bad form or rate; ``N`` below the rows.
+        Both given with another design than Poisson; Poisson without ``--population``; a bad form
+        or rate.
+
+    Examples
+    --------
+    >>> check_statement("srswor:500/100000", None), check_statement(None, None)
+    (None, None)
+    >>> check_statement("srswor:500/100000", 100000)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: give --sampling or --population, not both (--population goes with poisson:Q)
+    """
+    _statement(sampling, population)
+
+
+def _statement(sampling: str | None, population: int | None) -> Sampling | None:
+    """The design ``--sampling`` states, its combination with ``--population`` checked (rows not yet known)."""
+    design = None if sampling is None else Sampling.parse(sampling)
+    if design is not None and design.design != "poisson" and population is not None:
+        raise ParameterError("give --sampling or --population, not both (--population goes with poisson:Q)")
+    if design is not None and design.design == "poisson" and population is None:
+        raise ParameterError(f"--sampling {sampling} needs --population N, the size of the population sampled: a "
+                             "Poisson sample is amplified given its size, n of N (one that happens to hold everyone "
+                             "is not)")
+    return design
+
+
+def sampling_of(sampling: str | None, population: int | None, rows: int | None, *,
+                file: str = "the file") -> Sampling | None:
+    """The sampling design of ``--sampling TEXT`` or ``--population N``, checked against the file's ``rows``.
+
+    The sample is the file: ``M`` of ``srswor:M/N`` must be its row count (:meth:`Sampling.check_rows`),
+    and ``--population N`` alone is a simple random sample of its rows from ``N``.
+
+    Raises
+    ------
+    ParameterError
+        Both given; ``--population`` or ``srswor:M/N`` without a known row count; a bad form or rate;
+        ``M`` other than the rows; ``N`` below the rows.
 
     Examples
     --------
@@ -837,23 +1015,65 @@ def sampling_of(sampling: str | None, population: int | None, rows: int | None) 
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: --sampling poisson:0.1 needs --population N, the size of the population sampled: a Poisson sample is amplified given its size, n of N (one that happens to hold everyone is not)
+    >>> sampling_of("srswor:500/100000", None, 1_031)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --sampling srswor:500/100000 states a sample of 500 records but the file has 1,031 rows: M is the file's row count (write --sampling srswor:1031/100000, or --population 100000)
     """
-    design = None if sampling is None else Sampling.parse(sampling)
-    if design is not None and design.design != "poisson":
-        if population is not None:
-            raise ParameterError("give --sampling or --population, not both (--population goes with poisson:Q)")
+    design = _statement(sampling, population)
+    if design is not None and design.design == "stratified":
         return design
-    if design is not None and population is None:
-        raise ParameterError(f"--sampling {sampling} needs --population N, the size of the population sampled: a "
-                             "Poisson sample is amplified given its size, n of N (one that happens to hold everyone "
-                             "is not)")
-    if population is None:
+    if design is None and population is None:
         return None
     if rows is None:
-        raise ParameterError("--population needs the released file's row count: give --released FILE (its receipt "
-                             "holds it) or write --sampling srswor:M/N")
+        what = "--population" if design is None or design.design == "poisson" else f"--sampling {sampling}"
+        raise ParameterError(f"{what} needs the released file's row count (the sample is the file): give --released "
+                             "FILE (its receipt holds it)")
+    if design is not None and design.design == "srswor":
+        design.check_rows(int(rows), file)
+        return design
+    assert population is not None
     srs = Sampling.without_replacement(int(rows), int(population))
     return srs if design is None else Sampling("poisson", design.rates, population=srs.population, sample=srs.sample)
+
+
+def stated_sampling(manifest: Any, rows: int, file: str, label: str = "the manifest") -> Sampling | None:
+    """The sampling design a manifest states, checked against the ``rows`` of the file it is applied to.
+
+    Parameters
+    ----------
+    manifest : pramkit.manifest.Manifest
+        Its ``input["sampling"]`` (none: ``None``).
+    rows : int
+        The row count of the file the manifest releases (or released: its receipt's).
+    file : str
+        That file, as the message names it.
+    label : str
+        The manifest, as the message names it.
+
+    Raises
+    ------
+    DataError
+        The design's sample is not ``rows`` records (:meth:`Sampling.check_rows`).
+
+    Examples
+    --------
+    >>> from pramkit.manifest import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 3.0)},
+    ...                 input={"sampling": Sampling.parse("srswor:1031/100000").to_dict()})
+    >>> stated_sampling(m, 1031, "'c.csv'").rate
+    0.01031
+    >>> stated_sampling(m, 2000, "'d.csv'", "manifest 'm.json'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: manifest 'm.json' states a sample of 1,031 records (input.sampling: srswor:1031/100000) but 'd.csv' has 2,000 rows: apply it to the file it was designed for, or design again for this file
+    """
+    if not manifest.input.get("sampling"):
+        return None
+    design = Sampling.from_dict(manifest.input["sampling"])
+    design.check_rows(int(rows), file, stated=label)
+    return design
 
 
 def declare_sampling(release: Any, *, sampling: str | None = None, population: int | None = None) -> Any:
@@ -884,7 +1104,8 @@ def declare_sampling(release: Any, *, sampling: str | None = None, population: i
     ...
     pramkit.errors.ParameterError: the population N = 1,000 is smaller than the file (2,000 records); give the size of the population the file was drawn from
     """
-    design = sampling_of(sampling, population, release.record.rows)
+    record = release.record
+    design = sampling_of(sampling, population, record.rows, file=repr(record.data) if record.sha256 else record.data)
     if design is None:
         return release
     manifest = dataclasses_replace(release.manifest, input={**release.manifest.input, "sampling": design.to_dict()})

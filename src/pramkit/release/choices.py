@@ -95,6 +95,8 @@ class DesignChoices:
     recognition_method: Method = "restricted"
     na_values: tuple[str, ...] = NA_VALUES
     derive_from: Path | None = None
+    sampling: str | None = None
+    population: int | None = None
     target: str | None = None
     target_keys: str | None = None
 
@@ -252,19 +254,34 @@ class DesignChoices:
         >>> b = DesignChoices(epsilon=3.0).release(census(5_000), ["age", "sex"], key=key)
         >>> a.manifest.ledger.dp_counts == b.manifest.ledger.dp_counts, a.manifest.record_epsilon <= 3.0
         (True, True)
+
+        A sampling statement (``sampling``, ``population``) is of the file's rows:
+
+        >>> DesignChoices(epsilon=3.0, sampling="srswor:5000/100000").release(census(5_000), ["sex"]).manifest.input[
+        ...     "sampling"]["rates"]
+        [0.05]
+        >>> DesignChoices(epsilon=3.0, sampling="srswor:500/100000").release(census(5_000), ["sex"])
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: --sampling srswor:500/100000 states a sample of 500 records but a DataFrame in memory has 5,000 rows: M is the file's row count (write --sampling srswor:5000/100000, or --population 100000)
         """
+        from pramkit.privacy.amplification import check_statement, declare_sampling
+
+        check_statement(self.sampling, self.population)  # the rows are checked once read
         if self.recognition is not None:
             if self.target is not None:
                 raise ParameterError("--target searches the record budget of --epsilon; the recognition design "
                                      "has none")
-            return self._recognition(data, variables, key, self.recognition)
-        if self.target is not None:
-            return self._to_target(data, variables, key, quiet).release
-        if self.target_keys is not None:
-            raise ParameterError("--target-keys applies to --target")
-        from pramkit.release.pipeline import design_planned
+            release = self._recognition(data, variables, key, self.recognition)
+        elif self.target is not None:
+            release = self._to_target(data, variables, key, quiet).release
+        else:
+            if self.target_keys is not None:
+                raise ParameterError("--target-keys applies to --target")
+            from pramkit.release.pipeline import design_planned
 
-        return design_planned(data, self.plan(variables), key=key, quiet=quiet)
+            release = design_planned(data, self.plan(variables), key=key, quiet=quiet)
+        return declare_sampling(release, sampling=self.sampling, population=self.population)
 
     def derive(self, variables: Sequence[str] | None = None) -> Derived:
         """Design the public-use release derived from the release ``derive_from`` names
