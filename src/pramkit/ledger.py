@@ -521,14 +521,17 @@ def fmt_epsilon(eps: float) -> str:
 
 
 def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: float, areas: int,
-                       given: str | None = None, given_epsilon: float | None = None) -> str:
+                       given: str | None = None, given_epsilon: float | None = None, *,
+                       donors: str | None = None) -> str:
     """The guarantee of a record swap on ``variable`` (the lowest level of its geography), in words.
 
     Random swapping at rate s between A areas is a misclassification of the geography whose
     expected matrix has the epsilon given (:mod:`pramkit.engine.swap.implied`); with a level
-    above (``given``), donors share it, so it is released exactly and the epsilon holds given
-    it.  Targeted swapping chooses its households from the data, so no matrix and no epsilon
-    bounds it.
+    above (``given``) that donors share (the donor rule ``same-parent``), it is released exactly
+    and the epsilon holds given it.  Targeted swapping chooses its households from the data, so
+    no matrix and no epsilon bounds it.  The donor rule, in words, ends the statement
+    (:meth:`pramkit.engine.swap.SwapPlan.donor_rule`), so that the statement says which rule
+    was used.
 
     Parameters
     ----------
@@ -543,9 +546,11 @@ def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: floa
     areas : int
         The areas of the lowest level.
     given : str, optional
-        The level above, which swaps keep.
+        The level above, which swaps keep (donors share it); ``None`` when they do not.
     given_epsilon : float, optional
         The epsilon of the expected matrix given the level above.
+    donors : str, optional
+        The donor rule in words, appended as its own sentence.
 
     Returns
     -------
@@ -559,12 +564,15 @@ def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: floa
     'the released file as a whole (households are swapped in pairs).'
     >>> "region is released exactly" in swapping_statement("area", False, math.inf, 0.05, 300, "region", 4.2)
     True
+    >>> swapping_statement("area", False, 3.2, 0.05, 300, donors="donors were drawn from any other area")[-73:]
+    '(households are swapped in pairs). Donors were drawn from any other area.'
     """
+    rule = "" if not donors else f" {donors[:1].upper()}{donors[1:].rstrip('.')}."
     if targeted:
         return (f"{variable} was swapped by targeted record swapping: the households swapped were chosen from "
                 "the data (their risk), so no misclassification matrix is known and no epsilon bounds what the "
                 "released geography reveals (epsilon infinite); tables of the geography cannot be corrected "
-                "for the swap.")
+                "for the swap." + rule)
     bound = (f"epsilon {fmt_epsilon(epsilon)} per household" if given is None else
              f"epsilon {fmt_epsilon(epsilon)} per household, since {given} is released exactly (donors share "
              f"it), and epsilon {fmt_epsilon(given_epsilon if given_epsilon is not None else math.inf)} given it")
@@ -572,7 +580,7 @@ def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: floa
             f"expected misclassification matrix (from the household counts per area, which the released file "
             f"shows) has {bound}; "
             "this is the epsilon of the matrix, not a differential privacy guarantee of the released file as "
-            "a whole (households are swapped in pairs).")
+            "a whole (households are swapped in pairs)." + rule)
 
 
 def epsilon_to_json(eps: float) -> float | str:

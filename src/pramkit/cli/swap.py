@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pramkit.cli._common import Files, add_na_values, comma_names, figure, print_json
 from pramkit.cli.commands import HELP
-from pramkit.defaults import CHUNK_ROWS
+from pramkit.defaults import CHUNK_ROWS, SWAP_DONOR_RULES
 
 if TYPE_CHECKING:
     from pramkit.engine.swap import SwapPlan
@@ -35,20 +35,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     """
     p = sub.add_parser(
         "swap", help=HELP["swap"],
-        description="Targeted record swapping of the geography (the semantics of sdcMicro's recordSwap): "
+        description="Targeted record swapping of the geography (Eurostat's method, as sdcMicro's recordSwap): "
                     "households whose cell (area x risk variables) holds fewer than K persons at some level are "
                     "swapped across that level, then households drawn at random in each lowest area up to the "
-                    "rate (one swap moves two households). Donors lie in another area of the same area above and "
-                    "share a similarity profile. Without --risk-vars the swap is random and its expected matrix "
-                    "and epsilon are known (--manifest). Writes OUT and OUT.receipt.json (public: the released "
-                    "file's digest and the description of the swap).",
+                    "rate (one swap moves two households). Donors share a similarity profile and lie, with "
+                    "--donors same-parent (the default), in another area of the same area above; with --donors "
+                    "any-area (sdcMicro recordSwap's rule), in any other area of the level swapped across, risky "
+                    "donors first. Without --risk-vars the swap is random and its expected matrix and epsilon are "
+                    "known (--manifest). Writes OUT and OUT.receipt.json (public: the released file's digest and "
+                    "the description of the swap, which names the donor rule), and with --partners the pairs "
+                    "(private).",
     )
     add_plan_flags(p, risk_required=False)
     p.add_argument("--out", required=True, type=Path, help="released file (format from its suffix)")
     p.add_argument("--manifest", type=Path,
                    help="write the manifest of a random swap here (its expected matrix, for `pramkit estimate`)")
+    p.add_argument("--partners", type=Path,
+                   help="write who was swapped with whom here (.csv or .parquet: household id, partner id, level, "
+                        "role, each level before and after). PRIVATE: it undoes the swap; keep it with the key, "
+                        "never beside the released files. Written only when asked for")
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
-    p.add_argument("--force", action="store_true", help="overwrite OUT (and --manifest) if they exist")
+    p.add_argument("--force", action="store_true", help="overwrite OUT (and --manifest, --partners) if they exist")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS,
                    help="rows per chunk (memory bound; the release is the same for any value; default %(default)s)")
     add_na_values(p)
@@ -77,6 +84,10 @@ def add_plan_flags(p: argparse.ArgumentParser, *, risk_required: bool) -> None:
                         "flag for fall-back profiles, tried in order")
     p.add_argument("--rate", type=float, default=0.05, help="share of households swapped, in [0, 1] (default 0.05)")
     p.add_argument("--k", type=int, default=3, help="k-anonymity threshold, at least 1 (default 3)")
+    p.add_argument("--donors", choices=SWAP_DONOR_RULES, default="same-parent",
+                   help="donor rule: same-parent (default): donors in another area under the same area above, "
+                        "households selected at a level never each other's donors; any-area: donors in any other "
+                        "area of the level swapped across, risky donors first (sdcMicro recordSwap's rule)")
 
 
 def plan_of(args: argparse.Namespace) -> SwapPlan:
@@ -84,7 +95,7 @@ def plan_of(args: argparse.Namespace) -> SwapPlan:
     from pramkit.engine.swap import plan_swap
 
     return plan_swap(args.hid, comma_names(args.geo), risk_vars=comma_names(args.risk_vars),
-                     similar=[comma_names(s) for s in args.similar], rate=args.rate, k=args.k)
+                     similar=[comma_names(s) for s in args.similar], rate=args.rate, k=args.k, donors=args.donors)
 
 
 def files(args: argparse.Namespace) -> Files:
@@ -93,13 +104,14 @@ def files(args: argparse.Namespace) -> Files:
     Examples
     --------
     >>> inputs, outputs = files(argparse.Namespace(data=Path("d.csv"), key_file=None, out=Path("r.csv"),
-    ...                                            manifest=None))
+    ...                                            manifest=None, partners=Path("pairs.csv")))
     >>> [str(p) for p in inputs if p], [str(p) for p in outputs if p]
-    (['d.csv'], ['r.csv', 'r.csv.receipt.json'])
+    (['d.csv'], ['r.csv', 'r.csv.receipt.json', 'pairs.csv'])
     """
     from pramkit.engine.receipt import receipt_path
 
-    return [args.data, args.key_file], [args.out, receipt_path(args.out), args.manifest]
+    return [args.data, args.key_file], [args.out, receipt_path(args.out), args.manifest,
+                                        getattr(args, "partners", None)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     result = swap_file(args.data, plan, args.out, key=key, manifest=args.manifest, force=args.force,
-                       chunk_rows=args.chunk_rows, na_values=args.na_values)
+                       chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners)
     if args.json:
         print_json(result.to_dict())
         return 0
@@ -150,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"receipt: {result.receipt} (public: the released file's digest and the description of the swap)")
     if result.manifest:
         print(f"manifest: {result.manifest} (the expected matrix of the swap, for `pramkit estimate`)")
+    if result.partners:
+        print(f"partners: {result.partners} (PRIVATE: who was swapped with whom; keep it with the key)")
+    print(f"donors: {plan.donors}: {result.section['donor_rule']}")
     print(f"key: {result.key_source}, fingerprint {result.key_fingerprint}")
     print(f"swapped: {result.swapped_households:,} households ({figure(100 * result.swapped_households / result.households, 3)} %), "
           f"{result.swapped_records:,} records; the rate asks for {result.quota:,} swaps")

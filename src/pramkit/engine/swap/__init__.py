@@ -1,7 +1,9 @@
 """Record swapping of the geography, beside PRAM.
 
-Targeted record swapping as Eurostat's method for the 2021 census rounds (the
-semantics of sdcMicro's ``recordSwap``): :mod:`~pramkit.engine.swap.core` draws
+Targeted record swapping as Eurostat's method for the 2021 census rounds, with two
+donor rules: ``same-parent`` (the default: donors under the same area of the level
+above) and ``any-area`` (sdcMicro ``recordSwap``'s: donors from any other area of the
+swap level, risky donors first).  :mod:`~pramkit.engine.swap.core` draws
 who is swapped with whom, :mod:`~pramkit.engine.swap.households` reads the
 households of a file in chunks, :mod:`~pramkit.engine.swap.run` writes the
 released file, its receipt and (for random swapping) its manifest, and
@@ -18,11 +20,12 @@ from pramkit.engine.swap.implied import (
 from pramkit.engine.swap.run import (
            SwapPlan,
            SwapResult,
+           partners_table,
            plan_swap,
            swap_file,
            swap_frame,
            swap_manifest,
 )
 
-__all__ = ["SwapPlan", "SwapResult", "plan_swap", "random_swap_epsilon", "random_swap_matrix", "swap_file",
-           "swap_frame", "swap_manifest", "transition_table"]
+__all__ = ["SwapPlan", "SwapResult", "partners_table", "plan_swap", "random_swap_epsilon", "random_swap_matrix",
+           "swap_file", "swap_frame", "swap_manifest", "transition_table"]

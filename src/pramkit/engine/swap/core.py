@@ -1,8 +1,10 @@
 """Targeted record swapping on household arrays: who is swapped, and with whom.
 
-The semantics are those of Eurostat's targeted record swapping as documented for
-sdcMicro's ``recordSwap`` (Gussenbauer, "Targeted Record Swapping", sdcMicro
-vignette; the ONS method of the 2011 and 2021 censuses); the code is pramkit's own.
+Eurostat's targeted record swapping (the ONS method of the 2011 and 2021
+censuses) as sdcMicro's ``recordSwap`` implements it (Gussenbauer, "Targeted
+Record Swapping", sdcMicro vignette, and its C++ source), with two donor rules
+(:data:`DONOR_RULES`); the code is pramkit's own.  What differs from
+``recordSwap`` is listed in ``docs/swapping.md``.
 
 * **Households move whole.**  A swap exchanges the whole geography (every level
   of the hierarchy) of two households; all their members move with them.
@@ -14,7 +16,8 @@ vignette; the ONS method of the 2011 and 2021 censuses); the code is pramkit's o
   1 without risk variables).
 * **Targeted, then random.**  Levels are visited from the highest to the lowest;
   at level ``h`` every risky household not yet swapped is swapped with a donor
-  in *another area of level h within the same area of level h - 1*.  Then, at the
+  in *another area of level h* (under the donor rule ``same-parent``: within the
+  same area of level h - 1).  Then, at the
   lowest level, households are drawn in each lowest area (weighted without
   replacement by their sampling weight) until the area's quota is met: the
   quota of an area with ``n`` households is ``rate * n / 2`` (one swap moves two
@@ -25,10 +28,31 @@ vignette; the ONS method of the 2011 and 2021 censuses); the code is pramkit's o
   (household size, say); a household without such a donor tries the next
   profile; a household with no donor under any profile is *unswappable* and is
   counted (:attr:`SwapDraw.unswappable`).
-* **Donors** are drawn among households not yet swapped nor selected outside the
-  household's own area, weighted by their sampling weight: the area with
-  probability proportional to the weight left in it, then its next household by
-  priority (Efraimidis and Spirakis 2006: the largest ``log(u) / w`` first).
+* **Donors, rule ``same-parent``** (the default, pramkit's rule since its first
+  release): drawn among the households of the other areas of level h under the same
+  area of level h - 1 that are neither swapped nor selected at this level, weighted
+  by their sampling weight: the area with probability proportional to the weight
+  left in it, then its next household by priority (Efraimidis and Spirakis 2006:
+  the largest ``log(u) / w`` first).  Households selected at a level are never each
+  other's donors there.
+* **Donors, rule ``any-area``** (sdcMicro's ``recordSwap``): drawn among the
+  households of *any* other area of level h, anywhere in the file, not yet
+  swapped, weighted by ``w_h``, the household's risk at level h (the largest
+  ``1 / count`` of its members' cells area of level h x risk variables; 1 without
+  risk variables), so that risky donors come first, households selected in
+  another area and not yet swapped included: the area with probability
+  proportional to the weight left in it, then its next household by priority
+  (the largest ``log(u) / w_h``).  The areas of a level are visited in turn, in a
+  keyed random order; at the lowest level each area's households are selected
+  when its turn comes, among those not yet swapped (a household taken as a donor
+  before is not selected again).  A selected household without a donor is never
+  selected again (it may still be a donor), as in ``recordSwap``.  ``recordSwap``
+  itself visits the areas in code order and takes, for every household of a
+  level, the first household of one priority order that lies in another area, so
+  that a household passed over for lying in the area of the household selected
+  stays first in line for the next one: its donors are not independent draws, and
+  its realised transitions depart from the expected matrix of
+  :mod:`pramkit.engine.swap.implied`; here every donor is a fresh weighted draw.
 
 Randomness is keyed (:mod:`pramkit.engine.rng`): household ``i`` (numbered by
 its first record in the file) reads word ``i`` of named streams, so the draw
@@ -38,14 +62,21 @@ depends only on the key and the file, not on how it is read.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from pramkit.defaults import SWAP_DONOR_RULES
 from pramkit.engine.rng import SecretKey, uniforms
 
 #: Stream names (domain separation of the swap's draws from every variable's stream).
 _SELECT, _DONOR, _AREA, _ROUND = "\x00swap-select", "\x00swap-donor", "\x00swap-area", "\x00swap-round"
+#: The keyed order in which the rule ``any-area`` visits the areas of a level.
+_ORDER = "\x00swap-order"
+
+#: The donor rules: ``same-parent`` (donors under the same area of the level above; the default) and
+#: ``any-area`` (donors from any other area of the swap level, risky donors first: sdcMicro's recordSwap).
+DONOR_RULES = SWAP_DONOR_RULES
 
 
 @dataclass(frozen=True)
@@ -64,12 +95,18 @@ class SwapDraw:
         profile in an allowed area.
     quota : int
         ``round(rate * H / 2)``: the swaps the rate asks for.
+    level : numpy.ndarray of int64
+        Household -> the level its swap crossed (the level of the household selected; -1 when not swapped).
+    donor : numpy.ndarray of bool
+        Household -> it was the donor of its pair (not the household selected).
     """
 
     partner: np.ndarray
     targeted: np.ndarray
     unswappable: int
     quota: int
+    level: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    donor: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
 
     @property
     def swapped(self) -> int:
@@ -118,7 +155,8 @@ def quotas(households: np.ndarray, rate: float, key: SecretKey) -> np.ndarray:
 
 
 def draw_swaps(geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndarray, weight: np.ndarray,
-               rate: float, key: SecretKey) -> SwapDraw:
+               rate: float, key: SecretKey, *, donors: str = "same-parent",
+               level_weight: np.ndarray | None = None) -> SwapDraw:
     """Select households and pair each with a donor (see the module's rules).
 
     Parameters
@@ -136,10 +174,20 @@ def draw_swaps(geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndar
         The swap rate in [0, 1].
     key : SecretKey
         The secret key.
+    donors : {"same-parent", "any-area"}
+        The donor rule (:data:`DONOR_RULES`).
+    level_weight : numpy.ndarray of float, shape (L, H), optional
+        Each household's risk at each level, the donor weights of the rule ``any-area``
+        (default: ``weight`` at every level).
 
     Returns
     -------
     SwapDraw
+
+    Raises
+    ------
+    ValueError
+        An unknown donor rule.
 
     Examples
     --------
@@ -149,7 +197,28 @@ def draw_swaps(geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndar
     >>> d = draw_swaps(geo, [], np.array([1, 1, 1, 1]), np.ones(4), 1.0, SecretKey(bytes(32), "zeros"))
     >>> d.swapped, d.quota, bool((geo[0, d.partner] != geo[0]).all())
     (4, 2, True)
+
+    Two regions of two areas each, 100 households per area, rate 0.2: under ``same-parent`` no swap
+    leaves its region; under ``any-area`` donors come from any other area, most from the other region.
+
+    >>> area = np.repeat(np.arange(4), 100)
+    >>> geo = np.vstack([area // 2, area])
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> same = draw_swaps(geo, [], np.full(400, 2), np.ones(400), 0.2, key)
+    >>> same.swapped, int((geo[0, same.partner] != geo[0]).sum())
+    (80, 0)
+    >>> anywhere = draw_swaps(geo, [], np.full(400, 2), np.ones(400), 0.2, key, donors="any-area")
+    >>> moved = anywhere.partner != np.arange(400)
+    >>> anywhere.swapped, bool((geo[1, anywhere.partner] != geo[1])[moved].all())
+    (80, True)
+    >>> int((geo[0, anywhere.partner] != geo[0]).sum()) > 40
+    True
     """
+    if donors not in DONOR_RULES:
+        raise ValueError(f"unknown donor rule {donors!r}; use one of {', '.join(DONOR_RULES)}")
+    if donors == "any-area":
+        lw = np.broadcast_to(weight, geo.shape) if level_weight is None else level_weight
+        return _AnyArea(geo, profiles, risky_level, weight, lw, key).draw(rate)
     levels, n = geo.shape
     state = _State(geo, profiles, weight, key)
     lowest = geo[-1]
@@ -172,7 +241,7 @@ def draw_swaps(geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndar
     chosen = chosen[np.argsort(-state.select_priority[chosen], kind="stable")]
     state.pair(chosen, levels - 1)
     return SwapDraw(partner=state.partner, targeted=targeted, unswappable=state.unswappable,
-                    quota=int(quota.sum()))
+                    quota=int(quota.sum()), level=state.level, donor=state.donor)
 
 
 class _State:
@@ -189,6 +258,8 @@ class _State:
         self.weight = weight
         self.swapped = np.zeros(n, dtype=bool)
         self.partner = np.arange(n, dtype=np.int64)
+        self.level = np.full(n, -1, dtype=np.int64)
+        self.donor = np.zeros(n, dtype=bool)
         self.unswappable = 0
 
     def pair(self, chosen: np.ndarray, h: int) -> np.ndarray:
@@ -227,6 +298,8 @@ class _State:
                 missing.append(s)
                 continue
             self.partner[s], self.partner[d] = d, s
+            self.level[s] = self.level[d] = h
+            self.donor[d] = True
             self.swapped[d] = True
             paired.append(s)
         return np.asarray(paired, dtype=np.int64), np.asarray(missing, dtype=np.int64)
@@ -266,3 +339,159 @@ class _Cell:
         self.next[i] += 1
         self.left[i] = max(self.left[i] - self.w[j], 0.0) if self.next[i] < self.ends[i] else 0.0
         return int(self.donors[j])
+
+
+class _AnyArea:
+    """The donor rule ``any-area``: sdcMicro's ``recordSwap`` order of work (see the module's rules)."""
+
+    def __init__(self, geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndarray, weight: np.ndarray,
+                 level_weight: np.ndarray, key: SecretKey) -> None:
+        n = geo.shape[1]
+        self.geo = geo
+        self.risky_level = risky_level
+        self.profiles = profiles or [np.zeros(n, dtype=np.int64)]
+        with np.errstate(divide="ignore"):
+            self.select_priority = np.log(uniforms(key, _SELECT, 0, n)) / weight
+            self.log_u = np.log(uniforms(key, _DONOR, 0, n))
+        self.area_draw = uniforms(key, _AREA, 0, n)
+        self.level_weight = level_weight
+        self.key = key
+        self.swapped = np.zeros(n, dtype=bool)
+        self.failed = np.zeros(n, dtype=bool)  # selected once without a donor: never selected again
+        self.partner = np.arange(n, dtype=np.int64)
+        self.level = np.full(n, -1, dtype=np.int64)
+        self.donor = np.zeros(n, dtype=bool)
+
+    def draw(self, rate: float) -> SwapDraw:
+        """Every level from the highest: its risky households, then (lowest level) each area's quota."""
+        levels, n = self.geo.shape
+        lowest = self.geo[-1]
+        areas = int(lowest.max()) + 1 if n else 0
+        quota = quotas(np.bincount(lowest, minlength=areas), rate, self.key)
+        selected = np.zeros(areas, dtype=np.int64)  # households swapped as the selected one, per lowest area
+        targeted = np.zeros(levels, dtype=np.int64)
+        for h in range(levels):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                pool = _Pool(self.geo[h], self.profiles, self.level_weight[h], self.log_u / self.level_weight[h],
+                             self.swapped)
+            if h < levels - 1:
+                rank = self._area_rank(h)
+                chosen = np.flatnonzero((self.risky_level == h) & ~self.swapped & ~self.failed)
+                chosen = chosen[np.lexsort((-self.select_priority[chosen], rank[self.geo[h][chosen]]))]
+                done = self._pair(chosen, h, pool)
+                targeted[h] = done.size
+                np.add.at(selected, lowest[done], 1)
+                continue
+            left = np.maximum(quota - selected, 0)
+            free = np.flatnonzero(~self.swapped & ~self.failed)
+            free = free[np.lexsort((-self.select_priority[free], lowest[free]))]
+            bounds = np.searchsorted(lowest[free], np.arange(areas + 1))
+            for a in np.argsort(self._area_rank(h), kind="stable").tolist():
+                members = free[bounds[a]:bounds[a + 1]]
+                members = members[~self.swapped[members]]  # some were donors of the areas before
+                must = members[self.risky_level[members] == h]
+                rest = members[self.risky_level[members] != h]
+                chosen = np.concatenate([must, rest[:max(int(left[a]) - must.size, 0)]])
+                done = self._pair(chosen, h, pool)
+                targeted[h] += int(np.isin(done, must).sum())
+        return SwapDraw(partner=self.partner, targeted=targeted, unswappable=int(self.failed.sum()),
+                        quota=int(quota.sum()), level=self.level, donor=self.donor)
+
+    def _area_rank(self, h: int) -> np.ndarray:
+        """Area of level ``h`` -> its place in the keyed order of the level's areas (public: the areas only)."""
+        count = int(self.geo[h].max()) + 1 if self.geo.shape[1] else 0
+        return np.argsort(np.argsort(uniforms(self.key, _ORDER, 0, count), kind="stable"), kind="stable")
+
+    def _pair(self, chosen: np.ndarray, h: int, pool: _Pool) -> np.ndarray:
+        """Give each chosen household (in order) a donor drawn from ``pool``; the households swapped."""
+        done = []
+        for s in chosen.tolist():
+            if self.swapped[s]:  # taken as a donor meanwhile (selected in another area of this level)
+                continue
+            d = pool.take(s, float(self.area_draw[s]))
+            if d < 0:
+                self.failed[s] = True
+                continue
+            self.partner[s], self.partner[d] = d, s
+            self.level[s] = self.level[d] = h
+            self.donor[d] = True
+            self.swapped[s] = self.swapped[d] = True
+            pool.remove(s)
+            pool.remove(d)
+            done.append(s)
+        return np.asarray(done, dtype=np.int64)
+
+
+class _Pool:
+    """The donors of one level: per similarity profile's cell, per area, in priority order, with the weight left.
+
+    :meth:`take` draws the donor of a household as :class:`_Cell` does (its area with probability
+    proportional to the weight left in the other areas of its cell, then that area's next household by
+    priority), trying the profiles in order; :meth:`remove` takes a household out of every profile's cell
+    as soon as it is swapped, whatever swapped it, so each donor is a weighted draw among the households
+    not yet swapped.
+    """
+
+    def __init__(self, area: np.ndarray, profiles: list[np.ndarray], weight: np.ndarray, priority: np.ndarray,
+                 swapped: np.ndarray) -> None:
+        n = area.size
+        span = int(area.max()) + 1 if n else 1
+        self.swapped = swapped
+        self.weight = weight
+        self.profiles = profiles
+        self.slot: list[np.ndarray] = []      # household -> its (cell, area) slot, per profile
+        self.order: list[np.ndarray] = []     # households by slot, then priority
+        self.next: list[np.ndarray] = []      # slot -> its next household (index into order)
+        self.end: list[np.ndarray] = []       # slot -> the end of its households
+        self.left: list[np.ndarray] = []      # slot -> weight of its households not yet swapped
+        self.cells: list[np.ndarray] = []     # cell -> its first slot (and the end, last)
+        for profile in profiles:
+            key = profile.astype(np.int64) * span + area
+            order = np.lexsort((-priority, key))
+            keys, first = np.unique(key[order], return_index=True)
+            slot = np.empty(n, dtype=np.int64)
+            slot[order] = np.repeat(np.arange(keys.size), np.diff(np.r_[first, n]))
+            free = np.where(swapped, 0.0, weight)
+            self.slot.append(slot)
+            self.order.append(order)
+            self.next.append(first.astype(np.int64))
+            self.end.append(np.r_[first[1:], n].astype(np.int64))
+            self.left.append(np.bincount(slot, weights=free, minlength=keys.size))
+            cell_of_slot = keys // span
+            self.cells.append(np.searchsorted(cell_of_slot, np.arange(int(profile.max()) + 2 if n else 1)))
+
+    def remove(self, h: int) -> None:
+        """Household ``h`` is swapped: no longer a donor."""
+        for slot, left in zip(self.slot, self.left):
+            i = slot[h]
+            left[i] = max(left[i] - self.weight[h], 0.0)
+
+    def take(self, s: int, u: float) -> int:
+        """The donor of household ``s`` (-1 if no profile has one left), drawn with the uniform ``u``."""
+        for p, profile in enumerate(self.profiles):
+            c = int(profile[s])
+            lo, hi = int(self.cells[p][c]), int(self.cells[p][c + 1])
+            own = int(self.slot[p][s])
+            while True:
+                left = self.left[p][lo:hi].copy()
+                left[own - lo] = 0.0
+                total = left.sum()
+                if total <= 0.0:
+                    break
+                i = min(int(np.searchsorted(np.cumsum(left), u * total, side="right")), left.size - 1)
+                if left[i] <= 0.0:  # rounding at the last boundary: the last slot with weight left
+                    i = int(np.flatnonzero(left > 0.0)[-1])
+                d = self._next(p, lo + i)
+                if d >= 0:
+                    return d
+        return -1
+
+    def _next(self, p: int, i: int) -> int:
+        """The next household of slot ``i`` of profile ``p`` not yet swapped (-1, and its weight cleared, if none)."""
+        order, nxt, end = self.order[p], self.next[p], self.end[p]
+        while nxt[i] < end[i] and self.swapped[order[nxt[i]]]:
+            nxt[i] += 1
+        if nxt[i] >= end[i]:
+            self.left[p][i] = 0.0
+            return -1
+        return int(order[nxt[i]])

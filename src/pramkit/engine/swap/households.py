@@ -95,6 +95,10 @@ class Households:
         The household's sampling weight (largest ``1 / count`` of its members at the lowest level).
     ids : pyarrow.Array
         The household ids, by household number.
+    level_weight : numpy.ndarray of float, shape (L, H), optional
+        The household's risk at each level (largest ``1 / count`` of its members' cells area of
+        the level x risk variables; 1 without risk variables): the donor weights of the rule
+        ``any-area``.  Default: ``weight`` at every level.
     """
 
     member: np.ndarray
@@ -105,6 +109,14 @@ class Households:
     risky_level: np.ndarray
     weight: np.ndarray
     ids: pa.Array
+    level_weight: np.ndarray | None = None
+
+    @property
+    def donor_weight(self) -> np.ndarray:
+        """The household's risk at each level, shape (L, H) (:attr:`level_weight`, or ``weight`` at every level)."""
+        if self.level_weight is not None:
+            return self.level_weight
+        return np.broadcast_to(self.weight, self.geo.shape)
 
     @property
     def count(self) -> int:
@@ -195,10 +207,11 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
                     for h in range(1, len(geo)))
     profiles = [_profile([np.concatenate([p[c] for p in sim_parts])[first] for c in profile])
                 for profile in similar]
-    risky, weight = _risk(member, person_geo, [np.concatenate([p[i] for p in risk_parts])
-                                               for i in range(len(risk_vars))], k, n_hh)
+    risky, level_weight = _risk(member, person_geo, [np.concatenate([p[i] for p in risk_parts])
+                                                     for i in range(len(risk_vars))], k, n_hh)
     return Households(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
-                      profiles=profiles, risky_level=risky, weight=weight, ids=hid_coder.labels)
+                      profiles=profiles, risky_level=risky, weight=level_weight[-1], ids=hid_coder.labels,
+                      level_weight=level_weight)
 
 
 def _parents(upper: np.ndarray, lower: np.ndarray, up_name: str, low_name: str, coders: list[Coder],
@@ -233,10 +246,11 @@ def _combined(columns: list[np.ndarray]) -> np.ndarray:
 
 def _risk(member: np.ndarray, person_geo: np.ndarray, risk: list[np.ndarray], k: int,
           n_hh: int) -> tuple[np.ndarray, np.ndarray]:
-    """Households' highest risky level (k-anonymity of area x risk variables) and sampling weights."""
+    """Households' highest risky level (k-anonymity of area x risk variables) and their risk at each level
+    (the largest ``1 / count`` of their members; the last row is the sampling weight)."""
     levels = person_geo.shape[0]
     risky = np.full(n_hh, levels, dtype=np.int64)
-    weight = np.ones(n_hh)
+    weight = np.ones((levels, n_hh))
     if not risk:
         return risky, weight
     combined = _combined(risk)
@@ -247,7 +261,6 @@ def _risk(member: np.ndarray, person_geo: np.ndarray, risk: list[np.ndarray], k:
         small = np.zeros(n_hh, dtype=bool)
         small[member[count < k]] = True
         risky[small] = h
-        if h == levels - 1:
-            weight = np.zeros(n_hh)
-            np.maximum.at(weight, member, 1.0 / count)
+        weight[h] = 0.0
+        np.maximum.at(weight[h], member, 1.0 / count)
     return risky, weight

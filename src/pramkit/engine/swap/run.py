@@ -6,12 +6,14 @@ and column used), the second streams every column and replaces the geography of 
 record by its household partner's (memory O(chunk) beside the household arrays).
 Outputs are atomic: the released file appears first, then its receipt
 ``OUT.receipt.json`` (the public description of the swap), then the manifest if one
-is asked for; on failure nothing new is left.
+is asked for, then the partners file if one is asked for (private: who was swapped
+with whom); on failure nothing new is left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import numbers
@@ -24,13 +26,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from pramkit._version import __version__
 from pramkit.atomic import check_writable, staged_bytes
 from pramkit.defaults import CHUNK_ROWS, NA_VALUES
 from pramkit.engine.receipt import receipt_path, receipt_text
 from pramkit.engine.rng import SecretKey, resolve_key
-from pramkit.engine.swap.core import SwapDraw, draw_swaps
+from pramkit.engine.swap.core import DONOR_RULES, SwapDraw, draw_swaps
 from pramkit.engine.swap.households import Households, read_households
 from pramkit.engine.swap.implied import random_swap_matrix
 from pramkit.errors import ParameterError
@@ -60,6 +64,10 @@ class SwapPlan:
         The share of households to swap, in [0, 1].
     k : int
         The k-anonymity threshold, at least 1.
+    donors : {"same-parent", "any-area"}
+        The donor rule (:data:`pramkit.engine.swap.core.DONOR_RULES`): donors under the same area of
+        the level above, or from any other area of the swap level with risky donors first (sdcMicro's
+        ``recordSwap``).
     """
 
     hid: str
@@ -68,6 +76,30 @@ class SwapPlan:
     similar: tuple[tuple[str, ...], ...] = ()
     rate: float = 0.05
     k: int = 3
+    donors: str = "same-parent"
+
+    @property
+    def keeps_parent(self) -> bool:
+        """Donors share the area of the level above (rule ``same-parent`` with two levels or more)."""
+        return self.donors == "same-parent" and len(self.geo) > 1
+
+    def donor_rule(self) -> str:
+        """The donor rule in words, and how it differs from sdcMicro's ``recordSwap``.
+
+        Examples
+        --------
+        >>> plan_swap("hid", ["region", "area"]).donor_rule().split(" (")[0]
+        'donors were drawn from another area of the same region'
+        >>> plan_swap("hid", ["region", "area"], donors="any-area").donor_rule().split(" (")[0]
+        'donors were drawn from any other area of the level swapped across, risky donors first'
+        """
+        if self.donors == "any-area":
+            return ("donors were drawn from any other area of the level swapped across, risky donors first "
+                    "(the donor rule of sdcMicro's recordSwap, pramkit option any-area)")
+        where = f"another area of the same {self.geo[-2]}" if len(self.geo) > 1 else "another area"
+        return (f"donors were drawn from {where} (pramkit's rule same-parent, not sdcMicro's recordSwap, "
+                "which draws them from any other area and prefers risky donors); households selected at a "
+                "level were not each other's donors")
 
     @property
     def targeted(self) -> bool:
@@ -106,13 +138,18 @@ class SwapPlan:
         >>> s["method"], s["epsilon"], s["matrix_known"]
         ('random record swapping', 2.890371757896165, True)
         """
-        given = self.geo[-2] if len(self.geo) > 1 else None
-        matrix = None if self.targeted else random_swap_matrix(self.rate, areas, parents, households)
+        given = self.geo[-2] if self.keeps_parent else None
+        matrix = None if self.targeted else random_swap_matrix(self.rate, areas, self.donor_parents(parents), households)
         eps = math.inf if matrix is None else matrix.epsilon
         given_eps = None if matrix is None or given is None else matrix.block_epsilon
         return {
             "method": "targeted record swapping" if self.targeted else "random record swapping",
-            "semantics": "sdcMicro recordSwap (Eurostat targeted record swapping)",
+            "semantics": ("Eurostat targeted record swapping with sdcMicro recordSwap's donor rule (any-area)"
+                          if self.donors == "any-area" else
+                          "Eurostat targeted record swapping with pramkit's donor rule same-parent (donors share "
+                          "the area above; sdcMicro recordSwap draws them from any other area)"),
+            "donors": self.donors,
+            "donor_rule": self.donor_rule(),
             "household_id": self.hid,
             "levels": list(self.geo),
             "variable": self.geo[-1],
@@ -125,12 +162,35 @@ class SwapPlan:
             "epsilon": epsilon_to_json(eps),
             **({f"epsilon_given_{given}": epsilon_to_json(given_eps)} if given_eps is not None else {}),
             "guarantee": swapping_statement(self.geo[-1], self.targeted, eps, self.rate, len(areas),
-                                            given, given_eps),
+                                            given, given_eps, donors=self.donor_rule()),
         }
+
+    def donor_parents(self, parents: Sequence[Any] | None) -> Sequence[Any] | None:
+        """The parents that bound the donors of a random swap (its expected matrix's blocks).
+
+        Parameters
+        ----------
+        parents : sequence or None
+            The area of the level above each area of the lowest level.
+
+        Returns
+        -------
+        sequence or None
+            ``parents`` under the rule ``same-parent``; ``None`` (one block: donors come from any
+            other area) under ``any-area``.
+
+        Examples
+        --------
+        >>> plan_swap("hid", ["region", "area"]).donor_parents(["N", "S"])
+        ['N', 'S']
+        >>> plan_swap("hid", ["region", "area"], donors="any-area").donor_parents(["N", "S"]) is None
+        True
+        """
+        return parents if self.donors == "same-parent" else None
 
 
 def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), similar: Sequence[Sequence[str]] = (),
-              rate: float = 0.05, k: int = 3) -> SwapPlan:
+              rate: float = 0.05, k: int = 3, donors: str = "same-parent") -> SwapPlan:
     """Check the parameters of a swap before any data is read.
 
     Parameters
@@ -147,6 +207,10 @@ def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), si
         The share of households swapped, in [0, 1] (a swap moves two households).
     k : int
         The k-anonymity threshold (a household is risky when a member's cell has fewer than k persons).
+    donors : {"same-parent", "any-area"}
+        The donor rule: ``same-parent`` (the default) draws donors under the same area of the level
+        above, households selected at a level never being each other's donors; ``any-area`` draws them
+        from any other area of the level swapped across, risky donors first, as sdcMicro's ``recordSwap``.
 
     Returns
     -------
@@ -155,7 +219,8 @@ def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), si
     Raises
     ------
     ParameterError
-        A rate outside [0, 1], a k below 1 or not an integer, no level, or a column named twice.
+        A rate outside [0, 1], a k below 1 or not an integer, no level, a column named twice, or an
+        unknown donor rule.
 
     Examples
     --------
@@ -169,7 +234,13 @@ def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), si
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: k (the k-anonymity threshold) must be an integer of at least 1, got 0; for random swapping give no risk variables
+    >>> plan_swap("hid", ["nuts2"], donors="anywhere")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: unknown donor rule 'anywhere': use same-parent or any-area
     """
+    if donors not in DONOR_RULES:
+        raise ParameterError(f"unknown donor rule {donors!r}: use {' or '.join(DONOR_RULES)}")
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not (0.0 <= rate <= 1.0):
         raise ParameterError(f"the swap rate must lie in [0, 1] (a share of households), got {rate!r}")
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
@@ -189,7 +260,7 @@ def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), si
     profiles = tuple(tuple(str(c) for c in p) for p in similar)
     if any(not p for p in profiles):
         raise ParameterError("a similarity profile needs at least one column")
-    return SwapPlan(str(hid), levels, tuple(str(c) for c in risk_vars), profiles, float(rate), int(k))
+    return SwapPlan(str(hid), levels, tuple(str(c) for c in risk_vars), profiles, float(rate), int(k), donors)
 
 
 @dataclass(frozen=True)
@@ -221,6 +292,11 @@ class SwapResult:
     transitions : pandas.DataFrame or None
         The realised transition table of the lowest level, its cells that are not empty:
         ``original``, ``released`` (areas) and ``households`` (private).
+    partners : str or None
+        The partners file written (private).
+    pairs : pandas.DataFrame or None
+        Who was swapped with whom (private): one row per swapped household, as the partners file
+        (:func:`partners_table`).
     """
 
     rows: int
@@ -239,10 +315,12 @@ class SwapResult:
     manifest: str | None = None
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     transitions: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    partners: str | None = None
+    pairs: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as JSON values (the frame and the transition table left out)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("frame", "transitions")}
+        """The result as JSON values (the frame, the transition table and the pairs left out)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("frame", "transitions", "pairs")}
 
 
 @dataclass(frozen=True)
@@ -281,10 +359,63 @@ class _Swapped:
         moved = self.draw.partner != np.arange(self.draw.partner.size)
         return int(moved[self.households.member].sum())
 
+    def partners(self, geo: Sequence[str]) -> pa.Table:
+        """The partners table (:func:`partners_table`)."""
+        hh, draw = self.households, self.draw
+        moved = pa.array(np.flatnonzero(draw.partner != np.arange(draw.partner.size)))
+        partner = pa.array(draw.partner).take(moved)
+        level_names = pa.array(list(geo)).take(pa.array(draw.level).take(moved))
+        columns: dict[str, pa.Array] = {
+            "household_id": hh.ids.take(moved),
+            "partner_id": hh.ids.take(partner),
+            "level": level_names,
+            "role": pa.array(np.where(draw.donor, "donor", "selected")).take(moved),
+        }
+        for h, name in enumerate(geo):
+            columns[f"{name}_before"] = hh.labels[h].take(pa.array(hh.geo[h]).take(moved))
+            columns[f"{name}_after"] = hh.labels[h].take(pa.array(hh.geo[h]).take(partner))
+        return pa.table(columns)
+
+
+def partners_table(result: SwapResult) -> pd.DataFrame:
+    """Who was swapped with whom (private): the pairs of a swap, as its partners file holds them.
+
+    One row per swapped household, in file order of the households: ``household_id``, ``partner_id``
+    (the household whose geography it received, and which received its own), ``level`` (the level of
+    the geography the swap crossed: the swap level of the household selected), ``role``
+    (``selected`` or ``donor``), then ``L_before`` and ``L_after`` for each level ``L`` of the
+    geography.  Every pair appears twice, once from each side.
+
+    Parameters
+    ----------
+    result : SwapResult
+        The result of :func:`swap_file` or :func:`swap_frame`.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    ParameterError
+        The result holds no pairs.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"hid": [1, 1, 2, 3, 4], "region": ["N", "N", "S", "N", "S"]})
+    >>> pairs = partners_table(swap_frame(data, plan_swap("hid", ["region"], rate=1.0), key=bytes(32)))
+    >>> pairs[["household_id", "partner_id", "level", "role", "region_before", "region_after"]].values.tolist()
+    [[1, 2, 'region', 'selected', 'N', 'S'], [2, 1, 'region', 'donor', 'S', 'N'], [3, 4, 'region', 'donor', 'N', 'S'], [4, 3, 'region', 'selected', 'S', 'N']]
+    """
+    if result.pairs is None:
+        raise ParameterError("this swap result holds no pairs")
+    return result.pairs
+
 
 def _draw(tables: Iterable[pa.Table], plan: SwapPlan, key: SecretKey, where: str) -> _Swapped:
     hh = read_households(tables, plan.hid, plan.geo, plan.risk_vars, plan.similar, plan.k, where)
-    return _Swapped(hh, draw_swaps(hh.geo, hh.profiles, hh.risky_level, hh.weight, plan.rate, key))
+    return _Swapped(hh, draw_swaps(hh.geo, hh.profiles, hh.risky_level, hh.weight, plan.rate, key,
+                                   donors=plan.donors, level_weight=hh.donor_weight))
 
 
 def _release(table: pa.Table, swapped: _Swapped, plan: SwapPlan, start: int,
@@ -308,7 +439,7 @@ def _result(plan: SwapPlan, swapped: _Swapped, key: SecretKey, t0: float, **file
         swapped_records=swapped.rows_changed(), quota=draw.quota, targeted=draw.targeted.tolist(),
         unswappable=draw.unswappable, section=plan.section(*swapped.areas()),
         key_source=key.source, key_fingerprint=key.fingerprint, seconds=time.perf_counter() - t0,
-        transitions=swapped.transitions(), **files,
+        transitions=swapped.transitions(), pairs=swapped.partners(plan.geo).to_pandas(), **files,
     )
 
 
@@ -349,24 +480,29 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
     if plan.targeted:
         raise ParameterError("targeted swapping chooses households from the data: no matrix is known, so there is "
                              "no manifest to write (drop --manifest, or swap at random: no --risk-vars)")
-    matrix = random_swap_matrix(plan.rate, list(areas), parents, households)
+    matrix = random_swap_matrix(plan.rate, list(areas), plan.donor_parents(parents), households)
     variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
     counted = () if households is None else (
         f"the expected matrix is computed from the households per area of {plan.geo[-1]} in the original file, "
         "which the released file shows exactly (a swap exchanges one household for another)",)
+    donors_from = (f"any other area of {plan.geo[-1]}" if plan.donors == "any-area" else
+                   f"the other areas of {plan.geo[-1]} under the same {plan.geo[-2]}" if len(plan.geo) > 1 else
+                   f"the other areas of {plan.geo[-1]}")
     ledger = Ledger(frequencies="none" if households is None else "exact", categories={plan.geo[-1]: "data"},
                     data_dependent=(
         (f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
          "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole"),
-        *counted))
+        *counted,
+        (f"the expected matrix is first order (donors not yet used) for the donor rule {plan.donors}: a household "
+         f"is selected with probability rate / 2, its donor drawn uniformly among the households of {donors_from}")))
     return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
                     swapping=plan.section(list(areas), parents, households))
 
 
 def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretKey | bytes | str | Path | None = None,
               manifest: str | Path | None = None, force: bool = False, chunk_rows: int = CHUNK_ROWS,
-              na_values: Sequence[str] = NA_VALUES) -> SwapResult:
-    """Swap the geography of a file's households into ``out``, with its receipt (and manifest).
+              na_values: Sequence[str] = NA_VALUES, partners: str | Path | None = None) -> SwapResult:
+    """Swap the geography of a file's households into ``out``, with its receipt (and manifest, and partners file).
 
     Parameters
     ----------
@@ -386,6 +522,10 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         Rows per chunk; the output does not depend on it.
     na_values : sequence of str
         The texts of a CSV file that are missing besides the empty field.
+    partners : str or pathlib.Path, optional
+        Write who was swapped with whom here (:func:`partners_table`; ``.csv`` or ``.parquet``, readable
+        by its owner only).  Private: with it anyone can undo the swap, so keep it with the key, away from
+        the released files; it is never written unless asked for.
 
     Returns
     -------
@@ -394,7 +534,8 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     Raises
     ------
     ParameterError
-        ``chunk_rows`` below 1, an output that is an input, or a manifest for a targeted swap.
+        ``chunk_rows`` below 1, an output that is an input or another output, a manifest for a targeted
+        swap, or a partners file that is neither ``.csv`` nor ``.parquet``.
     DataError
         As :func:`pramkit.engine.swap.households.read_households`, or an unreadable file.
     OutputExistsError, WriteError
@@ -423,6 +564,9 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         check_writable(manifest, force=force, inputs=[*inputs, dst])
         if plan.targeted:
             swap_manifest(plan, [])
+    if partners is not None:
+        _partners_format(partners)
+        check_writable(partners, force=force, inputs=[*inputs, dst, receipt_path(dst), manifest])
     if chunk_rows < 1:
         raise ParameterError("chunk_rows must be at least 1")
     where = repr(str(src))
@@ -431,6 +575,8 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
     areas, parents, counts = swapped.areas()
     with contextlib.ExitStack() as stack:
+        pairs_stage = (stack.enter_context(staged_bytes(partners, force=force, inputs=inputs, mode=0o600))
+                       if partners is not None else None)
         man_stage = stack.enter_context(staged_bytes(manifest, force=force, inputs=inputs)) if manifest else None
         receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
         meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True)
@@ -445,8 +591,30 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
             receipt_stage.write(_receipt(dst, start, writer.sha256, section, man).encode())
             if man_stage is not None and man is not None:
                 man_stage.write(man.to_json().encode())
+            if pairs_stage is not None and partners is not None:
+                pairs_stage.write(_partners_bytes(swapped.partners(plan.geo), partners))
     return _result(plan, swapped, secret, t0, output=str(dst), receipt=str(receipt_path(dst)),
-                   manifest=None if manifest is None else str(manifest))
+                   manifest=None if manifest is None else str(manifest),
+                   partners=None if partners is None else str(partners))
+
+
+def _partners_format(path: str | Path) -> str:
+    """``csv`` or ``parquet``, from the partners file's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ParameterError(f"the partners file {str(path)!r} must end in .csv or .parquet (it is written as "
+                             "CSV or Parquet)")
+    return suffix[1:]
+
+
+def _partners_bytes(table: pa.Table, path: str | Path) -> bytes:
+    """The partners table as CSV or Parquet bytes."""
+    sink = io.BytesIO()
+    if _partners_format(path) == "csv":
+        pa_csv.write_csv(table, sink)
+    else:
+        pq.write_table(table, sink)
+    return sink.getvalue()
 
 
 def _receipt(released: Path, rows: int, digest: str | None, section: dict[str, Any],
