@@ -455,6 +455,9 @@ def swap_plan_of(section: Any) -> Any:
     >>> plan = plan_swap("hid", ["region", "area"], similar=[["hsize"]], rate=0.1)
     >>> swap_plan_of(plan.section(["a", "b"], ["r", "r"])) == plan
     True
+    >>> wide = plan_swap("hid", ["region", "area"], rate=0.1, donors="any-area")
+    >>> swap_plan_of(wide.section(["a", "b"], ["r", "s"])) == wide
+    True
     """
     from pramkit.engine.swap.run import plan_swap
 
@@ -463,7 +466,7 @@ def swap_plan_of(section: Any) -> Any:
     try:
         return plan_swap(section["household_id"], section["levels"], risk_vars=section.get("risk_variables") or (),
                          similar=section.get("similar") or (), rate=section["rate"],
-                         k=section.get("k_anonymity") or 3)
+                         k=section.get("k_anonymity") or 3, donors=section.get("donors") or "same-parent")
     except (KeyError, TypeError) as exc:
         raise DataError(f"the manifest's swapping section lacks {exc}: the swap cannot be derived again") from None
 
