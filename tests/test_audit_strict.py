@@ -225,18 +225,19 @@ def test_a_derived_release_passes(census_release, tmp_path):
     assert audit(tmp_path / "lib.json", released=tmp_path / "lib.csv", original=r["released"], key=KEY).passed
 
 
-def test_a_swapped_release_passes(tmp_path):
+@pytest.mark.parametrize("donors", ["same-parent", "any-area"])
+def test_a_swapped_release_passes(tmp_path, donors):
     from pramkit.engine.swap.census import census_households
     from pramkit.engine.swap.run import plan_swap, swap_file
 
     census_households(6_000).to_csv(tmp_path / "hh.csv", index=False)
     key = _key(tmp_path)
     _ok("swap", tmp_path / "hh.csv", "--hid", "hid", "--geo", "region,area", "--similar", "hsize", "--rate", "0.05",
-        "--out", tmp_path / "sw.csv", "--manifest", tmp_path / "sw.json", "--key-file", key)
+        "--donors", donors, "--out", tmp_path / "sw.csv", "--manifest", tmp_path / "sw.json", "--key-file", key)
     out = _audit_cli(tmp_path / "sw.json", tmp_path / "sw.csv", tmp_path / "hh.csv", key)
     assert "the key reproduces the swap byte for byte" in out
-    swap_file(tmp_path / "hh.csv", plan_swap("hid", ["region", "area"], rate=0.1), tmp_path / "lib.csv", key=KEY,
-              manifest=tmp_path / "lib.json")
+    swap_file(tmp_path / "hh.csv", plan_swap("hid", ["region", "area"], rate=0.1, donors=donors), tmp_path / "lib.csv",
+              key=KEY, manifest=tmp_path / "lib.json")
     result = audit(tmp_path / "lib.json", released=tmp_path / "lib.csv", original=tmp_path / "hh.csv", key=KEY)
     assert result.passed, [c.line() for c in result.failures]
 
