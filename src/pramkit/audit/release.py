@@ -150,6 +150,9 @@ def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table, *, s
     if shuffled:
         return [*out, _shuffled_file_check(manifest, original, released, codes or MissingCodes())]
     perturbed = {c for v in manifest.variables for c in v.columns}
+    swapping = manifest.swapping or {}
+    if swapping.get("donors") == "any-area":  # a household moves to another parent area: every level moves with it
+        perturbed |= set(swapping.get("levels") or ())
     kept = [c for c in original.column_names if c not in perturbed]
     bad = {}
     for c in kept:
