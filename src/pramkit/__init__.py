@@ -42,6 +42,8 @@ _EXPORTS = {
     "read_rules": "pramkit.structure",
     "household_risk": "pramkit.risk.household",
     "estimate_table": "pramkit.estimate",
+    "resample_release": "pramkit.resample",
+    "ResampleResult": "pramkit.resample",
     "Manifest": "pramkit.manifest",
     "PerturbedVariable": "pramkit.manifest",
     "Ledger": "pramkit.ledger",
