@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from scipy.special import xlogy
 
 from pramkit.defaults import NA_VALUES
 from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical, categories_of
@@ -77,6 +78,9 @@ MAX_PAIR_CELLS = 2_000_000
 #: maximum (:func:`pramkit.estimate.mle_estimate`), which puts it within about one standard error
 #: of the maximum-likelihood estimate in any direction.
 TOL = 0.5
+#: The most EM updates per table: where the maximum is on the boundary (cells the data say are empty) EM nears
+#: it slowly, and the cross-validated shrinkage that follows matters more than the last digits.
+MAX_ITER = 500
 #: Share of each estimated table spread evenly over its allowed cells, so that no record's
 #: released values are impossible under the model (a maximum-likelihood table has exact zeros).
 SMOOTHING = 1e-9
@@ -421,6 +425,9 @@ def resample_release(
     inputs: list[Any] = [] if frame else [released, None if isinstance(manifest, Manifest) else manifest,
                                           secret.path, forbid if isinstance(forbid, (str, Path)) else None]
     if out is not None:
+        from pramkit.io import table_format
+
+        table_format(out)  # an unknown suffix is refused before any work
         check_writable(out, force=force, inputs=inputs)
     unchecked = check_release(released, manifest)  # a release of another manifest is refused
     if unchecked:
@@ -680,9 +687,9 @@ def _pair_table(nodes: list[Node], a: int, b: int, codes: np.ndarray, zeros: np.
         p = _fit(train, mats, z)
         q = _independent(p, z)
         for i, w in enumerate(weights):
-            lam = contract(w * p + (1.0 - w) * q, arrays)
+            lam = np.maximum(contract(w * p + (1.0 - w) * q, arrays), 0.0)
             with np.errstate(divide="ignore"):
-                score[i] += float(np.where(test > 0, test * np.log(np.maximum(lam, 0.0)), 0.0).sum())
+                score[i] += float(xlogy(test, lam).sum())  # -inf when a released record is impossible
     w = float(weights[int(np.argmax(score))])  # ties: the strongest shrinkage
     out = np.zeros(u.shape)
     out[sub] = w * fitted + (1.0 - w) * _independent(fitted, z)
@@ -696,10 +703,10 @@ def _fit(u: np.ndarray, mats: list[PramMatrix | None], zeros: np.ndarray | None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # a singular matrix: one maximiser among many is enough
         try:
-            p = mle_estimate(u, mats, zeros=zeros, tol=TOL).counts
+            p = mle_estimate(u, mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER).counts
         except DataError:  # records whose released values break the rule whatever they were (kept as released)
             assert zeros is not None
-            p = np.where(zeros, 0.0, mle_estimate(u, mats, tol=TOL).counts)
+            p = np.where(zeros, 0.0, mle_estimate(u, mats, tol=TOL, max_iter=MAX_ITER).counts)
     return p / p.sum()
 
 
@@ -844,9 +851,9 @@ def _root_law(node: Node, codes: np.ndarray, allowed: np.ndarray) -> np.ndarray:
             warnings.simplefilter("ignore", EstimationWarning)
             zeros = None if allowed[:k].all() else ~allowed[:k]
             try:
-                p[:k] = mle_estimate(u[:k], mats, zeros=zeros, tol=TOL).counts
+                p[:k] = mle_estimate(u[:k], mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER).counts
             except DataError:
-                p[:k] = np.where(allowed[:k], mle_estimate(u[:k], mats, tol=TOL).counts, 0.0)
+                p[:k] = np.where(allowed[:k], mle_estimate(u[:k], mats, tol=TOL, max_iter=MAX_ITER).counts, 0.0)
     else:
         p = np.where(allowed, u, 0.0)
     p = p / max(p.sum(), np.finfo(float).tiny)
