@@ -534,7 +534,8 @@ def _public_columns(table: pa.Table, man: Manifest, names: list[str], public: Se
     require_columns(man.read_columns, names, "the release")
     candidates = [c for c in names if c not in perturbed and c not in units]
     if public is None:
-        chosen, left = [], []
+        chosen: list[str] = []
+        left: list[str] = []
         for c in candidates:
             values, _ = _blanked(table, c, missing)
             (chosen if len(pc.unique(values.drop_null())) <= MAX_PUBLIC_LEVELS else left).append(c)
@@ -599,7 +600,7 @@ def _rules(man: Manifest, forbid: Any) -> Rules | None:
 
 def _rule_nodes(rules: Rules, nodes: list[Node]) -> list[tuple[int, ...]]:
     """The node, or the two nodes, whose columns cover each rule (one line for a rule no two cover)."""
-    out = []
+    out: list[tuple[int, ...]] = []
     for i, rule in enumerate(rules.rules, 1):
         cols = set(rule.values)
         unknown = sorted(c for c in cols if not any(c in n.columns for n in nodes))
@@ -631,7 +632,7 @@ def _check_rule_values(rules: Rules, nodes: list[Node]) -> None:
     for rule in rules.rules:
         for c, values in rule.values.items():
             if c in categories and not any(n.perturbed and c in n.columns for n in nodes):
-                categories[c] = categories[c] + sorted(values - {canonical(x) for x in categories[c]})
+                categories[c] = [*categories[c], *sorted(values - {canonical(x) for x in categories[c]})]
     rules.check(categories)
 
 
@@ -819,21 +820,22 @@ def fit_tree(nodes: list[Node], codes: np.ndarray, rules: Rules | None = None) -
     order, parent, edges = [0], [-1] * d, []
     conditional: dict[int, np.ndarray] = {}
     mi = {(a, b): s for s, a, b in scores}
-    for p in order:  # breadth first from the root; the list grows as it is read
-        for c, f in sorted(neighbours[p]):
+    for up in order:  # breadth first from the root; the list grows as it is read
+        for c, f in sorted(neighbours[up]):
             if c == 0 or parent[c] != -1:
                 continue
-            parent[c] = p
+            parent[c] = up
             order.append(c)
-            table = tables[(p, c)] if p < c else tables[(c, p)].T
-            ok = np.logical_and.outer(allowed[p], allowed[c])
-            zeros = _forbidden(forced.get((min(p, c), max(p, c))), [nodes[min(p, c)], nodes[max(p, c)]])
+            pair = (min(up, c), max(up, c))
+            table = tables[pair] if up < c else tables[pair].T
+            ok = np.logical_and.outer(allowed[up], allowed[c])
+            zeros = _forbidden(forced.get(pair), [nodes[pair[0]], nodes[pair[1]]])
             if zeros is not None:
-                ok &= ~(zeros if p < c else zeros.T)
+                ok &= ~(zeros if up < c else zeros.T)
             joint = _smoothed(table, ok)
             rows = joint.sum(axis=1, keepdims=True)
             conditional[c] = np.divide(joint, rows, out=np.zeros_like(joint), where=rows > 0)
-            edges.append(Edge(nodes[p].name, nodes[c].name, mi[(min(p, c), max(p, c))], f))
+            edges.append(Edge(nodes[up].name, nodes[c].name, mi[pair], f))
     root = _root_law(nodes[0], codes[:, 0], allowed[0])
     return TreeModel(nodes, order, parent, root, conditional, allowed, edges)
 
