@@ -14,7 +14,7 @@ from scipy.special import xlogy
 
 from pramkit import PramMatrix
 from pramkit.design.classic import randomized_response
-from pramkit.errors import PramkitError
+from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimationWarning, mle_estimate, moment_estimate
 
 
@@ -99,3 +99,30 @@ def test_bad_options():
     for kwargs in ({"tol": 0.0}, {"max_iter": -1}, {"start": "random"}):
         with pytest.raises(PramkitError):
             mle_estimate(np.array([1.0, 2.0]), [m], **kwargs)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_structural_zeros_match_scipy(seed):
+    """EM with structural zeros maximises the likelihood over the tables that are zero there (SLSQP,
+    with the zeros' bounds fixed at 0), keeps them exactly 0, and refuses zeros no record can come from."""
+    rng = np.random.default_rng(seed)
+    mats = [randomized_response(list(range(3)), 1.0), randomized_response(list(range(3)), 1.5)]
+    zeros = np.zeros((3, 3), dtype=bool)
+    zeros[0, 2] = zeros[2, 0] = True                      # two forbidden combinations
+    p = np.where(zeros, 0.0, rng.dirichlet(np.ones(9)).reshape(3, 3))
+    p /= p.sum()
+    big = np.kron(mats[0].matrix, mats[1].matrix)
+    u = rng.multinomial(400, big.T @ p.ravel()).astype(float)
+    est = mle_estimate(u.reshape(3, 3), mats, zeros=zeros, tol=1e-9)
+    assert est.converged and np.all(est.counts[zeros] == 0.0)
+    free = ~zeros.ravel()
+    ref = minimize(lambda x: -float(xlogy(u, x @ big).sum()), np.where(free, 1 / free.sum(), 0.0),
+                   jac=lambda x: -big @ (u / (x @ big)), method="SLSQP",
+                   bounds=[(0, 1) if f else (0, 0) for f in free],
+                   constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}], options={"ftol": 1e-14, "maxiter": 500})
+    assert -ref.fun <= est.loglik + 1e-6                  # EM is at least as high as SciPy's optimum
+    assert est.counts.ravel() / 400 == pytest.approx(ref.x, abs=2e-3)
+    with pytest.raises(ParameterError, match="shape"):
+        mle_estimate(u.reshape(3, 3), mats, zeros=zeros[:2])
+    with pytest.raises(DataError, match="structural zeros"):
+        mle_estimate([[5.0, 0.0], [0.0, 5.0]], [None, None], zeros=np.array([[True, False], [False, False]]))

@@ -44,6 +44,8 @@ _EXPORTS = {
     "household_risk": "pramkit.risk.household",
     "expected_matches": "pramkit.risk.matches",
     "estimate_table": "pramkit.estimate",
+    "resample_release": "pramkit.resample",
+    "ResampleResult": "pramkit.resample",
     "Manifest": "pramkit.manifest",
     "PerturbedVariable": "pramkit.manifest",
     "Ledger": "pramkit.ledger",

@@ -14,6 +14,7 @@ HELP: dict[str, str] = {
     "keygen": "write a new secret key file (256 bits)",
     "reproduce": "regenerate the tables and figures of a paper",
     "estimate": "estimate original frequencies (with standard errors) from a released file",
+    "resample": "an analysis-ready file: redraw the perturbed values from their posterior (post-processing)",
     "risk": "identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
     "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
     "audit": "audit a release: stated epsilons, ledger and receipt; original against release; the engine's epsilon",

@@ -178,6 +178,7 @@ def receipt_text(
     digest: str | None = None,
     folder: bool = False,
     guarantees: Mapping[str, Any] | None = None,
+    post_processing: Mapping[str, Any] | None = None,
 ) -> str:
     """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
 
@@ -196,6 +197,10 @@ def receipt_text(
     guarantees : mapping, optional
         The shuffled release's guarantees
         (:meth:`pramkit.privacy.amplification.Guarantees.to_dict`), recorded as ``guarantees``.
+    post_processing : mapping, optional
+        The file is computed from a release of ``manifest`` (not perturbed by it): what was done
+        and to which release (:func:`pramkit.resample_release`), recorded as ``post_processing``;
+        :func:`check_release` then refuses to correct it with the manifest.
 
     Returns
     -------
@@ -230,6 +235,7 @@ def receipt_text(
         "manifest_sha256": primary,
         "manifest_content_sha256": sorted(digests - {primary})[0] if len(digests) > 1 else primary,
         **({"guarantees": dict(guarantees)} if guarantees else {}),
+        **({"post_processing": dict(post_processing)} if post_processing else {}),
     }
     return json.dumps(receipt, indent=2) + "\n"
 
@@ -278,7 +284,7 @@ class PendingReceipt:
         return self._stage is not None
 
     def fill(self, *, rows: int, digest: str | None = None, folder: bool = False,
-             guarantees: Mapping[str, Any] | None = None) -> None:
+             guarantees: Mapping[str, Any] | None = None, post_processing: Mapping[str, Any] | None = None) -> None:
         """Write the receipt's content to its temporary: call it before the release is renamed into place.
 
         Parameters
@@ -288,6 +294,7 @@ class PendingReceipt:
             :attr:`pramkit.io.TableWriter.sha256`); ignored for a folder
         folder : the release is a folder of part files (no digest)
         guarantees : the shuffled release's guarantees (:func:`receipt_text`)
+        post_processing : the file is post-processed from a release (:func:`receipt_text`)
 
         Raises
         ------
@@ -314,7 +321,7 @@ class PendingReceipt:
         ['out.csv', 'out.csv.receipt.json'] 1
         """
         text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder,
-                            guarantees=guarantees)
+                            guarantees=guarantees, post_processing=post_processing)
         if self._stage is None:  # its temporary appears only now, once the release is written
             self._stage = self._stack.enter_context(
                 staged_bytes(receipt_path(self._released), force=True, inputs=self._inputs))
@@ -472,7 +479,7 @@ class ReceiptWarning(PramkitWarning):
 FRAME_ATTR = "pramkit_release_receipt"
 
 
-def mark_frame(frame: Any, manifest: Manifest) -> None:
+def mark_frame(frame: Any, manifest: Manifest, post_processing: Mapping[str, Any] | None = None) -> None:
     """Give a frame released in memory its receipt: the digest of the manifest that made it, in
     ``frame.attrs`` (:data:`FRAME_ATTR`), which :func:`check_release` reads.
 
@@ -482,6 +489,8 @@ def mark_frame(frame: Any, manifest: Manifest) -> None:
         The released frame (:func:`pramkit.perturb_frame`).
     manifest : Manifest
         The manifest that made it.
+    post_processing : mapping, optional
+        The frame is computed from a release of ``manifest`` (:func:`receipt_text`).
 
     Examples
     --------
@@ -494,7 +503,8 @@ def mark_frame(frame: Any, manifest: Manifest) -> None:
     ('pramkit-release-receipt', True)
     """
     frame.attrs[FRAME_ATTR] = {"format": FORMAT, "manifest_content_sha256": _primary_digest(manifest),
-                               "pramkit_version": __version__}
+                               "pramkit_version": __version__,
+                               **({"post_processing": dict(post_processing)} if post_processing else {})}
 
 
 def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
@@ -521,7 +531,10 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     ------
     DataError
         the receipt names another manifest (one line; analysing a release
-        with the wrong manifest silently gives wrong estimates)
+        with the wrong manifest silently gives wrong estimates), or says that the
+        file is post-processed from a release (:func:`pramkit.resample_release`): its
+        values are not the manifest's perturbation of the original, so correcting them
+        with the manifest would give wrong estimates
 
     Examples
     --------
@@ -546,6 +559,8 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     label = "the manifest" if isinstance(manifest, Manifest) else repr(str(manifest))
     if not isinstance(released, (str, os.PathLike)):
         receipt = getattr(released, "attrs", {}).get(FRAME_ATTR)
+        if isinstance(receipt, dict) and receipt.get("post_processing"):
+            raise DataError(post_processed_words("the data", receipt["post_processing"]))
         if isinstance(receipt, dict) and receipt.get("manifest_content_sha256") not in manifest_digests(manifest):
             raise DataError(f"the data were released with another manifest (their receipt names manifest sha256 "
                             f"{str(receipt.get('manifest_content_sha256'))[:12]}..., not {label}); use the "
@@ -566,6 +581,8 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
     if recorded is not None and p.is_file() and sha256_of(p) != recorded:
         return (f"{str(p)!r} has changed since its receipt {where.name} was written: cannot check that "
                 f"{label} is the manifest that made it")
+    if receipt.get("post_processing"):
+        raise DataError(post_processed_words(repr(str(p)), receipt["post_processing"]))
     named = {receipt.get("manifest_sha256"), receipt.get("manifest_content_sha256")} - {None}
     if named & manifest_digests(manifest):
         return None
@@ -574,6 +591,22 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
         f"{str(p)!r} was released with another manifest (its receipt {where.name} names manifest "
         f"sha256 {shown}..., not {label}); use the manifest published with the release"
     )
+
+
+def post_processed_words(what: str, post_processing: Any) -> str:
+    """Why a post-processed file is not corrected with its release's manifest (one line).
+
+    Examples
+    --------
+    >>> post_processed_words("'r.csv'", {"method": "resample", "release": "released.csv"})
+    "'r.csv' is post-processed (resample) from the release released.csv: its values are draws from a model fitted to that release, not the manifest's perturbation of the original, so correcting them with the manifest would give wrong estimates; estimate from released.csv with its manifest, or read 'r.csv' as it is"
+    """
+    info = post_processing if isinstance(post_processing, Mapping) else {}
+    source = str(info.get("release") or "the release it was made from")
+    return (f"{what} is post-processed ({info.get('method', 'resample')}) from the release {source}: its values are "
+            "draws from a model fitted to that release, not the manifest's perturbation of the original, so "
+            f"correcting them with the manifest would give wrong estimates; estimate from {source} with its "
+            f"manifest, or read {what} as it is")
 
 
 def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population: int | None = None,

@@ -49,7 +49,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import xlogy
 
-from pramkit.errors import ParameterError
+from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.axes import contract, inverses, transposed
 from pramkit.estimate.covariance import CountCovariance, VarianceKind, check_variance_kind
 from pramkit.estimate.result import EstimationWarning, TableEstimate, condition_number, table_inputs
@@ -71,6 +71,7 @@ def mle_estimate(
     max_iter: int = MAX_ITER,
     start: Literal["moment", "uniform"] = "moment",
     accelerate: bool = True,
+    zeros: ArrayLike | None = None,
 ) -> TableEstimate:
     """MLE of the original counts by EM, with its iteration count and stopping-rule value.
 
@@ -102,6 +103,12 @@ def mle_estimate(
         Extrapolate every two EM updates (SQUAREM, Varadhan and Roland 2008,
         scheme S3), keeping p positive and the likelihood non-decreasing;
         ``False`` gives plain EM.
+    zeros : array-like of bool, optional
+        Structural zeros, in the shape of ``released``: original cells known to be empty
+        (combinations an edit rule forbids).  The likelihood is maximised over the tables
+        that are zero there: EM starts at zero on them and its multiplicative update keeps
+        them at zero, and the stopping rule's bound is taken over the other cells (the
+        gradient condition of the maximum on that face of the simplex).
 
     Returns
     -------
@@ -113,9 +120,10 @@ def mle_estimate(
     Raises
     ------
     ParameterError
-        For a bad ``variance``, ``tol``, ``max_iter`` or ``start``.
+        For a bad ``variance``, ``tol``, ``max_iter``, ``start`` or ``zeros``.
     DataError
-        If the released counts are invalid or do not match the matrices.
+        If the released counts are invalid or do not match the matrices, or a released cell
+        that holds records can be released by none of the cells outside ``zeros``.
 
     Warns
     -----
@@ -138,6 +146,14 @@ def mle_estimate(
     >>> est = mle_estimate(np.array([70.0, 30.0]), [m])
     >>> est.counts.round(6).tolist(), est.se.round(4).tolist()
     ([90.0, 10.0], [9.1652, 9.1652])
+
+    A structural zero (the cell "no, no" cannot exist) stays empty, its mass going to the
+    cells that can explain the records released there:
+
+    >>> u = np.array([[40.0, 20.0], [25.0, 15.0]])
+    >>> est = mle_estimate(u, [m, m], zeros=[[False, False], [False, True]])
+    >>> float(est.counts[1, 1]), round(float(est.counts.sum()), 6), est.loglik_gap <= TOL
+    (0.0, 100.0, True)
     """
     check_variance_kind(variance)
     if not (math.isfinite(tol) and tol > 0):
@@ -147,19 +163,23 @@ def mle_estimate(
     if start not in ("moment", "uniform"):
         raise ParameterError(f"start must be 'moment' or 'uniform', not {start!r}")
     u, mats, n = table_inputs(released, matrices)
+    support = _support(zeros, u.shape)
     cond = condition_number(mats)
     lam_hat = u / u.sum()
-    uniform = np.full(u.shape, 1.0 / u.size)
+    uniform = np.where(support, 1.0, 0.0) / np.count_nonzero(support)
     p = uniform
     if start == "moment" and math.isfinite(cond):
-        p = contract(lam_hat, inverses(mats))
-        if p.min() <= 0:
-            p = 0.5 * np.maximum(p, 0.0) / np.maximum(p, 0.0).sum() + 0.5 * uniform
-    em = _EM(mats, lam_hat)
+        p = np.where(support, contract(lam_hat, inverses(mats)), 0.0)
+        if p[support].min() <= 0 or not math.isclose(p.sum(), 1.0):
+            p = 0.5 * np.maximum(p, 0.0) / max(np.maximum(p, 0.0).sum(), np.finfo(float).tiny) + 0.5 * uniform
+    em = _EM(mats, lam_hat, support)
+    if zeros is not None and (contract(uniform, mats)[em.observed] <= 0).any():
+        raise DataError("some released cells hold records that none of the cells outside the structural zeros "
+                        "can release: those records break the zeros (an edit rule); estimate without them")
     iterations = 0
     while True:
         _lam, ratio = em.evaluate(p)
-        gap = n * (float(ratio.max()) - 1.0)
+        gap = n * (float(ratio[support].max()) - 1.0)
         if gap <= tol or iterations >= max_iter:
             break
         p1 = p * ratio
@@ -177,7 +197,21 @@ def mle_estimate(
             f"{gap:.3g} nats below its maximum (tol {tol:g}); raise max_iter",
             EstimationWarning, stacklevel=2,
         )
-    return estimate_at(u, matrices, p, variance=variance, iterations=iterations, converged=converged)
+    return estimate_at(u, matrices, p, variance=variance, iterations=iterations, converged=converged,
+                       zeros=None if zeros is None else ~support)
+
+
+def _support(zeros: ArrayLike | None, shape: tuple[int, ...]) -> np.ndarray:
+    """The cells outside the structural zeros (all cells without any), checked against the table's shape."""
+    if zeros is None:
+        return np.ones(shape, dtype=bool)
+    z = np.asarray(zeros)
+    if z.shape != shape or z.dtype != bool:
+        raise ParameterError(f"zeros must be booleans in the shape of the released table {shape}, "
+                             f"got {z.dtype} of shape {z.shape}")
+    if z.all():
+        raise ParameterError("zeros leave no cell: every original cell is declared empty")
+    return ~z
 
 
 def estimate_at(
@@ -189,6 +223,7 @@ def estimate_at(
     iterations: int,
     converged: bool,
     estimator: str = "mle",
+    zeros: np.ndarray | None = None,
 ) -> TableEstimate:
     """The :class:`TableEstimate` of a maximiser ``p`` of the likelihood (proportions, a table).
 
@@ -215,6 +250,8 @@ def estimate_at(
         Whether the method that gave p met its stopping rule (reported as is).
     estimator : str, default "mle"
         The name reported in the result.
+    zeros : numpy.ndarray of bool, optional
+        Structural zeros (:func:`mle_estimate`): the stopping-rule bound is taken over the other cells.
 
     Returns
     -------
@@ -243,8 +280,9 @@ def estimate_at(
     """
     u, mats, n = table_inputs(released, matrices)
     cond = condition_number(mats)
-    lam, ratio = _EM(mats, u / u.sum()).evaluate(p)
-    gap = n * (float(ratio.max()) - 1.0)
+    support = _support(zeros, u.shape)
+    lam, ratio = _EM(mats, u / u.sum(), support).evaluate(p)
+    gap = n * (float(ratio[support].max()) - 1.0)
     fitted = n * lam
     counts = n * p
     cov: CountCovariance | None = None
@@ -269,11 +307,13 @@ def estimate_at(
 class _EM:
     """The EM map of one table: forward ``lam = M^T p`` and the gradient ``r``, axis by axis."""
 
-    def __init__(self, mats: Sequence[np.ndarray | None], lam_hat: np.ndarray) -> None:
+    def __init__(self, mats: Sequence[np.ndarray | None], lam_hat: np.ndarray,
+                 support: np.ndarray | None = None) -> None:
         self.mats = mats
         self.backward = transposed(mats)
         self.lam_hat = lam_hat
         self.observed = lam_hat > 0
+        self.support = np.ones(lam_hat.shape, dtype=bool) if support is None else support
 
     def loglik(self, p: np.ndarray) -> float:
         """Mean log-likelihood per record."""
@@ -289,9 +329,9 @@ class _EM:
     def extrapolate(self, p0: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
         """SQUAREM step ``p0 - 2 a d1 + a^2 d2`` (``d1 = p1 - p0``, ``d2 = p2 - 2 p1 + p0``,
         ``a = -|d1| / |d2|``), halved towards ``a = -1`` (which gives p2) until
-        every entry is positive; p2 if the step lowers the likelihood.  The
-        step is renormalised: with a large ``a`` rounding would move it off
-        the simplex."""
+        every entry outside the structural zeros is positive (they stay zero: the three points
+        are zero there); p2 if the step lowers the likelihood.  The step is renormalised:
+        with a large ``a`` rounding would move it off the simplex."""
         d1 = p1 - p0
         d2 = p2 - p1 - d1
         norm2 = float(np.sqrt(np.sum(d2 * d2)))
@@ -300,7 +340,7 @@ class _EM:
         a = min(-float(np.sqrt(np.sum(d1 * d1))) / norm2, -1.0)
         while a < -1.0:
             q = p0 - 2.0 * a * d1 + a * a * d2
-            if q.min() > 0:
+            if q[self.support].min() > 0:
                 q /= q.sum()
                 return q if self.loglik(q) >= self.loglik(p2) else p2
             a = (a - 1.0) / 2.0 if a < -1.01 else -1.0

@@ -1,0 +1,1051 @@
+"""Analysis-ready releases: each record's perturbed values redrawn from their posterior (post-processing).
+
+A PRAM release is exact for an analyst who corrects it (:mod:`pramkit.estimate`), but most
+people read the released file as it is, and its raw margins are the original's blurred by the
+matrices.  :func:`resample_release` turns the release into a file whose raw margins estimate
+the original's, from public inputs only: the released file, the published matrices and the
+columns released as they are.  It is post-processing of the release, so the release's
+guarantee holds for the file unchanged and no budget is spent.
+
+The model (docs/resample.md):
+
+1. **Nodes.**  Each perturbed variable of the manifest is a node over its matrix's categories
+   (a variable perturbed jointly, or within strata, is one node over its cells, as the matrix
+   lists them); each public column is a node over its values, released exactly (the identity
+   matrix).  A node has one more state, *released as it is*: a missing value kept missing, a
+   joint record with some columns missing, a record that breaks a rule and was released
+   unperturbed.  That state is observed exactly and never resampled.
+2. **Two-way tables.**  For every pair of nodes the released two-way table is the original's
+   times ``M_a ⊗ M_b`` (identity for a public column); the original table is its maximum
+   likelihood estimate (:func:`pramkit.estimate.mle_estimate`, EM on the simplex), with the
+   cells an edit rule forbids as structural zeros.
+3. **Tree.**  A maximum spanning tree of the estimated mutual informations (Chow and Liu 1968),
+   the pairs tied by an edit rule forced in first, so that every rule is a zero of an edge's (or
+   a node's) potential and holds exactly.  The law of the original is
+   ``P(x) = P_r(x_r) prod_c P(x_c | x_parent(c))``, the conditionals taken from the estimated
+   two-way tables (smoothed by :data:`SMOOTHING` over the allowed cells).
+4. **Posterior draws.**  A record's released values ``z`` have likelihood ``prod_v M_v[x_v, z_v]``
+   (the variables are perturbed independently given the original), so its posterior is
+   ``P(x) prod_v M_v[x_v, z_v]`` restricted to the allowed cells.  It is sampled exactly by belief
+   propagation on the tree: messages upwards (computed once per distinct pattern of released
+   values below a node), then each node drawn given its parent's draw, by the inverse of its
+   conditional distribution at a keyed uniform.
+
+Randomness: a key derived from the secret key and the manifest (:func:`resample_key`), never
+the perturbation's streams; row ``i`` of node ``v`` uses uniform ``i`` of the stream ``v``, so the
+file is the same byte for byte for the same key, however it is processed.
+
+References: C. K. Chow and C. N. Liu, "Approximating discrete probability distributions with
+dependence trees", IEEE Trans. Inf. Theory 14 (1968) 462-467; J. Pearl, *Probabilistic
+Reasoning in Intelligent Systems* (1988), ch. 4 (belief propagation on trees).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy.special import xlogy
+
+from pramkit.defaults import NA_VALUES
+from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical, categories_of
+from pramkit.engine.rng import SecretKey, resolve_key, uniforms
+from pramkit.errors import DataError, ParameterError, PramkitWarning
+from pramkit.estimate.axes import contract
+from pramkit.labels import Label, joint_cell
+from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.matrix import PramMatrix
+from pramkit.structure import Rule, Rules, as_rules
+
+#: Default public columns: the unperturbed columns with at most this many distinct values.
+MAX_PUBLIC_LEVELS = 100
+#: Most categories of one node (a variable's matrix, or a public column's values).
+MAX_NODE_CELLS = 4096
+#: Most cells of one two-way table.
+MAX_PAIR_CELLS = 2_000_000
+#: The estimates' stopping rule: the log-likelihood of the two-way table within this many nats of its
+#: maximum (:func:`pramkit.estimate.mle_estimate`), which puts it within about one standard error
+#: of the maximum-likelihood estimate in any direction.
+TOL = 0.5
+#: The most EM updates per table: where the maximum is on the boundary (cells the data say are empty) EM nears
+#: it slowly, and the cross-validated shrinkage that follows matters more than the last digits.
+MAX_ITER = 500
+#: Share of each estimated table spread evenly over its allowed cells, so that no record's
+#: released values are impossible under the model (a maximum-likelihood table has exact zeros).
+SMOOTHING = 1e-9
+#: Floats held at once while drawing (records x categories), which sets the records per chunk.
+CHUNK_FLOATS = 8_000_000
+#: Domain separation of the resampling key (never the perturbation's or the design step's).
+_PERSON = b"pramkit-resamp1"
+#: What the receipt of a resampled file calls the method.
+METHOD = "resample"
+#: The sentence added to the release's guarantee.
+POST_PROCESSING = (
+    "The resampled file is post-processing of that release (pramkit resample): it is computed from the released "
+    "file, the published manifest and the columns released as they are, with randomness independent of the "
+    "original data, so the statement above holds for it unchanged and it spends no further budget.")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the model: a perturbed variable (its matrix's categories) or a public column.
+
+    Parameters
+    ----------
+    name : str
+        The variable's name (its stream) or the public column's name.
+    columns : tuple of str
+        The columns its categories hold a value of (a joint variable: its strata, then its columns).
+    labels : list of labels
+        Its categories; state ``len(labels)`` is *released as it is* (observed exactly).
+    matrix : numpy.ndarray or None
+        The law from the original category to the released one (``None``: a public column).
+    variable : PerturbedVariable or None
+        The manifest's variable (``None`` for a public column).
+
+    Examples
+    --------
+    >>> node = Node("sex", ("sex",), ["f", "m"], np.array([[0.8, 0.2], [0.2, 0.8]]))
+    >>> node.size, node.perturbed, node.evidence.tolist()
+    (3, True, [[0.8, 0.2, 0.0], [0.2, 0.8, 0.0], [0.0, 0.0, 1.0]])
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    labels: list[Label]
+    matrix: np.ndarray | None
+    variable: PerturbedVariable | None = None
+
+    @property
+    def size(self) -> int:
+        """The number of states: the categories and *released as it is*."""
+        return len(self.labels) + 1
+
+    @property
+    def perturbed(self) -> bool:
+        return self.matrix is not None
+
+    @property
+    def evidence(self) -> np.ndarray:
+        """``E[x, z]``: the probability that original state x is released as z (the matrix, and the
+        state *released as it is*, which only itself releases)."""
+        s = len(self.labels)
+        out = np.zeros((s + 1, s + 1))
+        out[:s, :s] = np.eye(s) if self.matrix is None else self.matrix
+        out[s, s] = 1.0
+        return out
+
+    def cells(self) -> list[tuple]:
+        """Each category as a tuple of values of :attr:`columns`."""
+        return [joint_cell(c) if len(self.columns) > 1 else (c,) for c in self.labels]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """An edge of the tree: the parent, the child, the estimated mutual information and why it is there.
+
+    Examples
+    --------
+    >>> Edge("age", "marital_status", 0.41234, True).to_dict()
+    {'parent': 'age', 'child': 'marital_status', 'mutual_information_nats': 0.41234, 'forced_by_rule': True}
+    """
+
+    parent: str
+    child: str
+    mutual_information: float
+    forced: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"parent": self.parent, "child": self.child, "mutual_information_nats": self.mutual_information,
+                "forced_by_rule": self.forced}
+
+
+@dataclass
+class TreeModel:
+    """The fitted law of the original records: a tree over the nodes (:func:`fit_tree`).
+
+    Parameters
+    ----------
+    nodes : list of Node
+    order : list of int
+        The nodes from the root, each after its parent.
+    parent : list of int
+        Each node's parent (``-1`` for the root).
+    prior : numpy.ndarray
+        The root's law over its states.
+    conditional : dict of int to numpy.ndarray
+        ``conditional[c][x_parent, x_c] = P(x_c | x_parent)``.
+    allowed : list of numpy.ndarray
+        Each node's states that no rule on it alone forbids.
+    edges : list of Edge
+
+    Examples
+    --------
+    >>> a = Node("a", ("a",), ["x", "y"], None)
+    >>> model = TreeModel([a], [0], [-1], np.array([0.25, 0.75, 0.0]), {}, [np.ones(3, bool)], [])
+    >>> model.joint().round(2).tolist()
+    [0.25, 0.75, 0.0]
+    """
+
+    nodes: list[Node]
+    order: list[int]
+    parent: list[int]
+    prior: np.ndarray
+    conditional: dict[int, np.ndarray]
+    allowed: list[np.ndarray]
+    edges: list[Edge]
+
+    def joint(self) -> np.ndarray:
+        """The law over every combination of the nodes' states, one axis per node (small models only).
+
+        Raises
+        ------
+        ParameterError
+            More than a million combinations.
+        """
+        sizes = [n.size for n in self.nodes]
+        if math.prod(sizes) > 1_000_000:
+            raise ParameterError(f"the model has {math.prod(sizes):,} combinations; joint() is for small models")
+        out = np.zeros(sizes)
+        for x in itertools.product(*(range(s) for s in sizes)):
+            p = self.prior[x[self.order[0]]]
+            for c in self.order[1:]:
+                p *= self.conditional[c][x[self.parent[c]], x[c]]
+            out[x] = p
+        return out
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """What resampling did to one perturbed variable: its records, those redrawn to another
+    value, and those left as released (missing, or released as they are).
+
+    Examples
+    --------
+    >>> NodeSummary("sex", 10, 4, 1).to_dict()
+    {'name': 'sex', 'rows': 10, 'changed': 4, 'kept_as_released': 1}
+    """
+
+    name: str
+    rows: int
+    changed: int
+    kept_as_released: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "rows": self.rows, "changed": self.changed,
+                "kept_as_released": self.kept_as_released}
+
+
+@dataclass(frozen=True)
+class ResampleResult:
+    """What :func:`resample_release` did.
+
+    rows: records; variables: per perturbed variable (:class:`NodeSummary`); public: the
+    public columns the model reads; left_out: unperturbed columns it does not read (too many
+    values; copied as they are); edges: the tree; rules: the edit rules enforced;
+    rule_breaking_released / rule_breaking_resampled: records that break one, before and after;
+    impossible: records whose released values no allowed combination explains (left as released);
+    record_epsilon and guarantee: the release's, unchanged, with the post-processing sentence;
+    output, receipt: the files written (``None`` for a frame); data: the resampled frame (``None``
+    for a file); model: the fitted :class:`TreeModel`.
+    """
+
+    rows: int
+    variables: list[NodeSummary]
+    public: tuple[str, ...]
+    left_out: tuple[str, ...]
+    edges: list[Edge]
+    rules: int
+    rule_breaking_released: int
+    rule_breaking_resampled: int
+    impossible: int
+    record_epsilon: float
+    guarantee: str
+    release: str
+    key_source: str
+    key_fingerprint: str
+    seconds: float
+    output: str | None = None
+    receipt: str | None = None
+    data: Any = None
+    model: TreeModel | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (the frame and the model left out), ready for JSON.
+
+        Examples
+        --------
+        >>> import json
+        >>> from pramkit.design.classic import randomized_response
+        >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 2.0)})
+        >>> released = pd.DataFrame({"sex": ["f", "m", "f", "f"]})
+        >>> d = resample_release(released, m, key=bytes(32)).to_dict()
+        >>> json.loads(json.dumps(d))["variables"][0]["rows"], d["method"]
+        (4, 'resample')
+        """
+        from pramkit.ledger import epsilon_to_json
+
+        return {
+            "method": METHOD, "rows": self.rows, "variables": [v.to_dict() for v in self.variables],
+            "public": list(self.public), "left_out": list(self.left_out), "edges": [e.to_dict() for e in self.edges],
+            "rules": self.rules, "rule_breaking_released": self.rule_breaking_released,
+            "rule_breaking_resampled": self.rule_breaking_resampled, "impossible": self.impossible,
+            "record_epsilon": epsilon_to_json(self.record_epsilon), "guarantee": self.guarantee,
+            "release": self.release, "key_source": self.key_source, "key_fingerprint": self.key_fingerprint,
+            "seconds": self.seconds, "output": self.output, "receipt": self.receipt,
+        }
+
+
+def resample_key(key: SecretKey, manifest: Manifest) -> SecretKey:
+    """The key of the resampling draws: derived from the secret key and the manifest's content.
+
+    A keyed BLAKE2b under a domain-separation string of its own, so its streams share nothing with
+    the perturbation's (whatever a variable is called) nor with the design step's, and resampling
+    another release (another manifest) with the same key draws independently.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 2.0)})
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> derived = resample_key(key, m)
+    >>> derived.material == resample_key(key, m).material, derived.material != key.material
+    (True, True)
+    >>> bool((derived.philox_key("sex") != key.philox_key("sex")).all())
+    True
+    """
+    from pramkit.engine.receipt import manifest_digests
+
+    digest = sorted(manifest_digests(manifest))[0]
+    master = hashlib.blake2b(key.material, digest_size=64, person=_PERSON).digest()
+    material = hashlib.blake2b(digest.encode("ascii"), key=master, digest_size=32, person=_PERSON).digest()
+    return SecretKey(material, f"{key.source}, resampling stream")
+
+
+def resample_release(
+    released: Any,
+    manifest: Manifest | str | Path,
+    out: str | Path | None = None,
+    *,
+    key: SecretKey | bytes | str | Path | None = None,
+    public: Sequence[str] | str | None = None,
+    forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None = None,
+    force: bool = False,
+    na_values: Sequence[str] = NA_VALUES,
+) -> ResampleResult:
+    """Redraw each record's perturbed values from their posterior given its released values and
+    public columns, under a tree model fitted to the release (module docstring): post-processing.
+
+    Parameters
+    ----------
+    released : str, pathlib.Path or pandas.DataFrame
+        The released file (CSV, Parquet, Stata, SPSS, SAS), or a released frame.
+    manifest : Manifest, str or pathlib.Path
+        The manifest published with the release (checked against its receipt).
+    out : str or pathlib.Path, optional
+        The resampled file (for a file; its suffix gives the format), written atomically with its
+        receipt ``OUT.receipt.json``.  ``None`` for a frame.
+    key : SecretKey, bytes, str, pathlib.Path or None
+        The secret key (:func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved).
+        The draws use a key derived from it (:func:`resample_key`), never the perturbation's.
+    public : sequence of str, or str, optional
+        The unperturbed columns the model reads (a text: comma-separated; ``""``: none).  Default:
+        every unperturbed column with at most :data:`MAX_PUBLIC_LEVELS` values (household ids left out).
+    forbid : Rules, path, or list of mappings, optional
+        Edit rules to enforce besides the manifest's (:func:`pramkit.structure.as_rules`).
+    force : bool
+        Replace an existing ``out``.
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field (as for ``apply``).
+
+    Returns
+    -------
+    ResampleResult
+
+    Raises
+    ------
+    ParameterError
+        A public column is perturbed or has too many values; a rule names an unknown column or
+        value, or couples more than two nodes, or rules tie nodes in a cycle; the manifest perturbs
+        households or swaps records; ``out`` is an input or missing for a file, or given for a frame.
+    DataError
+        The release was made with another manifest (its receipt says so), a column is missing,
+        or a value is not one of its variable's categories.
+    OutputExistsError
+        ``out`` exists and ``force`` is false.
+
+    Warns
+    -----
+    PramkitWarning
+        The release has no receipt to check the manifest against.
+
+    Examples
+    --------
+    Age and marital status released at epsilon 2 each; a rule (no child is married) holds in every
+    resampled record, and the resampled file's margins are those of the model fitted to the release:
+
+    >>> import random, pramkit
+    >>> from pramkit.datasets import census, CENSUS_VARIABLES
+    >>> data = census(5_000)[["age", "marital_status", "sex"]]
+    >>> m = pramkit.design_release(data, ["age", "marital_status"], epsilon=4.5, split="equal",
+    ...                            categories=CENSUS_VARIABLES, rng=random.Random(0))
+    >>> released = pramkit.perturb_frame(data, m, key=bytes(32)).data
+    >>> rule = [{"age": "0-9|10-17", "marital_status": "married, spouse present|married, spouse absent"}]
+    >>> res = resample_release(released, m, key=bytes(range(32)), forbid=rule)
+    >>> res.rule_breaking_released > 0, res.rule_breaking_resampled, res.public
+    (True, 0, ('sex',))
+    >>> res.data.shape == released.shape, res.record_epsilon == m.record_epsilon
+    (True, True)
+    """
+    t0 = time.perf_counter()
+    man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
+    _refuse_unsupported(man)
+    secret = resolve_key(key)
+    frame = isinstance(released, pd.DataFrame)
+    if not frame and not isinstance(released, (str, Path)):
+        raise ParameterError(f"released must be a file or a pandas DataFrame, not {type(released).__name__}")
+    if frame and out is not None:
+        raise ParameterError("a released frame is resampled in memory: give no out (write the frame yourself)")
+    if not frame and out is None:
+        raise ParameterError("give out, the file to write the resampled release to")
+    from pramkit.atomic import check_writable
+    from pramkit.engine.receipt import check_release
+
+    inputs: list[Any] = [] if frame else [released, None if isinstance(manifest, Manifest) else manifest,
+                                          secret.path, forbid if isinstance(forbid, (str, Path)) else None]
+    if out is not None:
+        from pramkit.io import table_format
+
+        table_format(out)  # an unknown suffix is refused before any work
+        check_writable(out, force=force, inputs=inputs)
+    unchecked = check_release(released, manifest)  # a release of another manifest is refused
+    if unchecked:
+        warnings.warn(unchecked, PramkitWarning, stacklevel=2)
+    table, meta = _read(released, na_values)
+    names = list(table.column_names)
+    public_cols, left_out = _public_columns(table, man, names, public, meta.missing)
+    nodes, codes = _encode(table, man, public_cols, meta.missing)
+    rules = _rules(man, forbid)
+    release_name = "the frame" if frame else Path(released).name
+    model = fit_tree(nodes, codes, rules)
+    draws, impossible = sample_posterior(model, codes, resample_key(secret, man))
+    new_table, summaries = _decode(table, nodes, codes, draws, meta.missing)
+    broken_before, broken_after = _rule_breakers(rules, table, new_table, nodes, meta.missing)
+    guarantee = f"{man.guarantee} {POST_PROCESSING}"
+    post = {"method": METHOD, "release": release_name, "model": "tree (Chow-Liu) of maximum-likelihood two-way tables",
+            "public_columns": list(public_cols), "record_epsilon": _epsilon_json(man.record_epsilon),
+            "guarantee": guarantee}
+    result_data = None
+    receipt_file = None
+    if frame:
+        result_data = _to_frame(released, new_table, nodes)
+        from pramkit.engine.receipt import mark_frame
+
+        mark_frame(result_data, man, post_processing=post)
+    else:
+        assert out is not None
+        receipt_file = _write(Path(released), man, manifest, Path(out), new_table, meta, force, inputs, post)
+    return ResampleResult(
+        rows=table.num_rows, variables=summaries, public=tuple(public_cols), left_out=tuple(left_out),
+        edges=model.edges, rules=0 if rules is None else len(rules.rules),
+        rule_breaking_released=broken_before, rule_breaking_resampled=broken_after, impossible=impossible,
+        record_epsilon=man.record_epsilon, guarantee=guarantee, release=release_name,
+        key_source=secret.source, key_fingerprint=secret.fingerprint, seconds=time.perf_counter() - t0,
+        output=None if out is None else str(out), receipt=receipt_file, data=result_data, model=model,
+    )
+
+
+def _epsilon_json(eps: float) -> Any:
+    from pramkit.ledger import epsilon_to_json
+
+    return epsilon_to_json(eps)
+
+
+def _refuse_unsupported(man: Manifest) -> None:
+    """One line for a release the per-record tree model cannot resample (households, record swapping)."""
+    if man.swapping is not None:
+        raise ParameterError("the manifest describes a record swap, whose records are not perturbed independently: "
+                             "pramkit resample handles PRAM releases only")
+    for v in man.variables:
+        if v.unit is not None:
+            raise ParameterError(f"variable {v.name!r} is perturbed once per household ({v.unit}); pramkit resample "
+                                 "draws each record on its own and would give the members different values: it "
+                                 "handles releases without household variables")
+        if len(v.matrix.categories) > MAX_NODE_CELLS:
+            raise ParameterError(f"variable {v.name!r} has {len(v.matrix.categories):,} categories; pramkit resample "
+                                 f"handles at most {MAX_NODE_CELLS:,} per variable")
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _Meta:
+    missing: MissingCodes
+    file: Any = None
+
+
+def _read(released: Any, na_values: Sequence[str]) -> tuple[pa.Table, _Meta]:
+    """The whole release as one Arrow table (missing codes as they are in the file) and its metadata."""
+    if isinstance(released, pd.DataFrame):
+        if len(released) == 0:
+            raise DataError("the released frame has no rows")
+        from pramkit.engine.perturb import _arrow_column
+
+        columns = [str(c) for c in released.columns]
+        return pa.table([_arrow_column(released[c]) for c in released.columns], names=columns), _Meta(MissingCodes())
+    from pramkit.io import iter_batches
+
+    meta, batches = iter_batches(released, na_values=na_values, keep_missing_codes=True)
+    tables = list(batches)
+    if not tables or sum(t.num_rows for t in tables) == 0:
+        raise DataError(f"file {str(released)!r} has no data rows")
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return table.combine_chunks(), _Meta(meta.missing, meta)
+
+
+def _blanked(table: pa.Table, column: str, missing: MissingCodes) -> tuple[pa.Array, np.ndarray | None]:
+    """A column with its missing codes as nulls, and where they were (``None``: nowhere)."""
+    values = table.column(column).combine_chunks()
+    marks = missing.found(column, values)
+    if marks is None:
+        return values, None
+    return pc.if_else(pa.array(marks), pa.scalar(None, values.type), values), marks
+
+
+def _public_columns(table: pa.Table, man: Manifest, names: list[str], public: Sequence[str] | str | None,
+                    missing: MissingCodes) -> tuple[list[str], list[str]]:
+    """The public columns the model reads, and the unperturbed columns it leaves out."""
+    perturbed = set(man.columns)
+    units = {v.unit for v in man.variables if v.unit}
+    from pramkit.io import require_columns
+
+    require_columns(man.read_columns, names, "the release")
+    candidates = [c for c in names if c not in perturbed and c not in units]
+    if public is None:
+        chosen: list[str] = []
+        left: list[str] = []
+        for c in candidates:
+            values, _ = _blanked(table, c, missing)
+            (chosen if len(pc.unique(values.drop_null())) <= MAX_PUBLIC_LEVELS else left).append(c)
+        return chosen, left
+    wanted = [c.strip() for c in public.split(",") if c.strip()] if isinstance(public, str) else list(public)
+    require_columns(wanted, names, "the release")
+    both = [c for c in wanted if c in perturbed]
+    if both:
+        raise ParameterError(f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} perturbed, so not public: "
+                             "list among the public columns only columns released as they are")
+    if len(set(wanted)) != len(wanted):
+        raise ParameterError(f"the public columns must be distinct, got {wanted}")
+    return wanted, [c for c in candidates if c not in wanted]
+
+
+def _encode(table: pa.Table, man: Manifest, public: list[str],
+            missing: MissingCodes) -> tuple[list[Node], np.ndarray]:
+    """The nodes and every record's released state of each (``n x nodes``; the last state of a node:
+    released as it is)."""
+    nodes: list[Node] = []
+    codes = np.empty((table.num_rows, len(man.variables) + len(public)), dtype=np.intp)
+    for j, v in enumerate(man.variables):
+        cats = list(v.release_matrix.categories)
+        cols = [_blanked(table, c, missing)[0] for c in v.read_columns]
+        if v.is_joint:
+            code, _outside = JointCodebook([joint_cell(c) for c in cats], v.read_columns).encode_cells(cols)
+        else:
+            code = Codebook(cats, column=v.name, missing=v.missing).encode(cols[0])
+        codes[:, j] = np.where(code == MISSING, len(cats), code)
+        nodes.append(Node(v.name, v.read_columns, cats, v.release_matrix.matrix, v))
+    for k, c in enumerate(public, len(man.variables)):
+        values, _ = _blanked(table, c, missing)
+        cats = categories_of(values, column=c)
+        if len(cats) > MAX_NODE_CELLS:
+            raise ParameterError(f"public column {c!r} has {len(cats):,} values; the model reads at most "
+                                 f"{MAX_NODE_CELLS:,}: leave it out of the public columns")
+        code = Codebook(cats, column=c).encode(values)
+        codes[:, k] = np.where(code == MISSING, len(cats), code)
+        nodes.append(Node(c, (c,), cats, None))
+    return nodes, codes
+
+
+def _rules(man: Manifest, forbid: Any) -> Rules | None:
+    """The manifest's edit rules (``input.structure.forbid``) and those given, as one set."""
+    found: list[Rule] = []
+    structure = man.input.get("structure") if isinstance(man.input, Mapping) else None
+    declared = structure.get("forbid") if isinstance(structure, Mapping) else None
+    if isinstance(declared, Mapping) and declared.get("forbidden"):
+        found += Rules.of(declared["forbidden"], source="the manifest's rules").rules
+    given = as_rules(forbid)
+    if given is not None:
+        found += given.rules
+    if not found:
+        return None
+    source = "the manifest's and the given rules" if given is not None and declared else \
+        (given.source if given is not None else "the manifest's rules")
+    return Rules(tuple(found), source)
+
+
+# ---------------------------------------------------------------------------------------------- the model
+
+
+def _rule_nodes(rules: Rules, nodes: list[Node]) -> list[tuple[int, ...]]:
+    """The node, or the two nodes, whose columns cover each rule (one line for a rule no two cover)."""
+    out: list[tuple[int, ...]] = []
+    for i, rule in enumerate(rules.rules, 1):
+        cols = set(rule.values)
+        unknown = sorted(c for c in cols if not any(c in n.columns for n in nodes))
+        if unknown:
+            raise ParameterError(f"rule {i} of {rules.source} names {unknown[0]!r}, which is neither perturbed nor "
+                                 f"among the public columns ({', '.join(n.name for n in nodes)})")
+        single = [a for a, n in enumerate(nodes) if cols <= set(n.columns)]
+        if single:
+            out.append((single[0],))
+            continue
+        pairs = [(a, b) for a, b in itertools.combinations(range(len(nodes)), 2)
+                 if cols <= set(nodes[a].columns) | set(nodes[b].columns)]
+        pairs.sort(key=lambda ab: -(nodes[ab[0]].perturbed + nodes[ab[1]].perturbed))
+        if not pairs:
+            raise ParameterError(f"rule {i} of {rules.source} ({rule.describe()}) couples columns of more than two "
+                                 "variables; the tree model enforces rules on one or two: perturb them jointly in "
+                                 "the design, or split the rule")
+        out.append(pairs[0])
+    return out
+
+
+def _check_rule_values(rules: Rules, nodes: list[Node]) -> None:
+    """Every value a rule lists is a category of its column (a public column may lack a value in this file)."""
+    categories: dict[str, list[Label]] = {}
+    for n in nodes:
+        cells = n.cells()
+        for i, c in enumerate(n.columns):
+            categories.setdefault(c, list(dict.fromkeys(cell[i] for cell in cells)))
+    for rule in rules.rules:
+        for c, values in rule.values.items():
+            if c in categories and not any(n.perturbed and c in n.columns for n in nodes):
+                categories[c] = [*categories[c], *sorted(values - {canonical(x) for x in categories[c]})]
+    rules.check(categories)
+
+
+def _forbidden(rules: Rules | None, nodes: Sequence[Node]) -> np.ndarray | None:
+    """Which combinations of the nodes' categories (states *released as it is* excluded) a rule forbids,
+    as a table over their states (``None``: no rule applies)."""
+    if rules is None:
+        return None
+    columns = tuple(c for n in nodes for c in n.columns)
+    if not any(set(r.values) <= set(columns) for r in rules.rules):
+        return None
+    cells = [tuple(v for part in combo for v in part) for combo in itertools.product(*(n.cells() for n in nodes))]
+    flags = rules.forbidden(columns, cells).reshape([len(n.labels) for n in nodes])
+    out = np.zeros([n.size for n in nodes], dtype=bool)
+    out[tuple(slice(0, len(n.labels)) for n in nodes)] = flags
+    return out if out.any() else None
+
+
+def _pair_table(nodes: list[Node], a: int, b: int, codes: np.ndarray, zeros: np.ndarray | None) -> np.ndarray:
+    """The estimated original two-way table of nodes a and b (proportions).
+
+    The maximum-likelihood table (EM, :func:`pramkit.estimate.mle_estimate`) shrunk towards the
+    independence of its margins by the weight that predicts best the released records it was not
+    fitted to (two-fold cross-validation: fitted to the even rows, scored on the odd ones, and
+    back).  Undoing strong perturbation amplifies the noise, and the unshrunk maximum puts spikes
+    where the released table has none: its mutual information is far above the original's.
+    """
+    na, nb = nodes[a], nodes[b]
+    if na.size * nb.size > MAX_PAIR_CELLS:
+        raise ParameterError(f"the two-way table of {na.name} and {nb.name} has {na.size * nb.size:,} cells, more "
+                             f"than {MAX_PAIR_CELLS:,}; leave a many-valued public column out")
+
+    def counts(rows: slice) -> np.ndarray:
+        flat = codes[rows, a] * nb.size + codes[rows, b]
+        return np.bincount(flat, minlength=na.size * nb.size).reshape(na.size, nb.size).astype(float)
+
+    u = counts(slice(None))
+    if not (na.perturbed or nb.perturbed):
+        return u / u.sum()
+    # a state *released as it is* that no record holds is left out: its estimate is 0, a boundary EM nears slowly
+    keep = [np.arange(n.size - (1 if not (u.sum(axis=1 - i)[-1]) else 0)) for i, n in enumerate((na, nb))]
+    sub = np.ix_(*keep)
+    mats = [None if n.matrix is None else PramMatrix(n.evidence[np.ix_(k, k)]) for n, k in zip((na, nb), keep)]
+    z = None if zeros is None or not zeros[sub].any() else zeros[sub]
+    arrays = [None if m is None else m.matrix for m in mats]
+    fitted = _fit(u[sub], mats, z)
+    weights = np.linspace(0.0, 1.0, 21)
+    score = np.zeros(weights.size)
+    for fit_rows, test_rows in ((slice(0, None, 2), slice(1, None, 2)), (slice(1, None, 2), slice(0, None, 2))):
+        train, test = counts(fit_rows)[sub], counts(test_rows)[sub]
+        if train.sum() == 0 or test.sum() == 0:
+            continue
+        p = _fit(train, mats, z)
+        q = _independent(p, z)
+        for i, w in enumerate(weights):
+            lam = np.maximum(contract(w * p + (1.0 - w) * q, arrays), 0.0)
+            with np.errstate(divide="ignore"):
+                score[i] += float(xlogy(test, lam).sum())  # -inf when a released record is impossible
+    w = float(weights[int(np.argmax(score))])  # ties: the strongest shrinkage
+    out = np.zeros(u.shape)
+    out[sub] = w * fitted + (1.0 - w) * _independent(fitted, z)
+    return out / out.sum()
+
+
+def _fit(u: np.ndarray, mats: list[PramMatrix | None], zeros: np.ndarray | None) -> np.ndarray:
+    """The maximum-likelihood table (proportions), with structural zeros where no record breaks them."""
+    from pramkit.estimate import EstimationWarning, mle_estimate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EstimationWarning)  # a singular matrix: one maximiser among many is enough
+        try:
+            p = mle_estimate(u, mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER).counts
+        except DataError:  # records whose released values break the rule whatever they were (kept as released)
+            assert zeros is not None
+            p = np.where(zeros, 0.0, mle_estimate(u, mats, tol=TOL, max_iter=MAX_ITER).counts)
+    return p / p.sum()
+
+
+def _independent(p: np.ndarray, zeros: np.ndarray | None) -> np.ndarray:
+    """The product of the table's margins, zero on the structural zeros (renormalised)."""
+    q = np.outer(p.sum(axis=1), p.sum(axis=0))
+    if zeros is not None:
+        q = np.where(zeros, 0.0, q)
+    total = q.sum()
+    return q / total if total > 0 else p
+
+
+def _mutual_information(p: np.ndarray) -> float:
+    rows, cols = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * np.log(p / (rows * cols)), 0.0)
+    return max(float(terms.sum()), 0.0)
+
+
+def _smoothed(p: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """``p`` with :data:`SMOOTHING` of its mass spread over the allowed cells (zero elsewhere)."""
+    spread = allowed / max(int(allowed.sum()), 1)
+    return np.where(allowed, (1.0 - SMOOTHING) * p + SMOOTHING * spread, 0.0)
+
+
+def fit_tree(nodes: list[Node], codes: np.ndarray, rules: Rules | None = None) -> TreeModel:
+    """Fit the tree model to the released states (module docstring, steps 2 and 3).
+
+    Parameters
+    ----------
+    nodes : list of Node
+        The first is the root.
+    codes : numpy.ndarray
+        Every record's released state of each node (``n x nodes``).
+    rules : Rules, optional
+        Edit rules: zeros of a node's or an edge's potential; an edge is forced for each rule tying a
+        perturbed node to another.
+
+    Returns
+    -------
+    TreeModel
+
+    Raises
+    ------
+    ParameterError
+        A rule names an unknown column or value, couples more than two nodes, or the rules tie
+        nodes in a cycle.
+
+    Examples
+    --------
+    Two public columns that always agree: the tree links them and the conditional is the identity.
+
+    >>> a = Node("a", ("a",), ["x", "y"], None)
+    >>> b = Node("b", ("b",), ["x", "y"], None)
+    >>> model = fit_tree([a, b], np.array([[0, 0], [1, 1], [1, 1]]))
+    >>> [(e.parent, e.child) for e in model.edges], model.conditional[1][:2, :2].round(6).tolist()
+    ([('a', 'b')], [[1.0, 0.0], [0.0, 1.0]])
+    """
+    d = len(nodes)
+    tied = _rule_nodes(rules, nodes) if rules is not None else []
+    if rules is not None:
+        _check_rule_values(rules, nodes)
+    allowed = []
+    for k, n in enumerate(nodes):
+        own = Rules(tuple(r for r, t in zip(rules.rules, tied) if t == (k,)), rules.source) if rules else None
+        flags = _forbidden(own if own and own.rules else None, [n])
+        allowed.append(np.ones(n.size, dtype=bool) if flags is None else ~flags)
+    forced: dict[tuple[int, int], Rules] = {}
+    for r, t in zip(rules.rules if rules else (), tied):
+        if len(t) == 2 and (nodes[t[0]].perturbed or nodes[t[1]].perturbed):
+            prev = forced.get(t)
+            forced[t] = Rules(((prev.rules if prev else ()) + (r,)), rules.source if rules else "rules")
+    tables: dict[tuple[int, int], np.ndarray] = {}
+    scores = []
+    for a, b in itertools.combinations(range(d), 2):
+        zeros = _forbidden(forced.get((a, b)), [nodes[a], nodes[b]])
+        unary = ~np.logical_and.outer(allowed[a], allowed[b])
+        if unary.any():
+            zeros = unary if zeros is None else zeros | unary
+        p = _pair_table(nodes, a, b, codes, zeros)
+        tables[(a, b)] = p
+        scores.append((_mutual_information(p), a, b))
+    # Kruskal: the rules' edges first, then by decreasing mutual information (ties: the nodes' order)
+    component = list(range(d))
+
+    def find(i: int) -> int:
+        while component[i] != i:
+            component[i] = component[component[i]]
+            i = component[i]
+        return i
+
+    chosen: list[tuple[int, int, bool]] = []
+    for a, b in sorted(forced):
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            raise ParameterError(f"the rules tie {', '.join(sorted({nodes[x].name for e in forced for x in e}))} in a "
+                                 "cycle; the tree model enforces rules along a tree: drop or merge a rule, or "
+                                 "perturb the variables of a cycle jointly in the design")
+        component[ra] = rb
+        chosen.append((a, b, True))
+    for _mi, a, b in sorted(scores, key=lambda s: (-s[0], s[1], s[2])):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            component[ra] = rb
+            chosen.append((a, b, False))
+    neighbours: dict[int, list[tuple[int, bool]]] = {k: [] for k in range(d)}
+    for a, b, f in chosen:
+        neighbours[a].append((b, f))
+        neighbours[b].append((a, f))
+    order, parent, edges = [0], [-1] * d, []
+    conditional: dict[int, np.ndarray] = {}
+    mi = {(a, b): s for s, a, b in scores}
+    for up in order:  # breadth first from the root; the list grows as it is read
+        for c, f in sorted(neighbours[up]):
+            if c == 0 or parent[c] != -1:
+                continue
+            parent[c] = up
+            order.append(c)
+            pair = (min(up, c), max(up, c))
+            table = tables[pair] if up < c else tables[pair].T
+            ok = np.logical_and.outer(allowed[up], allowed[c])
+            zeros = _forbidden(forced.get(pair), [nodes[pair[0]], nodes[pair[1]]])
+            if zeros is not None:
+                ok &= ~(zeros if up < c else zeros.T)
+            joint = _smoothed(table, ok)
+            rows = joint.sum(axis=1, keepdims=True)
+            conditional[c] = np.divide(joint, rows, out=np.zeros_like(joint), where=rows > 0)
+            edges.append(Edge(nodes[up].name, nodes[c].name, mi[pair], f))
+    root = _root_law(nodes[0], codes[:, 0], allowed[0])
+    return TreeModel(nodes, order, parent, root, conditional, allowed, edges)
+
+
+def _root_law(node: Node, codes: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """The root's estimated law (maximum likelihood, its forbidden states empty), smoothed."""
+    from pramkit.estimate import EstimationWarning, mle_estimate
+
+    u = np.bincount(codes, minlength=node.size)
+    if node.perturbed:
+        k = node.size if u[-1] else node.size - 1  # an empty state *released as it is* left out
+        mats = [PramMatrix(node.evidence[:k, :k])]
+        p = np.zeros(node.size)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EstimationWarning)
+            zeros = None if allowed[:k].all() else ~allowed[:k]
+            try:
+                p[:k] = mle_estimate(u[:k], mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER).counts
+            except DataError:
+                p[:k] = np.where(allowed[:k], mle_estimate(u[:k], mats, tol=TOL, max_iter=MAX_ITER).counts, 0.0)
+    else:
+        p = np.where(allowed, u, 0.0)
+    p = p / max(p.sum(), np.finfo(float).tiny)
+    return _smoothed(p, allowed)
+
+
+# ---------------------------------------------------------------------------------------------- drawing
+
+
+def _patterns(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct rows of the columns ``keys`` (each ``n`` codes): each record's pattern, and
+    one record of each pattern."""
+    inverse = np.zeros(len(keys[0]), dtype=np.int64)
+    for k in keys:
+        _, inverse = np.unique(inverse * (int(k.max()) + 1) + k, return_inverse=True)
+    _, first = np.unique(inverse, return_index=True)
+    return inverse.reshape(-1), first
+
+
+def _draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """One state per row of ``probs`` (unnormalised, non-negative) by the inverse of its distribution
+    function at ``u``; ``-1`` for a row without mass."""
+    cdf = np.cumsum(probs, axis=1)
+    total = cdf[:, -1]
+    x = np.count_nonzero(cdf <= (u * total)[:, None], axis=1)
+    last = probs.shape[1] - 1 - np.argmax(probs[:, ::-1] > 0, axis=1)   # rounding: never past the last state with mass
+    x = np.minimum(x, last)
+    return np.where(total > 0, x, -1)
+
+
+def sample_posterior(model: TreeModel, codes: np.ndarray, key: SecretKey) -> tuple[np.ndarray, int]:
+    """Draw every record's original states from its posterior under ``model`` given its released states.
+
+    Belief propagation on the tree (module docstring, step 4): the messages towards the root are
+    computed once per distinct pattern of released states below each node; the nodes are then drawn
+    from the root down, each given its parent's draw, at the uniform of its row in its stream.
+
+    Parameters
+    ----------
+    model : TreeModel
+    codes : numpy.ndarray
+        Released states (``n x nodes``).
+    key : SecretKey
+        The key of the draws (:func:`resample_key`); row ``i`` of node ``v`` uses uniform ``i`` of the
+        stream named after the node.
+
+    Returns
+    -------
+    draws : numpy.ndarray
+        ``n x nodes`` states (public columns: their released state); a record whose released states no
+        allowed combination explains keeps its released states.
+    impossible : int
+        The number of such records.
+
+    Examples
+    --------
+    One perturbed node under randomized response at 3/4 and a model with P(x) = (0.5, 0.5): a record
+    released as 0 is 0 with posterior 3/4.
+
+    >>> node = Node("a", ("a",), [0, 1], np.array([[0.75, 0.25], [0.25, 0.75]]))
+    >>> model = TreeModel([node], [0], [-1], np.array([0.5, 0.5, 0.0]), {}, [np.ones(3, bool)], [])
+    >>> draws, impossible = sample_posterior(model, np.zeros((20_000, 1), dtype=np.intp), SecretKey(bytes(32), "z"))
+    >>> round(float((draws[:, 0] == 0).mean()), 2), impossible
+    (0.75, 0)
+    """
+    n, d = codes.shape
+    children: dict[int, list[int]] = {k: [] for k in range(d)}
+    for c in model.order[1:]:
+        children[model.parent[c]].append(c)
+    evidence = [node.evidence * allowed[:, None] for node, allowed in zip(model.nodes, model.allowed)]
+    chunk = max(1, CHUNK_FLOATS // max(node.size for node in model.nodes))
+    draws = np.empty_like(codes)
+    impossible = 0
+    for start in range(0, n, chunk):
+        z = codes[start:start + chunk]
+        m = len(z)
+        belief: dict[int, np.ndarray] = {}
+        pattern: dict[int, np.ndarray] = {}
+        message: dict[int, np.ndarray] = {}
+        for c in reversed(model.order):  # upwards: children before their parent
+            kids = children[c]
+            inverse, first = _patterns([z[:, c], *(pattern[k] for k in kids)])
+            b = evidence[c][:, z[first, c]].T.copy()
+            for k in kids:
+                b *= message[k][pattern[k][first]]
+            _rescale(b)
+            belief[c], pattern[c] = b, inverse
+            if model.parent[c] >= 0:
+                message[c] = b @ model.conditional[c].T
+                _rescale(message[c])
+        x = np.empty((m, d), dtype=np.intp)
+        dead = np.zeros(m, dtype=bool)
+        for c in model.order:  # downwards: each node given its parent's draw
+            if model.parent[c] < 0:
+                probs = belief[c][pattern[c]] * model.prior[None, :]
+            else:
+                probs = model.conditional[c][np.maximum(x[:, model.parent[c]], 0)] * belief[c][pattern[c]]
+            if model.nodes[c].perturbed:
+                u = uniforms(key, model.nodes[c].name, start, m)
+                x[:, c] = _draw(probs, u)
+            else:  # a public column: its released value, the only state its evidence allows
+                x[:, c] = np.where(probs[np.arange(m), z[:, c]] > 0, z[:, c], -1)
+            dead |= x[:, c] < 0
+        x[dead] = z[dead]
+        impossible += int(dead.sum())
+        draws[start:start + m] = x
+    return draws, impossible
+
+
+def _rescale(a: np.ndarray) -> None:
+    """Divide each row by its largest entry (in place): messages only matter up to a factor, and
+    the products of many small likelihoods would underflow."""
+    top = a.max(axis=1, keepdims=True)
+    np.divide(a, top, out=a, where=top > 0)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def _decode(table: pa.Table, nodes: list[Node], codes: np.ndarray, draws: np.ndarray,
+            missing: MissingCodes) -> tuple[pa.Table, list[NodeSummary]]:
+    """The release with each perturbed variable's columns replaced by the draws (a state *released as
+    it is* keeps its values), and what changed."""
+    out = table
+    summaries = []
+    for j, node in enumerate(nodes):
+        v = node.variable
+        if v is None:
+            continue
+        s = len(node.labels)
+        kept = codes[:, j] == s
+        new = np.where(kept, MISSING, draws[:, j])
+        raw = [table.column(c).combine_chunks() for c in v.read_columns]
+        if v.is_joint:
+            arrays = JointCodebook([joint_cell(c) for c in node.labels], v.read_columns).decode(
+                new, like=[a.type for a in raw])
+        else:
+            arrays = [Codebook(node.labels, column=v.name, missing=v.missing).decode(new, like=raw[0].type)]
+        flags = pa.array(kept)
+        for column, original, drawn in list(zip(v.read_columns, raw, arrays))[len(v.given):]:
+            out = out.set_column(out.column_names.index(column), column, pc.if_else(flags, original, drawn))
+        summaries.append(NodeSummary(v.name, len(codes), int(np.count_nonzero((draws[:, j] != codes[:, j]) & ~kept)),
+                                     int(kept.sum())))
+    return out, summaries
+
+
+def _rule_breakers(rules: Rules | None, before: pa.Table, after: pa.Table, nodes: list[Node],
+                   missing: MissingCodes) -> tuple[int, int]:
+    """Records that break a rule in the release and in the resampled file."""
+    if rules is None:
+        return 0, 0
+    columns = [c for c in rules.columns if c in before.column_names]
+
+    def count(t: pa.Table) -> int:
+        frame = pd.DataFrame({c: _blanked(t, c, missing)[0].to_pandas() for c in columns})
+        return int(rules.breaking(frame, columns).sum())
+
+    return count(before), count(after)
+
+
+def _to_frame(original: pd.DataFrame, table: pa.Table, nodes: list[Node]) -> pd.DataFrame:
+    """The resampled columns put back into a copy of the released frame, in their dtypes."""
+    from pramkit.engine.perturb import _as_column
+
+    out = original.copy()
+    for node in nodes:
+        v = node.variable
+        if v is None:
+            continue
+        for i, column in enumerate(v.read_columns):
+            if i < len(v.given):
+                continue
+            book = Codebook(node.labels, column=column, missing=v.missing) if not v.is_joint else \
+                JointCodebook([joint_cell(c) for c in node.labels], v.read_columns).books[i]
+            out[column] = _as_column(table.column(column), original[column], book)
+    return out
+
+
+def _write(src: Path, man: Manifest, manifest: Any, dst: Path, table: pa.Table, meta: _Meta, force: bool,
+           inputs: list[Any], post: Mapping[str, Any]) -> str:
+    """Write the resampled file and its receipt (which names the release and its manifest)."""
+    from pramkit.engine.receipt import receipt_after, receipt_path
+    from pramkit.io import TableWriter, sha256_of
+
+    post = {**post, "release_sha256": sha256_of(src)}
+    # exits in reverse order: the resampled file is renamed into place first, then its receipt
+    with receipt_after(dst, manifest if not isinstance(manifest, Manifest) else man, inputs=inputs) as pending, \
+            TableWriter(dst, force=force, meta=meta.file, inputs=inputs) as writer:
+        writer.write(table)
+        writer.close()
+        assert pending is not None
+        pending.fill(rows=table.num_rows, digest=writer.sha256, post_processing=post)
+    return str(receipt_path(dst))
