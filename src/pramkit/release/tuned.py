@@ -177,6 +177,7 @@ def design_to_target(data: pd.DataFrame, plan_at: Callable[[float], ReleasePlan]
             "unique records the release is expected to reproduce, so the budget itself depends on the data and no "
             "DP guarantee covers that choice")
     manifest = release.manifest
+    assert manifest.ledger is not None  # a designed release has its ledger
     ledger = dataclasses.replace(manifest.ledger, data_dependent=(*manifest.ledger.data_dependent, note))
     extra: dict[str, Any] = {**release.record.extra, "target": {
         "matched": matched, "keys": list(keys), "record_epsilon": found.epsilon, "risk": bounds_found.to_dict(),

@@ -165,10 +165,10 @@ def expected_matches(data: pd.DataFrame, manifest: Manifest, keys: Sequence[str]
     public = [k for k in keys if k not in perturbed]
     groups = (frame[public].astype(object).where(frame[public].notna(), None).groupby(public, dropna=False).ngroup()
               .to_numpy() if public else np.zeros(n, dtype=np.intp))
-    dense = [_extended(v.release_matrix.matrix) if v.release_matrix.size <= DENSE_MAX else None for v in variables]
-    if any(d is None for d in dense):
+    if any(v.release_matrix.size > DENSE_MAX for v in variables):
         raise ParameterError(f"a perturbed variable has more than {DENSE_MAX} categories: the union bound reads "
                              "its matrix densely")
+    dense = [_extended(v.release_matrix.matrix) for v in variables]
     upper = expected = 0.0
     for g in np.unique(groups[unique]):
         members = np.flatnonzero(groups == g)
