@@ -326,7 +326,7 @@ def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, 
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
               na_values: Sequence[str] = NA_VALUES) -> Check:
     """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
-    as the design did) and compare it byte for byte.
+    as the design did, under the release label its receipt records) and compare it byte for byte.
 
     Examples
     --------
@@ -343,10 +343,17 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     True False
     """
     from pramkit.engine.perturb import apply_file
+    from pramkit.engine.receipt import read_receipt
+    from pramkit.errors import PramkitError
+    from pramkit.validate import release_label
 
+    try:  # the release key is derived with the label the receipt records
+        label = release_label((read_receipt(released) or {}).get("release", ""), "the receipt's release label")
+    except PramkitError as exc:
+        return Check("release", "file", "derived again with the key", False, str(exc))
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
         again = Path(tmp) / released.name
-        apply_file(original, manifest, again, key=key, na_values=na_values)
+        apply_file(original, manifest, again, key=key, na_values=na_values, release=label)
         same = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
     return Check("release", "file", "derived again with the key", same,
                  "the key reproduces the released file byte for byte" if same else
