@@ -159,7 +159,8 @@ def perturb_codes(
     >>> released.tolist()  # row 5 moved from b to c; the missing value stays missing
     [0, 1, 2, -1, 0, 2, 2, 0]
 
-    The draw of a row depends on the key, the variable and the row only, so
+    The draw of a row depends on the key, the variable and the row only (``key`` is used as it is:
+    :func:`perturb_frame` and :func:`apply_file` pass the release key), so
     chunks and shuffled rows give the same release:
 
     >>> chunks = [perturb_codes(codes[:3], m, key=key, variable="x"),
