@@ -303,10 +303,12 @@ class SecretKey:
         stored nor published.  So the same key gives the same noise for the same
         query on the same data (a design made with a key file can be made again
         with it, and asking again reveals nothing new), and independent noise for
-        another query *or other data*: two designs of overlapping files with one
-        key never publish one noise vector twice, whose difference would be the
-        exact difference of the true counts.  Nothing here says anything about
-        the perturbation's streams.
+        another query *or other data*: two designs with one key never add one noise
+        vector to two different histograms (overlapping files, two waves), which
+        would publish the exact difference of their true counts.  Identical
+        histograms get identical noisy counts: a pair of designs shows which
+        histograms did not change at all.  Nothing here says anything about the
+        perturbation's streams.
 
         Parameters
         ----------

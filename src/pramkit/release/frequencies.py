@@ -136,7 +136,7 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: rando
         (:func:`measured_bytes`, hashed under the key, never published), and ``rng`` is not
         used.  The same question on the same data gets the same noise (a design made with a
         key file is made again with it); on other data, independent noise, so two designs
-        of overlapping files never publish one noise vector twice.
+        never add one noise vector to two different histograms.
 
     Returns
     -------
