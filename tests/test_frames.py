@@ -23,7 +23,7 @@ import pramkit
 from pramkit import Manifest, PramMatrix
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.engine.codebook import spelling_clash
-from pramkit.engine.perturb import TablePerturber, perturb_codes
+from pramkit.engine.perturb import TablePerturber, perturb_codes, release_key
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import iter_batches
@@ -73,7 +73,7 @@ def test_same_key_same_released_bytes_from_every_frame_type(cats, data):
                                              dtype="Float64")})
     matrix = PramMatrix.from_diagonal(keep, cats)
     manifest = Manifest.of({"label": matrix})
-    expected_codes = perturb_codes(np.array(picks), matrix, key=KEY, variable="label")
+    expected_codes = perturb_codes(np.array(picks), matrix, key=release_key(KEY, manifest), variable="label")
     expected = [None if c < 0 else cats[c].encode("utf-8") for c in expected_codes]
     for kind, native in _kinds(frame, pa.schema([("label", pa.string()), ("weight", pa.float64())])).items():
         if kind == "lazy":

@@ -28,7 +28,7 @@ def result():
 
 
 def test_same_share_changed_and_guarantees(result):
-    _, r = result
+    data, r = result
     original, swap, rr, metric = r.methods
     c = swap["share_records_changed"]
     assert 0 < c < 1
@@ -38,7 +38,12 @@ def test_same_share_changed_and_guarantees(result):
     eps = math.log((1 - c) * (300 - 1) / c)
     assert float(rr["epsilon"]) == pytest.approx(eps, rel=1e-3) and float(rr["epsilon"]) >= eps
     assert swap["area_tvd"] == 0.0  # swaps exchange households of the same size: the margin is kept
-    assert rr["area_tvd_corrected"] < rr["area_tvd"]
+    # the correction lowers the area margin's distance on average; one draw in about ten does not (40 keys:
+    # 36 lower, mean gain 0.004, sd 0.0026), so it is judged over several keys, not the fixture's draw alone
+    plan = plan_swap("hid", ["region", "area"], risk_vars=["age", "sex"], similar=[["hsize"]], rate=0.05, k=3)
+    gains = [m["area_tvd"] - m["area_tvd_corrected"] for m in
+             (compare_swap(data, plan, key=bytes([i]) * 32, centroids=census_areas()).methods[2] for i in range(1, 9))]
+    assert np.mean(gains) > 0
     assert metric["mean_km_moved"] < rr["mean_km_moved"]
 
 

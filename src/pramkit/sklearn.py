@@ -9,7 +9,8 @@ kept missing.  The rows go to the engine as an Arrow table, never through pandas
 
 With a ``key``, the transformer is deterministic: the DP counts' noise and the
 draws come from the key, so ``fit`` then ``transform`` twice gives the same
-release, and ``transform`` releases row ``i`` with the draw ``(key, column, i)``.
+release, and ``transform`` releases row ``i`` with the draw ``(K, column, i)`` of the release key
+``K`` (the key derived for the fitted manifest: :func:`pramkit.engine.perturb.release_key`).
 Without a key every ``fit`` draws fresh noise and every ``transform`` a fresh key
 (never saved): the release cannot be reproduced, which is what a data holder
 wants once the release is final.

@@ -9,6 +9,7 @@ names the parameter and says what to change:
 * :func:`epsilon`: a privacy budget in nats (positive, finite, at most a given maximum);
 * :func:`probabilities`: a probability vector (finite, non-negative, summing to 1);
 * :func:`probability`: a probability strictly between 0 and 1 (alpha of condition C1);
+* :func:`release_label`: the public label of a release (``apply --release``);
 * the option rules of the design families (:data:`pramkit.design.registry.FAMILIES`):
   :class:`Number` (a type, a range, a default), :class:`Choice`, :class:`Flag` and
   :class:`Instance`, each with ``check`` and ``describe``, applied together by
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,6 +105,42 @@ def probability(value: Any, name: str) -> float:
             or not (math.isfinite(value) and 0 < float(value) < 1):
         raise ParameterError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     return float(value)
+
+
+#: The longest release label, in characters.
+MAX_RELEASE_LABEL = 200
+#: Unicode categories a release label may not hold: controls, format characters (invisible, or
+#: reordering the text), surrogates, private use, unassigned, line and paragraph separators.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def release_label(value: Any, name: str = "the release label") -> str:
+    """The public label of a release (``apply --release``), in Unicode NFC; ``""`` is no label.
+
+    A label tells two releases made with one key apart (a panel's waves, a corrected
+    re-release): it is written in the receipt, so it must read as it is typed: at most
+    :data:`MAX_RELEASE_LABEL` characters, no control or invisible characters, no blanks
+    at either end.  Composed and decomposed accents are one label (NFC).
+
+    >>> release_label("wave 2"), release_label("") == "", release_label("e\u0301te") == "\u00e9te"
+    ('wave 2', True, True)
+    >>> release_label(" wave 2")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the release label ' wave 2' begins or ends with a blank; give it without
+    """
+    if not isinstance(value, str):
+        raise ParameterError(f"{name} must be text, not {type(value).__name__}")
+    text = unicodedata.normalize("NFC", value)
+    bad = next((c for c in text if unicodedata.category(c) in _UNPRINTABLE), None)
+    if bad is not None:
+        raise ParameterError(f"{name} {value!r} has a control or invisible character (U+{ord(bad):04X}); use "
+                             "letters, digits, blanks and punctuation")
+    if text != text.strip():
+        raise ParameterError(f"{name} {value!r} begins or ends with a blank; give it without")
+    if len(text) > MAX_RELEASE_LABEL:
+        raise ParameterError(f"{name} has {len(text)} characters; at most {MAX_RELEASE_LABEL}")
+    return text
 
 
 # -- option rules ---------------------------------------------------------------------------------

@@ -477,9 +477,9 @@ def swap_plan_of(section: Any) -> Any:
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
               na_values: Sequence[str] = NA_VALUES, *, shuffled: bool = False) -> Check:
     """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
-    as the design did; shuffled when the release was, by the swap when the manifest describes one) and
-    compare it byte for byte, or value for value for a format that records when it was written
-    (:func:`same_content`).
+    as the design did, under the release label its receipt records; shuffled when the release was, by the
+    swap when the manifest describes one) and compare it byte for byte, or value for value for a format
+    that records when it was written (:func:`same_content`).
 
     Examples
     --------
@@ -497,9 +497,16 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     """
     from pramkit.audit.manifest import read_manifest
     from pramkit.engine.perturb import apply_file
+    from pramkit.engine.receipt import read_receipt
     from pramkit.engine.swap.run import swap_file
+    from pramkit.errors import PramkitError
     from pramkit.io import table_format
+    from pramkit.validate import release_label
 
+    try:  # the release key is derived with the label the receipt records
+        label = release_label((read_receipt(released) or {}).get("release", ""), "the receipt's release label")
+    except PramkitError as exc:
+        return Check("release", "file", "derived again with the key", False, str(exc))
     swapping = read_manifest(manifest)[0].swapping
     how = "the swap" if swapping is not None else "the shuffled release" if shuffled else "the release"
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
@@ -507,7 +514,7 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
         if swapping is not None:
             swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values)
         else:
-            apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled)
+            apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label)
         exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
         fmt = table_format(released) if released.is_file() else None
         same = exact or (fmt in STAMPED and again.is_file() and same_content(again, released))

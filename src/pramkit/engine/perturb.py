@@ -1,9 +1,18 @@
 """Applying a PRAM matrix to category codes with keyed, counter-based draws.
 
-Row ``i`` of variable ``v`` is perturbed with the 64-bit word ``W(key, v, i)`` of
+Row ``i`` of variable ``v`` is perturbed with the 64-bit word ``W(K, v, i)`` of
 :mod:`pramkit.engine.rng` (its integer uniform, :mod:`pramkit.engine.sampling`), so the result does not depend on how the rows are split
 into chunks or partitions: pass the absolute row number of a chunk's first row
 as ``start``.
+
+``K`` is the release key (:func:`release_key`): the secret key's key for this
+manifest and this label (``release=``, ``apply --release``), never the secret key
+itself.  One key and one manifest make one release: two releases made with one key
+from two manifests, or under two labels, share no draw, so comparing them says
+nothing about whether the original changed; the same key, manifest and label make
+the release again, byte for byte, however the file is chunked and on any engine.
+A panel's next wave or a corrected re-release made with the same design needs
+another label.
 """
 
 from __future__ import annotations
@@ -37,9 +46,74 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import DEFAULT_DELTA
 from pramkit.progress import progress
+from pramkit.validate import release_label
 
 #: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
 SPAN = 1 << 18
+
+#: The release digest of each manifest in use, by the manifest's identity (manifests are immutable).
+_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def release_key(key: SecretKey, manifest: Manifest, release: str = "") -> SecretKey:
+    """The key every draw of a release comes from: ``key`` derived for the manifest and the label.
+
+    :meth:`pramkit.engine.rng.SecretKey.for_release` of the manifest's
+    :func:`pramkit.engine.receipt.release_digest` and ``release``.  A key that is
+    already this release's key is returned as it is (so that a caller may derive it
+    once and hand it on); a key derived for another release is refused.
+
+    Parameters
+    ----------
+    key : pramkit.engine.rng.SecretKey
+        The secret key (or this release's key).
+    manifest : pramkit.manifest.Manifest
+        The release's manifest.
+    release : str
+        The release's label (``apply --release``; ``""``: none), public, written in the receipt.
+
+    Returns
+    -------
+    pramkit.engine.rng.SecretKey
+
+    Raises
+    ------
+    ParameterError
+        The label is not a label (:func:`pramkit.validate.release_label`), or ``key`` was
+        derived for another release.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> from pramkit.engine.rng import SecretKey
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> m = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
+    >>> k = release_key(key, m)
+    >>> k.material != key.material, release_key(k, m) is k, k.material == release_key(key, m).material
+    (True, True, True)
+    >>> release_key(key, m, "wave 2").material == k.material
+    False
+    """
+    from pramkit.engine.receipt import release_digest
+
+    label = release_label(release)
+    entry = _DIGESTS.get(id(manifest))
+    if entry is not None and entry[0]() is manifest:
+        digest = entry[1]
+    else:
+        digest = release_digest(manifest)
+        _DIGESTS[id(manifest)] = (weakref.ref(manifest, functools.partial(_forget_digest, id(manifest))), digest)
+    if key.release is None:
+        return key.for_release(digest, label)
+    if key.release != (digest, label):
+        raise ParameterError("the key was derived for another release (another manifest or label): pass the "
+                             "secret key itself")
+    return key
+
+
+def _forget_digest(ident: int, _ref: weakref.ref) -> None:
+    """Drop the digest of a manifest that was garbage-collected (the callback of its weak reference)."""
+    _DIGESTS.pop(ident, None)
 
 
 def perturb_codes(
@@ -85,7 +159,8 @@ def perturb_codes(
     >>> released.tolist()  # row 5 moved from b to c; the missing value stays missing
     [0, 1, 2, -1, 0, 2, 2, 0]
 
-    The draw of a row depends on the key, the variable and the row only, so
+    The draw of a row depends on the key, the variable and the row only (``key`` is used as it is:
+    :func:`perturb_frame` and :func:`apply_file` pass the release key), so
     chunks and shuffled rows give the same release:
 
     >>> chunks = [perturb_codes(codes[:3], m, key=key, variable="x"),
@@ -211,6 +286,8 @@ class ApplyResult:
         The release receipt written beside ``output``.
     guarantees : pramkit.privacy.amplification.Guarantees, optional
         The local, sampled and shuffled guarantees of the file written (``pramkit apply --shuffle``).
+    release : str
+        The release's label (``release=``, ``apply --release``; ``""``: none).
 
     Examples
     --------
@@ -234,6 +311,7 @@ class ApplyResult:
     key_fingerprint: str = ""
     receipt: str | None = None
     guarantees: Any = None
+    release: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The outcome as plain values: the JSON object that ``pramkit apply --json`` prints.
@@ -243,7 +321,8 @@ class ApplyResult:
         dict
             ``rows``, ``output``, ``receipt``, ``key`` (its source),
             ``key_fingerprint``, ``record_epsilon``, ``seconds`` and one entry
-            per variable (``outside_kept`` only when records were kept outside the cells).
+            per variable (``outside_kept`` only when records were kept outside the cells);
+            ``release``, the label, when there is one.
 
         Examples
         --------
@@ -262,6 +341,7 @@ class ApplyResult:
             "receipt": self.receipt,
             "key": self.key_source,
             "key_fingerprint": self.key_fingerprint,
+            **({"release": self.release} if self.release else {}),
             "record_epsilon": self.record_epsilon,
             "seconds": self.seconds,
             "variables": [
@@ -683,23 +763,27 @@ class TablePerturber:
     With ``threads`` above 1 (default: every core this process may use), the
     variables of a table and slices of :data:`PARALLEL_ROWS` rows or more run
     on that many threads (NumPy and Arrow release the GIL).  The release does
-    not depend on it: row ``i`` always uses the draw ``(key, v, i)``.
+    not depend on it: row ``i`` always uses the draw ``(K, v, i)``, where ``K``
+    is the release key (:func:`release_key` of ``key``, the manifest and
+    ``release``), which :attr:`key` holds.
 
     Parameters
     ----------
     manifest : pramkit.manifest.Manifest
         The variables to perturb and their matrices.
     key : pramkit.engine.rng.SecretKey
-        The secret key.
+        The secret key (or the release's key, :func:`release_key`).
     missing_codes : pramkit.engine.codebook.MissingCodes, optional
         The file's missing codes.
     threads : int, optional
         Threads that perturb (default :func:`available_threads`).
+    release : str
+        The release's label (``""``: none; :func:`release_key`).
 
     Raises
     ------
     ParameterError
-        ``threads`` is below 1.
+        ``threads`` is below 1, the label is not one, or ``key`` is another release's.
     DataError
         A manifest category is one of ``missing_codes``.
 
@@ -718,15 +802,16 @@ class TablePerturber:
     >>> pa.concat_tables(parts).equals(whole), whole.column("age").equals(table.column("age"))
     (True, True)
     >>> whole.column("sex").to_pylist()
-    ['m', 'f', 'f', 'm', 'f', 'f']
+    ['f', 'm', 'f', 'm', 'f', 'f']
     """
 
     def __init__(self, manifest: Manifest, key: SecretKey, missing_codes: MissingCodes | None = None,
-                 *, threads: int | None = None) -> None:
+                 *, threads: int | None = None, release: str = "") -> None:
         self.manifest = manifest
+        self.key = release_key(key, manifest, release)
         structure = manifest.input.get("structure") if isinstance(manifest.input, Mapping) else None
         keep_outside = isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep"
-        self._perturbers = [_Perturber(v, key, missing_codes, keep_outside) for v in manifest.variables]
+        self._perturbers = [_Perturber(v, self.key, missing_codes, keep_outside) for v in manifest.variables]
         self.threads = available_threads() if threads is None else int(threads)
         if self.threads < 1:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
@@ -811,7 +896,7 @@ class TablePerturber:
         >>> _ = perturber(pa.table({"sex": ["m", "f", None]}), 0)
         >>> _ = perturber(pa.table({"sex": ["f", "m", "m"]}), 3)
         >>> perturber.summaries()
-        (VariableSummary(name='sex', rows=6, missing=1, changed=1, outside=0),)
+        (VariableSummary(name='sex', rows=6, missing=1, changed=3, outside=0),)
         """
         return tuple(p.summary() for p in self._perturbers)
 
@@ -920,10 +1005,14 @@ def perturb_frame(
     key: SecretKey | bytes | str | Path | None = None,
     threads: int | None = None,
     chunk_rows: int = CHUNK_ROWS,
+    release: str = "",
 ) -> FrameResult:
     """Perturb the manifest's columns of a DataFrame (a new frame; other columns untouched).
 
-    Row ``i`` of the frame (by position) is row ``i`` of the keyed streams.
+    Row ``i`` of the frame (by position) is row ``i`` of the release's keyed
+    streams (:func:`release_key` of the key, the manifest and ``release``): the
+    same key, manifest and label give the same release, as :func:`apply_file`
+    writes it; another manifest or label, draws of its own.
     Each column is converted to codes once (pandas categorical codes, Arrow
     dictionaries, or one hash lookup of the column's values among the
     categories), perturbed, and taken back from the categories in the
@@ -944,6 +1033,7 @@ def perturb_frame(
     key : the secret key (see :func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved)
     threads : the threads that perturb (see :class:`TablePerturber`); the release does not depend on it
     chunk_rows : the most rows of a ``LazyFrame`` perturbed at once; the release does not depend on it
+    release : the release's label (``""``: none), to tell apart releases made with one key and one manifest
 
     Returns
     -------
@@ -966,7 +1056,7 @@ def perturb_frame(
     KeyFileError
         The key is too short or its file cannot be read.
     ParameterError
-        ``threads`` or ``chunk_rows`` is below 1.
+        ``threads`` or ``chunk_rows`` is below 1, or ``release`` is not a label.
 
     Examples
     --------
@@ -990,12 +1080,12 @@ def perturb_frame(
 
     check_derived_input(manifest, data)  # a derived manifest: the frame's receipt (attrs) names its release
     if streamed(data):
-        return _perturb_arrow_frame(data, manifest, secret, threads, chunk_rows)
+        return _perturb_arrow_frame(data, manifest, secret, threads, chunk_rows, release)
     require_columns(manifest.read_columns, list(data.columns), "the data")
     if len(data) == 0:
         raise DataError("the data have no rows")
     stated_sampling(manifest, len(data), "the frame")
-    perturber = TablePerturber(manifest, secret, threads=threads)
+    perturber = TablePerturber(manifest, secret, threads=threads, release=release)
     columns = manifest.read_columns
     perturbed = set(manifest.columns)
     arrays = [_arrow_column(data[name], perturber.codebook(name) if name in perturbed else None) for name in columns]
@@ -1003,19 +1093,21 @@ def perturb_frame(
     out = data.copy(deep=not _COPY_ON_WRITE)
     for name in manifest.columns:
         out[name] = _as_column(released.column(name), data[name], perturber.codebook(name))
+    assert perturber.key.release is not None  # the release's key (release_key)
+    label = perturber.key.release[1]
     result = ApplyResult(
         rows=len(data), variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
-        key_fingerprint=secret.fingerprint,
+        key_fingerprint=secret.fingerprint, release=label,
     )
     from pramkit.engine.receipt import mark_frame
 
-    mark_frame(out, manifest)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
+    mark_frame(out, manifest, label)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
     return FrameResult(out, result)
 
 
 def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads: int | None,
-                         chunk_rows: int) -> FrameResult:
+                         chunk_rows: int, release: str = "") -> FrameResult:
     """:func:`perturb_frame` of a polars frame (eager or lazy) or an Arrow table, through Arrow: the same type
     out.
 
@@ -1026,7 +1118,7 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
     >>> eager = perturb_frame(frame, manifest, key=bytes(32))
     >>> lazy = perturb_frame(frame.lazy(), manifest, key=bytes(32), chunk_rows=4)
     >>> eager.data["sex"].to_list(), eager.result.variables[0].missing
-    (['m', 'f', 'f', 'm', None, 'f'], 1)
+    (['f', 'm', 'f', 'm', None, 'f'], 1)
     >>> lazy.result is None, lazy.data.collect().equals(eager.data)
     (True, True)
     >>> lazy.data.head(3).collect().equals(eager.data.head(3))  # the first rows only, with the same draws
@@ -1038,24 +1130,26 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
         raise ParameterError(f"chunk_rows must be at least 1, not {chunk_rows!r}")
     require_columns(manifest.read_columns, frame_columns(data), describe(data))
     if frame_kind(data) == "polars-lazy":
-        TablePerturber(manifest, key, threads=threads)  # its parameters checked now, not when computed
-        return FrameResult(_lazy_release(data, manifest, key, threads, chunk_rows), None)
+        stream = TablePerturber(manifest, key, threads=threads, release=release).key  # parameters checked now
+        return FrameResult(_lazy_release(data, manifest, stream, threads, chunk_rows, release), None)
     table = as_arrow(data if isinstance(data, pa.Table) else data.select(manifest.read_columns))
     if table.num_rows == 0:
         raise DataError("the data have no rows")
     from pramkit.privacy.amplification import stated_sampling
 
     stated_sampling(manifest, table.num_rows, "the frame")
-    perturber = TablePerturber(manifest, key, threads=threads)
+    perturber = TablePerturber(manifest, key, threads=threads, release=release)
     released = perturber(table, 0)
     out = released if isinstance(data, pa.Table) else data.with_columns(
         to_native(released.select(list(manifest.columns)), data))  # the columns read only went to Arrow
     return FrameResult(out, ApplyResult(
         rows=table.num_rows, variables=perturber.summaries(), key_source=key.source,
-        record_epsilon=manifest.record_epsilon, perturbed=tuple(manifest.names), key_fingerprint=key.fingerprint))
+        record_epsilon=manifest.record_epsilon, perturbed=tuple(manifest.names), key_fingerprint=key.fingerprint,
+        release=release_label(release)))
 
 
-def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | None, chunk_rows: int) -> Any:
+def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | None, chunk_rows: int,
+                  release: str) -> Any:
     """A ``LazyFrame`` of ``lazy`` released batch by batch when polars computes it (a polars IO source)."""
     import polars as pl
 
@@ -1065,7 +1159,7 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
 
     def source(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
-        perturber = TablePerturber(manifest, key, threads=threads)  # every computation starts from row 0
+        perturber = TablePerturber(manifest, key, threads=threads, release=release)  # each computation: from row 0
         start = sent = 0
         for table in arrow_batches(lazy, names, chunk_rows)[2]:
             released = pl.DataFrame(perturber(table, start))  # an Arrow table: polars takes its buffers
@@ -1162,11 +1256,17 @@ def apply_file(
     shuffle: bool = False,
     public_columns: Sequence[str] = (),
     delta: float = DEFAULT_DELTA,
+    release: str = "",
 ) -> ApplyResult:
     """Perturb a file chunk by chunk into ``out`` (same columns, order and types).
 
     Memory is O(chunk).  The output is written atomically and does not depend
-    on ``chunk_rows``: row ``i`` of variable ``v`` always uses draw ``(key, v, i)``.
+    on ``chunk_rows``: row ``i`` of variable ``v`` always uses draw ``(K, v, i)``
+    of the release key ``K`` (:func:`release_key` of the key, the manifest and
+    ``release``).  One key and one manifest make one release: the same key,
+    manifest and label write the same file again, byte for byte; releasing
+    other data with the same key and manifest (a panel's next wave, a corrected
+    file) needs another ``release`` label, which the receipt records.
 
     ``na_values`` are the texts of a CSV file that are missing besides the
     empty field (default ``("NA",)``; ``()`` for none).  Missing values, those
@@ -1222,6 +1322,9 @@ def apply_file(
         Columns declared public (with ``shuffle`` only).
     delta : float
         The delta of the shuffled file's central guarantee.
+    release : str
+        The release's label (``""``: none; public, in the receipt), to tell apart releases
+        made with one key and one manifest.
 
     Returns
     -------
@@ -1233,7 +1336,7 @@ def apply_file(
     ------
     ParameterError
         ``out`` is an input, or ``chunk_rows`` is below 1, or the shuffle's columns do not fit
-        (:func:`pramkit.privacy.amplification.check_shuffle`).
+        (:func:`pramkit.privacy.amplification.check_shuffle`), or ``release`` is not a label.
     OutputExistsError
         ``out`` exists and ``force`` is false.
     DataError
@@ -1279,6 +1382,7 @@ def apply_file(
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
     secret = resolve_key(key)
+    label = release_label(release)
     src, dst = Path(data), Path(out)
     inputs = [src, None if isinstance(manifest, Manifest) else manifest, secret.path]
     check_writable(dst, force=force, inputs=inputs)
@@ -1288,11 +1392,11 @@ def apply_file(
     check_derived_input(man, src, label)
     start = 0
     # exits in reverse order: the released file is renamed into place first, then its receipt
-    with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending:
+    with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending:
         meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
                                      flat=man.read_columns)
         check_codes_named(man, meta.missing, meta.labels, repr(str(src)))
-        perturber = TablePerturber(man, secret, meta.missing, threads=threads)
+        perturber = TablePerturber(man, secret, meta.missing, threads=threads, release=label)
         perturber.check_columns(meta.columns, f"{str(src)!r}")
         check_shuffle(man, meta.columns, public_columns, shuffle=shuffle)
         if meta.rows is not None:  # known before reading (Parquet, Stata, SPSS): refused before any work
@@ -1300,7 +1404,7 @@ def apply_file(
         groups = CloneGroups(list(public_columns), man.columns, meta.missing) if shuffle else None
         with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
                 TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer, \
-                ShuffledWriter(writer, secret if shuffle else None, chunk_rows=chunk_rows,
+                ShuffledWriter(writer, perturber.key if shuffle else None, chunk_rows=chunk_rows,
                                rows=meta.rows, source=src, where=dst.parent) as out_rows:
             for table in batches:
                 table = perturber(table, start)
@@ -1324,5 +1428,5 @@ def apply_file(
         rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,
         perturbed=tuple(man.names), key_fingerprint=secret.fingerprint,
-        receipt=str(receipt_path(dst)) if receipt else None, guarantees=guarantees,
+        receipt=str(receipt_path(dst)) if receipt else None, guarantees=guarantees, release=label,
     )

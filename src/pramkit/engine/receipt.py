@@ -7,6 +7,9 @@
 * the pramkit version that made it,
 * the row count and the SHA-256 digest of the released file (no digest for a
   folder of part files written by Spark),
+* the release's label (``release``, ``apply --release``; ``""`` for none), which the
+  release key is derived from with the manifest (:func:`release_digest`), so that the
+  key, the manifest and the receipt make the release again,
 
 nothing computed from the original file.  Commands that read a release with
 a manifest (``pramkit estimate``, ``risk``, ``report``) call
@@ -36,6 +39,7 @@ from pramkit.atomic import PathLike, Staged, check_writable, staged_bytes, write
 from pramkit.errors import DataError, ParameterError, PramkitError, PramkitWarning, WriteError
 from pramkit.io import sha256_of
 from pramkit.manifest import Manifest
+from pramkit.validate import release_label
 
 if TYPE_CHECKING:
     from pramkit.privacy.amplification import Guarantees
@@ -115,6 +119,66 @@ def manifest_digests(manifest: Manifest | PathLike) -> set[str]:
     return {sha256_of(Path(manifest))} | manifest_digests(Manifest.read(Path(manifest)))
 
 
+#: Fields of a manifest that differ between two runs of one design: when it was written, by which version of
+#: pramkit, how long its steps took.
+RUN_FIELDS = ("created", "pramkit_version", "seconds")
+
+
+def release_digest(manifest: Manifest | PathLike) -> str:
+    """The identity of the release a manifest makes: the digest its release key is derived from.
+
+    The SHA-256 of the manifest's content as pramkit writes it
+    (:meth:`Manifest.to_dict`, in canonical JSON), without the fields that only say
+    when it was written, by which version and how long its steps took
+    (:data:`RUN_FIELDS`): a manifest object and the file it was written to, or the
+    file laid out otherwise, have one identity, and so do two runs of one design
+    (the same key, data and settings design the same manifest, which makes the same
+    release: redoing a release reveals nothing new).  Any other content, a matrix, a
+    variable, a setting, the ledger, is another release, drawn from another stream
+    (:meth:`pramkit.engine.rng.SecretKey.for_release`).
+
+    Parameters
+    ----------
+    manifest : Manifest, or str or os.PathLike
+        The manifest object, or its file.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+
+    Raises
+    ------
+    ManifestError
+        The manifest file does not exist or is not a valid manifest.
+
+    Examples
+    --------
+    >>> import dataclasses, pathlib, tempfile
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = m.write(pathlib.Path(d) / "manifest.json")
+    ...     print(release_digest(f) == release_digest(m))
+    True
+    >>> release_digest(dataclasses.replace(m, created="2020-01-01T00:00:00Z")) == release_digest(m)  # when: not what
+    True
+    >>> release_digest(Manifest.of({"sex": randomized_response(["f", "m"], 2.0)})) == release_digest(m)
+    False
+    """
+    man = manifest if isinstance(manifest, Manifest) else Manifest.read(Path(manifest))
+
+    def content(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: content(v) for k, v in x.items() if k not in RUN_FIELDS}
+        if isinstance(x, list):
+            return [content(v) for v in x]
+        return x
+
+    text = json.dumps(content(man.to_dict()), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _primary_digest(manifest: Manifest | PathLike) -> str:
     if isinstance(manifest, Manifest):
         return next(iter(manifest_digests(manifest)))
@@ -179,6 +243,7 @@ def receipt_text(
     folder: bool = False,
     guarantees: Mapping[str, Any] | None = None,
     post_processing: Mapping[str, Any] | None = None,
+    release: str = "",
 ) -> str:
     """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
 
@@ -201,6 +266,8 @@ def receipt_text(
         The file is computed from a release of ``manifest`` (not perturbed by it): what was done
         and to which release (:func:`pramkit.resample_release`), recorded as ``post_processing``;
         :func:`check_release` then refuses to correct it with the manifest.
+    release : str
+        The release's label (``apply --release``; ``""``: none), recorded as ``release``.
 
     Returns
     -------
@@ -215,10 +282,12 @@ def receipt_text(
     >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
     >>> receipt = json.loads(receipt_text("out/released.csv", m, rows=3, digest="ab" * 32))
     >>> sorted(receipt)  # doctest: +NORMALIZE_WHITESPACE
-    ['format', 'manifest_content_sha256', 'manifest_sha256', 'pramkit_version', 'released_file',
+    ['format', 'manifest_content_sha256', 'manifest_sha256', 'pramkit_version', 'release', 'released_file',
      'released_sha256', 'rows', 'version']
-    >>> receipt["released_file"], receipt["rows"], receipt["manifest_sha256"] in manifest_digests(m)
-    ('released.csv', 3, True)
+    >>> receipt["released_file"], receipt["rows"], receipt["manifest_sha256"] in manifest_digests(m), receipt["release"]
+    ('released.csv', 3, True, '')
+    >>> json.loads(receipt_text("out/released.csv", m, rows=3, digest="ab" * 32, release="wave 2"))["release"]
+    'wave 2'
     >>> json.loads(receipt_text("parts", m, rows=3, folder=True))["released_sha256"] is None
     True
     """
@@ -234,6 +303,7 @@ def receipt_text(
         "rows": int(rows),
         "manifest_sha256": primary,
         "manifest_content_sha256": sorted(digests - {primary})[0] if len(digests) > 1 else primary,
+        "release": release_label(release),
         **({"guarantees": dict(guarantees)} if guarantees else {}),
         **({"post_processing": dict(post_processing)} if post_processing else {}),
     }
@@ -271,11 +341,12 @@ class PendingReceipt:
     """
 
     def __init__(self, stack: contextlib.ExitStack, released: Path, manifest: Manifest | PathLike,
-                 inputs: list[PathLike | None]) -> None:
+                 inputs: list[PathLike | None], release: str = "") -> None:
         self._stack = stack
         self._released = released
         self._manifest = manifest
         self._inputs = inputs
+        self._release = release
         self._stage: Staged | None = None
 
     @property
@@ -321,7 +392,7 @@ class PendingReceipt:
         ['out.csv', 'out.csv.receipt.json'] 1
         """
         text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder,
-                            guarantees=guarantees, post_processing=post_processing)
+                            guarantees=guarantees, post_processing=post_processing, release=self._release)
         if self._stage is None:  # its temporary appears only now, once the release is written
             self._stage = self._stack.enter_context(
                 staged_bytes(receipt_path(self._released), force=True, inputs=self._inputs))
@@ -335,6 +406,7 @@ def receipt_after(
     *,
     inputs: Iterable[PathLike | None] = (),
     enabled: bool = True,
+    release: str = "",
 ) -> Iterator[PendingReceipt | None]:
     """Write a release's receipt so that it appears right after the release, never before.
 
@@ -361,6 +433,7 @@ def receipt_after(
     manifest : the manifest that makes it (its file, or the object)
     inputs : files the receipt may never overwrite
     enabled : ``False`` yields ``None`` and writes no receipt
+    release : the release's label (:func:`receipt_text`)
 
     Yields
     ------
@@ -412,7 +485,7 @@ def receipt_after(
     released_in_place = False
     try:
         with contextlib.ExitStack() as stack:
-            pending = PendingReceipt(stack, p, manifest, inputs)
+            pending = PendingReceipt(stack, p, manifest, inputs, release)
             yield pending
             assert pending.filled, "PendingReceipt.fill was not called before the release was renamed into place"
             released_in_place = True
@@ -479,7 +552,8 @@ class ReceiptWarning(PramkitWarning):
 FRAME_ATTR = "pramkit_release_receipt"
 
 
-def mark_frame(frame: Any, manifest: Manifest, post_processing: Mapping[str, Any] | None = None) -> None:
+def mark_frame(frame: Any, manifest: Manifest, post_processing: Mapping[str, Any] | None = None,
+               release: str = "") -> None:
     """Give a frame released in memory its receipt: the digest of the manifest that made it, in
     ``frame.attrs`` (:data:`FRAME_ATTR`), which :func:`check_release` reads.
 
@@ -491,6 +565,8 @@ def mark_frame(frame: Any, manifest: Manifest, post_processing: Mapping[str, Any
         The manifest that made it.
     post_processing : mapping, optional
         The frame is computed from a release of ``manifest`` (:func:`receipt_text`).
+    release : str
+        The release's label (``""``: none).
 
     Examples
     --------
@@ -503,7 +579,7 @@ def mark_frame(frame: Any, manifest: Manifest, post_processing: Mapping[str, Any
     ('pramkit-release-receipt', True)
     """
     frame.attrs[FRAME_ATTR] = {"format": FORMAT, "manifest_content_sha256": _primary_digest(manifest),
-                               "pramkit_version": __version__,
+                               "pramkit_version": __version__, "release": release,
                                **({"post_processing": dict(post_processing)} if post_processing else {})}
 
 

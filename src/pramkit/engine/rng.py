@@ -1,11 +1,22 @@
 """Keyed, counter-based randomness.
 
-The uniform used for row ``i`` of variable ``v`` is a function of
-``(key, v, i)`` only: Philox-4x64 (Salmon et al. 2011, as shipped by NumPy) is
-keyed with a 128-bit key derived from the secret key and the variable's name
+The uniform used for row ``i`` of variable ``v`` in release ``R`` is a function of
+``(key, R, v, i)`` only: Philox-4x64 (Salmon et al. 2011, as shipped by NumPy) is
+keyed with a 128-bit key derived from the *release key* and the variable's name
 by keyed BLAKE2b, and row ``i`` consumes output word ``i`` of the stream
 (counter block ``i // 4``, lane ``i % 4``).  Any chunking or partitioning of a
 file therefore reproduces the same draws byte for byte.
+
+One key, one release.  The release key is :meth:`SecretKey.for_release`: keyed
+BLAKE2b of the release's identity (the digest of its manifest,
+:func:`pramkit.engine.receipt.release_digest`, and an optional public label,
+``apply --release``) under the secret key.  Two releases made with one key, from
+two manifests or under two labels, therefore draw from independent streams: no
+uniform is shared, so a value that changed between them says nothing about whether
+the original changed.  The same key, manifest and label make the same release again,
+byte for byte (that is what a key file is for).  The design step's keyed noise
+(:meth:`SecretKey.design_random`) also depends on the data it measures: the same
+question on the same data gets the same noise, on any other data independent noise.
 
 NumPy's generator reads the stream sequentially; :func:`uniforms_at` evaluates
 the same Philox-4x64-10 function directly at arbitrary row numbers (for rows
@@ -47,6 +58,12 @@ MAX_KEY_FILE_BYTES = 64 * 1024
 _PERSON = b"pramkit-rng-v1"
 #: Domain separation of the design step's random bits (never the perturbation's streams).
 _DESIGN_PERSON = b"pramkit-design1"
+#: Domain separation of the design step's bits that also depend on the data measured (:meth:`SecretKey.design_random`).
+_MEASURED_PERSON = b"pramkit-design2"
+#: Domain separation of release keys (:meth:`SecretKey.for_release`).
+_RELEASE_PERSON = b"pramkit-release1"
+#: Domain separation of the keyed digests of data that identify a release (:meth:`SecretKey.for_data`).
+_DATA_PERSON = b"pramkit-data1"
 #: Domain separation of key fingerprints (never the same hash as the stream keys).
 _FINGERPRINT_PERSON = b"pramkit-keyfp-v1"
 _HEX = re.compile(rb"[0-9a-fA-F]+")
@@ -125,6 +142,9 @@ class SecretKey:
         Where it came from, for messages and summaries.
     path : pathlib.Path, optional
         The key file it was read from (an input no output may overwrite).
+    release : tuple of str, optional
+        For a release key (:meth:`for_release`): the manifest digest and the label it was
+        derived for; ``None`` for a user's key.
 
     Raises
     ------
@@ -145,6 +165,7 @@ class SecretKey:
     material: bytes
     source: str
     path: Path | None = None
+    release: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if len(self.material) < MIN_KEY_BYTES:
@@ -154,7 +175,10 @@ class SecretKey:
             )
 
     def __repr__(self) -> str:  # never print the key material
-        return f"SecretKey(source={self.source!r})"
+        if self.release is None:
+            return f"SecretKey(source={self.source!r})"
+        digest, label = self.release
+        return f"SecretKey(source={self.source!r}, release={digest[:12] + '...' + (' ' + label if label else '')!r})"
 
     @classmethod
     def generate(cls) -> SecretKey:
@@ -269,21 +293,31 @@ class SecretKey:
         """
         return self.material.hex() + "\n"
 
-    def design_random(self, query: str) -> random.Random:
+    def design_random(self, query: str, measured: bytes | None = None) -> random.Random:
         """Random bits for one DP query of the design step (the noise of one histogram), from the key.
 
         The bits come from keyed BLAKE2b in counter mode under a key derived
-        from the secret key and ``query``, with a domain-separation string of
-        their own: the same key gives the same noise for the same query (a
-        design made with a key file can be made again with it, and asking
-        again reveals nothing new), independent noise for another query (so
-        two releases compose as usual), and nothing about the perturbation's
-        streams.
+        from the secret key, ``query`` and, when given, the exact answer being
+        measured, with domain-separation strings of their own.  ``measured`` (the
+        canonical bytes of the exact histogram) is hashed under the key, never
+        stored nor published.  So the same key gives the same noise for the same
+        query on the same data (a design made with a key file can be made again
+        with it, and asking again reveals nothing new), and independent noise for
+        another query *or other data*: two designs with one key never add one noise
+        vector to two different histograms (overlapping files, two waves), which
+        would publish the exact difference of their true counts.  Identical
+        histograms get identical noisy counts: a pair of designs shows which
+        histograms did not change at all.  Nothing here says anything about the
+        perturbation's streams.
 
         Parameters
         ----------
         query : str
             What is measured, exactly (the histogram's name, cells and epsilon).
+        measured : bytes, optional
+            The exact answer measured (the histogram's counts); ``None`` for bits that
+            depend on the key and the query only (Monte Carlo replicates of a private
+            measure, which publish nothing).
 
         Returns
         -------
@@ -298,10 +332,107 @@ class SecretKey:
         (True, True)
         >>> key.design_random("age|0-9,10-17|0.1").getrandbits(64) == key.design_random("sex|f,m|0.1").getrandbits(64)
         False
+
+        The same question on other data gets independent noise; on the same data, the same:
+
+        >>> counts, neighbour = np.array([966, 1034]).tobytes(), np.array([967, 1033]).tobytes()
+        >>> key.design_random("sex", counts).getrandbits(64) == key.design_random("sex", counts).getrandbits(64)
+        True
+        >>> key.design_random("sex", counts).getrandbits(64) == key.design_random("sex", neighbour).getrandbits(64)
+        False
         """
         master = hashlib.blake2b(self.material, digest_size=64, person=_DESIGN_PERSON).digest()
-        return KeyedRandom(hashlib.blake2b(query.encode("utf-8"), key=master, digest_size=64,
-                                           person=_DESIGN_PERSON).digest())
+        if measured is None:
+            return KeyedRandom(hashlib.blake2b(query.encode("utf-8"), key=master, digest_size=64,
+                                               person=_DESIGN_PERSON).digest())
+        answer = hashlib.blake2b(bytes(measured), key=master, digest_size=32, person=_MEASURED_PERSON).digest()
+        return KeyedRandom(hashlib.blake2b(_framed(query.encode("utf-8"), answer), key=master, digest_size=64,
+                                           person=_MEASURED_PERSON).digest())
+
+    def for_release(self, digest: str, label: str = "") -> SecretKey:
+        """The key of one release: every draw of the release comes from it, none from this key.
+
+        Keyed BLAKE2b of the release's identity, ``digest`` (the manifest's,
+        :func:`pramkit.engine.receipt.release_digest`) and ``label`` (``apply
+        --release``, public, recorded in the receipt), under this key, with a
+        domain-separation string of its own.  Two identities give independent
+        keys, so two releases made with one key share no draw; the same identity
+        gives the same key, so a release is made again byte for byte with its
+        key, manifest and label.  The result keeps this key's ``source`` and
+        ``path`` (messages, and the files an output may never overwrite); the
+        fingerprint shown to users stays this key's.
+
+        Parameters
+        ----------
+        digest : str
+            What the release is (the manifest's digest; for a swap, the digest of what it swaps).
+        label : str
+            The release's label (``""``: none), checked by :func:`pramkit.validate.release_label`.
+
+        Returns
+        -------
+        SecretKey
+            A key of :data:`MIN_KEY_BYTES` bytes whose ``release`` is ``(digest, label)``.
+
+        Raises
+        ------
+        ParameterError
+            The label has control characters, blanks at either end, or is too long.
+
+        Examples
+        --------
+        >>> key = SecretKey(bytes(32), "zeros")
+        >>> a = key.for_release("ab" * 32)
+        >>> a, a.release == ("ab" * 32, ""), a.material == key.for_release("ab" * 32).material
+        (SecretKey(source='zeros', release='abababababab...'), True, True)
+        >>> a.material == key.for_release("cd" * 32).material, a.material == key.for_release("ab" * 32, "wave 2").material
+        (False, False)
+        >>> key.for_release("ab" * 32, "wave\\n2")
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: the release label 'wave\\n2' has a control or invisible character (U+000A); use letters, digits, blanks and punctuation
+        """
+        from pramkit.validate import release_label
+
+        text = release_label(label)
+        master = hashlib.blake2b(self.material, digest_size=64, person=_RELEASE_PERSON).digest()
+        material = hashlib.blake2b(_framed(str(digest).encode("utf-8"), text.encode("utf-8")), key=master,
+                                   digest_size=MIN_KEY_BYTES, person=_RELEASE_PERSON).digest()
+        return SecretKey(material, self.source, self.path, (str(digest), text))
+
+    def for_data(self, kind: str, *parts: bytes) -> SecretKey:
+        """The key of a release whose identity is the data it releases (a swap, a numerical release).
+
+        :meth:`for_release` of a keyed BLAKE2b digest of ``parts`` under this key (never
+        stored nor published: the digest alone says nothing about the data), for releases
+        drawn in one piece from data held whole, which have no manifest before they are
+        drawn.  The same data and settings give the same key, so the release is made again
+        byte for byte; any other data, an independent key, so two releases never share draws.
+
+        Parameters
+        ----------
+        kind : str
+            What is released (a domain-separation name, e.g. ``"swap"``).
+        *parts : bytes
+            The canonical bytes of everything the release reads (data and settings).
+
+        Returns
+        -------
+        SecretKey
+
+        Examples
+        --------
+        >>> key = SecretKey(bytes(32), "zeros")
+        >>> a = key.for_data("swap", b"households", b"rate 0.1")
+        >>> a.material == key.for_data("swap", b"households", b"rate 0.1").material
+        True
+        >>> a.material == key.for_data("swap", b"households", b"rate 0.2").material, a.release[0][:5]
+        (False, 'swap:')
+        """
+        master = hashlib.blake2b(self.material, digest_size=64, person=_DATA_PERSON).digest()
+        digest = hashlib.blake2b(_framed(kind.encode("utf-8"), *parts), key=master, digest_size=32,
+                                 person=_DATA_PERSON).hexdigest()
+        return self.for_release(f"{kind}:{digest}")
 
     def philox_key(self, variable: str) -> np.ndarray:
         """The 128-bit Philox key of one variable (two uint64 words).
@@ -332,6 +463,11 @@ class SecretKey:
         master = hashlib.blake2b(self.material, digest_size=64, person=_PERSON).digest()
         digest = hashlib.blake2b(variable.encode("utf-8"), key=master, digest_size=16, person=_PERSON).digest()
         return np.frombuffer(digest, dtype="<u8").astype(np.uint64)
+
+
+def _framed(*parts: bytes) -> bytes:
+    """``parts`` joined unambiguously: each prefixed with its length (8 bytes, little-endian)."""
+    return b"".join(len(part).to_bytes(8, "little") + part for part in parts)
 
 
 class KeyedRandom(random.Random):

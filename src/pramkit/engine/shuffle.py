@@ -1,9 +1,11 @@
 """The released rows in an order drawn from the secret key, out of core.
 
 ``apply --shuffle`` writes the rows of the release in a random order: the shuffle
-model of :mod:`pramkit.privacy.amplification`.  The order is a function of the key
-alone, so the release stays reproducible and byte-identical whatever the chunk size
-or the engine:
+model of :mod:`pramkit.privacy.amplification`.  The order is a function of the
+release key alone (:func:`pramkit.engine.perturb.release_key`: the secret key derived
+for the manifest and the release's label, the key the perturbation draws from, in a
+stream of its own), so the release stays reproducible and byte-identical whatever the
+chunk size or the engine, and two releases made with one key are not shuffled alike:
 
 * row ``i`` gets the 64-bit word ``words_at(key, SHUFFLE_STREAM, i)`` of its own
   Philox stream (:func:`pramkit.engine.rng.words_at`);

@@ -1,10 +1,12 @@
 """Spark adapter: frequency tables with Spark aggregations, and perturbation of
 Spark DataFrames with the same keyed counter-based draws as the local engine.
 
-The draw for row ``i`` of variable ``v`` is ``U(key, v, i)``
-(:mod:`pramkit.engine.rng`), so a Spark job releases exactly what
-:func:`pramkit.apply_file` releases for the same key, whatever the number of
-partitions, provided both agree on the row numbers ``i``:
+The draw for row ``i`` of variable ``v`` is ``U(K, v, i)`` (:mod:`pramkit.engine.rng`),
+where ``K`` is the release key, derived once on the driver from the secret key, the
+manifest and the release's label (:func:`pramkit.engine.perturb.release_key`), so a
+Spark job releases exactly what :func:`pramkit.apply_file` releases for the same key,
+manifest and label, whatever the number of partitions, provided both agree on the row
+numbers ``i``:
 
 * with ``row_number="col"``, an integer column holds each record's row number
   (0-based position in the original file): any partitioning and any shuffle
@@ -46,7 +48,7 @@ import pyarrow as pa
 from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.codebook import MissingCodes
-from pramkit.engine.perturb import ApplyResult, TablePerturber
+from pramkit.engine.perturb import ApplyResult, TablePerturber, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
@@ -407,6 +409,7 @@ def perturb(
     key: SecretKey,
     row_number: str | None = None,
     missing_codes: MissingCodes | None = None,
+    release: str = "",
 ) -> DataFrame:
     """The released DataFrame: the manifest's columns perturbed, all others unchanged.
 
@@ -428,6 +431,8 @@ def perturb(
         A column of 0-based row numbers.
     missing_codes : MissingCodes, optional
         Values declared missing.
+    release : str
+        The release's label (``""``: none), as :func:`pramkit.perturb_frame`'s.
 
     Returns
     -------
@@ -437,6 +442,8 @@ def perturb(
     ------
     SparkEngineError
         pyspark is older than 4.1 (it has no Arrow UDFs)
+    ParameterError
+        ``release`` is not a label, or ``key`` was derived for another release.
 
     Examples
     --------
@@ -456,11 +463,12 @@ def perturb(
     if not hasattr(_require_pyspark(), "arrow_udf"):
         raise SparkEngineError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
     require_columns(manifest.read_columns, df.columns, "the DataFrame")
-    TablePerturber(manifest, key, missing_codes)  # refuses a missing code among the categories, here on the driver
+    # the release key, derived here on the driver; it refuses a missing code among the categories here too
+    stream = TablePerturber(manifest, key, missing_codes, release=release).key
     numbered, numbers, offsets = _with_row_numbers(df, row_number)
 
-    def release(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
-        perturber = TablePerturber(manifest, key, missing_codes)
+    def perturbed(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
+        perturber = TablePerturber(manifest, stream, missing_codes, release=release)
         for row_numbers, table in batches:
             if not len(row_numbers):
                 yield table
@@ -471,12 +479,15 @@ def perturb(
             else:
                 yield perturber(table, rows=rows)
 
-    return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, release)
+    return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, perturbed)
 
 
 @_one_line_errors
 def shuffle_rows(df: DataFrame, key: SecretKey, *, row_number: str | None = None) -> DataFrame:
     """The rows of ``df`` in the key's order: the order of :func:`pramkit.engine.shuffle.permutation`.
+
+    ``key`` is used as it is: for a release, pass its release key (:func:`pramkit.engine.perturb.release_key`),
+    as :func:`apply_file_spark` does.
 
     Each row's sort word comes from its row number (``row_number``, or the file order as in
     :func:`perturb`) in an Arrow UDF; Spark sorts by the word, then by the row number.
@@ -647,6 +658,7 @@ def apply_file_spark(
     shuffle: bool = False,
     public_columns: Sequence[str] = (),
     delta: float = DEFAULT_DELTA,
+    release: str = "",
 ) -> ApplyResult:
     """:func:`pramkit.apply_file` as a Spark job: same release, written as a folder of part files.
 
@@ -668,7 +680,7 @@ def apply_file_spark(
         The release's manifest.
     out : str or Path
         The folder to write.
-    key, force, master, quiet, na_values, receipt, shuffle, public_columns, delta
+    key, force, master, quiet, na_values, receipt, shuffle, public_columns, delta, release
         As :func:`pramkit.apply_file`; ``master`` is Spark's.  With ``shuffle`` the part
         files, read in order, hold the local engine's shuffled release row for row
         (:func:`shuffle_rows`).
@@ -698,6 +710,8 @@ def apply_file_spark(
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
     secret = resolve_key(key)
+    stream = release_key(secret, man, release)  # every draw of the release, its order included
+    label = stream.release[1] if stream.release else ""
     dst = Path(out)
     inputs = [data, None if isinstance(manifest, Manifest) else manifest, secret.path]
     label = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
@@ -707,13 +721,13 @@ def apply_file_spark(
     check_writable(dst, force=force, inputs=inputs, folder=True)
     codes = csv_missing_codes(na_values) if table_format(data) == "csv" else None
     # exits in reverse order: the folder is renamed into place first, then its receipt
-    with receipt_after(dst, manifest, inputs=inputs, enabled=receipt) as pending, \
+    with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending, \
             atomic_path(dst, force=force, inputs=inputs, folder=True) as tmp:
         spark = session(master)
         df = read(spark, data)
         check_shuffle(man, df.columns, public_columns, shuffle=shuffle)
-        released = perturb(df, man, key=secret, missing_codes=codes)
-        _save(shuffle_rows(released, secret) if shuffle else released, tmp, fmt)
+        released = perturb(df, man, key=stream, missing_codes=codes, release=label)
+        _save(shuffle_rows(released, stream) if shuffle else released, tmp, fmt)
         rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
         stated_sampling(man, rows, repr(str(data)), label)  # before the folder is renamed into place
         guarantees = release_guarantees(
@@ -725,5 +739,5 @@ def apply_file_spark(
         rows=rows, variables=(), key_source=secret.source, record_epsilon=man.record_epsilon,
         output=str(dst), seconds=time.perf_counter() - t0, perturbed=tuple(man.names),
         key_fingerprint=secret.fingerprint, receipt=str(receipt_path(dst)) if receipt else None,
-        guarantees=guarantees,
+        guarantees=guarantees, release=label,
     )

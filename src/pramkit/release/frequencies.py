@@ -68,7 +68,8 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
         Randomness of the DP counts (default: the operating system's CSPRNG).
     key : pramkit.engine.rng.SecretKey, optional
         Draw each histogram's noise from the key instead (:meth:`SecretKey.design_random`
-        of the histogram's name, cells and epsilon): the same key designs the same release.
+        of the histogram's name, cells and epsilon, and of its exact counts): the same key
+        and data design the same release; other data get independent noise.
 
     Returns
     -------
@@ -130,8 +131,12 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: rando
         Randomness of the noise.
     keyed : mapping of str to (SecretKey, labels), optional
         Per histogram, a key and the labels of its cells: its noise is then drawn from
-        ``key.design_random(query)`` with ``query`` naming the histogram, its cells and its
-        epsilon exactly (:func:`noise_query`), and ``rng`` is not used.
+        ``key.design_random(query, measured)`` with ``query`` naming the histogram, its cells
+        and its epsilon exactly (:func:`noise_query`) and ``measured`` the exact counts
+        (:func:`measured_bytes`, hashed under the key, never published), and ``rng`` is not
+        used.  The same question on the same data gets the same noise (a design made with a
+        key file is made again with it); on other data, independent noise, so two designs
+        never add one noise vector to two different histograms.
 
     Returns
     -------
@@ -144,6 +149,17 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: rando
     >>> p, out = dp_frequencies({"sex": np.array([966, 1034])}, 0.1, random.Random(1))
     >>> round(float(p["sex"].sum()), 12), out["sex"]["epsilon"] <= 0.1
     (1.0, True)
+
+    With a key, one record changed (a neighbouring file) gets other noise:
+
+    >>> from pramkit.engine.rng import SecretKey
+    >>> keyed = {"sex": (SecretKey(bytes(32), "zeros"), ["f", "m"])}
+    >>> def noise(counts):
+    ...     _, out = dp_frequencies({"sex": counts}, 0.1, None, keyed=keyed)
+    ...     return np.array(out["sex"]["noisy"]) - counts
+    >>> a, b = np.array([966, 1034]), np.array([967, 1033])
+    >>> bool((noise(a) == noise(a)).all()), bool((noise(a) == noise(b)).all())
+    (True, False)
     """
     from pramkit.privacy.geometric import dp_counts
 
@@ -151,8 +167,10 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: rando
     ps: dict[str, np.ndarray] = {}
     outputs: dict[str, dict[str, Any]] = {}
     for (name, counts), eps in zip(margins.items(), shares):
-        source = rng if keyed is None else keyed[name][0].design_random(noise_query(name, keyed[name][1], eps))
-        noisy = dp_counts(np.asarray(counts, dtype=np.int64), eps, sensitivity=2, rng=source)
+        exact = np.asarray(counts, dtype=np.int64)
+        source = rng if keyed is None else keyed[name][0].design_random(noise_query(name, keyed[name][1], eps),
+                                                                        measured_bytes(exact))
+        noisy = dp_counts(exact, eps, sensitivity=2, rng=source)
         ps[name] = noisy.proportions(floor=1.0)
         outputs[name] = noisy.to_dict()
     return ps, outputs
@@ -169,6 +187,21 @@ def noise_query(name: str, labels: Sequence[Any], epsilon: float) -> str:
     "dp-counts|sex|0.05|['f', 'm']"
     """
     return f"dp-counts|{name}|{float(epsilon)!r}|{[_text(label) for label in labels]!r}"
+
+
+def measured_bytes(counts: np.ndarray) -> bytes:
+    """The canonical bytes of an exact histogram: its number of cells, then each count as a
+    little-endian 64-bit integer (the same on every machine, however the counts were typed).
+
+    Examples
+    --------
+    >>> measured_bytes(np.array([3, 4], dtype=np.int32)) == measured_bytes([3, 4])
+    True
+    >>> len(measured_bytes([3, 4]))
+    24
+    """
+    c = np.ascontiguousarray(np.asarray(counts, dtype=np.int64).ravel(), dtype="<i8")
+    return c.size.to_bytes(8, "little") + c.tobytes()
 
 
 def _text(label: Any) -> Any:

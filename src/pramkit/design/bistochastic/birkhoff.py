@@ -27,6 +27,7 @@ independent draws (their variances) do not apply to it.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,7 +208,7 @@ class PermutationDraw:
     >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
     >>> draw = perturb_by_permutation(np.array([0, 2]), d, key=SecretKey(bytes(range(32)), "doc"), variable="race")
     >>> draw.index, draw.weight, draw.permutation.tolist(), draw.codes.tolist()
-    (1, 0.3, [1, 2, 0], [1, 0])
+    (2, 0.1, [2, 0, 1], [2, 1])
     """
 
     codes: np.ndarray
@@ -222,12 +223,16 @@ def perturb_by_permutation(
     *,
     key: SecretKey,
     variable: str,
+    release: str = "",
 ) -> PermutationDraw:
     """Draw one permutation with probability lambda_j (one keyed uniform for
     the whole variable) and apply it to every code.
 
-    The draw depends only on the key and the variable's name, so chunks of a
-    file all get the same permutation.  Each record's marginal transition is
+    The draw depends only on the key, the release (the decomposition and the
+    ``release`` label: :meth:`pramkit.engine.rng.SecretKey.for_release`) and the
+    variable's name, so chunks of a file all get the same permutation, and a
+    release of other data with the same key and decomposition (a panel's next
+    wave) needs another label to draw anew.  Each record's marginal transition is
     P; records are not independent (see the module notes).
 
     Parameters
@@ -240,6 +245,8 @@ def perturb_by_permutation(
         The secret key of the release.
     variable : str
         The variable's name (selects the keyed random stream).
+    release : str
+        The release's label (``""``: none; :func:`pramkit.validate.release_label`).
 
     Returns
     -------
@@ -267,9 +274,9 @@ def perturb_by_permutation(
     >>> key = SecretKey(bytes(range(32)), "doc")
     >>> draw = perturb_by_permutation(np.array([0, 1, 2, 2, -1, 0]), d, key=key, variable="race")
     >>> draw.codes.tolist(), draw.weight
-    ([1, 2, 0, 0, -1, 1], 0.3)
+    ([2, 0, 1, 1, -1, 2], 0.1)
     >>> perturb_by_permutation(np.array([2, 0]), d, key=key, variable="race").codes.tolist()
-    [0, 1]
+    [1, 2]
     """
     c = np.asarray(codes)
     if c.ndim != 1 or not np.issubdtype(c.dtype, np.integer):
@@ -277,7 +284,10 @@ def perturb_by_permutation(
     r = decomposition.permutations.shape[1]
     if c.size and (c.min() < -1 or c.max() >= r):
         raise DataError(f"codes must lie in -1..{r - 1}")
-    u = float(uniforms(key, f"{variable}\x00birkhoff", 0, 1)[0])
+    identity = hashlib.sha256(np.ascontiguousarray(decomposition.weights, dtype="<f8").tobytes()
+                              + np.ascontiguousarray(decomposition.permutations, dtype="<i8").tobytes()
+                              + repr([str(c) for c in decomposition.categories]).encode("utf-8")).hexdigest()
+    u = float(uniforms(key.for_release(f"birkhoff:{identity}", release), f"{variable}\x00birkhoff", 0, 1)[0])
     cum = np.cumsum(decomposition.weights)
     j = min(int(np.searchsorted(cum / cum[-1], u, side="right")), decomposition.count - 1)
     perm = decomposition.permutations[j]

@@ -100,7 +100,10 @@ def bistochastic_numeric(
     matrix over the individuals ranked by value.
 
     Without ``key``: the expected release P x (deterministic).  With ``key``
-    and ``variable``: one random release whose expectation is P x.
+    and ``variable``: one random release whose expectation is P x, drawn from the
+    key derived for the values and the settings
+    (:meth:`pramkit.engine.rng.SecretKey.for_data`): the same values release the
+    same way again; other values (a neighbouring file, the next wave) independently.
 
     Parameters
     ----------
@@ -159,7 +162,7 @@ def bistochastic_numeric(
     >>> key = SecretKey(bytes(range(32)), "doc")
     >>> r = bistochastic_numeric(x, family="blocks", k=3, key=key, variable="income")
     >>> r.values.tolist(), r.randomised
-    ([30.0, 60.0, 20.0, 40.0, 30.0, 60.0], True)
+    ([10.0, 60.0, 30.0, 50.0, 20.0, 40.0], True)
     """
     x = float_array(values, "the numerical values")
     if x.ndim != 1 or x.size < 2:
@@ -171,7 +174,9 @@ def bistochastic_numeric(
     n = x.size
     order = np.argsort(x, kind="stable")
     xs = x[order]
-    u = None if key is None or not variable else uniforms(key, variable, 0, n)  # a key comes with a name (above)
+    u = None if key is None or not variable else uniforms(  # a key comes with a name (above)
+        key.for_data("bistochastic numeric", x.astype("<f8").tobytes(), repr((family, k, alpha)).encode()),
+        variable, 0, n)
     if family == "blocks":
         if k is None or alpha is not None:
             raise ParameterError("the blocks family takes k (and no alpha)")

@@ -56,7 +56,14 @@ Record Swapping", sdcMicro vignette, and its C++ source), with two donor rules
 
 Randomness is keyed (:mod:`pramkit.engine.rng`): household ``i`` (numbered by
 its first record in the file) reads word ``i`` of named streams, so the draw
-depends only on the key and the file, not on how it is read.
+depends only on the key and the file, not on how it is read.  The streams are
+those of the swap's own key (:func:`swap_key`): the secret key derived for a keyed
+digest of what is swapped (every household's areas, profiles, risk level and weight)
+and the rate.  A swap has no manifest before it is drawn, and what it swaps is its
+identity: the same key, file and settings make the same swap again; a file that
+differs in anything the swap reads (a panel's next wave, a corrected file) or
+other settings get an independent swap, never the same draws, with no label to
+remember.
 """
 
 from __future__ import annotations
@@ -77,6 +84,27 @@ _ORDER = "\x00swap-order"
 #: The donor rules: ``same-parent`` (donors under the same area of the level above; the default) and
 #: ``any-area`` (donors from any other area of the swap level, risky donors first: sdcMicro's recordSwap).
 DONOR_RULES = SWAP_DONOR_RULES
+
+
+def swap_key(key: SecretKey, geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndarray,
+             weight: np.ndarray, rate: float) -> SecretKey:
+    """The key a swap draws from: ``key`` derived for what it swaps (:meth:`SecretKey.for_data` of the
+    arguments of :func:`draw_swaps` but the key, in canonical bytes).
+
+    Examples
+    --------
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> geo, ones = np.array([[0, 0, 1, 1]]), np.ones(4)
+    >>> a = swap_key(key, geo, [], np.array([1, 1, 1, 1]), ones, 0.5)
+    >>> a.material == swap_key(key, geo, [], np.array([1, 1, 1, 1]), ones, 0.5).material
+    True
+    >>> a.material == swap_key(key, np.array([[0, 1, 0, 1]]), [], np.array([1, 1, 1, 1]), ones, 0.5).material
+    False
+    """
+    arrays = [np.asarray(geo, dtype="<i8"), np.asarray(risky_level, dtype="<i8"), np.asarray(weight, dtype="<f8"),
+              np.asarray([rate], dtype="<f8"), *(np.asarray(p, dtype="<i8") for p in profiles)]
+    return key.for_data("swap", *(np.asarray(a.shape, dtype="<i8").tobytes() for a in arrays),
+                        *(np.ascontiguousarray(a).tobytes() for a in arrays))
 
 
 @dataclass(frozen=True)
@@ -220,6 +248,7 @@ def draw_swaps(geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndar
         lw = np.broadcast_to(weight, geo.shape) if level_weight is None else level_weight
         return _AnyArea(geo, profiles, risky_level, weight, lw, key).draw(rate)
     levels, n = geo.shape
+    key = swap_key(key, geo, profiles, risky_level, weight, rate)  # this swap's own streams
     state = _State(geo, profiles, weight, key)
     lowest = geo[-1]
     quota = quotas(np.bincount(lowest, minlength=int(lowest.max()) + 1 if n else 0), rate, key)
