@@ -1102,7 +1102,7 @@ def perturb_frame(
     )
     from pramkit.engine.receipt import mark_frame
 
-    mark_frame(out, manifest, label)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
+    mark_frame(out, manifest, release=label)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
     return FrameResult(out, result)
 
 

@@ -552,7 +552,7 @@ class ReceiptWarning(PramkitWarning):
 FRAME_ATTR = "pramkit_release_receipt"
 
 
-def mark_frame(frame: Any, manifest: Manifest, post_processing: Mapping[str, Any] | None = None,
+def mark_frame(frame: Any, manifest: Manifest, *, post_processing: Mapping[str, Any] | None = None,
                release: str = "") -> None:
     """Give a frame released in memory its receipt: the digest of the manifest that made it, in
     ``frame.attrs`` (:data:`FRAME_ATTR`), which :func:`check_release` reads.
