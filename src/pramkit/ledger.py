@@ -460,7 +460,7 @@ class Ledger:
         return record_epsilon([float(self.design_epsilon), *variable_epsilons])
 
     def statement(self, variable_epsilons: Sequence[float], given: str | None = None,
-                  facts: Sequence[ExactFact] = ()) -> str:
+                  facts: Sequence[ExactFact] = (), unperturbed: Sequence[str] | None = None) -> str:
         """The guarantee sentence, true for exactly what is published: the only writer of it.
 
         ``facts`` (:class:`ExactFact`) are what the release shows exactly (missingness, strata,
@@ -476,6 +476,10 @@ class Ledger:
             What the release shows exactly, in words.
         facts : sequence of ExactFact
             What the release shows exactly (:attr:`pramkit.Manifest.exact_facts`).
+        unperturbed : sequence of str, optional
+            The released file's columns that are neither perturbed nor named by a fact (released as
+            they are), when the file is known: the sentence names them (or, when there are none,
+            says nothing of them); ``None``: the sentence speaks of such columns in general.
 
         Returns
         -------
@@ -521,13 +525,13 @@ class Ledger:
             return (lead + "The perturbation releases some original values exactly (infinite epsilon): no "
                     "differential-privacy guarantee holds for this release."
                     + ("" if self.covers_everything else " Also derived from the data: "
-                       + "; ".join(self.data_dependent) + ".") + tail)
+                       + "; ".join(self.data_dependent) + ".") + unperturbed_words(unperturbed) + tail)
         factor = f"a factor of at most e^{fmt_epsilon(total)}" + (
             f" = {math.exp(total):.4g}" if total < 700 else ", more than 10^300: no practical bound")
         change = "changing one person's record in its perturbed variables"
         if exactly:
             change += ", keeping what is shown exactly,"
-        rest = " Columns that are not perturbed are released as they are: no epsilon covers them."
+        rest = unperturbed_words(unperturbed)
         if self.covers_everything:
             return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of "
                     f"anything published (the released file, the manifest, the public report) by {factor}; this "
@@ -647,6 +651,190 @@ class Ledger:
                        derived_from=d.get("derived_from") or {})
         except ParameterError as exc:
             raise ManifestError(f"field 'ledger': {exc}") from None
+
+
+def unperturbed_words(columns: Sequence[str] | None) -> str:
+    """The sentence on the columns released as they are: in general (``None``: the file is not
+    known), by name, or nothing when there are none.
+
+    Examples
+    --------
+    >>> unperturbed_words(None)
+    ' Columns that are not perturbed are released as they are: no epsilon covers them.'
+    >>> unperturbed_words(["race", "education"])
+    ' The columns race and education are released as they are (not perturbed): no epsilon covers them.'
+    >>> unperturbed_words([])
+    ''
+    """
+    if columns is None:
+        return " Columns that are not perturbed are released as they are: no epsilon covers them."
+    if not columns:
+        return ""
+    if len(columns) == 1:
+        return f" The column {columns[0]} is released as it is (not perturbed): no epsilon covers it."
+    return f" The columns {_and(columns)} are released as they are (not perturbed): no epsilon covers them."
+
+
+#: The qualifier of a record epsilon that holds among records agreeing on what is shown exactly.
+GIVEN_STRUCTURE = "given the structure"
+
+#: What a variable asked for and not perturbed (the optimal split gave it no budget) is: never "epsilon 0".
+RELEASED_EXACTLY = "released exactly (not perturbed): no epsilon covers it"
+
+#: What the Export step and every surface say when nothing published escapes a DP mechanism.
+ALL_COVERED = "Everything the public files tell about the data is covered by a DP mechanism."
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The guarantee of one release as every surface shows it: the CLI (``design``, ``apply``,
+    ``inspect``), both reports, the workbench and the app print these fields and nothing else
+    about the record epsilon (:func:`release_guarantee` is the only maker).
+
+    Parameters
+    ----------
+    record_epsilon : float
+        The record epsilon the sentence states: among records that agree on what is shown exactly
+        (:attr:`pramkit.Manifest.record_epsilon_given_structure`), rounded outward.
+    given_structure : bool
+        The release shows a distinction exactly (strata, kept codes, classes): the figure holds
+        given it, and says so (:data:`GIVEN_STRUCTURE`).
+    sentence : str
+        The guarantee sentence (:meth:`Ledger.statement`).
+    not_covered : tuple of str
+        Everything published that no epsilon covers, in the ledger's words: what is shown exactly,
+        the columns released as they are, what reaches the manifest from the data.
+    unperturbed : tuple of str or None
+        The released file's columns released as they are (``None``: the file is not known).
+    data_dependent : tuple of str
+        What reaches the manifest from the data without a DP mechanism (:attr:`Ledger.data_dependent`).
+    facts : tuple of ExactFact
+        What the release shows exactly.
+
+    Examples
+    --------
+    >>> g = Guarantee(3.0, True, "...", ("the strata (age, released unperturbed)",), ())
+    >>> g.headline
+    'record epsilon: 3 given the structure (design step plus the perturbation)'
+    >>> g.coverage
+    'Not covered by a DP mechanism: the strata (age, released unperturbed).'
+    >>> Guarantee(1.0, False, "...", (), ()).coverage == ALL_COVERED
+    True
+    """
+
+    record_epsilon: float
+    given_structure: bool
+    sentence: str
+    not_covered: tuple[str, ...]
+    unperturbed: tuple[str, ...] | None
+    data_dependent: tuple[str, ...] = ()
+    facts: tuple[ExactFact, ...] = ()
+
+    @property
+    def figure(self) -> str:
+        """The record epsilon for people, with its qualifier: ``"3 given the structure"``, ``"inf"``."""
+        return epsilon_figure(self.record_epsilon, self.given_structure)
+
+    @property
+    def headline(self) -> str:
+        """``record epsilon: FIGURE (design step plus the perturbation)``."""
+        return f"record epsilon: {self.figure} (design step plus the perturbation)"
+
+    @property
+    def covered(self) -> bool:
+        """Nothing published escapes a DP mechanism (never when the released file's columns are unknown)."""
+        return not self.not_covered
+
+    @property
+    def coverage(self) -> str:
+        """:data:`ALL_COVERED`, or ``Not covered by a DP mechanism: ...`` naming each thing."""
+        return ALL_COVERED if self.covered else "Not covered by a DP mechanism: " + "; ".join(self.not_covered) + "."
+
+    def lines(self) -> list[str]:
+        """What a command prints: the headline, the coverage and the sentence."""
+        return [self.headline, self.coverage, self.sentence]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The guarantee as JSON values."""
+        return {"record_epsilon": epsilon_to_json(self.record_epsilon), "given_structure": self.given_structure,
+                "figure": self.figure, "headline": self.headline, "coverage": self.coverage,
+                "not_covered": list(self.not_covered),
+                "unperturbed_columns": None if self.unperturbed is None else list(self.unperturbed),
+                "statement": self.sentence}
+
+
+def epsilon_figure(eps: float, given_structure: bool = False) -> str:
+    """An epsilon for people (:func:`fmt_epsilon`) with its qualifier (:data:`GIVEN_STRUCTURE`).
+
+    Examples
+    --------
+    >>> epsilon_figure(3.0, True), epsilon_figure(math.inf)
+    ('3 given the structure', 'inf')
+    """
+    return fmt_epsilon(eps) + (f" {GIVEN_STRUCTURE}" if given_structure else "")
+
+
+#: The ledger of a manifest without one: nothing records how its matrices were designed.
+NO_LEDGER = Ledger(frequencies="exact", data_dependent=(
+    "the manifest has no privacy ledger, so nothing records whether its matrices were designed from the data",))
+
+
+def unperturbed_columns(manifest: Any, columns: Sequence[str]) -> tuple[str, ...]:
+    """The columns of a released file that the manifest neither perturbs nor names in a fact (strata,
+    household ids and weights are named by theirs): released as they are.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> unperturbed_columns(Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}),
+    ...                     ["id", "sex", "income"])
+    ('id', 'income')
+    """
+    named = set(manifest.read_columns) | set(manifest.input.get("weights") or ())
+    return tuple(c for c in columns if c not in named)
+
+
+def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Guarantee:
+    """The guarantee of a release: the one function every surface calls.
+
+    Parameters
+    ----------
+    manifest : pramkit.Manifest
+        The release's manifest.
+    columns : sequence of str, optional
+        The released file's columns (the original's: the release keeps them); ``None`` when no
+        file is known (a manifest alone).
+
+    Returns
+    -------
+    Guarantee
+        Its figure, qualifier, sentence and what it does not cover, derived from the manifest's
+        matrices, facts and ledger.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}, ledger=Ledger())
+    >>> g = release_guarantee(m, ["sex", "income"])
+    >>> g.figure, g.not_covered
+    ('1.387', ('which values of sex are missing', 'the column income (released as it is)'))
+    >>> release_guarantee(m).not_covered[-1]
+    'the columns that are not perturbed (released as they are)'
+    """
+    ledger = manifest.ledger if manifest.ledger is not None else NO_LEDGER
+    facts = tuple(manifest.exact_facts)
+    eps = [v.epsilon_given_shown for v in manifest.variables]
+    unperturbed = None if columns is None else unperturbed_columns(manifest, columns)
+    if unperturbed is None:
+        loose = ("the columns that are not perturbed (released as they are)",)
+    else:
+        loose = tuple(f"the column {c} (released as it is)" for c in unperturbed[:1]) if len(unperturbed) == 1 \
+            else ((f"the columns {_and(unperturbed)} (released as they are)",) if unperturbed else ())
+    ordered = sorted(facts, key=lambda f: FACT_KINDS.index(f.kind))
+    not_covered = tuple(dict.fromkeys([*(f.reveals for f in ordered), *loose, *ledger.data_dependent]))
+    return Guarantee(ledger.total(eps), bool(manifest.is_structured),
+                     ledger.statement(eps, facts=facts, unperturbed=unperturbed), not_covered, unperturbed,
+                     tuple(ledger.data_dependent), facts)
 
 
 def default_design_epsilon(budget: float, rows: int, cells: Sequence[int]) -> float:

@@ -27,7 +27,16 @@ from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label, joint_cell
-from pramkit.ledger import ExactFact, Ledger, epsilon_to_json, exact_words, kept_facts, kept_values
+from pramkit.ledger import (
+    NO_LEDGER,
+    ExactFact,
+    Ledger,
+    epsilon_to_json,
+    exact_words,
+    kept_facts,
+    kept_values,
+    release_guarantee,
+)
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -754,16 +763,15 @@ class Manifest:
         return exact_words(self.exact_facts)
 
     def _ledger(self) -> Ledger:
-        return self.ledger if self.ledger is not None else Ledger(frequencies="exact", data_dependent=(
-            "the manifest has no privacy ledger, so nothing records whether its matrices were designed from "
-            "the data",))
+        return self.ledger if self.ledger is not None else NO_LEDGER
 
     @property
     def guarantee(self) -> str:
         """The guarantee sentence for what is published with this manifest
         (:meth:`pramkit.ledger.Ledger.statement` of its :attr:`exact_facts`): the manifest's
-        ``ledger.statement``, ``pramkit inspect`` and both reports print it."""
-        return self._ledger().statement([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
+        ``ledger.statement``; :func:`pramkit.ledger.release_guarantee` (with the released file's
+        columns, when known) is what every surface prints."""
+        return release_guarantee(self).sentence
 
     def _ledger_dict(self) -> dict[str, Any]:
         from pramkit.privacy.amplification import sampled_ledger
