@@ -383,9 +383,8 @@ def test_uniform_rows_are_drawn_identically(s, bits):
     law = brute_force_law(draw, s, bits)
     assert (law == law[0]).all() and law[0].sum() == 1 << bits
     assert law[0].max() - law[0].min() < s               # as near uniform as 2^bits allows
-    from pramkit.engine import realised_law
-
     from pramkit.design.bistochastic.families import k_anonymity
+    from pramkit.engine import realised_law
 
     classes = k_anonymity([f"c{i}" for i in range(2 * s)], s)       # two uniform classes of s categories
     assert realised_law(classes).block_epsilon == 0.0 and realised_law(PramMatrix.form8(q, q)).epsilon == 0.0
