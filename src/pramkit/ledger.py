@@ -255,7 +255,7 @@ def fact_words(fact: ExactFact) -> str:
             "out (pramkit risk --weights measures how far)")
 
 
-def kept_values(categories: Sequence[Any], blocks: Sequence[Sequence[int]], given: int
+def kept_values(categories: Sequence[Any], blocks: Sequence[Any], given: int
                 ) -> tuple[list[Any], dict[Any, list[tuple[Any, ...]]]]:
     """The values a block-diagonal matrix never changes, and where the release shows them.
 
@@ -311,7 +311,7 @@ def kept_values(categories: Sequence[Any], blocks: Sequence[Sequence[int]], give
     return never, {x: list(dict.fromkeys(where)) for x, where in shown.items()}
 
 
-def kept_facts(name: str, categories: Sequence[Any], blocks: Sequence[Sequence[int]], given: Sequence[str]
+def kept_facts(name: str, categories: Sequence[Any], blocks: Sequence[Any], given: Sequence[str]
                ) -> list[ExactFact]:
     """The ``"kept_code"`` facts of a variable (:func:`kept_values`): one for the values no stratum
     changes, one per value that some strata never change and others do, naming those strata.
@@ -825,11 +825,10 @@ def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Gu
     facts = tuple(manifest.exact_facts)
     eps = [v.epsilon_given_shown for v in manifest.variables]
     unperturbed = None if columns is None else unperturbed_columns(manifest, columns)
-    if unperturbed is None:
-        loose = ("the columns that are not perturbed (released as they are)",)
-    else:
-        loose = tuple(f"the column {c} (released as it is)" for c in unperturbed[:1]) if len(unperturbed) == 1 \
-            else ((f"the columns {_and(unperturbed)} (released as they are)",) if unperturbed else ())
+    loose: tuple[str, ...] = ("the columns that are not perturbed (released as they are)",)
+    if unperturbed is not None:
+        loose = () if not unperturbed else (f"the column {unperturbed[0]} (released as it is)",) \
+            if len(unperturbed) == 1 else (f"the columns {_and(unperturbed)} (released as they are)",)
     ordered = sorted(facts, key=lambda f: FACT_KINDS.index(f.kind))
     not_covered = tuple(dict.fromkeys([*(f.reveals for f in ordered), *loose, *ledger.data_dependent]))
     return Guarantee(ledger.total(eps), bool(manifest.is_structured),
