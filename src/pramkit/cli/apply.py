@@ -126,8 +126,7 @@ def print_summary(result: ApplyResult, guarantee: Guarantee | None = None, manif
         variable = None if manifest is None or v.name not in manifest.names else manifest[v.name]
         missing = v.missing - v.outside  # a rule breaker is counted with the missing values, and is not one
         if variable is not None and (variable.given or variable.own_columns_joint):
-            what = (f"{missing:,} records missing one of {', '.join(variable.read_columns)} (missing values left "
-                    "missing; the guarantee below says what happens to the others)")
+            what = f"{missing:,} records missing one of {', '.join(variable.read_columns)} (missing values left missing)"
         else:
             what = f"{missing:,} missing left as they were"
         print(f"  {v.name}: {v.changed:,} values changed ({figure(100 * v.changed_share, 3)} % of non-missing), "
