@@ -251,3 +251,62 @@ def test_every_sentence_is_true_of_the_matrices_and_the_file(release: tuple) -> 
     assert (stated.record_epsilon == 0.0) == all(k in ("one", "uniform") for k in kinds)
     assert stated.figure.endswith(GIVEN_STRUCTURE) == (len(blocks) > 1)
     assert ("e^inf" in stated.sentence) is False
+
+
+# --- the command line: words that were false ------------------------------------------------------
+
+@pytest.fixture
+def census_files(tmp_path: Path) -> dict[str, Path]:
+    """The census as CSV with its codebook, the rule 'age 0-9 is never married', five children who break it."""
+    from pramkit.datasets import CENSUS_VARIABLES
+
+    data = census(20_000).astype(str)
+    children = data.index[data["age"] == "0-9"][:5]
+    data.loc[children, "marital_status"] = "divorced"
+    files = {"data": tmp_path / "census.csv", "codebook": tmp_path / "codebook.csv", "rules": tmp_path / "rules.csv"}
+    data.to_csv(files["data"], index=False)
+    pd.DataFrame([(v, c) for v, cs in CENSUS_VARIABLES.items() for c in cs],
+                 columns=["variable", "category"]).to_csv(files["codebook"], index=False)
+    pd.DataFrame({"age": ["0-9"], "marital_status": [
+        "married, spouse present|married, spouse absent|separated|divorced|widowed"]}).to_csv(files["rules"], index=False)
+    return files
+
+
+def run_cli(args: list[str]) -> str:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(args) == 0
+    return out.getvalue()
+
+
+def test_optimal_split_says_released_exactly(census_files: dict[str, Path], tmp_path: Path) -> None:
+    """A variable the optimal split leaves unperturbed is 'released exactly', never 'epsilon = 0', and the
+    guarantee names it among the columns released as they are."""
+    out = run_cli(["design", str(census_files["data"]), "--vars", "age,sex,marital_status", "--split", "optimal",
+                   "--epsilon", "0.5", "--categories", str(census_files["codebook"]), "--out", str(tmp_path / "m.json")])
+    manifest = Manifest.read(tmp_path / "m.json")
+    left = [n for n in ("age", "sex", "marital_status") if n not in manifest.names]
+    assert left, "the optimal split perturbs every variable here: the test needs one it leaves out"
+    assert "epsilon = 0," not in out and "epsilon = 0\n" not in out
+    for n in left:
+        assert f"{n}: released exactly (not perturbed)" in out
+    stated = release_guarantee(manifest, list(pd.read_csv(census_files["data"], nrows=1).columns))
+    assert all(n in stated.unperturbed for n in left) and stated.headline in out and stated.sentence in out
+
+
+def test_apply_counts_rule_breakers_apart_from_missing_values(census_files: dict[str, Path], tmp_path: Path) -> None:
+    """Five children who break the rule, kept: apply says five rule breakers, and no missing value."""
+    run_cli(["design", str(census_files["data"]), "--vars", "age,marital_status", "--split", "joint", "--forbid",
+             str(census_files["rules"]), "--rule-breaking", "keep", "--epsilon", "3", "--categories",
+             str(census_files["codebook"]), "--out", str(tmp_path / "m.json"), "--quiet"])
+    key = tmp_path / "key"
+    key.write_text(KEY.text())
+    key.chmod(0o600)
+    out = run_cli(["apply", str(census_files["data"]), "--manifest", str(tmp_path / "m.json"), "--out",
+                   str(tmp_path / "r.csv"), "--key-file", str(key)])
+    line = next(x for x in out.splitlines() if x.strip().startswith("age*marital_status:"))
+    assert "0 records missing one of age, marital_status" in line
+    assert "5 records that break an edit rule released unperturbed" in line and "5 missing" not in line
+    original = pd.read_csv(census_files["data"], dtype=str, keep_default_na=False)
+    released = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    broken = (original["age"] == "0-9") & (original["marital_status"] == "divorced")
+    assert broken.sum() == 5 and (released[broken] == original[broken]).all().all()
