@@ -366,6 +366,30 @@ def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits):
     assert np.array_equal(want > 0, np.where(np.eye(s, dtype=bool), q[:, None] > 0, w[:, None] > 0))
 
 
+@pytest.mark.parametrize("s, bits", [(2, 6), (3, 8), (5, 12), (7, 12)])
+def test_uniform_rows_are_drawn_identically(s, bits):
+    """A uniform matrix (the classes of a k-anonymity design) is drawn with the same units in every row:
+    enumerating every integer uniform through the compiled form (8) draw gives identical rows, so the
+    realised law's epsilon is exactly 0 (not the 1e-16 of a leftover unit placed row by row)."""
+    q = np.full(s, 1.0 / s)
+    keep, weight, _ = form8_units(q, q.copy(), bits)
+    tables = (np.append(1 << bits, keep).astype(np.int64), np.append(0, weight).astype(np.int64))
+    inv = np.zeros(s + 1)
+    np.divide(1.0, tables[1], out=inv, where=tables[1] > 0)
+
+    def draw(codes, words, out, shift):
+        _kernels.draw_diagonal(codes, words, 0, tables[0], tables[1], inv, out, -1, shift)
+
+    law = brute_force_law(draw, s, bits)
+    assert (law == law[0]).all() and law[0].sum() == 1 << bits
+    assert law[0].max() - law[0].min() < s               # as near uniform as 2^bits allows
+    from pramkit.design.bistochastic.families import k_anonymity
+    from pramkit.engine import realised_law
+
+    classes = k_anonymity([f"c{i}" for i in range(2 * s)], s)       # two uniform classes of s categories
+    assert realised_law(classes).block_epsilon == 0.0 and realised_law(PramMatrix.form8(q, q)).epsilon == 0.0
+
+
 @pytest.mark.parametrize("s, bits", [(1, 8), (2, 8), (3, 10), (6, 12), (11, 14)])
 @pytest.mark.parametrize("kind", ["alias", "cumulative"])
 def test_every_word_of_a_small_resolution_gives_the_dense_units(s, bits, kind):

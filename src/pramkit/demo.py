@@ -195,8 +195,9 @@ def _perturb(ctx: DemoContext) -> None:
             f"  {v.name:<15} S={m.size:<3} epsilon={fmt_epsilon(m.epsilon):<7} min diagonal={m.min_diagonal:.4f}  "
             f"changed {100 * v.changed_share:5.2f} % of {v.rows:,} values"
         )
-    ctx.lines.append(f"record epsilon {fmt_epsilon(ctx.manifest.record_epsilon)} (design step plus the perturbed "
-                     "variables)")
+    from pramkit.ledger import release_guarantee
+
+    ctx.lines.append(release_guarantee(ctx.manifest, None if ctx.data is None else list(ctx.data.columns)).headline)
     ctx.sections["perturbation"] = {
         "variables": [
             {"name": v.name, "changed": v.changed, "missing": v.missing, "rows": v.rows}

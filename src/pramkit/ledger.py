@@ -113,23 +113,220 @@ class ExactFact:
     reveals: str
     column: str | None = None
     covered: bool = True
+    values: tuple[Any, ...] = ()
+    strata: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in FACT_KINDS:
             raise ParameterError(f"a released-exactly fact's kind must be one of {FACT_KINDS}, got {self.kind!r}")
         object.__setattr__(self, "variables", tuple(self.variables))
+        object.__setattr__(self, "values", _tuples(self.values))
+        object.__setattr__(self, "strata", _tuples(self.strata))
         if not isinstance(self.reveals, str) or not self.reveals:
             raise ParameterError("a released-exactly fact needs its words (reveals)")
+
+    @classmethod
+    def of(cls, kind: str, variables: Sequence[str], *, values: Sequence[Any] = (), strata: Sequence[Any] = (),
+           column: str | None = None) -> ExactFact:
+        """The fact of ``kind`` with its words written from what it is about: the only writer of a
+        fact's words (:func:`fact_words`), so that each clause of the guarantee sentence says what the
+        matrices and the structure do.
+
+        Parameters
+        ----------
+        kind : str
+            One of :data:`FACT_KINDS`.
+        variables : sequence of str
+            The variables (for ``"stratum"``, the stratum columns).
+        values : sequence
+            What the fact is about: the values never changed (``"kept_code"``), the classes
+            (``"block"``), the columns of a joint variable (``"joint_missing"``, ``"stratum_missing"``),
+            the missing codes in words (``"missing_code"``).
+        strata : sequence of tuple
+            The strata (their values) in which a ``"kept_code"`` fact holds; empty: in every one.
+        column : str, optional
+            The column(s) named apart: the stratum columns of a ``"kept_code"`` fact that holds in some
+            strata only, or of a ``"stratum_missing"`` fact; the household id; the weights.
+
+        Returns
+        -------
+        ExactFact
+            ``covered`` is false for the values released unperturbed (``"stratum_missing"``,
+            ``"rule_breaker"``, ``"weights"``).
+
+        Examples
+        --------
+        >>> ExactFact.of("kept_code", ["occupation"], values=["n/a"]).reveals
+        "whether occupation is one of the values it never changes ('n/a')"
+        >>> ExactFact.of("kept_code", ["marital"], values=["single"], strata=[("0-9",), ("10-17",)], column="age").reveals
+        "whether marital is 'single' in a record whose age is '0-9' or '10-17' (it never changes there, and other strata change it)"
+        >>> ExactFact.of("rule_breaker", ["age"]).covered
+        False
+        """
+        fact = cls(kind, tuple(variables), "-", column, kind not in _UNCOVERED_KINDS, tuple(values), tuple(strata))
+        object.__setattr__(fact, "reveals", fact_words(fact))
+        return fact
 
     def to_dict(self) -> dict[str, Any]:
         """The fact as JSON values (the manifest's ``ledger.released_exactly_facts``)."""
         return {"kind": self.kind, "variables": list(self.variables), "reveals": self.reveals,
-                **({"column": self.column} if self.column is not None else {}), "covered": self.covered}
+                **({"column": self.column} if self.column is not None else {}), "covered": self.covered,
+                **({"values": _lists(self.values)} if self.values else {}),
+                **({"strata": _lists(self.strata)} if self.strata else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ExactFact:
         """The fact from :meth:`to_dict`."""
-        return cls(d["kind"], tuple(d["variables"]), d["reveals"], d.get("column"), bool(d.get("covered", True)))
+        return cls(d["kind"], tuple(d["variables"]), d["reveals"], d.get("column"), bool(d.get("covered", True)),
+                   tuple(d.get("values", ())), tuple(d.get("strata", ())))
+
+
+#: Kinds of fact whose values are released unperturbed: no epsilon covers them (stated after the bound).
+_UNCOVERED_KINDS = ("stratum_missing", "rule_breaker", "weights")
+
+
+def _tuples(x: Any) -> Any:
+    """Lists (from JSON) as tuples, at every depth, so that a fact read back equals the one written."""
+    return tuple(_tuples(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+def _lists(x: Any) -> Any:
+    return [_lists(v) for v in x] if isinstance(x, (list, tuple)) else x
+
+
+def _and(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    names = [str(n) for n in names]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _shown(values: Sequence[Any], most: int) -> str:
+    return ", ".join(repr(x) for x in values[:most]) + (", ..." if len(values) > most else "")
+
+
+def fact_words(fact: ExactFact) -> str:
+    """What ``fact`` shows exactly, in words (a clause of the guarantee sentence), from its kind,
+    variables, values, strata and column alone.
+
+    Parameters
+    ----------
+    fact : ExactFact
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> fact_words(ExactFact("missing", ("age", "sex", "region"), "-"))
+    'which values of age, sex and region are missing'
+    >>> fact_words(ExactFact("stratum", ("sex",), "-"))
+    'the strata (sex, released unperturbed)'
+    """
+    k, v = fact.kind, fact.variables
+    if k == "stratum":
+        return f"the strata ({', '.join(v)}, released unperturbed)"
+    if k == "block":
+        shown = ", ".join("{" + _shown(c, 4) + "}" for c in fact.values[:3]) + (", ..." if len(fact.values) > 3 else "")
+        return f"which class of {v[0]}'s categories each value lies in (the matrix's blocks: {shown})"
+    if k == "kept_code" and not fact.strata:
+        return f"whether {v[0]} is one of the values it never changes ({_shown(fact.values, 5)})"
+    if k == "kept_code":
+        where = " or ".join(repr(s[0] if len(s) == 1 else s) for s in fact.strata[:5]) + (
+            " or ..." if len(fact.strata) > 5 else "")
+        what = " or ".join(repr(x) for x in fact.values)
+        return (f"whether {v[0]} is {what} in a record whose {fact.column} is {where} (it never changes there, "
+                "and other strata change it)")
+    if k == "missing":
+        return f"which values of {_and(v)} are missing"
+    if k == "missing_code":
+        return f"which missing code each missing value of {_and(v)} holds ({fact.values[0]})"
+    if k == "joint_missing":
+        return (f"which of {', '.join(fact.values)} are missing in each record (they stay missing and no value "
+                "becomes missing; the others are perturbed by the matrix's margin over them)")
+    if k == "stratum_missing":
+        return (f"the values of {', '.join(fact.values)} in a record whose stratum ({fact.column}) is missing are "
+                "released unperturbed")
+    if k == "rule_breaker":
+        return "records that break an edit rule are released unperturbed"
+    if k == "household":
+        return f"the household id {fact.column} (who lives with whom)"
+    return (f"the sampling weights ({fact.column}) are released as they are, and a rare weight can single a person "
+            "out (pramkit risk --weights measures how far)")
+
+
+def kept_values(categories: Sequence[Any], blocks: Sequence[Any], given: int
+                ) -> tuple[list[Any], dict[Any, list[tuple[Any, ...]]]]:
+    """The values a block-diagonal matrix never changes, and where the release shows them.
+
+    A value never changes in a stratum when its cell is a block of its own (``M[k, k] = 1``, and no
+    other cell moves into it).  The release shows it exactly where its stratum holds another block
+    too (a stratum of one block shows nothing the stratum does not).
+
+    Parameters
+    ----------
+    categories : sequence
+        The matrix's categories: labels, or tuples whose first ``given`` values are the stratum's.
+    blocks : sequence of sequence of int
+        The positions of each block's categories.
+    given : int
+        The number of stratum columns.
+
+    Returns
+    -------
+    never : list
+        The variable's own values (a label, or a tuple for several columns) that no block of any
+        stratum moves, in the matrix's order.
+    shown : dict
+        Value -> the strata (tuples of their values) where it is a block of its own beside other
+        blocks: where the release shows exactly whether a value is it.
+
+    Examples
+    --------
+    'single' is the only value age 0-9 allows (a block of one, the whole stratum), and age 10+
+    moves it: it is not a value the matrix never changes, and nothing is shown beyond the stratum.
+
+    >>> cats = [("0-9", "single"), ("10+", "single"), ("10+", "married"), ("10+", "n/a")]
+    >>> kept_values(cats, [[0], [1, 2], [3]], 1)
+    (['n/a'], {'n/a': [('10+',)]})
+    >>> kept_values(cats + [("0-9", "n/a")], [[0], [1, 2], [3], [4]], 1)
+    (['n/a'], {'single': [('0-9',)], 'n/a': [('10+',), ('0-9',)]})
+    """
+    cells = [c if isinstance(c, tuple) else (c,) for c in categories]
+    block_of = {int(i): b for b, idx in enumerate(blocks) for i in idx}
+    size = {b: len(idx) for b, idx in enumerate(blocks)}
+    per_stratum: dict[tuple, set[int]] = {}
+    for k, c in enumerate(cells):
+        per_stratum.setdefault(c[:given], set()).add(block_of[k])
+
+    def own(c: tuple) -> Any:
+        return c[given] if len(c) - given == 1 else c[given:]
+
+    moved = {own(c) for k, c in enumerate(cells) if size[block_of[k]] > 1}
+    shown: dict[Any, list[tuple]] = {}
+    for k, c in enumerate(cells):
+        if size[block_of[k]] == 1 and len(per_stratum[c[:given]]) > 1:
+            shown.setdefault(own(c), []).append(c[:given])
+    never = list(dict.fromkeys(own(c) for c in cells if own(c) not in moved))
+    return never, {x: list(dict.fromkeys(where)) for x, where in shown.items()}
+
+
+def kept_facts(name: str, categories: Sequence[Any], blocks: Sequence[Any], given: Sequence[str]
+               ) -> list[ExactFact]:
+    """The ``"kept_code"`` facts of a variable (:func:`kept_values`): one for the values no stratum
+    changes, one per value that some strata never change and others do, naming those strata.
+
+    Examples
+    --------
+    >>> cats = [("0-9", "single"), ("10+", "single"), ("10+", "married"), ("10+", "n/a")]
+    >>> [f.reveals for f in kept_facts("marital", cats, [[0], [1, 2], [3]], ["age"])]
+    ["whether marital is one of the values it never changes ('n/a')"]
+    """
+    never, shown = kept_values(categories, blocks, len(given))
+    everywhere = [x for x in never if x in shown]
+    facts = [ExactFact.of("kept_code", (name,), values=everywhere)] if everywhere else []
+    return facts + [ExactFact.of("kept_code", (name,), values=(x,), strata=where, column=", ".join(given))
+                    for x, where in shown.items() if x not in never]
 
 
 def exact_words(facts: Sequence[ExactFact]) -> str | None:
@@ -263,7 +460,7 @@ class Ledger:
         return record_epsilon([float(self.design_epsilon), *variable_epsilons])
 
     def statement(self, variable_epsilons: Sequence[float], given: str | None = None,
-                  facts: Sequence[ExactFact] = ()) -> str:
+                  facts: Sequence[ExactFact] = (), unperturbed: Sequence[str] | None = None) -> str:
         """The guarantee sentence, true for exactly what is published: the only writer of it.
 
         ``facts`` (:class:`ExactFact`) are what the release shows exactly (missingness, strata,
@@ -279,6 +476,10 @@ class Ledger:
             What the release shows exactly, in words.
         facts : sequence of ExactFact
             What the release shows exactly (:attr:`pramkit.Manifest.exact_facts`).
+        unperturbed : sequence of str, optional
+            The released file's columns that are neither perturbed nor named by a fact (released as
+            they are), when the file is known: the sentence names them (or, when there are none,
+            says nothing of them); ``None``: the sentence speaks of such columns in general.
 
         Returns
         -------
@@ -324,13 +525,13 @@ class Ledger:
             return (lead + "The perturbation releases some original values exactly (infinite epsilon): no "
                     "differential-privacy guarantee holds for this release."
                     + ("" if self.covers_everything else " Also derived from the data: "
-                       + "; ".join(self.data_dependent) + ".") + tail)
+                       + "; ".join(self.data_dependent) + ".") + unperturbed_words(unperturbed) + tail)
         factor = f"a factor of at most e^{fmt_epsilon(total)}" + (
             f" = {math.exp(total):.4g}" if total < 700 else ", more than 10^300: no practical bound")
         change = "changing one person's record in its perturbed variables"
         if exactly:
             change += ", keeping what is shown exactly,"
-        rest = " Columns that are not perturbed are released as they are: no epsilon covers them."
+        rest = unperturbed_words(unperturbed)
         if self.covers_everything:
             return (f"{lead}{change[0].upper()}{change[1:]} changes the probability of "
                     f"anything published (the released file, the manifest, the public report) by {factor}; this "
@@ -450,6 +651,189 @@ class Ledger:
                        derived_from=d.get("derived_from") or {})
         except ParameterError as exc:
             raise ManifestError(f"field 'ledger': {exc}") from None
+
+
+def unperturbed_words(columns: Sequence[str] | None) -> str:
+    """The sentence on the columns released as they are: in general (``None``: the file is not
+    known), by name, or nothing when there are none.
+
+    Examples
+    --------
+    >>> unperturbed_words(None)
+    ' Columns that are not perturbed are released as they are: no epsilon covers them.'
+    >>> unperturbed_words(["race", "education"])
+    ' The columns race and education are released as they are (not perturbed): no epsilon covers them.'
+    >>> unperturbed_words([])
+    ''
+    """
+    if columns is None:
+        return " Columns that are not perturbed are released as they are: no epsilon covers them."
+    if not columns:
+        return ""
+    if len(columns) == 1:
+        return f" The column {columns[0]} is released as it is (not perturbed): no epsilon covers it."
+    return f" The columns {_and(columns)} are released as they are (not perturbed): no epsilon covers them."
+
+
+#: The qualifier of a record epsilon that holds among records agreeing on what is shown exactly.
+GIVEN_STRUCTURE = "given the structure"
+
+#: What a variable asked for and not perturbed (the optimal split gave it no budget) is: never "epsilon 0".
+RELEASED_EXACTLY = "released exactly (not perturbed): no epsilon covers it"
+
+#: What the Export step and every surface say when nothing published escapes a DP mechanism.
+ALL_COVERED = "Everything the public files tell about the data is covered by a DP mechanism."
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The guarantee of one release as every surface shows it: the CLI (``design``, ``apply``,
+    ``inspect``), both reports, the workbench and the app print these fields and nothing else
+    about the record epsilon (:func:`release_guarantee` is the only maker).
+
+    Parameters
+    ----------
+    record_epsilon : float
+        The record epsilon the sentence states: among records that agree on what is shown exactly
+        (:attr:`pramkit.Manifest.record_epsilon_given_structure`), rounded outward.
+    given_structure : bool
+        The release shows a distinction exactly (strata, kept codes, classes): the figure holds
+        given it, and says so (:data:`GIVEN_STRUCTURE`).
+    sentence : str
+        The guarantee sentence (:meth:`Ledger.statement`).
+    not_covered : tuple of str
+        Everything published that no epsilon covers, in the ledger's words: what is shown exactly,
+        the columns released as they are, what reaches the manifest from the data.
+    unperturbed : tuple of str or None
+        The released file's columns released as they are (``None``: the file is not known).
+    data_dependent : tuple of str
+        What reaches the manifest from the data without a DP mechanism (:attr:`Ledger.data_dependent`).
+    facts : tuple of ExactFact
+        What the release shows exactly.
+
+    Examples
+    --------
+    >>> g = Guarantee(3.0, True, "...", ("the strata (age, released unperturbed)",), ())
+    >>> g.headline
+    'record epsilon: 3 given the structure (design step plus the perturbation)'
+    >>> g.coverage
+    'Not covered by a DP mechanism: the strata (age, released unperturbed).'
+    >>> Guarantee(1.0, False, "...", (), ()).coverage == ALL_COVERED
+    True
+    """
+
+    record_epsilon: float
+    given_structure: bool
+    sentence: str
+    not_covered: tuple[str, ...]
+    unperturbed: tuple[str, ...] | None
+    data_dependent: tuple[str, ...] = ()
+    facts: tuple[ExactFact, ...] = ()
+
+    @property
+    def figure(self) -> str:
+        """The record epsilon for people, with its qualifier: ``"3 given the structure"``, ``"inf"``."""
+        return epsilon_figure(self.record_epsilon, self.given_structure)
+
+    @property
+    def headline(self) -> str:
+        """``record epsilon: FIGURE (design step plus the perturbation)``."""
+        return f"record epsilon: {self.figure} (design step plus the perturbation)"
+
+    @property
+    def covered(self) -> bool:
+        """Nothing published escapes a DP mechanism (never when the released file's columns are unknown)."""
+        return not self.not_covered
+
+    @property
+    def coverage(self) -> str:
+        """:data:`ALL_COVERED`, or ``Not covered by a DP mechanism: ...`` naming each thing."""
+        return ALL_COVERED if self.covered else "Not covered by a DP mechanism: " + "; ".join(self.not_covered) + "."
+
+    def lines(self) -> list[str]:
+        """What a command prints: the headline, the coverage and the sentence."""
+        return [self.headline, self.coverage, self.sentence]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The guarantee as JSON values."""
+        return {"record_epsilon": epsilon_to_json(self.record_epsilon), "given_structure": self.given_structure,
+                "figure": self.figure, "headline": self.headline, "coverage": self.coverage,
+                "not_covered": list(self.not_covered),
+                "unperturbed_columns": None if self.unperturbed is None else list(self.unperturbed),
+                "statement": self.sentence}
+
+
+def epsilon_figure(eps: float, given_structure: bool = False) -> str:
+    """An epsilon for people (:func:`fmt_epsilon`) with its qualifier (:data:`GIVEN_STRUCTURE`).
+
+    Examples
+    --------
+    >>> epsilon_figure(3.0, True), epsilon_figure(math.inf)
+    ('3 given the structure', 'inf')
+    """
+    return fmt_epsilon(eps) + (f" {GIVEN_STRUCTURE}" if given_structure else "")
+
+
+#: The ledger of a manifest without one: nothing records how its matrices were designed.
+NO_LEDGER = Ledger(frequencies="exact", data_dependent=(
+    "the manifest has no privacy ledger, so nothing records whether its matrices were designed from the data",))
+
+
+def unperturbed_columns(manifest: Any, columns: Sequence[str]) -> tuple[str, ...]:
+    """The columns of a released file that the manifest neither perturbs nor names in a fact (strata,
+    household ids and weights are named by theirs): released as they are.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> unperturbed_columns(Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}),
+    ...                     ["id", "sex", "income"])
+    ('id', 'income')
+    """
+    named = set(manifest.read_columns) | set(manifest.input.get("weights") or ())
+    return tuple(c for c in columns if c not in named)
+
+
+def release_guarantee(manifest: Any, columns: Sequence[str] | None = None) -> Guarantee:
+    """The guarantee of a release: the one function every surface calls.
+
+    Parameters
+    ----------
+    manifest : pramkit.Manifest
+        The release's manifest.
+    columns : sequence of str, optional
+        The released file's columns (the original's: the release keeps them); ``None`` when no
+        file is known (a manifest alone).
+
+    Returns
+    -------
+    Guarantee
+        Its figure, qualifier, sentence and what it does not cover, derived from the manifest's
+        matrices, facts and ledger.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest, PramMatrix
+    >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])}, ledger=Ledger())
+    >>> g = release_guarantee(m, ["sex", "income"])
+    >>> g.figure, g.not_covered
+    ('1.387', ('which values of sex are missing', 'the column income (released as it is)'))
+    >>> release_guarantee(m).not_covered[-1]
+    'the columns that are not perturbed (released as they are)'
+    """
+    ledger = manifest.ledger if manifest.ledger is not None else NO_LEDGER
+    facts = tuple(manifest.exact_facts)
+    eps = [v.epsilon_given_shown for v in manifest.variables]
+    unperturbed = None if columns is None else unperturbed_columns(manifest, columns)
+    loose: tuple[str, ...] = ("the columns that are not perturbed (released as they are)",)
+    if unperturbed is not None:
+        loose = () if not unperturbed else (f"the column {unperturbed[0]} (released as it is)",) \
+            if len(unperturbed) == 1 else (f"the columns {_and(unperturbed)} (released as they are)",)
+    ordered = sorted(facts, key=lambda f: FACT_KINDS.index(f.kind))
+    not_covered = tuple(dict.fromkeys([*(f.reveals for f in ordered), *loose, *ledger.data_dependent]))
+    return Guarantee(ledger.total(eps), bool(manifest.is_structured),
+                     ledger.statement(eps, facts=facts, unperturbed=unperturbed), not_covered, unperturbed,
+                     tuple(ledger.data_dependent), facts)
 
 
 def default_design_epsilon(budget: float, rows: int, cells: Sequence[int]) -> float:

@@ -27,7 +27,16 @@ from pramkit.atomic import write_text_atomic
 from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label, joint_cell
-from pramkit.ledger import ExactFact, Ledger, epsilon_to_json, exact_words
+from pramkit.ledger import (
+    NO_LEDGER,
+    ExactFact,
+    Ledger,
+    epsilon_to_json,
+    exact_words,
+    kept_facts,
+    kept_values,
+    release_guarantee,
+)
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import record_epsilon
 
@@ -216,13 +225,7 @@ class PerturbedVariable:
         """
         if self.matrix.blocks is None:
             return []
-        own = []
-        for idx, _ in self.matrix.blocks:
-            if idx.size == 1:
-                c = self.matrix.categories[int(idx[0])]
-                c = c[len(self.given):] if isinstance(c, tuple) else c
-                own.append(c[0] if isinstance(c, tuple) and len(c) == 1 else c)
-        return list(dict.fromkeys(own))
+        return kept_values(self.matrix.categories, [idx for idx, _ in self.matrix.blocks], len(self.given))[0]
 
     def classes(self) -> list[list[Label]]:
         """The classes of the variable's values that its release shows exactly beyond its strata and
@@ -269,11 +272,7 @@ class PerturbedVariable:
     def _class_words(self) -> str | None:
         """"which class of V's categories each value lies in (...)", or ``None`` without classes."""
         classes = self.classes()
-        if not classes:
-            return None
-        shown = ", ".join("{" + ", ".join(repr(x) for x in c[:4]) + (", ..." if len(c) > 4 else "") + "}"
-                          for c in classes[:3]) + (", ..." if len(classes) > 3 else "")
-        return f"which class of {self.name}'s categories each value lies in (the matrix's blocks: {shown})"
+        return ExactFact.of("block", (self.name,), values=classes).reveals if classes else None
 
     @property
     def own_columns_joint(self) -> bool:
@@ -421,25 +420,21 @@ class PerturbedVariable:
         >>> [f.kind for f in PerturbedVariable("occupation", m).exact_facts()]
         ['kept_code', 'missing']
         """
-        facts = []
-        classes = self._class_words()
-        if classes:
-            facts.append(ExactFact("block", (self.name,), classes))
-        kept = self._unchanged_words()
-        if kept:
-            facts.append(ExactFact("kept_code", (self.name,), kept))
+        classes = self.classes()
+        facts = [ExactFact.of("block", (self.name,), values=classes)] if classes else []
+        facts += self._kept_facts()
         if self.missing == "keep":
-            if self.own_columns_joint:
-                facts.append(ExactFact("joint_missing", (self.name,), (
-                    f"which of {', '.join(self.columns)} are missing in each record (they stay missing and "
-                    "no value becomes missing; the others are perturbed by the matrix's margin over them)")))
-            else:
-                facts.append(ExactFact("missing", (self.name,), f"which values of {self.name} are missing"))
+            facts.append(ExactFact.of("joint_missing", (self.name,), values=self.columns) if self.own_columns_joint
+                         else ExactFact.of("missing", (self.name,)))
         if self.given:
-            facts.append(ExactFact("stratum_missing", (self.name,), (
-                f"the values of {', '.join(self.columns)} in a record whose stratum ({', '.join(self.given)}) is "
-                "missing are released unperturbed"), covered=False))
+            facts.append(ExactFact.of("stratum_missing", (self.name,), values=self.columns, column=", ".join(self.given)))
         return facts
+
+    def _kept_facts(self) -> list[ExactFact]:
+        """The variable's ``"kept_code"`` facts (:func:`pramkit.ledger.kept_facts`)."""
+        if not self.is_structured:
+            return []
+        return kept_facts(self.name, self.matrix.categories, [idx for idx, _ in self.matrix.blocks or ()], self.given)
 
     def structure_words(self) -> str | None:
         """What a structured variable releases exactly, in words (``None`` if nothing).
@@ -463,12 +458,8 @@ class PerturbedVariable:
         return " and ".join(parts) if parts else f"the block of {self.name}'s value"
 
     def _unchanged_words(self) -> str | None:
-        """"whether V is one of the values it never changes (...)", or ``None`` when there are none."""
-        kept = self.unchanged_values()
-        if not kept:
-            return None
-        shown = ", ".join(repr(c) for c in kept[:5]) + (", ..." if len(kept) > 5 else "")
-        return f"whether {self.name} is one of the values it never changes ({shown})"
+        """"whether V is one of the values it never changes (...)" (and where), or ``None`` when there are none."""
+        return " and ".join(f.reveals for f in self._kept_facts()) or None
 
     def to_dict(self) -> dict[str, Any]:
         """The variable as JSON values, its matrix written by :meth:`pramkit.PramMatrix.to_dict`
@@ -742,36 +733,28 @@ class Manifest:
         facts: list[ExactFact] = []
         strata = list(dict.fromkeys(c for v in self.variables for c in v.given))
         if strata:
-            facts.append(ExactFact("stratum", tuple(strata), f"the strata ({', '.join(strata)}, released unperturbed)"))
+            facts.append(ExactFact.of("stratum", tuple(strata)))
         per_variable = [f for v in self.variables for f in v.exact_facts()]
         facts += [f for f in per_variable if f.kind in ("block", "kept_code")]
         missing = [f.variables[0] for f in per_variable if f.kind == "missing"]
         if missing:
-            facts.append(ExactFact("missing", tuple(missing), (
-                f"which values of {', '.join(missing)} are missing" if len(missing) == 1 else
-                f"which values of {', '.join(missing[:-1])} and {missing[-1]} are missing")))
+            facts.append(ExactFact.of("missing", tuple(missing)))
         codes = self.input.get("missing_codes") if isinstance(self.input, Mapping) else None
         kept = missing + [f.variables[0] for f in per_variable if f.kind == "joint_missing"]
         if codes and kept:  # a format whose missing values are codes (io_stat.missing_code_words), named at design
-            facts.append(ExactFact("missing_code", tuple(kept), (
-                f"which missing code each missing value of {kept[0]} holds ({codes})" if len(kept) == 1 else
-                f"which missing code each missing value of {', '.join(kept[:-1])} and {kept[-1]} holds ({codes})")))
+            facts.append(ExactFact.of("missing_code", tuple(kept), values=(codes,)))
         facts += [f for f in per_variable if f.kind not in ("block", "kept_code", "missing")]
         structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
         if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
-            facts.append(ExactFact("rule_breaker", tuple(self.names), (
-                "records that break an edit rule are released unperturbed"), covered=False))
+            facts.append(ExactFact.of("rule_breaker", tuple(self.names)))
         units: dict[str, list[str]] = {}
         for v in self.variables:
             if v.unit:
                 units.setdefault(v.unit, []).append(v.name)
-        facts += [ExactFact("household", tuple(names), f"the household id {unit} (who lives with whom)", column=unit)
-                  for unit, names in units.items()]
+        facts += [ExactFact.of("household", tuple(names), column=unit) for unit, names in units.items()]
         weights = self.input.get("weights") if isinstance(self.input, Mapping) else None
         if weights:
-            facts.append(ExactFact("weights", (), (
-                f"the sampling weights ({', '.join(weights)}) are released as they are, and a rare weight can single "
-                "a person out (pramkit risk --weights measures how far)"), column=", ".join(weights), covered=False))
+            facts.append(ExactFact.of("weights", (), column=", ".join(weights)))
         return tuple(facts)
 
     @property
@@ -780,16 +763,15 @@ class Manifest:
         return exact_words(self.exact_facts)
 
     def _ledger(self) -> Ledger:
-        return self.ledger if self.ledger is not None else Ledger(frequencies="exact", data_dependent=(
-            "the manifest has no privacy ledger, so nothing records whether its matrices were designed from "
-            "the data",))
+        return self.ledger if self.ledger is not None else NO_LEDGER
 
     @property
     def guarantee(self) -> str:
         """The guarantee sentence for what is published with this manifest
         (:meth:`pramkit.ledger.Ledger.statement` of its :attr:`exact_facts`): the manifest's
-        ``ledger.statement``, ``pramkit inspect`` and both reports print it."""
-        return self._ledger().statement([v.epsilon_given_shown for v in self.variables], facts=self.exact_facts)
+        ``ledger.statement``; :func:`pramkit.ledger.release_guarantee` (with the released file's
+        columns, when known) is what every surface prints."""
+        return release_guarantee(self).sentence
 
     def _ledger_dict(self) -> dict[str, Any]:
         from pramkit.privacy.amplification import sampled_ledger

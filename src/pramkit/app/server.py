@@ -501,7 +501,7 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         if d is None:
             return ui.p("Choose the variables and the budget, then Design.")
         return ui.div(ui.p(ui.strong("Guarantee: "), d.guarantee),
-                      ui.p(ui.strong("Record epsilon: "), d.record_epsilon),
+                      ui.p(ui.strong(d.headline)), ui.p(d.coverage),
                       *(ui.p(ui.em(note)) for note in d.notes), class_="alert alert-info")
 
     output(id="ledger")(_table(step, lambda d: d.ledger))
@@ -628,9 +628,11 @@ def export_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: 
         d = design.result()
         if d is None:
             return None
+        coverage = ui.p(d.coverage)  # the ledger's words (pramkit.ledger.Guarantee.coverage), as every surface
         if not d.uncovered:
-            return ui.p("Everything the public files tell about the data is covered by a DP mechanism.")
-        return ui.div(ui.p(ui.strong("Not covered by a DP mechanism:")), ui.tags.ul(*(ui.tags.li(s) for s in d.uncovered)),
+            return coverage
+        return ui.div(coverage, ui.p(ui.strong("Derived from the data without a DP mechanism:")),
+                      ui.tags.ul(*(ui.tags.li(s) for s in d.uncovered)),
                       ui.input_checkbox("confirm", "I have read these statements; release anyway"),
                       class_="alert alert-warning")
 

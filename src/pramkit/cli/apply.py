@@ -12,6 +12,8 @@ from pramkit.defaults import CHUNK_ROWS
 
 if TYPE_CHECKING:
     from pramkit.engine.perturb import ApplyResult
+    from pramkit.ledger import Guarantee
+    from pramkit.manifest import Manifest
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,13 +85,20 @@ def files(args: argparse.Namespace) -> Files:
     return [args.data, args.manifest, args.key_file], [args.out, receipt_path(args.out)]
 
 
-def print_summary(result: ApplyResult) -> None:
-    """Print what ``pramkit apply`` did: the file written, its receipt, the key and the changes per variable.
+def print_summary(result: ApplyResult, guarantee: Guarantee | None = None, manifest: Manifest | None = None) -> None:
+    """Print what ``pramkit apply`` did: the file written, its receipt, the key, the changes per variable
+    and the ledger's guarantee.
 
     Parameters
     ----------
     result : pramkit.engine.perturb.ApplyResult
         The outcome of :func:`pramkit.apply_file` (or of the Spark engine).
+    guarantee : pramkit.ledger.Guarantee, optional
+        The release's guarantee (:func:`pramkit.engine.receipt.released_guarantee`); without it, the
+        manifest's record epsilon alone.
+    manifest : pramkit.Manifest, optional
+        The manifest applied: says which records a variable counts as missing (a joint variable's or a
+        stratified one's records with a missing column).
 
     Examples
     --------
@@ -97,33 +106,43 @@ def print_summary(result: ApplyResult) -> None:
     >>> import pandas as pd
     >>> import pramkit
     >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.engine.receipt import released_guarantee
     >>> with tempfile.TemporaryDirectory() as d:
     ...     data, manifest = os.path.join(d, "data.csv"), os.path.join(d, "m.json")
     ...     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20}).to_csv(data, index=False)
     ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0)}).write(manifest)
     ...     result = pramkit.apply_file(data, manifest, os.path.join(d, "released.csv"), key=bytes(32), quiet=True)
-    ...     print_summary(result)  # doctest: +ELLIPSIS
+    ...     m = pramkit.Manifest.read(manifest)
+    ...     print_summary(result, released_guarantee(m, result.output), m)  # doctest: +ELLIPSIS
     wrote ...released.csv: 100 rows in ... s
     receipt: ...released.csv.receipt.json (public: which manifest made the release)
     key: the key given by the caller, fingerprint cefdef73c38963ef
       region: 41 values changed (41 % of non-missing), 0 missing left as they were
-    record epsilon: 1 (the manifest's: design step plus the perturbed variables)
+    record epsilon: 1 (design step plus the perturbation)
+    Not covered by a DP mechanism: which values of region are missing; the manifest has no privacy ledger, ...
+    The released file shows exactly, as the original does: which values of region are missing; ...
     """
     print(f"wrote {result.output}: {result.rows:,} rows in {result.seconds:.2f} s")
     if result.receipt:
         print(f"receipt: {result.receipt} (public: which manifest made the release)")
     print(f"key: {result.key_source}, fingerprint {result.key_fingerprint}")
     for v in result.variables:
-        print(
-            f"  {v.name}: {v.changed:,} values changed ({figure(100 * v.changed_share, 3)} % of non-missing), "
-            f"{v.missing:,} missing left as they were",
-        )
+        variable = None if manifest is None or v.name not in manifest.names else manifest[v.name]
+        missing = v.missing - v.outside  # a rule breaker is counted with the missing values, and is not one
+        if variable is not None and (variable.given or variable.own_columns_joint):
+            what = f"{missing:,} records missing one of {', '.join(variable.read_columns)} (missing values left missing)"
+        else:
+            what = f"{missing:,} missing left as they were"
+        print(f"  {v.name}: {v.changed:,} values changed ({figure(100 * v.changed_share, 3)} % of non-missing), "
+              + what + (f", {v.outside:,} records that break an edit rule released unperturbed" if v.outside else ""))
     if result.release:
         print(f"release label: {result.release} (public, in the receipt: the release is made again only with it)")
     if not result.variables:
         print(f"  perturbed: {', '.join(result.perturbed)} (changes are not counted on Spark)")
-    print(f"record epsilon: {figure(result.record_epsilon)} (the manifest's: design step plus the perturbed "
-          "variables)")
+    if guarantee is None:
+        print(f"record epsilon: {figure(result.record_epsilon)} (design step plus the perturbation)")
+    else:
+        print("\n".join(guarantee.lines()))
     if result.guarantees is not None:
         for line in result.guarantees.lines():
             print(line)
@@ -201,5 +220,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
     else:
-        print_summary(result)
+        from pramkit.engine.receipt import released_guarantee
+        from pramkit.manifest import Manifest
+
+        manifest = Manifest.read(args.manifest)
+        print_summary(result, released_guarantee(manifest, args.out), manifest)
     return 0

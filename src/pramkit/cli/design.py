@@ -308,6 +308,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit._json import dumps
     from pramkit.atomic import check_writable
+    from pramkit.engine.receipt import released_guarantee
     from pramkit.engine.rng import SecretKey
     from pramkit.privacy.amplification import release_guarantees
     from pramkit.release.choices import DesignChoices
@@ -338,7 +339,9 @@ def run(args: argparse.Namespace) -> int:
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     if "sampling" in release.manifest.input:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()
-    print(dumps(out)) if args.json else _print_written(out, release.manifest)  # JSON values already
+    guarantee = released_guarantee(release.manifest, args.data)  # the release keeps the data's columns
+    out["guarantee"] = guarantee.to_dict()
+    print(dumps(out)) if args.json else _print_written(out, release.manifest, guarantee)  # JSON values already
     if "target" in release.record.extra and not args.json:
         _print_target(release.record.extra["target"])
     return 0
@@ -363,7 +366,7 @@ def _print_target(found: dict) -> None:
 def _derived_mode(args: argparse.Namespace) -> int:
     """``--derive-from``: design the public-use release, write its manifest, print what it keeps."""
     from pramkit.atomic import check_writable
-    from pramkit.ledger import fmt_epsilon
+    from pramkit.ledger import fmt_epsilon, release_guarantee
     from pramkit.release.choices import DesignChoices
 
     if args.data is not None:
@@ -392,19 +395,23 @@ def _derived_mode(args: argparse.Namespace) -> int:
     for name, v in out["per_variable"].items():
         print(f"{name}: composed epsilon = {fmt_epsilon(v['epsilon'])}, I(X;Z) = {v['information_nats']:.4g} nats "
               f"under the {out['frequencies']}, optimal = {v['optimal']}")
-    print(f"wrote {args.out} (public; record epsilon {fmt_epsilon(out['record_epsilon'])}, the pair's "
+    guarantee = release_guarantee(derived.manifest)  # no file read: the released file's columns are not known
+    print(f"wrote {args.out} (public; record epsilon {guarantee.figure}, the pair's "
           f"{fmt_epsilon(out['pair_record_epsilon'])}): apply it to the released file "
           f"{out['derived_from']['manifest']} describes")
-    print(derived.manifest.guarantee)
+    print("\n".join(guarantee.lines()))
     return 0
 
 
-def _print_written(out: dict[str, Any], manifest: Any) -> None:
-    """What was designed and written, the guarantee, the notes."""
-    from pramkit.ledger import fmt_epsilon
+def _print_written(out: dict[str, Any], manifest: Any, guarantee: Any) -> None:
+    """What was designed and written, the guarantee (:func:`pramkit.engine.receipt.released_guarantee`), the notes."""
+    from pramkit.ledger import RELEASED_EXACTLY, fmt_epsilon
 
     for n, v in out["per_variable"].items():
         info = v["information_nats"]
+        if n not in manifest.names and not any(n in w.columns for w in manifest.variables):
+            print(f"{n}: {RELEASED_EXACTLY}")  # the optimal split gave it nothing: it is not perturbed at all
+            continue
         print(f"{n}: epsilon = {fmt_epsilon(float(v['epsilon']))}"  # "inf" in JSON values
               + ("" if info is None else f", I(X;Z) = {info:.4g} nats on the data"))
     if out["total_information_nats"] is not None:
@@ -412,10 +419,9 @@ def _print_written(out: dict[str, Any], manifest: Any) -> None:
     for key in ("worst_posterior", "l2_loss"):
         if key in out:
             print(f"{key.replace('_', ' ')}: {out[key]:.4g}")
-    given = " given the structure" if manifest.is_structured else ""
-    print(f"wrote {out['manifest']} (public; record epsilon {fmt_epsilon(manifest.record_epsilon_given_structure)}"
-          f"{given}) and {out['design_record']} (private: never publish it)")
-    print(manifest.guarantee)
+    print(f"wrote {out['manifest']} (public; record epsilon {guarantee.figure}) and {out['design_record']} "
+          "(private: never publish it)")
+    print("\n".join(guarantee.lines()))
     if "guarantees" in out:
         from pramkit.privacy.amplification import release_guarantees
 

@@ -87,13 +87,16 @@ def run(args: argparse.Namespace) -> int:
     >>> json_code, info["record_epsilon"], [v["name"] for v in info["variables"]]
     (0, 1.5, ['region', 'sex'])
     """
-    from pramkit.engine.receipt import inspect_guarantees
+    from pramkit.engine.receipt import inspect_guarantees, released_guarantee
 
     manifest = Manifest.read(args.manifest)
     info = manifest.describe()
     guarantees = inspect_guarantees(manifest, sampling=args.sampling, population=args.population,
                                     released=args.released)
     info["guarantees"] = guarantees.to_dict()
+    stated = released_guarantee(manifest, args.released)  # with a released file, its columns are named
+    info["guarantee"] = stated.sentence
+    info["release_guarantee"] = stated.to_dict()
     if args.json:
         print_json(info)
         return 0
@@ -113,13 +116,9 @@ def run(args: argparse.Namespace) -> int:
         ledger = info["ledger"]
         print(f"design epsilon: {figure(info['design_epsilon'])} (frequencies: {ledger['frequencies']}"
               + (f", prior {ledger['prior']!r}" if ledger["prior"] else "") + ")")
-    print(f"record epsilon: {figure(info['record_epsilon'])} (design step plus the perturbation)")
-    if "record_epsilon_given_structure" in info:
-        print(f"record epsilon given the structure: {figure(info['record_epsilon_given_structure'])} (among records "
-              "that agree on what is shown exactly)")
     for fact in info["released_exactly_facts"]:
         print(f"shown exactly ({fact['kind']}): {fact['reveals']}"
               + ("" if fact["covered"] else " (no epsilon covers these values)"))
-    print(info["guarantee"])
+    print("\n".join(stated.lines()))
     print("\n".join(guarantees.lines()))
     return 0

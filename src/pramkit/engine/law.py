@@ -33,7 +33,10 @@ How each form is quantised (``q`` the diagonal, ``v`` an off-diagonal entry):
   S) going to the row's last other category; where ``q_k < w_k``,
   ``W_k = floor(w_k D)`` (at least one; fewer if the diagonal would get fewer than
   ``ceil(q_k D)`` units) and the diagonal takes the rest (none when ``q_k = 0``:
-  then the rest goes to the last other category).  The larger entry
+  then the rest goes to the last other category).  Uniform rows (``q_k = w_k`` in every row)
+  get ``floor(D / S)`` units for every category and the ``E`` left over for the last
+  category in every row, so that the rows are identical and the law's epsilon is exactly
+  0 (the classes of a k-anonymity design).  The larger entry
   of a row is rounded down and the smaller up, which never raises a ratio of a
   row's entry to another row's of the other kind, the ratios that set epsilon in
   the DP designs.
@@ -139,11 +142,23 @@ def form8_units(q: np.ndarray, w: np.ndarray, bits: int = BITS) -> tuple[np.ndar
     >>> k, w, e = form8_units(np.array([1 - 2e-300, 0.5]), np.array([2e-300, 0.5]), bits=4)
     >>> k.tolist(), w.tolist()  # a tiny entry gets one unit, taken from the diagonal
     ([15, 8], [1, 8])
+    >>> k, w, e = form8_units(np.full(3, 1 / 3), np.full(3, 1 / 3), bits=4)
+    >>> k.tolist(), w.tolist(), e.tolist()  # uniform: every row is [5, 5, 6], so the law is uniform exactly
+    ([5, 5, 6], [5, 5, 5], [1, 1, 0])
     """
     d = 1 << bits
     s = q.size
     if s == 1:
         return np.array([d], dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if np.all(q == w) and q[0] > 0:
+        # uniform rows: every row gets the same units (the E left over on the last category, which is the
+        # last row's own), so that the law is uniform exactly and its epsilon is exactly 0
+        units = np.full(s, d // s, dtype=np.int64)
+        extra = np.full(s, d - s * (d // s), dtype=np.int64)
+        keep = units.copy()
+        keep[-1] += extra[-1]
+        extra[-1] = 0
+        return keep, units, extra
     moving = w > 0
     need = (q > 0).astype(np.int64)
     anti = q < w  # the diagonal is the smaller entry: round it up and the others down

@@ -748,3 +748,72 @@ def _stated(base: Guarantees, receipt: Mapping[str, Any] | None) -> Guarantees:
     return dataclasses.replace(base, shuffled=None if central is None else float(central),
                                delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],
                                clones=shuffle.get("shuffled_records"))
+
+
+def table_columns(source: Any) -> list[str] | None:
+    """The columns of a table, read from its header or schema alone: a file (CSV, Parquet, Stata,
+    SPSS, SAS), a folder of part files, or a frame in memory; ``None`` when it cannot be read.
+
+    Examples
+    --------
+    >>> import pandas as pd, pathlib, tempfile
+    >>> table_columns(pd.DataFrame({"a": [1], "b": [2]})), table_columns(None)
+    (['a', 'b'], None)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (pathlib.Path(d) / "r.csv").write_text("sex,age\\nm,31\\n")
+    ...     print(table_columns(pathlib.Path(d) / "r.csv"), table_columns(pathlib.Path(d) / "none.csv"))
+    ['sex', 'age'] None
+    """
+    from pramkit.frames import frame_columns, frame_kind
+
+    if source is None:
+        return None
+    if frame_kind(source) is not None:
+        return [str(c) for c in frame_columns(source)]
+    from pramkit.io import _csv_header, table_format
+
+    try:
+        p = Path(source)
+        if p.is_dir():  # part files: each has the release's columns
+            p = min((q for q in p.iterdir() if q.suffix in (".csv", ".parquet") and q.stat().st_size > 0),
+                    key=lambda q: q.name)
+        fmt = table_format(p)
+        if fmt == "csv":
+            return _csv_header(p)
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(p).names)
+        from pramkit.io_stat import stat_columns
+
+        return stat_columns(p, fmt)
+    except (PramkitError, OSError, ValueError, TypeError):
+        return None
+
+
+def released_guarantee(manifest: Any, released: Any = None) -> Any:
+    """The ledger's guarantee of a release (:func:`pramkit.ledger.release_guarantee`), with the columns of
+    ``released`` (the released file, or the original: the release keeps its columns) when it can be read.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release's manifest.
+    released : path or frame, optional
+        A table with the release's columns (:func:`table_columns`).
+
+    Returns
+    -------
+    pramkit.ledger.Guarantee
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> released_guarantee(m, pd.DataFrame({"sex": ["f"], "id": [1]})).unperturbed
+    ('id',)
+    """
+    from pramkit.ledger import release_guarantee
+
+    return release_guarantee(manifest, table_columns(released))

@@ -647,6 +647,8 @@ class Guarantees:
         The conditions of ``shuffled``, or the one that fails.
     clones : int, optional
         The ``n`` of the shuffle bound: the fewest released records that agree on what is shown exactly.
+    local_given : bool
+        ``local`` holds given the structure (:attr:`pramkit.ledger.Guarantee.given_structure`), and says so.
     """
 
     local: float
@@ -656,6 +658,7 @@ class Guarantees:
     delta: float | None = None
     shuffle_conditions: str | None = None
     clones: int | None = None
+    local_given: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The guarantees as JSON values (``inf`` as the text ``"inf"``)."""
@@ -669,6 +672,7 @@ class Guarantees:
             "shuffled_delta": self.delta,
             "shuffle_conditions": self.shuffle_conditions,
             "shuffled_records": self.clones,
+            **({"local_epsilon_is_given_structure": True} if self.local_given else {}),
         }
 
     def lines(self) -> list[str]:
@@ -679,9 +683,9 @@ class Guarantees:
         >>> Guarantees(6.0, by_sampling(6.0, 0.05), "a secret sample").lines()[1]
         'sampled: epsilon 3.051 if a secret sample'
         """
-        from pramkit.ledger import fmt_epsilon
+        from pramkit.ledger import epsilon_figure, fmt_epsilon
 
-        out = [f"local: epsilon {fmt_epsilon(self.local)} per record, whoever reads the file"]
+        out = [f"local: epsilon {epsilon_figure(self.local, self.local_given)} per record, whoever reads the file"]
         if self.sampled is not None:
             out.append(f"sampled: epsilon {fmt_epsilon(self.sampled)} if {self.sampling_conditions}")
         if self.shuffled is not None:
@@ -741,7 +745,7 @@ def sampled_ledger(manifest: Any) -> dict[str, Any]:
 
     if not manifest.input.get("sampling"):
         return {}
-    sampled, words = sampled_guarantee(manifest.record_epsilon, Sampling.from_dict(manifest.input["sampling"]))
+    sampled, words = sampled_guarantee(manifest.record_epsilon_given_structure, Sampling.from_dict(manifest.input["sampling"]))
     return {"sampled_epsilon": epsilon_to_json(sampled), "sampled_conditions": words}
 
 
@@ -945,10 +949,13 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
     """
     if sampling is None and manifest.input.get("sampling"):
         sampling = Sampling.from_dict(manifest.input["sampling"])
-    local = manifest.record_epsilon
+    from pramkit.ledger import release_guarantee
+
+    stated = release_guarantee(manifest)  # the ledger's figure and qualifier, as every surface states it
+    local = stated.record_epsilon
     sampled, words = sampled_guarantee(local, sampling)
     if columns is None:
-        return Guarantees(local, sampled, words)
+        return Guarantees(local, sampled, words, local_given=stated.given_structure)
     households = [v.unit for v in manifest.variables if v.unit]
     failures = shuffle_failures(columns, manifest.columns, public_columns, households, shuffled=shuffled)
     failures += [f.reveals for f in manifest.exact_facts if not f.covered]
@@ -958,7 +965,7 @@ def release_guarantees(manifest: Any, *, columns: Sequence[str] | None = None,
     central, conditions = shuffled_guarantee(manifest.perturbation_epsilon, design, max(int(clones or 1), 1),
                                              failures, matrix=matrix, delta=delta)
     return Guarantees(local, sampled, words, central, None if central is None else delta, conditions,
-                      None if clones is None else int(clones))
+                      None if clones is None else int(clones), stated.given_structure)
 
 
 def check_statement(sampling: str | None, population: int | None) -> None:

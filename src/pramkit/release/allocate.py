@@ -127,7 +127,7 @@ def _optimal(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
     fitted = split_within(_budget(plan), freqs.design_epsilon, list(funded.values()))
     left = [n for n in plan.names if n not in funded]
     warnings = () if not left else (
-        f"variables {left} get epsilon 0 in the optimal split and are released unperturbed only if they are not "
-        "sensitive; use split equal to perturb every variable",)
+        f"variables {left} get no budget in the optimal split: they are released exactly (not perturbed), which "
+        "suits only variables that are not sensitive; use split equal to perturb every variable",)
     return Allocation(dict(zip(funded, fitted)), {"split_upper_bound_nats": best.upper_bound_nats,
                                                   "split_grid_step": best.grid_step}, warnings)

@@ -50,7 +50,7 @@ from pramkit.design.measures import measure
 from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
 from pramkit.engine.codebook import encode
-from pramkit.engine.receipt import report_guarantees
+from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
@@ -581,6 +581,10 @@ class ReleaseReport:
     guarantees : pramkit.privacy.amplification.Guarantees, optional
         Local, sampled and shuffled guarantees side by side
         (:func:`pramkit.engine.receipt.report_guarantees`).
+    stated : pramkit.ledger.Guarantee, optional
+        The ledger's guarantee of the release (:func:`pramkit.engine.receipt.released_guarantee`: with the
+        released file's columns): the figure, what it does not cover and the sentence, as every surface
+        states them; ``record_epsilon`` and ``guarantee`` are its figure and its sentence.
 
     Examples
     --------
@@ -624,6 +628,7 @@ class ReleaseReport:
     audit: Any = None
     contributions: ReleaseContributions | None = None
     guarantees: Any = None
+    stated: Any = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1213,9 +1218,10 @@ def build_report(
         keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=f"{note}; {complete_note}",
         before=RiskFigures.of(before), after=after, after_note=after_note, recognition=recognition,
     )
+    stated = released_guarantee(manifest, released)
     return ReleaseReport(
         ledger=_ledger(manifest),
-        record_epsilon=manifest.record_epsilon,
+        record_epsilon=stated.record_epsilon,
         risk=risk,
         utility=utility,
         utility_note=" ".join(filter(None, [
@@ -1226,13 +1232,14 @@ def build_report(
         pramkit_version=__version__,
         created=_now(),
         seconds=seconds,
-        guarantee=manifest.guarantee,
+        guarantee=stated.sentence,
         ledger_facts=_ledger_facts(manifest),
         records=len(release),
         locality=locality,
         structure=structure_facts(manifest),
         contributions=explained,
         guarantees=report_guarantees(manifest, released_path),
+        stated=stated,
     )
 
 
@@ -1424,12 +1431,13 @@ def build_public_report(
         manifest_input=dict(manifest.input), manifest_created=manifest.created,
         manifest_version=manifest.pramkit_version,
     )
+    stated = released_guarantee(manifest, released)
     return ReleaseReport(
-        ledger=_ledger(manifest), record_epsilon=manifest.record_epsilon, risk=None, utility=utility,
+        ledger=_ledger(manifest), record_epsilon=stated.record_epsilon, risk=None, utility=utility,
         utility_note=" ".join(filter(None, [f"jointly perturbed variable(s) {left_out} are not shown" if left_out
                                             else "", weighted_note(weights)])),
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
-        seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=manifest.guarantee,
+        seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=stated.sentence,
         ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
-        structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path),
+        structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path), stated=stated,
     )

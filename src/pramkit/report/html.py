@@ -184,10 +184,13 @@ def _ledger(report: ReleaseReport) -> str:
                   f"{_e(fmt(facts['perturbation_epsilon']) if not isinstance(facts['perturbation_epsilon'], str) else facts['perturbation_epsilon'])} nats"
                   + (f"; record budget {fmt(facts['record_epsilon_budget'])} nats" if facts.get("record_epsilon_budget")
                      is not None else "") + ".</p>" + _category_sources(facts.get("categories") or {}))
+    stated = report.stated
+    headline = (f"<p><b>{_e(stated.headline)}</b> (nats; the variables are perturbed independently: sequential "
+                f"composition).</p><p>{_e(stated.coverage)}</p>" if stated is not None else
+                f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, "
+                "which are perturbed independently: sequential composition).</p>")
     return (
-        table +
-        f"<p><b>Record epsilon: {fmt(report.record_epsilon)} nats</b> (the design step plus the variables, which "
-        "are perturbed independently: sequential composition).</p>" + design + warn
+        table + headline + design + warn
         + f'<div class="{box}">{meaning}</div>' + _guarantees(report.guarantees)
         + _shown_exactly(facts.get("released_exactly_facts") or [])
     )
@@ -430,8 +433,13 @@ def _provenance(report: ReleaseReport) -> str:
     return designs + files
 
 
+def _figure(report: ReleaseReport) -> str:
+    """The record epsilon as the ledger states it (:attr:`pramkit.ledger.Guarantee.figure`), in nats."""
+    return f"{report.stated.figure} (nats)" if report.stated is not None else f"{fmt(report.record_epsilon)} nats"
+
+
 def _cards(report: ReleaseReport) -> str:
-    cards = [("record epsilon", f"{fmt(report.record_epsilon)} nats"), ("records", fmt(report.records))]
+    cards = [("record epsilon", _figure(report)), ("records", fmt(report.records))]
     if report.risk is not None:
         before, after = report.risk.before, report.risk.after
         cards += [
@@ -470,7 +478,7 @@ def publication_sentence(public: bool) -> str:
             "publish it (publish the public report instead).")
 
 
-def _structure(facts: Mapping[str, Any]) -> str:
+def _structure(facts: Mapping[str, Any], figure: str | None = None) -> str:
     """Edit rules, strata, values never changed and household units, and the epsilon given them."""
     parts = []
     rules = facts.get("rules")
@@ -494,7 +502,7 @@ def _structure(facts: Mapping[str, Any]) -> str:
     if facts.get("released_exactly"):
         parts.append(f'<div class="note">Released exactly, as in the original: {_e(facts["released_exactly"])}. '
                      f"Among records that agree on it, the record epsilon is "
-                     f"{fmt(facts['record_epsilon_given_structure'])} nats.</div>")
+                     f"{_e(figure or fmt(facts['record_epsilon_given_structure']) + ' nats')}.</div>")
     return "".join(parts)
 
 
@@ -544,7 +552,7 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     if report.locality:
         out.append(("How far values move", _locality(report)))
     if report.structure:
-        out.append(("Structure of the microdata", _structure(report.structure)))
+        out.append(("Structure of the microdata", _structure(report.structure, _figure(report))))
     if report.audit is not None:
         out.append(("Audit", _audit(report.audit)))
     out.append(("Provenance", _provenance(report)))
@@ -577,7 +585,7 @@ def render_html(report: ReleaseReport) -> str:
     (True, True)
     >>> re.findall(r"<h2>(.*?)</h2>", page)
     ['1. Privacy ledger', '2. Estimates from the released file', '3. Provenance']
-    >>> "<b>Record epsilon: 1.099 nats</b>" in page, "http" in page        # log 3; nothing online
+    >>> "<b>record epsilon: 1.099 (design step plus the perturbation)</b>" in page, "http" in page  # log 3; offline
     (True, False)
     """
     return (

@@ -225,7 +225,7 @@ class Workbench:
         key = key or (self.designed.key if self.designed else SecretKey.generate())
         release = choices.release(source.path, names, key=None if choices.recognition is not None else key)
         view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
-                           _distances(release.manifest, release.record.variables))
+                           _distances(release.manifest, release.record.variables), columns=source.names)
         self.designed, self.applied, self.exported = Designed(names, choices, key, view), None, None
         return view
 
@@ -263,7 +263,7 @@ class Workbench:
         kept = self.work / INPUTS / "manifest.json"
         if Path(path).resolve() != kept.resolve():
             shutil.copyfile(path, kept)
-        view = design_view(manifest, None, _heatmaps(manifest), {})
+        view = design_view(manifest, None, _heatmaps(manifest), {}, columns=source.names)
         key = key or (self.designed.key if self.designed else SecretKey.generate())
         names = tuple(v.name for v in manifest.variables)
         self.designed, self.applied, self.exported = Designed(names, None, key, view, kept), None, None

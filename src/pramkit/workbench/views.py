@@ -6,7 +6,7 @@ estimates); a view only arranges them into tables of text and PNG images.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.engine.rng import SecretKey
-from pramkit.ledger import fmt_epsilon
+from pramkit.ledger import GIVEN_STRUCTURE, Guarantee, fmt_epsilon, release_guarantee
 from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import DesignRecord
@@ -129,12 +129,17 @@ class DesignView:
         information kept, the share of values kept and the expected distance moved (where the
         variable has distances).
     uncovered : tuple of str
-        What reaches the public files from the data without a DP mechanism, in the ledger's words.
+        What reaches the manifest from the data without a DP mechanism, in the ledger's words: the
+        officer confirms it before the export.
     heatmaps : dict
         Variable -> PNG of its matrix (variables of at most
         :data:`pramkit.report.plots.HEATMAP_MAX` categories).
     notes : tuple of str
         The design's notes and warnings.
+    stated : pramkit.ledger.Guarantee or None
+        The ledger's guarantee of the release (:func:`pramkit.ledger.release_guarantee`, with the file's
+        columns): ``guarantee`` and ``record_epsilon`` are its sentence and figure, and the Export step
+        shows its :attr:`~pramkit.ledger.Guarantee.coverage`.
     """
 
     manifest: Manifest
@@ -145,6 +150,17 @@ class DesignView:
     uncovered: tuple[str, ...]
     heatmaps: Mapping[str, bytes]
     notes: tuple[str, ...] = ()
+    stated: Guarantee | None = None
+
+    @property
+    def headline(self) -> str:
+        """The record epsilon with its qualifier (:attr:`pramkit.ledger.Guarantee.headline`)."""
+        return (self.stated or release_guarantee(self.manifest)).headline
+
+    @property
+    def coverage(self) -> str:
+        """What no DP mechanism covers, in the ledger's words (:attr:`pramkit.ledger.Guarantee.coverage`)."""
+        return (self.stated or release_guarantee(self.manifest)).coverage
 
 
 def share_kept(p: np.ndarray | None, diagonal: np.ndarray) -> float | None:
@@ -247,7 +263,7 @@ class ExportView:
 
 
 def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mapping[str, bytes],
-                distances: Mapping[str, float]) -> DesignView:
+                distances: Mapping[str, float], columns: Sequence[str] | None = None) -> DesignView:
     """The view of a designed release (figures from its manifest and, when there is one, its design record).
 
     Parameters
@@ -260,6 +276,8 @@ def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mappi
         Variable -> PNG of its matrix.
     distances : mapping
         Variable -> expected distance moved (variables with distances only).
+    columns : sequence of str, optional
+        The file's columns (the release keeps them): the guarantee names those released as they are.
 
     Returns
     -------
@@ -273,7 +291,7 @@ def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mappi
     ('1', [{'variable': 'sex', 'categories': 2, 'epsilon': '1', 'information kept (nats)': 'n/a',
             'values kept (%)': 'n/a', 'expected distance moved': 'n/a'}])
     """
-    given = " given the structure" if manifest.is_structured else ""
+    given = f" {GIVEN_STRUCTURE}" if manifest.is_structured else ""
     rows = []
     for v in manifest.variables:
         figures = {} if record is None else record.variables.get(v.name, {})
@@ -288,7 +306,6 @@ def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mappi
         })
     written = {} if record is None else record.to_dict()
     notes = tuple(written.get("notes", [])) + tuple(f"warning: {w}" for w in written.get("warnings", []))
-    record_epsilon = fmt_epsilon(manifest.record_epsilon_given_structure) + given
-    return DesignView(manifest, record, manifest.guarantee, record_epsilon, pd.DataFrame(rows),
-                      () if manifest.ledger is None else tuple(manifest.ledger.data_dependent), dict(heatmaps),
-                      notes)
+    stated = release_guarantee(manifest, columns)
+    return DesignView(manifest, record, stated.sentence, stated.figure, pd.DataFrame(rows),
+                      () if manifest.ledger is None else stated.data_dependent, dict(heatmaps), notes, stated)
