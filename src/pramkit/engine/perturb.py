@@ -1388,8 +1388,8 @@ def apply_file(
     check_writable(dst, force=force, inputs=inputs)
     if chunk_rows < 1:
         raise ParameterError("chunk_rows must be at least 1")
-    label = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
-    check_derived_input(man, src, label)
+    named = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
+    check_derived_input(man, src, named)
     start = 0
     # exits in reverse order: the released file is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending:
@@ -1400,7 +1400,7 @@ def apply_file(
         perturber.check_columns(meta.columns, f"{str(src)!r}")
         check_shuffle(man, meta.columns, public_columns, shuffle=shuffle)
         if meta.rows is not None:  # known before reading (Parquet, Stata, SPSS): refused before any work
-            stated_sampling(man, meta.rows, repr(str(src)), label)
+            stated_sampling(man, meta.rows, repr(str(src)), named)
         groups = CloneGroups(list(public_columns), man.columns, meta.missing) if shuffle else None
         with progress(total=meta.rows, desc="perturbing", unit="rows", quiet=quiet) as bar, \
                 TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer, \
@@ -1415,7 +1415,7 @@ def apply_file(
                 bar.update(table.num_rows)
             if start == 0:
                 raise DataError(f"file {str(src)!r} has no data rows")
-            stated_sampling(man, start, repr(str(src)), label)  # a CSV's rows are known now, before the rename
+            stated_sampling(man, start, repr(str(src)), named)  # a CSV's rows are known now, before the rename
             out_rows.finish()
             guarantees = None if groups is None else release_guarantees(
                 man, columns=meta.columns, public_columns=public_columns, shuffled=True, clones=groups.smallest,

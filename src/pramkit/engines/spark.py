@@ -714,8 +714,8 @@ def apply_file_spark(
     label = stream.release[1] if stream.release else ""
     dst = Path(out)
     inputs = [data, None if isinstance(manifest, Manifest) else manifest, secret.path]
-    label = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
-    check_derived_input(man, Path(data), label)  # before Spark starts
+    named = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
+    check_derived_input(man, Path(data), named)  # before Spark starts
     _check_format(data, "reads")
     fmt = _check_format(dst, "writes")
     check_writable(dst, force=force, inputs=inputs, folder=True)
@@ -729,7 +729,7 @@ def apply_file_spark(
         released = perturb(df, man, key=stream, missing_codes=codes, release=label)
         _save(shuffle_rows(released, stream) if shuffle else released, tmp, fmt)
         rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
-        stated_sampling(man, rows, repr(str(data)), label)  # before the folder is renamed into place
+        stated_sampling(man, rows, repr(str(data)), named)  # before the folder is renamed into place
         guarantees = release_guarantees(
             man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
             clones=smallest_group(released, public_columns, man.columns, codes)) if shuffle else None
