@@ -685,15 +685,17 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    points: dict[tuple[float, float], list[Row]] = {}  # releases with the same scores share a label
     for r in rows:
-        if r.scores is None:
-            continue
-        finite = r.epsilon is not None
-        ax.scatter(r.scores.matched_all, r.scores.k_marginal, marker="o" if finite else "s",
-                   color="tab:blue" if finite else "tab:gray")
-        label = f"{r.name}" + (f" (eps {r.epsilon:.3g})" if finite else "")
-        ax.annotate(label, (r.scores.matched_all, r.scores.k_marginal), fontsize=7,
-                    xytext=(4, 3), textcoords="offset points")
+        if r.scores is not None:
+            points.setdefault((r.scores.matched_all, r.scores.k_marginal), []).append(r)
+    for (x, y), same in points.items():
+        finite = same[0].epsilon is not None
+        ax.scatter(x, y, marker="o" if finite else "s", color="tab:blue" if finite else "tab:gray")
+        eps = f" (eps {same[0].epsilon:.3g}{' given the structure' if 'given' in same[0].local else ''})" \
+            if finite else ""
+        ax.annotate(" = ".join(r.name for r in same) + eps, (x, y), fontsize=7, xytext=(4, 3),
+                    textcoords="offset points")
     dp = sorted((r for r in rows if r.scores is not None and r.epsilon is not None and r.name.startswith("dp-")
                  and r.name.count("-") == 1), key=lambda r: r.epsilon or 0.0)
     if len(dp) > 1:
