@@ -1,0 +1,776 @@
+"""pramkit releases of NIST's CRC excerpt scored by SDNist, beside the published references.
+
+Releases one file (default: ``national2019`` of NIST's Collaborative Research Cycle, the
+"demographic-focused" features) under named configurations, scores each release with SDNist
+(``python -m sdnist.report RELEASED NATIONAL --data-root ROOT``) and prints one table: the stated
+local and central epsilon (from the manifests' ledgers), k-marginal, pMSE, unique exact matches (as
+a share of all records and of the unique records), inconsistencies, the total variation of the
+2-way tables that ``pramkit.estimate_table`` corrects (mean and max, the raw file's beside it) and
+the time, with the published figures of sdcMicro's ``pram`` and SmartNoise's MST under it.
+
+SDNist pins old library versions: it lives in a virtual environment of its own
+(``benchmarks/sdnist_setup.sh``), found through ``SDNIST_PYTHON`` (its interpreter); the data
+through ``SDNIST_DATA_ROOT`` (default ``../shared/data/nist-crc`` beside the repository).  Without
+either the script prints one line and exits 0.
+
+A configuration is a function that designs and applies a release with the library exactly as an
+officer would (``design_release``, ``apply_file``) and returns the released file and its manifests;
+adding one is a small function decorated with ``@configuration`` (it lands in ``CONFIGS``).
+
+Usage::
+
+    python benchmarks/bench_sdnist.py [--configs raw,dp-10,...] [--list] [--out DIR] [--plot FILE]
+        [--data FILE] [--features A,B,...] [--public A,B] [--target NATIONAL|MA|TX] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_ROOT = REPO.parent / "shared" / "data" / "nist-crc"
+DEFAULT_DATA = DATA_ROOT / "national" / "national2019.csv"
+FEATURES = ("AGEP", "SEX", "MSP", "RAC1P", "HOUSING_TYPE", "OWN_RENT", "EDU", "PINCP_DECILE", "DVET", "DEYE")
+PUBLIC = ("AGEP", "SEX")
+NA = "N"  # SDNist's "not applicable"
+AGE_CLASS = "AGE_CLASS"  # a stratum derived from the public AGEP; not in the scored file
+GROUP_QUARTERS = "GQ"  # a stratum derived from HOUSING_TYPE (released exactly where used)
+
+#: Published figures (CRC data and metric bundle 1.0, national2019, demographic-focused features).
+REFERENCES = (
+    {"configuration": "sdcMicro pram (pd 0.8, alpha 0.5) [published]", "local": "none stated",
+     "k_marginal": 980, "pmse": 0.01373, "matched_all": 31.89, "inconsistencies": "458 + 31"},
+    {"configuration": "SmartNoise MST, central eps 10 [published]", "central": "10",
+     "k_marginal": 969, "matched_all": 7.44},
+)
+
+
+# --------------------------------------------------------------------------------------------
+# SDNist's report.json
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What the benchmark reads from one SDNist ``report.json``.
+
+    k_marginal: k_marginal.k_marginal_synopsys.k_marginal_score (1000: the target itself)
+    pmse: "propensity mean square error".pmse_score
+    matched: unique target records matched exactly by a released record
+    unique: unique records of the target
+    records: records of the released file
+    inconsistent: records with an inconsistency, summed over SDNist's groups (age, work, housing)
+    violations: each inconsistency's name -> its violations
+    """
+
+    k_marginal: float
+    pmse: float
+    matched: int
+    unique: int
+    records: int
+    inconsistent: int
+    violations: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def matched_all(self) -> float:
+        """Matched unique records as a percentage of all records (the published figures)."""
+        return 100.0 * self.matched / self.records
+
+    @property
+    def matched_unique(self) -> float:
+        """Matched unique records as a percentage of the unique records (SDNist 2.4 prints this)."""
+        return 100.0 * self.matched / self.unique
+
+
+def parse_report(report: dict[str, Any]) -> Scores:
+    """Read the scores of one SDNist report (the parsed ``report.json``).
+
+    SDNist 2.4 lists every inconsistency under the ``age`` group whatever its group; the
+    counts per group are in ``inconsistencies.summary``.
+
+    >>> r = {"k_marginal": {"k_marginal_synopsys": {"k_marginal_score": 990}},
+    ...      "propensity mean square error": {"pmse_score": 0.001},
+    ...      "unique_exact_matches": {"records matched in target data": 5, "unique target records": 10},
+    ...      "data_description": {"deid": {"records": 20}},
+    ...      "inconsistencies": {"summary": [{"Number of Records Inconsistent": 2}], "age": {
+    ...          "inconsistencies": [{"inconsistency_name": "child_MSP", "inconsistency_violations": 2}]}}}
+    >>> s = parse_report(r)
+    >>> s.k_marginal, s.matched_all, s.matched_unique, s.inconsistent, s.violations
+    (990, 25.0, 50.0, 2, {'child_MSP': 2})
+    """
+    uem = report["unique_exact_matches"]
+    inc = report["inconsistencies"]
+    violations: dict[str, int] = {}
+    for group in ("age", "work", "housing"):
+        for item in inc.get(group, {}).get("inconsistencies", []):
+            name = item["inconsistency_name"]
+            violations[name] = violations.get(name, 0) + int(item["inconsistency_violations"])
+    return Scores(
+        k_marginal=report["k_marginal"]["k_marginal_synopsys"]["k_marginal_score"],
+        pmse=float(report["propensity mean square error"]["pmse_score"]),
+        matched=int(uem["records matched in target data"]),
+        unique=int(uem["unique target records"]),
+        records=int(report["data_description"]["deid"]["records"]),
+        inconsistent=sum(int(g["Number of Records Inconsistent"]) for g in inc["summary"]),
+        violations=violations,
+    )
+
+
+def sdnist_python() -> str | None:
+    """The interpreter of SDNist's environment (``SDNIST_PYTHON``), or None when it cannot import SDNist."""
+    python = os.environ.get("SDNIST_PYTHON")
+    if not python:
+        return None
+    try:
+        ok = subprocess.run([python, "-c", "import sdnist.report"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return python if ok else None
+
+
+def score(released: Path, *, python: str, data_root: Path, target: str, workdir: Path) -> Scores:
+    """Score one released CSV with SDNist (in ``workdir``, where it writes its ``reports`` folder)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([python, "-m", "sdnist.report", str(released.resolve()), target,
+                           "--data-root", str(data_root.resolve())],
+                          cwd=workdir, capture_output=True, text=True)
+    reports = sorted(workdir.glob("reports/*/report.json"))
+    if proc.returncode != 0 or not reports:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"SDNist failed on {released}: {' | '.join(tail)}")
+    return parse_report(json.loads(reports[-1].read_text(encoding="utf-8")))
+
+
+# --------------------------------------------------------------------------------------------
+# The setting every configuration shares
+
+
+@dataclass
+class Setup:
+    """The file to release and what every configuration may use.
+
+    source: the input file (the scored features, plus derived strata), as read by pramkit
+    frame: the same as text (every value a string, 'N' kept as it is)
+    features: the scored features; public: those released as they are (never perturbed)
+    categories: each variable's codes from SDNist's data dictionary (declared, not read off the data)
+    key: the secret key of every perturbation; seed: the seed of the DP counts' noise
+    """
+
+    source: Path
+    frame: Any
+    features: tuple[str, ...]
+    public: tuple[str, ...]
+    categories: dict[str, list[str]]
+    key: bytes
+    seed: int
+    workdir: Path
+
+    @property
+    def perturbed(self) -> list[str]:
+        return [f for f in self.features if f not in self.public]
+
+    def rng(self) -> random.Random:
+        return random.Random(self.seed)
+
+    def codebook(self, variables: Sequence[str], *, without: Sequence[str] = ()) -> dict[str, list[str]]:
+        return {v: [c for c in self.categories[v] if c not in without] for v in variables if v in self.categories}
+
+    def path(self, name: str) -> Path:
+        return self.workdir / name
+
+    def rules(self, name: str, rows: list[dict[str, str]]) -> Path | None:
+        """Write an edit-rules CSV (docs/structure.md: a row is a forbidden combination, '' any value)."""
+        if not rows:
+            return None
+        columns = list(dict.fromkeys(c for row in rows for c in row))
+        path = self.path(name)
+        with path.open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, columns)
+            w.writeheader()
+            w.writerows(rows)
+        return path
+
+    def apply(self, src: Path, manifest: Any, out: str, *, na_values: Sequence[str] = ("NA",),
+              shuffle: bool = False) -> tuple[Path, Any]:
+        import pramkit
+
+        path = self.path(out)
+        result = pramkit.apply_file(src, manifest, path, key=self.key, force=True, na_values=na_values,
+                                    shuffle=shuffle, public_columns=self.public if shuffle else ())
+        return path, result
+
+
+@dataclass
+class Release:
+    """What a configuration made: the released file, its manifests in the order applied, a note.
+
+    steps: (step name, manifest) pairs; one step is written NAME.json, several NAME.STEP.json
+    guarantees: the shuffled file's guarantees (``apply --shuffle``), if any
+    na_values: the texts the design read as missing (the estimates read them the same way)
+    """
+
+    released: Path
+    steps: list[tuple[str, Any]]
+    guarantees: Any = None
+    na_values: tuple[str, ...] = ("NA",)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    build: Callable[[Setup], Release]
+    summary: str
+
+
+#: Configuration name -> how to make its release.  Add one with ``@configuration``.
+CONFIGS: dict[str, Config] = {}
+
+
+def configuration(name: str, summary: str) -> Callable[[Callable[[Setup], Release]], Callable[[Setup], Release]]:
+    def register(build: Callable[[Setup], Release]) -> Callable[[Setup], Release]:
+        CONFIGS[name] = Config(build, summary)
+        return build
+    return register
+
+
+class Skip(Exception):
+    """The configuration does not apply to these features (the message says why)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Edit rules from SDNist's definitions (data_dictionary.json, the inconsistency checks)
+
+CHILD = ("0-2", "3-4", "5-14")  # under 15: MSP, PINCP_DECILE 'N'; no veteran; no doctorate
+AGE_CLASSES = ((0, 2, "0-2"), (3, 4, "3-4"), (5, 14, "5-14"), (15, 200, "15+"))
+
+
+def age_class(age: str) -> str:
+    a = int(age)
+    return next(label for lo, hi, label in AGE_CLASSES if lo <= a <= hi)
+
+
+def age_rules(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> list[dict[str, str]]:
+    """Forbidden (age class, variable) combinations: every one a definition, none read off the data.
+
+    MSP and PINCP_DECILE are 'N' exactly under 15, EDU exactly under 3 (the data dictionary);
+    no child under 15 is a veteran or holds a doctorate, none under 5 a diploma (SDNist's checks).
+    """
+    def codes(v: str, keep: Sequence[str]) -> str:
+        return "|".join(c for c in setup.categories[v] if c not in keep)
+
+    rows: list[dict[str, str]] = []
+    child = "|".join(CHILD)
+    for v in ("MSP", "PINCP_DECILE"):
+        if v in variables:
+            rows.append({AGE_CLASS: child, v: codes(v, [NA])})
+            if na_is_value:
+                rows.append({AGE_CLASS: "15+", v: NA})
+    if "DVET" in variables:
+        rows.append({AGE_CLASS: child, "DVET": codes("DVET", [NA])})
+    if "EDU" in variables:
+        rows.append({AGE_CLASS: "0-2", "EDU": codes("EDU", [NA])})
+        rows.append({AGE_CLASS: "3-4", "EDU": codes("EDU", [NA, "1", "2", "3", "4"])})
+        rows.append({AGE_CLASS: "5-14", "EDU": "12"})
+        if na_is_value:
+            rows.append({AGE_CLASS: "3-4|5-14|15+", "EDU": NA})
+    return rows
+
+
+def housing_rules(variables: Sequence[str], stratum: str | None = None) -> list[dict[str, str]]:
+    """OWN_RENT is 0 (group quarters) exactly when HOUSING_TYPE is 2 or 3 (the data dictionary)."""
+    if stratum is not None:
+        return [row for v, rows in (("HOUSING_TYPE", [{stratum: "yes", "HOUSING_TYPE": "1"},
+                                                      {stratum: "no", "HOUSING_TYPE": "2|3"}]),
+                                    ("OWN_RENT", [{stratum: "yes", "OWN_RENT": "1|2"},
+                                                  {stratum: "no", "OWN_RENT": "0"}]))
+                if v in variables for row in rows]
+    if {"HOUSING_TYPE", "OWN_RENT"} <= set(variables):
+        return [{"HOUSING_TYPE": "1", "OWN_RENT": "0"}, {"HOUSING_TYPE": "2|3", "OWN_RENT": "1|2"}]
+    return []
+
+
+def with_strata(setup: Setup, columns: Sequence[str]) -> Path:
+    """The input file with the derived stratum columns added (computed from public or released columns)."""
+    frame = setup.frame.copy()
+    if AGE_CLASS in columns:
+        if "AGEP" not in setup.public:
+            raise Skip("needs AGEP among the public features")
+        frame[AGE_CLASS] = frame["AGEP"].map(age_class)
+    if GROUP_QUARTERS in columns:
+        if "HOUSING_TYPE" not in setup.features:
+            raise Skip("needs HOUSING_TYPE")
+        frame[GROUP_QUARTERS] = frame["HOUSING_TYPE"].map(lambda h: "no" if h == "1" else "yes")
+    path = setup.path("input-" + "-".join(columns) + ".csv")
+    if not path.exists():
+        frame.to_csv(path, index=False)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# The configurations
+
+
+@configuration("raw", "the original file itself: the ceiling of every utility measure (no protection)")
+def raw(setup: Setup) -> Release:
+    return Release(setup.source, [])
+
+
+def _sdcmicro(setup: Setup, *, structured: bool) -> Release:
+    import pramkit
+
+    options = {"pd": 0.8, "alpha": 0.5, "seed": setup.seed}
+    variables = setup.perturbed
+    if not structured:
+        m = pramkit.design_release(setup.source, variables, method="invariant", options=options,
+                                   exact_frequencies=True, categories=setup.codebook(variables),
+                                   na_values=())
+        out, _ = setup.apply(setup.source, m, "released.csv", na_values=())
+        return Release(out, [("pram", m)], na_values=())
+    strata = [AGE_CLASS, GROUP_QUARTERS]
+    src = with_strata(setup, strata)
+    rules = setup.rules("sdcmicro-rules.csv", age_rules(setup, variables, na_is_value=True)
+                        + housing_rules(variables, GROUP_QUARTERS))
+    m = pramkit.design_release(src, variables, method="invariant", options=options, exact_frequencies=True,
+                               categories=setup.codebook(variables), na_values=(), forbid=rules, strata=strata)
+    out, _ = setup.apply(src, m, "released.csv", na_values=())
+    return Release(out, [("pram", m)], na_values=())
+
+
+@configuration("sdcmicro-pram", "invariant PRAM as sdcMicro's pram (pd 0.8, alpha 0.5, exact frequencies), "
+               "every feature but the public ones, 'N' a category")
+def sdcmicro_pram(setup: Setup) -> Release:
+    return _sdcmicro(setup, structured=False)
+
+
+@configuration("sdcmicro-pram-rules", "the same with edit rules and strata: age class (from AGEP) and "
+               "group quarters (HOUSING_TYPE 2|3, released exactly)")
+def sdcmicro_pram_rules(setup: Setup) -> Release:
+    return _sdcmicro(setup, structured=True)
+
+
+def _dp(setup: Setup, epsilon: float, *, shuffle: bool = False) -> Release:
+    """DP-optimal PRAM (form (8)), budget split equally, 'N' read as missing (kept, never made)."""
+    import pramkit
+
+    variables = setup.perturbed
+    m = pramkit.design_release(setup.source, variables, epsilon=epsilon, rng=setup.rng(), na_values=(NA,),
+                               categories=setup.codebook(variables, without=[NA]))
+    out, result = setup.apply(setup.source, m, "released.csv", na_values=(NA,), shuffle=shuffle)
+    return Release(out, [("dp", m)], guarantees=result.guarantees if shuffle else None, na_values=(NA,))
+
+
+def _dp_rules(setup: Setup, epsilon: float) -> Release:
+    """Two manifests applied one after the other, the budget shared in proportion to the variables.
+
+    housing: HOUSING_TYPE x OWN_RENT jointly over the 4 cells the rules allow;
+    person: the other variables, strata the age class, the age rules; 'N' a category.
+    """
+    import pramkit
+
+    variables = setup.perturbed
+    housing = [v for v in ("HOUSING_TYPE", "OWN_RENT") if v in variables]
+    if len(housing) < 2:
+        housing = []
+    person = [v for v in variables if v not in housing]
+    src = with_strata(setup, [AGE_CLASS])
+    steps: list[tuple[str, Any]] = []
+    current = src
+    share = epsilon / len(variables)
+    if housing:
+        rules = setup.rules("housing-rules.csv", housing_rules(housing))
+        m = pramkit.design_release(current, housing, epsilon=share * len(housing), split="joint", forbid=rules,
+                                   rng=setup.rng(), categories=setup.codebook(housing), na_values=())
+        current, _ = setup.apply(current, m, "released.housing.csv", na_values=())
+        steps.append(("housing", m))
+    if person:
+        rules = setup.rules("person-rules.csv", age_rules(setup, person, na_is_value=True))
+        m = pramkit.design_release(src, person, epsilon=share * len(person), strata=[AGE_CLASS], forbid=rules,
+                                   rng=setup.rng(), categories=setup.codebook(person), na_values=())
+        current, _ = setup.apply(current, m, "released.csv", na_values=())
+        steps.append(("person", m))
+    return Release(current, steps, na_values=())
+
+
+def _register_dp() -> None:
+    for eps in (3, 10, 20):
+        configuration(f"dp-{eps}", f"DP-optimal PRAM at record budget {eps}, split equally, 'N' missing "
+                      "(kept as it is)")(lambda s, e=eps: _dp(s, e))
+    for eps in (10, 20):
+        configuration(f"dp-rules-strata-{eps}", f"DP-optimal at {eps}: HOUSING_TYPE x OWN_RENT jointly with the "
+                      "housing rule, the rest stratified by age class with the age rules ('N' a category)")(
+            lambda s, e=eps: _dp_rules(s, e))
+    configuration("dp-10-shuffle", "dp-10 written with apply --shuffle (AGEP, SEX public): the ledger's "
+                  "central epsilon")(lambda s: _dp(s, 10, shuffle=True))
+
+
+_register_dp()
+
+
+# --------------------------------------------------------------------------------------------
+# Stated epsilons, from the manifests' ledgers
+
+
+def stated(release: Release) -> tuple[str, str]:
+    """The local and central epsilon as the ledgers state them (words where infinite or structural)."""
+    from pramkit.ledger import fmt_epsilon
+    from pramkit.privacy.epsilon import record_epsilon
+
+    if not release.steps:
+        return "none", "none"
+    manifests = [m for _, m in release.steps]
+    local = record_epsilon([m.record_epsilon for m in manifests])
+    words = fmt_epsilon(local)
+    if any(m.is_structured for m in manifests):
+        given = record_epsilon([m.record_epsilon_given_structure for m in manifests])
+        words = f"{words}; {fmt_epsilon(given)} given the structure"
+    if any(m.ledger.frequencies == "exact" for m in manifests):
+        words += "; design on exact frequencies (not covered)"
+    central = "-"
+    g = release.guarantees
+    if g is not None:
+        if g.shuffled is not None:
+            central = f"{fmt_epsilon(g.shuffled)} (delta {g.delta:g}; smallest group {g.clones} records)"
+        else:
+            central = f"none: {g.shuffle_conditions}"
+    return words, central
+
+
+# --------------------------------------------------------------------------------------------
+# Corrected 2-way tables
+
+
+@dataclass(frozen=True)
+class TableTV:
+    pairs: int  # two-way tables with a perturbed variable
+    corrected: int  # of them, those pramkit.estimate_table corrects
+    corrected_mean: float
+    corrected_max: float
+    raw_mean: float  # the released file read as it is, on the same tables
+    raw_max: float
+
+
+def total_variation(a: Any, b: Any) -> float:
+    """Half the L1 distance between two tables, each normalised to shares.
+
+    >>> total_variation([[1, 1], [0, 0]], [[0, 0], [1, 1]])
+    1.0
+    """
+    import numpy as np
+
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    return float(0.5 * np.abs(x / x.sum() - y / y.sum()).sum())
+
+
+def corrected_table(released: Path, manifest: Any, a: str, b: str, *, na_values: Sequence[str],
+                    estimator: str) -> Any:
+    """``pramkit.estimate_table``'s estimate of the (a, b) table, summed over strata and joint partners.
+
+    A column perturbed jointly is tabulated through its joint variable (its categories are the
+    cells); a stratified variable's categories are (stratum, value): both are summed to (a, b).
+    """
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    import pramkit
+
+    owner = {c: name for name in manifest.names for c in manifest[name].columns}
+    tabulate = list(dict.fromkeys(owner.get(v, v) for v in (a, b)))
+    est = pramkit.estimate_table(released, manifest, tabulate, na_values=tuple(na_values), estimator=estimator)
+    counts = np.asarray(est.table.counts, dtype=float).reshape([len(c) for c in est.categories])
+    records = []
+    for index in itertools.product(*(range(len(c)) for c in est.categories)):
+        values: dict[str, str] = {}
+        for axis, i in enumerate(index):
+            name, label = tabulate[axis], est.categories[axis][i]
+            columns = manifest[name].columns if name in manifest.names else (name,)
+            cell = label if isinstance(label, tuple) else (label,)
+            values.update(zip(columns, (str(x) for x in cell[len(cell) - len(columns):])))
+        records.append((values[a], values[b], counts[index]))
+    frame = pd.DataFrame(records, columns=[a, b, "count"])
+    return frame.groupby([a, b])["count"].sum().unstack(fill_value=0.0)
+
+
+def two_way_tv(setup: Setup, release: Release, *, estimator: str = "mle") -> TableTV | None:
+    """TV of every 2-way table of a perturbed feature: corrected where one manifest covers it, and raw."""
+    from itertools import combinations
+
+    import numpy as np
+    import pandas as pd
+
+    if not release.steps:
+        return None
+    released = pd.read_csv(release.released, dtype=str, keep_default_na=False)
+    owner = {c: i for i, (_, m) in enumerate(release.steps) for c in m.columns}
+    pairs = [p for p in combinations(setup.features, 2) if any(v in owner for v in p)]
+    corrected: list[float] = []
+    raw: list[float] = []
+    na = set(release.na_values)
+    with warnings.catch_warnings():  # the MLE's notes on singular matrices: the TV says what matters
+        warnings.simplefilter("ignore")
+        for a, b in pairs:
+            _one_pair(setup, release, released, owner, a, b, na, estimator, corrected, raw)
+    return TableTV(len(pairs), len(corrected),
+                   float(np.mean(corrected)) if corrected else math.nan,
+                   float(np.max(corrected)) if corrected else math.nan,
+                   float(np.mean(raw)), float(np.max(raw)))
+
+
+def _one_pair(setup: Setup, release: Release, released: Any, owner: dict[str, int], a: str, b: str,
+              na: set[str], estimator: str, corrected: list[float], raw: list[float]) -> None:
+    """Append the (a, b) table's raw TV, and its corrected TV where one manifest covers both columns."""
+    from pramkit.errors import PramkitError
+
+    truth = _crosstab(setup.frame, a, b, na)
+    raw.append(total_variation(*_aligned(truth, _crosstab(released, a, b, na))))
+    steps = {owner[v] for v in (a, b) if v in owner}
+    if len(steps) != 1:
+        return
+    try:
+        est = corrected_table(release.released, release.steps[steps.pop()][1], a, b,
+                              na_values=release.na_values, estimator=estimator)
+    except PramkitError:  # e.g. two variables that share a stratum: not corrected
+        return
+    corrected.append(total_variation(*_aligned(truth, est)))
+
+
+def _crosstab(frame: Any, a: str, b: str, na: set[str]) -> Any:
+    import pandas as pd
+
+    rows = ~(frame[a].isin(na) | frame[b].isin(na))
+    return pd.crosstab(frame.loc[rows, a], frame.loc[rows, b])
+
+
+def _aligned(x: Any, y: Any) -> tuple[Any, Any]:
+    rows = sorted(set(x.index) | set(y.index))
+    cols = sorted(set(x.columns) | set(y.columns))
+    return (x.reindex(index=rows, columns=cols, fill_value=0).to_numpy(),
+            y.reindex(index=rows, columns=cols, fill_value=0).to_numpy())
+
+
+# --------------------------------------------------------------------------------------------
+# Running, keeping, printing
+
+
+@dataclass
+class Row:
+    name: str
+    local: str
+    central: str
+    scores: Scores | None
+    tv: TableTV | None
+    release_seconds: float
+    score_seconds: float
+    epsilon: float | None = None  # the finite local epsilon (given the structure, if any), for the plot
+    note: str = ""
+
+
+def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
+    """Write NAME.csv (exactly the scored features, every record) and the manifests beside it."""
+    import pandas as pd
+
+    out.mkdir(parents=True, exist_ok=True)
+    frame = pd.read_csv(release.released, dtype=str, keep_default_na=False)
+    path = out / f"{name}.csv"
+    frame[list(setup.features)].to_csv(path, index=False)
+    for step, m in release.steps:
+        target = out / (f"{name}.json" if len(release.steps) == 1 else f"{name}.{step}.json")
+        m.write(target, force=True)
+    return path
+
+
+def prepare(data: Path, features: Sequence[str], public: Sequence[str], seed: int, workdir: Path,
+            dictionary: Path | None) -> Setup:
+    import pandas as pd
+
+    frame = pd.read_csv(data, dtype=str, keep_default_na=False, usecols=list(features))[list(features)]
+    workdir.mkdir(parents=True, exist_ok=True)
+    source = workdir / "input.csv"
+    frame.to_csv(source, index=False)
+    categories: dict[str, list[str]] = {}
+    if dictionary is not None and dictionary.is_file():
+        for name, entry in json.loads(dictionary.read_text(encoding="utf-8")).items():
+            values = entry.get("values")
+            if isinstance(values, dict) and "min" not in values:
+                categories[name] = [str(v) for v in values]
+    for f in features:  # a feature the dictionary does not list: its codes from the file
+        categories.setdefault(f, sorted(frame[f].unique()))
+    key = hashlib.sha256(f"bench_sdnist key {seed}".encode()).digest()
+    return Setup(source, frame, tuple(features), tuple(public), categories, key, seed, workdir)
+
+
+def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target: str,
+               out: Path | None, estimator: str = "mle") -> Row:
+    workdir = setup.workdir / name
+    workdir.mkdir(parents=True, exist_ok=True)
+    step = Setup(setup.source, setup.frame, setup.features, setup.public, setup.categories, setup.key,
+                 setup.seed, workdir)
+    t0 = time.perf_counter()
+    release = CONFIGS[name].build(step)
+    release_seconds = time.perf_counter() - t0
+    scored = workdir / f"{name}.csv"
+    if out is not None:
+        scored = keep(out, name, step, release)
+    else:
+        keep(workdir / "kept", name, step, release)
+        scored = workdir / "kept" / f"{name}.csv"
+    local, central = stated(release)
+    tv = two_way_tv(step, release, estimator=estimator)
+    t1 = time.perf_counter()
+    scores = score(scored, python=python, data_root=data_root, target=target, workdir=workdir / "sdnist")
+    eps = None
+    if release.steps and not any(m.ledger.frequencies == "exact" for _, m in release.steps):
+        from pramkit.privacy.epsilon import record_epsilon
+        e = record_epsilon([m.record_epsilon_given_structure if m.is_structured else m.record_epsilon
+                            for _, m in release.steps])
+        eps = e if math.isfinite(e) else None
+    return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note)
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The results as one Markdown table, the published references under them."""
+    head = ["configuration", "local epsilon", "central epsilon", "k-marginal", "pMSE", "matched % all",
+            "matched % unique", "inconsistencies", "TV corrected mean / max (tables)", "TV raw mean / max",
+            "release s", "SDNist s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        s, tv = r.scores, r.tv
+        inc = "-"
+        if s is not None:
+            detail = ", ".join(f"{k} {v}" for k, v in sorted(s.violations.items(), key=lambda kv: -kv[1]))
+            inc = f"{s.inconsistent}" + (f" ({detail})" if detail else "")
+        cells = [r.name, r.local, r.central,
+                 _fmt(s and s.k_marginal, ".0f"), _fmt(s and s.pmse, ".5f"),
+                 _fmt(s and s.matched_all, ".2f"), _fmt(s and s.matched_unique, ".2f"), inc,
+                 "-" if tv is None else f"{_fmt(tv.corrected_mean, '.3f')} / {_fmt(tv.corrected_max, '.3f')} "
+                                        f"({tv.corrected} of {tv.pairs})",
+                 "-" if tv is None else f"{tv.raw_mean:.3f} / {tv.raw_max:.3f}",
+                 f"{r.release_seconds:.1f}", f"{r.score_seconds:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    for ref in REFERENCES:
+        cells = [ref["configuration"], str(ref.get("local", "-")), str(ref.get("central", "-")),
+                 str(ref.get("k_marginal", "-")), str(ref.get("pmse", "-")), str(ref.get("matched_all", "-")),
+                 "-", str(ref.get("inconsistencies", "-")), "-", "-", "-", "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(rows: Sequence[Row], path: Path) -> bool:
+    """k-marginal against matched % of all records, each release labelled by its epsilon; the references too."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    points: dict[tuple[float, float], list[Row]] = {}  # releases with the same scores share a label
+    for r in rows:
+        if r.scores is not None:
+            points.setdefault((r.scores.matched_all, r.scores.k_marginal), []).append(r)
+    for (x, y), same in points.items():
+        finite = same[0].epsilon is not None
+        ax.scatter(x, y, marker="o" if finite else "s", color="tab:blue" if finite else "tab:gray")
+        eps = f" (eps {same[0].epsilon:.3g}{' given the structure' if 'given' in same[0].local else ''})" \
+            if finite else ""
+        ax.annotate(" = ".join(r.name for r in same) + eps, (x, y), fontsize=7, xytext=(4, 3),
+                    textcoords="offset points")
+    dp = sorted((r for r in rows if r.scores is not None and r.epsilon is not None and r.name.startswith("dp-")
+                 and r.name.count("-") == 1), key=lambda r: r.epsilon or 0.0)
+    if len(dp) > 1:
+        ax.plot([r.scores.matched_all for r in dp if r.scores], [r.scores.k_marginal for r in dp if r.scores],
+                color="tab:blue", lw=0.8)
+    for ref, colour in zip(REFERENCES, ("tab:red", "tab:orange")):
+        ax.scatter(ref["matched_all"], ref["k_marginal"], marker="*", s=120, color=colour)
+        ax.annotate(ref["configuration"].replace(" [published]", ""), (ref["matched_all"], ref["k_marginal"]),
+                    fontsize=7, xytext=(4, -10), textcoords="offset points", color=colour)
+    ax.set_xlabel("unique records matched exactly, % of all records (lower is safer)")
+    ax.set_ylabel("SDNist k-marginal (1000 = the original)")
+    ax.set_title("The frontier: k-marginal against exact matches")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated configurations (--list)")
+    ap.add_argument("--list", action="store_true", help="print the configurations and exit")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--features", default=",".join(FEATURES))
+    ap.add_argument("--public", default=",".join(PUBLIC), help="features released as they are")
+    ap.add_argument("--target", default="NATIONAL", choices=("NATIONAL", "MA", "TX"), help="SDNist's target")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the key, the DP noise and sdcMicro's draw")
+    ap.add_argument("--estimator", default="mle", choices=("unbiased", "mle", "norm-sub", "rr-mle"),
+                    help="the estimator of the corrected 2-way tables (pramkit.estimate_table)")
+    ap.add_argument("--out", type=Path, help="keep every scored release as NAME.csv beside its manifests")
+    ap.add_argument("--plot", type=Path, help="write the frontier (k-marginal against matches) as a PNG")
+    args = ap.parse_args(argv)
+    if args.list:
+        for name, c in CONFIGS.items():
+            print(f"{name:24} {c.summary}")
+        return 0
+    names = [n for n in args.configs.split(",") if n]
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        print(f"unknown configuration(s) {', '.join(unknown)}; --list shows them", file=sys.stderr)
+        return 2
+    features = [f for f in args.features.split(",") if f]
+    public = [f for f in args.public.split(",") if f and f in features]
+    data_root = Path(os.environ.get("SDNIST_DATA_ROOT") or DATA_ROOT)
+    python = sdnist_python()
+    if not args.data.is_file() or python is None:
+        missing = f"the data ({args.data})" if not args.data.is_file() else \
+            "SDNist (set SDNIST_PYTHON to the interpreter of benchmarks/sdnist_setup.sh's venv)"
+        print(f"bench_sdnist: skipped: {missing} is not available")
+        return 0
+    workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
+    try:
+        setup = prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json")
+        rows: list[Row] = []
+        for name in names:
+            try:
+                row = run_config(name, setup, python=python, data_root=data_root, target=args.target,
+                                 out=args.out, estimator=args.estimator)
+            except Skip as why:
+                print(f"{name}: skipped ({why})", file=sys.stderr)
+                continue
+            rows.append(row)
+            s = row.scores
+            print(f"{name}: k-marginal {s.k_marginal if s else '-'}, local {row.local}, central {row.central}, "
+                  f"release {row.release_seconds:.1f} s, SDNist {row.score_seconds:.0f} s", file=sys.stderr,
+                  flush=True)
+        print(table(rows))
+        if args.plot is not None and rows:
+            print(f"frontier: {args.plot}" if plot(rows, args.plot) else "no plot: matplotlib is not installed")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""benchmarks/bench_sdnist.py: SDNist's report read right, the skip, the edit rules, corrected tables.
+
+SDNist itself is not needed: its ``report.json`` is a fixture written by hand from the documented
+structure (tests/fixtures/sdnist_report.json, with the published sdcMicro figures).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from fractions import Fraction
+from itertools import product
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pramkit
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "sdnist_report.json"
+NIST = ROOT.parent / "shared" / "data" / "nist-crc"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_sdnist", ROOT / "benchmarks" / "bench_sdnist.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+
+def test_report_fields_are_read_from_the_documented_places() -> None:
+    scores = bench.parse_report(json.loads(FIXTURE.read_text(encoding="utf-8")))
+    assert scores.k_marginal == 980
+    assert scores.pmse == 0.01373
+    assert (scores.matched, scores.unique, scores.records) == (8691, 14918, 27253)
+    # the published share of all records, and the share of unique records SDNist prints (58.26)
+    assert round(scores.matched_all, 2) == 31.89
+    assert round(scores.matched_unique, 2) == 58.26
+    assert scores.matched_all == pytest.approx(float(Fraction(100 * 8691, 27253)), rel=1e-15)
+    # records with an inconsistency, summed over the groups; each check's violations by name
+    assert scores.inconsistent == 480 + 0 + 7
+    assert scores.violations == {"child_MSP": 458, "child_DVET": 31, "gq_own_jail": 7}
+
+
+def test_inconsistencies_listed_under_any_group_are_counted() -> None:
+    report = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    item = {"inconsistency_name": "house_OWN_RENT", "inconsistency_violations": 3}
+    report["inconsistencies"]["housing"]["inconsistencies"].append(item)
+    report["inconsistencies"]["age"]["inconsistencies"].append(dict(item))
+    assert bench.parse_report(report).violations["house_OWN_RENT"] == 6
+
+
+@pytest.mark.parametrize("env, data", [
+    ({}, None),                                            # no SDNist interpreter
+    ({"SDNIST_PYTHON": "/nonexistent/python"}, None),      # one that does not run
+    ({"SDNIST_PYTHON": "/nonexistent/python"}, "absent"),  # nor the data
+])
+def test_skipped_in_one_line_with_exit_0(env: dict[str, str], data: str | None, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.delenv("SDNIST_PYTHON", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    argv = ["--out", str(tmp_path / "out")]
+    if data:
+        argv += ["--data", str(tmp_path / "absent.csv")]
+    assert bench.main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out.count("\n") == 1 and "skipped" in out.out and not out.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_configuration_is_one_line_exit_2(capsys: pytest.CaptureFixture) -> None:
+    assert bench.main(["--configs", "raw,no-such-release"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no-such-release" in err
+
+
+def test_a_configuration_is_one_registered_function(capsys: pytest.CaptureFixture) -> None:
+    @bench.configuration("test-only", "registered by the test")
+    def build(setup):  # pragma: no cover - never run
+        raise AssertionError
+
+    try:
+        assert bench.main(["--list"]) == 0
+        listed = capsys.readouterr().out.splitlines()
+        assert [line.split()[0] for line in listed] == list(bench.CONFIGS)
+        assert {"raw", "sdcmicro-pram", "sdcmicro-pram-rules", "dp-3", "dp-10", "dp-20",
+                "dp-rules-strata-10", "dp-10-shuffle", "test-only"} <= set(bench.CONFIGS)
+    finally:
+        del bench.CONFIGS["test-only"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=6, max_size=6), st.lists(st.integers(0, 9), min_size=6, max_size=6))
+def test_total_variation_is_half_the_l1_distance_of_the_shares(a: list[int], b: list[int]) -> None:
+    if sum(a) == 0 or sum(b) == 0:
+        return
+    exact = sum(abs(Fraction(x, sum(a)) - Fraction(y, sum(b))) for x, y in zip(a, b)) / 2
+    assert bench.total_variation(np.reshape(a, (2, 3)), np.reshape(b, (2, 3))) == pytest.approx(float(exact), abs=1e-12)
+
+
+def _forbidden(rule: dict[str, str], record: dict[str, str]) -> bool:
+    """A rules-file row forbids a record when every non-empty cell lists the record's value."""
+    return all(record[col] in cell.split("|") for col, cell in rule.items() if cell)
+
+
+def _setup(frame: pd.DataFrame, tmp_path: Path) -> object:
+    dictionary = NIST / "data_dictionary.json"
+    categories = {k: [str(c) for c in v["values"]] for k, v in json.loads(dictionary.read_text()).items()
+                  if isinstance(v.get("values"), dict) and "min" not in v["values"]}
+    return bench.Setup(tmp_path / "input.csv", frame, tuple(bench.FEATURES), tuple(bench.PUBLIC), categories,
+                       bytes(32), 1, tmp_path)
+
+
+def test_edit_rules_hold_on_the_original_and_forbid_sdnists_inconsistencies(tmp_path: Path) -> None:
+    source = NIST / "national" / "national2019.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} is not available")
+    frame = pd.read_csv(source, dtype=str, keep_default_na=False, usecols=list(bench.FEATURES))
+    setup = _setup(frame, tmp_path)
+    variables = setup.perturbed
+    rules = bench.age_rules(setup, variables, na_is_value=True) + bench.housing_rules(variables)
+    path = setup.rules("rules.csv", rules)
+    assert len(pramkit.read_rules(path).rules) == len(rules)  # pramkit reads the file as written
+    records = frame.assign(**{bench.AGE_CLASS: frame["AGEP"].map(bench.age_class)}).to_dict("records")
+    assert not [r for r in records if any(_forbidden(rule, r) for rule in rules)]
+    # SDNist's checks (sdnist.metrics.inconsistency), each on a record that fails it
+    child = {"AGEP": "10", bench.AGE_CLASS: "5-14", "MSP": "N", "PINCP_DECILE": "N", "DVET": "N", "EDU": "3",
+             "HOUSING_TYPE": "1", "OWN_RENT": "1"}
+    for change in ({"MSP": "1"}, {"DVET": "2"}, {"PINCP_DECILE": "4"}, {"EDU": "12"},
+                   {"AGEP": "2", bench.AGE_CLASS: "0-2", "EDU": "1"},
+                   {"AGEP": "4", bench.AGE_CLASS: "3-4", "EDU": "5"},
+                   {"AGEP": "40", bench.AGE_CLASS: "15+", "MSP": "N", "PINCP_DECILE": "3", "EDU": "9"},
+                   {"HOUSING_TYPE": "2"}, {"HOUSING_TYPE": "3", "OWN_RENT": "2"}, {"OWN_RENT": "0"}):
+        assert any(_forbidden(rule, {**child, **change}) for rule in rules), change
+    assert not any(_forbidden(rule, child) for rule in rules)
+
+
+def _unbiased(matrix: np.ndarray, labels: list, released: list) -> dict:
+    """The moment estimate solve(M^T, released counts), by cell label: numpy, not pramkit."""
+    counts = np.array([sum(1 for r in released if r == c) for c in labels], dtype=float)
+    return dict(zip(labels, np.linalg.solve(matrix.T, counts)))
+
+
+@pytest.mark.filterwarnings("ignore:no release receipt")
+def test_corrected_tables_sum_joint_cells_and_strata_as_linear_algebra_does(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    n = 600
+    frame = pd.DataFrame({"s": rng.choice(["x", "y"], n), "a": rng.choice(["1", "2", "3"], n),
+                          "h": rng.choice(["p", "q"], n), "g": rng.choice(["u", "v", "w"], n)})
+    src = tmp_path / "small.csv"
+    frame.to_csv(src, index=False)
+    joint = pramkit.design_release(src, ["h", "g"], epsilon=2.0, split="joint", exact_frequencies=True,
+                                   rng=random.Random(1))
+    strat = pramkit.design_release(src, ["a"], epsilon=1.5, strata=["s"], exact_frequencies=True,
+                                   rng=random.Random(2))
+    for manifest, pair, by in ((joint, ("h", "g"), None), (joint, ("s", "h"), "s"), (strat, ("a", "h"), "h")):
+        released = pramkit.perturb_frame(frame, manifest, key=bytes(range(32))).data.astype(str)
+        path = tmp_path / "released.csv"
+        released.to_csv(path, index=False)
+        got = bench.corrected_table(path, manifest, *pair, na_values=(), estimator="unbiased")
+        variable = manifest[manifest.names[0]]
+        pm = variable.release_matrix
+        labels = [tuple(str(x) for x in c) for c in pm.categories]
+        cols = [*variable.given, *variable.columns]  # a cell lists its strata, then its columns
+        groups = [None] if by is None else sorted(released[by].unique())
+        expected: dict[tuple[str, str], float] = {}
+        for group in groups:
+            rows = released if group is None else released[released[by] == group]
+            cells = [tuple(r) for r in rows[cols].itertuples(index=False)]
+            est = _unbiased(np.asarray(pm.matrix, dtype=float), labels, cells)
+            for cell, count in est.items():
+                values = dict(zip(cols, cell))
+                if group is not None:
+                    values[by] = group
+                key = (values[pair[0]], values[pair[1]])
+                expected[key] = expected.get(key, 0.0) + count
+        for (u, v), count in expected.items():
+            assert got.loc[u, v] == pytest.approx(count, abs=1e-8), (pair, u, v)
+        assert set(product(got.index, got.columns)) == set(expected)
