@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pramkit.audit import audit
-from pramkit.audit.manifest import holds, manifest_audit
+from pramkit.audit.manifest import manifest_audit
+from pramkit.audit.ratios import holds
 from pramkit.audit.release import release_audit
 from pramkit.audit.stats import holm, row_pvalue
 from pramkit.cli import main
@@ -495,7 +496,7 @@ def test_a_derived_release_passes_and_a_lowered_composed_epsilon_fails(tmp_path:
     from fractions import Fraction
 
     from pramkit.audit.engine import engine_audit
-    from pramkit.audit.manifest import composed_ratio
+    from pramkit.audit.ratios import composed_ratio
     from pramkit.release.choices import DesignChoices
     from pramkit.release.derive import derive_release
 

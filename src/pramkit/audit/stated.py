@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pramkit.audit.manifest import (
+from pramkit.audit.ratios import (
     DENSE_CATEGORIES,
     TIGHT_RTOL,
     _epsilon_check,
