@@ -721,10 +721,15 @@ def _independent(p: np.ndarray, zeros: np.ndarray | None) -> np.ndarray:
 
 
 def _mutual_information(p: np.ndarray) -> float:
+    """I of a two-way table in nats; 0 where the sum is within its own rounding of 0 (a table that is the
+    product of its margins sums terms that cancel to a few units of 1e-16, not to 0)."""
+    from pramkit.privacy.exact import rounding_bound
+
     rows, cols = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log(p / (rows * cols)), 0.0)
-    return max(float(terms.sum()), 0.0)
+    value = float(terms.sum())
+    return 0.0 if value <= float(rounding_bound(float(np.abs(terms).sum()), terms.size)) else value
 
 
 def _smoothed(p: np.ndarray, allowed: np.ndarray) -> np.ndarray:
