@@ -729,7 +729,8 @@ def _mutual_information(p: np.ndarray) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log(p / (rows * cols)), 0.0)
     value = float(terms.sum())
-    return 0.0 if value <= float(rounding_bound(float(np.abs(terms).sum()), terms.size)) else value
+    # each log carries an absolute error of a few ulps, weighted by p: the sum's error is of the order sum(p)
+    return 0.0 if value <= float(rounding_bound(float(p.sum() + np.abs(terms).sum()), terms.size)) else value
 
 
 def _smoothed(p: np.ndarray, allowed: np.ndarray) -> np.ndarray:
