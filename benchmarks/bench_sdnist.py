@@ -330,10 +330,10 @@ def raw(setup: Setup) -> Release:
     return Release(setup.source, [])
 
 
-def _sdcmicro(setup: Setup, *, structured: bool) -> Release:
+def _sdcmicro(setup: Setup, *, structured: bool, diagonal: str | None = None) -> Release:
     import pramkit
 
-    options = {"pd": 0.8, "alpha": 0.5, "seed": setup.seed}
+    options = {"pd": 0.8, "alpha": 0.5, "seed": setup.seed, **({"diagonal": diagonal} if diagonal else {})}
     variables = setup.perturbed
     if not structured:
         m = pramkit.design_release(setup.source, variables, method="invariant", options=options,
@@ -374,13 +374,18 @@ def _dp(setup: Setup, epsilon: float, *, shuffle: bool = False) -> Release:
     return Release(out, [("dp", m)], guarantees=result.guarantees if shuffle else None, na_values=(NA,))
 
 
-def _dp_rules(setup: Setup, epsilon: float) -> Release:
+def _dp_rules(setup: Setup, epsilon: float, *, invariant: bool = False) -> Release:
     """Two manifests applied one after the other, the budget shared in proportion to the variables.
 
     housing: HOUSING_TYPE x OWN_RENT jointly over the 4 cells the rules allow;
     person: the other variables, strata the age class, the age rules; 'N' a category.
+    ``invariant``: both designs are the invariant least-change design (docs/geography.md) instead of
+    DP-optimal: every cell keeps its share of the released file within its stratum.
     """
     import pramkit
+
+    design = ({"method": "dp", "distances": "discrete", "options": {"objective": "distance", "invariant": True}}
+              if invariant else {})
 
     variables = setup.perturbed
     housing = [v for v in ("HOUSING_TYPE", "OWN_RENT") if v in variables]
@@ -394,13 +399,13 @@ def _dp_rules(setup: Setup, epsilon: float) -> Release:
     if housing:
         rules = setup.rules("housing-rules.csv", housing_rules(housing))
         m = pramkit.design_release(current, housing, epsilon=share * len(housing), split="joint", forbid=rules,
-                                   rng=setup.rng(), categories=setup.codebook(housing), na_values=())
+                                   rng=setup.rng(), categories=setup.codebook(housing), na_values=(), **design)
         current, _ = setup.apply(current, m, "released.housing.csv", na_values=())
         steps.append(("housing", m))
     if person:
         rules = setup.rules("person-rules.csv", age_rules(setup, person, na_is_value=True))
         m = pramkit.design_release(src, person, epsilon=share * len(person), strata=[AGE_CLASS], forbid=rules,
-                                   rng=setup.rng(), categories=setup.codebook(person), na_values=())
+                                   rng=setup.rng(), categories=setup.codebook(person), na_values=(), **design)
         current, _ = setup.apply(current, m, "released.csv", na_values=())
         steps.append(("person", m))
     return Release(current, steps, na_values=())
@@ -419,6 +424,70 @@ def _register_dp() -> None:
 
 
 _register_dp()
+
+
+def _invariant(setup: Setup, epsilon: float) -> Release:
+    """The invariant least-change DP design (docs/geography.md): each of the perturbed features keeps its share of
+    the released file within each age class (the stratum, from the public AGEP), with the age rules; 'N' a
+    category; the budget split equally; HOUSING_TYPE and OWN_RENT perturbed apart (their rule is left to
+    ``resample``)."""
+    import pramkit
+
+    variables = setup.perturbed
+    src = with_strata(setup, [AGE_CLASS])
+    rules = setup.rules("invariant-rules.csv", age_rules(setup, variables, na_is_value=True))
+    m = pramkit.design_release(src, variables, epsilon=epsilon, method="dp", strata=[AGE_CLASS], forbid=rules,
+                               distances="discrete", options={"objective": "distance", "invariant": True},
+                               rng=setup.rng(), categories=setup.codebook(variables), na_values=())
+    out, _ = setup.apply(src, m, "released.csv", na_values=())
+    return Release(out, [("invariant", m)], na_values=())
+
+
+def _resampled(setup: Setup, release: Release, rules: list[dict[str, str]]) -> Release:
+    """The release post-processed by ``pramkit resample`` (the same epsilon), the given rules enforced."""
+    import pramkit
+
+    (_, manifest), = release.steps
+    path = setup.path("resampled.csv")
+    forbid = setup.rules("resample-rules.csv", rules)
+    pramkit.resample_release(release.released, manifest, path, key=setup.key, forbid=forbid, force=True,
+                             na_values=release.na_values)
+    return Release(path, release.steps, na_values=release.na_values, note="resampled from the release")
+
+
+def age_rules_on_ages(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> list[dict[str, str]]:
+    """:func:`age_rules` written on AGEP's own values (for a file without the age class column)."""
+    ages = sorted(set(setup.frame["AGEP"]), key=int)
+    spelled = {label: "|".join(a for a in ages if lo <= int(a) <= hi) for lo, hi, label in AGE_CLASSES}
+    return [{("AGEP" if c == AGE_CLASS else c): ("|".join(spelled[x] for x in v.split("|") if spelled[x])
+                                                if c == AGE_CLASS else v) for c, v in row.items()}
+            for row in age_rules(setup, variables, na_is_value=na_is_value)]
+
+
+@configuration("sdcmicro-pram-rules-fixed", "sdcmicro-pram-rules with P's diagonal fixed at pd 0.8 (diagonal "
+               "'fixed') instead of drawn from U(0.8, 1): more values move")
+def sdcmicro_pram_rules_fixed(setup: Setup) -> Release:
+    return _sdcmicro(setup, structured=True, diagonal="fixed")
+
+
+def _register_post_processed() -> None:
+    configuration("invariant-rules-strata-10", "the invariant least-change design at 10: HOUSING_TYPE x OWN_RENT "
+                  "jointly with the housing rule, the rest within age classes with the age rules ('N' a category)")(
+        lambda s: _dp_rules(s, 10, invariant=True))
+    for eps in (10, 20):
+        configuration(f"invariant-{eps}", f"invariant least-change DP design at record budget {eps} within age "
+                      "classes, the age rules, 'N' a category")(lambda s, e=eps: _invariant(s, e))
+        configuration(f"invariant-{eps}-resampled", f"invariant-{eps}, then `pramkit resample` with the age and "
+                      "housing rules (post-processing: the same epsilon)")(
+            lambda s, e=eps: _resampled(s, _invariant(s, e), age_rules(s, s.perturbed, na_is_value=True)
+                                        + housing_rules(s.perturbed)))
+        configuration(f"dp-{eps}-resampled", f"dp-{eps}, then `pramkit resample` with the age rules (on AGEP) and "
+                      "the housing rule (post-processing: the same epsilon)")(
+            lambda s, e=eps: _resampled(s, _dp(s, e), age_rules_on_ages(s, s.perturbed, na_is_value=False)
+                                        + housing_rules(s.perturbed)))
+
+
+_register_post_processed()
 
 
 # --------------------------------------------------------------------------------------------
