@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import html
 import io
+import json
 import math
 import re
 from fractions import Fraction
@@ -291,6 +292,30 @@ def test_optimal_split_says_released_exactly(census_files: dict[str, Path], tmp_
         assert f"{n}: released exactly (not perturbed)" in out
     stated = release_guarantee(manifest, list(pd.read_csv(census_files["data"], nrows=1).columns))
     assert all(n in stated.unperturbed for n in left) and stated.headline in out and stated.sentence in out
+    record = json.loads(run_cli(["design", str(census_files["data"]), "--vars", "age,sex,marital_status", "--split",
+                                 "optimal", "--epsilon", "0.5", "--categories", str(census_files["codebook"]),
+                                 "--out", str(tmp_path / "again.json"), "--json"]))
+    for n in left:  # no epsilon covers a variable released exactly: null, never 0
+        assert record["epsilons"][n] is None and record["per_variable"][n]["epsilon"] is None
+        assert record["per_variable"][n]["released_exactly"] is True
+    assert all(record["epsilons"][n] > 0 for n in manifest.names)
+
+
+def test_risk_contributions_state_the_ledger_headline(census_files: dict[str, Path], tmp_path: Path) -> None:
+    """``risk --contributions`` leads its epsilon shares with the ledger's headline (the figure and what it
+    counts), not a bare record epsilon of its own."""
+    run_cli(["design", str(census_files["data"]), "--vars", "marital_status,sex", "--epsilon", "2",
+             "--categories", str(census_files["codebook"]), "--out", str(tmp_path / "m.json"), "--quiet"])
+    key = tmp_path / "key"
+    key.write_text(KEY.text())
+    key.chmod(0o600)
+    run_cli(["apply", str(census_files["data"]), "--manifest", str(tmp_path / "m.json"), "--out",
+             str(tmp_path / "r.csv"), "--key-file", str(key), "--quiet"])
+    out = run_cli(["risk", str(tmp_path / "r.csv"), "--keys", "marital_status,sex", "--contributions", "--manifest",
+                   str(tmp_path / "m.json"), "--original", str(census_files["data"]), "--sampling-fraction", "0.1"])
+    stated = release_guarantee(Manifest.read(tmp_path / "m.json"), list(pd.read_csv(tmp_path / "r.csv", nrows=1)))
+    assert "design step" in stated.headline
+    assert any(line.startswith(f"{stated.headline}; its shares: ") for line in out.splitlines()), out
 
 
 def test_apply_counts_rule_breakers_apart_from_missing_values(census_files: dict[str, Path], tmp_path: Path) -> None:

@@ -170,7 +170,8 @@ def _design(ctx: DemoContext) -> None:
     ledger = ctx.manifest.ledger
     assert ledger is not None  # a designed release carries its ledger
     per_var = record.variables
-    shares = ", ".join(f"{n} {fmt_epsilon(v['epsilon'])}" for n, v in per_var.items())
+    shares = ", ".join(f"{n} " + ("released exactly" if v["epsilon"] is None else fmt_epsilon(v["epsilon"]))
+                       for n, v in per_var.items())
     ctx.lines.append(
         f"design    DP-optimal PRAM from noisy counts: design step epsilon {fmt_epsilon(ledger.design_epsilon)}, "
         f"then {shares} (record budget "

@@ -17,6 +17,7 @@ from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
     from pramkit.risk.contributions import ReleaseContributions
+    from pramkit.ledger import Guarantee
 
 #: Defaults of the options of tau1 and tau2 only, which --household does not take.
 _MODEL = "2way"
@@ -313,17 +314,22 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
-    print("\n".join(contribution_lines(result)))
+    from pramkit.engine.receipt import released_guarantee
+
+    print("\n".join(contribution_lines(result, None if manifest is None else released_guarantee(manifest, args.data))))
     return 0
 
 
-def contribution_lines(result: ReleaseContributions) -> list[str]:
+def contribution_lines(result: ReleaseContributions, guarantee: Guarantee | None = None) -> list[str]:
     """The text output of ``--contributions``: per measure the variables' shares, the top levels, the sentences.
 
     Parameters
     ----------
     result : ReleaseContributions
         What :func:`pramkit.risk.contributions.release_contributions` returned.
+    guarantee : Guarantee, optional
+        The release's guarantee (:func:`pramkit.ledger.release_guarantee`): its headline leads the
+        line of epsilon shares, so the figure is the one every other surface shows.
 
     Returns
     -------
@@ -360,7 +366,8 @@ def contribution_lines(result: ReleaseContributions) -> list[str]:
     # the epsilon shares and the record epsilon are both None exactly when there is no manifest
     if result.after is not None and result.after.epsilon is not None and result.after.record_epsilon is not None:
         eps = result.after.epsilon
-        lines.append(f"record epsilon {fmt_epsilon(result.after.record_epsilon)}: "
+        head = guarantee.headline if guarantee is not None else f"record epsilon {fmt_epsilon(result.after.record_epsilon)}"
+        lines.append(f"{head}; its shares: "
                      + ", ".join(f"{v} {fmt_epsilon(x)} ({_pct(p)})"
                                  for v, x, p in zip(eps["variable"], eps["epsilon"], eps["percent"])))
     return lines + list(result.sentences)

@@ -164,14 +164,15 @@ def _per_variable(counted: Counted, freqs: Frequencies, built: Built) -> dict[st
     """Per target: categories, exact counts and proportions, the design's, epsilon and information (private)."""
     out = {}
     for k, target in counted.targets.items():
-        m = built.matrices.get(k)  # None: epsilon 0 in the optimal split, released unperturbed
+        m = built.matrices.get(k)  # None: no budget in the optimal split, released exactly (no epsilon covers it)
         p_exact, design_p = freqs.exact[k], freqs.design_p[k]
         out[k] = {
             "categories": [list(c) if isinstance(c, tuple) else c for c in target.labels],
             "counts": np.asarray(target.counts).tolist(),
             "p": np.asarray(p_exact).tolist(),
             "design_p": None if design_p is None else np.asarray(design_p).tolist(),
-            "epsilon": 0.0 if m is None else m.block_epsilon,
+            "epsilon": None if m is None else m.block_epsilon,
+            "released_exactly": m is None,
             "information_nats": 0.0 if m is None else information_kept(p_exact, m, limit=MAX_DENSE_FIGURES),
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
