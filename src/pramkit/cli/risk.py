@@ -16,8 +16,8 @@ from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
-    from pramkit.risk.contributions import ReleaseContributions
     from pramkit.ledger import Guarantee
+    from pramkit.risk.contributions import ReleaseContributions
 
 #: Defaults of the options of tau1 and tau2 only, which --household does not take.
 _MODEL = "2way"
