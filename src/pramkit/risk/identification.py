@@ -49,10 +49,18 @@ from pramkit.manifest import Manifest
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.individual import individual_risk
-from pramkit.risk.loglinear import LogLinearFit, Watch, fit_loglinear, fit_loglinear_misclassified
+from pramkit.risk.loglinear import (
+    MAX_CELLS,
+    LogLinearFit,
+    Watch,
+    check_cells,
+    fit_loglinear,
+    fit_loglinear_misclassified,
+)
 from pramkit.risk.misclassified import CellRisk, cell_risk
 
-__all__ = ["EM_MAX_CELLS", "RiskResult", "identification_risk", "sampling_fraction_of"]
+__all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "identification_risk", "independence_risk",
+           "sampling_fraction_of"]
 
 #: Largest table fitted by EM from released counts alone (each EM step costs several dense passes).
 EM_MAX_CELLS = 200_000
@@ -310,7 +318,8 @@ def _file_risk(
         raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
                              "a polars frame or an Arrow table too")
     declared = {} if manifest is None else {k: manifest[k].matrix.categories for k in perturbed}
-    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
+    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
+                       max_cells=MAX_CELLS)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
@@ -422,6 +431,7 @@ def identification_risk(
             manifest[k].matrix.categories if k in perturbed else table0.categories[i] for i, k in enumerate(keys)
         ]
     table = key_table(data, keys, missing=missing, categories=categories)
+    check_cells(keys, table.shape)  # before any table is made
     w_all = None if weights is None else record_weights(data, weights)
     cell = table.cell_index()
     counted = table.count(weights=w_all)
@@ -455,3 +465,94 @@ def identification_risk(
     pi[table.included] = res.sampling_fractions.at(cell, table.shape)
     per_record["pi"] = pi
     return replace(res, per_record=records_like(per_record, data), seconds=time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class IndependenceRisk:
+    """tau1, tau2 and the expected re-identifications under the independence model, from the occupied cells.
+
+    Parameters
+    ----------
+    n : int
+        Records counted.
+    cells : int
+        Cells of the full key table (never made).
+    combinations : int
+        Occupied cells.
+    sample_uniques : int
+        Records whose key combination occurs once.
+    tau1, tau2, expected_reidentifications : float
+        As :class:`RiskResult`.
+    """
+
+    n: int
+    cells: int
+    combinations: int
+    sample_uniques: int
+    tau1: float
+    tau2: float
+    expected_reidentifications: float
+
+
+def independence_risk(data: Any, keys: Sequence[str], *, sampling_fraction: float,
+                      missing: MissingKeys = "category") -> IndependenceRisk:
+    """:func:`identification_risk` with ``model="independence"`` and one sampling fraction, without the table.
+
+    Under independence with one sampling fraction the fit is closed:
+    ``mu_j = n prod_v f_v(j_v) / n`` (the product of the observed one-way margins,
+    Bishop, Fienberg and Holland 1975, sec. 3.4), so eqs. (4)-(5) and the per-record
+    risks need the occupied cells only: memory grows with the records, not with the
+    product of the keys' categories, and any number of keys can be assessed.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records.
+    keys : sequence of str
+        The key variables.
+    sampling_fraction : float
+        The sampling fraction in (0, 1].
+    missing : {"category", "exclude"}
+        As :func:`identification_risk`.
+
+    Returns
+    -------
+    IndependenceRisk
+
+    Raises
+    ------
+    ParameterError
+        A fraction outside (0, 1].
+    DataError
+        As :func:`pramkit.risk.frequencies.key_table`.
+
+    Examples
+    --------
+    The same figures as the fitted model:
+
+    >>> import pandas as pd
+    >>> data = pd.DataFrame({"sex": list("mfmfmfmfmf"), "age": list("2233442345")})
+    >>> sparse = independence_risk(data, ["sex", "age"], sampling_fraction=0.5)
+    >>> fitted = identification_risk(data, ["sex", "age"], sampling_fraction=0.5, model="independence", tol=1e-12)
+    >>> sparse.sample_uniques, round(sparse.tau2, 6) == round(fitted.tau2, 6)
+    (4, True)
+    """
+    from pramkit.risk.fractions import check_fraction
+
+    pi = check_fraction(sampling_fraction)
+    table = key_table(data, keys, missing=missing)
+    codes = table.codes[table.included]
+    n = len(codes)
+    log_mu = np.full(n, math.log(n))
+    for axis in range(codes.shape[1]):
+        margin = np.bincount(codes[:, axis], minlength=len(table.categories[axis]))
+        log_mu += np.log(margin[codes[:, axis]] / n)
+    _, first, f = np.unique(codes, axis=0, return_index=True, return_counts=True)
+    mu = np.exp(log_mu[first])
+    risk = cell_risk(mu, pi, [None])
+    unique = f == 1
+    individual = individual_risk(f.astype(float), f / pi).risk
+    return IndependenceRisk(
+        n=n, cells=table.cells, combinations=len(f), sample_uniques=int(unique.sum()),
+        tau1=float(risk.r1[unique].sum()), tau2=float(risk.r2[unique].sum()),
+        expected_reidentifications=float(np.dot(f, individual)))
