@@ -58,7 +58,7 @@ SILC_INCOMES = ("py010n", "py050n", "py090n", "py100n", "py110n", "py120n", "py1
 @pytest.fixture
 def silc20(sdc_data: Path) -> Any:
     """The first 300 persons of the EU-SILC file on 20 categorical keys: household size, region, age
-    band, sex, economic status (missing under 16), citizenship, equivalised household size and 13
+    band (missing for the age -1 of the file), sex, economic status (missing under 16), citizenship, equivalised household size and 13
     incomes as bands ``none`` / ``low`` / ``high`` (missing where the file has none)."""
     import numpy as np
     import pandas as pd
