@@ -265,7 +265,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
                        ("--replicates", args.replicates != CONTRIBUTION_REPLICATES)],
             "SUDA reads the file's key values alone (DIS-SUDA takes --sampling-fraction)")
     out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
-               na_values=args.na_values, **_steps(args)).to_dict()
+               na_values=args.na_values, max_steps=_steps(args)).to_dict()
     if args.json:
         print_json(out)
         return 0
@@ -284,13 +284,15 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
     return 0
 
 
-def _steps(args: argparse.Namespace) -> dict[str, float]:
-    """``max_steps`` when ``--max-steps`` is given (a positive number, else one line)."""
+def _steps(args: argparse.Namespace) -> float:
+    """``--max-steps`` (a positive number, else one line), or the library's default."""
+    from pramkit.risk.suda import MAX_STEPS
+
     if args.max_steps is None:
-        return {}
+        return MAX_STEPS
     if not (math.isfinite(args.max_steps) and args.max_steps > 0):
         raise ParameterError(f"--max-steps must be a positive number, got {args.max_steps:g}")
-    return {"max_steps": args.max_steps}
+    return float(args.max_steps)
 
 
 def _pct(value: float | None) -> str:
@@ -320,7 +322,7 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
     result = release_contributions(
         args.original or args.data, keys, released=args.data if manifest is not None else None, manifest=manifest,
         sampling_fraction=args.sampling_fraction, weights=args.weights, model=args.model, max_size=args.max_size,
-        replicates=args.replicates, na_values=args.na_values, **_steps(args))
+        replicates=args.replicates, na_values=args.na_values, max_steps=_steps(args))
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict())

@@ -398,7 +398,10 @@ def _folding(keys: tuple[str, ...], shape: Sequence[int], joints: list[_Joint]) 
     axis (its position, the flat sub-cell of each of its categories)."""
     first = {min(j.positions): j for j in joints}
     inside = {p for j in joints for p in j.positions}
-    order, merged, names, picks = [], [], [], []
+    order: list[int] = []
+    merged: list[int] = []
+    names: list[str] = []
+    picks: list[tuple[int, np.ndarray]] = []
     for i, key in enumerate(keys):
         if i in first:
             j = first[i]
