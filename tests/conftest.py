@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,28 @@ def assert_refused(folder: Path, args: list, message: str, capsys: pytest.Captur
     assert message in lines[0], (args, lines[0])
     assert digests() == before, (args, "an input changed or a file was written")
     assert not any(p.name.startswith(".") for p in folder.iterdir()), (args, "a temporary file was left behind")
+
+
+#: Income columns of the EU-SILC file that :func:`silc20` turns into bands.
+SILC_INCOMES = ("py010n", "py050n", "py090n", "py100n", "py110n", "py120n", "py130n", "py140n",
+                "hy040n", "hy050n", "hy070n", "hy080n", "hy090n")
+
+
+@pytest.fixture
+def silc20(sdc_data: Path) -> Any:
+    """The first 300 persons of the EU-SILC file on 20 categorical keys: household size, region, age
+    band (missing for the age -1 of the file), sex, economic status (missing under 16), citizenship, equivalised household size and 13
+    incomes as bands ``none`` / ``low`` / ``high`` (missing where the file has none)."""
+    import numpy as np
+    import pandas as pd
+
+    data = pd.read_csv(sdc_data / "eusilc_laeken.csv", dtype={"pl030": str, "hsize": str, "eqSS": str}).head(300)
+    out = data[["hsize", "db040", "rb090", "pl030", "pb220a", "eqSS"]].copy()
+    out.insert(2, "age", pd.cut(data["age"], [-1, 15, 24, 34, 44, 54, 64, 74, 120],
+                                labels=["0-15", "16-24", "25-34", "35-44", "45-54", "55-64", "65-74", "75+"]
+                                ).astype(str))
+    for name in SILC_INCOMES:
+        x = data[name]
+        band = np.where(x <= 0, "none", np.where(x < x[x > 0].median(), "low", "high"))
+        out[name] = pd.Series(band, index=x.index).where(x.notna(), None)
+    return out

@@ -184,3 +184,88 @@ def test_many_levels_against_brute_force(dense_limit: int | None, monkeypatch: p
     res = suda(frame, list(frame.columns))
     msus = brute_msus(rows, 4)
     assert res.msu_counts.tolist() == [[sum(len(m) == k for m in ms) for k in range(1, 5)] for ms in msus]
+
+
+def subset_brute(rows: list[tuple], keys: int) -> list[list[int]]:
+    """Every record's MSU counts by size: each subset of keys counted over the records by definition."""
+    from collections import Counter
+
+    unique: dict[tuple[int, ...], set[int]] = {}
+    for size in range(1, keys + 1):
+        for subset in itertools.combinations(range(keys), size):
+            seen = Counter(tuple(row[v] for v in subset) for row in rows
+                           if all(row[v] is not None for v in subset))
+            unique[subset] = {r for r, row in enumerate(rows) if all(row[v] is not None for v in subset)
+                              and seen[tuple(row[v] for v in subset)] == 1}
+    counts = [[0] * keys for _ in rows]
+    for subset, records in unique.items():
+        below = [subset[:i] + subset[i + 1:] for i in range(len(subset))] if len(subset) > 1 else []
+        for r in records:
+            if not any(r in unique[t] for t in below):
+                counts[r][len(subset) - 1] += 1
+    return counts
+
+
+@pytest.mark.parametrize("method", ["levels", "transversals"])
+@settings(max_examples=100, deadline=None)
+@given(rows=rows_strategy, draw=st.data())
+def test_both_searches_against_brute_force(method: str, rows: list[tuple], draw: st.DataObject) -> None:
+    att = len(rows[0])
+    max_size = draw.draw(st.integers(1, att))
+    frame = pd.DataFrame([[np.nan if v is None else v for v in row] for row in rows],
+                         columns=[f"v{j}" for j in range(att)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(suda_module, "_METHOD", method)
+        res = suda(frame, list(frame.columns), max_size=max_size)
+    msus = brute_msus(rows, max_size)
+    assert res.msu_counts.tolist() == [[sum(len(m) == k for m in ms) for k in range(1, max_size + 1)] for ms in msus]
+    per_var = [[sum(math.factorial(att - len(m)) for m in ms if j in m) for j in range(att)] for ms in msus]
+    total = sum(map(sum, res.msu_counts @ np.array([math.factorial(att - k) for k in range(1, max_size + 1)])[:, None]))
+    if total:
+        for j, key in enumerate(frame.columns):
+            assert res.attribute_contributions[key] == pytest.approx(100 * sum(p[j] for p in per_var) / total)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 2 ** 7 - 1), min_size=1, max_size=12), st.integers(1, 7))
+def test_minimal_transversals_against_brute_force(edges: list[int], max_size: int) -> None:
+    def hits(s: int) -> bool:
+        return all(s & e for e in edges)
+
+    want = [s for s in range(1, 2 ** 7) if s.bit_count() <= max_size and hits(s)
+            and not any(hits(s & ~(1 << v)) for v in range(7) if s >> v & 1)]
+    got = suda_module.minimal_transversals(edges, max_size)
+    assert sorted(got) == want and len(got) == len(set(got))
+
+
+def test_twenty_keys_on_real_rows(silc20: pd.DataFrame) -> None:
+    # 20 keys: a million subsets; the search compares the 300 records instead, and agrees with counting
+    # every subset by definition on subsets of the keys and with the level-wise search up to size 3
+    keys = list(silc20.columns)
+    cost = suda_module.suda_cost(silc20, keys)
+    assert (cost.keys, cost.records, cost.subsets, cost.method) == (20, 300, 2 ** 20 - 1, "transversals")
+    assert cost.steps == cost.candidates * cost.distinct * 20
+    full = suda(silc20, keys)
+    assert full.msu_counts.shape == (300, 20) and full.msu_counts.sum() > 0
+    rows = [tuple(None if pd.isna(v) else v for v in row) for row in silc20.itertuples(index=False)]
+    for picked in (keys[:7], keys[6:14], keys[::3]):
+        sub = [tuple(row[keys.index(k)] for k in picked) for row in rows]
+        assert suda(silc20, picked).msu_counts.tolist() == subset_brute(sub, len(picked)), picked
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(suda_module, "_METHOD", "levels")
+        levels = suda(silc20, keys, max_size=3)
+    assert suda(silc20, keys, max_size=3).msu_counts.tolist() == levels.msu_counts.tolist()
+    assert full.msu_counts[:, :3].tolist() == levels.msu_counts.tolist()
+
+
+def test_cost_refused_with_its_figure() -> None:
+    data = pd.DataFrame(np.random.default_rng(3).integers(0, 3, (50, 12)), columns=[f"k{j}" for j in range(12)])
+    cost = suda_module.suda_cost(data, list(data.columns))
+    with pytest.raises(ParameterError) as info:
+        suda(data, list(data.columns), max_steps=cost.steps - 1)
+    message = str(info.value)
+    assert "\n" not in message and f"{cost.steps:,} steps" in message and "--max-size" in message
+    assert f"more than the limit of {cost.steps - 1:,} steps" in message
+    fitting = int(message.split("(max_size; ")[1].split(" fits")[0])
+    assert suda_module.suda_cost(data, list(data.columns), max_size=fitting).steps <= cost.steps - 1
+    assert suda(data, list(data.columns), max_steps=cost.steps).scores.shape == (50,)

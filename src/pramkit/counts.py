@@ -459,14 +459,16 @@ def chunk_codes(table: pa.Table, columns: Sequence[str], cats: Mapping[str, Sequ
 
 
 def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
-                  quiet: bool, total: int | None, weights: str | None = None) -> CountTable:
+                  quiet: bool, total: int | None, weights: str | None = None,
+                  max_cells: int = MAX_CELLS) -> CountTable:
     """The sum of the tables of Arrow tables (chunks) counted one by one (:func:`count_codes`)."""
     categories = [cats[c] for c in columns]
     shape = tuple(len(c) for c in categories)
-    cells = int(np.prod(shape, dtype=np.float64))
-    if cells > MAX_CELLS:
+    cells = math.prod(shape)
+    if cells > max_cells:
         raise ParameterError(
-            f"the table over {list(columns)} has {cells:,} cells, more than {MAX_CELLS:,}; count fewer columns"
+            f"the table over {list(columns)} has {cells:,} cells ({8 * cells / 1e9:,.1f} GB as counts), "
+            f"more than {max_cells:,}; count fewer columns"
         )
     counts = np.zeros(shape, dtype=np.int64)
     sums = None if weights is None else np.zeros(shape)
@@ -497,6 +499,7 @@ def count_file(
     chunk_rows: int = CHUNK_ROWS,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
+    max_cells: int = MAX_CELLS,
 ) -> CountTable:
     """Counts of every combination of ``columns`` in a file, streamed chunk by chunk.
 
@@ -528,6 +531,8 @@ def count_file(
         No progress bars.
     na_values : sequence of str
         The texts of a CSV file that are missing besides the empty field.
+    max_cells : int
+        The largest table counted (default :data:`MAX_CELLS`); checked before the table is made.
 
     Returns
     -------
@@ -537,7 +542,7 @@ def count_file(
     Raises
     ------
     ParameterError
-        No column named, an unknown ``missing``, or more than :data:`MAX_CELLS` cells.
+        No column named, an unknown ``missing``, or more than ``max_cells`` cells.
     DataError
         The file cannot be read, lacks a column, has no data rows, holds a
         value outside declared categories, or a weight that is not positive.
@@ -574,7 +579,7 @@ def count_file(
                 raise spelling_error(c, clash, (a, b))
         declared.update(found)
     _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
-    return _count_tables(batches, columns, declared, quiet, meta.rows, weights)
+    return _count_tables(batches, columns, declared, quiet, meta.rows, weights, max_cells)
 
 
 def count_frame(

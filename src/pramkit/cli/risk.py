@@ -84,6 +84,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "share of the record epsilon each variable spends")
     p.add_argument("--max-size", type=int, help="with --suda or --contributions: the largest MSU size "
                                                 "(default: the number of keys)")
+    p.add_argument("--max-steps", type=float, default=None,
+                   help="with --suda or --contributions: the most steps the SUDA search may take, estimated "
+                        "before it starts (default 2e10); a larger estimate is refused with the figure")
     p.add_argument("--replicates", type=int, default=CONTRIBUTION_REPLICATES,
                    help="with --contributions and --manifest: perturbations drawn to estimate the expected SUDA "
                         f"contributions when they cannot be enumerated exactly (default {CONTRIBUTION_REPLICATES})")
@@ -163,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--keys needs at least one column name")
     if args.suda or args.contributions:
         return _suda(args, keys) if args.suda else _contributions(args, keys)
-    if args.max_size is not None or args.replicates != CONTRIBUTION_REPLICATES:
-        raise ParameterError("--max-size and --replicates go with --suda or --contributions")
+    if args.max_size is not None or args.replicates != CONTRIBUTION_REPLICATES or args.max_steps is not None:
+        raise ParameterError("--max-size, --max-steps and --replicates go with --suda or --contributions")
     if args.sampling_fraction is None and args.weights is None:
         raise ParameterError(_FRACTION_REQUIRED)
     if args.household is not None:
@@ -263,7 +266,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
                        ("--replicates", args.replicates != CONTRIBUTION_REPLICATES)],
             "SUDA reads the file's key values alone (DIS-SUDA takes --sampling-fraction)")
     out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
-               na_values=args.na_values).to_dict()
+               na_values=args.na_values, max_steps=_steps(args)).to_dict()
     if args.json:
         print_json(out)
         return 0
@@ -280,6 +283,17 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
     lines += [f"  {k}: {_pct(v)}" for k, v in out["attribute_contributions"].items()]
     print("\n".join(lines))
     return 0
+
+
+def _steps(args: argparse.Namespace) -> float:
+    """``--max-steps`` (a positive number, else one line), or the library's default."""
+    from pramkit.risk.suda import MAX_STEPS
+
+    if args.max_steps is None:
+        return MAX_STEPS
+    if not (math.isfinite(args.max_steps) and args.max_steps > 0):
+        raise ParameterError(f"--max-steps must be a positive number, got {args.max_steps:g}")
+    return float(args.max_steps)
 
 
 def _pct(value: float | None) -> str:
@@ -309,7 +323,7 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
     result = release_contributions(
         args.original or args.data, keys, released=args.data if manifest is not None else None, manifest=manifest,
         sampling_fraction=args.sampling_fraction, weights=args.weights, model=args.model, max_size=args.max_size,
-        replicates=args.replicates, na_values=args.na_values)
+        replicates=args.replicates, na_values=args.na_values, max_steps=_steps(args))
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict())

@@ -69,8 +69,13 @@ from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.risk.identification import identification_risk
-from pramkit.risk.suda import SudaResult, suda
+from pramkit.progress import progress
+from pramkit.risk.frequencies import key_table
+from pramkit.risk.identification import identification_risk, independence_risk
+from pramkit.risk.loglinear import FIT_BYTES_PER_CELL
+from pramkit.risk.loglinear import MAX_CELLS as LOGLINEAR_MAX_CELLS
+from pramkit.risk.suda import MAX_STEPS as SUDA_MAX_STEPS
+from pramkit.risk.suda import SudaResult, suda, suda_cost
 
 __all__ = ["MEASURES", "Contributions", "ExpectedSuda", "ReleaseContributions", "contribution_sentences",
            "epsilon_shares", "expected_suda", "release_contributions", "risk_contributions"]
@@ -299,12 +304,45 @@ def _merged_manifest(manifest: Manifest, variable: str, level: Any, into: Any, o
 def _tau_measures(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | None,
                   original: pd.DataFrame | None, risk_options: dict[str, Any]) -> dict[str, float]:
     """tau1, tau2 and the expected re-identifications of ``data`` on ``keys``; with no key, of one
-    cell that holds every record (tau1 = tau2 = 0, the individual risk of the records' one class)."""
+    cell that holds every record (tau1 = tau2 = 0, the individual risk of the records' one class).
+    ``risk_options["sparse"]``: by :func:`pramkit.risk.identification.independence_risk` (no table)."""
     if not keys:
         one = "_" * (1 + max(len(str(c)) for c in data.columns))  # a column name the data do not have
         data, keys = data.assign(**{one: 0}), [one]
-    res = identification_risk(data, keys, manifest=manifest, original=original, **risk_options)
+    options = dict(risk_options)
+    if options.pop("sparse", False):
+        sparse = independence_risk(data, keys, sampling_fraction=options["sampling_fraction"])
+        return {"tau1": sparse.tau1, "tau2": sparse.tau2, "individual": sparse.expected_reidentifications}
+    res = identification_risk(data, keys, manifest=manifest, original=original, **options)
     return {"tau1": res.tau1, "tau2": res.tau2, "individual": res.expected_reidentifications}
+
+
+def _without_table(data: pd.DataFrame, keys: Sequence[str], model: str, perturbed: Sequence[str],
+                   sampling_fraction: float | None, manifest: Manifest | None) -> bool:
+    """Whether the tau measures go without the full table (:func:`independence_risk`): the table of the
+    keys is larger than a fit may take and the model is independence with one sampling fraction;
+    refused in one line, before any work, when the table is too large for any other choice."""
+    if not keys:  # refused by the SUDA checks
+        return False
+    shape = list(key_table(data, keys).shape)
+    for i, k in enumerate(keys):
+        if manifest is not None and k in perturbed:  # the table has every category of the matrix
+            shape[i] = max(shape[i], len(manifest[k].matrix.categories))
+    cells = math.prod(shape)
+    if cells <= LOGLINEAR_MAX_CELLS:
+        return False
+    if model == "independence" and not perturbed and sampling_fraction is not None:
+        return True
+    size = FIT_BYTES_PER_CELL * cells
+    figure = f"{size / 1e12:,.0f} TB" if size >= 1e12 else f"{size / 1e9:,.1f} GB"
+    why = ("after PRAM the misclassification needs the table" if perturbed
+           else "--weights give per-cell fractions from the table" if sampling_fraction is None
+           else f"model {model!r} is fitted to it")
+    raise ParameterError(
+        f"tau1, tau2 and the individual risk over the {len(keys)} key variables need their full table of "
+        f"{cells:,} cells (about {figure}), more than the {LOGLINEAR_MAX_CELLS:,} cells a fit may take ({why}); "
+        "use --model independence with --sampling-fraction (computed from the occupied cells, no table) "
+        "or fewer or coarser key variables (--keys)")
 
 
 def _suda_levels(res: SudaResult) -> dict[tuple[str, Any], float]:
@@ -373,6 +411,7 @@ def risk_contributions(
     missing: Any = None,
     manifest: Manifest | None = None,
     original: pd.DataFrame | None = None,
+    max_steps: float = SUDA_MAX_STEPS,
 ) -> Contributions:
     """Per key variable and per level, how much of SUDA, tau1, tau2 and the individual risk it explains.
 
@@ -399,6 +438,8 @@ def risk_contributions(
         The release manifest: ``data`` is the released file; the epsilon shares come from it.
     original : pandas.DataFrame, optional
         With a manifest that perturbs a key: the original file (needed).
+    max_steps : float
+        The most steps the SUDA search may take (:func:`pramkit.risk.suda`).
 
     Returns
     -------
@@ -436,9 +477,10 @@ def risk_contributions(
         data = _spelled(data, manifest, perturbed)
         original = None if original is None else _spelled(original, manifest, perturbed)
     base = data if original is None else original  # the frequencies that choose the merge targets
+    sparse = _without_table(data, keys, model, perturbed, sampling_fraction, manifest)  # before any work
     options = {"sampling_fraction": sampling_fraction, "model": model,
-               **({"weights": weights} if weights is not None else {})}
-    sudares = suda(data, keys, max_size=max_size)
+               **({"weights": weights} if weights is not None else {}), **({"sparse": True} if sparse else {})}
+    sudares = suda(data, keys, max_size=max_size, max_steps=max_steps)
     totals = {"suda": float(sudares.scores.sum()), **_tau_measures(data, keys, manifest, original, options)}
     measures = MEASURES[1:]
     per_var: dict[str, list[float]] = {"suda": [float(sudares.attribute_contributions[k]) for k in keys],
@@ -521,6 +563,7 @@ def expected_suda(
     replicates: int = CONTRIBUTION_REPLICATES,
     key: Any = None,
     exact_limit: int = EXACT_LIMIT,
+    max_steps: float = SUDA_MAX_STEPS,
 ) -> ExpectedSuda:
     """The expected SUDA scores and contributions of the file PRAM would release from ``data``.
 
@@ -544,6 +587,10 @@ def expected_suda(
         The key whose derived streams draw the replicates (``None``: a fresh one).
     exact_limit : int
         The largest number of released files enumerated.
+    max_steps : float
+        The most steps the SUDA searches of all the released files may take together
+        (:class:`pramkit.risk.suda.SudaCost` of the original file times the files searched),
+        estimated before the first; more is refused with the figure.
 
     Returns
     -------
@@ -575,7 +622,15 @@ def expected_suda(
     perturbed = [k for k in keys if k in manifest.names]
     data = _spelled(_without_code(data, keys, missing), manifest, perturbed)
     outcomes = _outcomes(data, manifest, perturbed, exact_limit)
+    files = replicates if outcomes is None else math.prod(len(c) for c in outcomes[0])
+    cost = suda_cost(data, keys, max_size=max_size)
+    if cost.steps * files > max_steps:
+        raise ParameterError(
+            f"the expected SUDA contributions search {files:,} released files of {cost.steps:,} steps each "
+            f"({cost.describe()}): {cost.steps * files:,} steps, more than the limit of {max_steps:,.0f}; "
+            "lower --max-size (max_size) or --replicates, or raise --max-steps (max_steps)")
     draws: list[tuple[float, SudaResult]] = []
+    bar = progress(total=files, desc="expected SUDA", unit="files")
     if outcomes is not None:
         choices, probs = outcomes
         method = "exact"
@@ -593,7 +648,8 @@ def expected_suda(
                     if code >= 0:
                         column[i] = cats[k][code]
                 frame[k] = column
-            draws.append((weight, suda(frame, keys, max_size=max_size)))
+            draws.append((weight, suda(frame, keys, max_size=max_size, quiet=True)))
+            bar.update(1)
     else:
         method = "monte carlo"
         master = resolve_key(key)
@@ -601,7 +657,10 @@ def expected_suda(
         for r in range(replicates):
             sub = SecretKey(master.design_random(f"expected suda, replicate {r}").randbytes(32),
                             f"replicate {r} of {master.source}")
-            draws.append((1.0 / replicates, suda(perturb_frame(data, single, key=sub).data, keys, max_size=max_size)))
+            draws.append((1.0 / replicates, suda(perturb_frame(data, single, key=sub).data, keys, max_size=max_size,
+                                                 quiet=True)))
+            bar.update(1)
+    bar.close()
     return _expectation(keys, method, draws)
 
 
@@ -735,6 +794,7 @@ def release_contributions(
     exact_limit: int = EXACT_LIMIT,
     top: int = 3,
     na_values: Sequence[str] = NA_VALUES,
+    max_steps: float = SUDA_MAX_STEPS,
 ) -> ReleaseContributions:
     """The contributions of :func:`risk_contributions` before PRAM and, with a release, after it.
 
@@ -754,6 +814,9 @@ def release_contributions(
         Sentences for this many levels.
     na_values : sequence of str
         Texts that mean missing in CSV files besides the empty field.
+    max_steps : float
+        The most steps each SUDA search may take (:func:`pramkit.risk.suda`), and the
+        searches of the expectation together (:func:`expected_suda`).
 
     Returns
     -------
@@ -783,19 +846,19 @@ def release_contributions(
 
     if (released is None) != (manifest is None):
         raise ParameterError("pass the released file and its manifest together (or neither)")
-    columns = list(keys) + ([weights] if isinstance(weights, str) else [])
+    columns = list(dict.fromkeys(list(keys) + ([weights] if isinstance(weights, str) else [])))
 
     def load(frame: pd.DataFrame | str | Path) -> pd.DataFrame:
         return frame if isinstance(frame, pd.DataFrame) else read_table(frame, columns=columns, na_values=na_values)
 
     original = load(original)
     options = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "max_size": max_size,
-               "missing": missing}
+               "missing": missing, "max_steps": max_steps}
     before = risk_contributions(original, keys, **options)
     after = expected = None
     if released is not None and manifest is not None:  # both or neither (checked above)
         after = risk_contributions(load(released), keys, manifest=manifest, original=original, **options)
         expected = expected_suda(original, keys, manifest, max_size=max_size, missing=missing,
-                                 replicates=replicates, key=key, exact_limit=exact_limit)
+                                 replicates=replicates, key=key, exact_limit=exact_limit, max_steps=max_steps)
     sentences = contribution_sentences(before, expected, epsilon=None if after is None else after.epsilon, top=top)
     return ReleaseContributions(before=before, after=after, expected=expected, sentences=tuple(sentences))

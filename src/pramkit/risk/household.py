@@ -237,6 +237,11 @@ def _kept(data: Any, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
     from pramkit.engine.codebook import encode
 
     kept = np.ones(len(data))
+    joint = [k for k in keys if any(k in v.read_columns and v.is_joint for v in manifest.variables)]
+    if joint:
+        raise ParameterError(f"the household risk after PRAM takes keys perturbed one by one; {joint} are "
+                             "perturbed jointly with other columns or within strata (the per-record risk "
+                             "of pramkit risk without --household accounts for them)")
     for key in (k for k in keys if k in manifest.names):
         v = manifest[key]
         if v.is_joint or v.given:

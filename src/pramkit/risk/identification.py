@@ -45,14 +45,23 @@ from pramkit.counts import count_file
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import frame_kind, records_like, streamed
+from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.individual import individual_risk
-from pramkit.risk.loglinear import LogLinearFit, Watch, fit_loglinear, fit_loglinear_misclassified
+from pramkit.risk.loglinear import (
+    MAX_CELLS,
+    LogLinearFit,
+    Watch,
+    check_cells,
+    fit_loglinear,
+    fit_loglinear_misclassified,
+)
 from pramkit.risk.misclassified import CellRisk, cell_risk
 
-__all__ = ["EM_MAX_CELLS", "RiskResult", "identification_risk", "sampling_fraction_of"]
+__all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "identification_risk", "independence_risk",
+           "sampling_fraction_of"]
 
 #: Largest table fitted by EM from released counts alone (each EM step costs several dense passes).
 EM_MAX_CELLS = 200_000
@@ -299,7 +308,7 @@ def _file_risk(
     path: str | Path, keys: tuple[str, ...], perturbed: tuple[str, ...], start: float, *,
     sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
     manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
-    na_values: Sequence[str],
+    na_values: Sequence[str], joints: list[_Joint],
 ) -> RiskResult:
     """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file`:
     the same figures from the cell counts (and weight sums), memory bounded by a chunk and
@@ -309,8 +318,9 @@ def _file_risk(
     if original is not None and not (isinstance(original, (str, Path)) or streamed(original)):
         raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
                              "a polars frame or an Arrow table too")
-    declared = {} if manifest is None else {k: manifest[k].matrix.categories for k in perturbed}
-    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values)
+    declared = _axis_categories(manifest, keys, perturbed, joints)
+    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
+                       max_cells=MAX_CELLS)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
@@ -319,9 +329,141 @@ def _file_risk(
         source_table = count_file(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
                                   missing=missing, na_values=na_values)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
-    return _assess(counts, table.weight_sums, source, source_sums, keys, perturbed, manifest, start,
-                   sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=missing,
-                   excluded=table.missing, tol=tol, tau_rtol=tau_rtol).result
+    names = _folding(keys, counts.shape, joints)[2]
+    folded = _fold(counts, keys, joints)
+    assert folded is not None
+    res = _assess(folded, _fold(table.weight_sums, keys, joints), _fold(source, keys, joints),
+                  _fold(source_sums, keys, joints), names, perturbed + tuple(j.name for j in joints), manifest, start,
+                  sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=missing,
+                  excluded=table.missing, tol=tol, tau_rtol=tau_rtol).result
+    return replace(res, keys=keys, perturbed=_perturbed_columns(keys, perturbed, joints))
+
+
+def _perturbed_columns(keys: tuple[str, ...], singles: tuple[str, ...], joints: list[_Joint]) -> tuple[str, ...]:
+    """The keys the manifest perturbs (alone or jointly; not the strata), in the keys' order."""
+    joint = {c for j in joints for c in j.columns}
+    return tuple(k for k in keys if k in singles or k in joint)
+
+@dataclass(frozen=True)
+class _Joint:
+    """Keys perturbed together by one variable of the manifest (several columns, or a column and its
+    strata): one axis of the table, whose categories are the matrix's (tuples of the columns' values)."""
+
+    name: str
+    positions: tuple[int, ...]  # of its read columns among the keys, in the matrix's column order
+    cells: tuple[tuple[Any, ...], ...]
+    columns: tuple[str, ...]  # the columns it perturbs (not the strata)
+
+    def axis_categories(self, at: int) -> list[Any]:
+        """The values of its ``at``-th read column, in the order of the matrix's categories."""
+        return list(dict.fromkeys(cell[at] for cell in self.cells))
+
+
+def _perturbation(manifest: Manifest | None, keys: tuple[str, ...]) -> tuple[tuple[str, ...], list[_Joint]]:
+    """The keys a manifest perturbs alone, and the variables that perturb keys jointly (all of whose
+    columns and strata must be keys: the released value of one depends on the others)."""
+    if manifest is None:
+        return (), []
+    singles = tuple(k for k in keys if k in manifest.names and not manifest[k].is_joint)
+    joints = []
+    for v in manifest.variables:
+        if not v.is_joint or not set(v.read_columns) & set(keys):
+            continue
+        absent = [c for c in v.read_columns if c not in keys]
+        if absent:
+            raise ParameterError(
+                f"the manifest perturbs {list(v.columns)} jointly (variable {v.name!r}"
+                + (f", strata {list(v.given)}" if v.given else "") + f"): the risk after PRAM needs all of "
+                f"{list(v.read_columns)} among the keys; add {absent} to the keys or leave "
+                f"{[c for c in v.read_columns if c in keys]} out")
+        joints.append(_Joint(v.name, tuple(keys.index(c) for c in v.read_columns),
+                             tuple(joint_cell(c) for c in v.matrix.categories), v.columns))
+    return singles, joints
+
+
+def _axis_categories(manifest: Manifest | None, keys: tuple[str, ...], singles: tuple[str, ...],
+                     joints: list[_Joint]) -> dict[str, Sequence[Any]]:
+    """The declared categories of the perturbed keys: a matrix's, or a joint matrix's values of the key."""
+    declared: dict[str, Sequence[Any]] = {k: manifest[k].matrix.categories for k in singles} if manifest else {}
+    for j in joints:
+        for at, position in enumerate(j.positions):
+            declared[keys[position]] = j.axis_categories(at)
+    return declared
+
+
+def _folding(keys: tuple[str, ...], shape: Sequence[int], joints: list[_Joint]) -> tuple[
+        list[int], list[int], tuple[str, ...], list[tuple[int, np.ndarray]]]:
+    """How the table over the keys becomes the table whose joint variables are one axis each: the
+    axes' order, the folded shape before the cells are picked, the folded axes' names, and per joint
+    axis (its position, the flat sub-cell of each of its categories)."""
+    first = {min(j.positions): j for j in joints}
+    inside = {p for j in joints for p in j.positions}
+    order: list[int] = []
+    merged: list[int] = []
+    names: list[str] = []
+    picks: list[tuple[int, np.ndarray]] = []
+    for i, key in enumerate(keys):
+        if i in first:
+            j = first[i]
+            sub = [shape[p] for p in j.positions]
+            cats = [j.axis_categories(at) for at in range(len(j.positions))]
+            flat = np.ravel_multi_index(
+                np.array([[cats[at].index(cell[at]) for cell in j.cells] for at in range(len(sub))]), sub)
+            order.extend(j.positions)
+            picks.append((len(merged), flat))
+            merged.append(math.prod(sub))
+            names.append(j.name)
+        elif i not in inside:
+            order.append(i)
+            merged.append(shape[i])
+            names.append(key)
+    return order, merged, tuple(names), picks
+
+
+def _fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[_Joint]) -> np.ndarray | None:
+    """The table with each joint variable's keys folded into one axis of its categories; records in
+    a combination that is not one of them are refused (the manifest cannot have released them)."""
+    if table is None or not joints:
+        return table
+    order, merged, _, picks = _folding(keys, table.shape, joints)
+    out = np.transpose(table, order).reshape(merged)
+    for axis, flat in picks:
+        out = np.take(out, flat, axis=axis)
+    if not math.isclose(float(out.sum()), float(table.sum()), rel_tol=1e-9):
+        j = joints[0]
+        raise DataError(f"{float(table.sum() - out.sum()):g} record(s) hold combinations of "
+                        f"{[keys[p] for p in j.positions]} that are not categories of the manifest's "
+                        f"{j.name!r} (or of another joint variable); this file was not released with it")
+    return out
+
+
+def _folded_cells(codes: np.ndarray, shape: Sequence[int], keys: tuple[str, ...], joints: list[_Joint]) -> np.ndarray:
+    """Each record's flat cell in the folded table (``codes``: ``(n, d)`` codes of the included records)."""
+    order, _, _, picks = _folding(keys, shape, joints)
+    columns, axis = [], 0
+    at = 0
+    picked = dict(picks)
+    while at < len(order):
+        if axis in picked:
+            j = next(j for j in joints if j.positions[0] == order[at])
+            sub = [shape[p] for p in j.positions]
+            lookup = np.full(math.prod(sub), -1, dtype=np.int64)
+            lookup[picked[axis]] = np.arange(len(picked[axis]))
+            columns.append(lookup[np.ravel_multi_index(codes[:, list(j.positions)].T, sub)])
+            at += len(j.positions)
+        else:
+            columns.append(codes[:, order[at]])
+            at += 1
+        axis += 1
+    return np.ravel_multi_index(np.column_stack(columns).T, _folded_shape(keys, shape, joints))
+
+
+def _folded_shape(keys: tuple[str, ...], shape: Sequence[int], joints: list[_Joint]) -> list[int]:
+    """The shape of the folded table (a joint axis has one cell per category of its matrix)."""
+    _, merged, _, picks = _folding(keys, shape, joints)
+    picked = dict(picks)
+    return [len(picked[a]) if a in picked else m for a, m in enumerate(merged)]
+
 
 
 def identification_risk(
@@ -410,33 +552,37 @@ def identification_risk(
     if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
-    perturbed = tuple(k for k in keys if manifest is not None and k in manifest.names)
+    singles, joints = _perturbation(manifest, keys)
     if isinstance(data, (str, Path)) or frame_kind(data) == "polars-lazy":  # a LazyFrame streams like a file
-        return _file_risk(data, keys, perturbed, start, sampling_fraction=sampling_fraction, weights=weights,
+        return _file_risk(data, keys, singles, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
-                          missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values)
+                          missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values, joints=joints)
     categories = None
-    if perturbed and manifest is not None:
+    declared = _axis_categories(manifest, keys, singles, joints)
+    if declared:
         table0 = key_table(data, keys, missing=missing)
-        categories = [
-            manifest[k].matrix.categories if k in perturbed else table0.categories[i] for i, k in enumerate(keys)
-        ]
+        categories = [declared.get(k, table0.categories[i]) for i, k in enumerate(keys)]
     table = key_table(data, keys, missing=missing, categories=categories)
+    names = _folding(keys, table.shape, joints)[2]
+    check_cells(names, _folded_shape(keys, table.shape, joints))  # before any table is made
     w_all = None if weights is None else record_weights(data, weights)
-    cell = table.cell_index()
+    included_codes = table.codes[table.included]
+    cell = table.cell_index() if not joints else _folded_cells(included_codes, table.shape, keys, joints)
     counted = table.count(weights=w_all)
-    counts, sums = counted.counts.astype(float), counted.weight_sums
+    counts, sums = _fold(counted.counts.astype(float), keys, joints), _fold(counted.weight_sums, keys, joints)
+    assert counts is not None
     source = source_sums = None
     if original is not None:
         if frame_kind(original) not in ("pandas", "polars", "arrow"):
             raise ParameterError("with data in memory, original must be a DataFrame (or an Arrow table) too")
         otable = key_table(original, keys, missing=missing, categories=table.categories)
         ocounted = otable.count(weights=None if weights is None else record_weights(original, weights))
-        source, source_sums = ocounted.counts.astype(float), ocounted.weight_sums
-    done = _assess(counts, sums, source, source_sums, keys, perturbed, manifest, start,
-                   sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=table.missing,
-                   excluded=len(table.included) - table.n, tol=tol, tau_rtol=tau_rtol)
-    res = done.result
+        source = _fold(ocounted.counts.astype(float), keys, joints)
+        source_sums = _fold(ocounted.weight_sums, keys, joints)
+    done = _assess(counts, sums, source, source_sums, names, singles + tuple(j.name for j in joints), manifest,
+                   start, sampling_fraction=sampling_fraction, fractions=fractions, model=model,
+                   missing=table.missing, excluded=len(table.included) - table.n, tol=tol, tau_rtol=tau_rtol)
+    res = replace(done.result, keys=keys, perturbed=_perturbed_columns(keys, singles, joints))
     unique = counts.ravel() == 1
     columns = {
         "f": (counts.ravel().astype(np.int64), 0),
@@ -452,6 +598,97 @@ def identification_risk(
         per_record[name] = values
     pi = np.full(len(table.included), np.nan)
     assert res.sampling_fractions is not None  # set by every route of identification_risk
-    pi[table.included] = res.sampling_fractions.at(cell, table.shape)
+    pi[table.included] = res.sampling_fractions.at(cell, counts.shape)
     per_record["pi"] = pi
     return replace(res, per_record=records_like(per_record, data), seconds=time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class IndependenceRisk:
+    """tau1, tau2 and the expected re-identifications under the independence model, from the occupied cells.
+
+    Parameters
+    ----------
+    n : int
+        Records counted.
+    cells : int
+        Cells of the full key table (never made).
+    combinations : int
+        Occupied cells.
+    sample_uniques : int
+        Records whose key combination occurs once.
+    tau1, tau2, expected_reidentifications : float
+        As :class:`RiskResult`.
+    """
+
+    n: int
+    cells: int
+    combinations: int
+    sample_uniques: int
+    tau1: float
+    tau2: float
+    expected_reidentifications: float
+
+
+def independence_risk(data: Any, keys: Sequence[str], *, sampling_fraction: float,
+                      missing: MissingKeys = "category") -> IndependenceRisk:
+    """:func:`identification_risk` with ``model="independence"`` and one sampling fraction, without the table.
+
+    Under independence with one sampling fraction the fit is closed:
+    ``mu_j = n prod_v f_v(j_v) / n`` (the product of the observed one-way margins,
+    Bishop, Fienberg and Holland 1975, sec. 3.4), so eqs. (4)-(5) and the per-record
+    risks need the occupied cells only: memory grows with the records, not with the
+    product of the keys' categories, and any number of keys can be assessed.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records.
+    keys : sequence of str
+        The key variables.
+    sampling_fraction : float
+        The sampling fraction in (0, 1].
+    missing : {"category", "exclude"}
+        As :func:`identification_risk`.
+
+    Returns
+    -------
+    IndependenceRisk
+
+    Raises
+    ------
+    ParameterError
+        A fraction outside (0, 1].
+    DataError
+        As :func:`pramkit.risk.frequencies.key_table`.
+
+    Examples
+    --------
+    The same figures as the fitted model:
+
+    >>> import pandas as pd
+    >>> data = pd.DataFrame({"sex": list("mfmfmfmfmf"), "age": list("2233442345")})
+    >>> sparse = independence_risk(data, ["sex", "age"], sampling_fraction=0.5)
+    >>> fitted = identification_risk(data, ["sex", "age"], sampling_fraction=0.5, model="independence", tol=1e-12)
+    >>> sparse.sample_uniques, round(sparse.tau2, 6) == round(fitted.tau2, 6)
+    (4, True)
+    """
+    from pramkit.risk.fractions import check_fraction
+
+    pi = check_fraction(sampling_fraction)
+    table = key_table(data, keys, missing=missing)
+    codes = table.codes[table.included]
+    n = len(codes)
+    log_mu = np.full(n, math.log(n))
+    for axis in range(codes.shape[1]):
+        margin = np.bincount(codes[:, axis], minlength=len(table.categories[axis]))
+        log_mu += np.log(margin[codes[:, axis]] / n)
+    _, first, f = np.unique(codes, axis=0, return_index=True, return_counts=True)
+    mu = np.exp(log_mu[first])
+    risk = cell_risk(mu, pi, [None])
+    unique = f == 1
+    individual = individual_risk(f.astype(float), f / pi).risk
+    return IndependenceRisk(
+        n=n, cells=table.cells, combinations=len(f), sample_uniques=int(unique.sum()),
+        tau1=float(risk.r1[unique].sum()), tau2=float(risk.r2[unique].sum()),
+        expected_reidentifications=float(np.dot(f, individual)))

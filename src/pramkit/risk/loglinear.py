@@ -291,6 +291,52 @@ def _ipf_cycle(fit: np.ndarray, targets: Sequence[np.ndarray], terms: Sequence[T
     return worst
 
 
+#: Bytes per cell of a fit: the counts, the offset, the fit, its extrapolation history and the risks.
+FIT_BYTES_PER_CELL = 96
+
+
+def check_cells(names: Sequence[str], shape: Sequence[int]) -> int:
+    """The cells of the full table of ``names``, refused in one line (before any table is made)
+    when the fit would hold more than :data:`MAX_CELLS`.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The variables (table axes).
+    shape : sequence of int
+        Their numbers of categories.
+
+    Returns
+    -------
+    int
+        The cells.
+
+    Raises
+    ------
+    ParameterError
+        More than :data:`MAX_CELLS` cells; the message gives the cells, the memory of the fit
+        (about :data:`FIT_BYTES_PER_CELL` bytes a cell) and what bounds them.
+
+    Examples
+    --------
+    >>> check_cells(["a", "b"], [3, 4])
+    12
+    >>> check_cells([f"k{j}" for j in range(20)], [3] * 20)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the log-linear model of tau1 and tau2 is fitted to the full table of the 20 key variables: 3,486,784,401 cells (about 334.7 GB), more than the 50,000,000 cells a fit may take; use fewer or coarser key variables (--keys)
+    """
+    cells = math.prod(int(s) for s in shape)
+    if cells > MAX_CELLS:
+        size = FIT_BYTES_PER_CELL * cells
+        figure = f"{size / 1e12:,.0f} TB" if size >= 1e12 else f"{size / 1e9:,.1f} GB"
+        raise ParameterError(
+            f"the log-linear model of tau1 and tau2 is fitted to the full table of the {len(names)} key variables: "
+            f"{cells:,} cells (about {figure}), more than the {MAX_CELLS:,} cells a fit may take; "
+            "use fewer or coarser key variables (--keys)")
+    return cells
+
+
 def _check_table(counts: np.ndarray) -> np.ndarray:
     f = np.asarray(counts, dtype=float)
     if f.size > MAX_CELLS:

@@ -63,9 +63,20 @@ import pandas as pd
 from pramkit.defaults import NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns
+from pramkit.progress import progress
 
 #: Above this many possible combinations, a subset's codes are compressed before counting.
 _DENSE_LIMIT = 1 << 26
+#: The most steps (:class:`SudaCost`) a SUDA search takes on before it refuses; ``max_steps`` raises it.
+MAX_STEPS = 20_000_000_000
+#: The most working memory (bytes) a SUDA search takes on before it refuses.
+MAX_BYTES = 2 << 30
+#: Keys the transversal search handles (a set of keys is one 64-bit word).
+_WORD_KEYS = 62
+#: Bytes of one block of key comparisons of the transversal search.
+_BLOCK_BYTES = 1 << 25
+#: ``"levels"`` or ``"transversals"``: that search whatever the estimate (for tests of both).
+_METHOD: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,7 +202,7 @@ def suda_weights(att: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check(data: Any, keys: Sequence[str], max_size: int | None,
-           sampling_fraction: float | None) -> int:
+           sampling_fraction: float | None, max_steps: float = MAX_STEPS) -> int:
     """Validate the arguments; return the largest MSU size to search."""
     if not keys:
         raise ParameterError("suda needs at least one key variable")
@@ -209,6 +220,8 @@ def _check(data: Any, keys: Sequence[str], max_size: int | None,
                              f"got {max_size!r}")
     if sampling_fraction is not None and not 0 < sampling_fraction <= 1:
         raise ParameterError(f"sampling_fraction must lie in (0, 1], got {sampling_fraction!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, float)) or not max_steps > 0:
+        raise ParameterError(f"max_steps must be a positive number, got {max_steps!r}")
     return int(size)
 
 
@@ -249,31 +262,284 @@ def _frequencies(codes: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np
     return code, np.bincount(code, minlength=span)
 
 
-def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int,
-            weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MSU counts per record and size, and each variable's summed MSU score per record."""
+@dataclass(frozen=True)
+class SudaCost:
+    """What the SUDA search of a file will cost, estimated from one counting pass before the search.
+
+    Two exact searches find the same MSUs (module docstring): ``"levels"`` counts every subset of
+    at most ``max_size`` keys over all records, ``"transversals"`` compares each candidate record
+    with the distinct rows and enumerates the minimal sets of keys that tell it from all of them.
+    The cheaper one runs.
+
+    Parameters
+    ----------
+    records : int
+        Records of the file.
+    keys : int
+        Key variables (``ATT``).
+    max_size : int
+        The largest MSU size searched.
+    candidates : int
+        Records unique on all keys (only they can have an MSU).
+    distinct : int
+        Distinct rows of the keys.
+    subsets : int
+        Subsets of at most ``max_size`` keys, ``sum_k C(ATT, k)``.
+    method : {"levels", "transversals", "none"}
+        The search that runs (``"none"``: no candidate, nothing to search).
+    steps : int
+        Its elementary steps: ``subsets * records`` values counted, or
+        ``candidates * distinct * ATT`` key values compared.
+    bytes : int
+        Its peak working memory, estimated.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"a": [1, 1, 2, 2], "b": [1, 2, 1, 1], "c": [0, 0, 0, 1]})
+    >>> cost = suda_cost(data, ["a", "b", "c"])
+    >>> cost.candidates, cost.distinct, cost.subsets, cost.method, cost.steps
+    (4, 4, 7, 'levels', 28)
+    """
+
+    records: int
+    keys: int
+    max_size: int
+    candidates: int
+    distinct: int
+    subsets: int
+    method: str
+    steps: int
+    bytes: int
+
+    def describe(self) -> str:
+        """The estimate in words.
+
+        Examples
+        --------
+        >>> SudaCost(300, 20, 2, 288, 288, 210, "levels", 63_000, 121_536).describe()
+        'SUDA over 20 keys (MSUs of up to 2 keys) and 300 records (288 unique on all keys): 210 subsets of keys, 63,000 steps, 121.5 kB'
+        """
+        return (f"SUDA over {self.keys} keys (MSUs of up to {self.max_size} keys) and {self.records:,} records "
+                f"({self.candidates:,} unique on all keys): {self.subsets:,} subsets of keys, {self.steps:,} steps, "
+                f"{_size(self.bytes)}")
+
+
+def _size(nbytes: float) -> str:
+    """Bytes with an SI prefix (``'1.5 GB'``)."""
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if nbytes < 1000 or unit == "PB":
+            return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"
+        nbytes /= 1000
+    raise AssertionError("unreachable")
+
+
+def _subsets(att: int, max_size: int) -> int:
+    """``sum_{k=1}^{max_size} C(att, k)``."""
+    return sum(math.comb(att, k) for k in range(1, max_size + 1))
+
+
+def _estimate(codes: np.ndarray, max_size: int) -> tuple[SudaCost, np.ndarray, np.ndarray]:
+    """The cost of both searches (the cheaper chosen), the candidates and each record's distinct row."""
     att, n = codes.shape
-    radices = codes.max(axis=1) + 1
-    code, table = _frequencies(codes, radices)
+    code, table = _frequencies(codes, codes.max(axis=1) + 1)
     candidates = np.flatnonzero(table[code] == 1)
+    _, distinct_of = np.unique(code, return_inverse=True)
+    distinct = int(distinct_of.max()) + 1
+    subsets = _subsets(att, max_size)
+    c = len(candidates)
+    widest = max(math.comb(att, k) for k in range(1, max_size + 1))
+    level_steps, level_bytes = subsets * n, 2 * widest * c + 16 * n
+    cross_steps = c * distinct * att
+    cross_bytes = min(cross_steps, _BLOCK_BYTES) * 9 + 16 * distinct
+    if c == 0:
+        method, steps, nbytes = "none", 0, 0
+    elif att <= _WORD_KEYS and (_METHOD == "transversals"
+                                or (_METHOD is None and (cross_steps, cross_bytes) < (level_steps, level_bytes))):
+        method, steps, nbytes = "transversals", cross_steps, cross_bytes
+    else:
+        method, steps, nbytes = "levels", level_steps, level_bytes
+    cost = SudaCost(records=n, keys=att, max_size=max_size, candidates=c, distinct=distinct, subsets=subsets,
+                    method=method, steps=steps, bytes=nbytes)
+    return cost, candidates, distinct_of
+
+
+def _refuse_cost(cost: SudaCost, max_steps: float, max_bytes: float) -> None:
+    """One line when the search would take more than the limits: the figure and what bounds it."""
+    if cost.steps <= max_steps and cost.bytes <= max_bytes:
+        return
+    limit = (f"more than the limit of {max_steps:,.0f} steps" if cost.steps > max_steps
+             else f"more than the limit of {_size(max_bytes)}")
+    smaller = [k for k in range(1, cost.max_size) if min(_subsets(cost.keys, k) * cost.records, cost.steps)
+               <= max_steps and 2 * max(math.comb(cost.keys, j) for j in range(1, k + 1)) * cost.candidates
+               <= max_bytes]
+    hint = (f"lower --max-size (max_size; {smaller[-1]} fits)" if smaller
+            else "use fewer key variables")
+    raise ParameterError(f"{cost.describe()}: {limit}; {hint}, or raise --max-steps (max_steps)")
+
+
+def _levels(codes: np.ndarray, masks: list[np.ndarray], candidates: np.ndarray, max_size: int,
+            weights: np.ndarray, quiet: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The level-wise search: every subset of keys in increasing size, counted over all records."""
+    att = len(codes)
+    radices = codes.max(axis=1) + 1
     sub_missing = np.column_stack([m[candidates] for m in masks])
     counts = np.zeros((len(candidates), max_size), dtype=np.int64)
     contributions = np.zeros((len(candidates), att))
     previous: dict[tuple[int, ...], np.ndarray] = {(): np.zeros(len(candidates), dtype=bool)}  # the empty set: never unique (n >= 2)
-    for size in range(1, max_size + 1):
-        current: dict[tuple[int, ...], np.ndarray] = {}
-        for subset in itertools.combinations(range(att), size):
-            cols = list(subset)
-            code, table = _frequencies(codes[cols], radices[cols])
-            unique = table[code[candidates]] == 1
-            unique &= ~sub_missing[:, cols].any(axis=1)
-            minimal = unique.copy()
-            for drop in range(size):
-                minimal &= ~previous[subset[:drop] + subset[drop + 1:]]
-            current[subset] = unique
-            counts[:, size - 1] += minimal
-            contributions[:, cols] += (minimal * weights[size - 1])[:, None]
-        previous = current
+    with progress(total=_subsets(att, max_size), desc="SUDA", unit="subsets", quiet=quiet) as bar:
+        for size in range(1, max_size + 1):
+            current: dict[tuple[int, ...], np.ndarray] = {}
+            for subset in itertools.combinations(range(att), size):
+                cols = list(subset)
+                code, table = _frequencies(codes[cols], radices[cols])
+                unique = table[code[candidates]] == 1
+                unique &= ~sub_missing[:, cols].any(axis=1)
+                minimal = unique.copy()
+                for drop in range(size):
+                    minimal &= ~previous[subset[:drop] + subset[drop + 1:]]
+                current[subset] = unique
+                counts[:, size - 1] += minimal
+                contributions[:, cols] += (minimal * weights[size - 1])[:, None]
+                bar.update(1)
+            previous = current
+    return counts, contributions
+
+
+def _bits(mask: int) -> list[int]:
+    """The positions of the set bits of ``mask``, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def minimal_transversals(edges: Sequence[int], max_size: int) -> list[int]:
+    """Every minimal transversal (hitting set) of at most ``max_size`` vertices of a hypergraph.
+
+    The MMCS search of Murakami and Uno (2014, "Efficient algorithms for dualizing
+    large-scale hypergraphs", Discrete Applied Mathematics 170, algorithm MMCS): a set
+    grows by a vertex of an edge it does not hit yet, and only while each of its
+    vertices hits some edge no other vertex of the set hits (so the set stays minimal);
+    each set is reached once.  Vertices and sets are bits of ints.
+
+    Parameters
+    ----------
+    edges : sequence of int
+        The edges, each a non-empty set of vertices as a bitmask.
+    max_size : int
+        The largest transversal returned.
+
+    Returns
+    -------
+    list of int
+        The minimal transversals as bitmasks, in search order.
+
+    Examples
+    --------
+    Edges {0, 1} and {1, 2}: the minimal transversals are {1} and {0, 2}:
+
+    >>> sorted(minimal_transversals([0b011, 0b110], 3))
+    [2, 5]
+    >>> minimal_transversals([0b011, 0b110], 1)
+    [2]
+    """
+    hits: dict[int, int] = {}
+    for i, edge in enumerate(edges):
+        for v in _bits(edge):
+            hits[v] = hits.get(v, 0) | (1 << i)
+    out: list[int] = []
+
+    def grow(chosen: int, size: int, uncovered: int, allowed: int, critical: list[tuple[int, int]]) -> None:
+        if not uncovered:
+            out.append(chosen)
+            return
+        if size == max_size:
+            return
+        branch, fewest = 0, -1
+        rest = uncovered
+        while rest:  # the uncovered edge with the fewest allowed vertices
+            low = rest & -rest
+            rest ^= low
+            reach = edges[low.bit_length() - 1] & allowed
+            count = reach.bit_count()
+            if fewest < 0 or count < fewest:
+                branch, fewest = reach, count
+                if count <= 1:
+                    break
+        allowed &= ~branch
+        for v in _bits(branch):
+            hit = hits[v]
+            kept = [(u, crit & ~hit) for u, crit in critical]
+            if all(crit for _, crit in kept):
+                grow(chosen | (1 << v), size + 1, uncovered & ~hit, allowed, [*kept, (v, hit & uncovered)])
+            allowed |= 1 << v
+
+    if edges:
+        grow(0, 0, (1 << len(edges)) - 1, sum(1 << v for v in hits), [])
+    return out
+
+
+def _minimal_edges(edges: np.ndarray) -> list[int]:
+    """The inclusion-minimal sets among distinct non-empty bitmasks."""
+    edges = edges[np.argsort(np.bitwise_count(edges), kind="stable")]
+    keep = np.ones(len(edges), dtype=bool)
+    step = max(1, _BLOCK_BYTES // max(1, len(edges)))
+    for start in range(0, len(edges), step):
+        block = edges[start:start + step, None]
+        inside = (block & edges[None, :]) == edges[None, :]  # edge j inside edge i
+        inside[np.arange(len(block)), np.arange(start, start + len(block))] = False
+        keep[start:start + step] = ~inside.any(axis=1)
+    return [int(e) for e in edges[keep]]
+
+
+def _transversals(codes: np.ndarray, masks: list[np.ndarray], candidates: np.ndarray, distinct_of: np.ndarray,
+                  max_size: int, weights: np.ndarray, quiet: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The search by transversals: a record's MSUs are the minimal sets of its non-missing keys that
+    hit, for every other record, a key on which the two differ (module docstring)."""
+    att, _ = codes.shape
+    first = np.zeros(int(distinct_of.max()) + 1, dtype=np.int64)
+    first[distinct_of[::-1]] = np.arange(len(distinct_of))[::-1]  # one record of each distinct row
+    rows = codes[:, first]
+    bits = np.left_shift(np.int64(1), np.arange(att, dtype=np.int64))
+    present = (~np.vstack(masks)).T.astype(np.int64) @ bits  # each record's non-missing keys
+    counts = np.zeros((len(candidates), max_size), dtype=np.int64)
+    contributions = np.zeros((len(candidates), att))
+    block = max(1, _BLOCK_BYTES // max(1, rows.shape[1] * att))
+    with progress(total=len(candidates), desc="SUDA", unit="records", quiet=quiet) as bar:
+        for start in range(0, len(candidates), block):
+            which = candidates[start:start + block]
+            same = np.zeros((len(which), rows.shape[1]), dtype=np.int64)
+            for v in range(att):
+                same |= (rows[v][None, :] == codes[v, which][:, None]).astype(np.int64) << v
+            for i, r in enumerate(which):
+                edges = np.unique(np.delete(present[r] & ~same[i], distinct_of[r]))
+                if len(edges) == 0 or edges[0] == 0:  # another record agrees on every key r has
+                    bar.update(1)
+                    continue
+                k = start + i
+                for msu in minimal_transversals(_minimal_edges(edges), max_size):
+                    size = msu.bit_count()
+                    counts[k, size - 1] += 1
+                    contributions[k, _bits(msu)] += weights[size - 1]
+                bar.update(1)
+    return counts, contributions
+
+
+def _search(codes: np.ndarray, masks: list[np.ndarray], max_size: int, weights: np.ndarray, *,
+            max_steps: float = MAX_STEPS, max_bytes: float = MAX_BYTES,
+            quiet: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """MSU counts per record and size, and each variable's summed MSU score per record."""
+    att, n = codes.shape
+    cost, candidates, distinct_of = _estimate(codes, max_size)
+    _refuse_cost(cost, max_steps, max_bytes)
+    if cost.method == "transversals":
+        counts, contributions = _transversals(codes, masks, candidates, distinct_of, max_size, weights, quiet)
+    elif cost.method == "levels":
+        counts, contributions = _levels(codes, masks, candidates, max_size, weights, quiet)
+    else:
+        counts, contributions = np.zeros((0, max_size), dtype=np.int64), np.zeros((0, att))
     full_counts = np.zeros((n, max_size), dtype=np.int64)
     full_counts[candidates] = counts
     full_contributions = np.zeros((n, att))
@@ -315,6 +581,8 @@ def suda(
     sampling_fraction: float | None = None,
     missing: Any = None,
     na_values: Sequence[str] = NA_VALUES,
+    max_steps: float = MAX_STEPS,
+    quiet: bool = False,
 ) -> SudaResult:
     """SUDA2: every record's minimal sample uniques, SUDA, normalised and DIS-SUDA scores, contributions.
 
@@ -339,6 +607,12 @@ def suda(
         argument, -999 there).  Missing values are never part of an MSU.
     na_values : sequence of str
         With a CSV file: the texts that mean missing besides the empty field (default ``("NA",)``).
+    max_steps : float
+        The most steps the search may take (:class:`SudaCost`, estimated before the search;
+        default :data:`MAX_STEPS`); a larger estimate, or one over :data:`MAX_BYTES` of memory,
+        is refused with the figure.
+    quiet : bool
+        No progress bar (one is shown on a terminal while the search runs).
 
     Returns
     -------
@@ -348,8 +622,9 @@ def suda(
     Raises
     ------
     ParameterError
-        No keys, a key listed twice, ``max_size`` outside 1..ATT or a
-        sampling fraction outside (0, 1].
+        No keys, a key listed twice, ``max_size`` outside 1..ATT, a
+        sampling fraction outside (0, 1], or a search estimated to take
+        more than ``max_steps`` steps or :data:`MAX_BYTES` of memory.
     DataError
         An unknown key column or fewer than two records.
 
@@ -377,10 +652,10 @@ def suda(
 
         data = read_table(data, columns=list(keys), na_values=na_values)
     data = eager(data)  # a polars frame is read as Arrow
-    size = _check(data, keys, max_size, sampling_fraction)
+    size = _check(data, keys, max_size, sampling_fraction, max_steps)
     codes, masks, levels = _encode(data, keys, missing)
     original, normalised = suda_weights(len(keys))
-    msu_counts, contributions = _search(codes, masks, size, original)
+    msu_counts, contributions = _search(codes, masks, size, original, max_steps=max_steps, quiet=quiet)
     scores = msu_counts @ original[:size]
     total = float(scores.sum())
     attribute = {key: (100.0 * float(contributions[:, j].sum()) / total if total > 0 else math.nan)
@@ -393,3 +668,48 @@ def suda(
         dis_scores=dis, attribute_contributions=attribute,
         level_contributions=_level_table(keys, codes, levels, contributions),
     )
+
+
+def suda_cost(
+    data: Any,
+    keys: Sequence[str],
+    *,
+    max_size: int | None = None,
+    missing: Any = None,
+    na_values: Sequence[str] = NA_VALUES,
+) -> SudaCost:
+    """What :func:`suda` of the same arguments would cost, from one counting pass (no search).
+
+    Parameters
+    ----------
+    data, keys, max_size, missing, na_values
+        As :func:`suda`.
+
+    Returns
+    -------
+    SudaCost
+
+    Raises
+    ------
+    ParameterError, DataError
+        As :func:`suda`.
+
+    Examples
+    --------
+    Twenty binary keys on 300 records: a million subsets to count, but each of the
+    300 records compared with the others on 20 keys is far less:
+
+    >>> rng = np.random.default_rng(1)
+    >>> data = pd.DataFrame(rng.integers(0, 2, (300, 20)), columns=[f"k{j}" for j in range(20)])
+    >>> cost = suda_cost(data, list(data.columns))
+    >>> cost.subsets, cost.method, cost.steps
+    (1048575, 'transversals', 1800000)
+    """
+    if isinstance(data, (str, Path)):
+        from pramkit.io import read_table
+
+        data = read_table(data, columns=list(keys), na_values=na_values)
+    data = eager(data)
+    size = _check(data, keys, max_size, None)
+    codes, _, _ = _encode(data, keys, missing)
+    return _estimate(codes, size)[0]
