@@ -376,6 +376,14 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
             frame[name] = numbers
             if present.any():
                 special[name] = codes
+    from pramkit.io_codes import check_string_widths
+
+    check_string_widths(frame, fmt, where)
+    if fmt == "stata":  # Stata's missing text is "" (and pyreadstat fails on a None beside a long text)
+        for name in frame.columns:
+            if frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name].dtype):
+                if name not in (labels.get("coded") or {}) and frame[name].isna().any():
+                    frame[name] = frame[name].astype(object).where(frame[name].notna(), "")
     _stored_as(frame, labels.get("storage") or {})
     col_labels = labels.get("column_labels") or {}
     value_labels = {k: v for k, v in (labels.get("variable_value_labels") or {}).items() if k in frame.columns}
