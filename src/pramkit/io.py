@@ -830,9 +830,12 @@ class TableWriter:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:
-                if self._carrier is not None and self.format == "parquet" and (kept := self._carrier.parquet_metadata()):
-                    writer.add_key_value_metadata(kept)
-                writer.close()
+                try:
+                    if self._carrier is not None and self.format == "parquet" and (
+                            kept := self._carrier.parquet_metadata()):
+                        writer.add_key_value_metadata(kept)
+                finally:
+                    writer.close()
             finally:
                 if self._sink is not None:  # opened with the writer (_open)
                     self._sink.close()

@@ -17,8 +17,10 @@ Parquet    a null; the schema's key-value metadata ``pramkit.codes`` (JSON) says
 CSV        an empty field (a CSV file's own markers stay as they were); a CSV
            file holds no labels
 Stata      Stata's extended missing value: SAS's ``.A`` becomes ``.a``, SPSS's
-           user-missing numbers become ``.a``, ``.b``, ... in increasing order,
-           their value labels with them; SAS's ``._`` has no Stata equivalent
+           user-missing numbers become ``.a``, ``.b``, ... in increasing order
+           (when every one is among ``-1``-``-26``, ``-k`` becomes the k-th letter,
+           undoing the SPSS writer's numbers), their value labels with them;
+           SAS's ``._`` has no Stata equivalent
            (refused); a text code becomes ``""``, Stata's missing text
 SPSS       a user-missing value: ``.a``-``.z`` (``.A``-``.Z``) become ``-1``-``-26``
            and SAS's ``._`` ``-27``, declared missing (up to three values, or
@@ -26,7 +28,7 @@ SPSS       a user-missing value: ``.a``-``.z`` (``.A``-``.Z``) become ``-1``-``-
            those numbers is refused; CSV markers in a text column are declared
            missing texts (at most three, of at most 8 bytes)
 SAS        a special missing value: ``.a`` becomes ``.A``, SPSS's user-missing
-           numbers ``.A``, ``.B``, ... in increasing order; a text code becomes
+           numbers ``.A``, ``.B``, ... as for Stata (``-27`` is ``._``); a text code becomes
            blank, SAS's missing text; a transport file holds no value labels
 =========  ==================================================================
 
@@ -336,9 +338,13 @@ class CodeCarrier:
         if len(codes) > 26:
             raise WriteError(f"cannot write {self.where}: column {name!r} holds {len(codes)} different missing codes; "
                              f"{_NAMES[self.target]} file holds at most 26 (.a-.z): write .sav or .parquet")
-        letters = "abcdefghijklmnopqrstuvwxyz"
         upper = self.target == "sas"
-        return {c: "." + (letters[i].upper() if upper else letters[i]) for i, c in enumerate(codes)}
+        by_number = {float(v): k for k, v in SPSS_NUMBERS.items() if k != "_" or upper}
+        if all(float(c) in by_number for c in codes):  # pramkit's own numbers (-1 is .a): back to their letters
+            chosen = [by_number[float(c)] for c in codes]
+        else:
+            chosen = list("abcdefghijklmnopqrstuvwxyz"[:len(codes)])
+        return {c: "." + (letter.upper() if upper else letter) for c, letter in zip(codes, chosen)}
 
     def _apply(self, name: str, column: pd.Series, mask: np.ndarray | None,
                mapping: Mapping[Any, Any]) -> tuple[pd.Series, list[Any]]:
@@ -414,7 +420,7 @@ def _json_labels(kind: str, value: Any) -> Any:
 
 def _labels_from_json(kind: str, value: Any) -> Any:
     if kind == "variable_value_labels":
-        return {c: {k: v for k, v in pairs} for c, pairs in value.items()}
+        return {c: dict(pairs) for c, pairs in value.items()}
     return value
 
 
