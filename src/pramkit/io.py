@@ -18,6 +18,9 @@
 Readers return missing markers and user-missing codes as nulls, unless asked
 to keep them (``keep_missing_codes=True``, for writers that must give them
 back unchanged; :attr:`TableMeta.missing` then says which values they are).
+A writer of another format than the input's keeps what it can of the codes
+and labels and refuses what it cannot hold (:mod:`pramkit.io_codes`); a
+Parquet file keeps them in its key-value metadata, which its reader reads.
 
 Writers are atomic (:mod:`pramkit.atomic`): the file appears complete under
 its name or not at all, the row count of what was written is checked, and an

@@ -356,8 +356,9 @@ class CodeCarrier:
             codes[mask] = [mapping[v] for v in column[mask].tolist()]
         if name in self.coded:
             numbers, _ = _numbers(column.where(~mask, None) if mask is not None else column, name, self.where)
-        else:
-            numbers = pd.Series(np.where(mask, np.nan, column.to_numpy(dtype=float)), index=column.index)
+        else:  # a column of numbers with user-missing numbers (the caller found some)
+            hit = mask if mask is not None else np.zeros(len(column), dtype=bool)
+            numbers = pd.Series(np.where(hit, np.nan, column.to_numpy(dtype=float)), index=column.index)
         if self.target == "spss":
             used = sorted({v for v in mapping.values() if v is not None})
             if not used:

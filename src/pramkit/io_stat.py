@@ -14,7 +14,9 @@ each number as its one text (:func:`pramkit.engine.codebook.canonical`: ``3``,
 ``2.5``), each code as Stata or SAS writes it (``.a``, ``.A``, ``._``), and
 :class:`pramkit.engine.codebook.MissingCodes` names the codes, so that readers
 that do not keep them see missing values.  A writer of the same format turns
-the column back into numbers and codes.
+the column back into numbers and codes; a writer of another format keeps what
+it can of them (:mod:`pramkit.io_codes`).  An empty text is these formats'
+missing text, read as missing.
 
 Variable and value labels, display formats (Stata ``%9.0g``, SPSS ``F8.2``,
 SAS ``BEST12``), SPSS display widths and measures, the file label and the SAS
