@@ -18,6 +18,9 @@
 Readers return missing markers and user-missing codes as nulls, unless asked
 to keep them (``keep_missing_codes=True``, for writers that must give them
 back unchanged; :attr:`TableMeta.missing` then says which values they are).
+A writer of another format than the input's keeps what it can of the codes
+and labels and refuses what it cannot hold (:mod:`pramkit.io_codes`); a
+Parquet file keeps them in its key-value metadata, which its reader reads.
 
 Writers are atomic (:mod:`pramkit.atomic`): the file appears complete under
 its name or not at all, the row count of what was written is checked, and an
@@ -433,11 +436,19 @@ def iter_batches(
             pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
         except (pa.ArrowInvalid, OSError) as exc:
             raise DataError(f"cannot read Parquet file {str(p)!r}: {exc}") from None
+        from pramkit.io_codes import read_parquet_codes
+
         names = pf.schema_arrow.names
         check_schema(pf.schema_arrow, columns if flat is None else flat, repr(str(p)))
         require_columns(columns, names, repr(str(p)))
-        meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows)
+        labels, missing, positions = read_parquet_codes(pf.metadata.metadata, repr(str(p)))
+        meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows,
+                         labels=labels, missing=missing)
         tables = _parquet_tables(p, pf, chunk_rows, columns)
+        if positions and keep_missing_codes:
+            tables = _with_codes(tables, labels, positions)
+        if labels:  # written by pramkit: each code is a null, nothing to blank
+            return meta, tables
     else:
         from pramkit.io_stat import read_stat, stat_columns
 
@@ -448,6 +459,16 @@ def iter_batches(
     if keep_missing_codes or not meta.missing:
         return meta, tables
     return meta, (blank_missing_codes(t, meta.missing) for t in tables)
+
+
+def _with_codes(tables: Iterator[pa.Table], labels: dict[str, Any], positions: dict[str, Any]) -> Iterator[pa.Table]:
+    """The chunks of a Parquet file written by pramkit with its missing codes back in place."""
+    from pramkit.io_codes import restore_codes
+
+    start = 0
+    for table in tables:
+        yield restore_codes(table, start, labels, positions)
+        start += table.num_rows
 
 
 def _parquet_tables(path: Path, pf: pq.ParquetFile, chunk_rows: int,
@@ -492,7 +513,9 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     """The categories a Stata or SPSS file declares for ``columns``: the codes of their value labels.
 
     Value labels are the file's codebook, written by its producer, not counted from its records;
-    codes declared user-missing (SPSS) are left out.  CSV and Parquet files declare none (``{}``).
+    codes declared user-missing (SPSS) and labels of Stata's extended missing values (``.a "Refused"``,
+    which pyreadstat reads as the key ``"a"``) are left out: a missing code is never a category.
+    CSV and Parquet files declare none (``{}``).
 
     Parameters
     ----------
@@ -523,6 +546,16 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     ...                          variable_value_labels={"sex": {1: "male", 2: "female", 9: "unknown"}})
     ...     value_label_categories(f, ["sex"])
     {'sex': (1, 2)}
+
+    A Stata file's labels of its extended missing values are not categories either:
+
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = str(pathlib.Path(d) / "a.dta")
+    ...     pyreadstat.write_dta(pd.DataFrame({"sex": pd.Series([1, 2, "a"], dtype=object)}), f,
+    ...                          missing_user_values={"sex": ["a"]},
+    ...                          variable_value_labels={"sex": {1: "male", 2: "female", "a": "Refused"}})
+    ...     value_label_categories(f, ["sex"])
+    {'sex': (1, 2)}
     """
     from pramkit.engine.codebook import sort_labels
 
@@ -545,7 +578,8 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
         if not labels.get(name):
             continue
         missing = [(r["lo"], r["hi"]) for r in ranges.get(name, [])]
-        codes = [c for c in labels[name] if not any(_between(c, lo, hi) for lo, hi in missing)]
+        codes = [c for c in labels[name] if not any(_between(c, lo, hi) for lo, hi in missing)
+                 and not (fmt == "stata" and isinstance(c, str))]  # Stata: a text key labels a code .a-.z
         if codes:
             out[name] = tuple(sort_labels(codes))
     return out
@@ -654,6 +688,7 @@ class TableWriter:
 
     def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
                  inputs: Iterable[PathLike | None] = ()) -> None:
+        from pramkit.io_codes import CodeCarrier, carries
         from pramkit.io_stat import check_stat_output
 
         self.inputs = list(inputs)
@@ -662,6 +697,8 @@ class TableWriter:
         check_stat_output(self.path)
         self.force = force
         self.meta = meta
+        #: What turns the input's missing codes and labels into the output's (another format).
+        self._carrier = CodeCarrier(meta, self.format, repr(str(self.path))) if carries(meta, self.format) else None
         self.rows = 0
         self._frames: list[pd.DataFrame] = []
         self._writer: Any = None
@@ -745,6 +782,8 @@ class TableWriter:
         3 int64
         """
         assert self._tmp is not None, "use TableWriter as a context manager"
+        if self._carrier is not None and self.format in ("csv", "parquet"):
+            table = self._carrier.stream(table, self.rows)
         if self._schema is None:
             self._schema = table.schema
         elif table.schema != self._schema:
@@ -794,7 +833,12 @@ class TableWriter:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:
-                writer.close()
+                try:
+                    if self._carrier is not None and self.format == "parquet" and (
+                            kept := self._carrier.parquet_metadata()):
+                        writer.add_key_value_metadata(kept)
+                finally:
+                    writer.close()
             finally:
                 if self._sink is not None:  # opened with the writer (_open)
                     self._sink.close()
@@ -855,7 +899,13 @@ class TableWriter:
 
         assert self._tmp is not None, "use TableWriter as a context manager"
         frame = pd.concat(self._frames, ignore_index=True) if self._frames else pd.DataFrame()
-        same = self.meta if self.meta is not None and self.meta.format == self.format else None
+        if self._carrier is not None:  # an input of another format: its codes and labels in this one's terms
+            frame, labels = self._carrier.stat(frame)
+            write_stat(frame, self._tmp, self.path, self.format, labels)
+            return
+        from pramkit.io_codes import origin
+
+        same = self.meta if self.meta is not None and origin(self.meta) == self.format else None
         labels = dict(same.labels) if same is not None else {}
         if same is not None and self.format == "spss" and same.missing.ranges:
             labels["missing_ranges"] = {

@@ -14,7 +14,9 @@ each number as its one text (:func:`pramkit.engine.codebook.canonical`: ``3``,
 ``2.5``), each code as Stata or SAS writes it (``.a``, ``.A``, ``._``), and
 :class:`pramkit.engine.codebook.MissingCodes` names the codes, so that readers
 that do not keep them see missing values.  A writer of the same format turns
-the column back into numbers and codes.
+the column back into numbers and codes; a writer of another format keeps what
+it can of them (:mod:`pramkit.io_codes`).  An empty text is these formats'
+missing text, read as missing.
 
 Variable and value labels, display formats (Stata ``%9.0g``, SPSS ``F8.2``,
 SAS ``BEST12``), SPSS display widths and measures, the file label and the SAS
@@ -248,6 +250,8 @@ def read_stat(path: Path, fmt: str,
     }
     coded: dict[str, str] = {}
     for name in frame.columns:
+        if labels["storage"].get(name) == "string" and (frame[name] == "").any():  # the formats' missing text
+            frame[name] = frame[name].astype(object).where(frame[name] != "", None)
         if fmt not in ("stata", "sas") or labels["storage"].get(name) == "string":
             continue
         numbers, codes = _split_codes(frame[name], special.get(name))
@@ -376,6 +380,14 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
             frame[name] = numbers
             if present.any():
                 special[name] = codes
+    from pramkit.io_codes import check_string_widths
+
+    check_string_widths(frame, fmt, where)
+    if fmt == "stata":  # Stata's missing text is "" (and pyreadstat fails on a None beside a long text)
+        for name in frame.columns:
+            text = frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name].dtype)
+            if text and name not in (labels.get("coded") or {}) and frame[name].isna().any():
+                frame[name] = frame[name].astype(object).where(frame[name].notna(), "")
     _stored_as(frame, labels.get("storage") or {})
     col_labels = labels.get("column_labels") or {}
     value_labels = {k: v for k, v in (labels.get("variable_value_labels") or {}).items() if k in frame.columns}
@@ -488,6 +500,12 @@ def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str,
     >>> m = Manifest.of({"age": PramMatrix.form8([0.8, 0.8], categories=[31, 45])})
     >>> codes = MissingCodes(ranges={"age": ((".a", ".a"),)})
     >>> check_codes_named(m, codes, {"coded": {}}, "'a.dta'")  # no extended code in the file
+    >>> labelled = Manifest.of({"age": PramMatrix.form8([0.8, 0.8], categories=[31, "a"])},
+    ...                        input={"missing_codes": "Stata's extended missing values .a-.z"})
+    >>> check_codes_named(labelled, codes, {"coded": {"age": "stata"}}, "'a.dta'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'age' of 'a.dta' holds numbers and missing codes, but the manifest's category 'a' is neither (a label of a missing code taken for a category?): design the manifest again from 'a.dta'
     >>> check_codes_named(m, codes, {"coded": {"age": "stata"}}, "'a.dta'")
     Traceback (most recent call last):
     ...
@@ -495,6 +513,14 @@ def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str,
     """
     named = manifest.input.get("missing_codes") if isinstance(manifest.input, Mapping) else None
     coded = labels.get("coded") or {}
+    for variable in manifest.variables:  # a column of numbers and codes: a text category can never be written
+        if len(variable.columns) == 1 and variable.columns[0] in coded:
+            text = [c for c in variable.matrix.categories if isinstance(c, str) and _number(c) is None
+                    and not missing.holds(variable.columns[0], c)]  # a code as a category: refused where applied
+            if text:
+                raise DataError(f"column {variable.columns[0]!r} of {where} holds numbers and missing codes, but the "
+                                f"manifest's category {text[0]!r} is neither (a label of a missing code taken for a "
+                                f"category?): design the manifest again from {where}")
     if named:
         return
     for column in manifest.read_columns:
@@ -504,6 +530,27 @@ def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str,
             raise DataError(f"column {column!r} of {where} holds the missing codes {shown}, which the release keeps "
                             "exactly, but the manifest's ledger does not name them (it was designed from data of "
                             f"another format): design it from the {kind} file (pramkit design {where} ...)")
+
+
+def _parquet_code_words(path: Path) -> str | None:
+    """The missing codes a Parquet file written by pramkit from a Stata, SPSS or SAS file keeps, in words."""
+    import pyarrow.parquet as pq
+
+    from pramkit.io_codes import read_parquet_codes
+
+    try:
+        raw = pq.read_metadata(path).metadata
+    except Exception:  # not readable here: the reader of the data says why
+        return None
+    labels, missing, _ = read_parquet_codes(raw, repr(str(path)))
+    return CODE_SYSTEMS.get(str(labels.get("origin"))) if missing else None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def name_missing_codes(manifest: Any, data: Any) -> Any:
@@ -534,6 +581,8 @@ def name_missing_codes(manifest: Any, data: Any) -> Any:
     import dataclasses
 
     words = missing_code_words(data) if isinstance(data, (str, Path)) else None
+    if words is None and isinstance(data, (str, Path)) and Path(data).suffix.lower() in (".parquet", ".pq"):
+        words = _parquet_code_words(Path(data))
     if words is None:
         return manifest
     return dataclasses.replace(manifest, input={**manifest.input, "missing_codes": words})
