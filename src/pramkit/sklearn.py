@@ -37,8 +37,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+
+from pramkit._extras import raise_missing_extra
+
+try:
+    from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ModuleNotFoundError as exc:
+    raise_missing_extra(exc, "sklearn", "pramkit.sklearn (the scikit-learn transformer)")
 
 from pramkit.errors import ParameterError
 from pramkit.io import require_columns
