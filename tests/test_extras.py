@@ -124,3 +124,10 @@ def test_the_core_workflow_needs_no_extra(tmp_path):
     assert done.stdout.splitlines() == [
         'MissingExtraError pramkit.sklearn (the scikit-learn transformer) needs sklearn, which is not installed: '
         'pip install "pramkit[sklearn]"']
+
+
+def test_readme_lists_every_extra():
+    """The README's table of extras names each extra a user installs."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`") for line in readme.splitlines() if line.startswith("| `")}
+    assert set(EXTRAS) <= rows
