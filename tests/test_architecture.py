@@ -59,9 +59,9 @@ def test_the_workflow_is_where_the_check_looks() -> None:
 
 
 def _modules() -> dict[str, Path]:
-    """The package's modules by dotted name (a package by its ``__init__``)."""
+    """The package's modules by dotted name (a package by its ``__init__``; a compiled module by its stub)."""
     out = {}
-    for path in SRC.rglob("*.py"):
+    for path in [*SRC.rglob("*.pyi"), *SRC.rglob("*.py")]:  # a module's source over its stub
         parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out

@@ -7,14 +7,21 @@ called directly (the transformer must add nothing), and scikit-learn's own check
 from __future__ import annotations
 
 import os
+import pickle
+import re
 import runpy
+import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
 import polars as pl
 import pytest
+from sklearn import config_context
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -22,8 +29,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import pramkit
 from pramkit import Manifest, PramMatrix
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.errors import DataError, ParameterError
-from pramkit.sklearn import PRAMTransformer
+from pramkit.errors import DataError, ParameterError, PramkitWarning
+from pramkit.sklearn import HiddenKey, PRAMTransformer
 
 KEY = bytes(range(32))
 
@@ -39,6 +46,8 @@ EXPECTED_FAILED = {
 }
 
 
+# The checks fit clones of one transformer on many unrelated data sets: the repeated-fit warning is right, and noise.
+@pytest.mark.filterwarnings("ignore::pramkit.errors.PramkitWarning")
 @parametrize_with_checks([PRAMTransformer(epsilon=4.0, key=KEY)], expected_failed_checks=lambda e: EXPECTED_FAILED)
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
@@ -137,3 +146,129 @@ def test_gallery_example_runs(tmp_path, monkeypatch):
     namespace = runpy.run_path(str(script), run_name="__main__")
     assert 0.5 < namespace["accuracy_released"] <= 1.0 and 0.5 < namespace["accuracy_original"] <= 1.0
     assert os.environ["MPLBACKEND"] == "Agg"
+
+
+# --- the key never shows -------------------------------------------------------------------------------------------
+
+SECRET = b"correct horse battery staple 42!"  # printable, so that any rendering of its bytes would contain it
+
+
+def _renderings(obj) -> str:
+    """Every way scikit-learn and a notebook show an estimator: repr, str, the HTML diagram, the MIME bundle,
+    and the parameters (shallow and deep), with the diagram's and the text display's settings."""
+    out = [repr(obj), str(obj), obj._repr_html_(), str(obj._repr_mimebundle_()),
+           str(obj.get_params(deep=False)), str(obj.get_params(deep=True)), repr(obj.get_params(deep=True))]
+    with config_context(display="text", print_changed_only=False):
+        out += [repr(obj), str(obj._repr_mimebundle_())]
+    return "\n".join(out)
+
+
+def _no_secret(text: str) -> None:
+    for form in (SECRET.decode(), "correct horse", SECRET.hex(), repr(SECRET), str(list(SECRET))[1:40]):
+        assert form not in text, form
+
+
+def test_the_key_never_shows_in_repr_diagram_or_parameters():
+    frame = _frame(400)[["sex", "age"]]
+    pram = PRAMTransformer(epsilon=3.0, key=SECRET)
+    ct = ColumnTransformer([("pram", pram, ["sex", "age"])], remainder="passthrough")
+    pipe = Pipeline([("pram", ct), ("onehot", OneHotEncoder(handle_unknown="ignore"))])
+    grid = GridSearchCV(Pipeline([("pram", PRAMTransformer(key=SECRET))]), {"pram__epsilon": [2.0, 3.0]})
+    for obj in (pram, ct, pipe, grid):
+        text = _renderings(obj)
+        _no_secret(text)
+        assert "<secret key, not shown>" in text
+    fitted = PRAMTransformer(epsilon=3.0, key=bytearray(SECRET)).fit(frame)  # fitted: the attributes' table too
+    _no_secret(_renderings(fitted) + _renderings(pipe.fit(frame)))
+    # a key file's path is not a secret and shows as it is; a SecretKey shows only where it came from
+    assert "key='secret.key'" in repr(PRAMTransformer(key="secret.key"))
+    assert "SecretKey(source=" in repr(PRAMTransformer(key=pramkit.SecretKey(SECRET, "a test")))
+
+
+def test_the_hidden_key_is_still_the_key():
+    """clone, set_params and pickle keep the key (the same release); the hidden form is made once per key."""
+    frame = _frame(600)[["sex", "education"]]
+    pram = PRAMTransformer(epsilon=3.0, key=SECRET)
+    shown = pram.get_params()["key"]
+    assert isinstance(shown, HiddenKey) and shown == SECRET and pram.get_params()["key"] is shown
+    assert pram.key is SECRET  # the attribute is what was given (scikit-learn's contract)
+    twin = clone(clone(pram))
+    assert twin.key == SECRET and twin.get_params()["key"] is twin.key
+    released = pram.fit(frame).transform(frame)
+    assert (twin.fit(frame).transform(frame) == released).all()
+    assert (pickle.loads(pickle.dumps(pram)).transform(frame) == released).all()
+    other = bytes(reversed(SECRET))
+    pram.set_params(key=other)
+    assert pram.get_params()["key"] == other and repr(pram.get_params()["key"]) == "<secret key, not shown>"
+    direct = pramkit.perturb_frame(frame, pram.manifest_, key=SECRET).data  # the reference: perturb_frame itself
+    assert [list(direct[c].where(direct[c].notna(), None)) for c in frame.columns] == \
+        [list(released[:, j]) for j in range(2)]
+
+
+# --- repeated fits: the budgets compose ----------------------------------------------------------------------------
+
+def _caught(run) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught if issubclass(w.category, PramkitWarning)]
+
+
+def _total(message: str) -> float:
+    return float(re.search(r"covered by ([0-9.]+) nats in total", message).group(1))
+
+
+def test_cross_validation_warns_what_the_folds_spend():
+    """5-fold cross-validation fits 5 clones: fits 2 to 5 warn, the last with the sum of the 5 folds' record
+    epsilons, which the same key reproduces by designing on each fold's training rows directly."""
+    frame = _frame(2_000)
+    X, y = frame[["age", "education"]].fillna("n/a"), (frame["employment"] == "employed").to_numpy()
+    pipe = Pipeline([("pram", PRAMTransformer(epsilon=3.0, key=KEY)), ("onehot", OneHotEncoder()),
+                     ("model", LogisticRegression(max_iter=300))])
+    folds = KFold(5)
+    messages = _caught(lambda: cross_val_score(pipe, X, y, cv=folds))
+    assert len(messages) == 4 and all("(the budgets compose)" in m for m in messages)
+    assert [re.search(r"fitted (\d+) times", m).group(1) for m in messages] == ["2", "3", "4", "5"]
+    spent = [PRAMTransformer(epsilon=3.0, key=KEY).fit(X.iloc[train]).manifest_.record_epsilon
+             for train, _ in folds.split(X)]
+    exact = sum(Fraction(e) for e in spent)  # exact sum of the doubles
+    assert Fraction(_total(messages[-1])) >= exact and _total(messages[-1]) <= float(exact) * (1 + 1e-3)
+    assert float(exact) <= 5 * 3.0 + 1e-9 and "manifest=" in messages[-1]
+
+
+def test_grid_search_counts_every_candidate_and_the_refit():
+    """2 budgets x 3 folds, then the refit on all rows: 7 fits at two epsilons."""
+    frame = _frame(1_200)
+    X, y = frame[["age"]], (frame["employment"] == "employed").to_numpy()
+    pipe = Pipeline([("pram", PRAMTransformer(key=KEY)), ("onehot", OneHotEncoder(handle_unknown="ignore")),
+                     ("model", LogisticRegression(max_iter=300))])
+    grid = GridSearchCV(pipe, {"pram__epsilon": [1.0, 2.0]}, cv=3)
+    messages = _caught(lambda: grid.fit(X, y))
+    assert len(messages) == 6 and "fitted 7 times" in messages[-1]
+    assert re.search(r"record epsilon of [0-9.]+ to [0-9.]+ nats", messages[-1])
+    budgets = 3 * 1.0 + 3 * 2.0 + grid.best_params_["pram__epsilon"]  # the refit at the best budget
+    assert budgets * (1 - 1e-6) <= _total(messages[-1]) <= budgets * (1 + 1e-3)  # each fit spends its budget
+
+
+@pytest.mark.parametrize("run", [
+    # one fit; a keyed refit on the same data (same noise, same matrices: nothing new is spent)
+    lambda f: PRAMTransformer(epsilon=3.0, key=KEY).fit(f).fit(f),
+    # a clone refitted on the same data with the same key
+    lambda f: clone(PRAMTransformer(epsilon=3.0, key=KEY).fit(f)).fit(f),
+    # two transformers made apart (not clones) on other data: nothing ties them
+    lambda f: (PRAMTransformer(epsilon=3.0).fit(f), PRAMTransformer(epsilon=3.0).fit(f.iloc[:300])),
+    # a published manifest is applied, not designed
+    lambda f: [clone(PRAMTransformer(manifest=Manifest.of({"sex": PramMatrix.from_diagonal(
+        [0.7, 0.9], list(CENSUS_VARIABLES["sex"]))}))).fit(f.iloc[i:]) for i in range(3)],
+])
+def test_no_warning_where_nothing_composes(run):
+    assert _caught(lambda: run(_frame(600)[["sex", "age"]])) == []
+
+
+def test_an_unkeyed_refit_spends_again():
+    """Without a key every fit draws fresh noise: the same data refitted spends the budget again."""
+    frame = _frame(600)[["sex"]]
+    pram = PRAMTransformer(epsilon=2.0)
+    messages = _caught(lambda: pram.fit(frame).fit(frame))
+    assert len(messages) == 1 and "fitted 2 times" in messages[0]
+    assert Fraction(_total(messages[0])) >= 2 * Fraction(pram.manifest_.record_epsilon) - Fraction(1, 10**9)

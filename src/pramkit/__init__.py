@@ -24,9 +24,12 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pramkit._lazy import lazy_exports
-from pramkit._version import __version__
-from pramkit.errors import ParameterError, PramkitError
+from pramkit._version import __version__ as __version__
+from pramkit.errors import ParameterError as ParameterError
+from pramkit.errors import PramkitError as PramkitError
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
@@ -64,4 +67,38 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", "PramkitError", "ParameterError", *_EXPORTS]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), ("__version__", "PramkitError", "ParameterError"))
+
+if TYPE_CHECKING:  # what type checkers read: the names below, with their types (the lazy loader is not seen)
+    from pramkit.engine.perturb import ApplyResult as ApplyResult
+    from pramkit.engine.perturb import FrameResult as FrameResult
+    from pramkit.engine.perturb import apply_file as apply_file
+    from pramkit.engine.perturb import perturb_codes as perturb_codes
+    from pramkit.engine.perturb import perturb_frame as perturb_frame
+    from pramkit.engine.rng import SecretKey as SecretKey
+    from pramkit.estimate import estimate_table as estimate_table
+    from pramkit.ledger import Ledger as Ledger
+    from pramkit.manifest import Manifest as Manifest
+    from pramkit.manifest import PerturbedVariable as PerturbedVariable
+    from pramkit.matrix import PramMatrix as PramMatrix
+    from pramkit.matrix import Provenance as Provenance
+    from pramkit.release.pipeline import design_planned as design_planned
+    from pramkit.release.pipeline import design_release as design_release
+    from pramkit.release.plan import ReleasePlan as ReleasePlan
+    from pramkit.release.plan import plan_release as plan_release
+    from pramkit.release.recognition import design_recognition as design_recognition
+    from pramkit.release.record import DesignRecord as DesignRecord
+    from pramkit.release.record import Release as Release
+    from pramkit.release.record import write_design as write_design
+    from pramkit.release.tuned import design_to_target as design_to_target
+    from pramkit.report import build_public_report as build_public_report
+    from pramkit.report import build_report as build_report
+    from pramkit.report import write_report as write_report
+    from pramkit.resample import ResampleResult as ResampleResult
+    from pramkit.resample import resample_release as resample_release
+    from pramkit.risk.household import household_risk as household_risk
+    from pramkit.risk.identification import identification_risk as identification_risk
+    from pramkit.risk.matches import expected_matches as expected_matches
+    from pramkit.structure import Rules as Rules
+    from pramkit.structure import read_rules as read_rules
+else:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), ("__version__", "PramkitError", "ParameterError"))

@@ -153,6 +153,26 @@ class Cancelled(PramkitError):
     """
 
 
+class MissingExtraError(PramkitError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra to install.
+
+    It is an :class:`ImportError`, so ``except ImportError`` around an import of an optional
+    module keeps working (:func:`pramkit._extras.raise_missing_extra` raises it).
+
+    Examples
+    --------
+    >>> from pramkit._extras import raise_missing_extra
+    >>> try:
+    ...     raise_missing_extra(ModuleNotFoundError("No module named 'sklearn'", name="sklearn"), "sklearn",
+    ...                         "the scikit-learn transformer")
+    ... except MissingExtraError as exc:
+    ...     print(exc)
+    the scikit-learn transformer needs sklearn, which is not installed: pip install "pramkit[sklearn]"
+    >>> issubclass(MissingExtraError, ImportError)
+    True
+    """
+
+
 class PramkitWarning(UserWarning):
     """Something the user should know that does not stop the command; the command line prints it as one note line.
 

@@ -15,6 +15,13 @@ Without a key every ``fit`` draws fresh noise and every ``transform`` a fresh ke
 (never saved): the release cannot be reproduced, which is what a data holder
 wants once the release is final.
 
+The key never shows: ``repr``, the notebook diagram and :meth:`PRAMTransformer.get_params`
+show a key given as bytes as ``<secret key, not shown>`` (a :class:`HiddenKey`, which is still
+the key for :func:`sklearn.base.clone`, ``set_params`` and pickling).  A fit designs under the
+record budget again: fitting a transformer, or its clones as cross-validation and grid search
+make, on other data spends the budget once per fit on the records the fits share, and a
+:class:`~pramkit.errors.PramkitWarning` says what the fits spend in total.
+
 Examples
 --------
 >>> import numpy as np
@@ -31,18 +38,91 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from pramkit.errors import ParameterError
+from pramkit._extras import raise_missing_extra
+
+try:
+    from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ModuleNotFoundError as exc:
+    raise_missing_extra(exc, "sklearn", "pramkit.sklearn (the scikit-learn transformer)")
+
+from pramkit.errors import ParameterError, PramkitWarning
 from pramkit.io import require_columns
 from pramkit.manifest import Manifest
+
+
+class HiddenKey(bytes):
+    """A secret key's bytes that never show: ``repr`` and ``str`` say only that a key is there.
+
+    :meth:`PRAMTransformer.get_params` gives a key given as bytes in this form, so that
+    ``repr``, the notebook diagram and parameter dumps never print it.  It is still the
+    key: equal to the bytes it holds, and :func:`pramkit.engine.rng.resolve_key` reads it as
+    bytes.
+
+    Examples
+    --------
+    >>> key = HiddenKey(bytes(range(32)))
+    >>> key, str(key), f"{key}", key == bytes(range(32)), len(key)
+    (<secret key, not shown>, '<secret key, not shown>', '<secret key, not shown>', True, 32)
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<secret key, not shown>"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+
+class _FitLog:
+    """The fits of a transformer and of its clones (shared by :meth:`PRAMTransformer.__sklearn_clone__`).
+
+    ``spent`` holds the record epsilon of each fit that spent the budget again; ``seen`` the
+    keyed fits' (key fingerprint, data digest, release digest): a keyed fit of the same settings
+    on the same data designs the same manifest from the same noise, the same release, and
+    spends nothing new.
+    """
+
+    __slots__ = ("seen", "spent")
+
+    def __init__(self) -> None:
+        self.spent: list[float] = []
+        self.seen: set[tuple[str, str, str]] = set()
+
+    def add(self, epsilon: float, keyed: tuple[str, str, str] | None) -> bool:
+        """Record a fit; whether it spent the budget again (a fit not seen before)."""
+        if keyed is not None:
+            if keyed in self.seen:
+                return False
+            self.seen.add(keyed)
+        self.spent.append(float(epsilon))
+        return True
+
+    def message(self) -> str:
+        """What the fits recorded spend together, for the warning."""
+        from pramkit.ledger import fmt_epsilon
+        from pramkit.privacy.exact import sum_up
+
+        n, total = len(self.spent), fmt_epsilon(sum_up(self.spent))
+        low, high = fmt_epsilon(min(self.spent)), fmt_epsilon(max(self.spent))
+        each = high if low == high else f"{low} to {high}"
+        return (f"PRAMTransformer fitted {n} times on different data (with its clones, as cross-validation and "
+                f"grid search make them), each fit designing and releasing at a record epsilon of {each} nats: a "
+                f"record in the data of every fit is covered by {total} nats in total, not by one fit's epsilon "
+                f"(the budgets compose). To spend one budget, design once on the whole file and pass the "
+                f"manifest: PRAMTransformer(manifest=...)")
 
 
 class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -67,7 +147,9 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         only checks that the data have its columns.
     key : bytes, str or pathlib.Path, optional
         The secret key (:func:`pramkit.engine.rng.resolve_key`): it makes the DP counts
-        and the draws reproducible.  ``None``: fresh randomness on every call.
+        and the draws reproducible.  ``None``: fresh randomness on every call.  Bytes are
+        never shown (:meth:`get_params` gives them as a :class:`HiddenKey`); a pickled
+        transformer holds them, so a key file's path keeps the key out of the pickle.
 
     Attributes
     ----------
@@ -77,6 +159,13 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The names of the features seen on ``fit`` (when the data have them).
     n_features_in_ : int
         The number of features seen on ``fit``.
+
+    Warns
+    -----
+    PramkitWarning
+        On a fit that designs under the budget again on other data than the earlier fits of
+        this transformer and of its clones (cross-validation, grid search): what the fits
+        spend together on the records they share.
 
     Examples
     --------
@@ -125,6 +214,7 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             has fewer than two categories (:class:`pramkit.errors.DataError`); a setting is
             wrong (:class:`pramkit.errors.ParameterError`).
         """
+        from pramkit.engine.receipt import release_digest
         from pramkit.engine.rng import resolve_key
         from pramkit.release.pipeline import design_planned
         from pramkit.release.plan import plan_release
@@ -138,8 +228,60 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                                 categories=self.categories)
             key = None if self.key is None else resolve_key(self.key)
             manifest = design_planned(table, plan, key=key).manifest
+            self._record_fit(manifest.record_epsilon,
+                             None if key is None else (key.fingerprint, _digest(table), release_digest(manifest)))
         self.manifest_ = manifest
         return self
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The parameters (scikit-learn's contract), a key given as bytes as a :class:`HiddenKey`.
+
+        Parameters
+        ----------
+        deep : bool
+            Also the parameters of contained estimators (there are none).
+
+        Returns
+        -------
+        dict
+            Parameter name -> value.  The key's :class:`HiddenKey` is made once per key and
+            kept, so that :func:`sklearn.base.clone` finds the very object it passed.
+
+        Examples
+        --------
+        >>> PRAMTransformer(epsilon=2.0, key=bytes(32)).get_params()["key"]
+        <secret key, not shown>
+        >>> PRAMTransformer(epsilon=2.0, key=bytes(32))
+        PRAMTransformer(epsilon=2.0, key=<secret key, not shown>)
+        """
+        params = super().get_params(deep=deep)
+        key = params.get("key")
+        if isinstance(key, (bytes, bytearray)) and not isinstance(key, HiddenKey):
+            shown = self.__dict__.get("_key_shown")
+            if shown is None or shown[0] is not key or shown[1] != key:  # made again for a new (or changed) key
+                shown = (key, HiddenKey(key))
+                self._key_shown = shown
+            params["key"] = shown[1]
+        return params
+
+    def __sklearn_clone__(self) -> PRAMTransformer:
+        """A clone (:func:`sklearn.base.clone`) that shares this transformer's record of fits."""
+        clone: PRAMTransformer = super().__sklearn_clone__()
+        clone._fits = self._fit_log()
+        return clone
+
+    def _fit_log(self) -> _FitLog:
+        """The record of fits of this transformer and its clones (made on first use)."""
+        log = self.__dict__.get("_fits")
+        if log is None:
+            log = self._fits = _FitLog()
+        return log
+
+    def _record_fit(self, epsilon: float, keyed: tuple[str, str, str] | None) -> None:
+        """Record a fit that designed under the budget; warn when it spends it again on other data."""
+        log = self._fit_log()
+        if log.add(epsilon, keyed) and len(log.spent) > 1:
+            warnings.warn(log.message(), PramkitWarning, stacklevel=3)
 
     def transform(self, X: Any) -> np.ndarray:
         """Perturb the manifest's features of ``X`` with the key.
@@ -194,6 +336,11 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise ParameterError(f"a feature holds values of mixed types ({exc}); give each column one type") from None
 
+    def __getstate__(self) -> dict[str, Any]:
+        state: dict[str, Any] = super().__getstate__()
+        state.pop("_key_shown", None)  # made again on demand
+        return state
+
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # a missing value is kept missing, never perturbed
@@ -202,3 +349,18 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.non_deterministic = self.key is None  # fresh noise and a fresh key on every call unless keyed
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _digest(table: pa.Table) -> str:
+    """A digest of the records of ``table`` (its columns' names, types and values, in order).
+
+    Examples
+    --------
+    >>> a = pa.table({"sex": ["f", "m", None]})
+    >>> _digest(a) == _digest(pa.table({"sex": ["f", "m", None]})), _digest(a) == _digest(a.slice(1))
+    (True, False)
+    """
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    return hashlib.blake2b(sink.getvalue(), digest_size=16).hexdigest()

@@ -30,6 +30,11 @@ def create_app(work_root: str | Path, token: str) -> Any:
     pramkit.app.auth.TokenGate
         An ASGI application (for uvicorn, or Starlette's test client).
 
+    Raises
+    ------
+    MissingExtraError
+        Shiny is not installed (the extra ``pip install "pramkit[app]"``).
+
     Examples
     --------
     >>> import tempfile
@@ -37,7 +42,12 @@ def create_app(work_root: str | Path, token: str) -> Any:
     >>> type(app).__name__, type(app.app).__name__
     ('TokenGate', 'App')
     """
-    from shiny import App
+    from pramkit._extras import raise_missing_extra
+
+    try:
+        from shiny import App
+    except ModuleNotFoundError as exc:
+        raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
     from pramkit.app.auth import TokenGate
     from pramkit.app.server import make_server

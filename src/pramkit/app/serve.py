@@ -107,8 +107,15 @@ def serve(host: str = LOOPBACK, port: int = 0, *, open_browser: bool = True,
     ------
     ParameterError
         The address cannot be used.
+    MissingExtraError
+        uvicorn is not installed (the extra ``pip install "pramkit[app]"``).
     """
-    import uvicorn
+    from pramkit._extras import raise_missing_extra
+
+    try:
+        import uvicorn
+    except ModuleNotFoundError as exc:
+        raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
     sock = listen(host, port)
     token = new_token()

@@ -22,7 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from shiny import Inputs, Outputs, Session, reactive, render, ui
+from pramkit._extras import raise_missing_extra
+
+try:
+    from shiny import Inputs, Outputs, Session, reactive, render, ui
+except ModuleNotFoundError as exc:
+    raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
 from pramkit.app import fields
 from pramkit.app.ui import METHODS, error_box, png

@@ -9,8 +9,13 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from shiny import ui
-from shiny.types import NavSetArg
+from pramkit._extras import raise_missing_extra
+
+try:
+    from shiny import ui
+    from shiny.types import NavSetArg
+except ModuleNotFoundError as exc:
+    raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
 #: The designs offered: choice -> (its name in the page, the ``pramkit design`` flags it sets).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {

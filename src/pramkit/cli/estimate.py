@@ -265,7 +265,7 @@ def _interval(lo: float, hi: float, fmt: str) -> str:
     return "n/a" if not (math.isfinite(lo) and math.isfinite(hi)) else f"{fmt.format(lo)} .. {fmt.format(hi)}"
 
 
-def _flag(cell: dict, n: int) -> str:
+def _flag(cell: dict, n: float) -> str:
     """Why a row needs attention: not identifiable, or outside [0, n] / [0, 1]."""
     if not cell["identifiable"]:
         return "not identifiable"

@@ -17,6 +17,8 @@ The names below load on first use, so that importing one part does not import th
 ([0.75, 0.25], True)
 """
 
+from typing import TYPE_CHECKING
+
 from pramkit._lazy import lazy_exports
 
 _EXPORTS = {
@@ -27,4 +29,11 @@ _EXPORTS = {
 }
 
 __all__ = list(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # what type checkers read: the names below, with their types (the lazy loader is not seen)
+    from pramkit.engine.law import BITS as BITS
+    from pramkit.engine.law import DENOMINATOR as DENOMINATOR
+    from pramkit.engine.law import RealisedLaw as RealisedLaw
+    from pramkit.engine.law import realised_law as realised_law
+else:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

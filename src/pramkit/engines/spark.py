@@ -209,7 +209,7 @@ def _require_pyspark():
         import pyspark  # noqa: F401
         from pyspark.sql import functions as F
     except ImportError:
-        raise SparkEngineError("the Spark engine needs pyspark: pip install 'pramkit[spark]'") from None
+        raise SparkEngineError('the Spark engine needs pyspark: pip install "pramkit[spark]"') from None
     return F
 
 
