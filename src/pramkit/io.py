@@ -59,6 +59,7 @@ from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.codebook import MissingCodes
 from pramkit.errors import DataError, ParameterError, WriteError
 from pramkit.io_stat import STAT_FORMATS
+from pramkit.validate import csv_separator, text_encoding
 
 #: File suffix -> format.
 FORMATS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
@@ -145,10 +146,6 @@ class TableMeta:
     encoding: str = CSV_ENCODING
 
 
-#: Names a separator may be given by besides its character (a tab is hard to type on a command line).
-SEP_NAMES = {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|", "space": " "}
-
-
 @dataclass(frozen=True)
 class CsvDialect:
     """How a CSV file is written: its field separator and its character encoding (:func:`csv_dialect`).
@@ -189,8 +186,8 @@ def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
     Parameters
     ----------
     sep : str
-        One character (not a quote or a line break), or one of the names in :data:`SEP_NAMES`
-        (``tab``, ``\\t``, ``semicolon``, ...).
+        One character (not a quote or a line break), or one of the names of
+        :data:`pramkit.validate.SEP_NAMES` (``tab``, ``semicolon``, ...; :func:`pramkit.validate.csv_separator`).
     encoding : str
         A text encoding Python knows (``utf-8``, ``latin-1``, ``cp1252``, ...; letter case and
         ``-``/``_`` do not matter).
@@ -217,24 +214,9 @@ def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
     >>> csv_dialect(encoding="latin-9x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: unknown encoding 'latin-9x' (--encoding): give one Python knows, such as utf-8, latin-1 or cp1252
+    pramkit.errors.ParameterError: unknown encoding 'latin-9x' (--encoding): give a text encoding Python knows, such as utf-8, latin-1 or cp1252
     """
-    if not isinstance(sep, str):
-        raise ParameterError(f"the separator (--sep) must be one character, such as ';' or tab, not {sep!r}")
-    char = SEP_NAMES.get(sep.lower(), sep) if len(sep) != 1 else sep
-    if len(char) != 1:
-        raise ParameterError(f"the separator (--sep) must be one character, such as ';' or tab, not {sep!r}")
-    if char in ('"', "\n", "\r"):
-        raise ParameterError(f"the separator (--sep) cannot be {char!r}: it is a quote or a line break; "
-                             "give the character between the fields, such as ';' or tab")
-    try:
-        info = codecs.lookup(str(encoding))
-    except (LookupError, TypeError, ValueError):
-        info = None
-    if info is None or not getattr(info, "_is_text_encoding", True):
-        raise ParameterError(f"unknown encoding {encoding!r} (--encoding): give one Python knows, such as utf-8, "
-                             "latin-1 or cp1252")
-    return CsvDialect(char, info.name, str(encoding))
+    return CsvDialect(csv_separator(sep), text_encoding(encoding), str(encoding))
 
 
 def _decoding_error(path: Path, dialect: CsvDialect) -> DataError:
