@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 
@@ -315,6 +315,8 @@ def suda(
     sampling_fraction: float | None = None,
     missing: Any = None,
     na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> SudaResult:
     """SUDA2: every record's minimal sample uniques, SUDA, normalised and DIS-SUDA scores, contributions.
 
@@ -339,6 +341,8 @@ def suda(
         argument, -999 there).  Missing values are never part of an MSU.
     na_values : sequence of str
         With a CSV file: the texts that mean missing besides the empty field (default ``("NA",)``).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -375,7 +379,7 @@ def suda(
     if isinstance(data, (str, Path)):
         from pramkit.io import read_table
 
-        data = read_table(data, columns=list(keys), na_values=na_values)
+        data = read_table(data, columns=list(keys), na_values=na_values, sep=sep, encoding=encoding)
     data = eager(data)  # a polars frame is read as Arrow
     size = _check(data, keys, max_size, sampling_fraction)
     codes, masks, levels = _encode(data, keys, missing)
