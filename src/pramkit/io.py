@@ -1148,9 +1148,19 @@ class TableWriter:
 
     def _write_chunk(self, table: pa.Table) -> None:
         """Write one chunk (the low-level write of CSV and Parquet)."""
-        self._writer.write_table(table)
-        if self._text is not None and self._text.failed is not None:
-            raise self._text.failed
+        with self._encoding_errors():
+            self._writer.write_table(table)
+
+    @contextlib.contextmanager
+    def _encoding_errors(self) -> Iterator[None]:
+        """A character the CSV file's encoding cannot write: the :class:`WriteError` that names it, however
+        pyarrow passes on the error of the file object it writes to."""
+        try:
+            yield
+        except Exception:
+            if self._text is not None and self._text.failed is not None:
+                raise self._text.failed from None
+            raise
 
     def _finish(self) -> None:
         """Close the streaming writer, or write a Stata, SPSS or SAS transport file whole."""
@@ -1161,9 +1171,10 @@ class TableWriter:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:
-                writer.close()
-                if self._text is not None:
-                    self._text.finish()
+                with self._encoding_errors():
+                    writer.close()
+                    if self._text is not None:
+                        self._text.finish()
             finally:
                 if self._sink is not None:  # opened with the writer (_open)
                     self._sink.close()

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.engine.codebook import spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 
@@ -223,6 +224,10 @@ def _encode(data: Any, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, l
         if missing is not None:
             absent |= (series == missing).to_numpy(dtype=bool)
         codes, uniques = pd.factorize(series.where(~absent), sort=True)
+        clash = spelling_clash(list(uniques))
+        if clash is not None:  # one value spelled two ways: refused as design and the other risk measures refuse it
+            rows = [int(np.flatnonzero(codes == list(uniques).index(label))[0]) + 1 for label in clash[:2]]
+            raise spelling_error(key, clash, (rows[0], rows[1]))
         codes = np.where(absent, len(uniques), codes)
         cols.append(codes.astype(np.int64))
         masks.append(absent)
