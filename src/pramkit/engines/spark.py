@@ -305,7 +305,7 @@ def read(spark: SparkSession, path: str | Path, *, sep: str = CSV_SEP, encoding:
     fmt = _input_format(p)
     if fmt == "csv":
         return (spark.read.option("header", True).option("inferSchema", False).option("sep", dialect.sep)
-                .option("encoding", dialect.encoding).csv(str(p)))
+                .option("encoding", spark_charset(dialect.encoding)).csv(str(p)))
     if fmt == "parquet":
         return spark.read.parquet(str(p))
     raise ParameterError(f"the Spark engine reads CSV and Parquet, not {fmt}")
@@ -586,6 +586,30 @@ def _through_python(df: DataFrame, columns: Sequence[str], numbers: Any, read: S
         *(F.col(_OUT).getField(name).alias(name) if name in written else F.col(_quoted(name)) for name in columns))
 
 
+#: The encodings Spark's CSV reader and writer take (Python's codecs name -> Spark's name).
+SPARK_CHARSETS = {"utf-8": "utf-8", "utf-8-sig": "utf-8", "iso8859-1": "iso-8859-1", "ascii": "us-ascii",
+                  "utf-16": "utf-16", "utf-16-be": "utf-16be", "utf-16-le": "utf-16le", "utf-32": "utf-32"}
+
+
+def spark_charset(encoding: str) -> str:
+    """The name Spark's CSV options give an encoding (:data:`SPARK_CHARSETS`), or a one-line error.
+
+    Examples
+    --------
+    >>> spark_charset("iso8859-1"), spark_charset("utf-8")
+    ('iso-8859-1', 'utf-8')
+    >>> spark_charset("cp1252")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the Spark engine reads and writes CSV files in UTF-8, Latin-1 (ISO-8859-1), US-ASCII, UTF-16 or UTF-32, not cp1252: use --engine local, or convert the file
+    """
+    try:
+        return SPARK_CHARSETS[encoding]
+    except KeyError:
+        raise ParameterError(f"the Spark engine reads and writes CSV files in UTF-8, Latin-1 (ISO-8859-1), US-ASCII, "
+                             f"UTF-16 or UTF-32, not {encoding}: use --engine local, or convert the file") from None
+
+
 def _input_format(path: Path) -> str:
     """The format of a file, or of the part files of a folder (:func:`pramkit.io.dataset_parts`)."""
     from pramkit.io import dataset_parts, table_format
@@ -609,7 +633,7 @@ def _save(df: DataFrame, folder: Path, fmt: str, dialect: Any = None) -> None:
     writer = df.write.mode("overwrite")
     if fmt == "csv":
         if dialect is not None:
-            writer = writer.option("sep", dialect.sep).option("encoding", dialect.encoding)
+            writer = writer.option("sep", dialect.sep).option("encoding", spark_charset(dialect.encoding))
         writer.option("header", True).csv(str(folder))
     else:
         writer.parquet(str(folder))
@@ -734,6 +758,8 @@ def apply_file_spark(
     source = _check_format(data, "reads")
     fmt = _check_format(dst, "writes")
     dialect = csv_dialect(sep, encoding)
+    if source == "csv":
+        spark_charset(dialect.encoding)  # before Spark starts
     check_writable(dst, force=force, inputs=inputs, folder=True)
     codes = csv_missing_codes(na_values) if source == "csv" else None
     # exits in reverse order: the folder is renamed into place first, then its receipt
