@@ -500,7 +500,8 @@ class _Meta:
     file: Any = None
 
 
-def _read(released: Any, na_values: Sequence[str], sep: str, encoding: str) -> tuple[pa.Table, _Meta]:
+def _read(released: Any, na_values: Sequence[str], sep: str = CSV_SEP,
+          encoding: str = CSV_ENCODING) -> tuple[pa.Table, _Meta]:
     """The whole release as one Arrow table (missing codes as they are in the file) and its metadata."""
     if isinstance(released, pd.DataFrame):
         if len(released) == 0:
