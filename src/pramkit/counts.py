@@ -567,19 +567,20 @@ def count_file(
         raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
     declared = dict(categories or {})
     read = columns + ([weights] if weights is not None and weights not in columns else [])
-    dialect = {"sep": sep, "encoding": encoding}
-    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, **dialect)
+    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
     todo = [c for c in columns if c not in declared]
     if todo:
-        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values, **dialect)
+        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                                  encoding=encoding)
         found = _distinct(batches, todo, quiet, meta.rows, missing == "category")
         for c in todo:
             clash = spelling_clash(found[c])
             if clash is not None:
-                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values, **dialect)
+                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values, sep, encoding)
                 raise spelling_error(c, clash, (a, b))
         declared.update(found)
-    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, **dialect)
+    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                              encoding=encoding)
     return _count_tables(batches, columns, declared, quiet, meta.rows, weights)
 
 

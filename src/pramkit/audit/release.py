@@ -518,14 +518,14 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
         folder = released.is_dir()
         fmt = (dataset_parts(released)[0] if folder else table_format(released)) if released.exists() else None
         again = Path(tmp) / (f"again.{fmt}" if folder else released.name)
-        dialect = {"sep": sep, "encoding": encoding}
         if swapping is not None:
-            swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, **dialect)
+            swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
+                      encoding=encoding)
         else:
             apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label,
-                       **dialect)
+                       sep=sep, encoding=encoding)
         exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
-        same = exact or ((fmt in STAMPED or folder) and again.is_file() and same_content(again, released, **dialect))
+        same = exact or ((fmt in STAMPED or folder) and again.is_file() and same_content(again, released, sep=sep, encoding=encoding))
     words = ("byte for byte" if exact else
              "value for value (a folder of part files, written by another engine)" if folder else
              f"value for value, with its missing codes, labels and formats (a {fmt} file records when it was "

@@ -310,15 +310,15 @@ def _file_risk(
         raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
                              "a polars frame or an Arrow table too")
     declared = {} if manifest is None else {k: manifest[k].matrix.categories for k in perturbed}
-    reading = {"na_values": na_values, "sep": sep, "encoding": encoding}
-    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, **reading)
+    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
+                       sep=sep, encoding=encoding)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
     source = source_sums = None
     if original is not None:
         source_table = count_file(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
-                                  missing=missing, **reading)
+                                  missing=missing, na_values=na_values, sep=sep, encoding=encoding)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
     return _assess(counts, table.weight_sums, source, source_sums, keys, perturbed, manifest, start,
                    sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=missing,

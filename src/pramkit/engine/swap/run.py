@@ -576,8 +576,8 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         raise ParameterError("chunk_rows must be at least 1")
     csv_dialect(sep, encoding)
     where = repr(str(src))
-    dialect = {"sep": sep, "encoding": encoding}
-    _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values, **dialect)
+    _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                             encoding=encoding)
     swapped = _draw(tables, plan, secret, where)
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
     areas, parents, counts = swapped.areas()
@@ -587,7 +587,7 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         man_stage = stack.enter_context(staged_bytes(manifest, force=force, inputs=inputs)) if manifest else None
         receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
         meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
-                                     **dialect)
+                                     sep=sep, encoding=encoding)
         start = 0
         with TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
             for table in batches:
