@@ -197,13 +197,25 @@ def test_real_file_keeps_every_other_value(sdc_data: Path, tmp_path: Path):
 
 
 def test_labels_are_written_back_exactly():
-    """Whitespace and Unicode variants of an area are different areas, and come back byte for byte."""
-    names = ["Wien", "Wien\u00a0", "Graz ", "Linz", "Li\u0301nz"]
+    """Areas spelled with blanks or decomposed accents (one spelling each) come back byte for byte."""
+    names = ["Wien\u00a0", "Graz ", "Li\u0301nz", "Salzburg", " Innsbruck"]
     hid = np.arange(500)
     data = pd.DataFrame({"hid": hid, "area": [names[i % 5] for i in hid], "one": 1})
     out = swap_frame(data, plan_swap("hid", ["area"], similar=[["one"]], rate=0.5), key=bytes(32)).frame
     assert set(out["area"]) == set(names)
     assert sorted(out["area"].value_counts().tolist()) == sorted(data["area"].value_counts().tolist())
+
+
+@pytest.mark.parametrize("first, second, how", [("Wien", "Wien\u00a0", "surrounding whitespace"),
+                                                ("L\u00ednz", "Li\u0301nz", "NFC and NFD"),
+                                                ("3", "3.0", "numeric spelling")])
+def test_one_area_spelled_two_ways_is_refused(first, second, how):
+    """The spelling rule of design and risk: two spellings of one area are not two areas."""
+    hid = np.arange(40)
+    data = pd.DataFrame({"hid": hid, "area": [first] * 20 + [second] * 20, "one": 1})
+    with pytest.raises(DataError, match=rf"column 'area': {first!r} \(row 1\) and .* \(row 21\) are one value "
+                                        rf"spelled two ways \(.*{how}"):
+        swap_frame(data, plan_swap("hid", ["area"], similar=[["one"]], rate=0.5), key=bytes(32))
 
 
 def test_a_manifest_only_for_random_swapping():

@@ -273,3 +273,29 @@ def _key_file(folder: Path, key: SecretKey) -> Path:
     path.write_text(key.text())
     path.chmod(0o600)
     return path
+
+
+def test_a_semicolon_latin1_file_through_the_workbench(tmp_path: Path) -> None:
+    """The app's open-file step takes the separator and encoding: every step reads the file so, the release is
+    written so, and the saved script (with --sep and --encoding) makes it again byte for byte."""
+    frame = pd.DataFrame({"region": ["K\u00e4rnten", "Wien", "Salzburg", "Tirol"] * 250,
+                          "sex": ["f", "m"] * 500})
+    upload = tmp_path / "export.csv"
+    frame.to_csv(upload, index=False, sep=";", encoding="latin-1")
+    wb = Workbench(tmp_path / "work")
+    source = wb.open_file(upload, upload=True, sep=";", encoding="latin-1")
+    assert source.names == ["region", "sex"] and source.rows == 1_000
+    wb.design(["region"], DesignChoices(method="rr", epsilon=2.0))
+    key = tmp_path / "key"
+    write_key_file(key)
+    wb.apply(SecretKey.from_file(key))
+    exported = wb.export(tmp_path / "out", confirmed=True)
+    assert "--sep ';' --encoding latin-1" in exported.script
+    released = tmp_path / "out" / "public" / "released.csv"
+    assert "K\u00e4rnten".encode("latin-1") in released.read_bytes()
+    assert pd.read_csv(released, sep=";", encoding="latin-1")["sex"].tolist() == frame["sex"].tolist()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["sh", str(tmp_path / "out" / "private" / "reproduce.sh"), str(key), str(tmp_path / "again")],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "again" / "public" / "released.csv").read_bytes() == released.read_bytes()

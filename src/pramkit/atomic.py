@@ -160,7 +160,8 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
     Raises
     ------
     ParameterError
-        writing ``path`` would overwrite or remove an input
+        writing ``path`` would overwrite or remove an input, or add a file to an input folder
+        (a folder of part files is read as one table)
 
     Examples
     --------
@@ -188,6 +189,11 @@ def refuse_inputs(path: PathLike, inputs: Iterable[PathLike | None]) -> None:
             raise ParameterError(
                 f"the output {str(p)!r} would overwrite the input {str(given)!r}; pramkit never does, "
                 "not even with --force: choose another output name"
+            )
+        if Path(given).is_dir() and inside(p, given):  # a folder of part files read as one table
+            raise ParameterError(
+                f"the output {str(p)!r} lies in the input folder {str(given)!r}, whose files are read as one "
+                "table: it would become part of the input; write it outside that folder"
             )
 
 

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.engine.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
-from pramkit.io import CHUNK_ROWS, NA_VALUES, iter_batches
+from pramkit.io import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES, iter_batches
 from pramkit.labels import Label
 from pramkit.progress import progress
 
@@ -397,12 +397,13 @@ def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | No
 
 
 def _first_rows(path: str | Path, column: str, values: Sequence[Any], chunk_rows: int,
-                na_values: Sequence[str]) -> tuple[int | None, ...]:
+                na_values: Sequence[str], sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> tuple[int | None, ...]:
     """The first row (counted from 1) of the file holding each of ``values`` in ``column``: a further pass,
     on the way to an error only."""
     rows: list[int | None] = [None] * len(values)
     offset = 0
-    _, batches = iter_batches(path, columns=[column], chunk_rows=chunk_rows, na_values=na_values)
+    _, batches = iter_batches(path, columns=[column], chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                              encoding=encoding)
     for table in batches:
         for i, value in enumerate(values):
             if rows[i] is None and (row := first_row(table.column(column), value)) is not None:
@@ -500,6 +501,8 @@ def count_file(
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
     max_cells: int = MAX_CELLS,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> CountTable:
     """Counts of every combination of ``columns`` in a file, streamed chunk by chunk.
 
@@ -533,6 +536,8 @@ def count_file(
         The texts of a CSV file that are missing besides the empty field.
     max_cells : int
         The largest table counted (default :data:`MAX_CELLS`); checked before the table is made.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -567,18 +572,20 @@ def count_file(
         raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
     declared = dict(categories or {})
     read = columns + ([weights] if weights is not None and weights not in columns else [])
-    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
+    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
     todo = [c for c in columns if c not in declared]
     if todo:
-        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values)
+        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                                  encoding=encoding)
         found = _distinct(batches, todo, quiet, meta.rows, missing == "category")
         for c in todo:
             clash = spelling_clash(found[c])
             if clash is not None:
-                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values)
+                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values, sep, encoding)
                 raise spelling_error(c, clash, (a, b))
         declared.update(found)
-    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values)
+    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                              encoding=encoding)
     return _count_tables(batches, columns, declared, quiet, meta.rows, weights, max_cells)
 
 

@@ -8,6 +8,10 @@ so that asking for help imports no data library.
 CHUNK_ROWS = 1 << 20
 #: Texts read as missing in CSV files besides the empty field (R writes missing values as ``NA``).
 NA_VALUES: tuple[str, ...] = ("NA",)
+#: The field separator of a CSV file unless told otherwise (``--sep``).
+CSV_SEP = ","
+#: The character encoding of a CSV file unless told otherwise (``--encoding``; a UTF-8 byte-order mark is skipped).
+CSV_ENCODING = "utf-8"
 #: The sampling fraction a report assumes when none is given (the file a 5 % sample).
 DEFAULT_SAMPLING_FRACTION = 0.05
 #: Rows of the NY 2000 sample in the DP paper (the demo's default size).

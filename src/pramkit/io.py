@@ -5,7 +5,16 @@
   missing, and so is a field whose whole text is one of the missing markers
   (``na_values``, default :data:`NA_VALUES`: R's ``NA``).  Rows stream in
   blocks (memory O(block)); a ragged row is an error naming its line.
+* A CSV file is comma-separated UTF-8 unless told otherwise: ``sep`` and
+  ``encoding`` (``--sep``, ``--encoding``) read the semicolon-separated,
+  Latin-1 files many European offices export (:func:`csv_dialect`).  A
+  file that is not in its encoding is an error naming the line and byte.
+  A CSV file written from a CSV file keeps its separator and encoding.
 * Parquet streams by record batches and keeps every column's type.
+* A folder of part files (a Parquet dataset written by pyarrow or Spark, or
+  Spark's CSV output) is read as one table, its parts in the order of their
+  names (:func:`dataset_parts`); Spark's ``_SUCCESS`` and checksum files are
+  not parts.
 * Stata (``.dta``) and SPSS (``.sav``, ``.zsav``) go through pyreadstat,
   keeping variable and value labels; these formats are read whole.  Codes an
   SPSS file declares user-missing are missing; the declaration is kept when
@@ -29,10 +38,13 @@ existing file is never replaced unless asked to.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import errno
 import hashlib
+import itertools
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -46,10 +58,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
-from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.codebook import MissingCodes
 from pramkit.errors import DataError, ParameterError, WriteError
 from pramkit.io_stat import STAT_FORMATS
+from pramkit.validate import csv_separator, text_encoding
 
 #: File suffix -> format.
 FORMATS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
@@ -111,6 +124,10 @@ class TableMeta:
         The values the file uses for missing although they are not null
         (CSV markers such as ``NA``, SPSS user-missing codes, Stata's ``.a``-``.z``,
         SAS's ``.A``-``.Z`` and ``._``).
+    sep : str
+        The field separator of a CSV file (``","`` for other formats).
+    encoding : str
+        The character encoding of a CSV file, as Python names it (``"utf-8"`` for other formats).
 
     Examples
     --------
@@ -128,13 +145,215 @@ class TableMeta:
     rows: int | None = None
     labels: dict[str, Any] = field(default_factory=dict)
     missing: MissingCodes = field(default_factory=MissingCodes)
+    sep: str = CSV_SEP
+    encoding: str = CSV_ENCODING
 
 
-def _existing(path: str | Path) -> Path:
+@dataclass(frozen=True)
+class CsvDialect:
+    """How a CSV file is written: its field separator and its character encoding (:func:`csv_dialect`).
+
+    Parameters
+    ----------
+    sep : str
+        One character between fields.
+    encoding : str
+        The encoding as Python's codecs name it (``"utf-8"``, ``"iso8859-1"``, ``"cp1252"``).
+    given : str
+        The encoding as the user wrote it, for messages.
+
+    Examples
+    --------
+    >>> CsvDialect().utf8, csv_dialect(";", "latin-1").utf8
+    (True, False)
+    """
+
+    sep: str = CSV_SEP
+    encoding: str = CSV_ENCODING
+    given: str = CSV_ENCODING
+
+    @property
+    def utf8(self) -> bool:
+        """Whether the encoding is UTF-8 (read without transcoding; a byte-order mark is skipped)."""
+        return self.encoding in ("utf-8", "utf-8-sig")
+
+    @property
+    def text_encoding(self) -> str:
+        """The codec Python opens the file with (``utf-8-sig`` for UTF-8: a byte-order mark is not text)."""
+        return "utf-8-sig" if self.utf8 else self.encoding
+
+
+def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
+    """The separator and encoding of CSV files, checked.
+
+    Parameters
+    ----------
+    sep : str
+        One character (not a quote or a line break), or one of the names of
+        :data:`pramkit.validate.SEP_NAMES` (``tab``, ``semicolon``, ...; :func:`pramkit.validate.csv_separator`).
+    encoding : str
+        A text encoding Python knows (``utf-8``, ``latin-1``, ``cp1252``, ...; letter case and
+        ``-``/``_`` do not matter).
+
+    Returns
+    -------
+    CsvDialect
+
+    Raises
+    ------
+    ParameterError
+        ``sep`` is not one usable character, or ``encoding`` is not a text encoding Python knows.
+
+    Examples
+    --------
+    >>> csv_dialect(";", "Latin-1")
+    CsvDialect(sep=';', encoding='iso8859-1', given='Latin-1')
+    >>> csv_dialect("tab").sep
+    '\\t'
+    >>> csv_dialect(";;")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the separator (--sep) must be one character, such as ';' or tab, not ';;'
+    >>> csv_dialect(encoding="latin-9x")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: unknown encoding 'latin-9x' (--encoding): give a text encoding Python knows, such as utf-8, latin-1 or cp1252
+    """
+    return CsvDialect(csv_separator(sep), text_encoding(encoding), str(encoding))
+
+
+def _decoding_error(path: Path, dialect: CsvDialect) -> DataError:
+    """The one-line error for a file that is not text in ``dialect``'s encoding: the first line and byte that
+    cannot be decoded (error path only; the file is read again, line by line)."""
+    given = dialect.given
+    hint = ("give the file's encoding with --encoding (such as latin-1 or cp1252, as many offices export)"
+            if dialect.utf8 else "give the file's encoding with --encoding (utf-8 is the default)")
+    try:
+        if dialect.encoding.startswith(("utf-16", "utf-32")):  # line breaks are more than one byte
+            try:
+                path.read_bytes().decode(dialect.text_encoding)
+            except UnicodeError as exc:
+                at = f"the bytes at offset {exc.start}" if isinstance(exc, UnicodeDecodeError) else "its first bytes"
+                return DataError(f"file {str(path)!r} is not {given} text: {at} cannot be read in {given}; {hint}")
+        else:
+            offset = 0
+            with open(path, "rb") as fh:
+                for number, line in enumerate(fh, start=1):
+                    try:
+                        line.decode(dialect.text_encoding if number == 1 else dialect.encoding)
+                    except UnicodeError as exc:
+                        start = exc.start if isinstance(exc, UnicodeDecodeError) else 0
+                        byte = line[start:start + 1]
+                        return DataError(f"file {str(path)!r} is not {given} text: line {number}, byte offset "
+                                         f"{offset + start} ({byte!r}) cannot be read in {given}; {hint}")
+                    offset += len(line)
+    except OSError as exc:
+        return DataError(file_error(exc, path, "read"))
+    return DataError(f"file {str(path)!r} cannot be read in {given}; {hint}")
+
+
+def _undecodable(exc: BaseException) -> bool:
+    """Whether a reader's error says the bytes are not text in the encoding asked for."""
+    text = str(exc)
+    return isinstance(exc, UnicodeError) or any(w in text for w in ("UTF8", "UTF-8", "decode", "codec"))
+
+
+#: A part file of a dataset folder: not hidden (``.``) and not written beside the parts (``_SUCCESS``).
+_PART_SKIPPED = (".", "_")
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(path: Path) -> tuple:
+    """Sort key of a part file's name: numbers by value (``part-2`` before ``part-10``)."""
+    return tuple((0, int(t), t) if t.isdigit() else (1, 0, t) for t in _DIGITS.split(path.name))
+
+
+def dataset_parts(path: str | Path) -> tuple[str, list[Path]]:
+    """The format and the part files of a dataset folder, in the order they are read.
+
+    A folder written by ``pyarrow.dataset.write_dataset`` or by Spark holds part files
+    (``part-0.parquet``, ``part-00000-....snappy.parquet``, ``part-00000-....csv``) and,
+    from Spark, ``_SUCCESS`` and ``.crc`` checksum files.  The parts are the files whose
+    names begin with neither ``.`` nor ``_``, all CSV or all Parquet (:func:`table_format`),
+    ordered by name with numbers by value; empty files (Spark's empty partitions) are
+    left out.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The folder.
+
+    Returns
+    -------
+    format : str
+        ``"csv"`` or ``"parquet"``.
+    parts : list of pathlib.Path
+        The part files, in reading order.
+
+    Raises
+    ------
+    DataError
+        The folder does not exist, holds no part file, holds a subfolder (a partitioned
+        dataset) or a file that is not a part, or parts of two formats, or its name's
+        suffix names another format than its parts.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     out = pathlib.Path(d) / "released.parquet"
+    ...     out.mkdir()
+    ...     for name in ("part-10.parquet", "part-2.parquet", "_SUCCESS", ".part-2.parquet.crc"):
+    ...         _ = (out / name).write_bytes(b"PAR1")
+    ...     fmt, parts = dataset_parts(out)
+    >>> fmt, [p.name for p in parts]
+    ('parquet', ['part-2.parquet', 'part-10.parquet'])
+    """
+    p = Path(path)
+    where = repr(str(p))
+    if not p.is_dir():
+        raise DataError(f"folder {where} does not exist")
+    try:
+        entries = sorted(p.iterdir(), key=_natural)
+    except OSError as exc:
+        raise DataError(file_error(exc, p, "read")) from None
+    parts: list[Path] = []
+    formats: dict[str, str] = {}
+    for entry in entries:
+        if entry.name.startswith(_PART_SKIPPED):
+            continue
+        if entry.is_dir():
+            raise DataError(f"folder {where} holds the folder {entry.name!r}: a partitioned dataset is not read; "
+                            "give a folder whose part files lie in it directly")
+        suffixes = [FORMATS.get(s.lower()) for s in entry.suffixes]
+        fmt = FORMATS.get(entry.suffix.lower())
+        if fmt not in ("csv", "parquet"):
+            shown = "CSV or Parquet" if not any(suffixes) else f"a CSV or Parquet part, but {fmt or 'compressed'}"
+            raise DataError(f"folder {where} holds {entry.name!r}, which is not {shown}: a dataset folder holds its "
+                            "part files (and files whose names begin with '_' or '.'); move the other files out")
+        formats.setdefault(fmt, entry.name)
+        if entry.stat().st_size > 0:
+            parts.append(entry)
+    if len(formats) > 1:
+        raise DataError(f"folder {where} holds CSV and Parquet part files ({formats['csv']!r}, "
+                        f"{formats['parquet']!r}): a dataset's parts are of one format")
+    if not parts:
+        raise DataError(f"folder {where} holds no part files (non-empty .parquet or .csv files whose names begin "
+                        "with neither '_' nor '.'): is it the right folder?")
+    fmt = next(iter(formats))
+    named = FORMATS.get(p.suffix.lower())
+    if named is not None and named != fmt:
+        raise DataError(f"folder {where} is named as {named} but its part files are {fmt}")
+    return fmt, parts
+
+
+def _existing(path: str | Path, *, folder: bool = False) -> Path:
     p = Path(path)
     if not p.exists():
         raise DataError(f"file {str(p)!r} does not exist")
     if p.is_dir():
+        if folder:
+            return p
         raise DataError(f"{str(p)!r} is a folder, not a data file")
     if p.stat().st_size == 0:
         raise DataError(f"file {str(p)!r} is empty")
@@ -216,13 +435,15 @@ def check_schema(schema: pa.Schema, flat: Sequence[str] | None, where: str) -> N
                             "record: a variable must be a plain column (text, numbers, categories); flatten it first")
 
 
-def _csv_header(path: Path) -> list[str]:
+def _csv_header(path: Path, dialect: CsvDialect = CsvDialect()) -> list[str]:
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            header = next(csv.reader(fh))
+        with open(path, newline="", encoding=dialect.text_encoding) as fh:
+            header = next(csv.reader(fh, delimiter=dialect.sep))
     except StopIteration:
         raise DataError(f"file {str(path)!r} is empty") from None
-    except (csv.Error, UnicodeDecodeError) as exc:
+    except UnicodeError:
+        raise _decoding_error(path, dialect) from None
+    except csv.Error as exc:
         raise DataError(f"cannot read the header of {str(path)!r}: {exc}") from None
     except OSError as exc:
         raise DataError(file_error(exc, path, "read")) from None
@@ -234,10 +455,10 @@ def _csv_header(path: Path) -> list[str]:
     return header
 
 
-def _ragged_row_message(path: Path, width: int) -> str | None:
+def _ragged_row_message(path: Path, width: int, dialect: CsvDialect = CsvDialect()) -> str | None:
     """Describe the first row whose field count differs from the header's (error path only)."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh)
+    with open(path, newline="", encoding=dialect.text_encoding, errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=dialect.sep)
         for row in reader:
             if len(row) != width and row:
                 return (
@@ -247,23 +468,43 @@ def _ragged_row_message(path: Path, width: int) -> str | None:
     return None
 
 
-def _csv_batches(path: Path, columns: Sequence[str] | None, block_bytes: int) -> Iterator[pa.RecordBatch]:
+def _csv_batches(path: Path, columns: Sequence[str] | None, block_bytes: int,
+                 dialect: CsvDialect = CsvDialect()) -> Iterator[pa.RecordBatch]:
     """Record batches of a CSV file, every column as text, empty fields null (markers are handled later)."""
-    header = _csv_header(path)
-    require_columns(columns, header, repr(str(path)))
+    header = _csv_header(path, dialect)
+    require_columns(columns, header, _named(path, header))
     convert = pacsv.ConvertOptions(
         column_types={h: pa.string() for h in header},
         null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True,
         include_columns=list(columns) if columns is not None else None,
     )
-    read = pacsv.ReadOptions(block_size=block_bytes, use_threads=True)
+    read = pacsv.ReadOptions(block_size=block_bytes, use_threads=True,
+                             **({} if dialect.utf8 else {"encoding": dialect.encoding}))
+    parse = pacsv.ParseOptions(delimiter=dialect.sep)
     try:
-        reader = pacsv.open_csv(path, read_options=read, convert_options=convert)
+        reader = pacsv.open_csv(path, read_options=read, parse_options=parse, convert_options=convert)
         yield from reader
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
-        if "Expected" in str(exc) and (message := _ragged_row_message(path, len(header))):
+    except (pa.ArrowInvalid, OSError, UnicodeError) as exc:
+        if _undecodable(exc):
+            raise _decoding_error(path, dialect) from None
+        if "Expected" in str(exc) and (message := _ragged_row_message(path, len(header), dialect)):
             raise DataError(message) from None
         raise DataError(f"cannot read CSV file {str(path)!r}: {exc}") from None
+
+
+def _named(path: Path, header: Sequence[str]) -> str:
+    """How a missing column's message names a CSV file: with a hint when its one column looks like several
+    joined by another separator (a semicolon-separated file read with commas)."""
+    if len(header) == 1:
+        joined = [sep for sep in (";", "\t", "|", ",") if sep in header[0]]
+        if joined:
+            return (f"{str(path)!r} (read as one column: are its fields separated by {joined[0]!r}? "
+                    f"give --sep {SEP_NAMES_SHOWN.get(joined[0], repr(joined[0]))})")
+    return repr(str(path))
+
+
+#: How a message shows the option that gives a separator.
+SEP_NAMES_SHOWN = {";": "';'", "\t": "tab", "|": "'|'", ",": "','"}
 
 
 #: Bytes per CSV row assumed when sizing the blocks the CSV reader reads.
@@ -342,6 +583,8 @@ def iter_batches(
     na_values: Sequence[str] = NA_VALUES,
     keep_missing_codes: bool = False,
     flat: Sequence[str] | None = None,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> tuple[TableMeta, Iterator[pa.Table]]:
     """Stream a file as Arrow tables of about ``chunk_rows`` rows.
 
@@ -355,12 +598,14 @@ def iter_batches(
     empty field (default :data:`NA_VALUES`; ``()`` for none).  Missing
     markers and SPSS user-missing codes come back as nulls, or as they are in
     the file with ``keep_missing_codes=True`` (then ``meta.missing`` tells
-    which values they are).
+    which values they are).  ``sep`` and ``encoding`` say how a CSV file is
+    written (:func:`csv_dialect`); they are checked whatever the format.
 
     Parameters
     ----------
     path : str or pathlib.Path, or a polars DataFrame or LazyFrame or an Arrow table
-        A CSV, Parquet, Stata, SPSS or SAS file (:func:`table_format`), or a frame in
+        A CSV, Parquet, Stata, SPSS or SAS file (:func:`table_format`), a folder of
+        CSV or Parquet part files read as one table (:func:`dataset_parts`), or a frame in
         memory, read by :func:`pramkit.frames.arrow_batches` (a ``LazyFrame`` batch
         by batch; ``meta.rows`` is then ``None``).
     columns : sequence of str, optional
@@ -374,6 +619,10 @@ def iter_batches(
     flat : sequence of str, optional
         Columns that must hold one plain value per record (:func:`check_schema`); default
         ``columns``, the columns read.
+    sep : str
+        The field separator of a CSV file (default ``","``).
+    encoding : str
+        The character encoding of a CSV file (default ``"utf-8"``).
 
     Returns
     -------
@@ -385,11 +634,14 @@ def iter_batches(
     Raises
     ------
     DataError
-        The file does not exist, is empty or a folder, lacks one of
-        ``columns``, has a column name twice or a nested column among ``flat``,
-        or cannot be read (a ragged CSV row is named by its line).
+        The file does not exist or is empty, lacks one of ``columns``, has a
+        column name twice or a nested column among ``flat``, is not text in
+        ``encoding`` (the line and byte are named), or cannot be read (a ragged
+        CSV row is named by its line); a folder holds no part files, or parts
+        of different columns.
     ParameterError
-        The format cannot be told from the suffix.
+        The format cannot be told from the suffix, ``sep`` is not one character
+        or ``encoding`` is unknown.
 
     Examples
     --------
@@ -413,9 +665,25 @@ def iter_batches(
     ...     sizes = [t.num_rows for t in batches]
     >>> meta.rows, sizes
     (10, [4, 4, 2])
+
+    A semicolon-separated Latin-1 file, and a folder of Parquet parts read as one table:
+
+    >>> import pyarrow.dataset as ds
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "eu.csv"
+    ...     _ = f.write_bytes("area;sex\\nZ\\u00fcrich;f\\n".encode("latin-1"))
+    ...     meta, batches = iter_batches(f, sep=";", encoding="latin-1")
+    ...     print(next(batches).to_pydict(), meta.sep, meta.encoding)
+    ...     ds.write_dataset(pa.table({"x": list(range(10))}), pathlib.Path(d) / "parts", format="parquet",
+    ...                      max_rows_per_file=4, max_rows_per_group=4)
+    ...     meta, batches = iter_batches(pathlib.Path(d) / "parts", chunk_rows=5)
+    ...     print(meta.format, meta.rows, pa.concat_tables(batches).column("x").to_pylist())
+    {'area': ['Zürich'], 'sex': ['f']} ; iso8859-1
+    parquet 10 [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
     from pramkit.frames import arrow_batches, describe, frame_columns, frame_kind, streamed
 
+    dialect = csv_dialect(sep, encoding)
     if streamed(path):  # a polars frame or an Arrow table in memory: its Arrow batches (format: its kind)
         where = describe(path)
         names = frame_columns(path)
@@ -424,13 +692,30 @@ def iter_batches(
         schema, rows, tables = arrow_batches(path, wanted, chunk_rows)
         check_schema(schema, wanted if flat is None else flat, where)
         return TableMeta(str(frame_kind(path)), wanted, rows=rows), tables
-    p = _existing(path)
+    p = _existing(path, folder=True)
+    if p.is_dir():
+        meta, tables = _dataset(p, columns, chunk_rows, na_values, flat, dialect)
+    else:
+        meta, tables = _file(p, columns, chunk_rows, na_values, flat, dialect, keep_missing_codes)
+    # a Parquet file pramkit wrote with its codes' metadata holds each code as a null: nothing to blank
+    if keep_missing_codes or not meta.missing or (meta.format == "parquet" and meta.labels):
+        return meta, tables
+    return meta, (blank_missing_codes(t, meta.missing) for t in tables)
+
+
+def _file(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
+          flat: Sequence[str] | None, dialect: CsvDialect,
+          keep_missing_codes: bool) -> tuple[TableMeta, Iterator[pa.Table]]:
+    """:func:`iter_batches` of one file (missing codes not yet blanked; a Parquet file's codes restored
+    from pramkit's metadata with ``keep_missing_codes``)."""
     fmt = table_format(p)
+    tables: Iterator[pa.Table]
     if fmt == "csv":
-        header = _csv_header(p)
-        require_columns(columns, header, repr(str(p)))
-        meta = TableMeta("csv", list(columns) if columns is not None else header, missing=csv_missing_codes(na_values))
-        tables = _regrouped(_csv_batches(p, columns, csv_block_bytes(chunk_rows)), chunk_rows)
+        header = _csv_header(p, dialect)
+        require_columns(columns, header, _named(p, header))
+        meta = TableMeta("csv", list(columns) if columns is not None else header, missing=csv_missing_codes(na_values),
+                         sep=dialect.sep, encoding=dialect.encoding)
+        tables = _regrouped(_csv_batches(p, columns, csv_block_bytes(chunk_rows), dialect), chunk_rows)
     elif fmt == "parquet":
         try:
             pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
@@ -447,8 +732,6 @@ def iter_batches(
         tables = _parquet_tables(p, pf, chunk_rows, columns)
         if positions and keep_missing_codes:
             tables = _with_codes(tables, labels, positions)
-        if labels:  # written by pramkit: each code is a null, nothing to blank
-            return meta, tables
     else:
         from pramkit.io_stat import read_stat, stat_columns
 
@@ -456,9 +739,68 @@ def iter_batches(
         frame, labels, missing = read_stat(p, fmt, columns)
         meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
         tables = iter([pa.Table.from_pandas(frame, preserve_index=False)])
-    if keep_missing_codes or not meta.missing:
-        return meta, tables
-    return meta, (blank_missing_codes(t, meta.missing) for t in tables)
+    return meta, tables
+
+
+def _dataset(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
+             flat: Sequence[str] | None, dialect: CsvDialect) -> tuple[TableMeta, Iterator[pa.Table]]:
+    """:func:`iter_batches` of a folder of part files (:func:`dataset_parts`), read as one table."""
+    fmt, parts = dataset_parts(p)
+    where = repr(str(p))
+    if fmt == "csv":
+        headers = [_csv_header(part, dialect) for part in parts]
+        _same_columns(p, parts, [[(h, "text") for h in header] for header in headers])
+        require_columns(columns, headers[0], _named(p, headers[0]))
+        meta = TableMeta("csv", list(columns) if columns is not None else headers[0],
+                         missing=csv_missing_codes(na_values), sep=dialect.sep, encoding=dialect.encoding)
+        block = csv_block_bytes(chunk_rows)
+        batches = itertools.chain.from_iterable(_csv_batches(part, columns, block, dialect) for part in parts)
+        return meta, _regrouped(batches, chunk_rows)
+    try:
+        schemas = [pq.read_schema(part) for part in parts]
+        rows = sum(pq.read_metadata(part).num_rows for part in parts)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"cannot read the Parquet part files of folder {where}: {exc}") from None
+    _same_columns(p, parts, [[(f.name, str(f.type)) for f in schema] for schema in schemas])
+    check_schema(schemas[0], columns if flat is None else flat, where)
+    require_columns(columns, schemas[0].names, where)
+    meta = TableMeta("parquet", list(columns) if columns is not None else schemas[0].names, rows=rows)
+    return meta, _regrouped(_parts_batches(parts, chunk_rows, columns), chunk_rows)
+
+
+def _parts_batches(parts: Sequence[Path], chunk_rows: int, columns: Sequence[str] | None) -> Iterator[pa.RecordBatch]:
+    """The record batches of Parquet part files, one file open at a time, cast to the first part's schema."""
+    schema = None
+    for part in parts:
+        try:
+            pf = pq.ParquetFile(part, pre_buffer=False)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise DataError(f"cannot read Parquet file {str(part)!r}: {exc}") from None
+        for table in _parquet_tables(part, pf, chunk_rows, columns):
+            schema = schema or table.schema
+            yield from table.cast(schema).to_batches()
+
+
+def _same_columns(folder: Path, parts: Sequence[Path], schemas: Sequence[Sequence[tuple[str, str]]]) -> None:
+    """:class:`DataError` naming the first part whose columns (names, order and types) differ from the first's."""
+    first = list(schemas[0])
+    for part, schema in zip(parts[1:], schemas[1:]):
+        other = list(schema)
+        if other == first:
+            continue
+        names_a, names_b = [n for n, _ in first], [n for n, _ in other]
+        if set(names_a) != set(names_b):
+            only_a = [n for n in names_a if n not in names_b]
+            only_b = [n for n in names_b if n not in names_a]
+            how = (f"{parts[0].name!r} has column(s) {only_a} that {part.name!r} lacks" if only_a else
+                   f"{part.name!r} has column(s) {only_b} that {parts[0].name!r} lacks")
+        elif names_a != names_b:
+            how = f"{parts[0].name!r} and {part.name!r} hold their columns in another order"
+        else:
+            name, kind = next((n, t) for (n, t), (_, u) in zip(first, other) if t != u)
+            how = (f"column {name!r} is {kind} in {parts[0].name!r} but {dict(other)[name]} in {part.name!r}")
+        raise DataError(f"the part files of folder {str(folder)!r} differ: {how}; a dataset's parts must share "
+                        "one schema (write them again together, or read them apart)")
 
 
 def _with_codes(tables: Iterator[pa.Table], labels: dict[str, Any], positions: dict[str, Any]) -> Iterator[pa.Table]:
@@ -559,7 +901,9 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     """
     from pramkit.engine.codebook import sort_labels
 
-    p = _existing(path)
+    p = _existing(path, folder=True)
+    if p.is_dir():  # a dataset folder: CSV or Parquet parts, which declare no value labels
+        return {}
     fmt = table_format(p)
     if fmt not in ("stata", "spss"):
         return {}
@@ -594,17 +938,20 @@ def _between(value: Any, lo: Any, hi: Any) -> bool:
 
 def read_table(
     path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
 ) -> pd.DataFrame:
     """Read a whole file into a pandas DataFrame (CSV columns as text; missing as in :func:`iter_batches`).
 
     Parameters
     ----------
     path : str or pathlib.Path
-        A CSV, Parquet, Stata or SPSS file.
+        A CSV, Parquet, Stata, SPSS or SAS file, or a folder of part files (:func:`dataset_parts`).
     columns : sequence of str, optional
         The columns to read; default all of them.
     na_values : sequence of str
         The texts of a CSV file that are missing besides the empty field.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`csv_dialect`).
 
     Returns
     -------
@@ -629,7 +976,7 @@ def read_table(
     >>> frame["id"].tolist(), frame["sex"].isna().tolist()
     (['007', '008'], [False, True])
     """
-    _, batches = iter_batches(path, columns=columns, na_values=na_values)
+    _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
     tables = list(batches)
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
@@ -644,7 +991,8 @@ class TableWriter:
     and the file written holds every row (:mod:`pramkit.atomic`).  ``inputs``
     are the files the caller reads, which the target may never be.  With the
     ``meta`` of a file of the same format, variable and value labels and SPSS
-    user-missing declarations are written too.
+    user-missing declarations are written too, and a CSV file is written with
+    the separator and encoding of the CSV file read (``meta.sep``, ``meta.encoding``).
 
     Parameters
     ----------
@@ -665,7 +1013,8 @@ class TableWriter:
         The output exists and ``force`` is false (checked on construction, before any work).
     WriteError
         The output is a folder or in a folder that does not exist, the file cannot be
-        written, or what was written does not hold every row.
+        written, what was written does not hold every row, or a value has a character
+        the CSV file's encoding cannot write.
 
     Examples
     --------
@@ -684,6 +1033,17 @@ class TableWriter:
     False
     3 ['m', 'f', 'f']
     ['out.parquet']
+
+    A CSV file read with ``sep=";"`` and ``encoding="latin-1"`` is written back the same way:
+
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     src, out = pathlib.Path(d) / "eu.csv", pathlib.Path(d) / "out.csv"
+    ...     _ = src.write_bytes("area;n\\nZ\\u00fcrich;1\\n".encode("latin-1"))
+    ...     meta, tables = iter_batches(src, sep=";", encoding="latin-1")
+    ...     with TableWriter(out, meta=meta) as writer:
+    ...         writer.write(next(tables))
+    ...     print(out.read_bytes())
+    b'"area";"n"\\n"Z\\xfcrich";"1"\\n'
     """
 
     def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
@@ -706,6 +1066,7 @@ class TableWriter:
         self._tmp: Path | None = None
         self._schema: pa.Schema | None = None
         self._sink: _DigestingFile | None = None
+        self._text: _Transcoding | None = None
         self._background: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
         self._closed = False
@@ -816,13 +1177,30 @@ class TableWriter:
         assert self._tmp is not None, "use TableWriter as a context manager"
         self._sink = _DigestingFile(self._tmp)
         if self.format == "csv":
-            opts = pacsv.WriteOptions(include_header=True, quoting_style="needed")
-            return pacsv.CSVWriter(self._sink, schema, write_options=opts)
+            same = self.meta if self.meta is not None and self.meta.format == "csv" else TableMeta("csv", [])
+            opts = pacsv.WriteOptions(include_header=True, quoting_style="needed", delimiter=same.sep)
+            dialect = csv_dialect(same.sep, same.encoding)
+            if dialect.utf8:
+                return pacsv.CSVWriter(self._sink, schema, write_options=opts)
+            self._text = _Transcoding(self._sink, dialect.encoding, self.path)
+            return pacsv.CSVWriter(self._text, schema, write_options=opts)
         return pq.ParquetWriter(self._sink, schema)
 
     def _write_chunk(self, table: pa.Table) -> None:
         """Write one chunk (the low-level write of CSV and Parquet)."""
-        self._writer.write_table(table)
+        with self._encoding_errors():
+            self._writer.write_table(table)
+
+    @contextlib.contextmanager
+    def _encoding_errors(self) -> Iterator[None]:
+        """A character the CSV file's encoding cannot write: the :class:`WriteError` that names it, however
+        pyarrow passes on the error of the file object it writes to."""
+        try:
+            yield
+        except Exception:
+            if self._text is not None and self._text.failed is not None:
+                raise self._text.failed from None
+            raise
 
     def _finish(self) -> None:
         """Close the streaming writer, or write a Stata, SPSS or SAS transport file whole."""
@@ -833,12 +1211,15 @@ class TableWriter:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:
-                try:
-                    if self._carrier is not None and self.format == "parquet" and (
-                            kept := self._carrier.parquet_metadata()):
-                        writer.add_key_value_metadata(kept)
-                finally:
-                    writer.close()
+                with self._encoding_errors():
+                    try:
+                        if self._carrier is not None and self.format == "parquet" and (
+                                kept := self._carrier.parquet_metadata()):
+                            writer.add_key_value_metadata(kept)
+                    finally:
+                        writer.close()
+                    if self._text is not None:
+                        self._text.finish()
             finally:
                 if self._sink is not None:  # opened with the writer (_open)
                     self._sink.close()
@@ -913,6 +1294,58 @@ class TableWriter:
                 for name, ranges in same.missing.ranges.items() if name in frame.columns
             }
         write_stat(frame, self._tmp, self.path, self.format, labels)
+
+
+class _Transcoding:
+    """A file-like object that takes the UTF-8 bytes pyarrow's CSV writer writes and passes them on to ``sink``
+    in another encoding (a CSV file written in the encoding of the CSV file read)."""
+
+    def __init__(self, sink: _DigestingFile, encoding: str, path: Path) -> None:
+        self._sink = sink
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._encoder = codecs.getincrementalencoder(encoding)()
+        self._encoding = encoding
+        self._path = path
+        self._taken = 0
+        #: The error of a value the encoding cannot write (raised by the writer's caller: pyarrow would wrap it).
+        self.failed: WriteError | None = None
+
+    def _put(self, text: str, final: bool = False) -> None:
+        try:
+            self._sink.write(self._encoder.encode(text, final))
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start:exc.end]
+            self.failed = WriteError(
+                f"cannot write {str(self._path)!r} in {self._encoding}: the character {bad!r} of the value near "
+                f"{exc.object[max(exc.start - 20, 0):exc.end + 20]!r} has no {self._encoding} byte; write the "
+                "release as UTF-8 or Parquet (another suffix or an input read in another encoding)")
+            raise OSError(errno.EILSEQ, str(self.failed)) from None
+
+    def write(self, data: Any) -> int:
+        block = bytes(data)
+        self._put(self._decoder.decode(block))
+        self._taken += len(block)
+        return len(block)
+
+    def finish(self) -> None:
+        """Write what the decoder and encoder still hold."""
+        self._put(self._decoder.decode(b"", final=True), final=True)
+
+    def tell(self) -> int:
+        return self._taken
+
+    def flush(self) -> None:
+        self._sink.flush()
+
+    def close(self) -> None:  # the sink is closed by TableWriter
+        pass
+
+    @property
+    def closed(self) -> bool:
+        return self._sink.closed
+
+    def writable(self) -> bool:
+        return True
 
 
 class _DigestingFile:
@@ -1002,7 +1435,8 @@ def sha256_of(path: str | Path) -> str:
     Parameters
     ----------
     path : str or pathlib.Path
-        The file, read in blocks of 1 MiB.
+        The file, read in blocks of 1 MiB, or a folder of part files
+        (:func:`dataset_parts`): the SHA-256 of its parts' names and digests, in order.
 
     Returns
     -------
@@ -1024,6 +1458,10 @@ def sha256_of(path: str | Path) -> str:
     True
     """
     h = hashlib.sha256()
+    if Path(path).is_dir():
+        for part in dataset_parts(path)[1]:
+            h.update(part.name.encode() + b"\0" + bytes.fromhex(sha256_of(part)))
+        return h.hexdigest()
     try:
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):

@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.special import xlogy
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical, categories_of
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError, PramkitWarning
@@ -343,6 +343,8 @@ def resample_release(
     forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None = None,
     force: bool = False,
     na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ResampleResult:
     """Redraw each record's perturbed values from their posterior given its released values and
     public columns, under a tree model fitted to the release (module docstring): post-processing.
@@ -368,6 +370,8 @@ def resample_release(
         Replace an existing ``out``.
     na_values : sequence of str
         The texts of a CSV file that are missing besides the empty field (as for ``apply``).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -432,7 +436,7 @@ def resample_release(
     unchecked = check_release(released, manifest)  # a release of another manifest is refused
     if unchecked:
         warnings.warn(unchecked, PramkitWarning, stacklevel=2)
-    table, meta = _read(released, na_values)
+    table, meta = _read(released, na_values, sep, encoding)
     names = list(table.column_names)
     public_cols, left_out = _public_columns(table, man, names, public, meta.missing)
     nodes, codes = _encode(table, man, public_cols, meta.missing)
@@ -496,7 +500,8 @@ class _Meta:
     file: Any = None
 
 
-def _read(released: Any, na_values: Sequence[str]) -> tuple[pa.Table, _Meta]:
+def _read(released: Any, na_values: Sequence[str], sep: str = CSV_SEP,
+          encoding: str = CSV_ENCODING) -> tuple[pa.Table, _Meta]:
     """The whole release as one Arrow table (missing codes as they are in the file) and its metadata."""
     if isinstance(released, pd.DataFrame):
         if len(released) == 0:
@@ -507,7 +512,7 @@ def _read(released: Any, na_values: Sequence[str]) -> tuple[pa.Table, _Meta]:
         return pa.table([_arrow_column(released[c]) for c in released.columns], names=columns), _Meta(MissingCodes())
     from pramkit.io import iter_batches
 
-    meta, batches = iter_batches(released, na_values=na_values, keep_missing_codes=True)
+    meta, batches = iter_batches(released, na_values=na_values, keep_missing_codes=True, sep=sep, encoding=encoding)
     tables = list(batches)
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(released)!r} has no data rows")

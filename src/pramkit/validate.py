@@ -10,6 +10,7 @@ names the parameter and says what to change:
 * :func:`probabilities`: a probability vector (finite, non-negative, summing to 1);
 * :func:`probability`: a probability strictly between 0 and 1 (alpha of condition C1);
 * :func:`release_label`: the public label of a release (``apply --release``);
+* :func:`csv_separator` and :func:`text_encoding`: how a CSV file is written (``--sep``, ``--encoding``);
 * the option rules of the design families (:data:`pramkit.design.registry.FAMILIES`):
   :class:`Number` (a type, a range, a default), :class:`Choice`, :class:`Flag` and
   :class:`Instance`, each with ``check`` and ``describe``, applied together by
@@ -32,6 +33,7 @@ pramkit.errors.ParameterError: epsilon must be a positive finite number, got nan
 
 from __future__ import annotations
 
+import codecs
 import math
 import numbers
 import unicodedata
@@ -141,6 +143,51 @@ def release_label(value: Any, name: str = "the release label") -> str:
     if len(text) > MAX_RELEASE_LABEL:
         raise ParameterError(f"{name} has {len(text)} characters; at most {MAX_RELEASE_LABEL}")
     return text
+
+
+#: Names a CSV separator may be given by besides its character (a tab is hard to type on a command line).
+SEP_NAMES = {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|", "space": " "}
+
+
+def csv_separator(value: Any) -> str:
+    """The field separator of a CSV file (``--sep``): one character, not a quote or a line break, or
+    one of the names of :data:`SEP_NAMES` (``tab``, ``\\t``, ``semicolon``, ...).
+
+    >>> csv_separator(";"), csv_separator("tab"), csv_separator("\\t")
+    (';', '\\t', '\\t')
+    >>> csv_separator(";;")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the separator (--sep) must be one character, such as ';' or tab, not ';;'
+    """
+    text = value if isinstance(value, str) else None
+    char = SEP_NAMES.get(text.lower(), text) if text is not None and len(text) != 1 else text
+    if char is None or len(char) != 1:
+        raise ParameterError(f"the separator (--sep) must be one character, such as ';' or tab, not {value!r}")
+    if char in ('"', "\n", "\r"):
+        raise ParameterError(f"the separator (--sep) cannot be {char!r}, a quote or a line break: give the "
+                             "character between the fields, such as ';' or tab")
+    return char
+
+
+def text_encoding(value: Any) -> str:
+    """The character encoding of a CSV file (``--encoding``), as Python's codecs name it.
+
+    >>> text_encoding("Latin-1"), text_encoding("UTF8"), text_encoding("cp1252")
+    ('iso8859-1', 'utf-8', 'cp1252')
+    >>> text_encoding("base64")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: unknown encoding 'base64' (--encoding): give a text encoding Python knows, such as utf-8, latin-1 or cp1252
+    """
+    try:
+        info = codecs.lookup(str(value))
+    except (LookupError, TypeError, ValueError):
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        raise ParameterError(f"unknown encoding {value!r} (--encoding): give a text encoding Python knows, such as "
+                             "utf-8, latin-1 or cp1252")
+    return str(info.name)
 
 
 # -- option rules ---------------------------------------------------------------------------------

@@ -330,7 +330,8 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
             step.fail(str(exc))
             return
         na, label = fields.markers(input.na_values()), input.upload()[0]["name"]
-        step.start(lambda: desk.wb.open_file(path, label=label, na_values=na, upload=True))
+        sep, encoding = input.csv_sep(), input.csv_encoding().strip()
+        step.start(lambda: desk.wb.open_file(path, label=label, na_values=na, upload=True, sep=sep, encoding=encoding))
 
     @reactive.effect
     @reactive.event(input.open_path)
@@ -340,7 +341,8 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
             step.fail("give the path of a file on this computer")
             return
         na = fields.markers(input.na_values())
-        step.start(lambda: desk.wb.open_file(text, na_values=na))
+        sep, encoding = input.csv_sep(), input.csv_encoding().strip()
+        step.start(lambda: desk.wb.open_file(text, na_values=na, sep=sep, encoding=encoding))
 
     @render.ui
     def data_summary() -> ui.TagChild:
@@ -441,7 +443,7 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
 
 #: The choices set by the design form's own fields (not by its options field).
 _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
-         "categories", "missing", "na_values")
+         "categories", "missing", "na_values", "sep", "encoding")
 
 
 def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step, uploads: Path,

@@ -100,6 +100,8 @@ def data_tab() -> NavSetArg:
         ui.input_action_button("open_census", "Open the census", class_="btn-primary"),
         ui.hr(),
         ui.input_text("na_values", "Texts meaning missing (comma-separated)", "NA"),
+        ui.input_text("csv_sep", "CSV field separator (';' or tab for many European offices' files)", ","),
+        ui.input_text("csv_encoding", "CSV character encoding (utf-8, latin-1, cp1252, ...)", "utf-8"),
         ui.input_file("upload", "Or upload a file (CSV, Parquet, Stata, SPSS)", accept=DATA_FILES),
         ui.input_text("data_path", "Or open a file on this computer by its path (large files: read where "
                       "they are, streamed)", ""),

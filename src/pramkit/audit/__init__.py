@@ -24,7 +24,8 @@ __all__ = ["AuditResult", "Check", "audit"]
 
 
 def audit(manifest: str | Path, *, released: str | Path | None = None, original: str | Path | None = None,
-          key: Any = None, engine: bool = False, trials: int | None = None) -> AuditResult:
+          key: Any = None, engine: bool = False, trials: int | None = None, sep: str = ",",
+          encoding: str = "utf-8") -> AuditResult:
     """Audit a release: the manifest (public), the release (with the original), the engine.
 
     Parameters
@@ -32,8 +33,8 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     manifest : str or pathlib.Path
         The published manifest.
     released : str or pathlib.Path, optional
-        The released file (its receipt beside it): checked against the manifest, and, with
-        ``original``, against the original.
+        The released file, or folder of part files (its receipt beside it): checked against the
+        manifest, and, with ``original``, against the original.
     original : str or pathlib.Path, optional
         The original file: adds the release audit (needs ``released``).
     key : SecretKey, bytes, str or path, optional
@@ -42,6 +43,8 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         Add the black-box engine audit (an empirical epsilon lower bound per variable).
     trials : int, optional
         Trials per input of the engine audit (default: chosen for a precision of 0.02 nats).
+    sep, encoding : str
+        The field separator and character encoding of the CSV files (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -69,6 +72,7 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     from pramkit.audit.manifest import manifest_audit, read_manifest
     from pramkit.audit.release import release_audit
     from pramkit.engine.rng import resolve_key
+    from pramkit.validate import csv_separator, text_encoding
 
     if original is not None and released is None:
         raise ParameterError("the release audit needs the released file as well as the original (--released)")
@@ -77,10 +81,11 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     start = time.perf_counter()
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
-    audits, checks = ["manifest"], manifest_audit(manifest, released)
+    text_encoding(encoding), csv_separator(sep)  # checked before any work
+    audits, checks = ["manifest"], manifest_audit(manifest, released, sep=sep, encoding=encoding)
     if original is not None and released is not None:
         audits.append("release")
-        checks += release_audit(manifest, original, released, key=key)
+        checks += release_audit(manifest, original, released, key=key, sep=sep, encoding=encoding)
     if engine:
         audits.append("engine")
         checks += engine_audit(read_manifest(manifest)[0], trials=trials)

@@ -49,8 +49,9 @@ TABLE_CATEGORIES = 3000
 SHOWN = 20
 
 
-def read_whole(path: str | Path) -> pa.Table:
-    """A file as one Arrow table, its text as written (no marker read as missing).
+def read_whole(path: str | Path, *, sep: str = ",", encoding: str = "utf-8") -> pa.Table:
+    """A file (or folder of part files) as one Arrow table, its text as written (no marker read as missing);
+    ``sep`` and ``encoding``: how a CSV file is written (:func:`pramkit.io.csv_dialect`).
 
     Examples
     --------
@@ -61,7 +62,7 @@ def read_whole(path: str | Path) -> pa.Table:
     ...     read_whole(f).column("sex").to_pylist()
     ['NA', 'm']
     """
-    _, batches = iter_batches(path, na_values=())
+    _, batches = iter_batches(path, na_values=(), sep=sep, encoding=encoding)
     tables = list(batches)
     if not tables:
         raise DataError(f"file {str(path)!r} has no data rows")
@@ -426,9 +427,10 @@ def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, 
 STAMPED = ("stata", "spss", "sas")
 
 
-def same_content(a: Path, b: Path) -> bool:
+def same_content(a: Path, b: Path, *, sep: str = ",", encoding: str = "utf-8") -> bool:
     """Whether two files hold the same columns, values, missing codes, labels and formats, as pramkit
-    reads them (Stata, SPSS and SAS files record when they were written, so their bytes differ).
+    reads them (Stata, SPSS and SAS files record when they were written, so their bytes differ; a folder
+    of part files is read as one table).  ``sep`` and ``encoding``: how a CSV file is written.
 
     Examples
     --------
@@ -440,7 +442,8 @@ def same_content(a: Path, b: Path) -> bool:
     ...     same_content(d / "a.csv", d / "b.csv"), same_content(d / "a.csv", d / "c.csv")
     (True, False)
     """
-    (meta_a, tables_a), (meta_b, tables_b) = (iter_batches(f, na_values=(), keep_missing_codes=True) for f in (a, b))
+    (meta_a, tables_a), (meta_b, tables_b) = (iter_batches(f, na_values=(), keep_missing_codes=True, sep=sep,
+                                                           encoding=encoding) for f in (a, b))
     if (meta_a.format, meta_a.columns, meta_a.labels, meta_a.missing) != \
             (meta_b.format, meta_b.columns, meta_b.labels, meta_b.missing):
         return False
@@ -475,11 +478,13 @@ def swap_plan_of(section: Any) -> Any:
 
 
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
-              na_values: Sequence[str] = NA_VALUES, *, shuffled: bool = False) -> Check:
+              na_values: Sequence[str] = NA_VALUES, *, shuffled: bool = False, sep: str = ",",
+              encoding: str = "utf-8") -> Check:
     """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
     as the design did, under the release label its receipt records; shuffled when the release was, by the
     swap when the manifest describes one) and compare it byte for byte, or value for value for a format
-    that records when it was written (:func:`same_content`).
+    that records when it was written, or a folder of part files (:func:`same_content`).  ``sep`` and
+    ``encoding``: how the CSV files are written; the release derived again is written as the original is.
 
     Examples
     --------
@@ -500,7 +505,7 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     from pramkit.engine.receipt import read_receipt
     from pramkit.engine.swap.run import swap_file
     from pramkit.errors import PramkitError
-    from pramkit.io import table_format
+    from pramkit.io import dataset_parts, table_format
     from pramkit.validate import release_label
 
     try:  # the release key is derived with the label the receipt records
@@ -510,15 +515,19 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     swapping = read_manifest(manifest)[0].swapping
     how = "the swap" if swapping is not None else "the shuffled release" if shuffled else "the release"
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
-        again = Path(tmp) / released.name
+        folder = released.is_dir()
+        fmt = (dataset_parts(released)[0] if folder else table_format(released)) if released.exists() else None
+        again = Path(tmp) / (f"again.{fmt}" if folder else released.name)
         if swapping is not None:
-            swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values)
+            swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
+                      encoding=encoding)
         else:
-            apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label)
+            apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label,
+                       sep=sep, encoding=encoding)
         exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
-        fmt = table_format(released) if released.is_file() else None
-        same = exact or (fmt in STAMPED and again.is_file() and same_content(again, released))
+        same = exact or ((fmt in STAMPED or folder) and again.is_file() and same_content(again, released, sep=sep, encoding=encoding))
     words = ("byte for byte" if exact else
+             "value for value (a folder of part files, written by another engine)" if folder else
              f"value for value, with its missing codes, labels and formats (a {fmt} file records when it was "
              "written, so its bytes differ)")
     return Check("release", "file", "derived again with the key", same,
@@ -527,7 +536,7 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
 
 
 def release_audit(manifest: str | Path, original: str | Path, released: str | Path, *, key: Any = None,
-                  alpha: float = ALPHA) -> list[Check]:
+                  alpha: float = ALPHA, sep: str = ",", encoding: str = "utf-8") -> list[Check]:
     """The release audit (private: it reads the original).
 
     Parameters
@@ -538,6 +547,8 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
         The secret key: the release is derived again and compared byte for byte.
     alpha : float
         Family-wise error rate of the goodness-of-fit tests (Holm).
+    sep, encoding : str
+        The field separator and character encoding of the CSV files (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -548,13 +559,13 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
 
     parsed, _ = read_manifest(manifest)
     na = parsed.input.get("na_values", NA_VALUES)  # what the design read as missing
-    o, r = read_whole(original), read_whole(released)
-    receipt = read_receipt(released) if Path(released).is_file() else None
+    o, r = read_whole(original, sep=sep, encoding=encoding), read_whole(released, sep=sep, encoding=encoding)
+    receipt = read_receipt(released) if Path(released).exists() else None
     shuffled = bool((receipt or {}).get("guarantees"))  # apply --shuffle states the shuffled guarantee there
     checks = file_checks(parsed, o, r, shuffled=shuffled, codes=csv_missing_codes(na))
     if all(c.passed for c in checks if c.field in ("columns", "row count")):
         checks += variable_checks(parsed, o, r, alpha=alpha, na_values=na, shuffled=shuffled)
     if key is not None:
         checks.append(key_check(Path(manifest), Path(original), Path(released), key, na_values=na,
-                                shuffled=shuffled))
+                                shuffled=shuffled, sep=sep, encoding=encoding))
     return checks

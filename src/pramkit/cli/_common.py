@@ -63,6 +63,35 @@ def add_na_values(parser: argparse.ArgumentParser) -> None:
                              "the same")
 
 
+def add_csv_dialect(parser: argparse.ArgumentParser) -> None:
+    """``--sep`` and ``--encoding``: how the command's CSV data files are written, the same options for every
+    command that reads one (checked by :func:`pramkit.validate.csv_separator` and
+    :func:`pramkit.validate.text_encoding` when the file is read).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A command's parser; the options are parsed into ``sep`` and ``encoding`` (texts).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_csv_dialect(parser)
+    >>> args = parser.parse_args(["--sep", ";", "--encoding", "latin-1"])
+    >>> args.sep, args.encoding, parser.parse_args([]).sep, parser.parse_args([]).encoding
+    (';', 'latin-1', ',', 'utf-8')
+    """
+    from pramkit.defaults import CSV_ENCODING, CSV_SEP
+
+    parser.add_argument("--sep", default=CSV_SEP, metavar="CHAR",
+                        help=f"field separator of CSV data files (default {CSV_SEP!r}; ';' as many European offices "
+                             "export, 'tab' for tab-separated). A CSV file written from a CSV file keeps it")
+    parser.add_argument("--encoding", default=CSV_ENCODING, metavar="NAME",
+                        help=f"character encoding of CSV data files (default {CSV_ENCODING}; latin-1 or cp1252 as "
+                             "many offices export). A CSV file written from a CSV file keeps it")
+
+
 def _markers(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, add_quiet, comma_names, figure, print_json
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, add_quiet, comma_names, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
 
@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per chunk (memory bound; default %(default)s)")
     add_na_values(p)
+    add_csv_dialect(p)
     p.add_argument("--threads", type=int, default=None,
                    help="threads that perturb a chunk (default: every core; the release is the same for any number)")
     p.add_argument("--engine", choices=["local", "spark"], default="local",
@@ -210,12 +211,13 @@ def run(args: argparse.Namespace) -> int:
 
         result = apply_file_spark(args.data, args.manifest, args.out, key=key, force=args.force,
                                   master=args.spark_master, quiet=args.quiet, na_values=args.na_values,
-                                  shuffle=args.shuffle, public_columns=public, release=label)
+                                  shuffle=args.shuffle, public_columns=public, release=label, sep=args.sep,
+                                  encoding=args.encoding)
     else:
         result = apply_file(
             args.data, args.manifest, args.out, key=key, force=args.force,
             chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values, threads=args.threads,
-            shuffle=args.shuffle, public_columns=public, release=label,
+            shuffle=args.shuffle, public_columns=public, release=label, sep=args.sep, encoding=args.encoding,
         )
     if args.json:
         print_json(result.to_dict())
@@ -224,5 +226,5 @@ def run(args: argparse.Namespace) -> int:
         from pramkit.manifest import Manifest
 
         manifest = Manifest.read(args.manifest)
-        print_summary(result, released_guarantee(manifest, args.out), manifest)
+        print_summary(result, released_guarantee(manifest, args.out, sep=args.sep, encoding=args.encoding), manifest)
     return 0

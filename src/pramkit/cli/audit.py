@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import Files, print_json
+from pramkit.cli._common import Files, add_csv_dialect, print_json
 from pramkit.cli.commands import HELP
 
 
@@ -35,10 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "empirical epsilon lower bound of the real engine. Exit status 0: all checks pass; 1: a violation.",
     )
     p.add_argument("--manifest", type=Path, required=True, help="the published manifest")
-    p.add_argument("--released", type=Path, help="the released file (its receipt is read from beside it)")
+    p.add_argument("--released", type=Path, help="the released file, or folder of part files (its receipt is read "
+                                                   "from beside it)")
     p.add_argument("--original", type=Path, help="the original file (private): adds the release audit")
     p.add_argument("--key-file", type=Path, help="the secret key: derive the release again and compare byte for byte")
     p.add_argument("--engine", action="store_true", help="black-box audit of the engine (empirical epsilon)")
+    add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, files=files)
 
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.audit import audit
 
     result = audit(args.manifest, released=args.released, original=args.original, key=args.key_file,
-                   engine=args.engine)
+                   engine=args.engine, sep=args.sep, encoding=args.encoding)
     if args.json:
         print_json(result.to_dict())
     else:

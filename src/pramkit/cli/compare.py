@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import Files, add_na_values, figure, print_json
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.cli.swap import add_plan_flags, plan_of
 
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--centroids", type=Path, help="CSV of the lowest level's areas: category, x, y (km)")
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     add_na_values(p)
+    add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, files=files)
 
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    data = read_table(args.data, columns=plan.columns, na_values=args.na_values)
+    data = read_table(args.data, columns=plan.columns, na_values=args.na_values, sep=args.sep, encoding=args.encoding)
     centroids = None if args.centroids is None else read_table(args.centroids)  # checked by compare_swap
     result = compare_swap(data, plan, key=key, centroids=centroids)
     if args.json:

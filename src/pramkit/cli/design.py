@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import add_na_values, add_quiet, comma_names, comma_numbers, print_json
+from pramkit.cli._common import add_csv_dialect, add_na_values, add_quiet, comma_names, comma_numbers, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
@@ -188,6 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--vars)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
+    add_csv_dialect(p)
     add_quiet(p)
     p.set_defaults(func=run, files=files)
 
@@ -339,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     if "sampling" in release.manifest.input:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()
-    guarantee = released_guarantee(release.manifest, args.data)  # the release keeps the data's columns
+    guarantee = released_guarantee(release.manifest, args.data, sep=args.sep, encoding=args.encoding)  # its columns
     out["guarantee"] = guarantee.to_dict()
     print(dumps(out)) if args.json else _print_written(out, release.manifest, guarantee)  # JSON values already
     if "target" in release.record.extra and not args.json:

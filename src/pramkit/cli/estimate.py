@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.cli._common import add_na_values, comma_names, comma_numbers, note, print_json
+from pramkit.cli._common import add_csv_dialect, add_na_values, comma_names, comma_numbers, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 from pramkit.estimate.estimators import CONSISTENT, ESTIMATORS
@@ -82,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sv.add_argument("--replicate-scales", metavar="S,...",
                     help="--replicate-method jkn: each replicate's scale, (n_h - 1) / n_h of its stratum, comma-separated")
     add_na_values(p)
+    add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--emit-r", metavar="FILE", type=Path,
                    help="instead of estimating, write an R script (R and jsonlite only) that reads the released "
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", ReceiptWarning)  # checked above, naming the manifest's file
         result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence, estimator=args.estimator,
-                                na_values=args.na_values, **_survey(args))
+                                na_values=args.na_values, sep=args.sep, encoding=args.encoding, **_survey(args))
     note("estimate", unchecked)  # after the work: an error stays the only line
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
@@ -164,7 +165,8 @@ def _emit_r(args: argparse.Namespace, names: list[str], groups: list[str]) -> in
         raise ParameterError(f"--emit-r writes the script of the unbiased estimator without survey weights; "
                              f"leave out {other[0]}")
     out = write_r_script(args.emit_r, args.released, args.manifest, names, by=groups, variance=args.variance,
-                         confidence=args.confidence, na_values=args.na_values, force=args.force)
+                         confidence=args.confidence, na_values=args.na_values, force=args.force, sep=args.sep,
+                         encoding=args.encoding)
     print(f"wrote {out}: Rscript {out} [OUT.csv] prints the table (and writes it to OUT.csv)")
     return 0
 
@@ -191,7 +193,8 @@ def _survey(args: argparse.Namespace) -> dict[str, Any]:
     scales = None if args.replicate_scales is None else comma_numbers(args.replicate_scales, "--replicate-scales")
     survey = SurveyDesign(args.weights, strata=args.strata, psu=args.psu, fpc=args.fpc, single_psu=args.single_psu)
     replicates = None if args.replicate_weights is None else Replicates.of(
-        args.replicate_weights, iter_batches(args.released)[0].columns, args.replicate_method, rho=args.fay_rho,
+        args.replicate_weights, iter_batches(args.released, sep=args.sep, encoding=args.encoding)[0].columns,
+        args.replicate_method, rho=args.fay_rho,
         rscales=scales)
     return {"survey": survey, "replicates": replicates}
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import Files, add_na_values, add_quiet, comma_names, distance_files, note
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, add_quiet, comma_names, distance_files, note
 from pramkit.cli.commands import HELP
 from pramkit.errors import DataError, ParameterError, PramkitError
 
@@ -88,6 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "tau2, individual risk) before and after PRAM, and the epsilon each variable spends")
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
     add_na_values(p)
+    add_csv_dialect(p)
     add_quiet(p)
     p.set_defaults(func=run, files=files)
 
@@ -196,11 +197,13 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         report = build_report(args.data, manifest, args.released, keys,
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
-                              na_values=args.na_values, contributions=args.contributions, **locality)
+                              na_values=args.na_values, contributions=args.contributions, sep=args.sep,
+                              encoding=args.encoding, **locality)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
         public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,
-                                     na_values=args.na_values, weights=args.weights, **locality)
+                                     na_values=args.na_values, weights=args.weights, sep=args.sep,
+                                     encoding=args.encoding, **locality)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
     for line in written:
         print(line)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, add_quiet, figure, print_json
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, add_quiet, figure, print_json
 from pramkit.cli.commands import HELP
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="edit rules to enforce besides the manifest's (a CSV as for `pramkit design --forbid`)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
     add_na_values(p)
+    add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(p)
     p.set_defaults(func=run, files=files)
@@ -149,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     result = resample_release(args.released, args.manifest, args.out, key=key, public=args.public,
-                              forbid=args.forbid, force=args.force, na_values=args.na_values)
+                              forbid=args.forbid, force=args.force, na_values=args.na_values, sep=args.sep,
+                              encoding=args.encoding)
     if args.json:
         print_json(result.to_dict())
     else:

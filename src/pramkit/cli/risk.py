@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, comma_names, note, print_json
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, comma_names, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
@@ -93,6 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
+    add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, files=files)
 
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     result = identification_risk(
         args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
         model=args.model, manifest=manifest, original=args.original, missing=args.missing,
-        fractions=args.fractions, na_values=args.na_values,
+        fractions=args.fractions, na_values=args.na_values, sep=args.sep, encoding=args.encoding,
     )
     out = result.to_dict()
     if args.plot:
@@ -228,7 +229,8 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
     manifest = Manifest.read(args.manifest) if args.manifest else None
     unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     result = household_risk(args.data, keys, args.household, sampling_fraction=args.sampling_fraction,
-                            weights=args.weights, missing=args.missing, na_values=args.na_values, manifest=manifest)
+                            weights=args.weights, missing=args.missing, na_values=args.na_values, manifest=manifest,
+                            sep=args.sep, encoding=args.encoding)
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict())
@@ -266,7 +268,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
                        ("--replicates", args.replicates != CONTRIBUTION_REPLICATES)],
             "SUDA reads the file's key values alone (DIS-SUDA takes --sampling-fraction)")
     out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
-               na_values=args.na_values, max_steps=_steps(args)).to_dict()
+               na_values=args.na_values, max_steps=_steps(args), sep=args.sep, encoding=args.encoding).to_dict()
     if args.json:
         print_json(out)
         return 0
@@ -323,7 +325,8 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
     result = release_contributions(
         args.original or args.data, keys, released=args.data if manifest is not None else None, manifest=manifest,
         sampling_fraction=args.sampling_fraction, weights=args.weights, model=args.model, max_size=args.max_size,
-        replicates=args.replicates, na_values=args.na_values, max_steps=_steps(args))
+        replicates=args.replicates, na_values=args.na_values, max_steps=_steps(args), sep=args.sep,
+        encoding=args.encoding)
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict())

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_na_values, comma_names, figure, print_json
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, comma_names, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS, SWAP_DONOR_RULES
 
@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS,
                    help="rows per chunk (memory bound; the release is the same for any value; default %(default)s)")
     add_na_values(p)
+    add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=run, files=files)
 
@@ -74,7 +75,8 @@ def add_plan_flags(p: argparse.ArgumentParser, *, risk_required: bool) -> None:
     >>> plan_of(p.parse_args(["d.csv", "--hid", "h", "--geo", "a,b", "--risk-vars", "age"])).geo
     ('a', 'b')
     """
-    p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata .dta, SPSS .sav)")
+    p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata .dta, SPSS .sav), or a folder of "
+                                           "CSV or Parquet part files")
     p.add_argument("--hid", required=True, help="household id column (households move whole)")
     p.add_argument("--geo", required=True, help="comma-separated levels of the geography, highest first")
     p.add_argument("--risk-vars", required=risk_required, default="",
@@ -154,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     result = swap_file(args.data, plan, args.out, key=key, manifest=args.manifest, force=args.force,
-                       chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners)
+                       chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners, sep=args.sep,
+                       encoding=args.encoding)
     if args.json:
         print_json(result.to_dict())
         return 0

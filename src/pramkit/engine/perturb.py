@@ -40,7 +40,16 @@ from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words
 from pramkit.engine.sampling import Sampler, release, sampler_for
 from pramkit.engine.utf8 import pool_array
 from pramkit.errors import DataError, ParameterError
-from pramkit.io import CHUNK_ROWS, NA_VALUES, TableWriter, iter_batches, require_columns
+from pramkit.io import (
+    CHUNK_ROWS,
+    CSV_ENCODING,
+    CSV_SEP,
+    NA_VALUES,
+    TableWriter,
+    csv_dialect,
+    iter_batches,
+    require_columns,
+)
 from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
@@ -1257,6 +1266,8 @@ def apply_file(
     public_columns: Sequence[str] = (),
     delta: float = DEFAULT_DELTA,
     release: str = "",
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ApplyResult:
     """Perturb a file chunk by chunk into ``out`` (same columns, order and types).
 
@@ -1274,7 +1285,9 @@ def apply_file(
     they went in; SPSS user-missing declarations are kept.  No value is
     released as a missing code: a manifest listing one as a category is
     refused.  The output is never one of the inputs (data, manifest, key file),
-    whatever ``force`` says.
+    whatever ``force`` says.  ``sep`` and ``encoding`` say how a CSV file is
+    written (:func:`pramkit.io.csv_dialect`); a CSV release of a CSV file is
+    written with the same separator and encoding.
 
     With ``receipt`` (the default) a public release receipt
     ``OUT.receipt.json`` records which manifest made the release
@@ -1297,7 +1310,8 @@ def apply_file(
     Parameters
     ----------
     data : str or pathlib.Path
-        The original file (CSV, Parquet, Stata or SPSS).
+        The original file (CSV, Parquet, Stata, SPSS or SAS), or a folder of part files
+        (:func:`pramkit.io.dataset_parts`).
     manifest : pramkit.manifest.Manifest, or str or pathlib.Path
         The manifest, or its file.
     out : str or pathlib.Path
@@ -1325,6 +1339,8 @@ def apply_file(
     release : str
         The release's label (``""``: none; public, in the receipt), to tell apart releases
         made with one key and one manifest.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (default ``","``, ``"utf-8"``).
 
     Returns
     -------
@@ -1388,13 +1404,14 @@ def apply_file(
     check_writable(dst, force=force, inputs=inputs)
     if chunk_rows < 1:
         raise ParameterError("chunk_rows must be at least 1")
+    csv_dialect(sep, encoding)
     named = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
     check_derived_input(man, src, named)
     start = 0
     # exits in reverse order: the released file is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending:
         meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
-                                     flat=man.read_columns)
+                                     flat=man.read_columns, sep=sep, encoding=encoding)
         check_codes_named(man, meta.missing, meta.labels, repr(str(src)))
         perturber = TablePerturber(man, secret, meta.missing, threads=threads, release=label)
         perturber.check_columns(meta.columns, f"{str(src)!r}")

@@ -750,9 +750,10 @@ def _stated(base: Guarantees, receipt: Mapping[str, Any] | None) -> Guarantees:
                                clones=shuffle.get("shuffled_records"))
 
 
-def table_columns(source: Any) -> list[str] | None:
+def table_columns(source: Any, *, sep: str = ",", encoding: str = "utf-8") -> list[str] | None:
     """The columns of a table, read from its header or schema alone: a file (CSV, Parquet, Stata,
     SPSS, SAS), a folder of part files, or a frame in memory; ``None`` when it cannot be read.
+    ``sep`` and ``encoding``: how a CSV file is written (:func:`pramkit.io.csv_dialect`).
 
     Examples
     --------
@@ -770,16 +771,15 @@ def table_columns(source: Any) -> list[str] | None:
         return None
     if frame_kind(source) is not None:
         return [str(c) for c in frame_columns(source)]
-    from pramkit.io import _csv_header, table_format
+    from pramkit.io import _csv_header, csv_dialect, dataset_parts, table_format
 
     try:
         p = Path(source)
         if p.is_dir():  # part files: each has the release's columns
-            p = min((q for q in p.iterdir() if q.suffix in (".csv", ".parquet") and q.stat().st_size > 0),
-                    key=lambda q: q.name)
+            p = dataset_parts(p)[1][0]
         fmt = table_format(p)
         if fmt == "csv":
-            return _csv_header(p)
+            return _csv_header(p, csv_dialect(sep, encoding))
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -791,7 +791,7 @@ def table_columns(source: Any) -> list[str] | None:
         return None
 
 
-def released_guarantee(manifest: Any, released: Any = None) -> Any:
+def released_guarantee(manifest: Any, released: Any = None, *, sep: str = ",", encoding: str = "utf-8") -> Any:
     """The ledger's guarantee of a release (:func:`pramkit.ledger.release_guarantee`), with the columns of
     ``released`` (the released file, or the original: the release keeps its columns) when it can be read.
 
@@ -801,6 +801,8 @@ def released_guarantee(manifest: Any, released: Any = None) -> Any:
         The release's manifest.
     released : path or frame, optional
         A table with the release's columns (:func:`table_columns`).
+    sep, encoding : str
+        How a CSV file is written (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -816,4 +818,4 @@ def released_guarantee(manifest: Any, released: Any = None) -> Any:
     """
     from pramkit.ledger import release_guarantee
 
-    return release_guarantee(manifest, table_columns(released))
+    return release_guarantee(manifest, table_columns(released, sep=sep, encoding=encoding))

@@ -51,7 +51,7 @@ from pramkit.engine.codebook import MissingCodes
 from pramkit.engine.perturb import ApplyResult, TablePerturber, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.errors import DataError, ParameterError, PramkitError
-from pramkit.io import NA_VALUES, csv_missing_codes, require_columns
+from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_dialect, csv_missing_codes, require_columns
 from pramkit.manifest import Manifest
 from pramkit.privacy.amplification import DEFAULT_DELTA
 
@@ -263,15 +263,18 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> SparkSess
 
 
 @_one_line_errors
-def read(spark: SparkSession, path: str | Path) -> DataFrame:
-    """Read a CSV (header line, every column as text, empty = null) or Parquet file.
+def read(spark: SparkSession, path: str | Path, *, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> DataFrame:
+    """Read a CSV (header line, every column as text, empty = null) or Parquet file, or a folder of
+    CSV or Parquet part files (:func:`pramkit.io.dataset_parts`).
 
     Parameters
     ----------
     spark : SparkSession
         From :func:`session`.
     path : str or Path
-        The file.
+        The file or folder.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -295,14 +298,14 @@ def read(spark: SparkSession, path: str | Path) -> DataFrame:
     ...     df.columns, [tuple(r) for r in df.collect()]
     (['sex', 'age'], [('m', '31'), ('f', None)])
     """
-    from pramkit.io import table_format
-
     p = Path(path)
     if not p.exists():
         raise DataError(f"file {str(p)!r} does not exist")
-    fmt = table_format(p)
+    dialect = csv_dialect(sep, encoding)
+    fmt = _input_format(p)
     if fmt == "csv":
-        return spark.read.option("header", True).option("inferSchema", False).csv(str(p))
+        return (spark.read.option("header", True).option("inferSchema", False).option("sep", dialect.sep)
+                .option("encoding", spark_charset(dialect.encoding)).csv(str(p)))
     if fmt == "parquet":
         return spark.read.parquet(str(p))
     raise ParameterError(f"the Spark engine reads CSV and Parquet, not {fmt}")
@@ -583,20 +586,54 @@ def _through_python(df: DataFrame, columns: Sequence[str], numbers: Any, read: S
         *(F.col(_OUT).getField(name).alias(name) if name in written else F.col(_quoted(name)) for name in columns))
 
 
+#: The encodings Spark's CSV reader and writer take (Python's codecs name -> Spark's name).
+SPARK_CHARSETS = {"utf-8": "utf-8", "utf-8-sig": "utf-8", "iso8859-1": "iso-8859-1", "ascii": "us-ascii",
+                  "utf-16": "utf-16", "utf-16-be": "utf-16be", "utf-16-le": "utf-16le", "utf-32": "utf-32"}
+
+
+def spark_charset(encoding: str) -> str:
+    """The name Spark's CSV options give an encoding (:data:`SPARK_CHARSETS`), or a one-line error.
+
+    Examples
+    --------
+    >>> spark_charset("iso8859-1"), spark_charset("utf-8")
+    ('iso-8859-1', 'utf-8')
+    >>> spark_charset("cp1252")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the Spark engine reads and writes CSV files in UTF-8, Latin-1 (ISO-8859-1), US-ASCII, UTF-16 or UTF-32, not cp1252: use --engine local, or convert the file
+    """
+    try:
+        return SPARK_CHARSETS[encoding]
+    except KeyError:
+        raise ParameterError(f"the Spark engine reads and writes CSV files in UTF-8, Latin-1 (ISO-8859-1), US-ASCII, "
+                             f"UTF-16 or UTF-32, not {encoding}: use --engine local, or convert the file") from None
+
+
+def _input_format(path: Path) -> str:
+    """The format of a file, or of the part files of a folder (:func:`pramkit.io.dataset_parts`)."""
+    from pramkit.io import dataset_parts, table_format
+
+    return dataset_parts(path)[0] if path.is_dir() else table_format(path)
+
+
 def _check_format(path: str | Path, verb: str) -> str:
     """The format of a file the Spark engine reads or writes (CSV or Parquet; else a one-line error)."""
     from pramkit.io import table_format
 
-    fmt = table_format(path)
+    fmt = _input_format(Path(path)) if verb == "reads" else table_format(path)
     if fmt not in ("csv", "parquet"):
         raise ParameterError(f"the Spark engine {verb} CSV and Parquet, not {fmt} ({str(path)!r})")
     return fmt
 
 
-def _save(df: DataFrame, folder: Path, fmt: str) -> None:
-    """Run the job writing ``df`` into ``folder`` as CSV (with header) or Parquet part files."""
+def _save(df: DataFrame, folder: Path, fmt: str, dialect: Any = None) -> None:
+    """Run the job writing ``df`` into ``folder`` as CSV (with header; ``dialect``: the separator and encoding of
+    the CSV file read, :func:`pramkit.io.csv_dialect`) or Parquet part files."""
     writer = df.write.mode("overwrite")
     if fmt == "csv":
+        if dialect is not None:
+            writer = writer.option("sep", dialect.sep).option("encoding", spark_charset(dialect.encoding))
         writer.option("header", True).csv(str(folder))
     else:
         writer.parquet(str(folder))
@@ -659,6 +696,8 @@ def apply_file_spark(
     public_columns: Sequence[str] = (),
     delta: float = DEFAULT_DELTA,
     release: str = "",
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ApplyResult:
     """:func:`pramkit.apply_file` as a Spark job: same release, written as a folder of part files.
 
@@ -680,8 +719,9 @@ def apply_file_spark(
         The release's manifest.
     out : str or Path
         The folder to write.
-    key, force, master, quiet, na_values, receipt, shuffle, public_columns, delta, release
-        As :func:`pramkit.apply_file`; ``master`` is Spark's.  With ``shuffle`` the part
+    key, force, master, quiet, na_values, receipt, shuffle, public_columns, delta, release, sep, encoding
+        As :func:`pramkit.apply_file`; ``master`` is Spark's.  A CSV release of a CSV file is written with
+        its separator and encoding.  With ``shuffle`` the part
         files, read in order, hold the local engine's shuffled release row for row
         (:func:`shuffle_rows`).
 
@@ -703,7 +743,6 @@ def apply_file_spark(
     (100, ['in.csv', 'out.csv', 'out.csv.receipt.json'])
     """
     from pramkit.engine.receipt import receipt_after, receipt_path
-    from pramkit.io import table_format
     from pramkit.privacy.amplification import check_shuffle, release_guarantees, stated_sampling
     from pramkit.release.derive import check_derived_input
 
@@ -716,18 +755,21 @@ def apply_file_spark(
     inputs = [data, None if isinstance(manifest, Manifest) else manifest, secret.path]
     named = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
     check_derived_input(man, Path(data), named)  # before Spark starts
-    _check_format(data, "reads")
+    source = _check_format(data, "reads")
     fmt = _check_format(dst, "writes")
+    dialect = csv_dialect(sep, encoding)
+    if source == "csv":
+        spark_charset(dialect.encoding)  # before Spark starts
     check_writable(dst, force=force, inputs=inputs, folder=True)
-    codes = csv_missing_codes(na_values) if table_format(data) == "csv" else None
+    codes = csv_missing_codes(na_values) if source == "csv" else None
     # exits in reverse order: the folder is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending, \
             atomic_path(dst, force=force, inputs=inputs, folder=True) as tmp:
         spark = session(master)
-        df = read(spark, data)
+        df = read(spark, data, sep=sep, encoding=encoding)
         check_shuffle(man, df.columns, public_columns, shuffle=shuffle)
         released = perturb(df, man, key=stream, missing_codes=codes, release=label)
-        _save(shuffle_rows(released, stream) if shuffle else released, tmp, fmt)
+        _save(shuffle_rows(released, stream) if shuffle else released, tmp, fmt, dialect if source == "csv" else None)
         rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
         stated_sampling(man, rows, repr(str(data)), named)  # before the folder is renamed into place
         guarantees = release_guarantees(

@@ -21,7 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from pramkit.atomic import PathLike, write_text_atomic
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import check_release
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
@@ -106,9 +106,25 @@ def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
                                  "the R script does not compute; run pramkit estimate instead")
 
 
+def iconv_name(encoding: str) -> str:
+    """The name R (iconv) knows an encoding by, from Python's codecs name of it.
+
+    Examples
+    --------
+    >>> iconv_name("utf-8"), iconv_name("iso8859-1"), iconv_name("cp1252"), iconv_name("mac-roman")
+    ('UTF-8', 'ISO-8859-1', 'CP1252', 'MAC-ROMAN')
+    """
+    name = encoding.lower()
+    if name in ("utf-8", "utf-8-sig"):
+        return "UTF-8"
+    if name.startswith("iso8859-"):
+        return "ISO-8859-" + name.split("-", 1)[1]
+    return name.upper()
+
+
 def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, manifest_file: PathLike,
              by: Sequence[str] = (), variance: str = "multinomial", confidence: float = 0.95,
-             na_values: Sequence[str] = NA_VALUES) -> str:
+             na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> str:
     """The R script that estimates the table of ``vars`` (by ``by``) from a released CSV file.
 
     Parameters
@@ -129,6 +145,9 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
         The level of the intervals, in (0, 1).
     na_values : sequence of str
         The texts of the CSV file that are missing besides the empty field.
+    sep, encoding : str
+        The field separator and character encoding of the CSV file (:func:`pramkit.io.csv_dialect`);
+        R reads the file in that encoding (``fileEncoding``, named as iconv names it).
 
     Returns
     -------
@@ -148,14 +167,18 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
     >>> text = r_script(m, ["answer"], by=["sex"], released="released.csv", manifest_file="m.json")
     >>> [line for line in text.splitlines() if line.startswith(("vars", "by", "released_file"))]
     ['released_file <- "released.csv"', 'vars <- c("answer")', 'by <- c("sex")']
+    >>> text = r_script(m, ["answer"], released="r.csv", manifest_file="m.json", sep=";", encoding="latin-1")
+    >>> [line for line in text.splitlines() if line.startswith(("csv_sep", "file_encoding"))]
+    ['csv_sep <- ";"', 'file_encoding <- "ISO-8859-1"']
     >>> r_script(m, ["answer"], released="released.parquet", manifest_file="m.json")
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); 'released.parquet' is not one: write the release as .csv
     """
     from pramkit.estimate.covariance import check_variance_kind
-    from pramkit.io import table_format
+    from pramkit.io import csv_dialect, table_format
 
+    dialect = csv_dialect(sep, encoding)
     if table_format(Path(released)) != "csv":
         raise ParameterError(f"the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); "
                              f"{str(released)!r} is not one: write the release as .csv")
@@ -176,6 +199,8 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
         f"variance <- {r_string(variance)}  # \"multinomial\" or \"pram\"",
         f"confidence <- {confidence!r}",
         f"na_strings <- {_r_vector([str(v) for v in na_values if str(v) != ''])}  # missing besides the empty field",
+        f"csv_sep <- {r_string(dialect.sep)}",
+        f"file_encoding <- {r_string(iconv_name(dialect.encoding))}",
         f"max_condition <- {MAX_CONDITION!r}",
     ])
     template = files("pramkit.estimate").joinpath("estimate.R").read_text(encoding="utf-8")
@@ -184,7 +209,8 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
 
 def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, vars: Sequence[str], *,
                    by: Sequence[str] = (), variance: str = "multinomial", confidence: float = 0.95,
-                   na_values: Sequence[str] = NA_VALUES, force: bool = False) -> Path:
+                   na_values: Sequence[str] = NA_VALUES, force: bool = False, sep: str = CSV_SEP,
+                   encoding: str = CSV_ENCODING) -> Path:
     """Write the R script of :func:`r_script` for a released file and its manifest, atomically.
 
     Parameters
@@ -195,7 +221,7 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
         The released CSV file.
     manifest_file : str or os.PathLike
         Its manifest.
-    vars, by, variance, confidence, na_values
+    vars, by, variance, confidence, na_values, sep, encoding
         As :func:`r_script`.
     force : bool
         Replace an existing script.
@@ -233,7 +259,7 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     manifest = Manifest.read(Path(manifest_file))
     check_release(released, manifest)  # a release of another manifest is refused, as pramkit estimate does
     text = r_script(manifest, list(vars), released=released, manifest_file=manifest_file, by=list(by),
-                    variance=variance, confidence=confidence, na_values=na_values)
+                    variance=variance, confidence=confidence, na_values=na_values, sep=sep, encoding=encoding)
     return write_text_atomic(out, text, force=force, inputs=[released, manifest_file])
 
 

@@ -112,9 +112,15 @@ perturbed <- list()
 for (v in manifest$variables) perturbed[[v$name]] <- v
 
 axes <- c(vars, by)
-# read as UTF-8 whatever the locale (a byte-order mark is dropped from the first name)
-data <- read.csv(released_file, colClasses = "character", na.strings = c("", na_strings), check.names = FALSE,
-                 encoding = "UTF-8", strip.white = FALSE)
+# read as UTF-8 whatever the locale (a byte-order mark is dropped from the first name), or re-encoded from
+# the file's encoding
+data <- if (file_encoding == "UTF-8") {
+  read.csv(released_file, colClasses = "character", na.strings = c("", na_strings), check.names = FALSE,
+           encoding = "UTF-8", strip.white = FALSE, sep = csv_sep)
+} else {
+  read.csv(released_file, colClasses = "character", na.strings = c("", na_strings), check.names = FALSE,
+           fileEncoding = file_encoding, strip.white = FALSE, sep = csv_sep)
+}
 names(data)[1] <- sub("^\ufeff", "", names(data)[1])
 absent <- setdiff(axes, names(data))
 if (length(absent) > 0) {

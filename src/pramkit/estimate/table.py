@@ -38,7 +38,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from pramkit.counts import count_file, count_frame
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import ReceiptWarning, check_release
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.cells import cell_positions
@@ -551,6 +551,8 @@ def estimate_table(
     confidence: float = 0.95,
     estimator: str | None = None,
     na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
     weights: str | None = None,
     survey: SurveyDesign | None = None,
     replicates: Replicates | None = None,
@@ -590,6 +592,8 @@ def estimate_table(
     na_values : sequence of str, default NA_VALUES
         Texts that mean missing in a CSV file besides the empty field
         (default ``("NA",)``, as ``pramkit apply`` reads it).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
     weights : str, optional
         A column of sampling weights: the table holds weighted totals (estimates of the
         population's counts) and the standard errors are design-based, with the PRAM
@@ -663,7 +667,7 @@ def estimate_table(
             raise DataError("the data have no rows")
         counted = count_frame(data, once, categories=declared)
     elif isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
-        counted = count_file(data, once, categories=declared, na_values=na_values)
+        counted = count_file(data, once, categories=declared, na_values=na_values, sep=sep, encoding=encoding)
     else:
         raise ParameterError(f"data must be a pandas or polars DataFrame, a polars LazyFrame, an Arrow table or a "
                              f"file path, not {type(data).__name__}")
@@ -687,7 +691,8 @@ def estimate_table(
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
     if weights is not None or survey is not None or replicates is not None:
         design = _design(weights, survey, replicates)
-        table = _survey_estimate(data, manifest, axes, read, raw_categories, design, replicates, chosen, na_values)
+        table = _survey_estimate(data, manifest, axes, read, raw_categories, design, replicates, chosen,
+                                 {"na_values": na_values, "sep": sep, "encoding": encoding})
     else:
         table = estimate_counts(counted.counts.astype(float), matrices, estimator=chosen, variance=variance)
     if table.identifiability is not None:  # name the variables rather than the axes
@@ -745,9 +750,9 @@ def _design(weights: str | None, survey: SurveyDesign | None, replicates: Replic
 def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: Sequence[str],
                      read: Mapping[str, tuple[str, ...]], raw_categories: Sequence[Sequence[Label]],
                      design: SurveyDesign, replicates: Replicates | None, estimator: str,
-                     na_values: Sequence[str]) -> TableEstimate:
+                     reading: Mapping[str, Any]) -> TableEstimate:
     """Weighted totals from one pass over the released file and their design-based covariance
-    (:mod:`pramkit.estimate.weighted`)."""
+    (:mod:`pramkit.estimate.weighted`); ``reading``: how a file is read (``na_values``, ``sep``, ``encoding``)."""
     from pramkit.estimate.weighted import design_covariance, layout_of, survey_counts
 
     _check_household_psus(manifest, axes, design, replicates)
@@ -755,7 +760,7 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
     layout = layout_of(raw, raw_categories, [read[a] for a in axes],
                        [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
     extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
-    batches, rows = _batches(data, raw + extra, na_values, "the survey design")
+    batches, rows = _batches(data, raw + extra, reading, "the survey design")
     totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
     matrices = [manifest[n].release_matrix if n in manifest.names else None for n in axes]
     table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
@@ -776,7 +781,7 @@ def _check_household_psus(manifest: Manifest, axes: Sequence[str], design: Surve
                              "that holds whole households)")
 
 
-def _batches(data: pd.DataFrame | str | Path, columns: list[str], na_values: Sequence[str],
+def _batches(data: pd.DataFrame | str | Path, columns: list[str], reading: Mapping[str, Any],
              what: str) -> tuple[Any, int | None]:
     """The chunks of ``columns`` of a DataFrame (one chunk) or a file (streamed), and the rows expected."""
     import pyarrow as pa
@@ -788,7 +793,7 @@ def _batches(data: pd.DataFrame | str | Path, columns: list[str], na_values: Seq
         if absent:
             raise DataError(f"column(s) {absent} of {what} are not in the data")
         return [pa.Table.from_pandas(data[columns], preserve_index=False)], len(data)
-    meta, batches = iter_batches(data, columns=columns, na_values=na_values)
+    meta, batches = iter_batches(data, columns=columns, **reading)
     return batches, meta.rows
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
 
@@ -94,6 +94,8 @@ class DesignChoices:
     recognition_gamma: float | None = None
     recognition_method: Method = "restricted"
     na_values: tuple[str, ...] = NA_VALUES
+    sep: str = CSV_SEP
+    encoding: str = CSV_ENCODING
     derive_from: Path | None = None
     sampling: str | None = None
     population: int | None = None
@@ -224,7 +226,7 @@ class DesignChoices:
             forbid=self.forbid, strata=self.strata or (), household=self.household,
             keep_codes=parse_assignments(self.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
             household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
-            weights=self.weights or ())
+            weights=self.weights or (), sep=self.sep, encoding=self.encoding)
 
     def release(self, data: Any, variables: Sequence[str], *, key: SecretKey | None = None,
                 quiet: bool = True) -> Release:
@@ -337,7 +339,8 @@ class DesignChoices:
             raise ParameterError("--target searches the record budget: give --epsilon (the largest budget "
                                  "considered) and no --epsilon-per-variable")
         keys = names(self.target_keys) or list(dict.fromkeys([*names(self.strata), *variables]))
-        frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values)
+        frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values, sep=self.sep,
+                                                                       encoding=self.encoding)
         self.plan(variables)  # every setting checked before the search designs anything
         return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e).plan(variables),
                                 matched=matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
@@ -361,7 +364,7 @@ class DesignChoices:
         gamma = 0.9 if self.recognition_gamma is None else self.recognition_gamma
         return design_recognition(data, list(variables), alpha=alpha,
                                   combinations=combinations(self.combinations), solver=self.recognition_method,
-                                  gamma=gamma)
+                                  gamma=gamma, na_values=self.na_values, sep=self.sep, encoding=self.encoding)
 
 
 def per_variable(text: str | None) -> dict[str, float] | None:

@@ -108,12 +108,12 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
     """
     declared, sources = _declared(plan.counted, plan.categories, plan.prior)
     _require_weights(data, plan.weights)
-    table, described, digest = _count(data, list(plan.counted), declared, quiet, plan.na_values)
+    table, described, digest = _count(data, list(plan.counted), declared, quiet, plan.reading)
     table, sources, notes = _labelled(data, table, sources)
     _require_two(table, plan.names)
-    households = household_table(data, plan.shape, table, plan.na_values) if plan.shape.household else None
+    households = household_table(data, plan.shape, table, **plan.reading) if plan.shape.household else None
     targets = plan_targets(list(plan.names), plan.split, plan.shape, table, households, plan.missing)
-    notes += check_breaking(data, plan.shape, targets, plan.na_values)
+    notes += check_breaking(data, plan.shape, targets, **plan.reading)
     return Counted(table, described, digest, sources, _ordered(data, targets, sources), households, targets,
                    notes)
 
@@ -134,10 +134,11 @@ def _declared(names: Sequence[str], categories: Mapping[str, Sequence[Label]] | 
 
 
 def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]],
-           quiet: bool, na_values: Sequence[str]) -> tuple[CountTable, str, str | None]:
+           quiet: bool, reading: Mapping[str, Any]) -> tuple[CountTable, str, str | None]:
     """Count the columns, missing values as a category ``None`` of each (so that a record
     missing one variable still counts in the others' designs); returns the table, a
-    description of the data and its digest."""
+    description of the data and its digest.  ``reading``: how a file is read (``na_values``,
+    ``sep``, ``encoding``)."""
     from pramkit.engine.codebook import categories_of
     from pramkit.frames import describe, streamed
     from pramkit.io import sha256_of
@@ -145,7 +146,7 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
     with_missing = {c: (*cats, None) for c, cats in categories.items()}
     if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
         table = count_file(data, names, categories=with_missing or None, missing="category", quiet=quiet,
-                           na_values=na_values)
+                           **reading)
         return (table, str(data), sha256_of(data)) if isinstance(data, (str, Path)) else (table, describe(data), None)
     import pandas as pd
 

@@ -109,7 +109,8 @@ def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Ran
         record's total budget, design step included), ``method``, ``split``,
         ``epsilon_per_variable``, ``design_epsilon``, ``prior``, ``categories``,
         ``exact_frequencies``, ``options``, ``distances``, ``na_values``, ``forbid``,
-        ``strata``, ``keep_codes``, ``household``, ``household_vars``, ``rule_breaking``, ``missing``.
+        ``strata``, ``keep_codes``, ``household``, ``household_vars``, ``rule_breaking``, ``missing``,
+        ``weights``, ``sep``, ``encoding``.
 
     Returns
     -------
@@ -135,7 +136,7 @@ def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Ran
     >>> design_release(data, ["age"], epsilon=2.0, budget=1.0)
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: design_release does not take budget; its settings are those of plan_release: epsilon, method, split, epsilon_per_variable, design_epsilon, prior, categories, exact_frequencies, options, distances, na_values, forbid, strata, keep_codes, household, household_vars, rule_breaking, missing, weights
+    pramkit.errors.ParameterError: design_release does not take budget; its settings are those of plan_release: epsilon, method, split, epsilon_per_variable, design_epsilon, prior, categories, exact_frequencies, options, distances, na_values, forbid, strata, keep_codes, household, household_vars, rule_breaking, missing, weights, sep, encoding
     """
     return design_planned(data, plan_release(variables, **_settings(settings)), rng=rng, quiet=quiet).manifest
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.registry import DesignFamily, family
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
@@ -25,7 +25,7 @@ from pramkit.ledger import FrequencySource
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
 from pramkit.release.targets import Shape, structure
 from pramkit.structure import Rules
-from pramkit.validate import positive
+from pramkit.validate import csv_separator, positive, text_encoding
 
 #: Splits of the record budget.
 SPLITS = ("equal", "optimal", "joint")
@@ -69,6 +69,8 @@ class ReleasePlan:
         One of :data:`MISSING`.
     na_values : tuple of str
         Texts that mean missing in a CSV file.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
     notes : tuple of str
         What the holder should know (the prior's notes, an unspent design epsilon).
 
@@ -95,6 +97,13 @@ class ReleasePlan:
     na_values: tuple[str, ...] = NA_VALUES
     notes: tuple[str, ...] = ()
     weights: tuple[str, ...] = ()
+    sep: str = CSV_SEP
+    encoding: str = CSV_ENCODING
+
+    @property
+    def reading(self) -> dict[str, Any]:
+        """How the original file is read: ``na_values``, ``sep`` and ``encoding``, as keyword arguments."""
+        return {"na_values": self.na_values, "sep": self.sep, "encoding": self.encoding}
 
     @property
     def family(self) -> DesignFamily:
@@ -134,6 +143,8 @@ def plan_release(
     rule_breaking: str = "error",
     missing: str = "keep",
     weights: str | Sequence[str] = (),
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ReleasePlan:
     """Check every parameter of a release's design, before any data is read.
 
@@ -170,6 +181,9 @@ def plan_release(
     na_values : sequence of str
         Texts that mean missing in a CSV file besides the empty field (default ``("NA",)``);
         the manifest's ``input`` records them, and ``pramkit apply`` must read the file the same way.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (default ``","`` and ``"utf-8"``;
+        :func:`pramkit.io.csv_dialect`).
     forbid : Rules, path or list of mappings, optional
         Edit rules (:mod:`pramkit.structure`): forbidden combinations, public knowledge that
         costs no budget.  No released record holds one: with ``split="joint"`` the matrix
@@ -234,6 +248,7 @@ def plan_release(
     per_var = _per_variable(epsilon_per_variable, names, split)
     _check_budgets(fam, opts, budget, per_var)
     shape = structure(names, split, forbid, strata, keep_codes, household, household_vars, rule_breaking)
+    sep, _ = csv_separator(sep), text_encoding(encoding)  # checked before any data is read
     prior = read_prior(prior) if isinstance(prior, (str, Path)) else prior
     if prior is not None:
         require_variables(prior.distributions, names, "prior")
@@ -248,7 +263,8 @@ def plan_release(
     declared = read_codebook(categories) if isinstance(categories, (str, Path)) else categories
     weight_columns = _weights(weights, names, shape)
     return ReleasePlan(tuple(names), method, opts, split, budget, per_var, design_epsilon, source, prior,
-                       declared, dist, shape, missing, tuple(na_values), tuple(notes), weight_columns)
+                       declared, dist, shape, missing, tuple(na_values), tuple(notes), weight_columns,
+                       sep, encoding)
 
 
 def _weights(weights: str | Sequence[str], names: Sequence[str], shape: Shape) -> tuple[str, ...]:

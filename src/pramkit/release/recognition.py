@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pramkit._json import to_jsonable
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
 from pramkit.information import mutual_information
@@ -28,6 +29,9 @@ def design_recognition(
     combinations: int | Sequence[Sequence[str]] = 3,
     solver: Method = "restricted",
     gamma: float = 0.9,
+    na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> Release:
     """One joint matrix over the key variables against spontaneous recognition (Cator,
     Hensbergen and Rozenholc, condition C1), as a release manifest.
@@ -51,6 +55,9 @@ def design_recognition(
         Restricted: convex, certified gap; full: every entry free (small key spaces only).
     gamma : float
         Lower bound on the diagonal of the reductions.
+    na_values, sep, encoding
+        How a CSV file is read: the texts that mean missing besides the empty field, the field
+        separator and the character encoding (:func:`pramkit.io.iter_batches`).
 
     Returns
     -------
@@ -87,7 +94,7 @@ def design_recognition(
     described = "a DataFrame in memory"
     if isinstance(data, (str, Path)):
         described, digest = str(data), sha256_of(data)
-        data = read_table(data, columns=names)
+        data = read_table(data, columns=names, na_values=na_values, sep=sep, encoding=encoding)
     d = recognition_design_from_data(data, names, alpha=alpha, combinations=combinations, method=solver,
                                      gamma=gamma)
     designed = d.perturbed_variable()

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pramkit.counts import CountTable
+from pramkit.defaults import CSV_ENCODING, CSV_SEP
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rules, cells_and_blocks, kept_codes
@@ -434,7 +435,7 @@ def normalised(v: np.ndarray) -> np.ndarray:
 
 
 def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target],
-                   na_values: Sequence[str]) -> tuple[str, ...]:
+                   na_values: Sequence[str], *, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> tuple[str, ...]:
     """Records that break a rule: an error naming the first (``rule_breaking="error"``), or notes.
 
     Parameters
@@ -448,6 +449,8 @@ def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target],
         From :func:`plan_targets`: their ``forbidden_counts`` say whether any record breaks a rule.
     na_values : sequence of str
         Texts that mean missing in a CSV file.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -483,7 +486,7 @@ def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target],
         return tuple(f"{n} record(s) break a rule on {k}: they are released unperturbed in {k} "
                      "(rule_breaking keep), which no epsilon covers" for k, n in broken.items())
     columns = list(dict.fromkeys(c for t in targets.values() for c in t.read_columns if c in shape.rules.columns))
-    frame = _frame(data, columns, na_values)
+    frame = _frame(data, columns, na_values, sep, encoding)
     hit = shape.rules.first_breaking(frame, columns)
     if hit is None:  # pragma: no cover - the counts said a record breaks a rule
         raise DataError(f"{sum(broken.values())} record(s) break a rule of {shape.rules.source}")
@@ -492,12 +495,12 @@ def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target],
                     "correct the data, or keep such records unperturbed (rule_breaking keep, --rule-breaking keep)")
 
 
-def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str]) -> Any:
+def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str], sep: str, encoding: str) -> Any:
     """The columns of the data as a DataFrame (a file is read for those columns only)."""
     if isinstance(data, (str, Path)):
         from pramkit.io import read_table
 
-        return read_table(data, columns=list(columns), na_values=list(na_values))
+        return read_table(data, columns=list(columns), na_values=list(na_values), sep=sep, encoding=encoding)
     import pyarrow as pa
 
     from pramkit.frames import streamed
@@ -508,7 +511,8 @@ def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str]) -> Any:
     return data[list(columns)]
 
 
-def household_table(data: Any, shape: Shape, table: CountTable, na_values: Sequence[str]) -> CountTable:
+def household_table(data: Any, shape: Shape, table: CountTable, na_values: Sequence[str], *, sep: str = CSV_SEP,
+                    encoding: str = CSV_ENCODING) -> CountTable:
     """Counts of the household variables over households (one record each), after checking
     that every household has one value of each (else a :class:`DataError` naming one).
 
@@ -522,6 +526,8 @@ def household_table(data: Any, shape: Shape, table: CountTable, na_values: Seque
         The persons' counts, whose categories the household table takes.
     na_values : sequence of str
         Texts that mean missing in a CSV file.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -554,7 +560,7 @@ def household_table(data: Any, shape: Shape, table: CountTable, na_values: Seque
 
     hh, cols = shape.household, list(shape.household_vars)
     assert hh is not None  # called for a shape with households
-    frame = _frame(data, [hh, *cols], na_values)
+    frame = _frame(data, [hh, *cols], na_values, sep, encoding)
     ids = frame[hh]
     if ids.isna().any():
         row = int(np.flatnonzero(ids.isna().to_numpy())[0])

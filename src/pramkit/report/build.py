@@ -44,7 +44,7 @@ import pandas as pd
 
 from pramkit._version import __version__
 from pramkit.counts import count_frame
-from pramkit.defaults import DEFAULT_SAMPLING_FRACTION, NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
 from pramkit.design.measures import measure
 from pramkit.design.metric.distances import Distances, read_distances
@@ -653,7 +653,7 @@ def _designs(manifest: Manifest) -> tuple[DesignProvenance, ...]:
 
 
 def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
-          na_values: Sequence[str] = NA_VALUES) -> pd.DataFrame:
+          na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> pd.DataFrame:
     """The needed columns of a DataFrame or a file, checking that they are present."""
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
@@ -661,7 +661,7 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
             raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, data.columns))}")
         return data
     if isinstance(data, (str, Path)):
-        return read_table(data, columns=list(columns), na_values=na_values)
+        return read_table(data, columns=list(columns), na_values=na_values, sep=sep, encoding=encoding)
     raise ParameterError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
 
 
@@ -1075,6 +1075,8 @@ def build_report(
     distances: Any = None,
     within: float | Mapping[str, float] | None = None,
     contributions: bool = False,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -1098,6 +1100,7 @@ def build_report(
         ``{variable: radius}``; default: the median distance between nearest categories
     contributions : also what each key variable and level contributes to SUDA, tau1, tau2 and the
         individual risk, before and after PRAM, and the epsilon each variable spends
+    sep, encoding : the field separator and character encoding of CSV files (:func:`pramkit.io.csv_dialect`)
         (:func:`pramkit.risk.contributions.release_contributions`; one risk fit per key and level)
 
     Returns
@@ -1154,8 +1157,8 @@ def build_report(
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        original = _load(data, columns, "original data", na_values)
-        release = _load(released, columns, "released data", na_values)
+        original = _load(data, columns, "original data", na_values, sep, encoding)
+        release = _load(released, columns, "released data", na_values, sep, encoding)
         _check_release(original, release, manifest)
         risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
         seconds["read"] = time.perf_counter() - t0
@@ -1218,7 +1221,7 @@ def build_report(
         keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=f"{note}; {complete_note}",
         before=RiskFigures.of(before), after=after, after_note=after_note, recognition=recognition,
     )
-    stated = released_guarantee(manifest, released)
+    stated = released_guarantee(manifest, released, sep=sep, encoding=encoding)
     return ReleaseReport(
         ledger=_ledger(manifest),
         record_epsilon=stated.record_epsilon,
@@ -1360,6 +1363,8 @@ def build_public_report(
     distances: Any = None,
     within: float | Mapping[str, float] | None = None,
     weights: str | None = None,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ReleaseReport:
     """The public report: the ledger, the matrices and estimates computed from the released file.
 
@@ -1380,6 +1385,7 @@ def build_public_report(
         from the released file (with standard errors): never by the original file
     weights : a sampling weight column of the released file: the estimates are weighted totals and
         shares with design-based standard errors (:mod:`pramkit.estimate.weighted`)
+    sep, encoding : the field separator and character encoding of CSV files (:func:`pramkit.io.csv_dialect`)
 
     Returns
     -------
@@ -1415,9 +1421,10 @@ def build_public_report(
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
         release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
-                        + weight_cols, "released data", na_values)
+                        + weight_cols, "released data", na_values, sep, encoding)
         if original is not None:
-            _check_release(_load(original, manifest.columns, "original data", na_values), release, manifest)
+            _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding), release,
+                           manifest)
         estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
         utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
@@ -1431,7 +1438,7 @@ def build_public_report(
         manifest_input=dict(manifest.input), manifest_created=manifest.created,
         manifest_version=manifest.pramkit_version,
     )
-    stated = released_guarantee(manifest, released)
+    stated = released_guarantee(manifest, released, sep=sep, encoding=encoding)
     return ReleaseReport(
         ledger=_ledger(manifest), record_epsilon=stated.record_epsilon, risk=None, utility=utility,
         utility_note=" ".join(filter(None, [f"jointly perturbed variable(s) {left_out} are not shown" if left_out

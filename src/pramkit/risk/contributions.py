@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit._json import to_jsonable
-from pramkit.defaults import CONTRIBUTION_REPLICATES, NA_VALUES
+from pramkit.defaults import CONTRIBUTION_REPLICATES, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.codebook import encode
 from pramkit.errors import ParameterError
 from pramkit.io import require_columns
@@ -795,6 +795,8 @@ def release_contributions(
     top: int = 3,
     na_values: Sequence[str] = NA_VALUES,
     max_steps: float = SUDA_MAX_STEPS,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> ReleaseContributions:
     """The contributions of :func:`risk_contributions` before PRAM and, with a release, after it.
 
@@ -817,6 +819,8 @@ def release_contributions(
     max_steps : float
         The most steps each SUDA search may take (:func:`pramkit.risk.suda`), and the
         searches of the expectation together (:func:`expected_suda`).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -849,7 +853,8 @@ def release_contributions(
     columns = list(dict.fromkeys(list(keys) + ([weights] if isinstance(weights, str) else [])))
 
     def load(frame: pd.DataFrame | str | Path) -> pd.DataFrame:
-        return frame if isinstance(frame, pd.DataFrame) else read_table(frame, columns=columns, na_values=na_values)
+        return frame if isinstance(frame, pd.DataFrame) else read_table(frame, columns=columns, na_values=na_values,
+                                                                              sep=sep, encoding=encoding)
 
     original = load(original)
     options = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "max_size": max_size,

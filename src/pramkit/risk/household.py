@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns, records_like
 from pramkit.io import read_table, require_columns
@@ -274,6 +274,8 @@ def household_risk(
     weights: str | Sequence[float] | np.ndarray | None = None,
     missing: MissingKeys = "category",
     na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
     manifest: Manifest | None = None,
 ) -> HouseholdRisk:
     """Household risk ``1 - prod (1 - r_i)`` over the members of every household (module docstring).
@@ -293,6 +295,8 @@ def household_risk(
         Missing key values: a category of their own, or records excluded from the counts.
     na_values : sequence of str
         With a CSV file, texts that mean missing besides the empty field.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
     manifest : Manifest, optional
         The release manifest when ``data`` is a released file: the per-record risks are those
         after PRAM (module docstring, :func:`kept_posterior`).
@@ -328,7 +332,8 @@ def household_risk(
     """
     if isinstance(data, (str, Path)):
         wanted = [*keys, household] + ([weights] if isinstance(weights, str) else [])
-        data = read_table(data, columns=list(dict.fromkeys(wanted)), na_values=na_values)
+        data = read_table(data, columns=list(dict.fromkeys(wanted)), na_values=na_values, sep=sep,
+                          encoding=encoding)
     like = data
     data = eager(data)  # a polars frame is read as Arrow
     require_columns([household], frame_columns(data), "the data")

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from pramkit.counts import count_file
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import frame_kind, records_like, streamed
 from pramkit.labels import joint_cell
@@ -309,6 +309,7 @@ def _file_risk(
     sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
     manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
     na_values: Sequence[str], joints: list[_Joint],
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
 ) -> RiskResult:
     """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file`:
     the same figures from the cell counts (and weight sums), memory bounded by a chunk and
@@ -320,14 +321,14 @@ def _file_risk(
                              "a polars frame or an Arrow table too")
     declared = _axis_categories(manifest, keys, perturbed, joints)
     table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
-                       max_cells=MAX_CELLS)
+                       max_cells=MAX_CELLS, sep=sep, encoding=encoding)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
     source = source_sums = None
     if original is not None:
         source_table = count_file(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
-                                  missing=missing, na_values=na_values)
+                                  missing=missing, na_values=na_values, sep=sep, encoding=encoding)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
     names = _folding(keys, counts.shape, joints)[2]
     folded = _fold(counts, keys, joints)
@@ -480,6 +481,8 @@ def identification_risk(
     fractions: FractionsBy = "cell",
     tau_rtol: float | None = 1e-6,
     na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> RiskResult:
     """tau1, tau2 (eqs. (4)-(5) of the module docstring) and per-record risks of ``data`` on ``keys``.
 
@@ -505,6 +508,8 @@ def identification_risk(
         this distance of their limits, relative (:class:`pramkit.risk.loglinear.Watch`);
         ``None``: the margin tolerance only (the routes with a manifest use it only)
     na_values : texts that mean missing in a CSV file besides the empty field (default ``("NA",)``)
+    sep, encoding : the field separator and character encoding of a CSV file (default ``","``, ``"utf-8"``;
+        :func:`pramkit.io.csv_dialect`)
 
     Returns
     -------
@@ -556,7 +561,8 @@ def identification_risk(
     if isinstance(data, (str, Path)) or frame_kind(data) == "polars-lazy":  # a LazyFrame streams like a file
         return _file_risk(data, keys, singles, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
-                          missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values, joints=joints)
+                          missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values, joints=joints,
+                          sep=sep, encoding=encoding)
     categories = None
     declared = _axis_categories(manifest, keys, singles, joints)
     if declared:

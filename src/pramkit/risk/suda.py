@@ -60,7 +60,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.engine.codebook import spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.progress import progress
@@ -236,6 +237,10 @@ def _encode(data: Any, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, l
         if missing is not None:
             absent |= (series == missing).to_numpy(dtype=bool)
         codes, uniques = pd.factorize(series.where(~absent), sort=True)
+        clash = spelling_clash(list(uniques))
+        if clash is not None:  # one value spelled two ways: refused as design and the other risk measures refuse it
+            rows = [int(np.flatnonzero(codes == list(uniques).index(label))[0]) + 1 for label in clash[:2]]
+            raise spelling_error(key, clash, (rows[0], rows[1]))
         codes = np.where(absent, len(uniques), codes)
         cols.append(codes.astype(np.int64))
         masks.append(absent)
@@ -583,6 +588,8 @@ def suda(
     na_values: Sequence[str] = NA_VALUES,
     max_steps: float = MAX_STEPS,
     quiet: bool = False,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> SudaResult:
     """SUDA2: every record's minimal sample uniques, SUDA, normalised and DIS-SUDA scores, contributions.
 
@@ -613,6 +620,8 @@ def suda(
         is refused with the figure.
     quiet : bool
         No progress bar (one is shown on a terminal while the search runs).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -650,7 +659,7 @@ def suda(
     if isinstance(data, (str, Path)):
         from pramkit.io import read_table
 
-        data = read_table(data, columns=list(keys), na_values=na_values)
+        data = read_table(data, columns=list(keys), na_values=na_values, sep=sep, encoding=encoding)
     data = eager(data)  # a polars frame is read as Arrow
     size = _check(data, keys, max_size, sampling_fraction, max_steps)
     codes, masks, levels = _encode(data, keys, missing)

@@ -26,7 +26,7 @@ from typing import Protocol
 from pramkit._json import to_jsonable
 from pramkit._version import __version__
 from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_atomic
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
@@ -91,7 +91,12 @@ def _report_flags(wb: Workbench) -> list[str]:
 
 def _na_flags(wb: Workbench) -> list[str]:
     assert wb.source is not None
-    return [] if wb.source.na_values == NA_VALUES else ["--na-values", ",".join(wb.source.na_values)]
+    flags = [] if wb.source.na_values == NA_VALUES else ["--na-values", ",".join(wb.source.na_values)]
+    if wb.source.sep != CSV_SEP:
+        flags += ["--sep", wb.source.sep]
+    if wb.source.encoding != CSV_ENCODING:
+        flags += ["--encoding", wb.source.encoding]
+    return flags
 
 
 def released_name(wb: Workbench) -> str:
@@ -229,10 +234,10 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
             manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
             keys = wb.risk_keys or wb.designed.variables
             report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
-                                  weights=wb.weights, na_values=wb.source.na_values)
+                                  weights=wb.weights, **wb.source.reading)
             write_report(report, work / PRIVATE / "report.html")
             write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
-                                             na_values=wb.source.na_values), work / PUBLIC / "report.html")
+                                             **wb.source.reading), work / PUBLIC / "report.html")
             files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
             script = reproduce_script(wb)
             write_text_atomic(work / PRIVATE / SCRIPT, script, force=False)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.io import write_table
@@ -105,7 +105,7 @@ class Workbench:
                             copied=True)
 
     def open_file(self, path: str | Path, *, label: str | None = None, na_values: Sequence[str] = NA_VALUES,
-                  upload: bool = False) -> Source:
+                  upload: bool = False, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> Source:
         """Open a data file (CSV, Parquet, Stata, SPSS), streamed.
 
         Parameters
@@ -119,6 +119,9 @@ class Workbench:
         upload : bool
             The file is an upload: it is moved into the work folder and exported into
             ``private/`` (the script reads it there); otherwise the script reads it where it is.
+        sep, encoding : str
+            The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`):
+            every step reads it so, and a CSV release is written so.
 
         Returns
         -------
@@ -139,7 +142,8 @@ class Workbench:
             p = kept
         else:
             p = p.expanduser().resolve()
-        return self._opened(describe_file(p, label=label, na_values=na_values), copied=upload)
+        return self._opened(describe_file(p, label=label, na_values=na_values, sep=sep, encoding=encoding),
+                            copied=upload)
 
     def _opened(self, source: Source, *, copied: bool) -> Source:
         """A new file: every later step starts again."""
@@ -181,11 +185,11 @@ class Workbench:
         source = self._source()
         keys = _names(keys, "key variables")
         result = identification_risk(source.path, keys, sampling_fraction=sampling_fraction, weights=weights,
-                                     na_values=source.na_values)
+                                     **source.reading)
         figures = result.to_dict()
         if household:
             figures.update(household_risk(source.path, keys, household, sampling_fraction=sampling_fraction,
-                                          weights=weights, na_values=source.na_values).to_dict())
+                                          weights=weights, **source.reading).to_dict())
         plot = self.work / RELEASE / "risk-fit.png"
         plot_fit(result.model, plot, force=True)
         self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
@@ -194,7 +198,7 @@ class Workbench:
             from pramkit.risk.contributions import release_contributions
 
             self.assessed = self.assessed.with_contributions(release_contributions(
-                source.path, keys, sampling_fraction=sampling_fraction, weights=weights, na_values=source.na_values))
+                source.path, keys, sampling_fraction=sampling_fraction, weights=weights, **source.reading))
         return self.assessed
 
     # -- step 3: the design -----------------------------------------------
@@ -275,6 +279,8 @@ class Workbench:
             choices = dataclasses.replace(choices, categories=str(source.categories))
         if choices.na_values == NA_VALUES and source.na_values != NA_VALUES:
             choices = dataclasses.replace(choices, na_values=source.na_values)
+        if (choices.sep, choices.encoding) == (CSV_SEP, CSV_ENCODING):
+            choices = dataclasses.replace(choices, sep=source.sep, encoding=source.encoding)
         changed: dict[str, Any] = {}
         for name, target in INPUT_FILES.items():
             given = getattr(choices, name)
@@ -326,7 +332,7 @@ class Workbench:
                          design_record=made / "design-record.json", force=True)
         released = made / released_name(self)
         result = apply_file(source.path, made / "manifest.json", released, key=designed.key, force=True,
-                            na_values=source.na_values)
+                            **source.reading)
         changed = pd.DataFrame([{"variable": v.name, "values changed": f"{v.changed:,}",
                                  "changed (%)": f"{100 * v.changed_share:.1f}", "missing kept": f"{v.missing:,}"}
                                 for v in result.variables])
@@ -345,7 +351,7 @@ class Workbench:
         assert self.designed is not None and self.source is not None
         frames = []
         for v in manifest.variables:
-            table = estimate_table(released, manifest, [v.name], na_values=self.source.na_values,
+            table = estimate_table(released, manifest, [v.name], **self.source.reading,
                                    weights=self.weights).to_frame()
             record = self.designed.view.record
             p = None if record is None else record.variables.get(v.name, {}).get("p")
@@ -376,7 +382,7 @@ class Workbench:
         if not {c for v in manifest.variables for c in v.columns} & set(keys):
             return RiskView.not_computed("no key variable is perturbed: the risk is the risk before")
         result = identification_risk(released, keys, sampling_fraction=self.sampling_fraction, weights=self.weights,
-                                     manifest=manifest, original=self.source.path, na_values=self.source.na_values)
+                                     manifest=manifest, original=self.source.path, **self.source.reading)
         return RiskView.of(result.to_dict())
 
     # -- step 5: export ---------------------------------------------------

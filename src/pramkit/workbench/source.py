@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pramkit.defaults import NA_VALUES
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.io import iter_batches
 from pramkit.progress import progress
 
@@ -119,6 +119,13 @@ class Source:
     missing_codes: tuple[str, ...] = ()
     na_values: tuple[str, ...] = NA_VALUES
     categories: Path | None = None
+    sep: str = CSV_SEP
+    encoding: str = CSV_ENCODING
+
+    @property
+    def reading(self) -> dict[str, Any]:
+        """How every step reads the file: ``na_values``, ``sep`` and ``encoding``, as keyword arguments."""
+        return {"na_values": self.na_values, "sep": self.sep, "encoding": self.encoding}
 
     @property
     def names(self) -> list[str]:
@@ -157,7 +164,8 @@ class _Column:
 
 
 def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequence[str] = NA_VALUES,
-                  categories: Path | None = None, quiet: bool = True) -> Source:
+                  categories: Path | None = None, quiet: bool = True, sep: str = CSV_SEP,
+                  encoding: str = CSV_ENCODING) -> Source:
     """Read a file once: its columns, their distinct and missing values, labels, and a preview.
 
     Parameters
@@ -172,6 +180,9 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
         A codebook that comes with the file.
     quiet : bool
         No progress bar (progress still reaches a :func:`pramkit.progress.watching` callback).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`); every
+        later step reads the file the same way (:attr:`Source.reading`).
 
     Returns
     -------
@@ -187,7 +198,7 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
     See :class:`Source`.
     """
     p = Path(path)
-    meta, tables = iter_batches(p, na_values=tuple(na_values))
+    meta, tables = iter_batches(p, na_values=tuple(na_values), sep=sep, encoding=encoding)
     columns: dict[str, _Column] = {name: _Column() for name in meta.columns}
     dtypes: dict[str, str] = {}
     preview: list[pd.DataFrame] = []
@@ -208,7 +219,7 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
     )
     frame = pd.concat(preview, ignore_index=True) if preview else pd.DataFrame(columns=meta.columns)
     return Source(p, label or p.name, meta.format, rows, variables, frame, _codes(meta.missing), tuple(na_values),
-                  categories)
+                  categories, sep, encoding)
 
 
 def _codes(missing: Any) -> tuple[str, ...]:

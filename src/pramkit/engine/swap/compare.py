@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pramkit.engine.codebook import categories_of
 from pramkit.engine.perturb import perturb_frame
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.implied import random_swap_matrix
@@ -98,6 +99,9 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
     ------
     ParameterError
         No risk variable, or centroids that miss an area.
+    DataError
+        A level of the geography is missing on a record, or a level or a risk variable holds one value
+        spelled two ways (:func:`pramkit.engine.codebook.spelling_clash`, as design and risk refuse it).
 
     Examples
     --------
@@ -123,6 +127,8 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
         if absent.size:  # as pramkit swap says it
             raise DataError(f"geography column {c!r} is missing on row {int(absent[0]) + 1}")
         frame[c] = frame[c].astype(str)
+    for c in (*plan.geo, *plan.risk_vars):  # one value spelled two ways is refused, as design and risk refuse it
+        categories_of(frame[c], column=c)
     areas = sorted(frame[area_col].unique())
     if len(areas) < 2:
         raise ParameterError(f"the comparison needs at least two areas of {area_col!r}, not {len(areas)}")

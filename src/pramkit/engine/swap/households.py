@@ -7,6 +7,13 @@ first record in file order, and their members need not be adjacent: the id is
 coded over the whole file, so a household split across chunks (or across the
 file) is still one household.  A household's similarity profile is the values
 of its first record; its geography must be the same on every record.
+
+Values are read as every command reads them (:func:`pramkit.io.iter_batches`), and the
+spelling rule of design and risk holds here too: two values of a level of the geography,
+a risk variable or a similarity variable that are one value spelled two ways (surrounding
+whitespace, NFC and NFD, ``3`` and ``3.0``: :func:`pramkit.engine.codebook.spelling_clash`)
+stop the swap with one line naming both spellings and their first rows, instead of making
+two areas or two categories of one.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pramkit.engine.codebook import spelling_clash, spelling_error
 from pramkit.errors import DataError
 
 
@@ -193,6 +201,10 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
         raise DataError(f"{where} has no data rows")
     member = np.concatenate(member_parts)
     person_geo = np.hstack(geo_parts)
+    risk_codes = [np.concatenate([p[i] for p in risk_parts]) for i in range(len(risk_vars))]
+    sim_codes = {c: np.concatenate([p[c] for p in sim_parts]) for c in sim_cols}
+    _check_spellings([*zip(geo_coders, person_geo), *zip(risk_coders, risk_codes),
+                      *((sim_coders[c], sim_codes[c]) for c in sim_cols)], where)
     n_hh = len(hid_coder)
     first = np.full(n_hh, member.size, dtype=np.int64)
     np.minimum.at(first, member, np.arange(member.size))
@@ -205,13 +217,32 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
                         f"({', '.join(geo)}): check the household id")
     parents = tuple(_parents(hh_geo[h - 1], hh_geo[h], geo[h - 1], geo[h], geo_coders, where)
                     for h in range(1, len(geo)))
-    profiles = [_profile([np.concatenate([p[c] for p in sim_parts])[first] for c in profile])
-                for profile in similar]
-    risky, level_weight = _risk(member, person_geo, [np.concatenate([p[i] for p in risk_parts])
-                                                     for i in range(len(risk_vars))], k, n_hh)
+    profiles = [_profile([sim_codes[c][first] for c in profile]) for profile in similar]
+    risky, level_weight = _risk(member, person_geo, risk_codes, k, n_hh)
     return Households(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
                       profiles=profiles, risky_level=risky, weight=level_weight[-1], ids=hid_coder.labels,
                       level_weight=level_weight)
+
+
+def _check_spellings(columns: Sequence[tuple[Coder, np.ndarray]], where: str) -> None:
+    """The spelling rule of design and risk (module docstring) on each column's distinct values, with the
+    first row (from 1) of each spelling found from the records' codes.
+
+    Examples
+    --------
+    >>> c = Coder("area")
+    >>> codes = c.encode(pa.array(["N1", "N2", " N1"]))
+    >>> _check_spellings([(c, codes)], "'d.csv'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: 'd.csv': column 'area': 'N1' (row 1) and ' N1' (row 3) are one value spelled two ways (surrounding whitespace); pramkit does not guess which spelling is meant: write the value one way in the data
+    """
+    for coder, codes in columns:
+        labels = coder.labels.to_pylist()
+        clash = spelling_clash(labels)
+        if clash is not None:
+            rows = tuple(int(np.flatnonzero(codes == labels.index(label))[0]) + 1 for label in clash[:2])
+            raise DataError(f"{where}: {spelling_error(coder.column, clash, (rows[0], rows[1]))}")
 
 
 def _parents(upper: np.ndarray, lower: np.ndarray, up_name: str, low_name: str, coders: list[Coder],

@@ -31,14 +31,14 @@ import pyarrow.parquet as pq
 
 from pramkit._version import __version__
 from pramkit.atomic import check_writable, staged_bytes
-from pramkit.defaults import CHUNK_ROWS, NA_VALUES
+from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import receipt_path, receipt_text
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.core import DONOR_RULES, SwapDraw, draw_swaps
 from pramkit.engine.swap.households import Households, read_households
 from pramkit.engine.swap.implied import random_swap_matrix
 from pramkit.errors import ParameterError
-from pramkit.io import TableWriter, iter_batches
+from pramkit.io import TableWriter, csv_dialect, iter_batches
 from pramkit.ledger import Ledger, swapping_statement
 from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
 
@@ -501,13 +501,15 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
 
 def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretKey | bytes | str | Path | None = None,
               manifest: str | Path | None = None, force: bool = False, chunk_rows: int = CHUNK_ROWS,
-              na_values: Sequence[str] = NA_VALUES, partners: str | Path | None = None) -> SwapResult:
+              na_values: Sequence[str] = NA_VALUES, partners: str | Path | None = None, sep: str = CSV_SEP,
+              encoding: str = CSV_ENCODING) -> SwapResult:
     """Swap the geography of a file's households into ``out``, with its receipt (and manifest, and partners file).
 
     Parameters
     ----------
     data : str or pathlib.Path
-        The original file (CSV, Parquet, Stata or SPSS).
+        The original file (CSV, Parquet, Stata, SPSS or SAS), or a folder of part files
+        (:func:`pramkit.io.dataset_parts`).
     plan : SwapPlan
         The swap (:func:`plan_swap`).
     out : str or pathlib.Path
@@ -526,6 +528,9 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         Write who was swapped with whom here (:func:`partners_table`; ``.csv`` or ``.parquet``, readable
         by its owner only).  Private: with it anyone can undo the swap, so keep it with the key, away from
         the released files; it is never written unless asked for.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`); a CSV
+        release of a CSV file is written with them.
 
     Returns
     -------
@@ -569,8 +574,10 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         check_writable(partners, force=force, inputs=[*inputs, dst, receipt_path(dst), manifest])
     if chunk_rows < 1:
         raise ParameterError("chunk_rows must be at least 1")
+    csv_dialect(sep, encoding)
     where = repr(str(src))
-    _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values)
+    _, tables = iter_batches(src, columns=plan.columns, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                             encoding=encoding)
     swapped = _draw(tables, plan, secret, where)
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
     areas, parents, counts = swapped.areas()
@@ -579,7 +586,8 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
                        if partners is not None else None)
         man_stage = stack.enter_context(staged_bytes(manifest, force=force, inputs=inputs)) if manifest else None
         receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
-        meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True)
+        meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
+                                     sep=sep, encoding=encoding)
         start = 0
         with TableWriter(dst, force=force, meta=meta, inputs=inputs) as writer:
             for table in batches:
