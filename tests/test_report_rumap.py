@@ -286,3 +286,13 @@ def test_the_table_beside_the_figure_holds_every_point(rmap: RiskUtilityMap) -> 
         assert _number(row[4]) == (None if p.information_nats is None else pytest.approx(p.information_nats, rel=1e-5))
         assert _number(row[5]) == (None if p.changed is None else pytest.approx(100 * p.changed, rel=1e-5))
         assert (row[6] == "kept") == p.kept
+
+
+def test_the_report_never_overwrites_the_design_record(releases: Callable[[str], dict]) -> None:
+    targeted = releases("census")
+    before = targeted["record"].read_bytes()
+    code, printed, err = _run(["report", targeted["data"], "--manifest", targeted["manifest"], "--released",
+                               targeted["released"], "--keys", targeted["report_keys"], "--out", targeted["record"],
+                               "--design-record", targeted["record"], "--force", "--quiet"])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and printed == "", err
+    assert targeted["record"].read_bytes() == before

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -64,6 +64,9 @@ from pramkit.risk.contributions import ReleaseContributions, release_contributio
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
+
+if TYPE_CHECKING:
+    from pramkit.release.record import DesignRecord
 
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
@@ -1081,7 +1084,7 @@ def build_report(
     distances: Any = None,
     within: float | Mapping[str, float] | None = None,
     contributions: bool = False,
-    design_record: Any = None,
+    design_record: DesignRecord | Mapping[str, Any] | str | Path | None = None,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 

@@ -30,12 +30,15 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pramkit._json import read_json
 from pramkit.errors import DataError, PramkitError
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
+
+if TYPE_CHECKING:
+    from pramkit.release.record import DesignRecord
 
 #: How a design record names itself (its ``private`` field begins so).
 RECORD_MARK = "design record"
@@ -170,42 +173,41 @@ def _check_record(values: Any, what: str) -> None:
                         "manifest, OUT_STEM.design-record.json)")
 
 
-def _fraction(value: Any, what: str, *, optional: bool = False) -> float | None:
+def _figure(value: Any, what: str, low: float, high: float, *, open_low: bool = False,
+            optional: bool = False) -> float | None:
+    """A number of the record within ``[low, high]`` (``(low, high]`` when ``open_low``), or ``None`` when
+    ``optional``; else the record is damaged."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
-        raise DataError(f"{what} must be a share between 0 and 1, got {value!r}: the design record is damaged")
-    return float(value)
+    x = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    if not (low < x <= high if open_low else low <= x <= high):
+        raise DataError(f"{what} must be a number in {'(' if open_low else '['}{low:g}, {high:g}], got {value!r}: "
+                        "the design record is damaged")
+    return x
 
 
 def _points(target: Mapping[str, Any], what: str) -> tuple[float, tuple[RiskUtilityPoint, ...]]:
     """The budget kept and the curve's points, each field checked."""
-    kept = target.get("record_epsilon")
+    kept = _figure(target.get("record_epsilon"), f"{what}: target.record_epsilon", 0, math.inf, open_low=True)
     curve = target.get("curve")
-    if isinstance(kept, bool) or not isinstance(kept, numbers.Real) or not (math.isfinite(kept) and kept > 0):
-        raise DataError(f"{what}: target.record_epsilon must be a positive number, got {kept!r}: the design record "
-                        "is damaged")
     if not isinstance(curve, list) or not curve or not all(isinstance(p, Mapping) for p in curve):
         raise DataError(f"{what}: target.curve must be a non-empty list of points: the design record is damaged")
     points = []
     for i, p in enumerate(curve):
         at = f"{what}: target.curve[{i}]"
-        e = p.get("record_epsilon")
-        if isinstance(e, bool) or not isinstance(e, numbers.Real) or not (math.isfinite(e) and e > 0):
-            raise DataError(f"{at}.record_epsilon must be a positive number, got {e!r}: the design record is damaged")
-        info = p.get("information_nats")
-        if info is not None and (isinstance(info, bool) or not isinstance(info, numbers.Real) or not info >= 0):
-            raise DataError(f"{at}.information_nats must be a number of nats, got {info!r}: the design record is "
-                            "damaged")
+        e = _figure(p.get("record_epsilon"), f"{at}.record_epsilon", 0, math.inf, open_low=True)
+        matched, lower, upper = (_figure(p.get(k), f"{at}.{k}", 0, 1) for k in ("matched", "matched_lower",
+                                                                                 "matched_upper"))
+        assert e is not None and matched is not None and lower is not None and upper is not None  # not optional
         points.append(RiskUtilityPoint(
-            float(e), *(float(_fraction(p.get(k), f"{at}.{k}")) for k in ("matched", "matched_lower",  # type: ignore[arg-type]
-                                                                            "matched_upper")),
-            changed=_fraction(p.get("changed"), f"{at}.changed", optional=True),
-            information_nats=None if info is None else float(info), kept=float(e) == float(kept)))
+            e, matched, lower, upper, changed=_figure(p.get("changed"), f"{at}.changed", 0, 1, optional=True),
+            information_nats=_figure(p.get("information_nats"), f"{at}.information_nats", 0, math.inf,
+                                     optional=True), kept=e == kept))
     if sum(p.kept for p in points) != 1:
         raise DataError(f"{what}: the budget kept ({kept!r}) is not one of the curve's points: the design record is "
                         "damaged")
-    return float(kept), tuple(sorted(points, key=lambda p: p.record_epsilon))
+    assert kept is not None  # not optional
+    return kept, tuple(sorted(points, key=lambda p: p.record_epsilon))
 
 
 def _check_belongs(values: Mapping[str, Any], manifest: Manifest, record_epsilon: float, what: str,
@@ -231,7 +233,7 @@ def _check_belongs(values: Mapping[str, Any], manifest: Manifest, record_epsilon
                         f"{budget!r}; {remedy}")
 
 
-def risk_utility_map(record: Any, manifest: Manifest, *, original_sha256: str | None = None,
+def risk_utility_map(record: DesignRecord | Mapping[str, Any] | str | Path, manifest: Manifest, *, original_sha256: str | None = None,
                      manifest_name: str = "the manifest") -> RiskUtilityMap:
     """The budgets a search to a target explored (module docstring), checked against the report's files.
 
@@ -286,6 +288,7 @@ def risk_utility_map(record: Any, manifest: Manifest, *, original_sha256: str | 
     """
     from pramkit.release.record import DesignRecord
 
+    values: Any
     if isinstance(record, (str, Path)):
         what, values = f"the design record {str(record)!r}", read_design_record(record)
     else:
@@ -298,10 +301,8 @@ def risk_utility_map(record: Any, manifest: Manifest, *, original_sha256: str | 
                         "(`pramkit design --target matched=X%`), so there is no risk-utility map to draw")
     if not isinstance(target, Mapping):
         raise DataError(f"{what}: its target is not an object: the design record is damaged")
-    share = target.get("matched")
-    if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share < 1:
-        raise DataError(f"{what}: target.matched must be a share between 0 and 1, got {share!r}: the design record "
-                        "is damaged")
+    share = _figure(target.get("matched"), f"{what}: target.matched", 0, 1, open_low=True)
+    assert share is not None  # not optional
     keys = target.get("keys")
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise DataError(f"{what}: target.keys must be a list of column names: the design record is damaged")
@@ -312,7 +313,7 @@ def risk_utility_map(record: Any, manifest: Manifest, *, original_sha256: str | 
         raise DataError(f"{what} was designed from another file (SHA-256 {str(named)[:12]}..., the original file "
                         f"given has {original_sha256[:12]}...): give the original file the release was designed from")
     evaluations = target.get("evaluations")
-    return RiskUtilityMap(float(share), tuple(keys), kept, points,
+    return RiskUtilityMap(share, tuple(keys), kept, points,
                           evaluations if isinstance(evaluations, int) and not isinstance(evaluations, bool) else None,
                           str(record) if isinstance(record, (str, Path)) else "a design record in memory")
 
