@@ -352,12 +352,13 @@ def _print_target(found: dict) -> None:
     """The budgets ``--target`` explored, the one kept last."""
     print(f"target: at most {100 * found['matched']:.4g} % of records are unique records reproduced exactly "
           f"(keys {', '.join(found['keys'])})")
-    print("  record epsilon   expected %   bounds %            records changed %")
+    print("  record epsilon   expected %   bounds %            records changed %   I(X;Z) kept [nats]")
     for point in found["curve"]:
         kept = "  <- kept" if point["record_epsilon"] == found["record_epsilon"] else ""
+        information = point.get("information_nats")
         print(f"  {point['record_epsilon']:14.4g}   {100 * point['matched']:10.3f}   "
               f"{100 * point['matched_lower']:.3f} .. {100 * point['matched_upper']:.3f}   "
-              f"{100 * point['changed']:8.2f}{kept}")
+              f"{100 * point['changed']:17.2f}   {'n/a' if information is None else f'{information:.4g}':>18}{kept}")
 
 
 

@@ -8,12 +8,16 @@ For variables with distances between their categories (``--distances``, by defau
 names), both reports show how far values move (expected distance, share kept, share moved at most
 ``--within``) beside randomized response at the same epsilon.
 
+For a release designed to a target (``pramkit design --target``), ``--design-record`` gives the
+internal report the private design record: it then draws the risk-utility map of the budgets the
+search explored (:mod:`pramkit.report.rumap`).  The public report never shows it.
+
 The released file is checked against the manifest by its receipt (:func:`pramkit.engine.receipt.check_release`):
 a release made with another manifest is refused, and a release without a receipt gets a note.  Whenever
 DATA is given, a "release" identical to it in every perturbed column is refused; without DATA, the public
 report is written only from a file whose receipt shows it is a release (no receipt, or a file changed since
 its receipt, may be the original itself: refused).  The reports never
-overwrite an input: DATA, the manifest, the released file or its receipt.
+overwrite an input: DATA, the manifest, the released file or its receipt, or the design record.
 """
 
 from __future__ import annotations
@@ -86,6 +90,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--contributions", action="store_true",
                    help="with --out: also what each key variable and level contributes to the risk (SUDA, tau1, "
                         "tau2, individual risk) before and after PRAM, and the epsilon each variable spends")
+    p.add_argument("--design-record", type=Path, metavar="FILE",
+                   help="with --out, for a release designed to a target (`pramkit design --target`): its private "
+                        "design record (OUT_STEM.design-record.json); the internal report then draws the "
+                        "risk-utility map of the budgets the search explored")
     p.add_argument("--force", action="store_true", help="overwrite the reports if they exist")
     add_na_values(p)
     add_csv_dialect(p)
@@ -114,7 +122,7 @@ def files(args: argparse.Namespace) -> Files:
     except PramkitError:
         named = []
     inputs = [args.data, args.manifest, args.released, receipt_path(args.released),
-              *distance_files(args.distances), *named]
+              *distance_files(args.distances), *named, getattr(args, "design_record", None)]
     return inputs, [args.out, args.public]
 
 
@@ -134,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
     Raises
     ------
     PramkitError
-        Neither ``--out`` nor ``--public``; ``--out`` without DATA or ``--keys``; a report over
+        Neither ``--out`` nor ``--public``; ``--out`` without DATA or ``--keys``; ``--design-record``
+        without ``--out``, or a record that is missing, not a design record, without a target, or of
+        another manifest or original file; a report over
         an input or an existing file without ``--force``; a release of another manifest, or one
         identical to DATA in its perturbed columns.
 
@@ -176,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
     if args.contributions and args.out is None:
         raise ParameterError("--contributions goes with --out: the contributions read the original file, so only "
                              "the internal report shows them")
+    if args.design_record is not None and args.out is None:
+        raise ParameterError("--design-record goes with --out: the design record is computed from the original "
+                             "file, so only the internal report shows its risk-utility map")
     for out in (args.out, args.public):  # no input is ever an output: files(), checked by pramkit.cli.main
         if out is not None:
             check_writable(out, force=args.force)
@@ -198,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(args.data, manifest, args.released, keys,
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
                               na_values=args.na_values, contributions=args.contributions, sep=args.sep,
-                              encoding=args.encoding, **locality)
+                              encoding=args.encoding, design_record=args.design_record, **locality)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
         public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,

@@ -118,6 +118,24 @@ class DesignRecord:
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
+    @property
+    def total_information_nats(self) -> float | None:
+        """I(X; Z) summed over the designed variables, on the exact proportions (nats); ``None`` when a
+        variable's figure was not computed (a matrix too large to measure).
+
+        Examples
+        --------
+        >>> import pramkit
+        >>> from pramkit.datasets import census, CENSUS_VARIABLES
+        >>> plan = pramkit.plan_release(["age", "sex"], epsilon=1.0, categories=CENSUS_VARIABLES)
+        >>> r = pramkit.design_planned(census(2_000), plan, rng=random.Random(1)).record
+        >>> math.isclose(r.total_information_nats, r.variables["age"]["information_nats"]
+        ...              + r.variables["sex"]["information_nats"])
+        True
+        """
+        figures = [v["information_nats"] for v in self.variables.values()]
+        return None if any(f is None for f in figures) else math.fsum(figures)
+
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON: the design command's output and the private design-record file.
 
@@ -154,8 +172,7 @@ class DesignRecord:
             "variables": list(self.variables),
             "epsilons": {n: v["epsilon"] for n, v in self.variables.items()},
             "information_nats": {n: v["information_nats"] for n, v in self.variables.items()},
-            "total_information_nats": None if any(v["information_nats"] is None for v in self.variables.values())
-            else math.fsum(v["information_nats"] for v in self.variables.values()),
+            "total_information_nats": self.total_information_nats,
             "per_variable": {n: dict(v) for n, v in self.variables.items()},
             "matrices": {n: record_matrix(m) for n, m in self.matrices.items()},
             **self.extra,

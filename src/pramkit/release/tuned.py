@@ -9,8 +9,14 @@ expectation over every draw of the key; the expectation itself where records are
 meets it is kept (:func:`pramkit.risk.tuning.search_epsilon`: a log-spaced grid, then bisection).
 
 The budget found is a function of the original file, so the ledger of the manifest says so in
-its ``data_dependent`` statements: no DP guarantee covers that choice.  The curve explored (budget,
-upper and lower bound, the share of records changed) goes to the private design record.
+its ``data_dependent`` statements: no DP guarantee covers that choice.  The curve explored goes to the
+private design record: per budget designed, the share held to the target (``matched``) and its bounds
+(``matched_lower``, ``matched_upper``), and two figures of what the release keeps, both computed on the
+original file while the search designs it, at no extra cost: the expected share of records with some
+perturbed value changed (``changed``) and the information the matrices keep on the exact proportions,
+I(X; Z) summed over the perturbed variables (``information_nats``, the design record's
+``total_information_nats``; ``None`` where a matrix is too large to measure).  The internal report draws
+it as a risk-utility map (``pramkit report --design-record``).
 
 Examples
 --------
@@ -25,6 +31,9 @@ Examples
 >>> found.risk.bound <= 0.1, found.epsilon < 12.0
 (True, True)
 >>> found.release.manifest.ledger.data_dependent[-1].startswith("the record budget was searched")
+True
+>>> kept = [p for p in found.curve if p["record_epsilon"] == found.epsilon][0]
+>>> kept["information_nats"] == found.release.record.total_information_nats > 0
 True
 """
 
@@ -66,6 +75,10 @@ class TargetRelease:
         The grid and bisection.
     matched : float
         The target: the largest share of all records that may be unique records reproduced.
+    curve : tuple of dict
+        Per budget designed, in increasing order: ``record_epsilon``, ``matched`` (the share held to
+        the target), ``matched_lower``, ``matched_upper``, ``changed`` (expected share of records
+        changed) and ``information_nats`` (I(X; Z) summed over the variables, or ``None``).
     """
 
     release: Release
@@ -73,7 +86,7 @@ class TargetRelease:
     risk: MatchRisk
     search: Search
     matched: float
-    curve: tuple[dict[str, float], ...]
+    curve: tuple[dict[str, float | None], ...]
 
 
 def parse_target(text: str) -> float:
@@ -172,7 +185,8 @@ def design_to_target(data: pd.DataFrame, plan_at: Callable[[float], ReleasePlan]
                            grid=grid, rtol=rtol)
     release, bounds_found = designs[found.epsilon]
     curve = tuple({"record_epsilon": e, "matched": r.bound, "matched_lower": r.lower, "matched_upper": r.upper,
-                   "changed": _changed(data, rel, keys)} for e, (rel, r) in sorted(designs.items()))
+                   "changed": _changed(data, rel, keys), "information_nats": rel.record.total_information_nats}
+                  for e, (rel, r) in sorted(designs.items()))
     note = (f"the record budget was searched so that at most {matched:.4g} of the original file's records are "
             "unique records the release is expected to reproduce, so the budget itself depends on the data and no "
             "DP guarantee covers that choice")

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -59,10 +59,14 @@ from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
+from pramkit.report.rumap import RiskUtilityMap, risk_utility_map
 from pramkit.risk.contributions import ReleaseContributions, release_contributions
 from pramkit.risk.identification import RiskResult, identification_risk
 from pramkit.risk.recognition import recognition_risk
 from pramkit.utility import PrivacyUtilityCurve, privacy_utility_curve
+
+if TYPE_CHECKING:
+    from pramkit.release.record import DesignRecord
 
 #: Threshold alpha (a probability) at which spontaneous-recognition violations are counted.
 DEFAULT_RECOGNITION_ALPHA = 0.5
@@ -585,6 +589,10 @@ class ReleaseReport:
         The ledger's guarantee of the release (:func:`pramkit.engine.receipt.released_guarantee`: with the
         released file's columns): the figure, what it does not cover and the sentence, as every surface
         states them; ``record_epsilon`` and ``guarantee`` are its figure and its sentence.
+    risk_utility_map : RiskUtilityMap, optional
+        With ``build_report(..., design_record=...)`` for a release designed to a target: the budgets the
+        search explored, read from the private design record (:mod:`pramkit.report.rumap`); never in a
+        public report.
 
     Examples
     --------
@@ -629,6 +637,7 @@ class ReleaseReport:
     contributions: ReleaseContributions | None = None
     guarantees: Any = None
     stated: Any = None
+    risk_utility_map: RiskUtilityMap | None = None
 
 
 def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
@@ -1077,6 +1086,7 @@ def build_report(
     contributions: bool = False,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    design_record: DesignRecord | Mapping[str, Any] | str | Path | None = None,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -1102,6 +1112,12 @@ def build_report(
         individual risk, before and after PRAM, and the epsilon each variable spends
     sep, encoding : the field separator and character encoding of CSV files (:func:`pramkit.io.csv_dialect`)
         (:func:`pramkit.risk.contributions.release_contributions`; one risk fit per key and level)
+    design_record : the private design record of a release designed to a target (``pramkit design
+        --target``): a :class:`~pramkit.release.record.DesignRecord`, its JSON values or its file. The
+        report then draws the risk-utility map of the budgets the search explored
+        (:func:`pramkit.report.rumap.risk_utility_map`); the record must be the one written with
+        ``manifest`` (the same matrices and budget) and, when ``data`` is a file, designed from it.
+        It is checked before anything else is computed.
 
     Returns
     -------
@@ -1120,7 +1136,8 @@ def build_report(
         If a column is missing, the two files have different numbers of records, or the
         "release" equals the original in every perturbed column (at least
         :data:`MIN_RECORDS_IDENTICAL` records) (and as
-        :func:`pramkit.risk.identification.identification_risk`).
+        :func:`pramkit.risk.identification.identification_risk`); or ``design_record`` is
+        missing, not a design record, without a target, or another manifest's or file's.
 
     Examples
     --------
@@ -1147,8 +1164,16 @@ def build_report(
     keys = list(keys)
     if not keys:
         raise ParameterError("name at least one key variable")
+    manifest_name = f"the manifest {str(manifest)!r}" if isinstance(manifest, (str, Path)) else "the manifest"
     if isinstance(manifest, (str, Path)):
         manifest = Manifest.read(manifest)
+    original_path = data if isinstance(data, (str, Path)) else source
+    original_sha256, rumap = None, None
+    if design_record is not None:  # checked first: a record of another release is refused before any work
+        original_sha256 = None if original_path is None or not Path(original_path).is_file() \
+            else sha256_of(original_path)
+        rumap = risk_utility_map(design_record, manifest, original_sha256=original_sha256,
+                                 manifest_name=manifest_name)
     located = _locate(manifest, distances, within)
     single = [v for v in manifest.variables if not v.is_joint]
     weight_cols = [weights] if isinstance(weights, str) else []
@@ -1206,11 +1231,10 @@ def build_report(
         seconds["contributions"] = time.perf_counter() - t0
 
     left_out = [v.name for v in manifest.variables if v.is_joint]
-    original_path = data if isinstance(data, (str, Path)) else source
     released_path = released if isinstance(released, (str, Path)) else None
     files = FileProvenance(
         original=None if original_path is None else str(original_path),
-        original_sha256=None if original_path is None else sha256_of(original_path),
+        original_sha256=None if original_path is None else original_sha256 or sha256_of(original_path),
         released=None if released_path is None else str(released_path),
         released_sha256=None if released_path is None else sha256_of(released_path),
         manifest_input=dict(manifest.input),
@@ -1243,6 +1267,7 @@ def build_report(
         contributions=explained,
         guarantees=report_guarantees(manifest, released_path),
         stated=stated,
+        risk_utility_map=rumap,
     )
 
 

@@ -527,7 +527,9 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
     Returns
     -------
     list of (str, str)
-        The privacy ledger; the disclosure risk (internal report only); utility (or, in the
+        The privacy ledger; the disclosure risk (internal report only); what makes records risky and
+        the risk-utility map of a release designed to a target (internal report only, when asked
+        for); utility (or, in the
         public report, the estimates from the released file); how far values move (variables
         with distances); the structure of the microdata (if any); the audit (if any, :func:`pramkit.report.build.with_audit`);
         the provenance.
@@ -548,6 +550,10 @@ def sections(report: ReleaseReport) -> list[tuple[str, str]]:
         from pramkit.report.contributions import contributions_section
 
         out.append(("What makes records risky", contributions_section(report.contributions, _table)))
+    if report.risk_utility_map is not None and not report.public:  # computed from the original: never public
+        from pramkit.report.rumap import risk_utility_section
+
+        out.append(("Risk-utility map of the budget search", risk_utility_section(report.risk_utility_map, _table)))
     out.append(("Estimates from the released file" if report.public else "Utility", _utility(report)))
     if report.locality:
         out.append(("How far values move", _locality(report)))
