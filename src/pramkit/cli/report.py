@@ -121,8 +121,9 @@ def files(args: argparse.Namespace) -> Files:
         named = distance_files(Manifest.read(args.manifest).input.get("distances"))
     except PramkitError:
         named = []
+    record = getattr(args, "design_record", None)  # a folder is no design record: refused when read, in its words
     inputs = [args.data, args.manifest, args.released, receipt_path(args.released),
-              *distance_files(args.distances), *named, getattr(args, "design_record", None)]
+              *distance_files(args.distances), *named, None if record is None or Path(record).is_dir() else record]
     return inputs, [args.out, args.public]
 
 
