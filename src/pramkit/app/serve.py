@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import shutil
 import socket
@@ -14,27 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pramkit.app import create_app
-from pramkit.app.auth import new_token
+from pramkit.app.auth import is_loopback, new_token
 from pramkit.errors import ParameterError
 
 #: The interface the app listens on unless told otherwise.
 LOOPBACK = "127.0.0.1"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names the loopback interface (only local users can connect).
-
-    Examples
-    --------
-    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("localhost"), is_loopback("0.0.0.0")
-    (True, True, True, False)
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def url(host: str, port: int, token: str) -> str:
