@@ -408,6 +408,49 @@ class SecretKey:
         """
         return self.material.hex() + "\n"
 
+    def save(self, path: str | Path) -> Path:
+        """Write this key to a new key file (:meth:`text`), mode 0600; a missing folder is made 0700.
+
+        The file is written atomically and is private from its creation; an existing file is
+        never overwritten.  For an application that offers a new key to keep: unlike a browser's
+        download, which follows the user's umask, only the owner can read the file.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The new key file (``~`` is the home folder).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+
+        Raises
+        ------
+        KeyFileError
+            ``path`` exists (a key file is never overwritten).
+        WriteError
+            It cannot be written.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> key = SecretKey.generate()
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     f = key.save(pathlib.Path(d) / "keys" / "release.key")
+        ...     print(oct(f.stat().st_mode & 0o777), oct(f.parent.stat().st_mode & 0o777),
+        ...           SecretKey.from_file(f).fingerprint == key.fingerprint)
+        0o600 0o700 True
+        """
+        p = Path(path).expanduser()
+        _refuse_existing(p)
+        if not p.parent.exists():
+            try:
+                p.parent.mkdir(mode=0o700, parents=True)
+            except OSError as exc:
+                raise KeyFileError(file_error(exc, p.parent, "create the folder")) from None
+        return _write_new_key(p, self.text())
+
     def design_random(self, query: str, measured: bytes | None = None) -> random.Random:
         """Random bits for one DP query of the design step (the noise of one histogram), from the key.
 
@@ -708,10 +751,19 @@ def write_key_file(path: str | Path) -> Path:
     a key file is never overwritten True
     """
     p = Path(path)
+    _refuse_existing(p)
+    return _write_new_key(p, secrets.token_hex(MIN_KEY_BYTES) + "\n")
+
+
+def _refuse_existing(p: Path) -> None:
     if p.exists() or p.is_symlink():
         raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten")
+
+
+def _write_new_key(p: Path, text: str) -> Path:
+    """``text`` into the new file ``p``, atomically, mode 0600 from its creation."""
     try:
-        return write_text_atomic(p, secrets.token_hex(MIN_KEY_BYTES) + "\n", force=False, mode=0o600)
+        return write_text_atomic(p, text, force=False, mode=0o600)
     except FileExistsError:
         raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten") from None
 
