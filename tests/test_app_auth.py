@@ -40,7 +40,7 @@ def _response(url: str, cookie: str | None = None, **headers: str) -> tuple[int,
             status, body, got = response.status, response.read(), response.headers
     except urllib.error.HTTPError as exc:
         status, body, got = exc.code, exc.read(), exc.headers
-    names = {k.lower() for k in got.keys()}
+    names = {k.lower() for k in got}
     return status, body, {k: got.get_all(k) or [] for k in names}
 
 

@@ -17,17 +17,29 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
+import _app_support
 import pytest
+from test_app_browser import (  # skips this module as that one is skipped (no Playwright or Chromium)
+    ARGS,
+    CHROMIUM,
+    SHOTS,
+    WAIT,
+    Page,
+    expect,
+    no_trace,
+    open_census,
+    step_error,
+    sync_playwright,
+    tab,
+    upload,
+)
 
-from test_app_browser import ARGS, CHROMIUM, SHOTS, WAIT, browser, no_trace, open_census, step_error, tab, upload  # noqa: F401
+from pramkit.engine.rng import SecretKey
 
-import _app_support  # noqa: E402
-from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
-
-from pramkit.engine.rng import SecretKey  # noqa: E402
+Browser = object  # playwright.sync_api.Browser
 
 TOKEN = "security-test-token"
 #: Seconds a closed tab's release is kept in this module's app (the default is 30).
@@ -48,13 +60,21 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
 def app(folders: dict[str, Path]) -> Iterator[str]:
     with _app_support.running_app(folders["work"], TOKEN, data_dirs=[folders["data"]], expire_after=EXPIRE) as url:
         yield url
 
 
-def _open(browser: object, app: str) -> Page:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def _open(chromium: Browser, app: str) -> Page:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
     pg.goto(f"{app}/?token={TOKEN}")
     expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
@@ -63,8 +83,8 @@ def _open(browser: object, app: str) -> Page:
 
 
 @pytest.fixture
-def page(browser: object, app: str) -> Iterator[Page]:
-    pg = _open(browser, app)
+def page(chromium: Browser, app: str) -> Iterator[Page]:
+    pg = _open(chromium, app)
     yield pg
     pg.context.close()
 
@@ -128,7 +148,7 @@ def attacker(app: str, folders: dict[str, Path]) -> Iterator[str]:
     body = ATTACK.replace("APP", app).replace("SECRET", str(secret)).encode()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -249,7 +269,7 @@ def test_private_files_are_the_owners_only_and_public_files_name_no_path(page: P
         page.check("#confirm")
     page.click("#run_export")
     expect(page.locator("#export_files")).to_contain_text("private/: never publish", timeout=WAIT)
-    private = list((out / "private").rglob("*")) + [out / "private"]
+    private = [*(out / "private").rglob("*"), out / "private"]
     assert len(private) > 5
     for p in private:
         assert p.stat().st_mode & 0o777 == (0o700 if p.is_dir() else 0o600), p
@@ -260,9 +280,9 @@ def test_private_files_are_the_owners_only_and_public_files_name_no_path(page: P
     no_trace(page)
 
 
-def test_a_closed_tabs_folder_is_removed(browser: object, app: str, folders: dict[str, Path]) -> None:
+def test_a_closed_tabs_folder_is_removed(chromium: Browser, app: str, folders: dict[str, Path]) -> None:
     before = _sessions(folders)
-    pg = _open(browser, app)
+    pg = _open(chromium, app)
     open_census(pg)
     (mine,) = _sessions(folders) - before
     assert any((folders["work"] / mine).rglob("census.csv"))
@@ -274,7 +294,7 @@ def test_a_closed_tabs_folder_is_removed(browser: object, app: str, folders: dic
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stopped_app_leaves_nothing_in_the_temporary_folder(browser: object, tmp_path: Path,
+def test_a_stopped_app_leaves_nothing_in_the_temporary_folder(chromium: Browser, tmp_path: Path,
                                                               sig: signal.Signals) -> None:
     """`pramkit app` stopped by SIGTERM or Ctrl-C (SIGINT) while a tab holds an uploaded original."""
     temp, data = tmp_path / "temp", tmp_path / "data"
@@ -289,13 +309,13 @@ def test_a_stopped_app_leaves_nothing_in_the_temporary_folder(browser: object, t
         line = proc.stdout.readline()
         assert "open http://127.0.0.1:" in line, line + proc.stderr.read()
         address = line.split("open ")[1].split(" ")[0]
-        context = browser.new_context()
+        context = chromium.new_context()
         pg = context.new_page()
         pg.goto(address)
         expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
         upload(pg, "upload", upload_file)
         expect(pg.locator("#data_summary")).to_contain_text("100 rows", timeout=WAIT)
-        copies = [p for p in temp.rglob("survey.csv")]
+        copies = list(temp.rglob("survey.csv"))
         assert copies, "the upload is copied into the app's work folder"
         proc.send_signal(sig)
         code = proc.wait(timeout=60)

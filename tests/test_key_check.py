@@ -109,7 +109,7 @@ def test_what_is_not_a_key_is_refused(tmp_path: Path, name: str) -> None:
         SecretKey.from_file(path)
     assert "not a key" in str(caught.value) or "too regular" in str(caught.value)
     assert "\n" not in str(caught.value)
-    with pytest.raises(KeyFileError, match="the uploaded file 'rules.csv'"):
+    with pytest.raises(KeyFileError, match=r"the uploaded file 'rules\.csv'"):
         SecretKey.from_file(path, name="the uploaded file 'rules.csv'")
 
 

@@ -62,7 +62,7 @@ def create_app(work_root: str | Path, token: str, *, data_dirs: Sequence[str | P
     from pramkit.app.server import EXPIRE_AFTER, make_server
     from pramkit.app.ui import page
 
-    folders = [Path.cwd()] if data_dirs is None else list(data_dirs)
+    folders = [Path.cwd()] if data_dirs is None else [Path(d) for d in data_dirs]
     server = make_server(Path(work_root), data_dirs=folders,
                          expire_after=EXPIRE_AFTER if expire_after is None else expire_after)
     return TokenGate(App(page(), server), token, hosts=hosts)
