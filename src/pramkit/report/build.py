@@ -869,8 +869,9 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
     ``distances``: one spec (``"ordinal"``, a CSV path, a :class:`Distances`) for the variables whose
     manifest names distances (all single-column variables if none does), or ``{variable: spec}``.
     Without one, the manifest's ``input["distances"]`` (written by
-    :func:`pramkit.design_release`), and ``"ordinal"`` for a design made on the
-    category steps (the truncated geometric mechanism).
+    :func:`pramkit.design_release`; a distance file by its name, read in the current
+    folder), and ``"ordinal"`` for a design made on the category steps (the truncated
+    geometric mechanism).
 
     Parameters
     ----------
