@@ -6,19 +6,26 @@ import contextlib
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 
 @contextlib.contextmanager
-def running_app(work_root: Path, token: str) -> Iterator[str]:
-    """The app served by uvicorn in a background thread on a free loopback port; yields its base URL."""
+def running_app(work_root: Path, token: str, **options: Any) -> Iterator[str]:
+    """The app served by uvicorn in a background thread on a free loopback port; yields its base URL.
+
+    ``options`` go to :func:`pramkit.app.create_app` (``data_dirs`` defaults to the temporary folder,
+    where the tests keep their files)."""
+    import tempfile
+
     import uvicorn
 
     from pramkit.app import create_app
     from pramkit.app.serve import listen
 
     sock = listen("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(work_root, token), log_level="warning", lifespan="on"))
+    options.setdefault("data_dirs", [Path(tempfile.gettempdir())])
+    server = uvicorn.Server(uvicorn.Config(create_app(work_root, token, **options), log_level="warning",
+                                           lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

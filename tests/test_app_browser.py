@@ -226,15 +226,23 @@ def test_a_file_on_this_computer_with_missing_values_and_unicode_labels(page: Pa
     no_trace(page)
 
 
-def test_a_generated_key_is_downloaded_never_shown(page: Page) -> None:
+def test_a_generated_key_is_saved_for_its_owner_only_never_shown(page: Page, tmp_path: Path) -> None:
+    """The app writes the key file itself (0600, in a new folder 0700): a browser's download follows the umask."""
     tab(page, "4 Apply")
     page.click("#new_key")
-    with page.expect_download() as got:
-        page.click("#download_key")
-    text = Path(got.value.path()).read_text()
+    expect(page.locator("#key_status")).to_contain_text("Not saved yet")
+    target = tmp_path / "keys" / "release.key"
+    page.fill("#key_path", str(target))
+    page.click("#save_key")
+    expect(page.locator("#key_status")).to_contain_text(f"Saved in {target}", timeout=WAIT)
+    text = target.read_text()
     assert re.fullmatch(r"[0-9a-f]{64}\n", text)
+    assert oct(target.stat().st_mode & 0o777) == "0o600" and oct(target.parent.stat().st_mode & 0o777) == "0o700"
     assert text.strip() not in page.content()
-    expect(page.locator("#key_status")).to_contain_text("A key is ready")
+    expect(page.locator("#key_status")).to_contain_text(SecretKey.from_file(target).fingerprint)
+    page.click("#save_key")                                    # never over an existing file
+    assert "never overwritten" in step_error(page, "apply") and target.read_text() == text
+    no_trace(page)
 
 
 def test_text_in_the_budget_field(page: Page, tmp_path: Path) -> None:

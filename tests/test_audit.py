@@ -32,6 +32,7 @@ from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file
+from pramkit.engine.rng import write_key_file
 from pramkit.errors import WriteError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
@@ -312,9 +313,7 @@ def test_a_failing_rederivation_leaves_nothing(release, tmp_path, monkeypatch):
         Path(out).write_text("half")
         raise WriteError("disk full (injected): nothing was written")
 
-    key = tmp_path / "k.key"
-    key.write_text("00" * 32)
-    key.chmod(0o600)
+    key = write_key_file(tmp_path / "k.key")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(perturb, "apply_file", broken)

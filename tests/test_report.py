@@ -365,8 +365,10 @@ def test_locality_distances_are_checked(geo: dict, tmp_path: Path) -> None:
     assert "could not be read" in render_html(build_public_report(moved, files["released"]))
 
 
-def test_locality_from_a_designed_release(tmp_path: Path) -> None:
-    """design_release records the distances it used; the public report finds them in the manifest."""
+def test_locality_from_a_designed_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """design_release records the distances it used, a file by its name (a public file names no path of the
+    machine); the public report reads the file the manifest names in the current folder."""
+    monkeypatch.chdir(tmp_path)
     areas = census_areas(GEO_AREAS)
     centroids = tmp_path / "areas.csv"
     areas[["category", "x", "y"]].to_csv(centroids, index=False)
@@ -374,6 +376,7 @@ def test_locality_from_a_designed_release(tmp_path: Path) -> None:
     manifest = design_release(data, ["area"], epsilon=3.0, categories={"area": list(areas["category"])},
                               options={"objective": "distance"}, distances=str(centroids), rng=random.Random(2))
     released, _ = perturb_frame(data, manifest, key=bytes(32))
+    assert manifest.input["distances"] == {"area": "areas.csv"}
     (loc,) = build_public_report(manifest, released).locality
     assert loc.name == "area" and len(loc.figures) == 3 and "noisy counts" in loc.weights
     assert loc.figures[0].design < loc.figures[0].rr                      # moves less far than RR

@@ -11,11 +11,13 @@ and uvicorn).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 
-def create_app(work_root: str | Path, token: str) -> Any:
+def create_app(work_root: str | Path, token: str, *, data_dirs: Sequence[str | Path] | None = None,
+               hosts: Iterable[str] = (), expire_after: float | None = None) -> Any:
     """The ASGI application: the page and its server behind the token gate.
 
     Parameters
@@ -24,6 +26,13 @@ def create_app(work_root: str | Path, token: str) -> Any:
         A private folder; each browser session works in a new folder inside it.
     token : str
         The secret of the URL (:func:`pramkit.app.auth.new_token`).
+    data_dirs : sequence of path, optional
+        The folders whose files the page may open by their path (default: the current folder).
+    hosts : iterable of str
+        Further names of the app's host a request may give (:class:`pramkit.app.auth.TokenGate`).
+    expire_after : float, optional
+        Seconds a closed tab's release is kept for a reload of the tab
+        (default :data:`pramkit.app.server.EXPIRE_AFTER`).
 
     Returns
     -------
@@ -50,7 +59,10 @@ def create_app(work_root: str | Path, token: str) -> Any:
         raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
     from pramkit.app.auth import TokenGate
-    from pramkit.app.server import make_server
+    from pramkit.app.server import EXPIRE_AFTER, make_server
     from pramkit.app.ui import page
 
-    return TokenGate(App(page(), make_server(Path(work_root))), token)
+    folders = [Path.cwd()] if data_dirs is None else [Path(d) for d in data_dirs]
+    server = make_server(Path(work_root), data_dirs=folders,
+                         expire_after=EXPIRE_AFTER if expire_after is None else expire_after)
+    return TokenGate(App(page(), server), token, hosts=hosts)

@@ -148,7 +148,9 @@ def _value(text: str) -> Any:
 
 
 def upload(info: Mapping[str, Any], folder: Path) -> Path:
-    """An uploaded file copied into ``folder`` under its own name (the name the library shows).
+    """An uploaded file moved into ``folder`` under its own name (the name the library shows).
+
+    The copy Shiny received is removed: one copy of an upload is left, in the session's folder.
 
     Parameters
     ----------
@@ -174,8 +176,8 @@ def upload(info: Mapping[str, Any], folder: Path) -> Path:
     ...     sent = pathlib.Path(d) / "0.csv"
     ...     _ = sent.write_text("a\\n1\\n")
     ...     copy = upload({"name": "../My survey.csv", "size": 4, "datapath": str(sent)}, pathlib.Path(d) / "up")
-    ...     copy.name, copy.read_text()
-    ('My_survey.csv', 'a\\n1\\n')
+    ...     copy.name, copy.read_text(), sent.exists()
+    ('My_survey.csv', 'a\\n1\\n', False)
     >>> upload({"name": "empty.csv", "size": 0, "datapath": "x"}, pathlib.Path("."))
     Traceback (most recent call last):
     ...
@@ -184,5 +186,5 @@ def upload(info: Mapping[str, Any], folder: Path) -> Path:
     if int(info["size"]) == 0:
         raise ParameterError(f"the uploaded file {info['name']!r} is empty (0 bytes)")
     name = re.sub(r"[^\w.\-]+", "_", Path(str(info["name"])).name).lstrip(".") or "upload"
-    folder.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copyfile(info["datapath"], folder / name))
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return Path(shutil.move(info["datapath"], folder / name))

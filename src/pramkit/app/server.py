@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,10 @@ from pramkit.workbench import DesignChoices, Workbench
 
 #: The steps, in order; a step's new result clears the results of the steps after it.
 STEPS = ("data", "risk", "design", "apply", "export")
+
+#: Seconds a closed tab's release (its folder: copies of uploaded files, the release in progress) is kept
+#: for a reload of the tab; then it is removed.
+EXPIRE_AFTER = 30.0
 
 
 def outcome_message(exc: BaseException) -> str:
@@ -168,13 +172,18 @@ class Step:
                 self.result.set(value)
 
 
-def make_server(work_root: Path) -> Callable[[Inputs, Outputs, Session], None]:
+def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
+                expire_after: float = EXPIRE_AFTER) -> Callable[[Inputs, Outputs, Session], None]:
     """The server function of the app: a workbench per session, in a new folder of ``work_root``.
 
     Parameters
     ----------
     work_root : Path
         A private folder (the sessions' folders are made in it and removed when they end).
+    data_dirs : sequence of Path, optional
+        The folders whose files may be opened by their path (None: any file).
+    expire_after : float
+        Seconds a closed tab's release is kept for a reload of the tab before its folder is removed.
 
     Returns
     -------
@@ -188,12 +197,22 @@ def make_server(work_root: Path) -> Callable[[Inputs, Outputs, Session], None]:
     True
     """
 
-    desks: dict[str, Workbench] = {}  # a browser tab's release in progress, kept when the tab reloads
+    desks: dict[str, Desk] = {}  # a browser tab's release in progress, kept a while for a reload of the tab
     live: set[str] = set()
+    lock = threading.Lock()
+
+    def expire(name: str) -> None:
+        """A closed tab's release: removed unless the tab came back."""
+        with lock:
+            if name in live:
+                return
+            kept = desks.pop(name, None)
+        if kept is not None:
+            shutil.rmtree(kept.folder, ignore_errors=True)
 
     def server(input: Inputs, output: Outputs, session: Session) -> None:
         folder = Path(tempfile.mkdtemp(prefix="session-", dir=work_root))
-        desk = Desk(Workbench(folder / "work"))
+        desk = Desk(Workbench(folder / "work", data_dirs=data_dirs), folder)
         busy: reactive.Value[str] = reactive.value("")
         steps = {name: Step(name, busy) for name in STEPS}
         for i, name in enumerate(STEPS):
@@ -205,24 +224,35 @@ def make_server(work_root: Path) -> Callable[[Inputs, Outputs, Session], None]:
         @reactive.event(input.desk)
         def _resume() -> None:
             name = str(input.desk())
-            earlier = desks.get(name)
-            if earlier is not None and name not in live:
-                desk.wb = earlier
-                _show_earlier(earlier, steps, key)
-                ui.notification_show("the release in progress in this tab is back", type="message", duration=5)
-            elif earlier is None:
-                desks[name] = desk.wb
-            else:  # the tab was duplicated: its copy starts a release of its own
-                return
+            with lock:
+                earlier = desks.get(name)
+                if earlier is not None and name in live:  # the tab was duplicated: its copy starts a release of its own
+                    return
+                if earlier is None:
+                    desks[name] = desk
+                live.add(name)
             desk.name = name
-            live.add(name)
+            if earlier is not None:
+                desk.wb, desk.folder = earlier.wb, earlier.folder
+                desks[name] = desk
+                shutil.rmtree(folder, ignore_errors=True)  # this session's own, unused
+                _show_earlier(earlier.wb, steps)
+                ui.notification_show("the release in progress in this tab is back", type="message", duration=5)
 
         def ended() -> None:
             for step in steps.values():
                 step.stop()
-            live.discard(desk.name)
-            if desk.name not in desks:  # kept for a reload of the tab; removed when the app stops
+            with lock:
+                live.discard(desk.name)
+                kept = desks.get(desk.name) is desk
+            if desk.folder != folder:
                 shutil.rmtree(folder, ignore_errors=True)
+            if kept:  # kept for a reload of the tab, then removed
+                timer = threading.Timer(expire_after, expire, args=(desk.name,))
+                timer.daemon = True
+                timer.start()
+            else:
+                shutil.rmtree(desk.folder, ignore_errors=True)
 
         session.on_ended(ended)
         data_step(input, output, desk, steps["data"], folder / "uploads")
@@ -241,29 +271,32 @@ class Desk:
     ----------
     wb : Workbench
         The session's workbench.
+    folder : Path
+        The folder holding it (removed when the tab is closed for good).
 
     Examples
     --------
-    >>> import tempfile
-    >>> desk = Desk(Workbench(tempfile.mkdtemp()))
+    >>> import pathlib, tempfile
+    >>> desk = Desk(Workbench(tempfile.mkdtemp()), pathlib.Path("."))
     >>> desk.name, desk.wb.source
     ('', None)
     """
 
-    def __init__(self, wb: Workbench) -> None:
+    def __init__(self, wb: Workbench, folder: Path) -> None:
         self.wb = wb
+        self.folder = folder
         self.name = ""
 
 
-def _show_earlier(wb: Workbench, steps: dict[str, Step], key: reactive.Value[SecretKey | None]) -> None:
-    """Show what a tab's workbench had done before the tab was reloaded, step by step."""
+def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
+    """Show what a tab's workbench had done before the tab was reloaded, step by step (never a key: the
+    key is given again)."""
     with reactive.isolate():
         steps["data"].result.set(wb.source)
         steps["risk"].result.set(wb.assessed)
         steps["design"].result.set(None if wb.designed is None else wb.designed.view)
         steps["apply"].result.set(wb.applied)
         steps["export"].result.set(wb.exported)
-        key.set(None if wb.designed is None or wb.applied is None else wb.designed.key)  # a key the officer gave
 
 
 def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
@@ -331,7 +364,14 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
             return
         na, label = fields.markers(input.na_values()), input.upload()[0]["name"]
         sep, encoding = input.csv_sep(), input.csv_encoding().strip()
-        step.start(lambda: desk.wb.open_file(path, label=label, na_values=na, upload=True, sep=sep, encoding=encoding))
+
+        def opened() -> Any:
+            try:
+                return desk.wb.open_file(path, label=label, na_values=na, upload=True, sep=sep, encoding=encoding)
+            finally:
+                path.unlink(missing_ok=True)  # the workbench holds its own copy
+
+        step.start(opened)
 
     @reactive.effect
     @reactive.event(input.open_path)
@@ -350,6 +390,13 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
         if src is None:
             return ui.p("Open the census-like data or upload a file.")
         return ui.p(ui.strong(src.label), f": {src.rows:,} rows, {len(src.variables)} variables ({src.format})")
+
+    @render.ui
+    def data_folders() -> ui.TagChild:
+        if desk.wb.data_dirs is None:
+            return None
+        return ui.p(ui.em("Files are opened by their path from: " + ", ".join(str(d) for d in desk.wb.data_dirs)
+                          + " (a relative path is taken in the first). Upload any other file."))
 
     output(id="variables")(_table(step, lambda src: src.variables_frame()))
     output(id="preview")(_table(step, lambda src: src.preview))
@@ -539,12 +586,14 @@ def apply_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: S
     """
 
     generated: reactive.Value[bool] = reactive.value(False)
+    saved: reactive.Value[str] = reactive.value("")  # where the generated key was saved
 
     @reactive.effect
     @reactive.event(input.new_key)
     def _new() -> None:
         key.set(SecretKey.generate())
         generated.set(True)
+        saved.set("")
 
     @reactive.effect
     @reactive.event(input.key_upload)
@@ -554,31 +603,49 @@ def apply_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: S
             if int(info["size"]) == 0:
                 raise ParameterError(f"the uploaded key file {info['name']!r} is empty (0 bytes)")
             Path(info["datapath"]).chmod(0o600)  # the upload was written readable by others
-            key.set(SecretKey.from_file(info["datapath"]))
+            key.set(SecretKey.from_file(info["datapath"], name=f"the uploaded key file {info['name']!r}"))
             generated.set(False)
+            saved.set("")
         except PramkitError as exc:
             key.set(None)
             step.fail(outcome_message(exc))
         finally:
             Path(info["datapath"]).unlink(missing_ok=True)  # no copy of a key is left behind
 
-    @render.download_button(filename="pramkit.key")
-    def download_key() -> Any:
-        k = key.get()
-        if k is not None:
-            yield k.text()
+    @reactive.effect
+    @reactive.event(input.save_key)
+    def _save() -> None:
+        k, text = key.get(), input.key_path().strip()
+        try:
+            if k is None:
+                raise ParameterError("generate a key first")
+            if not text:
+                raise ParameterError("give the path of the new key file")
+            saved.set(str(k.save(text)))
+        except PramkitError as exc:
+            step.fail(outcome_message(exc))
 
     @render.ui
-    def key_download() -> ui.TagChild:
-        return ui.download_button("download_key", "Download the key file") if generated() else None
+    def key_download() -> ui.TagChild:  # the key is saved by the app (0600), never downloaded (the browser's umask)
+        if not generated():
+            return None
+        return ui.div(ui.input_text("key_path", "Save the key as (a new file only you can read)", "",
+                                    placeholder="e.g. ~/keys/release.key"),
+                      ui.input_action_button("save_key", "Save the key file"))
 
     @render.ui
     def key_status() -> ui.TagChild:
-        k = key()
+        k, a = key(), step.result()
+        if k is None and a is not None:
+            return ui.p(f"Applied with the key of fingerprint {a.key_fingerprint}. The app does not keep the key: "
+                        "give it again to apply again.")
         if k is None:
-            return ui.p("No key yet: generate one (and download it) or upload a key file.")
-        return ui.p(f"A key is ready (fingerprint {k.fingerprint}). Keep the key file apart from the release: "
-                    "whoever holds it can undo the perturbation, and without it the release cannot be made again.")
+            return ui.p("No key yet: generate one (and save it) or upload a key file.")
+        where = saved()
+        kept = (f" Saved in {where} (only you can read it)." if where else
+                " Not saved yet: without the key file the release cannot be made again." if generated() else "")
+        return ui.p(f"A key is ready (fingerprint {k.fingerprint}).{kept} Keep the key file apart from the release: "
+                    "whoever holds it can undo the perturbation. The app drops the key once the design is applied.")
 
     @reactive.effect
     @reactive.event(input.run_apply)
@@ -615,6 +682,9 @@ def apply_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: S
         a = step.result()
         if a is not None:  # applying with another key than the design's designs again with it
             design.result.set(a.design)
+            with reactive.isolate():
+                key.set(None)  # applied: the key is dropped (the workbench keeps its fingerprint only)
+                generated.set(False)
 
 
 def export_step(input: Inputs, output: Outputs, desk: Desk, step: Step, design: Step, applied: Step) -> None:

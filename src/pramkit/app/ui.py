@@ -106,6 +106,7 @@ def data_tab() -> NavSetArg:
         ui.input_text("data_path", "Or open a file on this computer by its path (large files: read where "
                       "they are, streamed)", ""),
         ui.input_action_button("open_path", "Open the file"),
+        ui.output_ui("data_folders"),
     ], [
         ui.output_ui("data_summary"),
         ui.h4("Variables"), ui.output_table("variables"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from pramkit.cli.commands import HELP
 
@@ -46,8 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> parser = argparse.ArgumentParser(prog="pramkit")
     >>> register(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["app"])
-    >>> args.host, args.port, args.no_browser, args.func is run
-    ('127.0.0.1', 0, False, True)
+    >>> args.host, args.port, args.no_browser, args.data_dir, args.func is run
+    ('127.0.0.1', 0, False, None, True)
+    >>> parser.parse_args(["app", "--data-dir", "a", "--data-dir", "b"]).data_dir
+    [PosixPath('a'), PosixPath('b')]
     >>> args = parser.parse_args(["app", "--port", "8765", "--host", "0.0.0.0", "--no-browser"])
     >>> args.host, args.port, args.no_browser
     ('0.0.0.0', 8765, True)
@@ -62,6 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="interface to listen on (default %(default)s, this machine only; another interface "
                         "lets other machines reach the app and prints a warning)")
     p.add_argument("--no-browser", action="store_true", help="do not open the browser; open the printed URL yourself")
+    p.add_argument("--data-dir", action="append", type=Path, metavar="DIR",
+                   help="a folder whose files the page may open by their path (repeat it for several; default: "
+                        "the current folder); files elsewhere can still be uploaded")
     p.set_defaults(func=run)
 
 
@@ -76,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 after Ctrl-C; 2 when the app's extra is not installed (one line on stderr).
+        0 after Ctrl-C or SIGTERM; 2 when the app's extra is not installed or a data folder does not
+        exist (one line on stderr).
     """
     try:
         import shiny  # noqa: F401
@@ -86,5 +93,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from pramkit.app.serve import serve
 
-    serve(args.host, args.port, open_browser=not args.no_browser, tell=lambda line: print(line, flush=True))
+    serve(args.host, args.port, open_browser=not args.no_browser, tell=lambda line: print(line, flush=True),
+          data_dirs=args.data_dir)
     return 0

@@ -29,7 +29,11 @@ the perturbation.  A key file gives reproducible runs: ``pramkit keygen``
 writes 64 hexadecimal digits, which are read as the 32 bytes they encode,
 whatever whitespace, line endings or letter case the file picked up on the
 way (see :func:`key_material`); any other content is the key byte for byte.
-A key's :attr:`SecretKey.fingerprint` tells keys apart without revealing them.
+A key file must look like a key: text (a CSV file, JSON, a manifest), a data
+file, a number written in decimal digits and a key of few distinct bytes are
+refused (:func:`key_check`), so that a file picked by mistake never becomes the
+key of a release.  A key's :attr:`SecretKey.fingerprint` tells keys apart
+without revealing them.
 """
 
 from __future__ import annotations
@@ -68,6 +72,112 @@ _DATA_PERSON = b"pramkit-data1"
 _FINGERPRINT_PERSON = b"pramkit-keyfp-v1"
 _HEX = re.compile(rb"[0-9a-fA-F]+")
 _BOM = b"\xef\xbb\xbf"
+#: Fewest distinct byte values a key may hold.  32 bytes from the operating system hold fewer with
+#: probability 3.2e-17 (an occupancy count: tests/test_key_check.py computes it exactly).
+MIN_DISTINCT_BYTES = 16
+#: Share of printable characters above which content decoded as Unicode text is text, not a key.
+TEXT_SHARE = 0.95
+#: How data files begin (four bytes or more: a random key begins so with probability 2^-32 or less).
+_DATA_MAGIC = ((b"PAR1", "a Parquet file"), (b"PK\x03\x04", "a ZIP archive (or a spreadsheet)"),
+               (b"$FL2", "an SPSS file"), (b"$FL3", "an SPSS file"), (b"<stata_dta>", "a Stata file"),
+               (b"%PDF", "a PDF document"), (b"\x89PNG", "a PNG image"))
+_MAKE = "make one with `pramkit keygen FILE`"
+
+
+def _as_text(content: bytes) -> str | None:
+    """The content as Unicode text when it reads as text (UTF-8, or UTF-16 with its byte-order mark)."""
+    try:
+        if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+            text = content.decode("utf-16")
+        else:
+            text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    shown = sum(c.isprintable() or c in "\t\n\r" for c in text)
+    return text if text and shown >= TEXT_SHARE * len(text) else None
+
+
+def _text_kind(text: str) -> str:
+    """What a text file probably is, in words.
+
+    Examples
+    --------
+    >>> _text_kind('{"format": "pramkit-manifest", "version": 1}'), _text_kind("[1, 2]")
+    ('a pramkit manifest (JSON)', 'JSON text')
+    >>> _text_kind("age,sex\\n0-9,f\\n"), _text_kind("my secret pass phrase, long enough")
+    ('a CSV file', 'text')
+    """
+    body = text.strip()
+    if body[:1] in "{[":
+        return "a pramkit manifest (JSON)" if '"pramkit' in body[:400] else "JSON text"
+    lines = [line for line in body.splitlines() if line.strip()]
+    if len(lines) > 1 and any(sep in lines[0] for sep in ",;\t|"):
+        return "a CSV file"
+    return "text"
+
+
+def key_check(material: bytes, where: str = "the key file", *, content: bytes | None = None) -> bytes:
+    """Refuse what does not look like a key: text, a data file, a decimal number, few distinct bytes.
+
+    A key is random bytes.  ``pramkit keygen`` writes them as hexadecimal text;
+    a file of other content is its bytes.  Text that is not hexadecimal (a CSV
+    file, JSON, a manifest, a pass phrase), a data file (Parquet, SPSS, Stata,
+    ZIP) and a key with fewer than :data:`MIN_DISTINCT_BYTES` distinct byte
+    values (zeros, a repeated pattern) are refused; so is hexadecimal text made of
+    decimal digits only (a number: 64 random hex digits are all decimal with
+    probability 8.6e-14).  A key from the operating system passes except with
+    probability below 1e-16.
+
+    Parameters
+    ----------
+    material : bytes
+        The key's bytes.
+    where : str
+        How messages name the file.
+    content : bytes, optional
+        The hexadecimal digits of the file when it holds hexadecimal text (decoded into ``material``).
+
+    Returns
+    -------
+    bytes
+        ``material``.
+
+    Raises
+    ------
+    KeyFileError
+        The file does not look like a key (the message says what it looks like).
+
+    Examples
+    --------
+    >>> import os
+    >>> key_check(bytes(range(32))) == bytes(range(32)), len(key_check(os.urandom(32)))
+    (True, 32)
+    >>> key_check(b"age,marital_status\\n0-9,married\\n" * 2)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.KeyFileError: the key file is a CSV file, not a key: give the key file (make one with `pramkit keygen FILE`)
+    >>> key_check(bytes(32))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.KeyFileError: the key file holds 1 distinct byte value in 32 bytes: too regular to be a secret key; give the key file (make one with `pramkit keygen FILE`)
+    """
+    if content is not None:
+        if content.isdigit():
+            raise KeyFileError(f"{where} holds a number of {len(content)} decimal digits, not a key (64 hexadecimal "
+                               f"digits): give the key file ({_MAKE})")
+    else:
+        text = _as_text(material)
+        if text is not None:
+            raise KeyFileError(f"{where} is {_text_kind(text)}, not a key: give the key file ({_MAKE})")
+        for magic, kind in _DATA_MAGIC:
+            if material.startswith(magic):
+                raise KeyFileError(f"{where} is {kind}, not a key: give the key file ({_MAKE})")
+    distinct = len(set(material))
+    if distinct < MIN_DISTINCT_BYTES:
+        values = "value" if distinct == 1 else "values"
+        raise KeyFileError(f"{where} holds {distinct} distinct byte {values} in {len(material)} bytes: too regular "
+                           f"to be a secret key; give the key file ({_MAKE})")
+    return material
 
 
 def key_material(content: bytes, where: str = "the key file") -> bytes:
@@ -77,7 +187,8 @@ def key_material(content: bytes, where: str = "the key file") -> bytes:
     whitespace anywhere (spaces, line breaks, CR LF line endings), a UTF-8
     byte-order mark and the letter case do not matter, and it must encode at
     least 32 bytes (64 hex digits).  Any other content is the key itself, and
-    must be at least 32 bytes long.
+    must be at least 32 bytes long.  Either way it must look like a key
+    (:func:`key_check`).
 
     Parameters
     ----------
@@ -94,11 +205,11 @@ def key_material(content: bytes, where: str = "the key file") -> bytes:
     Raises
     ------
     KeyFileError
-        The content is empty, an odd number of hex digits, or too short.
+        The content is empty, an odd number of hex digits, too short, or not like a key.
 
     Examples
     --------
-    >>> hex_key = "00" * 16 + "AB" * 16
+    >>> hex_key = bytes(range(32)).hex().upper()
     >>> key_material((hex_key + "\n").encode()) == key_material(("  " + hex_key.lower() + "\r\n").encode())
     True
     >>> len(key_material(hex_key.encode()))
@@ -119,7 +230,7 @@ def key_material(content: bytes, where: str = "the key file") -> bytes:
                 f"{where} holds {len(compact)} hex digits ({len(material)} bytes); a key needs at least "
                 f"{MIN_KEY_BYTES} bytes ({2 * MIN_KEY_BYTES} hex digits): make one with `pramkit keygen FILE`"
             )
-        return material
+        return key_check(material, where, content=compact)
     if not compact:
         raise KeyFileError(f"{where} is empty: make a key with `pramkit keygen FILE`")
     if len(content) < MIN_KEY_BYTES:
@@ -127,7 +238,7 @@ def key_material(content: bytes, where: str = "the key file") -> bytes:
             f"{where} has {len(content)} bytes and is not hexadecimal text; a key needs at least "
             f"{MIN_KEY_BYTES} bytes (make one with `pramkit keygen FILE`)"
         )
-    return content
+    return key_check(content, where)
 
 
 @dataclass(frozen=True, repr=False)
@@ -215,13 +326,16 @@ class SecretKey:
         return hashlib.blake2b(self.material, digest_size=8, person=_FINGERPRINT_PERSON).hexdigest()
 
     @classmethod
-    def from_file(cls, path: str | Path) -> SecretKey:
+    def from_file(cls, path: str | Path, *, name: str | None = None) -> SecretKey:
         """Read a key file (see :func:`key_material`); warn if other users can read it.
 
         Parameters
         ----------
         path : str or pathlib.Path
             The key file (``pramkit keygen`` writes one).
+        name : str, optional
+            How messages name the file (default: ``key file 'PATH'``); e.g. an uploaded file's own
+            name, where ``path`` is a temporary copy the user never saw.
 
         Returns
         -------
@@ -252,27 +366,28 @@ class SecretKey:
         True True True
         """
         p = Path(path)
+        where = f"key file {str(p)!r}" if name is None else name
         if p.is_dir():
-            raise KeyFileError(f"key file {str(p)!r} is a folder")
+            raise KeyFileError(f"{where} is a folder")
         try:
             with open(p, "rb") as fh:  # a bounded prefix: a device or pipe that never ends is refused
                 content = fh.read(MAX_KEY_FILE_BYTES + 1)
             mode = p.stat().st_mode
         except FileNotFoundError:
-            raise KeyFileError(f"key file {str(p)!r} does not exist (make one with `pramkit keygen {p}`)") from None
+            raise KeyFileError(f"{where} does not exist (make one with `pramkit keygen {p}`)") from None
         except OSError as exc:
-            raise KeyFileError(file_error(exc, p, "read")) from None
+            raise KeyFileError(file_error(exc, p, "read") if name is None else f"{where} cannot be read") from None
         if len(content) > MAX_KEY_FILE_BYTES:
-            raise KeyFileError(f"key file {str(p)!r} is longer than {MAX_KEY_FILE_BYTES // 1024} KiB (or never ends); "
+            raise KeyFileError(f"{where} is longer than {MAX_KEY_FILE_BYTES // 1024} KiB (or never ends); "
                                "a key file holds one key, 64 hex digits: make one with `pramkit keygen FILE`")
-        material = key_material(content, f"key file {str(p)!r}")
+        material = key_material(content, where)
         if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
             can = "read" if mode & (stat.S_IRGRP | stat.S_IROTH) else "changed"
             warnings.warn(
                 f"key file {str(p)!r} can be {can} by other users (mode {stat.S_IMODE(mode):04o}); "
                 f"make it private with: chmod 600 {p}", PramkitWarning, stacklevel=2,
             )
-        return cls(material, f"key file {str(p)!r}", p)
+        return cls(material, where, p)
 
     def text(self) -> str:
         """The content of a key file holding this key: its bytes as hexadecimal digits and a newline.
@@ -292,6 +407,49 @@ class SecretKey:
         True
         """
         return self.material.hex() + "\n"
+
+    def save(self, path: str | Path) -> Path:
+        """Write this key to a new key file (:meth:`text`), mode 0600; a missing folder is made 0700.
+
+        The file is written atomically and is private from its creation; an existing file is
+        never overwritten.  For an application that offers a new key to keep: unlike a browser's
+        download, which follows the user's umask, only the owner can read the file.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The new key file (``~`` is the home folder).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+
+        Raises
+        ------
+        KeyFileError
+            ``path`` exists (a key file is never overwritten).
+        WriteError
+            It cannot be written.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> key = SecretKey.generate()
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     f = key.save(pathlib.Path(d) / "keys" / "release.key")
+        ...     print(oct(f.stat().st_mode & 0o777), oct(f.parent.stat().st_mode & 0o777),
+        ...           SecretKey.from_file(f).fingerprint == key.fingerprint)
+        0o600 0o700 True
+        """
+        p = Path(path).expanduser()
+        _refuse_existing(p)
+        if not p.parent.exists():
+            try:
+                p.parent.mkdir(mode=0o700, parents=True)
+            except OSError as exc:
+                raise KeyFileError(file_error(exc, p.parent, "create the folder")) from None
+        return _write_new_key(p, self.text())
 
     def design_random(self, query: str, measured: bytes | None = None) -> random.Random:
         """Random bits for one DP query of the design step (the noise of one histogram), from the key.
@@ -593,10 +751,19 @@ def write_key_file(path: str | Path) -> Path:
     a key file is never overwritten True
     """
     p = Path(path)
+    _refuse_existing(p)
+    return _write_new_key(p, secrets.token_hex(MIN_KEY_BYTES) + "\n")
+
+
+def _refuse_existing(p: Path) -> None:
     if p.exists() or p.is_symlink():
         raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten")
+
+
+def _write_new_key(p: Path, text: str) -> Path:
+    """``text`` into the new file ``p``, atomically, mode 0600 from its creation."""
     try:
-        return write_text_atomic(p, secrets.token_hex(MIN_KEY_BYTES) + "\n", force=False, mode=0o600)
+        return write_text_atomic(p, text, force=False, mode=0o600)
     except FileExistsError:
         raise KeyFileError(f"{str(p)!r} exists; a key file is never overwritten") from None
 

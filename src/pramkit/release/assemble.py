@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -142,7 +143,8 @@ def _facts(plan: ReleasePlan, ledger: Ledger) -> dict[str, Any]:
     if plan.weights:
         facts["weights"] = list(plan.weights)
     if plan.distances:
-        facts["distances"] = {k: getattr(v, "source", None) or str(v) for k, v in plan.distances.items()}
+        # a distance file by its name: a public file holds no path of the machine it was made on
+        facts["distances"] = {k: getattr(v, "source", None) or Path(str(v)).name for k, v in plan.distances.items()}
     return facts
 
 

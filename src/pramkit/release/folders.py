@@ -5,13 +5,15 @@ file, the manifest, the receipt, the public report) and ``OUT/private/``
 (never published: the design record, the internal report, summaries).  Both
 are assembled in a work folder inside ``OUT`` (:func:`pramkit.atomic.temporary`)
 and renamed into place at the end (:func:`move_into_place`), so a failed or
-cancelled run leaves nothing half-written.
+cancelled run leaves nothing half-written.  ``private/`` is readable by its owner
+only: folders 0700, files 0600 (:func:`make_private`), before it is moved into place.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 from pramkit.atomic import PathLike, check_writable, file_error, refuse_inputs
@@ -66,11 +68,43 @@ def check_target(out_dir: Path, *, force: bool, inputs: list[PathLike | None]) -
         check_writable(out_dir, force=False, inputs=inputs, folder=True)
 
 
+def make_private(folder: Path) -> None:
+    """Make ``folder`` and everything in it its owner's only: folders 0700, files 0600 (links left alone).
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        A folder (it exists).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     (pathlib.Path(d) / "inputs").mkdir(mode=0o755)
+    ...     _ = (pathlib.Path(d) / "inputs" / "rules.csv").write_text("a,b\\n")
+    ...     make_private(pathlib.Path(d))
+    ...     [oct(p.stat().st_mode & 0o777) for p in (pathlib.Path(d), pathlib.Path(d) / "inputs",
+    ...                                              pathlib.Path(d) / "inputs" / "rules.csv")]
+    ['0o700', '0o700', '0o600']
+    """
+    folder.chmod(0o700)
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            path = Path(root) / name
+            if not path.is_symlink():
+                path.chmod(0o700)
+        for name in files:
+            path = Path(root) / name
+            if stat.S_ISREG(path.lstat().st_mode):
+                path.chmod(0o600)
+
+
 def move_into_place(work: Path, out_dir: Path) -> None:
     """Rename the finished ``public/`` and ``private/`` from ``work`` into ``out_dir``.
 
-    Earlier folders of the same names are first renamed into ``work`` (removed
-    with it); if a rename fails, what was moved is moved back.
+    ``private/`` is made its owner's only first (:func:`make_private`).  Earlier
+    folders of the same names are first renamed into ``work`` (removed with it);
+    if a rename fails, what was moved is moved back.
 
     Parameters
     ----------
@@ -98,6 +132,8 @@ def move_into_place(work: Path, out_dir: Path) -> None:
     aside: list[tuple[Path, Path]] = []
     placed: list[Path] = []
     try:
+        if (work / PRIVATE).is_dir():
+            make_private(work / PRIVATE)
         for folder in (PUBLIC, PRIVATE):
             final = out_dir / folder
             if final.exists() or final.is_symlink():

@@ -501,7 +501,8 @@ class FileProvenance:
     Attributes
     ----------
     original, released : str or None
-        The paths of the files (None when given in memory).
+        The paths of the files (None when given in memory); a public report names the released
+        file by its name only (a published file holds no path of the machine it was made on).
     original_sha256, released_sha256 : str or None
         SHA-256 of the files (None when given in memory).
     manifest_input : mapping
@@ -521,7 +522,7 @@ class FileProvenance:
     ...     path = Path(folder, "released.csv")
     ...     pd.DataFrame({"sex": ["f", "m"] * 50}).to_csv(path, index=False)
     ...     files = build_public_report(manifest, path).files
-    ...     files.released == str(path), files.released_sha256 == sha256_of(path)
+    ...     files.released == "released.csv", files.released_sha256 == sha256_of(path)
     (True, True)
     >>> files.original is None, files.original_sha256 is None      # a public report never reads it
     (True, True)
@@ -877,8 +878,9 @@ def distance_specs(manifest: Manifest, distances: Any = None) -> dict[str, tuple
     ``distances``: one spec (``"ordinal"``, a CSV path, a :class:`Distances`) for the variables whose
     manifest names distances (all single-column variables if none does), or ``{variable: spec}``.
     Without one, the manifest's ``input["distances"]`` (written by
-    :func:`pramkit.design_release`), and ``"ordinal"`` for a design made on the
-    category steps (the truncated geometric mechanism).
+    :func:`pramkit.design_release`; a distance file by its name, read in the current
+    folder), and ``"ordinal"`` for a design made on the category steps (the truncated
+    geometric mechanism).
 
     Parameters
     ----------
@@ -1457,8 +1459,8 @@ def build_public_report(
     left_out = [v.name for v in manifest.variables if v.is_joint]
     released_path = released if isinstance(released, (str, Path)) else None
     files = FileProvenance(
-        original=None, original_sha256=None,
-        released=None if released_path is None else str(released_path),
+        original=None, original_sha256=None,  # the released file by its name: no path of the machine is published
+        released=None if released_path is None else Path(released_path).name,
         released_sha256=None if released_path is None else sha256_of(released_path),
         manifest_input=dict(manifest.input), manifest_created=manifest.created,
         manifest_version=manifest.pramkit_version,

@@ -233,11 +233,12 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 files[f"input {name}"] = f"{PRIVATE}/{name}"
             manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
             keys = wb.risk_keys or wb.designed.variables
+            given = None if wb.designed.choices is None else wb.designed.choices.distances
             report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
-                                  weights=wb.weights, **wb.source.reading)
+                                  weights=wb.weights, distances=given, **wb.source.reading)
             write_report(report, work / PRIVATE / "report.html")
             write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
-                                             **wb.source.reading), work / PUBLIC / "report.html")
+                                             distances=given, **wb.source.reading), work / PUBLIC / "report.html")
             files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
             script = reproduce_script(wb)
             write_text_atomic(work / PRIVATE / SCRIPT, script, force=False)

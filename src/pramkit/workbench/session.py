@@ -47,7 +47,10 @@ class Workbench:
     Parameters
     ----------
     work : str or pathlib.Path
-        A private folder of the workbench's own (created if absent; never published).
+        A private folder of the workbench's own (created if absent, mode 0700; never published).
+    data_dirs : sequence of path, optional
+        The folders a file may be opened from by its path (:meth:`open_file`); a relative
+        path is taken in the first.  ``None``: any file this process can read.
 
     Examples
     --------
@@ -67,10 +70,11 @@ class Workbench:
     #!/bin/sh
     """
 
-    def __init__(self, work: str | Path) -> None:
+    def __init__(self, work: str | Path, *, data_dirs: Sequence[str | Path] | None = None) -> None:
         self.work = Path(work)
+        self.data_dirs = None if data_dirs is None else tuple(Path(d).expanduser().resolve() for d in data_dirs)
         for folder in (ORIGINAL, INPUTS, RELEASE):
-            (self.work / folder).mkdir(parents=True, exist_ok=True)
+            (self.work / folder).mkdir(mode=0o700, parents=True, exist_ok=True)
         self.source: Source | None = None
         self.copied = False
         self.designed: Designed | None = None
@@ -131,6 +135,8 @@ class Workbench:
         ------
         DataError
             The file is missing, empty or unreadable.
+        ParameterError
+            The path is outside the workbench's data folders (:meth:`readable`).
         """
         p = Path(path)
         if upload:
@@ -141,9 +147,51 @@ class Workbench:
             shutil.copyfile(p, kept)
             p = kept
         else:
-            p = p.expanduser().resolve()
+            p = self.readable(p)
         return self._opened(describe_file(p, label=label, na_values=na_values, sep=sep, encoding=encoding),
                             copied=upload)
+
+    def readable(self, path: str | Path) -> Path:
+        """The file ``path`` names, resolved, if it lies in one of the data folders (links followed).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A path typed by the user (relative: in the first data folder).
+
+        Returns
+        -------
+        pathlib.Path
+            The absolute path, links resolved.
+
+        Raises
+        ------
+        ParameterError
+            It lies outside every data folder (the message names the folders, not whether the file exists).
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     data = pathlib.Path(d, "data")
+        ...     wb = Workbench(pathlib.Path(d, "work"), data_dirs=[data])
+        ...     print(wb.readable("survey.csv") == data.resolve() / "survey.csv")
+        ...     try:
+        ...         wb.readable(pathlib.Path(d, "data", "..", "elsewhere.csv"))
+        ...     except ParameterError as exc:
+        ...         print(str(exc).split(" (")[0].replace(d, "D"))
+        True
+        D/data/../elsewhere.csv is not in the folders this app may open files from
+        """
+        typed = Path(path).expanduser()
+        if self.data_dirs is None:
+            return typed.resolve()
+        p = (typed if typed.is_absolute() else self.data_dirs[0] / typed).resolve()
+        if not any(p == d or d in p.parents for d in self.data_dirs):
+            folders = ", ".join(str(d) for d in self.data_dirs)
+            raise ParameterError(f"{typed} is not in the folders this app may open files from ({folders}): "
+                                 "move it into one of them or upload it")
+        return p
 
     def _opened(self, source: Source, *, copied: bool) -> Source:
         """A new file: every later step starts again."""
@@ -226,10 +274,11 @@ class Workbench:
         source = self._source()
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
-        key = key or (self.designed.key if self.designed else SecretKey.generate())
+        key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
         release = choices.release(source.path, names, key=None if choices.recognition is not None else key)
         view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
-                           _distances(release.manifest, release.record.variables), columns=source.names)
+                           _distances(release.manifest, release.record.variables, choices.distances),
+                           columns=source.names)
         self.designed, self.applied, self.exported = Designed(names, choices, key, view), None, None
         return view
 
@@ -268,7 +317,7 @@ class Workbench:
         if Path(path).resolve() != kept.resolve():
             shutil.copyfile(path, kept)
         view = design_view(manifest, None, _heatmaps(manifest), {}, columns=source.names)
-        key = key or (self.designed.key if self.designed else SecretKey.generate())
+        key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
         names = tuple(v.name for v in manifest.variables)
         self.designed, self.applied, self.exported = Designed(names, None, key, view, kept), None, None
         return view
@@ -303,11 +352,18 @@ class Workbench:
         Parameters
         ----------
         key : SecretKey, optional
-            The secret key (default: the design's).
+            The secret key (default: the design's, unless a release was applied with it already).
 
         Returns
         -------
         ApplyView
+
+        Raises
+        ------
+        ParameterError
+            Nothing is designed, or no key is given once a release was applied: the workbench keeps
+            no reference to a key after applying with it (its fingerprint only), so applying again
+            needs the key again.
         """
         from pramkit.engine.perturb import apply_file
         from pramkit.release.record import write_design
@@ -315,13 +371,19 @@ class Workbench:
         source = self._source()
         if self.designed is None:
             raise ParameterError("design the release first")
-        if key is not None and key.fingerprint != self.designed.key.fingerprint:
+        if key is None and self.designed.key is None:
+            raise ParameterError("give the key again: it is not kept once a release was applied with it")
+        made_with = (self.designed.key.fingerprint if self.designed.key is not None
+                     else self.applied.key_fingerprint if self.applied is not None else None)
+        if key is not None and key.fingerprint == made_with:
+            self.designed = dataclasses.replace(self.designed, key=key)
+        elif key is not None:
             if self.designed.choices is None:
                 self.designed = dataclasses.replace(self.designed, key=key)
             else:
                 self.design(self.designed.variables, self.designed.choices, key=key)
         designed = self.designed
-        assert designed is not None
+        assert designed is not None and designed.key is not None
         made = self.work / RELEASE
         (made / "design-record.json").unlink(missing_ok=True)
         if designed.manifest_file is not None:
@@ -339,7 +401,7 @@ class Workbench:
         written = Manifest.read(made / "manifest.json")  # the manifest the receipt names
         self.applied = ApplyView(changed, self._estimates(written, released), designed.key.fingerprint,
                                  designed.view, self._risk_after(written, released))
-        self.exported = None
+        self.designed, self.exported = dataclasses.replace(designed, key=None), None  # the key is dropped
         return self.applied
 
     def _estimates(self, manifest: Manifest, released: Path) -> pd.DataFrame:
@@ -433,15 +495,16 @@ def _heatmaps(manifest: Manifest) -> dict[str, bytes]:
             for v in manifest.variables if v.matrix.size <= HEATMAP_MAX}
 
 
-def _distances(manifest: Manifest, record: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def _distances(manifest: Manifest, record: Mapping[str, Mapping[str, Any]], given: Any = None) -> dict[str, float]:
     """Expected distance moved over the exact proportions of the design record, for the variables whose
-    manifest names distances."""
+    manifest names distances (read from ``given``, the design's distances, when there are; the manifest
+    names a distance file by its name only)."""
     from pramkit.design.metric.distances import read_distances
     from pramkit.design.metric.mechanisms import geo_utility
     from pramkit.report.build import distance_specs
 
     out: dict[str, float] = {}
-    for name, (spec, _) in distance_specs(manifest).items():
+    for name, (spec, _) in distance_specs(manifest, given).items():
         v = manifest[name]
         try:
             dist = read_distances(spec, v.matrix.categories)

@@ -187,8 +187,9 @@ class Designed:
     choices : pramkit.release.choices.DesignChoices or None
         The design command's flags, with the input files as kept in the work folder (None: a
         manifest given as it is).
-    key : pramkit.engine.rng.SecretKey
-        The key the design step's noise was drawn from (a given manifest: the key to apply).
+    key : pramkit.engine.rng.SecretKey or None
+        The key the design step's noise was drawn from (a given manifest: the key to apply); None
+        once the release is applied (the workbench drops it: applying again needs it again).
     view : DesignView
         What came out.
     manifest_file : pathlib.Path or None
@@ -197,7 +198,7 @@ class Designed:
 
     variables: tuple[str, ...]
     choices: DesignChoices | None
-    key: SecretKey
+    key: SecretKey | None
     view: DesignView
     manifest_file: Path | None = None
 
