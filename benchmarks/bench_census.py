@@ -99,11 +99,13 @@ def write_inputs(folder: Path) -> None:
     lines = ["variable,category"] + [f'{v},"{c}"' for v, cats in codes.items() for c in cats]
     (folder / "codebook.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "rules.csv").write_text(RULES, encoding="utf-8")
-    (folder / "secret.key").write_bytes(bytes(range(32)))
+    key = folder / "secret.key"
+    key.write_bytes(bytes(range(32)))  # a fixed key: the benchmark's release is reproducible
+    key.chmod(0o600)
 
 
 def commands(folder: Path, data: Path) -> dict[str, list[str]]:
-    """The ``pramkit`` arguments of every stage."""
+    """The ``pramkit`` arguments of every stage (each writes its output to ``STAGE.log``, its notes to ``STAGE.err``)."""
     manifest, released, key = str(folder / "manifest.json"), str(folder / "released.parquet"), str(folder / "secret.key")
     src = str(data)
     return {
@@ -175,7 +177,8 @@ def child(result: Path, limit_gib: float, log: Path, argv: list[str]) -> None:
     else:
         from pramkit.cli import main as pramkit_main
 
-        with open(log, "w", encoding="utf-8") as out, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with (open(log, "w", encoding="utf-8") as out, open(log.with_suffix(".err"), "w", encoding="utf-8") as err,
+              contextlib.redirect_stdout(out), contextlib.redirect_stderr(err)):
             code = pramkit_main(argv)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     result.write_text(json.dumps({"code": code, "seconds": seconds, "cpu": cpu, "peak_mib": peak_mib()}))
@@ -191,7 +194,8 @@ def run_stage(folder: Path, name: str, argv: list[str], limit_gib: float) -> dic
         return {"error": f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"[:300]}
     out: dict[str, Any] = json.loads(result.read_text())
     if out.get("code", 0) != 0:
-        tail = log.read_text(encoding="utf-8").strip().splitlines() if log.exists() else []
+        err = log.with_suffix(".err")
+        tail = err.read_text(encoding="utf-8").strip().splitlines() if err.exists() else []
         out["error"] = f"exit {out['code']}: {tail[-1] if tail else '?'}"[:300]
     return out
 
