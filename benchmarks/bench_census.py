@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"floor (one streamed read of the file): {base['seconds']:.2f} s, CPU {base['cpu']:.2f} s, "
           f"peak {base['peak_mib']:,.0f} MiB")
-    print(f"| stage | seconds | x floor | CPU s | peak MiB | x floor peak |")
+    print("| stage | seconds | x floor | CPU s | peak MiB | x floor peak |")
     print("|---|---|---|---|---|---|")
     total, worst, failed = 0.0, 0.0, 0
     argvs = commands(folder, data)
