@@ -104,7 +104,7 @@ def test_frequency_tables(spark, files) -> None:
 
 def test_cli_engine_spark(files, key, local, capsys) -> None:
     key_file = files["dir"] / "key"
-    key_file.write_bytes(key.material)
+    key_file.write_text(key.text())  # hex, as `pramkit keygen` writes it
     out = files["dir"] / "spark_out.parquet"
     code = main(["apply", str(files["parquet"]), "--manifest", str(files["manifest"]), "--out", str(out),
                  "--key-file", str(key_file), "--engine", "spark", "--spark-master", "local[2]", "--quiet"])

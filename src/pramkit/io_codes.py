@@ -215,9 +215,7 @@ class CodeCarrier:
 
     def _as_numbers(self, name: str, column: pa.ChunkedArray) -> pa.ChunkedArray:
         """A text column of numbers (its codes already null) as integers (the file stored whole numbers) or floats."""
-        from pramkit.io_stat import _numbers
-
-        numbers, _ = _numbers(pd.Series(column.to_pylist(), dtype=object), name, self.where)
+        numbers, _ = numbers_and_codes(pd.Series(column.to_pylist(), dtype=object), name, self.where)
         if str((self.meta.labels.get("storage") or {}).get(name, "")).startswith("int"):  # the same type every chunk
             return pa.chunked_array([pa.array(numbers.astype("Int64"), type=pa.int64())])
         return pa.chunked_array([pa.array(numbers.to_numpy(), type=pa.float64(), from_pandas=True)])
@@ -349,13 +347,11 @@ class CodeCarrier:
     def _apply(self, name: str, column: pd.Series, mask: np.ndarray | None,
                mapping: Mapping[Any, Any]) -> tuple[pd.Series, list[Any]]:
         """The column in the output's terms, and the SPSS declaration of its codes."""
-        from pramkit.io_stat import _numbers
-
         codes = np.full(len(column), None, dtype=object)
         if mask is not None:
             codes[mask] = [mapping[v] for v in column[mask].tolist()]
         if name in self.coded:
-            numbers, _ = _numbers(column.where(~mask, None) if mask is not None else column, name, self.where)
+            numbers, _ = numbers_and_codes(column.where(~mask, None) if mask is not None else column, name, self.where)
         else:  # a column of numbers with user-missing numbers (the caller found some)
             hit = mask if mask is not None else np.zeros(len(column), dtype=bool)
             numbers = pd.Series(np.where(hit, np.nan, column.to_numpy(dtype=float)), index=column.index)
@@ -555,3 +551,18 @@ def check_string_widths(frame: pd.DataFrame, fmt: str, where: str) -> None:
             raise WriteError(f"cannot write {where}: column {name!r}, row {row + 1} holds a value of {sizes.iloc[row]} "
                              f"bytes; {_NAMES[fmt]} file holds text values of at most {limit} bytes: write "
                              ".dta, .parquet or .csv")
+
+
+def numbers_and_codes(values: pd.Series, name: str, where: str) -> tuple[pd.Series, np.ndarray]:
+    """A text column of numbers and codes (:func:`pramkit.io_stat.read_stat`) as floats (codes missing) and its codes."""
+    text = values.astype("string")
+    is_code = text.str.fullmatch(r"\.[A-Za-z_]").fillna(False).to_numpy(dtype=bool)
+    numbers = pd.to_numeric(text.where(~is_code), errors="coerce").astype(float)
+    wrong = text.notna().to_numpy() & ~is_code & numbers.isna().to_numpy()
+    if wrong.any():
+        row = int(np.flatnonzero(wrong)[0])
+        raise WriteError(f"cannot write {where}: column {name!r}, row {row + 1} holds {values.iloc[row]!r}, neither "
+                         "a number nor a missing code, in a column the file holds as numbers")
+    codes = np.full(len(values), None, dtype=object)
+    codes[is_code] = text.to_numpy()[is_code]
+    return pd.Series(numbers.to_numpy(), index=values.index, dtype=float), codes

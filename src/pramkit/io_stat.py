@@ -36,6 +36,7 @@ import pandas as pd
 
 from pramkit.engine.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
+from pramkit.io_codes import check_string_widths, numbers_and_codes
 
 #: File suffix -> format, for the files read through pyreadstat (:data:`pramkit.io.FORMATS` holds them all).
 STAT_FORMATS = {".dta": "stata", ".sav": "spss", ".zsav": "spss", ".sas7bdat": "sas", ".xpt": "sas"}
@@ -290,21 +291,6 @@ def _as_text(numbers: pd.Series, codes: np.ndarray) -> pd.Series:
     return pd.Series(out, index=numbers.index, dtype=object)
 
 
-def _numbers(values: pd.Series, name: str, where: str) -> tuple[pd.Series, np.ndarray]:
-    """A text column of numbers and codes (:func:`read_stat`) as floats (codes missing) and its codes."""
-    text = values.astype("string")
-    is_code = text.str.fullmatch(r"\.[A-Za-z_]").fillna(False).to_numpy(dtype=bool)
-    numbers = pd.to_numeric(text.where(~is_code), errors="coerce").astype(float)
-    wrong = text.notna().to_numpy() & ~is_code & numbers.isna().to_numpy()
-    if wrong.any():
-        row = int(np.flatnonzero(wrong)[0])
-        raise WriteError(f"cannot write {where}: column {name!r}, row {row + 1} holds {values.iloc[row]!r}, neither "
-                         "a number nor a missing code, in a column the file holds as numbers")
-    codes = np.full(len(values), None, dtype=object)
-    codes[is_code] = text.to_numpy()[is_code]
-    return pd.Series(numbers.to_numpy(), index=values.index, dtype=float), codes
-
-
 #: Storage types (pyreadstat's ``readstat_variable_types``) a writer chooses from a column's NumPy type.
 _STORAGE = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "float": np.float32}
 
@@ -365,7 +351,7 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
     for name, kind in (labels.get("coded") or {}).items():
         if name not in frame.columns or kind != fmt:
             continue
-        numbers, codes = _numbers(frame[name], name, where)
+        numbers, codes = numbers_and_codes(frame[name], name, where)
         present = pd.notna(codes)
         if fmt == "stata":  # numbers (whole ones as integers when the file stored integers) and tags
             whole = str((labels.get("storage") or {}).get(name, "")).startswith("int")
@@ -380,8 +366,6 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
             frame[name] = numbers
             if present.any():
                 special[name] = codes
-    from pramkit.io_codes import check_string_widths
-
     check_string_widths(frame, fmt, where)
     if fmt == "stata":  # Stata's missing text is "" (and pyreadstat fails on a None beside a long text)
         for name in frame.columns:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pramkit.report.plots import DPI, data_uri
+from pramkit.report.images import DPI, data_uri
 from pramkit.risk.contributions import ReleaseContributions
 
 #: Levels shown in the table.
@@ -36,7 +36,7 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
     Returns
     -------
     bytes
-        A PNG at :data:`pramkit.report.plots.DPI` dots per inch.
+        A PNG at :data:`pramkit.report.images.DPI` dots per inch.
 
     Examples
     --------

@@ -26,7 +26,8 @@ from pramkit.report.build import (
     RiskFigures,
     VariableUtility,
 )
-from pramkit.report.plots import curve_chart, data_uri, frequency_chart
+from pramkit.report.images import data_uri
+from pramkit.report.plots import curve_chart, frequency_chart
 
 #: Longest certificate or parameter listing shown in full (characters of JSON).
 MAX_JSON_CHARS = 1500

@@ -331,7 +331,7 @@ def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
     Returns
     -------
     bytes
-        A PNG at :data:`pramkit.report.plots.DPI` dots per inch.
+        A PNG at :data:`pramkit.report.images.DPI` dots per inch.
 
     Examples
     --------
@@ -343,7 +343,7 @@ def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from pramkit.report.plots import DPI
+    from pramkit.report.images import DPI
 
     pts, kept = rmap.points, rmap.kept
     eps = [p.record_epsilon for p in pts]
@@ -438,7 +438,7 @@ def risk_utility_section(rmap: RiskUtilityMap, table: Callable[[Sequence[str], S
     >>> page.count("<tr>"), "<td>kept</td>" in page, "records kept unchanged" in page
     (3, True, True)
     """
-    from pramkit.report.plots import data_uri
+    from pramkit.report.images import data_uri
 
     def e(x: Any) -> str:
         return html.escape(str(x), quote=True)
