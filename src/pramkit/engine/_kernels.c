@@ -14,6 +14,8 @@
  * object_decode               the NumPy array of the labels of codes, as Python objects.
  * utf8_decode, utf8_size      the Arrow UTF-8 array of the labels of codes, offsets and bytes in one
  *                             pass (utf8_size counts the bytes first where no bound is tight).
+ * csv_rows                    the CSV text of Arrow text columns, a value quoted only where a reader needs
+ *                             it (Arrow's writer quotes every text value).
  *
  * Every argument is a C-contiguous buffer (a NumPy array or an Arrow buffer) whose element
  * type the Python caller fixes; lengths are checked here.  Loops run without the GIL.  The draws
@@ -1365,6 +1367,172 @@ utf8_decode(PyObject *self, PyObject *args)
     return Py_BuildValue("Ln", (long long)total, nulls);
 }
 
+/* ------------------------------------------------------------------ CSV */
+
+/* One Arrow text column (UTF-8 or binary, 4- or 8-byte offsets) of csv_rows. */
+typedef struct {
+    const unsigned char *data;
+    const void *offsets;
+    const unsigned char *valid; /* NULL: no nulls */
+    Py_ssize_t offset;          /* the array's offset into its buffers */
+    int width;
+} CsvColumn;
+
+static inline int64_t
+csv_at(const CsvColumn *c, Py_ssize_t i)
+{
+    return c->width == 4 ? ((const int32_t *)c->offsets)[c->offset + i] : ((const int64_t *)c->offsets)[c->offset + i];
+}
+
+static inline int
+csv_valid(const CsvColumn *c, Py_ssize_t i)
+{
+    Py_ssize_t at = c->offset + i;
+    return c->valid == NULL || ((c->valid[at >> 3] >> (at & 7)) & 1);
+}
+
+/* Quoting of value i of column c: 0 none (a null, or a value without the separator, a quote, CR or LF),
+ * 1 quoted, 2 quoted with quotes inside (doubled); *extra gets the bytes of the field. */
+static inline unsigned char
+csv_quoting(const CsvColumn *c, Py_ssize_t i, const unsigned char *special, int64_t *extra)
+{
+    if (!csv_valid(c, i)) {
+        return 0;
+    }
+    int64_t start = csv_at(c, i), end = csv_at(c, i + 1);
+    unsigned char any = end == start; /* an empty text, quoted: an empty field is a missing value */
+    int64_t quotes = 0;
+    for (int64_t k = start; k < end; k++) {
+        unsigned char b = c->data[k];
+        any |= special[b];
+        quotes += b == '"';
+    }
+    *extra += end - start + (any ? 2 + quotes : 0);
+    return quotes ? 2 : any;
+}
+
+/* csv_rows(columns, n, sep): the bytes of n CSV rows (each ended by LF) of the text columns ``columns``, a
+ * list of (offsets, width, data, validity or None, offset, data length) of Arrow arrays of n values, the fields
+ * separated by the byte ``sep``.  A null is an empty field; a value is quoted (its quotes doubled) only if it
+ * holds ``sep``, a quote, CR or LF, or is empty (so that it stays apart from a null).  Lengths and offsets are
+ * checked against the buffers. */
+static PyObject *
+csv_rows(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    Py_ssize_t n;
+    int sep;
+    if (!PyArg_ParseTuple(args, "O!ni", &PyList_Type, &list, &n, &sep)) {
+        return NULL;
+    }
+    Py_ssize_t m = PyList_GET_SIZE(list), opened = 0;
+    if (m < 1 || n < 0 || sep < 0 || sep > 255 || sep == '"' || sep == '\r' || sep == '\n') {
+        PyErr_SetString(PyExc_ValueError, "csv_rows: at least one column, n >= 0, and a one-byte separator");
+        return NULL;
+    }
+    CsvColumn *cols = PyMem_Calloc((size_t)m, sizeof(CsvColumn));
+    Py_buffer *views = PyMem_Calloc((size_t)m * 3, sizeof(Py_buffer));
+    unsigned char *flags = PyMem_Malloc((size_t)(n * m) + 1);
+    PyObject *out = NULL;
+    if (cols == NULL || views == NULL || flags == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *item = PyList_GET_ITEM(list, j), *valid;
+        Py_ssize_t offset;
+        int width;
+        if (!PyArg_ParseTuple(item, "y*iy*On", &views[opened], &width, &views[opened + 1], &valid, &offset)) {
+            goto done;
+        }
+        opened += 2;
+        Py_buffer *off = &views[opened - 2], *data = &views[opened - 1];
+        if ((width != 4 && width != 8) || offset < 0 || off->len < (offset + n + 1) * width) {
+            PyErr_SetString(PyExc_ValueError, "csv_rows: offsets too short or not 4 or 8 bytes wide");
+            goto done;
+        }
+        cols[j] = (CsvColumn){data->buf, off->buf, NULL, offset, width};
+        if (valid != Py_None) {
+            if (PyObject_GetBuffer(valid, &views[opened], PyBUF_SIMPLE) < 0) {
+                goto done;
+            }
+            opened++;
+            if (views[opened - 1].len * 8 < offset + n) {
+                PyErr_SetString(PyExc_ValueError, "csv_rows: validity too short");
+                goto done;
+            }
+            cols[j].valid = views[opened - 1].buf;
+        }
+        int64_t first = n ? csv_at(&cols[j], 0) : 0, bad = first < 0;
+        for (Py_ssize_t i = 1; i <= n && !bad; i++) {
+            bad = csv_at(&cols[j], i) < csv_at(&cols[j], i - 1);
+        }
+        if (bad || (n && csv_at(&cols[j], n) > data->len)) {
+            PyErr_SetString(PyExc_ValueError, "csv_rows: offsets outside the data");
+            goto done;
+        }
+    }
+    unsigned char special[256] = {0};
+    special[(unsigned char)sep] = special['"'] = special['\r'] = special['\n'] = 1;
+    int64_t total = (int64_t)n * m; /* a separator or LF after each field */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const CsvColumn *c = &cols[j];
+        unsigned char *f = flags + j * n;
+        int64_t extra = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            f[i] = csv_quoting(c, i, special, &extra);
+        }
+        total += extra;
+    }
+    Py_END_ALLOW_THREADS
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (out == NULL) {
+        goto done;
+    }
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const CsvColumn *c = &cols[j];
+            unsigned char f = flags[j * n + i];
+            int64_t start = csv_at(c, i), len = csv_at(c, i + 1) - start;
+            const unsigned char *p = c->data + start;
+            if (!csv_valid(c, i)) {
+                len = 0;
+            }
+            if (f == 0) {
+                memcpy(w, p, (size_t)len);
+                w += len;
+            }
+            else if (f == 1) {
+                *w++ = '"';
+                memcpy(w, p, (size_t)len);
+                w += len;
+                *w++ = '"';
+            }
+            else {
+                *w++ = '"';
+                for (int64_t k = 0; k < len; k++) {
+                    if (p[k] == '"') {
+                        *w++ = '"';
+                    }
+                    *w++ = p[k];
+                }
+                *w++ = '"';
+            }
+            *w++ = j + 1 < m ? (unsigned char)sep : '\n';
+        }
+    }
+    Py_END_ALLOW_THREADS
+done:
+    release(views, (int)opened);
+    PyMem_Free(views);
+    PyMem_Free(cols);
+    PyMem_Free(flags);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"draw_diagonal", draw_diagonal, METH_VARARGS, "Form (8) keep-or-move draw: (first bad position, missing, changed)."},
     {"draw_alias", draw_alias, METH_VARARGS, "Keep-or-move draw with an alias table: (first bad position, missing, changed)."},
@@ -1376,6 +1544,7 @@ static PyMethodDef methods[] = {
     {"object_decode", object_decode, METH_VARARGS, "Python objects of the labels of codes."},
     {"utf8_size", utf8_size, METH_VARARGS, "Offsets of the labels of codes; total bytes (-1: too many)."},
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
+    {"csv_rows", csv_rows, METH_VARARGS, "CSV rows of text columns, quoted only where needed."},
     {NULL, NULL, 0, NULL},
 };
 
