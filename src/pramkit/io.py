@@ -1395,8 +1395,12 @@ class _CsvWriter:
         sink.write((sep.join(csv_field(name, sep) for name in schema.names) + "\n").encode())
 
     def write_table(self, table: pa.Table) -> None:
-        if table.num_rows:
-            self._sink.write(csv_rows(table, self._sep) if table.num_columns else b"\n" * table.num_rows)
+        if not table.num_columns:
+            self._sink.write(b"\n" * table.num_rows)
+            return
+        for batch in table.to_batches():  # each written as it is made: no copy of the whole chunk's text
+            if batch.num_rows:
+                self._sink.write(csv_rows(batch, self._sep))
 
     def close(self) -> None:  # the sink is closed by TableWriter
         pass

@@ -1375,6 +1375,7 @@ typedef struct {
     const void *offsets;
     const unsigned char *valid; /* NULL: no nulls */
     Py_ssize_t offset;          /* the array's offset into its buffers */
+    Py_ssize_t size;            /* the bytes of data */
     int width;
 } CsvColumn;
 
@@ -1391,25 +1392,89 @@ csv_valid(const CsvColumn *c, Py_ssize_t i)
     return c->valid == NULL || ((c->valid[at >> 3] >> (at & 7)) & 1);
 }
 
-/* Quoting of value i of column c: 0 none (a null, or a value without the separator, a quote, CR or LF),
- * 1 quoted, 2 quoted with quotes inside (doubled); *extra gets the bytes of the field. */
-static inline unsigned char
-csv_quoting(const CsvColumn *c, Py_ssize_t i, const unsigned char *special, int64_t *extra)
+/* The first position from k on of a byte that makes a value quoted (the separator, a quote, CR or LF), or
+ * ``last``: eight bytes at a time (a byte equal to c makes a zero byte of x ^ c..c, which (v - 1..1) & ~v
+ * & 80..80 finds exactly), then byte by byte. */
+static inline int64_t
+csv_next(const unsigned char *d, int64_t k, int64_t last, const unsigned char *special, uint64_t sep8)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    const uint64_t q8 = ones * '"', r8 = ones * '\r', l8 = ones * '\n';
+    while (k + 8 <= last) {
+        uint64_t x, a, q, r, l;
+        memcpy(&x, d + k, 8);
+        a = x ^ sep8;
+        q = x ^ q8;
+        r = x ^ r8;
+        l = x ^ l8;
+        if ((((a - ones) & ~a) | ((q - ones) & ~q) | ((r - ones) & ~r) | ((l - ones) & ~l)) & highs) {
+            break;
+        }
+        k += 8;
+    }
+    while (k < last && !special[d[k]]) {
+        k++;
+    }
+    return k;
+}
+
+/* The bytes of value i of column c as a field, quoted as ``quoting`` (NULL: none) says. */
+static inline int64_t
+csv_length(const CsvColumn *c, Py_ssize_t i, const unsigned char *quoting)
 {
     if (!csv_valid(c, i)) {
         return 0;
     }
-    int64_t start = csv_at(c, i), end = csv_at(c, i + 1);
-    unsigned char any = end == start; /* an empty text, quoted: an empty field is a missing value */
-    int64_t quotes = 0;
-    for (int64_t k = start; k < end; k++) {
-        unsigned char b = c->data[k];
-        any |= special[b];
-        quotes += b == '"';
+    int64_t start = csv_at(c, i), end = csv_at(c, i + 1), len = end - start;
+    unsigned char f = quoting == NULL ? 0 : quoting[i];
+    if (f == 2) {
+        for (int64_t k = start; k < end; k++) {
+            len += c->data[k] == '"';
+        }
     }
-    *extra += end - start + (any ? 2 + quotes : 0);
-    return quotes ? 2 : any;
+    return len + (f ? 2 : 0);
 }
+
+/* Write value i of column c at ``to`` as a field (csv_length bytes; with ``spill``, 16 bytes when the value is
+ * short and unquoted, the excess in room written later). */
+static inline int64_t
+csv_put(unsigned char *to, const CsvColumn *c, Py_ssize_t i, const unsigned char *quoting, int spill)
+{
+    if (!csv_valid(c, i)) {
+        return 0;
+    }
+    int64_t start = csv_at(c, i), len = csv_at(c, i + 1) - start;
+    const unsigned char *p = c->data + start;
+    unsigned char f = quoting == NULL ? 0 : quoting[i];
+    if (f == 0) {
+        if (spill && len <= 16 && start + 16 <= c->size) {
+            memcpy(to, p, 16);
+        }
+        else {
+            memcpy(to, p, (size_t)len);
+        }
+        return len;
+    }
+    unsigned char *w = to;
+    *w++ = '"';
+    if (f == 1) {
+        memcpy(w, p, (size_t)len);
+        w += len;
+    }
+    else {
+        for (int64_t k = 0; k < len; k++) {
+            if (p[k] == '"') {
+                *w++ = '"';
+            }
+            *w++ = p[k];
+        }
+    }
+    *w++ = '"';
+    return w - to;
+}
+
+/* Rows per block of csv_rows. */
+#define CSV_BLOCK 1024
 
 /* csv_rows(columns, n, sep): the bytes of n CSV rows (each ended by LF) of the text columns ``columns``, a
  * list of (offsets, width, data, validity or None, offset, data length) of Arrow arrays of n values, the fields
@@ -1451,7 +1516,7 @@ csv_rows(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "csv_rows: offsets too short or not 4 or 8 bytes wide");
             goto done;
         }
-        cols[j] = (CsvColumn){data->buf, off->buf, NULL, offset, width};
+        cols[j] = (CsvColumn){data->buf, off->buf, NULL, offset, data->len, width};
         if (valid != Py_None) {
             if (PyObject_GetBuffer(valid, &views[opened], PyBUF_SIMPLE) < 0) {
                 goto done;
@@ -1475,56 +1540,121 @@ csv_rows(PyObject *self, PyObject *args)
     unsigned char special[256] = {0};
     special[(unsigned char)sep] = special['"'] = special['\r'] = special['\n'] = 1;
     int64_t total = (int64_t)n * m; /* a separator or LF after each field */
+    const uint64_t sep8 = 0x0101010101010101ULL * (unsigned char)sep;
+    unsigned char **quoting = PyMem_Calloc((size_t)m, sizeof(unsigned char *));
+    if (quoting == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t j = 0; j < m; j++) {
         const CsvColumn *c = &cols[j];
+        int64_t first = csv_at(c, 0), last = csv_at(c, n), extra = 0;
+        /* most columns need no quotes: no special byte in all their bytes and no empty value (a null of
+         * length 0 is looked at value by value) */
+        int64_t next = csv_next(c->data, first, last, special, sep8);
+        unsigned char any = next < last;
+        for (Py_ssize_t i = 0; i < n && !any; i++) {
+            any |= csv_at(c, i + 1) == csv_at(c, i);
+        }
+        if (!any) {
+            total += last - first;
+            continue;
+        }
         unsigned char *f = flags + j * n;
-        int64_t extra = 0;
+        quoting[j] = f;
         for (Py_ssize_t i = 0; i < n; i++) {
-            f[i] = csv_quoting(c, i, special, &extra);
+            int64_t start = csv_at(c, i), end = csv_at(c, i + 1);
+            if (!csv_valid(c, i)) {
+                f[i] = 0;
+                continue;
+            }
+            if (next < start) {
+                next = csv_next(c->data, start, last, special, sep8);
+            }
+            if (next < end) { /* a special byte in the value: quoted, its quotes doubled */
+                int64_t quotes = 0;
+                for (int64_t k = next; k < end; k++) {
+                    quotes += c->data[k] == '"';
+                }
+                f[i] = quotes ? 2 : 1;
+                extra += end - start + 2 + quotes;
+                next = csv_next(c->data, end, last, special, sep8);
+            }
+            else {
+                f[i] = end == start; /* an empty text, quoted: an empty field is a missing value */
+                extra += end - start + 2 * f[i];
+            }
         }
         total += extra;
     }
     Py_END_ALLOW_THREADS
     out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
     if (out == NULL) {
+        PyMem_Free(quoting);
         goto done;
     }
     unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* rows in blocks whose text stays in the cache: the start of each row of the block, then the block
+     * column by column (a tight loop per column, as the columns' layouts differ) */
+    int64_t pos[CSV_BLOCK], rowend[CSV_BLOCK], at = 0;
+    for (Py_ssize_t b0 = 0; b0 < n; b0 += CSV_BLOCK) {
+        Py_ssize_t nb = n - b0 < CSV_BLOCK ? n - b0 : CSV_BLOCK;
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            pos[i] = m;
+        }
         for (Py_ssize_t j = 0; j < m; j++) {
             const CsvColumn *c = &cols[j];
-            unsigned char f = flags[j * n + i];
-            int64_t start = csv_at(c, i), len = csv_at(c, i + 1) - start;
-            const unsigned char *p = c->data + start;
-            if (!csv_valid(c, i)) {
-                len = 0;
-            }
-            if (f == 0) {
-                memcpy(w, p, (size_t)len);
-                w += len;
-            }
-            else if (f == 1) {
-                *w++ = '"';
-                memcpy(w, p, (size_t)len);
-                w += len;
-                *w++ = '"';
+            if (quoting[j] == NULL && c->valid == NULL && c->width == 4) {
+                const int32_t *o = (const int32_t *)c->offsets + c->offset + b0;
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    pos[i] += o[i + 1] - o[i];
+                }
             }
             else {
-                *w++ = '"';
-                for (int64_t k = 0; k < len; k++) {
-                    if (p[k] == '"') {
-                        *w++ = '"';
-                    }
-                    *w++ = p[k];
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    pos[i] += csv_length(c, b0 + i, quoting[j]);
                 }
-                *w++ = '"';
             }
-            *w++ = j + 1 < m ? (unsigned char)sep : '\n';
+        }
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            int64_t len = pos[i];
+            pos[i] = at;
+            at += len;
+            rowend[i] = at;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const CsvColumn *c = &cols[j];
+            /* a short value is copied as 16 bytes where the rest of its row, written later, takes the excess
+             * (the rows before and after are written already) */
+            unsigned char end = j + 1 < m ? (unsigned char)sep : '\n';
+            if (quoting[j] == NULL && c->valid == NULL && c->width == 4) {
+                const int32_t *o = (const int32_t *)c->offsets + c->offset + b0;
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    int64_t start = o[i], len = o[i + 1] - start;
+                    unsigned char *to = w + pos[i];
+                    if (len <= 16 && start + 16 <= c->size && pos[i] + 16 <= rowend[i]) {
+                        memcpy(to, c->data + start, 16);
+                    }
+                    else {
+                        memcpy(to, c->data + start, (size_t)len);
+                    }
+                    to[len] = end;
+                    pos[i] += len + 1;
+                }
+            }
+            else {
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    int64_t len = csv_put(w + pos[i], c, b0 + i, quoting[j], pos[i] + 16 <= rowend[i]);
+                    w[pos[i] + len] = end;
+                    pos[i] += len + 1;
+                }
+            }
         }
     }
     Py_END_ALLOW_THREADS
+    PyMem_Free(quoting);
 done:
     release(views, (int)opened);
     PyMem_Free(views);
