@@ -14,8 +14,8 @@ fresh process so that its peak resident memory is its own, alternately:
 * ``apply``: :func:`pramkit.engine.perturb.apply_file` (atomic write, row-count
   check, SHA-256 and receipt included).
 
-Prints, per format, the best of ``--repeat`` runs of each, the ratio apply /
-floor, the same ratio of CPU time (user + system, all threads: what the ratio
+Prints, per format, the size of the input and of the released file, the best of
+``--repeat`` runs of each, the ratio apply / floor, the same ratio of CPU time (user + system, all threads: what the ratio
 of wall times becomes when other jobs hold the cores), and the peak RSS of
 both (and of a process that only imported pramkit and pyarrow).
 ``--stat-rows`` rows are also written as Stata and SPSS and released in the
@@ -156,10 +156,10 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(*sys.argv[2:7])
         return
-    from pramkit.engine.codebook import categories_of
     from pramkit.datasets import census
     from pramkit.defaults import CHUNK_ROWS
     from pramkit.design.classic import randomized_response
+    from pramkit.engine.codebook import categories_of
     from pramkit.manifest import Manifest
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -177,7 +177,7 @@ def main() -> None:
     base = run("import", manifest, manifest, args.dir / "none", args.chunk_rows)["peak_mib"]
     print(f"rows {args.rows:,} (Stata/SPSS {args.stat_rows:,}), chunk {args.chunk_rows:,} rows, best of "
           f"{args.repeat}; importing pramkit and pyarrow alone: peak RSS {base:,.0f} MiB")
-    print(f"{'format':<8} {'rows':>11} {'MiB':>6} {'floor s':>8} {'apply s':>8} {'x floor':>8} "
+    print(f"{'format':<8} {'rows':>11} {'MiB':>6} {'out MiB':>8} {'floor s':>8} {'apply s':>8} {'x floor':>8} "
           f"{'CPU x floor':>12} {'floor RSS':>10} {'apply RSS':>10}")
     for fmt in args.formats.split(","):
         stat = fmt in ("stata", "spss")
@@ -189,14 +189,14 @@ def main() -> None:
             print(f"  (generated {src} in {time.perf_counter() - t0:.0f} s)")
         out = args.dir / f"released.{SUFFIX[fmt]}"
         runs: dict[str, list[dict]] = {"floor": [], "apply": []}
-        for _ in range(args.repeat):  # alternate, so that other load hits both alike
+        for _ in range(args.repeat):  # alternate, so that other load hits both alike (apply's output last)
             for task in runs:
                 runs[task].append(run(task, src, manifest, out, args.chunk_rows))
         best = {task: min(r, key=lambda x: x["seconds"]) for task, r in runs.items()}
         peak = {task: max(x["peak_mib"] for x in r) for task, r in runs.items()}
         f, a = best["floor"]["seconds"], best["apply"]["seconds"]
         cpu = {task: min(x["cpu"] for x in r) for task, r in runs.items()}
-        print(f"{fmt:<8} {rows:>11,} {src.stat().st_size / 2**20:>6,.0f} {f:>8.2f} {a:>8.2f} {a / f:>8.2f} "
+        print(f"{fmt:<8} {rows:>11,} {src.stat().st_size / 2**20:>6,.0f} {out.stat().st_size / 2**20:>8,.0f} {f:>8.2f} {a:>8.2f} {a / f:>8.2f} "
               f"{cpu['apply'] / cpu['floor']:>12.2f} {peak['floor']:>10,.0f} {peak['apply']:>10,.0f}")
 
 

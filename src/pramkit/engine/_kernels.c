@@ -14,6 +14,8 @@
  * object_decode               the NumPy array of the labels of codes, as Python objects.
  * utf8_decode, utf8_size      the Arrow UTF-8 array of the labels of codes, offsets and bytes in one
  *                             pass (utf8_size counts the bytes first where no bound is tight).
+ * csv_rows                    the CSV text of Arrow text columns, a value quoted only where a reader needs
+ *                             it (Arrow's writer quotes every text value).
  *
  * Every argument is a C-contiguous buffer (a NumPy array or an Arrow buffer) whose element
  * type the Python caller fixes; lengths are checked here.  Loops run without the GIL.  The draws
@@ -1365,6 +1367,302 @@ utf8_decode(PyObject *self, PyObject *args)
     return Py_BuildValue("Ln", (long long)total, nulls);
 }
 
+/* ------------------------------------------------------------------ CSV */
+
+/* One Arrow text column (UTF-8 or binary, 4- or 8-byte offsets) of csv_rows. */
+typedef struct {
+    const unsigned char *data;
+    const void *offsets;
+    const unsigned char *valid; /* NULL: no nulls */
+    Py_ssize_t offset;          /* the array's offset into its buffers */
+    Py_ssize_t size;            /* the bytes of data */
+    int width;
+} CsvColumn;
+
+static inline int64_t
+csv_at(const CsvColumn *c, Py_ssize_t i)
+{
+    return c->width == 4 ? ((const int32_t *)c->offsets)[c->offset + i] : ((const int64_t *)c->offsets)[c->offset + i];
+}
+
+static inline int
+csv_valid(const CsvColumn *c, Py_ssize_t i)
+{
+    Py_ssize_t at = c->offset + i;
+    return c->valid == NULL || ((c->valid[at >> 3] >> (at & 7)) & 1);
+}
+
+/* The first position from k on of a byte that makes a value quoted (the separator, a quote, CR or LF), or
+ * ``last``: eight bytes at a time (a byte equal to c makes a zero byte of x ^ c..c, which (v - 1..1) & ~v
+ * & 80..80 finds exactly), then byte by byte. */
+static inline int64_t
+csv_next(const unsigned char *d, int64_t k, int64_t last, const unsigned char *special, uint64_t sep8)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    const uint64_t q8 = ones * '"', r8 = ones * '\r', l8 = ones * '\n';
+    while (k + 8 <= last) {
+        uint64_t x, a, q, r, l;
+        memcpy(&x, d + k, 8);
+        a = x ^ sep8;
+        q = x ^ q8;
+        r = x ^ r8;
+        l = x ^ l8;
+        if ((((a - ones) & ~a) | ((q - ones) & ~q) | ((r - ones) & ~r) | ((l - ones) & ~l)) & highs) {
+            break;
+        }
+        k += 8;
+    }
+    while (k < last && !special[d[k]]) {
+        k++;
+    }
+    return k;
+}
+
+/* The bytes of value i of column c as a field, quoted as ``quoting`` (NULL: none) says. */
+static inline int64_t
+csv_length(const CsvColumn *c, Py_ssize_t i, const unsigned char *quoting)
+{
+    if (!csv_valid(c, i)) {
+        return 0;
+    }
+    int64_t start = csv_at(c, i), end = csv_at(c, i + 1), len = end - start;
+    unsigned char f = quoting == NULL ? 0 : quoting[i];
+    if (f == 2) {
+        for (int64_t k = start; k < end; k++) {
+            len += c->data[k] == '"';
+        }
+    }
+    return len + (f ? 2 : 0);
+}
+
+/* Write value i of column c at ``to`` as a field (csv_length bytes; with ``spill``, 16 bytes when the value is
+ * short and unquoted, the excess in room written later). */
+static inline int64_t
+csv_put(unsigned char *to, const CsvColumn *c, Py_ssize_t i, const unsigned char *quoting, int spill)
+{
+    if (!csv_valid(c, i)) {
+        return 0;
+    }
+    int64_t start = csv_at(c, i), len = csv_at(c, i + 1) - start;
+    const unsigned char *p = c->data + start;
+    unsigned char f = quoting == NULL ? 0 : quoting[i];
+    if (f == 0) {
+        if (spill && len <= 16 && start + 16 <= c->size) {
+            memcpy(to, p, 16);
+        }
+        else {
+            memcpy(to, p, (size_t)len);
+        }
+        return len;
+    }
+    unsigned char *w = to;
+    *w++ = '"';
+    if (f == 1) {
+        memcpy(w, p, (size_t)len);
+        w += len;
+    }
+    else {
+        for (int64_t k = 0; k < len; k++) {
+            if (p[k] == '"') {
+                *w++ = '"';
+            }
+            *w++ = p[k];
+        }
+    }
+    *w++ = '"';
+    return w - to;
+}
+
+/* Rows per block of csv_rows. */
+#define CSV_BLOCK 1024
+
+/* csv_rows(columns, n, sep): the bytes of n CSV rows (each ended by LF) of the text columns ``columns``, a
+ * list of (offsets, width, data, validity or None, offset, data length) of Arrow arrays of n values, the fields
+ * separated by the byte ``sep``.  A null is an empty field; a value is quoted (its quotes doubled) only if it
+ * holds ``sep``, a quote, CR or LF, or is empty (so that it stays apart from a null).  Lengths and offsets are
+ * checked against the buffers. */
+static PyObject *
+csv_rows(PyObject *self, PyObject *args)
+{
+    PyObject *list;
+    Py_ssize_t n;
+    int sep;
+    if (!PyArg_ParseTuple(args, "O!ni", &PyList_Type, &list, &n, &sep)) {
+        return NULL;
+    }
+    Py_ssize_t m = PyList_GET_SIZE(list), opened = 0;
+    if (m < 1 || n < 0 || sep < 0 || sep > 255 || sep == '"' || sep == '\r' || sep == '\n') {
+        PyErr_SetString(PyExc_ValueError, "csv_rows: at least one column, n >= 0, and a one-byte separator");
+        return NULL;
+    }
+    CsvColumn *cols = PyMem_Calloc((size_t)m, sizeof(CsvColumn));
+    Py_buffer *views = PyMem_Calloc((size_t)m * 3, sizeof(Py_buffer));
+    unsigned char *flags = PyMem_Malloc((size_t)(n * m) + 1);
+    PyObject *out = NULL;
+    if (cols == NULL || views == NULL || flags == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *item = PyList_GET_ITEM(list, j), *valid;
+        Py_ssize_t offset;
+        int width;
+        if (!PyArg_ParseTuple(item, "y*iy*On", &views[opened], &width, &views[opened + 1], &valid, &offset)) {
+            goto done;
+        }
+        opened += 2;
+        Py_buffer *off = &views[opened - 2], *data = &views[opened - 1];
+        if ((width != 4 && width != 8) || offset < 0 || off->len < (offset + n + 1) * width) {
+            PyErr_SetString(PyExc_ValueError, "csv_rows: offsets too short or not 4 or 8 bytes wide");
+            goto done;
+        }
+        cols[j] = (CsvColumn){data->buf, off->buf, NULL, offset, data->len, width};
+        if (valid != Py_None) {
+            if (PyObject_GetBuffer(valid, &views[opened], PyBUF_SIMPLE) < 0) {
+                goto done;
+            }
+            opened++;
+            if (views[opened - 1].len * 8 < offset + n) {
+                PyErr_SetString(PyExc_ValueError, "csv_rows: validity too short");
+                goto done;
+            }
+            cols[j].valid = views[opened - 1].buf;
+        }
+        int64_t first = n ? csv_at(&cols[j], 0) : 0, bad = first < 0;
+        for (Py_ssize_t i = 1; i <= n && !bad; i++) {
+            bad = csv_at(&cols[j], i) < csv_at(&cols[j], i - 1);
+        }
+        if (bad || (n && csv_at(&cols[j], n) > data->len)) {
+            PyErr_SetString(PyExc_ValueError, "csv_rows: offsets outside the data");
+            goto done;
+        }
+    }
+    unsigned char special[256] = {0};
+    special[(unsigned char)sep] = special['"'] = special['\r'] = special['\n'] = 1;
+    int64_t total = (int64_t)n * m; /* a separator or LF after each field */
+    const uint64_t sep8 = 0x0101010101010101ULL * (unsigned char)sep;
+    unsigned char **quoting = PyMem_Calloc((size_t)m, sizeof(unsigned char *));
+    if (quoting == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const CsvColumn *c = &cols[j];
+        int64_t first = csv_at(c, 0), last = csv_at(c, n), extra = 0;
+        /* most columns need no quotes: no special byte in all their bytes and no empty value (a null of
+         * length 0 is looked at value by value) */
+        int64_t next = csv_next(c->data, first, last, special, sep8);
+        unsigned char any = next < last;
+        for (Py_ssize_t i = 0; i < n && !any; i++) {
+            any |= csv_at(c, i + 1) == csv_at(c, i);
+        }
+        if (!any) {
+            total += last - first;
+            continue;
+        }
+        unsigned char *f = flags + j * n;
+        quoting[j] = f;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t start = csv_at(c, i), end = csv_at(c, i + 1);
+            if (!csv_valid(c, i)) {
+                f[i] = 0;
+                continue;
+            }
+            if (next < start) {
+                next = csv_next(c->data, start, last, special, sep8);
+            }
+            if (next < end) { /* a special byte in the value: quoted, its quotes doubled */
+                int64_t quotes = 0;
+                for (int64_t k = next; k < end; k++) {
+                    quotes += c->data[k] == '"';
+                }
+                f[i] = quotes ? 2 : 1;
+                extra += end - start + 2 + quotes;
+                next = csv_next(c->data, end, last, special, sep8);
+            }
+            else {
+                f[i] = end == start; /* an empty text, quoted: an empty field is a missing value */
+                extra += end - start + 2 * f[i];
+            }
+        }
+        total += extra;
+    }
+    Py_END_ALLOW_THREADS
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (out == NULL) {
+        PyMem_Free(quoting);
+        goto done;
+    }
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    /* rows in blocks whose text stays in the cache: the start of each row of the block, then the block
+     * column by column (a tight loop per column, as the columns' layouts differ) */
+    int64_t pos[CSV_BLOCK], rowend[CSV_BLOCK], at = 0;
+    for (Py_ssize_t b0 = 0; b0 < n; b0 += CSV_BLOCK) {
+        Py_ssize_t nb = n - b0 < CSV_BLOCK ? n - b0 : CSV_BLOCK;
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            pos[i] = m;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const CsvColumn *c = &cols[j];
+            if (quoting[j] == NULL && c->valid == NULL && c->width == 4) {
+                const int32_t *o = (const int32_t *)c->offsets + c->offset + b0;
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    pos[i] += o[i + 1] - o[i];
+                }
+            }
+            else {
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    pos[i] += csv_length(c, b0 + i, quoting[j]);
+                }
+            }
+        }
+        for (Py_ssize_t i = 0; i < nb; i++) {
+            int64_t len = pos[i];
+            pos[i] = at;
+            at += len;
+            rowend[i] = at;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const CsvColumn *c = &cols[j];
+            /* a short value is copied as 16 bytes where the rest of its row, written later, takes the excess
+             * (the rows before and after are written already) */
+            unsigned char end = j + 1 < m ? (unsigned char)sep : '\n';
+            if (quoting[j] == NULL && c->valid == NULL && c->width == 4) {
+                const int32_t *o = (const int32_t *)c->offsets + c->offset + b0;
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    int64_t start = o[i], len = o[i + 1] - start;
+                    unsigned char *to = w + pos[i];
+                    if (len <= 16 && start + 16 <= c->size && pos[i] + 16 <= rowend[i]) {
+                        memcpy(to, c->data + start, 16);
+                    }
+                    else {
+                        memcpy(to, c->data + start, (size_t)len);
+                    }
+                    to[len] = end;
+                    pos[i] += len + 1;
+                }
+            }
+            else {
+                for (Py_ssize_t i = 0; i < nb; i++) {
+                    int64_t len = csv_put(w + pos[i], c, b0 + i, quoting[j], pos[i] + 16 <= rowend[i]);
+                    w[pos[i] + len] = end;
+                    pos[i] += len + 1;
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(quoting);
+done:
+    release(views, (int)opened);
+    PyMem_Free(views);
+    PyMem_Free(cols);
+    PyMem_Free(flags);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"draw_diagonal", draw_diagonal, METH_VARARGS, "Form (8) keep-or-move draw: (first bad position, missing, changed)."},
     {"draw_alias", draw_alias, METH_VARARGS, "Keep-or-move draw with an alias table: (first bad position, missing, changed)."},
@@ -1376,6 +1674,7 @@ static PyMethodDef methods[] = {
     {"object_decode", object_decode, METH_VARARGS, "Python objects of the labels of codes."},
     {"utf8_size", utf8_size, METH_VARARGS, "Offsets of the labels of codes; total bytes (-1: too many)."},
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
+    {"csv_rows", csv_rows, METH_VARARGS, "CSV rows of text columns, quoted only where needed."},
     {NULL, NULL, 0, NULL},
 };
 
