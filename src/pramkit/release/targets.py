@@ -28,7 +28,15 @@ import numpy as np
 from pramkit.counts import CountTable
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
-from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rules, cells_and_blocks, kept_codes
+from pramkit.structure import (
+    RULE_BREAKING,
+    Cells,
+    Rules,
+    as_rules,
+    cells_and_blocks,
+    kept_codes,
+    listed_codes,
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,7 @@ class Shape:
         return {
             "forbid": None if self.rules is None else self.rules.to_dict(),
             "strata": list(self.strata),
-            "keep_codes": {k: sorted(alternatives(v)) for k, v in self.keep.items()},
+            "keep_codes": {k: sorted(listed_codes(v)) for k, v in self.keep.items()},
             "household": self.household,
             "household_vars": list(self.household_vars),
             "rule_breaking": self.rule_breaking,
