@@ -744,8 +744,7 @@ class Manifest:
         if codes and kept:  # a format whose missing values are codes (io_stat.missing_code_words), named at design
             facts.append(ExactFact.of("missing_code", tuple(kept), values=(codes,)))
         facts += [f for f in per_variable if f.kind not in ("block", "kept_code", "missing")]
-        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
-        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
+        if self.keeps_rule_breakers:
             facts.append(ExactFact.of("rule_breaker", tuple(self.names)))
         units: dict[str, list[str]] = {}
         for v in self.variables:
@@ -782,6 +781,21 @@ class Manifest:
     @property
     def names(self) -> list[str]:
         return [v.name for v in self.variables]
+
+    @property
+    def keeps_rule_breakers(self) -> bool:
+        """The design kept the records that break an edit rule (``input.structure.rule_breaking`` is
+        ``"keep"``): the engine releases a record outside its variable's cells unperturbed, and estimates
+        take such a record's combination as released exactly.
+
+        Examples
+        --------
+        >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])})
+        >>> m.keeps_rule_breakers
+        False
+        """
+        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
+        return isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep"
 
     @property
     def columns(self) -> list[str]:

@@ -22,7 +22,7 @@ import itertools
 import os
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -809,9 +809,8 @@ class TablePerturber:
                  *, threads: int | None = None, release: str = "") -> None:
         self.manifest = manifest
         self.key = release_key(key, manifest, release)
-        structure = manifest.input.get("structure") if isinstance(manifest.input, Mapping) else None
-        keep_outside = isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep"
-        self._perturbers = [_Perturber(v, self.key, missing_codes, keep_outside) for v in manifest.variables]
+        self._perturbers = [_Perturber(v, self.key, missing_codes, manifest.keeps_rule_breakers)
+                            for v in manifest.variables]
         self.threads = available_threads() if threads is None else int(threads)
         if self.threads < 1:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
