@@ -389,3 +389,117 @@ def test_the_estimate_with_rule_breakers_kept_is_unbiased_by_simulation() -> Non
     mean, mc_se = values.mean(axis=0), values.std(axis=0, ddof=1) / math.sqrt(len(values))
     z = (mean - truth.to_numpy()) / np.where(mc_se > 0, mc_se, 1.0)
     assert np.all(np.abs(z) < 4), dict(zip(truth.index, z.round(2)))
+
+
+# -- a value every cell of which a rule forbids is kept, not dropped ---------------------------------------
+
+UNDER_16 = {"any status": "ageg,pl030\n0-15,\n", "every status": "ageg,pl030\n0-15,1|2|3|4|5|6|7\n"}
+
+
+@pytest.mark.parametrize("strata", [[], ["--strata", "rb090"]], ids=["no strata", "strata"])
+@pytest.mark.parametrize("breaking", ["keep", "error"])
+@pytest.mark.parametrize("rule", sorted(UNDER_16))
+def test_under_16_has_no_economic_status(silc: Path, tmp_path: Path, rule: str, breaking: str,
+                                         strata: list[str]) -> None:
+    """The natural rule on EU-SILC's age bands, pl030 missing for every child: no cell holds 0-15. The
+    design says so in one note (it dropped 0-15 silently), the manifest lists it as unpaired, `apply`
+    accepts the file the design was made from (it refused '0-15'), every child keeps 0-15 and a missing
+    pl030, no adult becomes 0-15, and the release is estimable and auditable (public, and with the
+    original and the key)."""
+    rules = tmp_path / "rules.csv"
+    rules.write_text(UNDER_16[rule], encoding="utf-8")
+    manifest, out = tmp_path / "m.json", tmp_path / "released.csv"
+    code, printed, err = run(["design", silc / "silc.csv", "--vars", "ageg,pl030", "--split", "joint", "--forbid",
+                              rules, "--rule-breaking", breaking, *strata, "--epsilon", "4", "--out", manifest])
+    assert code == 0, err
+    notes = [line for line in printed.splitlines() if "0-15" in line and line.startswith("note:")]
+    assert len(notes) == 1 and "in no allowed cell of ageg*pl030" in notes[0] and "pl030 is missing" in notes[0]
+    m = json.loads(manifest.read_text())
+    unpaired = m["variables"][0]["unpaired"]["ageg"]
+    assert unpaired == (["0-15"] if not strata else [["female", "0-15"], ["male", "0-15"]])
+    assert "unpaired" in {f["kind"] for f in m["ledger"]["released_exactly_facts"]}
+    code, _, err = run(["apply", silc / "silc.csv", "--manifest", manifest, "--out", out,
+                        "--key-file", silc / "secret.key", "--quiet"])
+    assert code == 0, err
+    before = pd.read_csv(silc / "silc.csv", dtype=str, keep_default_na=False)
+    after = pd.read_csv(out, dtype=str, keep_default_na=False)
+    child = before["ageg"] == "0-15"
+    assert child.sum() == 2720 and (before.loc[child, "pl030"] == "").all()
+    assert (after.loc[child, "ageg"] == "0-15").all() and (after.loc[child, "pl030"] == "").all()
+    assert (after.loc[~child, "ageg"] != "0-15").all() and (after.loc[~child, "pl030"] != "").all()
+    assert (after.loc[~child, ["ageg", "pl030"]] != before.loc[~child, ["ageg", "pl030"]]).any(axis=None)
+    estimate = estimable_and_auditable(manifest, out, "ageg*pl030")
+    assert estimate["n"] == len(before) - 2720 and estimate["dropped"] == 2720
+    code, audit, err = run(["audit", "--manifest", manifest, "--released", out, "--original", silc / "silc.csv",
+                            "--key-file", silc / "secret.key"])
+    assert code == 0, (audit, err)
+
+
+def test_a_child_with_a_status_breaks_the_rule(silc: Path, tmp_path: Path, capsys) -> None:
+    """One child given a status: by default the design stops, naming the row and the rule, in one line."""
+    frame = pd.read_csv(silc / "silc.csv", dtype=str, keep_default_na=False)
+    row = int(np.flatnonzero(frame["ageg"] == "0-15")[0])
+    frame.loc[row, "pl030"] = "1"
+    folder = tmp_path / "in"
+    folder.mkdir()
+    frame.to_csv(folder / "silc.csv", index=False)
+    (folder / "rules.csv").write_text(UNDER_16["any status"], encoding="utf-8")
+    assert_refused(folder, ["design", folder / "silc.csv", "--vars", "ageg,pl030", "--split", "joint", "--forbid",
+                            folder / "rules.csv", "--epsilon", "4", "--out", folder / "m.json"],
+                   f"row {row + 1} breaks rule 1", capsys)
+
+
+@pytest.mark.parametrize("edit,says", [
+    (lambda v: v.update(unpaired={"ageg": ["16-24"]}), "is in a cell of the matrix"),
+    (lambda v: v.update(unpaired={"sex": ["0-15"]}), "which is not one of its columns"),
+    (lambda v: v.update(unpaired={"ageg": [None]}), "is missing"),
+    (lambda v: v.update(unpaired={"ageg": [["female", "0-15"]]}), "must be a value"),
+    (lambda v: v.update(unpaired=["0-15"]), "must map column names to lists of values"),
+    (lambda v: v.update(unpaired={"ageg": ["0-15"]}, missing="category"), "missing"),
+])
+def test_a_bad_unpaired_field_is_one_line(silc: Path, tmp_path: Path, capsys, edit: Any, says: str) -> None:
+    rules = tmp_path / "rules.csv"
+    rules.write_text(UNDER_16["any status"], encoding="utf-8")
+    good = tmp_path / "good.json"
+    code, _, err = run(["design", silc / "silc.csv", "--vars", "ageg,pl030", "--split", "joint", "--forbid", rules,
+                        "--epsilon", "4", "--out", good])
+    assert code == 0, err
+    m = json.loads(good.read_text())
+    edit(m["variables"][0])
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "m.json").write_text(json.dumps(m))
+    assert_refused(folder, ["inspect", folder / "m.json"], says, capsys)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.sampled_from(["keep", "error"]))
+def test_unpaired_values_through_design_and_apply(seed: int, stratified: bool, breaking: str) -> None:
+    """Any small file of age x status (x a region stratum) whose rules leave a value of age, or of age in
+    one region, without a cell: the design lists it as unpaired, and the release keeps every record
+    holding it (with status missing) as it is, releases nobody else into it, and no record into a
+    forbidden combination."""
+    from pramkit.engine.perturb import perturb_frame
+    from pramkit.release.pipeline import design_release
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    region = rng.choice(["north", "south"], n)
+    age = rng.choice(["0-15", "16-64", "65+"], n)
+    status = rng.choice(["work", "retired", "none"], n).astype(object)
+    alone = (age == "0-15") if not stratified else (age == "0-15") & (region == "north")
+    status[alone] = None                                          # the rules allow them only without a status
+    status[(~alone) & (rng.random(n) < 0.1)] = None               # some adults miss a status too
+    frame = pd.DataFrame({"region": region, "age": age, "status": status})
+    rules = ([{"age": "0-15"}] if not stratified else [{"region": "north", "age": "0-15"}])
+    manifest = design_release(frame, ["age", "status"], epsilon=2.0, split="joint", forbid=rules,
+                              strata="region" if stratified else (), rule_breaking=breaking,
+                              exact_frequencies=True)
+    v = manifest.variables[0]
+    assert v.unpaired == {"age": (("north", "0-15"),) if stratified else ("0-15",)}
+    out = perturb_frame(frame, manifest, key=seed.to_bytes(4, "big") * 8).data
+    assert (out.loc[alone, "age"] == "0-15").all() and out.loc[alone, "status"].isna().all()
+    north = frame["region"] == "north" if stratified else np.ones(n, dtype=bool)
+    assert not ((out["age"] == "0-15") & north & ~alone).any()
+    assert not ((out["age"] == "0-15") & north & out["status"].notna()).any()
+    assert (out["status"].isna() == frame["status"].isna()).all()

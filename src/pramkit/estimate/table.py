@@ -847,9 +847,7 @@ def _levels(variable: Any) -> dict[str, list[Label]]:
     cats = variable.matrix.categories
     if not variable.is_joint:
         return {variable.name: list(cats)}
-    from pramkit.engine.codebook import JointCodebook  # the engine's own reading of the cells, column by column
-
-    return dict(zip(variable.read_columns, JointCodebook(cats, variable.read_columns).levels))
+    return dict(zip(variable.read_columns, variable.joint_levels()))  # the engine's own reading, column by column
 
 
 def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
