@@ -535,7 +535,7 @@ def kept_codes(keep: Mapping[str, Any] | None, categories: Mapping[str, Sequence
     return out
 
 
-def listed_codes(codes: Any, known: Iterable[str] = ()) -> frozenset[str]:
+def listed_codes(codes: Any, known: Iterable[str | None] = ()) -> frozenset[str]:
     """The canonical texts of kept codes given as a label, a text or a list of them: a text lists
     alternatives separated by ``|`` (``0-4|5-9``, as ``--keep-codes`` gives it) unless it is one of
     ``known`` (a category whose label holds a ``|``).
@@ -545,7 +545,7 @@ def listed_codes(codes: Any, known: Iterable[str] = ()) -> frozenset[str]:
     codes : label, str or list of them
         What a caller gave for one variable.
     known : iterable of str, optional
-        Canonical texts of the variable's categories.
+        Canonical texts of the variable's categories (``None``, missing, matches no text).
 
     Returns
     -------

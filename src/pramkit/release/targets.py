@@ -27,7 +27,7 @@ import numpy as np
 
 from pramkit.counts import CountTable
 from pramkit.errors import DataError, ParameterError
-from pramkit.labels import Label
+from pramkit.labels import Label, joint_cell
 from pramkit.structure import (
     RULE_BREAKING,
     Cells,
@@ -439,7 +439,7 @@ def _unpaired(cols: tuple[str, ...], strata: tuple[str, ...], cats: Mapping[str,
     g = len(strata)
     out: dict[str, tuple[Label, ...]] = {}
     for i, column in enumerate(cols):
-        held = {tuple(canonical(x) for x in (*cell[:g], cell[g + i])) for cell in cells.cells}
+        held = {tuple(canonical(x) for x in (*cell[:g], cell[g + i])) for cell in map(joint_cell, cells.cells)}
         alone = [(*stratum, value) for stratum in itertools.product(*(cats[c] for c in strata)) for value in cats[column]
                  if tuple(canonical(x) for x in (*stratum, value)) not in held]
         if alone:
