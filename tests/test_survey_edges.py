@@ -433,6 +433,12 @@ def test_under_16_has_no_economic_status(silc: Path, tmp_path: Path, rule: str, 
     code, audit, err = run(["audit", "--manifest", manifest, "--released", out, "--original", silc / "silc.csv",
                             "--key-file", silc / "secret.key"])
     assert code == 0, (audit, err)
+    resampled = tmp_path / "resampled.csv"                        # post-processing reads the unpaired values too
+    code, _, err = run(["resample", out, "--manifest", manifest, "--out", resampled, "--key-file", silc / "secret.key",
+                        "--quiet"])
+    assert code == 0, err
+    again = pd.read_csv(resampled, dtype=str, keep_default_na=False)
+    assert (again.loc[child, "ageg"] == "0-15").all() and (again.loc[~child, "ageg"] != "0-15").all()
 
 
 def test_a_child_with_a_status_breaks_the_rule(silc: Path, tmp_path: Path, capsys) -> None:
