@@ -361,6 +361,8 @@ class PramMatrix:
                 raise MatrixError(f"q has {s} entries but w has {wv.size}; give one of each per category")
         if s == 1:
             wv = np.zeros(1)  # a single row has no off-diagonal entry
+        _at_most_one(qv, "q")
+        _at_most_one(wv, "w")
         _check_rows(qv + (s - 1) * wv)
         qv.setflags(write=False)
         wv.setflags(write=False)
@@ -1126,8 +1128,7 @@ def _token(label: Label) -> Any:
 
 
 def _vector(values: ArrayLike, name: str) -> np.ndarray:
-    """A non-empty 1-D float copy of probabilities: finite values in [0, 1] (:class:`MatrixError` naming the
-    entry; a value above 1 is refused before a row's sum could overflow)."""
+    """A non-empty 1-D float copy of finite non-negative values (:class:`MatrixError` naming the entry)."""
     try:
         v = np.array(values, dtype=float, copy=True)
     except (TypeError, ValueError) as exc:
@@ -1140,10 +1141,15 @@ def _vector(values: ArrayLike, name: str) -> np.ndarray:
     bad = np.flatnonzero(v < 0)
     if bad.size:
         raise MatrixError(f"entry {name}[{bad[0]}] is negative ({v[bad[0]]!r})")
+    return v
+
+
+def _at_most_one(v: np.ndarray, name: str) -> None:
+    """Refuse an entry above 1 (:class:`MatrixError` naming it): entries are probabilities, and a huge one
+    would overflow a row's sum."""
     bad = np.flatnonzero(v > 1.0 + ROW_SUM_TOL)
     if bad.size:
         raise MatrixError(f"entry {name}[{bad[0]}] is {float(v[bad[0]])!r}, more than 1 (entries are probabilities)")
-    return v
 
 
 def _check_rows(sums: np.ndarray) -> None:
