@@ -467,8 +467,9 @@ def unpaired_notes(targets: Mapping[str, Target], rules: Rules | None) -> tuple[
             source = rules.source if rules is not None else "the design"
             notes.append(f"{shown} {'is' if len(values) == 1 else 'are'} in no allowed cell of {t.name}: the rules of "
                          f"{Path(source).name} forbid {'it' if len(values) == 1 else 'them'} with every value of "
-                         f"{others}, so a record holds {'it' if len(values) == 1 else 'one'} only where {others} "
-                         f"{'is' if ',' not in others else 'are'} missing, and such a record is released unperturbed "
+                         f"{others}, so a record holds {'it' if len(values) == 1 else 'one'} only where "
+                         f"{others + ' is' if ',' not in others else 'one of ' + others + ' is'} missing, and such a "
+                         "record is released unperturbed "
                          "(the manifest lists it as unpaired; no epsilon covers it)")
     return tuple(notes)
 
