@@ -1,8 +1,9 @@
-"""What some tests need beyond Python packages: Java (the Spark engine), R (``Rscript``) and Chromium.
+"""What the Spark tests need beyond Python packages: Java.
 
-A test that needs one that is absent is skipped, with one line saying what is missing; CI sets
-``PRAMKIT_REQUIRE_SPARK=1``, ``PRAMKIT_REQUIRE_R=1`` and ``PRAMKIT_REQUIRE_BROWSER=1``, so that
-there an absent one fails the tests instead of skipping them.
+A test that needs it is skipped when it is absent, with one line saying so; CI sets
+``PRAMKIT_REQUIRE_SPARK=1``, so that there an absent Java fails the tests instead of skipping them.
+(The tests that need R or Chromium skip in one line the same way, in their own modules, unless
+``PRAMKIT_REQUIRE_R=1`` or ``PRAMKIT_REQUIRE_BROWSER=1``.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 
 REQUIRE_SPARK = bool(os.environ.get("PRAMKIT_REQUIRE_SPARK"))
-REQUIRE_R = bool(os.environ.get("PRAMKIT_REQUIRE_R"))
 
 
 def java() -> str | None:
@@ -45,17 +45,3 @@ def require_spark() -> None:
         pytest.skip("Java is not installed, which Spark needs (JAVA_HOME unset and no java on PATH)",
                     allow_module_level=True)
 
-
-def rscript() -> str:
-    """The path of ``Rscript``; skip the calling test when R is absent, fail when CI requires R."""
-    found = shutil.which("Rscript")
-    if found is None:
-        if REQUIRE_R:
-            pytest.fail("Rscript is required (PRAMKIT_REQUIRE_R) but absent")
-        pytest.skip("Rscript is not installed (CI installs r-base-core, r-cran-haven and r-cran-jsonlite)")
-    return found
-
-
-#: Marks a test that runs R: skipped in one line when Rscript is absent, unless CI requires R.
-needs_r = pytest.mark.skipif(shutil.which("Rscript") is None and not REQUIRE_R,
-                             reason="Rscript is not installed (CI installs r-base-core, r-cran-haven and r-cran-jsonlite)")
