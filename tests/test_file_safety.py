@@ -652,10 +652,9 @@ def test_demo_into_a_mount_point(tmp_path: Path, capsys) -> None:
 @pytest.fixture(scope="module")
 def spark():
     """A local Spark session for the CLI runs of this module (``--spark-master local[1]``), stopped after them."""
-    if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
-        import pyspark  # noqa: F401
-    else:
-        pytest.importorskip("pyspark")
+    from _requires import require_spark
+
+    require_spark()
     from pramkit.engines import spark as ps
 
     session = ps.session("local[1]")

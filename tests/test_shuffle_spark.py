@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -16,10 +15,9 @@ from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file
 from pramkit.manifest import Manifest, PerturbedVariable
 
-if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
-    import pyspark  # noqa: F401  (CI must run these tests, not skip them)
-else:
-    pytest.importorskip("pyspark")
+from _requires import require_spark  # noqa: E402
+
+require_spark()
 
 pytestmark = pytest.mark.slow
 

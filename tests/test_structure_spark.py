@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
@@ -16,10 +15,9 @@ from pramkit.io import write_table
 from pramkit.engine.perturb import apply_file
 from pramkit.engine.rng import SecretKey
 
-if os.environ.get("PRAMKIT_REQUIRE_SPARK"):
-    import pyspark  # noqa: F401  (CI must run these tests, not skip them)
-else:
-    pytest.importorskip("pyspark")
+from _requires import require_spark  # noqa: E402
+
+require_spark()
 
 from pramkit.engines import spark as ps  # noqa: E402
 

@@ -156,6 +156,72 @@ def test_realised_transitions_match_the_expected_matrix(sizes: list[int]):
     assert np.abs(realised - expected).max() < 0.006
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 5_000), min_size=2, max_size=7),
+       st.one_of(st.floats(0.0, 1.0), st.sampled_from([1.0, 1.0 - 1e-12, 0.999999, 0.99, 0.0])),
+       st.sampled_from(["same-parent", "any-area"]))
+def test_the_expected_matrix_is_a_matrix_at_every_rate(sizes: list[int], rate: float, donors: str) -> None:
+    """Any areas, any rate in [0, 1] (1 and next to it included), both donor rules: the expected matrix
+    is valid (no negative entry: the first-order formula's diagonal went below 0 at high rates), its rows
+    sum to 1, the households per area are stationary (a swap exchanges households), and the flows keep
+    their budgets: no area pairs more households than it selects, nor gives more donors than it has."""
+    from pramkit.engine.swap.implied import swap_flows
+
+    m = random_swap_matrix(rate, list(range(len(sizes))), households=sizes, donors=donors).matrix
+    n = np.asarray(sizes, dtype=float)
+    assert (m >= 0).all() and np.allclose(m.sum(axis=1), 1.0, atol=1e-12)
+    assert np.allclose(n @ m, n, rtol=1e-9, atol=1e-9)
+    g = swap_flows(rate, sizes, donors=donors)
+    assert (np.diag(g) == 0).all() and (g >= 0).all()
+    assert (g.sum(axis=1) <= rate * n / 2 * (1 + 1e-9) + 1e-9).all()
+    assert (g.sum(axis=0) <= n * (1 + 1e-9)).all()
+
+
+@pytest.mark.parametrize("donors", ["same-parent", "any-area"])
+def test_rate_one_between_unequal_areas_against_the_count_by_hand(donors: str) -> None:
+    """300 and 100 one-person households at rate 1: area B selects 50, all find donors in A; A selects
+    150, and only B's 50 others are left to be their donors (under any-area, B's households are donors
+    whether or not B's turn came first), so 100 of A's 300 move and all of B's 100: whatever the key, the
+    realised table is the matrix's, exactly."""
+    m = random_swap_matrix(1.0, ["A", "B"], households=[300, 100], donors=donors).matrix
+    assert np.allclose(m, [[2 / 3, 1 / 3], [1.0, 0.0]], atol=1e-6)  # the fluid limit integrated: O(steps^-2)
+    area = np.repeat([0, 1], [300, 100])
+    data = pd.DataFrame({"hid": np.arange(400), "area": np.where(area == 0, "A", "B"), "one": 1})
+    for seed in range(3):
+        r = swap_frame(data, plan_swap("hid", ["area"], similar=[["one"]], rate=1.0, donors=donors),
+                       key=bytes([seed]) * 32)
+        released = (r.frame["area"] == "B").astype(int).to_numpy()
+        assert transition_table(area, released, 2).tolist() == [[200, 100], [100, 0]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("donors,tolerance", [("same-parent", 0.02), ("any-area", 0.03)])
+@pytest.mark.parametrize("rate", [0.5, 0.9, 0.99, 1.0])
+def test_realised_transitions_match_the_expected_matrix_at_high_rates(rate: float, donors: str,
+                                                                      tolerance: float) -> None:
+    """Up to rate 1, the realised table over 12 keys (six unequal areas of one-person households) lies
+    within the tolerance of the expected matrix; the first-order formula it replaces is off by more than
+    0.03 from rate 0.9 on (and has a negative diagonal at rate 1)."""
+    sizes = [1_000, 2_000, 3_000, 4_000, 6_000, 8_000]
+    areas = len(sizes)
+    area = np.repeat(np.arange(areas), sizes)
+    data = pd.DataFrame({"hid": np.arange(area.size), "area": area, "one": 1})
+    table = np.zeros((areas, areas))
+    for seed in range(12):
+        r = swap_frame(data, plan_swap("hid", ["area"], similar=[["one"]], rate=rate, donors=donors),
+                       key=bytes([seed + 7]) * 32)
+        table += transition_table(area, r.frame["area"].to_numpy(), areas)
+    realised = table / table.sum(axis=1, keepdims=True)
+    expected = random_swap_matrix(rate, list(range(areas)), households=sizes, donors=donors).matrix
+    assert np.abs(realised - expected).max() < tolerance
+    n = np.asarray(sizes, dtype=float)
+    first = rate / 2 * n[None, :] / (n.sum() - n[:, None]) + rate / 2 * (n / (n.sum() - n))[None, :]
+    np.fill_diagonal(first, 0.0)
+    np.fill_diagonal(first, 1.0 - first.sum(axis=1))
+    if rate >= 0.9:
+        assert np.abs(realised - first).max() > 0.03
+
+
 def test_same_key_same_release_and_another_key_another():
     data = census_households(20_000)
     plan = plan_swap("hid", ["region", "area"], risk_vars=["age", "sex"], similar=[["hsize"]], rate=0.1)

@@ -56,7 +56,7 @@ FREQUENCY_SOURCES: tuple[str, ...] = ("dp_counts", "prior", "none", "exact")
 
 #: What kinds of value a release can show exactly (:class:`ExactFact`), in the order the sentence names them.
 FACT_KINDS: tuple[str, ...] = ("stratum", "block", "kept_code", "missing", "missing_code", "joint_missing",
-                               "stratum_missing", "rule_breaker", "household", "weights")
+                               "stratum_missing", "unpaired", "rule_breaker", "household", "weights")
 
 #: Where a variable's list of categories came from.
 CategorySource = Literal["declared", "prior", "data"]
@@ -79,7 +79,9 @@ class ExactFact:
         user-missing values, kept as they are),
         ``"joint_missing"`` (which columns of a joint variable are missing; the others are
         perturbed by the matrix's margin over them), ``"stratum_missing"`` (a record whose
-        stratum is missing: its values of the variable are released unperturbed),
+        stratum is missing: its values of the variable are released unperturbed), ``"unpaired"``
+        (a record holding a value that the edit rules allow only with another column of the joint
+        variable missing: its values are released unperturbed),
         ``"rule_breaker"`` (records that break an edit rule, released unperturbed) or
         ``"household"`` (the household id, released as it is; the household variables are
         drawn once per household) or ``"weights"`` (sampling weight columns, released as they
@@ -105,7 +107,7 @@ class ExactFact:
     >>> ExactFact("guessed", ("age",), "x")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'missing_code', 'joint_missing', 'stratum_missing', 'rule_breaker', 'household', 'weights'), got 'guessed'
+    pramkit.errors.ParameterError: a released-exactly fact's kind must be one of ('stratum', 'block', 'kept_code', 'missing', 'missing_code', 'joint_missing', 'stratum_missing', 'unpaired', 'rule_breaker', 'household', 'weights'), got 'guessed'
     """
 
     kind: str
@@ -182,7 +184,7 @@ class ExactFact:
 
 
 #: Kinds of fact whose values are released unperturbed: no epsilon covers them (stated after the bound).
-_UNCOVERED_KINDS = ("stratum_missing", "rule_breaker", "weights")
+_UNCOVERED_KINDS = ("stratum_missing", "unpaired", "rule_breaker", "weights")
 
 
 def _tuples(x: Any) -> Any:
@@ -247,6 +249,10 @@ def fact_words(fact: ExactFact) -> str:
     if k == "stratum_missing":
         return (f"the values of {', '.join(fact.values)} in a record whose stratum ({fact.column}) is missing are "
                 "released unperturbed")
+    if k == "unpaired":
+        held = " or ".join(str(x) for x in fact.values)
+        return (f"the values of {fact.column} in a record that holds {held}, which the edit rules allow only where "
+                "another of them is missing, are released unperturbed")
     if k == "rule_breaker":
         return "records that break an edit rule are released unperturbed"
     if k == "household":

@@ -91,6 +91,12 @@ class PerturbedVariable:
         A derived release (``pramkit design --derive-from``): the matrix of the release this
         one perturbs again, on the same categories; the variable's epsilon is then that of
         the composed law (:func:`pramkit.design.nested.composed_epsilon`).
+    unpaired : mapping of str to tuple of labels
+        For a joint variable whose missing values are kept: each perturbed column's values (with
+        strata, ``(*strata values, value)`` tuples) that lie in no cell, because the edit rules
+        forbid them with every value of the other columns.  The rules allow such a value only
+        where another column is missing; a record holding one is released unperturbed (the
+        ledger's fact ``"unpaired"``), where the matrix's margin has no row for it.
 
     Raises
     ------
@@ -120,6 +126,7 @@ class PerturbedVariable:
     given: tuple[str, ...] = ()
     unit: str | None = None
     applied_to: PramMatrix | None = None
+    unpaired: Mapping[str, tuple[Label, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -155,10 +162,99 @@ class PerturbedVariable:
             raise ManifestError(f"variable {self.name!r}: a derived variable perturbs one column again, on the "
                                 "categories of the matrix it is applied to, without strata, kept codes or households")
         own = [c[len(self.given):] if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
+        object.__setattr__(self, "unpaired", self._checked_unpaired())
         if self.missing == "category" and not any(x is None for c in own for x in c):
             raise ManifestError(
                 f"variable {self.name!r}: missing is declared a category, so null must be one of its categories"
             )
+
+    def _checked_unpaired(self) -> dict[str, tuple[Label, ...]]:
+        """:attr:`unpaired` as a plain dict of tuples, checked: own columns of a joint variable whose
+        missing values are kept, each label a value (with strata, one per stratum column first) in no cell."""
+        unpaired = {str(c): tuple(tuple(x) if isinstance(x, list) else x for x in values)
+                    for c, values in dict(self.unpaired or {}).items() if values}
+        if not unpaired:
+            return {}
+        from pramkit.engine.codebook import canonical
+        if not self.own_columns_joint or self.missing != "keep" or self.unit is not None:
+            raise ManifestError(f"variable {self.name!r}: only a joint variable whose missing values are kept has "
+                                "unpaired values (values the rules allow only with another column missing)")
+        g = len(self.given)
+        for column, values in unpaired.items():
+            if column not in self.columns:
+                raise ManifestError(f"variable {self.name!r}: unpaired values of {column!r}, which is not one of its "
+                                    f"columns {list(self.columns)}")
+            at = g + self.columns.index(column)
+            cells = {tuple(canonical(x) for x in (*joint_cell(c)[:g], joint_cell(c)[at])) for c in self.matrix.categories}
+            for x in values:
+                label = x if isinstance(x, tuple) else (x,)
+                if len(label) != g + 1 or not all(v is None or isinstance(v, (str, int, float)) for v in label):
+                    raise ManifestError(f"variable {self.name!r}: an unpaired value of {column!r} must be "
+                                        + ("a value" if not g else f"a list of {g + 1} values, the strata first")
+                                        + f", got {x!r}")
+                if label[-1] is None or tuple(canonical(v) for v in label) in cells:
+                    raise ManifestError(f"variable {self.name!r}: the unpaired value {x!r} of {column!r} is "
+                                        + ("missing" if label[-1] is None else "in a cell of the matrix"))
+        return unpaired
+
+    def holds_unpaired(self, column: str, label: tuple) -> bool:
+        """Whether ``label`` (the strata's values, then ``column``'s) is one of :attr:`unpaired`.
+
+        Examples
+        --------
+        >>> cells = [("16+", "work"), ("16+", "none")]
+        >>> v = PerturbedVariable("age*status", PramMatrix.form8([0.7, 0.7], categories=cells),
+        ...                       columns=("age", "status"), unpaired={"age": ("0-15",)})
+        >>> v.holds_unpaired("age", ("0-15",)), v.holds_unpaired("age", ("16+",))
+        (True, False)
+        """
+        from pramkit.engine.codebook import canonical
+
+        texts = {tuple(canonical(v) for v in (x if isinstance(x, tuple) else (x,)))
+                 for x in self.unpaired.get(column, ())}
+        return tuple(canonical(v) for v in label) in texts
+
+    def joint_levels(self) -> list[list[Label]]:
+        """Each read column's values, as the engine encodes them: the cells' values in order of first
+        appearance, then the column's unpaired values.
+
+        Examples
+        --------
+        >>> cells = [("16+", "work"), ("16+", "none")]
+        >>> PerturbedVariable("age*status", PramMatrix.form8([0.7, 0.7], categories=cells),
+        ...                   columns=("age", "status"), unpaired={"age": ("0-15",)}).joint_levels()
+        [['16+', '0-15'], ['work', 'none']]
+        """
+        from pramkit.engine.codebook import canonical
+
+        g = len(self.given)
+        out: list[list[Label]] = []
+        for i, column in enumerate(self.read_columns):
+            seen: dict[str | None, Label] = {}
+            for c in self.matrix.categories:
+                seen.setdefault(canonical(joint_cell(c)[i]), joint_cell(c)[i])
+            for x in self.unpaired.get(column, ()) if i >= g else ():
+                value = x[-1] if isinstance(x, tuple) else x
+                seen.setdefault(canonical(value), value)
+            out.append(list(seen.values()))
+        return out
+
+    def joint_codebook(self) -> Any:
+        """The :class:`pramkit.engine.codebook.JointCodebook` of a joint variable: its cells, over the read
+        columns' values (:meth:`joint_levels`: the cells', then the unpaired ones).
+
+        Examples
+        --------
+        >>> cells = [("16+", "work"), ("16+", "none")]
+        >>> v = PerturbedVariable("age*status", PramMatrix.form8([0.7, 0.7], categories=cells),
+        ...                       columns=("age", "status"), unpaired={"age": ("0-15",)})
+        >>> v.joint_codebook().levels
+        [['16+', '0-15'], ['work', 'none']]
+        """
+        from pramkit.engine.codebook import JointCodebook
+
+        return JointCodebook([joint_cell(c) for c in self.matrix.categories], self.read_columns,
+                             self.joint_levels() if self.unpaired else None)
 
     @property
     def is_joint(self) -> bool:
@@ -428,6 +524,10 @@ class PerturbedVariable:
                          else ExactFact.of("missing", (self.name,)))
         if self.given:
             facts.append(ExactFact.of("stratum_missing", (self.name,), values=self.columns, column=", ".join(self.given)))
+        if self.unpaired:
+            shown = tuple(f"{c}={x[-1] if isinstance(x, tuple) else x}" for c, xs in self.unpaired.items() for x in xs)
+            facts.append(ExactFact.of("unpaired", (self.name,), values=tuple(dict.fromkeys(shown)),
+                                      column=", ".join(self.columns)))
         return facts
 
     def _kept_facts(self) -> list[ExactFact]:
@@ -505,6 +605,8 @@ class PerturbedVariable:
             "min_diagonal": m.min_diagonal,
             "design": design,
             **({"applied_to": self.applied_to.to_dict()} if self.applied_to is not None else {}),
+            **({"unpaired": {c: [list(x) if isinstance(x, tuple) else x for x in xs]
+                             for c, xs in self.unpaired.items()}} if self.unpaired else {}),
         }
 
 
@@ -744,8 +846,7 @@ class Manifest:
         if codes and kept:  # a format whose missing values are codes (io_stat.missing_code_words), named at design
             facts.append(ExactFact.of("missing_code", tuple(kept), values=(codes,)))
         facts += [f for f in per_variable if f.kind not in ("block", "kept_code", "missing")]
-        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
-        if isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep":
+        if self.keeps_rule_breakers:
             facts.append(ExactFact.of("rule_breaker", tuple(self.names)))
         units: dict[str, list[str]] = {}
         for v in self.variables:
@@ -782,6 +883,21 @@ class Manifest:
     @property
     def names(self) -> list[str]:
         return [v.name for v in self.variables]
+
+    @property
+    def keeps_rule_breakers(self) -> bool:
+        """The design kept the records that break an edit rule (``input.structure.rule_breaking`` is
+        ``"keep"``): the engine releases a record outside its variable's cells unperturbed, and estimates
+        take such a record's combination as released exactly.
+
+        Examples
+        --------
+        >>> m = Manifest.of({"sex": PramMatrix.form8([0.8, 0.8], categories=["f", "m"])})
+        >>> m.keeps_rule_breakers
+        False
+        """
+        structure = self.input.get("structure") if isinstance(self.input, Mapping) else None
+        return isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep"
 
     @property
     def columns(self) -> list[str]:
@@ -1116,8 +1232,11 @@ def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
     missing = v.get("missing", "keep")
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
+    unpaired = v.get("unpaired", {})
+    if not isinstance(unpaired, dict) or not all(isinstance(x, list) for x in unpaired.values()):
+        raise ManifestError(f"field '{where}.unpaired' must map column names to lists of values")
     try:
-        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit, applied_to)
+        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit, applied_to, unpaired)
     except ManifestError as exc:
         raise ManifestError(f"field '{where}': {exc}") from None
 

@@ -361,6 +361,8 @@ class PramMatrix:
                 raise MatrixError(f"q has {s} entries but w has {wv.size}; give one of each per category")
         if s == 1:
             wv = np.zeros(1)  # a single row has no off-diagonal entry
+        _at_most_one(qv, "q")
+        _at_most_one(wv, "w")
         _check_rows(qv + (s - 1) * wv)
         qv.setflags(write=False)
         wv.setflags(write=False)
@@ -555,7 +557,8 @@ class PramMatrix:
         Raises
         ------
         MatrixError
-            For a rate that is not positive and finite, or fewer than two categories.
+            For a rate that is not positive and finite (or below about 5.6e-17: e^-rate rounds to 1),
+            or fewer than two categories.
 
         Examples
         --------
@@ -568,6 +571,9 @@ class PramMatrix:
         r = float(rate)
         if not (math.isfinite(r) and r > 0):
             raise MatrixError(f"the rate of a truncated geometric matrix must be positive and finite, got {rate!r}")
+        if math.exp(-r) == 1.0:  # a = e^-rate rounds to 1: the geometric series' 1 - a would be 0
+            raise MatrixError(f"the rate of a truncated geometric matrix must be large enough that e^-rate is below 1 "
+                              f"as a double (about 5.6e-17), got {rate!r}")
         if len(categories) < 2:
             raise MatrixError("a truncated geometric matrix needs at least two categories")
         out = cls.__new__(cls)
@@ -753,9 +759,10 @@ class PramMatrix:
             elif self.geometric_rate is not None:
                 rate, (_, inner, end), n = self.geometric_rate, self._geometric_parts(), self.size
                 x = np.arange(n)
-                cached = inner * np.exp(-rate * np.abs(x[None, :] - x[:, None]).astype(float))
-                cached[:, 0] = end * np.exp(-rate * x)
-                cached[:, n - 1] = end * np.exp(-rate * (n - 1 - x))
+                with np.errstate(over="ignore"):  # rate x distance beyond a double: e^-inf is the 0 it tends to
+                    cached = inner * np.exp(-rate * np.abs(x[None, :] - x[:, None]).astype(float))
+                    cached[:, 0] = end * np.exp(-rate * x)
+                    cached[:, n - 1] = end * np.exp(-rate * (n - 1 - x))
             else:
                 q, w = self.__dict__["_q"], self.__dict__["_w"]
                 cached = np.repeat(w[:, None], q.size, axis=1)
@@ -803,7 +810,10 @@ class PramMatrix:
             return self._exponential_epsilon()
         if self.geometric_rate is not None:  # rate (S - 1) in exact arithmetic, rounded up
             exact = Fraction(self.geometric_rate) * (self.size - 1)
-            up = float(exact)
+            try:
+                up = float(exact)
+            except OverflowError:  # beyond the largest double: the outward bound is inf
+                return math.inf
             return up if Fraction(up) >= exact else math.nextafter(up, math.inf)
         return matrix_epsilon(self.matrix)
 
@@ -1132,6 +1142,14 @@ def _vector(values: ArrayLike, name: str) -> np.ndarray:
     if bad.size:
         raise MatrixError(f"entry {name}[{bad[0]}] is negative ({v[bad[0]]!r})")
     return v
+
+
+def _at_most_one(v: np.ndarray, name: str) -> None:
+    """Refuse an entry above 1 (:class:`MatrixError` naming it): entries are probabilities, and a huge one
+    would overflow a row's sum."""
+    bad = np.flatnonzero(v > 1.0 + ROW_SUM_TOL)
+    if bad.size:
+        raise MatrixError(f"entry {name}[{bad[0]}] is {float(v[bad[0]])!r}, more than 1 (entries are probabilities)")
 
 
 def _check_rows(sums: np.ndarray) -> None:

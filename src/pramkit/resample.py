@@ -566,7 +566,7 @@ def _encode(table: pa.Table, man: Manifest, public: list[str],
         cats = list(v.release_matrix.categories)
         cols = [_blanked(table, c, missing)[0] for c in v.read_columns]
         if v.is_joint:
-            code, _outside = JointCodebook([joint_cell(c) for c in cats], v.read_columns).encode_cells(cols)
+            code, _outside = v.joint_codebook().encode_cells(cols)  # its cells, over the unpaired values too
         else:
             code = Codebook(cats, column=v.name, missing=v.missing).encode(cols[0])
         codes[:, j] = np.where(code == MISSING, len(cats), code)
@@ -631,6 +631,10 @@ def _check_rule_values(rules: Rules, nodes: list[Node]) -> None:
     """Every value a rule lists is a category of its column (a public column may lack a value in this file)."""
     categories: dict[str, list[Label]] = {}
     for n in nodes:
+        if n.variable is not None and n.variable.is_joint:  # its cells' values and its unpaired ones
+            for c, levels in zip(n.columns, n.variable.joint_levels()):
+                categories.setdefault(c, levels)
+            continue
         cells = n.cells()
         for i, c in enumerate(n.columns):
             categories.setdefault(c, list(dict.fromkeys(cell[i] for cell in cells)))

@@ -509,14 +509,22 @@ def kept_codes(keep: Mapping[str, Any] | None, categories: Mapping[str, Sequence
     --------
     >>> sorted(kept_codes({"age": "0-4|5-9"}, {"age": ["0-4", "5-9", "10-14"]})["age"])
     ['0-4', '5-9']
+
+    A list's texts list alternatives too (what ``--keep-codes age=0-4|5-9,age=10-14`` gives), unless a
+    text is a category itself:
+
+    >>> sorted(kept_codes({"age": ["0-4|5-9", "10-14"]}, {"age": ["0-4", "5-9", "10-14", "15+"]})["age"])
+    ['0-4', '10-14', '5-9']
+    >>> sorted(kept_codes({"flag": ["a|b"]}, {"flag": ["a|b", "c"]})["flag"])
+    ['a|b']
     """
     out: dict[str, frozenset[str]] = {}
     for name, codes in (keep or {}).items():
         if name not in categories:
             raise ParameterError(f"kept codes name {name!r}, which is not among the perturbed variables "
                                  f"({', '.join(categories)})")
-        texts = alternatives(codes)
         known = {canonical(c) for c in categories[name]}
+        texts = listed_codes(codes, known)
         unknown = sorted(texts - known)
         if unknown:
             raise ParameterError(f"kept code {unknown[0]!r} is not a category of {name!r} "
@@ -525,6 +533,33 @@ def kept_codes(keep: Mapping[str, Any] | None, categories: Mapping[str, Sequence
             raise ParameterError(f"give at least one kept code for {name!r}")
         out[name] = texts
     return out
+
+
+def listed_codes(codes: Any, known: Iterable[str | None] = ()) -> frozenset[str]:
+    """The canonical texts of kept codes given as a label, a text or a list of them: a text lists
+    alternatives separated by ``|`` (``0-4|5-9``, as ``--keep-codes`` gives it) unless it is one of
+    ``known`` (a category whose label holds a ``|``).
+
+    Parameters
+    ----------
+    codes : label, str or list of them
+        What a caller gave for one variable.
+    known : iterable of str, optional
+        Canonical texts of the variable's categories (``None``, missing, matches no text).
+
+    Returns
+    -------
+    frozenset of str
+
+    Examples
+    --------
+    >>> sorted(listed_codes(["0-4|5-9", "10-14"])), sorted(listed_codes("a|b", {"a|b"}))
+    (['0-4', '10-14', '5-9'], ['a|b'])
+    """
+    whole = set(known)
+    items = list(codes) if isinstance(codes, (list, tuple, set, frozenset)) else [codes]
+    return frozenset().union(*(alternatives(x) if isinstance(x, str) and canonical(x.strip()) not in whole
+                               else alternatives([x]) for x in items))
 
 
 def parse_assignments(text: str | None, flag: str, example: str) -> dict[str, list[str]] | None:

@@ -457,8 +457,15 @@ def _design_checks(v: PerturbedVariable, prov: Provenance) -> list[Check]:
     from pramkit.audit.certificates import nested_checks
 
     out: list[Check] = []
-    p = np.asarray(prov.parameters["p"], dtype=float)
+    try:
+        p = np.ravel(np.asarray(prov.parameters["p"], dtype=float))
+    except (TypeError, ValueError, OverflowError):
+        p = np.array([math.nan])
     m = v.matrix.matrix
+    if not (np.isfinite(p).all() and (p >= 0).all() and math.isclose(float(p.sum()), 1.0, rel_tol=1e-9)):
+        return [Check("manifest", v.name, "design.parameters.p", False,
+                      "the design's frequencies p are not a distribution (finite, non-negative, summing to 1): "
+                      "its information and certificate cannot be checked")]
     if p.size != m.shape[0]:
         return out
     channel = None if v.applied_to is None else _channel(v.applied_to)

@@ -4,7 +4,7 @@ epsilon covers them (the primitives of :mod:`pramkit.audit.manifest` and :mod:`p
 from __future__ import annotations
 
 import math
-from decimal import Context, Decimal
+from decimal import Context, Decimal, DivisionByZero, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
@@ -20,7 +20,8 @@ DENSE_CATEGORIES = 3000
 COMPOSED_CATEGORIES = 200
 #: A stated epsilon above the exact one by more than this (relative) is called conservative.
 TIGHT_RTOL = 1e-9
-_CTX = Context(prec=60)
+#: 60 digits; an exponent beyond Decimal's range gives an infinity rather than raising Overflow.
+_CTX = Context(prec=60, traps=[InvalidOperation, DivisionByZero])
 
 
 def stated_epsilon(value: Any) -> float | None:
@@ -132,13 +133,16 @@ def holds(stated: float, ratio: Fraction | float) -> tuple[bool, bool]:
     ((True, True), (False, False), (True, False))
     >>> holds(math.inf, math.inf), holds(5.0, math.inf)
     ((True, True), (False, False))
+    >>> holds(1e20, Fraction(3))                     # e^1e20 is beyond Decimal's range: above any ratio
+    (True, False)
     """
     if math.isinf(ratio):
         return math.isinf(stated), math.isinf(stated)
     if math.isinf(stated):
         return True, False
     power = Decimal(stated).exp(_CTX)
-    proved = Fraction(_CTX.next_minus(power)) >= ratio
+    # e^stated beyond Decimal's range is above any ratio of doubles (at most 2^2098): proved
+    proved = power.is_infinite() or Fraction(_CTX.next_minus(power)) >= ratio
     exact = _log(ratio)
     return proved, proved and stated <= exact + TIGHT_RTOL * max(1.0, exact)
 

@@ -191,8 +191,8 @@ def encoded(variable: PerturbedVariable, table: pa.Table, codes: MissingCodes) -
     columns = [_column(table, c, codes) for c in variable.read_columns]
     if variable.is_joint:
         # a joint variable's categories are tuples (PerturbedVariable checks it)
-        cells = [joint_cell(c) for c in variable.matrix.categories]
-        return JointCodebook(cells, variable.read_columns).encode_cells(columns)
+        joint: JointCodebook = variable.joint_codebook()
+        return joint.encode_cells(columns)
     book = Codebook(variable.matrix.categories, column=variable.name, missing=variable.missing)
     found = np.array(book.encode(columns[0]), dtype=np.intp)
     return found, np.zeros(found.size, dtype=bool)

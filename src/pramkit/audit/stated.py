@@ -23,7 +23,7 @@ import copy
 import math
 import re
 from collections.abc import Mapping, Sequence
-from decimal import ROUND_CEILING, Context, Decimal
+from decimal import ROUND_CEILING, Context, Decimal, DivisionByZero, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
@@ -44,8 +44,10 @@ from pramkit.errors import ManifestError
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 
-_CTX = Context(prec=60)
-_UP = Context(prec=60, rounding=ROUND_CEILING)
+#: 60 digits; an exponent beyond Decimal's range gives an infinity (a bound that still holds: ``e^1e308`` is
+#: above any double) rather than raising Overflow.
+_CTX = Context(prec=60, traps=[InvalidOperation, DivisionByZero])
+_UP = Context(prec=60, rounding=ROUND_CEILING, traps=[InvalidOperation, DivisionByZero])
 _FIELD = re.compile(r"field '([^']+)'")
 _VARIABLE = re.compile(r"^variables\[(\d+)\]\.?(.*)$")
 #: The stated figures pramkit writes at the top of a version-5 manifest.

@@ -40,10 +40,64 @@ COMMANDS = list(HELP)
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (and subcommand parsers of the same kind)."""
+    """An argument parser whose usage errors are one line (and subcommand parsers of the same kind), and
+    whose options take a value that begins with ``-`` (``--na-values -9,NA``) as argparse takes
+    ``--na-values=-9,NA``."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]  # same signature, typed
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        return super().parse_known_args(None if args is None else dash_values(self, list(args)), namespace)
+
+
+def dash_values(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
+    """``args`` with each option that takes one value joined to a next word that begins with ``-`` and is
+    no option of ``parser`` (``--na-values -9,NA`` becomes ``--na-values=-9,NA``): argparse would take
+    that word for an option and refuse the command.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The parser whose options are read.
+    args : list of str
+        The command line after the parser's own name.
+
+    Returns
+    -------
+    list of str
+        The same words, some joined; a word after ``--`` is left as it is.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(prog="x")
+    >>> _ = p.add_argument("--na-values"); _ = p.add_argument("--json", action="store_true")
+    >>> dash_values(p, ["--na-values", "-9,NA,.", "--json"])
+    ['--na-values=-9,NA,.', '--json']
+    >>> dash_values(p, ["--na-values", "--json"])     # an option: the value is missing, as argparse says
+    ['--na-values', '--json']
+    >>> p.parse_args(dash_values(p, ["--na-values", "-9"])).na_values
+    '-9'
+    """
+    actions = [a for a in parser._actions if a.option_strings]  # argparse keeps them only here
+    one = {s for a in actions if a.nargs is None for s in a.option_strings}
+    options = {s for a in actions for s in a.option_strings}
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            return out + args[i:]
+        following = args[i + 1] if i + 1 < len(args) else None
+        if (word in one and following is not None and following.startswith("-") and following != "--"
+                and not any(o.startswith(following.split("=", 1)[0]) for o in options)):
+            out.append(f"{word}={following}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

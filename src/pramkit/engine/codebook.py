@@ -1090,6 +1090,10 @@ class JointCodebook:
         edit rule).
     columns : sequence of str
         The columns, one per position of the tuples.
+    levels : sequence of sequences of labels, optional
+        Each column's values, when they are more than the cells' (values in no cell, which a record
+        holds only with another column missing: :attr:`pramkit.manifest.PerturbedVariable.unpaired`);
+        default the cells' values, in order of first appearance.
 
     Examples
     --------
@@ -1105,13 +1109,16 @@ class JointCodebook:
     [['b', 'a', None], ['y', 'x', None]]
     """
 
-    def __init__(self, categories: Sequence[tuple], columns: Sequence[str]) -> None:
+    def __init__(self, categories: Sequence[tuple], columns: Sequence[str],
+                 levels: Sequence[Sequence[Label]] | None = None) -> None:
         self.columns = list(columns)
         self.levels: list[list[Label]] = []
         for i in range(len(self.columns)):
             seen: dict[str | None, Label] = {}
             for cell in categories:
                 seen.setdefault(canonical(cell[i]), cell[i])
+            for value in levels[i] if levels is not None else ():
+                seen.setdefault(canonical(value), value)
             self.levels.append(list(seen.values()))
         self.shape = tuple(len(lv) for lv in self.levels)
         self.books = [Codebook(lv, column=c, missing="category" if None in lv else "keep")

@@ -22,7 +22,7 @@ import itertools
 import os
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -470,8 +470,12 @@ class _Perturber:
             lut = np.full(int(np.prod(shape)), MISSING, dtype=np.intp)
             lut[np.ravel_multi_index(lab_codes.T, shape)] = np.arange(len(labels))
             mcodes = lut[np.ravel_multi_index(level[list(present)][:, mask], shape)]
-            if (mcodes < 0).any() and not self.keep_outside:  # the present values break an edit rule
-                bad = int(np.flatnonzero(mask)[np.flatnonzero(mcodes < 0)[0]])
+            # present values in no cell: released as they are when one of them is unpaired (the rules allow it
+            # only with a missing column), or when the design kept rule breakers; else an error
+            nowhere = np.flatnonzero(mask)[mcodes < 0]
+            alone = self._unpaired(level, present, nowhere)
+            if not alone.all() and not self.keep_outside:
+                bad = int(nowhere[~alone][0])
                 raise DataError(f"columns {book.columns}, row {int(row_of[bad]) + 1}: the values "
                                 f"{[book.levels[i][level[i, bad]] for i in present]!r} of "
                                 f"{[book.columns[i] for i in present]} are in none of the joint categories (they break "
@@ -491,6 +495,28 @@ class _Perturber:
                 flags[targets] = True
                 out[i - own] = pc.replace_with_mask(_combined(out[i - own]), pa.array(flags), values)
         return out
+
+    def _unpaired(self, level: np.ndarray, present: tuple[int, ...], records: np.ndarray) -> np.ndarray:
+        """Which of ``records`` (positions in ``level``, whose present values are in no cell) hold, in a
+        present column, a value the manifest lists as unpaired (with its strata's values)."""
+        v, book = self.variable, self.joint
+        held = np.zeros(records.size, dtype=bool)
+        if not v.unpaired or records.size == 0:
+            return held
+        assert book is not None  # only a joint variable has unpaired values
+        g = len(v.given)
+        for i in present:
+            if i < g or v.read_columns[i] not in v.unpaired:
+                continue
+            at = [*range(g), i]
+            sizes = [len(book.levels[j]) for j in at]
+            labels = [x if isinstance(x, tuple) else (x,) for x in v.unpaired[v.read_columns[i]]]
+            codes = [[book.books[j].lookup.get(canonical(x), -1) for j, x in zip(at, label)] for label in labels]
+            codes = [c for c in codes if min(c) >= 0]  # a stratum value the cells never hold: no record has it
+            if codes:
+                listed = np.ravel_multi_index(np.array(codes, dtype=np.intp).T, sizes)
+                held |= np.isin(np.ravel_multi_index(level[at][:, records], sizes), listed)
+        return held
 
     def add(self, counts: tuple[int, int, int, int]) -> None:
         """Add the counts of one :meth:`release` to the running totals."""
@@ -713,7 +739,7 @@ def _prepared(variable: PerturbedVariable) -> tuple[Sampler, Codebook | JointCod
     if entry is not None and entry[0]() is m:
         return entry[1], entry[2]
     book: Codebook | JointCodebook = (
-        JointCodebook([joint_cell(c) for c in m.categories], variable.read_columns) if variable.is_joint
+        variable.joint_codebook() if variable.is_joint
         else Codebook(m.categories, column=variable.name, missing=variable.missing))
     sampler = sampler_for(m)
     _PREPARED[key] = (weakref.ref(m, functools.partial(_forget, key)), sampler, book)
@@ -818,9 +844,8 @@ class TablePerturber:
                  *, threads: int | None = None, release: str = "") -> None:
         self.manifest = manifest
         self.key = release_key(key, manifest, release)
-        structure = manifest.input.get("structure") if isinstance(manifest.input, Mapping) else None
-        keep_outside = isinstance(structure, Mapping) and structure.get("rule_breaking") == "keep"
-        self._perturbers = [_Perturber(v, self.key, missing_codes, keep_outside) for v in manifest.variables]
+        self._perturbers = [_Perturber(v, self.key, missing_codes, manifest.keeps_rule_breakers)
+                            for v in manifest.variables]
         self.threads = available_threads() if threads is None else int(threads)
         if self.threads < 1:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")

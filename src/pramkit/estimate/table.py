@@ -674,9 +674,10 @@ def estimate_table(
     raw_categories = counted.categories
     if shared:
         counted = _repeat_strata(counted, raw)
+    kept: dict[str, list[tuple]] = {}
     if raw != axes:
-        counted = _cells_table(counted, manifest, axes, read)
-    matrices: list[PramMatrix | None] = [manifest[n].release_matrix if n in manifest.names else None for n in axes]
+        counted, kept = _cells_table(counted, manifest, axes, read)
+    matrices = _matrices(manifest, axes, kept)
     check_matrix_memory(axes, matrices)
     categories = counted.categories
     for name, cats in zip(axes, categories):
@@ -692,7 +693,7 @@ def estimate_table(
     if weights is not None or survey is not None or replicates is not None:
         design = _design(weights, survey, replicates)
         table = _survey_estimate(data, manifest, axes, read, raw_categories, design, replicates, chosen,
-                                 {"na_values": na_values, "sep": sep, "encoding": encoding})
+                                 {"na_values": na_values, "sep": sep, "encoding": encoding}, kept)
     else:
         table = estimate_counts(counted.counts.astype(float), matrices, estimator=chosen, variance=variance)
     if table.identifiability is not None:  # name the variables rather than the axes
@@ -750,19 +751,21 @@ def _design(weights: str | None, survey: SurveyDesign | None, replicates: Replic
 def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: Sequence[str],
                      read: Mapping[str, tuple[str, ...]], raw_categories: Sequence[Sequence[Label]],
                      design: SurveyDesign, replicates: Replicates | None, estimator: str,
-                     reading: Mapping[str, Any]) -> TableEstimate:
+                     reading: Mapping[str, Any], kept: Mapping[str, Sequence[tuple]]) -> TableEstimate:
     """Weighted totals from one pass over the released file and their design-based covariance
-    (:mod:`pramkit.estimate.weighted`); ``reading``: how a file is read (``na_values``, ``sep``, ``encoding``)."""
+    (:mod:`pramkit.estimate.weighted`); ``reading``: how a file is read (``na_values``, ``sep``, ``encoding``);
+    ``kept``: each axis's combinations released exactly (rule breakers)."""
     from pramkit.estimate.weighted import design_covariance, layout_of, survey_counts
 
     _check_household_psus(manifest, axes, design, replicates)
     raw = [c for a in axes for c in read[a]]
     layout = layout_of(raw, raw_categories, [read[a] for a in axes],
-                       [manifest[a].matrix.categories if len(read[a]) > 1 else None for a in axes])
+                       [[*manifest[a].matrix.categories, *kept.get(a, ())] if len(read[a]) > 1 else None
+                        for a in axes])
     extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
     batches, rows = _batches(data, raw + extra, reading, "the survey design")
     totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
-    matrices = [manifest[n].release_matrix if n in manifest.names else None for n in axes]
+    matrices = _matrices(manifest, axes, kept)
     table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
     cov = design_covariance(totals, matrices, layout.shape, table.counts, replicates)
     se = np.full(layout.shape, np.nan) if table.estimator == "norm-sub" else np.sqrt(cov.cell_variances())
@@ -849,35 +852,91 @@ def _levels(variable: Any) -> dict[str, list[Label]]:
     cats = variable.matrix.categories
     if not variable.is_joint:
         return {variable.name: list(cats)}
-    from pramkit.engine.codebook import JointCodebook  # the engine's own reading of the cells, column by column
-
-    return dict(zip(variable.read_columns, JointCodebook(cats, variable.read_columns).levels))
+    return dict(zip(variable.read_columns, variable.joint_levels()))  # the engine's own reading, column by column
 
 
 def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
-                 read: Mapping[str, tuple[str, ...]]) -> Any:
+                 read: Mapping[str, tuple[str, ...]]) -> tuple[Any, dict[str, list[tuple]]]:
     """The counts with each multi-column variable's columns merged into one axis over its cells
-    (its matrix's categories); a combination outside the cells (forbidden, or out of its stratum)
-    in the released file is an error: the manifest never releases one."""
+    (its matrix's categories), and each such axis's combinations released exactly.
+
+    A combination outside the cells (forbidden, or out of its stratum) in the released file is an
+    error, since the manifest never releases one, unless the design kept the records that break a
+    rule (:attr:`pramkit.Manifest.keeps_rule_breakers`): the engine released those unperturbed, so
+    each such combination that occurs becomes a cell of its own after the variable's cells, which
+    the release maps to itself (:func:`released_exactly`)."""
     from pramkit.counts import CountTable
 
     sizes = dict(zip(counted.columns, (len(c) for c in counted.categories)))
     levels = dict(zip(counted.columns, counted.categories))
     merged = counted.counts.reshape([math.prod(sizes[c] for c in read[a]) for a in axes])
-    categories = []
+    categories: list[tuple] = []
+    kept: dict[str, list[tuple]] = {}
     for axis, a in enumerate(axes):
         if len(read[a]) == 1:
             categories.append(levels[a])
             continue
         cells = manifest[a].matrix.categories
         index = cell_positions([joint_cell(c) for c in cells], [levels[c] for c in read[a]])
-        outside = np.delete(merged, index, axis=axis).sum()
-        if outside:
-            raise DataError(f"the released file holds {int(outside)} record(s) in combinations of "
+        others = tuple(i for i in range(merged.ndim) if i != axis)
+        seen = np.flatnonzero(merged.sum(axis=others) if others else merged)
+        outside = np.setdiff1d(seen, index)
+        if outside.size and not manifest.keeps_rule_breakers:
+            count = int(np.take(merged, outside, axis=axis).sum())
+            raise DataError(f"the released file holds {count} record(s) in combinations of "
                             f"{', '.join(read[a])} that {a!r} never releases; was it released with this manifest?")
-        merged = np.take(merged, index, axis=axis)
-        categories.append(tuple(cells))
-    return CountTable(tuple(axes), tuple(categories), merged, counted.rows, counted.missing)
+        combos = np.unravel_index(outside, [sizes[c] for c in read[a]])
+        kept[a] = [tuple(levels[c][int(i[k])] for c, i in zip(read[a], combos)) for k in range(outside.size)]
+        merged = np.take(merged, np.concatenate([index, outside]), axis=axis)
+        categories.append((*cells, *kept[a]))
+    return CountTable(tuple(axes), tuple(categories), merged, counted.rows, counted.missing), kept
+
+
+def _matrices(manifest: Manifest, axes: Sequence[str],
+              kept: Mapping[str, Sequence[tuple]]) -> list[PramMatrix | None]:
+    """Each axis's matrix (``None`` for a column not perturbed), extended by the combinations it
+    released exactly (:func:`released_exactly`)."""
+    return [None if a not in manifest.names else released_exactly(manifest[a].release_matrix, kept.get(a, ()))
+            for a in axes]
+
+
+def released_exactly(matrix: PramMatrix, extra: Sequence[Label]) -> PramMatrix:
+    """The law of a variable whose records in the combinations ``extra`` (outside its cells: they break
+    an edit rule, and the design kept them) are released unperturbed: ``blockdiag(M, I)``.
+
+    A record in a cell is released through ``M``, which never leaves the cells; a record outside is
+    released as it is.  So the released table ``z = (z_A, z_B)`` of a table ``x = (x_A, x_B)`` has
+    ``E[z_A] = M^T x_A`` and ``z_B = x_B``, the PRAM of ``x`` by ``blockdiag(M, I)``: the unbiased
+    estimate is ``(M^-T z_A, z_B)``, the released counts of the kept combinations being the original
+    ones, and every estimator and variance of :mod:`pramkit.estimate` applies to the extended matrix
+    as it is (docs/estimation.md, *Records released exactly*).
+
+    Parameters
+    ----------
+    matrix : PramMatrix
+        The variable's law over its cells.
+    extra : sequence of labels
+        The kept combinations, none of them a cell.
+
+    Returns
+    -------
+    PramMatrix
+        ``matrix`` itself without ``extra``; else the dense block-diagonal law over the cells, then
+        ``extra``.
+
+    Examples
+    --------
+    >>> m = PramMatrix([[0.8, 0.2], [0.3, 0.7]], [("child", "none"), ("adult", "work")])
+    >>> released_exactly(m, [("child", "work")]).matrix.tolist()
+    [[0.8, 0.2, 0.0], [0.3, 0.7, 0.0], [0.0, 0.0, 1.0]]
+    """
+    if not extra:
+        return matrix
+    s, k = matrix.size, len(extra)
+    dense = np.zeros((s + k, s + k))
+    dense[:s, :s] = matrix.matrix
+    dense[s:, s:] = np.eye(k)
+    return PramMatrix(dense, [*matrix.categories, *extra], matrix.provenance)
 
 
 def _names(value: str | Sequence[str], what: str) -> list[str]:

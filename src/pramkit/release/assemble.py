@@ -77,7 +77,8 @@ def assemble(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation
     exact = plan.source == "exact"
     missing = cast(MissingPolicy, plan.missing)  # one of MISSING (plan_release)
     variables = tuple(PerturbedVariable(k, public_matrix(m, exact), missing, columns=counted.targets[k].columns,
-                                        given=counted.targets[k].given, unit=counted.targets[k].unit)
+                                        given=counted.targets[k].given, unit=counted.targets[k].unit,
+                                        unpaired=counted.targets[k].unpaired)
                       for k, m in built.matrices.items())
     ledger = _ledger(plan, counted, freqs)
     _check_total(plan, ledger, variables)

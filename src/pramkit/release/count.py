@@ -20,7 +20,7 @@ from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 from pramkit.public_inputs import Prior
 from pramkit.release.plan import ReleasePlan
-from pramkit.release.targets import Target, check_breaking, household_table, plan_targets
+from pramkit.release.targets import Target, check_breaking, household_table, plan_targets, unpaired_notes
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,7 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
     households = household_table(data, plan.shape, table, **plan.reading) if plan.shape.household else None
     targets = plan_targets(list(plan.names), plan.split, plan.shape, table, households, plan.missing)
     notes += check_breaking(data, plan.shape, targets, **plan.reading)
+    notes += unpaired_notes(targets, plan.shape.rules)
     return Counted(table, described, digest, sources, _ordered(data, targets, sources), households, targets,
                    notes)
 

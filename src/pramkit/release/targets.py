@@ -28,8 +28,16 @@ import numpy as np
 from pramkit.counts import CountTable
 from pramkit.defaults import CSV_ENCODING, CSV_SEP
 from pramkit.errors import DataError, ParameterError
-from pramkit.labels import Label
-from pramkit.structure import RULE_BREAKING, Cells, Rules, alternatives, as_rules, cells_and_blocks, kept_codes
+from pramkit.labels import Label, joint_cell
+from pramkit.structure import (
+    RULE_BREAKING,
+    Cells,
+    Rules,
+    as_rules,
+    cells_and_blocks,
+    kept_codes,
+    listed_codes,
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,7 @@ class Shape:
         return {
             "forbid": None if self.rules is None else self.rules.to_dict(),
             "strata": list(self.strata),
-            "keep_codes": {k: sorted(alternatives(v)) for k, v in self.keep.items()},
+            "keep_codes": {k: sorted(listed_codes(v)) for k, v in self.keep.items()},
             "household": self.household,
             "household_vars": list(self.household_vars),
             "rule_breaking": self.rule_breaking,
@@ -232,6 +240,10 @@ class Target:
         The household id.
     forbidden_counts : int
         Records whose values a rule forbids (they are in no label).
+    unpaired : dict of str to tuple of labels
+        A joint target's values in no cell (with strata, ``(*strata, value)``): the rules forbid
+        them with every value of the other columns, so a record holds one only with another
+        column missing (:attr:`pramkit.manifest.PerturbedVariable.unpaired`); missing values kept only.
 
     Examples
     --------
@@ -249,6 +261,7 @@ class Target:
     blocks: list[np.ndarray] | None = None
     unit: str | None = None
     forbidden_counts: int = 0
+    unpaired: dict[str, tuple[Label, ...]] = field(default_factory=dict)
 
     @property
     def read_columns(self) -> tuple[str, ...]:
@@ -402,7 +415,64 @@ def _target(cols: tuple[str, ...], shape: Shape, table: CountTable, households: 
     rules = None if shape.rules is None else shape.rules.within(read)
     cells: Cells = cells_and_blocks(read, [cats[c] for c in read], strata=len(strata), rules=rules, keep=keep)
     forbidden = int(counts.sum() - counts[cells.index].sum())
-    return Target(name, cols, strata, cells.cells, cells.index, counts[cells.index], cells.blocks, unit, forbidden)
+    unpaired = _unpaired(cols, strata, cats, cells) if len(cols) > 1 and not own else {}
+    return Target(name, cols, strata, cells.cells, cells.index, counts[cells.index], cells.blocks, unit, forbidden,
+                  unpaired)
+
+
+def _unpaired(cols: tuple[str, ...], strata: tuple[str, ...], cats: Mapping[str, tuple[Label, ...]],
+              cells: Cells) -> dict[str, tuple[Label, ...]]:
+    """Each column's values (within each stratum) that no allowed cell holds: the rules forbid them with
+    every value of the other columns.  Missing values being kept, a record may still hold one with another
+    column missing, which the rules allow; it is released unperturbed rather than refused.
+
+    Examples
+    --------
+    >>> r = Rules.of([{"age": "0-15"}])
+    >>> c = cells_and_blocks(["age", "status"], [["0-15", "16+"], ["work", "none"]], rules=r)
+    >>> _unpaired(("age", "status"), (), {"age": ("0-15", "16+"), "status": ("work", "none")}, c)
+    {'age': ('0-15',)}
+    """
+    import itertools
+
+    from pramkit.engine.codebook import canonical
+
+    g = len(strata)
+    out: dict[str, tuple[Label, ...]] = {}
+    for i, column in enumerate(cols):
+        held = {tuple(canonical(x) for x in (*cell[:g], cell[g + i])) for cell in map(joint_cell, cells.cells)}
+        alone = [(*stratum, value) for stratum in itertools.product(*(cats[c] for c in strata)) for value in cats[column]
+                 if tuple(canonical(x) for x in (*stratum, value)) not in held]
+        if alone:
+            out[column] = tuple(x if g else x[0] for x in alone)
+    return out
+
+
+def unpaired_notes(targets: Mapping[str, Target], rules: Rules | None) -> tuple[str, ...]:
+    """One line per joint target with unpaired values: which, why, and what the release does with them.
+
+    Examples
+    --------
+    >>> t = Target("age*status", ("age", "status"), (), [("16+", "work")], np.arange(1), np.array([3]),
+    ...            unpaired={"age": ("0-15",)})
+    >>> print(unpaired_notes({t.name: t}, Rules.of([{"age": "0-15"}], source="rules.csv"))[0])  # doctest: +ELLIPSIS
+    age=0-15 is in no allowed cell of age*status: the rules of rules.csv forbid it with every value of status, ...
+    """
+    notes = []
+    for t in targets.values():
+        for column, values in t.unpaired.items():
+            others = ", ".join(c for c in t.columns if c != column)
+            shown = ", ".join(f"{column}={x}" if not isinstance(x, tuple) else
+                              f"{column}={x[-1]} ({', '.join(f'{c}={v}' for c, v in zip(t.given, x[:-1]))})"
+                              for x in values[:6]) + (", ..." if len(values) > 6 else "")
+            source = rules.source if rules is not None else "the design"
+            notes.append(f"{shown} {'is' if len(values) == 1 else 'are'} in no allowed cell of {t.name}: the rules of "
+                         f"{Path(source).name} forbid {'it' if len(values) == 1 else 'them'} with every value of "
+                         f"{others}, so a record holds {'it' if len(values) == 1 else 'one'} only where "
+                         f"{others + ' is' if ',' not in others else 'one of ' + others + ' is'} missing, and such a "
+                         "record is released unperturbed "
+                         "(the manifest lists it as unpaired; no epsilon covers it)")
+    return tuple(notes)
 
 
 def _product_labels(cats: Mapping[str, Sequence[Label]], cols: Sequence[str]) -> list[tuple]:

@@ -216,6 +216,7 @@ def _guarantees(guarantees: Any) -> str:
 _FACT_NAMES = {"stratum": "stratum", "kept_code": "kept code", "missing": "missing value",
                "missing_code": "missing code",
                "joint_missing": "missing column of a joint variable", "stratum_missing": "missing stratum",
+               "unpaired": "value allowed only with a missing column",
                "rule_breaker": "rule breaker", "household": "household id", "weights": "sampling weights"}
 
 

@@ -97,12 +97,12 @@ class MatchRisk:
 def _codes(data: pd.DataFrame, variable: Any) -> np.ndarray:
     """Each record's cell of the variable (its release matrix's position; -1: missing, kept missing;
     -2: a combination the matrix does not list, a rule breaker released as it is)."""
-    from pramkit.engine.codebook import JointCodebook, encode
+    from pramkit.engine.codebook import encode
 
     cats = variable.matrix.categories
     if len(variable.read_columns) == 1:
         return encode(data[variable.read_columns[0]].astype(object), cats, column=variable.read_columns[0])
-    book = JointCodebook(cats, variable.read_columns)
+    book = variable.joint_codebook()
     columns = [pa.array(data[c].astype(object).where(data[c].notna(), None).tolist()) for c in variable.read_columns]
     codes = [b.encode(col) for b, col in zip(book.books, columns)]
     stacked = np.stack(codes)

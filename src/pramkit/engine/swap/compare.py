@@ -142,7 +142,7 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
     if not plan.targeted:
         counts = frame.groupby(area_col)[plan.hid].nunique().reindex(areas).tolist()
         parents = None if upper is None else upper[plan.geo[-2]].reindex(areas).tolist()
-        swap_matrix = random_swap_matrix(plan.rate, areas, plan.donor_parents(parents), counts)
+        swap_matrix = random_swap_matrix(plan.rate, areas, plan.donor_parents(parents), counts, donors=plan.donors)
     assert swapped.frame is not None  # swap_frame returns the released frame
     rows.append(_measures(swapped.section["method"], frame, swapped.frame, plan.hid, keys, plan.k, xy, swap_matrix,
                           swapped.section["epsilon"]))

@@ -3,16 +3,35 @@
 Swapping the geography of households is a misclassification of the geography
 variable: ``M[a, b] = P(released area b | original area a)``, per household.
 
-**Random swapping** (no risk variables) at rate ``s``: a household of area ``a``
-moves when it is drawn (probability ``s / 2``: the quota of its area is
-``s n_a / 2``), to the area of a donor drawn among the households of the other
-areas of its parent, or when a household drawn in another area ``c`` picks it as
-donor.  To first order (donors not yet used), with ``n_a`` households in area
-``a`` and ``H`` in its parent,
+**Random swapping** (no risk variables) at rate ``s``: each area ``a`` of ``n_a``
+households selects ``q_a = s n_a / 2`` of them (its quota); each selected household takes a
+donor among the households not yet swapped of the other areas of its parent (or of the whole
+file, donor rule ``any-area``), the area with probability proportional to the households left
+in it.  A household moves when it is selected or taken as a donor, so with ``G[a, c]`` the
+expected number of households selected in ``a`` whose donor lies in ``c``,
 
-    M[a, c] = (s / 2) n_c / (H - n_a) + (s / 2) n_c / (H - n_c)      (c != a, same parent)
+    M[a, c] = (G[a, c] + G[c, a]) / n_a      (c != a),   M[a, a] = 1 - sum_c M[a, c].
 
-and ``M[a, a] = 1 - sum_c M[a, c]``; areas of other parents are never reached.
+``G`` is computed for the order in which each rule visits the households
+(:func:`swap_flows`): under ``same-parent`` the selected households of all areas come in one
+random order, and the donors left ``U_c(t)`` follow the fluid (mean-field) limit of that urn,
+``dU_c/dt = -U_c sum_{a != c} q_a / (U - U_a)``, ``dG[a, c]/dt = q_a U_c / (U - U_a)`` for
+``t`` in [0, 1] (``U`` the sum), integrated by an exponential midpoint rule; under ``any-area``
+the areas take turns in a random order, every household of the other areas not yet swapped
+being a donor, so a turn takes ``k = min(q_a, R_a)`` donors in proportion to the households
+``R_c`` left (exact in expectation for a given turn), averaged over the orders.  To first order
+in ``s`` both give the formula ``M[a, c] = (s / 2) n_c / (H - n_a) + (s / 2) n_c / (H - n_c)``,
+which overshoots at high rates (a negative diagonal at rate 1: it counts donors already used).
+
+**The diagonal is never negative.**  A row's off-diagonal mass is (the households of ``a``
+selected and paired + those taken as donors) / ``n_a``.  Both schemes keep the first at most
+``q_a`` (a step's draws of a source are capped at its share ``q_a h``) and the second at most
+``n_a - q_a`` (an area gives at most ``1 - e^-x < 1`` of the donors it has left; under ``any-area``,
+``n_a`` less the ``k_a`` it selects, and then ``k_a`` replaces ``q_a``), so the
+mass is at most ``(q_a + n_a - q_a) / n_a = 1``; what rounding leaves below 0 (a few ulps) is
+set to 0 and the row renormalised.  With equal areas every selected household finds a donor and
+each area gives as many as it takes, so both rules give form (8) exactly.
+
 The household counts per area are public: a swap exchanges one household for
 another, so the released file holds exactly the original counts.  With equal
 areas, ``M = (1 - s) I + s / (A - 1) (J - I)``, form (8) of Ayed, Battiston and
@@ -38,6 +57,7 @@ words (:func:`pramkit.ledger.swapping_statement`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -47,9 +67,17 @@ from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 
+#: Steps of the exponential midpoint rule of the ``same-parent`` fluid limit (its error is O(steps^-2)).
+FLUID_STEPS = 2048
+#: Area orders averaged for the ``any-area`` rule: every order when there are at most this many (8 areas),
+#: else orders drawn with a fixed public seed, :data:`ANY_AREA_CELLS` / A of them (at least 256).
+ANY_AREA_ORDERS = 40_320
+#: Orders times areas held at once when the ``any-area`` orders are drawn (memory and time O(this x A)).
+ANY_AREA_CELLS = 500_000
+
 
 def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[Label] | None = None,
-                       households: Sequence[int] | None = None) -> PramMatrix:
+                       households: Sequence[int] | None = None, *, donors: str = "same-parent") -> PramMatrix:
     """The expected matrix of random swapping at ``rate`` (see the module's formula).
 
     Parameters
@@ -62,6 +90,8 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
         Each area's parent (a geography of two levels or more): donors share it.
     households : sequence of int, optional
         Households per area (the released file's counts); default equal areas, form (8).
+    donors : {"same-parent", "any-area"}
+        The donor rule, which sets the order in which donors are used (:func:`swap_flows`).
 
     Returns
     -------
@@ -72,7 +102,7 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
     Raises
     ------
     ParameterError
-        Fewer than two areas, or counts that do not fit the areas.
+        Fewer than two areas, a rate outside [0, 1], or counts that do not fit the areas.
 
     Examples
     --------
@@ -86,8 +116,18 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
     (inf, True, [0.0, 0.0, 0.0, 1.0])
     >>> u = random_swap_matrix(0.2, ["A", "B", "C"], households=[100, 100, 200])
     >>> u.matrix.round(4).tolist()
-    [[0.7667, 0.0667, 0.1667], [0.0667, 0.7667, 0.1667], [0.0833, 0.0833, 0.8333]]
+    [[0.7675, 0.0649, 0.1675], [0.0649, 0.7675, 0.1675], [0.0838, 0.0838, 0.8325]]
+
+    At rate 1 every household of two equal areas moves; of unequal ones, the large area's
+    households that find no donor stay:
+
+    >>> random_swap_matrix(1.0, ["A", "B"]).matrix.tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    >>> random_swap_matrix(1.0, ["A", "B"], households=[300, 100]).matrix.round(4).tolist()
+    [[0.6667, 0.3333], [1.0, 0.0]]
     """
+    if not (isinstance(rate, (int, float)) and 0.0 <= rate <= 1.0):
+        raise ParameterError(f"the swap rate must be a number in [0, 1], got {rate!r}")
     labels = list(areas)
     if len(labels) < 2:
         raise ParameterError("random swapping needs at least two areas")
@@ -98,26 +138,157 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
     groups: dict[Label, list[int]] = {}
     for i, parent in enumerate([None] * len(labels) if parents is None else list(parents)):
         groups.setdefault(parent, []).append(i)
-    parts = [_block(rate, [labels[i] for i in idx], counts[idx], provenance) for idx in groups.values()]
+    parts = [_block(rate, [labels[i] for i in idx], counts[idx], provenance, donors) for idx in groups.values()]
     if len(parts) == 1:
         return parts[0]
     return PramMatrix.block_diagonal(parts, categories=labels, provenance=provenance)
 
 
-def _block(rate: float, areas: list[Label], n: np.ndarray, provenance: Provenance) -> PramMatrix:
-    """The block of one parent: form (8) for equal areas, else the first-order formula."""
+def _block(rate: float, areas: list[Label], n: np.ndarray, provenance: Provenance, donors: str) -> PramMatrix:
+    """The block of one parent: form (8) for equal areas, else from the expected flows (:func:`swap_flows`)."""
     a = len(areas)
     if a == 1:
         return PramMatrix.identity(areas)
     if np.all(n == n[0]):
         return PramMatrix.form8(np.full(a, 1.0 - rate), np.full(a, rate / (a - 1)), categories=areas,
                                 provenance=provenance)
-    total = n.sum()
-    half = rate / 2.0
-    m = half * n[None, :] / (total - n[:, None]) + half * (n / (total - n))[None, :]
-    np.fill_diagonal(m, 0.0)
-    np.fill_diagonal(m, 1.0 - m.sum(axis=1))
+    flows = swap_flows(rate, n, donors=donors)
+    m = (flows + flows.T) / n[:, None]
+    # the off-diagonal mass of a row is at most 1 (module docstring): only rounding can leave it above
+    np.fill_diagonal(m, np.maximum(1.0 - m.sum(axis=1), 0.0))
+    m /= m.sum(axis=1, keepdims=True)
     return PramMatrix(m, areas, provenance)
+
+
+def swap_flows(rate: float, households: Sequence[float] | np.ndarray, *, donors: str = "same-parent") -> np.ndarray:
+    """Expected flows of random swapping among the areas of one parent: ``G[a, c]``, the expected number of
+    households selected in area ``a`` whose donor lies in area ``c`` (see the module's model).
+
+    Parameters
+    ----------
+    rate : float
+        The swap rate ``s`` in [0, 1]; area ``a`` selects ``s n_a / 2`` households.
+    households : sequence of float
+        Households per area, ``n_a > 0``.
+    donors : {"same-parent", "any-area"}
+        ``same-parent``: the selected households of every area in one random order (fluid limit);
+        ``any-area``: the areas in turns, in a random order (averaged over the orders).
+
+    Returns
+    -------
+    numpy.ndarray, shape (A, A)
+        Zero diagonal; row ``a`` sums to at most ``s n_a / 2`` (the selected households that find a
+        donor), column ``c`` to at most ``n_c - s n_c / 2`` (``same-parent``: the households not
+        selected; ``any-area``: ``n_c`` less those selected at its own turn).
+
+    Raises
+    ------
+    ParameterError
+        An unknown donor rule.
+
+    Examples
+    --------
+    Two areas at rate 1: the small one's 50 selected households all find donors; of the large
+    one's 150, only 50 do (the small area has 50 households left to give).
+
+    >>> swap_flows(1.0, [300, 100]).round(6).tolist()
+    [[0.0, 50.0], [50.0, 0.0]]
+    >>> g = swap_flows(0.1, [100, 200, 300])
+    >>> bool(np.allclose(g.sum(axis=1), 0.05 * np.array([100, 200, 300])))   # every selected household is paired
+    True
+    """
+    n = np.asarray(households, dtype=float)
+    if donors == "same-parent":
+        return _fluid_flows(rate * n / 2.0, n - rate * n / 2.0)
+    if donors == "any-area":
+        return _turn_flows(rate * n / 2.0, n)
+    raise ParameterError(f"unknown donor rule {donors!r}; use same-parent or any-area")
+
+
+def _fluid_flows(q: np.ndarray, left: np.ndarray, steps: int = FLUID_STEPS) -> np.ndarray:
+    """The fluid limit of the ``same-parent`` urn: sources ``q`` draw at constant rates over [0, 1], each
+    draw taking a donor of another area in proportion to the donors ``left`` there (exponential midpoint
+    rule: over a step, area ``c`` gives ``1 - e^(-lambda_c h)`` of its donors, split among the sources in
+    proportion to their rates, a source's share of a step capped at ``q_a h``; so no column takes more
+    than its donors and no row more than ``q``)."""
+    off = ~np.eye(q.size, dtype=bool)
+
+    def rates(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        others = u.sum() - u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(others > 0.0, q / others, 0.0)   # a source with no donor left draws nothing
+        return r, r.sum() - r                             # lambda_c = sum over sources a != c of r_a
+
+    h = 1.0 / steps
+    u = left.astype(float).copy()
+    flows = np.zeros((q.size, q.size))
+    for _ in range(steps):
+        _, lam = rates(u)
+        r, lam = rates(u * np.exp(-lam * h / 2.0))
+        taken = -u * np.expm1(-lam * h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_rate = np.where(lam > 0.0, taken / lam, 0.0)
+        step = r[:, None] * per_rate[None, :] * off
+        drawn = step.sum(axis=1)                            # a source draws at most q_a h in a step
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step *= np.where(drawn > q * h, q * h / drawn, 1.0)[:, None]
+        flows += step
+        u = np.maximum(u - step.sum(axis=0), 0.0)           # what the step took, never more than was left
+    return flows
+
+
+def _turn_flows(q: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The ``any-area`` turns: at its turn, area ``a`` selects ``k = min(q_a, R_a)`` of its households
+    left and they take ``k`` donors among the ``S`` households left elsewhere, ``k R_c / S`` from area
+    ``c`` in expectation (a uniform draw without replacement); averaged over every order of the areas
+    (up to :data:`ANY_AREA_ORDERS` of them), or over orders drawn with a fixed seed.  The areas are
+    first sorted by size, so that relabelling them permutes the matrix and changes nothing else."""
+    a = q.size
+    sort = np.argsort(n, kind="stable")
+    q, n = q[sort], n[sort]
+    if math.factorial(a) <= ANY_AREA_ORDERS:
+        perms = np.array(list(itertools.permutations(range(a))), dtype=np.intp)
+    else:
+        count = min(max(ANY_AREA_CELLS // a, 256), ANY_AREA_ORDERS)
+        perms = np.argsort(np.random.default_rng(20_240_611).random((count, a)), axis=1)
+    rows = np.arange(perms.shape[0])
+    left = np.broadcast_to(n, perms.shape).astype(float).copy()
+    flows = np.zeros((a, a))
+    for turn in range(a):
+        own = perms[:, turn]
+        k = np.minimum(q[own], left[rows, own])
+        left[rows, own] -= k
+        others = left.sum(axis=1) - left[rows, own]
+        k = np.minimum(k, others)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(others[:, None] > 0.0, k[:, None] * left / others[:, None], 0.0)
+        share[rows, own] = 0.0
+        by_area = np.argsort(own, kind="stable")
+        present = np.flatnonzero(np.bincount(own, minlength=a))
+        flows[present] += np.add.reduceat(share[by_area], np.searchsorted(own[by_area], present), axis=0)
+        left -= share
+    flows = _tied(flows / perms.shape[0], n)
+    out = np.empty_like(flows)
+    out[np.ix_(sort, sort)] = flows
+    return out
+
+
+def _tied(flows: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``flows`` averaged over the areas of equal size, which are exchangeable (the drawn orders are not
+    symmetric in them): each entry becomes the mean of its pair of size classes, the diagonal kept 0."""
+    _, cls = np.unique(n, return_inverse=True)
+    if cls.max() + 1 == n.size:
+        return flows
+    classes = int(cls.max()) + 1
+    onehot = np.zeros((n.size, classes))
+    onehot[np.arange(n.size), cls] = 1.0
+    size = onehot.sum(axis=0)
+    pairs = np.outer(size, size) - np.diag(size)        # ordered pairs of distinct areas between two classes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(pairs > 0, onehot.T @ flows @ onehot / pairs, 0.0)
+    out = mean[np.ix_(cls, cls)]
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def random_swap_epsilon(rate: float, areas: int) -> float:

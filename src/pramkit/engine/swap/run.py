@@ -139,7 +139,8 @@ class SwapPlan:
         ('random record swapping', 2.890371757896165, True)
         """
         given = self.geo[-2] if self.keeps_parent else None
-        matrix = None if self.targeted else random_swap_matrix(self.rate, areas, self.donor_parents(parents), households)
+        matrix = None if self.targeted else random_swap_matrix(
+            self.rate, areas, self.donor_parents(parents), households, donors=self.donors)
         eps = math.inf if matrix is None else matrix.epsilon
         given_eps = None if matrix is None or given is None else matrix.block_epsilon
         return {
@@ -480,7 +481,7 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
     if plan.targeted:
         raise ParameterError("targeted swapping chooses households from the data: no matrix is known, so there is "
                              "no manifest to write (drop --manifest, or swap at random: no --risk-vars)")
-    matrix = random_swap_matrix(plan.rate, list(areas), plan.donor_parents(parents), households)
+    matrix = random_swap_matrix(plan.rate, list(areas), plan.donor_parents(parents), households, donors=plan.donors)
     variable = PerturbedVariable(plan.geo[-1], matrix, unit=plan.hid)
     counted = () if households is None else (
         f"the expected matrix is computed from the households per area of {plan.geo[-1]} in the original file, "
@@ -493,8 +494,8 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
         (f"the households of {plan.geo[-1]} are swapped in pairs, in numbers fixed per area (rate x households / 2), "
          "so the epsilon is that of the swap's expected matrix, not a guarantee of the released file as a whole"),
         *counted,
-        (f"the expected matrix is first order (donors not yet used) for the donor rule {plan.donors}: a household "
-         f"is selected with probability rate / 2, its donor drawn uniformly among the households of {donors_from}")))
+        (f"the expected matrix is computed for the donor rule {plan.donors}: a household is selected with "
+         f"probability rate / 2, its donor drawn uniformly among the households not yet swapped of {donors_from}")))
     return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
                     swapping=plan.section(list(areas), parents, households))
 
