@@ -275,7 +275,7 @@ class ShuffledWriter:
     ...         rows.finish()
     ...     text = out.read_text().split()
     >>> text[0], [int(v) for v in text[1:]] == permutation(key, 6).tolist()
-    ('"x"', True)
+    ('x', True)
     """
 
     def __init__(self, writer: Any, key: SecretKey | None, *, chunk_rows: int, rows: int | None,
