@@ -32,6 +32,7 @@ released weights when they vary only with keys that are not perturbed.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -379,6 +380,12 @@ def _perturbation(manifest: Manifest | None, keys: tuple[str, ...]) -> tuple[tup
                 f"{[c for c in v.read_columns if c in keys]} out")
         joints.append(_Joint(v.name, tuple(keys.index(c) for c in v.read_columns),
                              tuple(joint_cell(c) for c in v.matrix.categories), v.columns))
+    for a, b in itertools.combinations(joints, 2):
+        shared = [keys[p] for p in a.positions if p in b.positions]
+        if shared:
+            raise ParameterError(f"the manifest perturbs {a.name!r} and {b.name!r} within the same strata {shared}: "
+                                 "the risk after PRAM of variables that share a stratum is not computed yet; design "
+                                 "them jointly (split joint) to assess them together")
     return singles, joints
 
 
@@ -388,7 +395,11 @@ def _axis_categories(manifest: Manifest | None, keys: tuple[str, ...], singles: 
     declared: dict[str, Sequence[Any]] = {k: manifest[k].matrix.categories for k in singles} if manifest else {}
     for j in joints:
         for at, position in enumerate(j.positions):
-            declared[keys[position]] = j.axis_categories(at)
+            # a value the rules allow only with another column missing (the manifest's unpaired values) is a
+            # category of its column too: such a record is released as it is
+            unpaired = manifest[j.name].unpaired.get(keys[position], ()) if manifest is not None else ()
+            values = [x[-1] if isinstance(x, tuple) else x for x in unpaired]  # (strata..., value) within strata
+            declared[keys[position]] = list(dict.fromkeys([*j.axis_categories(at), *values]))
     return declared
 
 
@@ -434,7 +445,9 @@ def _fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[_Joint])
         j = joints[0]
         raise DataError(f"{float(table.sum() - out.sum()):g} record(s) hold combinations of "
                         f"{[keys[p] for p in j.positions]} that are not categories of the manifest's "
-                        f"{j.name!r} (or of another joint variable); this file was not released with it")
+                        f"{j.name!r} (or of another joint variable): a missing value, released as it is, which "
+                        "the risk after PRAM does not model yet (give missing='exclude', --missing exclude, to "
+                        "leave those records out), or a file not released with this manifest")
     return out
 
 
