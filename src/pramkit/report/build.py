@@ -1114,9 +1114,9 @@ def build_report(
         individual risk, before and after PRAM, and the epsilon each variable spends
     sep, encoding : the field separator and character encoding of CSV files (:func:`pramkit.io.csv_dialect`)
         (:func:`pramkit.risk.contributions.release_contributions`; one risk fit per key and level)
-    design_record : the private design record of a release designed to a target (``pramkit design
-        --target``): a :class:`~pramkit.release.record.DesignRecord`, its JSON values or its file. The
-        report then draws the risk-utility map of the budgets the search explored
+    design_record : the private design record of a release designed to a target
+        (``pramkit design --target``): a :class:`~pramkit.release.record.DesignRecord`, its JSON
+        values or its file. The report then draws the risk-utility map of the budgets the search explored
         (:func:`pramkit.report.rumap.risk_utility_map`); the record must be the one written with
         ``manifest`` (the same matrices and budget) and, when ``data`` is a file, designed from it.
         It is checked before anything else is computed.
