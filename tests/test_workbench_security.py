@@ -83,6 +83,17 @@ def test_no_public_file_names_a_path_of_this_machine(exported: dict, release: st
             assert forbidden not in text, (name, forbidden)
 
 
+def test_the_internal_report_names_the_released_file_where_the_export_puts_it(exported: dict) -> None:
+    """The private report is built in the export's temporary folder; it names the released file by its place
+    in the export (public/released.csv), which exists, never the temporary folder that is gone."""
+    import html
+    import re
+
+    text = html.unescape(re.sub(r"<[^>]+>", " ", (exported["out"] / "private" / "report.html").read_text("utf-8")))
+    assert "pramkit-tmp" not in text and ".export" not in text
+    assert "public/released.csv" in text and (exported["out"] / "public" / "released.csv").is_file()
+
+
 def test_the_metric_release_still_shows_its_distances(exported: dict) -> None:
     """The manifest names the distance file by its name; the reports read the design's own file."""
     texts = _public_text(exported["metric"])

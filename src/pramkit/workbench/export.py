@@ -17,6 +17,7 @@ the workbench designed with, so the two cannot disagree.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shlex
 import shutil
@@ -236,6 +237,11 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
             given = None if wb.designed.choices is None else wb.designed.choices.distances
             report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
                                   weights=wb.weights, distances=given, **wb.source.reading)
+            # the report is built in the export's temporary folder: it names the released file where the export
+            # puts it (and an uploaded original by the officer's name, not the app's copy)
+            report = dataclasses.replace(report, files=dataclasses.replace(
+                report.files, released=f"{PUBLIC}/{released_name(wb)}",
+                original=wb.source.label if wb.source.path.is_relative_to(wb.work) else report.files.original))
             write_report(report, work / PRIVATE / "report.html")
             write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
                                              distances=given, **wb.source.reading), work / PUBLIC / "report.html")
