@@ -394,12 +394,12 @@ def _axis_categories(manifest: Manifest | None, keys: tuple[str, ...], singles: 
     """The declared categories of the perturbed keys: a matrix's, or a joint matrix's values of the key."""
     declared: dict[str, Sequence[Any]] = {k: manifest[k].matrix.categories for k in singles} if manifest else {}
     for j in joints:
+        # the engine's levels: the cells' values, then the unpaired ones (values the rules allow only with
+        # another column missing, released as they are)
+        assert manifest is not None  # joint variables come from the manifest
+        levels = manifest[j.name].joint_levels()
         for at, position in enumerate(j.positions):
-            # a value the rules allow only with another column missing (the manifest's unpaired values) is a
-            # category of its column too: such a record is released as it is
-            unpaired = manifest[j.name].unpaired.get(keys[position], ()) if manifest is not None else ()
-            values = [x[-1] if isinstance(x, tuple) else x for x in unpaired]  # (strata..., value) within strata
-            declared[keys[position]] = list(dict.fromkeys([*j.axis_categories(at), *values]))
+            declared[keys[position]] = levels[at]
     return declared
 
 
