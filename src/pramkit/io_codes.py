@@ -554,7 +554,31 @@ def check_string_widths(frame: pd.DataFrame, fmt: str, where: str) -> None:
 
 
 def numbers_and_codes(values: pd.Series, name: str, where: str) -> tuple[pd.Series, np.ndarray]:
-    """A text column of numbers and codes (:func:`pramkit.io_stat.read_stat`) as floats (codes missing) and its codes."""
+    """A text column of numbers and missing codes (as :func:`pramkit.io_stat.read_stat` gives them) split in two.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        Numbers and codes such as ``.a`` (Stata) or ``.A`` (SAS), as text; missing entries stay missing.
+    name, where : str
+        The column and the file written, for the message.
+
+    Returns
+    -------
+    tuple of (pandas.Series, numpy.ndarray)
+        The numbers as floats (a code missing) and, per row, its code or ``None``.
+
+    Raises
+    ------
+    WriteError
+        A value is neither a number nor a code.
+
+    Examples
+    --------
+    >>> numbers, codes = numbers_and_codes(pd.Series(["31", ".a", None]), "age", "'a.dta'")
+    >>> numbers.tolist()[:2], codes.tolist()
+    ([31.0, nan], [None, '.a', None])
+    """
     text = values.astype("string")
     is_code = text.str.fullmatch(r"\.[A-Za-z_]").fillna(False).to_numpy(dtype=bool)
     numbers = pd.to_numeric(text.where(~is_code), errors="coerce").astype(float)
