@@ -45,6 +45,7 @@ class Workbench(Protocol):
     risk_keys: tuple[str, ...]
     sampling_fraction: float | None
     weights: str | None
+    copied: bool
 
 #: The script's name in ``private/``.
 SCRIPT = "reproduce.sh"
@@ -241,7 +242,7 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
             # puts it (and an uploaded original by the officer's name, not the app's copy)
             report = dataclasses.replace(report, files=dataclasses.replace(
                 report.files, released=f"{PUBLIC}/{released_name(wb)}",
-                original=wb.source.label if wb.source.path.is_relative_to(wb.work) else report.files.original))
+                original=wb.source.label if wb.copied else report.files.original))
             write_report(report, work / PRIVATE / "report.html")
             write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
                                              distances=given, **wb.source.reading), work / PUBLIC / "report.html")
