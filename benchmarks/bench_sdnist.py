@@ -229,6 +229,7 @@ class Release:
     guarantees: Any = None
     na_values: tuple[str, ...] = ("NA",)
     note: str = ""
+    synthesis: Any = None  # a pramkit.synthesize.SynthesisResult (central epsilon; its manifest is kept)
 
 
 @dataclass(frozen=True)
@@ -490,6 +491,29 @@ def _register_post_processed() -> None:
 _register_post_processed()
 
 
+def _synthesized(setup: Setup, epsilon: float, min_count: int) -> Release:
+    """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins."""
+    import pramkit
+
+    variables = setup.perturbed
+    rules = age_rules_on_ages(setup, variables, na_is_value=True) + housing_rules(variables)
+    path = setup.path("synthesized.csv")
+    res = pramkit.synthesize_release(setup.source, path, variables=variables, public=setup.public,
+                                     epsilon=epsilon, key=setup.key, categories=setup.codebook(variables),
+                                     forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
+                                     na_values=(), force=True)
+    return Release(path, [], na_values=(), synthesis=res,
+                   note=f"{res.shared_draws} records share their draw" if min_count == 2 else "")
+
+
+for _eps in (5, 10):
+    configuration(f"synth-{_eps}", f"`pramkit synthesize` at central epsilon {_eps}: AGEP and SEX as they are, the "
+                  "rest drawn from DP-measured margins (each given the public cell, each pair), the age and housing "
+                  "rules, each draw shared by two records of the same public values")(
+        lambda s, e=_eps: _synthesized(s, e, 2))
+configuration("synth-10-single", "synth-10 with one draw per record (min_count 1)")(lambda s: _synthesized(s, 10, 1))
+
+
 # --------------------------------------------------------------------------------------------
 # Stated epsilons, from the manifests' ledgers
 
@@ -499,6 +523,9 @@ def stated(release: Release) -> tuple[str, str]:
     from pramkit.ledger import fmt_epsilon
     from pramkit.privacy.epsilon import record_epsilon
 
+    if release.synthesis is not None:
+        res = release.synthesis
+        return "-", f"{fmt_epsilon(res.record_epsilon)} (pure; {len(res.measurements)} DP tables)"
     if not release.steps:
         return "none", "none"
     manifests = [m for _, m in release.steps]
@@ -584,10 +611,12 @@ def two_way_tv(setup: Setup, release: Release, *, estimator: str = "mle") -> Tab
     import numpy as np
     import pandas as pd
 
-    if not release.steps:
+    if not release.steps and release.synthesis is None:
         return None
     released = pd.read_csv(release.released, dtype=str, keep_default_na=False)
     owner = {c: i for i, (_, m) in enumerate(release.steps) for c in m.columns}
+    if release.synthesis is not None:  # nothing to correct: every synthesized column is read as it is
+        owner = dict.fromkeys(release.synthesis.variables, -1)
     pairs = [p for p in combinations(setup.features, 2) if any(v in owner for v in p)]
     corrected: list[float] = []
     raw: list[float] = []
@@ -610,7 +639,7 @@ def _one_pair(setup: Setup, release: Release, released: Any, owner: dict[str, in
     truth = _crosstab(setup.frame, a, b, na)
     raw.append(total_variation(*_aligned(truth, _crosstab(released, a, b, na))))
     steps = {owner[v] for v in (a, b) if v in owner}
-    if len(steps) != 1:
+    if len(steps) != 1 or -1 in steps:
         return
     try:
         est = corrected_table(release.released, release.steps[steps.pop()][1], a, b,
@@ -662,6 +691,8 @@ def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
     for step, m in release.steps:
         target = out / (f"{name}.json" if len(release.steps) == 1 else f"{name}.{step}.json")
         m.write(target, force=True)
+    if release.synthesis is not None:
+        (out / f"{name}.json").write_text(json.dumps(release.synthesis.manifest, indent=1) + "\n", encoding="utf-8")
     return path
 
 
@@ -710,6 +741,8 @@ def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target:
         e = record_epsilon([m.record_epsilon_given_structure if m.is_structured else m.record_epsilon
                             for _, m in release.steps])
         eps = e if math.isfinite(e) else None
+    if release.synthesis is not None:
+        eps = release.synthesis.record_epsilon
     return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note)
 
 

@@ -49,6 +49,8 @@ _EXPORTS = {
     "estimate_table": "pramkit.estimate",
     "resample_release": "pramkit.resample",
     "ResampleResult": "pramkit.resample",
+    "synthesize_release": "pramkit.synthesize",
+    "SynthesisResult": "pramkit.synthesize",
     "Manifest": "pramkit.manifest",
     "PerturbedVariable": "pramkit.manifest",
     "Ledger": "pramkit.ledger",
@@ -95,6 +97,8 @@ if TYPE_CHECKING:  # what type checkers read: the names below, with their types 
     from pramkit.report import write_report as write_report
     from pramkit.resample import ResampleResult as ResampleResult
     from pramkit.resample import resample_release as resample_release
+    from pramkit.synthesize import SynthesisResult as SynthesisResult
+    from pramkit.synthesize import synthesize_release as synthesize_release
     from pramkit.risk.household import household_risk as household_risk
     from pramkit.risk.identification import identification_risk as identification_risk
     from pramkit.risk.matches import expected_matches as expected_matches

@@ -15,6 +15,7 @@ HELP: dict[str, str] = {
     "reproduce": "regenerate the tables and figures of a paper",
     "estimate": "estimate original frequencies (with standard errors) from a released file",
     "resample": "an analysis-ready file: redraw the perturbed values from their posterior (post-processing)",
+    "synthesize": "a file useful as it is at a central epsilon: public columns kept, the rest drawn from DP margins",
     "risk": "identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
     "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
     "audit": "audit a release: stated epsilons, ledger and receipt; original against release; the engine's epsilon",

@@ -1,0 +1,146 @@
+"""``pramkit synthesize DATA --vars A,B --public C --epsilon E --out FILE``: a file useful as it is."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pramkit.cli._common import Files, add_csv_dialect, add_na_values, add_quiet, figure, print_json
+from pramkit.cli.commands import HELP
+
+if TYPE_CHECKING:
+    from pramkit.synthesize import SynthesisResult
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``pramkit synthesize`` to the subcommands.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The subcommands of the ``pramkit`` parser.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pramkit")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["synthesize", "data.csv", "--vars", "a,b", "--public", "age,sex",
+    ...                           "--epsilon", "10", "--out", "s.csv", "--key-file", "k.key"])
+    >>> args.vars, args.public, args.epsilon, str(args.out), args.min_count, args.manifest
+    ('a,b', 'age,sex', 10.0, 's.csv', 2, None)
+    """
+    p = sub.add_parser(
+        "synthesize", help=HELP["synthesize"],
+        description="Release every record of DATA with its public columns as they are and the variables --vars "
+        "drawn from a model measured with differential privacy: each variable's table given the public cell and "
+        "each pair's table, with discrete Laplace noise at shares of --epsilon (central, pure). Writes OUT and "
+        "its manifest (the noisy tables, the ledger, the guarantee). Edit rules (--forbid) hold in every record. "
+        "Without --key-file a fresh key is drawn and never saved (docs/synthesize.md).",
+    )
+    p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata, SPSS, SAS)")
+    p.add_argument("--vars", required=True, metavar="A,B,...", help="the variables to synthesize, comma-separated")
+    p.add_argument("--public", default="", metavar="COL[,COL...]",
+                   help="the columns released as they are, on which the model conditions ('' for none)")
+    p.add_argument("--epsilon", required=True, type=float, help="the central budget (nats)")
+    p.add_argument("--out", required=True, type=Path, help="the released file (format from its suffix)")
+    p.add_argument("--manifest", type=Path, default=None,
+                   help="where the manifest goes (default: OUT's name with the suffix .synthesis.json)")
+    p.add_argument("--key-file", type=Path, help="secret key file for a reproducible release (`pramkit keygen`)")
+    p.add_argument("--categories", type=Path, default=None,
+                   help="a JSON file: variable -> its declared categories (otherwise read from the data, which "
+                        "the ledger says)")
+    p.add_argument("--forbid", type=Path, default=None,
+                   help="edit rules (a CSV as for `pramkit design --forbid`); they may name public columns")
+    p.add_argument("--min-count", type=int, default=2, choices=(1, 2),
+                   help="2 (default): each draw is shared by two records of the same public values, so every "
+                        "released combination appears at least twice; 1: one draw per record")
+    p.add_argument("--force", action="store_true", help="overwrite OUT and the manifest if they exist")
+    add_na_values(p)
+    add_csv_dialect(p)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_quiet(p)
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit synthesize`` reads and writes.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> inputs, outputs = files(argparse.Namespace(data=Path("d.csv"), key_file=None, forbid=None,
+    ...                                            categories=None, out=Path("s.csv"), manifest=None))
+    >>> [str(p) for p in inputs if p], [str(p) for p in outputs]
+    (['d.csv'], ['s.csv', 's.synthesis.json'])
+    """
+    from pramkit.synthesize import manifest_path
+
+    return [args.data, args.key_file, args.forbid, args.categories], [args.out, manifest_path(args.out, args.manifest)]
+
+
+def print_summary(result: SynthesisResult) -> None:
+    """Print what ``pramkit synthesize`` did: the files, the model, the guarantee.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.synthesize import synthesize_release
+    >>> df = pd.DataFrame({"sex": ["f", "m"] * 50, "a": ["x", "y", "y", "z"] * 25})
+    >>> res = synthesize_release(df, variables="a", public="sex", epsilon=2.0, key=bytes(32),
+    ...                          categories={"a": ["x", "y", "z"]})
+    >>> print_summary(res)  # doctest: +ELLIPSIS
+    synthesized 100 rows in ... s: a drawn from 1 DP table given the public columns sex
+    shared draws: ... records take the draw of another record with the same public values
+    central epsilon: 2 (pure; the tables' epsilons added, rounded outward)
+    Changing one person's record...
+    """
+    where = f"wrote {result.out} and its manifest {result.manifest_path}: " if result.out else "synthesized "
+    given = f" given the public columns {', '.join(result.public)}" if result.public else " (no public column)"
+    tables = len(result.measurements)
+    print(f"{where}{len(result.data):,} rows in {result.seconds:.2f} s: {', '.join(result.variables)} drawn from "
+          f"{tables} DP table{'s' if tables != 1 else ''}{given}")
+    if result.shared_draws:
+        print(f"shared draws: {result.shared_draws:,} records take the draw of another record with the same public "
+              "values")
+    print(f"central epsilon: {figure(result.record_epsilon)} (pure; the tables' epsilons added, rounded outward)")
+    print(result.guarantee)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Synthesize the release, write it and its manifest, print a summary.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`register`).
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    PramkitError
+        A missing or unreadable file, a bad setting, a rule that does not fit, or an output that exists
+        without ``--force``.
+    """
+    from pramkit.engine.rng import SecretKey
+    from pramkit.synthesize import read_categories, synthesize_release
+
+    key = SecretKey.from_file(args.key_file) if args.key_file else None
+    cats = read_categories(args.categories) if args.categories is not None else None
+    result = synthesize_release(args.data, args.out, variables=args.vars, public=args.public, epsilon=args.epsilon,
+                                key=key, categories=cats, forbid=args.forbid, min_count=args.min_count,
+                                manifest_out=args.manifest, force=args.force, na_values=args.na_values,
+                                sep=args.sep, encoding=args.encoding)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print_summary(result)
+    return 0
+
+
+
