@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 import pramkit
+from pramkit.audit import audit
 from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.errors import DataError, ParameterError
@@ -291,3 +292,65 @@ def test_library_refusals() -> None:
     with pytest.raises(DataError, match="forbids every value"):
         synthesize_release(data, variables="race", public="sex", epsilon=1.0,
                            forbid=[{"sex": "female", "race": "|".join(sorted(set(data["race"])))}])
+
+
+# ------------------------------------------------------------------ (e) the audit reads it strictly
+
+@pytest.fixture
+def synthesized(files: Path) -> Path:
+    (files / "cats.json").write_text(json.dumps({"race": sorted(set(census_frame(1_500)["race"]))}))
+    assert main(["synthesize", str(files / "d.csv"), "--vars", "race,education", "--public", "age,sex",
+                 "--epsilon", "4", "--out", str(files / "s.csv"), "--key-file", str(files / "k"),
+                 "--categories", str(files / "cats.json"), "--forbid", str(files / "rules.csv"), "-q",
+                 "--json"]) == 0
+    return files
+
+
+def test_audit_passes_a_true_release_with_its_key(synthesized: Path) -> None:
+    d = synthesized
+    res = audit(d / "s.synthesis.json", released=d / "s.csv", original=d / "d.csv", key=d / "k")
+    assert res.passed, [c.line() for c in res.checks if not c.passed]
+    assert res.audits == ("synthesis", "release") and any(c.field == "key" for c in res.checks)
+
+
+FORGED = [
+    ("measurements.0.epsilon", lambda m: m["measurements"][0].__setitem__("epsilon", m["measurements"][0]["epsilon"] * 3),
+     "ledger.design_epsilon"),
+    ("ledger.statement", lambda m: m["ledger"].__setitem__("statement", m["ledger"]["statement"].replace("e^4", "e^2")),
+     "ledger.statement"),
+    ("measurements.dropped", lambda m: m["measurements"].pop(), "measurements"),
+    ("sensitivity", lambda m: m["measurements"][1].__setitem__("sensitivity", 1), "measurements[1]"),
+    ("released.rows", lambda m: m["released"].__setitem__("rows", 1), "released.rows"),
+    ("as they are", lambda m: m.__setitem__("released_as_they_are", ["age"]), "ledger.statement"),
+]
+
+
+@pytest.mark.parametrize("name, forge, field", FORGED, ids=[f[0] for f in FORGED])
+def test_audit_names_each_forged_field(synthesized: Path, name: str, forge, field: str) -> None:
+    d = synthesized
+    raw = json.loads((d / "s.synthesis.json").read_text())
+    forge(raw)
+    (d / "forged.json").write_text(json.dumps(raw))
+    res = audit(d / "forged.json", released=d / "s.csv")
+    assert not res.passed and field in [c.field for c in res.checks if not c.passed]
+
+
+def test_audit_catches_an_edited_file_and_a_wrong_key(synthesized: Path) -> None:
+    d = synthesized
+    frame = pd.read_csv(d / "s.csv", dtype=str, keep_default_na=False)
+    frame.loc[0, "race"] = "martian"
+    frame.to_csv(d / "edited.csv", index=False)
+    raw = json.loads((d / "s.synthesis.json").read_text())
+    res = audit(d / "s.synthesis.json", released=d / "edited.csv")
+    failed = {c.field for c in res.checks if not c.passed}
+    assert {"released.sha256", "variables.race"} <= failed
+    (d / "k2").write_text(bytes(range(1, 33)).hex() + "\n")
+    (d / "k2").chmod(0o600)
+    res = audit(d / "s.synthesis.json", released=d / "s.csv", original=d / "d.csv", key=d / "k2")
+    assert [c.field for c in res.checks if not c.passed] == ["key"] and raw["format"] == "pramkit.synthesis"
+
+
+def test_audit_cli_on_a_synthesized_release(synthesized: Path, capsys) -> None:
+    d = synthesized
+    code = main(["audit", "--manifest", str(d / "s.synthesis.json"), "--released", str(d / "s.csv")])
+    assert code == 0, capsys.readouterr()

@@ -281,13 +281,14 @@ def synthesize_release(
                     categories=sources,
                     data_dependent=tuple(f"the categories of {v} were read from the data" for v, s in sources.items()
                                          if s == "data"))
-    guarantee = ledger.statement([0.0] * len(variables),
-                                 unperturbed=[c for c in released.columns if c not in variables])
+    as_they_are = [str(c) for c in released.columns if c not in variables]
+    guarantee = ledger.statement([0.0] * len(variables), unperturbed=as_they_are)
     manifest = {
         "format": FORMAT, "version": FORMAT_VERSION,
         "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v]}
                       for v in variables},
         "public": {"columns": list(public_cols), "bins": bins, "cells": len(cell_labels)},
+        "released_as_they_are": as_they_are,
         "rules": rules.to_dict() if rules is not None else None,
         "procedure": {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins},
         "measurements": [m.to_dict() for m in measurements],

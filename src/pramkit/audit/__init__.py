@@ -82,6 +82,9 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
     text_encoding(encoding), csv_separator(sep)  # checked before any work
+    synthesis = _synthesis_manifest(manifest)
+    if synthesis is not None:
+        return _synthesis_audit(synthesis, released, original, key, engine, sep, encoding, start)
     audits, checks = ["manifest"], manifest_audit(manifest, released, sep=sep, encoding=encoding)
     if original is not None and released is not None:
         audits.append("release")
@@ -89,4 +92,36 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     if engine:
         audits.append("engine")
         checks += engine_audit(read_manifest(manifest)[0], trials=trials)
+    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+
+
+def _synthesis_manifest(path: str | Path) -> dict[str, Any] | None:
+    """The manifest's JSON when it is a synthesized release's (``pramkit synthesize``), else ``None``."""
+    from pramkit._json import read_json
+    from pramkit.audit.synthesis import is_synthesis
+    from pramkit.errors import ManifestError
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        raw = read_json(p, f"manifest {str(p)!r}", ManifestError)
+    except ManifestError:
+        return None
+    return raw if is_synthesis(raw) else None
+
+
+def _synthesis_audit(raw: dict[str, Any], released: str | Path | None, original: str | Path | None, key: Any,
+                     engine: bool, sep: str, encoding: str, start: float) -> AuditResult:
+    """The audit of a synthesized release: its manifest, its file, the original and the key."""
+    from pramkit.audit.synthesis import manifest_checks, original_checks, release_checks
+
+    if engine:
+        raise ParameterError("a synthesized release has no perturbation engine to audit: leave out --engine")
+    audits, checks = ["synthesis"], manifest_checks(raw)
+    if released is not None:
+        checks += release_checks(raw, released, sep=sep, encoding=encoding)
+    if original is not None and released is not None:
+        audits.append("release")
+        checks += original_checks(raw, original, released, key=key, sep=sep, encoding=encoding)
     return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)

@@ -1,0 +1,178 @@
+"""The audit of a synthesized release (``pramkit synthesize``): every stated figure recomputed.
+
+From the manifest alone: each DP table's mechanism, sensitivity, epsilon and shape (against the
+declared categories and public cells); the tables are exactly the ones the procedure measures; the
+ledger's epsilon is at least the exact rational sum of the tables' epsilons, within the budget; the
+guarantee sentence is the ledger's.  With the released file: its digest and rows, every value a
+declared category, every rule kept, every combination shown at least ``min_count`` times.  With the
+original: the columns said to be released as they are equal the original's.  With the key: the
+release is made again and compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pramkit.audit.result import Check
+from pramkit.errors import PramkitError
+
+AUDIT = "synthesis"
+
+
+def is_synthesis(raw: Any) -> bool:
+    """True for the manifest of ``pramkit synthesize``.
+
+    Examples
+    --------
+    >>> is_synthesis({"format": "pramkit.synthesis"}), is_synthesis({"variables": []})
+    (True, False)
+    """
+    return isinstance(raw, dict) and raw.get("format") == "pramkit.synthesis"
+
+
+def _check(field: str, passed: bool, detail: str, subject: str = "release") -> Check:
+    return Check(AUDIT, subject, field, bool(passed), detail)
+
+
+def manifest_checks(raw: dict[str, Any]) -> list[Check]:
+    """The manifest's own figures, recomputed (no data needed).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.synthesize import synthesize_release
+    >>> df = pd.DataFrame({"sex": ["f", "m"] * 40, "a": ["x", "y", "y", "x"] * 20})
+    >>> raw = synthesize_release(df, variables="a", public="sex", epsilon=1.0, key=bytes(32),
+    ...                          categories={"a": ["x", "y"]}).manifest
+    >>> all(c.passed for c in manifest_checks(raw))
+    True
+    >>> raw["measurements"][0]["epsilon"] = 3.0  # a table spent more than the ledger says
+    >>> [c.field for c in manifest_checks(raw) if not c.passed]
+    ['ledger.design_epsilon']
+    """
+    from pramkit.ledger import Ledger
+
+    checks: list[Check] = []
+    variables = raw.get("variables") or {}
+    public = raw.get("public") or {}
+    ms = raw.get("measurements") or []
+    names = list(variables)
+    wanted = [["@public", v] for v in names] + [list(p) for p in itertools.combinations(names, 2)]
+    got = [m.get("axes") for m in ms]
+    checks.append(_check("measurements", got == wanted,
+                         f"{len(ms)} tables: each variable given the public cell, then each pair"
+                         if got == wanted else f"the tables are {got}, the procedure measures {wanted}"))
+    total = Fraction(0)
+    for i, m in enumerate(ms):
+        axes = m.get("axes") or []
+        shape = tuple(int(public.get("cells", -1)) if a == "@public" else len(variables.get(a, {}).get("categories", []))
+                      for a in axes)
+        noisy = np.asarray(m.get("noisy"))
+        eps = m.get("epsilon")
+        ok = (m.get("mechanism") == "geometric" and m.get("sensitivity") == 2 and isinstance(eps, (int, float))
+              and math.isfinite(eps) and eps > 0 and noisy.shape == shape and noisy.dtype.kind in "iu")
+        checks.append(_check(f"measurements[{i}]", ok, f"{' x '.join(axes)}: discrete Laplace at sensitivity 2, "
+                             f"epsilon {eps}, {noisy.size} integer cells" if ok else
+                             f"{axes}: mechanism, sensitivity 2, a positive epsilon and integer counts of shape "
+                             f"{shape} expected"))
+        if isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0:
+            total += Fraction(eps)
+    led = raw.get("ledger") or {}
+    stated = led.get("design_epsilon")
+    ok = isinstance(stated, (int, float)) and Fraction(stated) >= total and led.get("record_epsilon") == stated
+    checks.append(_check("ledger.design_epsilon", ok, f"{stated} >= the tables' exact sum {float(total)!r}" if ok
+                         else f"stated {stated}, the tables' epsilons add up to {float(total)!r}"))
+    budget = led.get("record_epsilon_budget")
+    if budget is not None:
+        checks.append(_check("ledger.record_epsilon_budget", isinstance(stated, (int, float)) and stated <= budget,
+                             f"{stated} within the budget {budget}"))
+    try:
+        words = Ledger.from_dict(led).statement([0.0] * len(names), unperturbed=list(raw.get("released_as_they_are", [])))
+        checks.append(_check("ledger.statement", words == led.get("statement"), "the ledger's sentence"
+                             if words == led.get("statement") else "the sentence is not the one the ledger gives"))
+    except PramkitError as exc:
+        checks.append(_check("ledger", False, str(exc)))
+    return checks
+
+
+def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", encoding: str = "utf-8",
+                   ) -> list[Check]:
+    """The released file against its manifest."""
+    from pramkit.io import read_table, sha256_of
+    from pramkit.structure import Rules
+
+    p = Path(released)
+    info = raw.get("released") or {}
+    digest = sha256_of(p)
+    checks = [_check("released.sha256", digest == info.get("sha256"), f"the file's digest {digest[:16]}...")]
+    frame = read_table(p, na_values=(), sep=sep, encoding=encoding)
+    checks.append(_check("released.rows", len(frame) == info.get("rows"), f"{len(frame):,} rows"))
+    variables = raw.get("variables") or {}
+    for v, spec in variables.items():
+        cats = {str(c) for c in spec.get("categories", []) if c is not None}
+        col = frame[v] if v in frame.columns else pd.Series([], dtype=object)
+        bad = sorted(set(col.dropna().astype(str)) - cats)
+        checks.append(_check(f"variables.{v}", v in frame.columns and not bad,
+                             "every value a declared category" if not bad else f"values {bad[:3]} not declared",
+                             subject=v))
+    if raw.get("rules"):
+        rules = Rules.of(raw["rules"]["forbidden"])
+        broken = int(rules.breaking(frame, list(frame.columns)).sum())
+        checks.append(_check("rules", broken == 0, f"{broken:,} records break a rule"))
+    proc = raw.get("procedure") or {}
+    public = list((raw.get("public") or {}).get("columns", []))
+    if proc.get("min_count") == 2:
+        cols = public + list(variables)
+        combos = frame[cols].astype(str).value_counts()
+        cells = frame[public].astype(str).value_counts() if public else pd.Series([len(frame)])
+        lone = {c if isinstance(c, tuple) else (c,) for c in cells[cells == 1].index} if public else set()
+        single = [c for c in combos[combos == 1].index if tuple(c[:len(public)]) not in lone]
+        checks.append(_check("procedure.min_count", not single,
+                             "every combination shown at least twice (but in public cells of one record)"
+                             if not single else f"{len(single):,} combinations shown once"))
+    same = [str(c) for c in frame.columns if c not in variables]
+    checks.append(_check("released_as_they_are", same == list(raw.get("released_as_they_are", [])),
+                         f"the file's other columns are {', '.join(same)}"))
+    return checks
+
+
+def original_checks(raw: dict[str, Any], original: str | Path, released: str | Path, key: Any = None,
+                    sep: str = ",", encoding: str = "utf-8") -> list[Check]:
+    """The original against the release: the columns said to be as they are; with the key, the whole file."""
+    from pramkit.io import read_table, sha256_of
+    from pramkit.synthesize import synthesize_release
+
+    orig = read_table(Path(original), na_values=(), sep=sep, encoding=encoding)
+    rel = read_table(Path(released), na_values=(), sep=sep, encoding=encoding)
+    variables = list(raw.get("variables") or {})
+    same = [c for c in rel.columns if c not in variables]
+    equal = len(orig) == len(rel) and all(c in orig.columns and orig[c].astype(str).equals(rel[c].astype(str))
+                                          for c in same)
+    checks = [_check("released_as_they_are", equal, f"{', '.join(same)} equal the original's" if equal
+                     else "a column said to be released as it is differs from the original")]
+    if key is not None:
+        proc = raw.get("procedure") or {}
+        declared = {v: s["categories"] for v, s in (raw.get("variables") or {}).items()
+                    if s.get("categories_source") == "declared"}
+        rules = raw.get("rules")
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / Path(released).name
+            synthesize_release(orig, out, variables=variables, public=(raw.get("public") or {}).get("columns", []),
+                               epsilon=float(raw["ledger"]["record_epsilon_budget"]), key=key,
+                               categories=declared or None, forbid=rules["forbidden"] if rules else None,
+                               min_count=int(proc.get("min_count", 2)), pool=int(proc.get("pool", 20)),
+                               sweeps=int(proc.get("sweeps", 30)), public_bins=int(proc.get("public_bins", 20)),
+                               sep=sep, encoding=encoding)
+            again = sha256_of(out)
+        checks.append(_check("key", again == sha256_of(Path(released)),
+                             "the key makes this release again, byte for byte" if again == sha256_of(Path(released))
+                             else "the key makes another file: not this release's key, or the file was changed"))
+    return checks
