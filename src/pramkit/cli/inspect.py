@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     info["guarantee"] = stated.sentence
     info["release_guarantee"] = stated.to_dict()
     if args.json:
-        print_json(info)
+        print_json(info, kind="pramkit.inspect.result")
         return 0
     width = max(len("variable"), *(len(v["name"]) for v in info["variables"]))
     print(f"{'variable':<{width}}  {'S':>4}  {'epsilon':>10}  {'given block':>11}  {'min diag':>9}  "
