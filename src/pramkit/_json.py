@@ -127,6 +127,66 @@ def _write(value: Any, indent: int, level: int, parts: list[str]) -> None:
         parts.append(json.dumps(value, allow_nan=False))
 
 
+#: The kinds of JSON object the commands print (``--json``, and ``pramkit reproduce``), each with the
+#: version of its format.  Every printed object starts with ``"format"`` (the kind) and ``"version"``
+#: (an integer); a version grows only when a field changes meaning or goes away (fields are added
+#: freely, so a reader ignores fields it does not know).  Each kind has a JSON Schema in docs/schemas.
+OUTPUT_FORMATS: dict[str, int] = {
+    "pramkit.apply.result": 1,
+    "pramkit.audit.result": 1,
+    "pramkit.compare.result": 1,
+    "pramkit.design.matrix": 1,
+    "pramkit.design.release": 1,
+    "pramkit.design.derived": 1,
+    "pramkit.estimate.result": 1,
+    "pramkit.inspect.result": 1,
+    "pramkit.reproduce.result": 1,
+    "pramkit.resample.result": 1,
+    "pramkit.risk.identification": 1,
+    "pramkit.risk.household": 1,
+    "pramkit.risk.suda": 1,
+    "pramkit.risk.contributions": 1,
+    "pramkit.swap.result": 1,
+}
+
+
+def stamp(value: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A printed result with its ``"format"`` and ``"version"`` first (:data:`OUTPUT_FORMATS`).
+
+    Parameters
+    ----------
+    value : dict
+        The result (a ``to_dict()``), which holds neither field yet.
+    kind : str
+        Its kind, a key of :data:`OUTPUT_FORMATS`.
+
+    Returns
+    -------
+    dict
+        A new dict: ``format``, ``version``, then the fields of ``value`` in their order.
+
+    Raises
+    ------
+    ValueError
+        An unknown kind, or a result that already holds ``format`` or ``version``.
+
+    Examples
+    --------
+    >>> stamp({"rows": 3}, "pramkit.apply.result")
+    {'format': 'pramkit.apply.result', 'version': 1, 'rows': 3}
+    >>> stamp({"rows": 3}, "pramkit.nothing")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown output format 'pramkit.nothing'
+    """
+    if kind not in OUTPUT_FORMATS:
+        raise ValueError(f"unknown output format {kind!r}")
+    taken = sorted({"format", "version"} & set(value))
+    if taken:
+        raise ValueError(f"a {kind} output already holds {', '.join(taken)}")
+    return {"format": kind, "version": OUTPUT_FORMATS[kind], **value}
+
+
 #: Largest JSON file pramkit reads (a manifest of 100 000 categories is under 20 MB).
 MAX_JSON_BYTES = 256 * 2**20
 #: Deepest nesting of arrays and objects pramkit reads (its own files nest fewer than 10 levels).

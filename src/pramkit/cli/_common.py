@@ -7,31 +7,41 @@ import math
 import sys
 from typing import Any
 
-from pramkit._json import dumps, to_jsonable
+from pramkit._json import dumps, stamp, to_jsonable
 from pramkit.errors import ParameterError
 
 
-def print_json(obj: Any) -> None:
-    """One JSON object on stdout (full precision).
+def print_json(obj: dict[str, Any], *, kind: str, plain: bool = False) -> None:
+    """One JSON object on stdout (full precision), starting with its ``format`` and ``version``.
 
     Parameters
     ----------
-    obj : Any
+    obj : dict
         A result, usually its ``to_dict()``: NumPy values are written as plain
         numbers and infinities as ``"inf"`` (:func:`pramkit._json.to_jsonable`),
         so the output is strict JSON.
+    kind : str
+        The kind of output (a key of :data:`pramkit._json.OUTPUT_FORMATS`), printed as
+        ``"format"`` with its ``"version"`` (:func:`pramkit._json.stamp`); its JSON Schema is
+        docs/schemas/KIND.json.
+    plain : bool, default False
+        ``obj`` holds plain JSON values already (no conversion).
 
     Examples
     --------
     >>> import numpy as np
-    >>> print_json({"epsilon": np.float64(1 / 3), "bound": float("inf"), "counts": np.array([3, 1])})
+    >>> print_json({"epsilon": np.float64(1 / 3), "bound": float("inf"), "counts": np.array([3, 1])},
+    ...            kind="pramkit.design.matrix")
     {
+      "format": "pramkit.design.matrix",
+      "version": 1,
       "epsilon": 0.3333333333333333,
       "bound": "inf",
       "counts": [3, 1]
     }
     """
-    sys.stdout.write(dumps(to_jsonable(obj)) + "\n")
+    value = stamp(obj, kind)
+    sys.stdout.write(dumps(value if plain else to_jsonable(value)) + "\n")
 
 
 def add_na_values(parser: argparse.ArgumentParser) -> None:

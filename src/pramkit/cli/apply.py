@@ -220,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
             shuffle=args.shuffle, public_columns=public, release=label, sep=args.sep, encoding=args.encoding,
         )
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.apply.result")
     else:
         from pramkit.engine.receipt import released_guarantee
         from pramkit.manifest import Manifest

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     result = audit(args.manifest, released=args.released, original=args.original, key=args.key_file,
                    engine=args.engine, sep=args.sep, encoding=args.encoding)
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.audit.result")
     else:
         print("\n".join([*(c.line() for c in result.checks), result.verdict()]))
     return 0 if result.passed else 1

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     centroids = None if args.centroids is None else read_table(args.centroids)  # checked by compare_swap
     result = compare_swap(data, plan, key=key, centroids=centroids)
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.compare.result")
         return 0
     names = ["original", "swap", "DP-PRAM", "metric PRAM"][:len(result.methods)]
     table = pd.DataFrame({n: [_cell(m.get(f)) for f, _ in ROWS] for n, m in zip(names, result.methods)},

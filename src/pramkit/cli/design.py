@@ -307,7 +307,6 @@ def run(args: argparse.Namespace) -> int:
     >>> print(out.getvalue().splitlines()[0])
     region: epsilon = 1, I(X;Z) = 0.1178 nats on the data
     """
-    from pramkit._json import dumps
     from pramkit.atomic import check_writable
     from pramkit.engine.receipt import released_guarantee
     from pramkit.engine.rng import SecretKey
@@ -321,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
         if args.sampling or args.population is not None:
             raise ParameterError("--sampling and --population describe a data file's release: give DATA and --vars")
         out = _distribution_mode(args)
-        print_json(out) if args.json else _print_matrix(out)
+        print_json(out, kind="pramkit.design.matrix") if args.json else _print_matrix(out)
         return 0
     if args.probs or args.counts:
         raise ParameterError("give either a data file or --probs/--counts, not both")
@@ -342,7 +341,10 @@ def run(args: argparse.Namespace) -> int:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()
     guarantee = released_guarantee(release.manifest, args.data, sep=args.sep, encoding=args.encoding)  # its columns
     out["guarantee"] = guarantee.to_dict()
-    print(dumps(out)) if args.json else _print_written(out, release.manifest, guarantee)  # JSON values already
+    if args.json:
+        print_json(out, kind="pramkit.design.release", plain=True)  # JSON values already
+    else:
+        _print_written(out, release.manifest, guarantee)
     if "target" in release.record.extra and not args.json:
         _print_target(release.record.extra["target"])
     return 0
@@ -392,7 +394,7 @@ def _derived_mode(args: argparse.Namespace) -> int:
     derived.manifest.write(args.out, force=args.force)
     out = {**derived.to_dict(), "manifest": str(args.out)}
     if args.json:
-        print_json(out)
+        print_json(out, kind="pramkit.design.derived")
         return 0
     for name, v in out["per_variable"].items():
         print(f"{name}: composed epsilon = {fmt_epsilon(v['epsilon'])}, I(X;Z) = {v['information_nats']:.4g} nats "

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
               f"constrained; --estimator {' or '.join(sorted(set(CONSISTENT) - {'rr-mle'}))} "
               "(rr-mle for one randomized-response variable) give estimates in [0, n]", file=sys.stderr)
     if args.json:
-        print_json({"released_file": str(args.released), **result.to_dict()})
+        print_json({"released_file": str(args.released), **result.to_dict()}, kind="pramkit.estimate.result")
     else:
         print(format_table(result))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import figure, print_json
+from pramkit.cli._common import Files, figure, print_json
 from pramkit.cli.commands import HELP
 from pramkit.manifest import Manifest
 
@@ -42,7 +42,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--released", type=Path, metavar="FILE",
                    help="a file the manifest made: its receipt gives its rows and, if shuffled, its central guarantee")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=run)
+    p.add_argument("--ddi", type=Path, metavar="FILE",
+                   help="also write a DDI-Codebook 2.5 description of the release (XML: variables, categories, the "
+                        "perturbation and its guarantee as methodology text, the manifest as the file holding the "
+                        "matrices; with --released, the released file and its columns); publishable")
+    p.add_argument("--force", action="store_true", help="overwrite --ddi FILE if it exists")
+    p.set_defaults(func=run, files=files)
+
+
+def files(args: argparse.Namespace) -> Files:
+    """What ``pramkit inspect`` reads (the manifest, the released file) and writes (``--ddi``).
+
+    Examples
+    --------
+    >>> inputs, outputs = files(argparse.Namespace(manifest=Path("m.json"), released=None, ddi=Path("r.xml")))
+    >>> [str(p) for p in inputs if p], [str(p) for p in outputs if p]
+    (['m.json'], ['r.xml'])
+    """
+    return [args.manifest, args.released], [getattr(args, "ddi", None)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,8 +114,13 @@ def run(args: argparse.Namespace) -> int:
     stated = released_guarantee(manifest, args.released)  # with a released file, its columns are named
     info["guarantee"] = stated.sentence
     info["release_guarantee"] = stated.to_dict()
+    if args.ddi is not None:
+        from pramkit.report.ddi import write_ddi
+
+        info["ddi"] = str(write_ddi(manifest, args.ddi, released=args.released, force=args.force,
+                                    inputs=(args.manifest, args.released), manifest_name=args.manifest.name))
     if args.json:
-        print_json(info)
+        print_json(info, kind="pramkit.inspect.result")
         return 0
     width = max(len("variable"), *(len(v["name"]) for v in info["variables"]))
     print(f"{'variable':<{width}}  {'S':>4}  {'epsilon':>10}  {'given block':>11}  {'min diag':>9}  "
@@ -121,4 +143,6 @@ def run(args: argparse.Namespace) -> int:
               + ("" if fact["covered"] else " (no epsilon covers these values)"))
     print("\n".join(stated.lines()))
     print("\n".join(guarantees.lines()))
+    if args.ddi is not None:
+        print(f"DDI-Codebook 2.5: {info['ddi']} (may be published)")
     return 0

@@ -74,6 +74,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keys", help="comma-separated key variables for the risk (3 to 5 are quick); needed for --out")
     p.add_argument("--out", type=Path, help="the internal HTML report to write (private)")
     p.add_argument("--public", type=Path, metavar="OUT", help="the public HTML report to write (publishable)")
+    p.add_argument("--release-note", type=Path, metavar="FILE",
+                   help="a one-page release note in Five Safes terms to write (publishable: built from the "
+                        "manifest and the released file's column names only); Markdown (.md) or HTML (.html) "
+                        "by the suffix")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--sampling-fraction", type=float,
                      help=f"the sampling fraction pi in (0, 1] (default: {DEFAULT_SAMPLING_FRACTION:g} assumed, "
@@ -103,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def files(args: argparse.Namespace) -> Files:
     """What ``pramkit report`` reads (the original, the manifest, the release and its receipt, the
-    distance files given or named by the manifest) and writes (``--out``, ``--public``).
+    distance files given or named by the manifest) and writes (``--out``, ``--public``, ``--release-note``).
 
     Examples
     --------
@@ -124,7 +128,7 @@ def files(args: argparse.Namespace) -> Files:
     record = getattr(args, "design_record", None)  # a folder is no design record: refused when read, in its words
     inputs = [args.data, args.manifest, args.released, receipt_path(args.released),
               *distance_files(args.distances), *named, None if record is None or Path(record).is_dir() else record]
-    return inputs, [args.out, args.public]
+    return inputs, [args.out, args.public, getattr(args, "release_note", None)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,10 +182,14 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.atomic import check_writable
     from pramkit.engine.receipt import check_release, receipt_path
     from pramkit.manifest import Manifest
-    from pramkit.report import build_public_report, build_report, write_report
+    from pramkit.report import build_public_report, build_report, release_note, write_release_note, write_report
+    from pramkit.report.release_note import note_format
 
-    if args.out is None and args.public is None:
-        raise ParameterError("give --out (the internal report, with DATA and --keys) and/or --public OUT")
+    if args.out is None and args.public is None and args.release_note is None:
+        raise ParameterError("give --out (the internal report, with DATA and --keys), --public OUT and/or "
+                             "--release-note FILE")
+    if args.release_note is not None:
+        note_format(args.release_note)  # a suffix it cannot write, before any work
     if args.out is not None and (args.data is None or not args.keys):
         raise ParameterError("the internal report (--out) needs the original file DATA and --keys")
     if args.contributions and args.out is None:
@@ -190,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
     if args.design_record is not None and args.out is None:
         raise ParameterError("--design-record goes with --out: the design record is computed from the original "
                              "file, so only the internal report shows its risk-utility map")
-    for out in (args.out, args.public):  # no input is ever an output: files(), checked by pramkit.cli.main
+    # no input is ever an output: files(), checked by pramkit.cli.main
+    for out in (args.out, args.public, args.release_note):
         if out is not None:
             check_writable(out, force=args.force)
     keys = comma_names(args.keys)
@@ -219,6 +228,11 @@ def run(args: argparse.Namespace) -> int:
                                      na_values=args.na_values, weights=args.weights, sep=args.sep,
                                      encoding=args.encoding, **locality)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
+    if args.release_note is not None:
+        five_safes = release_note(args.manifest, args.released, sep=args.sep, encoding=args.encoding)
+        path = write_release_note(five_safes, args.release_note, force=args.force,
+                                  inputs=(args.data, args.manifest, args.released))
+        written.append(f"{path} (release note: may be published)")
     for line in written:
         print(line)
     note("report", unchecked)  # after the work: an error stays the only line

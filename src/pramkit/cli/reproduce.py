@@ -90,5 +90,5 @@ def run(args: argparse.Namespace) -> int:
         raise WriteError(f"--out {str(out)!r} exists and is not a folder")
     make_folder(out)
     module = importlib.import_module(REPRODUCTIONS[args.name])
-    print_json(module.run(out, quick=args.quick, quiet=args.quiet))
+    print_json(module.run(out, quick=args.quick, quiet=args.quiet), kind="pramkit.reproduce.result")
     return 0

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
                               forbid=args.forbid, force=args.force, na_values=args.na_values, sep=args.sep,
                               encoding=args.encoding)
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.resample.result")
     else:
         print_summary(result)
     return 0

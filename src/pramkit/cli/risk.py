@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         out["plot"] = str(plot_fit(result.model, args.plot, force=args.force))
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
-        print_json(out)
+        print_json(out, kind="pramkit.risk.identification")
         return 0
     fit = result.model
     lines = [
@@ -233,7 +233,7 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
                             sep=args.sep, encoding=args.encoding)
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.risk.household")
         return 0
     print("\n".join([
         f"records: {result.n} ({result.excluded} excluded for missing keys; missing keys: {result.missing})",
@@ -270,7 +270,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
     out = suda(args.data, keys, max_size=args.max_size, sampling_fraction=args.sampling_fraction,
                na_values=args.na_values, max_steps=_steps(args), sep=args.sep, encoding=args.encoding).to_dict()
     if args.json:
-        print_json(out)
+        print_json(out, kind="pramkit.risk.suda")
         return 0
     lines = [
         f"records: {out['records']}; with a minimal sample unique (MSU): {out['records_with_msu']}",
@@ -329,7 +329,7 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
         encoding=args.encoding)
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.risk.contributions")
         return 0
     from pramkit.engine.receipt import released_guarantee
 

@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                        chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners, sep=args.sep,
                        encoding=args.encoding)
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.swap.result")
         return 0
     print(f"wrote {result.output}: {result.rows:,} rows, {result.households:,} households in {result.seconds:.2f} s")
     print(f"receipt: {result.receipt} (public: the released file's digest and the description of the swap)")
