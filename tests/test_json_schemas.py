@@ -54,6 +54,9 @@ COMMANDS: dict[str, Argv] = {
                                       "--rate", "0.1", "--out", f["dir"] / "swapped.csv", "--key-file", f["key"]],
     "pramkit.compare.result": lambda f: ["compare", f["data"], "--hid", "hid", "--geo", "area",
                                          "--risk-vars", "age,sex", "--key-file", f["key"]],
+    "pramkit.synthesize.result": lambda f: ["synthesize", f["data"], "--vars", "race,education", "--public", "age,sex",
+                                            "--epsilon", "3", "--out", f["dir"] / "synth.csv", "--key-file", f["key"],
+                                            "--quiet"],
     "pramkit.reproduce.result": lambda f: ["reproduce", "ruiz", "--out", f["dir"] / "ruiz", "--quick", "--quiet"],
 }
 

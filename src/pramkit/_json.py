@@ -147,6 +147,7 @@ OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.risk.suda": 1,
     "pramkit.risk.contributions": 1,
     "pramkit.swap.result": 1,
+    "pramkit.synthesize.result": 1,
 }
 
 

@@ -150,7 +150,7 @@ class SynthesisResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The summary ``pramkit synthesize --json`` prints."""
-        return {"format": "pramkit.synthesize.result", "version": 1, "out": self.out,
+        return {"out": self.out,
                 "manifest": self.manifest_path, "rows": len(self.data), "variables": list(self.variables),
                 "public": list(self.public), "tables": len(self.measurements),
                 "record_epsilon": self.record_epsilon, "shared_draws": self.shared_draws,

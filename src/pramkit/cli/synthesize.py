@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
                                 manifest_out=args.manifest, force=args.force, na_values=args.na_values,
                                 sep=args.sep, encoding=args.encoding)
     if args.json:
-        print_json(result.to_dict())
+        print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:
         print_summary(result)
     return 0
