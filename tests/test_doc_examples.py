@@ -285,7 +285,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], Non
 SHELL_ADJUSTMENTS = [
     ("README.md", r"python -m pip install -e \"\.\[test,spark,app\]\" && python -m pytest -q", "true",
      "runs the whole test suite, this harness included"),
-    ("README.md", r"python -m pip install \. && ", "",
+    ("README.md", r"python -m pip install \"\.\[report\]\" && ", "",
      "the harness runs against the package already installed"),
     ("", r"pramkit demo(?!.*--rows)", f"pramkit demo --rows {ROWS}",
      "the full-size demo takes 6 to 9 s and writes 100 MB"),

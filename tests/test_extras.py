@@ -86,7 +86,7 @@ def test_extras_table_matches_pyproject():
 
 BLOCKER = textwrap.dedent("""
     import importlib.abc, sys
-    BLOCKED = {"polars", "sklearn", "pyspark", "py4j", "shiny", "uvicorn", "starlette", "jinja2"}
+    BLOCKED = {"polars", "sklearn", "pyspark", "py4j", "shiny", "uvicorn", "starlette", "jinja2", "matplotlib"}
 
     class Absent(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
@@ -99,7 +99,7 @@ BLOCKER = textwrap.dedent("""
 
 
 def test_the_core_workflow_needs_no_extra(tmp_path):
-    """Without polars, scikit-learn, pyspark or Shiny: design, perturb, estimate, a file applied, and
+    """Without polars, scikit-learn, pyspark, Shiny or matplotlib: design, perturb, estimate, a file applied, and
     ``import pramkit.sklearn`` says which extra it needs."""
     script = BLOCKER + textwrap.dedent("""
         import pramkit
@@ -115,7 +115,7 @@ def test_the_core_workflow_needs_no_extra(tmp_path):
             import pramkit.sklearn
         except ImportError as exc:
             print(type(exc).__name__, exc)
-        assert not {"polars", "sklearn", "pyspark", "shiny"} & set(sys.modules)
+        assert not {"polars", "sklearn", "pyspark", "shiny", "matplotlib"} & set(sys.modules)
     """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -38,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from pramkit._extras import require_extra
 from pramkit._json import to_jsonable
 from pramkit.atomic import PathLike, make_folder, signals_deferred, temporary, write_text_atomic
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
@@ -421,6 +422,9 @@ def run_demo(
         ``out`` is a file, its parent folder does not exist, ``force`` would
         replace a file an earlier demo did not write, or a file or folder
         cannot be written; nothing is left behind.
+    MissingExtraError
+        matplotlib (the ``report`` extra), which draws the reports' figures, is not
+        installed; nothing is written.
 
     Examples
     --------
@@ -432,6 +436,7 @@ def run_demo(
     public/manifest.json private/report.html
     ['private', 'public']
     """
+    require_extra("report", "the demo (it writes the HTML reports)")
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < MIN_ROWS:
         raise ParameterError(f"--rows must be a whole number of at least {MIN_ROWS:,} (the report fits a "
                              f"log-linear model of five keys), got {rows!r}")

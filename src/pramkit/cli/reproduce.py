@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise WriteError(f"--out {str(out)!r} exists and is not a folder")
+    module = importlib.import_module(REPRODUCTIONS[args.name])  # before the folder: a missing extra stops here
     make_folder(out)
-    module = importlib.import_module(REPRODUCTIONS[args.name])
     print_json(module.run(out, quick=args.quick, quiet=args.quiet), kind="pramkit.reproduce.result")
     return 0

@@ -156,11 +156,12 @@ def run(args: argparse.Namespace) -> int:
     >>> household_code, text.getvalue().splitlines()[1]
     (0, 'households: 3 (largest: 40 records)')
     """
+    from pramkit._extras import require_extra
     from pramkit.atomic import check_writable
     from pramkit.engine.receipt import check_release
     from pramkit.manifest import Manifest
     from pramkit.risk.identification import identification_risk
-    from pramkit.risk.plots import plot_fit
+    from pramkit.risk.plots import RISK_PLOT, plot_fit
 
     keys = comma_names(args.keys)
     if not keys:
@@ -178,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--original needs --manifest")
     if args.plot:  # before any work (no input is ever an output: files(), checked by pramkit.cli.main)
         check_writable(args.plot, force=args.force)
+        require_extra("report", RISK_PLOT)
     unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     # the files are streamed: memory is bounded by a chunk and the key table
     result = identification_risk(

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from pramkit._extras import require_extra
 from pramkit._version import __version__
 from pramkit.counts import count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
@@ -59,6 +60,7 @@ from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
 from pramkit.progress import progress
+from pramkit.report.images import REPORT
 from pramkit.report.rumap import RiskUtilityMap, risk_utility_map
 from pramkit.risk.contributions import ReleaseContributions, release_contributions
 from pramkit.risk.identification import RiskResult, identification_risk
@@ -1140,6 +1142,9 @@ def build_report(
         :data:`MIN_RECORDS_IDENTICAL` records) (and as
         :func:`pramkit.risk.identification.identification_risk`); or ``design_record`` is
         missing, not a design record, without a target, or another manifest's or file's.
+    MissingExtraError
+        matplotlib (the ``report`` extra), which draws the report's figures, is not installed;
+        checked before any work.
 
     Examples
     --------
@@ -1163,6 +1168,7 @@ def build_report(
     ...
     pramkit.errors.DataError: the released file is identical to the original in every perturbed column (sex): pass the file that `pramkit apply` wrote as the release
     """
+    require_extra("report", REPORT)
     keys = list(keys)
     if not keys:
         raise ParameterError("name at least one key variable")
@@ -1426,6 +1432,8 @@ def build_public_report(
         :func:`build_report`).
     ParameterError
         If ``distances`` or ``within`` name variables without distances.
+    MissingExtraError
+        matplotlib (the ``report`` extra) is not installed (as for :func:`build_report`).
 
     Examples
     --------
@@ -1440,6 +1448,7 @@ def build_public_report(
     >>> r.public, r.risk is None, r.records
     (True, True, 5000)
     """
+    require_extra("report", REPORT)
     if isinstance(manifest, (str, Path)):
         manifest = Manifest.read(manifest)
     single = [v for v in manifest.variables if not v.is_joint]

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pramkit.report.images import DPI, data_uri
+from pramkit._figure import new_figure
+from pramkit.report.images import DPI, REPORT, data_uri
 from pramkit.risk.contributions import ReleaseContributions
 
 #: Levels shown in the table.
@@ -47,8 +48,6 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     before = result.before.variables
     series = [("SUDA, before", before["suda"], "#4c72b0"), ("tau2, before", before["tau2"], "#8da0cb")]
@@ -60,8 +59,7 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
     labels = [str(v) for v in before["variable"]]
     x = np.arange(len(labels))
     width = 0.8 / len(series)
-    fig = Figure(figsize=(max(6.0, 1.1 * len(labels) + 2.0), 3.6), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(REPORT, figsize=(max(6.0, 1.1 * len(labels) + 2.0), 3.6), layout="constrained")
     ax = fig.subplots()
     for i, (label, values, color) in enumerate(series):
         ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(values.to_numpy(float)), width,

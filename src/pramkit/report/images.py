@@ -7,6 +7,9 @@ import base64
 #: Dots per inch of every figure of the reports.
 DPI = 90
 
+#: What draws the reports' figures, for the message when matplotlib (the ``report`` extra) is missing.
+REPORT = "the HTML report"
+
 
 def data_uri(png: bytes) -> str:
     """A PNG as a ``data:image/png;base64,...`` URI.

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pramkit._figure import new_figure
 from pramkit.report.build import VariableUtility
-from pramkit.report.images import DPI
+from pramkit.report.images import DPI, REPORT
 from pramkit.utility import PrivacyUtilityCurve, plot_privacy_utility
 
 
@@ -43,15 +44,12 @@ def frequency_chart(utility: VariableUtility) -> bytes:
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     f = utility.frequencies
     labels = ["(missing)" if c is None else str(c) for c in f["category"]]
     x = np.arange(len(labels))
     width = 0.27
-    fig = Figure(figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(REPORT, figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), layout="constrained")
     ax = fig.subplots()
     if f["original"].notna().any():
         ax.bar(x - width, f["original"], width, label="original", color="#4c72b0")
@@ -124,13 +122,10 @@ def matrix_heatmap(name: str, matrix: np.ndarray, categories: list[str]) -> byte
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     s = len(categories)
     side = min(7.5, 2.6 + 0.32 * s)
-    fig = Figure(figsize=(side + 1.2, side), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(REPORT, figsize=(side + 1.2, side), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(matrix, cmap="Blues", vmin=0.0, vmax=1.0)
     ticks = np.arange(s)

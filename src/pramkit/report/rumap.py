@@ -340,18 +340,15 @@ def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
     >>> risk_utility_chart(RiskUtilityMap(0.06, ("a",), 4.0, points, 2, "r.json"))[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from pramkit.report.images import DPI
+    from pramkit._figure import new_figure
+    from pramkit.report.images import DPI, REPORT
 
     pts, kept = rmap.points, rmap.kept
     eps = [p.record_epsilon for p in pts]
     matched = [100 * p.matched for p in pts]
     low, high = [100 * p.matched_lower for p in pts], [100 * p.matched_upper for p in pts]
     utility = rmap.utility()
-    fig = Figure(figsize=(10.0 if utility else 5.5, 3.9), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(REPORT, figsize=(10.0 if utility else 5.5, 3.9), layout="constrained")
     axes = fig.subplots(1, 2 if utility else 1, squeeze=False)[0]
     left = axes[0]
     left.fill_between(eps, low, high, color="#4c72b0", alpha=0.18, linewidth=0,

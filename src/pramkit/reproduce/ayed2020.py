@@ -28,14 +28,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
+from pramkit._extras import require_extra
+from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path, write_text_atomic
 from pramkit.design.dp.optimal import dp_optimal, v
 from pramkit.estimate import mle_estimate
 from pramkit.information import form8_objective, mutual_information_form8
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
+
+#: What draws the figures, for the message when matplotlib is missing (checked on import: before any work).
+FIGURES = "pramkit reproduce ayed2020 (its figures)"
+require_extra("report", FIGURES)
 
 ALPHAS = (0.5, 1.0, 1.5, 2.0)
 SCENARIO_III_SEED = 2020
@@ -327,7 +332,7 @@ def estimates(p: np.ndarray, matrix: PramMatrix, n: int, reps: int, rng: np.rand
 
 def _figure(path: Path, panels: list[tuple[str, np.ndarray, np.ndarray]], title: str, ncols: int) -> Path:
     nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(5.0 * ncols, 3.6 * nrows))
+    fig = new_figure(FIGURES, figsize=(5.0 * ncols, 3.6 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, (label, p, est) in zip(axes.ravel(), panels):
         x = np.arange(1, p.size + 1)
@@ -430,7 +435,7 @@ def _figure6(path: Path, mi_hat: np.ndarray) -> Path:
     lo, hi = 1 / (1 + math.exp(SEX_ALPHA)), math.exp(SEX_ALPHA) / (1 + math.exp(SEX_ALPHA))
     grid = np.linspace(lo, hi, 201)
     exact = form8_objective(SEX_P, np.stack([grid, grid], axis=1))
-    fig = Figure(figsize=(6, 4))
+    fig = new_figure(FIGURES, figsize=(6, 4))
     ax = fig.subplots()
     ax.plot(grid, exact, "-", color="tab:blue", label="exact I(X;Z)")
     ax.errorbar(SEX_Q, mi_hat.mean(axis=1), yerr=mi_hat.std(axis=1), fmt="o", color="tab:red",

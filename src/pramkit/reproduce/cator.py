@@ -29,8 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from pramkit._extras import require_extra
+from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path, write_text_atomic
 from pramkit.design.recognition.design import RecognitionDesign, recognition_design
+
+#: What draws the figures, for the message when matplotlib is missing (checked on import: before any work).
+FIGURES = "pramkit reproduce cator (its figures)"
+require_extra("report", FIGURES)
 
 #: The example's key space and size.
 SHAPE = (2, 2, 2, 2, 3)
@@ -163,11 +169,8 @@ def plot_figure1(designs: list[RecognitionDesign], path: Path) -> Path:
     ...     print(png.name, png.read_bytes()[1:4] == b"PNG")
     figure1.png True
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(FIGURES, figsize=(6.4, 4.2), layout="constrained")
     ax = fig.subplots()
     for design, marker in zip(designs, ("o", "x")):
         occ = design.space.occurring

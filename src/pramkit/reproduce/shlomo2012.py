@@ -30,9 +30,15 @@ from typing import Any
 import numpy as np
 from scipy.special import comb
 
+from pramkit._extras import require_extra
+from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path, write_text_atomic
 from pramkit.privacy.probabilistic import population_unique_probability, rare_cell_threshold
 from pramkit.progress import progress
+
+#: What draws the figures, for the message when matplotlib is missing (checked on import: before any work).
+FIGURES = "pramkit reproduce shlomo2012 (its figures)"
+require_extra("report", FIGURES)
 
 KEYS = 16
 P_ONE = 0.2
@@ -160,13 +166,9 @@ def figure1(path: Path) -> Path:
     ...     print(png.name, png.read_bytes()[1:4] == b"PNG")
     figure1.png True
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     lam = np.linspace(0, 20, 401)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = new_figure(FIGURES, figsize=(6, 4))
+    ax = fig.subplots()
     for pi, style in ((0.005, "-"), (0.01, "--")):
         ax.plot(lam, population_unique_probability(lam, pi), style, label=f"pi = {pi:g}")
     ax.set_xlabel("expected population count lambda of the cell (persons)")
@@ -176,7 +178,6 @@ def figure1(path: Path) -> Path:
     fig.tight_layout()
     with atomic_path(path, force=True) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
     return path
 
 

@@ -16,18 +16,13 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import poisson
 
+from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path
 from pramkit.risk.loglinear import LogLinearFit, margins
 from pramkit.risk.tuning import TuningResult
 
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+#: What draws these figures, for the message when matplotlib is missing.
+RISK_PLOT = "the risk plot"
 
 
 def _save(fig, path: str | Path, force: bool) -> Path:
@@ -111,8 +106,8 @@ def plot_fit(fit: LogLinearFit, path: str | Path, *, force: bool = False, max_tr
     ...     print(png.read_bytes()[:4], [p.name for p in pathlib.Path(d).iterdir()])
     b'\\x89PNG' ['fit.png']
     """
-    plt = _pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig = new_figure(RISK_PLOT, figsize=(11, 4.5))
+    left, right = fig.subplots(1, 2)
     c, observed, expected = count_frequencies(fit)
     left.bar(c - 0.2, observed, width=0.4, label="observed")
     left.bar(c + 0.2, expected, width=0.4, label="expected under the fit")
@@ -133,9 +128,7 @@ def plot_fit(fit: LogLinearFit, path: str | Path, *, force: bool = False, max_tr
     right.set_ylabel("observed count + 0.5 (records)")
     right.set_title(f"{len(triples)} three-way margins; deviance {fit.deviance:.4g} on {fit.df} df", fontsize=8)
     fig.tight_layout()
-    out = _save(fig, path, force)
-    plt.close(fig)
-    return out
+    return _save(fig, path, force)
 
 
 def plot_risk_curve(result: TuningResult, path: str | Path, *, force: bool = False) -> Path:
@@ -180,9 +173,9 @@ def plot_risk_curve(result: TuningResult, path: str | Path, *, force: bool = Fal
     ...         print(png.read_bytes()[:4], png.stat().st_size == size)
     b'\\x89PNG' True
     """
-    plt = _pyplot()
     unit = "records" if result.measure == "tau2" else "probability"
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = new_figure(RISK_PLOT, figsize=(6, 4))
+    ax = fig.subplots()
     ax.plot(result.curve_epsilon, result.curve_risk, "o-", label=f"{result.measure} after PRAM")
     ax.axhline(result.threshold, color="grey", ls="--", label=f"threshold {result.threshold:g}")
     ax.axvline(result.epsilon, color="C3", ls=":", label=f"epsilon = {result.epsilon:.3g}")
@@ -191,6 +184,4 @@ def plot_risk_curve(result: TuningResult, path: str | Path, *, force: bool = Fal
     ax.set_ylabel(f"{result.measure} ({unit})")
     ax.legend()
     fig.tight_layout()
-    out = _save(fig, path, force)
-    plt.close(fig)
-    return out
+    return _save(fig, path, force)

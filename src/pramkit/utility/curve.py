@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path
 from pramkit.design.classic import randomized_response
 from pramkit.errors import ParameterError
@@ -172,11 +173,8 @@ def plot_privacy_utility(
     ...     png.name, png.read_bytes()[:4]
     ('curve.png', b'\\x89PNG')
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 3.6), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure("the privacy-utility plot", figsize=(9, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
     left.plot(curve.epsilon, curve.mutual_information_nats, "-", color="tab:blue")
     left.set_ylabel("mutual information I(X; Z) [nats]")
