@@ -354,3 +354,12 @@ def test_audit_cli_on_a_synthesized_release(synthesized: Path, capsys) -> None:
     d = synthesized
     code = main(["audit", "--manifest", str(d / "s.synthesis.json"), "--released", str(d / "s.csv")])
     assert code == 0, capsys.readouterr()
+
+
+def test_a_rule_the_draws_cannot_keep_is_refused() -> None:
+    data = census_frame(300)
+    with pytest.raises(ParameterError, match="neither synthesized nor public"):
+        synthesize_release(data, variables="race", public="sex", epsilon=1.0,
+                           forbid=[{"employment": "employed", "race": "white"}])
+    with pytest.raises(ParameterError, match="which the data lacks"):
+        synthesize_release(data, variables="race", public="sex", epsilon=1.0, forbid=[{"income": "high"}])

@@ -255,6 +255,7 @@ def synthesize_release(
     if len(frame) < 2:
         raise DataError("the data has fewer than 2 records: nothing to synthesize")
     rules = as_rules(forbid)
+    _check_rule_columns(rules, variables, public_cols, frame.columns)
     sk = resolve_key(key)
     cats, sources = _categories(frame, variables, categories)
     codes = _encode(frame, variables, cats)
@@ -317,6 +318,24 @@ def _read(path: Path, na_values: Sequence[str], sep: str, encoding: str) -> pd.D
     from pramkit.io import read_table
 
     return read_table(path, na_values=na_values, sep=sep, encoding=encoding)
+
+
+def _check_rule_columns(rules: Rules | None, variables: Sequence[str], public: Sequence[str],
+                        columns: Sequence[Any]) -> None:
+    """Refuse a rule the draws cannot keep: one naming a synthesized variable and a column that is
+    neither synthesized nor public, or a column the data lacks."""
+    if rules is None:
+        return
+    known = set(variables) | set(public)
+    for rule in rules.rules:
+        named = set(rule.values)
+        absent = sorted(named - {str(c) for c in columns})
+        if absent:
+            raise ParameterError(f"the rule {rule.describe()} names {', '.join(absent)}, which the data lacks")
+        outside = sorted(named - known)
+        if named & set(variables) and outside:
+            raise ParameterError(f"the rule {rule.describe()} names {', '.join(outside)}, which is neither "
+                                 "synthesized nor public: make it public (the model conditions on it) or drop the rule")
 
 
 def _categories(frame: pd.DataFrame, variables: Sequence[str], declared: Mapping[str, Sequence[Any]] | None,
@@ -491,7 +510,7 @@ def _pool(targets: list[np.ndarray], cell: np.ndarray, allowed: list[np.ndarray 
     """``pool`` candidates per record (n x pool x variables), each variable from its measured
     conditional law given the record's public cell, restricted to the allowed values."""
     n = len(cell)
-    cand = np.empty((n, pool, len(variables)), dtype=np.int64)
+    cand = np.empty((n, pool, len(variables)), dtype=np.int32)
     for j, v in enumerate(variables):
         cond = targets[j][cell] + 1e-3  # no allowed value has probability 0
         if allowed[j] is not None:
@@ -508,14 +527,19 @@ def _pool(targets: list[np.ndarray], cell: np.ndarray, allowed: list[np.ndarray 
 
 def _multi_ok(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], variables: Sequence[str],
               cats: Mapping[str, list[Any]], cand: np.ndarray) -> np.ndarray:
-    """Which candidates keep every rule (n x pool)."""
+    """Which candidates keep every rule (n x pool): the rules of two synthesized variables or more (the
+    pool's draws already keep those of one variable and public columns)."""
     n, pool, _ = cand.shape
-    if rules is None:
+    several = tuple(r for r in (rules.rules if rules is not None else ()) if len(set(r.values) & set(variables)) > 1)
+    if not several:
         return np.ones((n, pool), dtype=bool)
-    flat = pd.DataFrame({v: np.asarray(cats[v], dtype=object)[cand[:, :, j].ravel()] for j, v in enumerate(variables)})
+    named = {c for r in several for c in r.values}
+    flat = pd.DataFrame({v: np.asarray(cats[v], dtype=object)[cand[:, :, j].ravel()] for j, v in enumerate(variables)
+                         if v in named})
     for c in public:
-        flat[c] = np.repeat(frame[c].to_numpy(dtype=object), pool)
-    return ~rules.breaking(flat, list(flat.columns)).reshape(n, pool)
+        if c in named:
+            flat[c] = np.repeat(frame[c].to_numpy(dtype=object), pool)
+    return ~Rules(several).breaking(flat, list(flat.columns)).reshape(n, pool)
 
 
 def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.ndarray, sweeps: int) -> np.ndarray:
@@ -529,12 +553,14 @@ def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.
     w = w.ravel()
     rec = np.repeat(np.arange(n), pool)
     flat = cand.reshape(-1, k)
-    index = [cell[rec] * targets[j].shape[1] + flat[:, j] for j in range(k)]
-    index += [flat[:, a] * t.shape[1] + flat[:, b]
-              for (a, b), t in zip(itertools.combinations(range(k), 2), targets[k:])]
+    cells = cell[rec]
+    axes = [(None, j) for j in range(k)] + list(itertools.combinations(range(k), 2))
     flat_targets = [t.ravel() for t in targets]
     for _ in range(sweeps):
-        for ix, t in zip(index, flat_targets):
+        for (a, b), t, shape in zip(axes, flat_targets, (t.shape for t in targets)):
+            # each table's cell of every candidate, computed when used: memory grows with records x pool,
+            # not with the number of tables
+            ix = (cells if a is None else flat[:, a]).astype(np.int64) * shape[1] + flat[:, b]
             cur = np.bincount(ix, weights=w, minlength=t.size)
             w *= np.divide(t, cur, out=np.zeros_like(t), where=cur > 0)[ix]
         rows = np.bincount(rec, weights=w, minlength=n)
