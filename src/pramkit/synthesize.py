@@ -255,7 +255,7 @@ def synthesize_release(
     if len(frame) < 2:
         raise DataError("the data has fewer than 2 records: nothing to synthesize")
     rules = as_rules(forbid)
-    _check_rule_columns(rules, variables, public_cols, frame.columns)
+    _check_rule_columns(rules, variables, public_cols, list(frame.columns))
     sk = resolve_key(key)
     cats, sources = _categories(frame, variables, categories)
     codes = _encode(frame, variables, cats)
