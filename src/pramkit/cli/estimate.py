@@ -88,7 +88,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instead of estimating, write an R script (R and jsonlite only) that reads the released "
                         "CSV file and the manifest and computes this table with the default estimator, the same "
                         "numbers (see docs/estimation.md)")
-    p.add_argument("--force", action="store_true", help="overwrite the --emit-r FILE if it exists")
+    p.add_argument("--emit", choices=("r", "spss", "python"),
+                   help="instead of estimating, write a script in R (jsonlite; survey with --weights), SPSS syntax "
+                        "(GNU PSPP or SPSS) or Python (numpy and pandas, no pramkit) that reads the released CSV "
+                        "file and computes this table with the default estimator, with --weights, --strata and "
+                        "--psu if given: the same numbers (see docs/analyst.md); needs --emit-out")
+    p.add_argument("--emit-out", metavar="FILE", type=Path, help="the script --emit writes")
+    p.add_argument("--force", action="store_true", help="overwrite the --emit-r or --emit-out FILE if it exists")
     p.set_defaults(func=run)
 
 
@@ -125,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.manifest import Manifest
 
     names, groups = comma_names(args.vars), comma_names(args.by)
-    if args.emit_r is not None:
-        return _emit_r(args, names, groups)
+    if args.emit_r is not None or args.emit is not None or args.emit_out is not None:
+        return _emit(args, names, groups)
     manifest = Manifest.read(args.manifest)
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
     with warnings.catch_warnings():
@@ -154,20 +160,28 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _emit_r(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
-    """``--emit-r FILE``: write the R script of the table (only the default estimator; no survey files)."""
-    from pramkit.estimate.emit_r import write_r_script
+def _emit(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
+    """``--emit r|spss|python --emit-out FILE`` (``--emit-r FILE``: ``--emit r``): write the analyst's script."""
+    from pramkit.estimate.emit import EMIT_LANGUAGES, write_analyst_script
 
+    if args.emit_r is not None and (args.emit is not None or args.emit_out is not None):
+        raise ParameterError("--emit-r FILE is --emit r --emit-out FILE; give one or the other")
+    language, out = ("r", args.emit_r) if args.emit_r is not None else (args.emit, args.emit_out)
+    if language is None or out is None:
+        raise ParameterError("--emit LANGUAGE and --emit-out FILE go together (the script's language and its file)")
     other = [flag for flag, given in (("--method mle", args.method == "mle"),
                                       ("--estimator", args.estimator not in (None, "unbiased")),
-                                      ("--weights", args.weights is not None), ("--json", args.json)) if given]
+                                      ("--replicate-weights", args.replicate_weights is not None),
+                                      ("--json", args.json)) if given]
     if other:
-        raise ParameterError(f"--emit-r writes the script of the unbiased estimator without survey weights; "
-                             f"leave out {other[0]}")
-    out = write_r_script(args.emit_r, args.released, args.manifest, names, by=groups, variance=args.variance,
-                         confidence=args.confidence, na_values=args.na_values, force=args.force, sep=args.sep,
-                         encoding=args.encoding)
-    print(f"wrote {out}: Rscript {out} [OUT.csv] prints the table (and writes it to OUT.csv)")
+        raise ParameterError(f"the script computes the unbiased estimator, weighted by --weights with --strata and "
+                             f"--psu if given; leave out {other[0]}")
+    survey = _survey(args).get("survey")
+    out = write_analyst_script(language, out, args.released, args.manifest, names, by=groups,
+                               variance=args.variance, confidence=args.confidence, na_values=args.na_values,
+                               force=args.force, sep=args.sep, encoding=args.encoding, survey=survey)
+    print(f"wrote {out}: " + EMIT_LANGUAGES[language].format(out=out)
+          + (" prints the table (and writes it to OUT.csv)" if language != "spss" else ""))
     return 0
 
 
