@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("released", type=Path, help="the released file (CSV, Parquet, Stata, SPSS)")
     p.add_argument("--manifest", required=True, type=Path, help="the release manifest (JSON)")
-    p.add_argument("--vars", required=True, help="column(s) to tabulate, comma-separated")
+    p.add_argument("--vars", help="column(s) to tabulate, comma-separated (required unless --regress)")
     p.add_argument("--by", help="grouping column(s), comma-separated: proportions become shares within groups")
     p.add_argument("--method", choices=("moment", "mle"), default=None,
                    help="moment: unbiased (M^T)^-1 lambda (default); mle: maximum likelihood by EM "
@@ -95,6 +95,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--psu if given: the same numbers (see docs/analyst.md); needs --emit-out")
     p.add_argument("--emit-out", metavar="FILE", type=Path, help="the script --emit writes")
     p.add_argument("--force", action="store_true", help="overwrite the --emit-r or --emit-out FILE if it exists")
+    rg = p.add_argument_group("regression (see docs/analyst.md): instead of a table, a linear or logistic "
+                              "regression corrected for PRAM by EM over the true categories")
+    rg.add_argument("--regress", metavar="FORMULA",
+                    help="'outcome ~ x1 + x2 + ...' (main effects and an intercept): perturbed categorical covariates "
+                         "or a perturbed two-category outcome are corrected with the manifest's matrices; prints "
+                         "the corrected and the naive coefficients with standard errors")
+    rg.add_argument("--family", choices=("auto", "gaussian", "binomial"),
+                    help="gaussian: linear regression; binomial: logistic (a two-category outcome); auto by "
+                         "the outcome (default)")
     p.set_defaults(func=run)
 
 
@@ -130,6 +139,12 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
 
+    if args.regress is not None:
+        return _regress(args)
+    if args.family is not None:
+        raise ParameterError("--family goes with --regress (the regression's family)")
+    if args.vars is None:
+        raise ParameterError("name the column(s) to tabulate with --vars (or a regression with --regress)")
     names, groups = comma_names(args.vars), comma_names(args.by)
     if args.emit_r is not None or args.emit is not None or args.emit_out is not None:
         return _emit(args, names, groups)
@@ -183,6 +198,54 @@ def _emit(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
     print(f"wrote {out}: " + EMIT_LANGUAGES[language].format(out=out)
           + (" prints the table (and writes it to OUT.csv)" if language != "spss" else ""))
     return 0
+
+
+def _regress(args: argparse.Namespace) -> int:
+    """``--regress FORMULA``: the corrected regression, printed (or its JSON)."""
+    from pramkit.engine.receipt import check_release
+    from pramkit.estimate.regression import corrected_regression
+
+    other = [flag for flag, given in (("--vars", args.vars is not None), ("--by", args.by is not None),
+                                      ("--weights", args.weights is not None), ("--method", args.method is not None),
+                                      ("--estimator", args.estimator is not None),
+                                      ("--emit", args.emit is not None or args.emit_r is not None)) if given]
+    if other:
+        raise ParameterError(f"--regress fits an unweighted regression to the released records; leave out {other[0]}")
+    check_release(args.released, args.manifest)  # refuses a release of another manifest
+    from pramkit.estimate.regression import parse_formula
+    from pramkit.io import read_table
+
+    outcome, terms = parse_formula(args.regress)
+    frame = read_table(args.released, columns=[outcome, *terms], na_values=args.na_values, sep=args.sep,
+                       encoding=args.encoding)
+    result = corrected_regression(frame, args.regress, args.manifest, family=args.family or "auto",
+                                  confidence=args.confidence)
+    if not result.converged:
+        print(f"pramkit estimate: warning: EM did not converge after {result.iterations} iterations", file=sys.stderr)
+    if args.json:
+        print_json({"released_file": str(args.released), **result.to_dict()})
+        return 0
+    head = [f"Regression corrected for PRAM: {result.formula} ({result.family}"
+            + (f", event: {result.event}" if result.event is not None else "") + ")",
+            f"perturbed: {', '.join(result.perturbed) or 'none'}; n = {result.n} records"
+            + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else "")
+            + f"; EM: {result.iterations} iterations; standard errors: observed information (Louis)",
+            "naive: the same model fitted to the released values as if they were true (biased)"]
+    level = f"{100 * result.confidence:g}%"
+    out = pd_format(result.to_frame(), level)
+    print("\n".join(head) + "\n\n" + out)
+    return 0
+
+
+def pd_format(frame: Any, level: str) -> str:
+    """The coefficient table of a regression, readable."""
+    out = frame[["term"]].copy()
+    out["coef"] = frame["coef"].map("{:.4f}".format)
+    out["se"] = frame["se"].map("{:.4f}".format)
+    out[f"{level} CI"] = [f"{lo:.4f} .. {hi:.4f}" for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
+    out["naive coef"] = frame["naive_coef"].map("{:.4f}".format)
+    out["naive se"] = frame["naive_se"].map("{:.4f}".format)
+    return str(out.to_string(index=False))
 
 
 def _survey(args: argparse.Namespace) -> dict[str, Any]:
