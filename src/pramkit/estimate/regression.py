@@ -158,7 +158,7 @@ def _text(values: pd.Series) -> pd.Series:
     def one(v: Any) -> Any:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return None
-        if isinstance(v, (float, np.floating)) and float(v) == round(float(v)) and abs(v) < 2**53:
+        if isinstance(v, (float, np.floating)) and float(v) == round(float(v)) and abs(float(v)) < 2**53:
             return str(int(v))
         return str(v)
     return values.map(one)
