@@ -35,6 +35,7 @@ import numpy as np
 from pramkit.atomic import PathLike, write_text_atomic
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
+from pramkit.estimate.emit_r import check_script_request
 from pramkit.manifest import Manifest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,66 +47,6 @@ EMIT_LANGUAGES: dict[str, str] = {
     "spss": "pspp {out}   (or open it in SPSS; it writes {out}.csv beside itself)",
     "python": "python {out} [OUT.csv]",
 }
-_NAMES = {"r": "R", "spss": "SPSS", "python": "Python"}
-
-
-def check_script_request(manifest: Manifest, vars: Sequence[str], by: Sequence[str], *, released: PathLike,
-                         variance: str, confidence: float, survey: SurveyDesign | None, language: str) -> None:
-    """:class:`ParameterError` for a table a script cannot estimate as ``pramkit estimate`` does.
-
-    Parameters
-    ----------
-    manifest : Manifest
-        The release's manifest.
-    vars, by : sequence of str
-        The columns tabulated and the grouping columns.
-    released : str or os.PathLike
-        The released file (it must be CSV).
-    variance : {"multinomial", "pram"}
-        The variance of an unweighted file.
-    confidence : float
-        The level of the intervals, in (0, 1).
-    survey : SurveyDesign, optional
-        The weights, strata and PSUs (no finite-population correction).
-    language : {"r", "spss", "python"}
-
-    Raises
-    ------
-    ParameterError
-        Any of the refusals of the module docstring, or a column named twice.
-
-    Examples
-    --------
-    >>> from pramkit.matrix import PramMatrix
-    >>> from pramkit.estimate.survey import SurveyDesign
-    >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
-    >>> check_script_request(m, ["answer"], [], released="r.csv", variance="multinomial", confidence=0.95,
-    ...                      survey=SurveyDesign("w", fpc="f"), language="python")
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: the Python script does not apply a finite-population correction (--fpc); leave it out or run pramkit estimate
-    """
-    from pramkit.estimate.covariance import check_variance_kind
-    from pramkit.estimate.emit_r import check_r_axes
-    from pramkit.io import table_format
-
-    if language not in EMIT_LANGUAGES:
-        raise ParameterError(f"--emit must be one of {', '.join(EMIT_LANGUAGES)}, not {language!r}")
-    name = _NAMES[language]
-    if table_format(Path(released)) != "csv":
-        reader = "base R has" if language == "r" else "the script has"
-        raise ParameterError(f"the {name} script reads a released CSV file ({reader} no Parquet, Stata or SPSS "
-                             f"reader); {str(released)!r} is not one: write the release as .csv")
-    axes = [*vars, *by]
-    if not vars or len(set(axes)) != len(axes):
-        raise ParameterError(f"name each column once in vars and by, and at least one in vars: {axes}")
-    check_variance_kind(variance)
-    if not (0.0 < confidence < 1.0):
-        raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
-    if survey is not None and survey.fpc is not None:
-        raise ParameterError(f"the {name} script does not apply a finite-population correction (--fpc); "
-                             "leave it out or run pramkit estimate")
-    check_r_axes(manifest, axes, script=f"the {name} script")
 
 
 def _settings_python(values: dict[str, object]) -> str:
