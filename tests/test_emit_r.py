@@ -190,7 +190,8 @@ def digests(folder: Path) -> dict[str, str]:
 BAD = [
     (["--emit-r", "{d}/x.R", "--estimator", "mle"], "leave out --estimator"),
     (["--emit-r", "{d}/x.R", "--method", "mle"], "leave out --method mle"),
-    (["--emit-r", "{d}/x.R", "--weights", "rb050"], "leave out --weights"),
+    (["--emit-r", "{d}/x.R", "--weights", "rb050", "--replicate-weights", "rb050", "--replicate-method", "jk1"],
+     "leave out --replicate-weights"),
     (["--emit-r", "{d}/x.R", "--json"], "leave out --json"),
     (["--emit-r", "{d}/x.R", "--confidence", "1.5"], "confidence must be in (0, 1)"),
     (["--emit-r", "{d}/old.R"], "exists; pass --force"),

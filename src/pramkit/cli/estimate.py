@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("released", type=Path, help="the released file (CSV, Parquet, Stata, SPSS)")
     p.add_argument("--manifest", required=True, type=Path, help="the release manifest (JSON)")
-    p.add_argument("--vars", required=True, help="column(s) to tabulate, comma-separated")
+    p.add_argument("--vars", help="column(s) to tabulate, comma-separated (required unless --regress)")
     p.add_argument("--by", help="grouping column(s), comma-separated: proportions become shares within groups")
     p.add_argument("--method", choices=("moment", "mle"), default=None,
                    help="moment: unbiased (M^T)^-1 lambda (default); mle: maximum likelihood by EM "
@@ -88,7 +88,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instead of estimating, write an R script (R and jsonlite only) that reads the released "
                         "CSV file and the manifest and computes this table with the default estimator, the same "
                         "numbers (see docs/estimation.md)")
-    p.add_argument("--force", action="store_true", help="overwrite the --emit-r FILE if it exists")
+    p.add_argument("--emit", choices=("r", "spss", "python"),
+                   help="instead of estimating, write a script in R (jsonlite; survey with --weights), SPSS syntax "
+                        "(GNU PSPP or SPSS) or Python (numpy and pandas, no pramkit) that reads the released CSV "
+                        "file and computes this table with the default estimator, with --weights, --strata and "
+                        "--psu if given: the same numbers (see docs/analyst.md); needs --emit-out")
+    p.add_argument("--emit-out", metavar="FILE", type=Path, help="the script --emit writes")
+    p.add_argument("--force", action="store_true", help="overwrite the --emit-r or --emit-out FILE if it exists")
+    rg = p.add_argument_group("regression (see docs/analyst.md): instead of a table, a linear or logistic "
+                              "regression corrected for PRAM by EM over the true categories")
+    rg.add_argument("--regress", metavar="FORMULA",
+                    help="'outcome ~ x1 + x2 + ...' (main effects and an intercept): perturbed categorical covariates "
+                         "or a perturbed two-category outcome are corrected with the manifest's matrices; prints "
+                         "the corrected and the naive coefficients with standard errors")
+    rg.add_argument("--family", choices=("auto", "gaussian", "binomial"),
+                    help="gaussian: linear regression; binomial: logistic (a two-category outcome); auto by "
+                         "the outcome (default)")
     p.set_defaults(func=run)
 
 
@@ -124,9 +139,15 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
 
+    if args.regress is not None:
+        return _regress(args)
+    if args.family is not None:
+        raise ParameterError("--family goes with --regress (the regression's family)")
+    if args.vars is None:
+        raise ParameterError("name the column(s) to tabulate with --vars (or a regression with --regress)")
     names, groups = comma_names(args.vars), comma_names(args.by)
-    if args.emit_r is not None:
-        return _emit_r(args, names, groups)
+    if args.emit_r is not None or args.emit is not None or args.emit_out is not None:
+        return _emit(args, names, groups)
     manifest = Manifest.read(args.manifest)
     unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
     with warnings.catch_warnings():
@@ -154,21 +175,77 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _emit_r(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
-    """``--emit-r FILE``: write the R script of the table (only the default estimator; no survey files)."""
-    from pramkit.estimate.emit_r import write_r_script
+def _emit(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
+    """``--emit r|spss|python --emit-out FILE`` (``--emit-r FILE``: ``--emit r``): write the analyst's script."""
+    from pramkit.estimate.emit import EMIT_LANGUAGES, write_analyst_script
 
+    if args.emit_r is not None and (args.emit is not None or args.emit_out is not None):
+        raise ParameterError("--emit-r FILE is --emit r --emit-out FILE; give one or the other")
+    language, out = ("r", args.emit_r) if args.emit_r is not None else (args.emit, args.emit_out)
+    if language is None or out is None:
+        raise ParameterError("--emit LANGUAGE and --emit-out FILE go together (the script's language and its file)")
     other = [flag for flag, given in (("--method mle", args.method == "mle"),
                                       ("--estimator", args.estimator not in (None, "unbiased")),
-                                      ("--weights", args.weights is not None), ("--json", args.json)) if given]
+                                      ("--replicate-weights", args.replicate_weights is not None),
+                                      ("--json", args.json)) if given]
     if other:
-        raise ParameterError(f"--emit-r writes the script of the unbiased estimator without survey weights; "
-                             f"leave out {other[0]}")
-    out = write_r_script(args.emit_r, args.released, args.manifest, names, by=groups, variance=args.variance,
-                         confidence=args.confidence, na_values=args.na_values, force=args.force, sep=args.sep,
-                         encoding=args.encoding)
-    print(f"wrote {out}: Rscript {out} [OUT.csv] prints the table (and writes it to OUT.csv)")
+        raise ParameterError(f"the script computes the unbiased estimator, weighted by --weights with --strata and "
+                             f"--psu if given; leave out {other[0]}")
+    survey = _survey(args).get("survey")
+    out = write_analyst_script(language, out, args.released, args.manifest, names, by=groups,
+                               variance=args.variance, confidence=args.confidence, na_values=args.na_values,
+                               force=args.force, sep=args.sep, encoding=args.encoding, survey=survey)
+    print(f"wrote {out}: " + EMIT_LANGUAGES[language].format(out=out)
+          + (" prints the table (and writes it to OUT.csv)" if language != "spss" else ""))
     return 0
+
+
+def _regress(args: argparse.Namespace) -> int:
+    """``--regress FORMULA``: the corrected regression, printed (or its JSON)."""
+    from pramkit.engine.receipt import check_release
+    from pramkit.estimate.regression import corrected_regression
+
+    other = [flag for flag, given in (("--vars", args.vars is not None), ("--by", args.by is not None),
+                                      ("--weights", args.weights is not None), ("--method", args.method is not None),
+                                      ("--estimator", args.estimator is not None),
+                                      ("--emit", args.emit is not None or args.emit_r is not None)) if given]
+    if other:
+        raise ParameterError(f"--regress fits an unweighted regression to the released records; leave out {other[0]}")
+    check_release(args.released, args.manifest)  # refuses a release of another manifest
+    from pramkit.estimate.regression import parse_formula
+    from pramkit.io import read_table
+
+    outcome, terms = parse_formula(args.regress)
+    frame = read_table(args.released, columns=[outcome, *terms], na_values=args.na_values, sep=args.sep,
+                       encoding=args.encoding)
+    result = corrected_regression(frame, args.regress, args.manifest, family=args.family or "auto",
+                                  confidence=args.confidence)
+    if not result.converged:
+        print(f"pramkit estimate: warning: EM did not converge after {result.iterations} iterations", file=sys.stderr)
+    if args.json:
+        print_json({"released_file": str(args.released), **result.to_dict()})
+        return 0
+    head = [f"Regression corrected for PRAM: {result.formula} ({result.family}"
+            + (f", event: {result.event}" if result.event is not None else "") + ")",
+            f"perturbed: {', '.join(result.perturbed) or 'none'}; n = {result.n} records"
+            + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else "")
+            + f"; EM: {result.iterations} iterations; standard errors: observed information (Louis)",
+            "naive: the same model fitted to the released values as if they were true (biased)"]
+    level = f"{100 * result.confidence:g}%"
+    out = pd_format(result.to_frame(), level)
+    print("\n".join(head) + "\n\n" + out)
+    return 0
+
+
+def pd_format(frame: Any, level: str) -> str:
+    """The coefficient table of a regression, readable."""
+    out = frame[["term"]].copy()
+    out["coef"] = frame["coef"].map("{:.4f}".format)
+    out["se"] = frame["se"].map("{:.4f}".format)
+    out[f"{level} CI"] = [f"{lo:.4f} .. {hi:.4f}" for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
+    out["naive coef"] = frame["naive_coef"].map("{:.4f}".format)
+    out["naive se"] = frame["naive_se"].map("{:.4f}".format)
+    return str(out.to_string(index=False))
 
 
 def _survey(args: argparse.Namespace) -> dict[str, Any]:

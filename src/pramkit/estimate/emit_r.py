@@ -19,12 +19,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pramkit.atomic import PathLike, write_text_atomic
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import check_release
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pramkit.estimate.survey import SurveyDesign
 
 
 def r_string(text: str) -> str:
@@ -60,7 +64,7 @@ def _r_vector(texts: Sequence[str]) -> str:
     return "character(0)" if not texts else "c(" + ", ".join(r_string(t) for t in texts) + ")"
 
 
-def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
+def check_r_axes(manifest: Manifest, axes: Sequence[str], *, script: str = "the R script") -> None:
     """:class:`ParameterError` for a table the R script cannot estimate as ``pramkit estimate`` does.
 
     Parameters
@@ -69,6 +73,8 @@ def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
         The release's manifest.
     axes : sequence of str
         The columns tabulated (``vars`` then ``by``).
+    script : str
+        How the messages name the script.
 
     Raises
     ------
@@ -94,16 +100,77 @@ def check_r_axes(manifest: Manifest, axes: Sequence[str]) -> None:
             continue
         v = manifest[name]
         if v.is_joint or v.given:
-            raise ParameterError(f"{name!r} is perturbed jointly with other columns or within strata; the R script "
+            raise ParameterError(f"{name!r} is perturbed jointly with other columns or within strata; {script} "
                                  "estimates variables of one column: run pramkit estimate for this table")
         if v.applied_to is not None:
             raise ParameterError(f"{name!r} is derived from another release's values (its law is the product of two "
-                                 "matrices, which the R script does not form): run pramkit estimate for this table")
+                                 f"matrices, which {script} does not form): run pramkit estimate for this table")
         cond = condition_number([v.matrix.matrix])
         if not cond <= MAX_CONDITION:
             raise ParameterError(f"the matrix of {name!r} is singular or badly conditioned (condition number "
                                  f"{cond:.3g}): pramkit estimate gives the maximum-likelihood estimate there, which "
-                                 "the R script does not compute; run pramkit estimate instead")
+                                 f"{script} does not compute; run pramkit estimate instead")
+
+
+_NAMES = {"r": "R", "spss": "SPSS", "python": "Python"}
+
+
+def check_script_request(manifest: Manifest, vars: Sequence[str], by: Sequence[str], *, released: PathLike,
+                         variance: str, confidence: float, survey: SurveyDesign | None, language: str) -> None:
+    """:class:`ParameterError` for a table a script cannot estimate as ``pramkit estimate`` does.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release's manifest.
+    vars, by : sequence of str
+        The columns tabulated and the grouping columns.
+    released : str or os.PathLike
+        The released file (it must be CSV).
+    variance : {"multinomial", "pram"}
+        The variance of an unweighted file.
+    confidence : float
+        The level of the intervals, in (0, 1).
+    survey : SurveyDesign, optional
+        The weights, strata and PSUs (no finite-population correction).
+    language : {"r", "spss", "python"}
+
+    Raises
+    ------
+    ParameterError
+        Any of the refusals of the module docstring, or a column named twice.
+
+    Examples
+    --------
+    >>> from pramkit.matrix import PramMatrix
+    >>> from pramkit.estimate.survey import SurveyDesign
+    >>> m = Manifest.of({"answer": PramMatrix([[0.75, 0.25], [0.25, 0.75]], ("yes", "no"))})
+    >>> check_script_request(m, ["answer"], [], released="r.csv", variance="multinomial", confidence=0.95,
+    ...                      survey=SurveyDesign("w", fpc="f"), language="python")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the Python script does not apply a finite-population correction (--fpc); leave it out or run pramkit estimate
+    """
+    from pramkit.estimate.covariance import check_variance_kind
+    from pramkit.io import table_format
+
+    if language not in _NAMES:
+        raise ParameterError(f"--emit must be one of {', '.join(_NAMES)}, not {language!r}")
+    name = _NAMES[language]
+    if table_format(Path(released)) != "csv":
+        reader = "base R has" if language == "r" else "the script has"
+        raise ParameterError(f"the {name} script reads a released CSV file ({reader} no Parquet, Stata or SPSS "
+                             f"reader); {str(released)!r} is not one: write the release as .csv")
+    axes = [*vars, *by]
+    if not vars or len(set(axes)) != len(axes):
+        raise ParameterError(f"name each column once in vars and by, and at least one in vars: {axes}")
+    check_variance_kind(variance)
+    if not (0.0 < confidence < 1.0):
+        raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
+    if survey is not None and survey.fpc is not None:
+        raise ParameterError(f"the {name} script does not apply a finite-population correction (--fpc); "
+                             "leave it out or run pramkit estimate")
+    check_r_axes(manifest, axes, script=f"the {name} script")
 
 
 def iconv_name(encoding: str) -> str:
@@ -124,7 +191,8 @@ def iconv_name(encoding: str) -> str:
 
 def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, manifest_file: PathLike,
              by: Sequence[str] = (), variance: str = "multinomial", confidence: float = 0.95,
-             na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> str:
+             na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
+             survey: SurveyDesign | None = None) -> str:
     """The R script that estimates the table of ``vars`` (by ``by``) from a released CSV file.
 
     Parameters
@@ -148,6 +216,10 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
     sep, encoding : str
         The field separator and character encoding of the CSV file (:func:`pramkit.io.csv_dialect`);
         R reads the file in that encoding (``fileEncoding``, named as iconv names it).
+    survey : pramkit.estimate.survey.SurveyDesign, optional
+        Weights, strata and PSUs (no finite-population correction): the script then estimates the
+        covariance of the weighted released counts with the package ``survey`` (``svydesign``,
+        ``svytotal``; ``single_psu`` as ``options(survey.lonely.psu)``: fail, certainty, adjust).
 
     Returns
     -------
@@ -175,21 +247,15 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
     ...
     pramkit.errors.ParameterError: the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); 'released.parquet' is not one: write the release as .csv
     """
-    from pramkit.estimate.covariance import check_variance_kind
-    from pramkit.io import csv_dialect, table_format
+    from pramkit.io import csv_dialect
 
     dialect = csv_dialect(sep, encoding)
-    if table_format(Path(released)) != "csv":
-        raise ParameterError(f"the R script reads a released CSV file (base R has no Parquet, Stata or SPSS reader); "
-                             f"{str(released)!r} is not one: write the release as .csv")
-    axes = [*vars, *by]
-    if not vars or len(set(axes)) != len(axes):
-        raise ParameterError(f"name each column once in vars and by, and at least one in vars: {axes}")
-    check_variance_kind(variance)
-    if not (0.0 < confidence < 1.0):
-        raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
-    check_r_axes(manifest, axes)
+    check_script_request(manifest, vars, by, released=released, variance=variance, confidence=confidence,
+                         survey=survey, language="r")
     from pramkit.estimate.identifiability import MAX_CONDITION
+
+    def column(name: str | None) -> str:
+        return "NULL" if name is None else r_string(name)
 
     settings = "\n".join([
         f"released_file <- {r_string(str(released))}",
@@ -202,6 +268,12 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
         f"csv_sep <- {r_string(dialect.sep)}",
         f"file_encoding <- {r_string(iconv_name(dialect.encoding))}",
         f"max_condition <- {MAX_CONDITION!r}",
+        "# survey files (the package survey): the weight column, strata and PSUs (NULL: none)",
+        f"weights_column <- {column(None if survey is None else survey.weights)}",
+        f"strata_column <- {column(None if survey is None else survey.strata)}",
+        f"psu_column <- {column(None if survey is None else survey.psu)}",
+        f"single_psu <- {r_string('error' if survey is None else survey.single_psu)}"
+        "  # a stratum with one PSU: \"error\", \"certainty\" or \"center\"",
     ])
     template = files("pramkit.estimate").joinpath("estimate.R").read_text(encoding="utf-8")
     return template.replace("@SETTINGS@", settings)
@@ -210,7 +282,7 @@ def r_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, man
 def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, vars: Sequence[str], *,
                    by: Sequence[str] = (), variance: str = "multinomial", confidence: float = 0.95,
                    na_values: Sequence[str] = NA_VALUES, force: bool = False, sep: str = CSV_SEP,
-                   encoding: str = CSV_ENCODING) -> Path:
+                   encoding: str = CSV_ENCODING, survey: SurveyDesign | None = None) -> Path:
     """Write the R script of :func:`r_script` for a released file and its manifest, atomically.
 
     Parameters
@@ -221,7 +293,7 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
         The released CSV file.
     manifest_file : str or os.PathLike
         Its manifest.
-    vars, by, variance, confidence, na_values, sep, encoding
+    vars, by, variance, confidence, na_values, sep, encoding, survey
         As :func:`r_script`.
     force : bool
         Replace an existing script.
@@ -259,8 +331,9 @@ def write_r_script(out: PathLike, released: PathLike, manifest_file: PathLike, v
     manifest = Manifest.read(Path(manifest_file))
     check_release(released, manifest)  # a release of another manifest is refused, as pramkit estimate does
     text = r_script(manifest, list(vars), released=released, manifest_file=manifest_file, by=list(by),
-                    variance=variance, confidence=confidence, na_values=na_values, sep=sep, encoding=encoding)
+                    variance=variance, confidence=confidence, na_values=na_values, sep=sep, encoding=encoding,
+                    survey=survey)
     return write_text_atomic(out, text, force=force, inputs=[released, manifest_file])
 
 
-__all__ = ["check_r_axes", "r_script", "r_string", "write_r_script"]
+__all__ = ["check_r_axes", "check_script_request", "r_script", "r_string", "write_r_script"]

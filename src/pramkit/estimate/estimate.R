@@ -1,6 +1,7 @@
 # The original frequency table of a PRAM-released file, estimated in R.
 #
-# Written by `pramkit estimate --emit-r`; it needs R and the package jsonlite only.
+# Written by `pramkit estimate --emit r` (or --emit-r); it needs R and the package jsonlite, and for a
+# survey file (weights_column set below) the package survey.
 # It reads the released file (CSV) and its manifest (JSON) and computes what
 # `pramkit estimate` computes with its default estimator: the unbiased moment
 # estimator t = (M_1^T)^-1 (x) (M_2^T)^-1 (x) ... u of the original counts from
@@ -8,6 +9,12 @@
 # Hensbergen and Rozenholc, estimator (4)), its standard errors, and each cell's
 # share of its group (of all records without `by`) with delta-method standard
 # errors.  Columns the manifest does not perturb are taken as they are.
+#
+# With weights_column (and optionally strata_column and psu_column, PSUs nested in the strata) the
+# released counts u are weighted and their covariance is survey's with-replacement linearisation
+# (svydesign, svytotal: the ultimate-cluster estimator over the PSU totals), which covers the design's
+# variance and PRAM's together; the totals' covariance is then A V A^T with A = (M^T)^-1, and a
+# record with a missing value adds nothing to any cell but stays in its stratum and PSU.
 #
 # Run:   Rscript THIS_FILE [OUT.csv]
 # It prints the table; with OUT.csv it also writes it there, numbers in full precision.
@@ -130,6 +137,7 @@ if (length(absent) > 0) {
 levels_of <- list()
 codes <- list()
 inverse <- list()
+matrices <- list()
 condition <- 1
 for (a in axes) {
   values <- data[[a]]
@@ -146,6 +154,7 @@ for (a in axes) {
     }
     condition <- condition * max(s) / min(s)
     inverse[[a]] <- solve(m)
+    matrices[[a]] <- m
     outside <- !is.na(values) & !(values %in% labels)
     if (any(outside)) {
       stop(sprintf("column '%s', row %d: '%s' is not a category of its matrix (as the manifest writes it)", a,
@@ -170,37 +179,95 @@ if (condition > max_condition) {
 
 complete <- Reduce(`&`, lapply(codes, function(f) !is.na(f)))
 dropped <- sum(!complete)
-u <- table(lapply(codes, function(f) f[complete]))
-u <- array(as.numeric(u), dim = dim(u))
-n <- sum(u)
-if (n == 0) stop("every row has a missing value in the columns tabulated", call. = FALSE)
-
-w <- lapply(axes, function(a) inverse[[a]])            # W = M^-1 on a perturbed axis, NULL elsewhere
-wt <- lapply(w, function(x) if (is.null(x)) NULL else t(x))
-sq <- lapply(wt, function(x) if (is.null(x)) NULL else x * x)
-
-estimate <- contract(u, wt)                              # t = (M^T)^-1 u, axis by axis
-second <- contract(u, sq)                                # sum_d A[c, d]^2 u_d
-cell_var <- if (variance == "multinomial") second - estimate^2 / n else second - estimate
-se <- sqrt(pmax(cell_var, 0))
-
-# Shares within the groups of `by` (the last axes), their delta-method variances.
+dims <- vapply(axes, function(a) length(levels_of[[a]]), 1L)
 inner <- seq_along(vars)
 groups <- setdiff(seq_along(axes), inner)
-cells <- arrayInd(seq_along(estimate), dim(estimate))
-if (length(groups) > 0) {
-  group_index <- cells[, groups, drop = FALSE]
-  total <- array(apply(estimate, groups, sum), dim = dim(estimate)[groups])[group_index]
-  g <- contract(array(apply(u, groups, sum), dim = dim(u)[groups]), sq[groups])[group_index]
+cells <- arrayInd(seq_len(prod(dims)), dims)
+if (is.null(weights_column)) {
+  u <- table(lapply(codes, function(f) f[complete]))
+  u <- array(as.numeric(u), dim = dim(u))
+  n <- sum(u)
+  if (n == 0) stop("every row has a missing value in the columns tabulated", call. = FALSE)
+
+  w <- lapply(axes, function(a) inverse[[a]])            # W = M^-1 on a perturbed axis, NULL elsewhere
+  wt <- lapply(w, function(x) if (is.null(x)) NULL else t(x))
+  sq <- lapply(wt, function(x) if (is.null(x)) NULL else x * x)
+
+  estimate <- contract(u, wt)                              # t = (M^T)^-1 u, axis by axis
+  second <- contract(u, sq)                                # sum_d A[c, d]^2 u_d
+  cell_var <- if (variance == "multinomial") second - estimate^2 / n else second - estimate
+  se <- sqrt(pmax(cell_var, 0))
+
+  # Shares within the groups of `by` (the last axes), their delta-method variances.
+  if (length(groups) > 0) {
+    group_index <- cells[, groups, drop = FALSE]
+    total <- array(apply(estimate, groups, sum), dim = dim(estimate)[groups])[group_index]
+    g <- contract(array(apply(u, groups, sum), dim = dim(u)[groups]), sq[groups])[group_index]
+  } else {
+    total <- rep(sum(estimate), length(estimate))
+    g <- rep(n, length(estimate))
+  }
+  x <- contract(u, lapply(seq_along(axes), function(i) if (i %in% groups) sq[[i]] else wt[[i]]))
+  share <- ifelse(total != 0, as.vector(estimate) / total, NaN)
+  num <- as.vector(second) - 2 * share * as.vector(x) + share^2 * g
+  if (variance == "pram") num <- num - as.vector(estimate) * (1 - share)
+  share_se <- ifelse(total != 0, sqrt(pmax(num, 0) / total^2), NaN)
 } else {
-  total <- rep(sum(estimate), length(estimate))
-  g <- rep(n, length(estimate))
+  suppressPackageStartupMessages(library(survey))
+  index <- rep(0, nrow(data))                            # each row's cell, R's array order (first axis fastest)
+  stride <- 1
+  for (i in seq_along(axes)) {
+    index <- index + (as.integer(codes[[axes[i]]]) - 1) * stride
+    stride <- stride * dims[i]
+  }
+  y <- matrix(0, nrow(data), prod(dims))                 # indicators of the released cells, 0 when missing
+  y[cbind(which(complete), index[complete] + 1)] <- 1
+  weight <- suppressWarnings(as.numeric(data[[weights_column]]))
+  bad <- is.na(weight) | !is.finite(weight) | weight < 0
+  if (any(bad)) {
+    stop(sprintf("column '%s', row %d: a weight must be a finite number >= 0", weights_column, which(bad)[1]),
+         call. = FALSE)
+  }
+  frame <- data.frame(w = weight, s = 1, p = seq_len(nrow(data)))
+  if (!is.null(strata_column)) frame$s <- data[[strata_column]]
+  if (!is.null(psu_column)) frame$p <- data[[psu_column]]
+  for (role in c("s", "p")) {
+    if (anyNA(frame[[role]])) {
+      stop(sprintf("column '%s' has a missing value at row %d", c(s = strata_column, p = psu_column)[[role]],
+                   which(is.na(frame[[role]]))[1]), call. = FALSE)
+    }
+  }
+  # "center": a lone PSU's total measured from the mean of all PSU totals, added below (survey's "adjust"
+  # centres on the mean of the records instead, which differs when a PSU holds several records)
+  options(survey.lonely.psu = c(error = "fail", certainty = "certainty", center = "certainty")[[single_psu]])
+  design <- svydesign(ids = ~p, strata = ~s, weights = ~w, data = frame, nest = TRUE)
+  totals <- svytotal(y, design)
+  released_cov <- unclass(vcov(totals))
+  if (single_psu == "center") {
+    unit <- paste(frame$s, frame$p, sep = "\r")
+    psu_totals <- rowsum(y * frame$w, unit)              # one row per PSU, in sorted order of unit
+    stratum_of <- tapply(as.character(frame$s), unit, function(x) x[1])[rownames(psu_totals)]
+    lone <- stratum_of %in% names(which(table(stratum_of) == 1))
+    d <- sweep(psu_totals[lone, , drop = FALSE], 2, colMeans(psu_totals))
+    released_cov <- released_cov + crossprod(d)
+  }
+  u <- array(as.vector(coef(totals)), dim = dims)
+  n <- sum(u)
+  if (n == 0) stop("every weight of the rows tabulated is zero", call. = FALSE)
+  full <- matrix(1, 1, 1)                                # M of the table, cells in R's array order
+  for (a in rev(axes)) full <- kronecker(full, if (is.null(matrices[[a]])) diag(length(levels_of[[a]])) else matrices[[a]])
+  a_t <- solve(t(full))
+  estimate <- array(a_t %*% as.vector(u), dim = dims)
+  cov <- a_t %*% released_cov %*% t(a_t)
+  se <- sqrt(pmax(diag(cov), 0))
+  group <- if (length(groups) > 0) apply(cells[, groups, drop = FALSE], 1, paste, collapse = ",") else rep("", length(u))
+  same <- outer(group, group, "==") * 1
+  total <- as.vector(same %*% as.vector(estimate))
+  share <- ifelse(total != 0, as.vector(estimate) / total, NaN)
+  jac <- (diag(length(u)) - share * same) / total
+  share_var <- rowSums((jac %*% cov) * jac)
+  share_se <- ifelse(is.finite(share_var), sqrt(pmax(share_var, 0)), NaN)
 }
-x <- contract(u, lapply(seq_along(axes), function(i) if (i %in% groups) sq[[i]] else wt[[i]]))
-share <- ifelse(total != 0, as.vector(estimate) / total, NaN)
-num <- as.vector(second) - 2 * share * as.vector(x) + share^2 * g
-if (variance == "pram") num <- num - as.vector(estimate) * (1 - share)
-share_se <- ifelse(total != 0, sqrt(pmax(num, 0) / total^2), NaN)
 
 z <- qnorm(0.5 + confidence / 2)
 result <- data.frame(lapply(seq_along(axes), function(i) levels_of[[axes[i]]][cells[, i]]),
@@ -216,9 +283,10 @@ result$proportion_se <- share_se
 result$proportion_ci_low <- share - z * share_se
 result$proportion_ci_high <- share + z * share_se
 
-cat(sprintf("Estimated original frequencies of %s (unbiased moment estimator; variance: %s)\n",
-            paste(axes, collapse = " x "), variance))
-cat(sprintf("n = %d records (%d rows with a missing value left out)\n\n", as.integer(n), as.integer(dropped)))
+how <- if (is.null(weights_column)) paste("variance:", variance) else paste("weighted by", weights_column)
+cat(sprintf("Estimated original frequencies of %s (unbiased moment estimator; %s)\n",
+            paste(axes, collapse = " x "), how))
+cat(sprintf("n = %.10g (%d rows with a missing value left out)\n\n", n, as.integer(dropped)))
 print(result, row.names = FALSE)
 
 out <- commandArgs(trailingOnly = TRUE)
