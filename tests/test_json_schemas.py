@@ -41,6 +41,8 @@ COMMANDS: dict[str, Argv] = {
     "pramkit.audit.result": lambda f: ["audit", "--manifest", f["manifest"], "--released", f["released"]],
     "pramkit.estimate.result": lambda f: ["estimate", f["released"], "--manifest", f["manifest"],
                                           "--vars", "marital_status", "--by", "sex"],
+    "pramkit.estimate.regression": lambda f: ["estimate", f["released"], "--manifest", f["manifest"],
+                                              "--regress", "sex ~ marital_status"],
     "pramkit.resample.result": lambda f: ["resample", f["released"], "--manifest", f["manifest"],
                                           "--out", f["dir"] / "post.csv", "--key-file", f["key"], "--quiet"],
     "pramkit.risk.identification": lambda f: ["risk", f["released"], "--keys", "age,sex,marital_status",

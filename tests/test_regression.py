@@ -213,3 +213,11 @@ def test_corrected_intervals_cover_the_truth_and_naive_ones_do_not() -> None:
         naive_covered += abs(fit.naive_coef[j] - truth[1]) <= 1.959964 * fit.naive_se[j]
     assert 0.93 <= covered / reps <= 0.97, covered
     assert naive_covered / reps < 0.8, naive_covered
+
+
+def test_unidentified_coefficients_are_one_error_not_a_traceback() -> None:
+    """Two copies of one covariate: the information matrix is singular, and the error says what to change."""
+    frame, manifest = _small(5, "gaussian")
+    frame["s2"] = frame["s"]
+    with pytest.raises(DataError, match="not identified"):
+        corrected_regression(frame, "y ~ x + s + s2", manifest)

@@ -139,6 +139,7 @@ OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.design.release": 1,
     "pramkit.design.derived": 1,
     "pramkit.estimate.result": 1,
+    "pramkit.estimate.regression": 1,
     "pramkit.inspect.result": 1,
     "pramkit.reproduce.result": 1,
     "pramkit.resample.result": 1,

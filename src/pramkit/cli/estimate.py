@@ -223,7 +223,7 @@ def _regress(args: argparse.Namespace) -> int:
     if not result.converged:
         print(f"pramkit estimate: warning: EM did not converge after {result.iterations} iterations", file=sys.stderr)
     if args.json:
-        print_json({"released_file": str(args.released), **result.to_dict()})
+        print_json({"released_file": str(args.released), **result.to_dict()}, kind="pramkit.estimate.regression")
         return 0
     head = [f"Regression corrected for PRAM: {result.formula} ({result.family}"
             + (f", event: {result.event}" if result.event is not None else "") + ")",

@@ -526,11 +526,16 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
 
         frame = read_table(data, columns=[outcome, *terms], na_values=NA_VALUES if na_values is None else na_values)
     problem, names, dropped, event, perturbed = _problem(frame, outcome, terms, man, family)
-    beta, sigma2, pi, iterations, converged, loglik = _fit(problem, max_iter, tol)
-    cov = _standard_errors(problem, beta, sigma2, pi)
-    naive = _naive(problem)
-    nbeta, nsigma2, npi, _, _, _ = _fit(naive, max_iter, tol)
-    ncov = _standard_errors(naive, nbeta, nsigma2, npi)
+    try:
+        beta, sigma2, pi, iterations, converged, loglik = _fit(problem, max_iter, tol)
+        cov = _standard_errors(problem, beta, sigma2, pi)
+        naive = _naive(problem)
+        nbeta, nsigma2, npi, _, _, _ = _fit(naive, max_iter, tol)
+        ncov = _standard_errors(naive, nbeta, nsigma2, npi)
+    except np.linalg.LinAlgError:
+        raise DataError(f"{formula}: the coefficients are not identified (a singular information matrix: a "
+                        "category with too few records, or one that separates the outcome); merge small "
+                        "categories or leave a term out") from None
     return RegressionResult(
         formula=formula, family=problem.family, terms=tuple(names), coef=beta,
         se=np.sqrt(np.maximum(np.diag(cov), 0.0)), covariance=cov, naive_coef=nbeta,
