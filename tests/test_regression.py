@@ -105,7 +105,7 @@ def test_em_fixed_point_is_the_direct_maximum_of_the_likelihood(family) -> None:
 
 
 def test_without_perturbation_the_fit_is_least_squares() -> None:
-    frame, manifest = _small(3, "gaussian")
+    frame, _ = _small(3, "gaussian")
     identity = Manifest.of({"x": PramMatrix.identity(["a", "b", "c"])})
     fit = corrected_regression(frame, "y ~ x + t", identity)
     design = np.column_stack([np.ones(len(frame)), frame.x == "b", frame.x == "c", frame.t]).astype(float)

@@ -97,12 +97,12 @@ if TYPE_CHECKING:  # what type checkers read: the names below, with their types 
     from pramkit.report import write_report as write_report
     from pramkit.resample import ResampleResult as ResampleResult
     from pramkit.resample import resample_release as resample_release
-    from pramkit.synthesize import SynthesisResult as SynthesisResult
-    from pramkit.synthesize import synthesize_release as synthesize_release
     from pramkit.risk.household import household_risk as household_risk
     from pramkit.risk.identification import identification_risk as identification_risk
     from pramkit.risk.matches import expected_matches as expected_matches
     from pramkit.structure import Rules as Rules
     from pramkit.structure import read_rules as read_rules
+    from pramkit.synthesize import SynthesisResult as SynthesisResult
+    from pramkit.synthesize import synthesize_release as synthesize_release
 else:
     __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), ("__version__", "PramkitError", "ParameterError"))
