@@ -65,8 +65,10 @@ from pramkit.structure import Rules, as_rules
 #: The manifest's ``format`` and its version.
 FORMAT = "pramkit.synthesis"
 FORMAT_VERSION = 1
-#: Candidates per record, raking sweeps, and the most public cells of a numeric public column.
-POOL = 20
+#: Candidates per record at most, and the most candidates in all (memory grows with records x candidates),
+#: raking sweeps, and the most public cells of a numeric public column.
+POOL = 40
+POOL_CANDIDATES = 10_000_000
 SWEEPS = 30
 PUBLIC_BINS = 20
 #: Most cells of one measured table.
@@ -168,7 +170,7 @@ def synthesize_release(
     categories: Mapping[str, Sequence[Any]] | None = None,
     forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None = None,
     min_count: int = 2,
-    pool: int = POOL,
+    pool: int | None = None,
     sweeps: int = SWEEPS,
     public_bins: int = PUBLIC_BINS,
     manifest_out: str | Path | None = None,
@@ -203,8 +205,11 @@ def synthesize_release(
         Edit rules (:func:`pramkit.structure.as_rules`); they may name public columns.
     min_count : int
         1 or 2: with 2, every released combination appears at least twice (module docstring).
-    pool, sweeps, public_bins : int
-        Candidates per record, raking sweeps, most cells of a numeric public column.
+    pool : int, optional
+        Candidates per record (default :data:`POOL`, fewer for a large file: at most
+        :data:`POOL_CANDIDATES` in all, and at least 8).
+    sweeps, public_bins : int
+        Raking sweeps, most cells of a numeric public column.
     manifest_out : str or pathlib.Path, optional
         Where the manifest goes (with ``out``).
     force : bool
@@ -244,7 +249,8 @@ def synthesize_release(
     epsilon = validate.epsilon(epsilon, "the budget (epsilon)")
     if min_count not in (1, 2):
         raise ParameterError(f"min_count must be 1 or 2, got {min_count!r}")
-    for name, value, lo in (("pool", pool, 2), ("sweeps", sweeps, 1), ("public_bins", public_bins, 1)):
+    for name, value, lo in (("pool", 2 if pool is None else pool, 2), ("sweeps", sweeps, 1),
+                            ("public_bins", public_bins, 1)):
         if not isinstance(value, int) or value < lo:
             raise ParameterError(f"{name} must be an integer >= {lo}, got {value!r}")
     src = None if isinstance(data, pd.DataFrame) else Path(data)
@@ -254,6 +260,7 @@ def synthesize_release(
         raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
     if len(frame) < 2:
         raise DataError("the data has fewer than 2 records: nothing to synthesize")
+    pool = default_pool(len(frame)) if pool is None else pool
     rules = as_rules(forbid)
     _check_rule_columns(rules, variables, public_cols, list(frame.columns))
     sk = resolve_key(key)
@@ -303,6 +310,18 @@ def synthesize_release(
                                                   sep, encoding)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def default_pool(rows: int) -> int:
+    """Candidates per record for a file of ``rows`` records: :data:`POOL`, fewer when the pool would hold more
+    than :data:`POOL_CANDIDATES` candidates, never fewer than 8.
+
+    Examples
+    --------
+    >>> default_pool(27_253), default_pool(1_000_000), default_pool(10_000_000)
+    (40, 10, 8)
+    """
+    return max(8, min(POOL, POOL_CANDIDATES // max(rows, 1)))
 
 
 def _names(value: Sequence[str] | str, what: str) -> tuple[str, ...]:
