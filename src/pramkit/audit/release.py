@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 
 from pramkit.audit.result import Check
 from pramkit.audit.stats import holm, margin_pvalue, row_pvalue
+from pramkit.defaults import CHUNK_ROWS
 from pramkit.engine.codebook import Codebook, JointCodebook, MissingCodes
 from pramkit.errors import DataError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
@@ -63,7 +64,7 @@ def read_whole(path: str | Path, *, sep: str = ",", encoding: str = "utf-8") -> 
     ...     read_whole(f).column("sex").to_pylist()
     ['NA', 'm']
     """
-    _, batches = iter_batches(path, na_values=(), sep=sep, encoding=encoding)
+    _, batches = read_chunks(path, sep=sep, encoding=encoding, chunk_rows=CHUNK_ROWS)
     tables = list(batches)
     if not tables:
         raise DataError(f"file {str(path)!r} has no data rows")
@@ -374,36 +375,24 @@ class _Variable:
         if self.shuffled:
             self._shuffled_checks()
             return
-        name, f = self.variable.name, self.forbidden
-        self.checks.append(Check(
-            "release", name, "forbidden combinations", not f,
-            "no released record holds a combination outside the matrix's cells" if not f else
-            f"{f.total:,} released records hold a combination that is not a cell of the matrix ("
-            f"{'a value outside its stratum, or ' if self.variable.given else ''}a combination an edit rule "
-            f"forbids), rows "
-            f"{_shown(f.rows, f.total)}", {"rows": f.rows} if f else {}))
+        name = self.variable.name
+        self._found("forbidden combinations", self.forbidden,
+                    "no released record holds a combination outside the matrix's cells",
+                    "released records hold a combination that is not a cell of the matrix ("
+                    f"{'a value outside its stratum, or ' if self.variable.given else ''}a combination an edit rule "
+                    "forbids)")
         if self.variable.missing == "keep":
-            m = self.moved
-            self.checks.append(Check(
-                "release", name, "missing kept missing", not m,
-                "every missing value stayed missing and no value became missing" if not m else
-                f"{m.total:,} records changed between missing and present, rows "
-                f"{_shown(m.rows, m.total)}", {"rows": m.rows} if m else {}))
+            self._found("missing kept missing", self.moved,
+                        "every missing value stayed missing and no value became missing",
+                        "records changed between missing and present")
         if self.breakers:
-            c = self.changed
-            self.checks.append(Check(
-                "release", name, "rule breakers unchanged", not c,
-                f"the {self.breakers:,} records that break an edit rule are released as they are"
-                if not c else
-                f"{c.total:,} records that break an edit rule were changed, rows "
-                f"{_shown(c.rows, c.total)}", {"rows": c.rows} if c else {}))
+            self._found("rule breakers unchanged", self.changed,
+                        f"the {self.breakers:,} records that break an edit rule are released as they are",
+                        "records that break an edit rule were changed")
         if self.leads is not None:
-            d = self.disagree
-            self.checks.append(Check(
-                "release", name, "household members agree", not d,
-                "the members of every household share their released value" if not d else
-                f"{d.total:,} records disagree with the first member of their household, rows "
-                f"{_shown(d.rows, d.total)}", {"rows": d.rows} if d else {}))
+            self._found("household members agree", self.disagree,
+                        "the members of every household share their released value",
+                        "records disagree with the first member of their household")
         s, m_ = self.variable.matrix.size, self.variable.matrix
         if s > TABLE_CATEGORIES:
             self.checks.append(Check("release", name, "transition table", True,
@@ -421,6 +410,12 @@ class _Variable:
         m = m_.matrix
         self.pvalues = np.array([row_pvalue(self.table[k], m[k]) if self.table[k].sum() else np.nan
                                  for k in range(s)])
+
+    def _found(self, field: str, found: _Found, fine: str, what: str) -> None:
+        """A check that passes when no record was found; otherwise how many, and their first rows."""
+        self.checks.append(Check("release", self.variable.name, field, not found,
+                                 fine if not found else f"{found.total:,} {what}, rows {_shown(found.rows, found.total)}",
+                                 {"rows": found.rows} if found else {}))
 
     def _shuffled(self, original: pa.Table, released: pa.Table, orig: np.ndarray, rel: np.ndarray,
                   orig_out: np.ndarray, rel_out: np.ndarray) -> None:
@@ -621,17 +616,14 @@ def read_chunks(path: str | Path, *, sep: str = ",", encoding: str = "utf-8",
                 chunk_rows: int | None = None) -> tuple[Any, Iterator[pa.Table]]:
     """A file (or folder of part files) as Arrow tables of about ``chunk_rows`` rows (default
     :data:`AUDIT_CHUNK_ROWS`), its text as written (no marker read as missing), and its metadata;
-    ``sep`` and ``encoding``: how a CSV file is written (:func:`pramkit.io.csv_dialect`).
+    ``sep`` and ``encoding``: how a CSV file is written (:func:`pramkit.io.csv_dialect`).  What
+    :func:`read_whole` reads at once.
 
     Examples
     --------
-    >>> import pathlib, tempfile
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     f = pathlib.Path(d) / "a.csv"
-    ...     _ = f.write_text("sex\\nNA\\nm\\nf\\n")
-    ...     meta, chunks = read_chunks(f, chunk_rows=2)
-    ...     meta.columns, [v for t in chunks for v in t.column("sex").to_pylist()]
-    (['sex'], ['NA', 'm', 'f'])
+    >>> meta, chunks = read_chunks(pa.table({"sex": ["NA", "m", "f"]}), chunk_rows=2)
+    >>> meta.columns, [t.column("sex").to_pylist() for t in chunks]
+    (['sex'], [['NA', 'm'], ['f']])
     """
     return iter_batches(path, na_values=(), sep=sep, encoding=encoding,
                         chunk_rows=AUDIT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
