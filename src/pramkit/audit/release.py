@@ -292,7 +292,7 @@ class _Leads:
         local, uniques = pd.factorize(values)
         first = np.full(len(uniques), orig.size, dtype=np.intp)
         np.minimum.at(first, local, np.arange(orig.size))
-        known = np.full(len(uniques), -1) if self.ids is None else self.ids.get_indexer(uniques)
+        known = np.full(len(uniques), -1) if self.ids is None else self.ids.get_indexer(pd.Index(uniques))
         new = known < 0
         known[new] = self.orig.size + np.arange(int(new.sum()))
         if new.any():
@@ -562,20 +562,19 @@ def _paired_chunks(original: Iterator[pa.Table], released: Iterator[pa.Table],
                    rows: list[int]) -> Iterator[tuple[pa.Table, pa.Table]]:
     """Chunks of the same rows of the two files, while both have rows; the rows of each file are counted
     in ``rows`` (to the end of both)."""
-    pending: list[pa.Table | None] = [None, None]
     sources = (original, released)
-    done = [False, False]
+    empty = pa.table({})
+    pending = [empty, empty]
     while True:
         for i in (0, 1):
-            while not done[i] and (pending[i] is None or pending[i].num_rows == 0):
+            while not pending[i].num_rows:
                 nxt = next(sources[i], None)
                 if nxt is None:
-                    done[i] = True
-                else:
-                    rows[i] += nxt.num_rows
-                    pending[i] = nxt
+                    break
+                rows[i] += nxt.num_rows
+                pending[i] = nxt
         a, b = pending
-        if a is None or b is None or not a.num_rows or not b.num_rows:
+        if not a.num_rows or not b.num_rows:
             for i in (0, 1):      # count what is left
                 for rest in sources[i]:
                     rows[i] += rest.num_rows
