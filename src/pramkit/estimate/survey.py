@@ -12,7 +12,9 @@ same way.  This module estimates ``Sigma``:
   their values;
 * :class:`CellTotals` accumulates, chunk by chunk, the weighted cell counts of
   every (stratum, PSU) and of every replicate weight, in memory
-  ``O(PSUs x C + R x C)`` whatever the number of records;
+  ``O(nonzero PSU totals + R x C)`` whatever the number of records (a PSU's
+  totals are kept sparse: a household of a census falls in a few cells of
+  hundreds);
 * :func:`linearized_covariance` is the with-replacement ultimate-cluster
   estimator (Taylor linearisation)
   ``sum_h (1 - f_h) n_h / (n_h - 1) sum_i (Y_hi - Ybar_h)(Y_hi - Ybar_h)^T``,
@@ -36,6 +38,7 @@ from the grand mean of all PSU totals, ``(Y_h1 - Ybar)(Y_h1 - Ybar)^T`` with
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +54,8 @@ SinglePsu = Literal["error", "certainty", "center"]
 SINGLE_PSU: tuple[str, ...] = ("error", "certainty", "center")
 ReplicateMethod = Literal["jk1", "jkn", "brr", "fay", "sdr", "bootstrap"]
 REPLICATE_METHODS: tuple[str, ...] = ("jk1", "jkn", "brr", "fay", "sdr", "bootstrap")
+#: (PSU, cell) totals of chunks not yet merged into the kept ones below which they wait (see CellTotals).
+MERGE_ENTRIES = 1 << 20
 
 
 class DesignArrays(NamedTuple):
@@ -263,7 +268,13 @@ class CellTotals:
 
     Notes
     -----
-    With a PSU column the totals of every (stratum, PSU) are kept, ``(P, C)``.
+    With a PSU column the nonzero totals of every (stratum, PSU) are kept, as
+    (PSU, cell, total) triples: memory grows with the cells each PSU touches,
+    not with ``PSUs x C`` (households as PSUs and 300 areas as cells: one
+    triple per household, not 300 numbers).  The triples of each chunk are
+    merged into those kept (by hashing, :func:`pandas.factorize`) once the
+    chunks not yet merged hold as many as the kept ones, so that the work is
+    linear in the records.
     Without one, every record is its own PSU and only its stratum's total
     ``Y_h``, weighted-square counts ``q_h`` and number of records are kept;
     the diagonal ``q_hc - Y_hc^2 / n_h`` then loses about
@@ -294,8 +305,13 @@ class CellTotals:
     strata_labels: list[Hashable] = field(init=False, default_factory=list)
     _strata: dict[Hashable, int] = field(init=False, default_factory=dict, repr=False)
     _fpc: np.ndarray = field(init=False, repr=False)
-    _psus: dict[tuple[int, Hashable], int] = field(init=False, default_factory=dict, repr=False)
     _psu_stratum: np.ndarray = field(init=False, repr=False)
+    _psu_labels: np.ndarray = field(init=False, repr=False)
+    _entries: tuple[np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False)
+    _pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = \
+        field(init=False, default_factory=list, repr=False)
+    _pending_size: int = field(init=False, default=0, repr=False)
+    _total: np.ndarray | None = field(init=False, default=None, repr=False)
     _sums: np.ndarray = field(init=False, repr=False)
     _squares: np.ndarray = field(init=False, repr=False)
     _records: np.ndarray = field(init=False, repr=False)
@@ -310,8 +326,10 @@ class CellTotals:
             raise ParameterError(f"design must be a SurveyDesign, got {type(self.design).__name__}")
         self.replicate_totals = np.zeros((self.n_replicates, self.n_cells))
         self._fpc = np.zeros(0)
-        self._psu_stratum = np.zeros(0, dtype=np.int64)
-        self._sums = np.zeros((0, self.n_cells))        # per PSU (or per stratum without PSUs)
+        self._psu_stratum = np.zeros(0, dtype=np.int64)  # per PSU, in order of first appearance
+        self._psu_labels = np.zeros(0, dtype=object)      # per PSU, its label
+        self._entries = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))  # PSU, cell, total
+        self._sums = np.zeros((0, self.n_cells))        # per stratum, records as PSUs only
         self._squares = np.zeros((0, self.n_cells))     # per stratum: the weighted-square counts
         self._records = np.zeros(0, dtype=np.int64)     # per stratum, records as PSUs only
 
@@ -333,7 +351,32 @@ class CellTotals:
     @property
     def total(self) -> np.ndarray:
         """The weighted count of every cell, ``t`` (C,)."""
-        return self._sums.sum(axis=0) if self._sums.size else np.zeros(self.n_cells)
+        if self.design.psu is None:
+            h = len(self.strata_labels)
+            return self._sums[:h].sum(axis=0) if h else np.zeros(self.n_cells)
+        self._merge()
+        if self._total is None:   # each cell's PSU totals summed exactly rounded (math.fsum)
+            _, cell, value = self._entries
+            order = np.argsort(cell, kind="stable")
+            bounds = np.cumsum(np.bincount(cell, minlength=self.n_cells))[:-1]
+            self._total = np.array([math.fsum(part.tolist()) for part in np.split(value[order], bounds)])
+        return self._total.copy()
+
+    @property
+    def n_psus(self) -> int:
+        """Number of PSUs added (0 when every record is its own PSU).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> totals = CellTotals(2, SurveyDesign("w", strata="s", psu="p"))
+        >>> totals.add(np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]),
+        ...            strata=np.array(["a", "a", "b"]), psu=np.array([1, 2, 1]))
+        >>> totals.n_psus
+        3
+        """
+        self._merge()
+        return int(self._psu_stratum.size)
 
     def by_psu(self) -> dict[tuple[Hashable, Hashable], np.ndarray]:
         """The weighted cell counts of each PSU, keyed by (stratum label, PSU label).
@@ -353,7 +396,12 @@ class CellTotals:
         """
         if self.design.psu is None:
             raise ParameterError("the design has no psu column: every record is its own PSU, and records are not kept")
-        return {(self.strata_labels[s], p): self._sums[row].copy() for (s, p), row in self._psus.items()}
+        self._merge()
+        psu, cell, value = self._entries
+        rows = np.zeros((self._psu_stratum.size, self.n_cells))
+        rows[psu, cell] = value
+        keys = [(self.strata_labels[s], label) for s, label in zip(self._psu_stratum.tolist(), self._psu_labels.tolist())]
+        return dict(zip(keys, rows))
 
     def add_frame(self, frame: pd.DataFrame, cells: np.ndarray, replicates: np.ndarray | None = None) -> None:
         """Add a chunk given as a DataFrame holding the design's columns (see :meth:`add`).
@@ -421,7 +469,11 @@ class CellTotals:
         self._squares[:h] += np.bincount(stratum * self.n_cells + cells, weights * weights,
                                          minlength=h * self.n_cells).reshape(h, self.n_cells)
         if psu is None:
-            self._add_records(cells, weights, stratum)
+            self._sums = _grow(self._sums, h)
+            self._sums[:h] += np.bincount(stratum * self.n_cells + cells, weights,
+                                          minlength=h * self.n_cells).reshape(h, self.n_cells)
+            self._records = _grow(self._records, h)
+            self._records[:h] += np.bincount(stratum, minlength=h)
         else:
             self._add_psus(cells, weights, stratum, np.asarray(psu))
         if replicates is not None:
@@ -475,31 +527,46 @@ class CellTotals:
                             f"{self.strata_labels[j]!r} holds {float(prior[j])!r} and {float(high[j] if high[j] != prior[j] else low[j])!r}")
         self._fpc[seen] = low[seen]
 
-    def _add_records(self, cells: np.ndarray, weights: np.ndarray, stratum: np.ndarray) -> None:
-        """Records as PSUs: per stratum the totals and record counts (the weighted-square counts: :meth:`add`)."""
-        h, c = len(self.strata_labels), self.n_cells
-        index = stratum * c + cells
-        self._sums = _grow(self._sums, h)
-        self._records = _grow(self._records, h)
-        self._sums[:h] += np.bincount(index, weights, minlength=h * c).reshape(h, c)
-        self._records[:h] += np.bincount(stratum, minlength=h)
-
     def _add_psus(self, cells: np.ndarray, weights: np.ndarray, stratum: np.ndarray, psu: np.ndarray) -> None:
-        """Totals of each (stratum, PSU)."""
+        """The chunk's nonzero totals of each (stratum, PSU) and cell, kept until :meth:`_merge`."""
         local, uniques = pd.factorize(psu, use_na_sentinel=True)
         if (local < 0).any():
             raise DataError(f"column {self.design.psu!r} has a missing value at row {_first(local < 0)}")
-        inverse, keys = pd.factorize(stratum * len(uniques) + local)
-        rows = np.empty(keys.size, dtype=np.int64)
-        labels = uniques.tolist()
-        for j, key in enumerate(keys.tolist()):
-            s, p = divmod(key, len(uniques))
-            rows[j] = self._psus.setdefault((s, labels[p]), len(self._psus))
-        p_all, c = len(self._psus), self.n_cells
-        self._sums = _grow(self._sums, p_all)
-        self._psu_stratum = _grow(self._psu_stratum, p_all)
-        self._psu_stratum[rows] = keys // len(uniques)
-        self._sums[:p_all] += np.bincount(rows[inverse] * c + cells, weights, minlength=p_all * c).reshape(p_all, c)
+        n_labels = max(len(uniques), 1)
+        inverse, keys = pd.factorize(stratum * n_labels + local)   # the chunk's PSUs, in order of appearance
+        c = self.n_cells
+        where, pairs = pd.factorize(inverse * c + cells)
+        sums = np.bincount(where, weights, minlength=pairs.size)
+        self._total = None
+        self._pending.append((keys // n_labels, np.asarray(uniques)[keys % n_labels], pairs // c, pairs % c, sums))
+        self._pending_size += pairs.size
+        if self._pending_size > max(self._entries[0].size, MERGE_ENTRIES):
+            self._merge()
+
+    def _merge(self) -> None:
+        """Merge the chunks' triples into the kept ones (PSUs and their cells summed in order of arrival).
+
+        The PSUs keep their order of first appearance; each (PSU, cell) total is summed over the
+        chunks in order, from zero, as a running sum would be.
+        """
+        if not self._pending:
+            return
+        strata = [self._psu_stratum, *(p[0] for p in self._pending)]
+        labels = [self._psu_labels, *(p[1] for p in self._pending)]
+        offsets = np.cumsum([0, *(a.size for a in strata)])
+        # without the empty start, whose dtype (object) would box every label of the first chunks
+        label_codes, label_uniques = pd.factorize(np.concatenate(labels if len(labels[0]) else labels[1:]))
+        n_labels = max(len(label_uniques), 1)
+        psu_of, first = pd.factorize(np.concatenate(strata) * n_labels + label_codes)
+        psu = [self._entries[0], *(psu_of[offsets[i + 1]:offsets[i + 2]][p[2]] for i, p in enumerate(self._pending))]
+        cell = [self._entries[1], *(p[3] for p in self._pending)]
+        value = [self._entries[2], *(p[4] for p in self._pending)]
+        c = self.n_cells
+        where, pairs = pd.factorize(np.concatenate(psu) * c + np.concatenate(cell))
+        self._entries = (pairs // c, pairs % c, np.bincount(where, np.concatenate(value), minlength=pairs.size))
+        self._psu_stratum = first // n_labels
+        self._psu_labels = np.asarray(label_uniques)[first % n_labels]
+        self._pending, self._pending_size = [], 0
 
     def _add_replicates(self, cells: np.ndarray, replicates: np.ndarray) -> None:
         """The replicate totals: a one-hot (n x C) sparse matrix times the (n x R) weights.
@@ -574,13 +641,66 @@ def _lonely(totals: CellTotals, h: int, y: np.ndarray, grand_mean: np.ndarray) -
     return np.outer(d, d)
 
 
-def _psu_blocks(totals: CellTotals) -> list[np.ndarray]:
-    """The (n_h, C) PSU totals of each stratum, in stratum code order."""
-    p = len(totals._psus)
-    stratum = totals._psu_stratum[:p]
+def _psu_parts(totals: CellTotals) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """The number of PSUs of each stratum, and each stratum's (PSU, cell, total) triples, its PSUs
+    numbered from 0 in their order of appearance."""
+    totals._merge()
+    stratum = totals._psu_stratum
+    h_all = len(totals.strata_labels)
+    counts = np.bincount(stratum, minlength=h_all)
     order = np.argsort(stratum, kind="stable")
-    bounds = np.cumsum(np.bincount(stratum, minlength=len(totals.strata_labels)))[:-1]
-    return np.split(totals._sums[:p][order], bounds)
+    within = np.empty(stratum.size, dtype=np.int64)            # a PSU's number within its stratum
+    within[order] = np.arange(stratum.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    psu, cell, value = totals._entries
+    of = stratum[psu]
+    by = np.argsort(of, kind="stable")
+    bounds = np.cumsum(np.bincount(of, minlength=h_all))[:-1]
+    return counts, [(within[psu[i]], cell[i], value[i]) for i in np.split(by, bounds)]
+
+
+def _dense_row(n_cells: int, cell: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """A PSU's totals as a dense row."""
+    row = np.zeros(n_cells)
+    row[cell] = value
+    return row
+
+
+def _psu_covariance(n_cells: int, n: int, psu: np.ndarray, cell: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``sum_i (Y_i - Ybar)(Y_i - Ybar)^T`` over the ``n`` PSUs of a stratum from their nonzero totals.
+
+    With ``s`` a shift, ``sum_i (Y_i - s)(Y_i - s)^T - n (Ybar - s)(Ybar - s)^T`` is the same sum.
+    The cells in which at least half of the PSUs have a nonzero total are shifted by their mean
+    (stored densely, as their columns nearly are), the others by 0 (kept sparse): the subtraction
+    then loses at most one bit of a cell's variance to cancellation (a cell with a share ``z`` of
+    zero totals has ``Ybar_c^2 <= (1 - z) / z`` times its variance), and a stratum whose cells are
+    all dense is computed as the dense formula is.
+    """
+    nonzero = np.bincount(cell, minlength=n_cells)
+    dense = np.flatnonzero(2 * nonzero >= n)
+    sparse = np.flatnonzero((2 * nonzero < n) & (nonzero > 0))
+    out = np.zeros((n_cells, n_cells))
+    is_dense = np.zeros(n_cells, dtype=bool)
+    is_dense[dense] = True
+    d_rows = is_dense[cell]
+    if dense.size:
+        column = np.full(n_cells, -1, dtype=np.int64)
+        column[dense] = np.arange(dense.size)
+        block = np.zeros((n, dense.size))
+        block[psu[d_rows], column[cell[d_rows]]] = value[d_rows]
+        block -= block.mean(axis=0)
+        out[np.ix_(dense, dense)] = block.T @ block
+    if sparse.size:
+        s_rows = ~d_rows
+        column = np.full(n_cells, -1, dtype=np.int64)
+        column[sparse] = np.arange(sparse.size)
+        y = sp.csr_matrix((value[s_rows], (psu[s_rows], column[cell[s_rows]])), shape=(n, sparse.size))
+        mean = np.asarray(y.sum(axis=0)).ravel() / n
+        out[np.ix_(sparse, sparse)] = (y.T @ y).toarray() - n * np.outer(mean, mean)
+        if dense.size:
+            cross = np.asarray(y.T @ block)
+            out[np.ix_(sparse, dense)] = cross
+            out[np.ix_(dense, sparse)] = cross.T
+    return out
 
 
 def _check_totals(totals: CellTotals) -> None:
@@ -633,33 +753,27 @@ def stratum_parts(totals: CellTotals) -> list[StratumPart]:
     """
     _check_totals(totals)
     h_all = len(totals.strata_labels)
+    c = totals.n_cells
     if totals.design.psu is None:
         counts = totals._records[:h_all]
-        grand_mean = totals.total / counts.sum()
-        blocks: list[np.ndarray | None] = [None] * h_all
+        psus: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
     else:
-        psus = _psu_blocks(totals)
-        counts = np.array([b.shape[0] for b in psus])
-        blocks = list(psus)
-        grand_mean = totals.total / counts.sum()
+        counts, psus = _psu_parts(totals)
+    grand_mean = totals.total / counts.sum()
     parts = []
     for h in range(h_all):
         n = int(counts[h])
         fraction = _fraction(totals, h, n)
         if n == 1 and fraction == 1:      # a PSU taken with certainty, whatever single_psu says
-            cov = np.zeros((totals.n_cells, totals.n_cells))
+            cov = np.zeros((c, c))
         elif n == 1:
-            block = blocks[h]
-            y = totals._sums[h] if block is None else block[0]
+            y = totals._sums[h] if psus is None else _dense_row(c, psus[h][1], psus[h][2])
             cov = _lonely(totals, h, y, grand_mean)
-        elif blocks[h] is None:
+        elif psus is None:
             y = totals._sums[h]
             cov = (np.diag(totals._squares[h]) - np.outer(y, y) / n) * (n / (n - 1))
         else:
-            block = blocks[h]
-            assert block is not None
-            d = block - block.mean(axis=0)
-            cov = (d.T @ d) * (n / (n - 1))
+            cov = _psu_covariance(c, n, *psus[h]) * (n / (n - 1))
         parts.append(StratumPart(totals.strata_labels[h], n, fraction, cov))
     return parts
 
