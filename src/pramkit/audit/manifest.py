@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from pramkit._json import read_json
+from pramkit.audit.invariance import invariance_checks, noisy_proportions
 from pramkit.audit.ratios import (
     COMPOSED_CATEGORIES,
     DENSE_CATEGORIES,
@@ -230,9 +231,7 @@ def noisy_count_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Check
         noisy = counts.get(v.name, {}).get("noisy") if isinstance(counts.get(v.name), dict) else None
         if p is None or noisy is None:
             continue
-        floored = [max(Fraction(int(c)), Fraction(1)) for c in np.ravel(noisy)]
-        total = sum(floored, Fraction(0))
-        exact = [float(c / total) for c in floored]
+        exact = noisy_proportions(noisy).tolist()
         pv = np.ravel(np.asarray(p, dtype=float))
         ok = pv.size == len(exact) and bool(np.allclose(pv, exact, rtol=FLOAT_RTOL, atol=0.0))
         worst = float(np.max(np.abs(pv - exact))) if pv.size == len(exact) else math.inf
@@ -583,7 +582,7 @@ def manifest_audit(manifest: str | Path, released: str | Path | None = None, *, 
     ratios = variable_ratios(parsed)
     checks = [*validation_checks(raw), *presence_checks(parsed, raw), *epsilon_checks(parsed, raw, ratios),
               *realised_law_checks(parsed, raw), *total_checks(parsed, raw, ratios), *ledger_checks(raw),
-              *noisy_count_checks(parsed, raw), *certificate_checks(parsed)]
+              *noisy_count_checks(parsed, raw), *invariance_checks(parsed, raw), *certificate_checks(parsed)]
     if released is not None:
         checks += receipt_checks(path, Path(released), sep=sep, encoding=encoding)
     return checks
