@@ -364,6 +364,58 @@ def sdcmicro_pram_rules(setup: Setup) -> Release:
     return _sdcmicro(setup, structured=True)
 
 
+def _sdcmicro_joint(setup: Setup, *, design_epsilon: float | None = None) -> Release:
+    """sdcMicro's invariant construction on joint cells, two manifests applied one after the other.
+
+    housing: HOUSING_TYPE x OWN_RENT jointly over the 4 cells the housing rule allows, so that the
+    released joint table equals the original in expectation and group quarters is not released exactly;
+    person: the others as in sdcmicro-pram-rules (strata the age class, the age rules; 'N' a category).
+    ``design_epsilon``: both designs read DP counts at that budget (shared in proportion to the cells)
+    instead of the exact frequencies.
+    """
+    import pramkit
+
+    options = {"pd": 0.8, "alpha": 0.5, "seed": setup.seed}
+    variables = setup.perturbed
+    housing = [v for v in ("HOUSING_TYPE", "OWN_RENT") if v in variables]
+    if len(housing) < 2:
+        raise Skip("needs HOUSING_TYPE and OWN_RENT among the perturbed features")
+    person = [v for v in variables if v not in housing]
+    cells = {"housing": 4, "person": sum(len(setup.categories[v]) for v in person) * len(AGE_CLASSES)}
+
+    def source(step: str) -> dict[str, Any]:
+        if design_epsilon is None:
+            return {"exact_frequencies": True}
+        return {"design_epsilon": design_epsilon * cells[step] / sum(cells.values()), "rng": setup.rng()}
+
+    src = with_strata(setup, [AGE_CLASS])
+    m = pramkit.design_release(src, housing, method="invariant", split="joint", options=options,
+                               forbid=setup.rules("joint-housing-rules.csv", housing_rules(housing)),
+                               categories=setup.codebook(housing), na_values=(), **source("housing"))
+    current, _ = setup.apply(src, m, "released.housing.csv", na_values=())
+    steps: list[tuple[str, Any]] = [("housing", m)]
+    if person:
+        rules = setup.rules("joint-person-rules.csv", age_rules(setup, person, na_is_value=True))
+        m = pramkit.design_release(src, person, method="invariant", options=options, strata=[AGE_CLASS],
+                                   forbid=rules, categories=setup.codebook(person), na_values=(),
+                                   **source("person"))
+        current, _ = setup.apply(current, m, "released.csv", na_values=())
+        steps.append(("person", m))
+    return Release(current, steps, na_values=())
+
+
+@configuration("sdcmicro-pram-joint", "sdcMicro's invariant matrix (pd 0.8, alpha 0.5, exact frequencies) on the "
+               "joint cells of HOUSING_TYPE x OWN_RENT with the housing rule; the rest as sdcmicro-pram-rules")
+def sdcmicro_pram_joint(setup: Setup) -> Release:
+    return _sdcmicro_joint(setup)
+
+
+@configuration("sdcmicro-pram-joint-dp", "sdcmicro-pram-joint designed on DP counts (design epsilon 1, in the "
+               "ledger) instead of the exact frequencies")
+def sdcmicro_pram_joint_dp(setup: Setup) -> Release:
+    return _sdcmicro_joint(setup, design_epsilon=1.0)
+
+
 def _dp(setup: Setup, epsilon: float, *, shuffle: bool = False) -> Release:
     """DP-optimal PRAM (form (8)), budget split equally, 'N' read as missing (kept, never made)."""
     import pramkit

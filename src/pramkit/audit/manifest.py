@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from pramkit._json import read_json
+from pramkit.audit.invariance import invariance_checks, noisy_proportions
 from pramkit.audit.ratios import (
     COMPOSED_CATEGORIES,
     DENSE_CATEGORIES,
@@ -226,20 +227,29 @@ def noisy_count_checks(manifest: Manifest, raw: Mapping[str, Any]) -> list[Check
     counts = ledger.get("dp_counts") or {}
     out = []
     for v in manifest.variables:
-        p = v.matrix.provenance.parameters.get("p") if v.matrix.provenance else None
         noisy = counts.get(v.name, {}).get("noisy") if isinstance(counts.get(v.name), dict) else None
-        if p is None or noisy is None:
+        if noisy is None:
             continue
-        floored = [max(Fraction(int(c)), Fraction(1)) for c in np.ravel(noisy)]
-        total = sum(floored, Fraction(0))
-        exact = [float(c / total) for c in floored]
-        pv = np.ravel(np.asarray(p, dtype=float))
-        ok = pv.size == len(exact) and bool(np.allclose(pv, exact, rtol=FLOAT_RTOL, atol=0.0))
-        worst = float(np.max(np.abs(pv - exact))) if pv.size == len(exact) else math.inf
-        out.append(Check("manifest", v.name, "proportions from the noisy counts", ok,
-                         f"the design's {pv.size} proportions {'match' if ok else 'differ from'} the ledger's "
-                         f"{len(exact)} noisy counts (largest difference {worst:.3g})"))
+        exact = noisy_proportions(noisy)
+        p = v.matrix.provenance.parameters.get("p") if v.matrix.provenance else None
+        if p is not None:
+            out.append(_proportions_check(v.name, p, exact, ""))
+        elif v.matrix.blocks is not None and exact.size == v.matrix.size:  # each block read its cells' share
+            for i, (idx, part) in enumerate(v.matrix.blocks):
+                stated = part.provenance.parameters.get("p") if part.provenance is not None else None
+                if stated is not None:
+                    out.append(_proportions_check(v.name, stated, exact[idx] / exact[idx].sum(), f" (block {i})"))
     return out
+
+
+def _proportions_check(name: str, p: Any, exact: np.ndarray, where: str) -> Check:
+    """A design's stated proportions against those of the noisy counts."""
+    pv = np.ravel(np.asarray(p, dtype=float))
+    ok = pv.size == exact.size and bool(np.allclose(pv, exact, rtol=FLOAT_RTOL, atol=0.0))
+    worst = float(np.max(np.abs(pv - exact))) if pv.size == exact.size else math.inf
+    return Check("manifest", name, "proportions from the noisy counts", ok,
+                 f"the design's {pv.size} proportions{where} {'match' if ok else 'differ from'} the ledger's "
+                 f"{exact.size} noisy counts (largest difference {worst:.3g})")
 
 
 def mutual_information(p: np.ndarray, m: np.ndarray) -> float:
@@ -583,7 +593,7 @@ def manifest_audit(manifest: str | Path, released: str | Path | None = None, *, 
     ratios = variable_ratios(parsed)
     checks = [*validation_checks(raw), *presence_checks(parsed, raw), *epsilon_checks(parsed, raw, ratios),
               *realised_law_checks(parsed, raw), *total_checks(parsed, raw, ratios), *ledger_checks(raw),
-              *noisy_count_checks(parsed, raw), *certificate_checks(parsed)]
+              *noisy_count_checks(parsed, raw), *invariance_checks(parsed, raw), *certificate_checks(parsed)]
     if released is not None:
         checks += receipt_checks(path, Path(released), sep=sep, encoding=encoding)
     return checks

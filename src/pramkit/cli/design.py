@@ -150,7 +150,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how the record budget is shared by the variables (default %(default)s: every listed "
                         "variable is perturbed); optimal: the most total information, which may give a "
                         "variable epsilon 0 and leave it unperturbed; joint: one matrix on their "
-                        "cross-classification")
+                        "cross-classification (methods dp and invariant; invariant keeps the joint table)")
     rec = p.add_argument_group("protection against spontaneous recognition (Cator, Hensbergen and Rozenholc; "
                                "see docs/design-recognition.md)")
     rec.add_argument("--recognition", type=float, metavar="ALPHA",

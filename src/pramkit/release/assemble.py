@@ -124,7 +124,11 @@ def _ledger(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Ledger:
     if from_data:
         dependent.append(f"the categories of {', '.join(from_data)} were read from the original file, so the "
                          "manifest shows which categories occur in it (declare them with a codebook to avoid this)")
-    if plan.source == "exact":
+    if plan.source == "exact" and plan.method == "invariant":
+        dependent.append("the matrices were designed from the exact frequencies of the original file, which an "
+                         "invariant matrix keeps as its released law (p R = p), so the published matrices reveal "
+                         "them: they are the matrices' stationary distributions")
+    elif plan.source == "exact":
         dependent.append("the matrices were designed from the exact frequencies of the original file, which the "
                          "published matrices reveal in part")
     return Ledger(design_epsilon=freqs.design_epsilon, frequencies=plan.source, record_epsilon_budget=plan.budget,
@@ -193,15 +197,57 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
     extra: dict[str, Any] = {}
     joint = "*".join(plan.names)
     joint_p = freqs.design_p.get(joint)
-    if plan.split == "joint" and not plan.shape.any and plan.missing == "keep" and joint_p is not None:
+    if plan.split == "joint" and plan.method == "dp" and not plan.shape.any and plan.missing == "keep" \
+            and joint_p is not None:
         extra["joint"] = _joint_comparison(complete(counted.table), joint_p, built.matrices[joint],
                                            plan.options)
     if counted.households is not None:
         extra["households"] = counted.households.rows
+    if plan.method == "invariant":
+        extra["invariance"] = {k: expected_change(counted.targets[k].counts, m) for k, m in built.matrices.items()
+                               if m.size <= MAX_DENSE_FIGURES or m.blocks is not None}
     if plan.method != "dp":
         extra["measures"] = {k: dataclasses.asdict(measure(m, freqs.exact[k])) for k, m in built.matrices.items()
                              if _measured(plan, m)}
     return extra
+
+
+def expected_change(counts: Any, m: PramMatrix) -> dict[str, float]:
+    """How far the expected released table is from the original one (private): ``counts M - counts``.
+
+    An invariant design on the exact frequencies keeps the table up to rounding; on DP counts it
+    keeps the noisy table, so the expected released counts differ from the original by about the
+    noise.  Computed block by block for a block-diagonal matrix.
+
+    Parameters
+    ----------
+    counts : array_like
+        The original counts of the matrix's cells.
+    m : PramMatrix
+        The designed matrix.
+
+    Returns
+    -------
+    dict
+        ``largest_expected_change_records`` (the largest ``|counts M - counts|`` over the cells)
+        and ``expected_total_variation`` (half their sum over the number of records).
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import sdcmicro_pram
+    >>> counts = np.array([500, 300, 200])
+    >>> r = sdcmicro_pram(["a", "b", "c"], counts / 1000, seed=1)
+    >>> expected_change(counts, r)["largest_expected_change_records"] < 1e-9
+    True
+    """
+    c = np.asarray(counts, dtype=float).ravel()
+    parts = [(np.arange(m.size), m)] if m.blocks is None else m.blocks
+    diff = np.zeros_like(c)
+    for idx, part in parts:
+        diff[idx] = c[idx] @ part.matrix - c[idx]
+    total = float(c.sum())
+    return {"largest_expected_change_records": float(np.abs(diff).max()) if diff.size else 0.0,
+            "expected_total_variation": float(np.abs(diff).sum() / (2 * total)) if total > 0 else 0.0}
 
 
 def _measured(plan: ReleasePlan, m: PramMatrix) -> bool:

@@ -29,6 +29,9 @@ from pramkit.validate import csv_separator, positive, text_encoding
 
 #: Splits of the record budget.
 SPLITS = ("equal", "optimal", "joint")
+#: The families besides ``dp`` that design one matrix over the joint cells (``split="joint"``): the
+#: invariant family keeps the joint table of the cells it reads (``p R = p`` over the cells).
+JOINT_METHODS = ("invariant",)
 #: Treatments of missing values.
 MISSING = ("keep", "category")
 #: Where the design's frequencies come from (the ledger's ``frequencies``).
@@ -159,7 +162,10 @@ def plan_release(
     method : str
         A family of :data:`pramkit.design.registry.FAMILIES`.
     split : {"equal", "optimal", "joint"}
-        How the perturbation's budget is shared (module docstring).
+        How the perturbation's budget is shared (module docstring).  ``"joint"``: one matrix over
+        the cells of the variables' cross-classification that the rules allow, for method ``dp``
+        (at the whole budget) and ``invariant`` (sdcMicro's construction on the joint cells'
+        frequencies, so that the released joint table equals the original in expectation).
     epsilon_per_variable : mapping, optional
         ``{variable: epsilon}``: explicit per-variable budgets instead of a split.
     design_epsilon : float, optional
@@ -232,6 +238,8 @@ def plan_release(
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: split 'optimal' is for method 'dp'; method 'rr' designs each variable on its own (split equal)
+    >>> plan_release(["age", "sex"], method="invariant", split="joint", design_epsilon=0.1).split
+    'joint'
     >>> plan_release(["age"], epsilon=1.0, design_epsilon=1.0)
     Traceback (most recent call last):
     ...
@@ -312,7 +320,10 @@ def variable_names(variables: str | Sequence[str]) -> list[str]:
 def _check_split(split: str, method: str) -> None:
     if split not in SPLITS:
         raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    if split != "equal" and method != "dp":
+    if split == "joint" and method != "dp" and method not in JOINT_METHODS:
+        raise ParameterError(f"split 'joint' is for methods {', '.join(('dp', *JOINT_METHODS))}; method {method!r} "
+                             "designs each variable on its own (split equal)")
+    if split == "optimal" and method != "dp":
         raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
                              "on its own (split equal)")
 
