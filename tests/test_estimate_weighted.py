@@ -212,7 +212,7 @@ def _bad(released: dict, column: str, values: list) -> Path:
     (["--weights", "w", "--replicate-weights", "r"], "together"),
     (["--weights", "w", "--replicate-weights", "r", "--replicate-method", "sdr"], "multiple of 4"),
     (["--weights", "w", "--replicate-weights", "q", "--replicate-method", "jk1"], "starts with 'q'"),
-    (["--weights", "w", "--variance", "pram"], "--variance is for unweighted files"),
+    (["--weights", "w", "--variance", "pram"], "variance is for unweighted tables (--variance)"),
     (["--weights", "w", "--fay-rho", "0.5"], "--fay-rho goes with"),
     (["--weights", "w", "--strata", "s", "--psu", "s"], "single PSU"),
 ])
@@ -331,3 +331,21 @@ def test_a_bad_replicate_weight_is_one_line(released: dict, value: object, messa
                  "--replicate-weights", "r", "--replicate-method", "bootstrap"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "'r2'" in err[0] and message in err[0], err
+
+
+def test_the_library_refuses_what_the_command_line_refuses() -> None:
+    """A variance given with a survey design was accepted and ignored by the library (the command line refused it)."""
+    import random
+
+    import pramkit
+    from pramkit.datasets import CENSUS_VARIABLES, census
+    from pramkit.estimate.survey import SurveyDesign
+
+    data = census(1_000)
+    m = pramkit.design_release(data, ["sex"], epsilon=2.0, categories=CENSUS_VARIABLES, rng=random.Random(1))
+    released = pramkit.perturb_frame(data, m, key=bytes(32)).data
+    released["w"] = 2.0
+    with pytest.raises(ParameterError, match="variance must be one of"):
+        pramkit.estimate_table(released, m, "sex", survey=SurveyDesign(weights="w"), variance="bogus")
+    with pytest.raises(ParameterError, match="variance is for unweighted tables"):
+        pramkit.estimate_table(released, m, "sex", survey=SurveyDesign(weights="w"), variance="pram")

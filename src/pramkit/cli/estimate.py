@@ -260,9 +260,6 @@ def _survey(args: argparse.Namespace) -> dict[str, Any]:
         if given:
             raise ParameterError(f"{given[0]} needs --weights (the sampling weights)")
         return {}
-    if args.variance != "multinomial":
-        raise ParameterError("--variance is for unweighted files; with --weights the variance is the design's "
-                             "and PRAM's together")
     if (args.replicate_weights is None) != (args.replicate_method is None):
         raise ParameterError("give --replicate-weights and --replicate-method together")
     if args.fay_rho is not None and args.replicate_method != "fay":
