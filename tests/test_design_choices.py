@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from pramkit.cli import design as design_cli, main
@@ -71,3 +72,12 @@ def test_the_command_and_the_library_refuse_the_same_flags(capsys) -> None:
         message = str(exc)
     code = main(["design", "--probs", "0.5,0.5", *choices.to_args()])
     assert code == 2 and capsys.readouterr().err.strip() == f"pramkit design: error: {message}"
+
+
+def test_optimal_split_with_the_variance_objective_is_refused_before_any_data() -> None:
+    """The rule used to fire only after the data were counted; the plan refuses it."""
+    import pramkit
+    from pramkit.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="split 'optimal' maximises information"):
+        pramkit.plan_release(["sex", "age"], epsilon=2.0, split="optimal", options={"objective": "variance"})

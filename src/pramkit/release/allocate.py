@@ -111,8 +111,6 @@ def _optimal(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
     """The split with the most information (Ayed, Battiston and Camerlenghi, section 5)."""
     from pramkit.design.dp.multivariate import split_budget
 
-    if plan.options.get("objective") == "variance":
-        raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")
     room = split_within(_budget(plan), freqs.design_epsilon, [1.0])[0]
     design_p = {n: p for n in plan.names if (p := freqs.design_p[n]) is not None}
     if len(design_p) < len(plan.names):

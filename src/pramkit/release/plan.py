@@ -248,7 +248,7 @@ def plan_release(
     names = variable_names(variables)
     fam = family(method)
     opts = dict(options or {})
-    _check_split(split, method)
+    _check_split(split, method, opts)
     if missing not in MISSING:
         raise ParameterError(f"missing must be 'keep' or 'category', got {missing!r}")
     dist = _distance_specs(distances, names, split, opts)
@@ -317,7 +317,7 @@ def variable_names(variables: str | Sequence[str]) -> list[str]:
     return names
 
 
-def _check_split(split: str, method: str) -> None:
+def _check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
     if split not in SPLITS:
         raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if split == "joint" and method != "dp" and method not in JOINT_METHODS:
@@ -326,6 +326,8 @@ def _check_split(split: str, method: str) -> None:
     if split == "optimal" and method != "dp":
         raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
                              "on its own (split equal)")
+    if split == "optimal" and options.get("objective") == "variance":  # refused before any data is read
+        raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")
 
 
 def _distance_specs(distances: Mapping[str, Any] | str | Path | None, names: list[str], split: str,
