@@ -27,6 +27,16 @@ def key() -> SecretKey:
     return SecretKey(bytes(range(32)), "test key")
 
 
+@pytest.fixture(scope="session")
+def chromium() -> Any:
+    """Headless Chromium (Debian's, driven by Playwright), one for the session's browser tests; the test is
+    skipped when Playwright or Chromium is absent, unless PRAMKIT_REQUIRE_BROWSER=1 (tests/_browser.py)."""
+    import _browser
+
+    with _browser.chromium() as browser:
+        yield browser
+
+
 def assert_refused(folder: Path, args: list, message: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``pramkit ARGS`` exits 2 with one line on stderr holding ``message``, leaves every file under
     ``folder`` as it was and writes nothing there (no temporary left behind either)."""
