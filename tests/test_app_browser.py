@@ -134,6 +134,11 @@ def same_as_the_command_line(out: Path, key_file: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
     assert comparable(again / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
+    wrong = write_key_file(tmp_path / "wrong.key")                 # another key: one line, exit 2, nothing written
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(wrong), str(tmp_path / "other")], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "is not the key of this release" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "other").exists()
 
 
 def test_a_file_on_this_computer_with_missing_values_and_unicode_labels(page: Page, tmp_path: Path) -> None:

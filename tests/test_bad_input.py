@@ -169,6 +169,10 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (["keygen", data], "never overwritten"),
         (["keygen", d / "absent_dir" / "k"], "does not exist"),
         (["keygen"], "required"),
+        (["keygen", d / "absent.key", "--fingerprint"], "does not exist"),
+        (["keygen", data, "--fingerprint"], "is a CSV file, not a key"),
+        (["keygen", d / "m.json", "--fingerprint"], "is a pramkit manifest (JSON), not a key"),
+        (["keygen", d / "short_key", "--fingerprint"], "3 bytes"),
         # ---- reproduce
         (["reproduce", "nobody2099", "--out", d / "r"], "unknown reproduction"),
         (["reproduce", "ruiz", "--out", data], "not a folder"),

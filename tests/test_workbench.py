@@ -95,6 +95,37 @@ def test_the_saved_script_makes_the_release_again(exported: dict, tmp_path: Path
         assert not f.is_file() or key_text not in f.read_text(errors="replace")
 
 
+#: Key files that are not the release's: another key, a text file, the release's own manifest, an absent file.
+WRONG_KEYS = {
+    "another key": lambda d: write_key_file(d / "other.key"),
+    "a text file": lambda d: (d / "notes.txt").write_text("the key is in the safe\n") and d / "notes.txt",
+    "the manifest": lambda d: d / "manifest.json",
+    "an absent file": lambda d: d / "absent.key",
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_KEYS))
+def test_the_script_refuses_any_key_but_the_releases_before_writing(exported: dict, tmp_path: Path,
+                                                                    wrong: str) -> None:
+    """reproduce.sh checks the key file's fingerprint first: another key exits 2 with one line and writes
+    nothing (before, it made another release and exited 0)."""
+    out = exported["dir"] / "out"
+    shutil.copyfile(out / "public" / "manifest.json", tmp_path / "manifest.json")
+    key = WRONG_KEYS[wrong](tmp_path)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key), str(tmp_path / "again")], env=env,
+                          capture_output=True, text=True)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert not (tmp_path / "again").exists()
+    if wrong == "another key":
+        theirs, ours = SecretKey.from_file(key).fingerprint, SecretKey.from_file(exported["key"]).fingerprint
+        assert lines[0] == (f"reproduce.sh: {key} is not the key of this release (its fingerprint is {theirs}, the "
+                            f"release's is {ours}): give the key file the release was made with; nothing was written")
+    else:
+        assert lines[0].startswith("pramkit keygen: error: key file") and "Traceback" not in proc.stderr
+
+
 def test_the_folders_hold_what_each_may_hold(exported: dict) -> None:
     out = exported["dir"] / "out"
     assert _tree(out / "public") == ["manifest.json", "released.csv", "released.csv.receipt.json", "report.html"]

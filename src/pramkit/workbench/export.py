@@ -154,6 +154,7 @@ def reproduce_script(wb: Workbench) -> str:
         'if [ "$#" -ne 2 ]; then echo "usage: sh reproduce.sh KEY_FILE OUT" >&2; exit 2; fi',
         'KEY=$1',
         'OUT=$2',
+        *_key_check(wb),
         'HERE=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
         'mkdir -p "$OUT"/public "$OUT"/private',
         _design_line(wb, data),
@@ -164,6 +165,32 @@ def reproduce_script(wb: Workbench) -> str:
         + f' --out "$OUT"/private/report.html --public "$OUT"/public/report.html {na} --quiet'.replace("  ", " "),
     ]
     return "\n".join(lines) + "\n"
+
+
+def key_fingerprint(wb: Workbench) -> str | None:
+    """The fingerprint of the key the release is made with: the applied release's, else the design's."""
+    if wb.applied is not None:
+        return wb.applied.key_fingerprint
+    if wb.designed is not None and wb.designed.key is not None:
+        return wb.designed.key.fingerprint
+    return None
+
+
+def _key_check(wb: Workbench) -> list[str]:
+    """The script's first step: the key file must be the release's (its fingerprint), else one line and exit 2,
+    before anything is written."""
+    fingerprint = key_fingerprint(wb)
+    if fingerprint is None:
+        return []
+    return [
+        f"RELEASE_KEY={fingerprint}",
+        'GIVEN_KEY=$(pramkit keygen --fingerprint "$KEY") || exit 2',
+        'if [ "$GIVEN_KEY" != "$RELEASE_KEY" ]; then',
+        '  echo "reproduce.sh: $KEY is not the key of this release (its fingerprint is $GIVEN_KEY, the release\'s is '
+        '$RELEASE_KEY): give the key file the release was made with; nothing was written" >&2',
+        "  exit 2",
+        "fi",
+    ]
 
 
 def _design_line(wb: Workbench, data: str) -> str:
