@@ -330,3 +330,43 @@ def test_a_semicolon_latin1_file_through_the_workbench(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "again" / "public" / "released.csv").read_bytes() == released.read_bytes()
+
+
+#: Value labels with a comma, accents and a user-missing code, as an officer's SPSS or Stata file has them.
+LABELS = {"sex": {1: "homme", 2: "femme"}, "age": {1: "0-17, enfant", 2: "18-64", 3: "65+, âgé"}}
+
+
+def _labelled_file(tmp_path: Path, suffix: str) -> Path:
+    pyreadstat = pytest.importorskip("pyreadstat")
+    rows = 300
+    path = tmp_path / f"survey{suffix}"
+    if suffix == ".sav":
+        frame = pd.DataFrame({"sex": [1.0, 2.0, 9.0, 1.0, None] * rows, "age": [1.0, 2.0, 3.0, 2.0, 1.0] * rows})
+        pyreadstat.write_sav(frame, str(path), missing_ranges={"sex": [9]},
+                             variable_value_labels={"sex": {**LABELS["sex"], 9: "refusé"}, "age": LABELS["age"]})
+    else:
+        frame = pd.DataFrame({"sex": pd.Series([1, 2, "a", 1, 2] * rows, dtype=object),
+                              "age": [1, 2, 3, 2, 1] * rows})
+        pyreadstat.write_dta(frame, str(path), missing_user_values={"sex": ["a"]},
+                             variable_value_labels={"sex": {**LABELS["sex"], "a": "refusé"}, "age": LABELS["age"]})
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".sav", ".dta"])
+def test_value_labels_and_missing_codes_in_the_preview_and_the_estimates(tmp_path: Path, suffix: str) -> None:
+    """A Stata or SPSS file shows its labels, never codes 1.0/2.0 or NaN, in the preview and the estimates;
+    a missing value shows the file's missing code and its label."""
+    path = _labelled_file(tmp_path, suffix)
+    wb = Workbench(tmp_path / "work")
+    source = wb.open_file(path)
+    shown = source.shown_preview()
+    code = "9" if suffix == ".sav" else "a"
+    last = "(missing)" if suffix == ".sav" else "femme"                # a system-missing value, or none
+    assert shown["sex"].tolist()[:5] == ["homme", "femme", f"(missing: {code} refusé)", "homme", last]
+    assert shown["age"].tolist()[:5] == ["0-17, enfant", "18-64", "65+, âgé", "18-64", "0-17, enfant"]
+    wb.design(["sex", "age"], DesignChoices(method="rr", epsilon=2.0))
+    estimates = wb.apply(SecretKey(bytes(range(32)), "a test key")).estimates
+    by_variable = estimates.groupby("variable")["category"].apply(set).to_dict()
+    assert by_variable == {"sex": {"homme", "femme"}, "age": {"0-17, enfant", "18-64", "65+, âgé"}}
+    assert not estimates["95 % interval"].str.contains("nan").any()
+    assert not any(str(c).endswith(".0") for c in estimates["category"])

@@ -399,7 +399,7 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
                           + " (a relative path is taken in the first). Upload any other file."))
 
     output(id="variables")(_table(step, lambda src: src.variables_frame()))
-    output(id="preview")(_table(step, lambda src: src.preview))
+    output(id="preview")(_table(step, lambda src: src.shown_preview()))  # value labels, missing codes
 
     @reactive.effect
     def _choices() -> None:

@@ -34,7 +34,7 @@ from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
-from pramkit.workbench.source import Source, describe_file
+from pramkit.workbench.source import Source, describe_file, shown_value
 from pramkit.workbench.views import ApplyView, Designed, DesignView, ExportView, RiskView, design_view
 
 #: Rows of the built-in census the workbench opens by default.
@@ -411,7 +411,7 @@ class Workbench:
         from pramkit.estimate import estimate_table
 
         assert self.designed is not None and self.source is not None
-        frames = []
+        source, frames = self.source, []
         for v in manifest.variables:
             table = estimate_table(released, manifest, [v.name], **self.source.reading,
                                    weights=self.weights).to_frame()
@@ -419,12 +419,13 @@ class Workbench:
             p = None if record is None else record.variables.get(v.name, {}).get("p")
             original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
             frames.append(pd.DataFrame({
-                "variable": v.name, "category": [_label(c) for c in table["category"]],
+                "variable": v.name, "category": [_label(c, source, v.read_columns) for c in table["category"]],
                 "original (%)": np.round(original, 2),
                 "released (%)": (100 * table["released"] / table["released"].sum()).round(2),
                 "estimate (%)": (100 * table["proportion"]).round(2),
-                "95 % interval": [f"{100 * lo:.2f} to {100 * hi:.2f}"
-                                  for lo, hi in zip(table["proportion_ci_low"], table["proportion_ci_high"])],
+                "95 % interval": [_interval(lo, hi, known) for lo, hi, known in
+                                  zip(table["proportion_ci_low"], table["proportion_ci_high"],
+                                      table.get("identifiable", pd.Series(True, index=table.index)))],
             }))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -474,17 +475,34 @@ def _names(names: Sequence[str], what: str) -> list[str]:
     return out
 
 
-def _label(cell: Any) -> str:
-    """A category or a cell (a tuple of labels) as text; a missing value as "(missing)".
+def _label(cell: Any, source: Source | None = None, columns: Sequence[str] = ()) -> str:
+    """A category or a cell (a tuple of labels, one per column of ``columns``) as the page shows it: the
+    value labels of ``source`` (a Stata or SPSS file) instead of codes, a missing value as "(missing)".
 
     Examples
     --------
-    >>> _label(("0-9", "never married")), _label(None), _label(3)
-    ('0-9 | never married', '(missing)', '3')
+    >>> _label(("0-9", "never married")), _label(None), _label(3), _label(float("nan"))
+    ('0-9 | never married', '(missing)', '3', '(missing)')
     """
-    if cell is None:
-        return "(missing)"
-    return " | ".join(_label(c) for c in cell) if isinstance(cell, tuple) else str(cell)
+    if isinstance(cell, tuple):
+        named = len(columns) == len(cell)
+        return " | ".join(_label(c, source, (columns[i],) if named else ()) for i, c in enumerate(cell))
+    if source is not None and len(columns) == 1:
+        return source.shown(columns[0], cell)
+    return shown_value(cell)
+
+
+def _interval(lo: float, hi: float, identifiable: bool = True) -> str:
+    """A 95 % interval of a share in percent, or why there is none (never "nan to nan").
+
+    Examples
+    --------
+    >>> _interval(0.1, 0.2), _interval(float("nan"), float("nan"), False), _interval(float("nan"), 0.2)
+    ('10.00 to 20.00', 'none: the matrix cannot tell this cell apart from others', 'none for this estimator')
+    """
+    if math.isfinite(lo) and math.isfinite(hi):
+        return f"{100 * lo:.2f} to {100 * hi:.2f}"
+    return "none: the matrix cannot tell this cell apart from others" if not identifiable else "none for this estimator"
 
 
 def _heatmaps(manifest: Manifest) -> dict[str, bytes]:
