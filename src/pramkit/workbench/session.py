@@ -14,10 +14,11 @@ are atomic, so a stopped step leaves nothing half-written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,15 @@ from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
+from pramkit.workbench.saved import Snapshot, read_session, restore, session_dict
 from pramkit.workbench.source import Source, describe_file, shown_value
 from pramkit.workbench.views import ApplyView, Designed, DesignView, ExportView, RiskView, design_view
 
 #: Rows of the built-in census the workbench opens by default.
 CENSUS_ROWS = 20_000
+
+#: Changes of the settings :meth:`Workbench.undo` can take back, most recent last.
+UNDO_DEPTH = 20
 
 
 class Workbench:
@@ -84,6 +89,10 @@ class Workbench:
         self.risk_keys: tuple[str, ...] = ()
         self.sampling_fraction: float | None = None
         self.weights: str | None = None
+        self.household: str | None = None
+        self.recode: dict[str, dict[str, Any]] = {}
+        self.opened: dict[str, Any] = {}  # how the file was opened (a session file says it again)
+        self._history: list[Snapshot] = []
 
     # -- step 1: the file -------------------------------------------------
     def open_census(self, rows: int = CENSUS_ROWS) -> Source:
@@ -105,8 +114,10 @@ class Workbench:
         codebook = self.work / INPUTS / "census-codebook.csv"
         pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
                      columns=["variable", "category"]).to_csv(codebook, index=False)
-        return self._opened(describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook),
-                            copied=True)
+        source = self._opened(describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook),
+                              copied=True)
+        self.opened = {"kind": "census", "rows": rows}
+        return source
 
     def open_file(self, path: str | Path, *, label: str | None = None, na_values: Sequence[str] = NA_VALUES,
                   upload: bool = False, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> Source:
@@ -148,8 +159,10 @@ class Workbench:
             p = kept
         else:
             p = self.readable(p)
-        return self._opened(describe_file(p, label=label, na_values=na_values, sep=sep, encoding=encoding),
-                            copied=upload)
+        source = self._opened(describe_file(p, label=label, na_values=na_values, sep=sep, encoding=encoding),
+                              copied=upload)
+        self.opened = {"kind": "upload"} if upload else {"kind": "path", "path": str(p)}
+        return source
 
     def readable(self, path: str | Path) -> Path:
         """The file ``path`` names, resolved, if it lies in one of the data folders (links followed).
@@ -197,7 +210,8 @@ class Workbench:
         """A new file: every later step starts again."""
         self.source, self.copied = source, copied
         self.designed = self.applied = self.assessed = self.exported = None
-        self.risk_keys, self.sampling_fraction, self.weights = (), None, None
+        self.risk_keys, self.sampling_fraction, self.weights, self.household = (), None, None, None
+        self.recode, self._history = {}, []
         return source
 
     def _source(self) -> Source:
@@ -226,12 +240,18 @@ class Workbench:
         -------
         RiskView
         """
+
+        source = self._source()
+        keys = _names(keys, "key variables")
+        with self._change():
+            return self._risk(source, keys, sampling_fraction, weights, household, contributions)
+
+    def _risk(self, source: Source, keys: list[str], sampling_fraction: float | None, weights: str | None,
+              household: str | None, contributions: bool) -> RiskView:
         from pramkit.risk.household import household_risk
         from pramkit.risk.identification import identification_risk
         from pramkit.risk.plots import plot_fit
 
-        source = self._source()
-        keys = _names(keys, "key variables")
         result = identification_risk(source.path, keys, sampling_fraction=sampling_fraction, weights=weights,
                                      **source.reading)
         figures = result.to_dict()
@@ -241,6 +261,7 @@ class Workbench:
         plot = self.work / RELEASE / "risk-fit.png"
         plot_fit(result.model, plot, force=True)
         self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
+        self.household = household or None
         self.assessed = RiskView.of(figures, plot.read_bytes())
         if contributions:
             from pramkit.risk.contributions import release_contributions
@@ -271,6 +292,10 @@ class Workbench:
         -------
         DesignView
         """
+        with self._change():
+            return self._design(variables, choices, key=key)
+
+    def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
@@ -307,6 +332,10 @@ class Workbench:
         ParameterError
             The manifest perturbs or reads columns that the file does not have.
         """
+        with self._change():
+            return self._use_manifest(path, key=key)
+
+    def _use_manifest(self, path: str | Path, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
         manifest = Manifest.read(path)
         absent = [c for c in manifest.columns if c not in source.names]
@@ -340,6 +369,104 @@ class Workbench:
                 shutil.copyfile(given, kept)
             changed[name] = type(given)(kept) if isinstance(given, Path) else str(kept)
         return dataclasses.replace(choices, **changed)
+
+    # -- undo and sessions --------------------------------------------------
+    @contextlib.contextmanager
+    def _change(self) -> Iterator[None]:
+        """A change of the settings: undoable once it succeeds; a failed one leaves the input files as they were."""
+        before = Snapshot.of(self)
+        try:
+            yield
+        except BaseException:
+            before.put_back_inputs(self)  # the steps' results are as they were: they are set on success only
+            raise
+        self._history = [*self._history, before][-UNDO_DEPTH:]
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether :meth:`undo` has a change to take back."""
+        return bool(self._history)
+
+    def undo(self) -> None:
+        """Take back the last change of the settings (a risk assessment, a design, a recoding).
+
+        The steps show again what they showed before it; a release applied since is forgotten
+        (apply again, with the key: the workbench never keeps a key in its history).
+
+        Raises
+        ------
+        ParameterError
+            There is nothing to undo (opening a file starts the history again).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=2.0))
+        ...     wb.undo()
+        ...     print(wb.designed.view.record_epsilon, wb.can_undo)
+        ...     wb.undo()
+        ...     print(wb.designed, wb.can_undo)
+        1 True
+        None False
+        """
+        if not self._history:
+            raise ParameterError("nothing to undo: no setting was changed since the file was opened")
+        self._history.pop().put_back(self)
+
+    def save_session(self, path: str | Path) -> Path:
+        """Write the settings to a session file (JSON; no key, no original data: :mod:`pramkit.workbench.saved`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A new file (an existing one is never overwritten).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Raises
+        ------
+        ParameterError
+            No file is open.
+        OutputExistsError
+            ``path`` exists.
+        """
+        import json
+
+        from pramkit.atomic import write_text_atomic
+
+        return write_text_atomic(Path(path).expanduser(), json.dumps(session_dict(self), indent=2) + "\n",
+                                 force=False)
+
+    def restore_session(self, path: str | Path) -> None:
+        """Open a session file's data again (its digest checked) and run its steps again (:func:`restore`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A session file (:meth:`save_session`).  For a session saved on an uploaded file, upload
+            the file again first.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(pathlib.Path(d, "a"))
+        ...     _ = wb.open_census(rows=2_000)
+        ...     _ = wb.risk(["age", "sex"], sampling_fraction=0.1)
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
+        ...     saved = wb.save_session(pathlib.Path(d, "session.json"))
+        ...     again = Workbench(pathlib.Path(d, "b"))
+        ...     again.restore_session(saved)
+        ...     print(again.risk_keys, again.designed.view.record_epsilon, again.source.rows)
+        ('age', 'sex') 1 2000
+        """
+        restore(self, read_session(path))
 
     # -- step 4: apply ----------------------------------------------------
     def apply(self, key: SecretKey | None = None) -> ApplyView:
@@ -381,7 +508,7 @@ class Workbench:
             if self.designed.choices is None:
                 self.designed = dataclasses.replace(self.designed, key=key)
             else:
-                self.design(self.designed.variables, self.designed.choices, key=key)
+                self._design(self.designed.variables, self.designed.choices, key=key)
         designed = self.designed
         assert designed is not None and designed.key is not None
         made = self.work / RELEASE
