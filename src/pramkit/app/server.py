@@ -98,11 +98,13 @@ class Step:
         self.later: tuple[Step, ...] = ()
         self._stop = threading.Event()
         self._update: tuple[str, float, float | None] = ("", 0.0, None)
+        self._then: Callable[[Any], None] | None = None
         self.task = reactive.ExtendedTask(self._work)
         reactive.effect(self._finish)
 
-    def start(self, call: Callable[[], Any]) -> None:
-        """Run ``call()`` in a worker thread unless a step is running (then say so)."""
+    def start(self, call: Callable[[], Any], then: Callable[[Any], None] | None = None) -> None:
+        """Run ``call()`` in a worker thread unless a step is running (then say so); ``then(result)`` once it
+        succeeded."""
         with reactive.isolate():
             running = self.busy.get()
         if running:
@@ -110,6 +112,7 @@ class Step:
             return
         self.error.set("")
         self.busy.set(self.name)
+        self._then = then
         self.task.invoke(call)
 
     def fail(self, message: str) -> None:
@@ -170,6 +173,8 @@ class Step:
             else:
                 self.clear()
                 self.result.set(value)
+                if self._then is not None:
+                    self._then(value)
 
 
 def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
@@ -260,6 +265,7 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         design_step(input, output, desk, steps["design"], steps["data"], folder / "uploads", key)
         apply_step(input, output, desk, steps["apply"], steps["design"], key)
         export_step(input, output, desk, steps["export"], steps["design"], steps["apply"])
+        session_bar(input, output, desk, steps, folder / "uploads")
 
     return server
 
@@ -297,6 +303,146 @@ def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
         steps["design"].result.set(None if wb.designed is None else wb.designed.view)
         steps["apply"].result.set(wb.applied)
         steps["export"].result.set(wb.exported)
+
+
+def _fill(wb: Workbench, names: Sequence[str] | None = None) -> None:
+    """The fields of the risk and design steps as the workbench's settings say (after a restore or an undo);
+    ``names``: the file's columns, when the choices of the fields change too."""
+    choices = wb.designed.choices if wb.designed is not None else None
+    design_vars = list(wb.designed.variables) if wb.designed is not None and choices is not None else []
+
+    def listed(text: str | None) -> list[str]:
+        return [t for t in (text or "").split(",") if t]
+
+    selected = {"risk_keys": list(wb.risk_keys), "design_vars": design_vars,
+                "strata": listed(choices.strata if choices else None),
+                "household_vars": listed(choices.household_vars if choices else None)}
+    for field, values in selected.items():
+        ui.update_selectize(field, selected=values, **({} if names is None else {"choices": list(names)}))
+    optional = None if names is None else {"": "none", **{n: n for n in names}}
+    single = {"risk_weights": wb.weights or "", "risk_household": wb.household or "",
+              "design_household": (choices.household if choices else None) or ""}
+    for field, value in single.items():
+        ui.update_select(field, selected=value, **({} if optional is None else {"choices": optional}))
+    if wb.sampling_fraction is not None:
+        ui.update_text("sampling_fraction", value=repr(wb.sampling_fraction))
+    if choices is not None:
+        method, options = method_of(choices)
+        ui.update_select("method", selected=method)
+        if choices.epsilon is not None:
+            ui.update_text("epsilon", value=repr(choices.epsilon))
+        ui.update_select("split", selected=choices.split)
+        ui.update_select("missing", selected=choices.missing)
+        ui.update_text("keep_codes", value=choices.keep_codes or "")
+        ui.update_text("options", value=", ".join(f"{k}={v}" for k, v in options.items()))
+
+
+def method_of(choices: DesignChoices) -> tuple[str, dict[str, Any]]:
+    """The page's method (a key of :data:`pramkit.app.ui.METHODS`) and its options field for ``choices``.
+
+    Examples
+    --------
+    >>> method_of(DesignChoices(method="dp", objective="variance", epsilon=1.0))
+    ('dp-variance', {})
+    >>> method_of(DesignChoices(method="dp", recognition=0.5)), method_of(DesignChoices(method="keep", keep=0.8))
+    (('recognition', {'recognition': 0.5}), ('keep', {'keep': 0.8}))
+    """
+    defaults = DesignChoices()
+    options = {f.name: getattr(choices, f.name) for f in dataclasses.fields(DesignChoices)
+               if f.name not in _FORM and getattr(choices, f.name) != getattr(defaults, f.name)}
+    if choices.recognition is not None:
+        return "recognition", options
+    for name, (_, flags) in METHODS.items():
+        if name != "recognition" and all(getattr(choices, k) == v for k, v in flags.items()) \
+                and (choices.objective is None or flags.get("objective") == choices.objective):
+            return name, options
+    return "dp", options
+
+
+def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Step], uploads: Path) -> None:
+    """Undo the last change of the settings; save the session to a file; restore one (:mod:`pramkit.workbench.saved`).
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    desk : Desk
+        The session's workbench (``desk.wb``).
+    steps : dict
+        The steps, by name (a restore runs as the data step: it opens the file again).
+    uploads : Path
+        The session's folder for uploaded files.
+    """
+    status: reactive.Value[str] = reactive.value("")
+    changed: reactive.Value[int] = reactive.value(0)
+
+    def say(message: str, kind: str = "message") -> None:
+        status.set(message)
+        ui.notification_show(message, type=kind, duration=6)  # type: ignore[arg-type]
+
+    @reactive.effect
+    @reactive.event(input.undo)
+    def _undo() -> None:
+        with reactive.isolate():
+            running = steps["data"].busy.get()
+        if running:
+            say(f"the {running} step is running: wait for it or cancel it", "warning")
+            return
+        try:
+            desk.wb.undo()
+        except PramkitError as exc:
+            say(outcome_message(exc), "error")
+            return
+        _show_earlier(desk.wb, steps)
+        _fill(desk.wb)
+        say("The last change is undone: apply again (with the key) before exporting.")
+
+    @reactive.effect
+    @reactive.event(input.save_session)
+    def _save() -> None:
+        text = input.session_path().strip()
+        try:
+            if not text:
+                raise ParameterError("give the path of the new session file")
+            where = desk.wb.save_session(text)
+        except PramkitError as exc:
+            say(outcome_message(exc), "error")
+            return
+        say(f"Session saved in {where} (no key and no data inside; it names your file and its digest).")
+
+    @reactive.effect
+    @reactive.event(input.session_upload)
+    def _restore() -> None:
+        try:
+            path = fields.upload(input.session_upload()[0], uploads / "session")
+        except ParameterError as exc:
+            say(str(exc), "error")
+            return
+
+        def restored() -> Any:
+            try:
+                desk.wb.restore_session(path)
+            finally:
+                path.unlink(missing_ok=True)
+            return desk.wb.source
+
+        def shown(_: Any) -> None:
+            _show_earlier(desk.wb, steps)
+            changed.set(changed.get() + 1)
+            say("The session is restored: give the key and apply again.")
+
+        steps["data"].start(restored, then=shown)
+
+    @render.ui
+    def session_status() -> ui.TagChild:
+        return ui.span(status(), class_="text-muted") if status() else None
+
+    @reactive.effect
+    def _undo_enabled() -> None:
+        for step in steps.values():
+            step.result()  # any step's new result may change what can be undone
+        changed()
+        ui.update_action_button("undo", disabled=not desk.wb.can_undo)
 
 
 def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
@@ -405,11 +551,8 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
     def _choices() -> None:
         src = step.result()
         names = [v.name for v in src.variables] if src is not None else []
-        optional = {"": "none", **{n: n for n in names}}
-        for field in ("risk_keys", "design_vars", "strata", "household_vars"):
-            ui.update_selectize(field, choices=names, selected=[])
-        for field in ("risk_weights", "risk_household", "design_household"):
-            ui.update_select(field, choices=optional, selected="")
+        with reactive.isolate():
+            _fill(desk.wb, names)  # a new file: nothing chosen; a restored session: its choices
 
 
 def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step) -> None:

@@ -75,8 +75,29 @@ def page() -> ui.Tag:
         ui.tags.script(RESUME),
         ui.tags.style(STYLE),
         ui.h2("pramkit: a PRAM release, step by step"),
+        session_bar(),
         ui.navset_tab(data_tab(), risk_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
         title="pramkit",
+    )
+
+
+def session_bar() -> ui.Tag:
+    """Above the steps: undo the last change of the settings, save the session to a file, restore one.
+
+    Examples
+    --------
+    >>> html = str(session_bar())
+    >>> all(f'id="{i}"' in html for i in ("undo", "session_path", "save_session", "session_upload"))
+    True
+    """
+    return ui.div(
+        ui.input_action_button("undo", "Undo the last change", disabled=True),
+        ui.input_text("session_path", None, "", placeholder="Save the session as, e.g. ~/release-2026.json"),
+        ui.input_action_button("save_session", "Save the session"),
+        ui.input_file("session_upload", None, accept=[".json"], button_label="Restore a session...",
+                      placeholder="a session file (JSON)"),
+        ui.output_ui("session_status"),
+        class_="d-flex flex-wrap gap-2 align-items-start mb-2 session-bar",
     )
 
 

@@ -436,12 +436,15 @@ class Workbench:
         OutputExistsError
             ``path`` exists.
         """
-        import json
-
         from pramkit.atomic import write_text_atomic
 
-        return write_text_atomic(Path(path).expanduser(), json.dumps(session_dict(self), indent=2) + "\n",
-                                 force=False)
+        return write_text_atomic(Path(path).expanduser(), self.session_json(), force=False)
+
+    def session_json(self) -> str:
+        """The session file's text (:meth:`save_session`)."""
+        import json
+
+        return json.dumps(session_dict(self), indent=2, ensure_ascii=False) + "\n"
 
     def restore_session(self, path: str | Path) -> None:
         """Open a session file's data again (its digest checked) and run its steps again (:func:`restore`).
