@@ -107,3 +107,84 @@ def test_undo_takes_back_a_design_with_its_rules_file(tmp_path: Path) -> None:
     exported = wb.export(tmp_path / "out")
     assert (tmp_path / "out" / "private" / "inputs" / "rules.csv").read_text() == RULES
     assert "--epsilon 3" in exported.script
+
+
+MERGED = {"married, spouse present": "married", "married, spouse absent": "married"}
+
+
+def test_a_recoding_before_pram_is_exported_and_the_script_repeats_it(tmp_path: Path) -> None:
+    """Categories merged before the design: the release holds the merged categories, the map is in
+    private/inputs/, and reproduce.sh recodes, designs and applies again to the same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    from _manifests import comparable
+
+    key_file = write_key_file(tmp_path / "k.key")
+    wb = Workbench(tmp_path / "w")
+    wb.open_census(rows=5_000)
+    recoded = wb.recoding({"marital_status": {"merge": MERGED}})
+    merged = pd.read_csv(wb.base.path)["marital_status"].replace(MERGED)
+    assert {v.name: v.distinct for v in recoded.variables}["marital_status"] == merged.nunique()
+    wb.design(["marital_status"], DesignChoices(method="rr", epsilon=2.0))
+    wb.apply(SecretKey.from_file(key_file))
+    view = wb.export(tmp_path / "out")
+    out = tmp_path / "out"
+    manifest = json.loads((out / "public" / "manifest.json").read_text())
+    categories = manifest["variables"][0]["categories"]
+    assert "married" in categories and not set(MERGED) & set(categories)
+    assert json.loads((out / "private" / "inputs" / "recode.json").read_text()) == {"marital_status":
+                                                                                    {"merge": MERGED}}
+    assert (out / "private" / "census.csv").is_file() and (out / "private" / "recoded.csv").is_file()
+    assert "pramkit recode" in view.script and str(wb.work) not in view.script
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key_file), str(tmp_path / "again")],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    again = tmp_path / "again"
+    assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
+    assert comparable(again / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
+    original = pd.read_csv(out / "private" / "census.csv")                 # checked against pandas, by hand
+    assert (pd.read_csv(out / "private" / "recoded.csv")["marital_status"]
+            == original["marital_status"].replace(MERGED)).all()
+
+
+def test_top_and_bottom_coding_on_real_data_undo_and_a_session(tmp_path: Path, survey: Path) -> None:
+    wb = Workbench(tmp_path / "w", data_dirs=[survey.parent])
+    wb.open_file(survey)
+    spec = {"age": {"top": {"above": 80, "value": "80+"}, "bottom": {"below": 15, "value": "under 15"}}}
+    recoded = wb.recoding(spec)
+    ages = pd.read_csv(survey)["age"]
+    expected = ages.map(lambda a: "80+" if a > 80 else "under 15" if a < 15 else str(int(a)))
+    got = pd.read_csv(recoded.path, dtype=str, keep_default_na=False)["age"]
+    assert (got == expected).all()
+    wb.design(["age"], DesignChoices(method="rr", epsilon=4.0))
+    saved = wb.save_session(tmp_path / "s.json")
+    assert json.loads(saved.read_text())["recode"] == {"age": {"top": {"above": 80.0, "value": "80+"},
+                                                               "bottom": {"below": 15.0, "value": "under 15"}}}
+    again = Workbench(tmp_path / "again", data_dirs=[survey.parent])
+    again.restore_session(saved)
+    assert again.is_recoded and again.designed.view.manifest.to_dict()["variables"] == \
+        wb.designed.view.manifest.to_dict()["variables"]
+    wb.undo()                                                                 # the design
+    wb.undo()                                                                 # the recoding
+    assert not wb.is_recoded and wb.source is wb.base and wb.designed is None
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"nope": {"merge": {"a": "b"}}}, "'nope', not a column of"),
+    ({"age": {}}, "give merge, top or bottom"),
+    ({"age": {"top": {"above": "old", "value": "80+"}}}, "threshold must be a number"),
+    ({"age": {"top": {"above": 80}}}, "needs 'above'"),
+    ({"age": {"top": {"above": 10, "value": "a"}, "bottom": {"below": 20, "value": "b"}}}, "is above the top code"),
+    ({"age": {"merge": {"1": ""}}}, "not empty"),
+    ([1, 2], "a map of columns"),
+])
+def test_a_recoding_written_wrong_is_one_line_naming_the_column(tmp_path: Path, survey: Path, spec: object,
+                                                                message: str) -> None:
+    wb = Workbench(tmp_path / "w", data_dirs=[survey.parent])
+    wb.open_file(survey)
+    with pytest.raises(ParameterError, match=message) as info:
+        wb.recoding(spec)
+    assert "\n" not in str(info.value) and not wb.is_recoded and not wb.can_undo

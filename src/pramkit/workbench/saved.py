@@ -29,6 +29,7 @@ from pramkit.workbench.layout import INPUT_FILES, INPUTS
 
 if TYPE_CHECKING:
     from pramkit.workbench.session import Workbench
+    from pramkit.workbench.source import Source
     from pramkit.workbench.views import Designed, RiskView
 
 #: The session file's format name and version.
@@ -58,6 +59,7 @@ class Snapshot:
     designed: Designed | None
     recode: Mapping[str, Any]
     inputs: Mapping[str, bytes]
+    source: Source | None = None
 
     @classmethod
     def of(cls, wb: Workbench) -> Snapshot:
@@ -66,12 +68,12 @@ class Snapshot:
         folder = wb.work / INPUTS
         inputs = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
         return cls((wb.assessed, wb.risk_keys, wb.sampling_fraction, wb.weights, wb.household), designed,
-                   dict(wb.recode), inputs)
+                   dict(wb.recode), inputs, wb.source)
 
     def put_back(self, wb: Workbench) -> None:
         """Make this the workbench's state (a release applied or exported since is forgotten)."""
         wb.assessed, wb.risk_keys, wb.sampling_fraction, wb.weights, wb.household = self.risk
-        wb.designed, wb.recode = self.designed, dict(self.recode)
+        wb.designed, wb.recode, wb.source = self.designed, dict(self.recode), self.source
         wb.applied = wb.exported = None
         self.put_back_inputs(wb)
 
@@ -116,7 +118,7 @@ def session_dict(wb: Workbench) -> dict[str, Any]:
     """
     from pramkit.io import sha256_of
 
-    source = wb.source
+    source = wb.base  # the file as opened (a recoding is saved as its map)
     if source is None:
         raise ParameterError("open a file first: a session is saved on a file")
     data = {**wb.opened, "name": source.label, "sha256": sha256_of(source.path),

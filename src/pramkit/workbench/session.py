@@ -34,7 +34,7 @@ from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
-from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
 from pramkit.workbench.saved import Snapshot, read_session, restore, session_dict
 from pramkit.workbench.source import Source, describe_file, shown_value
 from pramkit.workbench.views import ApplyView, Designed, DesignView, ExportView, RiskView, design_view
@@ -92,6 +92,7 @@ class Workbench:
         self.household: str | None = None
         self.recode: dict[str, dict[str, Any]] = {}
         self.opened: dict[str, Any] = {}  # how the file was opened (a session file says it again)
+        self.base: Source | None = None  # the file as opened (``source`` is its recoded copy after a recoding)
         self._history: list[Snapshot] = []
 
     # -- step 1: the file -------------------------------------------------
@@ -208,7 +209,7 @@ class Workbench:
 
     def _opened(self, source: Source, *, copied: bool) -> Source:
         """A new file: every later step starts again."""
-        self.source, self.copied = source, copied
+        self.source, self.base, self.copied = source, source, copied
         self.designed = self.applied = self.assessed = self.exported = None
         self.risk_keys, self.sampling_fraction, self.weights, self.household = (), None, None, None
         self.recode, self._history = {}, []
@@ -218,6 +219,85 @@ class Workbench:
         if self.source is None:
             raise ParameterError("open a file first (or the built-in census)")
         return self.source
+
+    def recoding(self, spec: Mapping[str, Any]) -> Source:
+        """Recode the file before PRAM: merge categories, top and bottom code (:mod:`pramkit.recode`).
+
+        Every later step reads the recoded copy (kept in the work folder, exported into ``private/``);
+        the script makes it again with ``pramkit recode`` and the map (``private/inputs/recode.json``).
+        An empty map goes back to the file as opened.  Undoable.
+
+        Parameters
+        ----------
+        spec : mapping
+            The recoding map, ``{column: {"merge": {old: new}, "top": {...}, "bottom": {...}}}``.
+
+        Returns
+        -------
+        Source
+            The recoded file (its variables, preview).
+
+        Raises
+        ------
+        ParameterError
+            The map is not written right or names a column the file does not have.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     merged = {"married, spouse present": "married", "married, spouse absent": "married"}
+        ...     src = wb.recoding({"marital_status": {"merge": merged}})
+        ...     info = {v.name: v.distinct for v in src.variables}
+        ...     print(info["marital_status"], wb.base.label == src.label, wb.is_recoded)
+        5 True True
+        """
+        from pramkit.recode import Recoding, recode_file
+
+        base = self.base
+        if base is None:
+            raise ParameterError("open a file first (or the built-in census)")
+        recoding = Recoding.of(spec)
+        recoding.check(base.names, base.label)
+        with self._change():
+            self.designed = self.applied = self.assessed = self.exported = None
+            if not recoding.rules:
+                self.source, self.recode = base, {}
+                (self.work / INPUTS / RECODE_MAP).unlink(missing_ok=True)
+                return base
+            folder = self.work / RECODED
+            folder.mkdir(mode=0o700, exist_ok=True)
+            out = folder / f"recoded-{len(list(folder.iterdir())) + 1}{base.path.suffix.lower() or '.csv'}"
+            recode_file(base.path, out, recoding, **base.reading)
+            import json
+
+            (self.work / INPUTS / RECODE_MAP).write_text(json.dumps(recoding.to_dict(), indent=2, ensure_ascii=False)
+                                                         + "\n", encoding="utf-8")
+            recoded = describe_file(out, label=base.label, na_values=base.na_values, sep=base.sep,
+                                    encoding=base.encoding)
+            self.source = dataclasses.replace(recoded, categories=self._recoded_codebook(base, recoding))
+            self.recode = recoding.to_dict()
+            return self.source
+
+    def _recoded_codebook(self, base: Source, recoding: Any) -> Path | None:
+        """The file's codebook with the recoding applied to its categories (declared categories stay declared:
+        the map is declared too), or None without a codebook."""
+        if base.categories is None:
+            return None
+        book = pd.read_csv(base.categories, dtype=str, keep_default_na=False)
+        for column, rule in recoding.rules.items():
+            rows = book["variable"] == column
+            book.loc[rows, "category"] = rule.recode(book.loc[rows, "category"])
+        out = self.work / INPUTS / "recoded-codebook.csv"
+        book.drop_duplicates().to_csv(out, index=False)
+        return out
+
+    @property
+    def is_recoded(self) -> bool:
+        """Whether the release reads a recoded copy of the file (the script then runs ``pramkit recode`` first)."""
+        return bool(self.recode)
 
     # -- step 2: the risk before ------------------------------------------
     def risk(self, keys: Sequence[str], *, sampling_fraction: float | None = None, weights: str | None = None,
