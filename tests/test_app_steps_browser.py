@@ -133,3 +133,44 @@ def test_value_labels_and_missing_codes_in_the_page(page: Page, tmp_path: Path) 
     expect(estimates).to_contain_text("65+, âgé", timeout=WAIT)
     assert "nan" not in estimates.inner_text().lower()
     no_trace(page)
+
+
+def test_a_recoding_before_pram_reaches_the_export_and_the_script(page: Page, tmp_path: Path) -> None:
+    open_census(page, 5_000)
+    page.fill("#recode", "marital_status: married, spouse present | married, spouse absent -> married\n"
+                         "age: 65-74 | 75+ -> 65+")
+    page.click("#run_recode")
+    expect(page.locator("#data_summary")).to_contain_text("Recoded before PRAM", timeout=WAIT)
+    expect(page.locator("#data_summary")).to_contain_text("'married, spouse present', 'married, spouse absent'")
+    shot(page, "steps-recoded")
+    tab(page, "3 Design")
+    choose(page, "design_vars", ["marital_status", "age"])
+    page.select_option("#method", "rr")
+    _design(page, "3")
+    tab(page, "4 Apply")
+    page.click("#new_key")
+    page.click("#run_apply")
+    expect(page.locator("#estimates table")).to_contain_text("65+", timeout=WAIT)
+    tab(page, "5 Export")
+    out = tmp_path / "release"
+    page.fill("#out_folder", str(out))
+    page.click("#run_export")
+    expect(page.locator("#export_files")).to_contain_text("private/: never publish", timeout=WAIT)
+    assert json.loads((out / "private" / "inputs" / "recode.json").read_text())["age"] == {
+        "merge": {"65-74": "65+", "75+": "65+"}}
+    assert "pramkit recode" in (out / "private" / "reproduce.sh").read_text()
+    released = pd.read_csv(out / "public" / "released.csv")
+    assert set(released["age"]) <= {"0-9", "10-17", "18-24", "25-34", "35-44", "45-54", "55-64", "65+"}
+    no_trace(page)
+
+
+def test_a_recoding_line_written_wrong(page: Page) -> None:
+    open_census(page, 5_000)
+    page.fill("#recode", "age 80+")
+    page.click("#run_recode")
+    message = step_error(page, "data")
+    assert message.startswith("line 1 of the recoding ('age 80+'): write each line") and "--" not in message
+    page.fill("#recode", "ages: 80+ -> old")
+    page.click("#run_recode")
+    expect(page.locator("#data_error .step-error")).to_contain_text("'ages', not a column of", timeout=WAIT)
+    no_trace(page)

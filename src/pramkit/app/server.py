@@ -99,12 +99,13 @@ class Step:
         self._stop = threading.Event()
         self._update: tuple[str, float, float | None] = ("", 0.0, None)
         self._then: Callable[[Any], None] | None = None
+        self._keep = False
         self.task = reactive.ExtendedTask(self._work)
         reactive.effect(self._finish)
 
-    def start(self, call: Callable[[], Any], then: Callable[[Any], None] | None = None) -> None:
+    def start(self, call: Callable[[], Any], then: Callable[[Any], None] | None = None, *, keep: bool = False) -> None:
         """Run ``call()`` in a worker thread unless a step is running (then say so); ``then(result)`` once it
-        succeeded."""
+        succeeded; ``keep``: an error leaves the step's result as it was (a change that was refused)."""
         with reactive.isolate():
             running = self.busy.get()
         if running:
@@ -112,14 +113,16 @@ class Step:
             return
         self.error.set("")
         self.busy.set(self.name)
-        self._then = then
+        self._then, self._keep = then, keep
         self.task.invoke(call)
 
-    def fail(self, message: str) -> None:
-        """Show ``message`` (nothing was run) and clear what this step and the later ones showed."""
+    def fail(self, message: str, *, keep: bool = False) -> None:
+        """Show ``message`` (nothing was run) and clear what this step and the later ones showed (``keep``: leave
+        them, the change asked for was refused and the step's result still holds)."""
         self.error.set(message)
         ui.notification_show(message, type="error", duration=8)
-        self.clear()
+        if not keep:
+            self.clear()
 
     def clear(self) -> None:
         """Forget this step's result and the later steps' (their inputs changed)."""
@@ -169,7 +172,7 @@ class Step:
             except Exception as exc:  # the task itself failed (e.g. the page went away)
                 value, message = None, outcome_message(exc)
             if message:
-                self.fail(message)
+                self.fail(message, keep=self._keep)
             else:
                 self.clear()
                 self.result.set(value)
@@ -530,12 +533,27 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
         sep, encoding = input.csv_sep(), input.csv_encoding().strip()
         step.start(lambda: desk.wb.open_file(text, na_values=na, sep=sep, encoding=encoding))
 
+    @reactive.effect
+    @reactive.event(input.run_recode)
+    def _recode() -> None:
+        try:
+            _require(step, "open the data first")
+            spec = fields.recoding(input.recode())
+        except ParameterError as exc:
+            step.fail(str(exc), keep=True)
+            return
+        step.start(lambda: desk.wb.recoding(spec), keep=True)
+
     @render.ui
     def data_summary() -> ui.TagChild:
         src = step.result()
         if src is None:
             return ui.p("Open the census-like data or upload a file.")
-        return ui.p(ui.strong(src.label), f": {src.rows:,} rows, {len(src.variables)} variables ({src.format})")
+        recoded = desk.wb.recode
+        return ui.div(
+            ui.p(ui.strong(src.label), f": {src.rows:,} rows, {len(src.variables)} variables ({src.format})"),
+            ui.p(ui.em("Recoded before PRAM: " + "; ".join(_recode_words(c, r) for c, r in recoded.items())))
+            if recoded else None)
 
     @render.ui
     def data_folders() -> ui.TagChild:
@@ -597,6 +615,23 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
         return ui.div(ui.p(ui.em(r.note)) if r.note else None,
                       ui.tags.ul(*[ui.tags.li(s) for s in r.sentences]) if r.sentences else None,
                       png(r.plot_png, "goodness of fit of the risk model") if r.plot_png else None)
+
+
+def _recode_words(column: str, rule: dict[str, Any]) -> str:
+    """One column's recoding in words, each category quoted (a category may hold a comma).
+
+    Examples
+    --------
+    >>> _recode_words("age", {"merge": {"1, 2": "low", "3": "low"}, "top": {"above": 80.0, "value": "80+"}})
+    "age: '1, 2', '3' -> 'low'; above 80 -> '80+'"
+    """
+    merged: dict[str, list[str]] = {}
+    for old, new in rule.get("merge", {}).items():
+        merged.setdefault(new, []).append(old)
+    words = [", ".join(map(repr, olds)) + f" -> {new!r}" for new, olds in merged.items()]
+    words += [f"above {rule['top']['above']:g} -> {rule['top']['value']!r}"] if "top" in rule else []
+    words += [f"below {rule['bottom']['below']:g} -> {rule['bottom']['value']!r}"] if "bottom" in rule else []
+    return f"{column}: " + "; ".join(words)
 
 
 def _require(step: Step, message: str) -> None:

@@ -128,6 +128,11 @@ def data_tab() -> NavSetArg:
                       "they are, streamed)", ""),
         ui.input_action_button("open_path", "Open the file"),
         ui.output_ui("data_folders"),
+        ui.hr(),
+        ui.input_text_area("recode", "Recode before PRAM (one rule a line; empty: the file as opened)", "",
+                           rows=3, placeholder="marital_status: married, spouse present | married, spouse absent "
+                           "-> married\nage > 80 -> 80+"),
+        ui.input_action_button("run_recode", "Recode"),
     ], [
         ui.output_ui("data_summary"),
         ui.h4("Variables"), ui.output_table("variables"),
