@@ -8,6 +8,7 @@ screenshots go to tests/artifacts/app/.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -173,4 +174,18 @@ def test_a_recoding_line_written_wrong(page: Page) -> None:
     page.fill("#recode", "ages: 80+ -> old")
     page.click("#run_recode")
     expect(page.locator("#data_error .step-error")).to_contain_text("'ages', not a column of", timeout=WAIT)
+    no_trace(page)
+
+
+def test_progress_says_the_amount_done_of_the_total(page: Page) -> None:
+    """A long step's progress names what it does, how much of how many (pramkit.progress.TimeLeft, which also
+    says the time left once there is a rate to go on); Cancel still stops it."""
+    page.fill("#census_rows", "3000000")
+    page.click("#open_census")
+    note = page.locator(".shiny-notification")
+    expect(note).to_contain_text(re.compile(r"[\d,]+ of 3,000,000 rows \(\d+ %\)"), timeout=WAIT * 4)
+    shot_text = note.first.inner_text()
+    assert "--" not in shot_text
+    page.click("#data_stop", timeout=WAIT)
+    assert step_error(page, "data").startswith("cancelled")
     no_trace(page)

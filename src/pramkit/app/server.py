@@ -33,7 +33,7 @@ from pramkit.app import fields
 from pramkit.app.ui import METHODS, error_box, png
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
-from pramkit.progress import watching
+from pramkit.progress import TimeLeft, watching
 from pramkit.workbench import DesignChoices, Workbench
 
 #: The steps, in order; a step's new result clears the results of the steps after it.
@@ -97,7 +97,7 @@ class Step:
         self.result: reactive.Value[Any] = reactive.value(None)
         self.later: tuple[Step, ...] = ()
         self._stop = threading.Event()
-        self._update: tuple[str, float, float | None] = ("", 0.0, None)
+        self._update: tuple[str, float, float | None, str] = ("", 0.0, None, "")
         self._then: Callable[[Any], None] | None = None
         self._keep = False
         self.task = reactive.ExtendedTask(self._work)
@@ -136,26 +136,27 @@ class Step:
         self._stop.set()
 
     def _watched(self, call: Callable[[], Any]) -> Any:
-        def update(desc: str, done: float, total: float | None) -> None:
+        def update(desc: str, done: float, total: float | None, unit: str = "") -> None:
             if self._stop.is_set():
                 raise Cancelled(f"{desc or self.name} cancelled")
-            self._update = (desc, done, total)
+            self._update = (desc, done, total, unit)
 
-        with watching(update):
+        with watching(update, unit=True):
             return call()
 
     async def _work(self, call: Callable[[], Any]) -> tuple[Any, str]:
         """The task: the call in a thread, the progress bar updated from here (the event loop)."""
         self._stop.clear()
-        self._update = ("", 0.0, None)
+        self._update = ("", 0.0, None, "")
+        words = TimeLeft()  # the amount done and the time left, in words
         with ui.Progress(min=0, max=1) as bar:
             bar.set(message=f"{self.name}: working")
             job = asyncio.ensure_future(asyncio.to_thread(self._watched, call))
             while not job.done():
                 await asyncio.wait({job}, timeout=0.2)
-                desc, done, total = self._update
+                desc, done, total, unit = self._update
                 bar.set(value=min(done / total, 1.0) if total else None, message=f"{self.name}: working",
-                        detail=desc)
+                        detail=words(desc, done, total, unit) if desc or done else "")
         try:
             return job.result(), ""
         except BaseException as exc:

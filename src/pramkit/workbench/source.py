@@ -243,7 +243,8 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
     dtypes: dict[str, str] = {}
     preview: list[pd.DataFrame] = []
     rows = 0
-    with progress(total=meta.rows, desc="reading", unit="rows", quiet=quiet) as bar:
+    total = meta.rows if meta.rows is not None or meta.format != "csv" else lines_in(p) - 1
+    with progress(total=total, desc="reading", unit="rows", quiet=quiet) as bar:
         for table in tables:
             if rows < PREVIEW_ROWS:
                 preview.append(table.slice(0, PREVIEW_ROWS - rows).to_pandas())
@@ -345,6 +346,27 @@ def _raw_preview(path: Path, fmt: str) -> pd.DataFrame | None:
     except Exception:  # pyreadstat's own errors: the preview then shows "(missing)" alone
         return None
     return frame
+
+
+def lines_in(path: Path, block: int = 1 << 23) -> int:
+    """The lines of a file (its line breaks, and a last line without one), counted in blocks of ``block`` bytes:
+    a CSV file's rows for a progress bar before it is parsed (a field holding a line break counts twice).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = Path(d) / "a.csv"
+    ...     _ = f.write_text("a\\n1\\n2")
+    ...     lines_in(f), lines_in(f, block=1)
+    (3, 3)
+    """
+    count, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
 
 
 def _codes(missing: Any) -> tuple[str, ...]:
