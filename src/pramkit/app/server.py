@@ -99,6 +99,8 @@ class Step:
         self._stop = threading.Event()
         self._update: tuple[str, float, float | None, str] = ("", 0.0, None, "")
         self._then: Callable[[Any], None] | None = None
+        #: The page's words for a message (its fields, the officer's file names): set by the server.
+        self.words: Callable[[str], str] = lambda message: message
         self._keep = False
         self.task = reactive.ExtendedTask(self._work)
         reactive.effect(self._finish)
@@ -119,6 +121,7 @@ class Step:
     def fail(self, message: str, *, keep: bool = False) -> None:
         """Show ``message`` (nothing was run) and clear what this step and the later ones showed (``keep``: leave
         them, the change asked for was refused and the step's result still holds)."""
+        message = self.words(message)
         self.error.set(message)
         ui.notification_show(message, type="error", duration=8)
         if not keep:
@@ -224,6 +227,8 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         desk = Desk(Workbench(folder / "work", data_dirs=data_dirs), folder)
         busy: reactive.Value[str] = reactive.value("")
         steps = {name: Step(name, busy) for name in STEPS}
+        for step in steps.values():  # every message in the page's words: no flag, no path of the work folder
+            step.words = lambda message: desk.wb.in_page_words(message, hidden=[work_root])
         for i, name in enumerate(STEPS):
             steps[name].later = tuple(steps[n] for n in STEPS[i + 1:])
             _step_controls(input, output, steps[name])
@@ -381,6 +386,7 @@ def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Ste
     changed: reactive.Value[int] = reactive.value(0)
 
     def say(message: str, kind: str = "message") -> None:
+        message = steps["data"].words(message)
         status.set(message)
         ui.notification_show(message, type=kind, duration=6)  # type: ignore[arg-type]
 
@@ -652,8 +658,8 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     known = {f.name for f in dataclasses.fields(DesignChoices)} - set(_FORM)
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ParameterError(f"unknown method option {unknown[0]!r}; the options are the flags of "
-                             "`pramkit design --help` written name=value (e.g. beta=0.5)")
+        raise ParameterError(f"unknown method option {unknown[0]!r} in the field Method options; the options are "
+                             "the design's parameters written name=value (e.g. beta=0.5, keep=0.8, k=3)")
     choice = input.method()
     if choice == "recognition" and "recognition" not in options:
         raise ParameterError("the recognition design needs its alpha: write the option recognition=ALPHA "

@@ -450,6 +450,40 @@ class Workbench:
             changed[name] = type(given)(kept) if isinstance(given, Path) else str(kept)
         return dataclasses.replace(choices, **changed)
 
+    # -- messages -----------------------------------------------------------
+    def in_page_words(self, message: str, hidden: Sequence[str | Path] = ()) -> str:
+        """A library error's message in a page's words (:func:`pramkit.workbench.words.page_words`): fields
+        instead of flags, the officer's names of the files instead of the work folder's paths.
+
+        Parameters
+        ----------
+        message : str
+            The message.
+        hidden : sequence of path
+            Other private folders (the app's own), besides the work folder.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=1_000)
+        ...     wb.in_page_words(f"cannot read '{wb.work}/inputs/rules.csv' (--forbid)")
+        "cannot read 'the edit rules file' (the edit rules file)"
+        """
+        from pramkit.workbench.words import page_words
+
+        names: dict[str | Path, str] = {self.work / INPUTS / target: words for target, words in (
+            ("rules.csv", "the edit rules file"), ("prior.csv", "the public frequencies file"),
+            ("codebook.csv", "the codebook"), ("recoded-codebook.csv", "the codebook"),
+            ("census-codebook.csv", "the census's codebook"), ("manifest.json", "the manifest given"),
+            (RECODE_MAP, "the recoding"))}
+        if self.base is not None:
+            names[self.base.path] = self.base.label
+        if self.source is not None and self.source is not self.base:
+            names[self.source.path] = f"{self.source.label} (recoded)"
+        return page_words(message, hidden=[self.work, *hidden], names=names)
+
     # -- undo and sessions --------------------------------------------------
     @contextlib.contextmanager
     def _change(self) -> Iterator[None]:
