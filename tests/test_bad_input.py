@@ -259,6 +259,8 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (design + [d / "o.json", "--keep-codes", "sex=x"], "kept code 'x' is not a category of 'sex'"),
         (design + [d / "o.json", "--keep-codes", "sex"], "--keep-codes must look like"),
         (design + [d / "o.json", "--household-vars", "region"], "need the household id"),
+        (design + [d / "o.json", "--recoded-by", d / "recode.json"], "the data of region was not recoded by recode.json"),
+        (design + [d / "o.json", "--recoded-by", d / "recode_top.json"], "threshold must be a number"),
         (["design", d / "households_vary.csv", "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies",
           "--household", "hid", "--household-vars", "region", "--out", d / "o.json"],
          "household '1' has several values of 'region'"),

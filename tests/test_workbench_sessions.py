@@ -137,7 +137,8 @@ def test_a_recoding_before_pram_is_exported_and_the_script_repeats_it(tmp_path: 
     assert json.loads((out / "private" / "inputs" / "recode.json").read_text()) == {"marital_status":
                                                                                     {"merge": MERGED}}
     assert (out / "private" / "census.csv").is_file() and (out / "private" / "recoded.csv").is_file()
-    assert "pramkit recode" in view.script and str(wb.work) not in view.script
+    assert manifest["input"]["recode"] == {"marital_status": {"merge": MERGED}}      # public: declared, not read
+    assert "pramkit recode" in view.script and "--recoded-by" in view.script and str(wb.work) not in view.script
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key_file), str(tmp_path / "again")],
                           env=env, capture_output=True, text=True)

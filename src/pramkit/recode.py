@@ -209,6 +209,65 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def declare_recoding(release: Any, path: str | Path) -> Any:
+    """The release with the recoding its data went through stated in the manifest's ``input["recode"]``.
+
+    The map is declared by the officer, not read from the data's frequencies, so it is public: it says
+    how the released categories were formed.  Each perturbed variable's categories must be recoded
+    already (the recoding leaves them as they are), so the statement is true of the release.
+
+    Parameters
+    ----------
+    release : pramkit.release.record.Release
+        A designed release.
+    path : str or pathlib.Path
+        The recoding map (JSON, :meth:`Recoding.read`).
+
+    Returns
+    -------
+    pramkit.release.record.Release
+
+    Raises
+    ------
+    ParameterError
+        A perturbed variable holds a category the recoding would change (the data was not recoded by it).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.datasets import census
+    >>> from pramkit.release.choices import DesignChoices
+    >>> data = census(2_000)
+    >>> data["age"] = data["age"].astype(str).replace({"65-74": "65+", "75+": "65+"})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     m = pathlib.Path(d, "recode.json")
+    ...     _ = m.write_text('{"age": {"merge": {"65-74": "65+", "75+": "65+"}}}')
+    ...     release = DesignChoices(method="rr", epsilon=2.0, recoded_by=m).release(data, ["age"])
+    ...     try:
+    ...         DesignChoices(method="rr", epsilon=2.0, recoded_by=m).release(census(2_000), ["age"])
+    ...     except ParameterError as exc:
+    ...         print(exc)
+    the data of age was not recoded by recode.json: its category '65-74' becomes '65+'
+    >>> release.manifest.input["recode"]
+    {'age': {'merge': {'65-74': '65+', '75+': '65+'}}}
+    """
+    from dataclasses import replace
+
+    recoding = Recoding.read(path)
+    for v in release.manifest.variables:
+        for i, column in enumerate(v.columns):
+            rule = recoding.rules.get(column)
+            if rule is None:
+                continue
+            labels = [c[i] if isinstance(c, tuple) else c for c in v.matrix.categories]
+            for label, recoded in zip(labels, rule.recode(pd.Series(labels, dtype=object))):
+                if label is not None and recoded != _text(label):
+                    raise ParameterError(f"the data of {column} was not recoded by {Path(path).name}: its category "
+                                         f"{_text(label)!r} becomes {recoded!r}")
+    manifest = replace(release.manifest, input={**release.manifest.input, "recode": recoding.to_dict()})
+    return replace(release, manifest=manifest)
+
+
 def recode_file(path: str | Path, out: str | Path, recoding: Recoding, *, force: bool = False,
                 na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
                 quiet: bool = True) -> int:

@@ -675,7 +675,7 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
 
 #: The choices set by the design form's own fields (not by its options field).
 _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
-         "categories", "missing", "na_values", "sep", "encoding")
+         "categories", "missing", "na_values", "sep", "encoding", "recoded_by")
 
 
 def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step, uploads: Path,

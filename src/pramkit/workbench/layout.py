@@ -16,4 +16,4 @@ ORIGINAL, INPUTS, RELEASE = "original", "inputs", "release"
 RECODED, RECODE_MAP = "recoded", "recode.json"
 
 #: Choices whose value is a file the design reads -> its name in ``inputs/``.
-INPUT_FILES = {"forbid": "rules.csv", "prior": "prior.csv", "categories": "codebook.csv"}
+INPUT_FILES = {"forbid": "rules.csv", "prior": "prior.csv", "categories": "codebook.csv", "recoded_by": "recode.json"}

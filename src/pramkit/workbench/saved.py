@@ -227,6 +227,6 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
         for name, file in design.get("files", {}).items():
             target = wb.work / INPUTS / f"session-{Path(file['name']).name}"
             target.write_text(file["text"], encoding="utf-8")
-            values[name] = target if name in ("prior", "forbid", "derive_from") else str(target)
+            values[name] = target if name in ("prior", "forbid", "derive_from", "recoded_by") else str(target)
         wb.design(design["variables"], DesignChoices(**values))
     wb._history.clear()

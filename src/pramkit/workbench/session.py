@@ -377,6 +377,8 @@ class Workbench:
 
     def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
+        if self.recode and choices.recoded_by is None:  # the manifest states the recoding (public: it is declared)
+            choices = dataclasses.replace(choices, recoded_by=self.work / INPUTS / RECODE_MAP)
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
