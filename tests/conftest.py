@@ -27,10 +27,12 @@ def key() -> SecretKey:
     return SecretKey(bytes(range(32)), "test key")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Any:
-    """Headless Chromium (Debian's, driven by Playwright), one for the session's browser tests; the test is
-    skipped when Playwright or Chromium is absent, unless PRAMKIT_REQUIRE_BROWSER=1 (tests/_browser.py)."""
+    """Headless Chromium (Debian's, driven by Playwright), one for a module's browser tests; the test is
+    skipped when Playwright or Chromium is absent, unless PRAMKIT_REQUIRE_BROWSER=1 (tests/_browser.py).
+    Closed with its module: Playwright's synchronous API runs an event loop in this thread while it is open,
+    and a later test calling asyncio.run would find it."""
     import _browser
 
     with _browser.chromium() as browser:
