@@ -35,12 +35,12 @@ class _Watched(tqdm):
         self._unit = (str(kw.get("unit", "it")),) if _WITH_UNIT.get() else ()
         self._done = 0.0
         super().__init__(desc=desc, total=total, **kw)
-        watcher(desc, 0.0, total, *self._unit)  # type: ignore[call-arg]
+        watcher(desc, 0.0, total, *self._unit)
 
     def update(self, n: float | None = 1) -> bool | None:
         self._done += 1 if n is None else n
         shown = super().update(n)
-        self._watcher(self._what[0], self._done, self._what[1], *self._unit)  # type: ignore[call-arg]
+        self._watcher(self._what[0], self._done, self._what[1], *self._unit)
         return shown
 
 

@@ -136,7 +136,7 @@ class Recoding:
             merge = rule.get("merge") or {}
             if not isinstance(merge, Mapping) or any(not str(new).strip() for new in merge.values()):
                 raise ParameterError(f"{where}: merge maps each category to the category it becomes (not empty)")
-            codes = {}
+            codes: dict[str, tuple[float, str] | None] = {}
             for name, key in (("top", "above"), ("bottom", "below")):
                 given = rule.get(name)
                 if given is None:
@@ -202,11 +202,20 @@ class Recoding:
         return table
 
 
-def _text(value: Any) -> str:
-    """A value as text: a whole float without its ``.0`` (a code read as a float)."""
+def code_text(value: Any) -> str:
+    """A value as text: a whole float without its ``.0`` (SPSS and Stata keep codes as floats).
+
+    Examples
+    --------
+    >>> code_text(2.0), code_text(2.5), code_text("65+")
+    ('2', '2.5', '65+')
+    """
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+_text = code_text
 
 
 def declare_recoding(release: Any, path: str | Path) -> Any:

@@ -327,12 +327,12 @@ def _fill(wb: Workbench, names: Sequence[str] | None = None) -> None:
                 "strata": listed(choices.strata if choices else None),
                 "household_vars": listed(choices.household_vars if choices else None)}
     for field, values in selected.items():
-        ui.update_selectize(field, selected=values, **({} if names is None else {"choices": list(names)}))
+        ui.update_selectize(field, selected=values, choices=None if names is None else list(names))
     optional = None if names is None else {"": "none", **{n: n for n in names}}
     single = {"risk_weights": wb.weights or "", "risk_household": wb.household or "",
               "design_household": (choices.household if choices else None) or ""}
     for field, value in single.items():
-        ui.update_select(field, selected=value, **({} if optional is None else {"choices": optional}))
+        ui.update_select(field, selected=value, choices=optional)
     if wb.sampling_fraction is not None:
         ui.update_text("sampling_fraction", value=repr(wb.sampling_fraction))
     if choices is not None:

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.io import iter_batches
 from pramkit.progress import progress
+from pramkit.recode import code_text as _text
 
 #: Rows of the file kept to be shown.
 PREVIEW_ROWS = 20
@@ -274,13 +275,6 @@ def is_missing(value: Any) -> bool:
     if value is None or value is pd.NA or value is pd.NaT:
         return True
     return isinstance(value, float) and math.isnan(value)
-
-
-def _text(value: Any) -> str:
-    """A code as text: a whole float without its ``.0`` (SPSS and Stata keep codes as floats)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def shown_value(value: Any, labels: Mapping[Any, str] | None = None, code: Any = None) -> str:
