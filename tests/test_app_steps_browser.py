@@ -61,6 +61,14 @@ def test_undo_and_a_session_saved_then_restored_in_another_tab(page: Page, chrom
     page.fill("#sampling_fraction", "0.05")
     page.click("#run_risk")
     expect(page.locator("#risk_table table")).to_be_visible(timeout=WAIT)
+    page.select_option("#risk_weights", "age")                     # weights: the fraction field is not read
+    page.fill("#sampling_fraction", "many")
+    page.click("#run_risk")
+    assert "weights must be" in step_error(page, "risk")             # age bands are no weights: said in words
+    page.select_option("#risk_weights", "")
+    page.fill("#sampling_fraction", "0.05")
+    page.click("#run_risk")
+    expect(page.locator("#risk_table table")).to_be_visible(timeout=WAIT)
     tab(page, "3 Design")
     choose(page, "design_vars", ["sex", "race"])
     page.select_option("#method", "rr")

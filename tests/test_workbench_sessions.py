@@ -189,3 +189,11 @@ def test_a_recoding_written_wrong_is_one_line_naming_the_column(tmp_path: Path, 
     with pytest.raises(ParameterError, match=message) as info:
         wb.recoding(spec)
     assert "\n" not in str(info.value) and not wb.is_recoded and not wb.can_undo
+
+
+def test_weights_say_that_the_sampling_fraction_is_not_used(tmp_path: Path, survey: Path) -> None:
+    wb = Workbench(tmp_path / "w", data_dirs=[survey.parent])
+    wb.open_file(survey)
+    view = wb.risk(["urbrur", "roof", "sex"], weights="sampling_weight")
+    assert "column sampling_weight" in view.note and "not used with weights" in view.note
+    assert not wb.risk(["urbrur", "roof", "sex"], sampling_fraction=0.1).note

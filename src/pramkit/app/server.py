@@ -601,12 +601,12 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
             keys = tuple(input.risk_keys())
             if not keys:
                 raise ParameterError("choose at least one key variable")
-            f = fields.fraction(input.sampling_fraction())
+            weights, household = input.risk_weights() or None, input.risk_household() or None
+            # the weights give each record's sampling fraction: the field is then not read (the view says so)
+            fraction = None if weights else fields.fraction(input.sampling_fraction())
         except ParameterError as exc:
             step.fail(str(exc))
             return
-        weights, household = input.risk_weights() or None, input.risk_household() or None
-        fraction = None if weights else f  # the weights give each record's sampling fraction
         explain = bool(input.risk_contributions())
         step.start(lambda: desk.wb.risk(keys, sampling_fraction=fraction, weights=weights, household=household,
                                         contributions=explain))

@@ -343,6 +343,10 @@ class Workbench:
         self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
         self.household = household or None
         self.assessed = RiskView.of(figures, plot.read_bytes())
+        if weights:
+            self.assessed = dataclasses.replace(self.assessed, note=(
+                f"Each record's sampling fraction is the inverse of its weight (column {weights}); a sampling "
+                "fraction of the file is not used with weights."))
         if contributions:
             from pramkit.risk.contributions import release_contributions
 
