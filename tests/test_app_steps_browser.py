@@ -197,3 +197,21 @@ def test_progress_says_the_amount_done_of_the_total(page: Page) -> None:
     page.click("#data_stop", timeout=WAIT)
     assert step_error(page, "data").startswith("cancelled")
     no_trace(page)
+
+
+def test_an_uploaded_rules_file_can_be_removed(page: Page, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.csv"
+    rules.write_text("age,marital_status\n0-9,engaged\n")                # names an unknown category
+    open_census(page, 5_000)
+    tab(page, "3 Design")
+    choose(page, "design_vars", ["marital_status"])
+    page.select_option("#method", "rr")
+    upload(page, "forbid", rules)
+    expect(page.locator("#design_files")).to_contain_text("edit rules: rules.csv")
+    page.fill("#epsilon", "2")
+    page.click("#run_design")
+    assert step_error(page, "design").startswith("rule 1 of the edit rules file names 'age'")
+    page.click("#clear_files")
+    expect(page.locator("#design_files")).to_contain_text("the next design reads none")
+    _design(page, "2")                                                  # designed without the rules
+    no_trace(page)

@@ -697,6 +697,8 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
     """
     files: dict[str, Path | None] = {"forbid": None, "prior": None, "categories": None}
 
+    in_use: reactive.Value[int] = reactive.value(0)  # the uploaded files changed
+
     def keep_upload(name: str) -> None:
         @reactive.effect
         @reactive.event(input[name])
@@ -706,9 +708,30 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
                 files[name] = fields.upload(input[name]()[0], uploads / name)
             except ParameterError as exc:
                 step.fail(str(exc))
+            in_use.set(in_use.get() + 1)
 
     for name in files:
         keep_upload(name)
+
+    @reactive.effect
+    @reactive.event(input.clear_files)
+    def _clear() -> None:
+        for name, path in files.items():
+            if path is not None:
+                path.unlink(missing_ok=True)
+            files[name] = None
+        in_use.set(in_use.get() + 1)
+
+    @render.ui
+    def design_files() -> ui.TagChild:
+        in_use()
+        used = [f"{what}: {files[name].name}" for name, what in  # type: ignore[union-attr]
+                (("forbid", "edit rules"), ("prior", "public frequencies"), ("categories", "codebook"))
+                if files[name] is not None]
+        if not used:
+            return ui.p(ui.em("No uploaded rules, frequencies or codebook: the next design reads none."))
+        return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used) + ".")),
+                      ui.input_action_button("clear_files", "Remove the uploaded files", class_="btn-sm"))
 
     @reactive.effect
     @reactive.event(input.run_design)

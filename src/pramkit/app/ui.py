@@ -184,6 +184,7 @@ def design_tab() -> NavSetArg:
                            multiple=True),
         ui.input_file("prior", "Public frequencies (CSV variable,category,frequency)", accept=[".csv"]),
         ui.input_file("categories", "Codebook (CSV variable,category)", accept=[".csv"]),
+        ui.output_ui("design_files"),
         ui.input_select("missing", "Missing values", choices=["keep", "category"]),
         ui.input_action_button("run_design", "Design", class_="btn-primary"),
         ui.hr(),
