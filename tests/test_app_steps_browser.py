@@ -215,3 +215,35 @@ def test_an_uploaded_rules_file_can_be_removed(page: Page, tmp_path: Path) -> No
     expect(page.locator("#design_files")).to_contain_text("the next design reads none")
     _design(page, "2")                                                  # designed without the rules
     no_trace(page)
+
+
+def test_classic_keep_pram_without_a_budget_and_recognition_on_two_keys(page: Page) -> None:
+    """mu-ARGUS's classic PRAM (a keep probability) needs no budget; the recognition design works on two keys
+    (the page no longer sends a hidden 3 keys at a time)."""
+    open_census(page, 5_000)
+    tab(page, "3 Design")
+    choose(page, "design_vars", ["sex", "race"])
+    page.select_option("#method", "keep")
+    page.fill("#epsilon", "")
+    page.fill("#options", "keep=0.8")
+    page.click("#run_design")
+    expect(page.locator("#ledger table")).to_contain_text("race", timeout=WAIT)
+    page.select_option("#method", "recognition")
+    page.fill("#options", "recognition=0.5")
+    page.click("#run_design")
+    expect(page.locator("#ledger table")).to_contain_text("sex*race", timeout=WAIT)
+    expect(page.locator("#design_error .step-error")).to_have_count(0)
+    no_trace(page)
+
+
+def test_a_reload_mid_step_says_the_step_was_stopped(page: Page) -> None:
+    """A reload stops the step running; the tab's release comes back and the page says which step to run again
+    (before, it only said that the release was back)."""
+    open_census(page, 5_000)
+    page.fill("#census_rows", "3000000")
+    page.click("#open_census")
+    expect(page.locator("#data_stop")).to_be_visible(timeout=WAIT)
+    page.reload()
+    expect(page.locator(".shiny-notification")).to_contain_text(
+        "the data step, running when the tab was reloaded, was stopped: run it again", timeout=WAIT)
+    no_trace(page)

@@ -197,3 +197,24 @@ def test_weights_say_that_the_sampling_fraction_is_not_used(tmp_path: Path, surv
     view = wb.risk(["urbrur", "roof", "sex"], weights="sampling_weight")
     assert "column sampling_weight" in view.note and "not used with weights" in view.note
     assert not wb.risk(["urbrur", "roof", "sex"], sampling_fraction=0.1).note
+
+
+def test_a_new_file_cancelled_halfway_leaves_the_release_as_it_was(tmp_path: Path) -> None:
+    """Opening a larger census, stopped while it is read: the file the steps read is still the one shown."""
+    from pramkit.errors import Cancelled
+    from pramkit.progress import watching
+
+    wb = Workbench(tmp_path / "w")
+    wb.open_census(rows=2_000)
+    wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
+
+    def stop(desc: str, done: float, total: float | None) -> None:
+        if desc == "reading":
+            raise Cancelled("reading cancelled")
+
+    with watching(stop), pytest.raises(Cancelled):
+        wb.open_census(rows=5_000)
+    assert wb.source.rows == 2_000 and len(pd.read_csv(wb.source.path)) == 2_000
+    assert wb.designed is not None and sorted(p.name for p in (wb.work / "original").iterdir()) == ["census.csv"]
+    wb.open_census(rows=3_000)                                                  # and the next one works
+    assert len(pd.read_csv(wb.source.path)) == 3_000 and wb.source.path.name == "census.csv"

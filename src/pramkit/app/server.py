@@ -251,9 +251,14 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
                 desks[name] = desk
                 shutil.rmtree(folder, ignore_errors=True)  # this session's own, unused
                 _show_earlier(earlier.wb, steps)
-                ui.notification_show("the release in progress in this tab is back", type="message", duration=5)
+                stopped = (f"; the {earlier.interrupted} step, running when the tab was reloaded, was stopped: "
+                           "run it again" if earlier.interrupted else "")
+                ui.notification_show(f"the release in progress in this tab is back{stopped}",
+                                     type="warning" if stopped else "message", duration=8 if stopped else 5)
 
         def ended() -> None:
+            with reactive.isolate():
+                desk.interrupted = busy.get()  # a step running as the tab went away is stopped: say so on return
             for step in steps.values():
                 step.stop()
             with lock:
@@ -301,6 +306,7 @@ class Desk:
         self.wb = wb
         self.folder = folder
         self.name = ""
+        self.interrupted = ""  # the step that was running when the tab went away
 
 
 def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
@@ -664,7 +670,11 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     if choice == "recognition" and "recognition" not in options:
         raise ParameterError("the recognition design needs its alpha: write the option recognition=ALPHA "
                              "(e.g. recognition=0.5)")
-    budget = None if choice == "recognition" else fields.budget(input.epsilon())
+    if choice == "recognition" and "combinations" not in options:  # every key, up to 3 at a time (the default
+        options["combinations"] = str(min(3, len(variables)))      # 3 refuses two keys)
+    text = input.epsilon().strip()
+    # the recognition design has no budget; a classic design's is a cap, which may be left empty
+    budget = None if choice == "recognition" or (not text and choice in OPTIONAL_BUDGET) else fields.budget(text)
     return variables, DesignChoices(
         **METHODS[choice][1], epsilon=budget, split=input.split(),
         forbid=files["forbid"], strata=",".join(input.strata()) or None,
@@ -672,6 +682,10 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
         household_vars=",".join(input.household_vars()) or None, prior=files["prior"],
         categories=str(files["categories"]) if files["categories"] else None, missing=input.missing(), **options)
 
+
+#: The designs whose record budget is a cap that may be left empty (the classic families: their own
+#: parameters set the matrix; a budget given refuses a design above it).
+OPTIONAL_BUDGET = ("keep", "kanon", "invariant", "tridiagonal", "circulant", "bistochastic-beta")
 
 #: The choices set by the design form's own fields (not by its options field).
 _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",

@@ -173,7 +173,7 @@ def design_tab() -> NavSetArg:
     return _step("3 Design", [
         ui.input_selectize("design_vars", "Variables to perturb", choices=[], multiple=True),
         ui.input_select("method", "Method", choices={k: label for k, (label, _) in METHODS.items()}),
-        ui.input_text("epsilon", "Record budget (epsilon, nats)", "3"),
+        ui.input_text("epsilon", "Record budget (epsilon, nats; may be empty for the classic designs)", "3"),
         ui.input_select("split", "Budget split", choices=["equal", "optimal", "joint"]),
         ui.input_text("options", "Method options (name=value, ...)", ""),
         ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),

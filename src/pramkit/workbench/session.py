@@ -110,13 +110,14 @@ class Workbench:
         """
         if isinstance(rows, bool) or not isinstance(rows, int) or not 1_000 <= rows <= 10_000_000:
             raise ParameterError(f"the census needs a whole number of rows from 1,000 to 10,000,000, got {rows!r}")
-        path = self.work / ORIGINAL / "census.csv"
-        write_table(census(rows), path, force=True)
-        codebook = self.work / INPUTS / "census-codebook.csv"
-        pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
-                     columns=["variable", "category"]).to_csv(codebook, index=False)
-        source = self._opened(describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook),
-                              copied=True)
+        with self._staging() as staging:
+            path = staging / "census.csv"
+            write_table(census(rows), path, force=True)
+            codebook = self.work / INPUTS / "census-codebook.csv"
+            pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
+                         columns=["variable", "category"]).to_csv(codebook, index=False)
+            described = describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook)
+        source = self._opened(self._in_place(described), copied=True)
         self.opened = {"kind": "census", "rows": rows}
         return source
 
@@ -151,19 +152,40 @@ class Workbench:
             The path is outside the workbench's data folders (:meth:`readable`).
         """
         p = Path(path)
-        if upload:
-            name = Path(label or p.name).name or "data.csv"
-            kept = self.work / ORIGINAL / name
-            for old in (self.work / ORIGINAL).iterdir():
-                old.unlink()
-            shutil.copyfile(p, kept)
-            p = kept
+        if not upload:
+            described = describe_file(self.readable(p), label=label, na_values=na_values, sep=sep, encoding=encoding)
         else:
-            p = self.readable(p)
-        source = self._opened(describe_file(p, label=label, na_values=na_values, sep=sep, encoding=encoding),
-                              copied=upload)
+            with self._staging() as staging:
+                kept = staging / (Path(label or p.name).name or "data.csv")
+                shutil.copyfile(p, kept)
+                described = describe_file(kept, label=label, na_values=na_values, sep=sep, encoding=encoding)
+        source = self._opened(self._in_place(described) if upload else described, copied=upload)
         self.opened = {"kind": "upload"} if upload else {"kind": "path", "path": str(p)}
         return source
+
+    @contextlib.contextmanager
+    def _staging(self) -> Iterator[Path]:
+        """A folder where a new file is made first: the file the steps read stays as it is until the new one is
+        read through (a step cancelled or refused halfway leaves the release as it was, and no copy behind)."""
+        staging = self.work / ORIGINAL / ".next"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(mode=0o700)
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _in_place(self, source: Source) -> Source:
+        """A file read through from :meth:`_staging`, moved into ``original/`` in place of the one before."""
+        folder = self.work / ORIGINAL
+        for old in folder.iterdir():
+            if old.is_file():
+                old.unlink()
+        final = folder / source.path.name
+        source.path.replace(final)
+        source.path.parent.rmdir()
+        return dataclasses.replace(source, path=final)
 
     def readable(self, path: str | Path) -> Path:
         """The file ``path`` names, resolved, if it lies in one of the data folders (links followed).
