@@ -364,6 +364,8 @@ def test_value_labels_and_missing_codes_in_the_preview_and_the_estimates(tmp_pat
     last = "(missing)" if suffix == ".sav" else "femme"                # a system-missing value, or none
     assert shown["sex"].tolist()[:5] == ["homme", "femme", f"(missing: {code} refusé)", "homme", last]
     assert shown["age"].tolist()[:5] == ["0-17, enfant", "18-64", "65+, âgé", "18-64", "0-17, enfant"]
+    labels = dict(zip(source.variables_frame()["variable"], source.variables_frame()["value labels"]))
+    assert labels["age"] == "1 = 0-17, enfant; 2 = 18-64; 3 = 65+, âgé"                 # codes without .0
     wb.design(["sex", "age"], DesignChoices(method="rr", epsilon=2.0))
     estimates = wb.apply(SecretKey(bytes(range(32)), "a test key")).estimates
     by_variable = estimates.groupby("variable")["category"].apply(set).to_dict()

@@ -181,7 +181,7 @@ class Source:
             "values": [f"> {v.distinct:,}" if v.more else f"{v.distinct:,}" for v in self.variables],
             "missing": [f"{v.missing:,}" for v in self.variables],
             "value labels": ["" if not v.value_labels else
-                             "; ".join(f"{k} = {lab}" for k, lab in list(v.value_labels.items())[:8])
+                             "; ".join(f"{_text(k)} = {lab}" for k, lab in list(v.value_labels.items())[:8])
                              + (" ..." if len(v.value_labels) > 8 else "") for v in self.variables],
         })
 
