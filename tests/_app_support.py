@@ -22,6 +22,7 @@ def running_app(work_root: Path, token: str, **options: Any) -> Iterator[str]:
     from pramkit.app import create_app
     from pramkit.app.serve import listen
 
+    _fresh_reactive_lock()
     sock = listen("127.0.0.1", 0)
     options.setdefault("data_dirs", [Path(tempfile.gettempdir())])
     server = uvicorn.Server(uvicorn.Config(create_app(work_root, token, **options), log_level="warning",
@@ -39,3 +40,13 @@ def running_app(work_root: Path, token: str, **options: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=20)
         sock.close()
+        _fresh_reactive_lock()
+
+
+def _fresh_reactive_lock() -> None:
+    """Forget Shiny's process-wide reactive lock: it binds to the event loop of the first server that waited on it,
+    and a later server of the same process (another test module's) would then fail on it under contention
+    ("bound to a different event loop").  `pramkit app` runs one server per process."""
+    from shiny.reactive import _core
+
+    _core._reactive_environment._lock = None

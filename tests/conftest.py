@@ -27,6 +27,18 @@ def key() -> SecretKey:
     return SecretKey(bytes(range(32)), "test key")
 
 
+@pytest.fixture(scope="module")
+def chromium() -> Any:
+    """Headless Chromium (Debian's, driven by Playwright), one for a module's browser tests; the test is
+    skipped when Playwright or Chromium is absent, unless PRAMKIT_REQUIRE_BROWSER=1 (tests/_browser.py).
+    Closed with its module: Playwright's synchronous API runs an event loop in this thread while it is open,
+    and a later test calling asyncio.run would find it."""
+    import _browser
+
+    with _browser.chromium() as browser:
+        yield browser
+
+
 def assert_refused(folder: Path, args: list, message: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``pramkit ARGS`` exits 2 with one line on stderr holding ``message``, leaves every file under
     ``folder`` as it was and writes nothing there (no temporary left behind either)."""

@@ -12,40 +12,31 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
+import _app_support
 import pytest
+from _browser import (  # skips this module when Playwright or Chromium is absent (unless required)
+    WAIT,
+    Browser,
+    Page,
+    choose,
+    expect,
+    no_trace,
+    open_app,
+    open_census,
+    shot,
+    step_error,
+    tab,
+    upload,
+)
+from _manifests import comparable
 
-REQUIRED = os.environ.get("PRAMKIT_REQUIRE_BROWSER") == "1"
-CHROMIUM = Path(os.environ.get("PRAMKIT_CHROMIUM", "/usr/bin/chromium"))
-ROOT = Path(__file__).resolve().parents[1]
-SHOTS = [ROOT / "tests" / "artifacts" / "app"] + (
-    [ROOT / "docs" / "app"] if os.environ.get("PRAMKIT_DOC_SCREENSHOTS") == "1" else [])
+from pramkit.cli import main
+from pramkit.engine.rng import SecretKey, write_key_file
+
 TOKEN = "browser-test-token"
-#: Milliseconds to wait for a step of the census workflow.
-WAIT = 30_000
-
-try:
-    from playwright.sync_api import Page, expect, sync_playwright
-except ImportError:
-    if REQUIRED:
-        raise
-    pytest.skip("playwright is not installed", allow_module_level=True)
-if not CHROMIUM.exists():
-    if REQUIRED:
-        raise RuntimeError(f"PRAMKIT_REQUIRE_BROWSER=1 but {CHROMIUM} is absent")
-    pytest.skip(f"{CHROMIUM} is absent", allow_module_level=True)
-pytest.importorskip("shiny")
-
-import _app_support  # noqa: E402
-from _manifests import comparable  # noqa: E402
-
-from pramkit.cli import main  # noqa: E402
-from pramkit.engine.rng import SecretKey, write_key_file  # noqa: E402
-
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
 
 
@@ -55,62 +46,12 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        yield b
-        b.close()
-
-
 @pytest.fixture
-def page(browser: object, base: str) -> Iterator[Page]:
+def page(chromium: Browser, base: str) -> Iterator[Page]:
     """A new browser session on the app, opened with its token."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    pg = context.new_page()
-    pg.goto(f"{base}/?token={TOKEN}")
-    expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
-    pg.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=WAIT)
+    pg = open_app(chromium, base, TOKEN, accept_downloads=True)
     yield pg
-    context.close()
-
-
-def shot(page: Page, name: str) -> None:
-    """A screenshot of the page once the step's work is done and every output drawn."""
-    expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
-    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
-    page.evaluate("window.scrollTo(0, 0)")
-    for folder in SHOTS:
-        folder.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(folder / f"{name}.png"))
-
-
-def tab(page: Page, title: str) -> None:
-    """Show a step's tab and wait until its outputs are drawn (a button does not move under a click)."""
-    page.get_by_role("tab", name=title).click()
-    expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true", timeout=WAIT)
-    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
-
-
-def choose(page: Page, field: str, values: list[str]) -> None:
-    """Pick ``values`` in a multiple selectize field, as a user does: open it, click each."""
-    box = page.locator(f"#{field} + .selectize-control")
-    for value in values:
-        box.locator(".selectize-input").click()
-        box.locator(f".selectize-dropdown-content [data-value='{value}']").click()
-    page.keyboard.press("Escape")
-    expect(page.locator(f"#{field} option[selected], #{field} option:checked")).to_have_count(len(values))
-
-
-def upload(page: Page, field: str, path: Path) -> None:
-    page.set_input_files(f"#{field}", str(path))
-    expect(page.locator(f"#{field}_progress")).to_contain_text("Upload complete", timeout=WAIT)
-
-
-def open_census(page: Page) -> None:
-    page.fill("#census_rows", "20000")
-    page.click("#open_census")
-    expect(page.locator("#data_summary")).to_contain_text("20,000 rows", timeout=WAIT)
+    pg.context.close()
 
 
 def design(page: Page, rules: Path, epsilon: str = "3") -> None:
@@ -121,17 +62,6 @@ def design(page: Page, rules: Path, epsilon: str = "3") -> None:
     choose(page, "strata", ["age"])
     upload(page, "forbid", rules)
     page.click("#run_design")
-
-
-def step_error(page: Page, step: str) -> str:
-    box = page.locator(f"#{step}_error .step-error")
-    expect(box).to_be_visible(timeout=WAIT)
-    return box.inner_text()
-
-
-def no_trace(page: Page) -> None:
-    assert "Traceback" not in page.content()
-    assert "internal error" not in page.content()
 
 
 def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
@@ -204,6 +134,11 @@ def same_as_the_command_line(out: Path, key_file: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (again / "public" / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
     assert comparable(again / "public" / "manifest.json") == comparable(out / "public" / "manifest.json")
+    wrong = write_key_file(tmp_path / "wrong.key")                 # another key: one line, exit 2, nothing written
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(wrong), str(tmp_path / "other")], env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "is not the key of this release" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "other").exists()
 
 
 def test_a_file_on_this_computer_with_missing_values_and_unicode_labels(page: Page, tmp_path: Path) -> None:

@@ -22,24 +22,21 @@ from pathlib import Path
 
 import _app_support
 import pytest
-from test_app_browser import (  # skips this module as that one is skipped (no Playwright or Chromium)
-    ARGS,
-    CHROMIUM,
+from _browser import (  # skips this module when Playwright or Chromium is absent (unless required)
     SHOTS,
     WAIT,
+    Browser,
     Page,
     expect,
     no_trace,
+    open_app,
     open_census,
     step_error,
-    sync_playwright,
     tab,
     upload,
 )
 
 from pramkit.engine.rng import SecretKey
-
-Browser = object  # playwright.sync_api.Browser
 
 TOKEN = "security-test-token"
 #: Seconds a closed tab's release is kept in this module's app (the default is 30).
@@ -60,26 +57,13 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
 def app(folders: dict[str, Path]) -> Iterator[str]:
     with _app_support.running_app(folders["work"], TOKEN, data_dirs=[folders["data"]], expire_after=EXPIRE) as url:
         yield url
 
 
 def _open(chromium: Browser, app: str) -> Page:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.goto(f"{app}/?token={TOKEN}")
-    expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
-    pg.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=WAIT)
-    return pg
+    return open_app(chromium, app, TOKEN)
 
 
 @pytest.fixture

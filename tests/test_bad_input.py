@@ -76,6 +76,9 @@ def d(tmp_path_factory) -> Path:
     (d / "list.json").write_text("[1, 2]")
 
     assert main(["keygen", str(d / "key")]) == 0
+    (d / "recode.json").write_text('{"region": {"merge": {"1": "1-2", "2": "1-2"}}}')
+    (d / "recode_unknown.json").write_text('{"nope": {"merge": {"a": "b"}}}')
+    (d / "recode_top.json").write_text('{"region": {"top": {"above": "high", "value": "3+"}}}')
     (d / "short_key").write_bytes(b"\x01\x02\x03")
     (d / "odd_hex_key").write_text("a" * 65 + "\n")
     (d / "short_hex_key").write_text("ab" * 20 + "\n")
@@ -169,6 +172,18 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (["keygen", data], "never overwritten"),
         (["keygen", d / "absent_dir" / "k"], "does not exist"),
         (["keygen"], "required"),
+        (["keygen", d / "absent.key", "--fingerprint"], "does not exist"),
+        (["keygen", data, "--fingerprint"], "is a CSV file, not a key"),
+        (["keygen", d / "m.json", "--fingerprint"], "is a pramkit manifest (JSON), not a key"),
+        (["keygen", d / "short_key", "--fingerprint"], "3 bytes"),
+        # ---- recode
+        (["recode", data, "--map", d / "absent.json", "--out", d / "r.csv"], "does not exist"),
+        (["recode", data, "--map", d / "ragged.csv", "--out", d / "r.csv"], "not a JSON map"),
+        (["recode", data, "--map", d / "recode_unknown.json", "--out", d / "r.csv"], "'nope', not a column of"),
+        (["recode", data, "--map", d / "recode_top.json", "--out", d / "r.csv"], "threshold must be a number"),
+        (["recode", data, "--map", d / "recode.json", "--out", d / "exists.csv"], "exists"),
+        (["recode", data, "--map", d / "recode.json", "--out", data, "--force"], "input"),
+        (["recode", data, "--out", d / "r.csv"], "required: --map"),
         # ---- reproduce
         (["reproduce", "nobody2099", "--out", d / "r"], "unknown reproduction"),
         (["reproduce", "ruiz", "--out", data], "not a folder"),
@@ -244,6 +259,8 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (design + [d / "o.json", "--keep-codes", "sex=x"], "kept code 'x' is not a category of 'sex'"),
         (design + [d / "o.json", "--keep-codes", "sex"], "--keep-codes must look like"),
         (design + [d / "o.json", "--household-vars", "region"], "need the household id"),
+        (design + [d / "o.json", "--recoded-by", d / "recode.json"], "the data of region was not recoded by recode.json"),
+        (design + [d / "o.json", "--recoded-by", d / "recode_top.json"], "threshold must be a number"),
         (["design", d / "households_vary.csv", "--vars", "region,sex", "--epsilon", "2", "--exact-frequencies",
           "--household", "hid", "--household-vars", "region", "--out", d / "o.json"],
          "household '1' has several values of 'region'"),

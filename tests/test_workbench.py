@@ -95,6 +95,37 @@ def test_the_saved_script_makes_the_release_again(exported: dict, tmp_path: Path
         assert not f.is_file() or key_text not in f.read_text(errors="replace")
 
 
+#: Key files that are not the release's: another key, a text file, the release's own manifest, an absent file.
+WRONG_KEYS = {
+    "another key": lambda d: write_key_file(d / "other.key"),
+    "a text file": lambda d: (d / "notes.txt").write_text("the key is in the safe\n") and d / "notes.txt",
+    "the manifest": lambda d: d / "manifest.json",
+    "an absent file": lambda d: d / "absent.key",
+}
+
+
+@pytest.mark.parametrize("wrong", sorted(WRONG_KEYS))
+def test_the_script_refuses_any_key_but_the_releases_before_writing(exported: dict, tmp_path: Path,
+                                                                    wrong: str) -> None:
+    """reproduce.sh checks the key file's fingerprint first: another key exits 2 with one line and writes
+    nothing (before, it made another release and exited 0)."""
+    out = exported["dir"] / "out"
+    shutil.copyfile(out / "public" / "manifest.json", tmp_path / "manifest.json")
+    key = WRONG_KEYS[wrong](tmp_path)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key), str(tmp_path / "again")], env=env,
+                          capture_output=True, text=True)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert not (tmp_path / "again").exists()
+    if wrong == "another key":
+        theirs, ours = SecretKey.from_file(key).fingerprint, SecretKey.from_file(exported["key"]).fingerprint
+        assert lines[0] == (f"reproduce.sh: {key} is not the key of this release (its fingerprint is {theirs}, the "
+                            f"release's is {ours}): give the key file the release was made with; nothing was written")
+    else:
+        assert lines[0].startswith("pramkit keygen: error: key file") and "Traceback" not in proc.stderr
+
+
 def test_the_folders_hold_what_each_may_hold(exported: dict) -> None:
     out = exported["dir"] / "out"
     assert _tree(out / "public") == ["manifest.json", "released.csv", "released.csv.receipt.json", "report.html"]
@@ -299,3 +330,45 @@ def test_a_semicolon_latin1_file_through_the_workbench(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "again" / "public" / "released.csv").read_bytes() == released.read_bytes()
+
+
+#: Value labels with a comma, accents and a user-missing code, as an officer's SPSS or Stata file has them.
+LABELS = {"sex": {1: "homme", 2: "femme"}, "age": {1: "0-17, enfant", 2: "18-64", 3: "65+, âgé"}}
+
+
+def _labelled_file(tmp_path: Path, suffix: str) -> Path:
+    pyreadstat = pytest.importorskip("pyreadstat")
+    rows = 300
+    path = tmp_path / f"survey{suffix}"
+    if suffix == ".sav":
+        frame = pd.DataFrame({"sex": [1.0, 2.0, 9.0, 1.0, None] * rows, "age": [1.0, 2.0, 3.0, 2.0, 1.0] * rows})
+        pyreadstat.write_sav(frame, str(path), missing_ranges={"sex": [9]},
+                             variable_value_labels={"sex": {**LABELS["sex"], 9: "refusé"}, "age": LABELS["age"]})
+    else:
+        frame = pd.DataFrame({"sex": pd.Series([1, 2, "a", 1, 2] * rows, dtype=object),
+                              "age": [1, 2, 3, 2, 1] * rows})
+        pyreadstat.write_dta(frame, str(path), missing_user_values={"sex": ["a"]},
+                             variable_value_labels={"sex": {**LABELS["sex"], "a": "refusé"}, "age": LABELS["age"]})
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".sav", ".dta"])
+def test_value_labels_and_missing_codes_in_the_preview_and_the_estimates(tmp_path: Path, suffix: str) -> None:
+    """A Stata or SPSS file shows its labels, never codes 1.0/2.0 or NaN, in the preview and the estimates;
+    a missing value shows the file's missing code and its label."""
+    path = _labelled_file(tmp_path, suffix)
+    wb = Workbench(tmp_path / "work")
+    source = wb.open_file(path)
+    shown = source.shown_preview()
+    code = "9" if suffix == ".sav" else "a"
+    last = "(missing)" if suffix == ".sav" else "femme"                # a system-missing value, or none
+    assert shown["sex"].tolist()[:5] == ["homme", "femme", f"(missing: {code} refusé)", "homme", last]
+    assert shown["age"].tolist()[:5] == ["0-17, enfant", "18-64", "65+, âgé", "18-64", "0-17, enfant"]
+    labels = dict(zip(source.variables_frame()["variable"], source.variables_frame()["value labels"]))
+    assert labels["age"] == "1 = 0-17, enfant; 2 = 18-64; 3 = 65+, âgé"                 # codes without .0
+    wb.design(["sex", "age"], DesignChoices(method="rr", epsilon=2.0))
+    estimates = wb.apply(SecretKey(bytes(range(32)), "a test key")).estimates
+    by_variable = estimates.groupby("variable")["category"].apply(set).to_dict()
+    assert by_variable == {"sex": {"homme", "femme"}, "age": {"0-17, enfant", "18-64", "65+, âgé"}}
+    assert not estimates["95 % interval"].str.contains("nan").any()
+    assert not any(str(c).endswith(".0") for c in estimates["category"])

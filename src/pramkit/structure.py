@@ -219,7 +219,7 @@ class Rules:
         >>> r.check({"age": ["0-9", "10-19"], "marital_status": ["single", "married"]})
         Traceback (most recent call last):
         ...
-        pramkit.errors.ParameterError: rule 1 of rules: 'widowed' is not a category of 'marital_status' (its categories: single, married)
+        pramkit.errors.ParameterError: rule 1 of rules: 'widowed' is not a category of 'marital_status' (its categories: 'single', 'married')
         """
         for i, rule in enumerate(self.rules, 1):
             for column, values in rule.values.items():
@@ -393,7 +393,14 @@ def alternatives(value: Any) -> frozenset[str]:
 
 
 def _shown(labels: Sequence[Label], most: int = 8) -> str:
-    shown = ", ".join(str(c) for c in list(labels)[:most])
+    """Categories listed for a message, each quoted: a category holding a comma stays one.
+
+    Examples
+    --------
+    >>> _shown(["married, spouse present", "widowed", 3])
+    "'married, spouse present', 'widowed', 3"
+    """
+    shown = ", ".join(repr(c) for c in list(labels)[:most])
     return shown + (", ..." if len(labels) > most else "")
 
 

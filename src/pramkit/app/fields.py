@@ -147,6 +147,65 @@ def _value(text: str) -> Any:
     return {"true": True, "false": False}.get(text.lower(), text)
 
 
+#: How a line of the recoding field is written (the message of a line that is not).
+RECODE_LINES = ("write each line COLUMN: old | old -> new (merge), COLUMN > NUMBER -> new (top code) or "
+                "COLUMN < NUMBER -> new (bottom code)")
+
+
+def recoding(text: str) -> dict[str, dict[str, Any]]:
+    """The recoding field: one rule a line, as the map of :mod:`pramkit.recode`.
+
+    Categories are separated by ``|`` (a category may hold a comma); ``->`` gives what they become.
+
+    Examples
+    --------
+    >>> spec = recoding("marital_status: married, spouse present | married, spouse absent -> married\\n"
+    ...                 "age > 80 -> 80+")
+    >>> spec["marital_status"]["merge"], spec["age"]
+    ({'married, spouse present': 'married', 'married, spouse absent': 'married'}, {'top': {'above': 80.0, 'value': '80+'}})
+    >>> recoding("")
+    {}
+    >>> recoding("age 80+")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: line 1 of the recoding ('age 80+'): write each line COLUMN: old | old -> new (merge), COLUMN > NUMBER -> new (top code) or COLUMN < NUMBER -> new (bottom code)
+    """
+    spec: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        bad = ParameterError(f"line {number} of the recoding ({line!r}): {RECODE_LINES}")
+        left, arrow, new = (t.strip() for t in line.rpartition("->"))
+        if not arrow or not left or not new:
+            raise bad
+        code = re.fullmatch(r"(.+?)\s*([<>])\s*(\S+)", left)
+        if ":" in left and not code:
+            column, _, olds = (t.strip() for t in left.partition(":"))
+            old = [t.strip() for t in olds.split("|") if t.strip()]
+            if not column or not old:
+                raise bad
+            spec.setdefault(column, {}).setdefault("merge", {}).update(dict.fromkeys(old, new))
+        elif code:
+            column, sign, threshold = code.groups()
+            value = number_in(threshold, f"the threshold on line {number} of the recoding")
+            if sign == ">":
+                spec.setdefault(column.strip(), {})["top"] = {"above": value, "value": new}
+            else:
+                spec.setdefault(column.strip(), {})["bottom"] = {"below": value, "value": new}
+        else:
+            raise bad
+    return spec
+
+
+def number_in(text: str, name: str) -> float:
+    """A number written in a field (:func:`number`), finite."""
+    n = number(text, name)
+    if not math.isfinite(n):
+        raise ParameterError(f"{name} must be a finite number, got {text.strip()!r}")
+    return n
+
+
 def upload(info: Mapping[str, Any], folder: Path) -> Path:
     """An uploaded file moved into ``folder`` under its own name (the name the library shows).
 

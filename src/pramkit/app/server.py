@@ -33,7 +33,7 @@ from pramkit.app import fields
 from pramkit.app.ui import METHODS, error_box, png
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
-from pramkit.progress import watching
+from pramkit.progress import TimeLeft, watching
 from pramkit.workbench import DesignChoices, Workbench
 
 #: The steps, in order; a step's new result clears the results of the steps after it.
@@ -97,12 +97,17 @@ class Step:
         self.result: reactive.Value[Any] = reactive.value(None)
         self.later: tuple[Step, ...] = ()
         self._stop = threading.Event()
-        self._update: tuple[str, float, float | None] = ("", 0.0, None)
+        self._update: tuple[str, float, float | None, str] = ("", 0.0, None, "")
+        self._then: Callable[[Any], None] | None = None
+        #: The page's words for a message (its fields, the officer's file names): set by the server.
+        self.words: Callable[[str], str] = lambda message: message
+        self._keep = False
         self.task = reactive.ExtendedTask(self._work)
         reactive.effect(self._finish)
 
-    def start(self, call: Callable[[], Any]) -> None:
-        """Run ``call()`` in a worker thread unless a step is running (then say so)."""
+    def start(self, call: Callable[[], Any], then: Callable[[Any], None] | None = None, *, keep: bool = False) -> None:
+        """Run ``call()`` in a worker thread unless a step is running (then say so); ``then(result)`` once it
+        succeeded; ``keep``: an error leaves the step's result as it was (a change that was refused)."""
         with reactive.isolate():
             running = self.busy.get()
         if running:
@@ -110,13 +115,17 @@ class Step:
             return
         self.error.set("")
         self.busy.set(self.name)
+        self._then, self._keep = then, keep
         self.task.invoke(call)
 
-    def fail(self, message: str) -> None:
-        """Show ``message`` (nothing was run) and clear what this step and the later ones showed."""
+    def fail(self, message: str, *, keep: bool = False) -> None:
+        """Show ``message`` (nothing was run) and clear what this step and the later ones showed (``keep``: leave
+        them, the change asked for was refused and the step's result still holds)."""
+        message = self.words(message)
         self.error.set(message)
         ui.notification_show(message, type="error", duration=8)
-        self.clear()
+        if not keep:
+            self.clear()
 
     def clear(self) -> None:
         """Forget this step's result and the later steps' (their inputs changed)."""
@@ -130,26 +139,27 @@ class Step:
         self._stop.set()
 
     def _watched(self, call: Callable[[], Any]) -> Any:
-        def update(desc: str, done: float, total: float | None) -> None:
+        def update(desc: str, done: float, total: float | None, unit: str = "") -> None:
             if self._stop.is_set():
                 raise Cancelled(f"{desc or self.name} cancelled")
-            self._update = (desc, done, total)
+            self._update = (desc, done, total, unit)
 
-        with watching(update):
+        with watching(update, unit=True):
             return call()
 
     async def _work(self, call: Callable[[], Any]) -> tuple[Any, str]:
         """The task: the call in a thread, the progress bar updated from here (the event loop)."""
         self._stop.clear()
-        self._update = ("", 0.0, None)
+        self._update = ("", 0.0, None, "")
+        words = TimeLeft()  # the amount done and the time left, in words
         with ui.Progress(min=0, max=1) as bar:
             bar.set(message=f"{self.name}: working")
             job = asyncio.ensure_future(asyncio.to_thread(self._watched, call))
             while not job.done():
                 await asyncio.wait({job}, timeout=0.2)
-                desc, done, total = self._update
+                desc, done, total, unit = self._update
                 bar.set(value=min(done / total, 1.0) if total else None, message=f"{self.name}: working",
-                        detail=desc)
+                        detail=words(desc, done, total, unit) if desc or done else "")
         try:
             return job.result(), ""
         except BaseException as exc:
@@ -166,10 +176,12 @@ class Step:
             except Exception as exc:  # the task itself failed (e.g. the page went away)
                 value, message = None, outcome_message(exc)
             if message:
-                self.fail(message)
+                self.fail(message, keep=self._keep)
             else:
                 self.clear()
                 self.result.set(value)
+                if self._then is not None:
+                    self._then(value)
 
 
 def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
@@ -215,6 +227,8 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         desk = Desk(Workbench(folder / "work", data_dirs=data_dirs), folder)
         busy: reactive.Value[str] = reactive.value("")
         steps = {name: Step(name, busy) for name in STEPS}
+        for step in steps.values():  # every message in the page's words: no flag, no path of the work folder
+            step.words = lambda message: desk.wb.in_page_words(message, hidden=[work_root])
         for i, name in enumerate(STEPS):
             steps[name].later = tuple(steps[n] for n in STEPS[i + 1:])
             _step_controls(input, output, steps[name])
@@ -237,9 +251,14 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
                 desks[name] = desk
                 shutil.rmtree(folder, ignore_errors=True)  # this session's own, unused
                 _show_earlier(earlier.wb, steps)
-                ui.notification_show("the release in progress in this tab is back", type="message", duration=5)
+                stopped = (f"; the {earlier.interrupted} step, running when the tab was reloaded, was stopped: "
+                           "run it again" if earlier.interrupted else "")
+                ui.notification_show(f"the release in progress in this tab is back{stopped}",
+                                     type="warning" if stopped else "message", duration=8 if stopped else 5)
 
         def ended() -> None:
+            with reactive.isolate():
+                desk.interrupted = busy.get()  # a step running as the tab went away is stopped: say so on return
             for step in steps.values():
                 step.stop()
             with lock:
@@ -260,6 +279,7 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         design_step(input, output, desk, steps["design"], steps["data"], folder / "uploads", key)
         apply_step(input, output, desk, steps["apply"], steps["design"], key)
         export_step(input, output, desk, steps["export"], steps["design"], steps["apply"])
+        session_bar(input, output, desk, steps, folder / "uploads")
 
     return server
 
@@ -286,6 +306,7 @@ class Desk:
         self.wb = wb
         self.folder = folder
         self.name = ""
+        self.interrupted = ""  # the step that was running when the tab went away
 
 
 def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
@@ -297,6 +318,147 @@ def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
         steps["design"].result.set(None if wb.designed is None else wb.designed.view)
         steps["apply"].result.set(wb.applied)
         steps["export"].result.set(wb.exported)
+
+
+def _fill(wb: Workbench, names: Sequence[str] | None = None) -> None:
+    """The fields of the risk and design steps as the workbench's settings say (after a restore or an undo);
+    ``names``: the file's columns, when the choices of the fields change too."""
+    choices = wb.designed.choices if wb.designed is not None else None
+    design_vars = list(wb.designed.variables) if wb.designed is not None and choices is not None else []
+
+    def listed(text: str | None) -> list[str]:
+        return [t for t in (text or "").split(",") if t]
+
+    selected = {"risk_keys": list(wb.risk_keys), "design_vars": design_vars,
+                "strata": listed(choices.strata if choices else None),
+                "household_vars": listed(choices.household_vars if choices else None)}
+    for field, values in selected.items():
+        ui.update_selectize(field, selected=values, choices=None if names is None else list(names))
+    optional = None if names is None else {"": "none", **{n: n for n in names}}
+    single = {"risk_weights": wb.weights or "", "risk_household": wb.household or "",
+              "design_household": (choices.household if choices else None) or ""}
+    for field, value in single.items():
+        ui.update_select(field, selected=value, choices=optional)
+    if wb.sampling_fraction is not None:
+        ui.update_text("sampling_fraction", value=repr(wb.sampling_fraction))
+    if choices is not None:
+        method, options = method_of(choices)
+        ui.update_select("method", selected=method)
+        if choices.epsilon is not None:
+            ui.update_text("epsilon", value=repr(choices.epsilon))
+        ui.update_select("split", selected=choices.split)
+        ui.update_select("missing", selected=choices.missing)
+        ui.update_text("keep_codes", value=choices.keep_codes or "")
+        ui.update_text("options", value=", ".join(f"{k}={v}" for k, v in options.items()))
+
+
+def method_of(choices: DesignChoices) -> tuple[str, dict[str, Any]]:
+    """The page's method (a key of :data:`pramkit.app.ui.METHODS`) and its options field for ``choices``.
+
+    Examples
+    --------
+    >>> method_of(DesignChoices(method="dp", objective="variance", epsilon=1.0))
+    ('dp-variance', {})
+    >>> method_of(DesignChoices(method="dp", recognition=0.5)), method_of(DesignChoices(method="keep", keep=0.8))
+    (('recognition', {'recognition': 0.5}), ('keep', {'keep': 0.8}))
+    """
+    defaults = DesignChoices()
+    options = {f.name: getattr(choices, f.name) for f in dataclasses.fields(DesignChoices)
+               if f.name not in _FORM and getattr(choices, f.name) != getattr(defaults, f.name)}
+    if choices.recognition is not None:
+        return "recognition", options
+    for name, (_, flags) in METHODS.items():
+        if name != "recognition" and all(getattr(choices, k) == v for k, v in flags.items()) \
+                and (choices.objective is None or flags.get("objective") == choices.objective):
+            return name, options
+    return "dp", options
+
+
+def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Step], uploads: Path) -> None:
+    """Undo the last change of the settings; save the session to a file; restore one (:mod:`pramkit.workbench.saved`).
+
+    Parameters
+    ----------
+    input, output : Inputs, Outputs
+        The session's inputs and outputs.
+    desk : Desk
+        The session's workbench (``desk.wb``).
+    steps : dict
+        The steps, by name (a restore runs as the data step: it opens the file again).
+    uploads : Path
+        The session's folder for uploaded files.
+    """
+    status: reactive.Value[str] = reactive.value("")
+    changed: reactive.Value[int] = reactive.value(0)
+
+    def say(message: str, kind: str = "message") -> None:
+        message = steps["data"].words(message)
+        status.set(message)
+        ui.notification_show(message, type=kind, duration=6)  # type: ignore[arg-type]
+
+    @reactive.effect
+    @reactive.event(input.undo)
+    def _undo() -> None:
+        with reactive.isolate():
+            running = steps["data"].busy.get()
+        if running:
+            say(f"the {running} step is running: wait for it or cancel it", "warning")
+            return
+        try:
+            desk.wb.undo()
+        except PramkitError as exc:
+            say(outcome_message(exc), "error")
+            return
+        _show_earlier(desk.wb, steps)
+        _fill(desk.wb)
+        say("The last change is undone: apply again (with the key) before exporting.")
+
+    @reactive.effect
+    @reactive.event(input.save_session)
+    def _save() -> None:
+        text = input.session_path().strip()
+        try:
+            if not text:
+                raise ParameterError("give the path of the new session file")
+            where = desk.wb.save_session(text)
+        except PramkitError as exc:
+            say(outcome_message(exc), "error")
+            return
+        say(f"Session saved in {where} (no key and no data inside; it names your file and its digest).")
+
+    @reactive.effect
+    @reactive.event(input.session_upload)
+    def _restore() -> None:
+        try:
+            path = fields.upload(input.session_upload()[0], uploads / "session")
+        except ParameterError as exc:
+            say(str(exc), "error")
+            return
+
+        def restored() -> Any:
+            try:
+                desk.wb.restore_session(path)
+            finally:
+                path.unlink(missing_ok=True)
+            return desk.wb.source
+
+        def shown(_: Any) -> None:
+            _show_earlier(desk.wb, steps)
+            changed.set(changed.get() + 1)
+            say("The session is restored: give the key and apply again.")
+
+        steps["data"].start(restored, then=shown)
+
+    @render.ui
+    def session_status() -> ui.TagChild:
+        return ui.span(status(), class_="text-muted") if status() else None
+
+    @reactive.effect
+    def _undo_enabled() -> None:
+        for step in steps.values():
+            step.result()  # any step's new result may change what can be undone
+        changed()
+        ui.update_action_button("undo", disabled=not desk.wb.can_undo)
 
 
 def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
@@ -384,12 +546,27 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
         sep, encoding = input.csv_sep(), input.csv_encoding().strip()
         step.start(lambda: desk.wb.open_file(text, na_values=na, sep=sep, encoding=encoding))
 
+    @reactive.effect
+    @reactive.event(input.run_recode)
+    def _recode() -> None:
+        try:
+            _require(step, "open the data first")
+            spec = fields.recoding(input.recode())
+        except ParameterError as exc:
+            step.fail(str(exc), keep=True)
+            return
+        step.start(lambda: desk.wb.recoding(spec), keep=True)
+
     @render.ui
     def data_summary() -> ui.TagChild:
         src = step.result()
         if src is None:
             return ui.p("Open the census-like data or upload a file.")
-        return ui.p(ui.strong(src.label), f": {src.rows:,} rows, {len(src.variables)} variables ({src.format})")
+        recoded = desk.wb.recode
+        return ui.div(
+            ui.p(ui.strong(src.label), f": {src.rows:,} rows, {len(src.variables)} variables ({src.format})"),
+            ui.p(ui.em("Recoded before PRAM: " + "; ".join(_recode_words(c, r) for c, r in recoded.items())))
+            if recoded else None)
 
     @render.ui
     def data_folders() -> ui.TagChild:
@@ -399,17 +576,14 @@ def data_step(input: Inputs, output: Outputs, desk: Desk, step: Step, uploads: P
                           + " (a relative path is taken in the first). Upload any other file."))
 
     output(id="variables")(_table(step, lambda src: src.variables_frame()))
-    output(id="preview")(_table(step, lambda src: src.preview))
+    output(id="preview")(_table(step, lambda src: src.shown_preview()))  # value labels, missing codes
 
     @reactive.effect
     def _choices() -> None:
         src = step.result()
         names = [v.name for v in src.variables] if src is not None else []
-        optional = {"": "none", **{n: n for n in names}}
-        for field in ("risk_keys", "design_vars", "strata", "household_vars"):
-            ui.update_selectize(field, choices=names, selected=[])
-        for field in ("risk_weights", "risk_household", "design_household"):
-            ui.update_select(field, choices=optional, selected="")
+        with reactive.isolate():
+            _fill(desk.wb, names)  # a new file: nothing chosen; a restored session: its choices
 
 
 def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step) -> None:
@@ -433,12 +607,12 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
             keys = tuple(input.risk_keys())
             if not keys:
                 raise ParameterError("choose at least one key variable")
-            f = fields.fraction(input.sampling_fraction())
+            weights, household = input.risk_weights() or None, input.risk_household() or None
+            # the weights give each record's sampling fraction: the field is then not read (the view says so)
+            fraction = None if weights else fields.fraction(input.sampling_fraction())
         except ParameterError as exc:
             step.fail(str(exc))
             return
-        weights, household = input.risk_weights() or None, input.risk_household() or None
-        fraction = None if weights else f  # the weights give each record's sampling fraction
         explain = bool(input.risk_contributions())
         step.start(lambda: desk.wb.risk(keys, sampling_fraction=fraction, weights=weights, household=household,
                                         contributions=explain))
@@ -454,6 +628,23 @@ def risk_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step
         return ui.div(ui.p(ui.em(r.note)) if r.note else None,
                       ui.tags.ul(*[ui.tags.li(s) for s in r.sentences]) if r.sentences else None,
                       png(r.plot_png, "goodness of fit of the risk model") if r.plot_png else None)
+
+
+def _recode_words(column: str, rule: dict[str, Any]) -> str:
+    """One column's recoding in words, each category quoted (a category may hold a comma).
+
+    Examples
+    --------
+    >>> _recode_words("age", {"merge": {"1, 2": "low", "3": "low"}, "top": {"above": 80.0, "value": "80+"}})
+    "age: '1, 2', '3' -> 'low'; above 80 -> '80+'"
+    """
+    merged: dict[str, list[str]] = {}
+    for old, new in rule.get("merge", {}).items():
+        merged.setdefault(new, []).append(old)
+    words = [", ".join(map(repr, olds)) + f" -> {new!r}" for new, olds in merged.items()]
+    words += [f"above {rule['top']['above']:g} -> {rule['top']['value']!r}"] if "top" in rule else []
+    words += [f"below {rule['bottom']['below']:g} -> {rule['bottom']['value']!r}"] if "bottom" in rule else []
+    return f"{column}: " + "; ".join(words)
 
 
 def _require(step: Step, message: str) -> None:
@@ -473,13 +664,17 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     known = {f.name for f in dataclasses.fields(DesignChoices)} - set(_FORM)
     unknown = sorted(set(options) - known)
     if unknown:
-        raise ParameterError(f"unknown method option {unknown[0]!r}; the options are the flags of "
-                             "`pramkit design --help` written name=value (e.g. beta=0.5)")
+        raise ParameterError(f"unknown method option {unknown[0]!r} in the field Method options; the options are "
+                             "the design's parameters written name=value (e.g. beta=0.5, keep=0.8, k=3)")
     choice = input.method()
     if choice == "recognition" and "recognition" not in options:
         raise ParameterError("the recognition design needs its alpha: write the option recognition=ALPHA "
                              "(e.g. recognition=0.5)")
-    budget = None if choice == "recognition" else fields.budget(input.epsilon())
+    if choice == "recognition" and "combinations" not in options:  # every key, up to 3 at a time (the default
+        options["combinations"] = str(min(3, len(variables)))      # 3 refuses two keys)
+    text = input.epsilon().strip()
+    # the recognition design has no budget; a classic design's is a cap, which may be left empty
+    budget = None if choice == "recognition" or (not text and choice in OPTIONAL_BUDGET) else fields.budget(text)
     return variables, DesignChoices(
         **METHODS[choice][1], epsilon=budget, split=input.split(),
         forbid=files["forbid"], strata=",".join(input.strata()) or None,
@@ -488,9 +683,13 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
         categories=str(files["categories"]) if files["categories"] else None, missing=input.missing(), **options)
 
 
+#: The designs whose record budget is a cap that may be left empty (the classic families: their own
+#: parameters set the matrix; a budget given refuses a design above it).
+OPTIONAL_BUDGET = ("keep", "kanon", "invariant", "tridiagonal", "circulant", "bistochastic-beta")
+
 #: The choices set by the design form's own fields (not by its options field).
 _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
-         "categories", "missing", "na_values", "sep", "encoding")
+         "categories", "missing", "na_values", "sep", "encoding", "recoded_by")
 
 
 def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step, uploads: Path,
@@ -512,6 +711,8 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
     """
     files: dict[str, Path | None] = {"forbid": None, "prior": None, "categories": None}
 
+    in_use: reactive.Value[int] = reactive.value(0)  # the uploaded files changed
+
     def keep_upload(name: str) -> None:
         @reactive.effect
         @reactive.event(input[name])
@@ -521,9 +722,30 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
                 files[name] = fields.upload(input[name]()[0], uploads / name)
             except ParameterError as exc:
                 step.fail(str(exc))
+            in_use.set(in_use.get() + 1)
 
     for name in files:
         keep_upload(name)
+
+    @reactive.effect
+    @reactive.event(input.clear_files)
+    def _clear() -> None:
+        for name, path in files.items():
+            if path is not None:
+                path.unlink(missing_ok=True)
+            files[name] = None
+        in_use.set(in_use.get() + 1)
+
+    @render.ui
+    def design_files() -> ui.TagChild:
+        in_use()
+        used = [f"{what}: {files[name].name}" for name, what in  # type: ignore[union-attr]
+                (("forbid", "edit rules"), ("prior", "public frequencies"), ("categories", "codebook"))
+                if files[name] is not None]
+        if not used:
+            return ui.p(ui.em("No uploaded rules, frequencies or codebook: the next design reads none."))
+        return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used) + ".")),
+                      ui.input_action_button("clear_files", "Remove the uploaded files", class_="btn-sm"))
 
     @reactive.effect
     @reactive.event(input.run_design)

@@ -75,8 +75,29 @@ def page() -> ui.Tag:
         ui.tags.script(RESUME),
         ui.tags.style(STYLE),
         ui.h2("pramkit: a PRAM release, step by step"),
+        session_bar(),
         ui.navset_tab(data_tab(), risk_tab(), design_tab(), apply_tab(), export_tab(), id="steps"),
         title="pramkit",
+    )
+
+
+def session_bar() -> ui.Tag:
+    """Above the steps: undo the last change of the settings, save the session to a file, restore one.
+
+    Examples
+    --------
+    >>> html = str(session_bar())
+    >>> all(f'id="{i}"' in html for i in ("undo", "session_path", "save_session", "session_upload"))
+    True
+    """
+    return ui.div(
+        ui.input_action_button("undo", "Undo the last change", disabled=True),
+        ui.input_text("session_path", None, "", placeholder="Save the session as, e.g. ~/release-2026.json"),
+        ui.input_action_button("save_session", "Save the session"),
+        ui.input_file("session_upload", None, accept=[".json"], button_label="Restore a session...",
+                      placeholder="a session file (JSON)"),
+        ui.output_ui("session_status"),
+        class_="d-flex flex-wrap gap-2 align-items-start mb-2 session-bar",
     )
 
 
@@ -107,6 +128,11 @@ def data_tab() -> NavSetArg:
                       "they are, streamed)", ""),
         ui.input_action_button("open_path", "Open the file"),
         ui.output_ui("data_folders"),
+        ui.hr(),
+        ui.input_text_area("recode", "Recode before PRAM (one rule a line; empty: the file as opened)", "",
+                           rows=3, placeholder="marital_status: married, spouse present | married, spouse absent "
+                           "-> married\nage > 80 -> 80+"),
+        ui.input_action_button("run_recode", "Recode"),
     ], [
         ui.output_ui("data_summary"),
         ui.h4("Variables"), ui.output_table("variables"),
@@ -147,7 +173,7 @@ def design_tab() -> NavSetArg:
     return _step("3 Design", [
         ui.input_selectize("design_vars", "Variables to perturb", choices=[], multiple=True),
         ui.input_select("method", "Method", choices={k: label for k, (label, _) in METHODS.items()}),
-        ui.input_text("epsilon", "Record budget (epsilon, nats)", "3"),
+        ui.input_text("epsilon", "Record budget (epsilon, nats; may be empty for the classic designs)", "3"),
         ui.input_select("split", "Budget split", choices=["equal", "optimal", "joint"]),
         ui.input_text("options", "Method options (name=value, ...)", ""),
         ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),
@@ -158,6 +184,7 @@ def design_tab() -> NavSetArg:
                            multiple=True),
         ui.input_file("prior", "Public frequencies (CSV variable,category,frequency)", accept=[".csv"]),
         ui.input_file("categories", "Codebook (CSV variable,category)", accept=[".csv"]),
+        ui.output_ui("design_files"),
         ui.input_select("missing", "Missing values", choices=["keep", "category"]),
         ui.input_action_button("run_design", "Design", class_="btn-primary"),
         ui.hr(),

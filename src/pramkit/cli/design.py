@@ -186,6 +186,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-keys", metavar="COL[,COL]",
                    help="--target: the columns on which a record is unique and reproduced (default: --strata and "
                         "--vars)")
+    p.add_argument("--recoded-by", type=Path, metavar="MAP.json",
+                   help="DATA was recoded by this map (`pramkit recode`): the manifest states it (input.recode, public: "
+                        "the map is declared, not read from the data); a perturbed variable's categories must be "
+                        "recoded already")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
     add_csv_dialect(p)
@@ -213,7 +217,8 @@ def files(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
         return [args.derive_from, args.prior, args.categories], [args.out]
     if args.data is None or args.out is None:
         return [], []
-    inputs = [args.data, args.prior, args.forbid, args.categories, args.key_file, *distance_files(args.distances)]
+    inputs = [args.data, args.prior, args.forbid, args.categories, args.key_file, *distance_files(args.distances),
+              getattr(args, "recoded_by", None)]
     return inputs, [args.out, design_record_path(args.out, args.design_record)]
 
 

@@ -1,4 +1,4 @@
-"""``pramkit keygen FILE``: write a new secret key file."""
+"""``pramkit keygen FILE``: write a new secret key file; ``--fingerprint``: print an existing one's fingerprint."""
 
 from __future__ import annotations
 
@@ -23,19 +23,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> parser = argparse.ArgumentParser(prog="pramkit")
     >>> register(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["keygen", "secret.key"])
-    >>> args.command, str(args.file), args.func is run
-    ('keygen', 'secret.key', True)
+    >>> args.command, str(args.file), args.fingerprint, args.func is run
+    ('keygen', 'secret.key', False, True)
     """
     p = sub.add_parser("keygen", help=HELP["keygen"],
                        description="Write a new random key to FILE as 64 hexadecimal digits (mode 0600; "
                        "an existing file is never overwritten). Keep it apart from the release: "
                        "whoever holds it can undo the perturbation.")
     p.add_argument("file", type=Path)
-    p.set_defaults(func=run, files=lambda args: ([], [args.file]))
+    p.add_argument("--fingerprint", action="store_true",
+                   help="write nothing: print the fingerprint of the key in the existing FILE (which release "
+                   "it made: a release's fingerprint is in its receipt and the app's reproduce.sh)")
+    p.set_defaults(func=run, files=lambda args: ([args.file], []) if args.fingerprint else ([], [args.file]))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write a new random key file (:func:`pramkit.engine.rng.write_key_file`) and print its fingerprint.
+    """Write a new random key file (:func:`pramkit.engine.rng.write_key_file`) and print its fingerprint;
+    with ``--fingerprint``, only print the fingerprint of the key in the existing file.
 
     Parameters
     ----------
@@ -50,13 +54,14 @@ def run(args: argparse.Namespace) -> int:
     Raises
     ------
     KeyFileError
-        The file exists (a key file is never overwritten).
+        The file exists (a key file is never overwritten); with ``--fingerprint``, it is missing or
+        does not look like a key.
     WriteError
         The file cannot be written.
 
     Examples
     --------
-    >>> import contextlib, os, sys, tempfile
+    >>> import contextlib, io, os, sys, tempfile
     >>> from pramkit.cli import main
     >>> with tempfile.TemporaryDirectory() as d:
     ...     key = os.path.join(d, "key")
@@ -71,7 +76,22 @@ def run(args: argparse.Namespace) -> int:
     2
     >>> digits                                                  # hexadecimal: 256 bits
     64
+
+    The fingerprint of an existing key file (nothing written):
+
+    >>> from pramkit.engine.rng import SecretKey
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     key = os.path.join(d, "key")
+    ...     with contextlib.redirect_stdout(io.StringIO()):
+    ...         _ = main(["keygen", key])
+    ...     with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...         code = main(["keygen", key, "--fingerprint"])
+    ...     print(code, out.getvalue().strip() == SecretKey.from_file(key).fingerprint)
+    0 True
     """
+    if args.fingerprint:
+        print(SecretKey.from_file(args.file).fingerprint)
+        return 0
     path = write_key_file(args.file)
     fingerprint = SecretKey.from_file(path).fingerprint
     print(f"wrote a 256-bit key to {path} (fingerprint {fingerprint}); keep it secret and away from the release")

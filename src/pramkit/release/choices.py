@@ -101,6 +101,7 @@ class DesignChoices:
     population: int | None = None
     target: str | None = None
     target_keys: str | None = None
+    recoded_by: Path | None = None
 
     @classmethod
     def from_namespace(cls, args: Any) -> DesignChoices:
@@ -283,6 +284,10 @@ class DesignChoices:
             from pramkit.release.pipeline import design_planned
 
             release = design_planned(data, self.plan(variables), key=key, quiet=quiet)
+        if self.recoded_by is not None:
+            from pramkit.recode import declare_recoding
+
+            release = declare_recoding(release, self.recoded_by)
         return declare_sampling(release, sampling=self.sampling, population=self.population)
 
     def derive(self, variables: Sequence[str] | None = None) -> Derived:

@@ -22,7 +22,7 @@ import json
 import shlex
 import shutil
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pramkit._json import to_jsonable
 from pramkit._version import __version__
@@ -30,7 +30,7 @@ from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
-from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
 from pramkit.workbench.source import Source
 from pramkit.workbench.views import ApplyView, Designed, ExportView
 
@@ -40,6 +40,8 @@ class Workbench(Protocol):
 
     work: Path
     source: Source | None
+    base: Source | None
+    recode: dict[str, dict[str, Any]]
     designed: Designed | None
     applied: ApplyView | None
     risk_keys: tuple[str, ...]
@@ -53,11 +55,17 @@ SCRIPT = "reproduce.sh"
 
 def _in_private(wb: Workbench, path: Path) -> str | None:
     """Where a file of the work folder is exported in ``private/`` (None: it stays where it is)."""
-    for folder in (ORIGINAL, INPUTS):
+    for folder in (ORIGINAL, INPUTS, RECODED):
         base = (wb.work / folder).resolve()
         if path.resolve().parent == base:
-            return path.name if folder == ORIGINAL else f"{INPUTS}/{path.name}"
+            return {ORIGINAL: path.name, INPUTS: f"{INPUTS}/{path.name}"}.get(folder, _recoded_name(wb))
     return None
+
+
+def _recoded_name(wb: Workbench) -> str:
+    """The recoded copy's name in ``private/``."""
+    assert wb.source is not None
+    return f"recoded{wb.source.path.suffix.lower() or '.csv'}"
 
 
 def _shell_path(wb: Workbench, path: Path | str) -> str:
@@ -71,7 +79,9 @@ def _files_in_private(wb: Workbench) -> dict[Path, str]:
     assert wb.source is not None and wb.designed is not None
     out: dict[Path, str] = {}
     choices = wb.designed.choices
-    candidates = [wb.source.path, wb.designed.manifest_file] + (
+    recode = [wb.work / INPUTS / RECODE_MAP] if wb.recode else []
+    base = [] if wb.base is None or wb.base is wb.source else [wb.base.path]
+    candidates = [wb.source.path, *base, *recode, wb.designed.manifest_file] + (
         [] if choices is None else [getattr(choices, name) for name in INPUT_FILES])
     for path in candidates:
         if path is not None and _in_private(wb, Path(path)) is not None:
@@ -141,7 +151,8 @@ def reproduce_script(wb: Workbench) -> str:
     """
     if wb.source is None or wb.designed is None:
         raise ParameterError("design the release first: the script repeats the design, apply and report steps")
-    data = _shell_path(wb, wb.source.path)
+    base = wb.base if wb.base is not None and wb.recode else wb.source
+    data = f'"$OUT"/private/{_recoded_name(wb)}' if wb.recode else _shell_path(wb, wb.source.path)
     released = f'"$OUT"/public/{released_name(wb)}'
     na = " ".join(map(shlex.quote, _na_flags(wb)))
     lines = [
@@ -154,8 +165,11 @@ def reproduce_script(wb: Workbench) -> str:
         'if [ "$#" -ne 2 ]; then echo "usage: sh reproduce.sh KEY_FILE OUT" >&2; exit 2; fi',
         'KEY=$1',
         'OUT=$2',
+        *_key_check(wb),
         'HERE=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
         'mkdir -p "$OUT"/public "$OUT"/private',
+        *([f'pramkit recode {_shell_path(wb, base.path)} --map "$HERE"/{INPUTS}/{RECODE_MAP} --out {data} {na} --quiet'
+           .replace("  ", " ")] if wb.recode else []),
         _design_line(wb, data),
         f'pramkit apply {data} --manifest "$OUT"/public/manifest.json --key-file "$KEY" --out {released} '
         f"{na} --quiet".replace("  ", " "),
@@ -164,6 +178,32 @@ def reproduce_script(wb: Workbench) -> str:
         + f' --out "$OUT"/private/report.html --public "$OUT"/public/report.html {na} --quiet'.replace("  ", " "),
     ]
     return "\n".join(lines) + "\n"
+
+
+def key_fingerprint(wb: Workbench) -> str | None:
+    """The fingerprint of the key the release is made with: the applied release's, else the design's."""
+    if wb.applied is not None:
+        return wb.applied.key_fingerprint
+    if wb.designed is not None and wb.designed.key is not None:
+        return wb.designed.key.fingerprint
+    return None
+
+
+def _key_check(wb: Workbench) -> list[str]:
+    """The script's first step: the key file must be the release's (its fingerprint), else one line and exit 2,
+    before anything is written."""
+    fingerprint = key_fingerprint(wb)
+    if fingerprint is None:
+        return []
+    return [
+        f"RELEASE_KEY={fingerprint}",
+        'GIVEN_KEY=$(pramkit keygen --fingerprint "$KEY") || exit 2',
+        'if [ "$GIVEN_KEY" != "$RELEASE_KEY" ]; then',
+        '  echo "reproduce.sh: $KEY is not the key of this release (its fingerprint is $GIVEN_KEY, the release\'s is '
+        '$RELEASE_KEY): give the key file the release was made with; nothing was written" >&2',
+        "  exit 2",
+        "fi",
+    ]
 
 
 def _design_line(wb: Workbench, data: str) -> str:

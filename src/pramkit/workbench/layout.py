@@ -2,6 +2,8 @@
 
 * ``original/``: the built-in census or an uploaded file (exported into ``private/``);
 * ``inputs/``: the files the design read (rules, prior, codebook; exported into ``private/inputs/``);
+* ``recoded/``: the file recoded before PRAM (:meth:`pramkit.workbench.Workbench.recoding`; exported into
+  ``private/``), its map in ``inputs/`` (:data:`RECODE_MAP`);
 * ``release/``: the manifest, design record, released file and receipt of the release applied.
 """
 
@@ -10,5 +12,8 @@ from __future__ import annotations
 #: The work folder's sub-folders.
 ORIGINAL, INPUTS, RELEASE = "original", "inputs", "release"
 
+#: The recoded copy's folder and the recoding map's name in ``inputs/``.
+RECODED, RECODE_MAP = "recoded", "recode.json"
+
 #: Choices whose value is a file the design reads -> its name in ``inputs/``.
-INPUT_FILES = {"forbid": "rules.csv", "prior": "prior.csv", "categories": "codebook.csv"}
+INPUT_FILES = {"forbid": "rules.csv", "prior": "prior.csv", "categories": "codebook.csv", "recoded_by": "recode.json"}

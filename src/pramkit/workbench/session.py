@@ -14,10 +14,11 @@ are atomic, so a stopped step leaves nothing half-written.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +34,16 @@ from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
-from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RELEASE
-from pramkit.workbench.source import Source, describe_file
+from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
+from pramkit.workbench.saved import Snapshot, read_session, restore, session_dict
+from pramkit.workbench.source import Source, describe_file, shown_value
 from pramkit.workbench.views import ApplyView, Designed, DesignView, ExportView, RiskView, design_view
 
 #: Rows of the built-in census the workbench opens by default.
 CENSUS_ROWS = 20_000
+
+#: Changes of the settings :meth:`Workbench.undo` can take back, most recent last.
+UNDO_DEPTH = 20
 
 
 class Workbench:
@@ -84,6 +89,11 @@ class Workbench:
         self.risk_keys: tuple[str, ...] = ()
         self.sampling_fraction: float | None = None
         self.weights: str | None = None
+        self.household: str | None = None
+        self.recode: dict[str, dict[str, Any]] = {}
+        self.opened: dict[str, Any] = {}  # how the file was opened (a session file says it again)
+        self.base: Source | None = None  # the file as opened (``source`` is its recoded copy after a recoding)
+        self._history: list[Snapshot] = []
 
     # -- step 1: the file -------------------------------------------------
     def open_census(self, rows: int = CENSUS_ROWS) -> Source:
@@ -100,13 +110,16 @@ class Workbench:
         """
         if isinstance(rows, bool) or not isinstance(rows, int) or not 1_000 <= rows <= 10_000_000:
             raise ParameterError(f"the census needs a whole number of rows from 1,000 to 10,000,000, got {rows!r}")
-        path = self.work / ORIGINAL / "census.csv"
-        write_table(census(rows), path, force=True)
-        codebook = self.work / INPUTS / "census-codebook.csv"
-        pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
-                     columns=["variable", "category"]).to_csv(codebook, index=False)
-        return self._opened(describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook),
-                            copied=True)
+        with self._staging() as staging:
+            path = staging / "census.csv"
+            write_table(census(rows), path, force=True)
+            codebook = self.work / INPUTS / "census-codebook.csv"
+            pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
+                         columns=["variable", "category"]).to_csv(codebook, index=False)
+            described = describe_file(path, label=f"built-in census ({rows:,} persons)", categories=codebook)
+        source = self._opened(self._in_place(described), copied=True)
+        self.opened = {"kind": "census", "rows": rows}
+        return source
 
     def open_file(self, path: str | Path, *, label: str | None = None, na_values: Sequence[str] = NA_VALUES,
                   upload: bool = False, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> Source:
@@ -139,17 +152,40 @@ class Workbench:
             The path is outside the workbench's data folders (:meth:`readable`).
         """
         p = Path(path)
-        if upload:
-            name = Path(label or p.name).name or "data.csv"
-            kept = self.work / ORIGINAL / name
-            for old in (self.work / ORIGINAL).iterdir():
-                old.unlink()
-            shutil.copyfile(p, kept)
-            p = kept
+        if not upload:
+            described = describe_file(self.readable(p), label=label, na_values=na_values, sep=sep, encoding=encoding)
         else:
-            p = self.readable(p)
-        return self._opened(describe_file(p, label=label, na_values=na_values, sep=sep, encoding=encoding),
-                            copied=upload)
+            with self._staging() as staging:
+                kept = staging / (Path(label or p.name).name or "data.csv")
+                shutil.copyfile(p, kept)
+                described = describe_file(kept, label=label, na_values=na_values, sep=sep, encoding=encoding)
+        source = self._opened(self._in_place(described) if upload else described, copied=upload)
+        self.opened = {"kind": "upload"} if upload else {"kind": "path", "path": str(p)}
+        return source
+
+    @contextlib.contextmanager
+    def _staging(self) -> Iterator[Path]:
+        """A folder where a new file is made first: the file the steps read stays as it is until the new one is
+        read through (a step cancelled or refused halfway leaves the release as it was, and no copy behind)."""
+        staging = self.work / ORIGINAL / ".next"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(mode=0o700)
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def _in_place(self, source: Source) -> Source:
+        """A file read through from :meth:`_staging`, moved into ``original/`` in place of the one before."""
+        folder = self.work / ORIGINAL
+        for old in folder.iterdir():
+            if old.is_file():
+                old.unlink()
+        final = folder / source.path.name
+        source.path.replace(final)
+        source.path.parent.rmdir()
+        return dataclasses.replace(source, path=final)
 
     def readable(self, path: str | Path) -> Path:
         """The file ``path`` names, resolved, if it lies in one of the data folders (links followed).
@@ -195,15 +231,95 @@ class Workbench:
 
     def _opened(self, source: Source, *, copied: bool) -> Source:
         """A new file: every later step starts again."""
-        self.source, self.copied = source, copied
+        self.source, self.base, self.copied = source, source, copied
         self.designed = self.applied = self.assessed = self.exported = None
-        self.risk_keys, self.sampling_fraction, self.weights = (), None, None
+        self.risk_keys, self.sampling_fraction, self.weights, self.household = (), None, None, None
+        self.recode, self._history = {}, []
         return source
 
     def _source(self) -> Source:
         if self.source is None:
             raise ParameterError("open a file first (or the built-in census)")
         return self.source
+
+    def recoding(self, spec: Mapping[str, Any]) -> Source:
+        """Recode the file before PRAM: merge categories, top and bottom code (:mod:`pramkit.recode`).
+
+        Every later step reads the recoded copy (kept in the work folder, exported into ``private/``);
+        the script makes it again with ``pramkit recode`` and the map (``private/inputs/recode.json``).
+        An empty map goes back to the file as opened.  Undoable.
+
+        Parameters
+        ----------
+        spec : mapping
+            The recoding map, ``{column: {"merge": {old: new}, "top": {...}, "bottom": {...}}}``.
+
+        Returns
+        -------
+        Source
+            The recoded file (its variables, preview).
+
+        Raises
+        ------
+        ParameterError
+            The map is not written right or names a column the file does not have.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     merged = {"married, spouse present": "married", "married, spouse absent": "married"}
+        ...     src = wb.recoding({"marital_status": {"merge": merged}})
+        ...     info = {v.name: v.distinct for v in src.variables}
+        ...     print(info["marital_status"], wb.base.label == src.label, wb.is_recoded)
+        5 True True
+        """
+        from pramkit.recode import Recoding, recode_file
+
+        base = self.base
+        if base is None:
+            raise ParameterError("open a file first (or the built-in census)")
+        recoding = Recoding.of(spec)
+        recoding.check(base.names, base.label)
+        with self._change():
+            self.designed = self.applied = self.assessed = self.exported = None
+            if not recoding.rules:
+                self.source, self.recode = base, {}
+                (self.work / INPUTS / RECODE_MAP).unlink(missing_ok=True)
+                return base
+            folder = self.work / RECODED
+            folder.mkdir(mode=0o700, exist_ok=True)
+            out = folder / f"recoded-{len(list(folder.iterdir())) + 1}{base.path.suffix.lower() or '.csv'}"
+            recode_file(base.path, out, recoding, **base.reading)
+            import json
+
+            (self.work / INPUTS / RECODE_MAP).write_text(json.dumps(recoding.to_dict(), indent=2, ensure_ascii=False)
+                                                         + "\n", encoding="utf-8")
+            recoded = describe_file(out, label=base.label, na_values=base.na_values, sep=base.sep,
+                                    encoding=base.encoding)
+            self.source = dataclasses.replace(recoded, categories=self._recoded_codebook(base, recoding))
+            self.recode = recoding.to_dict()
+            return self.source
+
+    def _recoded_codebook(self, base: Source, recoding: Any) -> Path | None:
+        """The file's codebook with the recoding applied to its categories (declared categories stay declared:
+        the map is declared too), or None without a codebook."""
+        if base.categories is None:
+            return None
+        book = pd.read_csv(base.categories, dtype=str, keep_default_na=False)
+        for column, rule in recoding.rules.items():
+            rows = book["variable"] == column
+            book.loc[rows, "category"] = rule.recode(book.loc[rows, "category"])
+        out = self.work / INPUTS / "recoded-codebook.csv"
+        book.drop_duplicates().to_csv(out, index=False)
+        return out
+
+    @property
+    def is_recoded(self) -> bool:
+        """Whether the release reads a recoded copy of the file (the script then runs ``pramkit recode`` first)."""
+        return bool(self.recode)
 
     # -- step 2: the risk before ------------------------------------------
     def risk(self, keys: Sequence[str], *, sampling_fraction: float | None = None, weights: str | None = None,
@@ -226,12 +342,18 @@ class Workbench:
         -------
         RiskView
         """
+
+        source = self._source()
+        keys = _names(keys, "key variables")
+        with self._change():
+            return self._risk(source, keys, sampling_fraction, weights, household, contributions)
+
+    def _risk(self, source: Source, keys: list[str], sampling_fraction: float | None, weights: str | None,
+              household: str | None, contributions: bool) -> RiskView:
         from pramkit.risk.household import household_risk
         from pramkit.risk.identification import identification_risk
         from pramkit.risk.plots import plot_fit
 
-        source = self._source()
-        keys = _names(keys, "key variables")
         result = identification_risk(source.path, keys, sampling_fraction=sampling_fraction, weights=weights,
                                      **source.reading)
         figures = result.to_dict()
@@ -241,7 +363,12 @@ class Workbench:
         plot = self.work / RELEASE / "risk-fit.png"
         plot_fit(result.model, plot, force=True)
         self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
+        self.household = household or None
         self.assessed = RiskView.of(figures, plot.read_bytes())
+        if weights:
+            self.assessed = dataclasses.replace(self.assessed, note=(
+                f"Each record's sampling fraction is the inverse of its weight (column {weights}); a sampling "
+                "fraction of the file is not used with weights."))
         if contributions:
             from pramkit.risk.contributions import release_contributions
 
@@ -271,7 +398,13 @@ class Workbench:
         -------
         DesignView
         """
+        with self._change():
+            return self._design(variables, choices, key=key)
+
+    def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
+        if self.recode and choices.recoded_by is None:  # the manifest states the recoding (public: it is declared)
+            choices = dataclasses.replace(choices, recoded_by=self.work / INPUTS / RECODE_MAP)
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
@@ -307,6 +440,10 @@ class Workbench:
         ParameterError
             The manifest perturbs or reads columns that the file does not have.
         """
+        with self._change():
+            return self._use_manifest(path, key=key)
+
+    def _use_manifest(self, path: str | Path, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
         manifest = Manifest.read(path)
         absent = [c for c in manifest.columns if c not in source.names]
@@ -340,6 +477,141 @@ class Workbench:
                 shutil.copyfile(given, kept)
             changed[name] = type(given)(kept) if isinstance(given, Path) else str(kept)
         return dataclasses.replace(choices, **changed)
+
+    # -- messages -----------------------------------------------------------
+    def in_page_words(self, message: str, hidden: Sequence[str | Path] = ()) -> str:
+        """A library error's message in a page's words (:func:`pramkit.workbench.words.page_words`): fields
+        instead of flags, the officer's names of the files instead of the work folder's paths.
+
+        Parameters
+        ----------
+        message : str
+            The message.
+        hidden : sequence of path
+            Other private folders (the app's own), besides the work folder.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=1_000)
+        ...     wb.in_page_words(f"cannot read '{wb.work}/inputs/rules.csv' (--forbid)")
+        "cannot read 'the edit rules file' (the edit rules file)"
+        """
+        from pramkit.workbench.words import page_words
+
+        names: dict[str | Path, str] = {self.work / INPUTS / target: words for target, words in (
+            ("rules.csv", "the edit rules file"), ("prior.csv", "the public frequencies file"),
+            ("codebook.csv", "the codebook"), ("recoded-codebook.csv", "the codebook"),
+            ("census-codebook.csv", "the census's codebook"), ("manifest.json", "the manifest given"),
+            (RECODE_MAP, "the recoding"))}
+        if self.base is not None:
+            names[self.base.path] = self.base.label
+        if self.source is not None and self.source is not self.base:
+            names[self.source.path] = f"{self.source.label} (recoded)"
+        return page_words(message, hidden=[self.work, *hidden], names=names)
+
+    # -- undo and sessions --------------------------------------------------
+    @contextlib.contextmanager
+    def _change(self) -> Iterator[None]:
+        """A change of the settings: undoable once it succeeds; a failed one leaves the input files as they were."""
+        before = Snapshot.of(self)
+        try:
+            yield
+        except BaseException:
+            before.put_back_inputs(self)  # the steps' results are as they were: they are set on success only
+            raise
+        self._history = [*self._history, before][-UNDO_DEPTH:]
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether :meth:`undo` has a change to take back."""
+        return bool(self._history)
+
+    def undo(self) -> None:
+        """Take back the last change of the settings (a risk assessment, a design, a recoding).
+
+        The steps show again what they showed before it; a release applied since is forgotten
+        (apply again, with the key: the workbench never keeps a key in its history).
+
+        Raises
+        ------
+        ParameterError
+            There is nothing to undo (opening a file starts the history again).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=2.0))
+        ...     wb.undo()
+        ...     print(wb.designed.view.record_epsilon, wb.can_undo)
+        ...     wb.undo()
+        ...     print(wb.designed, wb.can_undo)
+        1 True
+        None False
+        """
+        if not self._history:
+            raise ParameterError("nothing to undo: no setting was changed since the file was opened")
+        self._history.pop().put_back(self)
+
+    def save_session(self, path: str | Path) -> Path:
+        """Write the settings to a session file (JSON; no key, no original data: :mod:`pramkit.workbench.saved`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A new file (an existing one is never overwritten).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Raises
+        ------
+        ParameterError
+            No file is open.
+        OutputExistsError
+            ``path`` exists.
+        """
+        from pramkit.atomic import write_text_atomic
+
+        return write_text_atomic(Path(path).expanduser(), self.session_json(), force=False)
+
+    def session_json(self) -> str:
+        """The session file's text (:meth:`save_session`)."""
+        import json
+
+        return json.dumps(session_dict(self), indent=2, ensure_ascii=False) + "\n"
+
+    def restore_session(self, path: str | Path) -> None:
+        """Open a session file's data again (its digest checked) and run its steps again (:func:`restore`).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            A session file (:meth:`save_session`).  For a session saved on an uploaded file, upload
+            the file again first.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(pathlib.Path(d, "a"))
+        ...     _ = wb.open_census(rows=2_000)
+        ...     _ = wb.risk(["age", "sex"], sampling_fraction=0.1)
+        ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
+        ...     saved = wb.save_session(pathlib.Path(d, "session.json"))
+        ...     again = Workbench(pathlib.Path(d, "b"))
+        ...     again.restore_session(saved)
+        ...     print(again.risk_keys, again.designed.view.record_epsilon, again.source.rows)
+        ('age', 'sex') 1 2000
+        """
+        restore(self, read_session(path))
 
     # -- step 4: apply ----------------------------------------------------
     def apply(self, key: SecretKey | None = None) -> ApplyView:
@@ -381,7 +653,7 @@ class Workbench:
             if self.designed.choices is None:
                 self.designed = dataclasses.replace(self.designed, key=key)
             else:
-                self.design(self.designed.variables, self.designed.choices, key=key)
+                self._design(self.designed.variables, self.designed.choices, key=key)
         designed = self.designed
         assert designed is not None and designed.key is not None
         made = self.work / RELEASE
@@ -411,7 +683,7 @@ class Workbench:
         from pramkit.estimate import estimate_table
 
         assert self.designed is not None and self.source is not None
-        frames = []
+        source, frames = self.source, []
         for v in manifest.variables:
             table = estimate_table(released, manifest, [v.name], **self.source.reading,
                                    weights=self.weights).to_frame()
@@ -419,12 +691,13 @@ class Workbench:
             p = None if record is None else record.variables.get(v.name, {}).get("p")
             original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
             frames.append(pd.DataFrame({
-                "variable": v.name, "category": [_label(c) for c in table["category"]],
+                "variable": v.name, "category": [_label(c, source, v.read_columns) for c in table["category"]],
                 "original (%)": np.round(original, 2),
                 "released (%)": (100 * table["released"] / table["released"].sum()).round(2),
                 "estimate (%)": (100 * table["proportion"]).round(2),
-                "95 % interval": [f"{100 * lo:.2f} to {100 * hi:.2f}"
-                                  for lo, hi in zip(table["proportion_ci_low"], table["proportion_ci_high"])],
+                "95 % interval": [_interval(lo, hi, known) for lo, hi, known in
+                                  zip(table["proportion_ci_low"], table["proportion_ci_high"],
+                                      table.get("identifiable", pd.Series(True, index=table.index)))],
             }))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -474,17 +747,34 @@ def _names(names: Sequence[str], what: str) -> list[str]:
     return out
 
 
-def _label(cell: Any) -> str:
-    """A category or a cell (a tuple of labels) as text; a missing value as "(missing)".
+def _label(cell: Any, source: Source | None = None, columns: Sequence[str] = ()) -> str:
+    """A category or a cell (a tuple of labels, one per column of ``columns``) as the page shows it: the
+    value labels of ``source`` (a Stata or SPSS file) instead of codes, a missing value as "(missing)".
 
     Examples
     --------
-    >>> _label(("0-9", "never married")), _label(None), _label(3)
-    ('0-9 | never married', '(missing)', '3')
+    >>> _label(("0-9", "never married")), _label(None), _label(3), _label(float("nan"))
+    ('0-9 | never married', '(missing)', '3', '(missing)')
     """
-    if cell is None:
-        return "(missing)"
-    return " | ".join(_label(c) for c in cell) if isinstance(cell, tuple) else str(cell)
+    if isinstance(cell, tuple):
+        named = len(columns) == len(cell)
+        return " | ".join(_label(c, source, (columns[i],) if named else ()) for i, c in enumerate(cell))
+    if source is not None and len(columns) == 1:
+        return source.shown(columns[0], cell)
+    return shown_value(cell)
+
+
+def _interval(lo: float, hi: float, identifiable: bool = True) -> str:
+    """A 95 % interval of a share in percent, or why there is none (never "nan to nan").
+
+    Examples
+    --------
+    >>> _interval(0.1, 0.2), _interval(float("nan"), float("nan"), False), _interval(float("nan"), 0.2)
+    ('10.00 to 20.00', 'none: the matrix cannot tell this cell apart from others', 'none for this estimator')
+    """
+    if math.isfinite(lo) and math.isfinite(hi):
+        return f"{100 * lo:.2f} to {100 * hi:.2f}"
+    return "none: the matrix cannot tell this cell apart from others" if not identifiable else "none for this estimator"
 
 
 def _heatmaps(manifest: Manifest) -> dict[str, bytes]:

@@ -8,6 +8,7 @@ be shown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.io import iter_batches
 from pramkit.progress import progress
+from pramkit.recode import code_text as _text
 
 #: Rows of the file kept to be shown.
 PREVIEW_ROWS = 20
@@ -96,6 +98,11 @@ class Source:
         The texts read as missing in a CSV file besides the empty field.
     categories : pathlib.Path or None
         A codebook that comes with the file (the built-in census declares its categories).
+    sep, encoding : str
+        How a CSV file is read.
+    preview_codes : pandas.DataFrame or None
+        The same first rows of a Stata or SPSS file with its missing codes as they are in the file
+        (read as missing in ``preview``), to show which code each missing value had.
 
     Examples
     --------
@@ -121,6 +128,7 @@ class Source:
     categories: Path | None = None
     sep: str = CSV_SEP
     encoding: str = CSV_ENCODING
+    preview_codes: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
     def reading(self) -> dict[str, Any]:
@@ -132,6 +140,39 @@ class Source:
         """The column names, in file order."""
         return [v.name for v in self.variables]
 
+    def labels(self, column: str) -> Mapping[Any, str] | None:
+        """The value labels of ``column`` (code -> label), or None."""
+        for v in self.variables:
+            if v.name == column:
+                return v.value_labels or None
+        return None
+
+    def shown(self, column: str, value: Any, code: Any = None) -> str:
+        """A value of ``column`` as the page shows it (:func:`shown_value` with the column's labels)."""
+        return shown_value(value, self.labels(column), code)
+
+    def shown_preview(self) -> pd.DataFrame:
+        """The first rows as the page shows them: value labels instead of codes, and each missing value as
+        "(missing)", with the file's missing code and its label when it has one.
+
+        Examples
+        --------
+        >>> import pathlib, tempfile, pyreadstat
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     f = str(pathlib.Path(d) / "a.sav")
+        ...     pyreadstat.write_sav(pd.DataFrame({"sex": [1.0, 2.0, 9.0, None, 3.0]}), f, missing_ranges={"sex": [9]},
+        ...                          variable_value_labels={"sex": {1: "male", 2: "female", 9: "refused"}})
+        ...     describe_file(f).shown_preview()["sex"].tolist()
+        ['male', 'female', '(missing: 9 refused)', '(missing)', '3']
+        """
+        out = {}
+        for name in self.preview.columns:
+            codes = (self.preview_codes[name].tolist() if self.preview_codes is not None
+                     and name in self.preview_codes.columns and len(self.preview_codes) == len(self.preview)
+                     else [None] * len(self.preview))
+            out[name] = [self.shown(name, x, c) for x, c in zip(self.preview[name].tolist(), codes)]
+        return pd.DataFrame(out, columns=self.preview.columns)
+
     def variables_frame(self) -> pd.DataFrame:
         """One row per variable: name, type, distinct values, missing values, value labels."""
         return pd.DataFrame({
@@ -140,7 +181,7 @@ class Source:
             "values": [f"> {v.distinct:,}" if v.more else f"{v.distinct:,}" for v in self.variables],
             "missing": [f"{v.missing:,}" for v in self.variables],
             "value labels": ["" if not v.value_labels else
-                             "; ".join(f"{k} = {lab}" for k, lab in list(v.value_labels.items())[:8])
+                             "; ".join(f"{_text(k)} = {lab}" for k, lab in list(v.value_labels.items())[:8])
                              + (" ..." if len(v.value_labels) > 8 else "") for v in self.variables],
         })
 
@@ -203,7 +244,8 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
     dtypes: dict[str, str] = {}
     preview: list[pd.DataFrame] = []
     rows = 0
-    with progress(total=meta.rows, desc="reading", unit="rows", quiet=quiet) as bar:
+    total = meta.rows if meta.rows is not None or meta.format != "csv" else lines_in(p) - 1
+    with progress(total=total, desc="reading", unit="rows", quiet=quiet) as bar:
         for table in tables:
             if rows < PREVIEW_ROWS:
                 preview.append(table.slice(0, PREVIEW_ROWS - rows).to_pandas())
@@ -219,7 +261,106 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
     )
     frame = pd.concat(preview, ignore_index=True) if preview else pd.DataFrame(columns=meta.columns)
     return Source(p, label or p.name, meta.format, rows, variables, frame, _codes(meta.missing), tuple(na_values),
-                  categories, sep, encoding)
+                  categories, sep, encoding, _raw_preview(p, meta.format))
+
+
+def is_missing(value: Any) -> bool:
+    """A missing value as pandas and Arrow give it: None, NaN or pandas' NA.
+
+    Examples
+    --------
+    >>> is_missing(None), is_missing(float("nan")), is_missing(pd.NA), is_missing(""), is_missing(0)
+    (True, True, True, False, False)
+    """
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def shown_value(value: Any, labels: Mapping[Any, str] | None = None, code: Any = None) -> str:
+    """A value as the page shows it: its value label when the file declares one, else the value (a whole
+    number without ``.0``); a missing value as "(missing)", with the file's missing ``code`` (and its
+    label) when it is known.
+
+    Parameters
+    ----------
+    value : object
+        The value as read (a missing code is read as missing).
+    labels : mapping, optional
+        The column's value labels, code -> label.
+    code : object, optional
+        The value as it is in the file (an SPSS user-missing or Stata extended missing code).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> labels = {1: "male", 2: "female", -9: "refused"}
+    >>> shown_value(1.0, labels), shown_value(3.0, labels), shown_value(float("nan"), labels)
+    ('male', '3', '(missing)')
+    >>> shown_value(None, labels, -9.0), shown_value(None, labels, "a"), shown_value("0-9, child")
+    ('(missing: -9 refused)', '(missing: a)', '0-9, child')
+    >>> shown_value("2", labels)             # a Stata column of codes and .a-.z codes is read as text
+    'female'
+
+    """
+    if is_missing(value):
+        if code is None or is_missing(code):
+            return "(missing)"
+        label = (labels or {}).get(code)
+        return f"(missing: {_text(code)}{'' if label is None else ' ' + label})"
+    if labels:
+        label = labels.get(value)
+        if label is None and isinstance(value, str):  # a Stata column of codes and extended missing codes
+            label = labels.get(_number(value))        # is read as text
+        if label is not None:
+            return str(label)
+    return _text(value)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _raw_preview(path: Path, fmt: str) -> pd.DataFrame | None:
+    """The first rows of a Stata or SPSS file with its missing codes as they are in the file (None for
+    other formats, or when the file cannot be read so)."""
+    if fmt not in ("stata", "spss"):
+        return None
+    import pyreadstat
+
+    reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
+    try:
+        frame, _ = reader(str(path), user_missing=True, row_limit=PREVIEW_ROWS)
+    except Exception:  # pyreadstat's own errors: the preview then shows "(missing)" alone
+        return None
+    return frame
+
+
+def lines_in(path: Path, block: int = 1 << 23) -> int:
+    """The lines of a file (its line breaks, and a last line without one), counted in blocks of ``block`` bytes:
+    a CSV file's rows for a progress bar before it is parsed (a field holding a line break counts twice).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = Path(d) / "a.csv"
+    ...     _ = f.write_text("a\\n1\\n2")
+    ...     lines_in(f), lines_in(f, block=1)
+    (3, 3)
+    """
+    count, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
 
 
 def _codes(missing: Any) -> tuple[str, ...]:

@@ -47,10 +47,11 @@ class RiskView:
 
     Examples
     --------
-    >>> view = RiskView.of({"n": 100, "cells": 6, "sample_uniques": 2, "tau1": 1.5, "tau2": 0.25,
-    ...                     "expected_reidentifications": 3.2, "sampling_fraction": 0.05})
-    >>> view.table.iloc[:3].to_dict("list")
-    {'measure': ['records', 'key combinations in the file', 'sample uniques'], 'value': ['100', '6', '2']}
+    >>> view = RiskView.of({"n": 100, "combinations": 5, "cells": 6, "sample_uniques": 2, "tau1": 1.5,
+    ...                     "tau2": 0.25, "expected_reidentifications": 3.2, "sampling_fraction": 0.05})
+    >>> view.table.iloc[:3].to_dict("list")  # doctest: +NORMALIZE_WHITESPACE
+    {'measure': ['records', 'key combinations in the file', "key combinations possible (the keys' categories
+                 multiplied)"], 'value': ['100', '5', '6']}
     """
 
     table: pd.DataFrame
@@ -61,7 +62,8 @@ class RiskView:
     sentences: tuple[str, ...] = ()
 
     #: Figure of the library's result -> its name on the page.
-    ROWS = (("n", "records"), ("cells", "key combinations in the file"), ("sample_uniques", "sample uniques"),
+    ROWS = (("n", "records"), ("combinations", "key combinations in the file"),
+            ("cells", "key combinations possible (the keys' categories multiplied)"), ("sample_uniques", "sample uniques"),
             ("sample_doubles", "sample doubles"), ("tau1", "tau1: population uniques among sample uniques"),
             ("tau2", "tau2: expected correct matches of sample uniques"),
             ("expected_reidentifications", "expected re-identifications (individual risk)"),

@@ -1,0 +1,132 @@
+"""Debian's Chromium driven by Playwright, for the app's browser tests: the browser, a page opened with the
+app's token, and the steps a user takes in the page.
+
+Importing this module skips the importing test module when Playwright or Chromium is absent, unless
+PRAMKIT_REQUIRE_BROWSER=1 (CI), which makes that a failure.  Playwright's own browser download is not used:
+the system's ``/usr/bin/chromium`` (or ``PRAMKIT_CHROMIUM``).  Screenshots go to tests/artifacts/app/ and,
+with PRAMKIT_DOC_SCREENSHOTS=1, to docs/app/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REQUIRED = os.environ.get("PRAMKIT_REQUIRE_BROWSER") == "1"
+CHROMIUM = Path(os.environ.get("PRAMKIT_CHROMIUM", "/usr/bin/chromium"))
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = [ROOT / "tests" / "artifacts" / "app"] + (
+    [ROOT / "docs" / "app"] if os.environ.get("PRAMKIT_DOC_SCREENSHOTS") == "1" else [])
+#: Milliseconds to wait for a step of the census workflow.
+WAIT = 30_000
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:
+    if REQUIRED:
+        raise
+    pytest.skip("playwright is not installed", allow_module_level=True)
+if not CHROMIUM.exists():
+    if REQUIRED:
+        raise RuntimeError(f"PRAMKIT_REQUIRE_BROWSER=1 but {CHROMIUM} is absent")
+    pytest.skip(f"{CHROMIUM} is absent", allow_module_level=True)
+pytest.importorskip("shiny")
+
+Browser = Any  # playwright.sync_api.Browser
+
+__all__ = [
+    "ARGS",
+    "CHROMIUM",
+    "SHOTS",
+    "WAIT",
+    "Browser",
+    "Page",
+    "choose",
+    "chromium",
+    "expect",
+    "no_trace",
+    "open_app",
+    "open_census",
+    "shot",
+    "step_error",
+    "sync_playwright",
+    "tab",
+    "upload",
+]
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Browser]:
+    """Headless Chromium, closed on exit (the ``chromium`` fixture of tests/conftest.py)."""
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def open_app(browser: Browser, base: str, token: str, **context: Any) -> Page:
+    """A new browser session on the app at ``base``, opened with its token, once Shiny is connected."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, **context)
+    pg = ctx.new_page()
+    pg.goto(f"{base}/?token={token}")
+    expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
+    pg.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=WAIT)
+    return pg
+
+
+def shot(page: Page, name: str, folders: list[Path] = SHOTS) -> None:
+    """A screenshot of the page once the step's work is done and every output drawn."""
+    expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
+    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
+    page.evaluate("window.scrollTo(0, 0)")
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(folder / f"{name}.png"))
+
+
+def tab(page: Page, title: str) -> None:
+    """Show a step's tab and wait until its outputs are drawn (a button does not move under a click)."""
+    page.get_by_role("tab", name=title).click()
+    expect(page.get_by_role("tab", name=title)).to_have_attribute("aria-selected", "true", timeout=WAIT)
+    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
+
+
+def choose(page: Page, field: str, values: list[str]) -> None:
+    """Pick ``values`` in a multiple selectize field, as a user does: open it, click each."""
+    box = page.locator(f"#{field} + .selectize-control")
+    for value in values:
+        box.locator(".selectize-input").click()
+        box.locator(f".selectize-dropdown-content [data-value='{value}']").click()
+    page.keyboard.press("Escape")
+    expect(page.locator(f"#{field} option[selected], #{field} option:checked")).to_have_count(len(values))
+
+
+def upload(page: Page, field: str, path: Path) -> None:
+    page.set_input_files(f"#{field}", str(path))
+    expect(page.locator(f"#{field}_progress")).to_contain_text("Upload complete", timeout=WAIT)
+
+
+def open_census(page: Page, rows: int = 20_000) -> None:
+    page.fill("#census_rows", str(rows))
+    page.click("#open_census")
+    expect(page.locator("#data_summary")).to_contain_text(f"{rows:,} rows", timeout=WAIT)
+
+
+def step_error(page: Page, step: str) -> str:
+    box = page.locator(f"#{step}_error .step-error")
+    expect(box).to_be_visible(timeout=WAIT)
+    return box.inner_text()
+
+
+def no_trace(page: Page) -> None:
+    assert "Traceback" not in page.content()
+    assert "internal error" not in page.content()
