@@ -244,7 +244,7 @@ def receipt_text(
     guarantees: Mapping[str, Any] | None = None,
     post_processing: Mapping[str, Any] | None = None,
     release: str = "",
-    input_release: Mapping[str, Any] | None | bool = False,
+    input_release: Mapping[str, Any] | bool | None = False,
 ) -> str:
     """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
 
@@ -363,7 +363,7 @@ class PendingReceipt:
 
     def fill(self, *, rows: int, digest: str | None = None, folder: bool = False,
              guarantees: Mapping[str, Any] | None = None, post_processing: Mapping[str, Any] | None = None,
-             input_release: Mapping[str, Any] | None | bool = False) -> None:
+             input_release: Mapping[str, Any] | bool | None = False) -> None:
         """Write the receipt's content to its temporary: call it before the release is renamed into place.
 
         Parameters
@@ -563,7 +563,7 @@ FRAME_ATTR = "pramkit_release_receipt"
 
 
 def mark_frame(frame: Any, manifest: Manifest, *, post_processing: Mapping[str, Any] | None = None,
-               release: str = "", input_release: Mapping[str, Any] | None | bool = False) -> None:
+               release: str = "", input_release: Mapping[str, Any] | bool | None = False) -> None:
     """Give a frame released in memory its receipt: the digest of the manifest that made it, in
     ``frame.attrs`` (:data:`FRAME_ATTR`), which :func:`check_release` reads.
 
