@@ -629,8 +629,9 @@ def corrected_table(released: Path, manifest: Any, a: str, b: str, *, na_values:
                     estimator: str) -> Any:
     """``pramkit.estimate_table``'s estimate of the (a, b) table, summed over strata and joint partners.
 
-    A column perturbed jointly is tabulated through its joint variable (its categories are the
-    cells); a stratified variable's categories are (stratum, value): both are summed to (a, b).
+    ``manifest``: the release's manifest, or its manifests in the order applied (a release made in
+    steps).  A column perturbed jointly is tabulated through its joint variable (its categories are
+    the cells); a stratified variable's categories are (stratum, value): both are summed to (a, b).
     """
     import itertools
 
@@ -638,8 +639,10 @@ def corrected_table(released: Path, manifest: Any, a: str, b: str, *, na_values:
     import pandas as pd
 
     import pramkit
+    from pramkit.estimate.chain import ManifestChain
 
-    owner = {c: name for name in manifest.names for c in manifest[name].columns}
+    chain = ManifestChain.of(manifest)
+    owner = {c: v.name for v in chain.variables for c in v.columns}
     tabulate = list(dict.fromkeys(owner.get(v, v) for v in (a, b)))
     est = pramkit.estimate_table(released, manifest, tabulate, na_values=tuple(na_values), estimator=estimator)
     counts = np.asarray(est.table.counts, dtype=float).reshape([len(c) for c in est.categories])
@@ -648,7 +651,7 @@ def corrected_table(released: Path, manifest: Any, a: str, b: str, *, na_values:
         values: dict[str, str] = {}
         for axis, i in enumerate(index):
             name, label = tabulate[axis], est.categories[axis][i]
-            columns = manifest[name].columns if name in manifest.names else (name,)
+            columns = chain[name].columns if name in chain.names else (name,)
             cell = label if isinstance(label, tuple) else (label,)
             values.update(zip(columns, (str(x) for x in cell[len(cell) - len(columns):])))
         records.append((values[a], values[b], counts[index]))
@@ -657,7 +660,8 @@ def corrected_table(released: Path, manifest: Any, a: str, b: str, *, na_values:
 
 
 def two_way_tv(setup: Setup, release: Release, *, estimator: str = "mle") -> TableTV | None:
-    """TV of every 2-way table of a perturbed feature: corrected where one manifest covers it, and raw."""
+    """TV of every 2-way table of a perturbed feature, corrected (with every manifest of the release, in the
+    order applied) and raw."""
     from itertools import combinations
 
     import numpy as np
@@ -685,18 +689,17 @@ def two_way_tv(setup: Setup, release: Release, *, estimator: str = "mle") -> Tab
 
 def _one_pair(setup: Setup, release: Release, released: Any, owner: dict[str, int], a: str, b: str,
               na: set[str], estimator: str, corrected: list[float], raw: list[float]) -> None:
-    """Append the (a, b) table's raw TV, and its corrected TV where one manifest covers both columns."""
+    """Append the (a, b) table's raw TV, and its corrected TV where the release's manifests correct it."""
     from pramkit.errors import PramkitError
 
     truth = _crosstab(setup.frame, a, b, na)
     raw.append(total_variation(*_aligned(truth, _crosstab(released, a, b, na))))
-    steps = {owner[v] for v in (a, b) if v in owner}
-    if len(steps) != 1 or -1 in steps:
+    if not any(v in owner for v in (a, b)) or -1 in {owner.get(v) for v in (a, b)}:
         return
     try:
-        est = corrected_table(release.released, release.steps[steps.pop()][1], a, b,
+        est = corrected_table(release.released, [m for _, m in release.steps], a, b,
                               na_values=release.na_values, estimator=estimator)
-    except PramkitError:  # e.g. two variables that share a stratum: not corrected
+    except PramkitError:  # a table the manifests cannot correct: left out (the count says how many)
         return
     corrected.append(total_variation(*_aligned(truth, est)))
 

@@ -306,7 +306,9 @@ def test_receipt_records_the_manifest(tmp_path: Path, frame, manifest, key) -> N
     assert receipt["rows"] == len(frame) and receipt["released_sha256"] == sha(tmp_path / "out.csv")
     assert receipt["manifest_sha256"] == sha(tmp_path / "m.json")
     assert set(receipt) == {"format", "version", "pramkit_version", "released_file", "released_sha256", "rows",
-                            "manifest_sha256", "manifest_content_sha256", "release"}  # nothing from the original file
+                            "manifest_sha256", "manifest_content_sha256", "release",
+                            "input_release"}  # nothing from the original file
+    assert receipt["input_release"] is None                               # applied to a file that is no release
     assert receipt["release"] == ""                                       # no label: a release key of its own
     assert sha(src) not in json.dumps(receipt)
     assert check_release(tmp_path / "out.csv", tmp_path / "m.json") is None

@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> args = parser.parse_args(["estimate", "released.csv", "--manifest", "m.json", "--vars", "age", "--by", "sex"])
     >>> args.command, args.vars, args.by, args.estimator, args.func is run
     ('estimate', 'age', 'sex', None, True)
+    >>> [str(m) for m in parser.parse_args(["estimate", "r.csv", "--manifest", "a.json", "--manifest", "b.json",
+    ...                                     "--vars", "age"]).manifest]
+    ['a.json', 'b.json']
     """
     p = sub.add_parser(
         "estimate", help=HELP["estimate"],
@@ -49,7 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "taken as unperturbed.",
     )
     p.add_argument("released", type=Path, help="the released file (CSV, Parquet, Stata, SPSS)")
-    p.add_argument("--manifest", required=True, type=Path, help="the release manifest (JSON)")
+    p.add_argument("--manifest", required=True, type=Path, action="append",
+                   help="the release manifest (JSON); a release made by manifests applied one after the other: "
+                        "each of them, in the order applied (--manifest first.json --manifest second.json)")
     p.add_argument("--vars", help="column(s) to tabulate, comma-separated (required unless --regress)")
     p.add_argument("--by", help="grouping column(s), comma-separated: proportions become shares within groups")
     p.add_argument("--method", choices=("moment", "mle"), default=None,
@@ -135,10 +140,18 @@ def run(args: argparse.Namespace) -> int:
     ...     code, [round(c["estimate"]) for c in json.loads(out.getvalue())["cells"]]
     (0, [70, 30])
     """
-    from pramkit.engine.receipt import ReceiptWarning, check_release
+    from pramkit.engine.receipt import ReceiptWarning, check_chain
     from pramkit.estimate import EstimationWarning, estimate_table
     from pramkit.manifest import Manifest
 
+    steps = list(args.manifest) if isinstance(args.manifest, list) else [args.manifest]
+    args.manifest = steps[-1]
+    if len(steps) > 1:
+        other = [flag for flag, given in (("--regress", args.regress is not None),
+                                          ("--emit", args.emit is not None or args.emit_r is not None)) if given]
+        if other:
+            raise ParameterError(f"{other[0]} reads one manifest; the manifests applied one after the other are "
+                                 "estimated as tables (--vars)")
     if args.regress is not None:
         return _regress(args)
     if args.family is not None:
@@ -148,12 +161,12 @@ def run(args: argparse.Namespace) -> int:
     names, groups = comma_names(args.vars), comma_names(args.by)
     if args.emit_r is not None or args.emit is not None or args.emit_out is not None:
         return _emit(args, names, groups)
-    manifest = Manifest.read(args.manifest)
-    unchecked = check_release(args.released, args.manifest)  # refuses a release of another manifest
+    manifests = [Manifest.read(m) for m in steps]
+    unchecked = check_chain(args.released, steps)  # refuses a release of other manifests, or in another order
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # the result carries the note
         warnings.simplefilter("ignore", ReceiptWarning)  # checked above, naming the manifest's file
-        result = estimate_table(args.released, manifest, names, by=groups or None, method=args.method,
+        result = estimate_table(args.released, manifests if len(manifests) > 1 else manifests[0], names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence, estimator=args.estimator,
                                 na_values=args.na_values, sep=args.sep, encoding=args.encoding, **_survey(args))
     note("estimate", unchecked)  # after the work: an error stays the only line

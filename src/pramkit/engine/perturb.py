@@ -1134,9 +1134,9 @@ def perturb_frame(
         record_epsilon=manifest.record_epsilon, seconds=time.perf_counter() - t0, perturbed=tuple(manifest.names),
         key_fingerprint=secret.fingerprint, release=label,
     )
-    from pramkit.engine.receipt import mark_frame
+    from pramkit.engine.receipt import input_of, mark_frame
 
-    mark_frame(out, manifest, release=label)  # its receipt, in out.attrs: estimate_table refuses it with another manifest
+    mark_frame(out, manifest, release=label, input_release=input_of(data))  # its receipt, in out.attrs: estimate_table refuses it with another manifest
     return FrameResult(out, result)
 
 
@@ -1414,7 +1414,7 @@ def apply_file(
     ['a.csv', 'a.csv.receipt.json', 'b.csv', 'data.csv']
     ['31', 'NA', '27', '60', '19']
     """
-    from pramkit.engine.receipt import receipt_after, receipt_path
+    from pramkit.engine.receipt import input_of, receipt_after, receipt_path
     from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
     from pramkit.io_stat import check_codes_named
     from pramkit.privacy.amplification import check_shuffle, release_guarantees, stated_sampling
@@ -1465,7 +1465,8 @@ def apply_file(
             if pending is not None:  # the receipt's content now, with the digest of what will appear
                 writer.close()
                 pending.fill(rows=start, digest=writer.sha256,
-                             guarantees=None if guarantees is None else guarantees.to_dict())
+                             guarantees=None if guarantees is None else guarantees.to_dict(),
+                             input_release=input_of(src))  # a release of a release: the chain, for estimates
     return ApplyResult(
         rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,

@@ -29,7 +29,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,6 +244,7 @@ def receipt_text(
     guarantees: Mapping[str, Any] | None = None,
     post_processing: Mapping[str, Any] | None = None,
     release: str = "",
+    input_release: Mapping[str, Any] | bool | None = False,
 ) -> str:
     """The JSON text of a receipt (see :func:`write_receipt`; ``folder``: a folder of part files, no digest).
 
@@ -268,6 +269,10 @@ def receipt_text(
         :func:`check_release` then refuses to correct it with the manifest.
     release : str
         The release's label (``apply --release``; ``""``: none), recorded as ``release``.
+    input_release : mapping, None or False
+        The release the file was made from, when ``manifest`` was applied to a released file
+        (:func:`input_entry` of its receipt; ``None``: a file without a receipt), recorded as
+        ``input_release``, which :func:`check_chain` follows; ``False`` (the default) records nothing.
 
     Returns
     -------
@@ -306,6 +311,8 @@ def receipt_text(
         "release": release_label(release),
         **({"guarantees": dict(guarantees)} if guarantees else {}),
         **({"post_processing": dict(post_processing)} if post_processing else {}),
+        **({} if input_release is False or input_release is True else
+           {"input_release": None if input_release is None else dict(input_release)}),
     }
     return json.dumps(receipt, indent=2) + "\n"
 
@@ -355,7 +362,8 @@ class PendingReceipt:
         return self._stage is not None
 
     def fill(self, *, rows: int, digest: str | None = None, folder: bool = False,
-             guarantees: Mapping[str, Any] | None = None, post_processing: Mapping[str, Any] | None = None) -> None:
+             guarantees: Mapping[str, Any] | None = None, post_processing: Mapping[str, Any] | None = None,
+             input_release: Mapping[str, Any] | bool | None = False) -> None:
         """Write the receipt's content to its temporary: call it before the release is renamed into place.
 
         Parameters
@@ -366,6 +374,7 @@ class PendingReceipt:
         folder : the release is a folder of part files (no digest)
         guarantees : the shuffled release's guarantees (:func:`receipt_text`)
         post_processing : the file is post-processed from a release (:func:`receipt_text`)
+        input_release : the release the file was made from (:func:`receipt_text`)
 
         Raises
         ------
@@ -392,7 +401,8 @@ class PendingReceipt:
         ['out.csv', 'out.csv.receipt.json'] 1
         """
         text = receipt_text(self._released, self._manifest, rows=rows, digest=digest, folder=folder,
-                            guarantees=guarantees, post_processing=post_processing, release=self._release)
+                            guarantees=guarantees, post_processing=post_processing, release=self._release,
+                            input_release=input_release)
         if self._stage is None:  # its temporary appears only now, once the release is written
             self._stage = self._stack.enter_context(
                 staged_bytes(receipt_path(self._released), force=True, inputs=self._inputs))
@@ -553,7 +563,7 @@ FRAME_ATTR = "pramkit_release_receipt"
 
 
 def mark_frame(frame: Any, manifest: Manifest, *, post_processing: Mapping[str, Any] | None = None,
-               release: str = "") -> None:
+               release: str = "", input_release: Mapping[str, Any] | bool | None = False) -> None:
     """Give a frame released in memory its receipt: the digest of the manifest that made it, in
     ``frame.attrs`` (:data:`FRAME_ATTR`), which :func:`check_release` reads.
 
@@ -567,6 +577,8 @@ def mark_frame(frame: Any, manifest: Manifest, *, post_processing: Mapping[str, 
         The frame is computed from a release of ``manifest`` (:func:`receipt_text`).
     release : str
         The release's label (``""``: none).
+    input_release : mapping, None or False
+        The release the frame was made from (:func:`receipt_text`); ``False`` records nothing.
 
     Examples
     --------
@@ -580,7 +592,9 @@ def mark_frame(frame: Any, manifest: Manifest, *, post_processing: Mapping[str, 
     """
     frame.attrs[FRAME_ATTR] = {"format": FORMAT, "manifest_content_sha256": _primary_digest(manifest),
                                "pramkit_version": __version__, "release": release,
-                               **({"post_processing": dict(post_processing)} if post_processing else {})}
+                               **({"post_processing": dict(post_processing)} if post_processing else {}),
+                               **({} if input_release is False or input_release is True else
+                                  {"input_release": None if input_release is None else dict(input_release)})}
 
 
 def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
@@ -667,6 +681,155 @@ def check_release(released: Any, manifest: Manifest | PathLike) -> str | None:
         f"{str(p)!r} was released with another manifest (its receipt {where.name} names manifest "
         f"sha256 {shown}..., not {label}); use the manifest published with the release"
     )
+
+
+def input_entry(receipt: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the receipt of a release made from a released file records of that file (``input_release``).
+
+    The manifest digests, the release label, any post-processing and, in turn, its own
+    ``input_release``: the whole chain of manifests applied one after the other, so that it can be
+    checked from the last release alone (:func:`check_chain`).  Not the input's digest or row count:
+    an intermediate file holds original values in the columns later steps perturb, and is not public.
+
+    Parameters
+    ----------
+    receipt : mapping or None
+        The input's receipt (:func:`read_receipt`, or a frame's :data:`FRAME_ATTR`).
+
+    Returns
+    -------
+    dict or None
+        ``None`` for an input without a receipt.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> first = json.loads(receipt_text("first.csv", m, rows=3, digest="ab" * 32, input_release=None))
+    >>> sorted(input_entry(first)), input_entry(None)
+    (['input_release', 'manifest_content_sha256', 'manifest_sha256', 'release'], None)
+    """
+    if not isinstance(receipt, Mapping):
+        return None
+    fields = ("manifest_sha256", "manifest_content_sha256", "release", "post_processing", "input_release")
+    return {k: receipt[k] for k in fields if k in receipt}
+
+
+def input_of(source: Any) -> dict[str, Any] | None:
+    """:func:`input_entry` of what a manifest is about to be applied to: a file (or folder) with its
+    receipt beside it, or a frame with its receipt in ``attrs``; ``None`` without a (readable) receipt.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> input_of("nowhere.csv"), input_of(pd.DataFrame({"sex": ["f"]}))
+    (None, None)
+    """
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            receipt = read_receipt(source)
+        except PramkitError:  # an unreadable receipt names no release: the chain is not recorded
+            receipt = None
+    else:
+        receipt = getattr(source, "attrs", {}).get(FRAME_ATTR)
+    return input_entry(receipt)
+
+
+def check_chain(released: Any, manifests: Sequence[Manifest | PathLike]) -> str | None:
+    """Check that ``manifests`` were applied one after the other, in this order, to make ``released``.
+
+    One manifest: :func:`check_release`.  Several: the release's receipt must name the last one, and
+    the releases its ``input_release`` records (:func:`input_entry`), one step back at a time, the
+    others in turn; the first must have been applied to a file that is no release (the original).
+
+    Parameters
+    ----------
+    released : str or os.PathLike, or pandas.DataFrame
+        The last release (a file, or a frame released in memory).
+    manifests : sequence of Manifest, or str or os.PathLike
+        The manifests in the order they were applied.
+
+    Returns
+    -------
+    str or None
+        ``None`` when the chain is checked (or there is nothing to check: a frame without a receipt, a
+        file that does not exist), a note (one line) when it cannot be checked: no receipt, a file
+        changed since, or a receipt that does not record its input (an older pramkit's).
+
+    Raises
+    ------
+    DataError
+        A step of the chain is another manifest, missing, in another order, or post-processed; or a
+        manifest is derived from the one before it (its matrices already compose both steps).
+    ParameterError
+        No manifest is given.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from pramkit.design.classic import randomized_response
+    >>> first = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> second = Manifest.of({"smoker": randomized_response(["yes", "no"], 1.0)})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = pathlib.Path(tmp) / "out.csv"
+    ...     _ = out.write_text("sex,smoker\\nf,no\\n")
+    ...     step = input_entry(json.loads(receipt_text("first.csv", first, rows=1, digest="ab" * 32,
+    ...                                               input_release=None)))
+    ...     _ = out.with_name("out.csv.receipt.json").write_text(
+    ...         receipt_text(out, second, rows=1, input_release=step))
+    ...     print(check_chain(out, [first, second]))
+    ...     try:
+    ...         check_chain(out, [second, second])      # the first step was another manifest
+    ...     except DataError as exc:
+    ...         print(str(exc).split(": ", 1)[1].split(" (sha256")[0])
+    None
+    manifest 2 was applied to a release of another manifest
+    """
+    steps = list(manifests)
+    if not steps:
+        raise ParameterError("give the manifest(s) that made the release")
+    if len(steps) == 1:
+        return check_release(released, steps[0])
+    names = [f"manifest {i + 1}" + ("" if isinstance(m, Manifest) else f" ({str(m)!r})") for i, m in enumerate(steps)]
+    unchecked = check_release(released, steps[-1])  # refuses a release whose last step is another manifest
+    if unchecked:
+        return unchecked
+    if isinstance(released, (str, os.PathLike)):
+        if not Path(released).exists():
+            return None
+        receipt, what = read_receipt(released), repr(str(released))
+    else:
+        receipt, what = getattr(released, "attrs", {}).get(FRAME_ATTR), "the data"
+    if not isinstance(receipt, Mapping):
+        return None
+    if "input_release" not in receipt:
+        return (f"the receipt of {what} does not record what {names[-1]} was applied to (an older pramkit wrote it): "
+                f"cannot check that {', '.join(names[:-1])} made its input")
+    order = "give the manifests in the order they were applied, every one of them"
+    entry = receipt["input_release"]
+    for k in range(len(steps) - 2, -1, -1):
+        later, earlier = names[k + 1], names[k]
+        if not isinstance(entry, Mapping):
+            raise DataError(f"{what}: {later} was applied to a file without a release receipt, not to a release of "
+                            f"{earlier}; {order}")
+        if entry.get("post_processing"):
+            raise DataError(f"{what}: {later} was applied to a post-processed file, not to a release of {earlier}; "
+                            "a post-processed file is no perturbation of the original")
+        digests = manifest_digests(steps[k])
+        if not ({entry.get("manifest_sha256"), entry.get("manifest_content_sha256")} - {None}) & digests:
+            raise DataError(f"{what}: {later} was applied to a release of another manifest (sha256 "
+                            f"{str(entry.get('manifest_sha256'))[:12]}...), not of {earlier}; {order}")
+        step = steps[k + 1]
+        led = (step if isinstance(step, Manifest) else Manifest.read(Path(step))).ledger
+        if led is not None and led.derived_from and led.derived_from.get("sha256") in digests:
+            raise DataError(f"{later} is derived from {earlier}: its matrices are already the law of both steps; "
+                            f"estimate with {later} alone")
+        entry = entry.get("input_release")
+    if entry is not None:
+        raise DataError(f"{what}: {names[0]} was applied to a release of another manifest (sha256 "
+                        f"{str(entry.get('manifest_sha256') if isinstance(entry, Mapping) else '?')[:12]}...), whose "
+                        f"columns would be read as unperturbed; {order}")
+    return None
 
 
 def post_processed_words(what: str, post_processing: Any) -> str:

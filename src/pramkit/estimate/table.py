@@ -39,9 +39,10 @@ from scipy.stats import norm
 
 from pramkit.counts import count_file, count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.receipt import ReceiptWarning, check_release
+from pramkit.engine.receipt import ReceiptWarning, check_chain
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.cells import cell_positions
+from pramkit.estimate.chain import ManifestChain
 from pramkit.estimate.covariance import VarianceKind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
@@ -544,7 +545,7 @@ class EstimateResult:
 
 def estimate_table(
     data: Any,
-    manifest: Manifest,
+    manifest: Manifest | Sequence[Manifest],
     vars: str | Sequence[str],
     *,
     by: str | Sequence[str] | None = None,
@@ -567,9 +568,14 @@ def estimate_table(
         The released file, in memory or as a path (then streamed chunk by
         chunk: memory is bounded by the chunk and the table, not the file;
         a polars frame or an Arrow table streams the same way).
-    manifest : Manifest
+    manifest : Manifest, or sequence of Manifest
         Its manifest; a column it lists is perturbed with its matrix, any
-        other column is taken as unperturbed (identity).
+        other column is taken as unperturbed (identity).  For a release made by
+        manifests applied one after the other, all of them in the order applied
+        (:mod:`pramkit.estimate.chain`): each column with the matrix of the step
+        that perturbed it, variables of different steps crossed by the Kronecker
+        product of their matrices; the release's receipt must record that chain
+        (:func:`pramkit.engine.receipt.check_chain`).
     vars : str or sequence of str
         The column(s) to tabulate.
     by : str or sequence of str, optional
@@ -619,10 +625,13 @@ def estimate_table(
         that disagree), a confidence outside (0, 1), a column read twice or
         perturbed jointly with others, data of another type, or a table of
         more than :data:`MAX_CELLS` cells, or matrices too large to hold dense
-        (:func:`check_matrix_memory`).
+        (:func:`check_matrix_memory`); a variable whose law across manifests applied
+        one after the other is no product of their matrices (a stratum perturbed by
+        another step, a column perturbed by two steps over other columns).
     DataError
         If the data have no rows, a column has no non-missing value, every
-        row has a missing value, or the released values do not match the manifest.
+        row has a missing value, or the released values do not match the manifest;
+        or the release's receipt records another chain of manifests.
 
     Warns
     -----
@@ -646,6 +655,15 @@ def estimate_table(
     ('unbiased', [130.0, -30.0], [True, True])
     >>> estimate_table(released, Manifest.of({"answer": m}), "answer", estimator="norm-sub").table.counts.tolist()
     [100.0, 0.0]
+
+    Two manifests applied one after the other (a second one perturbing ``sex``): the table of
+    ``answer`` by ``sex`` inverts the Kronecker product of their matrices:
+
+    >>> second = Manifest.of({"sex": PramMatrix([[0.9, 0.1], [0.2, 0.8]], ("f", "m"))})
+    >>> both = released.assign(sex=["f"] * 50 + ["m"] * 50)
+    >>> res = estimate_table(both, [Manifest.of({"answer": m}), second], ["answer", "sex"])
+    >>> res.perturbed, round(float(res.table.counts.sum()), 6)
+    ((True, True), 100.0)
     """
     names = _names(vars, "vars")
     groups = _names(by, "by") if by is not None else []
@@ -654,14 +672,15 @@ def estimate_table(
         raise ParameterError(f"a variable appears twice in vars/by: {axes}")
     chosen = _estimator(method, estimator, confidence)
     _check_variance(variance, weights is not None or survey is not None or replicates is not None)
-    read = _read_columns(manifest, axes)
+    chain = ManifestChain.of(manifest)
+    read = _read_columns(chain, axes)
     raw = [c for a in axes for c in read[a]]
-    shared = _shared_strata(manifest, axes, read)
+    shared = _shared_strata(chain, axes, read)
     if shared and (weights is not None or survey is not None or replicates is not None):
         raise ParameterError(f"{', '.join(axes)} share the stratum {shared[0]!r}: their table is estimated without "
                              "weights or a survey design (tabulate one of them with the weights)")
-    declared = {c: levels for a in axes if a in manifest.names for c, levels in _levels(manifest[a]).items()}
-    unchecked = check_release(data, manifest)  # a release of another manifest gives wrong estimates: refused
+    declared = {c: levels for a in axes if a in chain.names for c, levels in _levels(chain[a]).items()}
+    unchecked = check_chain(data, chain.manifests)  # a release of other manifests gives wrong estimates: refused
     if unchecked:
         warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
     once = list(dict.fromkeys(raw))
@@ -679,8 +698,8 @@ def estimate_table(
         counted = _repeat_strata(counted, raw)
     kept: dict[str, list[tuple]] = {}
     if raw != axes:
-        counted, kept = _cells_table(counted, manifest, axes, read)
-    matrices = _matrices(manifest, axes, kept)
+        counted, kept = _cells_table(counted, chain, axes, read)
+    matrices = _matrices(chain, axes, kept)
     check_matrix_memory(axes, matrices)
     categories = counted.categories
     for name, cats in zip(axes, categories):
@@ -695,7 +714,7 @@ def estimate_table(
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
     if weights is not None or survey is not None or replicates is not None:
         design = _design(weights, survey, replicates)
-        table = _survey_estimate(data, manifest, axes, read, raw_categories, design, replicates, chosen,
+        table = _survey_estimate(data, chain, axes, read, raw_categories, design, replicates, chosen,
                                  {"na_values": na_values, "sep": sep, "encoding": encoding}, kept)
     else:
         table = estimate_counts(counted.counts.astype(float), matrices, estimator=chosen, variance=variance)
@@ -761,7 +780,7 @@ def _design(weights: str | None, survey: SurveyDesign | None, replicates: Replic
     return SurveyDesign(weights)
 
 
-def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: Sequence[str],
+def _survey_estimate(data: pd.DataFrame | str | Path, manifest: ManifestChain, axes: Sequence[str],
                      read: Mapping[str, tuple[str, ...]], raw_categories: Sequence[Sequence[Label]],
                      design: SurveyDesign, replicates: Replicates | None, estimator: str,
                      reading: Mapping[str, Any], kept: Mapping[str, Sequence[tuple]]) -> TableEstimate:
@@ -786,7 +805,7 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: Manifest, axes: 
                                variance=cov.kind)
 
 
-def _check_household_psus(manifest: Manifest, axes: Sequence[str], design: SurveyDesign,
+def _check_household_psus(manifest: ManifestChain, axes: Sequence[str], design: SurveyDesign,
                           replicates: Replicates | None) -> None:
     """A variable drawn once per household shares its draw among the members: records as PSUs are refused."""
     drawn = [a for a in axes if a in manifest.names and manifest[a].unit]
@@ -813,7 +832,7 @@ def _batches(data: pd.DataFrame | str | Path, columns: list[str], reading: Mappi
     return batches, meta.rows
 
 
-def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[str, ...]]:
+def _read_columns(manifest: ManifestChain, axes: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """The columns each axis reads: its own, or, for a variable over several columns (joint, or
     with strata), all of them; a column perturbed jointly with others is refused by its name."""
     out: dict[str, tuple[str, ...]] = {}
@@ -829,7 +848,7 @@ def _read_columns(manifest: Manifest, axes: Sequence[str]) -> dict[str, tuple[st
     return out
 
 
-def _shared_strata(manifest: Manifest, axes: Sequence[str], read: Mapping[str, tuple[str, ...]]) -> list[str]:
+def _shared_strata(manifest: ManifestChain, axes: Sequence[str], read: Mapping[str, tuple[str, ...]]) -> list[str]:
     """The columns several axes read, each a stratum of every variable that reads it (their table is then
     estimated on the variables' cells, records of one stratum falling in cells of one stratum); a column
     read twice otherwise (named in vars or by beside a variable whose cells give it, or perturbed jointly)
@@ -868,7 +887,7 @@ def _levels(variable: Any) -> dict[str, list[Label]]:
     return dict(zip(variable.read_columns, variable.joint_levels()))  # the engine's own reading, column by column
 
 
-def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
+def _cells_table(counted: Any, manifest: ManifestChain, axes: Sequence[str],
                  read: Mapping[str, tuple[str, ...]]) -> tuple[Any, dict[str, list[tuple]]]:
     """The counts with each multi-column variable's columns merged into one axis over its cells
     (its matrix's categories), and each such axis's combinations released exactly.
@@ -894,7 +913,7 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
         others = tuple(i for i in range(merged.ndim) if i != axis)
         seen = np.flatnonzero(merged.sum(axis=others) if others else merged)
         outside = np.setdiff1d(seen, index)
-        if outside.size and not manifest.keeps_rule_breakers:
+        if outside.size and not manifest.keeps_rule_breakers(a):
             count = int(np.take(merged, outside, axis=axis).sum())
             raise DataError(f"the released file holds {count} record(s) in combinations of "
                             f"{', '.join(read[a])} that {a!r} never releases; was it released with this manifest?")
@@ -905,7 +924,7 @@ def _cells_table(counted: Any, manifest: Manifest, axes: Sequence[str],
     return CountTable(tuple(axes), tuple(categories), merged, counted.rows, counted.missing), kept
 
 
-def _matrices(manifest: Manifest, axes: Sequence[str],
+def _matrices(manifest: ManifestChain, axes: Sequence[str],
               kept: Mapping[str, Sequence[tuple]]) -> list[PramMatrix | None]:
     """Each axis's matrix (``None`` for a column not perturbed), extended by the combinations it
     released exactly (:func:`released_exactly`)."""
