@@ -440,7 +440,7 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
     own = tuple(names) if missing == "category" else ()
     table = with_missing_category(table, own)
     if households is not None:
-        households = with_missing_category(households, [c for c in own if c in households.columns])
+        households = _with_missing_category(households, [c for c in own if c in households.columns])
     cats = {c: tuple(x for x in cs if x is not None or c in own) for c, cs in zip(table.columns, table.categories)}
     keep = kept_codes(shape.keep, {n: tuple(x for x in cats[n] if x is not None) for n in names})
     if shape.rules is not None:
