@@ -90,6 +90,23 @@ def test_thirteen_nist_variables_design_from_the_command_line(tmp_path: Path) ->
     assert manifest.record_epsilon <= 10.0
 
 
+@needs_nist
+@pytest.mark.parametrize("extra, message", [
+    (["--split", "joint"], "the table over ['MSP', 'HISP', 'RAC1P', 'NOC', 'NPF', 'HOUSING_TYPE', 'OWN_RENT', 'INDP_CAT', "
+                           "'EDU', 'PINCP_DECILE', 'DREM', 'DPHY', 'DEAR'] has 17,513,496,000 cells"),
+    (["--strata", "SEXX"], "column(s) ['SEXX'] are not in"),
+])
+def test_what_the_design_cannot_count_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  extra: list[str], message: str) -> None:
+    """A joint split still counts its target, the joint table of its variables: refused, nothing written."""
+    out = tmp_path / "m.json"
+    code = main(["design", str(NIST), "--vars", ",".join(THIRTEEN), "--epsilon", "10", "--na-values", "N",
+                 "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- the same designs as before the change --------------------------------------------------------------
 
 DESIGNS = r'''
