@@ -172,7 +172,10 @@ def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("before")
     archive = subprocess.run([git, "-C", str(REPO), "archive", BEFORE, "src"], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(out, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+            tar.extractall(out, filter="data")
+        else:  # the repository's own archive
+            tar.extractall(out)
     here = REPO / "src" / "pramkit"
     for built in [*here.rglob("*.so"), *here.rglob("*.pyd"), here / "_build_version.py"]:
         if built.is_file() and not (out / "src" / "pramkit" / built.relative_to(here)).exists():
