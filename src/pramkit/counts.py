@@ -8,13 +8,16 @@ distinct values (:func:`pramkit.engine.codebook.sort_labels` order) and a second
 pass counts.  :class:`CountTable` is pramkit's one contingency-table type;
 :func:`count_codes` counts it from records already encoded, which is how every
 table is counted (the chunks of a file, a DataFrame, the key variables of the
-risk measures).
+risk measures).  :func:`count_groups` counts the tables of several groups of
+columns in one pass (:class:`CountTables`: a design's margins and joint groups),
+so that memory is the sum of the groups' cells, not the product of every
+column's categories.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,6 +279,118 @@ class CountTable:
         return m / total
 
 
+@dataclass(frozen=True)
+class CountTables:
+    """The tables of several groups of columns, counted in one pass over the same records.
+
+    A design whose matrices each read a few columns (a variable's margin, a joint group, a
+    variable with its strata) needs each group's table, not the table of every column:
+    :func:`count_groups` counts one :class:`CountTable` per group, so that memory is the sum
+    of the groups' cells (:attr:`cells`), never the product of every column's categories.
+    It reads like one table for what the groups agree on: the columns, their categories,
+    the records read, and the margin of columns that one group holds.
+
+    Parameters
+    ----------
+    columns : tuple of str
+        Every counted column, each in one group at least.
+    tables : tuple of CountTable
+        One per group.
+    rows : int
+        Records read.
+    missing : int
+        Records with a missing value (:data:`pramkit.engine.codebook.MISSING`, not a declared
+        ``None`` category) in some column: each group leaves out those missing in its own columns.
+    complete_rows : int
+        Records with a value in every column (neither missing nor the category ``None``).
+
+    Examples
+    --------
+    >>> t = count_groups(pd.DataFrame({"x": ["a", "b", "a"], "y": [1, 2, 2], "z": [0, 0, 1]}), [["x", "y"], ["z"]])
+    >>> t.columns, t.cells, t.margin("y").tolist(), t.group("z").counts.tolist(), t.complete_rows
+    (('x', 'y', 'z'), 6, [1, 2], [2, 1], 3)
+    """
+
+    columns: tuple[str, ...]
+    tables: tuple[CountTable, ...]
+    rows: int
+    missing: int
+    complete_rows: int
+
+    @property
+    def categories(self) -> tuple[tuple[Label, ...], ...]:
+        """Each column's categories (as every group holding it counts them), in the order of :attr:`columns`."""
+        found = {c: cats for t in self.tables for c, cats in zip(t.columns, t.categories)}
+        return tuple(found[c] for c in self.columns)
+
+    @property
+    def cells(self) -> int:
+        """The cells counted: the sum of the groups' cells (the memory of the counts, 8 bytes a cell).
+
+        Examples
+        --------
+        >>> count_groups(pd.DataFrame({"x": [1, 2], "y": ["a", "b"]}), [["x"], ["y"]]).cells  # 2 + 2, not 2 * 2
+        4
+        """
+        return sum(t.cells for t in self.tables)
+
+    def group(self, *columns: str) -> CountTable:
+        """The table of one group, its columns given in the group's order; :class:`KeyError` if none is.
+
+        Examples
+        --------
+        >>> t = count_groups(pd.DataFrame({"x": [1, 2], "y": ["a", "b"]}), [["x", "y"]])
+        >>> t.group("x", "y").counts.tolist()
+        [[1, 0], [0, 1]]
+        """
+        for t in self.tables:
+            if t.columns == columns:
+                return t
+        raise KeyError(f"no group counts exactly {list(columns)}")
+
+    def margin(self, *columns: str) -> np.ndarray:
+        """:meth:`CountTable.margin` of the smallest group holding every one of ``columns``.
+
+        Raises
+        ------
+        KeyError
+            No group holds them all.
+
+        Examples
+        --------
+        >>> t = count_groups(pd.DataFrame({"x": [1, 2, 2], "y": ["a", "b", "b"]}), [["x", "y"]])
+        >>> t.margin("y", "x").tolist(), t.margin("x").tolist()
+        ([[1, 0], [0, 2]], [1, 2])
+        """
+        holding = [t for t in self.tables if set(columns) <= set(t.columns)]
+        if not holding:
+            raise KeyError(f"no group counts {list(columns)} together")
+        return min(holding, key=lambda t: t.cells).margin(*columns)
+
+    def each(self, change: Callable[[CountTable], CountTable]) -> CountTables:
+        """The tables with ``change`` (a function of a :class:`CountTable`) made to each group's.
+
+        Examples
+        --------
+        >>> t = count_groups(pd.DataFrame({"x": [1, 2]}), [["x"]])
+        >>> t.each(lambda g: g.extended("x", [1, 2, 3])).categories
+        ((1, 2, 3),)
+        """
+        return CountTables(self.columns, tuple(change(t) for t in self.tables), self.rows, self.missing,
+                           self.complete_rows)
+
+    def extended(self, column: str, categories: Sequence[Label]) -> CountTables:
+        """:meth:`CountTable.extended` in every group counting ``column``.
+
+        Examples
+        --------
+        >>> t = count_groups(pd.DataFrame({"x": [1, 2], "y": [0, 0]}), [["x", "y"], ["x"]])
+        >>> [g.shape for g in t.extended("x", [1, 2, 3]).tables]
+        [(3, 1), (3,)]
+        """
+        return self.each(lambda t: t.extended(column, categories) if column in t.columns else t)
+
+
 def cell_index(codes: ArrayLike, shape: Sequence[int], columns: Sequence[str]) -> np.ndarray:
     """The flat (C-order) cell of each record of a table of ``shape``.
 
@@ -459,35 +574,89 @@ def chunk_codes(table: pa.Table, columns: Sequence[str], cats: Mapping[str, Sequ
     ]).reshape(len(columns), table.num_rows)
 
 
+def _cells_bound(groups: Sequence[Sequence[str]], cats: Mapping[str, Sequence[Label]], max_cells: int) -> None:
+    """:class:`ParameterError` when the groups' tables hold more than ``max_cells`` cells in all."""
+    cells = sum(math.prod(len(cats[c]) for c in g) for g in groups)
+    if cells <= max_cells:
+        return
+    what = f"the table over {list(groups[0])} has" if len(groups) == 1 else \
+        f"the tables over {[list(g) for g in groups]} have"
+    raise ParameterError(f"{what} {cells:,} cells ({8 * cells / 1e9:,.1f} GB as counts), more than {max_cells:,}; "
+                         "count fewer columns")
+
+
+def _count_groups(tables: Any, columns: Sequence[str], groups: Sequence[Sequence[str]],
+                  cats: Mapping[str, Sequence[Label]], quiet: bool, total: int | None, weights: str | None = None,
+                  max_cells: int = MAX_CELLS) -> CountTables:
+    """The tables of ``groups`` (each a few of ``columns``), summed over Arrow tables (chunks) encoded
+    once each (:func:`chunk_codes`) and counted one by one (:func:`count_codes`)."""
+    _cells_bound(groups, cats, max_cells)
+    where = {c: i for i, c in enumerate(columns)}
+    shapes = [tuple(len(cats[c]) for c in g) for g in groups]
+    counts = [np.zeros(s, dtype=np.int64) for s in shapes]
+    sums = None if weights is None else [np.zeros(s) for s in shapes]
+    left_out = [0] * len(groups)
+    none = np.array([list(cats[c]).index(None) if None in cats[c] else MISSING for c in columns])[:, None]
+    rows = missing = whole = 0
+    with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
+        for table in tables:
+            codes = chunk_codes(table, columns, cats, rows)
+            w = None if weights is None else _weights_of(table, weights, rows)
+            for i, g in enumerate(groups):
+                part = count_codes(g, [cats[c] for c in g], codes[[where[c] for c in g]], weights=w)
+                counts[i] += part.counts
+                if sums is not None and part.weight_sums is not None:
+                    sums[i] += part.weight_sums
+                left_out[i] += part.missing
+            absent = (codes == MISSING).any(axis=0)
+            missing += int(absent.sum())
+            whole += int((~absent & ~(codes == none).any(axis=0)).sum())
+            rows += table.num_rows
+            bar.update(table.num_rows)
+    if rows == 0:
+        raise DataError("there are no data rows to count")
+    made = tuple(CountTable(tuple(g), tuple(tuple(cats[c]) for c in g), counts[i], rows, left_out[i],
+                            None if sums is None else sums[i]) for i, g in enumerate(groups))
+    return CountTables(tuple(columns), made, rows, missing, whole)
+
+
 def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
                   quiet: bool, total: int | None, weights: str | None = None,
                   max_cells: int = MAX_CELLS) -> CountTable:
     """The sum of the tables of Arrow tables (chunks) counted one by one (:func:`count_codes`)."""
-    categories = [cats[c] for c in columns]
-    shape = tuple(len(c) for c in categories)
-    cells = math.prod(shape)
-    if cells > max_cells:
-        raise ParameterError(
-            f"the table over {list(columns)} has {cells:,} cells ({8 * cells / 1e9:,.1f} GB as counts), "
-            f"more than {max_cells:,}; count fewer columns"
-        )
-    counts = np.zeros(shape, dtype=np.int64)
-    sums = None if weights is None else np.zeros(shape)
-    rows = missing = 0
-    with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
-        for table in tables:
-            codes = chunk_codes(table, columns, cats, rows)
-            part = count_codes(columns, categories, codes,
-                               weights=None if weights is None else _weights_of(table, weights, rows))
-            counts += part.counts
-            if sums is not None and part.weight_sums is not None:
-                sums += part.weight_sums
-            rows += part.rows
-            missing += part.missing
-            bar.update(table.num_rows)
-    if rows == 0:
-        raise DataError("there are no data rows to count")
-    return CountTable(tuple(columns), tuple(tuple(c) for c in categories), counts, rows, missing, sums)
+    return _count_groups(tables, columns, [columns], cats, quiet, total, weights, max_cells).tables[0]
+
+
+def _groups(groups: Sequence[Sequence[str]], columns: Sequence[str] | None) -> tuple[list[str], list[tuple[str, ...]]]:
+    """Every counted column (``columns`` first, in order) and the groups, each once (a column in no group
+    counted alone); :class:`ParameterError` for an empty or repeated group, or a group naming a column twice."""
+    made = [tuple(g) for g in groups]
+    if not made or not all(made) or any(len(set(g)) != len(g) for g in made):
+        raise ParameterError(f"groups must be non-empty lists of distinct columns, got {[list(g) for g in made]}")
+    every = list(dict.fromkeys([*(columns or ()), *(c for g in made for c in g)]))
+    made = list(dict.fromkeys(made))
+    held = {c for g in made for c in g}
+    return every, made + [(c,) for c in every if c not in held]
+
+
+def _file_categories(path: Any, columns: Sequence[str], declared: Mapping[str, Sequence[Label]], missing: str,
+                     chunk_rows: int, quiet: bool, na_values: Sequence[str], sep: str, encoding: str,
+                     total: int | None) -> dict[str, Sequence[Label]]:
+    """Every column's categories: the declared ones, the others found in a first pass over the file
+    (a :func:`pramkit.engine.codebook.spelling_error` naming two rows when two spell one value)."""
+    out = dict(declared)
+    todo = [c for c in columns if c not in declared]
+    if todo:
+        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                                  encoding=encoding)
+        found = _distinct(batches, todo, quiet, total, missing == "category")
+        for c in todo:
+            clash = spelling_clash(found[c])
+            if clash is not None:
+                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values, sep, encoding)
+                raise spelling_error(c, clash, (a, b))
+        out.update(found)
+    return out
 
 
 def count_file(
@@ -570,23 +739,13 @@ def count_file(
         raise ParameterError("name at least one column to count")
     if missing not in ("exclude", "category"):
         raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
-    declared = dict(categories or {})
     read = columns + ([weights] if weights is not None and weights not in columns else [])
     meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
-    todo = [c for c in columns if c not in declared]
-    if todo:
-        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
-                                  encoding=encoding)
-        found = _distinct(batches, todo, quiet, meta.rows, missing == "category")
-        for c in todo:
-            clash = spelling_clash(found[c])
-            if clash is not None:
-                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values, sep, encoding)
-                raise spelling_error(c, clash, (a, b))
-        declared.update(found)
+    cats = _file_categories(path, columns, categories or {}, missing, chunk_rows, quiet, na_values, sep, encoding,
+                            meta.rows)
     _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
                               encoding=encoding)
-    return _count_tables(batches, columns, declared, quiet, meta.rows, weights, max_cells)
+    return _count_tables(batches, columns, cats, quiet, meta.rows, weights, max_cells)
 
 
 def count_frame(
@@ -632,11 +791,89 @@ def count_frame(
     >>> t.categories, t.counts.tolist(), t.missing
     ((('m', 'f', 'x'), (30, 40)), [[1, 0], [0, 1], [0, 0]], 1)
     """
+    return count_groups(data, [columns], categories=categories).tables[0]
+
+
+def count_groups(
+    data: Any,
+    groups: Sequence[Sequence[str]],
+    *,
+    columns: Sequence[str] | None = None,
+    categories: Mapping[str, Sequence[Label]] | None = None,
+    missing: str = "exclude",
+    chunk_rows: int = CHUNK_ROWS,
+    quiet: bool = True,
+    na_values: Sequence[str] = NA_VALUES,
+    max_cells: int = MAX_CELLS,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
+) -> CountTables:
+    """The table of each group of columns, counted in one pass over the data.
+
+    :func:`count_file` (or :func:`count_frame`) of each group, with the records read once (a
+    file, a polars frame or an Arrow table streamed chunk by chunk; a pandas DataFrame in
+    memory) and each chunk encoded once: memory is one chunk plus the groups' tables, the sum
+    of their cells, never the product of every column's categories.  Categories are declared
+    or found as :func:`count_file` finds them (one further pass over a file for those not
+    declared), the same in every group.
+
+    Parameters
+    ----------
+    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The records.
+    groups : sequence of sequences of str
+        The groups of columns, one table each (axes in the order given); a group given twice
+        is counted once.
+    columns : sequence of str, optional
+        Every column counted, in the order of the result's :attr:`CountTables.columns` (default:
+        the groups' columns as they first appear); a column in no group is counted alone.
+    categories : mapping, optional
+        Declared categories of some columns (a ``None`` category counts the missing values).
+    missing : {"exclude", "category"}
+        What a missing value of a column whose categories are found in a file does (:func:`count_file`);
+        a DataFrame's undeclared columns leave their missing values out.
+    chunk_rows, quiet, na_values, sep, encoding
+        How a file is read, as :func:`count_file`.
+    max_cells : int
+        The most cells of all the groups' tables together; checked before any table is made.
+
+    Returns
+    -------
+    CountTables
+        ``tables`` in the order of ``groups`` (repeats dropped), then the columns counted alone.
+
+    Raises
+    ------
+    ParameterError
+        An empty or malformed group, an unknown ``missing``, or more than ``max_cells`` cells.
+    DataError
+        As :func:`count_file` and :func:`count_frame`.
+
+    Examples
+    --------
+    Thirteen variables of ten categories: the margins take 130 cells, the joint table 10**13.
+
+    >>> rng = np.random.default_rng(1)
+    >>> frame = pd.DataFrame({f"v{i}": rng.integers(0, 10, 1_000) for i in range(13)})
+    >>> t = count_groups(frame, [[c] for c in frame.columns])
+    >>> t.cells, t.margin("v3").tolist() == frame["v3"].value_counts().sort_index().tolist()
+    (130, True)
+    """
     from pramkit.engine.codebook import categories_of
 
-    absent = [c for c in columns if c not in data.columns]
-    if absent:
-        raise DataError(f"column(s) {absent} are not in the data; its columns are {list(data.columns)}")
-    cats = {c: (categories or {}).get(c) or categories_of(data[c], column=c) for c in columns}
-    table = pa.Table.from_pandas(data[list(columns)], preserve_index=False)
-    return _count_tables([table], list(columns), cats, True, len(data))
+    if missing not in ("exclude", "category"):
+        raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
+    every, made = _groups(groups, columns)
+    if isinstance(data, pd.DataFrame):
+        absent = [c for c in every if c not in data.columns]
+        if absent:
+            raise DataError(f"column(s) {absent} are not in the data; its columns are {list(data.columns)}")
+        cats = {c: (categories or {}).get(c) or categories_of(data[c], column=c) for c in every}
+        table = pa.Table.from_pandas(data[every], preserve_index=False)
+        return _count_groups([table], every, made, cats, True, len(data), max_cells=max_cells)
+    meta, _ = iter_batches(data, columns=every, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
+    cats = _file_categories(data, every, categories or {}, missing, chunk_rows, quiet, na_values, sep, encoding,
+                            meta.rows)
+    _, batches = iter_batches(data, columns=every, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
+                              encoding=encoding)
+    return _count_groups(batches, every, made, cats, quiet, meta.rows, max_cells=max_cells)

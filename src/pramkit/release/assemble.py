@@ -84,7 +84,7 @@ def assemble(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation
     _check_total(plan, ledger, variables)
     record = DesignRecord(
         data=counted.described, sha256=counted.digest, rows=counted.table.rows,
-        missing=counted.table.rows - int(complete(counted.table).counts.sum()), method=plan.method,
+        missing=counted.table.rows - counted.table.complete_rows, method=plan.method,
         split=plan.split, options=plan.options, variables=_per_variable(counted, freqs, built),
         matrices=built.matrices, extra={**allocation.extra, **_extra(plan, counted, freqs, built), "seconds": seconds},
         warnings=allocation.warnings + built.warnings, notes=plan.notes + counted.notes)
@@ -199,7 +199,7 @@ def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built
     joint_p = freqs.design_p.get(joint)
     if plan.split == "joint" and plan.method == "dp" and not plan.shape.any and plan.missing == "keep" \
             and joint_p is not None:
-        extra["joint"] = _joint_comparison(complete(counted.table), joint_p, built.matrices[joint],
+        extra["joint"] = _joint_comparison(complete(counted.table.group(*plan.names)), joint_p, built.matrices[joint],
                                            plan.options)
     if counted.households is not None:
         extra["households"] = counted.households.rows

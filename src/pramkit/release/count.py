@@ -4,8 +4,12 @@
 Arrow table in memory), counts the strata and the variables over their categories
 (declared by a codebook, from a public prior, from a Stata or SPSS file's value
 labels, or read from the data: then the ledger says so), and lays out the targets
-the design makes (:func:`pramkit.release.targets.plan_targets`).  Everything it
-returns is private: exact counts of the original file.
+the design makes (:func:`pramkit.release.targets.plan_targets`).  It counts the
+table of each target's columns only (:func:`pramkit.release.targets.target_groups`:
+a variable's margin, with the strata if any; every variable's joint table for a
+joint split), in one pass: memory is the sum of those tables' cells, so a file of
+fifty variables designed one by one takes fifty margins, not their product.
+Everything it returns is private: exact counts of the original file.
 """
 
 from __future__ import annotations
@@ -15,12 +19,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pramkit.counts import CountTable, count_file, count_frame
+from pramkit.counts import CountTable, CountTables, count_groups
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 from pramkit.public_inputs import Prior
 from pramkit.release.plan import ReleasePlan
-from pramkit.release.targets import Target, check_breaking, household_table, plan_targets, unpaired_notes
+from pramkit.release.targets import (
+    Target,
+    check_breaking,
+    household_table,
+    plan_targets,
+    target_groups,
+    unpaired_notes,
+)
 
 
 @dataclass(frozen=True)
@@ -29,8 +40,10 @@ class Counted:
 
     Parameters
     ----------
-    table : CountTable
-        Counts of the strata and the variables (missing as the category ``None``).
+    table : CountTables
+        Counts of the strata and the variables (missing as the category ``None``): the table of each
+        target's columns (:func:`pramkit.release.targets.target_groups`), counted in one pass; its
+        ``rows``, ``complete_rows`` (records with every column), columns, categories and margins.
     described : str
         What was read (a file path, or "a DataFrame in memory").
     digest : str or None
@@ -47,7 +60,7 @@ class Counted:
         What the holder should know (value labels used, records kept that break a rule).
     """
 
-    table: CountTable
+    table: CountTables
     described: str
     digest: str | None
     sources: Mapping[str, str]
@@ -105,10 +118,18 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
     >>> c = count_release(census(500), plan_release(["sex"], epsilon=1.0, categories=CENSUS_VARIABLES))
     >>> c.table.rows, c.sources, list(c.targets), int(c.targets["sex"].counts.sum())
     (500, {'sex': 'declared'}, ['sex'], 500)
+
+    Each variable of an equal split is counted over its own categories, never their product:
+
+    >>> names = list(CENSUS_VARIABLES)
+    >>> c = count_release(census(500), plan_release(names, epsilon=10.0, categories=CENSUS_VARIABLES))
+    >>> c.table.cells == sum(len(CENSUS_VARIABLES[n]) + 1 for n in names)  # each with missing, None
+    True
     """
     declared, sources = _declared(plan.counted, plan.categories, plan.prior)
     _require_weights(data, plan.weights)
-    table, described, digest = _count(data, list(plan.counted), declared, quiet, plan.reading)
+    groups = target_groups(plan.names, plan.split, plan.shape)
+    table, described, digest = _count(data, list(plan.counted), groups, declared, quiet, plan.reading)
     table, sources, notes = _labelled(data, table, sources)
     _require_two(table, plan.names)
     households = household_table(data, plan.shape, table, **plan.reading) if plan.shape.household else None
@@ -134,20 +155,20 @@ def _declared(names: Sequence[str], categories: Mapping[str, Sequence[Label]] | 
     return declared, source
 
 
-def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]],
-           quiet: bool, reading: Mapping[str, Any]) -> tuple[CountTable, str, str | None]:
-    """Count the columns, missing values as a category ``None`` of each (so that a record
-    missing one variable still counts in the others' designs); returns the table, a
-    description of the data and its digest.  ``reading``: how a file is read (``na_values``,
-    ``sep``, ``encoding``)."""
+def _count(data: Any, names: list[str], groups: Sequence[Sequence[str]], categories: Mapping[str, Sequence[Label]],
+           quiet: bool, reading: Mapping[str, Any]) -> tuple[CountTables, str, str | None]:
+    """Count the groups of columns (every one of ``names`` in one at least), missing values as a
+    category ``None`` of each (so that a record missing one variable still counts in the others'
+    designs); returns the tables, a description of the data and its digest.  ``reading``: how a
+    file is read (``na_values``, ``sep``, ``encoding``)."""
     from pramkit.engine.codebook import categories_of
     from pramkit.frames import describe, streamed
     from pramkit.io import sha256_of
 
     with_missing = {c: (*cats, None) for c, cats in categories.items()}
     if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
-        table = count_file(data, names, categories=with_missing or None, missing="category", quiet=quiet,
-                           **reading)
+        table = count_groups(data, groups, columns=names, categories=with_missing or None, missing="category",
+                             quiet=quiet, **reading)
         return (table, str(data), sha256_of(data)) if isinstance(data, (str, Path)) else (table, describe(data), None)
     import pandas as pd
 
@@ -156,13 +177,13 @@ def _count(data: Any, names: list[str], categories: Mapping[str, Sequence[Label]
 
         require_columns(names, list(data.columns), "the data")
         found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
-        return count_frame(data, names, categories=found), "a DataFrame in memory", None
+        return count_groups(data, groups, columns=names, categories=found), "a DataFrame in memory", None
     raise ParameterError(f"data must be a file path, a pandas or polars DataFrame, a polars LazyFrame or an "
                          f"Arrow table, not {type(data).__name__}")
 
 
-def _labelled(data: Any, table: CountTable,
-              sources: Mapping[str, str]) -> tuple[CountTable, dict[str, str], tuple[str, ...]]:
+def _labelled(data: Any, table: CountTables,
+              sources: Mapping[str, str]) -> tuple[CountTables, dict[str, str], tuple[str, ...]]:
     """Categories read from the data, replaced by the value labels a Stata or SPSS file declares
     (its codebook) when they list every value found; returns the table, the sources and notes."""
     from pramkit.io import value_label_categories
@@ -183,7 +204,7 @@ def _labelled(data: Any, table: CountTable,
     return table, sources, tuple(notes)
 
 
-def _require_two(table: CountTable, names: Sequence[str]) -> None:
+def _require_two(table: CountTables, names: Sequence[str]) -> None:
     """Every variable has two categories or more (missing aside)."""
     for n, cats in zip(table.columns, table.categories):
         present = [c for c in cats if c is not None]

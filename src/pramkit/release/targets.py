@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pramkit.counts import CountTable
+from pramkit.counts import CountTable, CountTables
 from pramkit.defaults import CSV_ENCODING, CSV_SEP
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label, joint_cell
@@ -268,14 +268,14 @@ class Target:
         return self.given + self.columns
 
 
-def _present(table: CountTable, columns: Sequence[str], missing_too: Sequence[str] = ()) -> list[np.ndarray]:
+def _present(table: CountTable | CountTables, columns: Sequence[str], missing_too: Sequence[str] = ()) -> list[np.ndarray]:
     """Per column, the positions of its categories other than missing (``None``); of the columns
     in ``missing_too``, of every category (missing is one)."""
     return [np.array([i for i, c in enumerate(table.categories[table.columns.index(col)])
                       if c is not None or col in missing_too], dtype=np.intp) for col in columns]
 
 
-def with_missing_category(table: CountTable, columns: Sequence[str]) -> CountTable:
+def with_missing_category(table: CountTable | CountTables, columns: Sequence[str]) -> CountTable | CountTables:
     """``table`` with the category ``None`` (missing, with no record when absent) in each of ``columns``.
 
     Missing is then a category of the design whether or not the file holds a missing value,
@@ -283,14 +283,15 @@ def with_missing_category(table: CountTable, columns: Sequence[str]) -> CountTab
 
     Parameters
     ----------
-    table : CountTable
-        Counts whose columns may have the category ``None``.
+    table : CountTable or CountTables
+        Counts whose columns may have the category ``None`` (several groups': each group's).
     columns : sequence of str
         The columns whose missing values are a category.
 
     Returns
     -------
-    CountTable
+    CountTable or CountTables
+        Of the type given.
 
     Examples
     --------
@@ -299,6 +300,13 @@ def with_missing_category(table: CountTable, columns: Sequence[str]) -> CountTab
     >>> w.categories, w.counts.tolist()
     (((1, 2, None), ('u', None)), [[4, 1], [2, 3], [0, 0]])
     """
+    if isinstance(table, CountTables):
+        return table.each(lambda t: _with_missing_category(t, [c for c in columns if c in t.columns]))
+    return _with_missing_category(table, columns)
+
+
+def _with_missing_category(table: CountTable, columns: Sequence[str]) -> CountTable:
+    """:func:`with_missing_category` of one table."""
     cats, counts = list(table.categories), table.counts
     for col in columns:
         axis = table.columns.index(col)
@@ -336,7 +344,50 @@ def complete(table: CountTable) -> CountTable:
     return CountTable(table.columns, cats, counts, table.rows, table.rows - int(counts.sum()))
 
 
-def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable,
+def target_groups(names: Sequence[str], split: str, shape: Shape) -> list[tuple[str, ...]]:
+    """The columns each target reads from the persons' counts (:func:`plan_targets`): a variable with
+    the strata (split equal or optimal), every variable with the strata (split joint), a household
+    variable alone (its target reads the households' counts, the persons' give its categories).
+
+    The design step counts these groups' tables only (:func:`pramkit.counts.count_groups`): the sum of
+    their cells, never the product of every column's categories.
+
+    Parameters
+    ----------
+    names : sequence of str
+        The variables to perturb.
+    split : str
+        ``"joint"``: one target over every variable; otherwise one per variable.
+    shape : Shape
+        The release's structure (its strata and household variables).
+
+    Returns
+    -------
+    list of tuple of str
+        One group per target, in the targets' order.
+
+    Examples
+    --------
+    >>> s = structure(["age", "sex"], "equal", None, "region", None, None, (), "error")
+    >>> target_groups(["age", "sex"], "equal", s), target_groups(["age", "sex"], "joint", s)
+    ([('region', 'age'), ('region', 'sex')], [('region', 'age', 'sex')])
+    """
+    return [_read(cols, shape)[1] for cols in _target_columns(names, split)]
+
+
+def _target_columns(names: Sequence[str], split: str) -> list[tuple[str, ...]]:
+    """The perturbed columns of each target."""
+    return [tuple(names)] if split == "joint" else [(n,) for n in names]
+
+
+def _read(cols: tuple[str, ...], shape: Shape) -> tuple[str | None, tuple[str, ...]]:
+    """A target's household unit (``None``: persons) and the columns it reads, the strata first
+    (strata are the persons': household variables have none)."""
+    unit = shape.household if cols[0] in shape.household_vars else None
+    return unit, (cols if unit is not None else shape.strata + cols)
+
+
+def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTable | CountTables,
                  households: CountTable | None, missing: str = "keep") -> dict[str, Target]:
     """The matrices to design, with their cells, counts and blocks.
 
@@ -349,8 +400,9 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
         target per variable.
     shape : Shape
         The release's structure.
-    table : CountTable
-        Exact counts of the strata and the variables (missing as the category ``None``).
+    table : CountTable or CountTables
+        Exact counts of the strata and the variables (missing as the category ``None``): their
+        joint table, or the tables of :func:`target_groups` (:func:`pramkit.counts.count_groups`).
     households : CountTable or None
         Counts of the household variables over households (:func:`household_table`).
     missing : {"keep", "category"}
@@ -388,25 +440,23 @@ def plan_targets(names: Sequence[str], split: str, shape: Shape, table: CountTab
     own = tuple(names) if missing == "category" else ()
     table = with_missing_category(table, own)
     if households is not None:
-        households = with_missing_category(households, [c for c in own if c in households.columns])
+        households = _with_missing_category(households, [c for c in own if c in households.columns])
     cats = {c: tuple(x for x in cs if x is not None or c in own) for c, cs in zip(table.columns, table.categories)}
     keep = kept_codes(shape.keep, {n: tuple(x for x in cats[n] if x is not None) for n in names})
     if shape.rules is not None:
         shape.rules.check({c: cats[c] for c in (*shape.strata, *names)})
-    groups = [tuple(names)] if split == "joint" else [(n,) for n in names]
-    targets = (_target(cols, shape, table, households, cats, keep, own) for cols in groups)
+    targets = (_target(cols, shape, table, households, cats, keep, own) for cols in _target_columns(names, split))
     return {t.name: t for t in targets}
 
 
-def _target(cols: tuple[str, ...], shape: Shape, table: CountTable, households: CountTable | None,
+def _target(cols: tuple[str, ...], shape: Shape, table: CountTable | CountTables, households: CountTable | None,
             cats: Mapping[str, tuple[Label, ...]], keep: Mapping[str, Any], own: tuple[str, ...]) -> Target:
     """The target over ``cols``: its cells (the allowed ones, within strata), counts and blocks."""
     name = "*".join(cols)
-    unit = shape.household if cols[0] in shape.household_vars else None
+    unit, read = _read(cols, shape)
     source = table if unit is None else households
     assert source is not None  # household variables are counted per household (household_table)
-    strata = () if unit is not None else shape.strata  # strata are the persons': household variables have none
-    read = strata + cols
+    strata = read[:len(read) - len(cols)]
     counts = source.margin(*read)[np.ix_(*_present(source, read, own))].reshape(-1)  # records in the cells
     if not (shape.rules is not None or strata or any(c in keep for c in cols)):
         labels: list[Label] = (list(cats[cols[0]]) if len(cols) == 1
@@ -581,7 +631,7 @@ def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str], sep: str
     return data[list(columns)]
 
 
-def household_table(data: Any, shape: Shape, table: CountTable, na_values: Sequence[str], *, sep: str = CSV_SEP,
+def household_table(data: Any, shape: Shape, table: CountTable | CountTables, na_values: Sequence[str], *, sep: str = CSV_SEP,
                     encoding: str = CSV_ENCODING) -> CountTable:
     """Counts of the household variables over households (one record each), after checking
     that every household has one value of each (else a :class:`DataError` naming one).
@@ -592,7 +642,7 @@ def household_table(data: Any, shape: Shape, table: CountTable, na_values: Seque
         The original data (a file is read for the household columns only).
     shape : Shape
         With ``household`` and ``household_vars``.
-    table : CountTable
+    table : CountTable or CountTables
         The persons' counts, whose categories the household table takes.
     na_values : sequence of str
         Texts that mean missing in a CSV file.
