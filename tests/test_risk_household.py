@@ -192,6 +192,7 @@ def test_cli_prints_the_result(tmp_path, capsys):
                  "--household", "hh", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     expected = household_risk(tmp_path / "d.csv", ["region", "sex", "age"], "hh", weights="w").to_dict()
+    assert (printed.pop("format"), printed.pop("version")) == ("pramkit.risk.household", 1)
     assert printed.keys() == expected.keys()
     for name, value in expected.items():
         assert printed[name] == (pytest.approx(value, rel=1e-15) if isinstance(value, float) else value), name
