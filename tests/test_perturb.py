@@ -345,4 +345,4 @@ def test_apply_json_is_the_result_to_dict(tmp_path: Path, monkeypatch: pytest.Mo
     Manifest.of({"x": PramMatrix.from_diagonal([0.7, 0.7], ["a", "b"])}).write(manifest)
     assert main(["apply", str(data), "--manifest", str(manifest), "--out", str(tmp_path / "r.csv"), "--json",
                  "--quiet"]) == 0
-    assert json.loads(capsys.readouterr().out) == made[0].to_dict()
+    assert json.loads(capsys.readouterr().out) == {"format": "pramkit.apply.result", "version": 1, **made[0].to_dict()}

@@ -46,13 +46,17 @@ VarianceKind = Literal["multinomial", "pram"]
 VARIANCE_KINDS: tuple[str, ...] = ("multinomial", "pram")
 
 
-def check_variance_kind(kind: str) -> None:
-    """Check that ``kind`` names a covariance of this module.
+def check_variance_kind(kind: str, weighted: bool = False) -> None:
+    """Check that ``kind`` names a covariance of this module, and that a weighted table (whose variance is
+    the design's and PRAM's together) is not given one it would ignore.
 
     Parameters
     ----------
     kind : str
         ``"multinomial"`` or ``"pram"`` (:data:`VARIANCE_KINDS`).
+    weighted : bool
+        The table is weighted (survey weights, a design or replicate weights): only the default
+        ``"multinomial"`` is accepted.
 
     Raises
     ------
@@ -66,9 +70,16 @@ def check_variance_kind(kind: str) -> None:
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: variance must be one of ['multinomial', 'pram'], not 'poisson'
+    >>> check_variance_kind("pram", weighted=True)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: variance is for unweighted tables (--variance); with weights or a survey design the variance is the design's and PRAM's together
     """
     if kind not in VARIANCE_KINDS:
         raise ParameterError(f"variance must be one of {list(VARIANCE_KINDS)}, not {kind!r}")
+    if weighted and kind != "multinomial":
+        raise ParameterError("variance is for unweighted tables (--variance); with weights or a survey design the "
+                             "variance is the design's and PRAM's together")
 
 
 @dataclass(frozen=True, eq=False)

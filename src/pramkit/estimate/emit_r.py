@@ -164,7 +164,7 @@ def check_script_request(manifest: Manifest, vars: Sequence[str], by: Sequence[s
     axes = [*vars, *by]
     if not vars or len(set(axes)) != len(axes):
         raise ParameterError(f"name each column once in vars and by, and at least one in vars: {axes}")
-    check_variance_kind(variance)
+    check_variance_kind(variance, weighted=survey is not None)
     if not (0.0 < confidence < 1.0):
         raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
     if survey is not None and survey.fpc is not None:

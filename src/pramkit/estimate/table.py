@@ -43,7 +43,7 @@ from pramkit.engine.receipt import ReceiptWarning, check_chain
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.cells import cell_positions
 from pramkit.estimate.chain import ManifestChain
-from pramkit.estimate.covariance import VarianceKind
+from pramkit.estimate.covariance import VarianceKind, check_variance_kind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.estimate.survey import SurveyDesign
@@ -53,8 +53,6 @@ from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 
-#: The variances of an unweighted table (:mod:`pramkit.estimate.covariance`).
-VARIANCES: tuple[str, ...] = ("multinomial", "pram")
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000
 #: Most memory the dense matrices of an estimate may take: the estimators hold a variable's S x S
@@ -671,7 +669,7 @@ def estimate_table(
     if len(set(axes)) != len(axes):
         raise ParameterError(f"a variable appears twice in vars/by: {axes}")
     chosen = _estimator(method, estimator, confidence)
-    _check_variance(variance, weights is not None or survey is not None or replicates is not None)
+    check_variance_kind(variance, weighted=weights is not None or survey is not None or replicates is not None)
     chain = ManifestChain.of(manifest)
     read = _read_columns(chain, axes)
     raw = [c for a in axes for c in read[a]]
@@ -741,16 +739,6 @@ def _estimator(method: str | None, estimator: str | None, confidence: float) -> 
     if not (isinstance(confidence, float) and 0 < confidence < 1):
         raise ParameterError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
     return chosen
-
-
-def _check_variance(variance: str, weighted: bool) -> None:
-    """The variance asked for: one of :data:`VARIANCES`, and the default for a weighted table (whose variance
-    is the design's and PRAM's together), so that nothing given is silently ignored."""
-    if variance not in VARIANCES:
-        raise ParameterError(f"variance must be one of {list(VARIANCES)}, not {variance!r}")
-    if weighted and variance != "multinomial":
-        raise ParameterError("variance is for unweighted tables (--variance); with weights or a survey design the "
-                             "variance is the design's and PRAM's together")
 
 
 def _shares(table: TableEstimate, within: int, axes: int) -> tuple[np.ndarray, np.ndarray]:

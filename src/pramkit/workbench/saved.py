@@ -28,11 +28,13 @@ from pramkit.release.choices import DesignChoices
 from pramkit.workbench.layout import INPUT_FILES, INPUTS
 
 if TYPE_CHECKING:
-    from pramkit.workbench.session import Workbench
     from pramkit.workbench.source import Source
     from pramkit.workbench.views import Designed, RiskView
 
 #: The session file's format name and version.
+#: The workbench (:class:`pramkit.workbench.session.Workbench`, which imports this module: named, not imported).
+Workbench = Any
+
 FORMAT, VERSION = "pramkit-workbench-session", 1
 
 #: Choices that name a file the design reads: kept in the session as the file's text.
