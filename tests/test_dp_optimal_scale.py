@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pramkit.design.dp.optimal import dp_optimal, prop32_holds, solve_form8, vertex_patterns
@@ -107,9 +107,14 @@ def _best_vertex(p: np.ndarray, alpha: float, truthful: bool) -> Decimal:
     return max(_exact_information(pf, q) for q in near if _feasible(q, alpha, "1e-9"))
 
 
+#: The largest rounding allowance a branch-and-bound node of S <= 7 closes with, nats (see below).
+ROUNDING_FLOOR = 1e-13
+
+
 @given(st.integers(4, 7), st.lists(st.integers(1, 1000), min_size=7, max_size=7), st.integers(1, 3),
        st.floats(0.05, 25.0), st.booleans())
 @settings(max_examples=30, deadline=None)
+@example(s=4, weights=[1, 1, 1, 143, 1, 1, 1], zeros=2, beyond=0.0625, truthful=False)  # rounding-limited
 def test_branch_and_bound_with_zero_categories_against_every_arrangement(s, weights, zeros, beyond, truthful):
     """Several categories of p = 0 (their released mass is W whatever their level): the branch and
     bound, forced on every pattern, proves a bound that no arrangement beats, and its design is
@@ -122,7 +127,10 @@ def test_branch_and_bound_with_zero_categories_against_every_arrangement(s, weig
     opt = solve_form8(p, alpha, truthful=truthful, search="branch_and_bound")
     assert opt.proved and best <= Decimal(opt.upper_bound)
     found = _exact_information([Fraction(x) for x in p.tolist()], [Fraction(x) for x in opt.q.tolist()])
-    assert Decimal(opt.upper_bound) - found <= Decimal(certificate_tolerance(float(found)))
+    # bound_split closes a node within the certificate tolerance or within twice its rounding allowance,
+    # whichever is larger (its docstring): at an optimum of a few 1e-6 nats the allowance (about 3.5e-14
+    # nats for S <= 7) exceeds the relative tolerance; the bound itself stays rigorous (asserted above)
+    assert Decimal(opt.upper_bound) - found <= Decimal(max(certificate_tolerance(float(found)), ROUNDING_FLOOR))
     m = dp_optimal(p, alpha, truthful=truthful)
     cert = m.provenance.certificate
     assert best <= Decimal(cert["upper_bound_nats"])
