@@ -485,6 +485,33 @@ def test_a_tutorial_reads_as_one_session() -> None:
     assert len(readme) > 1 and all(earlier_shell(b) is None for b in readme)
 
 
+#: Characters a line of a code block may hold: a longer line runs off the documentation's page.
+WIDTH = 100
+
+
+def test_code_fits_the_page() -> None:
+    """Every line of a block that runs (commands, Python, code cells) fits the page."""
+    long = [f"{b.id} (+{i}): {len(line)} characters" for b in RUN
+            for i, line in enumerate(b.text.splitlines(), 1) if len(line) > WIDTH]
+    assert not long, f"lines longer than {WIDTH} characters (wrap them): {long}"
+
+
+def test_site_joins_the_pieces_of_a_stream() -> None:
+    """docs/conf.py joins a stream's pieces as written (IPython's %%bash writes 100-byte pieces):
+    a line cut between two pieces is shown whole."""
+    pytest.importorskip("myst_nb")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    from nbformat import NotebookNode
+    stream = [NotebookNode(output_type="stream", name="stdout", text=t) for t in ('{"q": [0.731', '0586]}\n')]
+    image = NotebookNode(output_type="display_data", data={}, metadata={})
+    merged = conf._join_stream_pieces([stream[0], image, stream[1]])
+    assert [o["output_type"] for o in merged] == ["stream", "display_data"]
+    assert merged[0]["text"] == '{"q": [0.7310586]}\n'
+
+
 def test_json_examples_are_json() -> None:
     """A ``json`` fence parses, and a manifest example reads as a manifest."""
     import json
