@@ -94,7 +94,10 @@ lexers["csv"] = TextLexer()
 
 # --- API reference ------------------------------------------------------------------------------
 autosummary_generate = True
-autodoc_typehints = "none"
+# The signatures carry the type hints (short names: ``DataFrame``, not ``pandas.DataFrame``); the
+# numpydoc sections say the same in words.
+autodoc_typehints = "signature"
+autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False
 numpydoc_xref_param_type = False
