@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+import myst_nb.core.render as myst_nb_render
 from pygments.lexers.special import TextLexer
 from sphinx.highlighting import lexers
 
@@ -58,6 +59,31 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_timeout = 180
 nb_merge_streams = True
+# A cell's output is shown whole.  IPython's ``%%bash`` writes a command's output in pieces of
+# 100 bytes, and myst-nb's merge ends every piece with a newline, which cut long lines (a JSON
+# document, a wide table) into pieces.  The pieces of a stream are joined as written first.
+_merge_pieces_of = myst_nb_render.coalesce_streams
+
+
+def _join_stream_pieces(outputs: list) -> list:
+    """The outputs of a cell with the pieces of each stream joined as written, then myst-nb's merge.
+
+    myst-nb's merge moves every piece of a stream into the stream's first output, so the joined
+    text goes there too; other outputs keep their order.
+    """
+    joined: list = []
+    first: dict = {}
+    for output in outputs:
+        if output.get("output_type") == "stream" and output["name"] in first:
+            first[output["name"]]["text"] += output["text"]
+            continue
+        if output.get("output_type") == "stream":
+            first[output["name"]] = output
+        joined.append(output)
+    return _merge_pieces_of(joined)
+
+
+myst_nb_render.coalesce_streams = _join_stream_pieces
 # Anything a cell writes to stderr (a warning, a traceback) fails the build.
 nb_output_stderr = "warn"
 # ``python`` in a page's kernel is this interpreter (the one that has pramkit installed).
@@ -68,7 +94,10 @@ lexers["csv"] = TextLexer()
 
 # --- API reference ------------------------------------------------------------------------------
 autosummary_generate = True
-autodoc_typehints = "none"
+# The signatures carry the type hints (short names: ``DataFrame``, not ``pandas.DataFrame``); the
+# numpydoc sections say the same in words.
+autodoc_typehints = "signature"
+autodoc_typehints_format = "short"
 autodoc_member_order = "bysource"
 numpydoc_show_class_members = False
 numpydoc_xref_param_type = False

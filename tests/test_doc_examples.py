@@ -15,15 +15,18 @@ How a block runs
   examples in ``{code-cell} ipython3`` blocks: such a block runs here too, as Python, or as a
   shell block when it is a ``%%bash`` cell (:func:`code_cell`); its ``:tags:`` lines are left out.
 * Each block is one test, named ``FILE:LINE`` (the line of its opening fence), and runs in a
-  fresh folder.  Shell blocks are independent of one another.  The Python blocks of one page
-  read as one session: a Python block runs after the page's earlier Python blocks, in one
-  namespace, in the same fresh folder.
+  fresh folder.  Shell blocks are independent of one another, except on a tutorial page
+  (:data:`SHELL_SESSIONS`), whose shell blocks read as one session, as a reader types them: a
+  block runs in a copy of the folder the page's earlier shell blocks left (made once per run).
+  The Python blocks of one page read as one session: a Python block runs after the page's
+  earlier Python blocks, in one namespace, in the same fresh folder.
 * The folder holds the input files the block names (:data:`PREPARED`): the census-like file
   (``census.csv``, ``data.csv``) at :data:`ROWS` persons (``data.csv`` with :data:`AREAS`
   areas and ``areas.csv`` their centroids), a manifest and a released file of the census,
   the rules files shown in docs/structure.md, a codebook, the area design of
-  docs/geography.md (``m.json``), the banded EU-SILC file (from the shared laeken
-  ``eusilc``; the blocks that need it are skipped when it is absent).
+  docs/geography.md (``m.json``), the banded EU-SILC file and docs/tutorial.md's survey file
+  (``survey.csv``; both from the shared laeken ``eusilc``: the blocks that need it are skipped
+  when it is absent).  A file the folder holds already (a session's earlier output) is kept.
   ``PRAMKIT_DOC_ROWS`` sets :data:`ROWS`.  A file that the block itself writes (``--out``,
   ``--public``, ``keygen``, ``--write``) is not prepared.
   ``cd DIR`` as a block's first command prepares the files in ``DIR``.
@@ -64,6 +67,8 @@ TIMEOUT = 300
 SHELL = {"bash", "sh", "shell"}
 PYTHON = {"python", "py"}
 PYCON = {"pycon"}
+#: Pages whose shell blocks read as one session (a tutorial: each step uses the files of the steps before).
+SHELL_SESSIONS = {"docs/tutorial.md"}
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,25 @@ def _eusilc_survey(folder: Path) -> None:
     shutil.copyfile(source, folder / "eusilc-survey.csv")
 
 
+def _survey(folder: Path) -> None:
+    """docs/tutorial.md's survey file: laeken's eusilc as an office exports it, missing values
+    written as the code -9, age in bands, the personal weight rb050 as ``weight``."""
+    import pandas as pd
+    source = SDC_DATA / "eusilc_laeken.csv"
+    if not source.is_file():
+        pytest.skip(f"{source} (laeken's eusilc) is not available")
+    raw = pd.read_csv(source)
+    bands = ["0-15", "16-24", "25-34", "35-44", "45-54", "55-64", "65-74", "75+"]
+    pd.DataFrame({
+        "household": raw["db030"], "region": raw["db040"], "sex": raw["rb090"],
+        # age -1: born after the income reference period, in the first band
+        "age": pd.cut(raw["age"], [-2, 15, 24, 34, 44, 54, 64, 74, 200], labels=bands).astype(str),
+        "status": raw["pl030"].map(lambda v: "-9" if pd.isna(v) else str(int(v))),
+        "citizenship": raw["pb220a"].fillna("-9"),
+        "weight": raw["rb050"].round(4),
+    }).to_csv(folder / "survey.csv", index=False)
+
+
 def _structure_examples() -> ModuleType:
     """benchmarks/structure_examples.py, the script that prepares docs/structure.md's inputs."""
     import importlib.util
@@ -240,6 +264,7 @@ PREPARED: dict[str, Callable[[Path], None]] = {
     "eusilc-codebook.csv": _eusilc,
     "eusilc-rules.csv": _eusilc,
     "eusilc-survey.csv": _eusilc_survey,
+    "survey.csv": _survey,
 }
 
 def need(name: str, folder: Path) -> None:
@@ -322,8 +347,40 @@ def prepare(block: Block, folder: Path, put: Callable[[str, Path], None], skip: 
     where = folder / cd.group(1) if cd else folder
     where.mkdir(parents=True, exist_ok=True)
     for name in named_inputs(block):
-        if name not in skip:
+        if name not in skip and not (where / name).exists():
             put(name, where)
+
+
+def earlier_shell(block: Block) -> Block | None:
+    """The shell block before ``block`` on a page of :data:`SHELL_SESSIONS` (None: the first, or another page)."""
+    if block.page.relative_to(ROOT).as_posix() not in SHELL_SESSIONS:
+        return None
+    before = [b for b in RUN if b.page == block.page and b.kind == "shell" and b.line < block.line]
+    return before[-1] if before else None
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory, store) -> Callable[[Block], Path]:
+    """The folder a session page's shell block leaves, made once per run from the folder the block
+    before it left."""
+    made = tmp_path_factory.mktemp("sessions")
+
+    def after(block: Block) -> Path:
+        where = made / f"{block.page.stem}-{block.line}"
+        if not where.exists():
+            work = made / f"{where.name}.partial"
+            shutil.rmtree(work, ignore_errors=True)
+            before = earlier_shell(block)
+            if before is None:
+                work.mkdir()
+            else:
+                shutil.copytree(after(before), work)
+            prepare(block, work, store)
+            run_shell(block, work)
+            work.rename(where)
+        return where
+
+    return after
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -352,7 +409,7 @@ def run_pycon(block: Block, namespace: dict) -> None:
 
 
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
-def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store) -> None:
+def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store, session) -> None:
     for page, pattern, reason in SKIPS:
         if _matches(block, page, pattern):
             pytest.skip(f"{block.id}: {reason}")
@@ -360,6 +417,12 @@ def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         if _matches(block, page, pattern):
             pytest.xfail(f"{block.id}: {bug}")
     if block.kind == "shell" and not block.cell:
+        before = earlier_shell(block)
+        if before is not None:
+            try:
+                shutil.copytree(session(before), tmp_path, dirs_exist_ok=True)
+            except AssertionError as error:
+                pytest.fail(f"{before.id}, an earlier shell block of the page, failed: {error}")
         prepare(block, tmp_path, store)
         run_shell(block, tmp_path)
         return
@@ -410,6 +473,43 @@ def test_harness_sees_the_examples() -> None:
     assert {"shell", "python"} <= {b.kind for b in readme}
     release = next(b for b in readme if "pramkit design census.csv" in b.text)
     assert named_inputs(release) == ["census.csv", "rules.csv"]  # manifest.json is written by the block
+
+
+def test_a_tutorial_reads_as_one_session() -> None:
+    """A session page's shell block follows the one before it; elsewhere a shell block stands alone."""
+    for page in SHELL_SESSIONS:
+        shell = [b for b in RUN if b.id.startswith(page + ":") and b.kind == "shell"]
+        assert len(shell) > 1, f"{page}: no shell blocks to read as a session"
+        assert [earlier_shell(b) for b in shell] == [None, *shell[:-1]]
+    readme = [b for b in RUN if b.page.name == "README.md" and b.kind == "shell"]
+    assert len(readme) > 1 and all(earlier_shell(b) is None for b in readme)
+
+
+#: Characters a line of a code block may hold: a longer line runs off the documentation's page.
+WIDTH = 100
+
+
+def test_code_fits_the_page() -> None:
+    """Every line of a block that runs (commands, Python, code cells) fits the page."""
+    long = [f"{b.id} (+{i}): {len(line)} characters" for b in RUN
+            for i, line in enumerate(b.text.splitlines(), 1) if len(line) > WIDTH]
+    assert not long, f"lines longer than {WIDTH} characters (wrap them): {long}"
+
+
+def test_site_joins_the_pieces_of_a_stream() -> None:
+    """docs/conf.py joins a stream's pieces as written (IPython's %%bash writes 100-byte pieces):
+    a line cut between two pieces is shown whole."""
+    pytest.importorskip("myst_nb")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    from nbformat import NotebookNode
+    stream = [NotebookNode(output_type="stream", name="stdout", text=t) for t in ('{"q": [0.731', '0586]}\n')]
+    image = NotebookNode(output_type="display_data", data={}, metadata={})
+    merged = conf._join_stream_pieces([stream[0], image, stream[1]])
+    assert [o["output_type"] for o in merged] == ["stream", "display_data"]
+    assert merged[0]["text"] == '{"q": [0.7310586]}\n'
 
 
 def test_json_examples_are_json() -> None:
@@ -484,4 +584,5 @@ def test_every_adjustment_and_skip_applies() -> None:
     for page, pattern, reason in SKIPS + KNOWN_FAILURES:
         assert any(_matches(b, page, pattern) for b in RUN), f"stale skip or known failure: {reason}"
     readme = next(b for b in RUN if b.page.name == "README.md" and "pramkit demo" in b.text)
-    assert adjusted(readme).splitlines()[0].startswith(f"pramkit demo --rows {ROWS} ")
+    commands = [line for line in adjusted(readme).splitlines() if not line.startswith("#")]
+    assert commands[0].startswith(f"pramkit demo --rows {ROWS}")
