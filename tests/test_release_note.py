@@ -151,3 +151,22 @@ def test_bad_input_is_one_line_and_writes_nothing(release, tmp_path, capsys, fla
             rest.append(flag)
     assert_refused(d, ["report", "--manifest", args["--manifest"], "--released", args["--released"], *rest],
                    message, capsys)
+
+
+def test_a_stratified_release_gets_its_note(tmp_path) -> None:
+    """A manifest with strata describes its variable's epsilon as the text 'inf': the note says it in words
+    (it ended in a traceback)."""
+    import random
+
+    import pramkit
+    from pramkit.datasets import CENSUS_VARIABLES, census
+    from pramkit.report.release_note import release_note
+
+    data = census(1_000)
+    data.to_csv(tmp_path / "d.csv", index=False)
+    m = pramkit.design_release(data, ["marital_status"], epsilon=2.0, strata=["sex"], categories=CENSUS_VARIABLES,
+                               rng=random.Random(1))
+    m.write(tmp_path / "m.json")
+    pramkit.apply_file(tmp_path / "d.csv", tmp_path / "m.json", tmp_path / "r.csv", key=bytes(32))
+    text = release_note(tmp_path / "m.json", tmp_path / "r.csv").markdown()
+    assert "epsilon inf (1.8 given the strata)" in text

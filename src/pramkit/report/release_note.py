@@ -107,6 +107,22 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _epsilon_words(variable: dict[str, Any]) -> str:
+    """A variable's epsilon as the manifest describes it (``"inf"`` written as text), with its epsilon given
+    the strata when it has blocks.
+
+    Examples
+    --------
+    >>> _epsilon_words({"epsilon": 1.5}), _epsilon_words({"epsilon": "inf", "epsilon_given_block": 1.8})
+    ('1.5', 'inf (1.8 given the strata)')
+    """
+    from pramkit.ledger import fmt_epsilon
+
+    eps = float(variable["epsilon"])
+    given = variable.get("epsilon_given_block")
+    return fmt_epsilon(eps) + (f" ({fmt_epsilon(float(given))} given the strata)" if given is not None else "")
+
+
 def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str = "utf-8") -> ReleaseNote:
     """The release note of a release: the Five Safes, from the manifest and the released file's header.
 
@@ -151,7 +167,7 @@ def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str 
     """
     from pramkit.engine.receipt import table_columns
     from pramkit.errors import DataError
-    from pramkit.ledger import fmt_epsilon, release_guarantee
+    from pramkit.ledger import release_guarantee
     from pramkit.manifest import Manifest
 
     m = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -167,7 +183,7 @@ def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str 
     figure = guarantee.headline[0].upper() + guarantee.headline[1:]
     loose = list(guarantee.unperturbed or ())
     variables = tuple(f"- {v['name']}: {len(v['categories'])} categories, {v['method']}, epsilon "
-                      f"{fmt_epsilon(v['epsilon'])}" for v in info["variables"])
+                      f"{_epsilon_words(v)}" for v in info["variables"])
     projects = (
         f"{name} is released with its variables {_and(perturbed)} perturbed by the Post-Randomisation "
         f"Method (PRAM); the probabilities of every change are published in {published} beside it, so that "
