@@ -363,3 +363,15 @@ def test_a_rule_the_draws_cannot_keep_is_refused() -> None:
                            forbid=[{"employment": "employed", "race": "white"}])
     with pytest.raises(ParameterError, match="which the data lacks"):
         synthesize_release(data, variables="race", public="sex", epsilon=1.0, forbid=[{"income": "high"}])
+
+
+@pytest.mark.parametrize("command", [["estimate", "{d}/s.csv", "--vars", "race"], ["inspect"],
+                                     ["resample", "{d}/s.csv", "--out", "{d}/r.csv"]])
+def test_commands_that_need_matrices_say_what_a_synthesized_release_is(synthesized: Path, capsys, command) -> None:
+    d = synthesized
+    args = [c.format(d=d) for c in command]
+    argv = [args[0], *(args[1:] if args[0] != "inspect" else []), *(["--manifest"] if args[0] != "inspect" else []),
+            str(d / "s.synthesis.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "synthesized release" in err[0], err

@@ -1130,6 +1130,10 @@ class Manifest:
         if not isinstance(data, dict):
             raise ManifestError("the manifest must be a JSON object")
         if data.get("format") != FORMAT:
+            if data.get("format") == "pramkit.synthesis":
+                raise ManifestError("this is the manifest of a synthesized release (pramkit synthesize): its file is "
+                                    "read as it is, with no matrices to correct by; pramkit audit checks it "
+                                    "(docs/synthesize.md)")
             raise ManifestError(f"field 'format' must be {FORMAT!r}, got {data.get('format')!r}")
         version = data.get("version")
         if not isinstance(version, int) or isinstance(version, bool):
