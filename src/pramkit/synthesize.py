@@ -46,7 +46,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,9 @@ from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.codebook import canonical
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
+from pramkit.io import read_table
 from pramkit.ledger import CategorySource, Ledger, split_within
+from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
 
@@ -148,7 +150,6 @@ class SynthesisResult:
     manifest_path: str | None = None
     seconds: float = 0.0
     shared_draws: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary ``pramkit synthesize --json`` prints."""
@@ -254,7 +255,8 @@ def synthesize_release(
         if not isinstance(value, int) or value < lo:
             raise ParameterError(f"{name} must be an integer >= {lo}, got {value!r}")
     src = None if isinstance(data, pd.DataFrame) else Path(data)
-    frame = data if isinstance(data, pd.DataFrame) else _read(Path(data), na_values, sep, encoding)
+    frame = data if isinstance(data, pd.DataFrame) else read_table(Path(data), na_values=na_values, sep=sep,
+                                                                   encoding=encoding)
     missing = [c for c in (*variables, *public_cols) if c not in frame.columns]
     if missing:
         raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
@@ -268,23 +270,24 @@ def synthesize_release(
     codes = _encode(frame, variables, cats)
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins)
     measurements, exact_bytes = _measure(codes, cell, len(cell_labels), variables, cats, cell_labels, epsilon, sk)
-    targets = _targets(measurements, cell, len(frame), rules, variables, cats, frame, public_cols, cell_labels)
+    targets = _targets(measurements, cell, len(frame), rules, cats, len(cell_labels))
     draw_key = sk.for_data("synthesize", *exact_bytes, _settings_bytes(variables, public_cols, epsilon, pool,
                                                                          sweeps, min_count, public_bins))
-    allowed = _allowed(rules, frame, public_cols, variables, cats)
+    groups, group_values = _exact_groups(frame, public_cols)
+    allowed = _allowed(rules, groups, group_values, public_cols, variables, cats)
     cand = _pool(targets, cell, allowed, pool, draw_key, variables)
     weights = _rake(cand, cell, targets, _multi_ok(rules, frame, public_cols, variables, cats, cand), sweeps)
     pick = _pick(weights, uniforms(draw_key, "@pick", 0, len(frame)))
     drawn = cand[np.arange(len(frame)), pick]
     shared = 0
     if min_count == 2:
-        drawn, shared = _share_draws(drawn, frame, public_cols, uniforms(draw_key, "@pairs", 0, len(frame)))
+        drawn, shared = _share_draws(drawn, groups, uniforms(draw_key, "@pairs", 0, len(frame)))
     released = frame.copy()
     for j, v in enumerate(variables):
         released[v] = pd.Series(np.asarray(cats[v], dtype=object)[drawn[:, j]], index=frame.index)
     if rules is not None and rules.breaking(released, list(released.columns)).any():
         raise DataError("the released records break an edit rule the pool should have kept: report this")
-    eps_total = Ledger(design_epsilon=0.0).total([m.epsilon for m in measurements])
+    eps_total = record_epsilon([m.epsilon for m in measurements])
     ledger = Ledger(design_epsilon=eps_total, frequencies="dp_counts", record_epsilon_budget=float(epsilon),
                     categories=sources,
                     data_dependent=tuple(f"the categories of {v} were read from the data" for v, s in sources.items()
@@ -330,13 +333,6 @@ def _names(value: Sequence[str] | str, what: str) -> tuple[str, ...]:
     if any(not n for n in names) or len(set(names)) != len(names):
         raise ParameterError(f"{what}: names must be non-empty and distinct, got {list(names)}")
     return names
-
-
-def _read(path: Path, na_values: Sequence[str], sep: str, encoding: str) -> pd.DataFrame:
-    """The original file, every column as text (missing: None)."""
-    from pramkit.io import read_table
-
-    return read_table(path, na_values=na_values, sep=sep, encoding=encoding)
 
 
 def _check_rule_columns(rules: Rules | None, variables: Sequence[str], public: Sequence[str],
@@ -486,10 +482,9 @@ def project_simplex(v: np.ndarray, totals: np.ndarray, allowed: np.ndarray | Non
 
 
 def _targets(measurements: list[Measurement], cell: np.ndarray, n: int, rules: Rules | None,
-             variables: Sequence[str], cats: Mapping[str, list[Any]], frame: pd.DataFrame,
-             public: Sequence[str], cell_labels: list[tuple]) -> list[np.ndarray]:
+             cats: Mapping[str, list[Any]], cells: int) -> list[np.ndarray]:
     """Each noisy table projected onto the tables with its known totals, rules' zeros kept."""
-    counts = np.bincount(cell, minlength=len(cell_labels)).astype(float)
+    counts = np.bincount(cell, minlength=cells).astype(float)
     out = []
     for m in measurements:
         if m.axes[0] == "@public":
@@ -504,8 +499,18 @@ def _targets(measurements: list[Measurement], cell: np.ndarray, n: int, rules: R
     return out
 
 
-def _allowed(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], variables: Sequence[str],
-             cats: Mapping[str, list[Any]]) -> list[np.ndarray | None]:
+def _exact_groups(frame: pd.DataFrame, public: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
+    """Each record's group of exact public values (codes), and each group's values (one tuple per group;
+    a single group ``()`` without public columns)."""
+    if not public:
+        return np.zeros(len(frame), dtype=np.int64), [()]
+    pub = frame[list(public)].astype(object).where(frame[list(public)].notna(), None)
+    codes, uniques = pd.factorize(pd.MultiIndex.from_frame(pub), use_na_sentinel=False)
+    return codes.astype(np.int64), [tuple(u) for u in uniques]
+
+
+def _allowed(rules: Rules | None, groups: np.ndarray, group_values: list[tuple], public: Sequence[str],
+             variables: Sequence[str], cats: Mapping[str, list[Any]]) -> list[np.ndarray | None]:
     """Per variable, which of its values each record may take given its public values (rules of
     the public columns and that variable only); ``None`` when no rule applies."""
     out: list[np.ndarray | None] = []
@@ -514,13 +519,9 @@ def _allowed(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], va
         if sub is None or not any(v in r.values for r in sub.rules):
             out.append(None)
             continue
-        pub = frame[list(public)].astype(object).where(frame[list(public)].notna(), None)
-        uniq, inv = (pd.factorize(pd.MultiIndex.from_frame(pub), use_na_sentinel=False) if public
-                     else (np.zeros(len(frame), dtype=np.int64), [()]))
-        rows = [tuple(u) if isinstance(u, tuple) else (u,) for u in (inv if public else [()])]
-        grid = [(*r, c) for r in rows for c in cats[v]]
-        ok = ~sub.forbidden((*public, v), grid).reshape(len(rows), len(cats[v]))
-        out.append(ok[uniq])
+        grid = [(*values, c) for values in group_values for c in cats[v]]
+        ok = ~sub.forbidden((*public, v), grid).reshape(len(group_values), len(cats[v]))
+        out.append(ok[groups])
     return out
 
 
@@ -598,19 +599,12 @@ def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum((u[:, None] * cdf[:, -1:] > cdf).sum(axis=1), weights.shape[1] - 1)
 
 
-def _share_draws(drawn: np.ndarray, frame: pd.DataFrame, public: Sequence[str], u: np.ndarray
-                 ) -> tuple[np.ndarray, int]:
-    """Pair the records of each public cell (exact values) in a keyed order; the second of a pair
+def _share_draws(drawn: np.ndarray, groups: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, int]:
+    """Pair the records of each group of exact public values in a keyed order; the second of a pair
     (and a lone last record) takes the first's draw."""
     out = drawn.copy()
-    if public:
-        pub = frame[list(public)].astype(object).where(frame[list(public)].notna(), None)
-        group, _ = pd.factorize(pd.MultiIndex.from_frame(pub), use_na_sentinel=False) if len(public) > 1 else \
-            pd.factorize(pub[public[0]], use_na_sentinel=False)
-    else:
-        group = np.zeros(len(frame), dtype=np.int64)
-    order = np.lexsort((u, group))
-    g = np.asarray(group)[order]
+    order = np.lexsort((u, groups))
+    g = groups[order]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     sizes = np.diff(np.r_[starts, len(g)])
     pos = np.arange(len(g)) - np.repeat(starts, sizes)
