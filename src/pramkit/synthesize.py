@@ -405,8 +405,14 @@ def _public_cells(frame: pd.DataFrame, public: Sequence[str], most: int
     return cell.astype(np.int64), [tuple(x) if isinstance(x, tuple) else (x,) for x in labels], bins
 
 
-def _tables(variables: Sequence[str]) -> list[tuple[str, ...]]:
-    """The measured tables' axes: each variable given the public cell, then each pair."""
+def measured_tables(variables: Sequence[str]) -> list[tuple[str, ...]]:
+    """The measured tables' axes: each variable given the public cell, then each pair.
+
+    Examples
+    --------
+    >>> measured_tables(["a", "b"])
+    [('@public', 'a'), ('@public', 'b'), ('a', 'b')]
+    """
     out: list[tuple[str, ...]] = [("@public", v) for v in variables]
     return out + list(itertools.combinations(variables, 2))
 
@@ -418,7 +424,7 @@ def _measure(codes: np.ndarray, cell: np.ndarray, cells: int, variables: Sequenc
     from pramkit.privacy.geometric import dp_counts
 
     col = {v: j for j, v in enumerate(variables)}
-    axes = _tables(variables)
+    axes = measured_tables(variables)
     shapes = [tuple(cells if a == "@public" else len(cats[a]) for a in ax) for ax in axes]
     big = [ax for ax, s in zip(axes, shapes) if math.prod(s) > MAX_TABLE_CELLS]
     if big:

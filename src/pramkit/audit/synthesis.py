@@ -11,7 +11,6 @@ release is made again and compared byte for byte.
 
 from __future__ import annotations
 
-import itertools
 import math
 import tempfile
 from fractions import Fraction
@@ -59,13 +58,14 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     ['ledger.design_epsilon']
     """
     from pramkit.ledger import Ledger
+    from pramkit.synthesize import measured_tables
 
     checks: list[Check] = []
     variables = raw.get("variables") or {}
     public = raw.get("public") or {}
     ms = raw.get("measurements") or []
     names = list(variables)
-    wanted = [["@public", v] for v in names] + [list(p) for p in itertools.combinations(names, 2)]
+    wanted = [list(axes) for axes in measured_tables(names)]
     got = [m.get("axes") for m in ms]
     checks.append(_check("measurements", got == wanted,
                          f"{len(ms)} tables: each variable given the public cell, then each pair"
