@@ -8,6 +8,7 @@ misclassification, spontaneous recognition (condition C1 of Cator et al.)
 and tuning epsilon to a risk threshold.  See docs/risk.md.
 """
 
+from pramkit.risk.expected import ExpectedRelease, ProblemSet, expected_release
 from pramkit.risk.fractions import SamplingFractions, sampling_fractions
 from pramkit.risk.frequencies import Frequencies, frequencies
 from pramkit.risk.household import HouseholdRisk, household_risk
@@ -21,10 +22,12 @@ from pramkit.risk.tuning import TuningResult, tune_epsilon
 
 __all__ = [
     "CellRisk",
+    "ExpectedRelease",
     "Frequencies",
     "HouseholdRisk",
     "IndividualRisk",
     "LogLinearFit",
+    "ProblemSet",
     "RecognitionResult",
     "RiskResult",
     "SamplingFractions",
@@ -34,6 +37,7 @@ __all__ = [
     "Watch",
     "benedetti_franconi",
     "cell_risk",
+    "expected_release",
     "fit_loglinear",
     "fit_loglinear_misclassified",
     "frequencies",

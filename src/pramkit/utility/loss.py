@@ -160,15 +160,57 @@ def variance_inflation(p: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix 
     >>> math.isclose(vi.overall, 0.7 * 0.3 / 0.25 / (0.9 * 0.1))
     True
     """
-    pv, mats, _ = table_inputs(p, _axis_matrices(matrices))
-    pv = pv / pv.sum()
-    factors = _invertible(mats)
-    lam = contract(pv, mats)
-    pram = CountCovariance(factors, lam, pv, 1, "multinomial").cell_variances()
-    none = CountCovariance((None,) * pv.ndim, pv, pv, 1, "multinomial").cell_variances()
+    pram, none = moment_variances(p, matrices)
     if none.sum() <= 0:
         raise ParameterError("p puts all its mass on one cell: "
                              "without perturbation there is no variance to compare with")
     with np.errstate(divide="ignore", invalid="ignore"):
         per_cell = np.where(none > 0, pram / none, np.nan)
     return VarianceInflation(per_cell, float(pram.sum() / none.sum()))
+
+
+def moment_variances(p: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix | None]) -> tuple[np.ndarray, np.ndarray]:
+    """``n Var`` of each cell's share estimated by the moment estimator, with PRAM and without.
+
+    A file of n records drawn from ``p`` (multinomial), released through the matrices:
+    ``n Var_PRAM(p_hat_c) = sum_d A[c, d]^2 lam_d - p_c^2`` (``A = (M^T)^{-1}``, ``lam = M^T p``),
+    and ``n Var_none(p_hat_c) = p_c (1 - p_c)`` (module docstring).  Their difference
+    ``sum_d A[c, d]^2 lam_d - p_c`` is what PRAM adds to a fixed file's estimate.
+
+    Parameters
+    ----------
+    p : array-like, one axis per variable
+        Cell probabilities (or counts: they are normalised).
+    matrices : PramMatrix, or a sequence of PramMatrix or None
+        One matrix per axis, ``None`` for an unperturbed variable.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(n Var_PRAM, n Var_none)``, each in the shape of ``p``; divide by n and take the
+        root for the standard errors at n records.
+
+    Raises
+    ------
+    MatrixError
+        If a matrix is singular.
+    DataError
+        If p is invalid or does not match the matrices.
+
+    Examples
+    --------
+    Randomized response keeping with 3/4 at ``p = (1/2, 1/2)``: ``lam = p`` and
+    ``A = [[1.5, -0.5], [-0.5, 1.5]]``, so ``n Var_PRAM = 2.5 / 2 - 1/4 = 1``:
+
+    >>> from pramkit import PramMatrix
+    >>> pram, none = moment_variances([0.5, 0.5], PramMatrix([[0.75, 0.25], [0.25, 0.75]]))
+    >>> pram.tolist(), none.tolist()
+    ([1.0, 1.0], [0.25, 0.25])
+    """
+    pv, mats, _ = table_inputs(p, _axis_matrices(matrices))
+    pv = pv / pv.sum()
+    factors = _invertible(mats)
+    lam = contract(pv, mats)
+    pram = CountCovariance(factors, lam, pv, 1, "multinomial").cell_variances()
+    none = CountCovariance((None,) * pv.ndim, pv, pv, 1, "multinomial").cell_variances()
+    return pram, none

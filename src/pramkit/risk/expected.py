@@ -1,0 +1,535 @@
+"""The risk and utility a design will give, from the original file and the matrices, before applying it.
+
+A :class:`ProblemSet` reads the original file's key variables once (with the
+sampling fraction or the weights, and a household id); :func:`expected_release`
+then takes any designed :class:`pramkit.manifest.Manifest` (variables perturbed
+one by one, within strata, or jointly) and returns, without perturbing a record:
+
+* **tau1, tau2 after PRAM**, the exact expectation over PRAM of the figures that
+  :func:`pramkit.identification_risk` computes on a released file with the same
+  manifest and the original (``original=``).  That function fits the log-linear
+  model to the original's counts, so its per-cell risks ``r1``, ``r2`` of a
+  released sample unique (:func:`pramkit.risk.misclassified.cell_risk`) are fixed
+  by the original and the matrices; the release only decides which cells are
+  released sample uniques.  The released count of cell ``j`` is a sum of
+  independent Bernoulli draws, one per record, of probability ``M[k(i), j]``, so
+
+      P(f~_j = 1) = prod_k (1 - M[k, j])^{f_k} * sum_k f_k M[k, j] / (1 - M[k, j])
+
+  (``f`` the original counts; a record certain to land in ``j`` is counted apart),
+  and ``E tau_r = sum_j P(f~_j = 1) r_j``.  Stratified and joint variables are
+  folded into one axis of the table as :func:`pramkit.identification_risk` folds them.
+  ``M[k, j]`` is 0 unless the cells agree on the keys that are not perturbed, so
+  the sums run within each combination of those keys: ``U x P x P`` products for
+  ``U`` occupied combinations and ``P`` cells of the perturbed keys.
+* **The individual and household risk after PRAM**: a record can only be
+  re-identified on its released keys if they are its true ones, which happens with
+  probability ``M[k, k]`` (the product of the diagonal entries of its keys' matrices);
+  its risk after PRAM is taken as ``M[k, k]`` times its Benedetti-Franconi risk at
+  the original frequencies, and the household risk combines these as
+  :func:`pramkit.risk.household.combine_households` does.  Unlike tau1 and tau2 this
+  is a first-order figure: the frequencies the intruder sees in the release are
+  replaced by the original's.
+* **The utility**: per perturbed variable the standard errors of the moment
+  estimates of its category shares at the file's n, with PRAM and without
+  (:func:`pramkit.utility.loss.moment_variances`: sampling and PRAM, multinomial),
+  their ratio, and the information kept, ``I(X; Z) / H(X)``
+  (:func:`pramkit.information.mutual_information`); the same standard errors for
+  the cells of the keys' table.
+
+All these figures are computed from the original file: they are private, for the
+data holder choosing a design, and are never part of a manifest or a public report.
+The derivation is written out in docs/risk.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.engine.codebook import MISSING, encode
+from pramkit.errors import DataError, MatrixError, ParameterError
+from pramkit.frames import column, eager, frame_columns
+from pramkit.information import entropy, mutual_information
+from pramkit.manifest import Manifest
+from pramkit.risk.fractions import FractionsBy, SamplingFractions
+from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table, record_weights
+from pramkit.risk.household import _household_codes, combine_households
+from pramkit.risk.identification import (
+    _axis_categories,
+    _fit_model,
+    _fold,
+    _folded_cells,
+    _folded_shape,
+    _folding,
+    _perturbation,
+)
+from pramkit.risk.individual import individual_risk
+from pramkit.risk.loglinear import LogLinearFit, check_cells, push
+from pramkit.risk.misclassified import cell_risk, joint_diagonal
+from pramkit.utility.loss import moment_variances
+
+__all__ = ["ExpectedRelease", "ProblemSet", "VariableUtility", "expected_release", "released_unique_probability"]
+
+#: Largest number of cells of the perturbed keys whose joint matrix is formed for the exact expectation;
+#: beyond it P(f~_j = 1) is taken as ``mu~ exp(-mu~)`` (the Poisson approximation, ``exact=False``).
+EXACT_MAX_CELLS = 4_096
+
+
+@dataclass(eq=False)
+class ProblemSet:
+    """The original file on the key variables, read once: the records' codes, the sampling
+    fraction or the weights, and the household id.
+
+    Parameters
+    ----------
+    table : pramkit.risk.frequencies.KeyTable
+        The records encoded on the keys (categories from the data).
+    sampling_fraction : float or None
+        The file's sampling fraction (exactly one of it and ``weights``).
+    weights : numpy.ndarray or None
+        One weight per record.
+    household : numpy.ndarray or None
+        Each record's household code ``0..H-1``.
+    household_name : str or None
+        The household id column.
+    model : str or list
+        The log-linear model of the true cells (:func:`pramkit.identification_risk`).
+    fractions : {"cell", "file"}
+        How the weights give the sampling fractions.
+    tol : float
+        The margin tolerance of the fit.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"sex": list("mfmfmfmfmf"), "age": list("2233442345")})
+    >>> problem = ProblemSet.of(data, ["sex", "age"], sampling_fraction=0.5)
+    >>> problem.keys, problem.n
+    (('sex', 'age'), 10)
+    """
+
+    table: KeyTable
+    sampling_fraction: float | None = None
+    weights: np.ndarray | None = None
+    household: np.ndarray | None = None
+    household_name: str | None = None
+    model: str | Sequence[Sequence[str]] = "2way"
+    fractions: FractionsBy = "cell"
+    tol: float = 1e-4
+    _structures: dict[Any, _Structure] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, data: Any, keys: Sequence[str], *, sampling_fraction: float | None = None,
+           weights: str | Sequence[float] | np.ndarray | None = None, household: str | None = None,
+           missing: MissingKeys = "category", model: str | Sequence[Sequence[str]] = "2way",
+           fractions: FractionsBy = "cell", tol: float = 1e-4, na_values: Sequence[str] = NA_VALUES,
+           sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> ProblemSet:
+        """Read the problem set from the original records (a frame, or a file read on its key columns).
+
+        Parameters
+        ----------
+        data : pandas.DataFrame, polars.DataFrame, pyarrow.Table or path
+            The original file.
+        keys : sequence of str
+            The key variables.
+        sampling_fraction, weights : float, or a column name or one value per record
+            Exactly one.
+        household : str, optional
+            The household id column (every record must have one).
+        missing : {"category", "exclude"}
+            Missing key values: a category of their own, or records left out.
+        model, fractions, tol
+            As :func:`pramkit.identification_risk`.
+        na_values, sep, encoding
+            How a CSV file is read.
+
+        Returns
+        -------
+        ProblemSet
+
+        Raises
+        ------
+        ParameterError
+            Both or neither of ``sampling_fraction`` and ``weights``.
+        DataError
+            A key, weight or household column is missing or invalid.
+        """
+        if (sampling_fraction is None) == (weights is None):
+            raise ParameterError("give exactly one of the sampling fraction and the weights")
+        keys = list(keys)
+        if isinstance(data, (str, Path)):
+            from pramkit.io import read_table
+
+            wanted = [*keys, *([weights] if isinstance(weights, str) else []), *([household] if household else [])]
+            data = read_table(data, columns=list(dict.fromkeys(wanted)), na_values=na_values, sep=sep,
+                              encoding=encoding)
+        data = eager(data)
+        table = key_table(data, keys, missing=missing)
+        w = None if weights is None else record_weights(data, weights)
+        codes = None
+        if household:
+            if household not in frame_columns(data):
+                raise DataError(f"unknown household column {household!r}; the data have {frame_columns(data)}")
+            codes = _household_codes(column(data, household), household)
+        return cls(table, sampling_fraction, w, codes, household or None, model, fractions, tol)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The key variables."""
+        return self.table.keys
+
+    @property
+    def n(self) -> int:
+        """Records that enter the counts."""
+        return self.table.n
+
+    def structure(self, manifest: Manifest | None) -> _Structure:
+        """The table a manifest's design needs (its categories, its joint axes folded), counted and
+        fitted once: designs that differ only in their matrices share it."""
+        keys = self.keys
+        singles, joints = _perturbation(manifest, keys)
+        declared = _axis_categories(manifest, keys, singles, joints)
+        signature = (tuple((k, tuple(map(repr, declared[k]))) for k in keys if k in declared),
+                     tuple((j.name, j.positions, tuple(map(repr, j.cells))) for j in joints))
+        if signature not in self._structures:
+            self._structures[signature] = _Structure.of(self, manifest, singles, joints, declared)
+        return self._structures[signature]
+
+
+@dataclass(frozen=True, eq=False)
+class _Structure:
+    """The original's counts on the (folded) table of a kind of design, the model fitted to them, and each
+    record's cell: everything a design's expected figures need but its matrices."""
+
+    names: tuple[str, ...]  # the folded axes: a key, or a joint variable's name
+    perturbed: tuple[str, ...]  # the folded axes a manifest of this kind perturbs
+    counts: np.ndarray
+    fit: LogLinearFit
+    fractions: SamplingFractions
+    cells: np.ndarray  # each record's flat cell, -1 if left out (a missing value of a perturbed key)
+    individual: np.ndarray  # Benedetti-Franconi risk of every cell (0 where empty)
+    before: Any  # CellRisk with M = I
+
+    @classmethod
+    def of(cls, problem: ProblemSet, manifest: Manifest | None, singles: tuple[str, ...], joints: list[Any],
+           declared: Mapping[str, Sequence[Any]]) -> _Structure:
+        table, keys = problem.table, problem.keys
+        codes = table.codes.copy()
+        codes[~table.included] = MISSING
+        shape = list(table.shape)
+        for i, key in enumerate(keys):
+            if key in declared:
+                codes[:, i] = _recode(codes[:, i], table.categories[i], declared[key], key)
+                shape[i] = len(declared[key])
+        names = _folding(keys, shape, joints)[2]
+        folded_shape = _folded_shape(keys, shape, joints)
+        check_cells(names, folded_shape)
+        included = (codes != MISSING).all(axis=1)
+        flat = np.ravel_multi_index(codes[included].T, shape)
+        size = math.prod(shape)
+        counts = np.bincount(flat, minlength=size).astype(float).reshape(shape)
+        sums = None
+        if problem.weights is not None:
+            sums = np.bincount(flat, weights=problem.weights[included], minlength=size).reshape(shape)
+        folded = _fold(counts, keys, joints)  # refuses records outside a joint variable's cells
+        assert folded is not None
+        sums = _fold(sums, keys, joints)
+        cells = np.full(len(codes), -1, dtype=np.int64)
+        cells[included] = (_folded_cells(codes[included], shape, keys, joints) if joints
+                           else flat)
+        perturbed = singles + tuple(j.name for j in joints)
+        fit, _, _, fractions = _fit_model(
+            folded, sums, folded if perturbed else None, sums if perturbed else None, names, perturbed, manifest,
+            sampling_fraction=problem.sampling_fraction, fractions=problem.fractions, model=problem.model,
+            tol=problem.tol, tau_rtol=None)
+        occupied = folded > 0
+        population = sums if sums is not None else folded / fractions.overall
+        individual = np.zeros(folded.shape)
+        individual[occupied] = individual_risk(folded[occupied], population[occupied]).risk
+        before = cell_risk(fit.fitted, fractions.values, [None] * folded.ndim)
+        return cls(names, perturbed, folded, fit, fractions, cells, individual, before)
+
+
+def _recode(codes: np.ndarray, found: Sequence[Any], declared: Sequence[Any], key: str) -> np.ndarray:
+    """A key's codes over the categories found in the data, as codes over the manifest's categories
+    (a missing value, released as it is, leaves its record out as :func:`pramkit.identification_risk` does)."""
+    present = [c for c in found if c is not None]
+    try:
+        mapped = encode(pd.Series(present, dtype=object), list(declared), column=key)
+    except DataError:
+        raise DataError(f"key {key!r} has values that are not categories of the manifest's matrix "
+                        f"({', '.join(map(str, declared[:5]))}{', ...' if len(declared) > 5 else ''}): "
+                        "a manifest designed for another file") from None
+    lookup = np.full(len(found) + 1, MISSING, dtype=np.int64)
+    at = 0
+    for i, c in enumerate(found):
+        if c is not None:
+            lookup[i] = mapped[at]
+            at += 1
+    return lookup[codes]  # MISSING (-1) indexes the last entry, MISSING
+
+
+def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarray | None]) -> np.ndarray:
+    """P(f~_j = 1) for every released cell ``j``: the chance that exactly one record is released in it.
+
+    Each record of cell ``k`` is released in ``j`` with probability ``M[k, j]`` (the Kronecker
+    product of the axes' matrices), independently: ``f~_j`` is a Poisson-binomial count, and
+    ``P(f~_j = 1) = prod_k (1 - M[k, j])^{f_k} sum_k f_k M[k, j] / (1 - M[k, j])`` (module
+    docstring); a record released in ``j`` with certainty makes it ``prod`` over the others.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        The original counts ``f``, one axis per variable.
+    matrices : sequence of numpy.ndarray or None
+        One square matrix per axis (``None``: not perturbed).
+
+    Returns
+    -------
+    numpy.ndarray
+        Of the table's shape.
+
+    Examples
+    --------
+    Two records in cell 0 and one in cell 1 of a variable kept with probability 0.8.  Exactly
+    one record lands in cell 1 when one of the pair moves there and the third record moves away
+    (``2 x 0.2 x 0.8 x 0.2``), or none moves (``0.8^3``):
+
+    >>> m = np.array([[0.8, 0.2], [0.2, 0.8]])
+    >>> p = released_unique_probability(np.array([2.0, 1.0]), [m])
+    >>> bool(np.isclose(p[1], 2 * 0.2 * 0.8 * 0.2 + 0.8 ** 3)), bool(np.isclose(p[0], 2 * 0.8 * 0.2 * 0.8 + 0.2 ** 3))
+    (True, True)
+    >>> released_unique_probability(np.array([2.0, 1.0]), [None]).tolist()  # unperturbed: the uniques
+    [0.0, 1.0]
+    """
+    counts = np.asarray(counts, dtype=float)
+    axes = [a for a, m in enumerate(matrices) if m is not None]
+    rest = [a for a in range(counts.ndim) if a not in axes]
+    if not axes:
+        return (counts == 1).astype(float)
+    sub = [counts.shape[a] for a in axes]
+    size = math.prod(sub)
+    moved = np.transpose(counts, rest + axes)
+    rows = moved.reshape(-1, size)
+    if size > EXACT_MAX_CELLS:
+        mu = push(counts, matrices)
+        return mu * np.exp(-mu)
+    joint = np.ones((1, 1))
+    for a in axes:
+        joint = np.kron(joint, np.asarray(matrices[a], dtype=float))
+    certain = joint >= 1.0
+    with np.errstate(divide="ignore"):
+        logs = np.where(certain, 0.0, np.log1p(-np.where(certain, 0.0, joint)))
+        odds = np.where(certain, 0.0, joint / np.where(certain, 1.0, 1.0 - joint))
+    occupied = np.flatnonzero(rows.sum(axis=1) > 0)
+    f = rows[occupied]
+    sure = f @ certain.astype(float)
+    none_elsewhere = np.exp(f @ logs)
+    one = np.where(sure == 0, none_elsewhere * (f @ odds), np.where(sure == 1, none_elsewhere, 0.0))
+    out = np.zeros_like(rows)
+    out[occupied] = one
+    out = out.reshape(moved.shape)
+    return np.transpose(out, np.argsort(rest + axes))
+
+
+@dataclass(frozen=True)
+class VariableUtility:
+    """The expected utility of one perturbed variable (or of the keys' table).
+
+    Parameters
+    ----------
+    name : str
+        The variable (a joint variable's name), or ``"keys"`` for the keys' table.
+    categories : int
+        Its categories (cells).
+    standard_error : float
+        The root of the summed variances of the estimated shares at the file's n, with PRAM
+        (sampling and PRAM; NaN for a singular matrix: no unbiased estimate).
+    standard_error_without : float
+        The same without PRAM (sampling alone).
+    information_kept : float
+        ``I(X; Z) / H(X)`` in [0, 1] (NaN for the keys' table, or a variable without variation).
+    per_category : pandas.DataFrame
+        category (its position), share, standard_error, standard_error_without.
+    """
+
+    name: str
+    categories: int
+    standard_error: float
+    standard_error_without: float
+    information_kept: float
+    per_category: pd.DataFrame = field(repr=False, compare=False)
+
+    @property
+    def ratio(self) -> float:
+        """``standard_error / standard_error_without``: how much wider PRAM makes the intervals."""
+        return self.standard_error / self.standard_error_without if self.standard_error_without > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as JSON-ready values."""
+        return {"name": self.name, "categories": self.categories, "standard_error": self.standard_error,
+                "standard_error_without": self.standard_error_without, "ratio": self.ratio,
+                "information_kept": self.information_kept}
+
+
+@dataclass(frozen=True)
+class ExpectedRelease:
+    """The expected risk and utility of a design, from the original file (private figures).
+
+    Parameters
+    ----------
+    keys : tuple of str
+        The key variables.
+    perturbed : tuple of str
+        The axes the manifest perturbs (a key, or a stratified or joint variable's name).
+    n : int
+        Records counted (records with a missing value of a perturbed key are left out).
+    sample_uniques, sample_uniques_before : float
+        The expected number of released sample uniques; the original's.
+    tau1, tau2, tau1_before, tau2_before : float
+        The expected tau1 and tau2 after PRAM (module docstring), and before, with the same model.
+    individual, individual_before : float
+        Expected re-identifications (sum of the per-record risks) after and before PRAM.
+    household, household_before : float or None
+        The expected number of persons in re-identified households (with a household id).
+    utility : tuple of VariableUtility
+        Per perturbed variable, then the keys' table.
+    exact : bool
+        False when the perturbed keys have more than :data:`EXACT_MAX_CELLS` cells
+        (the Poisson approximation of P(f~_j = 1)).
+    seconds : float
+        Wall-clock time of this design's figures.
+    """
+
+    keys: tuple[str, ...]
+    perturbed: tuple[str, ...]
+    n: int
+    sample_uniques: float
+    sample_uniques_before: float
+    tau1: float
+    tau2: float
+    tau1_before: float
+    tau2_before: float
+    individual: float
+    individual_before: float
+    household: float | None
+    household_before: float | None
+    utility: tuple[VariableUtility, ...]
+    exact: bool
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as JSON-ready values (private: computed from the original file)."""
+        out = {f: getattr(self, f) for f in ("n", "sample_uniques", "sample_uniques_before", "tau1", "tau2",
+                                             "tau1_before", "tau2_before", "individual", "individual_before",
+                                             "household", "household_before", "exact", "seconds")}
+        return {"keys": list(self.keys), "perturbed": list(self.perturbed), **out,
+                "utility": [u.to_dict() for u in self.utility]}
+
+
+def _utility(name: str, p: np.ndarray, mats: Sequence[np.ndarray | None], n: int,
+             information: bool) -> VariableUtility:
+    """Standard errors of the shares of a table ``p`` (counts) at n records, and the information kept."""
+    from pramkit.matrix import PramMatrix
+
+    total = float(p.sum())
+    shares = p / total if total > 0 else p
+    try:
+        pram, none = moment_variances(p, [None if m is None else PramMatrix(m) for m in mats])
+        se = np.sqrt(np.clip(pram, 0.0, None) / n)
+    except MatrixError:
+        none = shares * (1 - shares)
+        se = np.full(p.shape, np.nan)
+    without = np.sqrt(np.clip(none, 0.0, None) / n)
+    kept = math.nan
+    h = entropy(shares)
+    if information and h > 0:
+        m = next(m for m in mats if m is not None)
+        kept = mutual_information(shares, m) / h
+    frame = pd.DataFrame({"category": np.arange(p.size), "share": shares.ravel(), "standard_error": se.ravel(),
+                          "standard_error_without": without.ravel()})
+    return VariableUtility(name, p.size, float(np.sqrt(np.sum(se ** 2))), float(np.sqrt(np.sum(without ** 2))),
+                           kept, frame)
+
+
+def expected_release(problem: ProblemSet, manifest: Manifest, *,
+                     shares: Mapping[str, Sequence[float]] | None = None) -> ExpectedRelease:
+    """The expected risk after PRAM and the expected utility of ``manifest``, without applying it.
+
+    Parameters
+    ----------
+    problem : ProblemSet
+        The original file on the keys (read once; the tables of each kind of design are cached in it).
+    manifest : Manifest
+        A designed release (variables perturbed one by one, within strata, or jointly).
+    shares : mapping, optional
+        The original shares of perturbed variables that are not keys (in the matrix's order,
+        e.g. the design record's ``p``), for their utility; without them those are left out.
+
+    Returns
+    -------
+    ExpectedRelease
+
+    Raises
+    ------
+    ParameterError
+        A joint or stratified variable reads columns of which only some are keys.
+    DataError
+        A key value that is not a category of its matrix.
+
+    Examples
+    --------
+    Randomized response on sex lowers the expected tau2, and the standard error of the sex
+    shares grows by the factor of :func:`pramkit.utility.loss.variance_inflation`:
+
+    >>> from pramkit import PramMatrix
+    >>> data = pd.DataFrame({"sex": list("mfmfmfmfmf"),
+    ...                      "age": ["20", "20", "30", "30", "40", "40", "20", "30", "40", "50"]})
+    >>> problem = ProblemSet.of(data, ["sex", "age"], sampling_fraction=0.5)
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.9, 0.9], ["f", "m"])})
+    >>> e = expected_release(problem, manifest)
+    >>> e.tau2 < e.tau2_before, e.tau1 <= e.tau2, round(e.utility[0].ratio, 4)
+    (True, True, 1.25)
+    """
+    start = time.perf_counter()
+    s = problem.structure(manifest)
+    mats = [manifest[name].matrix.matrix if name in s.perturbed else None for name in s.names]
+    risk = cell_risk(s.fit.fitted, s.fractions.values, mats)
+    unique = released_unique_probability(s.counts, mats)
+    exact = math.prod(s.counts.shape[a] for a, m in enumerate(mats) if m is not None) <= EXACT_MAX_CELLS
+    before = s.counts == 1
+    keep = joint_diagonal(mats, s.counts.shape)
+    household = household_before = None
+    if problem.household is not None:
+        r = np.where(s.cells >= 0, s.individual.ravel()[np.maximum(s.cells, 0)], np.nan)
+        household_before = float(combine_households(r, problem.household).sum())
+        household = float(combine_households(r * keep.ravel()[np.maximum(s.cells, 0)], problem.household).sum())
+    n = int(s.counts.sum())
+    utility = []
+    for name in s.perturbed:
+        axis = s.names.index(name)
+        p = s.counts.sum(axis=tuple(a for a in range(s.counts.ndim) if a != axis))
+        utility.append(_utility(name, p, [mats[axis]], n, True))
+    for v in manifest.variables:
+        if v.name not in s.perturbed and shares is not None and v.name in shares:
+            p = np.asarray(shares[v.name], dtype=float) * n
+            utility.append(_utility(v.name, p, [v.matrix.matrix], n, True))
+    if s.perturbed and s.counts.size <= 10 * 1024 * 1024:
+        utility.append(_utility("keys", s.counts, mats, n, False))
+    return ExpectedRelease(
+        keys=problem.keys, perturbed=s.perturbed, n=n,
+        sample_uniques=float(unique.sum()), sample_uniques_before=float(before.sum()),
+        tau1=float((unique * risk.r1).sum()), tau2=float((unique * risk.r2).sum()),
+        tau1_before=float(s.before.r1[before].sum()), tau2_before=float(s.before.r2[before].sum()),
+        individual=float((s.counts * keep * s.individual).sum()),
+        individual_before=float((s.counts * s.individual).sum()),
+        household=household, household_before=household_before, utility=tuple(utility), exact=exact,
+        seconds=time.perf_counter() - start)
