@@ -4,7 +4,9 @@ A session file (:func:`session_dict`, JSON) holds what the officer chose, never
 a key and never the original data: how the file was opened (its path or name
 and its SHA-256, the census's rows), how it is read, the recoding, the risk
 step's keys and the design's choices, with the small input files the design
-read (rules, public frequencies, codebook, a manifest given) as their text.
+read (rules, public frequencies, codebook, a manifest given) as their text,
+and the designs tried with their expected figures (computed from the original:
+the session file is private, like the work folder).
 :func:`restore` opens the file again (by its path, or the one opened now for
 an upload), checks its digest, and runs the recoding, risk and design steps
 again with the saved choices.
@@ -142,7 +144,8 @@ def session_dict(wb: Workbench) -> dict[str, Any]:
         design = {"variables": list(wb.designed.variables),
                   "manifest": wb.designed.manifest_file.read_text(encoding="utf-8")}
     return {"format": FORMAT, "version": VERSION, "pramkit": __version__, "data": data,
-            "recode": {k: dict(v) for k, v in wb.recode.items()}, "risk": risk, "design": design}
+            "recode": {k: dict(v) for k, v in wb.recode.items()}, "risk": risk, "design": design,
+            "tried": [t.to_dict() for t in wb.tried]}
 
 
 def read_session(path: str | Path) -> dict[str, Any]:
@@ -232,3 +235,7 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
             values[name] = target if name in ("prior", "forbid", "derive_from", "recoded_by") else str(target)
         wb.design(design["variables"], DesignChoices(**values))
     wb._history.clear()
+    if saved.get("tried"):  # the designs tried: figures computed from the original (the session file is private)
+        from pramkit.workbench.preview import Tried
+
+        wb.tried = [Tried.from_dict(t) for t in saved["tried"]]

@@ -94,6 +94,8 @@ class Workbench:
         self.opened: dict[str, Any] = {}  # how the file was opened (a session file says it again)
         self.base: Source | None = None  # the file as opened (``source`` is its recoded copy after a recoding)
         self._history: list[Snapshot] = []
+        self.tried: list[Any] = []  # the designs previewed, for the risk-utility map (pramkit.workbench.preview)
+        self._problem: tuple[Any, Any] | None = None  # the risk step's problem set, read once
 
     # -- step 1: the file -------------------------------------------------
     def open_census(self, rows: int = CENSUS_ROWS) -> Source:
@@ -234,7 +236,7 @@ class Workbench:
         self.source, self.base, self.copied = source, source, copied
         self.designed = self.applied = self.assessed = self.exported = None
         self.risk_keys, self.sampling_fraction, self.weights, self.household = (), None, None, None
-        self.recode, self._history = {}, []
+        self.recode, self._history, self.tried = {}, [], []
         return source
 
     def _source(self) -> Source:
@@ -401,7 +403,45 @@ class Workbench:
         with self._change():
             return self._design(variables, choices, key=key)
 
-    def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
+    def preview(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> Any:
+        """Design ``variables`` with ``choices`` for a look only: the expected risk after PRAM and the expected
+        utility (:func:`pramkit.risk.expected.expected_release`), before anything is applied.
+
+        The design is not made the release (nor an undoable change); it is added to :attr:`tried`, the
+        designs of the risk-utility map.  The original file is read on the risk step's keys once
+        (the problem set), so a change of the parameters costs the design and the matrices' work.
+
+        Parameters
+        ----------
+        variables : sequence of str
+            The columns to perturb.
+        choices : DesignChoices
+            As :meth:`design`.
+        key : SecretKey, optional
+            As :meth:`design` (the design's noise).
+
+        Returns
+        -------
+        pramkit.workbench.preview.PreviewView
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     _ = wb.open_census(rows=2_000)
+        ...     _ = wb.risk(["age", "sex", "marital_status"], sampling_fraction=0.05)
+        ...     one = wb.preview(["age"], DesignChoices(method="rr", epsilon=1.0))
+        ...     two = wb.preview(["age"], DesignChoices(method="rr", epsilon=4.0))
+        ...     print(one.expected.tau2 < two.expected.tau2 < two.expected.tau2_before, len(two.tried), wb.designed)
+        True 2 None
+        """
+        from pramkit.workbench.preview import preview
+
+        return preview(self, variables, choices, self._made(variables, choices, key))
+
+    def _made(self, variables: Sequence[str], choices: DesignChoices, key: SecretKey | None) -> tuple[Any, ...]:
+        """The release designed with the choices: its variables, the choices as used, the key and the release."""
         source = self._source()
         if self.recode and choices.recoded_by is None:  # the manifest states the recoding (public: it is declared)
             choices = dataclasses.replace(choices, recoded_by=self.work / INPUTS / RECODE_MAP)
@@ -409,6 +449,11 @@ class Workbench:
         choices = self._kept_inputs(choices, source)
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
         release = choices.release(source.path, names, key=None if choices.recognition is not None else key)
+        return names, choices, key, release
+
+    def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
+        source = self._source()
+        names, choices, key, release = self._made(variables, choices, key)
         view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
                            _distances(release.manifest, release.record.variables, choices.distances),
                            columns=source.names)
