@@ -30,6 +30,7 @@ except ModuleNotFoundError as exc:
     raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
 from pramkit.app import fields
+from pramkit.app.live import live_panel
 from pramkit.app.ui import METHODS, error_box, png
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
@@ -276,7 +277,7 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         session.on_ended(ended)
         data_step(input, output, desk, steps["data"], folder / "uploads")
         risk_step(input, output, desk, steps["risk"], steps["data"])
-        design_step(input, output, desk, steps["design"], steps["data"], folder / "uploads", key)
+        design_step(input, output, desk, steps["design"], steps["data"], folder / "uploads", key, steps["risk"])
         apply_step(input, output, desk, steps["apply"], steps["design"], key)
         export_step(input, output, desk, steps["export"], steps["design"], steps["apply"])
         session_bar(input, output, desk, steps, folder / "uploads")
@@ -693,7 +694,7 @@ _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_co
 
 
 def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: Step, uploads: Path,
-                key: reactive.Value[SecretKey | None]) -> None:
+                key: reactive.Value[SecretKey | None], risk: Step | None = None) -> None:
     """Step 3: the design; its guarantee sentence, ledger, a heat map per matrix and the risk after.
 
     Parameters
@@ -708,6 +709,8 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         The session's folder for uploaded files (the rules, prior and codebook).
     key : reactive.Value
         The session's key when there is one yet: the design step's noise is drawn from it.
+    risk : Step, optional
+        The risk step: its keys and sampling are the live panel's problem set (:mod:`pramkit.app.live`).
     """
     files: dict[str, Path | None] = {"forbid": None, "prior": None, "categories": None}
 
@@ -758,6 +761,9 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
             return
         k = key.get()
         step.start(lambda: desk.wb.design(variables, choices, key=k))
+
+    live_panel(input, output, desk, lambda: (in_use(), _choices(input, files))[1], key,
+               lambda: data.result() is not None, lambda: None if risk is None else risk.result())
 
     @reactive.effect
     @reactive.event(input.manifest_upload)

@@ -17,6 +17,8 @@ try:
 except ModuleNotFoundError as exc:
     raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
+from pramkit.app.live import live_ui
+
 #: The designs offered: choice -> (its name in the page, the ``pramkit design`` flags it sets).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "dp": ("DP-optimal: the most information at the budget", {"method": "dp"}),
@@ -194,6 +196,7 @@ def design_tab() -> NavSetArg:
         ui.output_ui("guarantee"),
         ui.h4("Ledger"), ui.output_table("ledger"),
         ui.output_ui("heatmaps"),
+        live_ui(),
     ], "design")
 
 

@@ -198,12 +198,25 @@ def preview(wb: Workbench, variables: Sequence[str], choices: DesignChoices, mad
         kept = [float(f["information_nats"]) / h for f in release.record.variables.values()
                 if f.get("information_nats") is not None and f.get("p") and (h := _entropy(f["p"])) > 0]
         figures["information_kept"] = float(np.mean(kept)) if kept else None
-    parameters = f"{', '.join(names)}: {' '.join(choices.to_args()) or 'defaults'}"
+    parameters = f"{', '.join(names)}: {' '.join(_shown(choices.to_args())) or 'defaults'}"
     tried = [t for t in wb.tried if t.parameters != parameters]
     number = max((t.number for t in wb.tried), default=0) + 1
     wb.tried = [*tried, Tried(number, parameters, epsilon, figures)][-TRIED_MAX:]
     return PreviewView(manifest, expected, risk_table(expected) if expected else pd.DataFrame(),
                        utility_table(expected) if expected else pd.DataFrame(), note, tuple(wb.tried))
+
+
+def _shown(args: Sequence[str]) -> list[str]:
+    """The design's flags as the map labels them: a file by its name, never a path of the work folder.
+
+    Examples
+    --------
+    >>> _shown(["--epsilon", "1.0", "--categories", "/tmp/work/inputs/codebook.csv"])
+    ['--epsilon', '1.0', '--categories', 'codebook.csv']
+    """
+    from pathlib import PurePath
+
+    return [PurePath(a).name if ("/" in a or "\\" in a) and not a.startswith("--") else a for a in args]
 
 
 def _entropy(p: Sequence[float]) -> float:
@@ -238,7 +251,7 @@ def ru_map_svg(tried: Sequence[Tried], current: int | None, *, width: int = 560,
     >>> svg.startswith("<svg"), svg.count('class="ru-point'), svg.count("ru-point current")
     (True, 2, 1)
     """
-    left, right, top, bottom = 64, 16, 16, 48
+    left, right, top, bottom = 64, 40, 16, 48
     points = [t for t in tried if math.isfinite(t.risk) and math.isfinite(t.information_lost)]
     xs = [t.risk for t in points] or [0.0]
     x0, x1 = 0.0, max(max(xs) * 1.1, 1e-9)
