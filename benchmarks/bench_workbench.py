@@ -1,10 +1,18 @@
-"""Benchmark: the workbench's first step, opening a file (``pramkit.workbench.source.describe_file``).
+"""Benchmark: the workbench's first step, opening a file (``pramkit.workbench.source.describe_file``), and
+the design step's live preview (``Workbench.preview``).
 
 ``python benchmarks/bench_workbench.py [ROWS]`` writes the built-in census of ROWS persons (default
 2 000 000) as CSV and opens it as the workbench does: one streamed pass counting each column's
 distinct and missing values, keeping a preview of 20 rows.  The floor, measured in the same run, is
 pyarrow reading the whole file into memory (``pyarrow.csv.read_csv``), which the workbench must not
 do for a file larger than memory; the ratio says what streaming and counting cost on top of parsing.
+
+``python benchmarks/bench_workbench.py live [ROWS]`` (default 1 000 000) opens the census in a workbench,
+assesses the risk on five keys, and times the live preview as the budget changes: the whole preview (the
+design, which reads the file, and the expected figures) and the expected figures alone
+(:func:`pramkit.risk.expected.expected_release` on the problem set read once), for a design per variable,
+a joint one and one within strata.  The floor, measured in the same run, is one pass of ``numpy.bincount``
+over the records' flat key cells: counting the key table once, which a preview must not do again.
 """
 
 from __future__ import annotations
@@ -35,5 +43,40 @@ def main(rows: int) -> None:
           f"= {opened / floor:.2f}x the floor ({rows / opened / 1e6:.2f} M rows/s)")
 
 
+def live(rows: int) -> None:
+    import numpy as np
+
+    from pramkit.release.choices import DesignChoices
+    from pramkit.risk.expected import expected_release
+    from pramkit.workbench import Workbench
+    from pramkit.workbench.preview import problem_of
+
+    keys = ["age", "sex", "marital_status", "race", "education"]
+    with tempfile.TemporaryDirectory() as d:
+        wb = Workbench(d)
+        wb.open_census(rows=rows)
+        wb.risk(keys, sampling_fraction=0.05)
+        problem = problem_of(wb)
+        assert problem is not None
+        cells = np.ravel_multi_index(problem.table.codes.T, problem.table.shape)
+        floor = best_of(lambda: np.bincount(cells, minlength=problem.table.cells), 5)
+        print(f"census: {rows:,} rows, keys {', '.join(keys)} ({problem.table.cells:,} cells)")
+        print(f"floor, one numpy.bincount over the records' key cells: {floor * 1000:.1f} ms")
+        for label, variables, make in (
+                ("per variable", ["age", "marital_status"], lambda e: DesignChoices(epsilon=e)),
+                ("joint", ["age", "marital_status"], lambda e: DesignChoices(epsilon=e, split="joint")),
+                ("within strata (race)", ["marital_status"], lambda e: DesignChoices(epsilon=e, strata="race"))):
+            wb.preview(variables, make(0.5))  # the first of a kind counts its table and fits the model once
+            view = wb.preview(variables, make(1.0))
+            whole = best_of(lambda: wb.preview(variables, make(2.0)), 3)
+            figures = best_of(lambda: expected_release(problem, view.manifest), 5)
+            e = view.expected
+            print(f"{label}: preview {whole:.2f} s, of which the expected figures {figures * 1000:.1f} ms "
+                  f"= {figures / floor:.2f}x the floor; tau2 {e.tau2_before:.3g} -> {e.tau2:.3g}")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2_000_000)
+    if len(sys.argv) > 1 and sys.argv[1] == "live":
+        live(int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 2_000_000)
