@@ -92,3 +92,13 @@ def test_the_figures_never_reach_the_public_files(bench: Workbench, tmp_path: Pa
                      and p.suffix in (".json", ".md", ".html", ".txt"))
     assert "tau2" not in public and "tried" not in public
     assert "not published" in PRIVATE_NOTE
+
+
+@pytest.mark.filterwarnings("ignore:the transition matrix is singular")  # the estimates of this design: EM
+def test_the_apply_step_assesses_a_stratified_release_too(bench: Workbench) -> None:
+    """sdcMicro's testdata PRAM example within strata: the released file's risk, PRAM accounted for."""
+    bench.design(["roof"], DesignChoices(epsilon=2.0, strata="urbrur"))
+    applied = bench.apply(SecretKey(bytes(range(32)), "test key"))
+    assert applied.risk_after is not None and applied.risk_after.note == ""
+    figures = dict(zip(applied.risk_after.table["measure"], applied.risk_after.table["value"]))
+    assert any("tau2" in m for m in figures)

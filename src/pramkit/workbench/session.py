@@ -748,21 +748,20 @@ class Workbench:
 
     def _risk_after(self, manifest: Manifest, released: Path) -> RiskView | None:
         """The risk of the released file on the risk step's keys, PRAM accounted for."""
-        from pramkit.report.build import jointly_perturbed
         from pramkit.risk.identification import identification_risk
 
         assert self.source is not None
         if not self.risk_keys or (self.sampling_fraction is None and self.weights is None):
             return None
         keys = list(self.risk_keys)
-        joint = jointly_perturbed(manifest, keys)
-        if joint:
-            return RiskView.not_computed(f"not computed: key(s) {', '.join(joint)} are perturbed jointly with other "
-                                         "columns (the risk model takes one matrix per variable)")
         if not {c for v in manifest.variables for c in v.columns} & set(keys):
             return RiskView.not_computed("no key variable is perturbed: the risk is the risk before")
-        result = identification_risk(released, keys, sampling_fraction=self.sampling_fraction, weights=self.weights,
-                                     manifest=manifest, original=self.source.path, **self.source.reading)
+        try:  # stratified and joint variables are one axis of the risk model's table (identification_risk)
+            result = identification_risk(released, keys, sampling_fraction=self.sampling_fraction,
+                                         weights=self.weights, manifest=manifest, original=self.source.path,
+                                         **self.source.reading)
+        except ParameterError as exc:  # e.g. a joint variable whose columns are not all keys: say why
+            return RiskView.not_computed(f"not computed: {exc}")
         return RiskView.of(result.to_dict())
 
     # -- step 5: export ---------------------------------------------------
