@@ -68,8 +68,8 @@ def live(rows: int) -> None:
                 ("within strata (race)", ["marital_status"], lambda e: DesignChoices(epsilon=e, strata="race"))):
             wb.preview(variables, make(0.5))  # the first of a kind counts its table and fits the model once
             view = wb.preview(variables, make(1.0))
-            whole = best_of(lambda: wb.preview(variables, make(2.0)), 3)
-            figures = best_of(lambda: expected_release(problem, view.manifest), 5)
+            whole = best_of(lambda v=variables, m=make: wb.preview(v, m(2.0)), 3)
+            figures = best_of(lambda m=view.manifest: expected_release(problem, m), 5)
             e = view.expected
             print(f"{label}: preview {whole:.2f} s, of which the expected figures {figures * 1000:.1f} ms "
                   f"= {figures / floor:.2f}x the floor; tau2 {e.tau2_before:.3g} -> {e.tau2:.3g}")
