@@ -742,18 +742,28 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         used = [f"{what}: {files[name].name}" for name, what in  # type: ignore[union-attr]
                 (("forbid", "edit rules"), ("prior", "public frequencies"), ("categories", "codebook"))
                 if files[name] is not None]
+        written = ["the edit rules written here"] if input.edit_rules().strip() else []
         if not used:
-            return ui.p(ui.em("No uploaded rules, frequencies or codebook: the next design reads none."))
-        return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used) + ".")),
+            return ui.p(ui.em("The next design reads the edit rules written here." if written else
+                              "No uploaded rules, frequencies or codebook: the next design reads none."))
+        return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used + written) + ".")),
                       ui.input_action_button("clear_files", "Remove the uploaded files", class_="btn-sm"))
+
+    def rules_written() -> Path | None:
+        """The rules of the editor (a rules file in the session's folder), or the uploaded rules file."""
+        written = fields.rules(input.edit_rules(), uploads / "written")
+        if written is not None and files["forbid"] is not None:
+            raise ParameterError("the edit rules are given twice, uploaded and written here: remove the uploaded "
+                                 "files or empty the field Edit rules written here")
+        return written or files["forbid"]
 
     @reactive.effect
     @reactive.event(input.run_design)
     def _run() -> None:
         try:
             _require(data, "open the data first (step 1)")
-            variables, choices = _choices(input, files)
-        except ParameterError as exc:
+            variables, choices = _choices(input, {**files, "forbid": rules_written()})
+        except PramkitError as exc:
             step.fail(str(exc))
             return
         k = key.get()
