@@ -16,7 +16,16 @@ from pathlib import Path
 
 import _app_support
 import pytest
-from _browser import SHOTS, Browser, expect, open_app, tab  # skips this module without Playwright or Chromium
+from _browser import (  # skips this module without Playwright or Chromium
+    SHOTS,
+    Browser,
+    choose,
+    expect,
+    no_trace,
+    open_app,
+    tab,
+    upload,
+)
 from _newcomer import DOC, Newcomer, steps
 
 from pramkit.structure import Rules, read_rules
@@ -92,8 +101,9 @@ def test_a_bold_label_without_an_action_is_an_error_of_the_doc(tmp_path: Path) -
         steps(doc)
 
 
-def test_rules_written_in_the_page_that_are_not_a_rules_file(chromium: Browser, base: str) -> None:
-    """The rules editor's lines are read by the library's parser; its message names the field, not a file."""
+def test_rules_written_in_the_page_that_are_not_a_rules_file(chromium: Browser, base: str, tmp_path: Path) -> None:
+    """The rules editor's lines are read by the library's parser; its messages name the field, never a file; rules
+    uploaded and written both are refused."""
     page = open_app(chromium, base, TOKEN)
     try:
         page.fill("#census_rows", "2000")
@@ -106,5 +116,18 @@ def test_rules_written_in_the_page_that_are_not_a_rules_file(chromium: Browser, 
         expect(box).to_contain_text("line 2 of the field Edit rules written here has 3 fields; the header has 2",
                                     timeout=30_000)
         assert "/" not in box.inner_text()  # no path of the app's folders
+        choose(page, "design_vars", ["marital_status"])
+        choose(page, "strata", ["age"])
+        page.fill("#edit_rules", "age,marital_status\n0-9,engaged\n")
+        page.click("#run_design")
+        expect(box).to_contain_text("rule 1 of the field Edit rules written here: 'engaged' is not a category of "
+                                    "'marital_status'", timeout=30_000)
+        rules = tmp_path / "rules.csv"
+        rules.write_text("age,marital_status\n0-9,widowed\n")
+        upload(page, "forbid", rules)
+        page.click("#run_design")
+        expect(box).to_contain_text("the edit rules are given twice", timeout=30_000)
+        expect(page.locator("#ledger table")).to_have_count(0)
+        no_trace(page)
     finally:
         page.context.close()

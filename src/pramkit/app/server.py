@@ -749,12 +749,18 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used + written) + ".")),
                       ui.input_action_button("clear_files", "Remove the uploaded files", class_="btn-sm"))
 
+    in_page = [False]  # the design's rules were written in the page: its messages name the field, not a file
+    said = step.words
+    step.words = lambda message: said(message).replace("the edit rules file", fields.RULES_FIELD) if in_page[0] \
+        else said(message)
+
     def rules_written() -> Path | None:
         """The rules of the editor (a rules file in the session's folder), or the uploaded rules file."""
         written = fields.rules(input.edit_rules(), uploads / "written")
         if written is not None and files["forbid"] is not None:
             raise ParameterError("the edit rules are given twice, uploaded and written here: remove the uploaded "
                                  "files or empty the field Edit rules written here")
+        in_page[0] = written is not None
         return written or files["forbid"]
 
     @reactive.effect
