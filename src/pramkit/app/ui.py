@@ -53,8 +53,10 @@ RESUME = """
 
 #: The status boxes of a step's sidebar (its error, its Cancel button, the statements to confirm) take no
 #: room before they are drawn: a waiting spinner's 32 px above a button moved it as its tab was first
-#: shown, under the pointer of a click.
-STYLE = ".bslib-sidebar-layout > .sidebar .shiny-html-output.recalculating { min-height: 0 !important; }"
+#: shown, under the pointer of a click.  A long path in the sidebar (where the key was saved) wraps
+#: instead of running under the results.
+STYLE = (".bslib-sidebar-layout > .sidebar .shiny-html-output.recalculating { min-height: 0 !important; }\n"
+         ".bslib-sidebar-layout > .sidebar { overflow-wrap: anywhere; }")
 
 
 def page() -> ui.Tag:
