@@ -190,7 +190,10 @@ class Newcomer:
         done = steps(doc)
         for step in done:
             t0 = time.perf_counter()
-            for action in step.actions:
+            for i, action in enumerate(step.actions):
+                after = step.actions[i + 1] if i + 1 < len(step.actions) else None
+                if action.kind == "click" and after is not None and after.kind == "see":
+                    self._not_yet(step, action, after.value)
                 self._do(step, action)
             if self.page is not None:
                 self._settled(step)
@@ -247,6 +250,12 @@ class Newcomer:
                                        ": e.value")
                 assert shown == action.value, (f"{DOC.name}, step {step.number}: **{action.label}** should be "
                                                f"left at {action.value!r}; the page has {shown!r}")
+
+    def _not_yet(self, step: Step, action: Action, text: str) -> None:
+        """The text a step waits for is not on the tab before its button is clicked (else the wait proves nothing)."""
+        if self.page is not None and text in self._pane().inner_text():
+            raise AssertionError(f"{DOC.name}, step {step.number}: the page shows “{text}” before **{action.label}** "
+                                 "is clicked; name a text that the step's result brings")
 
     def _pane(self) -> Page:
         assert self.page is not None

@@ -94,6 +94,21 @@ def test_a_label_the_page_does_not_have_fails_clearly(chromium: Browser, base: s
         newcomer.close()
 
 
+def test_a_result_the_page_shows_before_the_click_is_an_error_of_the_doc(chromium: Browser, base: str,
+                                                                       tmp_path: Path) -> None:
+    """Waiting for a text the tab already shows would prove nothing: the step must name what its result brings."""
+    doc = tmp_path / "app.md"
+    doc.write_text("## Your first release\n\n1. Start the app: type `pramkit app` in a terminal.\n\n"
+                   "2. Click **Open the census**. The page shows “census-like data”.\n", encoding="utf-8")
+    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"])
+    try:
+        with pytest.raises(AssertionError, match=r"step 2: the page shows “census-like data” before \*\*Open the "
+                                                 r"census\*\* is clicked"):
+            list(newcomer.run(doc))
+    finally:
+        newcomer.close()
+
+
 def test_a_bold_label_without_an_action_is_an_error_of_the_doc(tmp_path: Path) -> None:
     doc = tmp_path / "app.md"
     doc.write_text("## Your first release\n\n1. Start the app: type `pramkit app`. Look at **Weights**.\n")
