@@ -176,7 +176,8 @@ class Newcomer:
     start : callable
         Starts the app (or finds it started) and returns the address to open, its token included.
     shots : list of Path
-        Folders for a screenshot after each step (``newcomer-NN``); the last one also as ``newcomer``.
+        Folders for the screenshots: the whole page after each step (``newcomer-NN``, in the first folder
+        only: tests/artifacts/app/), then the window at the end (``newcomer``, in each: docs/app/ too).
     """
 
     def __init__(self, browser: Browser, start: Callable[[], str], shots: list[Path]) -> None:
@@ -199,7 +200,7 @@ class Newcomer:
                 self._settled(step)
             seconds = time.perf_counter() - t0
             if self.page is not None:
-                shot(self.page, f"newcomer-{step.number:02d}", self.shots[:1])
+                shot(self.page, f"newcomer-{step.number:02d}", self.shots[:1], full_page=True)
             yield Timed(step, seconds)
         assert self.page is not None, f"{doc.name}: no step starts the app (`pramkit app`)"
         shot(self.page, "newcomer", self.shots)

@@ -180,7 +180,7 @@ def design_tab() -> NavSetArg:
         ui.input_text("options", "Method options (name=value, ...)", ""),
         ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),
         ui.input_text_area("edit_rules", "Edit rules written here (as in a rules file: a header of variables, then "
-                           "one forbidden combination a line; a|b for either)", "", rows=3,
+                           "one forbidden combination a line; a|b for either)", "", rows=4,
                            placeholder="age,marital_status\n0-9,widowed|divorced"),
         ui.input_selectize("strata", "Strata (released unperturbed)", choices=[], multiple=True),
         ui.input_text("keep_codes", "Kept codes (V=CODE,...)", ""),
