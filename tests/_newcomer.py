@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from _browser import WAIT, Browser, Page, choose, expect, no_trace, shot
+from playwright.sync_api import Locator
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "app.md"
@@ -258,9 +259,9 @@ class Newcomer:
             raise AssertionError(f"{DOC.name}, step {step.number}: the page shows “{text}” before **{action.label}** "
                                  "is clicked; name a text that the step's result brings")
 
-    def _pane(self) -> Page:
+    def _pane(self) -> Locator:
         assert self.page is not None
-        return self.page.locator(".tab-pane.active")  # type: ignore[return-value]
+        return self.page.locator(".tab-pane.active")
 
     def _drawn(self) -> None:
         """The page's own signals that it is done: no progress shown, no output being drawn."""
@@ -275,9 +276,9 @@ class Newcomer:
         errors = self._pane().locator(".step-error")
         assert not errors.count(), f"step {step.number} ({step.title}): the page says {errors.first.inner_text()!r}"
 
-    def _exists(self, step: Step, locator: object, what: str, kind: str) -> None:
+    def _exists(self, step: Step, locator: Locator, what: str, kind: str) -> None:
         try:
-            expect(locator).to_have_count(1, timeout=FIND)  # type: ignore[arg-type]
+            expect(locator).to_have_count(1, timeout=FIND)
         except AssertionError:
             assert self.page is not None
             names = self.page.locator(f".tab-pane.active {kind}, .nav {kind}" if kind != "[role=tab]"
@@ -285,7 +286,7 @@ class Newcomer:
             raise AssertionError(f"{DOC.name}, step {step.number} names {what}, which the page does not have "
                                  f"(it has: {', '.join(repr(n.strip()) for n in names if n.strip())})") from None
 
-    def _field(self, step: Step, label: str) -> object:
+    def _field(self, step: Step, label: str) -> Locator:
         """The field of the active tab whose label is ``label`` or begins with it (the only one)."""
         assert self.page is not None
         pane = self._pane()

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("shiny")
 
-from pramkit.app import fields  # noqa: E402
-from pramkit.errors import ParameterError, WriteError  # noqa: E402
-from pramkit.structure import Rules  # noqa: E402
+from pramkit.app import fields
+from pramkit.errors import ParameterError, WriteError
+from pramkit.structure import Rules
 
 #: Lines written in the field -> what the message must say (each names the field and the line or rule).
 BAD = [
