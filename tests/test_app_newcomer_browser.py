@@ -80,6 +80,33 @@ def _rules_of_the_doc(path: Path) -> Rules:
     return read_rules(path)
 
 
+def test_the_rules_written_come_back_with_the_design(chromium: Browser, base: str) -> None:
+    """A reload of the tab shows the design again and its rules in the editor; an undo, the earlier design's."""
+    page = open_app(chromium, base, TOKEN)
+    try:
+        page.fill("#census_rows", "2000")
+        page.click("#open_census")
+        expect(page.locator("#data_summary")).to_contain_text("2,000 rows", timeout=30_000)
+        tab(page, "3 Design")
+        choose(page, "design_vars", ["marital_status"])
+        choose(page, "strata", ["age"])
+        first, second = "age,marital_status\n0-9,widowed", "age,marital_status\n0-9,divorced|widowed"
+        for rules, budget in ((first, "3"), (second, "2")):  # the budget tells the two guarantees apart
+            page.fill("#edit_rules", rules)
+            page.fill("#epsilon", budget)
+            page.click("#run_design")
+            expect(page.locator("#guarantee")).to_contain_text(f"e^{budget} =", timeout=30_000)
+        page.reload()
+        tab(page, "3 Design")
+        expect(page.locator("#guarantee")).to_contain_text("e^2 =", timeout=30_000)
+        expect(page.locator("#edit_rules")).to_have_value(second + "\n", timeout=30_000)
+        page.click("#undo")
+        expect(page.locator("#edit_rules")).to_have_value(first + "\n", timeout=30_000)
+        no_trace(page)
+    finally:
+        page.context.close()
+
+
 def test_a_label_the_page_does_not_have_fails_clearly(chromium: Browser, base: str, tmp_path: Path) -> None:
     """A documentation naming a field the page lacks stops at that step, saying so and listing the tab's fields."""
     doc = tmp_path / "app.md"

@@ -764,6 +764,21 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         return written or files["forbid"]
 
     @reactive.effect
+    def _rules_back() -> None:
+        """A design shown again (an undo, a restored session, a reload of the tab) writes its rules back into the
+        editor, so that designing again reads them; not over rules uploaded in this page."""
+        if step.result() is None:
+            return
+        with reactive.isolate():
+            designed = desk.wb.designed
+            if designed is None or designed.choices is None or files["forbid"] is not None:  # a manifest given
+                return
+            kept = designed.choices.forbid
+            text = Path(kept).read_text(encoding="utf-8") if kept is not None and Path(kept).is_file() else ""
+            if text.strip() != input.edit_rules().strip():
+                ui.update_text_area("edit_rules", value=text)
+
+    @reactive.effect
     @reactive.event(input.run_design)
     def _run() -> None:
         try:
