@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,8 @@ def main() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
                 found = re.search(r"open (http://\S+)", line)
-                if found:
+                if found:  # what it says later is read on, so that it never waits on a full pipe
+                    threading.Thread(target=proc.stdout.read, daemon=True).start()
                     return found.group(1)
             raise RuntimeError(f"pramkit app stopped before printing its address (exit status {proc.wait()})")
 

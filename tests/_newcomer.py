@@ -239,7 +239,11 @@ class Newcomer:
             expect(self._pane()).to_contain_text(action.value, timeout=WAIT)
         else:
             field = self._field(step, action.label)
-            if action.kind in ("type", "write"):
+            if action.kind == "type":  # click in the field, select what it holds, type over it
+                field.click()
+                field.press("ControlOrMeta+a")
+                field.press_sequentially(action.value)
+            elif action.kind == "write":  # pasted from the documentation
                 field.fill(action.value)
             elif action.kind == "tick":
                 field.check()
