@@ -83,14 +83,15 @@ def open_app(browser: Browser, base: str, token: str, **context: Any) -> Page:
     return pg
 
 
-def shot(page: Page, name: str, folders: list[Path] = SHOTS) -> None:
-    """A screenshot of the page once the step's work is done and every output drawn."""
+def shot(page: Page, name: str, folders: list[Path] = SHOTS, *, full_page: bool = False) -> None:
+    """A screenshot of the page once the step's work is done and every output drawn (``full_page``: all of it,
+    not only the window)."""
     expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
     page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
     page.evaluate("window.scrollTo(0, 0)")
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(folder / f"{name}.png"))
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=full_page)
 
 
 def tab(page: Page, title: str) -> None:

@@ -84,6 +84,9 @@ BAD: dict[str, Callable[[dict[str, Any]], Any]] = {
     "an unknown variable": lambda s: _opened(s).design(["age"], DesignChoices(epsilon=1.0)),
     "rules naming an unknown category": lambda s: _opened(s).design(
         ["region"], DesignChoices(epsilon=1.0, split="joint", forbid=_upload(s, "rules.csv"))),
+    "rules written with too many fields": lambda s: fields.rules("region,sex\nwest,f,9\n", s["uploads"] / "w"),
+    "rules written naming an unknown category": lambda s: _opened(s).design(
+        ["region"], DesignChoices(epsilon=1.0, forbid=fields.rules("region\nwest\n", s["uploads"] / "w"))),
     "a stratum perturbed": lambda s: _opened(s).design(["region"], DesignChoices(epsilon=1.0, strata="region")),
     "a kept code not a category": lambda s: _opened(s).design(["region"], DesignChoices(epsilon=1.0,
                                                                                         keep_codes="region=x")),

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pramkit.errors import ParameterError
+from pramkit.atomic import write_text_atomic
+from pramkit.errors import ParameterError, PramkitError
+from pramkit.structure import read_rules
 from pramkit.validate import epsilon, positive
 
 
@@ -196,6 +198,62 @@ def recoding(text: str) -> dict[str, dict[str, Any]]:
         else:
             raise bad
     return spec
+
+
+#: How the page names the rules editor in a message.
+RULES_FIELD = "the field Edit rules written here"
+
+
+def rules(text: str, folder: Path) -> Path | None:
+    """The edit rules written in the page, as a rules file read by the library's parser.
+
+    The field holds a rules file's lines (:func:`pramkit.structure.read_rules`): a header of
+    variables, then one forbidden combination a line; an empty cell means any value, ``a|b`` lists
+    alternatives, a cell holding a comma is quoted.  Whether each column and value exists is checked
+    by the design, against the file's categories.
+
+    Parameters
+    ----------
+    text : str
+        The field's content (blank: no rules).
+    folder : Path
+        The session's folder for the rules file (created when absent).
+
+    Returns
+    -------
+    Path or None
+        The rules file, None for an empty field.
+
+    Raises
+    ------
+    ParameterError
+        The lines are not a rules file; the message names the field, never the file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = rules("age,marital_status\\n0-9,widowed|divorced\\n", pathlib.Path(d) / "rules")
+    ...     read_rules(path).rules[0].describe()
+    'age=0-9 and marital_status=divorced|widowed'
+    >>> rules("  ", pathlib.Path(".")) is None
+    True
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     rules("age,sex\\n0-9,male,yes\\n", pathlib.Path(d))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: line 2 of the field Edit rules written here has 3 fields; the header has 2
+    """
+    if not text.strip():
+        return None
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = write_text_atomic(folder / "rules.csv", text.strip() + "\n", force=True, mode=0o600)
+    try:
+        read_rules(path)
+    except PramkitError as exc:
+        raise ParameterError(str(exc).replace(f"rules file {str(path)!r}", RULES_FIELD)
+                             .replace(str(path), RULES_FIELD)) from None
+    return path
 
 
 def number_in(text: str, name: str) -> float:

@@ -8,6 +8,7 @@ uploads held by Shiny are inside it too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -138,6 +139,27 @@ def _stopped_by_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def warm_figures() -> None:
+    """Load matplotlib and draw a small figure with text, while the officer reads the first tab.
+
+    The risk step's plot is the page's first figure: loading matplotlib and its fonts then took
+    longer than the whole risk assessment of the census.  Run in a background thread as the app
+    starts; without matplotlib it does nothing (the step that draws says which extra to install).
+
+    Examples
+    --------
+    >>> warm_figures()
+    """
+    import io
+
+    with contextlib.suppress(Exception):
+        from pramkit._figure import new_figure
+
+        fig = new_figure("the app", figsize=(1, 1))
+        fig.subplots().set_title("0.5")
+        fig.savefig(io.BytesIO(), format="png")
+
+
 def serve(host: str = LOOPBACK, port: int = 0, *, open_browser: bool = True,
           tell: Callable[[str], None] = lambda line: None, data_dirs: Sequence[str | Path] | None = None) -> None:
     """Run the app until interrupted (Ctrl-C or SIGTERM); its private work folder is removed afterwards.
@@ -185,6 +207,7 @@ def serve(host: str = LOOPBACK, port: int = 0, *, open_browser: bool = True,
         if open_browser and graphical_browser():
             threading.Thread(target=webbrowser.open, args=(address,), daemon=True).start()
         app = create_app(work_root, token, data_dirs=folders, hosts=[host])
+        threading.Thread(target=warm_figures, daemon=True).start()
         config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
         with _stopped_by_signals():
             uvicorn.Server(config).run(sockets=[sock])

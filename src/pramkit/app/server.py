@@ -745,18 +745,49 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
         used = [f"{what}: {files[name].name}" for name, what in  # type: ignore[union-attr]
                 (("forbid", "edit rules"), ("prior", "public frequencies"), ("categories", "codebook"))
                 if files[name] is not None]
+        written = ["the edit rules written here"] if input.edit_rules().strip() else []
         if not used:
-            return ui.p(ui.em("No uploaded rules, frequencies or codebook: the next design reads none."))
-        return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used) + ".")),
+            return ui.p(ui.em("The next design reads the edit rules written here." if written else
+                              "No uploaded rules, frequencies or codebook: the next design reads none."))
+        return ui.div(ui.p(ui.em("The next design reads " + "; ".join(used + written) + ".")),
                       ui.input_action_button("clear_files", "Remove the uploaded files", class_="btn-sm"))
+
+    in_page = [False]  # the design's rules were written in the page: its messages name the field, not a file
+    said = step.words
+    step.words = lambda message: said(message).replace("the edit rules file", fields.RULES_FIELD) if in_page[0] \
+        else said(message)
+
+    def rules_written() -> Path | None:
+        """The rules of the editor (a rules file in the session's folder), or the uploaded rules file."""
+        written = fields.rules(input.edit_rules(), uploads / "written")
+        if written is not None and files["forbid"] is not None:
+            raise ParameterError("the edit rules are given twice, uploaded and written here: remove the uploaded "
+                                 "files or empty the field Edit rules written here")
+        in_page[0] = written is not None
+        return written or files["forbid"]
+
+    @reactive.effect
+    def _rules_back() -> None:
+        """A design shown again (an undo, a restored session, a reload of the tab) writes its rules back into the
+        editor, so that designing again reads them; not over rules uploaded in this page."""
+        if step.result() is None:
+            return
+        with reactive.isolate():
+            designed = desk.wb.designed
+            if designed is None or designed.choices is None or files["forbid"] is not None:  # a manifest given
+                return
+            kept = designed.choices.forbid
+            text = Path(kept).read_text(encoding="utf-8") if kept is not None and Path(kept).is_file() else ""
+            if text.strip() != input.edit_rules().strip():
+                ui.update_text_area("edit_rules", value=text)
 
     @reactive.effect
     @reactive.event(input.run_design)
     def _run() -> None:
         try:
             _require(data, "open the data first (step 1)")
-            variables, choices = _choices(input, files)
-        except ParameterError as exc:
+            variables, choices = _choices(input, {**files, "forbid": rules_written()})
+        except PramkitError as exc:
             step.fail(str(exc))
             return
         k = key.get()

@@ -55,8 +55,10 @@ RESUME = """
 
 #: The status boxes of a step's sidebar (its error, its Cancel button, the statements to confirm) take no
 #: room before they are drawn: a waiting spinner's 32 px above a button moved it as its tab was first
-#: shown, under the pointer of a click.
-STYLE = ".bslib-sidebar-layout > .sidebar .shiny-html-output.recalculating { min-height: 0 !important; }"
+#: shown, under the pointer of a click.  A long path in the sidebar (where the key was saved) wraps
+#: instead of running under the results.
+STYLE = (".bslib-sidebar-layout > .sidebar .shiny-html-output.recalculating { min-height: 0 !important; }\n"
+         ".bslib-sidebar-layout > .sidebar { overflow-wrap: anywhere; }")
 
 
 def page() -> ui.Tag:
@@ -179,6 +181,9 @@ def design_tab() -> NavSetArg:
         ui.input_select("split", "Budget split", choices=["equal", "optimal", "joint"]),
         ui.input_text("options", "Method options (name=value, ...)", ""),
         ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),
+        ui.input_text_area("edit_rules", "Edit rules written here (as in a rules file: a header of variables, then "
+                           "one forbidden combination a line; a|b for either)", "", rows=4,
+                           placeholder="age,marital_status\n0-9,widowed|divorced"),
         ui.input_selectize("strata", "Strata (released unperturbed)", choices=[], multiple=True),
         ui.input_text("keep_codes", "Kept codes (V=CODE,...)", ""),
         ui.input_select("design_household", "Household id", choices={"": "none"}),
