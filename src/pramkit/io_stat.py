@@ -10,9 +10,9 @@ back (the ledger names it: :func:`missing_code_words`):
 * SPSS's user-missing values and ranges (declared per variable).
 
 A numeric column holding extended or special missing values is read as text:
-each number as its one text (:func:`pramkit.engine.codebook.canonical`: ``3``,
+each number as its one text (:func:`pramkit.codebook.canonical`: ``3``,
 ``2.5``), each code as Stata or SAS writes it (``.a``, ``.A``, ``._``), and
-:class:`pramkit.engine.codebook.MissingCodes` names the codes, so that readers
+:class:`pramkit.codebook.MissingCodes` names the codes, so that readers
 that do not keep them see missing values.  A writer of the same format turns
 the column back into numbers and codes; a writer of another format keeps what
 it can of them (:mod:`pramkit.io_codes`).  An empty text is these formats'
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.engine.codebook import MissingCodes, canonical
+from pramkit.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 from pramkit.io_codes import check_string_widths, numbers_and_codes
 
@@ -204,7 +204,7 @@ def read_stat(path: Path, fmt: str,
         ``column_labels``, ``variable_value_labels``, the formats of :data:`KEPT_META`,
         ``file_label``, ``table_name`` (SAS), ``storage`` (each column's storage type) and
         ``coded``: the columns turned into text.
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
         The codes of each column (SPSS user-missing ranges; the extended codes found).
 
     Raises
@@ -282,7 +282,7 @@ def _split_codes(column: pd.Series, special: np.ndarray | None) -> tuple[pd.Seri
 
 
 def _as_text(numbers: pd.Series, codes: np.ndarray) -> pd.Series:
-    """Numbers as their one text (:func:`pramkit.engine.codebook.canonical`), codes as they are, missing as None."""
+    """Numbers as their one text (:func:`pramkit.codebook.canonical`), codes as they are, missing as None."""
     texts = {v: canonical(v) for v in pd.unique(numbers.dropna())}
     out = np.array(numbers.map(texts), dtype=object)
     out[pd.isna(out)] = None
@@ -466,7 +466,7 @@ def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str,
     ----------
     manifest : pramkit.manifest.Manifest
         The manifest applied.
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
         The file's codes (:func:`read_stat`).
     labels : mapping
         The file's labels (``coded``: the columns with extended codes).

@@ -24,7 +24,6 @@ import numpy as np
 from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
-from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label, joint_cell
 from pramkit.ledger import (
@@ -39,10 +38,11 @@ from pramkit.ledger import (
 )
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import record_epsilon
+from pramkit.privacy.law import integer_epsilon, realised_law
 
 FORMAT = "pramkit-manifest"
 #: Version 5: the engine draws in integers on 62-bit uniforms, so that the law it realises is known
-#: exactly (:mod:`pramkit.engine.law`), and each variable states the epsilon of that law where it is
+#: exactly (:mod:`pramkit.privacy.law`), and each variable states the epsilon of that law where it is
 #: larger than its matrix's (``realised_law``).  Only this version is read: the same key released
 #: other values under the earlier ones, which were never released.
 VERSION = 5
@@ -175,7 +175,7 @@ class PerturbedVariable:
                     for c, values in dict(self.unpaired or {}).items() if values}
         if not unpaired:
             return {}
-        from pramkit.engine.codebook import canonical
+        from pramkit.codebook import canonical
         if not self.own_columns_joint or self.missing != "keep" or self.unit is not None:
             raise ManifestError(f"variable {self.name!r}: only a joint variable whose missing values are kept has "
                                 "unpaired values (values the rules allow only with another column missing)")
@@ -208,7 +208,7 @@ class PerturbedVariable:
         >>> v.holds_unpaired("age", ("0-15",)), v.holds_unpaired("age", ("16+",))
         (True, False)
         """
-        from pramkit.engine.codebook import canonical
+        from pramkit.codebook import canonical
 
         texts = {tuple(canonical(v) for v in (x if isinstance(x, tuple) else (x,)))
                  for x in self.unpaired.get(column, ())}
@@ -225,7 +225,7 @@ class PerturbedVariable:
         ...                   columns=("age", "status"), unpaired={"age": ("0-15",)}).joint_levels()
         [['16+', '0-15'], ['work', 'none']]
         """
-        from pramkit.engine.codebook import canonical
+        from pramkit.codebook import canonical
 
         g = len(self.given)
         out: list[list[Label]] = []
@@ -240,7 +240,7 @@ class PerturbedVariable:
         return out
 
     def joint_codebook(self) -> Any:
-        """The :class:`pramkit.engine.codebook.JointCodebook` of a joint variable: its cells, over the read
+        """The :class:`pramkit.codebook.JointCodebook` of a joint variable: its cells, over the read
         columns' values (:meth:`joint_levels`: the cells', then the unpaired ones).
 
         Examples
@@ -251,7 +251,7 @@ class PerturbedVariable:
         >>> v.joint_codebook().levels
         [['16+', '0-15'], ['work', 'none']]
         """
-        from pramkit.engine.codebook import JointCodebook
+        from pramkit.codebook import JointCodebook
 
         return JointCodebook([joint_cell(c) for c in self.matrix.categories], self.read_columns,
                              self.joint_levels() if self.unpaired else None)

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from pramkit.audit.result import Check
-from pramkit.engine.law import realised_law
 from pramkit.matrix import PramMatrix
+from pramkit.privacy.law import realised_law
 
 #: Largest matrix whose epsilon is recomputed entry by entry (S x S fractions of its column extremes).
 DENSE_CATEGORIES = 3000

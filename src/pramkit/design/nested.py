@@ -73,7 +73,6 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
 from pramkit.design.dp.general import LP_TOLERANCE, column_utility, square_outputs, staircase_patterns
-from pramkit.engine.law import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import (
@@ -86,6 +85,7 @@ from pramkit.privacy.exact import (
     rounding_bound,
     sum_up,
 )
+from pramkit.privacy.law import realised_law
 from pramkit.validate import probabilities
 
 #: Largest number of categories of a derived design (2^S - 2 vertices when M1 maps the staircase into m >= 0).

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
-from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
+from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
 from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.engine.sampling import Sampler, release, sampler_for
 from pramkit.engine.utf8 import pool_array
@@ -612,7 +612,7 @@ def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
     >>> bool(unit_counters(pa.array([12]), "hid", 0)[0] == unit_counters(pa.array(["12"]), "hid", 0)[0])
     True
     """
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
 
     values = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     encoded = pc.dictionary_encode(values)

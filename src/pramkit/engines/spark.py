@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
-from pramkit.engine.codebook import MissingCodes
+from pramkit.codebook import MissingCodes
 from pramkit.engine.perturb import ApplyResult, TablePerturber, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.errors import DataError, ParameterError, PramkitError

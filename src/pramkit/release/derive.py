@@ -184,7 +184,7 @@ def _check_derivable(v: PerturbedVariable) -> None:
 
 def _check_codebook(first: Manifest, path: str | Path) -> None:
     """The codebook must declare each variable's categories as the release has them, in order."""
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
     from pramkit.public_inputs import read_codebook, require_variables
 
     book = read_codebook(path)
@@ -197,7 +197,7 @@ def _check_codebook(first: Manifest, path: str | Path) -> None:
 
 def _frequencies(first: Manifest, led: Ledger, prior: str | Path | None) -> tuple[dict[str, np.ndarray], str]:
     """Public proportions of each variable's categories: the prior's, or the SUF's DP counts post-processed."""
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
     from pramkit.privacy.geometric import DPCounts
     from pramkit.public_inputs import read_prior, require_variables
 

@@ -11,7 +11,7 @@ of its first record; its geography must be the same on every record.
 Values are read as every command reads them (:func:`pramkit.io.iter_batches`), and the
 spelling rule of design and risk holds here too: two values of a level of the geography,
 a risk variable or a similarity variable that are one value spelled two ways (surrounding
-whitespace, NFC and NFD, ``3`` and ``3.0``: :func:`pramkit.engine.codebook.spelling_clash`)
+whitespace, NFC and NFD, ``3`` and ``3.0``: :func:`pramkit.codebook.spelling_clash`)
 stop the swap with one line naming both spellings and their first rows, instead of making
 two areas or two categories of one.
 """
@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pramkit.engine.codebook import spelling_clash, spelling_error
+from pramkit.codebook import spelling_clash, spelling_error
 from pramkit.errors import DataError
 
 
