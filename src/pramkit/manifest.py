@@ -90,7 +90,7 @@ class PerturbedVariable:
     applied_to : PramMatrix or None
         A derived release (``pramkit design --derive-from``): the matrix of the release this
         one perturbs again, on the same categories; the variable's epsilon is then that of
-        the composed law (:func:`pramkit.design.nested.composed_epsilon`).
+        the composed law (:func:`pramkit.privacy.law.composed_epsilon`).
     unpaired : mapping of str to tuple of labels
         For a joint variable whose missing values are kept: each perturbed column's values (with
         strata, ``(*strata values, value)`` tuples) that lie in no cell, because the edit rules
@@ -615,7 +615,7 @@ def _stated_epsilon(matrix: PramMatrix, applied_to: PramMatrix | None) -> float:
     with the matrix it is applied to."""
     if applied_to is None:
         return max(matrix.epsilon, realised_law(matrix).epsilon)
-    from pramkit.design.nested import composed_epsilon
+    from pramkit.privacy.law import composed_epsilon
 
     return composed_epsilon(applied_to, matrix)
 
