@@ -273,6 +273,45 @@ def test_the_architecture_page_draws_the_floors() -> None:
         assert f"`{module}` -> `{imported}`" in text
 
 
+#: Public classes defined in two modules, each with its reason: one name, one meaning elsewhere.
+SHARED_CLASS_NAMES = {
+    "Workbench": "pramkit.workbench.export reads the session's Workbench through a Protocol of the same name",
+    "Rule": "pramkit.validate.Rule (one option's rule) is reshaped with the release specification; "
+            "pramkit.structure.Rule is the public edit rule of pramkit.Rules",
+}
+
+
+def _public_classes(paths: list[Path]) -> dict[str, list[str]]:
+    """``{class name: the files that define it}`` of the classes at the top of ``paths`` (no leading ``_``)."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(str(path))
+    return found
+
+
+def test_one_name_one_meaning_a_public_class_is_defined_once() -> None:
+    """Frequencies (risk's; the design's are DesignFrequencies), Derived (an estimate's; a derived
+    release is DerivedRelease), Households (the perturbing engine's; the swap's are SwapHouseholds),
+    Distances (between categories; between two tables TableDistances) and Rule (an edit rule; a
+    column's recoding is ColumnRecode) each name one thing."""
+    shared = {n: f for n, f in _public_classes(sorted(SRC.rglob("*.py"))).items() if len(f) > 1}
+    assert set(shared) <= set(SHARED_CLASS_NAMES), {n: shared[n] for n in set(shared) - set(SHARED_CLASS_NAMES)}
+    stale = set(SHARED_CLASS_NAMES) - set(shared)
+    assert not stale, f"{stale} are defined once now: remove them from SHARED_CLASS_NAMES"
+    functions = [n.name for p in SRC.rglob("*.py") for n in ast.parse(p.read_text(encoding="utf-8")).body
+                 if isinstance(n, ast.FunctionDef)]
+    assert functions.count("total_variation") == 1  # two tables'; a matrix's is matrix_total_variation
+
+
+def test_the_class_name_check_sees_a_name_defined_twice(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Rule:\n    pass\n\nclass _Private:\n    pass\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text("class Rule:\n    pass\n\nclass _Private:\n    pass\n", encoding="utf-8")
+    found = _public_classes([tmp_path / "a.py", tmp_path / "b.py"])
+    assert found == {"Rule": [str(tmp_path / "a.py"), str(tmp_path / "b.py")]}
+
+
 #: The page that draws the data flow.
 ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
 

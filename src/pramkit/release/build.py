@@ -21,7 +21,7 @@ from pramkit.matrix import PramMatrix, Provenance
 from pramkit.progress import progress
 from pramkit.release.allocate import Allocation
 from pramkit.release.count import Counted
-from pramkit.release.frequencies import Frequencies
+from pramkit.release.frequencies import DesignFrequencies
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.targets import Target, normalised
 
@@ -45,7 +45,7 @@ class Built:
     warnings: tuple[str, ...] = ()
 
 
-def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation: Allocation, *,
+def build_matrices(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, allocation: Allocation, *,
                    quiet: bool = True) -> Built:
     """Design every funded target's matrix.
 
@@ -55,7 +55,7 @@ def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allo
         The family and its options, the distances given.
     counted : Counted
         The targets and whether their categories have a declared order.
-    freqs : Frequencies
+    freqs : DesignFrequencies
         The proportions each design reads.
     allocation : Allocation
         Each target's budget.

@@ -44,7 +44,7 @@ from pramkit.manifest import Manifest, PerturbedVariable
 
 
 @dataclass(frozen=True)
-class Derived:
+class DerivedRelease:
     """A derived (public-use) release: its manifest and what each variable keeps.
 
     Attributes
@@ -91,7 +91,7 @@ class Derived:
 
 
 def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] | None = None,
-                   prior: str | Path | None = None, categories: str | Path | None = None) -> Derived:
+                   prior: str | Path | None = None, categories: str | Path | None = None) -> DerivedRelease:
     """Design the public-use release of a scientific-use release (module docstring).
 
     Parameters
@@ -112,7 +112,7 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
 
     Returns
     -------
-    Derived
+    DerivedRelease
 
     Raises
     ------
@@ -171,7 +171,7 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
     manifest = Manifest(tuple(derived), input={"method": "derived", "derived_from": Path(suf).name,
                                                "record_epsilon_budget": epsilon, "frequencies": source, **shown},
                         ledger=ledger)
-    return Derived(manifest, {v.name: float(v.matrix.provenance.objective or 0.0) for v in derived}, source)
+    return DerivedRelease(manifest, {v.name: float(v.matrix.provenance.objective or 0.0) for v in derived}, source)
 
 
 def _check_derivable(v: PerturbedVariable) -> None:

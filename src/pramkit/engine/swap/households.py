@@ -82,8 +82,8 @@ class Coder:
 
 
 @dataclass(frozen=True)
-class Households:
-    """The households of a file.
+class SwapHouseholds:
+    """The households of a file, as the swap reads them.
 
     Parameters
     ----------
@@ -138,7 +138,7 @@ class Households:
 
 
 def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], risk_vars: Sequence[str],
-                    similar: Sequence[Sequence[str]], k: int, where: str) -> Households:
+                    similar: Sequence[Sequence[str]], k: int, where: str) -> SwapHouseholds:
     """Households from a file's chunks (see the module's rules).
 
     Parameters
@@ -160,7 +160,7 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
 
     Returns
     -------
-    Households
+    SwapHouseholds
 
     Raises
     ------
@@ -219,7 +219,7 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
                     for h in range(1, len(geo)))
     profiles = [_profile([sim_codes[c][first] for c in profile]) for profile in similar]
     risky, level_weight = _risk(member, person_geo, risk_codes, k, n_hh)
-    return Households(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
+    return SwapHouseholds(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
                       profiles=profiles, risky_level=risky, weight=level_weight[-1], ids=hid_coder.labels,
                       level_weight=level_weight)
 
