@@ -159,7 +159,7 @@ def main() -> None:
     from pramkit.datasets import census
     from pramkit.defaults import CHUNK_ROWS
     from pramkit.design.classic import randomized_response
-    from pramkit.engine.codebook import categories_of
+    from pramkit.codebook import categories_of
     from pramkit.manifest import Manifest
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -69,7 +69,7 @@ def main() -> None:
                         "--key-file", str(d / "key"), "--out", str(d / "released.csv"), "--quiet"], check=True)
         apply = time.perf_counter() - t0
     floor = floor_seconds(xy, args.records)
-    from pramkit.design.metric.distances import euclidean_distances
+    from pramkit.distances import euclidean_distances
     from pramkit.design.metric.mechanisms import exponential_mechanism
     from pramkit.engine.perturb import perturb_codes
     from pramkit.engine.rng import SecretKey

@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pramkit.engine.codebook import categories_of
+from pramkit.codebook import categories_of
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest

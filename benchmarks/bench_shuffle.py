@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
-from pramkit.engine.codebook import categories_of
+from pramkit.codebook import categories_of
 from pramkit.manifest import Manifest
 
 from bench_apply_file import peak_rss_mib

@@ -24,7 +24,7 @@ from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import (
     Sampling, by_sampling, by_shuffling, by_shuffling_matrix, closed_form_shuffling, release_guarantees,
-    sampling_of, shuffle_failures, shuffling_bound, total_variation,
+    sampling_of, shuffle_failures, shuffling_bound, matrix_total_variation,
 )
 from pramkit.privacy.epsilon import matrix_epsilon
 
@@ -208,10 +208,10 @@ def test_bounds_hold_on_exact_small_releases(matrix, n: int) -> None:
 def test_total_variation_parameter() -> None:
     m = np.array([[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.25, 0.25, 0.5]])
     brute = max(0.5 * np.abs(m[i] - m[j]).sum() for i in range(3) for j in range(3))
-    assert total_variation(m) == pytest.approx(brute, abs=1e-15)
+    assert matrix_total_variation(m) == pytest.approx(brute, abs=1e-15)
     rr = randomized_response(list(range(6)), 2.0)
     p = math.exp(2.0)
-    assert total_variation(rr.matrix) == pytest.approx((p - 1) / (p + 5))
+    assert matrix_total_variation(rr.matrix) == pytest.approx((p - 1) / (p + 5))
     assert by_shuffling_matrix(PramMatrix.identity(["a", "b"]), 1000) == math.inf
     assert by_shuffling_matrix(np.full((3, 3), 1 / 3), 1000) == 0.0
 

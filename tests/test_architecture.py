@@ -4,10 +4,13 @@ imports another that imports it back, even through an import deferred inside a f
 * Complexity is measured by radon (McCabe's cyclomatic complexity, as radon counts it: one per
   decision, boolean operator and comprehension condition); the workflow is the release package
   (plan, count, frequencies, allocate, build, assemble), the family registry and the design
-  command, each function at most :data:`LIMIT`.
+  command, each function at most :data:`LIMIT`; the manifest reader and the statistical formats
+  are held to :data:`LIMITS`.
 * Imports are read from the source (every ``import`` and ``from ... import``, at module level or
   inside a function) into a graph of the package's modules; a cycle is a strongly connected
   component of more than one module.
+* The modules stand on :data:`FLOORS`, from the base up; no module imports one of a higher floor
+  (deferred imports included), except the few pairs of :data:`EXCEPTIONS`, each with its reason.
 
 These checks read the source, not data.
 """
@@ -27,6 +30,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "pramkit"
 WORKFLOW = sorted([*(SRC / "release").glob("*.py"), SRC / "design" / "registry.py", SRC / "cli" / "design.py"])
 #: The largest complexity allowed of one function in the workflow.
 LIMIT = 20
+#: Other files whose functions are held to a limit: the manifest reader, one small check per field
+#: group, at most 15; the statistical formats' reader and writer at most :data:`LIMIT`.
+LIMITS = {SRC / "manifest.py": 15, SRC / "io_stat.py": LIMIT}
 
 
 def _functions(path: Path) -> list[tuple[str, int]]:
@@ -43,6 +49,12 @@ def _functions(path: Path) -> list[tuple[str, int]]:
 def test_no_function_of_the_design_workflow_is_more_complex_than_the_limit(path: Path) -> None:
     over = [(name, c) for name, c in _functions(path) if c > LIMIT]
     assert not over, f"{path.relative_to(SRC)}: {over} above {LIMIT}; split them into functions with one job"
+
+
+@pytest.mark.parametrize("path", sorted(LIMITS), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_function_of_the_manifest_reader_or_the_stat_formats_is_more_complex_than_its_limit(path: Path) -> None:
+    over = [(name, c) for name, c in _functions(path) if c > LIMITS[path]]
+    assert not over, f"{path.relative_to(SRC)}: {over} above {LIMITS[path]}; split them into functions with one job"
 
 
 def test_the_measure_sees_a_complex_function() -> None:
@@ -126,8 +138,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_module_imports_one_that_imports_it_back() -> None:
-    modules = _modules()
-    graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
+    graph = _graph()
     assert not _cycles(graph), _cycles(graph)
 
 
@@ -138,6 +149,167 @@ def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import() -> None:
     body = "def f():\n    from pramkit.b import g\n"
     tree = ast.parse(body)
     assert any(isinstance(n, ast.ImportFrom) for n in ast.walk(tree))  # ast.walk reaches inside functions
+
+
+#: The floors of the package, from the base up: ``(name, modules)``, a module named with its
+#: submodules.  A module stands on the floor of the longest name that holds it; the package itself
+#: (``pramkit``, whose names load every part lazily, and ``python -m pramkit``) stands above them all.  docs/architecture.md
+#: draws the same list.
+FLOORS: list[tuple[str, tuple[str, ...]]] = [
+    # what every module may use: errors, checks of one value, atomic writes, labels, frames as Arrow
+    ("base", ("pramkit.errors", "pramkit.validate", "pramkit.atomic", "pramkit.labels", "pramkit.frames",
+              "pramkit.defaults", "pramkit.progress", "pramkit.public_inputs", "pramkit.datasets",
+              "pramkit._lazy", "pramkit._json", "pramkit._version", "pramkit._build_version",
+              "pramkit._extras", "pramkit._figure")),
+    # compiled loops, the keyed generator, values to codes and back
+    ("kernels", ("pramkit.engine._kernels", "pramkit.engine.utf8", "pramkit.engine.rng", "pramkit.codebook")),
+    # files and frames read and written, counts, structure (strata, households, rules), recodes
+    ("io", ("pramkit.io", "pramkit.io_codes", "pramkit.io_sas", "pramkit.io_stat", "pramkit.counts",
+            "pramkit.structure", "pramkit.recode")),
+    # the matrix and what is measured of it: epsilon, the realised law, composition, the ledger,
+    # information, the public distances
+    ("measures", ("pramkit.matrix", "pramkit.privacy", "pramkit.ledger", "pramkit.information",
+                  "pramkit.distances")),
+    ("manifest", ("pramkit.manifest",)),
+    # perturbing: draws, shuffles, receipts; the Spark adapter (pramkit.engines) is to move in here
+    ("engine", ("pramkit.engine", "pramkit.engines")),
+    ("estimate", ("pramkit.estimate",)),
+    # the design families and their registry
+    ("design", ("pramkit.design",)),
+    ("utility", ("pramkit.utility",)),
+    ("risk", ("pramkit.risk",)),
+    # the designs that read a risk measure: protection against spontaneous recognition
+    ("recognition", ("pramkit.design.recognition",)),
+    # the workflows: a release designed and written, swapped, synthesized, resampled, audited
+    ("workflows", ("pramkit.release", "pramkit.engine.swap", "pramkit.synthesize", "pramkit.resample",
+                   "pramkit.audit")),
+    ("reports", ("pramkit.report", "pramkit.reproduce", "pramkit.sklearn")),
+    ("workbench", ("pramkit.workbench", "pramkit.demo")),
+    # what parses and shows: the command line and the app
+    ("interfaces", ("pramkit.cli", "pramkit.app")),
+]
+#: The imports allowed to go up a floor, each with its reason.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("pramkit.privacy.amplification", "pramkit.risk.fractions"):
+        "the check of a sampling fraction (check_fraction) lives with the sampling fractions; its "
+        "place is pramkit.validate, the module of one-value checks",
+}
+
+
+def floor_of(module: str, floors: list[tuple[str, tuple[str, ...]]] = FLOORS) -> int | None:
+    """The index in ``floors`` of ``module``'s floor (``len(floors)`` for the package itself), or None."""
+    if module in ("pramkit", "pramkit.__main__"):
+        return len(floors)
+    best: tuple[int, int] | None = None
+    for i, (_, names) in enumerate(floors):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > best[1]):
+                best = (i, len(name))
+    return None if best is None else best[0]
+
+
+def upward(graph: dict[str, set[str]], floors: list[tuple[str, tuple[str, ...]]] = FLOORS) -> list[tuple[str, str]]:
+    """The imports ``(module, imported)`` of ``graph`` from a lower floor to a higher one."""
+    out = []
+    for module, imported in sorted(graph.items()):
+        here = floor_of(module, floors)
+        out.extend((module, other) for other in sorted(imported)
+                   if here is not None and (there := floor_of(other, floors)) is not None and there > here)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {m: _imports(p, modules) - {m} for m, p in modules.items()}
+
+
+def test_every_module_stands_on_a_floor() -> None:
+    unplaced = sorted(m for m in _modules() if floor_of(m) is None)
+    assert not unplaced, f"{unplaced}: add each to its floor in FLOORS (and docs/architecture.md)"
+
+
+def test_no_module_imports_one_of_a_higher_floor() -> None:
+    up = [pair for pair in upward(_graph()) if pair not in EXCEPTIONS]
+    assert not up, (f"imports from a lower floor to a higher one: {up}; move the imported function down "
+                    "to the floor of its users, or the module up")
+
+
+def test_each_exception_to_the_floors_is_still_needed() -> None:
+    up = set(upward(_graph()))
+    assert len(EXCEPTIONS) <= 5
+    assert all(reason for reason in EXCEPTIONS.values())
+    stale = [pair for pair in EXCEPTIONS if pair not in up]
+    assert not stale, f"{stale} no longer go up a floor: remove them from EXCEPTIONS"
+
+
+def test_the_floor_rule_sees_an_upward_import_even_deferred(tmp_path: Path) -> None:
+    """The rule can fail: a module of the base that imports the command line inside a function
+    goes up, one of the command line that imports the base does not."""
+    (tmp_path / "pramkit" / "cli").mkdir(parents=True)
+    base = tmp_path / "pramkit" / "errors.py"
+    base.write_text("def f():\n    from pramkit.cli.design import main\n    return main\n", encoding="utf-8")
+    cli = tmp_path / "pramkit" / "cli" / "design.py"
+    cli.write_text("from pramkit.errors import f\n", encoding="utf-8")
+    modules = {"pramkit.errors": base, "pramkit.cli.design": cli}
+    graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
+    assert graph == {"pramkit.errors": {"pramkit.cli.design"}, "pramkit.cli.design": {"pramkit.errors"}}
+    assert upward(graph) == [("pramkit.errors", "pramkit.cli.design")]
+    # the longest name decides: pramkit.design.recognition stands above pramkit.risk, pramkit.design below
+    assert floor_of("pramkit.design.recognition.design") > floor_of("pramkit.risk.posterior") > floor_of(
+        "pramkit.design.classic")
+    assert floor_of("pramkit.engine.swap.run") > floor_of("pramkit.engine.perturb") > floor_of("pramkit.engine.rng")
+    assert floor_of("pramkit.nowhere") is None and floor_of("pramkit") == len(FLOORS)
+
+
+def test_the_architecture_page_draws_the_floors() -> None:
+    """docs/architecture.md lists the floors of :data:`FLOORS`, top first, each with its modules."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    drawn = re.findall(r"^\| (\d+) (\w+) \| (.+) \|$", text, flags=re.M)
+    assert [(int(n), name) for n, name, _ in drawn] == [
+        (i, name) for i, (name, _) in reversed(list(enumerate(FLOORS, start=1)))]
+    for (_, _, listed), (_, names) in zip(drawn, reversed(FLOORS)):
+        assert sorted(re.findall(r"`(pramkit[\w.]*)`", listed)) == sorted(names), listed
+    for module, imported in EXCEPTIONS:
+        assert f"`{module}` -> `{imported}`" in text
+
+
+#: Public classes defined in two modules, each with its reason: one name, one meaning elsewhere.
+SHARED_CLASS_NAMES = {
+    "Workbench": "pramkit.workbench.export reads the session's Workbench through a Protocol of the same name",
+    "Rule": "pramkit.validate.Rule (one option's rule) is reshaped with the release specification; "
+            "pramkit.structure.Rule is the public edit rule of pramkit.Rules",
+}
+
+
+def _public_classes(paths: list[Path]) -> dict[str, list[str]]:
+    """``{class name: the files that define it}`` of the classes at the top of ``paths`` (no leading ``_``)."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(str(path))
+    return found
+
+
+def test_one_name_one_meaning_a_public_class_is_defined_once() -> None:
+    """Frequencies (risk's; the design's are DesignFrequencies), Derived (an estimate's; a derived
+    release is DerivedRelease), Households (the perturbing engine's; the swap's are SwapHouseholds),
+    Distances (between categories; between two tables TableDistances) and Rule (an edit rule; a
+    column's recoding is ColumnRecode) each name one thing."""
+    shared = {n: f for n, f in _public_classes(sorted(SRC.rglob("*.py"))).items() if len(f) > 1}
+    assert set(shared) <= set(SHARED_CLASS_NAMES), {n: shared[n] for n in set(shared) - set(SHARED_CLASS_NAMES)}
+    stale = set(SHARED_CLASS_NAMES) - set(shared)
+    assert not stale, f"{stale} are defined once now: remove them from SHARED_CLASS_NAMES"
+    functions = [n.name for p in SRC.rglob("*.py") for n in ast.parse(p.read_text(encoding="utf-8")).body
+                 if isinstance(n, ast.FunctionDef)]
+    assert functions.count("total_variation") == 1  # two tables'; a matrix's is matrix_total_variation
+
+
+def test_the_class_name_check_sees_a_name_defined_twice(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Rule:\n    pass\n\nclass _Private:\n    pass\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text("class Rule:\n    pass\n\nclass _Private:\n    pass\n", encoding="utf-8")
+    found = _public_classes([tmp_path / "a.py", tmp_path / "b.py"])
+    assert found == {"Rule": [str(tmp_path / "a.py"), str(tmp_path / "b.py")]}
 
 
 #: The page that draws the data flow.

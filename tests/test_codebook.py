@@ -1,4 +1,4 @@
-"""Values to codes and back (pramkit.engine.codebook), against a plain Python dictionary lookup."""
+"""Values to codes and back (pramkit.codebook), against a plain Python dictionary lookup."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from pramkit.engine.codebook import Codebook, MissingCodes, decode, encode
+from pramkit.codebook import Codebook, MissingCodes, decode, encode
 from pramkit.errors import DataError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
@@ -18,7 +18,7 @@ from pramkit.engine.perturb import PARALLEL_ROWS, perturb_frame
 
 
 def text_of(value) -> str | None:
-    """The matching rule of the module docstring, written out independently of pramkit.engine.codebook.canonical."""
+    """The matching rule of the module docstring, written out independently of pramkit.codebook.canonical."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, (bool, np.bool_)):

@@ -32,7 +32,7 @@ import pramkit
 import pramkit.datasets
 from pramkit.cli import main
 from pramkit.counts import MAX_CELLS, CountTable, count_groups
-from pramkit.engine.codebook import canonical
+from pramkit.codebook import canonical
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 from pramkit.release.count import count_release

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from conftest import SDC_DATA
 from pramkit.cli import main
-from pramkit.engine.codebook import categories_of
-from pramkit.design.metric.distances import numeric_order, read_distances, require_order
+from pramkit.codebook import categories_of
+from pramkit.distances import numeric_order, read_distances, require_order
 from pramkit.release.pipeline import design_release
 from pramkit.errors import ParameterError
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from pramkit.design.metric.distances import (
+from pramkit.distances import (
     EARTH_RADIUS_KM, Distances, euclidean_distances, graph_distances, great_circle_distances, ordinal_distances,
     read_distances, table_distances,
 )

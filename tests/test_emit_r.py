@@ -28,7 +28,7 @@ from conftest import SDC_DATA
 
 from pramkit import atomic
 from pramkit.cli import main
-from pramkit.design.metric.distances import (
+from pramkit.distances import (
     graph_distances,
     great_circle_distances,
     ordinal_distances,

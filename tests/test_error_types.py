@@ -119,7 +119,7 @@ def _restricted_l2(tmp: Path) -> None:
     import scipy.sparse as sp
 
     from pramkit.design.recognition.reductions import restricted_l2
-    from pramkit.design.recognition.space import key_space
+    from pramkit.risk.space import key_space
 
     space = key_space([[30.0, 1.0], [40.0, 20.0]])
     # cell 0 moves to cell 1, which moves to cell 2: a target that moves itself

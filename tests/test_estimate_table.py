@@ -15,7 +15,7 @@ import pytest
 
 from pramkit import Manifest, PerturbedVariable, PramMatrix, SecretKey, perturb_codes
 from pramkit.cli import main
-from pramkit.engine.codebook import encode
+from pramkit.codebook import encode
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.classic import randomized_response
 from pramkit.errors import DataError, PramkitError

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.design.metric.distances import Distances, euclidean_distances, great_circle_distances, ordinal_distances
+from pramkit.distances import Distances, euclidean_distances, great_circle_distances, ordinal_distances
 from pramkit.design.metric.mechanisms import exponential_mechanism, row_measures
 from pramkit.privacy.metric import metric_epsilon
 from pramkit.engine import realised_law

@@ -31,7 +31,7 @@ from conftest import SDC_DATA
 
 import pramkit
 from pramkit.cli import main
-from pramkit.engine.codebook import canonical
+from pramkit.codebook import canonical
 from pramkit.engine.perturb import apply_file
 from pramkit.errors import PramkitError
 from pramkit.io import TableWriter, iter_batches

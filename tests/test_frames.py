@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import pramkit
 from pramkit import Manifest, PramMatrix
 from pramkit.datasets import CENSUS_VARIABLES, census
-from pramkit.engine.codebook import spelling_clash
+from pramkit.codebook import spelling_clash
 from pramkit.engine.perturb import TablePerturber, perturb_codes, release_key
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import DataError, ParameterError

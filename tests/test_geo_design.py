@@ -24,7 +24,7 @@ from pramkit.datasets import CENSUS_AREAS, census, census_areas
 from pramkit.design.dp import distance as dp_distance
 from pramkit.design.metric import mechanisms as geo
 from pramkit.design.classic import randomized_response
-from pramkit.design.metric.distances import (
+from pramkit.distances import (
     Distances, euclidean_distances, graph_distances, ordinal_distances, table_distances,
 )
 from pramkit.design.dp.distance import (

@@ -22,7 +22,7 @@ from scipy.stats import binomtest, norm
 
 from pramkit import SecretKey
 from pramkit.datasets import census_areas
-from pramkit.design.metric.distances import Distances, euclidean_distances
+from pramkit.distances import Distances, euclidean_distances
 from pramkit.design.dp.distance import dp_min_distance
 from pramkit.design.metric.mechanisms import exponential_mechanism, row_measures
 from pramkit.estimate import TableEstimate, mle_estimate, moment_estimate

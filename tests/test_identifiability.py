@@ -28,7 +28,7 @@ from scipy.special import xlogy
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_codes
 from pramkit._json import to_jsonable
 from pramkit.cli import main
-from pramkit.engine.codebook import encode
+from pramkit.codebook import encode
 from pramkit.design.classic import randomized_response
 from pramkit.design.dp.optimal import dp_optimal_for_column
 from pramkit.errors import PramkitError

@@ -22,7 +22,7 @@ from scipy.optimize import linprog
 import pramkit
 from pramkit.cli import main
 from pramkit.design.dp.distance import dp_min_distance
-from pramkit.design.metric.distances import ordinal_distances
+from pramkit.distances import ordinal_distances
 from pramkit.errors import ParameterError
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"
@@ -169,7 +169,7 @@ def test_the_library_refuses_an_invariant_design_without_frequencies() -> None:
 def test_discrete_distances_keep_the_most_values_invariantly(case) -> None:
     # With every change at distance 1 the expected distance is the probability of a change: the invariant
     # design keeps as many values as any invariant epsilon-DP matrix can.
-    from pramkit.design.metric.distances import read_distances
+    from pramkit.distances import read_distances
 
     counts, epsilon = case
     p = np.array(counts, dtype=float) / sum(counts)

@@ -13,7 +13,7 @@ import pyreadstat
 import pytest
 
 from pramkit import io as pio
-from pramkit.engine.codebook import categories_of
+from pramkit.codebook import categories_of
 from pramkit.design.classic import randomized_response
 from pramkit.errors import DataError, OutputExistsError, PramkitError
 from pramkit.manifest import Manifest
@@ -201,7 +201,7 @@ def test_multi_chunk_pandas_columns_are_encoded(tmp_path: Path) -> None:
     """pandas string columns backed by several Arrow chunks (large CSV reads) convert to ChunkedArray."""
     import pyarrow as pa
 
-    from pramkit.engine.codebook import encode
+    from pramkit.codebook import encode
 
     chunked = pa.chunked_array([["a", "b"], ["b", None]])
     series = chunked.to_pandas(types_mapper=pd.ArrowDtype)

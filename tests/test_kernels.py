@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pramkit.engine import _kernels
-from pramkit.engine.codebook import Codebook
+from pramkit.codebook import Codebook
 from pramkit.errors import DataError
 from pramkit.matrix import PramMatrix
-from pramkit.engine.law import dense_units, form8_units
+from pramkit.privacy.law import dense_units, form8_units
 from pramkit.engine.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
                               words_of)
 from pramkit.engine.utf8 import PAD, Utf8Labels, label_records
@@ -340,7 +340,7 @@ def brute_force_law(draw, s: int, bits: int) -> np.ndarray:
 @pytest.mark.parametrize("s, bits", [(1, 6), (2, 6), (3, 8), (5, 12), (9, 12)])
 def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits):
     """Enumerating every integer uniform of a small resolution through the compiled form (8) draw counts
-    exactly the units of pramkit.engine.law.form8_units (extra units on the last other category)."""
+    exactly the units of pramkit.privacy.law.form8_units (extra units on the last other category)."""
     rng = np.random.default_rng(s)
     q = rng.random(s)
     q[0] = 0.0 if s > 1 else 1.0
@@ -394,7 +394,7 @@ def test_uniform_rows_are_drawn_identically(s, bits):
 @pytest.mark.parametrize("kind", ["alias", "cumulative"])
 def test_every_word_of_a_small_resolution_gives_the_dense_units(s, bits, kind):
     """Enumerating every integer uniform of a small resolution through the compiled alias and bisection draws
-    counts exactly the units of pramkit.engine.law.dense_units: every positive entry at least one unit
+    counts exactly the units of pramkit.privacy.law.dense_units: every positive entry at least one unit
     (entries of 1e-300 included), every zero none."""
     m = random_matrix(s, np.random.default_rng(7 * s + bits), zero_share=0.5)
     if s > 3:

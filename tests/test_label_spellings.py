@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from conftest import SDC_DATA
 from pramkit.cli import main
-from pramkit.engine.codebook import Codebook, categories_of, label_key, sort_labels, spelling_clash
+from pramkit.codebook import Codebook, categories_of, label_key, sort_labels, spelling_clash
 from pramkit.counts import count_file
 from pramkit.release.pipeline import design_release
 from pramkit.errors import DataError

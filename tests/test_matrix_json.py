@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.design.metric.distances import Distances, euclidean_distances, ordinal_distances
+from pramkit.distances import Distances, euclidean_distances, ordinal_distances
 from pramkit.errors import ManifestError
 from pramkit.design.measures import information_kept
 from pramkit.information import mutual_information

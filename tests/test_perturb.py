@@ -200,7 +200,7 @@ def test_alias_tables_reconstruct_the_matrix(seed: int) -> None:
 
 def test_missing_codes_are_kept_and_never_produced(key: SecretKey) -> None:
     """Values a file declares missing (CSV markers, SPSS user-missing) are left as they are."""
-    from pramkit.engine.codebook import MissingCodes
+    from pramkit.codebook import MissingCodes
     from pramkit.design.classic import randomized_response
     from pramkit.engine.perturb import TablePerturber
 
@@ -292,7 +292,7 @@ def test_object_columns_release_as_text_columns(key: SecretKey, missing: str) ->
 
 def test_released_values_are_pinned(key: SecretKey) -> None:
     """The release of row i depends on (release key, variable, i) only and stays the same from version to version:
-    these are the values manifest version 5 (integer draws, pramkit.engine.law) released with the test key's
+    these are the values manifest version 5 (integer draws, pramkit.privacy.law) released with the test key's
     release key for this manifest (its release_digest: a change to what a manifest writes changes them), for each
     kind of column;
     perturb_codes, keyed directly, releases what versions 1 to 4 released for these rows with form (8)."""

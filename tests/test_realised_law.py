@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 import pramkit
-import pramkit.engine.law as law_module
+import pramkit.privacy.law as law_module
 from pramkit.engine import sampling
 from pramkit.engine import DENOMINATOR, realised_law
 from pramkit.manifest import Manifest

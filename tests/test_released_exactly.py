@@ -29,7 +29,7 @@ from scipy import stats
 
 from pramkit import Manifest, design_release, perturb_frame
 from pramkit.cli import main
-from pramkit.engine.codebook import canonical
+from pramkit.codebook import canonical
 
 AGE_BANDS = ["0-15", "16-24", "25-34", "35-44", "45-54", "55-64", "65+"]
 MISSING_TEXTS = ("", "NA")

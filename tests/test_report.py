@@ -18,7 +18,7 @@ from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.cli import main
 from pramkit.datasets import census, census_areas
 from pramkit.design.classic import randomized_response
-from pramkit.design.metric.distances import read_distances
+from pramkit.distances import read_distances
 from pramkit.design.dp.distance import dp_min_distance
 from pramkit.design.metric.mechanisms import truncated_geometric
 from pramkit.release.pipeline import design_release

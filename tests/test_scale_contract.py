@@ -103,7 +103,7 @@ AREAS = 10_000
 def test_the_exponential_mechanism_over_10_000_areas_is_stored_by_its_centroids(tmp_path) -> None:
     """The metric design over 10 000 areas: no S x S array (800 MB) while designing, a manifest that
     holds the rate and the centroids (O(S)), and draws whose share kept matches the stated law."""
-    from pramkit.design.metric.distances import euclidean_distances
+    from pramkit.distances import euclidean_distances
 
     side = int(np.ceil(np.sqrt(AREAS)))
     grid = np.stack(np.meshgrid(np.arange(side), np.arange(side)), axis=-1).reshape(-1, 2)[:AREAS].astype(float)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pramkit._json import to_jsonable
-from pramkit.engine.law import integer_epsilon
+from pramkit.privacy.law import integer_epsilon
 from pramkit.errors import DataError
 from pramkit.public_inputs import read_prior
 

@@ -4,7 +4,7 @@ The designs, the risk measures and the estimators need counts, not records.
 :func:`count_file` reads a file chunk by chunk (memory: one chunk plus the
 table) and returns a dense contingency table over the columns' categories.
 When the categories are not declared, a first pass collects each column's
-distinct values (:func:`pramkit.engine.codebook.sort_labels` order) and a second
+distinct values (:func:`pramkit.codebook.sort_labels` order) and a second
 pass counts.  :class:`CountTable` is pramkit's one contingency-table type;
 :func:`count_codes` counts it from records already encoded, which is how every
 table is counted (the chunks of a file, a DataFrame, the key variables of the
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
-from pramkit.engine.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
+from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES, iter_batches
 from pramkit.labels import Label
@@ -45,7 +45,7 @@ class CountTable:
     The one table type of pramkit: :func:`count_file` and :func:`count_frame` count it,
     :meth:`pramkit.risk.frequencies.KeyTable.count` counts it from records already encoded,
     :func:`pramkit.design.dp.multivariate.joint_table` reads it as a joint distribution and
-    :class:`pramkit.design.recognition.space.KeySpace` as the key space of the recognition design.
+    :class:`pramkit.risk.space.KeySpace` as the key space of the recognition design.
 
     Parameters
     ----------
@@ -202,7 +202,7 @@ class CountTable:
             A counted column.
         categories : sequence
             Its declared categories, in the order wanted; they match the
-            table's by :func:`pramkit.engine.codebook.canonical` (``"1"`` is ``1``).
+            table's by :func:`pramkit.codebook.canonical` (``"1"`` is ``1``).
 
         Returns
         -------
@@ -299,7 +299,7 @@ class CountTables:
     rows : int
         Records read.
     missing : int
-        Records with a missing value (:data:`pramkit.engine.codebook.MISSING`, not a declared
+        Records with a missing value (:data:`pramkit.codebook.MISSING`, not a declared
         ``None`` category) in some column: each group leaves out those missing in its own columns.
     complete_rows : int
         Records with a value in every column (neither missing nor the category ``None``).
@@ -437,7 +437,7 @@ def count_codes(
     *,
     weights: ArrayLike | None = None,
 ) -> CountTable:
-    """The contingency table of records already encoded (:func:`pramkit.engine.codebook.encode`).
+    """The contingency table of records already encoded (:func:`pramkit.codebook.encode`).
 
     Parameters
     ----------
@@ -447,7 +447,7 @@ def count_codes(
         Each column's categories.
     codes : array of int, shape (d, n)
         The records' positions in each column's categories, one row per column; a
-        record with a missing code (:data:`pramkit.engine.codebook.MISSING`) in any column
+        record with a missing code (:data:`pramkit.codebook.MISSING`) in any column
         is left out of the table and counted in ``missing``.
     weights : array of float, shape (n,), optional
         Each record's weight; their sums per cell are returned as ``weight_sums``.
@@ -643,7 +643,7 @@ def _file_categories(path: Any, columns: Sequence[str], declared: Mapping[str, S
                      chunk_rows: int, quiet: bool, na_values: Sequence[str], sep: str, encoding: str,
                      total: int | None) -> dict[str, Sequence[Label]]:
     """Every column's categories: the declared ones, the others found in a first pass over the file
-    (a :func:`pramkit.engine.codebook.spelling_error` naming two rows when two spell one value)."""
+    (a :func:`pramkit.codebook.spelling_error` naming two rows when two spell one value)."""
     out = dict(declared)
     todo = [c for c in columns if c not in declared]
     if todo:
@@ -767,7 +767,7 @@ def count_frame(
         The columns to count, one axis each.
     categories : mapping, optional
         Declared categories of some columns; the others are
-        :func:`pramkit.engine.codebook.categories_of` the column.
+        :func:`pramkit.codebook.categories_of` the column.
 
     Returns
     -------
@@ -859,7 +859,7 @@ def count_groups(
     >>> t.cells, t.margin("v3").tolist() == frame["v3"].value_counts().sort_index().tolist()
     (130, True)
     """
-    from pramkit.engine.codebook import categories_of
+    from pramkit.codebook import categories_of
 
     if missing not in ("exclude", "category"):
         raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")

@@ -300,7 +300,7 @@ def census_areas(n_areas: int = CENSUS_AREAS, *, seed: int = 2000) -> pd.DataFra
         projected: Euclidean distances are km), ``town`` (0-4, or -1 for
         rural) and ``share`` (expected share of persons; sums to 1).
         ``frame[["category", "x", "y"]].to_csv(path, index=False)`` is a
-        centroid file for :func:`pramkit.design.metric.distances.read_distances`.
+        centroid file for :func:`pramkit.distances.read_distances`.
 
     Raises
     ------

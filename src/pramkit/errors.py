@@ -63,7 +63,7 @@ class DataError(PramkitError, ValueError):
     --------
     The message names the column, the row (counted from 1) and the value:
 
-    >>> from pramkit.engine.codebook import encode
+    >>> from pramkit.codebook import encode
     >>> encode(["m", "f", "x"], ["f", "m"], column="sex")
     Traceback (most recent call last):
     ...

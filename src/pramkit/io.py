@@ -58,8 +58,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
+from pramkit.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.codebook import MissingCodes
 from pramkit.errors import DataError, ParameterError, WriteError
 from pramkit.io_stat import STAT_FORMATS
 from pramkit.validate import csv_separator, text_encoding
@@ -899,7 +899,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     ...     value_label_categories(f, ["sex"])
     {'sex': (1, 2)}
     """
-    from pramkit.engine.codebook import sort_labels
+    from pramkit.codebook import sort_labels
 
     p = _existing(path, folder=True)
     if p.is_dir():  # a dataset folder: CSV or Parquet parts, which declare no value labels

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from pramkit.engine.codebook import MissingCodes, canonical
+from pramkit.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, WriteError
 
 #: The key of the Parquet key-value metadata that holds the missing codes and labels.
@@ -228,7 +228,7 @@ class CodeCarrier:
         dict
             ``{PARQUET_KEY: JSON}`` (``{}`` for a CSV input, whose markers are only missing): ``version``, ``origin`` (the format the codes came from), ``codes``
             (column -> ``[[code, [row, ...]], ...]``), ``texts`` (CSV markers), ``ranges`` (the declared
-            codes, as :class:`pramkit.engine.codebook.MissingCodes` holds them) and the labels of
+            codes, as :class:`pramkit.codebook.MissingCodes` holds them) and the labels of
             :data:`PARQUET_LABELS`.
         """
         if self.source == "csv":
@@ -436,7 +436,7 @@ def read_parquet_codes(raw: Mapping[bytes, bytes] | None, where: str) -> tuple[d
     -------
     labels : dict
         :attr:`pramkit.io.TableMeta.labels`, with ``origin``: the format the codes came from (``{}``: none).
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
     positions : dict
         Column -> ``[(code, rows), ...]``.
 

@@ -10,9 +10,9 @@ back (the ledger names it: :func:`missing_code_words`):
 * SPSS's user-missing values and ranges (declared per variable).
 
 A numeric column holding extended or special missing values is read as text:
-each number as its one text (:func:`pramkit.engine.codebook.canonical`: ``3``,
+each number as its one text (:func:`pramkit.codebook.canonical`: ``3``,
 ``2.5``), each code as Stata or SAS writes it (``.a``, ``.A``, ``._``), and
-:class:`pramkit.engine.codebook.MissingCodes` names the codes, so that readers
+:class:`pramkit.codebook.MissingCodes` names the codes, so that readers
 that do not keep them see missing values.  A writer of the same format turns
 the column back into numbers and codes; a writer of another format keeps what
 it can of them (:mod:`pramkit.io_codes`).  An empty text is these formats'
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.engine.codebook import MissingCodes, canonical
+from pramkit.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 from pramkit.io_codes import check_string_widths, numbers_and_codes
 
@@ -204,7 +204,7 @@ def read_stat(path: Path, fmt: str,
         ``column_labels``, ``variable_value_labels``, the formats of :data:`KEPT_META`,
         ``file_label``, ``table_name`` (SAS), ``storage`` (each column's storage type) and
         ``coded``: the columns turned into text.
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
         The codes of each column (SPSS user-missing ranges; the extended codes found).
 
     Raises
@@ -236,32 +236,13 @@ def read_stat(path: Path, fmt: str,
         raise
     except Exception as exc:  # pyreadstat raises its own ReadstatError and others
         raise DataError(f"cannot read {fmt} file {str(path)!r}: {exc}") from None
-    labels: dict[str, Any] = {
-        "column_labels": dict(zip(meta.column_names, meta.column_labels)),
-        "variable_value_labels": meta.variable_value_labels,
-        "file_label": meta.file_label, "table_name": getattr(meta, "table_name", None),
-        "storage": dict(getattr(meta, "readstat_variable_types", None) or {}),
-    }
-    for source, _ in KEPT_META.get(fmt, ()):
-        labels[source] = {k: v for k, v in (getattr(meta, source, None) or {}).items() if v is not None}
+    labels = _labels_of(meta, fmt)
     ranges: dict[str, tuple[tuple[Any, Any], ...]] = {
         name: tuple((r["lo"], r["hi"]) for r in declared)
         for name, declared in (getattr(meta, "missing_ranges", None) or {}).items()
         if name in frame.columns and declared
     }
-    coded: dict[str, str] = {}
-    for name in frame.columns:
-        if labels["storage"].get(name) == "string" and (frame[name] == "").any():  # the formats' missing text
-            frame[name] = frame[name].astype(object).where(frame[name] != "", None)
-        if fmt not in ("stata", "sas") or labels["storage"].get(name) == "string":
-            continue
-        numbers, codes = _split_codes(frame[name], special.get(name))
-        if codes is None:
-            continue
-        frame[name] = _as_text(numbers, codes)
-        ranges[name] = tuple((c, c) for c in sorted(set(codes[pd.notna(codes)])))
-        coded[name] = fmt
-    labels["coded"] = coded
+    labels["coded"] = _read_codes(frame, fmt, labels["storage"], special, ranges)
     source = "; ".join(sorted({CODE_SYSTEMS[fmt]} if ranges else set()))
     return frame, labels, MissingCodes(ranges=ranges, source=source) if ranges else MissingCodes()
 
@@ -282,7 +263,7 @@ def _split_codes(column: pd.Series, special: np.ndarray | None) -> tuple[pd.Seri
 
 
 def _as_text(numbers: pd.Series, codes: np.ndarray) -> pd.Series:
-    """Numbers as their one text (:func:`pramkit.engine.codebook.canonical`), codes as they are, missing as None."""
+    """Numbers as their one text (:func:`pramkit.codebook.canonical`), codes as they are, missing as None."""
     texts = {v: canonical(v) for v in pd.unique(numbers.dropna())}
     out = np.array(numbers.map(texts), dtype=object)
     out[pd.isna(out)] = None
@@ -306,6 +287,40 @@ def _stored_as(frame: pd.DataFrame, storage: Mapping[str, str]) -> None:
         if np.issubdtype(target, np.integer) and not pd.api.types.is_integer_dtype(column.dtype):
             continue  # missing values: the column cannot be integers
         frame[name] = column.astype(target)
+
+
+def _labels_of(meta: Any, fmt: str) -> dict[str, Any]:
+    """What a file of ``fmt`` says besides its records (pyreadstat's ``meta``): column and value labels,
+    the file's label and table name, each column's storage and the metadata kept for writing."""
+    labels: dict[str, Any] = {
+        "column_labels": dict(zip(meta.column_names, meta.column_labels)),
+        "variable_value_labels": meta.variable_value_labels,
+        "file_label": meta.file_label, "table_name": getattr(meta, "table_name", None),
+        "storage": dict(getattr(meta, "readstat_variable_types", None) or {}),
+    }
+    for source, _ in KEPT_META.get(fmt, ()):
+        labels[source] = {k: v for k, v in (getattr(meta, source, None) or {}).items() if v is not None}
+    return labels
+
+
+def _read_codes(frame: pd.DataFrame, fmt: str, storage: Mapping[str, Any], special: Mapping[str, Any],
+                ranges: dict[str, tuple[tuple[Any, Any], ...]]) -> dict[str, str]:
+    """Empty texts as missing; a numeric column of Stata or SAS that holds missing codes as text (its
+    numbers and codes), each code declared missing in ``ranges``.  Returns ``{column: fmt}`` of those
+    columns (``frame`` and ``ranges`` are changed in place)."""
+    coded: dict[str, str] = {}
+    for name in frame.columns:
+        if storage.get(name) == "string" and (frame[name] == "").any():  # the formats' missing text
+            frame[name] = frame[name].astype(object).where(frame[name] != "", None)
+        if fmt not in ("stata", "sas") or storage.get(name) == "string":
+            continue
+        numbers, codes = _split_codes(frame[name], special.get(name))
+        if codes is None:
+            continue
+        frame[name] = _as_text(numbers, codes)
+        ranges[name] = tuple((c, c) for c in sorted(set(codes[pd.notna(codes)])))
+        coded[name] = fmt
+    return coded
 
 
 def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: Mapping[str, Any]) -> None:
@@ -347,6 +362,39 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
     where = repr(str(target))
     frame = frame.copy()
     options: dict[str, Any] = {}
+    special = _write_codes(frame, fmt, labels, where, options)
+    check_string_widths(frame, fmt, where)
+    if fmt == "stata":  # Stata's missing text is "" (and pyreadstat fails on a None beside a long text)
+        _stata_missing_text(frame, labels.get("coded") or {})
+    _stored_as(frame, labels.get("storage") or {})
+    col_labels = labels.get("column_labels") or {}
+    value_labels = {k: v for k, v in (labels.get("variable_value_labels") or {}).items() if k in frame.columns}
+    check_labels(fmt, {c: col_labels.get(c) for c in frame.columns} if col_labels else {}, value_labels, where)
+    options.update(_kept_options(frame, fmt, labels))
+    column_labels = [col_labels.get(c) or "" for c in frame.columns] if col_labels else None
+    try:
+        if fmt == "sas":
+            if labels.get("table_name"):
+                options["table_name"] = labels["table_name"]
+            pyreadstat.write_xport(frame, str(tmp), column_labels=column_labels, **options)
+            if special:
+                from pramkit.io_sas import write_special_missing
+
+                write_special_missing(tmp, special, len(frame))
+        else:
+            writer = pyreadstat.write_dta if fmt == "stata" else pyreadstat.write_sav
+            writer(frame, str(tmp), column_labels=column_labels, variable_value_labels=value_labels or None, **options)
+    except (OSError, PramkitError):
+        raise
+    except Exception as exc:
+        raise WriteError(f"cannot write {where}: {exc}") from None
+
+
+def _write_codes(frame: pd.DataFrame, fmt: str, labels: Mapping[str, Any], where: str,
+                 options: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The coded columns of ``fmt`` (``labels["coded"]``) as the format writes them, in ``frame``: Stata's
+    numbers and tags (declared in ``options["missing_user_values"]``), the numbers alone otherwise.
+    Returns the SAS special missing codes, ``{column: codes}``, written after the file."""
     special: dict[str, np.ndarray] = {}
     for name, kind in (labels.get("coded") or {}).items():
         if name not in frame.columns or kind != fmt:
@@ -366,16 +414,21 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
             frame[name] = numbers
             if present.any():
                 special[name] = codes
-    check_string_widths(frame, fmt, where)
-    if fmt == "stata":  # Stata's missing text is "" (and pyreadstat fails on a None beside a long text)
-        for name in frame.columns:
-            text = frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name].dtype)
-            if text and name not in (labels.get("coded") or {}) and frame[name].isna().any():
-                frame[name] = frame[name].astype(object).where(frame[name].notna(), "")
-    _stored_as(frame, labels.get("storage") or {})
-    col_labels = labels.get("column_labels") or {}
-    value_labels = {k: v for k, v in (labels.get("variable_value_labels") or {}).items() if k in frame.columns}
-    check_labels(fmt, {c: col_labels.get(c) for c in frame.columns} if col_labels else {}, value_labels, where)
+    return special
+
+
+def _stata_missing_text(frame: pd.DataFrame, coded: Mapping[str, Any]) -> None:
+    """A missing text written as Stata's missing text, "", in the text columns not coded."""
+    for name in frame.columns:
+        text = frame[name].dtype == object or pd.api.types.is_string_dtype(frame[name].dtype)
+        if text and name not in coded and frame[name].isna().any():
+            frame[name] = frame[name].astype(object).where(frame[name].notna(), "")
+
+
+def _kept_options(frame: pd.DataFrame, fmt: str, labels: Mapping[str, Any]) -> dict[str, Any]:
+    """The writer's options from the metadata kept of a file of ``fmt``: its formats and widths, SPSS's
+    missing ranges and the file's label."""
+    options: dict[str, Any] = {}
     for source, argument in KEPT_META.get(fmt, ()):
         kept = {k: v for k, v in (labels.get(source) or {}).items() if k in frame.columns}
         if kept:
@@ -384,23 +437,7 @@ def write_stat(frame: pd.DataFrame, tmp: Path, target: Path, fmt: str, labels: M
         options["missing_ranges"] = labels["missing_ranges"]
     if labels.get("file_label"):
         options["file_label"] = labels["file_label"]
-    column_labels = [col_labels.get(c) or "" for c in frame.columns] if col_labels else None
-    try:
-        if fmt == "sas":
-            if labels.get("table_name"):
-                options["table_name"] = labels["table_name"]
-            pyreadstat.write_xport(frame, str(tmp), column_labels=column_labels, **options)
-            if special:
-                from pramkit.io_sas import write_special_missing
-
-                write_special_missing(tmp, special, len(frame))
-        else:
-            writer = pyreadstat.write_dta if fmt == "stata" else pyreadstat.write_sav
-            writer(frame, str(tmp), column_labels=column_labels, variable_value_labels=value_labels or None, **options)
-    except (OSError, PramkitError):
-        raise
-    except Exception as exc:
-        raise WriteError(f"cannot write {where}: {exc}") from None
+    return options
 
 
 def rows_written(path: Path, suffix: str) -> int:
@@ -466,7 +503,7 @@ def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str,
     ----------
     manifest : pramkit.manifest.Manifest
         The manifest applied.
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
         The file's codes (:func:`read_stat`).
     labels : mapping
         The file's labels (``coded``: the columns with extended codes).

@@ -24,7 +24,6 @@ import numpy as np
 from pramkit._json import read_json
 from pramkit._version import __version__
 from pramkit.atomic import write_text_atomic
-from pramkit.engine.law import integer_epsilon, realised_law
 from pramkit.errors import ManifestError
 from pramkit.labels import Label, joint_cell
 from pramkit.ledger import (
@@ -39,10 +38,11 @@ from pramkit.ledger import (
 )
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.epsilon import record_epsilon
+from pramkit.privacy.law import integer_epsilon, realised_law
 
 FORMAT = "pramkit-manifest"
 #: Version 5: the engine draws in integers on 62-bit uniforms, so that the law it realises is known
-#: exactly (:mod:`pramkit.engine.law`), and each variable states the epsilon of that law where it is
+#: exactly (:mod:`pramkit.privacy.law`), and each variable states the epsilon of that law where it is
 #: larger than its matrix's (``realised_law``).  Only this version is read: the same key released
 #: other values under the earlier ones, which were never released.
 VERSION = 5
@@ -90,7 +90,7 @@ class PerturbedVariable:
     applied_to : PramMatrix or None
         A derived release (``pramkit design --derive-from``): the matrix of the release this
         one perturbs again, on the same categories; the variable's epsilon is then that of
-        the composed law (:func:`pramkit.design.nested.composed_epsilon`).
+        the composed law (:func:`pramkit.privacy.law.composed_epsilon`).
     unpaired : mapping of str to tuple of labels
         For a joint variable whose missing values are kept: each perturbed column's values (with
         strata, ``(*strata values, value)`` tuples) that lie in no cell, because the edit rules
@@ -133,22 +133,41 @@ class PerturbedVariable:
             raise ManifestError("a perturbed variable needs a non-empty name")
         if self.missing not in _MISSING_POLICIES:
             raise ManifestError(f"missing must be one of {_MISSING_POLICIES}, not {self.missing!r}")
+        object.__setattr__(self, "columns", self._checked_columns())
+        object.__setattr__(self, "given", self._checked_given())
+        self._check_unit()
+        self._check_categories()
+        self._check_derived()
+        object.__setattr__(self, "unpaired", self._checked_unpaired())
+        self._check_missing_category()
+
+    def _checked_columns(self) -> tuple[str, ...]:
+        """:attr:`columns` as a tuple (the name's column when empty), distinct non-empty names."""
         columns = tuple(self.columns) or (self.name,)
         if not all(isinstance(c, str) and c for c in columns) or len(set(columns)) != len(columns):
             raise ManifestError(f"variable {self.name!r}: columns must be distinct non-empty names, got {columns}")
-        object.__setattr__(self, "columns", columns)
+        return columns
+
+    def _checked_given(self) -> tuple[str, ...]:
+        """:attr:`given` as a tuple: distinct names other than the perturbed columns."""
         given = tuple(self.given)
-        if not all(isinstance(c, str) and c for c in given) or set(given) & set(columns) \
+        if not all(isinstance(c, str) and c for c in given) or set(given) & set(self.columns) \
                 or len(set(given)) != len(given):
             raise ManifestError(f"variable {self.name!r}: the stratum columns must be distinct names other than "
                                 f"the perturbed columns, got {given}")
-        object.__setattr__(self, "given", given)
+        return given
+
+    def _check_unit(self) -> None:
+        """The unit (household id), if any, is a column other than the variable's own."""
         if self.unit is not None and (not isinstance(self.unit, str) or not self.unit
-                                      or self.unit in columns + given):
+                                      or self.unit in self.columns + self.given):
             raise ManifestError(f"variable {self.name!r}: the unit must be a column other than the variable's own, "
                                 f"got {self.unit!r}")
+
+    def _check_categories(self) -> None:
+        """A joint variable's categories list one value per read column; a single column's are plain labels."""
         if self.is_joint:
-            width = len(given) + len(columns)
+            width = len(self.given) + len(self.columns)
             bad = [c for c in self.matrix.categories if not (isinstance(c, tuple) and len(c) == width)]
             if bad:
                 raise ManifestError(
@@ -157,12 +176,17 @@ class PerturbedVariable:
                 )
         elif any(isinstance(c, tuple) for c in self.matrix.categories):
             raise ManifestError(f"variable {self.name!r}: tuple categories need several columns")
+
+    def _check_derived(self) -> None:
+        """A derived variable perturbs one column again, on the categories of the matrix it is applied to."""
         if self.applied_to is not None and (self.is_joint or self.unit is not None or self.applied_to.blocks
                                             or self.applied_to.categories != self.matrix.categories):
             raise ManifestError(f"variable {self.name!r}: a derived variable perturbs one column again, on the "
                                 "categories of the matrix it is applied to, without strata, kept codes or households")
+
+    def _check_missing_category(self) -> None:
+        """``missing="category"`` needs a null among the variable's own values."""
         own = [c[len(self.given):] if isinstance(c, tuple) else (c,) for c in self.matrix.categories]
-        object.__setattr__(self, "unpaired", self._checked_unpaired())
         if self.missing == "category" and not any(x is None for c in own for x in c):
             raise ManifestError(
                 f"variable {self.name!r}: missing is declared a category, so null must be one of its categories"
@@ -175,7 +199,7 @@ class PerturbedVariable:
                     for c, values in dict(self.unpaired or {}).items() if values}
         if not unpaired:
             return {}
-        from pramkit.engine.codebook import canonical
+        from pramkit.codebook import canonical
         if not self.own_columns_joint or self.missing != "keep" or self.unit is not None:
             raise ManifestError(f"variable {self.name!r}: only a joint variable whose missing values are kept has "
                                 "unpaired values (values the rules allow only with another column missing)")
@@ -187,15 +211,23 @@ class PerturbedVariable:
             at = g + self.columns.index(column)
             cells = {tuple(canonical(x) for x in (*joint_cell(c)[:g], joint_cell(c)[at])) for c in self.matrix.categories}
             for x in values:
-                label = x if isinstance(x, tuple) else (x,)
-                if len(label) != g + 1 or not all(v is None or isinstance(v, (str, int, float)) for v in label):
-                    raise ManifestError(f"variable {self.name!r}: an unpaired value of {column!r} must be "
-                                        + ("a value" if not g else f"a list of {g + 1} values, the strata first")
-                                        + f", got {x!r}")
-                if label[-1] is None or tuple(canonical(v) for v in label) in cells:
-                    raise ManifestError(f"variable {self.name!r}: the unpaired value {x!r} of {column!r} is "
-                                        + ("missing" if label[-1] is None else "in a cell of the matrix"))
+                self._check_unpaired_value(column, x, cells)
         return unpaired
+
+    def _check_unpaired_value(self, column: str, x: Any, cells: set[tuple]) -> None:
+        """One unpaired value ``x`` of ``column``: the strata's values then the column's, not missing,
+        in no cell of ``cells`` (the canonical texts of the strata's and the column's values)."""
+        from pramkit.codebook import canonical
+
+        g = len(self.given)
+        label = x if isinstance(x, tuple) else (x,)
+        if len(label) != g + 1 or not all(v is None or isinstance(v, (str, int, float)) for v in label):
+            raise ManifestError(f"variable {self.name!r}: an unpaired value of {column!r} must be "
+                                + ("a value" if not g else f"a list of {g + 1} values, the strata first")
+                                + f", got {x!r}")
+        if label[-1] is None or tuple(canonical(v) for v in label) in cells:
+            raise ManifestError(f"variable {self.name!r}: the unpaired value {x!r} of {column!r} is "
+                                + ("missing" if label[-1] is None else "in a cell of the matrix"))
 
     def holds_unpaired(self, column: str, label: tuple) -> bool:
         """Whether ``label`` (the strata's values, then ``column``'s) is one of :attr:`unpaired`.
@@ -208,7 +240,7 @@ class PerturbedVariable:
         >>> v.holds_unpaired("age", ("0-15",)), v.holds_unpaired("age", ("16+",))
         (True, False)
         """
-        from pramkit.engine.codebook import canonical
+        from pramkit.codebook import canonical
 
         texts = {tuple(canonical(v) for v in (x if isinstance(x, tuple) else (x,)))
                  for x in self.unpaired.get(column, ())}
@@ -225,7 +257,7 @@ class PerturbedVariable:
         ...                   columns=("age", "status"), unpaired={"age": ("0-15",)}).joint_levels()
         [['16+', '0-15'], ['work', 'none']]
         """
-        from pramkit.engine.codebook import canonical
+        from pramkit.codebook import canonical
 
         g = len(self.given)
         out: list[list[Label]] = []
@@ -240,7 +272,7 @@ class PerturbedVariable:
         return out
 
     def joint_codebook(self) -> Any:
-        """The :class:`pramkit.engine.codebook.JointCodebook` of a joint variable: its cells, over the read
+        """The :class:`pramkit.codebook.JointCodebook` of a joint variable: its cells, over the read
         columns' values (:meth:`joint_levels`: the cells', then the unpaired ones).
 
         Examples
@@ -251,7 +283,7 @@ class PerturbedVariable:
         >>> v.joint_codebook().levels
         [['16+', '0-15'], ['work', 'none']]
         """
-        from pramkit.engine.codebook import JointCodebook
+        from pramkit.codebook import JointCodebook
 
         return JointCodebook([joint_cell(c) for c in self.matrix.categories], self.read_columns,
                              self.joint_levels() if self.unpaired else None)
@@ -357,10 +389,7 @@ class PerturbedVariable:
         moves = _moving_values(rows, [idx for idx, _ in blocks], g)
         groups: dict[tuple, list[np.ndarray]] = {}
         for idx, _ in blocks:
-            first = rows[int(idx[0])]
-            key = first[:g] + tuple((False,) if first[c] in moves[c] else (True, first[c])
-                                    for c in range(g, len(first)))
-            groups.setdefault(key, []).append(idx)
+            groups.setdefault(_class_key(rows[int(idx[0])], g, moves), []).append(idx)
         own = [r[g:] if len(r) - g > 1 else r[g] for r in rows]
         found = [tuple(own[int(i)] for i in idx) for group in groups.values() if len(group) > 1 for idx in group]
         return [list(c) for c in dict.fromkeys(found)]
@@ -615,7 +644,7 @@ def _stated_epsilon(matrix: PramMatrix, applied_to: PramMatrix | None) -> float:
     with the matrix it is applied to."""
     if applied_to is None:
         return max(matrix.epsilon, realised_law(matrix).epsilon)
-    from pramkit.design.nested import composed_epsilon
+    from pramkit.privacy.law import composed_epsilon
 
     return composed_epsilon(applied_to, matrix)
 
@@ -630,6 +659,30 @@ def _moving_values(rows: list[tuple], blocks: list[np.ndarray], start: int) -> l
             if len(values) > 1:
                 moves[col] |= values
     return moves
+
+
+def _class_key(first: tuple, start: int, moves: list[set]) -> tuple:
+    """What tells a block apart besides itself, from its ``first`` row: its strata's values (the
+    ``start`` first), then for each column whether its value moves (``moves``), and if not, which it is."""
+    return first[:start] + tuple((False,) if first[c] in moves[c] else (True, first[c])
+                                 for c in range(start, len(first)))
+
+
+def _check_variable_columns(variables: tuple[PerturbedVariable, ...]) -> None:
+    """Each variable's name once, each column perturbed by one variable and never also a stratum or a
+    household id."""
+    names = [v.name for v in variables]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ManifestError(f"variable(s) {sorted(dup)} appear more than once")
+    columns = [c for v in variables for c in v.columns]
+    dup = {c for c in columns if columns.count(c) > 1}
+    if dup:
+        raise ManifestError(f"column(s) {sorted(dup)} are perturbed by more than one variable")
+    both = sorted({c for v in variables for c in (*v.given, *([v.unit] if v.unit else []))} & set(columns))
+    if both:
+        raise ManifestError(f"column(s) {both} are perturbed, so they cannot also be a stratum or a household id "
+                            "(those are released unperturbed)")
 
 
 def _realised(m: PramMatrix) -> dict[str, Any]:
@@ -734,18 +787,7 @@ class Manifest:
         variables = tuple(self.variables)
         if not variables:
             raise ManifestError("a manifest needs at least one perturbed variable")
-        names = [v.name for v in variables]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ManifestError(f"variable(s) {sorted(dup)} appear more than once")
-        columns = [c for v in variables for c in v.columns]
-        dup = {c for c in columns if columns.count(c) > 1}
-        if dup:
-            raise ManifestError(f"column(s) {sorted(dup)} are perturbed by more than one variable")
-        both = sorted({c for v in variables for c in (*v.given, *([v.unit] if v.unit else []))} & set(columns))
-        if both:
-            raise ManifestError(f"column(s) {both} are perturbed, so they cannot also be a stratum or a household id "
-                                "(those are released unperturbed)")
+        _check_variable_columns(variables)
         object.__setattr__(self, "variables", variables)
         if not self.created:
             stamp = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
@@ -832,12 +874,21 @@ class Manifest:
         >>> [(f.kind, f.reveals) for f in m.exact_facts]
         [('missing', 'which values of sex are missing')]
         """
-        facts: list[ExactFact] = []
-        strata = list(dict.fromkeys(c for v in self.variables for c in v.given))
-        if strata:
-            facts.append(ExactFact.of("stratum", tuple(strata)))
         per_variable = [f for v in self.variables for f in v.exact_facts()]
-        facts += [f for f in per_variable if f.kind in ("block", "kept_code")]
+        return (*self._strata_facts(),
+                *(f for f in per_variable if f.kind in ("block", "kept_code")),
+                *self._missing_facts(per_variable),
+                *(f for f in per_variable if f.kind not in ("block", "kept_code", "missing")),
+                *self._record_facts())
+
+    def _strata_facts(self) -> list[ExactFact]:
+        """The stratum columns, released unperturbed (one fact, or none)."""
+        strata = list(dict.fromkeys(c for v in self.variables for c in v.given))
+        return [ExactFact.of("stratum", tuple(strata))] if strata else []
+
+    def _missing_facts(self, per_variable: list[ExactFact]) -> list[ExactFact]:
+        """Which values are missing (the variables that keep them), and the missing codes that say so."""
+        facts: list[ExactFact] = []
         missing = [f.variables[0] for f in per_variable if f.kind == "missing"]
         if missing:
             facts.append(ExactFact.of("missing", tuple(missing)))
@@ -845,9 +896,11 @@ class Manifest:
         kept = missing + [f.variables[0] for f in per_variable if f.kind == "joint_missing"]
         if codes and kept:  # a format whose missing values are codes (io_stat.missing_code_words), named at design
             facts.append(ExactFact.of("missing_code", tuple(kept), values=(codes,)))
-        facts += [f for f in per_variable if f.kind not in ("block", "kept_code", "missing")]
-        if self.keeps_rule_breakers:
-            facts.append(ExactFact.of("rule_breaker", tuple(self.names)))
+        return facts
+
+    def _record_facts(self) -> list[ExactFact]:
+        """What is released of the whole record: rule breakers kept, household ids, weights."""
+        facts = [ExactFact.of("rule_breaker", tuple(self.names))] if self.keeps_rule_breakers else []
         units: dict[str, list[str]] = {}
         for v in self.variables:
             if v.unit:
@@ -856,7 +909,7 @@ class Manifest:
         weights = self.input.get("weights") if isinstance(self.input, Mapping) else None
         if weights:
             facts.append(ExactFact.of("weights", (), column=", ".join(weights)))
-        return tuple(facts)
+        return facts
 
     @property
     def released_exactly(self) -> str | None:
@@ -1127,33 +1180,12 @@ class Manifest:
         ...
         pramkit.errors.ManifestError: field 'variables[0].epsilon' states 1.386294361119891 but the matrices give 2.1972245773362196
         """
-        if not isinstance(data, dict):
-            raise ManifestError("the manifest must be a JSON object")
-        if data.get("format") != FORMAT:
-            if data.get("format") == "pramkit.synthesis":
-                raise ManifestError("this is the manifest of a synthesized release (pramkit synthesize): its file is "
-                                    "read as it is, with no matrices to correct by; pramkit audit checks it "
-                                    "(docs/synthesize.md)")
-            raise ManifestError(f"field 'format' must be {FORMAT!r}, got {data.get('format')!r}")
-        version = data.get("version")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise ManifestError("field 'version' must be an integer")
-        if version != VERSION:
-            raise ManifestError(f"field 'version' is {version}; this pramkit reads version {VERSION} only "
-                                "(design the release again)")
+        _check_format(data)
         raw_vars = data.get("variables")
         if not isinstance(raw_vars, list) or not raw_vars:
             raise ManifestError("field 'variables' must be a non-empty list")
         variables = tuple(_variable_from_dict(v, f"variables[{i}]") for i, v in enumerate(raw_vars))
-        inp = data.get("input", {})
-        if not isinstance(inp, dict):
-            raise ManifestError("field 'input' must be an object")
-        created = data.get("created", "")
-        if not isinstance(created, str):
-            raise ManifestError("field 'created' must be a string")
-        version_str = data.get("pramkit_version", "unknown")
-        if not isinstance(version_str, str):
-            raise ManifestError("field 'pramkit_version' must be a string")
+        inp, created, version_str = _read_provenance(data)
         ledger = Ledger.from_dict(data["ledger"]) if "ledger" in data else None
         swapping = data.get("swapping")
         if swapping is not None and not isinstance(swapping, dict):
@@ -1166,20 +1198,54 @@ class Manifest:
         from pramkit.privacy.amplification import check_read_sampling
 
         check_read_sampling(manifest, data.get("ledger"))  # input.sampling, and the sampled epsilon it gives
-        if "record_epsilon" in data:
-            _check_epsilon(data["record_epsilon"], manifest.record_epsilon, "record_epsilon")
-        if "perturbation_epsilon" in data:
-            _check_epsilon(data["perturbation_epsilon"], manifest.perturbation_epsilon, "perturbation_epsilon")
-        if "record_epsilon_given_structure" in data:
-            _check_epsilon(data["record_epsilon_given_structure"], manifest.record_epsilon_given_structure,
-                           "record_epsilon_given_structure")
-        if isinstance(data.get("ledger"), dict) and manifest.ledger is not None:
-            stated = data["ledger"]
-            for key, actual in (("record_epsilon", manifest.record_epsilon_given_structure),
-                                ("perturbation_epsilon", manifest._ledger_dict()["perturbation_epsilon"])):
-                if key in stated:
-                    _check_epsilon(stated[key], _epsilon_from_json(actual, f"ledger.{key}"), f"ledger.{key}")
+        _check_stated_epsilons(data, manifest)
         return manifest
+
+
+def _check_format(data: Any) -> None:
+    """A JSON object of this format (not a synthesized release's) and version."""
+    if not isinstance(data, dict):
+        raise ManifestError("the manifest must be a JSON object")
+    if data.get("format") != FORMAT:
+        if data.get("format") == "pramkit.synthesis":
+            raise ManifestError("this is the manifest of a synthesized release (pramkit synthesize): its file is "
+                                "read as it is, with no matrices to correct by; pramkit audit checks it "
+                                "(docs/synthesize.md)")
+        raise ManifestError(f"field 'format' must be {FORMAT!r}, got {data.get('format')!r}")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ManifestError("field 'version' must be an integer")
+    if version != VERSION:
+        raise ManifestError(f"field 'version' is {version}; this pramkit reads version {VERSION} only "
+                            "(design the release again)")
+
+
+def _read_provenance(data: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    """The fields ``input`` (an object), ``created`` and ``pramkit_version`` (strings)."""
+    inp = data.get("input", {})
+    if not isinstance(inp, dict):
+        raise ManifestError("field 'input' must be an object")
+    created = data.get("created", "")
+    if not isinstance(created, str):
+        raise ManifestError("field 'created' must be a string")
+    version_str = data.get("pramkit_version", "unknown")
+    if not isinstance(version_str, str):
+        raise ManifestError("field 'pramkit_version' must be a string")
+    return inp, created, version_str
+
+
+def _check_stated_epsilons(data: dict[str, Any], manifest: Manifest) -> None:
+    """Every epsilon the file states of the record (at its top and in its ledger) is the one the
+    matrices give."""
+    for key in ("record_epsilon", "perturbation_epsilon", "record_epsilon_given_structure"):
+        if key in data:  # each the manifest's property of that name
+            _check_epsilon(data[key], getattr(manifest, key), key)
+    if isinstance(data.get("ledger"), dict) and manifest.ledger is not None:
+        stated = data["ledger"]
+        for key, actual in (("record_epsilon", manifest.record_epsilon_given_structure),
+                            ("perturbation_epsilon", manifest._ledger_dict()["perturbation_epsilon"])):
+            if key in stated:
+                _check_epsilon(stated[key], _epsilon_from_json(actual, f"ledger.{key}"), f"ledger.{key}")
 
 
 def _epsilon_from_json(value: Any, where: str) -> float:
@@ -1201,48 +1267,78 @@ def _check_epsilon(value: Any, actual: float, where: str) -> None:
 
 
 def _variable_from_dict(v: Any, where: str) -> PerturbedVariable:
+    """One entry of ``variables``, checked field by field; ``where`` names it in messages."""
     if not isinstance(v, dict):
         raise ManifestError(f"field '{where}' must be an object")
+    name, columns = _read_name_and_columns(v, where)
+    cats = v.get("categories")
+    if not isinstance(cats, list) or not cats:
+        raise ManifestError(f"field '{where}.categories' must be a non-empty list")
+    given, unit = _read_given_and_unit(v, where)
+    _check_category_values(cats, len(columns) + len(given), bool(given), where)
+    matrix = PramMatrix.from_dict(v, where)
+    applied_to = _applied_to(v, matrix, where)
+    _check_variable_epsilons(v, matrix, applied_to, where)
+    missing, unpaired = _read_missing_and_unpaired(v, where)
+    try:
+        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit, applied_to, unpaired)
+    except ManifestError as exc:
+        raise ManifestError(f"field '{where}': {exc}") from None
+
+
+def _read_name_and_columns(v: dict[str, Any], where: str) -> tuple[str, list[str]]:
+    """The fields ``name`` (a non-empty string) and ``columns`` (column names; the name's by default)."""
     name = v.get("name")
     if not isinstance(name, str) or not name:
         raise ManifestError(f"field '{where}.name' must be a non-empty string")
     columns = v.get("columns", [name])
     if not isinstance(columns, list) or not columns or not all(isinstance(c, str) and c for c in columns):
         raise ManifestError(f"field '{where}.columns' must be a non-empty list of column names")
-    cats = v.get("categories")
-    if not isinstance(cats, list) or not cats:
-        raise ManifestError(f"field '{where}.categories' must be a non-empty list")
+    return name, columns
+
+
+def _read_given_and_unit(v: dict[str, Any], where: str) -> tuple[list[str], str | None]:
+    """The fields ``given`` (stratum column names) and ``unit`` (a column name, or absent)."""
     given = v.get("given", [])
     if not isinstance(given, list) or not all(isinstance(c, str) and c for c in given):
         raise ManifestError(f"field '{where}.given' must be a list of column names")
     unit = v.get("unit")
     if unit is not None and (not isinstance(unit, str) or not unit):
         raise ManifestError(f"field '{where}.unit' must be a column name")
-    width = len(columns) + len(given)
+    return given, unit
+
+
+def _check_category_values(cats: list[Any], width: int, stratified: bool, where: str) -> None:
+    """Each category is a value (string, number or null), or a list of ``width`` values when the
+    variable reads several columns."""
     for i, c in enumerate(cats):
         values = c if width > 1 and isinstance(c, list) else [c]
         if width > 1 and (not isinstance(c, list) or len(c) != width):
             raise ManifestError(f"field '{where}.categories[{i}]' must list {width} values, one per column"
-                                + (" (the strata first)" if given else ""))
+                                + (" (the strata first)" if stratified else ""))
         if not all(x is None or isinstance(x, (str, int, float)) for x in values):
             raise ManifestError(f"field '{where}.categories[{i}]' must be a string, number or null")
-    matrix = PramMatrix.from_dict(v, where)
-    applied_to = _applied_to(v, matrix, where)
+
+
+def _check_variable_epsilons(v: dict[str, Any], matrix: PramMatrix, applied_to: PramMatrix | None,
+                             where: str) -> None:
+    """The variable's stated ``epsilon`` and ``epsilon_given_block``, where present, are the matrix's."""
     if "epsilon" in v:
         _check_epsilon(v["epsilon"], _stated_epsilon(matrix, applied_to), f"{where}.epsilon")
     if "epsilon_given_block" in v:
         _check_epsilon(v["epsilon_given_block"], max(matrix.block_epsilon, realised_law(matrix).block_epsilon),
                        f"{where}.epsilon_given_block")
+
+
+def _read_missing_and_unpaired(v: dict[str, Any], where: str) -> tuple[Any, dict[str, Any]]:
+    """The fields ``missing`` (a policy) and ``unpaired`` (column names to lists of values)."""
     missing = v.get("missing", "keep")
     if missing not in _MISSING_POLICIES:
         raise ManifestError(f"field '{where}.missing' must be one of {list(_MISSING_POLICIES)}, got {missing!r}")
     unpaired = v.get("unpaired", {})
     if not isinstance(unpaired, dict) or not all(isinstance(x, list) for x in unpaired.values()):
         raise ManifestError(f"field '{where}.unpaired' must map column names to lists of values")
-    try:
-        return PerturbedVariable(name, matrix, missing, tuple(columns), tuple(given), unit, applied_to, unpaired)
-    except ManifestError as exc:
-        raise ManifestError(f"field '{where}': {exc}") from None
+    return missing, unpaired
 
 
 def _applied_to(v: dict[str, Any], matrix: PramMatrix, where: str) -> PramMatrix | None:

@@ -599,10 +599,10 @@ class PramMatrix:
         row's sum.
 
         Memory O(S) for distances stored by their points
-        (:class:`pramkit.design.metric.distances.Distances`); each row is computed on demand in O(S)
+        (:class:`pramkit.distances.Distances`); each row is computed on demand in O(S)
         (:meth:`exponential_rows`, the same doubles :attr:`matrix` holds), the diagonal, the
         flags and the epsilon in one O(S^2)-time, O(S)-memory pass.  With ``a`` the distances'
-        :attr:`~pramkit.design.metric.distances.Distances.metric_error` the law is
+        :attr:`~pramkit.distances.Distances.metric_error` the law is
         ``rate (1 + 3 a / d_min)``-metric-DP and its pure :attr:`epsilon` at most
         ``max over x != x' of rate (d(x, x') + 3 a) / 2 + log Z_x' - log Z_x``, never above
         ``rate`` times the diameter (docs/perturbation.md).
@@ -628,7 +628,7 @@ class PramMatrix:
 
         Examples
         --------
-        >>> from pramkit.design.metric.distances import ordinal_distances
+        >>> from pramkit.distances import ordinal_distances
         >>> m = PramMatrix.exponential(2 * math.log(2), ordinal_distances("abc"))   # exp(-rate d / 2) = 2^-d
         >>> m.exponential_rows([0]).tolist()   # 1, 1/2, 1/4 over 7/4
         [[0.5714285714285714, 0.2857142857142857, 0.14285714285714285]]
@@ -1309,7 +1309,7 @@ def _write_exponential(m: PramMatrix) -> dict[str, JSONValue]:
 
 def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Provenance) -> PramMatrix:
     """``rate`` and the public ``distances`` (validated as when they were read:
-    :class:`pramkit.design.metric.distances.Distances`)."""
+    :class:`pramkit.distances.Distances`)."""
     from pramkit.errors import ParameterError
 
     rate: Any = d.get("rate")
@@ -1324,7 +1324,7 @@ def _read_exponential(d: dict[str, Any], where: str, cats: tuple, provenance: Pr
 def _read_distances(dist: Any, where: str, cats: tuple) -> Any:
     """An exponential mechanism's ``distances``: ``kind``, ``unit``, ``source``, ``points`` or
     ``matrix``, and ``edges`` only for the path metric they generate."""
-    from pramkit.design.metric.distances import Distances
+    from pramkit.distances import Distances
 
     if not isinstance(dist, dict):
         raise ManifestError(f"field '{where}.distances' must be an object (form 'exponential')")
@@ -1364,7 +1364,7 @@ def _positions(edges: Any, n: int) -> bool:
 
 def _path_metric(dist: Any) -> bool:
     """Whether distances that claim edges are the path metric of those edges (steps or hops)."""
-    from pramkit.design.metric.distances import graph_distances, ordinal_distances
+    from pramkit.distances import graph_distances, ordinal_distances
 
     if dist.kind == "ordinal":
         ref = ordinal_distances(dist.categories)

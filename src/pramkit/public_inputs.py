@@ -12,7 +12,7 @@ budget (docs/privacy.md):
   with columns ``variable,category``, in the order the matrices use.
 
 Category labels are text; they match the data's values through
-:func:`pramkit.engine.codebook.canonical` (the CSV field ``1`` is the integer 1).
+:func:`pramkit.codebook.canonical` (the CSV field ``1`` is the integer 1).
 """
 
 from __future__ import annotations

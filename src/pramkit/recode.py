@@ -37,7 +37,7 @@ from pramkit.progress import progress
 
 
 @dataclass(frozen=True)
-class Rule:
+class ColumnRecode:
     """How one column is recoded.
 
     Parameters
@@ -49,7 +49,7 @@ class Rule:
 
     Examples
     --------
-    >>> Rule(merge={"1": "1-2", "2": "1-2"}, top=(80.0, "80+")).recode(pd.Series([1.0, 2.0, 85.0, None, 30.0]))
+    >>> ColumnRecode(merge={"1": "1-2", "2": "1-2"}, top=(80.0, "80+")).recode(pd.Series([1.0, 2.0, 85.0, None, 30.0]))
     ['1-2', '1-2', '80+', None, '30']
     """
 
@@ -89,7 +89,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class Recoding:
-    """A global recoding: one :class:`Rule` per column.
+    """A global recoding: one :class:`ColumnRecode` per column.
 
     Examples
     --------
@@ -103,7 +103,7 @@ class Recoding:
     {'age': ['20', '80+', None], 'marital_status': ['married', 'widowed', None]}
     """
 
-    rules: Mapping[str, Rule]
+    rules: Mapping[str, ColumnRecode]
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -155,7 +155,7 @@ class Recoding:
             top, bottom = codes["top"], codes["bottom"]
             if top is not None and bottom is not None and bottom[0] > top[0]:
                 raise ParameterError(f"{where}: the bottom code ({bottom[0]:g}) is above the top code ({top[0]:g})")
-            rules[str(column)] = Rule({str(k): str(v) for k, v in merge.items()}, top, bottom)
+            rules[str(column)] = ColumnRecode({str(k): str(v) for k, v in merge.items()}, top, bottom)
         return cls(rules)
 
     @classmethod

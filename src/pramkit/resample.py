@@ -58,8 +58,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.special import xlogy
 
+from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical, categories_of
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical, categories_of
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError, PramkitWarning
 from pramkit.estimate.axes import contract

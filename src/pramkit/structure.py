@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from pramkit.engine.codebook import canonical
+from pramkit.codebook import canonical
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 
@@ -42,7 +42,7 @@ ALTERNATIVES = "|"
 @dataclass(frozen=True)
 class Rule:
     """One forbidden combination: a record is forbidden when, for every column named,
-    its value is one of the values listed (canonical texts, :func:`pramkit.engine.codebook.canonical`).
+    its value is one of the values listed (canonical texts, :func:`pramkit.codebook.canonical`).
 
     Parameters
     ----------
@@ -377,7 +377,7 @@ def alternatives(value: Any) -> frozenset[str]:
     Returns
     -------
     frozenset of str
-        Canonical texts (:func:`pramkit.engine.codebook.canonical`); empty for ``None`` or an
+        Canonical texts (:func:`pramkit.codebook.canonical`); empty for ``None`` or an
         empty text.
 
     Examples

@@ -54,8 +54,8 @@ import numpy as np
 import pandas as pd
 
 from pramkit import validate
+from pramkit.codebook import canonical
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.codebook import canonical
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import read_table

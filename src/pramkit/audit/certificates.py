@@ -218,7 +218,7 @@ def nested_checks(subject: str, prov: Provenance, channel: np.ndarray, informati
     >>> from pramkit.matrix import PramMatrix
     >>> first = PramMatrix.form8([0.9, 0.9, 0.9], categories=["a", "b", "c"])
     >>> second = derive_matrix(first, [0.5, 0.3, 0.2], 1.0)
-    >>> from pramkit.engine.law import realised_law
+    >>> from pramkit.privacy.law import realised_law
     >>> law = realised_law(first)
     >>> channel = law.unit_matrix().astype(float) / law.denominator
     >>> info = float(utility(np.array([0.5, 0.3, 0.2]), (channel @ second.matrix).T).sum())

@@ -5,7 +5,7 @@ wrote the manifest:
 
 * each variable's epsilon (and its epsilon given the block) in exact rational arithmetic: the
   largest ratio ``max_k M[k, j] / min_k M[k, j]`` of the stored doubles and of the integer law
-  the engine realises (:func:`pramkit.engine.law.realised_law`), as fractions; a stated epsilon
+  the engine realises (:func:`pramkit.privacy.law.realised_law`), as fractions; a stated epsilon
   holds when ``e^epsilon``, rounded down at 60 digits, is not below that ratio;
 * the ledger's composition: the design step's epsilon against the sum of its DP histograms', the
   perturbation's against the sum of the variables', the record's against both, and the budget,
@@ -45,10 +45,10 @@ from pramkit.audit.ratios import (
     stated_epsilon,
 )
 from pramkit.audit.result import Check
-from pramkit.engine.law import realised_law
 from pramkit.errors import DataError, ManifestError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import JSONValue, PramMatrix, Provenance
+from pramkit.privacy.law import realised_law
 
 #: Largest design whose certificate is re-proved (2^S staircase patterns; S (S - 1) 2^(S - 2) arrangements).
 CERTIFIED_CATEGORIES = 12

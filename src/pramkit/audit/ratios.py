@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from pramkit.audit.result import Check
-from pramkit.engine.law import realised_law
 from pramkit.matrix import PramMatrix
+from pramkit.privacy.law import realised_law
 
 #: Largest matrix whose epsilon is recomputed entry by entry (S x S fractions of its column extremes).
 DENSE_CATEGORIES = 3000
@@ -90,7 +90,7 @@ def composed_ratio(first: PramMatrix, second: PramMatrix) -> Fraction | float | 
     """``e^epsilon`` of a derived variable exactly: of the law that the engine's draws through ``first``
     and then ``second`` realise (the product of their integer laws); ``None`` when it is not recomputed
     (more than :data:`COMPOSED_CATEGORIES` categories).  A manifest whose steps are not integer laws
-    is not read (:func:`pramkit.design.nested.composed_epsilon` refuses it).
+    is not read (:func:`pramkit.privacy.law.composed_epsilon` refuses it).
 
     Examples
     --------

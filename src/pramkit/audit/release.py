@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 
 from pramkit.audit.result import Check
 from pramkit.audit.stats import holm, margin_pvalue, row_pvalue
+from pramkit.codebook import Codebook, JointCodebook, MissingCodes
 from pramkit.defaults import CHUNK_ROWS
-from pramkit.engine.codebook import Codebook, JointCodebook, MissingCodes
 from pramkit.errors import DataError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
 from pramkit.labels import joint_cell

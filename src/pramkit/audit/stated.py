@@ -11,7 +11,7 @@ The audit reads a manifest more strictly than any other command (docs/audit.md):
   design that read the data) is there: a figure removed after the fact is a finding;
 * :func:`realised_law_checks` -- each variable's ``realised_law.epsilon`` (and its epsilon given
   the block) recomputed from the integer units the engine draws with
-  (:func:`pramkit.engine.law.realised_law`), as exact fractions, never from the stored figure;
+  (:func:`pramkit.privacy.law.realised_law`), as exact fractions, never from the stored figure;
 * :func:`total_checks` -- the record's epsilon, the perturbation's and the ledger's, recomputed as
   the design step plus the *recomputed* epsilon of every variable: ``e^stated`` (a lower bound at
   60 digits) against the exact product of the variables' ratios times ``e^design`` (an upper bound).
@@ -39,10 +39,10 @@ from pramkit.audit.ratios import (
     stated_epsilon,
 )
 from pramkit.audit.result import Check
-from pramkit.engine.law import realised_law
 from pramkit.errors import ManifestError
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
+from pramkit.privacy.law import realised_law
 
 #: 60 digits; an exponent beyond Decimal's range gives an infinity (a bound that still holds: ``e^1e308`` is
 #: above any double) rather than raising Overflow.

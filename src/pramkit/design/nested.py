@@ -51,7 +51,7 @@ combinations of active constraints.
 
 **The guarantee.**  ``M2`` is designed against ``e^E`` lowered by a margin; the epsilon
 of the composed law the engine realises (integer units of both steps, multiplied in
-exact integers, :func:`composed_epsilon`) is then computed and rounded outward, and the
+exact integers, :func:`~pramkit.privacy.law.composed_epsilon`) is then computed and rounded outward, and the
 margin grows until it is within E.
 
 References
@@ -73,19 +73,17 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
 from pramkit.design.dp.general import LP_TOLERANCE, column_utility, square_outputs, staircase_patterns
-from pramkit.engine.law import realised_law
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import (
     UNIT,
     certificate_tolerance,
     exp_lower,
-    float_up,
     information_bounds,
-    log_ratio_upper,
     rounding_bound,
     sum_up,
 )
+from pramkit.privacy.law import composed_epsilon, law_units
 from pramkit.validate import probabilities
 
 #: Largest number of categories of a derived design (2^S - 2 vertices when M1 maps the staircase into m >= 0).
@@ -96,77 +94,6 @@ MAX_ENUMERATED = 9
 ACTIVE_TOL = 1e-11
 #: Margins below e^E tried in turn until the realised composed law is within E.
 MARGINS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
-
-
-def law_units(matrix: PramMatrix) -> np.ndarray:
-    """The integer units of the law the engine realises for ``matrix`` (S x S, each row adding up
-    to ``2^62``).
-
-    Raises
-    ------
-    ParameterError
-        The matrix is drawn exactly from a closed form (truncated geometric, exponential), whose
-        probabilities are not rational: a composed epsilon cannot be computed exactly.
-
-    Examples
-    --------
-    >>> units = law_units(PramMatrix.form8([0.75, 0.75]))
-    >>> units.tolist() == [[3 * 2**60, 2**60], [2**60, 3 * 2**60]]
-    True
-    """
-    law = realised_law(matrix)
-    if law.exact:
-        raise ParameterError(f"the matrix is drawn exactly from a closed form ({law.closed_form}), so the law of "
-                             "a second step on it has no exact epsilon: derive from a release whose matrices are "
-                             "drawn in integer units (every family but the truncated geometric and the exponential)")
-    return np.array([law.weights(k) for k in range(matrix.size)], dtype=np.int64)
-
-
-def composed_epsilon(first: PramMatrix, second: PramMatrix) -> float:
-    """The exact epsilon of the law that releasing through ``first`` and then ``second`` realises,
-    rounded outward.
-
-    Both laws are integers over ``2^62`` (:func:`law_units`); their product is computed in exact
-    integers (denominator ``2^124``), each column's largest and smallest entries compared as
-    fractions, and the logarithm bounded above (:func:`pramkit.privacy.exact.log_ratio_upper`).
-
-    Parameters
-    ----------
-    first, second : PramMatrix
-        The two steps, with the same categories in the same order (the first's released
-        categories are the second's originals).
-
-    Returns
-    -------
-    float
-        The smallest double not below the composed law's epsilon (``inf`` when a column
-        mixes zero and positive entries, 0 for constant columns).
-
-    Raises
-    ------
-    ParameterError
-        The categories differ, or a matrix is drawn from a closed form (:func:`law_units`).
-
-    Examples
-    --------
-    Randomized response twice: keep 3/4 then keep 3/4 keeps 5/8, epsilon log(5/3).
-
-    >>> rr = PramMatrix.form8([0.75, 0.75], categories=["f", "m"])
-    >>> composed_epsilon(rr, rr) == float_up(log_ratio_upper(5, 3))
-    True
-    """
-    if tuple(first.categories) != tuple(second.categories):
-        raise ParameterError("the second step's categories must be the first's released categories, in order")
-    product = law_units(first).astype(object) @ law_units(second).astype(object)
-    eps = 0.0
-    for col in product.T:
-        hi, lo = max(col), min(col)
-        if hi == 0 or hi == lo:
-            continue
-        if lo == 0:
-            return math.inf
-        eps = max(eps, float_up(log_ratio_upper(hi, lo)))
-    return eps
 
 
 def vertices(channel: ArrayLike, t: float) -> np.ndarray:
@@ -352,7 +279,7 @@ def derive_matrix(first: PramMatrix, p: ArrayLike, epsilon: float) -> PramMatrix
     ------
     ParameterError
         p or epsilon invalid, S outside ``[2, MAX_CATEGORIES]``, or ``first`` drawn from a
-        closed form (:func:`law_units`).
+        closed form (:func:`~pramkit.privacy.law.law_units`).
 
     Examples
     --------

@@ -250,7 +250,7 @@ DISTANCE_WEIGHTS = ("frequencies", "uniform", "worst")
 
 
 def _distances_rule() -> Rule:
-    from pramkit.design.metric.distances import Distances
+    from pramkit.distances import Distances
 
     return Instance((str, os.PathLike, Distances), "'ordinal', a CSV path or a Distances")
 
@@ -299,7 +299,7 @@ def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
       (:func:`pramkit.design.dp.distance.dp_min_distance`, a certified LP over
       every matrix, at most :data:`pramkit.design.dp.distance.MAX_CATEGORIES`
       categories; ``form`` left out or ``"general"``), with ``distances``
-      (``"ordinal"``, a CSV path or a :class:`pramkit.design.metric.distances.Distances`;
+      (``"ordinal"``, a CSV path or a :class:`pramkit.distances.Distances`;
       required when the design is built) and ``weights``: ``"frequencies"`` (p, the default),
       ``"uniform"`` (the average over categories) or ``"worst"`` (the largest expected distance
       from any one category); the last two read no frequencies; ``invariant``: the released

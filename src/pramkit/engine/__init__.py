@@ -3,8 +3,8 @@
 * :mod:`~pramkit.engine.perturb` -- perturb a frame, codes or a file (atomic writes, chunks);
 * :mod:`~pramkit.engine.rng` -- the secret key and the keyed Philox streams, one per variable;
 * :mod:`~pramkit.engine.sampling` -- the integer draws of each matrix form, on 62-bit uniforms;
-* :mod:`~pramkit.engine.law` -- the law those draws realise, exactly;
-* :mod:`~pramkit.engine.codebook` and :mod:`~pramkit.engine.utf8` -- values to codes and back;
+* :mod:`~pramkit.privacy.law` -- the law those draws realise, exactly;
+* :mod:`~pramkit.codebook` and :mod:`~pramkit.engine.utf8` -- values to codes and back;
 * :mod:`~pramkit.engine.receipt` -- the receipt that ties a released file to its manifest;
 * ``pramkit.engine._kernels`` -- the compiled per-value loops.
 
@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING
 from pramkit._lazy import lazy_exports
 
 _EXPORTS = {
-    "BITS": "pramkit.engine.law",
-    "DENOMINATOR": "pramkit.engine.law",
-    "RealisedLaw": "pramkit.engine.law",
-    "realised_law": "pramkit.engine.law",
+    "BITS": "pramkit.privacy.law",
+    "DENOMINATOR": "pramkit.privacy.law",
+    "RealisedLaw": "pramkit.privacy.law",
+    "realised_law": "pramkit.privacy.law",
 }
 
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers read: the names below, with their types (the lazy loader is not seen)
-    from pramkit.engine.law import BITS as BITS
-    from pramkit.engine.law import DENOMINATOR as DENOMINATOR
-    from pramkit.engine.law import RealisedLaw as RealisedLaw
-    from pramkit.engine.law import realised_law as realised_law
+    from pramkit.privacy.law import BITS as BITS
+    from pramkit.privacy.law import DENOMINATOR as DENOMINATOR
+    from pramkit.privacy.law import RealisedLaw as RealisedLaw
+    from pramkit.privacy.law import realised_law as realised_law
 else:
     __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
-from pramkit.engine.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
+from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
 from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.engine.sampling import Sampler, release, sampler_for
 from pramkit.engine.utf8 import pool_array
@@ -612,7 +612,7 @@ def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
     >>> bool(unit_counters(pa.array([12]), "hid", 0)[0] == unit_counters(pa.array(["12"]), "hid", 0)[0])
     True
     """
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
 
     values = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     encoded = pc.dictionary_encode(values)
@@ -1108,9 +1108,9 @@ def perturb_frame(
     """
     t0 = time.perf_counter()
     secret = resolve_key(key)
+    from pramkit.engine.receipt import check_derived_input
     from pramkit.frames import streamed
     from pramkit.privacy.amplification import stated_sampling
-    from pramkit.release.derive import check_derived_input
 
     check_derived_input(manifest, data)  # a derived manifest: the frame's receipt (attrs) names its release
     if streamed(data):
@@ -1414,11 +1414,10 @@ def apply_file(
     ['a.csv', 'a.csv.receipt.json', 'b.csv', 'data.csv']
     ['31', 'NA', '27', '60', '19']
     """
-    from pramkit.engine.receipt import input_of, receipt_after, receipt_path
+    from pramkit.engine.receipt import check_derived_input, input_of, receipt_after, receipt_path
     from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
     from pramkit.io_stat import check_codes_named
     from pramkit.privacy.amplification import check_shuffle, release_guarantees, stated_sampling
-    from pramkit.release.derive import check_derived_input
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)

@@ -735,6 +735,71 @@ def input_of(source: Any) -> dict[str, Any] | None:
     return input_entry(receipt)
 
 
+def check_derived_input(manifest: Manifest, data: Any, label: str = "the manifest") -> None:
+    """Refuse to apply a derived (public-use) manifest to anything but the release it derives from.
+
+    A derived manifest's matrices are second steps: its stated epsilon is that of the
+    composed law ``M1 M2``, which holds only for records that went through ``M1``.  Applied
+    to the original file, its step alone realises far more than it states.  So ``data``
+    must carry a release receipt (:mod:`pramkit.engine.receipt`; a frame released in memory
+    carries it in its ``attrs``) that names the manifest ``ledger.derived_from`` names, and
+    a released file must be as its receipt describes it.  Any other manifest passes.
+
+    Parameters
+    ----------
+    manifest : pramkit.Manifest
+        The manifest about to be applied.
+    data : str, os.PathLike or a frame
+        What it is about to be applied to.
+    label : str
+        The manifest, as the message names it.
+
+    Raises
+    ------
+    DataError
+        ``data`` has no receipt, its receipt names another manifest, or the file changed since
+        its receipt was written (one line naming the file and both manifests).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from pramkit.datasets import census
+    >>> from pramkit.engine.perturb import apply_file
+    >>> from pramkit.release.choices import DesignChoices
+    >>> from pramkit.release.derive import derive_release
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     census(500).to_csv(os.path.join(d, "original.csv"), index=False)
+    ...     suf = DesignChoices(epsilon=3.0).release(census(500), ["sex"]).manifest.write(os.path.join(d, "suf.json"))
+    ...     _ = apply_file(os.path.join(d, "original.csv"), suf, os.path.join(d, "suf.csv"), key=bytes(32))
+    ...     puf = derive_release(suf, 1.0).manifest
+    ...     check_derived_input(puf, os.path.join(d, "suf.csv"))    # the release it derives from: passes
+    ...     try:
+    ...         check_derived_input(puf, os.path.join(d, "original.csv"))
+    ...     except DataError as exc:
+    ...         print(str(exc).split(": ", 1)[1])
+    the manifest is derived from 'suf.json' and applies only to the file that manifest released (with its receipt), not to the original
+    """
+    led = manifest.ledger
+    if led is None or not led.derived_from:
+        return
+    suf, named = led.derived_from["manifest"], led.derived_from["sha256"]
+    only = f"{label} is derived from {suf!r} and applies only to the file that manifest released"
+    path = Path(data) if isinstance(data, (str, os.PathLike)) else None
+    if path is not None and not path.exists():
+        return  # reading it says so
+    what = "the frame" if path is None else repr(str(path))
+    receipt = read_receipt(path) if path is not None else getattr(data, "attrs", {}).get(FRAME_ATTR)
+    if not isinstance(receipt, dict):
+        raise DataError(f"{what} has no release receipt: {only} (with its receipt), not to the original")
+    if named not in {receipt.get("manifest_sha256"), receipt.get("manifest_content_sha256")}:
+        raise DataError(f"{what} was released with another manifest (its receipt names manifest sha256 "
+                        f"{str(receipt.get('manifest_sha256'))[:12]}..., not {suf!r}, {named[:12]}...): {only}")
+    recorded = receipt.get("released_sha256")
+    if path is not None and path.is_file() and recorded is not None and sha256_of(path) != recorded:
+        raise DataError(f"{what} has changed since its receipt {receipt_path(path).name} was written: {only}, as "
+                        "it released it")
+
+
 def check_chain(released: Any, manifests: Sequence[Manifest | PathLike]) -> str | None:
     """Check that ``manifests`` were applied one after the other, in this order, to make ``released``.
 

@@ -2,8 +2,8 @@
 
 Every kernel reads one 64-bit word per value from the keyed stream of
 :mod:`pramkit.engine.rng` and takes its uniform as the integer ``x = word >> 2`` on
-``[0, 2^62)`` (:data:`pramkit.engine.law.BITS`).  The matrix is quantised once
-into integer units per row (:mod:`pramkit.engine.law`), and every decision is an
+``[0, 2^62)`` (:data:`pramkit.privacy.law.BITS`).  The matrix is quantised once
+into integer units per row (:mod:`pramkit.privacy.law`), and every decision is an
 integer comparison with them, so the law the engine realises is known exactly
 (:func:`pramkit.engine.realised_law`): ``P(j | k) = units[k, j] / 2^62``, every
 positive entry of M at least one unit, every zero entry none.  Each kernel first
@@ -50,7 +50,7 @@ from typing import Self, cast
 import numpy as np
 
 from pramkit.engine import _kernels
-from pramkit.engine.law import (
+from pramkit.privacy.law import (
     BITS,
     DENOMINATOR,
     MAX_ALIAS,
@@ -261,7 +261,7 @@ def _release_block(sampler: Sampler, codes: np.ndarray, words: np.ndarray, out: 
 
 class _Compiled:
     """What the compiled samplers share: ``draw`` through :func:`release`, and a sampler built from a
-    :class:`pramkit.engine.law.RealisedLaw`'s units (the fields ``_LAW`` names, handed to ``_tables``)."""
+    :class:`pramkit.privacy.law.RealisedLaw`'s units (the fields ``_LAW`` names, handed to ``_tables``)."""
 
     size: int
     _LAW: tuple[str, ...] = ("units",)
@@ -296,7 +296,7 @@ class DiagonalSampler(_Compiled):
     """Form (8): ``M[k, k] = q_k``, ``M[k, j] = w_k`` (by default ``(1 - q_k) / (S - 1)``).
 
     Row k keeps ``K_k`` units and gives ``W_k`` to every other category
-    (:func:`pramkit.engine.law.form8_units`); a moved value takes
+    (:func:`pramkit.privacy.law.form8_units`); a moved value takes
     ``t = floor(r / W_k)`` (capped at S - 2) and releases ``j = t + [t >= k]``.
     Memory O(S).
 
@@ -640,7 +640,7 @@ class ExponentialSampler:
     --------
     >>> import math
     >>> from pramkit.matrix import PramMatrix
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> m = PramMatrix.exponential(2 * math.log(2), ordinal_distances("abc"))   # row a: 4/7, 2/7, 1/7
     >>> out = np.empty(3, dtype=np.intp)
     >>> ExponentialSampler(m).draw(np.zeros(3, dtype=np.intp), words_of([0.5, 0.6, 0.9]), out)
@@ -667,7 +667,7 @@ class ExponentialSampler:
         --------
         >>> import math
         >>> from pramkit.matrix import PramMatrix
-        >>> from pramkit.design.metric.distances import ordinal_distances
+        >>> from pramkit.distances import ordinal_distances
         >>> 1e-15 < ExponentialSampler(PramMatrix.exponential(0.5, ordinal_distances(range(100)))).slack() < 1e-12
         True
         """
@@ -682,7 +682,7 @@ class ExponentialSampler:
         --------
         >>> import math
         >>> from pramkit.matrix import PramMatrix
-        >>> from pramkit.design.metric.distances import ordinal_distances
+        >>> from pramkit.distances import ordinal_distances
         >>> m = PramMatrix.exponential(2 * math.log(2), ordinal_distances("abc"))
         >>> (ExponentialSampler(m).cdf(np.array([1])) * 4).tolist()   # 1/4, 3/4, 1
         [[1.0, 3.0, 4.0]]

@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from pramkit import errors
 from pramkit.atomic import atomic_path, check_writable
-from pramkit.engine.codebook import MissingCodes
+from pramkit.codebook import MissingCodes
 from pramkit.engine.perturb import ApplyResult, TablePerturber, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.errors import DataError, ParameterError, PramkitError
@@ -742,9 +742,8 @@ def apply_file_spark(
     ...     result.rows, sorted(os.listdir(d))
     (100, ['in.csv', 'out.csv', 'out.csv.receipt.json'])
     """
-    from pramkit.engine.receipt import receipt_after, receipt_path
+    from pramkit.engine.receipt import check_derived_input, receipt_after, receipt_path
     from pramkit.privacy.amplification import check_shuffle, release_guarantees, stated_sampling
-    from pramkit.release.derive import check_derived_input
 
     t0 = time.perf_counter()
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)

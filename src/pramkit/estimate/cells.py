@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pramkit.engine.codebook import canonical
+from pramkit.codebook import canonical
 from pramkit.labels import Label
 
 

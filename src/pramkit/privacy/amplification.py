@@ -550,7 +550,7 @@ def closed_form_shuffling(epsilon0: float, n: int, delta: float) -> float | None
     return math.log1p((p - 1) / (p + 1) * inner)
 
 
-def total_variation(matrix: ArrayLike) -> float:
+def matrix_total_variation(matrix: ArrayLike) -> float:
     """The largest total-variation distance between two rows of a row-stochastic matrix.
 
     Parameters
@@ -568,7 +568,7 @@ def total_variation(matrix: ArrayLike) -> float:
 
     Examples
     --------
-    >>> total_variation([[0.8, 0.2], [0.3, 0.7]])
+    >>> matrix_total_variation([[0.8, 0.2], [0.3, 0.7]])
     0.5
     """
     m = np.asarray(matrix, dtype=float)
@@ -615,7 +615,7 @@ def by_shuffling_matrix(matrix: ArrayLike, n: int, delta: float = DEFAULT_DELTA)
     eps0 = matrix_epsilon(dense)
     general = by_shuffling(eps0, n, delta)
     _, n, delta = _check(eps0, n, delta)
-    beta = total_variation(dense)
+    beta = matrix_total_variation(dense)
     if beta == 0:
         return 0.0
     if math.isinf(eps0) or n == 1:

@@ -29,7 +29,7 @@ from pramkit.privacy.exact import column_epsilon, form8_column_extremes, sum_up
 
 #: Relative share of each variable's budget left for the engine's integer units: the law the engine
 #: realises can exceed a design's epsilon by a relative 1e-15 or so where a matrix's doubles do not
-#: add up to 1 exactly (:func:`pramkit.engine.law.within_realised_budget` keeps it within half of
+#: add up to 1 exactly (:func:`pramkit.privacy.law.within_realised_budget` keeps it within half of
 #: this), and the manifest states the larger (:func:`pramkit.ledger.split_within` leaves this share).
 REALISED_SLACK = 1e-12
 

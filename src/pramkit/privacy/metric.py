@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.metric.distances import Distances, ordinal_distances
-from pramkit.engine.law import realised_law
+from pramkit.distances import Distances, ordinal_distances
 from pramkit.errors import ParameterError
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.exact import UNIT, float_up, log_ratio_upper
+from pramkit.privacy.law import realised_law
 from pramkit.validate import positive
 
 #: Largest number of (x, x', z) triples screened by :func:`metric_epsilon` over all pairs.
@@ -76,7 +76,7 @@ class MetricEpsilon:
     Randomized response keeping 0.8 on three ordered bands: adjacent bands differ by a
     factor 8 in their own column, so eps_d is log 8 per step, rounded up:
 
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> rr = [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]
     >>> r = metric_epsilon(rr, ordinal_distances("abc"))
     >>> r.scope, r.exact, r.triples, r.value >= math.log(8), math.isclose(r.value, math.log(8))
@@ -132,7 +132,7 @@ def metric_epsilon(matrix: ArrayLike | PramMatrix, distances: Distances, *,
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> a = math.exp(-1.0)
     >>> w = np.array([[1, a, a * a], [a, 1, a], [a * a, a, 1]])
     >>> m = w / w.sum(axis=1, keepdims=True)
@@ -223,7 +223,7 @@ def category_steps(distances: Distances, matrix: PramMatrix) -> bool:
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import euclidean_distances
+    >>> from pramkit.distances import euclidean_distances
     >>> m = PramMatrix([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], ["a", "b", "c"])
     >>> category_steps(ordinal_distances("abc"), m), category_steps(euclidean_distances("abc", [[0, 0], [1, 0], [3, 0]]), m)
     (True, False)
@@ -243,7 +243,7 @@ def _ulp_bound(value: Fraction) -> float:
 def exponential_metric_bound(rate: float, distances: Distances) -> float | None:
     """The closed-form metric epsilon of the exponential mechanism ``exp(-rate d / 2)`` over the stored
     distances, rounded up: ``rate (1 + 3 a / d_min)`` with ``a`` their
-    :attr:`~pramkit.design.metric.distances.Distances.metric_error` (docs/perturbation.md); ``None`` for a
+    :attr:`~pramkit.distances.Distances.metric_error` (docs/perturbation.md); ``None`` for a
     table, which need not be a metric.
 
     Parameters
@@ -370,7 +370,7 @@ def verify_metric_dp(matrix: ArrayLike | PramMatrix, distances: Distances, eps_d
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> from pramkit.design.metric.mechanisms import truncated_geometric
     >>> m = truncated_geometric(list("abcd"), 0.5)
     >>> verify_metric_dp(m, ordinal_distances("abcd"), 0.5), verify_metric_dp(m, ordinal_distances("abcd"), 0.4)
@@ -487,7 +487,7 @@ def realised_metric_epsilon(matrix: PramMatrix, distances: Distances) -> float |
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> rr = PramMatrix([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
     >>> math.isclose(realised_metric_epsilon(rr, ordinal_distances("abc")), math.log(8))
     True

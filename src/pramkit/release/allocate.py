@@ -21,7 +21,7 @@ from typing import Any
 from pramkit.errors import ParameterError
 from pramkit.ledger import Ledger, split_within
 from pramkit.release.count import Counted
-from pramkit.release.frequencies import Frequencies
+from pramkit.release.frequencies import DesignFrequencies
 from pramkit.release.plan import ReleasePlan
 
 
@@ -45,7 +45,7 @@ class Allocation:
     warnings: tuple[str, ...] = ()
 
 
-def allocate(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocation:
+def allocate(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies) -> Allocation:
     """Share the record budget over the targets.
 
     Parameters
@@ -54,7 +54,7 @@ def allocate(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocat
         The plan (budget, split, per-variable budgets).
     counted : Counted
         The targets.
-    freqs : Frequencies
+    freqs : DesignFrequencies
         The design step's spend and the frequencies the optimal split reads.
 
     Returns
@@ -107,7 +107,7 @@ def _per_variable(plan: ReleasePlan, design_epsilon: float) -> dict[str, float]:
     return dict(plan.per_variable)
 
 
-def _optimal(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Allocation:
+def _optimal(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies) -> Allocation:
     """The split with the most information (Ayed, Battiston and Camerlenghi, section 5)."""
     from pramkit.design.dp.multivariate import split_budget
 

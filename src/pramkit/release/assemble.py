@@ -27,7 +27,7 @@ from pramkit.matrix import PramMatrix, Provenance
 from pramkit.release.allocate import Allocation
 from pramkit.release.build import Built
 from pramkit.release.count import Counted
-from pramkit.release.frequencies import Frequencies
+from pramkit.release.frequencies import DesignFrequencies
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.record import DesignRecord, Release
 from pramkit.release.targets import complete
@@ -37,7 +37,7 @@ from pramkit.release.targets import complete
 MAX_DENSE_FIGURES = 4096
 
 
-def assemble(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation: Allocation, built: Built,
+def assemble(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, allocation: Allocation, built: Built,
              seconds: float) -> Release:
     """The manifest and the design record of a designed release.
 
@@ -117,7 +117,7 @@ def public_matrix(m: PramMatrix, exact: bool) -> PramMatrix:
     return PramMatrix.block_diagonal([public_matrix(part, exact) for _, part in m.blocks], m.categories, public)
 
 
-def _ledger(plan: ReleasePlan, counted: Counted, freqs: Frequencies) -> Ledger:
+def _ledger(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies) -> Ledger:
     """The ledger: the design step's budget and source, the DP counts, what depends on the data."""
     dependent = []
     from_data = [n for n in plan.names if counted.sources[n] == "data"]
@@ -167,7 +167,7 @@ def _check_total(plan: ReleasePlan, ledger: Ledger, variables: tuple[PerturbedVa
                          f"{plan.budget:g}; {remedy}")
 
 
-def _per_variable(counted: Counted, freqs: Frequencies, built: Built) -> dict[str, dict[str, Any]]:
+def _per_variable(counted: Counted, freqs: DesignFrequencies, built: Built) -> dict[str, dict[str, Any]]:
     """Per target: categories, exact counts and proportions, the design's, epsilon and information (private)."""
     out = {}
     for k, target in counted.targets.items():
@@ -192,7 +192,7 @@ def _per_variable(counted: Counted, freqs: Frequencies, built: Built) -> dict[st
     return out
 
 
-def _extra(plan: ReleasePlan, counted: Counted, freqs: Frequencies, built: Built) -> dict[str, Any]:
+def _extra(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, built: Built) -> dict[str, Any]:
     """The family's figures for the record: the joint comparison, households, measures."""
     extra: dict[str, Any] = {}
     joint = "*".join(plan.names)

@@ -21,7 +21,7 @@ from pramkit.matrix import PramMatrix, Provenance
 from pramkit.progress import progress
 from pramkit.release.allocate import Allocation
 from pramkit.release.count import Counted
-from pramkit.release.frequencies import Frequencies
+from pramkit.release.frequencies import DesignFrequencies
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.targets import Target, normalised
 
@@ -45,7 +45,7 @@ class Built:
     warnings: tuple[str, ...] = ()
 
 
-def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allocation: Allocation, *,
+def build_matrices(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, allocation: Allocation, *,
                    quiet: bool = True) -> Built:
     """Design every funded target's matrix.
 
@@ -55,7 +55,7 @@ def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allo
         The family and its options, the distances given.
     counted : Counted
         The targets and whether their categories have a declared order.
-    freqs : Frequencies
+    freqs : DesignFrequencies
         The proportions each design reads.
     allocation : Allocation
         Each target's budget.
@@ -103,7 +103,7 @@ def build_matrices(plan: ReleasePlan, counted: Counted, freqs: Frequencies, allo
 
 def _distances(plan: ReleasePlan, counted: Counted) -> dict[str, Any]:
     """The distances given, read for each target's categories; the order checked where one is read."""
-    from pramkit.design.metric.distances import read_distances, require_order
+    from pramkit.distances import read_distances, require_order
 
     labels = {k: _own_values(t, counted) if t.given else t.labels for k, t in counted.targets.items()}
     out = {k: _stratified_ordinal(counted.targets[k], labels[k]) if _is_ordinal(spec) and counted.targets[k].given
@@ -133,7 +133,7 @@ def _own_values(target: Target, counted: Counted) -> list:
 def _stratified_ordinal(target: Target, own: list) -> Any:
     """Ordinal distances over a stratified target's cells (stratum, value): steps along the value's order
     within a stratum; strata apart by more than any step (their blocks are designed apart, never crossed)."""
-    from pramkit.design.metric.distances import Distances
+    from pramkit.distances import Distances
 
     rank = {str(v): i for i, v in enumerate(own)}
     values = [label[-1] if isinstance(label, tuple) else label for label in target.labels]
@@ -146,7 +146,7 @@ def _stratified_ordinal(target: Target, own: list) -> Any:
 def _within_block(options: Mapping[str, Any], idx: np.ndarray, labels: list) -> Mapping[str, Any]:
     """A family's options for one block: the distances read for the target's cells, restricted to the
     block's (O(block^2), never the target's whole S x S array)."""
-    from pramkit.design.metric.distances import Distances
+    from pramkit.distances import Distances
 
     dist = options.get("distances")
     if not isinstance(dist, Distances):

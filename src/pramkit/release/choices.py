@@ -22,7 +22,7 @@ from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
     from pramkit.engine.rng import SecretKey
-    from pramkit.release.derive import Derived
+    from pramkit.release.derive import DerivedRelease as Derived
     from pramkit.release.plan import ReleasePlan
     from pramkit.release.record import Release
 

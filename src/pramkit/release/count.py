@@ -161,7 +161,7 @@ def _count(data: Any, names: list[str], groups: Sequence[Sequence[str]], categor
     category ``None`` of each (so that a record missing one variable still counts in the others'
     designs); returns the tables, a description of the data and its digest.  ``reading``: how a
     file is read (``na_values``, ``sep``, ``encoding``)."""
-    from pramkit.engine.codebook import categories_of
+    from pramkit.codebook import categories_of
     from pramkit.frames import describe, streamed
     from pramkit.io import sha256_of
 
@@ -214,6 +214,6 @@ def _require_two(table: CountTables, names: Sequence[str]) -> None:
 
 def _ordered(data: Any, targets: Mapping[str, Target], sources: Mapping[str, str]) -> dict[str, bool]:
     """Whether each target's categories have a declared order (a codebook, a prior, or the file's own)."""
-    from pramkit.engine.codebook import declares_order
+    from pramkit.codebook import declares_order
 
     return {k: sources.get(k) != "data" or declares_order(data, k) for k in targets}

@@ -36,14 +36,15 @@ from typing import Any
 
 import numpy as np
 
-from pramkit.errors import DataError, ManifestError, ParameterError
+from pramkit.engine.receipt import check_derived_input as check_derived_input  # its home is the receipt it reads
+from pramkit.errors import ManifestError, ParameterError
 from pramkit.io import sha256_of
 from pramkit.ledger import Ledger, split_within
 from pramkit.manifest import Manifest, PerturbedVariable
 
 
 @dataclass(frozen=True)
-class Derived:
+class DerivedRelease:
     """A derived (public-use) release: its manifest and what each variable keeps.
 
     Attributes
@@ -90,7 +91,7 @@ class Derived:
 
 
 def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] | None = None,
-                   prior: str | Path | None = None, categories: str | Path | None = None) -> Derived:
+                   prior: str | Path | None = None, categories: str | Path | None = None) -> DerivedRelease:
     """Design the public-use release of a scientific-use release (module docstring).
 
     Parameters
@@ -111,7 +112,7 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
 
     Returns
     -------
-    Derived
+    DerivedRelease
 
     Raises
     ------
@@ -170,7 +171,7 @@ def derive_release(suf: str | Path, epsilon: float, *, variables: Sequence[str] 
     manifest = Manifest(tuple(derived), input={"method": "derived", "derived_from": Path(suf).name,
                                                "record_epsilon_budget": epsilon, "frequencies": source, **shown},
                         ledger=ledger)
-    return Derived(manifest, {v.name: float(v.matrix.provenance.objective or 0.0) for v in derived}, source)
+    return DerivedRelease(manifest, {v.name: float(v.matrix.provenance.objective or 0.0) for v in derived}, source)
 
 
 def _check_derivable(v: PerturbedVariable) -> None:
@@ -184,7 +185,7 @@ def _check_derivable(v: PerturbedVariable) -> None:
 
 def _check_codebook(first: Manifest, path: str | Path) -> None:
     """The codebook must declare each variable's categories as the release has them, in order."""
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
     from pramkit.public_inputs import read_codebook, require_variables
 
     book = read_codebook(path)
@@ -197,7 +198,7 @@ def _check_codebook(first: Manifest, path: str | Path) -> None:
 
 def _frequencies(first: Manifest, led: Ledger, prior: str | Path | None) -> tuple[dict[str, np.ndarray], str]:
     """Public proportions of each variable's categories: the prior's, or the SUF's DP counts post-processed."""
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
     from pramkit.privacy.geometric import DPCounts
     from pramkit.public_inputs import read_prior, require_variables
 
@@ -225,74 +226,6 @@ def _frequencies(first: Manifest, led: Ledger, prior: str | Path | None) -> tupl
             raise ManifestError(f"field 'ledger.dp_counts.{v.name}' must hold one count per category of {v.name!r}")
         out[v.name] = DPCounts(noisy, float(d["epsilon"]), int(d["sensitivity"])).proportions(floor=1.0)
     return out, "dp_counts"
-
-
-def check_derived_input(manifest: Manifest, data: Any, label: str = "the manifest") -> None:
-    """Refuse to apply a derived (public-use) manifest to anything but the release it derives from.
-
-    A derived manifest's matrices are second steps: its stated epsilon is that of the
-    composed law ``M1 M2``, which holds only for records that went through ``M1``.  Applied
-    to the original file, its step alone realises far more than it states.  So ``data``
-    must carry a release receipt (:mod:`pramkit.engine.receipt`; a frame released in memory
-    carries it in its ``attrs``) that names the manifest ``ledger.derived_from`` names, and
-    a released file must be as its receipt describes it.  Any other manifest passes.
-
-    Parameters
-    ----------
-    manifest : pramkit.Manifest
-        The manifest about to be applied.
-    data : str, os.PathLike or a frame
-        What it is about to be applied to.
-    label : str
-        The manifest, as the message names it.
-
-    Raises
-    ------
-    DataError
-        ``data`` has no receipt, its receipt names another manifest, or the file changed since
-        its receipt was written (one line naming the file and both manifests).
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> from pramkit.datasets import census
-    >>> from pramkit.engine.perturb import apply_file
-    >>> from pramkit.release.choices import DesignChoices
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     census(500).to_csv(os.path.join(d, "original.csv"), index=False)
-    ...     suf = DesignChoices(epsilon=3.0).release(census(500), ["sex"]).manifest.write(os.path.join(d, "suf.json"))
-    ...     _ = apply_file(os.path.join(d, "original.csv"), suf, os.path.join(d, "suf.csv"), key=bytes(32))
-    ...     puf = derive_release(suf, 1.0).manifest
-    ...     check_derived_input(puf, os.path.join(d, "suf.csv"))    # the release it derives from: passes
-    ...     try:
-    ...         check_derived_input(puf, os.path.join(d, "original.csv"))
-    ...     except DataError as exc:
-    ...         print(str(exc).split(": ", 1)[1])
-    the manifest is derived from 'suf.json' and applies only to the file that manifest released (with its receipt), not to the original
-    """
-    led = manifest.ledger
-    if led is None or not led.derived_from:
-        return
-    import os
-
-    from pramkit.engine.receipt import FRAME_ATTR, read_receipt, receipt_path
-
-    suf, named = led.derived_from["manifest"], led.derived_from["sha256"]
-    only = f"{label} is derived from {suf!r} and applies only to the file that manifest released"
-    path = Path(data) if isinstance(data, (str, os.PathLike)) else None
-    if path is not None and not path.exists():
-        return  # reading it says so
-    what = "the frame" if path is None else repr(str(path))
-    receipt = read_receipt(path) if path is not None else getattr(data, "attrs", {}).get(FRAME_ATTR)
-    if not isinstance(receipt, dict):
-        raise DataError(f"{what} has no release receipt: {only} (with its receipt), not to the original")
-    if named not in {receipt.get("manifest_sha256"), receipt.get("manifest_content_sha256")}:
-        raise DataError(f"{what} was released with another manifest (its receipt names manifest sha256 "
-                        f"{str(receipt.get('manifest_sha256'))[:12]}..., not {suf!r}, {named[:12]}...): {only}")
-    recorded = receipt.get("released_sha256")
-    if path is not None and path.is_file() and recorded is not None and sha256_of(path) != recorded:
-        raise DataError(f"{what} has changed since its receipt {receipt_path(path).name} was written: {only}, as "
-                        "it released it")
 
 
 def verify_pair(derived: Manifest, suf: str | Path) -> dict[str, Any]:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Frequencies:
+class DesignFrequencies:
     """What the design reads of the data, and what it costs.
 
     Parameters
@@ -55,7 +55,7 @@ class Frequencies:
 
 
 def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Random | None = None,
-                       key: SecretKey | None = None) -> Frequencies:
+                       key: SecretKey | None = None) -> DesignFrequencies:
     """The frequencies of each target the design may read, from the plan's source.
 
     Parameters
@@ -73,7 +73,7 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
 
     Returns
     -------
-    Frequencies
+    DesignFrequencies
 
     Examples
     --------
@@ -93,15 +93,15 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
         queries = None if key is None else {k: (key, t.labels) for k, t in counted.targets.items()}
         design_p, outputs = dp_frequencies({k: t.counts for k, t in counted.targets.items()}, eps, rng,
                                            keyed=queries)
-        return Frequencies(eps, design_p, exact, outputs)
+        return DesignFrequencies(eps, design_p, exact, outputs)
     if plan.source == "prior":
         prior = plan.prior
         assert prior is not None  # the source is the prior only when one is given (plan_release)
-        return Frequencies(0.0, {k: normalised(_product([prior.p(c) for c in t.read_columns])[t.index])
+        return DesignFrequencies(0.0, {k: normalised(_product([prior.p(c) for c in t.read_columns])[t.index])
                                  for k, t in counted.targets.items()}, exact)
     if plan.source == "exact":
-        return Frequencies(0.0, dict(exact), exact)
-    return Frequencies(0.0, dict.fromkeys(counted.targets), exact)
+        return DesignFrequencies(0.0, dict(exact), exact)
+    return DesignFrequencies(0.0, dict.fromkeys(counted.targets), exact)
 
 
 def _base(plan: ReleasePlan) -> float:

@@ -485,7 +485,7 @@ def _unpaired(cols: tuple[str, ...], strata: tuple[str, ...], cats: Mapping[str,
     """
     import itertools
 
-    from pramkit.engine.codebook import canonical
+    from pramkit.codebook import canonical
 
     g = len(strata)
     out: dict[str, tuple[Label, ...]] = {}

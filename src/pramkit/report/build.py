@@ -16,7 +16,7 @@ file and computes, with pramkit's own measures,
   frequencies, and the privacy-utility curve of randomized response over
   epsilon with the released matrix marked;
 * locality, for variables with distances between their categories (areas,
-  ordered bands; :mod:`pramkit.design.metric.distances`): the expected distance moved,
+  ordered bands; :mod:`pramkit.distances`): the expected distance moved,
   the share of records kept in their own category and the share moved at most
   a radius, beside randomized response at the same epsilon -- on the exact
   frequencies and over the released records (internal report), or weighted by
@@ -44,13 +44,13 @@ import pandas as pd
 
 from pramkit._extras import require_extra
 from pramkit._version import __version__
+from pramkit.codebook import encode
 from pramkit.counts import count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
 from pramkit.design.measures import measure
-from pramkit.design.metric.distances import Distances, read_distances
 from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
-from pramkit.engine.codebook import encode
+from pramkit.distances import Distances, read_distances
 from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
@@ -420,7 +420,7 @@ class Locality:
     name : str
         The variable.
     distances : mapping
-        The distances' summary (:meth:`pramkit.design.metric.distances.Distances.to_dict`).
+        The distances' summary (:meth:`pramkit.distances.Distances.to_dict`).
     within : float or None
         The radius of the "moved at most" share (the distances' unit).
     epsilon : float

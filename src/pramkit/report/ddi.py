@@ -87,7 +87,7 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
     >>> [c.text for c in root.iterfind("ddi:dataDscr/ddi:var/ddi:catgry/ddi:catValu", ns)]
     ['f', 'm']
     """
-    from pramkit import __version__
+    from pramkit._version import __version__
     from pramkit.engine.receipt import table_columns
     from pramkit.errors import DataError
     from pramkit.ledger import fmt_epsilon, release_guarantee

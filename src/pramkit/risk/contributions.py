@@ -62,8 +62,8 @@ import numpy as np
 import pandas as pd
 
 from pramkit._json import to_jsonable
+from pramkit.codebook import encode
 from pramkit.defaults import CONTRIBUTION_REPLICATES, CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.codebook import encode
 from pramkit.errors import ParameterError
 from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
@@ -378,7 +378,7 @@ def _check_inputs(data: pd.DataFrame, keys: Sequence[str], manifest: Manifest | 
 
 def _spelled(frame: pd.DataFrame, manifest: Manifest, perturbed: Sequence[str]) -> pd.DataFrame:
     """``frame`` with each perturbed key written as its matrix's categories (a CSV's ``'1'`` as the
-    category ``1``; :func:`pramkit.engine.codebook.encode`), missing values as ``None``: levels before and
+    category ``1``; :func:`pramkit.codebook.encode`), missing values as ``None``: levels before and
     after PRAM then compare, and a value that is not a category is one :class:`DataError` line."""
     if not perturbed:
         return frame

@@ -8,7 +8,7 @@ doubles (``f_j = 2``) are the records at risk of identification.
 
 Missing key values are handled as the user declares: ``missing="category"``
 makes "missing" a category of its own (labelled ``None``, the convention of
-:mod:`pramkit.engine.codebook`), ``missing="exclude"`` leaves every record with a
+:mod:`pramkit.codebook`), ``missing="exclude"`` leaves every record with a
 missing key out of all counts.  The policy is part of every result.
 """
 
@@ -24,8 +24,8 @@ import pandas as pd
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
+from pramkit.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
-from pramkit.engine.codebook import MISSING, categories_of, encode
 from pramkit.errors import DataError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.labels import Label

@@ -234,7 +234,7 @@ def kept_posterior(matrix: PramMatrix, released: np.ndarray) -> np.ndarray:
 
 def _kept(data: Any, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
     """Per record, the product over the perturbed keys of ``P(X = released | Z = released)`` (1 if missing)."""
-    from pramkit.engine.codebook import encode
+    from pramkit.codebook import encode
 
     kept = np.ones(len(data))
     joint = [k for k in keys if any(k in v.read_columns and v.is_joint for v in manifest.variables)]

@@ -97,7 +97,7 @@ class MatchRisk:
 def _codes(data: pd.DataFrame, variable: Any) -> np.ndarray:
     """Each record's cell of the variable (its release matrix's position; -1: missing, kept missing;
     -2: a combination the matrix does not list, a rule breaker released as it is)."""
-    from pramkit.engine.codebook import encode
+    from pramkit.codebook import encode
 
     cats = variable.matrix.categories
     if len(variable.read_columns) == 1:

@@ -23,10 +23,10 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from pramkit.design.recognition.space import KeySpace, as_csr, key_space  # noqa: F401 (used by the doctests)
 from pramkit.errors import DataError
 from pramkit.information import float_above
 from pramkit.privacy.exact import rounding_bound
+from pramkit.risk.space import KeySpace, as_csr, key_space  # noqa: F401 (used by the doctests)
 
 
 @dataclass(frozen=True, eq=False)

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pramkit.design.recognition.space import KeySpace
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table
 from pramkit.risk.posterior import posteriors
+from pramkit.risk.space import KeySpace
 from pramkit.validate import probability
 
 

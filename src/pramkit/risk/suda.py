@@ -60,8 +60,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pramkit.codebook import spelling_clash, spelling_error
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.codebook import spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.progress import progress

@@ -8,10 +8,14 @@
 """
 
 from pramkit.utility.curve import PrivacyUtilityCurve, plot_privacy_utility, privacy_utility_curve
-from pramkit.utility.divergence import Distances, distances, hellinger, kl_divergence, total_variation
+from pramkit.utility.divergence import TableDistances, distances, hellinger, kl_divergence, total_variation
 from pramkit.utility.loss import VarianceInflation, l2_loss, variance_inflation
 
+#: The former name of :class:`TableDistances`, kept so that code written for it still runs
+#: (:class:`pramkit.distances.Distances` is the distances between categories).
+Distances = TableDistances
+
 __all__ = [
-    "Distances", "PrivacyUtilityCurve", "VarianceInflation", "distances", "hellinger", "kl_divergence",
+    "PrivacyUtilityCurve", "TableDistances", "VarianceInflation", "distances", "hellinger", "kl_divergence",
     "l2_loss", "plot_privacy_utility", "privacy_utility_curve", "total_variation", "variance_inflation",
 ]

@@ -136,7 +136,7 @@ def total_variation(p: ArrayLike, q: ArrayLike) -> float:
 
 
 @dataclass(frozen=True)
-class Distances:
+class TableDistances:
     """Distances between two tables (each normalised to a distribution).
 
     kl_nats: KL(first || second) in nats
@@ -157,7 +157,7 @@ class Distances:
     total_variation: float
 
 
-def distances(p: ArrayLike, q: ArrayLike) -> Distances:
+def distances(p: ArrayLike, q: ArrayLike) -> TableDistances:
     """KL divergence, Hellinger and total-variation distance between two tables.
 
     Parameters
@@ -168,7 +168,7 @@ def distances(p: ArrayLike, q: ArrayLike) -> Distances:
 
     Returns
     -------
-    Distances
+    TableDistances
         :func:`kl_divergence` (first against second), :func:`hellinger` and
         :func:`total_variation`.
 
@@ -184,4 +184,4 @@ def distances(p: ArrayLike, q: ArrayLike) -> Distances:
     >>> round(d.kl_nats, 6), round(d.hellinger, 6), round(d.total_variation, 6)
     (0.040078, 0.104193, 0.1)
     """
-    return Distances(kl_divergence(p, q), hellinger(p, q), total_variation(p, q))
+    return TableDistances(kl_divergence(p, q), hellinger(p, q), total_variation(p, q))

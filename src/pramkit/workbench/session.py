@@ -833,8 +833,8 @@ def _distances(manifest: Manifest, record: Mapping[str, Mapping[str, Any]], give
     """Expected distance moved over the exact proportions of the design record, for the variables whose
     manifest names distances (read from ``given``, the design's distances, when there are; the manifest
     names a distance file by its name only)."""
-    from pramkit.design.metric.distances import read_distances
     from pramkit.design.metric.mechanisms import geo_utility
+    from pramkit.distances import read_distances
     from pramkit.report.build import distance_specs
 
     out: dict[str, float] = {}

@@ -1,7 +1,7 @@
 """Epsilon-DP PRAM that moves values the least distance: a certified linear program.
 
 For a variable with distances ``d`` between its categories (areas, ordered
-bands: :class:`pramkit.design.metric.distances.Distances`) the design minimises the
+bands: :class:`pramkit.distances.Distances`) the design minimises the
 expected distance a record's value moves,
 
     D(M) = sum_x p_x sum_z M[x, z] d(x, z),
@@ -57,7 +57,7 @@ is priced positive.  Measured (``benchmarks/bench_geo.py``): S = 1000 in
   evaluates g with a bound on its rounding and ``e^eps - 1`` rounded up);
 * upper bound -- the expected distance of the stored matrix, rounded up
   (:func:`expected_distance_bounds`), whose exact epsilon is at most the
-  budget, as is the law the engine realises from it (:func:`pramkit.engine.law.within_realised_budget`,
+  budget, as is the law the engine realises from it (:func:`pramkit.privacy.law.within_realised_budget`,
   which calls :func:`pramkit.privacy.exact.within_budget` for the doubles; an output the LP leaves at
   a mass of 1e-15 is a few thousand units of 2^-62, whose rounding would otherwise exceed it);
 * ``optimal`` is true only if ``upper - lower`` is at most
@@ -102,8 +102,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
 from pramkit.design.dp.optimal import check_epsilon
-from pramkit.design.metric.distances import Distances, read_distances
-from pramkit.engine.law import within_realised_budget
+from pramkit.distances import Distances, read_distances
 from pramkit.errors import ParameterError
 from pramkit.information import float_above, float_below, mutual_information
 from pramkit.labels import Label
@@ -118,6 +117,7 @@ from pramkit.privacy.exact import (
     rounding_bound,
     sum_up,
 )
+from pramkit.privacy.law import within_realised_budget
 from pramkit.privacy.metric import check_metric, metric_certificate, metric_epsilon
 from pramkit.validate import probabilities
 
@@ -585,7 +585,7 @@ def _assemble(lo: np.ndarray, pairs: tuple, t1: float, d: np.ndarray) -> np.ndar
 
 def within_engine_law(matrix: np.ndarray, epsilon: float, p: np.ndarray) -> np.ndarray:
     """The matrix, mixed if need be with a little of the matrix whose rows are all ``p``, so that the law
-    the engine realises from it (:func:`pramkit.engine.law.realised_law`, in the form the engine will
+    the engine realises from it (:func:`pramkit.privacy.law.realised_law`, in the form the engine will
     draw it: a matrix whose rows have equal off-diagonal entries, every 2 x 2 one among them, is drawn
     as form (8), whose units :func:`within_realised_budget` does not model) is within the budget.
 
@@ -612,8 +612,8 @@ def within_engine_law(matrix: np.ndarray, epsilon: float, p: np.ndarray) -> np.n
     >>> within_engine_law(m, math.log(3), np.array([0.5, 0.5])) is m
     True
     """
-    from pramkit.engine.law import realised_law
     from pramkit.privacy.epsilon import REALISED_SLACK
+    from pramkit.privacy.law import realised_law
 
     allowed = epsilon * (1.0 + REALISED_SLACK / 2.0)
     labels = tuple(range(matrix.shape[0]))
@@ -664,7 +664,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         The budget; the stored matrix's exact epsilon is at most this.
     distances : Distances or str
         Distances between the categories (``"ordinal"`` or a CSV path are read
-        by :func:`pramkit.design.metric.distances.read_distances` for ``categories``).
+        by :func:`pramkit.distances.read_distances` for ``categories``).
     categories : sequence of labels, optional
         The variable's categories (default: those of ``distances``); the
         distances are reordered to them.
@@ -695,7 +695,7 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> d = ordinal_distances(["0-17", "18-34", "35-64", "65+"])
     >>> m = dp_min_distance([0.2, 0.3, 0.35, 0.15], 1.0, d)
     >>> m.epsilon <= 1.0, m.provenance.certificate["optimal"]
@@ -849,7 +849,7 @@ def information_design(p: ArrayLike, epsilon: float, categories: Sequence[Label]
     and more than the least-distance design at the same budget:
 
     >>> from pramkit.design.dp.optimal import dp_optimal
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> p = [0.4, 0.3, 0.2, 0.1]
     >>> m = information_design(p, 1.0, ["a", "b", "c", "d"])
     >>> m.provenance.method, m.categories, m.epsilon <= 1.0, m.provenance.certificate["optimal"]
@@ -902,7 +902,7 @@ def distance_information_path(p: ArrayLike | None, epsilon: float, distances: Di
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> path = distance_information_path([0.25] * 4, 1.0, ordinal_distances("abcd"), points=3)
     >>> [round(r["weight"], 1) for r in path], path[0]["expected_distance"] >= path[-1]["expected_distance"]
     ([0.0, 0.5, 1.0], True)
@@ -954,7 +954,7 @@ def dp_distance_information(p: ArrayLike | None, epsilon: float, distances: Dist
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> m = dp_distance_information([0.25] * 4, 2.0, ordinal_distances("abcd"), min_information=0.3)
     >>> m.provenance.certificate["mutual_information_nats"] >= 0.3, m.epsilon <= 2.0
     (True, True)
@@ -1034,7 +1034,7 @@ def greedy_spanner(distances: Distances, dilation: float) -> tuple[np.ndarray, n
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import euclidean_distances
+    >>> from pramkit.distances import euclidean_distances
     >>> d = euclidean_distances("abc", [[0, 0], [1, 0], [2, 0.1]])
     >>> edges, dg = greedy_spanner(d, 1.1)
     >>> edges.tolist(), bool(dg[0, 2] <= 1.1 * d.matrix[0, 2])        # a-c goes through b
@@ -1219,7 +1219,7 @@ def metric_min_distance(p: ArrayLike | None, metric_epsilon_: float, distances: 
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import graph_distances
+    >>> from pramkit.distances import graph_distances
     >>> d = graph_distances("abcd", [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")])   # a ring
     >>> m = metric_min_distance(None, 0.7, d)
     >>> c = m.provenance.certificate

@@ -49,11 +49,11 @@ from scipy.optimize import linear_sum_assignment, linprog
 from scipy.special import xlogy
 
 from pramkit.design.dp.optimal import check_epsilon, solve_form8
-from pramkit.engine.law import within_realised_budget
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
 from pramkit.privacy.exact import certificate_tolerance, information_bounds, rounding_bound, sum_up
+from pramkit.privacy.law import within_realised_budget
 from pramkit.validate import probabilities
 
 #: Largest S for which the 2^S-variable LP is set up.
@@ -306,7 +306,7 @@ def dp_general(p: ArrayLike, epsilon: float, *, categories: Sequence[Label] | No
     the probability of releasing the true value (a relabelling of outputs,
     which changes neither I(X; Z) nor epsilon); unused categories get a column
     of zeros.  The entries that rounding put below the budget are raised
-    (:func:`pramkit.engine.law.within_realised_budget`), so the stored matrix's
+    (:func:`pramkit.privacy.law.within_realised_budget`), so the stored matrix's
     epsilon is at most ``epsilon`` exactly; so are the entries that the
     engine's integer units would round out of the budget.  The certificate holds the LP dual
     values, their largest violation, the repaired upper bound

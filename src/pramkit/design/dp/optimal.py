@@ -968,7 +968,7 @@ def dp_optimal(
 
 def dp_optimal_for_column(values: Any, epsilon: float, *, column: str = "column", truthful: bool = False) -> PramMatrix:
     """:func:`dp_optimal` for the observed distribution of a data column
-    (categories from :func:`pramkit.engine.codebook.categories_of`, missing values
+    (categories from :func:`pramkit.codebook.categories_of`, missing values
     left out of p and kept missing when perturbing).
 
     The design reads the column's exact frequencies: it is data-dependent, so its

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit.design.metric.distances import Distances, distances_for
+from pramkit.distances import Distances, distances_for
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix, Provenance
@@ -137,7 +137,7 @@ def exponential_mechanism(distances: Distances, metric_epsilon_: float, *,
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import euclidean_distances
+    >>> from pramkit.distances import euclidean_distances
     >>> d = euclidean_distances(["a", "b", "c"], [[0, 0], [1, 0], [3, 0]], unit="km")
     >>> m = exponential_mechanism(d, 0.5)
     >>> cert = m.provenance.certificate
@@ -275,7 +275,7 @@ class GeoUtility:
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> m = PramMatrix([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
     >>> u = geo_utility(m, ordinal_distances([0, 1, 2]), [0.5, 0.3, 0.2], within=0)
     >>> round(u.expected_distance, 12), round(u.share_kept, 12), round(u.share_within, 12), u.unit
@@ -341,7 +341,7 @@ class RowMeasures:
     --------
     An end band moves further than the middle one:
 
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> rows = row_measures([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], ordinal_distances("abc"))
     >>> rows.distance.round(12).tolist(), rows.kept.tolist(), rows.within is None
     ([0.3, 0.2, 0.3], [0.8, 0.8, 0.8], True)
@@ -377,7 +377,7 @@ class RowMeasures:
 
         Examples
         --------
-        >>> from pramkit.design.metric.distances import ordinal_distances
+        >>> from pramkit.distances import ordinal_distances
         >>> rr = [[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]]
         >>> rows = row_measures(rr, ordinal_distances("abc"), within=1)
         >>> u = rows.utility([0.5, 0.3, 0.2], 1, math.log(8), "step")
@@ -424,7 +424,7 @@ def row_measures(matrix: PramMatrix | ArrayLike, distances: Distances, *,
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> r = row_measures([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]], ordinal_distances("abc"), within=1)
     >>> r.distance.round(12).tolist(), r.kept.tolist(), r.within.round(12).tolist()
     ([0.2, 0.2, 0.2], [0.8, 0.8, 0.8], [1.0, 1.0, 1.0])
@@ -517,7 +517,7 @@ def rr_row_measures(distances: Distances, epsilon: float, *, within: float | Non
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> rr_row_measures(ordinal_distances("abc"), math.log(2)).kept.round(12).tolist()   # q = 2 / (2 + 2)
     [0.5, 0.5, 0.5]
     """
@@ -557,7 +557,7 @@ def geo_utility(matrix: PramMatrix, distances: Distances, p: ArrayLike | None = 
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> m = PramMatrix([[0.8, 0.2, 0.0], [0.1, 0.8, 0.1], [0.0, 0.2, 0.8]])
     >>> u = geo_utility(m, ordinal_distances([0, 1, 2]), within=1)
     >>> round(u.expected_distance, 12), round(u.share_kept, 12), u.share_within
@@ -589,7 +589,7 @@ def rr_utility(distances: Distances, epsilon: float, p: ArrayLike | None = None,
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> round(rr_utility(ordinal_distances("abc"), math.log(2)).share_kept, 12)   # q = 2 / (2 + 2)
     0.5
     """
@@ -625,7 +625,7 @@ def compare_with_rr(matrix: PramMatrix, distances: Distances, p: ArrayLike | Non
 
     Examples
     --------
-    >>> from pramkit.design.metric.distances import ordinal_distances
+    >>> from pramkit.distances import ordinal_distances
     >>> m = truncated_geometric(list("abcde"), 0.5)               # pure epsilon 0.5 * 4 = 2
     >>> c = compare_with_rr(m, ordinal_distances(list("abcde")))
     >>> round(c["design"]["expected_distance"], 4), round(c["randomized_response"]["expected_distance"], 4)

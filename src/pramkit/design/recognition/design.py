@@ -65,7 +65,12 @@ from scipy.optimize import Bounds, LinearConstraint, minimize
 from scipy.sparse.linalg import LinearOperator
 
 from pramkit.design.recognition import reductions as red
-from pramkit.design.recognition.space import (
+from pramkit.errors import DataError, ParameterError
+from pramkit.labels import Label
+from pramkit.manifest import PerturbedVariable
+from pramkit.matrix import PramMatrix, Provenance
+from pramkit.risk.posterior import posterior_bound, worst_posterior
+from pramkit.risk.space import (
     SAFETY,
     KeySpace,
     Solve,
@@ -73,11 +78,6 @@ from pramkit.design.recognition.space import (
     as_csr,
     key_space,
 )
-from pramkit.errors import DataError, ParameterError
-from pramkit.labels import Label
-from pramkit.manifest import PerturbedVariable
-from pramkit.matrix import PramMatrix, Provenance
-from pramkit.risk.posterior import posterior_bound, worst_posterior
 from pramkit.utility import l2_loss
 from pramkit.validate import probability
 

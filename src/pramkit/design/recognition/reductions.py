@@ -67,9 +67,9 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, LinearConstraint, linprog, minimize
 
-from pramkit.design.recognition.space import SAFETY, KeySpace, Solve
 from pramkit.errors import MatrixError, ParameterError
 from pramkit.information import float_above, float_below
+from pramkit.risk.space import SAFETY, KeySpace, Solve
 
 #: Smallest gamma tried before every combination is kept.
 GAMMA_FLOOR = 1e-9
@@ -102,7 +102,7 @@ def rare_types(space: KeySpace, alpha: float) -> np.ndarray:
     With alpha = 0.3 a type is rare below 1/0.3 = 3.33 records: the cells
     holding 1 and 2 records.
 
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
     >>> rare_types(space, 0.3).tolist(), space.counts[[1, 6]].tolist()
     ([1, 6], [1.0, 2.0])
@@ -133,7 +133,7 @@ def problem_count(space: KeySpace, combinations: Sequence[tuple[int, ...]], alph
     The two rare cells are exposed on all three keys, but every two-key
     margin holds at least 22 records:
 
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
     >>> problem_count(space, [(0, 1, 2)], 0.3), problem_count(space, [(0, 1), (0, 2), (1, 2)], 0.3)
     (2, 0)
@@ -177,7 +177,7 @@ def c1_triples(
     Of the 8 occurring types times 8 values of the one combination, the
     reductions keep two inequalities: each rare type in its own cell.
 
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
     >>> len(c1_triples(space, [(0, 1, 2)], alpha=0.3, gamma=0.9, reduce=False))
     64
@@ -222,7 +222,7 @@ def min_occurring_diagonal(space: KeySpace, transitions: np.ndarray | sp.spmatri
     Cell 1 keeps only half its records but is empty; among the occurring
     cells the smallest keep probability is 0.9:
 
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space([[5.0, 0.0], [3.0, 2.0]])
     >>> min_occurring_diagonal(space, np.diag([0.9, 0.5, 1.0, 1.0]))
     0.9
@@ -258,7 +258,7 @@ def with_gamma_restarts(
     A solver that always keeps 0.8 on the diagonal: gamma 0.9 is undercut,
     0.8 is met exactly (at the bound, so active), 0.6 is not active.
 
-    >>> from pramkit.design.recognition.space import Solve, key_space
+    >>> from pramkit.risk.space import Solve, key_space
     >>> space = key_space([[12.0, 1.0], [0.0, 0.0]])
     >>> p = np.eye(4)
     >>> p[0, :2] = [0.8, 0.2]
@@ -311,7 +311,7 @@ def problem_combinations(
 
     Examples
     --------
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
     >>> problem_combinations(space, [(0, 1, 2)], alpha=0.3, gamma=0.9)
     [(0, 1, 1.0), (0, 6, 2.0)]
@@ -352,7 +352,7 @@ def cover_targets(
 
     Examples
     --------
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
     >>> problems = problem_combinations(space, [(0, 1, 2)], alpha=0.3, gamma=0.9)
     >>> problems
@@ -398,7 +398,7 @@ def membership(
 
     Examples
     --------
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space(np.array([[[30.0, 1.0], [40.0, 20.0]], [[25.0, 30.0], [2.0, 50.0]]]))
     >>> membership(space, [(0, 1, 2)], [(0, 1, 1.0), (0, 6, 2.0)], np.array([1, 5, 6])).toarray().tolist()
     [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]
@@ -521,7 +521,7 @@ def restricted_l2(space: KeySpace, transitions: sp.spmatrix) -> float:
     --------
     The closed form agrees with :func:`pramkit.utility.l2_loss`, which inverts P:
 
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> from pramkit.matrix import PramMatrix
     >>> from pramkit.utility import l2_loss
     >>> space = key_space([[30.0, 1.0], [40.0, 20.0]])
@@ -766,7 +766,7 @@ def solve_restricted(
     (posterior ``1 / 3.33 = 0.3``): keeping 0.806 undercuts gamma = 0.9, so
     the design is solved again with gamma = 0.8.
 
-    >>> from pramkit.design.recognition.space import key_space
+    >>> from pramkit.risk.space import key_space
     >>> space = key_space([[12.0, 1.0], [0.0, 0.0]])
     >>> solved, gamma, restarts = solve_restricted(space, [(0, 1)], alpha=0.3, gamma=0.9)
     >>> solved.transitions.toarray()[0].round(4).tolist(), round(gamma, 12), restarts

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.engine.codebook import categories_of
+from pramkit.codebook import categories_of
 from pramkit.engine.perturb import perturb_frame
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.implied import random_swap_matrix
@@ -101,7 +101,7 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
         No risk variable, or centroids that miss an area.
     DataError
         A level of the geography is missing on a record, or a level or a risk variable holds one value
-        spelled two ways (:func:`pramkit.engine.codebook.spelling_clash`, as design and risk refuse it).
+        spelled two ways (:func:`pramkit.codebook.spelling_clash`, as design and risk refuse it).
 
     Examples
     --------
@@ -188,8 +188,8 @@ def _rr(changed: float, areas: list[str]) -> PramMatrix:
 
 def _metric(changed: float, areas: list[str], xy: np.ndarray, values: pd.Series) -> PramMatrix:
     """The exponential mechanism whose expected share changed (under the areas' shares) is ``changed``."""
-    from pramkit.design.metric.distances import euclidean_distances
     from pramkit.design.metric.mechanisms import exponential_mechanism
+    from pramkit.distances import euclidean_distances
 
     d = euclidean_distances(areas, xy, unit="km", source="centroids")
     p = values.value_counts(normalize=True).reindex(areas).fillna(0.0).to_numpy()

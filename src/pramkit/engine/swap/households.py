@@ -11,7 +11,7 @@ of its first record; its geography must be the same on every record.
 Values are read as every command reads them (:func:`pramkit.io.iter_batches`), and the
 spelling rule of design and risk holds here too: two values of a level of the geography,
 a risk variable or a similarity variable that are one value spelled two ways (surrounding
-whitespace, NFC and NFD, ``3`` and ``3.0``: :func:`pramkit.engine.codebook.spelling_clash`)
+whitespace, NFC and NFD, ``3`` and ``3.0``: :func:`pramkit.codebook.spelling_clash`)
 stop the swap with one line naming both spellings and their first rows, instead of making
 two areas or two categories of one.
 """
@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pramkit.engine.codebook import spelling_clash, spelling_error
+from pramkit.codebook import spelling_clash, spelling_error
 from pramkit.errors import DataError
 
 
@@ -82,8 +82,8 @@ class Coder:
 
 
 @dataclass(frozen=True)
-class Households:
-    """The households of a file.
+class SwapHouseholds:
+    """The households of a file, as the swap reads them.
 
     Parameters
     ----------
@@ -138,7 +138,7 @@ class Households:
 
 
 def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], risk_vars: Sequence[str],
-                    similar: Sequence[Sequence[str]], k: int, where: str) -> Households:
+                    similar: Sequence[Sequence[str]], k: int, where: str) -> SwapHouseholds:
     """Households from a file's chunks (see the module's rules).
 
     Parameters
@@ -160,7 +160,7 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
 
     Returns
     -------
-    Households
+    SwapHouseholds
 
     Raises
     ------
@@ -219,7 +219,7 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
                     for h in range(1, len(geo)))
     profiles = [_profile([sim_codes[c][first] for c in profile]) for profile in similar]
     risky, level_weight = _risk(member, person_geo, risk_codes, k, n_hh)
-    return Households(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
+    return SwapHouseholds(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
                       profiles=profiles, risky_level=risky, weight=level_weight[-1], ids=hid_coder.labels,
                       level_weight=level_weight)
 

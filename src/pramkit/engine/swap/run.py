@@ -35,7 +35,7 @@ from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import receipt_path, receipt_text
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.core import DONOR_RULES, SwapDraw, draw_swaps
-from pramkit.engine.swap.households import Households, read_households
+from pramkit.engine.swap.households import SwapHouseholds, read_households
 from pramkit.engine.swap.implied import random_swap_matrix
 from pramkit.errors import ParameterError
 from pramkit.io import TableWriter, csv_dialect, iter_batches
@@ -328,7 +328,7 @@ class SwapResult:
 class _Swapped:
     """The draw on the households, with what writing needs."""
 
-    households: Households
+    households: SwapHouseholds
     draw: SwapDraw
 
     def released_codes(self, level: int) -> np.ndarray:

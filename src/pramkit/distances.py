@@ -608,7 +608,7 @@ def numeric_order(categories: Sequence[Label]) -> bool:
     >>> numeric_order(["5-9", "10-14"])
     False
     """
-    from pramkit.engine.codebook import label_key, numeric_labels
+    from pramkit.codebook import label_key, numeric_labels
 
     labels = [c for c in categories if c is not None]
     if not numeric_labels(labels):
