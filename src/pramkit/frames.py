@@ -207,7 +207,7 @@ def eager(data: Any) -> Any:
 
     What the functions that read every record at once (the risk measures per record) take:
     each column of the result is a pandas Series or an Arrow array, both of which
-    :func:`pramkit.engine.codebook.encode` reads.
+    :func:`pramkit.codebook.encode` reads.
 
     Parameters
     ----------

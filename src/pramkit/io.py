@@ -120,7 +120,7 @@ class TableMeta:
         Stata, SPSS and SAS variable and value labels (``column_labels``,
         ``variable_value_labels``), formats and the columns holding extended missing
         codes (:func:`pramkit.io_stat.read_stat`), empty for other formats.
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
         The values the file uses for missing although they are not null
         (CSV markers such as ``NA``, SPSS user-missing codes, Stata's ``.a``-``.z``,
         SAS's ``.A``-``.Z`` and ``._``).
@@ -561,7 +561,7 @@ def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCode
 
     Returns
     -------
-    pramkit.engine.codebook.MissingCodes
+    pramkit.codebook.MissingCodes
         The markers as ``texts``, with a ``source`` that says how to change them.
 
     Examples
@@ -829,7 +829,7 @@ def blank_missing_codes(table: pa.Table, missing: MissingCodes) -> pa.Table:
     ----------
     table : pyarrow.Table
         A chunk of a file.
-    missing : pramkit.engine.codebook.MissingCodes
+    missing : pramkit.codebook.MissingCodes
         The file's missing markers and user-missing codes.
 
     Returns
@@ -869,7 +869,7 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     Returns
     -------
     dict
-        ``{column: codes}``, the codes in :func:`pramkit.engine.codebook.sort_labels`
+        ``{column: codes}``, the codes in :func:`pramkit.codebook.sort_labels`
         order, for the columns that have value labels.
 
     Raises

@@ -580,7 +580,7 @@ def unit_stream(variable: PerturbedVariable) -> str:
 def unit_counters(ids: pa.Array | pa.ChunkedArray, column: str, start: int,
                   rows: np.ndarray | None = None) -> np.ndarray:
     """The draw counter of each record's unit: a 62-bit hash of the canonical text of its id
-    (:func:`pramkit.engine.codebook.canonical`, so ``12`` read as a number or as text is one unit),
+    (:func:`pramkit.codebook.canonical`, so ``12`` read as a number or as text is one unit),
     the same in every chunk, file format and engine.
 
     Parameters
@@ -792,7 +792,7 @@ class TablePerturber:
     (or ``rows`` gives every row's number, for rows that arrive out of order).
     Per-variable counts accumulate over calls (:meth:`summaries`).
     ``missing_codes`` are the values the file declares missing although they
-    are not null (:class:`pramkit.engine.codebook.MissingCodes`): they are left as
+    are not null (:class:`pramkit.codebook.MissingCodes`): they are left as
     they are, and a manifest listing one as a category is refused.
 
     With ``threads`` above 1 (default: every core this process may use), the
@@ -808,7 +808,7 @@ class TablePerturber:
         The variables to perturb and their matrices.
     key : pramkit.engine.rng.SecretKey
         The secret key (or the release's key, :func:`release_key`).
-    missing_codes : pramkit.engine.codebook.MissingCodes, optional
+    missing_codes : pramkit.codebook.MissingCodes, optional
         The file's missing codes.
     threads : int, optional
         Threads that perturb (default :func:`available_threads`).
@@ -944,7 +944,7 @@ class TablePerturber:
 
         Returns
         -------
-        pramkit.engine.codebook.Codebook
+        pramkit.codebook.Codebook
             The codebook the perturber encodes it with (for a joint variable, that column's own).
 
         Raises

@@ -179,7 +179,7 @@ def plan_release(
     options : mapping, optional
         The family's own parameters (e.g. ``{"truthful": True}``, ``{"keep": 0.8}``).
     distances : str, Path, Distances or mapping, optional
-        Distances between the categories (:func:`pramkit.design.metric.distances.read_distances`:
+        Distances between the categories (:func:`pramkit.distances.read_distances`:
         ``"ordinal"`` or a CSV of centroids, adjacencies or a table), for every variable or as
         ``{variable: spec}``: the ``dp`` family's ``objective="distance"`` and the ``metric``
         family design with them, and the design record gives each such variable's

@@ -54,8 +54,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pramkit.codebook import MISSING, encode
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.codebook import MISSING, encode
 from pramkit.errors import DataError, MatrixError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.information import entropy, mutual_information
@@ -77,7 +77,7 @@ from pramkit.risk.loglinear import LogLinearFit, check_cells, push
 from pramkit.risk.misclassified import cell_risk, joint_diagonal
 from pramkit.utility.loss import moment_variances
 
-__all__ = ["ExpectedRelease", "ProblemSet", "VariableUtility", "expected_release", "released_unique_probability"]
+__all__ = ["ExpectedRelease", "ExpectedUtility", "ProblemSet", "expected_release", "released_unique_probability"]
 
 #: Largest number of cells of the perturbed keys whose joint matrix is formed for the exact expectation;
 #: beyond it P(f~_j = 1) is taken as ``mu~ exp(-mu~)`` (the Poisson approximation, ``exact=False``).
@@ -341,7 +341,7 @@ def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarra
 
 
 @dataclass(frozen=True)
-class VariableUtility:
+class ExpectedUtility:
     """The expected utility of one perturbed variable (or of the keys' table).
 
     Parameters
@@ -400,7 +400,7 @@ class ExpectedRelease:
         Expected re-identifications (sum of the per-record risks) after and before PRAM.
     household, household_before : float or None
         The expected number of persons in re-identified households (with a household id).
-    utility : tuple of VariableUtility
+    utility : tuple of ExpectedUtility
         Per perturbed variable, then the keys' table.
     exact : bool
         False when the perturbed keys have more than :data:`EXACT_MAX_CELLS` cells
@@ -422,7 +422,7 @@ class ExpectedRelease:
     individual_before: float
     household: float | None
     household_before: float | None
-    utility: tuple[VariableUtility, ...]
+    utility: tuple[ExpectedUtility, ...]
     exact: bool
     seconds: float
 
@@ -436,7 +436,7 @@ class ExpectedRelease:
 
 
 def _utility(name: str, p: np.ndarray, mats: Sequence[np.ndarray | None], n: int,
-             information: bool) -> VariableUtility:
+             information: bool) -> ExpectedUtility:
     """Standard errors of the shares of a table ``p`` (counts) at n records, and the information kept."""
     from pramkit.matrix import PramMatrix
 
@@ -456,7 +456,7 @@ def _utility(name: str, p: np.ndarray, mats: Sequence[np.ndarray | None], n: int
         kept = mutual_information(shares, m) / h
     frame = pd.DataFrame({"category": np.arange(p.size), "share": shares.ravel(), "standard_error": se.ravel(),
                           "standard_error_without": without.ravel()})
-    return VariableUtility(name, p.size, float(np.sqrt(np.sum(se ** 2))), float(np.sqrt(np.sum(without ** 2))),
+    return ExpectedUtility(name, p.size, float(np.sqrt(np.sum(se ** 2))), float(np.sqrt(np.sum(without ** 2))),
                            kept, frame)
 
 
