@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pramkit.errors import ParameterError
+from pramkit.settings import markers  # noqa: F401  # the field of missing-value codes
 from pramkit.validate import epsilon, positive
 
 
@@ -100,17 +101,6 @@ def row_count(text: str) -> int:
     if not (math.isfinite(n) and n == int(n) and n > 0):
         raise ParameterError(f"the number of rows must be a whole number above 0, got {n:g}")
     return int(n)
-
-
-def markers(text: str) -> tuple[str, ...]:
-    """The texts that mean missing, comma-separated (as ``--na-values``).
-
-    Examples
-    --------
-    >>> markers("NA, -9,."), markers("")
-    (('NA', '-9', '.'), ())
-    """
-    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def options(text: str) -> dict[str, Any]:
