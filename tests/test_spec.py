@@ -278,3 +278,77 @@ def test_the_classic_families_options_are_those_of_the_mapping_before_in_the_sam
                 tried += 1
                 assert list(spec.options().items()) == list(_options_before(spec).items()), (method, given)
     assert tried > 30
+
+
+def test_a_new_family_option_is_one_rule_and_one_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/architecture.md's example: a rule in the registry and a field in the specification, nothing else."""
+    import dataclasses
+
+    from pramkit.design.registry import FAMILIES
+    from pramkit.settings import setting
+    from pramkit.validate import Number
+
+    monkeypatch.setitem(FAMILIES["keep"].options, "width", Number(int, low=1))  # type: ignore[index]
+
+    @dataclasses.dataclass(frozen=True)
+    class Spec(ReleaseSpec):
+        width: int | None = setting(None, int, None, "keep: the width of a move", option="width", group="family")
+
+    with pytest.raises(PramkitError, match=r"^width must be a whole number >= 1, got 0$"):
+        Spec(method="keep", keep=0.8, width=0).check()
+    with pytest.raises(PramkitError, match=r"^--bandwidth and --width apply to --method keep$"):
+        Spec(method="rr", width=2).check()
+    spec = Spec(method="keep", keep=0.8, width=2)
+    assert spec.options() == {"keep": 0.8, "width": 2}
+    assert spec.to_args() == ["--method", "keep", "--keep", "0.8", "--width", "2"]
+    parser = argparse.ArgumentParser()
+    from pramkit.settings import add_arguments, from_namespace
+
+    add_arguments(parser, Spec)
+    assert from_namespace(Spec, parser.parse_args(spec.to_args())) == spec
+
+
+def _values(s: Setting):  # type: ignore[no-untyped-def]
+    """A strategy of values of a setting's type, as a command line can write them."""
+    from hypothesis import strategies as st
+
+    from pramkit.validate import Choice
+
+    words = st.text(alphabet="abcdefghij_0123456789", min_size=1, max_size=6).filter(lambda t: not t.isdigit())
+    if s.switch:
+        return st.booleans()
+    if isinstance(s.rule, Choice):
+        return st.sampled_from(s.rule.values)
+    if s.kind is float:
+        return st.floats(min_value=0.001, max_value=50, allow_nan=False)
+    if s.kind is int:
+        return st.integers(min_value=0, max_value=10**6)
+    if s.kind is Path:
+        return st.builds(Path, words.map(lambda t: t + ".csv"))
+    if s.name == "na_values":
+        return st.lists(words, max_size=3).map(tuple)
+    return words
+
+
+@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec], ids=lambda c: c.__name__)
+def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
+    """Property: the command line a specification writes (the reproducing script's) parses to the same value."""
+    from hypothesis import given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
+
+    from pramkit.settings import flags, from_namespace
+
+    command = "design" if spec is ReleaseSpec else "estimate"
+    parser = build_parser([command])
+    fixed = ["design"] if spec is ReleaseSpec else ["estimate", "r.csv", "--manifest", "m.json"]
+    every = settings(spec)
+
+    @hsettings(max_examples=60, deadline=None)
+    @given(st.fixed_dictionaries({}, optional={s.name: _values(s) for s in every}))
+    def round_trip(values: dict) -> None:
+        value = spec(**values)
+        args = [x for flag, text in flags(value) for x in ((flag,) if text is None else (flag, text))]
+        assert from_namespace(spec, parser.parse_args([*fixed, *args])) == value
+
+    round_trip()
