@@ -352,3 +352,14 @@ def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
         assert from_namespace(spec, parser.parse_args([*fixed, *args])) == value
 
     round_trip()
+
+
+@pytest.mark.parametrize("spec, message", [
+    (ReleaseSpec(target="matched=5%", epsilon=2.0, strata="age"), "age is perturbed, so it cannot also be a stratum"),
+    (ReleaseSpec(split="optimal", objective="variance", epsilon=2.0), "split 'optimal' maximises information"),
+    (ReleaseSpec(recognition=0.5, combinations="2", k=3), "--k applies to --method kanon"),
+])
+def test_a_release_is_refused_before_its_data_is_read(spec: ReleaseSpec, message: str) -> None:
+    """The file does not exist: the refusal is the settings', so nothing was read."""
+    with pytest.raises(PramkitError, match=message):
+        spec.release("absent.csv", ["age", "sex"])

@@ -325,7 +325,7 @@ def plan_release(
     names = variable_names(variables)
     fam = family(method)
     opts = dict(options or {})
-    _check_split(split, method, opts)
+    check_split(split, method, opts)
     dist = _distance_specs(distances, names, split, opts)
     budget = None if epsilon is None else positive(epsilon, "epsilon (the record budget)")
     per_var = _per_variable(epsilon_per_variable, names, split)
@@ -401,7 +401,16 @@ def variable_names(variables: str | Sequence[str]) -> list[str]:
     return names
 
 
-def _check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
+def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
+    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`).
+
+    Examples
+    --------
+    >>> check_split("optimal", "dp", {"objective": "variance"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
+    """
     if split == "joint" and method != "dp" and method not in JOINT_METHODS:
         raise ParameterError(f"split 'joint' is for methods {', '.join(('dp', *JOINT_METHODS))}; method {method!r} "
                              "designs each variable on its own (split equal)")

@@ -27,7 +27,7 @@ from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.recognition.design import Method
 from pramkit.design.registry import DISTANCE_WEIGHTS, DP_FORMS, DP_OBJECTIVES, FAMILIES, family
 from pramkit.errors import ParameterError
-from pramkit.release.plan import RULES
+from pramkit.release.plan import RULES, check_split
 from pramkit.settings import Setting, check_rules, markers, setting, settings
 from pramkit.settings import flags as spec_flags
 from pramkit.validate import OPEN_PROBABILITY, Checked, Choice, Flag, Instance, Number
@@ -337,6 +337,10 @@ class ReleaseSpec:
         Traceback (most recent call last):
         ...
         pramkit.errors.ParameterError: split must be one of 'equal', 'optimal', 'joint', got 'best'
+        >>> ReleaseSpec(split="optimal", objective="variance").check()
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
         """
         check_rules(self, skip=lambda s: s.option is not None)
         self.check_family_flags()
@@ -345,6 +349,7 @@ class ReleaseSpec:
             value = getattr(self, s.name)
             if s.option is not None and s.given(value):
                 rules[s.option].check(value, s.noun)
+        check_split(self.split, self.method, {"objective": self.objective})
 
     def check_family_flags(self) -> None:
         """Refuse a setting given where it does not apply: a family's setting with another family
@@ -540,9 +545,9 @@ class ReleaseSpec:
             raise ParameterError("--target searches the record budget: give --epsilon (the largest budget "
                                  "considered) and no --epsilon-per-variable")
         keys = names(self.target_keys) or list(dict.fromkeys([*names(self.strata), *variables]))
+        self.plan(variables)  # every setting checked before the data is read
         frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values, sep=self.sep,
                                                                        encoding=self.encoding)
-        self.plan(variables)  # every setting checked before the search designs anything
         return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e).plan(variables),
                                 matched=matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
                                 quiet=quiet)
