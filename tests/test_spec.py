@@ -363,3 +363,13 @@ def test_a_release_is_refused_before_its_data_is_read(spec: ReleaseSpec, message
     """The file does not exist: the refusal is the settings', so nothing was read."""
     with pytest.raises(PramkitError, match=message):
         spec.release("absent.csv", ["age", "sex"])
+
+
+@pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec)])
+def test_help_shows_every_setting(command: str, spec: type, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` formats every generated flag's help (a stray % would fail only here)."""
+    from pramkit.cli import main
+
+    assert main([command, "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert all(s.flag in shown for s in settings(spec))
