@@ -38,6 +38,7 @@ extensions = [
 
 exclude_patterns = [
     "_build",
+    "_generated",  # the option tables, included by options.md (written at every build: setup below)
     "jupyter_execute",
     # sphinx-gallery writes a notebook beside each example page, for download only.
     "auto_examples/*.ipynb",
@@ -125,3 +126,23 @@ html_theme_options = {
     "description": "Statistical disclosure control of categorical microdata by PRAM",
     "fixed_sidebar": True,
 }
+
+
+# --- the option tables, made from the workflows' specifications at every build ---------------------
+def _write_option_tables(app: object) -> None:
+    """``_generated/design-options.md`` and ``_generated/estimate-options.md``: the table of each
+    specification's settings (:mod:`pramkit.settings`), included by ``options.md``."""
+    from pramkit.estimate.spec import EstimateSpec
+    from pramkit.release.spec import option_table
+    from pramkit.settings import option_table as table
+
+    folder = Path(__file__).resolve().parent / "_generated"
+    folder.mkdir(exist_ok=True)
+    for name, text in (("design-options.md", option_table()), ("estimate-options.md", table(EstimateSpec))):
+        path = folder / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text + "\n":
+            path.write_text(text + "\n", encoding="utf-8")
+
+
+def setup(app: object) -> None:
+    app.connect("builder-inited", _write_option_tables)  # type: ignore[attr-defined]

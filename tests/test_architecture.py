@@ -160,7 +160,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pramkit.errors", "pramkit.validate", "pramkit.atomic", "pramkit.labels", "pramkit.frames",
               "pramkit.defaults", "pramkit.progress", "pramkit.public_inputs", "pramkit.datasets",
               "pramkit._lazy", "pramkit._json", "pramkit._version", "pramkit._build_version",
-              "pramkit._extras", "pramkit._figure")),
+              "pramkit._extras", "pramkit._figure", "pramkit.settings")),
     # compiled loops, the keyed generator, values to codes and back
     ("kernels", ("pramkit.engine._kernels", "pramkit.engine.utf8", "pramkit.engine.rng", "pramkit.codebook")),
     # files and frames read and written, counts, structure (strata, households, rules), recodes

@@ -139,7 +139,7 @@ def test_r_script_gives_pramkits_numbers(release, release_name, vars_, by, extra
     run = subprocess.run([RSCRIPT or "Rscript", str(script), str(table)], capture_output=True, text=True,
                          env={**os.environ, "LC_ALL": "C"}, timeout=120)
     assert run.returncode == 0, run.stderr
-    got = pd.read_csv(table, dtype={a: str for a in vars_ + by}, keep_default_na=False, encoding="utf-8")
+    got = pd.read_csv(table, dtype=dict.fromkeys(vars_ + by, str), keep_default_na=False, encoding="utf-8")
     assert len(got) == len(expected)
     for _, row in got.iterrows():
         cell = expected[_key([row[a] for a in vars_ + by])]
@@ -193,7 +193,7 @@ BAD = [
     (["--emit-r", "{d}/x.R", "--weights", "rb050", "--replicate-weights", "rb050", "--replicate-method", "jk1"],
      "leave out --replicate-weights"),
     (["--emit-r", "{d}/x.R", "--json"], "leave out --json"),
-    (["--emit-r", "{d}/x.R", "--confidence", "1.5"], "confidence must be in (0, 1)"),
+    (["--emit-r", "{d}/x.R", "--confidence", "1.5"], "confidence must be a number strictly between 0 and 1, got 1.5"),
     (["--emit-r", "{d}/old.R"], "exists; pass --force"),
     (["--emit-r", "{d}/diagonal.json", "--force"], "would overwrite"),
     (["--emit-r", "{d}/no/such/folder/x.R"], "does not exist"),

@@ -224,6 +224,14 @@ class Rule:
         """What a value must be, in words (without the default)."""
         raise NotImplementedError  # pragma: no cover - every rule defines it
 
+    def invalid(self) -> Any:
+        """A value of the right type that the rule refuses (``None``: there is none), for the tests.
+
+        >>> Number(int, low=1).invalid(), Choice(("a", "b")).invalid(), Flag().invalid()
+        (0, 'bogus', None)
+        """
+        return None
+
     def describe(self) -> str:
         """What a value must be, and the default or ``required``.
 
@@ -287,6 +295,15 @@ class Number(Rule):
             return f"{what} {'<' if self.high_open else '<='} {self.high:g}"
         return what
 
+    def invalid(self) -> Any:
+        if self.low is not None:
+            bad = self.low if self.low_open else self.low - 1
+        elif self.high is not None:
+            bad = self.high if self.high_open else self.high + 1
+        else:
+            return float("inf") if self.kind is not int else None
+        return int(bad) if self.kind is int else float(bad)
+
     def _within(self, x: float) -> bool:
         above = self.low is None or (x > self.low if self.low_open else x >= self.low)
         below = self.high is None or (x < self.high if self.high_open else x <= self.high)
@@ -321,6 +338,9 @@ class Choice(Rule):
 
     def expects(self) -> str:
         return "one of " + ", ".join(repr(v) for v in self.values)
+
+    def invalid(self) -> Any:
+        return "bogus"
 
     def check(self, value: Any, name: str) -> Any:
         if not isinstance(value, str) or value not in self.values:
@@ -380,6 +400,54 @@ class Instance(Rule):
         if not isinstance(value, self.types):
             raise ParameterError(f"{name} must be {self.expects()}, got {value!r}")
         return value
+
+
+class Checked(Rule):
+    """A value checked by a function of this module or of the module that reads it (its message as it is).
+
+    Parameters
+    ----------
+    check : callable
+        ``check(value, name)``: raises a :class:`ParameterError`, else the value is accepted.
+    text : str
+        What the value must be, in words.
+    bad : object, optional
+        A value of the right type that ``check`` refuses (:meth:`Rule.invalid`).
+
+    Examples
+    --------
+    >>> rule = Checked(positive, "a positive finite number", -1.0)
+    >>> rule.check(2, "epsilon (the record budget)")
+    2
+    >>> rule.check(rule.invalid(), "epsilon (the record budget)")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: epsilon (the record budget) must be a positive finite number, got -1.0
+    """
+
+    def __init__(self, check: Any, text: str, bad: Any = None) -> None:
+        self.function, self.text, self.bad = check, text, bad
+
+    def expects(self) -> str:
+        return self.text
+
+    def invalid(self) -> Any:
+        return self.bad
+
+    def check(self, value: Any, name: str) -> Any:
+        self.function(value, name)
+        return value
+
+
+#: A positive finite number (:func:`positive`).
+POSITIVE = Checked(positive, "a positive finite number", -1.0)
+#: A number strictly between 0 and 1 (:func:`probability`).
+OPEN_PROBABILITY = Checked(probability, "a number strictly between 0 and 1", 1.5)
+#: A CSV file's field separator (:func:`csv_separator`).
+SEPARATOR = Checked(lambda value, name: csv_separator(value), "one character, or tab, semicolon, ...", ";;")
+#: A text encoding Python knows (:func:`text_encoding`).
+ENCODING = Checked(lambda value, name: text_encoding(value), "an encoding such as utf-8, latin-1 or cp1252",
+                   "base64")
 
 
 def check_options(owner: str, rules: Mapping[str, Rule], options: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pramkit.atomic import write_text_atomic
 from pramkit.errors import ParameterError, PramkitError
+from pramkit.settings import from_texts, parse_text, settings
+from pramkit.settings import markers as markers  # the field of missing-value codes
 from pramkit.structure import read_rules
 from pramkit.validate import epsilon, positive
 
@@ -104,17 +106,6 @@ def row_count(text: str) -> int:
     return int(n)
 
 
-def markers(text: str) -> tuple[str, ...]:
-    """The texts that mean missing, comma-separated (as ``--na-values``).
-
-    Examples
-    --------
-    >>> markers("NA, -9,."), markers("")
-    (('NA', '-9', '.'), ())
-    """
-    return tuple(t.strip() for t in text.split(",") if t.strip())
-
-
 def options(text: str) -> dict[str, Any]:
     """A design family's options written ``name=value, ...``; numbers become numbers.
 
@@ -131,13 +122,81 @@ def options(text: str) -> dict[str, Any]:
     ...
     pramkit.errors.ParameterError: the options must be written name=value, got 'beta'
     """
-    found: dict[str, Any] = {}
+    return {name: _value(value) for name, value in _items(text).items()}
+
+
+def _items(text: str) -> dict[str, str]:
+    """``name=value, ...`` as ``{name: value}`` (texts)."""
+    found: dict[str, str] = {}
     for item in (t.strip() for t in text.split(",") if t.strip()):
         name, sep, value = (s.strip() for s in item.partition("="))
         if not (sep and name and value):
             raise ParameterError(f"the options must be written name=value, got {item!r}")
-        found[name] = _value(value)
+        found[name] = value
     return found
+
+
+def design_options(text: str, form: Sequence[str] = ()) -> dict[str, Any]:
+    """The design's options field, ``name=value, ...``: each a setting of :class:`pramkit.release.spec.ReleaseSpec`
+    (not one of the form's own fields ``form``), its text read as the command line reads its flag.
+
+    Examples
+    --------
+    >>> design_options("keep=0.8, bandwidth=2, combinations=2")
+    {'keep': 0.8, 'bandwidth': 2, 'combinations': '2'}
+    >>> design_options("colour=red")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: unknown method option 'colour' in the field Method options; the options are the design's parameters written name=value (e.g. beta=0.5, keep=0.8, k=3): ...
+    >>> design_options("k=three")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: k must be a whole number, got 'three'
+    """
+    from pramkit.release.spec import ReleaseSpec
+
+    known = {s.name: s for s in settings(ReleaseSpec) if s.name not in form}
+    given = _items(text)
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ParameterError(f"unknown method option {unknown[0]!r} in the field Method options; the options are "
+                             "the design's parameters written name=value (e.g. beta=0.5, keep=0.8, k=3): "
+                             + ", ".join(known))
+    return {name: parse_text(known[name], value) for name, value in given.items()}
+
+
+def design_spec(texts: Mapping[str, str], **values: Any) -> Any:
+    """The application's validator of the design form: its fields' texts (``{setting: text}``, read as the
+    command line reads the flags) and ``values`` given as they are, as a checked
+    :class:`pramkit.release.spec.ReleaseSpec` (the same refusals, with the same messages, as the library and
+    ``pramkit design``).
+
+    Examples
+    --------
+    >>> design_spec({"epsilon": "3", "split": "joint"}).to_args()
+    ['--epsilon', '3.0', '--split', 'joint']
+    >>> design_spec({"split": "best"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: split must be one of 'equal', 'optimal', 'joint', got 'best'
+    """
+    from pramkit.release.spec import ReleaseSpec
+
+    return from_texts(ReleaseSpec, texts, **values)
+
+
+def design_labels() -> dict[str, tuple[str, str]]:
+    """Each design setting's label and help in the form, from the specification: ``{setting: (label, help)}``.
+
+    Examples
+    --------
+    >>> design_labels()["epsilon"][0]
+    'Record budget (epsilon, nats)'
+    """
+    from pramkit.release.spec import ReleaseSpec
+
+    return {s.name: (s.label, s.help.replace("%(default)s", str(s.default)).replace("%%", "%"))
+            for s in settings(ReleaseSpec)}
 
 
 def _value(text: str) -> Any:

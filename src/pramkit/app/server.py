@@ -661,12 +661,7 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     variables = tuple(input.design_vars())
     if not variables:
         raise ParameterError("choose at least one variable to perturb")
-    options = fields.options(input.options())
-    known = {f.name for f in dataclasses.fields(DesignChoices)} - set(_FORM)
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ParameterError(f"unknown method option {unknown[0]!r} in the field Method options; the options are "
-                             "the design's parameters written name=value (e.g. beta=0.5, keep=0.8, k=3)")
+    options = fields.design_options(input.options(), _FORM)  # typed as the command line types its flags
     choice = input.method()
     if choice == "recognition" and "recognition" not in options:
         raise ParameterError("the recognition design needs its alpha: write the option recognition=ALPHA "

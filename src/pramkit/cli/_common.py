@@ -9,6 +9,8 @@ from typing import Any
 
 from pramkit._json import dumps, stamp, to_jsonable
 from pramkit.errors import ParameterError
+from pramkit.settings import comma_numbers  # noqa: F401  # the flags' parsers, imported from here
+from pramkit.settings import markers as _markers
 
 
 def print_json(obj: dict[str, Any], *, kind: str, plain: bool = False) -> None:
@@ -100,10 +102,6 @@ def add_csv_dialect(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoding", default=CSV_ENCODING, metavar="NAME",
                         help=f"character encoding of CSV data files (default {CSV_ENCODING}; latin-1 or cp1252 as "
                              "many offices export). A CSV file written from a CSV file keeps it")
-
-
-def _markers(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
@@ -224,7 +222,6 @@ def check_files(inputs: list[Any], outputs: list[Any]) -> None:
     two outputs are the same file, 'D/a.html' and 'D/a.html': give them different names
     """
     from pramkit.atomic import refuse_inputs, same_file
-    from pramkit.errors import ParameterError
 
     written = [o for o in outputs if o is not None]
     for i, out in enumerate(written):
@@ -270,24 +267,3 @@ def comma_names(text: str | None) -> list[str]:
     return [] if not text else [name.strip() for name in text.split(",") if name.strip()]
 
 
-def comma_numbers(text: str, flag: str) -> list[float]:
-    """The comma-separated numbers of a flag's value.
-
-    Raises
-    ------
-    ParameterError
-        A part is not a number (one line naming the flag).
-
-    Examples
-    --------
-    >>> comma_numbers("0.5, 0.75", "--replicate-scales")
-    [0.5, 0.75]
-    >>> comma_numbers("0.5,x", "--probs")
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: --probs must be comma-separated numbers, got '0.5,x'
-    """
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ParameterError(f"{flag} must be comma-separated numbers, got {text!r}") from None

@@ -49,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> args.data, args.probs, args.json
     (None, '0.5,0.3,0.2', True)
     """
-    from pramkit.design.registry import DP_OBJECTIVES, FAMILIES
+    from pramkit.release.spec import GROUPS, ReleaseSpec
+    from pramkit.settings import add_arguments
 
     p = sub.add_parser(
         "design", help=HELP["design"],
@@ -60,112 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated columns of DATA to perturb (the key variables for --recognition)")
     p.add_argument("--probs", help="comma-separated probabilities of the categories (sum 1)")
     p.add_argument("--counts", help="comma-separated counts or weights of the categories (normalised)")
-    p.add_argument("--categories", help="with --probs/--counts: comma-separated labels (default 0..S-1); with DATA: "
-                   "a codebook CSV (columns variable,category) declaring each variable's categories")
-    p.add_argument("--method", choices=sorted(FAMILIES), default="dp",
-                   help="design family (default %(default)s: " + FAMILIES["dp"].help + ")")
-    p.add_argument("--epsilon", type=float, help="the record's total privacy budget (nats), design step included; "
-                   "with --probs/--counts, the matrix's epsilon")
-    p.add_argument("--epsilon-per-variable", metavar="V=E,...",
-                   help="explicit per-variable budgets, e.g. age=1,sex=0.5 (instead of a split of --epsilon)")
-    p.add_argument("--design-epsilon", type=float, metavar="E_D",
-                   help="budget of the design step's DP counts (default: enough for noise of 5 %% of a "
-                        "category's mean count, at most 10 %% of --epsilon); part of --epsilon")
-    p.add_argument("--prior", type=Path, help="public frequencies (CSV: variable,category,frequency): the design "
-                   "reads no data frequencies and spends no design budget")
-    p.add_argument("--exact-frequencies", action="store_true",
-                   help="design on the exact frequencies of DATA: no DP guarantee covers the design (the ledger "
-                        "says so); for data that are not sensitive or for comparison")
-    fam = p.add_argument_group("classic and bistochastic families (--method invariant|keep|rr|kanon|tridiagonal|"
-                               "circulant|bistochastic-beta; see docs/bistochastic.md)")
-    fam.add_argument("--beta", type=float, help="target beta-bistochastic privacy, H(P)/log2 r in (0, 1]")
-    fam.add_argument("--keep", type=float, help="keep probability (keep: mu-ARGUS PRAM; circulant: p11)")
-    fam.add_argument("--bandwidth", type=int, help="keep: move only to categories within this many codes")
-    fam.add_argument("--pd", type=float, help="invariant: lower bound of P's diagonal (default 0.8)")
-    fam.add_argument("--alpha", type=float, help="invariant: weight of R against the identity (default 0.5); "
-                     "tridiagonal: off-diagonal entry")
-    fam.add_argument("--diagonal", choices=["uniform", "fixed"], help="invariant: P's diagonal drawn from U(pd, 1) "
-                     "(default) or fixed at pd")
-    fam.add_argument("--seed", type=int, help="invariant: seed of the diagonal draw")
-    fam.add_argument("--k", type=int, help="kanon: categories per class")
-    fam.add_argument("--gamma", type=float, help="kanon, tridiagonal: floor that removes zeros (finite epsilon)")
-    fam.add_argument("--off-diagonal", type=float, help="tridiagonal: the off-diagonal entry (also read as --alpha)")
-    fam.add_argument("--beta-family", choices=["rr", "kanon", "tridiagonal", "circulant", "best"],
-                     help="bistochastic-beta: the family to fit (default best: most information for the data)")
-    p.add_argument("--family", choices=["diagonal", "general"], default="diagonal",
-                   help="diagonal: form (8), any S, certificate in the output; general: any matrix, staircase LP "
-                        "(S <= 14; --probs/--counts only)")
-    p.add_argument("--truthful", action="store_true", help="require q_k >= 1/S (form (8) only)")
-    p.add_argument("--objective", choices=list(DP_OBJECTIVES),
-                   help="--method dp: information (default: the most mutual information), variance (the least "
-                        "total variance of the unbiased estimator: randomized response, always invertible, reads "
-                        "no frequencies) or distance (the least expected distance moved, with --distances; a "
-                        "certified LP, S <= 3000)")
-    geo = p.add_argument_group("geographic and ordinal variables (see docs/geography.md)")
-    geo.add_argument("--distances", metavar="ordinal|discrete|FILE",
-                     help="distances between categories: 'ordinal' (the declared order), 'discrete' (every change "
-                          "counts 1: for nominal variables) or a CSV: category,x,y "
-                          "(projected), category,lat,lon (km on the sphere), category,neighbour (borders crossed) "
-                          "or from,to,distance; with DATA, for every variable in --vars")
-    geo.add_argument("--metric-epsilon", type=float, metavar="E_D",
-                     help="--method metric: the metric-DP budget per unit of distance")
-    geo.add_argument("--mechanism", choices=["exponential", "geometric", "optimal"],
-                     help="--method metric: exponential (over --distances, the default), geometric (truncated "
-                          "geometric on the category order) or optimal (the least expected distance by LP, with the "
-                          "spanner reduction)")
-    geo.add_argument("--dilation", type=float,
-                     help="--mechanism optimal: the spanner's dilation for distances that are not a path metric")
-    geo.add_argument("--distance-weights", choices=["frequencies", "uniform", "worst"],
-                     help="--objective distance: minimise the expected distance over the frequencies (default), "
-                          "the average over categories, or the worst category's (the last two read no frequencies)")
-    geo.add_argument("--invariant", action="store_true",
-                     help="--objective distance: keep the frequencies the design reads (DP counts or a prior) as the "
-                          "released law, p M = p, so the released file's counts estimate the original's as they are "
-                          "and an ordinal variable keeps all its values (S <= 300)")
-    st = p.add_argument_group("structure of the microdata (see docs/structure.md)")
-    st.add_argument("--forbid", type=Path, metavar="RULES.csv",
-                    help="edit rules: a CSV whose columns are variables and whose rows are forbidden combinations "
-                         "(empty cell: any value; a|b: either); no released record holds one (public: no budget)")
-    st.add_argument("--strata", metavar="COL[,COL]",
-                    help="stratum columns, released unperturbed: values move only within the values the record's "
-                         "stratum allows (those --forbid leaves it)")
-    st.add_argument("--keep-codes", metavar="V=CODE,...",
-                    help="codes that never change and into which nothing moves, e.g. education=n/a,age=0-9|10-17 "
-                         "(separate the items with ; when a code holds a comma)")
-    st.add_argument("--household", metavar="COL", help="household id column (with --household-vars)")
-    st.add_argument("--household-vars", metavar="V[,V]",
-                    help="variables perturbed once per household: every member gets the household's released value")
-    st.add_argument("--rule-breaking", choices=["error", "keep"], default="error",
-                    help="an original record that breaks a rule: an error naming the row (default), or kept "
-                         "unperturbed and reported")
-    st.add_argument("--weights", metavar="COL[,COL]",
-                    help="sampling weight columns released with the file, as they are: the ledger names them "
-                         "(a rare weight can single a person out; `pramkit risk --weights` measures it)")
-    p.add_argument("--missing", choices=["keep", "category"], default="keep",
-                   help="missing values: kept missing, none made (default; which values are missing is released "
-                        "exactly and the guarantee sentence says so, a joint record missing some columns has the "
-                        "others perturbed by the matrix's margin), or a category perturbed like the others, for "
-                        "every variable and every column of a joint design")
-    p.add_argument("--split", choices=["optimal", "equal", "joint"], default="equal",
-                   help="how the record budget is shared by the variables (default %(default)s: every listed "
-                        "variable is perturbed); optimal: the most total information, which may give a "
-                        "variable epsilon 0 and leave it unperturbed; joint: one matrix on their "
-                        "cross-classification (methods dp and invariant; invariant keeps the joint table)")
-    rec = p.add_argument_group("protection against spontaneous recognition (Cator, Hensbergen and Rozenholc; "
-                               "see docs/design-recognition.md)")
-    rec.add_argument("--recognition", type=float, metavar="ALPHA",
-                     help="design one joint matrix over --keys with every posterior of condition (C1) at most "
-                          "ALPHA and the smallest L2 loss")
-    rec.add_argument("--combinations", default="3",
-                     help="key combinations checked: a size (default 3: every combination of three keys) "
-                          "or lists such as 'a,b,c;a,b,d'")
-    rec.add_argument("--recognition-gamma", type=float, metavar="GAMMA",
-                     help="lower bound on the diagonal of the reductions (default 0.9)")
-    rec.add_argument("--recognition-method", choices=["restricted", "full"], default="restricted",
-                     help="restricted: convex, certified gap (default); full: every entry free (small X only)")
-    p.add_argument("--derive-from", type=Path, metavar="SUF-MANIFEST",
-                   help="design a second step applied to the file that manifest released (a public-use file from a "
-                        "scientific-use file), with record epsilon --epsilon; reads no data (docs/privacy.md)")
+    add_arguments(p, ReleaseSpec, GROUPS)  # every design setting, declared once (pramkit.release.spec)
     p.add_argument("--out", type=Path, help="manifest to write (data mode): public, published with the release")
     p.add_argument("--design-record", type=Path, help="private design record to write (default: beside --out, "
                    "named OUT_STEM.design-record.json); never publish it")
@@ -173,23 +69,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "noise is drawn from it, so the same key designs the same manifest (default: fresh noise "
                    "from the operating system)")
     p.add_argument("--force", action="store_true", help="overwrite --out and the design record if they exist")
-    p.add_argument("--sampling", metavar="DESIGN",
-                   help="the file is a secret sample: srswor:M/N (M: the file's rows, checked), poisson:Q (with --population N) "
-                        "or stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)")
-    p.add_argument("--population", type=int, metavar="N",
-                   help="the population the file was drawn from: a simple random sample without replacement of its rows "
-                        "from N persons, or with --sampling poisson:Q the population of the Poisson sample")
-    p.add_argument("--target", metavar="matched=X%",
-                   help="design to a disclosure target: the largest record budget up to --epsilon whose release is "
-                        "expected to reproduce at most X %% of all records as unique records (the ledger says the "
-                        "budget was chosen from the data); the budgets explored go to the design record")
-    p.add_argument("--target-keys", metavar="COL[,COL]",
-                   help="--target: the columns on which a record is unique and reproduced (default: --strata and "
-                        "--vars)")
-    p.add_argument("--recoded-by", type=Path, metavar="MAP.json",
-                   help="DATA was recoded by this map (`pramkit recode`): the manifest states it (input.recode, public: "
-                        "the map is declared, not read from the data); a perturbed variable's categories must be "
-                        "recoded already")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
     add_csv_dialect(p)
@@ -229,18 +108,10 @@ def _numbers(text: str, flag: str) -> list[float]:
     return values
 
 
-
-
-
-
-
-
-
-
 def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
     """``--probs`` / ``--counts``: one matrix for a distribution the user gives (a public input)."""
     from pramkit.design.matrix_design import design_matrix
-    from pramkit.release.choices import DesignChoices
+    from pramkit.release.spec import ReleaseSpec
 
     if args.vars or args.out:
         raise ParameterError("--vars and --out need a data file; for a distribution use --probs or --counts")
@@ -253,7 +124,7 @@ def _distribution_mode(args: argparse.Namespace) -> dict[str, Any]:
                                  "distribution given")
     values = _numbers(args.probs if args.probs is not None else args.counts, "--probs" if args.probs else "--counts")
     labels = None if args.categories is None else [c.strip() for c in args.categories.split(",")]
-    opts = DesignChoices.from_namespace(args).options()
+    opts = ReleaseSpec.from_namespace(args).options()
     if args.distances is not None:
         if not (args.method == "metric" or args.objective == "distance"):
             raise ParameterError("--distances applies to --objective distance and --method metric")
@@ -316,8 +187,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.engine.receipt import released_guarantee
     from pramkit.engine.rng import SecretKey
     from pramkit.privacy.amplification import release_guarantees
-    from pramkit.release.choices import DesignChoices
     from pramkit.release.record import design_record_path, write_design
+    from pramkit.release.spec import ReleaseSpec
 
     if args.derive_from is not None:
         return _derived_mode(args)
@@ -340,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         check_writable(path, force=args.force, inputs=inputs)
     names = comma_names(args.vars)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    release = DesignChoices.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
+    release = ReleaseSpec.from_namespace(args).release(args.data, names, key=key, quiet=args.quiet)
     out = write_design(release, args.out, design_record=record_path, force=args.force).to_dict()
     if "sampling" in release.manifest.input:
         out["guarantees"] = release_guarantees(release.manifest).to_dict()
@@ -368,15 +239,11 @@ def _print_target(found: dict) -> None:
               f"{100 * point['changed']:17.2f}   {'n/a' if information is None else f'{information:.4g}':>18}{kept}")
 
 
-
-
-
-
 def _derived_mode(args: argparse.Namespace) -> int:
     """``--derive-from``: design the public-use release, write its manifest, print what it keeps."""
     from pramkit.atomic import check_writable
     from pramkit.ledger import fmt_epsilon, release_guarantee
-    from pramkit.release.choices import DesignChoices
+    from pramkit.release.spec import ReleaseSpec
 
     if args.data is not None:
         raise ParameterError("--derive-from reads no data file: the second step is designed from the released "
@@ -395,7 +262,7 @@ def _derived_mode(args: argparse.Namespace) -> int:
     inputs = [Path(x) for x in (args.derive_from, args.prior, args.categories) if x]
     check_writable(args.out, force=args.force, inputs=inputs)
     names = comma_names(args.vars) if args.vars else None
-    derived = DesignChoices.from_namespace(args).derive(names)
+    derived = ReleaseSpec.from_namespace(args).derive(names)
     derived.manifest.write(args.out, force=args.force)
     out = {**derived.to_dict(), "manifest": str(args.out)}
     if args.json:

@@ -16,10 +16,10 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.cli._common import add_csv_dialect, add_na_values, comma_names, comma_numbers, note, print_json
+from pramkit.cli._common import add_csv_dialect, add_na_values, comma_names, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
-from pramkit.estimate.estimators import CONSISTENT, ESTIMATORS
+from pramkit.estimate.estimators import CONSISTENT
 
 if TYPE_CHECKING:  # pragma: no cover
     from pramkit.estimate import EstimateResult
@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ...                                     "--vars", "age"]).manifest]
     ['a.json', 'b.json']
     """
+    from pramkit.estimate.spec import GROUPS, EstimateSpec
+    from pramkit.settings import add_arguments
+
     p = sub.add_parser(
         "estimate", help=HELP["estimate"],
         description="Estimate the original frequency table of some columns of a released file, "
@@ -57,35 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "each of them, in the order applied (--manifest first.json --manifest second.json)")
     p.add_argument("--vars", help="column(s) to tabulate, comma-separated (required unless --regress)")
     p.add_argument("--by", help="grouping column(s), comma-separated: proportions become shares within groups")
-    p.add_argument("--method", choices=("moment", "mle"), default=None,
-                   help="moment: unbiased (M^T)^-1 lambda (default); mle: maximum likelihood by EM "
-                        "(the same as --estimator unbiased|mle)")
-    p.add_argument("--estimator", choices=tuple(ESTIMATORS), default=None,
-                   help="; ".join(f"{name}: {text}" for name, text in ESTIMATORS.items())
-                        + " (default unbiased)")
-    p.add_argument("--variance", choices=("multinomial", "pram"), default="multinomial",
-                   help="multinomial: inference on the population sampled (default); "
-                        "pram: on the original file itself (PRAM the only randomness)")
-    p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals (default 0.95)")
-    sv = p.add_argument_group("survey files (see docs/estimation.md): weighted totals, the design's variance "
-                              "and PRAM's together")
-    sv.add_argument("--weights", metavar="COL", help="sampling weight column: weighted totals and proportions, "
-                    "with design-based standard errors (records as PSUs unless --psu)")
-    sv.add_argument("--strata", metavar="COL", help="stratum column (with --weights)")
-    sv.add_argument("--psu", metavar="COL", help="primary sampling unit (cluster) column, nested in the strata")
-    sv.add_argument("--fpc", metavar="COL", help="finite-population correction: each stratum's sampling fraction "
-                    "in [0, 1) or its population count of PSUs")
-    sv.add_argument("--single-psu", choices=("error", "certainty", "center"), default="error",
-                    help="a stratum with one PSU: an error (default), no variance of its own, or centred on "
-                         "the mean of all PSUs")
-    sv.add_argument("--replicate-weights", metavar="PREFIX|COLS",
-                    help="replicate weight columns: a prefix (PWGTP for PWGTP1..PWGTP80) or comma-separated "
-                         "names; the variance from the replicates instead of linearisation")
-    sv.add_argument("--replicate-method", choices=("jk1", "jkn", "brr", "fay", "sdr", "bootstrap"),
-                    help="how the replicates were made (needed with --replicate-weights; ACS files: sdr)")
-    sv.add_argument("--fay-rho", type=float, metavar="RHO", help="Fay's coefficient (--replicate-method fay)")
-    sv.add_argument("--replicate-scales", metavar="S,...",
-                    help="--replicate-method jkn: each replicate's scale, (n_h - 1) / n_h of its stratum, comma-separated")
+    add_arguments(p, EstimateSpec, GROUPS)  # every estimate setting, declared once (pramkit.estimate.spec)
     add_na_values(p)
     add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -142,8 +117,11 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.engine.receipt import ReceiptWarning, check_chain
     from pramkit.estimate import EstimationWarning, estimate_table
+    from pramkit.estimate.spec import EstimateSpec
     from pramkit.manifest import Manifest
+    from pramkit.settings import from_namespace
 
+    from_namespace(EstimateSpec, args).check()  # every setting, before any file is read
     steps = list(args.manifest) if isinstance(args.manifest, list) else [args.manifest]
     args.manifest = steps[-1]
     if len(steps) > 1:
@@ -262,28 +240,13 @@ def pd_format(frame: Any, level: str) -> str:
 
 
 def _survey(args: argparse.Namespace) -> dict[str, Any]:
-    """The survey arguments of :func:`pramkit.estimate_table` from the flags (none without --weights)."""
-    from pramkit.estimate.survey import SurveyDesign
-    from pramkit.estimate.weighted import Replicates
-    from pramkit.io import iter_batches
+    """The survey arguments of :func:`pramkit.estimate_table` from the flags (none without --weights):
+    :meth:`pramkit.estimate.spec.EstimateSpec.keywords`."""
+    from pramkit.estimate.spec import EstimateSpec
+    from pramkit.settings import from_namespace
 
-    given = [f for f, v in (("--strata", args.strata), ("--psu", args.psu), ("--fpc", args.fpc),
-                            ("--replicate-weights", args.replicate_weights)) if v]
-    if args.weights is None:
-        if given:
-            raise ParameterError(f"{given[0]} needs --weights (the sampling weights)")
-        return {}
-    if (args.replicate_weights is None) != (args.replicate_method is None):
-        raise ParameterError("give --replicate-weights and --replicate-method together")
-    if args.fay_rho is not None and args.replicate_method != "fay":
-        raise ParameterError("--fay-rho goes with --replicate-method fay")
-    scales = None if args.replicate_scales is None else comma_numbers(args.replicate_scales, "--replicate-scales")
-    survey = SurveyDesign(args.weights, strata=args.strata, psu=args.psu, fpc=args.fpc, single_psu=args.single_psu)
-    replicates = None if args.replicate_weights is None else Replicates.of(
-        args.replicate_weights, iter_batches(args.released, sep=args.sep, encoding=args.encoding)[0].columns,
-        args.replicate_method, rho=args.fay_rho,
-        rscales=scales)
-    return {"survey": survey, "replicates": replicates}
+    keywords = from_namespace(EstimateSpec, args).keywords(args.released)
+    return {k: keywords[k] for k in ("survey", "replicates") if k in keywords}
 
 
 def format_table(result: EstimateResult) -> str:

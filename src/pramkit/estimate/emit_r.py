@@ -25,6 +25,7 @@ from pramkit.atomic import PathLike, write_text_atomic
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import check_release
 from pramkit.errors import ParameterError
+from pramkit.estimate.spec import check_confidence
 from pramkit.manifest import Manifest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -165,8 +166,7 @@ def check_script_request(manifest: Manifest, vars: Sequence[str], by: Sequence[s
     if not vars or len(set(axes)) != len(axes):
         raise ParameterError(f"name each column once in vars and by, and at least one in vars: {axes}")
     check_variance_kind(variance, weighted=survey is not None)
-    if not (0.0 < confidence < 1.0):
-        raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
+    check_confidence(confidence)  # the rule of the estimate's setting (pramkit.estimate.spec)
     if survey is not None and survey.fpc is not None:
         raise ParameterError(f"the {name} script does not apply a finite-population correction (--fpc); "
                              "leave it out or run pramkit estimate")

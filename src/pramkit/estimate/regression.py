@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from pramkit.errors import DataError, ParameterError
+from pramkit.estimate.spec import check_confidence
 from pramkit.manifest import Manifest
 
 FAMILIES = ("gaussian", "binomial")
@@ -511,8 +512,7 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         man = manifest
     else:
         man = Manifest.read(manifest)
-    if not (0.0 < confidence < 1.0):
-        raise ParameterError(f"confidence must be in (0, 1), not {confidence!r}")
+    check_confidence(confidence)  # the rule of the estimate's setting (pramkit.estimate.spec)
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ParameterError(f"max_iter must be a positive integer, not {max_iter!r}")
     if not (isinstance(tol, float) and 0 < tol < 1):

@@ -26,6 +26,7 @@ the rows used.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -37,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from pramkit.counts import count_file, count_frame
+from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import ReceiptWarning, check_chain
 from pramkit.errors import DataError, ParameterError
@@ -46,12 +47,14 @@ from pramkit.estimate.chain import ManifestChain
 from pramkit.estimate.covariance import VarianceKind, check_variance_kind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
+from pramkit.estimate.spec import EstimateSpec, check_confidence
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
 from pramkit.frames import streamed
 from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
+from pramkit.settings import check_values
 
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000
@@ -557,6 +560,7 @@ def estimate_table(
     weights: str | None = None,
     survey: SurveyDesign | None = None,
     replicates: Replicates | None = None,
+    spec: EstimateSpec | None = None,
 ) -> EstimateResult:
     """Estimate the original frequency table of ``vars`` (crossed with ``by``) from released data.
 
@@ -610,6 +614,9 @@ def estimate_table(
     replicates : pramkit.estimate.weighted.Replicates, optional
         Replicate weight columns and their method: the variance from the replicates
         (the PRAM correction applied inside each), instead of linearisation.
+    spec : pramkit.estimate.spec.EstimateSpec, optional
+        Every setting above in one value, as ``pramkit estimate`` takes them (its survey design
+        and replicate weights built from their columns), instead of the keywords: give one or the other.
 
     Returns
     -------
@@ -662,35 +669,38 @@ def estimate_table(
     >>> res = estimate_table(both, [Manifest.of({"answer": m}), second], ["answer", "sex"])
     >>> res.perturbed, round(float(res.table.counts.sum()), 6)
     ((True, True), 100.0)
+
+    The settings as one specification (the command line's):
+
+    >>> from pramkit.estimate.spec import EstimateSpec, check_confidence
+    >>> estimate_table(released, Manifest.of({"answer": m}), "answer",
+    ...                spec=EstimateSpec(estimator="norm-sub")).table.counts.tolist()
+    [100.0, 0.0]
     """
+    if spec is not None:
+        return estimate_table(data, manifest, vars, by=by, **_spec_keywords(spec, data, locals()))
+    check_values(EstimateSpec, method=method, estimator=estimator, variance=variance, confidence=confidence)
     names = _names(vars, "vars")
     groups = _names(by, "by") if by is not None else []
     axes = names + groups
     if len(set(axes)) != len(axes):
         raise ParameterError(f"a variable appears twice in vars/by: {axes}")
     chosen = _estimator(method, estimator, confidence)
-    check_variance_kind(variance, weighted=weights is not None or survey is not None or replicates is not None)
+    weighted = weights is not None or survey is not None or replicates is not None
+    check_variance_kind(variance, weighted=weighted)
     chain = ManifestChain.of(manifest)
     read = _read_columns(chain, axes)
     raw = [c for a in axes for c in read[a]]
     shared = _shared_strata(chain, axes, read)
-    if shared and (weights is not None or survey is not None or replicates is not None):
+    if shared and weighted:
         raise ParameterError(f"{', '.join(axes)} share the stratum {shared[0]!r}: their table is estimated without "
                              "weights or a survey design (tabulate one of them with the weights)")
     declared = {c: levels for a in axes if a in chain.names for c, levels in _levels(chain[a]).items()}
     unchecked = check_chain(data, chain.manifests)  # a release of other manifests gives wrong estimates: refused
     if unchecked:
         warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
-    once = list(dict.fromkeys(raw))
-    if isinstance(data, pd.DataFrame):
-        if len(data) == 0:
-            raise DataError("the data have no rows")
-        counted = count_frame(data, once, categories=declared)
-    elif isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
-        counted = count_file(data, once, categories=declared, na_values=na_values, sep=sep, encoding=encoding)
-    else:
-        raise ParameterError(f"data must be a pandas or polars DataFrame, a polars LazyFrame, an Arrow table or a "
-                             f"file path, not {type(data).__name__}")
+    reading = {"na_values": na_values, "sep": sep, "encoding": encoding}
+    counted = _count(data, list(dict.fromkeys(raw)), declared, reading)
     raw_categories = counted.categories
     if shared:
         counted = _repeat_strata(counted, raw)
@@ -700,20 +710,10 @@ def estimate_table(
     matrices = _matrices(chain, axes, kept)
     check_matrix_memory(axes, matrices)
     categories = counted.categories
-    for name, cats in zip(axes, categories):
-        if not cats:
-            raise DataError(f"column {name!r} has no non-missing value")
-    shape = tuple(len(c) for c in categories)
-    if math.prod(shape) > MAX_CELLS:
-        raise ParameterError(
-            f"the table would have {math.prod(shape)} cells (more than {MAX_CELLS}); tabulate fewer variables"
-        )
-    if counted.counts.sum() == 0:
-        raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
-    if weights is not None or survey is not None or replicates is not None:
+    _check_table(counted, axes)
+    if weighted:
         design = _design(weights, survey, replicates)
-        table = _survey_estimate(data, chain, axes, read, raw_categories, design, replicates, chosen,
-                                 {"na_values": na_values, "sep": sep, "encoding": encoding}, kept)
+        table = _survey_estimate(data, chain, axes, read, raw_categories, design, replicates, chosen, reading, kept)
     else:
         table = estimate_counts(counted.counts.astype(float), matrices, estimator=chosen, variance=variance)
     if table.identifiability is not None:  # name the variables rather than the axes
@@ -729,6 +729,43 @@ def estimate_table(
     )
 
 
+def _count(data: Any, columns: list[str], declared: Mapping[str, Any], reading: Mapping[str, Any]) -> CountTable:
+    """The released data's counts of ``columns`` (a pandas frame in memory; a file, a polars frame or an Arrow
+    table streamed), ``reading``: how a CSV file is read."""
+    if isinstance(data, pd.DataFrame):
+        if len(data) == 0:
+            raise DataError("the data have no rows")
+        return count_frame(data, columns, categories=declared)
+    if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
+        return count_file(data, columns, categories=declared, **reading)
+    raise ParameterError(f"data must be a pandas or polars DataFrame, a polars LazyFrame, an Arrow table or a "
+                         f"file path, not {type(data).__name__}")
+
+
+def _check_table(counted: CountTable, axes: Sequence[str]) -> None:
+    """Refuse a table with an empty axis, too many cells, or no record without a missing value."""
+    for name, cats in zip(axes, counted.categories):
+        if not cats:
+            raise DataError(f"column {name!r} has no non-missing value")
+    shape = tuple(len(c) for c in counted.categories)
+    if math.prod(shape) > MAX_CELLS:
+        raise ParameterError(
+            f"the table would have {math.prod(shape)} cells (more than {MAX_CELLS}); tabulate fewer variables"
+        )
+    if counted.counts.sum() == 0:
+        raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
+
+
+def _spec_keywords(spec: EstimateSpec, data: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords of :func:`estimate_table` from ``spec``, no other setting given besides it."""
+    defaults = inspect.signature(estimate_table).parameters
+    other = [k for k, p in defaults.items() if p.kind is p.KEYWORD_ONLY and k not in ("by", "spec")
+             and given[k] != p.default]
+    if other:
+        raise ParameterError(f"give the settings as an EstimateSpec or as keywords, not both ({', '.join(other)})")
+    return spec.keywords(data)
+
+
 def _estimator(method: str | None, estimator: str | None, confidence: float) -> str:
     """The estimator asked for (``method`` and ``estimator`` agreeing), the confidence level checked."""
     if method is not None and method not in ("moment", "mle"):
@@ -736,8 +773,7 @@ def _estimator(method: str | None, estimator: str | None, confidence: float) -> 
     chosen = estimator_name(estimator if estimator is not None else method or "moment")
     if method is not None and estimator is not None and estimator_name(method) != chosen:
         raise ParameterError(f"method {method!r} and estimator {estimator!r} disagree; give one of them")
-    if not (isinstance(confidence, float) and 0 < confidence < 1):
-        raise ParameterError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    check_confidence(confidence)
     return chosen
 
 

@@ -11,31 +11,90 @@ read from the data until the plan is whole.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.design.registry import DesignFamily, family
+from pramkit.design.registry import FAMILIES, DesignFamily, family
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.ledger import FrequencySource
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
-from pramkit.release.targets import Shape, structure
+from pramkit.release.targets import RULE_BREAKING, Shape, structure
 from pramkit.structure import Rules
-from pramkit.validate import csv_separator, positive, text_encoding
+from pramkit.validate import (
+    ENCODING,
+    POSITIVE,
+    SEPARATOR,
+    Checked,
+    Choice,
+    Rule,
+    csv_separator,
+    positive,
+    text_encoding,
+)
 
 #: Splits of the record budget.
 SPLITS = ("equal", "optimal", "joint")
+#: Treatments of missing values.
+MISSING = ("keep", "category")
 #: The families besides ``dp`` that design one matrix over the joint cells (``split="joint"``): the
 #: invariant family keeps the joint table of the cells it reads (``p R = p`` over the cells).
 JOINT_METHODS = ("invariant",)
-#: Treatments of missing values.
-MISSING = ("keep", "category")
 #: Where the design's frequencies come from (the ledger's ``frequencies``).
 SOURCES = ("none", "prior", "exact", "dp_counts")
+
+
+class Ruled(NamedTuple):
+    """A setting's rule and how its messages name it."""
+
+    noun: str
+    rule: Rule
+
+
+def _method(value: Any, name: str) -> None:
+    family(value)
+
+
+def _design_epsilon(value: Any, name: str) -> None:
+    """A design epsilon: a non-negative finite number (positive when DP counts spend it: :func:`plan_release`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ParameterError(f"design epsilon must be a non-negative finite number, got {value!r}")
+
+
+#: The rules of the settings :func:`plan_release` takes as the command line does, the same rules
+#: :class:`pramkit.release.spec.ReleaseSpec` declares them with (one rule per setting).
+RULES: dict[str, Ruled] = {
+    "method": Ruled("method", Checked(_method, "a design family: " + ", ".join(FAMILIES), "bogus")),
+    "epsilon": Ruled("epsilon (the record budget)", POSITIVE),
+    "design_epsilon": Ruled("design epsilon", Checked(_design_epsilon, "a non-negative finite number", -1.0)),
+    "split": Ruled("split", Choice(SPLITS)),
+    "missing": Ruled("missing", Choice(MISSING)),
+    "rule_breaking": Ruled("rule breaking", Choice(RULE_BREAKING)),
+    "sep": Ruled("the separator (--sep)", SEPARATOR),
+    "encoding": Ruled("encoding", ENCODING),
+}
+
+
+def check_settings(**values: Any) -> None:
+    """Check ``values`` (``{setting: value}``, ``None``: not given) by :data:`RULES`: the keywords of
+    :func:`plan_release` are refused as the command line's flags are, with the same messages.
+
+    Examples
+    --------
+    >>> check_settings(split="joint", missing="keep")
+    >>> check_settings(missing="drop")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: missing must be one of 'keep', 'category', got 'drop'
+    """
+    for name, value in values.items():
+        if value is not None:
+            RULES[name].rule.check(value, RULES[name].noun)
 
 
 @dataclass(frozen=True)
@@ -126,6 +185,7 @@ class ReleasePlan:
 
 def plan_release(
     variables: str | Sequence[str],
+    spec: Any = None,
     *,
     epsilon: float | None = None,
     method: str = "dp",
@@ -155,6 +215,9 @@ def plan_release(
     ----------
     variables : str or sequence of str
         The columns to perturb.
+    spec : pramkit.release.spec.ReleaseSpec, optional
+        Every setting in one value (:meth:`pramkit.release.spec.ReleaseSpec.plan`), instead of the
+        keywords below (give one or the other).
     epsilon : float, optional
         The record's total budget (nats), design step included.  Required for the
         families designed to a budget (dp, rr) unless ``epsilon_per_variable`` is given;
@@ -244,13 +307,25 @@ def plan_release(
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: the design epsilon 1 must be smaller than the record budget 1, which also pays for the perturbation
+
+    The same settings as one specification (the command line's, checked by the same rules):
+
+    >>> from pramkit.release.spec import ReleaseSpec
+    >>> plan_release(["age", "sex"], ReleaseSpec(epsilon=1.0)).budget
+    1.0
+    >>> plan_release(["age"], ReleaseSpec(epsilon=1.0), split="joint")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: give the settings as a ReleaseSpec or as keywords, not both (split)
     """
+    if spec is not None:
+        return _from_spec(variables, spec, locals())
+    check_settings(method=method, epsilon=epsilon, design_epsilon=design_epsilon, split=split, missing=missing,
+                   rule_breaking=rule_breaking, sep=sep, encoding=encoding)
     names = variable_names(variables)
     fam = family(method)
     opts = dict(options or {})
-    _check_split(split, method, opts)
-    if missing not in MISSING:
-        raise ParameterError(f"missing must be 'keep' or 'category', got {missing!r}")
+    check_split(split, method, opts)
     dist = _distance_specs(distances, names, split, opts)
     budget = None if epsilon is None else positive(epsilon, "epsilon (the record budget)")
     per_var = _per_variable(epsilon_per_variable, names, split)
@@ -273,6 +348,15 @@ def plan_release(
     return ReleasePlan(tuple(names), method, opts, split, budget, per_var, design_epsilon, source, prior,
                        declared, dist, shape, missing, tuple(na_values), tuple(notes), weight_columns,
                        sep, encoding)
+
+
+def _from_spec(variables: str | Sequence[str], spec: Any, given: Mapping[str, Any]) -> ReleasePlan:
+    """The plan of ``spec`` (:meth:`pramkit.release.spec.ReleaseSpec.plan`), no keyword given besides it."""
+    defaults = inspect.signature(plan_release).parameters
+    other = [k for k, p in defaults.items() if p.kind is p.KEYWORD_ONLY and given[k] != p.default]
+    if other:
+        raise ParameterError(f"give the settings as a ReleaseSpec or as keywords, not both ({', '.join(other)})")
+    return spec.plan(variable_names(variables))
 
 
 def _weights(weights: str | Sequence[str], names: Sequence[str], shape: Shape) -> tuple[str, ...]:
@@ -317,9 +401,16 @@ def variable_names(variables: str | Sequence[str]) -> list[str]:
     return names
 
 
-def _check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
-    if split not in SPLITS:
-        raise ParameterError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
+    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`).
+
+    Examples
+    --------
+    >>> check_split("optimal", "dp", {"objective": "variance"})
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
+    """
     if split == "joint" and method != "dp" and method not in JOINT_METHODS:
         raise ParameterError(f"split 'joint' is for methods {', '.join(('dp', *JOINT_METHODS))}; method {method!r} "
                              "designs each variable on its own (split equal)")

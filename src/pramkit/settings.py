@@ -1,0 +1,418 @@
+"""Settings declared once: a workflow's specification, from which its command line, form and checks are made.
+
+A workflow's specification (:class:`pramkit.release.spec.ReleaseSpec`,
+:class:`pramkit.estimate.spec.EstimateSpec`) is a frozen dataclass whose every field is
+declared by :func:`setting`: its default, its type (how a command line or a form reads its
+text), its rule (:mod:`pramkit.validate`), its help text, its flag and the label of its field
+in the application.  From these declarations:
+
+* :func:`add_arguments` adds the flags to a command's parser (the same names, defaults and help);
+* :func:`from_namespace` builds the specification from the parsed flags, :func:`from_texts`
+  from the texts of a form (the application's validator);
+* :func:`check_rules` refuses a value its rule refuses, with one message for the library,
+  the command line and the form;
+* :func:`flags` writes the specification back as a command line (a reproducing script);
+* :func:`option_table` is the documentation's table of the options;
+* :func:`invalid_value` gives a value each rule refuses (for the tests).
+
+Examples
+--------
+>>> import argparse, dataclasses
+>>> from pramkit.validate import Number
+>>> @dataclasses.dataclass(frozen=True)
+... class Spec:
+...     rate: float = setting(1.0, float, Number(low=0, low_open=True), "the rate", label="Rate")
+...     fast: bool = setting(False, bool, None, "go fast")
+>>> parser = argparse.ArgumentParser()
+>>> add_arguments(parser, Spec)
+>>> spec = from_namespace(Spec, parser.parse_args(["--rate", "2", "--fast"]))
+>>> spec, flags(spec)
+(Spec(rate=2.0, fast=True), [('--rate', '2.0'), ('--fast', None)])
+>>> check_rules(Spec(rate=-1.0))
+Traceback (most recent call last):
+...
+pramkit.errors.ParameterError: rate must be a number > 0, got -1.0
+>>> from_texts(Spec, {"rate": "-1"})
+Traceback (most recent call last):
+...
+pramkit.errors.ParameterError: rate must be a number > 0, got -1.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pramkit.errors import ParameterError
+from pramkit.validate import Choice, Flag, Rule
+
+#: The metadata key of a field declared by :func:`setting`.
+KEY = "pramkit.setting"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a workflow: everything the command line, the form, the checks and the docs need.
+
+    Attributes
+    ----------
+    name : str
+        The field's name (filled in by :func:`settings`).
+    default : object
+        The value when it is not given.
+    kind : callable
+        How a text becomes the value (``float``, ``int``, ``str``, ``pathlib.Path``; ``bool``: a switch).
+    rule : pramkit.validate.Rule or None
+        What a value must be; ``None``: the rule is the design family's (``option``) or the
+        workflow checks the value where it reads it (a file, a list of names).
+    help : str
+        The help text of the flag (``%(default)s`` is the default).
+    flag : str
+        The command line's flag (``--`` and the name with dashes unless given).
+    label : str
+        The label of its field in the application.
+    noun : str
+        How the messages name it.
+    metavar : str or None
+        The flag's placeholder in ``--help`` (a choice's values by default).
+    group : str or None
+        The flags' group in ``--help`` and the docs.
+    option : str or None
+        The design family's option this setting gives (:data:`pramkit.design.registry.FAMILIES`):
+        its rule and the families that take it come from the registry.
+    methods : tuple of str or None
+        The families it applies to when not every family taking ``option`` does.
+    needs : tuple or None
+        ``(name, value)``: it applies only when setting ``name`` has ``value`` (``None``: is given).
+    misuse : str or None
+        The message when it is given where it does not apply (default: generated).
+    shared : bool
+        Its flag is added by a helper shared by every command (``--na-values``, ``--sep``), not here.
+    """
+
+    name: str
+    default: Any
+    kind: Callable[[str], Any]
+    rule: Rule | None
+    help: str
+    flag: str
+    label: str
+    noun: str
+    metavar: str | None = None
+    group: str | None = None
+    option: str | None = None
+    methods: tuple[str, ...] | None = None
+    needs: tuple[str, Any] | None = None
+    misuse: str | None = None
+    shared: bool = False
+
+    @property
+    def switch(self) -> bool:
+        """A flag without a value (``--truthful``)."""
+        return self.kind is bool
+
+    def given(self, value: Any) -> bool:
+        """Whether ``value`` is given (differs from the default)."""
+        return bool(value != self.default)
+
+
+def setting(default: Any, kind: Callable[[str], Any], rule: Rule | None, help: str, *, flag: str | None = None,
+            label: str | None = None, noun: str | None = None, **more: Any) -> Any:
+    """A dataclass field declaring one setting (:class:`Setting`; the name is the field's).
+
+    Parameters
+    ----------
+    default : object
+        The default (an immutable value).
+    kind : callable
+        How a text becomes the value.
+    rule : Rule or None
+        What a value must be.
+    help : str
+        The help text.
+    flag, label, noun : str, optional
+        The flag (default ``--`` and the name with dashes), the form's label (default the noun
+        capitalised) and the messages' name (default the field's name).
+    **more
+        The other attributes of :class:`Setting`.
+
+    Returns
+    -------
+    dataclasses.Field
+    """
+    return dataclasses.field(default=default, metadata={KEY: {
+        "kind": kind, "rule": rule, "help": help, "flag": flag, "label": label, "noun": noun, **more}})
+
+
+def settings(spec: Any) -> tuple[Setting, ...]:
+    """The settings of a specification (a class or a value), in the order declared.
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> [s.flag for s in settings(EstimateSpec)][:3]
+    ['--method', '--estimator', '--variance']
+    """
+    out = []
+    for f in dataclasses.fields(spec):
+        meta = dict(f.metadata[KEY])
+        noun = meta.pop("noun") or f.name
+        meta["flag"] = meta["flag"] or "--" + f.name.replace("_", "-")
+        meta["label"] = meta["label"] or noun[:1].upper() + noun[1:]
+        out.append(Setting(name=f.name, default=f.default, noun=noun, **meta))
+    return tuple(out)
+
+
+def markers(text: str) -> tuple[str, ...]:
+    """The texts of a comma-separated list (``--na-values``), stripped, empty parts left out.
+
+    Examples
+    --------
+    >>> markers("NA, -9,."), markers("")
+    (('NA', '-9', '.'), ())
+    """
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def comma_numbers(text: str, flag: str) -> list[float]:
+    """The comma-separated numbers of a flag's value.
+
+    Raises
+    ------
+    ParameterError
+        A part is not a number (one line naming the flag).
+
+    Examples
+    --------
+    >>> comma_numbers("0.5, 0.75", "--replicate-scales")
+    [0.5, 0.75]
+    >>> comma_numbers("0.5,x", "--probs")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --probs must be comma-separated numbers, got '0.5,x'
+    """
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ParameterError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+
+
+def metavar(s: Setting) -> str | None:
+    """The placeholder of a setting's flag: its own, or its choices as argparse writes them."""
+    if s.metavar is None and isinstance(s.rule, Choice):
+        return "{" + ",".join(s.rule.values) + "}"
+    return s.metavar
+
+
+def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[str, str] | None = None) -> None:
+    """Add the flags of ``spec``'s settings to ``parser`` (those not ``shared``).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A command's parser.
+    spec : type
+        The specification.
+    groups : mapping, optional
+        ``{group: title}``: the argument groups of ``--help``.
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> parser = argparse.ArgumentParser()
+    >>> add_arguments(parser, EstimateSpec)
+    >>> parser.parse_args(["--confidence", "0.9"]).confidence, parser.parse_args([]).variance
+    (0.9, 'multinomial')
+    """
+    made: dict[str, Any] = {}
+    for s in settings(spec):
+        if s.shared:
+            continue
+        where: Any = parser
+        if s.group is not None and groups is not None:
+            if s.group not in made:
+                made[s.group] = parser.add_argument_group(groups[s.group])
+            where = made[s.group]
+        if s.switch:
+            where.add_argument(s.flag, action="store_true", dest=s.name, help=s.help)
+        else:
+            where.add_argument(s.flag, type=None if s.kind is str else s.kind, default=s.default, dest=s.name,
+                               metavar=metavar(s), help=s.help)
+
+
+def from_namespace(spec: type, args: Any) -> Any:
+    """The specification of parsed flags (the attributes of the fields' names; others ignored).
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> from_namespace(EstimateSpec, argparse.Namespace(confidence=0.9, other=1)).confidence
+    0.9
+    """
+    return spec(**{f.name: getattr(args, f.name) for f in dataclasses.fields(spec) if hasattr(args, f.name)})
+
+
+def parse_text(s: Setting, text: str) -> Any:
+    """A setting's value written in a form's field (blank: the default), read as the command line reads it.
+
+    Raises
+    ------
+    ParameterError
+        The text is not of the setting's type (one line naming the setting).
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> confidence = {s.name: s for s in settings(EstimateSpec)}["confidence"]
+    >>> parse_text(confidence, " 0.9 "), parse_text(confidence, "")
+    (0.9, 0.95)
+    >>> parse_text(confidence, "high")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: confidence must be a number, got 'high'
+    """
+    text = text.strip()
+    if s.switch:
+        if text.lower() not in ("", "true", "false", "yes", "no", "1", "0"):
+            raise ParameterError(f"{s.noun} must be true or false, got {text!r}")
+        return text.lower() in ("true", "yes", "1")
+    if not text:
+        return s.default
+    try:
+        return s.kind(text)
+    except (TypeError, ValueError):
+        names: dict[Any, str] = {float: "a number", int: "a whole number"}
+        what = names.get(s.kind, "a " + getattr(s.kind, "__name__", "value"))
+        raise ParameterError(f"{s.noun} must be {what}, got {text!r}") from None
+
+
+def from_texts(spec: type, texts: Mapping[str, str], **values: Any) -> Any:
+    """The specification of a form's fields (``{name: text}``, read by :func:`parse_text`) and of
+    ``values`` given as they are, checked by its rules (:meth:`check` when the specification has one,
+    else :func:`check_rules`): the application's validator.
+
+    Raises
+    ------
+    ParameterError
+        An unknown field, a text of the wrong type, or a value its rule refuses.
+    """
+    known = {s.name: s for s in settings(spec)}
+    unknown = sorted(set(texts) - set(known))
+    if unknown:
+        raise ParameterError(f"unknown setting {unknown[0]!r}; the settings are {', '.join(known)}")
+    value = spec(**{name: parse_text(known[name], text) for name, text in texts.items()}, **values)
+    check = getattr(value, "check", None)
+    check() if check is not None else check_rules(value)
+    return value
+
+
+def check_rules(value: Any, skip: Callable[[Setting], bool] | None = None) -> None:
+    """Refuse a setting of ``value`` that its rule refuses (settings at ``None`` are not given).
+
+    Parameters
+    ----------
+    value : dataclass
+        A specification.
+    skip : callable, optional
+        Settings not checked here (the design family's options, checked by the family).
+
+    Raises
+    ------
+    ParameterError
+        The rule's message, naming the setting by its noun.
+    """
+    for s in settings(value):
+        given = getattr(value, s.name)
+        if s.rule is not None and given is not None and not (skip is not None and skip(s)):
+            s.rule.check(given, s.noun)
+
+
+def check_values(spec: type, **values: Any) -> None:
+    """Check ``values`` (``{setting: value}``) by the rules of ``spec``'s settings of those names (``None``: not
+    given): a library function's keywords are checked as the command line's flags are.
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> check_values(EstimateSpec, variance="pram", confidence=0.9)
+    >>> check_values(EstimateSpec, variance="bogus")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: variance must be one of ['multinomial', 'pram'], not 'bogus'
+    """
+    known = {s.name: s for s in settings(spec)}
+    for name, value in values.items():
+        s = known[name]
+        if value is not None and s.rule is not None:
+            s.rule.check(value, s.noun)
+
+
+def flags(value: Any) -> list[tuple[str, str | None]]:
+    """The flags giving ``value``'s settings that differ from the default, with their values as text
+    (``None``: a switch; a float written so that it parses back to the same value).
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> flags(EstimateSpec(confidence=0.9, na_values=("NA", "-9")))
+    [('--confidence', '0.9'), ('--na-values', 'NA,-9')]
+    """
+    out: list[tuple[str, str | None]] = []
+    for s in settings(value):
+        given = getattr(value, s.name)
+        if given == s.default:
+            continue
+        if isinstance(given, bool):
+            out.append((s.flag, None))
+        elif isinstance(given, tuple):
+            out.append((s.flag, ",".join(given)))
+        else:
+            out.append((s.flag, repr(given) if isinstance(given, float) else str(given)))
+    return out
+
+
+def invalid_value(s: Setting) -> Any:
+    """A value of the right type that the setting's rule refuses, or ``None`` when none can be written
+    on a command line (a switch, a path, a free text).
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> {s.name: invalid_value(s) for s in settings(EstimateSpec)}["confidence"]
+    1.5
+    """
+    return None if s.rule is None or isinstance(s.rule, Flag) else s.rule.invalid()
+
+
+def option_table(spec: type, rules: Callable[[Setting], str] | None = None) -> str:
+    """The documentation's table of a specification's options (MyST Markdown): flag, default,
+    what a value must be, help.
+
+    Parameters
+    ----------
+    spec : type
+        The specification.
+    rules : callable, optional
+        What a value must be, for the settings whose rule is not their own (a family's option).
+
+    Examples
+    --------
+    >>> from pramkit.estimate.spec import EstimateSpec
+    >>> print(option_table(EstimateSpec).splitlines()[0])
+    | flag | library | default | value | meaning |
+    """
+    lines = ["| flag | library | default | value | meaning |", "|---|---|---|---|---|"]
+    for s in settings(spec):
+        what = ("a switch" if s.switch else s.rule.expects() if s.rule is not None
+                else rules(s) if rules is not None else "")
+        default = "" if s.default in (None, False) else f"`{s.default!r}`"
+        text = s.help.replace("%(default)s", str(s.default)).replace("%%", "%").replace("|", "\\|")
+        lines.append(f"| `{s.flag}` | `{s.name}` | {default} | {what.replace('|', chr(92) + '|')} | {text} |")
+    return "\n".join(lines)
+
+
+__all__ = ["Setting", "add_arguments", "check_rules", "check_values", "comma_numbers", "flags", "from_namespace", "from_texts",
+           "invalid_value", "markers", "option_table", "parse_text", "setting", "settings"]

@@ -1,0 +1,375 @@
+"""The workflows' specifications (pramkit.release.spec, pramkit.estimate.spec): the command line made from them
+keeps every flag users' scripts rely on, and each setting's failing value is refused with one message by the
+library, the command line and the application's validator."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from conftest import assert_refused  # the command line's refusal: exit 2, one line, nothing written
+
+from pramkit.cli import build_parser
+from pramkit.errors import PramkitError
+from pramkit.estimate.spec import EstimateSpec
+from pramkit.release.spec import GIVEN, ReleaseSpec, methods_of
+from pramkit.settings import Setting, from_texts, invalid_value, settings
+
+#: ``pramkit design``'s options before its parser was made from the specification: option strings, default,
+#: whether a switch, the type's name, the destination (users' scripts rely on every one).
+DESIGN_OPTIONS = [
+    (('data',), None, False, 'Path', 'data'),
+    (('--vars', '--keys'), None, False, None, 'vars'),
+    (('--probs',), None, False, None, 'probs'),
+    (('--counts',), None, False, None, 'counts'),
+    (('--categories',), None, False, None, 'categories'),
+    (('--method',), 'dp', False, None, 'method'),
+    (('--epsilon',), None, False, 'float', 'epsilon'),
+    (('--epsilon-per-variable',), None, False, None, 'epsilon_per_variable'),
+    (('--design-epsilon',), None, False, 'float', 'design_epsilon'),
+    (('--prior',), None, False, 'Path', 'prior'),
+    (('--exact-frequencies',), False, True, None, 'exact_frequencies'),
+    (('--beta',), None, False, 'float', 'beta'),
+    (('--keep',), None, False, 'float', 'keep'),
+    (('--bandwidth',), None, False, 'int', 'bandwidth'),
+    (('--pd',), None, False, 'float', 'pd'),
+    (('--alpha',), None, False, 'float', 'alpha'),
+    (('--diagonal',), None, False, None, 'diagonal'),
+    (('--seed',), None, False, 'int', 'seed'),
+    (('--k',), None, False, 'int', 'k'),
+    (('--gamma',), None, False, 'float', 'gamma'),
+    (('--off-diagonal',), None, False, 'float', 'off_diagonal'),
+    (('--beta-family',), None, False, None, 'beta_family'),
+    (('--family',), 'diagonal', False, None, 'family'),
+    (('--truthful',), False, True, None, 'truthful'),
+    (('--objective',), None, False, None, 'objective'),
+    (('--distances',), None, False, None, 'distances'),
+    (('--metric-epsilon',), None, False, 'float', 'metric_epsilon'),
+    (('--mechanism',), None, False, None, 'mechanism'),
+    (('--dilation',), None, False, 'float', 'dilation'),
+    (('--distance-weights',), None, False, None, 'distance_weights'),
+    (('--invariant',), False, True, None, 'invariant'),
+    (('--forbid',), None, False, 'Path', 'forbid'),
+    (('--strata',), None, False, None, 'strata'),
+    (('--keep-codes',), None, False, None, 'keep_codes'),
+    (('--household',), None, False, None, 'household'),
+    (('--household-vars',), None, False, None, 'household_vars'),
+    (('--rule-breaking',), 'error', False, None, 'rule_breaking'),
+    (('--weights',), None, False, None, 'weights'),
+    (('--missing',), 'keep', False, None, 'missing'),
+    (('--split',), 'equal', False, None, 'split'),
+    (('--recognition',), None, False, 'float', 'recognition'),
+    (('--combinations',), '3', False, None, 'combinations'),
+    (('--recognition-gamma',), None, False, 'float', 'recognition_gamma'),
+    (('--recognition-method',), 'restricted', False, None, 'recognition_method'),
+    (('--derive-from',), None, False, 'Path', 'derive_from'),
+    (('--out',), None, False, 'Path', 'out'),
+    (('--design-record',), None, False, 'Path', 'design_record'),
+    (('--key-file',), None, False, 'Path', 'key_file'),
+    (('--force',), False, True, None, 'force'),
+    (('--sampling',), None, False, None, 'sampling'),
+    (('--population',), None, False, 'int', 'population'),
+    (('--target',), None, False, None, 'target'),
+    (('--target-keys',), None, False, None, 'target_keys'),
+    (('--recoded-by',), None, False, 'Path', 'recoded_by'),
+    (('--json',), False, True, None, 'json'),
+    (('--na-values',), ('NA',), False, '_markers', 'na_values'),
+    (('--sep',), ',', False, None, 'sep'),
+    (('--encoding',), 'utf-8', False, None, 'encoding'),
+    (('--quiet', '-q'), False, True, None, 'quiet'),
+]
+
+#: ``pramkit estimate``'s options before its parser was made from the specification.
+ESTIMATE_OPTIONS = [
+    (('released',), None, False, 'Path', 'released'),
+    (('--manifest',), None, False, 'Path', 'manifest'),
+    (('--vars',), None, False, None, 'vars'),
+    (('--by',), None, False, None, 'by'),
+    (('--method',), None, False, None, 'method'),
+    (('--estimator',), None, False, None, 'estimator'),
+    (('--variance',), 'multinomial', False, None, 'variance'),
+    (('--confidence',), 0.95, False, 'float', 'confidence'),
+    (('--weights',), None, False, None, 'weights'),
+    (('--strata',), None, False, None, 'strata'),
+    (('--psu',), None, False, None, 'psu'),
+    (('--fpc',), None, False, None, 'fpc'),
+    (('--single-psu',), 'error', False, None, 'single_psu'),
+    (('--replicate-weights',), None, False, None, 'replicate_weights'),
+    (('--replicate-method',), None, False, None, 'replicate_method'),
+    (('--fay-rho',), None, False, 'float', 'fay_rho'),
+    (('--replicate-scales',), None, False, None, 'replicate_scales'),
+    (('--na-values',), ('NA',), False, '_markers', 'na_values'),
+    (('--sep',), ',', False, None, 'sep'),
+    (('--encoding',), 'utf-8', False, None, 'encoding'),
+    (('--json',), False, True, None, 'json'),
+    (('--emit-r',), None, False, 'Path', 'emit_r'),
+    (('--emit',), None, False, None, 'emit'),
+    (('--emit-out',), None, False, 'Path', 'emit_out'),
+    (('--force',), False, True, None, 'force'),
+    (('--regress',), None, False, None, 'regress'),
+    (('--family',), None, False, None, 'family'),
+]
+
+
+def options_of(command: str) -> dict[tuple[str, ...], tuple]:
+    parser = build_parser([command])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = {}
+    for a in sub.choices[command]._actions:
+        if not isinstance(a, argparse._HelpAction):
+            kind = a.type.__name__ if a.type is not None else None
+            out[tuple(a.option_strings) or (a.dest,)] = (a.default, a.nargs == 0, kind, a.dest)
+    return out
+
+
+@pytest.mark.parametrize("command, before", [("design", DESIGN_OPTIONS), ("estimate", ESTIMATE_OPTIONS)])
+def test_every_flag_is_kept(command: str, before: list[tuple]) -> None:
+    """Every option string, default, switch, type and destination of before (options added since are allowed)."""
+    now = options_of(command)
+    for strings, default, switch, kind, dest in before:
+        assert strings in now, strings
+        got_default, got_switch, got_kind, got_dest = now[strings]
+        assert (got_default, got_switch, got_dest) == (default, switch, dest), strings
+        # the --na-values parser moved with its name; every other type is the same
+        assert got_kind == kind or (kind == "_markers" and got_kind == "markers"), strings
+
+
+# ---- every setting's failing value: one refusal, one message, from the library, the command line and the form
+
+
+def text(value: object) -> str:
+    """A value as the command line and the form write it."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def release_context(s: Setting) -> dict[str, object]:
+    """The other settings under which ``s`` applies: its family, the setting it needs."""
+    context: dict[str, object] = {}
+    if s.option is not None:
+        context["method"] = methods_of(s)[0]
+    if s.needs is not None and s.needs[1] is not None:
+        name, value = s.needs
+        context[name] = {"recognition": 0.5, "target": "matched=5%"}[name] if value == GIVEN else value
+    return context
+
+
+RELEASE_CASES = [s for s in settings(ReleaseSpec) if invalid_value(s) is not None
+                 or (s.option is not None and s.kind in (int, float, str))]
+ESTIMATE_CASES = [s for s in settings(EstimateSpec) if invalid_value(s) is not None]
+
+
+def release_bad(s: Setting) -> object:
+    """The failing value of a release setting: its own rule's, or its family's rule's for that option."""
+    from pramkit.design.registry import FAMILIES
+
+    if s.option is None:
+        return invalid_value(s)
+    return FAMILIES[methods_of(s)[0]].options[s.option].invalid()
+
+
+def test_the_cases_cover_every_setting_that_a_command_line_can_get_wrong() -> None:
+    """Every setting that a typed text can get wrong is fed one (switches, paths and free texts are checked
+    where they are read: a file, a column)."""
+    names = {s.name for s in RELEASE_CASES}
+    assert {"method", "epsilon", "design_epsilon", "split", "missing", "rule_breaking", "recognition", "k",
+            "keep", "alpha", "beta", "objective", "family", "sep", "encoding", "sampling", "target"} <= names
+    assert {s.name for s in ESTIMATE_CASES} >= {"method", "estimator", "variance", "confidence", "fay_rho",
+                                                "single_psu", "replicate_method", "sep", "encoding"}
+
+
+@pytest.mark.parametrize("s", [s for s in RELEASE_CASES if release_bad(s) is not None], ids=lambda s: s.name)
+def test_a_release_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    bad, context = release_bad(s), release_context(s)
+    with pytest.raises(PramkitError) as library:
+        ReleaseSpec(**context, **{s.name: bad}).check()
+    message = str(library.value)
+    assert "\n" not in message
+    with pytest.raises(PramkitError) as planned:      # the library's workflow refuses it before any data is read
+        ReleaseSpec(**context, **{s.name: bad}).release("absent.csv", ["region"])
+    assert str(planned.value) == message
+    with pytest.raises(PramkitError) as form:         # the application's validator
+        from_texts(ReleaseSpec, {k: text(v) for k, v in {**context, s.name: bad}.items()})
+    assert str(form.value) == message
+    data = tmp_path / "data.csv"
+    pd.DataFrame({"region": [1, 2, 3] * 10, "sex": ["f", "m", "m"] * 10}).to_csv(data, index=False)
+    flags = [x for k, v in {**context, s.name: bad}.items()
+             for x in (next(t.flag for t in settings(ReleaseSpec) if t.name == k), text(v))]
+    assert_refused(tmp_path, ["design", data, "--vars", "region", *flags, "--out", tmp_path / "m.json"],
+                   f"pramkit design: error: {message}", capsys)
+
+
+@pytest.mark.parametrize("s", ESTIMATE_CASES, ids=lambda s: s.name)
+def test_an_estimate_setting_is_refused_alike(s: Setting, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    from pramkit.design.classic import randomized_response
+    from pramkit.estimate import estimate_table
+    from pramkit.manifest import Manifest
+
+    bad = invalid_value(s)
+    with pytest.raises(PramkitError) as library:
+        EstimateSpec(**{s.name: bad}).check()
+    message = str(library.value)
+    assert "\n" not in message
+    released, manifest = tmp_path / "released.csv", Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    pd.DataFrame({"sex": ["f", "m", "m"] * 10}).to_csv(released, index=False)
+    manifest.write(tmp_path / "m.json")
+    with pytest.raises(PramkitError) as table:
+        estimate_table(released, manifest, "sex", spec=EstimateSpec(**{s.name: bad}))
+    assert str(table.value) == message
+    if s.name in ("method", "estimator", "variance", "confidence"):   # estimate_table's own keywords
+        with pytest.raises(PramkitError) as keyword:
+            estimate_table(released, manifest, "sex", **{s.name: bad})
+        assert str(keyword.value) == message
+    with pytest.raises(PramkitError) as form:
+        from_texts(EstimateSpec, {s.name: text(bad)})
+    assert str(form.value) == message
+    assert_refused(tmp_path, ["estimate", released, "--manifest", tmp_path / "m.json", "--vars", "sex", s.flag,
+                              text(bad)], f"pramkit estimate: error: {message}", capsys)
+
+
+def test_variance_bogus_is_refused_with_a_survey_design_as_the_command_line_refuses_it(tmp_path: Path) -> None:
+    """The library used to be able to accept a variance the command line refuses; now one rule refuses it."""
+    import pandas as pd
+
+    from pramkit.design.classic import randomized_response
+    from pramkit.estimate import estimate_table
+    from pramkit.estimate.survey import SurveyDesign
+    from pramkit.manifest import Manifest
+
+    frame = pd.DataFrame({"sex": ["f", "m", "m"] * 10, "w": [1.5] * 30})
+    manifest = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    with pytest.raises(PramkitError, match=r"^variance must be one of \['multinomial', 'pram'\], not 'bogus'$"):
+        estimate_table(frame, manifest, "sex", survey=SurveyDesign("w"), variance="bogus")
+
+
+def _options_before(spec: ReleaseSpec) -> dict[str, object]:
+    """The classic families' options as the hand-written mapping gave them before the specification (the
+    manifest's ``input.options`` records this dict, in this order)."""
+    names = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
+    opts = {name: getattr(spec, name) for name in names if getattr(spec, name) is not None}
+    if spec.off_diagonal is not None:
+        opts["alpha"] = spec.off_diagonal
+    if spec.beta_family is not None:
+        opts["family"] = spec.beta_family
+    return opts
+
+
+def test_the_classic_families_options_are_those_of_the_mapping_before_in_the_same_order() -> None:
+    """Every combination of each classic family's settings (each given or not): the same dict, key order included."""
+    import itertools
+
+    values = {"beta": 0.4, "pd": 0.7, "alpha": 0.2, "diagonal": "fixed", "seed": 3, "keep": 0.8, "bandwidth": 2,
+              "k": 2, "gamma": 0.01, "off_diagonal": 0.1, "beta_family": "rr"}
+    tried = 0
+    for method in ("invariant", "keep", "rr", "kanon", "tridiagonal", "circulant", "bistochastic-beta"):
+        mine = [s.name for s in settings(ReleaseSpec) if s.name in values and method in methods_of(s)]
+        for r in range(len(mine) + 1):
+            for given in itertools.combinations(mine, r):
+                spec = ReleaseSpec(method=method, **{n: values[n] for n in given})
+                try:
+                    spec.check()
+                except PramkitError:
+                    continue
+                tried += 1
+                assert list(spec.options().items()) == list(_options_before(spec).items()), (method, given)
+    assert tried > 30
+
+
+def test_a_new_family_option_is_one_rule_and_one_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/architecture.md's example: a rule in the registry and a field in the specification, nothing else."""
+    import dataclasses
+
+    from pramkit.design.registry import FAMILIES
+    from pramkit.settings import setting
+    from pramkit.validate import Number
+
+    monkeypatch.setitem(FAMILIES["keep"].options, "width", Number(int, low=1))  # type: ignore[index]
+
+    @dataclasses.dataclass(frozen=True)
+    class Spec(ReleaseSpec):
+        width: int | None = setting(None, int, None, "keep: the width of a move", option="width", group="family")
+
+    with pytest.raises(PramkitError, match=r"^width must be a whole number >= 1, got 0$"):
+        Spec(method="keep", keep=0.8, width=0).check()
+    with pytest.raises(PramkitError, match=r"^--bandwidth and --width apply to --method keep$"):
+        Spec(method="rr", width=2).check()
+    spec = Spec(method="keep", keep=0.8, width=2)
+    assert spec.options() == {"keep": 0.8, "width": 2}
+    assert spec.to_args() == ["--method", "keep", "--keep", "0.8", "--width", "2"]
+    parser = argparse.ArgumentParser()
+    from pramkit.settings import add_arguments, from_namespace
+
+    add_arguments(parser, Spec)
+    assert from_namespace(Spec, parser.parse_args(spec.to_args())) == spec
+
+
+def _values(s: Setting):  # type: ignore[no-untyped-def]
+    """A strategy of values of a setting's type, as a command line can write them."""
+    from hypothesis import strategies as st
+
+    from pramkit.validate import Choice
+
+    words = st.text(alphabet="abcdefghij_0123456789", min_size=1, max_size=6).filter(lambda t: not t.isdigit())
+    if s.switch:
+        return st.booleans()
+    if isinstance(s.rule, Choice):
+        return st.sampled_from(s.rule.values)
+    if s.kind is float:
+        return st.floats(min_value=0.001, max_value=50, allow_nan=False)
+    if s.kind is int:
+        return st.integers(min_value=0, max_value=10**6)
+    if s.kind is Path:
+        return st.builds(Path, words.map(lambda t: t + ".csv"))
+    if s.name == "na_values":
+        return st.lists(words, max_size=3).map(tuple)
+    return words
+
+
+@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec], ids=lambda c: c.__name__)
+def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
+    """Property: the command line a specification writes (the reproducing script's) parses to the same value."""
+    from hypothesis import given
+    from hypothesis import settings as hsettings
+    from hypothesis import strategies as st
+
+    from pramkit.settings import flags, from_namespace
+
+    command = "design" if spec is ReleaseSpec else "estimate"
+    parser = build_parser([command])
+    fixed = ["design"] if spec is ReleaseSpec else ["estimate", "r.csv", "--manifest", "m.json"]
+    every = settings(spec)
+
+    @hsettings(max_examples=60, deadline=None)
+    @given(st.fixed_dictionaries({}, optional={s.name: _values(s) for s in every}))
+    def round_trip(values: dict) -> None:
+        value = spec(**values)
+        args = [x for flag, text in flags(value) for x in ((flag,) if text is None else (flag, text))]
+        assert from_namespace(spec, parser.parse_args([*fixed, *args])) == value
+
+    round_trip()
+
+
+@pytest.mark.parametrize("spec, message", [
+    (ReleaseSpec(target="matched=5%", epsilon=2.0, strata="age"), "age is perturbed, so it cannot also be a stratum"),
+    (ReleaseSpec(split="optimal", objective="variance", epsilon=2.0), "split 'optimal' maximises information"),
+    (ReleaseSpec(recognition=0.5, combinations="2", k=3), "--k applies to --method kanon"),
+])
+def test_a_release_is_refused_before_its_data_is_read(spec: ReleaseSpec, message: str) -> None:
+    """The file does not exist: the refusal is the settings', so nothing was read."""
+    with pytest.raises(PramkitError, match=message):
+        spec.release("absent.csv", ["age", "sex"])
+
+
+@pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec)])
+def test_help_shows_every_setting(command: str, spec: type, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` formats every generated flag's help (a stray % would fail only here)."""
+    from pramkit.cli import main
+
+    assert main([command, "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert all(s.flag in shown for s in settings(spec))
