@@ -189,11 +189,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("interfaces", ("pramkit.cli", "pramkit.app")),
 ]
 #: The imports allowed to go up a floor, each with its reason.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("pramkit.privacy.amplification", "pramkit.risk.fractions"):
-        "the check of a sampling fraction (check_fraction) lives with the sampling fractions; its "
-        "place is pramkit.validate, the module of one-value checks",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def floor_of(module: str, floors: list[tuple[str, tuple[str, ...]]] = FLOORS) -> int | None:

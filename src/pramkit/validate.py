@@ -500,3 +500,35 @@ def check_options(owner: str, rules: Mapping[str, Rule], options: Mapping[str, A
         else:
             out[name] = rule.check(value, name)
     return out
+
+
+def check_fraction(sampling_fraction: float) -> float:
+    """A given sampling fraction as a float in (0, 1], else :class:`PramkitError`.
+
+    Parameters
+    ----------
+    sampling_fraction : float
+        ``pi``, the share of the population in the file (1: a census).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ParameterError
+        ``pi`` is not a finite number in (0, 1].
+
+    Examples
+    --------
+    >>> check_fraction(0.05), check_fraction(1)
+    (0.05, 1.0)
+    >>> check_fraction(0)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the sampling fraction must lie in (0, 1], got 0
+    """
+    pi = float(sampling_fraction)
+    if not (math.isfinite(pi) and 0 < pi <= 1):
+        raise ParameterError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
+    return pi

@@ -77,7 +77,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.errors import DataError, ManifestError, ParameterError
 from pramkit.privacy.exact import DIGITS, float_up
-from pramkit.risk.fractions import check_fraction
+from pramkit.validate import check_fraction
 
 #: Resolution of the bisection over epsilon (nats): the bound is a multiple of it, rounded up.
 GRID = 2.0 ** -32

@@ -45,6 +45,7 @@ from typing import Literal
 import numpy as np
 
 from pramkit.errors import DataError, ParameterError
+from pramkit.validate import check_fraction
 
 #: Relative tolerance within which two cells' fractions (2) count as equal.
 SAME = 1e-9
@@ -203,38 +204,6 @@ class SamplingFractions:
             text += (f"; {assumed_cells} cell(s) with a positive fitted mean and no record of their "
                      f"{', '.join(self.strata)} class assume pi = n / sum of weights = {self.overall:.6g}")
         return text
-
-
-def check_fraction(sampling_fraction: float) -> float:
-    """A given sampling fraction as a float in (0, 1], else :class:`PramkitError`.
-
-    Parameters
-    ----------
-    sampling_fraction : float
-        ``pi``, the share of the population in the file (1: a census).
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ParameterError
-        ``pi`` is not a finite number in (0, 1].
-
-    Examples
-    --------
-    >>> check_fraction(0.05), check_fraction(1)
-    (0.05, 1.0)
-    >>> check_fraction(0)
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: the sampling fraction must lie in (0, 1], got 0
-    """
-    pi = float(sampling_fraction)
-    if not (math.isfinite(pi) and 0 < pi <= 1):
-        raise ParameterError(f"the sampling fraction must lie in (0, 1], got {sampling_fraction!r}")
-    return pi
 
 
 def sampling_fraction_of(

@@ -692,7 +692,7 @@ def independence_risk(data: Any, keys: Sequence[str], *, sampling_fraction: floa
     >>> sparse.sample_uniques, round(sparse.tau2, 6) == round(fitted.tau2, 6)
     (4, True)
     """
-    from pramkit.risk.fractions import check_fraction
+    from pramkit.validate import check_fraction
 
     pi = check_fraction(sampling_fraction)
     table = key_table(data, keys, missing=missing)
