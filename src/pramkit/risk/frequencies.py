@@ -203,7 +203,7 @@ def key_table(
     if categories is not None and len(categories) != len(keys):
         raise DataError(f"{len(categories)} category lists given for {len(keys)} keys")
     cats: list[tuple[Label, ...]] = []
-    cols: list[np.ndarray] = []
+    codes = np.empty((len(data), len(keys)), dtype=np.intp)  # filled column by column: no second copy
     for i, key in enumerate(keys):
         series = column(data, key)
         c = list(categories[i]) if categories is not None else categories_of(series, column=key)
@@ -215,9 +215,8 @@ def key_table(
         if not c:
             raise DataError(f"key column {key!r} has no non-missing value")
         policy: Literal["keep", "category"] = "category" if (missing == "category" and None in c) else "keep"
-        cols.append(encode(series, c, column=key, missing=policy))
+        codes[:, i] = encode(series, c, column=key, missing=policy)
         cats.append(tuple(c))
-    codes = np.column_stack(cols)
     included = (codes != MISSING).all(axis=1)
     if not included.any():
         raise DataError("every record has a missing key value; use missing='category' to count them")
