@@ -7,6 +7,7 @@ text): the file path may only save memory, never change a number, a level's orde
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +101,38 @@ def test_a_missing_text_household_id_is_refused_from_the_file(tmp_path: Path) ->
     path.write_text("k,hh\na,x\nb,\na,y\n", encoding="utf-8")
     with pytest.raises(DataError, match="row 2 has no household id"):
         household_risk(path, ["k"], "hh", sampling_fraction=0.5)
+
+
+def test_the_report_from_files_is_the_report_from_the_frames(tmp_path: Path) -> None:
+    """The report reads both files' text columns as categoricals: its figures are those it gives the
+    same records as frames of text (records with a missing key, a weight column in a CSV file)."""
+    import random
+
+    from pramkit.datasets import CENSUS_VARIABLES, census
+    from pramkit.engine.perturb import apply_file
+    from pramkit.release.pipeline import design_release
+    from pramkit.report.build import build_report
+
+    data = census(3_000, seed=4).astype(str)
+    data.loc[::17, "race"] = None
+    data["w"] = [f"{1 + (i % 5) / 4:g}" for i in range(len(data))]
+    original, released = tmp_path / "o.csv", tmp_path / "r.csv"
+    data.to_csv(original, index=False)
+    manifest = design_release(data, ["sex", "marital_status"], epsilon=3.0, categories=CENSUS_VARIABLES,
+                              rng=random.Random(0))
+    manifest.write(tmp_path / "m.json")
+    apply_file(original, tmp_path / "m.json", released, key=bytes(32))
+    keys = ["age", "sex", "marital_status", "race"]
+    columns = [*keys, "w"]
+    on_files = build_report(original, tmp_path / "m.json", released, keys, weights="w")
+    on_frames = build_report(read_table(original, columns=columns), tmp_path / "m.json",
+                             read_table(released, columns=columns), keys, weights="w")
+    untimed = {"seconds": 0.0}
+    for a, b in ((on_files.risk.before, on_frames.risk.before), (on_files.risk.after, on_frames.risk.after)):
+        assert dataclasses.replace(a, **untimed) == dataclasses.replace(b, **untimed)  # exactly: same tables
+    assert on_files.risk.recognition == on_frames.risk.recognition
+    assert on_files.risk.sampling_note == on_frames.risk.sampling_note
+    assert on_files.records == on_frames.records
+    for a, b in zip(on_files.utility, on_frames.utility, strict=True):
+        pd.testing.assert_frame_equal(a.frequencies, b.frequencies)
+        assert a.entropy_nats == b.entropy_nats and a.mutual_information_nats == b.mutual_information_nats

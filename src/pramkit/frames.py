@@ -289,7 +289,7 @@ def records_like(columns: dict[str, Any], like: Any) -> Any:
     if frame_kind(like) == "pandas":
         import pandas as pd
 
-        return pd.DataFrame(columns, index=like.index)
+        return pd.DataFrame(columns, index=like.index, copy=False)  # the arrays are the caller's, made for it
     return to_native(pa.table(columns), like)
 
 

@@ -981,7 +981,7 @@ def read_table(
 
 def read_arrow(
     path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
-    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, compact: bool = False,
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, compact: bool | Sequence[str] = False,
 ) -> pa.Table:
     """Read a whole file into one Arrow table (what :func:`read_table` converts to pandas).
 
@@ -1000,8 +1000,9 @@ def read_arrow(
         The texts of a CSV file that are missing besides the empty field.
     sep, encoding : str
         The field separator and character encoding of a CSV file (:func:`csv_dialect`).
-    compact : bool
-        Text columns dictionary-encoded (their values and missing values unchanged).
+    compact : bool or sequence of str
+        Text columns dictionary-encoded (their values and missing values unchanged): every one
+        (``True``) or those named.
 
     Returns
     -------
@@ -1023,17 +1024,19 @@ def read_arrow(
     (['m', None, 'm'], 'dictionary<values=string, indices=int32, ordered=0>')
     """
     _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
-    tables = [_compact(t) if compact else t for t in batches]
+    names = None if isinstance(compact, bool) else set(compact)
+    tables = [_compact(t, names) if compact else t for t in batches]
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     return table.unify_dictionaries() if compact else table
 
 
-def _compact(table: pa.Table) -> pa.Table:
-    """``table`` with its text columns dictionary-encoded."""
+def _compact(table: pa.Table, names: set[str] | None) -> pa.Table:
+    """``table`` with its text columns (those in ``names``, or all) dictionary-encoded."""
     for i, f in enumerate(table.schema):
-        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type):
+        text = pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)
+        if text and (names is None or f.name in names):
             table = table.set_column(i, f.name, pc.dictionary_encode(table.column(i)).combine_chunks())
     return table
 

@@ -342,7 +342,7 @@ def household_risk(
     if isinstance(data, (str, Path)):  # the columns only, text as codes: per record as a pandas frame
         wanted = [*keys, household] + ([weights] if isinstance(weights, str) else [])
         data = read_arrow(data, columns=list(dict.fromkeys(wanted)), na_values=na_values, sep=sep,
-                          encoding=encoding, compact=True)
+                          encoding=encoding, compact=[*keys, household])  # a weight column stays as it is
         like: Any = pd.DataFrame(index=pd.RangeIndex(data.num_rows))
     else:
         like = data
