@@ -136,3 +136,21 @@ def test_the_report_from_files_is_the_report_from_the_frames(tmp_path: Path) -> 
     for a, b in zip(on_files.utility, on_frames.utility, strict=True):
         pd.testing.assert_frame_equal(a.frequencies, b.frequencies)
         assert a.entropy_nats == b.entropy_nats and a.mutual_information_nats == b.mutual_information_nats
+
+
+def test_a_spelling_clash_is_refused_alike_from_the_file_and_the_frame(tmp_path: Path) -> None:
+    """One value spelled two ways (composed and decomposed Unicode) in a key read as codes: the same
+    message as from the text, naming the same rows."""
+    import unicodedata
+
+    composed = "Zürich"
+    path = tmp_path / "c.csv"
+    path.write_text(f"k,hh\n{composed},1\nBern,1\n{unicodedata.normalize('NFD', composed)},2\n", encoding="utf-8")
+    frame = read_table(path)
+    for call in (lambda d: household_risk(d, ["k"], "hh", sampling_fraction=0.5),
+                 lambda d: suda(d, ["k"], max_size=1)):
+        with pytest.raises(DataError) as on_frame:
+            call(frame)
+        with pytest.raises(DataError) as on_file:
+            call(path)
+        assert str(on_file.value) == str(on_frame.value) and "row" in str(on_file.value)
