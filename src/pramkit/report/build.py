@@ -1234,7 +1234,13 @@ def build_report(
 
         pi, note = _sampling(sampling_fraction, weights)
         t0 = time.perf_counter()
-        before = identification_risk(risk_original, keys, sampling_fraction=pi, weights=weights, model=model)
+        # both files, every record with all keys and weights in a column: the risks stream the files (their
+        # key tables counted chunk by chunk) instead of encoding the records held here once more
+        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path))
+                   and risk_original is original and (weights is None or isinstance(weights, str)))
+        reading = {"na_values": na_values, "sep": sep, "encoding": encoding} if streams else {}
+        before = identification_risk(data if streams else risk_original, keys, sampling_fraction=pi,
+                                     weights=weights, model=model, **reading)
         seconds["risk before"] = time.perf_counter() - t0
         bar.update()
 
@@ -1246,8 +1252,8 @@ def build_report(
             after_note = f"not computed: key(s) {joint} are perturbed jointly with other columns"
         else:
             after = RiskFigures.of(identification_risk(
-                risk_release, keys, sampling_fraction=pi, weights=weights, model=model, manifest=manifest,
-                original=risk_original))
+                released if streams else risk_release, keys, sampling_fraction=pi, weights=weights, model=model,
+                manifest=manifest, original=data if streams else risk_original, **reading))
         seconds["risk after"] = time.perf_counter() - t0
         bar.update()
 
