@@ -1238,9 +1238,8 @@ def build_report(
         # key tables counted chunk by chunk) instead of encoding the records held here once more
         streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path))
                    and risk_original is original and (weights is None or isinstance(weights, str)))
-        reading = {"na_values": na_values, "sep": sep, "encoding": encoding} if streams else {}
         before = identification_risk(data if streams else risk_original, keys, sampling_fraction=pi,
-                                     weights=weights, model=model, **reading)
+                                     weights=weights, model=model, na_values=na_values, sep=sep, encoding=encoding)
         seconds["risk before"] = time.perf_counter() - t0
         bar.update()
 
@@ -1253,7 +1252,8 @@ def build_report(
         else:
             after = RiskFigures.of(identification_risk(
                 released if streams else risk_release, keys, sampling_fraction=pi, weights=weights, model=model,
-                manifest=manifest, original=data if streams else risk_original, **reading))
+                manifest=manifest, original=data if streams else risk_original, na_values=na_values, sep=sep,
+                encoding=encoding))
         seconds["risk after"] = time.perf_counter() - t0
         bar.update()
 
