@@ -37,6 +37,8 @@ CHILD = textwrap.dedent("""
     import pramkit.audit.release as release
     chunk = int(sys.argv[1])
     pramkit.io.iter_batches.__kwdefaults__["chunk_rows"] = chunk   # every reader's default chunk
+    import pramkit.counts
+    pramkit.counts.count_file.__kwdefaults__["chunk_rows"] = chunk  # and the streamed counts' (risk, report)
     release.AUDIT_CHUNK_ROWS = chunk
     from pramkit.cli import main
     code = main(sys.argv[2:])
