@@ -12,7 +12,8 @@ alias for any matrix):
 Then ``perturb_frame`` end to end (values to codes, kernel, codes back to values
 of the column's own dtype) on ``--frame-n`` rows, for string (pandas ``str``),
 object (Python strings), pandas categorical, Arrow dictionary and integer
-columns of 10, 50, 200 and 10 000 levels, for the issue's frame of three text
+columns, and polars ``String``, ``Categorical`` and ``Enum`` columns and a ``LazyFrame`` of a
+``String`` column (computed by ``collect``), of 10, 50, 200 and 10 000 levels, for the issue's frame of three text
 columns (10, 50 and 200 levels), and for the census columns age, sex and
 marital_status; each as a ratio to the floor for as many uniforms as values
 perturbed, of wall-clock and of CPU times, the case and the floor timed
@@ -71,6 +72,12 @@ def column(kind: str, levels: int, n: int, rng: np.random.Generator) -> tuple[pd
         return pd.Series(np.array(labels, dtype=object)[codes], dtype=object), labels
     if kind == "categorical":
         return pd.Series(pd.Categorical.from_codes(codes, categories=labels)), labels
+    if kind.startswith("polars"):  # a polars Series (framed() puts it in a frame)
+        import polars as pl
+
+        text = pl.Series("x", labels).gather(codes)
+        dtype = {"polars cat": pl.Categorical, "polars enum": pl.Enum(labels)}.get(kind, pl.String)
+        return text.cast(dtype), labels
     dictionary = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(labels))
     return pd.Series(pd.array(dictionary, dtype=pd.ArrowDtype(dictionary.type))), labels
 
@@ -92,18 +99,35 @@ def alternately(fn: Callable[[], object], floor: Callable[[], object], repeat: i
     return best
 
 
-KINDS = ("string", "object", "categorical", "arrow dict", "integer")
+KINDS = ("string", "object", "categorical", "arrow dict", "integer", "polars str", "polars cat", "polars enum",
+         "polars lazy")
+
+
+def framed(kind: str, values: object) -> object:
+    """A column of :func:`column` as the frame of its kind (a pandas, polars or lazy polars frame)."""
+    if not kind.startswith("polars"):
+        return pd.DataFrame({"x": values})
+    import polars as pl
+
+    frame = pl.DataFrame({"x": values})
+    return frame.lazy() if kind == "polars lazy" else frame
+
+
+def released(frame: object, manifest: Manifest, key: SecretKey, threads: int | None) -> object:
+    """``perturb_frame``, computed (a LazyFrame's release is computed by ``collect``)."""
+    out = perturb_frame(frame, manifest, key=key, threads=threads).data
+    return out.collect() if hasattr(out, "collect") else out
 LEVELS = (10, 50, 200, 10_000)
 
 
 def frames(n: int, repeat: int, key: SecretKey) -> None:
     """``perturb_frame`` end to end against the uniform floor, on one thread and on all cores."""
     rng = np.random.default_rng(2)
-    cases: list[tuple[str, pd.DataFrame, Manifest]] = []
+    cases: list[tuple[str, object, Manifest]] = []
     for kind in KINDS:
         for levels in LEVELS:
             values, labels = column(kind, levels, n, rng)
-            cases.append((f"{kind}, {levels} levels", pd.DataFrame({"x": values}),
+            cases.append((f"{kind}, {levels} levels", framed(kind, values),
                           Manifest.of({"x": form8(labels, rng)})))
     text = {f"t{levels}": column("string", levels, n, rng) for levels in (10, 50, 200)}
     cases.append(("3 text columns (10, 50, 200 levels)", pd.DataFrame({name: v for name, (v, _) in text.items()}),
@@ -112,16 +136,19 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
     manifest = Manifest.of({k: form8(list(data[k].cat.categories), rng) for k in ("age", "sex", "marital_status")})
     cases.append(("census age, sex, marital (categorical)", data, manifest))
     cases.append(("census age, sex, marital (text)", data.astype(str), manifest))
+    import polars as pl
+
+    cases.append(("census age, sex, marital (polars String)", pl.from_pandas(data.astype(str)), manifest))
     print(f"\nperturb_frame, {n:,} rows, {available_threads()} cores; x floor = best time / (best time of NumPy "
           f"drawing {n:,} Philox uniforms x columns), each case and the floor timed alternately, best of {repeat}; "
           "CPU: the same ratio of CPU times (steadier on a shared machine)")
-    print(f"{'columns':<38} {'1 thread: ms':>12} {'x floor':>8} {'CPU':>6}   {'all cores: ms':>13} {'x floor':>8}")
+    print(f"{'columns':<42} {'1 thread: ms':>12} {'x floor':>8} {'CPU':>6}   {'all cores: ms':>13} {'x floor':>8}")
     one_thread: dict[str, np.ndarray] = {}
     floors = []
     for label, frame, man in cases:
         cells = []
         for threads in (1, None):
-            (secs, cpu), floor = alternately(lambda: perturb_frame(frame, man, key=key, threads=threads),
+            (secs, cpu), floor = alternately(lambda: released(frame, man, key, threads),
                                              lambda: np.random.Generator(np.random.Philox()).random(n), repeat)
             ratios = np.array([secs, cpu]) / (floor * len(man.names))
             floors.append(floor[0])
@@ -130,7 +157,7 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
                 cells.append(f"{secs * 1e3:>12.1f} {ratios[0]:>8.2f} {ratios[1]:>6.2f}")
             else:
                 cells.append(f"{secs * 1e3:>13.1f} {ratios[0]:>8.2f}")
-        print(f"{label:<38} " + "   ".join(cells), flush=True)
+        print(f"{label:<42} " + "   ".join(cells), flush=True)
     print(f"\nx floor on one thread, wall / CPU, by column kind and levels (floor {min(floors) * 1e3:.2f} to "
           f"{max(floors) * 1e3:.2f} ms per {n:,} uniforms over the run):")
     print(f"{'kind':<12}" + "".join(f"{levels:>15}" for levels in LEVELS))

@@ -85,6 +85,52 @@ def test_same_key_same_released_bytes_from_every_frame_type(cats, data):
         assert _values(released, "weight") == _values(native, "weight"), kind  # other columns untouched
 
 
+POLARS_TEXT = {"String": pl.String, "Categorical": pl.Categorical}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["String", "Categorical", "Enum", "Enum, more categories"])
+def test_polars_text_columns_come_back_in_their_dtype_with_the_engines_draws(monkeypatch, dtype, threads):
+    """polars String, Categorical and Enum columns (eager, and lazy in batches) are released in their own
+    dtype, with the engine's keyed draws on the codes, also when the rows are cut into slices that run on
+    threads; a joint variable and an integer column beside them take the Arrow path."""
+    import pramkit.engine.perturb as perturb
+
+    monkeypatch.setattr(perturb, "PARALLEL_ROWS", 64)  # several slices of rows per variable
+    cats = ["married", "  single", "Zürich, \"ville\"", "日本", "é"]
+    rng = np.random.default_rng(5)
+    picks = rng.integers(-1, len(cats), 1_000)
+    values = [None if k < 0 else cats[k] for k in picks]
+    pl_dtype = {"Enum": pl.Enum(cats), "Enum, more categories": pl.Enum(["x", *reversed(cats), "y"])}.get(
+        dtype, POLARS_TEXT.get(dtype))
+    frame = pl.DataFrame({"status": pl.Series(values, dtype=pl_dtype), "age": rng.integers(0, 3, 1_000),
+                          "sex": pl.Series(rng.choice(["f", "m"], 1_000).tolist(), dtype=pl.Categorical)})
+    matrix = PramMatrix.from_diagonal(rng.uniform(0.2, 0.9, len(cats)), cats)
+    manifest = Manifest.of({"status": matrix, "age": PramMatrix.from_diagonal([0.5, 0.6, 0.7], [0, 1, 2])})
+    expected_codes = perturb_codes(np.array(picks), matrix, key=release_key(KEY, manifest), variable="status")
+    expected = [None if c < 0 else cats[c] for c in expected_codes]
+    eager = pramkit.perturb_frame(frame, manifest, key=KEY, threads=threads).data
+    lazy = pramkit.perturb_frame(frame.lazy(), manifest, key=KEY, threads=threads, chunk_rows=300).data.collect()
+    for out in (eager, lazy):
+        assert out.schema == frame.schema
+        assert out["status"].to_list() == expected
+        assert out["sex"].equals(frame["sex"])  # not perturbed: untouched
+    assert lazy.equals(eager)
+    # the Arrow path (pandas) releases the same integers
+    pandas = pramkit.perturb_frame(frame.to_pandas(), manifest, key=KEY).data
+    assert eager["age"].to_list() == pandas["age"].tolist()
+
+
+def test_polars_enum_without_a_category_of_its_matrix_is_refused():
+    """A released value an Enum cannot hold would become missing: refused, naming what is lacking."""
+    frame = pl.DataFrame({"x": pl.Series(["a", "b"] * 5, dtype=pl.Enum(["a", "b"]))})
+    manifest = Manifest.of({"x": PramMatrix.from_diagonal([0.5, 0.5, 0.5], ["a", "b", "c"])})
+    with pytest.raises(DataError, match=r"column 'x' is a polars Enum without the categories \['c'\]"):
+        pramkit.perturb_frame(frame, manifest, key=KEY)
+    with pytest.raises(Exception, match=r"without the categories \['c'\]"):
+        pramkit.perturb_frame(frame.lazy(), manifest, key=KEY).data.collect()
+
+
 def test_lazy_frame_is_released_in_batches_of_at_most_the_batch_size(monkeypatch):
     """The engine never sees more rows at once than the batch size, and the lazy release is the eager one."""
     frame = census(5_000).assign(hours=range(5_000))
@@ -92,13 +138,13 @@ def test_lazy_frame_is_released_in_batches_of_at_most_the_batch_size(monkeypatch
     lazy = pl.from_pandas(frame).lazy().with_columns(pl.col("hours") * 2)  # a computed plan, not a table
     manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.7, 0.8], list(CENSUS_VARIABLES["sex"]))})
     seen: list[int] = []
-    call = TablePerturber.__call__
+    call = TablePerturber.released  # what every frame's release goes through (``__call__`` as well)
 
-    def spy(self, table, start=0, rows=None):
+    def spy(self, table, start=0, rows=None, decoders=None):
         seen.append(table.num_rows)
-        return call(self, table, start, rows)
+        return call(self, table, start, rows, decoders)
 
-    monkeypatch.setattr(TablePerturber, "__call__", spy)
+    monkeypatch.setattr(TablePerturber, "released", spy)
     released = pramkit.perturb_frame(lazy, manifest, key=KEY, chunk_rows=700)
     assert seen == []  # nothing is computed before polars is asked to
     out = released.data.collect()

@@ -37,6 +37,8 @@ CHILD = textwrap.dedent("""
     import pramkit.audit.release as release
     chunk = int(sys.argv[1])
     pramkit.io.iter_batches.__kwdefaults__["chunk_rows"] = chunk   # every reader's default chunk
+    import pramkit.counts
+    pramkit.counts.count_file.__kwdefaults__["chunk_rows"] = chunk  # and the streamed counts' (risk, report)
     release.AUDIT_CHUNK_ROWS = chunk
     from pramkit.cli import main
     code = main(sys.argv[2:])
@@ -67,8 +69,12 @@ def _files(folder: Path, rows: int) -> dict[str, str]:
     manifest = folder / f"m{rows}.json"
     Manifest((PerturbedVariable("area", randomized_response(areas, 6.0), unit="hid"),)).write(manifest)
     released = folder / f"released{rows}.parquet"
-    apply_file(original, manifest, released, key=bytes(32), chunk_rows=CHUNK)  # row groups of a chunk
-    return {"original": str(original), "manifest": str(manifest), "released": str(released)}
+    key = folder / "secret.key"
+    if not key.exists():
+        key.write_bytes(bytes(range(32)))
+        key.chmod(0o600)
+    apply_file(original, manifest, released, key=key.read_bytes(), chunk_rows=CHUNK)  # row groups of a chunk
+    return {"original": str(original), "manifest": str(manifest), "released": str(released), "key": str(key)}
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +93,51 @@ def _peak(args: list[str]) -> float:
     return float(result["peak_mib"])
 
 
+#: The key variables of the risk commands and the report.
+KEYS = "area,age,sex,marital_status,race"
+
+
+def _design_args(f: dict[str, str]) -> list[str]:
+    return ["design", f["original"], "--vars", "marital_status", "--epsilon", "3", "--out",
+            str(Path(f["manifest"]).with_name(Path(f["manifest"]).stem + "-design.json")), "--force", "--quiet"]
+
+
 COMMANDS = {
+    "apply": lambda f: ["apply", f["original"], "--manifest", f["manifest"], "--out",
+                        str(Path(f["released"]).with_name(Path(f["released"]).stem + "-again.parquet")),
+                        "--key-file", f["key"], "--chunk-rows", str(CHUNK), "--force", "--quiet"],
+    "risk (tau1, tau2)": lambda f: ["risk", f["original"], "--keys", KEYS, "--weights", "weight", "--json"],
+    "design": _design_args,
     "estimate, households as PSUs": lambda f: ["estimate", f["released"], "--manifest", f["manifest"], "--vars", "area",
                                                "--weights", "weight", "--psu", "hid", "--json"],
     "audit": lambda f: ["audit", "--manifest", f["manifest"], "--released", f["released"], "--original", f["original"],
                         "--json"],
 }
+
+
+#: Commands that hold every record, as codes: the household risk, SUDA (both read the keys whole) and
+#: the report (both files' keys and perturbed columns).  They may add ``BOUND_MIB`` and at most
+#: ``BYTES_PER_RECORD`` per record of the larger file.  Reading the keys as text, the household risk
+#: and SUDA held about 300 bytes per record and the report about 360 (a census of 2 million persons);
+#: as codes, 130-200.
+HOLDING = {
+    "risk --household": lambda f: ["risk", f["original"], "--keys", KEYS, "--weights", "weight", "--household", "hid",
+                                   "--json"],
+    "risk --suda": lambda f: ["risk", f["original"], "--keys", KEYS, "--suda", "--max-size", "3", "--json"],
+    "report": lambda f: ["report", f["original"], "--manifest", f["manifest"], "--released", f["released"], "--keys",
+                         KEYS, "--sampling-fraction", "1", "--out", str(Path(f["released"]).with_suffix(".html")),
+                         "--force", "--quiet"],
+}
+BYTES_PER_RECORD = 240
+
+
+@pytest.mark.parametrize("command", list(HOLDING))
+def test_the_commands_that_hold_the_records_hold_them_as_codes(census_files, command) -> None:
+    small = _peak(HOLDING[command](census_files[CHUNK]))
+    large = _peak(HOLDING[command](census_files[LARGE]))
+    limit = BOUND_MIB + BYTES_PER_RECORD * (LARGE - CHUNK) / 2**20
+    assert large - small < limit, (f"{command}: {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen "
+                                   f"(at most {limit:.0f} MiB more)")
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

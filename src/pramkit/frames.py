@@ -289,7 +289,7 @@ def records_like(columns: dict[str, Any], like: Any) -> Any:
     if frame_kind(like) == "pandas":
         import pandas as pd
 
-        return pd.DataFrame(columns, index=like.index)
+        return pd.DataFrame(columns, index=like.index, copy=False)  # the arrays are the caller's, made for it
     return to_native(pa.table(columns), like)
 
 
@@ -331,5 +331,151 @@ def _converted(frame: Any, rows: int) -> Iterator[pa.Table]:
 
 def _lazy_tables(lazy: Any, rows: int) -> Iterator[pa.Table]:
     """A ``LazyFrame`` computed by polars' streaming engine, as Arrow tables of at most ``rows`` rows."""
+    for batch in polars_batches(lazy, rows):
+        yield batch.to_arrow()
+
+
+def polars_batches(lazy: Any, rows: int) -> Iterator[Any]:
+    """A ``LazyFrame`` computed by polars' streaming engine, as polars frames of at most ``rows`` rows, in order.
+
+    Parameters
+    ----------
+    lazy : polars.LazyFrame
+        The frame.
+    rows : int
+        The most rows of a batch (at least 1).
+
+    Yields
+    ------
+    polars.DataFrame
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> [b.height for b in polars_batches(pl.LazyFrame({"a": range(5)}), 2)]
+    [2, 2, 1]
+    """
     for batch in lazy.collect_batches(chunk_size=rows, maintain_order=True):
-        yield from _sliced(batch.to_arrow(), rows)
+        for start in range(0, batch.height, rows):
+            yield batch.slice(start, rows)
+
+
+def polars_text_kind(series: Any) -> str | None:
+    """``"string"``, ``"categorical"`` or ``"enum"`` for a polars column of text, else ``None``.
+
+    Parameters
+    ----------
+    series : polars.Series
+        A column of a polars frame.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> [polars_text_kind(pl.Series(["a"], dtype=t)) for t in (pl.String, pl.Categorical, pl.Enum(["a"]))]
+    ['string', 'categorical', 'enum']
+    >>> polars_text_kind(pl.Series([1]))
+    """
+    import polars as pl
+
+    dtype = series.dtype
+    if dtype == pl.String:
+        return "string"
+    if isinstance(dtype, pl.Enum):
+        return "enum"
+    if isinstance(dtype, pl.Categorical):
+        return "categorical"
+    return None
+
+
+def polars_dictionary(series: Any) -> pa.Array:
+    """A polars ``Categorical`` or ``Enum`` column as an Arrow dictionary array, its physical codes as the
+    indices (not copied when nothing is missing) and its categories as the dictionary.
+
+    polars' own export of a ``Categorical`` builds a dictionary of the values that occur; the
+    codes already index the column's categories, which is all an encoding needs (entries that no
+    value uses are not read).
+
+    Parameters
+    ----------
+    series : polars.Series
+        A ``Categorical`` or ``Enum`` column.
+
+    Returns
+    -------
+    pyarrow.DictionaryArray
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> polars_dictionary(pl.Series(["b", None, "a"], dtype=pl.Enum(["a", "b"]))).to_pylist()
+    ['b', None, 'a']
+    """
+    import polars as pl
+
+    categories = series.dtype.categories
+    labels = categories if isinstance(series.dtype, pl.Enum) else categories.to_series()
+    indices = series.to_physical().to_arrow()
+    return pa.DictionaryArray.from_arrays(indices, labels.to_arrow().cast(pa.large_string()))
+
+
+def polars_labels(labels: pa.Array, like: Any) -> Any:
+    """``labels`` as a polars Series of the dtype of the column ``like``, then a null: what
+    :func:`polars_gather` takes values from; ``None`` if a label is not a value of that dtype (an
+    ``Enum`` without it).
+
+    Parameters
+    ----------
+    labels : pyarrow.Array
+        The labels as text, one per code.
+    like : polars.Series
+        A ``String``, ``Categorical`` or ``Enum`` column.
+
+    Returns
+    -------
+    polars.Series or None
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> polars_labels(pa.array(["a", "b"]), pl.Series(["a"], dtype=pl.Enum(["a", "b"]))).to_list()
+    ['a', 'b', None]
+    >>> polars_labels(pa.array(["a", "c"]), pl.Series(["a"], dtype=pl.Enum(["a", "b"]))) is None
+    True
+    """
+    import polars as pl
+
+    try:
+        return pl.Series(like.name, pa.concat_arrays([labels.cast(pa.large_string()),
+                                                     pa.nulls(1, pa.large_string())])).cast(like.dtype)
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+        return None
+
+
+def polars_gather(labels: Any, codes: Any) -> Any:
+    """The values of ``codes`` (``-1``: missing) from :func:`polars_labels`: one gather, in polars' own
+    buffers (no conversion of the values from Arrow).
+
+    Parameters
+    ----------
+    labels : polars.Series
+        The labels then a null (:func:`polars_labels`).
+    codes : numpy.ndarray
+        Codes in ``-1..len(labels)-2``.
+
+    Returns
+    -------
+    polars.Series
+
+    Examples
+    --------
+    >>> import numpy as np, polars as pl
+    >>> polars_gather(polars_labels(pa.array(["a", "b"]), pl.Series("x", ["a"])), np.array([1, -1, 0])).to_list()
+    ['b', None, 'a']
+    """
+    import polars as pl
+
+    return labels.gather(pl.Series(codes))  # -1 counts from the end: the null

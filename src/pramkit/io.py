@@ -976,12 +976,69 @@ def read_table(
     >>> frame["id"].tolist(), frame["sex"].isna().tolist()
     (['007', '008'], [False, True])
     """
+    return read_arrow(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding).to_pandas()
+
+
+def read_arrow(
+    path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, compact: bool | Sequence[str] = False,
+) -> pa.Table:
+    """Read a whole file into one Arrow table (what :func:`read_table` converts to pandas).
+
+    With ``compact=True`` every text column is dictionary-encoded chunk by chunk as it is read,
+    one dictionary for the whole column at the end: a record then holds four bytes per text
+    column instead of its text and an offset, and the whole text is never in memory at once.
+    What reads the key columns of a large file whole (the household risk, SUDA) reads them so.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A CSV, Parquet, Stata, SPSS or SAS file, or a folder of part files (:func:`dataset_parts`).
+    columns : sequence of str, optional
+        The columns to read; default all of them.
+    na_values : sequence of str
+        The texts of a CSV file that are missing besides the empty field.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`csv_dialect`).
+    compact : bool or sequence of str
+        Text columns dictionary-encoded (their values and missing values unchanged): every one
+        (``True``) or those named.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    DataError
+        As :func:`read_table`.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_text("id,sex\\n007,m\\n008,NA\\n009,m\\n")
+    ...     table = read_arrow(f, compact=True)
+    >>> table.column("sex").to_pylist(), str(table.schema.field("sex").type)
+    (['m', None, 'm'], 'dictionary<values=string, indices=int32, ordered=0>')
+    """
     _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
-    tables = list(batches)
+    names = None if isinstance(compact, bool) else set(compact)
+    tables = [_compact(t, names) if compact else t for t in batches]
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    return table.to_pandas()
+    return table.unify_dictionaries() if compact else table
+
+
+def _compact(table: pa.Table, names: set[str] | None) -> pa.Table:
+    """``table`` with its text columns (those in ``names``, or all) dictionary-encoded."""
+    for i, f in enumerate(table.schema):
+        text = pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)
+        if text and (names is None or f.name in names):
+            table = table.set_column(i, f.name, pc.dictionary_encode(table.column(i)).combine_chunks())
+    return table
 
 
 class TableWriter:

@@ -22,7 +22,7 @@ import itertools
 import os
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -387,13 +387,15 @@ class _Perturber:
         self.rows = self.missing = self.changed = self.outside = 0
         self.margin_samplers: dict[tuple[int, ...], Sampler] = {}
 
-    def release(self, table: pa.Table, start: int,
-                rows: np.ndarray | None = None) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
+    def release(self, table: pa.Table, start: int, rows: np.ndarray | None = None,
+                decode: Callable[[np.ndarray], Any] | None = None) -> tuple[list[Any], tuple[int, int, int, int]]:
         """Released arrays of the variable's columns of ``table``, and the counts (values, missing, changed,
         outside the cells).
 
         Safe to call from several threads at once (on different rows): the
-        counts are returned, not accumulated (see :meth:`add`).
+        counts are returned, not accumulated (see :meth:`add`).  ``decode``, given for a variable of one
+        column without missing-value markers, turns the released codes into the column (a polars Series)
+        instead of :meth:`Codebook.decode`.
         """
         v = self.variable
         raw = [table.column(c) for c in v.read_columns]
@@ -430,6 +432,8 @@ class _Perturber:
                                  rows=draw_rows, missing_code=missing_code)
         counts = codes.size, missing, changed, outside
         if self.book is not None:
+            if decode is not None and marks[0] is None:
+                return [decode(released)], counts
             new = self.book.decode(released, like=columns[0].type)
             if marks[0] is not None:  # a missing code stays what it was
                 keep = pa.array(marks[0] & _as_missing(new))
@@ -779,6 +783,14 @@ def available_threads() -> int:
         return os.cpu_count() or 1
 
 
+def _joined(parts: list[Any], type: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """Arrow parts of one column (arrays or chunked arrays), one after the other, as one column."""
+    if len(parts) == 1:
+        return parts[0]
+    return pa.chunked_array([c for part in parts for c in (part.chunks if isinstance(part, pa.ChunkedArray)
+                                                          else [part])], type=type)
+
+
 @functools.cache
 def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pramkit-perturb")
@@ -847,6 +859,8 @@ class TablePerturber:
         self._perturbers = [_Perturber(v, self.key, missing_codes, manifest.keeps_rule_breakers)
                             for v in manifest.variables]
         self.threads = available_threads() if threads is None else int(threads)
+        #: labels of the perturbed polars text columns, by column and dtype (:func:`_polars_release`)
+        self.polars_labels: dict[tuple[str, Any], Any] = {}
         if self.threads < 1:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
 
@@ -887,31 +901,43 @@ class TablePerturber:
         return list(itertools.pairwise(bounds))
 
     def __call__(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None) -> pa.Table:
+        for name, parts in self.released(table, start, rows):
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, table.schema.field(i), _joined(parts, table.schema.field(i).type))
+        return table
+
+    def released(self, table: pa.Table, start: int = 0, rows: np.ndarray | None = None,
+                 decoders: dict[str, Callable[[np.ndarray], Any]] | None = None) -> list[tuple[str, list[Any]]]:
+        """The released columns of ``table``, each as its parts (one per slice of rows, in order), and
+        the counts added to :meth:`summaries`: what :meth:`__call__` puts back into the table.
+
+        ``decoders`` maps a perturbed column (of a variable of one column) to a function of its
+        released codes (``-1`` or the missing category: missing) that gives the column's part in
+        another frame's type (a polars Series, :func:`pramkit.frames.polars_gather`); the other
+        columns' parts are Arrow arrays.
+        """
         slices = self._slices(table.num_rows)
         tasks = [(p, a, b) for p in self._perturbers for a, b in slices]
+        decoders = decoders or {}
 
-        def run(task: tuple[_Perturber, int, int]) -> tuple[list[pa.Array], tuple[int, int, int, int]]:
+        def run(task: tuple[_Perturber, int, int]) -> tuple[list[Any], tuple[int, int, int, int]]:
             p, a, b = task
             part = table if (a, b) == (0, table.num_rows) else table.slice(a, b - a)
-            return p.release(part, start + a, None if rows is None else rows[a:b])
+            return p.release(part, start + a, None if rows is None else rows[a:b],
+                             decoders.get(p.variable.columns[0]) if len(p.variable.columns) == 1 else None)
 
         if len(tasks) > 1 and self.threads > 1:
             futures = [_pool(self.threads).submit(run, t) for t in tasks]
             results = [f.result() for f in futures]  # in task order: the first error is the one a serial run meets
         else:
             results = [run(t) for t in tasks]
+        out = []
         for k, p in enumerate(self._perturbers):
             per_slice = results[k * len(slices):(k + 1) * len(slices)]
             for _, counts in per_slice:
                 p.add(counts)
-            for j, name in enumerate(p.variable.columns):
-                parts = [released[j] for released, _ in per_slice]
-                i = table.schema.get_field_index(name)
-                column = parts[0] if len(parts) == 1 else pa.chunked_array(
-                    [c for part in parts for c in (part.chunks if isinstance(part, pa.ChunkedArray) else [part])],
-                    type=table.schema.field(i).type)
-                table = table.set_column(i, table.schema.field(i), column)
-        return table
+            out += [(name, [released[j] for released, _ in per_slice]) for j, name in enumerate(p.variable.columns)]
+        return out
 
     def summaries(self) -> tuple[VariableSummary, ...]:
         """What perturbation did to each variable, over every call so far.
@@ -1158,7 +1184,7 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
     >>> lazy.data.head(3).collect().equals(eager.data.head(3))  # the first rows only, with the same draws
     True
     """
-    from pramkit.frames import as_arrow, describe, frame_columns, frame_kind, to_native
+    from pramkit.frames import describe, frame_columns, frame_kind
 
     if chunk_rows < 1:
         raise ParameterError(f"chunk_rows must be at least 1, not {chunk_rows!r}")
@@ -1166,18 +1192,16 @@ def _perturb_arrow_frame(data: Any, manifest: Manifest, key: SecretKey, threads:
     if frame_kind(data) == "polars-lazy":
         stream = TablePerturber(manifest, key, threads=threads, release=release).key  # parameters checked now
         return FrameResult(_lazy_release(data, manifest, stream, threads, chunk_rows, release), None)
-    table = as_arrow(data if isinstance(data, pa.Table) else data.select(manifest.read_columns))
-    if table.num_rows == 0:
+    rows = data.num_rows if isinstance(data, pa.Table) else data.height
+    if rows == 0:
         raise DataError("the data have no rows")
     from pramkit.privacy.amplification import stated_sampling
 
-    stated_sampling(manifest, table.num_rows, "the frame")
+    stated_sampling(manifest, rows, "the frame")
     perturber = TablePerturber(manifest, key, threads=threads, release=release)
-    released = perturber(table, 0)
-    out = released if isinstance(data, pa.Table) else data.with_columns(
-        to_native(released.select(list(manifest.columns)), data))  # the columns read only went to Arrow
+    out = perturber(data, 0) if isinstance(data, pa.Table) else _polars_release(data, perturber, 0)
     return FrameResult(out, ApplyResult(
-        rows=table.num_rows, variables=perturber.summaries(), key_source=key.source,
+        rows=rows, variables=perturber.summaries(), key_source=key.source,
         record_epsilon=manifest.record_epsilon, perturbed=tuple(manifest.names), key_fingerprint=key.fingerprint,
         release=release_label(release)))
 
@@ -1187,17 +1211,15 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
     """A ``LazyFrame`` of ``lazy`` released batch by batch when polars computes it (a polars IO source)."""
     import polars as pl
 
-    from pramkit.frames import arrow_batches, frame_columns
-
-    names = frame_columns(lazy)
+    from pramkit.frames import polars_batches
 
     def source(with_columns: list[str] | None, predicate: Any, n_rows: int | None,
                batch_size: int | None) -> Iterator[Any]:
         perturber = TablePerturber(manifest, key, threads=threads, release=release)  # each computation: from row 0
         start = sent = 0
-        for table in arrow_batches(lazy, names, chunk_rows)[2]:
-            released = pl.DataFrame(perturber(table, start))  # an Arrow table: polars takes its buffers
-            start += table.num_rows
+        for batch in polars_batches(lazy, chunk_rows):
+            released = _polars_release(batch, perturber, start)
+            start += batch.height
             if with_columns is not None:
                 released = released.select(with_columns)
             if predicate is not None:  # after the draws: row i keeps its draw whatever is filtered
@@ -1216,6 +1238,56 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
             stated_sampling(manifest, start, "the frame")
 
     return pl.io.plugins.register_io_source(source, schema=lazy.collect_schema(), explain_name="pramkit release")
+
+
+def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
+    """The release of an eager polars frame whose first row is row ``start`` of the release.
+
+    The manifest's columns go to Arrow (text as it is; a ``Categorical`` or an ``Enum`` by its
+    physical codes, :func:`pramkit.frames.polars_dictionary`) and are perturbed there; a text
+    column of a variable of its own comes back by one gather of its labels, made once in the
+    column's own dtype, by the released codes (:func:`pramkit.frames.polars_gather`), instead of
+    as Arrow text that polars converts again.  Other columns (numbers, a joint variable's) come back
+    through Arrow.  An ``Enum`` column without a label of its matrix is refused (:class:`DataError`):
+    a released value it cannot hold would become missing.
+    """
+    import polars as pl
+
+    from pramkit.frames import as_arrow, polars_dictionary, polars_gather, polars_labels, polars_text_kind, to_native
+
+    single = {p.variable.columns[0]: p for p in perturber._perturbers
+              if p.book is not None and list(p.variable.read_columns) == list(p.variable.columns)}
+    decoders: dict[str, Callable[[np.ndarray], Any]] = {}
+    fast: dict[str, pa.Array] = {}
+    for name, p in single.items():
+        series = frame.get_column(name)
+        kind = polars_text_kind(series)
+        if kind is None or p.book is None:
+            continue
+        cache = (name, series.dtype)
+        if cache not in perturber.polars_labels:
+            perturber.polars_labels[cache] = polars_labels(p.book.labels(pa.large_string()), series)
+        labels = perturber.polars_labels[cache]
+        if labels is None:  # an Enum cannot hold a label the matrix may release: refused, never made missing
+            lacking = sorted({t for t in p.book.texts if t is not None} - set(series.dtype.categories.to_list()))
+            raise DataError(f"column {name!r} is a polars Enum without the categories {lacking} of its matrix; "
+                            "cast it to an Enum that has them, or to Categorical or String")
+        decoders[name] = functools.partial(polars_gather, labels)
+        fast[name] = series.to_arrow() if kind == "string" else polars_dictionary(series)
+    others = [c for c in perturber.manifest.read_columns if c not in fast]
+    table = as_arrow(frame.select(others)) if others else pa.table(fast)
+    for name, array in fast.items() if others else ():
+        table = table.append_column(name, array)
+    columns, arrow = [], []
+    for name, parts in perturber.released(table, start, decoders=decoders):
+        if name in decoders:
+            columns.append(parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False))
+        else:
+            arrow.append((table.schema.field(name), _joined(parts, table.schema.field(name).type)))
+    if arrow:  # the columns read only (strata, households) went to Arrow, and stay as they are
+        released = pa.table([c for _, c in arrow], schema=pa.schema([f for f, _ in arrow]))
+        columns += to_native(released, frame).get_columns()
+    return frame.with_columns(columns)
 
 
 def _arrow_column(column: pd.Series, book: Codebook | None = None) -> pa.Array | pa.ChunkedArray:

@@ -44,7 +44,7 @@ import pandas as pd
 
 from pramkit._extras import require_extra
 from pramkit._version import __version__
-from pramkit.codebook import encode
+from pramkit.codebook import canonical, encode, sort_labels
 from pramkit.counts import count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
@@ -55,7 +55,7 @@ from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
-from pramkit.io import read_table, sha256_of
+from pramkit.io import read_arrow, sha256_of
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
@@ -665,15 +665,28 @@ def _designs(manifest: Manifest) -> tuple[DesignProvenance, ...]:
 
 
 def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
-          na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> pd.DataFrame:
-    """The needed columns of a DataFrame or a file, checking that they are present."""
+          na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
+          keep: Sequence[str] = ()) -> pd.DataFrame:
+    """The needed columns of a DataFrame or a file, checking that they are present.
+
+    A file's text columns are read as categoricals (:func:`pramkit.io.read_arrow`, compact), one or two
+    bytes per record instead of the text: the report reads both files whole.  ``keep`` (a weight
+    column) is read as it is.
+    """
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
         if absent:
             raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, data.columns))}")
         return data
     if isinstance(data, (str, Path)):
-        return read_table(data, columns=list(columns), na_values=na_values, sep=sep, encoding=encoding)
+        frame = read_arrow(data, columns=list(columns), na_values=na_values, sep=sep, encoding=encoding,
+                           compact=[c for c in columns if c not in keep]).to_pandas()
+        coded = [c for c in frame.columns if c not in keep and isinstance(frame[c].dtype, pd.CategoricalDtype)]
+        for c in coded:  # the categories in the order found in text (categories_of): the same tables
+            texts = {canonical(t): t for t in frame[c].cat.categories}
+            frame[c] = frame[c].cat.reorder_categories([texts[canonical(v)] for v in sort_labels(list(texts.values()))])
+        frame.attrs[_CODED] = coded
+        return frame
     raise ParameterError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
 
 
@@ -1054,11 +1067,33 @@ def _check_release(original: pd.DataFrame, released: pd.DataFrame, manifest: Man
         )
     perturbed = [c for c in manifest.columns if c in original.columns and c in released.columns]
     if len(original) >= MIN_RECORDS_IDENTICAL and perturbed and all(
-            original[c].reset_index(drop=True).equals(released[c].reset_index(drop=True)) for c in perturbed):
+            _same_values(original[c], released[c]) for c in perturbed):
         raise DataError(
             f"the released file is identical to the original in every perturbed column ({', '.join(perturbed)}): "
             "pass the file that `pramkit apply` wrote as the release"
         )
+
+
+#: ``attrs`` of a frame :func:`_load` read from a file: its text columns read as categoricals.
+_CODED = "pramkit.report.text_as_codes"
+
+
+def _observed(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the categories no record holds dropped from its text columns read as categoricals
+    (:func:`_load`): a category of text is one that occurs.  A frame given as it is stays as it is."""
+    for c in frame.attrs.get(_CODED, ()):
+        frame[c] = frame[c].cat.remove_unused_categories()
+    return frame
+
+
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two columns hold the same values, row by row (two categoricals by their values, whatever
+    the order of their categories, as two files read as categoricals give them)."""
+    if isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype):
+        union = a.cat.categories.union(b.cat.categories)
+        return bool(np.array_equal(a.cat.set_categories(union).cat.codes.to_numpy(),
+                                   b.cat.set_categories(union).cat.codes.to_numpy()))
+    return a.reset_index(drop=True).equals(b.reset_index(drop=True))
 
 
 def _complete_keys(original: pd.DataFrame, released: pd.DataFrame,
@@ -1068,7 +1103,7 @@ def _complete_keys(original: pd.DataFrame, released: pd.DataFrame,
     dropped = int((~keep).sum())
     if not dropped:
         return original, released, "every record has all keys"
-    return (original[keep].reset_index(drop=True), released[keep].reset_index(drop=True),
+    return (_observed(original[keep].reset_index(drop=True)), _observed(released[keep].reset_index(drop=True)),
             f"{dropped:,} record(s) with a missing key in either file are left out of both")
 
 
@@ -1190,8 +1225,8 @@ def build_report(
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        original = _load(data, columns, "original data", na_values, sep, encoding)
-        release = _load(released, columns, "released data", na_values, sep, encoding)
+        original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
+        release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
         _check_release(original, release, manifest)
         risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
         seconds["read"] = time.perf_counter() - t0
@@ -1199,7 +1234,12 @@ def build_report(
 
         pi, note = _sampling(sampling_fraction, weights)
         t0 = time.perf_counter()
-        before = identification_risk(risk_original, keys, sampling_fraction=pi, weights=weights, model=model)
+        # both files, every record with all keys and weights in a column: the risks stream the files (their
+        # key tables counted chunk by chunk) instead of encoding the records held here once more
+        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path))
+                   and risk_original is original and (weights is None or isinstance(weights, str)))
+        before = identification_risk(data if streams else risk_original, keys, sampling_fraction=pi,
+                                     weights=weights, model=model, na_values=na_values, sep=sep, encoding=encoding)
         seconds["risk before"] = time.perf_counter() - t0
         bar.update()
 
@@ -1211,8 +1251,9 @@ def build_report(
             after_note = f"not computed: key(s) {joint} are perturbed jointly with other columns"
         else:
             after = RiskFigures.of(identification_risk(
-                risk_release, keys, sampling_fraction=pi, weights=weights, model=model, manifest=manifest,
-                original=risk_original))
+                released if streams else risk_release, keys, sampling_fraction=pi, weights=weights, model=model,
+                manifest=manifest, original=data if streams else risk_original, na_values=na_values, sep=sep,
+                encoding=encoding))
         seconds["risk after"] = time.perf_counter() - t0
         bar.update()
 
@@ -1457,7 +1498,7 @@ def build_public_report(
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
         release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
-                        + weight_cols, "released data", na_values, sep, encoding)
+                        + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
         if original is not None:
             _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding), release,
                            manifest)

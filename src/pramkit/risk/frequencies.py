@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
@@ -143,6 +144,20 @@ class KeyTable:
         return self.count().counts.astype(float)
 
 
+def _found_categories(series: Any, key: str) -> list[Label]:
+    """:func:`categories_of` a key column; an Arrow dictionary column (text read as codes) from the entries
+    its records use, without decoding the column (a spelling clash is then looked up in the column, for
+    the rows its message names)."""
+    if isinstance(series, (pa.Array, pa.ChunkedArray)) and pa.types.is_dictionary(series.type):
+        chunks = series.chunks if isinstance(series, pa.ChunkedArray) else [series]
+        used = [c.dictionary.take(pc.drop_null(pc.unique(c.indices))) for c in chunks]
+        try:
+            return categories_of(pa.chunked_array(used, type=series.type.value_type), column=key)
+        except DataError:
+            pass
+    return categories_of(series, column=key)
+
+
 def key_table(
     data: Any,
     keys: Sequence[str],
@@ -203,10 +218,10 @@ def key_table(
     if categories is not None and len(categories) != len(keys):
         raise DataError(f"{len(categories)} category lists given for {len(keys)} keys")
     cats: list[tuple[Label, ...]] = []
-    cols: list[np.ndarray] = []
+    codes = np.empty((len(data), len(keys)), dtype=np.intp)  # filled column by column: no second copy
     for i, key in enumerate(keys):
         series = column(data, key)
-        c = list(categories[i]) if categories is not None else categories_of(series, column=key)
+        c = list(categories[i]) if categories is not None else _found_categories(series, key)
         has_missing = bool(series.isna().any() if isinstance(series, pd.Series)
                            else pc.any(pc.is_null(series, nan_is_null=True)).as_py())
         as_category = categories is None and missing == "category" and has_missing and None not in c
@@ -215,9 +230,8 @@ def key_table(
         if not c:
             raise DataError(f"key column {key!r} has no non-missing value")
         policy: Literal["keep", "category"] = "category" if (missing == "category" and None in c) else "keep"
-        cols.append(encode(series, c, column=key, missing=policy))
+        codes[:, i] = encode(series, c, column=key, missing=policy)
         cats.append(tuple(c))
-    codes = np.column_stack(cols)
     included = (codes != MISSING).all(axis=1)
     if not included.any():
         raise DataError("every record has a missing key value; use missing='category' to count them")

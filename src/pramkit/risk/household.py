@@ -50,11 +50,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns, records_like
-from pramkit.io import read_table, require_columns
+from pramkit.io import read_arrow, require_columns
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.risk.fractions import sampling_fraction_of
@@ -257,7 +259,14 @@ def _kept(data: Any, keys: Sequence[str], manifest: Manifest) -> np.ndarray:
 def _household_codes(ids: Any, name: str) -> np.ndarray:
     """Codes ``0..H-1`` of the household ids (a pandas Series or an Arrow array); :class:`DataError` for a
     missing id."""
-    codes, _ = pd.factorize(ids if isinstance(ids, pd.Series) else ids.to_numpy(), sort=False)
+    if not isinstance(ids, pd.Series) and pa.types.is_dictionary(ids.type):  # text ids read as codes
+        # (pramkit.io.read_arrow): the dictionary's indices, a missing id a null one (the values that
+        # pyarrow's to_numpy gives a null index are not missing)
+        indices = (ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids).indices
+        ids = pc.fill_null(indices, -1)
+        codes, _ = pd.factorize(np.where(ids.to_numpy() < 0, np.nan, ids.to_numpy()), sort=False)
+    else:
+        codes, _ = pd.factorize(ids if isinstance(ids, pd.Series) else ids.to_numpy(), sort=False)
     absent = np.flatnonzero(codes < 0)
     if absent.size:
         raise DataError(f"household column {name!r}: row {int(absent[0]) + 1} has no household id; "
@@ -330,11 +339,13 @@ def household_risk(
     >>> res.households, round(res.household_expected_reidentifications, 4)
     (2, 1.8815)
     """
-    if isinstance(data, (str, Path)):
+    if isinstance(data, (str, Path)):  # the columns only, text as codes: per record as a pandas frame
         wanted = [*keys, household] + ([weights] if isinstance(weights, str) else [])
-        data = read_table(data, columns=list(dict.fromkeys(wanted)), na_values=na_values, sep=sep,
-                          encoding=encoding)
-    like = data
+        data = read_arrow(data, columns=list(dict.fromkeys(wanted)), na_values=na_values, sep=sep,
+                          encoding=encoding, compact=[*keys, household])  # a weight column stays as it is
+        like: Any = pd.DataFrame(index=pd.RangeIndex(data.num_rows))
+    else:
+        like = data
     data = eager(data)  # a polars frame is read as Arrow
     require_columns([household], frame_columns(data), "the data")
     table = key_table(data, keys, missing=missing)

@@ -579,14 +579,13 @@ def identification_risk(
     categories = None
     declared = _axis_categories(manifest, keys, singles, joints)
     if declared:
-        table0 = key_table(data, keys, missing=missing)
-        categories = [declared.get(k, table0.categories[i]) for i, k in enumerate(keys)]
+        found = key_table(data, keys, missing=missing).categories  # the codes are not kept: memory
+        categories = [declared.get(k, found[i]) for i, k in enumerate(keys)]
     table = key_table(data, keys, missing=missing, categories=categories)
     names = _folding(keys, table.shape, joints)[2]
     check_cells(names, _folded_shape(keys, table.shape, joints))  # before any table is made
     w_all = None if weights is None else record_weights(data, weights)
-    included_codes = table.codes[table.included]
-    cell = table.cell_index() if not joints else _folded_cells(included_codes, table.shape, keys, joints)
+    cell = table.cell_index() if not joints else _folded_cells(table.codes[table.included], table.shape, keys, joints)
     counted = table.count(weights=w_all)
     counts, sums = _fold(counted.counts.astype(float), keys, joints), _fold(counted.weight_sums, keys, joints)
     assert counts is not None

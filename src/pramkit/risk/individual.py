@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from pramkit.errors import DataError
@@ -181,8 +182,15 @@ def individual_risk(f: ArrayLike, F: ArrayLike) -> IndividualRisk:
     Fv = np.asarray(F, dtype=float)
     risk = np.full(fv.shape, np.nan)
     counted = fv > 0
-    pairs, inverse = np.unique(np.column_stack([fv[counted], Fv[counted]]), axis=0, return_inverse=True)
-    risk[counted] = benedetti_franconi(pairs[:, 0], pairs[:, 1])[inverse.ravel()]
+    if np.isfinite(Fv[counted]).all():  # each (f, F) pair as one complex number, found by hashing: 24 bytes
+        # per record at the peak, where sorting the rows of pairs took about 90
+        pair = fv[counted] + 1j * Fv[counted]
+        inverse, pairs = pd.factorize(pair, sort=False)
+        del pair
+        risk[counted] = benedetti_franconi(pairs.real, pairs.imag)[inverse]
+    else:  # benedetti_franconi says what is wrong with a pair
+        pairs, inverse = np.unique(np.column_stack([fv[counted], Fv[counted]]), axis=0, return_inverse=True)
+        risk[counted] = benedetti_franconi(pairs[:, 0], pairs[:, 1])[inverse.ravel()]
     values = risk[counted]
     return IndividualRisk(
         risk=risk,

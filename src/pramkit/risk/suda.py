@@ -229,23 +229,47 @@ def _check(data: Any, keys: Sequence[str], max_size: int | None,
 def _encode(data: Any, keys: Sequence[str], missing: Any) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
     """Integer codes ``(d, n)`` (missing = the last code of each key), missing masks and observed levels;
     ``data`` a pandas frame or an Arrow table (:func:`pramkit.frames.eager`)."""
-    cols, masks, levels = [], [], []
-    for key in keys:
+    codes_all = np.empty((len(keys), len(data)), dtype=np.int64)  # filled row by row: no second copy
+    masks, levels = [], []
+    for i, key in enumerate(keys):
         values = column(data, key)
-        series = values if isinstance(values, pd.Series) else pd.Series(values.to_numpy(), copy=False)
+        text_codes = not isinstance(values, pd.Series) and _text_dictionary(values.type)
+        if isinstance(values, pd.Series):
+            series = values
+        elif text_codes:  # text read as codes (pramkit.io.read_arrow): a categorical, not a string per value
+            series = pd.Series(values.to_pandas(), copy=False)
+        else:
+            series = pd.Series(values.to_numpy(), copy=False)
         absent = series.isna().to_numpy().copy()
         if missing is not None:
             absent |= (series == missing).to_numpy(dtype=bool)
-        codes, uniques = pd.factorize(series.where(~absent), sort=True)
+        codes, uniques = _sorted_codes(series.where(~absent)) if text_codes else pd.factorize(series.where(~absent),
+                                                                                              sort=True)
         clash = spelling_clash(list(uniques))
         if clash is not None:  # one value spelled two ways: refused as design and the other risk measures refuse it
             rows = [int(np.flatnonzero(codes == list(uniques).index(label))[0]) + 1 for label in clash[:2]]
             raise spelling_error(key, clash, (rows[0], rows[1]))
-        codes = np.where(absent, len(uniques), codes)
-        cols.append(codes.astype(np.int64))
+        codes_all[i] = np.where(absent, len(uniques), codes)
         masks.append(absent)
         levels.append(uniques)
-    return np.vstack(cols), masks, levels
+    return codes_all, masks, levels
+
+
+def _text_dictionary(type_: Any) -> bool:
+    """Whether an Arrow type is a dictionary of text."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_dictionary(type_) and (pa.types.is_string(type_.value_type)
+                                                   or pa.types.is_large_string(type_.value_type)))
+
+
+def _sorted_codes(series: pd.Series) -> tuple[np.ndarray, Any]:
+    """Codes and levels of a categorical of text as ``pd.factorize(..., sort=True)`` gives them for its
+    values as text (the levels that occur, sorted), from its codes: no text is read per value."""
+    cat = series.cat.remove_unused_categories()
+    order = sorted(cat.cat.categories)
+    cat = cat.cat.reorder_categories(order)
+    return cat.cat.codes.to_numpy(dtype=np.intp), pd.Index(order)
 
 
 def _frequencies(codes: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -657,9 +681,9 @@ def suda(
     1        a      2          50.0
     """
     if isinstance(data, (str, Path)):
-        from pramkit.io import read_table
+        from pramkit.io import read_arrow
 
-        data = read_table(data, columns=list(keys), na_values=na_values, sep=sep, encoding=encoding)
+        data = read_arrow(data, columns=list(keys), na_values=na_values, sep=sep, encoding=encoding, compact=True)
     data = eager(data)  # a polars frame is read as Arrow
     size = _check(data, keys, max_size, sampling_fraction, max_steps)
     codes, masks, levels = _encode(data, keys, missing)
@@ -715,9 +739,9 @@ def suda_cost(
     (1048575, 'transversals', 1800000)
     """
     if isinstance(data, (str, Path)):
-        from pramkit.io import read_table
+        from pramkit.io import read_arrow
 
-        data = read_table(data, columns=list(keys), na_values=na_values)
+        data = read_arrow(data, columns=list(keys), na_values=na_values, compact=True)
     data = eager(data)
     size = _check(data, keys, max_size, None)
     codes, _, _ = _encode(data, keys, missing)
