@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.recognition.design import Method
 from pramkit.errors import ParameterError
+from pramkit.validate import SPARK_MASTER, engine_name
 
 if TYPE_CHECKING:
     from pramkit.engine.rng import SecretKey
@@ -102,6 +103,8 @@ class DesignChoices:
     target: str | None = None
     target_keys: str | None = None
     recoded_by: Path | None = None
+    engine: str = "local"
+    spark_master: str = SPARK_MASTER
 
     @classmethod
     def from_namespace(cls, args: Any) -> DesignChoices:
@@ -271,6 +274,9 @@ class DesignChoices:
         from pramkit.privacy.amplification import check_statement, declare_sampling
 
         check_statement(self.sampling, self.population)  # the rows are checked once read
+        if engine_name(self.engine) != "local" and (self.recognition is not None or self.target is not None):
+            raise ParameterError("--engine spark counts the data of a release designed with --epsilon; "
+                                 "--recognition and --target read records on this machine: use --engine local")
         if self.recognition is not None:
             if self.target is not None:
                 raise ParameterError("--target searches the record budget of --epsilon; the recognition design "
@@ -283,7 +289,8 @@ class DesignChoices:
                 raise ParameterError("--target-keys applies to --target")
             from pramkit.release.pipeline import design_planned
 
-            release = design_planned(data, self.plan(variables), key=key, quiet=quiet)
+            release = design_planned(data, self.plan(variables), key=key, quiet=quiet, engine=self.engine,
+                                     spark_master=self.spark_master)
         if self.recoded_by is not None:
             from pramkit.recode import declare_recoding
 

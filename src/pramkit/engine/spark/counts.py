@@ -1,17 +1,43 @@
-"""Frequency tables of Spark DataFrames: Spark aggregations collected to the driver."""
+"""Frequency tables of Spark DataFrames: Spark aggregations collected to the driver.
+
+Every count the local engine makes from records (the design's tables, the risk measures' key
+tables and weight sums, the estimators' sufficient statistics) is a function of the records'
+distinct combinations of the columns it reads and how many records each holds (with their
+weights' sum).  :func:`combinations` has Spark aggregate the records into those combinations,
+one pass over the data; :func:`count_groups` then counts them on the driver with the local
+engine's own code (:func:`pramkit.counts.count_distinct`), so the categories, their order, the
+missing values and the errors are the local engine's, and the counts equal its counts.  What
+reaches the driver is one row per combination observed, at most the records' number and in
+practice the product of a few columns' categories.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from pramkit.engine.spark.session import _one_line_errors
-from pramkit.io import require_columns
+from pramkit.counts import MAX_CELLS, CountTables, count_distinct
+from pramkit.engine.spark.files import _input_format, read
+from pramkit.engine.spark.session import _one_line_errors, _quoted, _require_pyspark, session
+from pramkit.errors import DataError, ParameterError
+from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_missing_codes, require_columns
+from pramkit.labels import Label
+from pramkit.validate import SPARK_MASTER
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
+
+#: The column of :func:`combinations` holding each combination's number of records.
+TIMES = "__pramkit_times"
+#: The column of :func:`combinations` holding each combination's sum of weights.
+WEIGHT_SUM = "__pramkit_weight_sum"
+#: The column of :func:`combinations` counting the records whose weight is not finite and positive.
+BAD_WEIGHTS = "__pramkit_bad_weights"
 
 
 @_one_line_errors
@@ -70,3 +96,159 @@ def category_counts(df: DataFrame, column: str) -> dict:
     """
     counts = table_counts(df, [column])
     return {(None if pd.isna(v) else v): int(c) for v, c in zip(counts[column], counts["count"])}
+
+
+def _value(df: DataFrame, column: str, markers: Sequence[str]) -> Column:
+    """A column with the texts that mean missing (``markers``) as nulls, when it holds text."""
+    F = _require_pyspark()
+    col = F.col(_quoted(column))
+    if markers and df.schema[column].dataType.typeName() == "string":
+        col = F.when(col.isin(list(markers)), F.lit(None)).otherwise(col)
+    return col.alias(column)
+
+
+@_one_line_errors
+def combinations(df: DataFrame, columns: Sequence[str], *, weights: str | None = None,
+                 markers: Sequence[str] = ()) -> pa.Table:
+    """The distinct combinations of ``columns`` in ``df`` and their records, aggregated by Spark.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The records.
+    columns : sequence of str
+        The columns.
+    weights : str, optional
+        A column of survey weights: each combination's sum (:data:`WEIGHT_SUM`, as doubles), and
+        the records whose weight is missing, not a number, infinite or not positive
+        (:data:`BAD_WEIGHTS`; the local engine refuses them).
+    markers : sequence of str
+        Texts that mean missing (a CSV file's ``na_values``): counted as nulls.
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per combination: ``columns``, :data:`TIMES` (records), and with ``weights``
+        :data:`WEIGHT_SUM` and :data:`BAD_WEIGHTS`.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> df = session("local[1]").createDataFrame([("m", "2"), ("m", "3"), ("NA", "1")], "sex string, w string")
+    >>> t = combinations(df, ["sex"], weights="w", markers=["NA"]).sort_by("sex")
+    >>> t.column("sex").to_pylist(), t.column(TIMES).to_pylist(), t.column(WEIGHT_SUM).to_pylist()
+    (['m', None], [2, 1], [5.0, 1.0])
+    """
+    F = _require_pyspark()
+    require_columns([*columns, *([weights] if weights else [])], df.columns, "the data")
+    aggregates = [F.count(F.lit(1)).alias(TIMES)]
+    if weights is not None:
+        w = _value(df, weights, markers).cast("double")
+        bad = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
+        aggregates += [F.sum(F.when(bad, F.lit(0.0)).otherwise(w)).alias(WEIGHT_SUM),
+                       F.sum(F.when(bad, F.lit(1)).otherwise(F.lit(0))).cast("long").alias(BAD_WEIGHTS)]
+    keys = [_value(df, c, markers) for c in columns]
+    grouped = df.groupBy(*keys).agg(*aggregates) if keys else df.agg(*aggregates)
+    return grouped.toArrow()
+
+
+def records(data: Any, master: str = SPARK_MASTER, *, na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP,
+            encoding: str = CSV_ENCODING) -> tuple[DataFrame, list[str]]:
+    """The records of a CSV or Parquet file read by Spark, or a Spark DataFrame as it is, and the texts that
+    mean missing in its text columns: ``na_values``, as the local engine reads a CSV file (a Parquet file's
+    values are what they are).
+
+    Examples
+    --------
+    >>> records([1, 2])
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the Spark engine reads a CSV or Parquet file or a Spark DataFrame, not list
+    """
+    markers = list(csv_missing_codes(na_values).texts)
+    if isinstance(data, (str, Path)):
+        csv = Path(data).exists() and _input_format(Path(data)) == "csv"
+        return read(session(master), data, sep=sep, encoding=encoding), markers if csv else []
+    if type(data).__module__.split(".", 1)[0] != "pyspark":
+        raise ParameterError(f"the Spark engine reads a CSV or Parquet file or a Spark DataFrame, not {type(data).__name__}")
+    return data, markers
+
+
+def _check_weights(table: pa.Table, weights: str | None) -> None:
+    """:class:`DataError` when a record's weight is not finite and positive (the local engine refuses it too)."""
+    if weights is None:
+        return
+    bad = int(pc.sum(table.column(BAD_WEIGHTS)).as_py() or 0)
+    if bad:
+        raise DataError(f"weight column {weights!r}: {bad:,} record(s) have a weight that is missing, not a number "
+                        "or not positive; weights must be finite and positive")
+
+
+@_one_line_errors
+def count_groups(
+    data: Any,
+    groups: Sequence[Sequence[str]],
+    *,
+    columns: Sequence[str] | None = None,
+    categories: Mapping[str, Sequence[Label]] | None = None,
+    missing: str = "exclude",
+    weights: str | None = None,
+    master: str = SPARK_MASTER,
+    na_values: Sequence[str] = NA_VALUES,
+    max_cells: int = MAX_CELLS,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
+) -> CountTables:
+    """:func:`pramkit.counts.count_groups` of a file or a Spark DataFrame, aggregated by Spark.
+
+    The same tables as the local engine's for the same file (the tests check it across
+    partitionings): one Spark job aggregates the records into their combinations of the counted
+    columns (:func:`combinations`), which :func:`pramkit.counts.count_distinct` counts on the
+    driver.  ``weights`` adds each cell's sum of weights (``weight_sums``, every group).
+
+    Parameters
+    ----------
+    data : str, Path or pyspark.sql.DataFrame
+        A CSV or Parquet file or folder of part files (read by Spark, :func:`pramkit.engine.spark.read`),
+        or a Spark DataFrame; ``na_values`` are missing in text columns (:func:`records`).
+    groups, columns, categories, missing, max_cells, na_values, sep, encoding
+        As :func:`pramkit.counts.count_groups`.
+    weights : str, optional
+        A column of survey weights (finite and positive).
+    master : str
+        Spark's master URL, when ``data`` is a file.
+
+    Returns
+    -------
+    pramkit.counts.CountTables
+
+    Raises
+    ------
+    DataError
+        As the local engine's (a column that is not in the data, a value outside declared
+        categories, a weight that is not positive); an error naming a value names no row.
+    SparkEngineError
+        Spark failed, in one line.
+
+    Examples
+    --------
+    >>> import pytest, tempfile, os
+    >>> _ = pytest.importorskip("pyspark")
+    >>> from pramkit import counts
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "data.csv")
+    ...     _ = open(path, "w").write("sex,region\\nm,1\\nf,2\\nf,NA\\nm,1\\n")
+    ...     spark = count_groups(path, [["sex", "region"]], master="local[1]")
+    ...     local = counts.count_groups(path, [["sex", "region"]])
+    >>> spark.categories == local.categories, spark.margin("sex", "region").tolist() == local.margin("sex", "region").tolist()
+    (True, True)
+    """
+    from pramkit.counts import _groups
+
+    every, _ = _groups(groups, columns)
+    df, markers = records(data, master, na_values=na_values, sep=sep, encoding=encoding)
+    table = combinations(df, every, weights=weights, markers=markers)
+    _check_weights(table, weights)
+    return count_distinct(table, groups, times=TIMES, columns=columns, categories=categories, missing=missing,
+                          weights=None if weights is None else WEIGHT_SUM, max_cells=max_cells)

@@ -1,0 +1,156 @@
+"""Every pass over records on Spark, run for real on a local Spark, against the local engine.
+
+The data is EU-SILC as sdcMicro ships it (14 827 persons, regions as strata, households as
+clusters, a weight per person, and 2 720 missing values in each personal variable): each pass
+gives on Spark what the local engine gives for the same file, whatever the DataFrame's
+partitioning (1, 3 and 7 partitions after a shuffle).  Counts are compared exactly; sums of
+weights, which Spark adds in another order, to 1e-12 relative.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pramkit import counts
+from pramkit.cli import main
+
+from _requires import require_spark  # noqa: E402
+
+require_spark()
+
+from pramkit.engine import spark as ps  # noqa: E402
+from pramkit.engine.spark import counts as spark_counts  # noqa: E402
+
+SILC = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro" / "eusilc_laeken.csv"
+PARTITIONS = (1, 3, 7)
+#: The variables counted: region (strata), household size, sex, economic status and citizenship (missing values).
+VARIABLES = ["db040", "hsize", "rb090", "pl030", "pb220a"]
+
+
+@pytest.fixture(scope="module")
+def silc(tmp_path_factory) -> Path:
+    if not SILC.is_file():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    d = tmp_path_factory.mktemp("silc")
+    shutil.copy(SILC, d / "silc.csv")
+    return d / "silc.csv"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = ps.session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def key_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("key") / "k.key"
+    path.write_text(bytes(range(32)).hex() + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def _frames(spark, path: Path):
+    """The file read by Spark, in each partitioning (after a shuffle)."""
+    df = ps.read(spark, path)
+    return {n: df.repartition(n) for n in PARTITIONS}
+
+
+def _same_tables(a: counts.CountTables, b: counts.CountTables) -> None:
+    assert a.columns == b.columns and a.categories == b.categories
+    assert (a.rows, a.missing, a.complete_rows) == (b.rows, b.missing, b.complete_rows)
+    for x, y in zip(a.tables, b.tables, strict=True):
+        assert x.columns == y.columns and x.categories == y.categories
+        np.testing.assert_array_equal(x.counts, y.counts)
+        assert (x.rows, x.missing) == (y.rows, y.missing)
+        if x.weight_sums is None:
+            assert y.weight_sums is None
+        else:
+            np.testing.assert_allclose(x.weight_sums, y.weight_sums, rtol=1e-12, atol=0)
+
+
+# -- the design's counts ------------------------------------------------------------------------------------------
+
+GROUPS = [["db040", "pl030"], ["db040", "pb220a"], ["hsize"], ["rb090", "pl030", "pb220a"]]
+
+
+@pytest.mark.parametrize("missing", ["exclude", "category"])
+def test_the_design_counts_are_the_local_engines_in_every_partitioning(spark, silc, missing):
+    local = counts.count_groups(silc, GROUPS, missing=missing)
+    for df in _frames(spark, silc).values():
+        _same_tables(spark_counts.count_groups(df, GROUPS, missing=missing), local)
+
+
+def test_declared_categories_and_weights_are_counted_as_the_local_engine_counts_them(spark, silc):
+    declared = {"rb090": ("female", "male"), "pl030": (*map(str, range(1, 8)), None)}
+    local = counts.count_file(silc, ["rb090", "pl030"], categories=declared, weights="rb050")
+    tables = spark_counts.count_groups(ps.read(spark, silc).repartition(3), [["rb090", "pl030"]],
+                                       categories=declared, weights="rb050")
+    (table,) = tables.tables
+    assert table.categories == local.categories and (table.rows, table.missing) == (local.rows, local.missing)
+    np.testing.assert_array_equal(table.counts, local.counts)
+    np.testing.assert_allclose(table.weight_sums, local.weight_sums, rtol=1e-12, atol=0)
+    # checked against pandas, a count not made by either engine
+    frame = __import__("pandas").read_csv(silc, dtype=str, keep_default_na=False)
+    assert table.counts[declared["rb090"].index("male"), declared["pl030"].index("3")] == int(
+        ((frame["rb090"] == "male") & (frame["pl030"] == "3")).sum())
+
+
+def _manifest(path: Path) -> dict:
+    """A manifest without what differs between two runs of one design (the time it was made, the seconds it took)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("created", "seconds")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(json.loads(path.read_text()))
+
+
+def test_pramkit_design_on_spark_writes_the_local_manifest(spark, silc, key_file, tmp_path, capsys):
+    common = [str(silc), "--vars", "pl030,pb220a,hsize", "--strata", "db040", "--epsilon", "3",
+              "--key-file", str(key_file), "--quiet"]
+    assert main(["design", *common, "--out", str(tmp_path / "local.json")]) == 0
+    assert main(["design", *common, "--out", str(tmp_path / "spark.json"), "--engine", "spark"]) == 0
+    local, on_spark = _manifest(tmp_path / "local.json"), _manifest(tmp_path / "spark.json")
+    assert on_spark == local
+    assert _manifest(tmp_path / "spark.design-record.json") == _manifest(tmp_path / "local.design-record.json")
+
+
+# -- bad input and Spark's failures: one line, exit 2, nothing written ---------------------------------------------
+
+BAD = [
+    ("design", ["--vars", "nosuch", "--epsilon", "1", "--out", "{out}"], "nosuch"),
+    ("design", ["--vars", "pl030", "--epsilon", "1", "--out", "{out}", "--recognition", "0.5"], "--engine local"),
+]
+
+
+@pytest.mark.parametrize(("command", "args", "says"), BAD, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(BAD)])
+def test_bad_input_with_the_spark_engine_is_one_line(spark, silc, tmp_path, capsys, command, args, says):
+    out = tmp_path / "out.json"
+    code = main([command, str(silc), *[a.format(out=out) for a in args], "--engine", "spark", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spark_failure_is_one_line(spark, tmp_path, capsys):
+    """A file Spark cannot read fails its job: one line, through the library and the command."""
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"PAR1 this is not a Parquet file PAR1")
+    with pytest.raises(ps.SparkEngineError) as caught:
+        spark_counts.count_groups(bad, [["x"]])
+    assert "\n" not in str(caught.value)
+    out = tmp_path / "m.json"
+    code = main(["design", str(bad), "--vars", "x", "--epsilon", "1", "--out", str(out), "--engine", "spark",
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
