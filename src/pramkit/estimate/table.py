@@ -52,6 +52,7 @@ from pramkit.frames import streamed
 from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
+from pramkit.validate import SPARK_MASTER, engine_name
 
 #: Largest table (number of cells) estimate_table builds.
 MAX_CELLS = 50_000_000
@@ -557,6 +558,8 @@ def estimate_table(
     weights: str | None = None,
     survey: SurveyDesign | None = None,
     replicates: Replicates | None = None,
+    engine: str = "local",
+    spark_master: str = SPARK_MASTER,
 ) -> EstimateResult:
     """Estimate the original frequency table of ``vars`` (crossed with ``by``) from released data.
 
@@ -610,6 +613,14 @@ def estimate_table(
     replicates : pramkit.estimate.weighted.Replicates, optional
         Replicate weight columns and their method: the variance from the replicates
         (the PRAM correction applied inside each), instead of linearisation.
+    engine : {"local", "spark"}
+        ``"spark"``: the counts and the sufficient statistics of a weighted estimate (per-cell weighted
+        sums by stratum, PSU and fpc, squared weights, replicate sums) of a CSV or Parquet file aggregated
+        by Spark (:mod:`pramkit.engine.spark.counts`, master ``spark_master``), the estimator run here;
+        a Spark DataFrame as ``data`` implies it.  The same estimates (to about 1e-15 relative: weights
+        added in another order).
+    spark_master : str
+        Spark's master URL.
 
     Returns
     -------
@@ -682,7 +693,13 @@ def estimate_table(
     if unchecked:
         warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
     once = list(dict.fromkeys(raw))
-    if isinstance(data, pd.DataFrame):
+    reading = {"na_values": na_values, "sep": sep, "encoding": encoding}
+    if _on_spark(data, engine):
+        from pramkit.engine.spark.counts import count_file as spark_count
+
+        reading["master"] = spark_master
+        counted = spark_count(data, once, categories=declared, **reading)
+    elif isinstance(data, pd.DataFrame):
         if len(data) == 0:
             raise DataError("the data have no rows")
         counted = count_frame(data, once, categories=declared)
@@ -712,8 +729,7 @@ def estimate_table(
         raise DataError(f"every row has a missing value in {axes}; nothing to estimate")
     if weights is not None or survey is not None or replicates is not None:
         design = _design(weights, survey, replicates)
-        table = _survey_estimate(data, chain, axes, read, raw_categories, design, replicates, chosen,
-                                 {"na_values": na_values, "sep": sep, "encoding": encoding}, kept)
+        table = _survey_estimate(data, chain, axes, read, raw_categories, design, replicates, chosen, reading, kept)
     else:
         table = estimate_counts(counted.counts.astype(float), matrices, estimator=chosen, variance=variance)
     if table.identifiability is not None:  # name the variables rather than the axes
@@ -727,6 +743,18 @@ def estimate_table(
         dropped=counted.missing, requested_estimator=chosen,
         weights=survey.weights if survey is not None else weights,
     )
+
+
+def _on_spark(data: Any, engine: str) -> bool:
+    """Whether the data is counted by Spark: ``engine="spark"`` (a CSV or Parquet file), or a Spark DataFrame."""
+    from pramkit.engine.spark.counts import is_spark_frame
+
+    if is_spark_frame(data):
+        return True
+    if engine_name(engine) == "spark" and not isinstance(data, (str, Path)):
+        raise ParameterError(f"the Spark engine estimates from a CSV or Parquet file or a Spark DataFrame, "
+                             f"not {type(data).__name__}")
+    return engine == "spark"
 
 
 def _estimator(method: str | None, estimator: str | None, confidence: float) -> str:
@@ -783,8 +811,16 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: ManifestChain, a
                        [[*manifest[a].matrix.categories, *kept.get(a, ())] if len(read[a]) > 1 else None
                         for a in axes])
     extra = [c for c in dict.fromkeys(design.columns + list(replicates.columns if replicates else ())) if c not in raw]
-    batches, rows = _batches(data, raw + extra, reading, "the survey design")
-    totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
+    if "master" in reading:  # the Spark engine: its groups of records, summed
+        from pramkit.engine.spark.counts import SQUARES, TIMES, survey_combinations
+
+        labels = [c for c in design.columns if c != design.weights]
+        grouped = survey_combinations(data, raw, weights=design.weights, design=labels,
+                                      replicates=replicates.columns if replicates else (), **reading)
+        totals = survey_counts([grouped], layout, design, replicates, times=TIMES, squares=SQUARES)
+    else:
+        batches, rows = _batches(data, raw + extra, reading, "the survey design")
+        totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
     matrices = _matrices(manifest, axes, kept)
     table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
     cov = design_covariance(totals, matrices, layout.shape, table.counts, replicates)

@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pramkit.counts import MAX_CELLS, CountTables, count_distinct
+from pramkit.counts import MAX_CELLS, CountTable, CountTables, count_distinct
 from pramkit.engine.spark.files import _input_format, read
 from pramkit.engine.spark.session import _one_line_errors, _quoted, _require_pyspark, session
 from pramkit.errors import DataError, ParameterError
@@ -38,6 +38,8 @@ TIMES = "__pramkit_times"
 WEIGHT_SUM = "__pramkit_weight_sum"
 #: The column of :func:`combinations` counting the records whose weight is not finite and positive.
 BAD_WEIGHTS = "__pramkit_bad_weights"
+#: The column of :func:`survey_combinations` holding each group's sum of squared weights.
+SQUARES = "__pramkit_squares"
 
 
 @_one_line_errors
@@ -144,7 +146,7 @@ def combinations(df: DataFrame, columns: Sequence[str], *, weights: str | None =
     require_columns([*columns, *([weights] if weights else [])], df.columns, "the data")
     aggregates = [F.count(F.lit(1)).alias(TIMES)]
     if weights is not None:
-        w = _value(df, weights, markers).cast("double")
+        w = _value(df, weights, markers).try_cast("double")
         bad = w.isNull() | F.isnan(w) | (w <= 0) | (w == float("inf"))
         aggregates += [F.sum(F.when(bad, F.lit(0.0)).otherwise(w)).alias(WEIGHT_SUM),
                        F.sum(F.when(bad, F.lit(1)).otherwise(F.lit(0))).cast("long").alias(BAD_WEIGHTS)]
@@ -170,7 +172,7 @@ def records(data: Any, master: str = SPARK_MASTER, *, na_values: Sequence[str] =
     if isinstance(data, (str, Path)):
         csv = Path(data).exists() and _input_format(Path(data)) == "csv"
         return read(session(master), data, sep=sep, encoding=encoding), markers if csv else []
-    if type(data).__module__.split(".", 1)[0] != "pyspark":
+    if not is_spark_frame(data):
         raise ParameterError(f"the Spark engine reads a CSV or Parquet file or a Spark DataFrame, not {type(data).__name__}")
     return data, markers
 
@@ -252,3 +254,119 @@ def count_groups(
     _check_weights(table, weights)
     return count_distinct(table, groups, times=TIMES, columns=columns, categories=categories, missing=missing,
                           weights=None if weights is None else WEIGHT_SUM, max_cells=max_cells)
+
+
+def count_file(path: Any, columns: Sequence[str], *, categories: Mapping[str, Sequence[Label]] | None = None,
+               weights: str | None = None, missing: str = "exclude", master: str = SPARK_MASTER,
+               na_values: Sequence[str] = NA_VALUES, max_cells: int = MAX_CELLS, sep: str = CSV_SEP,
+               encoding: str = CSV_ENCODING) -> CountTable:
+    """:func:`pramkit.counts.count_file` aggregated by Spark: the table of ``columns`` (:func:`count_groups`).
+
+    Examples
+    --------
+    >>> import pytest, tempfile, os
+    >>> _ = pytest.importorskip("pyspark")
+    >>> from pramkit import counts
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "data.csv")
+    ...     _ = open(path, "w").write("sex,w\\nm,2.5\\nf,1\\nNA,4\\nm,1\\n")
+    ...     spark = count_file(path, ["sex"], weights="w", missing="category", master="local[1]")
+    ...     local = counts.count_file(path, ["sex"], weights="w", missing="category")
+    >>> spark.categories == local.categories, spark.weight_sums.tolist() == local.weight_sums.tolist()
+    (True, True)
+    """
+    return count_groups(path, [list(columns)], categories=categories, weights=weights, missing=missing,
+                        master=master, na_values=na_values, max_cells=max_cells, sep=sep, encoding=encoding).tables[0]
+
+
+def is_spark_frame(data: Any) -> bool:
+    """Whether ``data`` is a Spark DataFrame (without importing pyspark).
+
+    Examples
+    --------
+    >>> is_spark_frame("data.csv")
+    False
+    """
+    return type(data).__module__.split(".", 1)[0] == "pyspark" and type(data).__name__ == "DataFrame"
+
+
+def _bad_number(df: DataFrame, column: str, markers: Sequence[str]) -> Column:
+    """1 for a record whose ``column`` is missing, not a number, infinite or negative, else 0."""
+    F = _require_pyspark()
+    value = _value(df, column, markers)
+    number = value.try_cast("double")
+    bad = number.isNull() | F.isnan(number) | (number < 0) | (F.abs(number) == float("inf"))
+    return F.when(bad, F.lit(1)).otherwise(F.lit(0))
+
+
+@_one_line_errors
+def survey_combinations(data: Any, columns: Sequence[str], *, weights: str, design: Sequence[str] = (),
+                        replicates: Sequence[str] = (), master: str = SPARK_MASTER,
+                        na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP,
+                        encoding: str = CSV_ENCODING) -> pa.Table:
+    """The sufficient statistics of a weighted estimate, aggregated by Spark: one row per combination of the
+    table's ``columns`` and the ``design``'s labels (strata, PSU, fpc), with the sum of the records' weights
+    (in the column ``weights``), of their squared weights (:data:`SQUARES`), of each replicate weight (in its
+    own column) and their number (:data:`TIMES`).
+
+    What :func:`pramkit.estimate.weighted.survey_counts` reads with ``times`` and ``squares``: the same
+    totals as from the records.  A weight or replicate weight that is missing, not a number, negative or
+    infinite is refused, as the local engine refuses it (without its row).
+
+    Parameters
+    ----------
+    data : str, Path or pyspark.sql.DataFrame
+        The released file (CSV or Parquet) or a Spark DataFrame (:func:`records`).
+    columns : sequence of str
+        The table's columns.
+    weights : str
+        The sampling weights.
+    design : sequence of str
+        The strata, PSU and fpc columns (grouped by, as they are).
+    replicates : sequence of str
+        Replicate weight columns.
+    master, na_values, sep, encoding
+        As :func:`count_groups`.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    DataError
+        A weight that is not a finite number >= 0.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> df = session("local[1]").createDataFrame([("m", "a", 2.0), ("m", "a", 3.0), ("f", "b", 1.0)],
+    ...                                          "sex string, s string, w double")
+    >>> t = survey_combinations(df, ["sex"], weights="w", design=["s"]).sort_by("sex")
+    >>> t.column("w").to_pylist(), t.column(SQUARES).to_pylist(), t.column(TIMES).to_pylist()
+    ([1.0, 5.0], [1.0, 13.0], [1, 2])
+    """
+    F = _require_pyspark()
+    df, markers = records(data, master, na_values=na_values, sep=sep, encoding=encoding)
+    keys = list(dict.fromkeys([*columns, *design]))
+    numbers = list(dict.fromkeys([weights, *replicates]))
+    require_columns([*keys, *numbers], df.columns, "the data")
+    if set(keys) & set(numbers):
+        raise DataError(f"the weight column(s) {sorted(set(keys) & set(numbers))} are also grouped by")
+
+    def number(c: str) -> Column:
+        return _value(df, c, markers).try_cast("double")
+
+    w = number(weights)
+    aggregates = [F.count(F.lit(1)).alias(TIMES), F.sum(w).alias(weights), F.sum(w * w).alias(SQUARES),
+                  *(F.sum(number(c)).alias(c) for c in numbers[1:]),
+                  *(F.sum(_bad_number(df, c, markers)).cast("long").alias(f"__pramkit_bad_{i}")
+                    for i, c in enumerate(numbers))]
+    table = df.groupBy(*(_value(df, c, markers) for c in keys)).agg(*aggregates).toArrow()
+    for i, c in enumerate(numbers):
+        bad = int(pc.sum(table.column(f"__pramkit_bad_{i}")).as_py() or 0)
+        if bad:
+            raise DataError(f"column {c!r} must hold finite values >= 0; {bad:,} record(s) hold a missing, "
+                            "non-numeric, negative or infinite value")
+    return table.select([*keys, *numbers, SQUARES, TIMES])

@@ -175,6 +175,19 @@ def _require_pyspark():
     return F
 
 
+def _quiet_python_loggers() -> None:
+    """Silence the loggers with which pyspark prints a failed query's context on standard error (the failure
+    itself becomes one line, :func:`engine_error`)."""
+    import logging
+
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover (pyspark before 4.0)
+        return
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 def session(master: str = "local[2]", *, app_name: str = "pramkit") -> SparkSession:
     """A Spark session (an existing one is reused) with Arrow transfers enabled.
 
@@ -215,6 +228,7 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> SparkSess
             _start_java(conf)
         spark = SparkSession.builder.config(conf=conf).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        _quiet_python_loggers()
     except Exception as exc:
         if not from_spark(exc):
             raise
