@@ -151,19 +151,38 @@ def test_bad_input_with_the_spark_engine_is_one_line(spark, silc, released, tmp_
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_spark_failure_is_one_line(spark, tmp_path, capsys):
-    """A file Spark cannot read fails its job: one line, through the library and the command."""
+FAILING = {
+    "design": ["--vars", "x", "--epsilon", "1", "--out", "{out}", "--quiet"],
+    "risk": ["--keys", "x", "--sampling-fraction", "0.1"],
+    "estimate": ["--manifest", "{manifest}", "--vars", "pl030"],
+}
+
+
+@pytest.mark.parametrize("command", list(FAILING))
+def test_a_spark_failure_is_one_line(spark, released, tmp_path, capsys, command):
+    """A file Spark cannot read fails its job: one line, through the library and each command."""
     bad = tmp_path / "broken.parquet"
     bad.write_bytes(b"PAR1 this is not a Parquet file PAR1")
-    with pytest.raises(ps.SparkEngineError) as caught:
-        spark_counts.count_groups(bad, [["x"]])
-    assert "\n" not in str(caught.value)
+    if command == "design":
+        with pytest.raises(ps.SparkEngineError) as caught:
+            spark_counts.count_groups(bad, [["x"]])
+        assert "\n" not in str(caught.value)
     out = tmp_path / "m.json"
-    code = main(["design", str(bad), "--vars", "x", "--epsilon", "1", "--out", str(out), "--engine", "spark",
-                 "--quiet"])
+    args = [a.format(out=out, manifest=released["manifest"]) for a in FAILING[command]]
+    code = main([command, str(bad), *args, "--engine", "spark"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.parquet"]
+
+
+def test_another_format_is_refused_in_one_line(spark, tmp_path, capsys):
+    data = tmp_path / "data.dta"
+    __import__("pandas").DataFrame({"x": ["a", "b"] * 5}).to_stata(data, write_index=False)
+    code = main(["design", str(data), "--vars", "x", "--epsilon", "1", "--out", str(tmp_path / "m.json"),
+                 "--engine", "spark", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "CSV and Parquet" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.dta"]
 
 
 # -- risk ---------------------------------------------------------------------------------------------------------
