@@ -693,7 +693,7 @@ def estimate_table(
     if unchecked:
         warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
     once = list(dict.fromkeys(raw))
-    reading = {"na_values": na_values, "sep": sep, "encoding": encoding}
+    reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
     if _on_spark(data, engine):
         from pramkit.engine.spark.counts import count_file as spark_count
 

@@ -264,16 +264,14 @@ def count_file(path: Any, columns: Sequence[str], *, categories: Mapping[str, Se
 
     Examples
     --------
-    >>> import pytest, tempfile, os
+    A Spark DataFrame's text ``NA`` is missing, as in a CSV file; with ``missing="category"`` it is a category:
+
+    >>> import pytest
     >>> _ = pytest.importorskip("pyspark")
-    >>> from pramkit import counts
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     path = os.path.join(d, "data.csv")
-    ...     _ = open(path, "w").write("sex,w\\nm,2.5\\nf,1\\nNA,4\\nm,1\\n")
-    ...     spark = count_file(path, ["sex"], weights="w", missing="category", master="local[1]")
-    ...     local = counts.count_file(path, ["sex"], weights="w", missing="category")
-    >>> spark.categories == local.categories, spark.weight_sums.tolist() == local.weight_sums.tolist()
-    (True, True)
+    >>> df = session("local[1]").createDataFrame([("m", 2.5), ("f", 1.0), ("NA", 4.0), ("m", 1.0)], "sex string, w double")
+    >>> t = count_file(df, ["sex"], weights="w", missing="category")
+    >>> t.categories, t.counts.tolist(), t.weight_sums.tolist()
+    ((('f', 'm', None),), [1, 2, 1], [1.0, 3.5, 4.0])
     """
     return count_groups(path, [list(columns)], categories=categories, weights=weights, missing=missing,
                         master=master, na_values=na_values, max_cells=max_cells, sep=sep, encoding=encoding).tables[0]
