@@ -13,7 +13,7 @@ practice the product of a few columns' categories.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,8 @@ WEIGHT_SUM = "__pramkit_weight_sum"
 BAD_WEIGHTS = "__pramkit_bad_weights"
 #: The column of :func:`survey_combinations` holding each group's sum of squared weights.
 SQUARES = "__pramkit_squares"
+#: The most rows of an aggregation collected to the driver in one piece (:func:`collected`).
+COLLECT_ROWS = 1 << 20
 
 
 @_one_line_errors
@@ -301,7 +303,7 @@ def _bad_number(df: DataFrame, column: str, markers: Sequence[str]) -> Column:
 def survey_combinations(data: Any, columns: Sequence[str], *, weights: str, design: Sequence[str] = (),
                         replicates: Sequence[str] = (), master: str = SPARK_MASTER,
                         na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP,
-                        encoding: str = CSV_ENCODING) -> pa.Table:
+                        encoding: str = CSV_ENCODING, rows: int | None = None) -> pa.Table:
     """The sufficient statistics of a weighted estimate, aggregated by Spark: one row per combination of the
     table's ``columns`` and the ``design``'s labels (strata, PSU, fpc), with the sum of the records' weights
     (in the column ``weights``), of their squared weights (:data:`SQUARES`), of each replicate weight (in its
@@ -325,6 +327,8 @@ def survey_combinations(data: Any, columns: Sequence[str], *, weights: str, desi
         Replicate weight columns.
     master, na_values, sep, encoding
         As :func:`count_groups`.
+    rows : int, optional
+        The most rows collected to the driver at a time (:func:`collected`; default :data:`COLLECT_ROWS`).
 
     Returns
     -------
@@ -361,10 +365,50 @@ def survey_combinations(data: Any, columns: Sequence[str], *, weights: str, desi
                   *(F.sum(number(c)).alias(c) for c in numbers[1:]),
                   *(F.sum(_bad_number(df, c, markers)).cast("long").alias(f"__pramkit_bad_{i}")
                     for i, c in enumerate(numbers))]
-    table = df.groupBy(*(_value(df, c, markers) for c in keys)).agg(*aggregates).toArrow()
-    for i, c in enumerate(numbers):
-        bad = int(pc.sum(table.column(f"__pramkit_bad_{i}")).as_py() or 0)
-        if bad:
-            raise DataError(f"column {c!r} must hold finite values >= 0; {bad:,} record(s) hold a missing, "
-                            "non-numeric, negative or infinite value")
-    return table.select([*keys, *numbers, SQUARES, TIMES])
+    grouped = df.groupBy(*(_value(df, c, markers) for c in keys)).agg(*aggregates)
+    tables = []
+    for table in collected(grouped, COLLECT_ROWS if rows is None else rows):
+        for i, c in enumerate(numbers):
+            bad = int(pc.sum(table.column(f"__pramkit_bad_{i}")).as_py() or 0)
+            if bad:
+                raise DataError(f"column {c!r} must hold finite values >= 0; {bad:,} record(s) hold a missing, "
+                                "non-numeric, negative or infinite value")
+        tables.append(table.select([*keys, *numbers, SQUARES, TIMES]))
+    return pa.concat_tables(tables) if tables else grouped.limit(0).toArrow()
+
+
+def collected(df: DataFrame, rows: int | None = None) -> Iterator[pa.Table]:
+    """The rows of ``df`` (an aggregation) on the driver, in pieces of about ``rows`` rows.
+
+    ``toArrow`` would hold the whole result in the JVM at once (a weighted estimate with households as
+    PSUs has a row per household and cell: at 5 million persons, more than Spark's default 1 GB heap
+    of a local session holds); here the result is kept by Spark (memory and disk), split into pieces of
+    at most about ``rows`` rows, and collected one piece at a time.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> df = session("local[1]").range(10)
+    >>> sorted(x for t in collected(df, rows=3) for x in t.column("id").to_pylist())
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+    F = _require_pyspark()
+    from pyspark import StorageLevel
+
+    kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        n = kept.count()
+        pieces = max(1, -(-n // (COLLECT_ROWS if rows is None else rows)))
+        if pieces == 1:
+            yield kept.toArrow()
+            return
+        split = kept.repartition(pieces).withColumn("__pramkit_piece", F.spark_partition_id()) \
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            for piece in range(pieces):
+                yield split.where(F.col("__pramkit_piece") == piece).drop("__pramkit_piece").toArrow()
+        finally:
+            split.unpersist()
+    finally:
+        kept.unpersist()

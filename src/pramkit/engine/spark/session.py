@@ -82,7 +82,12 @@ def engine_error(exc: BaseException, context: str = "the Spark job failed") -> P
         if not (isinstance(cls, type) and issubclass(cls, PramkitError)):
             cls = SparkEngineError
         return cls(message.strip())
-    return SparkEngineError(f"{context}: {_reason(text)}")
+    reason = _reason(text)
+    if "OutOfMemoryError" in text or (reason.startswith("Exception thrown in awaitResult")
+                                      and "OutOfMemoryError" in _log_tail()):
+        return SparkEngineError(f"{context}: Spark ran out of memory (java.lang.OutOfMemoryError); give it more "
+                                "(spark.driver.memory, spark.executor.memory) or more partitions")
+    return SparkEngineError(f"{context}: {reason}")
 
 
 def _reason(text: str) -> str:
