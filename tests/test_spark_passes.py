@@ -136,6 +136,9 @@ BAD = [
     ("estimate", ["--manifest", "{manifest}", "--vars", "nosuch"], "nosuch"),
     ("estimate", ["--manifest", "{manifest}", "--vars", "pl030", "--weights", "rb090"], "rb090"),
     ("estimate", ["--manifest", "{manifest}", "--regress", "pl030 ~ rb090"], "--engine local"),
+    ("swap", ["--hid", "db030", "--geo", "nosuch", "--rate", "0.1", "--out", "{out}.csv"], "nosuch"),
+    ("swap", ["--hid", "db030", "--geo", "db040", "--rate", "0.1", "--out", "{out}.csv", "--partners",
+              "{out}.p.csv"], "--engine local"),
 ]
 
 
@@ -304,3 +307,31 @@ def test_pramkit_estimate_on_spark_prints_the_local_estimates(spark, released, c
     local = json.loads(capsys.readouterr().out)
     assert main([*args, "--engine", "spark"]) == 0
     _close(json.loads(capsys.readouterr().out), local, rel=1e-10)
+
+
+# -- swap ---------------------------------------------------------------------------------------------------------
+
+def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key_file, tmp_path, capsys):
+    """The same records in the same order from 1 input split and from several (a small split size)."""
+    from pramkit.engine.spark.swap import swap_file_spark
+    from pramkit.engine.swap.run import plan_swap, swap_file
+    from pramkit.io import read_table
+
+    plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
+    local = swap_file(silc, plan, tmp_path / "local.csv", key=key_file)
+    expected = read_table(tmp_path / "local.csv", na_values=())
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        for i, split in enumerate(["128MB", "400000"]):
+            spark.conf.set("spark.sql.files.maxPartitionBytes", split)
+            result = swap_file_spark(silc, plan, tmp_path / f"spark{i}.csv", key=key_file)
+            assert result.swapped_households == local.swapped_households > 0
+            assert read_table(tmp_path / f"spark{i}.csv", na_values=()).equals(expected)
+        assert ps.read(spark, silc).rdd.getNumPartitions() > 1  # the second split size did split the file
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    code = main(["swap", str(silc), "--hid", "db030", "--geo", "db040", "--risk-vars", "rb090,pl030", "--rate",
+                 "0.1", "--key-file", str(key_file), "--out", str(tmp_path / "cli.csv"), "--engine", "spark",
+                 "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["swapped_households"] == local.swapped_households
+    assert read_table(tmp_path / "cli.csv", na_values=()).equals(expected)

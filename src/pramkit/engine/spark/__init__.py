@@ -8,7 +8,8 @@ it only when a function runs.  One module per pass:
 * :mod:`~pramkit.engine.spark.counts`: frequency tables (the design's counts, risk's key tables,
   estimation's sufficient statistics), aggregated by Spark and counted locally;
 * :mod:`~pramkit.engine.spark.perturb`, :mod:`~pramkit.engine.spark.shuffle` and
-  :mod:`~pramkit.engine.spark.apply`: the release itself.
+  :mod:`~pramkit.engine.spark.apply`: the release itself;
+* :mod:`~pramkit.engine.spark.swap`: record swapping (the swap drawn on the driver, applied by Spark).
 
 Examples
 --------
@@ -23,6 +24,7 @@ from pramkit.engine.spark.files import SPARK_CHARSETS, read, spark_charset, writ
 from pramkit.engine.spark.perturb import perturb
 from pramkit.engine.spark.session import SparkEngineError, engine_error, from_spark, jvm_log, session
 from pramkit.engine.spark.shuffle import shuffle_rows, smallest_group
+from pramkit.engine.spark.swap import swap_file_spark
 
 __all__ = [
            "SPARK_CHARSETS",
@@ -38,6 +40,7 @@ __all__ = [
            "shuffle_rows",
            "smallest_group",
            "spark_charset",
+    "swap_file_spark",
            "table_counts",
            "write",
 ]
