@@ -158,6 +158,7 @@ FAILING = {
     "design": ["--vars", "x", "--epsilon", "1", "--out", "{out}", "--quiet"],
     "risk": ["--keys", "x", "--sampling-fraction", "0.1"],
     "estimate": ["--manifest", "{manifest}", "--vars", "pl030"],
+    "swap": ["--hid", "h", "--geo", "g", "--out", "{out}.csv"],
 }
 
 
