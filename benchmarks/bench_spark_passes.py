@@ -9,7 +9,9 @@ pass runs on it with the local engine and with Spark, in that order, and the res
 * risk (:func:`pramkit.risk.identification_risk` with ``engine="spark"``): tau1, tau2 and the
   per-record risk on four keys, weighted;
 * estimate (:func:`pramkit.estimate_table` with ``engine="spark"``): a two-way table with the
-  areas as strata and the households as PSUs.
+  areas as strata and the households as PSUs;
+* swap (:func:`pramkit.engine.swap.run.swap_file` against :func:`pramkit.engine.spark.swap_file_spark`):
+  5 % of the households swapped between areas, both written as Parquet (a file, a folder).
 
 Spark's session is started before the passes (its start-up is printed apart): each Spark time
 is a pass's jobs and the work on the driver after them.  Times are wall-clock seconds.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 import warnings
@@ -34,9 +37,11 @@ from pramkit import counts
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.spark import counts as spark_counts
-from pramkit.engine.spark import session
+from pramkit.engine.spark import session, swap_file_spark
+from pramkit.engine.swap.run import plan_swap, swap_file
 from pramkit.estimate import estimate_table
 from pramkit.estimate.survey import SurveyDesign
+from pramkit.io import read_table
 from pramkit.manifest import Manifest
 from pramkit.risk.identification import identification_risk
 
@@ -47,7 +52,9 @@ def write_file(rows: int, path: Path) -> None:
     """The persons as text columns (no dictionary: Spark would not keep a dictionary's order), with ids and weights."""
     frame = census(rows, areas=True)
     columns = {c: pa.array(frame[c].astype(str).to_numpy(dtype=object), pa.string()) for c in frame.columns}
-    columns["household"] = pa.array(np.arange(rows) // 3)
+    household = np.arange(rows) // 3
+    columns["area"] = pa.array(frame["area"].astype(str).to_numpy(dtype=object)[household * 3], pa.string())
+    columns["household"] = pa.array(household)  # three persons a household, in the area of its first
     columns["weight"] = pa.array(np.random.default_rng(1).uniform(20.0, 80.0, rows))
     pq.write_table(pa.table(columns), path, row_group_size=1 << 20)
 
@@ -93,6 +100,15 @@ def passes(path: Path, master: str) -> list[tuple[str, float, float, str]]:
     se = float(np.nanmax(np.abs(local.table.se - on_spark.table.se) / np.abs(local.table.se)))
     out.append(("estimate (strata: areas, PSUs: households)", t_local, t_spark,
                 f"max relative gap {gap:.1e} (estimates), {se:.1e} (standard errors)"))
+
+    plan = plan_swap("household", ["area"], rate=0.05)
+    t_local, local = timed(lambda: swap_file(path, plan, path.with_name("swapped.parquet"), key=bytes(32)))
+    t_spark, on_spark = timed(lambda: swap_file_spark(path, plan, path.with_name("swapped-spark.parquet"),
+                                                      key=bytes(32), master=master))
+    same = read_table(path.with_name("swapped.parquet")).equals(read_table(path.with_name("swapped-spark.parquet")))
+    out.append((f"swap (5 % of {local.households:,} households)", t_local, t_spark,
+                "the same records" if same and local.swapped_households == on_spark.swapped_households
+                else "DIFFER"))
     return out
 
 
@@ -113,11 +129,12 @@ def main() -> None:
             t_read, _ = timed(lambda: pq.read_table(path))  # noqa: B023
             print(f"\n{rows:,} rows: file written in {t_write:.1f} s ({path.stat().st_size / 1e6:.0f} MB), "
                   f"read once by pyarrow in {t_read:.2f} s")
-            spark_counts.count_groups(path, [["sex"]], master=args.master)  # noqa: B023 (the workers start)
+            spark_counts.count_groups(path, [["sex"]], master=args.master)  # the Python workers start
             print(f"{'pass':48} {'local s':>8} {'Spark s':>8} {'x local':>8}  result")
             for name, t_local, t_spark, result in passes(path, args.master):
                 print(f"{name:48} {t_local:8.2f} {t_spark:8.2f} {t_spark / t_local:8.1f}  {result}", flush=True)
-            path.unlink()
+            for made in Path(d).iterdir():
+                shutil.rmtree(made) if made.is_dir() else made.unlink()
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
