@@ -48,10 +48,11 @@ import pyarrow as pa
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.design.classic import randomized_response
-from pramkit.engines import spark as ps
-from pramkit.manifest import Manifest
 from pramkit.engine.perturb import TablePerturber, available_threads
 from pramkit.engine.rng import SecretKey
+from pramkit.engine.spark.perturb import _through_python
+from pramkit.engines import spark as ps
+from pramkit.manifest import Manifest
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame
@@ -207,7 +208,7 @@ def main() -> None:
                                     key=KEY, row_number="id"))
     generated = spark_rows(spark.range(n, numPartitions=parts), tables)
     jvm = timed_job(generated)
-    trip = timed_job(ps._through_python(generated, generated.columns, F.col("id"), PERTURBED, PERTURBED, unchanged))
+    trip = timed_job(_through_python(generated, generated.columns, F.col("id"), PERTURBED, PERTURBED, unchanged))
     spark_secs, spark_used = job = timed_job(ps.perturb(generated, manifest, key=KEY, row_number="id"))
     every = timed_job(generated.mapInArrow(identity, generated.schema))
     print(f"Spark {spark.version}, master {args.master} ({slots} cores), spark.range in {parts} partitions")

@@ -171,7 +171,7 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("measures", ("pramkit.matrix", "pramkit.privacy", "pramkit.ledger", "pramkit.information",
                   "pramkit.distances")),
     ("manifest", ("pramkit.manifest",)),
-    # perturbing: draws, shuffles, receipts; the Spark adapter (pramkit.engines) is to move in here
+    # perturbing: draws, shuffles, receipts, the Spark passes (pramkit.engines.spark re-exports them)
     ("engine", ("pramkit.engine", "pramkit.engines")),
     ("estimate", ("pramkit.estimate",)),
     # the design families and their registry
@@ -180,8 +180,8 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("risk", ("pramkit.risk",)),
     # the designs that read a risk measure: protection against spontaneous recognition
     ("recognition", ("pramkit.design.recognition",)),
-    # the workflows: a release designed and written, swapped, synthesized, resampled, audited
-    ("workflows", ("pramkit.release", "pramkit.engine.swap", "pramkit.synthesize", "pramkit.resample",
+    # the workflows: a release designed and written, swapped (on Spark too), synthesized, resampled, audited
+    ("workflows", ("pramkit.release", "pramkit.engine.swap", "pramkit.engine.spark.swap", "pramkit.synthesize", "pramkit.resample",
                    "pramkit.audit")),
     ("reports", ("pramkit.report", "pramkit.reproduce", "pramkit.sklearn")),
     ("workbench", ("pramkit.workbench", "pramkit.demo")),

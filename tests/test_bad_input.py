@@ -153,7 +153,7 @@ def cases(d: Path) -> list[tuple[list, str]]:
         (apply + [d / "o.csv", "--chunk-rows", "0"], "at least 1"),
         (apply + [d / "o.csv", "--chunk-rows", "many"], "invalid int value"),
         (apply + [d / "o.csv", "--threads", "0"], "threads must be at least 1"),
-        (apply + [d / "o.csv", "--engine", "gpu"], "invalid choice"),
+        (apply + [d / "o.csv", "--engine", "gpu"], "engine must be one of 'local', 'spark', got 'gpu'"),
         (apply + [d / "o.parquet", "--engine", "spark", "--spark-master", "bogus://x"], "Spark"),
         (apply + [d / "o.csv", "--na-values", "1"], "missing-value code"),
         (apply + [d / "o.csv", "--na-values", "NA,m"], "category 'm' is a missing-value code"),

@@ -436,6 +436,7 @@ def count_codes(
     codes: ArrayLike,
     *,
     weights: ArrayLike | None = None,
+    times: ArrayLike | None = None,
 ) -> CountTable:
     """The contingency table of records already encoded (:func:`pramkit.codebook.encode`).
 
@@ -451,11 +452,14 @@ def count_codes(
         is left out of the table and counted in ``missing``.
     weights : array of float, shape (n,), optional
         Each record's weight; their sums per cell are returned as ``weight_sums``.
+    times : array of int, shape (n,), optional
+        How many records each column of ``codes`` stands for (a table of distinct records and
+        their counts; ``weights`` are then their weights' sums); default one each.
 
     Returns
     -------
     CountTable
-        ``rows`` is ``n``.
+        ``rows`` is ``n`` (the sum of ``times``).
 
     Raises
     ------
@@ -468,6 +472,12 @@ def count_codes(
     ...                 weights=[1.0, 2.0, 3.0, 4.0])
     >>> t.counts.tolist(), t.weight_sums.tolist(), t.rows, t.missing
     ([[0, 0, 2], [1, 0, 0]], [[0.0, 0.0, 4.0], [2.0, 0.0, 0.0]], 4, 1)
+
+    The same records as distinct rows with their counts:
+
+    >>> d = count_codes(["x", "y"], [("a", "b"), (0, 1, 2)], [[0, 1, -1], [2, 0, 1]], times=[2, 1, 1])
+    >>> d.counts.tolist() == [[0, 0, 2], [1, 0, 0]], d.rows, d.missing
+    (True, 4, 1)
     """
     codes = np.asarray(codes).reshape(len(columns), -1)
     shape = tuple(len(c) for c in categories)
@@ -477,8 +487,14 @@ def count_codes(
     sums = None
     if weights is not None:
         sums = np.bincount(flat, weights=np.asarray(weights, dtype=float)[~absent], minlength=cells).reshape(shape)
-    return CountTable(tuple(columns), tuple(tuple(c) for c in categories),
-                      np.bincount(flat, minlength=cells).reshape(shape), codes.shape[1], int(absent.sum()), sums)
+    if times is None:
+        return CountTable(tuple(columns), tuple(tuple(c) for c in categories),
+                          np.bincount(flat, minlength=cells).reshape(shape), codes.shape[1], int(absent.sum()), sums)
+    each = np.asarray(times, dtype=np.int64)
+    counts = np.zeros(cells, dtype=np.int64)
+    np.add.at(counts, flat, each[~absent])  # exact in integers
+    return CountTable(tuple(columns), tuple(tuple(c) for c in categories), counts.reshape(shape),
+                      int(each.sum()), int(each[absent].sum()), sums)
 
 
 def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | None,
@@ -587,9 +603,10 @@ def _cells_bound(groups: Sequence[Sequence[str]], cats: Mapping[str, Sequence[La
 
 def _count_groups(tables: Any, columns: Sequence[str], groups: Sequence[Sequence[str]],
                   cats: Mapping[str, Sequence[Label]], quiet: bool, total: int | None, weights: str | None = None,
-                  max_cells: int = MAX_CELLS) -> CountTables:
+                  max_cells: int = MAX_CELLS, frequency: str | None = None) -> CountTables:
     """The tables of ``groups`` (each a few of ``columns``), summed over Arrow tables (chunks) encoded
-    once each (:func:`chunk_codes`) and counted one by one (:func:`count_codes`)."""
+    once each (:func:`chunk_codes`) and counted one by one (:func:`count_codes`).  With ``frequency``,
+    each row of a table stands for that column's number of records (and ``weights`` holds their sum)."""
     _cells_bound(groups, cats, max_cells)
     where = {c: i for i, c in enumerate(columns)}
     shapes = [tuple(len(cats[c]) for c in g) for g in groups]
@@ -601,17 +618,20 @@ def _count_groups(tables: Any, columns: Sequence[str], groups: Sequence[Sequence
     with progress(total=total, desc="counting", unit="rows", quiet=quiet) as bar:
         for table in tables:
             codes = chunk_codes(table, columns, cats, rows)
-            w = None if weights is None else _weights_of(table, weights, rows)
+            times = None if frequency is None else table.column(frequency).to_numpy().astype(np.int64)
+            w = None if weights is None else (
+                _weights_of(table, weights, rows) if times is None else table.column(weights).to_numpy())
             for i, g in enumerate(groups):
-                part = count_codes(g, [cats[c] for c in g], codes[[where[c] for c in g]], weights=w)
+                part = count_codes(g, [cats[c] for c in g], codes[[where[c] for c in g]], weights=w, times=times)
                 counts[i] += part.counts
                 if sums is not None and part.weight_sums is not None:
                     sums[i] += part.weight_sums
                 left_out[i] += part.missing
             absent = (codes == MISSING).any(axis=0)
-            missing += int(absent.sum())
-            whole += int((~absent & ~(codes == none).any(axis=0)).sum())
-            rows += table.num_rows
+            each = np.ones(table.num_rows, dtype=np.int64) if times is None else times
+            missing += int(each[absent].sum())
+            whole += int(each[~absent & ~(codes == none).any(axis=0)].sum())
+            rows += int(each.sum())
             bar.update(table.num_rows)
     if rows == 0:
         raise DataError("there are no data rows to count")
@@ -877,3 +897,67 @@ def count_groups(
     _, batches = iter_batches(data, columns=every, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
                               encoding=encoding)
     return _count_groups(batches, every, made, cats, quiet, meta.rows, max_cells=max_cells)
+
+
+def count_distinct(
+    table: pa.Table,
+    groups: Sequence[Sequence[str]],
+    *,
+    times: str,
+    columns: Sequence[str] | None = None,
+    categories: Mapping[str, Sequence[Label]] | None = None,
+    missing: str = "exclude",
+    weights: str | None = None,
+    max_cells: int = MAX_CELLS,
+) -> CountTables:
+    """:func:`count_groups` of records given as their distinct combinations and how many records each holds.
+
+    The tables are those :func:`count_groups` counts from the records themselves: a combination
+    of values stands for ``times`` records, its categories are found (or checked against the
+    declared ones) as in a file, and ``weights`` holds the sum of its records' weights.  This is
+    how the Spark engine counts: Spark aggregates the records into their combinations
+    (:func:`pramkit.engine.spark.counts.combinations`), this counts them on one machine.  An error
+    naming a value names no row (the rows are not at hand).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        One row per combination of the counted columns.
+    groups : sequence of sequences of str
+        The groups of columns, as :func:`count_groups`.
+    times : str
+        The column of ``table`` holding each combination's number of records.
+    columns, categories, missing, max_cells
+        As :func:`count_groups`.
+    weights : str, optional
+        The column of ``table`` holding each combination's sum of weights (returned as ``weight_sums``).
+
+    Returns
+    -------
+    CountTables
+
+    Examples
+    --------
+    The records ``(a, 1), (b, 2), (a, 1), (missing, 2)`` of a CSV file, as their combinations:
+
+    >>> distinct = pa.table({"x": ["a", "b", None], "y": ["1", "2", "2"], "n": [2, 1, 1]})
+    >>> d = count_distinct(distinct, [["x", "y"]], times="n", missing="category")
+    >>> d.categories, d.group("x", "y").counts.tolist(), d.rows, d.complete_rows
+    ((('a', 'b', None), (1, 2)), [[2, 0], [0, 1], [0, 1]], 4, 3)
+    """
+    if missing not in ("exclude", "category"):
+        raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
+    every, made = _groups(groups, columns)
+    require = [c for c in [*every, times, *([weights] if weights else [])] if c not in table.column_names]
+    if require:
+        raise DataError(f"column(s) {require} are not in the table; its columns are {table.column_names}")
+    cats: dict[str, Sequence[Label]] = {c: v for c, v in (categories or {}).items() if c in every}
+    todo = [c for c in every if c not in cats]
+    if todo:
+        found = _distinct([table.select(todo)], todo, True, None, missing == "category")
+        for c in todo:
+            clash = spelling_clash(found[c])
+            if clash is not None:
+                raise spelling_error(c, clash)
+        cats.update(found)
+    return _count_groups([table], every, made, cats, True, None, weights, max_cells, frequency=times)

@@ -145,6 +145,25 @@ def release_label(value: Any, name: str = "the release label") -> str:
     return text
 
 
+#: The engines that run the passes over records: this machine, or Spark (:mod:`pramkit.engine.spark`).
+ENGINES = ("local", "spark")
+#: The Spark master URL used when none is given.
+SPARK_MASTER = "local[2]"
+
+
+def engine_name(value: Any) -> str:
+    """An engine's name, one of :data:`ENGINES`.
+
+    >>> engine_name("spark")
+    'spark'
+    >>> engine_name("dask")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: engine must be one of 'local', 'spark', got 'dask'
+    """
+    return str(Choice(ENGINES).check(value, "engine"))
+
+
 #: Names a CSV separator may be given by besides its character (a tab is hard to type on a command line).
 SEP_NAMES = {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|", "space": " "}
 

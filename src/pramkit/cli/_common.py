@@ -75,6 +75,34 @@ def add_na_values(parser: argparse.ArgumentParser) -> None:
                              "the same")
 
 
+def add_engine_options(parser: argparse.ArgumentParser, spark: str = "Spark jobs") -> None:
+    """``--engine`` and ``--spark-master``: where the command's passes over records run, the same options
+    for every command that reads records (the library routes: :mod:`pramkit.engine.spark`).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A command's parser; the options are parsed into ``engine`` and ``spark_master``.
+    spark : str
+        What ``--engine spark`` does for this command, for its help.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_engine_options(parser)
+    >>> args = parser.parse_args(["--engine", "spark", "--spark-master", "local[4]"])
+    >>> args.engine, args.spark_master, parser.parse_args([]).engine, parser.parse_args([]).spark_master
+    ('spark', 'local[4]', 'local', 'local[2]')
+    """
+    from pramkit.validate import ENGINES, SPARK_MASTER
+
+    parser.add_argument("--engine", metavar="{" + ",".join(ENGINES) + "}", default=ENGINES[0],
+                        help=f"local: streamed on this machine (default); spark: {spark}")
+    parser.add_argument("--spark-master", default=SPARK_MASTER,
+                        help="Spark master URL for --engine spark (default %(default)s)")
+
+
 def add_csv_dialect(parser: argparse.ArgumentParser) -> None:
     """``--sep`` and ``--encoding``: how the command's CSV data files are written, the same options for every
     command that reads one (checked by :func:`pramkit.validate.csv_separator` and

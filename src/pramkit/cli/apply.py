@@ -6,7 +6,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_csv_dialect, add_na_values, add_quiet, comma_names, figure, print_json
+from pramkit.cli._common import (
+    Files,
+    add_csv_dialect,
+    add_engine_options,
+    add_na_values,
+    add_quiet,
+    comma_names,
+    figure,
+    print_json,
+)
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS
 
@@ -53,9 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_csv_dialect(p)
     p.add_argument("--threads", type=int, default=None,
                    help="threads that perturb a chunk (default: every core; the release is the same for any number)")
-    p.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="local: streamed on this machine (default); spark: a Spark job writing a folder of part files")
-    p.add_argument("--spark-master", default="local[2]", help="Spark master URL for --engine spark (default %(default)s)")
+    add_engine_options(p, "a Spark job writing a folder of part files")
     p.add_argument("--shuffle", action="store_true",
                    help="write the rows in an order drawn from the key (same release for any chunk size or engine); "
                         "the summary and the receipt then state the file's central (epsilon, delta)")
@@ -199,8 +206,9 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.engine.perturb import apply_file
     from pramkit.engine.rng import SecretKey
     from pramkit.errors import ParameterError
-    from pramkit.validate import release_label
+    from pramkit.validate import engine_name, release_label
 
+    engine_name(args.engine)  # before anything is read
     if args.release is not None and not args.release:
         raise ParameterError("--release needs a label (leave the flag out for none)")
     label = "" if args.release is None else release_label(args.release, "--release")

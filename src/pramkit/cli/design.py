@@ -19,7 +19,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pramkit.cli._common import add_csv_dialect, add_na_values, add_quiet, comma_names, comma_numbers, print_json
+from pramkit.cli._common import (
+    add_csv_dialect,
+    add_engine_options,
+    add_na_values,
+    add_quiet,
+    comma_names,
+    comma_numbers,
+    print_json,
+)
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 
@@ -72,6 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_na_values(p)
     add_csv_dialect(p)
+    add_engine_options(p, "the data's counts aggregated by Spark (CSV or Parquet), the same design")
     add_quiet(p)
     p.set_defaults(func=run, files=files)
 

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.cli._common import add_csv_dialect, add_na_values, comma_names, note, print_json
+from pramkit.cli._common import add_csv_dialect, add_engine_options, add_na_values, comma_names, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.errors import ParameterError
 from pramkit.estimate.estimators import CONSISTENT
@@ -63,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_arguments(p, EstimateSpec, GROUPS)  # every estimate setting, declared once (pramkit.estimate.spec)
     add_na_values(p)
     add_csv_dialect(p)
+    add_engine_options(p, "the counts and the weighted sums by stratum and PSU aggregated by Spark (CSV or Parquet), the same estimates")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--emit-r", metavar="FILE", type=Path,
                    help="instead of estimating, write an R script (R and jsonlite only) that reads the released "
@@ -130,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
         if other:
             raise ParameterError(f"{other[0]} reads one manifest; the manifests applied one after the other are "
                                  "estimated as tables (--vars)")
+    if args.engine != "local" and (args.regress is not None or args.emit_r is not None or args.emit is not None):
+        raise ParameterError("--engine spark estimates tables (--vars); --regress and --emit read records on this "
+                             "machine: use --engine local")
     if args.regress is not None:
         return _regress(args)
     if args.family is not None:
@@ -146,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", ReceiptWarning)  # checked above, naming the manifest's file
         result = estimate_table(args.released, manifests if len(manifests) > 1 else manifests[0], names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence, estimator=args.estimator,
-                                na_values=args.na_values, sep=args.sep, encoding=args.encoding, **_survey(args))
+                                na_values=args.na_values, sep=args.sep, encoding=args.encoding, **_survey(args),
+                                engine=args.engine, spark_master=args.spark_master)
     note("estimate", unchecked)  # after the work: an error stays the only line
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_csv_dialect, add_na_values, comma_names, note, print_json
+from pramkit.cli._common import Files, add_csv_dialect, add_engine_options, add_na_values, comma_names, note, print_json
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
@@ -94,6 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
     add_csv_dialect(p)
+    add_engine_options(p, "the key table and weight sums aggregated by Spark (CSV or Parquet), the same figures")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, files=files)
 
@@ -162,10 +163,14 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.manifest import Manifest
     from pramkit.risk.identification import identification_risk
     from pramkit.risk.plots import RISK_PLOT, plot_fit
+    from pramkit.validate import engine_name
 
     keys = comma_names(args.keys)
     if not keys:
         raise ParameterError("--keys needs at least one column name")
+    if engine_name(args.engine) != "local" and (args.suda or args.contributions or args.household is not None):
+        raise ParameterError("--engine spark counts the key table of tau1, tau2 and the per-record risk; --suda, "
+                             "--contributions and --household read records on this machine: use --engine local")
     if args.suda or args.contributions:
         return _suda(args, keys) if args.suda else _contributions(args, keys)
     if args.max_size is not None or args.replicates != CONTRIBUTION_REPLICATES or args.max_steps is not None:
@@ -186,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
         args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
         model=args.model, manifest=manifest, original=args.original, missing=args.missing,
         fractions=args.fractions, na_values=args.na_values, sep=args.sep, encoding=args.encoding,
+        engine=args.engine, spark_master=args.spark_master,
     )
     out = result.to_dict()
     if args.plot:

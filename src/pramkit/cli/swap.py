@@ -7,9 +7,18 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import Files, add_csv_dialect, add_na_values, comma_names, figure, print_json
+from pramkit.cli._common import (
+    Files,
+    add_csv_dialect,
+    add_engine_options,
+    add_na_values,
+    comma_names,
+    figure,
+    print_json,
+)
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CHUNK_ROWS, SWAP_DONOR_RULES
+from pramkit.errors import ParameterError
 
 if TYPE_CHECKING:
     from pramkit.engine.swap import SwapPlan
@@ -60,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="rows per chunk (memory bound; the release is the same for any value; default %(default)s)")
     add_na_values(p)
     add_csv_dialect(p)
+    add_engine_options(p, "the swap drawn here, the records swapped by a Spark job writing a folder of part files")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=run, files=files)
 
@@ -152,12 +162,23 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.engine.rng import SecretKey
     from pramkit.engine.swap import swap_file
+    from pramkit.validate import engine_name
 
+    engine_name(args.engine)  # before anything is read
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    result = swap_file(args.data, plan, args.out, key=key, manifest=args.manifest, force=args.force,
-                       chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners, sep=args.sep,
-                       encoding=args.encoding)
+    if args.engine == "spark":
+        from pramkit.engine.spark.swap import swap_file_spark
+
+        if args.manifest is not None or args.partners is not None:
+            raise ParameterError("--engine spark writes the swapped records and their receipt; --manifest and "
+                                 "--partners are written by --engine local")
+        result = swap_file_spark(args.data, plan, args.out, key=key, force=args.force, master=args.spark_master,
+                                 na_values=args.na_values, sep=args.sep, encoding=args.encoding)
+    else:
+        result = swap_file(args.data, plan, args.out, key=key, manifest=args.manifest, force=args.force,
+                           chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners, sep=args.sep,
+                           encoding=args.encoding)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.swap.result")
         return 0

@@ -20,7 +20,7 @@ from pramkit.errors import ParameterError
 from pramkit.estimate.covariance import check_variance_kind
 from pramkit.estimate.estimators import ESTIMATORS, estimator_name
 from pramkit.settings import check_rules, comma_numbers, markers, setting
-from pramkit.validate import ENCODING, OPEN_PROBABILITY, SEPARATOR, Checked, Choice, Instance
+from pramkit.validate import ENCODING, ENGINES, OPEN_PROBABILITY, SEPARATOR, SPARK_MASTER, Checked, Choice, Instance
 
 #: The groups of ``pramkit estimate --help``.
 GROUPS = {"survey": "survey files (see docs/estimation.md): weighted totals, the design's variance and PRAM's "
@@ -112,6 +112,12 @@ class EstimateSpec:
                        noun="the separator (--sep)", label="Separator")
     encoding: str = setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
                             label="Encoding")
+    engine: str = setting(
+        ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: the counts and the "
+        "weighted sums by stratum and PSU aggregated by Spark (CSV or Parquet), the same estimates", shared=True,
+        label="Engine")
+    spark_master: str = setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"),
+                                "Spark master URL for --engine spark", shared=True, label="Spark master")
 
     def check(self) -> None:
         """Refuse a setting its rule refuses, or survey settings that do not go together; no data read.
@@ -146,15 +152,15 @@ class EstimateSpec:
         Examples
         --------
         >>> sorted(EstimateSpec(weights="w").keywords("released.csv"))  # doctest: +NORMALIZE_WHITESPACE
-        ['confidence', 'encoding', 'estimator', 'method', 'na_values', 'replicates', 'sep', 'survey',
-         'variance']
+        ['confidence', 'encoding', 'engine', 'estimator', 'method', 'na_values', 'replicates', 'sep',
+         'spark_master', 'survey', 'variance']
         """
         from pramkit.estimate.survey import SurveyDesign
 
         self.check()
         out: dict[str, Any] = {"method": self.method, "variance": self.variance, "confidence": self.confidence,
                                "estimator": self.estimator, "na_values": self.na_values, "sep": self.sep,
-                               "encoding": self.encoding}
+                               "encoding": self.encoding, "engine": self.engine, "spark_master": self.spark_master}
         if self.weights is None:
             return out
         survey = SurveyDesign(self.weights, strata=self.strata, psu=self.psu, fpc=self.fpc,

@@ -419,8 +419,9 @@ class CellTotals:
 
     def add(self, cells: np.ndarray, weights: np.ndarray, strata: np.ndarray | None = None,
             psu: np.ndarray | None = None, *, fpc: np.ndarray | None = None,
-            replicates: np.ndarray | None = None) -> None:
-        """Add a chunk of records.
+            replicates: np.ndarray | None = None, squares: np.ndarray | None = None,
+            times: np.ndarray | None = None) -> None:
+        """Add a chunk of records (or of groups of records, with ``squares`` and ``times``).
 
         Parameters
         ----------
@@ -436,6 +437,11 @@ class CellTotals:
             names it; constant within a stratum over all chunks.
         replicates : numpy.ndarray, optional
             ``(n, R)`` replicate weights, given exactly when ``R > 0``.
+        squares, times : numpy.ndarray, optional
+            ``(n,)``: when each row is a group of records of one cell, stratum, PSU and fpc (as the
+            Spark engine aggregates them), ``weights`` and ``replicates`` are the sums of its records',
+            ``squares`` the sum of their squared weights and ``times`` their number; default one
+            record a row.
 
         Raises
         ------
@@ -466,19 +472,24 @@ class CellTotals:
             self._add_fpc(stratum, np.asarray(fpc, dtype=np.float64))
         h = len(self.strata_labels)
         self._squares = _grow(self._squares, h)
-        self._squares[:h] += np.bincount(stratum * self.n_cells + cells, weights * weights,
+        self._squares[:h] += np.bincount(stratum * self.n_cells + cells,
+                                         weights * weights if squares is None else np.asarray(squares, float),
                                          minlength=h * self.n_cells).reshape(h, self.n_cells)
+        each = None if times is None else np.asarray(times, dtype=np.int64)
         if psu is None:
             self._sums = _grow(self._sums, h)
             self._sums[:h] += np.bincount(stratum * self.n_cells + cells, weights,
                                           minlength=h * self.n_cells).reshape(h, self.n_cells)
             self._records = _grow(self._records, h)
-            self._records[:h] += np.bincount(stratum, minlength=h)
+            if each is None:
+                self._records[:h] += np.bincount(stratum, minlength=h)
+            else:
+                np.add.at(self._records, stratum, each)
         else:
             self._add_psus(cells, weights, stratum, np.asarray(psu))
         if replicates is not None:
             self._add_replicates(cells, replicates)
-        self.n_records += n
+        self.n_records += n if each is None else int(each.sum())
 
     def _check_records(self, cells: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``cells`` as int64 and ``weights`` as float64, checked."""

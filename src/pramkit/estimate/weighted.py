@@ -430,7 +430,8 @@ def layout_of(columns: Sequence[str], levels: Sequence[Sequence[Label]], axis_co
 
 
 def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, replicates: Replicates | None,
-                  *, quiet: bool = True, total_rows: int | None = None) -> Any:
+                  *, quiet: bool = True, total_rows: int | None = None, times: str | None = None,
+                  squares: str | None = None) -> Any:
     """Weighted released counts of a table by stratum and PSU (and per replicate), chunk by chunk.
 
     A record with a missing value in the table's columns adds nothing to any cell but still counts
@@ -450,6 +451,10 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
         No progress bar.
     total_rows : int, optional
         The rows expected (for the progress bar).
+    times, squares : str, optional
+        Columns of groups of records instead of records (the Spark engine's aggregation,
+        :func:`pramkit.engine.spark.counts.survey_combinations`): each row's number of records and
+        the sum of their squared weights; the weights and replicate weights are then their sums.
 
     Returns
     -------
@@ -473,8 +478,10 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
             arrays = design.read(frame)
             w = np.where(present, arrays.weights, 0.0)
             rep = None if replicates is None else _replicate_weights(table, replicates, present)
+            q = None if squares is None else np.where(present, table.column(squares).to_numpy(), 0.0)
+            n = None if times is None else table.column(times).to_numpy()
             totals.add(np.where(present, cells, 0), w, strata=arrays.strata, psu=arrays.psu, fpc=arrays.fpc,
-                       replicates=rep)
+                       replicates=rep, squares=q, times=n)
             rows += table.num_rows
             bar.update(table.num_rows)
     return totals

@@ -32,6 +32,7 @@ from pramkit.release.targets import (
     target_groups,
     unpaired_notes,
 )
+from pramkit.validate import SPARK_MASTER, engine_name
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ def _require_weights(data: Any, weights: Sequence[str]) -> None:
         raise DataError(f"weight column(s) {absent} are not in the data; its columns are {list(present)}")
 
 
-def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counted:
+def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True, engine: str = "local",
+                  spark_master: str = SPARK_MASTER) -> Counted:
     """Count the data for a plan and lay out its targets.
 
     Parameters
@@ -98,6 +100,12 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
         From :func:`pramkit.release.plan.plan_release`.
     quiet : bool
         No progress bar.
+    engine : {"local", "spark"}
+        Where the tables are counted: ``"spark"`` aggregates a CSV or Parquet file with Spark
+        (:func:`pramkit.engine.spark.counts.count_groups`, master ``spark_master``), the same tables;
+        the households' table, the edit rules' check and value labels still read the file here.
+    spark_master : str
+        Spark's master URL.
 
     Returns
     -------
@@ -129,7 +137,8 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True) -> Counte
     declared, sources = _declared(plan.counted, plan.categories, plan.prior)
     _require_weights(data, plan.weights)
     groups = target_groups(plan.names, plan.split, plan.shape)
-    table, described, digest = _count(data, list(plan.counted), groups, declared, quiet, plan.reading)
+    reading = plan.reading if engine_name(engine) == "local" else {**plan.reading, "master": spark_master}
+    table, described, digest = _count(data, list(plan.counted), groups, declared, quiet, reading)
     table, sources, notes = _labelled(data, table, sources)
     _require_two(table, plan.names)
     households = household_table(data, plan.shape, table, **plan.reading) if plan.shape.household else None
@@ -166,6 +175,14 @@ def _count(data: Any, names: list[str], groups: Sequence[Sequence[str]], categor
     from pramkit.io import sha256_of
 
     with_missing = {c: (*cats, None) for c, cats in categories.items()}
+    if "master" in reading:  # the Spark engine
+        from pramkit.engine.spark.counts import count_groups as spark_groups
+
+        if not isinstance(data, (str, Path)):
+            raise ParameterError(f"the Spark engine designs from a CSV or Parquet file, not {type(data).__name__}")
+        table = spark_groups(data, groups, columns=names, categories=with_missing or None, missing="category",
+                             **reading)
+        return table, str(data), sha256_of(data)
     if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
         table = count_groups(data, groups, columns=names, categories=with_missing or None, missing="category",
                              quiet=quiet, **reading)

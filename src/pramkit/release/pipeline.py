@@ -25,13 +25,15 @@ from pramkit.release.count import count_release
 from pramkit.release.frequencies import design_frequencies
 from pramkit.release.plan import ReleasePlan, plan_release
 from pramkit.release.record import Release
+from pramkit.validate import SPARK_MASTER
 
 if TYPE_CHECKING:
     from pramkit.engine.rng import SecretKey
 
 
 def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = None,
-                   key: SecretKey | None = None, quiet: bool = True) -> Release:
+                   key: SecretKey | None = None, quiet: bool = True, engine: str = "local",
+                   spark_master: str = SPARK_MASTER) -> Release:
     """Design a planned release: its manifest and its private design record.
 
     Parameters
@@ -49,6 +51,11 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
         release again.  Not with ``rng``.
     quiet : bool
         No progress bars.
+    engine : {"local", "spark"}
+        Where the data is counted (:func:`pramkit.release.count.count_release`): ``"spark"`` aggregates
+        a CSV or Parquet file with Spark (master ``spark_master``); the same counts, the same design.
+    spark_master : str
+        Spark's master URL.
 
     Returns
     -------
@@ -77,7 +84,7 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     if rng is not None and key is not None:
         raise ParameterError("give the design step's randomness once: rng or key, not both")
     t0 = time.perf_counter()
-    counted = count_release(data, plan, quiet=quiet)
+    counted = count_release(data, plan, quiet=quiet, engine=engine, spark_master=spark_master)
     freqs = design_frequencies(plan, counted, rng=rng, key=key)
     allocation = allocate(plan, counted, freqs)
     built = build_matrices(plan, counted, freqs, allocation, quiet=quiet)

@@ -30,7 +30,7 @@ from pramkit.errors import ParameterError
 from pramkit.release.plan import RULES, check_split
 from pramkit.settings import Setting, check_rules, markers, setting, settings
 from pramkit.settings import flags as spec_flags
-from pramkit.validate import OPEN_PROBABILITY, Checked, Choice, Flag, Instance, Number
+from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number
 
 if TYPE_CHECKING:
     from pramkit.engine.rng import SecretKey
@@ -252,6 +252,11 @@ class ReleaseSpec:
                        noun=RULES["sep"].noun, label="Separator")
     encoding: str = setting(CSV_ENCODING, str, RULES["encoding"].rule, "the character encoding of a CSV file", shared=True,
                             label="Encoding")
+    engine: str = setting(
+        ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: the data's counts "
+        "aggregated by Spark (CSV or Parquet), the same design", shared=True, label="Engine")
+    spark_master: str = setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"),
+                                "Spark master URL for --engine spark", shared=True, label="Spark master")
     derive_from: Path | None = setting(
         None, Path, _path(), "design a second step applied to the file that manifest released (a public-use file "
         "from a scientific-use file), with record epsilon --epsilon; reads no data (docs/privacy.md)",
@@ -344,6 +349,9 @@ class ReleaseSpec:
         """
         check_rules(self, skip=lambda s: s.option is not None)
         self.check_family_flags()
+        if self.engine != "local" and (self.recognition is not None or self.target is not None):
+            raise ParameterError("--engine spark counts the data of a release designed with --epsilon; "
+                                 "--recognition and --target read records on this machine: use --engine local")
         rules = FAMILIES[self.method].options
         for s in settings(self):
             value = getattr(self, s.name)
@@ -483,7 +491,8 @@ class ReleaseSpec:
         else:
             from pramkit.release.pipeline import design_planned
 
-            release = design_planned(data, self.plan(variables), key=key, quiet=quiet)
+            release = design_planned(data, self.plan(variables), key=key, quiet=quiet, engine=self.engine,
+                                     spark_master=self.spark_master)
         if self.recoded_by is not None:
             from pramkit.recode import declare_recoding
 

@@ -32,6 +32,7 @@ released weights when they vary only with keys that are not perturbed.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -60,6 +61,7 @@ from pramkit.risk.loglinear import (
     fit_loglinear_misclassified,
 )
 from pramkit.risk.misclassified import CellRisk, cell_risk
+from pramkit.validate import SPARK_MASTER, engine_name
 
 __all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "identification_risk", "independence_risk",
            "sampling_fraction_of"]
@@ -310,26 +312,35 @@ def _file_risk(
     sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
     manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
     na_values: Sequence[str], joints: list[_Joint],
-    sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, spark_master: str | None = None,
 ) -> RiskResult:
-    """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file`:
-    the same figures from the cell counts (and weight sums), memory bounded by a chunk and
-    the table; no per-record output."""
+    """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file` (or aggregated
+    by Spark, with ``spark_master``: :func:`pramkit.engine.spark.counts.count_file`): the same figures from
+    the cell counts (and weight sums), memory bounded by a chunk and the table; no per-record output."""
     if weights is not None and not isinstance(weights, str):
         raise ParameterError("with a file, weights must name its weight column")
-    if original is not None and not (isinstance(original, (str, Path)) or streamed(original)):
+    from pramkit.engine.spark.counts import is_spark_frame
+
+    if original is not None and not (isinstance(original, (str, Path)) or streamed(original)
+                                     or (spark_master is not None and is_spark_frame(original))):
         raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
                              "a polars frame or an Arrow table too")
+    if spark_master is None:
+        count: Any = count_file
+    else:
+        from pramkit.engine.spark.counts import count_file as spark_count
+
+        count = functools.partial(spark_count, master=spark_master)
     declared = _axis_categories(manifest, keys, perturbed, joints)
-    table = count_file(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
-                       max_cells=MAX_CELLS, sep=sep, encoding=encoding)
+    table = count(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
+                  max_cells=MAX_CELLS, sep=sep, encoding=encoding)
     counts = table.counts.astype(float)
     if counts.sum() == 0:
         raise DataError("every record has a missing key value; use missing='category' to count them")
     source = source_sums = None
     if original is not None:
-        source_table = count_file(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
-                                  missing=missing, na_values=na_values, sep=sep, encoding=encoding)
+        source_table = count(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
+                             missing=missing, na_values=na_values, sep=sep, encoding=encoding)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
     names = _folding(keys, counts.shape, joints)[2]
     folded = _fold(counts, keys, joints)
@@ -496,6 +507,8 @@ def identification_risk(
     na_values: Sequence[str] = NA_VALUES,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    engine: str = "local",
+    spark_master: str = SPARK_MASTER,
 ) -> RiskResult:
     """tau1, tau2 (eqs. (4)-(5) of the module docstring) and per-record risks of ``data`` on ``keys``.
 
@@ -523,6 +536,11 @@ def identification_risk(
     na_values : texts that mean missing in a CSV file besides the empty field (default ``("NA",)``)
     sep, encoding : the field separator and character encoding of a CSV file (default ``","``, ``"utf-8"``;
         :func:`pramkit.io.csv_dialect`)
+    engine : ``"local"`` (default) or ``"spark"``: the key table and the per-cell weight sums of a CSV or
+        Parquet file (or of a Spark DataFrame, which implies it) aggregated by Spark
+        (:func:`pramkit.engine.spark.counts.count_file`, master ``spark_master``), the rest as for a file;
+        the same figures (weight sums added in another order: equal to about 1e-15 relative)
+    spark_master : Spark's master URL
 
     Returns
     -------
@@ -571,11 +589,14 @@ def identification_risk(
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
     singles, joints = _perturbation(manifest, keys)
-    if isinstance(data, (str, Path)) or frame_kind(data) == "polars-lazy":  # a LazyFrame streams like a file
+    from pramkit.engine.spark.counts import is_spark_frame
+
+    on_spark = engine_name(engine) == "spark" or is_spark_frame(data)
+    if on_spark or isinstance(data, (str, Path)) or frame_kind(data) == "polars-lazy":  # a LazyFrame streams
         return _file_risk(data, keys, singles, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
                           missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values, joints=joints,
-                          sep=sep, encoding=encoding)
+                          sep=sep, encoding=encoding, spark_master=spark_master if on_spark else None)
     categories = None
     declared = _axis_categories(manifest, keys, singles, joints)
     if declared:

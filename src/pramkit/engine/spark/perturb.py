@@ -1,0 +1,187 @@
+"""Perturbation of Spark DataFrames with the same keyed counter-based draws as the local engine.
+
+The draw for row ``i`` of variable ``v`` is ``U(K, v, i)`` (:mod:`pramkit.engine.rng`),
+where ``K`` is the release key, derived once on the driver from the secret key, the
+manifest and the release's label (:func:`pramkit.engine.perturb.release_key`), so a
+Spark job releases exactly what :func:`pramkit.apply_file` releases for the same key,
+manifest and label, whatever the number of partitions, provided both agree on the row
+numbers ``i``:
+
+* with ``row_number="col"``, an integer column holds each record's row number
+  (0-based position in the original file): any partitioning and any shuffle
+  give the same result;
+* without it, row numbers follow the DataFrame's current order, computed
+  from ``monotonically_increasing_id`` and per-partition counts.  This is
+  the file order for a DataFrame read from a single CSV or Parquet file
+  without a shuffle in between.
+
+Perturbation runs in a scalar Arrow UDF (``arrow_udf``, pyspark 4.1 or later)
+with :class:`pramkit.engine.perturb.TablePerturber`, the code path of the local
+engine.  Only the row numbers and the columns perturbation reads go to the
+Python workers, and only the perturbed columns come back: the other columns
+stay in the JVM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from pramkit.codebook import MissingCodes
+from pramkit.engine.perturb import TablePerturber
+from pramkit.engine.rng import SecretKey
+from pramkit.engine.spark.session import SparkEngineError, _one_line_errors, _quoted, _require_pyspark
+from pramkit.errors import DataError
+from pramkit.io import require_columns
+from pramkit.manifest import Manifest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+#: Bits of ``monotonically_increasing_id`` that number rows within a partition.
+_ROW_BITS = 33
+_MONO = "__pramkit_mono"
+_OUT = "__pramkit_released"
+_ORDER = "__pramkit_order"
+
+
+def _with_row_numbers(df: DataFrame, row_number: str | None) -> tuple[DataFrame, Any, dict[int, int] | None]:
+    """The DataFrame (with a helper column when rows are numbered by order), the column of row numbers
+    or of ``monotonically_increasing_id``, and in the latter case the offset of each partition."""
+    F = _require_pyspark()
+    if row_number is not None:
+        require_columns([row_number], df.columns, "the DataFrame")
+        return df, F.col(_quoted(row_number)).cast("long"), None
+    numbered = df.withColumn(_MONO, F.monotonically_increasing_id())
+    sizes = (
+        numbered.groupBy(F.shiftright(F.col(_MONO), _ROW_BITS).alias("p")).count().collect()
+    )
+    offsets, total = {}, 0
+    for row in sorted(sizes, key=lambda r: r["p"]):
+        offsets[int(row["p"])] = total
+        total += int(row["count"])
+    return numbered, F.col(_MONO), offsets
+
+
+def _row_numbers_of(numbers: pa.Array, offsets: dict[int, int] | None) -> np.ndarray:
+    """Row numbers from the row-number column, or from ``monotonically_increasing_id`` and the partitions' offsets."""
+    if offsets is None:
+        if numbers.null_count:
+            raise DataError("the row-number column has missing values")
+        return numbers.to_numpy().astype(np.int64)
+    mono = numbers.to_numpy().astype(np.int64)
+    part = mono >> _ROW_BITS
+    within = mono & ((1 << _ROW_BITS) - 1)
+    base = np.fromiter((offsets[int(p)] for p in part), dtype=np.int64, count=part.size) \
+        if np.unique(part).size > 1 else np.full(part.size, offsets[int(part[0])], dtype=np.int64)
+    return base + within
+
+
+@_one_line_errors
+def perturb(
+    df: DataFrame,
+    manifest: Manifest,
+    *,
+    key: SecretKey,
+    row_number: str | None = None,
+    missing_codes: MissingCodes | None = None,
+    release: str = "",
+) -> DataFrame:
+    """The released DataFrame: the manifest's columns perturbed, all others unchanged.
+
+    Rows keep their order within partitions; ``row_number`` names a column of
+    0-based row numbers (see the module docstring for the default).
+    ``missing_codes`` are values that mean missing although they are not null
+    (e.g. ``NA`` in a CSV file): they are not perturbed and stay as they are.
+    The perturbed columns come back nullable, whatever they were.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The original records.
+    manifest : Manifest
+        The release's manifest.
+    key : SecretKey
+        The secret key.
+    row_number : str, optional
+        A column of 0-based row numbers.
+    missing_codes : MissingCodes, optional
+        Values declared missing.
+    release : str
+        The release's label (``""``: none), as :func:`pramkit.perturb_frame`'s.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+
+    Raises
+    ------
+    SparkEngineError
+        pyspark is older than 4.1 (it has no Arrow UDFs)
+    ParameterError
+        ``release`` is not a label, or ``key`` was derived for another release.
+
+    Examples
+    --------
+    The same release as the local engine, row by row:
+
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> from pramkit.engine.spark import session
+    >>> import pandas as pd
+    >>> from pramkit import Manifest, PramMatrix, perturb_frame
+    >>> data = pd.DataFrame({"row": range(6), "sex": ["m", "f", "f", "m", "m", "f"]})
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.6, 0.6], ["f", "m"])})
+    >>> key = SecretKey(bytes(32), "zeros")
+    >>> released = perturb(session("local[1]").createDataFrame(data), manifest, key=key, row_number="row")
+    >>> released.toPandas().sort_values("row")["sex"].tolist() == perturb_frame(data, manifest, key=key).data["sex"].tolist()
+    True
+    """
+    if not hasattr(_require_pyspark(), "arrow_udf"):
+        raise SparkEngineError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
+    require_columns(manifest.read_columns, df.columns, "the DataFrame")
+    # the release key, derived here on the driver; it refuses a missing code among the categories here too
+    stream = TablePerturber(manifest, key, missing_codes, release=release).key
+    numbered, numbers, offsets = _with_row_numbers(df, row_number)
+
+    def perturbed(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
+        perturber = TablePerturber(manifest, stream, missing_codes, release=release)
+        for row_numbers, table in batches:
+            if not len(row_numbers):
+                yield table
+                continue
+            rows = _row_numbers_of(row_numbers, offsets)
+            if np.all(np.diff(rows) == 1):  # one run of consecutive rows: the sequential stream
+                yield perturber(table, int(rows[0]))
+            else:
+                yield perturber(table, rows=rows)
+
+    return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, perturbed)
+
+
+def _through_python(df: DataFrame, columns: Sequence[str], numbers: Any, read: Sequence[str],
+                    written: Sequence[str], function: Callable[[Iterator[tuple[pa.Array, pa.Table]]],
+                                                                Iterator[pa.Table]]) -> DataFrame:
+    """The ``columns`` of ``df``, those of ``written`` replaced by what ``function`` computes in the Python workers.
+
+    ``function`` receives each partition's batches as pairs (the column ``numbers``, a table of
+    the columns ``read``) and yields, for each, a table with the columns ``written``.  It runs
+    in a scalar Arrow UDF: only those columns go to Python and back, the others stay in the JVM.
+    """
+    F = _require_pyspark()
+    from pyspark.sql.types import StructType
+
+    def run(batches: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.Array]:
+        tables = ((first, pa.table(dict(zip(read, values)))) for first, *values in batches)
+        for table in function(tables):
+            yield pa.StructArray.from_arrays([table.column(name).combine_chunks() for name in written],
+                                             names=list(written))
+
+    udf = F.arrow_udf(run, StructType([df.schema[name] for name in written]))  # batches in, by the type hints
+    out = udf(numbers, *(F.col(_quoted(name)) for name in read)).alias(_OUT)
+    return df.select(*(F.col(_quoted(name)) for name in columns), out).select(
+        *(F.col(_OUT).getField(name).alias(name) if name in written else F.col(_quoted(name)) for name in columns))
