@@ -20,6 +20,7 @@ import pytest
 
 from pramkit._json import OUTPUT_FORMATS
 from pramkit.cli import build_parser, main
+from pramkit.engine.rng import SecretKey
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -116,7 +117,7 @@ def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     frame["hsize"] = 3
     frame.to_csv(d / "data.csv", index=False)
     f = {"dir": d, "data": d / "data.csv", "key": d / "key", "manifest": d / "m.json", "released": d / "r.csv"}
-    assert main(["keygen", str(f["key"])]) == 0
+    SecretKey(bytes(range(32)), "the schema tests' key").save(f["key"])  # one release: the outputs are the same each run
     run_json(["design", f["data"], "--vars", "age,sex,marital_status", "--epsilon", "4", "--out", f["manifest"],
               "--key-file", f["key"], "--quiet"])
     run_json(["apply", f["data"], "--manifest", f["manifest"], "--out", f["released"], "--key-file", f["key"],

@@ -23,3 +23,6 @@ CONTRIBUTION_REPLICATES = 20
 #: same area of the level above; the default) and ``any-area`` (donors from any other area of the swap level,
 #: risky donors first: sdcMicro's recordSwap).
 SWAP_DONOR_RULES: tuple[str, ...] = ("same-parent", "any-area")
+#: What a design does with records that break a rule: refuse the file, or keep them exactly (named by
+#: the ledger).
+RULE_BREAKING = ("error", "keep")

@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from pramkit.codebook import canonical
+from pramkit.defaults import RULE_BREAKING as RULE_BREAKING  # the treatments of rule breakers, public here
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 
 #: What to do with an original record that breaks a rule: stop with an error naming the
 #: row, or keep the record as it is (released unperturbed, and counted in the result).
-RULE_BREAKING = ("error", "keep")
 #: Separates the alternatives of one cell of a rules file (``0-4|5-9``).
 ALTERNATIVES = "|"
 

@@ -16,85 +16,22 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.design.registry import FAMILIES, DesignFamily, family
+from pramkit.design.registry import DesignFamily, family
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.ledger import FrequencySource
 from pramkit.public_inputs import Prior, read_codebook, read_prior, require_variables
-from pramkit.release.targets import RULE_BREAKING, Shape, structure
+from pramkit.release.rules import check_settings, check_split
+from pramkit.release.targets import Shape, structure
 from pramkit.structure import Rules
 from pramkit.validate import (
-    ENCODING,
-    POSITIVE,
-    SEPARATOR,
-    Checked,
-    Choice,
-    Rule,
     csv_separator,
     positive,
     text_encoding,
 )
-
-#: Splits of the record budget.
-SPLITS = ("equal", "optimal", "joint")
-#: Treatments of missing values.
-MISSING = ("keep", "category")
-#: The families besides ``dp`` that design one matrix over the joint cells (``split="joint"``): the
-#: invariant family keeps the joint table of the cells it reads (``p R = p`` over the cells).
-JOINT_METHODS = ("invariant",)
-#: Where the design's frequencies come from (the ledger's ``frequencies``).
-SOURCES = ("none", "prior", "exact", "dp_counts")
-
-
-class Ruled(NamedTuple):
-    """A setting's rule and how its messages name it."""
-
-    noun: str
-    rule: Rule
-
-
-def _method(value: Any, name: str) -> None:
-    family(value)
-
-
-def _design_epsilon(value: Any, name: str) -> None:
-    """A design epsilon: a non-negative finite number (positive when DP counts spend it: :func:`plan_release`)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ParameterError(f"design epsilon must be a non-negative finite number, got {value!r}")
-
-
-#: The rules of the settings :func:`plan_release` takes as the command line does, the same rules
-#: :class:`pramkit.release.spec.ReleaseSpec` declares them with (one rule per setting).
-RULES: dict[str, Ruled] = {
-    "method": Ruled("method", Checked(_method, "a design family: " + ", ".join(FAMILIES), "bogus")),
-    "epsilon": Ruled("epsilon (the record budget)", POSITIVE),
-    "design_epsilon": Ruled("design epsilon", Checked(_design_epsilon, "a non-negative finite number", -1.0)),
-    "split": Ruled("split", Choice(SPLITS)),
-    "missing": Ruled("missing", Choice(MISSING)),
-    "rule_breaking": Ruled("rule breaking", Choice(RULE_BREAKING)),
-    "sep": Ruled("the separator (--sep)", SEPARATOR),
-    "encoding": Ruled("encoding", ENCODING),
-}
-
-
-def check_settings(**values: Any) -> None:
-    """Check ``values`` (``{setting: value}``, ``None``: not given) by :data:`RULES`: the keywords of
-    :func:`plan_release` are refused as the command line's flags are, with the same messages.
-
-    Examples
-    --------
-    >>> check_settings(split="joint", missing="keep")
-    >>> check_settings(missing="drop")
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: missing must be one of 'keep', 'category', got 'drop'
-    """
-    for name, value in values.items():
-        if value is not None:
-            RULES[name].rule.check(value, RULES[name].noun)
 
 
 @dataclass(frozen=True)
@@ -110,7 +47,7 @@ class ReleasePlan:
     options : mapping
         The family's own options.
     split : str
-        One of :data:`SPLITS`.
+        One of :data:`pramkit.release.rules.SPLITS`.
     budget : float or None
         The record's total budget (nats), design step included.
     per_variable : mapping or None
@@ -118,7 +55,7 @@ class ReleasePlan:
     design_epsilon : float or None
         The design step's budget as given (``None``: the default, once the data is counted).
     source : str
-        Where the design's frequencies come from (:data:`SOURCES`).
+        Where the design's frequencies come from (:data:`pramkit.release.rules.SOURCES`).
     prior : Prior or None
         The public prior.
     categories : mapping or None
@@ -128,7 +65,7 @@ class ReleasePlan:
     shape : Shape
         The structure.
     missing : str
-        One of :data:`MISSING`.
+        One of :data:`pramkit.release.rules.MISSING`.
     na_values : tuple of str
         Texts that mean missing in a CSV file.
     sep, encoding : str
@@ -401,26 +338,6 @@ def variable_names(variables: str | Sequence[str]) -> list[str]:
     return names
 
 
-def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
-    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`).
-
-    Examples
-    --------
-    >>> check_split("optimal", "dp", {"objective": "variance"})
-    Traceback (most recent call last):
-    ...
-    pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
-    """
-    if split == "joint" and method != "dp" and method not in JOINT_METHODS:
-        raise ParameterError(f"split 'joint' is for methods {', '.join(('dp', *JOINT_METHODS))}; method {method!r} "
-                             "designs each variable on its own (split equal)")
-    if split == "optimal" and method != "dp":
-        raise ParameterError(f"split {split!r} is for method 'dp'; method {method!r} designs each variable "
-                             "on its own (split equal)")
-    if split == "optimal" and options.get("objective") == "variance":  # refused before any data is read
-        raise ParameterError("split 'optimal' maximises information; use split equal with objective 'variance'")
-
-
 def _distance_specs(distances: Mapping[str, Any] | str | Path | None, names: list[str], split: str,
                     options: Mapping[str, Any]) -> dict[str, Any]:
     """``{variable: spec}`` of the distances given, checked against the variables and split."""
@@ -465,7 +382,7 @@ def _check_budgets(fam: DesignFamily, options: Mapping[str, Any], budget: float 
 
 
 def _source(reads: bool, prior: Prior | None, exact: bool) -> FrequencySource:
-    """Where the design's frequencies come from (:data:`SOURCES`)."""
+    """Where the design's frequencies come from (:data:`pramkit.release.rules.SOURCES`)."""
     return "none" if not reads else "prior" if prior is not None else "exact" if exact else "dp_counts"
 
 

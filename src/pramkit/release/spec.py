@@ -24,15 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.design.recognition.design import Method
 from pramkit.design.registry import DISTANCE_WEIGHTS, DP_FORMS, DP_OBJECTIVES, FAMILIES, family
 from pramkit.errors import ParameterError
-from pramkit.release.plan import RULES, check_split
+from pramkit.release.rules import RULES, check_split
 from pramkit.settings import Setting, check_rules, markers, setting, settings
 from pramkit.settings import flags as spec_flags
 from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number
 
 if TYPE_CHECKING:
+    from pramkit.design.recognition.design import Method
     from pramkit.engine.rng import SecretKey
     from pramkit.release.derive import DerivedRelease as Derived
     from pramkit.release.plan import ReleasePlan

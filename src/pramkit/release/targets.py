@@ -124,7 +124,7 @@ def structure(names: Sequence[str], split: str, forbid: Any, strata: str | Seque
     names : sequence of str
         The variables to perturb.
     split : str
-        The budget split (:data:`pramkit.release.plan.SPLITS`).
+        The budget split (:data:`pramkit.release.rules.SPLITS`).
     forbid : Rules, path, list of mappings or None
         Edit rules (:func:`pramkit.structure.as_rules`).
     strata : str or sequence of str
