@@ -711,14 +711,16 @@ def jointly_perturbed(manifest: Manifest, keys: Sequence[str]) -> list[str]:
     return [k for v in manifest.variables if v.is_joint for k in v.columns if k in keys]
 
 
-def _recognition(original: pd.DataFrame, keys: Sequence[str], manifest: Manifest, alpha: float) -> RecognitionFigures:
+def _recognition(original: pd.DataFrame | str | Path, keys: Sequence[str], manifest: Manifest, alpha: float,
+                 **reading: Any) -> RecognitionFigures:
+    """Condition C1 before and after, on the records in memory or streamed from their file (``reading``: how)."""
     joint = jointly_perturbed(manifest, keys)
     if joint:
         return RecognitionFigures(alpha, not_computed=f"key(s) {joint} are perturbed jointly with other columns; "
                                   "the check here takes one matrix per variable")
     try:
-        before = recognition_risk(original, keys, alpha=alpha, reduce=False)
-        after = recognition_risk(original, keys, alpha=alpha, matrices=manifest, reduce=False)
+        before = recognition_risk(original, keys, alpha=alpha, reduce=False, **reading)
+        after = recognition_risk(original, keys, alpha=alpha, matrices=manifest, reduce=False, **reading)
     except PramkitError as exc:
         return RecognitionFigures(alpha, not_computed=str(exc))
     return RecognitionFigures(
@@ -1258,7 +1260,8 @@ def build_report(
         bar.update()
 
         t0 = time.perf_counter()
-        recognition = _recognition(original, keys, manifest, recognition_alpha)
+        recognition = _recognition(data if streams else original, keys, manifest, recognition_alpha,
+                                   na_values=na_values, sep=sep, encoding=encoding)
         seconds["recognition"] = time.perf_counter() - t0
         bar.update()
 
