@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pramkit.design.classic import randomized_response
 from pramkit.errors import PramkitError
@@ -26,7 +28,7 @@ def _data(n, seed):
 def _brute(data, p, combos, alpha):
     """Literal (1): loops over record types m, combinations pi, values k0 and cells k."""
     cells = list(itertools.product(*[range(l) for l in LEVELS]))
-    u0 = {c: 0 for c in cells}
+    u0 = dict.fromkeys(cells, 0)
     for row in data[KEYS].itertuples(index=False):
         u0[tuple(row)] += 1
     out = {}
@@ -49,13 +51,23 @@ def _kron(mats):
     return out
 
 
+def _source(data, streamed, folder):
+    """The records as given, or their CSV file (each combination's table then counted as it is read)."""
+    if not streamed:
+        return data
+    path = folder / "records.csv"
+    data.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("reduce", [False, True])
-def test_per_variable_matrices_against_brute_force(reduce):
+def test_per_variable_matrices_against_brute_force(reduce, streamed, tmp_path):
     data = _data(60, 0)
     mats = {"b": randomized_response([0, 1, 2], 2.0), "d": PramMatrix(np.array(
         [[0.9, 0.1, 0.0], [0.05, 0.9, 0.05], [0.0, 0.2, 0.8]]))}
     alpha = 0.2
-    res = recognition_risk(data, KEYS, alpha=alpha, matrices=mats, reduce=reduce)
+    res = recognition_risk(_source(data, streamed, tmp_path), KEYS, alpha=alpha, matrices=mats, reduce=reduce)
     p = _kron([mats[k].matrix if k in mats else np.eye(l) for k, l in zip(KEYS, LEVELS)])
     brute = _brute(data, p, list(itertools.combinations(KEYS, 3)), alpha)
     if not reduce:
@@ -69,14 +81,15 @@ def test_per_variable_matrices_against_brute_force(reduce):
         assert all(brute[k] == pytest.approx(v.posterior, rel=1e-12) for k in m_match)
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("reduce", [False, True])
-def test_joint_matrix_against_brute_force(reduce):
+def test_joint_matrix_against_brute_force(reduce, streamed, tmp_path):
     data = _data(40, 1)
     rng = np.random.default_rng(2)
     k = int(np.prod(LEVELS))
     p = 0.85 * np.eye(k) + 0.15 * rng.dirichlet(np.ones(k), size=k)
     alpha = 0.15
-    res = recognition_risk(data, KEYS, alpha=alpha, joint=PramMatrix(p), reduce=reduce)
+    res = recognition_risk(_source(data, streamed, tmp_path), KEYS, alpha=alpha, joint=PramMatrix(p), reduce=reduce)
     brute = _brute(data, p, list(itertools.combinations(KEYS, 3)), alpha)
     if not reduce:
         assert res.max_posterior == pytest.approx(max(brute.values()), rel=1e-12)
@@ -98,3 +111,41 @@ def test_bad_alpha():
         recognition_risk(_data(10, 0), KEYS, alpha=1.5)
     with pytest.raises(PramkitError, match="combination"):
         recognition_risk(_data(10, 0), KEYS, alpha=0.1, combinations=[["a", "zz"]])
+
+
+def _same_on_file_and_frame(path, keys, **kw):
+    """Condition C1 from the file (tables counted as it is streamed) and from the frame of its text columns."""
+    from pramkit.io import read_table
+
+    try:
+        on_frame = recognition_risk(read_table(path, columns=keys), keys, **kw)
+    except PramkitError as exc:
+        with pytest.raises(type(exc)):
+            recognition_risk(path, keys, **kw)
+        return
+    on_file = recognition_risk(path, keys, **kw)
+    assert on_file == on_frame
+
+
+def test_eusilc_from_the_file_is_that_of_the_frame():
+    """Real records with missing values: every violation and posterior as from the frame."""
+    from conftest import SDC_DATA
+
+    path = SDC_DATA / "eusilc_laeken.csv"
+    if not path.exists():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    keys = ["db040", "rb090", "pb220a", "pl030"]
+    _same_on_file_and_frame(path, keys, alpha=0.5, reduce=False)
+    _same_on_file_and_frame(path, keys, alpha=0.5, matrices={"rb090": randomized_response(["female", "male"], 1.5)})
+
+
+_TEXTS = st.sampled_from(["a", "b", " a", "Zürich", "日本", "x,y", 'q"', "NA", ""])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_TEXTS, _TEXTS, _TEXTS), min_size=2, max_size=30))
+def test_small_files_with_missing_unicode_and_quotes(tmp_path, rows):
+    frame = pd.DataFrame(rows, columns=["k1", "k2", "k3"])
+    path = tmp_path / "r.csv"
+    frame.to_csv(path, index=False)
+    _same_on_file_and_frame(path, ["k1", "k2", "k3"], alpha=0.5, size=2, reduce=False)

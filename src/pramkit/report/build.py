@@ -55,7 +55,7 @@ from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
-from pramkit.io import read_arrow, sha256_of
+from pramkit.io import _compact, iter_batches, sha256_of
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
@@ -679,8 +679,7 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
             raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, data.columns))}")
         return data
     if isinstance(data, (str, Path)):
-        frame = read_arrow(data, columns=list(columns), na_values=na_values, sep=sep, encoding=encoding,
-                           compact=[c for c in columns if c not in keep]).to_pandas()
+        frame = _read_coded(data, list(columns), [c for c in columns if c not in keep], na_values, sep, encoding)
         coded = [c for c in frame.columns if c not in keep and isinstance(frame[c].dtype, pd.CategoricalDtype)]
         for c in coded:  # the categories in the order found in text (categories_of): the same tables
             texts = {canonical(t): t for t in frame[c].cat.categories}
@@ -688,6 +687,31 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
         frame.attrs[_CODED] = coded
         return frame
     raise ParameterError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
+
+
+def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_values: Sequence[str], sep: str,
+                encoding: str) -> pd.DataFrame:
+    """The columns of a file as pandas, its text columns in ``compact`` as categoricals made chunk by chunk.
+
+    The frame of :func:`pramkit.io.read_arrow` (compact) turned into pandas, without holding the whole
+    file's Arrow codes (four bytes per value, and as many again to unify the chunks' dictionaries): each
+    chunk becomes categoricals of one or two bytes per value, and the chunks' categoricals are joined
+    (``union_categoricals``; their categories are reordered by the caller).
+    """
+    from pandas.api.types import union_categoricals
+
+    _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
+    parts: list[pd.DataFrame] = [_compact(t, set(compact)).to_pandas() for t in batches]
+    if not parts or sum(len(p) for p in parts) == 0:
+        raise DataError(f"file {str(path)!r} has no data rows")
+    if len(parts) == 1:
+        return parts[0]
+    out = {}
+    for c in columns:
+        chunks = [p.pop(c) for p in parts]
+        out[c] = (union_categoricals(chunks) if all(isinstance(x.dtype, pd.CategoricalDtype) for x in chunks)
+                  else pd.concat(chunks, ignore_index=True))
+    return pd.DataFrame(out)
 
 
 def _sampling(
@@ -711,14 +735,16 @@ def jointly_perturbed(manifest: Manifest, keys: Sequence[str]) -> list[str]:
     return [k for v in manifest.variables if v.is_joint for k in v.columns if k in keys]
 
 
-def _recognition(original: pd.DataFrame, keys: Sequence[str], manifest: Manifest, alpha: float) -> RecognitionFigures:
+def _recognition(original: pd.DataFrame | str | Path, keys: Sequence[str], manifest: Manifest, alpha: float,
+                 **reading: Any) -> RecognitionFigures:
+    """Condition C1 before and after, on the records in memory or streamed from their file (``reading``: how)."""
     joint = jointly_perturbed(manifest, keys)
     if joint:
         return RecognitionFigures(alpha, not_computed=f"key(s) {joint} are perturbed jointly with other columns; "
                                   "the check here takes one matrix per variable")
     try:
-        before = recognition_risk(original, keys, alpha=alpha, reduce=False)
-        after = recognition_risk(original, keys, alpha=alpha, matrices=manifest, reduce=False)
+        before = recognition_risk(original, keys, alpha=alpha, reduce=False, **reading)
+        after = recognition_risk(original, keys, alpha=alpha, matrices=manifest, reduce=False, **reading)
     except PramkitError as exc:
         return RecognitionFigures(alpha, not_computed=str(exc))
     return RecognitionFigures(
@@ -1258,7 +1284,8 @@ def build_report(
         bar.update()
 
         t0 = time.perf_counter()
-        recognition = _recognition(original, keys, manifest, recognition_alpha)
+        recognition = _recognition(data if streams else original, keys, manifest, recognition_alpha,
+                                   na_values=na_values, sep=sep, encoding=encoding)
         seconds["recognition"] = time.perf_counter() - t0
         bar.update()
 

@@ -23,17 +23,21 @@ and the denominator is the ``pi``-margin of the counts pushed through the
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from pramkit.counts import CountTable, count_groups
+from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table
+from pramkit.risk.frequencies import MissingKeys, key_table
 from pramkit.risk.posterior import posteriors
 from pramkit.risk.space import KeySpace
 from pramkit.validate import probability
@@ -130,7 +134,7 @@ def _combinations(keys: Sequence[str], combinations: Sequence[Sequence[str]] | N
 
 
 def recognition_risk(
-    data: pd.DataFrame,
+    data: pd.DataFrame | str | Path,
     keys: Sequence[str],
     *,
     alpha: float,
@@ -140,6 +144,9 @@ def recognition_risk(
     size: int = 3,
     reduce: bool = True,
     missing: MissingKeys = "category",
+    na_values: Sequence[str] = NA_VALUES,
+    sep: str = CSV_SEP,
+    encoding: str = CSV_ENCODING,
 ) -> RecognitionResult:
     """Check (C1) for ``data`` released through per-variable matrices or one joint matrix.
 
@@ -151,8 +158,9 @@ def recognition_risk(
 
     Parameters
     ----------
-    data : pandas.DataFrame
-        The original records.
+    data : pandas.DataFrame, str or Path
+        The original records, or their file: then each combination's table is counted as the file
+        is streamed (:func:`pramkit.counts.count_groups`), no record held.
     keys : sequence of str
         The key variables.
     alpha : float
@@ -169,6 +177,8 @@ def recognition_risk(
         Skip the pairs the bounds of the module docstring rule out (the violations are the same).
     missing : {"category", "exclude"}
         The missing-value policy (:func:`pramkit.risk.frequencies.key_table`).
+    na_values, sep, encoding
+        How a file is read (:func:`pramkit.io.csv_dialect`).
 
     Returns
     -------
@@ -201,19 +211,31 @@ def recognition_risk(
     if joint is not None and matrices:
         raise ParameterError("give per-variable matrices or one joint matrix, not both")
     categories = [matrices[k].categories if k in matrices else None for k in keys]
-    if any(c is not None for c in categories):
-        base = key_table(data, keys, missing=missing)
-        filled = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
-        table = key_table(data, keys, missing=missing, categories=filled)
-    else:
-        table = key_table(data, keys, missing=missing)
     combos = _combinations(keys, combinations, size)
+    if isinstance(data, (str, Path)):  # a file: each combination's table counted chunk by chunk
+        groups = [keys] if joint is not None else [[keys[a] for a in axes] for axes in combos]
+        counted = count_groups(data, groups, columns=keys, missing=missing, na_values=na_values, sep=sep,
+                               encoding=encoding, categories={k: c for k, c in zip(keys, categories) if c is not None})
+        shape = tuple(len(c) for c in counted.categories)
+
+        def of_file(axes: Sequence[int]) -> CountTable:
+            return counted.group(*(keys[a] for a in axes))
+        margin: Callable[[Sequence[int]], CountTable] = of_file
+    else:
+        if any(c is not None for c in categories):
+            base = key_table(data, keys, missing=missing)
+            filled = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
+            table = key_table(data, keys, missing=missing, categories=filled)
+        else:
+            table = key_table(data, keys, missing=missing)
+        shape, margin = table.shape, table.count
     if joint is not None:
-        if joint.size != table.cells:
-            raise ParameterError(f"the joint matrix is {joint.size} x {joint.size}; the keys have {table.cells} cells")
-        checked = [_check(KeySpace(table.count()), joint.matrix, combos, alpha, reduce)]
+        cells = math.prod(shape)
+        if joint.size != cells:
+            raise ParameterError(f"the joint matrix is {joint.size} x {joint.size}; the keys have {cells} cells")
+        checked = [_check(KeySpace(margin(range(len(keys)))), joint.matrix, combos, alpha, reduce)]
     else:  # each combination on its margin, one (dense) Kronecker product at a time
-        checked = [_check(KeySpace(table.count(axes)), _kronecker(table, matrices, axes), [tuple(range(len(axes)))],
+        checked = [_check(KeySpace(margin(axes)), _kronecker(keys, shape, matrices, axes), [tuple(range(len(axes)))],
                           alpha, reduce) for axes in combos]
     violations = sorted((v for found, _, _ in checked for v in found), key=lambda v: -v.posterior)
     best = max((top for _, top, _ in checked), default=0.0)
@@ -228,11 +250,12 @@ def recognition_risk(
     )
 
 
-def _kronecker(table: KeyTable, matrices: Mapping[str, PramMatrix], axes: Sequence[int]) -> np.ndarray:
+def _kronecker(keys: Sequence[str], shape: Sequence[int], matrices: Mapping[str, PramMatrix],
+               axes: Sequence[int]) -> np.ndarray:
     """The matrix of the keys at ``axes`` released together: the Kronecker product of their
     matrices (the identity for a key without one)."""
-    names = [table.keys[a] for a in axes]
-    mats = [matrices[n].matrix if n in matrices else np.eye(table.shape[a]) for n, a in zip(names, axes)]
+    names = [keys[a] for a in axes]
+    mats = [matrices[n].matrix if n in matrices else np.eye(shape[a]) for n, a in zip(names, axes)]
     joint = mats[0]
     for m in mats[1:]:
         joint = np.kron(joint, m)
