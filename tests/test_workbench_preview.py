@@ -102,3 +102,21 @@ def test_the_apply_step_assesses_a_stratified_release_too(bench: Workbench) -> N
     assert applied.risk_after is not None and applied.risk_after.note == ""
     figures = dict(zip(applied.risk_after.table["measure"], applied.risk_after.table["value"]))
     assert any("tau2" in m for m in figures)
+
+
+def test_a_preview_of_a_joint_design_leaves_out_only_the_records_comparison(sdc_data: Path) -> None:
+    """The preview skips the record's comparison of the joint matrix with an independent split (the
+    page does not show it; it is most of a joint design's time): the manifest is the design's."""
+    key = SecretKey(bytes(range(32)), "a test key")
+    choices = DesignChoices(epsilon=2.0, split="joint")
+    data = sdc_data / "testdata.csv"
+    full = choices.release(data, ["walls", "water"], key=key)
+    quick = choices.release(data, ["walls", "water"], key=key, compare=False)
+    assert "joint" in full.record.extra and "joint" not in quick.record.extra
+    assert full.record.extra["joint"]["better"] in ("joint", "independent")
+    one, two = full.manifest.to_dict(), quick.manifest.to_dict()
+    for m in (one, two):  # the wall times differ, as two designs' do
+        m.pop("created")
+        for v in m["variables"]:
+            v["design"].pop("seconds")
+    assert one == two

@@ -38,7 +38,7 @@ MAX_DENSE_FIGURES = 4096
 
 
 def assemble(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, allocation: Allocation, built: Built,
-             seconds: float) -> Release:
+             seconds: float, *, compare: bool = True) -> Release:
     """The manifest and the design record of a designed release.
 
     Parameters
@@ -47,6 +47,9 @@ def assemble(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, allo
         The stages' results.
     seconds : float
         The design's wall time, for the record.
+    compare : bool
+        Record the joint matrix against the best independent split at the same budget (the
+        record's ``joint`` figures); ``False`` leaves it out (a preview: the manifest is the same).
 
     Returns
     -------
@@ -86,7 +89,7 @@ def assemble(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, allo
         data=counted.described, sha256=counted.digest, rows=counted.table.rows,
         missing=counted.table.rows - counted.table.complete_rows, method=plan.method,
         split=plan.split, options=plan.options, variables=_per_variable(counted, freqs, built),
-        matrices=built.matrices, extra={**allocation.extra, **_extra(plan, counted, freqs, built), "seconds": seconds},
+        matrices=built.matrices, extra={**allocation.extra, **_extra(plan, counted, freqs, built, compare), "seconds": seconds},
         warnings=allocation.warnings + built.warnings, notes=plan.notes + counted.notes)
     return Release(Manifest(variables, input=_facts(plan, ledger), ledger=ledger), record)
 
@@ -192,12 +195,13 @@ def _per_variable(counted: Counted, freqs: DesignFrequencies, built: Built) -> d
     return out
 
 
-def _extra(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, built: Built) -> dict[str, Any]:
-    """The family's figures for the record: the joint comparison, households, measures."""
+def _extra(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, built: Built,
+           compare: bool = True) -> dict[str, Any]:
+    """The family's figures for the record: the joint comparison (when ``compare``), households, measures."""
     extra: dict[str, Any] = {}
     joint = "*".join(plan.names)
     joint_p = freqs.design_p.get(joint)
-    if plan.split == "joint" and plan.method == "dp" and not plan.shape.any and plan.missing == "keep" \
+    if compare and plan.split == "joint" and plan.method == "dp" and not plan.shape.any and plan.missing == "keep" \
             and joint_p is not None:
         extra["joint"] = _joint_comparison(complete(counted.table.group(*plan.names)), joint_p, built.matrices[joint],
                                            plan.options)

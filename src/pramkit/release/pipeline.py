@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = None,
                    key: SecretKey | None = None, quiet: bool = True, engine: str = "local",
-                   spark_master: str = SPARK_MASTER) -> Release:
+                   spark_master: str = SPARK_MASTER, compare: bool = True) -> Release:
     """Design a planned release: its manifest and its private design record.
 
     Parameters
@@ -56,6 +56,9 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
         a CSV or Parquet file with Spark (master ``spark_master``); the same counts, the same design.
     spark_master : str
         Spark's master URL.
+    compare : bool
+        Record a joint design against the best independent split at the same budget
+        (:func:`pramkit.release.assemble.assemble`); ``False`` for a preview (the same manifest).
 
     Returns
     -------
@@ -88,7 +91,7 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     freqs = design_frequencies(plan, counted, rng=rng, key=key)
     allocation = allocate(plan, counted, freqs)
     built = build_matrices(plan, counted, freqs, allocation, quiet=quiet)
-    release = assemble(plan, counted, freqs, allocation, built, time.perf_counter() - t0)
+    release = assemble(plan, counted, freqs, allocation, built, time.perf_counter() - t0, compare=compare)
     from pramkit.io_stat import name_missing_codes  # a Stata, SPSS or SAS file's missing codes, named
 
     return dataclasses.replace(release, manifest=name_missing_codes(release.manifest, data))

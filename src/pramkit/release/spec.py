@@ -440,7 +440,7 @@ class ReleaseSpec:
             weights=self.weights or (), sep=self.sep, encoding=self.encoding)
 
     def release(self, data: Any, variables: Sequence[str], *, key: SecretKey | None = None,
-                quiet: bool = True) -> Release:
+                quiet: bool = True, compare: bool = True) -> Release:
         """Design the release of these settings for ``variables`` of ``data``.
 
         Parameters
@@ -453,6 +453,9 @@ class ReleaseSpec:
             The design step's DP noise is drawn from it (:func:`pramkit.design_planned`).
         quiet : bool
             No progress bars.
+        compare : bool
+            Record a joint design against the best independent split (:func:`pramkit.design_planned`);
+            ``False`` for a look only (the same manifest, sooner).
 
         Returns
         -------
@@ -492,7 +495,7 @@ class ReleaseSpec:
             from pramkit.release.pipeline import design_planned
 
             release = design_planned(data, self.plan(variables), key=key, quiet=quiet, engine=self.engine,
-                                     spark_master=self.spark_master)
+                                     spark_master=self.spark_master, compare=compare)
         if self.recoded_by is not None:
             from pramkit.recode import declare_recoding
 

@@ -438,17 +438,20 @@ class Workbench:
         """
         from pramkit.workbench.preview import preview
 
-        return preview(self, variables, choices, self._made(variables, choices, key))
+        return preview(self, variables, choices, self._made(variables, choices, key, compare=False))
 
-    def _made(self, variables: Sequence[str], choices: DesignChoices, key: SecretKey | None) -> tuple[Any, ...]:
-        """The release designed with the choices: its variables, the choices as used, the key and the release."""
+    def _made(self, variables: Sequence[str], choices: DesignChoices, key: SecretKey | None, *,
+              compare: bool = True) -> tuple[Any, ...]:
+        """The release designed with the choices: its variables, the choices as used, the key and the release
+        (``compare``: with the record's comparison of a joint design, which a preview does not show)."""
         source = self._source()
         if self.recode and choices.recoded_by is None:  # the manifest states the recoding (public: it is declared)
             choices = dataclasses.replace(choices, recoded_by=self.work / INPUTS / RECODE_MAP)
         names = tuple(_names(variables, "variables to perturb"))
         choices = self._kept_inputs(choices, source)
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
-        release = choices.release(source.path, names, key=None if choices.recognition is not None else key)
+        release = choices.release(source.path, names, key=None if choices.recognition is not None else key,
+                                  compare=compare)
         return names, choices, key, release
 
     def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
