@@ -336,3 +336,29 @@ def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key
                  "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["swapped_households"] == local.swapped_households
     assert read_table(tmp_path / "cli.csv", na_values=()).equals(expected)
+
+
+def test_a_spark_swap_that_fails_while_writing_leaves_the_earlier_release(spark, silc, key_file, tmp_path,
+                                                                         monkeypatch):
+    """A write failing mid-job: the folder and its receipt from before stay as they were, nothing staged
+    is left beside them, the input is unchanged."""
+    import pramkit.engine.spark.swap as spark_swap
+    from pramkit.engine.receipt import receipt_path
+    from pramkit.engine.swap.run import plan_swap
+    from pramkit.errors import WriteError
+
+    plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
+    out = tmp_path / "swapped.csv"
+    spark_swap.swap_file_spark(silc, plan, out, key=key_file)
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    source = silc.read_bytes()
+
+    def failing(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spark_swap, "_save", failing)
+    with pytest.raises(WriteError, match="No space left"):  # one line naming the output
+        spark_swap.swap_file_spark(silc, plan, out, key=key_file, force=True)
+    after = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before and receipt_path(out).exists()
+    assert silc.read_bytes() == source
