@@ -17,7 +17,7 @@ column's categories.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,43 @@ from pramkit.progress import progress
 
 #: Largest dense table :func:`count_file` builds (cells).
 MAX_CELLS = 200_000_000
+
+#: The bytes a counting pass may hold for one chunk of records (:func:`chunk_rows_for`).
+CHUNK_BYTES = 32 << 20
+#: Bytes a chunk holds per record and column read, its text and codes and the CSV reader's blocks
+#: (measured: a pass over five text columns of a CSV census in chunks of 2**20 rows added about 400
+#: MiB to the process's peak, about 80 bytes per value).
+CHUNK_BYTES_PER_VALUE = 80
+
+
+def chunk_rows_for(columns: int, *, budget: int | None = None, most: int = CHUNK_ROWS) -> int:
+    """Rows per chunk for a pass over ``columns`` columns that holds about ``budget`` bytes per chunk.
+
+    A streamed pass holds one chunk at a time, about :data:`CHUNK_BYTES_PER_VALUE` bytes per record
+    and column read; a fixed number of rows would make the chunk (not the file) the pass's peak.
+    The counts of a pass do not depend on its chunk, only its peak and the number of chunks do.
+
+    Parameters
+    ----------
+    columns : int
+        The columns the pass reads.
+    budget : int, optional
+        The bytes per chunk (default :data:`CHUNK_BYTES`, read when called).
+    most : int
+        The most rows per chunk (default :data:`pramkit.defaults.CHUNK_ROWS`).
+
+    Returns
+    -------
+    int
+        Between 1 and ``most``.
+
+    Examples
+    --------
+    >>> chunk_rows_for(5), chunk_rows_for(1), chunk_rows_for(40, budget=1 << 10), chunk_rows_for(1, most=1000)
+    (83886, 419430, 1, 1000)
+    """
+    per_row = CHUNK_BYTES_PER_VALUE * max(1, int(columns))
+    return max(1, min(int(most), (CHUNK_BYTES if budget is None else int(budget)) // per_row))
 
 
 @dataclass(frozen=True)
@@ -686,7 +723,7 @@ def count_file(
     categories: Mapping[str, Sequence[Label]] | None = None,
     weights: str | None = None,
     missing: str = "exclude",
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_rows: int | None = None,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
     max_cells: int = MAX_CELLS,
@@ -717,8 +754,10 @@ def count_file(
         A column of survey weights (finite and positive).
     missing : {"exclude", "category"}
         What a missing value of a column whose categories are found does.
-    chunk_rows : int
-        Rows per chunk.
+    chunk_rows : int, optional
+        Rows per chunk; default :func:`chunk_rows_for` the columns read (a fixed
+        :data:`pramkit.defaults.CHUNK_ROWS` with ``weights``, whose sums per cell are added chunk by
+        chunk: the same chunks, the same sums to the last bit).
     quiet : bool
         No progress bars.
     na_values : sequence of str
@@ -760,6 +799,8 @@ def count_file(
     if missing not in ("exclude", "category"):
         raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
     read = columns + ([weights] if weights is not None and weights not in columns else [])
+    if chunk_rows is None:
+        chunk_rows = CHUNK_ROWS if weights is not None else chunk_rows_for(len(read))
     meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
     cats = _file_categories(path, columns, categories or {}, missing, chunk_rows, quiet, na_values, sep, encoding,
                             meta.rows)
@@ -814,6 +855,18 @@ def count_frame(
     return count_groups(data, [columns], categories=categories).tables[0]
 
 
+def _frame_slices(data: pd.DataFrame, columns: list[str], chunk_rows: int | None) -> Iterator[pa.Table]:
+    """The columns of a DataFrame as Arrow tables of ``chunk_rows`` rows (default :func:`chunk_rows_for`
+    them): encoding the whole frame at once would hold its codes, eight bytes per record and column, and
+    more to count them.  A frame of one chunk is one table, as it always was."""
+    rows = chunk_rows_for(len(columns)) if chunk_rows is None else max(1, int(chunk_rows))
+    if len(data) <= rows:
+        yield pa.Table.from_pandas(data[columns], preserve_index=False)
+        return
+    for start in range(0, len(data), rows):
+        yield pa.Table.from_pandas(data.iloc[start:start + rows][columns], preserve_index=False)
+
+
 def count_groups(
     data: Any,
     groups: Sequence[Sequence[str]],
@@ -821,7 +874,7 @@ def count_groups(
     columns: Sequence[str] | None = None,
     categories: Mapping[str, Sequence[Label]] | None = None,
     missing: str = "exclude",
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_rows: int | None = None,
     quiet: bool = True,
     na_values: Sequence[str] = NA_VALUES,
     max_cells: int = MAX_CELLS,
@@ -853,7 +906,8 @@ def count_groups(
         What a missing value of a column whose categories are found in a file does (:func:`count_file`);
         a DataFrame's undeclared columns leave their missing values out.
     chunk_rows, quiet, na_values, sep, encoding
-        How a file is read, as :func:`count_file`.
+        How a file is read, as :func:`count_file`; the chunk is :func:`chunk_rows_for` the columns
+        counted unless given, and a DataFrame is encoded in slices of that many rows too.
     max_cells : int
         The most cells of all the groups' tables together; checked before any table is made.
 
@@ -889,8 +943,10 @@ def count_groups(
         if absent:
             raise DataError(f"column(s) {absent} are not in the data; its columns are {list(data.columns)}")
         cats = {c: (categories or {}).get(c) or categories_of(data[c], column=c) for c in every}
-        table = pa.Table.from_pandas(data[every], preserve_index=False)
-        return _count_groups([table], every, made, cats, True, len(data), max_cells=max_cells)
+        return _count_groups(_frame_slices(data, every, chunk_rows), every, made, cats, True, len(data),
+                             max_cells=max_cells)
+    if chunk_rows is None:
+        chunk_rows = chunk_rows_for(len(every))
     meta, _ = iter_batches(data, columns=every, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
     cats = _file_categories(data, every, categories or {}, missing, chunk_rows, quiet, na_values, sep, encoding,
                             meta.rows)

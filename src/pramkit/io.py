@@ -1025,15 +1025,38 @@ def read_arrow(
     """
     _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
     names = None if isinstance(compact, bool) else set(compact)
-    tables = [_compact(t, names) if compact else t for t in batches]
+    tables = [compact_text(t, names) if compact else t for t in batches]
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     return table.unify_dictionaries() if compact else table
 
 
-def _compact(table: pa.Table, names: set[str] | None) -> pa.Table:
-    """``table`` with its text columns (those in ``names``, or all) dictionary-encoded."""
+def compact_text(table: pa.Table, names: Iterable[str] | None = None) -> pa.Table:
+    """``table`` with its text columns (those in ``names``, or all) dictionary-encoded.
+
+    What :func:`read_arrow` (``compact``) does to each chunk it reads: a value becomes a four-byte
+    index into the chunk's distinct texts, instead of its text and offset.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        A chunk of records.
+    names : iterable of str, optional
+        The columns to encode (those of them that hold text); default every text column.
+
+    Returns
+    -------
+    pyarrow.Table
+        The same columns and values; the text columns named as dictionaries of one chunk each.
+
+    Examples
+    --------
+    >>> t = compact_text(pa.table({"sex": ["m", None, "m"], "age": [1, 2, 3], "x": ["a", "b", "a"]}), ["sex", "age"])
+    >>> [str(f.type) for f in t.schema], t.column("sex").to_pylist()
+    (['dictionary<values=string, indices=int32, ordered=0>', 'int64', 'string'], ['m', None, 'm'])
+    """
+    names = None if names is None else set(names)
     for i, f in enumerate(table.schema):
         text = pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)
         if text and (names is None or f.name in names):

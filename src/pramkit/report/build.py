@@ -45,7 +45,7 @@ import pandas as pd
 from pramkit._extras import require_extra
 from pramkit._version import __version__
 from pramkit.codebook import canonical, encode, sort_labels
-from pramkit.counts import count_frame
+from pramkit.counts import chunk_rows_for, count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
 from pramkit.design.measures import measure
@@ -55,7 +55,7 @@ from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
-from pramkit.io import _compact, iter_batches, sha256_of
+from pramkit.io import compact_text, iter_batches, sha256_of
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
@@ -695,13 +695,15 @@ def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_val
 
     The frame of :func:`pramkit.io.read_arrow` (compact) turned into pandas, without holding the whole
     file's Arrow codes (four bytes per value, and as many again to unify the chunks' dictionaries): each
-    chunk becomes categoricals of one or two bytes per value, and the chunks' categoricals are joined
+    chunk (:func:`pramkit.counts.chunk_rows_for` the columns: its rows by the bytes it holds) becomes
+    categoricals of one or two bytes per value, and the chunks' categoricals are joined
     (``union_categoricals``; their categories are reordered by the caller).
     """
     from pandas.api.types import union_categoricals
 
-    _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
-    parts: list[pd.DataFrame] = [_compact(t, set(compact)).to_pandas() for t in batches]
+    _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding,
+                              chunk_rows=chunk_rows_for(len(columns)))
+    parts: list[pd.DataFrame] = [compact_text(t, compact).to_pandas() for t in batches]
     if not parts or sum(len(p) for p in parts) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
     if len(parts) == 1:
