@@ -189,9 +189,11 @@ EXPORT_LARGE = 64 * CHUNK
 #: ``EXPORT_BYTES_PER_RECORD`` per person.  Measured (chunks of ``CHUNK`` rows): 313 MiB more before the
 #: reports read their files chunk by chunk and counted condition C1's tables as they stream the file (about
 #: 150 bytes per person), 134 MiB after (about 60: each file's key and perturbed columns held as one-byte
-#: codes by both reports, and the allocators' slack).
+#: codes by both reports, and the allocators' slack), 92 MiB since the reports' reads and the counts of a
+#: frame take chunks sized by their bytes and the chunks' codes are joined once per column (about 46: the
+#: one-byte codes, and a chunk of about 60 000 rows where the smaller census is one of 32 768).
 EXPORT_BOUND_MIB = 32
-EXPORT_BYTES_PER_RECORD = 80
+EXPORT_BYTES_PER_RECORD = 48
 
 
 def _export_added(rows: int) -> float:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from pramkit._extras import require_extra
 from pramkit._version import __version__
@@ -695,25 +696,57 @@ def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_val
 
     The frame of :func:`pramkit.io.read_arrow` (compact) turned into pandas, without holding the whole
     file's Arrow codes (four bytes per value, and as many again to unify the chunks' dictionaries): each
-    chunk (:func:`pramkit.counts.chunk_rows_for` the columns: its rows by the bytes it holds) becomes
-    categoricals of one or two bytes per value, and the chunks' categoricals are joined
-    (``union_categoricals``; their categories are reordered by the caller).
+    chunk (:func:`pramkit.counts.chunk_rows_for` the columns: its rows by the bytes it holds) is
+    dictionary-encoded, its codes mapped to the categories met so far (in the order first met, as
+    ``union_categoricals`` of the chunks' categoricals orders them) and kept in the smallest integer type,
+    and each column's codes are joined once at the end (their categories are reordered by the caller).
     """
     from pandas.api.types import union_categoricals
 
     _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding,
                               chunk_rows=chunk_rows_for(len(columns)))
-    parts: list[pd.DataFrame] = [compact_text(t, compact).to_pandas() for t in batches]
-    if not parts or sum(len(p) for p in parts) == 0:
+    coded = set(compact)
+    found: dict[str, dict[Any, int]] = {c: {} for c in columns}
+    pieces: dict[str, list[Any]] = {c: [] for c in columns}
+    rows = 0
+    for table in batches:
+        table = compact_text(table, coded)
+        rows += table.num_rows
+        for c in columns:
+            col = table.column(c)
+            if c in coded and pa.types.is_dictionary(col.type) and col.num_chunks == 1:
+                pieces[c].append(_chunk_codes(col.chunk(0), found[c]))
+            else:
+                pieces[c].append(col.to_pandas())
+    if rows == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
-    if len(parts) == 1:
-        return parts[0]
     out = {}
     for c in columns:
-        chunks = [p.pop(c) for p in parts]
-        out[c] = (union_categoricals(chunks) if all(isinstance(x.dtype, pd.CategoricalDtype) for x in chunks)
-                  else pd.concat(chunks, ignore_index=True))
+        parts = pieces.pop(c)
+        if all(isinstance(x, np.ndarray) for x in parts):
+            codes = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            del parts
+            out[c] = pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(list(found[c]), dtype=object)),
+                               name=c)
+        elif all(isinstance(getattr(x, "dtype", None), pd.CategoricalDtype) for x in parts):
+            out[c] = union_categoricals(parts) if len(parts) > 1 else parts[0]
+        else:
+            out[c] = pd.concat([x if isinstance(x, pd.Series) else pd.Series(
+                pd.Categorical.from_codes(x, categories=pd.Index(list(found[c]), dtype=object)))
+                for x in parts], ignore_index=True)
     return pd.DataFrame(out)
+
+
+def _chunk_codes(array: pa.DictionaryArray, found: dict[Any, int]) -> np.ndarray:
+    """A chunk's dictionary-encoded text as codes into the categories ``found`` so far (new texts appended
+    in the order the chunk's dictionary holds them), -1 for a missing value, in the smallest integer type."""
+    lookup = np.array([found.setdefault(t, len(found)) for t in array.dictionary.to_pylist()], dtype=np.int64)
+    indices = array.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    kind = np.int8 if len(found) < 2**7 else np.int16 if len(found) < 2**15 else np.int32
+    codes = np.full(len(indices), -1, dtype=kind)
+    present = indices >= 0
+    codes[present] = lookup[indices[present]]
+    return codes
 
 
 def _sampling(
@@ -808,7 +841,6 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
         raise DataError(f"column {v.name!r} of the original file has no non-missing value")
     if weights is None:
         return counts / counts.sum(), int(counts.sum())
-    import pyarrow as pa
 
     from pramkit.counts import chunk_codes, count_codes
     from pramkit.estimate.survey import SurveyDesign
