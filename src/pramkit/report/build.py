@@ -714,13 +714,13 @@ def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_val
         rows += table.num_rows
         for c in columns:
             col = table.column(c)
-            if c in coded and pa.types.is_dictionary(col.type) and col.num_chunks == 1:
-                pieces[c].append(_chunk_codes(col.chunk(0), found[c]))
+            if c in coded and pa.types.is_dictionary(col.type):
+                pieces[c].extend(_chunk_codes(chunk, found[c]) for chunk in col.chunks)
             else:
                 pieces[c].append(col.to_pandas())
     if rows == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
-    out = {}
+    out: dict[str, Any] = {}
     for c in columns:
         parts = pieces.pop(c)
         if all(isinstance(x, np.ndarray) for x in parts):
@@ -728,12 +728,13 @@ def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_val
             del parts
             out[c] = pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(list(found[c]), dtype=object)),
                                name=c)
-        elif all(isinstance(getattr(x, "dtype", None), pd.CategoricalDtype) for x in parts):
-            out[c] = union_categoricals(parts) if len(parts) > 1 else parts[0]
+            continue
+        series = [x if isinstance(x, pd.Series) else pd.Series(  # codes beside other chunks (not in one file)
+            pd.Categorical.from_codes(x, categories=pd.Index(list(found[c]), dtype=object))) for x in parts]
+        if all(isinstance(x.dtype, pd.CategoricalDtype) for x in series):
+            out[c] = union_categoricals(series) if len(series) > 1 else series[0]
         else:
-            out[c] = pd.concat([x if isinstance(x, pd.Series) else pd.Series(
-                pd.Categorical.from_codes(x, categories=pd.Index(list(found[c]), dtype=object)))
-                for x in parts], ignore_index=True)
+            out[c] = pd.concat(series, ignore_index=True)
     return pd.DataFrame(out)
 
 
