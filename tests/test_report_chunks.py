@@ -68,3 +68,24 @@ def test_the_figures_do_not_depend_on_the_chunk(tmp_path, monkeypatch, missing) 
         assert got[0] == expected[0] and got[2:] == expected[2:]
         for a, b in zip(got[1], expected[1]):
             pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_parquet_dictionary_columns_in_many_chunks_give_the_csv_figures(tmp_path, monkeypatch) -> None:
+    """Columns stored as dictionaries, in row groups of a few rows: the figures of the same files as CSV."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    original, released, manifest = _files(tmp_path, missing=True)
+    as_csv = _figures(build_report(original, manifest, released, ["place", "sex", "age"], sampling_fraction=0.1))
+    parquet = []
+    for path in (original, released):
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        table = pa.Table.from_pandas(frame.drop(columns="w"), preserve_index=False)
+        table = pa.table({c: table.column(c).dictionary_encode() for c in table.column_names})
+        parquet.append(path.with_suffix(".parquet"))
+        pq.write_table(table, parquet[-1], row_group_size=9)
+    monkeypatch.setattr(pramkit.counts, "CHUNK_BYTES", 3 * 4 * pramkit.counts.CHUNK_BYTES_PER_VALUE)
+    got = _figures(build_report(parquet[0], manifest, parquet[1], ["place", "sex", "age"], sampling_fraction=0.1))
+    assert got[0] == as_csv[0] and got[2:] == as_csv[2:]
+    for a, b in zip(got[1], as_csv[1]):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
