@@ -77,7 +77,8 @@ from pramkit.risk.loglinear import LogLinearFit, check_cells, push
 from pramkit.risk.misclassified import cell_risk, joint_diagonal
 from pramkit.utility.loss import moment_variances
 
-__all__ = ["ExpectedRelease", "ExpectedUtility", "ProblemSet", "expected_release", "released_unique_probability"]
+__all__ = ["ExpectedRelease", "ExpectedUtility", "ProblemSet", "expected_kept_risk", "expected_release",
+           "released_unique_probability"]
 
 #: Largest number of cells of the perturbed keys whose joint matrix is formed for the exact expectation;
 #: beyond it P(f~_j = 1) is taken as ``mu~ exp(-mu~)`` (the Poisson approximation, ``exact=False``).
@@ -217,6 +218,8 @@ class _Structure:
     cells: np.ndarray  # each record's flat cell, -1 if left out (a missing value of a perturbed key)
     individual: np.ndarray  # Benedetti-Franconi risk of every cell (0 where empty)
     before: Any  # CellRisk with M = I
+    sums: np.ndarray | None = None  # the weights' sum in every cell (None without weights)
+    uniform: bool = True  # one weight in each combination of the unperturbed axes (or no weights)
 
     @classmethod
     def of(cls, problem: ProblemSet, manifest: Manifest | None, singles: tuple[str, ...], joints: list[Any],
@@ -255,7 +258,17 @@ class _Structure:
         individual = np.zeros(folded.shape)
         individual[occupied] = individual_risk(folded[occupied], population[occupied]).risk
         before = cell_risk(fit.fitted, fractions.values, [None] * folded.ndim)
-        return cls(names, perturbed, folded, fit, fractions, cells, individual, before)
+        uniform = True
+        if problem.weights is not None:  # records move within a combination of the unperturbed axes only
+            fixed = [a for a, name in enumerate(names) if name not in perturbed]
+            at = np.unravel_index(cells[cells >= 0], folded.shape)
+            group = (np.ravel_multi_index([at[a] for a in fixed], [folded.shape[a] for a in fixed]) if fixed
+                     else np.zeros(len(at[0]), dtype=np.int64))
+            w = problem.weights[cells >= 0]
+            low = pd.Series(w).groupby(group).min().to_numpy()
+            high = pd.Series(w).groupby(group).max().to_numpy()
+            uniform = bool(np.all(low == high))
+        return cls(names, perturbed, folded, fit, fractions, cells, individual, before, sums, uniform)
 
 
 def _recode(codes: np.ndarray, found: Sequence[Any], declared: Sequence[Any], key: str) -> np.ndarray:
@@ -340,6 +353,131 @@ def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarra
     return np.transpose(out, np.argsort(rest + axes))
 
 
+#: Largest ``(U + 1) P^2`` (``U`` occupied combinations of the unperturbed keys, ``P`` cells of the perturbed
+#: ones) for which :func:`expected_kept_risk` forms the joint matrix at each of its quadrature nodes; beyond
+#: it the released count is taken as Poisson (``exact=False``).
+KEPT_EXACT_MAX_WORK = 4_000_000
+
+#: Gauss-Legendre nodes per panel of :func:`expected_kept_risk`'s quadrature.
+_NODES_PER_PANEL = 12
+
+
+def _kept_quadrature(mu_max: float, p_min: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``s`` and weights of ``int_0^inf h(s) ds`` for the integrand of :func:`expected_kept_risk`:
+    panels doubling from ``2^-e`` (``e`` with ``mu_max 2^-e <= 1/64``) to 1, where the released count's
+    generating function ``G(e^-s) <= exp(-mu (1 - e^-s))`` falls; panels of width 1 past the kernel's
+    step at ``s = log((1 - p) / p)``; then doubling panels to 48, beyond which the integrand is below
+    ``e^-48``."""
+    x, w = np.polynomial.legendre.leggauss(_NODES_PER_PANEL)
+    e = math.ceil(math.log2(max(mu_max, 1.0))) + 6
+    edges = [0.0] + [2.0 ** k for k in range(-e, 1)]
+    step = math.log((1.0 - p_min) / p_min) if p_min < 1.0 else 0.0
+    while edges[-1] < max(step, 1.0) + 8.0:
+        edges.append(edges[-1] + 1.0)
+    while edges[-1] < 48.0:
+        edges.append(edges[-1] * 2.0)
+    a, b = np.array(edges[:-1]), np.array(edges[1:])
+    half = (b - a)[:, None] / 2.0
+    return ((a + b)[:, None] / 2.0 + half * x).ravel(), (half * w).ravel()
+
+
+def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None],
+                       fraction: float | np.ndarray) -> tuple[np.ndarray, bool]:
+    """For a record of each cell ``k``: ``E[1{Z = k} r(f~_k)]``, its expected risk after PRAM.
+
+    A record is released in its own cell ``k`` with probability ``M[k, k]``, independently of the
+    others; then the released count of ``k`` is ``f~_k = 1 + S``, ``S`` the Poisson-binomial count
+    of the other records released in ``k`` (each record of cell ``l`` with probability
+    ``M[l, k]``), and the record's Benedetti-Franconi risk is ``r(f~) = p J_f~(p)``
+    (:mod:`pramkit.risk.individual`) with ``p`` the released cell's sampling fraction, ``F~ = f~ / p``.
+    From ``J_f = int_0^1 t^(f-1) / (p + (1-p) t) dt``,
+
+        E[1{Z = k} r(f~_k)] = M[k, k] int_0^1 p G_k(t) / (p + (1-p) t) dt,
+        G_k(t) = E t^S = prod_l (1 - M[l, k] (1 - t))^(f_l - [l = k]),
+
+    the generating function of ``S`` in closed form: no distribution of the count is formed.  The
+    integral is taken in ``s = -log t`` by Gauss-Legendre on panels that follow the two scales of the
+    integrand (``1 / E f~_k`` near ``t = 1``, ``p`` near ``t = 0``): exact to about 1e-13 relative.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        The original counts ``f``, one axis per variable.
+    matrices : sequence of numpy.ndarray or None
+        One square matrix per axis (``None``: not perturbed).
+    fraction : float or numpy.ndarray
+        ``p`` of every released cell (broadcast to the table), in (0, 1].
+
+    Returns
+    -------
+    risk : numpy.ndarray
+        Of the table's shape (0 where ``f = 0``).
+    exact : bool
+        False beyond :data:`KEPT_EXACT_MAX_WORK`, where ``S`` is taken as Poisson of the same mean.
+
+    Examples
+    --------
+    A census (``p = 1``, ``r = 1 / f~``) of one record in each of two cells, each record kept or moved
+    with probability 1/2: a record is kept (1/2), and then alone (risk 1) or joined by the other (1/2):
+
+    >>> m = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> risk, exact = expected_kept_risk(np.array([1.0, 1.0]), [m], 1.0)
+    >>> np.round(risk, 12).tolist(), exact
+    ([0.375, 0.375], True)
+
+    Unperturbed, it is the Benedetti-Franconi risk at the original counts:
+
+    >>> from pramkit.risk.individual import benedetti_franconi
+    >>> risk, _ = expected_kept_risk(np.array([1.0, 3.0]), [None], 0.1)
+    >>> bool(np.allclose(risk, benedetti_franconi([1, 3], [10, 30]), rtol=1e-12))
+    True
+    """
+    counts = np.asarray(counts, dtype=float)
+    p_all = np.broadcast_to(np.asarray(fraction, dtype=float), counts.shape)
+    axes = [a for a, m in enumerate(matrices) if m is not None]
+    rest = [a for a in range(counts.ndim) if a not in axes]
+    occupied = counts > 0
+    out = np.zeros(counts.shape)
+    if not occupied.any():
+        return out, True
+    if not axes:
+        from pramkit.risk.individual import benedetti_franconi
+
+        out[occupied] = benedetti_franconi(counts[occupied], counts[occupied] / p_all[occupied])
+        return out, True
+    size = math.prod(counts.shape[a] for a in axes)
+    order = rest + axes
+    rows = np.transpose(counts, order).reshape(-1, size)
+    p = np.transpose(p_all, order).reshape(-1, size)
+    used = np.flatnonzero(rows.sum(axis=1) > 0)
+    f, p = rows[used], p[used]
+    diagonal = np.transpose(joint_diagonal(matrices, counts.shape), order).reshape(-1, size)[used]
+    exact = (len(used) + 1) * size * size <= KEPT_EXACT_MAX_WORK
+    if exact:
+        joint = np.ones((1, 1))
+        for a in axes:
+            joint = np.kron(joint, np.asarray(matrices[a], dtype=float))
+        moved = 1.0 - joint
+        mu = f @ joint
+    else:
+        mu = push(counts, matrices)
+        mu = np.transpose(mu, order).reshape(-1, size)[used]
+    nodes, weights = _kept_quadrature(float(mu.max()), float(p[f > 0].min()))
+    total = np.zeros(f.shape)
+    with np.errstate(divide="ignore", over="ignore"):
+        for s, w in zip(nodes, weights):
+            t = math.exp(-s)
+            if exact:
+                log_g = f @ np.log(moved + joint * t) - np.log(1.0 - diagonal + diagonal * t)  # record i apart
+            else:  # Poisson: log G = -(E S) (1 - t)
+                log_g = -(mu - diagonal) * -math.expm1(-s)
+            total += (w * t) * p / (p + (1.0 - p) * t) * np.exp(log_g)
+    kept = np.zeros(rows.shape)
+    kept[used] = np.where(f > 0, diagonal * total, 0.0)
+    out = kept.reshape([counts.shape[a] for a in order])
+    return np.transpose(out, np.argsort(order)), exact
+
+
 @dataclass(frozen=True)
 class ExpectedUtility:
     """The expected utility of one perturbed variable (or of the keys' table).
@@ -407,6 +545,11 @@ class ExpectedRelease:
         (the Poisson approximation of P(f~_j = 1)).
     seconds : float
         Wall-clock time of this design's figures.
+    individual_exact : bool
+        Whether ``individual`` is the exact expectation (module docstring): False with weights that
+        differ among the records that can be released in a cell (the released cell's fraction is then
+        the ratio of its expected count to its expected weight sum), or beyond
+        :data:`KEPT_EXACT_MAX_WORK` (the released counts taken as Poisson).
     """
 
     keys: tuple[str, ...]
@@ -425,12 +568,14 @@ class ExpectedRelease:
     utility: tuple[ExpectedUtility, ...]
     exact: bool
     seconds: float
+    individual_exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON-ready values (private: computed from the original file)."""
         out = {f: getattr(self, f) for f in ("n", "sample_uniques", "sample_uniques_before", "tau1", "tau2",
                                              "tau1_before", "tau2_before", "individual", "individual_before",
-                                             "household", "household_before", "exact", "seconds")}
+                                             "household", "household_before", "exact", "seconds",
+                                             "individual_exact")}
         return {"keys": list(self.keys), "perturbed": list(self.perturbed), **out,
                 "utility": [u.to_dict() for u in self.utility]}
 
@@ -506,12 +651,21 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
     unique = released_unique_probability(s.counts, mats)
     exact = math.prod(s.counts.shape[a] for a, m in enumerate(mats) if m is not None) <= EXACT_MAX_CELLS
     before = s.counts == 1
-    keep = joint_diagonal(mats, s.counts.shape)
+    if s.sums is None:
+        fraction: float | np.ndarray = s.fractions.overall
+    else:  # the released cell's f~ / F~: the ratio of their expectations (exact when the weights are uniform)
+        released, weighed = push(s.counts, mats), push(s.sums, mats)
+        fraction = np.ones(s.counts.shape)
+        np.divide(released, weighed, out=fraction, where=weighed > 0)
+        fraction = np.clip(fraction, 1e-300, 1.0)
+    kept, kept_exact = expected_kept_risk(s.counts, mats, fraction)
     household = household_before = None
     if problem.household is not None:
-        r = np.where(s.cells >= 0, s.individual.ravel()[np.maximum(s.cells, 0)], np.nan)
+        at = np.maximum(s.cells, 0)
+        r = np.where(s.cells >= 0, s.individual.ravel()[at], np.nan)
         household_before = float(combine_households(r, problem.household).sum())
-        household = float(combine_households(r * keep.ravel()[np.maximum(s.cells, 0)], problem.household).sum())
+        after = np.where(s.cells >= 0, kept.ravel()[at], np.nan)
+        household = float(combine_households(after, problem.household).sum())
     n = int(s.counts.sum())
     utility = []
     for name in s.perturbed:
@@ -529,7 +683,7 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         sample_uniques=float(unique.sum()), sample_uniques_before=float(before.sum()),
         tau1=float((unique * risk.r1).sum()), tau2=float((unique * risk.r2).sum()),
         tau1_before=float(s.before.r1[before].sum()), tau2_before=float(s.before.r2[before].sum()),
-        individual=float((s.counts * keep * s.individual).sum()),
+        individual=float((s.counts * kept).sum()),
         individual_before=float((s.counts * s.individual).sum()),
         household=household, household_before=household_before, utility=tuple(utility), exact=exact,
-        seconds=time.perf_counter() - start)
+        seconds=time.perf_counter() - start, individual_exact=kept_exact and s.uniform)
