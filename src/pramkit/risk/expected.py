@@ -22,14 +22,18 @@ one by one, within strata, or jointly) and returns, without perturbing a record:
   ``M[k, j]`` is 0 unless the cells agree on the keys that are not perturbed, so
   the sums run within each combination of those keys: ``U x P x P`` products for
   ``U`` occupied combinations and ``P`` cells of the perturbed keys.
-* **The individual and household risk after PRAM**: a record can only be
-  re-identified on its released keys if they are its true ones, which happens with
-  probability ``M[k, k]`` (the product of the diagonal entries of its keys' matrices);
-  its risk after PRAM is taken as ``M[k, k]`` times its Benedetti-Franconi risk at
-  the original frequencies, and the household risk combines these as
-  :func:`pramkit.risk.household.combine_households` does.  Unlike tau1 and tau2 this
-  is a first-order figure: the frequencies the intruder sees in the release are
-  replaced by the original's.
+* **The individual and household risk after PRAM**: a link on the released keys can only be
+  right if they are the record's true ones, so the risk after PRAM of a record of true cell ``k``
+  is ``1{Z = k} r(f~_k, F~_k)``, the Benedetti-Franconi risk that
+  :func:`pramkit.identification_risk` gives its released cell, where it was kept.  Its expectation
+  (:func:`expected_kept_risk`) is ``M[k, k] int_0^1 p G_k(t) / (p + (1-p) t) dt``, with ``G_k`` the
+  closed-form generating function of the other records' count in ``k`` and ``p = f~ / F~``:
+  exact with a sampling fraction, or with weights that are the same for every record that can be
+  released in a cell; with other weights ``p`` is the ratio of the cell's expected count to its
+  expected weight sum (``individual_exact`` is False).  The household risk combines the members'
+  expectations as :func:`pramkit.risk.household.combine_households` does (as independent events):
+  exact when no two members can be released in the same cell, otherwise the covariance of their
+  released counts is left out.
 * **The utility**: per perturbed variable the standard errors of the moment
   estimates of its category shares at the file's n, with PRAM and without
   (:func:`pramkit.utility.loss.moment_variances`: sampling and PRAM, multinomial),
