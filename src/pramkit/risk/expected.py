@@ -64,18 +64,11 @@ from pramkit.errors import DataError, MatrixError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.information import entropy, mutual_information
 from pramkit.manifest import Manifest
+from pramkit.risk.folding import axis_categories, fold, folded_cells, folded_shape, folding, perturbation
 from pramkit.risk.fractions import FractionsBy, SamplingFractions
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table, record_weights
 from pramkit.risk.household import _household_codes, combine_households
-from pramkit.risk.identification import (
-    _axis_categories,
-    _fit_model,
-    _fold,
-    _folded_cells,
-    _folded_shape,
-    _folding,
-    _perturbation,
-)
+from pramkit.risk.identification import fit_model
 from pramkit.risk.individual import individual_risk
 from pramkit.risk.loglinear import LogLinearFit, check_cells, push
 from pramkit.risk.misclassified import cell_risk, joint_diagonal
@@ -200,8 +193,8 @@ class ProblemSet:
         """The table a manifest's design needs (its categories, its joint axes folded), counted and
         fitted once: designs that differ only in their matrices share it."""
         keys = self.keys
-        singles, joints = _perturbation(manifest, keys)
-        declared = _axis_categories(manifest, keys, singles, joints)
+        singles, joints = perturbation(manifest, keys)
+        declared = axis_categories(manifest, keys, singles, joints)
         signature = (tuple((k, tuple(map(repr, declared[k]))) for k in keys if k in declared),
                      tuple((j.name, j.positions, tuple(map(repr, j.cells))) for j in joints))
         if signature not in self._structures:
@@ -236,9 +229,8 @@ class _Structure:
             if key in declared:
                 codes[:, i] = _recode(codes[:, i], table.categories[i], declared[key], key)
                 shape[i] = len(declared[key])
-        names = _folding(keys, shape, joints)[2]
-        folded_shape = _folded_shape(keys, shape, joints)
-        check_cells(names, folded_shape)
+        names = folding(keys, shape, joints)[2]
+        check_cells(names, folded_shape(keys, shape, joints))
         included = (codes != MISSING).all(axis=1)
         flat = np.ravel_multi_index(codes[included].T, shape)
         size = math.prod(shape)
@@ -246,14 +238,14 @@ class _Structure:
         sums = None
         if problem.weights is not None:
             sums = np.bincount(flat, weights=problem.weights[included], minlength=size).reshape(shape)
-        folded = _fold(counts, keys, joints)  # refuses records outside a joint variable's cells
+        folded = fold(counts, keys, joints)  # refuses records outside a joint variable's cells
         assert folded is not None
-        sums = _fold(sums, keys, joints)
+        sums = fold(sums, keys, joints)
         cells = np.full(len(codes), -1, dtype=np.int64)
-        cells[included] = (_folded_cells(codes[included], shape, keys, joints) if joints
+        cells[included] = (folded_cells(codes[included], shape, keys, joints) if joints
                            else flat)
         perturbed = singles + tuple(j.name for j in joints)
-        fit, _, _, fractions = _fit_model(
+        fit, _, _, fractions = fit_model(
             folded, sums, folded if perturbed else None, sums if perturbed else None, names, perturbed, manifest,
             sampling_fraction=problem.sampling_fraction, fractions=problem.fractions, model=problem.model,
             tol=problem.tol, tau_rtol=None)
