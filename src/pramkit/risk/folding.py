@@ -137,13 +137,11 @@ def axis_categories(manifest: Manifest | None, keys: tuple[str, ...], singles: t
     Examples
     --------
     >>> from pramkit import PramMatrix
-    >>> from pramkit.manifest import Manifest, PerturbedVariable
-    >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
-    >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.9] * 4, categories=cells), columns=("age", "sex"))
-    >>> keys = ("region", "age", "sex")
-    >>> singles, joints = perturbation(Manifest(variables=(v,)), keys)
-    >>> axis_categories(Manifest(variables=(v,)), keys, singles, joints)
-    {'age': ['0-17', '18+'], 'sex': ['f', 'm']}
+    >>> from pramkit.manifest import Manifest
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.9, 0.9], ["f", "m"])})
+    >>> keys = ("age", "sex")
+    >>> axis_categories(manifest, keys, ("sex",), [])
+    {'sex': ('f', 'm')}
     """
     declared: dict[str, Sequence[Any]] = {k: manifest[k].matrix.categories for k in singles} if manifest else {}
     for j in joints:
@@ -178,12 +176,8 @@ def folding(keys: tuple[str, ...], shape: Sequence[int], joints: list[Joint]) ->
 
     Examples
     --------
-    >>> from pramkit import PramMatrix
-    >>> from pramkit.manifest import Manifest, PerturbedVariable
-    >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
-    >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.9] * 4, categories=cells), columns=("age", "sex"))
-    >>> keys = ("region", "age", "sex")
-    >>> singles, joints = perturbation(Manifest(variables=(v,)), keys)
+    >>> keys, cells = ("region", "age", "sex"), (("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m"))
+    >>> joints = [Joint("age*sex", (1, 2), cells, ("age", "sex"))]
     >>> order, merged, names, picks = folding(keys, (3, 2, 2), joints)
     >>> order, merged, names, [(axis, flat.tolist()) for axis, flat in picks]
     ([0, 1, 2], [3, 4], ('region', 'age*sex'), [(1, [0, 1, 2, 3])])
@@ -237,12 +231,8 @@ def fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[Joint]) -
 
     Examples
     --------
-    >>> from pramkit import PramMatrix
-    >>> from pramkit.manifest import Manifest, PerturbedVariable
-    >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
-    >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.9] * 4, categories=cells), columns=("age", "sex"))
-    >>> keys = ("region", "age", "sex")
-    >>> singles, joints = perturbation(Manifest(variables=(v,)), keys)
+    >>> keys, cells = ("region", "age", "sex"), (("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m"))
+    >>> joints = [Joint("age*sex", (1, 2), cells, ("age", "sex"))]
     >>> fold(np.arange(12.0).reshape(3, 2, 2), keys, joints).shape
     (3, 4)
     """
@@ -283,12 +273,8 @@ def folded_cells(codes: np.ndarray, shape: Sequence[int], keys: tuple[str, ...],
 
     Examples
     --------
-    >>> from pramkit import PramMatrix
-    >>> from pramkit.manifest import Manifest, PerturbedVariable
-    >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
-    >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.9] * 4, categories=cells), columns=("age", "sex"))
-    >>> keys = ("region", "age", "sex")
-    >>> singles, joints = perturbation(Manifest(variables=(v,)), keys)
+    >>> keys, cells = ("region", "age", "sex"), (("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m"))
+    >>> joints = [Joint("age*sex", (1, 2), cells, ("age", "sex"))]
     >>> folded_cells(np.array([[0, 1, 0], [2, 1, 1]]), (3, 2, 2), keys, joints).tolist()
     [2, 11]
     """
@@ -329,12 +315,8 @@ def folded_shape(keys: tuple[str, ...], shape: Sequence[int], joints: list[Joint
 
     Examples
     --------
-    >>> from pramkit import PramMatrix
-    >>> from pramkit.manifest import Manifest, PerturbedVariable
-    >>> cells = [("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m")]
-    >>> v = PerturbedVariable("age*sex", PramMatrix.form8([0.9] * 4, categories=cells), columns=("age", "sex"))
-    >>> keys = ("region", "age", "sex")
-    >>> singles, joints = perturbation(Manifest(variables=(v,)), keys)
+    >>> keys, cells = ("region", "age", "sex"), (("0-17", "f"), ("0-17", "m"), ("18+", "f"), ("18+", "m"))
+    >>> joints = [Joint("age*sex", (1, 2), cells, ("age", "sex"))]
     >>> folded_shape(keys, (3, 2, 2), joints)
     [3, 4]
     """
