@@ -247,7 +247,9 @@ def test_weights_that_differ_within_a_released_cell_are_not_exact() -> None:
     e = expected_release(ProblemSet.of(data, ["sex", "age"], weights="w"), manifest)
     individual, _ = _enumerated_kept(data, ["sex", "age"], manifest, "age", weights="w")
     assert not e.individual_exact and e.exact
-    assert e.individual == pytest.approx(individual, rel=0.05)  # the ratio of expectations for f~ / F~
+    # alone in its cell a record's F~ is its weight (exact); with others, f~ / F~ is the ratio of expectations:
+    # 0.9427 against the enumerated 0.9441
+    assert e.individual == pytest.approx(individual, rel=0.01)
 
 
 @pytest.mark.parametrize("sex, households, rel", [
@@ -276,16 +278,19 @@ def test_expected_kept_risk_by_enumeration(counts: list[int], stay: float, share
     from pramkit.risk.individual import benedetti_franconi
 
     m = _three_cells(stay, share)
-    brute = np.zeros(3)
+    brute, lone = np.zeros(3), np.zeros(3)
     for prob, cells, outcome in _releases(counts, m):
         released = np.bincount(np.array(outcome, dtype=int), minlength=3)
         for k, j in zip(cells, outcome):
             if k == j:
                 brute[k] += prob * float(benedetti_franconi(released[j], released[j] / fraction))
+                lone[k] += prob * (released[j] == 1)
     brute /= np.maximum(counts, 1)
-    risk, exact = expected_kept_risk(np.array(counts, dtype=float), [m], fraction)
+    lone /= np.maximum(counts, 1)
+    risk, alone, exact = expected_kept_risk(np.array(counts, dtype=float), [m], fraction)
     assert exact
     assert np.allclose(risk, brute, rtol=1e-10, atol=1e-15)
+    assert np.allclose(alone, lone, rtol=1e-10, atol=1e-15)
 
 
 def test_expected_kept_risk_of_large_counts_against_the_exact_distribution() -> None:
@@ -298,7 +303,7 @@ def test_expected_kept_risk_of_large_counts_against_the_exact_distribution() -> 
     counts = np.array([20_000.0, 700.0, 3.0])
     m = np.array([[0.8, 0.15, 0.05], [0.1, 0.85, 0.05], [0.3, 0.3, 0.4]])
     for fraction in (1.0, 0.05, 0.001):
-        risk, _ = expected_kept_risk(counts, [m], fraction)
+        risk, _, _ = expected_kept_risk(counts, [m], fraction)
         for k in range(3):
             pmf = np.array([1.0])
             for j in range(3):
@@ -336,9 +341,9 @@ def test_monte_carlo_of_the_individual_and_household_risk(sdc_data: Path, risk: 
     e = expected_release(ProblemSet.of(data, keys, household="db030", **risk), manifest)  # type: ignore[arg-type]
     mean, se = _simulated_kept(data, keys, manifest, "db030", 200, **risk)
     assert e.individual_exact == ("weights" not in risk)
-    # weights that differ within a released cell: the ratio of expectations for f~ / F~, measured at
-    # 0.3 % (individual) and 0.7 % (households) below 400 releases' means; exact otherwise
-    slack = 0.015 if "weights" in risk else 0.0
+    # weights that differ within a released cell: f~ / F~ the ratio of expectations where the record is not
+    # alone, measured at 0.2 % (individual) and 0.3 % (households) below 400 releases' means; exact otherwise
+    slack = 0.01 if "weights" in risk else 0.0
     assert abs(e.individual - mean[0]) <= 4 * se[0] + slack * mean[0]
     assert e.household is not None and abs(e.household - mean[1]) <= 4 * se[1] + slack * mean[1]
     assert e.individual < e.individual_before

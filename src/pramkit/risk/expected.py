@@ -29,7 +29,8 @@ one by one, within strata, or jointly) and returns, without perturbing a record:
   (:func:`expected_kept_risk`) is ``M[k, k] int_0^1 p G_k(t) / (p + (1-p) t) dt``, with ``G_k`` the
   closed-form generating function of the other records' count in ``k`` and ``p = f~ / F~``:
   exact with a sampling fraction, or with weights that are the same for every record that can be
-  released in a cell; with other weights ``p`` is the ratio of the cell's expected count to its
+  released in a cell; with other weights, exact where the record is alone in its released cell
+  (``F~`` its own weight), and elsewhere ``p`` is the ratio of the cell's expected count to its
   expected weight sum (``individual_exact`` is False).  The household risk combines the members'
   expectations as :func:`pramkit.risk.household.combine_households` does (as independent events):
   exact when no two members can be released in the same cell, otherwise the covariance of their
@@ -53,7 +54,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -69,12 +70,12 @@ from pramkit.risk.fractions import FractionsBy, SamplingFractions
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table, record_weights
 from pramkit.risk.household import _household_codes, combine_households
 from pramkit.risk.identification import fit_model
-from pramkit.risk.individual import individual_risk
+from pramkit.risk.individual import benedetti_franconi, individual_risk
 from pramkit.risk.loglinear import LogLinearFit, check_cells, push
 from pramkit.risk.misclassified import cell_risk, joint_diagonal
 from pramkit.utility.loss import moment_variances
 
-__all__ = ["ExpectedRelease", "ExpectedUtility", "ProblemSet", "expected_kept_risk", "expected_release",
+__all__ = ["ExpectedRelease", "ExpectedUtility", "KeptRisk", "ProblemSet", "expected_kept_risk", "expected_release",
            "released_unique_probability"]
 
 #: Largest number of cells of the perturbed keys whose joint matrix is formed for the exact expectation;
@@ -377,8 +378,26 @@ def _kept_quadrature(mu_max: float, p_min: float) -> tuple[np.ndarray, np.ndarra
     return ((a + b)[:, None] / 2.0 + half * x).ravel(), (half * w).ravel()
 
 
+class KeptRisk(NamedTuple):
+    """What :func:`expected_kept_risk` returns.
+
+    Parameters
+    ----------
+    risk : numpy.ndarray
+        ``E[1{Z = k} r(f~_k)]`` for a record of each cell (0 where ``f = 0``).
+    alone : numpy.ndarray
+        ``P(Z = k, f~_k = 1)``: the record kept and alone in its released cell.
+    exact : bool
+        False beyond :data:`KEPT_EXACT_MAX_WORK`, where the count is taken as Poisson.
+    """
+
+    risk: np.ndarray
+    alone: np.ndarray
+    exact: bool
+
+
 def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None],
-                       fraction: float | np.ndarray) -> tuple[np.ndarray, bool]:
+                       fraction: float | np.ndarray) -> KeptRisk:
     """For a record of each cell ``k``: ``E[1{Z = k} r(f~_k)]``, its expected risk after PRAM.
 
     A record is released in its own cell ``k`` with probability ``M[k, k]``, independently of the
@@ -406,10 +425,9 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
 
     Returns
     -------
-    risk : numpy.ndarray
-        Of the table's shape (0 where ``f = 0``).
-    exact : bool
-        False beyond :data:`KEPT_EXACT_MAX_WORK`, where ``S`` is taken as Poisson of the same mean.
+    KeptRisk
+        The risks, and ``P(Z = k, S = 0) = M[k, k] G_k(0)`` (both of the table's shape), and whether
+        they are exact (beyond :data:`KEPT_EXACT_MAX_WORK` ``S`` is taken as Poisson of the same mean).
 
     Examples
     --------
@@ -417,14 +435,14 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
     with probability 1/2: a record is kept (1/2), and then alone (risk 1) or joined by the other (1/2):
 
     >>> m = np.array([[0.5, 0.5], [0.5, 0.5]])
-    >>> risk, exact = expected_kept_risk(np.array([1.0, 1.0]), [m], 1.0)
-    >>> np.round(risk, 12).tolist(), exact
-    ([0.375, 0.375], True)
+    >>> risk, alone, exact = expected_kept_risk(np.array([1.0, 1.0]), [m], 1.0)
+    >>> np.round(risk, 12).tolist(), alone.tolist(), exact
+    ([0.375, 0.375], [0.25, 0.25], True)
 
     Unperturbed, it is the Benedetti-Franconi risk at the original counts:
 
     >>> from pramkit.risk.individual import benedetti_franconi
-    >>> risk, _ = expected_kept_risk(np.array([1.0, 3.0]), [None], 0.1)
+    >>> risk, _, _ = expected_kept_risk(np.array([1.0, 3.0]), [None], 0.1)
     >>> bool(np.allclose(risk, benedetti_franconi([1, 3], [10, 30]), rtol=1e-12))
     True
     """
@@ -435,12 +453,10 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
     occupied = counts > 0
     out = np.zeros(counts.shape)
     if not occupied.any():
-        return out, True
+        return KeptRisk(out, out.copy(), True)
     if not axes:
-        from pramkit.risk.individual import benedetti_franconi
-
         out[occupied] = benedetti_franconi(counts[occupied], counts[occupied] / p_all[occupied])
-        return out, True
+        return KeptRisk(out, (counts == 1).astype(float), True)
     size = math.prod(counts.shape[a] for a in axes)
     order = rest + axes
     rows = np.transpose(counts, order).reshape(-1, size)
@@ -455,9 +471,16 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
             joint = np.kron(joint, np.asarray(matrices[a], dtype=float))
         moved = 1.0 - joint
         mu = f @ joint
+        certain = moved <= 0.0  # records of these cells always land there: none may, for the record to be alone
+        others = f @ certain.astype(float) - (diagonal >= 1.0)
+        with np.errstate(divide="ignore"):
+            log_alone = f @ np.where(certain, 0.0, np.log(np.where(certain, 1.0, moved))) - np.log(
+                np.where(diagonal >= 1.0, 1.0, 1.0 - diagonal))
+        alone = np.where(others > 0.5, 0.0, diagonal * np.exp(log_alone))
     else:
         mu = push(counts, matrices)
         mu = np.transpose(mu, order).reshape(-1, size)[used]
+        alone = diagonal * np.exp(-(mu - diagonal))
     nodes, weights = _kept_quadrature(float(mu.max()), float(p[f > 0].min()))
     total = np.zeros(f.shape)
     with np.errstate(divide="ignore", over="ignore"):
@@ -468,10 +491,13 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
             else:  # Poisson: log G = -(E S) (1 - t)
                 log_g = -(mu - diagonal) * -math.expm1(-s)
             total += (w * t) * p / (p + (1.0 - p) * t) * np.exp(log_g)
-    kept = np.zeros(rows.shape)
+    back = np.argsort(order)
+    kept, lone = np.zeros(rows.shape), np.zeros(rows.shape)
     kept[used] = np.where(f > 0, diagonal * total, 0.0)
-    out = kept.reshape([counts.shape[a] for a in order])
-    return np.transpose(out, np.argsort(order)), exact
+    lone[used] = np.where(f > 0, alone, 0.0)
+    moved_shape = [counts.shape[a] for a in order]
+    return KeptRisk(np.transpose(kept.reshape(moved_shape), back), np.transpose(lone.reshape(moved_shape), back),
+                    exact)
 
 
 @dataclass(frozen=True)
@@ -543,8 +569,9 @@ class ExpectedRelease:
         Wall-clock time of this design's figures.
     individual_exact : bool
         Whether ``individual`` is the exact expectation (module docstring): False with weights that
-        differ among the records that can be released in a cell (the released cell's fraction is then
-        the ratio of its expected count to its expected weight sum), or beyond
+        differ among the records that can be released in a cell (where a record is not alone in its
+        released cell, the cell's fraction is then the ratio of its expected count to its expected
+        weight sum), or beyond
         :data:`KEPT_EXACT_MAX_WORK` (the released counts taken as Poisson).
     """
 
@@ -654,13 +681,19 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         fraction = np.ones(s.counts.shape)
         np.divide(released, weighed, out=fraction, where=weighed > 0)
         fraction = np.clip(fraction, 1e-300, 1.0)
-    kept, kept_exact = expected_kept_risk(s.counts, mats, fraction)
+    kept = expected_kept_risk(s.counts, mats, fraction)
+    at = np.maximum(s.cells, 0)
+    after = np.where(s.cells >= 0, kept.risk.ravel()[at], np.nan)
+    if s.sums is not None and not s.uniform:  # alone in its released cell, F~ is the record's own weight
+        counted = s.cells >= 0
+        w = np.maximum(problem.weights[counted], 1.0)  # type: ignore[index]
+        p_cell = np.broadcast_to(fraction, s.counts.shape).ravel()[s.cells[counted]]
+        lone = kept.alone.ravel()[s.cells[counted]]
+        after[counted] += lone * (individual_risk(np.ones(len(w)), w).risk - benedetti_franconi(1.0, 1.0 / p_cell))
     household = household_before = None
     if problem.household is not None:
-        at = np.maximum(s.cells, 0)
         r = np.where(s.cells >= 0, s.individual.ravel()[at], np.nan)
         household_before = float(combine_households(r, problem.household).sum())
-        after = np.where(s.cells >= 0, kept.ravel()[at], np.nan)
         household = float(combine_households(after, problem.household).sum())
     n = int(s.counts.sum())
     utility = []
@@ -679,7 +712,7 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         sample_uniques=float(unique.sum()), sample_uniques_before=float(before.sum()),
         tau1=float((unique * risk.r1).sum()), tau2=float((unique * risk.r2).sum()),
         tau1_before=float(s.before.r1[before].sum()), tau2_before=float(s.before.r2[before].sum()),
-        individual=float((s.counts * kept).sum()),
+        individual=float(np.nansum(after)),
         individual_before=float((s.counts * s.individual).sum()),
         household=household, household_before=household_before, utility=tuple(utility), exact=exact,
-        seconds=time.perf_counter() - start, individual_exact=kept_exact and s.uniform)
+        seconds=time.perf_counter() - start, individual_exact=kept.exact and s.uniform)
