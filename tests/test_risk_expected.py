@@ -347,3 +347,16 @@ def test_monte_carlo_of_the_individual_and_household_risk(sdc_data: Path, risk: 
     assert abs(e.individual - mean[0]) <= 4 * se[0] + slack * mean[0]
     assert e.household is not None and abs(e.household - mean[1]) <= 4 * se[1] + slack * mean[1]
     assert e.individual < e.individual_before
+
+
+def test_beyond_the_work_limit_the_count_is_taken_as_poisson(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pramkit.risk.expected as expected
+
+    counts = np.array([2000.0, 300.0, 1.0])
+    m = np.full((3, 3), 0.005) + np.eye(3) * 0.985
+    exact = expected.expected_kept_risk(counts, [m], 0.05)
+    monkeypatch.setattr(expected, "KEPT_EXACT_MAX_WORK", 10)
+    poisson = expected.expected_kept_risk(counts, [m], 0.05)
+    assert exact.exact and not poisson.exact
+    assert np.allclose(poisson.risk, exact.risk, rtol=0.02)
+    assert np.allclose(poisson.alone, exact.alone, rtol=0.05)

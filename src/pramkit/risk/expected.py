@@ -350,10 +350,11 @@ def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarra
     return np.transpose(out, np.argsort(rest + axes))
 
 
-#: Largest ``(U + 1) P^2`` (``U`` occupied combinations of the unperturbed keys, ``P`` cells of the perturbed
-#: ones) for which :func:`expected_kept_risk` forms the joint matrix at each of its quadrature nodes; beyond
-#: it the released count is taken as Poisson (``exact=False``).
-KEPT_EXACT_MAX_WORK = 4_000_000
+#: Largest ``(U + 1) P^2 + 20 D`` (``U`` occupied combinations of the unperturbed keys, ``P`` cells of the
+#: perturbed ones, ``D`` distinct entries of their joint matrix, each a logarithm) for which
+#: :func:`expected_kept_risk` forms the joint matrix at each of its few hundred quadrature nodes; beyond it
+#: the released count is taken as Poisson (``exact=False``).
+KEPT_EXACT_MAX_WORK = 1_000_000
 
 #: Gauss-Legendre nodes per panel of :func:`expected_kept_risk`'s quadrature.
 _NODES_PER_PANEL = 12
@@ -464,11 +465,16 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
     used = np.flatnonzero(rows.sum(axis=1) > 0)
     f, p = rows[used], p[used]
     diagonal = np.transpose(joint_diagonal(matrices, counts.shape), order).reshape(-1, size)[used]
-    exact = (len(used) + 1) * size * size <= KEPT_EXACT_MAX_WORK
+    work = (len(used) + 1) * size * size
+    exact = work <= KEPT_EXACT_MAX_WORK
     if exact:
         joint = np.ones((1, 1))
         for a in axes:
             joint = np.kron(joint, np.asarray(matrices[a], dtype=float))
+        entries, where = np.unique(joint, return_inverse=True)  # a design's matrix has few distinct entries
+        exact = work + 20 * entries.size <= KEPT_EXACT_MAX_WORK
+    if exact:
+        where = where.reshape(joint.shape)
         moved = 1.0 - joint
         mu = f @ joint
         certain = moved <= 0.0  # records of these cells always land there: none may, for the record to be alone
@@ -487,7 +493,8 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
         for s, w in zip(nodes, weights):
             t = math.exp(-s)
             if exact:
-                log_g = f @ np.log(moved + joint * t) - np.log(1.0 - diagonal + diagonal * t)  # record i apart
+                logs = np.log(1.0 - entries + entries * t)[where]
+                log_g = f @ logs - np.log(1.0 - diagonal + diagonal * t)  # record i apart
             else:  # Poisson: log G = -(E S) (1 - t)
                 log_g = -(mu - diagonal) * -math.expm1(-s)
             total += (w * t) * p / (p + (1.0 - p) * t) * np.exp(log_g)
