@@ -22,14 +22,19 @@ one by one, within strata, or jointly) and returns, without perturbing a record:
   ``M[k, j]`` is 0 unless the cells agree on the keys that are not perturbed, so
   the sums run within each combination of those keys: ``U x P x P`` products for
   ``U`` occupied combinations and ``P`` cells of the perturbed keys.
-* **The individual and household risk after PRAM**: a record can only be
-  re-identified on its released keys if they are its true ones, which happens with
-  probability ``M[k, k]`` (the product of the diagonal entries of its keys' matrices);
-  its risk after PRAM is taken as ``M[k, k]`` times its Benedetti-Franconi risk at
-  the original frequencies, and the household risk combines these as
-  :func:`pramkit.risk.household.combine_households` does.  Unlike tau1 and tau2 this
-  is a first-order figure: the frequencies the intruder sees in the release are
-  replaced by the original's.
+* **The individual and household risk after PRAM**: a link on the released keys can only be
+  right if they are the record's true ones, so the risk after PRAM of a record of true cell ``k``
+  is ``1{Z = k} r(f~_k, F~_k)``, the Benedetti-Franconi risk that
+  :func:`pramkit.identification_risk` gives its released cell, where it was kept.  Its expectation
+  (:func:`expected_kept_risk`) is ``M[k, k] int_0^1 p G_k(t) / (p + (1-p) t) dt``, with ``G_k`` the
+  closed-form generating function of the other records' count in ``k`` and ``p = f~ / F~``:
+  exact with a sampling fraction, or with weights that are the same for every record that can be
+  released in a cell; with other weights, exact where the record is alone in its released cell
+  (``F~`` its own weight), and elsewhere ``p`` is the ratio of the cell's expected count to its
+  expected weight sum (``individual_exact`` is False).  The household risk combines the members'
+  expectations as :func:`pramkit.risk.household.combine_households` does (as independent events):
+  exact when no two members can be released in the same cell, otherwise the covariance of their
+  released counts is left out.
 * **The utility**: per perturbed variable the standard errors of the moment
   estimates of its category shares at the file's n, with PRAM and without
   (:func:`pramkit.utility.loss.moment_variances`: sampling and PRAM, multinomial),
@@ -49,7 +54,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -60,24 +65,18 @@ from pramkit.errors import DataError, MatrixError, ParameterError
 from pramkit.frames import column, eager, frame_columns
 from pramkit.information import entropy, mutual_information
 from pramkit.manifest import Manifest
+from pramkit.risk.folding import axis_categories, fold, folded_cells, folded_shape, folding, perturbation
 from pramkit.risk.fractions import FractionsBy, SamplingFractions
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table, record_weights
 from pramkit.risk.household import _household_codes, combine_households
-from pramkit.risk.identification import (
-    _axis_categories,
-    _fit_model,
-    _fold,
-    _folded_cells,
-    _folded_shape,
-    _folding,
-    _perturbation,
-)
-from pramkit.risk.individual import individual_risk
+from pramkit.risk.identification import fit_model
+from pramkit.risk.individual import benedetti_franconi, individual_risk
 from pramkit.risk.loglinear import LogLinearFit, check_cells, push
 from pramkit.risk.misclassified import cell_risk, joint_diagonal
 from pramkit.utility.loss import moment_variances
 
-__all__ = ["ExpectedRelease", "ExpectedUtility", "ProblemSet", "expected_release", "released_unique_probability"]
+__all__ = ["ExpectedRelease", "ExpectedUtility", "KeptRisk", "ProblemSet", "expected_kept_risk", "expected_release",
+           "released_unique_probability"]
 
 #: Largest number of cells of the perturbed keys whose joint matrix is formed for the exact expectation;
 #: beyond it P(f~_j = 1) is taken as ``mu~ exp(-mu~)`` (the Poisson approximation, ``exact=False``).
@@ -195,8 +194,8 @@ class ProblemSet:
         """The table a manifest's design needs (its categories, its joint axes folded), counted and
         fitted once: designs that differ only in their matrices share it."""
         keys = self.keys
-        singles, joints = _perturbation(manifest, keys)
-        declared = _axis_categories(manifest, keys, singles, joints)
+        singles, joints = perturbation(manifest, keys)
+        declared = axis_categories(manifest, keys, singles, joints)
         signature = (tuple((k, tuple(map(repr, declared[k]))) for k in keys if k in declared),
                      tuple((j.name, j.positions, tuple(map(repr, j.cells))) for j in joints))
         if signature not in self._structures:
@@ -217,6 +216,8 @@ class _Structure:
     cells: np.ndarray  # each record's flat cell, -1 if left out (a missing value of a perturbed key)
     individual: np.ndarray  # Benedetti-Franconi risk of every cell (0 where empty)
     before: Any  # CellRisk with M = I
+    sums: np.ndarray | None = None  # the weights' sum in every cell (None without weights)
+    uniform: bool = True  # one weight in each combination of the unperturbed axes (or no weights)
 
     @classmethod
     def of(cls, problem: ProblemSet, manifest: Manifest | None, singles: tuple[str, ...], joints: list[Any],
@@ -229,9 +230,8 @@ class _Structure:
             if key in declared:
                 codes[:, i] = _recode(codes[:, i], table.categories[i], declared[key], key)
                 shape[i] = len(declared[key])
-        names = _folding(keys, shape, joints)[2]
-        folded_shape = _folded_shape(keys, shape, joints)
-        check_cells(names, folded_shape)
+        names = folding(keys, shape, joints)[2]
+        check_cells(names, folded_shape(keys, shape, joints))
         included = (codes != MISSING).all(axis=1)
         flat = np.ravel_multi_index(codes[included].T, shape)
         size = math.prod(shape)
@@ -239,14 +239,14 @@ class _Structure:
         sums = None
         if problem.weights is not None:
             sums = np.bincount(flat, weights=problem.weights[included], minlength=size).reshape(shape)
-        folded = _fold(counts, keys, joints)  # refuses records outside a joint variable's cells
+        folded = fold(counts, keys, joints)  # refuses records outside a joint variable's cells
         assert folded is not None
-        sums = _fold(sums, keys, joints)
+        sums = fold(sums, keys, joints)
         cells = np.full(len(codes), -1, dtype=np.int64)
-        cells[included] = (_folded_cells(codes[included], shape, keys, joints) if joints
+        cells[included] = (folded_cells(codes[included], shape, keys, joints) if joints
                            else flat)
         perturbed = singles + tuple(j.name for j in joints)
-        fit, _, _, fractions = _fit_model(
+        fit, _, _, fractions = fit_model(
             folded, sums, folded if perturbed else None, sums if perturbed else None, names, perturbed, manifest,
             sampling_fraction=problem.sampling_fraction, fractions=problem.fractions, model=problem.model,
             tol=problem.tol, tau_rtol=None)
@@ -255,7 +255,17 @@ class _Structure:
         individual = np.zeros(folded.shape)
         individual[occupied] = individual_risk(folded[occupied], population[occupied]).risk
         before = cell_risk(fit.fitted, fractions.values, [None] * folded.ndim)
-        return cls(names, perturbed, folded, fit, fractions, cells, individual, before)
+        uniform = True
+        if problem.weights is not None:  # records move within a combination of the unperturbed axes only
+            fixed = [a for a, name in enumerate(names) if name not in perturbed]
+            at = np.unravel_index(cells[cells >= 0], folded.shape)
+            group = (np.ravel_multi_index([at[a] for a in fixed], [folded.shape[a] for a in fixed]) if fixed
+                     else np.zeros(len(at[0]), dtype=np.int64))
+            w = problem.weights[cells >= 0]
+            low = pd.Series(w).groupby(group).min().to_numpy()
+            high = pd.Series(w).groupby(group).max().to_numpy()
+            uniform = bool(np.all(low == high))
+        return cls(names, perturbed, folded, fit, fractions, cells, individual, before, sums, uniform)
 
 
 def _recode(codes: np.ndarray, found: Sequence[Any], declared: Sequence[Any], key: str) -> np.ndarray:
@@ -340,6 +350,163 @@ def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarra
     return np.transpose(out, np.argsort(rest + axes))
 
 
+#: Largest ``(U + 1) P^2 + 20 D`` (``U`` occupied combinations of the unperturbed keys, ``P`` cells of the
+#: perturbed ones, ``D`` distinct entries of their joint matrix, each a logarithm) for which
+#: :func:`expected_kept_risk` forms the joint matrix at each of its few hundred quadrature nodes; beyond it
+#: the released count is taken as Poisson (``exact=False``).
+KEPT_EXACT_MAX_WORK = 1_000_000
+
+#: Gauss-Legendre nodes per panel of :func:`expected_kept_risk`'s quadrature.
+_NODES_PER_PANEL = 12
+
+
+def _kept_quadrature(mu_max: float, p_min: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``s`` and weights of ``int_0^inf h(s) ds`` for the integrand of :func:`expected_kept_risk`:
+    panels doubling from ``2^-e`` (``e`` with ``mu_max 2^-e <= 1/64``) to 1, where the released count's
+    generating function ``G(e^-s) <= exp(-mu (1 - e^-s))`` falls; panels of width 1 past the kernel's
+    step at ``s = log((1 - p) / p)``; then doubling panels to 48, beyond which the integrand is below
+    ``e^-48``."""
+    x, w = np.polynomial.legendre.leggauss(_NODES_PER_PANEL)
+    e = math.ceil(math.log2(max(mu_max, 1.0))) + 6
+    edges = [0.0] + [2.0 ** k for k in range(-e, 1)]
+    step = math.log((1.0 - p_min) / p_min) if p_min < 1.0 else 0.0
+    while edges[-1] < max(step, 1.0) + 8.0:
+        edges.append(edges[-1] + 1.0)
+    while edges[-1] < 48.0:
+        edges.append(edges[-1] * 2.0)
+    a, b = np.array(edges[:-1]), np.array(edges[1:])
+    half = (b - a)[:, None] / 2.0
+    return ((a + b)[:, None] / 2.0 + half * x).ravel(), (half * w).ravel()
+
+
+class KeptRisk(NamedTuple):
+    """What :func:`expected_kept_risk` returns.
+
+    Parameters
+    ----------
+    risk : numpy.ndarray
+        ``E[1{Z = k} r(f~_k)]`` for a record of each cell (0 where ``f = 0``).
+    alone : numpy.ndarray
+        ``P(Z = k, f~_k = 1)``: the record kept and alone in its released cell.
+    exact : bool
+        False beyond :data:`KEPT_EXACT_MAX_WORK`, where the count is taken as Poisson.
+    """
+
+    risk: np.ndarray
+    alone: np.ndarray
+    exact: bool
+
+
+def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None],
+                       fraction: float | np.ndarray) -> KeptRisk:
+    """For a record of each cell ``k``: ``E[1{Z = k} r(f~_k)]``, its expected risk after PRAM.
+
+    A record is released in its own cell ``k`` with probability ``M[k, k]``, independently of the
+    others; then the released count of ``k`` is ``f~_k = 1 + S``, ``S`` the Poisson-binomial count
+    of the other records released in ``k`` (each record of cell ``l`` with probability
+    ``M[l, k]``), and the record's Benedetti-Franconi risk is ``r(f~) = p J_f~(p)``
+    (:mod:`pramkit.risk.individual`) with ``p`` the released cell's sampling fraction, ``F~ = f~ / p``.
+    From ``J_f = int_0^1 t^(f-1) / (p + (1-p) t) dt``,
+
+        E[1{Z = k} r(f~_k)] = M[k, k] int_0^1 p G_k(t) / (p + (1-p) t) dt,
+        G_k(t) = E t^S = prod_l (1 - M[l, k] (1 - t))^(f_l - [l = k]),
+
+    the generating function of ``S`` in closed form: no distribution of the count is formed.  The
+    integral is taken in ``s = -log t`` by Gauss-Legendre on panels that follow the two scales of the
+    integrand (``1 / E f~_k`` near ``t = 1``, ``p`` near ``t = 0``): exact to about 1e-13 relative.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        The original counts ``f``, one axis per variable.
+    matrices : sequence of numpy.ndarray or None
+        One square matrix per axis (``None``: not perturbed).
+    fraction : float or numpy.ndarray
+        ``p`` of every released cell (broadcast to the table), in (0, 1].
+
+    Returns
+    -------
+    KeptRisk
+        The risks, and ``P(Z = k, S = 0) = M[k, k] G_k(0)`` (both of the table's shape), and whether
+        they are exact (beyond :data:`KEPT_EXACT_MAX_WORK` ``S`` is taken as Poisson of the same mean).
+
+    Examples
+    --------
+    A census (``p = 1``, ``r = 1 / f~``) of one record in each of two cells, each record kept or moved
+    with probability 1/2: a record is kept (1/2), and then alone (risk 1) or joined by the other (1/2):
+
+    >>> m = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> risk, alone, exact = expected_kept_risk(np.array([1.0, 1.0]), [m], 1.0)
+    >>> np.round(risk, 12).tolist(), alone.tolist(), exact
+    ([0.375, 0.375], [0.25, 0.25], True)
+
+    Unperturbed, it is the Benedetti-Franconi risk at the original counts:
+
+    >>> from pramkit.risk.individual import benedetti_franconi
+    >>> risk, _, _ = expected_kept_risk(np.array([1.0, 3.0]), [None], 0.1)
+    >>> bool(np.allclose(risk, benedetti_franconi([1, 3], [10, 30]), rtol=1e-12))
+    True
+    """
+    counts = np.asarray(counts, dtype=float)
+    p_all = np.broadcast_to(np.asarray(fraction, dtype=float), counts.shape)
+    axes = [a for a, m in enumerate(matrices) if m is not None]
+    rest = [a for a in range(counts.ndim) if a not in axes]
+    occupied = counts > 0
+    out = np.zeros(counts.shape)
+    if not occupied.any():
+        return KeptRisk(out, out.copy(), True)
+    if not axes:
+        out[occupied] = benedetti_franconi(counts[occupied], counts[occupied] / p_all[occupied])
+        return KeptRisk(out, (counts == 1).astype(float), True)
+    size = math.prod(counts.shape[a] for a in axes)
+    order = rest + axes
+    rows = np.transpose(counts, order).reshape(-1, size)
+    p = np.transpose(p_all, order).reshape(-1, size)
+    used = np.flatnonzero(rows.sum(axis=1) > 0)
+    f, p = rows[used], p[used]
+    diagonal = np.transpose(joint_diagonal(matrices, counts.shape), order).reshape(-1, size)[used]
+    work = (len(used) + 1) * size * size
+    exact = work <= KEPT_EXACT_MAX_WORK
+    if exact:
+        joint = np.ones((1, 1))
+        for a in axes:
+            joint = np.kron(joint, np.asarray(matrices[a], dtype=float))
+        entries, where = np.unique(joint, return_inverse=True)  # a design's matrix has few distinct entries
+        exact = work + 20 * entries.size <= KEPT_EXACT_MAX_WORK
+    if exact:
+        where = where.reshape(joint.shape)
+        moved = 1.0 - joint
+        mu = f @ joint
+        certain = moved <= 0.0  # records of these cells always land there: none may, for the record to be alone
+        others = f @ certain.astype(float) - (diagonal >= 1.0)
+        with np.errstate(divide="ignore"):
+            log_alone = f @ np.where(certain, 0.0, np.log(np.where(certain, 1.0, moved))) - np.log(
+                np.where(diagonal >= 1.0, 1.0, 1.0 - diagonal))
+        alone = np.where(others > 0.5, 0.0, diagonal * np.exp(log_alone))
+    else:
+        mu = push(counts, matrices)
+        mu = np.transpose(mu, order).reshape(-1, size)[used]
+        alone = diagonal * np.exp(-(mu - diagonal))
+    nodes, weights = _kept_quadrature(float(mu.max()), float(p[f > 0].min()))
+    total = np.zeros(f.shape)
+    with np.errstate(divide="ignore", over="ignore"):
+        for s, w in zip(nodes, weights):
+            t = math.exp(-s)
+            if exact:
+                logs = np.log(1.0 - entries + entries * t)[where]
+                log_g = f @ logs - np.log(1.0 - diagonal + diagonal * t)  # record i apart
+            else:  # Poisson: log G = -(E S) (1 - t)
+                log_g = -(mu - diagonal) * -math.expm1(-s)
+            total += (w * t) * p / (p + (1.0 - p) * t) * np.exp(log_g)
+    back = np.argsort(order)
+    kept, lone = np.zeros(rows.shape), np.zeros(rows.shape)
+    kept[used] = np.where(f > 0, diagonal * total, 0.0)
+    lone[used] = np.where(f > 0, alone, 0.0)
+    moved_shape = [counts.shape[a] for a in order]
+    return KeptRisk(np.transpose(kept.reshape(moved_shape), back), np.transpose(lone.reshape(moved_shape), back),
+                    exact)
+
+
 @dataclass(frozen=True)
 class ExpectedUtility:
     """The expected utility of one perturbed variable (or of the keys' table).
@@ -407,6 +574,12 @@ class ExpectedRelease:
         (the Poisson approximation of P(f~_j = 1)).
     seconds : float
         Wall-clock time of this design's figures.
+    individual_exact : bool
+        Whether ``individual`` is the exact expectation (module docstring): False with weights that
+        differ among the records that can be released in a cell (where a record is not alone in its
+        released cell, the cell's fraction is then the ratio of its expected count to its expected
+        weight sum), or beyond
+        :data:`KEPT_EXACT_MAX_WORK` (the released counts taken as Poisson).
     """
 
     keys: tuple[str, ...]
@@ -425,12 +598,14 @@ class ExpectedRelease:
     utility: tuple[ExpectedUtility, ...]
     exact: bool
     seconds: float
+    individual_exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON-ready values (private: computed from the original file)."""
         out = {f: getattr(self, f) for f in ("n", "sample_uniques", "sample_uniques_before", "tau1", "tau2",
                                              "tau1_before", "tau2_before", "individual", "individual_before",
-                                             "household", "household_before", "exact", "seconds")}
+                                             "household", "household_before", "exact", "seconds",
+                                             "individual_exact")}
         return {"keys": list(self.keys), "perturbed": list(self.perturbed), **out,
                 "utility": [u.to_dict() for u in self.utility]}
 
@@ -506,12 +681,27 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
     unique = released_unique_probability(s.counts, mats)
     exact = math.prod(s.counts.shape[a] for a, m in enumerate(mats) if m is not None) <= EXACT_MAX_CELLS
     before = s.counts == 1
-    keep = joint_diagonal(mats, s.counts.shape)
+    if s.sums is None:
+        fraction: float | np.ndarray = s.fractions.overall
+    else:  # the released cell's f~ / F~: the ratio of their expectations (exact when the weights are uniform)
+        released, weighed = push(s.counts, mats), push(s.sums, mats)
+        fraction = np.ones(s.counts.shape)
+        np.divide(released, weighed, out=fraction, where=weighed > 0)
+        fraction = np.clip(fraction, 1e-300, 1.0)
+    kept = expected_kept_risk(s.counts, mats, fraction)
+    at = np.maximum(s.cells, 0)
+    after = np.where(s.cells >= 0, kept.risk.ravel()[at], np.nan)
+    if s.sums is not None and not s.uniform:  # alone in its released cell, F~ is the record's own weight
+        counted = s.cells >= 0
+        w = np.maximum(problem.weights[counted], 1.0)  # type: ignore[index]
+        p_cell = np.broadcast_to(fraction, s.counts.shape).ravel()[s.cells[counted]]
+        lone = kept.alone.ravel()[s.cells[counted]]
+        after[counted] += lone * (individual_risk(np.ones(len(w)), w).risk - benedetti_franconi(1.0, 1.0 / p_cell))
     household = household_before = None
     if problem.household is not None:
-        r = np.where(s.cells >= 0, s.individual.ravel()[np.maximum(s.cells, 0)], np.nan)
+        r = np.where(s.cells >= 0, s.individual.ravel()[at], np.nan)
         household_before = float(combine_households(r, problem.household).sum())
-        household = float(combine_households(r * keep.ravel()[np.maximum(s.cells, 0)], problem.household).sum())
+        household = float(combine_households(after, problem.household).sum())
     n = int(s.counts.sum())
     utility = []
     for name in s.perturbed:
@@ -529,7 +719,7 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         sample_uniques=float(unique.sum()), sample_uniques_before=float(before.sum()),
         tau1=float((unique * risk.r1).sum()), tau2=float((unique * risk.r2).sum()),
         tau1_before=float(s.before.r1[before].sum()), tau2_before=float(s.before.r2[before].sum()),
-        individual=float((s.counts * keep * s.individual).sum()),
+        individual=float(np.nansum(after)),
         individual_before=float((s.counts * s.individual).sum()),
         household=household, household_before=household_before, utility=tuple(utility), exact=exact,
-        seconds=time.perf_counter() - start)
+        seconds=time.perf_counter() - start, individual_exact=kept.exact and s.uniform)

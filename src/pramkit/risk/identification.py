@@ -33,7 +33,6 @@ released weights when they vary only with keys that are not perturbed.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -47,8 +46,16 @@ from pramkit.counts import count_file
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import frame_kind, records_like, streamed
-from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest
+from pramkit.risk.folding import (
+    Joint,
+    axis_categories,
+    fold,
+    folded_cells,
+    folded_shape,
+    folding,
+    perturbation,
+)
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
 from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
 from pramkit.risk.individual import individual_risk
@@ -63,8 +70,8 @@ from pramkit.risk.loglinear import (
 from pramkit.risk.misclassified import CellRisk, cell_risk
 from pramkit.validate import SPARK_MASTER, engine_name
 
-__all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "identification_risk", "independence_risk",
-           "sampling_fraction_of"]
+__all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "fit_model", "identification_risk",
+           "independence_risk", "sampling_fraction_of"]
 
 #: Largest table fitted by EM from released counts alone (each EM step costs several dense passes).
 EM_MAX_CELLS = 200_000
@@ -231,7 +238,7 @@ def _tau_watch(counts: np.ndarray, fractions: SamplingFractions, rtol: float) ->
     return Watch(uniques, taus, rtol=rtol)
 
 
-def _fit_model(
+def fit_model(
     counts: np.ndarray, sums: np.ndarray | None, source: np.ndarray | None, source_sums: np.ndarray | None,
     keys: tuple[str, ...], perturbed: tuple[str, ...], manifest: Manifest | None, *,
     sampling_fraction: float | None, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
@@ -239,7 +246,48 @@ def _fit_model(
 ) -> tuple[LogLinearFit, str, list[np.ndarray | None], SamplingFractions]:
     """The log-linear model of the true cells and their sampling fractions: fitted to the
     sample counts, to the original file's counts ``source`` (a release with its original),
-    or by EM from the released counts; with the misclassification matrices of the key axes."""
+    or by EM from the released counts; with the misclassification matrices of the key axes.
+
+    Parameters
+    ----------
+    counts, sums : numpy.ndarray
+        The (released) file's counts and weight sums over the (folded) keys (``sums`` None without weights).
+    source, source_sums : numpy.ndarray or None
+        The original file's, with a release and its original.
+    keys : tuple of str
+        The table's axes.
+    perturbed : tuple of str
+        The axes the manifest perturbs (empty: the counts are the sample's).
+    manifest : Manifest or None
+        The release manifest.
+    sampling_fraction, fractions, model, tol, tau_rtol
+        As :func:`identification_risk`.
+
+    Returns
+    -------
+    fit : pramkit.risk.loglinear.LogLinearFit
+    fitted_to : str
+        ``"sample"``, ``"original"`` or ``"released (EM)"``.
+    matrices : list of numpy.ndarray or None
+        One per axis (None where not perturbed).
+    fractions : pramkit.risk.fractions.SamplingFractions
+
+    Raises
+    ------
+    ParameterError
+        ``source`` without a perturbed axis, or EM beyond :data:`EM_MAX_CELLS`.
+    DataError
+        An original with another number of records.
+
+    Examples
+    --------
+    >>> counts = np.array([[3.0, 1.0], [2.0, 4.0]])
+    >>> fit, fitted_to, mats, fr = fit_model(counts, None, None, None, ("a", "b"), (), None,
+    ...                                      sampling_fraction=0.5, fractions="cell", model="independence",
+    ...                                      tol=1e-10, tau_rtol=None)
+    >>> fitted_to, mats, fr.overall, np.round(fit.fitted, 6).tolist()
+    ('sample', [None, None], 0.5, [[2.0, 2.0], [3.0, 3.0]])
+    """
     if source is not None and not perturbed:
         raise ParameterError("original is only used with a manifest that perturbs a key variable")
     if not perturbed:
@@ -284,7 +332,7 @@ def _assess(
     missing: MissingKeys, excluded: int, tol: float, tau_rtol: float | None,
 ) -> _Assessment:
     """tau1, tau2 and the file-level figures from the cell counts (and weight sums)."""
-    fit, fitted_to, mats, fr = _fit_model(
+    fit, fitted_to, mats, fr = fit_model(
         counts, sums, source, source_sums, keys, perturbed, manifest, sampling_fraction=sampling_fraction,
         fractions=fractions, model=model, tol=tol, tau_rtol=tau_rtol)
     risk = cell_risk(fit.fitted, fr.values, mats)
@@ -311,7 +359,7 @@ def _file_risk(
     path: str | Path, keys: tuple[str, ...], perturbed: tuple[str, ...], start: float, *,
     sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
     manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
-    na_values: Sequence[str], joints: list[_Joint],
+    na_values: Sequence[str], joints: list[Joint],
     sep: str = CSV_SEP, encoding: str = CSV_ENCODING, spark_master: str | None = None,
 ) -> RiskResult:
     """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file` (or aggregated
@@ -331,7 +379,7 @@ def _file_risk(
         from pramkit.engine.spark.counts import count_file as spark_count
 
         count = functools.partial(spark_count, master=spark_master)
-    declared = _axis_categories(manifest, keys, perturbed, joints)
+    declared = axis_categories(manifest, keys, perturbed, joints)
     table = count(path, keys, categories=declared, weights=weights, missing=missing, na_values=na_values,
                   max_cells=MAX_CELLS, sep=sep, encoding=encoding)
     counts = table.counts.astype(float)
@@ -342,154 +390,20 @@ def _file_risk(
         source_table = count(original, keys, categories=dict(zip(keys, table.categories)), weights=weights,
                              missing=missing, na_values=na_values, sep=sep, encoding=encoding)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
-    names = _folding(keys, counts.shape, joints)[2]
-    folded = _fold(counts, keys, joints)
+    names = folding(keys, counts.shape, joints)[2]
+    folded = fold(counts, keys, joints)
     assert folded is not None
-    res = _assess(folded, _fold(table.weight_sums, keys, joints), _fold(source, keys, joints),
-                  _fold(source_sums, keys, joints), names, perturbed + tuple(j.name for j in joints), manifest, start,
+    res = _assess(folded, fold(table.weight_sums, keys, joints), fold(source, keys, joints),
+                  fold(source_sums, keys, joints), names, perturbed + tuple(j.name for j in joints), manifest, start,
                   sampling_fraction=sampling_fraction, fractions=fractions, model=model, missing=missing,
                   excluded=table.missing, tol=tol, tau_rtol=tau_rtol).result
     return replace(res, keys=keys, perturbed=_perturbed_columns(keys, perturbed, joints))
 
 
-def _perturbed_columns(keys: tuple[str, ...], singles: tuple[str, ...], joints: list[_Joint]) -> tuple[str, ...]:
+def _perturbed_columns(keys: tuple[str, ...], singles: tuple[str, ...], joints: list[Joint]) -> tuple[str, ...]:
     """The keys the manifest perturbs (alone or jointly; not the strata), in the keys' order."""
     joint = {c for j in joints for c in j.columns}
     return tuple(k for k in keys if k in singles or k in joint)
-
-@dataclass(frozen=True)
-class _Joint:
-    """Keys perturbed together by one variable of the manifest (several columns, or a column and its
-    strata): one axis of the table, whose categories are the matrix's (tuples of the columns' values)."""
-
-    name: str
-    positions: tuple[int, ...]  # of its read columns among the keys, in the matrix's column order
-    cells: tuple[tuple[Any, ...], ...]
-    columns: tuple[str, ...]  # the columns it perturbs (not the strata)
-
-    def axis_categories(self, at: int) -> list[Any]:
-        """The values of its ``at``-th read column, in the order of the matrix's categories."""
-        return list(dict.fromkeys(cell[at] for cell in self.cells))
-
-
-def _perturbation(manifest: Manifest | None, keys: tuple[str, ...]) -> tuple[tuple[str, ...], list[_Joint]]:
-    """The keys a manifest perturbs alone, and the variables that perturb keys jointly (all of whose
-    columns and strata must be keys: the released value of one depends on the others)."""
-    if manifest is None:
-        return (), []
-    singles = tuple(k for k in keys if k in manifest.names and not manifest[k].is_joint)
-    joints = []
-    for v in manifest.variables:
-        if not v.is_joint or not set(v.read_columns) & set(keys):
-            continue
-        absent = [c for c in v.read_columns if c not in keys]
-        if absent:
-            raise ParameterError(
-                f"the manifest perturbs {list(v.columns)} jointly (variable {v.name!r}"
-                + (f", strata {list(v.given)}" if v.given else "") + f"): the risk after PRAM needs all of "
-                f"{list(v.read_columns)} among the keys; add {absent} to the keys or leave "
-                f"{[c for c in v.read_columns if c in keys]} out")
-        joints.append(_Joint(v.name, tuple(keys.index(c) for c in v.read_columns),
-                             tuple(joint_cell(c) for c in v.matrix.categories), v.columns))
-    for a, b in itertools.combinations(joints, 2):
-        shared = [keys[p] for p in a.positions if p in b.positions]
-        if shared:
-            raise ParameterError(f"the manifest perturbs {a.name!r} and {b.name!r} within the same strata {shared}: "
-                                 "the risk after PRAM of variables that share a stratum is not computed yet; design "
-                                 "them jointly (split joint) to assess them together")
-    return singles, joints
-
-
-def _axis_categories(manifest: Manifest | None, keys: tuple[str, ...], singles: tuple[str, ...],
-                     joints: list[_Joint]) -> dict[str, Sequence[Any]]:
-    """The declared categories of the perturbed keys: a matrix's, or a joint matrix's values of the key."""
-    declared: dict[str, Sequence[Any]] = {k: manifest[k].matrix.categories for k in singles} if manifest else {}
-    for j in joints:
-        # the engine's levels: the cells' values, then the unpaired ones (values the rules allow only with
-        # another column missing, released as they are)
-        assert manifest is not None  # joint variables come from the manifest
-        levels = manifest[j.name].joint_levels()
-        for at, position in enumerate(j.positions):
-            declared[keys[position]] = levels[at]
-    return declared
-
-
-def _folding(keys: tuple[str, ...], shape: Sequence[int], joints: list[_Joint]) -> tuple[
-        list[int], list[int], tuple[str, ...], list[tuple[int, np.ndarray]]]:
-    """How the table over the keys becomes the table whose joint variables are one axis each: the
-    axes' order, the folded shape before the cells are picked, the folded axes' names, and per joint
-    axis (its position, the flat sub-cell of each of its categories)."""
-    first = {min(j.positions): j for j in joints}
-    inside = {p for j in joints for p in j.positions}
-    order: list[int] = []
-    merged: list[int] = []
-    names: list[str] = []
-    picks: list[tuple[int, np.ndarray]] = []
-    for i, key in enumerate(keys):
-        if i in first:
-            j = first[i]
-            sub = [shape[p] for p in j.positions]
-            cats = [j.axis_categories(at) for at in range(len(j.positions))]
-            flat = np.ravel_multi_index(
-                np.array([[cats[at].index(cell[at]) for cell in j.cells] for at in range(len(sub))]), sub)
-            order.extend(j.positions)
-            picks.append((len(merged), flat))
-            merged.append(math.prod(sub))
-            names.append(j.name)
-        elif i not in inside:
-            order.append(i)
-            merged.append(shape[i])
-            names.append(key)
-    return order, merged, tuple(names), picks
-
-
-def _fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[_Joint]) -> np.ndarray | None:
-    """The table with each joint variable's keys folded into one axis of its categories; records in
-    a combination that is not one of them are refused (the manifest cannot have released them)."""
-    if table is None or not joints:
-        return table
-    order, merged, _, picks = _folding(keys, table.shape, joints)
-    out = np.transpose(table, order).reshape(merged)
-    for axis, flat in picks:
-        out = np.take(out, flat, axis=axis)
-    if not math.isclose(float(out.sum()), float(table.sum()), rel_tol=1e-9):
-        j = joints[0]
-        raise DataError(f"{float(table.sum() - out.sum()):g} record(s) hold combinations of "
-                        f"{[keys[p] for p in j.positions]} that are not categories of the manifest's "
-                        f"{j.name!r} (or of another joint variable): a missing value, released as it is, which "
-                        "the risk after PRAM does not model yet (give missing='exclude', --missing exclude, to "
-                        "leave those records out), or a file not released with this manifest")
-    return out
-
-
-def _folded_cells(codes: np.ndarray, shape: Sequence[int], keys: tuple[str, ...], joints: list[_Joint]) -> np.ndarray:
-    """Each record's flat cell in the folded table (``codes``: ``(n, d)`` codes of the included records)."""
-    order, _, _, picks = _folding(keys, shape, joints)
-    columns, axis = [], 0
-    at = 0
-    picked = dict(picks)
-    while at < len(order):
-        if axis in picked:
-            j = next(j for j in joints if j.positions[0] == order[at])
-            sub = [shape[p] for p in j.positions]
-            lookup = np.full(math.prod(sub), -1, dtype=np.int64)
-            lookup[picked[axis]] = np.arange(len(picked[axis]))
-            columns.append(lookup[np.ravel_multi_index(codes[:, list(j.positions)].T, sub)])
-            at += len(j.positions)
-        else:
-            columns.append(codes[:, order[at]])
-            at += 1
-        axis += 1
-    return np.ravel_multi_index(np.column_stack(columns).T, _folded_shape(keys, shape, joints))
-
-
-def _folded_shape(keys: tuple[str, ...], shape: Sequence[int], joints: list[_Joint]) -> list[int]:
-    """The shape of the folded table (a joint axis has one cell per category of its matrix)."""
-    _, merged, _, picks = _folding(keys, shape, joints)
-    picked = dict(picks)
-    return [len(picked[a]) if a in picked else m for a, m in enumerate(merged)]
-
-
 
 def identification_risk(
     data: Any,
@@ -588,7 +502,7 @@ def identification_risk(
     if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
     keys = tuple(keys)
-    singles, joints = _perturbation(manifest, keys)
+    singles, joints = perturbation(manifest, keys)
     from pramkit.engine.spark.counts import is_spark_frame
 
     on_spark = engine_name(engine) == "spark" or is_spark_frame(data)
@@ -598,17 +512,17 @@ def identification_risk(
                           missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values, joints=joints,
                           sep=sep, encoding=encoding, spark_master=spark_master if on_spark else None)
     categories = None
-    declared = _axis_categories(manifest, keys, singles, joints)
+    declared = axis_categories(manifest, keys, singles, joints)
     if declared:
         found = key_table(data, keys, missing=missing).categories  # the codes are not kept: memory
         categories = [declared.get(k, found[i]) for i, k in enumerate(keys)]
     table = key_table(data, keys, missing=missing, categories=categories)
-    names = _folding(keys, table.shape, joints)[2]
-    check_cells(names, _folded_shape(keys, table.shape, joints))  # before any table is made
+    names = folding(keys, table.shape, joints)[2]
+    check_cells(names, folded_shape(keys, table.shape, joints))  # before any table is made
     w_all = None if weights is None else record_weights(data, weights)
-    cell = table.cell_index() if not joints else _folded_cells(table.codes[table.included], table.shape, keys, joints)
+    cell = table.cell_index() if not joints else folded_cells(table.codes[table.included], table.shape, keys, joints)
     counted = table.count(weights=w_all)
-    counts, sums = _fold(counted.counts.astype(float), keys, joints), _fold(counted.weight_sums, keys, joints)
+    counts, sums = fold(counted.counts.astype(float), keys, joints), fold(counted.weight_sums, keys, joints)
     assert counts is not None
     source = source_sums = None
     if original is not None:
@@ -616,8 +530,8 @@ def identification_risk(
             raise ParameterError("with data in memory, original must be a DataFrame (or an Arrow table) too")
         otable = key_table(original, keys, missing=missing, categories=table.categories)
         ocounted = otable.count(weights=None if weights is None else record_weights(original, weights))
-        source = _fold(ocounted.counts.astype(float), keys, joints)
-        source_sums = _fold(ocounted.weight_sums, keys, joints)
+        source = fold(ocounted.counts.astype(float), keys, joints)
+        source_sums = fold(ocounted.weight_sums, keys, joints)
     done = _assess(counts, sums, source, source_sums, names, singles + tuple(j.name for j in joints), manifest,
                    start, sampling_fraction=sampling_fraction, fractions=fractions, model=model,
                    missing=table.missing, excluded=len(table.included) - table.n, tol=tol, tau_rtol=tau_rtol)

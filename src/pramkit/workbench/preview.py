@@ -148,12 +148,16 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 
 def risk_table(e: ExpectedRelease) -> pd.DataFrame:
-    """Before and after, one row per measure (records)."""
+    """Before and after, one row per measure (records): exact expectations over the matrices, but for
+    the individual risk where ``individual_exact`` is False and the household risk, which combines the
+    members' expected risks as independent events (:mod:`pramkit.risk.expected`)."""
     rows: list[tuple[str, float | None, float | None]] = [
             ("sample uniques", e.sample_uniques_before, e.sample_uniques),
             ("tau1: uniques that are population uniques, correctly matched", e.tau1_before, e.tau1),
             ("tau2: correct matches among the uniques", e.tau2_before, e.tau2),
-            ("re-identifications (individual risk)", e.individual_before, e.individual)]
+            ("correct re-identifications (individual risk)" if e.individual_exact else
+             "correct re-identifications (individual risk; weights that differ within a cell: approximate)",
+             e.individual_before, e.individual)]
     if e.household is not None:
         rows.append(("persons in re-identified households", e.household_before, e.household))
     return pd.DataFrame([{"measure (records)": m, "before": _fmt(b), "after PRAM (expected)": _fmt(a)}
