@@ -118,6 +118,8 @@ def released(frame: object, manifest: Manifest, key: SecretKey, threads: int | N
     out = perturb_frame(frame, manifest, key=key, threads=threads).data
     return out.collect() if hasattr(out, "collect") else out
 LEVELS = (10, 50, 200, 10_000)
+#: The goal of ``perturb_frame``: its CPU time on one thread at most this many times the floor's.
+GOAL = 1.5
 
 
 def frames(n: int, repeat: int, key: SecretKey) -> None:
@@ -160,10 +162,15 @@ def frames(n: int, repeat: int, key: SecretKey) -> None:
         print(f"{label:<42} " + "   ".join(cells), flush=True)
     print(f"\nx floor on one thread, wall / CPU, by column kind and levels (floor {min(floors) * 1e3:.2f} to "
           f"{max(floors) * 1e3:.2f} ms per {n:,} uniforms over the run):")
-    print(f"{'kind':<12}" + "".join(f"{levels:>15}" for levels in LEVELS))
+    print(f"{'kind':<12}" + "".join(f"{levels:>16}" for levels in LEVELS))
     for kind in KINDS:
-        cells = ("{:.2f} / {:.2f}".format(*one_thread[f"{kind}, {levels} levels"]) for levels in LEVELS)
-        print(f"{kind:<12}" + "".join(f"{cell:>15}" for cell in cells))
+        cells = ("{:.2f} / {:.2f}{}".format(*one_thread[f"{kind}, {levels} levels"],
+                                            "*" if one_thread[f"{kind}, {levels} levels"][1] > GOAL else " ")
+                 for levels in LEVELS)
+        print(f"{kind:<12}" + "".join(f"{cell:>16}" for cell in cells))
+    above = sorted(label for label, ratios in one_thread.items() if ratios[1] > GOAL)
+    print(f"goal: CPU time at most {GOAL}x the floor on one thread; "
+          + (f"{len(above)} of {len(one_thread)} cases above it (*)" if above else "every case within it"))
 
 
 @contextlib.contextmanager

@@ -272,3 +272,27 @@ def test_risk_functions_take_polars_and_arrow_and_return_per_record_of_their_typ
                     s.scores.tolist(), f.f.tolist(), f.F.tolist()]
         ref = ref or got
         assert got == ref[:len(got)], kind
+
+
+def test_receipt_digest_is_each_manifest_objects_content():
+    """The digest in a released frame's receipt, kept per manifest object, is the SHA-256 of that object's JSON
+    (computed here with hashlib): the same for an equal manifest read back, another for another manifest."""
+    import hashlib
+    import json
+
+    from pramkit.engine.receipt import FRAME_ATTR, check_release
+
+    data = pd.DataFrame({"sex": ["f", "m", None, "m"] * 50})
+    first = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.7], ["f", "m"])})
+    again = Manifest.from_dict(json.loads(first.to_json()))
+    other = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.6], ["f", "m"])})
+    digests = []
+    for manifest in (first, again, other, first):
+        released = pramkit.perturb_frame(data, manifest, key=bytes(32)).data
+        digest = released.attrs[FRAME_ATTR]["manifest_content_sha256"]
+        assert digest == hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()
+        assert check_release(released, manifest) is None
+        digests.append(digest)
+    assert digests[0] == digests[1] == digests[3] != digests[2]
+    with pytest.raises(DataError, match="another manifest"):
+        check_release(pramkit.perturb_frame(data, first, key=bytes(32)).data, other)

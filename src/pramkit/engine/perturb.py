@@ -60,9 +60,6 @@ from pramkit.validate import release_label
 #: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
 SPAN = 1 << 18
 
-#: The release digest of each manifest in use, by the manifest's identity (manifests are immutable).
-_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}
-
 
 def release_key(key: SecretKey, manifest: Manifest, release: str = "") -> SecretKey:
     """The key every draw of a release comes from: ``key`` derived for the manifest and the label.
@@ -103,26 +100,16 @@ def release_key(key: SecretKey, manifest: Manifest, release: str = "") -> Secret
     >>> release_key(key, m, "wave 2").material == k.material
     False
     """
-    from pramkit.engine.receipt import release_digest
+    from pramkit.engine.receipt import _RELEASE_DIGESTS, per_manifest, release_digest
 
     label = release_label(release)
-    entry = _DIGESTS.get(id(manifest))
-    if entry is not None and entry[0]() is manifest:
-        digest = entry[1]
-    else:
-        digest = release_digest(manifest)
-        _DIGESTS[id(manifest)] = (weakref.ref(manifest, functools.partial(_forget_digest, id(manifest))), digest)
+    digest = per_manifest(_RELEASE_DIGESTS, manifest, release_digest)
     if key.release is None:
         return key.for_release(digest, label)
     if key.release != (digest, label):
         raise ParameterError("the key was derived for another release (another manifest or label): pass the "
                              "secret key itself")
     return key
-
-
-def _forget_digest(ident: int, _ref: weakref.ref) -> None:
-    """Drop the digest of a manifest that was garbage-collected (the callback of its weak reference)."""
-    _DIGESTS.pop(ident, None)
 
 
 def perturb_codes(

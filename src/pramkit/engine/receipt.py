@@ -29,7 +29,8 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +116,60 @@ def manifest_digests(manifest: Manifest | PathLike) -> set[str]:
     2 True
     """
     if isinstance(manifest, Manifest):
-        return {hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()}
+        return {per_manifest(_CONTENT_DIGESTS, manifest, _content_digest)}
     return {sha256_of(Path(manifest))} | manifest_digests(Manifest.read(Path(manifest)))
+
+
+#: Digests of manifest objects by their identity (:func:`per_manifest`): the content digest, the release digest.
+_CONTENT_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}
+_RELEASE_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def _content_digest(manifest: Manifest) -> str:
+    return hashlib.sha256(manifest.to_json().encode("utf-8")).hexdigest()
+
+
+def per_manifest(cache: dict[int, tuple[weakref.ref, str]], manifest: Manifest,
+                 compute: Callable[[Manifest], str]) -> str:
+    """``compute(manifest)``, computed once per manifest object and kept in ``cache`` while the object lives.
+
+    A manifest is frozen and its matrices are read-only, so what is computed from its content
+    stays true of the object; writing it out as JSON takes longer than perturbing a million values
+    of a variable of 10 000 categories, which :func:`pramkit.perturb_frame` would otherwise pay on
+    every call.
+
+    Parameters
+    ----------
+    cache : dict
+        The cache of this ``compute`` (by ``id``, with a weak reference that drops the entry).
+    manifest : Manifest
+        The manifest.
+    compute : callable
+        What to compute from it.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> cache, calls = {}, []
+    >>> first = per_manifest(cache, m, lambda x: calls.append(1) or release_digest(x))
+    >>> first == per_manifest(cache, m, lambda x: calls.append(1) or release_digest(x)), len(calls)
+    (True, 1)
+    >>> del m
+    >>> cache
+    {}
+    """
+    ident = id(manifest)
+    entry = cache.get(ident)
+    if entry is not None and entry[0]() is manifest:
+        return entry[1]
+    value = compute(manifest)
+    cache[ident] = (weakref.ref(manifest, lambda _ref: cache.pop(ident, None)), value)
+    return value
 
 
 #: Fields of a manifest that differ between two runs of one design: when it was written, by which version of
