@@ -42,6 +42,7 @@ from pramkit.errors import DataError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
 from pramkit.labels import joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.validate import SPARK_MASTER, engine_name
 
 #: Default family-wise error rate of the goodness-of-fit tests of one release audit.
 ALPHA = 1e-3
@@ -92,6 +93,43 @@ class _Found:
 
     def __bool__(self) -> bool:
         return self.total > 0
+
+
+class _Chunk:
+    """Where a chunk's masks count: one record per entry, the first row ``first_row`` (from 0)."""
+
+    def __init__(self, first_row: int) -> None:
+        self.first_row = first_row
+
+    def add(self, found: _Found, mask: np.ndarray) -> None:
+        found.add(mask, self.first_row)
+
+    def count(self, mask: np.ndarray) -> int:
+        return int(mask.sum())
+
+    def bincount(self, cells: np.ndarray, mask: np.ndarray, size: int) -> np.ndarray:
+        return np.bincount(cells[mask], minlength=size)
+
+
+class Patterns:
+    """Where the masks of distinct records count (:meth:`_Variable.add_patterns`): each entry stands for
+    ``times`` records, whose rows a later pass lists (:meth:`_Variable.resolve`)."""
+
+    def __init__(self, times: np.ndarray) -> None:
+        self.times = np.asarray(times, dtype=np.int64)
+        self.pending: dict[int, np.ndarray] = {}    # id(_Found) -> the entries it found
+
+    def add(self, found: _Found, mask: np.ndarray) -> None:
+        count = int(self.times[mask].sum())
+        if count:
+            found.total += count
+            self.pending[id(found)] = mask
+
+    def count(self, mask: np.ndarray) -> int:
+        return int(self.times[mask].sum())
+
+    def bincount(self, cells: np.ndarray, mask: np.ndarray, size: int) -> np.ndarray:
+        return np.bincount(cells[mask], weights=self.times[mask], minlength=size).astype(np.int64)
 
 
 def _shown(rows: list[int], total: int) -> str:
@@ -327,6 +365,7 @@ class _Variable:
         self.outside: tuple[Counter, Counter] = (Counter(), Counter())
         self.kinds: dict[str, list[int]] = {}
         self.leads = _Leads() if variable.unit is not None else None
+        self.patterns: tuple[Patterns, np.ndarray, np.ndarray] | None = None   # :meth:`add_patterns`
         absent = [c for c in (*variable.read_columns, *([variable.unit] if variable.unit else []))
                   if c not in columns]
         if absent:
@@ -351,22 +390,78 @@ class _Variable:
         if self.shuffled:  # rows in the key's order: the variable's counts, not its records, are compared
             self._shuffled(original, released, orig, rel, orig_out, rel_out)
             return
-        self.forbidden.add(rel_out & ~orig_out, first_row)
+        leads = None
+        if self.leads is not None:    # a household is one draw: its first member is what the table counts
+            assert self.variable.unit is not None
+            leads = self.leads.add(original.column(self.variable.unit).combine_chunks(), orig, rel)
+        self._records(_Chunk(first_row), original, released, (orig, orig_out, rel, rel_out), leads)
+
+    def add_patterns(self, original: pa.Table, released: pa.Table, patterns: Patterns,
+                     leads: tuple[pa.Table, pa.Table, np.ndarray] | None = None) -> bool:
+        """Distinct records of the two files, paired (row ``i`` of ``original`` with row ``i`` of ``released``),
+        each standing for ``patterns.times`` records; ``leads``: the values of their household's first member in
+        each file, and whether they are it.  ``False`` when the values are not the variable's categories (the
+        caller finds the first such row: :meth:`undecodable`)."""
+        try:
+            orig, orig_out = encoded(self.variable, original, self.codes)
+            rel, rel_out = encoded(self.variable, released, self.codes)
+        except DataError:
+            return False
+        first = None
+        if leads is not None:
+            lead_orig, lead_rel, is_lead = leads
+            first = (encoded(self.variable, lead_orig, self.codes)[0], encoded(self.variable, lead_rel, self.codes)[0],
+                     np.asarray(is_lead, dtype=bool))
+        self.patterns = (patterns, orig, rel)
+        self._records(patterns, original, released, (orig, orig_out, rel, rel_out), first)
+        return True
+
+    def undecodable(self, table: pa.Table) -> np.ndarray:
+        """Which distinct records of ``table`` hold a value outside the variable's categories."""
+        bad = np.zeros(table.num_rows, dtype=bool)
+        for i in range(table.num_rows):
+            try:
+                encoded(self.variable, table.slice(i, 1), self.codes)
+            except DataError:
+                bad[i] = True
+        return bad
+
+    def resolve(self, first_rows: Any) -> None:
+        """The rows of what :meth:`add_patterns` found: ``first_rows(mask)`` lists the first :data:`SHOWN` rows
+        (from 0, increasing) of the records whose entry is in ``mask`` and, for each, its entry."""
+        if self.failed or self.patterns is None:
+            return
+        patterns, orig, rel = self.patterns
+        for found in (self.forbidden, self.moved, self.changed, self.disagree, self.zero):
+            mask = patterns.pending.get(id(found))
+            if mask is None:
+                continue
+            rows, entries = first_rows(mask)
+            found.rows = [int(r) + 1 for r in rows[:SHOWN]]
+            if found is self.zero:
+                for r, e in zip(rows[:SHOWN], entries[:SHOWN], strict=True):
+                    self.kinds.setdefault(_kind(self.variable, int(orig[e]), int(rel[e])), []).append(int(r) + 1)
+
+    def _records(self, where: _Chunk | Patterns, original: pa.Table, released: pa.Table,
+                 codes: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                 leads: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        """The findings of paired records (their codes, and their household's first member's)."""
+        orig, orig_out, rel, rel_out = codes
+        where.add(self.forbidden, rel_out & ~orig_out)
         if self.variable.missing == "keep":
-            self.moved.add(((orig == -1) & ~orig_out) != ((rel == -1) & ~rel_out), first_row)
+            where.add(self.moved, ((orig == -1) & ~orig_out) != ((rel == -1) & ~rel_out))
         if orig_out.any():
-            self.breakers += int(orig_out.sum())
+            self.breakers += where.count(orig_out)
             changed = np.zeros(orig_out.size, dtype=bool)
             for c in self.variable.columns:
                 changed |= differing(original.column(c).combine_chunks(), released.column(c).combine_chunks())
-            self.changed.add(changed & orig_out, first_row)
+            where.add(self.changed, changed & orig_out)
         both = (orig >= 0) & (rel >= 0)
-        if self.leads is not None:    # a household is one draw: its first member is what the table counts
-            assert self.variable.unit is not None
-            lead_orig, lead_rel, leads = self.leads.add(original.column(self.variable.unit).combine_chunks(), orig, rel)
-            self.disagree.add((orig == lead_orig) & (rel != lead_rel), first_row)
-            both &= leads
-        self._transitions(orig, rel, both, first_row)
+        if leads is not None:
+            lead_orig, lead_rel, first = leads
+            where.add(self.disagree, (orig == lead_orig) & (rel != lead_rel))
+            both &= first
+        self._transitions(orig, rel, both, where)
 
     def finish(self) -> None:
         """The checks, once every row is added (the goodness of fit: :meth:`fit`)."""
@@ -474,8 +569,8 @@ class _Variable:
                             (cats[j] for j in np.flatnonzero(unreachable))]} if unreachable.any() else {}))
         self.pvalues = np.array([margin_pvalue(n, m, counts)])
 
-    def _transitions(self, orig: np.ndarray, rel: np.ndarray, both: np.ndarray, first_row: int) -> None:
-        """A chunk's moves into zero cells of M, and its transition table."""
+    def _transitions(self, orig: np.ndarray, rel: np.ndarray, both: np.ndarray, where: _Chunk | Patterns) -> None:
+        """Moves into zero cells of M, and the transition table."""
         v = self.variable
         s = v.matrix.size
         if s > TABLE_CATEGORIES:
@@ -485,10 +580,12 @@ class _Variable:
         zero[both] = m[orig[both], rel[both]] == 0
         if zero.any():
             shown = self.zero.total
-            self.zero.add(zero, first_row)
-            for row in np.flatnonzero(zero)[:max(SHOWN - shown, 0)]:
-                self.kinds.setdefault(_kind(v, int(orig[row]), int(rel[row])), []).append(first_row + int(row) + 1)
-        self.table += np.bincount(orig[both] * s + rel[both], minlength=s * s).reshape(s, s)
+            where.add(self.zero, zero)
+            if isinstance(where, _Chunk):   # distinct records' rows are listed later (:meth:`resolve`)
+                for row in np.flatnonzero(zero)[:max(SHOWN - shown, 0)]:
+                    self.kinds.setdefault(_kind(v, int(orig[row]), int(rel[row])), []).append(
+                        where.first_row + int(row) + 1)
+        self.table += where.bincount(orig * s + rel, both, s * s).reshape(s, s)
 
     def fit(self, rejected: np.ndarray, alpha: float) -> Check:
         """The goodness-of-fit verdict, given which of this variable's rows the family rejected."""
@@ -684,12 +781,15 @@ def swap_plan_of(section: Any) -> Any:
 
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
               na_values: Sequence[str] = NA_VALUES, *, shuffled: bool = False, sep: str = ",",
-              encoding: str = "utf-8") -> Check:
+              encoding: str = "utf-8", spark_master: str | None = None) -> Check:
     """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
     as the design did, under the release label its receipt records; shuffled when the release was, by the
     swap when the manifest describes one) and compare it byte for byte, or value for value for a format
     that records when it was written, or a folder of part files (:func:`same_content`).  ``sep`` and
     ``encoding``: how the CSV files are written; the release derived again is written as the original is.
+    With ``spark_master`` the release is derived again by Spark (:func:`pramkit.engine.spark.apply_file_spark`,
+    or the Spark swap) as a folder of part files, whose records are compared byte for byte with the released
+    file's (:func:`same_records`; of Parquet files, value for value).
 
     Examples
     --------
@@ -722,15 +822,20 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
         folder = released.is_dir()
         fmt = (dataset_parts(released)[0] if folder else table_format(released)) if released.exists() else None
-        again = Path(tmp) / (f"again.{fmt}" if folder else released.name)
-        if swapping is not None:
+        again = Path(tmp) / (f"again.{fmt}" if folder or spark_master is not None else released.name)
+        if spark_master is not None:
+            exact, same = _spark_key_check(manifest, original, released, again, key, swapping, na_values=na_values,
+                                           label=label, sep=sep, encoding=encoding, master=spark_master)
+        elif swapping is not None:
             swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
                       encoding=encoding)
         else:
             apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label,
                        sep=sep, encoding=encoding)
-        exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
-        same = exact or ((fmt in STAMPED or folder) and again.is_file() and same_content(again, released, sep=sep, encoding=encoding))
+        if spark_master is None:
+            exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
+            same = exact or ((fmt in STAMPED or folder) and again.is_file() and
+                             same_content(again, released, sep=sep, encoding=encoding))
     words = ("byte for byte" if exact else
              "value for value (a folder of part files, written by another engine)" if folder else
              f"value for value, with its missing codes, labels and formats (a {fmt} file records when it was "
@@ -740,8 +845,74 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
                  f"the key does not reproduce {how} (another key, manifest or original)")
 
 
+def _spark_key_check(manifest: Path, original: Path, released: Path, again: Path, key: Any, swapping: Any, *,
+                     na_values: Sequence[str], label: str, sep: str, encoding: str, master: str) -> tuple[bool, bool]:
+    """The release derived again by Spark into the folder ``again``: whether its records are the released
+    file's byte for byte (CSV), and whether they are value for value."""
+    from pramkit.engine.spark.apply import apply_file_spark
+    from pramkit.engine.spark.swap import swap_file_spark
+
+    if swapping is not None:
+        swap_file_spark(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
+                        encoding=encoding, master=master)
+    else:
+        apply_file_spark(original, manifest, again, key=key, na_values=na_values, release=label, sep=sep,
+                         encoding=encoding, master=master, receipt=False)
+    if again.suffix == ".csv":
+        exact = same_records(again, released)
+        return exact, exact
+    return False, released.exists() and same_content(again, released, sep=sep, encoding=encoding)
+
+
+def _csv_records(path: Path) -> Iterator[bytes]:
+    """A CSV file's bytes, or a folder of CSV part files' (its first part's header, then every part's records)."""
+    from pramkit.io import dataset_parts
+
+    parts = dataset_parts(path)[1] if path.is_dir() else [path]
+    header = None
+    for part in parts:
+        with open(part, "rb") as f:
+            first = f.readline()
+            if header is None:
+                header = first
+                yield first
+            elif first != header:
+                yield b"\0another header\0"  # never in a CSV file's records
+            while block := f.read(1 << 20):
+                yield block
+
+
+def same_records(a: Path, b: Path) -> bool:
+    """Whether two CSV files (or folders of part files, read in order) hold the same header and records, byte
+    for byte (each part file begins with the header).
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     d = pathlib.Path(d)
+    ...     (d / "p.csv").mkdir()
+    ...     for name, text in (("a.csv", "x\\n1\\n2\\n"), ("p.csv/part-0.csv", "x\\n1\\n"), ("p.csv/part-1.csv", "x\\n2\\n")):
+    ...         _ = (d / name).write_text(text)
+    ...     same_records(d / "a.csv", d / "p.csv"), same_records(d / "a.csv", d / "p.csv/part-1.csv")
+    (True, False)
+    """
+    import hashlib
+
+    if not (a.exists() and b.exists()):
+        return False
+    digests = []
+    for path in (a, b):
+        h = hashlib.sha256()
+        for block in _csv_records(path):
+            h.update(block)
+        digests.append(h.digest())
+    return digests[0] == digests[1]
+
+
 def release_audit(manifest: str | Path, original: str | Path, released: str | Path, *, key: Any = None,
-                  alpha: float = ALPHA, sep: str = ",", encoding: str = "utf-8") -> list[Check]:
+                  alpha: float = ALPHA, sep: str = ",", encoding: str = "utf-8", backend: str = "local",
+                  spark_master: str = SPARK_MASTER) -> list[Check]:
     """The release audit (private: it reads the original).
 
     Parameters
@@ -754,6 +925,13 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
         Family-wise error rate of the goodness-of-fit tests (Holm).
     sep, encoding : str
         The field separator and character encoding of the CSV files (:func:`pramkit.io.csv_dialect`).
+    backend : str
+        Where the passes over records run: ``"local"`` (default), or ``"spark"``: Spark aggregates the records
+        into small tables the local code decides on (:func:`pramkit.engine.spark.audit.audit_files_spark`), and
+        derives the release again with the key (CSV or Parquet files; not a shuffled release); the same
+        checks, figures and messages.
+    spark_master : str
+        Spark's master URL, for ``backend="spark"``.
 
     Returns
     -------
@@ -766,9 +944,17 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
     na = parsed.input.get("na_values", NA_VALUES)  # what the design read as missing
     receipt = read_receipt(released) if Path(released).exists() else None
     shuffled = bool((receipt or {}).get("guarantees"))  # apply --shuffle states the shuffled guarantee there
-    checks = _audit_files(parsed, original, released, alpha=alpha, sep=sep, encoding=encoding, shuffled=shuffled,
-                          na=na)
+    on_spark = engine_name(backend, "backend") == "spark"
+    if on_spark:
+        from pramkit.engine.spark.audit import audit_files_spark
+
+        checks = audit_files_spark(parsed, original, released, alpha=alpha, na=na, shuffled=shuffled,
+                                   master=spark_master, sep=sep, encoding=encoding)
+    else:
+        checks = _audit_files(parsed, original, released, alpha=alpha, sep=sep, encoding=encoding,
+                              shuffled=shuffled, na=na)
     if key is not None:
         checks.append(key_check(Path(manifest), Path(original), Path(released), key, na_values=na,
-                                shuffled=shuffled, sep=sep, encoding=encoding))
+                                shuffled=shuffled, sep=sep, encoding=encoding,
+                                spark_master=spark_master if on_spark else None))
     return checks
