@@ -837,6 +837,7 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
             same = exact or ((fmt in STAMPED or folder) and again.is_file() and
                              same_content(again, released, sep=sep, encoding=encoding))
     words = ("byte for byte" if exact else
+             "value for value (derived again by Spark as part files)" if spark_master is not None else
              "value for value (a folder of part files, written by another engine)" if folder else
              f"value for value, with its missing codes, labels and formats (a {fmt} file records when it was "
              "written, so its bytes differ)")
