@@ -9,10 +9,10 @@ records by row, and aggregates what the checks need into small tables:
 * for each perturbed variable, its distinct pairs (original values, released values; with households,
   the values of the household's first member too) and how many records hold each.
 
-The local code then decides on these tables (:meth:`pramkit.audit.release._Variable.add_patterns`):
+The local code then decides on these tables (:meth:`pramkit.audit.records._Variable.add_patterns`):
 the categories, the zero cells of M, the transition table, the goodness-of-fit tests and every verdict
 are the local engine's, computed by one implementation.  The rows a finding lists (the first
-:data:`~pramkit.audit.release.SHOWN`) are fetched by one more job, only when something was found.
+:data:`~pramkit.audit.records.SHOWN`) are fetched by one more job, only when something was found.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from urllib.parse import unquote
 import numpy as np
 import pyarrow as pa
 
-from pramkit.audit.release import (
-    AUDIT_CHUNK_ROWS,
+from pramkit.audit.records import (
     SHOWN,
     Patterns,
     _columns_check,
@@ -164,7 +163,7 @@ def _file_findings(pairs: _Pairs, state: _FileChecks) -> None:
         state.differ.rows = [int(r[ROW]) + 1 for r in rows]
 
 
-def _variable_findings(pairs: _Pairs, found: _Variable) -> None:
+def _variable_findings(pairs: _Pairs, found: _Variable, chunk_rows: int) -> None:
     """One variable's distinct pairs of records, aggregated by Spark and decided by the local code."""
     F = _require_pyspark()
     v = found.variable
@@ -194,22 +193,23 @@ def _variable_findings(pairs: _Pairs, found: _Variable) -> None:
                  table.column(_FIRST).to_numpy(zero_copy_only=False))
     patterns = Patterns(table.column(_TIMES).to_numpy())
     if not found.add_patterns(original, released, patterns, leads):
-        _undecodable(pairs, df, keys, table, found, original, released)
+        _undecodable(pairs, df, keys, table, found, original, released, chunk_rows)
         return
     found.resolve(lambda mask: pairs.first_rows(df, keys, table.filter(pa.array(mask))))
 
 
 def _undecodable(pairs: _Pairs, df: DataFrame, keys: Sequence[str], table: pa.Table, found: _Variable,
-                 original: pa.Table, released: pa.Table) -> None:
+                 original: pa.Table, released: pa.Table, chunk_rows: int) -> None:
     """The local engine's error for a value outside the variable's categories: the first such row of the
     original, unless the released file holds one in an earlier chunk (the local engine reads both files
-    :data:`~pramkit.audit.release.AUDIT_CHUNK_ROWS` rows at a time, the original's chunk first)."""
+    ``chunk_rows`` rows at a time, :data:`~pramkit.audit.release.AUDIT_CHUNK_ROWS`, the original's chunk
+    first)."""
     first: list[tuple[int, int, int, pa.Table]] = []   # chunk, file, row, the record's values
     for order, side in enumerate((original, released)):
         bad = found.undecodable(side)
         if bad.any():
             rows, entries = pairs.first_rows(df, keys, table.filter(pa.array(bad)))
-            first.append((rows[0] // AUDIT_CHUNK_ROWS, order, rows[0], side.slice(entries[0], 1)))
+            first.append((rows[0] // chunk_rows, order, rows[0], side.slice(entries[0], 1)))
     _, _, row, record = min(first, key=lambda x: x[:2])
     try:
         encoded(found.variable, record, found.codes, first_row=row)
@@ -221,8 +221,8 @@ def _undecodable(pairs: _Pairs, df: DataFrame, keys: Sequence[str], table: pa.Ta
 
 @_one_line_errors
 def audit_files_spark(manifest: Manifest, original: str | Path, released: str | Path, *, alpha: float,
-                      na: Any, shuffled: bool = False, master: str = SPARK_MASTER, sep: str = CSV_SEP,
-                      encoding: str = CSV_ENCODING) -> list[Check]:
+                      na: Any, chunk_rows: int, shuffled: bool = False, master: str = SPARK_MASTER,
+                      sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> list[Check]:
     """The file and variable checks of the release audit, the passes over records run by Spark: the checks of
     :func:`pramkit.audit.release.release_audit`'s local engine, the same figures and messages.
 
@@ -236,6 +236,9 @@ def audit_files_spark(manifest: Manifest, original: str | Path, released: str | 
         Family-wise error rate of the goodness-of-fit tests (Holm).
     na : sequence of str
         The texts the design read as missing.
+    chunk_rows : int
+        The rows of each file the local engine reads at a time (:data:`pramkit.audit.release.AUDIT_CHUNK_ROWS`):
+        of values outside a variable's categories in both files, it reports the one in the earlier chunk.
     shuffled : bool
         The release is shuffled: refused (a shuffled release is audited by the local engine).
     master, sep, encoding : str
@@ -263,7 +266,8 @@ def audit_files_spark(manifest: Manifest, original: str | Path, released: str | 
     ...     d = pathlib.Path(d)
     ...     _ = (d / "o.csv").write_text("id,sex\\n" + "".join(f"{i},{'fm'[i % 2]}\\n" for i in range(200)))
     ...     _ = apply_file(d / "o.csv", m, d / "r.csv", key=bytes(range(32)))
-    ...     checks = audit_files_spark(m, d / "o.csv", d / "r.csv", alpha=1e-3, na=(), master="local[1]")
+    ...     checks = audit_files_spark(m, d / "o.csv", d / "r.csv", alpha=1e-3, na=(), chunk_rows=1 << 18,
+    ...                                master="local[1]")
     >>> [(c.field, c.passed) for c in checks][:3]
     [('columns', True), ('row count and order', True), ('forbidden combinations', True)]
     """
@@ -289,7 +293,7 @@ def audit_files_spark(manifest: Manifest, original: str | Path, released: str | 
         _file_findings(pairs, state)
         for f in found:
             if not f.failed:
-                _variable_findings(pairs, f)
+                _variable_findings(pairs, f, chunk_rows)
     checks = state.checks(columns_o)
     if all(c.passed for c in checks if c.field in ("columns", "row count")):
         checks += _holm_family(found, alpha)
