@@ -461,6 +461,7 @@ def test_the_audit_on_spark_fails_a_tampered_release_as_the_local_engine_does(sp
 
 
 def test_a_value_outside_the_categories_is_the_same_finding_on_spark(spark, audited):
+    """Rows counted from 1: the rows at 0-based index 500 and 9000 hold "x", row 12 "unknown"."""
     def unknown(frame) -> None:
         frame.loc[[500, 9000], "pl030"] = "x"
         frame.loc[12, "rb090"] = "unknown"
@@ -468,8 +469,8 @@ def test_a_value_outside_the_categories_is_the_same_finding_on_spark(spark, audi
     local, on_spark = _audits(audited, _tampered(audited, "unknown.csv", unknown))
     assert on_spark == local
     assert [c["detail"] for c in local["checks"] if c["field"] == "categories"] == [
-        "column 'pl030', row 502: value 'x' is not one of its categories (1, 2, 3, 4, 5, 6, 7)",
-        "column 'rb090', row 14: value 'unknown' is not one of its categories ('female', 'male')"]
+        "column 'pl030', row 501: value 'x' is not one of its categories (1, 2, 3, 4, 5, 6, 7)",
+        "column 'rb090', row 13: value 'unknown' is not one of its categories ('female', 'male')"]
 
 
 def test_a_release_written_by_spark_is_audited_on_spark(spark, audited, key_file, tmp_path, capsys):
@@ -523,3 +524,27 @@ def test_bad_input_for_the_audit_backend_is_one_line(spark, audited, key_file, t
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(("chunk_rows", "row"), [(None, 5001), (1000, 101)])
+def test_the_value_reported_outside_the_categories_is_the_local_engines(spark, audited, tmp_path, monkeypatch,
+                                                                        chunk_rows, row):
+    """A bad value in both files: the local engine reports the original's, unless the released file's is in
+    an earlier chunk of rows; Spark reports the same one."""
+    import pandas as pd
+
+    import pramkit.audit.release as private
+    from pramkit.audit import audit
+
+    if chunk_rows is not None:
+        monkeypatch.setattr(private, "AUDIT_CHUNK_ROWS", chunk_rows)
+    frame = pd.read_csv(audited["original"], dtype=str, keep_default_na=False)
+    frame.loc[5000, "pl030"] = "x"
+    frame.to_csv(tmp_path / "original.csv", index=False)
+    released = _tampered(audited, "early.csv", lambda f: f.__setitem__("pl030", f["pl030"].where(f.index != 100, "x")))
+    out = []
+    for backend in ("local", "spark"):
+        result = audit(audited["manifest"], released=released, original=tmp_path / "original.csv", backend=backend)
+        out.append([c.detail for c in result.checks if c.field == "categories"])
+    assert out[0] == out[1] == [f"column 'pl030', row {row}: value 'x' is not one of its categories "
+                                "(1, 2, 3, 4, 5, 6, 7)"]
