@@ -18,6 +18,10 @@ original -> released and checks it against the matrix:
 and that the columns no variable perturbs are identical, value for value, row for row (which also
 proves the row order), with the same row count.  With the key, the release is derived again
 (:func:`pramkit.engine.perturb.apply_file`, into a temporary folder) and compared byte for byte.
+
+The checks of paired records are :mod:`pramkit.audit.records` (importable from here too); with
+``backend="spark"`` Spark reads the records and :mod:`pramkit.audit.spark` hands what it aggregates
+to the same checks.
 """
 
 from __future__ import annotations
