@@ -11,12 +11,15 @@ pass runs on it with the local engine and with Spark, in that order, and the res
 * estimate (:func:`pramkit.estimate_table` with ``engine="spark"``): a two-way table with the
   areas as strata and the households as PSUs;
 * swap (:func:`pramkit.engine.swap.run.swap_file` against :func:`pramkit.engine.spark.swap.swap_file_spark`):
-  5 % of the households swapped between areas, both written as Parquet (a file, a folder).
+  5 % of the households swapped between areas, both written as Parquet (a file, a folder);
+* the release audit (:func:`pramkit.audit.audit` with ``backend="spark"``, ``pramkit audit --backend spark``):
+  a release of sex and marital status (written by the local engine) against the original, with the key
+  (the release derived again and compared), every check's verdict and message compared.
 
 Spark's session is started before the passes (its start-up is printed apart): each Spark time
 is a pass's jobs and the work on the driver after them.  Times are wall-clock seconds.
 
-Usage: python benchmarks/bench_spark_passes.py [--rows 1000000 5000000] [--master local[2]]
+Usage: python benchmarks/bench_spark_passes.py [--rows 1000000 5000000] [--master local[2]] [--only audit]
 """
 
 from __future__ import annotations
@@ -71,13 +74,35 @@ def timed(function):
     return time.perf_counter() - t0, out
 
 
-def passes(path: Path, master: str) -> list[tuple[str, float, float, str]]:
+def release_audit(path: Path, manifest: Manifest, master: str) -> tuple[str, float, float, str]:
+    """The release audit of a release of ``path``, with the key, by the local engine and by Spark."""
+    from pramkit.audit import audit
+    from pramkit.engine.perturb import apply_file
+
+    key, released, written = bytes(range(32)), path.with_name("released.parquet"), path.with_name("m.json")
+    manifest.write(written)
+    apply_file(path, manifest, released, key=key)
+    t_local, local = timed(lambda: audit(written, released=released, original=path, key=key))
+    t_spark, on_spark = timed(lambda: audit(written, released=released, original=path, key=key, backend="spark",
+                                            spark_master=master))
+    # the key's check says how it compared: a Parquet file derived again by Spark is compared value for value
+    same = [(c.subject, c.field, c.passed) + ((c.detail,) if c.field != "derived again with the key" else ())
+            for c in local.checks] == \
+        [(c.subject, c.field, c.passed) + ((c.detail,) if c.field != "derived again with the key" else ())
+         for c in on_spark.checks]
+    return (f"release audit ({len(local.checks)} checks, with the key)", t_local, t_spark,
+            ("the same verdicts and messages" if same else "DIFFER") + f" ({local.verdict()})")
+
+
+def passes(path: Path, master: str, only: str | None = None) -> list[tuple[str, float, float, str]]:
     groups = [["area", v] for v in VARIABLES]
     manifest = Manifest.of({"sex": randomized_response(["female", "male"], 1.0),
                             "marital_status": randomized_response(sorted(set(pq.read_table(path, columns=["marital_status"])
                                                                      .column(0).to_pylist())), 1.0)})
     survey = SurveyDesign("weight", strata="area", psu="household")
     keys = VARIABLES
+    if only == "audit":
+        return [release_audit(path, manifest, master)]
     out = []
 
     t_local, local = timed(lambda: counts.count_groups(path, groups))
@@ -110,6 +135,7 @@ def passes(path: Path, master: str) -> list[tuple[str, float, float, str]]:
     out.append((f"swap (5 % of {local.households:,} households)", t_local, t_spark,
                 "the same records" if same and local.swapped_households == on_spark.swapped_households
                 else "DIFFER"))
+    out.append(release_audit(path, manifest, master))
     return out
 
 
@@ -117,6 +143,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--only", choices=["audit"], help="run only this pass")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     warnings.simplefilter("ignore")  # the file has no release receipt; pyspark's notes on pandas
@@ -132,7 +159,7 @@ def main() -> None:
                   f"read once by pyarrow in {t_read:.2f} s")
             spark_counts.count_groups(path, [["sex"]], master=args.master)  # the Python workers start
             print(f"{'pass':48} {'local s':>8} {'Spark s':>8} {'x local':>8}  result")
-            for name, t_local, t_spark, result in passes(path, args.master):
+            for name, t_local, t_spark, result in passes(path, args.master, args.only):
                 print(f"{name:48} {t_local:8.2f} {t_spark:8.2f} {t_spark / t_local:8.1f}  {result}", flush=True)
             for made in Path(d).iterdir():
                 shutil.rmtree(made) if made.is_dir() else made.unlink()

@@ -362,3 +362,189 @@ def test_a_spark_swap_that_fails_while_writing_leaves_the_earlier_release(spark,
     after = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert after == before and receipt_path(out).exists()
     assert silc.read_bytes() == source
+
+
+# -- the release audit (pramkit audit --backend spark) --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def audited(silc, key_file, tmp_path_factory) -> dict[str, Path]:
+    """A release of EU-SILC: economic status through a matrix with zero cells (a value moves at most one
+    category; 2 720 missing values), sex, and household size drawn once per household (db030)."""
+    from pramkit.design.classic import randomized_response
+    from pramkit.engine.perturb import apply_file
+    from pramkit.manifest import Manifest, PerturbedVariable
+    from pramkit.matrix import PramMatrix
+
+    d = tmp_path_factory.mktemp("audited")
+    near = np.zeros((7, 7))
+    for k in range(7):
+        near[k, k], near[k, (k + 1) % 7], near[k, (k - 1) % 7] = 0.8, 0.1, 0.1
+    manifest = Manifest((PerturbedVariable("pl030", PramMatrix(near, list(range(1, 8)))),
+                         PerturbedVariable("rb090", randomized_response(["female", "male"], 1.0)),
+                         PerturbedVariable("hsize", randomized_response(list(range(1, 10)), 2.0), unit="db030")))
+    manifest.write(d / "m.json")
+    apply_file(silc, manifest, d / "released.csv", key=key_file)
+    return {"original": silc, "manifest": d / "m.json", "released": d / "released.csv", "dir": d}
+
+
+def _audits(audited: dict[str, Path], released: Path, **kwargs) -> tuple[dict, dict]:
+    """The audit of ``released`` by the local engine and by Spark, as dictionaries without their seconds."""
+    from pramkit.audit import audit
+
+    out = []
+    for backend in ("local", "spark"):
+        result = audit(audited["manifest"], released=released, original=audited["original"], backend=backend,
+                       **kwargs).to_dict()
+        result.pop("seconds")
+        out.append(result)
+    return out[0], out[1]
+
+
+def _tampered(audited: dict[str, Path], name: str, change) -> Path:
+    import pandas as pd
+
+    frame = pd.read_csv(audited["released"], dtype=str, keep_default_na=False)
+    change(frame)
+    out = audited["dir"] / name
+    frame.to_csv(out, index=False)
+    return out
+
+
+def test_the_audit_on_spark_passes_a_release_as_the_local_engine_does(spark, audited, key_file):
+    """Every check, figure and message equal, the key's derivation compared byte for byte, whether Spark
+    reads each file in one piece or in several."""
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        for split in ("128MB", "300000"):
+            spark.conf.set("spark.sql.files.maxPartitionBytes", split)
+            local, on_spark = _audits(audited, audited["released"], key=key_file)
+            assert on_spark == local and local["passed"]
+        assert ps.read(spark, audited["released"]).rdd.getNumPartitions() > 1  # the small split did split it
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    key = next(c for c in local["checks"] if c["field"] == "derived again with the key")
+    assert key["passed"] and "byte for byte" in key["detail"]
+
+
+def test_the_audit_on_spark_fails_a_tampered_release_as_the_local_engine_does(spark, audited, key_file):
+    """Values moved into zero cells, a missing value filled, a household member changed, an unperturbed value
+    changed and a third of the women made men: the same findings, rows and messages; and a wrong key."""
+    import pandas as pd
+
+    def tamper(frame: pd.DataFrame) -> None:
+        present = np.flatnonzero(frame["pl030"] != "")
+        for row in present[[3, 40, 41]]:               # three steps away: a zero cell of M
+            frame.loc[row, "pl030"] = str((int(frame.loc[row, "pl030"]) + 2) % 7 + 1)
+        frame.loc[np.flatnonzero(frame["pl030"] == "")[5], "pl030"] = "1"
+        member = int(np.flatnonzero(frame["db030"].duplicated())[7])
+        frame.loc[member, "hsize"] = "9" if frame.loc[member, "hsize"] != "9" else "1"
+        frame.loc[11, "age"] = "200"
+        women = np.flatnonzero(frame["rb090"] == "female")
+        frame.loc[women[: len(women) // 3], "rb090"] = "male"
+
+    local, on_spark = _audits(audited, _tampered(audited, "tampered.csv", tamper), key=key_file)
+    assert on_spark == local
+    failed = {(c["subject"], c["field"]) for c in local["checks"] if not c["passed"]}
+    assert failed == {("file", "row count and order"), ("pl030", "missing kept missing"),
+                      ("pl030", "impossible transitions"), ("hsize", "household members agree"),
+                      ("rb090", "transition table"), ("file", "derived again with the key"),
+                      ("receipt", "present")}   # the tampered file has no receipt: the manifest audit says so
+    rows = next(c for c in local["checks"] if c["field"] == "impossible transitions")["data"]["rows"]
+    assert len(rows) == 3 and rows == sorted(rows)
+    wrong = audited["dir"] / "wrong.key"
+    wrong.write_text(bytes(range(100, 132)).hex() + "\n")
+    wrong.chmod(0o600)
+    local, on_spark = _audits(audited, audited["released"], key=wrong)
+    assert on_spark == local
+    assert [c["detail"] for c in local["checks"] if not c["passed"]] == [
+        "the key does not reproduce the release (another key, manifest or original)"]
+
+
+def test_a_value_outside_the_categories_is_the_same_finding_on_spark(spark, audited):
+    """Rows counted from 1: the rows at 0-based index 500 and 9000 hold "x", row 12 "unknown"."""
+    def unknown(frame) -> None:
+        frame.loc[[500, 9000], "pl030"] = "x"
+        frame.loc[12, "rb090"] = "unknown"
+
+    local, on_spark = _audits(audited, _tampered(audited, "unknown.csv", unknown))
+    assert on_spark == local
+    assert [c["detail"] for c in local["checks"] if c["field"] == "categories"] == [
+        "column 'pl030', row 501: value 'x' is not one of its categories (1, 2, 3, 4, 5, 6, 7)",
+        "column 'rb090', row 13: value 'unknown' is not one of its categories ('female', 'male')"]
+
+
+def test_a_release_written_by_spark_is_audited_on_spark(spark, audited, key_file, tmp_path, capsys):
+    """A folder of part files with its receipt: the local engine's checks, its derivation by Spark compared
+    byte for byte (the local engine compares a folder value for value)."""
+    out = tmp_path / "released.csv"
+    ps.apply_file_spark(audited["original"], audited["manifest"], out, key=key_file, master="local[2]")
+    local, on_spark = _audits(audited, out, key=key_file)
+    assert local["passed"] and on_spark["passed"]
+    key = [c for c in on_spark["checks"] if c["field"] == "derived again with the key"]
+    assert key[0]["detail"] == "the key reproduces the release byte for byte"
+    strip = [c for c in on_spark["checks"] if c["field"] != "derived again with the key"]
+    assert strip == [c for c in local["checks"] if c["field"] != "derived again with the key"]
+    args = ["audit", "--manifest", str(audited["manifest"]), "--released", str(out), "--original",
+            str(audited["original"]), "--backend", "spark", "--spark-master", "local[2]"]
+    assert main(args) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"audit: all {len(local['checks']) - 1} checks passed (manifest, release)"  # no key given
+
+
+AUDIT_BAD = [
+    (["--backend", "dask"], "backend must be one of 'local', 'spark', got 'dask'"),
+    (["--backend", "spark", "--original", None], "give the original and the released file"),
+    (["--backend", "spark", "--released", "{stata}"], "CSV and Parquet"),
+    (["--backend", "spark", "--released", "{shuffled}"], "use the local backend"),
+]
+
+
+@pytest.mark.parametrize(("args", "says"), AUDIT_BAD, ids=["unknown", "no original", "stata", "shuffled"])
+def test_bad_input_for_the_audit_backend_is_one_line(spark, audited, key_file, tmp_path, capsys, args, says):
+    import pandas as pd
+
+    from pramkit.design.classic import randomized_response
+    from pramkit.engine.perturb import apply_file
+    from pramkit.manifest import Manifest
+
+    if "{stata}" in args:
+        pd.read_csv(audited["original"], dtype=str, keep_default_na=False).iloc[:50, :8].to_stata(
+            tmp_path / "r.dta", write_index=False)
+    manifest = audited["manifest"]
+    if "{shuffled}" in args:  # a shuffled release of sex alone (households cannot be shuffled)
+        manifest = Manifest.of({"rb090": randomized_response(["female", "male"], 1.0)}).write(tmp_path / "s.json")
+        apply_file(audited["original"], manifest, tmp_path / "s.csv", key=key_file, shuffle=True,
+                   public_columns=["db040"])
+    given = {"--manifest": str(manifest), "--released": str(audited["released"]),
+             "--original": str(audited["original"])}
+    for flag, value in zip(args[2::2], args[3::2], strict=True):
+        given[flag] = value and value.format(stata=tmp_path / "r.dta", shuffled=tmp_path / "s.csv")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["audit", *[x for f, v in given.items() if v for x in (f, v)], *args[:2]])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(("chunk_rows", "row"), [(None, 5001), (1000, 101)])
+def test_the_value_reported_outside_the_categories_is_the_local_engines(spark, audited, tmp_path, monkeypatch,
+                                                                        chunk_rows, row):
+    """A bad value in both files: the local engine reports the original's, unless the released file's is in
+    an earlier chunk of rows; Spark reports the same one."""
+    import pandas as pd
+
+    import pramkit.audit.release as private
+    from pramkit.audit import audit
+
+    if chunk_rows is not None:
+        monkeypatch.setattr(private, "AUDIT_CHUNK_ROWS", chunk_rows)
+    frame = pd.read_csv(audited["original"], dtype=str, keep_default_na=False)
+    frame.loc[5000, "pl030"] = "x"
+    frame.to_csv(tmp_path / "original.csv", index=False)
+    released = _tampered(audited, "early.csv", lambda f: f.__setitem__("pl030", f["pl030"].where(f.index != 100, "x")))
+    out = []
+    for backend in ("local", "spark"):
+        result = audit(audited["manifest"], released=released, original=tmp_path / "original.csv", backend=backend)
+        out.append([c.detail for c in result.checks if c.field == "categories"])
+    assert out[0] == out[1] == [f"column 'pl030', row {row}: value 'x' is not one of its categories "
+                                "(1, 2, 3, 4, 5, 6, 7)"]

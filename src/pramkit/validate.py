@@ -151,8 +151,8 @@ ENGINES = ("local", "spark")
 SPARK_MASTER = "local[2]"
 
 
-def engine_name(value: Any) -> str:
-    """An engine's name, one of :data:`ENGINES`.
+def engine_name(value: Any, name: str = "engine") -> str:
+    """An engine's name, one of :data:`ENGINES` (``name``: what the option is called, for the message).
 
     >>> engine_name("spark")
     'spark'
@@ -160,8 +160,12 @@ def engine_name(value: Any) -> str:
     Traceback (most recent call last):
     ...
     pramkit.errors.ParameterError: engine must be one of 'local', 'spark', got 'dask'
+    >>> engine_name("dask", "backend")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: backend must be one of 'local', 'spark', got 'dask'
     """
-    return str(Choice(ENGINES).check(value, "engine"))
+    return str(Choice(ENGINES).check(value, name))
 
 
 #: Names a CSV separator may be given by besides its character (a tab is hard to type on a command line).

@@ -19,13 +19,14 @@ from typing import Any
 
 from pramkit.audit.result import AuditResult, Check
 from pramkit.errors import ParameterError
+from pramkit.validate import SPARK_MASTER, engine_name
 
 __all__ = ["AuditResult", "Check", "audit"]
 
 
 def audit(manifest: str | Path, *, released: str | Path | None = None, original: str | Path | None = None,
           key: Any = None, engine: bool = False, trials: int | None = None, sep: str = ",",
-          encoding: str = "utf-8") -> AuditResult:
+          encoding: str = "utf-8", backend: str = "local", spark_master: str = SPARK_MASTER) -> AuditResult:
     """Audit a release: the manifest (public), the release (with the original), the engine.
 
     Parameters
@@ -45,6 +46,13 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         Trials per input of the engine audit (default: chosen for a precision of 0.02 nats).
     sep, encoding : str
         The field separator and character encoding of the CSV files (:func:`pramkit.io.csv_dialect`).
+    backend : str
+        Where the release audit's passes over records run (``engine`` is the engine audited, not where):
+        ``"local"`` (default), or ``"spark"``: aggregated by Spark and decided by the same code
+        (:func:`pramkit.audit.release.release_audit`), the same checks and messages.  It needs
+        ``original``; the manifest's checks read the released file on this machine.
+    spark_master : str
+        Spark's master URL, for ``backend="spark"``.
 
     Returns
     -------
@@ -53,7 +61,8 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     Raises
     ------
     ParameterError
-        ``original`` without ``released``, or ``key`` without ``original``.
+        ``original`` without ``released``, ``key`` without ``original``, an unknown ``backend``, or
+        ``backend="spark"`` without ``original`` or for a synthesized release.
     PramkitError
         A file that is missing or is not what it should be (the manifest, a table).
 
@@ -78,17 +87,23 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         raise ParameterError("the release audit needs the released file as well as the original (--released)")
     if key is not None and original is None:
         raise ParameterError("the key is checked by deriving the release again: give the original too (--original)")
+    if engine_name(backend, "backend") == "spark" and original is None:
+        raise ParameterError("the Spark backend runs the release audit's passes over records: give the original "
+                             "and the released file (--original, --released), or leave out --backend spark")
     start = time.perf_counter()
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
     text_encoding(encoding), csv_separator(sep)  # checked before any work
     synthesis = _synthesis_manifest(manifest)
+    if synthesis is not None and backend == "spark":
+        raise ParameterError("a synthesized release is audited on this machine: leave out --backend spark")
     if synthesis is not None:
         return _synthesis_audit(synthesis, released, original, key, engine, sep, encoding, start)
     audits, checks = ["manifest"], manifest_audit(manifest, released, sep=sep, encoding=encoding)
     if original is not None and released is not None:
         audits.append("release")
-        checks += release_audit(manifest, original, released, key=key, sep=sep, encoding=encoding)
+        checks += release_audit(manifest, original, released, key=key, sep=sep, encoding=encoding, backend=backend,
+                                spark_master=spark_master)
     if engine:
         audits.append("engine")
         checks += engine_audit(read_manifest(manifest)[0], trials=trials)

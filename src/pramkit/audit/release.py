@@ -18,37 +18,41 @@ original -> released and checks it against the matrix:
 and that the columns no variable perturbs are identical, value for value, row for row (which also
 proves the row order), with the same row count.  With the key, the release is derived again
 (:func:`pramkit.engine.perturb.apply_file`, into a temporary folder) and compared byte for byte.
+
+The checks of paired records are :mod:`pramkit.audit.records` (importable from here too); with
+``backend="spark"`` Spark reads the records and :mod:`pramkit.audit.spark` hands what it aggregates
+to the same checks.
 """
 
 from __future__ import annotations
 
 import filecmp
 import tempfile
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from pramkit.audit.records import (  # noqa: F401  (the checks of paired records, importable from here too)
+    ALPHA,
+    SHOWN,
+    TABLE_CATEGORIES,
+    _columns_check,
+    _FileChecks,
+    _holm_family,
+    _Variable,
+    differing,
+    encoded,
+    file_checks,
+    variable_checks,
+)
 from pramkit.audit.result import Check
-from pramkit.audit.stats import holm, margin_pvalue, row_pvalue
-from pramkit.codebook import Codebook, JointCodebook, MissingCodes
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.errors import DataError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
-from pramkit.labels import joint_cell
-from pramkit.manifest import Manifest, PerturbedVariable
-
-#: Default family-wise error rate of the goodness-of-fit tests of one release audit.
-ALPHA = 1e-3
-#: Largest variable whose transition table is tested (S x S counts).
-TABLE_CATEGORIES = 3000
-#: Row numbers listed at most per finding.
-SHOWN = 20
+from pramkit.manifest import Manifest
+from pramkit.validate import SPARK_MASTER, engine_name
 
 
 def read_whole(path: str | Path, *, sep: str = ",", encoding: str = "utf-8") -> pa.Table:
@@ -69,488 +73,6 @@ def read_whole(path: str | Path, *, sep: str = ",", encoding: str = "utf-8") -> 
     if not tables:
         raise DataError(f"file {str(path)!r} has no data rows")
     return pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0].combine_chunks()
-
-
-def _rows(mask: np.ndarray) -> list[int]:
-    """The first :data:`SHOWN` rows of a mask, counted from 1."""
-    return (np.flatnonzero(mask)[:SHOWN] + 1).tolist()
-
-
-class _Found:
-    """Records found chunk by chunk: how many, and the first :data:`SHOWN` rows (counted from 1 in the file)."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.rows: list[int] = []
-
-    def add(self, mask: np.ndarray, first_row: int) -> None:
-        count = int(np.count_nonzero(mask))
-        if count:
-            self.total += count
-            if len(self.rows) < SHOWN:
-                self.rows += [first_row + r for r in _rows(mask)[:SHOWN - len(self.rows)]]
-
-    def __bool__(self) -> bool:
-        return self.total > 0
-
-
-def _shown(rows: list[int], total: int) -> str:
-    return ", ".join(map(str, rows)) + (" ..." if total > len(rows) else "")
-
-
-def differing(a: pa.Array, b: pa.Array) -> np.ndarray:
-    """Rows where two columns differ (a value against another, or against a missing one).
-
-    Examples
-    --------
-    >>> differing(pa.array(["a", None, "c"]), pa.array(["a", "b", "d"])).tolist()
-    [False, True, True]
-    """
-    if a.type != b.type:
-        a, b = a.cast(pa.string()), b.cast(pa.string())
-    same = pc.fill_null(pc.equal(a, b), False)
-    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-    return ~np.asarray(pc.or_(same, both_null).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _profile(table: pa.Table, kept: Sequence[str], perturbed: Sequence[str], codes: MissingCodes) -> dict[tuple, int]:
-    """How many records share each combination of the unperturbed columns' values (as text) and the
-    perturbed columns' missingness: what a shuffled release keeps of each record."""
-    from pramkit.engine.shuffle import group_counts
-
-    columns = {f"k{i}": table.column(c).combine_chunks().cast(pa.string()) for i, c in enumerate(kept)}
-    for i, c in enumerate(perturbed):
-        values = table.column(c).combine_chunks()
-        missing = np.asarray(pc.is_null(values, nan_is_null=True).to_numpy(zero_copy_only=False), dtype=bool)
-        found = codes.found(c, values)
-        columns[f"p{i}"] = pa.array(missing | np.asarray(found, dtype=bool) if found is not None else missing)
-    if not columns:
-        return {(): table.num_rows}
-    return group_counts(pa.table(columns), list(columns))
-
-
-def _shuffled_file_check(rows: int, kept: Sequence[str], before: Counter, after: Counter) -> Check:
-    """A shuffled release: its records are the original's in another order, so what a record keeps
-    (the unperturbed columns, the perturbed columns' missingness) agrees as a multiset."""
-    moved = sum(abs(before.get(k, 0) - after.get(k, 0)) for k in set(before) | set(after)) // 2
-    if not moved:
-        return Check("release", "file", "row count and order", True,
-                     f"{rows:,} rows in the order drawn from the key (a shuffled release, its receipt "
-                     f"says): the {len(kept)} unperturbed columns and which perturbed values are missing agree "
-                     "record for record as multisets")
-    return Check("release", "file", "row count and order", False,
-                 f"{moved:,} records of the shuffled release match no original record in the unperturbed columns "
-                 f"({', '.join(kept) or 'none'}) and which perturbed values are missing: another file",
-                 {"records": moved})
-
-
-class _FileChecks:
-    """The file's checks, chunk by chunk: the columns no variable perturbs, value for value (of a shuffled
-    release, as multisets), and the row counts."""
-
-    def __init__(self, manifest: Manifest, columns: Sequence[str], *, shuffled: bool, codes: MissingCodes) -> None:
-        self.shuffled, self.codes = shuffled, codes
-        perturbed = [c for v in manifest.variables for c in v.columns]
-        if shuffled:
-            self.kept = [c for c in columns if c not in set(perturbed)]
-            self.perturbed = perturbed
-        else:
-            moved = set(perturbed)
-            swapping = manifest.swapping or {}
-            if swapping.get("donors") == "any-area":  # a household moves to another parent area: every level moves
-                moved |= set(swapping.get("levels") or ())
-            self.kept = [c for c in columns if c not in moved]
-        self.rows = [0, 0]                      # original, released
-        self.before: Counter = Counter()
-        self.after: Counter = Counter()
-        self.bad: set[str] = set()
-        self.differ = _Found()
-
-    def add(self, original: pa.Table, released: pa.Table, first_row: int) -> None:
-        """Two chunks of the same rows of the two files."""
-        if self.shuffled:
-            self.before.update(_profile(original, self.kept, self.perturbed, self.codes))
-            self.after.update(_profile(released, self.kept, self.perturbed, self.codes))
-            return
-        any_diff = np.zeros(original.num_rows, dtype=bool)
-        for c in self.kept:
-            diff = differing(original.column(c).combine_chunks(), released.column(c).combine_chunks())
-            if diff.any():
-                self.bad.add(c)
-                any_diff |= diff
-        self.differ.add(any_diff, first_row)
-
-    def checks(self, columns: Sequence[str]) -> list[Check]:
-        """The file's checks once every row is read (``columns``: the files' columns, the same in both)."""
-        out = [Check("release", "file", "columns", True, f"{len(columns)} columns, the same in both files")]
-        original, released = self.rows
-        if original != released:
-            return [*out, Check("release", "file", "row count", False,
-                                f"the released file has {released:,} rows, the original {original:,}: "
-                                "not a release of this original")]
-        if self.shuffled:
-            return [*out, _shuffled_file_check(original, self.kept, self.before, self.after)]
-        if not self.bad:
-            return [*out, Check("release", "file", "row count and order", True,
-                                f"{original:,} rows; the {len(self.kept)} unperturbed columns are identical row for row")]
-        bad = [c for c in self.kept if c in self.bad]
-        return [*out, Check("release", "file", "row count and order", False,
-                            f"{self.differ.total:,} rows differ in unperturbed columns ({', '.join(bad)}), rows "
-                            f"{_shown(self.differ.rows, self.differ.total)}: rows reordered, or another file",
-                            {"columns": sorted(bad), "rows": self.differ.rows})]
-
-
-def _columns_check(original: Sequence[str], released: Sequence[str]) -> Check | None:
-    """The failed check of two files whose columns differ (None when they agree)."""
-    if list(original) == list(released):
-        return None
-    return Check("release", "file", "columns", False,
-                 f"the released file has columns {list(released)}, the original {list(original)}")
-
-
-def file_checks(manifest: Manifest, original: pa.Table, released: pa.Table, *, shuffled: bool = False,
-                codes: MissingCodes | None = None) -> list[Check]:
-    """Columns, row count and order, and the columns no variable perturbs, value for value (of a
-    shuffled release, as multisets).
-
-    Examples
-    --------
-    >>> from pramkit.design.classic import randomized_response
-    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
-    >>> o = pa.table({"id": ["1", "2"], "sex": ["f", "m"]})
-    >>> [c.passed for c in file_checks(m, o, pa.table({"id": ["2", "1"], "sex": ["f", "m"]}))]
-    [True, False]
-    """
-    differ = _columns_check(original.column_names, released.column_names)
-    if differ is not None:
-        return [differ]
-    state = _FileChecks(manifest, original.column_names, shuffled=shuffled, codes=codes or MissingCodes())
-    state.rows = [original.num_rows, released.num_rows]
-    if original.num_rows == released.num_rows:
-        state.add(original, released, 0)
-    return state.checks(original.column_names)
-
-
-def _column(table: pa.Table, name: str, codes: MissingCodes) -> pa.Array:
-    values = table.column(name).combine_chunks()
-    mask = codes.found(name, values)
-    return values if mask is None else pc.if_else(pa.array(mask), pa.scalar(None, values.type), values)
-
-
-def encoded(variable: PerturbedVariable, table: pa.Table, codes: MissingCodes, *,
-            first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The variable's codes in a table (``-1``: missing or outside the cells) and which records hold
-    a combination that is not one of its cells.
-
-    Examples
-    --------
-    >>> from pramkit.design.classic import randomized_response
-    >>> v = PerturbedVariable("sex", randomized_response(["f", "m"], 1.0))
-    >>> [x.tolist() for x in encoded(v, pa.table({"sex": ["m", "NA", "f"]}), MissingCodes(texts=("NA",)))]
-    [[1, -1, 0], [False, False, False]]
-    """
-    columns = [_column(table, c, codes) for c in variable.read_columns]
-    if variable.is_joint:
-        # a joint variable's categories are tuples (PerturbedVariable checks it)
-        joint: JointCodebook = variable.joint_codebook()
-        return joint.encode_cells(columns, first_row=first_row)
-    book = Codebook(variable.matrix.categories, column=variable.name, missing=variable.missing)
-    found = np.array(book.encode(columns[0], first_row=first_row), dtype=np.intp)
-    return found, np.zeros(found.size, dtype=bool)
-
-
-def _kind(variable: PerturbedVariable, k: int, j: int) -> str:
-    """What a move from category k to j (a zero cell) breaks, in words."""
-    cats = variable.matrix.categories
-    g = len(variable.given)
-    # strata make the variable joint: its categories are tuples (PerturbedVariable checks it)
-    if g and joint_cell(cats[k])[:g] != joint_cell(cats[j])[:g]:
-        return "left its stratum"  # a stratum column released changed (the unperturbed columns' check names it)
-    kept = set(variable.unchanged_values())
-    own = [joint_cell(c)[g:] if variable.is_joint else c for c in (cats[k], cats[j])]
-    own = [o[0] if isinstance(o, tuple) and len(o) == 1 else o for o in own]
-    if own[0] in kept:
-        return "a kept code left"
-    if own[1] in kept:
-        return "a kept code entered"
-    return "impossible transition"
-
-
-class _Leads:
-    """The first member of each household, across chunks: its released and original codes."""
-
-    def __init__(self) -> None:
-        self.ids: pd.Index | None = None
-        self.orig = np.zeros(0, dtype=np.intp)
-        self.rel = np.zeros(0, dtype=np.intp)
-
-    def add(self, ids: pa.Array, orig: np.ndarray, rel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each record's household's first member's original and released codes, and which records are first."""
-        # ids as text (a missing id is ""), or as integers, whose equality is the same
-        values = ids.to_numpy() if pa.types.is_integer(ids.type) and not ids.null_count else \
-            np.asarray(ids.cast(pa.string()).fill_null("").to_numpy(zero_copy_only=False), dtype=object)
-        local, uniques = pd.factorize(values)
-        first = np.full(len(uniques), orig.size, dtype=np.intp)
-        np.minimum.at(first, local, np.arange(orig.size))
-        known = np.full(len(uniques), -1) if self.ids is None else self.ids.get_indexer(pd.Index(uniques))
-        new = known < 0
-        known[new] = self.orig.size + np.arange(int(new.sum()))
-        if new.any():
-            added = pd.Index(np.asarray(uniques)[new])
-            self.ids = added if self.ids is None else self.ids.append(added)
-            self.orig = np.concatenate([self.orig, orig[first[new]]])
-            self.rel = np.concatenate([self.rel, rel[first[new]]])
-        leads = np.zeros(orig.size, dtype=bool)
-        leads[first[new]] = True
-        household = known[local]
-        return self.orig[household], self.rel[household], leads
-
-
-class _Variable:
-    """The findings of one variable, chunk by chunk; its goodness-of-fit p-values wait for the family's
-    Holm step."""
-
-    def __init__(self, variable: PerturbedVariable, columns: Sequence[str], codes: MissingCodes,
-                 shuffled: bool = False) -> None:
-        self.variable = variable
-        self.shuffled = shuffled
-        self.codes = codes
-        self.checks: list[Check] = []
-        self.pvalues = np.array([])
-        self.failed = False
-        s = variable.matrix.size
-        self.table = np.zeros((s, s) if s <= TABLE_CATEGORIES and not shuffled else (0, 0), dtype=np.int64)
-        self.margins = [np.zeros(s, dtype=np.int64), np.zeros(s, dtype=np.int64)]   # shuffled: n, released
-        self.forbidden, self.moved, self.changed = _Found(), _Found(), _Found()
-        self.disagree, self.zero = _Found(), _Found()
-        self.breakers = self.missing_before = self.missing_after = 0
-        self.outside: tuple[Counter, Counter] = (Counter(), Counter())
-        self.kinds: dict[str, list[int]] = {}
-        self.leads = _Leads() if variable.unit is not None else None
-        absent = [c for c in (*variable.read_columns, *([variable.unit] if variable.unit else []))
-                  if c not in columns]
-        if absent:
-            self.fail("columns", f"the files have no column {', '.join(map(repr, absent))}: not the files of "
-                      "this manifest")
-
-    def fail(self, field: str, message: str) -> None:
-        """A finding that ends this variable's checks."""
-        self.checks.append(Check("release", self.variable.name, field, False, message))
-        self.failed = True
-
-    def add(self, original: pa.Table, released: pa.Table, first_row: int) -> None:
-        """Two chunks of the same rows of the two files (``first_row``: the first's, from 0)."""
-        if self.failed:
-            return
-        try:
-            orig, orig_out = encoded(self.variable, original, self.codes, first_row=first_row)
-            rel, rel_out = encoded(self.variable, released, self.codes, first_row=first_row)
-        except DataError as exc:
-            self.fail("categories", str(exc))
-            return
-        if self.shuffled:  # rows in the key's order: the variable's counts, not its records, are compared
-            self._shuffled(original, released, orig, rel, orig_out, rel_out)
-            return
-        self.forbidden.add(rel_out & ~orig_out, first_row)
-        if self.variable.missing == "keep":
-            self.moved.add(((orig == -1) & ~orig_out) != ((rel == -1) & ~rel_out), first_row)
-        if orig_out.any():
-            self.breakers += int(orig_out.sum())
-            changed = np.zeros(orig_out.size, dtype=bool)
-            for c in self.variable.columns:
-                changed |= differing(original.column(c).combine_chunks(), released.column(c).combine_chunks())
-            self.changed.add(changed & orig_out, first_row)
-        both = (orig >= 0) & (rel >= 0)
-        if self.leads is not None:    # a household is one draw: its first member is what the table counts
-            assert self.variable.unit is not None
-            lead_orig, lead_rel, leads = self.leads.add(original.column(self.variable.unit).combine_chunks(), orig, rel)
-            self.disagree.add((orig == lead_orig) & (rel != lead_rel), first_row)
-            both &= leads
-        self._transitions(orig, rel, both, first_row)
-
-    def finish(self) -> None:
-        """The checks, once every row is added (the goodness of fit: :meth:`fit`)."""
-        if self.failed:
-            return
-        if self.shuffled:
-            self._shuffled_checks()
-            return
-        name = self.variable.name
-        self._found("forbidden combinations", self.forbidden,
-                    "no released record holds a combination outside the matrix's cells",
-                    "released records hold a combination that is not a cell of the matrix ("
-                    f"{'a value outside its stratum, or ' if self.variable.given else ''}a combination an edit rule "
-                    "forbids)")
-        if self.variable.missing == "keep":
-            self._found("missing kept missing", self.moved,
-                        "every missing value stayed missing and no value became missing",
-                        "records changed between missing and present")
-        if self.breakers:
-            self._found("rule breakers unchanged", self.changed,
-                        f"the {self.breakers:,} records that break an edit rule are released as they are",
-                        "records that break an edit rule were changed")
-        if self.leads is not None:
-            self._found("household members agree", self.disagree,
-                        "the members of every household share their released value",
-                        "records disagree with the first member of their household")
-        s, m_ = self.variable.matrix.size, self.variable.matrix
-        if s > TABLE_CATEGORIES:
-            self.checks.append(Check("release", name, "transition table", True,
-                                     f"not tested: {s} categories (more than {TABLE_CATEGORIES})"))
-            return
-        z = self.zero
-        if z:
-            words = "; ".join(f"{k}: rows {', '.join(map(str, r))}" for k, r in self.kinds.items())
-            self.checks.append(Check("release", name, "impossible transitions", False,
-                                     f"{z.total:,} records moved into a zero cell of M ({words}"
-                                     f"{' ...' if z.total > SHOWN else ''})", {"rows": z.rows, "kinds": self.kinds}))
-        else:
-            self.checks.append(Check("release", name, "impossible transitions", True,
-                                     "no record moved into a zero cell of M"))
-        m = m_.matrix
-        self.pvalues = np.array([row_pvalue(self.table[k], m[k]) if self.table[k].sum() else np.nan
-                                 for k in range(s)])
-
-    def _found(self, field: str, found: _Found, fine: str, what: str) -> None:
-        """A check that passes when no record was found; otherwise how many, and their first rows."""
-        self.checks.append(Check("release", self.variable.name, field, not found,
-                                 fine if not found else f"{found.total:,} {what}, rows {_shown(found.rows, found.total)}",
-                                 {"rows": found.rows} if found else {}))
-
-    def _shuffled(self, original: pa.Table, released: pa.Table, orig: np.ndarray, rel: np.ndarray,
-                  orig_out: np.ndarray, rel_out: np.ndarray) -> None:
-        """A shuffled release's chunk: the combinations outside the cells and the missing values (as multisets),
-        and the counts of each category."""
-        v = self.variable
-
-        def outside(table: pa.Table, mask: np.ndarray) -> Counter:
-            rows = pa.array(np.flatnonzero(mask))
-            picked = [table.column(c).combine_chunks().take(rows).cast(pa.string()).to_pylist() for c in v.read_columns]
-            return Counter(zip(*picked))
-
-        self.outside[0].update(outside(original, orig_out))
-        self.outside[1].update(outside(released, rel_out))
-        self.breakers += int(orig_out.sum())
-        self.forbidden.total += int(rel_out.sum())
-        self.missing_before += int(((orig == -1) & ~orig_out).sum())
-        self.missing_after += int(((rel == -1) & ~rel_out).sum())
-        s = v.matrix.size
-        self.margins[0] += np.bincount(orig[(orig >= 0) & ~orig_out], minlength=s)
-        self.margins[1] += np.bincount(rel[(rel >= 0) & ~rel_out], minlength=s)
-
-    def _shuffled_checks(self) -> None:
-        """A shuffled release: the combinations outside the cells (rule breakers, released as they are)
-        and the missing values agree as multisets; the released counts fit ``M^T n`` (one Wald test,
-        :func:`pramkit.audit.stats.margin_pvalue`); nothing is released where no record can go."""
-        v, name = self.variable, self.variable.name
-        same = self.outside[0] == self.outside[1]
-        self.checks.append(Check(
-            "release", name, "forbidden combinations", same,
-            f"the {self.breakers:,} records outside the matrix's cells (rule breakers) are released as they are, "
-            "as a multiset" if same else
-            f"the released file holds {self.forbidden.total:,} records outside the matrix's cells, the original "
-            f"{self.breakers:,}, or others: a combination an edit rule forbids entered, or a rule breaker changed"))
-        if v.missing == "keep":
-            before, after = self.missing_before, self.missing_after
-            self.checks.append(Check(
-                "release", name, "missing kept missing", before == after,
-                f"{before:,} missing values, as many released" if before == after else
-                f"{before:,} missing values in the original, {after:,} in the shuffled release"))
-        s = v.matrix.size
-        if s > TABLE_CATEGORIES:
-            self.checks.append(Check("release", name, "released counts", True,
-                                     f"not tested: {s} categories (more than {TABLE_CATEGORIES})"))
-            return
-        m = v.matrix.matrix
-        n, counts = self.margins
-        unreachable = (m.T @ n == 0) & (counts > 0)
-        cats = v.matrix.categories
-        self.checks.append(Check(
-            "release", name, "impossible transitions", not unreachable.any(),
-            "no record released into a category no original record can reach" if not unreachable.any() else
-            f"{int(counts[unreachable].sum()):,} records released into categories no original record reaches "
-            f"through M: {', '.join(repr(cats[j]) for j in np.flatnonzero(unreachable)[:5])}",
-            {"categories": [list(c) if isinstance(c, tuple) else c for c in
-                            (cats[j] for j in np.flatnonzero(unreachable))]} if unreachable.any() else {}))
-        self.pvalues = np.array([margin_pvalue(n, m, counts)])
-
-    def _transitions(self, orig: np.ndarray, rel: np.ndarray, both: np.ndarray, first_row: int) -> None:
-        """A chunk's moves into zero cells of M, and its transition table."""
-        v = self.variable
-        s = v.matrix.size
-        if s > TABLE_CATEGORIES:
-            return
-        m = v.matrix.matrix
-        zero = np.zeros(orig.size, dtype=bool)
-        zero[both] = m[orig[both], rel[both]] == 0
-        if zero.any():
-            shown = self.zero.total
-            self.zero.add(zero, first_row)
-            for row in np.flatnonzero(zero)[:max(SHOWN - shown, 0)]:
-                self.kinds.setdefault(_kind(v, int(orig[row]), int(rel[row])), []).append(first_row + int(row) + 1)
-        self.table += np.bincount(orig[both] * s + rel[both], minlength=s * s).reshape(s, s)
-
-    def fit(self, rejected: np.ndarray, alpha: float) -> Check:
-        """The goodness-of-fit verdict, given which of this variable's rows the family rejected."""
-        v = self.variable
-        if self.shuffled:
-            p = float(self.pvalues[0])
-            fitted = not np.isnan(p)
-            return Check("release", v.name, "released counts", not rejected.any(),
-                         (f"the released counts fit M^T n (p = {p:.2g}; Holm, family-wise {alpha:g}): the rows are "
-                          "shuffled, so the counts are tested, not each record" if fitted else
-                          "not tested: too few records") if not rejected.any() else
-                         f"the released counts do not fit M^T n (p = {p:.2g}; Holm, family-wise {alpha:g})",
-                         {"p_value": p if fitted else None})
-        tested = int(np.count_nonzero(~np.isnan(self.pvalues)))
-        changed = int(self.table.sum() - np.trace(self.table))
-        extra = " (no value changed at all: is the released file the original?)" if changed == 0 and tested else ""
-        if not rejected.any():
-            return Check("release", v.name, "transition table", True,
-                         f"{tested} rows tested against n_k M[k, .]: none rejected (Holm, family-wise {alpha:g})",
-                         {"tested_rows": tested, "changed": changed})
-        cats = v.matrix.categories
-        rows = [{"category": list(c) if isinstance(c := cats[k], tuple) else c, "p_value": float(self.pvalues[k])}
-                for k in np.flatnonzero(rejected)]
-        shown = ", ".join(f"{r['category']!r} (p = {r['p_value']:.2g})" for r in rows[:5])
-        return Check("release", v.name, "transition table", False,
-                     f"{len(rows)} of {tested} rows do not fit n_k M[k, .] (Holm, family-wise {alpha:g}): {shown}{extra}",
-                     {"tested_rows": tested, "rejected": rows, "changed": changed})
-
-
-def _holm_family(found: Sequence[_Variable], alpha: float) -> list[Check]:
-    """The variables' checks, their goodness-of-fit tests one Holm family."""
-    for f in found:
-        f.finish()
-    pvalues = np.concatenate([f.pvalues for f in found]) if found else np.array([])
-    rejected = holm(pvalues, alpha)
-    out, start = [], 0
-    for f in found:
-        out += f.checks
-        if f.pvalues.size:
-            out.append(f.fit(rejected[start:start + f.pvalues.size], alpha))
-        start += f.pvalues.size
-    return out
-
-
-def variable_checks(manifest: Manifest, original: pa.Table, released: pa.Table, *, alpha: float = ALPHA,
-                    na_values: Any = None, shuffled: bool = False) -> list[Check]:
-    """The per-variable checks of a release, the goodness-of-fit tests of all variables one Holm family.
-
-    Examples
-    --------
-    >>> from pramkit.design.classic import randomized_response
-    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
-    >>> o = pa.table({"sex": ["f", "m"] * 500})
-    >>> [(c.field, c.passed) for c in variable_checks(m, o, o)]   # nothing changed: not a release
-    [('forbidden combinations', True), ('missing kept missing', True), ('impossible transitions', True), ('transition table', False)]
-    """
-    na = manifest.input.get("na_values", NA_VALUES) if na_values is None else na_values
-    codes = csv_missing_codes(na)
-    found = [_Variable(v, original.column_names, codes, shuffled) for v in manifest.variables]
-    for f in found:
-        f.add(original, released, 0)
-    return _holm_family(found, alpha)
 
 
 #: Rows of each file read at a time by the release audit (a chunk of each file in memory: on the census
@@ -684,12 +206,15 @@ def swap_plan_of(section: Any) -> Any:
 
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
               na_values: Sequence[str] = NA_VALUES, *, shuffled: bool = False, sep: str = ",",
-              encoding: str = "utf-8") -> Check:
+              encoding: str = "utf-8", spark_master: str | None = None) -> Check:
     """Derive the release again with the key (into a temporary folder, reading ``na_values`` as missing,
     as the design did, under the release label its receipt records; shuffled when the release was, by the
     swap when the manifest describes one) and compare it byte for byte, or value for value for a format
     that records when it was written, or a folder of part files (:func:`same_content`).  ``sep`` and
     ``encoding``: how the CSV files are written; the release derived again is written as the original is.
+    With ``spark_master`` the release is derived again by Spark (:func:`pramkit.engine.spark.apply_file_spark`,
+    or the Spark swap) as a folder of part files, whose records are compared byte for byte with the released
+    file's (:func:`same_records`; of Parquet files, value for value).
 
     Examples
     --------
@@ -722,16 +247,22 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     with tempfile.TemporaryDirectory(prefix="pramkit-audit-") as tmp:
         folder = released.is_dir()
         fmt = (dataset_parts(released)[0] if folder else table_format(released)) if released.exists() else None
-        again = Path(tmp) / (f"again.{fmt}" if folder else released.name)
-        if swapping is not None:
+        again = Path(tmp) / (f"again.{fmt}" if folder or spark_master is not None else released.name)
+        if spark_master is not None:
+            exact, same = _spark_key_check(manifest, original, released, again, key, swapping, na_values=na_values,
+                                           label=label, sep=sep, encoding=encoding, master=spark_master)
+        elif swapping is not None:
             swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
                       encoding=encoding)
         else:
             apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label,
                        sep=sep, encoding=encoding)
-        exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
-        same = exact or ((fmt in STAMPED or folder) and again.is_file() and same_content(again, released, sep=sep, encoding=encoding))
+        if spark_master is None:
+            exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
+            same = exact or ((fmt in STAMPED or folder) and again.is_file() and
+                             same_content(again, released, sep=sep, encoding=encoding))
     words = ("byte for byte" if exact else
+             "value for value (derived again by Spark as part files)" if spark_master is not None else
              "value for value (a folder of part files, written by another engine)" if folder else
              f"value for value, with its missing codes, labels and formats (a {fmt} file records when it was "
              "written, so its bytes differ)")
@@ -740,8 +271,74 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
                  f"the key does not reproduce {how} (another key, manifest or original)")
 
 
+def _spark_key_check(manifest: Path, original: Path, released: Path, again: Path, key: Any, swapping: Any, *,
+                     na_values: Sequence[str], label: str, sep: str, encoding: str, master: str) -> tuple[bool, bool]:
+    """The release derived again by Spark into the folder ``again``: whether its records are the released
+    file's byte for byte (CSV), and whether they are value for value."""
+    from pramkit.engine.spark.apply import apply_file_spark
+    from pramkit.engine.spark.swap import swap_file_spark
+
+    if swapping is not None:
+        swap_file_spark(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
+                        encoding=encoding, master=master)
+    else:
+        apply_file_spark(original, manifest, again, key=key, na_values=na_values, release=label, sep=sep,
+                         encoding=encoding, master=master, receipt=False)
+    if again.suffix == ".csv":
+        exact = same_records(again, released)
+        return exact, exact
+    return False, released.exists() and same_content(again, released, sep=sep, encoding=encoding)
+
+
+def _csv_records(path: Path) -> Iterator[bytes]:
+    """A CSV file's bytes, or a folder of CSV part files' (its first part's header, then every part's records)."""
+    from pramkit.io import dataset_parts
+
+    parts = dataset_parts(path)[1] if path.is_dir() else [path]
+    header = None
+    for part in parts:
+        with open(part, "rb") as f:
+            first = f.readline()
+            if header is None:
+                header = first
+                yield first
+            elif first != header:
+                yield b"\0another header\0"  # never in a CSV file's records
+            while block := f.read(1 << 20):
+                yield block
+
+
+def same_records(a: Path, b: Path) -> bool:
+    """Whether two CSV files (or folders of part files, read in order) hold the same header and records, byte
+    for byte (each part file begins with the header).
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     d = pathlib.Path(d)
+    ...     (d / "p.csv").mkdir()
+    ...     for name, text in (("a.csv", "x\\n1\\n2\\n"), ("p.csv/part-0.csv", "x\\n1\\n"), ("p.csv/part-1.csv", "x\\n2\\n")):
+    ...         _ = (d / name).write_text(text)
+    ...     same_records(d / "a.csv", d / "p.csv"), same_records(d / "a.csv", d / "p.csv/part-1.csv")
+    (True, False)
+    """
+    import hashlib
+
+    if not (a.exists() and b.exists()):
+        return False
+    digests = []
+    for path in (a, b):
+        h = hashlib.sha256()
+        for block in _csv_records(path):
+            h.update(block)
+        digests.append(h.digest())
+    return digests[0] == digests[1]
+
+
 def release_audit(manifest: str | Path, original: str | Path, released: str | Path, *, key: Any = None,
-                  alpha: float = ALPHA, sep: str = ",", encoding: str = "utf-8") -> list[Check]:
+                  alpha: float = ALPHA, sep: str = ",", encoding: str = "utf-8", backend: str = "local",
+                  spark_master: str = SPARK_MASTER) -> list[Check]:
     """The release audit (private: it reads the original).
 
     Parameters
@@ -754,6 +351,13 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
         Family-wise error rate of the goodness-of-fit tests (Holm).
     sep, encoding : str
         The field separator and character encoding of the CSV files (:func:`pramkit.io.csv_dialect`).
+    backend : str
+        Where the passes over records run: ``"local"`` (default), or ``"spark"``: Spark aggregates the records
+        into small tables the local code decides on (:func:`pramkit.audit.spark.audit_files_spark`), and
+        derives the release again with the key (CSV or Parquet files; not a shuffled release); the same
+        checks, figures and messages.
+    spark_master : str
+        Spark's master URL, for ``backend="spark"``.
 
     Returns
     -------
@@ -766,9 +370,17 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
     na = parsed.input.get("na_values", NA_VALUES)  # what the design read as missing
     receipt = read_receipt(released) if Path(released).exists() else None
     shuffled = bool((receipt or {}).get("guarantees"))  # apply --shuffle states the shuffled guarantee there
-    checks = _audit_files(parsed, original, released, alpha=alpha, sep=sep, encoding=encoding, shuffled=shuffled,
-                          na=na)
+    on_spark = engine_name(backend, "backend") == "spark"
+    if on_spark:
+        from pramkit.audit.spark import audit_files_spark
+
+        checks = audit_files_spark(parsed, original, released, alpha=alpha, na=na, chunk_rows=AUDIT_CHUNK_ROWS,
+                                   shuffled=shuffled, master=spark_master, sep=sep, encoding=encoding)
+    else:
+        checks = _audit_files(parsed, original, released, alpha=alpha, sep=sep, encoding=encoding,
+                              shuffled=shuffled, na=na)
     if key is not None:
         checks.append(key_check(Path(manifest), Path(original), Path(released), key, na_values=na,
-                                shuffled=shuffled, sep=sep, encoding=encoding))
+                                shuffled=shuffled, sep=sep, encoding=encoding,
+                                spark_master=spark_master if on_spark else None))
     return checks

@@ -1,5 +1,9 @@
-"""``pramkit audit --manifest M [--released R] [--original O] [--key-file K] [--engine] [--json]``:
-prove that what was applied is what was published (:func:`pramkit.audit.audit`)."""
+"""``pramkit audit --manifest M [--released R] [--original O] [--key-file K] [--engine] [--backend B] [--json]``:
+prove that what was applied is what was published (:func:`pramkit.audit.audit`).
+
+``--engine`` (a flag) asks for the black-box audit of the perturbation engine; where the release audit's
+passes over records run is ``--backend {local,spark}`` (with ``--spark-master``), the choice the other
+commands name ``--engine``."""
 
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> args = parser.parse_args(["audit", "--manifest", "m.json", "--released", "r.csv", "--engine"])
     >>> str(args.manifest), str(args.released), args.original, args.key_file, args.engine, args.json
     ('m.json', 'r.csv', None, None, True, False)
+    >>> args.backend, args.spark_master
+    ('local', 'local[2]')
     """
     p = sub.add_parser(
         "audit", help=HELP["audit"],
@@ -40,9 +46,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--original", type=Path, help="the original file (private): adds the release audit")
     p.add_argument("--key-file", type=Path, help="the secret key: derive the release again and compare byte for byte")
     p.add_argument("--engine", action="store_true", help="black-box audit of the engine (empirical epsilon)")
+    add_backend_options(p)
     add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, files=files)
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and ``--spark-master``: where the release audit's passes over records run (``--engine`` of
+    ``pramkit audit`` is the black-box audit of the perturbation engine, a flag).
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_backend_options(parser)
+    >>> args = parser.parse_args(["--backend", "spark", "--spark-master", "spark://head:7077"])
+    >>> args.backend, args.spark_master
+    ('spark', 'spark://head:7077')
+    """
+    from pramkit.validate import ENGINES, SPARK_MASTER
+
+    parser.add_argument("--backend", metavar="{" + ",".join(ENGINES) + "}", default=ENGINES[0],
+                        help="where the release audit's passes over the original and released records run: local: "
+                             "streamed on this machine (default); spark: aggregated by Spark jobs (CSV or Parquet "
+                             "files, or folders of part files), the same checks and messages")
+    parser.add_argument("--spark-master", default=SPARK_MASTER,
+                        help="Spark master URL for --backend spark (default %(default)s)")
 
 
 def files(args: argparse.Namespace) -> Files:
@@ -82,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.audit import audit
 
     result = audit(args.manifest, released=args.released, original=args.original, key=args.key_file,
-                   engine=args.engine, sep=args.sep, encoding=args.encoding)
+                   engine=args.engine, sep=args.sep, encoding=args.encoding, backend=args.backend,
+                   spark_master=args.spark_master)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.audit.result")
     else:
