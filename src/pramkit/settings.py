@@ -91,6 +91,12 @@ class Setting:
         The message when it is given where it does not apply (default: generated).
     shared : bool
         Its flag is added by a helper shared by every command (``--na-values``, ``--sep``), not here.
+    widget : str or None
+        Its field in the application when not the one its type gives (:func:`pramkit.app.fields.widget_of`):
+        ``"columns"`` (some of the file's columns), ``"column"`` (one), ``"file"`` (an upload) or ``"none"``
+        (no field: a setting the application sets itself or does not offer).
+    more : bool
+        Its field is among the form's further settings (folded away), not in its first part.
     """
 
     name: str
@@ -108,6 +114,8 @@ class Setting:
     needs: tuple[str, Any] | None = None
     misuse: str | None = None
     shared: bool = False
+    widget: str | None = None
+    more: bool = False
 
     @property
     def switch(self) -> bool:
@@ -161,7 +169,7 @@ def settings(spec: Any) -> tuple[Setting, ...]:
         meta = dict(f.metadata[KEY])
         noun = meta.pop("noun") or f.name
         meta["flag"] = meta["flag"] or "--" + f.name.replace("_", "-")
-        meta["label"] = meta["label"] or noun[:1].upper() + noun[1:]
+        meta["label"] = meta["label"] or (noun[:1].upper() + noun[1:]).replace("_", " ")
         out.append(Setting(name=f.name, default=f.default, noun=noun, **meta))
     return tuple(out)
 
