@@ -248,8 +248,16 @@ def test_variance_bogus_is_refused_with_a_survey_design_as_the_command_line_refu
 
 
 def _options_before(spec: ReleaseSpec) -> dict[str, object]:
-    """The classic families' options as the hand-written mapping gave them before the specification (the
+    """Every family's options as the hand-written mappings gave them before the registry's declarations (the
     manifest's ``input.options`` records this dict, in this order)."""
+    if spec.method == "dp":
+        distance = spec.objective == "distance"
+        return {"truthful": spec.truthful, "form": None if distance and spec.family == "diagonal" else spec.family,
+                "objective": spec.objective, **({"weights": spec.distance_weights} if spec.distance_weights else {}),
+                **({"invariant": True} if spec.invariant else {})}
+    if spec.method == "metric":
+        return {"metric_epsilon": spec.metric_epsilon, "mechanism": spec.mechanism,
+                **({"dilation": spec.dilation} if spec.dilation is not None else {})}
     names = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
     opts = {name: getattr(spec, name) for name in names if getattr(spec, name) is not None}
     if spec.off_diagonal is not None:
@@ -259,25 +267,36 @@ def _options_before(spec: ReleaseSpec) -> dict[str, object]:
     return opts
 
 
-def test_the_classic_families_options_are_those_of_the_mapping_before_in_the_same_order() -> None:
-    """Every combination of each classic family's settings (each given or not): the same dict, key order included."""
+#: Values of every family's settings (several for a choice: each is tried).
+FAMILY_VALUES: dict[str, tuple[object, ...]] = {
+    "beta": (0.4,), "pd": (0.7,), "alpha": (0.2,), "diagonal": ("fixed", "uniform"), "seed": (3,), "keep": (0.8,),
+    "bandwidth": (2,), "k": (2,), "gamma": (0.01,), "off_diagonal": (0.1,), "beta_family": ("rr", "best"),
+    "family": ("general", "diagonal"), "truthful": (True,), "objective": ("information", "variance", "distance"),
+    "metric_epsilon": (0.5,), "mechanism": ("exponential", "geometric", "optimal"), "dilation": (1.5,),
+    "distance_weights": ("frequencies", "uniform", "worst"), "invariant": (True,)}
+
+
+def test_every_familys_options_are_those_of_the_mappings_before_in_the_same_order() -> None:
+    """Every combination of each family's settings (each given or not, each value of a choice): the same dict as
+    the hand-written mappings gave, key order included (the manifest records it, and its digest keys the draws)."""
     import itertools
 
-    values = {"beta": 0.4, "pd": 0.7, "alpha": 0.2, "diagonal": "fixed", "seed": 3, "keep": 0.8, "bandwidth": 2,
-              "k": 2, "gamma": 0.01, "off_diagonal": 0.1, "beta_family": "rr"}
+    from pramkit.design.registry import FAMILIES
+
     tried = 0
-    for method in ("invariant", "keep", "rr", "kanon", "tridiagonal", "circulant", "bistochastic-beta"):
-        mine = [s.name for s in settings(ReleaseSpec) if s.name in values and method in methods_of(s)]
+    for method in FAMILIES:
+        mine = [s.name for s in settings(ReleaseSpec) if s.name in FAMILY_VALUES and method in methods_of(s)]
         for r in range(len(mine) + 1):
             for given in itertools.combinations(mine, r):
-                spec = ReleaseSpec(method=method, **{n: values[n] for n in given})
-                try:
-                    spec.check()
-                except PramkitError:
-                    continue
-                tried += 1
-                assert list(spec.options().items()) == list(_options_before(spec).items()), (method, given)
-    assert tried > 30
+                for values in itertools.product(*(FAMILY_VALUES[n] for n in given)):
+                    spec = ReleaseSpec(method=method, **dict(zip(given, values, strict=True)))  # type: ignore[arg-type]
+                    try:
+                        spec.check()
+                    except PramkitError:
+                        continue
+                    tried += 1
+                    assert list(spec.options().items()) == list(_options_before(spec).items()), (method, given)
+    assert tried > 130
 
 
 def test_a_new_family_option_is_one_rule_and_one_field(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -306,6 +325,31 @@ def test_a_new_family_option_is_one_rule_and_one_field(monkeypatch: pytest.Monke
 
     add_arguments(parser, Spec)
     assert from_namespace(Spec, parser.parse_args(spec.to_args())) == spec
+
+
+def test_a_new_dp_option_is_one_rule_and_one_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dp and metric families' options are no longer mapped by hand: a new one is recorded when given, after
+    the options the family always records, refused with another family, and reaches the family's checks."""
+    import dataclasses
+
+    from pramkit.design.registry import FAMILIES
+    from pramkit.settings import setting
+    from pramkit.validate import Number
+
+    monkeypatch.setitem(FAMILIES["dp"].options, "smoothing", Number(low=0, high=1))  # type: ignore[index]
+
+    @dataclasses.dataclass(frozen=True)
+    class Spec(ReleaseSpec):
+        smoothing: float | None = setting(None, float, None, "--method dp: a smoothing", option="smoothing")
+
+    assert Spec(smoothing=0.5, objective="variance").options() == {
+        "truthful": False, "form": "diagonal", "objective": "variance", "smoothing": 0.5}
+    assert Spec().options() == ReleaseSpec().options()                     # not given: not recorded
+    with pytest.raises(PramkitError, match=r"^smoothing must be a number in \[0, 1\], got 2\.0$"):
+        Spec(smoothing=2.0).check()
+    with pytest.raises(PramkitError, match=r"^--family, --truthful, --objective and --smoothing apply to --method dp$"):
+        Spec(method="rr", smoothing=0.5).check()
+    assert FAMILIES["dp"].check(Spec(smoothing=0.5).options())["smoothing"] == 0.5
 
 
 def _values(s: Setting):  # type: ignore[no-untyped-def]

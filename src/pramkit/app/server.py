@@ -691,7 +691,8 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     # the recognition design has no budget; a classic design's is a cap, which may be left empty
     budget = None if choice == "recognition" or (not text and choice in OPTIONAL_BUDGET) else fields.budget(text)
     kinds = {f.setting: f.kind for f in fields.design_fields()}  # a codebook is given as a text
-    given = {name: str(path) if kinds[name] is str else path for name, path in files.items() if path is not None}
+    given: dict[str, Any] = {name: str(path) if kinds[name] is str else path for name, path in files.items()
+                             if path is not None}
     return variables, DesignChoices(**fields.methods()[choice][1], epsilon=budget, **given, **options)
 
 

@@ -403,7 +403,9 @@ class ReleaseSpec:
         return getattr(self, name) is not None if value == GIVEN else bool(getattr(self, name) == value)
 
     def options(self) -> dict[str, Any]:
-        """The chosen family's options, from its settings (checked by :meth:`check`).
+        """The chosen family's options, from its settings (checked by :meth:`check`): each one given, and those
+        the family records at their defaults, in the family's order (:meth:`pramkit.design.registry.DesignFamily.record`).
+        A new option of a family is its rule in the registry and its setting here (``option=``), nothing else.
 
         Examples
         --------
@@ -413,18 +415,15 @@ class ReleaseSpec:
         {'metric_epsilon': 0.5, 'mechanism': None}
         """
         self.check()
-        if self.method == "dp":
-            distance = self.objective == "distance"
-            return {"truthful": self.truthful, "form": None if distance and self.family == "diagonal" else self.family,
-                    "objective": self.objective,
-                    **({"weights": self.distance_weights} if self.distance_weights else {}),
-                    **({"invariant": True} if self.invariant else {})}
-        if self.method == "metric":
-            return {"metric_epsilon": self.metric_epsilon, "mechanism": self.mechanism,
-                    **({"dilation": self.dilation} if self.dilation is not None else {})}
-        # every other family: each of its options given, in the order declared (the manifest records them so)
-        return {s.option: getattr(self, s.name) for s in settings(self)
-                if s.option is not None and self.method in methods_of(s) and getattr(self, s.name) is not None}
+        given: dict[str, Any] = {}
+        defaults: dict[str, Any] = {}
+        for s in settings(self):
+            if s.option is not None and self.method in methods_of(s):
+                value = getattr(self, s.name)
+                if value is not None and s.given(value):
+                    given[s.option] = value
+                defaults.setdefault(s.option, s.default)
+        return FAMILIES[self.method].record(given, defaults)
 
     def plan(self, variables: Sequence[str]) -> ReleasePlan:
         """The release plan of these choices for ``variables`` (every parameter checked, no data read).
