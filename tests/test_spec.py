@@ -13,6 +13,7 @@ from conftest import assert_refused  # the command line's refusal: exit 2, one l
 from pramkit.cli import build_parser
 from pramkit.errors import PramkitError
 from pramkit.estimate.spec import EstimateSpec
+from pramkit.release.apply_spec import ApplySpec
 from pramkit.release.spec import GIVEN, ReleaseSpec, methods_of
 from pramkit.settings import Setting, from_texts, invalid_value, settings
 
@@ -112,6 +113,39 @@ ESTIMATE_OPTIONS = [
 ]
 
 
+#: ``pramkit apply``'s options before its parser was made from the specification (as DESIGN_OPTIONS).
+APPLY_OPTIONS = [
+    (('data',), None, False, 'Path', 'data'),
+    (('--manifest',), None, False, 'Path', 'manifest'),
+    (('--out',), None, False, 'Path', 'out'),
+    (('--key-file',), None, False, 'Path', 'key_file'),
+    (('--force',), False, True, None, 'force'),
+    (('--chunk-rows',), 1048576, False, 'int', 'chunk_rows'),
+    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
+    (('--sep',), ',', False, None, 'sep'),
+    (('--encoding',), 'utf-8', False, None, 'encoding'),
+    (('--threads',), None, False, 'int', 'threads'),
+    (('--engine',), 'local', False, None, 'engine'),
+    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+    (('--shuffle',), False, True, None, 'shuffle'),
+    (('--public-columns',), '', False, None, 'public_columns'),
+    (('--release',), None, False, None, 'release'),
+    (('--json',), False, True, None, 'json'),
+    (('--quiet', '-q'), False, True, None, 'quiet'),
+]
+#: The help and placeholder of ``pramkit apply``'s flags made from ApplySpec, as they were written by hand.
+APPLY_HELP = {
+    '--chunk-rows': ('rows per chunk (memory bound; default %(default)s)', None),
+    '--threads': ('threads that perturb a chunk (default: every core; the release is the same for any number)', None),
+    '--shuffle': ('write the rows in an order drawn from the key (same release for any chunk size or '
+        "engine); the summary and the receipt then state the file's central (epsilon, delta)", None),
+    '--public-columns': ('comma-separated unperturbed columns that the shuffled guarantee treats as public', None),
+    '--release': ('a public label that tells this release apart from others made with the same key and '
+        "manifest (a panel's next wave, a corrected file): each label draws anew; the receipt "
+        'records it, and the release is made again only with it', 'LABEL'),
+}
+
+
 def options_of(command: str) -> dict[tuple[str, ...], tuple]:
     parser = build_parser([command])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -123,7 +157,8 @@ def options_of(command: str) -> dict[tuple[str, ...], tuple]:
     return out
 
 
-@pytest.mark.parametrize("command, before", [("design", DESIGN_OPTIONS), ("estimate", ESTIMATE_OPTIONS)])
+@pytest.mark.parametrize("command, before", [("design", DESIGN_OPTIONS), ("estimate", ESTIMATE_OPTIONS),
+                                             ("apply", APPLY_OPTIONS)])
 def test_every_flag_is_kept(command: str, before: list[tuple]) -> None:
     """Every option string, default, switch, type and destination of before (options added since are allowed)."""
     now = options_of(command)
@@ -230,6 +265,62 @@ def test_an_estimate_setting_is_refused_alike(s: Setting, tmp_path: Path,
     assert str(form.value) == message
     assert_refused(tmp_path, ["estimate", released, "--manifest", tmp_path / "m.json", "--vars", "sex", s.flag,
                               text(bad)], f"pramkit estimate: error: {message}", capsys)
+
+
+APPLY_CASES = [s for s in settings(ApplySpec) if invalid_value(s) is not None]
+
+
+def test_the_apply_cases_cover_its_settings() -> None:
+    assert {s.name for s in APPLY_CASES} >= {"chunk_rows", "threads", "release", "sep", "encoding", "engine"}
+
+
+@pytest.mark.parametrize("s", APPLY_CASES, ids=lambda s: s.name)
+def test_an_apply_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ApplySpec's check, its apply (before any file is read: the data do not exist), the form's validator and
+    ``pramkit apply`` (exit 2, one line, nothing written) refuse a failing value with one message."""
+    bad = invalid_value(s)
+    with pytest.raises(PramkitError) as library:
+        ApplySpec(**{s.name: bad}).check()
+    message = str(library.value)
+    assert "\n" not in message
+    with pytest.raises(PramkitError) as applied:
+        ApplySpec(**{s.name: bad}).apply(tmp_path / "absent.csv", tmp_path / "absent.json", tmp_path / "out.csv")
+    assert str(applied.value) == message
+    with pytest.raises(PramkitError) as form:
+        from_texts(ApplySpec, {s.name: text(bad)})
+    assert str(form.value) == message
+    assert_refused(tmp_path, ["apply", tmp_path / "absent.csv", "--manifest", tmp_path / "absent.json", "--out",
+                              tmp_path / "out.csv", s.flag, text(bad)], f"pramkit apply: error: {message}", capsys)
+
+
+def test_apply_help_is_the_one_written_by_hand() -> None:
+    """The flags made from ApplySpec have the help and placeholders they had (and --help's order, the
+    flags' order, is kept: APPLY_OPTIONS is in that order)."""
+    parser = build_parser(["apply"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = sub.choices["apply"]._actions
+    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
+            and a.option_strings[0] in APPLY_HELP} == APPLY_HELP
+    assert list(options_of("apply")) == [strings for strings, *_ in APPLY_OPTIONS]
+
+
+def test_apply_spec_releases_what_apply_file_releases(tmp_path: Path) -> None:
+    """Settings given to ApplySpec or as apply_file's keywords: the same file, byte for byte."""
+    import pandas as pd
+
+    from pramkit import apply_file
+    from pramkit.design.classic import randomized_response
+    from pramkit.manifest import Manifest
+
+    data = tmp_path / "data.csv"
+    pd.DataFrame({"region": ["north", "south", "east", "west"] * 50, "x": range(200)}).to_csv(data, index=False)
+    manifest = Manifest.of({"region": randomized_response(["east", "north", "south", "west"], 1.0)})
+    manifest.write(tmp_path / "m.json")
+    spec = ApplySpec(chunk_rows=33, threads=1, shuffle=True, public_columns="x", release="wave 2")
+    a = spec.apply(data, tmp_path / "m.json", tmp_path / "a.csv", key=bytes(32))
+    b = apply_file(data, tmp_path / "m.json", tmp_path / "b.csv", key=bytes(32), chunk_rows=33, threads=1,
+                   shuffle=True, public_columns=("x",), release="wave 2", quiet=True)
+    assert Path(a.output).read_bytes() == Path(b.output).read_bytes()
 
 
 def test_variance_bogus_is_refused_with_a_survey_design_as_the_command_line_refuses_it(tmp_path: Path) -> None:
@@ -374,7 +465,7 @@ def _values(s: Setting):  # type: ignore[no-untyped-def]
     return words
 
 
-@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec, ApplySpec], ids=lambda c: c.__name__)
 def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
     """Property: the command line a specification writes (the reproducing script's) parses to the same value."""
     from hypothesis import given
@@ -383,9 +474,10 @@ def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
 
     from pramkit.settings import flags, from_namespace
 
-    command = "design" if spec is ReleaseSpec else "estimate"
+    command, fixed = {ReleaseSpec: ("design", ["design"]),
+                      EstimateSpec: ("estimate", ["estimate", "r.csv", "--manifest", "m.json"]),
+                      ApplySpec: ("apply", ["apply", "d.csv", "--manifest", "m.json", "--out", "o.csv"])}[spec]
     parser = build_parser([command])
-    fixed = ["design"] if spec is ReleaseSpec else ["estimate", "r.csv", "--manifest", "m.json"]
     every = settings(spec)
 
     @hsettings(max_examples=60, deadline=None)
@@ -409,7 +501,7 @@ def test_a_release_is_refused_before_its_data_is_read(spec: ReleaseSpec, message
         spec.release("absent.csv", ["age", "sex"])
 
 
-@pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec)])
+@pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec), ("apply", ApplySpec)])
 def test_help_shows_every_setting(command: str, spec: type, capsys: pytest.CaptureFixture[str]) -> None:
     """``--help`` formats every generated flag's help (a stray % would fail only here)."""
     from pramkit.cli import main

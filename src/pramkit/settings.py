@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,8 +215,9 @@ def metavar(s: Setting) -> str | None:
     return s.metavar
 
 
-def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[str, str] | None = None) -> None:
-    """Add the flags of ``spec``'s settings to ``parser`` (those not ``shared``).
+def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[str, str] | None = None,
+                  names: Sequence[str] | None = None) -> None:
+    """Add the flags of ``spec``'s settings to ``parser`` (those not ``shared``; only ``names`` when given).
 
     Parameters
     ----------
@@ -226,6 +227,9 @@ def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[s
         The specification.
     groups : mapping, optional
         ``{group: title}``: the argument groups of ``--help``.
+    names : sequence of str, optional
+        The settings to add (the others are added by further calls: a command whose ``--help`` lists its
+        flags among others keeps their order).
 
     Examples
     --------
@@ -237,7 +241,7 @@ def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[s
     """
     made: dict[str, Any] = {}
     for s in settings(spec):
-        if s.shared:
+        if s.shared or (names is not None and s.name not in names):
             continue
         where: Any = parser
         if s.group is not None and groups is not None:
