@@ -15,6 +15,7 @@ from pramkit.errors import PramkitError
 from pramkit.estimate.spec import EstimateSpec
 from pramkit.release.apply_spec import ApplySpec
 from pramkit.release.spec import GIVEN, ReleaseSpec, methods_of
+from pramkit.release.swap_spec import SwapSpec
 from pramkit.settings import Setting, from_texts, invalid_value, settings
 
 #: ``pramkit design``'s options before its parser was made from the specification: option strings, default,
@@ -146,6 +147,40 @@ APPLY_HELP = {
 }
 
 
+#: ``pramkit swap``'s options before its parser was made from the specification (as DESIGN_OPTIONS).
+SWAP_OPTIONS = [
+    (('data',), None, False, 'Path', 'data'),
+    (('--hid',), None, False, None, 'hid'),
+    (('--geo',), None, False, None, 'geo'),
+    (('--risk-vars',), '', False, None, 'risk_vars'),
+    (('--similar',), [], False, None, 'similar'),
+    (('--rate',), 0.05, False, 'float', 'rate'),
+    (('--k',), 3, False, 'int', 'k'),
+    (('--donors',), 'same-parent', False, None, 'donors'),
+    (('--out',), None, False, 'Path', 'out'),
+    (('--manifest',), None, False, 'Path', 'manifest'),
+    (('--partners',), None, False, 'Path', 'partners'),
+    (('--key-file',), None, False, 'Path', 'key_file'),
+    (('--force',), False, True, None, 'force'),
+    (('--chunk-rows',), 1048576, False, 'int', 'chunk_rows'),
+    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
+    (('--sep',), ',', False, None, 'sep'),
+    (('--encoding',), 'utf-8', False, None, 'encoding'),
+    (('--engine',), 'local', False, None, 'engine'),
+    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+    (('--json',), False, True, None, 'json'),
+]
+#: The help and placeholder of ``pramkit swap``'s flags made from SwapSpec, as they were written by hand.
+SWAP_HELP = {
+    '--rate': ('share of households swapped, in [0, 1] (default 0.05)', None),
+    '--k': ('k-anonymity threshold, at least 1 (default 3)', None),
+    '--donors': ('donor rule: same-parent (default): donors in another area under the same area above, '
+        "households selected at a level never each other's donors; any-area: donors in any other "
+        "area of the level swapped across, risky donors first (sdcMicro recordSwap's rule)", None),
+    '--chunk-rows': ('rows per chunk (memory bound; the release is the same for any value; default %(default)s)', None),
+}
+
+
 def options_of(command: str) -> dict[tuple[str, ...], tuple]:
     parser = build_parser([command])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -158,7 +193,7 @@ def options_of(command: str) -> dict[tuple[str, ...], tuple]:
 
 
 @pytest.mark.parametrize("command, before", [("design", DESIGN_OPTIONS), ("estimate", ESTIMATE_OPTIONS),
-                                             ("apply", APPLY_OPTIONS)])
+                                             ("apply", APPLY_OPTIONS), ("swap", SWAP_OPTIONS)])
 def test_every_flag_is_kept(command: str, before: list[tuple]) -> None:
     """Every option string, default, switch, type and destination of before (options added since are allowed)."""
     now = options_of(command)
@@ -302,6 +337,44 @@ def test_apply_help_is_the_one_written_by_hand() -> None:
     assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
             and a.option_strings[0] in APPLY_HELP} == APPLY_HELP
     assert list(options_of("apply")) == [strings for strings, *_ in APPLY_OPTIONS]
+
+
+SWAP_CASES = [s for s in settings(SwapSpec) if invalid_value(s) is not None]
+
+
+def test_the_swap_cases_cover_its_settings() -> None:
+    assert {s.name for s in SWAP_CASES} >= {"rate", "k", "donors", "chunk_rows", "sep", "encoding", "engine"}
+
+
+@pytest.mark.parametrize("s", SWAP_CASES, ids=lambda s: s.name)
+def test_a_swap_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SwapSpec's check, its plan and its swap (before any file is read), the form's validator and ``pramkit swap``
+    refuse a failing value with one message; a flag whose parser refuses it itself (--donors) keeps argparse's."""
+    bad = invalid_value(s)
+    with pytest.raises(PramkitError) as library:
+        SwapSpec(**{s.name: bad}).check()
+    message = str(library.value)
+    assert "\n" not in message
+    with pytest.raises(PramkitError) as planned:
+        SwapSpec(**{s.name: bad}).plan("hid", ["area"])
+    with pytest.raises(PramkitError) as swapped:
+        SwapSpec(**{s.name: bad}).swap(tmp_path / "absent.csv", SwapSpec().plan("hid", ["area"]), tmp_path / "o.csv")
+    with pytest.raises(PramkitError) as form:
+        from_texts(SwapSpec, {s.name: text(bad)})
+    assert str(planned.value) == str(swapped.value) == str(form.value) == message
+    said = f"argument --donors: invalid choice: {bad!r}" if s.parse_choices else message
+    assert_refused(tmp_path, ["swap", tmp_path / "absent.csv", "--hid", "hid", "--geo", "area", "--out",
+                              tmp_path / "o.csv", s.flag, text(bad)], f"pramkit swap: error: {said}", capsys)
+
+
+def test_swap_help_is_the_one_written_by_hand() -> None:
+    """The flags made from SwapSpec have the help and placeholders they had, in their order."""
+    parser = build_parser(["swap"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = sub.choices["swap"]._actions
+    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
+            and a.option_strings[0] in SWAP_HELP} == SWAP_HELP
+    assert list(options_of("swap")) == [strings for strings, *_ in SWAP_OPTIONS]
 
 
 def test_apply_spec_releases_what_apply_file_releases(tmp_path: Path) -> None:
@@ -465,7 +538,7 @@ def _values(s: Setting):  # type: ignore[no-untyped-def]
     return words
 
 
-@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec, ApplySpec], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec, ApplySpec, SwapSpec], ids=lambda c: c.__name__)
 def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
     """Property: the command line a specification writes (the reproducing script's) parses to the same value."""
     from hypothesis import given
@@ -476,7 +549,8 @@ def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
 
     command, fixed = {ReleaseSpec: ("design", ["design"]),
                       EstimateSpec: ("estimate", ["estimate", "r.csv", "--manifest", "m.json"]),
-                      ApplySpec: ("apply", ["apply", "d.csv", "--manifest", "m.json", "--out", "o.csv"])}[spec]
+                      ApplySpec: ("apply", ["apply", "d.csv", "--manifest", "m.json", "--out", "o.csv"]),
+                      SwapSpec: ("swap", ["swap", "d.csv", "--hid", "h", "--geo", "a", "--out", "o.csv"])}[spec]
     parser = build_parser([command])
     every = settings(spec)
 
@@ -501,7 +575,8 @@ def test_a_release_is_refused_before_its_data_is_read(spec: ReleaseSpec, message
         spec.release("absent.csv", ["age", "sex"])
 
 
-@pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec), ("apply", ApplySpec)])
+@pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec), ("apply", ApplySpec),
+                                           ("swap", SwapSpec)])
 def test_help_shows_every_setting(command: str, spec: type, capsys: pytest.CaptureFixture[str]) -> None:
     """``--help`` formats every generated flag's help (a stray % would fail only here)."""
     from pramkit.cli import main

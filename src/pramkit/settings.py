@@ -97,6 +97,10 @@ class Setting:
         (no field: a setting the application sets itself or does not offer).
     more : bool
         Its field is among the form's further settings (folded away), not in its first part.
+    parse_choices : bool
+        The command line's parser itself refuses a value outside its rule's choices, with argparse's
+        message ("invalid choice: ..."), as it did before the flag was declared here (users' scripts
+        read it); the library and the form refuse it by the rule.
     """
 
     name: str
@@ -116,6 +120,7 @@ class Setting:
     shared: bool = False
     widget: str | None = None
     more: bool = False
+    parse_choices: bool = False
 
     @property
     def switch(self) -> bool:
@@ -251,8 +256,9 @@ def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[s
         if s.switch:
             where.add_argument(s.flag, action="store_true", dest=s.name, help=s.help)
         else:
+            choices = s.rule.values if s.parse_choices and isinstance(s.rule, Choice) else None
             where.add_argument(s.flag, type=None if s.kind is str else s.kind, default=s.default, dest=s.name,
-                               metavar=metavar(s), help=s.help)
+                               metavar=None if choices else metavar(s), help=s.help, choices=choices)
 
 
 def from_namespace(spec: type, args: Any) -> Any:
