@@ -16,6 +16,7 @@ from pramkit.estimate.spec import EstimateSpec
 from pramkit.release.apply_spec import ApplySpec
 from pramkit.release.spec import GIVEN, ReleaseSpec, methods_of
 from pramkit.release.swap_spec import SwapSpec
+from pramkit.risk.spec import RiskSpec
 from pramkit.settings import Setting, from_texts, invalid_value, settings
 
 #: ``pramkit design``'s options before its parser was made from the specification: option strings, default,
@@ -181,6 +182,56 @@ SWAP_HELP = {
 }
 
 
+#: ``pramkit risk``'s options before its parser was made from the specification (as DESIGN_OPTIONS).
+RISK_OPTIONS = [
+    (('data',), None, False, 'Path', 'data'),
+    (('--keys',), None, False, None, 'keys'),
+    (('--sampling-fraction',), None, False, 'float', 'sampling_fraction'),
+    (('--weights',), None, False, None, 'weights'),
+    (('--fractions',), 'cell', False, None, 'fractions'),
+    (('--model',), '2way', False, None, 'model'),
+    (('--manifest',), None, False, 'Path', 'manifest'),
+    (('--original',), None, False, 'Path', 'original'),
+    (('--household',), None, False, None, 'household'),
+    (('--missing',), 'category', False, None, 'missing'),
+    (('--suda',), False, True, None, 'suda'),
+    (('--contributions',), False, True, None, 'contributions'),
+    (('--max-size',), None, False, 'int', 'max_size'),
+    (('--max-steps',), None, False, 'float', 'max_steps'),
+    (('--replicates',), 20, False, 'int', 'replicates'),
+    (('--plot',), None, False, 'Path', 'plot'),
+    (('--force',), False, True, None, 'force'),
+    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
+    (('--sep',), ',', False, None, 'sep'),
+    (('--encoding',), 'utf-8', False, None, 'encoding'),
+    (('--engine',), 'local', False, None, 'engine'),
+    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+    (('--json',), False, True, None, 'json'),
+]
+#: The help and placeholder of ``pramkit risk``'s flags made from RiskSpec, as they were written by hand.
+RISK_HELP = {
+    '--sampling-fraction': ('the sampling fraction pi in (0, 1]', None),
+    '--weights': ('survey weight column (per-cell pi = f / sum of weights, see --fractions)', None),
+    '--fractions': ('with --weights: per-cell sampling fractions where the weights determine them (default) or '
+        'one fraction n / sum of weights for every cell', None),
+    '--model': ("independence, 2way (default) or a formula such as 'a*b + c'", None),
+    '--household': ("household id column: report the household-level risk 1 - prod(1 - r) over the members' "
+        "per-record risks r, as sdcMicro's hierarchical risk; with --manifest, the risks after "
+        'PRAM (not with --original, --model, --fractions or --plot)', 'COL'),
+    '--missing': ('missing key values: a category of their own (default) or records excluded', None),
+    '--suda': ("the SUDA2 special uniques instead: minimal sample uniques, SUDA scores (Elliot's "
+        "weights), DIS-SUDA with --sampling-fraction, and the variables' and levels' contributions", None),
+    '--contributions': ('what each key variable and level contributes to SUDA, tau1, tau2 and the individual risk '
+        '(left out, merged); with --manifest and --original, before and after PRAM and the share '
+        'of the record epsilon each variable spends', None),
+    '--max-size': ('with --suda or --contributions: the largest MSU size (default: the number of keys)', None),
+    '--max-steps': ('with --suda or --contributions: the most steps the SUDA search may take, estimated before '
+        'it starts (default 2e10); a larger estimate is refused with the figure', None),
+    '--replicates': ('with --contributions and --manifest: perturbations drawn to estimate the expected SUDA '
+        'contributions when they cannot be enumerated exactly (default 20)', None),
+}
+
+
 def options_of(command: str) -> dict[tuple[str, ...], tuple]:
     parser = build_parser([command])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -193,7 +244,8 @@ def options_of(command: str) -> dict[tuple[str, ...], tuple]:
 
 
 @pytest.mark.parametrize("command, before", [("design", DESIGN_OPTIONS), ("estimate", ESTIMATE_OPTIONS),
-                                             ("apply", APPLY_OPTIONS), ("swap", SWAP_OPTIONS)])
+                                             ("apply", APPLY_OPTIONS), ("swap", SWAP_OPTIONS),
+                                             ("risk", RISK_OPTIONS)])
 def test_every_flag_is_kept(command: str, before: list[tuple]) -> None:
     """Every option string, default, switch, type and destination of before (options added since are allowed)."""
     now = options_of(command)
@@ -377,6 +429,60 @@ def test_swap_help_is_the_one_written_by_hand() -> None:
     assert list(options_of("swap")) == [strings for strings, *_ in SWAP_OPTIONS]
 
 
+RISK_CASES = [s for s in settings(RiskSpec) if invalid_value(s) is not None]
+
+
+def test_the_risk_cases_cover_its_settings() -> None:
+    assert {s.name for s in RISK_CASES} >= {"sampling_fraction", "fractions", "missing", "max_steps", "sep",
+                                            "encoding", "engine"}
+
+
+@pytest.mark.parametrize("s", RISK_CASES, ids=lambda s: s.name)
+def test_a_risk_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """RiskSpec's check, identification_risk(spec=...) before any file is read, the form's validator and
+    ``pramkit risk`` refuse a failing value with one message (argparse's for --fractions and --missing)."""
+    from pramkit.risk.identification import identification_risk
+
+    bad = invalid_value(s)
+    with pytest.raises(PramkitError) as library:
+        RiskSpec(**{s.name: bad}).check()
+    message = str(library.value)
+    assert "\n" not in message
+    with pytest.raises(PramkitError) as assessed:
+        identification_risk(tmp_path / "absent.csv", ["region"], spec=RiskSpec(**{s.name: bad}))
+    with pytest.raises(PramkitError) as form:
+        from_texts(RiskSpec, {s.name: text(bad)})
+    assert str(assessed.value) == str(form.value) == message
+    said = f"argument {s.flag}: invalid choice: {bad!r}" if s.parse_choices else message
+    assert_refused(tmp_path, ["risk", tmp_path / "absent.csv", "--keys", "region", s.flag, text(bad)],
+                   f"pramkit risk: error: {said}", capsys)
+
+
+def test_risk_help_is_the_one_written_by_hand() -> None:
+    """The flags made from RiskSpec have the help and placeholders they had, in their order, and
+    --sampling-fraction and --weights still exclude each other."""
+    parser = build_parser(["risk"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    actions = sub.choices["risk"]._actions
+    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
+            and a.option_strings[0] in RISK_HELP} == RISK_HELP
+    assert list(options_of("risk")) == [strings for strings, *_ in RISK_OPTIONS]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["risk", "d.csv", "--keys", "a", "--sampling-fraction", "0.1", "--weights", "w"])
+
+
+def test_identification_risk_with_a_spec_is_the_same_as_with_keywords() -> None:
+    import pandas as pd
+
+    from pramkit.risk.identification import identification_risk
+
+    data = pd.DataFrame({"region": [1, 2, 3, 1] * 25, "sex": list("mf") * 50, "w": [20.0] * 100})
+    a = identification_risk(data, ["region", "sex"], weights="w", fractions="file", model="independence")
+    b = identification_risk(data, ["region", "sex"], spec=RiskSpec(weights="w", fractions="file",
+                                                                    model="independence"))
+    assert (a.tau1, a.tau2, a.sampling_fraction) == (b.tau1, b.tau2, b.sampling_fraction)
+
+
 def test_apply_spec_releases_what_apply_file_releases(tmp_path: Path) -> None:
     """Settings given to ApplySpec or as apply_file's keywords: the same file, byte for byte."""
     import pandas as pd
@@ -538,7 +644,7 @@ def _values(s: Setting):  # type: ignore[no-untyped-def]
     return words
 
 
-@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec, ApplySpec, SwapSpec], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("spec", [ReleaseSpec, EstimateSpec, ApplySpec, SwapSpec, RiskSpec], ids=lambda c: c.__name__)
 def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
     """Property: the command line a specification writes (the reproducing script's) parses to the same value."""
     from hypothesis import given
@@ -550,13 +656,16 @@ def test_to_args_parses_back_to_the_same_settings(spec: type) -> None:
     command, fixed = {ReleaseSpec: ("design", ["design"]),
                       EstimateSpec: ("estimate", ["estimate", "r.csv", "--manifest", "m.json"]),
                       ApplySpec: ("apply", ["apply", "d.csv", "--manifest", "m.json", "--out", "o.csv"]),
-                      SwapSpec: ("swap", ["swap", "d.csv", "--hid", "h", "--geo", "a", "--out", "o.csv"])}[spec]
+                      SwapSpec: ("swap", ["swap", "d.csv", "--hid", "h", "--geo", "a", "--out", "o.csv"]),
+                      RiskSpec: ("risk", ["risk", "d.csv", "--keys", "a"])}[spec]
     parser = build_parser([command])
     every = settings(spec)
 
     @hsettings(max_examples=60, deadline=None)
     @given(st.fixed_dictionaries({}, optional={s.name: _values(s) for s in every}))
     def round_trip(values: dict) -> None:
+        if spec is RiskSpec and {"sampling_fraction", "weights"} <= set(values):  # flags that exclude each other
+            values.pop("weights")
         value = spec(**values)
         args = [x for flag, text in flags(value) for x in ((flag,) if text is None else (flag, text))]
         assert from_namespace(spec, parser.parse_args([*fixed, *args])) == value
@@ -576,7 +685,7 @@ def test_a_release_is_refused_before_its_data_is_read(spec: ReleaseSpec, message
 
 
 @pytest.mark.parametrize("command, spec", [("design", ReleaseSpec), ("estimate", EstimateSpec), ("apply", ApplySpec),
-                                           ("swap", SwapSpec)])
+                                           ("swap", SwapSpec), ("risk", RiskSpec)])
 def test_help_shows_every_setting(command: str, spec: type, capsys: pytest.CaptureFixture[str]) -> None:
     """``--help`` formats every generated flag's help (a stray % would fail only here)."""
     from pramkit.cli import main

@@ -220,14 +220,15 @@ def metavar(s: Setting) -> str | None:
     return s.metavar
 
 
-def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[str, str] | None = None,
+def add_arguments(parser: argparse.ArgumentParser | argparse._ActionsContainer, spec: type,
+                  groups: Mapping[str, str] | None = None,
                   names: Sequence[str] | None = None) -> None:
     """Add the flags of ``spec``'s settings to ``parser`` (those not ``shared``; only ``names`` when given).
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        A command's parser.
+        A command's parser (or one of its groups: a group of flags that exclude each other).
     spec : type
         The specification.
     groups : mapping, optional
