@@ -160,6 +160,50 @@ def setting(default: Any, kind: Callable[[str], Any], rule: Rule | None, help: s
         "kind": kind, "rule": rule, "help": help, "flag": flag, "label": label, "noun": noun, **more}})
 
 
+def na_values_setting() -> Any:
+    """``--na-values``, a setting of every workflow that reads a CSV file (its flag is the shared one)."""
+    from pramkit.defaults import NA_VALUES
+    from pramkit.validate import Instance
+
+    return setting(NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing "
+                   "in a CSV file, besides the empty field", shared=True, label="Missing-value codes")
+
+
+def sep_setting() -> Any:
+    """``--sep``, a setting of every workflow that reads a CSV file (its flag is the shared one)."""
+    from pramkit.defaults import CSV_SEP
+    from pramkit.validate import SEPARATOR
+
+    return setting(CSV_SEP, str, SEPARATOR, "the field separator of a CSV file", shared=True,
+                   noun="the separator (--sep)", label="Separator")
+
+
+def encoding_setting() -> Any:
+    """``--encoding``, a setting of every workflow that reads a CSV file (its flag is the shared one)."""
+    from pramkit.defaults import CSV_ENCODING
+    from pramkit.validate import ENCODING
+
+    return setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
+                   label="Encoding")
+
+
+def engine_setting(spark: str) -> Any:
+    """``--engine``, a setting of every workflow whose passes over records may run on Spark (``spark``: what
+    ``--engine spark`` does for it; the flag is the shared one)."""
+    from pramkit.validate import ENGINES
+
+    return setting(ENGINES[0], str, Choice(ENGINES), f"local: streamed on this machine (default); spark: {spark}",
+                   shared=True, label="Engine")
+
+
+def spark_master_setting() -> Any:
+    """``--spark-master``, beside :func:`engine_setting` (the flag is the shared one)."""
+    from pramkit.validate import SPARK_MASTER, Instance
+
+    return setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"), "Spark master URL for --engine spark",
+                   shared=True, label="Spark master")
+
+
 def settings(spec: Any) -> tuple[Setting, ...]:
     """The settings of a specification (a class or a value), in the order declared.
 
@@ -433,5 +477,24 @@ def option_table(spec: type, rules: Callable[[Setting], str] | None = None) -> s
     return "\n".join(lines)
 
 
-__all__ = ["Setting", "add_arguments", "check_rules", "check_values", "comma_numbers", "flags", "from_namespace", "from_texts",
-           "invalid_value", "markers", "option_table", "parse_text", "setting", "settings"]
+__all__ = [
+    "Setting",
+    "add_arguments",
+    "check_rules",
+    "check_values",
+    "comma_numbers",
+    "encoding_setting",
+    "engine_setting",
+    "flags",
+    "from_namespace",
+    "from_texts",
+    "invalid_value",
+    "markers",
+    "na_values_setting",
+    "option_table",
+    "parse_text",
+    "sep_setting",
+    "setting",
+    "settings",
+    "spark_master_setting",
+]

@@ -14,10 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CHUNK_ROWS
 from pramkit.errors import ParameterError
-from pramkit.settings import check_rules, markers, setting
-from pramkit.validate import ENCODING, ENGINES, SEPARATOR, SPARK_MASTER, Checked, Choice, Flag, Instance
+from pramkit.settings import (
+    check_rules,
+    encoding_setting,
+    engine_setting,
+    na_values_setting,
+    sep_setting,
+    setting,
+    spark_master_setting,
+)
+from pramkit.validate import Checked, Flag, Instance
 
 if TYPE_CHECKING:
     from pramkit.engine.perturb import ApplyResult
@@ -77,20 +85,14 @@ class ApplySpec:
 
     chunk_rows: int = setting(CHUNK_ROWS, int, Checked(at_least_one, "a whole number >= 1", 0),
                               "rows per chunk (memory bound; default %(default)s)", label="Rows per chunk")
-    na_values: tuple[str, ...] = setting(
-        NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing in a CSV "
-        "file, besides the empty field", shared=True, label="Missing-value codes")
-    sep: str = setting(CSV_SEP, str, SEPARATOR, "the field separator of a CSV file", shared=True,
-                       noun="the separator (--sep)", label="Separator")
-    encoding: str = setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
-                            label="Encoding")
+    na_values: tuple[str, ...] = na_values_setting()
+    sep: str = sep_setting()
+    encoding: str = encoding_setting()
     threads: int | None = setting(
         None, int, Checked(at_least_one, "a whole number >= 1", 0),
         "threads that perturb a chunk (default: every core; the release is the same for any number)")
-    engine: str = setting(ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: a "
-                          "Spark job writing a folder of part files", shared=True, label="Engine")
-    spark_master: str = setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"),
-                                "Spark master URL for --engine spark", shared=True, label="Spark master")
+    engine: str = engine_setting("a Spark job writing a folder of part files")
+    spark_master: str = spark_master_setting()
     shuffle: bool = setting(
         False, bool, Flag(), "write the rows in an order drawn from the key (same release for any chunk size or "
         "engine); the summary and the receipt then state the file's central (epsilon, delta)")

@@ -18,11 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES, SWAP_DONOR_RULES
+from pramkit.defaults import CHUNK_ROWS, SWAP_DONOR_RULES
 from pramkit.errors import ParameterError
 from pramkit.release.apply_spec import at_least_one
-from pramkit.settings import check_rules, markers, setting
-from pramkit.validate import ENCODING, ENGINES, SEPARATOR, SPARK_MASTER, Checked, Choice, Instance
+from pramkit.settings import (
+    check_rules,
+    encoding_setting,
+    engine_setting,
+    na_values_setting,
+    sep_setting,
+    setting,
+    spark_master_setting,
+)
+from pramkit.validate import Checked, Choice
 
 if TYPE_CHECKING:
     from pramkit.engine.rng import SecretKey
@@ -63,18 +71,12 @@ class SwapSpec:
     chunk_rows: int = setting(CHUNK_ROWS, int, Checked(at_least_one, "a whole number >= 1", 0),
                               "rows per chunk (memory bound; the release is the same for any value; default "
                               "%(default)s)", label="Rows per chunk")
-    na_values: tuple[str, ...] = setting(
-        NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing in a CSV "
-        "file, besides the empty field", shared=True, label="Missing-value codes")
-    sep: str = setting(CSV_SEP, str, SEPARATOR, "the field separator of a CSV file", shared=True,
-                       noun="the separator (--sep)", label="Separator")
-    encoding: str = setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
-                            label="Encoding")
-    engine: str = setting(ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: the "
-                          "swap drawn here, the records swapped by a Spark job writing a folder of part files",
-                          shared=True, label="Engine")
-    spark_master: str = setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"),
-                                "Spark master URL for --engine spark", shared=True, label="Spark master")
+    na_values: tuple[str, ...] = na_values_setting()
+    sep: str = sep_setting()
+    encoding: str = encoding_setting()
+    engine: str = engine_setting("the swap drawn here, the records swapped by a Spark job writing a "
+                                 "folder of part files")
+    spark_master: str = spark_master_setting()
 
     def check(self) -> None:
         """Refuse a setting its rule refuses (one line naming it); no file read."""

@@ -17,10 +17,18 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from pramkit.defaults import CONTRIBUTION_REPLICATES, CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
-from pramkit.settings import check_rules, markers, setting
-from pramkit.validate import ENCODING, ENGINES, SEPARATOR, SPARK_MASTER, Checked, Choice, Flag, Instance
+from pramkit.settings import (
+    check_rules,
+    encoding_setting,
+    engine_setting,
+    na_values_setting,
+    sep_setting,
+    setting,
+    spark_master_setting,
+)
+from pramkit.validate import Checked, Choice, Flag, Instance
 
 #: The model of the key table when none is given.
 MODEL = "2way"
@@ -45,7 +53,7 @@ def max_steps(value: Any, name: str = "--max-steps") -> None:
     ...
     pramkit.errors.ParameterError: --max-steps must be a positive number, got 0
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and value > 0):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value) and float(value) > 0):
         shown = f"{value:g}" if isinstance(value, numbers.Real) else repr(value)
         raise ParameterError(f"--max-steps must be a positive number, got {shown}")
 
@@ -103,18 +111,12 @@ class RiskSpec:
         CONTRIBUTION_REPLICATES, int, None, "with --contributions and --manifest: perturbations drawn to estimate "
         "the expected SUDA contributions when they cannot be enumerated exactly "
         f"(default {CONTRIBUTION_REPLICATES})")
-    na_values: tuple[str, ...] = setting(
-        NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing in a CSV "
-        "file, besides the empty field", shared=True, label="Missing-value codes")
-    sep: str = setting(CSV_SEP, str, SEPARATOR, "the field separator of a CSV file", shared=True,
-                       noun="the separator (--sep)", label="Separator")
-    encoding: str = setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
-                            label="Encoding")
-    engine: str = setting(ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: the "
-                          "key table and weight sums aggregated by Spark (CSV or Parquet), the same figures",
-                          shared=True, label="Engine")
-    spark_master: str = setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"),
-                                "Spark master URL for --engine spark", shared=True, label="Spark master")
+    na_values: tuple[str, ...] = na_values_setting()
+    sep: str = sep_setting()
+    encoding: str = encoding_setting()
+    engine: str = engine_setting("the key table and weight sums aggregated by Spark (CSV or Parquet), "
+                                 "the same figures")
+    spark_master: str = spark_master_setting()
 
     def check(self) -> None:
         """Refuse a setting its rule refuses, or a mode the engine does not run (one line); no file read."""
