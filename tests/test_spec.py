@@ -115,6 +115,16 @@ ESTIMATE_OPTIONS = [
 ]
 
 
+#: The flags of how a command reads its data, shared by apply, swap and risk (each list below, as before).
+CSV_FLAGS = [
+    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
+    (('--sep',), ',', False, None, 'sep'),
+    (('--encoding',), 'utf-8', False, None, 'encoding'),
+]
+ENGINE_FLAGS = [
+    (('--engine',), 'local', False, None, 'engine'),
+    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+]
 #: ``pramkit apply``'s options before its parser was made from the specification (as DESIGN_OPTIONS).
 APPLY_OPTIONS = [
     (('data',), None, False, 'Path', 'data'),
@@ -123,12 +133,9 @@ APPLY_OPTIONS = [
     (('--key-file',), None, False, 'Path', 'key_file'),
     (('--force',), False, True, None, 'force'),
     (('--chunk-rows',), 1048576, False, 'int', 'chunk_rows'),
-    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
-    (('--sep',), ',', False, None, 'sep'),
-    (('--encoding',), 'utf-8', False, None, 'encoding'),
+    *CSV_FLAGS,
     (('--threads',), None, False, 'int', 'threads'),
-    (('--engine',), 'local', False, None, 'engine'),
-    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+    *ENGINE_FLAGS,
     (('--shuffle',), False, True, None, 'shuffle'),
     (('--public-columns',), '', False, None, 'public_columns'),
     (('--release',), None, False, None, 'release'),
@@ -164,11 +171,8 @@ SWAP_OPTIONS = [
     (('--key-file',), None, False, 'Path', 'key_file'),
     (('--force',), False, True, None, 'force'),
     (('--chunk-rows',), 1048576, False, 'int', 'chunk_rows'),
-    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
-    (('--sep',), ',', False, None, 'sep'),
-    (('--encoding',), 'utf-8', False, None, 'encoding'),
-    (('--engine',), 'local', False, None, 'engine'),
-    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+    *CSV_FLAGS,
+    *ENGINE_FLAGS,
     (('--json',), False, True, None, 'json'),
 ]
 #: The help and placeholder of ``pramkit swap``'s flags made from SwapSpec, as they were written by hand.
@@ -201,11 +205,8 @@ RISK_OPTIONS = [
     (('--replicates',), 20, False, 'int', 'replicates'),
     (('--plot',), None, False, 'Path', 'plot'),
     (('--force',), False, True, None, 'force'),
-    (('--na-values',), ('NA',), False, 'markers', 'na_values'),
-    (('--sep',), ',', False, None, 'sep'),
-    (('--encoding',), 'utf-8', False, None, 'encoding'),
-    (('--engine',), 'local', False, None, 'engine'),
-    (('--spark-master',), 'local[2]', False, None, 'spark_master'),
+    *CSV_FLAGS,
+    *ENGINE_FLAGS,
     (('--json',), False, True, None, 'json'),
 ]
 #: The help and placeholder of ``pramkit risk``'s flags made from RiskSpec, as they were written by hand.
@@ -354,121 +355,79 @@ def test_an_estimate_setting_is_refused_alike(s: Setting, tmp_path: Path,
                               text(bad)], f"pramkit estimate: error: {message}", capsys)
 
 
-APPLY_CASES = [s for s in settings(ApplySpec) if invalid_value(s) is not None]
+def _applied(spec: ApplySpec, folder: Path) -> object:
+    return spec.apply(folder / "absent.csv", folder / "absent.json", folder / "out.csv")
 
 
-def test_the_apply_cases_cover_its_settings() -> None:
-    assert {s.name for s in APPLY_CASES} >= {"chunk_rows", "threads", "release", "sep", "encoding", "engine"}
+def _swapped(spec: SwapSpec, folder: Path) -> object:
+    spec.plan("hid", ["area"])
+    return spec.swap(folder / "absent.csv", SwapSpec().plan("hid", ["area"]), folder / "o.csv")
 
 
-@pytest.mark.parametrize("s", APPLY_CASES, ids=lambda s: s.name)
-def test_an_apply_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """ApplySpec's check, its apply (before any file is read: the data do not exist), the form's validator and
-    ``pramkit apply`` (exit 2, one line, nothing written) refuse a failing value with one message."""
-    bad = invalid_value(s)
-    with pytest.raises(PramkitError) as library:
-        ApplySpec(**{s.name: bad}).check()
-    message = str(library.value)
-    assert "\n" not in message
-    with pytest.raises(PramkitError) as applied:
-        ApplySpec(**{s.name: bad}).apply(tmp_path / "absent.csv", tmp_path / "absent.json", tmp_path / "out.csv")
-    assert str(applied.value) == message
-    with pytest.raises(PramkitError) as form:
-        from_texts(ApplySpec, {s.name: text(bad)})
-    assert str(form.value) == message
-    assert_refused(tmp_path, ["apply", tmp_path / "absent.csv", "--manifest", tmp_path / "absent.json", "--out",
-                              tmp_path / "out.csv", s.flag, text(bad)], f"pramkit apply: error: {message}", capsys)
-
-
-def test_apply_help_is_the_one_written_by_hand() -> None:
-    """The flags made from ApplySpec have the help and placeholders they had (and --help's order, the
-    flags' order, is kept: APPLY_OPTIONS is in that order)."""
-    parser = build_parser(["apply"])
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    actions = sub.choices["apply"]._actions
-    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
-            and a.option_strings[0] in APPLY_HELP} == APPLY_HELP
-    assert list(options_of("apply")) == [strings for strings, *_ in APPLY_OPTIONS]
-
-
-SWAP_CASES = [s for s in settings(SwapSpec) if invalid_value(s) is not None]
-
-
-def test_the_swap_cases_cover_its_settings() -> None:
-    assert {s.name for s in SWAP_CASES} >= {"rate", "k", "donors", "chunk_rows", "sep", "encoding", "engine"}
-
-
-@pytest.mark.parametrize("s", SWAP_CASES, ids=lambda s: s.name)
-def test_a_swap_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """SwapSpec's check, its plan and its swap (before any file is read), the form's validator and ``pramkit swap``
-    refuse a failing value with one message; a flag whose parser refuses it itself (--donors) keeps argparse's."""
-    bad = invalid_value(s)
-    with pytest.raises(PramkitError) as library:
-        SwapSpec(**{s.name: bad}).check()
-    message = str(library.value)
-    assert "\n" not in message
-    with pytest.raises(PramkitError) as planned:
-        SwapSpec(**{s.name: bad}).plan("hid", ["area"])
-    with pytest.raises(PramkitError) as swapped:
-        SwapSpec(**{s.name: bad}).swap(tmp_path / "absent.csv", SwapSpec().plan("hid", ["area"]), tmp_path / "o.csv")
-    with pytest.raises(PramkitError) as form:
-        from_texts(SwapSpec, {s.name: text(bad)})
-    assert str(planned.value) == str(swapped.value) == str(form.value) == message
-    said = f"argument --donors: invalid choice: {bad!r}" if s.parse_choices else message
-    assert_refused(tmp_path, ["swap", tmp_path / "absent.csv", "--hid", "hid", "--geo", "area", "--out",
-                              tmp_path / "o.csv", s.flag, text(bad)], f"pramkit swap: error: {said}", capsys)
-
-
-def test_swap_help_is_the_one_written_by_hand() -> None:
-    """The flags made from SwapSpec have the help and placeholders they had, in their order."""
-    parser = build_parser(["swap"])
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    actions = sub.choices["swap"]._actions
-    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
-            and a.option_strings[0] in SWAP_HELP} == SWAP_HELP
-    assert list(options_of("swap")) == [strings for strings, *_ in SWAP_OPTIONS]
-
-
-RISK_CASES = [s for s in settings(RiskSpec) if invalid_value(s) is not None]
-
-
-def test_the_risk_cases_cover_its_settings() -> None:
-    assert {s.name for s in RISK_CASES} >= {"sampling_fraction", "fractions", "missing", "max_steps", "sep",
-                                            "encoding", "engine"}
-
-
-@pytest.mark.parametrize("s", RISK_CASES, ids=lambda s: s.name)
-def test_a_risk_setting_is_refused_alike(s: Setting, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """RiskSpec's check, identification_risk(spec=...) before any file is read, the form's validator and
-    ``pramkit risk`` refuse a failing value with one message (argparse's for --fractions and --missing)."""
+def _assessed(spec: RiskSpec, folder: Path) -> object:
     from pramkit.risk.identification import identification_risk
 
+    return identification_risk(folder / "absent.csv", ["region"], spec=spec)
+
+
+#: The workflows whose specification this change made: the command, its arguments besides the setting, the
+#: library's use of a specification on files that do not exist, and the settings every failing value covers.
+WORKFLOWS = {
+    ApplySpec: ("apply", ["absent.csv", "--manifest", "absent.json", "--out", "out.csv"], _applied,
+                {"chunk_rows", "threads", "release", "sep", "encoding", "engine"}),
+    SwapSpec: ("swap", ["absent.csv", "--hid", "hid", "--geo", "area", "--out", "o.csv"], _swapped,
+               {"rate", "k", "donors", "chunk_rows", "sep", "encoding", "engine"}),
+    RiskSpec: ("risk", ["absent.csv", "--keys", "region"], _assessed,
+               {"sampling_fraction", "fractions", "missing", "max_steps", "sep", "encoding", "engine"}),
+}
+WORKFLOW_CASES = [(spec, s) for spec in WORKFLOWS for s in settings(spec) if invalid_value(s) is not None]
+
+
+@pytest.mark.parametrize("spec", list(WORKFLOWS), ids=lambda c: c.__name__)
+def test_the_cases_cover_the_workflows_settings(spec: type) -> None:
+    assert {s.name for t, s in WORKFLOW_CASES if t is spec} >= WORKFLOWS[spec][3]
+
+
+@pytest.mark.parametrize("spec, s", WORKFLOW_CASES, ids=[f"{t.__name__}-{s.name}" for t, s in WORKFLOW_CASES])
+def test_a_workflow_setting_is_refused_alike(spec: type, s: Setting, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The specification's check, the library's use of it before any file is read (the files do not exist),
+    the form's validator and the command (exit 2, one line, nothing written) refuse a failing value with one
+    message; a flag whose parser refuses a value outside its choices itself keeps argparse's message."""
+    command, argv, library, _ = WORKFLOWS[spec]
     bad = invalid_value(s)
-    with pytest.raises(PramkitError) as library:
-        RiskSpec(**{s.name: bad}).check()
-    message = str(library.value)
+    with pytest.raises(PramkitError) as checked:
+        spec(**{s.name: bad}).check()
+    message = str(checked.value)
     assert "\n" not in message
-    with pytest.raises(PramkitError) as assessed:
-        identification_risk(tmp_path / "absent.csv", ["region"], spec=RiskSpec(**{s.name: bad}))
+    with pytest.raises(PramkitError) as used:
+        library(spec(**{s.name: bad}), tmp_path)
     with pytest.raises(PramkitError) as form:
-        from_texts(RiskSpec, {s.name: text(bad)})
-    assert str(assessed.value) == str(form.value) == message
+        from_texts(spec, {s.name: text(bad)})
+    assert str(used.value) == str(form.value) == message
     said = f"argument {s.flag}: invalid choice: {bad!r}" if s.parse_choices else message
-    assert_refused(tmp_path, ["risk", tmp_path / "absent.csv", "--keys", "region", s.flag, text(bad)],
-                   f"pramkit risk: error: {said}", capsys)
+    args = [tmp_path / a if a.startswith(("absent", "o")) else a for a in argv]
+    assert_refused(tmp_path, [command, *args, s.flag, text(bad)], f"pramkit {command}: error: {said}", capsys)
 
 
-def test_risk_help_is_the_one_written_by_hand() -> None:
-    """The flags made from RiskSpec have the help and placeholders they had, in their order, and
-    --sampling-fraction and --weights still exclude each other."""
-    parser = build_parser(["risk"])
+@pytest.mark.parametrize("command, helps, before", [("apply", APPLY_HELP, APPLY_OPTIONS),
+                                                    ("swap", SWAP_HELP, SWAP_OPTIONS),
+                                                    ("risk", RISK_HELP, RISK_OPTIONS)])
+def test_help_is_the_one_written_by_hand(command: str, helps: dict, before: list) -> None:
+    """The flags made from a specification have the help and placeholders they had, in their order
+    (``--help`` lists them so)."""
+    parser = build_parser([command])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    actions = sub.choices["risk"]._actions
-    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions if a.option_strings
-            and a.option_strings[0] in RISK_HELP} == RISK_HELP
-    assert list(options_of("risk")) == [strings for strings, *_ in RISK_OPTIONS]
+    actions = sub.choices[command]._actions
+    assert {a.option_strings[0]: (a.help, a.metavar) for a in actions
+            if a.option_strings and a.option_strings[0] in helps} == helps
+    assert list(options_of(command)) == [strings for strings, *_ in before]
+
+
+def test_sampling_fraction_and_weights_still_exclude_each_other() -> None:
     with pytest.raises(SystemExit):
-        parser.parse_args(["risk", "d.csv", "--keys", "a", "--sampling-fraction", "0.1", "--weights", "w"])
+        build_parser(["risk"]).parse_args(["risk", "d.csv", "--keys", "a", "--sampling-fraction", "0.1",
+                                           "--weights", "w"])
 
 
 def test_identification_risk_with_a_spec_is_the_same_as_with_keywords() -> None:

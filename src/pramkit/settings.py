@@ -477,6 +477,29 @@ def option_table(spec: type, rules: Callable[[Setting], str] | None = None) -> s
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class DataSettings:
+    """How a workflow reads its data: the settings of every command that reads records (their flags are the
+    shared ones).  A workflow's specification derives from it, and declares its own ``engine`` again to say
+    what ``--engine spark`` does for it.
+
+    Examples
+    --------
+    >>> DataSettings(sep=";").sep, [s.flag for s in settings(DataSettings)][:2]
+    (';', ['--na-values', '--sep'])
+    """
+
+    na_values: tuple[str, ...] = na_values_setting()
+    sep: str = sep_setting()
+    encoding: str = encoding_setting()
+    engine: str = engine_setting("the passes over records run by Spark")
+    spark_master: str = spark_master_setting()
+
+    def check(self) -> None:
+        """Refuse a setting its rule refuses (one line naming it); no file read."""
+        check_rules(self)
+
+
 __all__ = [
     "Setting",
     "add_arguments",

@@ -16,15 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.errors import ParameterError
-from pramkit.settings import (
-    check_rules,
-    encoding_setting,
-    engine_setting,
-    na_values_setting,
-    sep_setting,
-    setting,
-    spark_master_setting,
-)
+from pramkit.settings import DataSettings, engine_setting, setting
 from pramkit.validate import Checked, Flag, Instance
 
 if TYPE_CHECKING:
@@ -67,7 +59,7 @@ def release_flag(value: Any, name: str = "--release") -> None:
 
 
 @dataclass(frozen=True)
-class ApplySpec:
+class ApplySpec(DataSettings):
     """Every setting of ``pramkit apply DATA --manifest M --out OUT`` but the files and the key.
 
     Examples
@@ -85,14 +77,10 @@ class ApplySpec:
 
     chunk_rows: int = setting(CHUNK_ROWS, int, Checked(at_least_one, "a whole number >= 1", 0),
                               "rows per chunk (memory bound; default %(default)s)", label="Rows per chunk")
-    na_values: tuple[str, ...] = na_values_setting()
-    sep: str = sep_setting()
-    encoding: str = encoding_setting()
     threads: int | None = setting(
         None, int, Checked(at_least_one, "a whole number >= 1", 0),
         "threads that perturb a chunk (default: every core; the release is the same for any number)")
     engine: str = engine_setting("a Spark job writing a folder of part files")
-    spark_master: str = spark_master_setting()
     shuffle: bool = setting(
         False, bool, Flag(), "write the rows in an order drawn from the key (same release for any chunk size or "
         "engine); the summary and the receipt then state the file's central (epsilon, delta)")
@@ -105,10 +93,6 @@ class ApplySpec:
         "a public label that tells this release apart from others made with the same key and manifest (a "
         "panel's next wave, a corrected file): each label draws anew; the receipt records it, and the release "
         "is made again only with it", metavar="LABEL", noun="--release", label="Release label")
-
-    def check(self) -> None:
-        """Refuse a setting its rule refuses (one line naming it); no file read."""
-        check_rules(self)
 
     def label(self) -> str:
         """The release label (``""``: none), in Unicode NFC.
@@ -131,19 +115,20 @@ class ApplySpec:
 
         Examples
         --------
-        >>> import os, tempfile
-        >>> import pandas as pd
-        >>> import pramkit
+        The same release as :func:`pramkit.apply_file` with the same settings as keywords:
+
+        >>> import pathlib, tempfile
+        >>> from pramkit import Manifest, apply_file
+        >>> from pramkit.datasets import census
         >>> from pramkit.design.classic import randomized_response
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     data, m = os.path.join(d, "data.csv"), os.path.join(d, "m.json")
-        ...     pd.DataFrame({"region": [1, 2, 3, 1, 2] * 20}).to_csv(data, index=False)
-        ...     _ = pramkit.Manifest.of({"region": randomized_response([1, 2, 3], 1.0)}).write(m)
-        ...     a = ApplySpec(chunk_rows=7).apply(data, m, os.path.join(d, "a.csv"), key=bytes(32))
-        ...     b = pramkit.apply_file(data, m, os.path.join(d, "b.csv"), key=bytes(32), quiet=True)
-        ...     same = pd.read_csv(a.output).equals(pd.read_csv(b.output))
-        >>> same, a.rows
-        (True, 100)
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> census(200)[["sex"]].to_csv(folder / "census.csv", index=False)
+        >>> _ = Manifest.of({"sex": randomized_response(sorted(census(200)["sex"].unique()), 1.0)}).write(
+        ...     folder / "sex.json")
+        >>> a = ApplySpec(chunk_rows=7).apply(folder / "census.csv", folder / "sex.json", folder / "a.csv", key=bytes(32))
+        >>> b = apply_file(folder / "census.csv", folder / "sex.json", folder / "b.csv", key=bytes(32), quiet=True)
+        >>> (folder / "a.csv").read_bytes() == (folder / "b.csv").read_bytes(), a.rows
+        (True, 200)
         """
         self.check()
         public = tuple(c.strip() for c in self.public_columns.split(",") if c.strip())

@@ -21,15 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pramkit.defaults import CHUNK_ROWS, SWAP_DONOR_RULES
 from pramkit.errors import ParameterError
 from pramkit.release.apply_spec import at_least_one
-from pramkit.settings import (
-    check_rules,
-    encoding_setting,
-    engine_setting,
-    na_values_setting,
-    sep_setting,
-    setting,
-    spark_master_setting,
-)
+from pramkit.settings import DataSettings, engine_setting, setting
 from pramkit.validate import Checked, Choice
 
 if TYPE_CHECKING:
@@ -46,7 +38,7 @@ def _plan_value(value: Any, name: str) -> None:
 
 
 @dataclass(frozen=True)
-class SwapSpec:
+class SwapSpec(DataSettings):
     """Every setting of ``pramkit swap DATA --hid H --geo L1,L2 --out OUT`` but the columns and the files.
 
     Examples
@@ -71,31 +63,16 @@ class SwapSpec:
     chunk_rows: int = setting(CHUNK_ROWS, int, Checked(at_least_one, "a whole number >= 1", 0),
                               "rows per chunk (memory bound; the release is the same for any value; default "
                               "%(default)s)", label="Rows per chunk")
-    na_values: tuple[str, ...] = na_values_setting()
-    sep: str = sep_setting()
-    encoding: str = encoding_setting()
     engine: str = engine_setting("the swap drawn here, the records swapped by a Spark job writing a "
                                  "folder of part files")
-    spark_master: str = spark_master_setting()
-
-    def check(self) -> None:
-        """Refuse a setting its rule refuses (one line naming it); no file read."""
-        check_rules(self)
 
     def plan(self, hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (),
              similar: Sequence[Sequence[str]] = ()) -> SwapPlan:
         """The swap plan of these settings for the columns named (:func:`pramkit.engine.swap.plan_swap`).
 
-        Parameters
-        ----------
-        hid : str
-            The household id column.
-        geo : sequence of str
-            The levels of the geography, highest first.
-        risk_vars : sequence of str
-            The risk variables (none: random swapping).
-        similar : sequence of sequences of str
-            The similarity profiles a donor must share, tried in order.
+        ``hid``, ``geo`` (highest level first), ``risk_vars`` (none: a random swap) and ``similar`` (the
+        profiles a donor shares, tried in order) name the file's columns, as
+        :func:`pramkit.engine.swap.plan_swap`'s do.
         """
         from pramkit.engine.swap import plan_swap
 

@@ -19,15 +19,7 @@ from typing import Any
 
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
-from pramkit.settings import (
-    check_rules,
-    encoding_setting,
-    engine_setting,
-    na_values_setting,
-    sep_setting,
-    setting,
-    spark_master_setting,
-)
+from pramkit.settings import DataSettings, check_rules, engine_setting, setting
 from pramkit.validate import Checked, Choice, Flag, Instance
 
 #: The model of the key table when none is given.
@@ -63,7 +55,7 @@ def _column(what: str = "a column name") -> Instance:
 
 
 @dataclass(frozen=True)
-class RiskSpec:
+class RiskSpec(DataSettings):
     """Every setting of ``pramkit risk DATA --keys ...`` but the key variables and the files.
 
     Examples
@@ -111,12 +103,8 @@ class RiskSpec:
         CONTRIBUTION_REPLICATES, int, None, "with --contributions and --manifest: perturbations drawn to estimate "
         "the expected SUDA contributions when they cannot be enumerated exactly "
         f"(default {CONTRIBUTION_REPLICATES})")
-    na_values: tuple[str, ...] = na_values_setting()
-    sep: str = sep_setting()
-    encoding: str = encoding_setting()
     engine: str = engine_setting("the key table and weight sums aggregated by Spark (CSV or Parquet), "
                                  "the same figures")
-    spark_master: str = spark_master_setting()
 
     def check(self) -> None:
         """Refuse a setting its rule refuses, or a mode the engine does not run (one line); no file read."""
