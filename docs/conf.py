@@ -130,15 +130,20 @@ html_theme_options = {
 
 # --- the option tables, made from the workflows' specifications at every build ---------------------
 def _write_option_tables(app: object) -> None:
-    """``_generated/design-options.md`` and ``_generated/estimate-options.md``: the table of each
+    """``_generated/COMMAND-options.md`` (design, estimate, apply, swap, risk): the table of each
     specification's settings (:mod:`pramkit.settings`), included by ``options.md``."""
     from pramkit.estimate.spec import EstimateSpec
+    from pramkit.release.apply_spec import ApplySpec
     from pramkit.release.spec import option_table
+    from pramkit.release.swap_spec import SwapSpec
+    from pramkit.risk.spec import RiskSpec
     from pramkit.settings import option_table as table
 
     folder = Path(__file__).resolve().parent / "_generated"
     folder.mkdir(exist_ok=True)
-    for name, text in (("design-options.md", option_table()), ("estimate-options.md", table(EstimateSpec))):
+    for name, text in (("design-options.md", option_table()), ("estimate-options.md", table(EstimateSpec)),
+                       ("apply-options.md", table(ApplySpec)), ("swap-options.md", table(SwapSpec)),
+                       ("risk-options.md", table(RiskSpec))):
         path = folder / name
         if not path.exists() or path.read_text(encoding="utf-8") != text + "\n":
             path.write_text(text + "\n", encoding="utf-8")

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,16 @@ class Setting:
         The message when it is given where it does not apply (default: generated).
     shared : bool
         Its flag is added by a helper shared by every command (``--na-values``, ``--sep``), not here.
+    widget : str or None
+        Its field in the application when not the one its type gives (:func:`pramkit.app.fields.widget_of`):
+        ``"columns"`` (some of the file's columns), ``"column"`` (one), ``"file"`` (an upload) or ``"none"``
+        (no field: a setting the application sets itself or does not offer).
+    more : bool
+        Its field is among the form's further settings (folded away), not in its first part.
+    parse_choices : bool
+        The command line's parser itself refuses a value outside its rule's choices, with argparse's
+        message ("invalid choice: ..."), as it did before the flag was declared here (users' scripts
+        read it); the library and the form refuse it by the rule.
     """
 
     name: str
@@ -108,6 +118,9 @@ class Setting:
     needs: tuple[str, Any] | None = None
     misuse: str | None = None
     shared: bool = False
+    widget: str | None = None
+    more: bool = False
+    parse_choices: bool = False
 
     @property
     def switch(self) -> bool:
@@ -147,6 +160,50 @@ def setting(default: Any, kind: Callable[[str], Any], rule: Rule | None, help: s
         "kind": kind, "rule": rule, "help": help, "flag": flag, "label": label, "noun": noun, **more}})
 
 
+def na_values_setting() -> Any:
+    """``--na-values``, a setting of every workflow that reads a CSV file (its flag is the shared one)."""
+    from pramkit.defaults import NA_VALUES
+    from pramkit.validate import Instance
+
+    return setting(NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing "
+                   "in a CSV file, besides the empty field", shared=True, label="Missing-value codes")
+
+
+def sep_setting() -> Any:
+    """``--sep``, a setting of every workflow that reads a CSV file (its flag is the shared one)."""
+    from pramkit.defaults import CSV_SEP
+    from pramkit.validate import SEPARATOR
+
+    return setting(CSV_SEP, str, SEPARATOR, "the field separator of a CSV file", shared=True,
+                   noun="the separator (--sep)", label="Separator")
+
+
+def encoding_setting() -> Any:
+    """``--encoding``, a setting of every workflow that reads a CSV file (its flag is the shared one)."""
+    from pramkit.defaults import CSV_ENCODING
+    from pramkit.validate import ENCODING
+
+    return setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
+                   label="Encoding")
+
+
+def engine_setting(spark: str) -> Any:
+    """``--engine``, a setting of every workflow whose passes over records may run on Spark (``spark``: what
+    ``--engine spark`` does for it; the flag is the shared one)."""
+    from pramkit.validate import ENGINES
+
+    return setting(ENGINES[0], str, Choice(ENGINES), f"local: streamed on this machine (default); spark: {spark}",
+                   shared=True, label="Engine")
+
+
+def spark_master_setting() -> Any:
+    """``--spark-master``, beside :func:`engine_setting` (the flag is the shared one)."""
+    from pramkit.validate import SPARK_MASTER, Instance
+
+    return setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"), "Spark master URL for --engine spark",
+                   shared=True, label="Spark master")
+
+
 def settings(spec: Any) -> tuple[Setting, ...]:
     """The settings of a specification (a class or a value), in the order declared.
 
@@ -161,7 +218,7 @@ def settings(spec: Any) -> tuple[Setting, ...]:
         meta = dict(f.metadata[KEY])
         noun = meta.pop("noun") or f.name
         meta["flag"] = meta["flag"] or "--" + f.name.replace("_", "-")
-        meta["label"] = meta["label"] or noun[:1].upper() + noun[1:]
+        meta["label"] = meta["label"] or (noun[:1].upper() + noun[1:]).replace("_", " ")
         out.append(Setting(name=f.name, default=f.default, noun=noun, **meta))
     return tuple(out)
 
@@ -207,17 +264,22 @@ def metavar(s: Setting) -> str | None:
     return s.metavar
 
 
-def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[str, str] | None = None) -> None:
-    """Add the flags of ``spec``'s settings to ``parser`` (those not ``shared``).
+def add_arguments(parser: argparse.ArgumentParser | argparse._ActionsContainer, spec: type,
+                  groups: Mapping[str, str] | None = None,
+                  names: Sequence[str] | None = None) -> None:
+    """Add the flags of ``spec``'s settings to ``parser`` (those not ``shared``; only ``names`` when given).
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        A command's parser.
+        A command's parser (or one of its groups: a group of flags that exclude each other).
     spec : type
         The specification.
     groups : mapping, optional
         ``{group: title}``: the argument groups of ``--help``.
+    names : sequence of str, optional
+        The settings to add (the others are added by further calls: a command whose ``--help`` lists its
+        flags among others keeps their order).
 
     Examples
     --------
@@ -229,7 +291,7 @@ def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[s
     """
     made: dict[str, Any] = {}
     for s in settings(spec):
-        if s.shared:
+        if s.shared or (names is not None and s.name not in names):
             continue
         where: Any = parser
         if s.group is not None and groups is not None:
@@ -239,8 +301,9 @@ def add_arguments(parser: argparse.ArgumentParser, spec: type, groups: Mapping[s
         if s.switch:
             where.add_argument(s.flag, action="store_true", dest=s.name, help=s.help)
         else:
+            choices = s.rule.values if s.parse_choices and isinstance(s.rule, Choice) else None
             where.add_argument(s.flag, type=None if s.kind is str else s.kind, default=s.default, dest=s.name,
-                               metavar=metavar(s), help=s.help)
+                               metavar=None if choices else metavar(s), help=s.help, choices=choices)
 
 
 def from_namespace(spec: type, args: Any) -> Any:
@@ -414,5 +477,47 @@ def option_table(spec: type, rules: Callable[[Setting], str] | None = None) -> s
     return "\n".join(lines)
 
 
-__all__ = ["Setting", "add_arguments", "check_rules", "check_values", "comma_numbers", "flags", "from_namespace", "from_texts",
-           "invalid_value", "markers", "option_table", "parse_text", "setting", "settings"]
+@dataclass(frozen=True)
+class DataSettings:
+    """How a workflow reads its data: the settings of every command that reads records (their flags are the
+    shared ones).  A workflow's specification derives from it, and declares its own ``engine`` again to say
+    what ``--engine spark`` does for it.
+
+    Examples
+    --------
+    >>> DataSettings(sep=";").sep, [s.flag for s in settings(DataSettings)][:2]
+    (';', ['--na-values', '--sep'])
+    """
+
+    na_values: tuple[str, ...] = na_values_setting()
+    sep: str = sep_setting()
+    encoding: str = encoding_setting()
+    engine: str = engine_setting("the passes over records run by Spark")
+    spark_master: str = spark_master_setting()
+
+    def check(self) -> None:
+        """Refuse a setting its rule refuses (one line naming it); no file read."""
+        check_rules(self)
+
+
+__all__ = [
+    "Setting",
+    "add_arguments",
+    "check_rules",
+    "check_values",
+    "comma_numbers",
+    "encoding_setting",
+    "engine_setting",
+    "flags",
+    "from_namespace",
+    "from_texts",
+    "invalid_value",
+    "markers",
+    "na_values_setting",
+    "option_table",
+    "parse_text",
+    "sep_setting",
+    "setting",
+    "settings",
+    "spark_master_setting",
+]

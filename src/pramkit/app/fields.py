@@ -9,16 +9,17 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pramkit.atomic import write_text_atomic
 from pramkit.errors import ParameterError, PramkitError
-from pramkit.settings import from_texts, parse_text, settings
+from pramkit.settings import Setting, from_texts, parse_text, settings
 from pramkit.settings import markers as markers  # the field of missing-value codes
 from pramkit.structure import read_rules
-from pramkit.validate import epsilon, positive
+from pramkit.validate import Choice, epsilon, positive
 
 
 def number(text: str, name: str) -> float:
@@ -191,12 +192,254 @@ def design_labels() -> dict[str, tuple[str, str]]:
     Examples
     --------
     >>> design_labels()["epsilon"][0]
-    'Record budget (epsilon, nats)'
+    'Record budget (epsilon, nats; may be empty for the classic designs)'
     """
     from pramkit.release.spec import ReleaseSpec
 
     return {s.name: (s.label, s.help.replace("%(default)s", str(s.default)).replace("%%", "%"))
             for s in settings(ReleaseSpec)}
+
+
+#: The designs the page offers: choice -> (its name in the page, the ``pramkit design`` settings it sets).  A
+#: design family of the registry not named here is offered under its own name (:func:`methods`).
+METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+    "dp": ("DP-optimal: the most information at the budget", {"method": "dp"}),
+    "dp-variance": ("DP: the least variance of the estimates", {"method": "dp", "objective": "variance"}),
+    "dp-distance": ("DP: the least expected distance moved (option distances=ordinal or a file)",
+                    {"method": "dp", "objective": "distance"}),
+    "rr": ("randomized response", {"method": "rr"}),
+    "metric": ("metric DP over distances (options metric_epsilon=..., distances=...)", {"method": "metric"}),
+    "recognition": ("against spontaneous recognition (option recognition=ALPHA; no budget)", {"method": "dp"}),
+    "keep": ("classic PRAM: keep probability (option keep=...)", {"method": "keep"}),
+    "kanon": ("k-anonymity blocks (option k=...)", {"method": "kanon"}),
+    "invariant": ("invariant PRAM", {"method": "invariant"}),
+    "tridiagonal": ("tridiagonal", {"method": "tridiagonal"}),
+    "circulant": ("circulant", {"method": "circulant"}),
+    "bistochastic-beta": ("bistochastic at a beta (option beta=...)", {"method": "bistochastic-beta"}),
+}
+
+#: The settings of a group shown only with these designs of the page (the recognition design's own settings).
+GROUP_METHODS = {"recognition": ("recognition",)}
+
+#: The first value of a field where the page suggests one (the setting itself has no default).
+FIRST_VALUES = {"epsilon": "3"}
+
+#: The fields' ids the page had before its design form was made from the specification (the others are
+#: ``design_`` and the setting's name).
+FIELD_IDS = ("epsilon", "split", "forbid", "strata", "keep_codes", "household_vars", "prior", "categories", "missing")
+
+
+def methods() -> dict[str, tuple[str, dict[str, Any]]]:
+    """The designs the page offers: :data:`METHODS`, then every other family of the registry by its name.
+
+    Examples
+    --------
+    >>> from pramkit.design.registry import FAMILIES
+    >>> offered = {flags["method"] for _, flags in methods().values()}
+    >>> offered == set(FAMILIES), list(methods())[0]
+    (True, 'dp')
+    """
+    from pramkit.design.registry import FAMILIES
+
+    named = {flags["method"] for _, flags in METHODS.values()}
+    return {**METHODS, **{name: (f"{name}: {fam.help}", {"method": name}) for name, fam in FAMILIES.items()
+                          if name not in named}}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of the design form, made from a setting of :class:`pramkit.release.spec.ReleaseSpec`.
+
+    Attributes
+    ----------
+    setting : str
+        The setting's name.
+    id : str
+        The field's id in the page.
+    widget : str
+        ``"text"``, ``"select"``, ``"checkbox"``, ``"file"`` (an upload), ``"columns"`` (some of the
+        file's columns) or ``"column"`` (one of them, or none).
+    label, help : str
+        The setting's label and help text.
+    choices : tuple of str
+        A select's values (``""``: the default, when the setting has none).
+    value : str
+        The field's first value (the setting's default as text).
+    methods : tuple of str or None
+        The designs of the page (:func:`methods`) the setting applies to; ``None``: every one.
+    more : bool
+        Among the form's further settings (folded away).
+    kind : callable
+        How the setting reads a text (:attr:`pramkit.settings.Setting.kind`).
+    """
+
+    setting: str
+    id: str
+    widget: str
+    label: str
+    help: str
+    choices: tuple[str, ...] = ()
+    value: str = ""
+    methods: tuple[str, ...] | None = None
+    more: bool = False
+    kind: Callable[[str], Any] = str
+
+    def applies(self, method: str) -> bool:
+        """Whether the setting applies to the page's design ``method`` (a field that does not is hidden, its
+        value not read).
+
+        Examples
+        --------
+        >>> fields = {f.setting: f for f in design_fields()}
+        >>> fields["k"].applies("kanon"), fields["k"].applies("dp"), fields["split"].applies("rr")
+        (True, False, True)
+        """
+        return self.methods is None or method in self.methods
+
+    def condition(self) -> str | None:
+        """The page's condition (JavaScript) under which the field is shown; ``None``: always.
+
+        Examples
+        --------
+        >>> {f.setting: f for f in design_fields()}["k"].condition()
+        '["kanon"].indexOf(input.method) >= 0'
+        """
+        if self.methods is None:
+            return None
+        return "[" + ",".join(f'"{m}"' for m in self.methods) + "].indexOf(input.method) >= 0"
+
+    def text(self, value: Any) -> str:
+        """A setting's value as this field shows it (a switch: ``"true"``/``"false"``; a list of columns:
+        comma-separated; not given: empty).
+
+        Examples
+        --------
+        >>> fields = {f.setting: f for f in design_fields()}
+        >>> fields["keep"].text(0.8), fields["keep"].text(None), fields["strata"].text(["age", "sex"])
+        ('0.8', '', 'age,sex')
+        """
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, tuple)):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+
+def widget_of(s: Setting) -> str:
+    """The field a setting gets in the form: its own (``widget=``), else a checkbox for a switch, a select for
+    a choice (its rule's, or its family's), an upload for a path, a text field for the rest.
+
+    Examples
+    --------
+    >>> from pramkit.release.spec import ReleaseSpec
+    >>> spec = {s.name: s for s in settings(ReleaseSpec)}
+    >>> [widget_of(spec[n]) for n in ("truthful", "split", "mechanism", "prior", "strata", "keep")]
+    ['checkbox', 'select', 'select', 'file', 'columns', 'text']
+    """
+    if s.widget is not None:
+        return s.widget
+    if s.switch:
+        return "checkbox"
+    if _choices_of(s):
+        return "select"
+    return "file" if s.kind is Path else "text"
+
+
+def _choices_of(s: Setting) -> tuple[str, ...]:
+    """The values of a setting that is a choice (its rule's, or the rule of its family's option), the default
+    first as ``""`` when the setting has none."""
+    from pramkit.release.spec import family_rules
+
+    rules = [s.rule] if s.option is None else list(family_rules(s).values())
+    values = tuple(dict.fromkeys(v for r in rules if isinstance(r, Choice) for v in r.values))
+    return ("", *values) if values and s.default is None else values
+
+
+def design_fields() -> tuple[Field, ...]:
+    """The design form's fields, one for each setting of :class:`pramkit.release.spec.ReleaseSpec` in the
+    order declared, except the settings of the data step (``shared``), those the page's choice of a design
+    sets (:func:`methods`) and those without a field (``widget="none"``): a new setting is a new field.
+
+    A design family's setting applies to the page's designs of the families that take it (and whose settings
+    meet what it ``needs``); a group's setting to the designs :data:`GROUP_METHODS` names.
+
+    Examples
+    --------
+    >>> fields = {f.setting: f for f in design_fields()}
+    >>> fields["epsilon"].label, fields["epsilon"].id, fields["household"].id, fields["k"].id
+    ('Record budget (epsilon, nats; may be empty for the classic designs)', 'epsilon', 'design_household', 'design_k')
+    >>> fields["split"].choices, fields["mechanism"].choices
+    (('equal', 'optimal', 'joint'), ('', 'exponential', 'geometric', 'optimal'))
+    >>> fields["distance_weights"].methods, fields["recognition"].methods, fields["missing"].methods
+    (('dp-distance',), ('recognition',), None)
+    >>> "method" in fields or "objective" in fields or "na_values" in fields
+    False
+    """
+    from pramkit.release.spec import ReleaseSpec, methods_of
+
+    offered = methods()
+    preset = {name for _, flags in offered.values() for name in flags}
+    own = {m for group in GROUP_METHODS.values() for m in group}
+    out = []
+    for s in settings(ReleaseSpec):
+        if s.shared or s.name in preset or s.widget == "none":
+            continue
+        where: tuple[str, ...] | None = None
+        if s.option is not None:  # a design of the page with a group of its own takes no family's setting
+            where = tuple(m for m, (_, flags) in offered.items() if flags["method"] in methods_of(s)
+                          and _meets(s.needs, flags, preset) and m not in own)
+        elif s.group in GROUP_METHODS:
+            where = GROUP_METHODS[s.group]
+        elif s.needs is not None and s.needs[0] in preset:
+            where = tuple(m for m, (_, flags) in offered.items() if _meets(s.needs, flags, preset))
+        out.append(Field(
+            s.name, s.name if s.name in FIELD_IDS else "design_" + s.name, widget_of(s), s.label,
+            s.help.replace("%(default)s", str(s.default)).replace("%%", "%"), _choices_of(s),
+            FIRST_VALUES.get(s.name, "" if s.default is None or s.switch else str(s.default)), where, s.more, s.kind))
+    return tuple(out)
+
+
+def _meets(needs: tuple[str, Any] | None, flags: Mapping[str, Any], preset: set[str]) -> bool:
+    """Whether a design of the page meets what a setting needs of the settings the designs set (a need of
+    another setting is the spec's to check)."""
+    if needs is None or needs[0] not in preset:
+        return True
+    from pramkit.release.spec import ReleaseSpec
+
+    return bool(flags.get(needs[0], getattr(ReleaseSpec(), needs[0])) == needs[1])
+
+
+def design_values(texts: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The settings of the design form's fields (``{setting: what the field holds}``) that apply to the page's
+    design ``method``, each read as the command line reads its flag; a field left at its default is left out.
+
+    Raises
+    ------
+    ParameterError
+        A field's text is not of its setting's type (one line naming the setting).
+
+    Examples
+    --------
+    >>> design_values({"k": "3", "keep": "0.8", "split": "equal", "strata": ["age"], "truthful": False}, "kanon")
+    {'k': 3, 'strata': 'age'}
+    >>> design_values({"k": "three"}, "kanon")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: k must be a whole number, got 'three'
+    """
+    from pramkit.release.spec import ReleaseSpec
+
+    known = {s.name: s for s in settings(ReleaseSpec)}
+    out: dict[str, Any] = {}
+    for f in design_fields():
+        if f.setting not in texts or not f.applies(method):
+            continue
+        value = parse_text(known[f.setting], f.text(texts[f.setting]))
+        if known[f.setting].given(value):
+            out[f.setting] = value
+    return out
 
 
 def _value(text: str) -> Any:

@@ -31,7 +31,7 @@ except ModuleNotFoundError as exc:
 
 from pramkit.app import fields
 from pramkit.app.live import live_panel
-from pramkit.app.ui import METHODS, error_box, png
+from pramkit.app.ui import error_box, png
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
 from pramkit.progress import TimeLeft, watching
@@ -330,27 +330,39 @@ def _fill(wb: Workbench, names: Sequence[str] | None = None) -> None:
     def listed(text: str | None) -> list[str]:
         return [t for t in (text or "").split(",") if t]
 
+    form = fields.design_fields()
     selected = {"risk_keys": list(wb.risk_keys), "design_vars": design_vars,
-                "strata": listed(choices.strata if choices else None),
-                "household_vars": listed(choices.household_vars if choices else None)}
+                **{f.id: listed(getattr(choices, f.setting) if choices else None) for f in form
+                   if f.widget == "columns"}}
     for field, values in selected.items():
         ui.update_selectize(field, selected=values, choices=None if names is None else list(names))
     optional = None if names is None else {"": "none", **{n: n for n in names}}
     single = {"risk_weights": wb.weights or "", "risk_household": wb.household or "",
-              "design_household": (choices.household if choices else None) or ""}
+              **{f.id: (getattr(choices, f.setting) if choices else None) or "" for f in form if f.widget == "column"}}
     for field, value in single.items():
         ui.update_select(field, selected=value, choices=optional)
     if wb.sampling_fraction is not None:
         ui.update_text("sampling_fraction", value=repr(wb.sampling_fraction))
     if choices is not None:
-        method, options = method_of(choices)
-        ui.update_select("method", selected=method)
-        if choices.epsilon is not None:
-            ui.update_text("epsilon", value=repr(choices.epsilon))
-        ui.update_select("split", selected=choices.split)
-        ui.update_select("missing", selected=choices.missing)
-        ui.update_text("keep_codes", value=choices.keep_codes or "")
-        ui.update_text("options", value=", ".join(f"{k}={v}" for k, v in options.items()))
+        _fill_design(choices, form)
+
+
+def _fill_design(choices: DesignChoices, form: Sequence[fields.Field]) -> None:
+    """The design form's fields as ``choices`` say (the files and the lists of columns are the caller's)."""
+    method, options = method_of(choices)
+    ui.update_select("method", selected=method)
+    for f in form:
+        value = getattr(choices, f.setting)
+        if f.setting == "epsilon" and value is None:  # an empty budget field is a budget to give
+            continue
+        if f.widget == "text":
+            ui.update_text(f.id, value=repr(value) if isinstance(value, float) else f.text(value))
+        elif f.widget == "select":
+            ui.update_select(f.id, selected=f.text(value))
+        elif f.widget == "checkbox":
+            ui.update_checkbox(f.id, value=bool(value))
+    shown = {f.setting for f in form}
+    ui.update_text("options", value=", ".join(f"{k}={v}" for k, v in options.items() if k not in shown))
 
 
 def method_of(choices: DesignChoices) -> tuple[str, dict[str, Any]]:
@@ -368,7 +380,7 @@ def method_of(choices: DesignChoices) -> tuple[str, dict[str, Any]]:
                if f.name not in _FORM and getattr(choices, f.name) != getattr(defaults, f.name)}
     if choices.recognition is not None:
         return "recognition", options
-    for name, (_, flags) in METHODS.items():
+    for name, (_, flags) in fields.methods().items():
         if name != "recognition" and all(getattr(choices, k) == v for k, v in flags.items()) \
                 and (choices.objective is None or flags.get("objective") == choices.objective):
             return name, options
@@ -661,8 +673,15 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     variables = tuple(input.design_vars())
     if not variables:
         raise ParameterError("choose at least one variable to perturb")
-    options = fields.design_options(input.options(), _FORM)  # typed as the command line types its flags
     choice = input.method()
+    form = [f for f in fields.design_fields() if f.widget != "file" and f.setting != "epsilon"]
+    # each field typed as the command line types its flag; the options field, as the flags written name=value
+    options = fields.design_values({f.setting: input[f.id]() for f in form if f.applies(choice)}, choice)
+    for name, value in fields.design_options(input.options(), _FORM).items():
+        if name in options and options[name] != value:
+            raise ParameterError(f"{name} is given twice, in its field and in the field Method options: "
+                                 "empty one of them")
+        options[name] = value
     if choice == "recognition" and "recognition" not in options:
         raise ParameterError("the recognition design needs its alpha: write the option recognition=ALPHA "
                              "(e.g. recognition=0.5)")
@@ -671,17 +690,18 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
     text = input.epsilon().strip()
     # the recognition design has no budget; a classic design's is a cap, which may be left empty
     budget = None if choice == "recognition" or (not text and choice in OPTIONAL_BUDGET) else fields.budget(text)
-    return variables, DesignChoices(
-        **METHODS[choice][1], epsilon=budget, split=input.split(),
-        forbid=files["forbid"], strata=",".join(input.strata()) or None,
-        keep_codes=input.keep_codes().strip() or None, household=input.design_household() or None,
-        household_vars=",".join(input.household_vars()) or None, prior=files["prior"],
-        categories=str(files["categories"]) if files["categories"] else None, missing=input.missing(), **options)
+    kinds = {f.setting: f.kind for f in fields.design_fields()}  # a codebook is given as a text
+    given: dict[str, Any] = {name: str(path) if kinds[name] is str else path for name, path in files.items()
+                             if path is not None}
+    return variables, DesignChoices(**fields.methods()[choice][1], epsilon=budget, **given, **options)
 
 
 #: The designs whose record budget is a cap that may be left empty (the classic families: their own
 #: parameters set the matrix; a budget given refuses a design above it).
 OPTIONAL_BUDGET = ("keep", "kanon", "invariant", "tridiagonal", "circulant", "bistochastic-beta")
+
+#: How the page names an uploaded file of the design (by its setting; another by the setting's name).
+UPLOADS = {"forbid": "edit rules", "prior": "public frequencies", "categories": "codebook"}
 
 #: The choices set by the design form's own fields (not by its options field).
 _FORM = ("method", "objective", "epsilon", "split", "forbid", "strata", "keep_codes", "household", "household_vars", "prior",
@@ -707,17 +727,18 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
     risk : Step, optional
         The risk step: its keys and sampling are the live panel's problem set (:mod:`pramkit.app.live`).
     """
-    files: dict[str, Path | None] = {"forbid": None, "prior": None, "categories": None}
+    uploaded = {f.setting: f.id for f in fields.design_fields() if f.widget == "file"}  # setting -> field
+    files: dict[str, Path | None] = dict.fromkeys(uploaded)
 
     in_use: reactive.Value[int] = reactive.value(0)  # the uploaded files changed
 
     def keep_upload(name: str) -> None:
         @reactive.effect
-        @reactive.event(input[name])
+        @reactive.event(input[uploaded[name]])
         def _keep() -> None:
             files[name] = None
             try:
-                files[name] = fields.upload(input[name]()[0], uploads / name)
+                files[name] = fields.upload(input[uploaded[name]]()[0], uploads / name)
             except ParameterError as exc:
                 step.fail(str(exc))
             in_use.set(in_use.get() + 1)
@@ -737,9 +758,7 @@ def design_step(input: Inputs, output: Outputs, desk: Desk, step: Step, data: St
     @render.ui
     def design_files() -> ui.TagChild:
         in_use()
-        used = [f"{what}: {files[name].name}" for name, what in  # type: ignore[union-attr]
-                (("forbid", "edit rules"), ("prior", "public frequencies"), ("categories", "codebook"))
-                if files[name] is not None]
+        used = [f"{UPLOADS.get(name, name)}: {path.name}" for name, path in files.items() if path is not None]
         written = ["the edit rules written here"] if input.edit_rules().strip() else []
         if not used:
             return ui.p(ui.em("The next design reads the edit rules written here." if written else

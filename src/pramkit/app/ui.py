@@ -7,7 +7,6 @@ rendered by :mod:`pramkit.app.server` under the ids used below.
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 from pramkit._extras import raise_missing_extra
 
@@ -17,24 +16,9 @@ try:
 except ModuleNotFoundError as exc:
     raise_missing_extra(exc, "app", "the app (pramkit.app)")
 
+from pramkit.app.fields import METHODS as METHODS  # the designs offered (re-exported: the page's names)
+from pramkit.app.fields import Field, design_fields, methods
 from pramkit.app.live import live_ui
-
-#: The designs offered: choice -> (its name in the page, the ``pramkit design`` flags it sets).
-METHODS: dict[str, tuple[str, dict[str, Any]]] = {
-    "dp": ("DP-optimal: the most information at the budget", {"method": "dp"}),
-    "dp-variance": ("DP: the least variance of the estimates", {"method": "dp", "objective": "variance"}),
-    "dp-distance": ("DP: the least expected distance moved (option distances=ordinal or a file)",
-                    {"method": "dp", "objective": "distance"}),
-    "rr": ("randomized response", {"method": "rr"}),
-    "metric": ("metric DP over distances (options metric_epsilon=..., distances=...)", {"method": "metric"}),
-    "recognition": ("against spontaneous recognition (option recognition=ALPHA; no budget)", {"method": "dp"}),
-    "keep": ("classic PRAM: keep probability (option keep=...)", {"method": "keep"}),
-    "kanon": ("k-anonymity blocks (option k=...)", {"method": "kanon"}),
-    "invariant": ("invariant PRAM", {"method": "invariant"}),
-    "tridiagonal": ("tridiagonal", {"method": "tridiagonal"}),
-    "circulant": ("circulant", {"method": "circulant"}),
-    "bistochastic-beta": ("bistochastic at a beta (option beta=...)", {"method": "bistochastic-beta"}),
-}
 
 #: Files a data upload accepts (the formats of :func:`pramkit.io.table_format`).
 DATA_FILES = [".csv", ".txt", ".parquet", ".pq", ".dta", ".sav", ".zsav"]
@@ -174,25 +158,24 @@ def design_tab() -> NavSetArg:
     >>> 'id="epsilon"' in str(ui.page_fluid(ui.navset_tab(design_tab())))
     True
     """
+    form = design_fields()
+    main: list[ui.TagChild] = []
+    for f in form:
+        if not f.more:
+            main.append(design_field(f))
+        if f.setting == "forbid":  # the rules may be written in the page too
+            main.append(ui.input_text_area(
+                "edit_rules", "Edit rules written here (as in a rules file: a header of variables, then one "
+                "forbidden combination a line; a|b for either)", "", rows=4,
+                placeholder="age,marital_status\n0-9,widowed|divorced"))
+            main.append(ui.output_ui("design_files"))
     return _step("3 Design", [
         ui.input_selectize("design_vars", "Variables to perturb", choices=[], multiple=True),
-        ui.input_select("method", "Method", choices={k: label for k, (label, _) in METHODS.items()}),
-        ui.input_text("epsilon", "Record budget (epsilon, nats; may be empty for the classic designs)", "3"),
-        ui.input_select("split", "Budget split", choices=["equal", "optimal", "joint"]),
+        ui.input_select("method", "Method", choices={k: label for k, (label, _) in methods().items()}),
+        *main,
         ui.input_text("options", "Method options (name=value, ...)", ""),
-        ui.input_file("forbid", "Edit rules (CSV of forbidden combinations)", accept=[".csv"]),
-        ui.input_text_area("edit_rules", "Edit rules written here (as in a rules file: a header of variables, then "
-                           "one forbidden combination a line; a|b for either)", "", rows=4,
-                           placeholder="age,marital_status\n0-9,widowed|divorced"),
-        ui.input_selectize("strata", "Strata (released unperturbed)", choices=[], multiple=True),
-        ui.input_text("keep_codes", "Kept codes (V=CODE,...)", ""),
-        ui.input_select("design_household", "Household id", choices={"": "none"}),
-        ui.input_selectize("household_vars", "Household variables (one draw per household)", choices=[],
-                           multiple=True),
-        ui.input_file("prior", "Public frequencies (CSV variable,category,frequency)", accept=[".csv"]),
-        ui.input_file("categories", "Codebook (CSV variable,category)", accept=[".csv"]),
-        ui.output_ui("design_files"),
-        ui.input_select("missing", "Missing values", choices=["keep", "category"]),
+        ui.accordion(ui.accordion_panel("More settings", *(design_field(f) for f in form if f.more)),
+                     open=False, id="design_more"),
         ui.input_action_button("run_design", "Design", class_="btn-primary"),
         ui.hr(),
         ui.input_file("manifest_upload", "Or release with a manifest made before (JSON): its design as it is",
@@ -203,6 +186,34 @@ def design_tab() -> NavSetArg:
         ui.output_ui("heatmaps"),
         live_ui(),
     ], "design")
+
+
+def design_field(f: Field) -> ui.TagChild:
+    """The input of one field of the design form (:func:`pramkit.app.fields.design_fields`): its widget by its
+    setting's type, its help on hovering, shown only with the designs it applies to.
+
+    Examples
+    --------
+    >>> from pramkit.app.fields import design_fields
+    >>> k = str(design_field({f.setting: f for f in design_fields()}["k"]))
+    >>> 'id="design_k"' in k, 'data-display-if="[&quot;kanon&quot;].indexOf(input.method) &gt;= 0"' in k
+    (True, True)
+    """
+    if f.widget == "checkbox":
+        tag = ui.input_checkbox(f.id, f.label, f.value == "true")
+    elif f.widget == "select":
+        tag = ui.input_select(f.id, f.label, choices={c: c or "default" for c in f.choices}, selected=f.value)
+    elif f.widget == "file":
+        tag = ui.input_file(f.id, f.label, accept=[".csv"])
+    elif f.widget == "columns":
+        tag = ui.input_selectize(f.id, f.label, choices=[], multiple=True)
+    elif f.widget == "column":
+        tag = ui.input_select(f.id, f.label, choices={"": "none"})
+    else:
+        tag = ui.input_text(f.id, f.label, f.value)
+    shown = ui.div(tag, title=f.help)
+    condition = f.condition()
+    return shown if condition is None else ui.panel_conditional(condition, shown)
 
 
 def apply_tab() -> NavSetArg:

@@ -6,18 +6,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pramkit.cli._common import (
-    Files,
-    add_csv_dialect,
-    add_engine_options,
-    add_na_values,
-    add_quiet,
-    comma_names,
-    figure,
-    print_json,
-)
+from pramkit.cli._common import Files, add_csv_dialect, add_engine_options, add_na_values, add_quiet, figure, print_json
 from pramkit.cli.commands import HELP
-from pramkit.defaults import CHUNK_ROWS
+from pramkit.release.apply_spec import ApplySpec
+from pramkit.settings import add_arguments
 
 if TYPE_CHECKING:
     from pramkit.engine.perturb import ApplyResult
@@ -42,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ...                           "--key-file", "secret.key", "--quiet"])
     >>> str(args.data), str(args.manifest), str(args.out), str(args.key_file), args.quiet
     ('data.csv', 'm.json', 'released.parquet', 'secret.key', True)
+    >>> from pramkit.defaults import CHUNK_ROWS
     >>> args.engine, args.chunk_rows == CHUNK_ROWS, args.na_values, args.func is run
     ('local', True, ('NA',), True)
     >>> args.shuffle, args.public_columns, args.release
@@ -57,21 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, type=Path, help="released file (format from its suffix)")
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
-    p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help="rows per chunk (memory bound; default %(default)s)")
+    # every apply setting declared once (pramkit.release.apply_spec), its flags in the order --help lists them
+    add_arguments(p, ApplySpec, names=("chunk_rows",))
     add_na_values(p)
     add_csv_dialect(p)
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads that perturb a chunk (default: every core; the release is the same for any number)")
+    add_arguments(p, ApplySpec, names=("threads",))
     add_engine_options(p, "a Spark job writing a folder of part files")
-    p.add_argument("--shuffle", action="store_true",
-                   help="write the rows in an order drawn from the key (same release for any chunk size or engine); "
-                        "the summary and the receipt then state the file's central (epsilon, delta)")
-    p.add_argument("--public-columns", default="",
-                   help="comma-separated unperturbed columns that the shuffled guarantee treats as public")
-    p.add_argument("--release", metavar="LABEL", default=None,
-                   help="a public label that tells this release apart from others made with the same key and "
-                        "manifest (a panel's next wave, a corrected file): each label draws anew; the receipt "
-                        "records it, and the release is made again only with it")
+    add_arguments(p, ApplySpec, names=("shuffle", "public_columns", "release"))
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(p)
     p.set_defaults(func=run, files=files)
@@ -203,30 +188,13 @@ def run(args: argparse.Namespace) -> int:
     >>> differ                                                  # the records the summary counts as changed
     41
     """
-    from pramkit.engine.perturb import apply_file
     from pramkit.engine.rng import SecretKey
-    from pramkit.errors import ParameterError
-    from pramkit.validate import engine_name, release_label
+    from pramkit.settings import from_namespace
 
-    engine_name(args.engine)  # before anything is read
-    if args.release is not None and not args.release:
-        raise ParameterError("--release needs a label (leave the flag out for none)")
-    label = "" if args.release is None else release_label(args.release, "--release")
+    spec = from_namespace(ApplySpec, args)
+    spec.check()  # every setting, before anything is read
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    public = tuple(comma_names(args.public_columns))
-    if args.engine == "spark":
-        from pramkit.engines.spark import apply_file_spark
-
-        result = apply_file_spark(args.data, args.manifest, args.out, key=key, force=args.force,
-                                  master=args.spark_master, quiet=args.quiet, na_values=args.na_values,
-                                  shuffle=args.shuffle, public_columns=public, release=label, sep=args.sep,
-                                  encoding=args.encoding)
-    else:
-        result = apply_file(
-            args.data, args.manifest, args.out, key=key, force=args.force,
-            chunk_rows=args.chunk_rows, quiet=args.quiet, na_values=args.na_values, threads=args.threads,
-            shuffle=args.shuffle, public_columns=public, release=label, sep=args.sep, encoding=args.encoding,
-        )
+    result = spec.apply(args.data, args.manifest, args.out, key=key, force=args.force, quiet=args.quiet)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.apply.result")
     else:

@@ -14,14 +14,16 @@ from pramkit.cli._common import Files, add_csv_dialect, add_engine_options, add_
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
+from pramkit.risk.spec import FRACTIONS as _FRACTIONS
+from pramkit.risk.spec import MODEL as _MODEL
+from pramkit.risk.spec import RiskSpec
+from pramkit.settings import add_arguments, from_namespace
 
 if TYPE_CHECKING:
     from pramkit.ledger import Guarantee
     from pramkit.risk.contributions import ReleaseContributions
 
 #: Defaults of the options of tau1 and tau2 only, which --household does not take.
-_MODEL = "2way"
-_FRACTIONS = "cell"
 
 #: Without --suda, one of the two is needed (--suda takes a sampling fraction only for DIS-SUDA).
 _FRACTION_REQUIRED = ("one of --sampling-fraction (the file's sampling fraction) and --weights (its weight column) "
@@ -58,38 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("data", type=Path, help="the file (CSV, Parquet, Stata .dta, SPSS .sav)")
     p.add_argument("--keys", required=True, help="comma-separated key variables")
-    how = p.add_mutually_exclusive_group()
-    how.add_argument("--sampling-fraction", type=float, help="the sampling fraction pi in (0, 1]")
-    how.add_argument("--weights", help="survey weight column (per-cell pi = f / sum of weights, see --fractions)")
-    p.add_argument("--fractions", choices=["cell", "file"], default=_FRACTIONS,
-                   help="with --weights: per-cell sampling fractions where the weights determine them "
-                        "(default) or one fraction n / sum of weights for every cell")
-    p.add_argument("--model", default=_MODEL,
-                   help="independence, 2way (default) or a formula such as 'a*b + c'")
+    # every risk setting declared once (pramkit.risk.spec), its flags in the order --help lists them
+    add_arguments(p.add_mutually_exclusive_group(), RiskSpec, names=("sampling_fraction", "weights"))
+    add_arguments(p, RiskSpec, names=("fractions", "model"))
     p.add_argument("--manifest", type=Path, help="release manifest: DATA is the released (perturbed) file")
     p.add_argument("--original", type=Path,
                    help="with --manifest: the original file the release was made from (the model is fitted to it)")
-    p.add_argument("--household", metavar="COL",
-                   help="household id column: report the household-level risk 1 - prod(1 - r) over the members' "
-                        "per-record risks r, as sdcMicro's hierarchical risk; with --manifest, the risks after PRAM "
-                        "(not with --original, --model, --fractions or --plot)")
-    p.add_argument("--missing", choices=["category", "exclude"], default="category",
-                   help="missing key values: a category of their own (default) or records excluded")
-    p.add_argument("--suda", action="store_true",
-                   help="the SUDA2 special uniques instead: minimal sample uniques, SUDA scores (Elliot's "
-                        "weights), DIS-SUDA with --sampling-fraction, and the variables' and levels' contributions")
-    p.add_argument("--contributions", action="store_true",
-                   help="what each key variable and level contributes to SUDA, tau1, tau2 and the individual "
-                        "risk (left out, merged); with --manifest and --original, before and after PRAM and the "
-                        "share of the record epsilon each variable spends")
-    p.add_argument("--max-size", type=int, help="with --suda or --contributions: the largest MSU size "
-                                                "(default: the number of keys)")
-    p.add_argument("--max-steps", type=float, default=None,
-                   help="with --suda or --contributions: the most steps the SUDA search may take, estimated "
-                        "before it starts (default 2e10); a larger estimate is refused with the figure")
-    p.add_argument("--replicates", type=int, default=CONTRIBUTION_REPLICATES,
-                   help="with --contributions and --manifest: perturbations drawn to estimate the expected SUDA "
-                        f"contributions when they cannot be enumerated exactly (default {CONTRIBUTION_REPLICATES})")
+    add_arguments(p, RiskSpec, names=("household", "missing", "suda", "contributions", "max_size", "max_steps",
+                                      "replicates"))
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
@@ -163,14 +141,12 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.manifest import Manifest
     from pramkit.risk.identification import identification_risk
     from pramkit.risk.plots import RISK_PLOT, plot_fit
-    from pramkit.validate import engine_name
 
     keys = comma_names(args.keys)
     if not keys:
         raise ParameterError("--keys needs at least one column name")
-    if engine_name(args.engine) != "local" and (args.suda or args.contributions or args.household is not None):
-        raise ParameterError("--engine spark counts the key table of tau1, tau2 and the per-record risk; --suda, "
-                             "--contributions and --household read records on this machine: use --engine local")
+    spec = from_namespace(RiskSpec, args)
+    spec.check()  # every setting, before anything is read
     if args.suda or args.contributions:
         return _suda(args, keys) if args.suda else _contributions(args, keys)
     if args.max_size is not None or args.replicates != CONTRIBUTION_REPLICATES or args.max_steps is not None:
@@ -187,12 +163,7 @@ def run(args: argparse.Namespace) -> int:
         require_extra("report", RISK_PLOT)
     unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     # the files are streamed: memory is bounded by a chunk and the key table
-    result = identification_risk(
-        args.data, keys, sampling_fraction=args.sampling_fraction, weights=args.weights,
-        model=args.model, manifest=manifest, original=args.original, missing=args.missing,
-        fractions=args.fractions, na_values=args.na_values, sep=args.sep, encoding=args.encoding,
-        engine=args.engine, spark_master=args.spark_master,
-    )
+    result = identification_risk(args.data, keys, manifest=manifest, original=args.original, spec=spec)
     out = result.to_dict()
     if args.plot:
         out["plot"] = str(plot_fit(result.model, args.plot, force=args.force))
@@ -296,14 +267,11 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
 
 
 def _steps(args: argparse.Namespace) -> float:
-    """``--max-steps`` (a positive number, else one line), or the library's default."""
+    """``--max-steps`` (a positive number, checked by :class:`pramkit.risk.spec.RiskSpec`), or the library's
+    default."""
     from pramkit.risk.suda import MAX_STEPS
 
-    if args.max_steps is None:
-        return MAX_STEPS
-    if not (math.isfinite(args.max_steps) and args.max_steps > 0):
-        raise ParameterError(f"--max-steps must be a positive number, got {args.max_steps:g}")
-    return float(args.max_steps)
+    return MAX_STEPS if args.max_steps is None else float(args.max_steps)
 
 
 def _pct(value: float | None) -> str:

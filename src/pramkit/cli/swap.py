@@ -17,8 +17,8 @@ from pramkit.cli._common import (
     print_json,
 )
 from pramkit.cli.commands import HELP
-from pramkit.defaults import CHUNK_ROWS, SWAP_DONOR_RULES
-from pramkit.errors import ParameterError
+from pramkit.release.swap_spec import SwapSpec
+from pramkit.settings import add_arguments, from_namespace
 
 if TYPE_CHECKING:
     from pramkit.engine.swap import SwapPlan
@@ -65,8 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "never beside the released files. Written only when asked for")
     p.add_argument("--key-file", type=Path, help="secret key file for reproducible runs (`pramkit keygen`)")
     p.add_argument("--force", action="store_true", help="overwrite OUT (and --manifest, --partners) if they exist")
-    p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS,
-                   help="rows per chunk (memory bound; the release is the same for any value; default %(default)s)")
+    add_arguments(p, SwapSpec, names=("chunk_rows",))
     add_na_values(p)
     add_csv_dialect(p)
     add_engine_options(p, "the swap drawn here, the records swapped by a Spark job writing a folder of part files")
@@ -94,20 +93,13 @@ def add_plan_flags(p: argparse.ArgumentParser, *, risk_required: bool) -> None:
     p.add_argument("--similar", action="append", default=[],
                    help="comma-separated similarity profile a donor must share (household size, ...); repeat the "
                         "flag for fall-back profiles, tried in order")
-    p.add_argument("--rate", type=float, default=0.05, help="share of households swapped, in [0, 1] (default 0.05)")
-    p.add_argument("--k", type=int, default=3, help="k-anonymity threshold, at least 1 (default 3)")
-    p.add_argument("--donors", choices=SWAP_DONOR_RULES, default="same-parent",
-                   help="donor rule: same-parent (default): donors in another area under the same area above, "
-                        "households selected at a level never each other's donors; any-area: donors in any other "
-                        "area of the level swapped across, risky donors first (sdcMicro recordSwap's rule)")
+    add_arguments(p, SwapSpec, names=("rate", "k", "donors"))  # declared once (pramkit.release.swap_spec)
 
 
 def plan_of(args: argparse.Namespace) -> SwapPlan:
-    """The swap plan of the flags of :func:`add_plan_flags` (:func:`pramkit.engine.swap.plan_swap`)."""
-    from pramkit.engine.swap import plan_swap
-
-    return plan_swap(args.hid, comma_names(args.geo), risk_vars=comma_names(args.risk_vars),
-                     similar=[comma_names(s) for s in args.similar], rate=args.rate, k=args.k, donors=args.donors)
+    """The swap plan of the flags of :func:`add_plan_flags` (:meth:`pramkit.release.swap_spec.SwapSpec.plan`)."""
+    return from_namespace(SwapSpec, args).plan(args.hid, comma_names(args.geo), risk_vars=comma_names(args.risk_vars),
+                                               similar=[comma_names(s) for s in args.similar])
 
 
 def files(args: argparse.Namespace) -> Files:
@@ -161,24 +153,13 @@ def run(args: argparse.Namespace) -> int:
     (0, 40, 20, 'random record swapping')
     """
     from pramkit.engine.rng import SecretKey
-    from pramkit.engine.swap import swap_file
-    from pramkit.validate import engine_name
 
-    engine_name(args.engine)  # before anything is read
+    spec = from_namespace(SwapSpec, args)
+    spec.check()  # every setting, before anything is read
     plan = plan_of(args)
     key = SecretKey.from_file(args.key_file) if args.key_file else None
-    if args.engine == "spark":
-        from pramkit.engine.spark.swap import swap_file_spark
-
-        if args.manifest is not None or args.partners is not None:
-            raise ParameterError("--engine spark writes the swapped records and their receipt; --manifest and "
-                                 "--partners are written by --engine local")
-        result = swap_file_spark(args.data, plan, args.out, key=key, force=args.force, master=args.spark_master,
-                                 na_values=args.na_values, sep=args.sep, encoding=args.encoding)
-    else:
-        result = swap_file(args.data, plan, args.out, key=key, manifest=args.manifest, force=args.force,
-                           chunk_rows=args.chunk_rows, na_values=args.na_values, partners=args.partners, sep=args.sep,
-                           encoding=args.encoding)
+    result = spec.swap(args.data, plan, args.out, key=key, manifest=args.manifest, partners=args.partners,
+                       force=args.force)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.swap.result")
         return 0

@@ -86,6 +86,10 @@ def _as_given(given: Mapping[str, Any], checked: dict[str, Any]) -> dict[str, An
     return checked
 
 
+def _as_recorded(options: dict[str, Any]) -> dict[str, Any]:
+    return options
+
+
 @dataclass(frozen=True)
 class DesignFamily:
     """One design family.
@@ -109,6 +113,12 @@ class DesignFamily:
     coherent : callable
         ``coherent(given, checked)``: the checked options after the checks between options
         (``given``: the options given, ``None`` values left out).
+    recorded : tuple of str
+        The options a release records (the manifest's ``input.options``) even when they are not given,
+        at their settings' defaults; the others are recorded when given (:meth:`record`).
+    recording : callable
+        The recorded options after what the options given imply (the ``dp`` family's form is not given
+        with objective ``distance``, which designs any matrix).
 
     Examples
     --------
@@ -133,6 +143,32 @@ class DesignFamily:
     budgeted: OnOptions = _never
     limit: OnOptions = _no_limit
     coherent: Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]] = field(default=_as_given)
+    recorded: tuple[str, ...] = ()
+    recording: Callable[[dict[str, Any]], dict[str, Any]] = field(default=_as_recorded)
+
+    def record(self, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+        """The options a release with these options records and passes to the family (the manifest's
+        ``input.options``): each of :attr:`recorded` (``defaults`` when not given) in the order the family
+        declares them (:attr:`options`), then each other option given, in the order given.
+
+        Parameters
+        ----------
+        given : mapping
+            The options given (``{option: value}``).
+        defaults : mapping
+            The default of each option's setting (:class:`pramkit.release.spec.ReleaseSpec`).
+
+        Examples
+        --------
+        >>> FAMILIES["dp"].record({"objective": "variance"}, {"truthful": False, "form": "diagonal"})
+        {'truthful': False, 'form': 'diagonal', 'objective': 'variance'}
+        >>> FAMILIES["dp"].record({"objective": "distance", "weights": "worst"}, {"truthful": False, "form": "diagonal"})
+        {'truthful': False, 'form': None, 'objective': 'distance', 'weights': 'worst'}
+        >>> FAMILIES["tridiagonal"].record({"gamma": 0.01, "alpha": 0.1}, {})
+        {'gamma': 0.01, 'alpha': 0.1}
+        """
+        recorded = {name: given.get(name, defaults.get(name)) for name in self.options if name in self.recorded}
+        return self.recording({**recorded, **{name: v for name, v in given.items() if name not in recorded}})
 
     def check(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """The options checked by their rules and against each other, defaults filled in.
@@ -283,6 +319,13 @@ def _dp_coherent(given: Mapping[str, Any], o: dict[str, Any]) -> dict[str, Any]:
     if given.get("form", "general") != "general":
         raise ParameterError("objective 'distance' designs any matrix (an LP): leave form out or use 'general'")
     return {**o, "form": "general"}
+
+
+def _dp_recorded(o: dict[str, Any]) -> dict[str, Any]:
+    """Objective ``distance`` designs any matrix (an LP): the default form is not given with it."""
+    if o.get("objective") == "distance" and o.get("form") == DP_FORMS[0]:
+        return {**o, "form": None}
+    return o
 
 
 def dp_options(options: Mapping[str, Any]) -> tuple[str, str, bool]:
@@ -528,11 +571,12 @@ FAMILIES: dict[str, DesignFamily] = {
         "dp", "epsilon-DP form (8) with maximal mutual information (Ayed, Battiston and Camerlenghi), or with the "
         "least variance of the unbiased estimator (objective variance), or the least expected distance moved "
         "(objective distance, with distances)",
-        DP_OPTIONS, _dp, reads=_dp_reads, budgeted=_always, limit=_dp_limit, coherent=_dp_coherent),
+        DP_OPTIONS, _dp, reads=_dp_reads, budgeted=_always, limit=_dp_limit, coherent=_dp_coherent,
+        recorded=("truthful", "form", "objective"), recording=_dp_recorded),
     "metric": DesignFamily(
         "metric", "metric-DP: the exponential mechanism over distances, or the truncated geometric mechanism on the "
         "category order (metric_epsilon per unit of distance; reads no frequencies)",
-        METRIC_OPTIONS, _metric, limit=_metric_limit),
+        METRIC_OPTIONS, _metric, limit=_metric_limit, recorded=("metric_epsilon", "mechanism")),
     "invariant": DesignFamily(
         "invariant", "sdcMicro's invariant PRAM (reads p)",
         {"pd": Number(low=0, high=1, default=0.8), "alpha": Number(low=0, high=1, default=0.5),

@@ -15,12 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.estimate.covariance import check_variance_kind
 from pramkit.estimate.estimators import ESTIMATORS, estimator_name
-from pramkit.settings import check_rules, comma_numbers, markers, setting
-from pramkit.validate import ENCODING, ENGINES, OPEN_PROBABILITY, SEPARATOR, SPARK_MASTER, Checked, Choice, Instance
+from pramkit.settings import (
+    check_rules,
+    comma_numbers,
+    encoding_setting,
+    engine_setting,
+    na_values_setting,
+    sep_setting,
+    setting,
+    spark_master_setting,
+)
+from pramkit.validate import OPEN_PROBABILITY, Checked, Choice, Instance
 
 #: The groups of ``pramkit estimate --help``.
 GROUPS = {"survey": "survey files (see docs/estimation.md): weighted totals, the design's variance and PRAM's "
@@ -105,19 +113,12 @@ class EstimateSpec:
     replicate_scales: str | None = setting(
         None, str, _columns("numbers, comma-separated"), "--replicate-method jkn: each replicate's scale, "
         "(n_h - 1) / n_h of its stratum, comma-separated", metavar="S,...", group="survey")
-    na_values: tuple[str, ...] = setting(
-        NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing in a CSV "
-        "file, besides the empty field", shared=True, label="Missing-value codes")
-    sep: str = setting(CSV_SEP, str, SEPARATOR, "the field separator of a CSV file", shared=True,
-                       noun="the separator (--sep)", label="Separator")
-    encoding: str = setting(CSV_ENCODING, str, ENCODING, "the character encoding of a CSV file", shared=True,
-                            label="Encoding")
-    engine: str = setting(
-        ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: the counts and the "
-        "weighted sums by stratum and PSU aggregated by Spark (CSV or Parquet), the same estimates", shared=True,
-        label="Engine")
-    spark_master: str = setting(SPARK_MASTER, str, Instance((str,), "a Spark master URL"),
-                                "Spark master URL for --engine spark", shared=True, label="Spark master")
+    na_values: tuple[str, ...] = na_values_setting()
+    sep: str = sep_setting()
+    encoding: str = encoding_setting()
+    engine: str = engine_setting("the counts and the weighted sums by stratum and PSU aggregated by "
+                                 "Spark (CSV or Parquet), the same estimates")
+    spark_master: str = spark_master_setting()
 
     def check(self) -> None:
         """Refuse a setting its rule refuses, or survey settings that do not go together; no data read.

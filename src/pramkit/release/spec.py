@@ -29,7 +29,7 @@ from pramkit.errors import ParameterError
 from pramkit.release.rules import RULES, check_split
 from pramkit.settings import Setting, check_rules, markers, setting, settings
 from pramkit.settings import flags as spec_flags
-from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number
+from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number, Rule
 
 if TYPE_CHECKING:
     from pramkit.design.recognition.design import Method
@@ -118,24 +118,27 @@ class ReleaseSpec:
     epsilon: float | None = setting(
         None, float, RULES["epsilon"].rule, "the record's total privacy budget (nats), design step included; "
         "with --probs/--counts, the matrix's epsilon", noun=RULES["epsilon"].noun,
-        label="Record budget (epsilon, nats)")
+        label="Record budget (epsilon, nats; may be empty for the classic designs)")
     epsilon_per_variable: str | None = setting(
         None, str, Checked(_per_variable, "items V=E, e.g. age=1,sex=0.5", "age"),
         "explicit per-variable budgets, e.g. age=1,sex=0.5 (instead of a split of --epsilon)", metavar="V=E,...",
-        label="Per-variable budgets")
+        label="Per-variable budgets", more=True)
     design_epsilon: float | None = setting(
         None, float, RULES["design_epsilon"].rule,
         "budget of the design step's DP counts (default: enough for noise of 5 %% of a category's mean count, at "
-        "most 10 %% of --epsilon); part of --epsilon", metavar="E_D", noun=RULES["design_epsilon"].noun)
+        "most 10 %% of --epsilon); part of --epsilon", metavar="E_D", noun=RULES["design_epsilon"].noun,
+        label="Budget of the design step's counts", more=True)
     prior: Path | None = setting(
         None, Path, _path("a file path or a Prior"), "public frequencies (CSV: variable,category,frequency): the "
-        "design reads no data frequencies and spends no design budget", label="Public prior")
+        "design reads no data frequencies and spends no design budget",
+        label="Public frequencies (CSV variable,category,frequency)")
     categories: str | None = setting(
         None, str, _path(), "with --probs/--counts: comma-separated labels (default 0..S-1); with DATA: a "
-        "codebook CSV (columns variable,category) declaring each variable's categories", label="Codebook")
+        "codebook CSV (columns variable,category) declaring each variable's categories",
+        label="Codebook (CSV variable,category)", widget="file")
     exact_frequencies: bool = setting(
         False, bool, Flag(), "design on the exact frequencies of DATA: no DP guarantee covers the design (the "
-        "ledger says so); for data that are not sensitive or for comparison")
+        "ledger says so); for data that are not sensitive or for comparison", label="Exact frequencies", more=True)
     beta: float | None = setting(None, float, None, "target beta-bistochastic privacy, H(P)/log2 r in (0, 1]",
                                  option="beta", group="family")
     keep: float | None = setting(None, float, None, "keep probability (keep: mu-ARGUS PRAM; circulant: p11)",
@@ -161,10 +164,11 @@ class ReleaseSpec:
     beta_family: str | None = setting(
         None, str, None, "bistochastic-beta: the family to fit (default best: most information for the data)",
         option="family", methods=("bistochastic-beta",), group="family",
-        metavar="{rr,kanon,tridiagonal,circulant,best}")
+        metavar="{rr,kanon,tridiagonal,circulant,best}", label="Family to fit")
     family: str = setting(
         "diagonal", str, None, "diagonal: form (8), any S, certificate in the output; general: any matrix, "
-        "staircase LP (S <= 14; --probs/--counts only)", option="form", metavar="{" + ",".join(DP_FORMS) + "}")
+        "staircase LP (S <= 14; --probs/--counts only)", option="form", metavar="{" + ",".join(DP_FORMS) + "}",
+        label="Form of the matrix")
     truthful: bool = setting(False, bool, None, "require q_k >= 1/S (form (8) only)", option="truthful")
     objective: str | None = setting(
         None, str, None, "--method dp: information (default: the most mutual information), variance (the least "
@@ -176,7 +180,7 @@ class ReleaseSpec:
         "distances between categories: 'ordinal' (the declared order), 'discrete' (every change counts 1: for "
         "nominal variables) or a CSV: category,x,y (projected), category,lat,lon (km on the sphere), "
         "category,neighbour (borders crossed) or from,to,distance; with DATA, for every variable in --vars",
-        metavar="ordinal|discrete|FILE", group="geo")
+        metavar="ordinal|discrete|FILE", group="geo", more=True)
     metric_epsilon: float | None = setting(
         None, float, None, "--method metric: the metric-DP budget per unit of distance", option="metric_epsilon",
         metavar="E_D", group="geo")
@@ -200,27 +204,29 @@ class ReleaseSpec:
     forbid: Path | None = setting(
         None, Path, _path("a file path or rules"), "edit rules: a CSV whose columns are variables and whose rows are "
         "forbidden combinations (empty cell: any value; a|b: either); no released record holds one (public: no "
-        "budget)", metavar="RULES.csv", group="structure", label="Edit rules")
+        "budget)", metavar="RULES.csv", group="structure", label="Edit rules (CSV of forbidden combinations)")
     strata: str | None = setting(
         None, str, _text("column names, comma-separated"), "stratum columns, released unperturbed: values move only "
         "within the values the record's stratum allows (those --forbid leaves it)", metavar="COL[,COL]",
-        group="structure")
+        group="structure", label="Strata (released unperturbed)", widget="columns")
     keep_codes: str | None = setting(
         None, str, Checked(_keep_codes, "items V=CODE, e.g. education=n/a,age=0-9|10-17", "sex"),
         "codes that never change and into which nothing moves, e.g. education=n/a,age=0-9|10-17 (separate the "
-        "items with ; when a code holds a comma)", metavar="V=CODE,...", group="structure", label="Kept codes")
+        "items with ; when a code holds a comma)", metavar="V=CODE,...", group="structure", label="Kept codes (V=CODE,...)")
     household: str | None = setting(None, str, _text("a column name"), "household id column (with --household-vars)",
-                                    metavar="COL", group="structure", label="Household id")
+                                    metavar="COL", group="structure", label="Household id", widget="column")
     household_vars: str | None = setting(
         None, str, _text("column names, comma-separated"), "variables perturbed once per household: every member "
-        "gets the household's released value", metavar="V[,V]", group="structure", label="Household variables")
+        "gets the household's released value", metavar="V[,V]", group="structure",
+        label="Household variables (one draw per household)", widget="columns")
     rule_breaking: str = setting(
         "error", str, RULES["rule_breaking"].rule, "an original record that breaks a rule: an error naming the row "
-        "(default), or kept unperturbed and reported", group="structure", noun=RULES["rule_breaking"].noun)
+        "(default), or kept unperturbed and reported", group="structure", noun=RULES["rule_breaking"].noun,
+        label="A record breaking a rule", more=True)
     weights: str | None = setting(
         None, str, _text("column names, comma-separated"), "sampling weight columns released with the file, as they "
         "are: the ledger names them (a rare weight can single a person out; `pramkit risk --weights` measures it)",
-        metavar="COL[,COL]", group="structure", label="Weight columns")
+        metavar="COL[,COL]", group="structure", label="Weight columns", widget="columns", more=True)
     missing: str = setting(
         "keep", str, RULES["missing"].rule, "missing values: kept missing, none made (default; which values "
         "are missing is released exactly and the guarantee sentence says so, a joint record missing some columns "
@@ -231,20 +237,21 @@ class ReleaseSpec:
         "(default %(default)s: every listed variable is perturbed); optimal: the most total information, which "
         "may give a variable epsilon 0 and leave it unperturbed; joint: one matrix on their cross-classification "
         "(methods dp and invariant; invariant keeps the joint table)", metavar="{optimal,equal,joint}",
-        label="Split of the budget")
+        label="Budget split")
     recognition: float | None = setting(
         None, float, OPEN_PROBABILITY, "design one joint matrix over --keys with every posterior of condition (C1) "
         "at most ALPHA and the smallest L2 loss", metavar="ALPHA", group="recognition",
         label="Recognition bound (alpha)")
     combinations: str = setting(
         "3", str, _text("a size or groups of keys such as 'a,b,c;a,b,d'"), "key combinations checked: a size "
-        "(default 3: every combination of three keys) or lists such as 'a,b,c;a,b,d'", group="recognition")
+        "(default 3: every combination of three keys) or lists such as 'a,b,c;a,b,d'", group="recognition",
+        label="Key combinations")
     recognition_gamma: float | None = setting(
         None, float, Number(low=0, high=1), "lower bound on the diagonal of the reductions (default 0.9)",
-        metavar="GAMMA", needs=("recognition", GIVEN), group="recognition")
+        metavar="GAMMA", needs=("recognition", GIVEN), group="recognition", label="Recognition: diagonal bound")
     recognition_method: Method = setting(
         "restricted", str, Choice(("restricted", "full")), "restricted: convex, certified gap (default); full: "
-        "every entry free (small X only)", group="recognition")
+        "every entry free (small X only)", group="recognition", label="Recognition: solver")
     na_values: tuple[str, ...] = setting(
         NA_VALUES, markers, Instance((tuple, list), "texts, comma-separated"), "texts that mean missing in a CSV "
         "file, besides the empty field", shared=True, label="Missing-value codes")
@@ -260,27 +267,29 @@ class ReleaseSpec:
     derive_from: Path | None = setting(
         None, Path, _path(), "design a second step applied to the file that manifest released (a public-use file "
         "from a scientific-use file), with record epsilon --epsilon; reads no data (docs/privacy.md)",
-        metavar="SUF-MANIFEST")
+        metavar="SUF-MANIFEST", widget="none")
     sampling: str | None = setting(
         None, str, Checked(_sampling, "poisson:Q, srswor:M/N or stratified:Q1,Q2,...", "bogus"),
         "the file is a secret sample: srswor:M/N (M: the file's rows, checked), poisson:Q (with --population N) or "
-        "stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)", metavar="DESIGN")
+        "stratified:Q1,Q2,... (the ledger states the amplified epsilon beside the local one)", metavar="DESIGN",
+        label="Sampling design", more=True)
     population: int | None = setting(
         None, int, Number(int, low=0), "the population the file was drawn from: a simple random sample without "
         "replacement of its rows from N persons, or with --sampling poisson:Q the population of the Poisson "
-        "sample", metavar="N")
+        "sample", metavar="N", label="Population", more=True)
     target: str | None = setting(
         None, str, Checked(_target, "matched=X%", "bogus"), "design to a disclosure target: the largest record "
         "budget up to --epsilon whose release is expected to reproduce at most X %% of all records as unique "
         "records (the ledger says the budget was chosen from the data); the budgets explored go to the design "
-        "record", metavar="matched=X%")
+        "record", metavar="matched=X%", label="Disclosure target", more=True)
     target_keys: str | None = setting(
         None, str, _text("column names, comma-separated"), "--target: the columns on which a record is unique and "
-        "reproduced (default: --strata and --vars)", metavar="COL[,COL]", needs=("target", GIVEN))
+        "reproduced (default: --strata and --vars)", metavar="COL[,COL]", needs=("target", GIVEN),
+        label="Target's key columns", widget="columns", more=True)
     recoded_by: Path | None = setting(
         None, Path, _path(), "DATA was recoded by this map (`pramkit recode`): the manifest states it "
         "(input.recode, public: the map is declared, not read from the data); a perturbed variable's categories "
-        "must be recoded already", metavar="MAP.json")
+        "must be recoded already", metavar="MAP.json", widget="none")
 
     @classmethod
     def from_namespace(cls, args: Any) -> ReleaseSpec:
@@ -394,7 +403,9 @@ class ReleaseSpec:
         return getattr(self, name) is not None if value == GIVEN else bool(getattr(self, name) == value)
 
     def options(self) -> dict[str, Any]:
-        """The chosen family's options, from its settings (checked by :meth:`check`).
+        """The chosen family's options, from its settings (checked by :meth:`check`): each one given, and those
+        the family records at their defaults, in the family's order (:meth:`pramkit.design.registry.DesignFamily.record`).
+        A new option of a family is its rule in the registry and its setting here (``option=``), nothing else.
 
         Examples
         --------
@@ -404,18 +415,15 @@ class ReleaseSpec:
         {'metric_epsilon': 0.5, 'mechanism': None}
         """
         self.check()
-        if self.method == "dp":
-            distance = self.objective == "distance"
-            return {"truthful": self.truthful, "form": None if distance and self.family == "diagonal" else self.family,
-                    "objective": self.objective,
-                    **({"weights": self.distance_weights} if self.distance_weights else {}),
-                    **({"invariant": True} if self.invariant else {})}
-        if self.method == "metric":
-            return {"metric_epsilon": self.metric_epsilon, "mechanism": self.mechanism,
-                    **({"dilation": self.dilation} if self.dilation is not None else {})}
-        # every other family: each of its options given, in the order declared (the manifest records them so)
-        return {s.option: getattr(self, s.name) for s in settings(self)
-                if s.option is not None and self.method in methods_of(s) and getattr(self, s.name) is not None}
+        given: dict[str, Any] = {}
+        defaults: dict[str, Any] = {}
+        for s in settings(self):
+            if s.option is not None and self.method in methods_of(s):
+                value = getattr(self, s.name)
+                if value is not None and s.given(value):
+                    given[s.option] = value
+                defaults.setdefault(s.option, s.default)
+        return FAMILIES[self.method].record(given, defaults)
 
     def plan(self, variables: Sequence[str]) -> ReleasePlan:
         """The release plan of these choices for ``variables`` (every parameter checked, no data read).
@@ -620,6 +628,22 @@ def methods_of(s: Setting) -> tuple[str, ...]:
     if s.methods is not None:
         return s.methods
     return tuple(name for name, fam in FAMILIES.items() if s.option in fam.options)
+
+
+def family_rules(s: Setting) -> dict[str, Rule]:
+    """The rule of each family a family's setting applies to, for the option it gives (the registry's).
+
+    Examples
+    --------
+    >>> spec = {s.name: s for s in settings(ReleaseSpec)}
+    >>> {m: r.expects() for m, r in family_rules(spec["gamma"]).items()}
+    {'kanon': 'a number in [0, 1]', 'tridiagonal': 'a number in [0, 1]'}
+    >>> family_rules(spec["epsilon"])
+    {}
+    """
+    if s.option is None:
+        return {}
+    return {m: FAMILIES[m].options[s.option] for m in methods_of(s)}
 
 
 def _misapplied(s: Setting, group: Sequence[Setting], where: str) -> None:

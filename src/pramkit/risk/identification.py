@@ -405,6 +405,22 @@ def _perturbed_columns(keys: tuple[str, ...], singles: tuple[str, ...], joints: 
     joint = {c for j in joints for c in j.columns}
     return tuple(k for k in keys if k in singles or k in joint)
 
+
+def _only_spec(given: dict[str, Any]) -> None:
+    """Refuse a keyword of :func:`identification_risk` given besides its ``spec`` (one that is not its default)."""
+    import inspect
+
+    defaults = inspect.signature(identification_risk).parameters
+    other = [name for name, value in given.items() if not _same(value, defaults[name].default)]
+    if other:
+        raise ParameterError(f"give the settings as a RiskSpec or as keywords, not both ({', '.join(other)})")
+
+
+def _same(value: Any, default: Any) -> bool:
+    """A keyword left at its default (an array is never one)."""
+    return value is default or (not isinstance(value, np.ndarray) and bool(value == default))
+
+
 def identification_risk(
     data: Any,
     keys: Sequence[str],
@@ -423,6 +439,7 @@ def identification_risk(
     encoding: str = CSV_ENCODING,
     engine: str = "local",
     spark_master: str = SPARK_MASTER,
+    spec: Any = None,
 ) -> RiskResult:
     """tau1, tau2 (eqs. (4)-(5) of the module docstring) and per-record risks of ``data`` on ``keys``.
 
@@ -455,6 +472,8 @@ def identification_risk(
         (:func:`pramkit.engine.spark.counts.count_file`, master ``spark_master``), the rest as for a file;
         the same figures (weight sums added in another order: equal to about 1e-15 relative)
     spark_master : Spark's master URL
+    spec : a :class:`pramkit.risk.spec.RiskSpec` giving the settings above (``sampling_fraction`` to
+        ``spark_master``) instead of these keywords, checked as ``pramkit risk`` checks them
 
     Returns
     -------
@@ -497,7 +516,26 @@ def identification_risk(
     ...                           original=original)
     >>> res.perturbed, res.fitted_to, round(res.tau2, 4)
     (('sex',), 'original', 1.9818)
+
+    The settings may come as one :class:`pramkit.risk.spec.RiskSpec` (not both ways):
+
+    >>> from pramkit.risk.spec import RiskSpec
+    >>> same = identification_risk(released, ["sex", "age"], manifest=manifest, original=original,
+    ...                            spec=RiskSpec(sampling_fraction=0.5))
+    >>> same.tau2 == res.tau2
+    True
+    >>> identification_risk(released, ["sex"], spec=RiskSpec(sampling_fraction=0.5), model="independence")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: give the settings as a RiskSpec or as keywords, not both (model)
     """
+    if spec is not None:
+        given = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "missing": missing,
+                 "fractions": fractions, "na_values": na_values, "sep": sep, "encoding": encoding, "engine": engine,
+                 "spark_master": spark_master}
+        _only_spec(given)
+        return identification_risk(data, keys, manifest=manifest, original=original, tol=tol, tau_rtol=tau_rtol,
+                                   **spec.keywords())
     start = time.perf_counter()
     if tau_rtol is not None and not (math.isfinite(tau_rtol) and tau_rtol > 0):
         raise ParameterError(f"tau_rtol must be a positive number or None, got {tau_rtol!r}")
