@@ -164,8 +164,9 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     # compiled loops, the keyed generator, values to codes and back
     ("kernels", ("pramkit.engine._kernels", "pramkit.engine.utf8", "pramkit.engine.rng", "pramkit.codebook")),
     # files and frames read and written, counts, structure (strata, households, rules), recodes
-    ("io", ("pramkit.io", "pramkit.io_codes", "pramkit.io_sas", "pramkit.io_stat", "pramkit.counts",
-            "pramkit.structure", "pramkit.recode")),
+    # (pramkit.source: the data a workflow reads, opened once)
+    ("io", ("pramkit.io", "pramkit.io_codes", "pramkit.io_sas", "pramkit.io_stat", "pramkit.source",
+            "pramkit.counts", "pramkit.structure", "pramkit.recode")),
     # the matrix and what is measured of it: epsilon, the realised law, composition, the ledger,
     # information, the public distances
     ("measures", ("pramkit.matrix", "pramkit.privacy", "pramkit.ledger", "pramkit.information",
@@ -272,6 +273,8 @@ def test_the_architecture_page_draws_the_floors() -> None:
 #: Public classes defined in two modules, each with its reason: one name, one meaning elsewhere.
 SHARED_CLASS_NAMES = {
     "Workbench": "pramkit.workbench.export reads the session's Workbench through a Protocol of the same name",
+    "Source": "pramkit.source.Source is an opened data source; pramkit.workbench.Source is one (a subclass) "
+              "with what the workbench shows of it",
     "Rule": "pramkit.validate.Rule (one option's rule) is reshaped with the release specification; "
             "pramkit.structure.Rule is the public edit rule of pramkit.Rules",
 }
