@@ -17,7 +17,7 @@ column's categories.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -659,13 +659,15 @@ def _groups(groups: Sequence[Sequence[str]], columns: Sequence[str] | None) -> t
 
 
 def _file_categories(source: Source, columns: Sequence[str], declared: Mapping[str, Sequence[Label]], missing: str,
-                     chunk_rows: int, quiet: bool, total: int | None) -> dict[str, Sequence[Label]]:
+                     chunk_rows: int, quiet: bool, total: int | None,
+                     unread: Iterator[pa.Table] | None = None) -> dict[str, Sequence[Label]]:
     """Every column's categories: the declared ones, the others found in a first pass over the file
-    (a :func:`pramkit.codebook.spelling_error` naming two rows when two spell one value)."""
+    (a :func:`pramkit.codebook.spelling_error` naming two rows when two spell one value).  ``unread``:
+    the batches of ``columns`` already opened, read for this pass when no column is declared."""
     out = dict(declared)
     todo = [c for c in columns if c not in declared]
     if todo:
-        _, batches = source.batches(todo, chunk_rows=chunk_rows)
+        batches = unread if unread is not None and todo == list(columns) else source.batches(todo, chunk_rows=chunk_rows)[1]
         found = _distinct(batches, todo, quiet, total, missing == "category")
         for c in todo:
             clash = spelling_clash(found[c])
@@ -758,8 +760,9 @@ def count_file(
         raise ParameterError(f"missing must be 'exclude' or 'category', not {missing!r}")
     read = columns + ([weights] if weights is not None and weights not in columns else [])
     source = Source.open(path, na_values=na_values, sep=sep, encoding=encoding)
-    meta, _ = source.batches(read, chunk_rows=chunk_rows)
-    cats = _file_categories(source, columns, categories or {}, missing, chunk_rows, quiet, meta.rows)
+    meta, unread = source.batches(read, chunk_rows=chunk_rows)
+    cats = _file_categories(source, columns, categories or {}, missing, chunk_rows, quiet, meta.rows,
+                            unread if read == columns else None)
     _, batches = source.batches(read, chunk_rows=chunk_rows)
     return _count_tables(batches, columns, cats, quiet, meta.rows, weights, max_cells)
 
@@ -889,8 +892,8 @@ def count_groups(
         table = pa.Table.from_pandas(data[every], preserve_index=False)
         return _count_groups([table], every, made, cats, True, len(data), max_cells=max_cells)
     source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)
-    meta, _ = source.batches(every, chunk_rows=chunk_rows)
-    cats = _file_categories(source, every, categories or {}, missing, chunk_rows, quiet, meta.rows)
+    meta, unread = source.batches(every, chunk_rows=chunk_rows)
+    cats = _file_categories(source, every, categories or {}, missing, chunk_rows, quiet, meta.rows, unread)
     _, batches = source.batches(every, chunk_rows=chunk_rows)
     return _count_groups(batches, every, made, cats, quiet, meta.rows, max_cells=max_cells)
 
