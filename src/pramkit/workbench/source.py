@@ -139,7 +139,7 @@ class Source(OpenedSource):
     preview_codes: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
-    def data(self) -> Path:  # type: ignore[override]
+    def data(self) -> Path:
         """What was opened: the file."""
         return self.path
 
