@@ -164,8 +164,9 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     # compiled loops, the keyed generator, values to codes and back
     ("kernels", ("pramkit.engine._kernels", "pramkit.engine.utf8", "pramkit.engine.rng", "pramkit.codebook")),
     # files and frames read and written, counts, structure (strata, households, rules), recodes
-    ("io", ("pramkit.io", "pramkit.io_codes", "pramkit.io_sas", "pramkit.io_stat", "pramkit.counts",
-            "pramkit.structure", "pramkit.recode")),
+    # (pramkit.source: the data a workflow reads, opened once)
+    ("io", ("pramkit.io", "pramkit.io_codes", "pramkit.io_sas", "pramkit.io_stat", "pramkit.source",
+            "pramkit.counts", "pramkit.structure", "pramkit.recode")),
     # the matrix and what is measured of it: epsilon, the realised law, composition, the ledger,
     # information, the public distances
     ("measures", ("pramkit.matrix", "pramkit.privacy", "pramkit.ledger", "pramkit.information",
@@ -272,6 +273,8 @@ def test_the_architecture_page_draws_the_floors() -> None:
 #: Public classes defined in two modules, each with its reason: one name, one meaning elsewhere.
 SHARED_CLASS_NAMES = {
     "Workbench": "pramkit.workbench.export reads the session's Workbench through a Protocol of the same name",
+    "Source": "pramkit.source.Source is an opened data source; pramkit.workbench.Source is one (a subclass) "
+              "with what the workbench shows of it",
     "Rule": "pramkit.validate.Rule (one option's rule) is reshaped with the release specification; "
             "pramkit.structure.Rule is the public edit rule of pramkit.Rules",
 }
@@ -338,3 +341,45 @@ def test_every_module_and_function_the_architecture_page_names_exists() -> None:
     assert len(stages) >= 6
     for module, function in stages:
         assert hasattr(importlib.import_module(module), function), (module, function)
+
+
+#: What asks the data what it is or reads it: the readers of pramkit.io and pramkit.frames.
+READERS = {"streamed", "frame_kind", "frame_columns", "describe", "iter_batches", "read_table", "read_arrow",
+           "sha256_of", "value_label_categories", "arrow_batches"}
+#: The design workflow's modules allowed to call a reader, each with its reason.
+READS_ELSEWHERE = {
+    "derive.py": "a derived release's digest is that of its input release, a public file, not the data",
+    "spec.py": "--target reads the data whole once, then designs from that frame at each budget it tries",
+}
+
+
+def _reader_calls(path: Path) -> list[str]:
+    """The readers ``path`` calls, and its ``isinstance(data, ...)`` (asking whether data is a path or a frame)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else ""  # the readers are imported by name
+        if name in READERS:
+            found.append(name)
+        if name == "isinstance" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "data":
+            found.append("isinstance(data, ...)")
+    return found
+
+
+def test_the_design_stages_ask_the_data_through_its_source_only() -> None:
+    """pramkit.release opens its data once (pramkit.source.Source) and hands it down: no stage asks
+    again whether it holds a path or a frame, nor reads it but through the source."""
+    asking = {p.name: calls for p in sorted((SRC / "release").glob("*.py"))
+              if (calls := _reader_calls(p)) and p.name not in READS_ELSEWHERE}
+    assert not asking, f"{asking}: ask the pramkit.source.Source handed down instead"
+    assert all(_reader_calls(SRC / "release" / name) for name in READS_ELSEWHERE), "an exception no longer needed"
+
+
+def test_the_reader_check_sees_a_stage_that_asks() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "stage.py"
+        f.write_text("def f(data):\n    if isinstance(data, str):\n        return sha256_of(data)\n", encoding="utf-8")
+        assert sorted(_reader_calls(f)) == ["isinstance(data, ...)", "sha256_of"]

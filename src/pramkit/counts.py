@@ -30,9 +30,10 @@ from numpy.typing import ArrayLike
 
 from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
-from pramkit.io import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES, iter_batches
+from pramkit.io import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.labels import Label
 from pramkit.progress import progress
+from pramkit.source import Source
 
 #: Largest dense table :func:`count_file` builds (cells).
 MAX_CELLS = 200_000_000
@@ -564,14 +565,12 @@ def _distinct(batches: Any, columns: Sequence[str], quiet: bool, total: int | No
     return cats
 
 
-def _first_rows(path: str | Path, column: str, values: Sequence[Any], chunk_rows: int,
-                na_values: Sequence[str], sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> tuple[int | None, ...]:
+def _first_rows(source: Source, column: str, values: Sequence[Any], chunk_rows: int) -> tuple[int | None, ...]:
     """The first row (counted from 1) of the file holding each of ``values`` in ``column``: a further pass,
     on the way to an error only."""
     rows: list[int | None] = [None] * len(values)
     offset = 0
-    _, batches = iter_batches(path, columns=[column], chunk_rows=chunk_rows, na_values=na_values, sep=sep,
-                              encoding=encoding)
+    _, batches = source.batches([column], chunk_rows=chunk_rows)
     for table in batches:
         for i, value in enumerate(values):
             if rows[i] is None and (row := first_row(table.column(column), value)) is not None:
@@ -696,21 +695,21 @@ def _groups(groups: Sequence[Sequence[str]], columns: Sequence[str] | None) -> t
     return every, made + [(c,) for c in every if c not in held]
 
 
-def _file_categories(path: Any, columns: Sequence[str], declared: Mapping[str, Sequence[Label]], missing: str,
-                     chunk_rows: int, quiet: bool, na_values: Sequence[str], sep: str, encoding: str,
-                     total: int | None) -> dict[str, Sequence[Label]]:
+def _file_categories(source: Source, columns: Sequence[str], declared: Mapping[str, Sequence[Label]], missing: str,
+                     chunk_rows: int, quiet: bool, total: int | None,
+                     unread: Iterator[pa.Table] | None = None) -> dict[str, Sequence[Label]]:
     """Every column's categories: the declared ones, the others found in a first pass over the file
-    (a :func:`pramkit.codebook.spelling_error` naming two rows when two spell one value)."""
+    (a :func:`pramkit.codebook.spelling_error` naming two rows when two spell one value).  ``unread``:
+    the batches of ``columns`` already opened, read for this pass when no column is declared."""
     out = dict(declared)
     todo = [c for c in columns if c not in declared]
     if todo:
-        _, batches = iter_batches(path, columns=todo, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
-                                  encoding=encoding)
+        batches = unread if unread is not None and todo == list(columns) else source.batches(todo, chunk_rows=chunk_rows)[1]
         found = _distinct(batches, todo, quiet, total, missing == "category")
         for c in todo:
             clash = spelling_clash(found[c])
             if clash is not None:
-                a, b = _first_rows(path, c, clash[:2], chunk_rows, na_values, sep, encoding)
+                a, b = _first_rows(source, c, clash[:2], chunk_rows)
                 raise spelling_error(c, clash, (a, b))
         out.update(found)
     return out
@@ -801,11 +800,11 @@ def count_file(
     read = columns + ([weights] if weights is not None and weights not in columns else [])
     if chunk_rows is None:
         chunk_rows = CHUNK_ROWS if weights is not None else chunk_rows_for(len(read))
-    meta, _ = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
-    cats = _file_categories(path, columns, categories or {}, missing, chunk_rows, quiet, na_values, sep, encoding,
-                            meta.rows)
-    _, batches = iter_batches(path, columns=read, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
-                              encoding=encoding)
+    source = Source.open(path, na_values=na_values, sep=sep, encoding=encoding)
+    meta, unread = source.batches(read, chunk_rows=chunk_rows)
+    cats = _file_categories(source, columns, categories or {}, missing, chunk_rows, quiet, meta.rows,
+                            unread if read == columns else None)
+    _, batches = source.batches(read, chunk_rows=chunk_rows)
     return _count_tables(batches, columns, cats, quiet, meta.rows, weights, max_cells)
 
 
@@ -892,8 +891,9 @@ def count_groups(
 
     Parameters
     ----------
-    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
-        The records.
+    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame, pyarrow.Table or pramkit.source.Source
+        The records (a :class:`pramkit.source.Source` is read with its own ``na_values``, ``sep`` and
+        ``encoding``).
     groups : sequence of sequences of str
         The groups of columns, one table each (axes in the order given); a group given twice
         is counted once.
@@ -947,11 +947,10 @@ def count_groups(
                              max_cells=max_cells)
     if chunk_rows is None:
         chunk_rows = chunk_rows_for(len(every))
-    meta, _ = iter_batches(data, columns=every, chunk_rows=chunk_rows, na_values=na_values, sep=sep, encoding=encoding)
-    cats = _file_categories(data, every, categories or {}, missing, chunk_rows, quiet, na_values, sep, encoding,
-                            meta.rows)
-    _, batches = iter_batches(data, columns=every, chunk_rows=chunk_rows, na_values=na_values, sep=sep,
-                              encoding=encoding)
+    source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)
+    meta, unread = source.batches(every, chunk_rows=chunk_rows)
+    cats = _file_categories(source, every, categories or {}, missing, chunk_rows, quiet, meta.rows, unread)
+    _, batches = source.batches(every, chunk_rows=chunk_rows)
     return _count_groups(batches, every, made, cats, quiet, meta.rows, max_cells=max_cells)
 
 

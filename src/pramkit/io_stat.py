@@ -567,6 +567,15 @@ def _parquet_code_words(path: Path) -> str | None:
     return CODE_SYSTEMS.get(str(labels.get("origin"))) if missing else None
 
 
+def _code_words(path: Path) -> str | None:
+    """:func:`missing_code_words` of a file, or of the Stata, SPSS or SAS file a Parquet file pramkit wrote
+    came from (its metadata read)."""
+    words = missing_code_words(path)
+    if words is None and path.suffix.lower() in (".parquet", ".pq"):
+        words = _parquet_code_words(path)
+    return words
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text)
@@ -601,9 +610,7 @@ def name_missing_codes(manifest: Any, data: Any) -> Any:
     """
     import dataclasses
 
-    words = missing_code_words(data) if isinstance(data, (str, Path)) else None
-    if words is None and isinstance(data, (str, Path)) and Path(data).suffix.lower() in (".parquet", ".pq"):
-        words = _parquet_code_words(Path(data))
+    words = _code_words(Path(data)) if isinstance(data, (str, Path)) else None
     if words is None:
         return manifest
     return dataclasses.replace(manifest, input={**manifest.input, "missing_codes": words})

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pramkit.counts import CountTable, CountTables, count_groups
@@ -32,6 +31,7 @@ from pramkit.release.targets import (
     target_groups,
     unpaired_notes,
 )
+from pramkit.source import Source
 from pramkit.validate import SPARK_MASTER, engine_name
 
 
@@ -71,18 +71,11 @@ class Counted:
     notes: tuple[str, ...] = ()
 
 
-def _require_weights(data: Any, weights: Sequence[str]) -> None:
+def _require_weights(source: Source, weights: Sequence[str]) -> None:
     """The sampling weight columns the ledger will name are in the data."""
     if not weights:
         return
-    if isinstance(data, (str, Path)):
-        from pramkit.io import iter_batches
-
-        present = iter_batches(data)[0].columns
-    else:
-        from pramkit.frames import frame_columns
-
-        present = frame_columns(data)
+    present = source.columns
     absent = [c for c in weights if c not in present]
     if absent:
         raise DataError(f"weight column(s) {absent} are not in the data; its columns are {list(present)}")
@@ -94,8 +87,9 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True, engine: s
 
     Parameters
     ----------
-    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
-        The original data (a file, a polars frame or an Arrow table is streamed).
+    data : Source, str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The original data (a file, a polars frame or an Arrow table is streamed), opened once
+        (:meth:`pramkit.source.Source.open`, read as ``plan.reading`` says): every stage asks the source.
     plan : ReleasePlan
         From :func:`pramkit.release.plan.plan_release`.
     quiet : bool
@@ -134,19 +128,21 @@ def count_release(data: Any, plan: ReleasePlan, *, quiet: bool = True, engine: s
     >>> c.table.cells == sum(len(CENSUS_VARIABLES[n]) + 1 for n in names)  # each with missing, None
     True
     """
+    source = Source.open(data, **plan.reading)
     declared, sources = _declared(plan.counted, plan.categories, plan.prior)
-    _require_weights(data, plan.weights)
+    _require_weights(source, plan.weights)
     groups = target_groups(plan.names, plan.split, plan.shape)
-    reading = plan.reading if engine_name(engine) == "local" else {**plan.reading, "master": spark_master}
-    table, described, digest = _count(data, list(plan.counted), groups, declared, quiet, reading)
-    table, sources, notes = _labelled(data, table, sources)
+    table = _count(source, list(plan.counted), groups, declared, quiet,
+                   None if engine_name(engine) == "local" else spark_master)
+    table, sources, notes = _labelled(source, table, sources)
     _require_two(table, plan.names)
-    households = household_table(data, plan.shape, table, **plan.reading) if plan.shape.household else None
+    households = household_table(source, plan.shape, table, **plan.reading) if plan.shape.household else None
     targets = plan_targets(list(plan.names), plan.split, plan.shape, table, households, plan.missing)
-    notes += check_breaking(data, plan.shape, targets, **plan.reading)
+    notes += check_breaking(source, plan.shape, targets, **plan.reading)
     notes += unpaired_notes(targets, plan.shape.rules)
-    return Counted(table, described, digest, sources, _ordered(data, targets, sources), households, targets,
-                   notes)
+    source.forget()  # counted: a file read whole is held no more
+    return Counted(table, source.described, source.digest, sources, _ordered(source, targets, sources), households,
+                   targets, notes)
 
 
 def _declared(names: Sequence[str], categories: Mapping[str, Sequence[Label]] | None,
@@ -164,53 +160,40 @@ def _declared(names: Sequence[str], categories: Mapping[str, Sequence[Label]] | 
     return declared, source
 
 
-def _count(data: Any, names: list[str], groups: Sequence[Sequence[str]], categories: Mapping[str, Sequence[Label]],
-           quiet: bool, reading: Mapping[str, Any]) -> tuple[CountTables, str, str | None]:
+def _count(source: Source, names: list[str], groups: Sequence[Sequence[str]],
+           categories: Mapping[str, Sequence[Label]], quiet: bool, spark_master: str | None) -> CountTables:
     """Count the groups of columns (every one of ``names`` in one at least), missing values as a
     category ``None`` of each (so that a record missing one variable still counts in the others'
-    designs); returns the tables, a description of the data and its digest.  ``reading``: how a
-    file is read (``na_values``, ``sep``, ``encoding``)."""
+    designs).  ``spark_master``: the Spark engine's master (``None``: counted here)."""
     from pramkit.codebook import categories_of
-    from pramkit.frames import describe, streamed
-    from pramkit.io import sha256_of
 
     with_missing = {c: (*cats, None) for c, cats in categories.items()}
-    if "master" in reading:  # the Spark engine
+    if spark_master is not None:  # the Spark engine
         from pramkit.engine.spark.counts import count_groups as spark_groups
 
-        if not isinstance(data, (str, Path)):
-            raise ParameterError(f"the Spark engine designs from a CSV or Parquet file, not {type(data).__name__}")
-        table = spark_groups(data, groups, columns=names, categories=with_missing or None, missing="category",
-                             **reading)
-        return table, str(data), sha256_of(data)
-    if isinstance(data, (str, Path)) or streamed(data):  # a polars frame or an Arrow table streams like a file
-        table = count_groups(data, groups, columns=names, categories=with_missing or None, missing="category",
-                             quiet=quiet, **reading)
-        return (table, str(data), sha256_of(data)) if isinstance(data, (str, Path)) else (table, describe(data), None)
-    import pandas as pd
+        if source.path is None:
+            raise ParameterError(f"the Spark engine designs from a CSV or Parquet file, not {type(source.data).__name__}")
+        return spark_groups(source.data, groups, columns=names, categories=with_missing or None, missing="category",
+                            na_values=source.na_values, sep=source.sep, encoding=source.encoding, master=spark_master)
+    if source.streamed:  # a file, a polars frame or an Arrow table, chunk by chunk
+        return count_groups(source, groups, columns=names, categories=with_missing or None, missing="category",
+                            quiet=quiet)
+    from pramkit.io import require_columns
 
-    if isinstance(data, pd.DataFrame):
-        from pramkit.io import require_columns
-
-        require_columns(names, list(data.columns), "the data")
-        found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
-        return count_groups(data, groups, columns=names, categories=found), "a DataFrame in memory", None
-    raise ParameterError(f"data must be a file path, a pandas or polars DataFrame, a polars LazyFrame or an "
-                         f"Arrow table, not {type(data).__name__}")
+    data = source.data  # a pandas DataFrame
+    require_columns(names, list(data.columns), "the data")
+    found = {n: with_missing.get(n) or (*categories_of(data[n], column=n), None) for n in names}
+    return count_groups(data, groups, columns=names, categories=found)
 
 
-def _labelled(data: Any, table: CountTables,
+def _labelled(source: Source, table: CountTables,
               sources: Mapping[str, str]) -> tuple[CountTables, dict[str, str], tuple[str, ...]]:
     """Categories read from the data, replaced by the value labels a Stata or SPSS file declares
     (its codebook) when they list every value found; returns the table, the sources and notes."""
-    from pramkit.io import value_label_categories
-
     sources = dict(sources)
     undeclared = [n for n in table.columns if sources[n] == "data"]
-    if not undeclared or not isinstance(data, (str, Path)):
-        return table, sources, ()
     notes = []
-    for n, labels in value_label_categories(data, undeclared).items():
+    for n, labels in source.value_labels(undeclared).items():
         try:
             table = table.extended(n, [*labels, None] if None in table.categories[table.columns.index(n)] else labels)
         except DataError as exc:
@@ -229,8 +212,6 @@ def _require_two(table: CountTables, names: Sequence[str]) -> None:
             raise DataError(f"column {n!r} has fewer than two categories ({present}); nothing to perturb")
 
 
-def _ordered(data: Any, targets: Mapping[str, Target], sources: Mapping[str, str]) -> dict[str, bool]:
+def _ordered(source: Source, targets: Mapping[str, Target], sources: Mapping[str, str]) -> dict[str, bool]:
     """Whether each target's categories have a declared order (a codebook, a prior, or the file's own)."""
-    from pramkit.codebook import declares_order
-
-    return {k: sources.get(k) != "data" or declares_order(data, k) for k in targets}
+    return {k: sources.get(k) != "data" or source.declares_order(k) for k in targets}

@@ -25,6 +25,7 @@ from pramkit.release.count import count_release
 from pramkit.release.frequencies import design_frequencies
 from pramkit.release.plan import ReleasePlan, plan_release
 from pramkit.release.record import Release
+from pramkit.source import Source
 from pramkit.validate import SPARK_MASTER
 
 if TYPE_CHECKING:
@@ -38,8 +39,9 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
 
     Parameters
     ----------
-    data : str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
-        The original data (a file, a polars frame or an Arrow table is streamed: :mod:`pramkit.frames`).
+    data : Source, str, Path, pandas.DataFrame, polars.DataFrame, polars.LazyFrame or pyarrow.Table
+        The original data (a file, a polars frame or an Arrow table is streamed: :mod:`pramkit.frames`),
+        opened once (:meth:`pramkit.source.Source.open`); a source is used as it is.
     plan : ReleasePlan
         From :func:`pramkit.plan_release` (every parameter already checked).
     rng : random.Random, optional
@@ -87,14 +89,15 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     if rng is not None and key is not None:
         raise ParameterError("give the design step's randomness once: rng or key, not both")
     t0 = time.perf_counter()
-    counted = count_release(data, plan, quiet=quiet, engine=engine, spark_master=spark_master)
+    source = Source.open(data, **plan.reading)  # opened once: every stage asks it, none reads the data again
+    counted = count_release(source, plan, quiet=quiet, engine=engine, spark_master=spark_master)
     freqs = design_frequencies(plan, counted, rng=rng, key=key)
     allocation = allocate(plan, counted, freqs)
     built = build_matrices(plan, counted, freqs, allocation, quiet=quiet)
     release = assemble(plan, counted, freqs, allocation, built, time.perf_counter() - t0, compare=compare)
     from pramkit.io_stat import name_missing_codes  # a Stata, SPSS or SAS file's missing codes, named
 
-    return dataclasses.replace(release, manifest=name_missing_codes(release.manifest, data))
+    return dataclasses.replace(release, manifest=name_missing_codes(release.manifest, source.data))
 
 
 def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Random | None = None,

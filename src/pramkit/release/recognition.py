@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pramkit._json import to_jsonable
@@ -43,8 +42,8 @@ def design_recognition(
 
     Parameters
     ----------
-    data : str, Path or pandas.DataFrame
-        The original data.
+    data : str, Path, pandas.DataFrame or pramkit.source.Source
+        The original data (a file is read for the keys only: :meth:`pramkit.source.Source.frame`).
     keys : sequence of str
         The key variables, perturbed jointly.
     alpha : float
@@ -84,18 +83,15 @@ def design_recognition(
     ('exact', False)
     """
     from pramkit.design.recognition.design import recognition_design_from_data
-    from pramkit.io import read_table, sha256_of
+    from pramkit.source import Source
 
     names = variable_names(list(keys))
     if len(names) < 2:
         raise ParameterError("the recognition design perturbs the key variables jointly: give at least two keys")
     t0 = time.perf_counter()
-    digest = None
-    described = "a DataFrame in memory"
-    if isinstance(data, (str, Path)):
-        described, digest = str(data), sha256_of(data)
-        data = read_table(data, columns=names, na_values=na_values, sep=sep, encoding=encoding)
-    d = recognition_design_from_data(data, names, alpha=alpha, combinations=combinations, method=solver,
+    source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)
+    described, digest = (source.described, source.digest) if source.on_disk else ("a DataFrame in memory", None)
+    d = recognition_design_from_data(source.frame(names) if source.on_disk else source.data, names, alpha=alpha, combinations=combinations, method=solver,
                                      gamma=gamma)
     designed = d.perturbed_variable()
     # the loss, the worst posterior and the certificate are computed on the exact counts: private

@@ -616,19 +616,11 @@ def check_breaking(data: Any, shape: Shape, targets: Mapping[str, Target],
 
 
 def _frame(data: Any, columns: Sequence[str], na_values: Sequence[str], sep: str, encoding: str) -> Any:
-    """The columns of the data as a DataFrame (a file is read for those columns only)."""
-    if isinstance(data, (str, Path)):
-        from pramkit.io import read_table
+    """The columns of the data as a DataFrame (a file is read for those columns only; an opened
+    :class:`pramkit.source.Source` as it says)."""
+    from pramkit.source import Source
 
-        return read_table(data, columns=list(columns), na_values=list(na_values), sep=sep, encoding=encoding)
-    import pyarrow as pa
-
-    from pramkit.frames import streamed
-    from pramkit.io import iter_batches
-
-    if streamed(data):  # the rule and household checks group these few columns in pandas
-        return pa.concat_tables(iter_batches(data, columns=list(columns))[1]).to_pandas()
-    return data[list(columns)]
+    return Source.open(data, na_values=na_values, sep=sep, encoding=encoding).frame(columns)
 
 
 def household_table(data: Any, shape: Shape, table: CountTable | CountTables, na_values: Sequence[str], *, sep: str = CSV_SEP,

@@ -22,6 +22,7 @@ from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.io import iter_batches
 from pramkit.progress import progress
 from pramkit.recode import code_text as _text
+from pramkit.source import Source as OpenedSource
 
 #: Rows of the file kept to be shown.
 PREVIEW_ROWS = 20
@@ -75,8 +76,12 @@ class VariableInfo:
 
 
 @dataclass(frozen=True)
-class Source:
+class Source(OpenedSource):
     """An opened file: where it is, what it holds, a preview.
+
+    A :class:`pramkit.source.Source` (the file opened once: its digest, value labels and records are
+    read when first asked for, then kept) with what the workbench shows of it; a workflow given it
+    reads the file as it says (``na_values``, ``sep``, ``encoding``).
 
     Parameters
     ----------
@@ -111,15 +116,18 @@ class Source:
     ...     f = pathlib.Path(d) / "a.csv"
     ...     _ = f.write_text("sex,age\\nm,31\\nNA,45\\nf,\\n")
     ...     src = describe_file(f)
+    ...     opened = src.kind, src.described == str(f), src.columns  # a pramkit.source.Source
     >>> src.rows, [v.summary() for v in src.variables], src.missing_codes
     (3, ['2 values, 1 missing', '2 values, 1 missing'], ('NA',))
     >>> list(src.variables_frame().columns)
     ['variable', 'type', 'values', 'missing', 'value labels']
+    >>> opened
+    ('file', True, ['sex', 'age'])
     """
 
-    path: Path
-    label: str
-    format: str
+    path: Path = field()  # field(): not the cached answers of pramkit.source.Source, which it holds here
+    label: str = field()
+    format: str = field()
     rows: int
     variables: tuple[VariableInfo, ...]
     preview: pd.DataFrame = field(repr=False)
@@ -129,6 +137,11 @@ class Source:
     sep: str = CSV_SEP
     encoding: str = CSV_ENCODING
     preview_codes: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def data(self) -> Path:
+        """What was opened: the file."""
+        return self.path
 
     @property
     def reading(self) -> dict[str, Any]:
