@@ -477,6 +477,55 @@ def option_table(spec: type, rules: Callable[[Setting], str] | None = None) -> s
     return "\n".join(lines)
 
 
+def only_spec(function: Callable[..., Any], given: Mapping[str, Any], spec: object) -> None:
+    """Refuse a keyword of ``function`` given besides its ``spec`` (one that is not at its default): a
+    workflow takes its settings as one specification or as keywords, not both.
+
+    Parameters
+    ----------
+    function : callable
+        The workflow, whose signature holds the keywords' defaults.
+    given : mapping
+        The keywords the specification also gives, as they were passed.
+    spec : object
+        The specification (its type names it in the message).
+
+    Raises
+    ------
+    ParameterError
+        A keyword of ``given`` not at its default (an array is never at it), named in one line.
+
+    Examples
+    --------
+    >>> @dataclass(frozen=True)
+    ... class RunSpec:
+    ...     rows: int = 10
+    >>> def run(data, *, rows=10, spec=None):
+    ...     if spec is not None:
+    ...         only_spec(run, {"rows": rows}, spec)
+    >>> run("a.csv", rows=10, spec=RunSpec())
+    >>> run("a.csv", rows=5, spec=RunSpec())
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: give the settings as a RunSpec or as keywords, not both (rows)
+    """
+    import inspect
+
+    defaults = inspect.signature(function).parameters
+    other = [name for name, value in given.items() if not _at_default(value, defaults[name].default)]
+    if other:
+        name = type(spec).__name__
+        raise ParameterError(f"give the settings as {'an' if name[:1] in 'AEIOU' else 'a'} {name} or as keywords, "
+                             f"not both ({', '.join(other)})")
+
+
+def _at_default(value: Any, default: Any) -> bool:
+    """A keyword left at its default (an array is never one)."""
+    import numpy as np
+
+    return value is default or (not isinstance(value, np.ndarray) and bool(value == default))
+
+
 @dataclass(frozen=True)
 class DataSettings:
     """How a workflow reads its data: the settings of every command that reads records (their flags are the
@@ -514,6 +563,7 @@ __all__ = [
     "invalid_value",
     "markers",
     "na_values_setting",
+    "only_spec",
     "option_table",
     "parse_text",
     "sep_setting",

@@ -68,6 +68,7 @@ from pramkit.risk.loglinear import (
     fit_loglinear_misclassified,
 )
 from pramkit.risk.misclassified import CellRisk, cell_risk
+from pramkit.settings import only_spec
 from pramkit.validate import SPARK_MASTER, engine_name
 
 __all__ = ["EM_MAX_CELLS", "IndependenceRisk", "RiskResult", "fit_model", "identification_risk",
@@ -406,21 +407,6 @@ def _perturbed_columns(keys: tuple[str, ...], singles: tuple[str, ...], joints: 
     return tuple(k for k in keys if k in singles or k in joint)
 
 
-def _only_spec(given: dict[str, Any]) -> None:
-    """Refuse a keyword of :func:`identification_risk` given besides its ``spec`` (one that is not its default)."""
-    import inspect
-
-    defaults = inspect.signature(identification_risk).parameters
-    other = [name for name, value in given.items() if not _same(value, defaults[name].default)]
-    if other:
-        raise ParameterError(f"give the settings as a RiskSpec or as keywords, not both ({', '.join(other)})")
-
-
-def _same(value: Any, default: Any) -> bool:
-    """A keyword left at its default (an array is never one)."""
-    return value is default or (not isinstance(value, np.ndarray) and bool(value == default))
-
-
 def identification_risk(
     data: Any,
     keys: Sequence[str],
@@ -533,7 +519,7 @@ def identification_risk(
         given = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "missing": missing,
                  "fractions": fractions, "na_values": na_values, "sep": sep, "encoding": encoding, "engine": engine,
                  "spark_master": spark_master}
-        _only_spec(given)
+        only_spec(identification_risk, given, spec)
         return identification_risk(data, keys, manifest=manifest, original=original, tol=tol, tau_rtol=tau_rtol,
                                    **spec.keywords())
     start = time.perf_counter()
