@@ -355,8 +355,13 @@ READS_ELSEWHERE = {
 
 def _reader_calls(path: Path) -> list[str]:
     """The readers ``path`` calls, and its ``isinstance(data, ...)`` (asking whether data is a path or a frame)."""
+    return _reader_calls_in(ast.parse(path.read_text(encoding="utf-8")))
+
+
+def _reader_calls_in(tree: ast.AST) -> list[str]:
+    """:func:`_reader_calls` of a parsed module or function."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         name = node.func.id if isinstance(node.func, ast.Name) else ""  # the readers are imported by name
@@ -374,6 +379,14 @@ def test_the_design_stages_ask_the_data_through_its_source_only() -> None:
               if (calls := _reader_calls(p)) and p.name not in READS_ELSEWHERE}
     assert not asking, f"{asking}: ask the pramkit.source.Source handed down instead"
     assert all(_reader_calls(SRC / "release" / name) for name in READS_ELSEWHERE), "an exception no longer needed"
+
+
+def test_apply_file_asks_the_data_through_its_source_only() -> None:
+    """pramkit.apply_file opens its data once (pramkit.source.Source) and asks it for its records, receipt and
+    digest: it reads it through no other reader, nor asks whether it holds a path or a frame."""
+    tree = ast.parse((SRC / "engine" / "perturb.py").read_text(encoding="utf-8"))
+    body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply_file")
+    assert not _reader_calls_in(body), "apply_file: ask the pramkit.source.Source it opened instead"
 
 
 def test_the_reader_check_sees_a_stage_that_asks() -> None:

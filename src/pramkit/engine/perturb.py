@@ -47,7 +47,6 @@ from pramkit.io import (
     NA_VALUES,
     TableWriter,
     csv_dialect,
-    iter_batches,
     require_columns,
 )
 from pramkit.labels import joint_cell
@@ -55,6 +54,8 @@ from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.amplification import DEFAULT_DELTA
 from pramkit.progress import progress
+from pramkit.settings import only_spec
+from pramkit.source import Source
 from pramkit.validate import release_label
 
 #: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
@@ -1335,7 +1336,7 @@ def _as_column(released: pa.ChunkedArray, original: pd.Series, book: Codebook) -
 
 
 def apply_file(
-    data: str | Path,
+    data: str | Path | Source,
     manifest: Manifest | str | Path,
     out: str | Path,
     *,
@@ -1352,6 +1353,7 @@ def apply_file(
     release: str = "",
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    spec: Any = None,
 ) -> ApplyResult:
     """Perturb a file chunk by chunk into ``out`` (same columns, order and types).
 
@@ -1393,9 +1395,11 @@ def apply_file(
 
     Parameters
     ----------
-    data : str or pathlib.Path
+    data : str, pathlib.Path or pramkit.source.Source
         The original file (CSV, Parquet, Stata, SPSS or SAS), or a folder of part files
-        (:func:`pramkit.io.dataset_parts`).
+        (:func:`pramkit.io.dataset_parts`), or its :class:`pramkit.source.Source` (opened once: its
+        records, receipt and digest are asked of it; it is read with its own ``na_values``, ``sep`` and
+        ``encoding``, not these keywords').
     manifest : pramkit.manifest.Manifest, or str or pathlib.Path
         The manifest, or its file.
     out : str or pathlib.Path
@@ -1425,6 +1429,11 @@ def apply_file(
         made with one key and one manifest.
     sep, encoding : str
         The field separator and character encoding of a CSV file (default ``","``, ``"utf-8"``).
+    spec : pramkit.release.apply_spec.ApplySpec, optional
+        The settings above (``chunk_rows``, ``threads``, ``shuffle``, ``public_columns``, ``release``,
+        ``na_values``, ``sep``, ``encoding``) as one specification instead of these keywords, checked as
+        ``pramkit apply`` checks them (not both; its ``engine`` must be ``"local"``: ``spec.apply`` runs
+        the others).
 
     Returns
     -------
@@ -1472,7 +1481,34 @@ def apply_file(
     5 1 True
     ['a.csv', 'a.csv.receipt.json', 'b.csv', 'data.csv']
     ['31', 'NA', '27', '60', '19']
+
+    The settings may come as one :class:`pramkit.release.apply_spec.ApplySpec` (not both ways), the
+    same release:
+
+    >>> from pramkit.release.apply_spec import ApplySpec
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "data.csv").write_text("sex;age\\nm;31\\nf;NA\\nNA;27\\n")
+    ...     _ = apply_file(d / "data.csv", manifest, d / "a.csv", key=bytes(32), sep=";", release="wave 2")
+    ...     _ = apply_file(d / "data.csv", manifest, d / "b.csv", key=bytes(32),
+    ...                    spec=ApplySpec(sep=";", release="wave 2", chunk_rows=1))
+    ...     print(sha256_of(d / "a.csv") == sha256_of(d / "b.csv"))
+    True
+    >>> apply_file("data.csv", manifest, "c.csv", sep=";", spec=ApplySpec(sep=";"))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: give the settings as an ApplySpec or as keywords, not both (sep)
     """
+    if spec is not None:
+        given = {"chunk_rows": chunk_rows, "threads": threads, "na_values": na_values, "shuffle": shuffle,
+                 "public_columns": public_columns, "release": release, "sep": sep, "encoding": encoding}
+        only_spec(apply_file, given, spec)
+        settings = spec.keywords()  # checked first: a setting its rule refuses is refused so
+        if getattr(spec, "engine", "local") != "local":
+            raise ParameterError(f"apply_file applies on this machine, not with engine {spec.engine!r}: call "
+                                 "spec.apply(data, manifest, out, key=...) to run the spec's engine")
+        return apply_file(data, manifest, out, key=key, force=force, quiet=quiet, receipt=receipt, delta=delta,
+                          **settings)
     from pramkit.engine.receipt import check_derived_input, input_of, receipt_after, receipt_path
     from pramkit.engine.shuffle import CloneGroups, ShuffledWriter
     from pramkit.io_stat import check_codes_named
@@ -1482,19 +1518,22 @@ def apply_file(
     man = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
     secret = resolve_key(key)
     label = release_label(release)
-    src, dst = Path(data), Path(out)
+    source = Source.open(data, na_values=na_values, sep=sep, encoding=encoding)  # opened once, asked below
+    if source.path is None:
+        raise ParameterError(f"apply_file reads a file or a folder of part files, not {source.described}; "
+                             "perturb a frame in memory with perturb_frame")
+    src, dst = source.path, Path(out)
     inputs = [src, None if isinstance(manifest, Manifest) else manifest, secret.path]
     check_writable(dst, force=force, inputs=inputs)
     if chunk_rows < 1:
         raise ParameterError("chunk_rows must be at least 1")
-    csv_dialect(sep, encoding)
+    csv_dialect(source.sep, source.encoding)
     named = "the manifest" if isinstance(manifest, Manifest) else f"manifest {str(manifest)!r}"
-    check_derived_input(man, src, named)
+    check_derived_input(man, source, named)
     start = 0
     # exits in reverse order: the released file is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending:
-        meta, batches = iter_batches(src, chunk_rows=chunk_rows, na_values=na_values, keep_missing_codes=True,
-                                     flat=man.read_columns, sep=sep, encoding=encoding)
+        meta, batches = source.batches(chunk_rows=chunk_rows, keep_missing_codes=True, flat=man.read_columns)
         check_codes_named(man, meta.missing, meta.labels, repr(str(src)))
         perturber = TablePerturber(man, secret, meta.missing, threads=threads, release=label)
         perturber.check_columns(meta.columns, f"{str(src)!r}")
@@ -1513,6 +1552,7 @@ def apply_file(
                     groups.add(table)
                 start += table.num_rows
                 bar.update(table.num_rows)
+            source.forget()  # a file read whole is held no more
             if start == 0:
                 raise DataError(f"file {str(src)!r} has no data rows")
             stated_sampling(man, start, repr(str(src)), named)  # a CSV's rows are known now, before the rename
@@ -1524,7 +1564,7 @@ def apply_file(
                 writer.close()
                 pending.fill(rows=start, digest=writer.sha256,
                              guarantees=None if guarantees is None else guarantees.to_dict(),
-                             input_release=input_of(src))  # a release of a release: the chain, for estimates
+                             input_release=input_of(source))  # a release of a release: the chain, for estimates
     return ApplyResult(
         rows=start, variables=perturber.summaries(), key_source=secret.source,
         record_epsilon=man.record_epsilon, output=str(dst), seconds=time.perf_counter() - t0,

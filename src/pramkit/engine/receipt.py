@@ -40,6 +40,7 @@ from pramkit.atomic import PathLike, Staged, check_writable, staged_bytes, write
 from pramkit.errors import DataError, ParameterError, PramkitError, PramkitWarning, WriteError
 from pramkit.io import sha256_of
 from pramkit.manifest import Manifest
+from pramkit.source import Source
 from pramkit.validate import release_label
 
 if TYPE_CHECKING:
@@ -771,6 +772,8 @@ def input_entry(receipt: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def input_of(source: Any) -> dict[str, Any] | None:
     """:func:`input_entry` of what a manifest is about to be applied to: a file (or folder) with its
     receipt beside it, or a frame with its receipt in ``attrs``; ``None`` without a (readable) receipt.
+    A :class:`pramkit.source.Source` is asked for its receipt once (:func:`check_derived_input` reads
+    the same).
 
     Examples
     --------
@@ -778,14 +781,27 @@ def input_of(source: Any) -> dict[str, Any] | None:
     >>> input_of("nowhere.csv"), input_of(pd.DataFrame({"sex": ["f"]}))
     (None, None)
     """
-    if isinstance(source, (str, os.PathLike)):
+    if isinstance(source, Source) and source.path is None:
+        source = source.data
+    if isinstance(source, (str, os.PathLike, Source)):
         try:
-            receipt = read_receipt(source)
+            receipt = _receipt_of(source)
         except PramkitError:  # an unreadable receipt names no release: the chain is not recorded
             receipt = None
     else:
         receipt = getattr(source, "attrs", {}).get(FRAME_ATTR)
     return input_entry(receipt)
+
+
+def _receipt_of(data: PathLike | Source) -> dict[str, Any] | None:
+    """:func:`read_receipt` of a file, or of a source's file, read once per source (the workflow's stages that
+    ask for it, :func:`check_derived_input` and :func:`input_of`, read it once)."""
+    if not isinstance(data, Source):
+        return read_receipt(data)
+    if "_receipt" not in data.__dict__:
+        assert data.path is not None
+        data.__dict__["_receipt"] = read_receipt(data.path)
+    return data.__dict__["_receipt"]
 
 
 def check_derived_input(manifest: Manifest, data: Any, label: str = "the manifest") -> None:
@@ -802,8 +818,8 @@ def check_derived_input(manifest: Manifest, data: Any, label: str = "the manifes
     ----------
     manifest : pramkit.Manifest
         The manifest about to be applied.
-    data : str, os.PathLike or a frame
-        What it is about to be applied to.
+    data : str, os.PathLike, a frame or a pramkit.source.Source
+        What it is about to be applied to (a source's receipt and digest are read once per source).
     label : str
         The manifest, as the message names it.
 
@@ -837,18 +853,23 @@ def check_derived_input(manifest: Manifest, data: Any, label: str = "the manifes
         return
     suf, named = led.derived_from["manifest"], led.derived_from["sha256"]
     only = f"{label} is derived from {suf!r} and applies only to the file that manifest released"
-    path = Path(data) if isinstance(data, (str, os.PathLike)) else None
+    if isinstance(data, (str, os.PathLike)):
+        data = Source.open(Path(data))
+    source = data if isinstance(data, Source) and data.path is not None else None  # else a frame
+    path = None if source is None else source.path
     if path is not None and not path.exists():
         return  # reading it says so
     what = "the frame" if path is None else repr(str(path))
-    receipt = read_receipt(path) if path is not None else getattr(data, "attrs", {}).get(FRAME_ATTR)
+    frame = data.data if isinstance(data, Source) else data
+    receipt = getattr(frame, "attrs", {}).get(FRAME_ATTR) if source is None else _receipt_of(source)
     if not isinstance(receipt, dict):
         raise DataError(f"{what} has no release receipt: {only} (with its receipt), not to the original")
     if named not in {receipt.get("manifest_sha256"), receipt.get("manifest_content_sha256")}:
         raise DataError(f"{what} was released with another manifest (its receipt names manifest sha256 "
                         f"{str(receipt.get('manifest_sha256'))[:12]}..., not {suf!r}, {named[:12]}...): {only}")
     recorded = receipt.get("released_sha256")
-    if path is not None and path.is_file() and recorded is not None and sha256_of(path) != recorded:
+    if source is not None and path is not None and path.is_file() and recorded is not None \
+            and source.digest != recorded:
         raise DataError(f"{what} has changed since its receipt {receipt_path(path).name} was written: {only}, as "
                         "it released it")
 

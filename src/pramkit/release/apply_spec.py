@@ -130,18 +130,31 @@ class ApplySpec(DataSettings):
         >>> (folder / "a.csv").read_bytes() == (folder / "b.csv").read_bytes(), a.rows
         (True, 200)
         """
-        self.check()
-        public = tuple(c.strip() for c in self.public_columns.split(",") if c.strip())
-        common: dict[str, Any] = {"key": key, "force": force, "quiet": quiet, "na_values": self.na_values,
-                                  "shuffle": self.shuffle, "public_columns": public, "release": self.label(),
-                                  "sep": self.sep, "encoding": self.encoding}
+        keywords = self.keywords()
+        common: dict[str, Any] = {"key": key, "force": force, "quiet": quiet}
         if self.engine == "spark":
             from pramkit.engine.spark.apply import apply_file_spark
 
-            return apply_file_spark(data, manifest, out, master=self.spark_master, **common)
+            del keywords["chunk_rows"], keywords["threads"]
+            return apply_file_spark(data, manifest, out, master=self.spark_master, **common, **keywords)
         from pramkit.engine.perturb import apply_file
 
-        return apply_file(data, manifest, out, chunk_rows=self.chunk_rows, threads=self.threads, **common)
+        return apply_file(data, manifest, out, **common, **keywords)
+
+    def keywords(self) -> dict[str, Any]:
+        """The keywords of :func:`pramkit.apply_file` these settings give (checked): every setting but the
+        engine's (``engine``, ``spark_master``: :meth:`apply` reads them).
+
+        Examples
+        --------
+        >>> ApplySpec(public_columns="age, region", release="wave 2").keywords()["public_columns"]
+        ('age', 'region')
+        """
+        self.check()
+        public = tuple(c.strip() for c in self.public_columns.split(",") if c.strip())
+        return {"chunk_rows": self.chunk_rows, "threads": self.threads, "na_values": self.na_values,
+                "shuffle": self.shuffle, "public_columns": public, "release": self.label(), "sep": self.sep,
+                "encoding": self.encoding}
 
 
 __all__ = ["ApplySpec", "at_least_one", "release_flag"]
