@@ -461,6 +461,118 @@ def test_apply_spec_releases_what_apply_file_releases(tmp_path: Path) -> None:
     assert Path(a.output).read_bytes() == Path(b.output).read_bytes()
 
 
+def _apply_file_with(spec: ApplySpec, folder: Path) -> object:
+    from pramkit import apply_file
+
+    return apply_file(folder / "absent.csv", folder / "absent.json", folder / "out.csv", spec=spec)
+
+
+def _swap_file_with(spec: SwapSpec, folder: Path) -> object:
+    from pramkit.engine.swap import plan_swap, swap_file
+
+    return swap_file(folder / "absent.csv", plan_swap("hid", ["area"]), folder / "o.csv", spec=spec)
+
+
+#: The workflow functions that take a specification as ``spec=`` besides their keywords.
+SPEC_KEYWORD = {ApplySpec: _apply_file_with, SwapSpec: _swap_file_with}
+SPEC_KEYWORD_CASES = [(spec, s) for spec, s in WORKFLOW_CASES if spec in SPEC_KEYWORD]
+
+
+@pytest.mark.parametrize("spec, s", SPEC_KEYWORD_CASES, ids=[f"{t.__name__}-{s.name}" for t, s in SPEC_KEYWORD_CASES])
+def test_a_setting_given_as_spec_to_the_workflow_function_is_refused_alike(spec: type, s: Setting,
+                                                                          tmp_path: Path) -> None:
+    """apply_file(spec=...) and swap_file(spec=...) refuse a failing value with the message of the
+    specification's check, before any file is read (the files do not exist), and write nothing."""
+    bad = invalid_value(s)
+    with pytest.raises(PramkitError) as checked:
+        spec(**{s.name: bad}).check()
+    with pytest.raises(PramkitError) as used:
+        SPEC_KEYWORD[spec](spec(**{s.name: bad}), tmp_path)
+    assert str(used.value) == str(checked.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_settings_as_a_spec_and_as_keywords_are_refused(tmp_path: Path) -> None:
+    from pramkit import apply_file
+    from pramkit.engine.swap import plan_swap, swap_file
+    from pramkit.errors import ParameterError
+
+    cases = [
+        (lambda: apply_file("d.csv", "m.json", tmp_path / "o.csv", chunk_rows=5, shuffle=True, spec=ApplySpec()),
+         "give the settings as an ApplySpec or as keywords, not both (chunk_rows, shuffle)"),
+        (lambda: apply_file("d.csv", "m.json", tmp_path / "o.csv", spec=ApplySpec(engine="spark")),
+         "apply_file applies on this machine, not with engine 'spark': call spec.apply(data, manifest, out, "
+         "key=...) to run the spec's engine"),
+        (lambda: swap_file("d.csv", plan_swap("hid", ["area"]), tmp_path / "o.csv", sep=";", spec=SwapSpec()),
+         "give the settings as a SwapSpec or as keywords, not both (sep)"),
+        (lambda: swap_file("d.csv", plan_swap("hid", ["area"], k=2), tmp_path / "o.csv", spec=SwapSpec()),
+         "the plan was not made with the spec's k 3 (it has 2): make it with spec.plan(...)"),
+        (lambda: swap_file("d.csv", plan_swap("hid", ["area"]), tmp_path / "o.csv", spec=SwapSpec(engine="spark")),
+         "swap_file swaps on this machine, not with engine 'spark': call spec.swap(data, plan, out, key=...) to "
+         "run the spec's engine"),
+    ]
+    for call, message in cases:
+        with pytest.raises(ParameterError) as refused:
+            call()
+        assert str(refused.value) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_apply_file_with_a_spec_releases_what_its_keywords_release(tmp_path: Path) -> None:
+    """apply_file(spec=ApplySpec(...)) and apply_file(...keywords): the same file and receipt, byte for byte;
+    the data given as its opened Source too."""
+    import pandas as pd
+
+    from pramkit import apply_file
+    from pramkit.design.classic import randomized_response
+    from pramkit.manifest import Manifest
+    from pramkit.source import Source
+
+    data = tmp_path / "data.csv"
+    pd.DataFrame({"region": ["north", "south", "NA", "west ", "Süd"] * 40, "x": range(200)}).to_csv(
+        data, index=False, sep=";")
+    manifest = Manifest.of({"region": randomized_response(["Süd", "north", "south", "west "], 1.0)})
+    spec = ApplySpec(chunk_rows=33, threads=1, shuffle=True, public_columns="x", release="wave 2", sep=";")
+    a = apply_file(data, manifest, tmp_path / "a.csv", key=bytes(32), spec=spec)
+    b = apply_file(data, manifest, tmp_path / "b.csv", key=bytes(32), chunk_rows=33, threads=1, shuffle=True,
+                   public_columns=("x",), release="wave 2", sep=";")
+    c = apply_file(Source.open(data, sep=";"), manifest, tmp_path / "c.csv", key=bytes(32), chunk_rows=33,
+                   threads=1, shuffle=True, public_columns=("x",), release="wave 2")
+    assert Path(a.output).read_bytes() == Path(b.output).read_bytes() == Path(c.output).read_bytes()
+    receipts = {Path(r.receipt).read_text(encoding="utf-8").replace(Path(r.output).name, "OUT") for r in (a, b, c)}
+    assert len(receipts) == 1
+
+
+def test_apply_file_refuses_a_frame_in_one_line(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from pramkit import apply_file
+    from pramkit.design.classic import randomized_response
+    from pramkit.errors import ParameterError
+    from pramkit.manifest import Manifest
+
+    manifest = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    with pytest.raises(ParameterError) as refused:
+        apply_file(pd.DataFrame({"sex": ["f"]}), manifest, tmp_path / "o.csv", key=bytes(32))
+    assert str(refused.value) == ("apply_file reads a file or a folder of part files, not a DataFrame in memory; "
+                                  "perturb a frame in memory with perturb_frame")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_swap_file_with_a_spec_swaps_what_its_keywords_swap(tmp_path: Path) -> None:
+    from pramkit.engine.swap import swap_file
+
+    data = tmp_path / "data.csv"
+    data.write_text("hid;region;area;size\n" + "".join(
+        f"{i};{'NS'[i % 2]};{'NS'[i % 2]}{i % 3};{1 + i % 4}\n" for i in range(60)), encoding="utf-8")
+    spec = SwapSpec(rate=0.3, k=2, chunk_rows=7, sep=";")
+    plan = spec.plan("hid", ["region", "area"], risk_vars=["size"])
+    a = swap_file(data, plan, tmp_path / "a.csv", key=bytes(32), spec=spec, manifest=None)
+    b = swap_file(data, plan, tmp_path / "b.csv", key=bytes(32), chunk_rows=7, sep=";")
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert a.swapped_households == b.swapped_households
+
+
 def test_variance_bogus_is_refused_with_a_survey_design_as_the_command_line_refuses_it(tmp_path: Path) -> None:
     """The library used to be able to accept a variance the command line refuses; now one rule refuses it."""
     import pandas as pd

@@ -99,20 +99,32 @@ class SwapSpec(DataSettings):
         ...
         pramkit.errors.ParameterError: --engine spark writes the swapped records and their receipt; --manifest and --partners are written by --engine local
         """
-        self.check()
-        dialect: dict[str, Any] = {"key": key, "force": force, "na_values": self.na_values, "sep": self.sep,
-                                   "encoding": self.encoding}
+        keywords = self.keywords()
         if self.engine == "spark":
             if manifest is not None or partners is not None:
                 raise ParameterError("--engine spark writes the swapped records and their receipt; --manifest and "
                                      "--partners are written by --engine local")
             from pramkit.engine.spark.swap import swap_file_spark
 
-            return swap_file_spark(data, plan, out, master=self.spark_master, **dialect)
+            del keywords["chunk_rows"]
+            return swap_file_spark(data, plan, out, master=self.spark_master, key=key, force=force, **keywords)
         from pramkit.engine.swap import swap_file
 
-        return swap_file(data, plan, out, manifest=manifest, partners=partners, chunk_rows=self.chunk_rows,
-                         **dialect)
+        return swap_file(data, plan, out, key=key, force=force, manifest=manifest, partners=partners, **keywords)
+
+    def keywords(self) -> dict[str, Any]:
+        """The keywords of :func:`pramkit.engine.swap.swap_file` these settings give (checked): how the file is
+        read and chunked (``rate``, ``k`` and ``donors`` are the plan's: :meth:`plan`; ``engine`` and
+        ``spark_master``: :meth:`swap`).
+
+        Examples
+        --------
+        >>> SwapSpec(sep=";", chunk_rows=100).keywords()
+        {'chunk_rows': 100, 'na_values': ('NA',), 'sep': ';', 'encoding': 'utf-8'}
+        """
+        self.check()
+        return {"chunk_rows": self.chunk_rows, "na_values": self.na_values, "sep": self.sep,
+                "encoding": self.encoding}
 
 
 __all__ = ["SwapSpec"]

@@ -41,6 +41,7 @@ from pramkit.errors import ParameterError
 from pramkit.io import TableWriter, csv_dialect, iter_batches
 from pramkit.ledger import Ledger, swapping_statement
 from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
+from pramkit.settings import only_spec
 
 #: Format name of a swap receipt.
 RECEIPT_FORMAT = "pramkit-swap-receipt"
@@ -503,7 +504,7 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
 def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretKey | bytes | str | Path | None = None,
               manifest: str | Path | None = None, force: bool = False, chunk_rows: int = CHUNK_ROWS,
               na_values: Sequence[str] = NA_VALUES, partners: str | Path | None = None, sep: str = CSV_SEP,
-              encoding: str = CSV_ENCODING) -> SwapResult:
+              encoding: str = CSV_ENCODING, spec: Any = None) -> SwapResult:
     """Swap the geography of a file's households into ``out``, with its receipt (and manifest, and partners file).
 
     Parameters
@@ -532,6 +533,11 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     sep, encoding : str
         The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`); a CSV
         release of a CSV file is written with them.
+    spec : pramkit.release.swap_spec.SwapSpec, optional
+        ``chunk_rows``, ``na_values``, ``sep`` and ``encoding`` as one specification instead of these
+        keywords, checked as ``pramkit swap`` checks them (not both); its ``rate``, ``k`` and ``donors``
+        must be the plan's (:meth:`~pramkit.release.swap_spec.SwapSpec.plan` makes it) and its ``engine``
+        ``"local"`` (:meth:`~pramkit.release.swap_spec.SwapSpec.swap` runs the others).
 
     Returns
     -------
@@ -559,7 +565,32 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     ...     back = read_table(d / "out.csv")
     ...     print(r.swapped_households, sorted(p.name for p in d.iterdir()))
     10 ['data.csv', 'out.csv', 'out.csv.receipt.json']
+
+    The settings may come as one :class:`pramkit.release.swap_spec.SwapSpec` (not both ways), whose plan
+    is the one swapped:
+
+    >>> from pramkit.release.swap_spec import SwapSpec
+    >>> spec = SwapSpec(rate=0.5, chunk_rows=3)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     d = pathlib.Path(tmp)
+    ...     _ = (d / "data.csv").write_text(rows)
+    ...     r = swap_file(d / "data.csv", spec.plan("hid", ["region"]), d / "a.csv", key=bytes(32), spec=spec)
+    ...     _ = swap_file(d / "data.csv", plan_swap("hid", ["region"], rate=0.5), d / "b.csv", key=bytes(32))
+    ...     print(r.swapped_households, (d / "a.csv").read_bytes() == (d / "b.csv").read_bytes())
+    10 True
+    >>> swap_file("data.csv", plan_swap("hid", ["region"]), "out.csv", spec=spec)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the plan was not made with the spec's rate 0.5 (it has 0.05): make it with spec.plan(...)
+    >>> swap_file("data.csv", spec.plan("hid", ["region"]), "out.csv", chunk_rows=3, spec=spec)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: give the settings as a SwapSpec or as keywords, not both (chunk_rows)
     """
+    if spec is not None:
+        return _swap_by_spec(data, plan, out, spec, key=key, manifest=manifest, force=force, partners=partners,
+                             given={"chunk_rows": chunk_rows, "na_values": na_values, "sep": sep,
+                                    "encoding": encoding})
     t0 = time.perf_counter()
     secret = resolve_key(key)
     src, dst = Path(data), Path(out)
@@ -606,6 +637,22 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
                    manifest=None if manifest is None else str(manifest),
                    partners=None if partners is None else str(partners))
 
+
+
+def _swap_by_spec(data: str | Path, plan: SwapPlan, out: str | Path, spec: Any, *, given: dict[str, Any],
+                  **files: Any) -> SwapResult:
+    """:func:`swap_file` with the settings of ``spec`` (none of ``given`` besides it), whose plan ``plan`` is."""
+    only_spec(swap_file, given, spec)
+    settings = spec.keywords()  # checked first: a setting its rule refuses is refused so
+    if spec.engine != "local":
+        raise ParameterError(f"swap_file swaps on this machine, not with engine {spec.engine!r}: call "
+                             "spec.swap(data, plan, out, key=...) to run the spec's engine")
+    differ = [f"{name} {getattr(spec, name)!r} (it has {getattr(plan, name)!r})" for name in ("rate", "k", "donors")
+              if getattr(spec, name) != getattr(plan, name)]
+    if differ:
+        raise ParameterError(f"the plan was not made with the spec's {', '.join(differ)}: make it with "
+                             "spec.plan(...)")
+    return swap_file(data, plan, out, **files, **settings)
 
 def _partners_format(path: str | Path) -> str:
     """``csv`` or ``parquet``, from the partners file's suffix."""
