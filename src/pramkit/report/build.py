@@ -838,10 +838,10 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     """The proportions of v's categories in the original file (private; weighted by the column ``weights``
     when given) and the records they count."""
     counts = _counts(original, v)
+    if weights is None:
+        return _proportions(counts, v)
     if counts.sum() == 0:
         raise DataError(f"column {v.name!r} of the original file has no non-missing value")
-    if weights is None:
-        return counts / counts.sum(), int(counts.sum())
 
     from pramkit.counts import chunk_codes, count_codes
     from pramkit.estimate.survey import SurveyDesign
@@ -855,8 +855,19 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     return sums / sums.sum(), int(counts.sum())
 
 
+def _proportions(counts: np.ndarray, v: PerturbedVariable) -> tuple[np.ndarray, int]:
+    """The proportions of v's categories from their counts in the original file, and the records counted."""
+    if counts.sum() == 0:
+        raise DataError(f"column {v.name!r} of the original file has no non-missing value")
+    return counts / counts.sum(), int(counts.sum())
+
+
 def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
-    p, n = _exact_p(original, v, estimate.weights)
+    return _utility_of(*_exact_p(original, v, estimate.weights), v, estimate)
+
+
+def _utility_of(p: np.ndarray, n: int, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
+    """A variable's utility figures from the original file's proportions ``p`` of ``n`` records."""
     est = estimate.to_frame()
     released_share = est["released"].to_numpy() / est["released"].sum()
     frequencies = pd.DataFrame({
@@ -890,7 +901,8 @@ class Weights(NamedTuple):
     """What a variable's locality figures are weighted by: fixed proportions ``p`` (exact or
     differentially private), or the counts ``table`` estimated from the released file (each
     figure then with its standard error); ``words`` says which, ``codes`` are the (original,
-    released) codes of the records for the realised figures (internal report only).
+    released) codes of the records for the realised figures (internal report only), or ``pairs``
+    their cross-tab (original category by row, released by column, both present).
 
     Examples
     --------
@@ -909,6 +921,7 @@ class Weights(NamedTuple):
     p: np.ndarray | None = None
     table: TableEstimate | None = None
     codes: tuple[np.ndarray, np.ndarray] | None = None
+    pairs: np.ndarray | None = None
 
     def figure(self, row: np.ndarray) -> tuple[float, float | None]:
         """``p @ row`` with no standard error, or its estimate from the table (NaN when it is
@@ -1036,12 +1049,25 @@ def _realised(codes: tuple[np.ndarray, np.ndarray], d: np.ndarray, radius: float
     return {"distance": float(moved.mean()), "kept": float(np.mean(x == z)), "within": float(np.mean(moved <= radius))}
 
 
+def _realised_pairs(pairs: np.ndarray, d: np.ndarray, radius: float) -> dict[str, float]:
+    """:func:`_realised` from the records' cross-tab of (original, released) categories: the shares are the
+    same numbers (sums of whole counts over the records); the distance is the same mean summed by cell, equal
+    to the last bits of a float."""
+    n = pairs.sum()
+    if not n:
+        return {"distance": math.nan, "kept": math.nan, "within": math.nan}
+    return {"distance": float((pairs * d).sum() / n), "kept": float(np.trace(pairs) / n),
+            "within": float(pairs[d <= radius].sum() / n)}
+
+
 def _locality(v: PerturbedVariable, dist: Distances, radius: float, weights: Weights) -> Locality:
     m = v.release_matrix
     finite = math.isfinite(m.epsilon)
     mine = row_measures(m, dist, within=radius)
     rr: RowMeasures | None = rr_row_measures(dist, m.epsilon, within=radius) if finite else None
     realised = None if weights.codes is None else _realised(weights.codes, dist.matrix, radius)
+    if weights.pairs is not None:
+        realised = _realised_pairs(weights.pairs, dist.matrix, radius)
     figures = []
     for label, attr, share in _LOCALITY:
         scale = 100.0 if share else 1.0
@@ -1121,18 +1147,117 @@ def _private_weights(original: pd.DataFrame, released: pd.DataFrame, v: Perturbe
 
 
 def _check_release(original: pd.DataFrame, released: pd.DataFrame, manifest: Manifest) -> None:
-    if len(original) != len(released):
+    perturbed = [c for c in manifest.columns if c in original.columns and c in released.columns]
+    _check_pairing(len(original), len(released), perturbed,
+                   lambda: all(_same_values(original[c], released[c]) for c in perturbed))
+
+
+def _check_pairing(original: int, released: int, perturbed: Sequence[str], identical: Callable[[], bool]) -> None:
+    """Refuse two files of different numbers of records, or a "release" identical to the original in every
+    perturbed column (``identical()``, asked only of files of :data:`MIN_RECORDS_IDENTICAL` records or more)."""
+    if original != released:
         raise DataError(
-            f"the original file has {len(original)} records and the released file {len(released)}; "
+            f"the original file has {original} records and the released file {released}; "
             "a release has one record per original record"
         )
-    perturbed = [c for c in manifest.columns if c in original.columns and c in released.columns]
-    if len(original) >= MIN_RECORDS_IDENTICAL and perturbed and all(
-            _same_values(original[c], released[c]) for c in perturbed):
+    if original >= MIN_RECORDS_IDENTICAL and perturbed and identical():
         raise DataError(
             f"the released file is identical to the original in every perturbed column ({', '.join(perturbed)}): "
             "pass the file that `pramkit apply` wrote as the release"
         )
+
+
+class _Paired(NamedTuple):
+    """What one pass over two files side by side found: the records, whether a key is missing in a record of
+    either file, and each single-column variable's cross-tab of (original, released) categories, a missing
+    value counted in the last row or column."""
+
+    records: int
+    missing_key: bool
+    pairs: dict[str, np.ndarray]
+
+
+def _checked_columns(path: str | Path, columns: Sequence[str], what: str, **reading: Any) -> None:
+    """Refuse a file without one of ``columns`` (as :func:`_load` does), before it is read."""
+    meta, _ = iter_batches(path, columns=None, **reading)
+    absent = [c for c in columns if c not in meta.columns]
+    if absent:
+        raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, meta.columns))}")
+
+
+def _streams(released: Any, manifest: Manifest, weights: Any) -> bool:
+    """Whether the report's estimates stream the released file (a path, without weights) whose receipt, if
+    any, names ``manifest``: a frame in memory was never checked against its receipt, so a file whose
+    receipt names another manifest is read into memory as before rather than refused."""
+    from pramkit.engine.receipt import check_chain
+
+    if not isinstance(released, (str, Path)) or weights is not None:
+        return False
+    try:
+        check_chain(released, [manifest])
+    except DataError:
+        return False
+    return True
+
+
+def _streamed_estimates(released: str | Path, manifest: Manifest, single: Sequence[PerturbedVariable],
+                        **reading: Any) -> dict[str, EstimateResult]:
+    """Each variable's estimate from the released file streamed (without the warning of a file without a
+    receipt, which the report does not give for a frame either)."""
+    import warnings
+
+    from pramkit.engine.receipt import ReceiptWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReceiptWarning)
+        return {v.name: estimate_table(released, manifest, v.name, **reading) for v in single}
+
+
+def _records(path: str | Path, columns: Sequence[str], **reading: Any) -> int:
+    """The records of a released file with ``columns``, counted chunk by chunk (refused as :func:`_load` does)."""
+    _checked_columns(path, columns, "released data", **reading)
+    records = sum(t.num_rows for t in iter_batches(path, columns=list(columns[:1]) or None, **reading)[1])
+    if records == 0:
+        raise DataError(f"file {str(path)!r} has no data rows")
+    return records
+
+
+def _stream_pairs(data: str | Path, released: str | Path, manifest: Manifest, keys: Sequence[str],
+                  single: Sequence[PerturbedVariable], **reading: Any) -> _Paired:
+    """Both files read chunk by chunk side by side (memory: a chunk of each and the tables), checked as
+    :func:`_check_release` checks them in memory, with the cross-tab of each variable in ``single``.
+
+    ``reading``: ``na_values``, ``sep`` and ``encoding`` of the files.
+    """
+    from pramkit.audit.release import _paired_chunks
+    from pramkit.counts import MISSING, chunk_codes
+
+    columns = list(dict.fromkeys([*keys, *(v.name for v in single), *manifest.columns]))
+    _checked_columns(data, columns, "original data", **reading)
+    _checked_columns(released, columns, "released data", **reading)
+    chunk = chunk_rows_for(len(columns))
+    _, orig = iter_batches(data, columns=columns, chunk_rows=chunk, **reading)
+    _, rel = iter_batches(released, columns=columns, chunk_rows=chunk, **reading)
+    perturbed = [c for c in manifest.columns if c in columns]
+    sizes = {v.name: v.matrix.size + 1 for v in single}
+    pairs = {v.name: np.zeros(sizes[v.name] ** 2, dtype=np.int64) for v in single}
+    rows = [0, 0]
+    identical, missing_key, start = True, False, 0
+    for a, b in _paired_chunks(orig, rel, rows):
+        identical = identical and all(a.column(c).equals(b.column(c)) for c in perturbed)
+        missing_key = missing_key or any(t.column(k).null_count for t in (a, b) for k in keys)
+        for v in single:
+            cats = {v.name: v.matrix.categories}
+            x, z = (chunk_codes(t, [v.name], cats, start)[0].astype(np.int64) for t in (a, b))
+            s = sizes[v.name]
+            x[x == MISSING], z[z == MISSING] = s - 1, s - 1
+            pairs[v.name] += np.bincount(x * s + z, minlength=s * s)
+        start += a.num_rows
+    for count, path in zip(rows, (data, released)):
+        if count == 0:
+            raise DataError(f"file {str(path)!r} has no data rows")
+    _check_pairing(rows[0], rows[1], perturbed, lambda: identical)
+    return _Paired(rows[0], missing_key, {n: t.reshape(sizes[n], sizes[n]) for n, t in pairs.items()})
 
 
 #: ``attrs`` of a frame :func:`_load` read from a file: its text columns read as categoricals.
@@ -1286,10 +1411,23 @@ def build_report(
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
-        release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
-        _check_release(original, release, manifest)
-        risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
+        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+        # two files, no weights, no contributions: the figures come from tables counted chunk by chunk
+        paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
+            isinstance(data, (str, Path)) and _streams(released, manifest, weights) and not contributions) else None
+        if paired is None:
+            original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
+            release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
+            _check_release(original, release, manifest)
+            risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
+            records = len(release)
+        elif paired.missing_key:  # the risk compares the records with every key in both files: those held
+            original = _load(data, keys, "original data", na_values, sep, encoding)
+            risk_original, risk_release, complete_note = _complete_keys(
+                original, _load(released, keys, "released data", na_values, sep, encoding), keys)
+            records = paired.records
+        else:
+            complete_note, records = "every record has all keys", paired.records
         seconds["read"] = time.perf_counter() - t0
         bar.update()
 
@@ -1297,8 +1435,9 @@ def build_report(
         t0 = time.perf_counter()
         # both files, every record with all keys and weights in a column: the risks stream the files (their
         # key tables counted chunk by chunk) instead of encoding the records held here once more
-        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path))
-                   and risk_original is original and (weights is None or isinstance(weights, str)))
+        complete = not paired.missing_key if paired is not None else risk_original is original
+        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path)) and complete
+                   and (weights is None or isinstance(weights, str)))
         before = identification_risk(data if streams else risk_original, keys, sampling_fraction=pi,
                                      weights=weights, model=model, na_values=na_values, sep=sep, encoding=encoding)
         seconds["risk before"] = time.perf_counter() - t0
@@ -1326,9 +1465,18 @@ def build_report(
 
         t0 = time.perf_counter()
         weight = weight_cols[0] if weight_cols else None  # the estimates weighted as the risk is
-        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
-        utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
-        locality = _localities(located, lambda v: _private_weights(original, release, v))
+        if paired is None:
+            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
+            utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
+            locality = _localities(located, lambda v: _private_weights(original, release, v))
+        else:  # the released file streamed again for each estimate; the original's figures from the cross-tabs
+            assert isinstance(released, (str, Path))
+            estimates = _streamed_estimates(released, manifest, single, **reading)
+            exact = {v.name: _proportions(paired.pairs[v.name][:-1].sum(axis=1).astype(float), v) for v in single}
+            utility = tuple(_utility_of(*exact[v.name], v, estimates[v.name]) for v in single)
+            locality = _localities(located, lambda v: Weights(
+                "the exact frequencies of the original file", p=exact[v.name][0],
+                pairs=paired.pairs[v.name][:-1, :-1]))
         seconds["utility"] = time.perf_counter() - t0
         bar.update()
 
@@ -1372,7 +1520,7 @@ def build_report(
         seconds=seconds,
         guarantee=stated.sentence,
         ledger_facts=_ledger_facts(manifest),
-        records=len(release),
+        records=records,
         locality=locality,
         structure=structure_facts(manifest),
         contributions=explained,
@@ -1559,12 +1707,22 @@ def build_public_report(
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
-        release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
-                        + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
-        if original is not None:
-            _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding), release,
-                           manifest)
-        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
+        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+        if _streams(released, manifest, weights) and (original is None or isinstance(original, (str, Path))):
+            assert isinstance(released, (str, Path))  # streamed: the estimates' tables counted chunk by chunk
+            if original is None:
+                records = _records(released, [v.name for v in single], **reading)
+            else:
+                records = _stream_pairs(original, released, manifest, [], [], **reading).records
+            estimates = _streamed_estimates(released, manifest, single, **reading)
+        else:
+            release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
+                            + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
+            if original is not None:
+                _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding),
+                               release, manifest)
+            records = len(release)
+            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
         utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
         bar.update()
@@ -1584,6 +1742,6 @@ def build_public_report(
                                             else "", weighted_note(weights)])),
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=stated.sentence,
-        ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
+        ledger_facts=_ledger_facts(manifest), records=records, locality=locality,
         structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path), stated=stated,
     )
