@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +56,7 @@ from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
-from pramkit.io import compact_text, iter_batches, sha256_of
+from pramkit.io import compact_text, iter_batches, sha256_of, table_format
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
@@ -1177,84 +1177,95 @@ class _Paired(NamedTuple):
     pairs: dict[str, np.ndarray]
 
 
-def _checked_columns(path: str | Path, columns: Sequence[str], what: str, **reading: Any) -> None:
-    """Refuse a file without one of ``columns`` (as :func:`_load` does), before it is read."""
+def _checked_columns(path: str | Path, columns: Sequence[str], what: str, **reading: Any) -> int:
+    """Refuse a file without one of ``columns`` (as :func:`_load` does), before it is read; its columns."""
     meta, _ = iter_batches(path, columns=None, **reading)
     absent = [c for c in columns if c not in meta.columns]
     if absent:
         raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, meta.columns))}")
+    return len(meta.columns)
 
 
-def _streams(released: Any, manifest: Manifest, weights: Any) -> bool:
-    """Whether the report's estimates stream the released file (a path, without weights) whose receipt, if
-    any, names ``manifest``: a frame in memory was never checked against its receipt, so a file whose
-    receipt names another manifest is read into memory as before rather than refused."""
-    from pramkit.engine.receipt import check_chain
-
-    if not isinstance(released, (str, Path)) or weights is not None:
+def _chunked(data: Any) -> bool:
+    """Whether ``data`` is a CSV or Parquet file or a folder of parts: read chunk by chunk (a Stata, SPSS or
+    SAS file is read whole by every pass, so the report reads it once, as before)."""
+    if not isinstance(data, (str, Path)):
         return False
     try:
-        check_chain(released, [manifest])
-    except DataError:
+        return Path(data).is_dir() or table_format(data) in ("csv", "parquet")
+    except ParameterError:
         return False
-    return True
 
 
-def _streamed_estimates(released: str | Path, manifest: Manifest, single: Sequence[PerturbedVariable],
-                        **reading: Any) -> dict[str, EstimateResult]:
-    """Each variable's estimate from the released file streamed (without the warning of a file without a
-    receipt, which the report does not give for a frame either)."""
-    import warnings
-
-    from pramkit.engine.receipt import ReceiptWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReceiptWarning)
-        return {v.name: estimate_table(released, manifest, v.name, **reading) for v in single}
+def _streams(released: Any, weights: Any) -> bool:
+    """Whether the report reads the released file chunk by chunk: a CSV or Parquet file (or a folder of
+    parts), without weights (weighted sums added chunk by chunk would change their last bits)."""
+    return _chunked(released) and weights is None
 
 
-def _records(path: str | Path, columns: Sequence[str], **reading: Any) -> int:
-    """The records of a released file with ``columns``, counted chunk by chunk (refused as :func:`_load` does)."""
-    _checked_columns(path, columns, "released data", **reading)
-    records = sum(t.num_rows for t in iter_batches(path, columns=list(columns[:1]) or None, **reading)[1])
-    if records == 0:
-        raise DataError(f"file {str(path)!r} has no data rows")
-    return records
+def _estimates(pairs: Mapping[str, np.ndarray], manifest: Manifest,
+               single: Sequence[PerturbedVariable]) -> dict[str, EstimateResult]:
+    """Each variable's estimate from the released file's counts (the cross-tabs' columns, the last the missing
+    values): :func:`estimate_table` of a column of the released categories in their order, as many of each as
+    the file holds, one variable at a time (one byte a record, for as long as the estimate takes), which has
+    the counts of the file and so its estimate."""
+    out = {}
+    for v in single:
+        counts = pairs[v.name].sum(axis=0)
+        kind = np.int8 if len(counts) < 2**7 else np.int16 if len(counts) < 2**15 else np.int32
+        codes = np.repeat(np.arange(len(counts), dtype=kind), counts)
+        codes[codes == len(counts) - 1] = -1
+        column = pd.Categorical.from_codes(codes, categories=pd.Index(list(v.matrix.categories), dtype=object))
+        out[v.name] = estimate_table(pd.DataFrame({v.name: column}, copy=False), manifest, v.name)
+    return out
 
 
-def _stream_pairs(data: str | Path, released: str | Path, manifest: Manifest, keys: Sequence[str],
+def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manifest, keys: Sequence[str],
                   single: Sequence[PerturbedVariable], **reading: Any) -> _Paired:
     """Both files read chunk by chunk side by side (memory: a chunk of each and the tables), checked as
-    :func:`_check_release` checks them in memory, with the cross-tab of each variable in ``single``.
+    :func:`_check_release` checks them in memory, with the cross-tab of each variable in ``single``; without
+    the original (``data`` None), the released file alone (the cross-tabs' last row: every original missing).
 
     ``reading``: ``na_values``, ``sep`` and ``encoding`` of the files.
     """
     from pramkit.audit.release import _paired_chunks
     from pramkit.counts import MISSING, chunk_codes
 
-    columns = list(dict.fromkeys([*keys, *(v.name for v in single), *manifest.columns]))
-    _checked_columns(data, columns, "original data", **reading)
-    _checked_columns(released, columns, "released data", **reading)
-    chunk = chunk_rows_for(len(columns))
-    _, orig = iter_batches(data, columns=columns, chunk_rows=chunk, **reading)
-    _, rel = iter_batches(released, columns=columns, chunk_rows=chunk, **reading)
-    perturbed = [c for c in manifest.columns if c in columns]
+    columns = list(dict.fromkeys([*keys, *(v.name for v in single), *(manifest.columns if data is not None else ())]))
+    # a chunk of each file, together the bytes of one pass's chunk; a CSV reader parses every column of a
+    # row, so the chunk is sized by the files' columns, not only those read
+    width = _checked_columns(released, columns, "released data", **reading) if data is None else (
+        _checked_columns(data, columns, "original data", **reading)
+        + _checked_columns(released, columns, "released data", **reading))
+    chunk = chunk_rows_for(max(width, (1 if data is None else 2) * len(columns)))
+    _, rel = iter_batches(released, columns=columns or None, chunk_rows=chunk, **reading)
+    rows = [0, 0]
+
+    def alone() -> Iterator[tuple[pa.Table | None, pa.Table]]:
+        for table in rel:
+            rows[0] += table.num_rows
+            rows[1] += table.num_rows
+            yield None, table
+
+    chunks: Iterator[tuple[pa.Table | None, pa.Table]] = alone() if data is None else _paired_chunks(
+        iter_batches(data, columns=columns, chunk_rows=chunk, **reading)[1], rel, rows)
+    perturbed = [] if data is None else [c for c in manifest.columns if c in columns]
     sizes = {v.name: v.matrix.size + 1 for v in single}
     pairs = {v.name: np.zeros(sizes[v.name] ** 2, dtype=np.int64) for v in single}
-    rows = [0, 0]
     identical, missing_key, start = True, False, 0
-    for a, b in _paired_chunks(orig, rel, rows):
-        identical = identical and all(a.column(c).equals(b.column(c)) for c in perturbed)
-        missing_key = missing_key or any(t.column(k).null_count for t in (a, b) for k in keys)
+    for a, b in chunks:
+        identical = identical and a is not None and all(a.column(c).equals(b.column(c)) for c in perturbed)
+        missing_key = missing_key or any(t.column(k).null_count for t in (a, b) if t is not None for k in keys)
         for v in single:
-            cats = {v.name: v.matrix.categories}
-            x, z = (chunk_codes(t, [v.name], cats, start)[0].astype(np.int64) for t in (a, b))
-            s = sizes[v.name]
-            x[x == MISSING], z[z == MISSING] = s - 1, s - 1
-            pairs[v.name] += np.bincount(x * s + z, minlength=s * s)
-        start += a.num_rows
+            cats, size = {v.name: v.matrix.categories}, sizes[v.name]
+            z = chunk_codes(b, [v.name], cats, start)[0].astype(np.int64)
+            x = np.full(len(z), MISSING, dtype=np.int64) if a is None else \
+                chunk_codes(a, [v.name], cats, start)[0].astype(np.int64)
+            x[x == MISSING], z[z == MISSING] = size - 1, size - 1
+            pairs[v.name] += np.bincount(x * size + z, minlength=size * size)
+        start += b.num_rows
     for count, path in zip(rows, (data, released)):
-        if count == 0:
+        if count == 0 and path is not None:
             raise DataError(f"file {str(path)!r} has no data rows")
     _check_pairing(rows[0], rows[1], perturbed, lambda: identical)
     return _Paired(rows[0], missing_key, {n: t.reshape(sizes[n], sizes[n]) for n, t in pairs.items()})
@@ -1414,7 +1425,7 @@ def build_report(
         reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
         # two files, no weights, no contributions: the figures come from tables counted chunk by chunk
         paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
-            isinstance(data, (str, Path)) and _streams(released, manifest, weights) and not contributions) else None
+            _chunked(data) and _streams(released, weights) and not contributions) else None
         if paired is None:
             original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
             release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
@@ -1470,8 +1481,7 @@ def build_report(
             utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
             locality = _localities(located, lambda v: _private_weights(original, release, v))
         else:  # the released file streamed again for each estimate; the original's figures from the cross-tabs
-            assert isinstance(released, (str, Path))
-            estimates = _streamed_estimates(released, manifest, single, **reading)
+            estimates = _estimates(paired.pairs, manifest, single)
             exact = {v.name: _proportions(paired.pairs[v.name][:-1].sum(axis=1).astype(float), v) for v in single}
             utility = tuple(_utility_of(*exact[v.name], v, estimates[v.name]) for v in single)
             locality = _localities(located, lambda v: Weights(
@@ -1708,13 +1718,10 @@ def build_public_report(
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
         reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
-        if _streams(released, manifest, weights) and (original is None or isinstance(original, (str, Path))):
+        if _streams(released, weights) and (original is None or _chunked(original)):
             assert isinstance(released, (str, Path))  # streamed: the estimates' tables counted chunk by chunk
-            if original is None:
-                records = _records(released, [v.name for v in single], **reading)
-            else:
-                records = _stream_pairs(original, released, manifest, [], [], **reading).records
-            estimates = _streamed_estimates(released, manifest, single, **reading)
+            paired = _stream_pairs(original, released, manifest, [], single, **reading)
+            records, estimates = paired.records, _estimates(paired.pairs, manifest, single)
         else:
             release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
                             + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
