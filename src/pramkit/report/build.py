@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard, cast
 
 import numpy as np
 import pandas as pd
@@ -671,8 +671,9 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
     """The needed columns of a DataFrame or a file, checking that they are present.
 
     A file's text columns are read as categoricals (:func:`pramkit.io.read_arrow`, compact), one or two
-    bytes per record instead of the text: the report reads both files whole.  ``keep`` (a weight
-    column) is read as it is.
+    bytes per record instead of the text, for the reports that hold the records (weighted, with
+    contributions, a key missing in some record, a frame given, a Stata, SPSS or SAS file; otherwise
+    :func:`_stream_pairs` counts the tables chunk by chunk).  ``keep`` (a weight column) is read as it is.
     """
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
@@ -1186,7 +1187,7 @@ def _checked_columns(path: str | Path, columns: Sequence[str], what: str, **read
     return len(meta.columns)
 
 
-def _chunked(data: Any) -> bool:
+def _chunked(data: Any) -> TypeGuard[str | Path]:
     """Whether ``data`` is a CSV or Parquet file or a folder of parts: read chunk by chunk (a Stata, SPSS or
     SAS file is read whole by every pass, so the report reads it once, as before)."""
     if not isinstance(data, (str, Path)):
@@ -1197,10 +1198,11 @@ def _chunked(data: Any) -> bool:
         return False
 
 
-def _streams(released: Any, weights: Any) -> bool:
+def _streams(released: Any, weights: Any, manifest: Manifest) -> TypeGuard[str | Path]:
     """Whether the report reads the released file chunk by chunk: a CSV or Parquet file (or a folder of
-    parts), without weights (weighted sums added chunk by chunk would change their last bits)."""
-    return _chunked(released) and weights is None
+    parts), without weights (weighted sums added chunk by chunk would change their last bits), no matrix
+    taking a missing value as a category."""
+    return _chunked(released) and weights is None and all(None not in v.matrix.categories for v in manifest.variables)
 
 
 def _estimates(pairs: Mapping[str, np.ndarray], manifest: Manifest,
@@ -1215,7 +1217,8 @@ def _estimates(pairs: Mapping[str, np.ndarray], manifest: Manifest,
         kind = np.int8 if len(counts) < 2**7 else np.int16 if len(counts) < 2**15 else np.int32
         codes = np.repeat(np.arange(len(counts), dtype=kind), counts)
         codes[codes == len(counts) - 1] = -1
-        column = pd.Categorical.from_codes(codes, categories=pd.Index(list(v.matrix.categories), dtype=object))
+        column = pd.Categorical.from_codes(cast("np.ndarray[Any, np.dtype[np.integer[Any]]]", codes),
+                                           categories=pd.Index(list(v.matrix.categories), dtype=object))
         out[v.name] = estimate_table(pd.DataFrame({v.name: column}, copy=False), manifest, v.name)
     return out
 
@@ -1425,7 +1428,7 @@ def build_report(
         reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
         # two files, no weights, no contributions: the figures come from tables counted chunk by chunk
         paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
-            _chunked(data) and _streams(released, weights) and not contributions) else None
+            _chunked(data) and _streams(released, weights, manifest) and not contributions) else None
         if paired is None:
             original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
             release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
@@ -1718,7 +1721,7 @@ def build_public_report(
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
         reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
-        if _streams(released, weights) and (original is None or _chunked(original)):
+        if _streams(released, weights, manifest) and (original is None or _chunked(original)):
             assert isinstance(released, (str, Path))  # streamed: the estimates' tables counted chunk by chunk
             paired = _stream_pairs(original, released, manifest, [], single, **reading)
             records, estimates = paired.records, _estimates(paired.pairs, manifest, single)
