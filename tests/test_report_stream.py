@@ -19,6 +19,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pramkit.counts
 import pramkit.errors
@@ -178,3 +180,22 @@ def test_a_release_of_other_records_is_refused_streamed(tmp_path) -> None:
     with pytest.raises(pramkit.errors.DataError, match=re.escape("column(s) ['place'] are not in the released")):
         build_public_report(manifest, tmp_path / "cut.csv" if pd.read_csv(released).drop(columns="place").to_csv(
             tmp_path / "cut.csv", index=False) is None else released)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=40),
+       st.lists(st.integers(0, 9), min_size=16, max_size=16), st.integers(0, 9))
+def test_the_realised_figures_of_any_cross_tab(pairs, steps, radius) -> None:
+    """Any records and whole distances: the shares exactly the records' own, the mean to 1e-12 relative."""
+    d = np.array(steps, dtype=float).reshape(4, 4) / 4
+    table = np.zeros((4, 4), dtype=np.int64)
+    for x, z in pairs:
+        table[x, z] += 1
+    got = report_build._realised_pairs(table, d, radius / 4)
+    if not pairs:
+        assert all(math.isnan(v) for v in got.values())
+        return
+    x, z = (np.array(c) for c in zip(*pairs))
+    expected = report_build._realised((x, z), d, radius / 4)
+    assert got["kept"] == expected["kept"] and got["within"] == expected["within"]
+    assert got["distance"] == pytest.approx(expected["distance"], rel=1e-12)
