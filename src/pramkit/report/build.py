@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard, cast
 
 import numpy as np
 import pandas as pd
@@ -56,7 +56,7 @@ from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
-from pramkit.io import compact_text, iter_batches, sha256_of
+from pramkit.io import compact_text, iter_batches, sha256_of, table_format
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
@@ -671,8 +671,9 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
     """The needed columns of a DataFrame or a file, checking that they are present.
 
     A file's text columns are read as categoricals (:func:`pramkit.io.read_arrow`, compact), one or two
-    bytes per record instead of the text: the report reads both files whole.  ``keep`` (a weight
-    column) is read as it is.
+    bytes per record instead of the text, for the reports that hold the records (weighted, with
+    contributions, a key missing in some record, a frame given, a Stata, SPSS or SAS file; otherwise
+    :func:`_stream_pairs` counts the tables chunk by chunk).  ``keep`` (a weight column) is read as it is.
     """
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
@@ -838,10 +839,10 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     """The proportions of v's categories in the original file (private; weighted by the column ``weights``
     when given) and the records they count."""
     counts = _counts(original, v)
+    if weights is None:
+        return _proportions(counts, v)
     if counts.sum() == 0:
         raise DataError(f"column {v.name!r} of the original file has no non-missing value")
-    if weights is None:
-        return counts / counts.sum(), int(counts.sum())
 
     from pramkit.counts import chunk_codes, count_codes
     from pramkit.estimate.survey import SurveyDesign
@@ -855,8 +856,19 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     return sums / sums.sum(), int(counts.sum())
 
 
+def _proportions(counts: np.ndarray, v: PerturbedVariable) -> tuple[np.ndarray, int]:
+    """The proportions of v's categories from their counts in the original file, and the records counted."""
+    if counts.sum() == 0:
+        raise DataError(f"column {v.name!r} of the original file has no non-missing value")
+    return counts / counts.sum(), int(counts.sum())
+
+
 def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
-    p, n = _exact_p(original, v, estimate.weights)
+    return _utility_of(*_exact_p(original, v, estimate.weights), v, estimate)
+
+
+def _utility_of(p: np.ndarray, n: int, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
+    """A variable's utility figures from the original file's proportions ``p`` of ``n`` records."""
     est = estimate.to_frame()
     released_share = est["released"].to_numpy() / est["released"].sum()
     frequencies = pd.DataFrame({
@@ -890,7 +902,8 @@ class Weights(NamedTuple):
     """What a variable's locality figures are weighted by: fixed proportions ``p`` (exact or
     differentially private), or the counts ``table`` estimated from the released file (each
     figure then with its standard error); ``words`` says which, ``codes`` are the (original,
-    released) codes of the records for the realised figures (internal report only).
+    released) codes of the records for the realised figures (internal report only), or ``pairs``
+    their cross-tab (original category by row, released by column, both present).
 
     Examples
     --------
@@ -909,6 +922,7 @@ class Weights(NamedTuple):
     p: np.ndarray | None = None
     table: TableEstimate | None = None
     codes: tuple[np.ndarray, np.ndarray] | None = None
+    pairs: np.ndarray | None = None
 
     def figure(self, row: np.ndarray) -> tuple[float, float | None]:
         """``p @ row`` with no standard error, or its estimate from the table (NaN when it is
@@ -1036,12 +1050,25 @@ def _realised(codes: tuple[np.ndarray, np.ndarray], d: np.ndarray, radius: float
     return {"distance": float(moved.mean()), "kept": float(np.mean(x == z)), "within": float(np.mean(moved <= radius))}
 
 
+def _realised_pairs(pairs: np.ndarray, d: np.ndarray, radius: float) -> dict[str, float]:
+    """:func:`_realised` from the records' cross-tab of (original, released) categories: the shares are the
+    same numbers (sums of whole counts over the records); the distance is the same mean summed by cell, equal
+    to the last bits of a float."""
+    n = pairs.sum()
+    if not n:
+        return {"distance": math.nan, "kept": math.nan, "within": math.nan}
+    return {"distance": float((pairs * d).sum() / n), "kept": float(np.trace(pairs) / n),
+            "within": float(pairs[d <= radius].sum() / n)}
+
+
 def _locality(v: PerturbedVariable, dist: Distances, radius: float, weights: Weights) -> Locality:
     m = v.release_matrix
     finite = math.isfinite(m.epsilon)
     mine = row_measures(m, dist, within=radius)
     rr: RowMeasures | None = rr_row_measures(dist, m.epsilon, within=radius) if finite else None
     realised = None if weights.codes is None else _realised(weights.codes, dist.matrix, radius)
+    if weights.pairs is not None:
+        realised = _realised_pairs(weights.pairs, dist.matrix, radius)
     figures = []
     for label, attr, share in _LOCALITY:
         scale = 100.0 if share else 1.0
@@ -1121,18 +1148,130 @@ def _private_weights(original: pd.DataFrame, released: pd.DataFrame, v: Perturbe
 
 
 def _check_release(original: pd.DataFrame, released: pd.DataFrame, manifest: Manifest) -> None:
-    if len(original) != len(released):
+    perturbed = [c for c in manifest.columns if c in original.columns and c in released.columns]
+    _check_pairing(len(original), len(released), perturbed,
+                   lambda: all(_same_values(original[c], released[c]) for c in perturbed))
+
+
+def _check_pairing(original: int, released: int, perturbed: Sequence[str], identical: Callable[[], bool]) -> None:
+    """Refuse two files of different numbers of records, or a "release" identical to the original in every
+    perturbed column (``identical()``, asked only of files of :data:`MIN_RECORDS_IDENTICAL` records or more)."""
+    if original != released:
         raise DataError(
-            f"the original file has {len(original)} records and the released file {len(released)}; "
+            f"the original file has {original} records and the released file {released}; "
             "a release has one record per original record"
         )
-    perturbed = [c for c in manifest.columns if c in original.columns and c in released.columns]
-    if len(original) >= MIN_RECORDS_IDENTICAL and perturbed and all(
-            _same_values(original[c], released[c]) for c in perturbed):
+    if original >= MIN_RECORDS_IDENTICAL and perturbed and identical():
         raise DataError(
             f"the released file is identical to the original in every perturbed column ({', '.join(perturbed)}): "
             "pass the file that `pramkit apply` wrote as the release"
         )
+
+
+class _Paired(NamedTuple):
+    """What one pass over two files side by side found: the records, whether a key is missing in a record of
+    either file, and each single-column variable's cross-tab of (original, released) categories, a missing
+    value counted in the last row or column."""
+
+    records: int
+    missing_key: bool
+    pairs: dict[str, np.ndarray]
+
+
+def _checked_columns(path: str | Path, columns: Sequence[str], what: str, **reading: Any) -> int:
+    """Refuse a file without one of ``columns`` (as :func:`_load` does), before it is read; its columns."""
+    meta, _ = iter_batches(path, columns=None, **reading)
+    absent = [c for c in columns if c not in meta.columns]
+    if absent:
+        raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, meta.columns))}")
+    return len(meta.columns)
+
+
+def _chunked(data: Any) -> TypeGuard[str | Path]:
+    """Whether ``data`` is a CSV or Parquet file or a folder of parts: read chunk by chunk (a Stata, SPSS or
+    SAS file is read whole by every pass, so the report reads it once, as before)."""
+    if not isinstance(data, (str, Path)):
+        return False
+    try:
+        return Path(data).is_dir() or table_format(data) in ("csv", "parquet")
+    except ParameterError:
+        return False
+
+
+def _streams(released: Any, weights: Any, manifest: Manifest) -> TypeGuard[str | Path]:
+    """Whether the report reads the released file chunk by chunk: a CSV or Parquet file (or a folder of
+    parts), without weights (weighted sums added chunk by chunk would change their last bits), no matrix
+    taking a missing value as a category."""
+    return _chunked(released) and weights is None and all(None not in v.matrix.categories for v in manifest.variables)
+
+
+def _estimates(pairs: Mapping[str, np.ndarray], manifest: Manifest,
+               single: Sequence[PerturbedVariable]) -> dict[str, EstimateResult]:
+    """Each variable's estimate from the released file's counts (the cross-tabs' columns, the last the missing
+    values): :func:`estimate_table` of a column of the released categories in their order, as many of each as
+    the file holds, one variable at a time (one byte a record, for as long as the estimate takes), which has
+    the counts of the file and so its estimate."""
+    out = {}
+    for v in single:
+        counts = pairs[v.name].sum(axis=0)
+        kind = np.int8 if len(counts) < 2**7 else np.int16 if len(counts) < 2**15 else np.int32
+        codes = np.repeat(np.arange(len(counts), dtype=kind), counts)
+        codes[codes == len(counts) - 1] = -1
+        column = pd.Categorical.from_codes(cast("np.ndarray[Any, np.dtype[np.integer[Any]]]", codes),
+                                           categories=pd.Index(list(v.matrix.categories), dtype=object))
+        out[v.name] = estimate_table(pd.DataFrame({v.name: column}, copy=False), manifest, v.name)
+    return out
+
+
+def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manifest, keys: Sequence[str],
+                  single: Sequence[PerturbedVariable], **reading: Any) -> _Paired:
+    """Both files read chunk by chunk side by side (memory: a chunk of each and the tables), checked as
+    :func:`_check_release` checks them in memory, with the cross-tab of each variable in ``single``; without
+    the original (``data`` None), the released file alone (the cross-tabs' last row: every original missing).
+
+    ``reading``: ``na_values``, ``sep`` and ``encoding`` of the files.
+    """
+    from pramkit.audit.release import _paired_chunks
+    from pramkit.counts import MISSING, chunk_codes
+
+    columns = list(dict.fromkeys([*keys, *(v.name for v in single), *(manifest.columns if data is not None else ())]))
+    # a chunk of each file, together the bytes of one pass's chunk; a CSV reader parses every column of a
+    # row, so the chunk is sized by the files' columns, not only those read
+    width = _checked_columns(released, columns, "released data", **reading) if data is None else (
+        _checked_columns(data, columns, "original data", **reading)
+        + _checked_columns(released, columns, "released data", **reading))
+    chunk = chunk_rows_for(max(width, (1 if data is None else 2) * len(columns)))
+    _, rel = iter_batches(released, columns=columns or None, chunk_rows=chunk, **reading)
+    rows = [0, 0]
+
+    def alone() -> Iterator[tuple[pa.Table | None, pa.Table]]:
+        for table in rel:
+            rows[0] += table.num_rows
+            rows[1] += table.num_rows
+            yield None, table
+
+    chunks: Iterator[tuple[pa.Table | None, pa.Table]] = alone() if data is None else _paired_chunks(
+        iter_batches(data, columns=columns, chunk_rows=chunk, **reading)[1], rel, rows)
+    perturbed = [] if data is None else [c for c in manifest.columns if c in columns]
+    sizes = {v.name: v.matrix.size + 1 for v in single}
+    pairs = {v.name: np.zeros(sizes[v.name] ** 2, dtype=np.int64) for v in single}
+    identical, missing_key, start = True, False, 0
+    for a, b in chunks:
+        identical = identical and a is not None and all(a.column(c).equals(b.column(c)) for c in perturbed)
+        missing_key = missing_key or any(t.column(k).null_count for t in (a, b) if t is not None for k in keys)
+        for v in single:
+            cats, size = {v.name: v.matrix.categories}, sizes[v.name]
+            z = chunk_codes(b, [v.name], cats, start)[0].astype(np.int64)
+            x = np.full(len(z), MISSING, dtype=np.int64) if a is None else \
+                chunk_codes(a, [v.name], cats, start)[0].astype(np.int64)
+            x[x == MISSING], z[z == MISSING] = size - 1, size - 1
+            pairs[v.name] += np.bincount(x * size + z, minlength=size * size)
+        start += b.num_rows
+    for count, path in zip(rows, (data, released)):
+        if count == 0 and path is not None:
+            raise DataError(f"file {str(path)!r} has no data rows")
+    _check_pairing(rows[0], rows[1], perturbed, lambda: identical)
+    return _Paired(rows[0], missing_key, {n: t.reshape(sizes[n], sizes[n]) for n, t in pairs.items()})
 
 
 #: ``attrs`` of a frame :func:`_load` read from a file: its text columns read as categoricals.
@@ -1286,10 +1425,23 @@ def build_report(
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
-        original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
-        release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
-        _check_release(original, release, manifest)
-        risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
+        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+        # two files, no weights, no contributions: the figures come from tables counted chunk by chunk
+        paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
+            _chunked(data) and _streams(released, weights, manifest) and not contributions) else None
+        if paired is None:
+            original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
+            release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
+            _check_release(original, release, manifest)
+            risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
+            records = len(release)
+        elif paired.missing_key:  # the risk compares the records with every key in both files: those held
+            original = _load(data, keys, "original data", na_values, sep, encoding)
+            risk_original, risk_release, complete_note = _complete_keys(
+                original, _load(released, keys, "released data", na_values, sep, encoding), keys)
+            records = paired.records
+        else:
+            complete_note, records = "every record has all keys", paired.records
         seconds["read"] = time.perf_counter() - t0
         bar.update()
 
@@ -1297,8 +1449,9 @@ def build_report(
         t0 = time.perf_counter()
         # both files, every record with all keys and weights in a column: the risks stream the files (their
         # key tables counted chunk by chunk) instead of encoding the records held here once more
-        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path))
-                   and risk_original is original and (weights is None or isinstance(weights, str)))
+        complete = not paired.missing_key if paired is not None else risk_original is original
+        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path)) and complete
+                   and (weights is None or isinstance(weights, str)))
         before = identification_risk(data if streams else risk_original, keys, sampling_fraction=pi,
                                      weights=weights, model=model, na_values=na_values, sep=sep, encoding=encoding)
         seconds["risk before"] = time.perf_counter() - t0
@@ -1326,9 +1479,17 @@ def build_report(
 
         t0 = time.perf_counter()
         weight = weight_cols[0] if weight_cols else None  # the estimates weighted as the risk is
-        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
-        utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
-        locality = _localities(located, lambda v: _private_weights(original, release, v))
+        if paired is None:
+            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
+            utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
+            locality = _localities(located, lambda v: _private_weights(original, release, v))
+        else:  # the released file streamed again for each estimate; the original's figures from the cross-tabs
+            estimates = _estimates(paired.pairs, manifest, single)
+            exact = {v.name: _proportions(paired.pairs[v.name][:-1].sum(axis=1).astype(float), v) for v in single}
+            utility = tuple(_utility_of(*exact[v.name], v, estimates[v.name]) for v in single)
+            locality = _localities(located, lambda v: Weights(
+                "the exact frequencies of the original file", p=exact[v.name][0],
+                pairs=paired.pairs[v.name][:-1, :-1]))
         seconds["utility"] = time.perf_counter() - t0
         bar.update()
 
@@ -1372,7 +1533,7 @@ def build_report(
         seconds=seconds,
         guarantee=stated.sentence,
         ledger_facts=_ledger_facts(manifest),
-        records=len(release),
+        records=records,
         locality=locality,
         structure=structure_facts(manifest),
         contributions=explained,
@@ -1559,12 +1720,19 @@ def build_public_report(
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
-        release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
-                        + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
-        if original is not None:
-            _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding), release,
-                           manifest)
-        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
+        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+        if _streams(released, weights, manifest) and (original is None or _chunked(original)):
+            assert isinstance(released, (str, Path))  # streamed: the estimates' tables counted chunk by chunk
+            paired = _stream_pairs(original, released, manifest, [], single, **reading)
+            records, estimates = paired.records, _estimates(paired.pairs, manifest, single)
+        else:
+            release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
+                            + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
+            if original is not None:
+                _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding),
+                               release, manifest)
+            records = len(release)
+            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
         utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
         bar.update()
@@ -1584,6 +1752,6 @@ def build_public_report(
                                             else "", weighted_note(weights)])),
         designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
         seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=stated.sentence,
-        ledger_facts=_ledger_facts(manifest), records=len(release), locality=locality,
+        ledger_facts=_ledger_facts(manifest), records=records, locality=locality,
         structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path), stated=stated,
     )
