@@ -1659,3 +1659,54 @@ def sha256_of(path: str | Path) -> str:
     except OSError as exc:
         raise DataError(file_error(exc, path, "read")) from None
     return h.hexdigest()
+
+
+def paired_chunks(original: Iterator[pa.Table], released: Iterator[pa.Table],
+                   rows: list[int]) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """Chunks of the same rows of two files read chunk by chunk, while both have rows.
+
+    The two files' chunks need not end at the same rows: each pair is cut to the rows both hold.
+
+    Parameters
+    ----------
+    original, released : iterator of pyarrow.Table
+        The chunks of each file, in row order.
+    rows : list of int
+        Two counters: the rows of each file are added to them, to the end of both files (so a
+        difference in the number of records is seen once the pairs are spent).
+
+    Yields
+    ------
+    tuple of pyarrow.Table
+        A chunk of each file, of the same rows.
+
+    Examples
+    --------
+    >>> a = iter([pa.table({"x": [1, 2, 3]}), pa.table({"x": [4]})])
+    >>> b = iter([pa.table({"y": [5]}), pa.table({"y": [6, 7, 8, 9]})])
+    >>> rows = [0, 0]
+    >>> [(p.column("x").to_pylist(), q.column("y").to_pylist()) for p, q in paired_chunks(a, b, rows)]
+    [([1], [5]), ([2, 3], [6, 7]), ([4], [8])]
+    >>> rows
+    [4, 5]
+    """
+    sources = (original, released)
+    empty = pa.table({})
+    pending = [empty, empty]
+    while True:
+        for i in (0, 1):
+            while not pending[i].num_rows:
+                nxt = next(sources[i], None)
+                if nxt is None:
+                    break
+                rows[i] += nxt.num_rows
+                pending[i] = nxt
+        a, b = pending
+        if not a.num_rows or not b.num_rows:
+            for i in (0, 1):      # count what is left
+                for rest in sources[i]:
+                    rows[i] += rest.num_rows
+            return
+        n = min(a.num_rows, b.num_rows)
+        yield a.slice(0, n), b.slice(0, n)
+        pending = [a.slice(n), b.slice(n)]

@@ -50,7 +50,7 @@ from pramkit.audit.records import (  # noqa: F401  (the checks of paired records
 from pramkit.audit.result import Check
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.errors import DataError
-from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches
+from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches, paired_chunks
 from pramkit.manifest import Manifest
 from pramkit.validate import SPARK_MASTER, engine_name
 
@@ -80,32 +80,6 @@ def read_whole(path: str | Path, *, sep: str = ",", encoding: str = "utf-8") -> 
 AUDIT_CHUNK_ROWS = 1 << 18
 
 
-def _paired_chunks(original: Iterator[pa.Table], released: Iterator[pa.Table],
-                   rows: list[int]) -> Iterator[tuple[pa.Table, pa.Table]]:
-    """Chunks of the same rows of the two files, while both have rows; the rows of each file are counted
-    in ``rows`` (to the end of both)."""
-    sources = (original, released)
-    empty = pa.table({})
-    pending = [empty, empty]
-    while True:
-        for i in (0, 1):
-            while not pending[i].num_rows:
-                nxt = next(sources[i], None)
-                if nxt is None:
-                    break
-                rows[i] += nxt.num_rows
-                pending[i] = nxt
-        a, b = pending
-        if not a.num_rows or not b.num_rows:
-            for i in (0, 1):      # count what is left
-                for rest in sources[i]:
-                    rows[i] += rest.num_rows
-            return
-        n = min(a.num_rows, b.num_rows)
-        yield a.slice(0, n), b.slice(0, n)
-        pending = [a.slice(n), b.slice(n)]
-
-
 def _audit_files(manifest: Manifest, original: str | Path, released: str | Path, *, alpha: float, sep: str,
                  encoding: str, shuffled: bool, na: Any) -> list[Check]:
     """The file and variable checks, both files read in chunks side by side (memory: a chunk of each)."""
@@ -118,7 +92,7 @@ def _audit_files(manifest: Manifest, original: str | Path, released: str | Path,
     state = _FileChecks(manifest, meta_o.columns, shuffled=shuffled, codes=codes)
     found = [_Variable(v, meta_o.columns, codes, shuffled) for v in manifest.variables]
     start = 0
-    for a, b in _paired_chunks(orig, rel, state.rows):
+    for a, b in paired_chunks(orig, rel, state.rows):
         state.add(a, b, start)
         for f in found:
             f.add(a, b, start)

@@ -56,7 +56,7 @@ from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.information import entropy
-from pramkit.io import compact_text, iter_batches, sha256_of, table_format
+from pramkit.io import compact_text, iter_batches, paired_chunks, sha256_of, table_format
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.privacy.geometric import DPCounts
@@ -1231,7 +1231,6 @@ def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manif
 
     ``reading``: ``na_values``, ``sep`` and ``encoding`` of the files.
     """
-    from pramkit.audit.release import _paired_chunks
     from pramkit.counts import MISSING, chunk_codes
 
     columns = list(dict.fromkeys([*keys, *(v.name for v in single), *(manifest.columns if data is not None else ())]))
@@ -1250,7 +1249,7 @@ def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manif
             rows[1] += table.num_rows
             yield None, table
 
-    chunks: Iterator[tuple[pa.Table | None, pa.Table]] = alone() if data is None else _paired_chunks(
+    chunks: Iterator[tuple[pa.Table | None, pa.Table]] = alone() if data is None else paired_chunks(
         iter_batches(data, columns=columns, chunk_rows=chunk, **reading)[1], rel, rows)
     perturbed = [] if data is None else [c for c in manifest.columns if c in columns]
     sizes = {v.name: v.matrix.size + 1 for v in single}
