@@ -136,7 +136,7 @@ def _write_option_tables(app: object) -> None:
     from pramkit.release.apply_spec import ApplySpec
     from pramkit.release.spec import option_table
     from pramkit.release.swap_spec import SwapSpec
-    from pramkit.risk.spec import RiskSpec
+    from pramkit.release.risk_spec import RiskSpec
     from pramkit.settings import option_table as table
 
     folder = Path(__file__).resolve().parent / "_generated"

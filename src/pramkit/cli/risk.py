@@ -14,9 +14,9 @@ from pramkit.cli._common import Files, add_csv_dialect, add_engine_options, add_
 from pramkit.cli.commands import HELP
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
-from pramkit.risk.spec import FRACTIONS as _FRACTIONS
-from pramkit.risk.spec import MODEL as _MODEL
-from pramkit.risk.spec import RiskSpec
+from pramkit.release.risk_spec import FRACTIONS as _FRACTIONS
+from pramkit.release.risk_spec import MODEL as _MODEL
+from pramkit.release.risk_spec import RiskSpec
 from pramkit.settings import add_arguments, from_namespace
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("data", type=Path, help="the file (CSV, Parquet, Stata .dta, SPSS .sav)")
     p.add_argument("--keys", required=True, help="comma-separated key variables")
-    # every risk setting declared once (pramkit.risk.spec), its flags in the order --help lists them
+    # every risk setting declared once (pramkit.release.risk_spec), its flags in the order --help lists them
     add_arguments(p.add_mutually_exclusive_group(), RiskSpec, names=("sampling_fraction", "weights"))
     add_arguments(p, RiskSpec, names=("fractions", "model"))
     p.add_argument("--manifest", type=Path, help="release manifest: DATA is the released (perturbed) file")
@@ -267,7 +267,7 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
 
 
 def _steps(args: argparse.Namespace) -> float:
-    """``--max-steps`` (a positive number, checked by :class:`pramkit.risk.spec.RiskSpec`), or the library's
+    """``--max-steps`` (a positive number, checked by :class:`pramkit.release.risk_spec.RiskSpec`), or the library's
     default."""
     from pramkit.risk.suda import MAX_STEPS
 

@@ -458,7 +458,7 @@ def identification_risk(
         (:func:`pramkit.engine.spark.counts.count_file`, master ``spark_master``), the rest as for a file;
         the same figures (weight sums added in another order: equal to about 1e-15 relative)
     spark_master : Spark's master URL
-    spec : a :class:`pramkit.risk.spec.RiskSpec` giving the settings above (``sampling_fraction`` to
+    spec : a :class:`pramkit.release.risk_spec.RiskSpec` giving the settings above (``sampling_fraction`` to
         ``spark_master``) instead of these keywords, checked as ``pramkit risk`` checks them
 
     Returns
@@ -503,9 +503,9 @@ def identification_risk(
     >>> res.perturbed, res.fitted_to, round(res.tau2, 4)
     (('sex',), 'original', 1.9818)
 
-    The settings may come as one :class:`pramkit.risk.spec.RiskSpec` (not both ways):
+    The settings may come as one :class:`pramkit.release.risk_spec.RiskSpec` (not both ways):
 
-    >>> from pramkit.risk.spec import RiskSpec
+    >>> from pramkit.release.risk_spec import RiskSpec
     >>> same = identification_risk(released, ["sex", "age"], manifest=manifest, original=original,
     ...                            spec=RiskSpec(sampling_fraction=0.5))
     >>> same.tau2 == res.tau2
