@@ -69,6 +69,7 @@ from pramkit.risk.folding import axis_categories, fold, folded_cells, folded_sha
 from pramkit.risk.fractions import FractionsBy, SamplingFractions
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table, record_weights
 from pramkit.risk.household import _household_codes, combine_households
+from pramkit.risk.household_pairs import HouseholdExpectation, household_expectation
 from pramkit.risk.identification import fit_model
 from pramkit.risk.individual import benedetti_franconi, individual_risk
 from pramkit.risk.loglinear import LogLinearFit, check_cells, push
@@ -360,13 +361,13 @@ KEPT_EXACT_MAX_WORK = 1_000_000
 _NODES_PER_PANEL = 12
 
 
-def _kept_quadrature(mu_max: float, p_min: float) -> tuple[np.ndarray, np.ndarray]:
+def _kept_quadrature(mu_max: float, p_min: float, nodes: int = _NODES_PER_PANEL) -> tuple[np.ndarray, np.ndarray]:
     """Nodes ``s`` and weights of ``int_0^inf h(s) ds`` for the integrand of :func:`expected_kept_risk`:
     panels doubling from ``2^-e`` (``e`` with ``mu_max 2^-e <= 1/64``) to 1, where the released count's
     generating function ``G(e^-s) <= exp(-mu (1 - e^-s))`` falls; panels of width 1 past the kernel's
     step at ``s = log((1 - p) / p)``; then doubling panels to 48, beyond which the integrand is below
-    ``e^-48``."""
-    x, w = np.polynomial.legendre.leggauss(_NODES_PER_PANEL)
+    ``e^-48``.  ``nodes`` Gauss-Legendre nodes per panel."""
+    x, w = np.polynomial.legendre.leggauss(nodes)
     e = math.ceil(math.log2(max(mu_max, 1.0))) + 6
     edges = [0.0] + [2.0 ** k for k in range(-e, 1)]
     step = math.log((1.0 - p_min) / p_min) if p_min < 1.0 else 0.0
@@ -599,13 +600,14 @@ class ExpectedRelease:
     exact: bool
     seconds: float
     individual_exact: bool = True
+    household_exact: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON-ready values (private: computed from the original file)."""
         out = {f: getattr(self, f) for f in ("n", "sample_uniques", "sample_uniques_before", "tau1", "tau2",
                                              "tau1_before", "tau2_before", "individual", "individual_before",
                                              "household", "household_before", "exact", "seconds",
-                                             "individual_exact")}
+                                             "individual_exact", "household_exact")}
         return {"keys": list(self.keys), "perturbed": list(self.perturbed), **out,
                 "utility": [u.to_dict() for u in self.utility]}
 
@@ -620,7 +622,7 @@ def _utility(name: str, p: np.ndarray, mats: Sequence[np.ndarray | None], n: int
     try:
         pram, none = moment_variances(p, [None if m is None else PramMatrix(m) for m in mats])
         se = np.sqrt(np.clip(pram, 0.0, None) / n)
-    except MatrixError:
+    except (MatrixError, DataError):  # singular, or a category the matrix never releases: no unbiased estimate
         none = shares * (1 - shares)
         se = np.full(p.shape, np.nan)
     without = np.sqrt(np.clip(none, 0.0, None) / n)
@@ -698,10 +700,12 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         lone = kept.alone.ravel()[s.cells[counted]]
         after[counted] += lone * (individual_risk(np.ones(len(w)), w).risk - benedetti_franconi(1.0, 1.0 / p_cell))
     household = household_before = None
+    household_exact = True
     if problem.household is not None:
         r = np.where(s.cells >= 0, s.individual.ravel()[at], np.nan)
         household_before = float(combine_households(r, problem.household).sum())
-        household = float(combine_households(after, problem.household).sum())
+        combined = _expected_households(s, mats, after, fraction, problem.household, kept.exact)
+        household, household_exact = float(combined.risk.sum()), combined.exact
     n = int(s.counts.sum())
     utility = []
     for name in s.perturbed:
@@ -722,4 +726,26 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         individual=float(np.nansum(after)),
         individual_before=float((s.counts * s.individual).sum()),
         household=household, household_before=household_before, utility=tuple(utility), exact=exact,
-        seconds=time.perf_counter() - start, individual_exact=kept.exact and s.uniform)
+        seconds=time.perf_counter() - start, individual_exact=kept.exact and s.uniform,
+        household_exact=household_exact and kept.exact and s.uniform)
+
+
+def _expected_households(s: _Structure, mats: Sequence[np.ndarray | None], after: np.ndarray,
+                         fraction: float | np.ndarray, members: np.ndarray, formed: bool) -> HouseholdExpectation:
+    """Every record's expected household risk (:func:`pramkit.risk.household_pairs.household_expectation`):
+    the table laid out as one row per combination of the unperturbed axes, one column per perturbed cell."""
+    axes = [a for a, m in enumerate(mats) if m is not None]
+    rest = [a for a in range(s.counts.ndim) if a not in axes]
+    order = rest + axes
+    size = math.prod(s.counts.shape[a] for a in axes)
+    rows = np.transpose(s.counts, order).reshape(-1, size)
+    p = np.transpose(np.broadcast_to(np.asarray(fraction, dtype=float), s.counts.shape), order).reshape(-1, size)
+    at = np.unravel_index(np.maximum(s.cells, 0), s.counts.shape)
+    position = np.ravel_multi_index([at[a] for a in order], [s.counts.shape[a] for a in order])
+    group = np.where(s.cells >= 0, position // size, -1)
+    joint = None
+    if axes and formed:
+        joint = np.ones((1, 1))
+        for a in axes:
+            joint = np.kron(joint, np.asarray(mats[a], dtype=float))
+    return household_expectation(after, members, group, position % size, rows, joint, p)
