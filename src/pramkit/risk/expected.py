@@ -49,6 +49,7 @@ The derivation is written out in docs/risk.md.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -69,7 +70,7 @@ from pramkit.risk.folding import axis_categories, fold, folded_cells, folded_sha
 from pramkit.risk.fractions import FractionsBy, SamplingFractions
 from pramkit.risk.frequencies import KeyTable, MissingKeys, key_table, record_weights
 from pramkit.risk.household import _household_codes, combine_households
-from pramkit.risk.household_pairs import HouseholdExpectation, household_expectation
+from pramkit.risk.household_pairs import HouseholdExpectation, household_expectation, household_layout
 from pramkit.risk.identification import fit_model
 from pramkit.risk.individual import benedetti_franconi, individual_risk
 from pramkit.risk.loglinear import LogLinearFit, check_cells, push
@@ -219,6 +220,7 @@ class _Structure:
     before: Any  # CellRisk with M = I
     sums: np.ndarray | None = None  # the weights' sum in every cell (None without weights)
     uniform: bool = True  # one weight in each combination of the unperturbed axes (or no weights)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)  # what its designs share (households' layout)
 
     @classmethod
     def of(cls, problem: ProblemSet, manifest: Manifest | None, singles: tuple[str, ...], joints: list[Any],
@@ -361,13 +363,19 @@ KEPT_EXACT_MAX_WORK = 1_000_000
 _NODES_PER_PANEL = 12
 
 
+@functools.lru_cache(maxsize=4)
+def _legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on [-1, 1]."""
+    return np.polynomial.legendre.leggauss(nodes)
+
+
 def _kept_quadrature(mu_max: float, p_min: float, nodes: int = _NODES_PER_PANEL) -> tuple[np.ndarray, np.ndarray]:
     """Nodes ``s`` and weights of ``int_0^inf h(s) ds`` for the integrand of :func:`expected_kept_risk`:
     panels doubling from ``2^-e`` (``e`` with ``mu_max 2^-e <= 1/64``) to 1, where the released count's
     generating function ``G(e^-s) <= exp(-mu (1 - e^-s))`` falls; panels of width 1 past the kernel's
     step at ``s = log((1 - p) / p)``; then doubling panels to 48, beyond which the integrand is below
     ``e^-48``.  ``nodes`` Gauss-Legendre nodes per panel."""
-    x, w = np.polynomial.legendre.leggauss(nodes)
+    x, w = _legendre(nodes)
     e = math.ceil(math.log2(max(mu_max, 1.0))) + 6
     edges = [0.0] + [2.0 ** k for k in range(-e, 1)]
     step = math.log((1.0 - p_min) / p_min) if p_min < 1.0 else 0.0
@@ -699,25 +707,9 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         p_cell = np.broadcast_to(fraction, s.counts.shape).ravel()[s.cells[counted]]
         lone = kept.alone.ravel()[s.cells[counted]]
         after[counted] += lone * (individual_risk(np.ones(len(w)), w).risk - benedetti_franconi(1.0, 1.0 / p_cell))
-    household = household_before = None
-    household_exact = True
-    if problem.household is not None:
-        r = np.where(s.cells >= 0, s.individual.ravel()[at], np.nan)
-        household_before = float(combine_households(r, problem.household).sum())
-        combined = _expected_households(s, mats, after, fraction, problem.household, kept.exact)
-        household, household_exact = float(combined.risk.sum()), combined.exact
+    household_before, household, household_exact = _households(problem, s, mats, after, fraction, kept.exact)
     n = int(s.counts.sum())
-    utility = []
-    for name in s.perturbed:
-        axis = s.names.index(name)
-        p = s.counts.sum(axis=tuple(a for a in range(s.counts.ndim) if a != axis))
-        utility.append(_utility(name, p, [mats[axis]], n, True))
-    for v in manifest.variables:
-        if v.name not in s.perturbed and shares is not None and v.name in shares:
-            p = np.asarray(shares[v.name], dtype=float) * n
-            utility.append(_utility(v.name, p, [v.matrix.matrix], n, True))
-    if s.perturbed and s.counts.size <= 10 * 1024 * 1024:
-        utility.append(_utility("keys", s.counts, mats, n, False))
+    utility = _utilities(s, mats, manifest, shares, n)
     return ExpectedRelease(
         keys=problem.keys, perturbed=s.perturbed, n=n,
         sample_uniques=float(unique.sum()), sample_uniques_before=float(before.sum()),
@@ -730,22 +722,56 @@ def expected_release(problem: ProblemSet, manifest: Manifest, *,
         household_exact=household_exact and kept.exact and s.uniform)
 
 
+def _utilities(s: _Structure, mats: Sequence[np.ndarray | None], manifest: Manifest,
+               shares: Mapping[str, Sequence[float]] | None, n: int) -> list[ExpectedUtility]:
+    """The expected utility of every perturbed variable (those that are not keys with their ``shares``),
+    then of the keys' table."""
+    utility = []
+    for name in s.perturbed:
+        axis = s.names.index(name)
+        p = s.counts.sum(axis=tuple(a for a in range(s.counts.ndim) if a != axis))
+        utility.append(_utility(name, p, [mats[axis]], n, True))
+    for v in manifest.variables:
+        if v.name not in s.perturbed and shares is not None and v.name in shares:
+            p = np.asarray(shares[v.name], dtype=float) * n
+            utility.append(_utility(v.name, p, [v.matrix.matrix], n, True))
+    if s.perturbed and s.counts.size <= 10 * 1024 * 1024:
+        utility.append(_utility("keys", s.counts, mats, n, False))
+    return utility
+
+
+def _households(problem: ProblemSet, s: _Structure, mats: Sequence[np.ndarray | None], after: np.ndarray,
+                fraction: float | np.ndarray, formed: bool) -> tuple[float | None, float | None, bool]:
+    """The persons in re-identified households before and after PRAM (expected), and whether the latter
+    is exact (None, None, True without a household id)."""
+    if problem.household is None:
+        return None, None, True
+    r = np.where(s.cells >= 0, s.individual.ravel()[np.maximum(s.cells, 0)], np.nan)
+    before = float(combine_households(r, problem.household).sum())
+    if all(m is None for m in mats):  # nothing perturbed: the risks are fixed, their combination exact
+        return before, float(combine_households(after, problem.household).sum()), True
+    combined = _expected_households(s, mats, after, fraction, problem.household, formed)
+    return before, float(combined.risk.sum()), combined.exact
+
+
 def _expected_households(s: _Structure, mats: Sequence[np.ndarray | None], after: np.ndarray,
                          fraction: float | np.ndarray, members: np.ndarray, formed: bool) -> HouseholdExpectation:
     """Every record's expected household risk (:func:`pramkit.risk.household_pairs.household_expectation`):
-    the table laid out as one row per combination of the unperturbed axes, one column per perturbed cell."""
+    the table laid out as one row per combination of the unperturbed axes, one column per perturbed cell
+    (the households' layout is kept in the structure: designs of one kind share it)."""
     axes = [a for a, m in enumerate(mats) if m is not None]
-    rest = [a for a in range(s.counts.ndim) if a not in axes]
-    order = rest + axes
+    order = [a for a in range(s.counts.ndim) if a not in axes] + axes
     size = math.prod(s.counts.shape[a] for a in axes)
     rows = np.transpose(s.counts, order).reshape(-1, size)
     p = np.transpose(np.broadcast_to(np.asarray(fraction, dtype=float), s.counts.shape), order).reshape(-1, size)
-    at = np.unravel_index(np.maximum(s.cells, 0), s.counts.shape)
-    position = np.ravel_multi_index([at[a] for a in order], [s.counts.shape[a] for a in order])
-    group = np.where(s.cells >= 0, position // size, -1)
+    if "households" not in s.cache:
+        at = np.unravel_index(np.maximum(s.cells, 0), s.counts.shape)
+        position = np.ravel_multi_index([at[a] for a in order], [s.counts.shape[a] for a in order])
+        s.cache["households"] = household_layout(members, np.where(s.cells >= 0, position // size, -1),
+                                                 position % size)
     joint = None
-    if axes and formed:
+    if formed:
         joint = np.ones((1, 1))
         for a in axes:
             joint = np.kron(joint, np.asarray(mats[a], dtype=float))
-    return household_expectation(after, members, group, position % size, rows, joint, p)
+    return household_expectation(after, s.cache["households"], rows, joint, p)

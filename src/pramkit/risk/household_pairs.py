@@ -32,12 +32,12 @@ groups.  This is exact when no group has more than two members (``E (1 - R_i)(1 
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HouseholdExpectation", "PAIR_MAX_WORK", "household_expectation", "pair_moment"]
+__all__ = ["PAIR_MAX_WORK", "HouseholdExpectation", "HouseholdLayout", "household_expectation", "household_layout",
+           "pair_moment"]
 
 #: Largest number of quadrature points (over the distinct pairs of cells, nodes squared) spent on the pairs'
 #: integrals, about 10 to 20 ns each (0.15 to 0.3 s); beyond it the members are combined as independent
@@ -138,6 +138,9 @@ def pair_moment(f: np.ndarray, joint: np.ndarray, a: int, b: int, p_a: float, p_
 
 def _pair_work(distinct: np.ndarray, rows: np.ndarray, joint: np.ndarray, fraction: np.ndarray) -> int:
     """Quadrature points the pairs of cells ``distinct`` (combination, cell, cell) take in :func:`pair_moment`."""
+    fewest = _pair_quadrature(0.0, 1.0)[0].size ** 2  # the fewest points a pair takes
+    if distinct.shape[0] * fewest > PAIR_MAX_WORK:
+        return distinct.shape[0] * fewest
     u, a, b = distinct.T
     mu = np.einsum("ik,ki->i", rows[u], np.maximum(joint[:, a], joint[:, b]))
     p = np.minimum(fraction[u, a], fraction[u, b])
@@ -174,22 +177,89 @@ def _others_product(mu: np.ndarray, key: np.ndarray, i: np.ndarray, j: np.ndarra
     return np.where(certain[g] - sure[i] - sure[j] > 0.5, 0.0, np.exp(total[g] - logs[i] - logs[j]))
 
 
-def household_expectation(mu: np.ndarray, members: np.ndarray, group: np.ndarray, column: np.ndarray,
-                          rows: np.ndarray, joint: np.ndarray | None, fraction: np.ndarray) -> HouseholdExpectation:
+class HouseholdLayout(NamedTuple):
+    """The groups of every household's members and their pairs, which depend on the file and the kind of
+    design, not on its matrices (:func:`household_layout`).
+
+    Parameters
+    ----------
+    members : numpy.ndarray
+        Every record's household code ``0..H-1``.
+    counted : numpy.ndarray
+        The positions of the records that have a risk.
+    key : numpy.ndarray
+        The group (a household's members in one combination of the unperturbed keys) of each counted record.
+    households : numpy.ndarray
+        The household of each group.
+    largest : int
+        Members of the largest group.
+    first, second : numpy.ndarray
+        The pairs of counted records (positions in ``counted``) of one group.
+    cells : numpy.ndarray
+        The distinct pairs of cells, rows ``(combination, cell, cell)``.
+    pair_cells : numpy.ndarray
+        Each pair's row of ``cells``.
+    """
+
+    members: np.ndarray
+    counted: np.ndarray
+    key: np.ndarray
+    households: np.ndarray
+    largest: int
+    first: np.ndarray
+    second: np.ndarray
+    cells: np.ndarray
+    pair_cells: np.ndarray
+
+
+def household_layout(members: np.ndarray, group: np.ndarray, column: np.ndarray) -> HouseholdLayout:
+    """Group every household's members by their combination of the unperturbed keys, and pair them.
+
+    Parameters
+    ----------
+    members : numpy.ndarray
+        Every record's household code ``0..H-1``.
+    group : numpy.ndarray
+        Every record's combination of the unperturbed keys (-1: the record has no risk, a missing value).
+    column : numpy.ndarray
+        Every record's cell of the perturbed keys.
+
+    Returns
+    -------
+    HouseholdLayout
+
+    Examples
+    --------
+    >>> layout = household_layout(np.array([0, 0, 0, 1]), np.array([0, 0, 1, 0]), np.array([2, 0, 1, 1]))
+    >>> layout.largest, layout.cells.tolist()
+    (2, [[0, 0, 2]])
+    """
+    counted = np.flatnonzero(group >= 0)
+    span = int(group[counted].max()) + 1 if counted.size else 1
+    code = members[counted].astype(np.int64) * span + group[counted]
+    owners, key, sizes = np.unique(code, return_inverse=True, return_counts=True)
+    key = key.ravel()
+    first, second = _pairs_of(key)
+    i, j = counted[first], counted[second]
+    cells = np.stack([group[i], np.minimum(column[i], column[j]), np.maximum(column[i], column[j])], axis=1)
+    distinct, back = np.unique(cells.reshape(-1, 3), axis=0, return_inverse=True)
+    return HouseholdLayout(members, counted, key, owners // span, int(sizes.max()) if sizes.size else 0,
+                           first, second, distinct.reshape(-1, 3), back.ravel())
+
+
+def household_expectation(mu: np.ndarray, layout: HouseholdLayout, rows: np.ndarray, joint: np.ndarray | None,
+                          fraction: np.ndarray) -> HouseholdExpectation:
     """Every record's expected household risk after PRAM, the pairs of members' dependence included.
 
     Parameters
     ----------
     mu : numpy.ndarray
-        Every record's expected risk after PRAM ``E R_i`` (NaN: left out, adds nothing).
-    members : numpy.ndarray
-        Every record's household code ``0..H-1``.
-    group : numpy.ndarray
-        Every record's combination of the unperturbed keys (a row of ``rows``; -1 where ``mu`` is NaN).
-    column : numpy.ndarray
-        Every record's cell of the perturbed keys (a column of ``rows``).
+        Every record's expected risk after PRAM ``E R_i`` (NaN where it has none, as in ``layout``).
+    layout : HouseholdLayout
+        The households' groups of members and their pairs (:func:`household_layout`).
     rows : numpy.ndarray
-        The original counts, one row per combination of the unperturbed keys.
+        The original counts, one row per combination of the unperturbed keys, one column per cell of the
+        perturbed keys.
     joint : numpy.ndarray or None
         The joint matrix of the perturbed cells (None: too large to form; the members are then combined
         as independent events).
@@ -207,35 +277,27 @@ def household_expectation(mu: np.ndarray, members: np.ndarray, group: np.ndarray
     1/2), where combining the members' risks 3/8 as independent events gives ``1 - (5/8)^2 = 0.609``:
 
     >>> m = np.array([[0.5, 0.5], [0.5, 0.5]])
-    >>> e = household_expectation(np.array([0.375, 0.375]), np.array([0, 0]), np.array([0, 0]),
-    ...                           np.array([0, 1]), np.array([[1.0, 1.0]]), m, np.ones((1, 2)))
+    >>> layout = household_layout(np.array([0, 0]), np.array([0, 0]), np.array([0, 1]))
+    >>> e = household_expectation(np.array([0.375, 0.375]), layout, np.array([[1.0, 1.0]]), m, np.ones((1, 2)))
     >>> np.round(e.risk, 12).tolist(), e.exact
     ([0.5, 0.5], True)
     """
     from pramkit.risk.household import combine_households
 
-    independent = combine_households(mu, members)
-    counted = np.flatnonzero(~np.isnan(mu))
-    if counted.size == 0:
+    independent = combine_households(mu, layout.members)
+    if layout.first.size == 0:
         return HouseholdExpectation(independent, True, 0)
-    code = members[counted].astype(np.int64) * (int(group[counted].max()) + 1) + group[counted]
-    owners, key, sizes = np.unique(code, return_inverse=True, return_counts=True)
-    key = key.ravel()
-    first, second = _pairs_of(key)
-    if first.size == 0:
-        return HouseholdExpectation(independent, True, 0)
-    i, j = counted[first], counted[second]
-    cells = np.stack([group[i], np.minimum(column[i], column[j]), np.maximum(column[i], column[j])], axis=1)
-    distinct, back = np.unique(cells, axis=0, return_inverse=True)
-    if joint is None or _pair_work(distinct, rows, joint, fraction) > PAIR_MAX_WORK:
+    if joint is None or _pair_work(layout.cells, rows, joint, fraction) > PAIR_MAX_WORK:
         return HouseholdExpectation(independent, False, 0)
-    moments = np.array([pair_moment(rows[u], joint, a, b, fraction[u, a], fraction[u, b]) for u, a, b in distinct])
-    covariance = moments[back.ravel()] - mu[i] * mu[j]
-    m = mu[counted]
+    moments = np.array([pair_moment(rows[u], joint, a, b, fraction[u, a], fraction[u, b])
+                        for u, a, b in layout.cells])
+    m = mu[layout.counted]
+    first, second, key = layout.first, layout.second, layout.key
+    covariance = moments[layout.pair_cells] - m[first] * m[second]
     with np.errstate(divide="ignore"):  # E prod_{l in g} (1 - R_l) of each group, up to its pairs
         none = np.exp(np.bincount(key, weights=np.log1p(-m)))
         correction = np.bincount(key[first], weights=covariance * _others_product(m, key, first, second),
-                                 minlength=len(owners))
+                                 minlength=len(layout.households))
         logs = np.log(np.clip(none + correction, 0.0, 1.0))
-    spared = np.bincount(owners // (int(group[counted].max()) + 1), weights=logs, minlength=int(members.max()) + 1)
-    return HouseholdExpectation(-np.expm1(spared)[members], bool(sizes.max() <= 2), distinct.shape[0])
+    spared = np.bincount(layout.households, weights=logs, minlength=int(layout.members.max()) + 1)
+    return HouseholdExpectation(-np.expm1(spared)[layout.members], layout.largest <= 2, len(layout.cells))
