@@ -181,7 +181,7 @@ def test_monte_carlo_of_sdcmicro_testdata_households(sdc_data: Path, epsilon: fl
     """sdcMicro's testdata, a census (fraction 1) of households that share their dwelling's keys: roof
     perturbed, members of one sex alike on every key.  Groups of three and more occur (not exact), yet the
     figure is within the Monte Carlo error of 400 releases; the members combined as independent events are
-    not (2.3 persons, 6.6 standard errors, below at epsilon 0.5)."""
+    not (2.3 persons, 7 standard errors, below at epsilon 0.5)."""
     from test_risk_expected import _design, _simulated_kept
 
     path = sdc_data / "testdata.csv"

@@ -24,6 +24,11 @@ from pramkit.workbench.preview import PRIVATE_NOTE
 #: Seconds the design fields must be still before the preview runs.
 DEBOUNCE = 0.6
 
+#: Shown below the risk table when the household figure is not the exact expectation.
+HOUSEHOLD_APPROXIMATE = ("Persons in re-identified households after PRAM: approximate. Members alike on every key "
+                         "that is not perturbed have dependent risks; the dependence is counted for pairs, not "
+                         "for three such members or more (or, with very many pairs, not at all).")
+
 #: Styles of the panel (greyed while a new preview is computed).
 STYLE = ("#live_panel .live-stale { opacity: 0.4; transition: opacity 0.2s; }"
          "#live_panel .live-note { color: #555; font-size: 0.9em; }"
@@ -139,6 +144,8 @@ def live_panel(input: Inputs, output: Outputs, desk: Any, fields: Callable[[], t
             parts.append(ui.p(view.note))
         if not view.risk.empty:
             parts.append(ui.HTML(view.risk.to_html(index=False, classes="table table-sm live-risk", border=0)))
+        if view.expected is not None and view.expected.household is not None and not view.expected.household_exact:
+            parts.append(ui.p(HOUSEHOLD_APPROXIMATE, class_="live-note live-household"))
         if not view.utility.empty:
             parts.append(ui.HTML(view.utility.to_html(index=False, classes="table table-sm live-utility", border=0)))
         current = view.current

@@ -31,10 +31,14 @@ one by one, within strata, or jointly) and returns, without perturbing a record:
   exact with a sampling fraction, or with weights that are the same for every record that can be
   released in a cell; with other weights, exact where the record is alone in its released cell
   (``F~`` its own weight), and elsewhere ``p`` is the ratio of the cell's expected count to its
-  expected weight sum (``individual_exact`` is False).  The household risk combines the members'
-  expectations as :func:`pramkit.risk.household.combine_households` does (as independent events):
-  exact when no two members can be released in the same cell, otherwise the covariance of their
-  released counts is left out.
+  expected weight sum (``individual_exact`` is False).  The household risk is the expectation of
+  :func:`pramkit.risk.household.combine_households`'s ``1 - prod (1 - R_i)`` over the members: their
+  risks are dependent (the released counts of their cells are sums over the same other records, and
+  members of one cell share its count) unless they differ on a key that is not perturbed.
+  :mod:`pramkit.risk.household_pairs` groups each household's members by those keys and, within a
+  group, adds to the product of the ``1 - E R_i`` every pair's covariance (a two-dimensional integral
+  per distinct pair of cells): exact where no group has three members or more (``household_exact``),
+  and beyond, the terms of three members and more are left out.
 * **The utility**: per perturbed variable the standard errors of the moment
   estimates of its category shares at the file's n, with PRAM and without
   (:func:`pramkit.utility.loss.moment_variances`: sampling and PRAM, multinomial),
@@ -575,7 +579,8 @@ class ExpectedRelease:
     individual, individual_before : float
         Expected re-identifications (sum of the per-record risks) after and before PRAM.
     household, household_before : float or None
-        The expected number of persons in re-identified households (with a household id).
+        The expected number of persons in re-identified households (with a household id): after PRAM,
+        the pairs of members' dependence counted (:mod:`pramkit.risk.household_pairs`).
     utility : tuple of ExpectedUtility
         Per perturbed variable, then the keys' table.
     exact : bool
@@ -589,6 +594,11 @@ class ExpectedRelease:
         released cell, the cell's fraction is then the ratio of its expected count to its expected
         weight sum), or beyond
         :data:`KEPT_EXACT_MAX_WORK` (the released counts taken as Poisson).
+    household_exact : bool
+        Whether ``household`` is the exact expectation: ``individual_exact``, no household with three
+        members or more alike on every key that is not perturbed (the terms of three members are left out),
+        and the pairs' integrals within :data:`pramkit.risk.household_pairs.PAIR_MAX_WORK` (beyond it the
+        members are combined as independent events).  True without a household id.
     """
 
     keys: tuple[str, ...]

@@ -149,8 +149,8 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 def risk_table(e: ExpectedRelease) -> pd.DataFrame:
     """Before and after, one row per measure (records): exact expectations over the matrices, but for
-    the individual risk where ``individual_exact`` is False and the household risk, which combines the
-    members' expected risks as independent events (:mod:`pramkit.risk.expected`)."""
+    the individual risk where ``individual_exact`` is False and the household risk where
+    ``household_exact`` is False (:mod:`pramkit.risk.expected`; the live panel says so below the table)."""
     rows: list[tuple[str, float | None, float | None]] = [
             ("sample uniques", e.sample_uniques_before, e.sample_uniques),
             ("tau1: uniques that are population uniques, correctly matched", e.tau1_before, e.tau1),
