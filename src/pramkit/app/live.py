@@ -26,8 +26,9 @@ DEBOUNCE = 0.6
 
 #: Shown below the risk table when the household figure is not the exact expectation.
 HOUSEHOLD_APPROXIMATE = ("Persons in re-identified households after PRAM: approximate. Members alike on every key "
-                         "that is not perturbed have dependent risks; the dependence is counted for pairs, not "
-                         "for three such members or more (or, with very many pairs, not at all).")
+                         "that is not perturbed have dependent risks; for three such members or more in "
+                         "different cells the dependence is counted by pairs only (and with very many pairs, "
+                         "not at all).")
 
 #: Styles of the panel (greyed while a new preview is computed).
 STYLE = ("#live_panel .live-stale { opacity: 0.4; transition: opacity 0.2s; }"

@@ -35,10 +35,11 @@ one by one, within strata, or jointly) and returns, without perturbing a record:
   :func:`pramkit.risk.household.combine_households`'s ``1 - prod (1 - R_i)`` over the members: their
   risks are dependent (the released counts of their cells are sums over the same other records, and
   members of one cell share its count) unless they differ on a key that is not perturbed.
-  :mod:`pramkit.risk.household_pairs` groups each household's members by those keys and, within a
-  group, adds to the product of the ``1 - E R_i`` every pair's covariance (a two-dimensional integral
-  per distinct pair of cells): exact where no group has three members or more (``household_exact``),
-  and beyond, the terms of three members and more are left out.
+  :mod:`pramkit.risk.household_pairs` groups each household's members by those keys: a group of two
+  adds its pair's covariance (a two-dimensional integral per distinct pair of cells) to the product of
+  the ``1 - E R_i``, a group of three or more of one cell is taken from its count's distribution, both
+  exact; a group of three or more in several cells keeps its pairs' covariances and leaves out the terms
+  of three members and more (``household_exact`` is False).
 * **The utility**: per perturbed variable the standard errors of the moment
   estimates of its category shares at the file's n, with PRAM and without
   (:func:`pramkit.utility.loss.moment_variances`: sampling and PRAM, multinomial),
@@ -596,9 +597,10 @@ class ExpectedRelease:
         :data:`KEPT_EXACT_MAX_WORK` (the released counts taken as Poisson).
     household_exact : bool
         Whether ``household`` is the exact expectation: ``individual_exact``, no household with three
-        members or more alike on every key that is not perturbed (the terms of three members are left out),
-        and the pairs' integrals within :data:`pramkit.risk.household_pairs.PAIR_MAX_WORK` (beyond it the
-        members are combined as independent events).  True without a household id.
+        members or more alike on every key that is not perturbed but released from different cells (their
+        terms of three members are left out), and the work within
+        :data:`pramkit.risk.household_pairs.PAIR_MAX_WORK` (beyond it the members are combined as independent
+        events) and :data:`pramkit.risk.household_pairs.CELL_MAX_RECORDS`.  True without a household id.
     """
 
     keys: tuple[str, ...]

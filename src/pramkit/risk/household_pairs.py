@@ -20,29 +20,46 @@ of them).  Records of two different combinations of the unperturbed keys can nev
 same cell, so members of a household in different combinations have independent risks.
 
 :func:`household_expectation` groups each household's members by that combination: the groups' risks
-are independent, and within a group it keeps the terms up to pairs,
+are independent, and the household's risk is one minus the product over its groups of
+``E prod_{i in g} (1 - R_i)``.  A group of one member gives ``1 - mu_i`` (``mu_i = E R_i``).  A group of
+two gives exactly ``(1 - mu_i)(1 - mu_j) + C_ij``, ``C_ij = E R_i R_j - mu_i mu_j``, ``E R_i R_j`` the
+two-dimensional integral above, taken once for every distinct pair of cells.  A group of three members
+or more of one cell (alike on every key: children of one sex and age band, a perturbed household-level
+variable) is taken exactly by :func:`cell_group_factors`, from the distribution of the other records'
+count in the cell.  A group of three or more in several cells keeps the terms up to pairs,
 
     E prod_{i in g} (1 - R_i) ~ prod_{i in g} (1 - mu_i) + sum_{i<j in g} C_ij prod_{l in g, l != i, j} (1 - mu_l),
 
-``mu_i = E R_i`` and ``C_ij = E R_i R_j - mu_i mu_j``, ``E R_i R_j`` the two-dimensional integral above,
-taken once for every distinct pair of cells.  The household's risk is one minus the product over its
-groups.  This is exact when no group has more than two members (``E (1 - R_i)(1 - R_j)`` is exactly
-``(1 - mu_i)(1 - mu_j) + C_ij``); in larger groups the terms of three members and more are left out.
+and leaves out the terms of three members and more: the one approximation (``exact`` False), besides the
+work limits :data:`PAIR_MAX_WORK` and :data:`CELL_MAX_RECORDS`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["PAIR_MAX_WORK", "HouseholdExpectation", "HouseholdLayout", "household_expectation", "household_layout",
-           "pair_moment"]
+__all__ = [
+    "CELL_MAX_RECORDS",
+    "PAIR_MAX_WORK",
+    "HouseholdExpectation",
+    "HouseholdLayout",
+    "cell_group_factors",
+    "household_expectation",
+    "household_layout",
+    "pair_moment",
+]
 
 #: Largest number of quadrature points (over the distinct pairs of cells, nodes squared) spent on the pairs'
 #: integrals, about 10 to 20 ns each (0.15 to 0.3 s); beyond it the members are combined as independent
 #: events (``exact`` False).
 PAIR_MAX_WORK = 15_000_000
+
+#: Largest number of other records that can be released in a cell for which a group of three members or
+#: more of that cell is taken exactly (the distribution of their count, by convolution); beyond it, its pairs.
+CELL_MAX_RECORDS = 5_000
 
 #: Gauss-Legendre nodes per panel of the pairs' two-dimensional quadrature.
 _PAIR_NODES = 8
@@ -56,8 +73,8 @@ class HouseholdExpectation(NamedTuple):
     risk : numpy.ndarray
         Every record's household risk after PRAM (expected).
     exact : bool
-        Whether it is the exact expectation (given exact members' risks): no three members of a household
-        in one combination of the unperturbed keys, and the pairs within the work limit.
+        Whether it is the exact expectation (given exact members' risks): no group of three members or more
+        in several cells, and the work within :data:`PAIR_MAX_WORK` and :data:`CELL_MAX_RECORDS`.
     pairs : int
         Distinct pairs of cells whose joint moment was integrated.
     """
@@ -136,6 +153,87 @@ def pair_moment(f: np.ndarray, joint: np.ndarray, a: int, b: int, p_a: float, p_
     return float(joint[a, a] * joint[b, b] * (k_a @ np.exp(log_g) @ k_b))
 
 
+def cell_group_factors(f: np.ndarray, joint: np.ndarray, c: int, sizes: np.ndarray, p: float) -> np.ndarray | None:
+    """``E prod_i (1 - R_i)`` over ``m`` records of one cell ``c`` of a combination of the unperturbed keys,
+    exactly, for each ``m`` of ``sizes``; None beyond :data:`CELL_MAX_RECORDS`.
+
+    ``K`` of them are kept (binomial, ``M[c, c]``), the others are released elsewhere (risk 0), and the
+    kept ones share the count ``K + S``, ``S`` the other records released in ``c``, so
+
+        E prod (1 - R_i) = sum_K P(K) sum_s P(S = s) (1 - r(K + s))^K.
+
+    The distribution of ``S`` is the discrete Fourier transform of its generating function
+    ``prod_l (1 - M[l, c] + M[l, c] z)^(f_l - m [l = c])`` at the roots of unity of order
+    ``1 + sum f_l`` (exact but for rounding, about 1e-16 a probability).
+
+    Parameters
+    ----------
+    f : numpy.ndarray
+        The original counts of the combination's cells (the ``m`` records among them).
+    joint : numpy.ndarray
+        The joint matrix of the perturbed cells.
+    c : int
+        The records' cell.
+    sizes : numpy.ndarray
+        How many records (``m`` of them, each at most ``f[c]``).
+    p : float
+        The cell's sampling fraction.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        One value for each of ``sizes``.
+
+    Examples
+    --------
+    A census of three records of one cell, each kept with probability 1/2 or else released in the other
+    cell, where one record is kept with probability 1/2: ``K`` of the three kept, joined or not, have
+    the product ``(1 - 1 / (K + joined))^K``:
+
+    >>> m = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> total = sum(math.comb(3, k) / 16 * ((1 - 1 / (k + j)) ** k if k else 1.0) for k in range(4) for j in (0, 1))
+    >>> bool(abs(cell_group_factors(np.array([3.0, 1.0]), m, 0, np.array([3]), 1.0)[0] - total) < 1e-15)
+    True
+    """
+    from scipy.stats import binom
+
+    from pramkit.risk.individual import benedetti_franconi
+
+    q = joint[:, c]
+    reach = np.flatnonzero((f > 0) & (q > 0))
+    order = int(f[reach].sum()) + 1
+    if order > CELL_MAX_RECORDS:
+        return None
+    z = np.exp(2j * np.pi * np.arange(order) / order)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log((1.0 - q[reach])[:, None] + q[reach][:, None] * z)  # -inf at a zero of a factor
+        others = np.where(reach == c, 0.0, f[reach]) @ np.where(np.isinf(logs.real), -np.inf, logs)
+    at = np.arange(1, order + int(sizes.max()) + 1, dtype=float)
+    r = benedetti_franconi(at, at / p)  # r(1), r(2), ...
+    out = np.empty(len(sizes))
+    for n, m in enumerate(sizes):
+        own = logs[reach == c]  # empty when the cell's records never stay: then no member is kept
+        log_g = others + (own[0] * (f[c] - m) if own.size and f[c] > m else 0.0)
+        pmf = np.clip(np.fft.fft(np.exp(log_g)).real / order, 0.0, None)
+        kept = binom.pmf(np.arange(m + 1), m, joint[c, c])
+        out[n] = kept[0] + sum(kept[k] * float(pmf @ (1.0 - r[k - 1:k - 1 + order]) ** k) for k in range(1, m + 1))
+    return out
+
+
+def _crowd_factors(crowd_cells: np.ndarray, rows: np.ndarray, joint: np.ndarray,
+                   fraction: np.ndarray) -> tuple[np.ndarray, bool]:
+    """:func:`cell_group_factors` for every ``(combination, cell, members)`` row (NaN beyond its limit),
+    and whether none was."""
+    out = np.full(len(crowd_cells), math.nan)
+    cells, which = np.unique(crowd_cells[:, :2].reshape(-1, 2), axis=0, return_inverse=True)
+    for n, (u, c) in enumerate(cells):
+        at = np.flatnonzero(which.ravel() == n)
+        got = cell_group_factors(rows[u], joint, int(c), crowd_cells[at, 2], float(fraction[u, c]))
+        if got is not None:
+            out[at] = got
+    return out, not bool(np.isnan(out).any())
+
+
 def _pair_work(distinct: np.ndarray, rows: np.ndarray, joint: np.ndarray, fraction: np.ndarray) -> int:
     """Quadrature points the pairs of cells ``distinct`` (combination, cell, cell) take in :func:`pair_moment`."""
     fewest = _pair_quadrature(0.0, 1.0)[0].size ** 2  # the fewest points a pair takes
@@ -199,6 +297,14 @@ class HouseholdLayout(NamedTuple):
         The distinct pairs of cells, rows ``(combination, cell, cell)``.
     pair_cells : numpy.ndarray
         Each pair's row of ``cells``.
+    crowds : numpy.ndarray
+        The groups of three members or more, all of one cell.
+    crowd_cells : numpy.ndarray
+        Their distinct ``(combination, cell, members)``, rows.
+    crowd_of : numpy.ndarray
+        Each of ``crowds``' row of ``crowd_cells``.
+    mixed : bool
+        Whether a group of three members or more spans several cells (its terms of three are left out).
     """
 
     members: np.ndarray
@@ -210,6 +316,10 @@ class HouseholdLayout(NamedTuple):
     second: np.ndarray
     cells: np.ndarray
     pair_cells: np.ndarray
+    crowds: np.ndarray
+    crowd_cells: np.ndarray
+    crowd_of: np.ndarray
+    mixed: bool
 
 
 def household_layout(members: np.ndarray, group: np.ndarray, column: np.ndarray) -> HouseholdLayout:
@@ -243,8 +353,18 @@ def household_layout(members: np.ndarray, group: np.ndarray, column: np.ndarray)
     i, j = counted[first], counted[second]
     cells = np.stack([group[i], np.minimum(column[i], column[j]), np.maximum(column[i], column[j])], axis=1)
     distinct, back = np.unique(cells.reshape(-1, 3), axis=0, return_inverse=True)
+    low = np.full(len(owners), np.iinfo(np.int64).max)
+    high = np.full(len(owners), -1)
+    np.minimum.at(low, key, column[counted])
+    np.maximum.at(high, key, column[counted])
+    big = sizes >= 3
+    crowds = np.flatnonzero(big & (low == high))
+    combination = owners % span
+    crowd_cells, crowd_of = np.unique(np.stack([combination[crowds], low[crowds], sizes[crowds]], axis=1).reshape(-1, 3),
+                                      axis=0, return_inverse=True)
     return HouseholdLayout(members, counted, key, owners // span, int(sizes.max()) if sizes.size else 0,
-                           first, second, distinct.reshape(-1, 3), back.ravel())
+                           first, second, distinct.reshape(-1, 3), back.ravel(), crowds, crowd_cells.reshape(-1, 3),
+                           crowd_of.ravel(), bool((big & (low != high)).any()))
 
 
 def household_expectation(mu: np.ndarray, layout: HouseholdLayout, rows: np.ndarray, joint: np.ndarray | None,
@@ -298,6 +418,11 @@ def household_expectation(mu: np.ndarray, layout: HouseholdLayout, rows: np.ndar
         none = np.exp(np.bincount(key, weights=np.log1p(-m)))
         correction = np.bincount(key[first], weights=covariance * _others_product(m, key, first, second),
                                  minlength=len(layout.households))
-        logs = np.log(np.clip(none + correction, 0.0, 1.0))
+        factor = np.clip(none + correction, 0.0, 1.0)
+        taken, exact = _crowd_factors(layout.crowd_cells, rows, joint, fraction)
+        if layout.crowds.size:  # groups of one cell, three members or more: exactly, where affordable
+            taken = taken[layout.crowd_of]
+            factor[layout.crowds] = np.where(np.isnan(taken), factor[layout.crowds], taken)
+        logs = np.log(factor)
     spared = np.bincount(layout.households, weights=logs, minlength=int(layout.members.max()) + 1)
-    return HouseholdExpectation(-np.expm1(spared)[layout.members], layout.largest <= 2, len(layout.cells))
+    return HouseholdExpectation(-np.expm1(spared)[layout.members], not layout.mixed and exact, len(layout.cells))
