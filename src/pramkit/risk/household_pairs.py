@@ -36,6 +36,7 @@ work limits :data:`PAIR_MAX_WORK` and :data:`CELL_MAX_RECORDS`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
@@ -43,6 +44,7 @@ import numpy as np
 
 __all__ = [
     "CELL_MAX_RECORDS",
+    "GROUP_MAX_WORK",
     "PAIR_MAX_WORK",
     "HouseholdExpectation",
     "HouseholdLayout",
@@ -50,6 +52,7 @@ __all__ = [
     "household_expectation",
     "household_layout",
     "pair_moment",
+    "spread_factor",
 ]
 
 #: Largest number of quadrature points (over the distinct pairs of cells, nodes squared) spent on the pairs'
@@ -60,6 +63,11 @@ PAIR_MAX_WORK = 15_000_000
 #: Largest number of other records that can be released in a cell for which a group of three members or
 #: more of that cell is taken exactly (the distribution of their count, by convolution); beyond it, its pairs.
 CELL_MAX_RECORDS = 5_000
+
+#: Largest work (over the distinct groups of three members or more in several cells: the outcomes of their
+#: members, ``(cells + 1)^members``, times the entries of the joint distribution of the other records' counts
+#: in their cells, plus 2 000) spent on taking those groups exactly; beyond it, the remaining ones keep their pairs.
+GROUP_MAX_WORK = 20_000_000
 
 #: Gauss-Legendre nodes per panel of the pairs' two-dimensional quadrature.
 _PAIR_NODES = 8
@@ -220,6 +228,109 @@ def cell_group_factors(f: np.ndarray, joint: np.ndarray, c: int, sizes: np.ndarr
     return out
 
 
+def spread_factor(f: np.ndarray, joint: np.ndarray, cells: np.ndarray, p: np.ndarray) -> float | None:
+    """``E prod_i (1 - R_i)`` over records of the given cells (one entry per record) of one combination of
+    the unperturbed keys, exactly; None beyond :data:`GROUP_MAX_WORK`.
+
+    Each record is kept, or released in another of the records' cells (adding to its count, risk 0), or
+    elsewhere; for every such outcome the kept ones' risks depend on the counts ``S_c`` of the other
+    records released in the records' cells, whose joint distribution is the multidimensional discrete
+    Fourier transform of ``prod_l (1 - sum_c M[l, c] (1 - z_c))`` over the other records.
+
+    Parameters
+    ----------
+    f : numpy.ndarray
+        The original counts of the combination's cells (the records among them).
+    joint : numpy.ndarray
+        The joint matrix of the perturbed cells.
+    cells : numpy.ndarray
+        The records' cells.
+    p : numpy.ndarray
+        The sampling fraction of every cell of the combination.
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    Randomized response (keep 1/2) on a census of a man and a woman of one household: 1/2 (both kept, or
+    one kept and joined), as :func:`household_expectation` finds by pairs:
+
+    >>> m = np.array([[0.5, 0.5], [0.5, 0.5]])
+    >>> spread_factor(np.array([1.0, 1.0]), m, np.array([0, 1]), np.ones(2))
+    0.5
+    """
+    from pramkit.risk.individual import benedetti_franconi
+
+    if _spread_work(f, joint, cells) > GROUP_MAX_WORK:
+        return None
+    distinct, own = np.unique(cells, return_inverse=True)
+    d = len(distinct)
+    others = np.asarray(f, dtype=float).copy()
+    np.subtract.at(others, cells, 1.0)
+    q = joint[:, distinct]
+    reach = np.flatnonzero((others > 0) & (q.sum(axis=1) > 0))
+    shape = [int(others[reach] @ (q[reach, c] > 0)) + 1 for c in range(d)]
+    log_g = np.zeros(shape, dtype=complex)
+    grids = np.meshgrid(*[np.exp(2j * np.pi * np.arange(n) / n) for n in shape], indexing="ij", sparse=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for l in reach:
+            log_g = log_g + others[l] * np.log((1.0 - q[l].sum()) + sum(q[l, c] * grids[c] for c in range(d)))
+    pmf = np.clip(np.fft.fftn(np.exp(log_g)).real / math.prod(shape), 0.0, None)
+    moves = np.column_stack([q[distinct[own]], 1.0 - q[distinct[own]].sum(axis=1)])  # record x (cells, elsewhere)
+    total = 0.0
+    for outcome in itertools.product(range(d + 1), repeat=len(cells)):
+        prob = math.prod(moves[i, o] for i, o in enumerate(outcome))
+        if prob <= 0.0:
+            continue
+        landed = np.bincount(np.array(outcome), minlength=d + 1)[:d]
+        kept = np.bincount(own[np.array(outcome) == own], minlength=d)
+        value = pmf
+        for c in range(d - 1, -1, -1):  # contract the last axis: cell c's factor (1 - r(S_c + landed_c))^kept_c
+            if kept[c]:
+                at = landed[c] + np.arange(shape[c], dtype=float)
+                value = value @ (1.0 - benedetti_franconi(at, at / p[distinct[c]])) ** kept[c]
+            else:
+                value = value.sum(axis=-1)
+        total += prob * float(value)
+    return float(total)
+
+
+def _spread_work(f: np.ndarray, joint: np.ndarray, cells: np.ndarray) -> int:
+    """The work of :func:`spread_factor`: the outcomes of the records, each a pass over the joint
+    distribution of the others' counts (and about 2 000 operations of its own)."""
+    distinct = np.unique(cells)
+    others = np.asarray(f, dtype=float).copy()
+    np.subtract.at(others, cells, 1.0)
+    reach = joint[:, distinct] > 0
+    entries = math.prod(int(others @ reach[:, c]) + 1 for c in range(len(distinct)))
+    return (entries + 2_000) * (len(distinct) + 1) ** len(cells)
+
+
+def _spread_factors(layout: HouseholdLayout, rows: np.ndarray, joint: np.ndarray,
+                    fraction: np.ndarray) -> np.ndarray:
+    """:func:`spread_factor` for every group of ``layout.spread`` (NaN beyond its limit), each distinct
+    combination and cells once."""
+    out = np.full(len(layout.spread), math.nan)
+    done: dict[tuple[int, ...], float | None] = {}
+    order = np.argsort(layout.key, kind="stable")
+    starts = np.searchsorted(layout.key[order], layout.spread)
+    ends = np.searchsorted(layout.key[order], layout.spread, side="right")
+    spent = 0
+    for n, (g, a, b) in enumerate(zip(layout.spread, starts, ends)):
+        u = int(layout.combinations[g])
+        cells = np.sort(layout.columns[order[a:b]])
+        signature = (u, *cells.tolist())
+        if signature not in done:
+            work = _spread_work(rows[u], joint, cells)
+            spent += work
+            done[signature] = spread_factor(rows[u], joint, cells, fraction[u]) if spent <= GROUP_MAX_WORK else None
+        got = done[signature]
+        out[n] = math.nan if got is None else got
+    return out
+
+
 def _crowd_factors(crowd_cells: np.ndarray, rows: np.ndarray, joint: np.ndarray,
                    fraction: np.ndarray) -> tuple[np.ndarray, bool]:
     """:func:`cell_group_factors` for every ``(combination, cell, members)`` row (NaN beyond its limit),
@@ -303,8 +414,12 @@ class HouseholdLayout(NamedTuple):
         Their distinct ``(combination, cell, members)``, rows.
     crowd_of : numpy.ndarray
         Each of ``crowds``' row of ``crowd_cells``.
-    mixed : bool
-        Whether a group of three members or more spans several cells (its terms of three are left out).
+    spread : numpy.ndarray
+        The groups of three members or more in several cells.
+    columns : numpy.ndarray
+        The cell of each counted record.
+    combinations : numpy.ndarray
+        The combination of the unperturbed keys of each group.
     """
 
     members: np.ndarray
@@ -319,7 +434,9 @@ class HouseholdLayout(NamedTuple):
     crowds: np.ndarray
     crowd_cells: np.ndarray
     crowd_of: np.ndarray
-    mixed: bool
+    spread: np.ndarray
+    columns: np.ndarray
+    combinations: np.ndarray
 
 
 def household_layout(members: np.ndarray, group: np.ndarray, column: np.ndarray) -> HouseholdLayout:
@@ -364,7 +481,7 @@ def household_layout(members: np.ndarray, group: np.ndarray, column: np.ndarray)
                                       axis=0, return_inverse=True)
     return HouseholdLayout(members, counted, key, owners // span, int(sizes.max()) if sizes.size else 0,
                            first, second, distinct.reshape(-1, 3), back.ravel(), crowds, crowd_cells.reshape(-1, 3),
-                           crowd_of.ravel(), bool((big & (low != high)).any()))
+                           crowd_of.ravel(), np.flatnonzero(big & (low != high)), column[counted], combination)
 
 
 def household_expectation(mu: np.ndarray, layout: HouseholdLayout, rows: np.ndarray, joint: np.ndarray | None,
@@ -423,6 +540,9 @@ def household_expectation(mu: np.ndarray, layout: HouseholdLayout, rows: np.ndar
         if layout.crowds.size:  # groups of one cell, three members or more: exactly, where affordable
             taken = taken[layout.crowd_of]
             factor[layout.crowds] = np.where(np.isnan(taken), factor[layout.crowds], taken)
+        spread = _spread_factors(layout, rows, joint, fraction)  # several cells: exactly where affordable
+        factor[layout.spread] = np.where(np.isnan(spread), factor[layout.spread], spread)
+        exact = exact and not bool(np.isnan(spread).any())
         logs = np.log(factor)
     spared = np.bincount(layout.households, weights=logs, minlength=int(layout.members.max()) + 1)
-    return HouseholdExpectation(-np.expm1(spared)[layout.members], not layout.mixed and exact, len(layout.cells))
+    return HouseholdExpectation(-np.expm1(spared)[layout.members], exact, len(layout.cells))
