@@ -26,9 +26,9 @@ DEBOUNCE = 0.6
 
 #: Shown below the risk table when the household figure is not the exact expectation.
 HOUSEHOLD_APPROXIMATE = ("Persons in re-identified households after PRAM: approximate. Members alike on every key "
-                         "that is not perturbed have dependent risks; for three such members or more in "
-                         "different cells the dependence is counted by pairs only (and with very many pairs, "
-                         "not at all).")
+                         "that is not perturbed have dependent risks; this design and file have too many of them "
+                         "to count that exactly within the panel's time, so some are counted by pairs, or the "
+                         "members are combined as independent events (docs/risk.md).")
 
 #: Styles of the panel (greyed while a new preview is computed).
 STYLE = ("#live_panel .live-stale { opacity: 0.4; transition: opacity 0.2s; }"

@@ -37,9 +37,10 @@ one by one, within strata, or jointly) and returns, without perturbing a record:
   members of one cell share its count) unless they differ on a key that is not perturbed.
   :mod:`pramkit.risk.household_pairs` groups each household's members by those keys: a group of two
   adds its pair's covariance (a two-dimensional integral per distinct pair of cells) to the product of
-  the ``1 - E R_i``, a group of three or more of one cell is taken from its count's distribution, both
-  exact; a group of three or more in several cells keeps its pairs' covariances and leaves out the terms
-  of three members and more (``household_exact`` is False).
+  the ``1 - E R_i``, a group of three or more of one cell is taken from its count's distribution, one in
+  several cells from the joint distribution of the counts in its cells, all exact within work limits;
+  beyond them a group keeps its pairs' covariances, or the members are combined as independent events
+  (``household_exact`` is False).
 * **The utility**: per perturbed variable the standard errors of the moment
   estimates of its category shares at the file's n, with PRAM and without
   (:func:`pramkit.utility.loss.moment_variances`: sampling and PRAM, multinomial),
@@ -596,11 +597,10 @@ class ExpectedRelease:
         weight sum), or beyond
         :data:`KEPT_EXACT_MAX_WORK` (the released counts taken as Poisson).
     household_exact : bool
-        Whether ``household`` is the exact expectation: ``individual_exact``, no household with three
-        members or more alike on every key that is not perturbed but released from different cells (their
-        terms of three members are left out), and the work within
-        :data:`pramkit.risk.household_pairs.PAIR_MAX_WORK` (beyond it the members are combined as independent
-        events) and :data:`pramkit.risk.household_pairs.CELL_MAX_RECORDS`.  True without a household id.
+        Whether ``household`` is the exact expectation: ``individual_exact``, and the work within the limits
+        of :mod:`pramkit.risk.household_pairs` (``PAIR_MAX_WORK``: beyond it the members are combined as
+        independent events; ``CELL_MAX_RECORDS`` and ``GROUP_MAX_WORK``: beyond them a group of three members
+        or more alike on every unperturbed key keeps its pairs only).  True without a household id.
     """
 
     keys: tuple[str, ...]

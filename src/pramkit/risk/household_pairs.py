@@ -26,12 +26,14 @@ two gives exactly ``(1 - mu_i)(1 - mu_j) + C_ij``, ``C_ij = E R_i R_j - mu_i mu_
 two-dimensional integral above, taken once for every distinct pair of cells.  A group of three members
 or more of one cell (alike on every key: children of one sex and age band, a perturbed household-level
 variable) is taken exactly by :func:`cell_group_factors`, from the distribution of the other records'
-count in the cell.  A group of three or more in several cells keeps the terms up to pairs,
+count in the cell.  A group of three or more in several cells is taken exactly by :func:`spread_factor`
+(every outcome of its members against the joint distribution of the others' counts in their cells)
+within :data:`GROUP_MAX_WORK`; beyond it, it keeps the terms up to pairs,
 
     E prod_{i in g} (1 - R_i) ~ prod_{i in g} (1 - mu_i) + sum_{i<j in g} C_ij prod_{l in g, l != i, j} (1 - mu_l),
 
-and leaves out the terms of three members and more: the one approximation (``exact`` False), besides the
-work limits :data:`PAIR_MAX_WORK` and :data:`CELL_MAX_RECORDS`.
+and leaves out the terms of three members and more (``exact`` False).  Beyond :data:`PAIR_MAX_WORK` the
+members are combined as independent events (``exact`` False).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ class HouseholdExpectation(NamedTuple):
     risk : numpy.ndarray
         Every record's household risk after PRAM (expected).
     exact : bool
-        Whether it is the exact expectation (given exact members' risks): no group of three members or more
-        in several cells, and the work within :data:`PAIR_MAX_WORK` and :data:`CELL_MAX_RECORDS`.
+        Whether it is the exact expectation (given exact members' risks): the work within
+        :data:`PAIR_MAX_WORK`, :data:`CELL_MAX_RECORDS` and :data:`GROUP_MAX_WORK`.
     pairs : int
         Distinct pairs of cells whose joint moment was integrated.
     """
