@@ -444,6 +444,10 @@ class Codebook:
         elif _hash_matched(arr.type):
             codes, found_all = self._matched_codes(arr)
             return codes if found_all else None
+        elif pa.types.is_string_view(arr.type):  # polars' text, read where it is (labels of large_string)
+            codes, first_unknown = self._utf8(pa.large_string()).encode(arr, missing_code=self.missing_code,
+                                                                         unknown_code=_UNKNOWN)
+            return codes if first_unknown < 0 else None
         else:
             encoded = pc.dictionary_encode(arr)
             table = self._distinct_codes(encoded.dictionary)
@@ -538,6 +542,8 @@ class Codebook:
     def _raise_unknown(self, arr: pa.Array, offset: int, first_row: int, rows: np.ndarray | None) -> NoReturn:
         """Raise the :class:`DataError` naming the first value of ``arr`` that is not a category."""
         plain = arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+        if pa.types.is_string_view(plain.type):  # Arrow computes little on views
+            plain = plain.cast(pa.large_string())
         known = pc.is_in(plain, value_set=self._value_set(plain.type)[0]) if _hash_matched(plain.type) else \
             pa.array([canonical(v) is None or canonical(v) in self.lookup for v in plain.to_pylist()])
         unknown = pc.and_(pc.invert(known), plain.is_valid())
