@@ -1235,14 +1235,16 @@ def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
     unless missing-value markers are declared, which Arrow compares as ``large_string``; a ``Categorical`` or an ``Enum`` by its
     physical codes, :func:`pramkit.frames.polars_dictionary`) and are perturbed there; a text
     column of a variable of its own comes back by one gather of its labels, made once in the
-    column's own dtype, by the released codes (:func:`pramkit.frames.polars_gather`), instead of
+    column's own dtype, by the released codes (:func:`pramkit.frames.polars_gather`; a ``String``
+    column's by its labels' string views, :class:`pramkit.frames.PolarsText`), instead of
     as Arrow text that polars converts again.  Other columns (numbers, a joint variable's) come back
     through Arrow.  An ``Enum`` column without a label of its matrix is refused (:class:`DataError`):
     a released value it cannot hold would become missing.
     """
     import polars as pl
 
-    from pramkit.frames import as_arrow, polars_dictionary, polars_gather, polars_labels, polars_text_kind, to_native
+    from pramkit.frames import (PolarsText, as_arrow, polars_dictionary, polars_gather, polars_labels, polars_text_kind,
+                                to_native)
 
     single = {p.variable.columns[0]: p for p in perturber._perturbers
               if p.book is not None and list(p.variable.read_columns) == list(p.variable.columns)}
@@ -1255,13 +1257,14 @@ def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
             continue
         cache = (name, series.dtype)
         if cache not in perturber.polars_labels:
-            perturber.polars_labels[cache] = polars_labels(p.book.labels(pa.large_string()), series)
+            text = p.book.labels(pa.large_string())
+            perturber.polars_labels[cache] = PolarsText(text, name) if kind == "string" else polars_labels(text, series)
         labels = perturber.polars_labels[cache]
         if labels is None:  # an Enum cannot hold a label the matrix may release: refused, never made missing
             lacking = sorted({t for t in p.book.texts if t is not None} - set(series.dtype.categories.to_list()))
             raise DataError(f"column {name!r} is a polars Enum without the categories {lacking} of its matrix; "
                             "cast it to an Enum that has them, or to Categorical or String")
-        decoders[name] = functools.partial(polars_gather, labels)
+        decoders[name] = labels if kind == "string" else functools.partial(polars_gather, labels)
         fast[name] = polars_dictionary(series) if kind != "string" else \
             series.to_arrow() if p.codes else series.to_arrow(compat_level=pl.CompatLevel.newest())
     others = [c for c in perturber.manifest.read_columns if c not in fast]
