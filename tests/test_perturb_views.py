@@ -66,7 +66,7 @@ def key() -> SecretKey:
 @pytest.mark.parametrize("missing", [0.0, 0.1])
 def test_encode_views_matches_a_dictionary(levels: int, missing: float) -> None:
     labels = labels_of(levels)
-    values = column(labels + ["not a label", "not a label either, longer"], 20_000, missing, levels)
+    values = column([*labels, "not a label", "not a label either, longer"], 20_000, missing, levels)
     values[:3] = [labels[0], labels[-1], labels[0]]  # the first unknown value is past them
     book = Utf8Labels(pa.array(labels, pa.large_string()))
     where = {t: i for i, t in enumerate(labels)}
@@ -105,7 +105,7 @@ def test_a_view_outside_its_buffers_is_refused() -> None:
 @pytest.mark.parametrize("levels", [2, 17, 300])
 def test_polars_text_writes_labels_by_code(levels: int) -> None:
     labels = labels_of(levels)
-    with_null = labels[:1] + [None] + labels[1:]  # a label that is the missing category writes a missing value
+    with_null = [*labels[:1], None, *labels[1:]]  # a label that is the missing category writes a missing value
     for table in (labels, with_null):
         codes = np.random.default_rng(levels).integers(-1, len(table), 10_000)
         out = PolarsText(pa.array(table, pa.large_string()), "x")(codes)

@@ -1243,8 +1243,15 @@ def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
     """
     import polars as pl
 
-    from pramkit.frames import (PolarsText, as_arrow, polars_dictionary, polars_gather, polars_labels, polars_text_kind,
-                                to_native)
+    from pramkit.frames import (
+        PolarsText,
+        as_arrow,
+        polars_dictionary,
+        polars_gather,
+        polars_labels,
+        polars_text_kind,
+        to_native,
+    )
 
     single = {p.variable.columns[0]: p for p in perturber._perturbers
               if p.book is not None and list(p.variable.read_columns) == list(p.variable.columns)}
