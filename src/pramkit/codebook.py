@@ -489,7 +489,7 @@ class Codebook:
 
     def _dense_codes(self, arr: pa.Array) -> tuple[np.ndarray, bool] | None:
         """Codes of an integer array through a table indexed by value (faster than hashing), when the labels'
-        range is narrow and holds every value; ``None`` otherwise."""
+        range is narrow (a value outside it is no label); ``None`` otherwise."""
         if arr.type not in self._dense:
             labels = self._value_set(arr.type)[0].to_numpy().astype(np.int64)
             table = None
@@ -504,13 +504,12 @@ class Codebook:
         if dense is None:
             return None
         lo, table = dense
-        values = _positions(arr, lo)
-        if values.min() < lo or values.max() >= lo + table.size:
-            return None
-        out = _gather(table, values - lo if lo else values)
-        if arr.null_count:
-            out[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = self.missing_code
-        return out, not (table.min() == _UNKNOWN and out.min() == _UNKNOWN)
+        values = arr if pa.types.is_int64(arr.type) else arr.cast(pa.int64())
+        validity, data = values.buffers()[:2]
+        out = pool_array(len(values), np.intp)[1]
+        first_unknown = _kernels.dense_encode(data, values.offset, validity if values.null_count else None, lo, table,
+                                              self.missing_code, _UNKNOWN, out)
+        return out, first_unknown < 0
 
     def _distinct_codes(self, values: pa.Array) -> np.ndarray:
         """Codes of a few distinct values (then the missing code), ``_UNKNOWN`` for those that are no category."""

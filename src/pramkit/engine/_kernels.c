@@ -984,6 +984,56 @@ utf8_encode(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(bad);
 }
 
+/* dense_encode(values int64 (from entry first), first, validity or None, low, table intp[m], missing_code,
+ * unknown_code, out intp[n]): the code of each of n integers, table[value - low] (a value outside
+ * low .. low + m - 1 takes unknown_code, as does an entry of the table that is unknown_code), a null
+ * missing_code: one pass, where NumPy took its minimum, maximum, the gather and the nulls in four.  Returns
+ * the position of the first value whose code is unknown_code, or -1. */
+static PyObject *
+dense_encode(PyObject *self, PyObject *args)
+{
+    Py_buffer b[4];
+    PyObject *validity_obj;
+    Py_ssize_t first;
+    long long low;
+    intp missing_code, unknown_code;
+    if (!PyArg_ParseTuple(args, "y*nOLy*nnw*", &b[0], &first, &validity_obj, &low, &b[1], &missing_code,
+                          &unknown_code, &b[2])) {
+        return NULL;
+    }
+    int count = 3;
+    if (validity_obj != Py_None && PyObject_GetBuffer(validity_obj, &b[count++], PyBUF_SIMPLE) < 0) {
+        release(b, 3);
+        return NULL;
+    }
+    Py_ssize_t n = b[2].len / (Py_ssize_t)sizeof(intp), m = b[1].len / (Py_ssize_t)sizeof(intp);
+    if (first < 0 || b[0].len < (first + n) * (Py_ssize_t)sizeof(int64_t) || (count == 4 && b[3].len * 8 < first + n)) {
+        release(b, count);
+        PyErr_SetString(PyExc_ValueError, "dense_encode: inconsistent buffers");
+        return NULL;
+    }
+    const int64_t *values = (const int64_t *)b[0].buf + first;
+    const intp *table = b[1].buf;
+    const unsigned char *valid = count == 4 ? b[3].buf : NULL;
+    intp *out = b[2].buf;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t at = (uint64_t)values[i] - (uint64_t)low; /* below low wraps past m */
+        intp code = at < (uint64_t)m ? table[at] : unknown_code;
+        if (valid != NULL && !((valid[(first + i) >> 3] >> ((first + i) & 7)) & 1)) {
+            code = missing_code;
+        }
+        out[i] = code;
+        if (code == unknown_code && bad < 0) {
+            bad = i;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, count);
+    return PyLong_FromSsize_t(bad);
+}
+
 /* The buffers of an Arrow string_view array's long values (more than 12 bytes). */
 typedef struct {
     Py_buffer *views;
@@ -1788,6 +1838,7 @@ static PyMethodDef methods[] = {
     {"draw_cumulative", draw_cumulative, METH_VARARGS, "Keep-or-move draw by bisection: (first bad position, missing, changed)."},
     {"alias_cells", alias_cells, METH_VARARGS, "Integer alias tables of rows of move units."},
     {"utf8_index", utf8_index, METH_VARARGS, "Fill an open-addressing table of labels."},
+    {"dense_encode", dense_encode, METH_VARARGS, "Codes of integers through a table by value; first unknown or -1."},
     {"utf8_encode_views", utf8_encode_views, METH_VARARGS, "Codes of Arrow UTF-8 string views; first unknown position or -1."},
     {"utf8_encode", utf8_encode, METH_VARARGS, "Codes of Arrow UTF-8 values; first unknown position or -1."},
     {"object_encode", object_encode, METH_VARARGS, "Codes of Python strings; (first not a label or -1, missing)."},
