@@ -1,4 +1,5 @@
-"""Integer columns found among their labels by one compiled pass over a table indexed by value.
+"""Integer columns and dictionary indices found among their labels by one compiled pass over a table indexed
+by value.
 
 Checked against brute force (a Python dictionary of the labels) on every
 integer width, with nulls, slices, values below and above the labels' range,
@@ -63,3 +64,43 @@ def test_eusilc_integers_with_missing_values(sdc_data: Path) -> None:
         got = [None if v is pd.NA else int(v) for v in released[c].tolist()]
         assert got == [None if v != v else int(v) for v in floats[c].tolist()]
         assert any(a != b for a, b in zip(got, ints[c].tolist()) if a is not None)
+
+
+@pytest.mark.parametrize("index_type", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint32()])
+@pytest.mark.parametrize("order", ["categories", "shuffled", "extra"])
+def test_codes_of_dictionary_indices_match_a_dictionary(index_type: pa.DataType, order: str) -> None:
+    """Indices of every width, with nulls, of a dictionary that is the categories in order, in another order,
+    or with an entry that is no category (unused, then used)."""
+    categories = ["a", "b", "c", "d", "e"]
+    entries = {"categories": categories, "shuffled": ["d", "a", "e", "c", "b"], "extra": ["c", "zz", "a", "b"]}[order]
+    rng = np.random.default_rng(len(entries))
+    used = [i for i, e in enumerate(entries) if e in categories]
+    indices = rng.choice(used, 4_000).tolist()
+    for i in rng.choice(4_000, 250, replace=False):
+        indices[i] = None
+    array = pa.DictionaryArray.from_arrays(pa.array(indices, type=index_type), pa.array(entries))
+    book = Codebook(categories, column="x")
+    for start in (0, 9):
+        codes = book.encode(array.slice(start))
+        assert codes.tolist() == [-1 if i is None else categories.index(entries[i]) for i in indices[start:]]
+    if order == "extra":
+        indices[17] = entries.index("zz")
+        with pytest.raises(DataError, match="row 18: value 'zz' is not one of its categories"):
+            book.encode(pa.DictionaryArray.from_arrays(pa.array(indices, type=index_type), pa.array(entries)))
+
+
+def test_polars_categorical_with_missing_values_released_as_text() -> None:
+    """A polars Categorical column (uint32 indices with nulls) is released as its String twin is."""
+    pl = pytest.importorskip("polars")
+    labels = ["north", "south", "east", "west", " east", "East"]
+    rng = np.random.default_rng(4)
+    values = np.array(labels, dtype=object)[rng.integers(0, 6, 6_000)]
+    values[rng.random(6_000) < 0.1] = None
+    manifest = Manifest.of({"x": PramMatrix.from_diagonal(rng.uniform(0.4, 0.9, 6), labels)})
+    key = SecretKey(bytes(range(32)), "dense")
+    text = perturb_frame(pl.DataFrame({"x": pl.Series(values.tolist(), dtype=pl.String)}), manifest, key=key).data
+    for dtype in (pl.Categorical, pl.Enum(labels)):
+        frame = pl.DataFrame({"x": pl.Series(values.tolist(), dtype=pl.String).cast(dtype)})
+        out = perturb_frame(frame, manifest, key=key).data
+        assert out["x"].dtype == dtype
+        assert out["x"].cast(pl.String).to_list() == text["x"].to_list()

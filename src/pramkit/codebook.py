@@ -301,6 +301,23 @@ def _positions(indices: pa.Array, fill: int) -> np.ndarray:
     return indices.to_numpy().astype(np.intp, copy=False)
 
 
+def _table_codes(values: pa.Array, low: int, table: np.ndarray, missing_code: int) -> tuple[np.ndarray, int]:
+    """The codes of Arrow integers (any width but unsigned 64-bit) through a table by value, ``table[value -
+    low]``, ``missing_code`` where null, ``_UNKNOWN`` outside the table; and the position of the first
+    ``_UNKNOWN``, or ``-1``.  One compiled pass over Arrow's buffers as they are.
+
+    >>> codes, first = _table_codes(pa.array([5, None, 9, 6], pa.int8()), 5, np.array([0, 1, _UNKNOWN]), -1)
+    >>> codes.tolist(), first
+    ([0, -1, -2, 1], 2)
+    """
+    validity, data = values.buffers()[:2]
+    out = pool_array(len(values), np.intp)[1]
+    first = _kernels.dense_encode(data, values.type.bit_width // 8, pa.types.is_signed_integer(values.type),
+                                  values.offset, validity if values.null_count else None, low,
+                                  np.ascontiguousarray(table, dtype=np.intp), missing_code, _UNKNOWN, out)
+    return out, first
+
+
 def _gather(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """``table[positions]`` for positions in ``0..table.size - 1``.
 
@@ -437,11 +454,13 @@ class Codebook:
         """Codes of one array's values (``copy``: as :meth:`encode`); ``None`` if one of them is not a category."""
         if pa.types.is_dictionary(arr.type):
             table, identity = self._dictionary_codes(arr.dictionary)
-            if identity:  # the dictionary is the categories in order (a categorical made from them)
+            if identity and not arr.indices.null_count:
+                # the dictionary is the categories in order: the indices are the codes (a view when intp)
                 codes = _positions(arr.indices, self.missing_code)
                 return codes.copy() if copy and not codes.flags.writeable else codes
-            codes = _gather(table, _positions(arr.indices, table.size - 1))
-        elif _hash_matched(arr.type):
+            codes, first_unknown = _table_codes(arr.indices, 0, table[:-1], int(table[-1]))
+            return codes if first_unknown < 0 else None
+        if _hash_matched(arr.type):
             codes, found_all = self._matched_codes(arr)
             return codes if found_all else None
         elif pa.types.is_string_view(arr.type):  # polars' text, read where it is (labels of large_string)
@@ -504,12 +523,8 @@ class Codebook:
         if dense is None:
             return None
         lo, table = dense
-        values = arr if pa.types.is_int64(arr.type) else arr.cast(pa.int64())
-        validity, data = values.buffers()[:2]
-        out = pool_array(len(values), np.intp)[1]
-        first_unknown = _kernels.dense_encode(data, values.offset, validity if values.null_count else None, lo, table,
-                                              self.missing_code, _UNKNOWN, out)
-        return out, first_unknown < 0
+        codes, first_unknown = _table_codes(arr, lo, table, self.missing_code)
+        return codes, first_unknown < 0
 
     def _distinct_codes(self, values: pa.Array) -> np.ndarray:
         """Codes of a few distinct values (then the missing code), ``_UNKNOWN`` for those that are no category."""

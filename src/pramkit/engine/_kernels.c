@@ -984,21 +984,67 @@ utf8_encode(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(bad);
 }
 
-/* dense_encode(values int64 (from entry first), first, validity or None, low, table intp[m], missing_code,
- * unknown_code, out intp[n]): the code of each of n integers, table[value - low] (a value outside
- * low .. low + m - 1 takes unknown_code, as does an entry of the table that is unknown_code), a null
- * missing_code: one pass, where NumPy took its minimum, maximum, the gather and the nulls in four.  Returns
- * the position of the first value whose code is unknown_code, or -1. */
+/* The value at i of integers of ``width`` bytes, signed or not, as an int64 (an unsigned 64-bit value above
+ * INT64_MAX wraps negative: no table reaches it). */
+static inline __attribute__((always_inline)) int64_t
+integer_at(const void *values, int width, int is_signed, Py_ssize_t i)
+{
+    switch (width) {
+    case 1:
+        return is_signed ? (int64_t)((const int8_t *)values)[i] : (int64_t)((const uint8_t *)values)[i];
+    case 2:
+        return is_signed ? (int64_t)((const int16_t *)values)[i] : (int64_t)((const uint16_t *)values)[i];
+    case 4:
+        return is_signed ? (int64_t)((const int32_t *)values)[i] : (int64_t)((const uint32_t *)values)[i];
+    default:
+        return ((const int64_t *)values)[i];
+    }
+}
+
+typedef struct {
+    const void *values;
+    const unsigned char *valid;
+    const intp *table;
+    Py_ssize_t first, m;
+    int64_t low;
+    intp missing_code, unknown_code;
+} Dense;
+
+static inline __attribute__((always_inline)) Py_ssize_t
+dense_run(const Dense *d, int width, int is_signed, Py_ssize_t n, intp *out)
+{
+    Py_ssize_t bad = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t row = d->first + i;
+        uint64_t at = (uint64_t)integer_at(d->values, width, is_signed, row) - (uint64_t)d->low; /* below low wraps past m */
+        intp code = at < (uint64_t)d->m ? d->table[at] : d->unknown_code;
+        if (d->valid != NULL && !((d->valid[row >> 3] >> (row & 7)) & 1)) {
+            code = d->missing_code;
+        }
+        out[i] = code;
+        if (code == d->unknown_code && bad < 0) {
+            bad = i;
+        }
+    }
+    return bad;
+}
+
+/* dense_encode(values (integers of ``width`` bytes, from entry first), width, signed, first, validity or None,
+ * low, table intp[m], missing_code, unknown_code, out intp[n]): the code of each of n integers,
+ * table[value - low] (a value outside low .. low + m - 1 takes unknown_code, as does an entry of the table
+ * that is unknown_code), a null missing_code: one pass over Arrow's buffers, where NumPy took several (the
+ * conversion to intp, the nulls, the range, the gather).  Returns the position of the first value whose code
+ * is unknown_code, or -1. */
 static PyObject *
 dense_encode(PyObject *self, PyObject *args)
 {
     Py_buffer b[4];
     PyObject *validity_obj;
-    Py_ssize_t first;
+    int width, is_signed;
     long long low;
-    intp missing_code, unknown_code;
-    if (!PyArg_ParseTuple(args, "y*nOLy*nnw*", &b[0], &first, &validity_obj, &low, &b[1], &missing_code,
-                          &unknown_code, &b[2])) {
+    Dense d;
+    if (!PyArg_ParseTuple(args, "y*ipnOLy*nnw*", &b[0], &width, &is_signed, &d.first, &validity_obj, &low, &b[1],
+                          &d.missing_code, &d.unknown_code, &b[2])) {
         return NULL;
     }
     int count = 3;
@@ -1006,28 +1052,29 @@ dense_encode(PyObject *self, PyObject *args)
         release(b, 3);
         return NULL;
     }
-    Py_ssize_t n = b[2].len / (Py_ssize_t)sizeof(intp), m = b[1].len / (Py_ssize_t)sizeof(intp);
-    if (first < 0 || b[0].len < (first + n) * (Py_ssize_t)sizeof(int64_t) || (count == 4 && b[3].len * 8 < first + n)) {
+    Py_ssize_t n = b[2].len / (Py_ssize_t)sizeof(intp);
+    if ((width != 1 && width != 2 && width != 4 && width != 8) || d.first < 0 || b[0].len < (d.first + n) * width ||
+        (count == 4 && b[3].len * 8 < d.first + n)) {
         release(b, count);
         PyErr_SetString(PyExc_ValueError, "dense_encode: inconsistent buffers");
         return NULL;
     }
-    const int64_t *values = (const int64_t *)b[0].buf + first;
-    const intp *table = b[1].buf;
-    const unsigned char *valid = count == 4 ? b[3].buf : NULL;
+    d.values = b[0].buf;
+    d.valid = count == 4 ? b[3].buf : NULL;
+    d.table = b[1].buf;
+    d.m = b[1].len / (Py_ssize_t)sizeof(intp);
+    d.low = (int64_t)low;
     intp *out = b[2].buf;
-    Py_ssize_t bad = -1;
+    Py_ssize_t bad;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t at = (uint64_t)values[i] - (uint64_t)low; /* below low wraps past m */
-        intp code = at < (uint64_t)m ? table[at] : unknown_code;
-        if (valid != NULL && !((valid[(first + i) >> 3] >> ((first + i) & 7)) & 1)) {
-            code = missing_code;
-        }
-        out[i] = code;
-        if (code == unknown_code && bad < 0) {
-            bad = i;
-        }
+    switch (width * (is_signed ? 1 : -1)) {
+    case 1: bad = dense_run(&d, 1, 1, n, out); break;
+    case -1: bad = dense_run(&d, 1, 0, n, out); break;
+    case 2: bad = dense_run(&d, 2, 1, n, out); break;
+    case -2: bad = dense_run(&d, 2, 0, n, out); break;
+    case 4: bad = dense_run(&d, 4, 1, n, out); break;
+    case -4: bad = dense_run(&d, 4, 0, n, out); break;
+    default: bad = dense_run(&d, 8, 1, n, out); break;
     }
     Py_END_ALLOW_THREADS
     release(b, count);
