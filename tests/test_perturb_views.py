@@ -158,3 +158,4 @@ def test_unknown_value_message_is_one_line_for_the_cli(key: SecretKey) -> None:
     with pytest.raises(PramkitError) as caught:
         perturb_frame(pl.DataFrame({"x": ["a", "b", "c"]}), manifest(["a", "b"], 1), key=key)
     assert "\n" not in str(caught.value)
+

@@ -1231,9 +1231,9 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
 def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
     """The release of an eager polars frame whose first row is row ``start`` of the release.
 
-    The manifest's columns go to Arrow (text as the string views polars holds, read where they are
-    unless missing-value markers are declared, which Arrow compares as ``large_string``; a ``Categorical`` or an ``Enum`` by its
-    physical codes, :func:`pramkit.frames.polars_dictionary`) and are perturbed there; a text
+    The manifest's columns go to Arrow (text as the string views polars holds, read where they are;
+    a ``Categorical`` or an ``Enum`` by its physical codes, :func:`pramkit.frames.polars_dictionary`)
+    and are perturbed there; a text
     column of a variable of its own comes back by one gather of its labels, made once in the
     column's own dtype, by the released codes (:func:`pramkit.frames.polars_gather`; a ``String``
     column's by its labels' string views, :class:`pramkit.frames.PolarsText`), instead of
@@ -1272,8 +1272,8 @@ def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
             raise DataError(f"column {name!r} is a polars Enum without the categories {lacking} of its matrix; "
                             "cast it to an Enum that has them, or to Categorical or String")
         decoders[name] = labels if kind == "string" else functools.partial(polars_gather, labels)
-        fast[name] = polars_dictionary(series) if kind != "string" else \
-            series.to_arrow() if p.codes else series.to_arrow(compat_level=pl.CompatLevel.newest())
+        fast[name] = series.to_arrow(compat_level=pl.CompatLevel.newest()) if kind == "string" else \
+            polars_dictionary(series)
     others = [c for c in perturber.manifest.read_columns if c not in fast]
     table = as_arrow(frame.select(others)) if others else pa.table(fast)
     for name, array in fast.items() if others else ():
