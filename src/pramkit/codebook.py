@@ -301,6 +301,23 @@ def _positions(indices: pa.Array, fill: int) -> np.ndarray:
     return indices.to_numpy().astype(np.intp, copy=False)
 
 
+def _table_codes(values: pa.Array, low: int, table: np.ndarray, missing_code: int) -> tuple[np.ndarray, int]:
+    """The codes of Arrow integers (any width but unsigned 64-bit) through a table by value, ``table[value -
+    low]``, ``missing_code`` where null, ``_UNKNOWN`` outside the table; and the position of the first
+    ``_UNKNOWN``, or ``-1``.  One compiled pass over Arrow's buffers as they are.
+
+    >>> codes, first = _table_codes(pa.array([5, None, 9, 6], pa.int8()), 5, np.array([0, 1, _UNKNOWN]), -1)
+    >>> codes.tolist(), first
+    ([0, -1, -2, 1], 2)
+    """
+    validity, data = values.buffers()[:2]
+    out = pool_array(len(values), np.intp)[1]
+    first = _kernels.dense_encode(data, values.type.bit_width // 8, pa.types.is_signed_integer(values.type),
+                                  values.offset, validity if values.null_count else None, low,
+                                  np.ascontiguousarray(table, dtype=np.intp), missing_code, _UNKNOWN, out)
+    return out, first
+
+
 def _gather(table: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """``table[positions]`` for positions in ``0..table.size - 1``.
 
@@ -437,13 +454,19 @@ class Codebook:
         """Codes of one array's values (``copy``: as :meth:`encode`); ``None`` if one of them is not a category."""
         if pa.types.is_dictionary(arr.type):
             table, identity = self._dictionary_codes(arr.dictionary)
-            if identity:  # the dictionary is the categories in order (a categorical made from them)
+            if identity and not arr.indices.null_count:
+                # the dictionary is the categories in order: the indices are the codes (a view when intp)
                 codes = _positions(arr.indices, self.missing_code)
                 return codes.copy() if copy and not codes.flags.writeable else codes
-            codes = _gather(table, _positions(arr.indices, table.size - 1))
-        elif _hash_matched(arr.type):
+            codes, first_unknown = _table_codes(arr.indices, 0, table[:-1], int(table[-1]))
+            return codes if first_unknown < 0 else None
+        if _hash_matched(arr.type):
             codes, found_all = self._matched_codes(arr)
             return codes if found_all else None
+        elif pa.types.is_string_view(arr.type):  # polars' text, read where it is (labels of large_string)
+            codes, first_unknown = self._utf8(pa.large_string()).encode(arr, missing_code=self.missing_code,
+                                                                         unknown_code=_UNKNOWN)
+            return codes if first_unknown < 0 else None
         else:
             encoded = pc.dictionary_encode(arr)
             table = self._distinct_codes(encoded.dictionary)
@@ -485,7 +508,7 @@ class Codebook:
 
     def _dense_codes(self, arr: pa.Array) -> tuple[np.ndarray, bool] | None:
         """Codes of an integer array through a table indexed by value (faster than hashing), when the labels'
-        range is narrow and holds every value; ``None`` otherwise."""
+        range is narrow (a value outside it is no label); ``None`` otherwise."""
         if arr.type not in self._dense:
             labels = self._value_set(arr.type)[0].to_numpy().astype(np.int64)
             table = None
@@ -500,13 +523,8 @@ class Codebook:
         if dense is None:
             return None
         lo, table = dense
-        values = _positions(arr, lo)
-        if values.min() < lo or values.max() >= lo + table.size:
-            return None
-        out = _gather(table, values - lo if lo else values)
-        if arr.null_count:
-            out[np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = self.missing_code
-        return out, not (table.min() == _UNKNOWN and out.min() == _UNKNOWN)
+        codes, first_unknown = _table_codes(arr, lo, table, self.missing_code)
+        return codes, first_unknown < 0
 
     def _distinct_codes(self, values: pa.Array) -> np.ndarray:
         """Codes of a few distinct values (then the missing code), ``_UNKNOWN`` for those that are no category."""
@@ -538,6 +556,8 @@ class Codebook:
     def _raise_unknown(self, arr: pa.Array, offset: int, first_row: int, rows: np.ndarray | None) -> NoReturn:
         """Raise the :class:`DataError` naming the first value of ``arr`` that is not a category."""
         plain = arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+        if pa.types.is_string_view(plain.type):  # Arrow computes little on views
+            plain = plain.cast(pa.large_string())
         known = pc.is_in(plain, value_set=self._value_set(plain.type)[0]) if _hash_matched(plain.type) else \
             pa.array([canonical(v) is None or canonical(v) in self.lookup for v in plain.to_pylist()])
         unknown = pc.and_(pc.invert(known), plain.is_valid())

@@ -32,6 +32,7 @@ from typing import Any
 
 import narwhals as nw
 import narwhals.dependencies as nwd
+import numpy as np
 import pyarrow as pa
 
 from pramkit.errors import DataError
@@ -479,3 +480,49 @@ def polars_gather(labels: Any, codes: Any) -> Any:
     import polars as pl
 
     return labels.gather(pl.Series(codes))  # -1 counts from the end: the null
+
+
+class PolarsText:
+    """Labels to write a polars ``String`` column from codes: each label's Arrow string view (16 bytes: its
+    length and its bytes up to 12, else its first four bytes and where its bytes are), so that the released
+    column is one gather of views by the codes, handed to polars without a copy (polars holds text as
+    views), where :func:`polars_gather` gathers in polars at about twice the time.
+
+    Parameters
+    ----------
+    labels : pyarrow.Array
+        The labels as text, one per code (a null label writes a missing value).
+    name : str
+        The name of the column written.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> text = PolarsText(pa.array(["a", None, "a label of more than twelve bytes"]), "x")
+    >>> text(np.array([2, -1, 0, 1])).to_list()
+    ['a label of more than twelve bytes', None, 'a', None]
+    >>> text(np.array([0, 0])).dtype
+    String
+    """
+
+    def __init__(self, labels: pa.Array, name: str) -> None:
+        views = pa.concat_arrays([labels.cast(pa.string_view()), pa.nulls(1, pa.string_view())])
+        self.name = name
+        self.buffers = views.buffers()[2:]  # the long labels' bytes, which the views point into
+        self.views = np.frombuffer(views.buffers()[1], dtype="V16")[views.offset:][:len(views)]
+        self.valid = np.asarray(views.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        self.null_labels = not self.valid[:-1].all()
+
+    def __call__(self, codes: np.ndarray) -> Any:
+        """The labels of ``codes`` (``-1``: missing) as a polars ``String`` Series."""
+        import polars as pl
+
+        c = np.asarray(codes)
+        validity = None
+        if self.null_labels or (c.size and c.min() < 0):
+            valid = self.valid[c]
+            if not valid.all():
+                validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        array = pa.Array.from_buffers(pa.string_view(), c.size, [validity, pa.py_buffer(self.views[c]),
+                                                                 *self.buffers])
+        return pl.Series(self.name, array)

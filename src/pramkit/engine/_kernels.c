@@ -831,6 +831,68 @@ label_table(Lookup *t, Py_buffer *offsets, Py_buffer *data, Py_buffer *slots, ui
     return 0;
 }
 
+/* The slot of a value of up to 16 bytes whose zero-padded words are w0 and w1. */
+static inline __attribute__((always_inline)) const Slot *
+probe2(const Lookup *t, uint64_t w0, uint64_t w1, int64_t len)
+{
+    uint64_t at = slot_of(short_hash(w0, w1, len, t->seed), t->shift);
+    for (;;) {
+        const Slot *slot = t->slots + at;
+        if ((slot->code < 0) | ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len))) {
+            return slot;
+        }
+        at = (at + 1) & t->mask;
+    }
+}
+
+/* The slot of a value of 17 to 24 bytes whose zero-padded words are w0, w1 and w2; the third word is
+ * compared with the label's own. */
+static inline __attribute__((always_inline)) const Slot *
+probe3(const Lookup *t, uint64_t w0, uint64_t w1, uint64_t w2, int64_t len)
+{
+    uint64_t at = slot_of(hash3(w0, w1, w2, len, t->seed), t->shift);
+    for (;;) {
+        const Slot *slot = t->slots + at;
+        if (slot->code < 0) {
+            return slot;
+        }
+        if ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len)) {
+            uint64_t own; /* the label's third word: its bytes are followed by PAD */
+            memcpy(&own, t->label_data + t->label_offsets[slot->code] + 16, 8);
+#if SHORT_LOADS
+            own &= KEEP0[len - 16];
+#endif
+            if (own == w2) {
+                return slot;
+            }
+        }
+        at = (at + 1) & t->mask;
+    }
+}
+
+/* The slot of the len bytes at p, readable up to ``end``: two or three masked loads when the value is
+ * short and that many words can be read, else word by word. */
+static inline __attribute__((always_inline)) const Slot *
+lookup_bytes(const Lookup *t, const unsigned char *p, int64_t len, const unsigned char *end)
+{
+#if SHORT_LOADS
+    if (len <= 16 && end - p >= 16) { /* two masked loads, as the labels' words */
+        uint64_t w0, w1;
+        memcpy(&w0, p, 8);
+        memcpy(&w1, p + 8, 8);
+        return probe2(t, w0 & KEEP0[len], w1 & KEEP1[len], len);
+    }
+    if (len <= 24 && end - p >= 24) { /* three masked loads */
+        uint64_t w0, w1, w2;
+        memcpy(&w0, p, 8);
+        memcpy(&w1, p + 8, 8);
+        memcpy(&w2, p + 16, 8);
+        return probe3(t, w0, w1, w2 & KEEP0[len - 16], len);
+    }
+#endif
+    return find_slot(t, p, len, end);
+}
+
 static inline __attribute__((always_inline)) Py_ssize_t
 encode_run(const Lookup *t, const void *offsets, int width, int with_validity, Py_ssize_t first, Py_ssize_t n,
            intp *out)
@@ -838,11 +900,6 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
     const int32_t *off32 = offsets;
     const int64_t *off64 = offsets;
     const unsigned char *data = t->data, *valid = t->valid, *data_end = t->data + t->data_len;
-    const Slot *slots = t->slots;
-    const uint64_t mask = t->mask, seed = t->seed;
-    const int shift = t->shift;
-    const int64_t short_end = t->data_len - 16; /* a value starting at or before it can be read in two words */
-    const int64_t three_end = t->data_len - 24; /* in three */
     Py_ssize_t bad = -1;
     int64_t start = width == 4 ? off32[first] : off64[first];
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -861,56 +918,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
             out[i] = t->missing_code;
             continue;
         }
-        const unsigned char *p = data + at_byte;
-        const Slot *slot;
-        if (SHORT_LOADS && len <= 16 && at_byte <= short_end) { /* two masked loads, as the labels' words */
-            uint64_t w0, w1;
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + 8, 8);
-#if SHORT_LOADS
-            w0 &= KEEP0[len];
-            w1 &= KEEP1[len];
-#endif
-            uint64_t at = slot_of(short_hash(w0, w1, len, seed), shift);
-            for (;;) {
-                slot = slots + at;
-                if ((slot->code < 0) | ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len))) {
-                    break;
-                }
-                at = (at + 1) & mask;
-            }
-        }
-        else if (SHORT_LOADS && len <= 24 && at_byte <= three_end) { /* three masked loads; the third word
-                                                                        is compared with the label's own */
-            uint64_t w0, w1, w2;
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + 8, 8);
-            memcpy(&w2, p + 16, 8);
-#if SHORT_LOADS
-            w2 &= KEEP0[len - 16];
-#endif
-            uint64_t at = slot_of(hash3(w0, w1, w2, len, seed), shift);
-            for (;;) {
-                slot = slots + at;
-                if (slot->code < 0) {
-                    break;
-                }
-                if ((slot->w0 == w0) & (slot->w1 == w1) & (slot->len == len)) {
-                    uint64_t own; /* the label's third word: its bytes are followed by PAD */
-                    memcpy(&own, t->label_data + t->label_offsets[slot->code] + 16, 8);
-#if SHORT_LOADS
-                    own &= KEEP0[len - 16];
-#endif
-                    if (own == w2) {
-                        break;
-                    }
-                }
-                at = (at + 1) & mask;
-            }
-        }
-        else {
-            slot = find_slot(t, p, len, data_end);
-        }
+        const Slot *slot = lookup_bytes(t, data + at_byte, len, data_end);
         if (slot->code < 0) {
             bad = bad < 0 ? i : bad;
             out[i] = t->unknown_code;
@@ -974,6 +982,214 @@ utf8_encode(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     release(b, count);
     return PyLong_FromSsize_t(bad);
+}
+
+/* The value at i of integers of ``width`` bytes, signed or not, as an int64 (an unsigned 64-bit value above
+ * INT64_MAX wraps negative: no table reaches it). */
+static inline __attribute__((always_inline)) int64_t
+integer_at(const void *values, int width, int is_signed, Py_ssize_t i)
+{
+    switch (width) {
+    case 1:
+        return is_signed ? (int64_t)((const int8_t *)values)[i] : (int64_t)((const uint8_t *)values)[i];
+    case 2:
+        return is_signed ? (int64_t)((const int16_t *)values)[i] : (int64_t)((const uint16_t *)values)[i];
+    case 4:
+        return is_signed ? (int64_t)((const int32_t *)values)[i] : (int64_t)((const uint32_t *)values)[i];
+    default:
+        return ((const int64_t *)values)[i];
+    }
+}
+
+typedef struct {
+    const void *values;
+    const unsigned char *valid;
+    const intp *table;
+    Py_ssize_t first, m;
+    int64_t low;
+    intp missing_code, unknown_code;
+} Dense;
+
+static inline __attribute__((always_inline)) Py_ssize_t
+dense_run(const Dense *d, int width, int is_signed, Py_ssize_t n, intp *out)
+{
+    Py_ssize_t bad = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t row = d->first + i;
+        uint64_t at = (uint64_t)integer_at(d->values, width, is_signed, row) - (uint64_t)d->low; /* below low wraps past m */
+        intp code = at < (uint64_t)d->m ? d->table[at] : d->unknown_code;
+        if (d->valid != NULL && !((d->valid[row >> 3] >> (row & 7)) & 1)) {
+            code = d->missing_code;
+        }
+        out[i] = code;
+        if (code == d->unknown_code && bad < 0) {
+            bad = i;
+        }
+    }
+    return bad;
+}
+
+/* dense_encode(values (integers of ``width`` bytes, from entry first), width, signed, first, validity or None,
+ * low, table intp[m], missing_code, unknown_code, out intp[n]): the code of each of n integers,
+ * table[value - low] (a value outside low .. low + m - 1 takes unknown_code, as does an entry of the table
+ * that is unknown_code), a null missing_code: one pass over Arrow's buffers, where NumPy took several (the
+ * conversion to intp, the nulls, the range, the gather).  Returns the position of the first value whose code
+ * is unknown_code, or -1. */
+static PyObject *
+dense_encode(PyObject *self, PyObject *args)
+{
+    Py_buffer b[4];
+    PyObject *validity_obj;
+    int width, is_signed;
+    long long low;
+    Dense d;
+    if (!PyArg_ParseTuple(args, "y*ipnOLy*nnw*", &b[0], &width, &is_signed, &d.first, &validity_obj, &low, &b[1],
+                          &d.missing_code, &d.unknown_code, &b[2])) {
+        return NULL;
+    }
+    int count = 3;
+    if (validity_obj != Py_None && PyObject_GetBuffer(validity_obj, &b[count++], PyBUF_SIMPLE) < 0) {
+        release(b, 3);
+        return NULL;
+    }
+    Py_ssize_t n = b[2].len / (Py_ssize_t)sizeof(intp);
+    if ((width != 1 && width != 2 && width != 4 && width != 8) || d.first < 0 || b[0].len < (d.first + n) * width ||
+        (count == 4 && b[3].len * 8 < d.first + n)) {
+        release(b, count);
+        PyErr_SetString(PyExc_ValueError, "dense_encode: inconsistent buffers");
+        return NULL;
+    }
+    d.values = b[0].buf;
+    d.valid = count == 4 ? b[3].buf : NULL;
+    d.table = b[1].buf;
+    d.m = b[1].len / (Py_ssize_t)sizeof(intp);
+    d.low = (int64_t)low;
+    intp *out = b[2].buf;
+    Py_ssize_t bad;
+    Py_BEGIN_ALLOW_THREADS
+    switch (width * (is_signed ? 1 : -1)) {
+    case 1: bad = dense_run(&d, 1, 1, n, out); break;
+    case -1: bad = dense_run(&d, 1, 0, n, out); break;
+    case 2: bad = dense_run(&d, 2, 1, n, out); break;
+    case -2: bad = dense_run(&d, 2, 0, n, out); break;
+    case 4: bad = dense_run(&d, 4, 1, n, out); break;
+    case -4: bad = dense_run(&d, 4, 0, n, out); break;
+    default: bad = dense_run(&d, 8, 1, n, out); break;
+    }
+    Py_END_ALLOW_THREADS
+    release(b, count);
+    return PyLong_FromSsize_t(bad);
+}
+
+/* The buffers of an Arrow string_view array's long values (more than 12 bytes). */
+typedef struct {
+    Py_buffer *views;
+    Py_ssize_t count;
+} ViewData;
+
+/* The codes of n views (16 bytes each: the length, then the value itself up to 12 bytes, else its first
+ * four bytes, the index of its data buffer and its offset there), as encode_run.  Returns the position of
+ * the first value that is no label, or -1; -2 if a view points outside its buffers. */
+static Py_ssize_t
+encode_views(const Lookup *t, const unsigned char *views, const ViewData *d, Py_ssize_t first, Py_ssize_t n,
+             intp *out)
+{
+    Py_ssize_t bad = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t row = first + i;
+        const unsigned char *v = views + 16 * row;
+        int32_t len;
+        memcpy(&len, v, 4);
+        if (t->valid != NULL && !((t->valid[row >> 3] >> (row & 7)) & 1)) {
+            out[i] = t->missing_code;
+            continue;
+        }
+        const Slot *slot;
+        if (len < 0) {
+            return -2;
+        }
+        if (len <= 12) { /* inline: the value's words are read from the view itself */
+#if SHORT_LOADS
+            uint64_t w0;
+            uint32_t w1;
+            memcpy(&w0, v + 4, 8);
+            memcpy(&w1, v + 12, 4);
+            slot = probe2(t, w0 & KEEP0[len], (uint64_t)w1 & KEEP1[len], len);
+#else
+            slot = find_slot(t, v + 4, len, v + 16);
+#endif
+        }
+        else {
+            int32_t index, offset;
+            memcpy(&index, v + 8, 4);
+            memcpy(&offset, v + 12, 4);
+            if (index < 0 || index >= d->count || offset < 0 || (Py_ssize_t)offset + len > d->views[index].len) {
+                return -2;
+            }
+            const unsigned char *buf = d->views[index].buf;
+            slot = lookup_bytes(t, buf + offset, len, buf + d->views[index].len);
+        }
+        if (slot->code < 0) {
+            bad = bad < 0 ? i : bad;
+            out[i] = t->unknown_code;
+            continue;
+        }
+        out[i] = slot->code;
+    }
+    return bad;
+}
+
+/* utf8_encode_views(views, first, validity or None, data buffers (a tuple), label_offsets, label_data, slots,
+ * seed, missing_code, unknown_code, out intp[n]): utf8_encode of an Arrow string_view array (views of 16
+ * bytes, from view ``first``; validity bit first + i), read where the views and their buffers are. */
+static PyObject *
+utf8_encode_views(PyObject *self, PyObject *args)
+{
+    Py_buffer b[6];
+    PyObject *validity_obj, *buffers;
+    Py_ssize_t first;
+    Lookup t;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "y*nOO!y*y*y*Knnw*", &b[0], &first, &validity_obj, &PyTuple_Type, &buffers, &b[1],
+                          &b[2], &b[3], &seed, &t.missing_code, &t.unknown_code, &b[4])) {
+        return NULL;
+    }
+    int count = 5;
+    if (validity_obj != Py_None && PyObject_GetBuffer(validity_obj, &b[count++], PyBUF_SIMPLE) < 0) {
+        release(b, 5);
+        return NULL;
+    }
+    ViewData d = {NULL, 0};
+    Py_ssize_t want = PyTuple_GET_SIZE(buffers);
+    d.views = PyMem_Calloc(want > 0 ? (size_t)want : 1, sizeof(Py_buffer));
+    if (d.views == NULL) {
+        release(b, count);
+        return PyErr_NoMemory();
+    }
+    for (; d.count < want; d.count++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(buffers, d.count), &d.views[d.count], PyBUF_SIMPLE) < 0) {
+            break;
+        }
+    }
+    Py_ssize_t n = b[4].len / (Py_ssize_t)sizeof(intp), bad = -3;
+    if (d.count == want && label_table(&t, &b[1], &b[2], &b[3], seed) == 0) {
+        if (first < 0 || b[0].len < (first + n) * 16 || (count == 6 && b[5].len * 8 < first + n)) {
+            PyErr_SetString(PyExc_ValueError, "utf8_encode_views: inconsistent buffers");
+        }
+        else {
+            t.valid = count == 6 ? b[5].buf : NULL;
+            Py_BEGIN_ALLOW_THREADS
+            bad = encode_views(&t, b[0].buf, &d, first, n, b[4].buf);
+            Py_END_ALLOW_THREADS
+            if (bad == -2) {
+                PyErr_SetString(PyExc_ValueError, "utf8_encode_views: a view points outside its buffers");
+            }
+        }
+    }
+    release(d.views, (int)d.count);
+    PyMem_Free(d.views);
+    release(b, count);
+    return bad < -1 ? NULL : PyLong_FromSsize_t(bad);
 }
 
 /* The items of a 1-D C-contiguous NumPy array of objects, through its array interface (the caller keeps
@@ -1669,6 +1885,8 @@ static PyMethodDef methods[] = {
     {"draw_cumulative", draw_cumulative, METH_VARARGS, "Keep-or-move draw by bisection: (first bad position, missing, changed)."},
     {"alias_cells", alias_cells, METH_VARARGS, "Integer alias tables of rows of move units."},
     {"utf8_index", utf8_index, METH_VARARGS, "Fill an open-addressing table of labels."},
+    {"dense_encode", dense_encode, METH_VARARGS, "Codes of integers through a table by value; first unknown or -1."},
+    {"utf8_encode_views", utf8_encode_views, METH_VARARGS, "Codes of Arrow UTF-8 string views; first unknown position or -1."},
     {"utf8_encode", utf8_encode, METH_VARARGS, "Codes of Arrow UTF-8 values; first unknown position or -1."},
     {"object_encode", object_encode, METH_VARARGS, "Codes of Python strings; (first not a label or -1, missing)."},
     {"object_decode", object_decode, METH_VARARGS, "Python objects of the labels of codes."},

@@ -1228,40 +1228,57 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
     return pl.io.plugins.register_io_source(source, schema=lazy.collect_schema(), explain_name="pramkit release")
 
 
+def _polars_text(series: Any, p: _Perturber, perturber: TablePerturber) -> tuple[Callable[[np.ndarray], Any],
+                                                                                 pa.Array] | None:
+    """For a polars text column of a variable of its own (:func:`_polars_release`): what writes its released
+    codes in its own dtype, and the column as Arrow (a ``String`` column as the string views polars holds,
+    not copied); ``None`` for another column.  Refuses an ``Enum`` without a label of the matrix."""
+    import polars as pl
+
+    from pramkit.frames import PolarsText, polars_dictionary, polars_gather, polars_labels, polars_text_kind
+
+    kind = polars_text_kind(series)
+    if kind is None or p.book is None:
+        return None
+    name, cache = series.name, (series.name, series.dtype)
+    if cache not in perturber.polars_labels:
+        text = p.book.labels(pa.large_string())
+        perturber.polars_labels[cache] = PolarsText(text, name) if kind == "string" else polars_labels(text, series)
+    labels = perturber.polars_labels[cache]
+    if labels is None:  # an Enum cannot hold a label the matrix may release: refused, never made missing
+        lacking = sorted({t for t in p.book.texts if t is not None} - set(series.dtype.categories.to_list()))
+        raise DataError(f"column {name!r} is a polars Enum without the categories {lacking} of its matrix; "
+                        "cast it to an Enum that has them, or to Categorical or String")
+    if kind == "string":
+        return labels, series.to_arrow(compat_level=pl.CompatLevel.newest())
+    return functools.partial(polars_gather, labels), polars_dictionary(series)
+
+
 def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
     """The release of an eager polars frame whose first row is row ``start`` of the release.
 
-    The manifest's columns go to Arrow (text as it is; a ``Categorical`` or an ``Enum`` by its
-    physical codes, :func:`pramkit.frames.polars_dictionary`) and are perturbed there; a text
+    The manifest's columns go to Arrow (text as the string views polars holds, read where they are;
+    a ``Categorical`` or an ``Enum`` by its physical codes, :func:`pramkit.frames.polars_dictionary`)
+    and are perturbed there; a text
     column of a variable of its own comes back by one gather of its labels, made once in the
-    column's own dtype, by the released codes (:func:`pramkit.frames.polars_gather`), instead of
+    column's own dtype, by the released codes (:func:`pramkit.frames.polars_gather`; a ``String``
+    column's by its labels' string views, :class:`pramkit.frames.PolarsText`), instead of
     as Arrow text that polars converts again.  Other columns (numbers, a joint variable's) come back
     through Arrow.  An ``Enum`` column without a label of its matrix is refused (:class:`DataError`):
     a released value it cannot hold would become missing.
     """
     import polars as pl
 
-    from pramkit.frames import as_arrow, polars_dictionary, polars_gather, polars_labels, polars_text_kind, to_native
+    from pramkit.frames import as_arrow, to_native
 
     single = {p.variable.columns[0]: p for p in perturber._perturbers
               if p.book is not None and list(p.variable.read_columns) == list(p.variable.columns)}
     decoders: dict[str, Callable[[np.ndarray], Any]] = {}
     fast: dict[str, pa.Array] = {}
     for name, p in single.items():
-        series = frame.get_column(name)
-        kind = polars_text_kind(series)
-        if kind is None or p.book is None:
-            continue
-        cache = (name, series.dtype)
-        if cache not in perturber.polars_labels:
-            perturber.polars_labels[cache] = polars_labels(p.book.labels(pa.large_string()), series)
-        labels = perturber.polars_labels[cache]
-        if labels is None:  # an Enum cannot hold a label the matrix may release: refused, never made missing
-            lacking = sorted({t for t in p.book.texts if t is not None} - set(series.dtype.categories.to_list()))
-            raise DataError(f"column {name!r} is a polars Enum without the categories {lacking} of its matrix; "
-                            "cast it to an Enum that has them, or to Categorical or String")
-        decoders[name] = functools.partial(polars_gather, labels)
-        fast[name] = series.to_arrow() if kind == "string" else polars_dictionary(series)
+        text = _polars_text(frame.get_column(name), p, perturber)
+        if text is not None:
+            decoders[name], fast[name] = text
     others = [c for c in perturber.manifest.read_columns if c not in fast]
     table = as_arrow(frame.select(others)) if others else pa.table(fast)
     for name, array in fast.items() if others else ():

@@ -98,6 +98,9 @@ class Utf8Labels:
     ...                                      unknown_code=-2)
     >>> codes.tolist(), first_unknown
     ([3, 2, 0, -2], 3)
+    >>> labels.encode(pa.array(["south", None, "a value longer than twelve bytes"], pa.string_view()),
+    ...               missing_code=2, unknown_code=-2)[0].tolist()
+    [1, 2, -2]
     >>> labels.decode(np.array([1, -1, 2, 3]), pa.large_string()).to_pylist()
     ['south', None, None, 'east']
     """
@@ -130,7 +133,8 @@ class Utf8Labels:
         Parameters
         ----------
         values : pyarrow.Array
-            Text values (``string`` or ``large_string``, possibly a slice).
+            Text values (``string``, ``large_string`` or ``string_view``, possibly a slice); views
+            are read where they are, with their data buffers (polars' text is views).
         missing_code, unknown_code : int
             The codes of a null value and of a value that is no label.
 
@@ -144,6 +148,12 @@ class Utf8Labels:
         _, out = pool_array(len(values), np.intp)
         if not len(values):
             return out, -1
+        if pa.types.is_string_view(values.type):
+            validity, views, *data = values.buffers()
+            first_unknown = _kernels.utf8_encode_views(
+                views, values.offset, validity if values.null_count else None, tuple(data), self.offsets, self.data,
+                self.slots, self.seed, missing_code, unknown_code, out)
+            return out, first_unknown
         validity, offsets, data = values.buffers()
         first_unknown = _kernels.utf8_encode(
             offsets, 8 if pa.types.is_large_string(values.type) else 4, values.offset,
