@@ -14,9 +14,9 @@ from pramkit.cli import build_parser
 from pramkit.errors import PramkitError
 from pramkit.estimate.spec import EstimateSpec
 from pramkit.release.apply_spec import ApplySpec
+from pramkit.release.risk_spec import RiskSpec
 from pramkit.release.spec import GIVEN, ReleaseSpec, methods_of
 from pramkit.release.swap_spec import SwapSpec
-from pramkit.release.risk_spec import RiskSpec
 from pramkit.settings import Setting, from_texts, invalid_value, settings
 
 #: ``pramkit design``'s options before its parser was made from the specification: option strings, default,
