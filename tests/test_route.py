@@ -125,7 +125,7 @@ def _back(calls: list[Call]) -> list[tuple[str, str, str, str]]:
 
 
 #: Real designs: a file, its variables and the plan's other settings.
-DESIGNS = {
+DESIGNS: dict[str, tuple[str, list[str], dict[str, Any]]] = {
     "testdata": ("testdata.csv", ["urbrur", "water", "sex"], {"epsilon": 2.0}),
     "eusilc, economic status missing": ("eusilc_laeken.csv", ["db040", "pl030"], {"epsilon": 3.0}),
     "eusilc, missing a category, strata": ("eusilc_laeken.csv", ["pl030"],
@@ -211,4 +211,5 @@ def test_the_architecture_page_draws_the_route_of_epsilon() -> None:
     route = re.findall(r"^\| (\d+) \| `(pramkit[\w.]*)`", text.split("## The route of --epsilon")[1], flags=re.M)
     assert len(route) >= 12
     for number, module in route:
-        assert floor_of(module) is not None and floor_of(module) + 1 == int(number), (module, number)
+        floor = floor_of(module)
+        assert floor is not None and floor + 1 == int(number), (module, number)
