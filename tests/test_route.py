@@ -152,28 +152,39 @@ def test_design_planned_goes_down_the_floors_and_back_up_once(name: str, sdc_dat
     assert not _back(calls), _back(calls)
 
 
-def test_the_route_of_epsilon_from_the_command_line_checks_and_derives_each_thing_once(
-        sdc_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(scope="module")
+def cli_route(tmp_path_factory: pytest.TempPathFactory) -> list[Call]:
+    """The calls of ``pramkit design testdata.csv --vars urbrur,water,sex --epsilon 2.5 --out M.json``."""
+    from conftest import SDC_DATA
+
     from pramkit.cli import main
 
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    out = tmp_path_factory.mktemp("route") / "m.json"
     with recorded() as calls:
-        code = main(["design", str(sdc_data / "testdata.csv"), "--vars", "urbrur,water,sex", "--epsilon", "2.5",
-                     "--out", str(tmp_path / "m.json"), "--quiet"])
-    assert code == 0, capsys.readouterr().err
-    assert pramkit.Manifest.read(tmp_path / "m.json").record_epsilon <= 2.5
+        code = main(["design", str(SDC_DATA / "testdata.csv"), "--vars", "urbrur,water,sex", "--epsilon", "2.5",
+                     "--out", str(out), "--quiet"])
+    assert code == 0
+    assert pramkit.Manifest.read(out).record_epsilon <= 2.5
+    return calls
 
+
+def test_the_route_of_epsilon_from_the_command_line_checks_and_derives_each_thing_once(
+        cli_route: list[Call]) -> None:
     def count(module: str, function: str, **arguments: Any) -> int:
-        return sum(1 for c in calls if (c.callee, c.callee_name) == (module, function)
+        return sum(1 for c in cli_route if (c.callee, c.callee_name) == (module, function)
                    and all(c.arguments.get(k) == v for k, v in arguments.items()))
 
     assert count("pramkit.release.spec", "ReleaseSpec._check") == 1          # the settings, once
     assert count("pramkit.release.plan", "plan_release") == 1                 # the plan, once
     assert count("pramkit.validate", "positive", value=2.5) == 1              # the budget's rule, once
     assert count("pramkit.design.registry", "DesignFamily.takes_budget") == 1  # handed down in the plan
+    assert count("pramkit.release.rules", "check_split") == 1
     assert count("pramkit.release.pipeline", "design_planned") == 1
     assert count("pramkit.source", "Source.__init__") == 1                    # the data opened once
-    assert not _climbs(calls), _climbs(calls)
-    seen = {(c.caller, c.callee) for c in calls if c.up}
+    assert not _climbs(cli_route), _climbs(cli_route)
+    seen = {(c.caller, c.callee) for c in cli_route if c.up}
     assert seen == {("pramkit.validate", "pramkit.release.rules"), ("pramkit.ledger", "pramkit.manifest")}
 
 
@@ -203,13 +214,17 @@ def test_the_recorder_sees_a_call_that_goes_up() -> None:
                                                                                     "check_rules")] == [()]
 
 
-def test_the_architecture_page_draws_the_route_of_epsilon() -> None:
-    """docs/architecture.md lists the route of ``--epsilon``, each module with its floor, as FLOORS places it."""
+def test_the_architecture_page_draws_the_route_of_epsilon(cli_route: list[Call]) -> None:
+    """docs/architecture.md lists the route of ``--epsilon``: each module with its floor as FLOORS places it,
+    each call named there made on the command's route, into that module."""
     import re
 
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    route = re.findall(r"^\| (\d+) \| `(pramkit[\w.]*)`", text.split("## The route of --epsilon")[1], flags=re.M)
+    text = ARCHITECTURE.read_text(encoding="utf-8").split("## The route of --epsilon")[1].split("\n## ")[0]
+    route = re.findall(r"^\| (\d+) \| `(pramkit[\w.]*)` \| (.+?) \|", text, flags=re.M)
     assert len(route) >= 12
-    for number, module in route:
+    called = {(c.callee, c.callee_name) for c in cli_route}
+    for number, module, names in route:
         floor = floor_of(module)
         assert floor is not None and floor + 1 == int(number), (module, number)
+        for name in re.findall(r"`([\w.]+)", names):
+            assert any(m == module and (f == name or f.startswith(name + ".")) for m, f in called), (module, name)
