@@ -514,7 +514,7 @@ class ReleaseSpec:
         if self.recognition is not None:
             self._check_recognition(key)
         if self.recognition is not None or self.target is not None:
-            self.check()  # every setting, before any data is read
+            self.check()  # every setting, before any data is read (a designed release's: by plan, once)
         if self.recognition is not None:
             release = self._recognition(data, variables, self.recognition)
         elif self.target is not None:
