@@ -14,9 +14,9 @@ from pramkit.cli import build_parser
 from pramkit.errors import PramkitError
 from pramkit.estimate.spec import EstimateSpec
 from pramkit.release.apply_spec import ApplySpec
+from pramkit.release.risk_spec import RiskSpec
 from pramkit.release.spec import GIVEN, ReleaseSpec, methods_of
 from pramkit.release.swap_spec import SwapSpec
-from pramkit.release.risk_spec import RiskSpec
 from pramkit.settings import Setting, from_texts, invalid_value, settings
 
 #: ``pramkit design``'s options before its parser was made from the specification: option strings, default,
@@ -691,6 +691,41 @@ def test_a_new_dp_option_is_one_rule_and_one_field(monkeypatch: pytest.MonkeyPat
     with pytest.raises(PramkitError, match=r"^--family, --truthful, --objective and --smoothing apply to --method dp$"):
         Spec(method="rr", smoothing=0.5).check()
     assert FAMILIES["dp"].check(Spec(smoothing=0.5).options())["smoothing"] == 0.5
+
+
+#: Family options no setting of ReleaseSpec gives, each with its reason.
+OPTIONS_WITHOUT_A_SETTING = {
+    "distances": "given by --distances, a release setting of every variable that build_matrices reads for "
+                 "each target and hands to the families designed with distances",
+    "unit": "the metric family's unit of distance, a library option (the distances read name their own unit)",
+}
+
+
+def _options_and_settings(spec: type) -> tuple[set[str], set[str]]:
+    from pramkit.design.registry import FAMILIES
+
+    declared = {o for fam in FAMILIES.values() for o in fam.options}
+    given = {s.option for s in settings(spec) if s.option is not None}
+    return declared, given
+
+
+def test_a_family_option_and_its_setting_are_declared_together() -> None:
+    """A family's option is its rule in the registry and its setting here (docs/architecture.md says why two
+    places): a rule without its setting, or a setting naming an option no family takes, fails here."""
+    declared, given = _options_and_settings(ReleaseSpec)
+    assert declared - given == set(OPTIONS_WITHOUT_A_SETTING), (
+        f"add a setting (option=...) to ReleaseSpec for {sorted(declared - given - set(OPTIONS_WITHOUT_A_SETTING))}")
+    assert given <= declared, f"settings name options no family takes: {sorted(given - declared)}"
+    assert all(methods_of(s) for s in settings(ReleaseSpec) if s.option is not None)
+
+
+def test_the_check_of_option_and_setting_sees_a_rule_without_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pramkit.design.registry import FAMILIES
+    from pramkit.validate import Number
+
+    monkeypatch.setitem(FAMILIES["keep"].options, "width", Number(int, low=1))  # type: ignore[index]
+    declared, given = _options_and_settings(ReleaseSpec)
+    assert declared - given - set(OPTIONS_WITHOUT_A_SETTING) == {"width"}
 
 
 def _values(s: Setting):  # type: ignore[no-untyped-def]

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -372,24 +372,34 @@ def from_texts(spec: type, texts: Mapping[str, str], **values: Any) -> Any:
     return value
 
 
-def check_rules(value: Any, skip: Callable[[Setting], bool] | None = None) -> None:
+def check_rules(value: Any, skip: Collection[str] = ()) -> None:
     """Refuse a setting of ``value`` that its rule refuses (settings at ``None`` are not given).
 
     Parameters
     ----------
     value : dataclass
         A specification.
-    skip : callable, optional
-        Settings not checked here (the design family's options, checked by the family).
+    skip : collection of str
+        The names of settings not checked here: those that a function the specification hands them to
+        checks by the same rules (:meth:`pramkit.release.spec.ReleaseSpec.plan`: those of
+        :func:`pramkit.plan_release`), so that each value is checked once on its way.
 
     Raises
     ------
     ParameterError
         The rule's message, naming the setting by its noun.
+
+    Examples
+    --------
+    >>> from pramkit.release.spec import ReleaseSpec
+    >>> check_rules(ReleaseSpec(split="best", population=-1), skip=("split",))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: population must be a whole number >= 0, got -1
     """
     for s in settings(value):
         given = getattr(value, s.name)
-        if s.rule is not None and given is not None and not (skip is not None and skip(s)):
+        if s.rule is not None and given is not None and s.name not in skip:
             s.rule.check(given, s.noun)
 
 

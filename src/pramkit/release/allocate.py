@@ -81,7 +81,7 @@ def allocate(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies) -> A
     >>> a.epsilons["age"] == a.epsilons["sex"], f.design_epsilon + 2 * a.epsilons["age"] <= 2.0
     (True, True)
     """
-    if not plan.family.takes_budget(plan.options):
+    if not plan.takes_budget:  # found once by plan_release
         return Allocation(dict.fromkeys(counted.targets))
     if plan.per_variable is not None:
         return Allocation(_per_variable(plan, freqs.design_epsilon))

@@ -12,7 +12,6 @@ read from the data until the plan is whole.
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,16 +67,24 @@ class ReleasePlan:
         One of :data:`pramkit.release.rules.MISSING`.
     na_values : tuple of str
         Texts that mean missing in a CSV file.
-    sep, encoding : str
-        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
     notes : tuple of str
         What the holder should know (the prior's notes, an unspent design epsilon).
+    weights : tuple of str
+        The sampling weight columns released with the file.
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
+    takes_budget : bool
+        Whether the family with these options is built to a share of the budget
+        (:meth:`pramkit.design.registry.DesignFamily.takes_budget`, found once by :func:`plan_release`
+        and handed down to the allocation).
 
     Examples
     --------
     >>> plan = plan_release(["age", "sex"], epsilon=1.0)
-    >>> plan.source, plan.counted, plan.family.takes_budget(plan.options)
+    >>> plan.source, plan.counted, plan.takes_budget
     ('dp_counts', ('age', 'sex'), True)
+    >>> plan_release(["age"], method="kanon", options={"k": 2}).takes_budget
+    False
     """
 
     names: tuple[str, ...]
@@ -98,6 +105,7 @@ class ReleasePlan:
     weights: tuple[str, ...] = ()
     sep: str = CSV_SEP
     encoding: str = CSV_ENCODING
+    takes_budget: bool = True
 
     @property
     def reading(self) -> dict[str, Any]:
@@ -258,17 +266,17 @@ def plan_release(
     if spec is not None:
         return _from_spec(variables, spec, locals())
     check_settings(method=method, epsilon=epsilon, design_epsilon=design_epsilon, split=split, missing=missing,
-                   rule_breaking=rule_breaking, sep=sep, encoding=encoding)
+                   rule_breaking=rule_breaking)  # each value once: the spec hands these to this check
+    sep, _ = csv_separator(sep), text_encoding(encoding)  # the rules of sep and encoding, the separator named
     names = variable_names(variables)
     fam = family(method)
     opts = dict(options or {})
     check_split(split, method, opts)
     dist = _distance_specs(distances, names, split, opts)
-    budget = None if epsilon is None else positive(epsilon, "epsilon (the record budget)")
+    budget = None if epsilon is None else float(epsilon)  # checked by its rule above
     per_var = _per_variable(epsilon_per_variable, names, split)
-    _check_budgets(fam, opts, budget, per_var)
+    takes_budget = _check_budgets(fam, opts, budget, per_var)
     shape = structure(names, split, forbid, strata, keep_codes, household, household_vars, rule_breaking)
-    sep, _ = csv_separator(sep), text_encoding(encoding)  # checked before any data is read
     prior = read_prior(prior) if isinstance(prior, (str, Path)) else prior
     if prior is not None:
         require_variables(prior.distributions, names, "prior")
@@ -284,7 +292,7 @@ def plan_release(
     weight_columns = _weights(weights, names, shape)
     return ReleasePlan(tuple(names), method, opts, split, budget, per_var, design_epsilon, source, prior,
                        declared, dist, shape, missing, tuple(na_values), tuple(notes), weight_columns,
-                       sep, encoding)
+                       sep, encoding, takes_budget)
 
 
 def _from_spec(variables: str | Sequence[str], spec: Any, given: Mapping[str, Any]) -> ReleasePlan:
@@ -372,13 +380,15 @@ def _per_variable(given: Mapping[str, float] | None, names: list[str], split: st
 
 
 def _check_budgets(fam: DesignFamily, options: Mapping[str, Any], budget: float | None,
-                   per_var: Mapping[str, float] | None) -> None:
+                   per_var: Mapping[str, float] | None) -> bool:
+    """Whether the family with these options is built to a share of the budget, the budgets checked against it."""
     takes_budget = fam.takes_budget(options)
     if takes_budget and budget is None and per_var is None:
         raise ParameterError(f"method {fam.name!r} needs epsilon (the record budget) or per-variable budgets")
     if not takes_budget and per_var is not None:
         raise ParameterError(f"method {fam.name!r} fixes each variable's epsilon by its own parameters; "
                              "per-variable budgets do not apply")
+    return takes_budget
 
 
 def _source(reads: bool, prior: Prior | None, exact: bool) -> FrequencySource:
@@ -393,11 +403,8 @@ def _check_design_epsilon(design_epsilon: float | None, source: str, budget: flo
             raise ParameterError(f"method {method!r} reads frequencies: give epsilon (the record budget), "
                                  "design_epsilon, or a public prior")
         return
-    if isinstance(design_epsilon, bool) or not isinstance(design_epsilon, (int, float)) \
-            or not math.isfinite(design_epsilon) or design_epsilon < 0 \
-            or (source == "dp_counts" and design_epsilon == 0):
-        raise ParameterError(f"design epsilon must be a {'positive' if source == 'dp_counts' else 'non-negative'}"
-                             f" finite number, got {design_epsilon!r}")
+    if source == "dp_counts" and design_epsilon == 0:  # a non-negative finite number by its rule (check_settings)
+        raise ParameterError(f"design epsilon must be a positive finite number, got {design_epsilon!r}")
     if budget is not None and not design_epsilon < budget:
         raise ParameterError(f"the design epsilon {design_epsilon:g} must be smaller than the record budget "
                              f"{budget:g}, which also pays for the perturbation")

@@ -356,7 +356,13 @@ class ReleaseSpec:
         ...
         pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
         """
-        check_rules(self, skip=lambda s: s.option is not None)
+        self._check()
+        check_split(self.split, self.method, {"objective": self.objective})
+
+    def _check(self, skip: Sequence[str] = ()) -> None:
+        """:meth:`check` but for the settings ``skip`` and the split, which :func:`plan_release` checks
+        (:meth:`plan` hands them to it: each value is checked once on its way)."""
+        check_rules(self, skip=skip)
         self.check_family_flags()
         if self.engine != "local" and (self.recognition is not None or self.target is not None):
             raise ParameterError("--engine spark counts the data of a release designed with --epsilon; "
@@ -366,7 +372,6 @@ class ReleaseSpec:
             value = getattr(self, s.name)
             if s.option is not None and s.given(value):
                 rules[s.option].check(value, s.noun)
-        check_split(self.split, self.method, {"objective": self.objective})
 
     def check_family_flags(self) -> None:
         """Refuse a setting given where it does not apply: a family's setting with another family
@@ -415,6 +420,10 @@ class ReleaseSpec:
         {'metric_epsilon': 0.5, 'mechanism': None}
         """
         self.check()
+        return self._options()
+
+    def _options(self) -> dict[str, Any]:
+        """:meth:`options` of settings already checked."""
         given: dict[str, Any] = {}
         defaults: dict[str, Any] = {}
         for s in settings(self):
@@ -433,7 +442,17 @@ class ReleaseSpec:
         >>> plan = ReleaseSpec(epsilon=2.0, epsilon_per_variable=None).plan(["age", "sex"])
         >>> plan.budget
         2.0
+        >>> ReleaseSpec(epsilon=0.0).plan(["age"])   # checked once, by plan_release's rule
+        Traceback (most recent call last):
+        ...
+        pramkit.errors.ParameterError: epsilon (the record budget) must be a positive finite number, got 0.0
         """
+        self._check(skip=tuple(RULES))  # the settings plan_release checks by the same rules are its to check
+        return self._plan(variables)
+
+    def _plan(self, variables: Sequence[str]) -> ReleasePlan:
+        """:meth:`plan` of settings already checked (but those of :data:`pramkit.release.rules.RULES`,
+        :func:`plan_release`'s own)."""
         from pramkit.release.plan import plan_release
         from pramkit.structure import parse_assignments
 
@@ -441,7 +460,7 @@ class ReleaseSpec:
             list(variables), epsilon=self.epsilon, method=self.method, split=self.split,
             epsilon_per_variable=per_variable(self.epsilon_per_variable), design_epsilon=self.design_epsilon,
             prior=self.prior, categories=self.categories, exact_frequencies=self.exact_frequencies,
-            options=self.options(), distances=self.distances, na_values=self.na_values,
+            options=self._options(), distances=self.distances, na_values=self.na_values,
             forbid=self.forbid, strata=self.strata or (), household=self.household,
             keep_codes=parse_assignments(self.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
             household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
@@ -494,7 +513,8 @@ class ReleaseSpec:
         check_statement(self.sampling, self.population)  # the rows are checked once read
         if self.recognition is not None:
             self._check_recognition(key)
-        self.check()  # every setting, before any data is read
+        if self.recognition is not None or self.target is not None:
+            self.check()  # every setting, before any data is read (a designed release's: by plan, once)
         if self.recognition is not None:
             release = self._recognition(data, variables, self.recognition)
         elif self.target is not None:
@@ -565,10 +585,10 @@ class ReleaseSpec:
             raise ParameterError("--target searches the record budget: give --epsilon (the largest budget "
                                  "considered) and no --epsilon-per-variable")
         keys = names(self.target_keys) or list(dict.fromkeys([*names(self.strata), *variables]))
-        self.plan(variables)  # every setting checked before the data is read
+        self._plan(variables)  # the plan's checks between settings, before the data is read
         frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values, sep=self.sep,
                                                                        encoding=self.encoding)
-        return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e).plan(variables),
+        return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e)._plan(variables),
                                 matched=matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
                                 quiet=quiet)
 

@@ -300,8 +300,11 @@ def with_missing_category(table: CountTable | CountTables, columns: Sequence[str
     >>> w.categories, w.counts.tolist()
     (((1, 2, None), ('u', None)), [[4, 1], [2, 3], [0, 0]])
     """
-    if isinstance(table, CountTables):
-        return table.each(lambda t: _with_missing_category(t, [c for c in columns if c in t.columns]))
+    if isinstance(table, CountTables):  # each group counting a column gets its category None
+        for c in columns:
+            cats = table.categories[table.columns.index(c)]
+            table = table if None in cats else table.extended(c, (*cats, None))
+        return table
     return _with_missing_category(table, columns)
 
 
