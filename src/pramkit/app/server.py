@@ -31,7 +31,7 @@ except ModuleNotFoundError as exc:
 
 from pramkit.app import fields
 from pramkit.app.live import live_panel
-from pramkit.app.ui import error_box, png
+from pramkit.app.ui import error_box, png, warnings_box
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
 from pramkit.progress import TimeLeft, watching
@@ -475,10 +475,13 @@ def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Ste
 
 
 def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
-    """A step's error box and its Cancel button (shown while it runs)."""
+    """A step's error box, its Cancel button (shown while it runs) and what the library warned of during it."""
 
     def error() -> ui.TagChild:
         return error_box(step.error()) if step.error() else None
+
+    def warned() -> ui.TagChild:
+        return warnings_box(getattr(step.result(), "warnings", ()))
 
     def cancel() -> ui.TagChild:
         if step.task.status() == "running":
@@ -487,6 +490,7 @@ def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
 
     output(id=f"{step.name}_error")(render.ui(error))
     output(id=f"{step.name}_cancel")(render.ui(cancel))
+    output(id=f"{step.name}_warnings")(render.ui(warned))
 
     @reactive.effect
     @reactive.event(input[f"{step.name}_stop"])
