@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -271,7 +272,7 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 (work / folder).mkdir(parents=True)
             _copy_release(wb, work, files)
             for path, name in _files_in_private(wb).items():
-                shutil.copyfile(path, work / PRIVATE / name)
+                place(path, work / PRIVATE / name)  # the original as large as the release: not written again
                 files[f"input {name}"] = f"{PRIVATE}/{name}"
             manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
             keys = wb.risk_keys or wb.designed.variables
@@ -318,5 +319,45 @@ def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:
                             (made / "design-record.json", f"{PRIVATE}/design-record.json", "design_record")):
         if label == "design_record" and not src.exists():  # a manifest given as it is has none
             continue
-        shutil.copyfile(src, work / dst)
+        (place if label == "released" else shutil.copyfile)(src, work / dst)
         files[label] = dst
+
+
+def place(src: Path, dst: Path) -> str:
+    """Put the file ``src`` of the work folder at ``dst`` without writing it again: a hard link when both lie
+    on one file system, else a streamed copy (another file system, or one without hard links).
+
+    A file of the work folder is never changed in place (each step writes a new file and renames it over the
+    old one, :mod:`pramkit.atomic`), so the link keeps what was exported; removing the work folder, or the
+    export's folder after a failure, removes one name of the file, never the other.  The link has the mode of
+    ``src``: a released file's is an ordinary new file's (the umask's), as a copy's would be; ``private/`` is
+    made its owner's only as a whole before it appears (:func:`pramkit.release.folders.move_into_place`).
+
+    Parameters
+    ----------
+    src : pathlib.Path
+        A file of the work folder.
+    dst : pathlib.Path
+        Where it goes (in the export's temporary folder; absent).
+
+    Returns
+    -------
+    str
+        ``"linked"`` or ``"copied"``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     src = pathlib.Path(d, "released.csv")
+    ...     _ = src.write_text("sex\\nf\\n")
+    ...     how = place(src, pathlib.Path(d, "public.csv"))
+    ...     print(how, pathlib.Path(d, "public.csv").read_text() == src.read_text(), src.stat().st_nlink)
+    linked True 2
+    """
+    try:
+        os.link(src, dst)
+    except OSError:  # EXDEV (another file system), EPERM or ENOTSUP (no hard links there), EMLINK
+        shutil.copyfile(src, dst)
+        return "copied"
+    return "linked"
