@@ -75,6 +75,24 @@ def test_the_released_file_and_the_upload_are_linked_not_written_again(applied: 
     assert _digest(public) == exported and public.stat().st_nlink == 1
 
 
+def test_the_inputs_a_later_design_rewrites_are_copied(sdc_data: Path, tmp_path: Path) -> None:
+    """The edit rules kept in the work folder are rewritten in place by the next design: the exported ones
+    stay those of the release exported."""
+    wb = Workbench(tmp_path / "work")
+    wb.open_file(sdc_data / "testdata.csv", na_values=("NA", "9"))
+    rules = tmp_path / "rules.csv"
+    rules.write_text("urbrur,water\n1,7\n")
+    wb.design(["water"], DesignChoices(method="rr", epsilon=2.0, forbid=rules, strata="urbrur"))
+    wb.apply(KEY)
+    wb.export(tmp_path / "out", confirmed=True)
+    exported = tmp_path / "out" / "private" / "inputs" / "rules.csv"
+    assert exported.read_text() == rules.read_text() and exported.stat().st_nlink == 1
+    rules.write_text("urbrur,water\n1,6|7\n")
+    wb.design(["water"], DesignChoices(method="rr", epsilon=2.0, forbid=rules, strata="urbrur"))
+    assert (wb.work / "inputs" / "rules.csv").read_text() == rules.read_text()
+    assert exported.read_text() == "urbrur,water\n1,7\n"
+
+
 def test_on_another_file_system_the_files_are_copied(applied: Workbench, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     def other_file_system(src: object, dst: object) -> None:

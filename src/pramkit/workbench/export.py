@@ -272,7 +272,10 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 (work / folder).mkdir(parents=True)
             _copy_release(wb, work, files)
             for path, name in _files_in_private(wb).items():
-                place(path, work / PRIVATE / name)  # the original as large as the release: not written again
+                # the data's copy, as large as the release, is not written again; the inputs (rules, codebook,
+                # recoding map), small, are copied: a later design rewrites them in place
+                (shutil.copyfile if path.parent.resolve() == (wb.work / INPUTS).resolve() else place)(
+                    path, work / PRIVATE / name)
                 files[f"input {name}"] = f"{PRIVATE}/{name}"
             manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
             keys = wb.risk_keys or wb.designed.variables
@@ -327,9 +330,10 @@ def place(src: Path, dst: Path) -> str:
     """Put the file ``src`` of the work folder at ``dst`` without writing it again: a hard link when both lie
     on one file system, else a streamed copy (another file system, or one without hard links).
 
-    A file of the work folder is never changed in place (each step writes a new file and renames it over the
-    old one, :mod:`pramkit.atomic`), so the link keeps what was exported; removing the work folder, or the
-    export's folder after a failure, removes one name of the file, never the other.  The link has the mode of
+    Only for the files of the work folder that are never changed in place (the released file and the data's
+    copies: each step writes a new file and renames it over the old one, :mod:`pramkit.atomic`), so that the
+    link keeps what was exported; removing the work folder, or the export's folder after a failure, removes
+    one name of the file, never the other.  The link has the mode of
     ``src``: a released file's is an ordinary new file's (the umask's), as a copy's would be; ``private/`` is
     made its owner's only as a whole before it appears (:func:`pramkit.release.folders.move_into_place`).
 
