@@ -2,8 +2,8 @@
 
 A step of :class:`pramkit.workbench.Workbench` runs the library, which says what the officer should know
 without stopping (a :class:`pramkit.errors.PramkitWarning`, an
-:class:`pramkit.estimate.EstimationWarning`: a singular matrix, a stratum with a single PSU, a temporary
-file removed).  On the command line each is a note line; in an application the step's view carries them
+:class:`pramkit.estimate.EstimationWarning`: a singular matrix behind the estimates, the temporary files of
+an interrupted export removed).  On the command line each is a note line; in an application the step's view carries them
 (its ``warnings``), so that the page shows them beside the step's result, after a reload or an undo too.
 
 :func:`heard` collects them for the thread that runs the step only: an application runs the steps of
@@ -78,7 +78,8 @@ def heard() -> Iterator[list[str]]:
     """
     _ensure_installed()
     outer = getattr(_local, "heard", None)
-    _local.heard = said = []
+    said: list[str] = []
+    _local.heard = said
     try:
         yield said
     finally:

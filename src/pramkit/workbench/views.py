@@ -45,7 +45,7 @@ class RiskView:
     sentences : tuple of str
         One plain sentence per level carrying the most special-unique risk.
     warnings : tuple of str
-        What the library warned of during the step (e.g. a stratum of the weights with a single PSU), in the page's words
+        What the library warned of during the step, in the page's words
         (:mod:`pramkit.workbench.heard`).
 
     Examples
@@ -147,7 +147,7 @@ class DesignView:
         columns): ``guarantee`` and ``record_epsilon`` are its sentence and figure, and the Export step
         shows its :attr:`~pramkit.ledger.Guarantee.coverage`.
     warnings : tuple of str
-        What the library warned of during the step (besides the design's own notes), in the page's words
+        What the library warned of during the step besides the design's own notes, in the page's words
         (:mod:`pramkit.workbench.heard`).
     """
 
@@ -231,8 +231,9 @@ class ApplyView:
     risk_after : RiskView or None
         The identification risk of the released file (PRAM accounted for).
     warnings : tuple of str
-        What the library warned of during the step (e.g. a singular matrix: the estimates are then maximum likelihood, a cell of each group of categories the matrix cannot tell apart without an interval), in the page's words
-        (:mod:`pramkit.workbench.heard`).
+        What the library warned of during the step, in the page's words (:mod:`pramkit.workbench.heard`), each
+        estimate's naming its variable: e.g. a singular matrix, whose estimates are then maximum likelihood,
+        without an interval for a category the matrix cannot tell apart from others.
     """
 
     changed: pd.DataFrame
@@ -256,8 +257,8 @@ class ExportView:
     script : str
         The shell script that reproduces the release (also ``private/reproduce.sh``).
     warnings : tuple of str
-        What the library warned of during the step (e.g. the temporary files of an interrupted export removed), in the page's words
-        (:mod:`pramkit.workbench.heard`).
+        What the library warned of during the step, in the page's words (:mod:`pramkit.workbench.heard`): e.g.
+        the temporary files of an interrupted export removed.
     """
 
     out: Any
