@@ -72,6 +72,12 @@ def test_a_singular_design_says_so_in_the_design_and_the_estimates(singular: tup
         shown = estimates[estimates["category"].isin([str(c) for c in block])]["estimate (%)"].sum()
         assert abs(shown - 100 * share) <= 0.005 * len(block) + 1e-9           # rounded to 0.01 per cell
 
+    exported = wb.export(wb.work.parent / "out", confirmed=True)
+    assert [w for w in exported.warnings if "singular" in w] == [
+        "the reports: the transition matrix is singular, so the moment estimator (M^T)^-1 lambda cannot be used; "
+        "the maximum-likelihood estimate (EM) is given instead"]
+    _words_only(exported.warnings, wb)
+
 
 def test_the_warnings_come_back_with_an_undo_and_are_cleared_by_a_design_without(
         singular: tuple[Workbench, Path]) -> None:

@@ -31,6 +31,7 @@ from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
+from pramkit.workbench.heard import heard
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
 from pramkit.workbench.source import Source
 from pramkit.workbench.views import ApplyView, Designed, ExportView
@@ -254,8 +255,6 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
     WriteError
         ``out`` cannot be written; nothing is left behind.
     """
-    from pramkit.report import build_public_report, build_report, write_report
-
     if wb.applied is None or wb.designed is None or wb.source is None:
         raise ParameterError("apply the release first: the export writes the released file")
     uncovered = wb.designed.view.uncovered
@@ -277,20 +276,7 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 (shutil.copyfile if path.parent.resolve() == (wb.work / INPUTS).resolve() else place)(
                     path, work / PRIVATE / name)
                 files[f"input {name}"] = f"{PRIVATE}/{name}"
-            manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
-            keys = wb.risk_keys or wb.designed.variables
-            given = None if wb.designed.choices is None else wb.designed.choices.distances
-            report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
-                                  weights=wb.weights, distances=given, **wb.source.reading)
-            # the report is built in the export's temporary folder: it names the released file where the export
-            # puts it (and an uploaded original by the officer's name, not the app's copy)
-            report = dataclasses.replace(report, files=dataclasses.replace(
-                report.files, released=f"{PUBLIC}/{released_name(wb)}",
-                original=wb.source.label if wb.copied else report.files.original))
-            write_report(report, work / PRIVATE / "report.html")
-            write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
-                                             distances=given, **wb.source.reading), work / PUBLIC / "report.html")
-            files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
+            reported = _write_reports(wb, work, files)
             script = reproduce_script(wb)
             write_text_atomic(work / PRIVATE / SCRIPT, script, force=False)
             files.update(script=f"{PRIVATE}/{SCRIPT}", summary=f"{PRIVATE}/summary.json")
@@ -308,7 +294,31 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
             with contextlib.suppress(OSError):
                 out.rmdir()
         raise
-    return ExportView(out, files, script)
+    return ExportView(out, files, script, reported)
+
+
+def _write_reports(wb: Workbench, work: Path, files: dict[str, str]) -> tuple[str, ...]:
+    """The internal and public reports, built from the export's files in ``work``; what the library warned of
+    as it made their estimates (e.g. a singular matrix), each saying it is the reports'."""
+    from pramkit.report import build_public_report, build_report, write_report
+
+    assert wb.designed is not None and wb.source is not None
+    manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
+    keys = wb.risk_keys or wb.designed.variables
+    given = None if wb.designed.choices is None else wb.designed.choices.distances
+    with heard() as said:
+        report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
+                              weights=wb.weights, distances=given, **wb.source.reading)
+        # the report is built in the export's temporary folder: it names the released file where the export
+        # puts it (and an uploaded original by the officer's name, not the app's copy)
+        report = dataclasses.replace(report, files=dataclasses.replace(
+            report.files, released=f"{PUBLIC}/{released_name(wb)}",
+            original=wb.source.label if wb.copied else report.files.original))
+        write_report(report, work / PRIVATE / "report.html")
+        write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
+                                         distances=given, **wb.source.reading), work / PUBLIC / "report.html")
+    files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
+    return tuple(f"the reports: {w}" for w in said)
 
 
 def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:

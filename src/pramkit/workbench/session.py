@@ -797,7 +797,7 @@ class Workbench:
         """Write ``OUT/public/`` and ``OUT/private/`` as the command line does (:func:`pramkit.workbench.export.export`)."""
         with heard() as said:
             exported = export(self, Path(out), confirmed=confirmed)
-        self.exported = dataclasses.replace(exported, warnings=self.said(said))
+        self.exported = dataclasses.replace(exported, warnings=self.said([*said, *exported.warnings]))
         return self.exported
 
     def said(self, messages: Sequence[str]) -> tuple[str, ...]:
