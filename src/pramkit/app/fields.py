@@ -401,6 +401,28 @@ def design_fields() -> tuple[Field, ...]:
     return tuple(out)
 
 
+#: The risk step's fields and the design step's own (not made from a setting): id -> widget.
+STEP_FIELDS = {"risk_keys": "columns", "sampling_fraction": "text", "risk_weights": "column",
+               "risk_household": "column", "risk_contributions": "checkbox", "design_vars": "columns",
+               "method": "select", "edit_rules": "text_area", "options": "text"}
+
+
+def form_widgets() -> dict[str, str]:
+    """The fields of the risk and design steps a tab keeps as filled in, by id, with their widget
+    (:attr:`Field.widget`, or ``"text_area"``): every field of the two steps but the uploads (a file is
+    uploaded again) and the buttons.
+
+    Examples
+    --------
+    >>> widgets = form_widgets()
+    >>> widgets["epsilon"], widgets["strata"], widgets["design_household"], widgets["edit_rules"]
+    ('text', 'columns', 'column', 'text_area')
+    >>> "forbid" in widgets or "manifest_upload" in widgets
+    False
+    """
+    return {**STEP_FIELDS, **{f.id: f.widget for f in design_fields() if f.widget != "file"}}
+
+
 def _meets(needs: tuple[str, Any] | None, flags: Mapping[str, Any], preset: set[str]) -> bool:
     """Whether a design of the page meets what a setting needs of the settings the designs set (a need of
     another setting is the spec's to check)."""

@@ -31,7 +31,7 @@ except ModuleNotFoundError as exc:
 
 from pramkit.app import fields
 from pramkit.app.live import live_panel
-from pramkit.app.ui import error_box, png
+from pramkit.app.ui import error_box, png, warnings_box
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import Cancelled, ParameterError, PramkitError
 from pramkit.progress import TimeLeft, watching
@@ -234,6 +234,8 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
             steps[name].later = tuple(steps[n] for n in STEPS[i + 1:])
             _step_controls(input, output, steps[name])
         key: reactive.Value[SecretKey | None] = reactive.value(None)
+        returned: reactive.Value[int] = reactive.value(0)  # the tab's release came back after a reload
+        keep_form(input, desk, returned)
 
         @reactive.effect
         @reactive.event(input.desk)
@@ -248,10 +250,11 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
                 live.add(name)
             desk.name = name
             if earlier is not None:
-                desk.wb, desk.folder = earlier.wb, earlier.folder
+                desk.wb, desk.folder, desk.form = earlier.wb, earlier.folder, dict(earlier.form)
                 desks[name] = desk
                 shutil.rmtree(folder, ignore_errors=True)  # this session's own, unused
                 _show_earlier(earlier.wb, steps)
+                returned.set(returned.get() + 1)  # the fields as they were filled in, over the results' settings
                 stopped = (f"; the {earlier.interrupted} step, running when the tab was reloaded, was stopped: "
                            "run it again" if earlier.interrupted else "")
                 ui.notification_show(f"the release in progress in this tab is back{stopped}",
@@ -308,6 +311,38 @@ class Desk:
         self.folder = folder
         self.name = ""
         self.interrupted = ""  # the step that was running when the tab went away
+        #: The risk and design steps' fields as last filled in, id -> value (never a key: no field holds one).
+        self.form: dict[str, Any] = {}
+
+
+def keep_form(input: Inputs, desk: Desk, returned: reactive.Value[int]) -> None:
+    """Keep the risk and design steps' fields in the tab's desk as they are filled in, and fill them so again
+    when the tab comes back after a reload (``returned`` changes).
+
+    A reload shows each step's result again and fills the fields as its settings say (:func:`_fill`, the
+    path of a restored session and an undo); the fields as they were filled in then go over them: a budget
+    typed after the last design, a method chosen but not yet run.  This runs after those (a lower
+    priority), in the same update of the page.
+
+    Parameters
+    ----------
+    input : Inputs
+        The session's inputs.
+    desk : Desk
+        The tab's desk (``desk.form``).
+    returned : reactive.Value
+        Set when the tab's release came back.
+    """
+    widgets = fields.form_widgets()
+
+    @reactive.effect
+    def _keep() -> None:
+        desk.form = {field: input[field]() for field in widgets if field in input}
+
+    @reactive.effect(priority=-1)
+    @reactive.event(returned, ignore_init=True)
+    def _back() -> None:
+        fill_fields(desk.form)
 
 
 def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
@@ -324,6 +359,23 @@ def _show_earlier(wb: Workbench, steps: dict[str, Step]) -> None:
 def _fill(wb: Workbench, names: Sequence[str] | None = None) -> None:
     """The fields of the risk and design steps as the workbench's settings say (after a restore or an undo);
     ``names``: the file's columns, when the choices of the fields change too."""
+    fill_fields(settings_form(wb), names)
+
+
+def settings_form(wb: Workbench) -> dict[str, Any]:
+    """The risk and design steps' fields (id -> value, :func:`pramkit.app.fields.form_widgets`) as the
+    workbench's settings say: its risk step's keys and sampling, its design's variables and choices (a field
+    with nothing to say is left out, as it is).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> wb = Workbench(tempfile.mkdtemp())
+    >>> wb.risk_keys, wb.sampling_fraction = ("age", "sex"), 0.05
+    >>> form = settings_form(wb)
+    >>> form["risk_keys"], form["sampling_fraction"], form["design_vars"], "method" in form
+    (['age', 'sex'], '0.05', [], False)
+    """
     choices = wb.designed.choices if wb.designed is not None else None
     design_vars = list(wb.designed.variables) if wb.designed is not None and choices is not None else []
 
@@ -331,38 +383,60 @@ def _fill(wb: Workbench, names: Sequence[str] | None = None) -> None:
         return [t for t in (text or "").split(",") if t]
 
     form = fields.design_fields()
-    selected = {"risk_keys": list(wb.risk_keys), "design_vars": design_vars,
-                **{f.id: listed(getattr(choices, f.setting) if choices else None) for f in form
-                   if f.widget == "columns"}}
-    for field, values in selected.items():
-        ui.update_selectize(field, selected=values, choices=None if names is None else list(names))
-    optional = None if names is None else {"": "none", **{n: n for n in names}}
-    single = {"risk_weights": wb.weights or "", "risk_household": wb.household or "",
-              **{f.id: (getattr(choices, f.setting) if choices else None) or "" for f in form if f.widget == "column"}}
-    for field, value in single.items():
-        ui.update_select(field, selected=value, choices=optional)
+    values: dict[str, Any] = {"risk_keys": list(wb.risk_keys), "design_vars": design_vars,
+                              **{f.id: listed(getattr(choices, f.setting) if choices else None) for f in form
+                                 if f.widget == "columns"},
+                              "risk_weights": wb.weights or "", "risk_household": wb.household or "",
+                              **{f.id: (getattr(choices, f.setting) if choices else None) or "" for f in form
+                                 if f.widget == "column"}}
     if wb.sampling_fraction is not None:
-        ui.update_text("sampling_fraction", value=repr(wb.sampling_fraction))
+        values["sampling_fraction"] = repr(wb.sampling_fraction)
     if choices is not None:
-        _fill_design(choices, form)
+        values.update(_design_form(choices, form))
+    return values
 
 
-def _fill_design(choices: DesignChoices, form: Sequence[fields.Field]) -> None:
+def _design_form(choices: DesignChoices, form: Sequence[fields.Field]) -> dict[str, Any]:
     """The design form's fields as ``choices`` say (the files and the lists of columns are the caller's)."""
     method, options = method_of(choices)
-    ui.update_select("method", selected=method)
+    values: dict[str, Any] = {"method": method}
     for f in form:
         value = getattr(choices, f.setting)
-        if f.setting == "epsilon" and value is None:  # an empty budget field is a budget to give
-            continue
+        if f.setting == "epsilon" and value is None and method not in OPTIONAL_BUDGET:
+            continue  # the recognition design reads no budget: the field keeps one for the next design
+        if f.setting == "epsilon" and value is None:  # a classic design without a cap: an empty field
+            values[f.id] = ""
         if f.widget == "text":
-            ui.update_text(f.id, value=repr(value) if isinstance(value, float) else f.text(value))
+            values[f.id] = repr(value) if isinstance(value, float) else f.text(value)
         elif f.widget == "select":
-            ui.update_select(f.id, selected=f.text(value))
+            values[f.id] = f.text(value)
         elif f.widget == "checkbox":
-            ui.update_checkbox(f.id, value=bool(value))
+            values[f.id] = bool(value)
     shown = {f.setting for f in form}
-    ui.update_text("options", value=", ".join(f"{k}={v}" for k, v in options.items() if k not in shown))
+    values["options"] = ", ".join(f"{k}={v}" for k, v in options.items() if k not in shown)
+    return values
+
+
+def fill_fields(values: dict[str, Any], names: Sequence[str] | None = None) -> None:
+    """Set the page's fields of the risk and design steps to ``values`` (id -> value), each by its widget
+    (:func:`pramkit.app.fields.form_widgets`); ``names``: the file's columns, the choices of the fields of
+    columns, when they change too."""
+    widgets = fields.form_widgets()
+    optional = None if names is None else {"": "none", **{n: n for n in names}}
+    for field, value in values.items():
+        kind = widgets.get(field)
+        if kind == "columns":
+            ui.update_selectize(field, selected=list(value or ()), choices=None if names is None else list(names))
+        elif kind == "column":
+            ui.update_select(field, selected=value or "", choices=optional)
+        elif kind == "select":
+            ui.update_select(field, selected=value)
+        elif kind == "checkbox":
+            ui.update_checkbox(field, value=bool(value))
+        elif kind == "text_area":
+            ui.update_text_area(field, value=value or "")
+        elif kind == "text":
+            ui.update_text(field, value=value or "")
 
 
 def method_of(choices: DesignChoices) -> tuple[str, dict[str, Any]]:
@@ -475,10 +549,13 @@ def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Ste
 
 
 def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
-    """A step's error box and its Cancel button (shown while it runs)."""
+    """A step's error box, its Cancel button (shown while it runs) and what the library warned of during it."""
 
     def error() -> ui.TagChild:
         return error_box(step.error()) if step.error() else None
+
+    def warned() -> ui.TagChild:
+        return warnings_box(getattr(step.result(), "warnings", ()))
 
     def cancel() -> ui.TagChild:
         if step.task.status() == "running":
@@ -487,6 +564,7 @@ def _step_controls(input: Inputs, output: Outputs, step: Step) -> None:
 
     output(id=f"{step.name}_error")(render.ui(error))
     output(id=f"{step.name}_cancel")(render.ui(cancel))
+    output(id=f"{step.name}_warnings")(render.ui(warned))
 
     @reactive.effect
     @reactive.event(input[f"{step.name}_stop"])

@@ -90,9 +90,10 @@ def session_bar() -> ui.Tag:
 
 
 def _step(title: str, inputs: list[ui.TagChild], outputs: list[ui.TagChild], name: str) -> NavSetArg:
-    """A tab: the inputs on the left (with the step's error box and cancel button), the results on the right."""
+    """A tab: the inputs on the left (with the step's error box and cancel button), the results on the right, under
+    what the library warned of during the step."""
     side = ui.sidebar(*inputs, ui.output_ui(f"{name}_cancel"), ui.output_ui(f"{name}_error"), width=360)
-    return ui.nav_panel(title, ui.layout_sidebar(side, *outputs), value=name)
+    return ui.nav_panel(title, ui.layout_sidebar(side, ui.output_ui(f"{name}_warnings"), *outputs), value=name)
 
 
 def data_tab() -> NavSetArg:
@@ -273,6 +274,23 @@ def png(data: bytes, alt: str) -> ui.Tag:
     """
     return ui.tags.img(src="data:image/png;base64," + base64.b64encode(data).decode(), alt=alt,
                        style="max-width:100%;")
+
+
+def warnings_box(said: tuple[str, ...] | list[str]) -> ui.Tag | None:
+    """What the library warned of during a step, above its result (nothing when it warned of nothing).
+
+    Examples
+    --------
+    >>> box = str(warnings_box(["the matrix is singular"]))
+    >>> "The library warns:" in box, "<li>the matrix is singular</li>" in box, "alert-warning" in box
+    (True, True, True)
+    >>> warnings_box(()) is None
+    True
+    """
+    if not said:
+        return None
+    return ui.div(ui.strong("The library warns:"), ui.tags.ul(*(ui.tags.li(w) for w in said)),
+                  class_="alert alert-warning step-warnings", role="status")
 
 
 def error_box(message: str) -> ui.Tag:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -30,6 +31,7 @@ from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
+from pramkit.workbench.heard import heard
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
 from pramkit.workbench.source import Source
 from pramkit.workbench.views import ApplyView, Designed, ExportView
@@ -253,8 +255,6 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
     WriteError
         ``out`` cannot be written; nothing is left behind.
     """
-    from pramkit.report import build_public_report, build_report, write_report
-
     if wb.applied is None or wb.designed is None or wb.source is None:
         raise ParameterError("apply the release first: the export writes the released file")
     uncovered = wb.designed.view.uncovered
@@ -271,22 +271,12 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 (work / folder).mkdir(parents=True)
             _copy_release(wb, work, files)
             for path, name in _files_in_private(wb).items():
-                shutil.copyfile(path, work / PRIVATE / name)
+                # the data's copy, as large as the release, is not written again; the inputs (rules, codebook,
+                # recoding map), small, are copied: a later design rewrites them in place
+                (shutil.copyfile if path.parent.resolve() == (wb.work / INPUTS).resolve() else place)(
+                    path, work / PRIVATE / name)
                 files[f"input {name}"] = f"{PRIVATE}/{name}"
-            manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
-            keys = wb.risk_keys or wb.designed.variables
-            given = None if wb.designed.choices is None else wb.designed.choices.distances
-            report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
-                                  weights=wb.weights, distances=given, **wb.source.reading)
-            # the report is built in the export's temporary folder: it names the released file where the export
-            # puts it (and an uploaded original by the officer's name, not the app's copy)
-            report = dataclasses.replace(report, files=dataclasses.replace(
-                report.files, released=f"{PUBLIC}/{released_name(wb)}",
-                original=wb.source.label if wb.copied else report.files.original))
-            write_report(report, work / PRIVATE / "report.html")
-            write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
-                                             distances=given, **wb.source.reading), work / PUBLIC / "report.html")
-            files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
+            reported = _write_reports(wb, work, files)
             script = reproduce_script(wb)
             write_text_atomic(work / PRIVATE / SCRIPT, script, force=False)
             files.update(script=f"{PRIVATE}/{SCRIPT}", summary=f"{PRIVATE}/summary.json")
@@ -304,7 +294,31 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
             with contextlib.suppress(OSError):
                 out.rmdir()
         raise
-    return ExportView(out, files, script)
+    return ExportView(out, files, script, reported)
+
+
+def _write_reports(wb: Workbench, work: Path, files: dict[str, str]) -> tuple[str, ...]:
+    """The internal and public reports, built from the export's files in ``work``; what the library warned of
+    as it made their estimates (e.g. a singular matrix), each saying it is the reports'."""
+    from pramkit.report import build_public_report, build_report, write_report
+
+    assert wb.designed is not None and wb.source is not None
+    manifest, released = work / PUBLIC / "manifest.json", work / PUBLIC / released_name(wb)
+    keys = wb.risk_keys or wb.designed.variables
+    given = None if wb.designed.choices is None else wb.designed.choices.distances
+    with heard() as said:
+        report = build_report(wb.source.path, manifest, released, list(keys), sampling_fraction=wb.sampling_fraction,
+                              weights=wb.weights, distances=given, **wb.source.reading)
+        # the report is built in the export's temporary folder: it names the released file where the export
+        # puts it (and an uploaded original by the officer's name, not the app's copy)
+        report = dataclasses.replace(report, files=dataclasses.replace(
+            report.files, released=f"{PUBLIC}/{released_name(wb)}",
+            original=wb.source.label if wb.copied else report.files.original))
+        write_report(report, work / PRIVATE / "report.html")
+        write_report(build_public_report(manifest, released, original=wb.source.path, weights=wb.weights,
+                                         distances=given, **wb.source.reading), work / PUBLIC / "report.html")
+    files.update(internal_report=f"{PRIVATE}/report.html", public_report=f"{PUBLIC}/report.html")
+    return tuple(f"the reports: {w}" for w in said)
 
 
 def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:
@@ -318,5 +332,46 @@ def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:
                             (made / "design-record.json", f"{PRIVATE}/design-record.json", "design_record")):
         if label == "design_record" and not src.exists():  # a manifest given as it is has none
             continue
-        shutil.copyfile(src, work / dst)
+        (place if label == "released" else shutil.copyfile)(src, work / dst)
         files[label] = dst
+
+
+def place(src: Path, dst: Path) -> str:
+    """Put the file ``src`` of the work folder at ``dst`` without writing it again: a hard link when both lie
+    on one file system, else a streamed copy (another file system, or one without hard links).
+
+    Only for the files of the work folder that are never changed in place (the released file and the data's
+    copies: each step writes a new file and renames it over the old one, :mod:`pramkit.atomic`), so that the
+    link keeps what was exported; removing the work folder, or the export's folder after a failure, removes
+    one name of the file, never the other.  The link has the mode of
+    ``src``: a released file's is an ordinary new file's (the umask's), as a copy's would be; ``private/`` is
+    made its owner's only as a whole before it appears (:func:`pramkit.release.folders.move_into_place`).
+
+    Parameters
+    ----------
+    src : pathlib.Path
+        A file of the work folder.
+    dst : pathlib.Path
+        Where it goes (in the export's temporary folder; absent).
+
+    Returns
+    -------
+    str
+        ``"linked"`` or ``"copied"``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     src = pathlib.Path(d, "released.csv")
+    ...     _ = src.write_text("sex\\nf\\n")
+    ...     how = place(src, pathlib.Path(d, "public.csv"))
+    ...     print(how, pathlib.Path(d, "public.csv").read_text() == src.read_text(), src.stat().st_nlink)
+    linked True 2
+    """
+    try:
+        os.link(src, dst)
+    except OSError:  # EXDEV (another file system), EPERM or ENOTSUP (no hard links there), EMLINK
+        shutil.copyfile(src, dst)
+        return "copied"
+    return "linked"

@@ -34,6 +34,7 @@ from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
+from pramkit.workbench.heard import heard
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
 from pramkit.workbench.saved import Snapshot, read_session, restore, session_dict
 from pramkit.workbench.source import Source, describe_file, shown_value
@@ -356,14 +357,15 @@ class Workbench:
         from pramkit.risk.identification import identification_risk
         from pramkit.risk.plots import plot_fit
 
-        result = identification_risk(source.path, keys, sampling_fraction=sampling_fraction, weights=weights,
-                                     **source.reading)
-        figures = result.to_dict()
-        if household:
-            figures.update(household_risk(source.path, keys, household, sampling_fraction=sampling_fraction,
-                                          weights=weights, **source.reading).to_dict())
-        plot = self.work / RELEASE / "risk-fit.png"
-        plot_fit(result.model, plot, force=True)
+        with heard() as said:
+            result = identification_risk(source.path, keys, sampling_fraction=sampling_fraction, weights=weights,
+                                         **source.reading)
+            figures = result.to_dict()
+            if household:
+                figures.update(household_risk(source.path, keys, household, sampling_fraction=sampling_fraction,
+                                              weights=weights, **source.reading).to_dict())
+            plot = self.work / RELEASE / "risk-fit.png"
+            plot_fit(result.model, plot, force=True)
         self.risk_keys, self.sampling_fraction, self.weights = tuple(keys), sampling_fraction, weights
         self.household = household or None
         self.assessed = RiskView.of(figures, plot.read_bytes())
@@ -374,8 +376,11 @@ class Workbench:
         if contributions:
             from pramkit.risk.contributions import release_contributions
 
-            self.assessed = self.assessed.with_contributions(release_contributions(
-                source.path, keys, sampling_fraction=sampling_fraction, weights=weights, **source.reading))
+            with heard() as more:
+                explained = release_contributions(source.path, keys, sampling_fraction=sampling_fraction,
+                                                  weights=weights, **source.reading)
+            self.assessed, said = self.assessed.with_contributions(explained), said + more
+        self.assessed = dataclasses.replace(self.assessed, warnings=self.said(said))
         return self.assessed
 
     # -- step 3: the design -----------------------------------------------
@@ -456,10 +461,12 @@ class Workbench:
 
     def _design(self, variables: Sequence[str], choices: DesignChoices, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
-        names, choices, key, release = self._made(variables, choices, key)
-        view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
-                           _distances(release.manifest, release.record.variables, choices.distances),
-                           columns=source.names)
+        with heard() as said:
+            names, choices, key, release = self._made(variables, choices, key)
+            view = design_view(release.manifest, release.record, _heatmaps(release.manifest),
+                               _distances(release.manifest, release.record.variables, choices.distances),
+                               columns=source.names)
+        view = dataclasses.replace(view, notes=self.said(view.notes), warnings=self.said(said))
         self.designed, self.applied, self.exported = Designed(names, choices, key, view), None, None
         return view
 
@@ -493,7 +500,8 @@ class Workbench:
 
     def _use_manifest(self, path: str | Path, *, key: SecretKey | None = None) -> DesignView:
         source = self._source()
-        manifest = Manifest.read(path)
+        with heard() as said:
+            manifest = Manifest.read(path)
         absent = [c for c in manifest.columns if c not in source.names]
         if absent:
             raise ParameterError(f"the manifest is for other columns: {', '.join(absent)} "
@@ -502,6 +510,7 @@ class Workbench:
         if Path(path).resolve() != kept.resolve():
             shutil.copyfile(path, kept)
         view = design_view(manifest, None, _heatmaps(manifest), {}, columns=source.names)
+        view = dataclasses.replace(view, notes=self.said(view.notes), warnings=self.said(said))
         key = key or (self.designed.key if self.designed and self.designed.key else SecretKey.generate())
         names = tuple(v.name for v in manifest.variables)
         self.designed, self.applied, self.exported = Designed(names, None, key, view, kept), None, None
@@ -713,28 +722,34 @@ class Workbench:
             write_design(Release(designed.view.manifest, designed.view.record), made / "manifest.json",
                          design_record=made / "design-record.json", force=True)
         released = made / released_name(self)
-        result = apply_file(source.path, made / "manifest.json", released, key=designed.key, force=True,
-                            **source.reading)
-        changed = pd.DataFrame([{"variable": v.name, "values changed": f"{v.changed:,}",
-                                 "changed (%)": f"{100 * v.changed_share:.1f}", "missing kept": f"{v.missing:,}"}
-                                for v in result.variables])
-        written = Manifest.read(made / "manifest.json")  # the manifest the receipt names
-        self.applied = ApplyView(changed, self._estimates(written, released), designed.key.fingerprint,
-                                 designed.view, self._risk_after(written, released))
+        with heard() as said:
+            result = apply_file(source.path, made / "manifest.json", released, key=designed.key, force=True,
+                                **source.reading)
+            changed = pd.DataFrame([{"variable": v.name, "values changed": f"{v.changed:,}",
+                                     "changed (%)": f"{100 * v.changed_share:.1f}", "missing kept": f"{v.missing:,}"}
+                                    for v in result.variables])
+            written = Manifest.read(made / "manifest.json")  # the manifest the receipt names
+            estimates, estimated = self._estimates(written, released)
+            risk_after = self._risk_after(written, released)
+        self.applied = ApplyView(changed, estimates, designed.key.fingerprint, designed.view, risk_after,
+                                 self.said([*said, *estimated]))
         self.designed, self.exported = dataclasses.replace(designed, key=None), None  # the key is dropped
         return self.applied
 
-    def _estimates(self, manifest: Manifest, released: Path) -> pd.DataFrame:
+    def _estimates(self, manifest: Manifest, released: Path) -> tuple[pd.DataFrame, list[str]]:
         """Per perturbed variable and category (a joint or stratified variable: per cell): the original share
         (the design record's, private), the released share, and the estimate from the release with its 95 %
-        interval (:func:`pramkit.estimate_table`), in percent."""
+        interval (:func:`pramkit.estimate_table`), in percent; and the warnings of the estimates, each naming
+        its variable (e.g. a singular matrix: the maximum-likelihood estimate instead of the unbiased one)."""
         from pramkit.estimate import estimate_table
 
         assert self.designed is not None and self.source is not None
-        source, frames = self.source, []
+        source, frames, warned = self.source, [], []
         for v in manifest.variables:
-            table = estimate_table(released, manifest, [v.name], **self.source.reading,
-                                   weights=self.weights).to_frame()
+            with heard() as said:
+                table = estimate_table(released, manifest, [v.name], **self.source.reading,
+                                       weights=self.weights).to_frame()
+            warned += [f"the estimates of {v.name}: {w}" for w in said]
             record = self.designed.view.record
             p = None if record is None else record.variables.get(v.name, {}).get("p")
             original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
@@ -747,7 +762,7 @@ class Workbench:
                                   zip(table["proportion_ci_low"], table["proportion_ci_high"],
                                       table.get("identifiable", pd.Series(True, index=table.index)))],
             }))
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), warned
 
     def _risk_after(self, manifest: Manifest, released: Path) -> RiskView | None:
         """The risk of the released file on the risk step's keys, PRAM accounted for."""
@@ -780,8 +795,33 @@ class Workbench:
 
     def export(self, out: str | Path, *, confirmed: bool = False) -> ExportView:
         """Write ``OUT/public/`` and ``OUT/private/`` as the command line does (:func:`pramkit.workbench.export.export`)."""
-        self.exported = export(self, Path(out), confirmed=confirmed)
+        with heard() as said:
+            exported = export(self, Path(out), confirmed=confirmed)
+        self.exported = dataclasses.replace(exported, warnings=self.said([*said, *exported.warnings]))
         return self.exported
+
+    def said(self, messages: Sequence[str]) -> tuple[str, ...]:
+        """What the library said during a step (:func:`pramkit.workbench.heard.heard`, a design's notes), each
+        once and in the page's words (:meth:`in_page_words`): fields for flags, no path of the work folder.
+
+        Parameters
+        ----------
+        messages : sequence of str
+            The library's messages.
+
+        Returns
+        -------
+        tuple of str
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     wb = Workbench(d)
+        ...     wb.said([f"read {wb.work}/inputs/prior.csv; see --prior", "a note", "a note"])
+        ('read the public frequencies file; see the public frequencies file', 'a note')
+        """
+        return tuple(dict.fromkeys(self.in_page_words(m) for m in messages))
 
 
 def _names(names: Sequence[str], what: str) -> list[str]:

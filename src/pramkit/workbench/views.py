@@ -44,6 +44,9 @@ class RiskView:
         and the individual risk (text, :func:`pramkit.risk.contributions.risk_contributions`).
     sentences : tuple of str
         One plain sentence per level carrying the most special-unique risk.
+    warnings : tuple of str
+        What the library warned of during the step, in the page's words
+        (:mod:`pramkit.workbench.heard`).
 
     Examples
     --------
@@ -60,6 +63,7 @@ class RiskView:
     note: str = ""
     contributions: pd.DataFrame | None = None
     sentences: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     #: Figure of the library's result -> its name on the page.
     ROWS = (("n", "records"), ("combinations", "key combinations in the file"),
@@ -142,6 +146,9 @@ class DesignView:
         The ledger's guarantee of the release (:func:`pramkit.ledger.release_guarantee`, with the file's
         columns): ``guarantee`` and ``record_epsilon`` are its sentence and figure, and the Export step
         shows its :attr:`~pramkit.ledger.Guarantee.coverage`.
+    warnings : tuple of str
+        What the library warned of during the step besides the design's own notes, in the page's words
+        (:mod:`pramkit.workbench.heard`).
     """
 
     manifest: Manifest
@@ -153,6 +160,7 @@ class DesignView:
     heatmaps: Mapping[str, bytes]
     notes: tuple[str, ...] = ()
     stated: Guarantee | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def headline(self) -> str:
@@ -222,6 +230,10 @@ class ApplyView:
         The design applied (designed again when the key changed, see :meth:`Workbench.apply`).
     risk_after : RiskView or None
         The identification risk of the released file (PRAM accounted for).
+    warnings : tuple of str
+        What the library warned of during the step, in the page's words (:mod:`pramkit.workbench.heard`), each
+        estimate's naming its variable: e.g. a singular matrix, whose estimates are then maximum likelihood,
+        without an interval for a category the matrix cannot tell apart from others.
     """
 
     changed: pd.DataFrame
@@ -229,6 +241,7 @@ class ApplyView:
     key_fingerprint: str
     design: DesignView
     risk_after: RiskView | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,11 +256,15 @@ class ExportView:
         Label -> path relative to ``out``.
     script : str
         The shell script that reproduces the release (also ``private/reproduce.sh``).
+    warnings : tuple of str
+        What the library warned of during the step, in the page's words (:mod:`pramkit.workbench.heard`): e.g.
+        the temporary files of an interrupted export removed.
     """
 
     out: Any
     files: Mapping[str, str]
     script: str
+    warnings: tuple[str, ...] = ()
 
     def listing(self) -> dict[str, list[str]]:
         """The files of each folder, by name.

@@ -39,6 +39,15 @@ FIELDS: dict[str, str] = {
     "--force": "another output folder",
 }
 
+#: A command of the command line that is not a step of the page -> what the page does instead.
+COMMANDS: dict[str, str] = {"keygen": "Generate a key (step 4)", "estimate": "the estimation of step 4 (Apply)"}
+
+#: Phrases of the library's messages that name flags together, as the page says them.
+PHRASES: dict[str, str] = {
+    "(objective 'variance', --objective variance of --method dp)":
+        "(the Method 'DP: the least variance of the estimates')",
+}
+
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
 _COMMAND = re.compile(r"`pramkit ([a-z]+)[^`]*`")
 
@@ -70,12 +79,19 @@ def page_words(message: str, *, hidden: Iterable[str | Path] = (), names: Mappin
     "rule 2 of rules.csv: 'x' is not a category; see the Design step's fields"
     >>> page_words("use --exact-frequencies or make one with `pramkit keygen FILE`")
     'use the method option exact_frequencies or make one with Generate a key (step 4)'
+    >>> page_words("design with the variance-minimising objective (objective 'variance', --objective variance "
+    ...            "of --method dp)")
+    "design with the variance-minimising objective (the Method 'DP: the least variance of the estimates')"
+    >>> page_words("so `pramkit estimate` falls back to maximum likelihood")
+    'so the estimation of step 4 (Apply) falls back to maximum likelihood'
     """
     known = {str(k): v for k, v in (names or {}).items()}
+    for phrase, words in PHRASES.items():
+        message = message.replace(phrase, words)
     for path in sorted(known, key=len, reverse=True):
         message = message.replace(path, known[path])
     for folder in sorted({str(Path(f)) for f in hidden}, key=len, reverse=True):
         message = re.sub(re.escape(folder) + r"(?:/[^\s'\",;:)]*)?", lambda m: Path(m.group(0)).name, message)
-    message = _COMMAND.sub(lambda m: "Generate a key (step 4)" if m.group(1) == "keygen"
-                           else f"the {m.group(1).capitalize()} step's fields", message)
+    message = _COMMAND.sub(lambda m: COMMANDS.get(m.group(1), f"the {m.group(1).capitalize()} step's fields"),
+                           message)
     return _FLAG.sub(lambda m: FIELDS.get(m.group(0), f"the method option {m.group(1).replace('-', '_')}"), message)
