@@ -244,3 +244,26 @@ def test_monte_carlo_of_eusilc_with_the_fallback(sdc_data: Path, tmp_path: Path)
     mean, se = _simulated_kept(data, keys, manifest, "db030", 400, sampling_fraction=1.0)
     assert e.household is not None and not e.household_exact and e.individual_exact
     assert abs(e.household - mean[1]) <= 4 * se[1]
+
+
+def test_the_note_says_why_the_household_figure_is_approximate(sdc_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live panel shows ``household_note()``: none when exact; the members' own risks when the weights
+    vary within a released cell; the work limits when the dependence was cut (EU-SILC households, sex by
+    randomized response, its personal weights ``rb050``)."""
+    data = read_table(sdc_data / "eusilc_laeken.csv")
+    tiny = data[data["db030"].isin(data["db030"].unique()[:40])][["rb090", "pl030", "db030", "rb050"]]
+    tiny = tiny.astype({"rb090": str, "pl030": object}).reset_index(drop=True)
+    assert tiny["pl030"].isna().any() and tiny["rb050"].nunique() > 1
+    sex = PramMatrix(np.array([[0.8, 0.2], [0.2, 0.8]]), sorted(tiny["rb090"].unique()))
+    manifest = Manifest.of({"rb090": sex})
+    keys = ["rb090", "pl030"]
+    exact = expected_release(ProblemSet.of(tiny, keys, household="db030", sampling_fraction=0.1), manifest)
+    assert exact.household_exact and exact.household_note() is None
+    weighted = expected_release(ProblemSet.of(tiny, keys, household="db030", weights="rb050"), manifest)
+    note = weighted.household_note()
+    assert not weighted.individual_exact and note is not None and "weights" in note and "\n" not in note
+    monkeypatch.setattr(pairs, "PAIR_MAX_WORK", 0)
+    cut = expected_release(ProblemSet.of(tiny, keys, household="db030", sampling_fraction=0.1), manifest)
+    note = cut.household_note()
+    assert cut.individual_exact and not cut.household_exact
+    assert note is not None and "limits" in note and "weights" not in note

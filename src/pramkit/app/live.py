@@ -24,12 +24,6 @@ from pramkit.workbench.preview import PRIVATE_NOTE
 #: Seconds the design fields must be still before the preview runs.
 DEBOUNCE = 0.6
 
-#: Shown below the risk table when the household figure is not the exact expectation.
-HOUSEHOLD_APPROXIMATE = ("Persons in re-identified households after PRAM: approximate. Members alike on every key "
-                         "that is not perturbed have dependent risks; this design and file have too many of them "
-                         "to count that exactly within the panel's time, so some are counted by pairs, or the "
-                         "members are combined as independent events (docs/risk.md).")
-
 #: Styles of the panel (greyed while a new preview is computed).
 STYLE = ("#live_panel .live-stale { opacity: 0.4; transition: opacity 0.2s; }"
          "#live_panel .live-note { color: #555; font-size: 0.9em; }"
@@ -145,8 +139,9 @@ def live_panel(input: Inputs, output: Outputs, desk: Any, fields: Callable[[], t
             parts.append(ui.p(view.note))
         if not view.risk.empty:
             parts.append(ui.HTML(view.risk.to_html(index=False, classes="table table-sm live-risk", border=0)))
-        if view.expected is not None and view.expected.household is not None and not view.expected.household_exact:
-            parts.append(ui.p(HOUSEHOLD_APPROXIMATE, class_="live-note live-household"))
+        household_note = None if view.expected is None else view.expected.household_note()
+        if household_note is not None:
+            parts.append(ui.p(household_note, class_="live-note live-household"))
         if not view.utility.empty:
             parts.append(ui.HTML(view.utility.to_html(index=False, classes="table table-sm live-utility", border=0)))
         current = view.current

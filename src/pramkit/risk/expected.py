@@ -622,6 +622,36 @@ class ExpectedRelease:
     individual_exact: bool = True
     household_exact: bool = True
 
+    def household_note(self) -> str | None:
+        """Why ``household`` is not the exact expectation, in an officer's words; ``None`` when it is (or
+        without a household id).
+
+        The household figure combines the members' own expected risks, so it is approximate whenever
+        ``individual_exact`` is false; otherwise it is approximate because the dependence of members alike
+        on every unperturbed key was beyond the work limits of :mod:`pramkit.risk.household_pairs`.
+
+        Examples
+        --------
+        >>> e = ExpectedRelease(keys=("sex",), perturbed=("sex",), n=2, sample_uniques=0.0,
+        ...                     sample_uniques_before=0.0, tau1=0.0, tau2=0.0, tau1_before=0.0, tau2_before=0.0,
+        ...                     individual=0.0, individual_before=0.0, household=1.0, household_before=1.0,
+        ...                     utility=(), exact=True, seconds=0.0, individual_exact=False, household_exact=False)
+        >>> e.household_note().split(":")[0]
+        'Persons in re-identified households after PRAM'
+        >>> e.household_note() == ExpectedRelease(**{**e.__dict__, "household_exact": True}).household_note()
+        False
+        """
+        if self.household is None or self.household_exact:
+            return None
+        lead = "Persons in re-identified households after PRAM: approximate, "
+        if not self.individual_exact:
+            return lead + ("because the members' own expected risks are (weights that differ within a released "
+                           "cell, or released counts taken as Poisson on a large table; docs/risk.md).")
+        return lead + ("because members alike on every key that is not perturbed have dependent risks, and this "
+                       "design and file have too many of them to count that exactly within the limits of the "
+                       "work: some are counted by pairs, or the members are combined as independent events "
+                       "(docs/risk.md).")
+
     def to_dict(self) -> dict[str, Any]:
         """The figures as JSON-ready values (private: computed from the original file)."""
         out = {f: getattr(self, f) for f in ("n", "sample_uniques", "sample_uniques_before", "tau1", "tau2",
