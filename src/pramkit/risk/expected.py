@@ -55,7 +55,6 @@ The derivation is written out in docs/risk.md.
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -81,6 +80,7 @@ from pramkit.risk.identification import fit_model
 from pramkit.risk.individual import benedetti_franconi, individual_risk
 from pramkit.risk.loglinear import LogLinearFit, check_cells, push
 from pramkit.risk.misclassified import cell_risk, joint_diagonal
+from pramkit.risk.quadrature import kept_quadrature
 from pramkit.utility.loss import moment_variances
 
 __all__ = ["ExpectedRelease", "ExpectedUtility", "KeptRisk", "ProblemSet", "expected_kept_risk", "expected_release",
@@ -365,35 +365,6 @@ def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarra
 #: the released count is taken as Poisson (``exact=False``).
 KEPT_EXACT_MAX_WORK = 1_000_000
 
-#: Gauss-Legendre nodes per panel of :func:`expected_kept_risk`'s quadrature.
-_NODES_PER_PANEL = 12
-
-
-@functools.lru_cache(maxsize=4)
-def _legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Gauss-Legendre nodes and weights on [-1, 1]."""
-    return np.polynomial.legendre.leggauss(nodes)
-
-
-def _kept_quadrature(mu_max: float, p_min: float, nodes: int = _NODES_PER_PANEL) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes ``s`` and weights of ``int_0^inf h(s) ds`` for the integrand of :func:`expected_kept_risk`:
-    panels doubling from ``2^-e`` (``e`` with ``mu_max 2^-e <= 1/64``) to 1, where the released count's
-    generating function ``G(e^-s) <= exp(-mu (1 - e^-s))`` falls; panels of width 1 past the kernel's
-    step at ``s = log((1 - p) / p)``; then doubling panels to 48, beyond which the integrand is below
-    ``e^-48``.  ``nodes`` Gauss-Legendre nodes per panel."""
-    x, w = _legendre(nodes)
-    e = math.ceil(math.log2(max(mu_max, 1.0))) + 6
-    edges = [0.0] + [2.0 ** k for k in range(-e, 1)]
-    step = math.log((1.0 - p_min) / p_min) if p_min < 1.0 else 0.0
-    while edges[-1] < max(step, 1.0) + 8.0:
-        edges.append(edges[-1] + 1.0)
-    while edges[-1] < 48.0:
-        edges.append(edges[-1] * 2.0)
-    a, b = np.array(edges[:-1]), np.array(edges[1:])
-    half = (b - a)[:, None] / 2.0
-    return ((a + b)[:, None] / 2.0 + half * x).ravel(), (half * w).ravel()
-
-
 class KeptRisk(NamedTuple):
     """What :func:`expected_kept_risk` returns.
 
@@ -502,7 +473,7 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
         mu = push(counts, matrices)
         mu = np.transpose(mu, order).reshape(-1, size)[used]
         alone = diagonal * np.exp(-(mu - diagonal))
-    nodes, weights = _kept_quadrature(float(mu.max()), float(p[f > 0].min()))
+    nodes, weights = kept_quadrature(float(mu.max()), float(p[f > 0].min()))
     total = np.zeros(f.shape)
     with np.errstate(divide="ignore", over="ignore"):
         for s, w in zip(nodes, weights):

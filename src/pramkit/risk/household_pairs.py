@@ -44,6 +44,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pramkit.risk.quadrature import kept_quadrature
+
 __all__ = [
     "CELL_MAX_RECORDS",
     "GROUP_MAX_WORK",
@@ -95,11 +97,9 @@ class HouseholdExpectation(NamedTuple):
 
 
 def _pair_quadrature(mu_max: float, p_min: float) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes ``s`` and weights on the panels of :func:`pramkit.risk.expected._kept_quadrature`, with
+    """Nodes ``s`` and weights on the panels of :func:`pramkit.risk.quadrature.kept_quadrature`, with
     :data:`_PAIR_NODES` per panel."""
-    from pramkit.risk.expected import _kept_quadrature
-
-    return _kept_quadrature(mu_max, p_min, nodes=_PAIR_NODES)
+    return kept_quadrature(mu_max, p_min, nodes=_PAIR_NODES)
 
 
 def pair_moment(f: np.ndarray, joint: np.ndarray, a: int, b: int, p_a: float, p_b: float) -> float:
