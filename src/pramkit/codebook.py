@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, NoReturn
@@ -387,6 +387,45 @@ class Codebook:
         self._objects: dict[pa.DataType, tuple] = {}
         self._last_dictionary: tuple[pa.Array, np.ndarray, bool] | None = None
         self._keys: tuple[bool, dict[str | None, Label]] | None = None
+        self._polars: dict[str, list[tuple[Any, Any]]] = {}
+
+    def polars_entry(self, column: str, dtype: Any, build: Callable[[], Any]) -> Any:
+        """What ``build()`` makes for a polars column named ``column`` of ``dtype``, made once per codebook (and
+        so reused by later calls with the same matrix).
+
+        The dtypes met are compared by equality, never hashed: a polars ``Enum``'s hash reads its
+        categories (1.3 ms at 10 000 categories).
+
+        Parameters
+        ----------
+        column : str
+            The column's name.
+        dtype : polars.DataType
+            The column's dtype.
+        build : callable
+            Makes the entry, called the first time this name and dtype are met.
+
+        Returns
+        -------
+        object
+            What ``build`` made.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> book = Codebook(["a", "b"], column="x")
+        >>> [book.polars_entry("x", pl.Enum(["a", "b"]), lambda: n) for n in (1, 2)]
+        [1, 1]
+        >>> book.polars_entry("x", pl.Categorical, lambda: 3)
+        3
+        """
+        entries = self._polars.setdefault(column, [])
+        for seen, made in entries:
+            if seen == dtype:
+                return made
+        made = build()
+        entries.append((dtype, made))
+        return made
 
     # ------------------------------------------------------------------ encoding
 

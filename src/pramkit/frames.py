@@ -392,18 +392,20 @@ def polars_text_kind(series: Any) -> str | None:
     return None
 
 
-def polars_dictionary(series: Any) -> pa.Array:
+def polars_dictionary(series: Any, categories: pa.Array | None = None) -> pa.Array:
     """A polars ``Categorical`` or ``Enum`` column as an Arrow dictionary array, its physical codes as the
     indices (not copied when nothing is missing) and its categories as the dictionary.
 
     polars' own export of a ``Categorical`` builds a dictionary of the values that occur; the
     codes already index the column's categories, which is all an encoding needs (entries that no
-    value uses are not read).
+    value uses are not read).  The codes are not checked against the categories (polars made them).
 
     Parameters
     ----------
     series : polars.Series
         A ``Categorical`` or ``Enum`` column.
+    categories : pyarrow.Array, optional
+        The column's categories as Arrow ``large_string``, when known (:func:`polars_categories`).
 
     Returns
     -------
@@ -415,12 +417,34 @@ def polars_dictionary(series: Any) -> pa.Array:
     >>> polars_dictionary(pl.Series(["b", None, "a"], dtype=pl.Enum(["a", "b"]))).to_pylist()
     ['b', None, 'a']
     """
+    if categories is None:
+        categories = polars_categories(series.dtype)
+    return pa.DictionaryArray.from_arrays(series.to_physical().to_arrow(), categories, safe=False)
+
+
+def polars_categories(dtype: Any) -> pa.Array:
+    """The categories of a polars ``Categorical`` or ``Enum`` dtype, in the order of its physical codes, as
+    Arrow ``large_string`` (a ``Categorical``'s grow as values are added: read them after the codes exist).
+
+    Parameters
+    ----------
+    dtype : polars.Categorical or polars.Enum
+
+    Returns
+    -------
+    pyarrow.LargeStringArray
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> polars_categories(pl.Enum(["b", "a"])).to_pylist()
+    ['b', 'a']
+    """
     import polars as pl
 
-    categories = series.dtype.categories
-    labels = categories if isinstance(series.dtype, pl.Enum) else categories.to_series()
-    indices = series.to_physical().to_arrow()
-    return pa.DictionaryArray.from_arrays(indices, labels.to_arrow().cast(pa.large_string()))
+    categories = dtype.categories
+    labels = categories if isinstance(dtype, pl.Enum) else categories.to_series()
+    return labels.to_arrow().cast(pa.large_string())
 
 
 def polars_labels(labels: pa.Array, like: Any) -> Any:

@@ -847,8 +847,6 @@ class TablePerturber:
         self._perturbers = [_Perturber(v, self.key, missing_codes, manifest.keeps_rule_breakers)
                             for v in manifest.variables]
         self.threads = available_threads() if threads is None else int(threads)
-        #: labels of the perturbed polars text columns, by column and dtype (:func:`_polars_release`)
-        self.polars_labels: dict[tuple[str, Any], Any] = {}
         if self.threads < 1:
             raise ParameterError(f"threads must be at least 1, not {threads!r}")
 
@@ -1228,30 +1226,43 @@ def _lazy_release(lazy: Any, manifest: Manifest, key: SecretKey, threads: int | 
     return pl.io.plugins.register_io_source(source, schema=lazy.collect_schema(), explain_name="pramkit release")
 
 
-def _polars_text(series: Any, p: _Perturber, perturber: TablePerturber) -> tuple[Callable[[np.ndarray], Any],
-                                                                                 pa.Array] | None:
+def _polars_text(series: Any, p: _Perturber) -> tuple[Callable[[np.ndarray], Any], pa.Array] | None:
     """For a polars text column of a variable of its own (:func:`_polars_release`): what writes its released
     codes in its own dtype, and the column as Arrow (a ``String`` column as the string views polars holds,
-    not copied); ``None`` for another column.  Refuses an ``Enum`` without a label of the matrix."""
+    not copied); ``None`` for another column.  What writes the codes (and an ``Enum``'s categories as Arrow)
+    is made once per codebook and dtype (:meth:`pramkit.codebook.Codebook.polars_entry`).  Refuses an ``Enum``
+    without a label of the matrix."""
     import polars as pl
 
-    from pramkit.frames import PolarsText, polars_dictionary, polars_gather, polars_labels, polars_text_kind
+    from pramkit.frames import polars_text_kind
 
     kind = polars_text_kind(series)
-    if kind is None or p.book is None:
+    book = p.book
+    if kind is None or book is None:
         return None
-    name, cache = series.name, (series.name, series.dtype)
-    if cache not in perturber.polars_labels:
-        text = p.book.labels(pa.large_string())
-        perturber.polars_labels[cache] = PolarsText(text, name) if kind == "string" else polars_labels(text, series)
-    labels = perturber.polars_labels[cache]
+    name = series.name
+    labels, categories = book.polars_entry(name, series.dtype, functools.partial(_polars_writer, book, series, kind))
     if labels is None:  # an Enum cannot hold a label the matrix may release: refused, never made missing
-        lacking = sorted({t for t in p.book.texts if t is not None} - set(series.dtype.categories.to_list()))
+        lacking = sorted({t for t in book.texts if t is not None} - set(series.dtype.categories.to_list()))
         raise DataError(f"column {name!r} is a polars Enum without the categories {lacking} of its matrix; "
                         "cast it to an Enum that has them, or to Categorical or String")
     if kind == "string":
         return labels, series.to_arrow(compat_level=pl.CompatLevel.newest())
-    return functools.partial(polars_gather, labels), polars_dictionary(series)
+    from pramkit.frames import polars_dictionary, polars_gather
+
+    return functools.partial(polars_gather, labels), polars_dictionary(series, categories)
+
+
+def _polars_writer(book: Codebook, series: Any, kind: str) -> tuple[Any, pa.Array | None]:
+    """What writes released codes in the dtype of the polars text column ``series`` (``None`` for an ``Enum``
+    without a label of the matrix), and an ``Enum``'s categories as Arrow (a ``Categorical``'s grow, and are
+    read with each column)."""
+    from pramkit.frames import PolarsText, polars_categories, polars_labels
+
+    text = book.labels(pa.large_string())
+    if kind == "string":
+        return PolarsText(text, series.name), None
+    return polars_labels(text, series), polars_categories(series.dtype) if kind == "enum" else None
 
 
 def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
@@ -1276,7 +1287,7 @@ def _polars_release(frame: Any, perturber: TablePerturber, start: int) -> Any:
     decoders: dict[str, Callable[[np.ndarray], Any]] = {}
     fast: dict[str, pa.Array] = {}
     for name, p in single.items():
-        text = _polars_text(frame.get_column(name), p, perturber)
+        text = _polars_text(frame.get_column(name), p)
         if text is not None:
             decoders[name], fast[name] = text
     others = [c for c in perturber.manifest.read_columns if c not in fast]
