@@ -893,6 +893,18 @@ lookup_bytes(const Lookup *t, const unsigned char *p, int64_t len, const unsigne
     return find_slot(t, p, len, end);
 }
 
+/* The code of value i found at ``slot``: the label's, or unknown_code when no label is there (the first such
+ * position is kept in *bad). */
+static inline __attribute__((always_inline)) intp
+code_of(const Lookup *t, const Slot *slot, Py_ssize_t i, Py_ssize_t *bad)
+{
+    if (slot->code < 0) {
+        *bad = *bad < 0 ? i : *bad;
+        return t->unknown_code;
+    }
+    return slot->code;
+}
+
 static inline __attribute__((always_inline)) Py_ssize_t
 encode_run(const Lookup *t, const void *offsets, int width, int with_validity, Py_ssize_t first, Py_ssize_t n,
            intp *out)
@@ -919,12 +931,7 @@ encode_run(const Lookup *t, const void *offsets, int width, int with_validity, P
             continue;
         }
         const Slot *slot = lookup_bytes(t, data + at_byte, len, data_end);
-        if (slot->code < 0) {
-            bad = bad < 0 ? i : bad;
-            out[i] = t->unknown_code;
-            continue;
-        }
-        out[i] = slot->code;
+        out[i] = code_of(t, slot, i, &bad);
     }
     return bad;
 }
@@ -1129,12 +1136,7 @@ encode_views(const Lookup *t, const unsigned char *views, const ViewData *d, Py_
             const unsigned char *buf = d->views[index].buf;
             slot = lookup_bytes(t, buf + offset, len, buf + d->views[index].len);
         }
-        if (slot->code < 0) {
-            bad = bad < 0 ? i : bad;
-            out[i] = t->unknown_code;
-            continue;
-        }
-        out[i] = slot->code;
+        out[i] = code_of(t, slot, i, &bad);
     }
     return bad;
 }
