@@ -733,6 +733,7 @@ class Row:
     score_seconds: float
     epsilon: float | None = None  # the finite local epsilon (given the structure, if any), for the plot
     note: str = ""
+    digest: str = ""  # SHA-256 of the scored file: two runs that print the same digest scored the same file
 
 
 def keep(out: Path, name: str, setup: Setup, release: Release) -> Path:
@@ -798,7 +799,8 @@ def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target:
         eps = e if math.isfinite(e) else None
     if release.synthesis is not None:
         eps = release.synthesis.record_epsilon
-    return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note)
+    digest = hashlib.sha256(scored.read_bytes()).hexdigest()
+    return Row(name, local, central, scores, tv, release_seconds, time.perf_counter() - t1, eps, release.note, digest)
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -831,6 +833,29 @@ def table(rows: Sequence[Row]) -> str:
                  "-", str(ref.get("inconsistencies", "-")), "-", "-", "-", "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def provenance(rows: Sequence[Row]) -> str:
+    """The libraries a run used and the digest of each scored file, printed under the table.
+
+    A configuration's draws come from a key derived from its manifest's bytes, and a manifest holds the
+    numbers the libraries computed, so another install can release other files from the same source:
+    the digests tell whether two runs scored the same files.
+
+    >>> print(provenance([Row("raw", "none", "none", None, None, 0.0, 0.0, digest="ab" * 32)]))  # doctest: +ELLIPSIS
+    libraries: pramkit ..., numpy ..., scipy ..., pandas ..., pyarrow ...
+    scored files (SHA-256, first 16 hex digits): raw abababababababab
+    """
+    import numpy
+    import pandas
+    import pyarrow
+    import scipy
+
+    import pramkit
+
+    libraries = ", ".join(f"{m.__name__} {m.__version__}" for m in (pramkit, numpy, scipy, pandas, pyarrow))
+    files = ", ".join(f"{r.name} {r.digest[:16]}" for r in rows)
+    return f"libraries: {libraries}\nscored files (SHA-256, first 16 hex digits): {files}"
 
 
 def plot(rows: Sequence[Row], path: Path) -> bool:
@@ -922,6 +947,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"release {row.release_seconds:.1f} s, SDNist {row.score_seconds:.0f} s", file=sys.stderr,
                   flush=True)
         print(table(rows))
+        print(provenance(rows))
         if args.plot is not None and rows:
             print(f"frontier: {args.plot}" if plot(rows, args.plot) else "no plot: matplotlib is not installed")
     finally:
