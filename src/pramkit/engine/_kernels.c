@@ -3,8 +3,8 @@
  *
  * draw_diagonal, draw_alias,  the keep-or-move draws of pramkit.engine.sampling's samplers, one pass over the
  * draw_cumulative             values, in integer arithmetic on integer uniforms (the words of a Philox
- *                             generator, computed two blocks at a time), from the integer tables of
- *                             pramkit.privacy.law, so that the law they realise is known exactly.
+ *                             generator, computed several blocks at a time: _philox.h), from the integer
+ *                             tables of pramkit.privacy.law, so that the law they realise is known exactly.
  * alias_cells                 the alias tables of draw_alias, built in integers.
  * utf8_index, utf8_encode     codes of Arrow UTF-8 values among a codebook's labels, through an
  *                             open-addressing table built once per codebook (Arrow's hash lookup
