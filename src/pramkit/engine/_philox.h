@@ -170,14 +170,15 @@ philox_mulhilo8(__m512i x, __m512i m, __m512i m_hi, __m512i *lo)
 }
 
 /* The counters of the next 8 * groups blocks into x[g][w] (lane b of group g: block 8 g + b), and c advanced
- * past them.  Where the first word cannot wrap within them (all but once in 2^64 / 16 steps) they are one
- * addition; otherwise they are counted block by block with carry. */
+ * past them.  Where the first word cannot wrap within them (every step but the one where it wraps) they are
+ * one addition; otherwise they are counted block by block with carry. */
 PHILOX_AVX512_INLINE void
 philox_counters8(uint64_t c[4], __m512i x[][4], int groups)
 {
     uint64_t blocks = (uint64_t)(PHILOX_LANES * groups);
     if (c[0] <= UINT64_MAX - blocks) {
-        const __m512i first = _mm512_add_epi64(_mm512_set1_epi64((long long)c[0]), _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1));
+        const __m512i first =
+            _mm512_add_epi64(_mm512_set1_epi64((long long)c[0]), _mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1));
         for (int g = 0; g < groups; g++) {
             x[g][0] = _mm512_add_epi64(first, _mm512_set1_epi64(PHILOX_LANES * g));
             for (int w = 1; w < 4; w++) {
@@ -245,25 +246,25 @@ philox_step8(const uint64_t keys[10][2], uint64_t c[4], uint64_t *out, int group
     }
 }
 
-/* The vector path: the next 32 * blocks8 words of ``g``, whose buffer is used up, into out (blocks8 > 0), and
- * the state NumPy would leave: the last block, all four of its words used. */
+/* The vector path: the next ngroups groups of eight blocks of ``g`` (32 ngroups words; ngroups > 0), whose
+ * buffer is used up, into out, and the state NumPy would leave: the last block, all four of its words used. */
 PHILOX_AVX512_FN static void
-philox_fill_avx512(Philox *g, uint64_t *out, Py_ssize_t blocks8)
+philox_fill_avx512(Philox *g, uint64_t *out, Py_ssize_t ngroups)
 {
     uint64_t keys[10][2], c[4] = {g->ctr[0], g->ctr[1], g->ctr[2], g->ctr[3]};
     philox_round_keys(g->key, keys);
     Py_ssize_t done = 0;
-    for (; done + PHILOX_GROUPS <= blocks8; done += PHILOX_GROUPS) {
+    for (; done + PHILOX_GROUPS <= ngroups; done += PHILOX_GROUPS) {
         philox_step8(keys, c, out + 4 * PHILOX_LANES * done, PHILOX_GROUPS);
     }
-    if (done + 2 <= blocks8) { /* the last one to three groups: two side by side, then one */
+    if (done + 2 <= ngroups) { /* the last one to three groups: two side by side, then one */
         philox_step8(keys, c, out + 4 * PHILOX_LANES * done, 2);
         done += 2;
     }
-    if (done < blocks8) {
+    if (done < ngroups) {
         philox_step8(keys, c, out + 4 * PHILOX_LANES * done, 1);
     }
-    memcpy(g->buffer, out + 4 * PHILOX_LANES * blocks8 - 4, sizeof g->buffer);
+    memcpy(g->buffer, out + 4 * PHILOX_LANES * ngroups - 4, sizeof g->buffer);
     g->pos = 4;
     memcpy(g->ctr, c, sizeof c);
 }
@@ -277,10 +278,10 @@ philox_fill(Philox *g, uint64_t *out, Py_ssize_t n)
 {
     Py_ssize_t i = philox_drain(g, out, n);
 #ifdef PHILOX_HAVE_AVX512
-    Py_ssize_t blocks8 = (n - i) / (4 * PHILOX_LANES);
-    if (philox_path == PHILOX_AVX512 && blocks8 > 0) {
-        philox_fill_avx512(g, out + i, blocks8);
-        i += 4 * PHILOX_LANES * blocks8;
+    Py_ssize_t ngroups = (n - i) / (4 * PHILOX_LANES);
+    if (philox_path == PHILOX_AVX512 && ngroups > 0) {
+        philox_fill_avx512(g, out + i, ngroups);
+        i += 4 * PHILOX_LANES * ngroups;
     }
 #endif
     philox_fill_portable(g, out + i, n - i);
