@@ -43,7 +43,8 @@ def version_scheme(version):  # a setuptools_scm.version.ScmVersion
 
 
 setup(
-    ext_modules=[Extension("pramkit.engine._kernels", ["src/pramkit/engine/_kernels.c"], extra_compile_args=FLAGS)],
+    ext_modules=[Extension("pramkit.engine._kernels", ["src/pramkit/engine/_kernels.c"], depends=["src/pramkit/engine/_philox.h"],
+                           extra_compile_args=FLAGS)],
     use_scm_version={
         "version_scheme": version_scheme,
         # Neither git nor PKG-INFO (an archive of the tree): the changelog's latest release.

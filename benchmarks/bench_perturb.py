@@ -183,11 +183,11 @@ def _next_raw_source(generator: np.random.Generator) -> Iterator[tuple[object, i
 
 
 def sources(n: int, repeat: int, key: SecretKey) -> None:
-    """``perturb_frame`` on one thread with the draws computing the keyed Philox stream themselves (two blocks
-    side by side) and reading it through NumPy's ``next_raw``, alternately in the same run: the same
+    """``perturb_frame`` on one thread with the draws computing the keyed Philox stream themselves and reading
+    it through NumPy's ``next_raw``, alternately in the same run: the same
     release, and what computing Philox saves."""
     rng = np.random.default_rng(4)
-    print(f"\nperturb_frame, {n:,} rows, one thread: the draws' words computed (Philox, two blocks side by side) "
+    print(f"\nperturb_frame, {n:,} rows, one thread: the draws' words computed (Philox in the draws) "
           f"or read through NumPy's next_raw, x floor (best of {repeat}, timed alternately)")
     print(f"{'columns':<26} {'next_raw':>12} {'computed':>9} {'saved':>6}  release")
     computed = sampling.uniform_source

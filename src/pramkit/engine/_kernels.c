@@ -3,8 +3,8 @@
  *
  * draw_diagonal, draw_alias,  the keep-or-move draws of pramkit.engine.sampling's samplers, one pass over the
  * draw_cumulative             values, in integer arithmetic on integer uniforms (the words of a Philox
- *                             generator, computed two blocks at a time), from the integer tables of
- *                             pramkit.privacy.law, so that the law they realise is known exactly.
+ *                             generator, computed several blocks at a time: _philox.h), from the integer
+ *                             tables of pramkit.privacy.law, so that the law they realise is known exactly.
  * alias_cells                 the alias tables of draw_alias, built in integers.
  * utf8_index, utf8_encode     codes of Arrow UTF-8 values among a codebook's labels, through an
  *                             open-addressing table built once per codebook (Arrow's hash lookup
@@ -60,111 +60,7 @@ typedef struct {
     uint64_t (*next_raw)(void *state);
 } bitgen_t;
 
-/* Philox-4x64-10 (Salmon, Moraes, Dror and Shaw 2011) as numpy.random.Philox runs it, computed here
- * instead of through its next_raw: NumPy computes one block (four words) per call, a chain of ten
- * dependent rounds during which the processor waits on the multiplier; here two blocks are computed side by
- * side, with the round keys computed once per call.  The state is NumPy's: the counter (four words), the
- * key (two words), the buffer of the last block and how many of its words were used; NumPy increments the
- * counter (with carry) before each block.  pramkit.engine.sampling.uniform_source moves the state between the
- * generator and an array of PHILOX_WORDS uint64, the layout of Philox below. */
-#define PHILOX_WORDS 11
-#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__)
-#define PHILOX_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define PHILOX_CLONES
-#endif
-typedef struct {
-    uint64_t ctr[4], key[2], buffer[4], pos;
-} Philox;
-
-/* Add one to the counter (c0, c1, c2, c3), carrying. */
-#define PHILOX_INCREMENT(c0, c1, c2, c3)                                                                       \
-    do {                                                                                                       \
-        if (++c0 == 0 && ++c1 == 0 && ++c2 == 0) {                                                            \
-            ++c3;                                                                                              \
-        }                                                                                                      \
-    } while (0)
-
-/* One round of one block: x = (x0, x1, x2, x3) under round key (k0, k1). */
-#define PHILOX_ROUND(x0, x1, x2, x3, k0, k1)                                                                   \
-    do {                                                                                                       \
-        unsigned __int128 p0_ = (unsigned __int128)0xD2E7470EE14C6C93ULL * x0;                                 \
-        unsigned __int128 p1_ = (unsigned __int128)0xCA5A826395121157ULL * x2;                                 \
-        x0 = (uint64_t)(p1_ >> 64) ^ x1 ^ (k0);                                                                \
-        x1 = (uint64_t)p1_;                                                                                    \
-        x2 = (uint64_t)(p0_ >> 64) ^ x3 ^ (k1);                                                                \
-        x3 = (uint64_t)p0_;                                                                                    \
-    } while (0)
-
-/* The next n words of ``g`` into out, as n calls of NumPy's Philox next_raw would give them, and the
- * state those calls would leave.  The counter lives in registers while it runs: stored word by word and read
- * back as a whole, it made the processor wait on every block (a store it cannot forward to a wider load). */
-PHILOX_CLONES static void
-philox_fill(Philox *g, uint64_t *out, Py_ssize_t n)
-{
-    Py_ssize_t i = 0;
-    for (; i < n && g->pos < 4; i++) {
-        out[i] = g->buffer[g->pos++];
-    }
-    if (i == n) {
-        return;
-    }
-    /* blocks are computed two side by side, whose eight words fit the registers (with three or four,
-     * words went to memory and the draws were slower, measured while the counter was still in memory) */
-    uint64_t keys[10][2];
-    for (int r = 0; r < 10; r++) { /* the key is bumped after each round */
-        keys[r][0] = g->key[0] + (uint64_t)r * 0x9E3779B97F4A7C15ULL;
-        keys[r][1] = g->key[1] + (uint64_t)r * 0xBB67AE8584CAA73BULL;
-    }
-    uint64_t c0 = g->ctr[0], c1 = g->ctr[1], c2 = g->ctr[2], c3 = g->ctr[3];
-    uint64_t a0, a1, a2, a3, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-    Py_ssize_t left;
-    uint64_t used = 4; /* of the last block's words */
-    while ((left = n - i) > 4) { /* two blocks side by side, at least one word of the second used */
-        PHILOX_INCREMENT(c0, c1, c2, c3);
-        a0 = c0, a1 = c1, a2 = c2, a3 = c3;
-        PHILOX_INCREMENT(c0, c1, c2, c3);
-        b0 = c0, b1 = c1, b2 = c2, b3 = c3;
-        for (int r = 0; r < 10; r++) {
-            PHILOX_ROUND(a0, a1, a2, a3, keys[r][0], keys[r][1]);
-            PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
-        }
-        out[i] = a0;
-        out[i + 1] = a1;
-        out[i + 2] = a2;
-        out[i + 3] = a3;
-        if (left >= 8) {
-            out[i + 4] = b0;
-            out[i + 5] = b1;
-            out[i + 6] = b2;
-            out[i + 7] = b3;
-            i += 8;
-            continue;
-        }
-        uint64_t last[4] = {b0, b1, b2, b3}; /* the last block, partly used */
-        for (int j = 0; j < left - 4; j++) {
-            out[i + 4 + j] = last[j];
-        }
-        used = (uint64_t)(left - 4);
-        i = n;
-    }
-    if (left > 0) { /* one block for the last 1 to 4 words */
-        PHILOX_INCREMENT(c0, c1, c2, c3);
-        b0 = c0, b1 = c1, b2 = c2, b3 = c3;
-        for (int r = 0; r < 10; r++) {
-            PHILOX_ROUND(b0, b1, b2, b3, keys[r][0], keys[r][1]);
-        }
-        uint64_t last[4] = {b0, b1, b2, b3};
-        for (int j = 0; j < left; j++) {
-            out[i + j] = last[j];
-        }
-        used = (uint64_t)left;
-    }
-    /* NumPy's buffer: the last block, and how many of its words were used */
-    g->buffer[0] = b0, g->buffer[1] = b1, g->buffer[2] = b2, g->buffer[3] = b3;
-    g->pos = used;
-    g->ctr[0] = c0, g->ctr[1] = c1, g->ctr[2] = c2, g->ctr[3] = c3;
-}
+#include "_philox.h"
 
 /* Where a draw's words come from (the ``kind`` argument of the draws). */
 enum { WORDS_GIVEN = 0, WORDS_PHILOX = 1, WORDS_CAPSULE = 2 };
@@ -231,6 +127,63 @@ get_words(PyObject *obj, int kind, Py_ssize_t n, Words *src, Py_buffer *view, in
         return -1;
     }
     return 0;
+}
+
+/* _philox_fill(state, out): the next len(out) words of a Philox state (uint64[PHILOX_WORDS], advanced past
+ * them) into out (uint64[n]); for tests, which compare its words and state with NumPy's. */
+static PyObject *
+philox_fill_py(PyObject *self, PyObject *args)
+{
+    PyObject *state_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OO", &state_obj, &out_obj)) {
+        return NULL;
+    }
+    Words src;
+    Py_buffer views[2];
+    int have_state, ok = -1;
+    if (get_words(state_obj, WORDS_PHILOX, 0, &src, &views[0], &have_state) == 0 &&
+        PyObject_GetBuffer(out_obj, &views[1], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
+        ok = views[1].len % sizeof(uint64_t) == 0 ? 0 : -1;
+        if (ok == 0) {
+            Py_BEGIN_ALLOW_THREADS
+            philox_fill(src.philox, views[1].buf, views[1].len / (Py_ssize_t)sizeof(uint64_t));
+            Py_END_ALLOW_THREADS
+        } else {
+            PyErr_SetString(PyExc_ValueError, "words: not a whole number of uint64");
+        }
+        PyBuffer_Release(&views[1]);
+    }
+    if (have_state) {
+        PyBuffer_Release(&views[0]);
+    }
+    if (ok < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* _philox_path([name]): the path philox_fill takes ("avx512" or "portable"); with a name, take that path from
+ * now on and return the one taken before.  For tests, which run both paths on a processor that has both. */
+static PyObject *
+philox_path_py(PyObject *self, PyObject *args)
+{
+    static const char *names[] = {"portable", "avx512"};
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|s", &name)) {
+        return NULL;
+    }
+    const char *before = names[philox_path];
+    if (name != NULL) {
+        if (strcmp(name, "portable") == 0) {
+            philox_path = PHILOX_PORTABLE;
+        } else if (strcmp(name, "avx512") == 0 && philox_avx512_supported()) {
+            philox_path = PHILOX_AVX512;
+        } else {
+            PyErr_Format(PyExc_ValueError, "no Philox path %s on this processor", name);
+            return NULL;
+        }
+    }
+    return PyUnicode_FromString(before);
 }
 
 /* Compiled once for the processor's widest vectors where the compiler can choose at load time (each
@@ -1895,6 +1848,8 @@ static PyMethodDef methods[] = {
     {"utf8_size", utf8_size, METH_VARARGS, "Offsets of the labels of codes; total bytes (-1: too many)."},
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
     {"csv_rows", csv_rows, METH_VARARGS, "CSV rows of text columns, quoted only where needed."},
+    {"_philox_fill", philox_fill_py, METH_VARARGS, "The next words of a Philox state (for tests)."},
+    {"_philox_path", philox_path_py, METH_VARARGS, "The Philox path taken; with a name, take it (for tests)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1905,5 +1860,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
+    philox_path = philox_avx512_supported() ? PHILOX_AVX512 : PHILOX_PORTABLE;
     return PyModule_Create(&module);
 }
