@@ -31,7 +31,7 @@ The model (docs/resample.md):
    values below a node), then each node drawn given its parent's draw, by the inverse of its
    conditional distribution at a keyed uniform.
 
-Randomness: a key derived from the secret key and the manifest (:func:`resample_key`), never
+Randomness: a key derived from the secret key and the release's identity (:func:`resample_key`), never
 the perturbation's streams; row ``i`` of node ``v`` uses uniform ``i`` of the stream ``v``, so the
 file is the same byte for byte for the same key, however it is processed.
 
@@ -308,11 +308,14 @@ class ResampleResult:
 
 
 def resample_key(key: SecretKey, manifest: Manifest) -> SecretKey:
-    """The key of the resampling draws: derived from the secret key and the manifest's content.
+    """The key of the resampling draws: derived from the secret key and the release's identity.
 
     A keyed BLAKE2b under a domain-separation string of its own, so its streams share nothing with
     the perturbation's (whatever a variable is called) nor with the design step's, and resampling
-    another release (another manifest) with the same key draws independently.
+    another release (another manifest) with the same key draws independently.  The identity is
+    :func:`pramkit.engine.receipt.release_digest`, the one the perturbation's key is derived from: the
+    manifest's content without when it was written, by which version and how long its steps took, so
+    that a design made again (the same data, settings and key) is resampled as it was.
 
     Examples
     --------
@@ -325,9 +328,9 @@ def resample_key(key: SecretKey, manifest: Manifest) -> SecretKey:
     >>> bool((derived.philox_key("sex") != key.philox_key("sex")).all())
     True
     """
-    from pramkit.engine.receipt import manifest_digests
+    from pramkit.engine.receipt import release_digest
 
-    digest = sorted(manifest_digests(manifest))[0]
+    digest = release_digest(manifest)
     master = hashlib.blake2b(key.material, digest_size=64, person=_PERSON).digest()
     material = hashlib.blake2b(digest.encode("ascii"), key=master, digest_size=32, person=_PERSON).digest()
     return SecretKey(material, f"{key.source}, resampling stream")
