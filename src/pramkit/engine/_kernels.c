@@ -610,9 +610,9 @@ alias_cells(PyObject *self, PyObject *args)
 #define PREFETCH_BYTES 2048
 
 /* Label bytes are followed by at least PAD bytes (the caller pads them), and so is the output of
- * utf8_decode, so that a short value is read or written as two whole words: no branch on its
- * length, whose changes from value to value a processor cannot predict. */
-#define PAD 16
+ * utf8_decode, so that a short value is read or written as whole words: no branch on its length, whose
+ * changes from value to value a processor cannot predict. */
+#define PAD 24
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define SHORT_LOADS 1
@@ -1425,16 +1425,21 @@ object_decode(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* A label as utf8_decode writes it: its first 16 bytes (zero past its length), its length, and where it
- * starts in the label bytes (read only for a label of more than 16 bytes): one cache line holds two, so
- * that writing a value reads one place, not three (length, start, bytes). */
+/* Labels of up to HEAD bytes are written as whole words from their records, without a branch on their
+ * length (the census labels run from 2 to 23 bytes): as 16 bytes when no label is longer (a third store per
+ * value cost labels of up to 16 bytes a fifth of the writing), else as HEAD bytes. */
+#define HEAD 24
+
+/* A label as utf8_decode writes it: its first HEAD bytes (zero past its length), its length, and where it
+ * starts in the label bytes (read only for a label of more than HEAD bytes): 32 bytes, so that one cache
+ * line holds two and writing a value reads one place, not three (length, start, bytes). */
 typedef struct {
-    unsigned char head[16];
-    int64_t len, start;
+    unsigned char head[HEAD];
+    int32_t len, start;
 } Label;
 
 /* The labels' records (``records`` uint8[32 (S + 1)], by code + 1: entry 0 for code -1, length 0) checked,
- * and where a label of more than 16 bytes lies checked against ``label_data`` unless it is NULL: their
+ * and where a label of more than HEAD bytes lies checked against ``label_data`` unless it is NULL: their
  * number S, or -1 with ValueError. */
 static Py_ssize_t
 check_records(Py_buffer *records, Py_buffer *label_data, const char *name)
@@ -1443,8 +1448,8 @@ check_records(Py_buffer *records, Py_buffer *label_data, const char *name)
     const Label *rec = records->buf;
     int bad = s < 0 || records->len != (s + 1) * (Py_ssize_t)sizeof(Label);
     for (Py_ssize_t k = 0; k <= s && !bad; k++) {
-        bad = rec[k].len < 0 || (label_data != NULL && rec[k].len > 16 &&
-                                 (rec[k].start < 0 || rec[k].start + rec[k].len > label_data->len));
+        bad = rec[k].len < 0 || (label_data != NULL && rec[k].len > HEAD &&
+                                 (rec[k].start < 0 || (Py_ssize_t)rec[k].start + rec[k].len > label_data->len));
     }
     if (bad) {
         PyErr_Format(PyExc_ValueError, "%s: inconsistent label records", name);
@@ -1489,11 +1494,23 @@ utf8_size(PyObject *self, PyObject *args)
     return Py_BuildValue("Ln", (long long)total, nulls);
 }
 
-/* The loop of utf8_decode for one offset width; returns the number of bytes written, or -1 if a code is
- * outside -1..S-1 or the bytes pass ``limit``. */
+/* The length of the longest of the S + 1 labels of checked records. */
+static int32_t
+longest_label(const Label *rec, Py_ssize_t s)
+{
+    int32_t longest = 0;
+    for (Py_ssize_t k = 0; k <= s; k++) {
+        longest = rec[k].len > longest ? rec[k].len : longest;
+    }
+    return longest;
+}
+
+/* The loop of utf8_decode for one offset width and head (16 or HEAD: a label of up to that many bytes is
+ * copied as that many); returns the number of bytes written, or -1 if a code is outside -1..S-1 or the
+ * bytes pass ``limit``. */
 static inline __attribute__((always_inline)) int64_t
 decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, const unsigned char *label_data,
-           void *offsets, int width, unsigned char *out, int64_t limit, Py_ssize_t *nulls)
+           void *offsets, int width, int head, unsigned char *out, int64_t limit, Py_ssize_t *nulls)
 {
     int32_t *o32 = offsets;
     int64_t *o64 = offsets;
@@ -1523,8 +1540,8 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, cons
         else {
             __builtin_prefetch(o64 + i + PREFETCH_VALUES, 1);
         }
-        if (len <= 16) { /* the head as two whole words: the next value overwrites the excess */
-            memcpy(out + at, label->head, 16);
+        if (len <= head) { /* the head as whole words: the next value overwrites the excess */
+            memcpy(out + at, label->head, (size_t)head);
         }
         else {
             memcpy(out + at, label_data + label->start, (size_t)len);
@@ -1546,7 +1563,7 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, cons
  * labels of ``codes`` (code -1: an empty value), in one pass: ``width``-byte offsets into ``offsets`` (n + 1
  * of them), the labels one after the other into ``out_data``, which must hold PAD bytes past the last.
  * ``records`` holds a Label per code + 1 (entry 0, for code -1, of length 0), whose ``start`` is where a
- * label of more than 16 bytes lies in ``label_data``.  Returns (the number of bytes written, or -1 if
+ * label of more than HEAD bytes lies in ``label_data``.  Returns (the number of bytes written, or -1 if
  * ``out_data`` is too small or 4-byte offsets would overflow; the number of codes -1).  Every copy stays
  * within the buffers, whatever the arguments. */
 static PyObject *
@@ -1569,11 +1586,14 @@ utf8_decode(PyObject *self, PyObject *args)
     limit = width == 4 && limit > INT32_MAX ? INT32_MAX : limit;
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS
+    int short_labels = longest_label(b[1].buf, s) <= 16;
     if (width == 4) {
-        total = decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 4, b[4].buf, limit, &nulls);
+        total = short_labels ? decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 4, 16, b[4].buf, limit, &nulls)
+                             : decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 4, HEAD, b[4].buf, limit, &nulls);
     }
     else {
-        total = decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 8, b[4].buf, limit, &nulls);
+        total = short_labels ? decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 8, 16, b[4].buf, limit, &nulls)
+                             : decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 8, HEAD, b[4].buf, limit, &nulls);
     }
     Py_END_ALLOW_THREADS
     int outside = total == -1 && first_outside(b[0].buf, n, s) >= 0;
