@@ -17,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.datasets import census
+from pramkit.engine.utf8 import Utf8Labels
 from pramkit.errors import PramkitError
 
 pl = pytest.importorskip("polars")
@@ -63,13 +65,19 @@ def as_list(data: object) -> list[str | None]:
     return [None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else v for v in values]
 
 
+def one_per_value(values: list[str | None]) -> pd.Series:
+    """The values as Python strings made one per value (``astype(object)`` of Arrow text), not shared."""
+    return pd.Series(pa.array(values, pa.large_string())).astype(object)
+
+
 def text_frames(values: list[str | None]) -> dict[str, object]:
-    """The same values as each text kind that perturb_frame reads: pandas ``str``, ``object``, polars
-    ``String`` and a LazyFrame of it."""
+    """The same values as each text kind that perturb_frame reads: pandas ``str``, ``object`` (strings
+    shared among equal values, and made one per value), polars ``String`` and a LazyFrame of it."""
     series = pl.Series("x", values, dtype=pl.String)
     return {
         "str": pd.DataFrame({"x": pd.Series(values, dtype=object).astype("str")}),
         "object": pd.DataFrame({"x": pd.Series(values, dtype=object)}),
+        "object, one string per value": pd.DataFrame({"x": one_per_value(values)}),
         "polars": pl.DataFrame({"x": series}),
         "lazy": pl.DataFrame({"x": series}).lazy(),
     }
@@ -151,3 +159,40 @@ def test_a_value_that_is_no_label_is_refused_in_one_line(key: SecretKey) -> None
         with pytest.raises(PramkitError) as caught:
             as_list(perturb_frame(frame, manifest, key=key).data)
         assert "row 2501" in str(caught.value) and "\n" not in str(caught.value), kind
+
+
+def test_object_strings_shared_then_one_per_value(key: SecretKey) -> None:
+    """A column of Python strings whose first half is one string per value and second half shared strings
+    (the remembered addresses are used, given up and taken up again) encodes as a dictionary says, and
+    releases the labels of the categorical release."""
+    labels = labels_of(300)
+    rng = np.random.default_rng(12)
+    values: list[str | None] = list(np.array(labels, dtype=object)[rng.integers(0, 300, 90_000)])
+    for i in np.flatnonzero(rng.random(len(values)) < 0.03):
+        values[i] = None
+    half = len(values) // 2
+    mixed = pd.concat([one_per_value(values[:half]), pd.Series(values[half:], dtype=object)], ignore_index=True)
+    assert mixed.iloc[:100].map(id).nunique() > 90 and mixed.iloc[half:].map(id).nunique() <= 301
+    where = {t: i for i, t in enumerate(labels)}
+    codes = Utf8Labels(pa.array(labels, pa.string())).encode_objects(mixed.to_numpy())
+    assert codes is not None and codes.to_pylist() == [None if v is None else where[v] for v in values]
+    manifest = Manifest.of({"x": PramMatrix.from_diagonal(rng.uniform(0.3, 0.9, 300), labels)})
+    expected = release_by_categories(values, labels, manifest, key)
+    assert as_list(perturb_frame(pd.DataFrame({"x": mixed}), manifest, key=key).data) == expected
+
+
+def test_strings_read_in_place_against_a_dictionary() -> None:
+    """Python strings of 0 to 40 characters, ASCII (read in place up to 16 bytes) or not, with NUL and
+    whitespace, known or not, one per value: the codes a dictionary gives, ``None`` at the first stranger."""
+    rng = np.random.default_rng(13)
+    alphabet = np.array(list("ab \t\x00zé東"))
+    labels = list(dict.fromkeys(["", "a", "a\x00", "x" * 16, "x" * 17, *EDGES,
+                                 *("".join(rng.choice(alphabet, k)) for k in rng.integers(0, 41, 400))]))
+    book = Utf8Labels(pa.array(labels, pa.string()))
+    where = {t: i for i, t in enumerate(labels)}
+    values = [labels[i] for i in rng.integers(0, len(labels), 5_000)]
+    codes = book.encode_objects(one_per_value(values).to_numpy())
+    assert codes is not None and codes.to_pylist() == [where[v] for v in values]
+    for stranger in ("x" * 15, "x" * 18, "a\x00\x00", "A", "\x00"):
+        if stranger not in where:
+            assert book.encode_objects(one_per_value([*values[:50], stranger]).to_numpy()) is None

@@ -1239,15 +1239,21 @@ is_missing(PyObject *value, PyObject *na)
     return 0;
 }
 
-/* Text objects whose codes are remembered by address: a column of Python strings holds few distinct
- * objects (a reader makes one per distinct value), so most values cost one comparison of pointers.  The
- * cache is an open-addressing table with room for four times as many objects as there are labels
- * (between 2^10 and 2^16 slots); an object is remembered if a free slot is within CACHE_PROBES of its own,
- * and never forgotten.  The loop asks for the slot of the object CACHE_AHEAD places later. */
+/* Text objects whose codes are remembered by address: a column of Python strings that a reader made holds
+ * few distinct objects (pandas' CSV reader makes one per distinct value and chunk), so most values cost one
+ * comparison of pointers.  The cache is an open-addressing table with room for four times as many objects
+ * as there are labels (between 2^10 and 2^16 slots); an object is remembered if a free slot is within
+ * CACHE_PROBES of its own, and never forgotten.  The loop asks for the slot of the object CACHE_AHEAD
+ * places later.  Strings made one per value (``astype(object)`` of Arrow text: a million objects for a
+ * million values) never hit and fill the cache, after which each value probed CACHE_PROBES slots in vain:
+ * values are taken in blocks of CACHE_BLOCK, and a block in which fewer than half hit turns the cache off
+ * for the next CACHE_REST blocks (then one block tries it again). */
 #define CACHE_MIN_BITS 10
 #define CACHE_MAX_BITS 16
 #define CACHE_PROBES 8
 #define CACHE_AHEAD 16
+#define CACHE_BLOCK 1024
+#define CACHE_REST 31
 
 /* The slot of an object's address in a table of 2^bits slots (multiply-shift of the address). */
 static inline uint64_t
@@ -1260,6 +1266,75 @@ typedef struct {
     PyObject *key;
     int64_t code;
 } Cached;
+
+/* The cache of object_encode: its slots, and whether the current block uses it. */
+typedef struct {
+    Cached *slots;
+    int bits, on;
+    Py_ssize_t hits, rest;
+} ObjectCache;
+
+/* The cached slot of ``value``, or NULL (*free_slot: where to remember it, or NULL if no room near). */
+static inline Cached *
+cache_find(ObjectCache *c, PyObject *value, Cached **free_slot)
+{
+    uint64_t at = cache_slot(value, c->bits);
+    *free_slot = NULL;
+    for (int probe = 0; probe < CACHE_PROBES; probe++) {
+        Cached *known = c->slots + at;
+        if (known->key == value) {
+            return known;
+        }
+        if (known->key == NULL) {
+            *free_slot = known;
+            return NULL;
+        }
+        at = (at + 1) & (((uint64_t)1 << c->bits) - 1);
+    }
+    return NULL;
+}
+
+/* At the end of a block of CACHE_BLOCK values: whether the next block uses the cache (see CACHE_REST). */
+static inline void
+cache_block_done(ObjectCache *c)
+{
+    if (c->on) {
+        c->on = 2 * c->hits >= CACHE_BLOCK;
+        c->rest = CACHE_REST;
+    }
+    else {
+        c->on = --c->rest <= 0;
+    }
+    c->hits = 0;
+}
+
+/* The code of the text object ``value`` among the labels, or -1 (no label); -2 if it has no UTF-8 form (a
+ * lone surrogate).  An ASCII string's bytes are read where they are, as whole words that end where the
+ * text ends: its header lies before them, so up to 24 bytes may be read back from its end, and the words
+ * are shifted into place; other strings through their UTF-8 form. */
+static inline intp
+text_code(const Lookup *t, PyObject *value)
+{
+    if (SHORT_LOADS && PyUnicode_IS_COMPACT_ASCII(value) && PyUnicode_GET_LENGTH(value) <= 16 &&
+        sizeof(PyASCIIObject) >= 16) {
+        int64_t len = PyUnicode_GET_LENGTH(value);
+        const unsigned char *end = (const unsigned char *)PyUnicode_DATA(value) + len;
+        uint64_t lo, hi;
+        memcpy(&lo, end - 16, 8);
+        memcpy(&hi, end - 8, 8);
+        unsigned __int128 whole = (unsigned __int128)hi << 64 | lo;
+        unsigned __int128 words = len ? whole >> (8 * (16 - len)) : 0; /* the bytes before the text out */
+        return probe2(t, (uint64_t)words, (uint64_t)(words >> 64), len)->code;
+    }
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(value, &len);
+    if (text == NULL) {
+        PyErr_Clear();
+        return -2;
+    }
+    const unsigned char *p = (const unsigned char *)text;
+    return find_slot(t, p, len, p + len)->code;
+}
 
 /* object_encode(values object[n], label_offsets, label_data, slots, seed, na tuple, out int64[n],
  * validity uint8[(n + 7) / 8]): the codes of a NumPy array of Python strings and missing values
@@ -1286,12 +1361,12 @@ object_encode(PyObject *self, PyObject *args)
     }
     int64_t *out = b[3].buf;
     unsigned char *valid = b[4].buf, bits = 0;
-    int cache_bits = CACHE_MIN_BITS;
-    while (cache_bits < CACHE_MAX_BITS && ((Py_ssize_t)1 << cache_bits) < 4 * s) {
-        cache_bits++;
+    ObjectCache cache = {NULL, CACHE_MIN_BITS, 1, 0, 0};
+    while (cache.bits < CACHE_MAX_BITS && ((Py_ssize_t)1 << cache.bits) < 4 * s) {
+        cache.bits++;
     }
-    Cached *cache = PyMem_Calloc((size_t)1 << cache_bits, sizeof(Cached));
-    if (cache == NULL) {
+    cache.slots = PyMem_Calloc((size_t)1 << cache.bits, sizeof(Cached));
+    if (cache.slots == NULL) {
         release(b, 5);
         return PyErr_NoMemory();
     }
@@ -1300,46 +1375,28 @@ object_encode(PyObject *self, PyObject *args)
         PyObject *value = items[i];
         __builtin_prefetch(items + i + PREFETCH_VALUES);
         __builtin_prefetch(out + i + PREFETCH_VALUES, 1);
-        if (i + CACHE_AHEAD < n) { /* the slot of a later object (a table of 10 000 labels' objects is 1 MiB) */
-            __builtin_prefetch(cache + cache_slot(items[i + CACHE_AHEAD], cache_bits));
-        }
-        uint64_t at = cache_slot(value, cache_bits);
-        Cached *known = cache + at, *free_slot = NULL;
-        for (int probe = 0; probe < CACHE_PROBES && known->key != value; probe++) {
-            if (known->key == NULL) {
-                free_slot = known;
-                break;
+        if (i + CACHE_AHEAD < n) { /* a later object, and its slot (a table of 10 000 labels' objects is 1 MiB) */
+            __builtin_prefetch(items[i + CACHE_AHEAD]);
+            if (cache.on) {
+                __builtin_prefetch(cache.slots + cache_slot(items[i + CACHE_AHEAD], cache.bits));
             }
-            at = (at + 1) & (((uint64_t)1 << cache_bits) - 1);
-            known = cache + at;
         }
+        Cached *free_slot = NULL, *known = cache.on ? cache_find(&cache, value, &free_slot) : NULL;
         int64_t code;
-        if (known->key == value) {
+        if (known != NULL) {
             code = known->code;
+            cache.hits++;
         }
         else if (is_missing(value, na)) {
             code = -1;
         }
-        else if (PyUnicode_Check(value)) {
-            Py_ssize_t len;
-            const char *text = PyUnicode_AsUTF8AndSize(value, &len);
-            if (text == NULL) { /* not UTF-8 (a lone surrogate): left to the caller */
-                PyErr_Clear();
-                first = i;
-                break;
-            }
-            const unsigned char *p = (const unsigned char *)text;
-            code = find_slot(&t, p, len, p + len)->code;
-            if (code < 0) {
-                first = i;
-                break;
-            }
+        else if (PyUnicode_Check(value) && (code = text_code(&t, value)) >= 0) {
             if (free_slot != NULL) {
                 free_slot->key = value;
                 free_slot->code = code;
             }
         }
-        else {
+        else { /* another type, text that is no label, or text without a UTF-8 form: left to the caller */
             first = i;
             break;
         }
@@ -1350,8 +1407,11 @@ object_encode(PyObject *self, PyObject *args)
             valid[i >> 3] = bits;
             bits = 0;
         }
+        if ((i + 1) % CACHE_BLOCK == 0) {
+            cache_block_done(&cache);
+        }
     }
-    PyMem_Free(cache);
+    PyMem_Free(cache.slots);
     release(b, 5);
     return Py_BuildValue("nn", first, nulls);
 }
