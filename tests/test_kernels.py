@@ -832,6 +832,25 @@ def test_utf8_decode_room_boundary(width):
                 assert bytes(out[:total]) == expected.encode()
 
 
+@pytest.mark.parametrize("width", [4, 8])
+@pytest.mark.parametrize("labels", [["ab", "", "cdefghijklmnop", None], ["ab", "married, spouse absent", "x" * 24, None],
+                                    ["ab", "x" * 40, "é" * 12, None]])
+def test_utf8_decode_with_room_for_the_longest_label_per_value(width, labels):
+    """With room for the longest label per value the bytes are not checked value by value: the output at that
+    room, one byte less (checked per value) and more is the same, for labels of up to 16, 24 and 40 bytes."""
+    book = Utf8Labels(pa.array(labels))
+    longest = max(len(t.encode()) for t in labels if t is not None)
+    rng = np.random.default_rng(9)
+    codes = rng.integers(-1, len(labels), 500).astype(np.intp)
+    expected = "".join("" if k < 0 or labels[k] is None else labels[k] for k in codes).encode()
+    for room in (codes.size * longest, codes.size * longest - 1, codes.size * longest + 100):
+        offsets = np.zeros(codes.size + 1, dtype=np.int32 if width == 4 else np.int64)
+        out = np.zeros(room + PAD, dtype=np.uint8)
+        written, nulls = _kernels.utf8_decode(codes, book.records, book.data, offsets, width, out)
+        assert written == len(expected) and bytes(out[:written]) == expected
+        assert nulls == int((codes == -1).sum())
+
+
 @pytest.mark.parametrize("one_pass_bytes", [0, 1 << 24])
 def test_utf8_decode_both_passes_and_the_string_limit(monkeypatch, one_pass_bytes):
     """Labels of very different lengths are counted first (past ONE_PASS_BYTES), others written into room
