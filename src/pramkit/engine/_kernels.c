@@ -1247,8 +1247,9 @@ is_missing(PyObject *value, PyObject *na)
  * CACHE_PROBES of its own, and never forgotten.  The loop asks for the slot of the object CACHE_AHEAD
  * places later.  Strings made one per value (``astype(object)`` of Arrow text: a million objects for a
  * million values) never hit and fill the cache, after which each value probed CACHE_PROBES slots in vain:
- * values are taken in blocks of CACHE_BLOCK, and a block in which fewer than half hit turns the cache off
- * for the next CACHE_REST blocks (then one block tries it again). */
+ * values are taken in blocks of CACHE_BLOCK, and a block in which fewer than half of the values were found
+ * or remembered (the cache is full of objects that do not come back) turns the cache off for the next
+ * CACHE_REST blocks (then one block tries it again). */
 #define CACHE_MIN_BITS 10
 #define CACHE_MAX_BITS 16
 #define CACHE_PROBES 8
@@ -1268,11 +1269,12 @@ typedef struct {
     int64_t code;
 } Cached;
 
-/* The cache of object_encode: its slots, and whether the current block uses it. */
+/* The cache of object_encode: its slots, whether the current block uses it, and how many of the block's
+ * values it found or remembered. */
 typedef struct {
     Cached *slots;
     int bits, on;
-    Py_ssize_t hits, rest;
+    Py_ssize_t useful, rest;
 } ObjectCache;
 
 /* The cached slot of ``value``, or NULL (*free_slot: where to remember it, or NULL if no room near). */
@@ -1300,13 +1302,13 @@ static inline void
 cache_block_done(ObjectCache *c)
 {
     if (c->on) {
-        c->on = 2 * c->hits >= CACHE_BLOCK;
+        c->on = 2 * c->useful >= CACHE_BLOCK;
         c->rest = CACHE_REST;
     }
     else {
         c->on = --c->rest <= 0;
     }
-    c->hits = 0;
+    c->useful = 0;
 }
 
 /* The code of the text object ``value`` among the labels, or -1 (no label); -2 if it has no UTF-8 form (a
@@ -1337,6 +1339,66 @@ text_code(const Lookup *t, PyObject *value)
     return find_slot(t, p, len, p + len)->code;
 }
 
+/* The code of ``value``: its label's, -1 if missing (is_missing), -2 if it is neither missing nor the text
+ * of a label. */
+static inline int64_t
+object_code(const Lookup *t, PyObject *value, PyObject *na)
+{
+    if (is_missing(value, na)) {
+        return -1;
+    }
+    if (!PyUnicode_Check(value)) {
+        return -2;
+    }
+    intp code = text_code(t, value);
+    return code < 0 ? -2 : code;
+}
+
+/* The codes of values start .. stop - 1 of object_encode (``use_cache``: through the cache ``c``), into
+ * ``out`` and the validity bitmap (start a multiple of 8); returns the position of the first value that is
+ * neither missing nor a label's text, or -1. */
+static inline __attribute__((always_inline)) Py_ssize_t
+object_block(const Lookup *t, ObjectCache *c, int use_cache, PyObject **items, Py_ssize_t start, Py_ssize_t stop,
+             Py_ssize_t n, PyObject *na, int64_t *out, unsigned char *valid, Py_ssize_t *nulls)
+{
+    unsigned char bits = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        PyObject *value = items[i];
+        __builtin_prefetch(items + i + PREFETCH_VALUES);
+        __builtin_prefetch(out + i + PREFETCH_VALUES, 1);
+        if (i + CACHE_AHEAD < n) { /* a later object's slot (a table of 10 000 labels' objects is 1 MiB), or
+                                    * the object itself when each is read */
+            __builtin_prefetch(use_cache ? (const void *)(c->slots + cache_slot(items[i + CACHE_AHEAD], c->bits))
+                                         : (const void *)items[i + CACHE_AHEAD]);
+        }
+        Cached *free_slot = NULL, *known = use_cache ? cache_find(c, value, &free_slot) : NULL;
+        int64_t code;
+        if (known != NULL) {
+            code = known->code;
+            c->useful++;
+        }
+        else {
+            code = object_code(t, value, na);
+            if (code < -1) {
+                return i;
+            }
+            if (free_slot != NULL && code >= 0) {
+                free_slot->key = value;
+                free_slot->code = code;
+                c->useful++;
+            }
+        }
+        *nulls += code < 0;
+        out[i] = code < 0 ? 0 : code;
+        bits |= (unsigned char)((code >= 0) << (i & 7));
+        if ((i & 7) == 7 || i == n - 1) {
+            valid[i >> 3] = bits;
+            bits = 0;
+        }
+    }
+    return -1;
+}
+
 /* object_encode(values object[n], label_offsets, label_data, slots, seed, na tuple, out int64[n],
  * validity uint8[(n + 7) / 8]): the codes of a NumPy array of Python strings and missing values
  * (is_missing) among the labels of utf8_index: ``out`` (0 where missing) and an Arrow validity bitmap.
@@ -1360,8 +1422,6 @@ object_encode(PyObject *self, PyObject *args)
         release(b, 5);
         return NULL;
     }
-    int64_t *out = b[3].buf;
-    unsigned char *valid = b[4].buf, bits = 0;
     ObjectCache cache = {NULL, CACHE_MIN_BITS, 1, 0, 0};
     while (cache.bits < CACHE_MAX_BITS && ((Py_ssize_t)1 << cache.bits) < 4 * s) {
         cache.bits++;
@@ -1372,45 +1432,11 @@ object_encode(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     }
     Py_ssize_t first = -1, nulls = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = items[i];
-        __builtin_prefetch(items + i + PREFETCH_VALUES);
-        __builtin_prefetch(out + i + PREFETCH_VALUES, 1);
-        if (i + CACHE_AHEAD < n) { /* a later object, and its slot (a table of 10 000 labels' objects is 1 MiB) */
-            __builtin_prefetch(items[i + CACHE_AHEAD]);
-            if (cache.on) {
-                __builtin_prefetch(cache.slots + cache_slot(items[i + CACHE_AHEAD], cache.bits));
-            }
-        }
-        Cached *free_slot = NULL, *known = cache.on ? cache_find(&cache, value, &free_slot) : NULL;
-        int64_t code;
-        if (known != NULL) {
-            code = known->code;
-            cache.hits++;
-        }
-        else if (is_missing(value, na)) {
-            code = -1;
-        }
-        else if (PyUnicode_Check(value) && (code = text_code(&t, value)) >= 0) {
-            if (free_slot != NULL) {
-                free_slot->key = value;
-                free_slot->code = code;
-            }
-        }
-        else { /* another type, text that is no label, or text without a UTF-8 form: left to the caller */
-            first = i;
-            break;
-        }
-        nulls += code < 0;
-        out[i] = code < 0 ? 0 : code;
-        bits |= (unsigned char)((code >= 0) << (i & 7));
-        if ((i & 7) == 7 || i == n - 1) {
-            valid[i >> 3] = bits;
-            bits = 0;
-        }
-        if ((i + 1) % CACHE_BLOCK == 0) {
-            cache_block_done(&cache);
-        }
+    for (Py_ssize_t start = 0; start < n && first < 0; start += CACHE_BLOCK) {
+        Py_ssize_t stop = n - start < CACHE_BLOCK ? n : start + CACHE_BLOCK;
+        first = cache.on ? object_block(&t, &cache, 1, items, start, stop, n, na, b[3].buf, b[4].buf, &nulls)
+                         : object_block(&t, &cache, 0, items, start, stop, n, na, b[3].buf, b[4].buf, &nulls);
+        cache_block_done(&cache);
     }
     PyMem_Free(cache.slots);
     release(b, 5);
