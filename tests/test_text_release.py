@@ -182,17 +182,20 @@ def test_object_strings_shared_then_one_per_value(key: SecretKey) -> None:
 
 
 def test_strings_read_in_place_against_a_dictionary() -> None:
-    """Python strings of 0 to 40 characters, ASCII (read in place up to 16 bytes) or not, with NUL and
-    whitespace, known or not, one per value: the codes a dictionary gives, ``None`` at the first stranger."""
+    """Python strings of 0 to 40 characters, ASCII (read in place up to 24 bytes) or not, with NUL and
+    whitespace, known or not (strangers one byte off a label of 17 to 24 bytes), one per value: the codes a
+    dictionary gives, ``None`` at the first stranger."""
     rng = np.random.default_rng(13)
     alphabet = np.array(list("ab \t\x00zé東"))
     labels = list(dict.fromkeys(["", "a", "a\x00", "x" * 16, "x" * 17, *EDGES,
-                                 *("".join(rng.choice(alphabet, k)) for k in rng.integers(0, 41, 400))]))
+                                 *("".join(rng.choice(alphabet, k)) for k in rng.integers(0, 41, 400)),
+                                 *("".join(rng.choice(alphabet[:6], k)) for k in rng.integers(12, 25, 200))]))
     book = Utf8Labels(pa.array(labels, pa.string()))
     where = {t: i for i, t in enumerate(labels)}
     values = [labels[i] for i in rng.integers(0, len(labels), 5_000)]
     codes = book.encode_objects(one_per_value(values).to_numpy())
     assert codes is not None and codes.to_pylist() == [where[v] for v in values]
-    for stranger in ("x" * 15, "x" * 18, "a\x00\x00", "A", "\x00"):
+    for stranger in ("x" * 15, "x" * 18, "a\x00\x00", "A", "\x00", "x" * 16 + "\x00", "z" * 22, "married, spouse presen",
+                     "married, spouse presenT", "married, spouse present ", "married, spouse absent\x00"):
         if stranger not in where:
             assert book.encode_objects(one_per_value([*values[:50], stranger]).to_numpy()) is None

@@ -1340,24 +1340,40 @@ cache_block_done(ObjectCache *c)
     c->useful = 0;
 }
 
-/* The code of the text object ``value`` among the labels, or -1 (no label); -2 if it has no UTF-8 form (a
- * lone surrogate).  An ASCII string's bytes are read where they are, as whole words that end where the
- * text ends: its header lies before them, so up to 24 bytes may be read back from its end, and the words
- * are shifted into place; other strings through their UTF-8 form. */
+#if SHORT_LOADS
+/* The code of an ASCII string of len (at most 24) bytes ending at ``end``, read where it is: a string's
+ * header lies before its bytes, so the 16 bytes up to its end (a value of up to 16 bytes, the bytes before
+ * it shifted out) or its first 16 bytes and the 8 up to its end (17 to 24 bytes) can be read. */
 static inline intp
-text_code(const Lookup *t, PyObject *value)
+ascii_code(const Lookup *t, const unsigned char *end, int64_t len)
 {
-    if (SHORT_LOADS && PyUnicode_IS_COMPACT_ASCII(value) && PyUnicode_GET_LENGTH(value) <= 16 &&
-        sizeof(PyASCIIObject) >= 16) {
-        int64_t len = PyUnicode_GET_LENGTH(value);
-        const unsigned char *end = (const unsigned char *)PyUnicode_DATA(value) + len;
-        uint64_t lo, hi;
-        memcpy(&lo, end - 16, 8);
-        memcpy(&hi, end - 8, 8);
+    uint64_t lo, hi;
+    memcpy(&lo, end - 16, 8);
+    memcpy(&hi, end - 8, 8);
+    if (len <= 16) {
         unsigned __int128 whole = (unsigned __int128)hi << 64 | lo;
         unsigned __int128 words = len ? whole >> (8 * (16 - len)) : 0; /* the bytes before the text out */
         return probe2(t, (uint64_t)words, (uint64_t)(words >> 64), len)->code;
     }
+    uint64_t w0, w1;
+    memcpy(&w0, end - len, 8);
+    memcpy(&w1, end - len + 8, 8);
+    return probe3(t, w0, w1, hi >> (8 * (24 - len)), len)->code;
+}
+#endif
+
+/* The code of the text object ``value`` among the labels, or -1 (no label); -2 if it has no UTF-8 form (a
+ * lone surrogate).  An ASCII string of up to 24 bytes is read where it is (ascii_code); other strings
+ * through their UTF-8 form. */
+static inline intp
+text_code(const Lookup *t, PyObject *value)
+{
+#if SHORT_LOADS
+    if (PyUnicode_IS_COMPACT_ASCII(value) && PyUnicode_GET_LENGTH(value) <= 24 && sizeof(PyASCIIObject) >= 24) {
+        int64_t len = PyUnicode_GET_LENGTH(value);
+        return ascii_code(t, (const unsigned char *)PyUnicode_DATA(value) + len, len);
+    }
+#endif
     Py_ssize_t len;
     const char *text = PyUnicode_AsUTF8AndSize(value, &len);
     if (text == NULL) {
