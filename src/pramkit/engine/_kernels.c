@@ -1340,7 +1340,8 @@ cache_block_done(ObjectCache *c)
     c->useful = 0;
 }
 
-#if SHORT_LOADS
+#if SHORT_LOADS && defined(__SIZEOF_INT128__)
+#define ASCII_IN_PLACE 1
 /* The code of an ASCII string of len (at most 24) bytes ending at ``end``, read where it is: a string's
  * header lies before its bytes, so the 16 bytes up to its end (a value of up to 16 bytes, the bytes before
  * it shifted out) or its first 16 bytes and the 8 up to its end (17 to 24 bytes) can be read. */
@@ -1368,7 +1369,7 @@ ascii_code(const Lookup *t, const unsigned char *end, int64_t len)
 static inline intp
 text_code(const Lookup *t, PyObject *value)
 {
-#if SHORT_LOADS
+#ifdef ASCII_IN_PLACE
     if (PyUnicode_IS_COMPACT_ASCII(value) && PyUnicode_GET_LENGTH(value) <= 24 && sizeof(PyASCIIObject) >= 24) {
         int64_t len = PyUnicode_GET_LENGTH(value);
         return ascii_code(t, (const unsigned char *)PyUnicode_DATA(value) + len, len);
