@@ -871,7 +871,7 @@ probe3(const Lookup *t, uint64_t w0, uint64_t w1, uint64_t w2, int64_t len)
     }
 }
 
-#if SHORT_LOADS && defined(__SSE2__)
+#if SHORT_LOADS && defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
 #define SSE_PROBE 1
 /* KEEP16[len]: KEEP0[len] then KEEP1[len], the bytes of 16 that a value of len bytes keeps, as one load. */
