@@ -21,7 +21,7 @@ from pramkit.matrix import PramMatrix
 from pramkit.privacy.law import dense_units, form8_units
 from pramkit.engine.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
                               words_of)
-from pramkit.engine.utf8 import PAD, Utf8Labels, label_records
+from pramkit.engine.utf8 import HEAD, PAD, Utf8Labels, label_records
 
 TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]
@@ -832,6 +832,25 @@ def test_utf8_decode_room_boundary(width):
                 assert bytes(out[:total]) == expected.encode()
 
 
+@pytest.mark.parametrize("width", [4, 8])
+@pytest.mark.parametrize("labels", [["ab", "", "cdefghijklmnop", None], ["ab", "married, spouse absent", "x" * 24, None],
+                                    ["ab", "x" * 40, "é" * 12, None]])
+def test_utf8_decode_with_room_for_the_longest_label_per_value(width, labels):
+    """With room for the longest label per value the bytes are not checked value by value: the output at that
+    room, one byte less (checked per value) and more is the same, for labels of up to 16, 24 and 40 bytes."""
+    book = Utf8Labels(pa.array(labels))
+    longest = max(len(t.encode()) for t in labels if t is not None)
+    rng = np.random.default_rng(9)
+    codes = rng.integers(-1, len(labels), 500).astype(np.intp)
+    expected = "".join("" if k < 0 or labels[k] is None else labels[k] for k in codes).encode()
+    for room in (codes.size * longest, codes.size * longest - 1, codes.size * longest + 100):
+        offsets = np.zeros(codes.size + 1, dtype=np.int32 if width == 4 else np.int64)
+        out = np.zeros(room + PAD, dtype=np.uint8)
+        written, nulls = _kernels.utf8_decode(codes, book.records, book.data, offsets, width, out)
+        assert written == len(expected) and bytes(out[:written]) == expected
+        assert nulls == int((codes == -1).sum())
+
+
 @pytest.mark.parametrize("one_pass_bytes", [0, 1 << 24])
 def test_utf8_decode_both_passes_and_the_string_limit(monkeypatch, one_pass_bytes):
     """Labels of very different lengths are counted first (past ONE_PASS_BYTES), others written into room
@@ -867,12 +886,12 @@ def test_utf8_decode_stays_within_its_buffers():
     assert bytes(fits[:10]) == b"abcdefcdef" and offsets.tolist() == [0, 2, 6, 10, 10]
     small = np.zeros(9 + PAD, dtype=np.uint8)
     assert _kernels.utf8_decode(codes, records, labels.data, offsets, 4, small)[0] == -1
-    long = with_field(records, 2, "length", 400)  # a label of more than 16 bytes past the label bytes
+    long = with_field(records, 2, "length", 400)  # a label of more than HEAD bytes past the label bytes
     bad = [
         (np.array([2], dtype=np.intp), records, labels.data, offsets[:2], 4),  # code past S - 1
         (np.array([-2], dtype=np.intp), records, labels.data, offsets[:2], 4),
         (codes, long, labels.data, offsets, 4),
-        (codes, with_field(with_field(records, 2, "length", 17), 2, "start", -1), labels.data, offsets, 4),
+        (codes, with_field(with_field(records, 2, "length", HEAD + 1), 2, "start", -1), labels.data, offsets, 4),
         (codes, with_field(records, 1, "length", -1), labels.data, offsets, 4),
         (codes, records.ravel()[:-8], labels.data, offsets, 4),  # not a whole number of records
         (codes, records, labels.data, offsets[:4], 4),  # offsets of the wrong size
@@ -881,7 +900,7 @@ def test_utf8_decode_stays_within_its_buffers():
     for args in bad:
         with pytest.raises(ValueError):
             _kernels.utf8_decode(*args, fits)
-    # a label of up to 16 bytes is written from its record, whatever its start
+    # a label of up to HEAD bytes is written from its record, whatever its start
     assert _kernels.utf8_decode(codes, with_field(records, 2, "start", 10**9), labels.data, offsets, 4, fits) == (10, 1)
     assert bytes(fits[:10]) == b"abcdefcdef"
 
@@ -889,8 +908,8 @@ def test_utf8_decode_stays_within_its_buffers():
 def with_field(records: np.ndarray, entry: int, field: str, value: int) -> np.ndarray:
     """A copy of label records (pramkit.engine.utf8.label_records) with one entry's length or start replaced."""
     out = records.copy()
-    at = {"length": 16, "start": 24}[field]
-    out[entry, at:at + 8] = np.array([value], dtype=np.int64).view(np.uint8)
+    at = {"length": HEAD, "start": HEAD + 4}[field]
+    out[entry, at:at + 4] = np.array([value], dtype=np.int32).view(np.uint8)
     return out
 
 

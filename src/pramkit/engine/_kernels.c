@@ -558,14 +558,15 @@ alias_cells(PyObject *self, PyObject *args)
 /* Loops over Arrow values ask for the lines PREFETCH_VALUES values (offsets, codes) and PREFETCH_BYTES bytes
  * (text) ahead of the one they read or write: the processor's own prefetcher, on this machine kind, left a
  * third of the time of a text lookup waiting for the next offsets and bytes (both distances measured from
- * 64 to 512 values and 512 to 4096 bytes: all about as good). */
+ * 64 to 512 values and 512 to 4096 bytes: all about as good).  utf8_decode, which reads codes and writes
+ * offsets and bytes in order, asks for nothing: its three requests per value cost a tenth of its time. */
 #define PREFETCH_VALUES 256
 #define PREFETCH_BYTES 2048
 
 /* Label bytes are followed by at least PAD bytes (the caller pads them), and so is the output of
- * utf8_decode, so that a short value is read or written as two whole words: no branch on its
- * length, whose changes from value to value a processor cannot predict. */
-#define PAD 16
+ * utf8_decode, so that a short value is read or written as whole words: no branch on its length, whose
+ * changes from value to value a processor cannot predict. */
+#define PAD 24
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define SHORT_LOADS 1
@@ -823,6 +824,31 @@ probe3(const Lookup *t, uint64_t w0, uint64_t w1, uint64_t w2, int64_t len)
     }
 }
 
+#if SHORT_LOADS && defined(__SSE2__) && defined(__x86_64__)
+#include <emmintrin.h>
+#define SSE_PROBE 1
+/* KEEP16[len]: KEEP0[len] then KEEP1[len], the bytes of 16 that a value of len bytes keeps, as one load. */
+static uint64_t KEEP16[17][2];
+
+/* probe2 of the 16 bytes at p (readable) masked to len (at most 16), compared with a slot's first 16 bytes
+ * as one register: fewer instructions than two words compared one by one. */
+static inline __attribute__((always_inline)) const Slot *
+probe2_bytes(const Lookup *t, const unsigned char *p, int64_t len)
+{
+    __m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)KEEP16[len]));
+    uint64_t w0 = (uint64_t)_mm_cvtsi128_si64(v), w1 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+    uint64_t at = slot_of(short_hash(w0, w1, len, t->seed), t->shift);
+    for (;;) {
+        const Slot *slot = t->slots + at;
+        int same = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_loadu_si128((const __m128i *)slot))) == 0xffff;
+        if ((slot->code < 0) | (same & (slot->len == len))) {
+            return slot;
+        }
+        at = (at + 1) & t->mask;
+    }
+}
+#endif
+
 /* The slot of the len bytes at p, readable up to ``end``: two or three masked loads when the value is
  * short and that many words can be read, else word by word. */
 static inline __attribute__((always_inline)) const Slot *
@@ -830,10 +856,14 @@ lookup_bytes(const Lookup *t, const unsigned char *p, int64_t len, const unsigne
 {
 #if SHORT_LOADS
     if (len <= 16 && end - p >= 16) { /* two masked loads, as the labels' words */
+#ifdef SSE_PROBE
+        return probe2_bytes(t, p, len);
+#else
         uint64_t w0, w1;
         memcpy(&w0, p, 8);
         memcpy(&w1, p + 8, 8);
         return probe2(t, w0 & KEEP0[len], w1 & KEEP1[len], len);
+#endif
     }
     if (len <= 24 && end - p >= 24) { /* three masked loads */
         uint64_t w0, w1, w2;
@@ -1192,15 +1222,22 @@ is_missing(PyObject *value, PyObject *na)
     return 0;
 }
 
-/* Text objects whose codes are remembered by address: a column of Python strings holds few distinct
- * objects (a reader makes one per distinct value), so most values cost one comparison of pointers.  The
- * cache is an open-addressing table with room for four times as many objects as there are labels
- * (between 2^10 and 2^16 slots); an object is remembered if a free slot is within CACHE_PROBES of its own,
- * and never forgotten.  The loop asks for the slot of the object CACHE_AHEAD places later. */
+/* Text objects whose codes are remembered by address: a column of Python strings that a reader made holds
+ * few distinct objects (pandas' CSV reader makes one per distinct value and chunk), so most values cost one
+ * comparison of pointers.  The cache is an open-addressing table with room for four times as many objects
+ * as there are labels (between 2^10 and 2^16 slots); an object is remembered if a free slot is within
+ * CACHE_PROBES of its own, and never forgotten.  The loop asks for the slot of the object CACHE_AHEAD
+ * places later.  Strings made one per value (``astype(object)`` of Arrow text: a million objects for a
+ * million values) never hit and fill the cache, after which each value probed CACHE_PROBES slots in vain:
+ * values are taken in blocks of CACHE_BLOCK, and a block in which fewer than half of the values were found
+ * or remembered (the cache is full of objects that do not come back) turns the cache off for the next
+ * CACHE_REST blocks (then one block tries it again). */
 #define CACHE_MIN_BITS 10
 #define CACHE_MAX_BITS 16
 #define CACHE_PROBES 8
 #define CACHE_AHEAD 16
+#define CACHE_BLOCK 1024
+#define CACHE_REST 31
 
 /* The slot of an object's address in a table of 2^bits slots (multiply-shift of the address). */
 static inline uint64_t
@@ -1213,6 +1250,153 @@ typedef struct {
     PyObject *key;
     int64_t code;
 } Cached;
+
+/* The cache of object_encode: its slots, whether the current block uses it, and how many of the block's
+ * values it found or remembered. */
+typedef struct {
+    Cached *slots;
+    int bits, on;
+    Py_ssize_t useful, rest;
+} ObjectCache;
+
+/* The cached slot of ``value``, or NULL (*free_slot: where to remember it, or NULL if no room near). */
+static inline Cached *
+cache_find(ObjectCache *c, PyObject *value, Cached **free_slot)
+{
+    uint64_t at = cache_slot(value, c->bits);
+    *free_slot = NULL;
+    for (int probe = 0; probe < CACHE_PROBES; probe++) {
+        Cached *known = c->slots + at;
+        if (known->key == value) {
+            return known;
+        }
+        if (known->key == NULL) {
+            *free_slot = known;
+            return NULL;
+        }
+        at = (at + 1) & (((uint64_t)1 << c->bits) - 1);
+    }
+    return NULL;
+}
+
+/* At the end of a block of CACHE_BLOCK values: whether the next block uses the cache (see CACHE_REST). */
+static inline void
+cache_block_done(ObjectCache *c)
+{
+    if (c->on) {
+        c->on = 2 * c->useful >= CACHE_BLOCK;
+        c->rest = CACHE_REST;
+    }
+    else {
+        c->on = --c->rest <= 0;
+    }
+    c->useful = 0;
+}
+
+#if SHORT_LOADS && defined(__SIZEOF_INT128__)
+#define ASCII_IN_PLACE 1
+/* The code of an ASCII string of len (at most 24) bytes ending at ``end``, read where it is: a string's
+ * header lies before its bytes, so the 16 bytes up to its end (a value of up to 16 bytes, the bytes before
+ * it shifted out) or its first 16 bytes and the 8 up to its end (17 to 24 bytes) can be read. */
+static inline intp
+ascii_code(const Lookup *t, const unsigned char *end, int64_t len)
+{
+    uint64_t lo, hi;
+    memcpy(&lo, end - 16, 8);
+    memcpy(&hi, end - 8, 8);
+    if (len <= 16) {
+        unsigned __int128 whole = (unsigned __int128)hi << 64 | lo;
+        unsigned __int128 words = len ? whole >> (8 * (16 - len)) : 0; /* the bytes before the text out */
+        return probe2(t, (uint64_t)words, (uint64_t)(words >> 64), len)->code;
+    }
+    uint64_t w0, w1;
+    memcpy(&w0, end - len, 8);
+    memcpy(&w1, end - len + 8, 8);
+    return probe3(t, w0, w1, hi >> (8 * (24 - len)), len)->code;
+}
+#endif
+
+/* The code of the text object ``value`` among the labels, or -1 (no label); -2 if it has no UTF-8 form (a
+ * lone surrogate).  An ASCII string of up to 24 bytes is read where it is (ascii_code); other strings
+ * through their UTF-8 form. */
+static inline intp
+text_code(const Lookup *t, PyObject *value)
+{
+#ifdef ASCII_IN_PLACE
+    if (PyUnicode_IS_COMPACT_ASCII(value) && PyUnicode_GET_LENGTH(value) <= 24 && sizeof(PyASCIIObject) >= 24) {
+        int64_t len = PyUnicode_GET_LENGTH(value);
+        return ascii_code(t, (const unsigned char *)PyUnicode_DATA(value) + len, len);
+    }
+#endif
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(value, &len);
+    if (text == NULL) {
+        PyErr_Clear();
+        return -2;
+    }
+    const unsigned char *p = (const unsigned char *)text;
+    return find_slot(t, p, len, p + len)->code;
+}
+
+/* The code of ``value``: its label's, -1 if missing (is_missing), -2 if it is neither missing nor the text
+ * of a label. */
+static inline int64_t
+object_code(const Lookup *t, PyObject *value, PyObject *na)
+{
+    if (is_missing(value, na)) {
+        return -1;
+    }
+    if (!PyUnicode_Check(value)) {
+        return -2;
+    }
+    intp code = text_code(t, value);
+    return code < 0 ? -2 : code;
+}
+
+/* The codes of values start .. stop - 1 of object_encode (``use_cache``: through the cache ``c``), into
+ * ``out`` and the validity bitmap (start a multiple of 8); returns the position of the first value that is
+ * neither missing nor a label's text, or -1. */
+static inline __attribute__((always_inline)) Py_ssize_t
+object_block(const Lookup *t, ObjectCache *c, int use_cache, PyObject **items, Py_ssize_t start, Py_ssize_t stop,
+             Py_ssize_t n, PyObject *na, int64_t *out, unsigned char *valid, Py_ssize_t *nulls)
+{
+    unsigned char bits = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        PyObject *value = items[i];
+        __builtin_prefetch(items + i + PREFETCH_VALUES);
+        __builtin_prefetch(out + i + PREFETCH_VALUES, 1);
+        if (i + CACHE_AHEAD < n) { /* a later object's slot (a table of 10 000 labels' objects is 1 MiB), or
+                                    * the object itself when each is read */
+            __builtin_prefetch(use_cache ? (const void *)(c->slots + cache_slot(items[i + CACHE_AHEAD], c->bits))
+                                         : (const void *)items[i + CACHE_AHEAD]);
+        }
+        Cached *free_slot = NULL, *known = use_cache ? cache_find(c, value, &free_slot) : NULL;
+        int64_t code;
+        if (known != NULL) {
+            code = known->code;
+            c->useful++;
+        }
+        else {
+            code = object_code(t, value, na);
+            if (code < -1) {
+                return i;
+            }
+            if (free_slot != NULL && code >= 0) {
+                free_slot->key = value;
+                free_slot->code = code;
+                c->useful++;
+            }
+        }
+        *nulls += code < 0;
+        out[i] = code < 0 ? 0 : code;
+        bits |= (unsigned char)((code >= 0) << (i & 7));
+        if ((i & 7) == 7 || i == n - 1) {
+            valid[i >> 3] = bits;
+            bits = 0;
+        }
+    }
+    return -1;
+}
 
 /* object_encode(values object[n], label_offsets, label_data, slots, seed, na tuple, out int64[n],
  * validity uint8[(n + 7) / 8]): the codes of a NumPy array of Python strings and missing values
@@ -1237,74 +1421,23 @@ object_encode(PyObject *self, PyObject *args)
         release(b, 5);
         return NULL;
     }
-    int64_t *out = b[3].buf;
-    unsigned char *valid = b[4].buf, bits = 0;
-    int cache_bits = CACHE_MIN_BITS;
-    while (cache_bits < CACHE_MAX_BITS && ((Py_ssize_t)1 << cache_bits) < 4 * s) {
-        cache_bits++;
+    ObjectCache cache = {NULL, CACHE_MIN_BITS, 1, 0, 0};
+    while (cache.bits < CACHE_MAX_BITS && ((Py_ssize_t)1 << cache.bits) < 4 * s) {
+        cache.bits++;
     }
-    Cached *cache = PyMem_Calloc((size_t)1 << cache_bits, sizeof(Cached));
-    if (cache == NULL) {
+    cache.slots = PyMem_Calloc((size_t)1 << cache.bits, sizeof(Cached));
+    if (cache.slots == NULL) {
         release(b, 5);
         return PyErr_NoMemory();
     }
     Py_ssize_t first = -1, nulls = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = items[i];
-        __builtin_prefetch(items + i + PREFETCH_VALUES);
-        __builtin_prefetch(out + i + PREFETCH_VALUES, 1);
-        if (i + CACHE_AHEAD < n) { /* the slot of a later object (a table of 10 000 labels' objects is 1 MiB) */
-            __builtin_prefetch(cache + cache_slot(items[i + CACHE_AHEAD], cache_bits));
-        }
-        uint64_t at = cache_slot(value, cache_bits);
-        Cached *known = cache + at, *free_slot = NULL;
-        for (int probe = 0; probe < CACHE_PROBES && known->key != value; probe++) {
-            if (known->key == NULL) {
-                free_slot = known;
-                break;
-            }
-            at = (at + 1) & (((uint64_t)1 << cache_bits) - 1);
-            known = cache + at;
-        }
-        int64_t code;
-        if (known->key == value) {
-            code = known->code;
-        }
-        else if (is_missing(value, na)) {
-            code = -1;
-        }
-        else if (PyUnicode_Check(value)) {
-            Py_ssize_t len;
-            const char *text = PyUnicode_AsUTF8AndSize(value, &len);
-            if (text == NULL) { /* not UTF-8 (a lone surrogate): left to the caller */
-                PyErr_Clear();
-                first = i;
-                break;
-            }
-            const unsigned char *p = (const unsigned char *)text;
-            code = find_slot(&t, p, len, p + len)->code;
-            if (code < 0) {
-                first = i;
-                break;
-            }
-            if (free_slot != NULL) {
-                free_slot->key = value;
-                free_slot->code = code;
-            }
-        }
-        else {
-            first = i;
-            break;
-        }
-        nulls += code < 0;
-        out[i] = code < 0 ? 0 : code;
-        bits |= (unsigned char)((code >= 0) << (i & 7));
-        if ((i & 7) == 7 || i == n - 1) {
-            valid[i >> 3] = bits;
-            bits = 0;
-        }
+    for (Py_ssize_t start = 0; start < n && first < 0; start += CACHE_BLOCK) {
+        Py_ssize_t stop = n - start < CACHE_BLOCK ? n : start + CACHE_BLOCK;
+        first = cache.on ? object_block(&t, &cache, 1, items, start, stop, n, na, b[3].buf, b[4].buf, &nulls)
+                         : object_block(&t, &cache, 0, items, start, stop, n, na, b[3].buf, b[4].buf, &nulls);
+        cache_block_done(&cache);
     }
-    PyMem_Free(cache);
+    PyMem_Free(cache.slots);
     release(b, 5);
     return Py_BuildValue("nn", first, nulls);
 }
@@ -1378,16 +1511,21 @@ object_decode(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* A label as utf8_decode writes it: its first 16 bytes (zero past its length), its length, and where it
- * starts in the label bytes (read only for a label of more than 16 bytes): one cache line holds two, so
- * that writing a value reads one place, not three (length, start, bytes). */
+/* Labels of up to HEAD bytes are written as whole words from their records, without a branch on their
+ * length (the census labels run from 2 to 23 bytes): as 16 bytes when no label is longer (a third store per
+ * value cost labels of up to 16 bytes a fifth of the writing), else as HEAD bytes. */
+#define HEAD 24
+
+/* A label as utf8_decode writes it: its first HEAD bytes (zero past its length), its length, and where it
+ * starts in the label bytes (read only for a label of more than HEAD bytes): 32 bytes, so that one cache
+ * line holds two and writing a value reads one place, not three (length, start, bytes). */
 typedef struct {
-    unsigned char head[16];
-    int64_t len, start;
+    unsigned char head[HEAD];
+    int32_t len, start;
 } Label;
 
 /* The labels' records (``records`` uint8[32 (S + 1)], by code + 1: entry 0 for code -1, length 0) checked,
- * and where a label of more than 16 bytes lies checked against ``label_data`` unless it is NULL: their
+ * and where a label of more than HEAD bytes lies checked against ``label_data`` unless it is NULL: their
  * number S, or -1 with ValueError. */
 static Py_ssize_t
 check_records(Py_buffer *records, Py_buffer *label_data, const char *name)
@@ -1396,8 +1534,8 @@ check_records(Py_buffer *records, Py_buffer *label_data, const char *name)
     const Label *rec = records->buf;
     int bad = s < 0 || records->len != (s + 1) * (Py_ssize_t)sizeof(Label);
     for (Py_ssize_t k = 0; k <= s && !bad; k++) {
-        bad = rec[k].len < 0 || (label_data != NULL && rec[k].len > 16 &&
-                                 (rec[k].start < 0 || rec[k].start + rec[k].len > label_data->len));
+        bad = rec[k].len < 0 || (label_data != NULL && rec[k].len > HEAD &&
+                                 (rec[k].start < 0 || (Py_ssize_t)rec[k].start + rec[k].len > label_data->len));
     }
     if (bad) {
         PyErr_Format(PyExc_ValueError, "%s: inconsistent label records", name);
@@ -1442,11 +1580,24 @@ utf8_size(PyObject *self, PyObject *args)
     return Py_BuildValue("Ln", (long long)total, nulls);
 }
 
-/* The loop of utf8_decode for one offset width; returns the number of bytes written, or -1 if a code is
- * outside -1..S-1 or the bytes pass ``limit``. */
+/* The length of the longest of the S + 1 labels of checked records. */
+static int32_t
+longest_label(const Label *rec, Py_ssize_t s)
+{
+    int32_t longest = 0;
+    for (Py_ssize_t k = 0; k <= s; k++) {
+        longest = rec[k].len > longest ? rec[k].len : longest;
+    }
+    return longest;
+}
+
+/* The loop of utf8_decode for one offset width and head (16 or HEAD: a label of up to that many bytes is
+ * copied as that many); returns the number of bytes written, or -1 if a code is outside -1..S-1 or the
+ * bytes pass ``limit``.  ``roomy``: the caller found room for the longest label per value within
+ * ``limit``, so the bytes are not checked per value. */
 static inline __attribute__((always_inline)) int64_t
 decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, const unsigned char *label_data,
-           void *offsets, int width, unsigned char *out, int64_t limit, Py_ssize_t *nulls)
+           void *offsets, int width, int head, int roomy, unsigned char *out, int64_t limit, Py_ssize_t *nulls)
 {
     int32_t *o32 = offsets;
     int64_t *o64 = offsets;
@@ -1465,19 +1616,11 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, cons
         }
         const Label *label = rec + code;
         int64_t len = label->len;
-        if (at + len > limit) {
+        if (!roomy && at + len > limit) {
             return -1;
         }
-        __builtin_prefetch(codes + i + PREFETCH_VALUES);
-        __builtin_prefetch(out + at + PREFETCH_BYTES, 1);
-        if (width == 4) {
-            __builtin_prefetch(o32 + i + PREFETCH_VALUES, 1);
-        }
-        else {
-            __builtin_prefetch(o64 + i + PREFETCH_VALUES, 1);
-        }
-        if (len <= 16) { /* the head as two whole words: the next value overwrites the excess */
-            memcpy(out + at, label->head, 16);
+        if (len <= head) { /* the head as whole words: the next value overwrites the excess */
+            memcpy(out + at, label->head, (size_t)head);
         }
         else {
             memcpy(out + at, label_data + label->start, (size_t)len);
@@ -1495,11 +1638,22 @@ decode_run(const intp *codes, Py_ssize_t n, Py_ssize_t s, const Label *rec, cons
     return at;
 }
 
+/* decode_run on utf8_decode's buffers ``b``, for either offset width. */
+static inline __attribute__((always_inline)) int64_t
+decode_pass(Py_buffer *b, Py_ssize_t n, Py_ssize_t s, int width, int head, int roomy, int64_t limit,
+            Py_ssize_t *nulls)
+{
+    if (width == 4) {
+        return decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 4, head, roomy, b[4].buf, limit, nulls);
+    }
+    return decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 8, head, roomy, b[4].buf, limit, nulls);
+}
+
 /* utf8_decode(codes intp[n], records, label_data, offsets, width, out_data): the Arrow UTF-8 array of the
  * labels of ``codes`` (code -1: an empty value), in one pass: ``width``-byte offsets into ``offsets`` (n + 1
  * of them), the labels one after the other into ``out_data``, which must hold PAD bytes past the last.
  * ``records`` holds a Label per code + 1 (entry 0, for code -1, of length 0), whose ``start`` is where a
- * label of more than 16 bytes lies in ``label_data``.  Returns (the number of bytes written, or -1 if
+ * label of more than HEAD bytes lies in ``label_data``.  Returns (the number of bytes written, or -1 if
  * ``out_data`` is too small or 4-byte offsets would overflow; the number of codes -1).  Every copy stays
  * within the buffers, whatever the arguments. */
 static PyObject *
@@ -1522,11 +1676,13 @@ utf8_decode(PyObject *self, PyObject *args)
     limit = width == 4 && limit > INT32_MAX ? INT32_MAX : limit;
     Py_ssize_t nulls = 0;
     Py_BEGIN_ALLOW_THREADS
-    if (width == 4) {
-        total = decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 4, b[4].buf, limit, &nulls);
+    int32_t longest = longest_label(b[1].buf, s);
+    if (n <= limit / (longest > 0 ? longest : 1)) { /* room for the longest label per value: no check per value */
+        total = longest <= 16 ? decode_pass(b, n, s, width, 16, 1, limit, &nulls)
+                              : decode_pass(b, n, s, width, HEAD, 1, limit, &nulls);
     }
     else {
-        total = decode_run(b[0].buf, n, s, b[1].buf, b[2].buf, b[3].buf, 8, b[4].buf, limit, &nulls);
+        total = decode_pass(b, n, s, width, HEAD, 0, limit, &nulls);
     }
     Py_END_ALLOW_THREADS
     int outside = total == -1 && first_outside(b[0].buf, n, s) >= 0;
@@ -1861,5 +2017,11 @@ PyMODINIT_FUNC
 PyInit__kernels(void)
 {
     philox_path = philox_avx512_supported() ? PHILOX_AVX512 : PHILOX_PORTABLE;
+#ifdef SSE_PROBE
+    for (int len = 0; len <= 16; len++) {
+        KEEP16[len][0] = KEEP0[len];
+        KEEP16[len][1] = KEEP1[len];
+    }
+#endif
     return PyModule_Create(&module);
 }

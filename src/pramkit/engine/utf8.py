@@ -18,7 +18,11 @@ import pyarrow as pa
 from pramkit.engine import _kernels
 
 #: Bytes after the labels' last one, and after the released values' last one (whole words are copied).
-PAD = 16
+PAD = 24
+
+#: Labels of up to this many bytes are written from their records as whole words, without a branch on their
+#: length.
+HEAD = 24
 
 #: Released text up to this size is written in one pass into room for the longest label per value;
 #: beyond it, one pass when the labels' lengths are within a factor of two of their mean, else the
@@ -40,15 +44,16 @@ def is_utf8(value_type: pa.DataType) -> bool:
 
 
 def label_records(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The labels as the compiled decoding reads them: 32 bytes each, the label's first 16 bytes (zeros past
-    its length), its length and its start in ``data`` (int64), so that writing a value reads one place.
+    """The labels as the compiled decoding reads them: 32 bytes each, the label's first :data:`HEAD` bytes
+    (zeros past its length), its length and its start in ``data`` (int32), so that writing a value reads one
+    place.
 
     Parameters
     ----------
     data : bytes
         The labels' bytes, followed by at least :data:`PAD` bytes.
     starts, lengths : numpy.ndarray
-        Where each label starts in ``data``, and its length.
+        Where each label starts in ``data``, and its length (each below 2^31).
 
     Returns
     -------
@@ -57,12 +62,12 @@ def label_records(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> np.nd
     Examples
     --------
     >>> records = label_records(b"northsouth" + bytes(PAD), np.array([0, 5]), np.array([5, 5]))
-    >>> bytes(records[1, :16]).rstrip(bytes(1)), records[1, 16:].view(np.int64).tolist()  # 5 bytes from byte 5
+    >>> bytes(records[1, :HEAD]).rstrip(bytes(1)), records[1, HEAD:].view(np.int32).tolist()  # 5 bytes from byte 5
     (b'south', [5, 5])
     """
     raw = np.frombuffer(data, dtype=np.uint8)
-    head = raw[np.asarray(starts)[:, None] + np.arange(16)] * (np.arange(16) < np.asarray(lengths)[:, None])
-    tail = np.stack([lengths, starts], axis=1).astype(np.int64).view(np.uint8)
+    head = raw[np.asarray(starts)[:, None] + np.arange(HEAD)] * (np.arange(HEAD) < np.asarray(lengths)[:, None])
+    tail = np.stack([lengths, starts], axis=1).astype(np.int32).view(np.uint8)
     return np.concatenate([head, tail], axis=1)
 
 
@@ -114,11 +119,12 @@ class Utf8Labels:
         self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
         self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self._valid = None if not self.null.any() else np.append(~self.null, False)  # by code, -1 the last
-        # each label as decoding writes it, by code + 1 (entry 0 for code -1: nothing): its first 16 bytes
-        # (zeros past its length), its length and where it starts (:func:`label_records`)
+        # each label as decoding writes it, by code + 1 (entry 0 for code -1: nothing): its first HEAD bytes
+        # (zeros past its length), its length and where it starts (:func:`label_records`; labels of more
+        # than 2 GiB in all have none, and are written by Arrow)
         starts = np.append(0, self.offsets[:-1])
         lengths = np.append(0, np.where(self.null, 0, np.diff(self.offsets)))
-        self.records = label_records(self.data, starts, lengths)
+        self.records = label_records(self.data, starts, lengths) if len(self.data) <= _INT32_MAX else None
         self._longest = int(lengths.max())
         self._mean = float(lengths[1:][~self.null].mean()) if (~self.null).any() else 0.0
         # slots of 32 bytes (a label's first 16 bytes, length and code), at most 1/4 full, and for a few
@@ -214,8 +220,10 @@ class Utf8Labels:
         -------
         pyarrow.Array or None
             ``None`` if the labels would pass the 2 GiB that ``string`` offsets address
-            (``large_string`` has no such limit).
+            (``large_string`` has no such limit), or if the labels themselves pass 2 GiB.
         """
+        if self.records is None:
+            return None
         c = np.ascontiguousarray(codes, dtype=np.intp)
         width = 8 if pa.types.is_large_string(value_type) else 4
         offsets, view = pool_array(c.size + 1, np.int64 if width == 8 else np.int32)
