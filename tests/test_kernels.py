@@ -670,6 +670,32 @@ def test_utf8_encode_null_spans_and_empty_data(value_type):
     assert codes.size == 0 and first == -1
 
 
+SHORT_LABELS = ["", "a", "ab", "Zürich", "東京", "x" * 8, "x" * 15, "x" * 16, "y" * 14 + "é", "\x00", "a\x00",
+                "\x00" * 16]
+SHORT_UNKNOWN = ["x" * 17, "x" * 16 + "\x00", "x" * 40, "y" * 14 + "é!", "\x00" * 17, "\x00" * 2, "a\x00\x00", "b",
+                 "Zürich!", "x" * 7, "東"]
+
+
+@pytest.mark.parametrize("value_type", TEXT_TYPES, ids=TEXT_IDS)
+@pytest.mark.parametrize("with_nulls", [False, True], ids=["no-nulls", "nulls"])
+def test_utf8_encode_labels_of_at_most_16_bytes(value_type, with_nulls):
+    """Labels of at most 16 bytes (the loop without a branch on the value's length): values longer than 16
+    bytes that start with a 16-byte label, NUL-padded twins, nulls or none, the last values of an exactly
+    sized buffer (read by the general loop), of a buffer with bytes after them and of a slice of a larger
+    array all encode as the dictionary oracle says."""
+    rng = np.random.default_rng(16)
+    pool = SHORT_LABELS + SHORT_UNKNOWN + ([None] if with_nulls else [])
+    values = [pool[i] for i in rng.integers(0, len(pool), 2000)]
+    labels = pa.array(SHORT_LABELS, type=value_type)
+    for tail in ([], ["x" * 16], ["x" * 17], ["a", "", "x" * 16, ""], SHORT_UNKNOWN, SHORT_LABELS):
+        check_encode(labels, text_array(values + tail, value_type))
+        check_encode(labels, text_array(values + tail, value_type, prefix=b"\xff" * 5))
+        whole = pa.array(values + tail + SHORT_LABELS, type=value_type)
+        check_encode(labels, whole.slice(1, len(values) + len(tail) - 1))
+    known = [v for v in values if v not in SHORT_UNKNOWN]
+    check_encode(labels, text_array(known, value_type), missing_code=5, unknown_code=-7)
+
+
 def random_words(rng: np.random.Generator, count: int, alphabet: str) -> list[str]:
     """``count`` distinct random strings of 1..40 characters of ``alphabet``."""
     seen: dict[str, None] = {}

@@ -745,6 +745,7 @@ typedef struct {
     int64_t data_len;
     uint64_t mask, seed;
     int shift;
+    int short_labels; /* every label has at most 16 bytes (and SHORT_LOADS) */
     intp missing_code, unknown_code;
 } Lookup;
 
@@ -782,6 +783,10 @@ label_table(Lookup *t, Py_buffer *offsets, Py_buffer *data, Py_buffer *slots, ui
     t->mask = (uint64_t)(m - 1);
     t->seed = seed;
     t->shift = 64 - table_bits(m);
+    t->short_labels = SHORT_LOADS;
+    for (Py_ssize_t i = 0; i < s && t->short_labels; i++) {
+        t->short_labels = t->label_offsets[i + 1] - t->label_offsets[i] <= 16;
+    }
     return 0;
 }
 
@@ -830,12 +835,13 @@ probe3(const Lookup *t, uint64_t w0, uint64_t w1, uint64_t w2, int64_t len)
 /* KEEP16[len]: KEEP0[len] then KEEP1[len], the bytes of 16 that a value of len bytes keeps, as one load. */
 static uint64_t KEEP16[17][2];
 
-/* probe2 of the 16 bytes at p (readable) masked to len (at most 16), compared with a slot's first 16 bytes
- * as one register: fewer instructions than two words compared one by one. */
+/* probe2 of a value of len bytes whose first ``keep`` (at most 16) are the 16 bytes at p (readable) masked,
+ * compared with a slot's first 16 bytes as one register: fewer instructions than two words compared one by
+ * one.  keep is len for a value of up to 16 bytes. */
 static inline __attribute__((always_inline)) const Slot *
-probe2_bytes(const Lookup *t, const unsigned char *p, int64_t len)
+probe2_bytes(const Lookup *t, const unsigned char *p, uint64_t keep, int64_t len)
 {
-    __m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)KEEP16[len]));
+    __m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)KEEP16[keep]));
     uint64_t w0 = (uint64_t)_mm_cvtsi128_si64(v), w1 = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
     uint64_t at = slot_of(short_hash(w0, w1, len, t->seed), t->shift);
     for (;;) {
@@ -857,7 +863,7 @@ lookup_bytes(const Lookup *t, const unsigned char *p, int64_t len, const unsigne
 #if SHORT_LOADS
     if (len <= 16 && end - p >= 16) { /* two masked loads, as the labels' words */
 #ifdef SSE_PROBE
-        return probe2_bytes(t, p, len);
+        return probe2_bytes(t, p, (uint64_t)len, len);
 #else
         uint64_t w0, w1;
         memcpy(&w0, p, 8);
@@ -888,35 +894,72 @@ code_of(const Lookup *t, const Slot *slot, Py_ssize_t i, Py_ssize_t *bad)
     return slot->code;
 }
 
-static inline __attribute__((always_inline)) Py_ssize_t
-encode_run(const Lookup *t, const void *offsets, int width, int with_validity, Py_ssize_t first, Py_ssize_t n,
-           intp *out)
+/* The slot of a value of len bytes whose start p has 16 readable bytes after it, in a table whose labels all
+ * have at most 16 bytes: no branch on its length.  A longer value is masked to its first 16 bytes, whose
+ * slot holds no label of its length: it finds an empty one, as it must. */
+static inline __attribute__((always_inline)) const Slot *
+lookup_short(const Lookup *t, const unsigned char *p, int64_t len)
 {
-    const int32_t *off32 = offsets;
-    const int64_t *off64 = offsets;
+    uint64_t keep = (uint64_t)len < 16 ? (uint64_t)len : 16;
+#ifdef SSE_PROBE
+    return probe2_bytes(t, p, keep, len);
+#elif SHORT_LOADS
+    uint64_t w0, w1;
+    memcpy(&w0, p, 8);
+    memcpy(&w1, p + 8, 8);
+    return probe2(t, w0 & KEEP0[keep], w1 & KEEP1[keep], len);
+#else
+    return find_slot(t, p, len, p + len); /* not reached: short_labels is 0 without SHORT_LOADS */
+#endif
+}
+
+static inline __attribute__((always_inline)) int64_t
+offset_at(const void *offsets, int width, Py_ssize_t i)
+{
+    return width == 4 ? (int64_t)((const int32_t *)offsets)[i] : ((const int64_t *)offsets)[i];
+}
+
+/* The loop of encode_run, specialised by the compiler for each offset width, with and without a validity
+ * bitmap, and for values read by lookup_short (``short_only``) or lookup_bytes. */
+static inline __attribute__((always_inline)) Py_ssize_t
+encode_values(const Lookup *t, const void *offsets, int width, int with_validity, int short_only, Py_ssize_t first,
+              Py_ssize_t n, intp *out)
+{
     const unsigned char *data = t->data, *valid = t->valid, *data_end = t->data + t->data_len;
     Py_ssize_t bad = -1;
-    int64_t start = width == 4 ? off32[first] : off64[first];
+    int64_t start = offset_at(offsets, width, first);
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t row = first + i;
-        int64_t end = width == 4 ? off32[row + 1] : off64[row + 1];
-        int64_t len = end - start, at_byte = start;
-        if (width == 4) {
-            __builtin_prefetch(off32 + row + PREFETCH_VALUES);
-        }
-        else {
-            __builtin_prefetch(off64 + row + PREFETCH_VALUES);
-        }
+        int64_t end = offset_at(offsets, width, row + 1), len = end - start, at_byte = start;
+        __builtin_prefetch((const char *)offsets + width * (row + PREFETCH_VALUES));
         __builtin_prefetch(data + at_byte + PREFETCH_BYTES);
         start = end;
         if (with_validity && !((valid[row >> 3] >> (row & 7)) & 1)) {
             out[i] = t->missing_code;
             continue;
         }
-        const Slot *slot = lookup_bytes(t, data + at_byte, len, data_end);
+        const Slot *slot = short_only ? lookup_short(t, data + at_byte, len) : lookup_bytes(t, data + at_byte, len, data_end);
         out[i] = code_of(t, slot, i, &bad);
     }
     return bad;
+}
+
+/* The codes of values first .. first + n - 1 (see utf8_encode).  When every label has at most 16 bytes, the
+ * values that start at least 16 bytes before the end of the data (all but the last few: offsets rise) are
+ * looked up by lookup_short, with neither a branch on their length nor a check of the room after them; the
+ * others by lookup_bytes.  Like the loop before it, this trusts the offsets to rise, as Arrow's format
+ * requires (utf8_encode checks the last one): clamping each start to the data cost 3 instructions a value. */
+static inline __attribute__((always_inline)) Py_ssize_t
+encode_run(const Lookup *t, const void *offsets, int width, int with_validity, Py_ssize_t first, Py_ssize_t n,
+           intp *out)
+{
+    Py_ssize_t fast = t->short_labels ? n : 0;
+    while (fast > 0 && offset_at(offsets, width, first + fast - 1) > t->data_len - 16) {
+        fast--;
+    }
+    Py_ssize_t bad = encode_values(t, offsets, width, with_validity, 1, first, fast, out);
+    Py_ssize_t rest = encode_values(t, offsets, width, with_validity, 0, first + fast, n - fast, out + fast);
+    return bad >= 0 ? bad : rest >= 0 ? fast + rest : -1;
 }
 
 /* utf8_encode(offsets, width, first, validity or None, data, label_offsets, label_data, slots, seed,
