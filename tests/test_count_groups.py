@@ -163,8 +163,8 @@ with open(out, "w") as f:
 
 @pytest.fixture(scope="module")
 def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The source tree of :data:`BEFORE`, from the repository's history (skipped without it), with this
-    tree's compiled kernel and build version."""
+    """The source tree of :data:`BEFORE`, from the repository's history (skipped without it), with its own
+    compiled kernel (built here: the kernel's interface has changed since) and this tree's build version."""
     git = shutil.which("git")
     if git is None or subprocess.run([git, "-C", str(REPO), "cat-file", "-e", f"{BEFORE}^{{commit}}"],
                                      capture_output=True).returncode != 0:
@@ -176,11 +176,29 @@ def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
             tar.extractall(out, filter="data")
         else:  # the repository's own archive
             tar.extractall(out)
-    here = REPO / "src" / "pramkit"
-    for built in [*here.rglob("*.so"), *here.rglob("*.pyd"), here / "_build_version.py"]:
-        if built.is_file() and not (out / "src" / "pramkit" / built.relative_to(here)).exists():
-            shutil.copy2(built, out / "src" / "pramkit" / built.relative_to(here))
+    _build_kernel(out / "src", out / "build")
+    version = REPO / "src" / "pramkit" / "_build_version.py"
+    if version.is_file() and not (out / "src" / "pramkit" / version.name).exists():
+        shutil.copy2(version, out / "src" / "pramkit" / version.name)
     return out / "src"
+
+
+def _build_kernel(src: Path, temp: Path) -> None:
+    """Compile ``src``'s own ``pramkit.engine._kernels`` into ``src`` (with the flags setup.py gives)."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+    from setuptools.errors import CompileError, LinkError, PlatformError
+
+    flags = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
+    kernel = Extension("pramkit.engine._kernels", [str(src / "pramkit" / "engine" / "_kernels.c")],
+                       extra_compile_args=flags)
+    cmd = build_ext(Distribution({"ext_modules": [kernel]}))
+    cmd.build_lib, cmd.build_temp = str(src), str(temp)
+    cmd.ensure_finalized()
+    try:
+        cmd.run()
+    except (CompileError, LinkError, PlatformError) as why:  # no compiler here: nothing to compare with
+        pytest.skip(f"the earlier tree's kernel cannot be built here: {why}")
 
 
 def _designs(src: Path, out: Path, *args: str) -> list[Any]:
