@@ -206,7 +206,29 @@ def folding(keys: tuple[str, ...], shape: Sequence[int], joints: list[Joint]) ->
     return order, merged, tuple(names), picks
 
 
-def fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[Joint]) -> np.ndarray | None:
+def outside_reasons(manifest: Manifest | None, missing: str | None) -> str:
+    """What can put released records outside a joint variable's cells, for :func:`fold`'s refusal: the
+    rule breakers a manifest keeps (released as they are), a missing value unless ``missing`` already
+    leaves those records out, and a file released with another manifest.
+
+    Examples
+    --------
+    >>> print(outside_reasons(None, "exclude"))
+    a file not released with this manifest
+    """
+    reasons = []
+    if manifest is not None and manifest.keeps_rule_breakers:
+        reasons.append("rule breakers the design kept and released as they are, which the risk after PRAM does "
+                       "not model yet (the risk without the manifest reads every record as released)")
+    if missing != "exclude":
+        reasons.append("a missing value, released as it is, which the risk after PRAM does not model yet (give "
+                       "missing='exclude', --missing exclude, to leave those records out)")
+    reasons.append("a file not released with this manifest")
+    return ", ".join(reasons[:-1]) + (", or " if len(reasons) > 1 else "") + reasons[-1]
+
+
+def fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[Joint], *,
+         outside: str | None = None) -> np.ndarray | None:
     """The table with each joint variable's keys folded into one axis of its categories; records in
     a combination that is not one of them are refused (the manifest cannot have released them).
 
@@ -218,6 +240,9 @@ def fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[Joint]) -
         The key variables.
     joints : list of Joint
         As :func:`perturbation` returns them.
+    outside : str, optional
+        What can put records outside the cells, said in the refusal (default: :func:`outside_reasons` of no
+        manifest, the missing values not left out).
 
     Returns
     -------
@@ -246,9 +271,7 @@ def fold(table: np.ndarray | None, keys: tuple[str, ...], joints: list[Joint]) -
         j = joints[0]
         raise DataError(f"{float(table.sum() - out.sum()):g} record(s) hold combinations of "
                         f"{[keys[p] for p in j.positions]} that are not categories of the manifest's "
-                        f"{j.name!r} (or of another joint variable): a missing value, released as it is, which "
-                        "the risk after PRAM does not model yet (give missing='exclude', --missing exclude, to "
-                        "leave those records out), or a file not released with this manifest")
+                        f"{j.name!r} (or of another joint variable): {outside or outside_reasons(None, None)}")
     return out
 
 

@@ -54,6 +54,7 @@ from pramkit.risk.folding import (
     folded_cells,
     folded_shape,
     folding,
+    outside_reasons,
     perturbation,
 )
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
@@ -392,7 +393,7 @@ def _file_risk(
                              missing=missing, na_values=na_values, sep=sep, encoding=encoding)
         source, source_sums = source_table.counts.astype(float), source_table.weight_sums
     names = folding(keys, counts.shape, joints)[2]
-    folded = fold(counts, keys, joints)
+    folded = fold(counts, keys, joints, outside=outside_reasons(manifest, missing))
     assert folded is not None
     res = _assess(folded, fold(table.weight_sums, keys, joints), fold(source, keys, joints),
                   fold(source_sums, keys, joints), names, perturbed + tuple(j.name for j in joints), manifest, start,
@@ -546,7 +547,8 @@ def identification_risk(
     w_all = None if weights is None else record_weights(data, weights)
     cell = table.cell_index() if not joints else folded_cells(table.codes[table.included], table.shape, keys, joints)
     counted = table.count(weights=w_all)
-    counts, sums = fold(counted.counts.astype(float), keys, joints), fold(counted.weight_sums, keys, joints)
+    counts = fold(counted.counts.astype(float), keys, joints, outside=outside_reasons(manifest, missing))
+    sums = fold(counted.weight_sums, keys, joints)
     assert counts is not None
     source = source_sums = None
     if original is not None:
