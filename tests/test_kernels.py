@@ -27,6 +27,25 @@ TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]
 
 
+@pytest.fixture(params=["estimate", "multiply"])
+def diagonal_path(request: pytest.FixtureRequest):
+    """Each loop of the form (8) draw in turn (both run on every processor), the module's choice restored."""
+    before = _kernels._diagonal_path(request.param)
+    yield request.param
+    _kernels._diagonal_path(before)
+
+
+def diagonal_tables(keep: np.ndarray, weight: np.ndarray, bits: int) -> tuple[np.ndarray, ...]:
+    """draw_diagonal's tables for integer uniforms of ``bits`` bits: K (2^bits for code -1), W (0 for it),
+    1 / W and the exact reciprocals of W."""
+    tables = (np.append(1 << bits, keep).astype(np.int64), np.append(0, weight).astype(np.int64))
+    inv = np.zeros(tables[1].size)
+    np.divide(1.0, tables[1], out=inv, where=tables[1] > 0)
+    magic, magic_shift = np.empty(inv.size, dtype=np.uint64), np.empty(inv.size, dtype=np.int64)
+    _kernels.exact_reciprocals(tables[1], bits, magic, magic_shift)
+    return (*tables, inv, magic, magic_shift)
+
+
 # ---------------------------------------------------------------------------------------------- oracles
 
 
@@ -154,7 +173,7 @@ def form8_inputs(s: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @pytest.mark.parametrize("s", [1, 2, 3, 7, 50, 1000])
-def test_diagonal_matches_form8_reference(s):
+def test_diagonal_matches_form8_reference(s, diagonal_path):
     """DiagonalSampler's compiled draw releases exactly the codes of the plain-Python integer reference."""
     q, codes, words = form8_inputs(s, seed=s)
     sampler = DiagonalSampler(q)
@@ -246,7 +265,10 @@ def test_philox_state_and_words_are_checked():
         sampler.kernel(codes, np.zeros(3, dtype=np.uint64), 7, out, -1)
     with pytest.raises(ValueError, match="62 bits"):
         _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
-                               sampler._inv_weight, out, -1, 1)
+                               sampler._inv_weight, sampler._magic, sampler._magic_shift, out, -1, 1)
+    with pytest.raises(ValueError, match="magic"):
+        _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
+                               sampler._inv_weight, sampler._magic[:-1], sampler._magic_shift, out, -1, SHIFT)
 
 
 def test_diagonal_extra_units_go_to_the_last_other_category():
@@ -273,6 +295,70 @@ def test_diagonal_never_moves_q_one():
         out = np.empty_like(codes)
         DiagonalSampler(q).draw(codes, words, out)
         assert (out == k).all()
+
+
+BIGGEST = (1 << 63) - 1  # the largest weight an int64 holds
+
+
+@settings(max_examples=300, deadline=None)
+@given(bits=st.integers(1, 62), data=st.data())
+def test_exact_reciprocals_give_every_quotient(bits, data):
+    """floor(r m / 2^l) is floor(r / W), in Python integers, for divisors of every size (1, powers of two and
+    their neighbours, 2^bits - 1 and beyond, the largest int64) and numerators at the ends of [0, 2^bits) and
+    around multiples of W, where a reciprocal one unit too small or too large would first go wrong."""
+    top = (1 << bits) - 1
+    powers = st.integers(0, 62).map(lambda e: 1 << e).flatmap(lambda p: st.sampled_from([p, p + 1, max(1, p - 1)]))
+    d = data.draw(st.one_of(st.sampled_from([1, 2, 3, max(1, top), top + 1, top + 2, BIGGEST]),
+                            st.integers(1, BIGGEST), powers))
+    magic, magic_shift = np.empty(1, dtype=np.uint64), np.empty(1, dtype=np.int64)
+    _kernels.exact_reciprocals(np.array([d], dtype=np.int64), bits, magic, magic_shift)
+    m, l = int(magic[0]), int(magic_shift[0])
+    assert m <= 1 << (bits + 1) and l <= bits + 63
+    q_top = top // d
+    around = [q * d + e for q in (1, 2, q_top - 1, q_top, data.draw(st.integers(0, q_top)))
+              for e in (-1, 0, 1)]
+    for r in [0, 1, top, top - 1, *around, data.draw(st.integers(0, top))]:
+        if 0 <= r <= top:
+            assert (r * m) >> l == r // d, (r, d)
+
+
+def test_exact_reciprocals_of_zero_and_refusals():
+    magic, magic_shift = np.empty(3, dtype=np.uint64), np.empty(3, dtype=np.int64)
+    _kernels.exact_reciprocals(np.array([0, 1, 7], dtype=np.int64), 62, magic, magic_shift)
+    assert magic.tolist()[0] == 0 and magic_shift.tolist()[0] == 0      # a row that moves nothing
+    assert magic.tolist()[1:] == [1 << 62, -(-(1 << 65) // 7)] and magic_shift.tolist()[1:] == [62, 65]
+    with pytest.raises(ValueError, match="bits must be 1 to 62"):
+        _kernels.exact_reciprocals(np.array([1], dtype=np.int64), 63, magic[:1], magic_shift[:1])
+    with pytest.raises(ValueError, match="weight 1 is negative"):
+        _kernels.exact_reciprocals(np.array([1, -4, 2], dtype=np.int64), 62, magic, magic_shift)
+    with pytest.raises(ValueError, match="magic"):
+        _kernels.exact_reciprocals(np.array([1, 2], dtype=np.int64), 62, magic, magic_shift)
+    with pytest.raises(ValueError, match="no form \\(8\\) loop"):
+        _kernels._diagonal_path("fused")
+
+
+def test_both_form8_loops_release_the_same_stream():
+    """A million keyed draws of 10 000 categories (every path through the cap and the skip of k): the loop
+    that estimates each quotient in doubles and the one that multiplies by its exact reciprocal agree."""
+    rng = np.random.default_rng(11)
+    s = 10_000
+    q = rng.uniform(0.0, 1.0, s)
+    q[:3] = [0.0, 1.0, np.nextafter(1.0, 0.0)]
+    sampler = DiagonalSampler(q)
+    codes = rng.integers(-1, s, 1_000_000).astype(np.intp)
+    released = {}
+    before = _kernels._diagonal_path()
+    try:
+        for name in ("estimate", "multiply"):
+            _kernels._diagonal_path(name)
+            out = np.empty_like(codes)
+            gen = np.random.Generator(np.random.Philox(key=5))
+            counts = release(sampler, codes, gen, out)
+            released[name] = (out, counts)
+    finally:
+        _kernels._diagonal_path(before)
+    assert np.array_equal(released["estimate"][0], released["multiply"][0])
+    assert released["estimate"][1] == released["multiply"][1]
 
 
 def random_matrix(s: int, rng: np.random.Generator, zero_share: float = 0.3) -> np.ndarray:
@@ -338,7 +424,7 @@ def brute_force_law(draw, s: int, bits: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("s, bits", [(1, 6), (2, 6), (3, 8), (5, 12), (9, 12)])
-def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits):
+def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits, diagonal_path):
     """Enumerating every integer uniform of a small resolution through the compiled form (8) draw counts
     exactly the units of pramkit.privacy.law.form8_units (extra units on the last other category)."""
     rng = np.random.default_rng(s)
@@ -349,12 +435,10 @@ def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits):
     w = (1.0 - q) / max(s - 1, 1) if s > 1 else np.zeros(1)
     keep, weight, extra = form8_units(q, w, bits)
     d = 1 << bits
-    tables = (np.append(d, keep).astype(np.int64), np.append(0, weight).astype(np.int64))
-    inv = np.zeros(s + 1)
-    np.divide(1.0, tables[1], out=inv, where=tables[1] > 0)
+    tables = diagonal_tables(keep, weight, bits)
 
     def draw(codes, words, out, shift):
-        _kernels.draw_diagonal(codes, words, 0, tables[0], tables[1], inv, out, -1, shift)
+        _kernels.draw_diagonal(codes, words, 0, *tables, out, -1, shift)
 
     want = np.repeat(weight[:, None], s, axis=1)
     want[np.arange(s), np.arange(s)] = keep
@@ -367,18 +451,16 @@ def test_every_word_of_a_small_resolution_gives_the_form8_units(s, bits):
 
 
 @pytest.mark.parametrize("s, bits", [(2, 6), (3, 8), (5, 12), (7, 12)])
-def test_uniform_rows_are_drawn_identically(s, bits):
+def test_uniform_rows_are_drawn_identically(s, bits, diagonal_path):
     """A uniform matrix (the classes of a k-anonymity design) is drawn with the same units in every row:
     enumerating every integer uniform through the compiled form (8) draw gives identical rows, so the
     realised law's epsilon is exactly 0 (not the 1e-16 of a leftover unit placed row by row)."""
     q = np.full(s, 1.0 / s)
     keep, weight, _ = form8_units(q, q.copy(), bits)
-    tables = (np.append(1 << bits, keep).astype(np.int64), np.append(0, weight).astype(np.int64))
-    inv = np.zeros(s + 1)
-    np.divide(1.0, tables[1], out=inv, where=tables[1] > 0)
+    tables = diagonal_tables(keep, weight, bits)
 
     def draw(codes, words, out, shift):
-        _kernels.draw_diagonal(codes, words, 0, tables[0], tables[1], inv, out, -1, shift)
+        _kernels.draw_diagonal(codes, words, 0, *tables, out, -1, shift)
 
     law = brute_force_law(draw, s, bits)
     assert (law == law[0]).all() and law[0].sum() == 1 << bits

@@ -1,8 +1,8 @@
 """The Philox words the compiled draws compute themselves (pramkit.engine._kernels, _philox.h), on each of its
-paths -- the vector one (AVX-512, where the processor has it) and the portable one -- against NumPy's own
+paths -- the vector ones (AVX-512 and AVX2, where the processor has them) and the portable one -- against NumPy's own
 generator, ``numpy.random.Philox.random_raw``: the words, and the state left behind (counter, buffer of the last
 block, position in it), from every position in the buffer, across carries out of each counter word, for
-random keys; and a real file released byte for byte the same on either path."""
+random keys; and a real file released byte for byte the same on every path."""
 
 from __future__ import annotations
 
@@ -22,26 +22,31 @@ from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 
 TOP = 2**64 - 1
-PATHS = ["portable", "avx512"]
+PATHS = ["portable", "avx2", "avx512"]
 
 
-def has_avx512() -> bool:
-    """Whether this processor runs the vector path, as the kernel finds it at run time."""
+def has_path(name: str) -> bool:
+    """Whether this processor runs the path ``name``, as the kernel finds it at run time."""
     before = _kernels._philox_path()
     try:
-        _kernels._philox_path("avx512")
+        _kernels._philox_path(name)
     except ValueError:
         return False
     _kernels._philox_path(before)
     return True
 
 
+def paths_here() -> list[str]:
+    """The paths this processor runs."""
+    return [name for name in PATHS if has_path(name)]
+
+
 @pytest.fixture(params=PATHS)
 def path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each path of the kernel in turn (the vector one skipped where the processor lacks it), the path the
+    """Each path of the kernel in turn (a vector one skipped where the processor lacks it), the path the
     module chose restored afterwards."""
-    if request.param == "avx512" and not has_avx512():
-        pytest.skip("the processor lacks AVX-512F")
+    if not has_path(request.param):
+        pytest.skip(f"the processor lacks {request.param.upper()}")
     before = _kernels._philox_path(request.param)
     yield request.param
     _kernels._philox_path(before)
@@ -111,18 +116,21 @@ def test_random_keys_and_counters(key: list[int], counter: list[int], used: int,
     has."""
     before = _kernels._philox_path()
     try:
-        for name in PATHS if has_avx512() else PATHS[:1]:
+        for name in paths_here():
             _kernels._philox_path(name)
             assert_follows_numpy(key, counter, used, n)
     finally:
         _kernels._philox_path(before)
 
 
-def test_the_vector_path_is_chosen_where_the_processor_has_it() -> None:
-    """On a processor with AVX-512F (as NumPy's own detection finds it) the module takes the vector path."""
+def test_the_widest_vector_path_is_chosen_where_the_processor_has_it() -> None:
+    """On a processor with AVX-512F (as NumPy's own detection finds it) the module takes that path, else on one
+    with AVX2 the AVX2 path, else the portable one."""
     features = pytest.importorskip("numpy._core._multiarray_umath").__cpu_features__
-    assert _kernels._philox_path() == ("avx512" if features.get("AVX512F") else "portable")
-    assert has_avx512() == bool(features.get("AVX512F"))
+    want = "avx512" if features.get("AVX512F") else "avx2" if features.get("AVX2") else "portable"
+    assert _kernels._philox_path() == want
+    assert has_path("avx512") == bool(features.get("AVX512F"))
+    assert has_path("avx2") == bool(features.get("AVX2"))
 
 
 def test_an_unknown_path_is_refused() -> None:
@@ -136,12 +144,13 @@ def test_an_unknown_path_is_refused() -> None:
         _kernels._philox_fill(np.zeros(11, dtype=np.uint64), np.empty(3, dtype=np.uint8))
 
 
-def test_a_real_file_is_released_byte_for_byte_alike_on_both_paths(sdc_data: Path, key) -> None:
+def test_a_real_file_is_released_byte_for_byte_alike_on_every_path(sdc_data: Path, key) -> None:
     """EU-SILC (14 827 rows, not a whole number of the draws' chunks of 512; two columns with 2 720 missing
     values) released through form (8) and through alias tables: the same bytes on either path; and a column's
     codes perturbed from row 3 on (inside a Philox block, so every chunk starts inside one): the same codes."""
-    if not has_avx512():
-        pytest.skip("the processor lacks AVX-512F")
+    here = paths_here()
+    if len(here) < 2:
+        pytest.skip("the processor has no vector path")
     data = pd.read_csv(sdc_data / "eusilc_laeken.csv", usecols=["db040", "rb090", "pl030", "pb220a", "hsize"])
     rng = np.random.default_rng(3)
 
@@ -161,15 +170,16 @@ def test_a_real_file_is_released_byte_for_byte_alike_on_both_paths(sdc_data: Pat
     before = _kernels._philox_path()
     released, shifted = {}, {}
     try:
-        for name in PATHS:
+        for name in here:
             _kernels._philox_path(name)
             released[name] = perturb_frame(data, manifest, key=key, threads=1).data.to_csv(index=False).encode()
             shifted[name] = perturb_codes(codes, manifest["pb220a"].matrix, key=key, variable="pb220a", start=3)
     finally:
         _kernels._philox_path(before)
-    assert released["portable"] == released["avx512"]
-    assert shifted["portable"].tolist() == shifted["avx512"].tolist()
-    out = pd.read_csv(io.BytesIO(released["avx512"]))
+    for name in here[1:]:
+        assert released[name] == released["portable"], name
+        assert shifted[name].tolist() == shifted["portable"].tolist(), name
+    out = pd.read_csv(io.BytesIO(released[here[-1]]))
     for c in data.columns:  # missing values kept missing, the others perturbed, not copied
         assert out[c].isna().tolist() == data[c].isna().tolist(), c
         kept = data[c].notna()
