@@ -116,7 +116,7 @@ def uniform_source(generator: np.random.Generator) -> Iterator[tuple[np.ndarray 
     For a Philox generator (every keyed stream, :func:`pramkit.engine.rng.stream`):
     its state as ``uint64[11]`` (counter, key, the last block's four words, how
     many of them were used), from which the draws compute Philox-4x64-10
-    several blocks at a time (in AVX-512 vector registers where the
+    several blocks at a time (in AVX-512 or AVX2 vector registers where the
     processor has them), written back to the generator afterwards as
     NumPy would have left it.  For any other: its bit generator's capsule,
     whose ``next_raw`` the draws call once per value, as
