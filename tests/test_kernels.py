@@ -27,9 +27,29 @@ TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]
 
 
-@pytest.fixture(params=["estimate", "multiply"])
+DIAGONAL_PATHS = ["estimate", "multiply", "avx2"]
+
+
+def diagonal_paths_here() -> list[str]:
+    """The loops of the form (8) draw this processor runs (the first two run on every one)."""
+    here = []
+    before = _kernels._diagonal_path()
+    for name in DIAGONAL_PATHS:
+        try:
+            _kernels._diagonal_path(name)
+        except ValueError:
+            continue
+        here.append(name)
+    _kernels._diagonal_path(before)
+    return here
+
+
+@pytest.fixture(params=DIAGONAL_PATHS)
 def diagonal_path(request: pytest.FixtureRequest):
-    """Each loop of the form (8) draw in turn (both run on every processor), the module's choice restored."""
+    """Each loop of the form (8) draw in turn (AVX2 skipped where the processor lacks it), the module's choice
+    restored."""
+    if request.param not in diagonal_paths_here():
+        pytest.skip(f"the processor lacks {request.param.upper()}")
     before = _kernels._diagonal_path(request.param)
     yield request.param
     _kernels._diagonal_path(before)
@@ -337,28 +357,84 @@ def test_exact_reciprocals_of_zero_and_refusals():
         _kernels._diagonal_path("fused")
 
 
-def test_both_form8_loops_release_the_same_stream():
-    """A million keyed draws of 10 000 categories (every path through the cap and the skip of k): the loop
-    that estimates each quotient in doubles and the one that multiplies by its exact reciprocal agree."""
-    rng = np.random.default_rng(11)
-    s = 10_000
+@pytest.mark.parametrize("s, n", [(10_000, 1_000_000), (3, 4099), (1, 7)])
+def test_every_form8_loop_releases_the_same_stream(s, n):
+    """A million keyed draws of 10 000 categories (every path through the cap and the skip of k), and small
+    ones whose length is not a multiple of the vector loop's four: the loop that estimates each quotient in
+    doubles, the one that multiplies by its exact reciprocal and its AVX2 form agree, counts included."""
+    rng = np.random.default_rng(11 + s)
     q = rng.uniform(0.0, 1.0, s)
-    q[:3] = [0.0, 1.0, np.nextafter(1.0, 0.0)]
+    q[:3] = [0.0, 1.0, np.nextafter(1.0, 0.0)][:s]
+    if s == 1:
+        q[0] = 1.0
     sampler = DiagonalSampler(q)
-    codes = rng.integers(-1, s, 1_000_000).astype(np.intp)
+    codes = rng.integers(-1, s, n).astype(np.intp)
     released = {}
     before = _kernels._diagonal_path()
     try:
-        for name in ("estimate", "multiply"):
+        for name in diagonal_paths_here():
             _kernels._diagonal_path(name)
             out = np.empty_like(codes)
             gen = np.random.Generator(np.random.Philox(key=5))
-            counts = release(sampler, codes, gen, out)
+            counts = release(sampler, codes, gen, out, missing_code=min(s - 1, 2))
             released[name] = (out, counts)
     finally:
         _kernels._diagonal_path(before)
-    assert np.array_equal(released["estimate"][0], released["multiply"][0])
-    assert released["estimate"][1] == released["multiply"][1]
+    for name in released:
+        assert np.array_equal(released[name][0], released["estimate"][0]), name
+        assert released[name][1] == released["estimate"][1], name
+
+
+def test_a_real_file_is_released_byte_for_byte_alike_on_every_form8_loop(sdc_data, key):
+    """EU-SILC (14 827 persons: 2 720 missing values in the economic status, the region, the age of the
+    household's members) released through form (8) on each loop the processor runs: the same bytes."""
+    import pandas as pd
+
+    from pramkit.engine.perturb import perturb_frame
+    from pramkit.manifest import Manifest
+
+    data = pd.read_csv(sdc_data / "eusilc_laeken.csv", usecols=["db040", "pl030", "hsize", "age"])
+    rng = np.random.default_rng(4)
+    labels = {c: sorted(data[c].dropna().unique().tolist()) for c in data.columns}
+    manifest = Manifest.of({c: PramMatrix.from_diagonal(rng.uniform(0.5, 0.95, len(v)), v)
+                            for c, v in labels.items()})
+    released = {}
+    before = _kernels._diagonal_path()
+    try:
+        for name in diagonal_paths_here():
+            _kernels._diagonal_path(name)
+            released[name] = perturb_frame(data, manifest, key=key, threads=1).data.to_csv(index=False)
+    finally:
+        _kernels._diagonal_path(before)
+    assert int(data["pl030"].isna().sum()) == 2720
+    assert len(released) >= 2 and len(set(released.values())) == 1
+
+
+def test_codes_outside_the_categories_are_found_on_every_loop(diagonal_path):
+    """A code below -1 or past S - 1, at any place within a vector of four, is written out as it is and its
+    first position reported, on every loop."""
+    sampler = DiagonalSampler(np.array([0.5, 0.7, 0.9]))
+    for where in range(6):
+        codes = np.zeros(9, dtype=np.intp)
+        codes[where] = 3 if where % 2 else -2
+        codes[where + 3] = -7
+        out = np.full(codes.size, -99, dtype=np.intp)
+        first, _, _ = sampler.kernel(codes, np.arange(9, dtype=np.uint64) << np.uint64(58), 0, out, -1)
+        assert first == where
+        assert out[where] == codes[where] and out[where + 3] == -7
+
+
+def test_the_vector_loop_refuses_reciprocals_made_for_other_uniforms():
+    if "avx2" not in diagonal_paths_here():
+        pytest.skip("the processor lacks AVX2")
+    sampler, codes, out = DiagonalSampler(np.array([0.5, 0.5])), np.zeros(3, dtype=np.intp), np.empty(3, np.intp)
+    before = _kernels._diagonal_path("avx2")
+    try:
+        with pytest.raises(ValueError, match="not for 40-bit uniforms"):
+            _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
+                                   sampler._inv_weight, sampler._magic, sampler._magic_shift, out, -1, 24)
+    finally:
+        _kernels._diagonal_path(before)
 
 
 def random_matrix(s: int, rng: np.random.Generator, zero_share: float = 0.3) -> np.ndarray:

@@ -204,7 +204,7 @@ philox_path_py(PyObject *self, PyObject *args)
 typedef struct {
     const int64_t *keep, *weight, *cells, *magic_shift;
     const double *inv_weight;
-    const uint64_t *magic;
+    const uint64_t *magic, *rows; /* rows: draw_diagonal's row records for diagonal_chunk_avx2 */
     Py_ssize_t s;
     intp missing_code;
     int shift, bits;
@@ -285,22 +285,121 @@ diagonal_chunk_exact(const intp *restrict codes, const uint64_t *restrict w, con
     return (int)bad;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#define DIAGONAL_HAVE_AVX2 1
+#include <immintrin.h>
+#define DIAGONAL_AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
+
+/* The high halves of the 64 x 64 -> 128-bit products of each lane of a and b, from four 32 x 32-bit products
+ * (as philox_mulhilo4, with both factors varying). */
+DIAGONAL_AVX2_INLINE __m256i
+diagonal_mulhi4(__m256i a, __m256i b)
+{
+    const __m256i low32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    __m256i a_hi = _mm256_srli_epi64(a, 32), b_hi = _mm256_srli_epi64(b, 32);
+    __m256i ll = _mm256_mul_epu32(a, b), lh = _mm256_mul_epu32(a, b_hi);
+    __m256i hl = _mm256_mul_epu32(a_hi, b), hh = _mm256_mul_epu32(a_hi, b_hi);
+    __m256i t = _mm256_add_epi64(hl, _mm256_srli_epi64(ll, 32));
+    __m256i w = _mm256_add_epi64(lh, _mm256_and_si256(t, low32));
+    return _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(t, 32)), _mm256_srli_epi64(w, 32));
+}
+
+/* Form (8) on n values as diagonal_chunk_exact, four values to a register.  rows holds a record of four words
+ * per table entry (entry 0 for code -1): K_k, m_k, l_k and a word of padding, so that four values' entries are
+ * four loads and a transpose; t = floor(r / W_k) is the high half of (r 2^shift) m_k shifted right by l_k,
+ * which is (r m_k) >> (64 - shift + l_k), exact_reciprocals' quotient.  The last n mod 4 values go through
+ * diagonal_chunk_exact.  Signed comparisons serve: codes outside -1..S-1 are caught by comparing k + 1
+ * as unsigned, every other operand is below 2^63. */
+__attribute__((target("avx2"))) static int
+diagonal_chunk_avx2(const intp *restrict codes, const uint64_t *restrict w, const uint64_t *restrict rows,
+                    const Tables *t, intp *restrict out, Py_ssize_t n, Py_ssize_t *restrict counts)
+{
+    const __m256i one = _mm256_set1_epi64x(1), ones = _mm256_set1_epi64x(-1);
+    const __m256i flip = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    const __m256i top = _mm256_xor_si256(_mm256_set1_epi64x((long long)t->s), flip);
+    const __m256i cap = _mm256_set1_epi64x((long long)(t->s - 2));
+    const __m256i missing_code = _mm256_set1_epi64x((long long)t->missing_code);
+    const __m128i shift = _mm_cvtsi32_si128(t->shift);
+    __m256i missing = _mm256_setzero_si256(), same = _mm256_setzero_si256(), bad = _mm256_setzero_si256();
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i code = _mm256_loadu_si256((const __m256i *)(codes + i));
+        __m256i at = _mm256_add_epi64(code, one);
+        __m256i outside = _mm256_cmpgt_epi64(_mm256_xor_si256(at, flip), top);
+        bad = _mm256_or_si256(bad, outside);
+        at = _mm256_andnot_si256(outside, at);
+        __m256i k = _mm256_or_si256(code, outside); /* -1 where outside */
+        uint64_t e[4];
+        _mm256_storeu_si256((__m256i *)e, at);
+        __m256i r0 = _mm256_loadu_si256((const __m256i *)(rows + 4 * e[0]));
+        __m256i r1 = _mm256_loadu_si256((const __m256i *)(rows + 4 * e[1]));
+        __m256i r2 = _mm256_loadu_si256((const __m256i *)(rows + 4 * e[2]));
+        __m256i r3 = _mm256_loadu_si256((const __m256i *)(rows + 4 * e[3]));
+        __m256i a = _mm256_unpacklo_epi64(r0, r1), b = _mm256_unpacklo_epi64(r2, r3); /* K and l of 0, 1 | 2, 3 */
+        __m256i c = _mm256_unpackhi_epi64(r0, r1), d = _mm256_unpackhi_epi64(r2, r3); /* m and padding */
+        __m256i kk = _mm256_permute2x128_si256(a, b, 0x20);
+        __m256i ell = _mm256_permute2x128_si256(a, b, 0x31);
+        __m256i magic = _mm256_permute2x128_si256(c, d, 0x20);
+        __m256i x = _mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(w + i)), shift);
+        __m256i kept = _mm256_cmpgt_epi64(kk, x);
+        __m256i r = _mm256_andnot_si256(kept, _mm256_sub_epi64(x, kk));
+        __m256i q = _mm256_srlv_epi64(diagonal_mulhi4(_mm256_sll_epi64(r, shift), magic), ell);
+        q = _mm256_blendv_epi8(q, cap, _mm256_cmpgt_epi64(q, cap));
+        q = _mm256_sub_epi64(q, _mm256_xor_si256(_mm256_cmpgt_epi64(k, q), ones)); /* + [q >= k] */
+        __m256i released = _mm256_blendv_epi8(q, k, kept);
+        missing = _mm256_sub_epi64(missing, _mm256_cmpeq_epi64(k, missing_code));
+        same = _mm256_sub_epi64(same, _mm256_cmpeq_epi64(released, k));
+        _mm256_storeu_si256((__m256i *)(out + i), _mm256_blendv_epi8(released, code, outside));
+    }
+    uint64_t m[4], u[4], o[4];
+    _mm256_storeu_si256((__m256i *)m, missing);
+    _mm256_storeu_si256((__m256i *)u, same);
+    _mm256_storeu_si256((__m256i *)o, bad);
+    counts[0] += (Py_ssize_t)(m[0] + m[1] + m[2] + m[3]);
+    counts[1] += i - (Py_ssize_t)(u[0] + u[1] + u[2] + u[3]);
+    int outside_any = (o[0] | o[1] | o[2] | o[3]) != 0;
+    if (i < n) {
+        outside_any |= diagonal_chunk_exact(codes + i, w + i, t->keep, t->magic, t->magic_shift, out + i, n - i,
+                                            t->s, t->missing_code, t->shift, counts);
+    }
+    return outside_any;
+}
+#endif
+
 /* Which loop the form (8) draw runs: diagonal_chunk, whose quotient is a double estimate corrected in
- * integers (vectorised where the processor has AVX-512), or diagonal_chunk_exact, whose quotient is exact
- * by a multiply.  Both release the same codes (each computes floor(r / W_k)); the faster one on this
- * processor is chosen when the module loads, and tests run both (_diagonal_path). */
-enum { DIAGONAL_ESTIMATE = 0, DIAGONAL_MULTIPLY = 1 };
+ * integers (vectorised where the processor has AVX-512), diagonal_chunk_exact, whose quotient is exact by a
+ * multiply, or diagonal_chunk_avx2, the same in AVX2 registers.  All release the same codes (each computes
+ * floor(r / W_k)); the fastest on this processor is chosen when the module loads, and tests run each
+ * (_diagonal_path). */
+enum { DIAGONAL_ESTIMATE = 0, DIAGONAL_MULTIPLY = 1, DIAGONAL_AVX2 = 2 };
 static int diagonal_path = DIAGONAL_MULTIPLY;
 
 static int
 diagonal_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
+#ifdef DIAGONAL_HAVE_AVX2
+    if (diagonal_path == DIAGONAL_AVX2) {
+        return diagonal_chunk_avx2(codes, w, t->rows, t, out, n, counts);
+    }
+#endif
     if (diagonal_path == DIAGONAL_MULTIPLY) {
         return diagonal_chunk_exact(codes, w, t->keep, t->magic, t->magic_shift, out, n, t->s, t->missing_code,
                                     t->shift, counts);
     }
     return diagonal_chunk(codes, w, t->keep, t->weight, t->inv_weight, out, n, t->s, t->missing_code, t->shift,
                           counts);
+}
+
+/* Whether diagonal_chunk_avx2 runs here. */
+static int
+diagonal_avx2_supported(void)
+{
+#ifdef DIAGONAL_HAVE_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
 }
 
 /* Whether diagonal_chunk runs vectorised here: its x86-64-v4 clone (AVX-512 F, BW, CD, DQ and VL). */
@@ -317,12 +416,13 @@ diagonal_vectorised(void)
 #endif
 }
 
-/* _diagonal_path([name]): the loop of the form (8) draw ("estimate" or "multiply"); with a name, take it from now
- * on and return the one taken before.  For tests and benchmarks: both run on every processor. */
+/* _diagonal_path([name]): the loop of the form (8) draw ("estimate", "multiply" or "avx2"); with a name, take it
+ * from now on and return the one taken before.  For tests and benchmarks: the first two run on every processor,
+ * "avx2" where it has AVX2. */
 static PyObject *
 diagonal_path_py(PyObject *self, PyObject *args)
 {
-    static const char *names[] = {"estimate", "multiply"};
+    static const char *names[] = {"estimate", "multiply", "avx2"};
     const char *name = NULL;
     if (!PyArg_ParseTuple(args, "|s", &name)) {
         return NULL;
@@ -333,6 +433,8 @@ diagonal_path_py(PyObject *self, PyObject *args)
             diagonal_path = DIAGONAL_ESTIMATE;
         } else if (strcmp(name, "multiply") == 0) {
             diagonal_path = DIAGONAL_MULTIPLY;
+        } else if (strcmp(name, "avx2") == 0 && diagonal_avx2_supported()) {
+            diagonal_path = DIAGONAL_AVX2;
         } else {
             PyErr_Format(PyExc_ValueError, "no form (8) loop %s", name);
             return NULL;
@@ -524,6 +626,35 @@ draw(Run run, const Tables *t, Py_buffer *b, int tables, PyObject *words, int ki
     return result;
 }
 
+/* The row records of diagonal_chunk_avx2 for tables t: K_k, m_k, l_k (the shift of exact_reciprocals past the
+ * 64 - shift bits of a uniform) and a word of padding, per entry; NULL with an exception when a shift is not
+ * one exact_reciprocals made for uniforms of 64 - shift bits, or memory runs out. */
+static uint64_t *
+diagonal_rows(const Tables *t)
+{
+    const int64_t bits = 64 - t->shift;
+    for (Py_ssize_t k = 0; k <= t->s; k++) {
+        int64_t l = t->magic_shift[k] - bits;
+        if (t->magic[k] != 0 && (l < 0 || l > 63)) {
+            PyErr_Format(PyExc_ValueError, "draw_diagonal: magic_shift %zd is not for %d-bit uniforms", k,
+                         (int)bits);
+            return NULL;
+        }
+    }
+    uint64_t *rows = PyMem_Malloc(4 * (size_t)(t->s + 1) * sizeof(uint64_t));
+    if (rows == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k <= t->s; k++) {
+        rows[4 * k] = (uint64_t)t->keep[k];
+        rows[4 * k + 1] = t->magic[k];
+        rows[4 * k + 2] = t->magic[k] != 0 ? (uint64_t)(t->magic_shift[k] - bits) : 0;
+        rows[4 * k + 3] = 0;
+    }
+    return rows;
+}
+
 /* draw_diagonal(codes intp[n], words, kind, keep int64[S + 1], weight int64[S + 1], inv_weight
  * double[S + 1], magic uint64[S + 1], magic_shift int64[S + 1], out intp[n], missing_code, shift): form (8)
  * in integers (magic and magic_shift: exact_reciprocals of weight for 64 - shift bits).  With x = word >> shift, a value
@@ -557,7 +688,15 @@ draw_diagonal(PyObject *self, PyObject *args)
     if (!ok && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
     }
-    return draw(diagonal_run, &t, b, 5, words, kind, ok);
+    uint64_t *rows = NULL;
+    if (ok && diagonal_path == DIAGONAL_AVX2) {
+        rows = diagonal_rows(&t);
+        ok = rows != NULL;
+        t.rows = rows;
+    }
+    PyObject *result = draw(diagonal_run, &t, b, 5, words, kind, ok);
+    PyMem_Free(rows);
+    return result;
 }
 
 /* draw_alias(codes, words, kind, keep int64[S], cells int64[S 2^bits], out, missing_code, shift, bits):
@@ -2202,7 +2341,9 @@ PyMODINIT_FUNC
 PyInit__kernels(void)
 {
     philox_path = philox_avx512_supported() ? PHILOX_AVX512 : philox_avx2_supported() ? PHILOX_AVX2 : PHILOX_PORTABLE;
-    diagonal_path = diagonal_vectorised() ? DIAGONAL_ESTIMATE : DIAGONAL_MULTIPLY;
+    diagonal_path = diagonal_vectorised()      ? DIAGONAL_ESTIMATE
+                    : diagonal_avx2_supported() ? DIAGONAL_AVX2
+                                                : DIAGONAL_MULTIPLY;
 #ifdef SSE_PROBE
     for (int len = 0; len <= 16; len++) {
         KEEP16[len][0] = KEEP0[len];
