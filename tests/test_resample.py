@@ -313,13 +313,14 @@ def test_draws_use_streams_of_their_own(census_release) -> None:
     other = Manifest.of({"age": randomized_response(list(CENSUS_VARIABLES["age"]), 2.0)})
     assert resample_key(key, other).material != derived.material
     # the draws are the derived key's: the same file whatever the perturbation's streams would give
-    from pramkit.resample import _encode, _read, sample_posterior
+    from pramkit.resample import _codes, _Release, sample_posterior
 
     res = resample_release(released, m, key=KEY)
-    table, meta = _read(released, ())
-    nodes, codes = _encode(table, m, list(res.public), meta.missing)
+    release = _Release(released, ())
+    (start, table), = release.chunks()
+    codes = _codes(table, res.model.nodes, release.meta.missing, start)
     draws, _ = sample_posterior(res.model, codes, derived)
-    for j, node in enumerate(nodes[: len(m.variables)]):
+    for j, node in enumerate(res.model.nodes[: len(m.variables)]):
         labels = np.array([str(x) for x in node.labels], dtype=object)
         assert (res.data[node.name].astype(str).to_numpy() == labels[draws[:, j]]).all()
 

@@ -47,7 +47,7 @@ import itertools
 import math
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.special import xlogy
 
-from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical, categories_of
+from pramkit.codebook import (
+    MISSING,
+    Codebook,
+    JointCodebook,
+    MissingCodes,
+    canonical,
+    sort_labels,
+    spelling_clash,
+    spelling_error,
+)
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError, PramkitWarning
@@ -439,35 +448,32 @@ def resample_release(
     unchecked = check_release(released, manifest)  # a release of another manifest is refused
     if unchecked:
         warnings.warn(unchecked, PramkitWarning, stacklevel=2)
-    table, meta = _read(released, na_values, sep, encoding)
-    names = list(table.column_names)
-    public_cols, left_out = _public_columns(table, man, names, public, meta.missing)
-    nodes, codes = _encode(table, man, public_cols, meta.missing)
+    release = _Release(released, na_values, sep, encoding)
+    scan = _scan(release, man, public, release.meta.missing)
     rules = _rules(man, forbid)
     release_name = "the frame" if frame else Path(released).name
-    model = fit_tree(nodes, codes, rules)
-    draws, impossible = sample_posterior(model, codes, resample_key(secret, man))
-    new_table, summaries = _decode(table, nodes, codes, draws, meta.missing)
-    broken_before, broken_after = _rule_breakers(rules, table, new_table, nodes, meta.missing)
+    model = fit_tree(scan.nodes, scan.counts, rules)
     guarantee = f"{man.guarantee} {POST_PROCESSING}"
     post = {"method": METHOD, "release": release_name, "model": "tree (Chow-Liu) of maximum-likelihood two-way tables",
-            "public_columns": list(public_cols), "record_epsilon": _epsilon_json(man.record_epsilon),
+            "public_columns": list(scan.public), "record_epsilon": _epsilon_json(man.record_epsilon),
             "guarantee": guarantee}
+    tally = _Tally()
+    tables = _resampled(release, model, resample_key(secret, man), rules, tally)
     result_data = None
     receipt_file = None
     if frame:
-        result_data = _to_frame(released, new_table, nodes)
+        result_data = _to_frame(released, pa.concat_tables(list(tables)), model.nodes)
         from pramkit.engine.receipt import mark_frame
 
         mark_frame(result_data, man, post_processing=post)
     else:
         assert out is not None
-        receipt_file = _write(Path(released), man, manifest, Path(out), new_table, meta, force, inputs, post)
+        receipt_file = _write(Path(released), man, manifest, Path(out), tables, release.meta, force, inputs, post)
     return ResampleResult(
-        rows=table.num_rows, variables=summaries, public=tuple(public_cols), left_out=tuple(left_out),
-        edges=model.edges, rules=0 if rules is None else len(rules.rules),
-        rule_breaking_released=broken_before, rule_breaking_resampled=broken_after, impossible=impossible,
-        record_epsilon=man.record_epsilon, guarantee=guarantee, release=release_name,
+        rows=tally.rows, variables=list(tally.variables.values()), public=tuple(scan.public),
+        left_out=tuple(scan.left_out), edges=model.edges, rules=0 if rules is None else len(rules.rules),
+        rule_breaking_released=tally.broken_before, rule_breaking_resampled=tally.broken_after,
+        impossible=tally.impossible, record_epsilon=man.record_epsilon, guarantee=guarantee, release=release_name,
         key_source=secret.source, key_fingerprint=secret.fingerprint, seconds=time.perf_counter() - t0,
         output=None if out is None else str(out), receipt=receipt_file, data=result_data, model=model,
     )
@@ -503,24 +509,54 @@ class _Meta:
     file: Any = None
 
 
-def _read(released: Any, na_values: Sequence[str], sep: str = CSV_SEP,
-          encoding: str = CSV_ENCODING) -> tuple[pa.Table, _Meta]:
-    """The whole release as one Arrow table (missing codes as they are in the file) and its metadata."""
-    if isinstance(released, pd.DataFrame):
-        if len(released) == 0:
-            raise DataError("the released frame has no rows")
-        from pramkit.engine.perturb import _arrow_column
+class _Release:
+    """The released records chunk by chunk, each with the row of its first record: a file read afresh for
+    each pass (:func:`pramkit.io.iter_batches`, its missing codes as they are), or a frame as one table."""
 
-        columns = [str(c) for c in released.columns]
-        return pa.table([_arrow_column(released[c]) for c in released.columns], names=columns), _Meta(MissingCodes())
-    from pramkit.io import iter_batches
+    def __init__(self, released: Any, na_values: Sequence[str], sep: str = CSV_SEP,
+                 encoding: str = CSV_ENCODING) -> None:
+        self._source = released
+        self._na_values, self._sep, self._encoding = na_values, sep, encoding
+        if isinstance(released, pd.DataFrame):
+            if len(released) == 0:
+                raise DataError("the released frame has no rows")
+            from pramkit.engine.perturb import _arrow_column
 
-    meta, batches = iter_batches(released, na_values=na_values, keep_missing_codes=True, sep=sep, encoding=encoding)
-    tables = list(batches)
-    if not tables or sum(t.num_rows for t in tables) == 0:
-        raise DataError(f"file {str(released)!r} has no data rows")
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    return table.combine_chunks(), _Meta(meta.missing, meta)
+            first = pa.table([_arrow_column(released[c]) for c in released.columns],
+                             names=[str(c) for c in released.columns])
+            self.meta = _Meta(MissingCodes())
+            self._frame: pa.Table | None = first
+            self._pending: Iterator[pa.Table] | None = None
+        else:
+            meta, tables = self._batches()
+            found = next((t for t in tables if t.num_rows), None)
+            if found is None:
+                raise DataError(f"file {str(released)!r} has no data rows")
+            first = found
+            self.meta = _Meta(meta.missing, meta)
+            self._frame = None
+            self._pending = itertools.chain([first], tables)  # the first pass goes on from the chunk read
+        #: The columns of the release.
+        self.columns = list(first.column_names)
+
+    def _batches(self) -> tuple[Any, Iterator[pa.Table]]:
+        from pramkit.io import iter_batches
+
+        return iter_batches(self._source, keep_missing_codes=True, na_values=self._na_values, sep=self._sep,
+                            encoding=self._encoding)
+
+    def chunks(self) -> Iterator[tuple[int, pa.Table]]:
+        """Each chunk (its columns one array each) and the row of its first record in the release."""
+        tables, self._pending = self._pending, None
+        if self._frame is not None:
+            tables = iter([self._frame])
+        elif tables is None:
+            tables = self._batches()[1]
+        start = 0
+        for table in tables:
+            if table.num_rows:
+                yield start, table.combine_chunks()
+                start += table.num_rows
 
 
 def _blanked(table: pa.Table, column: str, missing: MissingCodes) -> tuple[pa.Array, np.ndarray | None]:
@@ -532,9 +568,9 @@ def _blanked(table: pa.Table, column: str, missing: MissingCodes) -> tuple[pa.Ar
     return pc.if_else(pa.array(marks), pa.scalar(None, values.type), values), marks
 
 
-def _public_columns(table: pa.Table, man: Manifest, names: list[str], public: Sequence[str] | str | None,
-                    missing: MissingCodes) -> tuple[list[str], list[str]]:
-    """The public columns the model reads, and the unperturbed columns it leaves out."""
+def _public_names(man: Manifest, names: list[str], public: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
+    """The columns that may be public (every one given, or each unperturbed column by default) and the
+    unperturbed columns left out whatever their values."""
     perturbed = set(man.columns)
     units = {v.unit for v in man.variables if v.unit}
     from pramkit.io import require_columns
@@ -542,12 +578,7 @@ def _public_columns(table: pa.Table, man: Manifest, names: list[str], public: Se
     require_columns(man.read_columns, names, "the release")
     candidates = [c for c in names if c not in perturbed and c not in units]
     if public is None:
-        chosen: list[str] = []
-        left: list[str] = []
-        for c in candidates:
-            values, _ = _blanked(table, c, missing)
-            (chosen if len(pc.unique(values.drop_null())) <= MAX_PUBLIC_LEVELS else left).append(c)
-        return chosen, left
+        return candidates, []
     wanted = [c.strip() for c in public.split(",") if c.strip()] if isinstance(public, str) else list(public)
     require_columns(wanted, names, "the release")
     both = [c for c in wanted if c in perturbed]
@@ -559,31 +590,152 @@ def _public_columns(table: pa.Table, man: Manifest, names: list[str], public: Se
     return wanted, [c for c in candidates if c not in wanted]
 
 
-def _encode(table: pa.Table, man: Manifest, public: list[str],
-            missing: MissingCodes) -> tuple[list[Node], np.ndarray]:
-    """The nodes and every record's released state of each (``n x nodes``; the last state of a node:
-    released as it is)."""
-    nodes: list[Node] = []
-    codes = np.empty((table.num_rows, len(man.variables) + len(public)), dtype=np.intp)
-    for j, v in enumerate(man.variables):
-        cats = list(v.release_matrix.categories)
-        cols = [_blanked(table, c, missing)[0] for c in v.read_columns]
-        if v.is_joint:
-            code, _outside = v.joint_codebook().encode_cells(cols)  # its cells, over the unpaired values too
+class _Values:
+    """An unperturbed column's distinct values met so far, in the order met, with the row each was first
+    met in: its categories at the end of the first pass, and meanwhile codes by the order met (``0``:
+    missing, ``i + 1``: the ``i``-th value met).  A NaN is missing, as for :func:`categories_of`.
+
+    ``limit``: the most distinct values (NaN counted, as :func:`pyarrow.compute.unique` counts it) before
+    the column is left out (:attr:`over`; ``None``: no limit)."""
+
+    def __init__(self, name: str, limit: int | None) -> None:
+        self.name = name
+        self.limit = limit
+        self.known: pa.Array | None = None
+        self.rows: list[int] = []
+        self.nan = False
+        self.over = False
+
+    @property
+    def size(self) -> int:
+        """The states met so far: missing and each value."""
+        return 1 + (0 if self.known is None else len(self.known))
+
+    def codes(self, values: pa.Array, start: int) -> np.ndarray:
+        """The codes of a chunk's values (missing codes blanked) whose first row is ``start``."""
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        if pa.types.is_floating(values.type):
+            nan = pc.is_nan(values)
+            if pc.any(nan).as_py():
+                self.nan = True
+                values = pc.if_else(nan, pa.scalar(None, values.type), values)
+        known = pa.array([], values.type) if self.known is None else self.known
+        index = pc.index_in(values, value_set=known)
+        new = pc.and_(index.is_null(), values.is_valid())
+        if pc.any(new).as_py():
+            fresh = values.filter(new)
+            distinct = pc.unique(fresh)
+            _, first = np.unique(pc.index_in(fresh, value_set=distinct).to_numpy(), return_index=True)
+            self.rows += (np.flatnonzero(new.to_numpy(zero_copy_only=False))[first] + start + 1).tolist()
+            known = pa.concat_arrays([known, distinct])
+            index = pc.index_in(values, value_set=known)
+        self.known = known
+        if self.limit is not None and len(known) + self.nan > self.limit:
+            self.over, self.known, self.rows = True, None, []
+        return pc.fill_null(index, -1).to_numpy(zero_copy_only=False).astype(np.intp) + 1
+
+    def categories(self) -> list[Label]:
+        """The column's categories (as :func:`categories_of` finds them in the whole column).
+
+        Raises
+        ------
+        DataError
+            Two values are one value spelled two ways (their first rows named).
+        """
+        distinct = [] if self.known is None else self.known.to_pylist()
+        clash = spelling_clash(distinct)
+        if clash is not None:
+            rows = tuple(self.rows[distinct.index(label)] for label in clash[:2])
+            raise spelling_error(self.name, clash, (rows[0], rows[1]))
+        return sort_labels(distinct)
+
+    def states(self, categories: list[Label]) -> np.ndarray:
+        """Each code's state among ``categories`` (missing: the state *released as it is*)."""
+        known = pa.array([], pa.null()) if self.known is None else self.known
+        code = Codebook(categories, column=self.name).encode(known)
+        return np.concatenate([[len(categories)], np.where(code == MISSING, len(categories), code)]).astype(np.intp)
+
+
+def _variable_codes(v: PerturbedVariable, table: pa.Table, missing: MissingCodes, start: int) -> np.ndarray:
+    """A perturbed variable's released state of each record of a chunk whose first row is ``start`` (its
+    last state: released as it is)."""
+    cats = list(v.release_matrix.categories)
+    cols = [_blanked(table, c, missing)[0] for c in v.read_columns]
+    if v.is_joint:
+        code, _outside = v.joint_codebook().encode_cells(cols, first_row=start)  # its cells, over the unpaired values too
+    else:
+        code = Codebook(cats, column=v.name, missing=v.missing).encode(cols[0], first_row=start)
+    return np.where(code == MISSING, len(cats), code)
+
+
+def _codes(table: pa.Table, nodes: list[Node], missing: MissingCodes, start: int) -> np.ndarray:
+    """Every record's released state of each node (``n x nodes``; the last state of a node: released as it
+    is) in a chunk whose first row is ``start``."""
+    codes = np.empty((table.num_rows, len(nodes)), dtype=np.intp)
+    for j, node in enumerate(nodes):
+        if node.variable is not None:
+            codes[:, j] = _variable_codes(node.variable, table, missing, start)
         else:
-            code = Codebook(cats, column=v.name, missing=v.missing).encode(cols[0])
-        codes[:, j] = np.where(code == MISSING, len(cats), code)
-        nodes.append(Node(v.name, v.read_columns, cats, v.release_matrix.matrix, v))
-    for k, c in enumerate(public, len(man.variables)):
-        values, _ = _blanked(table, c, missing)
-        cats = categories_of(values, column=c)
+            code = Codebook(node.labels, column=node.name).encode(_blanked(table, node.name, missing)[0])
+            codes[:, j] = np.where(code == MISSING, len(node.labels), code)
+    return codes
+
+
+@dataclass
+class _Scan:
+    """What the first pass found: the nodes, the counts the model is fitted to, and the unperturbed columns."""
+
+    nodes: list[Node]
+    counts: ReleasedCounts
+    public: list[str]
+    left_out: list[str]
+
+
+def _scan(release: _Release, man: Manifest, public: Sequence[str] | str | None, missing: MissingCodes) -> _Scan:
+    """The first pass: every record's released states counted (each chunk's public values coded in the
+    order met, renumbered at the end), the values checked, the public columns chosen.
+
+    Errors are those of the whole release at once: a perturbed variable's first value that is not a
+    category (the first variable's that has one), then a public column's values."""
+    maybe, left = _public_names(man, release.columns, public)
+    tracked = [_Values(c, MAX_PUBLIC_LEVELS if public is None else None) for c in maybe]
+    p = len(man.variables)
+    counts = ReleasedCounts([len(v.release_matrix.categories) + 1 for v in man.variables] + [1] * len(tracked))
+    failed: dict[int, DataError] = {}
+    for start, table in release.chunks():
+        codes = np.zeros((table.num_rows, p + len(tracked)), dtype=np.intp)
+        for j, v in enumerate(man.variables[:min(failed, default=p)]):
+            try:
+                codes[:, j] = _variable_codes(v, table, missing, start)
+            except DataError as exc:
+                failed[j] = exc
+        if failed:
+            continue
+        for k, values in enumerate(tracked, p):
+            if not values.over:
+                codes[:, k] = values.codes(_blanked(table, values.name, missing)[0], start)
+            if values.over or values.size > MAX_NODE_CELLS + 1:
+                counts.drop(k)
+            else:
+                counts.resize(k, values.size)
+        counts.add(codes, start)
+    if failed:
+        raise failed[min(failed)]
+    nodes = [Node(v.name, v.read_columns, list(v.release_matrix.categories), v.release_matrix.matrix, v)
+             for v in man.variables]
+    states = [np.arange(n.size) for n in nodes]
+    chosen = [values for values in tracked if not values.over]
+    for values in chosen:
+        cats = values.categories()
         if len(cats) > MAX_NODE_CELLS:
-            raise ParameterError(f"public column {c!r} has {len(cats):,} values; the model reads at most "
+            raise ParameterError(f"public column {values.name!r} has {len(cats):,} values; the model reads at most "
                                  f"{MAX_NODE_CELLS:,}: leave it out of the public columns")
-        code = Codebook(cats, column=c).encode(values)
-        codes[:, k] = np.where(code == MISSING, len(cats), code)
-        nodes.append(Node(c, (c,), cats, None))
-    return nodes, codes
+        nodes.append(Node(values.name, (values.name,), cats, None))
+        states.append(values.states(cats))
+    keep = list(range(p)) + [k for k, values in enumerate(tracked, p) if not values.over]
+    left_out = [v.name for v in tracked if v.over] if public is None else left
+    return _Scan(nodes, counts.renumbered(keep, states), [v.name for v in chosen], left_out)
 
 
 def _rules(man: Manifest, forbid: Any) -> Rules | None:
@@ -604,6 +756,111 @@ def _rules(man: Manifest, forbid: Any) -> Rules | None:
 
 
 # ---------------------------------------------------------------------------------------------- the model
+
+
+class ReleasedCounts:
+    """The counts of released states the tree model is fitted to (:func:`fit_tree`): each node's, and each
+    pair's among the records of even and of odd rows (the two folds of the shrinkage's cross-validation).
+
+    They are added chunk by chunk (:meth:`add`, each chunk with the row of its first record), so that a
+    file is fitted without holding it; a node's number of states may grow between chunks (:meth:`resize`).
+    A pair of more than :data:`MAX_PAIR_CELLS` cells is not counted (:func:`fit_tree` refuses it).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Each node's number of states so far.
+
+    Examples
+    --------
+    Two chunks of one release of two nodes; the second node's third state is met in the second chunk:
+
+    >>> counts = ReleasedCounts([2, 2])
+    >>> counts.add(np.array([[0, 1], [1, 1], [0, 0]]), start=0)
+    >>> counts.resize(1, 3)
+    >>> counts.add(np.array([[1, 2]]), start=3)
+    >>> counts.margin(0).tolist(), counts.pair(0, 1).tolist()
+    ([2, 2], [[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    >>> counts.pair(0, 1, fold=1).tolist()  # rows 1 and 3
+    [[0.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+    >>> counts.pair(0, 1).tolist() == ReleasedCounts.of(np.array([[0, 1], [1, 1], [0, 0], [1, 2]]), [2, 3]).pair(0, 1).tolist()
+    True
+    """
+
+    def __init__(self, sizes: Sequence[int]) -> None:
+        self.sizes = list(sizes)
+        self._margins = [np.zeros(s, dtype=np.int64) for s in self.sizes]
+        self._folds: dict[tuple[int, int], np.ndarray] = {}
+        self._dropped: set[int] = set()
+        for a, b in itertools.combinations(range(len(self.sizes)), 2):
+            self._open(a, b)
+
+    @classmethod
+    def of(cls, codes: np.ndarray, sizes: Sequence[int]) -> ReleasedCounts:
+        """The counts of every record's released states (``n x nodes``) held at once."""
+        out = cls(sizes)
+        out.add(codes, start=0)
+        return out
+
+    def _open(self, a: int, b: int) -> None:
+        """Start counting the pair, or stop when it has more cells than any table the model reads."""
+        cells = self.sizes[a] * self.sizes[b]
+        if a in self._dropped or b in self._dropped or cells > MAX_PAIR_CELLS:
+            self._folds.pop((a, b), None)
+            return
+        old = self._folds.get((a, b))
+        new = np.zeros((2, self.sizes[a], self.sizes[b]), dtype=np.int64)
+        if old is not None:
+            new[:, :old.shape[1], :old.shape[2]] = old
+        self._folds[(a, b)] = new
+
+    def resize(self, k: int, size: int) -> None:
+        """Node ``k`` has ``size`` states from now on (no fewer than before); its counts so far are kept."""
+        if size == self.sizes[k] or k in self._dropped:
+            return
+        self.sizes[k] = size
+        self._margins[k] = np.concatenate([self._margins[k], np.zeros(size - len(self._margins[k]), np.int64)])
+        for other in range(len(self.sizes)):
+            if other != k and (min(k, other), max(k, other)) in self._folds:
+                self._open(min(k, other), max(k, other))
+
+    def drop(self, k: int) -> None:
+        """Stop counting node ``k`` (a column that will not be a node)."""
+        self._dropped.add(k)
+        for pair in [p for p in self._folds if k in p]:
+            del self._folds[pair]
+
+    def add(self, codes: np.ndarray, start: int) -> None:
+        """Count a chunk's released states (``n x nodes``, each below its node's size), its first record being
+        row ``start`` of the release."""
+        parity = (np.arange(start, start + len(codes)) & 1).astype(np.intp)
+        for k, size in enumerate(self.sizes):
+            if k not in self._dropped:
+                self._margins[k] += np.bincount(codes[:, k], minlength=size)
+        for (a, b), folds in self._folds.items():
+            flat = (parity * self.sizes[a] + codes[:, a]) * self.sizes[b] + codes[:, b]
+            folds += np.bincount(flat, minlength=folds.size).reshape(folds.shape)
+
+    def renumbered(self, keep: Sequence[int], states: Sequence[np.ndarray]) -> ReleasedCounts:
+        """The counts of the nodes ``keep``, each node's codes mapped to the states ``states[i]`` gives them."""
+        out = ReleasedCounts([int(s.max()) + 1 for s in states])
+        for i, (k, s) in enumerate(zip(keep, states)):
+            np.add.at(out._margins[i], s, self._margins[k])
+        for (i, j), folds in out._folds.items():
+            for fold, counted in zip(folds, self._folds[(keep[i], keep[j])]):
+                np.add.at(fold, (states[i][:, None], states[j][None, :]), counted)
+        return out
+
+    def margin(self, k: int) -> np.ndarray:
+        """Node ``k``'s count of each state."""
+        return self._margins[k]
+
+    def pair(self, a: int, b: int, fold: int | None = None) -> np.ndarray:
+        """The two-way table of nodes ``a < b`` (as floats): of every record, or of the even (``fold=0``) or
+        odd (``fold=1``) rows."""
+        folds = self._folds[(a, b)]
+        return (folds[0] + folds[1] if fold is None else folds[fold]).astype(float)
+
 
 
 def _rule_nodes(rules: Rules, nodes: list[Node]) -> list[tuple[int, ...]]:
@@ -663,7 +920,7 @@ def _forbidden(rules: Rules | None, nodes: Sequence[Node]) -> np.ndarray | None:
     return out if out.any() else None
 
 
-def _pair_table(nodes: list[Node], a: int, b: int, codes: np.ndarray, zeros: np.ndarray | None) -> np.ndarray:
+def _pair_table(nodes: list[Node], a: int, b: int, counts: ReleasedCounts, zeros: np.ndarray | None) -> np.ndarray:
     """The estimated original two-way table of nodes a and b (proportions).
 
     The maximum-likelihood table (EM, :func:`pramkit.estimate.mle_estimate`) shrunk towards the
@@ -676,12 +933,7 @@ def _pair_table(nodes: list[Node], a: int, b: int, codes: np.ndarray, zeros: np.
     if na.size * nb.size > MAX_PAIR_CELLS:
         raise ParameterError(f"the two-way table of {na.name} and {nb.name} has {na.size * nb.size:,} cells, more "
                              f"than {MAX_PAIR_CELLS:,}; leave a many-valued public column out")
-
-    def counts(rows: slice) -> np.ndarray:
-        flat = codes[rows, a] * nb.size + codes[rows, b]
-        return np.bincount(flat, minlength=na.size * nb.size).reshape(na.size, nb.size).astype(float)
-
-    u = counts(slice(None))
+    u = counts.pair(a, b)
     if not (na.perturbed or nb.perturbed):
         return u / u.sum()
     # a state *released as it is* that no record holds is left out: its estimate is 0, a boundary EM nears slowly
@@ -693,8 +945,8 @@ def _pair_table(nodes: list[Node], a: int, b: int, codes: np.ndarray, zeros: np.
     fitted = _fit(u[sub], mats, z)
     weights = np.linspace(0.0, 1.0, 21)
     score = np.zeros(weights.size)
-    for fit_rows, test_rows in ((slice(0, None, 2), slice(1, None, 2)), (slice(1, None, 2), slice(0, None, 2))):
-        train, test = counts(fit_rows)[sub], counts(test_rows)[sub]
+    for fit_fold, test_fold in ((0, 1), (1, 0)):
+        train, test = counts.pair(a, b, fit_fold)[sub], counts.pair(a, b, test_fold)[sub]
         if train.sum() == 0 or test.sum() == 0:
             continue
         p = _fit(train, mats, z)
@@ -751,15 +1003,16 @@ def _smoothed(p: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return np.where(allowed, (1.0 - SMOOTHING) * p + SMOOTHING * spread, 0.0)
 
 
-def fit_tree(nodes: list[Node], codes: np.ndarray, rules: Rules | None = None) -> TreeModel:
+def fit_tree(nodes: list[Node], codes: np.ndarray | ReleasedCounts, rules: Rules | None = None) -> TreeModel:
     """Fit the tree model to the released states (module docstring, steps 2 and 3).
 
     Parameters
     ----------
     nodes : list of Node
         The first is the root.
-    codes : numpy.ndarray
-        Every record's released state of each node (``n x nodes``).
+    codes : numpy.ndarray or ReleasedCounts
+        Every record's released state of each node (``n x nodes``), or their counts (a file's, counted
+        chunk by chunk).
     rules : Rules, optional
         Edit rules: zeros of a node's or an edge's potential; an edge is forced for each rule tying a
         perturbed node to another.
@@ -785,6 +1038,7 @@ def fit_tree(nodes: list[Node], codes: np.ndarray, rules: Rules | None = None) -
     ([('a', 'b')], [[1.0, 0.0], [0.0, 1.0]])
     """
     d = len(nodes)
+    counts = codes if isinstance(codes, ReleasedCounts) else ReleasedCounts.of(codes, [n.size for n in nodes])
     tied = _rule_nodes(rules, nodes) if rules is not None else []
     if rules is not None:
         _check_rule_values(rules, nodes)
@@ -805,7 +1059,7 @@ def fit_tree(nodes: list[Node], codes: np.ndarray, rules: Rules | None = None) -
         unary = ~np.logical_and.outer(allowed[a], allowed[b])
         if unary.any():
             zeros = unary if zeros is None else zeros | unary
-        p = _pair_table(nodes, a, b, codes, zeros)
+        p = _pair_table(nodes, a, b, counts, zeros)
         tables[(a, b)] = p
         scores.append((_mutual_information(p), a, b))
     # Kruskal: the rules' edges first, then by decreasing mutual information (ties: the nodes' order)
@@ -854,15 +1108,15 @@ def fit_tree(nodes: list[Node], codes: np.ndarray, rules: Rules | None = None) -
             rows = joint.sum(axis=1, keepdims=True)
             conditional[c] = np.divide(joint, rows, out=np.zeros_like(joint), where=rows > 0)
             edges.append(Edge(nodes[up].name, nodes[c].name, mi[pair], f))
-    root = _root_law(nodes[0], codes[:, 0], allowed[0])
+    root = _root_law(nodes[0], counts.margin(0), allowed[0])
     return TreeModel(nodes, order, parent, root, conditional, allowed, edges)
 
 
-def _root_law(node: Node, codes: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """The root's estimated law (maximum likelihood, its forbidden states empty), smoothed."""
+def _root_law(node: Node, u: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """The root's estimated law (maximum likelihood, its forbidden states empty) from its released counts ``u``,
+    smoothed."""
     from pramkit.estimate import EstimationWarning, mle_estimate
 
-    u = np.bincount(codes, minlength=node.size)
     if node.perturbed:
         k = node.size if u[-1] else node.size - 1  # an empty state *released as it is* left out
         mats = [PramMatrix(node.evidence[:k, :k])]
@@ -904,7 +1158,7 @@ def _draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.where(total > 0, x, -1)
 
 
-def sample_posterior(model: TreeModel, codes: np.ndarray, key: SecretKey) -> tuple[np.ndarray, int]:
+def sample_posterior(model: TreeModel, codes: np.ndarray, key: SecretKey, *, start: int = 0) -> tuple[np.ndarray, int]:
     """Draw every record's original states from its posterior under ``model`` given its released states.
 
     Belief propagation on the tree (module docstring, step 4): the messages towards the root are
@@ -919,6 +1173,9 @@ def sample_posterior(model: TreeModel, codes: np.ndarray, key: SecretKey) -> tup
     key : SecretKey
         The key of the draws (:func:`resample_key`); row ``i`` of node ``v`` uses uniform ``i`` of the
         stream named after the node.
+    start : int
+        The row of the first record in the release (a chunk's), so that a file drawn chunk by chunk is
+        drawn as it would be at once.
 
     Returns
     -------
@@ -947,8 +1204,8 @@ def sample_posterior(model: TreeModel, codes: np.ndarray, key: SecretKey) -> tup
     chunk = max(1, CHUNK_FLOATS // max(node.size for node in model.nodes))
     draws = np.empty_like(codes)
     impossible = 0
-    for start in range(0, n, chunk):
-        z = codes[start:start + chunk]
+    for offset in range(0, n, chunk):
+        z = codes[offset:offset + chunk]
         m = len(z)
         belief: dict[int, np.ndarray] = {}
         pattern: dict[int, np.ndarray] = {}
@@ -972,14 +1229,14 @@ def sample_posterior(model: TreeModel, codes: np.ndarray, key: SecretKey) -> tup
             else:
                 probs = model.conditional[c][np.maximum(x[:, model.parent[c]], 0)] * belief[c][pattern[c]]
             if model.nodes[c].perturbed:
-                u = uniforms(key, model.nodes[c].name, start, m)
+                u = uniforms(key, model.nodes[c].name, start + offset, m)
                 x[:, c] = _draw(probs, u)
             else:  # a public column: its released value, the only state its evidence allows
                 x[:, c] = np.where(probs[np.arange(m), z[:, c]] > 0, z[:, c], -1)
             dead |= x[:, c] < 0
         x[dead] = z[dead]
         impossible += int(dead.sum())
-        draws[start:start + m] = x
+        draws[offset:offset + m] = x
     return draws, impossible
 
 
@@ -991,6 +1248,42 @@ def _rescale(a: np.ndarray) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- writing
+
+
+@dataclass
+class _Tally:
+    """What the second pass counts, chunk by chunk: the records, those no allowed combination explains,
+    the rule breakers before and after, and each perturbed variable's summary."""
+
+    rows: int = 0
+    impossible: int = 0
+    broken_before: int = 0
+    broken_after: int = 0
+    variables: dict[str, NodeSummary] = field(default_factory=dict)
+
+    def add(self, rows: int, impossible: int, broken: tuple[int, int], summaries: list[NodeSummary]) -> None:
+        self.rows += rows
+        self.impossible += impossible
+        self.broken_before += broken[0]
+        self.broken_after += broken[1]
+        for s in summaries:
+            seen = self.variables.get(s.name, NodeSummary(s.name, 0, 0, 0))
+            self.variables[s.name] = NodeSummary(s.name, seen.rows + s.rows, seen.changed + s.changed,
+                                                 seen.kept_as_released + s.kept_as_released)
+
+
+def _resampled(release: _Release, model: TreeModel, key: SecretKey, rules: Rules | None,
+               tally: _Tally) -> Iterator[pa.Table]:
+    """The second pass: each chunk with its records' perturbed values drawn from their posterior (what it
+    changed counted in ``tally``)."""
+    missing = release.meta.missing
+    for start, table in release.chunks():
+        codes = _codes(table, model.nodes, missing, start)
+        draws, impossible = sample_posterior(model, codes, key, start=start)
+        new, summaries = _decode(table, model.nodes, codes, draws, missing)
+        tally.add(table.num_rows, impossible, _rule_breakers(rules, table, new, model.nodes, missing), summaries)
+        yield new
+
 
 
 def _decode(table: pa.Table, nodes: list[Node], codes: np.ndarray, draws: np.ndarray,
@@ -1052,9 +1345,9 @@ def _to_frame(original: pd.DataFrame, table: pa.Table, nodes: list[Node]) -> pd.
     return out
 
 
-def _write(src: Path, man: Manifest, manifest: Any, dst: Path, table: pa.Table, meta: _Meta, force: bool,
+def _write(src: Path, man: Manifest, manifest: Any, dst: Path, tables: Iterable[pa.Table], meta: _Meta, force: bool,
            inputs: list[Any], post: Mapping[str, Any]) -> str:
-    """Write the resampled file and its receipt (which names the release and its manifest)."""
+    """Write the resampled file chunk by chunk and its receipt (which names the release and its manifest)."""
     from pramkit.engine.receipt import receipt_after, receipt_path
     from pramkit.io import TableWriter, sha256_of
 
@@ -1062,8 +1355,9 @@ def _write(src: Path, man: Manifest, manifest: Any, dst: Path, table: pa.Table, 
     # exits in reverse order: the resampled file is renamed into place first, then its receipt
     with receipt_after(dst, manifest if not isinstance(manifest, Manifest) else man, inputs=inputs) as pending, \
             TableWriter(dst, force=force, meta=meta.file, inputs=inputs) as writer:
-        writer.write(table)
+        for table in tables:
+            writer.write(table)
         writer.close()
         assert pending is not None
-        pending.fill(rows=table.num_rows, digest=writer.sha256, post_processing=post)
+        pending.fill(rows=writer.rows, digest=writer.sha256, post_processing=post)
     return str(receipt_path(dst))
