@@ -163,14 +163,19 @@ with open(out, "w") as f:
 
 @pytest.fixture(scope="module")
 def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The source tree of :data:`BEFORE`, from the repository's history (skipped without it), with its own
-    compiled kernel (built here: the kernel's interface has changed since) and this tree's build version."""
+    """The source tree of :data:`BEFORE` (:func:`archived_src`)."""
+    return archived_src(BEFORE, tmp_path_factory.mktemp("before"))
+
+
+def archived_src(commit: str, out: Path) -> Path:
+    """The source tree of ``commit``, from the repository's history (skipped without it), extracted into ``out``
+    with its own compiled kernel (built here: the kernel's interface has changed since) and this tree's build
+    version."""
     git = shutil.which("git")
-    if git is None or subprocess.run([git, "-C", str(REPO), "cat-file", "-e", f"{BEFORE}^{{commit}}"],
+    if git is None or subprocess.run([git, "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
                                      capture_output=True).returncode != 0:
-        pytest.skip("the repository's history (the commit before the design counted by groups) is not available")
-    out = tmp_path_factory.mktemp("before")
-    archive = subprocess.run([git, "-C", str(REPO), "archive", BEFORE, "src"], capture_output=True, check=True)
+        pytest.skip(f"the repository's history (commit {commit}) is not available")
+    archive = subprocess.run([git, "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
             tar.extractall(out, filter="data")

@@ -75,6 +75,9 @@ SWEEPS = 30
 PUBLIC_BINS = 20
 #: Most cells of one measured table.
 MAX_TABLE_CELLS = 1_000_000
+#: Records per block of the pool's draws, the raking's rescaling and the pick: what each holds besides the
+#: candidates and their weights is one block's (the draws are the same for any block).
+BLOCK_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -282,7 +285,7 @@ def synthesize_release(
     shared = 0
     if min_count == 2:
         drawn, shared = _share_draws(drawn, groups, uniforms(draw_key, "@pairs", 0, len(frame)))
-    released = frame.copy()
+    released = frame.copy(deep=src is None)  # a frame read here is not the caller's: its columns are shared
     for j, v in enumerate(variables):
         released[v] = pd.Series(np.asarray(cats[v], dtype=object)[drawn[:, j]], index=frame.index)
     if rules is not None and rules.breaking(released, list(released.columns)).any():
@@ -537,18 +540,42 @@ def _pool(targets: list[np.ndarray], cell: np.ndarray, allowed: list[np.ndarray 
     conditional law given the record's public cell, restricted to the allowed values."""
     n = len(cell)
     cand = np.empty((n, pool, len(variables)), dtype=np.int32)
-    for j, v in enumerate(variables):
-        cond = targets[j][cell] + 1e-3  # no allowed value has probability 0
-        if allowed[j] is not None:
-            cond = cond * allowed[j]
-        sums = cond.sum(axis=1, keepdims=True)
-        if (sums <= 0).any():
-            raise DataError(f"{v}: an edit rule forbids every value for some record's public values: "
-                            "check the rules")
-        cdf = np.cumsum(cond / sums, axis=1)
-        u = uniforms(key, f"@pool|{v}", 0, n * pool).reshape(n, pool)
-        cand[:, :, j] = np.minimum((u[:, :, None] > cdf[:, None, :]).sum(axis=2), cdf.shape[1] - 1)
+    for j, (v, ok) in enumerate(zip(variables, allowed)):
+        for lo in range(0, n, BLOCK_ROWS):
+            rows = slice(lo, lo + BLOCK_ROWS)
+            cand[rows, :, j] = _candidates(targets[j], cell[rows], None if ok is None else ok[rows], key, v, lo, pool)
     return cand
+
+
+def _candidates(target: np.ndarray, cell: np.ndarray, allowed: np.ndarray | None, key: SecretKey, variable: str,
+                start: int, pool: int) -> np.ndarray:
+    """The candidates of one variable for a block of records (the records ``start`` on, in ``cell``): ``pool``
+    draws each from the measured table ``target``'s row of its public cell, restricted to its ``allowed`` values."""
+    cond = target[cell] + 1e-3  # no allowed value has probability 0
+    if allowed is not None:
+        cond = cond * allowed
+    sums = cond.sum(axis=1, keepdims=True)
+    if (sums <= 0).any():
+        raise DataError(f"{variable}: an edit rule forbids every value for some record's public values: "
+                        "check the rules")
+    cdf = np.cumsum(cond / sums, axis=1)
+    u = uniforms(key, f"@pool|{variable}", start * pool, len(cell) * pool).reshape(len(cell), pool)
+    return np.minimum(_below(u, cdf), cdf.shape[1] - 1)
+
+
+def _below(u: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """How many of each record's cumulative probabilities (``cdf``, n x values) lie below each of its uniforms
+    (``u``, n x pool): counted one value at a time, never an n x pool x values array.
+
+    Examples
+    --------
+    >>> _below(np.array([[0.1, 0.5, 0.9]]), np.array([[0.2, 0.6, 1.0]])).tolist()
+    [[0, 1, 2]]
+    """
+    count = np.zeros(u.shape, dtype=np.int32)
+    for c in range(cdf.shape[1]):
+        count += u > cdf[:, c:c + 1]
+    return count
 
 
 def _multi_ok(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], variables: Sequence[str],
@@ -570,39 +597,92 @@ def _multi_ok(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], v
 
 def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.ndarray, sweeps: int) -> np.ndarray:
     """Raked weights (n x pool, each row summing to 1): iterative proportional fitting to every target."""
-    n, pool, k = cand.shape
+    k = cand.shape[2]
     if not ok.any(axis=1).all():
         raise DataError(f"{int((~ok.any(axis=1)).sum())} records have no candidate that keeps the rules: "
                         "check the rules against the public columns")
     w = ok.astype(float)
     w /= w.sum(axis=1, keepdims=True)
-    w = w.ravel()
-    rec = np.repeat(np.arange(n), pool)
-    flat = cand.reshape(-1, k)
-    cells = cell[rec]
     axes = [(None, j) for j in range(k)] + list(itertools.combinations(range(k), 2))
-    flat_targets = [t.ravel() for t in targets]
     for _ in range(sweeps):
-        for (a, b), t, shape in zip(axes, flat_targets, (t.shape for t in targets)):
-            # each table's cell of every candidate, computed when used: memory grows with records x pool,
-            # not with the number of tables
-            ix = (cells if a is None else flat[:, a]).astype(np.int64) * shape[1] + flat[:, b]
-            cur = np.bincount(ix, weights=w, minlength=t.size)
-            w *= np.divide(t, cur, out=np.zeros_like(t), where=cur > 0)[ix]
-        rows = np.bincount(rec, weights=w, minlength=n)
+        for (a, b), t in zip(axes, targets):
+            _fit_table(w, cand, cell, a, b, t)
+        rows = _row_sums(w)
         # a record whose candidates all lost their weight gets its allowed candidates back, evenly
         dead = rows <= 0
         if dead.any():
-            w[dead[rec]] = ok.ravel()[dead[rec]]
-            rows = np.bincount(rec, weights=w, minlength=n)
-        w /= rows[rec]
-    return w.reshape(n, pool)
+            w[dead] = ok[dead]
+            rows = _row_sums(w)
+        w /= rows[:, None]
+    return w
+
+
+def _fit_table(w: np.ndarray, cand: np.ndarray, cell: np.ndarray, a: int | None, b: int, target: np.ndarray) -> None:
+    """Rescale the weights ``w`` (records by candidates, in place) so that the candidates' table of variable ``a``
+    (``None``: the public cell) by variable ``b`` is ``target``.  Each candidate's cell is computed here, when
+    used, and freed on return: memory grows with records x pool, not with the number of tables."""
+    ix = _table_cells(cand, cell, a, b, target.shape[1])
+    flat = target.ravel()
+    cur = np.bincount(ix.ravel(), weights=w.ravel(), minlength=flat.size)
+    _rescale(w, np.divide(flat, cur, out=np.zeros_like(flat), where=cur > 0), ix)
+
+
+def _table_cells(cand: np.ndarray, cell: np.ndarray, a: int | None, b: int, columns: int) -> np.ndarray:
+    """Each candidate's cell (records by candidates, int64) of the table of variable ``a`` (``None``: the public
+    cell) by variable ``b``, which has ``columns`` columns: one array made, the products added in place.
+
+    Examples
+    --------
+    >>> cand = np.array([[[0, 1], [1, 2]]], dtype=np.int32)
+    >>> _table_cells(cand, np.array([4]), None, 1, 3).tolist(), _table_cells(cand, np.array([4]), 0, 1, 3).tolist()
+    ([[13, 14]], [[1, 5]])
+    """
+    if a is None:
+        return cell[:, None] * columns + cand[:, :, b]
+    ix = cand[:, :, a].astype(np.int64)
+    ix *= columns
+    ix += cand[:, :, b]
+    return ix
+
+
+def _rescale(w: np.ndarray, ratio: np.ndarray, ix: np.ndarray) -> None:
+    """``w *= ratio[ix]`` in place (records by candidates), a block of records at a time (never a copy of every
+    candidate's ratio).
+
+    Examples
+    --------
+    >>> w = np.ones((2, 2))
+    >>> _rescale(w, np.array([0.5, 2.0]), np.array([[1, 0], [1, 1]]))
+    >>> w.tolist()
+    [[2.0, 0.5], [2.0, 2.0]]
+    """
+    for lo in range(0, len(w), BLOCK_ROWS):
+        w[lo:lo + BLOCK_ROWS] *= ratio[ix[lo:lo + BLOCK_ROWS]]
+
+
+def _row_sums(w: np.ndarray) -> np.ndarray:
+    """Each row's sum, its entries added left to right (as ``np.bincount`` adds a record's candidates, so the
+    sums are the same to the last bit; ``w.sum(axis=1)`` adds pairwise).
+
+    Examples
+    --------
+    >>> _row_sums(np.array([[0.1, 0.2, 0.3], [1.0, 0.0, 2.0]])).tolist() == [0.1 + 0.2 + 0.3, 3.0]
+    True
+    """
+    rows = w[:, 0].copy()
+    for j in range(1, w.shape[1]):
+        rows += w[:, j]
+    return rows
 
 
 def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     """One candidate per record, by the inverse of its weights' distribution at ``u``."""
-    cdf = np.cumsum(weights, axis=1)
-    return np.minimum((u[:, None] * cdf[:, -1:] > cdf).sum(axis=1), weights.shape[1] - 1)
+    pick = np.empty(len(weights), dtype=np.int64)
+    for lo in range(0, len(weights), BLOCK_ROWS):  # a block's cumulative weights at a time
+        cdf = np.cumsum(weights[lo:lo + BLOCK_ROWS], axis=1)
+        above = u[lo:lo + BLOCK_ROWS, None] * cdf[:, -1:] > cdf
+        pick[lo:lo + BLOCK_ROWS] = np.minimum(above.sum(axis=1), weights.shape[1] - 1)
+    return pick
 
 
 def _share_draws(drawn: np.ndarray, groups: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, int]:

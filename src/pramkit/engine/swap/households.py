@@ -1,8 +1,11 @@
 """The households of a file, read in chunks: their geography, similarity profiles and risk.
 
 One pass over the columns the swap needs (household id, the levels of the
-geography, the risk and similarity variables) keeps eight bytes per person and
-column used; the file itself is never held.  Households are numbered by their
+geography, the risk and similarity variables) keeps, per person, the household
+number (eight bytes) and the code of each risk variable (four bytes); the
+geography and the similarity profiles are kept per household, from the
+household's first record, and each chunk's records are checked against them as
+they are read.  The file itself is never held.  Households are numbered by their
 first record in file order, and their members need not be adjacent: the id is
 coded over the whole file, so a household split across chunks (or across the
 file) is still one household.  A household's similarity profile is the values
@@ -33,21 +36,24 @@ from pramkit.errors import DataError
 class Coder:
     """Codes 0, 1, ... for the values of one column over a whole file, in order of first appearance.
 
-    Missing values get code -1.  :attr:`labels` holds the values, as Arrow, for writing them back.
+    Missing values get code -1.  :attr:`labels` holds the values, as Arrow, for writing them back,
+    and :meth:`first_rows` the row (from 0, over every value encoded) where each first appeared.
 
     Examples
     --------
     >>> c = Coder("region")
     >>> c.encode(pa.array(["b", "a", None, "b"])).tolist(), c.encode(pa.array(["c", "a"])).tolist()
     ([0, 1, -1, 0], [2, 1])
-    >>> c.labels.to_pylist()
-    ['b', 'a', 'c']
+    >>> c.labels.to_pylist(), c.first_rows().tolist(), c.first_rows(2).tolist()
+    (['b', 'a', 'c'], [0, 1, 4], [4])
     """
 
     def __init__(self, column: str) -> None:
         self.column = column
         self._known = pd.Index([], dtype=object)
         self._chunks: list[pa.Array] = []
+        self._first: list[np.ndarray] = []
+        self._rows = 0
 
     def encode(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """The codes of a chunk's values (int64; -1 for missing)."""
@@ -67,7 +73,22 @@ class Coder:
             self._chunks.append(words.take(pa.array(new)))
         lookup = np.append(found, -1).astype(np.int64)
         idx = enc.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
+        if new.size:
+            seen, first = np.unique(idx, return_index=True)
+            self._first.append(self._rows + first[np.searchsorted(seen, new)])
+        self._rows += len(arr)
         return lookup[idx]
+
+    def first_rows(self, since: int = 0) -> np.ndarray:
+        """The row where each value of code ``since`` on first appeared (int64, by code)."""
+        parts, before = [], len(self)
+        for part in reversed(self._first):
+            if before <= since:
+                break
+            parts.append(part)
+            before -= part.size
+        rows = np.concatenate(parts[::-1]) if parts else np.zeros(0, dtype=np.int64)
+        return rows[since - before:]
 
     @property
     def labels(self) -> pa.Array:
@@ -178,12 +199,17 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
     hid_coder, geo_coders = Coder(hid), [Coder(c) for c in geo]
     risk_coders = [Coder(c) for c in risk_vars]
     sim_cols = list(dict.fromkeys(c for profile in similar for c in profile))
-    sim_coders = {c: Coder(c) for c in sim_cols}
-    member_parts, geo_parts, risk_parts, sim_parts = [], [], [], []
+    sim_coders = [Coder(c) for c in sim_cols]
+    member_parts: list[np.ndarray] = []
+    risk_parts: list[list[np.ndarray]] = [[] for _ in risk_coders]  # per variable, its chunks' codes
+    hh_geo = np.zeros((len(geo), 0), dtype=np.int64)  # room for more households than are known
+    hh_sim = np.zeros((len(sim_cols), 0), dtype=np.int64)
+    moved = None  # the first record whose area is not its household's: (row, household)
     start = 0
     for table in tables:
+        households = len(hid_coder)
         member = hid_coder.encode(table.column(hid))
-        codes = [c.encode(table.column(c.column)) for c in geo_coders]
+        codes = _codes(geo_coders, table)
         for column, c in zip(geo, codes):
             bad = np.flatnonzero(c < 0)
             if bad.size:
@@ -192,56 +218,88 @@ def read_households(tables: Iterable[pa.Table], hid: str, geo: Sequence[str], ri
         bad = np.flatnonzero(member < 0)
         if bad.size:
             raise DataError(f"{where}: household id {hid!r} is missing on row {start + int(bad[0]) + 1}")
+        first = hid_coder.first_rows(households) - start  # the new households' first records in the chunk
+        hh_geo = _placed(hh_geo, households, codes[:, first])
+        hh_sim = _placed(hh_sim, households, _codes(sim_coders, table)[:, first])
+        away = np.flatnonzero((codes != hh_geo[:, member]).any(axis=0))
+        if away.size and moved is None:
+            moved = (start + int(away[0]), int(member[away[0]]))
         member_parts.append(member)
-        geo_parts.append(np.vstack(codes))
-        risk_parts.append([c.encode(table.column(c.column)) for c in risk_coders])
-        sim_parts.append({c: coder.encode(table.column(c)) for c, coder in sim_coders.items()})
+        for coder, parts in zip(risk_coders, risk_parts):
+            parts.append(_narrow(coder.encode(table.column(coder.column)), len(coder)))
         start += table.num_rows
     if start == 0:
         raise DataError(f"{where} has no data rows")
-    member = np.concatenate(member_parts)
-    person_geo = np.hstack(geo_parts)
-    risk_codes = [np.concatenate([p[i] for p in risk_parts]) for i in range(len(risk_vars))]
-    sim_codes = {c: np.concatenate([p[c] for p in sim_parts]) for c in sim_cols}
-    _check_spellings([*zip(geo_coders, person_geo), *zip(risk_coders, risk_codes),
-                      *((sim_coders[c], sim_codes[c]) for c in sim_cols)], where)
-    n_hh = len(hid_coder)
-    first = np.full(n_hh, member.size, dtype=np.int64)
-    np.minimum.at(first, member, np.arange(member.size))
-    hh_geo = person_geo[:, first]
-    moved = np.flatnonzero((person_geo != hh_geo[:, member]).any(axis=0))
-    if moved.size:
-        row = int(moved[0])
-        raise DataError(f"{where}: household {hid_coder.labels[int(member[row])].as_py()!r} lives in more than one "
-                        f"area (row {row + 1}); a household's members must share every level of the geography "
+    member = _joined(member_parts)
+    combined = _combined([_joined(parts) for parts in risk_parts]) if risk_vars else None
+    _check_spellings([*geo_coders, *risk_coders, *sim_coders], where)
+    if moved is not None:
+        raise DataError(f"{where}: household {hid_coder.labels[moved[1]].as_py()!r} lives in more than one "
+                        f"area (row {moved[0] + 1}); a household's members must share every level of the geography "
                         f"({', '.join(geo)}): check the household id")
+    n_hh = len(hid_coder)
+    hh_geo, hh_sim = np.ascontiguousarray(hh_geo[:, :n_hh]), hh_sim[:, :n_hh]
     parents = tuple(_parents(hh_geo[h - 1], hh_geo[h], geo[h - 1], geo[h], geo_coders, where)
                     for h in range(1, len(geo)))
-    profiles = [_profile([sim_codes[c][first] for c in profile]) for profile in similar]
-    risky, level_weight = _risk(member, person_geo, risk_codes, k, n_hh)
+    sim_codes = dict(zip(sim_cols, hh_sim))
+    profiles = [_profile([sim_codes[c] for c in profile]) for profile in similar]
+    risky, level_weight = _risk(member, hh_geo, combined, k, n_hh)
     return SwapHouseholds(member=member, geo=hh_geo, labels=tuple(c.labels for c in geo_coders), parents=parents,
                       profiles=profiles, risky_level=risky, weight=level_weight[-1], ids=hid_coder.labels,
                       level_weight=level_weight)
 
 
-def _check_spellings(columns: Sequence[tuple[Coder, np.ndarray]], where: str) -> None:
+def _codes(coders: Sequence[Coder], table: pa.Table) -> np.ndarray:
+    """A chunk's codes of each coder's column, one row per column (int64, -1 for missing)."""
+    out = np.empty((len(coders), table.num_rows), dtype=np.int64)
+    for i, coder in enumerate(coders):
+        out[i] = coder.encode(table.column(coder.column))
+    return out
+
+
+def _placed(held: np.ndarray, count: int, new: np.ndarray) -> np.ndarray:
+    """``held`` (one column per household, the first ``count`` known) with the columns ``new`` from ``count`` on;
+    its room doubles when it runs out, so that chunks of few rows do not copy it once each."""
+    end = count + new.shape[1]
+    if end > held.shape[1]:
+        grown = np.empty((held.shape[0], max(end, 2 * held.shape[1])), dtype=held.dtype)
+        grown[:, :count] = held[:, :count]
+        held = grown
+    held[:, count:end] = new
+    return held
+
+
+def _narrow(codes: np.ndarray, values: int) -> np.ndarray:
+    """A chunk's codes of a column of ``values`` values as int32 when they fit (half the bytes held per person)."""
+    return codes.astype(np.int32) if values < np.iinfo(np.int32).max else codes
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The chunks' arrays as one, the list emptied (each chunk's array freed as soon as it is copied)."""
+    joined = np.concatenate(parts)
+    parts.clear()
+    return joined
+
+
+def _check_spellings(coders: Sequence[Coder], where: str) -> None:
     """The spelling rule of design and risk (module docstring) on each column's distinct values, with the
-    first row (from 1) of each spelling found from the records' codes.
+    first row (from 1) of each spelling.
 
     Examples
     --------
     >>> c = Coder("area")
     >>> codes = c.encode(pa.array(["N1", "N2", " N1"]))
-    >>> _check_spellings([(c, codes)], "'d.csv'")
+    >>> _check_spellings([c], "'d.csv'")
     Traceback (most recent call last):
     ...
     pramkit.errors.DataError: 'd.csv': column 'area': 'N1' (row 1) and ' N1' (row 3) are one value spelled two ways (surrounding whitespace); pramkit does not guess which spelling is meant: write the value one way in the data
     """
-    for coder, codes in columns:
+    for coder in coders:
         labels = coder.labels.to_pylist()
         clash = spelling_clash(labels)
         if clash is not None:
-            rows = tuple(int(np.flatnonzero(codes == labels.index(label))[0]) + 1 for label in clash[:2])
+            first = coder.first_rows()
+            rows = tuple(int(first[labels.index(label)]) + 1 for label in clash[:2])
             raise DataError(f"{where}: {spelling_error(coder.column, clash, (rows[0], rows[1]))}")
 
 
@@ -270,24 +328,40 @@ def _combined(columns: list[np.ndarray]) -> np.ndarray:
     """Codes (-1 for missing) of several columns as one code 0, 1, ... per combination present."""
     code = np.zeros(columns[0].size, dtype=np.int64)
     for c in columns:
-        code = code * (int(c.max()) + 2) + (c + 1)
-        code = np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)  # keep the range small
+        code = _ranks(code * (int(c.max()) + 2) + (c + 1))  # keep the range small
     return code
 
 
-def _risk(member: np.ndarray, person_geo: np.ndarray, risk: list[np.ndarray], k: int,
+def _ranks(code: np.ndarray) -> np.ndarray:
+    """Each code's rank among the distinct codes (int64, the inverse of ``np.unique``): marked in a table of
+    the codes' range when it is no longer than about two per code, without sorting (five copies of the codes).
+
+    Examples
+    --------
+    >>> _ranks(np.array([7, 3, 7, 10])).tolist(), _ranks(np.array([0, 1 << 40])).tolist()
+    ([1, 0, 1, 2], [0, 1])
+    """
+    top = int(code.max()) + 1
+    if top > 2 * code.size + (1 << 16):
+        return np.unique(code, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    present = np.zeros(top, dtype=bool)
+    present[code] = True
+    return (np.cumsum(present, dtype=np.int64) - 1)[code]
+
+
+def _risk(member: np.ndarray, hh_geo: np.ndarray, combined: np.ndarray | None, k: int,
           n_hh: int) -> tuple[np.ndarray, np.ndarray]:
-    """Households' highest risky level (k-anonymity of area x risk variables) and their risk at each level
-    (the largest ``1 / count`` of their members; the last row is the sampling weight)."""
-    levels = person_geo.shape[0]
+    """Households' highest risky level (k-anonymity of area x risk variables, ``combined`` coding each person's
+    risk variables as one, none without them) and their risk at each level (the largest ``1 / count`` of their
+    members; the last row is the sampling weight)."""
+    levels = hh_geo.shape[0]
     risky = np.full(n_hh, levels, dtype=np.int64)
     weight = np.ones((levels, n_hh))
-    if not risk:
+    if combined is None:
         return risky, weight
-    combined = _combined(risk)
     span = int(combined.max()) + 1
     for h in range(levels - 1, -1, -1):
-        cell = person_geo[h] * span + combined
+        cell = hh_geo[h][member] * span + combined
         count = np.bincount(cell)[cell]
         small = np.zeros(n_hh, dtype=bool)
         small[member[count < k]] = True

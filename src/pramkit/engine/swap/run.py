@@ -1,9 +1,10 @@
 """Swap a file or a frame: plan, read the households, draw, write the released file, its receipt and manifest.
 
 Two passes over the file, both in chunks: the first reads only the columns the swap
-needs (:func:`pramkit.engine.swap.households.read_households`: eight bytes per person
-and column used), the second streams every column and replaces the geography of each
-record by its household partner's (memory O(chunk) beside the household arrays).
+needs (:func:`pramkit.engine.swap.households.read_households`: per person, the household
+number and a code per risk variable; the rest per household), the second streams every
+column and replaces the geography of each record by its household partner's (memory
+O(chunk) beside the household arrays).
 Outputs are atomic: the released file appears first, then its receipt
 ``OUT.receipt.json`` (the public description of the swap), then the manifest if one
 is asked for, then the partners file if one is asked for (private: who was swapped

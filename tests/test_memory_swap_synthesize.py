@@ -1,0 +1,220 @@
+"""Peak memory of ``pramkit swap`` and ``pramkit synthesize``, and their outputs the same as before it was cut.
+
+The peaks are measured as tests/test_memory_bounds.py measures them: a census-like Parquet file of one
+chunk and one of sixteen, each command in a fresh process reporting ``VmHWM``.  Both commands hold
+something per record, so each may grow from the small file to the large by a stated MiB and a stated
+number of bytes per record (about 1.5 times what was measured).
+
+Holding less changed no output: the code of commit :data:`BEFORE` (built from the repository's history)
+and this tree's write the same files byte for byte, and print the same ``--json`` summary but for its
+wall time, on a census with missing values and on the EU-SILC file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_count_groups import REPO, archived_src
+from test_memory_bounds import CHUNK, LARGE, _files, _peak
+
+from pramkit.engine.swap.census import census_households
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory is read from /proc")]
+
+#: The last commit before the swap and the synthesis held less per record.
+BEFORE = "65f3fefbc0fd79abff4b18dd777c7f7c7aadc8a3"
+
+#: Records the large file adds to the small one.
+ADDED = LARGE - CHUNK
+
+
+def _swap_args(f: dict[str, str], risk: bool) -> list[str]:
+    out = Path(f["original"]).with_suffix(".swapped.parquet" if risk else ".random.parquet")
+    extra = (["--risk-vars", "age,sex,marital_status,race", "--partners", str(out.with_suffix(".pairs.parquet"))]
+             if risk else ["--manifest", str(out.with_suffix(".json"))])
+    return ["swap", f["original"], "--hid", "hid", "--geo", "region,area", "--similar", "hsize", *extra,
+            "--chunk-rows", str(CHUNK), "--out", str(out), "--key-file", f["key"], "--force", "--json"]
+
+
+#: The swap streams the file twice and keeps, per person, its household number (8 bytes) and its risk
+#: variables' codes (4 bytes each); the geography and the similarity profile are kept per household.  It may
+#: grow by ``SWAP_MIB`` and ``SWAP_BYTES_PER_RECORD`` per person.  Measured growth from 32 768 to 524 288 persons
+#: (three runs each; the peak falls in the writing pass, where the household arrays meet a chunk of every
+#: column, and varies by some 25 MiB with the allocators): targeted (four risk variables, the partners file)
+#: 60-88 MiB, 95 before (when each chunk's codes of every column read were kept per person and joined into
+#: copies); at random (the manifest) 70-89 MiB, as before.  From 2^19 to 2^20 persons the targeted swap grew
+#: by 25-55 MiB, 115 before.
+SWAP = {"targeted": lambda f: _swap_args(f, risk=True), "random": lambda f: _swap_args(f, risk=False)}
+SWAP_MIB = 16
+SWAP_BYTES_PER_RECORD = 240
+
+
+@pytest.mark.parametrize("kind", list(SWAP))
+def test_the_swap_holds_a_few_codes_per_person(census_files: dict[int, dict[str, str]], kind: str) -> None:
+    small, large = _peak(SWAP[kind](census_files[CHUNK])), _peak(SWAP[kind](census_files[LARGE]))
+    limit = SWAP_MIB + SWAP_BYTES_PER_RECORD * ADDED / 2**20
+    assert large - small < limit, (f"swap ({kind}): {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen "
+                                   f"(at most {limit:.0f} MiB more)")
+
+
+def _synthesize_args(f: dict[str, str]) -> list[str]:
+    out = Path(f["original"]).with_suffix(".synthesized.parquet")
+    return ["synthesize", f["original"], "--vars", "marital_status,race,education,employment", "--public", "age,sex",
+            "--epsilon", "10", "--out", str(out), "--key-file", f["key"], "--force", "--json"]
+
+
+#: The synthesis reads the file whole and draws a pool of candidates per record: 40 for the small file
+#: (1.3 million in all), 19 for the large (10 million, about the most :data:`pramkit.synthesize.POOL_CANDIDATES`
+#: allows whatever the size).  So it may grow by a fixed part for the 8.7 million candidates more, about
+#: 35 bytes each (four int32 codes, a float64 weight and, while a table is raked, each candidate's int64 cell),
+#: and so much per record: about 440 bytes (the file's columns as read, pyarrow-backed text, the released
+#: table written, the codes of the synthesized variables).  Measured growth from 2^15 to 2^19 records: 495 MiB,
+#: 687 before (when every candidate was compared with every category at once, the released frame was a copy,
+#: and the raking repeated each record's number and public cell for every candidate).
+SYNTHESIZE_MIB = 400
+SYNTHESIZE_BYTES_PER_RECORD = 640
+
+
+def test_the_synthesis_grows_by_its_pool_and_the_records(census_files: dict[int, dict[str, str]]) -> None:
+    small, large = _peak(_synthesize_args(census_files[CHUNK])), _peak(_synthesize_args(census_files[LARGE]))
+    limit = SYNTHESIZE_MIB + SYNTHESIZE_BYTES_PER_RECORD * ADDED / 2**20
+    assert large - small < limit, (f"synthesize: {small:.0f} MiB for one chunk, {large:.0f} MiB for sixteen "
+                                   f"(at most {limit:.0f} MiB more)")
+
+
+@pytest.fixture(scope="module")
+def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, str]]:
+    folder = tmp_path_factory.mktemp("memory")
+    return {rows: _files(folder, rows) for rows in (CHUNK, LARGE)}
+
+
+# ------------------------------------------------------------------ the outputs, the same as before
+
+#: Runs ``pramkit ARGS`` with the code on ``PYTHONPATH``, a manifest's time stamp (``created``, which the swap's
+#: receipt digests) fixed.
+RUN = textwrap.dedent("""
+    import datetime, sys
+    import pramkit.manifest
+    from pramkit.cli import main
+    class Fixed(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.datetime(2020, 1, 1, tzinfo=tz)
+    pramkit.manifest.datetime = Fixed
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+@pytest.fixture(scope="module")
+def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source tree of :data:`BEFORE`, with its own kernel."""
+    return archived_src(BEFORE, tmp_path_factory.mktemp("before"))
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A census of households with missing values (age, race, employment, household size) as Parquet and CSV,
+    a key, and edit rules: one of a public column and a synthesized variable, one of two synthesized variables."""
+    folder = tmp_path_factory.mktemp("inputs")
+    frame = census_households(20_000, seed=5)
+    text = [c for c in frame.columns if c not in ("hid", "hsize")]
+    frame = frame.astype(dict.fromkeys(text, object))
+    frame.loc[::37, "age"] = None
+    frame.loc[::41, "race"] = None
+    frame.loc[::53, "employment"] = None
+    frame.loc[::59, "hsize"] = None
+    frame.to_parquet(folder / "census.parquet", row_group_size=4096, index=False)
+    frame.to_csv(folder / "census.csv", index=False)
+    (folder / "k").write_text(bytes(range(32)).hex() + "\n")
+    (folder / "k").chmod(0o600)
+    (folder / "public-rule.csv").write_text("age,employment\n0-9,employed\n")
+    (folder / "pair-rule.csv").write_text("education,employment\nnone,employed\n")
+    return folder
+
+
+def _run(src: Path, out: Path, args: list[str], data: dict[str, Path]) -> tuple[dict[str, bytes], Any]:
+    """The files ``pramkit ARGS`` writes into a new folder ``out`` with the code in ``src`` (``{out}``, ``{inp}``
+    and ``{silc}`` in ``ARGS`` name the folders), and its ``--json`` summary without its wall time."""
+    out.mkdir()
+    env = {"PYTHONPATH": str(src), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(out.parent)}
+    named = [a.format(out=out, **{k: str(v) for k, v in data.items()}) for a in args]
+    proc = subprocess.run([sys.executable, "-c", RUN, *named], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    summary.pop("seconds")
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}, summary
+
+
+SWAP_CASES = {
+    "census, targeted, partners": ["swap", "{inp}/census.parquet", "--hid", "hid", "--geo", "region,area",
+                                   "--risk-vars", "age,sex,marital_status,race", "--similar", "hsize",
+                                   "--similar", "sex", "--rate", "0.1", "--chunk-rows", "3000",
+                                   "--partners", "{out}/pairs.parquet", "--out", "{out}/swapped.parquet"],
+    "census CSV, any area, k 5": ["swap", "{inp}/census.csv", "--hid", "hid", "--geo", "region,area",
+                                  "--risk-vars", "age,race,employment", "--similar", "hsize", "--k", "5",
+                                  "--donors", "any-area", "--chunk-rows", "7000", "--partners", "{out}/pairs.csv",
+                                  "--out", "{out}/swapped.csv"],
+    "census, random, manifest": ["swap", "{inp}/census.parquet", "--hid", "hid", "--geo", "region,area",
+                                 "--similar", "hsize", "--rate", "0.2", "--chunk-rows", "5000",
+                                 "--manifest", "{out}/swap.json", "--out", "{out}/swapped.parquet"],
+    "EU-SILC, targeted": ["swap", "{silc}/eusilc_laeken.csv", "--hid", "db030", "--geo", "db040",
+                          "--risk-vars", "age,rb090,pb220a", "--similar", "hsize", "--chunk-rows", "2000",
+                          "--partners", "{out}/pairs.csv", "--out", "{out}/swapped.csv"],
+    "EU-SILC, random": ["swap", "{silc}/eusilc_laeken.csv", "--hid", "db030", "--geo", "db040",
+                        "--similar", "hsize", "--rate", "0.1", "--manifest", "{out}/swap.json",
+                        "--out", "{out}/swapped.parquet"],
+}
+SYNTHESIZE_CASES = {
+    "census, a rule of a public column": ["synthesize", "{inp}/census.parquet", "--vars",
+                                          "marital_status,race,education,employment", "--public", "age,sex",
+                                          "--epsilon", "10", "--forbid", "{inp}/public-rule.csv",
+                                          "--out", "{out}/synthesized.parquet"],
+    "census CSV, a rule of two variables": ["synthesize", "{inp}/census.csv", "--vars", "education,employment,race",
+                                            "--public", "age", "--epsilon", "3", "--min-count", "1",
+                                            "--forbid", "{inp}/pair-rule.csv", "--out", "{out}/synthesized.csv"],
+}
+CASES = {**SWAP_CASES, **SYNTHESIZE_CASES}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_outputs_are_those_of_the_code_before(before_src: Path, inputs: Path, sdc_data: Path, tmp_path: Path,
+                                                  case: str) -> None:
+    args = [*CASES[case], "--key-file", "{inp}/k", "--json"]
+    data = {"inp": inputs, "silc": sdc_data}
+    before = _run(before_src, tmp_path / "out", args, data)  # the summaries name the files: one folder for both
+    (tmp_path / "out").rename(tmp_path / "before")
+    after = _run(REPO / "src", tmp_path / "out", args, data)
+    assert list(after[0]) == list(before[0]) and len(after[0]) >= 2
+    for name, content in before[0].items():
+        assert after[0][name] == content, f"{case}: {name} differs from the code before"
+    assert after[1] == before[1]
+
+
+#: Refusals that depend on what the whole file holds: a household in two areas (row 5) and an area spelled
+#: two ways (rows 1 and 9) stop the swap with the same line as before, the spelling first.
+REFUSED = {
+    "moved": "hid,area,one\n1,N1,1\n2,N2,1\n3,N1,1\n4,N2,1\n1,N2,1\n5,N1,1\n6,N2,1\n7,N1,1\n",
+    "spelled and moved": "hid,area,one\n1,N1,1\n2,N2,1\n3,N1,1\n4,N2,1\n1,N2,1\n5,N1,1\n6,N2,1\n7,N1,1\n8, N1,1\n",
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_the_refusals_are_those_of_the_code_before(before_src: Path, tmp_path: Path, case: str) -> None:
+    data = tmp_path / "data.csv"
+    data.write_text(REFUSED[case])
+    lines = []
+    for src in (before_src, REPO / "src"):
+        proc = subprocess.run([sys.executable, "-c", RUN, "swap", str(data), "--hid", "hid", "--geo", "area",
+                               "--similar", "one", "--chunk-rows", "3", "--out", str(tmp_path / "out.csv")],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(src)}, timeout=600)
+        assert proc.returncode != 0
+        lines.append(proc.stderr.strip().splitlines()[-1])
+    assert lines[0] == lines[1] and ("spelled two ways" in lines[1]) == (case == "spelled and moved")
