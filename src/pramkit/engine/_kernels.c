@@ -164,30 +164,47 @@ philox_fill_py(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Always supported: the portable paths. */
+static int
+supported_everywhere(void)
+{
+    return 1;
+}
+
+/* A test's switch between the paths of a kernel: path i is names[i], taken only where supported[i]() (count
+ * of them); returns the name of the path taken before, and with a name (the one argument) takes that path.
+ * ``what`` names the kernel's paths in the refusal. */
+static PyObject *
+switch_path(PyObject *args, const char *const names[], int (*const supported[])(void), int count, int *path,
+            const char *what)
+{
+    const char *name = NULL;
+    if (!PyArg_ParseTuple(args, "|s", &name)) {
+        return NULL;
+    }
+    const char *before = names[*path];
+    if (name != NULL) {
+        int i = 0;
+        while (i < count && !(strcmp(name, names[i]) == 0 && supported[i]())) {
+            i++;
+        }
+        if (i == count) {
+            PyErr_Format(PyExc_ValueError, "no %s %s on this processor", what, name);
+            return NULL;
+        }
+        *path = i;
+    }
+    return PyUnicode_FromString(before);
+}
+
 /* _philox_path([name]): the path philox_fill takes ("portable", "avx512" or "avx2"); with a name, take that path
  * from now on and return the one taken before.  For tests, which run every path the processor has. */
 static PyObject *
 philox_path_py(PyObject *self, PyObject *args)
 {
-    static const char *names[] = {"portable", "avx512", "avx2"};
-    const char *name = NULL;
-    if (!PyArg_ParseTuple(args, "|s", &name)) {
-        return NULL;
-    }
-    const char *before = names[philox_path];
-    if (name != NULL) {
-        if (strcmp(name, "portable") == 0) {
-            philox_path = PHILOX_PORTABLE;
-        } else if (strcmp(name, "avx512") == 0 && philox_avx512_supported()) {
-            philox_path = PHILOX_AVX512;
-        } else if (strcmp(name, "avx2") == 0 && philox_avx2_supported()) {
-            philox_path = PHILOX_AVX2;
-        } else {
-            PyErr_Format(PyExc_ValueError, "no Philox path %s on this processor", name);
-            return NULL;
-        }
-    }
-    return PyUnicode_FromString(before);
+    static const char *const names[] = {"portable", "avx512", "avx2"};
+    static int (*const supported[])(void) = {supported_everywhere, philox_avx512_supported, philox_avx2_supported};
+    return switch_path(args, names, supported, 3, &philox_path, "Philox path");
 }
 
 /* Compiled once for the processor's widest vectors where the compiler can choose at load time (each
@@ -210,15 +227,22 @@ typedef struct {
     int shift, bits;
 } Tables;
 
-/* Form (8) on n values (see draw_diagonal), without a branch: a value moves when x >= K_k, a coin toss
- * that a branch predictor gets wrong once in five values, so both outcomes are computed and one is
- * selected.  t = floor(r / W_k) comes from a double estimate corrected by one integer step each way (the
- * estimate is off by less than one while t <= S - 1, and it is clamped there first), then capped at
- * S - 2.  A code outside -1..S-1 is written out as it is; returns 1 if there is one, else 0. */
-VECTOR_CLONES static int
-diagonal_chunk(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
-               const int64_t *restrict weight, const double *restrict inv_weight, intp *restrict out, Py_ssize_t n,
-               Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts)
+/* Form (8) on n values (see draw_diagonal): a value moves when x >= K_k, then to t = floor(r / W_k) capped
+ * at S - 2, past k.  ``exact`` (a constant where this is inlined) chooses how t is found:
+ *  - by a double estimate corrected by one integer step each way (the estimate is off by less than one
+ *    while t <= S - 1, and it is clamped there first), from weight and inv_weight: without a branch (a
+ *    value's move is a coin toss that a branch predictor gets wrong once in five values, so both outcomes
+ *    are computed and one is selected), so that it vectorises where the processor has AVX-512;
+ *  - or exactly by one multiply, t = (r m_k) >> l_k, the reciprocal m_k and shift l_k of exact_reciprocals
+ *    (magic, magic_shift): where AVX-512 is absent the estimate does not vectorise (AVX2 has no 64-bit
+ *    multiply and no conversion between 64-bit integers and doubles), and one multiply costs less than two,
+ *    a double multiply and two conversions.
+ * A code outside -1..S-1 is written out as it is; returns 1 if there is one, else 0. */
+static inline __attribute__((always_inline)) int
+form8_loop(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
+           const int64_t *restrict weight, const double *restrict inv_weight, const uint64_t *restrict magic,
+           const int64_t *restrict magic_shift, intp *restrict out, Py_ssize_t n, Py_ssize_t s, intp missing_code,
+           int shift, Py_ssize_t *restrict counts, int exact)
 {
     Py_ssize_t missing = 0, changed = 0;
     uint64_t bad = 0;
@@ -230,14 +254,20 @@ diagonal_chunk(const intp *restrict codes, const uint64_t *restrict w, const int
         bad |= outside;
         at = outside ? 0 : at;
         k = outside ? -1 : k;
-        int64_t x = (int64_t)(w[i] >> shift), kk = keep[at], wk = weight[at];
+        int64_t x = (int64_t)(w[i] >> shift), kk = keep[at];
         int kept = x < kk;
-        int64_t r = kept ? 0 : x - kk;
-        double e = (double)r * inv_weight[at];
-        e = e > top ? top : e;
-        int64_t t = (int64_t)e;
-        t -= (uint64_t)t * (uint64_t)wk > (uint64_t)r;
-        t += (uint64_t)(t + 1) * (uint64_t)wk <= (uint64_t)r;
+        int64_t t;
+        if (exact) {
+            uint64_t r = kept ? 0 : (uint64_t)(x - kk);
+            t = (int64_t)(((unsigned __int128)r * magic[at]) >> magic_shift[at]);
+        } else {
+            int64_t r = kept ? 0 : x - kk, wk = weight[at];
+            double e = (double)r * inv_weight[at];
+            e = e > top ? top : e;
+            t = (int64_t)e;
+            t -= (uint64_t)t * (uint64_t)wk > (uint64_t)r;
+            t += (uint64_t)(t + 1) * (uint64_t)wk <= (uint64_t)r;
+        }
         t = t > cap ? cap : t;
         t += t >= k;
         intp released = kept ? k : (intp)t;
@@ -250,39 +280,22 @@ diagonal_chunk(const intp *restrict codes, const uint64_t *restrict w, const int
     return (int)bad;
 }
 
-/* Form (8) on n values as diagonal_chunk, with t = floor(r / W_k) computed exactly by one multiply:
- * t = (r m_k) >> l_k, the reciprocal m_k and shift l_k of exact_reciprocals.  On processors without
- * AVX-512 the loop of diagonal_chunk does not vectorise (AVX2 has no 64-bit multiply and no conversion
- * between 64-bit integers and doubles), and there this scalar loop, with one multiply where that one has
- * two and two conversions, takes a third less time. */
+/* form8_loop by the double estimate, compiled for each vector width the processor may have. */
+VECTOR_CLONES static int
+diagonal_chunk(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
+               const int64_t *restrict weight, const double *restrict inv_weight, intp *restrict out, Py_ssize_t n,
+               Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts)
+{
+    return form8_loop(codes, w, keep, weight, inv_weight, NULL, NULL, out, n, s, missing_code, shift, counts, 0);
+}
+
+/* form8_loop by the exact multiply. */
 static int
 diagonal_chunk_exact(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
                      const uint64_t *restrict magic, const int64_t *restrict magic_shift, intp *restrict out,
                      Py_ssize_t n, Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts)
 {
-    Py_ssize_t missing = 0, changed = 0;
-    uint64_t bad = 0;
-    const int64_t cap = (int64_t)s - 2;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        intp k = codes[i];
-        uint64_t at = (uint64_t)(k + 1), outside = at > (uint64_t)s;
-        bad |= outside;
-        at = outside ? 0 : at;
-        k = outside ? -1 : k;
-        int64_t x = (int64_t)(w[i] >> shift), kk = keep[at];
-        int kept = x < kk;
-        uint64_t r = kept ? 0 : (uint64_t)(x - kk);
-        int64_t t = (int64_t)(((unsigned __int128)r * magic[at]) >> magic_shift[at]);
-        t = t > cap ? cap : t;
-        t += t >= k;
-        intp released = kept ? k : (intp)t;
-        missing += k == missing_code;
-        changed += released != k;
-        out[i] = outside ? codes[i] : released;
-    }
-    counts[0] += missing;
-    counts[1] += changed;
-    return (int)bad;
+    return form8_loop(codes, w, keep, NULL, NULL, magic, magic_shift, out, n, s, missing_code, shift, counts, 1);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
@@ -422,25 +435,9 @@ diagonal_vectorised(void)
 static PyObject *
 diagonal_path_py(PyObject *self, PyObject *args)
 {
-    static const char *names[] = {"estimate", "multiply", "avx2"};
-    const char *name = NULL;
-    if (!PyArg_ParseTuple(args, "|s", &name)) {
-        return NULL;
-    }
-    const char *before = names[diagonal_path];
-    if (name != NULL) {
-        if (strcmp(name, "estimate") == 0) {
-            diagonal_path = DIAGONAL_ESTIMATE;
-        } else if (strcmp(name, "multiply") == 0) {
-            diagonal_path = DIAGONAL_MULTIPLY;
-        } else if (strcmp(name, "avx2") == 0 && diagonal_avx2_supported()) {
-            diagonal_path = DIAGONAL_AVX2;
-        } else {
-            PyErr_Format(PyExc_ValueError, "no form (8) loop %s", name);
-            return NULL;
-        }
-    }
-    return PyUnicode_FromString(before);
+    static const char *const names[] = {"estimate", "multiply", "avx2"};
+    static int (*const supported[])(void) = {supported_everywhere, supported_everywhere, diagonal_avx2_supported};
+    return switch_path(args, names, supported, 3, &diagonal_path, "form (8) loop");
 }
 
 /* exact_reciprocals(weight int64[S], bits, magic uint64[S], magic_shift int64[S]): for each W = weight[k] > 0

@@ -141,6 +141,32 @@ static int philox_path = PHILOX_PORTABLE;
 #define PHILOX_HAVE_VECTORS 1
 #include <immintrin.h>
 
+/* The state a vector path leaves in g, as NumPy would: its last block (whose four words are at ``last``) all
+ * used, and the counter c. */
+static inline void
+philox_vector_done(Philox *g, const uint64_t *last, const uint64_t c[4])
+{
+    memcpy(g->buffer, last, sizeof g->buffer);
+    g->pos = 4;
+    memcpy(g->ctr, c, sizeof g->ctr);
+}
+
+/* The most blocks a vector path computes side by side (four groups of eight). */
+#define PHILOX_MOST_BLOCKS 32
+
+/* The counters of the next ``blocks`` blocks (at most PHILOX_MOST_BLOCKS), word w of block b in lanes[w][b],
+ * and c advanced past them, carrying: the vector paths' counters where the first word wraps among them. */
+static inline void
+philox_counter_lanes(uint64_t c[4], uint64_t lanes[4][PHILOX_MOST_BLOCKS], uint64_t blocks)
+{
+    for (uint64_t b = 0; b < blocks; b++) {
+        PHILOX_INCREMENT(c[0], c[1], c[2], c[3]);
+        for (int w = 0; w < 4; w++) {
+            lanes[w][b] = c[w];
+        }
+    }
+}
+
 /* The vector path: block b of a step in lane b % 8 of group b / 8, word w of every block of a group in one
  * register.  AVX-512 has no 64 x 64 -> 128-bit multiply, so the high half comes from four 32 x 32 -> 64-bit
  * products (vpmuludq).  A round of one group is a chain of dependent instructions; four groups side by side
@@ -189,13 +215,8 @@ philox_counters8(uint64_t c[4], __m512i x[][4], int groups)
         c[0] += blocks;
         return;
     }
-    uint64_t lanes[4][PHILOX_GROUPS * PHILOX_LANES];
-    for (uint64_t b = 0; b < blocks; b++) {
-        PHILOX_INCREMENT(c[0], c[1], c[2], c[3]);
-        for (int w = 0; w < 4; w++) {
-            lanes[w][b] = c[w];
-        }
-    }
+    uint64_t lanes[4][PHILOX_MOST_BLOCKS];
+    philox_counter_lanes(c, lanes, blocks);
     for (int g = 0; g < groups; g++) {
         for (int w = 0; w < 4; w++) {
             x[g][w] = _mm512_loadu_si512(&lanes[w][PHILOX_LANES * g]);
@@ -265,9 +286,7 @@ philox_fill_avx512(Philox *g, uint64_t *out, Py_ssize_t ngroups)
     if (done < ngroups) {
         philox_step8(keys, c, out + 4 * PHILOX_LANES * done, 1);
     }
-    memcpy(g->buffer, out + 4 * PHILOX_LANES * ngroups - 4, sizeof g->buffer);
-    g->pos = 4;
-    memcpy(g->ctr, c, sizeof c);
+    philox_vector_done(g, out + 4 * PHILOX_LANES * ngroups - 4, c);
 }
 
 /* The AVX2 path, for processors without AVX-512 (Zen 3 and earlier, Intel before Skylake-X): the same
@@ -315,13 +334,8 @@ philox_counters4(uint64_t c[4], __m256i x[][4], int groups)
         c[0] += blocks;
         return;
     }
-    uint64_t lanes[4][PHILOX_GROUPS4 * PHILOX_LANES4];
-    for (uint64_t b = 0; b < blocks; b++) {
-        PHILOX_INCREMENT(c[0], c[1], c[2], c[3]);
-        for (int w = 0; w < 4; w++) {
-            lanes[w][b] = c[w];
-        }
-    }
+    uint64_t lanes[4][PHILOX_MOST_BLOCKS];
+    philox_counter_lanes(c, lanes, blocks);
     for (int g = 0; g < groups; g++) {
         for (int w = 0; w < 4; w++) {
             x[g][w] = _mm256_loadu_si256((const __m256i *)&lanes[w][PHILOX_LANES4 * g]);
@@ -383,9 +397,7 @@ philox_fill_avx2(Philox *g, uint64_t *out, Py_ssize_t ngroups)
     if (done < ngroups) {
         philox_step4(keys, c, out + 4 * PHILOX_LANES4 * done, 1);
     }
-    memcpy(g->buffer, out + 4 * PHILOX_LANES4 * ngroups - 4, sizeof g->buffer);
-    g->pos = 4;
-    memcpy(g->ctr, c, sizeof c);
+    philox_vector_done(g, out + 4 * PHILOX_LANES4 * ngroups - 4, c);
 }
 #endif
 
