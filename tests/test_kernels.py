@@ -55,6 +55,23 @@ def diagonal_path(request: pytest.FixtureRequest):
     _kernels._diagonal_path(before)
 
 
+#: The loops of the form (8) and alias draws run together by :func:`loops`: each scalar one, then the AVX2 ones.
+LOOPS = [("estimate", "scalar"), ("multiply", "scalar"), ("avx2", "avx2")]
+
+
+@pytest.fixture(params=LOOPS, ids=["-".join(p) for p in LOOPS])
+def loops(request: pytest.FixtureRequest):
+    """The form (8) and alias draws on each of their loops in turn (AVX2 skipped where the processor lacks it),
+    the module's choices restored."""
+    diagonal, alias = request.param
+    if diagonal not in diagonal_paths_here():
+        pytest.skip("the processor lacks AVX2")
+    before = _kernels._diagonal_path(diagonal), _kernels._alias_path(alias)
+    yield request.param
+    _kernels._diagonal_path(before[0])
+    _kernels._alias_path(before[1])
+
+
 def diagonal_tables(keep: np.ndarray, weight: np.ndarray, bits: int) -> tuple[np.ndarray, ...]:
     """draw_diagonal's tables for integer uniforms of ``bits`` bits: K (2^bits for code -1), W (0 for it),
     1 / W and the exact reciprocals of W."""
@@ -355,6 +372,8 @@ def test_exact_reciprocals_of_zero_and_refusals():
         _kernels.exact_reciprocals(np.array([1, 2], dtype=np.int64), 62, magic, magic_shift)
     with pytest.raises(ValueError, match="no form \\(8\\) loop"):
         _kernels._diagonal_path("fused")
+    with pytest.raises(ValueError, match="no alias loop avx9"):
+        _kernels._alias_path("avx9")
 
 
 @pytest.mark.parametrize("s, n", [(10_000, 1_000_000), (3, 4099), (1, 7)])
@@ -385,9 +404,10 @@ def test_every_form8_loop_releases_the_same_stream(s, n):
         assert released[name][1] == released["estimate"][1], name
 
 
-def test_a_real_file_is_released_byte_for_byte_alike_on_every_form8_loop(sdc_data, key):
-    """EU-SILC (14 827 persons: 2 720 missing values in the economic status, the region, the age of the
-    household's members) released through form (8) on each loop the processor runs: the same bytes."""
+def test_a_real_file_is_released_byte_for_byte_alike_on_every_loop(sdc_data, key):
+    """EU-SILC (14 827 persons: 2 720 missing values in the economic status) released through form (8) (the
+    region, the economic status, the age) and alias tables (the household size, a dense matrix) on each loop
+    the processor runs: the same bytes."""
     import pandas as pd
 
     from pramkit.engine.perturb import perturb_frame
@@ -396,16 +416,21 @@ def test_a_real_file_is_released_byte_for_byte_alike_on_every_form8_loop(sdc_dat
     data = pd.read_csv(sdc_data / "eusilc_laeken.csv", usecols=["db040", "pl030", "hsize", "age"])
     rng = np.random.default_rng(4)
     labels = {c: sorted(data[c].dropna().unique().tolist()) for c in data.columns}
-    manifest = Manifest.of({c: PramMatrix.from_diagonal(rng.uniform(0.5, 0.95, len(v)), v)
-                            for c, v in labels.items()})
+    matrices = {c: PramMatrix.from_diagonal(rng.uniform(0.5, 0.95, len(v)), v) for c, v in labels.items()}
+    sizes = labels["hsize"]
+    matrices["hsize"] = PramMatrix(random_matrix(len(sizes), rng), sizes)
+    manifest = Manifest.of(matrices)
     released = {}
-    before = _kernels._diagonal_path()
+    before = _kernels._diagonal_path(), _kernels._alias_path()
     try:
-        for name in diagonal_paths_here():
-            _kernels._diagonal_path(name)
-            released[name] = perturb_frame(data, manifest, key=key, threads=1).data.to_csv(index=False)
+        for diagonal, alias in LOOPS:
+            if diagonal in diagonal_paths_here():
+                _kernels._diagonal_path(diagonal)
+                _kernels._alias_path(alias)
+                released[diagonal] = perturb_frame(data, manifest, key=key, threads=1).data.to_csv(index=False)
     finally:
-        _kernels._diagonal_path(before)
+        _kernels._diagonal_path(before[0])
+        _kernels._alias_path(before[1])
     assert int(data["pl030"].isna().sum()) == 2720
     assert len(released) >= 2 and len(set(released.values())) == 1
 
@@ -477,7 +502,7 @@ def alias_inputs(sampler: AliasSampler, seed: int) -> tuple[np.ndarray, np.ndarr
 
 
 @pytest.mark.parametrize("s", [1, 2, 3, 7, 50])
-def test_alias_matches_per_value_reference(s):
+def test_alias_matches_per_value_reference(s, loops):
     """AliasSampler's compiled draw releases exactly the codes of the integer alias arithmetic redone in Python."""
     m = random_matrix(s, np.random.default_rng(100 + s))
     sampler = AliasSampler(m)
@@ -550,7 +575,7 @@ def test_uniform_rows_are_drawn_identically(s, bits, diagonal_path):
 
 @pytest.mark.parametrize("s, bits", [(1, 8), (2, 8), (3, 10), (6, 12), (11, 14)])
 @pytest.mark.parametrize("kind", ["alias", "cumulative"])
-def test_every_word_of_a_small_resolution_gives_the_dense_units(s, bits, kind):
+def test_every_word_of_a_small_resolution_gives_the_dense_units(s, bits, kind, loops):
     """Enumerating every integer uniform of a small resolution through the compiled alias and bisection draws
     counts exactly the units of pramkit.privacy.law.dense_units: every positive entry at least one unit
     (entries of 1e-300 included), every zero none."""
@@ -654,7 +679,7 @@ def make_sampler(kind: str, s: int):
 
 @pytest.mark.parametrize("kind", ["diagonal", "alias", "cumulative", "geometric"])
 @pytest.mark.parametrize("missing_code", [-1, 0, 3])
-def test_release_counts_match_numpy(kind, missing_code):
+def test_release_counts_match_numpy(kind, missing_code, loops):
     """release() returns NumPy's (missing, changed) counts, and the same output and counts when done in place."""
     s = 6
     sampler = make_sampler(kind, s)
@@ -671,7 +696,7 @@ def test_release_counts_match_numpy(kind, missing_code):
 
 
 @pytest.mark.parametrize("kind", ["diagonal", "alias"])
-def test_release_counts_against_references(kind):
+def test_release_counts_against_references(kind, loops):
     """Output and counts equal the Python references' for several missing codes, with strided and read-only codes."""
     s = 5
     sampler = make_sampler(kind, s)
@@ -708,7 +733,7 @@ def test_release_all_missing_and_empty(kind):
 @pytest.mark.parametrize("kind", ["diagonal", "alias", "cumulative"])
 @pytest.mark.parametrize("bad", [-2, 5, 6, 1000, -(2 ** 40), 2 ** 62])
 @pytest.mark.parametrize("where", [0, 17, 499])
-def test_release_rejects_codes_outside_range(kind, bad, where):
+def test_release_rejects_codes_outside_range(kind, bad, where, loops):
     """A code outside -1..S-1 raises ValueError naming it (release, draw, in place); the kernel reports its position."""
     s = 5
     sampler = make_sampler(kind, s)

@@ -299,7 +299,7 @@ diagonal_chunk_exact(const intp *restrict codes, const uint64_t *restrict w, con
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
-#define DIAGONAL_HAVE_AVX2 1
+#define DRAWS_HAVE_AVX2 1
 #include <immintrin.h>
 #define DIAGONAL_AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
 
@@ -390,7 +390,7 @@ static int diagonal_path = DIAGONAL_MULTIPLY;
 static int
 diagonal_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
-#ifdef DIAGONAL_HAVE_AVX2
+#ifdef DRAWS_HAVE_AVX2
     if (diagonal_path == DIAGONAL_AVX2) {
         return diagonal_chunk_avx2(codes, w, t->rows, t, out, n, counts);
     }
@@ -403,11 +403,11 @@ diagonal_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, P
                           counts);
 }
 
-/* Whether diagonal_chunk_avx2 runs here. */
+/* Whether the AVX2 loops of the draws (diagonal_chunk_avx2, alias_chunk_avx2) run here. */
 static int
-diagonal_avx2_supported(void)
+avx2_supported(void)
 {
-#ifdef DIAGONAL_HAVE_AVX2
+#ifdef DRAWS_HAVE_AVX2
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2");
 #else
@@ -436,7 +436,7 @@ static PyObject *
 diagonal_path_py(PyObject *self, PyObject *args)
 {
     static const char *const names[] = {"estimate", "multiply", "avx2"};
-    static int (*const supported[])(void) = {supported_everywhere, supported_everywhere, diagonal_avx2_supported};
+    static int (*const supported[])(void) = {supported_everywhere, supported_everywhere, avx2_supported};
     return switch_path(args, names, supported, 3, &diagonal_path, "form (8) loop");
 }
 
@@ -489,7 +489,7 @@ exact_reciprocals(PyObject *self, PyObject *args)
 /* The loop of draw_alias on n values (see draw_alias); a code outside -1..S-1 is written out as it is,
  * and returns 1 if there is one, else 0. */
 static int
-alias_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
+alias_chunk(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
 {
     const int64_t *keep = t->keep, *cells = t->cells;
     const Py_ssize_t s = t->s;
@@ -520,6 +520,81 @@ alias_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_s
     counts[0] += missing;
     counts[1] += changed;
     return bad;
+}
+
+#ifdef DRAWS_HAVE_AVX2
+/* alias_chunk four values at a time in AVX2 registers: K_k and the cell's entry by gathers, the keep test,
+ * the cell's threshold and the choice between the cell and its alias by comparisons and blends, without the
+ * scalar loop's branch (a move is a coin toss that a branch predictor gets wrong once in five values).  A
+ * value that is kept or outside -1..S-1 still reads an entry of its row (row 0 when outside), which it does
+ * not use.  The last n mod 4 values go through alias_chunk. */
+__attribute__((target("avx2"))) static int
+alias_chunk_avx2(const Tables *t, const intp *restrict codes, const uint64_t *restrict w, intp *restrict out,
+                 Py_ssize_t n, Py_ssize_t *restrict counts)
+{
+    const __m256i zero = _mm256_setzero_si256(), ones = _mm256_set1_epi64x(-1);
+    const __m256i size = _mm256_set1_epi64x((long long)t->s);
+    const __m256i mask = _mm256_set1_epi64x(((long long)1 << t->bits) - 1);
+    const __m256i missing_code = _mm256_set1_epi64x((long long)t->missing_code);
+    const __m128i shift = _mm_cvtsi32_si128(t->shift), bits = _mm_cvtsi32_si128(t->bits);
+    const long long *keep = (const long long *)t->keep, *cells = (const long long *)t->cells;
+    __m256i missing = zero, same = zero, bad = zero;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i k = _mm256_loadu_si256((const __m256i *)(codes + i));
+        __m256i inside = _mm256_andnot_si256(_mm256_cmpgt_epi64(zero, k), _mm256_cmpgt_epi64(size, k));
+        bad = _mm256_or_si256(bad, _mm256_andnot_si256(_mm256_or_si256(inside, _mm256_cmpeq_epi64(k, ones)), ones));
+        __m256i row = _mm256_and_si256(k, inside);
+        __m256i kk = _mm256_i64gather_epi64(keep, row, 8);
+        __m256i x = _mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(w + i)), shift);
+        __m256i moved = _mm256_andnot_si256(_mm256_cmpgt_epi64(kk, x), inside);
+        __m256i r = _mm256_sub_epi64(x, kk), cell = _mm256_and_si256(r, mask);
+        __m256i entry = _mm256_i64gather_epi64(cells, _mm256_add_epi64(_mm256_sll_epi64(row, bits), cell), 8);
+        __m256i below = _mm256_cmpgt_epi64(_mm256_srl_epi64(entry, bits), _mm256_srl_epi64(r, bits));
+        __m256i j = _mm256_blendv_epi8(_mm256_and_si256(entry, mask), cell, below);
+        __m256i released = _mm256_blendv_epi8(k, j, moved);
+        missing = _mm256_sub_epi64(missing, _mm256_cmpeq_epi64(k, missing_code));
+        same = _mm256_sub_epi64(same, _mm256_cmpeq_epi64(released, k));
+        _mm256_storeu_si256((__m256i *)(out + i), released);
+    }
+    uint64_t m[4], u[4], o[4];
+    _mm256_storeu_si256((__m256i *)m, missing);
+    _mm256_storeu_si256((__m256i *)u, same);
+    _mm256_storeu_si256((__m256i *)o, bad);
+    counts[0] += (Py_ssize_t)(m[0] + m[1] + m[2] + m[3]);
+    counts[1] += i - (Py_ssize_t)(u[0] + u[1] + u[2] + u[3]);
+    int outside = (o[0] | o[1] | o[2] | o[3]) != 0;
+    if (i < n) {
+        outside |= alias_chunk(t, codes + i, w + i, out + i, n - i, counts);
+    }
+    return outside;
+}
+#endif
+
+/* Which loop draw_alias runs: alias_chunk, or alias_chunk_avx2 where the processor has AVX2 (the same codes);
+ * tests run both (_alias_path). */
+enum { ALIAS_SCALAR = 0, ALIAS_AVX2 = 1 };
+static int alias_path = ALIAS_SCALAR;
+
+static int
+alias_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, Py_ssize_t n, Py_ssize_t *counts)
+{
+#ifdef DRAWS_HAVE_AVX2
+    if (alias_path == ALIAS_AVX2) {
+        return alias_chunk_avx2(t, codes, w, out, n, counts);
+    }
+#endif
+    return alias_chunk(t, codes, w, out, n, counts);
+}
+
+/* _alias_path([name]): the loop of the alias draw ("scalar" or "avx2"); with a name, take it from now on and
+ * return the one taken before.  For tests and benchmarks. */
+static PyObject *
+alias_path_py(PyObject *self, PyObject *args)
+{
+    static const char *const names[] = {"scalar", "avx2"};
+    static int (*const supported[])(void) = {supported_everywhere, avx2_supported};
+    return switch_path(args, names, supported, 2, &alias_path, "alias loop");
 }
 
 /* The loop of draw_cumulative on n values (see draw_cumulative). */
@@ -2324,6 +2399,7 @@ static PyMethodDef methods[] = {
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
     {"csv_rows", csv_rows, METH_VARARGS, "CSV rows of text columns, quoted only where needed."},
     {"_philox_fill", philox_fill_py, METH_VARARGS, "The next words of a Philox state (for tests)."},
+    {"_alias_path", alias_path_py, METH_VARARGS, "The alias loop taken; with a name, take it (for tests)."},
     {"_diagonal_path", diagonal_path_py, METH_VARARGS, "The form (8) loop taken; with a name, take it (for tests)."},
     {"exact_reciprocals", exact_reciprocals, METH_VARARGS, "Multipliers and shifts of exact integer quotients."},
     {"_philox_path", philox_path_py, METH_VARARGS, "The Philox path taken; with a name, take it (for tests)."},
@@ -2338,8 +2414,9 @@ PyMODINIT_FUNC
 PyInit__kernels(void)
 {
     philox_path = philox_avx512_supported() ? PHILOX_AVX512 : philox_avx2_supported() ? PHILOX_AVX2 : PHILOX_PORTABLE;
+    alias_path = avx2_supported() ? ALIAS_AVX2 : ALIAS_SCALAR;
     diagonal_path = diagonal_vectorised()      ? DIAGONAL_ESTIMATE
-                    : diagonal_avx2_supported() ? DIAGONAL_AVX2
+                    : avx2_supported() ? DIAGONAL_AVX2
                                                 : DIAGONAL_MULTIPLY;
 #ifdef SSE_PROBE
     for (int len = 0; len <= 16; len++) {
