@@ -301,11 +301,11 @@ diagonal_chunk_exact(const intp *restrict codes, const uint64_t *restrict w, con
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
 #define DRAWS_HAVE_AVX2 1
 #include <immintrin.h>
-#define DIAGONAL_AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
+#define DRAWS_AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
 
 /* The high halves of the 64 x 64 -> 128-bit products of each lane of a and b, from four 32 x 32-bit products
  * (as philox_mulhilo4, with both factors varying). */
-DIAGONAL_AVX2_INLINE __m256i
+DRAWS_AVX2_INLINE __m256i
 diagonal_mulhi4(__m256i a, __m256i b)
 {
     const __m256i low32 = _mm256_set1_epi64x(0xFFFFFFFF);
@@ -315,6 +315,21 @@ diagonal_mulhi4(__m256i a, __m256i b)
     __m256i t = _mm256_add_epi64(hl, _mm256_srli_epi64(ll, 32));
     __m256i w = _mm256_add_epi64(lh, _mm256_and_si256(t, low32));
     return _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(t, 32)), _mm256_srli_epi64(w, 32));
+}
+
+/* The counts of an AVX2 draw loop over ``done`` values, from its lanes' counts of missing codes and of values
+ * released as they were, added to counts[0] and counts[1] (changed: done less the same); whether a lane
+ * marked a code outside -1..S-1 (``bad``). */
+DRAWS_AVX2_INLINE int
+lane_counts(__m256i missing, __m256i same, __m256i bad, Py_ssize_t done, Py_ssize_t *counts)
+{
+    uint64_t m[4], u[4], o[4];
+    _mm256_storeu_si256((__m256i *)m, missing);
+    _mm256_storeu_si256((__m256i *)u, same);
+    _mm256_storeu_si256((__m256i *)o, bad);
+    counts[0] += (Py_ssize_t)(m[0] + m[1] + m[2] + m[3]);
+    counts[1] += done - (Py_ssize_t)(u[0] + u[1] + u[2] + u[3]);
+    return (o[0] | o[1] | o[2] | o[3]) != 0;
 }
 
 /* Form (8) on n values as diagonal_chunk_exact, four values to a register.  rows holds a record of four words
@@ -364,13 +379,7 @@ diagonal_chunk_avx2(const intp *restrict codes, const uint64_t *restrict w, cons
         same = _mm256_sub_epi64(same, _mm256_cmpeq_epi64(released, k));
         _mm256_storeu_si256((__m256i *)(out + i), _mm256_blendv_epi8(released, code, outside));
     }
-    uint64_t m[4], u[4], o[4];
-    _mm256_storeu_si256((__m256i *)m, missing);
-    _mm256_storeu_si256((__m256i *)u, same);
-    _mm256_storeu_si256((__m256i *)o, bad);
-    counts[0] += (Py_ssize_t)(m[0] + m[1] + m[2] + m[3]);
-    counts[1] += i - (Py_ssize_t)(u[0] + u[1] + u[2] + u[3]);
-    int outside_any = (o[0] | o[1] | o[2] | o[3]) != 0;
+    int outside_any = lane_counts(missing, same, bad, i, counts);
     if (i < n) {
         outside_any |= diagonal_chunk_exact(codes + i, w + i, t->keep, t->magic, t->magic_shift, out + i, n - i,
                                             t->s, t->missing_code, t->shift, counts);
@@ -557,13 +566,7 @@ alias_chunk_avx2(const Tables *t, const intp *restrict codes, const uint64_t *re
         same = _mm256_sub_epi64(same, _mm256_cmpeq_epi64(released, k));
         _mm256_storeu_si256((__m256i *)(out + i), released);
     }
-    uint64_t m[4], u[4], o[4];
-    _mm256_storeu_si256((__m256i *)m, missing);
-    _mm256_storeu_si256((__m256i *)u, same);
-    _mm256_storeu_si256((__m256i *)o, bad);
-    counts[0] += (Py_ssize_t)(m[0] + m[1] + m[2] + m[3]);
-    counts[1] += i - (Py_ssize_t)(u[0] + u[1] + u[2] + u[3]);
-    int outside = (o[0] | o[1] | o[2] | o[3]) != 0;
+    int outside = lane_counts(missing, same, bad, i, counts);
     if (i < n) {
         outside |= alias_chunk(t, codes + i, w + i, out + i, n - i, counts);
     }
