@@ -74,13 +74,15 @@ def loops(request: pytest.FixtureRequest):
 
 def diagonal_tables(keep: np.ndarray, weight: np.ndarray, bits: int) -> tuple[np.ndarray, ...]:
     """draw_diagonal's tables for integer uniforms of ``bits`` bits: K (2^bits for code -1), W (0 for it),
-    1 / W and the exact reciprocals of W."""
+    1 / W and the records of K and the exact reciprocals of W."""
     tables = (np.append(1 << bits, keep).astype(np.int64), np.append(0, weight).astype(np.int64))
     inv = np.zeros(tables[1].size)
     np.divide(1.0, tables[1], out=inv, where=tables[1] > 0)
     magic, magic_shift = np.empty(inv.size, dtype=np.uint64), np.empty(inv.size, dtype=np.int64)
     _kernels.exact_reciprocals(tables[1], bits, magic, magic_shift)
-    return (*tables, inv, magic, magic_shift)
+    rows = np.zeros((inv.size, 4), dtype=np.uint64)
+    rows[:, 0], rows[:, 1], rows[:, 2] = tables[0], magic, magic_shift
+    return (*tables, inv, rows)
 
 
 # ---------------------------------------------------------------------------------------------- oracles
@@ -302,10 +304,10 @@ def test_philox_state_and_words_are_checked():
         sampler.kernel(codes, np.zeros(3, dtype=np.uint64), 7, out, -1)
     with pytest.raises(ValueError, match="62 bits"):
         _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
-                               sampler._inv_weight, sampler._magic, sampler._magic_shift, out, -1, 1)
-    with pytest.raises(ValueError, match="magic"):
+                               sampler._inv_weight, sampler._rows, out, -1, 1)
+    with pytest.raises(ValueError, match="rows"):
         _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
-                               sampler._inv_weight, sampler._magic[:-1], sampler._magic_shift, out, -1, SHIFT)
+                               sampler._inv_weight, sampler._rows[:-1], out, -1, SHIFT)
 
 
 def test_diagonal_extra_units_go_to_the_last_other_category():
@@ -350,20 +352,21 @@ def test_exact_reciprocals_give_every_quotient(bits, data):
     magic, magic_shift = np.empty(1, dtype=np.uint64), np.empty(1, dtype=np.int64)
     _kernels.exact_reciprocals(np.array([d], dtype=np.int64), bits, magic, magic_shift)
     m, l = int(magic[0]), int(magic_shift[0])
-    assert m <= 1 << (bits + 1) and l <= bits + 63
+    assert m <= 1 << (bits + 1) and l <= 63
     q_top = top // d
     around = [q * d + e for q in (1, 2, q_top - 1, q_top, data.draw(st.integers(0, q_top)))
               for e in (-1, 0, 1)]
     for r in [0, 1, top, top - 1, *around, data.draw(st.integers(0, top))]:
         if 0 <= r <= top:
-            assert (r * m) >> l == r // d, (r, d)
+            assert (r * m) >> (bits + l) == r // d, (r, d)
+            assert ((((r << (64 - bits)) * m) >> 64) >> l) == r // d, (r, d)  # the form the loops compute
 
 
 def test_exact_reciprocals_of_zero_and_refusals():
     magic, magic_shift = np.empty(3, dtype=np.uint64), np.empty(3, dtype=np.int64)
     _kernels.exact_reciprocals(np.array([0, 1, 7], dtype=np.int64), 62, magic, magic_shift)
     assert magic.tolist()[0] == 0 and magic_shift.tolist()[0] == 0      # a row that moves nothing
-    assert magic.tolist()[1:] == [1 << 62, -(-(1 << 65) // 7)] and magic_shift.tolist()[1:] == [62, 65]
+    assert magic.tolist()[1:] == [1 << 62, -(-(1 << 65) // 7)] and magic_shift.tolist()[1:] == [0, 3]
     with pytest.raises(ValueError, match="bits must be 1 to 62"):
         _kernels.exact_reciprocals(np.array([1], dtype=np.int64), 63, magic[:1], magic_shift[:1])
     with pytest.raises(ValueError, match="weight 1 is negative"):
@@ -449,17 +452,14 @@ def test_codes_outside_the_categories_are_found_on_every_loop(diagonal_path):
         assert out[where] == codes[where] and out[where + 3] == -7
 
 
-def test_the_vector_loop_refuses_reciprocals_made_for_other_uniforms():
-    if "avx2" not in diagonal_paths_here():
-        pytest.skip("the processor lacks AVX2")
+def test_a_row_shift_past_63_is_refused(diagonal_path):
+    """No loop shifts a quotient by more than 63 bits: a record asking for it is refused before any draw."""
     sampler, codes, out = DiagonalSampler(np.array([0.5, 0.5])), np.zeros(3, dtype=np.intp), np.empty(3, np.intp)
-    before = _kernels._diagonal_path("avx2")
-    try:
-        with pytest.raises(ValueError, match="not for 40-bit uniforms"):
-            _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
-                                   sampler._inv_weight, sampler._magic, sampler._magic_shift, out, -1, 24)
-    finally:
-        _kernels._diagonal_path(before)
+    rows = sampler._rows.copy()
+    rows[2, 2] = 64
+    with pytest.raises(ValueError, match="the shift of row 2 passes 63"):
+        _kernels.draw_diagonal(codes, np.zeros(3, dtype=np.uint64), 0, sampler._keep, sampler._weight,
+                               sampler._inv_weight, rows, out, -1, SHIFT)
 
 
 def random_matrix(s: int, rng: np.random.Generator, zero_share: float = 0.3) -> np.ndarray:

@@ -219,9 +219,9 @@ philox_path_py(PyObject *self, PyObject *args)
  * A value's uniform is the integer x = word >> shift on [0, 2^(64 - shift)); a row k keeps the value when
  * x < keep[k] and otherwise moves it with r = x - keep[k], uniform on the row's move units. */
 typedef struct {
-    const int64_t *keep, *weight, *cells, *magic_shift;
+    const int64_t *keep, *weight, *cells;
     const double *inv_weight;
-    const uint64_t *magic, *rows; /* rows: draw_diagonal's row records for diagonal_chunk_avx2 */
+    const uint64_t *rows; /* draw_diagonal's row records of the exact quotients: K_k, m_k, l_k, padding */
     Py_ssize_t s;
     intp missing_code;
     int shift, bits;
@@ -233,16 +233,16 @@ typedef struct {
  *    while t <= S - 1, and it is clamped there first), from weight and inv_weight: without a branch (a
  *    value's move is a coin toss that a branch predictor gets wrong once in five values, so both outcomes
  *    are computed and one is selected), so that it vectorises where the processor has AVX-512;
- *  - or exactly by one multiply, t = (r m_k) >> l_k, the reciprocal m_k and shift l_k of exact_reciprocals
- *    (magic, magic_shift): where AVX-512 is absent the estimate does not vectorise (AVX2 has no 64-bit
+ *  - or exactly by one multiply, t = ((r 2^shift) m_k >> 64) >> l_k, the reciprocal m_k and shift l_k of
+ *    exact_reciprocals (rows[4 k + 1] and rows[4 k + 2]): where AVX-512 is absent the estimate does not vectorise (AVX2 has no 64-bit
  *    multiply and no conversion between 64-bit integers and doubles), and one multiply costs less than two,
  *    a double multiply and two conversions.
  * A code outside -1..S-1 is written out as it is; returns 1 if there is one, else 0. */
 static inline __attribute__((always_inline)) int
 form8_loop(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
-           const int64_t *restrict weight, const double *restrict inv_weight, const uint64_t *restrict magic,
-           const int64_t *restrict magic_shift, intp *restrict out, Py_ssize_t n, Py_ssize_t s, intp missing_code,
-           int shift, Py_ssize_t *restrict counts, int exact)
+           const int64_t *restrict weight, const double *restrict inv_weight, const uint64_t *restrict rows,
+           intp *restrict out, Py_ssize_t n, Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts,
+           int exact)
 {
     Py_ssize_t missing = 0, changed = 0;
     uint64_t bad = 0;
@@ -259,7 +259,8 @@ form8_loop(const intp *restrict codes, const uint64_t *restrict w, const int64_t
         int64_t t;
         if (exact) {
             uint64_t r = kept ? 0 : (uint64_t)(x - kk);
-            t = (int64_t)(((unsigned __int128)r * magic[at]) >> magic_shift[at]);
+            const uint64_t *row = rows + 4 * at;
+            t = (int64_t)((uint64_t)(((unsigned __int128)(r << shift) * row[1]) >> 64) >> row[2]);
         } else {
             int64_t r = kept ? 0 : x - kk, wk = weight[at];
             double e = (double)r * inv_weight[at];
@@ -286,16 +287,16 @@ diagonal_chunk(const intp *restrict codes, const uint64_t *restrict w, const int
                const int64_t *restrict weight, const double *restrict inv_weight, intp *restrict out, Py_ssize_t n,
                Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts)
 {
-    return form8_loop(codes, w, keep, weight, inv_weight, NULL, NULL, out, n, s, missing_code, shift, counts, 0);
+    return form8_loop(codes, w, keep, weight, inv_weight, NULL, out, n, s, missing_code, shift, counts, 0);
 }
 
 /* form8_loop by the exact multiply. */
 static int
 diagonal_chunk_exact(const intp *restrict codes, const uint64_t *restrict w, const int64_t *restrict keep,
-                     const uint64_t *restrict magic, const int64_t *restrict magic_shift, intp *restrict out,
-                     Py_ssize_t n, Py_ssize_t s, intp missing_code, int shift, Py_ssize_t *restrict counts)
+                     const uint64_t *restrict rows, intp *restrict out, Py_ssize_t n, Py_ssize_t s,
+                     intp missing_code, int shift, Py_ssize_t *restrict counts)
 {
-    return form8_loop(codes, w, keep, NULL, NULL, magic, magic_shift, out, n, s, missing_code, shift, counts, 1);
+    return form8_loop(codes, w, keep, NULL, NULL, rows, out, n, s, missing_code, shift, counts, 1);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
@@ -334,8 +335,8 @@ lane_counts(__m256i missing, __m256i same, __m256i bad, Py_ssize_t done, Py_ssiz
 
 /* Form (8) on n values as diagonal_chunk_exact, four values to a register.  rows holds a record of four words
  * per table entry (entry 0 for code -1): K_k, m_k, l_k and a word of padding, so that four values' entries are
- * four loads and a transpose; t = floor(r / W_k) is the high half of (r 2^shift) m_k shifted right by l_k,
- * which is (r m_k) >> (64 - shift + l_k), exact_reciprocals' quotient.  The last n mod 4 values go through
+ * four loads and a transpose; t = floor(r / W_k) is the high half of (r 2^shift) m_k shifted right by l_k, as
+ * in diagonal_chunk_exact.  The last n mod 4 values go through
  * diagonal_chunk_exact.  Signed comparisons serve: codes outside -1..S-1 are caught by comparing k + 1
  * as unsigned, every other operand is below 2^63. */
 __attribute__((target("avx2"))) static int
@@ -381,8 +382,8 @@ diagonal_chunk_avx2(const intp *restrict codes, const uint64_t *restrict w, cons
     }
     int outside_any = lane_counts(missing, same, bad, i, counts);
     if (i < n) {
-        outside_any |= diagonal_chunk_exact(codes + i, w + i, t->keep, t->magic, t->magic_shift, out + i, n - i,
-                                            t->s, t->missing_code, t->shift, counts);
+        outside_any |= diagonal_chunk_exact(codes + i, w + i, t->keep, t->rows, out + i, n - i, t->s,
+                                            t->missing_code, t->shift, counts);
     }
     return outside_any;
 }
@@ -405,8 +406,7 @@ diagonal_run(const Tables *t, const intp *codes, const uint64_t *w, intp *out, P
     }
 #endif
     if (diagonal_path == DIAGONAL_MULTIPLY) {
-        return diagonal_chunk_exact(codes, w, t->keep, t->magic, t->magic_shift, out, n, t->s, t->missing_code,
-                                    t->shift, counts);
+        return diagonal_chunk_exact(codes, w, t->keep, t->rows, out, n, t->s, t->missing_code, t->shift, counts);
     }
     return diagonal_chunk(codes, w, t->keep, t->weight, t->inv_weight, out, n, t->s, t->missing_code, t->shift,
                           counts);
@@ -450,11 +450,12 @@ diagonal_path_py(PyObject *self, PyObject *args)
 }
 
 /* exact_reciprocals(weight int64[S], bits, magic uint64[S], magic_shift int64[S]): for each W = weight[k] > 0
- * (at most 2^63), with l = ceil(log2 W), m = ceil(2^(bits + l) / W) and the shift bits + l, so that
- * floor(r m / 2^(bits + l)) = floor(r / W) for every 0 <= r < 2^bits (Granlund and Montgomery 1994,
- * Theorem 4.2: m W = 2^(bits + l) + e with 0 <= e < W <= 2^l, so r m / 2^(bits + l) = r / W + r e / (W 2^(bits + l))
- * falls short of floor(r / W) + 1 by more than zero).  m <= 2^(bits + 1) <= 2^63.  W = 0 gives m = 0 (a row that moves
- * nothing).  bits is 1 to 62; a weight outside 0 .. 2^63 is refused. */
+ * (at most 2^63), with l = ceil(log2 W), m = ceil(2^(bits + l) / W) into magic and l into magic_shift, so that
+ * floor(r / W) = floor(r m / 2^(bits + l)), the high half of (r 2^(64 - bits)) m shifted right by l, for every
+ * 0 <= r < 2^bits (Granlund and Montgomery 1994, Theorem 4.2: m W = 2^(bits + l) + e with 0 <= e < W <= 2^l, so
+ * r m / 2^(bits + l) = r / W + r e / (W 2^(bits + l)) falls short of floor(r / W) + 1 by more than zero).
+ * m <= 2^(bits + 1) <= 2^63.  W = 0 gives m = 0 and l = 0 (a row that moves nothing).  bits is 1 to 62; a
+ * weight outside 0 .. 2^63 is refused. */
 static PyObject *
 exact_reciprocals(PyObject *self, PyObject *args)
 {
@@ -486,7 +487,7 @@ exact_reciprocals(PyObject *self, PyObject *args)
         }
         unsigned __int128 top = (unsigned __int128)1 << (bits + l);
         magic[k] = d == 0 ? 0 : (uint64_t)((top + d - 1) / d);
-        magic_shift[k] = d == 0 ? 0 : bits + l;
+        magic_shift[k] = d == 0 ? 0 : l;
     }
     release(b, 3);
     if (!ok) {
@@ -701,77 +702,44 @@ draw(Run run, const Tables *t, Py_buffer *b, int tables, PyObject *words, int ki
     return result;
 }
 
-/* The row records of diagonal_chunk_avx2 for tables t: K_k, m_k, l_k (the shift of exact_reciprocals past the
- * 64 - shift bits of a uniform) and a word of padding, per entry; NULL with an exception when a shift is not
- * one exact_reciprocals made for uniforms of 64 - shift bits, or memory runs out. */
-static uint64_t *
-diagonal_rows(const Tables *t)
-{
-    const int64_t bits = 64 - t->shift;
-    for (Py_ssize_t k = 0; k <= t->s; k++) {
-        int64_t l = t->magic_shift[k] - bits;
-        if (t->magic[k] != 0 && (l < 0 || l > 63)) {
-            PyErr_Format(PyExc_ValueError, "draw_diagonal: magic_shift %zd is not for %d-bit uniforms", k,
-                         (int)bits);
-            return NULL;
-        }
-    }
-    uint64_t *rows = PyMem_Malloc(4 * (size_t)(t->s + 1) * sizeof(uint64_t));
-    if (rows == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (Py_ssize_t k = 0; k <= t->s; k++) {
-        rows[4 * k] = (uint64_t)t->keep[k];
-        rows[4 * k + 1] = t->magic[k];
-        rows[4 * k + 2] = t->magic[k] != 0 ? (uint64_t)(t->magic_shift[k] - bits) : 0;
-        rows[4 * k + 3] = 0;
-    }
-    return rows;
-}
-
 /* draw_diagonal(codes intp[n], words, kind, keep int64[S + 1], weight int64[S + 1], inv_weight
- * double[S + 1], magic uint64[S + 1], magic_shift int64[S + 1], out intp[n], missing_code, shift): form (8)
- * in integers (magic and magic_shift: exact_reciprocals of weight for 64 - shift bits).  With x = word >> shift, a value
- * of category k is kept when x < K_k; else r = x - K_k, t = floor(r / W_k) capped at S - 2, released
- * t + [t >= k] (the cap gives the last other category the units past (S - 1) W_k).  ``words`` of ``kind``
- * (get_words): uint64[n], a Philox state (advanced past the n words drawn from it), or the capsule of a
- * bit generator (its lock held by the caller).  The tables are shifted by one: entry 0 is for code -1
- * (missing), K = 2^(64 - shift) and W = 0, so that it is kept without a branch.  ``out`` may be ``codes``.
- * Returns what draw() returns. */
+ * double[S + 1], rows uint64[4 (S + 1)], out intp[n], missing_code, shift): form (8) in integers.  With
+ * x = word >> shift, a value of category k is kept when x < K_k; else r = x - K_k, t = floor(r / W_k) capped
+ * at S - 2, released t + [t >= k] (the cap gives the last other category the units past (S - 1) W_k).  rows
+ * holds a record per entry for the exact quotients: K_k, then m_k and l_k of exact_reciprocals of W_k for
+ * 64 - shift bits, then a word of padding; l_k above 63 is refused.  ``words`` of ``kind`` (get_words):
+ * uint64[n], a Philox state (advanced past the n words drawn from it), or the capsule of a bit generator (its
+ * lock held by the caller).  The tables are shifted by one: entry 0 is for code -1 (missing), K = 2^(64 - shift)
+ * and W = 0, so that it is kept without a branch.  ``out`` may be ``codes``.  Returns what draw() returns. */
 static PyObject *
 draw_diagonal(PyObject *self, PyObject *args)
 {
-    Py_buffer b[8];
+    Py_buffer b[7];
     PyObject *words;
     int kind;
     Tables t = {0};
-    if (!PyArg_ParseTuple(args, "y*Oiy*y*y*y*y*w*ni", &b[0], &words, &kind, &b[2], &b[3], &b[4], &b[5], &b[6],
-                          &b[7], &t.missing_code, &t.shift)) {
+    if (!PyArg_ParseTuple(args, "y*Oiy*y*y*y*w*ni", &b[0], &words, &kind, &b[2], &b[3], &b[4], &b[5], &b[6],
+                          &t.missing_code, &t.shift)) {
         return NULL;
     }
     t.s = b[2].len / (Py_ssize_t)sizeof(int64_t) - 1;
     t.keep = b[2].buf;
     t.weight = b[3].buf;
     t.inv_weight = b[4].buf;
-    t.magic = b[5].buf;
-    t.magic_shift = b[6].buf;
+    t.rows = b[5].buf;
     int ok = t.s >= 1 && check_len(&b[3], t.s + 1, sizeof(int64_t), "weight") == 0 &&
              check_len(&b[4], t.s + 1, sizeof(double), "inv_weight") == 0 &&
-             check_len(&b[5], t.s + 1, sizeof(uint64_t), "magic") == 0 &&
-             check_len(&b[6], t.s + 1, sizeof(int64_t), "magic_shift") == 0;
+             check_len(&b[5], 4 * (t.s + 1), sizeof(uint64_t), "rows") == 0;
     if (!ok && !PyErr_Occurred()) {
         PyErr_SetString(PyExc_ValueError, "draw_diagonal: no categories");
     }
-    uint64_t *rows = NULL;
-    if (ok && diagonal_path == DIAGONAL_AVX2) {
-        rows = diagonal_rows(&t);
-        ok = rows != NULL;
-        t.rows = rows;
+    for (Py_ssize_t k = 0; ok && k <= t.s; k++) {
+        if (t.rows[4 * k + 2] > 63) {
+            PyErr_Format(PyExc_ValueError, "draw_diagonal: the shift of row %zd passes 63", k);
+            ok = 0;
+        }
     }
-    PyObject *result = draw(diagonal_run, &t, b, 5, words, kind, ok);
-    PyMem_Free(rows);
-    return result;
+    return draw(diagonal_run, &t, b, 4, words, kind, ok);
 }
 
 /* draw_alias(codes, words, kind, keep int64[S], cells int64[S 2^bits], out, missing_code, shift, bits):

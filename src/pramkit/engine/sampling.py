@@ -344,18 +344,20 @@ class DiagonalSampler(_Compiled):
         self._weight = np.ascontiguousarray(np.append(0, weight), dtype=np.int64)
         self._inv_weight = np.zeros(self.size + 1)
         np.divide(1.0, self._weight, out=self._inv_weight, where=self._weight > 0)
-        # the quotients by W_k as exact multiplies, for the loop that does not estimate them in doubles
-        self._magic = np.empty(self.size + 1, dtype=np.uint64)
-        self._magic_shift = np.empty(self.size + 1, dtype=np.int64)
-        _kernels.exact_reciprocals(self._weight, 64 - SHIFT, self._magic, self._magic_shift)
+        # the quotients by W_k as exact multiplies, for the loops that do not estimate them in doubles: a record
+        # (K_k, m_k, l_k, padding) per entry, so that a vector loop reads four entries as four loads
+        magic, shift = np.empty(self.size + 1, dtype=np.uint64), np.empty(self.size + 1, dtype=np.int64)
+        _kernels.exact_reciprocals(self._weight, 64 - SHIFT, magic, shift)
+        self._rows = np.zeros((self.size + 1, 4), dtype=np.uint64)
+        self._rows[:, 0], self._rows[:, 1], self._rows[:, 2] = self._keep, magic, shift
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
         """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_diagonal`), ``words`` of ``kind``
         (:func:`uniform_source`): the position of the first code outside ``-1..S-1`` (or ``-1``), the
         codes equal to ``missing_code``, the codes changed."""
-        return _kernels.draw_diagonal(codes, words, kind, self._keep, self._weight, self._inv_weight, self._magic,
-                                      self._magic_shift, out, missing_code, SHIFT)
+        return _kernels.draw_diagonal(codes, words, kind, self._keep, self._weight, self._inv_weight, self._rows,
+                                      out, missing_code, SHIFT)
 
 
 class AliasSampler(_Compiled):
