@@ -43,7 +43,7 @@ class SeededSecrets:
     def randbits(self, k: int) -> int:
         return self._draws.getrandbits(k)
 
-    def SystemRandom(self) -> random.Random:  # noqa: N802  (the name secrets gives it)
+    def SystemRandom(self) -> random.Random:  # the name secrets gives it
         return random.Random(self._draws.getrandbits(128))
 
 

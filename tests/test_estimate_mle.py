@@ -126,3 +126,47 @@ def test_structural_zeros_match_scipy(seed):
         mle_estimate(u.reshape(3, 3), mats, zeros=zeros[:2])
     with pytest.raises(DataError, match="structural zeros"):
         mle_estimate([[5.0, 0.0], [0.0, 5.0]], [None, None], zeros=np.array([[True, False], [False, False]]))
+
+
+def _squarem_one_step_at_a_time(em, p0: np.ndarray, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
+    """The SQUAREM step of Varadhan and Roland (scheme S3), halved towards a = -1 one step at a time until
+    every entry outside the structural zeros is positive: the reference for the steps taken at once."""
+    d1 = p1 - p0
+    d2 = p2 - p1 - d1
+    if not np.any(d2):
+        return p2
+    a = min(-float(np.sqrt(np.sum(d1 * d1))) / float(np.sqrt(np.sum(d2 * d2))), -1.0)
+    while a < -1.0:
+        q = p0 - 2.0 * a * d1 + a * a * d2
+        if q[em.support].min() > 0:
+            q = q / q.sum()
+            return q if em.loglik(q) >= em.loglik(p2) else p2
+        a = (a - 1.0) / 2.0 if a < -1.01 else -1.0
+    return p2
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 16])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_steps_taken_at_once_are_the_steps_taken_one_at_a_time(seed, block, monkeypatch):
+    """EM near the boundary of the simplex (a strong perturbation, cells nearly empty), every extrapolation
+    compared with the one-at-a-time halving, in blocks of one, three and many candidate steps."""
+    from pramkit.estimate import mle
+
+    monkeypatch.setattr(mle, "STEP_CELLS", block * 12)
+    rng = np.random.default_rng(seed)
+    mats = [randomized_response(list(range(3)), 0.8), randomized_response(list(range(4)), 0.5)]
+    truth = rng.dirichlet(0.3 * np.ones(12))
+    u = rng.multinomial(2000, (mats[0].matrix.T @ truth.reshape(3, 4) @ mats[1].matrix).ravel()).reshape(3, 4)
+    support = np.ones((3, 4), dtype=bool)
+    support[2, 3] = seed % 2 == 0
+    em = mle._EM([m.matrix for m in mats], u / u.sum(), support)
+    p = np.where(support, 1.0, 0.0) / support.sum()
+    halved = 0
+    for _ in range(200):
+        p1 = p * em.evaluate(p)[1]
+        p2 = p1 * em.evaluate(p1)[1]
+        got, want = em.extrapolate(p, p1, p2), _squarem_one_step_at_a_time(em, p, p1, p2)
+        assert np.array_equal(got, want)
+        halved += not np.array_equal(got, p2)
+        p = got
+    assert halved > 0

@@ -60,6 +60,8 @@ from pramkit.matrix import PramMatrix
 TOL = 1e-3
 #: Give up after this many EM updates.
 MAX_ITER = 100_000
+#: Entries of the candidate SQUAREM steps computed at once (steps times cells of the table).
+STEP_CELLS = 1 << 16
 
 
 def mle_estimate(
@@ -338,10 +340,20 @@ class _EM:
         if norm2 == 0.0:
             return p2
         a = min(-float(np.sqrt(np.sum(d1 * d1))) / norm2, -1.0)
+        steps = []
         while a < -1.0:
-            q = p0 - 2.0 * a * d1 + a * a * d2
-            if q[self.support].min() > 0:
+            steps.append(a)
+            a = (a - 1.0) / 2.0 if a < -1.01 else -1.0
+        # Every halving's step at once (a block of them for a large table), the same arithmetic entry by
+        # entry as one step at a time: near the boundary of the simplex a step is halved some twenty times.
+        x0, x1, x2 = p0[self.support], d1[self.support], d2[self.support]
+        per = max(1, STEP_CELLS // max(x0.size, 1))
+        for i in range(0, len(steps), per):
+            a_ = np.array(steps[i:i + per])[:, None]
+            positive = np.flatnonzero((x0 - 2.0 * a_ * x1 + a_ * a_ * x2).min(axis=1) > 0)
+            if positive.size:
+                a = steps[i + int(positive[0])]
+                q = p0 - 2.0 * a * d1 + a * a * d2
                 q /= q.sum()
                 return q if self.loglik(q) >= self.loglik(p2) else p2
-            a = (a - 1.0) / 2.0 if a < -1.01 else -1.0
         return p2
