@@ -170,3 +170,20 @@ def test_the_steps_taken_at_once_are_the_steps_taken_one_at_a_time(seed, block, 
         halved += not np.array_equal(got, p2)
         p = got
     assert halved > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_contract_multiplies_as_moveaxis_does_bit_for_bit(seed):
+    """Keyed draws from an estimate (resample) depend on its last bits: each axis's product is the one of the
+    axis moved last with np.moveaxis, in the same order."""
+    from pramkit.estimate.axes import contract
+
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(s) for s in rng.integers(1, 7, rng.integers(1, 5)))
+    table = rng.random(shape)
+    factors = [None if rng.random() < 0.3 else rng.random((s, s)) for s in shape]
+    want = table
+    for axis, b in enumerate(factors):
+        if b is not None:
+            want = np.moveaxis(np.moveaxis(want, axis, -1) @ b, -1, axis)
+    assert np.array_equal(contract(table, factors), want)
