@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import http.server
+import json
 import os
 import signal
 import subprocess
@@ -36,11 +37,13 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
     upload,
 )
 
+from pramkit.app import server
 from pramkit.engine.rng import SecretKey
 
 TOKEN = "security-test-token"
-#: Seconds a closed tab's release is kept in this module's app (the default is 30).
-EXPIRE = 1.0
+#: Seconds a closed tab's release is kept in this module's app (the default is 30): long enough for a reload on a
+#: loaded machine (1.7 s from the old page's end to the new page's tab name, with the tests running on both cores).
+EXPIRE = 10.0
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'
 
 
@@ -228,6 +231,38 @@ def test_the_key_is_dropped_after_apply_and_never_restored_by_a_reload(page: Pag
     assert "generate or upload a key first" in step_error(page, "apply")
     shot(page, "key-dropped")
     no_trace(page)
+
+
+def _same_tab_again(page: Page) -> Page:
+    """A page under the tab name of ``page`` (what a reload, or a duplicated tab, sends), ``page`` still open."""
+    name = page.evaluate("sessionStorage.getItem('pramkit-desk')")
+    again = page.context.new_page()
+    again.add_init_script(f"sessionStorage.setItem('pramkit-desk', {json.dumps(name)})")
+    again.goto(page.url)
+    again.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=WAIT)
+    return again
+
+
+def test_a_reload_whose_old_page_closes_late_takes_its_release_back(page: Page) -> None:
+    """On a loaded machine the old page's session may end after the reloaded page connects: the reload
+    still takes the release back, once the old page is gone."""
+    _design_and_apply(page)
+    again = _same_tab_again(page)
+    time.sleep(1)
+    page.close()
+    tab(again, "4 Apply")
+    expect(again.locator("#changed table")).to_contain_text("sex", timeout=WAIT)
+    expect(again.locator(".shiny-notification")).to_contain_text("is back", timeout=WAIT)
+
+
+def test_a_duplicated_tab_starts_a_release_of_its_own(page: Page) -> None:
+    _design_and_apply(page)
+    again = _same_tab_again(page)
+    tab(again, "4 Apply")
+    time.sleep(server.RELOAD_GRACE + 1)
+    expect(again.locator("#changed table")).to_have_count(0)
+    tab(page, "4 Apply")
+    expect(page.locator("#changed table")).to_contain_text("sex", timeout=WAIT)
 
 
 @pytest.mark.parametrize("content, looks", [(RULES, "a CSV file"), ('{"format": "pramkit-manifest"}', "manifest")])

@@ -239,15 +239,21 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
 
         @reactive.effect
         @reactive.event(input.desk)
-        def _resume() -> None:
+        async def _resume() -> None:
             name = str(input.desk())
-            with lock:
-                earlier = desks.get(name)
-                if earlier is not None and name in live:  # the tab was duplicated: its copy starts a release of its own
+            waited = 0.0
+            while True:
+                with lock:
+                    earlier = desks.get(name)
+                    if earlier is None or name not in live:
+                        if earlier is None:
+                            desks[name] = desk
+                        live.add(name)
+                        break
+                if waited >= RELOAD_GRACE:  # the tab was duplicated: its copy starts a release of its own
                     return
-                if earlier is None:
-                    desks[name] = desk
-                live.add(name)
+                await asyncio.sleep(RELOAD_POLL)  # a reload whose old page has not closed yet
+                waited += RELOAD_POLL
             desk.name = name
             if earlier is not None:
                 desk.wb, desk.folder, desk.form = earlier.wb, earlier.folder, dict(earlier.form)
@@ -286,6 +292,14 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
         session_bar(input, output, desk, steps, folder / "uploads")
 
     return server
+
+
+#: Seconds a tab that connects under the name of a tab still open waits for that one to close, checking every
+#: ``RELOAD_POLL`` seconds: a reloaded page's old session may end after the new one connects (on a loaded
+#: machine), and the reload then takes its release back; a duplicated tab, whose original stays open, then
+#: starts a release of its own.
+RELOAD_GRACE = 5.0
+RELOAD_POLL = 0.05
 
 
 class Desk:
