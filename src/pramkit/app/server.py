@@ -235,6 +235,7 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
             _step_controls(input, output, steps[name])
         key: reactive.Value[SecretKey | None] = reactive.value(None)
         returned: reactive.Value[int] = reactive.value(0)  # the tab's release came back after a reload
+        gone = threading.Event()  # the session has ended (while it waited for a tab of its name to close)
         keep_form(input, desk, returned)
 
         @reactive.effect
@@ -250,7 +251,7 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
                             desks[name] = desk
                         live.add(name)
                         break
-                if waited >= RELOAD_GRACE:  # the tab was duplicated: its copy starts a release of its own
+                if waited >= RELOAD_GRACE or gone.is_set():  # a duplicated tab starts its own; an ended one none
                     return
                 await asyncio.sleep(RELOAD_POLL)  # a reload whose old page has not closed yet
                 waited += RELOAD_POLL
@@ -267,6 +268,7 @@ def make_server(work_root: Path, *, data_dirs: Sequence[Path] | None = None,
                                      type="warning" if stopped else "message", duration=8 if stopped else 5)
 
         def ended() -> None:
+            gone.set()
             with reactive.isolate():
                 desk.interrupted = busy.get()  # a step running as the tab went away is stopped: say so on return
             for step in steps.values():
