@@ -349,8 +349,8 @@ class _EM:
         x0, x1, x2 = p0[self.support], d1[self.support], d2[self.support]
         per = max(1, STEP_CELLS // max(x0.size, 1))
         for i in range(0, len(steps), per):
-            a_ = np.array(steps[i:i + per])[:, None]
-            positive = np.flatnonzero((x0 - 2.0 * a_ * x1 + a_ * a_ * x2).min(axis=1) > 0)
+            tried = np.array(steps[i:i + per])[:, None]
+            positive = np.flatnonzero((x0 - 2.0 * tried * x1 + tried * tried * x2).min(axis=1) > 0)
             if positive.size:
                 a = steps[i + int(positive[0])]
                 q = p0 - 2.0 * a * d1 + a * a * d2
