@@ -23,7 +23,10 @@ The likelihood is maximised by EM (Dempster, Laird and Rubin, 1977): the E-step 
 record's posterior over its latent true categories, the M-step refits the regression by
 weighted least squares (gaussian; ``sigma^2`` the weighted mean squared residual) or one Newton
 step of the weighted logistic likelihood (binomial: a generalised EM with the same fixed
-points), and updates ``pi_g`` by the weighted shares.  Standard errors come from the observed
+points), and updates ``pi_g`` by the weighted shares.  EM is accelerated by SQUAREM (Varadhan and
+Roland, 2008), which extrapolates along two EM steps and keeps the point only where the
+log-likelihood has not fallen: near a maximum where plain EM's steps shrink slowly (a share of pi
+close to 0), it needs tens of steps where EM needed thousands.  Standard errors come from the observed
 information by Louis' method (Louis, 1982): ``I = sum_i E[-H_c,i | z_i] - Var[S_c,i | z_i]``
 with ``S_c`` and ``H_c`` the complete-data score and Hessian in ``(beta, log sigma^2, softmax
 parameters of pi)``.  The naive fit (released values taken as true) is reported beside it.
@@ -38,6 +41,8 @@ Dempster, A. P., Laird, N. M. and Rubin, D. B. (1977). Maximum likelihood from i
 the EM algorithm. *JRSS B* 39(1), 1-38.
 Louis, T. A. (1982). Finding the observed information matrix when using the EM algorithm.
 *JRSS B* 44(2), 226-233.
+Varadhan, R. and Roland, C. (2008). Simple and globally convergent methods for accelerating the
+convergence of any EM algorithm. *Scandinavian Journal of Statistics* 35(2), 335-353.
 """
 
 from __future__ import annotations
@@ -46,10 +51,12 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse, special
 
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.spec import check_confidence
@@ -178,6 +185,12 @@ class _Problem:
     n_groups: int
     family: str
     released: np.ndarray          # (n,) the combination of the released values
+
+    @cached_property
+    def cells(self) -> sparse.csr_array:
+        """(G, n): which cell each record is in, so that ``cells @ a`` sums the rows of ``a`` by cell."""
+        n = len(self.group)
+        return sparse.csr_array((np.ones(n), (self.group, np.arange(n))), shape=(self.n_groups, n))
 
 
 def _categories(frame: pd.DataFrame, name: str, manifest: Manifest) -> tuple[list[str], np.ndarray, np.ndarray | None]:
@@ -315,7 +328,7 @@ def _outcome_terms(p: _Problem, eta: np.ndarray, sigma2: float) -> tuple[np.ndar
     if p.family == "gaussian":
         resid = p.y[:, None] - eta
         return np.exp(-0.5 * resid**2 / sigma2) / math.sqrt(2 * math.pi * sigma2), []
-    mu = 1.0 / (1.0 + np.exp(-eta))
+    mu = special.expit(eta)
     if p.my is None:
         return np.where(p.y[:, None] == 1, mu, 1 - mu), []
     z = p.y.astype(np.int64)
@@ -326,13 +339,13 @@ def _outcome_terms(p: _Problem, eta: np.ndarray, sigma2: float) -> tuple[np.ndar
 def _e_step(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray | None, float, np.ndarray]:
     """Posterior over the latent combinations (n, K), the share of y* = 1 given each (or None),
-    the observed log-likelihood and eta (n, K)."""
+    the observed log-likelihood (``-inf`` when a record has likelihood 0) and eta (n, K)."""
     eta = (p.base @ beta)[:, None] + p.shift @ beta
     f, parts = _outcome_terms(p, eta, sigma2)
     joint = p.like_x * pi[p.group] * f
     total = joint.sum(axis=1)
     if not (total > 0).all():
-        raise DataError("a record has likelihood 0 under every true category (is the released file of this manifest?)")
+        return joint, None, -math.inf, eta
     post = joint / total[:, None]
     ystar = None
     if parts:
@@ -341,103 +354,213 @@ def _e_step(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray
     return post, ystar, float(np.log(total).sum()), eta
 
 
+def _gram(p: _Problem, w: np.ndarray) -> np.ndarray:
+    """``sum_ik w_ik x_ik x_ik^T`` for the rows ``x_ik = base_i + shift_k`` of every record and latent
+    combination, without forming them: ``B^T diag(w 1) B + B^T W S + S^T W^T B + S^T diag(1^T W) S``."""
+    cross = p.base.T @ (w @ p.shift)
+    return (p.base * w.sum(axis=1)[:, None]).T @ p.base + cross + cross.T + (p.shift.T * w.sum(axis=0)) @ p.shift
+
+
+def _weighted_rows(p: _Problem, w: np.ndarray) -> np.ndarray:
+    """``sum_ik w_ik x_ik``: ``B^T (w 1) + S^T (W^T 1)``."""
+    return p.base.T @ w.sum(axis=1) + p.shift.T @ w.sum(axis=0)
+
+
 def _m_step(p: _Problem, post: np.ndarray, ystar: np.ndarray | None, beta: np.ndarray, eta: np.ndarray
             ) -> tuple[np.ndarray, float, np.ndarray]:
     """New beta, sigma^2 and pi from the posterior."""
-    counts = np.zeros((p.n_groups, post.shape[1]))
-    np.add.at(counts, p.group, post)
+    counts = p.cells @ post
     pi = counts / counts.sum(axis=1, keepdims=True)
-    xs = p.base[:, None, :] + p.shift[None, :, :]            # (n, K, p)
-    w = post
     if p.family == "gaussian":
-        xtwx = np.einsum("nk,nkp,nkq->pq", w, xs, xs)
-        xtwy = np.einsum("nk,nkp,n->p", w, xs, p.y)
-        beta = np.linalg.solve(xtwx, xtwy)
+        beta = np.linalg.solve(_gram(p, post), _weighted_rows(p, post * p.y[:, None]))
         eta = (p.base @ beta)[:, None] + p.shift @ beta
-        sigma2 = float((w * (p.y[:, None] - eta) ** 2).sum() / len(p.y))
+        sigma2 = float((post * (p.y[:, None] - eta) ** 2).sum() / len(p.y))
         return beta, sigma2, pi
-    target = p.y[:, None] * np.ones_like(w) if ystar is None else ystar
-    mu = 1.0 / (1.0 + np.exp(-eta))
-    grad = np.einsum("nk,nkp->p", w * (target - mu), xs)
-    info = np.einsum("nk,nkp,nkq->pq", w * mu * (1 - mu), xs, xs)
+    target = p.y[:, None] if ystar is None else ystar
+    mu = special.expit(eta)
+    grad = _weighted_rows(p, post * (target - mu))
+    info = _gram(p, post * mu * (1 - mu))
     return beta + np.linalg.solve(info, grad), 1.0, pi
 
 
 def _louis(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray) -> np.ndarray:
-    """The observed information in (beta, [log sigma^2], softmax parameters of pi) by Louis' method."""
+    """The observed information in (beta, [log sigma^2], softmax parameters of pi) by Louis' method.
+
+    ``I = sum_i E[-H_c,i] - E[S_c,i S_c,i^T] + E[S_c,i] E[S_c,i]^T`` over each record's posterior
+    (and, for a perturbed outcome, its true value).  The regression's parameters (beta and
+    log sigma^2, ``h`` of them) have a score ``r_ik`` per record and latent combination, taken
+    whole; the score of record i's cell g in pi's softmax parameters is ``e_k - pi_g`` (categories
+    1..K-1) and zero in the other cells' parameters, so their blocks are summed by cell and the
+    full ``(n, K, d, d)`` arrays are never formed.
+    """
     post, ystar, _, eta = _e_step(p, beta, sigma2, pi)
     n, k_all = post.shape
-    q = len(beta)
-    xs = p.base[:, None, :] + p.shift[None, :, :]
-    states: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (weight (n,K), score (n,K,d), -hessian (n,K,d,d))
-    extra = 1 if p.family == "gaussian" else 0
-    n_pi = p.n_groups * (k_all - 1)
-    d = q + extra + n_pi
-    pi_score = np.zeros((n, k_all, n_pi))
-    pi_info = np.zeros((n, n_pi, n_pi))
-    if k_all > 1:
-        own = pi[p.group][:, 1:]                                   # (n, K-1)
-        for g in range(p.n_groups):
-            rows = p.group == g
-            sl = slice(g * (k_all - 1), (g + 1) * (k_all - 1))
-            pi_score[np.ix_(rows, np.arange(k_all), np.arange(n_pi)[sl])] = (
-                np.eye(k_all)[:, 1:][None, :, :] - own[rows][:, None, :])
-            block = np.diag(pi[g, 1:]) - np.outer(pi[g, 1:], pi[g, 1:])
-            pi_info[np.ix_(rows, np.arange(n_pi)[sl], np.arange(n_pi)[sl])] = block
+    xs = p.base[:, None, :] + p.shift[None, :, :]                 # (n, K, q)
     if p.family == "gaussian":
         resid = p.y[:, None] - eta
-        score = np.concatenate([xs * (resid / sigma2)[:, :, None], (-0.5 + resid**2 / (2 * sigma2))[:, :, None],
-                                pi_score], axis=2)
-        hb = np.einsum("nkp,nkq->nkpq", xs, xs) / sigma2
-        hbt = xs * (resid / sigma2)[:, :, None]
-        hess = np.zeros((n, k_all, d, d))
-        hess[:, :, :q, :q] = hb
-        hess[:, :, :q, q] = hbt
-        hess[:, :, q, :q] = hbt
-        hess[:, :, q, q] = resid**2 / (2 * sigma2)
-        states.append((post, score, hess))
+        score = np.concatenate([xs * (resid / sigma2)[:, :, None],
+                                (-0.5 + resid**2 / (2 * sigma2))[:, :, None]], axis=2)
+        states = [(post, score)]
+        curvature = np.concatenate([xs, (resid / math.sqrt(2.0))[:, :, None]], axis=2)  # -H = c c^T / sigma^2
+        expected = _sum_outer(post / sigma2, curvature)
+        q = p.base.shape[1]
+        expected[:q, q] = expected[q, :q] = _weighted_rows(p, post * resid) / sigma2
     else:
-        mu = 1.0 / (1.0 + np.exp(-eta))
-        hb = np.einsum("nkp,nkq->nkpq", xs, xs) * (mu * (1 - mu))[:, :, None, None]
-        hess = np.zeros((n, k_all, d, d))
-        hess[:, :, :q, :q] = hb
+        mu = special.expit(eta)
         outcomes = [(post, p.y[:, None] * np.ones_like(post))] if ystar is None else \
             [(post * (1 - ystar), np.zeros_like(post)), (post * ystar, np.ones_like(post))]
-        for weight, yv in outcomes:
-            score = np.concatenate([xs * (yv - mu)[:, :, None], pi_score], axis=2)
-            states.append((weight, score, hess))
-    info = np.zeros((d, d))
-    mean = np.zeros((n, d))
-    for weight, score, hess in states:
-        info += np.einsum("nk,nkab->ab", weight, hess)
-        info -= np.einsum("nk,nka,nkb->ab", weight, score, score)
-        mean += np.einsum("nk,nka->na", weight, score)
+        states = [(weight, xs * (yv - mu)[:, :, None]) for weight, yv in outcomes]
+        expected = _sum_outer(post * mu * (1 - mu), xs)
+    h = expected.shape[0]
+    info = expected.copy()
+    mean = np.zeros((n, h))
+    for weight, r in states:
+        info -= _sum_outer(weight, r)
+        mean += np.einsum("nk,nka->na", weight, r)
     info += mean.T @ mean
-    info[q + extra:, q + extra:] += pi_info.sum(axis=0)
-    return info
+    if k_all == 1:
+        return info
+    full = np.zeros((h + p.n_groups * (k_all - 1),) * 2)
+    full[:h, :h] = info
+    scored = sum(weight[:, :, None] * r for weight, r in states)   # (n, K, h): w r summed over the states
+    mean_pi = post[:, 1:] - pi[p.group][:, 1:]                      # E[e_k - pi_g | z_i], categories 1..K-1
+    order = np.argsort(p.group, kind="stable")
+    bounds = np.searchsorted(p.group[order], np.arange(p.n_groups + 1))
+    for g in range(p.n_groups):
+        rows = order[bounds[g]:bounds[g + 1]]
+        sl = slice(h + g * (k_all - 1), h + (g + 1) * (k_all - 1))
+        share = pi[g]
+        by_k = scored[rows].sum(axis=0)                             # (K, h): sum_i w_ik r_ik
+        cross = by_k[1:] - share[1:, None] * by_k.sum(axis=0)       # -E[r (e_k - pi)] summed, negated below
+        cross = mean[rows].T @ mean_pi[rows] - cross.T              # (h, K-1)
+        full[:h, sl] = cross
+        full[sl, :h] = cross.T
+        total = post[rows].sum(axis=0)                              # (K,)
+        spread = np.diag(total) - np.outer(total, share) - np.outer(share, total) + total.sum() * np.outer(share, share)
+        block = np.diag(share[1:]) - np.outer(share[1:], share[1:])
+        full[sl, sl] = len(rows) * block - spread[1:, 1:] + mean_pi[rows].T @ mean_pi[rows]
+    return full
+
+
+def _sum_outer(w: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``sum_ik w_ik r_ik r_ik^T`` for ``w`` (n, K) and ``r`` (n, K, h), by one matrix product."""
+    flat = r.reshape(-1, r.shape[2])
+    return (flat * w.reshape(-1, 1)).T @ flat
+
+
+class _Parameters:
+    """beta, sigma^2 and pi as one vector ``(beta, log sigma^2, pi)`` (no ``log sigma^2`` for binomial),
+    the space in which EM steps are measured and extrapolated."""
+
+    def __init__(self, p: _Problem) -> None:
+        self.q = p.base.shape[1]
+        self.extra = 1 if p.family == "gaussian" else 0
+        self.shape = (p.n_groups, p.like_x.shape[1])
+
+    def pack(self, beta: np.ndarray, sigma2: float, pi: np.ndarray) -> np.ndarray:
+        return np.concatenate([beta, [math.log(sigma2)] if self.extra else [], pi.ravel()])
+
+    def unpack(self, theta: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        sigma2 = math.exp(theta[self.q]) if self.extra else 1.0
+        return theta[: self.q], sigma2, theta[self.q + self.extra:].reshape(self.shape)
+
+    def feasible(self, theta: np.ndarray, reference: np.ndarray) -> bool:
+        """Finite, and every share of pi above 0 where ``reference``'s is (and not below 0 where it is 0:
+        a category that no record of a cell can have); each row of pi sums to 1 along any extrapolation."""
+        share, known = theta[self.q + self.extra:], reference[self.q + self.extra:]
+        return bool(np.isfinite(theta).all() and ((share > 0) | ((known == 0) & (share >= 0))).all())
+
+
+def _em_map(p: _Problem, space: _Parameters, theta: np.ndarray) -> tuple[np.ndarray, float]:
+    """One EM step from ``theta`` and the log-likelihood at ``theta`` (``-inf``: not a valid point)."""
+    beta, sigma2, pi = space.unpack(theta)
+    post, ystar, loglik, eta = _e_step(p, beta, sigma2, pi)
+    if not math.isfinite(loglik):
+        return theta, -math.inf
+    return space.pack(*_m_step(p, post, ystar, beta, eta)), loglik
+
+
+def _small_step(old: np.ndarray, new: np.ndarray, tol: float) -> bool:
+    """No parameter moved by more than ``tol`` times (1 + its size)."""
+    return bool((np.abs(new - old) <= tol * (1.0 + np.abs(new))).all())
+
+
+def _extrapolated(space: _Parameters, t0: np.ndarray, t1: np.ndarray, t2: np.ndarray) -> np.ndarray | None:
+    """SQUAREM's point from two EM steps ``t0 -> t1 -> t2`` (Varadhan and Roland, 2008, scheme S3):
+    ``t0 - 2 a r + a^2 v`` with ``r = t1 - t0``, ``v = t2 - 2 t1 + t0`` and ``a = -|r| / |v|``, at most
+    -1; ``a`` is moved half way to -1 (where the point is ``t2``) while the point leaves the parameter
+    space.  ``None`` when no step beyond ``t2`` is found."""
+    r = t1 - t0
+    v = t2 - 2 * t1 + t0
+    norm_v = float(np.linalg.norm(v))
+    if norm_v == 0:
+        return None
+    alpha = min(-float(np.linalg.norm(r)) / norm_v, -1.0)
+    while alpha < -1.01:
+        trial = t0 - 2 * alpha * r + alpha**2 * v
+        if space.feasible(trial, t2):
+            return trial
+        alpha = (alpha - 1.0) / 2
+    return None
 
 
 def _fit(p: _Problem, max_iter: int, tol: float) -> tuple[np.ndarray, float, np.ndarray, int, bool, float]:
-    """EM from the naive start: beta, sigma^2, pi, iterations, converged, log-likelihood."""
-    k_all = p.like_x.shape[1]
-    pi = np.full((p.n_groups, k_all), 1.0 / k_all)
+    """EM from the naive start, accelerated by SQUAREM: beta, sigma^2, pi, EM steps, converged, log-likelihood.
+
+    Each cycle takes two EM steps ``t1 = F(t0)``, ``t2 = F(t1)``, extrapolates along them
+    (:func:`_extrapolated`) and takes one EM step from that point, kept when the log-likelihood at
+    the point is at least that at ``t1``; otherwise ``t2`` is kept.  So the log-likelihood never
+    falls below plain EM's, and the fixed points are EM's.  EM has converged when one step moves no
+    parameter by more than ``tol`` relative (:func:`_small_step`) and the log-likelihood by at most
+    ``tol`` relative; ``max_iter`` bounds the EM steps.
+    """
+    space = _Parameters(p)
     beta = np.zeros(p.base.shape[1])
-    if p.family == "binomial":
-        beta[0] = 0.0
-    sigma2 = float(np.var(p.y)) if p.family == "gaussian" else 1.0
+    sigma2 = 1.0
     if p.family == "gaussian":
         beta[0] = float(np.mean(p.y))
-    loglik = -math.inf
-    for it in range(1, max_iter + 1):
-        post, ystar, new_loglik, eta = _e_step(p, beta, sigma2, pi)
-        new_beta, new_sigma2, new_pi = _m_step(p, post, ystar, beta, eta)
-        step = max(float(np.max(np.abs(new_beta - beta))), abs(math.log(new_sigma2 / sigma2)),
-                   float(np.max(np.abs(new_pi - pi))))
-        beta, sigma2, pi = new_beta, new_sigma2, new_pi
-        if step < tol and abs(new_loglik - loglik) <= tol * (1 + abs(new_loglik)):
-            return beta, sigma2, pi, it, True, _e_step(p, beta, sigma2, pi)[2]
-        loglik = new_loglik
-    return beta, sigma2, pi, max_iter, False, _e_step(p, beta, sigma2, pi)[2]
+        sigma2 = float(np.var(p.y)) or 1.0
+    theta = space.pack(beta, sigma2, np.full(space.shape, 1.0 / space.shape[1]))
+    steps, previous, converged = 0, -math.inf, False
+
+    def em(t: np.ndarray, extrapolated: bool = False) -> tuple[np.ndarray, float]:
+        """F(t) and the log-likelihood at t; counts the step and whether EM has converged at t.  An
+        extrapolated point whose M-step is singular is not a valid point (log-likelihood ``-inf``)."""
+        nonlocal steps, previous, converged
+        try:
+            new, loglik = _em_map(p, space, t)
+        except np.linalg.LinAlgError:
+            if not extrapolated:
+                raise
+            new, loglik = t, -math.inf
+        if steps == 0 and not math.isfinite(loglik):
+            raise DataError("a record has likelihood 0 under every true category (is the released file of "
+                            "this manifest?)")
+        steps += 1
+        converged = math.isfinite(loglik) and _small_step(t, new, tol) \
+            and abs(loglik - previous) <= tol * (1 + abs(loglik))
+        previous = loglik
+        return new, loglik
+
+    while steps < max_iter:
+        t1, _ = em(theta)
+        if converged or steps >= max_iter:
+            theta = t1
+            break
+        t2, l1 = em(t1)
+        if converged or steps >= max_iter:
+            theta = t2
+            break
+        trial = _extrapolated(space, theta, t1, t2)
+        if trial is None:
+            theta = t2
+            continue
+        t3, at_trial = em(trial, extrapolated=True)
+        theta = t3 if converged or at_trial >= l1 else t2
+        if converged:
+            break
+    beta, sigma2, pi = space.unpack(theta)
+    return beta, sigma2, pi, steps, converged, _e_step(p, beta, sigma2, pi)[2]
 
 
 def _standard_errors(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray) -> np.ndarray:
@@ -475,10 +598,10 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
     confidence : float
         The level of the intervals of :meth:`RegressionResult.to_frame`.
     max_iter : int
-        Most EM iterations.
+        Most EM steps (SQUAREM's extrapolations are not counted; the steps from them are).
     tol : float
-        EM stops when no parameter moves by more than ``tol`` and the log-likelihood by less than
-        ``tol`` relative.
+        EM stops when a step moves no parameter (the coefficients, log sigma^2, the shares pi) by
+        more than ``tol`` times (1 + its size) and the log-likelihood by at most ``tol`` relative.
     na_values : sequence of str, optional
         The texts of a CSV file that are missing (with ``data`` a file).
 
