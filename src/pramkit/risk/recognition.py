@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from pramkit.counts import CountTable, count_groups
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
@@ -251,19 +252,22 @@ def recognition_risk(
 
 
 def _kronecker(keys: Sequence[str], shape: Sequence[int], matrices: Mapping[str, PramMatrix],
-               axes: Sequence[int]) -> np.ndarray:
+               axes: Sequence[int]) -> sp.csr_matrix:
     """The matrix of the keys at ``axes`` released together: the Kronecker product of their
-    matrices (the identity for a key without one)."""
+    matrices (the identity for a key without one), sparse, its entries in the order of a dense
+    product's rows (a dense one of 300 areas by 18 ages would take 233 MB)."""
     names = [keys[a] for a in axes]
-    mats = [matrices[n].matrix if n in matrices else np.eye(shape[a]) for n, a in zip(names, axes)]
+    mats = [sp.csr_matrix(matrices[n].matrix) if n in matrices else sp.identity(shape[a], format="csr")
+            for n, a in zip(names, axes)]
     joint = mats[0]
     for m in mats[1:]:
-        joint = np.kron(joint, m)
+        joint = sp.kron(joint, m, format="csr")
+    joint.sort_indices()
     return joint
 
 
 def _check(
-    space: KeySpace, p: np.ndarray, combos: Sequence[tuple[int, ...]], alpha: float, reduce: bool
+    space: KeySpace, p: np.ndarray | sp.csr_matrix, combos: Sequence[tuple[int, ...]], alpha: float, reduce: bool
 ) -> tuple[list[Violation], float, int]:
     """The violations of (C1), the largest posterior and the number of (type, value) pairs
     checked, for the types of ``space`` released through ``p``.
@@ -274,7 +278,7 @@ def _check(
     rows = u0 > 0
     if reduce:
         rows &= u0 < 1.0 / alpha
-    gamma = float(np.diagonal(p).min())
+    gamma = float(p.diagonal().min())
     violations: list[Violation] = []
     best = 0.0
     pairs = 0
