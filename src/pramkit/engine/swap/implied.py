@@ -57,6 +57,7 @@ words (:func:`pramkit.ledger.swapping_statement`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -197,12 +198,20 @@ def swap_flows(rate: float, households: Sequence[float] | np.ndarray, *, donors:
     >>> bool(np.allclose(g.sum(axis=1), 0.05 * np.array([100, 200, 300])))   # every selected household is paired
     True
     """
-    n = np.asarray(households, dtype=float)
-    if donors == "same-parent":
-        return _fluid_flows(rate * n / 2.0, n - rate * n / 2.0)
-    if donors == "any-area":
-        return _turn_flows(rate * n / 2.0, n)
-    raise ParameterError(f"unknown donor rule {donors!r}; use same-parent or any-area")
+    if donors not in ("same-parent", "any-area"):
+        raise ParameterError(f"unknown donor rule {donors!r}; use same-parent or any-area")
+    return _flows(rate, tuple(np.asarray(households, dtype=float).tolist()), donors).copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _flows(rate: float, households: tuple[float, ...], donors: str) -> np.ndarray:
+    """:func:`swap_flows`, computed once for each rate, counts and rule (a swap's manifest, receipt and
+    result each state the matrix); read-only."""
+    n = np.array(households)
+    flows = _fluid_flows(rate * n / 2.0, n - rate * n / 2.0) if donors == "same-parent" \
+        else _turn_flows(rate * n / 2.0, n)
+    flows.setflags(write=False)
+    return flows
 
 
 def _fluid_flows(q: np.ndarray, left: np.ndarray, steps: int = FLUID_STEPS) -> np.ndarray:
@@ -211,29 +220,30 @@ def _fluid_flows(q: np.ndarray, left: np.ndarray, steps: int = FLUID_STEPS) -> n
     rule: over a step, area ``c`` gives ``1 - e^(-lambda_c h)`` of its donors, split among the sources in
     proportion to their rates, a source's share of a step capped at ``q_a h``; so no column takes more
     than its donors and no row more than ``q``)."""
-    off = ~np.eye(q.size, dtype=bool)
 
     def rates(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         others = u.sum() - u
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where(others > 0.0, q / others, 0.0)   # a source with no donor left draws nothing
-        return r, r.sum() - r                             # lambda_c = sum over sources a != c of r_a
+        r = np.where(others > 0.0, q / others, 0.0)   # a source with no donor left draws nothing
+        return r, r.sum() - r                         # lambda_c = sum over sources a != c of r_a
 
     h = 1.0 / steps
+    cap = q * h
     u = left.astype(float).copy()
     flows = np.zeros((q.size, q.size))
-    for _ in range(steps):
-        _, lam = rates(u)
-        r, lam = rates(u * np.exp(-lam * h / 2.0))
-        taken = -u * np.expm1(-lam * h)
-        with np.errstate(divide="ignore", invalid="ignore"):
+    step = np.empty_like(flows)
+    diagonal = np.arange(q.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(steps):
+            _, lam = rates(u)
+            r, lam = rates(u * np.exp(-lam * h / 2.0))
+            taken = -u * np.expm1(-lam * h)
             per_rate = np.where(lam > 0.0, taken / lam, 0.0)
-        step = r[:, None] * per_rate[None, :] * off
-        drawn = step.sum(axis=1)                            # a source draws at most q_a h in a step
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step *= np.where(drawn > q * h, q * h / drawn, 1.0)[:, None]
-        flows += step
-        u = np.maximum(u - step.sum(axis=0), 0.0)           # what the step took, never more than was left
+            np.multiply.outer(r, per_rate, out=step)
+            step[diagonal, diagonal] = 0.0                  # no donor from a household's own area
+            drawn = step.sum(axis=1)                        # a source draws at most q_a h in a step
+            step *= np.where(drawn > cap, cap / drawn, 1.0)[:, None]
+            flows += step
+            u = np.maximum(u - step.sum(axis=0), 0.0)       # what the step took, never more than was left
     return flows
 
 
