@@ -135,25 +135,60 @@ def random_swap_matrix(rate: float, areas: Sequence[Label], parents: Sequence[La
     counts = np.ones(len(labels)) if households is None else np.asarray(households, dtype=float)
     if counts.shape != (len(labels),) or (counts <= 0).any():
         raise ParameterError("households per area must be one positive count per area")
+    above = None if parents is None else tuple(parents)
+    kinds = tuple(map(type, (rate, *labels, *(above or ()))))   # 1, 1.0 and True are equal keys, not equal labels
+    return _swap_matrix(rate, tuple(labels), above, tuple(counts.tolist()), donors, kinds)
+
+
+@functools.lru_cache(maxsize=2)
+def _swap_matrix(rate: float, labels: tuple[Label, ...], parents: tuple[Label, ...] | None,
+                 counts: tuple[float, ...], donors: str, kinds: tuple[type, ...]) -> PramMatrix:
+    """:func:`random_swap_matrix` of checked arguments (``kinds``: the types of the rate and the labels, part
+    of the key), made once for the same ones: a swap's manifest, receipt and result each state it, and a
+    :class:`PramMatrix` is read-only."""
     provenance = Provenance("random_record_swapping", {"rate": rate})
+    n = np.array(counts)
     groups: dict[Label, list[int]] = {}
-    for i, parent in enumerate([None] * len(labels) if parents is None else list(parents)):
+    for i, parent in enumerate([None] * len(labels) if parents is None else parents):
         groups.setdefault(parent, []).append(i)
-    parts = [_block(rate, [labels[i] for i in idx], counts[idx], provenance, donors) for idx in groups.values()]
+    blocks = list(groups.values())
+    flows = _block_flows(rate, [n[idx] for idx in blocks], donors)
+    parts = [_block(rate, [labels[i] for i in idx], n[idx], provenance, f) for idx, f in zip(blocks, flows)]
     if len(parts) == 1:
         return parts[0]
     return PramMatrix.block_diagonal(parts, categories=labels, provenance=provenance)
 
 
-def _block(rate: float, areas: list[Label], n: np.ndarray, provenance: Provenance, donors: str) -> PramMatrix:
-    """The block of one parent: form (8) for equal areas, else from the expected flows (:func:`swap_flows`)."""
+def _block_flows(rate: float, counts: list[np.ndarray], donors: str) -> list[np.ndarray | None]:
+    """The expected flows (:func:`swap_flows`) of each parent's block whose areas are not all equal (``None``
+    for the others); the ``same-parent`` fluid limits of blocks of one size run together, each the same
+    to the bit as alone."""
+    flows: list[np.ndarray | None] = [None] * len(counts)
+    by_size: dict[int, list[int]] = {}
+    for b, n in enumerate(counts):
+        if n.size > 1 and not np.all(n == n[0]):
+            by_size.setdefault(n.size, []).append(b)
+    for members in by_size.values():
+        if donors != "same-parent":
+            for b in members:
+                flows[b] = swap_flows(rate, counts[b], donors=donors)
+            continue
+        n = np.stack([counts[b] for b in members])
+        for b, f in zip(members, _fluid_flows(rate * n / 2.0, n - rate * n / 2.0)):
+            flows[b] = f
+    return flows
+
+
+def _block(rate: float, areas: list[Label], n: np.ndarray, provenance: Provenance,
+           flows: np.ndarray | None) -> PramMatrix:
+    """The block of one parent: the identity for one area, form (8) for equal areas, else from the expected
+    ``flows`` (:func:`swap_flows`)."""
     a = len(areas)
     if a == 1:
         return PramMatrix.identity(areas)
-    if np.all(n == n[0]):
+    if flows is None:
         return PramMatrix.form8(np.full(a, 1.0 - rate), np.full(a, rate / (a - 1)), categories=areas,
                                 provenance=provenance)
-    flows = swap_flows(rate, n, donors=donors)
     m = (flows + flows.T) / n[:, None]
     # the off-diagonal mass of a row is at most 1 (module docstring): only rounding can leave it above
     np.fill_diagonal(m, np.maximum(1.0 - m.sum(axis=1), 0.0))
@@ -198,20 +233,12 @@ def swap_flows(rate: float, households: Sequence[float] | np.ndarray, *, donors:
     >>> bool(np.allclose(g.sum(axis=1), 0.05 * np.array([100, 200, 300])))   # every selected household is paired
     True
     """
-    if donors not in ("same-parent", "any-area"):
-        raise ParameterError(f"unknown donor rule {donors!r}; use same-parent or any-area")
-    return _flows(rate, tuple(np.asarray(households, dtype=float).tolist()), donors).copy()
-
-
-@functools.lru_cache(maxsize=32)
-def _flows(rate: float, households: tuple[float, ...], donors: str) -> np.ndarray:
-    """:func:`swap_flows`, computed once for each rate, counts and rule (a swap's manifest, receipt and
-    result each state the matrix); read-only."""
-    n = np.array(households)
-    flows = _fluid_flows(rate * n / 2.0, n - rate * n / 2.0) if donors == "same-parent" \
-        else _turn_flows(rate * n / 2.0, n)
-    flows.setflags(write=False)
-    return flows
+    n = np.asarray(households, dtype=float)
+    if donors == "same-parent":
+        return _fluid_flows(rate * n / 2.0, n - rate * n / 2.0)
+    if donors == "any-area":
+        return _turn_flows(rate * n / 2.0, n)
+    raise ParameterError(f"unknown donor rule {donors!r}; use same-parent or any-area")
 
 
 def _fluid_flows(q: np.ndarray, left: np.ndarray, steps: int = FLUID_STEPS) -> np.ndarray:
@@ -219,32 +246,36 @@ def _fluid_flows(q: np.ndarray, left: np.ndarray, steps: int = FLUID_STEPS) -> n
     draw taking a donor of another area in proportion to the donors ``left`` there (exponential midpoint
     rule: over a step, area ``c`` gives ``1 - e^(-lambda_c h)`` of its donors, split among the sources in
     proportion to their rates, a source's share of a step capped at ``q_a h``; so no column takes more
-    than its donors and no row more than ``q``)."""
+    than its donors and no row more than ``q``).  ``q`` and ``left`` of shape ``(A,)``, or ``(G, A)``
+    for ``G`` parents of ``A`` areas each: their flows ``(G, A, A)``, each summed in the same order as
+    alone."""
+    one = q.ndim == 1
+    q = np.atleast_2d(q)
 
     def rates(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        others = u.sum() - u
+        others = u.sum(axis=1, keepdims=True) - u
         r = np.where(others > 0.0, q / others, 0.0)   # a source with no donor left draws nothing
-        return r, r.sum() - r                         # lambda_c = sum over sources a != c of r_a
+        return r, r.sum(axis=1, keepdims=True) - r    # lambda_c = sum over sources a != c of r_a
 
     h = 1.0 / steps
     cap = q * h
-    u = left.astype(float).copy()
-    flows = np.zeros((q.size, q.size))
+    u = np.atleast_2d(left).astype(float)
+    flows = np.zeros((*q.shape, q.shape[1]))
     step = np.empty_like(flows)
-    diagonal = np.arange(q.size)
+    diagonal = np.arange(q.shape[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(steps):
             _, lam = rates(u)
             r, lam = rates(u * np.exp(-lam * h / 2.0))
             taken = -u * np.expm1(-lam * h)
             per_rate = np.where(lam > 0.0, taken / lam, 0.0)
-            np.multiply.outer(r, per_rate, out=step)
-            step[diagonal, diagonal] = 0.0                  # no donor from a household's own area
-            drawn = step.sum(axis=1)                        # a source draws at most q_a h in a step
-            step *= np.where(drawn > cap, cap / drawn, 1.0)[:, None]
+            np.multiply(r[:, :, None], per_rate[:, None, :], out=step)
+            step[:, diagonal, diagonal] = 0.0               # no donor from a household's own area
+            drawn = step.sum(axis=2)                        # a source draws at most q_a h in a step
+            step *= np.where(drawn > cap, cap / drawn, 1.0)[:, :, None]
             flows += step
-            u = np.maximum(u - step.sum(axis=0), 0.0)       # what the step took, never more than was left
-    return flows
+            u = np.maximum(u - step.sum(axis=1), 0.0)       # what the step took, never more than was left
+    return flows[0] if one else flows
 
 
 def _turn_flows(q: np.ndarray, n: np.ndarray) -> np.ndarray:
