@@ -177,6 +177,31 @@ def test_the_expected_matrix_is_a_matrix_at_every_rate(sizes: list[int], rate: f
     assert (g.sum(axis=0) <= n * (1 + 1e-9)).all()
 
 
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 60), min_size=2, max_size=4), min_size=2, max_size=5),
+       st.floats(0.0, 1.0))
+def test_parents_of_one_size_give_each_parents_own_matrix_to_the_bit(parents: list[list[int]], rate: float) -> None:
+    """Parents with as many areas step through the fluid limit together: each block of the whole matrix is,
+    bit for bit, the matrix of that parent's areas alone (one parent, its own flows)."""
+    labels = [f"{p}-{i}" for p, sizes in enumerate(parents) for i in range(len(sizes))]
+    above = [p for p, sizes in enumerate(parents) for _ in sizes]
+    whole = random_swap_matrix(rate, labels, parents=above, households=[n for sizes in parents for n in sizes])
+    start = 0
+    for p, sizes in enumerate(parents):
+        alone = random_swap_matrix(rate, labels[start:start + len(sizes)], households=sizes)
+        block = whole.matrix[start:start + len(sizes), start:start + len(sizes)]
+        assert np.array_equal(block, alone.matrix), (p, sizes)
+        start += len(sizes)
+
+
+def test_equal_labels_of_other_types_are_other_matrices() -> None:
+    """The matrix is made once for the same arguments, and 1, 1.0 and True are the same key to Python:
+    areas labelled 1 and 0, 1.0 and 0.0, True and False each keep their own labels."""
+    made = [random_swap_matrix(0.2, areas) for areas in ([1, 0], [1.0, 0.0], [True, False], [1, 0])]
+    assert [m.categories for m in made] == [(1, 0), (1.0, 0.0), (True, False), (1, 0)]
+    assert [type(m.categories[0]) for m in made] == [int, float, bool, int]
+
+
 @pytest.mark.parametrize("donors", ["same-parent", "any-area"])
 def test_rate_one_between_unequal_areas_against_the_count_by_hand(donors: str) -> None:
     """300 and 100 one-person households at rate 1: area B selects 50, all find donors in A; A selects
