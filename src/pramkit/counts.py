@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import pandas_table
 from pramkit.io import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.labels import Label
 from pramkit.progress import progress
@@ -860,10 +861,10 @@ def _frame_slices(data: pd.DataFrame, columns: list[str], chunk_rows: int | None
     more to count them.  A frame of one chunk is one table, as it always was."""
     rows = chunk_rows_for(len(columns)) if chunk_rows is None else max(1, int(chunk_rows))
     if len(data) <= rows:
-        yield pa.Table.from_pandas(data[columns], preserve_index=False)
+        yield pandas_table(data[columns])
         return
     for start in range(0, len(data), rows):
-        yield pa.Table.from_pandas(data.iloc[start:start + rows][columns], preserve_index=False)
+        yield pandas_table(data.iloc[start:start + rows][columns])
 
 
 def count_groups(

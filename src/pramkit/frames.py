@@ -182,6 +182,32 @@ def arrow_batches(data: Any, columns: Sequence[str], chunk_rows: int) -> tuple[p
     return as_arrow(chosen.head(0)).schema, chosen.height, _converted(chosen, chunk_rows)
 
 
+#: Rows below which a pandas frame goes to Arrow on one thread: for a frame of several columns pyarrow starts
+#: a pool of threads at each conversion, which costs more than the conversion of a small frame.
+ONE_THREAD_ROWS = 1 << 16
+
+
+def pandas_table(frame: Any) -> pa.Table:
+    """A pandas frame as an Arrow table, without its index (:meth:`pyarrow.Table.from_pandas`), on one thread
+    below :data:`ONE_THREAD_ROWS` rows.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pandas_table(pd.DataFrame({"sex": ["f", None], "w": [1.5, 2.0]})).column_names
+    ['sex', 'w']
+    """
+    return pa.Table.from_pandas(frame, preserve_index=False, nthreads=1 if len(frame) < ONE_THREAD_ROWS else None)
+
+
 def as_arrow(data: Any) -> pa.Table:
     """An eager polars frame or an Arrow table as an Arrow table (polars' buffers, not copied through pandas).
 

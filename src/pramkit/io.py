@@ -61,6 +61,7 @@ from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
 from pramkit.codebook import MissingCodes
 from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError, WriteError
+from pramkit.frames import pandas_table
 from pramkit.io_stat import STAT_FORMATS
 from pramkit.validate import csv_separator, text_encoding
 
@@ -738,7 +739,7 @@ def _file(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values: Se
         require_columns(columns, stat_columns(p, fmt), repr(str(p)))
         frame, labels, missing = read_stat(p, fmt, columns)
         meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
-        tables = iter([pa.Table.from_pandas(frame, preserve_index=False)])
+        tables = iter([pandas_table(frame)])
     return meta, tables
 
 
@@ -1613,7 +1614,7 @@ def write_table(table: pa.Table | pd.DataFrame, path: str | Path, *, force: bool
     True
     """
     if isinstance(table, pd.DataFrame):
-        table = pa.Table.from_pandas(table, preserve_index=False)
+        table = pandas_table(table)
     with TableWriter(path, force=force, inputs=inputs) as w:
         w.write(table)
     return Path(path)

@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
-from pramkit.frames import describe, frame_columns, frame_kind
+from pramkit.frames import describe, frame_columns, frame_kind, pandas_table
 from pramkit.io import CHUNK_ROWS, TableMeta, iter_batches, read_table, sha256_of, value_label_categories
 
 #: The formats whose reader returns the whole file at once (:func:`pramkit.io.iter_batches`): a source
@@ -260,7 +260,7 @@ class Source:
 
             require_columns(columns, self.columns, "the data")
             wanted = list(columns) if columns is not None else self.columns
-            table = pa.Table.from_pandas(self.data[wanted], preserve_index=False)
+            table = pandas_table(self.data[wanted])
             return TableMeta("pandas", wanted, rows=table.num_rows), iter([table])
         key = (None if columns is None else tuple(columns), chunk_rows, keep_missing_codes,
                None if flat is None else tuple(flat))

@@ -58,6 +58,7 @@ from pramkit.codebook import canonical
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
+from pramkit.frames import pandas_table
 from pramkit.io import read_table
 from pramkit.ledger import CategorySource, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
@@ -756,8 +757,6 @@ def _write(released: pd.DataFrame, out: Path, manifest_out: str | Path | None, m
            force: bool, src: Path | None, sep: str, encoding: str) -> tuple[str, str]:
     """The released file and its manifest, both or neither: the file is renamed into place first,
     then the manifest that names its digest."""
-    import pyarrow as pa
-
     from pramkit.atomic import atomic_path
     from pramkit.io import TableMeta, TableWriter
 
@@ -765,7 +764,7 @@ def _write(released: pd.DataFrame, out: Path, manifest_out: str | Path | None, m
     inputs = [src] if src is not None else []
     if mpath.resolve() == out.resolve():
         raise ParameterError("the manifest cannot be the released file: name another manifest")
-    table = pa.Table.from_pandas(released, preserve_index=False)
+    table = pandas_table(released)
     # exits in reverse order: the released file is renamed into place first, then its manifest
     with atomic_path(mpath, force=force, inputs=[*inputs, out]) as tmp, \
             TableWriter(out, force=force, inputs=[*inputs, mpath],

@@ -50,7 +50,7 @@ from pramkit.estimate.result import RANGE_SLACK, TableEstimate
 from pramkit.estimate.spec import EstimateSpec, check_confidence
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
-from pramkit.frames import streamed
+from pramkit.frames import pandas_table, streamed
 from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
@@ -878,15 +878,13 @@ def _check_household_psus(manifest: ManifestChain, axes: Sequence[str], design: 
 def _batches(data: pd.DataFrame | str | Path, columns: list[str], reading: Mapping[str, Any],
              what: str) -> tuple[Any, int | None]:
     """The chunks of ``columns`` of a DataFrame (one chunk) or a file (streamed), and the rows expected."""
-    import pyarrow as pa
-
     from pramkit.io import iter_batches
 
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
         if absent:
             raise DataError(f"column(s) {absent} of {what} are not in the data")
-        return [pa.Table.from_pandas(data[columns], preserve_index=False)], len(data)
+        return [pandas_table(data[columns])], len(data)
     meta, batches = iter_batches(data, columns=columns, **reading)
     return batches, meta.rows
 

@@ -55,6 +55,7 @@ from pramkit.distances import Distances, read_distances
 from pramkit.engine.receipt import released_guarantee, report_guarantees
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
+from pramkit.frames import pandas_table
 from pramkit.information import entropy
 from pramkit.io import compact_text, iter_batches, paired_chunks, sha256_of, table_format
 from pramkit.labels import Label
@@ -848,7 +849,7 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
     from pramkit.estimate.survey import SurveyDesign
 
     cats = {v.name: v.matrix.categories}
-    codes = chunk_codes(pa.Table.from_pandas(original[[v.name]], preserve_index=False), [v.name], cats, 0)
+    codes = chunk_codes(pandas_table(original[[v.name]]), [v.name], cats, 0)
     w = SurveyDesign(weights).read(original).weights
     weighted = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums
     assert weighted is not None  # counted with weights

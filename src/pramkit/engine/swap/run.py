@@ -39,6 +39,7 @@ from pramkit.engine.swap.core import DONOR_RULES, SwapDraw, draw_swaps
 from pramkit.engine.swap.households import SwapHouseholds, read_households
 from pramkit.engine.swap.implied import random_swap_matrix
 from pramkit.errors import ParameterError
+from pramkit.frames import pandas_table
 from pramkit.io import TableWriter, csv_dialect, iter_batches
 from pramkit.ledger import Ledger, swapping_statement
 from pramkit.manifest import Manifest, PerturbedVariable, epsilon_to_json
@@ -719,7 +720,7 @@ def swap_frame(frame: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes | 
     missing = [c for c in plan.columns if c not in frame.columns]
     if missing:
         raise ParameterError(f"the frame has no column(s) {missing}")
-    table = pa.Table.from_pandas(frame[plan.columns], preserve_index=False)
+    table = pandas_table(frame[plan.columns])
     swapped = _draw(_chunks(table, chunk_rows), plan, secret, "the frame")
     out = frame.copy()
     member = swapped.households.member
