@@ -306,6 +306,38 @@ def estimate_at(
     )
 
 
+def squarem_lengths(d1: np.ndarray, d2: np.ndarray) -> list[float]:
+    """The step lengths SQUAREM tries along two EM steps (Varadhan and Roland 2008, scheme S3), in order:
+    ``a = -|d1| / |d2|`` (at most -1), then moved half way to -1 (where ``p0 - 2 a d1 + a^2 d2`` is the
+    second EM step) while below -1.01, then -1 excluded; none when ``d2`` is 0 or ``a`` is -1.
+
+    Parameters
+    ----------
+    d1, d2 : numpy.ndarray
+        The first step ``p1 - p0`` and the change of step ``p2 - p1 - d1``.
+
+    Returns
+    -------
+    list of float
+
+    Examples
+    --------
+    >>> squarem_lengths(np.array([4.0]), np.array([1.0]))
+    [-4.0, -2.5, -1.75, -1.375, -1.1875, -1.09375, -1.046875, -1.0234375, -1.01171875, -1.005859375]
+    >>> squarem_lengths(np.array([1.0]), np.array([0.0]))
+    []
+    """
+    norm2 = float(np.sqrt(np.sum(d2 * d2)))
+    if norm2 == 0.0:
+        return []
+    a = min(-float(np.sqrt(np.sum(d1 * d1))) / norm2, -1.0)
+    steps = []
+    while a < -1.0:
+        steps.append(a)
+        a = (a - 1.0) / 2.0 if a < -1.01 else -1.0
+    return steps
+
+
 class _EM:
     """The EM map of one table: forward ``lam = M^T p`` and the gradient ``r``, axis by axis."""
 
@@ -336,14 +368,7 @@ class _EM:
         with a large ``a`` rounding would move it off the simplex."""
         d1 = p1 - p0
         d2 = p2 - p1 - d1
-        norm2 = float(np.sqrt(np.sum(d2 * d2)))
-        if norm2 == 0.0:
-            return p2
-        a = min(-float(np.sqrt(np.sum(d1 * d1))) / norm2, -1.0)
-        steps = []
-        while a < -1.0:
-            steps.append(a)
-            a = (a - 1.0) / 2.0 if a < -1.01 else -1.0
+        steps = squarem_lengths(d1, d2)
         # Every halving's step at once (a block of them for a large table), the same arithmetic entry by
         # entry as one step at a time: near the boundary of the simplex a step is halved some twenty times.
         x0, x1, x2 = p0[self.support], d1[self.support], d2[self.support]

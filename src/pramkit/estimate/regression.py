@@ -59,6 +59,7 @@ import pandas as pd
 from scipy import sparse, special
 
 from pramkit.errors import DataError, ParameterError
+from pramkit.estimate.mle import squarem_lengths
 from pramkit.estimate.spec import check_confidence
 from pramkit.manifest import Manifest
 
@@ -394,7 +395,7 @@ def _louis(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray) -> np.n
     full ``(n, K, d, d)`` arrays are never formed.
     """
     post, ystar, _, eta = _e_step(p, beta, sigma2, pi)
-    n, k_all = post.shape
+    k_all = post.shape[1]
     xs = p.base[:, None, :] + p.shift[None, :, :]                 # (n, K, q)
     if p.family == "gaussian":
         resid = p.y[:, None] - eta
@@ -412,17 +413,13 @@ def _louis(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray) -> np.n
         states = [(weight, xs * (yv - mu)[:, :, None]) for weight, yv in outcomes]
         expected = _sum_outer(post * mu * (1 - mu), xs)
     h = expected.shape[0]
-    info = expected.copy()
-    mean = np.zeros((n, h))
-    for weight, r in states:
-        info -= _sum_outer(weight, r)
-        mean += np.einsum("nk,nka->na", weight, r)
-    info += mean.T @ mean
+    scored = sum(weight[:, :, None] * r for weight, r in states)   # (n, K, h): w r summed over the states
+    mean = scored.sum(axis=1)                                       # E[r | z_i]
+    info = expected - sum(_sum_outer(weight, r) for weight, r in states) + mean.T @ mean
     if k_all == 1:
         return info
     full = np.zeros((h + p.n_groups * (k_all - 1),) * 2)
     full[:h, :h] = info
-    scored = sum(weight[:, :, None] * r for weight, r in states)   # (n, K, h): w r summed over the states
     mean_pi = post[:, 1:] - pi[p.group][:, 1:]                      # E[e_k - pi_g | z_i], categories 1..K-1
     order = np.argsort(p.group, kind="stable")
     bounds = np.searchsorted(p.group[order], np.arange(p.n_groups + 1))
@@ -486,21 +483,15 @@ def _small_step(old: np.ndarray, new: np.ndarray, tol: float) -> bool:
 
 
 def _extrapolated(space: _Parameters, t0: np.ndarray, t1: np.ndarray, t2: np.ndarray) -> np.ndarray | None:
-    """SQUAREM's point from two EM steps ``t0 -> t1 -> t2`` (Varadhan and Roland, 2008, scheme S3):
-    ``t0 - 2 a r + a^2 v`` with ``r = t1 - t0``, ``v = t2 - 2 t1 + t0`` and ``a = -|r| / |v|``, at most
-    -1; ``a`` is moved half way to -1 (where the point is ``t2``) while the point leaves the parameter
-    space.  ``None`` when no step beyond ``t2`` is found."""
+    """SQUAREM's point from two EM steps ``t0 -> t1 -> t2``: ``t0 - 2 a r + a^2 v`` with ``r = t1 - t0`` and
+    ``v = t2 - t1 - r``, at the first of :func:`pramkit.estimate.mle.squarem_lengths` that stays in the
+    parameter space.  ``None`` when none does."""
     r = t1 - t0
-    v = t2 - 2 * t1 + t0
-    norm_v = float(np.linalg.norm(v))
-    if norm_v == 0:
-        return None
-    alpha = min(-float(np.linalg.norm(r)) / norm_v, -1.0)
-    while alpha < -1.01:
+    v = t2 - t1 - r
+    for alpha in squarem_lengths(r, v):
         trial = t0 - 2 * alpha * r + alpha**2 * v
         if space.feasible(trial, t2):
             return trial
-        alpha = (alpha - 1.0) / 2
     return None
 
 
