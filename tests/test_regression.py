@@ -275,3 +275,16 @@ def test_unidentified_coefficients_are_one_error_not_a_traceback() -> None:
     frame["s2"] = frame["s"]
     with pytest.raises(DataError, match="not identified"):
         corrected_regression(frame, "y ~ x + s + s2", manifest)
+
+
+def test_a_record_no_true_category_can_release_is_an_error_not_minus_infinity() -> None:
+    """The likelihood written out by hand is 0 for the second record (pi leaves out its only possible true
+    category): observed_loglik says so in one error, as the fit does, rather than returning -inf."""
+    from pramkit.estimate.regression import observed_loglik
+
+    identity = Manifest.of({"x": PramMatrix.identity(["a", "b"])})
+    frame = pd.DataFrame({"y": [1.0, 2.0], "x": ["a", "b"]})
+    with pytest.raises(DataError, match="likelihood 0"):
+        observed_loglik(frame, "y ~ x", identity, np.array([0.0, 1.0]), pi=np.array([[1.0, 0.0]]))
+    assert observed_loglik(frame, "y ~ x", identity, np.array([1.0, 1.0])) == pytest.approx(
+        2 * (-0.5 * math.log(2 * math.pi)) + 2 * math.log(0.5))

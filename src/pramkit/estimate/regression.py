@@ -64,6 +64,8 @@ from pramkit.estimate.spec import check_confidence
 from pramkit.manifest import Manifest
 
 FAMILIES = ("gaussian", "binomial")
+#: The error of a record that no true category can have released (the released file of another manifest).
+_ZERO_LIKELIHOOD = "a record has likelihood 0 under every true category (is the released file of this manifest?)"
 #: The largest number of combinations of the perturbed covariates' categories (latent states).
 MAX_LATENT = 10_000
 
@@ -525,8 +527,7 @@ def _fit(p: _Problem, max_iter: int, tol: float) -> tuple[np.ndarray, float, np.
                 raise
             new, loglik = t, -math.inf
         if steps == 0 and not math.isfinite(loglik):
-            raise DataError("a record has likelihood 0 under every true category (is the released file of "
-                            "this manifest?)")
+            raise DataError(_ZERO_LIKELIHOOD)
         steps += 1
         converged = math.isfinite(loglik) and _small_step(t, new, tol) \
             and abs(loglik - previous) <= tol * (1 + abs(loglik))
@@ -694,7 +695,10 @@ def observed_loglik(data: pd.DataFrame, formula: str, manifest: Manifest, beta: 
     problem, *_ = _problem(data, outcome, terms, manifest, family)
     k_all = problem.like_x.shape[1]
     weights = np.full((problem.n_groups, k_all), 1.0 / k_all) if pi is None else np.asarray(pi, dtype=float)
-    return _e_step(problem, np.asarray(beta, dtype=float), float(sigma) ** 2, weights)[2]
+    loglik = _e_step(problem, np.asarray(beta, dtype=float), float(sigma) ** 2, weights)[2]
+    if not math.isfinite(loglik):
+        raise DataError(_ZERO_LIKELIHOOD)
+    return loglik
 
 
 __all__ = ["FAMILIES", "RegressionResult", "corrected_regression", "observed_loglik", "parse_formula"]
