@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from pramkit.audit.result import Check
 from pramkit.audit.stats import clopper_pearson
@@ -129,7 +129,7 @@ def trials_for(p1: float, p2: float, precision: float, alpha: float) -> int:
     >>> trials_for(e / (1 + e), 1 / (1 + e), 0.02, 1e-6 / 4)
     327680
     """
-    z = float(stats.norm.isf(alpha))
+    z = -float(special.ndtri(alpha))  # the normal quantile of 1 - alpha
     spread = math.sqrt((1 - p1) / p1) + math.sqrt((1 - p2) / p2)
     n = math.ceil((z * spread / precision) ** 2)
     n = -(-n // BATCH) * BATCH

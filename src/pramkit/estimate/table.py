@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from pramkit.counts import CountTable, count_file, count_frame
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
@@ -207,7 +207,7 @@ class EstimateResult:
 
     @property
     def z(self) -> float:
-        return float(norm.ppf(0.5 + self.confidence / 2.0))
+        return float(ndtri(0.5 + self.confidence / 2.0))
 
     def cells(self) -> list[dict[str, Any]]:
         """One record per cell: category (a label, or a list of labels for

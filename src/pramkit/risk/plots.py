@@ -14,7 +14,7 @@ import itertools
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import poisson
+from scipy import special
 
 from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path
@@ -65,7 +65,8 @@ def count_frequencies(fit: LogLinearFit, *, largest: int = 10) -> tuple[np.ndarr
     observed = np.bincount(np.minimum(fit.observed.ravel().astype(np.int64), largest + 1), minlength=largest + 2)
     mu = fit.fitted.ravel()
     mu = mu[mu > 0]
-    expected = np.array([poisson.pmf(k, mu).sum() for k in c])
+    # Poisson probabilities of k under each mean, as scipy.stats.poisson.pmf computes them
+    expected = np.array([np.exp(special.xlogy(k, mu) - special.gammaln(k + 1) - mu).sum() for k in c])
     expected[0] += fit.fitted.size - mu.size  # cells fitted exactly zero
     return c, observed[: largest + 1], expected
 
