@@ -456,23 +456,24 @@ def vertex_patterns(s: int, epsilon: float, *, truthful: bool = False) -> np.nda
     s, e = _check_size(s), check_epsilon(epsilon)
     a, b = _reduced_system(s, math.exp(-e), truthful)
     n = a.shape[1]
-    found = []
-    for rows in itertools.combinations(range(len(a)), n):
-        sub = a[list(rows)]
-        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):   # subnormal coefficients at large alpha
-            det = np.linalg.det(sub)
-        if not abs(det) >= 1e-13:
-            continue
-        x = np.linalg.solve(sub, b[list(rows)])
-        if np.all(a @ x - b <= 1e-11):
-            found.append(np.clip(x, 0.0, 1.0))
-    if not found:  # the polytope is never empty: v_-a, ..., v_-a is feasible
+    # Every square subsystem at once (LAPACK factorises each matrix of the stack as it would one alone).
+    rows = np.array(list(itertools.combinations(range(len(a)), n)))
+    subs = a[rows]
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):   # subnormal coefficients at large alpha
+        dets = np.linalg.det(subs)
+    regular = np.abs(dets) >= 1e-13
+    xs = np.linalg.solve(subs[regular], b[rows[regular]][:, :, None])[:, :, 0]
+    feasible = np.all(xs @ a.T - b <= 1e-11, axis=1)
+    found = np.clip(xs[feasible], 0.0, 1.0)
+    if not len(found):  # the polytope is never empty: v_-a, ..., v_-a is feasible
         raise AssertionError("no vertex found")  # pragma: no cover
-    unique: list[np.ndarray] = []
-    for x in found:
-        if all(np.max(np.abs(x - u)) > 1e-10 for u in unique):
-            unique.append(x)
-    return np.array(sorted(unique, key=tuple))
+    # a vertex found again (within 1e-10 of one kept before it) is kept once, the first time
+    apart = np.abs(found[:, None, :] - found[None, :, :]).max(axis=2) > 1e-10
+    kept: list[int] = []
+    for i in range(len(found)):
+        if apart[i, kept].all():
+            kept.append(i)
+    return np.array(sorted(found[kept], key=tuple))
 
 
 # ---------------------------------------------------------------------------
@@ -661,7 +662,10 @@ def _placements(p: np.ndarray, values: np.ndarray,
     for i in (_representatives(p) if top else [None]):
         for j in (_representatives(p, i) if bottom else [None]):
             singles = [(z, l) for z, l in ((i, 0), (j, 3)) if z is not None]
-            out.append((singles, order[~np.isin(order, [z for z, _ in singles])]))
+            rest = np.ones(order.size, dtype=bool)
+            for z, _ in singles:
+                rest &= order != z
+            out.append((singles, order[rest]))
     return out
 
 
