@@ -375,3 +375,50 @@ def test_commands_that_need_matrices_say_what_a_synthesized_release_is(synthesiz
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "synthesized release" in err[0], err
+
+
+def _fit_by_numpy(w: np.ndarray, cand: np.ndarray, cell: np.ndarray, a: int | None, b: int,
+                  target: np.ndarray) -> None:
+    """One raking step as NumPy writes it: each candidate's cell, numpy.bincount of the weights, the ratio."""
+    ix = (cell[:, None] if a is None else cand[:, :, a].astype(np.int64)) * target.shape[1] + cand[:, :, b]
+    cur = np.bincount(ix.ravel(), weights=w.ravel(), minlength=target.size)
+    w *= np.divide(target.ravel(), cur, out=np.zeros(target.size), where=cur > 0)[ix]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 9), st.lists(st.integers(1, 7), min_size=2, max_size=4),
+       st.integers(1, 5), st.integers(0, 2**32 - 1), st.data())
+def test_a_raking_step_is_numpys_to_the_last_bit(n: int, pool: int, sizes: list[int], cells: int, seed: int,
+                                                 data: st.DataObject) -> None:
+    """The compiled step (:func:`pramkit.engine._kernels.rake_fit`) against NumPy's bincount and gather: the
+    same weights bit for bit, for a table of two variables or of the public cell by a variable; empty cells of
+    the table and zero targets included."""
+    from pramkit.synthesize import _fit_table
+
+    rng = np.random.default_rng(seed)
+    cand = np.stack([rng.integers(0, s, (n, pool)) for s in sizes], axis=2).astype(np.int32)
+    cell = rng.integers(0, cells, n).astype(np.int64)
+    w = rng.random((n, pool)) * (rng.random((n, pool)) > 0.2)
+    b = data.draw(st.integers(0, len(sizes) - 1))
+    a = data.draw(st.none() | st.integers(0, len(sizes) - 1).filter(lambda j: j != b))
+    rows = cells if a is None else sizes[a]
+    target = rng.random((rows, sizes[b])) * (rng.random((rows, sizes[b])) > 0.3) * n
+    expected, got = w.copy(), w.copy()
+    _fit_by_numpy(expected, cand, cell, a, b, target)
+    _fit_table(got, cand, cell, a, b, target)
+    assert expected.tobytes() == got.tobytes()
+
+
+def test_a_candidate_outside_the_table_is_an_error_not_a_write() -> None:
+    """A cell beyond the target (a code the table has no column for) raises; the weights are left as they were
+    when the first pass finds it."""
+    from pramkit.engine import _kernels
+
+    frame = census_frame(300)
+    codes = frame["race"].astype("category").cat.codes.to_numpy()
+    cand = np.stack([codes, codes], axis=1)[:, None, :].astype(np.int32)   # one candidate per record
+    w = np.ones((300, 1))
+    target = np.ones(int(codes.max()) * 2)                                  # one cell too few
+    with pytest.raises(ValueError, match="outside the table"):
+        _kernels.rake_fit(w, cand, 2, 0, 1, 2, np.zeros(300, dtype=np.int64), target, np.empty_like(target))
+    assert (w == 1).all()

@@ -56,6 +56,7 @@ import pandas as pd
 from pramkit import validate
 from pramkit.codebook import canonical
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.engine import _kernels
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import pandas_table
@@ -604,6 +605,8 @@ def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.
                         "check the rules against the public columns")
     w = ok.astype(float)
     w /= w.sum(axis=1, keepdims=True)
+    cand = np.ascontiguousarray(cand, dtype=np.int32)  # the codes as the kernel reads them (no copy from _pool)
+    cell = np.ascontiguousarray(cell, dtype=np.int64)
     axes = [(None, j) for j in range(k)] + list(itertools.combinations(range(k), 2))
     for _ in range(sweeps):
         for (a, b), t in zip(axes, targets):
@@ -620,45 +623,22 @@ def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.
 
 def _fit_table(w: np.ndarray, cand: np.ndarray, cell: np.ndarray, a: int | None, b: int, target: np.ndarray) -> None:
     """Rescale the weights ``w`` (records by candidates, in place) so that the candidates' table of variable ``a``
-    (``None``: the public cell) by variable ``b`` is ``target``.  Each candidate's cell is computed here, when
-    used, and freed on return: memory grows with records x pool, not with the number of tables."""
-    ix = _table_cells(cand, cell, a, b, target.shape[1])
-    flat = target.ravel()
-    cur = np.bincount(ix.ravel(), weights=w.ravel(), minlength=flat.size)
-    _rescale(w, np.divide(flat, cur, out=np.zeros_like(flat), where=cur > 0), ix)
-
-
-def _table_cells(cand: np.ndarray, cell: np.ndarray, a: int | None, b: int, columns: int) -> np.ndarray:
-    """Each candidate's cell (records by candidates, int64) of the table of variable ``a`` (``None``: the public
-    cell) by variable ``b``, which has ``columns`` columns: one array made, the products added in place.
+    (``None``: the public cell) by variable ``b`` is ``target``: the weighted table and the rescaling in two
+    passes of :func:`pramkit.engine._kernels.rake_fit`, each candidate's cell computed as it is read (never
+    stored: memory grows with records x pool, not with the number of tables), its weights added in the
+    candidates' order, as ``numpy.bincount`` adds them.
 
     Examples
     --------
-    >>> cand = np.array([[[0, 1], [1, 2]]], dtype=np.int32)
-    >>> _table_cells(cand, np.array([4]), None, 1, 3).tolist(), _table_cells(cand, np.array([4]), 0, 1, 3).tolist()
-    ([[13, 14]], [[1, 5]])
-    """
-    if a is None:
-        return cell[:, None] * columns + cand[:, :, b]
-    ix = cand[:, :, a].astype(np.int64)
-    ix *= columns
-    ix += cand[:, :, b]
-    return ix
-
-
-def _rescale(w: np.ndarray, ratio: np.ndarray, ix: np.ndarray) -> None:
-    """``w *= ratio[ix]`` in place (records by candidates), a block of records at a time (never a copy of every
-    candidate's ratio).
-
-    Examples
-    --------
-    >>> w = np.ones((2, 2))
-    >>> _rescale(w, np.array([0.5, 2.0]), np.array([[1, 0], [1, 1]]))
+    >>> w = np.full((1, 2), 0.5)
+    >>> cand = np.array([[[0, 1], [1, 2]]], dtype=np.int32)    # one record, two candidates of two variables
+    >>> _fit_table(w, cand, np.zeros(1, dtype=np.int64), 0, 1, np.array([[0.0, 3.0, 0.0], [0.0, 0.0, 1.0]]))
     >>> w.tolist()
-    [[2.0, 0.5], [2.0, 2.0]]
+    [[3.0, 1.0]]
     """
-    for lo in range(0, len(w), BLOCK_ROWS):
-        w[lo:lo + BLOCK_ROWS] *= ratio[ix[lo:lo + BLOCK_ROWS]]
+    flat = np.ascontiguousarray(target, dtype=np.float64).ravel()
+    _kernels.rake_fit(w, cand, cand.shape[2], -1 if a is None else a, b, target.shape[1], cell, flat,
+                      np.empty_like(flat))
 
 
 def _row_sums(w: np.ndarray) -> np.ndarray:

@@ -18,6 +18,8 @@
  *                             pass (utf8_size counts the bytes first where no bound is tight).
  * csv_rows                    the CSV text of Arrow text columns, a value quoted only where a reader needs
  *                             it (Arrow's writer quotes every text value).
+ * rake_fit                    one table's step of the synthesizer's raking: the candidates' weighted table and
+ *                             the rescaling of their weights, each candidate's cell computed as it is read.
  *
  * Every argument is a C-contiguous buffer (a NumPy array or an Arrow buffer) whose element
  * type the Python caller fixes; lengths are checked here.  Loops run without the GIL.  The draws
@@ -2355,6 +2357,71 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------ raking */
+
+/* rake_fit(w float64[n pool], cand int32[n pool k], k, a, b, columns, cell int64[n], target float64[T],
+ * current float64[T]): one step of iterative proportional fitting of pramkit.synthesize.  Each candidate's cell
+ * of the table of variable a (a < 0: the record's public cell) by variable b is cand[., a] * columns +
+ * cand[., b] (cell[record] * columns + cand[., b]); current[c] gets the sum of the weights of the candidates in c,
+ * added in the candidates' order (as numpy.bincount adds them), then every weight is multiplied by
+ * target[c] / current[c] (0 where current[c] is 0).  The cells are computed as they are read, twice, never
+ * stored.  Returns None, or raises ValueError when a cell falls outside the target. */
+static PyObject *
+rake_fit(PyObject *self, PyObject *args)
+{
+    Py_buffer b[5];
+    Py_ssize_t k, a, col_b, columns;
+    if (!PyArg_ParseTuple(args, "w*y*nnnny*y*w*", &b[0], &b[1], &k, &a, &col_b, &columns, &b[2], &b[3], &b[4])) {
+        return NULL;
+    }
+    Py_ssize_t values = b[0].len / (Py_ssize_t)sizeof(double);
+    Py_ssize_t records = b[2].len / (Py_ssize_t)sizeof(int64_t);
+    Py_ssize_t cells = b[3].len / (Py_ssize_t)sizeof(double);
+    int ok = k > 0 && a < k && col_b >= 0 && col_b < k && columns > 0 && records > 0 && values % records == 0 &&
+             check_len(&b[1], values * k, sizeof(int32_t), "cand") == 0 &&
+             check_len(&b[4], cells, sizeof(double), "current") == 0;
+    if (!ok) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "rake_fit: inconsistent sizes");
+        }
+        release(b, 5);
+        return NULL;
+    }
+    double *w = b[0].buf, *target = b[3].buf, *current = b[4].buf;
+    const int32_t *cand = b[1].buf;
+    const int64_t *cell = b[2].buf;
+    Py_ssize_t pool = values / records, bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    memset(current, 0, (size_t)cells * sizeof(double));
+    for (int pass = 0; pass < 2 && bad < 0; pass++) {
+        for (Py_ssize_t i = 0; i < values; i++) {
+            const int32_t *row = cand + i * k;
+            int64_t c = (a < 0 ? cell[i / pool] : (int64_t)row[a]) * columns + row[col_b];
+            if (c < 0 || c >= cells) {
+                bad = i;
+                break;
+            }
+            if (pass == 0) {
+                current[c] += w[i];
+            } else {
+                w[i] *= current[c];
+            }
+        }
+        if (pass == 0) {
+            for (Py_ssize_t c = 0; c < cells; c++) {
+                current[c] = current[c] > 0 ? target[c] / current[c] : 0.0;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 5);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "rake_fit: candidate %zd falls outside the table's %zd cells", bad, cells);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"draw_diagonal", draw_diagonal, METH_VARARGS, "Form (8) keep-or-move draw: (first bad position, missing, changed)."},
     {"draw_alias", draw_alias, METH_VARARGS, "Keep-or-move draw with an alias table: (first bad position, missing, changed)."},
@@ -2369,6 +2436,7 @@ static PyMethodDef methods[] = {
     {"utf8_size", utf8_size, METH_VARARGS, "Offsets of the labels of codes; total bytes (-1: too many)."},
     {"utf8_decode", utf8_decode, METH_VARARGS, "Bytes of the labels of codes."},
     {"csv_rows", csv_rows, METH_VARARGS, "CSV rows of text columns, quoted only where needed."},
+    {"rake_fit", rake_fit, METH_VARARGS, "One step of iterative proportional fitting of candidates' weights."},
     {"_philox_fill", philox_fill_py, METH_VARARGS, "The next words of a Philox state (for tests)."},
     {"_alias_path", alias_path_py, METH_VARARGS, "The alias loop taken; with a name, take it (for tests)."},
     {"_diagonal_path", diagonal_path_py, METH_VARARGS, "The form (8) loop taken; with a name, take it (for tests)."},
