@@ -20,29 +20,18 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow.csv as pacsv
+from timing import best_of
 
 from pramkit import synthesize
 from pramkit.datasets import census
 
 VARIABLES = ["marital_status", "race", "education", "employment"]
 PUBLIC = ["age", "sex"]
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    """The fastest of ``repeat`` wall-clock runs of ``fn``, in seconds."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def fit_by_numpy(w: np.ndarray, cand: np.ndarray, cell: np.ndarray, a: int | None, b: int,
@@ -66,8 +55,8 @@ def main() -> None:
                                                     epsilon=10.0, key=key)
         total = read = np.inf
         for _ in range(args.repeat):
-            total = min(total, best(run, 1))
-            read = min(read, best(lambda: pacsv.read_csv(path), 1))
+            total = min(total, best_of(run, 1))
+            read = min(read, best_of(lambda: pacsv.read_csv(path), 1))
         print(f"synthesize_release of {args.rows:,} persons ({', '.join(VARIABLES)} given {', '.join(PUBLIC)}, "
               f"epsilon 10): {total:.2f} s, {total / read:.0f} x reading the file once with pyarrow ({read:.3f} s)")
 
@@ -86,8 +75,8 @@ def main() -> None:
             target = rng.random((rows, sizes[b])) * args.rows / (rows * sizes[b]) * 2
             ours = numpy = np.inf
             for _ in range(args.repeat):
-                ours = min(ours, best(partial(synthesize._fit_table, weights.copy(), cand, cell, a, b, target), 1))
-                numpy = min(numpy, best(partial(fit_by_numpy, weights.copy(), cand, cell, a, b, target), 1))
+                ours = min(ours, best_of(partial(synthesize._fit_table, weights.copy(), cand, cell, a, b, target), 1))
+                numpy = min(numpy, best_of(partial(fit_by_numpy, weights.copy(), cand, cell, a, b, target), 1))
             x, y = weights.copy(), weights.copy()
             synthesize._fit_table(x, cand, cell, a, b, target)
             fit_by_numpy(y, cand, cell, a, b, target)
