@@ -66,6 +66,23 @@ def key() -> SecretKey:
     return SecretKey(bytes(range(32)), "test key")
 
 
+@pytest.fixture(scope="session")
+def spark() -> Any:
+    """One local Spark session (``local[2]``) for every test of this process that runs Spark, stopped after the
+    last; a ``--spark-master`` or ``master=`` of a test reuses it.  The test is skipped where Spark cannot run
+    (tests/_requires.py).  Its shuffles make 4 partitions, not Spark's 200: the tests' few thousand records
+    would spread over 200 mostly empty tasks, each with its fixed cost."""
+    from _requires import require_spark
+
+    require_spark()
+    from pramkit.engine import spark as ps
+
+    session = ps.session("local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "4")
+    yield session
+    session.stop()
+
+
 @pytest.fixture(scope="module")
 def chromium() -> Any:
     """Headless Chromium (Debian's, driven by Playwright), one for a module's browser tests; the test is

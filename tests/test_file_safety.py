@@ -649,19 +649,6 @@ def test_demo_into_a_mount_point(tmp_path: Path, capsys) -> None:
 
 # ------------------------------------------------------------------ the Spark engine
 
-@pytest.fixture(scope="module")
-def spark():
-    """A local Spark session for the CLI runs of this module (``--spark-master local[1]``), stopped after them."""
-    from _requires import require_spark
-
-    require_spark()
-    from pramkit.engines import spark as ps
-
-    session = ps.session("local[1]")
-    yield session
-    session.stop()
-
-
 def spark_args(files: dict[str, Path], out: Path, *extra) -> list:
     return ["apply", files["parquet"], "--manifest", files["manifest"], "--out", out, "--engine", "spark",
             "--spark-master", "local[1]", "--quiet", *extra]

@@ -317,12 +317,9 @@ def test_a_bad_release_label_is_one_line_and_writes_nothing(label: str, says: st
 
 
 @pytest.mark.slow
-def test_spark_releases_what_the_local_engine_releases_under_a_label(tmp_path: Path) -> None:
+def test_spark_releases_what_the_local_engine_releases_under_a_label(spark, tmp_path: Path) -> None:
     """Shuffled, under a label: the part files read in order are the local release row for row, and both
     receipts record the label."""
-    from _requires import require_spark
-
-    require_spark()
     import pyarrow.parquet as pq
 
     frame = census(2_000, seed=5)[["age", "sex", "marital_status"]].astype(str)

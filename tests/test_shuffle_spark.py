@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("missing", ["keep", "category"])
-def test_spark_shuffle_matches_the_local_engine(tmp_path: Path, key, capsys, missing) -> None:
+def test_spark_shuffle_matches_the_local_engine(spark, tmp_path: Path, key, capsys, missing) -> None:
     """Row for row and in the receipt's guarantee, with missing sexes kept missing or perturbed as a category
     (then the clone groups are counted on the released file: its missing values are not the original's)."""
     frame = census(3_000, seed=11)[["age", "sex", "marital_status"]]

@@ -27,13 +27,6 @@ N = 40_000
 
 
 @pytest.fixture(scope="module")
-def spark():
-    session = ps.session("local[2]")
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("spark")
     rng = np.random.default_rng(5)

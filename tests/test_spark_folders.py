@@ -27,7 +27,7 @@ def run(args: list, capsys) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
-def test_sparks_output_folder_is_estimated_and_audited(tmp_path, capsys) -> None:
+def test_sparks_output_folder_is_estimated_and_audited(spark, tmp_path, capsys) -> None:
     if not SDC_DATA.is_dir():
         pytest.skip("../shared/data/sdcmicro is not available")
     data = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", usecols=["db030", "db040", "hsize", "rb090"], dtype=str)

@@ -42,13 +42,6 @@ def silc(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def spark():
-    session = ps.session("local[2]")
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="module")
 def key_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("key") / "k.key"
     path.write_text(bytes(range(32)).hex() + "\n")

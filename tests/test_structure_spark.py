@@ -25,13 +25,6 @@ REGIONS = ("north", "south", "east", "west")
 KEY = SecretKey(b"structure on spark, 32 bytes!!!!", "test")
 
 
-@pytest.fixture(scope="module")
-def spark():
-    session = ps.session("local[2]")
-    yield session
-    session.stop()
-
-
 def test_spark_releases_what_the_local_engine_releases_with_structure(spark, tmp_path):
     d = census(30_000, seed=21)[["age", "sex", "marital_status"]].astype(str)
     d.insert(0, "row", np.arange(len(d), dtype=np.int64))
