@@ -336,11 +336,8 @@ def test_the_derived_chain_applies_to_its_release(chain: Path, tmp_path: Path, c
 
 
 @pytest.mark.slow
-def test_spark_checks_the_rows_it_counts(eu: Path, tmp_path: Path, capsys) -> None:
-    """The Spark engine counts the rows after its job and refuses before the folder is renamed into place."""
-    from _requires import require_spark
-
-    require_spark()
+def test_spark_checks_the_rows_it_counts(spark, eu: Path, tmp_path: Path, capsys) -> None:
+    """The Spark engine counts the rows (the job numbering them) and refuses before it writes the release."""
     out = tmp_path / "spark.csv"
     capsys.readouterr()
     code = main(["apply", str(eu / "eu1500.csv"), "--manifest", str(eu / "eu.json"), "--out", str(out),

@@ -10,7 +10,7 @@ from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.perturb import ApplyResult, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.spark.files import _check_format, _save, read, spark_charset
-from pramkit.engine.spark.perturb import perturb
+from pramkit.engine.spark.perturb import perturbed_rows
 from pramkit.engine.spark.session import _one_line_errors, session
 from pramkit.engine.spark.shuffle import shuffle_rows, smallest_group
 from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_dialect, csv_missing_codes
@@ -105,10 +105,10 @@ def apply_file_spark(
         spark = session(master)
         df = read(spark, data, sep=sep, encoding=encoding)
         check_shuffle(man, df.columns, public_columns, shuffle=shuffle)
-        released = perturb(df, man, key=stream, missing_codes=codes, release=label)
+        released, rows = perturbed_rows(df, man, key=stream, missing_codes=codes, release=label)
+        assert rows is not None  # numbered in file order: the job numbering the rows counted them
+        stated_sampling(man, rows, repr(str(data)), named)  # before the release is written
         _save(shuffle_rows(released, stream) if shuffle else released, tmp, fmt, dialect if source == "csv" else None)
-        rows = spark.read.parquet(str(tmp)).count() if fmt == "parquet" else df.count()
-        stated_sampling(man, rows, repr(str(data)), named)  # before the folder is renamed into place
         guarantees = release_guarantees(
             man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
             clones=smallest_group(released, public_columns, man.columns, codes)) if shuffle else None

@@ -49,13 +49,15 @@ _OUT = "__pramkit_released"
 _ORDER = "__pramkit_order"
 
 
-def _with_row_numbers(df: DataFrame, row_number: str | None) -> tuple[DataFrame, Any, dict[int, int] | None]:
+def _with_row_numbers(df: DataFrame, row_number: str | None) -> tuple[DataFrame, Any, dict[int, int] | None,
+                                                                     int | None]:
     """The DataFrame (with a helper column when rows are numbered by order), the column of row numbers
-    or of ``monotonically_increasing_id``, and in the latter case the offset of each partition."""
+    or of ``monotonically_increasing_id``, and in the latter case the offset of each partition and the number
+    of rows (one job)."""
     F = _require_pyspark()
     if row_number is not None:
         require_columns([row_number], df.columns, "the DataFrame")
-        return df, F.col(_quoted(row_number)).cast("long"), None
+        return df, F.col(_quoted(row_number)).cast("long"), None, None
     numbered = df.withColumn(_MONO, F.monotonically_increasing_id())
     sizes = (
         numbered.groupBy(F.shiftright(F.col(_MONO), _ROW_BITS).alias("p")).count().collect()
@@ -64,7 +66,7 @@ def _with_row_numbers(df: DataFrame, row_number: str | None) -> tuple[DataFrame,
     for row in sorted(sizes, key=lambda r: r["p"]):
         offsets[int(row["p"])] = total
         total += int(row["count"])
-    return numbered, F.col(_MONO), offsets
+    return numbered, F.col(_MONO), offsets, total
 
 
 def _row_numbers_of(numbers: pa.Array, offsets: dict[int, int] | None) -> np.ndarray:
@@ -141,12 +143,34 @@ def perturb(
     >>> released.toPandas().sort_values("row")["sex"].tolist() == perturb_frame(data, manifest, key=key).data["sex"].tolist()
     True
     """
+    return perturbed_rows(df, manifest, key=key, row_number=row_number, missing_codes=missing_codes,
+                          release=release)[0]
+
+
+@_one_line_errors
+def perturbed_rows(df: DataFrame, manifest: Manifest, *, key: SecretKey, row_number: str | None = None,
+                   missing_codes: MissingCodes | None = None, release: str = "") -> tuple[DataFrame, int | None]:
+    """:func:`perturb`'s released DataFrame, and its number of rows when they are numbered in order (the job
+    that numbers them counts them), else ``None``.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> _ = pytest.importorskip("pyspark")
+    >>> from pramkit.engine.spark import session
+    >>> from pramkit import Manifest, PramMatrix
+    >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.6, 0.6], ["f", "m"])})
+    >>> df = session("local[1]").createDataFrame([("m",), ("f",), ("f",)], "sex string")
+    >>> released, rows = perturbed_rows(df, manifest, key=SecretKey(bytes(32), "zeros"))
+    >>> rows, released.columns
+    (3, ['sex'])
+    """
     if not hasattr(_require_pyspark(), "arrow_udf"):
         raise SparkEngineError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
     require_columns(manifest.read_columns, df.columns, "the DataFrame")
     # the release key, derived here on the driver; it refuses a missing code among the categories here too
     stream = TablePerturber(manifest, key, missing_codes, release=release).key
-    numbered, numbers, offsets = _with_row_numbers(df, row_number)
+    numbered, numbers, offsets, counted = _with_row_numbers(df, row_number)
 
     def perturbed(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
         perturber = TablePerturber(manifest, stream, missing_codes, release=release)
@@ -160,7 +184,8 @@ def perturb(
             else:
                 yield perturber(table, rows=rows)
 
-    return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, perturbed)
+    return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, perturbed), \
+        counted
 
 
 def _through_python(df: DataFrame, columns: Sequence[str], numbers: Any, read: Sequence[str],

@@ -58,7 +58,7 @@ def shuffle_rows(df: DataFrame, key: SecretKey, *, row_number: str | None = None
     F = _require_pyspark()
     from pyspark.sql.types import LongType
 
-    numbered, numbers, offsets = _with_row_numbers(df, row_number)
+    numbered, numbers, offsets, _ = _with_row_numbers(df, row_number)
 
     def order(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
         for values in batches:

@@ -92,7 +92,7 @@ def swap_file_spark(data: str | Path, plan: Any, out: str | Path, *,
     swapped = _draw([needed], plan, secret, repr(str(src)))
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
     areas, parents, counts = swapped.areas()
-    numbered, numbers, offsets = _with_row_numbers(df, None)
+    numbered, numbers, offsets, _ = _with_row_numbers(df, None)
 
     def swap(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
         for row_numbers, table in batches:
