@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover
 _SETTINGS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",  # 10^4 (default) doubles the time
+    # a persisted aggregation (:func:`pramkit.engine.spark.counts.collected`) keeps the partitions adaptive
+    # execution coalesces, not spark.sql.shuffle.partitions (200) mostly empty ones, each a task at every read
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
