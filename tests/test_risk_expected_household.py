@@ -6,7 +6,6 @@ of EU-SILC with a missing value), and the mean over simulated releases of sdcMic
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 
 import numpy as np
@@ -33,31 +32,28 @@ def _enumerated(data: pd.DataFrame, column: str, m: np.ndarray, cats: list[str],
     """E(persons in re-identified households) by enumerating every released value of ``column``: a record's
     risk is the Benedetti-Franconi risk of its released cell (``F~`` its count over ``fraction``, or the sum
     of its records' ``weights``) where it kept its value, else 0; a record with a missing value is released
-    as it is, left out of the counts, and adds nothing to its household."""
+    as it is, left out of the counts, and adds nothing to its household.  Every outcome is a row of arrays
+    (at most 3^6 of them here), its records' counts compared pairwise."""
     present = data[column].notna().to_numpy()
-    rows = [cats.index(v) if ok else -1 for v, ok in zip(data[column], present)]
-    w = data[weights].to_numpy(dtype=float) if weights else None
-    keys = data.drop(columns=[column, household, *([weights] if weights else [])])
-    rest = keys.astype(object).fillna("\0").astype(str).agg("|".join, axis=1).to_numpy()
-    members = pd.factorize(data[household])[0]
     moving = np.flatnonzero(present)
-    total = 0.0
-    for outcome in itertools.product(range(len(cats)), repeat=len(moving)):
-        prob = math.prod(m[rows[i], o] for i, o in zip(moving, outcome))
-        if prob == 0:
-            continue
-        cells = [f"{o}|{rest[i]}" for i, o in zip(moving, outcome)]
-        counts = pd.Series(cells).value_counts()
-        sums = (pd.Series(w[moving], index=cells).groupby(level=0).sum() if w is not None
-                else counts / fraction)
-        risk = np.zeros(len(data))
-        for i, o, cell in zip(moving, outcome, cells):
-            if rows[i] == o:
-                risk[i] = float(benedetti_franconi(counts[cell], sums[cell]))
-        spared = np.ones(members.max() + 1)
-        np.multiply.at(spared, members, 1.0 - risk)
-        total += prob * float((1.0 - spared[members]).sum())
-    return total
+    rows = np.array([cats.index(v) for v in data[column].to_numpy()[moving]], dtype=int)
+    keys = data.drop(columns=[column, household, *([weights] if weights else [])])
+    rest = pd.factorize(keys.astype(object).fillna("\0").astype(str).agg("|".join, axis=1))[0][moving]
+    members = pd.factorize(data[household])[0]
+    outcomes = np.array(list(itertools.product(range(len(cats)), repeat=len(moving))), dtype=int)
+    outcomes = outcomes.reshape(-1, len(moving))
+    prob = m[rows, outcomes].prod(axis=1)
+    outcomes, prob = outcomes[prob > 0], prob[prob > 0]
+    cells = outcomes * (rest.max(initial=0) + 1) + rest  # the released cell: the value and the other keys
+    together = cells[:, :, None] == cells[:, None, :]  # outcome x record x record: released in one cell
+    counts = together.sum(axis=2).astype(float)
+    sums = together @ data[weights].to_numpy(dtype=float)[moving] if weights else counts / fraction
+    risk = np.zeros((len(outcomes), len(data)))
+    risk[:, moving] = np.where(outcomes == rows, benedetti_franconi(counts, sums), 0.0)
+    spared = np.ones((len(outcomes), members.max() + 1))
+    for i, h in enumerate(members):
+        spared[:, h] *= 1.0 - risk[:, i]
+    return float(prob @ (1.0 - spared[:, members]).sum(axis=1))
 
 
 def _expected(data: pd.DataFrame, keys: list[str], column: str, m: np.ndarray, cats: list[str], fraction: float,
