@@ -1,6 +1,7 @@
 """The expected risk and utility of a design (pramkit.risk.expected), checked against what it does not
-compute itself: every released outcome enumerated, releases simulated and assessed by
-identification_risk, and the spread of simulated estimates."""
+compute itself: every released outcome enumerated, releases simulated and assessed as
+identification_risk assesses them (the first of each simulation by it), and the spread of simulated
+estimates."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ from pramkit.errors import DataError, ParameterError
 from pramkit.io import read_table
 from pramkit.release.choices import DesignChoices
 from pramkit.risk.expected import ProblemSet, expected_release, released_unique_probability
+from pramkit.risk.folding import axis_categories, fold, perturbation
+from pramkit.risk.frequencies import key_table, record_weights
 from pramkit.risk.household import household_risk
 from pramkit.risk.identification import identification_risk
+from pramkit.risk.individual import individual_risk
 
 SMALL = pd.DataFrame({"sex": ["m", "f", "m", "f", "m"], "age": ["20", "20", "30", "40", "40"]})
 
@@ -111,15 +115,83 @@ def _design(path: Path, variables: tuple[str, ...], choices: DesignChoices) -> M
     return choices.release(path, variables, key=SecretKey(bytes(32), "design")).manifest
 
 
+class _Releases:
+    """Releases of ``data`` drawn by perturb_frame, a new key each, and their cells counted as
+    identification_risk counts them (the manifest's categories for the perturbed keys, the data's for the
+    others, a record with a missing perturbed key left out, joint and stratified variables folded), but
+    without fitting its model again: it fits it to the original, the same for every release.  The keys
+    are encoded once, then a release's perturbed keys only."""
+
+    def __init__(self, data: pd.DataFrame, keys: list[str], manifest: Manifest, *, sampling_fraction: float | None = None,
+                 weights: str | None = None) -> None:
+        self.data, self.keys, self.manifest = data, tuple(keys), manifest
+        singles, self.joints = perturbation(manifest, self.keys)
+        declared = axis_categories(manifest, self.keys, singles, self.joints)
+        found = key_table(data, keys).categories
+        self.categories = [declared.get(k, found[i]) for i, k in enumerate(keys)]
+        self.codes = key_table(data, keys, categories=self.categories).codes
+        self.moving = [i for i, k in enumerate(keys) if k in manifest.columns]
+        self.shape = tuple(len(c) for c in self.categories)
+        self.weights = None if weights is None else record_weights(data, weights)
+        self.fraction = sampling_fraction
+
+    def draw(self, rng: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
+        """A release, and its records' codes on the keys."""
+        released = perturb_frame(self.data, self.manifest, key=SecretKey(rng.bytes(32), "mc")).data
+        codes = self.codes.copy()
+        codes[:, self.moving] = key_table(released, [self.keys[i] for i in self.moving],
+                                          categories=[self.categories[i] for i in self.moving]).codes
+        return released, codes
+
+    def cells(self, codes: np.ndarray) -> np.ndarray:
+        """Every record's cell of the keys' table (-1: left out)."""
+        cell = np.full(len(codes), -1, dtype=np.int64)
+        counted = (codes >= 0).all(axis=1)
+        cell[counted] = np.ravel_multi_index(codes[counted].T, self.shape)
+        return cell
+
+    def counts(self, codes: np.ndarray) -> np.ndarray:
+        """The released counts on the folded table, the table of identification_risk's ``cell_risk``."""
+        cell = self.cells(codes)
+        dense = np.bincount(cell[cell >= 0], minlength=math.prod(self.shape)).astype(float).reshape(self.shape)
+        folded = fold(dense, self.keys, self.joints)
+        assert folded is not None
+        return folded
+
+    def kept_risks(self, codes: np.ndarray) -> np.ndarray:
+        """Each record's risk in the release (as :func:`_kept_risks`): its released cell's Benedetti-Franconi
+        risk if its released keys are its true ones, else 0 (NaN: left out); folding moves a cell's records
+        together, so their counts are those of the folded table."""
+        cell = self.cells(codes)
+        counted = cell >= 0
+        f = np.bincount(cell[counted], minlength=math.prod(self.shape)).astype(float)
+        population = (f / self.fraction if self.weights is None
+                      else np.bincount(cell[counted], weights=self.weights[counted], minlength=f.size))
+        occupied = f > 0
+        individual = np.full(f.size, np.nan)
+        individual[occupied] = individual_risk(f[occupied], population[occupied]).risk
+        risk = np.where(counted, individual[np.maximum(cell, 0)], np.nan)
+        return np.where((codes == self.codes).all(axis=1), risk, 0.0)
+
+
 def _simulated(data: pd.DataFrame, keys: list[str], manifest: Manifest, releases: int,
                **risk: object) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error of the mean of (tau1, tau2, sample uniques) over releases with many keys."""
+    """Mean and standard error of the mean of (tau1, tau2, sample uniques) over releases with many keys: the
+    first assessed by identification_risk, every release by its released sample uniques and the per-cell
+    risks r1, r2 that identification_risk fits to the original (equal on the first)."""
     rng = np.random.default_rng(45)
-    taus = []
-    for _ in range(releases):
-        released = perturb_frame(data, manifest, key=SecretKey(rng.bytes(32), "mc")).data
-        res = identification_risk(released, keys, manifest=manifest, original=data, **risk)  # type: ignore[arg-type]
-        taus.append((res.tau1, res.tau2, res.sample_uniques))
+    draws = _Releases(data, keys, manifest, **risk)  # type: ignore[arg-type]
+    released, codes = draws.draw(rng)
+    first = identification_risk(released, keys, manifest=manifest, original=data, **risk)  # type: ignore[arg-type]
+    cell = first.cell_risk
+
+    def figures(codes: np.ndarray) -> tuple[float, float, int]:
+        unique = draws.counts(codes) == 1
+        return float(cell.r1[unique].sum()), float(cell.r2[unique].sum()), int(unique.sum())
+
+    taus = [figures(codes)]
+    assert taus[0] == pytest.approx((first.tau1, first.tau2, first.sample_uniques), rel=1e-12, abs=0.0)
+    taus += [figures(draws.draw(rng)[1]) for _ in range(releases - 1)]
     a = np.array(taus)
     return a.mean(axis=0), a.std(axis=0, ddof=1) / math.sqrt(releases)
 
@@ -317,17 +389,18 @@ def test_expected_kept_risk_of_large_counts_against_the_exact_distribution() -> 
 
 def _simulated_kept(data: pd.DataFrame, keys: list[str], manifest: Manifest, household: str, releases: int,
                     **risk: object) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error of (sum of the records' risks, persons in re-identified households) over releases."""
+    """Mean and standard error of (sum of the records' risks, persons in re-identified households) over
+    releases, each record's risk from its release's counts (on the first also by :func:`_kept_risks`: equal)."""
     from pramkit.risk.household import combine_households
 
     rng = np.random.default_rng(46)
     members = pd.factorize(data[household])[0]
-    out = []
-    for _ in range(releases):
-        released = perturb_frame(data, manifest, key=SecretKey(rng.bytes(32), "mc")).data
-        r = _kept_risks(data, released, keys, manifest, **risk)
-        out.append((float(np.nansum(r)), float(combine_households(r, members).sum())))
-    a = np.array(out)
+    draws = _Releases(data, keys, manifest, **risk)  # type: ignore[arg-type]
+    released, codes = draws.draw(rng)
+    first = draws.kept_risks(codes)
+    np.testing.assert_allclose(first, _kept_risks(data, released, keys, manifest, **risk), rtol=1e-12, atol=0.0)
+    risks = itertools.chain([first], (draws.kept_risks(draws.draw(rng)[1]) for _ in range(releases - 1)))
+    a = np.array([(float(np.nansum(r)), float(combine_households(r, members).sum())) for r in risks])
     return a.mean(axis=0), a.std(axis=0, ddof=1) / math.sqrt(releases)
 
 
