@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -72,20 +72,30 @@ def _three_cells(stay: float, share: float) -> np.ndarray:
                      [(1 - stay) / 2, stay, (1 - stay) / 2], [0.0, 1 - stay, stay]])
 
 
-def _releases(counts: list[int], m: np.ndarray) -> Iterator[tuple[float, list[int], tuple[int, ...]]]:
-    """Every released outcome of the records of ``counts``: its probability, the records' cells, their released cells."""
-    cells = [k for k, c in enumerate(counts) for _ in range(c)]
-    for outcome in itertools.product(range(len(counts)), repeat=len(cells)):
-        yield math.prod(m[k, j] for k, j in zip(cells, outcome)), cells, outcome
+class _Outcomes(NamedTuple):
+    """Every released outcome of the records of some counts, one row each (:func:`_releases`)."""
+
+    prob: np.ndarray  # of each outcome
+    cells: np.ndarray  # each record's cell
+    released: np.ndarray  # outcome x record: its released cell
+    counts: np.ndarray  # outcome x cell: the released count
+
+
+def _releases(counts: list[int], m: np.ndarray) -> _Outcomes:
+    """Every released outcome of the records of ``counts`` (3^9 at most here), as arrays."""
+    cells = np.repeat(np.arange(len(counts)), counts)
+    released = np.array(list(itertools.product(range(len(counts)), repeat=len(cells))), dtype=int)
+    released = released.reshape(len(counts) ** len(cells), len(cells))
+    prob = m[cells, released].prod(axis=1)
+    return _Outcomes(prob, cells, released, (released[:, :, None] == np.arange(len(counts))).sum(axis=1))
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.integers(0, 3), min_size=3, max_size=3), st.floats(0.05, 0.95), st.floats(0.0, 1.0))
 def test_released_unique_probability_by_enumeration(counts: list[int], stay: float, share: float) -> None:
     m = _three_cells(stay, share)
-    brute = np.zeros(3)
-    for prob, _, outcome in _releases(counts, m):
-        brute += prob * (np.bincount(np.array(outcome, dtype=int), minlength=3) == 1)
+    outcomes = _releases(counts, m)
+    brute = outcomes.prob @ (outcomes.counts == 1)
     assert np.allclose(released_unique_probability(np.array(counts, dtype=float), [m]), brute, atol=1e-12)
 
 
@@ -351,15 +361,12 @@ def test_expected_kept_risk_by_enumeration(counts: list[int], stay: float, share
     from pramkit.risk.individual import benedetti_franconi
 
     m = _three_cells(stay, share)
-    brute, lone = np.zeros(3), np.zeros(3)
-    for prob, cells, outcome in _releases(counts, m):
-        released = np.bincount(np.array(outcome, dtype=int), minlength=3)
-        for k, j in zip(cells, outcome):
-            if k == j:
-                brute[k] += prob * float(benedetti_franconi(released[j], released[j] / fraction))
-                lone[k] += prob * (released[j] == 1)
-    brute /= np.maximum(counts, 1)
-    lone /= np.maximum(counts, 1)
+    outcomes = _releases(counts, m)
+    here = np.take_along_axis(outcomes.counts, outcomes.released, axis=1)  # each record's released count
+    kept = outcomes.released == outcomes.cells
+    risk = outcomes.prob @ np.where(kept, benedetti_franconi(here, here / fraction), 0.0)
+    brute = np.bincount(outcomes.cells, weights=risk, minlength=3) / np.maximum(counts, 1)
+    lone = np.bincount(outcomes.cells, weights=outcomes.prob @ (kept & (here == 1)), minlength=3) / np.maximum(counts, 1)
     risk, alone, exact = expected_kept_risk(np.array(counts, dtype=float), [m], fraction)
     assert exact
     assert np.allclose(risk, brute, rtol=1e-10, atol=1e-15)

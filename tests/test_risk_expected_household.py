@@ -41,7 +41,7 @@ def _enumerated(data: pd.DataFrame, column: str, m: np.ndarray, cats: list[str],
     rest = pd.factorize(keys.astype(object).fillna("\0").astype(str).agg("|".join, axis=1))[0][moving]
     members = pd.factorize(data[household])[0]
     outcomes = np.array(list(itertools.product(range(len(cats)), repeat=len(moving))), dtype=int)
-    outcomes = outcomes.reshape(-1, len(moving))
+    outcomes = outcomes.reshape(len(cats) ** len(moving), len(moving))
     prob = m[rows, outcomes].prod(axis=1)
     outcomes, prob = outcomes[prob > 0], prob[prob > 0]
     cells = outcomes * (rest.max(initial=0) + 1) + rest  # the released cell: the value and the other keys
