@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -361,8 +361,9 @@ def released_unique_probability(counts: np.ndarray, matrices: Sequence[np.ndarra
 
 #: Largest ``(U + 1) P^2 + 20 D`` (``U`` occupied combinations of the unperturbed keys, ``P`` cells of the
 #: perturbed ones, ``D`` distinct entries of their joint matrix, each a logarithm) for which
-#: :func:`expected_kept_risk` forms the joint matrix at each of its few hundred quadrature nodes; beyond it
-#: the released count is taken as Poisson (``exact=False``).
+#: :func:`expected_kept_risk` forms the joint matrix at each of its few hundred quadrature nodes (or, when
+#: ``D < P``, counts the other records by entry once, ``U P^2``, and takes ``D U P`` products a node); beyond
+#: it the released count is taken as Poisson (``exact=False``).
 KEPT_EXACT_MAX_WORK = 1_000_000
 
 class KeptRisk(NamedTuple):
@@ -473,17 +474,18 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
         mu = push(counts, matrices)
         mu = np.transpose(mu, order).reshape(-1, size)[used]
         alone = diagonal * np.exp(-(mu - diagonal))
-    nodes, weights = kept_quadrature(float(mu.max()), float(p[f > 0].min()))
-    total = np.zeros(f.shape)
-    with np.errstate(divide="ignore", over="ignore"):
-        for s, w in zip(nodes, weights):
-            t = math.exp(-s)
-            if exact:
-                logs = np.log(1.0 - entries + entries * t)[where]
-                log_g = f @ logs - np.log(1.0 - diagonal + diagonal * t)  # record i apart
-            else:  # Poisson: log G = -(E S) (1 - t)
-                log_g = -(mu - diagonal) * -math.expm1(-s)
-            total += (w * t) * p / (p + (1.0 - p) * t) * np.exp(log_g)
+    if exact:
+        by_entry = _others_by_entry(f, where, entries.size) if entries.size < size else None
+        width = f.size + (size * size if by_entry is None else entries.size)
+
+        def log_g(s: np.ndarray) -> np.ndarray:
+            return _log_others(f, entries, where, by_entry, np.exp(-s))
+    else:
+        width = f.size
+
+        def log_g(s: np.ndarray) -> np.ndarray:  # Poisson: log G = -(E S) (1 - t)
+            return -(mu - diagonal) * -np.expm1(-s)
+    total = _kept_integral(p, kept_quadrature(float(mu.max()), float(p[f > 0].min())), log_g, width)
     back = np.argsort(order)
     kept, lone = np.zeros(rows.shape), np.zeros(rows.shape)
     kept[used] = np.where(f > 0, diagonal * total, 0.0)
@@ -491,6 +493,110 @@ def expected_kept_risk(counts: np.ndarray, matrices: Sequence[np.ndarray | None]
     moved_shape = [counts.shape[a] for a in order]
     return KeptRisk(np.transpose(kept.reshape(moved_shape), back), np.transpose(lone.reshape(moved_shape), back),
                     exact)
+
+
+#: Elements of the arrays of :func:`expected_kept_risk` at the quadrature nodes taken at once (the nodes
+#: times the table's rows and cells, plus the nodes times the joint matrix's entries or cells squared): the
+#: nodes of a small table at once, a large table's a few at a time, in cache.
+_NODES_ELEMENTS = 1 << 16
+
+
+def _kept_integral(p: np.ndarray, quadrature: tuple[np.ndarray, np.ndarray],
+                   log_g: Callable[[np.ndarray], np.ndarray], width: int) -> np.ndarray:
+    """``int_0^1 p G(t) / (p + (1-p) t) dt`` for every cell, in ``s = -log t`` (:func:`expected_kept_risk`): the
+    nodes taken :data:`_NODES_ELEMENTS` ``// width`` at a time.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        The released cells' sampling fractions, one row per combination of the unperturbed keys.
+    quadrature : tuple of numpy.ndarray
+        The nodes ``s`` and weights (:func:`pramkit.risk.quadrature.kept_quadrature`).
+    log_g : callable
+        ``log G(e^-s)`` of every cell at the nodes ``s`` (shape ``(n, 1, 1)``).
+    width : int
+        The elements ``log_g`` forms at a node.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of the shape of ``p``.
+
+    Examples
+    --------
+    ``G = 1`` (no other record can join) and ``p = 1``: ``int_0^1 dt = 1``:
+
+    >>> quadrature = kept_quadrature(1.0, 1.0)
+    >>> _kept_integral(np.ones((1, 1)), quadrature, lambda s: np.zeros(s.shape), 1).round(12).tolist()
+    [[1.0]]
+    """
+    nodes, weights = quadrature
+    total = np.zeros(p.shape)
+    chunk = max(1, _NODES_ELEMENTS // width)
+    with np.errstate(divide="ignore", over="ignore"):
+        for at in range(0, nodes.size, chunk):
+            s, w = nodes[at:at + chunk, None, None], weights[at:at + chunk, None, None]
+            t = np.exp(-s)
+            total += ((w * t) * p / (p + (1.0 - p) * t) * np.exp(log_g(s))).sum(axis=0)
+    return total
+
+
+def _others_by_entry(f: np.ndarray, where: np.ndarray, distinct: int) -> np.ndarray:
+    """How many of the other records of a record of cell ``k`` are released in ``k`` with each distinct
+    probability of the joint matrix: ``C[e, u * P + k] = sum_l (f[u, l] - [l = k]) [M[l, k] is entry e]``.
+
+    Parameters
+    ----------
+    f : numpy.ndarray
+        The original counts, one row per combination of the unperturbed keys, one column per perturbed cell.
+    where : numpy.ndarray
+        Each entry of the joint matrix's index among its distinct entries.
+    distinct : int
+        The number of distinct entries.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of shape ``(distinct, f.size)``.
+
+    Examples
+    --------
+    >>> where = np.array([[0, 1], [1, 0]])  # a symmetric matrix of two distinct entries
+    >>> _others_by_entry(np.array([[2.0, 5.0]]), where, 2).tolist()
+    [[1.0, 4.0], [5.0, 2.0]]
+    """
+    rows, size = f.shape  # rows * size^2 within KEPT_EXACT_MAX_WORK
+    bins = (where[None, :, :] * rows + np.arange(rows)[:, None, None]) * size + np.arange(size)
+    weights = np.broadcast_to(f[:, :, None], bins.shape)
+    out: np.ndarray = np.bincount(bins.ravel(), weights=weights.ravel(), minlength=distinct * f.size)
+    out = out.reshape(distinct, rows, size)
+    out[np.diagonal(where), :, np.arange(size)] -= 1.0  # the record itself
+    return out.reshape(distinct, f.size)
+
+
+def _log_others(f: np.ndarray, entries: np.ndarray, where: np.ndarray, by_entry: np.ndarray | None,
+                t: np.ndarray) -> np.ndarray:
+    """``log G_k(t) = sum_l (f[u, l] - [l = k]) log(1 - M[l, k] (1 - t))`` at each of the nodes ``t`` (shape
+    ``(n, 1, 1)``): the logarithm of the generating function of the count of the other records released in cell
+    ``k`` of row ``u`` (:func:`expected_kept_risk`), from the logarithms of the joint matrix's distinct entries;
+    by entry (:func:`_others_by_entry`) when there are fewer of them than cells.
+
+    Examples
+    --------
+    >>> m = np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> entries, where = np.unique(m, return_inverse=True)
+    >>> f, t = np.array([[2.0, 1.0]]), np.array([0.5]).reshape(-1, 1, 1)
+    >>> direct = f @ np.log(1.0 - m * 0.5) - np.log(1.0 - np.diagonal(m) * 0.5)
+    >>> where = where.reshape(2, 2)
+    >>> bool(np.allclose(_log_others(f, entries, where, None, t)[0], direct))
+    True
+    >>> bool(np.allclose(_log_others(f, entries, where, _others_by_entry(f, where, 2), t)[0], direct))
+    True
+    """
+    logs = np.log(1.0 - entries + entries * t.reshape(-1, 1))  # nodes x distinct entries
+    if by_entry is not None:
+        return (logs @ by_entry).reshape(len(logs), *f.shape)
+    return f @ logs[:, where] - logs[:, None, np.diagonal(where)]
 
 
 @dataclass(frozen=True)
