@@ -142,16 +142,19 @@ def test_the_stated_error_of_larger_groups_on_tiny_files(monkeypatch: pytest.Mon
         m = np.array([[stay[0], (1 - stay[0]) / 2, (1 - stay[0]) / 2],
                       [(1 - stay[1]) * 0.3, stay[1], (1 - stay[1]) * 0.7], [0.0, 1 - stay[2], stay[2]]])
         fraction = float(rng.choice([1.0, 0.3, 0.02]))
-        household, exact, independent = _expected(data, ["x", "y"], "x", m, ["a", "b", "c"], fraction)
+        problem = ProblemSet.of(data, ["x", "y"], sampling_fraction=fraction, household="hh")
+        manifest = Manifest.of({"x": PramMatrix(m, ["a", "b", "c"])})
+        e = expected_release(problem, manifest)
         brute = _enumerated(data, "x", m, ["a", "b", "c"], fraction, "hh")
-        assert exact and household == pytest.approx(brute, rel=1e-9)
-        independent_worst = max(independent_worst, abs(independent / brute - 1))
-        with monkeypatch.context() as patch:
+        assert e.household_exact and e.household == pytest.approx(brute, rel=1e-9)
+        independent_worst = max(independent_worst, abs(_independent(problem, manifest) / brute - 1))
+        with monkeypatch.context() as patch:  # the limits are read at each call, not kept in the problem set
             patch.setattr(pairs, "GROUP_MAX_WORK", 0)
-            by_pairs, exact, _ = _expected(data, ["x", "y"], "x", m, ["a", "b", "c"], fraction)
+            by_pairs = expected_release(problem, manifest)
         groups = data.groupby(["hh", "y"])["x"].agg(["size", "nunique"])
-        assert exact == bool(((groups["size"] <= 2) | (groups["nunique"] == 1)).all())
-        worst = max(worst, abs(by_pairs / brute - 1))
+        assert by_pairs.household_exact == bool(((groups["size"] <= 2) | (groups["nunique"] == 1)).all())
+        assert by_pairs.household is not None
+        worst = max(worst, abs(by_pairs.household / brute - 1))
     assert 0 < worst <= TINY_ERROR
     assert independent_worst > 0.05
 
