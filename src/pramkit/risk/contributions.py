@@ -70,7 +70,7 @@ from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.progress import progress
-from pramkit.risk.frequencies import key_table
+from pramkit.risk.frequencies import key_categories
 from pramkit.risk.identification import identification_risk, independence_risk
 from pramkit.risk.loglinear import FIT_BYTES_PER_CELL
 from pramkit.risk.loglinear import MAX_CELLS as LOGLINEAR_MAX_CELLS
@@ -324,7 +324,7 @@ def _without_table(data: pd.DataFrame, keys: Sequence[str], model: str, perturbe
     refused in one line, before any work, when the table is too large for any other choice."""
     if not keys:  # refused by the SUDA checks
         return False
-    shape = list(key_table(data, keys).shape)
+    shape = [len(c) for c in key_categories(data, keys)]
     for i, k in enumerate(keys):
         if manifest is not None and k in perturbed:  # the table has every category of the matrix
             shape[i] = max(shape[i], len(manifest[k].matrix.categories))

@@ -158,6 +158,92 @@ def _found_categories(series: Any, key: str) -> list[Label]:
     return categories_of(series, column=key)
 
 
+#: Why a key table is refused when ``missing="exclude"`` leaves no record.
+_NONE_COUNTED = "every record has a missing key value; use missing='category' to count them"
+
+
+def _checked(data: Any, keys: Sequence[str], missing: str) -> tuple[Any, tuple[str, ...]]:
+    """The data (a polars frame read as Arrow) and the keys, refused as :func:`key_table` says."""
+    data = eager(data)
+    present = frame_columns(data)
+    keys = tuple(keys)
+    if not keys:
+        raise DataError("give at least one key variable")
+    if len(set(keys)) != len(keys):
+        raise DataError(f"a key variable is listed twice: {list(keys)}")
+    unknown = [k for k in keys if k not in present]
+    if unknown:
+        raise DataError(f"unknown key column(s) {unknown}; the data have {present}")
+    if len(data) == 0:
+        raise DataError("the data have no rows")
+    if missing not in _POLICIES:
+        raise DataError(f"missing must be one of {_POLICIES}, not {missing!r}")
+    return data, keys
+
+
+def _missing_values(series: Any) -> np.ndarray:
+    """Which values of a key column (a pandas Series or an Arrow array) are missing."""
+    if isinstance(series, pd.Series):
+        return series.isna().to_numpy()
+    return np.asarray(pc.is_null(series, nan_is_null=True), dtype=bool)
+
+
+def _categories(series: Any, key: str, missing: MissingKeys, given: Sequence[Label] | None) -> list[Label]:
+    """A key's categories: ``given``, or those found in its column and, with ``missing="category"``, ``None``
+    for its missing values; refused when there is none."""
+    c = list(given) if given is not None else _found_categories(series, key)
+    if given is None and missing == "category" and None not in c and _missing_values(series).any():
+        c.append(None)
+    if not c:
+        raise DataError(f"key column {key!r} has no non-missing value")
+    return c
+
+
+def key_categories(data: Any, keys: Sequence[str], *,
+                   missing: MissingKeys = "category") -> tuple[tuple[Label, ...], ...]:
+    """The categories :func:`key_table` finds for each key, without encoding the records: what a table over
+    the declared categories of some keys takes for the others.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The records.
+    keys : sequence of str
+        The key variables, distinct.
+    missing : {"category", "exclude"}
+        As :func:`key_table`.
+
+    Returns
+    -------
+    tuple of tuples
+        ``key_table(data, keys, missing=missing).categories``.
+
+    Raises
+    ------
+    DataError
+        As :func:`key_table` without ``categories``.
+
+    Examples
+    --------
+    >>> data = pd.DataFrame({"sex": ["m", "f", None], "age": ["20", "30", "20"]})
+    >>> key_categories(data, ["sex", "age"])
+    (('f', 'm', None), (20, 30))
+    >>> key_categories(data, ["sex", "age"], missing="exclude")
+    (('f', 'm'), (20, 30))
+    """
+    data, keys = _checked(data, keys, missing)
+    found = []
+    counted = np.ones(len(data), dtype=bool)
+    for key in keys:
+        series = column(data, key)
+        found.append(tuple(_categories(series, key, missing, None)))
+        if missing == "exclude":
+            counted &= ~_missing_values(series)
+    if not counted.any():
+        raise DataError(_NONE_COUNTED)
+    return tuple(found)
+
+
 def key_table(
     data: Any,
     keys: Sequence[str],
@@ -201,40 +287,20 @@ def key_table(
     >>> t.shape, t.n, t.included.tolist()
     ((2, 3), 2, [True, True, False])
     """
-    data = eager(data)  # a polars frame is read as Arrow
-    present = frame_columns(data)
-    keys = tuple(keys)
-    if not keys:
-        raise DataError("give at least one key variable")
-    if len(set(keys)) != len(keys):
-        raise DataError(f"a key variable is listed twice: {list(keys)}")
-    unknown = [k for k in keys if k not in present]
-    if unknown:
-        raise DataError(f"unknown key column(s) {unknown}; the data have {present}")
-    if len(data) == 0:
-        raise DataError("the data have no rows")
-    if missing not in _POLICIES:
-        raise DataError(f"missing must be one of {_POLICIES}, not {missing!r}")
+    data, keys = _checked(data, keys, missing)
     if categories is not None and len(categories) != len(keys):
         raise DataError(f"{len(categories)} category lists given for {len(keys)} keys")
     cats: list[tuple[Label, ...]] = []
     codes = np.empty((len(data), len(keys)), dtype=np.intp)  # filled column by column: no second copy
     for i, key in enumerate(keys):
         series = column(data, key)
-        c = list(categories[i]) if categories is not None else _found_categories(series, key)
-        has_missing = bool(series.isna().any() if isinstance(series, pd.Series)
-                           else pc.any(pc.is_null(series, nan_is_null=True)).as_py())
-        as_category = categories is None and missing == "category" and has_missing and None not in c
-        if as_category:
-            c.append(None)
-        if not c:
-            raise DataError(f"key column {key!r} has no non-missing value")
+        c = _categories(series, key, missing, None if categories is None else categories[i])
         policy: Literal["keep", "category"] = "category" if (missing == "category" and None in c) else "keep"
         codes[:, i] = encode(series, c, column=key, missing=policy)
         cats.append(tuple(c))
     included = (codes != MISSING).all(axis=1)
     if not included.any():
-        raise DataError("every record has a missing key value; use missing='category' to count them")
+        raise DataError(_NONE_COUNTED)
     return KeyTable(keys, tuple(cats), codes, included, missing)
 
 

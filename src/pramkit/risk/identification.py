@@ -58,7 +58,7 @@ from pramkit.risk.folding import (
     perturbation,
 )
 from pramkit.risk.fractions import FractionsBy, SamplingFractions, sampling_fraction_of, sampling_fractions
-from pramkit.risk.frequencies import MissingKeys, key_table, record_weights
+from pramkit.risk.frequencies import MissingKeys, key_categories, key_table, record_weights
 from pramkit.risk.individual import individual_risk
 from pramkit.risk.loglinear import (
     MAX_CELLS,
@@ -539,7 +539,7 @@ def identification_risk(
     categories = None
     declared = axis_categories(manifest, keys, singles, joints)
     if declared:
-        found = key_table(data, keys, missing=missing).categories  # the codes are not kept: memory
+        found = key_categories(data, keys, missing=missing)
         categories = [declared.get(k, found[i]) for i, k in enumerate(keys)]
     table = key_table(data, keys, missing=missing, categories=categories)
     names = folding(keys, table.shape, joints)[2]

@@ -38,7 +38,7 @@ from pramkit.errors import ParameterError
 from pramkit.labels import Label
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
-from pramkit.risk.frequencies import MissingKeys, key_table
+from pramkit.risk.frequencies import MissingKeys, key_categories, key_table
 from pramkit.risk.posterior import posteriors
 from pramkit.risk.space import KeySpace
 from pramkit.validate import probability
@@ -224,8 +224,8 @@ def recognition_risk(
         margin: Callable[[Sequence[int]], CountTable] = of_file
     else:
         if any(c is not None for c in categories):
-            base = key_table(data, keys, missing=missing)
-            filled = [c if c is not None else base.categories[i] for i, c in enumerate(categories)]
+            found = key_categories(data, keys, missing=missing)
+            filled = [c if c is not None else found[i] for i, c in enumerate(categories)]
             table = key_table(data, keys, missing=missing, categories=filled)
         else:
             table = key_table(data, keys, missing=missing)
