@@ -23,7 +23,7 @@ from pramkit.io import read_table
 from pramkit.release.choices import DesignChoices
 from pramkit.risk.expected import ProblemSet, expected_release, released_unique_probability
 from pramkit.risk.folding import axis_categories, fold, perturbation
-from pramkit.risk.frequencies import key_table, record_weights
+from pramkit.risk.frequencies import key_categories, key_table, record_weights
 from pramkit.risk.household import household_risk
 from pramkit.risk.identification import identification_risk
 from pramkit.risk.individual import individual_risk
@@ -137,7 +137,7 @@ class _Releases:
         self.data, self.keys, self.manifest = data, tuple(keys), manifest
         singles, self.joints = perturbation(manifest, self.keys)
         declared = axis_categories(manifest, self.keys, singles, self.joints)
-        found = key_table(data, keys).categories
+        found = key_categories(data, keys)
         self.categories = [declared.get(k, found[i]) for i, k in enumerate(keys)]
         self.codes = key_table(data, keys, categories=self.categories).codes
         self.moving = [i for i, k in enumerate(keys) if k in manifest.columns]
