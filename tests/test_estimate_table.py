@@ -164,7 +164,7 @@ def test_cli_json_and_text(release, tmp_path, capsys):
         assert first[field] == pytest.approx(float(api.to_frame()[field][0]))
     assert main(args[:-2] + ["--method", "mle"]) == 0
     text = capsys.readouterr().out
-    assert "[records]" in text and "[%]" in text and "EM:" in text
+    assert "[records]" in text and "[%]" in text and "MLE:" in text
     assert main(args[:4] + ["--vars", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
 

@@ -88,7 +88,8 @@ MAX_PAIR_CELLS = 2_000_000
 #: of the maximum-likelihood estimate in any direction.
 TOL = 0.5
 #: The most EM updates per table: where the maximum is on the boundary (cells the data say are empty) EM nears
-#: it slowly, and the cross-validated shrinkage that follows matters more than the last digits.
+#: it slowly, and the cross-validated shrinkage that follows matters more than the last digits.  EM alone
+#: (``newton=False``): its early stopping regularises the tables.
 MAX_ITER = 500
 #: Share of each estimated table spread evenly over its allowed cells, so that no record's
 #: released values are impossible under the model (a maximum-likelihood table has exact zeros).
@@ -968,10 +969,10 @@ def _fit(u: np.ndarray, mats: list[PramMatrix | None], zeros: np.ndarray | None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EstimationWarning)  # a singular matrix: one maximiser among many is enough
         try:
-            p = mle_estimate(u, mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER).counts
+            p = mle_estimate(u, mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER, newton=False).counts
         except DataError:  # records whose released values break the rule whatever they were (kept as released)
             assert zeros is not None
-            p = np.where(zeros, 0.0, mle_estimate(u, mats, tol=TOL, max_iter=MAX_ITER).counts)
+            p = np.where(zeros, 0.0, mle_estimate(u, mats, tol=TOL, max_iter=MAX_ITER, newton=False).counts)
     return p / p.sum()
 
 
@@ -1125,9 +1126,10 @@ def _root_law(node: Node, u: np.ndarray, allowed: np.ndarray) -> np.ndarray:
             warnings.simplefilter("ignore", EstimationWarning)
             zeros = None if allowed[:k].all() else ~allowed[:k]
             try:
-                p[:k] = mle_estimate(u[:k], mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER).counts
+                p[:k] = mle_estimate(u[:k], mats, zeros=zeros, tol=TOL, max_iter=MAX_ITER, newton=False).counts
             except DataError:
-                p[:k] = np.where(allowed[:k], mle_estimate(u[:k], mats, tol=TOL, max_iter=MAX_ITER).counts, 0.0)
+                fit = mle_estimate(u[:k], mats, tol=TOL, max_iter=MAX_ITER, newton=False)
+                p[:k] = np.where(allowed[:k], fit.counts, 0.0)
     else:
         p = np.where(allowed, u, 0.0)
     p = p / max(p.sum(), np.finfo(float).tiny)

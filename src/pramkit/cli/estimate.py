@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
     if result.table.converged is False:
-        print(f"pramkit estimate: warning: EM did not converge after {result.table.iterations} iterations",
-              file=sys.stderr)
+        print(f"pramkit estimate: warning: the MLE did not converge after {result.table.iterations} iterations "
+              "(EM updates and Newton steps)", file=sys.stderr)
     flagged = int(result.out_of_range.sum())
     if flagged:
         print(f"pramkit estimate: warning: {flagged} of {result.out_of_range.size} cells are estimated outside "
@@ -290,7 +290,8 @@ def format_table(result: EstimateResult) -> str:
         + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""),
     ]
     if t.iterations is not None and t.estimator != "rr-mle":
-        head.append(f"EM: {t.iterations} updates, log-likelihood within {t.loglik_gap:.2g} nats of its maximum")
+        head.append(f"MLE: {t.iterations} iterations (EM updates and Newton steps), log-likelihood within "
+                    f"{t.loglik_gap:.2g} nats of its maximum")
     if t.estimator == "norm-sub":
         head.append("norm-sub has no standard errors (n/a); use --estimator unbiased or mle for intervals")
     frame = result.to_frame()

@@ -4,7 +4,8 @@
   for one variable or a table (Kronecker structure, identity on unperturbed
   axes; Cator, Hensbergen and Rozenholc, section 3, estimator (4)), with
   standard errors;
-* :func:`mle_estimate` -- the maximum-likelihood estimate on the simplex by EM;
+* :func:`mle_estimate` -- the maximum-likelihood estimate on the simplex by EM,
+  finished by an interior-point method;
 * :func:`norm_sub_estimate`, :func:`rr_mle_estimate` -- consistent estimators
   (counts in ``[0, n]`` summing to n): Norm-Sub, and the MLE in closed form
   for randomized response (:mod:`pramkit.estimate.consistent`);

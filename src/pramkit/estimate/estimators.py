@@ -4,7 +4,7 @@
 name     what                                                           range
 ======== ============================================================== =========================
 unbiased ``(M^T)^{-1} lam_hat`` (:mod:`pramkit.estimate.moment`)          any real; sums to n
-mle      maximum likelihood by EM (:mod:`pramkit.estimate.mle`)         ``[0, n]``; sums to n
+mle      maximum likelihood: EM, then Newton (:mod:`.mle`)              ``[0, n]``; sums to n
 norm-sub projection of the unbiased estimate (:mod:`.consistent`)        ``[0, n]``; sums to n
 rr-mle   the MLE in closed form, randomized response (:mod:`.consistent`) ``[0, n]``; sums to n
 ======== ============================================================== =========================
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: runs (:func:`estimate_counts`), so that listing them imports neither SciPy nor pandas.
 ESTIMATORS: dict[str, str] = {
     "unbiased": "unbiased moment estimator (M^T)^-1 lambda; can leave [0, n]",
-    "mle": "maximum likelihood by EM (iterative Bayesian update); in [0, n]",
+    "mle": "maximum likelihood by EM (iterative Bayesian update) finished by Newton steps; in [0, n]",
     "norm-sub": "unbiased estimate projected onto counts >= 0 summing to n; no standard errors",
     "rr-mle": "maximum likelihood in closed form, one randomized-response variable",
 }

@@ -59,8 +59,9 @@ class TableEstimate:
     covariance: the covariance in factored form (``None`` if not identifiable)
     condition_number: 2-norm condition number of the table's transition matrix
         (the product of the variables' condition numbers; ``inf`` if singular)
-    iterations: EM updates (MLE only; extrapolation steps are not counted)
-    converged: whether EM met its stopping rule (MLE only)
+    iterations: EM updates and interior-point Newton steps (MLE only; SQUAREM's
+        extrapolations are not counted)
+    converged: whether the MLE met its stopping rule (MLE only)
     loglik: log-likelihood of the released counts at the estimate, in nats (MLE only)
     loglik_gap: upper bound on how far the log-likelihood is below its
         maximum, in nats (MLE only; the stopping rule)
