@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import secrets
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -13,6 +16,20 @@ from pramkit.engine.rng import SecretKey
 
 #: Real microdata files shipped beside the project (absent in a user's clone).
 SDC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro"
+
+
+def sdnist_benchmark() -> ModuleType:
+    """``benchmarks/bench_sdnist.py`` as a module, loaded once per process (its configurations, releases and
+    corrected tables are what several test files check)."""
+    name = "bench_sdnist"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "benchmarks"
+                                                      / "bench_sdnist.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 @pytest.fixture

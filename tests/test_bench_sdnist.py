@@ -6,18 +6,16 @@ structure (tests/fixtures/sdnist_report.json, with the published sdcMicro figure
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import sdnist_benchmark
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,15 +26,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "sdnist_report.json"
 NIST = ROOT.parent / "shared" / "data" / "nist-crc"
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_sdnist", ROOT / "benchmarks" / "bench_sdnist.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
-
-bench = _bench()
+bench = sdnist_benchmark()
 
 
 def test_report_fields_are_read_from_the_documented_places() -> None:

@@ -10,19 +10,16 @@ one line, nothing written.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import warnings
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_refused
+from conftest import assert_refused, sdnist_benchmark
 
 import pramkit
 from pramkit.engine.receipt import check_chain, read_receipt
@@ -244,21 +241,13 @@ def test_the_intermediate_file_is_no_release_of_both(chain_files: Path, capsys: 
 # ------------------------------------------------------------------------------------------------
 # The benchmark's release: every two-way table corrected, closer to the original than the raw file
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_sdnist_chain", ROOT / "benchmarks" / "bench_sdnist.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.slow
 def test_every_two_way_table_of_the_nist_release_in_two_steps_is_corrected(tmp_path: Path) -> None:
     data = NIST / "national" / "national2019.csv"
     if not data.is_file():
         pytest.skip("../shared/data/nist-crc is not available")
-    bench = _bench()
+    bench = sdnist_benchmark()
     setup = bench.prepare(data, bench.FEATURES, bench.PUBLIC, 1, tmp_path, NIST / "data_dictionary.json")
     release = bench._dp_rules(setup, 10)
     assert [step for step, _ in release.steps] == ["housing", "person"]

@@ -11,15 +11,13 @@ in two steps) whose MLE accelerated EM alone does not reach in 100 000 updates.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import sdnist_benchmark
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
@@ -376,14 +374,6 @@ def test_a_real_table_with_many_empty_cells_converges_in_few_iterations(stratifi
     assert large.counts.tolist() == alone.counts.tolist()
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_sdnist_mle", ROOT / "benchmarks" / "bench_sdnist.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.slow
 def test_the_nist_release_in_two_steps_converges_where_em_did_not(tmp_path):
@@ -394,7 +384,7 @@ def test_the_nist_release_in_two_steps_converges_where_em_did_not(tmp_path):
     data = NIST / "national" / "national2019.csv"
     if not data.is_file():
         pytest.skip("../shared/data/nist-crc is not available")
-    bench = _bench()
+    bench = sdnist_benchmark()
     setup = bench.prepare(data, bench.FEATURES, bench.PUBLIC, 1, tmp_path, NIST / "data_dictionary.json")
     release = bench._dp_rules(setup, 10)
     manifests = [m for _, m in release.steps]
