@@ -579,34 +579,36 @@ class _InteriorPoint:
         """Newton steps from ``p`` (of gap ``gap``) until the gap at the iterate is at most ``tol``, ``steps``
         steps are taken, or a Newton matrix cannot be factored; the iterate of the smallest gap (``p`` if none
         is smaller), that gap, and the steps taken."""
-        x, s, nu = self.start(p)
+        x, s, nu, fitted = self.start(p)
         best, best_gap = p, gap
         for step in range(1, steps + 1):
             try:
-                x, s, nu = self.step(x, s, nu)
+                x, s, nu = self.step(x, s, nu, fitted)
             except np.linalg.LinAlgError:
                 return best, best_gap, step - 1
-            gap_x = self.em.gap(self.em.evaluate(x)[1], n)
+            fitted = self.em.evaluate(x)  # the gap here, and the next step's lam and r
+            gap_x = self.em.gap(fitted[1], n)
             if gap_x < best_gap:
                 best, best_gap = x, gap_x
             if best_gap <= tol:
                 return best, best_gap, step
         return best, best_gap, steps
 
-    def start(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """The first iterate ``(x, s, nu)``: ``p`` moved :data:`INTERIOR` of the way to the uniform distribution
-        on the allowed cells (every one positive), ``nu = max_k r_k + 1 / K`` and ``s = nu - r`` (at least
-        ``1 / K``: the stationarity condition holds)."""
+    def start(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, tuple[np.ndarray, np.ndarray]]:
+        """The first iterate ``(x, s, nu)`` and ``(lam, r)`` at x (:meth:`_EM.evaluate`): ``p`` moved
+        :data:`INTERIOR` of the way to the uniform distribution on the allowed cells (every one positive),
+        ``nu = max_k r_k + 1 / K`` and ``s = nu - r`` (at least ``1 / K``: the stationarity condition holds)."""
         free = self.em.support
         k = np.count_nonzero(free)
         x = np.where(free, (1.0 - INTERIOR) * p + INTERIOR / k, 0.0)
         x /= x.sum()
-        r = self.em.evaluate(x)[1]
-        nu = float(r[free].max()) + 1.0 / k
-        return x, np.where(free, nu - r, 0.0), nu
+        fitted = self.em.evaluate(x)
+        nu = float(fitted[1][free].max()) + 1.0 / k
+        return x, np.where(free, nu - fitted[1], 0.0), nu, fitted
 
-    def step(self, x: np.ndarray, s: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, float]:
-        """One predictor-corrector step (Mehrotra 1992): the affine direction (target ``p s = 0``) and how far it
+    def step(self, x: np.ndarray, s: np.ndarray, nu: float,
+             fitted: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, float]:
+        """One predictor-corrector step from ``x`` (``fitted``: ``(lam, r)`` there) (Mehrotra 1992): the affine direction (target ``p s = 0``) and how far it
         could go set the centring ``sigma = (mu_affine / mu)^3``; the corrected direction (target
         ``sigma mu - dp_affine ds_affine``) is taken :data:`TO_BOUNDARY` of the way to the boundary, or whole.
 
@@ -617,7 +619,7 @@ class _InteriorPoint:
         """
         free = self.em.support
         k = np.count_nonzero(free)
-        lam, r = self.em.evaluate(x)
+        lam, r = fitted
         solve = self.solver(lam, x, s)
         one = solve(np.where(free, 1.0, 0.0))
         dual = np.where(free, nu - r - s, 0.0)  # the residual of -r - s + nu 1 = 0
