@@ -14,6 +14,9 @@ How a block runs
 * A page that the documentation site executes (MyST-NB, ``file_format: mystnb``) holds its
   examples in ``{code-cell} ipython3`` blocks: such a block runs here too, as Python, or as a
   shell block when it is a ``%%bash`` cell (:func:`code_cell`); its ``:tags:`` lines are left out.
+  With ``PRAMKIT_SITE_EXECUTES_CELLS=1`` (set by ``.ci/run``, whose documentation build executes
+  every code cell of those pages, in order, and fails on an error), the code cells are skipped here:
+  each is then run once per CI run, not twice.
 * Each block is one test, named ``FILE:LINE`` (the line of its opening fence), and runs in a
   fresh folder.  Shell blocks are independent of one another, except on a tutorial page
   (:data:`SHELL_SESSIONS`), whose shell blocks read as one session, as a reader types them: a
@@ -410,6 +413,8 @@ def run_pycon(block: Block, namespace: dict) -> None:
 
 @pytest.mark.parametrize("block", RUN, ids=[b.id for b in RUN])
 def test_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store, session) -> None:
+    if block.cell and os.environ.get("PRAMKIT_SITE_EXECUTES_CELLS") == "1":
+        pytest.skip(f"{block.id}: a code cell, which the documentation build of this run executes")
     for page, pattern, reason in SKIPS:
         if _matches(block, page, pattern):
             pytest.skip(f"{block.id}: {reason}")
