@@ -38,6 +38,7 @@ from pramkit.estimate import (
     identifiability,
     mle_estimate,
     moment_estimate,
+    singular,
 )
 from pramkit.estimate.covariance import CountCovariance
 from pramkit.estimate.identifiability import IdentifiabilityResult, estimability, largest_dense_part
@@ -202,11 +203,14 @@ def test_identifiable_quantities_match_the_merged_model():
     assert est.se[3] == pytest.approx(np.sqrt(cov.sum()), rel=1e-4)
 
 
+@pytest.mark.parametrize("batch", [singular.BATCH_ENTRIES, 1, 50])
 @pytest.mark.parametrize("kind", ["multinomial", "pram"])
-def test_factored_covariance_matches_the_dense_pseudo_inverse(kind):
+def test_factored_covariance_matches_the_dense_pseudo_inverse(kind, batch, monkeypatch):
     """A singular axis crossed with an invertible one and an unperturbed one: the
     variances of identifiable quantities against ``n g^T F^+ g - ...`` with the
-    dense Fisher information ``F = M_K diag(1 / lam) M_K^T`` of the whole table."""
+    dense Fisher information ``F = M_K diag(1 / lam) M_K^T`` of the whole table;
+    the blocks of the unperturbed cells taken all at once, one by one, or a few at a time."""
+    monkeypatch.setattr(singular, "BATCH_ENTRIES", batch)
     rng = np.random.default_rng(5)
     ra = np.array([0.4, 0.3, 0.3])
     m1 = PramMatrix(np.array([ra, ra, [0.1, 0.1, 0.8]]))
@@ -248,6 +252,14 @@ def test_factored_covariance_matches_the_dense_pseudo_inverse(kind):
     g = np.zeros(shape)
     g[:2, 0, 0], g[2, 1, 3] = 1, -1
     assert cov.variance(g) == pytest.approx(dense_variance(g.ravel()), rel=1e-6)
+    # a stack of quantities at once: random ones projected on the identifiable space (with the dense
+    # projector, made here), and random ones as they are (not identifiable)
+    projector = big @ np.linalg.pinv(big)
+    drawn = rng.normal(size=(7, *shape))
+    inside = (drawn.reshape(7, -1) @ projector).reshape(drawn.shape)
+    stacked = cov.variances(np.concatenate([inside, drawn]))
+    assert stacked[:7] == pytest.approx([dense_variance(g.ravel()) for g in inside], rel=1e-6)
+    assert np.isnan(stacked[7:]).all()
 
 
 def test_invertible_matrix_gives_the_moment_form_covariance():

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
@@ -57,6 +57,10 @@ from pramkit.matrix import PramMatrix
 #: Largest ``K_Y r^2 K_P`` (unperturbed cells x squared rank x perturbed cells)
 #: for which the standard errors of a singular table are computed.
 MAX_WORK = 2e9
+#: Entries of the temporary arrays of one batch of blocks in the products of (S1) and (S2) (32 MiB).
+BATCH_ENTRIES = 1 << 22
+#: Share gradients whose variances are computed together (their stack holds this many tables).
+SHARE_BATCH = 256
 #: Shares within by-groups of a singular table get standard errors (cell by cell) up to this many cells.
 MAX_SHARE_CELLS = 5000
 #: Fitted released probabilities are floored at this in (S1) (an MLE on the boundary).
@@ -67,6 +71,29 @@ RANGE_TOL = 1e-8
 
 def _kron(factors: Sequence[np.ndarray]) -> np.ndarray:
     return reduce(np.kron, factors, np.ones((1, 1)))
+
+
+def _batches(blocks: int, entries: int) -> Iterator[slice]:
+    """Slices of ``range(blocks)``, each of as many blocks as keep ``entries`` per block within
+    :data:`BATCH_ENTRIES` (one block at least)."""
+    step = max(1, BATCH_ENTRIES // max(entries, 1))
+    return (slice(s, min(s + step, blocks)) for s in range(0, blocks, step))
+
+
+def _information_blocks(r: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``G_y = R diag(w[:, y]) R^T`` for each column y of ``w``: (S1) by matrix products, a batch of blocks
+    at a time.
+
+    Examples
+    --------
+    >>> r, w = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0]]), np.array([[1.0, 2.0], [0.5, 1.0], [2.0, 0.0]])
+    >>> _information_blocks(r, w).tolist()
+    [[[3.0, 1.0], [1.0, 2.5]], [[6.0, 2.0], [2.0, 1.0]]]
+    """
+    out = np.empty((w.shape[1], r.shape[0], r.shape[0]))
+    for y in _batches(w.shape[1], r.size):
+        np.matmul(r[None, :, :] * w[:, y].T[:, None, :], r.T, out=out[y])
+    return out
 
 
 @dataclass(frozen=True)
@@ -143,8 +170,7 @@ class IdentifiableCovariance:
             return
         r = _kron([f.r for f in perturbed])
         lam = np.maximum(self._to_blocks(fitted), LAMBDA_FLOOR)
-        g = np.einsum("ij,jy,kj->yik", r, 1.0 / lam, r)
-        self.g_inv = np.linalg.inv(g)
+        self.g_inv = np.linalg.inv(_information_blocks(r, 1.0 / lam))
         self.q_pinv = _kron([f.q_pinv for f in perturbed])
 
     # -- reshaping between the table and (perturbed cells, unperturbed cells) ----------
@@ -187,7 +213,10 @@ class IdentifiableCovariance:
     def _quad(self, columns: np.ndarray) -> np.ndarray:
         """``c^T G_y^{-1} c`` with ``c = Q^+ col`` for each column (perturbed cells x m) and block y."""
         c = self.q_pinv @ columns
-        return np.einsum("im,yij,jm->my", c, self.g_inv, c)
+        out = np.empty((c.shape[1], self.k_y))
+        for y in _batches(self.k_y, c.size):
+            out[:, y] = np.sum(c[None, :, :] * np.matmul(self.g_inv[y], c), axis=1).T
+        return out
 
     def _finish(self, quad: np.ndarray, total: np.ndarray, weighted: np.ndarray) -> np.ndarray:
         """(S2)/(S3): ``n quad - total^2 / n`` or ``n quad - weighted`` (``sum t g^2``), floored at 0."""
@@ -220,13 +249,46 @@ class IdentifiableCovariance:
         >>> cov.variance(np.array([1.0, -1.0, 0.0]))                   # a - b: not identifiable
         nan
         """
-        g = np.asarray(gradient, dtype=float)
-        if not self.available or not self.identifiable(g):
-            return math.nan
-        c = self.q_pinv @ self._to_blocks(g)
-        quad = float(np.einsum("iy,yij,jy->", c, self.g_inv, c))
+        return float(self.variances(np.asarray(gradient, dtype=float)[None])[0])
+
+    def variances(self, gradients: np.ndarray) -> np.ndarray:
+        """:meth:`variance` of each of a stack of gradients, in one pass of matrix products.
+
+        Parameters
+        ----------
+        gradients : numpy.ndarray, shape (m, *table shape)
+            The coefficients of m linear quantities.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+            Their variances, NaN for those not identifiable (all, if not ``available``).
+
+        Examples
+        --------
+        >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+        >>> p = np.array([0.3, 0.3, 0.4])
+        >>> cov = IdentifiableCovariance([m], m.T @ p, 100 * p, 100, "multinomial")
+        >>> cov.variances(np.array([[1.0, 1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 0.0, 1.0]])).round(6).tolist()
+        [66.415094, nan, 66.415094]
+        """
+        g = np.asarray(gradients, dtype=float)
+        out = np.full(len(g), np.nan)
+        if not self.available or not len(g):
+            return out
+        axes = tuple(range(1, g.ndim))
+        inside = contract(g, [None, *(None if f is None else f.projector for f in self.factors)])
+        scale = np.sqrt(np.sum(g * g, axis=axes))
+        ok = np.sqrt(np.sum((g - inside) ** 2, axis=axes)) <= RANGE_TOL * np.maximum(scale, 1e-300)
+        g = g[ok]
+        blocks = np.transpose(g, [0, *(a + 1 for a in self.perm)]).reshape(len(g), self.k_p, self.k_y)
+        c = np.matmul(self.q_pinv, blocks).transpose(2, 1, 0)  # (k_y, r_p, m)
+        quad = np.zeros(len(g))
+        for y in _batches(self.k_y, c[0].size):
+            quad += np.sum(c[y] * np.matmul(self.g_inv[y], c[y]), axis=(0, 1))
         t = self.counts
-        return float(self._finish(np.array(quad), np.array(np.sum(g * t)), np.array(np.sum(t * g * g))))
+        out[ok] = self._finish(quad, np.sum(g * t, axis=axes), np.sum(t * g * g, axis=axes))
+        return out
 
     def group_variances(self, indicators: np.ndarray) -> np.ndarray:
         """Variances of the totals of groups of perturbed cells (columns of a
@@ -325,15 +387,16 @@ class IdentifiableCovariance:
         var = np.full(t.shape, np.nan)
         if t.size > MAX_SHARE_CELLS:
             return r, var
-        for idx in np.ndindex(t.shape):
-            group = np.zeros(t.shape, dtype=bool)
-            group[tuple(slice(None) if a in inner else idx[a] for a in range(t.ndim))] = True
-            bg = float(b[tuple(0 if a in inner else idx[a] for a in range(t.ndim))])
-            if bg <= 0:
-                continue
-            grad = -r[idx] * group / bg
-            grad[idx] += 1.0 / bg
-            var[idx] = self.variance(grad)
+        cells = [idx for idx in np.ndindex(t.shape) if b[tuple(0 if a in inner else idx[a] for a in range(t.ndim))] > 0]
+        for start in range(0, len(cells), SHARE_BATCH):
+            batch = cells[start:start + SHARE_BATCH]
+            grads = np.zeros((len(batch), *t.shape))
+            for i, idx in enumerate(batch):  # d (t_c / b_g) / d t: (1 - r_c) / b_g at c, -r_c / b_g elsewhere in g
+                group = tuple(slice(None) if a in inner else idx[a] for a in range(t.ndim))
+                bg = float(b[tuple(0 if a in inner else idx[a] for a in range(t.ndim))])
+                grads[i][group] = -r[idx] / bg
+                grads[i][idx] += 1.0 / bg
+            var[tuple(np.array(batch).T)] = self.variances(grads)
         return r, var
 
 
