@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 import secrets
 import sys
@@ -16,6 +17,17 @@ from pramkit.engine.rng import SecretKey
 
 #: Real microdata files shipped beside the project (absent in a user's clone).
 SDC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With the tests in parallel processes (pytest-xdist, one per core), each process's BLAS runs on one
+    thread.  OpenBLAS starts a thread per core in every process, and its threads wait for one another by
+    spinning: on two cores shared by two test processes, a factorisation took 10 to 15 times as long.  The
+    processes inherit the setting from the one that starts them (this hook runs there first); a value the
+    environment already sets is kept."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(variable, "1")
 
 
 def sdnist_benchmark() -> ModuleType:
