@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_memory_bounds import CHUNK, LARGE, _files, _peak
+from test_memory_bounds import CHUNK, LARGE, _peak, shared_census
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory is read from /proc")]
@@ -29,8 +29,7 @@ COMPARE_BYTES_PER_RECORD = 700
 
 @pytest.fixture(scope="module")
 def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, str]]:
-    folder = tmp_path_factory.mktemp("memory")
-    return {rows: _files(folder, rows) for rows in (CHUNK, LARGE)}
+    return shared_census(tmp_path_factory)
 
 
 def _compare_args(f: dict[str, str]) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from test_count_groups import REPO, archived_src
-from test_memory_bounds import CHUNK, LARGE, _files, _peak
+from test_memory_bounds import CHUNK, LARGE, _peak, shared_census
 
 from pramkit.engine.swap.census import census_households
 
@@ -92,8 +92,7 @@ def test_the_synthesis_grows_by_its_pool_and_the_records(census_files: dict[int,
 
 @pytest.fixture(scope="module")
 def census_files(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, str]]:
-    folder = tmp_path_factory.mktemp("memory")
-    return {rows: _files(folder, rows) for rows in (CHUNK, LARGE)}
+    return shared_census(tmp_path_factory)
 
 
 # ------------------------------------------------------------------ the outputs, the same as before
