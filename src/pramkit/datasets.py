@@ -59,12 +59,18 @@ def _normalise(t: np.ndarray) -> np.ndarray:
 
 
 def _draw(rng: np.random.Generator, table: np.ndarray, parent: np.ndarray | None, n: int) -> np.ndarray:
-    """Codes drawn row by row from ``table[parent[i]]`` (a single row if ``parent`` is None)."""
+    """Codes drawn row by row from ``table[parent[i]]`` (a single row if ``parent`` is None).
+
+    A record's code is the number of its row's cumulative probabilities at or below its uniform draw,
+    counted one category boundary at a time: a few arrays of ``n`` values, never one of ``n`` by the
+    number of categories."""
     table = _normalise(np.atleast_2d(table))
     cdf = np.cumsum(table, axis=1)[:, :-1]
-    rows = cdf[parent] if parent is not None else np.broadcast_to(cdf[0], (n, cdf.shape[1]))
     u = rng.random(n)
-    return (u[:, None] >= rows).sum(axis=1).astype(np.int8)
+    codes = np.zeros(n, dtype=np.int8)
+    for bound in cdf.T:
+        codes += u >= (bound[parent] if parent is not None else bound[0])
+    return codes
 
 
 def _age_table() -> np.ndarray:
