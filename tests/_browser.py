@@ -54,6 +54,7 @@ __all__ = [
     "no_trace",
     "open_app",
     "open_census",
+    "settled",
     "shot",
     "step_error",
     "sync_playwright",
@@ -84,14 +85,23 @@ def open_app(browser: Browser, base: str, token: str, **context: Any) -> Page:
 
 
 def shot(page: Page, name: str, folders: list[Path] = SHOTS, *, full_page: bool = False) -> None:
-    """A screenshot of the page once the step's work is done and every output drawn (``full_page``: all of it,
-    not only the window)."""
-    expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
-    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
+    """A screenshot of the page once the step's work is done, every output drawn and its messages closed
+    (``full_page``: all of it, not only the window)."""
+    settled(page)
     page.evaluate("window.scrollTo(0, 0)")
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / f"{name}.png"), full_page=full_page)
+
+
+def settled(page: Page) -> None:
+    """Wait until the step's work is done (no progress bar) and every output of the tab drawn, then close the
+    messages shown, as a user does with their close button: each would close by itself only after its few
+    seconds (an error's eight)."""
+    expect(page.locator(".shiny-progress-notification")).to_have_count(0, timeout=WAIT)
+    page.wait_for_function("() => !document.querySelector('.tab-pane.active .recalculating')", timeout=WAIT)
+    page.locator(".shiny-notification-close").evaluate_all("boxes => boxes.forEach(b => b.click())")
+    expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
 
 
 def tab(page: Page, title: str) -> None:

@@ -32,6 +32,7 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
     no_trace,
     open_app,
     open_census,
+    settled,
     step_error,
     tab,
     upload,
@@ -77,7 +78,7 @@ def page(chromium: Browser, app: str) -> Iterator[Page]:
 
 
 def shot(page: Page, name: str) -> None:
-    expect(page.locator(".shiny-notification")).to_have_count(0, timeout=WAIT)
+    settled(page)
     for folder in SHOTS[:1]:
         folder.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(folder / f"security-{name}.png"))
