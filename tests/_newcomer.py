@@ -179,12 +179,16 @@ class Newcomer:
     shots : list of Path
         Folders for the screenshots: the whole page after each step (``newcomer-NN``, in the first folder
         only: tests/artifacts/app/), then the window at the end (``newcomer``, in each: docs/app/ too).
+    find : int
+        Milliseconds to find a label a step names (:data:`FIND`); a documentation naming a label the page
+        lacks is told so only after them.
     """
 
-    def __init__(self, browser: Browser, start: Callable[[], str], shots: list[Path]) -> None:
+    def __init__(self, browser: Browser, start: Callable[[], str], shots: list[Path], *, find: int = FIND) -> None:
         self.browser = browser
         self.start = start
         self.shots = shots
+        self.find = find
         self.page: Page | None = None
 
     def run(self, doc: Path = DOC) -> Iterator[Timed]:
@@ -282,7 +286,7 @@ class Newcomer:
 
     def _exists(self, step: Step, locator: Locator, what: str, kind: str) -> None:
         try:
-            expect(locator).to_have_count(1, timeout=FIND)
+            expect(locator).to_have_count(1, timeout=self.find)
         except AssertionError:
             assert self.page is not None
             names = self.page.locator(f".tab-pane.active {kind}, .nav {kind}" if kind != "[role=tab]"
@@ -294,7 +298,7 @@ class Newcomer:
         """The field of the active tab whose label is ``label`` or begins with it (the only one)."""
         assert self.page is not None
         pane = self._pane()
-        deadline = time.monotonic() + FIND / 1000
+        deadline = time.monotonic() + self.find / 1000
         while True:
             texts = [" ".join(t.split()) for t in pane.locator("label").all_inner_texts()]
             hits = [i for i, t in enumerate(texts) if t == label] or [i for i, t in enumerate(texts)

@@ -181,7 +181,7 @@ def test_a_generated_key_is_saved_for_its_owner_only_never_shown(page: Page, tmp
 
 
 def test_text_in_the_budget_field(page: Page, tmp_path: Path) -> None:
-    open_census(page)
+    open_census(page, 5_000)
     rules = tmp_path / "rules.csv"
     rules.write_text(RULES)
     design(page, rules, epsilon="three")
@@ -191,7 +191,7 @@ def test_text_in_the_budget_field(page: Page, tmp_path: Path) -> None:
 
 
 def test_rules_naming_an_unknown_category(page: Page, tmp_path: Path) -> None:
-    open_census(page)
+    open_census(page, 5_000)
     rules = tmp_path / "rules.csv"
     rules.write_text("age,marital_status\n0-9,engaged\n")
     design(page, rules)
@@ -237,14 +237,14 @@ def test_cancel_stops_a_long_step_and_the_page_goes_on(page: Page) -> None:
     assert step_error(page, "data").startswith("cancelled")
     expect(page.locator("#data_stop")).to_have_count(0, timeout=WAIT)
     expect(page.locator("#data_summary")).to_contain_text("Open the census")
-    open_census(page)  # the session works on
+    open_census(page, 5_000)  # the session works on
     no_trace(page)
 
 
 def test_the_least_variance_design_and_a_recognition_design_without_its_alpha(page: Page) -> None:
     """The method list reaches the designs by name: least variance sets --objective variance; the
     recognition design asks for its alpha before anything runs."""
-    open_census(page)
+    open_census(page, 5_000)
     tab(page, "3 Design")
     choose(page, "design_vars", ["sex", "race"])
     page.select_option("#method", "dp-variance")
@@ -265,7 +265,7 @@ def test_a_manifest_for_other_columns(page: Page, tmp_path: Path) -> None:
     manifest = tmp_path / "other.json"
     assert main(["design", str(regions), "--vars", "region", "--method", "rr", "--epsilon", "1",
                  "--out", str(manifest), "--quiet"]) == 0
-    open_census(page)
+    open_census(page, 5_000)
     tab(page, "3 Design")
     upload(page, "manifest_upload", manifest)
     assert "for other columns: region is not in" in step_error(page, "design")
@@ -278,7 +278,7 @@ def test_a_manifest_for_other_columns(page: Page, tmp_path: Path) -> None:
 
 def test_a_reload_keeps_the_release_in_progress(page: Page, tmp_path: Path) -> None:
     """Reloading the tab (or losing the connection) comes back to the same release, step by step."""
-    open_census(page)
+    open_census(page, 5_000)
     tab(page, "3 Design")
     choose(page, "design_vars", ["sex"])
     page.select_option("#method", "rr")
@@ -286,7 +286,7 @@ def test_a_reload_keeps_the_release_in_progress(page: Page, tmp_path: Path) -> N
     page.click("#run_design")
     expect(page.locator("#ledger table")).to_contain_text("sex", timeout=WAIT)
     page.reload()
-    expect(page.locator("#data_summary")).to_contain_text("20,000 rows", timeout=WAIT)
+    expect(page.locator("#data_summary")).to_contain_text("5,000 rows", timeout=WAIT)
     tab(page, "3 Design")
     expect(page.locator("#ledger table")).to_contain_text("sex", timeout=WAIT)
     tab(page, "4 Apply")

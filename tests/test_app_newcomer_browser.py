@@ -113,7 +113,8 @@ def test_a_label_the_page_does_not_have_fails_clearly(chromium: Browser, base: s
     doc = tmp_path / "app.md"
     doc.write_text("## Your first release\n\n1. Start the app: type `pramkit app` in a terminal.\n\n"
                    "2. Type `0.05` in **Sampling fraktion**.\n", encoding="utf-8")
-    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"])
+    # The first tab's fields are drawn with the page: a second is long enough to know the field is not there.
+    newcomer = Newcomer(chromium, lambda: f"{base}/?token={TOKEN}", [tmp_path / "shots"], find=1_000)
     try:
         with pytest.raises(AssertionError, match=r"step 2 names the field \*\*Sampling fraktion\*\*, which the tab "
                                                  r"does not have \(its fields: 'Rows of the census-like data'"):

@@ -145,10 +145,16 @@ def test_a_reload_brings_back_the_fields_as_filled_in_but_never_the_key(page: Pa
     page.fill("#epsilon", "2.5")
     choose(page, "strata", ["race"])
     page.fill("#edit_rules", "age,marital_status\n0-9,widowed")
+    # The fields' last values sent (a text field's once the typing pauses); the key's answer below comes after
+    # the app has taken them, so the reload finds them kept.
+    page.wait_for_function(
+        "want => Object.entries(want).every(([id, value]) => "
+        "JSON.stringify(Shiny.shinyapp.$inputValues[id]) === JSON.stringify(value))",
+        arg={"sampling_fraction": "0.2", "method": "kanon", "design_k": "4", "epsilon": "2.5", "strata": ["race"],
+             "edit_rules": "age,marital_status\n0-9,widowed"}, timeout=WAIT)
     tab(page, "4 Apply")
     page.click("#new_key")
     expect(page.locator("#key_status")).to_contain_text("A key is ready")
-    page.wait_for_timeout(1_500)                                    # the fields' last values reach the server
     page.reload()
     expect(page.locator("#data_summary")).to_contain_text("5,000 rows", timeout=WAIT)
     tab(page, "3 Design")
