@@ -29,8 +29,10 @@ from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.rng import SecretKey
 from pramkit.errors import ParameterError
-from pramkit.io import write_table
+from pramkit.frames import pandas_table
+from pramkit.io import TableWriter
 from pramkit.manifest import Manifest
+from pramkit.progress import progress
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import Release
 from pramkit.workbench.export import export, released_name, reproduce_script
@@ -45,6 +47,9 @@ CENSUS_ROWS = 20_000
 
 #: Changes of the settings :meth:`Workbench.undo` can take back, most recent last.
 UNDO_DEPTH = 20
+
+#: Persons of the built-in census written at a time: each block is a progress update, where Cancel stops the work.
+CENSUS_BLOCK = 100_000
 
 
 class Workbench:
@@ -115,7 +120,7 @@ class Workbench:
             raise ParameterError(f"the census needs a whole number of rows from 1,000 to 10,000,000, got {rows!r}")
         with self._staging() as staging:
             path = staging / "census.csv"
-            write_table(census(rows), path, force=True)
+            _write_census(census(rows), path)
             codebook = self.work / INPUTS / "census-codebook.csv"
             pd.DataFrame([(v, c) for v, cats in CENSUS_VARIABLES.items() for c in cats],
                          columns=["variable", "category"]).to_csv(codebook, index=False)
@@ -822,6 +827,18 @@ class Workbench:
         ('read the public frequencies file; see the public frequencies file', 'a note')
         """
         return tuple(dict.fromkeys(self.in_page_words(m) for m in messages))
+
+
+def _write_census(frame: pd.DataFrame, path: Path) -> None:
+    """Write the census to ``path`` in blocks of :data:`CENSUS_BLOCK` persons, a progress update after each (the
+    same file as one :func:`pramkit.io.write_table`)."""
+    table = pandas_table(frame)
+    with progress(total=table.num_rows, desc="writing the census", unit="rows") as bar, \
+            TableWriter(path, force=True) as writer:
+        for start in range(0, table.num_rows, CENSUS_BLOCK):
+            block = table.slice(start, CENSUS_BLOCK)
+            writer.write(block)
+            bar.update(block.num_rows)
 
 
 def _names(names: Sequence[str], what: str) -> list[str]:
