@@ -248,7 +248,8 @@ def census(n_rows: int = NY_ROWS, *, seed: int = 2000, areas: bool | int = False
     mortgage = _draw(rng, _mortgage_table(), ownership * 9 + age, n)
     marital = _draw(rng, _marital_table(), age * 2 + sex, n)
     education = _draw(rng, _education_table(), age * 5 + race, n)
-    employment = _draw(rng, _employment_table(), (age * 2 + sex) * 11 + education, n)
+    # the row of (age, sex, education) passes 127: computed in intp, not in the codes' int8
+    employment = _draw(rng, _employment_table(), (age.astype(np.intp) * 2 + sex) * 11 + education, n)
     disability = _draw(rng, _disability_table(), age, n)
     veteran = _draw(rng, _veteran_table(), age * 2 + sex, n)
     codes = {
