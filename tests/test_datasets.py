@@ -58,7 +58,7 @@ def test_dependence(data) -> None:
 def test_employment_follows_its_table_at_every_age(data) -> None:
     """The share employed at each age is the table's, averaged over that age's sexes and education levels in
     the file: the row of (age, sex, education) is 198 long, and counting it in one-byte codes once sent everyone
-    of 55 and over to other rows (54 % of the 75+ employed, where the table says 5 % or less)."""
+    of 55 and over (and women of 45-54 with more education) to other rows (54 % of the 75+ employed, where the table says 5 % or less)."""
     table = _employment_table().reshape(9, 2, 11, 4)[..., CENSUS_VARIABLES["employment"].index("employed")]
     codes = {c: data[c].cat.codes.to_numpy() for c in ("age", "sex", "education")}
     expected = np.array([
