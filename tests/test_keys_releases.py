@@ -318,26 +318,32 @@ def test_a_bad_release_label_is_one_line_and_writes_nothing(label: str, says: st
 
 @pytest.mark.slow
 def test_spark_releases_what_the_local_engine_releases_under_a_label(spark, tmp_path: Path) -> None:
-    """Shuffled, under a label: the part files read in order are the local release row for row, and both
-    receipts record the label."""
-    import pyarrow.parquet as pq
+    """Shuffled, under a label, from a file Spark reads in several partitions: the part files read in order
+    are the local release row for row, and both receipts record the label."""
+    from pramkit.engine import spark as ps
 
     frame = census(2_000, seed=5)[["age", "sex", "marital_status"]].astype(str)
-    frame.to_parquet(tmp_path / "in.parquet", index=False)
+    frame.to_csv(tmp_path / "in.csv", index=False)
     Manifest.of({"age": _rr(sorted(frame["age"].unique()), 2.0), "sex": _rr(sorted(frame["sex"].unique()), 1.0)}
                 ).write(tmp_path / "m.json")
     (tmp_path / "key").write_bytes(KEY.material)
-    apply_file(tmp_path / "in.parquet", tmp_path / "m.json", tmp_path / "local.parquet", key=KEY, shuffle=True,
+    apply_file(tmp_path / "in.csv", tmp_path / "m.json", tmp_path / "local.csv", key=KEY, shuffle=True,
                public_columns=["marital_status"], release="wave 2")
-    out = tmp_path / "spark.parquet"
-    assert main(["apply", str(tmp_path / "in.parquet"), "--manifest", str(tmp_path / "m.json"), "--out", str(out),
-                 "--key-file", str(tmp_path / "key"), "--engine", "spark", "--spark-master", "local[1]", "--shuffle",
-                 "--public-columns", "marital_status", "--release", "wave 2", "--quiet"]) == 0
-    parts = sorted(p for p in out.iterdir() if p.name.endswith(".parquet"))
-    released = pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
-    expected = pq.read_table(tmp_path / "local.parquet").to_pandas()
-    pd.testing.assert_frame_equal(released.astype("string"), expected.astype("string"))
-    assert read_receipt(out)["release"] == read_receipt(tmp_path / "local.parquet")["release"] == "wave 2"
-    unlabelled = pq.read_table(apply_file(tmp_path / "in.parquet", tmp_path / "m.json", tmp_path / "plain.parquet",
-                                          key=KEY, shuffle=True, public_columns=["marital_status"]).output).to_pandas()
+    out = tmp_path / "spark.csv"
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "10000")
+    try:
+        assert ps.read(spark, tmp_path / "in.csv").rdd.getNumPartitions() > 2
+        assert main(["apply", str(tmp_path / "in.csv"), "--manifest", str(tmp_path / "m.json"), "--out", str(out),
+                     "--key-file", str(tmp_path / "key"), "--engine", "spark", "--spark-master", "local[1]",
+                     "--shuffle", "--public-columns", "marital_status", "--release", "wave 2", "--quiet"]) == 0
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    parts = sorted(p for p in out.iterdir() if p.name.endswith(".csv"))
+    released = pd.concat([pd.read_csv(p, dtype=str) for p in parts], ignore_index=True)
+    expected = pd.read_csv(tmp_path / "local.csv", dtype=str)
+    pd.testing.assert_frame_equal(released, expected)
+    assert read_receipt(out)["release"] == read_receipt(tmp_path / "local.csv")["release"] == "wave 2"
+    unlabelled = pd.read_csv(apply_file(tmp_path / "in.csv", tmp_path / "m.json", tmp_path / "plain.csv", key=KEY,
+                                        shuffle=True, public_columns=["marital_status"]).output, dtype=str)
     assert not unlabelled.equals(expected)

@@ -10,9 +10,9 @@ from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.perturb import ApplyResult, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.spark.files import _check_format, _save, read, spark_charset
-from pramkit.engine.spark.perturb import perturbed_rows
+from pramkit.engine.spark.perturb import _numbered, _perturbed
 from pramkit.engine.spark.session import _one_line_errors, session
-from pramkit.engine.spark.shuffle import shuffle_rows, smallest_group
+from pramkit.engine.spark.shuffle import _in_key_order, smallest_group
 from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_dialect, csv_missing_codes
 from pramkit.manifest import Manifest
 from pramkit.privacy.amplification import DEFAULT_DELTA
@@ -61,7 +61,7 @@ def apply_file_spark(
         As :func:`pramkit.apply_file`; ``master`` is Spark's.  A CSV release of a CSV file is written with
         its separator and encoding.  With ``shuffle`` the part
         files, read in order, hold the local engine's shuffled release row for row
-        (:func:`shuffle_rows`).
+        (:func:`~pramkit.engine.spark.shuffle.shuffle_rows`).
 
     Returns
     -------
@@ -105,10 +105,14 @@ def apply_file_spark(
         spark = session(master)
         df = read(spark, data, sep=sep, encoding=encoding)
         check_shuffle(man, df.columns, public_columns, shuffle=shuffle)
-        released, rows = perturbed_rows(df, man, key=stream, missing_codes=codes, release=label)
+        released, offsets, rows = _perturbed(df, man, key=stream, missing_codes=codes, release=label)
         assert rows is not None  # numbered in file order: the job numbering the rows counted them
         stated_sampling(man, rows, repr(str(data)), named)  # before the release is written
-        _save(shuffle_rows(released, stream) if shuffle else released, tmp, fmt, dialect if source == "csv" else None)
+        written = released
+        if shuffle:  # the released rows keep their partitions: numbered again from the offsets found already
+            numbered, numbers = _numbered(released)
+            written = _in_key_order(numbered, df.columns, numbers, offsets, stream)
+        _save(written, tmp, fmt, dialect if source == "csv" else None)
         guarantees = release_guarantees(
             man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
             clones=smallest_group(released, public_columns, man.columns, codes)) if shuffle else None

@@ -58,15 +58,36 @@ def _with_row_numbers(df: DataFrame, row_number: str | None) -> tuple[DataFrame,
     if row_number is not None:
         require_columns([row_number], df.columns, "the DataFrame")
         return df, F.col(_quoted(row_number)).cast("long"), None, None
-    numbered = df.withColumn(_MONO, F.monotonically_increasing_id())
-    sizes = (
-        numbered.groupBy(F.shiftright(F.col(_MONO), _ROW_BITS).alias("p")).count().collect()
-    )
+    numbered, numbers = _numbered(df)
+    sizes = numbered.groupBy(F.shiftright(numbers, _ROW_BITS).alias("p")).count().collect()
     offsets, total = {}, 0
     for row in sorted(sizes, key=lambda r: r["p"]):
         offsets[int(row["p"])] = total
         total += int(row["count"])
-    return numbered, F.col(_MONO), offsets, total
+    return numbered, numbers, offsets, total
+
+
+def _numbered(df: DataFrame) -> tuple[DataFrame, Any]:
+    """``df`` with its ``monotonically_increasing_id`` in the helper column :data:`_MONO`, and that column.
+
+    The id holds the partition's index above :data:`_ROW_BITS` and the row's place in the partition below:
+    every plan over ``df`` that keeps its partitions (no shuffle) gives each record the same id.
+    """
+    F = _require_pyspark()
+    return df.withColumn(_MONO, F.monotonically_increasing_id()), F.col(_MONO)
+
+
+def _offsets(mono: pa.Array | pa.ChunkedArray) -> dict[int, int]:
+    """The offset of each partition (the rows of the partitions before it), from the ``monotonically_increasing_id``
+    of every record (:func:`_numbered`) collected to the driver.
+
+    Examples
+    --------
+    >>> _offsets(pa.array([0, 1, 2, 1 << _ROW_BITS, (3 << _ROW_BITS) + 0, (3 << _ROW_BITS) + 1], pa.int64()))
+    {0: 0, 1: 3, 3: 4}
+    """
+    parts, sizes = np.unique(np.asarray(mono, dtype=np.int64) >> _ROW_BITS, return_counts=True)
+    return {int(p): int(start) for p, start in zip(parts, np.cumsum(sizes) - sizes, strict=True)}
 
 
 def _row_numbers_of(numbers: pa.Array, offsets: dict[int, int] | None) -> np.ndarray:
@@ -165,6 +186,17 @@ def perturbed_rows(df: DataFrame, manifest: Manifest, *, key: SecretKey, row_num
     >>> rows, released.columns
     (3, ['sex'])
     """
+    released, _, counted = _perturbed(df, manifest, key=key, row_number=row_number, missing_codes=missing_codes,
+                                      release=release)
+    return released, counted
+
+
+def _perturbed(df: DataFrame, manifest: Manifest, *, key: SecretKey, row_number: str | None = None,
+               missing_codes: MissingCodes | None = None,
+               release: str = "") -> tuple[DataFrame, dict[int, int] | None, int | None]:
+    """:func:`perturbed_rows`, with the offsets of the partitions when rows are numbered in order (else ``None``):
+    a plan over the released DataFrame that keeps its partitions numbers its rows from them again, without a
+    job of its own (:func:`pramkit.engine.spark.shuffle.shuffle_rows`)."""
     if not hasattr(_require_pyspark(), "arrow_udf"):
         raise SparkEngineError("the Spark engine perturbs in Arrow UDFs, which need pyspark 4.1 or later")
     require_columns(manifest.read_columns, df.columns, "the DataFrame")
@@ -185,7 +217,7 @@ def perturbed_rows(df: DataFrame, manifest: Manifest, *, key: SecretKey, row_num
                 yield perturber(table, rows=rows)
 
     return _through_python(numbered, df.columns, numbers, manifest.read_columns, manifest.columns, perturbed), \
-        counted
+        offsets, counted
 
 
 def _through_python(df: DataFrame, columns: Sequence[str], numbers: Any, read: Sequence[str],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -53,12 +53,18 @@ def shuffle_rows(df: DataFrame, key: SecretKey, *, row_number: str | None = None
     >>> shuffle_rows(df, key, row_number="row").toPandas()["row"].tolist() == permutation(key, 8).tolist()
     True
     """
+    numbered, numbers, offsets, _ = _with_row_numbers(df, row_number)
+    return _in_key_order(numbered, df.columns, numbers, offsets, key)
+
+
+def _in_key_order(numbered: DataFrame, columns: Sequence[str], numbers: Any, offsets: dict[int, int] | None,
+                  key: SecretKey) -> DataFrame:
+    """The ``columns`` of ``numbered`` in the key's order (:func:`shuffle_rows`), its rows numbered by ``numbers``
+    and ``offsets`` (:func:`pramkit.engine.spark.perturb._with_row_numbers`)."""
     from pramkit.engine.shuffle import order_words
 
     F = _require_pyspark()
     from pyspark.sql.types import LongType
-
-    numbered, numbers, offsets, _ = _with_row_numbers(df, row_number)
 
     def order(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
         for values in batches:
@@ -67,7 +73,7 @@ def shuffle_rows(df: DataFrame, key: SecretKey, *, row_number: str | None = None
 
     udf = F.arrow_udf(order, LongType())
     ordered = numbered.withColumn(_ORDER, udf(numbers)).orderBy(F.col(_ORDER), numbers)
-    return ordered.select(*(F.col(_quoted(name)) for name in df.columns))
+    return ordered.select(*(F.col(_quoted(name)) for name in columns))
 
 
 def smallest_group(df: DataFrame, public: Sequence[str], perturbed: Sequence[str],

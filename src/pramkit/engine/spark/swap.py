@@ -3,9 +3,10 @@
 The swap draws its households in one order over the whole file (:func:`pramkit.engine.swap.core.draw_swaps`),
 so the draw cannot be split among partitions.  The first job collects, in file order, the columns the
 swap reads (the household id, the geography and the risk variables: what the local engine keeps in
-memory too); the swap is drawn on the driver exactly as the local engine draws it; the second job
-replaces each record's geography by its household's released areas in an Arrow UDF, from the
-record's row number (file order, as :func:`pramkit.engine.spark.perturb.perturb` numbers rows).
+memory too) with each record's ``monotonically_increasing_id``, which numbers the rows as
+:func:`pramkit.engine.spark.perturb.perturb` numbers them (file order) without a pass of its own; the
+swap is drawn on the driver exactly as the local engine draws it; the second job replaces each
+record's geography by its household's released areas in an Arrow UDF, from the record's row number.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pramkit.atomic import atomic_path, check_writable, staged_bytes
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.spark.counts import _value
 from pramkit.engine.spark.files import _check_format, _save, read, spark_charset
-from pramkit.engine.spark.perturb import _row_numbers_of, _through_python, _with_row_numbers
+from pramkit.engine.spark.perturb import _MONO, _numbered, _offsets, _row_numbers_of, _through_python
 from pramkit.engine.spark.session import _one_line_errors, session
 from pramkit.errors import DataError
 from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_dialect, csv_missing_codes
@@ -88,11 +89,14 @@ def swap_file_spark(data: str | Path, plan: Any, out: str | Path, *,
     check_writable(receipt_path(dst), force=True, inputs=inputs)
     df = read(session(master), src, sep=sep, encoding=encoding)
     markers = list(csv_missing_codes(na_values).texts) if source == "csv" else []
-    needed = df.select(*(_value(df, c, markers) for c in plan.columns)).toArrow()  # file order
+    numbered, numbers = _numbered(df)
+    # file order; each record's ``monotonically_increasing_id`` too, from which its partition's offset follows
+    collected = numbered.select(*(_value(df, c, markers) for c in plan.columns), numbers).toArrow()
+    offsets = _offsets(collected.column(_MONO))
+    needed = collected.drop_columns([_MONO])
     swapped = _draw([needed], plan, secret, repr(str(src)))
     released = [swapped.released_codes(h) for h in range(len(plan.geo))]
     areas, parents, counts = swapped.areas()
-    numbered, numbers, offsets, _ = _with_row_numbers(df, None)
 
     def swap(batches: Iterator[tuple[pa.Array, pa.Table]]) -> Iterator[pa.Table]:
         for row_numbers, table in batches:
