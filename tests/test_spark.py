@@ -23,7 +23,8 @@ require_spark()
 
 from pramkit.engines import spark as ps  # noqa: E402
 
-N = 40_000
+#: Records of the test file: its CSV (about 176 KB) splits into 3 and 8 partitions at the split sizes below.
+N = 8_000
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +69,12 @@ def test_any_partitioning_with_row_numbers(spark, files, key, local, partitions:
     pd.testing.assert_frame_equal(released, local, check_dtype=True)
 
 
-@pytest.mark.parametrize("max_bytes", ["200000000", "120000", "50000"])
-def test_file_order_without_row_numbers(spark, files, key, local, max_bytes: str) -> None:
+@pytest.mark.parametrize(("max_bytes", "partitions"), [("200000000", 1), ("60000", 3), ("25000", 8)])
+def test_file_order_without_row_numbers(spark, files, key, local, max_bytes: str, partitions: int) -> None:
     spark.conf.set("spark.sql.files.maxPartitionBytes", max_bytes)
     try:
         df = ps.read(spark, files["csv"])
+        assert df.rdd.getNumPartitions() == partitions
         released = ps.perturb(df, Manifest.read(files["manifest"]), key=key).toPandas()
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
