@@ -66,8 +66,14 @@ def assert_refused(code: int, err: str, folder: Path, before: dict[str, str], *,
     assert temporaries(folder) == []
 
 
-@pytest.fixture
-def files(tmp_path: Path) -> dict[str, Path]:
+@pytest.fixture(scope="module")
+def made_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files of :func:`files`, made once for the module (its key drawn as a test's keys are drawn,
+    :class:`conftest.SeededSecrets`, so every run releases the same records)."""
+    from conftest import SeededSecrets
+
+    import pramkit.engine.rng
+
     rng = np.random.default_rng(11)
     n = 12_000  # several CSV blocks of 64 KB
     frame = pd.DataFrame({
@@ -76,7 +82,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "age": rng.integers(0, 400, n),
         "income": rng.normal(1000, 100, n).round(1),
     })
-    d = tmp_path
+    d = tmp_path_factory.mktemp("files")
     frame.to_csv(d / "data.csv", index=False)
     pio.write_table(frame, d / "data.parquet")
     pyreadstat.write_dta(frame, str(d / "data.dta"))
@@ -85,8 +91,22 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "region": randomized_response([1, 2, 3], 1.0),
         "sex": randomized_response(["m", "f"], 0.5),
     }).write(d / "m.json")
-    assert main(["keygen", str(d / "key")]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pramkit.engine.rng, "secrets", SeededSecrets("tests/test_file_safety.py::files"))
+        assert main(["keygen", str(d / "key")]) == 0
     apply_file(d / "data.csv", d / "m.json", d / "rel.csv", key=SecretKey.from_file(d / "key"))  # with its receipt
+    return d
+
+
+@pytest.fixture
+def files(made_files: Path, tmp_path: Path) -> dict[str, Path]:
+    """The test's own copy (modes kept: the key file stays private) of the module's data in four formats, a
+    manifest, a key file and a release with its receipt (which names its file, not its folder)."""
+    import shutil
+
+    d = tmp_path
+    for path in made_files.iterdir():
+        shutil.copy2(path, d / path.name)
     return {"dir": d, "csv": d / "data.csv", "parquet": d / "data.parquet", "dta": d / "data.dta",
             "sav": d / "data.sav", "manifest": d / "m.json", "key": d / "key", "released": d / "rel.csv"}
 
