@@ -30,6 +30,17 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.setdefault(variable, "1")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The test files that use the :func:`spark` fixture run in one test process (``--dist loadgroup``), each
+    file whole (some of their tests start Spark through the command line), so that the run starts one local
+    Spark and pays its first slow job once, not once per process."""
+    spark_files = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
+    for item in items:
+        if item.path in spark_files:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def sdnist_benchmark() -> ModuleType:
     """``benchmarks/bench_sdnist.py`` as a module, loaded once per process (its configurations, releases and
     corrected tables are what several test files check)."""
