@@ -139,6 +139,45 @@ def test_variance_inflation_monte_carlo():
     assert ratio == pytest.approx(variance_inflation(p, m).per_cell, rel=0.2)
 
 
+def _dense_utility(p: np.ndarray, m: np.ndarray, n: int) -> tuple[float, float, float]:
+    """I(X; Z), Cator's l2 and the overall variance inflation straight from their definitions."""
+    joint = p[:, None] * m
+    r = p @ m
+    information = float(np.sum(joint[joint > 0] * np.log((m / r[None, :])[joint > 0])))
+    w = np.linalg.inv(m)
+    loss = float(np.sum(n * p * (m @ (w * w).sum(axis=1)))) / n**2 - 1.0 / n
+    a = np.linalg.inv(m.T)
+    lam = m.T @ p
+    pram = np.diag(a @ (np.diag(lam) - np.outer(lam, lam)) @ a.T)
+    return information, loss, float(pram.sum() / (p * (1 - p)).sum())
+
+
+@pytest.mark.parametrize("size", [2, 5, 300])
+def test_privacy_utility_curve_closed_form_against_definitions(size):
+    """Randomized response's points (closed form, O(S)) agree with the definitions on its dense matrix,
+    and with the curve of the same matrices stored densely (one SVD and one inverse a point)."""
+    rng = np.random.default_rng(size)
+    p = rng.dirichlet(np.ones(size))
+    if size > 2:
+        p[0] = 0.0  # a category absent from the file
+        p /= p.sum()
+    eps = np.array([0.05, 0.3, 1.0, 3.0, 10.0, 30.0])
+    curve = privacy_utility_curve(p, eps, n=5000)
+    dense = privacy_utility_curve(p, eps, n=5000, design=lambda e: PramMatrix(randomized_response(range(size), e).matrix))
+    for i, e in enumerate(eps):
+        information, loss, inflation = _dense_utility(p, randomized_response(range(size), e).matrix, 5000)
+        for got in (curve, dense):
+            assert got.mutual_information_nats[i] == pytest.approx(information, rel=1e-9, abs=1e-15)
+            assert got.l2_loss[i] == pytest.approx(loss, rel=1e-9)
+            assert got.variance_inflation[i] == pytest.approx(inflation, rel=1e-9)
+    assert curve.matrix_epsilon == pytest.approx(dense.matrix_epsilon, rel=1e-12)
+    # a symmetric form (8) matrix that is singular fails as its dense copy does
+    uniform = PramMatrix.form8(np.full(size, 1 / size), np.full(size, 1 / size))
+    for design in (uniform, PramMatrix(uniform.matrix)):
+        with pytest.raises(PramkitError, match="singular"):
+            privacy_utility_curve(p, [1.0], n=10, design=lambda _, d=design: d)
+
+
 def test_privacy_utility_curve(tmp_path):
     p = np.array([0.5, 0.3, 0.15, 0.05])
     eps = np.linspace(0.25, 5, 12)

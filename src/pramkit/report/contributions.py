@@ -12,13 +12,12 @@ private, as the rest of the internal report.
 from __future__ import annotations
 
 import html
-import io
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pramkit._figure import new_figure
+from pramkit._figure import new_figure, png_bytes
 from pramkit.report.images import DPI, REPORT, data_uri
 from pramkit.risk.contributions import ReleaseContributions
 
@@ -59,7 +58,8 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
     labels = [str(v) for v in before["variable"]]
     x = np.arange(len(labels))
     width = 0.8 / len(series)
-    fig = new_figure(REPORT, figsize=(max(6.0, 1.1 * len(labels) + 2.0), 3.6), layout="constrained")
+    fig = new_figure(REPORT, figsize=(max(6.0, 1.1 * len(labels) + 2.0), 3.6), dpi=DPI,
+                     layout="constrained")
     ax = fig.subplots()
     for i, (label, values, color) in enumerate(series):
         ax.bar(x + (i - (len(series) - 1) / 2) * width, np.nan_to_num(values.to_numpy(float)), width,
@@ -70,9 +70,7 @@ def contributions_chart(result: ReleaseContributions) -> bytes:
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(frameon=False, fontsize="small", loc="upper center", ncols=min(3, len(series)),
               bbox_to_anchor=(0.5, -0.18))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def _pct(x: float) -> str:

@@ -7,16 +7,13 @@ self-contained file.
 
 from __future__ import annotations
 
-import io
-import tempfile
-from pathlib import Path
-
 import numpy as np
 
-from pramkit._figure import new_figure
+from pramkit._figure import new_figure, png_bytes
 from pramkit.report.build import VariableUtility
 from pramkit.report.images import DPI, REPORT
-from pramkit.utility import PrivacyUtilityCurve, plot_privacy_utility
+from pramkit.utility import PrivacyUtilityCurve
+from pramkit.utility.curve import curve_figure
 
 
 def frequency_chart(utility: VariableUtility) -> bytes:
@@ -49,7 +46,7 @@ def frequency_chart(utility: VariableUtility) -> bytes:
     labels = ["(missing)" if c is None else str(c) for c in f["category"]]
     x = np.arange(len(labels))
     width = 0.27
-    fig = new_figure(REPORT, figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), layout="constrained")
+    fig = new_figure(REPORT, figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     if f["original"].notna().any():
         ax.bar(x - width, f["original"], width, label="original", color="#4c72b0")
@@ -64,13 +61,11 @@ def frequency_chart(utility: VariableUtility) -> bytes:
     top = float(np.nanmax(np.concatenate([f["original"], f["released"], f["ci_high"]])))
     ax.set_ylim(0, 1.22 * top if top > 0 else 1)
     ax.legend(frameon=False, fontsize="small", loc="upper center", ncols=3)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
-    """The privacy-utility curve drawn by :func:`pramkit.utility.plot_privacy_utility`, as PNG bytes.
+    """The privacy-utility curve as :func:`pramkit.utility.plot_privacy_utility` draws it, as PNG bytes.
 
     Parameters
     ----------
@@ -80,7 +75,8 @@ def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
     Returns
     -------
     bytes
-        The PNG (written to a temporary folder, read back, and the folder removed).
+        The PNG at :data:`pramkit.utility.curve.CURVE_DPI` dots per inch, the axes labelled
+        "epsilon of the variable [nats]".
 
     Examples
     --------
@@ -90,9 +86,7 @@ def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    with tempfile.TemporaryDirectory(prefix="pramkit-report-") as folder:
-        path = plot_privacy_utility(curve, Path(folder) / "curve.png", xlabel="epsilon of the variable [nats]")
-        return path.read_bytes()
+    return png_bytes(curve_figure(curve, xlabel="epsilon of the variable [nats]"))
 
 
 #: Largest number of categories drawn as a heat map (a larger matrix is described, not drawn).
@@ -125,7 +119,7 @@ def matrix_heatmap(name: str, matrix: np.ndarray, categories: list[str]) -> byte
 
     s = len(categories)
     side = min(7.5, 2.6 + 0.32 * s)
-    fig = new_figure(REPORT, figsize=(side + 1.2, side), layout="constrained")
+    fig = new_figure(REPORT, figsize=(side + 1.2, side), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(matrix, cmap="Blues", vmin=0.0, vmax=1.0)
     ticks = np.arange(s)
@@ -141,6 +135,4 @@ def matrix_heatmap(name: str, matrix: np.ndarray, categories: list[str]) -> byte
     ax.set_ylabel("original value k")
     ax.set_title(f"{name}: M[k, j] = P(released j | original k)")
     fig.colorbar(image, ax=ax, shrink=0.8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+    return png_bytes(fig)

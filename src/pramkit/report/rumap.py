@@ -24,7 +24,6 @@ the R-U confidentiality map. Technical Report 121, National Institute of Statist
 from __future__ import annotations
 
 import html
-import io
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
@@ -340,7 +339,7 @@ def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
     >>> risk_utility_chart(RiskUtilityMap(0.06, ("a",), 4.0, points, 2, "r.json"))[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
-    from pramkit._figure import new_figure
+    from pramkit._figure import new_figure, png_bytes
     from pramkit.report.images import DPI, REPORT
 
     pts, kept = rmap.points, rmap.kept
@@ -348,7 +347,7 @@ def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
     matched = [100 * p.matched for p in pts]
     low, high = [100 * p.matched_lower for p in pts], [100 * p.matched_upper for p in pts]
     utility = rmap.utility()
-    fig = new_figure(REPORT, figsize=(10.0 if utility else 5.5, 3.9), layout="constrained")
+    fig = new_figure(REPORT, figsize=(10.0 if utility else 5.5, 3.9), dpi=DPI, layout="constrained")
     axes = fig.subplots(1, 2 if utility else 1, squeeze=False)[0]
     left = axes[0]
     left.fill_between(eps, low, high, color="#4c72b0", alpha=0.18, linewidth=0,
@@ -380,9 +379,7 @@ def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
                         fontsize="medium")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def _labelled(x: Sequence[float], y: Sequence[float], kept: int, gap: float = 0.07) -> list[int]:

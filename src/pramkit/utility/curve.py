@@ -7,18 +7,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit._figure import new_figure
+from pramkit._figure import new_figure, png_bytes
 from pramkit.atomic import atomic_path
 from pramkit.design.classic import randomized_response
-from pramkit.errors import ParameterError
+from pramkit.errors import MatrixError, ParameterError
+from pramkit.estimate.identifiability import rank_tolerance
+from pramkit.estimate.result import table_inputs
 from pramkit.information import mutual_information
 from pramkit.matrix import PramMatrix
 from pramkit.utility.divergence import _distribution
-from pramkit.utility.loss import l2_loss, variance_inflation
+from pramkit.utility.loss import SINGULAR, inflation_of, invertible, l2_loss_of, moment_variances_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -55,12 +61,88 @@ class PrivacyUtilityCurve:
 
 
 def _utility_at(p: np.ndarray, matrix: PramMatrix, n: int) -> tuple[float, float, float, float]:
-    return (
-        matrix.epsilon,
-        mutual_information(p, matrix.matrix),
-        l2_loss(n * p, matrix),
-        variance_inflation(p, matrix).overall,
-    )
+    """The epsilon of ``matrix``, I(X; Z), the L2 loss for the counts ``n p`` and the overall variance
+    inflation, as :func:`mutual_information`, :func:`l2_loss` and :func:`variance_inflation` compute
+    them, with one check and one inverse of the matrix for both (:func:`symmetric_form8_utility` in
+    closed form for randomized response)."""
+    if matrix.is_compact and matrix.size == p.size:
+        q, w = matrix.form8_q, matrix.form8_w
+        assert q is not None and w is not None  # compact
+        if q.min() == q.max() and w.min() == w.max():
+            return (matrix.epsilon, *symmetric_form8_utility(p, float(q[0]), float(w[0]), n))
+    epsilon, information = matrix.epsilon, mutual_information(p, matrix.matrix)
+    u0, mats, total = table_inputs(n * p, [matrix])
+    factors = invertible(mats)
+    loss = l2_loss_of(u0, mats, factors, total)
+    return epsilon, information, loss, inflation_of(*moment_variances_of(p, mats, factors)).overall
+
+
+def symmetric_form8_utility(p: np.ndarray, q: float, w: float, n: int) -> tuple[float, float, float]:
+    """I(X; Z), the L2 loss and the overall variance inflation of the matrix ``M = (q - w) I + w J``
+    (form (8) with one q and one w: randomized response) in closed form, O(S).
+
+    With ``d = q - w`` and the row sum ``r = d + S w``, M has the singular value r once and
+    ``|d|`` S - 1 times, and ``M^{-1} = (I - (w / r) J) / d``: diagonal ``a = (1 - w / r) / d``,
+    off-diagonal ``b = -(w / r) / d``.  With ``lam = M^T p = d p + w`` (the released shares):
+
+    * ``I(X; Z) = sum_k p_k (q log(q / lam_k) - w log(w / lam_k)) + w sum_j log(w / lam_j)``,
+      clamped at 0 as :func:`pramkit.information.mutual_information` clamps it;
+    * :func:`pramkit.utility.l2_loss`'s ``h`` is ``(a^2 + (S - 1) b^2) r`` in every category;
+    * ``n Var_PRAM(p_hat_c) = a^2 lam_c + b^2 (sum(lam) - lam_c) - p_c^2`` (clipped at 0) against
+      ``p_c (1 - p_c)`` (:func:`pramkit.utility.loss.moment_variances`).
+
+    They agree with the dense computations to rounding; M is singular, as
+    :func:`pramkit.estimate.result.condition_number` decides, when ``|d|`` is at most
+    ``max(r, |d|) S eps``.
+
+    Parameters
+    ----------
+    p : numpy.ndarray, shape (S,)
+        The proportions (summing to 1).
+    q, w : float
+        The diagonal and off-diagonal entries.
+    n : int
+        The number of records (for the L2 loss of the counts ``n p``).
+
+    Returns
+    -------
+    tuple of float
+        ``(I(X; Z) in nats, L2 loss, overall variance inflation)``.
+
+    Raises
+    ------
+    MatrixError
+        If M is singular.
+    ParameterError
+        If p puts all its mass on one category.
+
+    Examples
+    --------
+    Randomized response keeping with 3/4 on two categories (see :func:`pramkit.utility.l2_loss`
+    and :func:`pramkit.utility.variance_inflation`):
+
+    >>> information, loss, inflation = symmetric_form8_utility(np.array([0.5, 0.5]), 0.75, 0.25, 100)
+    >>> round(information, 12), round(loss, 12), round(inflation, 12)
+    (0.130812035941, 0.015, 4.0)
+    >>> rr = PramMatrix([[0.75, 0.25], [0.25, 0.75]])
+    >>> bool(np.isclose(information, mutual_information([0.5, 0.5], rr.matrix), rtol=1e-12, atol=0))
+    True
+    """
+    s = p.size
+    d = q - w
+    r = d + s * w
+    if abs(d) <= rank_tolerance([max(r, abs(d))], s):
+        raise MatrixError(SINGULAR)
+    lam = d * p + w
+    information = max(float(np.sum(p * (q * np.log(q / lam) - w * np.log(w / lam))) + w * np.sum(np.log(w / lam))),
+                      0.0)
+    u0, _, total = table_inputs(n * p, [None])
+    a, b = (1.0 - w / r) / d, -(w / r) / d
+    loss = float(u0.sum() * (a * a + (s - 1) * b * b) * r) / total**2 - 1.0 / total
+    pv = p / p.sum()
+    pram = np.maximum(a * a * lam + b * b * (lam.sum() - lam) - pv * pv, 0.0)
+    none = np.maximum(pv - pv * pv, 0.0)
+    return information, loss, inflation_of(pram, none).overall
 
 
 def privacy_utility_curve(
@@ -136,12 +218,62 @@ def privacy_utility_curve(
                                None if chosen is None else float(chosen), values)
 
 
+#: Dots per inch of the privacy-utility plot.
+CURVE_DPI = 110
+
+
+def curve_figure(curve: PrivacyUtilityCurve, *, xlabel: str = "epsilon per record [nats]") -> Figure:
+    """The privacy-utility plot as a figure at :data:`CURVE_DPI`: I(X; Z) in nats (left) and the
+    overall variance inflation (right, log scale) against epsilon, the chosen point marked.
+
+    Parameters
+    ----------
+    curve : PrivacyUtilityCurve
+        From :func:`privacy_utility_curve`.
+    xlabel : str, optional
+        Label of the horizontal axes.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (constrained layout), for :func:`pramkit._figure.png_bytes`.
+
+    Examples
+    --------
+    >>> curve = privacy_utility_curve([0.5, 0.3, 0.2], [0.5, 1.0, 2.0], n=1000, chosen=1.0)
+    >>> fig = curve_figure(curve)
+    >>> [ax.get_ylabel() for ax in fig.axes], fig.dpi
+    (['mutual information I(X; Z) [nats]', 'variance inflation of the estimator [ratio]'], 110)
+    """
+    fig = new_figure("the privacy-utility plot", figsize=(9, 3.6), dpi=CURVE_DPI, layout="constrained")
+    left, right = fig.subplots(1, 2)
+    left.plot(curve.epsilon, curve.mutual_information_nats, "-", color="tab:blue")
+    left.set_ylabel("mutual information I(X; Z) [nats]")
+    right.plot(curve.epsilon, curve.variance_inflation, "-", color="tab:red")
+    right.set_yscale("log")
+    right.set_ylabel("variance inflation of the estimator [ratio]")
+    for ax in (left, right):
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    if curve.chosen is not None and curve.chosen_values is not None:
+        mi = curve.chosen_values["mutual_information_nats"]
+        vi = curve.chosen_values["variance_inflation"]
+        left.plot([curve.chosen], [mi], "o", color="black")
+        left.annotate(f"epsilon = {curve.chosen:g}\nI = {mi:.3g} nats", (curve.chosen, mi),
+                      textcoords="offset points", xytext=(8, -24))
+        right.plot([curve.chosen], [vi], "o", color="black")
+        right.annotate(f"epsilon = {curve.chosen:g}\ninflation = {vi:.3g}", (curve.chosen, vi),
+                       textcoords="offset points", xytext=(8, 6))
+    fig.suptitle(f"Privacy-utility curve (n = {curve.n} records)")
+    return fig
+
+
 def plot_privacy_utility(
     curve: PrivacyUtilityCurve, path: str | Path, *, force: bool = False,
     xlabel: str = "epsilon per record [nats]",
 ) -> Path:
-    """Write the curve as a PNG: I(X; Z) in nats (left) and the overall variance
-    inflation (right, log scale) against epsilon, the chosen point marked.
+    """Write the curve as a PNG (:func:`curve_figure`): I(X; Z) in nats (left) and the overall
+    variance inflation (right, log scale) against epsilon, the chosen point marked.
 
     Parameters
     ----------
@@ -173,27 +305,6 @@ def plot_privacy_utility(
     ...     png.name, png.read_bytes()[:4]
     ('curve.png', b'\\x89PNG')
     """
-
-    fig = new_figure("the privacy-utility plot", figsize=(9, 3.6), layout="constrained")
-    left, right = fig.subplots(1, 2)
-    left.plot(curve.epsilon, curve.mutual_information_nats, "-", color="tab:blue")
-    left.set_ylabel("mutual information I(X; Z) [nats]")
-    right.plot(curve.epsilon, curve.variance_inflation, "-", color="tab:red")
-    right.set_yscale("log")
-    right.set_ylabel("variance inflation of the estimator [ratio]")
-    for ax in (left, right):
-        ax.set_xlabel(xlabel)
-        ax.grid(True, alpha=0.3)
-    if curve.chosen is not None and curve.chosen_values is not None:
-        mi = curve.chosen_values["mutual_information_nats"]
-        vi = curve.chosen_values["variance_inflation"]
-        left.plot([curve.chosen], [mi], "o", color="black")
-        left.annotate(f"epsilon = {curve.chosen:g}\nI = {mi:.3g} nats", (curve.chosen, mi),
-                      textcoords="offset points", xytext=(8, -24))
-        right.plot([curve.chosen], [vi], "o", color="black")
-        right.annotate(f"epsilon = {curve.chosen:g}\ninflation = {vi:.3g}", (curve.chosen, vi),
-                       textcoords="offset points", xytext=(8, 6))
-    fig.suptitle(f"Privacy-utility curve (n = {curve.n} records)")
     with atomic_path(path, force=force) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
+        tmp.write_bytes(png_bytes(curve_figure(curve, xlabel=xlabel)))
     return Path(path)

@@ -32,14 +32,39 @@ from pramkit.estimate.covariance import CountCovariance
 from pramkit.estimate.result import condition_number, table_inputs
 from pramkit.matrix import PramMatrix
 
+#: What a singular matrix's loss and variance inflation raise (a :class:`MatrixError`).
+SINGULAR = "the transition matrix is singular: the moment estimator, its loss and variance do not exist"
+
 
 def _axis_matrices(matrices: PramMatrix | Sequence[PramMatrix | None]) -> list[PramMatrix | None]:
     return [matrices] if isinstance(matrices, PramMatrix) else list(matrices)
 
 
-def _invertible(mats: Sequence[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+def invertible(mats: Sequence[np.ndarray | None]) -> tuple[np.ndarray | None, ...]:
+    """The matrices' inverses, after checking (one SVD each) that none is numerically singular.
+
+    Parameters
+    ----------
+    mats : sequence of numpy.ndarray or None
+        One square matrix per axis, ``None`` for an unperturbed axis.
+
+    Returns
+    -------
+    tuple of numpy.ndarray or None
+        The inverses (:func:`pramkit.estimate.axes.inverses`).
+
+    Raises
+    ------
+    MatrixError
+        If a matrix is singular (:func:`pramkit.estimate.result.condition_number` is infinite).
+
+    Examples
+    --------
+    >>> invertible([np.array([[0.75, 0.25], [0.25, 0.75]]), None])[0].round(12).tolist()
+    [[1.5, -0.5], [-0.5, 1.5]]
+    """
     if math.isinf(condition_number(mats)):
-        raise MatrixError("the transition matrix is singular: the moment estimator, its loss and variance do not exist")
+        raise MatrixError(SINGULAR)
     return inverses(mats)
 
 
@@ -93,7 +118,35 @@ def l2_loss(counts: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix | None
     (True, True)
     """
     u0, mats, n = table_inputs(counts, _axis_matrices(matrices))
-    factors = _invertible(mats)
+    return l2_loss_of(u0, mats, invertible(mats), n)
+
+
+def l2_loss_of(u0: np.ndarray, mats: Sequence[np.ndarray | None], factors: Sequence[np.ndarray | None],
+               n: int | float) -> float:
+    """:func:`l2_loss` from validated inputs and the matrices' inverses, computed once by the caller.
+
+    Parameters
+    ----------
+    u0 : numpy.ndarray
+        The original counts, one axis per variable (from :func:`pramkit.estimate.result.table_inputs`).
+    mats : sequence of numpy.ndarray or None
+        The matrices as arrays, ``None`` for an unperturbed axis.
+    factors : sequence of numpy.ndarray or None
+        Their inverses (:func:`pramkit.estimate.axes.inverses`).
+    n : int or float
+        The counts' total.
+
+    Returns
+    -------
+    float
+        Cator's l2(P), as :func:`l2_loss` returns it.
+
+    Examples
+    --------
+    >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> math.isclose(l2_loss_of(np.array([90.0, 10.0]), [rr], [np.linalg.inv(rr)], 100), 1.5 / 100)
+    True
+    """
     h = [None if m is None or w is None else (m @ (w * w).sum(axis=1))[:, None] for m, w in zip(mats, factors)]
     return float(contract(u0, h).sum()) / n**2 - 1.0 / n
 
@@ -160,7 +213,32 @@ def variance_inflation(p: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix 
     >>> math.isclose(vi.overall, 0.7 * 0.3 / 0.25 / (0.9 * 0.1))
     True
     """
-    pram, none = moment_variances(p, matrices)
+    return inflation_of(*moment_variances(p, matrices))
+
+
+def inflation_of(pram: np.ndarray, none: np.ndarray) -> VarianceInflation:
+    """The variance inflation from the variances with PRAM and without (:func:`moment_variances`).
+
+    Parameters
+    ----------
+    pram, none : numpy.ndarray
+        ``n Var_PRAM`` and ``n Var_none`` of every cell.
+
+    Returns
+    -------
+    VarianceInflation
+        Their ratio per cell (NaN where ``none`` is 0) and the ratio of their sums.
+
+    Raises
+    ------
+    ParameterError
+        If every ``none`` is 0 (p puts all its mass on one cell).
+
+    Examples
+    --------
+    >>> inflation_of(np.array([1.0, 1.0]), np.array([0.25, 0.25])).overall
+    4.0
+    """
     if none.sum() <= 0:
         raise ParameterError("p puts all its mass on one cell: "
                              "without perturbation there is no variance to compare with")
@@ -208,8 +286,35 @@ def moment_variances(p: ArrayLike, matrices: PramMatrix | Sequence[PramMatrix | 
     ([1.0, 1.0], [0.25, 0.25])
     """
     pv, mats, _ = table_inputs(p, _axis_matrices(matrices))
-    pv = pv / pv.sum()
-    factors = _invertible(mats)
+    return moment_variances_of(pv, mats, invertible(mats))
+
+
+def moment_variances_of(p: np.ndarray, mats: Sequence[np.ndarray | None],
+                        factors: tuple[np.ndarray | None, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`moment_variances` from validated inputs and the matrices' inverses, computed once by the caller.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        Cell probabilities or counts, one axis per variable (normalised here).
+    mats : sequence of numpy.ndarray or None
+        The matrices as arrays, ``None`` for an unperturbed axis.
+    factors : tuple of numpy.ndarray or None
+        Their inverses (:func:`pramkit.estimate.axes.inverses`).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(n Var_PRAM, n Var_none)``, as :func:`moment_variances` returns them.
+
+    Examples
+    --------
+    >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> pram, none = moment_variances_of(np.array([0.5, 0.5]), [rr], (np.linalg.inv(rr),))
+    >>> pram.round(12).tolist(), none.tolist()
+    ([1.0, 1.0], [0.25, 0.25])
+    """
+    pv = p / p.sum()
     lam = contract(pv, mats)
     pram = CountCovariance(factors, lam, pv, 1, "multinomial").cell_variances()
     none = CountCovariance((None,) * pv.ndim, pv, pv, 1, "multinomial").cell_variances()
