@@ -15,7 +15,11 @@ a 100 km square, clustered in five towns; p = the areas' population shares):
   their four neighbours (a path metric: the reduction is exact), p uniform, against the LP with
   every pair's constraint written out (``--full-grid``);
 * the worst-case objective of the distance-optimal epsilon-DP design (p = None,
-  ``objective="worst"``) beside the uniform average's design.
+  ``objective="worst"``) beside the uniform average's design;
+* what the release report computes for an area variable (``--report``): the privacy-utility
+  curve of randomized response on S areas (the report's 25 points), as a ratio to one
+  ``numpy.linalg.inv`` of an S x S matrix, and the frequency chart of S areas, as a ratio to
+  Pillow writing the chart's pixels as a PNG, both measured in the same run.
 
 For each, at pure epsilon 1, 2 and 4: design time, whether the certificate
 proved optimality, and the expected distance moved (km), the share kept and
@@ -25,7 +29,7 @@ same (stored) epsilon.  ``--plot`` draws where the values of one area move
 
 Usage: python benchmarks/bench_geo.py [--lp 100,1000] [--closed 100,1000,10000] [--eps 1,2,4]
        [--metric 100,200] [--dilation 1.05,1.1,1.2] [--grid 6,10] [--full-grid 6] [--worst 100,300]
-       [--within 5] [--plot docs/geo-moves.png] [--json out.json]
+       [--within 5] [--report 300] [--plot docs/geo-moves.png] [--json out.json]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from scipy.optimize import linprog
 
 from pramkit.datasets import census_areas
 from pramkit.distances import Distances, euclidean_distances, graph_distances, ordinal_distances
+from pramkit.design.classic import randomized_response
 from pramkit.design.dp.distance import dp_min_distance, metric_min_distance
 from pramkit.design.metric.mechanisms import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
 from pramkit.engine.perturb import perturb_codes
@@ -201,6 +206,43 @@ def plot(path: Path, eps: float = 4.0, n: int = 300) -> None:
     print(f"wrote {path}")
 
 
+def report_rows(s: int) -> None:
+    """CPU seconds of the report's curve and frequency chart of S areas, each against its floor."""
+    import io
+
+    import pandas as pd
+    from PIL import Image
+
+    from pramkit.report.build import CURVE_MIN_EPSILON, CURVE_POINTS, VariableUtility
+    from pramkit.report.plots import frequency_chart
+    from pramkit.utility import privacy_utility_curve
+
+    _, _, p = geography(s)
+    grid = np.geomspace(CURVE_MIN_EPSILON, 10.0, CURVE_POINTS)
+    dense = randomized_response(range(s), 1.0).matrix
+
+    def cpu(fn) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.process_time()
+            fn()
+            times.append(time.process_time() - t0)
+        return min(times)
+
+    curve, inverse = cpu(lambda: privacy_utility_curve(p, grid, n=5000)), cpu(lambda: np.linalg.inv(dense))
+    print(f"report curve, S = {s}, {CURVE_POINTS} points: {curve:.4f} s CPU, {curve / inverse:.1f} x one "
+          f"{s} x {s} inverse ({inverse:.4f} s)")
+    shares = 100 * p
+    frame = pd.DataFrame({"category": [f"A{i:03d}" for i in range(s)], "original": shares, "released": shares,
+                          "estimate": shares, "ci_low": 0.8 * shares, "ci_high": 1.2 * shares})
+    utility = VariableUtility("area", 1.0, 0.5, frame, None, "")
+    chart = cpu(lambda: frequency_chart(utility))
+    pixels = np.asarray(Image.open(io.BytesIO(frequency_chart(utility))))
+    floor = cpu(lambda: Image.fromarray(pixels).save(io.BytesIO(), format="png"))
+    print(f"report frequency chart, S = {s}: {chart:.2f} s CPU, {chart / floor:.1f} x writing its "
+          f"{pixels.shape[1]} x {pixels.shape[0]} pixels as a PNG ({floor:.2f} s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lp", default="100,1000", help="sizes for the LP design")
@@ -212,6 +254,7 @@ def main() -> None:
     ap.add_argument("--full-grid", type=int, default=6, help="largest grid side also solved with every pair")
     ap.add_argument("--worst", default="100,300", help="sizes for the worst-case objective")
     ap.add_argument("--within", type=float, default=5.0, help="radius (km) of the share moved at most that far")
+    ap.add_argument("--report", default="300", help="sizes for the report's curve and frequency chart")
     ap.add_argument("--plot", type=Path, help="write the PNG of where one area's values move")
     ap.add_argument("--json", type=Path, help="write the rows as JSON")
     args = ap.parse_args()
@@ -253,6 +296,8 @@ def main() -> None:
         rows += metric_rows(grid(n), None, eps_list, dilations, 1.0, args.full_grid ** 2)
     for s in [int(x) for x in args.worst.split(",") if x]:
         rows += worst_rows(s, eps_list, args.within)
+    for s in [int(x) for x in args.report.split(",") if x]:
+        report_rows(s)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     if args.plot:
