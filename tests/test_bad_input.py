@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -308,8 +310,14 @@ def _ids() -> list[str]:
 def test_bad_input(d: Path, capsys, index: int) -> None:
     args, message = cases(d)[index]
     before = digests(d)
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
+    if "--spark-master" in args:  # in a fresh process, as a user runs it: a Spark session that another test
+        # started in this one would be reused, whatever the master
+        proc = subprocess.run([sys.executable, "-c", "import sys; from pramkit.cli import main; sys.exit(main())",
+                               *map(str, args)], capture_output=True, text=True, timeout=600)
+        code, err = proc.returncode, proc.stderr
+    else:
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert code == 2, (args, err)
     assert len(lines) == 1 and "Traceback" not in err, (args, err)

@@ -147,9 +147,10 @@ def released(eusilc) -> Path:
 
 
 @pytest.mark.parametrize("variant", [v[0] for v in VARIANTS])
-def test_readers_of_a_release_find_the_respelled_category(released, capsys, variant) -> None:
+def test_readers_of_a_release_find_the_respelled_category(released, spelled, capsys, variant) -> None:
     """apply, estimate and risk --manifest refuse the value as a category spelled another way; audit reports
-    the same finding as a failed check (exit 1), naming the row."""
+    the same finding as a failed check (exit 1), naming the row.  (``apply`` reads the original file of the
+    variant, which ``spelled`` writes.)"""
     d = released
     name, column, value, new = next(v for v in VARIANTS if v[0] == variant)
     path = d / f"rel_{variant}.csv"
