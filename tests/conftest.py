@@ -32,12 +32,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The test files that use the :func:`spark` fixture run in one test process (``--dist loadgroup``), each
-    file whole (some of their tests start Spark through the command line), so that the run starts one local
-    Spark and pays its first slow job once, not once per process."""
+    """The test files that use the :func:`spark` fixture, each whole (some of their tests start Spark through
+    the command line), and the examples of the Spark modules (``pramkit.engine.spark``, ``pramkit.audit.spark``)
+    run in one test process (``--dist loadgroup``), so that the run starts one local Spark and pays its first
+    slow job once, not once per process."""
     spark_files = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
-        if item.path in spark_files:
+        spark_example = isinstance(item, pytest.DoctestItem) and "spark" in (item.path.parent.name, item.path.stem)
+        if item.path in spark_files or spark_example:
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 
