@@ -205,10 +205,14 @@ class IdentifiableCovariance:
         >>> [cov.identifiable(np.array(g)) for g in ([1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, -1.0, 0.0])]
         [True, True, False]
         """
-        g = np.asarray(gradient, dtype=float)
-        inside = contract(g, [None if f is None else f.projector for f in self.factors])
-        scale = float(np.sqrt(np.sum(g * g)))
-        return float(np.sqrt(np.sum((g - inside) ** 2))) <= RANGE_TOL * max(scale, 1e-300)
+        return bool(self._in_column_space(np.asarray(gradient, dtype=float)[None])[0])
+
+    def _in_column_space(self, gradients: np.ndarray) -> np.ndarray:
+        """:meth:`identifiable` of each of a stack of gradients (m, *table shape)."""
+        axes = tuple(range(1, gradients.ndim))
+        inside = contract(gradients, [None, *(None if f is None else f.projector for f in self.factors)])
+        scale = np.sqrt(np.sum(gradients * gradients, axis=axes))
+        return np.sqrt(np.sum((gradients - inside) ** 2, axis=axes)) <= RANGE_TOL * np.maximum(scale, 1e-300)
 
     def _quad(self, columns: np.ndarray) -> np.ndarray:
         """``c^T G_y^{-1} c`` with ``c = Q^+ col`` for each column (perturbed cells x m) and block y."""
@@ -277,9 +281,7 @@ class IdentifiableCovariance:
         if not self.available or not len(g):
             return out
         axes = tuple(range(1, g.ndim))
-        inside = contract(g, [None, *(None if f is None else f.projector for f in self.factors)])
-        scale = np.sqrt(np.sum(g * g, axis=axes))
-        ok = np.sqrt(np.sum((g - inside) ** 2, axis=axes)) <= RANGE_TOL * np.maximum(scale, 1e-300)
+        ok = self._in_column_space(g)
         g = g[ok]
         blocks = np.transpose(g, [0, *(a + 1 for a in self.perm)]).reshape(len(g), self.k_p, self.k_y)
         c = np.matmul(self.q_pinv, blocks).transpose(2, 1, 0)  # (k_y, r_p, m)
