@@ -389,13 +389,14 @@ class IdentifiableCovariance:
         var = np.full(t.shape, np.nan)
         if t.size > MAX_SHARE_CELLS:
             return r, var
-        cells = [idx for idx in np.ndindex(t.shape) if b[tuple(0 if a in inner else idx[a] for a in range(t.ndim))] > 0]
+        totals = np.broadcast_to(b, t.shape)  # each cell's group total b_g
+        cells = [tuple(int(i) for i in idx) for idx in np.argwhere(totals > 0)]  # in C order, as np.ndindex
         for start in range(0, len(cells), SHARE_BATCH):
             batch = cells[start:start + SHARE_BATCH]
             grads = np.zeros((len(batch), *t.shape))
             for i, idx in enumerate(batch):  # d (t_c / b_g) / d t: (1 - r_c) / b_g at c, -r_c / b_g elsewhere in g
                 group = tuple(slice(None) if a in inner else idx[a] for a in range(t.ndim))
-                bg = float(b[tuple(0 if a in inner else idx[a] for a in range(t.ndim))])
+                bg = float(totals[idx])
                 grads[i][group] = -r[idx] / bg
                 grads[i][idx] += 1.0 / bg
             var[tuple(np.array(batch).T)] = self.variances(grads)
