@@ -199,18 +199,22 @@ def test_weights_say_that_the_sampling_fraction_is_not_used(tmp_path: Path, surv
     assert not wb.risk(["urbrur", "roof", "sex"], sampling_fraction=0.1).note
 
 
-def test_a_new_file_cancelled_halfway_leaves_the_release_as_it_was(tmp_path: Path) -> None:
-    """Opening a larger census, stopped while it is read: the file the steps read is still the one shown."""
+@pytest.mark.parametrize("step", ["reading", "writing the census"])
+def test_a_new_file_cancelled_halfway_leaves_the_release_as_it_was(tmp_path: Path, monkeypatch, step: str) -> None:
+    """Opening a larger census, stopped while it is written (after two of its five blocks) or read: the file
+    the steps read is still the one shown."""
     from pramkit.errors import Cancelled
     from pramkit.progress import watching
+    from pramkit.workbench import session
 
+    monkeypatch.setattr(session, "CENSUS_BLOCK", 1_000)
     wb = Workbench(tmp_path / "w")
     wb.open_census(rows=2_000)
     wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
 
     def stop(desc: str, done: float, total: float | None) -> None:
-        if desc == "reading":
-            raise Cancelled("reading cancelled")
+        if desc == step and done >= 2_000:
+            raise Cancelled(f"{step} cancelled")
 
     with watching(stop), pytest.raises(Cancelled):
         wb.open_census(rows=5_000)
