@@ -350,6 +350,26 @@ def test_locality_in_the_internal_page(geo: dict) -> None:
     assert f"randomized response at epsilon {fmt(geo['manifest']['area'].matrix.epsilon)} nats" in page
 
 
+def test_a_singular_design_is_marked_by_its_information_alone(geo: dict) -> None:
+    """The area's least-distance matrix never releases most areas (zero columns): singular, so it has no
+    unbiased estimator and no variance inflation, but it does have I(X; Z), which the curve marks; its
+    note says so, and never that the released data do not match the manifest."""
+    m = geo["manifest"]["area"].matrix
+    entries = m.matrix
+    assert (entries.max(axis=0) == 0).any()                           # the premise: areas never released
+    (area,) = [u for u in geo["internal"].utility if u.name == "area"]
+    p = geo["data"]["area"].value_counts(normalize=True).reindex(list(m.categories)).to_numpy()
+    lam = p @ entries
+    joint = p[:, None] * entries                                      # I(X; Z) by its definition, 0 log 0 = 0
+    information = float(np.sum(joint[joint > 0] * np.log((entries / lam[None, :])[joint > 0])))
+    assert area.curve is not None and area.curve.chosen == m.epsilon
+    assert area.curve.chosen_values["mutual_information_nats"] == pytest.approx(information, rel=1e-12)
+    assert math.isnan(area.curve.chosen_values["variance_inflation"])
+    assert "information panel only" in area.curve_note and "singular" in area.curve_note
+    page = render_html(geo["internal"])
+    assert "do not match the manifest" not in page and "cannot be placed" not in page
+
+
 def test_locality_distances_are_checked(geo: dict, tmp_path: Path) -> None:
     files = geo["files"]
     shuffled = tmp_path / "shuffled.csv"

@@ -16,7 +16,7 @@ from scipy.stats import entropy
 
 from pramkit import PramMatrix, SecretKey, perturb_codes
 from pramkit.design.classic import randomized_response
-from pramkit.errors import OutputExistsError, PramkitError
+from pramkit.errors import MatrixError, OutputExistsError, PramkitError
 from pramkit.estimate import moment_estimate
 from pramkit.information import mutual_information
 from pramkit.utility import (
@@ -197,3 +197,7 @@ def test_privacy_utility_curve(tmp_path):
         plot_privacy_utility(curve, png)
     with pytest.raises(PramkitError, match="epsilons"):
         privacy_utility_curve(p, [0.0, 1.0], n=10)
+    # a matrix that never releases the last category is singular, whatever the file's counts of it
+    never = PramMatrix([[0.8, 0.1, 0.1, 0.0], [0.1, 0.8, 0.1, 0.0], [0.1, 0.1, 0.8, 0.0], [0.3, 0.3, 0.4, 0.0]])
+    with pytest.raises(MatrixError, match="singular"):
+        privacy_utility_curve(p, [1.0], n=1000, design=lambda _: never)

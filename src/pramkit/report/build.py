@@ -53,10 +53,10 @@ from pramkit.design.measures import measure
 from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
 from pramkit.distances import Distances, read_distances
 from pramkit.engine.receipt import released_guarantee, report_guarantees
-from pramkit.errors import DataError, ParameterError, PramkitError
+from pramkit.errors import DataError, MatrixError, ParameterError, PramkitError
 from pramkit.estimate import EstimateResult, TableEstimate, estimate_table
 from pramkit.frames import pandas_table
-from pramkit.information import entropy
+from pramkit.information import entropy, mutual_information
 from pramkit.io import compact_text, iter_batches, paired_chunks, sha256_of, table_format
 from pramkit.labels import Label
 from pramkit.manifest import Manifest, PerturbedVariable
@@ -808,8 +808,15 @@ def _curve(p: np.ndarray, v: PerturbedVariable, n: int) -> tuple[PrivacyUtilityC
     curve = privacy_utility_curve(p, grid, n=n, design=lambda e: randomized_response(m.categories, e))
     if not math.isfinite(m.epsilon):
         return curve, "the released matrix has infinite epsilon: it cannot be placed on the curve"
+    note = f"marked: the released matrix ({m.provenance.method}) at epsilon = {m.epsilon:.4g} nats"
     try:
         own = privacy_utility_curve(p, [m.epsilon], n=n, design=lambda _: m)
+    except MatrixError:  # singular: I(X; Z) exists, the unbiased estimator and its variance do not
+        values = {"matrix_epsilon": m.epsilon, "mutual_information_nats": mutual_information(p, m.matrix),
+                  "l2_loss": math.nan, "variance_inflation": math.nan}
+        note += (" on the information panel only: it is singular, so no unbiased estimator exists and it has no "
+                 "variance inflation")
+        return replace(curve, chosen=m.epsilon, chosen_values=values), note
     except PramkitError as exc:
         return curve, f"the released matrix cannot be placed on the curve: {exc}"
     values = {
@@ -818,7 +825,6 @@ def _curve(p: np.ndarray, v: PerturbedVariable, n: int) -> tuple[PrivacyUtilityC
         "l2_loss": float(own.l2_loss[0]),
         "variance_inflation": float(own.variance_inflation[0]),
     }
-    note = f"marked: the released matrix ({m.provenance.method}) at epsilon = {m.epsilon:.4g} nats"
     return replace(curve, chosen=m.epsilon, chosen_values=values), note
 
 

@@ -71,8 +71,8 @@ def _utility_at(p: np.ndarray, matrix: PramMatrix, n: int) -> tuple[float, float
         if q.min() == q.max() and w.min() == w.max():
             return (matrix.epsilon, *symmetric_form8_utility(p, float(q[0]), float(w[0]), n))
     epsilon, information = matrix.epsilon, mutual_information(p, matrix.matrix)
+    factors = invertible([matrix.matrix])  # singular (a category never released among them): MatrixError
     u0, mats, total = table_inputs(n * p, [matrix])
-    factors = invertible(mats)
     loss = l2_loss_of(u0, mats, factors, total)
     return epsilon, information, loss, inflation_of(*moment_variances_of(p, mats, factors)).overall
 
@@ -261,9 +261,10 @@ def curve_figure(curve: PrivacyUtilityCurve, *, xlabel: str = "epsilon per recor
         left.plot([curve.chosen], [mi], "o", color="black")
         left.annotate(f"epsilon = {curve.chosen:g}\nI = {mi:.3g} nats", (curve.chosen, mi),
                       textcoords="offset points", xytext=(8, -24))
-        right.plot([curve.chosen], [vi], "o", color="black")
-        right.annotate(f"epsilon = {curve.chosen:g}\ninflation = {vi:.3g}", (curve.chosen, vi),
-                       textcoords="offset points", xytext=(8, 6))
+        if np.isfinite(vi):  # NaN: a singular matrix, whose unbiased estimator does not exist
+            right.plot([curve.chosen], [vi], "o", color="black")
+            right.annotate(f"epsilon = {curve.chosen:g}\ninflation = {vi:.3g}", (curve.chosen, vi),
+                           textcoords="offset points", xytext=(8, 6))
     fig.suptitle(f"Privacy-utility curve (n = {curve.n} records)")
     return fig
 
