@@ -361,7 +361,8 @@ def test_a_singular_design_is_marked_by_its_information_alone(geo: dict) -> None
     p = geo["data"]["area"].value_counts(normalize=True).reindex(list(m.categories)).to_numpy()
     lam = p @ entries
     joint = p[:, None] * entries                                      # I(X; Z) by its definition, 0 log 0 = 0
-    information = float(np.sum(joint[joint > 0] * np.log((entries / lam[None, :])[joint > 0])))
+    seen = joint > 0
+    information = float(np.sum(joint[seen] * np.log(entries[seen] / np.broadcast_to(lam, entries.shape)[seen])))
     assert area.curve is not None and area.curve.chosen == m.epsilon
     assert area.curve.chosen_values["mutual_information_nats"] == pytest.approx(information, rel=1e-12)
     assert math.isnan(area.curve.chosen_values["variance_inflation"])
@@ -413,3 +414,69 @@ def test_cli_locality_options(geo: dict, tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert err.startswith("pramkit report: error:") and "--within" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.html").exists()
+
+
+# -- the figures' layout --------------------------------------------------------------------------
+
+
+def _misplaced(fig) -> list[str]:
+    """Texts of a drawn figure that leave the figure, or that cover their axes or one another: tick labels
+    beside (y) or below (x) the axes, axis labels outside the tick labels, the title above the axes."""
+    fig.canvas.draw()
+    renderer, page = fig.canvas.get_renderer(), fig.bbox
+    bad = []
+    for ax in fig.axes:
+        frame = ax.get_window_extent(renderer)
+        def drawn(axis, low_high):  # the tick labels drawn: visible, with a text, their tick in the limits
+            low, high = sorted(low_high)
+            return [t.get_window_extent(renderer) for v, t in zip(axis.get_ticklocs(), axis.get_ticklabels())
+                    if t.get_visible() and t.get_text() and low - 1e-9 <= v <= high + 1e-9]
+
+        xticks, yticks = drawn(ax.xaxis, ax.get_xlim()), drawn(ax.yaxis, ax.get_ylim())
+        boxes = {"x tick": xticks, "y tick": yticks}
+        for name, text in (("x label", ax.xaxis.label), ("y label", ax.yaxis.label), ("title", ax.title)):
+            if text.get_text():
+                boxes[name] = [text.get_window_extent(renderer)]
+        for name, found in boxes.items():
+            bad += [f"{name} leaves the figure" for e in found
+                    if e.x0 < page.x0 - 1 or e.x1 > page.x1 + 1 or e.y0 < page.y0 - 1 or e.y1 > page.y1 + 1]
+        bad += ["x tick label on the axes" for e in xticks if e.y1 > frame.y0 + 1]
+        bad += ["y tick label on the axes" for e in yticks if ax.yaxis.get_label_position() == "left" and e.x1 > frame.x0 + 1]
+        if xticks and "x label" in boxes and boxes["x label"][0].y1 > min(e.y0 for e in xticks) + 1:
+            bad.append("x label on the tick labels")
+        if yticks and "y label" in boxes and boxes["y label"][0].x1 > min(e.x0 for e in yticks) + 1:
+            bad.append("y label on the tick labels")
+        if "title" in boxes and boxes["title"][0].y0 < frame.y1 - 1:
+            bad.append("title on the axes")
+    return bad
+
+
+def test_the_figures_place_their_labels_inside_and_apart(geo: dict) -> None:
+    """The reports' figures set their margins from their labels (no layout engine): with the census's
+    bands, the EU-SILC-like long and non-ASCII labels, a missing category, 2 to 60 categories, every
+    label stays inside the figure and off the axes."""
+    from pramkit.report.plots import frequency_figure, heatmap_figure
+    from pramkit.report.build import VariableUtility
+    from pramkit.utility import privacy_utility_curve
+    from pramkit.utility.curve import curve_figure
+
+    data = census(2_000)
+    label_sets = {
+        "sex": list(data["sex"].cat.categories),
+        "age": list(data["age"].cat.categories),
+        "long": [None, "Österreich — Wien, Niederösterreich", "Burgenland", "Kärnten", "Steiermark", "Tirol"],
+        "areas": [str(c) for c in geo["manifest"]["area"].matrix.categories],
+        "sixty": [f"A{i:03d}" for i in range(60)],
+    }
+    rng = np.random.default_rng(8)
+    for name, labels in label_sets.items():
+        shares = 100 * rng.dirichlet(np.ones(len(labels)))
+        frame = pd.DataFrame({"category": labels, "original": shares, "released": shares, "estimate": shares,
+                              "ci_low": 0.8 * shares, "ci_high": 1.2 * shares})
+        assert _misplaced(frequency_figure(VariableUtility(name, 1.0, 0.5, frame, None, ""))) == [], name
+        texts = ["(missing)" if c is None else c for c in labels]
+        assert _misplaced(heatmap_figure(name, randomized_response(texts, 1.0).matrix, texts)) == [], name
+    p = rng.dirichlet(np.ones(9))
+    for chosen in (0.1, 1.0, 8.0):
+        curve = privacy_utility_curve(p, np.geomspace(0.05, 10, 25), n=5000, chosen=chosen)
+        assert _misplaced(curve_figure(curve)) == [], chosen

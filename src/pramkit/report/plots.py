@@ -7,18 +7,24 @@ self-contained file.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from pramkit._figure import new_figure, png_bytes
+import numpy as np
+import pandas as pd
+
+from pramkit._figure import new_figure, place_axes, png_bytes, text_inches, ytick_inches
 from pramkit.report.build import VariableUtility
 from pramkit.report.images import DPI, REPORT
 from pramkit.utility import PrivacyUtilityCurve
 from pramkit.utility.curve import curve_figure
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def frequency_chart(utility: VariableUtility) -> bytes:
     """Grouped bars per category: original, released and estimated shares (%),
-    the estimate with its 95 % interval as an error bar.
+    the estimate with its 95 % interval as an error bar (:func:`frequency_figure` as a PNG).
 
     Parameters
     ----------
@@ -41,12 +47,19 @@ def frequency_chart(utility: VariableUtility) -> bytes:
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
+    return png_bytes(frequency_figure(utility))
 
+
+def frequency_figure(utility: VariableUtility) -> Figure:
+    """The figure of :func:`frequency_chart`, at :data:`DPI`, its margins set for its labels."""
     f = utility.frequencies
-    labels = ["(missing)" if c is None else str(c) for c in f["category"]]
+    labels = ["(missing)" if c is None or (not isinstance(c, str) and bool(pd.isna(c))) else str(c)
+              for c in f["category"]]
     x = np.arange(len(labels))
     width = 0.27
-    fig = new_figure(REPORT, figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), dpi=DPI, layout="constrained")
+    fig = new_figure(REPORT, figsize=(max(6.0, 0.85 * len(labels) + 2.0), 3.4), dpi=DPI)  # refuses without matplotlib
+    from matplotlib import rcParams
+
     ax = fig.subplots()
     if f["original"].notna().any():
         ax.bar(x - width, f["original"], width, label="original", color="#4c72b0")
@@ -54,14 +67,26 @@ def frequency_chart(utility: VariableUtility) -> bytes:
     err = np.vstack([f["estimate"] - f["ci_low"], f["ci_high"] - f["estimate"]])
     ax.bar(x + width, f["estimate"], width, yerr=err, capsize=3, label="estimated (95 % CI)",
            color="#dd8452", error_kw={"elinewidth": 1})
-    ax.set_xticks(x, labels, rotation=30 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center")
+    turned = 30 if len(labels) > 5 else 0
+    ax.set_xticks(x, labels, rotation=turned, ha="right" if turned else "center")
     ax.set_ylabel("share of records [%]")
     ax.set_title(f"{utility.name}: original, released and estimated frequencies")
     ax.grid(True, axis="y", alpha=0.3)
     top = float(np.nanmax(np.concatenate([f["original"], f["released"], f["ci_high"]])))
     ax.set_ylim(0, 1.22 * top if top > 0 else 1)
     ax.legend(frameon=False, fontsize="small", loc="upper center", ncols=3)
-    return png_bytes(fig)
+    # margins in inches (place_axes): the labels below, turned, and the first of them reaching left of the axes
+    size = rcParams["xtick.labelsize"]
+    high = text_inches(fig, labels, size=size, rotation=turned)[1]
+    left = 0.45 + ytick_inches(ax)
+    if turned:  # a turned label ends at its tick: it reaches left by its width less the tick's distance in
+        low, top = ax.get_xlim()
+        span = fig.get_size_inches()[0] - left - 0.15
+        reach = [text_inches(fig, [t], size=size, rotation=turned)[0] - (i - low) / (top - low) * span
+                 for i, t in enumerate(labels)]
+        left = max(left, max(reach) + 0.1)
+    place_axes(fig, left=left, right=0.15, bottom=0.45 + high, top=0.4)
+    return fig
 
 
 def curve_chart(curve: PrivacyUtilityCurve) -> bytes:
@@ -116,16 +141,25 @@ def matrix_heatmap(name: str, matrix: np.ndarray, categories: list[str]) -> byte
     >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
+    return png_bytes(heatmap_figure(name, matrix, categories))
+
+
+def heatmap_figure(name: str, matrix: np.ndarray, categories: list[str]) -> Figure:
+    """The figure of :func:`matrix_heatmap`, at :data:`DPI`, its margins set for its labels."""
 
     s = len(categories)
     side = min(7.5, 2.6 + 0.32 * s)
-    fig = new_figure(REPORT, figsize=(side + 1.2, side), dpi=DPI, layout="constrained")
+    fig = new_figure(REPORT, figsize=(side + 1.2, side), dpi=DPI)  # refuses without matplotlib
+    from matplotlib import rcParams
+
     ax = fig.subplots()
     image = ax.imshow(matrix, cmap="Blues", vmin=0.0, vmax=1.0)
     ticks = np.arange(s)
     small = s <= 12
-    ax.set_xticks(ticks, categories if s <= 30 else [], rotation=90, fontsize="small" if small else "x-small")
-    ax.set_yticks(ticks, categories if s <= 30 else [], fontsize="small" if small else "x-small")
+    named = categories if s <= 30 else []
+    size = "small" if small else "x-small"
+    ax.set_xticks(ticks, named, rotation=90, fontsize=size)
+    ax.set_yticks(ticks, named, fontsize=size)
     if small:
         for k in range(s):
             for j in range(s):
@@ -134,5 +168,10 @@ def matrix_heatmap(name: str, matrix: np.ndarray, categories: list[str]) -> byte
     ax.set_xlabel("released value j")
     ax.set_ylabel("original value k")
     ax.set_title(f"{name}: M[k, j] = P(released j | original k)")
+    # margins in inches (place_axes): the names beside and below (turned), then the colour bar's room
+    wide = text_inches(fig, named, size=size)[0] if named else 0.0
+    fig.set_size_inches(side + 1.2 + wide, side + wide)  # the names take room of their own, not the matrix's
+    tick = rcParams["xtick.major.size"] / 72 + 0.05
+    place_axes(fig, left=0.5 + tick + wide, right=0.15, bottom=0.5 + tick + wide, top=0.4)
     fig.colorbar(image, ax=ax, shrink=0.8)
-    return png_bytes(fig)
+    return fig

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from scipy import special
 
-from pramkit._figure import new_figure
+from pramkit._figure import new_figure, place_axes, plain_log, png_bytes, ytick_inches
 from pramkit.atomic import atomic_path
 from pramkit.risk.loglinear import LogLinearFit, margins
 from pramkit.risk.tuning import TuningResult
@@ -25,9 +25,13 @@ from pramkit.risk.tuning import TuningResult
 RISK_PLOT = "the risk plot"
 
 
+#: Dots per inch of these figures.
+RISK_DPI = 120
+
+
 def _save(fig, path: str | Path, force: bool) -> Path:
     with atomic_path(path, force=force) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
+        Path(tmp).write_bytes(png_bytes(fig))
     return Path(path)
 
 
@@ -107,12 +111,13 @@ def plot_fit(fit: LogLinearFit, path: str | Path, *, force: bool = False, max_tr
     ...     print(png.read_bytes()[:4], [p.name for p in pathlib.Path(d).iterdir()])
     b'\\x89PNG' ['fit.png']
     """
-    fig = new_figure(RISK_PLOT, figsize=(11, 4.5))
+    fig = new_figure(RISK_PLOT, figsize=(11, 4.5), dpi=RISK_DPI)
     left, right = fig.subplots(1, 2)
     c, observed, expected = count_frequencies(fit)
     left.bar(c - 0.2, observed, width=0.4, label="observed")
     left.bar(c + 0.2, expected, width=0.4, label="expected under the fit")
     left.set_yscale("log")
+    plain_log(left.yaxis)
     left.set_xlabel("sample count f of a cell")
     left.set_ylabel("number of cells")
     left.set_title(f"{fit.formula[:60]}{'...' if len(fit.formula) > 60 else ''}", fontsize=8)
@@ -128,7 +133,10 @@ def plot_fit(fit: LogLinearFit, path: str | Path, *, force: bool = False, max_tr
     right.set_xlabel("fitted count + 0.5 (records)")
     right.set_ylabel("observed count + 0.5 (records)")
     right.set_title(f"{len(triples)} three-way margins; deviance {fit.deviance:.4g} on {fit.df} df", fontsize=8)
-    fig.tight_layout()
+    plain_log(right.xaxis)
+    plain_log(right.yaxis)
+    # margins in inches (place_axes), each panel's from the width of its numbers
+    place_axes(fig, left=0.45 + ytick_inches(left), right=0.2, bottom=0.6, top=0.35, wspace=0.6 + ytick_inches(right))
     return _save(fig, path, force)
 
 
@@ -175,14 +183,15 @@ def plot_risk_curve(result: TuningResult, path: str | Path, *, force: bool = Fal
     b'\\x89PNG' True
     """
     unit = "records" if result.measure == "tau2" else "probability"
-    fig = new_figure(RISK_PLOT, figsize=(6, 4))
+    fig = new_figure(RISK_PLOT, figsize=(6, 4), dpi=RISK_DPI)
     ax = fig.subplots()
     ax.plot(result.curve_epsilon, result.curve_risk, "o-", label=f"{result.measure} after PRAM")
     ax.axhline(result.threshold, color="grey", ls="--", label=f"threshold {result.threshold:g}")
     ax.axvline(result.epsilon, color="C3", ls=":", label=f"epsilon = {result.epsilon:.3g}")
     ax.set_xscale("log")
+    plain_log(ax.xaxis)
     ax.set_xlabel("epsilon per record (nats)")
     ax.set_ylabel(f"{result.measure} ({unit})")
     ax.legend()
-    fig.tight_layout()
+    place_axes(fig, left=0.45 + ytick_inches(ax), right=0.2, bottom=0.6, top=0.2)
     return _save(fig, path, force)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pramkit._figure import new_figure, png_bytes
+from pramkit._figure import new_figure, place_axes, plain_log, png_bytes, ytick_inches
 from pramkit.atomic import atomic_path
 from pramkit.design.classic import randomized_response
 from pramkit.errors import MatrixError, ParameterError
@@ -245,12 +245,13 @@ def curve_figure(curve: PrivacyUtilityCurve, *, xlabel: str = "epsilon per recor
     >>> [ax.get_ylabel() for ax in fig.axes], fig.dpi
     (['mutual information I(X; Z) [nats]', 'variance inflation of the estimator [ratio]'], 110)
     """
-    fig = new_figure("the privacy-utility plot", figsize=(9, 3.6), dpi=CURVE_DPI, layout="constrained")
+    fig = new_figure("the privacy-utility plot", figsize=(9, 3.6), dpi=CURVE_DPI)
     left, right = fig.subplots(1, 2)
     left.plot(curve.epsilon, curve.mutual_information_nats, "-", color="tab:blue")
     left.set_ylabel("mutual information I(X; Z) [nats]")
     right.plot(curve.epsilon, curve.variance_inflation, "-", color="tab:red")
     right.set_yscale("log")
+    plain_log(right.yaxis)
     right.set_ylabel("variance inflation of the estimator [ratio]")
     for ax in (left, right):
         ax.set_xlabel(xlabel)
@@ -259,13 +260,19 @@ def curve_figure(curve: PrivacyUtilityCurve, *, xlabel: str = "epsilon per recor
         mi = curve.chosen_values["mutual_information_nats"]
         vi = curve.chosen_values["variance_inflation"]
         left.plot([curve.chosen], [mi], "o", color="black")
-        left.annotate(f"epsilon = {curve.chosen:g}\nI = {mi:.3g} nats", (curve.chosen, mi),
-                      textcoords="offset points", xytext=(8, -24))
+        # each value in the corner its curve leaves empty (information rises with epsilon, inflation falls),
+        # a line to its point
+        line = {"arrowstyle": "-", "color": "0.45", "linewidth": 0.8}
+        left.annotate(f"epsilon = {curve.chosen:g}\nI = {mi:.3g} nats", (curve.chosen, mi), xytext=(0.04, 0.95),
+                      textcoords="axes fraction", va="top", arrowprops=line)
         if np.isfinite(vi):  # NaN: a singular matrix, whose unbiased estimator does not exist
             right.plot([curve.chosen], [vi], "o", color="black")
             right.annotate(f"epsilon = {curve.chosen:g}\ninflation = {vi:.3g}", (curve.chosen, vi),
-                           textcoords="offset points", xytext=(8, 6))
+                           xytext=(0.96, 0.95), textcoords="axes fraction", ha="right", va="top", arrowprops=line)
     fig.suptitle(f"Privacy-utility curve (n = {curve.n} records)")
+    # fixed texts but the ticks' numbers: margins in inches, each panel's from the width of its numbers
+    place_axes(fig, left=0.45 + ytick_inches(left), right=0.15, bottom=0.55, top=0.45,
+               wspace=0.55 + ytick_inches(right))
     return fig
 
 
