@@ -107,8 +107,9 @@ def _child_env() -> dict[str, str]:
             **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")}
 
 
-def _peak(args: list[str]) -> float:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(CHUNK), *args], capture_output=True, text=True,
+def _peak(args: list[str], prelude: str = "") -> float:
+    """The peak of ``pramkit ARGS`` in a child, ``prelude`` (code) run before the command."""
+    proc = subprocess.run([sys.executable, "-c", prelude + CHILD, str(CHUNK), *args], capture_output=True, text=True,
                           env=_child_env(), timeout=600)
     result = json.loads(proc.stderr.strip().splitlines()[-1])
     assert result["code"] == 0, proc.stderr
