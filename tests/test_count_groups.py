@@ -15,6 +15,7 @@ import io
 import itertools
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -164,17 +165,35 @@ with open(out, "w") as f:
 @pytest.fixture(scope="module")
 def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The source tree of :data:`BEFORE` (:func:`archived_src`)."""
-    return archived_src(BEFORE, tmp_path_factory.mktemp("before"))
+    return archived_src(BEFORE, tmp_path_factory)
 
 
-def archived_src(commit: str, out: Path) -> Path:
-    """The source tree of ``commit``, from the repository's history (skipped without it), extracted into ``out``
-    with its own compiled kernel (built here: the kernel's interface has changed since) and this tree's build
-    version."""
+def archived_src(commit: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source tree of ``commit``, from the repository's history (skipped without it), with its own compiled
+    kernel (built here: the kernel's interface has changed since) and this tree's build version; extracted and
+    built once for the whole run (every module and every worker process of a parallel run reads the same tree,
+    the first to ask building it under a lock)."""
+    import fcntl
+
     git = shutil.which("git")
     if git is None or subprocess.run([git, "-C", str(REPO), "cat-file", "-e", f"{commit}^{{commit}}"],
                                      capture_output=True).returncode != 0:
         pytest.skip(f"the repository's history (commit {commit}) is not available")
+    full = subprocess.run([git, "-C", str(REPO), "rev-parse", f"{commit}^{{commit}}"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    base = tmp_path_factory.getbasetemp()
+    out = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / f"src-{full}"
+    out.mkdir(exist_ok=True)
+    with open(out / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "built").exists():
+            _extract_and_build(git, full, out)
+            (out / "built").touch()
+    return out / "src"
+
+
+def _extract_and_build(git: str, commit: str, out: Path) -> None:
+    """``commit``'s ``src`` extracted into ``out``, its kernel compiled, this tree's build version beside it."""
     archive = subprocess.run([git, "-C", str(REPO), "archive", commit, "src"], capture_output=True, check=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
@@ -185,7 +204,6 @@ def archived_src(commit: str, out: Path) -> Path:
     version = REPO / "src" / "pramkit" / "_build_version.py"
     if version.is_file() and not (out / "src" / "pramkit" / version.name).exists():
         shutil.copy2(version, out / "src" / "pramkit" / version.name)
-    return out / "src"
 
 
 def _build_kernel(src: Path, temp: Path) -> None:

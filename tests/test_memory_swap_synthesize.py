@@ -119,7 +119,7 @@ RUN = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The source tree of :data:`BEFORE`, with its own kernel."""
-    return archived_src(BEFORE, tmp_path_factory.mktemp("before"))
+    return archived_src(BEFORE, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

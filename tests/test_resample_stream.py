@@ -9,14 +9,11 @@ a write that fails mid-stream leaves no output and the release unchanged.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tarfile
 import textwrap
 from pathlib import Path
 
@@ -48,21 +45,9 @@ CHILD = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def before_src(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The source tree of :data:`BEFORE` with its own compiled kernel (skipped without the history)."""
-    from test_count_groups import _build_kernel
+    from test_count_groups import archived_src
 
-    git = shutil.which("git")
-    if git is None or subprocess.run([git, "-C", str(REPO), "cat-file", "-e", f"{BEFORE}^{{commit}}"],
-                                     capture_output=True).returncode != 0:
-        pytest.skip("the repository's history (the commit before the stream) is not available")
-    out = tmp_path_factory.mktemp("before")
-    archive = subprocess.run([git, "-C", str(REPO), "archive", BEFORE, "src"], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(out, filter="data")
-    _build_kernel(out / "src", out / "build")
-    version = REPO / "src" / "pramkit" / "_build_version.py"
-    if version.is_file() and not (out / "src" / "pramkit" / version.name).exists():
-        shutil.copy2(version, out / "src" / "pramkit" / version.name)
-    return out / "src"
+    return archived_src(BEFORE, tmp_path_factory)
 
 
 def _release(folder: Path, original: pd.DataFrame, perturbed: list[str], **settings) -> dict[str, Path]:
