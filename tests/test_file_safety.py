@@ -674,12 +674,33 @@ def spark_args(files: dict[str, Path], out: Path, *extra) -> list:
             "--spark-master", "local[1]", "--quiet", *extra]
 
 
+@pytest.fixture(scope="module")
+def made_spark_release(made_files: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A good release of the module's Parquet file written by Spark (a folder of part files) with its receipt,
+    made once for the module: the earlier release that the Spark tests' failed runs must leave as it was."""
+    d = tmp_path_factory.mktemp("spark_release")
+    files = {"parquet": made_files / "data.parquet", "manifest": made_files / "m.json"}
+    assert main([str(a) for a in spark_args(files, d / "spark.parquet", "--key-file", made_files / "key")]) == 0
+    return d / "spark.parquet"
+
+
+def earlier_spark_release(made: Path, folder: Path) -> Path:
+    """The test's own copy of :func:`made_spark_release` (the folder and its receipt) in ``folder``."""
+    import shutil
+
+    out = folder / made.name
+    shutil.copytree(made, out)
+    shutil.copy2(receipt_path(made), receipt_path(out))
+    return out
+
+
 @pytest.mark.parametrize("existing", [False, True], ids=["new", "force-over-good"])
-def test_spark_output_on_a_full_disk(files, spark, capsys, monkeypatch, existing: bool) -> None:
+def test_spark_output_on_a_full_disk(files, spark, made_spark_release, capsys, monkeypatch, existing: bool) -> None:
     d = files["dir"]
     out = d / "spark.parquet"
     if existing:
-        assert run(spark_args(files, out, "--key-file", files["key"]), capsys)[0] == 0
+        earlier_spark_release(made_spark_release, d)
+        assert check_release(out, files["manifest"]) is None  # a good release with its receipt
     before = digests(d)
     monkeypatch.setattr(atomic, "_fsync", enospc)
     code, _, err = run(spark_args(files, out, *(["--force"] if existing else [])), capsys)
@@ -687,10 +708,10 @@ def test_spark_output_on_a_full_disk(files, spark, capsys, monkeypatch, existing
     assert out.exists() == existing
 
 
-def test_spark_failed_release_keeps_the_receipt_of_the_earlier_one(files, spark, capsys, monkeypatch) -> None:
+def test_spark_failed_release_keeps_the_receipt_of_the_earlier_one(files, spark, made_spark_release, capsys,
+                                                                  monkeypatch) -> None:
     d = files["dir"]
-    out = d / "spark.parquet"
-    assert run(spark_args(files, out), capsys)[0] == 0
+    out = earlier_spark_release(made_spark_release, d)
     Manifest.of({"region": randomized_response([1, 2, 3], 2.0)}).write(d / "other.json")
     before = digests(d)
     fail_commit_of(monkeypatch, out.name)
