@@ -218,11 +218,9 @@ def test_json_and_key_outputs_on_a_full_disk(files, capsys, monkeypatch) -> None
 
 
 def test_plot_on_a_full_disk(files, capsys, monkeypatch) -> None:
-    import matplotlib.figure
-
     d = files["dir"]
     before = digests(d)
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", enospc)
+    monkeypatch.setattr(atomic, "_fsync", enospc)  # the figure's bytes do not reach the disk
     code, _, err = run(["risk", files["csv"], "--keys", "region,sex,age", "--sampling-fraction", "0.1",
                         "--model", "independence", "--plot", d / "fit.png"], capsys)
     assert_refused(code, err, d, before, message="cannot write '")
