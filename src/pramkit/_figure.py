@@ -138,8 +138,8 @@ def place_axes(fig: Figure, *, left: float, right: float, bottom: float, top: fl
                         wspace=wspace / axes_width if columns > 1 else None)
 
 
-def text_inches(fig: Figure, texts: list[str], *, size: float | str, rotation: float = 0.0) -> tuple[float, float]:
-    """The largest width and height, in inches, of ``texts`` drawn at ``size`` points and turned by
+def text_boxes(fig: Figure, texts: list[str], *, size: float | str, rotation: float = 0.0) -> np.ndarray:
+    """The width and height, in inches, of each of ``texts`` drawn at ``size`` points and turned by
     ``rotation`` degrees (the box around the turned text), as the figure's Agg canvas renders them.
 
     Parameters
@@ -155,8 +155,34 @@ def text_inches(fig: Figure, texts: list[str], *, size: float | str, rotation: f
 
     Returns
     -------
-    tuple of float
-        ``(width, height)`` of the largest box of each dimension; ``(0, 0)`` without texts.
+    numpy.ndarray
+        Shape ``(len(texts), 2)``: each text's width and height.
+
+    Examples
+    --------
+    >>> fig = new_figure("an example", figsize=(2, 1), dpi=100)
+    >>> (short, low), (wide, high) = text_boxes(fig, ["a", "a much longer label"], size=10)
+    >>> bool(short < 0.2 < 1.0 < wide < 1.5 and low < high < 0.2)  # "l" and "g" reach above and below "a"
+    True
+    >>> turned = text_boxes(fig, ["a much longer label"], size=10, rotation=90)[0, 0]
+    >>> bool(np.isclose(turned, high))  # turned upright, its width is the height of the text
+    True
+    """
+    from matplotlib.font_manager import FontProperties
+
+    if not texts:
+        return np.zeros((0, 2))
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    prop = FontProperties(size=size)
+    measured = {t: renderer.get_text_width_height_descent(t, prop, ismath=False)[:2] for t in dict.fromkeys(texts)}
+    boxes = np.array([measured[t] for t in texts], dtype=float).reshape(-1, 2)
+    angle = np.deg2rad(rotation)
+    c, s = abs(np.cos(angle)), abs(np.sin(angle))
+    return np.column_stack([boxes[:, 0] * c + boxes[:, 1] * s, boxes[:, 0] * s + boxes[:, 1] * c]) / fig.dpi
+
+
+def text_inches(fig: Figure, texts: list[str], *, size: float | str, rotation: float = 0.0) -> tuple[float, float]:
+    """The largest width and the largest height, in inches, of :func:`text_boxes` (``(0, 0)`` without texts).
 
     Examples
     --------
@@ -164,21 +190,9 @@ def text_inches(fig: Figure, texts: list[str], *, size: float | str, rotation: f
     >>> wide, high = text_inches(fig, ["a", "a much longer label"], size=10)
     >>> 1.0 < wide < 1.5 and 0.1 < high < 0.2
     True
-    >>> turned, _ = text_inches(fig, ["a much longer label"], size=10, rotation=90)
-    >>> bool(np.isclose(turned, high))  # turned upright, its width is the height of the text
-    True
     """
-    from matplotlib.font_manager import FontProperties
-
-    if not texts:
-        return 0.0, 0.0
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    prop = FontProperties(size=size)
-    boxes = np.array([renderer.get_text_width_height_descent(t, prop, ismath=False)[:2] for t in dict.fromkeys(texts)])
-    angle = np.deg2rad(rotation)
-    c, s = abs(np.cos(angle)), abs(np.sin(angle))
-    widths, heights = boxes[:, 0] * c + boxes[:, 1] * s, boxes[:, 0] * s + boxes[:, 1] * c
-    return float(widths.max()) / fig.dpi, float(heights.max()) / fig.dpi
+    boxes = text_boxes(fig, texts, size=size, rotation=rotation)
+    return (float(boxes[:, 0].max()), float(boxes[:, 1].max())) if len(boxes) else (0.0, 0.0)
 
 
 def ytick_inches(ax: Any) -> float:

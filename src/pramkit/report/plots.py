@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from pramkit._figure import new_figure, place_axes, png_bytes, text_inches, ytick_inches
+from pramkit._figure import new_figure, place_axes, png_bytes, text_boxes, text_inches, ytick_inches
 from pramkit.report.build import VariableUtility
 from pramkit.report.images import DPI, REPORT
 from pramkit.utility import PrivacyUtilityCurve
@@ -72,20 +72,17 @@ def frequency_figure(utility: VariableUtility) -> Figure:
     ax.set_ylabel("share of records [%]")
     ax.set_title(f"{utility.name}: original, released and estimated frequencies")
     ax.grid(True, axis="y", alpha=0.3)
-    top = float(np.nanmax(np.concatenate([f["original"], f["released"], f["ci_high"]])))
-    ax.set_ylim(0, 1.22 * top if top > 0 else 1)
+    highest = float(np.nanmax(np.concatenate([f["original"], f["released"], f["ci_high"]])))
+    ax.set_ylim(0, 1.22 * highest if highest > 0 else 1)
     ax.legend(frameon=False, fontsize="small", loc="upper center", ncols=3)
     # margins in inches (place_axes): the labels below, turned, and the first of them reaching left of the axes
-    size = rcParams["xtick.labelsize"]
-    high = text_inches(fig, labels, size=size, rotation=turned)[1]
+    boxes = text_boxes(fig, labels, size=rcParams["xtick.labelsize"], rotation=turned)
     left = 0.45 + ytick_inches(ax)
     if turned:  # a turned label ends at its tick: it reaches left by its width less the tick's distance in
-        low, top = ax.get_xlim()
+        first, last = ax.get_xlim()
         span = fig.get_size_inches()[0] - left - 0.15
-        reach = [text_inches(fig, [t], size=size, rotation=turned)[0] - (i - low) / (top - low) * span
-                 for i, t in enumerate(labels)]
-        left = max(left, max(reach) + 0.1)
-    place_axes(fig, left=left, right=0.15, bottom=0.45 + high, top=0.4)
+        left = max(left, float(np.max(boxes[:, 0] - (x - first) / (last - first) * span)) + 0.1)
+    place_axes(fig, left=left, right=0.15, bottom=0.45 + float(boxes[:, 1].max()), top=0.4)
     return fig
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import special
 
 from pramkit._figure import new_figure, place_axes, plain_log, png_bytes, ytick_inches
-from pramkit.atomic import atomic_path
+from pramkit.atomic import write_bytes_atomic
 from pramkit.risk.loglinear import LogLinearFit, margins
 from pramkit.risk.tuning import TuningResult
 
@@ -30,9 +30,7 @@ RISK_DPI = 120
 
 
 def _save(fig, path: str | Path, force: bool) -> Path:
-    with atomic_path(path, force=force) as tmp:
-        Path(tmp).write_bytes(png_bytes(fig))
-    return Path(path)
+    return write_bytes_atomic(path, png_bytes(fig), force=force)
 
 
 def count_frequencies(fit: LogLinearFit, *, largest: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pramkit._figure import new_figure, place_axes, plain_log, png_bytes, ytick_inches
-from pramkit.atomic import atomic_path
+from pramkit.atomic import write_bytes_atomic
 from pramkit.design.classic import randomized_response
 from pramkit.errors import MatrixError, ParameterError
 from pramkit.estimate.identifiability import rank_tolerance
@@ -313,6 +313,4 @@ def plot_privacy_utility(
     ...     png.name, png.read_bytes()[:4]
     ('curve.png', b'\\x89PNG')
     """
-    with atomic_path(path, force=force) as tmp:
-        tmp.write_bytes(png_bytes(curve_figure(curve, xlabel=xlabel)))
-    return Path(path)
+    return write_bytes_atomic(path, png_bytes(curve_figure(curve, xlabel=xlabel)), force=force)
