@@ -24,8 +24,15 @@ one-thread ratios as a table of column kind by levels.  The matrices are form
 ``--sources`` times ``perturb_frame`` on one thread with the draws computing the keyed Philox stream
 themselves and reading it through NumPy's ``next_double`` (one call per value), alternately.
 
+``--references`` sets each text kind's ``perturb_frame`` beside what its own library takes for the two
+steps a release of text cannot skip, with no draw at all: finding each value among the categories
+(pyarrow's ``index_in``, pandas' ``Index.get_indexer``, polars' cast to an ``Enum`` of the categories, or
+reading a polars ``Categorical``'s physical codes) and writing the column from codes (pyarrow's
+``take``, NumPy's ``take`` of the label objects, polars' ``gather``); and beside pramkit's draw of the
+codes alone (``perturb_codes``). Each as CPU time on one thread over the floor, timed alternately with it.
+
 Usage: python benchmarks/bench_perturb.py [--n 10000000] [--frame-n 1000000] [--repeat 3] [--frame-repeat 9]
-       [--frames-only | --sources]
+       [--frames-only | --sources | --references]
 """
 
 from __future__ import annotations
@@ -213,6 +220,58 @@ def sources(n: int, repeat: int, key: SecretKey) -> None:
                   f"{ratio['next_raw'] - ratio['computed']:>6.2f}  {same}", flush=True)
 
 
+def library_steps(kind: str, frame: object, labels: list) -> Callable[[np.ndarray], object]:
+    """What the column's own library does for the lookup and the writing of a release of ``frame``'s text
+    column ``x`` (see the module's ``--references``), as a function of the released codes (drawn beforehand,
+    so that no draw is timed)."""
+    if kind == "object":
+        values, objects, index = frame["x"].to_numpy(), np.array(labels, dtype=object), pd.Index(labels)
+        return lambda codes: (index.get_indexer(values), objects.take(codes))
+    if kind == "string":
+        import pyarrow.compute as pc
+
+        text = pa.array(frame["x"])
+        known = pa.array(labels, type=text.type)
+        return lambda codes: (pc.index_in(text, value_set=known), known.take(codes))
+    import polars as pl
+
+    series = frame.collect()["x"] if kind == "polars lazy" else frame["x"]
+    enum, written = pl.Enum(labels), pl.Series("x", labels).cast(series.dtype)
+    if kind in ("polars cat", "polars enum"):
+        return lambda codes: (series.to_physical(), written.gather(codes))
+    return lambda codes: (series.cast(enum).to_physical(), written.gather(codes))
+
+
+TEXT_KINDS = ("string", "object", "polars str", "polars cat", "polars enum", "polars lazy")
+
+
+def references(n: int, repeat: int, key: SecretKey) -> None:
+    """Each text kind's ``perturb_frame`` on one thread beside its library's lookup and writing alone and
+    pramkit's draw alone, CPU time over the floor (see the module's ``--references``)."""
+    rng = np.random.default_rng(2)
+    uniforms = lambda: np.random.Generator(np.random.Philox()).random(n)  # noqa: E731 - the floor
+    print(f"\ntext columns, {n:,} rows, one thread, CPU time x floor (each timed alternately with the floor, best "
+          f"of {repeat}): perturb_frame; its library's lookup + writing alone (no draw); pramkit's draw alone; "
+          "and the last two added")
+    print(f"{'columns':<28} {'perturb_frame':>13} {'library':>8} {'draw':>6} {'library + draw':>15}")
+    for kind in TEXT_KINDS:
+        for levels in LEVELS:
+            values, labels = column(kind, levels, n, rng)
+            frame, manifest = framed(kind, values), Manifest.of({"x": form8(labels, rng)})
+            sampler = sampler_for(manifest.variables[0].matrix)
+            codes = rng.integers(0, levels, n)
+            steps = library_steps(kind, frame, labels)
+            ratio = {}
+            for name, fn in (("perturb_frame", lambda: released(frame, manifest, key, 1)),
+                             ("library", lambda: steps(codes)),
+                             ("draw", lambda: perturb_codes(codes, sampler, key=key, variable="x"))):
+                (_, cpu), (_, floor) = alternately(fn, uniforms, repeat)
+                ratio[name] = cpu / floor
+            print(f"{kind + ', ' + str(levels) + ' levels':<28} {ratio['perturb_frame']:>13.2f} "
+                  f"{ratio['library']:>8.2f} {ratio['draw']:>6.2f} {ratio['library'] + ratio['draw']:>15.2f}",
+                  flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000_000)
@@ -224,7 +283,12 @@ def main() -> None:
     ap.add_argument("--frames-only", action="store_true", help="only the perturb_frame section")
     ap.add_argument("--sources", action="store_true",
                     help="only perturb_frame with the words computed and read through next_raw, side by side")
+    ap.add_argument("--references", action="store_true",
+                    help="only the text kinds' perturb_frame beside their libraries' lookup and writing alone")
     args = ap.parse_args()
+    if args.references:
+        references(args.frame_n, args.frame_repeat, SecretKey(bytes(32), "benchmark"))
+        return
     if args.sources:
         sources(args.frame_n, args.frame_repeat, SecretKey(bytes(32), "benchmark"))
         return
