@@ -1281,3 +1281,36 @@ def test_dictionary_objects_and_reference_counts():
     with pytest.raises(ValueError):
         _kernels.object_decode(held, np.array([0, 1]), not_none)
     assert not_none.tolist() == ["x", "y"]
+
+
+INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), type_=st.sampled_from(INTEGER_TYPES), missing_code=st.sampled_from([-1, 5]))
+def test_dense_encode_is_a_lookup_by_value(data, type_, missing_code):
+    """``dense_encode`` (through ``codebook._table_codes``) against a lookup written here, value by value: a
+    null takes the missing code, a value inside the table its entry, one outside it (below ``low`` too) the
+    unknown code, and the position returned is the first unknown code, table entries that are unknown among
+    them; on sliced arrays (an offset into Arrow's buffers) with and without nulls."""
+    from pramkit.codebook import _UNKNOWN, _table_codes
+
+    info = np.iinfo(type_.to_pandas_dtype())
+    low = data.draw(st.integers(max(int(info.min), -50), min(int(info.max), 200) - 1), label="low")
+    size = data.draw(st.integers(1, 40), label="size")
+    table = np.array(data.draw(st.lists(st.sampled_from([0, 1, 2, 3, _UNKNOWN]), min_size=size, max_size=size),
+                               label="table"), dtype=np.intp)
+    near = st.integers(max(int(info.min), low - 5), min(int(info.max), low + size + 5))
+    values = data.draw(st.lists(st.one_of(near, st.none()), min_size=1, max_size=300), label="values")
+    cut = data.draw(st.integers(0, len(values) - 1), label="offset")
+    array = pa.array(values, type=type_).slice(cut)
+    codes, first = _table_codes(array, low, table, missing_code)
+
+    expected = []
+    for v in array.to_pylist():
+        if v is None:
+            expected.append(missing_code)
+        else:
+            expected.append(int(table[v - low]) if 0 <= v - low < size else _UNKNOWN)
+    assert codes.tolist() == expected
+    assert first == (expected.index(_UNKNOWN) if _UNKNOWN in expected else -1)

@@ -508,7 +508,8 @@ def polars_labels(labels: pa.Array, like: Any) -> Any:
 
 def polars_gather(labels: Any, codes: Any) -> Any:
     """The values of ``codes`` (``-1``: missing) from :func:`polars_labels`: one gather, in polars' own
-    buffers (no conversion of the values from Arrow).
+    buffers (no conversion of the values from Arrow).  Codes without a missing value are gathered from the
+    labels without their null: polars then writes no validity, which took about half the gather's time.
 
     Parameters
     ----------
@@ -529,7 +530,10 @@ def polars_gather(labels: Any, codes: Any) -> Any:
     """
     import polars as pl
 
-    return labels.gather(pl.Series(codes))  # -1 counts from the end: the null
+    c = np.asarray(codes)
+    if c.size and c.min() >= 0:
+        labels = labels.slice(0, len(labels) - 1)
+    return labels.gather(pl.Series(c))  # -1 counts from the end: the null
 
 
 class PolarsText:
