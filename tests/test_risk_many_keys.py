@@ -27,14 +27,16 @@ def brute_independence(frame: pd.DataFrame, keys: list[str], pi: float) -> tuple
     n = len(frame)
     cells = frame[keys].astype(object).where(frame[keys].notna(), "<missing>").apply(tuple, axis=1)
     counts = cells.value_counts()
+    # each key's shares once (not once per unique record): the same values, in the same order of products
+    shares = {key: frame[key].astype(object).where(frame[key].notna(), "<missing>").value_counts() / n
+              for key in keys}
     tau1 = tau2 = 0.0
     for cell, f in counts.items():
         if f != 1:
             continue
         mu = float(n)
         for key, value in zip(keys, cell):
-            shares = frame[key].astype(object).where(frame[key].notna(), "<missing>").value_counts() / n
-            mu *= shares[value]
+            mu *= shares[key][value]
         nu = mu / pi * (1 - pi)
         tau1 += math.exp(-nu)
         tau2 += -math.expm1(-nu) / nu
