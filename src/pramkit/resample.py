@@ -49,6 +49,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,26 @@ class Node:
     def cells(self) -> list[tuple]:
         """Each category as a tuple of values of :attr:`columns`."""
         return [joint_cell(c) if len(self.columns) > 1 else (c,) for c in self.labels]
+
+    # The codebooks are made once per node, not once per chunk: a codebook builds its lookups (for text, an
+    # index of the labels) on first use, which for chunks of a few rows took longer than coding them.
+    @cached_property
+    def encoder(self) -> Codebook | JointCodebook:
+        """The codebook that codes a chunk's released values (:func:`_variable_encoder` for a perturbed
+        variable; the categories of a public column)."""
+        if self.variable is None:
+            return Codebook(self.labels, column=self.name)
+        return _variable_encoder(self.variable)
+
+    @cached_property
+    def decoder(self) -> Codebook | JointCodebook:
+        """The codebook that writes a perturbed variable's draws as values of its columns."""
+        v = self.variable
+        if v is None:
+            raise ValueError(f"{self.name!r} is a public column: it is not drawn")
+        if v.is_joint:
+            return JointCodebook([joint_cell(c) for c in self.labels], v.read_columns)
+        return Codebook(self.labels, column=v.name, missing=v.missing)
 
 
 @dataclass(frozen=True)
@@ -658,16 +679,24 @@ class _Values:
         return np.concatenate([[len(categories)], np.where(code == MISSING, len(categories), code)]).astype(np.intp)
 
 
-def _variable_codes(v: PerturbedVariable, table: pa.Table, missing: MissingCodes, start: int) -> np.ndarray:
-    """A perturbed variable's released state of each record of a chunk whose first row is ``start`` (its
-    last state: released as it is)."""
-    cats = list(v.release_matrix.categories)
-    cols = [_blanked(table, c, missing)[0] for c in v.read_columns]
+def _variable_encoder(v: PerturbedVariable) -> Codebook | JointCodebook:
+    """The codebook of a perturbed variable's released values: a joint variable's cells, over the unpaired
+    values too; else its release matrix's categories."""
     if v.is_joint:
-        code, _outside = v.joint_codebook().encode_cells(cols, first_row=start)  # its cells, over the unpaired values too
+        return v.joint_codebook()
+    return Codebook(list(v.release_matrix.categories), column=v.name, missing=v.missing)
+
+
+def _variable_codes(v: PerturbedVariable, table: pa.Table, missing: MissingCodes, start: int,
+                    book: Codebook | JointCodebook) -> np.ndarray:
+    """A perturbed variable's released state of each record of a chunk whose first row is ``start`` (its
+    last state: released as it is); ``book``: its :func:`_variable_encoder`, made once for every chunk."""
+    cols = [_blanked(table, c, missing)[0] for c in v.read_columns]
+    if isinstance(book, JointCodebook):  # a joint variable's: its cells, over the unpaired values too
+        code, _outside = book.encode_cells(cols, first_row=start)
     else:
-        code = Codebook(cats, column=v.name, missing=v.missing).encode(cols[0], first_row=start)
-    return np.where(code == MISSING, len(cats), code)
+        code = book.encode(cols[0], first_row=start)
+    return np.where(code == MISSING, len(v.release_matrix.categories), code)
 
 
 def _codes(table: pa.Table, nodes: list[Node], missing: MissingCodes, start: int) -> np.ndarray:
@@ -676,9 +705,9 @@ def _codes(table: pa.Table, nodes: list[Node], missing: MissingCodes, start: int
     codes = np.empty((table.num_rows, len(nodes)), dtype=np.intp)
     for j, node in enumerate(nodes):
         if node.variable is not None:
-            codes[:, j] = _variable_codes(node.variable, table, missing, start)
+            codes[:, j] = _variable_codes(node.variable, table, missing, start, node.encoder)
         else:
-            code = Codebook(node.labels, column=node.name).encode(_blanked(table, node.name, missing)[0])
+            code = node.encoder.encode(_blanked(table, node.name, missing)[0])
             codes[:, j] = np.where(code == MISSING, len(node.labels), code)
     return codes
 
@@ -704,11 +733,14 @@ def _scan(release: _Release, man: Manifest, public: Sequence[str] | str | None, 
     p = len(man.variables)
     counts = ReleasedCounts([len(v.release_matrix.categories) + 1 for v in man.variables] + [1] * len(tracked))
     failed: dict[int, DataError] = {}
+    books: dict[int, Codebook | JointCodebook] = {}  # each variable's, made at its first chunk
     for start, table in release.chunks():
         codes = np.zeros((table.num_rows, p + len(tracked)), dtype=np.intp)
         for j, v in enumerate(man.variables[:min(failed, default=p)]):
             try:
-                codes[:, j] = _variable_codes(v, table, missing, start)
+                if j not in books:
+                    books[j] = _variable_encoder(v)
+                codes[:, j] = _variable_codes(v, table, missing, start, books[j])
             except DataError as exc:
                 failed[j] = exc
         if failed:
@@ -1302,11 +1334,11 @@ def _decode(table: pa.Table, nodes: list[Node], codes: np.ndarray, draws: np.nda
         kept = codes[:, j] == s
         new = np.where(kept, MISSING, draws[:, j])
         raw = [table.column(c).combine_chunks() for c in v.read_columns]
-        if v.is_joint:
-            arrays = JointCodebook([joint_cell(c) for c in node.labels], v.read_columns).decode(
-                new, like=[a.type for a in raw])
+        book = node.decoder
+        if isinstance(book, JointCodebook):
+            arrays = book.decode(new, like=[a.type for a in raw])
         else:
-            arrays = [Codebook(node.labels, column=v.name, missing=v.missing).decode(new, like=raw[0].type)]
+            arrays = [book.decode(new, like=raw[0].type)]
         flags = pa.array(kept)
         for column, original, drawn in list(zip(v.read_columns, raw, arrays))[len(v.given):]:
             out = out.set_column(out.column_names.index(column), column, pc.if_else(flags, original, drawn))
