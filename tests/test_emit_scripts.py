@@ -12,6 +12,7 @@ CI sets PRAMKIT_REQUIRE_R=1 and PRAMKIT_REQUIRE_PSPP=1, so that a missing interp
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -41,6 +42,7 @@ FIELDS = ("released", "estimate", "se", "ci_low", "ci_high", "proportion", "prop
 CARINTHIA = "K\u00e4rnten"
 
 
+@functools.cache  # R's start and the loading of survey take about 2.5 s: asked once per test process
 def _r_has_survey() -> bool:
     if RSCRIPT is None:
         return False
