@@ -39,10 +39,12 @@ def test_same_share_changed_and_guarantees(result):
     assert float(rr["epsilon"]) == pytest.approx(eps, rel=1e-3) and float(rr["epsilon"]) >= eps
     assert swap["area_tvd"] == 0.0  # swaps exchange households of the same size: the margin is kept
     # the correction lowers the area margin's distance on average; one draw in about ten does not (40 keys:
-    # 36 lower, mean gain 0.004, sd 0.0026), so it is judged over several keys, not the fixture's draw alone
+    # 36 lower, mean gain 0.004, sd 0.0026), so it is judged over several keys, not the fixture's draw alone.
+    # Without centroids the comparison leaves out metric PRAM (two thirds of its time), and randomized
+    # response's row is the same: its matrix comes from the swap's share changed, its draws from its own call
     plan = plan_swap("hid", ["region", "area"], risk_vars=["age", "sex"], similar=[["hsize"]], rate=0.05, k=3)
     gains = [m["area_tvd"] - m["area_tvd_corrected"] for m in
-             (compare_swap(data, plan, key=bytes([i]) * 32, centroids=census_areas()).methods[2] for i in range(1, 9))]
+             (compare_swap(data, plan, key=bytes([i]) * 32).methods[2] for i in range(1, 9))]
     assert np.mean(gains) > 0
     assert metric["mean_km_moved"] < rr["mean_km_moved"]
 
