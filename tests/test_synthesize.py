@@ -79,6 +79,11 @@ def sdnist_tv(original: pd.DataFrame, released: pd.DataFrame, columns: list[str]
     return np.array(out)
 
 
+#: The tests of :func:`nist_release` run in one test process (``--dist loadgroup``): the release takes about
+#: 13 s to make, and tests of one module spread over two processes made it once in each.
+NIST_GROUP = pytest.mark.xdist_group("test_synthesize.nist_release")
+
+
 @pytest.fixture(scope="module")
 def nist_release() -> tuple[pd.DataFrame, pramkit.SynthesisResult]:
     frame, cats = nist()
@@ -88,6 +93,7 @@ def nist_release() -> tuple[pd.DataFrame, pramkit.SynthesisResult]:
 
 # ------------------------------------------------------------------ (a) the file, read as it is
 
+@NIST_GROUP
 def test_nist_at_epsilon_10_meets_the_published_bar(nist_release) -> None:
     """At central epsilon 10 the 2-way tables are within the k-marginal of the published MST entry (969:
     mean TV <= 0.031), every rule holds, the public columns are untouched, and far fewer unique records
@@ -111,6 +117,7 @@ def test_nist_at_epsilon_10_meets_the_published_bar(nist_release) -> None:
     assert matched / len(frame) < 0.0744
 
 
+@NIST_GROUP
 def test_every_released_combination_appears_twice(nist_release) -> None:
     frame, res = nist_release
     combos = res.data[FEATURES].value_counts()
@@ -121,6 +128,7 @@ def test_every_released_combination_appears_twice(nist_release) -> None:
     assert res.shared_draws >= len(frame) // 2 - len(lone_cells)
 
 
+@NIST_GROUP
 def test_the_epsilons_add_up_within_the_budget(nist_release) -> None:
     _, res = nist_release
     exact = sum(Fraction(m.epsilon) for m in res.measurements)
