@@ -683,7 +683,8 @@ def _variable_encoder(v: PerturbedVariable) -> Codebook | JointCodebook:
     """The codebook of a perturbed variable's released values: a joint variable's cells, over the unpaired
     values too; else its release matrix's categories."""
     if v.is_joint:
-        return v.joint_codebook()
+        joint: JointCodebook = v.joint_codebook()  # typed Any where it is made (imported there)
+        return joint
     return Codebook(list(v.release_matrix.categories), column=v.name, missing=v.missing)
 
 
