@@ -80,3 +80,25 @@ def test_enum_without_a_label_of_the_matrix_is_refused_every_call(eusilc: pl.Dat
     for _ in range(2):  # the refusal is remembered with the codebook, and given again
         with pytest.raises(DataError, match=r"^column 'rb090' is a polars Enum without the categories \['other'\]"):
             released(frame, manifest)
+
+
+@pytest.mark.parametrize("physical", [pl.UInt8, pl.UInt32], ids=["u8", "u32"])
+def test_eusilc_regions_among_categories_other_columns_share(eusilc: pl.DataFrame, physical) -> None:
+    """A ``Categorical`` whose ``Categories`` object other columns fill too (the global one holds every text
+    cast to ``Categorical`` in the process): its codes are read through the categories up to its own largest
+    code, whether the shared ones come before its own (high codes) or after them, of a small physical type
+    or the default, and the release is that of the column as text, missing values kept."""
+    regions = sorted(eusilc["db040"].unique().to_list())
+    manifest = Manifest.of({"db040": PramMatrix.from_diagonal(np.linspace(0.5, 0.9, len(regions)), regions)})
+    holed = eusilc.with_columns(pl.when(pl.int_range(pl.len()) % 17 == 0).then(None).otherwise(pl.col("db040"))
+                                .alias("db040"))
+    expected = released(holed, manifest)["db040"].to_list()
+    for before in (0, 150):  # other texts of the same categories before the column's own, or none
+        categories = pl.Categories.random(physical=physical)
+        others = pl.Series([f"other {i}" for i in range(before)], dtype=pl.Categorical(categories))
+        frame = holed.with_columns(pl.col("db040").cast(pl.Categorical(categories)))
+        after = pl.Series([f"later {i}" for i in range(50)], dtype=pl.Categorical(categories))  # after it
+        codes = frame["db040"].to_physical()
+        assert (codes.min() >= before) and len(others) == before and len(after) == 50
+        out = released(frame, manifest)["db040"]
+        assert out.dtype == frame["db040"].dtype and out.to_list() == expected

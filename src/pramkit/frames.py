@@ -443,34 +443,54 @@ def polars_dictionary(series: Any, categories: pa.Array | None = None) -> pa.Arr
     >>> polars_dictionary(pl.Series(["b", None, "a"], dtype=pl.Enum(["a", "b"]))).to_pylist()
     ['b', None, 'a']
     """
+    physical = series.to_physical()
     if categories is None:
-        categories = polars_categories(series.dtype)
-    return pa.DictionaryArray.from_arrays(series.to_physical().to_arrow(), categories, safe=False)
+        categories = polars_categories(series.dtype, physical)
+    return pa.DictionaryArray.from_arrays(physical.to_arrow(), categories, safe=False)
 
 
-def polars_categories(dtype: Any) -> pa.Array:
+def polars_categories(dtype: Any, physical: Any = None) -> pa.Array:
     """The categories of a polars ``Categorical`` or ``Enum`` dtype, in the order of its physical codes, as
     Arrow ``large_string`` (a ``Categorical``'s grow as values are added: read them after the codes exist).
+
+    A ``Categorical``'s categories are those of its ``Categories`` object, which other columns share (the
+    global one holds every text made ``Categorical`` in the process): only the codes from the smallest to
+    the largest of the column ``physical`` (its physical codes) are read, converted by polars at once, those
+    below as nulls; iterating over the ``Categories`` object converted one code per Python call, and every
+    code of the shared categories (40 ms for 200 000).
 
     Parameters
     ----------
     dtype : polars.Categorical or polars.Enum
+    physical : polars.Series, optional
+        The physical codes of a ``Categorical`` column (``None``: no code, no category).
 
     Returns
     -------
     pyarrow.LargeStringArray
+        Null for a code below the column's smallest, and for one that has no text yet (polars may reserve
+        one while another query runs).
 
     Examples
     --------
     >>> import polars as pl
     >>> polars_categories(pl.Enum(["b", "a"])).to_pylist()
     ['b', 'a']
+    >>> shared = pl.Series(["z", None, "y"], dtype=pl.Categorical(pl.Categories("docs")))
+    >>> column = pl.Series(["w", "y"], dtype=pl.Categorical(pl.Categories("docs")))
+    >>> polars_categories(column.dtype, column.to_physical()).to_pylist()  # codes 1 and 2: none below 1
+    [None, 'y', 'w']
     """
     import polars as pl
 
-    categories = dtype.categories
-    labels = categories if isinstance(dtype, pl.Enum) else categories.to_series()
-    return labels.to_arrow().cast(pa.large_string())
+    if isinstance(dtype, pl.Enum):
+        return dtype.categories.to_arrow().cast(pa.large_string())
+    if physical is None or physical.null_count() == len(physical):  # no code: no category
+        return pa.array([], pa.large_string())
+    low, top = int(physical.min()), int(physical.max())
+    codes = pl.Series(np.arange(low, top + 1)).cast(physical.dtype)
+    labels = codes.cat.to(dtype, strict=False).cast(pl.String).to_arrow().cast(pa.large_string())
+    return pa.concat_arrays([pa.nulls(low, pa.large_string()), labels])  # the codes below the column's: none
 
 
 def polars_labels(labels: pa.Array, like: Any) -> Any:
