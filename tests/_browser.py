@@ -75,12 +75,17 @@ def chromium() -> Iterator[Browser]:
 
 
 def open_app(browser: Browser, base: str, token: str, **context: Any) -> Page:
-    """A new browser session on the app at ``base``, opened with its token, once Shiny is connected."""
+    """A new browser session on the app at ``base``, opened with its token, once the server has started its
+    session: Shiny's client is connected when its websocket opens, before the server has read the page's
+    first message and run the session (which makes its folder), so the page waits for the first values the
+    session sends.  A test that counted the session folders when the websocket had just opened missed its
+    own page's, which then appeared during the test (seen on a loaded machine)."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900}, **context)
     pg = ctx.new_page()
     pg.goto(f"{base}/?token={token}")
     expect(pg.locator("#open_census")).to_be_visible(timeout=WAIT)
-    pg.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()", timeout=WAIT)
+    pg.wait_for_function("() => window.Shiny && Shiny.shinyapp && Shiny.shinyapp.isConnected()"
+                         " && Object.keys(Shiny.shinyapp.$values).length > 0", timeout=WAIT)
     return pg
 
 
