@@ -1,22 +1,24 @@
 """``pramkit inspect --ddi``: a DDI-Codebook 2.5 description of a release.
 
-The official XSD is not shipped by any package the project installs, so the tests check what can be
-checked without it: the document parses as XML (the standard library's parser, not pramkit's writer),
-uses the ``ddi:codebook:2_5`` namespace and version 2.5, puts the elements it writes in the order of the
-schema's sequences (:data:`ORDER`, transcribed from DDI-Codebook 2.5's complex types), gives every ``var``
-a unique ``ID`` and a ``name``, refers only to IDs it defines, and says what the manifest says.
+Every document is checked twice, by readers pramkit did not write: against the DDI Alliance's official
+schema (``codebook.xsd`` of DDI-Codebook 2.5 in ``../shared/ddi-codebook-2.5``, through libxml2 by lxml;
+those tests skip in one line when ``../shared`` is absent), and, without it, by the standard library's
+parser: the ``ddi:codebook:2_5`` namespace and version 2.5, the elements in the order of the schema's
+sequences (:data:`ORDER`, transcribed from DDI-Codebook 2.5's complex types), a unique ``ID`` and a ``name``
+for every ``var``, only IDs it defines referred to, and what the manifest says.
 """
 
 from __future__ import annotations
 
 import errno
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_refused
+from conftest import SDC_DATA, assert_refused
 
 from pramkit import atomic
 from pramkit.cli import main
@@ -45,7 +47,8 @@ ORDER = {
     "fileTxt": ["fileName", "dimensns"],
     "dimensns": ["caseQnty", "varQnty"],
     "dataDscr": ["var"],
-    "var": ["labl", "txt", "catgry"],
+    "var": ["labl", "invalrng", "txt", "catgry"],
+    "invalrng": ["item"],
     "catgry": ["catValu", "labl"],
     "otherMat": ["labl", "txt"],
 }
@@ -64,11 +67,33 @@ def check_structure(element: ET.Element) -> None:
         ranks = [allowed.index(c) for c in children]
         assert ranks == sorted(ranks), (name, children)
     else:
-        assert (element.text or "").strip() or name in ("fileDscr",), name
+        assert (element.text or "").strip() or name in ("fileDscr",) or (name == "item" and element.get("VALUE")), name
     for child in REQUIRED.get(name, []):
         assert child in children, (name, child)
     for child in element:
         check_structure(child)
+
+
+#: The official schema of DDI-Codebook 2.5 (test data beside the project, not shipped with it).
+XSD = Path(__file__).resolve().parents[2] / "shared" / "ddi-codebook-2.5" / "schemas" / "codebook.xsd"
+
+
+@pytest.fixture(scope="module")
+def schema():
+    """The official DDI-Codebook 2.5 schema, compiled by libxml2 (lxml)."""
+    if not XSD.is_file():
+        pytest.skip("../shared/ddi-codebook-2.5 is not available")
+    from lxml import etree
+
+    return etree.XMLSchema(etree.parse(str(XSD)))
+
+
+def check_valid(schema, text: str) -> None:
+    """The document validates against the official schema (each error named with its line)."""
+    from lxml import etree
+
+    document = etree.fromstring(text.encode("utf-8"))
+    assert schema.validate(document), [str(e) for e in schema.error_log]
 
 
 def check_document(text: str) -> ET.Element:
@@ -127,8 +152,9 @@ def test_json_names_the_file_and_nothing_reads_the_values(release, tmp_path, cap
     assert main(["inspect", str(release["manifest"]), "--released", str(release["released"]), "--json",
                  "--ddi", str(tmp_path / "a.xml")]) == 0
     assert json.loads(capsys.readouterr().out)["ddi"] == str(tmp_path / "a.xml")
-    other = tmp_path / "r.csv"  # other records under the same header: the same description
-    pd.read_csv(release["released"]).head(3).to_csv(other, index=False)
+    other = tmp_path / "r.csv"  # other records under the same header, as many: the same description
+    frame = pd.read_csv(release["released"])
+    frame.iloc[::-1].apply(lambda c: c.sample(frac=1.0, random_state=3).to_numpy()).to_csv(other, index=False)
     assert ddi_codebook(release["manifest"], other) == (tmp_path / "a.xml").read_text(encoding="utf-8")
 
 
@@ -187,3 +213,66 @@ def test_bad_input_is_one_line_and_writes_nothing(release, tmp_path, capsys, fla
 def test_the_manifest_alone_in_a_missing_file_is_one_line(tmp_path, capsys) -> None:
     assert_refused(tmp_path, ["inspect", str(tmp_path / "absent.json"), "--ddi", str(tmp_path / "r.xml")],
                    "absent.json", capsys)
+
+
+def _kinds(d: Path, data: Path) -> dict[str, tuple[Path, Path | None]]:
+    """A release of each kind on the EU-SILC file read with its missing code -9: (manifest, released file)."""
+    key, na = str(d / "key"), ["--na-values", "-9"]
+    assert main(["keygen", key]) == 0
+    runs = {
+        "plain": ["design", str(data), "--vars", "pl030,pb220a", "--epsilon", "3", *na],
+        "joint": ["design", str(data), "--vars", "pl030,pb220a", "--split", "joint", "--epsilon", "3", *na],
+        "strata": ["design", str(data), "--vars", "pl030", "--strata", "rb090", "--epsilon", "3", *na],
+    }
+    out: dict[str, tuple[Path, Path | None]] = {}
+    for kind, command in runs.items():
+        manifest, released = d / f"{kind}.json", d / f"{kind}.csv"
+        assert main([*command, "--out", str(manifest), "--key-file", key, "--quiet"]) == 0, kind
+        assert main(["apply", str(data), "--manifest", str(manifest), "--out", str(released), "--key-file", key,
+                     *na, "--quiet"]) == 0, kind
+        out[kind] = (manifest, released)
+    resampled = d / "resampled.csv"
+    assert main(["resample", str(out["plain"][1]), "--manifest", str(out["plain"][0]), "--out", str(resampled),
+                 "--key-file", key, *na, "--quiet"]) == 0
+    out["resampled"] = (out["plain"][0], resampled)
+    swapped, swap_manifest = d / "swapped.csv", d / "swap.json"
+    assert main(["swap", str(data), "--hid", "db030", "--geo", "db040", "--rate", "0.1", "--out", str(swapped),
+                 "--manifest", str(swap_manifest), "--key-file", key, *na]) == 0
+    out["swap"] = (swap_manifest, swapped)
+    return out
+
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path | None]]:
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    d = tmp_path_factory.mktemp("kinds")
+    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False)
+    for column in ("pl030", "pb220a"):  # the survey's not-applicable code, as an office export writes it
+        frame[column] = frame[column].replace("", "-9")
+    frame.to_csv(d / "eusilc.csv", index=False)
+    return _kinds(d, d / "eusilc.csv")
+
+
+@pytest.mark.parametrize("kind", ["plain", "joint", "strata", "resampled", "swap"])
+def test_every_kind_validates_against_the_official_schema(kinds, schema, tmp_path, capsys, kind) -> None:
+    manifest, released = kinds[kind]
+    for with_file in (False, True):
+        out = tmp_path / f"{with_file}.xml"
+        assert main(["inspect", str(manifest), "--ddi", str(out),
+                     *(["--released", str(released)] if with_file else [])]) == 0, capsys.readouterr().err
+        text = out.read_text(encoding="utf-8")
+        check_valid(schema, text)
+        root = check_document(text)
+    frame = pd.read_csv(released, dtype=str, keep_default_na=False)
+    assert root.find("ddi:fileDscr/ddi:fileTxt/ddi:dimensns/ddi:caseQnty", NS).text == str(len(frame))
+    for var in root.iterfind("ddi:dataDscr/ddi:var", NS):  # the missing code the release was read with
+        assert [i.get("VALUE") for i in var.iterfind("ddi:invalrng/ddi:item", NS)] == ["-9"], var.get("name")
+    processing = " ".join(e.text for e in root.iterfind("ddi:stdyDscr/ddi:method/ddi:dataProcessing", NS))
+    assert ("post-processing" in processing) == (kind == "resampled")
+    if kind == "strata":  # the variable's epsilon given its strata, beside its local epsilon (inf)
+        described = Manifest.read(manifest).describe()["variables"][0]
+        given = float(described["epsilon_given_block"])
+        shown = re.search(r"epsilon inf \(([0-9.]+) given the strata\)", processing)
+        assert described["epsilon"] == "inf" and shown, processing
+        assert given <= float(shown.group(1)) <= given * (1 + 1e-3)  # rounded up, never below the truth

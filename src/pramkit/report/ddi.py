@@ -4,16 +4,21 @@ DDI-Codebook (the Data Documentation Initiative's codebook standard, version 2.5
 ``ddi:codebook:2_5``) is the metadata data archives exchange about a file.  The description holds:
 
 * ``docDscr``: who wrote the description (pramkit and its version) and when the manifest was made;
-* ``stdyDscr/method/dataProcessing`` (type ``disclosure control``): the perturbation, each variable's
-  epsilon and the ledger's guarantee sentence, as methodology text;
-* ``fileDscr``: the released file (with ``--released``: its name and its number of columns);
+* ``stdyDscr/method/dataProcessing`` (type ``disclosure control``): the kind of release (a PRAM release, or a
+  file resampled from one: its receipt says so), the perturbation, each variable's epsilon (with its epsilon
+  given the strata where the design has strata) and the ledger's guarantee sentence, as methodology text;
+* ``fileDscr``: the released file (with ``--released``: its name, its number of records ``caseQnty`` and of
+  columns ``varQnty``);
 * ``dataDscr/var``: each perturbed variable with its categories (``catgry/catValu``), and each column
-  released as it is (named, without categories: its values are not read);
+  released as it is (named, without categories: its values are not read); each with the missing codes the
+  release was read with (``invalrng/item``, the manifest's ``input.na_values``);
 * ``otherMat``: the manifest, referenced by its file name, which holds the PRAM matrices.
 
-Everything comes from the manifest and the released file's header: nothing from the original data, so
-the description may be published beside the release.  Elements are written in the order the schema's
-sequences require (codeBook: docDscr, stdyDscr, fileDscr, dataDscr, otherMat; var: labl, txt, catgry).
+Everything comes from the manifest, the released file's header and number of records, and the released
+file's receipt: nothing from the original data, so the description may be published beside the release.
+Elements are written in the order the schema's sequences require (codeBook: docDscr, stdyDscr, fileDscr,
+dataDscr, otherMat; dimensns: caseQnty, varQnty; var: labl, invalrng, txt, catgry), and the document validates
+against the DDI Alliance's ``codebook.xsd`` (tests/test_ddi.py).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+
+from pramkit.report.release_note import _epsilon_words as epsilon_words
 
 #: The DDI-Codebook 2.5 namespace, and where its schema is published.
 DDI_NAMESPACE = "ddi:codebook:2_5"
@@ -90,7 +97,7 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
     from pramkit._version import __version__
     from pramkit.engine.receipt import table_columns
     from pramkit.errors import DataError
-    from pramkit.ledger import fmt_epsilon, release_guarantee
+    from pramkit.ledger import release_guarantee
     from pramkit.manifest import Manifest
 
     m = manifest if isinstance(manifest, Manifest) else Manifest.read(manifest)
@@ -119,30 +126,24 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
     study = _sub(root, "stdyDscr")
     _sub(_sub(_sub(study, "citation"), "titlStmt"), "titl", title)
     method = _sub(study, "method")
-    perturbed = ", ".join(v["name"] for v in info["variables"])
-    _sub(method, "dataProcessing",
-         f"Post-Randomisation Method (PRAM): the values of {perturbed} were replaced at random, value k by "
-         "value j with probability M[k, j]; the matrices M are published in the manifest (see otherMat), so "
-         "that frequencies can be estimated without bias from the released file. "
-         f"{guarantee.headline[0].upper() + guarantee.headline[1:]}. {guarantee.sentence}",
-         type="disclosure control")
-    for v in info["variables"]:
-        _sub(method, "dataProcessing",
-             f"{v['name']}: {len(v['categories'])} categories, PRAM matrix designed by {v['method']}, "
-             f"epsilon {fmt_epsilon(v['epsilon'])}", type="disclosure control")
+    for text in _processing(info, guarantee, _post_processing(released)):
+        _sub(method, "dataProcessing", text, type="disclosure control")
 
     files: dict[str, str] = {}
     if name is not None and columns is not None:
         file_dscr = _sub(root, "fileDscr", ID="F1", URI=name)
         file_txt = _sub(file_dscr, "fileTxt")
         _sub(file_txt, "fileName", name)
-        _sub(_sub(file_txt, "dimensns"), "varQnty", str(len(columns)))
+        dimensions = _sub(file_txt, "dimensns")
+        _sub(dimensions, "caseQnty", str(_records(released, columns, sep=sep, encoding=encoding)))
+        _sub(dimensions, "varQnty", str(len(columns)))
         files = {"files": "F1"}
 
     data = _sub(root, "dataDscr")
     described = {v["name"]: v for v in info["variables"]}
     joint = {c: v for v in info["variables"] for c in v.get("columns") or () if c != v["name"]}
     names = list(columns) if columns is not None else []
+    missing = [str(code) for code in (m.input or {}).get("na_values") or ()]
     for n, v in described.items():  # a variable whose columns the file holds is described by them
         if n not in names and not set(v.get("columns") or [n]) <= set(names):
             names.append(n)
@@ -150,14 +151,18 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
         v = described.get(column)
         var = _sub(data, "var", ID=f"V{i}", name=column, **({"intrvl": "discrete"} if v else {}), **files)
         _sub(var, "labl", column)
+        if missing:  # the codes read as missing, in every column (DDI's invalid range)
+            invalid = _sub(var, "invalrng")
+            for code in missing:
+                _sub(invalid, "item", VALUE=code)
         if v is None:
             together = joint.get(column)
             _sub(var, "txt", f"Perturbed by PRAM jointly with the other columns of {together['name']} "
-                             f"(epsilon {fmt_epsilon(together['epsilon'])}); the joint matrix is in the manifest "
+                             f"(epsilon {epsilon_words(together)}); the joint matrix is in the manifest "
                              "(otherMat)." if together else
                              "Released as it is (not perturbed): no epsilon covers this column.")
             continue
-        _sub(var, "txt", f"Perturbed by PRAM ({v['method']}, epsilon {fmt_epsilon(v['epsilon'])}); its "
+        _sub(var, "txt", f"Perturbed by PRAM ({v['method']}, epsilon {epsilon_words(v)}); its "
                          "transition matrix is in the manifest (otherMat).")
         for category in v["categories"]:
             _sub(_sub(var, "catgry"), "catValu", str(category))
@@ -170,6 +175,60 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
                        "ledger. Analysts read it to correct estimates from the released file.")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _post_processing(released: Any) -> dict[str, Any] | None:
+    """What the released file's receipt says it was computed from, where it is post-processing of a release
+    (a resampled file); ``None`` for a release itself, a frame or a file without a receipt."""
+    from pramkit.engine.receipt import read_receipt
+    from pramkit.errors import DataError
+
+    if released is None or not isinstance(released, (str, Path)):
+        return None
+    try:
+        receipt = read_receipt(released)
+    except DataError:
+        return None
+    post = (receipt or {}).get("post_processing")
+    return post if isinstance(post, dict) else None
+
+
+def _processing(info: dict[str, Any], guarantee: Any, post: dict[str, Any] | None) -> list[str]:
+    """The methodology texts (``dataProcessing``): the kind of release and its guarantee, then one per variable.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.ledger import release_guarantee
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)})
+    >>> texts = _processing(m.describe(), release_guarantee(m, None), {"method": "resample", "release": "r.csv"})
+    >>> texts[0][:60]
+    'Resampled file (post-processing): computed by pramkit resamp'
+    >>> texts[-1]
+    'sex: 2 categories, PRAM matrix designed by randomized_response, epsilon 1'
+    """
+    perturbed = ", ".join(v["name"] for v in info["variables"])
+    texts = []
+    if post is not None:
+        texts.append(f"Resampled file (post-processing): computed by pramkit {post.get('method', 'resample')} from "
+                     f"the PRAM release {post.get('release', '')!s} and its manifest alone, with randomness "
+                     "independent of the original data; the statement below holds for it unchanged.")
+    texts.append(f"Post-Randomisation Method (PRAM): the values of {perturbed} were replaced at random, value k by "
+                 "value j with probability M[k, j]; the matrices M are published in the manifest (see otherMat), so "
+                 "that frequencies can be estimated without bias from the released file. "
+                 f"{guarantee.headline[0].upper() + guarantee.headline[1:]}. {guarantee.sentence}")
+    texts += [f"{v['name']}: {len(v['categories'])} categories, PRAM matrix designed by {v['method']}, "
+              f"epsilon {epsilon_words(v)}" for v in info["variables"]]
+    return texts
+
+
+def _records(released: Any, columns: list[str], *, sep: str, encoding: str) -> int:
+    """The number of records of the released file (one column read; its values are not looked at)."""
+    from pramkit.source import Source
+
+    _, tables = Source.open(released, sep=sep, encoding=encoding).batches(columns[:1])
+    return sum(table.num_rows for table in tables)
 
 
 def write_ddi(manifest: Any, path: str | Path, *, released: Any = None, manifest_name: str | None = None,

@@ -448,7 +448,7 @@ def _result(plan: SwapPlan, swapped: _Swapped, key: SecretKey, t0: float, **file
 
 
 def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] | None = None,
-                  households: Sequence[int] | None = None) -> Manifest:
+                  households: Sequence[int] | None = None, *, na_values: Sequence[str] | None = None) -> Manifest:
     """The manifest of a random swap: the lowest level's expected matrix and the ``swapping`` section.
 
     Parameters
@@ -461,6 +461,9 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
         The area of the level above each (two levels or more).
     households : sequence of int, optional
         Households per area (default: equal areas).
+    na_values : sequence of str, optional
+        The codes the file was read with as missing, recorded as ``input.na_values`` (as a PRAM manifest
+        records them) so that the release's metadata can declare them.
 
     Returns
     -------
@@ -499,7 +502,8 @@ def swap_manifest(plan: SwapPlan, areas: Sequence[Any], parents: Sequence[Any] |
         *counted,
         (f"the expected matrix is computed for the donor rule {plan.donors}: a household is selected with "
          f"probability rate / 2, its donor drawn uniformly among the households not yet swapped of {donors_from}")))
-    return Manifest((variable,), input={"method": "record swapping"}, ledger=ledger,
+    read = {} if na_values is None else {"na_values": [str(code) for code in na_values]}
+    return Manifest((variable,), input={"method": "record swapping", **read}, ledger=ledger,
                     swapping=plan.section(list(areas), parents, households))
 
 
@@ -628,7 +632,7 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
                 writer.write(_release(table, swapped, plan, start, released))
                 start += table.num_rows
             writer.close()
-            man = swap_manifest(plan, areas, parents, counts) if man_stage is not None else None
+            man = swap_manifest(plan, areas, parents, counts, na_values=na_values) if man_stage is not None else None
             section = plan.section(areas, parents, counts)
             receipt_stage.write(_receipt(dst, start, writer.sha256, section, man).encode())
             if man_stage is not None and man is not None:
