@@ -196,11 +196,42 @@ def _quiet_python_loggers() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
+def worker_python() -> str:
+    """The Python interpreter Spark's Python workers run: ``PYSPARK_PYTHON`` if set, otherwise this one.
+
+    Spark starts its workers with ``PYSPARK_PYTHON``, by default the first ``python3`` on the ``PATH``; from a
+    virtual environment that is not activated, that interpreter lacks pramkit and every pass fails with "No
+    module named 'pramkit'". So unless the user chose one, the workers run the interpreter running pramkit
+    (and the variable is set so for the Java process this process starts).
+
+    Returns
+    -------
+    str
+        The interpreter's path, also in ``os.environ["PYSPARK_PYTHON"]``.
+
+    Examples
+    --------
+    >>> import os, sys
+    >>> chosen = os.environ.pop("PYSPARK_PYTHON", None)
+    >>> worker_python() == sys.executable == os.environ["PYSPARK_PYTHON"]
+    True
+    >>> os.environ["PYSPARK_PYTHON"] = "/opt/python3"
+    >>> worker_python()
+    '/opt/python3'
+    >>> _ = os.environ.pop("PYSPARK_PYTHON") if chosen is None else os.environ.update(PYSPARK_PYTHON=chosen)
+    """
+    import os
+    import sys
+
+    return os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def session(master: str = "local[2]", *, app_name: str = "pramkit") -> SparkSession:
     """A Spark session (an existing one is reused) with Arrow transfers enabled.
 
     The first session of a process starts Spark's Java process with its
-    console output in :func:`jvm_log` (Spark logs errors only).
+    console output in :func:`jvm_log` (Spark logs errors only); its Python workers run
+    :func:`worker_python` (this interpreter unless ``PYSPARK_PYTHON`` says otherwise).
 
     Parameters
     ----------
@@ -231,6 +262,7 @@ def session(master: str = "local[2]", *, app_name: str = "pramkit") -> SparkSess
     from pyspark.sql import SparkSession
 
     conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(_SETTINGS.items()))
+    worker_python()
     try:
         if SparkContext._gateway is None:  # no Java process yet
             _start_java(conf)
