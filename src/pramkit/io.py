@@ -66,7 +66,7 @@ from pramkit.io_stat import STAT_FORMATS
 from pramkit.validate import csv_separator, text_encoding
 
 #: File suffix -> format.
-FORMATS = {".csv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
+FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
 
 
 def table_format(path: str | Path) -> str:
@@ -94,7 +94,7 @@ def table_format(path: str | Path) -> str:
     >>> table_format("survey.xlsx")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sas7bdat', '.sav', '.txt', '.xpt', '.zsav']
+    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sas7bdat', '.sav', '.tsv', '.txt', '.xpt', '.zsav']
     """
     suffix = Path(path).suffix.lower()
     try:
