@@ -173,6 +173,20 @@ class MissingExtraError(PramkitError, ImportError):
     """
 
 
+class KernelMissingError(PramkitError, ImportError):
+    """pramkit's compiled kernel (``pramkit.engine._kernels``) is not installed: an installation from sources
+    made without a C compiler, or a copy of the source tree that was never built.
+
+    It is an :class:`ImportError` (``from pramkit.engine import _kernels`` raises it) and a
+    :class:`PramkitError`, so the command line says it in one line (exit 2).
+
+    Examples
+    --------
+    >>> issubclass(KernelMissingError, ImportError), issubclass(KernelMissingError, PramkitError)
+    (True, True)
+    """
+
+
 class PramkitWarning(UserWarning):
     """Something the user should know that does not stop the command; the command line prints it as one note line.
 

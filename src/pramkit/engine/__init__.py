@@ -36,4 +36,23 @@ if TYPE_CHECKING:  # what type checkers read: the names below, with their types 
     from pramkit.privacy.law import RealisedLaw as RealisedLaw
     from pramkit.privacy.law import realised_law as realised_law
 else:
-    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+    _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+    def __getattr__(name: str):
+        """The lazy names above, and the compiled ``_kernels``, or an error in one line where it is not installed
+        (``from pramkit.engine import _kernels`` asks here before it imports the submodule)."""
+        if name != "_kernels":
+            return _lazy_getattr(name)
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}._kernels")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}._kernels":
+                raise
+        from pramkit.errors import KernelMissingError
+
+        raise KernelMissingError(
+            "pramkit's compiled kernel (pramkit.engine._kernels) is not installed: install a wheel for this "
+            "platform (pip install pramkit), or build from the sources with a C compiler "
+            "(pip install --no-binary pramkit pramkit, or pip install -e . in a checkout)")
