@@ -20,6 +20,9 @@ from sphinx.highlighting import lexers
 import pramkit
 
 ROOT = Path(__file__).resolve().parents[1]
+# The source tree, for the executed pages that run the project's own scripts (benchmarks/): their kernels
+# inherit this process's environment, and run in a temporary folder with pramkit installed or not editable.
+os.environ["PRAMKIT_SOURCE_TREE"] = str(ROOT)
 
 project = "pramkit"
 author = "pramkit developers"
