@@ -150,6 +150,11 @@ def _write_option_tables(app: object) -> None:
         path = folder / name
         if not path.exists() or path.read_text(encoding="utf-8") != text + "\n":
             path.write_text(text + "\n", encoding="utf-8")
+    from pramkit.cli.reference import flag_reference
+
+    reference, path = flag_reference(), folder / "commands.md"  # every flag of every command (commands.md)
+    if not path.exists() or path.read_text(encoding="utf-8") != reference:
+        path.write_text(reference, encoding="utf-8")
 
 
 def setup(app: object) -> None:

@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Write a new random key to FILE as 64 hexadecimal digits (mode 0600; "
                        "an existing file is never overwritten). Keep it apart from the release: "
                        "whoever holds it can undo the perturbation.")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the key file: written (mode 0600, never over an existing file), or read "
+                   "with --fingerprint")
     p.add_argument("--fingerprint", action="store_true",
                    help="write nothing: print the fingerprint of the key in the existing FILE (which release "
                    "it made: a release's fingerprint is in its receipt and the app's reproduce.sh)")
