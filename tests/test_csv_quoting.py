@@ -26,6 +26,7 @@ AWKWARD = st.sampled_from([",", ";", "\t", "|", '"', "\n", "\r", "\r\n", " ", " 
                            "a", "b,c", 'x"y', "", "\x00"[:0], "\u00a0", "\U0001f600"])
 VALUE = st.one_of(st.none(), st.lists(st.one_of(AWKWARD, st.text(max_size=4)), max_size=4).map("".join))
 SEPS = st.sampled_from([",", ";", "\t", "|"])
+NEWLINES = st.sampled_from(["\n", "\r\n"])  # a file's own line ends, kept by the writer
 
 
 @st.composite
@@ -41,10 +42,10 @@ def arrow(names: list[str], rows: list[list[str | None]]) -> pa.Table:
 
 
 @settings(max_examples=300, deadline=None)
-@given(tables(), SEPS)
-def test_values_come_back_exactly(table, sep) -> None:
+@given(tables(), SEPS, NEWLINES)
+def test_values_come_back_exactly(table, sep, newline) -> None:
     names, rows = table
-    text = (sep.join(names) + "\n").encode() + (csv_rows(arrow(names, rows), sep) if rows else b"")
+    text = (sep.join(names) + newline).encode() + (csv_rows(arrow(names, rows), sep, newline) if rows else b"")
     back = pacsv.read_csv(io.BytesIO(text), parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True,
                                                                              ignore_empty_lines=False),
                           convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
@@ -71,6 +72,7 @@ def test_quoted_only_where_python_quotes(table, sep) -> None:
         assert ours.endswith("\n")
         if "" not in row:
             assert ours[:-1] == python
+            assert csv_rows(t.slice(i, 1), sep, "\r\n").decode() == python + "\r\n"  # Python's own line end
         assert ours[:-1] == sep.join("" if v is None else csv_field(v, sep) for v in row)
 
 
@@ -118,7 +120,7 @@ def test_a_real_file_comes_back_no_larger(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
     import pramkit.io as pio
 
-    def failing(table, sep=","):
+    def failing(table, sep=",", newline="\n"):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pio, "csv_rows", failing)

@@ -1,4 +1,5 @@
-"""Files as offices write them: a tab-separated ``.tsv`` export of the EU-SILC file.
+"""Files as offices write them: a tab-separated ``.tsv`` export of the EU-SILC file, and a Latin-1 export with
+``;`` between fields and CR LF at the end of each line (as Windows programs write them).
 
 The released file is read back by the standard library's ``csv`` module (not pramkit's reader): it keeps
 the tab separator, the header, every record, and every column that is not perturbed byte for byte, while
@@ -59,3 +60,29 @@ def test_a_tsv_read_with_commas_is_one_line(tsv: Path, tmp_path: Path, capsys: p
     (folder / "silc.tsv").write_bytes(tsv.read_bytes())
     assert_refused(folder, ["design", folder / "silc.tsv", "--vars", "pl030", "--epsilon", "2",
                             "--out", folder / "m.json"], "give --sep tab", capsys)
+
+
+def test_a_windows_export_keeps_its_line_ends(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(1500)
+    frame["db040"] = frame["db040"].str.replace("Carinthia", "Kärnten")  # a letter Latin-1 holds
+    frame.loc[3, "pb220a"] = "line one\nline two"  # a value holding a line feed: quoted, kept as it is
+    original, released = tmp_path / "silc.csv", tmp_path / "released.csv"
+    frame.to_csv(original, sep=";", index=False, encoding="latin-1", lineterminator="\r\n")
+    flags = ["--sep", ";", "--encoding", "latin-1"]
+    assert main(["keygen", str(tmp_path / "key")]) == 0
+    assert main(["design", str(original), "--vars", "db040", "--epsilon", "2", "--out", str(tmp_path / "m.json"),
+                 "--key-file", str(tmp_path / "key"), "--quiet", *flags]) == 0, capsys.readouterr().err
+    assert main(["apply", str(original), "--manifest", str(tmp_path / "m.json"), "--out", str(released),
+                 "--key-file", str(tmp_path / "key"), "--quiet", *flags]) == 0, capsys.readouterr().err
+    data = released.read_bytes()
+    assert data.count(b"\r\n") == len(frame) + 1 and data.endswith(b"\r\n")  # every record, the header too
+    assert data.count(b"\n") == len(frame) + 2  # and one line feed more: the value's own, inside its quotes
+    with open(released, newline="", encoding="latin-1") as fh:
+        rows = list(csv.reader(fh, delimiter=";"))
+    with open(original, newline="", encoding="latin-1") as fh:
+        before = list(csv.reader(fh, delimiter=";"))
+    at = before[0].index("db040")
+    assert [r[:at] + r[at + 1:] for r in rows] == [r[:at] + r[at + 1:] for r in before]
+    assert rows[4][before[0].index("pb220a")] == "line one\nline two"

@@ -129,6 +129,9 @@ class TableMeta:
         The field separator of a CSV file (``","`` for other formats).
     encoding : str
         The character encoding of a CSV file, as Python names it (``"utf-8"`` for other formats).
+    newline : str
+        How a CSV file ends its lines: ``"\\n"``, or ``"\\r\\n"`` for a file whose header line ends so (as many
+        Windows programs write them); a CSV file written from it ends its lines the same way.
 
     Examples
     --------
@@ -137,8 +140,8 @@ class TableMeta:
     ...     f = pathlib.Path(d) / "a.csv"
     ...     _ = f.write_text("sex,age\\nm,31\\nNA,45\\n")
     ...     meta, _ = iter_batches(f)
-    >>> meta.format, meta.columns, meta.rows, meta.missing.texts
-    ('csv', ['sex', 'age'], None, ('NA',))
+    >>> meta.format, meta.columns, meta.rows, meta.missing.texts, meta.newline
+    ('csv', ['sex', 'age'], None, ('NA',), '\\n')
     """
 
     format: str
@@ -148,6 +151,7 @@ class TableMeta:
     missing: MissingCodes = field(default_factory=MissingCodes)
     sep: str = CSV_SEP
     encoding: str = CSV_ENCODING
+    newline: str = "\n"
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,24 @@ def _csv_header(path: Path, dialect: CsvDialect = CsvDialect()) -> list[str]:
     return header
 
 
+def _csv_newline(path: Path) -> str:
+    """How a CSV file ends its lines, from its header line: ``"\\r\\n"`` or ``"\\n"`` (an encoding that is not
+    ASCII-compatible in CR and LF, such as UTF-16, is not a CSV encoding pramkit reads).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     f = pathlib.Path(d) / "a.csv"
+    ...     _ = f.write_bytes(b"sex,age\\r\\nm,31\\r\\n")
+    ...     print(repr(_csv_newline(f)))
+    '\\r\\n'
+    """
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20)
+    return "\r\n" if first.endswith(b"\r\n") else "\n"
+
+
 def _ragged_row_message(path: Path, width: int, dialect: CsvDialect = CsvDialect()) -> str | None:
     """Describe the first row whose field count differs from the header's (error path only)."""
     with open(path, newline="", encoding=dialect.text_encoding, errors="replace") as fh:
@@ -715,7 +737,7 @@ def _file(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values: Se
         header = _csv_header(p, dialect)
         require_columns(columns, header, _named(p, header))
         meta = TableMeta("csv", list(columns) if columns is not None else header, missing=csv_missing_codes(na_values),
-                         sep=dialect.sep, encoding=dialect.encoding)
+                         sep=dialect.sep, encoding=dialect.encoding, newline=_csv_newline(p))
         tables = _regrouped(_csv_batches(p, columns, csv_block_bytes(chunk_rows), dialect), chunk_rows)
     elif fmt == "parquet":
         try:
@@ -753,7 +775,8 @@ def _dataset(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values:
         _same_columns(p, parts, [[(h, "text") for h in header] for header in headers])
         require_columns(columns, headers[0], _named(p, headers[0]))
         meta = TableMeta("csv", list(columns) if columns is not None else headers[0],
-                         missing=csv_missing_codes(na_values), sep=dialect.sep, encoding=dialect.encoding)
+                         missing=csv_missing_codes(na_values), sep=dialect.sep, encoding=dialect.encoding,
+                         newline=_csv_newline(parts[0]))
         block = csv_block_bytes(chunk_rows)
         batches = itertools.chain.from_iterable(_csv_batches(part, columns, block, dialect) for part in parts)
         return meta, _regrouped(batches, chunk_rows)
@@ -1262,7 +1285,7 @@ class TableWriter:
             dialect = csv_dialect(same.sep, same.encoding)
             if not dialect.utf8:
                 self._text = _Transcoding(self._sink, dialect.encoding, self.path)
-            return _CsvWriter(self._sink if self._text is None else self._text, schema, dialect.sep)
+            return _CsvWriter(self._sink if self._text is None else self._text, schema, dialect.sep, same.newline)
         return pq.ParquetWriter(self._sink, schema)
 
     def _write_chunk(self, table: pa.Table) -> None:
@@ -1417,8 +1440,8 @@ def _csv_text(array: pa.Array) -> pa.Array:
     return array
 
 
-def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP) -> bytes:
-    """The rows of a table as CSV text (UTF-8, each row ended by a line feed, no header).
+def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP, newline: str = "\n") -> bytes:
+    """The rows of a table as CSV text (UTF-8, each row ended by ``newline``, no header).
 
     A missing value is an empty field; a value is quoted only where a reader
     needs it (:func:`csv_field`), in one compiled pass
@@ -1433,6 +1456,8 @@ def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP) -> bytes:
         The rows; at least one column.
     sep : str
         The field separator, one byte in UTF-8.
+    newline : {"\\n", "\\r\\n"}
+        The end of each row (a value holding CR or LF is quoted, so these are the only unquoted ones).
 
     Returns
     -------
@@ -1442,6 +1467,8 @@ def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP) -> bytes:
     --------
     >>> csv_rows(pa.table({"x": ["a", "b,c", None, ""], "n": [1, None, 3, 4]}))
     b'a,1\\n"b,c",\\n,3\\n"",4\\n'
+    >>> csv_rows(pa.table({"x": ["a", "b\\nc"], "n": [1, 2]}), newline="\\r\\n")
+    b'a,1\\r\\n"b\\nc",2\\r\\n'
     """
     from pramkit.engine import _kernels
 
@@ -1459,7 +1486,7 @@ def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP) -> bytes:
             width = 8 if pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type) else 4
             columns.append((offsets if offsets is not None else bytes(width), width,
                             data if data is not None else b"", valid if text.null_count else None, text.offset))
-        parts.append(_kernels.csv_rows(columns, batch.num_rows, sep_byte[0]))
+        parts.append(_kernels.csv_rows(columns, batch.num_rows, sep_byte[0], newline == "\r\n"))
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
@@ -1470,18 +1497,19 @@ class _CsvWriter:
     which made a released file a quarter larger than its input.
     """
 
-    def __init__(self, sink: Any, schema: pa.Schema, sep: str) -> None:
+    def __init__(self, sink: Any, schema: pa.Schema, sep: str, newline: str = "\n") -> None:
         self._sink = sink
         self._sep = sep
-        sink.write((sep.join(csv_field(name, sep) for name in schema.names) + "\n").encode())
+        self._newline = newline
+        sink.write((sep.join(csv_field(name, sep) for name in schema.names) + newline).encode())
 
     def write_table(self, table: pa.Table) -> None:
         if not table.num_columns:
-            self._sink.write(b"\n" * table.num_rows)
+            self._sink.write(self._newline.encode() * table.num_rows)
             return
         for batch in table.to_batches():  # each written as it is made: no copy of the whole chunk's text
             if batch.num_rows:
-                self._sink.write(csv_rows(batch, self._sep))
+                self._sink.write(csv_rows(batch, self._sep, self._newline))
 
     def close(self) -> None:  # the sink is closed by TableWriter
         pass

@@ -2183,7 +2183,8 @@ csv_put(unsigned char *to, const CsvColumn *c, Py_ssize_t i, const unsigned char
 /* Rows per block of csv_rows. */
 #define CSV_BLOCK 1024
 
-/* csv_rows(columns, n, sep): the bytes of n CSV rows (each ended by LF) of the text columns ``columns``, a
+/* csv_rows(columns, n, sep[, crlf]): the bytes of n CSV rows (each ended by LF, or CR LF with crlf) of the text
+ * columns ``columns``, a
  * list of (offsets, width, data, validity or None, offset, data length) of Arrow arrays of n values, the fields
  * separated by the byte ``sep``.  A null is an empty field; a value is quoted (its quotes doubled) only if it
  * holds ``sep``, a quote, CR or LF, or is empty (so that it stays apart from a null).  Lengths and offsets are
@@ -2193,8 +2194,8 @@ csv_rows(PyObject *self, PyObject *args)
 {
     PyObject *list;
     Py_ssize_t n;
-    int sep;
-    if (!PyArg_ParseTuple(args, "O!ni", &PyList_Type, &list, &n, &sep)) {
+    int sep, crlf = 0;
+    if (!PyArg_ParseTuple(args, "O!ni|p", &PyList_Type, &list, &n, &sep, &crlf)) {
         return NULL;
     }
     Py_ssize_t m = PyList_GET_SIZE(list), opened = 0;
@@ -2246,7 +2247,7 @@ csv_rows(PyObject *self, PyObject *args)
     }
     unsigned char special[256] = {0};
     special[(unsigned char)sep] = special['"'] = special['\r'] = special['\n'] = 1;
-    int64_t total = (int64_t)n * m; /* a separator or LF after each field */
+    int64_t total = (int64_t)n * (m + crlf); /* a separator or LF after each field, and CR before each LF */
     const uint64_t sep8 = 0x0101010101010101ULL * (unsigned char)sep;
     unsigned char **quoting = PyMem_Calloc((size_t)m, sizeof(unsigned char *));
     if (quoting == NULL) {
@@ -2309,7 +2310,7 @@ csv_rows(PyObject *self, PyObject *args)
     for (Py_ssize_t b0 = 0; b0 < n; b0 += CSV_BLOCK) {
         Py_ssize_t nb = n - b0 < CSV_BLOCK ? n - b0 : CSV_BLOCK;
         for (Py_ssize_t i = 0; i < nb; i++) {
-            pos[i] = m;
+            pos[i] = m + crlf;
         }
         for (Py_ssize_t j = 0; j < m; j++) {
             const CsvColumn *c = &cols[j];
@@ -2335,7 +2336,9 @@ csv_rows(PyObject *self, PyObject *args)
             const CsvColumn *c = &cols[j];
             /* a short value is copied as 16 bytes where the rest of its row, written later, takes the excess
              * (the rows before and after are written already) */
-            unsigned char end = j + 1 < m ? (unsigned char)sep : '\n';
+            const int last = j + 1 == m;
+            unsigned char end = last ? '\n' : (unsigned char)sep;
+            const int cr = last && crlf; /* CR LF: the CR where a field's end goes, the LF after it */
             if (quoting[j] == NULL && c->valid == NULL && c->width == 4) {
                 const int32_t *o = (const int32_t *)c->offsets + c->offset + b0;
                 for (Py_ssize_t i = 0; i < nb; i++) {
@@ -2347,6 +2350,9 @@ csv_rows(PyObject *self, PyObject *args)
                     else {
                         memcpy(to, c->data + start, (size_t)len);
                     }
+                    if (cr) {
+                        to[len++] = '\r';
+                    }
                     to[len] = end;
                     pos[i] += len + 1;
                 }
@@ -2354,6 +2360,9 @@ csv_rows(PyObject *self, PyObject *args)
             else {
                 for (Py_ssize_t i = 0; i < nb; i++) {
                     int64_t len = csv_put(w + pos[i], c, b0 + i, quoting[j], pos[i] + 16 <= rowend[i]);
+                    if (cr) {
+                        w[pos[i] + len++] = '\r';
+                    }
                     w[pos[i] + len] = end;
                     pos[i] += len + 1;
                 }
