@@ -82,7 +82,7 @@ def _loglik(params: np.ndarray, frame: pd.DataFrame, family: str) -> float:
 @pytest.mark.parametrize("family", ["gaussian", "binomial"])
 def test_em_fixed_point_is_the_direct_maximum_of_the_likelihood(family) -> None:
     frame, manifest = _small(7, family)
-    fit = corrected_regression(frame, "y ~ x + s + t", manifest, tol=1e-12)
+    fit = corrected_regression(frame, "y ~ x + s + t", manifest, tol=1e-12, method="em")
     assert fit.converged and fit.terms == ("Intercept", "x[b]", "x[c]", "s[m]", "t")
     assert fit.perturbed == (("y", "x") if family == "binomial" else ("x",))
     start = np.concatenate([fit.naive_coef, [0.0] if family == "gaussian" else [], np.zeros(4)])
@@ -107,7 +107,7 @@ def test_em_fixed_point_is_the_direct_maximum_of_the_likelihood(family) -> None:
 def test_without_perturbation_the_fit_is_least_squares() -> None:
     frame, _ = _small(3, "gaussian")
     identity = Manifest.of({"x": PramMatrix.identity(["a", "b", "c"])})
-    fit = corrected_regression(frame, "y ~ x + t", identity)
+    fit = corrected_regression(frame, "y ~ x + t", identity, method="em")
     design = np.column_stack([np.ones(len(frame)), frame.x == "b", frame.x == "c", frame.t]).astype(float)
     ols, *_ = np.linalg.lstsq(design, frame.y.to_numpy(), rcond=None)
     assert np.allclose(fit.coef, ols, atol=1e-8) and np.allclose(fit.naive_coef, ols, atol=1e-8)
@@ -156,7 +156,7 @@ def test_em_reaches_the_maximum_on_eusilc_where_plain_em_crawled() -> None:
     converges in under 100 EM steps, and BFGS started from it on the likelihood written out here gains
     nothing: the fit is the maximum."""
     frame, manifest = _eusilc_status(4)
-    fit = corrected_regression(frame, "y ~ x + s", manifest)
+    fit = corrected_regression(frame, "y ~ x + s", manifest, method="em")
     assert fit.converged and fit.iterations < 100, fit.iterations
     matrix = manifest["x"].matrix.matrix
     scale = float(frame["y"].std())
@@ -261,7 +261,7 @@ def test_corrected_intervals_cover_the_truth_and_naive_ones_do_not() -> None:
         released = perturb_codes(codes, matrix, key=SecretKey(rep.to_bytes(32, "big"), f"replicate {rep}"),
                                  variable="size")
         data = pd.DataFrame({"y": y, "size": np.array(labels)[released], "rb090": frame["rb090"].to_numpy()})
-        fit = corrected_regression(data, "y ~ size + rb090", manifest, tol=1e-8)
+        fit = corrected_regression(data, "y ~ size + rb090", manifest, tol=1e-8, method="em")
         j = fit.terms.index("size[2]")
         covered += abs(fit.coef[j] - truth[1]) <= 1.959964 * fit.se[j]
         naive_covered += abs(fit.naive_coef[j] - truth[1]) <= 1.959964 * fit.naive_se[j]
@@ -269,12 +269,14 @@ def test_corrected_intervals_cover_the_truth_and_naive_ones_do_not() -> None:
     assert naive_covered / reps < 0.8, naive_covered
 
 
-def test_unidentified_coefficients_are_one_error_not_a_traceback() -> None:
-    """Two copies of one covariate: the information matrix is singular, and the error says what to change."""
+@pytest.mark.parametrize("method", ["moment", "em"])
+def test_unidentified_coefficients_are_one_error_not_a_traceback(method) -> None:
+    """Two copies of one covariate: the information matrix (the corrected normal equations) is singular,
+    and the error says what to change."""
     frame, manifest = _small(5, "gaussian")
     frame["s2"] = frame["s"]
     with pytest.raises(DataError, match="not identified"):
-        corrected_regression(frame, "y ~ x + s + s2", manifest)
+        corrected_regression(frame, "y ~ x + s + s2", manifest, method=method)
 
 
 def test_a_record_no_true_category_can_release_is_an_error_not_minus_infinity() -> None:

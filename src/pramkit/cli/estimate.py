@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--emit-out", metavar="FILE", type=Path, help="the script --emit writes")
     p.add_argument("--force", action="store_true", help="overwrite the --emit-r or --emit-out FILE if it exists")
     rg = p.add_argument_group("regression (see docs/analyst.md): instead of a table, a linear or logistic "
-                              "regression corrected for PRAM by EM over the true categories")
+                              "regression corrected for PRAM: by moments (linear, the default) or by EM over the "
+                              "true categories")
     rg.add_argument("--regress", metavar="FORMULA",
                     help="'outcome ~ x1 + x2 + ...' (main effects and an intercept): perturbed categorical covariates "
                          "or a perturbed two-category outcome are corrected with the manifest's matrices; prints "
@@ -85,6 +86,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     rg.add_argument("--family", choices=("auto", "gaussian", "binomial"),
                     help="gaussian: linear regression; binomial: logistic (a two-category outcome); auto by "
                          "the outcome (default)")
+    rg.add_argument("--regress-method", choices=("auto", "moment", "em"),
+                    help="moment: the least-squares normal equations corrected by the matrices' inverses, no model "
+                         "of the outcome, sandwich standard errors (--variance multinomial: records sampled and "
+                         "perturbed; pram: the original file fixed); em: the likelihood with a normal outcome of one "
+                         "variance (linear) or the logistic law, checked against the residuals; auto (default): "
+                         "moment for a linear regression, em for a logistic one")
     p.set_defaults(func=run)
 
 
@@ -138,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         return _regress(args)
     if args.family is not None:
         raise ParameterError("--family goes with --regress (the regression's family)")
+    if args.regress_method is not None:
+        raise ParameterError("--regress-method goes with --regress (the regression's estimator)")
     if args.vars is None:
         raise ParameterError("name the column(s) to tabulate with --vars (or a regression with --regress)")
     names, groups = comma_names(args.vars), comma_names(args.by)
@@ -215,17 +224,22 @@ def _regress(args: argparse.Namespace) -> int:
     frame = read_table(args.released, columns=[outcome, *terms], na_values=args.na_values, sep=args.sep,
                        encoding=args.encoding)
     result = corrected_regression(frame, args.regress, args.manifest, family=args.family or "auto",
-                                  confidence=args.confidence)
-    if not result.converged:
-        print(f"pramkit estimate: warning: EM did not converge after {result.iterations} iterations", file=sys.stderr)
+                                  confidence=args.confidence, method=args.regress_method or "auto",
+                                  variance=args.variance)
+    for warning in result.warnings:
+        print(f"pramkit estimate: warning: {warning}", file=sys.stderr)
     if args.json:
         print_json({"released_file": str(args.released), **result.to_dict()}, kind="pramkit.estimate.regression")
         return 0
+    if result.estimator == "moment":
+        how = ("estimator: moment (the least-squares normal equations corrected by the matrices' inverses, no "
+               f"outcome model); standard errors: sandwich ({result.variance})")
+    else:
+        how = f"estimator: EM, {result.iterations} iterations; standard errors: observed information (Louis)"
     head = [f"Regression corrected for PRAM: {result.formula} ({result.family}"
             + (f", event: {result.event}" if result.event is not None else "") + ")",
             f"perturbed: {', '.join(result.perturbed) or 'none'}; n = {result.n} records"
-            + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else "")
-            + f"; EM: {result.iterations} iterations; standard errors: observed information (Louis)",
+            + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""), how,
             "naive: the same model fitted to the released values as if they were true (biased)"]
     level = f"{100 * result.confidence:g}%"
     out = pd_format(result.to_frame(), level)

@@ -3,7 +3,10 @@
 A regression fitted to the released values as if they were the true ones is biased: PRAM is
 misclassification, and a misclassified covariate attenuates its coefficient (and distorts the
 others), a misclassified binary outcome flattens the fit.  The published matrices make the
-misclassification known, so the model can be fitted to what was released by maximum likelihood,
+misclassification known.  A linear regression is fitted by default by moments
+(:mod:`pramkit.estimate.regression_moment`: the normal equations corrected by the matrices'
+inverses, sandwich standard errors), which assumes no model of the outcome.  A logistic
+regression, or a linear one with ``method="em"``, is fitted to what was released by maximum likelihood,
 treating the true categories as missing data (van den Hout and van der Heijden, 2002, section 5;
 the misclassified-covariate likelihood of Carroll et al., 2006, section 8.2):
 
@@ -30,6 +33,10 @@ close to 0), it needs tens of steps where EM needed thousands.  Standard errors 
 information by Louis' method (Louis, 1982): ``I = sum_i E[-H_c,i | z_i] - Var[S_c,i | z_i]``
 with ``S_c`` and ``H_c`` the complete-data score and Hessian in ``(beta, log sigma^2, softmax
 parameters of pi)``.  The naive fit (released values taken as true) is reported beside it.
+The normal outcome of one variance is what the linear likelihood rests on: where the residuals
+are skewed or their variance differs between the true categories (incomes), EM's coefficients
+are biased with small standard errors, so a linear EM fit is checked against its residuals
+(:func:`pramkit.estimate.regression_moment.residual_check`) and warns.
 
 References
 ----------
@@ -59,13 +66,25 @@ import pandas as pd
 from scipy import sparse, special
 
 from pramkit.errors import DataError, ParameterError
+from pramkit.estimate.axes import inverses
+from pramkit.estimate.covariance import check_variance_kind
+from pramkit.estimate.identifiability import MAX_CONDITION
 from pramkit.estimate.mle import squarem_lengths
+from pramkit.estimate.regression_moment import ResidualCheck, gram, moment_fit, residual_check, weighted_rows
+from pramkit.estimate.result import condition_number
 from pramkit.estimate.spec import check_confidence
 from pramkit.manifest import Manifest
 
 FAMILIES = ("gaussian", "binomial")
+#: The estimators (``method`` of :func:`corrected_regression`; ``"auto"``: moment for gaussian, EM for binomial).
+REGRESSION_METHODS = ("auto", "moment", "em")
+#: What each estimator is, as ``--json`` names it in ``method``.
+METHODS = {"moment": "moment: normal equations corrected by the inverse matrices (sandwich standard errors)",
+           "em": "EM over the true categories (Louis standard errors)"}
 #: The error of a record that no true category can have released (the released file of another manifest).
 _ZERO_LIKELIHOOD = "a record has likelihood 0 under every true category (is the released file of this manifest?)"
+#: A true category estimated to hold fewer records than this many standard errors makes the moment fit warn.
+WEAK_COUNT = 3.0
 #: The largest number of combinations of the perturbed covariates' categories (latent states).
 MAX_LATENT = 10_000
 
@@ -91,8 +110,8 @@ class RegressionResult:
         Records used, records left out for a missing value.
     iterations : int
     converged : bool
-    loglik : float
-        The observed-data log-likelihood at the estimate.
+    loglik : float or None
+        The observed-data log-likelihood at the estimate (EM; None for the moment estimator).
     sigma : float or None
         The residual standard deviation (gaussian).
     event : str or None
@@ -100,6 +119,20 @@ class RegressionResult:
     perturbed : tuple of str
         The formula's columns the manifest perturbs.
     confidence : float
+    estimator : str
+        ``"moment"`` (:mod:`pramkit.estimate.regression_moment`: corrected normal equations, sandwich
+        standard errors, no outcome model) or ``"em"`` (the likelihood of the module docstring).
+    variance : str or None
+        The moment estimator's sandwich: ``"multinomial"`` (records sampled and perturbed) or ``"pram"``
+        (the original file fixed); None for EM (the observed information).
+    check : ResidualCheck or None
+        The residuals' variance and skewness by true category (gaussian), and a warning when they
+        contradict EM's normal outcome of one variance.
+    warnings : tuple of str
+        What the fit's reader must know (the check's warning for EM, EM not converged).
+
+    With ``estimator="moment"`` the naive fit is least squares on the released file with White's
+    HC0 standard errors, ``iterations`` is 0, ``converged`` True and ``loglik`` None.
     """
 
     formula: str
@@ -114,11 +147,15 @@ class RegressionResult:
     dropped: int
     iterations: int
     converged: bool
-    loglik: float
+    loglik: float | None
     sigma: float | None
     event: str | None
     perturbed: tuple[str, ...]
     confidence: float = 0.95
+    estimator: str = "em"
+    variance: str | None = None
+    check: ResidualCheck | None = None
+    warnings: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """One row per coefficient: corrected estimate, se, interval; naive estimate and se."""
@@ -134,7 +171,9 @@ class RegressionResult:
         return {"formula": self.formula, "family": self.family, "n": self.n, "dropped": self.dropped,
                 "perturbed": list(self.perturbed), "event": self.event, "sigma": self.sigma,
                 "iterations": self.iterations, "converged": self.converged, "loglik": self.loglik,
-                "confidence": self.confidence, "method": "EM over the true categories (Louis standard errors)",
+                "confidence": self.confidence, "method": METHODS[self.estimator], "estimator": self.estimator,
+                "variance": self.variance, "model_check": None if self.check is None else self.check.to_dict(),
+                "warnings": list(self.warnings),
                 "coefficients": [{k: (v if isinstance(v, str) else float(v)) for k, v in row.items()}
                                  for row in self.to_frame().to_dict("records")]}
 
@@ -165,7 +204,25 @@ def parse_formula(formula: str) -> tuple[str, list[str]]:
 
 
 def _text(values: pd.Series) -> pd.Series:
-    """Values as the texts the manifest's labels are compared with (3.0 as 3)."""
+    """Values as the texts the manifest's labels are compared with (3.0 as 3); texts as they are, whole
+    numbers (below 2^53) at once, anything else value by value.
+
+    Examples
+    --------
+    >>> _text(pd.Series([3.0, None])).tolist(), _text(pd.Series([3.0, 2.5])).tolist(), _text(pd.Series(["a", None])).tolist()
+    (['3', None], ['3', '2.5'], ['a', None])
+    """
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind == "string":
+        return values.astype(object).where(values.notna(), None)
+    if kind in ("integer", "floating") and not pd.api.types.is_extension_array_dtype(values):
+        numbers = values.to_numpy(dtype=float, na_value=np.nan)
+        present = ~np.isnan(numbers)
+        if (numbers[present] == np.round(numbers[present])).all() and (np.abs(numbers[present]) < 2**53).all():
+            out = np.full(len(numbers), None, dtype=object)
+            out[present] = numbers[present].astype(np.int64).astype(str)
+            return pd.Series(out, index=values.index, dtype=object)
+
     def one(v: Any) -> Any:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return None
@@ -188,6 +245,19 @@ class _Problem:
     n_groups: int
     family: str
     released: np.ndarray          # (n,) the combination of the released values
+    matrices: tuple[np.ndarray, ...] = ()   # the perturbed covariates' matrices (dense), in the formula's order
+    codes: tuple[np.ndarray, ...] = ()      # (n,) each: their released codes
+    latent: tuple[str, ...] = ("all",)      # (K,) the combinations' names, "name=label, ..."
+
+    def inverse_x(self) -> np.ndarray:
+        """(n, K): the row of ``(M_1 ⊗ M_2 ⊗ ...)^-1`` of each record's released combination, the unbiased
+        estimate of the indicator of its true one (:mod:`pramkit.estimate.regression_moment`)."""
+        cond = condition_number(list(self.matrices))
+        if not cond <= MAX_CONDITION:
+            what = "singular" if math.isinf(cond) else f"badly conditioned (condition number {cond:.3g})"
+            raise DataError(f"the perturbed covariates' matrix is {what}: the moment estimator needs its inverse; "
+                            "fit the likelihood instead (method 'em', --regress-method em)")
+        return _combined([np.asarray(inv)[z] for inv, z in zip(inverses(self.matrices), self.codes)], len(self.y))
 
     @cached_property
     def cells(self) -> sparse.csr_array:
@@ -227,7 +297,8 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
     for name in frame.columns:   # numbers written as text (a CSV file's columns) are numbers
         column = frame[name]
         if name not in manifest.names and not pd.api.types.is_numeric_dtype(column) \
-                and not pd.api.types.is_bool_dtype(column) and column.notna().any():
+                and not pd.api.types.is_bool_dtype(column) and column.notna().any() \
+                and pd.to_numeric(column.dropna().iloc[:1], errors="coerce").notna().all():  # not text at once
             parsed = pd.to_numeric(column, errors="coerce")
             if (parsed.notna() == column.notna()).all():
                 frame[name] = parsed
@@ -282,6 +353,7 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
     shifts: list[np.ndarray] = []      # per perturbed covariate: (L, p_block) dummies of each category
     like_parts: list[np.ndarray] = []  # per perturbed covariate: (n, L) M[x, z_i]
     released_codes: list[np.ndarray] = []
+    perturbed_x: list[tuple[str, list[str], np.ndarray]] = []
     positions: list[int] = []
     group = np.zeros(n, dtype=np.int64)
     n_groups = 1
@@ -306,6 +378,7 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
             shifts.append(dummies)
             like_parts.append(matrix[:, codes].T)
             released_codes.append(codes)
+            perturbed_x.append((name, labels, matrix))
     base = np.hstack(blocks)
     sizes = [s.shape[0] for s in shifts]
     k_all = int(np.prod(sizes)) if sizes else 1
@@ -313,17 +386,28 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
         raise ParameterError(f"the perturbed covariates have {k_all:,} combinations of categories (more than "
                              f"{MAX_LATENT:,}); use fewer or coarser ones")
     shift = np.zeros((k_all, base.shape[1]))
-    like_x = np.ones((n, k_all))
+    latent = []
     for k, combo in enumerate(itertools.product(*[range(s) for s in sizes])):
+        latent.append(", ".join(f"{perturbed_x[j][0]}={perturbed_x[j][1][c]}" for j, c in enumerate(combo)))
         for j, c in enumerate(combo):
             width = shifts[j].shape[1]
             shift[k, positions[j]:positions[j] + width] = shifts[j][c]
-            like_x[:, k] *= like_parts[j][:, c]
+    like_x = _combined(like_parts, n)
     _, group = np.unique(group, return_inverse=True)
     released = (np.ravel_multi_index(tuple(released_codes), sizes) if sizes else np.zeros(n, dtype=np.int64))
     problem = _Problem(y[keep], base, shift, like_x, my, group.astype(np.int64), int(group.max()) + 1, family,
-                       np.asarray(released, dtype=np.int64))
+                       np.asarray(released, dtype=np.int64), tuple(m for _, _, m in perturbed_x),
+                       tuple(released_codes), tuple(latent) if sizes else ("all",))
     return problem, names, len(frame) - n, event, perturbed
+
+
+def _combined(parts: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """(n, K): ``prod_j parts[j][i, k_j]`` for every combination ``k = (k_1, k_2, ...)`` of the columns of the
+    ``(n, S_j)`` arrays ``parts``, the first varying slowest (ones (n, 1) without parts)."""
+    out = np.ones((n, 1))
+    for part in parts:
+        out = (out[:, :, None] * part[:, None, :]).reshape(n, -1)
+    return out
 
 
 def _outcome_terms(p: _Problem, eta: np.ndarray, sigma2: float) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -359,14 +443,13 @@ def _e_step(p: _Problem, beta: np.ndarray, sigma2: float, pi: np.ndarray
 
 def _gram(p: _Problem, w: np.ndarray) -> np.ndarray:
     """``sum_ik w_ik x_ik x_ik^T`` for the rows ``x_ik = base_i + shift_k`` of every record and latent
-    combination, without forming them: ``B^T diag(w 1) B + B^T W S + S^T W^T B + S^T diag(1^T W) S``."""
-    cross = p.base.T @ (w @ p.shift)
-    return (p.base * w.sum(axis=1)[:, None]).T @ p.base + cross + cross.T + (p.shift.T * w.sum(axis=0)) @ p.shift
+    combination, without forming them (:func:`pramkit.estimate.regression_moment.gram`)."""
+    return gram(p.base, p.shift, w)
 
 
 def _weighted_rows(p: _Problem, w: np.ndarray) -> np.ndarray:
-    """``sum_ik w_ik x_ik``: ``B^T (w 1) + S^T (W^T 1)``."""
-    return p.base.T @ w.sum(axis=1) + p.shift.T @ w.sum(axis=0)
+    """``sum_ik w_ik x_ik`` (:func:`pramkit.estimate.regression_moment.weighted_rows`)."""
+    return weighted_rows(p.base, p.shift, w)
 
 
 def _m_step(p: _Problem, post: np.ndarray, ystar: np.ndarray | None, beta: np.ndarray, eta: np.ndarray
@@ -570,8 +653,16 @@ def _naive(problem: _Problem) -> _Problem:
 
 def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, family: str = "auto",
                          confidence: float = 0.95, max_iter: int = 5000, tol: float = 1e-10,
-                         na_values: Sequence[str] | None = None) -> RegressionResult:
-    """Fit ``formula`` to a released file, correcting for the PRAM of its perturbed columns (module docstring).
+                         na_values: Sequence[str] | None = None, method: str = "auto",
+                         variance: str = "multinomial") -> RegressionResult:
+    """Fit ``formula`` to a released file, correcting for the PRAM of its perturbed columns.
+
+    A linear regression is fitted by default by moments (:mod:`pramkit.estimate.regression_moment`):
+    consistent for the original file's least-squares coefficients whatever the outcome's law, with
+    sandwich standard errors.  A logistic regression, or a linear one with ``method="em"``, maximises
+    the likelihood of the module docstring by EM, whose linear model is a normal outcome of one
+    variance: the result's ``check`` measures whether the residuals contradict it, and its
+    ``warnings`` say so.
 
     Parameters
     ----------
@@ -596,6 +687,14 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         more than ``tol`` times (1 + its size) and the log-likelihood by at most ``tol`` relative.
     na_values : sequence of str, optional
         The texts of a CSV file that are missing (with ``data`` a file).
+    method : {"auto", "moment", "em"}
+        The estimator: ``"moment"`` (linear regression only; needs invertible matrices) or ``"em"``;
+        ``"auto"`` takes the moment estimator for a linear regression, EM for a logistic one.
+    variance : {"multinomial", "pram"}
+        The moment estimator's standard errors: records sampled from a population and perturbed
+        (the target: the population's coefficients), or the original file fixed and PRAM the only
+        randomness (the target: the original file's least-squares coefficients).  EM takes
+        ``"multinomial"`` (its observed information).
 
     Returns
     -------
@@ -611,7 +710,7 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
     Examples
     --------
     A covariate released by randomized response keeping 80 %: the naive slope is attenuated
-    (about 0.6 of the true 2.0), the corrected one is not.
+    (about 0.6 of the true 2.0), the corrected one (moments) is not, nor is EM's.
 
     >>> from pramkit.matrix import PramMatrix
     >>> rng = np.random.default_rng(1)
@@ -620,8 +719,11 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
     >>> z = np.where(rng.random(4000) < 0.8, x, 1 - x)
     >>> m = Manifest.of({"x": PramMatrix([[0.8, 0.2], [0.2, 0.8]], ("0", "1"))})
     >>> fit = corrected_regression(pd.DataFrame({"y": y, "x": z.astype(str)}), "y ~ x", m)
-    >>> fit.terms, round(float(fit.naive_coef[1]), 1), round(float(fit.coef[1]), 1)
-    (('Intercept', 'x[1]'), 1.2, 2.0)
+    >>> fit.terms, fit.estimator, round(float(fit.naive_coef[1]), 1), round(float(fit.coef[1]), 1)
+    (('Intercept', 'x[1]'), 'moment', 1.2, 2.0)
+    >>> em = corrected_regression(pd.DataFrame({"y": y, "x": z.astype(str)}), "y ~ x", m, method="em")
+    >>> em.estimator, round(float(em.coef[1]), 1), em.warnings
+    ('em', 2.0, ())
     """
     if isinstance(manifest, Manifest):
         man = manifest
@@ -632,6 +734,9 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         raise ParameterError(f"max_iter must be a positive integer, not {max_iter!r}")
     if not (isinstance(tol, float) and 0 < tol < 1):
         raise ParameterError(f"tol must be a number in (0, 1), not {tol!r}")
+    if method not in REGRESSION_METHODS:
+        raise ParameterError(f"method must be one of {REGRESSION_METHODS}, not {method!r}")
+    check_variance_kind(variance)
     outcome, terms = parse_formula(formula)
     if isinstance(data, pd.DataFrame):
         frame = data
@@ -641,23 +746,83 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
 
         frame = read_table(data, columns=[outcome, *terms], na_values=NA_VALUES if na_values is None else na_values)
     problem, names, dropped, event, perturbed = _problem(frame, outcome, terms, man, family)
+    estimator = method if method != "auto" else ("moment" if problem.family == "gaussian" else "em")
+    if estimator == "moment" and problem.family != "gaussian":
+        raise ParameterError("the moment estimator fits a linear regression (family gaussian); a logistic "
+                             "regression is fitted by EM (method 'em' or 'auto')")
+    if estimator == "em" and variance != "multinomial":
+        raise ParameterError(f"variance {variance!r} is the moment estimator's; EM's standard errors are its "
+                             "observed information (leave variance out, or use method 'moment')")
     try:
-        beta, sigma2, pi, iterations, converged, loglik = _fit(problem, max_iter, tol)
-        cov = _standard_errors(problem, beta, sigma2, pi)
-        naive = _naive(problem)
-        nbeta, nsigma2, npi, _, _, _ = _fit(naive, max_iter, tol)
-        ncov = _standard_errors(naive, nbeta, nsigma2, npi)
+        fields = _moment_fields(problem, variance) if estimator == "moment" else _em_fields(problem, max_iter, tol)
     except np.linalg.LinAlgError:
         raise DataError(f"{formula}: the coefficients are not identified (a singular information matrix: a "
                         "category with too few records, or one that separates the outcome); merge small "
                         "categories or leave a term out") from None
-    return RegressionResult(
-        formula=formula, family=problem.family, terms=tuple(names), coef=beta,
-        se=np.sqrt(np.maximum(np.diag(cov), 0.0)), covariance=cov, naive_coef=nbeta,
-        naive_se=np.sqrt(np.maximum(np.diag(ncov), 0.0)), n=len(problem.y), dropped=dropped,
-        iterations=iterations, converged=converged, loglik=loglik,
-        sigma=math.sqrt(sigma2) if problem.family == "gaussian" else None, event=event,
-        perturbed=tuple(perturbed), confidence=confidence)
+    return RegressionResult(formula=formula, family=problem.family, terms=tuple(names), n=len(problem.y),
+                            dropped=dropped, event=event, perturbed=tuple(perturbed), confidence=confidence,
+                            estimator=estimator, **fields)
+
+
+def _se(cov: np.ndarray) -> np.ndarray:
+    """The square roots of a covariance's diagonal (0 where rounding left it below 0)."""
+    return np.sqrt(np.maximum(np.diag(cov), 0.0))
+
+
+def _moment_fields(p: _Problem, variance: str) -> dict[str, Any]:
+    """The moment estimator's part of a :class:`RegressionResult` (its naive fit: least squares, HC0)."""
+    weights = p.inverse_x()
+    fit = moment_fit(p.base, p.shift, weights, p.y, variance=variance)
+    naive = moment_fit(p.base, p.shift, np.eye(p.shift.shape[0])[p.released], p.y)
+    warnings = _weak_categories(weights, p.latent)
+    if variance == "pram" and (np.diag(fit.covariance) <= 0).any():
+        warnings.append("the variance estimate of a coefficient is not positive (too few records of a category "
+                        "for the 'pram' variance): its standard error shows 0; use variance 'multinomial'")
+    return {"coef": fit.beta, "se": _se(fit.covariance), "covariance": fit.covariance, "naive_coef": naive.beta,
+            "naive_se": _se(naive.covariance), "iterations": 0, "converged": True, "loglik": None,
+            "sigma": math.sqrt(max(fit.sigma2, 0.0)), "variance": variance,
+            "check": residual_check(weights, fit.residuals, p.latent), "warnings": tuple(warnings)}
+
+
+def _weak_categories(weights: np.ndarray, latent: Sequence[str]) -> list[str]:
+    """A warning naming the true combinations whose estimated count (the moment estimate ``sum_i q_ik``) is
+    below :data:`WEAK_COUNT` of its standard errors: the corrected Gram matrix is then close to singular, and
+    the coefficients (an unperturbed covariate's too) move with the noise of that count."""
+    counts = weights.sum(axis=0)
+    se = np.sqrt(np.maximum((weights**2).sum(axis=0) - counts**2 / len(weights), 0.0))
+    weak = np.flatnonzero(counts < WEAK_COUNT * se)
+    if len(latent) < 2 or not len(weak):
+        return []
+    shown = ", ".join(f"{latent[k]} ({counts[k]:.0f} +- {se[k]:.0f})" for k in weak[:5])
+    return [f"the true categories {shown}{' ...' if len(weak) > 5 else ''} are estimated to hold fewer records than "
+            f"{WEAK_COUNT:g} standard errors of that estimate: the coefficients are unstable (look at their "
+            "standard errors); merge such a category with a neighbour, or fit by EM (method 'em')"]
+
+
+def _em_fields(p: _Problem, max_iter: int, tol: float) -> dict[str, Any]:
+    """EM's part of a :class:`RegressionResult`, with the check of its normal outcome (gaussian): by the
+    moment estimator's weights and residuals, or by EM's posterior where the matrices have no usable inverse."""
+    beta, sigma2, pi, iterations, converged, loglik = _fit(p, max_iter, tol)
+    cov = _standard_errors(p, beta, sigma2, pi)
+    naive = _naive(p)
+    nbeta, nsigma2, npi, _, _, _ = _fit(naive, max_iter, tol)
+    ncov = _standard_errors(naive, nbeta, nsigma2, npi)
+    check, warnings = None, []
+    if p.family == "gaussian":
+        try:
+            weights = p.inverse_x()
+            check = residual_check(weights, moment_fit(p.base, p.shift, weights, p.y).residuals, p.latent)
+        except (DataError, np.linalg.LinAlgError):
+            post, _, _, eta = _e_step(p, beta, sigma2, pi)
+            check = residual_check(post, p.y[:, None] - eta, p.latent, source="em posterior")
+        if check.warning is not None and len(p.latent) > 1:
+            warnings.append(check.warning)
+    if not converged:
+        warnings.append(f"EM did not converge after {iterations} iterations")
+    return {"coef": beta, "se": _se(cov), "covariance": cov, "naive_coef": nbeta, "naive_se": _se(ncov),
+            "iterations": iterations, "converged": converged, "loglik": loglik,
+            "sigma": math.sqrt(sigma2) if p.family == "gaussian" else None, "check": check,
+            "warnings": tuple(warnings)}
 
 
 def observed_loglik(data: pd.DataFrame, formula: str, manifest: Manifest, beta: np.ndarray, *,
@@ -701,4 +866,4 @@ def observed_loglik(data: pd.DataFrame, formula: str, manifest: Manifest, beta: 
     return loglik
 
 
-__all__ = ["FAMILIES", "RegressionResult", "corrected_regression", "observed_loglik", "parse_formula"]
+__all__ = ["FAMILIES", "METHODS", "REGRESSION_METHODS", "RegressionResult", "corrected_regression", "observed_loglik", "parse_formula"]
