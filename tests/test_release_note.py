@@ -169,4 +169,34 @@ def test_a_stratified_release_gets_its_note(tmp_path) -> None:
     m.write(tmp_path / "m.json")
     pramkit.apply_file(tmp_path / "d.csv", tmp_path / "m.json", tmp_path / "r.csv", key=bytes(32))
     text = release_note(tmp_path / "m.json", tmp_path / "r.csv").markdown()
-    assert "epsilon inf (1.8 given the strata)" in text
+    assert "epsilon local inf; 1.8 given the structure" in text
+
+
+def test_the_notes_estimate_command_runs_as_printed(tmp_path, capsys, monkeypatch) -> None:
+    """On EU-SILC exported with ``;`` and its not-applicable code -9: the command the note prints reads the
+    released file as it was written (its missing code, its separator) and exits 0 in the release's folder."""
+    import shlex
+
+    from conftest import SDC_DATA
+
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(1500)
+    frame["pl030"] = frame["pl030"].replace("", "-9")
+    frame.to_csv(tmp_path / "silc.csv", sep=";", index=False)
+    read = ["--na-values", "-9", "--sep", ";"]
+    assert main(["keygen", str(tmp_path / "key")]) == 0
+    assert main(["design", str(tmp_path / "silc.csv"), "--vars", "pl030", "--epsilon", "3", "--out",
+                 str(tmp_path / "m.json"), "--key-file", str(tmp_path / "key"), "--quiet", *read]) == 0
+    assert main(["apply", str(tmp_path / "silc.csv"), "--manifest", str(tmp_path / "m.json"), "--out",
+                 str(tmp_path / "released.csv"), "--key-file", str(tmp_path / "key"), "--quiet", *read]) == 0
+    note = release_note(tmp_path / "m.json", tmp_path / "released.csv", sep=";").markdown()
+    printed = re.search(r"(pramkit estimate .*?) \(or any software", re.sub(r"\\(.)", r"\1", note)).group(1)
+    words = shlex.split(printed)
+    assert words[:2] == ["pramkit", "estimate"] and "--na-values=-9" in words and "';'" not in words
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(words[1:]) == 0, capsys.readouterr().err
+    assert "pl030" in capsys.readouterr().out
+    # the same command without the missing code fails: the note's flags are needed, not decoration
+    assert main([w for w in words[1:] if not w.startswith("--na-values")]) == 2

@@ -123,6 +123,35 @@ def _epsilon_words(variable: dict[str, Any]) -> str:
     return fmt_epsilon(eps) + (f" ({fmt_epsilon(float(given))} given the strata)" if given is not None else "")
 
 
+def _estimate_command(m: Any, name: str, manifest: Any, sep: str, encoding: str) -> str:
+    """The ``pramkit estimate`` command of a release, runnable as printed in the folder of its files: the
+    released file read as it was written (its missing codes, separator and encoding).
+
+    Examples
+    --------
+    >>> from pramkit import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}, input={"na_values": ["-9", "N"]})
+    >>> _estimate_command(m, "released data.csv", "m.json", ";", "latin-1")
+    "pramkit estimate 'released data.csv' --manifest m.json --vars sex --na-values=-9,N --sep ';' --encoding latin-1"
+    """
+    import shlex
+
+    from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+    from pramkit.manifest import Manifest
+
+    uri = "MANIFEST" if isinstance(manifest, Manifest) else Path(manifest).name
+    words = ["pramkit", "estimate", name, "--manifest", uri, "--vars", m.names[0]]
+    codes = [str(c) for c in (m.input or {}).get("na_values") or ()]
+    if "na_values" in (m.input or {}) and tuple(codes) != tuple(NA_VALUES):
+        words.append("--na-values=" + ",".join(codes))  # "=": a code may begin with "-"
+    if sep != CSV_SEP:
+        words += ["--sep", sep]
+    if encoding != CSV_ENCODING:
+        words += ["--encoding", encoding]
+    return shlex.join(words)
+
+
 def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str = "utf-8") -> ReleaseNote:
     """The release note of a release: the Five Safes, from the manifest and the released file's header.
 
@@ -217,7 +246,8 @@ def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str 
         "Any output computed from the released file and the manifest alone (a table, a model, a figure) "
         "carries the same guarantee, with the same exceptions: post-processing spends no privacy budget, so "
         "what such an output shows of the perturbed variables needs no further output checking.",
-        f"Corrected estimates with standard errors: pramkit estimate {name} --manifest MANIFEST --vars ... "
+        "Corrected estimates with standard errors, as printed here for the first perturbed variable (any "
+        f"of {_and(perturbed)}, comma-separated): {_estimate_command(m, name, manifest, sep, encoding)} "
         "(or any software that reads the matrices of the manifest).",
         *(("Outputs that show the columns released as they are need the usual output checks.",) if loose else ()),
     )
