@@ -14,7 +14,7 @@ import inspect
 import random
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
@@ -23,7 +23,7 @@ from pramkit.release.assemble import assemble
 from pramkit.release.build import build_matrices
 from pramkit.release.count import count_release
 from pramkit.release.frequencies import design_frequencies
-from pramkit.release.plan import ReleasePlan, plan_release
+from pramkit.release.plan import PlanSettings, ReleasePlan, plan_release
 from pramkit.release.record import Release
 from pramkit.source import Source
 from pramkit.validate import SPARK_MASTER
@@ -101,7 +101,7 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
 
 
 def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Random | None = None,
-                   quiet: bool = True, **settings: Any) -> Manifest:
+                   quiet: bool = True, **settings: Unpack[PlanSettings]) -> Manifest:
     """Design the PRAM matrices of a release under one record budget; return the public manifest.
 
     ``design_planned(data, plan_release(variables, **settings), rng=rng, quiet=quiet).manifest``:
@@ -123,7 +123,8 @@ def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Ran
         ``epsilon_per_variable``, ``design_epsilon``, ``prior``, ``categories``,
         ``exact_frequencies``, ``options``, ``distances``, ``na_values``, ``forbid``,
         ``strata``, ``keep_codes``, ``household``, ``household_vars``, ``rule_breaking``, ``missing``,
-        ``weights``, ``sep``, ``encoding``.
+        ``weights``, ``sep``, ``encoding`` (typed by :class:`pramkit.release.plan.PlanSettings`: a type
+        checker refuses a misspelt one).
 
     Returns
     -------
@@ -151,7 +152,7 @@ def design_release(data: Any, variables: str | Sequence[str], *, rng: random.Ran
     ...
     pramkit.errors.ParameterError: design_release does not take budget; its settings are those of plan_release: epsilon, method, split, epsilon_per_variable, design_epsilon, prior, categories, exact_frequencies, options, distances, na_values, forbid, strata, keep_codes, household, household_vars, rule_breaking, missing, weights, sep, encoding
     """
-    return design_planned(data, plan_release(variables, **_settings(settings)), rng=rng, quiet=quiet).manifest
+    return design_planned(data, plan_release(variables, **_settings(dict(settings))), rng=rng, quiet=quiet).manifest
 
 
 def _settings(settings: dict[str, Any]) -> dict[str, Any]:

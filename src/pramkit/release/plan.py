@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.registry import DesignFamily, family
@@ -126,6 +126,41 @@ class ReleasePlan:
     def uses_distances(self) -> bool:
         """Whether the family designs with the distances (not only measures with them)."""
         return self.method == "metric" or (self.method == "dp" and self.options.get("objective") == "distance")
+
+
+class PlanSettings(TypedDict, total=False):
+    """The keyword settings of :func:`plan_release`, as one type: ``design_release(data, vars, **settings)``
+    is checked by a type checker against it, so a misspelt setting (``epsilom=3.0``) is an error before it
+    runs (it is refused in one line when it runs).  Each key is a keyword of :func:`plan_release`, with its
+    type (tests/test_plan_settings.py holds the two together).
+
+    Examples
+    --------
+    >>> sorted(PlanSettings.__annotations__)[:3]
+    ['categories', 'design_epsilon', 'distances']
+    """
+
+    epsilon: float | None
+    method: str
+    split: str
+    epsilon_per_variable: Mapping[str, float] | None
+    design_epsilon: float | None
+    prior: Prior | str | Path | None
+    categories: Mapping[str, Sequence[Label]] | str | Path | None
+    exact_frequencies: bool
+    options: Mapping[str, Any] | None
+    distances: Mapping[str, Any] | str | Path | None
+    na_values: Sequence[str]
+    forbid: Rules | str | Path | Sequence[Mapping[str, Any]] | None
+    strata: str | Sequence[str]
+    keep_codes: Mapping[str, Any] | None
+    household: str | None
+    household_vars: str | Sequence[str]
+    rule_breaking: str
+    missing: str
+    weights: str | Sequence[str]
+    sep: str
+    encoding: str
 
 
 def plan_release(
