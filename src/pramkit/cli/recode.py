@@ -27,10 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     ('data.csv', 'recode.json', 'recoded.csv', False, True)
     """
     p = sub.add_parser("recode", help=HELP["recode"],
-                       description="Merge categories and top or bottom code values of a data file before PRAM, "
-                       "as a JSON map declares: {column: {\"merge\": {old: new}, \"top\": {\"above\": T, \"value\": V}, "
-                       "\"bottom\": {\"below\": B, \"value\": V}}}. Recoded columns are written as text; missing "
-                       "values stay missing.")
+                       description="Merge categories, top or bottom code values and cut numbers into intervals "
+                       "before PRAM, as a JSON map declares: {column: {\"merge\": {old: new}, \"top\": {\"above\": T, "
+                       "\"value\": V}, \"bottom\": {\"below\": B, \"value\": V}}} or {column: {\"breaks\": [b0, b1, ...], "
+                       "\"labels\": [...]}} (intervals (a, b], the lowest [a, b], as sdcMicro's globalRecode). A recoded "
+                       "column of numbers stays one when its rule makes numbers only, otherwise it is written as text; "
+                       "missing values stay missing and missing codes (--na-values, Stata's .a-.z, SPSS user-missing "
+                       "values) are written back as they were. Prints how many values each rule changed.")
     p.add_argument("data", type=Path, help="the data file (CSV, Parquet, Stata, SPSS)")
     p.add_argument("--map", required=True, type=Path, help="the recoding, a JSON file (see above)")
     p.add_argument("--out", required=True, type=Path, help="the recoded file (its suffix gives its format)")
@@ -64,15 +67,20 @@ def run(args: argparse.Namespace) -> int:
     ...     _ = open(rules, "w").write(json.dumps({"age": {"top": {"above": 80, "value": "80+"}}}))
     ...     with contextlib.redirect_stdout(io.StringIO()) as said:
     ...         code = main(["recode", data, "--map", rules, "--out", out])
-    ...     print(code, said.getvalue().split(" (")[0], open(out).read().split())
-    0 recoded 2 rows of a.csv into b.csv ['age', '20', '80+']
+    ...     print(code, open(out).read().split())
+    0 ['age', '20', '80+']
+    >>> print(said.getvalue().rstrip())
+    recoded 2 rows of a.csv into b.csv
+      age: 1 value changed
     """
     from pramkit.recode import Recoding, recode_file
 
     recoding = Recoding.read(args.map)
-    rows = recode_file(args.data, args.out, recoding, force=args.force, na_values=args.na_values, sep=args.sep,
-                       encoding=args.encoding, quiet=args.quiet)
+    result = recode_file(args.data, args.out, recoding, force=args.force, na_values=args.na_values, sep=args.sep,
+                         encoding=args.encoding, quiet=args.quiet)
     if not args.quiet:
-        print(f"recoded {rows:,} rows of {args.data.name} into {args.out.name} "
-              f"(columns {', '.join(recoding.columns)})")
+        print(f"recoded {result.rows:,} rows of {args.data.name} into {args.out.name}")
+        for column, n in result.changed.items():
+            none = " (its rule names no value of the file: nothing recoded)" if n == 0 and result.rows else ""
+            print(f"  {column}: {n:,} value{'' if n == 1 else 's'} changed{none}")
     return 0

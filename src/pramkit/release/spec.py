@@ -527,7 +527,8 @@ class ReleaseSpec:
         if self.recoded_by is not None:
             from pramkit.recode import declare_recoding
 
-            release = declare_recoding(release, self.recoded_by)
+            release = declare_recoding(release, self.recoded_by, data=data, na_values=self.na_values, sep=self.sep,
+                                       encoding=self.encoding)
         return declare_sampling(release, sampling=self.sampling, population=self.population)
 
     def derive(self, variables: Sequence[str] | None = None) -> Derived:
