@@ -15,9 +15,11 @@ measurements themselves carry the central epsilon the ledger states (docs/synthe
 2. **Post-process.**  Each noisy table is projected (Euclidean) onto the non-negative tables with
    its known total (the public cell's count, or the number of records) and zero on the cells an
    edit rule forbids.
-3. **Pool.**  Each record gets ``pool`` candidates: every variable drawn from its measured
-   conditional law given the record's public cell, restricted to the values the rules allow given
-   the record's public values; candidates that break a rule of several variables get weight 0.
+3. **Pool.**  Each record gets ``pool`` candidates.  The variables a rule of two or more synthesized
+   variables ties are drawn together from their measured tables: each one's law given the record's
+   public cell times each pair's association (p(x, y) / p(x) p(y)), zero on the cells the rules
+   forbid given the record's public values; every other variable alone, from its law given the
+   public cell restricted to the values the rules allow.  Every candidate keeps every rule.
 4. **Rake.**  The candidates' weights are raked (iterative proportional fitting, Deming and
    Stephan 1940) to every measured table, each record's weights summing to one: the maximum
    entropy law, relative to the pool, whose margins are the measured ones.
@@ -52,16 +54,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from pramkit import validate
-from pramkit.codebook import canonical
+from pramkit.codebook import canonical, sort_labels, spelling_clash, spelling_error
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine import _kernels
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import pandas_table
-from pramkit.io import read_table
-from pramkit.ledger import CategorySource, Ledger, split_within
+from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
 from pramkit.privacy.epsilon import record_epsilon
 from pramkit.release.frequencies import measured_bytes, noise_query
 from pramkit.structure import Rules, as_rules
@@ -74,12 +75,21 @@ FORMAT_VERSION = 1
 POOL = 40
 POOL_CANDIDATES = 10_000_000
 SWEEPS = 30
+#: The most raking sweeps a release may ask for.
+MAX_SWEEPS = 1000
 PUBLIC_BINS = 20
 #: Most cells of one measured table.
 MAX_TABLE_CELLS = 1_000_000
+#: Bytes a candidate of the pool holds besides four per variable: its weight, its cell while a table is raked, a flag.
+BYTES_PER_CANDIDATE = 17
 #: Records per block of the pool's draws, the raking's rescaling and the pick: what each holds besides the
 #: candidates and their weights is one block's (the draws are the same for any block).
 BLOCK_ROWS = 1 << 16
+#: Cells of the pool's proposals built at once (rows of one public cell and one group of rule values, by the
+#: joint cells of the variables drawn together).
+DRAW_CELLS = 1 << 22
+#: What the pool's proposals add to each count of a measured table: every value a rule allows may be drawn.
+SMOOTH = 1e-3
 
 
 @dataclass(frozen=True)
@@ -197,7 +207,8 @@ def synthesize_release(
         ``manifest_out`` (default ``OUT`` with the suffix ``.synthesis.json``).  ``None``: nothing
         is written and the records are returned.
     variables : sequence of str, or str
-        The variables to synthesize (comma-separated text allowed).  A missing value is a category.
+        The variables to synthesize (comma-separated text allowed).  A missing value stays missing and
+        none is made (the category ``None``, declared or not; the ledger names which values are missing).
     public : sequence of str, or str
         The columns released as they are, on which the model conditions.
     epsilon : float
@@ -252,16 +263,10 @@ def synthesize_release(
         raise ParameterError("name at least one variable to synthesize")
     if set(variables) & set(public_cols):
         raise ParameterError(f"a column cannot be both synthesized and public: {sorted(set(variables) & set(public_cols))}")
-    epsilon = validate.epsilon(epsilon, "the budget (epsilon)")
-    if min_count not in (1, 2):
-        raise ParameterError(f"min_count must be 1 or 2, got {min_count!r}")
-    for name, value, lo in (("pool", 2 if pool is None else pool, 2), ("sweeps", sweeps, 1),
-                            ("public_bins", public_bins, 1)):
-        if not isinstance(value, int) or value < lo:
-            raise ParameterError(f"{name} must be an integer >= {lo}, got {value!r}")
+    epsilon = check_settings(epsilon, min_count=min_count, pool=pool, sweeps=sweeps, public_bins=public_bins,
+                             sep=sep, encoding=encoding)
     src = None if isinstance(data, pd.DataFrame) else Path(data)
-    frame = data if isinstance(data, pd.DataFrame) else read_table(Path(data), na_values=na_values, sep=sep,
-                                                                   encoding=encoding)
+    frame, kept, meta = (data, None, None) if src is None else _read_source(src, na_values, sep, encoding)
     missing = [c for c in (*variables, *public_cols) if c not in frame.columns]
     if missing:
         raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
@@ -271,17 +276,19 @@ def synthesize_release(
     rules = as_rules(forbid)
     _check_rule_columns(rules, variables, public_cols, list(frame.columns))
     sk = resolve_key(key)
+    _check_spellings(frame, [*(v for v in variables if categories is None or v not in categories), *public_cols])
     cats, sources = _categories(frame, variables, categories)
     codes = _encode(frame, variables, cats)
     cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins)
+    check_memory(len(frame), pool, {v: len(cats[v]) for v in variables}, len(cell_labels))
+    joints = _joints(rules, frame, public_cols, variables, cats)
     measurements, exact_bytes = _measure(codes, cell, len(cell_labels), variables, cats, cell_labels, epsilon, sk)
     targets = _targets(measurements, cell, len(frame), rules, cats, len(cell_labels))
     draw_key = sk.for_data("synthesize", *exact_bytes, _settings_bytes(variables, public_cols, epsilon, pool,
                                                                          sweeps, min_count, public_bins))
-    groups, group_values = _exact_groups(frame, public_cols)
-    allowed = _allowed(rules, groups, group_values, public_cols, variables, cats)
-    cand = _pool(targets, cell, allowed, pool, draw_key, variables)
-    weights = _rake(cand, cell, targets, _multi_ok(rules, frame, public_cols, variables, cats, cand), sweeps)
+    groups, _ = _exact_groups(*_with_holes(frame, public_cols, [v for v in variables if None in cats[v]]))
+    cand = _pool(targets, cell, joints, pool, draw_key, len(variables))
+    weights = _rake(cand, cell, targets, np.ones(cand.shape[:2], dtype=bool), sweeps)
     pick = _pick(weights, uniforms(draw_key, "@pick", 0, len(frame)))
     drawn = cand[np.arange(len(frame)), pick]
     shared = 0
@@ -293,12 +300,10 @@ def synthesize_release(
     if rules is not None and rules.breaking(released, list(released.columns)).any():
         raise DataError("the released records break an edit rule the pool should have kept: report this")
     eps_total = record_epsilon([m.epsilon for m in measurements])
-    ledger = Ledger(design_epsilon=eps_total, frequencies="dp_counts", record_epsilon_budget=float(epsilon),
-                    categories=sources,
-                    data_dependent=tuple(f"the categories of {v} were read from the data" for v, s in sources.items()
-                                         if s == "data"))
     as_they_are = [str(c) for c in released.columns if c not in variables]
-    guarantee = ledger.statement([0.0] * len(variables), unperturbed=as_they_are)
+    ledger_dict = synthesis_ledger(eps_total, float(epsilon), sources, as_they_are,
+                                   missing=[v for v in variables if None in cats[v]], codes=_code_words(src))
+    guarantee = ledger_dict["statement"]
     manifest = {
         "format": FORMAT, "version": FORMAT_VERSION,
         "variables": {v: {"categories": [_json_label(c) for c in cats[v]], "categories_source": sources[v]}
@@ -308,16 +313,50 @@ def synthesize_release(
         "rules": rules.to_dict() if rules is not None else None,
         "procedure": {"pool": pool, "sweeps": sweeps, "min_count": min_count, "public_bins": public_bins},
         "measurements": [m.to_dict() for m in measurements],
-        "ledger": {**ledger.to_dict([0.0] * len(variables)), "statement": guarantee},
+        "ledger": ledger_dict,
         "rows": len(released),
+        "na_values": list(na_values),
     }
     result = SynthesisResult(released, variables, public_cols, measurements, eps_total, guarantee, manifest,
                              shared_draws=shared)
     if out is not None:
         result.out, result.manifest_path = _write(released, Path(out), manifest_out, manifest, force, src,
-                                                  sep, encoding)
+                                                  sep, encoding, kept=(kept, meta, variables))
     result.seconds = time.perf_counter() - start
     return result
+
+
+def synthesis_ledger(eps_total: float, budget: float, sources: Mapping[str, CategorySource],
+                     as_they_are: Sequence[str], *, missing: Sequence[str] = (), codes: str | None = None,
+                     ) -> dict[str, Any]:
+    """The ledger of a synthesized release: the tables' epsilon (``eps_total``) within ``budget``, the
+    variables' category ``sources`` (a data source stated as such) and the guarantee sentence, which names
+    the columns released ``as_they_are`` and what is released exactly: which values of the variables
+    ``missing`` are missing (kept missing, none made), and which missing ``codes`` they hold (in words: a
+    Stata, SPSS or SAS file's codes, :func:`pramkit.io_stat.missing_code_words`).
+
+    Examples
+    --------
+    >>> led = synthesis_ledger(1.0, 1.0, {"a": "data"}, ["sex"])
+    >>> led["design_epsilon"], led["data_dependent"], led["statement"][:32]
+    (1.0, ['the categories of a were read from the data'], 'Given the published manifest, ch')
+    """
+    ledger = Ledger(design_epsilon=eps_total, frequencies="dp_counts", record_epsilon_budget=float(budget),
+                    categories=dict(sources),
+                    data_dependent=tuple(f"the categories of {v} were read from the data" for v, s in sources.items()
+                                         if s == "data"))
+    zeros = [0.0] * len(sources)
+    facts = [ExactFact.of("missing", tuple(missing))] if missing else []
+    facts += [ExactFact.of("missing_code", tuple(missing), values=(codes,))] if missing and codes else []
+    return {**ledger.to_dict(zeros, facts=facts),
+            "statement": ledger.statement(zeros, facts=facts, unperturbed=list(as_they_are))}
+
+
+def _code_words(src: Path | None) -> str | None:
+    """The missing codes of the data file in words (``None``: a frame, or a format without codes)."""
+    from pramkit.io_stat import missing_code_words
+
+    return None if src is None else missing_code_words(src)
 
 
 def default_pool(rows: int) -> int:
@@ -330,6 +369,128 @@ def default_pool(rows: int) -> int:
     (40, 10, 8)
     """
     return max(8, min(POOL, POOL_CANDIDATES // max(rows, 1)))
+
+
+def check_settings(epsilon: Any, *, min_count: Any = 2, pool: Any = None, sweeps: Any = SWEEPS,
+                   public_bins: Any = PUBLIC_BINS, sep: Any = CSV_SEP, encoding: Any = CSV_ENCODING) -> float:
+    """Check the settings of :func:`synthesize_release` before any data is read, each by the rule (and in the
+    words) ``pramkit design`` and ``pramkit apply`` use for it: the budget positive, finite and at most
+    :data:`pramkit.design.dp.optimal.MAX_EPSILON`, the CSV dialect as written, the integers in their ranges.
+
+    Parameters
+    ----------
+    epsilon : number
+        The central budget.
+    min_count, pool, sweeps, public_bins, sep, encoding
+        As for :func:`synthesize_release`.
+
+    Returns
+    -------
+    float
+        The budget.
+
+    Raises
+    ------
+    ParameterError
+        The first setting refused, in one line naming it.
+
+    Examples
+    --------
+    >>> check_settings(2)
+    2.0
+    >>> check_settings(1e308)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: epsilon = 1e+308 is too large (at most 700); beyond a few dozen the optimal matrix is the identity anyway
+    >>> check_settings(1, sweeps=10**9)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: sweeps must be an integer from 1 to 1000, got 1000000000
+    """
+    from pramkit.design.dp.optimal import check_epsilon
+    from pramkit.release.rules import check_settings as check_release_settings
+
+    check_release_settings(epsilon=epsilon, sep=sep, encoding=encoding)
+    budget = check_epsilon(epsilon)
+    if min_count not in (1, 2) or isinstance(min_count, bool):
+        raise ParameterError(f"min_count must be 1 or 2, got {min_count!r}")
+    for name, value, lo, hi in (("pool", 2 if pool is None else pool, 2, POOL_CANDIDATES), ("sweeps", sweeps, 1, MAX_SWEEPS),
+                                ("public_bins", public_bins, 1, MAX_TABLE_CELLS)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+            raise ParameterError(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
+    return budget
+
+
+def check_memory(rows: int, pool: int, levels: Mapping[str, int], cells: int, limit: int | None = None) -> int:
+    """The memory a release will hold, estimated from its size before any work (bytes), refused in one line
+    naming the figure and what to change when it passes ``limit`` (default: the machine's memory).
+
+    The pool holds, per candidate, four bytes per variable, its weight, its cell while a table is raked and a
+    flag (:data:`BYTES_PER_CANDIDATE` in all per variable and candidate, about); each measured table (the
+    public cells by each variable, each pair of variables) its noisy counts, its projection and a rescaling;
+    the draws :data:`DRAW_CELLS` proposal cells at a time.
+
+    Parameters
+    ----------
+    rows, pool : int
+        Records and candidates per record.
+    levels : mapping of str to int
+        Each synthesized variable's number of categories.
+    cells : int
+        The number of public cells.
+    limit : int, optional
+        Bytes allowed (default: the machine's physical memory, when known).
+
+    Returns
+    -------
+    int
+        The estimate, bytes.
+
+    Raises
+    ------
+    ParameterError
+        A measured table of more than :data:`MAX_TABLE_CELLS` cells, or an estimate above ``limit``.
+
+    Examples
+    --------
+    >>> round(check_memory(1000, 40, {"a": 3, "b": 5}, 10) / 2**20)   # MiB, mostly the draws' proposals
+    97
+    >>> check_memory(1000, 40, {"id": 200_000, "b": 5}, 10)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the table @public x id has 2,000,000 cells (10 public cells by 200,000 categories), more than 1,000,000: recode id to fewer categories first, or use fewer public cells (public_bins)
+    >>> check_memory(10**6, 40, {"a": 3}, 10, limit=2**29)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the synthesis would hold about 0.9 GiB (1,000,000 records by 40 candidates of 1 variable, and tables of 30 cells), more than the 0.5 GiB of this machine: synthesize fewer variables or records, or recode to fewer categories first
+    """
+    names = list(levels)
+    sizes = [math.prod(cells if a == "@public" else levels[a] for a in ax) for ax in measured_tables(names)]
+    for ax, size in zip(measured_tables(names), sizes):
+        if size > MAX_TABLE_CELLS:
+            by = " by ".join(f"{cells:,} public cells" if a == "@public" else f"{levels[a]:,} categories" for a in ax)
+            raise ParameterError(f"the table {' x '.join(ax)} has {size:,} cells ({by}), more than "
+                                 f"{MAX_TABLE_CELLS:,}: recode {' and '.join(a for a in ax if a != '@public')} "
+                                 "to fewer categories first, or use fewer public cells (public_bins)")
+    need = rows * pool * (4 * len(names) + BYTES_PER_CANDIDATE) + 24 * sum(sizes) + 24 * DRAW_CELLS
+    if limit is None:
+        limit = _machine_memory()
+    if limit is not None and need > limit:
+        raise ParameterError(f"the synthesis would hold about {need / 2**30:.1f} GiB ({rows:,} records by {pool} "
+                             f"candidates of {len(names)} variable{'s' * (len(names) != 1)}, and tables of {sum(sizes):,} cells), more than "
+                             f"the {limit / 2**30:.1f} GiB of this machine: synthesize fewer variables or records, "
+                             "or recode to fewer categories first")
+    return need
+
+
+def _machine_memory() -> int | None:
+    """The machine's physical memory in bytes, ``None`` where it is not known."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _names(value: Sequence[str] | str, what: str) -> tuple[str, ...]:
@@ -358,6 +519,39 @@ def _check_rule_columns(rules: Rules | None, variables: Sequence[str], public: S
                                  "synthesized nor public: make it public (the model conditions on it) or drop the rule")
 
 
+def _read_source(path: Path, na_values: Sequence[str], sep: str, encoding: str
+                 ) -> tuple[pd.DataFrame, pa.Table, Any]:
+    """The file's records with its missing codes as missing (what the model reads), the file as read with its
+    codes kept (what the released file is made from: every other column as it is, a missing value as it
+    was), and what the reader learnt of it (labels, user-missing codes, the CSV dialect)."""
+    from pramkit.io import blank_missing_codes, iter_batches
+
+    meta, batches = iter_batches(path, na_values=tuple(na_values), sep=sep, encoding=encoding, keep_missing_codes=True)
+    tables = list(batches)
+    if not tables or sum(t.num_rows for t in tables) == 0:
+        raise DataError(f"file {str(path)!r} has no data rows")
+    kept = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return blank_missing_codes(kept, meta.missing).to_pandas(), kept, meta
+
+
+def _released_table(kept: pa.Table, released: pd.DataFrame, variables: Sequence[str]) -> pa.Table:
+    """The released file as written: the file read (its missing codes kept), each synthesized variable drawn
+    where it was not missing and as it was (a code, or empty) where it was."""
+    import pyarrow.compute as pc
+
+    for v in variables:
+        i = kept.column_names.index(v)
+        old = kept.column(i)
+        drawn = pa.array(released[v].to_numpy(dtype=object), from_pandas=True)
+        try:
+            drawn = drawn.cast(old.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raise DataError(f"{v}: a drawn category cannot be written as the file's {old.type} values: declare "
+                            "categories of the column's type") from None
+        kept = kept.set_column(i, kept.field(i), pc.if_else(pa.array(released[v].isna().to_numpy()), old, drawn))
+    return kept
+
+
 def _categories(frame: pd.DataFrame, variables: Sequence[str], declared: Mapping[str, Sequence[Any]] | None,
                 ) -> tuple[dict[str, list[Any]], dict[str, CategorySource]]:
     """Each variable's categories (declared, or read from the data) and where they came from."""
@@ -365,13 +559,28 @@ def _categories(frame: pd.DataFrame, variables: Sequence[str], declared: Mapping
     sources: dict[str, CategorySource] = {}
     for v in variables:
         if declared is not None and v in declared:
-            cats[v] = list(dict.fromkeys(declared[v]))
+            # a missing value is the category None, declared or not: kept missing, and nothing becomes missing
+            cats[v] = list(dict.fromkeys([*(c for c in declared[v] if c is not None),
+                                          *([None] if frame[v].isna().any() else [])]))
             sources[v] = "declared"
         else:
             vals = frame[v].dropna().unique().tolist()
             cats[v] = sorted(vals, key=lambda x: (str(type(x)), x)) + ([None] if frame[v].isna().any() else [])
             sources[v] = "data"
     return cats, sources
+
+
+def _check_spellings(frame: pd.DataFrame, columns: Sequence[str]) -> None:
+    """Refuse a column whose distinct values hold one value spelled two ways (surrounding whitespace, NFC and NFD,
+    ``3`` and ``3.0``): the rule of design, risk and swapping (:func:`pramkit.codebook.spelling_clash`), in
+    their words, naming the first row of each spelling."""
+    for c in columns:
+        col = frame[c]
+        clash = spelling_clash(sort_labels(col.dropna().unique().tolist()))  # in design's order
+        if clash is not None:
+            texts = col.astype(object).map(lambda x: canonical(x) if pd.notna(x) else None).to_numpy()
+            rows = [int(np.flatnonzero(texts == canonical(x))[0]) + 1 for x in clash[:2]]
+            raise spelling_error(c, clash, (rows[0], rows[1]))
 
 
 def _encode(frame: pd.DataFrame, variables: Sequence[str], cats: Mapping[str, list[Any]]) -> np.ndarray:
@@ -520,81 +729,187 @@ def _exact_groups(frame: pd.DataFrame, public: Sequence[str]) -> tuple[np.ndarra
     return codes.astype(np.int64), [tuple(u) for u in uniques]
 
 
-def _allowed(rules: Rules | None, groups: np.ndarray, group_values: list[tuple], public: Sequence[str],
-             variables: Sequence[str], cats: Mapping[str, list[Any]]) -> list[np.ndarray | None]:
-    """Per variable, which of its values each record may take given its public values (rules of
-    the public columns and that variable only); ``None`` when no rule applies."""
-    out: list[np.ndarray | None] = []
-    for v in variables:
-        sub = rules.within([*public, v]) if rules is not None else None
-        if sub is None or not any(v in r.values for r in sub.rules):
-            out.append(None)
-            continue
-        grid = [(*values, c) for values in group_values for c in cats[v]]
-        ok = ~sub.forbidden((*public, v), grid).reshape(len(group_values), len(cats[v]))
-        out.append(ok[groups])
-    return out
+@dataclass(frozen=True)
+class _Joint:
+    """Synthesized variables the pool draws together (:func:`_rule_groups`): their names and positions, their
+    numbers of categories, each record's group of the public values their rules name (codes), and, per group,
+    the cells of their joint table the rules allow (groups x cells; ``None``: no rule names them)."""
+
+    names: tuple[str, ...]
+    index: tuple[int, ...]
+    sizes: tuple[int, ...]
+    group: np.ndarray
+    allowed: np.ndarray | None
+
+    @property
+    def stream(self) -> str:
+        """The name of the uniforms of their candidates (a variable drawn alone keeps its own name)."""
+        return f"@pool|{self.names[0]}" if len(self.names) == 1 else "@pool|" + json.dumps(list(self.names))
 
 
-def _pool(targets: list[np.ndarray], cell: np.ndarray, allowed: list[np.ndarray | None], pool: int,
-          key: SecretKey, variables: Sequence[str]) -> np.ndarray:
-    """``pool`` candidates per record (n x pool x variables), each variable from its measured
-    conditional law given the record's public cell, restricted to the allowed values."""
-    n = len(cell)
-    cand = np.empty((n, pool, len(variables)), dtype=np.int32)
-    for j, (v, ok) in enumerate(zip(variables, allowed)):
-        for lo in range(0, n, BLOCK_ROWS):
-            rows = slice(lo, lo + BLOCK_ROWS)
-            cand[rows, :, j] = _candidates(targets[j], cell[rows], None if ok is None else ok[rows], key, v, lo, pool)
-    return cand
-
-
-def _candidates(target: np.ndarray, cell: np.ndarray, allowed: np.ndarray | None, key: SecretKey, variable: str,
-                start: int, pool: int) -> np.ndarray:
-    """The candidates of one variable for a block of records (the records ``start`` on, in ``cell``): ``pool``
-    draws each from the measured table ``target``'s row of its public cell, restricted to its ``allowed`` values."""
-    cond = target[cell] + 1e-3  # no allowed value has probability 0
-    if allowed is not None:
-        cond = cond * allowed
-    sums = cond.sum(axis=1, keepdims=True)
-    if (sums <= 0).any():
-        raise DataError(f"{variable}: an edit rule forbids every value for some record's public values: "
-                        "check the rules")
-    cdf = np.cumsum(cond / sums, axis=1)
-    u = uniforms(key, f"@pool|{variable}", start * pool, len(cell) * pool).reshape(len(cell), pool)
-    return np.minimum(_below(u, cdf), cdf.shape[1] - 1)
-
-
-def _below(u: np.ndarray, cdf: np.ndarray) -> np.ndarray:
-    """How many of each record's cumulative probabilities (``cdf``, n x values) lie below each of its uniforms
-    (``u``, n x pool): counted one value at a time, never an n x pool x values array.
+def _rule_groups(rules: Rules | None, variables: Sequence[str]) -> list[tuple[str, ...]]:
+    """The synthesized variables drawn together: those a rule naming two or more of them ties, directly or
+    through others; each other variable alone (in the order of ``variables``).
 
     Examples
     --------
-    >>> _below(np.array([[0.1, 0.5, 0.9]]), np.array([[0.2, 0.6, 1.0]])).tolist()
-    [[0, 1, 2]]
+    >>> _rule_groups(Rules.of([{"a": "1", "c": "2"}, {"d": "1", "sex": "f"}]), ["a", "b", "c", "d"])
+    [('a', 'c'), ('b',), ('d',)]
     """
-    count = np.zeros(u.shape, dtype=np.int32)
-    for c in range(cdf.shape[1]):
-        count += u > cdf[:, c:c + 1]
-    return count
+    root = {v: v for v in variables}
+
+    def find(v: str) -> str:
+        while root[v] != v:
+            v = root[v]
+        return v
+
+    for rule in rules.rules if rules is not None else ():
+        named = [v for v in variables if v in rule.values]
+        for v in named[1:]:
+            root[find(v)] = find(named[0])
+    groups: dict[str, list[str]] = {}
+    for v in variables:
+        groups.setdefault(find(v), []).append(v)
+    return [tuple(g) for g in groups.values()]
 
 
-def _multi_ok(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], variables: Sequence[str],
-              cats: Mapping[str, list[Any]], cand: np.ndarray) -> np.ndarray:
-    """Which candidates keep every rule (n x pool): the rules of two synthesized variables or more (the
-    pool's draws already keep those of one variable and public columns)."""
-    n, pool, _ = cand.shape
-    several = tuple(r for r in (rules.rules if rules is not None else ()) if len(set(r.values) & set(variables)) > 1)
-    if not several:
-        return np.ones((n, pool), dtype=bool)
-    named = {c for r in several for c in r.values}
-    flat = pd.DataFrame({v: np.asarray(cats[v], dtype=object)[cand[:, :, j].ravel()] for j, v in enumerate(variables)
-                         if v in named})
-    for c in public:
-        if c in named:
-            flat[c] = np.repeat(frame[c].to_numpy(dtype=object), pool)
-    return ~Rules(several).breaking(flat, list(flat.columns)).reshape(n, pool)
+def _joints(rules: Rules | None, frame: pd.DataFrame, public: Sequence[str], variables: Sequence[str],
+            cats: Mapping[str, list[Any]]) -> list[_Joint]:
+    """The groups of variables drawn together, each with the cells allowed given the public values (the rules)
+    and the record's missing values (a missing value stays missing, and nothing becomes missing): the rules,
+    the public columns, which values are missing (released exactly) and the categories only, nothing measured."""
+    out = []
+    for names in _rule_groups(rules, variables):
+        index = tuple(variables.index(v) for v in names)
+        sizes = tuple(len(cats[v]) for v in names)
+        sub = tuple(r for r in (rules.rules if rules is not None else ()) if set(r.values) & set(names))
+        holes = [v for v in names if None in cats[v]]
+        if not sub and not holes:
+            out.append(_Joint(names, index, sizes, np.zeros(len(frame), dtype=np.int64), None))
+            continue
+        named = [c for c in public if any(c in r.values for r in sub)]
+        group, values = _exact_groups(*_with_holes(frame, named, holes))
+        cells = math.prod(sizes)
+        if len(values) * cells > MAX_TABLE_CELLS:
+            raise ParameterError(f"the rules on {', '.join(names)} need {len(values) * cells:,} cells checked "
+                                 f"({len(values):,} combinations of {', '.join(named) or 'no public column'} by "
+                                 f"{cells:,} of their values), more than {MAX_TABLE_CELLS:,}: recode to fewer "
+                                 "categories first")
+        allowed = np.ones((len(values), cells), dtype=bool)
+        if sub:
+            grid = [(*g[:len(named)], *c) for g in values for c in itertools.product(*(cats[v] for v in names))]
+            allowed &= ~Rules(sub).forbidden((*named, *names), grid).reshape(len(values), cells)
+        codes = np.unravel_index(np.arange(cells), sizes)
+        for t, v in enumerate(holes):
+            drawn_missing = codes[names.index(v)] == cats[v].index(None)
+            is_missing = np.array([bool(g[len(named) + t]) for g in values])
+            allowed &= drawn_missing[None, :] == is_missing[:, None]
+        out.append(_Joint(names, index, sizes, group, allowed))
+    return out
+
+
+def _with_holes(frame: pd.DataFrame, columns: Sequence[str], holes: Sequence[str]) -> tuple[pd.DataFrame, list[Any]]:
+    """The values of ``columns`` and whether each variable of ``holes`` is missing, as columns of one frame (the
+    record's group: public values, and missing values, both released exactly)."""
+    keys = pd.DataFrame({i: frame[c] for i, c in enumerate(columns)}, index=frame.index)
+    for t, v in enumerate(holes):
+        keys[len(columns) + t] = frame[v].isna()
+    return keys, list(keys.columns)
+
+
+def _pair_factor(targets: list[np.ndarray], k: int, joint: _Joint) -> np.ndarray:
+    """The association of each pair of a group's variables, as their measured (projected, noisy) table states
+    it: p(x, y) / (p(x) p(y)), multiplied over the pairs (an array over the group's joint cells; ones for a
+    variable alone)."""
+    pairs = list(itertools.combinations(range(k), 2))
+    m = len(joint.index)
+    base = np.ones(joint.sizes)
+    for a, b in itertools.combinations(range(m), 2):
+        t = targets[k + pairs.index((joint.index[a], joint.index[b]))] + SMOOTH
+        ratio = t * t.sum() / (t.sum(axis=1, keepdims=True) * t.sum(axis=0, keepdims=True))
+        shape = [1] * m
+        shape[a], shape[b] = joint.sizes[a], joint.sizes[b]
+        base = base * ratio.reshape(shape)
+    return base
+
+
+def _pool(targets: list[np.ndarray], cell: np.ndarray, joints: list[_Joint], pool: int, key: SecretKey,
+          k: int) -> np.ndarray:
+    """``pool`` candidates per record (n x pool x ``k`` variables): each group of variables drawn together
+    from the measured tables (each variable's law given the record's public cell, times the association of
+    each pair), restricted to the cells the rules allow given the record's public values.  Every candidate
+    keeps every rule."""
+    n = len(cell)
+    cand = np.empty((n, pool, k), dtype=np.int32)
+    for joint in joints:
+        base = _pair_factor(targets, k, joint)
+        for lo in range(0, n, BLOCK_ROWS):
+            rows = slice(lo, lo + BLOCK_ROWS)
+            codes = _joint_candidates(joint, targets, base, cell[rows], joint.group[rows], key, lo, pool)
+            for t, j in enumerate(joint.index):
+                cand[rows, :, j] = codes[t]
+    return cand
+
+
+def _joint_candidates(joint: _Joint, targets: list[np.ndarray], base: np.ndarray, cell: np.ndarray,
+                      group: np.ndarray, key: SecretKey, start: int, pool: int) -> tuple[np.ndarray, ...]:
+    """The candidates of one group of variables for a block of records (the records ``start`` on): each
+    variable's codes (block x pool), drawn at the group's keyed uniforms, :data:`DRAW_CELLS` proposal cells
+    at a time (records of one public cell and one group of rule values share their proposal)."""
+    groups = 1 if joint.allowed is None else len(joint.allowed)
+    uniq, inv = np.unique(cell * groups + group, return_inverse=True)
+    inv = inv.ravel()
+    u = uniforms(key, joint.stream, start * pool, len(cell) * pool).reshape(len(cell), pool)
+    flat = np.empty(u.shape, dtype=np.int64)
+    step = max(1, DRAW_CELLS // base.size)
+    for s in range(0, len(uniq), step):
+        cells, rule_groups = np.divmod(uniq[s:s + step], groups)
+        sel = np.flatnonzero((inv >= s) & (inv < s + step))
+        flat[sel] = _inverse_cdf(_proposal(joint, targets, base, cells, rule_groups), inv[sel] - s, u[sel])
+    return tuple(np.unravel_index(flat, joint.sizes))
+
+
+def _proposal(joint: _Joint, targets: list[np.ndarray], base: np.ndarray, cells: np.ndarray,
+              groups: np.ndarray) -> np.ndarray:
+    """The pool's law of a group's joint cells (rows: the public ``cells`` with their rule ``groups``): each
+    variable's measured law given the public cell (every value at least :data:`SMOOTH`), times the pairs'
+    association, zero where a rule forbids."""
+    m = len(joint.sizes)
+    q = base[None]
+    for t, j in enumerate(joint.index):
+        cond = targets[j][cells] + SMOOTH
+        shape = [len(cells)] + [1] * m
+        shape[1 + t] = joint.sizes[t]
+        q = q * (cond / cond.sum(axis=1, keepdims=True)).reshape(shape)
+    q = q.reshape(len(cells), -1)
+    if joint.allowed is not None:
+        q = q * joint.allowed[groups]
+    if not (q.sum(axis=1) > 0).all():
+        what = (f"{joint.names[0]}: an edit rule forbids every value" if len(joint.names) == 1 else
+                f"{', '.join(joint.names)}: the edit rules forbid every combination of their values")
+        raise DataError(f"{what} for some record's public values: check the rules")
+    return q
+
+
+def _inverse_cdf(q: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """For each record (its row of ``q``, in ``rows``), the cells drawn at its uniforms ``u`` (records x pool)
+    by the inverse of the row's distribution; a cell of probability 0 is never drawn.  One sorted search
+    over all rows at once: row ``r``'s cumulative probabilities are shifted by ``2 r``.
+
+    Examples
+    --------
+    >>> q = np.array([[0.0, 1.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    >>> _inverse_cdf(q, np.array([0, 1, 0]), np.array([[0.0, 0.49, 0.5, 0.99], [0.0, 0.5, 0.99, 0.2],
+    ...                                                 [0.999999, 0.7, 0.1, 0.6]])).tolist()
+    [[1, 1, 3, 3], [0, 0, 0, 0], [3, 3, 1, 3]]
+    """
+    cdf = np.cumsum(q, axis=1)
+    cdf /= cdf[:, -1:]
+    cells = q.shape[1]
+    last = cells - 1 - np.argmax(q[:, ::-1] > 0, axis=1)
+    shift = 2.0 * np.arange(len(q))
+    at = np.searchsorted((cdf + shift[:, None]).ravel(), u + shift[rows][:, None], side="right")
+    return np.minimum(at - rows[:, None] * cells, last[rows][:, None])
 
 
 def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.ndarray, sweeps: int) -> np.ndarray:
@@ -734,9 +1049,12 @@ def read_categories(path: str | Path) -> dict[str, list[Any]]:
 
 
 def _write(released: pd.DataFrame, out: Path, manifest_out: str | Path | None, manifest: dict[str, Any],
-           force: bool, src: Path | None, sep: str, encoding: str) -> tuple[str, str]:
+           force: bool, src: Path | None, sep: str, encoding: str, kept: tuple[Any, Any, Sequence[str]] = (None, None, ()),
+           ) -> tuple[str, str]:
     """The released file and its manifest, both or neither: the file is renamed into place first,
-    then the manifest that names its digest."""
+    then the manifest that names its digest.  ``kept``: the file as read with its missing codes, what its reader
+    learnt (labels, user-missing codes) and the synthesized variables; the released file is then made from it
+    (:func:`_released_table`) and keeps its codes and labels in any format (:class:`pramkit.io.TableWriter`)."""
     from pramkit.atomic import atomic_path
     from pramkit.io import TableMeta, TableWriter
 
@@ -744,11 +1062,11 @@ def _write(released: pd.DataFrame, out: Path, manifest_out: str | Path | None, m
     inputs = [src] if src is not None else []
     if mpath.resolve() == out.resolve():
         raise ParameterError("the manifest cannot be the released file: name another manifest")
-    table = pandas_table(released)
+    table = pandas_table(released) if kept[0] is None else _released_table(kept[0], released, kept[2])
+    meta = kept[1] if kept[1] is not None else TableMeta("csv", list(released.columns), sep=sep, encoding=encoding)
     # exits in reverse order: the released file is renamed into place first, then its manifest
     with atomic_path(mpath, force=force, inputs=[*inputs, out]) as tmp, \
-            TableWriter(out, force=force, inputs=[*inputs, mpath],
-                        meta=TableMeta("csv", list(released.columns), sep=sep, encoding=encoding)) as writer:
+            TableWriter(out, force=force, inputs=[*inputs, mpath], meta=meta) as writer:
         writer.write(table)
         writer.close()
         manifest["released"] = {"file": out.name, "sha256": writer.sha256, "rows": table.num_rows}

@@ -40,17 +40,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Without --key-file a fresh key is drawn and never saved (docs/synthesize.md).",
     )
     p.add_argument("data", type=Path, help="the original file (CSV, Parquet, Stata, SPSS, SAS)")
-    p.add_argument("--vars", required=True, metavar="A,B,...", help="the variables to synthesize, comma-separated")
+    p.add_argument("--vars", required=True, metavar="A,B,...",
+                   help="the variables to synthesize, comma-separated; a missing value stays missing, as it was "
+                        "written (--na-values), and none is made")
     p.add_argument("--public", default="", metavar="COL[,COL...]",
                    help="the columns released as they are, on which the model conditions ('' for none)")
-    p.add_argument("--epsilon", required=True, type=float, help="the central budget (nats)")
+    p.add_argument("--epsilon", required=True, type=float, help="the central budget (nats; at most 700)")
     p.add_argument("--out", required=True, type=Path, help="the released file (format from its suffix)")
     p.add_argument("--manifest", type=Path, default=None,
                    help="where the manifest goes (default: OUT's name with the suffix .synthesis.json)")
     p.add_argument("--key-file", type=Path, help="secret key file for a reproducible release (`pramkit keygen`)")
     p.add_argument("--categories", type=Path, default=None,
-                   help="a JSON file: variable -> its declared categories (otherwise read from the data, which "
-                        "the ledger says)")
+                   help="a JSON file: variable -> its declared categories, missing values aside (otherwise read "
+                        "from the data, which the ledger says)")
     p.add_argument("--forbid", type=Path, default=None,
                    help="edit rules (a CSV as for `pramkit design --forbid`); they may name public columns")
     p.add_argument("--min-count", type=int, default=2, choices=(1, 2),
