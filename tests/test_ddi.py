@@ -276,3 +276,25 @@ def test_every_kind_validates_against_the_official_schema(kinds, schema, tmp_pat
         shown = re.search(r"epsilon inf \(([0-9.]+) given the strata\)", processing)
         assert described["epsilon"] == "inf" and shown, processing
         assert given <= float(shown.group(1)) <= given * (1 + 1e-3)  # rounded up, never below the truth
+
+
+def test_a_recoded_release_says_how_its_categories_were_formed(schema, tmp_path, capsys) -> None:
+    """EU-SILC's age cut into bands by `pramkit recode`, the map declared with `design --recoded-by`: the
+    description names the recoding (it is the data holder's declaration, not read from the data)."""
+    import json
+
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(1500)
+    frame.to_csv(tmp_path / "silc.csv", index=False)
+    (tmp_path / "map.json").write_text(json.dumps({"age": {"breaks": [-1, 17, 64, 120],
+                                                          "labels": ["0-17", "18-64", "65+"]}}))
+    assert main(["recode", str(tmp_path / "silc.csv"), "--map", str(tmp_path / "map.json"),
+                 "--out", str(tmp_path / "bands.csv")]) == 0
+    assert main(["design", str(tmp_path / "bands.csv"), "--vars", "age", "--epsilon", "2", "--recoded-by",
+                 str(tmp_path / "map.json"), "--out", str(tmp_path / "m.json"), "--quiet"]) == 0, capsys.readouterr()
+    text = ddi_codebook(tmp_path / "m.json")
+    check_valid(schema, text)
+    processing = [e.text for e in check_document(text).iterfind("ddi:stdyDscr/ddi:method/ddi:dataProcessing", NS)]
+    assert ("Recoded before PRAM (global recoding): age: numbers in intervals at the breaks -1, 17, 64, 120 "
+            "(closed on the right) become '0-17', '18-64', '65+'") in processing

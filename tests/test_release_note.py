@@ -200,3 +200,17 @@ def test_the_notes_estimate_command_runs_as_printed(tmp_path, capsys, monkeypatc
     assert "pl030" in capsys.readouterr().out
     # the same command without the missing code fails: the note's flags are needed, not decoration
     assert main([w for w in words[1:] if not w.startswith("--na-values")]) == 2
+
+
+def test_a_recoded_release_names_its_recoding(tmp_path) -> None:
+    """The map the data holder declared (``design --recoded-by``: the manifest's ``input.recode``), in words."""
+    recode = {"age": {"top": {"above": 80, "value": "80+"}},
+              "marital": {"merge": {"married, spouse present": "married", "married, spouse absent": "married"}}}
+    m = Manifest.of({"age": randomized_response(["20", "80+"], 1.0)}, input={"recode": recode})
+    (tmp_path / "r.csv").write_text("age,marital\n20,married\n")
+    data = dict(release_note(m, tmp_path / "r.csv").sections)["Safe data"]
+    at = data.index("Recoded before PRAM (a global recoding the data holder declared, not read from the data):")
+    assert data[at + 1:at + 3] == ("- age: numbers above 80 become '80+'",
+                                   "- marital: 'married, spouse present' and 'married, spouse absent' become 'married'")
+    assert not any("Recoded" in text for text in dict(release_note(
+        Manifest.of({"age": randomized_response(["20", "80+"], 1.0)}), tmp_path / "r.csv").sections)["Safe data"])

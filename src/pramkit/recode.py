@@ -217,6 +217,32 @@ class ColumnRecode:
         return [None if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) else self.value(v, column)
                 for v in values.tolist()]
 
+    def words(self) -> str:
+        """The rule in words, as a release's documentation states it.
+
+        Examples
+        --------
+        >>> ColumnRecode(merge={"1": "1-2", "2": "1-2"}, top=(80.0, "80+")).words()
+        "'1' and '2' become '1-2'; numbers above 80 become '80+'"
+        >>> ColumnRecode(breaks=Breaks.of([0, 15, 120])).words()
+        "numbers in intervals at the breaks 0, 15, 120 (closed on the right) become '[0,15]', '(15,120]'"
+        """
+        parts = []
+        merged: dict[str, list[str]] = {}
+        for old, new in self.merge.items():
+            merged.setdefault(new, []).append(repr(old))
+        parts += [f"{' and '.join([', '.join(olds[:-1]), olds[-1]] if len(olds) > 1 else olds)} become {new!r}"
+                  if len(olds) > 1 else f"{olds[0]} becomes {new!r}" for new, olds in merged.items()]
+        if self.top is not None:
+            parts.append(f"numbers above {_edge(self.top[0])} become {self.top[1]!r}")
+        if self.bottom is not None:
+            parts.append(f"numbers below {_edge(self.bottom[0])} become {self.bottom[1]!r}")
+        if self.breaks is not None:
+            parts.append(f"numbers in intervals at the breaks {', '.join(_edge(e) for e in self.breaks.edges)} "
+                         f"(closed on the {self.breaks.closed}) become "
+                         + ", ".join(repr(label) for label in self.breaks.labels))
+        return "; ".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
         """The rule as JSON values (the map's format, module docstring)."""
         out: dict[str, Any] = {}
@@ -383,6 +409,16 @@ class Recoding:
     def to_dict(self) -> dict[str, Any]:
         """The map as JSON values."""
         return {column: rule.to_dict() for column, rule in self.rules.items()}
+
+    def lines(self) -> list[str]:
+        """One line per column: the column and its rule in words (:meth:`ColumnRecode.words`).
+
+        Examples
+        --------
+        >>> Recoding.of({"age": {"top": {"above": 80, "value": "80+"}}}).lines()
+        ["age: numbers above 80 become '80+'"]
+        """
+        return [f"{column}: {rule.words()}" for column, rule in self.rules.items()]
 
     def check(self, columns: Sequence[str], where: str = "the file") -> None:
         """Every column recoded is one of ``columns``.
@@ -817,3 +853,20 @@ def recode_file(path: str | Path, out: str | Path, recoding: Recoding, *, force:
         if writer.rows == 0 and meta.format in ("csv", "parquet"):  # a header and no rows: the same header
             writer.write(recoding.apply(_empty_table(src, meta), meta.missing))
     return RecodeResult(rows=writer.rows, changed=changed, data=str(src), output=str(out))
+
+
+def recoding_lines(manifest: Any) -> list[str]:
+    """The global recoding a manifest declares (``input.recode``, :func:`declare_recoding`) in words, one line
+    per column; empty when it declares none.
+
+    Examples
+    --------
+    >>> from pramkit import Manifest
+    >>> from pramkit.design.classic import randomized_response
+    >>> m = Manifest.of({"age": randomized_response(["80+", "20"], 1.0)},
+    ...                 input={"recode": {"age": {"top": {"above": 80, "value": "80+"}}}})
+    >>> recoding_lines(m), recoding_lines(Manifest.of({"age": randomized_response(["a", "b"], 1.0)}))
+    (["age: numbers above 80 become '80+'"], [])
+    """
+    spec = (getattr(manifest, "input", None) or {}).get("recode")
+    return Recoding.of(spec).lines() if spec else []

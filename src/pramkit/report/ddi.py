@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,9 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
     study = _sub(root, "stdyDscr")
     _sub(_sub(_sub(study, "citation"), "titlStmt"), "titl", title)
     method = _sub(study, "method")
-    for text in _processing(info, guarantee, _post_processing(released)):
+    from pramkit.recode import recoding_lines
+
+    for text in _processing(info, guarantee, _post_processing(released), recoding_lines(m)):
         _sub(method, "dataProcessing", text, type="disclosure control")
 
     files: dict[str, str] = {}
@@ -193,7 +196,8 @@ def _post_processing(released: Any) -> dict[str, Any] | None:
     return post if isinstance(post, dict) else None
 
 
-def _processing(info: dict[str, Any], guarantee: Any, post: dict[str, Any] | None) -> list[str]:
+def _processing(info: dict[str, Any], guarantee: Any, post: dict[str, Any] | None,
+                recoded: Sequence[str] = ()) -> list[str]:
     """The methodology texts (``dataProcessing``): the kind of release and its guarantee, then one per variable.
 
     Examples
@@ -220,6 +224,7 @@ def _processing(info: dict[str, Any], guarantee: Any, post: dict[str, Any] | Non
                  f"{guarantee.headline[0].upper() + guarantee.headline[1:]}. {guarantee.sentence}")
     texts += [f"{v['name']}: {len(v['categories'])} categories, PRAM matrix designed by {v['method']}, "
               f"epsilon {epsilon_words(v)}" for v in info["variables"]]
+    texts += [f"Recoded before PRAM (global recoding): {line}" for line in recoded]
     return texts
 
 

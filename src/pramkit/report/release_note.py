@@ -211,6 +211,9 @@ def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str 
     perturbed = [v["name"] for v in info["variables"]]
     figure = guarantee.headline[0].upper() + guarantee.headline[1:]
     loose = list(guarantee.unperturbed or ())
+    from pramkit.recode import recoding_lines
+
+    recoded = recoding_lines(m)
     variables = tuple(f"- {v['name']}: {len(v['categories'])} categories, {v['method']}, epsilon "
                       f"{_epsilon_words(v)}" for v in info["variables"])
     projects = (
@@ -238,6 +241,8 @@ def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str 
         f"{figure}. {guarantee.sentence}",
         "Perturbed variables:",
         *variables,
+        *(("Recoded before PRAM (a global recoding the data holder declared, not read from the data):",
+           *(f"- {line}" for line in recoded)) if recoded else ()),
         *(("Not covered by the guarantee:", *(f"- {text}" for text in guarantee.not_covered))
           if guarantee.not_covered else ()),
         f"Columns of the released file: {_and(columns)}." if columns else "The released file has no column.",
