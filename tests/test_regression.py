@@ -226,7 +226,7 @@ def test_cli_regress_prints_the_corrected_and_naive_fits(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--regress", "y ~ size", "--weights", "w"], "leave out --weights"),
+    (["--regress", "y ~ size", "--weights", "w"], "column(s) ['w'] are not in"),
     (["--regress", "y ~ size", "--vars", "size"], "leave out --vars"),
     (["--regress", "y ~ size * rb090"], "interactions"),
     (["--family", "binomial"], "--family goes with --regress"),

@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rg.add_argument("--regress", metavar="FORMULA",
                     help="'outcome ~ x1 + x2 + ...' (main effects and an intercept): perturbed categorical covariates "
                          "or a perturbed two-category outcome are corrected with the manifest's matrices; prints "
-                         "the corrected and the naive coefficients with standard errors")
+                         "the corrected and the naive coefficients with standard errors; with --weights (and "
+                         "--strata, --psu, --fpc) the weighted fit (linear), design-based standard errors")
     rg.add_argument("--family", choices=("auto", "gaussian", "binomial"),
                     help="gaussian: linear regression; binomial: logistic (a two-category outcome); auto by "
                          "the outcome (default)")
@@ -129,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
     from pramkit.manifest import Manifest
     from pramkit.settings import from_namespace
 
+    if args.regress is not None and args.weights is not None and args.variance == "pram":
+        raise ParameterError("--variance pram is for an unweighted regression; with --weights the standard errors are "
+                             "the design's and PRAM's together (PRAM's part beside): leave out --variance")
     from_namespace(EstimateSpec, args).check()  # every setting, before any file is read
     steps = list(args.manifest) if isinstance(args.manifest, list) else [args.manifest]
     args.manifest = steps[-1]
@@ -211,40 +215,55 @@ def _regress(args: argparse.Namespace) -> int:
     from pramkit.estimate.regression import corrected_regression
 
     other = [flag for flag, given in (("--vars", args.vars is not None), ("--by", args.by is not None),
-                                      ("--weights", args.weights is not None), ("--method", args.method is not None),
+                                      ("--method", args.method is not None),
                                       ("--estimator", args.estimator is not None),
                                       ("--emit", args.emit is not None or args.emit_r is not None)) if given]
     if other:
-        raise ParameterError(f"--regress fits an unweighted regression to the released records; leave out {other[0]}")
+        raise ParameterError(f"--regress fits a regression to the released records, not a table; leave out {other[0]}")
+    if args.replicate_weights is not None:
+        raise ParameterError("--regress takes the design's variance by linearisation (--weights with --strata, --psu, "
+                             "--fpc); leave out --replicate-weights")
     check_release(args.released, args.manifest)  # refuses a release of another manifest
     from pramkit.estimate.regression import parse_formula
     from pramkit.io import read_table
 
     outcome, terms = parse_formula(args.regress)
-    frame = read_table(args.released, columns=[outcome, *terms], na_values=args.na_values, sep=args.sep,
-                       encoding=args.encoding)
+    survey = _survey(args).get("survey")  # the design of --weights, --strata, --psu, --fpc, --single-psu
+    columns = list(dict.fromkeys([outcome, *terms, *([] if survey is None else survey.columns)]))
+    frame = read_table(args.released, columns=columns, na_values=args.na_values, sep=args.sep, encoding=args.encoding)
     result = corrected_regression(frame, args.regress, args.manifest, family=args.family or "auto",
                                   confidence=args.confidence, method=args.regress_method or "auto",
-                                  variance=args.variance)
+                                  variance=args.variance, survey=survey)
     for warning in result.warnings:
         print(f"pramkit estimate: warning: {warning}", file=sys.stderr)
     if args.json:
         print_json({"released_file": str(args.released), **result.to_dict()}, kind="pramkit.estimate.regression")
         return 0
-    if result.estimator == "moment":
-        how = ("estimator: moment (the least-squares normal equations corrected by the matrices' inverses, no "
-               f"outcome model); standard errors: sandwich ({result.variance})")
-    else:
-        how = f"estimator: EM, {result.iterations} iterations; standard errors: observed information (Louis)"
     head = [f"Regression corrected for PRAM: {result.formula} ({result.family}"
             + (f", event: {result.event}" if result.event is not None else "") + ")",
             f"perturbed: {', '.join(result.perturbed) or 'none'}; n = {result.n} records"
-            + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""), how,
-            "naive: the same model fitted to the released values as if they were true (biased)"]
+            + (f" ({result.dropped} rows with a missing value left out)" if result.dropped else ""), _how(result),
+            "naive: the same model fitted to the released values as if they were true (biased)"
+            + ("" if result.design is None else ", weighted, with the same design")]
     level = f"{100 * result.confidence:g}%"
     out = pd_format(result.to_frame(), level)
     print("\n".join(head) + "\n\n" + out)
     return 0
+
+
+def _how(result: Any) -> str:
+    """The line that names a regression's estimator and its standard errors."""
+    d = result.design
+    if d is not None:
+        return (f"estimator: moment, weighted by {d.weights} (consistent for the population's least squares); "
+                "standard errors: sandwich, design-based by linearisation ("
+                + (f"strata {d.strata}, " if d.strata else "one stratum, ")
+                + (f"PSUs {d.psu}" if d.psu else "records as PSUs") + (f", fpc {d.fpc}" if d.fpc else "")
+                + "), PRAM's part beside")
+    if result.estimator == "moment":
+        return ("estimator: moment (the least-squares normal equations corrected by the matrices' inverses, no "
+                f"outcome model); standard errors: sandwich ({result.variance})")
+    return f"estimator: EM, {result.iterations} iterations; standard errors: observed information (Louis)"
 
 
 def pd_format(frame: Any, level: str) -> str:
@@ -253,6 +272,8 @@ def pd_format(frame: Any, level: str) -> str:
     out["coef"] = frame["coef"].map("{:.4f}".format)
     out["se"] = frame["se"].map("{:.4f}".format)
     out[f"{level} CI"] = [f"{lo:.4f} .. {hi:.4f}" for lo, hi in zip(frame["ci_low"], frame["ci_high"])]
+    if "pram_se" in frame:
+        out["of which PRAM, se"] = frame["pram_se"].map("{:.4f}".format)
     out["naive coef"] = frame["naive_coef"].map("{:.4f}".format)
     out["naive se"] = frame["naive_se"].map("{:.4f}".format)
     return str(out.to_string(index=False))

@@ -5,7 +5,8 @@ misclassification, and a misclassified covariate attenuates its coefficient (and
 others), a misclassified binary outcome flattens the fit.  The published matrices make the
 misclassification known.  A linear regression is fitted by default by moments
 (:mod:`pramkit.estimate.regression_moment`: the normal equations corrected by the matrices'
-inverses, sandwich standard errors), which assumes no model of the outcome.  A logistic
+inverses, sandwich standard errors), which assumes no model of the outcome; with survey weights
+(``weights=``, ``survey=``) it is weighted, with the design's standard errors by linearisation.  A logistic
 regression, or a linear one with ``method="em"``, is fitted to what was released by maximum likelihood,
 treating the true categories as missing data (van den Hout and van der Heijden, 2002, section 5;
 the misclassified-covariate likelihood of Carroll et al., 2006, section 8.2):
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,14 +67,22 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, special
 
-from pramkit.errors import DataError, ParameterError
+from pramkit.errors import DataError, ParameterError, PramkitWarning
 from pramkit.estimate.axes import inverses
 from pramkit.estimate.covariance import check_variance_kind
 from pramkit.estimate.identifiability import MAX_CONDITION
 from pramkit.estimate.mle import squarem_lengths
-from pramkit.estimate.regression_moment import ResidualCheck, gram, moment_fit, residual_check, weighted_rows
+from pramkit.estimate.regression_moment import (
+    ResidualCheck,
+    SampleDesign,
+    gram,
+    moment_fit,
+    residual_check,
+    weighted_rows,
+)
 from pramkit.estimate.result import condition_number
 from pramkit.estimate.spec import check_confidence
+from pramkit.estimate.survey import SurveyDesign
 from pramkit.manifest import Manifest
 
 FAMILIES = ("gaussian", "binomial")
@@ -123,13 +133,18 @@ class RegressionResult:
         ``"moment"`` (:mod:`pramkit.estimate.regression_moment`: corrected normal equations, sandwich
         standard errors, no outcome model) or ``"em"`` (the likelihood of the module docstring).
     variance : str or None
-        The moment estimator's sandwich: ``"multinomial"`` (records sampled and perturbed) or ``"pram"``
-        (the original file fixed); None for EM (the observed information).
+        The moment estimator's sandwich: ``"multinomial"`` (records sampled and perturbed), ``"pram"``
+        (the original file fixed) or ``"linearization"`` (survey weights: the design's middle, Taylor
+        linearisation); None for EM (the observed information).
     check : ResidualCheck or None
         The residuals' variance and skewness by true category (gaussian), and a warning when they
         contradict EM's normal outcome of one variance.
     warnings : tuple of str
         What the fit's reader must know (the check's warning for EM, EM not converged).
+    design : SurveyDesign or None
+        The survey design of a weighted fit (its weights, strata, PSUs, fpc), None unweighted.
+    pram_se : numpy.ndarray or None
+        A weighted fit's standard errors from PRAM alone (the sample fixed), a part of ``se``.
 
     With ``estimator="moment"`` the naive fit is least squares on the released file with White's
     HC0 standard errors, ``iterations`` is 0, ``converged`` True and ``loglik`` None.
@@ -156,15 +171,21 @@ class RegressionResult:
     variance: str | None = None
     check: ResidualCheck | None = None
     warnings: tuple[str, ...] = ()
+    design: SurveyDesign | None = None
+    pram_se: np.ndarray | None = None
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per coefficient: corrected estimate, se, interval; naive estimate and se."""
+        """One row per coefficient: corrected estimate, se, interval; naive estimate and se (and, weighted,
+        ``pram_se``: PRAM's part of se)."""
         from statistics import NormalDist
 
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
-        return pd.DataFrame({"term": list(self.terms), "coef": self.coef, "se": self.se,
-                             "ci_low": self.coef - z * self.se, "ci_high": self.coef + z * self.se,
-                             "naive_coef": self.naive_coef, "naive_se": self.naive_se})
+        frame = pd.DataFrame({"term": list(self.terms), "coef": self.coef, "se": self.se,
+                              "ci_low": self.coef - z * self.se, "ci_high": self.coef + z * self.se,
+                              "naive_coef": self.naive_coef, "naive_se": self.naive_se})
+        if self.pram_se is not None:
+            frame["pram_se"] = self.pram_se
+        return frame
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON values."""
@@ -174,6 +195,9 @@ class RegressionResult:
                 "confidence": self.confidence, "method": METHODS[self.estimator], "estimator": self.estimator,
                 "variance": self.variance, "model_check": None if self.check is None else self.check.to_dict(),
                 "warnings": list(self.warnings),
+                "design": None if self.design is None else {
+                    "weights": self.design.weights, "strata": self.design.strata, "psu": self.design.psu,
+                    "fpc": self.design.fpc, "single_psu": self.design.single_psu},
                 "coefficients": [{k: (v if isinstance(v, str) else float(v)) for k, v in row.items()}
                                  for row in self.to_frame().to_dict("records")]}
 
@@ -248,6 +272,7 @@ class _Problem:
     matrices: tuple[np.ndarray, ...] = ()   # the perturbed covariates' matrices (dense), in the formula's order
     codes: tuple[np.ndarray, ...] = ()      # (n,) each: their released codes
     latent: tuple[str, ...] = ("all",)      # (K,) the combinations' names, "name=label, ..."
+    rows: np.ndarray | None = None          # (n,) the records' positions in the frame (those without a missing value)
 
     def inverse_x(self) -> np.ndarray:
         """(n, K): the row of ``(M_1 ⊗ M_2 ⊗ ...)^-1`` of each record's released combination, the unbiased
@@ -397,7 +422,7 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
     released = (np.ravel_multi_index(tuple(released_codes), sizes) if sizes else np.zeros(n, dtype=np.int64))
     problem = _Problem(y[keep], base, shift, like_x, my, group.astype(np.int64), int(group.max()) + 1, family,
                        np.asarray(released, dtype=np.int64), tuple(m for _, _, m in perturbed_x),
-                       tuple(released_codes), tuple(latent) if sizes else ("all",))
+                       tuple(released_codes), tuple(latent) if sizes else ("all",), np.flatnonzero(keep))
     return problem, names, len(frame) - n, event, perturbed
 
 
@@ -654,7 +679,8 @@ def _naive(problem: _Problem) -> _Problem:
 def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, family: str = "auto",
                          confidence: float = 0.95, max_iter: int = 5000, tol: float = 1e-10,
                          na_values: Sequence[str] | None = None, method: str = "auto",
-                         variance: str = "multinomial") -> RegressionResult:
+                         variance: str = "multinomial", weights: str | None = None,
+                         survey: SurveyDesign | None = None) -> RegressionResult:
     """Fit ``formula`` to a released file, correcting for the PRAM of its perturbed columns.
 
     A linear regression is fitted by default by moments (:mod:`pramkit.estimate.regression_moment`):
@@ -694,7 +720,16 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         The moment estimator's standard errors: records sampled from a population and perturbed
         (the target: the population's coefficients), or the original file fixed and PRAM the only
         randomness (the target: the original file's least-squares coefficients).  EM takes
-        ``"multinomial"`` (its observed information).
+        ``"multinomial"`` (its observed information); a weighted fit too (its standard errors are
+        the design's, :mod:`pramkit.estimate.regression_moment`, with PRAM's part as ``pram_se``).
+    weights : str, optional
+        A column of sampling weights: the moment estimator weighted, consistent for the population's
+        (census) least-squares coefficients, with design-based standard errors (every record its own
+        PSU, one stratum).  A linear regression only (EM's likelihood is unweighted).
+    survey : pramkit.estimate.survey.SurveyDesign, optional
+        The whole design instead: weights, strata, PSUs, finite population correction, the rule
+        for a stratum of one PSU (as :func:`pramkit.estimate_table` takes it).  Rows with a missing
+        value in the formula's columns stay in their stratum and PSU, adding nothing (a domain).
 
     Returns
     -------
@@ -705,7 +740,8 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
     ParameterError
         A malformed formula, family or option, a perturbed column that is joint or stratified.
     DataError
-        A column is absent, a value is not a category of its matrix, the outcome does not suit the family.
+        A column is absent, a value is not a category of its matrix, the outcome does not suit the family,
+        a weight is missing, negative or not finite.
 
     Examples
     --------
@@ -724,6 +760,14 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
     >>> em = corrected_regression(pd.DataFrame({"y": y, "x": z.astype(str)}), "y ~ x", m, method="em")
     >>> em.estimator, round(float(em.coef[1]), 1), em.warnings
     ('em', 2.0, ())
+
+    Weighted by a column of sampling weights (every record its own PSU): the same corrected slope,
+    standard errors by linearisation, PRAM's part of them beside.
+
+    >>> survey = pd.DataFrame({"y": y, "x": z.astype(str), "w": rng.uniform(1, 3, 4000)})
+    >>> weighted = corrected_regression(survey, "y ~ x", m, weights="w")
+    >>> weighted.variance, round(float(weighted.coef[1]), 1), bool((weighted.pram_se < weighted.se).all())
+    ('linearization', 2.0, True)
     """
     if isinstance(manifest, Manifest):
         man = manifest
@@ -737,6 +781,11 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
     if method not in REGRESSION_METHODS:
         raise ParameterError(f"method must be one of {REGRESSION_METHODS}, not {method!r}")
     check_variance_kind(variance)
+    design = _survey_design(weights, survey)
+    if design is not None and variance != "multinomial":
+        raise ParameterError(f"variance {variance!r} is for an unweighted regression; with weights or a survey design "
+                             "the standard errors are the design's and PRAM's together (PRAM's part is given as "
+                             "pram_se): leave variance out")
     outcome, terms = parse_formula(formula)
     if isinstance(data, pd.DataFrame):
         frame = data
@@ -744,9 +793,14 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         from pramkit.defaults import NA_VALUES
         from pramkit.io import read_table
 
-        frame = read_table(data, columns=[outcome, *terms], na_values=NA_VALUES if na_values is None else na_values)
+        columns = list(dict.fromkeys([outcome, *terms, *([] if design is None else design.columns)]))
+        frame = read_table(data, columns=columns, na_values=NA_VALUES if na_values is None else na_values)
     problem, names, dropped, event, perturbed = _problem(frame, outcome, terms, man, family)
     estimator = method if method != "auto" else ("moment" if problem.family == "gaussian" else "em")
+    if design is not None and estimator == "em":
+        raise ParameterError("EM maximises an unweighted likelihood: survey weights go with the moment estimator of a "
+                             "linear regression (method 'moment', --regress-method moment)")
+    sample = None if design is None else SampleDesign(design, design.read(frame), _rows(problem))
     if estimator == "moment" and problem.family != "gaussian":
         raise ParameterError("the moment estimator fits a linear regression (family gaussian); a logistic "
                              "regression is fitted by EM (method 'em' or 'auto')")
@@ -754,14 +808,30 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         raise ParameterError(f"variance {variance!r} is the moment estimator's; EM's standard errors are its "
                              "observed information (leave variance out, or use method 'moment')")
     try:
-        fields = _moment_fields(problem, variance) if estimator == "moment" else _em_fields(problem, max_iter, tol)
+        fields = _moment_fields(problem, variance, sample) if estimator == "moment" else \
+            _em_fields(problem, max_iter, tol)
     except np.linalg.LinAlgError:
         raise DataError(f"{formula}: the coefficients are not identified (a singular information matrix: a "
                         "category with too few records, or one that separates the outcome); merge small "
                         "categories or leave a term out") from None
     return RegressionResult(formula=formula, family=problem.family, terms=tuple(names), n=len(problem.y),
                             dropped=dropped, event=event, perturbed=tuple(perturbed), confidence=confidence,
-                            estimator=estimator, **fields)
+                            estimator=estimator, design=design, **fields)
+
+
+def _survey_design(weights: str | None, survey: SurveyDesign | None) -> SurveyDesign | None:
+    """The design of a weighted fit: ``survey``, or every record its own PSU with ``weights``; None unweighted."""
+    if survey is not None and not isinstance(survey, SurveyDesign):
+        raise ParameterError(f"survey must be a SurveyDesign, not {type(survey).__name__}")
+    if survey is not None and weights is not None and weights != survey.weights:
+        raise ParameterError(f"weights {weights!r} and the survey design's weights {survey.weights!r} differ; "
+                             "give one of them")
+    return survey if survey is not None or weights is None else SurveyDesign(weights)
+
+
+def _rows(problem: _Problem) -> np.ndarray:
+    """The fitted records' positions in the frame."""
+    return problem.rows if problem.rows is not None else np.arange(len(problem.y))
 
 
 def _se(cov: np.ndarray) -> np.ndarray:
@@ -769,19 +839,23 @@ def _se(cov: np.ndarray) -> np.ndarray:
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
-def _moment_fields(p: _Problem, variance: str) -> dict[str, Any]:
-    """The moment estimator's part of a :class:`RegressionResult` (its naive fit: least squares, HC0)."""
+def _moment_fields(p: _Problem, variance: str, sample: SampleDesign | None = None) -> dict[str, Any]:
+    """The moment estimator's part of a :class:`RegressionResult` (its naive fit: least squares, HC0; weighted
+    least squares with the same design's standard errors when ``sample`` is given)."""
     weights = p.inverse_x()
-    fit = moment_fit(p.base, p.shift, weights, p.y, variance=variance)
-    naive = moment_fit(p.base, p.shift, np.eye(p.shift.shape[0])[p.released], p.y)
-    warnings = _weak_categories(weights, p.latent)
+    fit = moment_fit(p.base, p.shift, weights, p.y, variance=variance, design=sample)
+    with warnings.catch_warnings():   # a stratum of one PSU: said once, by the corrected fit
+        warnings.simplefilter("ignore", PramkitWarning)
+        naive = moment_fit(p.base, p.shift, np.eye(p.shift.shape[0])[p.released], p.y, design=sample)
+    notes = _weak_categories(weights, p.latent)
     if variance == "pram" and (np.diag(fit.covariance) <= 0).any():
-        warnings.append("the variance estimate of a coefficient is not positive (too few records of a category "
-                        "for the 'pram' variance): its standard error shows 0; use variance 'multinomial'")
+        notes.append("the variance estimate of a coefficient is not positive (too few records of a category "
+                     "for the 'pram' variance): its standard error shows 0; use variance 'multinomial'")
     return {"coef": fit.beta, "se": _se(fit.covariance), "covariance": fit.covariance, "naive_coef": naive.beta,
             "naive_se": _se(naive.covariance), "iterations": 0, "converged": True, "loglik": None,
-            "sigma": math.sqrt(max(fit.sigma2, 0.0)), "variance": variance,
-            "check": residual_check(weights, fit.residuals, p.latent), "warnings": tuple(warnings)}
+            "sigma": math.sqrt(max(fit.sigma2, 0.0)), "variance": variance if sample is None else "linearization",
+            "pram_se": None if fit.pram_covariance is None else _se(fit.pram_covariance),
+            "check": residual_check(weights, fit.residuals, p.latent), "warnings": tuple(notes)}
 
 
 def _weak_categories(weights: np.ndarray, latent: Sequence[str]) -> list[str]:

@@ -32,6 +32,23 @@ covariance is the sandwich (M-estimation, linearisation) ``A^-1 V A^-1``:
   ``sum_i u_i u_i^T`` of the original records (linear in their indicators again), which the
   first holds beside PRAM's variance.
 
+**Survey weights** (:class:`SampleDesign`): each record's terms are multiplied by its sampling weight
+``w_i``, ``A = sum_i w_i sum_k q_ik d_ik d_ik^T`` and ``c = sum_i w_i sum_k q_ik d_ik y_i`` are unbiased
+for the weighted (Horvitz-Thompson) estimates of the population's ``X^T X`` and ``X^T y``, and
+``beta_hat`` is consistent for the population's (census) least-squares coefficients.  The middle of
+the sandwich is the design's, by Taylor linearisation as for tables
+(:mod:`pramkit.estimate.weighted`; R's ``survey::svyglm``): with strata ``h`` and primary sampling
+units ``j`` (a record its own PSU without a PSU column, one stratum without strata),
+
+    V = sum_h [(1 - f_h) n_h / (n_h - 1) sum_j (z_hj - zbar_h)(z_hj - zbar_h)^T + f_h V_pram,h],
+
+with ``z_hj = sum_{i in j} w_i psi_i`` and ``f_h`` the stratum's sampling fraction (0 without a
+finite population correction).  Given the sample the PSU totals stay independent (PRAM acts record
+by record), so the ultimate-cluster term measures the design's variance and PRAM's together; the
+PRAM part alone, ``V_pram = sum_i w_i^2 (psi_i psi_i^T - sum_k q_ik u_ik u_ik^T)`` (the ``"pram"``
+middle above, weighted), is reported beside it.  A record left out for a missing value stays in
+its stratum and PSU with ``psi_i = 0`` (a domain estimate keeps the design, as tables and R do).
+
 No model of the outcome enters, so a skewed, zero-inflated or heteroscedastic outcome (incomes)
 does not bias the fit; a covariate that is not perturbed is estimated as consistently as the
 perturbed ones.  :func:`residual_check` measures the residuals' variance and skewness within
@@ -44,18 +61,24 @@ Cator, Hensbergen and Rozenholc, section 3, estimator (4) (the moment estimator 
 Carroll, R. J., Ruppert, D., Stefanski, L. A. and Crainiceanu, C. M. (2006). *Measurement Error in
 Nonlinear Models*, 2nd ed., sections 7.4 (corrected scores) and A.6 (sandwich estimators).
 White, H. (1980). A heteroskedasticity-consistent covariance matrix estimator. *Econometrica* 48(4).
+Binder, D. A. (1983). On the variances of asymptotically normal estimators from complex surveys.
+*International Statistical Review* 51(3), 279-292.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
+from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.covariance import check_variance_kind
+from pramkit.estimate.survey import CellTotals, DesignArrays, SurveyDesign, stratum_parts
 
 #: Above this condition number of the (diagonally scaled) corrected Gram matrix the coefficients are not identified.
 MAX_GRAM_CONDITION = 1e12
@@ -128,10 +151,30 @@ class MomentFit(NamedTuple):
     covariance: np.ndarray     #: (p, p) their sandwich covariance
     sigma2: float              #: the mean squared residual of the original records, estimated
     residuals: np.ndarray      #: (n, K) ``y_i - d_ik^T beta``
+    pram_covariance: np.ndarray | None = None  #: (p, p) with a design: PRAM's part of ``covariance``
+
+
+class SampleDesign(NamedTuple):
+    """The survey design of a weighted fit (module docstring).
+
+    Attributes
+    ----------
+    survey : pramkit.estimate.survey.SurveyDesign
+        The design's columns and its rule for a stratum of one PSU.
+    arrays : pramkit.estimate.survey.DesignArrays
+        Their values for every record of the file, those left out of the fit for a missing value too
+        (:meth:`pramkit.estimate.survey.SurveyDesign.read`).
+    rows : numpy.ndarray
+        ``(n,)`` the fitted records' positions in ``arrays``.
+    """
+
+    survey: SurveyDesign
+    arrays: DesignArrays
+    rows: np.ndarray
 
 
 def moment_fit(base: np.ndarray, shift: np.ndarray, weights: np.ndarray, y: np.ndarray, *,
-               variance: str = "multinomial") -> MomentFit:
+               variance: str = "multinomial", design: SampleDesign | None = None) -> MomentFit:
     """The corrected least-squares coefficients ``A^-1 c`` and their sandwich covariance (module docstring).
 
     Parameters
@@ -145,6 +188,9 @@ def moment_fit(base: np.ndarray, shift: np.ndarray, weights: np.ndarray, y: np.n
         ``(n,)`` the outcome.
     variance : {"multinomial", "pram"}
         The sandwich's middle: records sampled and perturbed, or the original file fixed.
+    design : SampleDesign, optional
+        Survey weights, strata and PSUs: the weighted estimator, the design's linearised middle
+        (``variance`` must then be ``"multinomial"``) and PRAM's part of it beside.
 
     Returns
     -------
@@ -155,7 +201,9 @@ def moment_fit(base: np.ndarray, shift: np.ndarray, weights: np.ndarray, y: np.n
     numpy.linalg.LinAlgError
         When ``A`` is singular (the coefficients are not identified).
     pramkit.errors.ParameterError
-        For another ``variance``.
+        For another ``variance``, ``"pram"`` with a design, a stratum of one PSU that the design refuses.
+    pramkit.errors.DataError
+        Every weight of the fitted records is zero.
 
     Examples
     --------
@@ -173,22 +221,125 @@ def moment_fit(base: np.ndarray, shift: np.ndarray, weights: np.ndarray, y: np.n
     >>> hc0 = bread @ (design.T * (y - design @ ols) ** 2) @ design @ bread
     >>> np.allclose(fit.beta, ols), np.allclose(fit.covariance, hc0)
     (True, True)
+
+    Weighted, every record its own PSU in one stratum: weighted least squares, with the middle
+    ``n / (n - 1) sum_i (w_i psi_i - mean)(w_i psi_i - mean)^T`` (R's ``svyglm``):
+
+    >>> import pandas as pd
+    >>> from pramkit.estimate.survey import SurveyDesign
+    >>> w = rng.uniform(1, 3, 50)
+    >>> sample = SampleDesign(SurveyDesign("w"), SurveyDesign("w").read(pd.DataFrame({"w": w})), np.arange(50))
+    >>> fit = moment_fit(base, shift, np.eye(2)[x], y, design=sample)
+    >>> wls = np.linalg.lstsq(design * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)[0]
+    >>> scores = design * (w * (y - design @ wls))[:, None]
+    >>> bread = np.linalg.inv(design.T @ (design * w[:, None]))
+    >>> middle = np.cov(scores.T) * 50
+    >>> np.allclose(fit.beta, wls), np.allclose(fit.covariance, bread @ middle @ bread), float(np.abs(fit.pram_covariance).max()) < 1e-9
+    (True, True, True)
     """
     check_variance_kind(variance)
-    a = gram(base, shift, weights)
+    if design is not None and variance != "multinomial":
+        raise ParameterError(f"variance {variance!r} is for an unweighted fit; with weights or a survey design the "
+                             "standard errors are the design's and PRAM's together (PRAM's part is given as pram_se)")
+    w = np.ones(len(y)) if design is None else design.arrays.weights[design.rows]
+    if design is not None and not w.sum() > 0:
+        raise DataError(f"every weight in column {design.survey.weights!r} of the records fitted is zero")
+    a = gram(base, shift, weights * w[:, None])
     scale = np.sqrt(np.abs(np.diag(a)))
     if not (scale > 0).all() or np.linalg.cond(a / np.outer(scale, scale)) > MAX_GRAM_CONDITION:
         raise np.linalg.LinAlgError("the corrected normal equations are singular")
-    beta = np.linalg.solve(a, weighted_rows(base, shift, weights * y[:, None]))
+    beta = np.linalg.solve(a, weighted_rows(base, shift, weights * (w * y)[:, None]))
     resid = y[:, None] - ((base @ beta)[:, None] + shift @ beta)
     scaled = weights * resid
     psi = base * scaled.sum(axis=1)[:, None] + scaled @ shift          # (n, p): psi_i(beta_hat)
-    middle = psi.T @ psi
-    if variance == "pram":
-        middle = middle - gram(base, shift, scaled * resid)
     bread = np.linalg.inv(a)
+    sigma2 = float((scaled * resid * w[:, None]).sum() / w.sum())
+    if design is None:
+        middle = psi.T @ psi
+        if variance == "pram":
+            middle = middle - gram(base, shift, scaled * resid)
+        return MomentFit(beta, _sandwich(bread, middle), sigma2, resid)
+    scores = psi * w[:, None]                                          # w_i psi_i
+
+    def pram_part(rows: np.ndarray) -> np.ndarray:
+        """``sum_i w_i^2 (psi_i psi_i^T - sum_k q_ik u_ik u_ik^T)`` over the fitted records ``rows``."""
+        return scores[rows].T @ scores[rows] - gram(base[rows], shift, (scaled * resid)[rows] * (w[rows] ** 2)[:, None])
+
+    middle = linearized_middle(scores, design, pram_part)
+    return MomentFit(beta, _sandwich(bread, middle), sigma2, resid,
+                     _sandwich(bread, pram_part(np.arange(len(y)))))
+
+
+def _sandwich(bread: np.ndarray, middle: np.ndarray) -> np.ndarray:
+    """``bread middle bread^T``, symmetric."""
     cov = bread @ middle @ bread.T
-    return MomentFit(beta, (cov + cov.T) / 2, float((scaled * resid).sum() / len(y)), resid)
+    return (cov + cov.T) / 2
+
+
+def linearized_middle(scores: np.ndarray, design: SampleDesign,
+                      pram_part: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+    """The design covariance of ``sum_i s_i`` by Taylor linearisation (the module docstring's ``V``).
+
+    ``sum_h [(1 - f_h) n_h / (n_h - 1) sum_j (z_hj - zbar_h)(z_hj - zbar_h)^T + f_h P_h]`` with
+    ``z_hj`` the sum of ``scores`` over PSU j of stratum h: the estimator of tables
+    (:func:`pramkit.estimate.survey.stratum_parts`, its single-PSU rules, messages and finite
+    population correction), applied to the positive and negative parts of the PSU totals (each
+    a vector of totals ``>= 0``, as tables' cell counts are) and folded back by ``z = z+ - z-``:
+    exact, as the estimator is a quadratic form of the totals.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray
+        ``(n, p)``: ``s_i`` of each fitted record (the records ``design.rows``).
+    design : SampleDesign
+        The design of every record of the file; a record not fitted adds 0 to its PSU.
+    pram_part : callable, optional
+        ``P_h`` of the fitted records of a stratum (their positions among the fitted records), in
+        a stratum sampled in part (``f_h > 0``); 0 when None.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(p, p)``.
+
+    Examples
+    --------
+    Two strata of two PSUs each: the PSU totals 1, 3 and 2, 2 give ``2 (1 + 1) + 0 = 4``.
+
+    >>> import pandas as pd
+    >>> from pramkit.estimate.survey import SurveyDesign
+    >>> survey = SurveyDesign("w", strata="h", psu="j")
+    >>> frame = pd.DataFrame({"w": [1.0] * 5, "h": ["a", "a", "a", "b", "b"], "j": [1, 2, 2, 1, 2]})
+    >>> sample = SampleDesign(survey, survey.read(frame), np.arange(5))
+    >>> linearized_middle(np.array([[1.0], [1.0], [2.0], [2.0], [2.0]]), sample)
+    array([[4.]])
+    """
+    survey, arrays = design.survey, design.arrays
+    n_all, p = len(arrays.weights), scores.shape[1]
+    stratum = np.zeros(n_all, dtype=np.int64) if arrays.strata is None else pd.factorize(arrays.strata)[0]
+    label = np.arange(n_all) if arrays.psu is None else pd.factorize(arrays.psu)[0]
+    psu, first = pd.factorize(stratum * (int(label.max()) + 1) + label)    # PSUs nested in strata
+    owner = np.zeros(len(first), dtype=np.int64)
+    owner[psu[::-1]] = np.arange(n_all)[::-1]                          # each PSU's first record
+    z = np.zeros((len(first), p))
+    np.add.at(z, psu[design.rows], scores)                             # z_hj, 0 from a record not fitted
+    if arrays.fpc is not None and (arrays.fpc != arrays.fpc[owner][psu]).any():
+        raise DataError(f"column {survey.fpc!r} must be constant within a stratum; a PSU holds two values")
+    split = np.concatenate([np.maximum(z, 0.0), np.maximum(-z, 0.0)], axis=1).ravel()
+    if survey.psu is None:   # every record its own PSU, kept by its position
+        survey = dataclasses.replace(survey, psu="(record)")
+    totals = CellTotals(2 * p, survey)
+    strata, fpc = ((None if v is None else np.repeat(v[owner], 2 * p)) for v in (arrays.strata, arrays.fpc))
+    totals.add(np.tile(np.arange(2 * p), len(first)), split, strata=strata,
+               psu=np.repeat(np.arange(len(first)), 2 * p), fpc=fpc)
+    fold = np.vstack([np.eye(p), -np.eye(p)])                          # z = z+ - z-
+    middle = np.zeros((p, p))
+    for part in stratum_parts(totals):
+        middle += (1.0 - part.fraction) * (fold.T @ part.covariance @ fold)
+        if part.fraction and pram_part is not None:
+            inside = np.ones(n_all, dtype=bool) if arrays.strata is None else arrays.strata == part.label
+            middle += part.fraction * pram_part(np.flatnonzero(inside[design.rows]))
+    return middle
 
 
 @dataclass(frozen=True)
@@ -290,5 +441,5 @@ def residual_check(weights: np.ndarray, residuals: np.ndarray, categories: Seque
     return ResidualCheck(source, tuple(categories), counts, variances, skewness, float(skew_all), ratio, warning)
 
 
-__all__ = ["MAX_GRAM_CONDITION", "MIN_CATEGORY", "SKEWNESS_LIMIT", "VARIANCE_RATIO_LIMIT", "MomentFit", "ResidualCheck", "gram",
-           "moment_fit", "residual_check", "weighted_rows"]
+__all__ = ["MAX_GRAM_CONDITION", "MIN_CATEGORY", "SKEWNESS_LIMIT", "VARIANCE_RATIO_LIMIT", "MomentFit", "ResidualCheck",
+           "SampleDesign", "gram", "linearized_middle", "moment_fit", "residual_check", "weighted_rows"]
