@@ -31,7 +31,7 @@ def _help(command: str, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture(scope="module")
 def sections() -> dict[str, str]:
     text = flag_reference()
-    parts = re.split(r"^### `pramkit (\S+)`$", text, flags=re.M)
+    parts = re.split(r"^## `pramkit (\S+)`$", text, flags=re.M)
     return dict(zip(parts[1::2], parts[2::2]))
 
 

@@ -73,14 +73,14 @@ def flag_reference() -> str:
     Examples
     --------
     >>> text = flag_reference()
-    >>> "### `pramkit recode`" in text and "`--map MAP`" in text
+    >>> "## `pramkit recode`" in text and "`--map MAP`" in text
     True
     """
     from pramkit.cli import build_parser
 
     out = []
     for name, parser in _subparsers(build_parser(None)).items():
-        out += [f"### `pramkit {name}`", "", " ".join((parser.description or "").split()), "",
+        out += [f"## `pramkit {name}`", "", " ".join((parser.description or "").split()), "",
                 "| flag | what it does | default |", "|---|---|---|"]
         out += [f"| `{_cell(spelling)}` | {_cell(text)} | {f'`{_cell(default)}`' if default else ''} |"
                 for spelling, text, default in flags(parser)]
