@@ -77,6 +77,11 @@ def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
     expect(page.locator("#risk_table table")).to_be_visible(timeout=WAIT)
     shot(page, "02-risk")
 
+    tab(page, "4 Apply")  # the key first: the design's noise is drawn from it, as `pramkit design --key-file`
+    key_file = write_key_file(tmp_path / "secret.key")
+    upload(page, "key_upload", key_file)
+    expect(page.locator("#key_status")).to_contain_text(SecretKey.from_file(key_file).fingerprint)
+
     rules = tmp_path / "rules.csv"
     rules.write_text(RULES)
     design(page, rules)
@@ -85,9 +90,6 @@ def test_the_whole_release_on_the_census(page: Page, tmp_path: Path) -> None:
     shot(page, "03-design")
 
     tab(page, "4 Apply")
-    key_file = write_key_file(tmp_path / "secret.key")
-    upload(page, "key_upload", key_file)
-    expect(page.locator("#key_status")).to_contain_text(SecretKey.from_file(key_file).fingerprint)
     page.click("#run_apply")
     expect(page.locator("#changed table")).to_contain_text("marital_status", timeout=WAIT)
     expect(page.locator("#estimates table")).to_be_attached(timeout=WAIT)

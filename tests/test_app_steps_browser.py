@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import select
+import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -85,13 +88,21 @@ def test_undo_and_a_session_saved_then_restored_in_another_tab(page: Page, chrom
     expect(page.locator("#session_status")).to_contain_text("Session saved", timeout=WAIT)
     saved = json.loads(session.read_text())
     assert saved["design"]["choices"] == {"method": "rr", "epsilon": 1.0} and saved["data"]["kind"] == "census"
+    assert stat.S_IMODE(session.stat().st_mode) == 0o600              # private: it holds the designs tried
     no_trace(page)
 
+    master = socket.create_server(("127.0.0.1", 0))                  # a Spark master the session file names
+    spark = f"spark://127.0.0.1:{master.getsockname()[1]}"
+    saved["design"]["choices"].update(engine="spark", spark_master=spark)
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(saved))
     other = open_app(chromium, app, TOKEN)                           # another tab: a release of its own
     try:
-        upload(other, "session_upload", session)
+        upload(other, "session_upload", crafted)
         expect(other.locator("#data_summary")).to_contain_text("5,000 rows", timeout=WAIT)
         expect(other.locator("#session_status")).to_contain_text("restored", timeout=WAIT)
+        expect(other.locator("#session_status")).to_contain_text(f"Not restored: engine=spark, spark_master={spark}")
+        assert select.select([master], [], [], 0)[0] == []           # no connection reached it
         tab(other, "3 Design")
         expect(other.locator("#guarantee")).to_contain_text("e^1", timeout=WAIT)
         expect(other.locator("#ledger table")).to_contain_text("race")
@@ -104,6 +115,7 @@ def test_undo_and_a_session_saved_then_restored_in_another_tab(page: Page, chrom
         no_trace(other)
     finally:
         other.context.close()
+        master.close()
 
 
 def test_a_session_file_that_is_not_one(page: Page, tmp_path: Path) -> None:

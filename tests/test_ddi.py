@@ -273,7 +273,7 @@ def test_every_kind_validates_against_the_official_schema(kinds, schema, tmp_pat
     if kind == "strata":  # the variable's epsilon given its strata, beside its local epsilon (inf)
         described = Manifest.read(manifest).describe()["variables"][0]
         given = float(described["epsilon_given_block"])
-        shown = re.search(r"epsilon inf \(([0-9.]+) given the strata\)", processing)
+        shown = re.search(r"epsilon local inf; ([0-9.]+) given the structure", processing)
         assert described["epsilon"] == "inf" and shown, processing
         assert given <= float(shown.group(1)) <= given * (1 + 1e-3)  # rounded up, never below the truth
 

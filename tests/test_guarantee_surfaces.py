@@ -3,7 +3,9 @@
 One release is made through the workbench (the objects the app's pages render), applied again with
 ``pramkit apply`` and exported with both reports; the ledger's headline, coverage and sentence
 (:func:`pramkit.ledger.release_guarantee`) must appear verbatim on the app's design page, its Export
-step, in ``apply``'s output and in the internal and the public report.  A property test then
+step, in ``apply``'s output and in the internal and the public report; for a stratified release, each
+variable's epsilon ("local inf; E given the structure", E recomputed here from the matrix's blocks) reads the
+same on the design page, in ``inspect`` and ``inspect --json`` and in both reports.  A property test then
 generates small releases (strata, blocks of one value, uniform blocks, identity rows, rules broken,
 missing values, columns left unperturbed) and checks each sentence against the matrices and the
 released file.
@@ -77,6 +79,50 @@ def assert_one_guarantee(wb: Workbench, tmp: Path) -> None:
     assert stated.covered == (stated.coverage == ALL_COVERED)
 
 
+def components(dense: np.ndarray) -> list[list[int]]:
+    """The blocks of a matrix: categories linked by a positive entry either way (what a record's block shows)."""
+    parent = list(range(len(dense)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i, j in zip(*np.nonzero(dense)):
+        parent[root(int(i))] = root(int(j))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(dense)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def assert_one_variable_epsilon(wb: Workbench, tmp: Path) -> None:
+    """After :func:`assert_one_guarantee`: each perturbed variable's epsilon is stated in the same words on the
+    design page, by ``pramkit inspect`` (text and JSON) and in both reports: its local epsilon, infinite (its
+    matrix mixes zeros and positives in a column), and its epsilon given the structure, the largest over the
+    matrix's blocks (computed here from the doubles), never a bare figure."""
+    manifest_file = tmp / "export" / "public" / "manifest.json"
+    manifest = Manifest.read(manifest_file)
+    text = run_cli(["inspect", str(manifest_file)])
+    described = {v["name"]: v for v in json.loads(run_cli(["inspect", str(manifest_file), "--json"]))["variables"]}
+    reports = {name: " ".join(page_text(tmp / "export" / folder / "report.html").split())
+               for name, folder in (("public report", "public"), ("internal report", "private"))}
+    ledger = wb.designed.view.ledger.set_index("variable")
+    for v in manifest.variables:
+        dense = v.matrix.matrix
+        assert log_ratio(dense) == math.inf
+        given = max(log_ratio(dense[np.ix_(b, b)]) for b in components(dense))
+        words = ledger.loc[v.name, "epsilon"]                               # the design page
+        shown = re.fullmatch(r"local inf; ([0-9.]+) given the structure", words)
+        assert shown and given <= float(shown.group(1)) <= given * (1 + 1e-3), words   # rounded up
+        assert described[v.name]["epsilon_stated"] == words                  # inspect --json
+        assert f"(epsilon {words})" in text                                  # inspect
+        for where, page in reports.items():
+            assert f"{v.name} {v.matrix.size} {words}" in page, where        # the privacy ledger's row
+            assert f"person {words}" in page, where                          # the structure's row
+            assert f"{v.name} {v.matrix.size} infinite" not in page, where
+
+
 def test_census_stratified_with_a_rule_states_one_guarantee(tmp_path: Path) -> None:
     """Census persons, marital status within age strata, the rule 'age 0-9 is never married': the
     guarantee is given the structure on every surface, names the nine columns released as they are,
@@ -95,6 +141,7 @@ def test_census_stratified_with_a_rule_states_one_guarantee(tmp_path: Path) -> N
     assert all(c in stated.coverage and c in stated.sentence for c in others)
     assert "never changes" not in stated.sentence           # every age but 0-9 moves 'never married'
     assert_one_guarantee(wb, tmp_path)
+    assert_one_variable_epsilon(wb, tmp_path)
     original = pd.read_csv(wb.source.path, dtype=str, keep_default_na=False)
     again = pd.read_csv(tmp_path / "again.csv", dtype=str, keep_default_na=False)
     married = original["marital_status"] == "never married"
@@ -120,6 +167,7 @@ def test_eusilc_with_kept_codes_states_one_guarantee(sdc_data: Path, tmp_path: P
     assert [f.values for f in kept] == [("n/a",)] and not kept[0].strata
     assert stated.unperturbed == ("db030", "db040", "age") and stated.given_structure
     assert_one_guarantee(wb, tmp_path)
+    assert_one_variable_epsilon(wb, tmp_path)
     again = pd.read_csv(tmp_path / "again.csv", dtype=str, keep_default_na=False)
     assert ((again["pl030"] == "n/a") == (frame["pl030"] == "n/a")).all()
 

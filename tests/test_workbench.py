@@ -29,6 +29,11 @@ RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent
 
 
 
+def _env() -> dict[str, str]:
+    """The environment of a script run by the tests: this Python's ``pramkit`` first on the PATH."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def _tree(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
@@ -45,8 +50,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict:
     source = wb.open_census(rows=20_000)
     risk = wb.risk(["age", "sex", "marital_status"], sampling_fraction=0.05)
     choices = DesignChoices(epsilon=3.0, split="joint", forbid=rules, strata="race")
-    design = wb.design(["age", "marital_status"], choices)
-    applied = wb.apply(SecretKey.from_file(key_file))
+    key = SecretKey.from_file(key_file)  # uploaded before the design: its noise is drawn from it
+    design = wb.design(["age", "marital_status"], choices, key=key)
+    applied = wb.apply(key)
     view = wb.export(d / "out")
     return {"dir": d, "key": key_file, "rules": rules, "wb": wb, "source": source, "risk": risk,
             "design": design, "applied": applied, "view": view}
@@ -146,20 +152,37 @@ def test_each_view_shows_the_library_figures(exported: dict) -> None:
     assert applied.risk_after is not None and "jointly" in applied.risk_after.note
 
 
-def test_a_new_key_designs_again_so_the_script_holds(tmp_path: Path) -> None:
-    """The design drew its noise from a key of its own; applying with another key designs again with it."""
-    wb = Workbench(tmp_path / "work")
-    wb.open_census(rows=5_000)
-    first = wb.design(["age", "sex"], DesignChoices(epsilon=3.0))
-    key = SecretKey(bytes(range(32)), "a test key")
+def test_another_key_releases_the_design_shown(sdc_data: Path, tmp_path: Path) -> None:
+    """The design drew its noise from a key of its own; applying with another key releases the design the page
+    showed, its manifest unchanged (before, it designed again silently: other matrices, other values kept), and
+    the saved script copies that design and makes the same release again with the key."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copyfile(sdc_data / "testdata.csv", data / "testdata.csv")
+    wb = Workbench(tmp_path / "work", data_dirs=[data])
+    wb.open_file("testdata.csv")
+    shown = wb.design(["roof", "walls", "water"], DesignChoices(epsilon=3.0))
+    key_file = write_key_file(tmp_path / "secret.key")
+    key = SecretKey.from_file(key_file)
     applied = wb.apply(key)
-    assert applied.design is not first and wb.designed.key is None and applied.key_fingerprint == key.fingerprint
-    again = Workbench(tmp_path / "again")
-    again.open_census(rows=5_000)
-    same = again.design(["age", "sex"], DesignChoices(epsilon=3.0), key=key)
-    assert same.manifest.ledger.dp_counts == applied.design.manifest.ledger.dp_counts
-    assert set(applied.estimates["variable"]) == {"age", "sex"}
-    assert {"original (%)", "estimate (%)", "95 % interval"} <= set(applied.estimates.columns)
+    assert applied.design is shown and wb.designed.key is None and applied.key_fingerprint == key.fingerprint
+    assert "the design shown was released as it is" in applied.warnings[0]
+    shown.manifest.write(tmp_path / "shown.json")
+    released = wb.work / "release" / "manifest.json"
+    assert comparable(released) == comparable(tmp_path / "shown.json")   # the matrices shown are those released
+    mine = Workbench(tmp_path / "mine", data_dirs=[data])       # the same choices with the key: another design
+    mine.open_file("testdata.csv")
+    other = mine.design(["roof", "walls", "water"], DesignChoices(epsilon=3.0), key=key)
+    assert other.manifest.ledger.dp_counts != shown.manifest.ledger.dp_counts
+    out = wb.export(tmp_path / "out", confirmed=True).out
+    assert (out / "private" / "inputs" / "design-manifest.json").is_file()
+    proc = subprocess.run(["sh", str(out / "private" / "reproduce.sh"), str(key_file), str(tmp_path / "again")],
+                          env=_env(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    again = tmp_path / "again" / "public"
+    assert (again / "released.csv").read_bytes() == (out / "public" / "released.csv").read_bytes()
+    assert comparable(again / "manifest.json") == comparable(out / "public" / "manifest.json")
+    assert set(applied.estimates["variable"]) == {"roof", "walls", "water"}
 
 
 def test_an_uploaded_file_with_missing_values_and_labels_to_tidy(tmp_path: Path) -> None:

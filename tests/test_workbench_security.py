@@ -137,8 +137,8 @@ def test_the_key_is_dropped_once_applied(tmp_path: Path) -> None:
     view = wb.designed.view
     wb.apply(SecretKey(material, "given again"))          # the same key: the same design, applied again
     assert wb.designed.view is view and _live_keys(fingerprint) == []
-    wb.apply(SecretKey(bytes(range(32)), "another"))     # another key: designed again with it
-    assert wb.designed.view is not view and wb.applied.key_fingerprint != fingerprint
+    wb.apply(SecretKey(bytes(range(32)), "another"))     # another key: the design shown, applied with it
+    assert wb.designed.view is view and wb.applied.key_fingerprint != fingerprint and _live_keys(fingerprint) == []
 
 
 @pytest.fixture

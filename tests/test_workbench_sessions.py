@@ -92,9 +92,10 @@ def test_undo_takes_back_a_design_with_its_rules_file(tmp_path: Path) -> None:
     wb.open_census(rows=5_000)
     with pytest.raises(ParameterError, match="nothing to undo"):
         wb.undo()
-    wb.design(["marital_status"], DesignChoices(epsilon=3.0, strata="age", forbid=rules))
+    key = SecretKey(bytes(range(32)), "a test key")  # the designs' noise drawn from the key applied with
+    wb.design(["marital_status"], DesignChoices(epsilon=3.0, strata="age", forbid=rules), key=key)
     first = wb.designed
-    wb.design(["marital_status"], DesignChoices(epsilon=1.0, strata="age", forbid=other))
+    wb.design(["marital_status"], DesignChoices(epsilon=1.0, strata="age", forbid=other), key=key)
     assert (wb.work / "inputs" / "rules.csv").read_text() == other.read_text()
     with pytest.raises(ParameterError):
         wb.design(["marital_status"], DesignChoices(epsilon=-1.0, forbid=rules))  # a failed change: not undoable

@@ -538,9 +538,11 @@ def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Ste
             say(str(exc), "error")
             return
 
+        dropped: list[str] = []  # what the session file held that a session file may not do (connect, read files)
+
         def restored() -> Any:
             try:
-                desk.wb.restore_session(path)
+                dropped.extend(desk.wb.restore_session(path))
             finally:
                 path.unlink(missing_ok=True)
             return desk.wb.source
@@ -548,7 +550,8 @@ def session_bar(input: Inputs, output: Outputs, desk: Desk, steps: dict[str, Ste
         def shown(_: Any) -> None:
             _show_earlier(desk.wb, steps)
             changed.set(changed.get() + 1)
-            say("The session is restored: give the key and apply again.")
+            said = "".join(f" {n[0].upper()}{n[1:]}." for n in dropped)
+            say("The session is restored: give the key and apply again." + said, "warning" if dropped else "message")
 
         steps["data"].start(restored, then=shown)
 

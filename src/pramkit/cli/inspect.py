@@ -105,9 +105,12 @@ def run(args: argparse.Namespace) -> int:
     (0, 1.5, ['region', 'sex'])
     """
     from pramkit.engine.receipt import inspect_guarantees, released_guarantee
+    from pramkit.report.release_note import _epsilon_words as epsilon_words
 
     manifest = Manifest.read(args.manifest)
     info = manifest.describe()
+    for v in info["variables"]:  # the words every surface states it in: "local inf; 1.35 given the structure"
+        v["epsilon_stated"] = epsilon_words(v)
     guarantees = inspect_guarantees(manifest, sampling=args.sampling, population=args.population,
                                     released=args.released)
     info["guarantees"] = guarantees.to_dict()
@@ -130,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             f"{v['name']:<{width}}  {len(v['categories']):>4}  {figure(v['epsilon']):>10}  "
             f"{figure(v.get('epsilon_given_block', v['epsilon'])):>11}  "
             f"{figure(v['min_diagonal']):>9}  {'yes' if v['bistochastic'] else 'no':<12}  {v['method']}"
+            + (f"  (epsilon {v['epsilon_stated']})" if "epsilon_given_block" in v else "")
             + (f"  (strata: {', '.join(v['given'])})" if v.get("given") else "")
             + (f"  (once per household: {v['unit']})" if v.get("unit") else "")
         )

@@ -112,6 +112,10 @@ class LedgerEntry:
         Rows and columns of M sum to 1.
     method : str
         The design's name (provenance).
+    epsilon_given_structure : float or None
+        For a variable with structure (strata, kept codes, rules), whose ``epsilon`` is infinite: its
+        epsilon among records that agree on what is shown exactly
+        (:attr:`pramkit.manifest.PerturbedVariable.block_epsilon`); None otherwise.
 
     Examples
     --------
@@ -138,6 +142,7 @@ class LedgerEntry:
     truthful: bool
     bistochastic: bool
     method: str
+    epsilon_given_structure: float | None = None
 
 
 @dataclass(frozen=True)
@@ -653,7 +658,7 @@ def _ledger(manifest: Manifest) -> tuple[LedgerEntry, ...]:
         out.append(LedgerEntry(
             name=v.name, columns=v.columns, categories=m.size, epsilon=m.epsilon, beta=measured.beta,
             min_diagonal=m.min_diagonal, truthful=m.is_truthful, bistochastic=m.is_bistochastic,
-            method=v.matrix.provenance.method,
+            method=v.matrix.provenance.method, epsilon_given_structure=v.block_epsilon if v.is_structured else None,
         ))
     return tuple(out)
 
@@ -1606,7 +1611,8 @@ def structure_facts(manifest: Manifest) -> dict[str, Any]:
     -------
     dict
         ``rules``, ``rule_breaking``, ``variables`` (name, strata, household, unchanged values,
-        epsilon given the block), ``released_exactly`` and ``record_epsilon_given_structure``;
+        epsilon given the block, epsilon, whether it is structured), ``released_exactly`` and
+        ``record_epsilon_given_structure``;
         ``{}`` for a release without structure.
 
     Examples
@@ -1621,7 +1627,7 @@ def structure_facts(manifest: Manifest) -> dict[str, Any]:
     """
     declared = manifest.input.get("structure") if isinstance(manifest.input, Mapping) else None
     variables = [{"name": v.name, "strata": list(v.given), "household": v.unit, "unchanged": v.unchanged_values(),
-                  "epsilon_given_block": v.block_epsilon}
+                  "epsilon_given_block": v.block_epsilon, "epsilon": v.epsilon, "structured": v.is_structured}
                  for v in manifest.variables if v.given or v.unit or v.is_structured]
     if not declared and not variables:
         return {}

@@ -6,7 +6,8 @@ DDI-Codebook (the Data Documentation Initiative's codebook standard, version 2.5
 * ``docDscr``: who wrote the description (pramkit and its version) and when the manifest was made;
 * ``stdyDscr/method/dataProcessing`` (type ``disclosure control``): the kind of release (a PRAM release, or a
   file resampled from one: its receipt says so), the perturbation, each variable's epsilon (with its epsilon
-  given the strata where the design has strata) and the ledger's guarantee sentence, as methodology text;
+  given the structure where the design has strata or kept codes) and the ledger's guarantee sentence, as
+  methodology text;
 * ``fileDscr``: the released file (with ``--released``: its name, its number of records ``caseQnty`` and of
   columns ``varQnty``);
 * ``dataDscr/var``: each perturbed variable with its categories (``catgry/catValu``), and each column

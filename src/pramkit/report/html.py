@@ -94,6 +94,39 @@ def fmt(x: float | int | None, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+def epsilon_words(epsilon: float, given_structure: float | None = None) -> str:
+    """A perturbed variable's epsilon as every surface states it (the app's design page, ``pramkit inspect``,
+    the reports, the release note, the DDI codebook).
+
+    A variable with structure (strata, kept codes, rules) shows it exactly, so its local epsilon is
+    infinite; among records that agree on what is shown, its epsilon is finite: both are stated, the
+    second with the ledger's qualifier (:data:`pramkit.ledger.GIVEN_STRUCTURE`), never a bare figure.
+
+    Parameters
+    ----------
+    epsilon : float
+        The variable's (local) epsilon, possibly infinite.
+    given_structure : float, optional
+        Its epsilon given the structure (:attr:`pramkit.manifest.PerturbedVariable.block_epsilon`); None for
+        a variable without structure.
+
+    Returns
+    -------
+    str
+        Rounded outward (:func:`pramkit.ledger.fmt_epsilon`).
+
+    Examples
+    --------
+    >>> epsilon_words(1.5), epsilon_words(math.inf, 1.3499999999986503)
+    ('1.5', 'local inf; 1.35 given the structure')
+    """
+    from pramkit.ledger import GIVEN_STRUCTURE, fmt_epsilon
+
+    if given_structure is None:
+        return fmt_epsilon(epsilon)
+    return f"local {fmt_epsilon(epsilon)}; {fmt_epsilon(given_structure)} {GIVEN_STRUCTURE}"
+
+
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[bool]) -> str:
     """An HTML table; cells are already escaped HTML."""
     head = "".join(f"<th>{h}</th>" for h in header)
@@ -156,7 +189,8 @@ def epsilon_meaning(record_epsilon: float, variables: int) -> str:
 def _ledger(report: ReleaseReport) -> str:
     def row(v: LedgerEntry) -> list[str]:
         beta = fmt(v.beta) if v.beta is not None else "not bistochastic"
-        eps = fmt(v.epsilon)
+        eps = fmt(v.epsilon) if v.epsilon_given_structure is None else _e(epsilon_words(v.epsilon,
+                                                                                        v.epsilon_given_structure))
         return [_e(v.name) + ("" if v.columns == (v.name,) else f" ({_e(', '.join(v.columns))})"),
                 fmt(v.categories), eps, beta, fmt(v.min_diagonal), fmt(v.truthful), _e(v.method)]
 
@@ -495,11 +529,13 @@ def _structure(facts: Mapping[str, Any], figure: str | None = None) -> str:
                          "no epsilon covers them.</div>")
     rows = [[_e(v["name"]), _e(", ".join(v["strata"])) or "none",
              _e(", ".join(str(c) for c in v["unchanged"][:8]) + (", ..." if len(v["unchanged"]) > 8 else ""))
-             or "none", _e(v["household"] or "person"), fmt(v["epsilon_given_block"])]
+             or "none", _e(v["household"] or "person"),
+             _e(epsilon_words(v.get("epsilon", math.inf), v["epsilon_given_block"] if v.get("structured", True)
+                              else None))]
             for v in facts.get("variables", [])]
     if rows:
         parts.append(_table(["variable", "strata (released unperturbed)", "values never changed",
-                             "unit of the draw", "epsilon given the block [nats]"], rows,
+                             "unit of the draw", "epsilon [nats]"], rows,
                             [False, False, False, False, True]))
     if facts.get("released_exactly"):
         parts.append(f'<div class="note">Released exactly, as in the original: {_e(facts["released_exactly"])}. '

@@ -109,18 +109,17 @@ def _and(names: list[str]) -> str:
 
 def _epsilon_words(variable: dict[str, Any]) -> str:
     """A variable's epsilon as the manifest describes it (``"inf"`` written as text), with its epsilon given
-    the strata when it has blocks.
+    the structure when it has blocks, in the words of every surface (:func:`pramkit.report.html.epsilon_words`).
 
     Examples
     --------
     >>> _epsilon_words({"epsilon": 1.5}), _epsilon_words({"epsilon": "inf", "epsilon_given_block": 1.8})
-    ('1.5', 'inf (1.8 given the strata)')
+    ('1.5', 'local inf; 1.8 given the structure')
     """
-    from pramkit.ledger import fmt_epsilon
+    from pramkit.report.html import epsilon_words
 
-    eps = float(variable["epsilon"])
     given = variable.get("epsilon_given_block")
-    return fmt_epsilon(eps) + (f" ({fmt_epsilon(float(given))} given the strata)" if given is not None else "")
+    return epsilon_words(float(variable["epsilon"]), None if given is None else float(given))
 
 
 def _estimate_command(m: Any, name: str, manifest: Any, sep: str, encoding: str) -> str:

@@ -22,6 +22,7 @@ import json
 import os
 import shlex
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +30,7 @@ from pramkit._json import to_jsonable
 from pramkit._version import __version__
 from pramkit.atomic import make_folder, signals_deferred, temporary, write_text_atomic
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.errors import ParameterError
+from pramkit.errors import OutputExistsError, ParameterError
 from pramkit.release.folders import PRIVATE, PUBLIC, check_target, move_into_place
 from pramkit.workbench.heard import heard
 from pramkit.workbench.layout import INPUT_FILES, INPUTS, ORIGINAL, RECODE_MAP, RECODED, RELEASE
@@ -167,8 +168,9 @@ def reproduce_script(wb: Workbench) -> str:
         'if [ "$#" -ne 2 ]; then echo "usage: sh reproduce.sh KEY_FILE OUT" >&2; exit 2; fi',
         'KEY=$1',
         'OUT=$2',
-        *_key_check(wb),
         'HERE=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)',
+        *_original_check(wb, base),
+        *_key_check(wb),
         'mkdir -p "$OUT"/public "$OUT"/private',
         *([f'pramkit recode {_shell_path(wb, base.path)} --map "$HERE"/{INPUTS}/{RECODE_MAP} --out {data} {na} --quiet'
            .replace("  ", " ")] if wb.recode else []),
@@ -208,10 +210,55 @@ def _key_check(wb: Workbench) -> list[str]:
     ]
 
 
+def original_digest(wb: Workbench) -> str | None:
+    """The SHA-256 of the file the release was made from, as opened (before a recoding): the opened file's
+    (:attr:`pramkit.source.Source.digest`, read once, when the release is applied); None for a folder of part
+    files, whose digest is not one file's."""
+    base = wb.base if wb.base is not None and wb.recode else wb.source
+    if base is None or base.path.is_dir():
+        return None
+    return base.digest
+
+
+def _original_check(wb: Workbench, base: Source) -> list[str]:
+    """The script's first step: the original file must be the one the release was made from (its SHA-256, by
+    ``sha256sum`` or ``shasum -a 256``), else one line and exit 2, before anything is written."""
+    digest = original_digest(wb)
+    if digest is None:
+        return []
+    return [
+        f"ORIGINAL={_shell_path(wb, base.path)}",
+        f"ORIGINAL_SHA256={digest}",
+        'GIVEN_SHA256=$({ sha256sum < "$ORIGINAL" || shasum -a 256 < "$ORIGINAL"; } 2>/dev/null | cut -d " " -f 1) '
+        "|| true",
+        'if [ "$GIVEN_SHA256" != "$ORIGINAL_SHA256" ]; then',
+        '  echo "reproduce.sh: $ORIGINAL is not the file this release was made from (its SHA-256 is '
+        '${GIVEN_SHA256:-not readable}, the release\'s is $ORIGINAL_SHA256): give the original file; nothing was '
+        'written" >&2',
+        "  exit 2",
+        "fi",
+    ]
+
+
+#: The design shown, kept in ``private/inputs/`` when its noise came from another key than the release's.
+DESIGN_MANIFEST = "design-manifest.json"
+
+
+def design_copied(wb: Workbench) -> bool:
+    """Whether the script copies the design's manifest instead of designing again: the design's noise was drawn
+    from another key than the one the release is applied with (:attr:`pramkit.workbench.views.Designed.noise_key`),
+    and the release is the design the page showed."""
+    d = wb.designed
+    return d is not None and d.choices is not None and d.noise_key is not None and d.noise_key != key_fingerprint(wb)
+
+
 def _design_line(wb: Workbench, data: str) -> str:
-    """The script's design step: ``pramkit design`` with the choices' flags, or a copy of a manifest given."""
+    """The script's design step: ``pramkit design`` with the choices' flags, or a copy of a manifest given (or of
+    the design shown, when its noise came from another key: :func:`design_copied`)."""
     assert wb.designed is not None
     choices = wb.designed.choices
+    if design_copied(wb):
+        return f'cp "$HERE"/{INPUTS}/{DESIGN_MANIFEST} "$OUT"/public/manifest.json'
     if choices is None:
         assert wb.designed.manifest_file is not None
         return f'cp {_shell_path(wb, wb.designed.manifest_file)} "$OUT"/public/manifest.json'
@@ -251,7 +298,7 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
         Nothing is applied yet, or the ledger does not cover everything published and
         ``confirmed`` is false (the message gives the ledger's words).
     OutputExistsError
-        ``out/public`` or ``out/private`` exists.
+        ``out/public`` or ``out/private`` exists, or another export is writing into ``out`` (:func:`claimed`).
     WriteError
         ``out`` cannot be written; nothing is left behind.
     """
@@ -266,7 +313,8 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
     make_folder(out)
     files: dict[str, str] = {}
     try:
-        with temporary(out / "export", folder=True, label=f"the export in {str(out)!r}") as work:
+        with claimed(out), temporary(out / "export", folder=True, label=f"the export in {str(out)!r}") as work:
+            check_target(out, force=False, inputs=[wb.source.path])  # again, the folder claimed: none finished since
             for folder in (PUBLIC, f"{PRIVATE}/inputs"):
                 (work / folder).mkdir(parents=True)
             _copy_release(wb, work, files)
@@ -295,6 +343,88 @@ def export(wb: Workbench, out: Path, *, confirmed: bool = False) -> ExportView:
                 out.rmdir()
         raise
     return ExportView(out, files, script, reported)
+
+
+#: The file an export creates in its output folder while it writes there (:func:`claimed`).
+CLAIM = ".pramkit-export"
+
+
+@contextlib.contextmanager
+def claimed(out: Path) -> Iterator[Path]:
+    """Claim the folder ``out`` for one export: a file :data:`CLAIM` created there with ``O_EXCL`` (holding the
+    process id), removed when the export ends; a second export into ``out`` meanwhile is refused.
+
+    A claim left by a process that is no longer running (killed) is taken over.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The export's folder (it exists).
+
+    Yields
+    ------
+    pathlib.Path
+        The claim file.
+
+    Raises
+    ------
+    OutputExistsError
+        Another export holds the folder.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.errors import OutputExistsError
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     with claimed(pathlib.Path(d)):
+    ...         try:
+    ...             with claimed(pathlib.Path(d)):
+    ...                 pass
+    ...         except OutputExistsError as exc:
+    ...             print(str(exc).replace(d, "D").split(":")[0])
+    ...     print(sorted(p.name for p in pathlib.Path(d).iterdir()))
+    another export is writing into D
+    []
+    """
+    claim = out / CLAIM
+    for attempt in range(2):
+        try:
+            fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            holder = _claim_holder(claim)
+            if attempt or holder is None or _running(holder):
+                raise OutputExistsError(
+                    f"another export is writing into {out}: wait for it to finish and choose another folder "
+                    f"(its claim {claim} is removed when it ends)") from None
+            claim.unlink(missing_ok=True)  # left by a process that ended without removing it
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+    try:
+        yield claim
+    finally:
+        claim.unlink(missing_ok=True)
+
+
+def _claim_holder(claim: Path) -> int | None:
+    """The process id written in a claim, or None when it cannot be read (being written: taken as held)."""
+    try:
+        return int(claim.read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _running(pid: int) -> bool:
+    """Whether a process of this id runs (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _write_reports(wb: Workbench, work: Path, files: dict[str, str]) -> tuple[str, ...]:
@@ -326,6 +456,9 @@ def _copy_release(wb: Workbench, work: Path, files: dict[str, str]) -> None:
     from pramkit.engine.receipt import receipt_path
     made = wb.work / RELEASE
     name = released_name(wb)
+    if design_copied(wb):  # the design shown, for the script to copy (its noise came from another key)
+        shutil.copyfile(made / "manifest.json", work / PRIVATE / INPUTS / DESIGN_MANIFEST)
+        files["design"] = f"{PRIVATE}/{INPUTS}/{DESIGN_MANIFEST}"
     for src, dst, label in ((made / "manifest.json", f"{PUBLIC}/manifest.json", "manifest"),
                             (made / name, f"{PUBLIC}/{name}", "released"),
                             (receipt_path(made / name), f"{PUBLIC}/{receipt_path(name).name}", "receipt"),

@@ -40,7 +40,13 @@ Workbench = Any
 FORMAT, VERSION = "pramkit-workbench-session", 1
 
 #: Choices that name a file the design reads: kept in the session as the file's text.
-_FILES = (*INPUT_FILES, "derive_from")
+_FILES = (*INPUT_FILES, "derive_from", "distances")
+
+#: What ``distances`` may be besides a file (:func:`pramkit.distances.read_distances`).
+DISTANCE_WORDS = ("ordinal", "discrete")
+
+#: Choices that make the design connect elsewhere (a Spark master): a session file never restores them.
+CONNECTIONS = ("engine", "spark_master")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +144,12 @@ def session_dict(wb: Workbench) -> dict[str, Any]:
                   and getattr(choices, f.name) != getattr(defaults, f.name)}
         files = {name: {"name": Path(getattr(choices, name)).name,
                         "text": Path(getattr(choices, name)).read_text(encoding="utf-8")}
-                 for name in _FILES if getattr(choices, name) is not None}
+                 for name in _FILES if _names_file(getattr(choices, name)) and isinstance(getattr(choices, name),
+                                                                                         (str, Path))}
+        values.update({name: choices.distances for name in ("distances",) if _distance_words(choices.distances)})
+        if isinstance(choices.distances, Mapping) and not _distance_words(choices.distances):
+            raise ParameterError("a session saves distances given as one file or as words (ordinal, discrete), "
+                                 "not as a file per variable")
         design = {"variables": list(wb.designed.variables), "choices": values, "files": files}
     elif wb.designed is not None and wb.designed.manifest_file is not None:
         design = {"variables": list(wb.designed.variables),
@@ -146,6 +157,66 @@ def session_dict(wb: Workbench) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "pramkit": __version__, "data": data,
             "recode": {k: dict(v) for k, v in wb.recode.items()}, "risk": risk, "design": design,
             "tried": [t.to_dict() for t in wb.tried]}
+
+
+def _distance_words(value: Any) -> bool:
+    """Whether ``distances`` is given by words alone (``ordinal``, ``discrete``, or a mapping of them), no file."""
+    if isinstance(value, Mapping):
+        return bool(value) and all(_distance_words(v) for v in value.values())
+    return isinstance(value, str) and value.strip().lower() in DISTANCE_WORDS
+
+
+def _names_file(value: Any) -> bool:
+    """Whether a choice of :data:`_FILES` names a file (not None, not distances given by words)."""
+    return value is not None and not _distance_words(value)
+
+
+def safe_choices(choices: Mapping[str, Any], files: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any],
+                                                                                tuple[str, ...]]:
+    """A session file's design choices and files without what a session file may not do: connect elsewhere
+    (:data:`CONNECTIONS`: the Spark engine and its master) or name a file to read by its path (a saved session
+    holds the files its design read as their text, ``files``), and what the dropped choices were, in words.
+
+    Parameters
+    ----------
+    choices : mapping
+        The session's ``design.choices``.
+    files : mapping
+        The session's ``design.files`` (a choice of :data:`_FILES` -> its name and text).
+
+    Returns
+    -------
+    tuple
+        The choices kept, the files kept, and one sentence per kind of setting dropped.
+
+    Raises
+    ------
+    ParameterError
+        A choice is not a setting of the design.
+
+    Examples
+    --------
+    >>> kept, files, said = safe_choices({"epsilon": 1.0, "engine": "spark", "spark_master": "spark://h:7077",
+    ...                                   "forbid": "/etc/rules.csv", "distances": "ordinal"}, {})
+    >>> kept, files
+    ({'epsilon': 1.0, 'distances': 'ordinal'}, {})
+    >>> print("\\n".join(said))
+    not restored: engine=spark, spark_master=spark://h:7077 (a session file never starts a connection: choose the engine in the design form)
+    not restored: forbid=/etc/rules.csv (a session file names no file to read: give the file in the design form)
+    """
+    known = {f.name for f in dataclasses.fields(DesignChoices)}
+    unknown = sorted(set(choices) - known) + sorted(set(files) - set(_FILES))
+    if unknown:
+        raise ParameterError(f"the session file's design names settings pramkit does not have: {', '.join(unknown)}")
+    defaults = DesignChoices()
+    connecting = [f"{k}={v}" for k, v in choices.items() if k in CONNECTIONS and v != getattr(defaults, k)]
+    paths = [f"{k}={v}" for k, v in choices.items() if k in _FILES and _names_file(v)]
+    kept = {k: v for k, v in choices.items() if k not in CONNECTIONS and not (k in _FILES and _names_file(v))}
+    said = ([f"not restored: {', '.join(connecting)} (a session file never starts a connection: choose the engine "
+             "in the design form)"] if connecting else []) + \
+        ([f"not restored: {', '.join(paths)} (a session file names no file to read: give the file in the design "
+          "form)"] if paths else [])
+    return kept, dict(files), tuple(said)
 
 
 def read_session(path: str | Path) -> dict[str, Any]:
@@ -180,8 +251,12 @@ def read_session(path: str | Path) -> dict[str, Any]:
     return saved
 
 
-def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
+def restore(wb: Workbench, saved: Mapping[str, Any]) -> tuple[str, ...]:
     """Open the session's file again, check its digest, and run its recoding, risk and design steps again.
+
+    A session file is settings: restoring one starts no connection and reads no file by a path it names
+    but the data's (which the workbench's data folders limit, :meth:`Workbench.readable`); such settings
+    are dropped (:func:`safe_choices`) and said.
 
     Parameters
     ----------
@@ -191,6 +266,11 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
     saved : mapping
         :func:`read_session`'s result.
 
+    Returns
+    -------
+    tuple of str
+        What was not restored, and why (:func:`safe_choices`).
+
     Raises
     ------
     ParameterError
@@ -199,6 +279,11 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
     """
     from pramkit.io import sha256_of
 
+    design = saved.get("design")
+    said: tuple[str, ...] = ()
+    if design and "manifest" not in design:  # checked before anything is opened or run
+        choices, files, said = safe_choices(design.get("choices", {}), design.get("files", {}))
+        design = {**design, "choices": choices, "files": files}
     data = saved["data"]
     reading = {"na_values": tuple(data.get("na_values", ())), "sep": data.get("sep", ","),
                "encoding": data.get("encoding", "utf-8")}
@@ -222,7 +307,6 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
     if risk:
         wb.risk(risk["keys"], sampling_fraction=risk.get("sampling_fraction"), weights=risk.get("weights"),
                 household=risk.get("household"))
-    design = saved.get("design")
     if design and "manifest" in design:
         kept = wb.work / INPUTS / "given-manifest.json"
         kept.write_text(design["manifest"], encoding="utf-8")
@@ -239,3 +323,4 @@ def restore(wb: Workbench, saved: Mapping[str, Any]) -> None:
         from pramkit.workbench.preview import Tried
 
         wb.tried = [Tried.from_dict(t) for t in saved["tried"]]
+    return said

@@ -22,7 +22,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from pramkit.datasets import CENSUS_VARIABLES, census
@@ -47,6 +46,10 @@ CENSUS_ROWS = 20_000
 
 #: Changes of the settings :meth:`Workbench.undo` can take back, most recent last.
 UNDO_DEPTH = 20
+
+#: What Apply says when the design shown drew its noise from another key than the one it is applied with.
+KEPT_DESIGN = ("the design shown was released as it is: its noise was drawn before this key was loaded, so the "
+               "script copies its manifest (design again with this key loaded to have the script design it)")
 
 #: Persons of the built-in census written at a time: each block is a progress update, where Cancel stops the work.
 CENSUS_BLOCK = 100_000
@@ -73,8 +76,9 @@ class Workbench:
     ...     wb = Workbench(d)
     ...     src = wb.open_census(rows=5_000)
     ...     risk = wb.risk(["age", "sex", "marital_status"], sampling_fraction=0.05)
-    ...     view = wb.design(["age", "sex"], DesignChoices(epsilon=3.0))
-    ...     applied = wb.apply(SecretKey(bytes(32), "a test key"))
+    ...     key = SecretKey(bytes(32), "a test key")
+    ...     view = wb.design(["age", "sex"], DesignChoices(epsilon=3.0), key=key)
+    ...     applied = wb.apply(key)
     ...     print(src.rows, view.record_epsilon, view.uncovered, list(applied.changed["variable"]))
     ...     print(wb.script().splitlines()[0])
     5000 3 () ['age', 'sex']
@@ -472,7 +476,8 @@ class Workbench:
                                _distances(release.manifest, release.record.variables, choices.distances),
                                columns=source.names)
         view = dataclasses.replace(view, notes=self.said(view.notes), warnings=self.said(said))
-        self.designed, self.applied, self.exported = Designed(names, choices, key, view), None, None
+        noise = None if choices.recognition is not None else key.fingerprint  # the recognition design draws none
+        self.designed, self.applied, self.exported = Designed(names, choices, key, view, noise_key=noise), None, None
         return view
 
     def use_manifest(self, path: str | Path, *, key: SecretKey | None = None) -> DesignView:
@@ -622,7 +627,8 @@ class Workbench:
         self._history.pop().put_back(self)
 
     def save_session(self, path: str | Path) -> Path:
-        """Write the settings to a session file (JSON; no key, no original data: :mod:`pramkit.workbench.saved`).
+        """Write the settings to a session file (JSON; no key, no original data: :mod:`pramkit.workbench.saved`),
+        readable by its owner only (0600): it holds the designs tried, figures computed from the original.
 
         Parameters
         ----------
@@ -642,7 +648,7 @@ class Workbench:
         """
         from pramkit.atomic import write_text_atomic
 
-        return write_text_atomic(Path(path).expanduser(), self.session_json(), force=False)
+        return write_text_atomic(Path(path).expanduser(), self.session_json(), force=False, mode=0o600)
 
     def session_json(self) -> str:
         """The session file's text (:meth:`save_session`)."""
@@ -650,14 +656,22 @@ class Workbench:
 
         return json.dumps(session_dict(self), indent=2, ensure_ascii=False) + "\n"
 
-    def restore_session(self, path: str | Path) -> None:
+    def restore_session(self, path: str | Path) -> tuple[str, ...]:
         """Open a session file's data again (its digest checked) and run its steps again (:func:`restore`).
+
+        A session file is settings: what would start a connection (the Spark engine) or read a file by a
+        path it names (rules, codebook, prior, distances, a manifest to derive from) is not restored, and said.
 
         Parameters
         ----------
         path : str or pathlib.Path
             A session file (:meth:`save_session`).  For a session saved on an uploaded file, upload
             the file again first.
+
+        Returns
+        -------
+        tuple of str
+            What was not restored, and why.
 
         Examples
         --------
@@ -669,19 +683,21 @@ class Workbench:
         ...     _ = wb.design(["sex"], DesignChoices(method="rr", epsilon=1.0))
         ...     saved = wb.save_session(pathlib.Path(d, "session.json"))
         ...     again = Workbench(pathlib.Path(d, "b"))
-        ...     again.restore_session(saved)
-        ...     print(again.risk_keys, again.designed.view.record_epsilon, again.source.rows)
-        ('age', 'sex') 1 2000
+        ...     said = again.restore_session(saved)
+        ...     print(again.risk_keys, again.designed.view.record_epsilon, again.source.rows, said)
+        ('age', 'sex') 1 2000 ()
         """
-        restore(self, read_session(path))
+        return restore(self, read_session(path))
 
     # -- step 4: apply ----------------------------------------------------
     def apply(self, key: SecretKey | None = None) -> ApplyView:
         """Perturb the file with ``key`` and estimate each perturbed variable from the release.
 
-        When the design drew its noise from another key, the release is designed again
-        with ``key`` first (the same choices), so that one key makes both and the script
-        reproduces them.
+        The design shown is applied, its manifest unchanged, whichever key its noise was
+        drawn from (:attr:`Designed.noise_key`).  When that is another key, the release is
+        designed again with ``key`` and that design is kept if it is the same (a design
+        that draws no noise); otherwise the design shown is kept, and the script copies its
+        manifest instead of designing again (:func:`pramkit.workbench.export.reproduce_script`).
 
         Parameters
         ----------
@@ -707,15 +723,10 @@ class Workbench:
             raise ParameterError("design the release first")
         if key is None and self.designed.key is None:
             raise ParameterError("give the key again: it is not kept once a release was applied with it")
-        made_with = (self.designed.key.fingerprint if self.designed.key is not None
-                     else self.applied.key_fingerprint if self.applied is not None else None)
-        if key is not None and key.fingerprint == made_with:
-            self.designed = dataclasses.replace(self.designed, key=key)
+        if key is not None and self.designed.noise_key not in (None, key.fingerprint):
+            self._design_with(key)
         elif key is not None:
-            if self.designed.choices is None:
-                self.designed = dataclasses.replace(self.designed, key=key)
-            else:
-                self._design(self.designed.variables, self.designed.choices, key=key)
+            self.designed = dataclasses.replace(self.designed, key=key)
         designed = self.designed
         assert designed is not None and designed.key is not None
         made = self.work / RELEASE
@@ -727,6 +738,7 @@ class Workbench:
             write_design(Release(designed.view.manifest, designed.view.record), made / "manifest.json",
                          design_record=made / "design-record.json", force=True)
         released = made / released_name(self)
+        _ = (self.base or source).digest  # the original's SHA-256 as the release is made: the script checks it
         with heard() as said:
             result = apply_file(source.path, made / "manifest.json", released, key=designed.key, force=True,
                                 **source.reading)
@@ -736,37 +748,41 @@ class Workbench:
             written = Manifest.read(made / "manifest.json")  # the manifest the receipt names
             estimates, estimated = self._estimates(written, released)
             risk_after = self._risk_after(written, released)
+        kept = [] if designed.noise_key in (None, designed.key.fingerprint) else [KEPT_DESIGN]
         self.applied = ApplyView(changed, estimates, designed.key.fingerprint, designed.view, risk_after,
-                                 self.said([*said, *estimated]))
+                                 self.said([*kept, *said, *estimated]))
         self.designed, self.exported = dataclasses.replace(designed, key=None), None  # the key is dropped
         return self.applied
+
+    def _design_with(self, key: SecretKey) -> None:
+        """The design shown, its noise drawn from another key: designed again with ``key`` when that makes the
+        same design (its manifest equal but for its time stamp: no noise of the key's in it), so that the script
+        designs it again; else kept as it is, the release the page showed (the script then copies its manifest)."""
+        designed, applied, exported = self.designed, self.applied, self.exported
+        assert designed is not None and designed.choices is not None
+        again = self._design(designed.variables, designed.choices, key=key)
+        if _design_digest(again.manifest) != _design_digest(designed.view.manifest):
+            self.designed, self.applied, self.exported = dataclasses.replace(designed, key=key), applied, exported
 
     def _estimates(self, manifest: Manifest, released: Path) -> tuple[pd.DataFrame, list[str]]:
         """Per perturbed variable and category (a joint or stratified variable: per cell): the original share
         (the design record's, private), the released share, and the estimate from the release with its 95 %
-        interval (:func:`pramkit.estimate_table`), in percent; and the warnings of the estimates, each naming
-        its variable (e.g. a singular matrix: the maximum-likelihood estimate instead of the unbiased one)."""
+        interval, in percent, as ``pramkit estimate`` prints them (:func:`pramkit.estimate_table`'s cells, with
+        the risk step's weights): "not identifiable" for a cell a singular matrix cannot tell apart from others,
+        "n/a" for an interval the estimator has not; and the warnings of the estimates, each naming its variable
+        (e.g. a singular matrix: the maximum-likelihood estimate instead of the unbiased one)."""
         from pramkit.estimate import estimate_table
 
         assert self.designed is not None and self.source is not None
         source, frames, warned = self.source, [], []
         for v in manifest.variables:
             with heard() as said:
-                table = estimate_table(released, manifest, [v.name], **self.source.reading,
-                                       weights=self.weights).to_frame()
+                result = estimate_table(released, manifest, [v.name], **self.source.reading, weights=self.weights)
             warned += [f"the estimates of {v.name}: {w}" for w in said]
             record = self.designed.view.record
             p = None if record is None else record.variables.get(v.name, {}).get("p")
-            original = [math.nan] * len(table) if p is None or len(p) != len(table) else [100 * x for x in p]
-            frames.append(pd.DataFrame({
-                "variable": v.name, "category": [_label(c, source, v.read_columns) for c in table["category"]],
-                "original (%)": np.round(original, 2),
-                "released (%)": (100 * table["released"] / table["released"].sum()).round(2),
-                "estimate (%)": (100 * table["proportion"]).round(2),
-                "95 % interval": [_interval(lo, hi, known) for lo, hi, known in
-                                  zip(table["proportion_ci_low"], table["proportion_ci_high"],
-                                      table.get("identifiable", pd.Series(True, index=table.index)))],
-            }))
+            frames.append(_estimate_rows(v.name, result, p,
+                                         lambda c, cols=v.read_columns: _label(_cell(c), source, cols)))
         return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), warned
 
     def _risk_after(self, manifest: Manifest, released: Path) -> RiskView | None:
@@ -868,17 +884,103 @@ def _label(cell: Any, source: Source | None = None, columns: Sequence[str] = ())
     return shown_value(cell)
 
 
-def _interval(lo: float, hi: float, identifiable: bool = True) -> str:
-    """A 95 % interval of a share in percent, or why there is none (never "nan to nan").
+def _estimate_rows(name: str, result: Any, p: Sequence[float] | None, label: Any) -> pd.DataFrame:
+    """The Apply step's rows of one variable from its :func:`pramkit.estimate_table` result: a row per cell
+    (``p``: the design record's original shares), then, for a singular matrix, a row per group of cells it
+    cannot tell apart, "{a, b}", with the estimated total of the group (identifiable), as ``pramkit estimate``
+    prints them below its table; ``label`` names a category.
 
     Examples
     --------
-    >>> _interval(0.1, 0.2), _interval(float("nan"), float("nan"), False), _interval(float("nan"), 0.2)
-    ('10.00 to 20.00', 'none: the matrix cannot tell this cell apart from others', 'none for this estimator')
+    >>> import warnings
+    >>> from pramkit import Manifest, PramMatrix, estimate_table
+    >>> m = PramMatrix([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], ("a", "b", "c"))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")      # the moment estimator falls back to the MLE
+    ...     res = estimate_table(pd.DataFrame({"x": ["a"] * 40 + ["b"] * 20 + ["c"] * 40}), Manifest.of({"x": m}), "x")
+    >>> rows = _estimate_rows("x", res, None, str)
+    >>> rows[["category", "estimate (%)", "95 % interval"]].values.tolist()  # doctest: +NORMALIZE_WHITESPACE
+    [['a', 30.0, 'not identifiable'], ['b', 30.0, 'not identifiable'], ['c', 40.0, '30.40 .. 49.60'],
+     ['{a, b}', 60.0, '50.40 .. 69.60']]
     """
-    if math.isfinite(lo) and math.isfinite(hi):
-        return f"{100 * lo:.2f} to {100 * hi:.2f}"
-    return "none: the matrix cannot tell this cell apart from others" if not identifiable else "none for this estimator"
+    cells, groups, n = result.cells(), result.groups(), result.n
+    original = [math.nan] * len(cells) if p is None or len(p) != len(cells) else [100 * x for x in p]
+    total = sum(c["released"] for c in cells)
+    rows = [{"category": label(c["category"]), "original (%)": round(o, 2),
+             "released (%)": round(100 * c["released"] / total, 2), "estimate (%)": round(100 * c["proportion"], 2),
+             "95 % interval": _interval(c["proportion_ci_low"], c["proportion_ci_high"], c["identifiable"])}
+            for c, o in zip(cells, original)]
+    where = {row["category"]: i for i, row in enumerate(rows)}
+    for g in groups:
+        members = [where[label(c)] for c in g["category"]]
+        rows.append({"category": "{" + ", ".join(rows[i]["category"] for i in members) + "}",
+                     "original (%)": round(sum(original[i] for i in members), 2),
+                     "released (%)": round(100 * sum(cells[i]["released"] for i in members) / total, 2),
+                     "estimate (%)": round(100 * g["estimate"] / n, 2),
+                     "95 % interval": _interval(g["ci_low"] / n, g["ci_high"] / n)})
+    return pd.DataFrame([{"variable": name, **row} for row in rows])
+
+
+def _cell(category: Any) -> Any:
+    """A cell of :meth:`pramkit.estimate.EstimateResult.cells` as the page labels it (a list: a tuple)."""
+    return tuple(category) if isinstance(category, list) else category
+
+
+def _percent(share: float) -> str:
+    """A share in percent as ``pramkit estimate`` prints it (two decimals, "n/a" when there is none).
+
+    Examples
+    --------
+    >>> _percent(0.13201), _percent(float("nan"))
+    ('13.20', 'n/a')
+    """
+    return f"{100 * share:.2f}" if math.isfinite(share) else "n/a"
+
+
+def _interval(lo: float, hi: float, identifiable: bool = True) -> str:
+    """A 95 % interval of a share in percent as ``pramkit estimate`` prints it: "not identifiable" for a cell the
+    matrix cannot tell apart from others (whatever numbers the estimator gave it), "n/a" without one.
+
+    Examples
+    --------
+    >>> _interval(0.1, 0.2), _interval(-7e13, 7e13, False), _interval(float("nan"), 0.2)
+    ('10.00 .. 20.00', 'not identifiable', 'n/a')
+    """
+    if not identifiable:
+        return NOT_IDENTIFIABLE
+    return f"{_percent(lo)} .. {_percent(hi)}" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
+
+
+#: What ``pramkit estimate`` says of a cell a singular matrix cannot tell apart from others (its flag).
+NOT_IDENTIFIABLE = "not identifiable"
+
+
+#: What differs between two runs of the same design: when the manifest was made and how long its steps took.
+RUN_FIELDS = ("created", "seconds")
+
+
+def _design_digest(manifest: Manifest) -> str:
+    """The SHA-256 of a manifest's JSON without :data:`RUN_FIELDS` (at any depth): two designs are the same
+    release iff equal.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> one, two, other = (Manifest.of({"sex": randomized_response(["f", "m"], e)}) for e in (1.0, 1.0, 2.0))
+    >>> _design_digest(one) == _design_digest(two), _design_digest(one) == _design_digest(other)
+    (True, False)
+    """
+    import hashlib
+    import json
+
+    from pramkit._json import to_jsonable
+
+    def facts(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: facts(v) for k, v in x.items() if k not in RUN_FIELDS}
+        return [facts(v) for v in x] if isinstance(x, (list, tuple)) else x
+
+    return hashlib.sha256(json.dumps(to_jsonable(facts(manifest.to_dict())), sort_keys=True).encode()).hexdigest()
 
 
 def _heatmaps(manifest: Manifest) -> dict[str, bytes]:

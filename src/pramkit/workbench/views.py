@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from pramkit.engine.rng import SecretKey
-from pramkit.ledger import GIVEN_STRUCTURE, Guarantee, fmt_epsilon, release_guarantee
+from pramkit.ledger import Guarantee, release_guarantee
 from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import DesignRecord
-from pramkit.report.html import fmt
+from pramkit.report.html import epsilon_words, fmt
 
 if TYPE_CHECKING:
     from pramkit.risk.contributions import ReleaseContributions
@@ -130,8 +130,9 @@ class DesignView:
         The record epsilon (rounded outward), "given the structure" when what is released exactly
         (strata, kept codes, rule breakers) is set aside, as the guarantee sentence says.
     ledger : pandas.DataFrame
-        Per perturbed variable: categories, epsilon (given the structure when strata, kept codes
-        or rules are set aside, as the guarantee sentence says), and with a design record the
+        Per perturbed variable: categories, epsilon (a variable with strata, kept codes or rules: its
+        local epsilon, infinite, and its epsilon given the structure, in the words of every surface,
+        :func:`pramkit.report.html.epsilon_words`), and with a design record the
         information kept, the share of values kept and the expected distance moved (where the
         variable has distances).
     uncovered : tuple of str
@@ -204,6 +205,9 @@ class Designed:
         What came out.
     manifest_file : pathlib.Path or None
         A manifest given as it is, kept in the work folder.
+    noise_key : str or None
+        The fingerprint of the key the design's noise was drawn from (None: a manifest given, or a
+        design that draws none).  Applying with another key releases this design as it is.
     """
 
     variables: tuple[str, ...]
@@ -211,6 +215,7 @@ class Designed:
     key: SecretKey | None
     view: DesignView
     manifest_file: Path | None = None
+    noise_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -227,7 +232,7 @@ class ApplyView:
     key_fingerprint : str
         Which key made the release (never the key).
     design : DesignView
-        The design applied (designed again when the key changed, see :meth:`Workbench.apply`).
+        The design applied: the one the design step showed, its manifest unchanged.
     risk_after : RiskView or None
         The identification risk of the released file (PRAM accounted for).
     warnings : tuple of str
@@ -311,7 +316,6 @@ def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mappi
     ('1', [{'variable': 'sex', 'categories': 2, 'epsilon': '1', 'information kept (nats)': 'n/a',
             'values kept (%)': 'n/a', 'expected distance moved': 'n/a'}])
     """
-    given = f" {GIVEN_STRUCTURE}" if manifest.is_structured else ""
     rows = []
     for v in manifest.variables:
         figures = {} if record is None else record.variables.get(v.name, {})
@@ -319,7 +323,7 @@ def design_view(manifest: Manifest, record: DesignRecord | None, heatmaps: Mappi
         kept = share_kept(None if p is None else np.asarray(p, dtype=float), v.matrix.diagonal)
         rows.append({
             "variable": v.name, "categories": v.matrix.size,
-            "epsilon" + given: fmt_epsilon(v.block_epsilon if v.is_structured else v.epsilon),
+            "epsilon": epsilon_words(v.epsilon, v.block_epsilon if v.is_structured else None),
             "information kept (nats)": fmt(figures.get("information_nats")),
             "values kept (%)": "n/a" if kept is None else f"{100 * kept:.1f}",
             "expected distance moved": fmt(distances.get(v.name)),
