@@ -112,3 +112,13 @@ def test_a_new_setting_is_a_new_field_with_no_code_of_the_page(monkeypatch: pyte
     assert 'id="design_k_floor"' in page and '["kanon"].indexOf(input.method) >= 0' in page
     assert fields.design_values({"smoothing": "0.5", "k_floor": "2"}, "kanon") == {"smoothing": 0.5, "k_floor": 2}
     assert fields.design_values({"k_floor": "2"}, "rr") == {}
+
+
+def test_the_upload_offers_every_format_pramkit_reads() -> None:
+    """The upload's list comes from the formats' table: SAS (.sas7bdat, .xpt) and .tsv, which a hand-kept list
+    had left out, are offered, and every suffix offered is one that pramkit reads."""
+    from pramkit.app.ui import DATA_FILES
+    from pramkit.io import table_format
+
+    assert {".sas7bdat", ".xpt", ".tsv", ".csv", ".parquet", ".dta", ".sav"} <= set(DATA_FILES)
+    assert all(table_format(f"data{suffix}") for suffix in DATA_FILES)

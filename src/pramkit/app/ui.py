@@ -19,9 +19,11 @@ except ModuleNotFoundError as exc:
 from pramkit.app.fields import METHODS as METHODS  # the designs offered (re-exported: the page's names)
 from pramkit.app.fields import Field, design_fields, methods
 from pramkit.app.live import live_ui
+from pramkit.io import FORMATS
 
-#: Files a data upload accepts (the formats of :func:`pramkit.io.table_format`).
-DATA_FILES = [".csv", ".txt", ".parquet", ".pq", ".dta", ".sav", ".zsav"]
+#: Files a data upload accepts: every suffix pramkit reads (:data:`pramkit.io.FORMATS`, so a format added there is
+#: offered here too).
+DATA_FILES = sorted(FORMATS)
 
 
 #: The tab's name for its release in progress (kept in the tab's sessionStorage, so that a reload,
@@ -112,7 +114,7 @@ def data_tab() -> NavSetArg:
         ui.input_text("na_values", "Texts meaning missing (comma-separated)", "NA"),
         ui.input_text("csv_sep", "CSV field separator (';' or tab for many European offices' files)", ","),
         ui.input_text("csv_encoding", "CSV character encoding (utf-8, latin-1, cp1252, ...)", "utf-8"),
-        ui.input_file("upload", "Or upload a file (CSV, Parquet, Stata, SPSS)", accept=DATA_FILES),
+        ui.input_file("upload", "Or upload a file (CSV, Parquet, Stata, SPSS, SAS)", accept=DATA_FILES),
         ui.input_text("data_path", "Or open a file on this computer by its path (large files: read where "
                       "they are, streamed)", ""),
         ui.input_action_button("open_path", "Open the file"),
