@@ -298,3 +298,9 @@ def test_a_recoded_release_says_how_its_categories_were_formed(schema, tmp_path,
     processing = [e.text for e in check_document(text).iterfind("ddi:stdyDscr/ddi:method/ddi:dataProcessing", NS)]
     assert ("Recoded before PRAM (global recoding): age: numbers in intervals at the breaks -1, 17, 64, 120 "
             "(closed on the right) become '0-17', '18-64', '65+'") in processing
+    capsys.readouterr()  # and inspect says it, in its text and its JSON (the declared map as it is)
+    assert main(["inspect", str(tmp_path / "m.json")]) == 0
+    assert ("recoded before PRAM: age: numbers in intervals at the breaks -1, 17, 64, 120 (closed on the right) "
+            "become '0-17', '18-64', '65+'") in capsys.readouterr().out.splitlines()
+    assert main(["inspect", str(tmp_path / "m.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recode"] == json.loads((tmp_path / "map.json").read_text())

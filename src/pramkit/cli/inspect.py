@@ -114,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
     guarantees = inspect_guarantees(manifest, sampling=args.sampling, population=args.population,
                                     released=args.released)
     info["guarantees"] = guarantees.to_dict()
+    from pramkit.recode import recoding_lines
+
+    recoded = recoding_lines(manifest)  # the global recoding the data holder declared (design --recoded-by)
+    info["recode"] = (manifest.input or {}).get("recode")
     stated = released_guarantee(manifest, args.released)  # with a released file, its columns are named
     info["guarantee"] = stated.sentence
     info["release_guarantee"] = stated.to_dict()
@@ -145,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     for fact in info["released_exactly_facts"]:
         print(f"shown exactly ({fact['kind']}): {fact['reveals']}"
               + ("" if fact["covered"] else " (no epsilon covers these values)"))
+    for line in recoded:
+        print(f"recoded before PRAM: {line}")
     print("\n".join(stated.lines()))
     print("\n".join(guarantees.lines()))
     if args.ddi is not None:
