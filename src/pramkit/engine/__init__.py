@@ -17,7 +17,8 @@ The names below load on first use, so that importing one part does not import th
 ([0.75, 0.25], True)
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pramkit._lazy import lazy_exports
 
@@ -30,19 +31,14 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-if TYPE_CHECKING:  # what type checkers read: the names below, with their types (the lazy loader is not seen)
-    from pramkit.privacy.law import BITS as BITS
-    from pramkit.privacy.law import DENOMINATOR as DENOMINATOR
-    from pramkit.privacy.law import RealisedLaw as RealisedLaw
-    from pramkit.privacy.law import realised_law as realised_law
-else:
-    _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
-    def __getattr__(name: str):
-        """The lazy names above, and the compiled ``_kernels``, or an error in one line where it is not installed
-        (``from pramkit.engine import _kernels`` asks here before it imports the submodule)."""
+def _with_kernel(lazy: Callable[[str], Any]) -> Callable[[str], Any]:
+    """The package's ``__getattr__``: the lazy names, and the compiled ``_kernels`` or an error in one line where
+    it is not installed (``from pramkit.engine import _kernels`` asks here before it imports the submodule)."""
+
+    def getattr_(name: str) -> Any:
         if name != "_kernels":
-            return _lazy_getattr(name)
+            return lazy(name)
         import importlib
 
         try:
@@ -56,3 +52,15 @@ else:
             "pramkit's compiled kernel (pramkit.engine._kernels) is not installed: install a wheel for this "
             "platform (pip install pramkit), or build from the sources with a C compiler "
             "(pip install --no-binary pramkit pramkit, or pip install -e . in a checkout)")
+
+    return getattr_
+
+
+if TYPE_CHECKING:  # what type checkers read: the names below, with their types (the lazy loader is not seen)
+    from pramkit.privacy.law import BITS as BITS
+    from pramkit.privacy.law import DENOMINATOR as DENOMINATOR
+    from pramkit.privacy.law import RealisedLaw as RealisedLaw
+    from pramkit.privacy.law import realised_law as realised_law
+else:
+    _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+    __getattr__ = _with_kernel(_lazy_getattr)
