@@ -66,11 +66,13 @@ _EXPORTS = {
     "build_report": "pramkit.report",
     "build_public_report": "pramkit.report",
     "write_report": "pramkit.report",
+    "output_schema": "pramkit._json",
 }
 
 __all__ = ["__version__", "PramkitError", "ParameterError", *_EXPORTS]
 
 if TYPE_CHECKING:  # what type checkers read: the names below, with their types (the lazy loader is not seen)
+    from pramkit._json import output_schema as output_schema
     from pramkit.engine.perturb import ApplyResult as ApplyResult
     from pramkit.engine.perturb import FrameResult as FrameResult
     from pramkit.engine.perturb import apply_file as apply_file

@@ -130,7 +130,8 @@ def _write(value: Any, indent: int, level: int, parts: list[str]) -> None:
 #: The kinds of JSON object the commands print (``--json``, and ``pramkit reproduce``), each with the
 #: version of its format.  Every printed object starts with ``"format"`` (the kind) and ``"version"``
 #: (an integer); a version grows only when a field changes meaning or goes away (fields are added
-#: freely, so a reader ignores fields it does not know).  Each kind has a JSON Schema in docs/schemas.
+#: freely, so a reader ignores fields it does not know).  Each kind has a JSON Schema, installed with the
+#: package (:func:`output_schema`; ``src/pramkit/schemas``, which docs/schemas shows).
 OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.apply.result": 1,
     "pramkit.audit.result": 1,
@@ -187,6 +188,37 @@ def stamp(value: dict[str, Any], kind: str) -> dict[str, Any]:
     if taken:
         raise ValueError(f"a {kind} output already holds {', '.join(taken)}")
     return {"format": kind, "version": OUTPUT_FORMATS[kind], **value}
+
+
+def output_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a kind of printed result, as installed with the package.
+
+    Parameters
+    ----------
+    kind : str
+        A key of :data:`OUTPUT_FORMATS`.
+
+    Returns
+    -------
+    dict
+        The schema, to give to any validator (the ``jsonschema`` package, say).
+
+    Raises
+    ------
+    ValueError
+        An unknown kind.
+
+    Examples
+    --------
+    >>> schema = output_schema("pramkit.inspect.result")
+    >>> schema["$schema"], schema["properties"]["format"]["const"]
+    ('https://json-schema.org/draft/2020-12/schema', 'pramkit.inspect.result')
+    """
+    from importlib import resources
+
+    if kind not in OUTPUT_FORMATS:
+        raise ValueError(f"unknown output format {kind!r}")
+    return json.loads((resources.files("pramkit") / "schemas" / f"{kind}.json").read_text(encoding="utf-8"))
 
 
 #: Largest JSON file pramkit reads (a manifest of 100 000 categories is under 20 MB).

@@ -25,7 +25,7 @@ def print_json(obj: dict[str, Any], *, kind: str, plain: bool = False) -> None:
     kind : str
         The kind of output (a key of :data:`pramkit._json.OUTPUT_FORMATS`), printed as
         ``"format"`` with its ``"version"`` (:func:`pramkit._json.stamp`); its JSON Schema is
-        docs/schemas/KIND.json.
+        installed with the package (:func:`pramkit._json.output_schema`).
     plain : bool, default False
         ``obj`` holds plain JSON values already (no conversion).
 
