@@ -169,6 +169,8 @@ class Setup:
     features: the scored features; public: those released as they are (never perturbed)
     categories: each variable's codes from SDNist's data dictionary (declared, not read off the data)
     key: the secret key of every perturbation; seed: the seed of the DP counts' noise
+    ranges: the codes of a numeric variable the dictionary gives by its range (AGEP: 0 to 99), for the
+        configurations that protect it (the others keep their categories as before)
     """
 
     source: Path
@@ -179,6 +181,7 @@ class Setup:
     key: bytes
     seed: int
     workdir: Path
+    ranges: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def perturbed(self) -> list[str]:
@@ -230,6 +233,7 @@ class Release:
     na_values: tuple[str, ...] = ("NA",)
     note: str = ""
     synthesis: Any = None  # a pramkit.synthesize.SynthesisResult (central epsilon; its manifest is kept)
+    central: str | None = None  # another tool's stated central guarantee (its own words)
 
 
 @dataclass(frozen=True)
@@ -509,8 +513,10 @@ def _resampled(setup: Setup, release: Release, rules: list[dict[str, str]]) -> R
 
 
 def age_rules_on_ages(setup: Setup, variables: Sequence[str], *, na_is_value: bool) -> list[dict[str, str]]:
-    """:func:`age_rules` written on AGEP's own values (for a file without the age class column)."""
-    ages = sorted(set(setup.frame["AGEP"]), key=int)
+    """:func:`age_rules` written on AGEP's own values (for a file without the age class column): those of
+    the file where AGEP is released as it is, its declared range where it is itself drawn."""
+    drawn = "AGEP" in variables and "AGEP" in setup.ranges
+    ages = setup.ranges["AGEP"] if drawn else sorted(set(setup.frame["AGEP"]), key=int)
     spelled = {label: "|".join(a for a in ages if lo <= int(a) <= hi) for lo, hi, label in AGE_CLASSES}
     return [{("AGEP" if c == AGE_CLASS else c): ("|".join(spelled[x] for x in v.split("|") if spelled[x])
                                                 if c == AGE_CLASS else v) for c, v in row.items()}
@@ -543,15 +549,20 @@ def _register_post_processed() -> None:
 _register_post_processed()
 
 
-def _synthesized(setup: Setup, epsilon: float, min_count: int) -> Release:
-    """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins."""
+def _synthesized(setup: Setup, epsilon: float, min_count: int, *, every: bool = False) -> Release:
+    """``pramkit synthesize``: the public columns as they are, the others drawn from DP-measured margins;
+    ``every``: every feature synthesized, none released as it is (``--public`` ignored), a numeric
+    feature's codes its declared range."""
     import pramkit
 
-    variables = setup.perturbed
+    variables = list(setup.features) if every else setup.perturbed
+    public = () if every else setup.public
     rules = age_rules_on_ages(setup, variables, na_is_value=True) + housing_rules(variables)
+    categories = {**setup.codebook(variables), **({v: r for v, r in setup.ranges.items() if v in variables}
+                                                  if every else {})}
     path = setup.path("synthesized.csv")
-    res = pramkit.synthesize_release(setup.source, path, variables=variables, public=setup.public,
-                                     epsilon=epsilon, key=setup.key, categories=setup.codebook(variables),
+    res = pramkit.synthesize_release(setup.source, path, variables=variables, public=public,
+                                     epsilon=epsilon, key=setup.key, categories=categories,
                                      forbid=setup.rules("synthesis-rules.csv", rules), min_count=min_count,
                                      na_values=(), force=True)
     return Release(path, [], na_values=(), synthesis=res,
@@ -564,6 +575,66 @@ for _eps in (5, 10):
                   "rules, each draw shared by two records of the same public values")(
         lambda s, e=_eps: _synthesized(s, e, 2))
 configuration("synth-10-single", "synth-10 with one draw per record (min_count 1)")(lambda s: _synthesized(s, 10, 1))
+for _eps in (1, 5, 10):
+    configuration(f"synth-all-{_eps}", f"`pramkit synthesize --public ''` at central epsilon {_eps}: every feature "
+                  "synthesized, none released as it is (AGEP's codes its declared range 0-99), the age and housing "
+                  "rules, each draw shared by two records (min-count 2; with no public column, any two)")(
+        lambda s, e=_eps: _synthesized(s, e, 2, every=True))
+
+
+#: The MST synthesizer of dpmm (McKenna et al.'s, as SmartNoise's MST), run by ``DPMM_PYTHON``: every
+#: column categorical over its declared codes (no binning, none of the budget spent on a domain), the
+#: released file as many records as the original.
+MST_SCRIPT = """
+import json, sys
+import pandas as pd
+from dpmm.pipelines import MSTPipeline
+source, codes_file, out, epsilon, delta, seed = sys.argv[1:7]
+codes = json.load(open(codes_file))
+frame = pd.read_csv(source, dtype=str, keep_default_na=False)[list(codes)]
+coded = pd.DataFrame({c: pd.Categorical(frame[c], categories=v).codes for c, v in codes.items()})
+assert (coded >= 0).all().all(), "a value outside its declared codes"
+mst = MSTPipeline(epsilon=float(epsilon), delta=float(delta), disable_processing=True, n_jobs=1)
+mst.fit(coded, domain={c: len(v) for c, v in codes.items()}, random_state=int(seed))
+drawn = mst.generate(n_records=len(frame), random_state=int(seed))
+pd.DataFrame({c: [codes[c][int(i)] for i in drawn[c]] for c in codes}).to_csv(out, index=False)
+"""
+MST_DELTA = 1e-5
+
+
+def dpmm_python() -> str | None:
+    """The interpreter of an environment with dpmm (``DPMM_PYTHON``), or None when it cannot import it."""
+    python = os.environ.get("DPMM_PYTHON")
+    if not python:
+        return None
+    try:
+        ok = subprocess.run([python, "-c", "import dpmm.pipelines"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return python if ok else None
+
+
+def _mst(setup: Setup, epsilon: float) -> Release:
+    """dpmm's MST on every feature (none released as it is), in its own environment (``DPMM_PYTHON``)."""
+    python = dpmm_python()
+    if python is None:
+        raise Skip("dpmm is not available: set DPMM_PYTHON to the interpreter of a venv with `pip install dpmm`")
+    codes = {f: setup.ranges.get(f) or setup.categories[f] for f in setup.features}
+    codes_file = setup.path("mst-codes.json")
+    codes_file.write_text(json.dumps(codes), encoding="utf-8")
+    path = setup.path("mst.csv")
+    proc = subprocess.run([python, "-c", MST_SCRIPT, str(setup.source), str(codes_file), str(path), str(epsilon),
+                           str(MST_DELTA), str(setup.seed)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"dpmm's MST failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return Release(path, [], na_values=(), central=f"{epsilon:g} (delta {MST_DELTA:g}; dpmm MST)",
+                   note="every feature synthesized by dpmm's MST")
+
+
+for _eps in (1, 10):
+    configuration(f"mst-{_eps}", f"dpmm's MST at central epsilon {_eps}, delta {MST_DELTA:g}, on every feature "
+                  "(none released as it is; the codes declared), run in this benchmark beside synth-all-"
+                  f"{_eps} (DPMM_PYTHON)")(lambda s, e=_eps: _mst(s, e))
 
 
 # --------------------------------------------------------------------------------------------
@@ -578,6 +649,8 @@ def stated(release: Release) -> tuple[str, str]:
     if release.synthesis is not None:
         res = release.synthesis
         return "-", f"{fmt_epsilon(res.record_epsilon)} (pure; {len(res.measurements)} DP tables)"
+    if release.central is not None:
+        return "-", release.central
     if not release.steps:
         return "none", "none"
     manifests = [m for _, m in release.steps]
@@ -761,15 +834,18 @@ def prepare(data: Path, features: Sequence[str], public: Sequence[str], seed: in
     source = workdir / "input.csv"
     frame.to_csv(source, index=False)
     categories: dict[str, list[str]] = {}
+    ranges: dict[str, list[str]] = {}
     if dictionary is not None and dictionary.is_file():
         for name, entry in json.loads(dictionary.read_text(encoding="utf-8")).items():
             values = entry.get("values")
             if isinstance(values, dict) and "min" not in values:
                 categories[name] = [str(v) for v in values]
+            elif isinstance(values, dict) and all(isinstance(values.get(k), int) for k in ("min", "max")):
+                ranges[name] = [str(v) for v in range(values["min"], values["max"] + 1)]
     for f in features:  # a feature the dictionary does not list: its codes from the file
         categories.setdefault(f, sorted(frame[f].unique()))
     key = hashlib.sha256(f"bench_sdnist key {seed}".encode()).digest()
-    return Setup(source, frame, tuple(features), tuple(public), categories, key, seed, workdir)
+    return Setup(source, frame, tuple(features), tuple(public), categories, key, seed, workdir, ranges)
 
 
 def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target: str,
@@ -777,7 +853,7 @@ def run_config(name: str, setup: Setup, *, python: str, data_root: Path, target:
     workdir = setup.workdir / name
     workdir.mkdir(parents=True, exist_ok=True)
     step = Setup(setup.source, setup.frame, setup.features, setup.public, setup.categories, setup.key,
-                 setup.seed, workdir)
+                 setup.seed, workdir, setup.ranges)
     t0 = time.perf_counter()
     release = CONFIGS[name].build(step)
     release_seconds = time.perf_counter() - t0

@@ -181,7 +181,8 @@ SWAP_HELP = {
     '--k': ('k-anonymity threshold, at least 1 (default 3)', None),
     '--donors': ('donor rule: same-parent (default): donors in another area under the same area above, '
         "households selected at a level never each other's donors; any-area: donors in any other "
-        "area of the level swapped across, risky donors first (sdcMicro recordSwap's rule)", None),
+        "area of the level swapped across, risky donors first (sdcMicro recordSwap's donor pool; each donor "
+        "a fresh keyed draw, not recordSwap's scan of one priority order with the areas in code order)", None),
     '--chunk-rows': ('rows per chunk (memory bound; the release is the same for any value; default %(default)s)', None),
 }
 

@@ -149,7 +149,7 @@ def test_the_receipt_names_the_rule_and_claims_no_sdcmicro_semantics_for_same_pa
     anywhere = case["runs"]["any-area", False].section
     assert same["donors"] == "same-parent" and anywhere["donors"] == "any-area"
     assert "same-parent" in same["semantics"] and "not sdcMicro" in same["donor_rule"]
-    assert "sdcMicro recordSwap's donor rule" in anywhere["semantics"]
+    assert "sdcMicro recordSwap's donor pool" in anywhere["semantics"] and "fresh keyed draw" in anywhere["semantics"]
     assert f"same {geo[0]}" in same["guarantee"] and "any other area" in anywhere["guarantee"]
     # same-parent keeps the region (released exactly, epsilon given it); any-area does not: one block
     assert same["epsilon"] == "inf" and f"epsilon_given_{geo[0]}" in same

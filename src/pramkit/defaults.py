@@ -21,7 +21,7 @@ NY_ROWS = 953_076
 CONTRIBUTION_REPLICATES = 20
 #: The donor rules of record swapping (:mod:`pramkit.engine.swap.core`): ``same-parent`` (donors under the
 #: same area of the level above; the default) and ``any-area`` (donors from any other area of the swap level,
-#: risky donors first: sdcMicro's recordSwap).
+#: risky donors first: sdcMicro recordSwap's donor pool, each donor a fresh keyed draw).
 SWAP_DONOR_RULES: tuple[str, ...] = ("same-parent", "any-area")
 #: What a design does with records that break a rule: refuse the file, or keep them exactly (named by
 #: the ledger).

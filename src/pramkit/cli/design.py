@@ -236,15 +236,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_target(found: dict) -> None:
-    """The budgets ``--target`` explored, the one kept last."""
-    print(f"target: at most {100 * found['matched']:.4g} % of records are unique records reproduced exactly "
-          f"(keys {', '.join(found['keys'])})")
-    print("  record epsilon   expected %   bounds %            records changed %   I(X;Z) kept [nats]")
+    """The budgets ``--target`` explored, the one kept last.
+
+    Examples
+    --------
+    >>> point = {"record_epsilon": 2.0, "matched": 0.04, "matched_lower": 0.01, "matched_upper": 0.05,
+    ...          "matched_quantile": 0.048, "changed": 0.5, "information_nats": 1.5}
+    >>> _print_target({"matched": 0.05, "level": 0.95, "keys": ["a"], "record_epsilon": 2.0, "curve": [point]})
+    target: at most 5 % of all records unique records reproduced exactly in at least 95 % of releases (Chernoff bound) (keys a)
+      record epsilon   expected %   bounds %              95 % of releases %   records changed %   I(X;Z) kept [nats]
+                   2        4.000   1.000 .. 5.000                  4.800               50.00                  1.5  <- kept
+    """
+    from pramkit.release.tuned import DisclosureTarget
+
+    level = found.get("level")
+    print(f"target: {DisclosureTarget(found['matched'], level).describe()} (keys {', '.join(found['keys'])})")
+    quantile = f"{f'{100 * level:.4g} % of releases %':>20}   " if level is not None else ""
+    print(f"  record epsilon   expected %   bounds %            {quantile}records changed %   I(X;Z) kept [nats]")
     for point in found["curve"]:
         kept = "  <- kept" if point["record_epsilon"] == found["record_epsilon"] else ""
         information = point.get("information_nats")
+        bound = f"{100 * point['matched_quantile']:20.3f}   " if level is not None else ""
         print(f"  {point['record_epsilon']:14.4g}   {100 * point['matched']:10.3f}   "
-              f"{100 * point['matched_lower']:.3f} .. {100 * point['matched_upper']:.3f}   "
+              f"{100 * point['matched_lower']:.3f} .. {100 * point['matched_upper']:.3f}   {bound}"
               f"{100 * point['changed']:17.2f}   {'n/a' if information is None else f'{information:.4g}':>18}{kept}")
 
 

@@ -33,8 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path, help="the key file: written (mode 0600, never over an existing file), or read "
                    "with --fingerprint")
     p.add_argument("--fingerprint", action="store_true",
-                   help="write nothing: print the fingerprint of the key in the existing FILE (which release "
-                   "it made: a release's fingerprint is in its receipt and the app's reproduce.sh)")
+                   help="write nothing: print the fingerprint of the key in the existing FILE, to tell which "
+                   "release it made: `pramkit apply` prints the fingerprint of its key (key_fingerprint in "
+                   "--json), and so does the app's export (reproduce.sh and summary.json, both private); the "
+                   "manifest and the receipt never record the key or its fingerprint")
     p.set_defaults(func=run, files=lambda args: ([args.file], []) if args.fingerprint else ([], [args.file]))
 
 

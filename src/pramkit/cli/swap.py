@@ -49,8 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "swapped across that level, then households drawn at random in each lowest area up to the "
                     "rate (one swap moves two households). Donors share a similarity profile and lie, with "
                     "--donors same-parent (the default), in another area of the same area above; with --donors "
-                    "any-area (sdcMicro recordSwap's rule), in any other area of the level swapped across, risky "
-                    "donors first. Without --risk-vars the swap is random and its expected matrix and epsilon are "
+                    "any-area, in any other area of the level swapped across, risky donors first: sdcMicro "
+                    "recordSwap's donor pool, each donor a fresh keyed draw (not recordSwap's scan of one priority "
+                    "order with the areas in code order). Without --risk-vars the swap is random and its expected "
+                    "matrix and epsilon are "
                     "known (--manifest). Writes OUT and OUT.receipt.json (public: the released file's digest and "
                     "the description of the swap, which names the donor rule), and with --partners the pairs "
                     "(private).",

@@ -252,6 +252,67 @@ def information_kept(p: ArrayLike, matrix: PramMatrix, *, limit: int | None = No
     return _entropy(np.array([pb for pb, _, _ in parts])) + inside
 
 
+def information_by_value(p: ArrayLike, matrix: PramMatrix, values: ArrayLike, *,
+                         limit: int | None = None) -> float | None:
+    """I(X; Z) of a variable X whose matrix acts on cells that add columns to it (its strata): the
+    information the released value keeps on the variable itself, the strata mixed.
+
+    A stratified matrix maps a cell ``(s, x)`` to a cell ``(s, z)``; its information on the cells,
+    :func:`information_kept`, is I((S, X); (S, Z)) = H(S) + I(X; Z | S), which counts the entropy
+    of the strata, released as they are.  The variable's own information adds the cells of one
+    value: with ``P(s, x)`` the cells' proportions, ``P(x, z) = sum_s P(s, x) M_s[x, z]`` and
+    ``I(X; Z) = sum P(x, z) log(P(x, z) / (P(x) P(z)))``, at most log of the number of values.
+
+    Parameters
+    ----------
+    p : array_like, shape (S,)
+        Counts or proportions of the matrix's cells.
+    matrix : PramMatrix
+        The matrix over the cells (stored by blocks or not).
+    values : array_like of int, shape (S,)
+        Each cell's value of the variable, numbered from 0 (cells of one value in different strata
+        share it).
+    limit : int, optional
+        Largest number of values, and largest square root of the work (the sum of the squared
+        block sizes), measured; ``None`` beyond it.
+
+    Returns
+    -------
+    float or None
+        Nats.
+
+    Examples
+    --------
+    Two strata of equal weight; the first keeps its two values, the second swaps them.  Each
+    stratum keeps all it has, but the value released says nothing of the value itself:
+
+    >>> cells = [("s1", "a"), ("s1", "b"), ("s2", "a"), ("s2", "b")]
+    >>> keep = PramMatrix([[1.0, 0.0], [0.0, 1.0]], cells[:2])
+    >>> swap = PramMatrix([[0.0, 1.0], [1.0, 0.0]], cells[2:])
+    >>> m = PramMatrix.block_diagonal([keep, swap], cells)
+    >>> round(information_kept([1, 1, 1, 1], m), 12) == round(2 * math.log(2), 12)  # I((S, X); (S, Z))
+    True
+    >>> information_by_value([1, 1, 1, 1], m, [0, 1, 0, 1])
+    0.0
+    >>> information_by_value([1, 1, 0, 0], m, [0, 1, 0, 1]) == math.log(2)        # one stratum: all of X
+    True
+    """
+    pv = np.asarray(p, dtype=float).ravel()
+    pv = pv / pv.sum() if pv.sum() > 0 else np.full(pv.size, 1.0 / pv.size)
+    codes = np.asarray(values, dtype=np.intp).ravel()
+    n_values = int(codes.max()) + 1 if codes.size else 0
+    parts = matrix.blocks if matrix.blocks is not None else ((np.arange(matrix.size), matrix),)
+    if limit is not None and (n_values > limit or sum(idx.size ** 2 for idx, _ in parts) > limit ** 2):
+        return None
+    joint = np.zeros((n_values, n_values))
+    for idx, part in parts:
+        if pv[idx].sum() > 0:
+            np.add.at(joint, (codes[idx][:, None], codes[idx][None, :]), pv[idx][:, None] * part.matrix)
+    marginal = joint.sum(axis=1)
+    channel = np.divide(joint, marginal[:, None], out=np.zeros_like(joint), where=marginal[:, None] > 0)
+    return mutual_information(marginal, channel)
+
+
 def _entropy(r: np.ndarray) -> float:
     """Shannon entropy in nats of a distribution."""
     from scipy.special import entr

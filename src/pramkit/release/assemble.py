@@ -18,9 +18,11 @@ from typing import Any, cast
 import numpy as np
 
 from pramkit._json import to_jsonable
-from pramkit.design.measures import information_kept, measure
+from pramkit.design.measures import information_by_value, information_kept, measure
 from pramkit.errors import ParameterError
+from pramkit.information import entropy as entropy_of
 from pramkit.information import mutual_information
+from pramkit.labels import joint_cell
 from pramkit.ledger import CategorySource, Ledger
 from pramkit.manifest import Manifest, MissingPolicy, PerturbedVariable
 from pramkit.matrix import PramMatrix, Provenance
@@ -30,7 +32,7 @@ from pramkit.release.count import Counted
 from pramkit.release.frequencies import DesignFrequencies
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.record import DesignRecord, Release
-from pramkit.release.targets import complete
+from pramkit.release.targets import Target, complete
 
 #: Largest matrix stored by its parameters whose O(S^2)-time figures the design record computes
 #: (expected distances; information and measures of an exponential mechanism, row by row).
@@ -176,6 +178,7 @@ def _per_variable(counted: Counted, freqs: DesignFrequencies, built: Built) -> d
     for k, target in counted.targets.items():
         m = built.matrices.get(k)  # None: no budget in the optimal split, released exactly (no epsilon covers it)
         p_exact, design_p = freqs.exact[k], freqs.design_p[k]
+        values, entropy = _values(target, p_exact)
         out[k] = {
             "categories": [list(c) if isinstance(c, tuple) else c for c in target.labels],
             "counts": np.asarray(target.counts).tolist(),
@@ -183,7 +186,8 @@ def _per_variable(counted: Counted, freqs: DesignFrequencies, built: Built) -> d
             "design_p": None if design_p is None else np.asarray(design_p).tolist(),
             "epsilon": None if m is None else m.block_epsilon,
             "released_exactly": m is None,
-            "information_nats": 0.0 if m is None else information_kept(p_exact, m, limit=MAX_DENSE_FIGURES),
+            "information_nats": _information(p_exact, m, values),
+            "entropy_nats": entropy,
             "design_information_nats": None if m is None or m.provenance.objective_name != "mutual_information_nats"
             else m.provenance.objective,
         }
@@ -193,6 +197,30 @@ def _per_variable(counted: Counted, freqs: DesignFrequencies, built: Built) -> d
             out[k]["expected_distance"] = geo_utility(m, built.distances[k], p_exact).expected_distance
             out[k]["distance_unit"] = built.distances[k].unit
     return out
+
+
+def _values(target: Target, p: Any) -> tuple[np.ndarray | None, float]:
+    """Each cell's value of the variable itself (``None`` without strata: the cells are the values)
+    and the variable's entropy H(X) in nats, the strata mixed."""
+    pv = np.asarray(p, dtype=float).ravel()
+    pv = pv / pv.sum() if pv.sum() > 0 else pv
+    if not target.given:
+        return None, entropy_of(pv)
+    g = len(target.given)
+    numbers: dict[tuple, int] = {}
+    values = np.array([numbers.setdefault(joint_cell(label)[g:], len(numbers)) for label in target.labels],
+                      dtype=np.intp)
+    return values, entropy_of(np.bincount(values, weights=pv, minlength=len(numbers)))
+
+
+def _information(p: Any, m: PramMatrix | None, values: np.ndarray | None) -> float | None:
+    """I(X; Z) of the variable itself, its strata mixed (:func:`pramkit.design.measures.information_by_value`);
+    0 for a variable released exactly (no matrix: the record's convention)."""
+    if m is None:
+        return 0.0
+    if values is None:
+        return information_kept(p, m, limit=MAX_DENSE_FIGURES)
+    return information_by_value(p, m, values, limit=MAX_DENSE_FIGURES)
 
 
 def _extra(plan: ReleasePlan, counted: Counted, freqs: DesignFrequencies, built: Built,

@@ -79,7 +79,9 @@ class DesignRecord:
     variables : mapping
         Per designed variable: categories, exact counts and proportions, the
         proportions the design used, its epsilon, the information it keeps on the
-        exact proportions (nats) and on the design's own (nats).
+        exact proportions (``information_nats``: I(X; Z) of the variable itself, its
+        strata mixed, not of its stratum cells), the variable's entropy H(X) on them
+        (``entropy_nats``) and the information on the design's own (nats).
     matrices : mapping of str to PramMatrix
         The designed matrices, with provenance (which may hold the exact proportions).
     extra : mapping

@@ -73,9 +73,9 @@ def _sampling(value: Any, name: str) -> None:
 
 
 def _target(value: Any, name: str) -> None:
-    from pramkit.release.tuned import parse_target
+    from pramkit.release.tuned import parse_disclosure_target
 
-    parse_target(value)
+    parse_disclosure_target(value)
 
 
 def _text(what: str) -> Instance:
@@ -278,10 +278,13 @@ class ReleaseSpec:
         "replacement of its rows from N persons, or with --sampling poisson:Q the population of the Poisson "
         "sample", metavar="N", label="Population", more=True)
     target: str | None = setting(
-        None, str, Checked(_target, "matched=X%", "bogus"), "design to a disclosure target: the largest record "
-        "budget up to --epsilon whose release is expected to reproduce at most X %% of all records as unique "
-        "records (the ledger says the budget was chosen from the data); the budgets explored go to the design "
-        "record", metavar="matched=X%", label="Disclosure target", more=True)
+        None, str, Checked(_target, "matched=X% or matched<=X%@Q", "bogus"), "design to a disclosure target: "
+        "the largest record budget up to --epsilon whose release is expected to reproduce at most X %% of all "
+        "records as unique records (matched=X%%: the mean over the draws of the key, which a release drawn with "
+        "one key may exceed), or reproduces at most X %% in at least Q %% of releases (matched<=X%%@Q, e.g. "
+        "matched<=5%%@95: a Chernoff bound over the draws of the key); the ledger says the budget was chosen "
+        "from the data; the budgets explored go to the design record", metavar="matched=X%[@Q]",
+        label="Disclosure target", more=True)
     target_keys: str | None = setting(
         None, str, _text("column names, comma-separated"), "--target: the columns on which a record is unique and "
         "reproduced (default: --strata and --vars)", metavar="COL[,COL]", needs=("target", GIVEN),
@@ -576,12 +579,12 @@ class ReleaseSpec:
         import pandas as pd
 
         from pramkit.io import read_table
-        from pramkit.release.tuned import design_to_target, parse_target
+        from pramkit.release.tuned import design_to_target, parse_disclosure_target
 
         def names(text: str | None) -> list[str]:
             return [c.strip() for c in (text or "").split(",") if c.strip()]
 
-        matched = parse_target(self.target or "")
+        target = parse_disclosure_target(self.target or "")
         if self.epsilon is None or self.epsilon_per_variable is not None:
             raise ParameterError("--target searches the record budget: give --epsilon (the largest budget "
                                  "considered) and no --epsilon-per-variable")
@@ -590,8 +593,8 @@ class ReleaseSpec:
         frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values, sep=self.sep,
                                                                        encoding=self.encoding)
         return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e)._plan(variables),
-                                matched=matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
-                                quiet=quiet)
+                                matched=target.matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
+                                quiet=quiet, level=target.level)
 
     def _check_recognition(self, key: SecretKey | None) -> None:
         """The recognition design (``--recognition``) is its own privacy model: no budget, no structure."""

@@ -58,7 +58,8 @@ class SwapSpec(DataSettings):
     donors: str = setting(
         "same-parent", str, Choice(SWAP_DONOR_RULES), "donor rule: same-parent (default): donors in another area "
         "under the same area above, households selected at a level never each other's donors; any-area: donors in "
-        "any other area of the level swapped across, risky donors first (sdcMicro recordSwap's rule)",
+        "any other area of the level swapped across, risky donors first (sdcMicro recordSwap's donor pool; each donor "
+        "a fresh keyed draw, not recordSwap's scan of one priority order with the areas in code order)",
         parse_choices=True, label="Donor rule")
     chunk_rows: int = setting(CHUNK_ROWS, int, Checked(at_least_one, "a whole number >= 1", 0),
                               "rows per chunk (memory bound; the release is the same for any value; default "

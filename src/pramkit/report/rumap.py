@@ -95,6 +95,9 @@ class RiskUtilityMap:
         Designs the search made.
     source : str
         Where the record was read (a path, or "a design record in memory").
+    level : float or None
+        A quantile target's share of releases that stay at or under ``target`` (``None``: the target
+        is on the expected share).
 
     Examples
     --------
@@ -110,6 +113,7 @@ class RiskUtilityMap:
     points: tuple[RiskUtilityPoint, ...]
     evaluations: int | None
     source: str
+    level: float | None = None
 
     @property
     def kept(self) -> RiskUtilityPoint:
@@ -312,9 +316,10 @@ def risk_utility_map(record: DesignRecord | Mapping[str, Any] | str | Path, mani
         raise DataError(f"{what} was designed from another file (SHA-256 {str(named)[:12]}..., the original file "
                         f"given has {original_sha256[:12]}...): give the original file the release was designed from")
     evaluations = target.get("evaluations")
+    level = _figure(target.get("level"), f"{what}: target.level", 0, 1, open_low=True, optional=True)
     return RiskUtilityMap(share, tuple(keys), kept, points,
                           evaluations if isinstance(evaluations, int) and not isinstance(evaluations, bool) else None,
-                          str(record) if isinstance(record, (str, Path)) else "a design record in memory")
+                          str(record) if isinstance(record, (str, Path)) else "a design record in memory", level)
 
 
 def risk_utility_chart(rmap: RiskUtilityMap) -> bytes:
@@ -446,9 +451,12 @@ def risk_utility_section(rmap: RiskUtilityMap, table: Callable[[Sequence[str], S
               "lower bound [%]", "upper bound [%]", "information kept I(X; Z) [nats]", "records changed [%]",
               "budget"]
     searched = f"{len(rmap.points)} budgets" + (f" ({rmap.evaluations} designs)" if rmap.evaluations else "")
+    held = ("expected (the mean over the draws of the key: a release drawn with one key may reproduce more)"
+            if rmap.level is None else f"in at least {100 * rmap.level:.4g} % of releases (a Chernoff bound over the "
+            "draws of the key)")
     intro = (f"This release was designed to a target: at most {100 * rmap.target:.4g} % of all records are unique "
-             f"records (on {', '.join(rmap.keys)}) that the released file reproduces exactly. The search designed "
-             f"{searched} and kept the largest that meets it: record epsilon {kept.record_epsilon:.4g} nats, "
+             f"records (on {', '.join(rmap.keys)}) that the released file reproduces exactly, {held}. The search "
+             f"designed {searched} and kept the largest that meets it: record epsilon {kept.record_epsilon:.4g} nats, "
              f"expected share {100 * kept.matched:.4g} % (bounds {100 * kept.matched_lower:.4g} to "
              f"{100 * kept.matched_upper:.4g} %).")
     alt = ("Risk-utility map: unique records reproduced exactly against the record budget, with the target and the "

@@ -20,6 +20,18 @@ from the manifest alone, before anything is drawn:
 The shares are these sums over the unique records divided by all records, expectations of the
 indicator that each unique record is reproduced over the draws of the key.
 
+**A quantile** (``level``, e.g. 0.95): a share that the releases stay at or under with probability
+at least ``level`` over the draws of the key, by a Chernoff bound (:func:`quantile_bound`).  The
+count M of unique records reproduced is a sum of indicators, one per unique record, each the
+largest over the records of "record r is released as x"; each record is drawn once, independently,
+and its indicators over the unique cells (distinct values) hold at most one 1, so they are
+negatively associated, and so are their maxima over disjoint sets of records (Joag-Dev and
+Proschan 1983, properties P6 and P7; Dubhashi and Ranjan 1998, balls and bins).  For negatively
+associated indicators ``E exp(t M) <= prod_u (1 - p_u + p_u e^t)``, so the Chernoff bound of
+independent Bernoulli variables with the same probabilities p_u holds for M.  A normal approximation
+would not be a bound.  A household design draws a household's variables once for all its members,
+whose indicators are then not negatively associated: no quantile is computed there (``None``).
+
 Examples
 --------
 >>> import pandas as pd
@@ -33,6 +45,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +81,11 @@ class MatchRisk:
         The key columns.
     expected : float or None
         The expected share itself (``None`` for a household design).
+    level : float or None
+        The probability of :attr:`quantile` (``None``: not asked).
+    quantile : float or None
+        A share that the releases stay at or under with probability at least ``level`` over the draws
+        of the key (:func:`quantile_bound`; ``None`` when not asked, or for a household design).
     """
 
     n: int
@@ -76,6 +94,8 @@ class MatchRisk:
     upper: float
     keys: tuple[str, ...]
     expected: float | None = None
+    level: float | None = None
+    quantile: float | None = None
 
     @property
     def bound(self) -> float:
@@ -90,8 +110,9 @@ class MatchRisk:
         >>> MatchRisk(10, 2, 0.05, 0.1, ("a",)).to_dict()["upper"]
         0.1
         """
+        quantile = {} if self.level is None else {"level": self.level, "quantile": self.quantile}
         return {"n": self.n, "uniques": self.uniques, "lower": self.lower, "expected": self.expected,
-                "upper": self.upper, "keys": list(self.keys)}
+                "upper": self.upper, "keys": list(self.keys), **quantile}
 
 
 def _codes(data: pd.DataFrame, variable: Any) -> np.ndarray:
@@ -122,7 +143,69 @@ def _extended(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def expected_matches(data: pd.DataFrame, manifest: Manifest, keys: Sequence[str]) -> MatchRisk:
+def quantile_bound(p: Any, level: float) -> float:
+    """A count that a sum of negatively associated indicators (independent ones among them) with
+    probabilities ``p`` reaches with probability at most ``1 - level``: the Chernoff bound.
+
+    With ``K(t) = sum log(1 - p + p e^t)``, ``P(M >= m) <= exp(K(t) - t m)`` for every t > 0, so
+    ``m(t) = (K(t) + log(1 / (1 - level))) / t`` is reached with probability at most
+    ``1 - level``; the bound is the smallest, at the t where ``t K'(t) - K(t) = log(1 / (1 - level))``
+    (found by bisection: the left side increases with t), and never more than the number of
+    positive p (M cannot exceed it).
+
+    Parameters
+    ----------
+    p : array_like
+        Each indicator's probability of being 1.
+    level : float
+        In (0, 1): the probability of staying under the bound (0.95: 95 % of releases).
+
+    Returns
+    -------
+    float
+        The bound, a count between ``sum(p)`` and the number of positive p.
+
+    Raises
+    ------
+    ParameterError
+        ``level`` outside (0, 1).
+
+    Examples
+    --------
+    A thousand fair coins: the bound lies above the 95th percentile of the binomial, 526, and
+    within Hoeffding's bound, 500 + sqrt(1000 log(20) / 2) = 538.7 (for small probabilities, as
+    those of unique records reproduced, it is far nearer the mean than Hoeffding's):
+
+    >>> b = quantile_bound(np.full(1000, 0.5), 0.95)
+    >>> 526 < b < 538.7
+    True
+    >>> quantile_bound([0.0, 1.0, 1.0], 0.95)
+    2.0
+    """
+    if not 0 < level < 1:
+        raise ParameterError(f"the quantile's level must lie in (0, 1), got {level!r}")
+    pv = np.clip(np.asarray(p, dtype=float).ravel(), 0.0, 1.0)
+    positive = float(np.count_nonzero(pv))
+    c = -math.log1p(-level)
+
+    def k(t: float) -> float:
+        return float(np.log1p(pv * math.expm1(t)).sum())
+
+    def slope(t: float) -> float:  # t K'(t) - K(t), increasing in t
+        e = math.exp(t)
+        return t * float((pv * e / (1 - pv + pv * e)).sum()) - k(t)
+
+    lo, hi = 0.0, 1.0
+    while slope(hi) < c and hi < 64.0:
+        lo, hi = hi, 2 * hi
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if slope(mid) < c else (lo, mid)
+    return min((k(hi) + c) / hi, positive)
+
+
+def expected_matches(data: pd.DataFrame, manifest: Manifest, keys: Sequence[str], *,
+                     level: float | None = None) -> MatchRisk:
     """The expected share of all records that are unique records reproduced exactly (module docstring).
 
     Parameters
@@ -134,6 +217,8 @@ def expected_matches(data: pd.DataFrame, manifest: Manifest, keys: Sequence[str]
     keys : sequence of str
         The columns on which a record is unique and reproduced (every perturbed variable's
         columns among them, and the columns released as they are).
+    level : float, optional
+        Also a share that the releases stay at or under with this probability (:func:`quantile_bound`).
 
     Returns
     -------
@@ -169,7 +254,8 @@ def expected_matches(data: pd.DataFrame, manifest: Manifest, keys: Sequence[str]
         raise ParameterError(f"a perturbed variable has more than {DENSE_MAX} categories: the union bound reads "
                              "its matrix densely")
     dense = [_extended(v.release_matrix.matrix) for v in variables]
-    upper = expected = 0.0
+    upper = 0.0
+    chances = []  # each unique record's chance of being reproduced
     for g in np.unique(groups[unique]):
         members = np.flatnonzero(groups == g)
         targets = members[unique[members]]
@@ -184,7 +270,11 @@ def expected_matches(data: pd.DataFrame, manifest: Manifest, keys: Sequence[str]
                 incoming *= np.where(breaker, same.astype(float), block)
             upper += float(np.minimum(incoming.sum(axis=0), 1.0).sum())
             with np.errstate(divide="ignore"):          # a sure move: log(0), none is left out
-                expected += float((-np.expm1(np.log1p(-np.minimum(incoming, 1.0)).sum(axis=0))).sum())
+                chances.append(-np.expm1(np.log1p(-np.minimum(incoming, 1.0)).sum(axis=0)))
     households = any(v.unit is not None for v in variables)
+    chance = np.concatenate(chances) if chances else np.zeros(0)
+    expected = float(chance.sum())
+    quantile = None if level is None or households else quantile_bound(chance, level) / n
     return MatchRisk(n=n, uniques=int(unique.sum()), lower=lower, upper=upper / n, keys=tuple(keys),
-                     expected=None if households else min(max(expected / n, lower), upper / n))
+                     expected=None if households else min(max(expected / n, lower), upper / n), level=level,
+                     quantile=quantile)

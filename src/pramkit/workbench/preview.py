@@ -199,8 +199,9 @@ def preview(wb: Workbench, variables: Sequence[str], choices: DesignChoices, mad
         keys_table = [u for u in expected.utility if u.name == "keys"]
         figures["se_ratio"] = keys_table[0].ratio if keys_table else None
     else:
-        kept = [float(f["information_nats"]) / h for f in release.record.variables.values()
-                if f.get("information_nats") is not None and f.get("p") and (h := _entropy(f["p"])) > 0]
+        kept = [float(f["information_nats"]) / h for f in release.record.variables.values()   # H(X), strata mixed
+                if f.get("information_nats") is not None and f.get("p")
+                and (h := f.get("entropy_nats", _entropy(f["p"]))) > 0]
         figures["information_kept"] = float(np.mean(kept)) if kept else None
     parameters = f"{', '.join(names)}: {' '.join(_shown(choices.to_args())) or 'defaults'}"
     tried = [t for t in wb.tried if t.parameters != parameters]

@@ -2,8 +2,8 @@
 
 Targeted record swapping as Eurostat's method for the 2021 census rounds, with two
 donor rules: ``same-parent`` (the default: donors under the same area of the level
-above) and ``any-area`` (sdcMicro ``recordSwap``'s: donors from any other area of the
-swap level, risky donors first).  :mod:`~pramkit.engine.swap.core` draws
+above) and ``any-area`` (sdcMicro ``recordSwap``'s donor pool: donors from any other area
+of the swap level, risky donors first, each a fresh keyed draw).  :mod:`~pramkit.engine.swap.core` draws
 who is swapped with whom, :mod:`~pramkit.engine.swap.households` reads the
 households of a file in chunks, :mod:`~pramkit.engine.swap.run` writes the
 released file, its receipt and (for random swapping) its manifest, and

@@ -35,7 +35,7 @@ Record Swapping", sdcMicro vignette, and its C++ source), with two donor rules
   left in it, then its next household by priority (Efraimidis and Spirakis 2006:
   the largest ``log(u) / w`` first).  Households selected at a level are never each
   other's donors there.
-* **Donors, rule ``any-area``** (sdcMicro's ``recordSwap``): drawn among the
+* **Donors, rule ``any-area``** (the donor pool of sdcMicro's ``recordSwap``, drawn otherwise): drawn among the
   households of *any* other area of level h, anywhere in the file, not yet
   swapped, weighted by ``w_h``, the household's risk at level h (the largest
   ``1 / count`` of its members' cells area of level h x risk variables; 1 without
@@ -82,7 +82,8 @@ _SELECT, _DONOR, _AREA, _ROUND = "\x00swap-select", "\x00swap-donor", "\x00swap-
 _ORDER = "\x00swap-order"
 
 #: The donor rules: ``same-parent`` (donors under the same area of the level above; the default) and
-#: ``any-area`` (donors from any other area of the swap level, risky donors first: sdcMicro's recordSwap).
+#: ``any-area`` (donors from any other area of the swap level, risky donors first: sdcMicro recordSwap's donor
+#: pool, each donor a fresh keyed draw).
 DONOR_RULES = SWAP_DONOR_RULES
 
 
@@ -371,7 +372,8 @@ class _Cell:
 
 
 class _AnyArea:
-    """The donor rule ``any-area``: sdcMicro's ``recordSwap`` order of work (see the module's rules)."""
+    """The donor rule ``any-area``: sdcMicro ``recordSwap``'s donor pool, the areas in a keyed order and each
+    donor a fresh keyed draw (see the module's rules)."""
 
     def __init__(self, geo: np.ndarray, profiles: list[np.ndarray], risky_level: np.ndarray, weight: np.ndarray,
                  level_weight: np.ndarray, key: SecretKey) -> None:

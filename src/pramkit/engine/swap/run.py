@@ -69,8 +69,8 @@ class SwapPlan:
         The k-anonymity threshold, at least 1.
     donors : {"same-parent", "any-area"}
         The donor rule (:data:`pramkit.engine.swap.core.DONOR_RULES`): donors under the same area of
-        the level above, or from any other area of the swap level with risky donors first (sdcMicro's
-        ``recordSwap``).
+        the level above, or from any other area of the swap level with risky donors first (the donor
+        pool of sdcMicro's ``recordSwap``, each donor a fresh keyed draw).
     """
 
     hid: str
@@ -98,7 +98,9 @@ class SwapPlan:
         """
         if self.donors == "any-area":
             return ("donors were drawn from any other area of the level swapped across, risky donors first "
-                    "(the donor rule of sdcMicro's recordSwap, pramkit option any-area)")
+                    "(pramkit option any-area: the donor pool of sdcMicro's recordSwap, each donor a fresh keyed "
+                    "draw and the areas in a keyed order, not recordSwap's scan of one priority order per level "
+                    "with the areas in code order)")
         where = f"another area of the same {self.geo[-2]}" if len(self.geo) > 1 else "another area"
         return (f"donors were drawn from {where} (pramkit's rule same-parent, not sdcMicro's recordSwap, "
                 "which draws them from any other area and prefers risky donors); households selected at a "
@@ -148,7 +150,8 @@ class SwapPlan:
         given_eps = None if matrix is None or given is None else matrix.block_epsilon
         return {
             "method": "targeted record swapping" if self.targeted else "random record swapping",
-            "semantics": ("Eurostat targeted record swapping with sdcMicro recordSwap's donor rule (any-area)"
+            "semantics": ("Eurostat targeted record swapping with sdcMicro recordSwap's donor pool (any-area), "
+                           "each donor a fresh keyed draw (not recordSwap's code-order scan)"
                           if self.donors == "any-area" else
                           "Eurostat targeted record swapping with pramkit's donor rule same-parent (donors share "
                           "the area above; sdcMicro recordSwap draws them from any other area)"),
@@ -214,7 +217,8 @@ def plan_swap(hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (), si
     donors : {"same-parent", "any-area"}
         The donor rule: ``same-parent`` (the default) draws donors under the same area of the level
         above, households selected at a level never being each other's donors; ``any-area`` draws them
-        from any other area of the level swapped across, risky donors first, as sdcMicro's ``recordSwap``.
+        from any other area of the level swapped across, risky donors first (sdcMicro ``recordSwap``'s
+        donor pool, each donor a fresh keyed draw).
 
     Returns
     -------
