@@ -879,6 +879,50 @@ def default_design_epsilon(budget: float, rows: int, cells: Sequence[int]) -> fl
     return float(f"{min(DEFAULT_DESIGN_SHARE * budget, need):.12g}")
 
 
+def epsilon_words(epsilon: float, given_structure: float | None = None) -> str:
+    """A perturbed variable's epsilon as every surface states it (the app's design page, ``pramkit design`` and
+    ``inspect``, the reports, the release note, the DDI codebook).
+
+    A variable with structure (strata, kept codes, rules) shows it exactly, so its local epsilon is
+    infinite; among records that agree on what is shown, its epsilon is finite: both are stated, the
+    second with the ledger's qualifier (:data:`pramkit.ledger.GIVEN_STRUCTURE`), never a bare figure.
+
+    Parameters
+    ----------
+    epsilon : float
+        The variable's (local) epsilon, possibly infinite.
+    given_structure : float, optional
+        Its epsilon given the structure (:attr:`pramkit.manifest.PerturbedVariable.block_epsilon`); None for
+        a variable without structure.
+
+    Returns
+    -------
+    str
+        Rounded outward (:func:`pramkit.ledger.fmt_epsilon`).
+
+    Examples
+    --------
+    >>> epsilon_words(1.5), epsilon_words(math.inf, 1.3499999999986503)
+    ('1.5', 'local inf; 1.35 given the structure')
+    """
+    if given_structure is None:
+        return fmt_epsilon(epsilon)
+    return f"local {fmt_epsilon(epsilon)}; {fmt_epsilon(given_structure)} {GIVEN_STRUCTURE}"
+
+
+def described_epsilon_words(variable: Mapping[str, Any]) -> str:
+    """:func:`epsilon_words` of a variable as :meth:`pramkit.Manifest.describe` gives it (``"inf"`` as text, and
+    ``epsilon_given_block`` where it has blocks).
+
+    Examples
+    --------
+    >>> described_epsilon_words({"epsilon": 1.5}), described_epsilon_words({"epsilon": "inf", "epsilon_given_block": 1.8})
+    ('1.5', 'local inf; 1.8 given the structure')
+    """
+    given = variable.get("epsilon_given_block")
+    return epsilon_words(float(variable["epsilon"]), None if given is None else float(given))
+
+
 def fmt_epsilon(eps: float) -> str:
     """An epsilon for people: four significant digits rounded up (a printed bound is
     never below the truth), ``inf`` spelled out.

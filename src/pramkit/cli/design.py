@@ -304,15 +304,17 @@ def _derived_mode(args: argparse.Namespace) -> int:
 
 def _print_written(out: dict[str, Any], manifest: Any, guarantee: Any) -> None:
     """What was designed and written, the guarantee (:func:`pramkit.engine.receipt.released_guarantee`), the notes."""
-    from pramkit.ledger import RELEASED_EXACTLY, fmt_epsilon
+    from pramkit.ledger import RELEASED_EXACTLY, epsilon_words, fmt_epsilon
 
     for n, v in out["per_variable"].items():
         info = v["information_nats"]
         if n not in manifest.names and not any(n in w.columns for w in manifest.variables):
             print(f"{n}: {RELEASED_EXACTLY}")  # the optimal split gave it nothing: it is not perturbed at all
             continue
-        print(f"{n}: epsilon = {fmt_epsilon(float(v['epsilon']))}"  # "inf" in JSON values
-              + ("" if info is None else f", I(X;Z) = {info:.4g} nats on the data"))
+        var = manifest.variables[manifest.names.index(n)] if n in manifest.names else None
+        stated = (epsilon_words(var.epsilon, var.block_epsilon) if var is not None and var.is_structured else
+                  fmt_epsilon(float(v["epsilon"])))  # as every surface states it ("inf" in JSON values)
+        print(f"{n}: epsilon = {stated}" + ("" if info is None else f", I(X;Z) = {info:.4g} nats on the data"))
     if out["total_information_nats"] is not None:
         print(f"total I = {out['total_information_nats']:.4g} nats")
     for key in ("worst_posterior", "l2_loss"):

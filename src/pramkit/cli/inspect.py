@@ -105,12 +105,12 @@ def run(args: argparse.Namespace) -> int:
     (0, 1.5, ['region', 'sex'])
     """
     from pramkit.engine.receipt import inspect_guarantees, released_guarantee
-    from pramkit.report.release_note import _epsilon_words as epsilon_words
+    from pramkit.ledger import described_epsilon_words
 
     manifest = Manifest.read(args.manifest)
     info = manifest.describe()
     for v in info["variables"]:  # the words every surface states it in: "local inf; 1.35 given the structure"
-        v["epsilon_stated"] = epsilon_words(v)
+        v["epsilon_stated"] = described_epsilon_words(v)
     guarantees = inspect_guarantees(manifest, sampling=args.sampling, population=args.population,
                                     released=args.released)
     info["guarantees"] = guarantees.to_dict()

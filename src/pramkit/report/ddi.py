@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pramkit.report.release_note import _epsilon_words as epsilon_words
+from pramkit.ledger import described_epsilon_words as epsilon_words
 
 #: The DDI-Codebook 2.5 namespace, and where its schema is published.
 DDI_NAMESPACE = "ddi:codebook:2_5"

@@ -17,6 +17,7 @@ from typing import Any
 
 from pramkit._json import to_jsonable
 from pramkit.atomic import check_writable, write_text_atomic
+from pramkit.ledger import epsilon_words
 from pramkit.report.build import (
     DisclosureRisk,
     LedgerEntry,
@@ -92,39 +93,6 @@ def fmt(x: float | int | None, digits: int = 4) -> str:
     if math.isinf(x):
         return "infinite" if x > 0 else "-infinite"
     return f"{x:.{digits}g}"
-
-
-def epsilon_words(epsilon: float, given_structure: float | None = None) -> str:
-    """A perturbed variable's epsilon as every surface states it (the app's design page, ``pramkit inspect``,
-    the reports, the release note, the DDI codebook).
-
-    A variable with structure (strata, kept codes, rules) shows it exactly, so its local epsilon is
-    infinite; among records that agree on what is shown, its epsilon is finite: both are stated, the
-    second with the ledger's qualifier (:data:`pramkit.ledger.GIVEN_STRUCTURE`), never a bare figure.
-
-    Parameters
-    ----------
-    epsilon : float
-        The variable's (local) epsilon, possibly infinite.
-    given_structure : float, optional
-        Its epsilon given the structure (:attr:`pramkit.manifest.PerturbedVariable.block_epsilon`); None for
-        a variable without structure.
-
-    Returns
-    -------
-    str
-        Rounded outward (:func:`pramkit.ledger.fmt_epsilon`).
-
-    Examples
-    --------
-    >>> epsilon_words(1.5), epsilon_words(math.inf, 1.3499999999986503)
-    ('1.5', 'local inf; 1.35 given the structure')
-    """
-    from pramkit.ledger import GIVEN_STRUCTURE, fmt_epsilon
-
-    if given_structure is None:
-        return fmt_epsilon(epsilon)
-    return f"local {fmt_epsilon(epsilon)}; {fmt_epsilon(given_structure)} {GIVEN_STRUCTURE}"
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[bool]) -> str:

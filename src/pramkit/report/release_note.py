@@ -107,21 +107,6 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _epsilon_words(variable: dict[str, Any]) -> str:
-    """A variable's epsilon as the manifest describes it (``"inf"`` written as text), with its epsilon given
-    the structure when it has blocks, in the words of every surface (:func:`pramkit.report.html.epsilon_words`).
-
-    Examples
-    --------
-    >>> _epsilon_words({"epsilon": 1.5}), _epsilon_words({"epsilon": "inf", "epsilon_given_block": 1.8})
-    ('1.5', 'local inf; 1.8 given the structure')
-    """
-    from pramkit.report.html import epsilon_words
-
-    given = variable.get("epsilon_given_block")
-    return epsilon_words(float(variable["epsilon"]), None if given is None else float(given))
-
-
 def _estimate_command(m: Any, name: str, manifest: Any, sep: str, encoding: str) -> str:
     """The ``pramkit estimate`` command of a release, runnable as printed in the folder of its files: the
     released file read as it was written (its missing codes, separator and encoding).
@@ -210,11 +195,12 @@ def release_note(manifest: Any, released: Any, *, sep: str = ",", encoding: str 
     perturbed = [v["name"] for v in info["variables"]]
     figure = guarantee.headline[0].upper() + guarantee.headline[1:]
     loose = list(guarantee.unperturbed or ())
+    from pramkit.ledger import described_epsilon_words
     from pramkit.recode import recoding_lines
 
     recoded = recoding_lines(m)
     variables = tuple(f"- {v['name']}: {len(v['categories'])} categories, {v['method']}, epsilon "
-                      f"{_epsilon_words(v)}" for v in info["variables"])
+                      f"{described_epsilon_words(v)}" for v in info["variables"])
     projects = (
         f"{name} is released with its variables {_and(perturbed)} perturbed by the Post-Randomisation "
         f"Method (PRAM); the probabilities of every change are published in {published} beside it, so that "

@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from pramkit.engine.rng import SecretKey
-from pramkit.ledger import Guarantee, release_guarantee
+from pramkit.ledger import Guarantee, epsilon_words, release_guarantee
 from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
 from pramkit.release.record import DesignRecord
-from pramkit.report.html import epsilon_words, fmt
+from pramkit.report.html import fmt
 
 if TYPE_CHECKING:
     from pramkit.risk.contributions import ReleaseContributions
@@ -132,7 +132,7 @@ class DesignView:
     ledger : pandas.DataFrame
         Per perturbed variable: categories, epsilon (a variable with strata, kept codes or rules: its
         local epsilon, infinite, and its epsilon given the structure, in the words of every surface,
-        :func:`pramkit.report.html.epsilon_words`), and with a design record the
+        :func:`pramkit.ledger.epsilon_words`), and with a design record the
         information kept, the share of values kept and the expected distance moved (where the
         variable has distances).
     uncovered : tuple of str
