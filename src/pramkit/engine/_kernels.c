@@ -2259,13 +2259,14 @@ csv_rows(PyObject *self, PyObject *args)
         const CsvColumn *c = &cols[j];
         int64_t first = csv_at(c, 0), last = csv_at(c, n), extra = 0;
         /* most columns need no quotes: no special byte in all their bytes and no empty value (a null of
-         * length 0 is looked at value by value) */
+         * length 0 is looked at value by value); their text is all their bytes only without nulls, whose slots
+         * may hold bytes that are not written (a column with nulls is measured value by value) */
         int64_t next = csv_next(c->data, first, last, special, sep8);
         unsigned char any = next < last;
         for (Py_ssize_t i = 0; i < n && !any; i++) {
             any |= csv_at(c, i + 1) == csv_at(c, i);
         }
-        if (!any) {
+        if (!any && c->valid == NULL) {
             total += last - first;
             continue;
         }
