@@ -337,7 +337,8 @@ def test_a_swapping_section_that_cannot_be_read_is_one_line(census_release, tmp_
     (tmp_path / "sw.json").write_text(json.dumps(raw))
     code, out, err = _cli("audit", "--manifest", tmp_path / "sw.json", "--released", tmp_path / "sw.csv",
                           "--original", tmp_path / "hh.csv", "--key-file", census_release["key"])
-    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "swapping" in err
+    # a published field removed is a finding (issue 61): exit 1, what the swap lacks named, no traceback
+    assert code == 1 and err == "" and "lacks 'levels'" in out
 
 
 # ------------------------------------------------------------------ the recomputations against references

@@ -13,7 +13,9 @@ measured from the outside (docs/audit.md).
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,8 @@ __all__ = ["AuditResult", "Check", "audit"]
 
 def audit(manifest: str | Path, *, released: str | Path | None = None, original: str | Path | None = None,
           key: Any = None, engine: bool = False, trials: int | None = None, sep: str = ",",
-          encoding: str = "utf-8", backend: str = "local", spark_master: str = SPARK_MASTER) -> AuditResult:
+          encoding: str = "utf-8", backend: str = "local", spark_master: str = SPARK_MASTER,
+          na_values: Sequence[str] | None = None) -> AuditResult:
     """Audit a release: the manifest (public), the release (with the original), the engine.
 
     Parameters
@@ -53,6 +56,9 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         ``original``; the manifest's checks read the released file on this machine.
     spark_master : str
         Spark's master URL, for ``backend="spark"``.
+    na_values : sequence of str, optional
+        The texts the release read as missing (default: what its manifest records, ``input.na_values``, or
+        the synthesis manifest's ``na_values``).
 
     Returns
     -------
@@ -79,8 +85,8 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     """
     from pramkit.audit.engine import engine_audit
     from pramkit.audit.manifest import manifest_audit, read_manifest
-    from pramkit.audit.release import release_audit
     from pramkit.engine.rng import resolve_key
+    from pramkit.errors import DataError, ManifestError
     from pramkit.validate import csv_separator, text_encoding
 
     if original is not None and released is None:
@@ -91,6 +97,9 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         raise ParameterError("the Spark backend runs the release audit's passes over records: give the original "
                              "and the released file (--original, --released), or leave out --backend spark")
     start = time.perf_counter()
+    for what, path in (("original", original), ("released", released)):
+        if path is not None and not Path(path).exists():  # a mistake in the command, not a finding
+            raise DataError(f"{what} file {str(path)!r} does not exist")
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
     text_encoding(encoding), csv_separator(sep)  # checked before any work
@@ -98,12 +107,34 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     if synthesis is not None and backend == "spark":
         raise ParameterError("a synthesized release is audited on this machine: leave out --backend spark")
     if synthesis is not None:
-        return _synthesis_audit(synthesis, released, original, key, engine, sep, encoding, start)
+        return _synthesis_audit(synthesis, manifest, released, original, key, engine, sep, encoding, na_values,
+                                start)
+    try:
+        read_manifest(manifest)
+    except ManifestError as exc:  # a forged field the reader refuses: failed, named, and nothing more to audit
+        return _unreadable_audit(manifest, exc, start)
+    refused = _refused_receipt(released)
+    if refused is not None:  # a receipt no reader takes: failed, named; the manifest is audited alone
+        checks = [*manifest_audit(manifest, sep=sep, encoding=encoding), refused,
+                  *public_field_checks(manifest, None, None, None, na_values)]
+        return AuditResult(("manifest",), tuple(checks), time.perf_counter() - start)
     audits, checks = ["manifest"], manifest_audit(manifest, released, sep=sep, encoding=encoding)
-    if original is not None and released is not None:
+    post = _post_processing(released)
+    applied = released
+    if post is not None:  # a resampled file: post-processing of its release, whose chain is audited instead
+        audits.append("post-processing")
+        applied = Path(released).parent / Path(str(post.get("release"))).name  # type: ignore[arg-type]
+        checks.append(_post_processing_check(Path(released), applied, post))  # type: ignore[arg-type]
+    found: list[Check] | None = None
+    if original is not None and applied is not None:
         audits.append("release")
-        checks += release_audit(manifest, original, released, key=key, sep=sep, encoding=encoding, backend=backend,
-                                spark_master=spark_master)
+        found = _release_checks(manifest, original, applied, key=key, sep=sep, encoding=encoding,
+                                backend=backend, spark_master=spark_master, na_values=na_values)
+        checks += found
+    named = any(c.subject == "receipt" and c.field == "manifest sha256" and c.passed for c in checks)
+    checks += public_field_checks(manifest, released, original, key, na_values, sep=sep, encoding=encoding,
+                                  release_checks=found, names_manifest=named, manifest_checks=checks,
+                                  parent=Path(applied) if post is not None and applied is not None else None)
     if engine:
         audits.append("engine")
         checks += engine_audit(read_manifest(manifest)[0], trials=trials)
@@ -126,17 +157,141 @@ def _synthesis_manifest(path: str | Path) -> dict[str, Any] | None:
     return raw if is_synthesis(raw) else None
 
 
-def _synthesis_audit(raw: dict[str, Any], released: str | Path | None, original: str | Path | None, key: Any,
-                     engine: bool, sep: str, encoding: str, start: float) -> AuditResult:
+def _synthesis_audit(raw: dict[str, Any], manifest: str | Path, released: str | Path | None,
+                     original: str | Path | None, key: Any, engine: bool, sep: str, encoding: str,
+                     na_values: Sequence[str] | None, start: float) -> AuditResult:
     """The audit of a synthesized release: its manifest, its file, the original and the key."""
+    from pramkit.audit.declared import FieldContext, field_checks
     from pramkit.audit.synthesis import manifest_checks, original_checks, release_checks
+    from pramkit.defaults import NA_VALUES
 
     if engine:
         raise ParameterError("a synthesized release has no perturbation engine to audit: leave out --engine")
+    na = tuple(na_values) if na_values is not None else tuple(raw.get("na_values", NA_VALUES))
+    ctx = FieldContext("synthesis manifest", raw, audit="synthesis", subject="manifest", manifest_path=Path(manifest),
+                       released=None if released is None else Path(released),
+                       original=None if original is None else Path(original), key=key, na_values=na, sep=sep,
+                       encoding=encoding)
     audits, checks = ["synthesis"], manifest_checks(raw)
     if released is not None:
-        checks += release_checks(raw, released, sep=sep, encoding=encoding)
+        checks += release_checks(raw, released, sep=sep, encoding=encoding, na_values=na)
     if original is not None and released is not None:
         audits.append("release")
-        checks += original_checks(raw, original, released, key=key, sep=sep, encoding=encoding)
+        checks += original_checks(raw, original, released, key=key, sep=sep, encoding=encoding, na_values=na,
+                                  again=ctx.cache)
+    checks += field_checks(ctx)
     return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+
+
+def _release_checks(manifest: str | Path, original: str | Path, released: str | Path,
+                    **options: Any) -> list[Check]:
+    """The release audit (the matrices as read, their stated figures set aside), or why it cannot run: files
+    that disagree with the manifest are a finding."""
+    from pramkit.audit.release import release_audit
+    from pramkit.errors import DataError
+
+    try:
+        return release_audit(manifest, original, released, **options)
+    except DataError as exc:  # the files disagree with the manifest: a finding, not a mistake in the command
+        return [Check("release", "file", "read against the manifest", False, str(exc))]
+
+
+def public_field_checks(manifest: str | Path, released: str | Path | None, original: str | Path | None, key: Any,
+                        na_values: Sequence[str] | None, *, sep: str = ",", encoding: str = "utf-8",
+                        release_checks: Sequence[Check] | None = None, names_manifest: bool = False,
+                        manifest_checks: Sequence[Check] | None = None, parent: Path | None = None) -> list[Check]:
+    """Every field of the manifest and of the released file's receipt (and, for a resampled file, of its
+    release's receipt, ``parent``) against its declaration (:mod:`pramkit.audit.fields`,
+    :func:`pramkit.audit.declared.field_checks`); ``release_checks``: what the release audit found, the
+    evidence of the fields the release was made with; ``names_manifest``: the receipt names this manifest;
+    ``manifest_checks``: the manifest audit's checks (its certificates re-proved, not proved twice).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.manifest import Manifest
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}).write(pathlib.Path(d) / "m.json")
+    ...     print([c.field for c in public_field_checks(path, None, None, None, None)])
+    ['declared fields']
+    """
+    from pramkit.audit.declared import FieldContext, field_checks
+    from pramkit.audit.manifest import read_raw_manifest
+    from pramkit.engine.receipt import read_receipt
+
+    path = Path(manifest)
+    raw = read_raw_manifest(path)
+    rel = None if released is None else Path(released)
+    orig = None if original is None else Path(original)
+    ctx = FieldContext("manifest", raw, manifest_path=path, released=rel, original=orig, key=key,
+                       na_values=na_values, sep=sep, encoding=encoding)
+    shared = {"names manifest": names_manifest,
+              **({} if release_checks is None else {"release": list(release_checks)})}
+    ctx.cache.update(shared)
+    if manifest_checks is not None:
+        ctx.cache["manifest checks"] = list(manifest_checks)
+    checks = field_checks(ctx)
+    for file, subject in ((rel, "receipt"), (parent, "receipt of the release")):
+        receipt = read_receipt(file) if file is not None and file.exists() else None
+        if receipt is not None:
+            kind = "resample receipt" if receipt.get("post_processing") else "receipt"
+            checks += field_checks(dataclasses.replace(ctx, kind=kind, raw=receipt, subject=subject, released=file,
+                                                       manifest_raw=raw, cache=dict(shared)))
+    return checks
+
+
+def _refused_receipt(released: str | Path | None) -> Check | None:
+    """The failed check of a receipt that :func:`pramkit.engine.receipt.read_receipt` refuses (its ``format``
+    is not a receipt's), else ``None``."""
+    from pramkit.engine.receipt import read_receipt
+    from pramkit.errors import DataError
+
+    if released is None or not Path(released).exists():
+        return None
+    try:
+        read_receipt(released)
+    except DataError as exc:
+        return Check("manifest", "receipt", "format", False, f"every reader refuses the receipt: {exc}")
+    return None
+
+
+def _post_processing(released: str | Path | None) -> dict[str, Any] | None:
+    """The ``post_processing`` of the released file's receipt (a resampled file), else ``None``."""
+    from pramkit.engine.receipt import read_receipt
+
+    if released is None or not Path(released).exists():
+        return None
+    post = (read_receipt(released) or {}).get("post_processing")
+    return post if isinstance(post, dict) else None
+
+
+def _post_processing_check(released: Path, parent: Path, post: dict[str, Any]) -> Check:
+    """The line that says a resampled file is audited as post-processing of its release."""
+    there = parent.is_file()
+    return Check("manifest", "file", "post-processing", there,
+                 f"{released.name} is post-processing ({post.get('method')}) of the release {parent.name}: its "
+                 "values are draws from a model fitted to that release, not tested against the matrices; the "
+                 "release is audited instead, with its receipt and the digest that ties the two" +
+                 ("" if there else f", but {parent.name} is not beside it"))
+
+
+def _unreadable_audit(manifest: str | Path, exc: BaseException, start: float) -> AuditResult:
+    """A manifest the reader refuses: the field it names fails (exit 1), and every other field is checked."""
+    from pramkit.audit.declared import FieldContext, field_checks
+    from pramkit.audit.manifest import read_raw_manifest
+    from pramkit.audit.stated import validation_checks
+    from pramkit.errors import ManifestError
+
+    try:
+        raw = read_raw_manifest(Path(manifest))
+    except (ManifestError, OSError):
+        raise exc from None  # not a manifest at all (missing, not JSON): a mistake in the command
+    checks = validation_checks(raw) + [c for c in field_checks(FieldContext("manifest", raw,
+                                                                            manifest_path=Path(manifest)))
+                                       if not c.passed]
+    if all(c.passed for c in checks):
+        checks.append(Check("manifest", "manifest", "read", False, f"every other command refuses it: {exc}"))
+    checks.append(Check("manifest", "release", "not audited", False,
+                        "the manifest does not read, so the release cannot be audited against it"))
+    return AuditResult(("manifest",), tuple(checks), time.perf_counter() - start)

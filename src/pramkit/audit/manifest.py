@@ -94,19 +94,54 @@ def read_manifest(path: str | Path) -> tuple[Manifest, dict[str, Any]]:
     p = Path(path)
     if not p.is_file():
         raise ManifestError(f"manifest {str(p)!r} does not exist or is not a file")
-    raw = read_json(p, f"manifest {str(p)!r}", ManifestError)
+    raw = read_raw_manifest(p)
+    return bare_manifest(raw), raw
+
+
+def read_raw_manifest(path: Path) -> dict[str, Any]:
+    """A manifest's JSON, as written (an object with a list of variables).
+
+    Raises
+    ------
+    ManifestError
+        Not JSON, or not a manifest's object.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (pathlib.Path(d) / "m.json").write_text('{"variables": [], "record_epsilon": 0.1}')
+    ...     read_raw_manifest(pathlib.Path(d) / "m.json")
+    {'variables': [], 'record_epsilon': 0.1}
+    """
+    raw = read_json(path, f"manifest {str(path)!r}", ManifestError)
     if not isinstance(raw, dict) or not isinstance(raw.get("variables"), list):
-        raise ManifestError(f"{str(p)!r} is not a pramkit manifest (no list of variables)")
-    bare = copy.deepcopy(raw)
+        raise ManifestError(f"{str(path)!r} is not a pramkit manifest (no list of variables)")
+    return raw
+
+
+def bare_manifest(raw: Mapping[str, Any]) -> Manifest:
+    """The manifest's matrices, read with its stated epsilons set aside (so that they are recomputed).
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> import json
+    >>> raw = json.loads(Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}).to_json())
+    >>> raw["record_epsilon"] = 0.1
+    >>> round(bare_manifest(raw).record_epsilon, 12)
+    1.0
+    """
+    bare = copy.deepcopy(dict(raw))
     for key in _TOTAL_KEYS:
         bare.pop(key, None)
         if isinstance(bare.get("ledger"), dict):
             bare["ledger"].pop(key, None)
-    for v in bare["variables"]:
+    for v in bare.get("variables") or []:
         if isinstance(v, dict):
             for key in _EPSILON_KEYS:
                 v.pop(key, None)
-    return Manifest.from_dict(bare), raw
+    return Manifest.from_dict(bare)
 
 
 def _fraction(value: Any) -> Fraction | float | None:
@@ -260,11 +295,11 @@ def mutual_information(p: np.ndarray, m: np.ndarray) -> float:
     >>> round(mutual_information(np.array([0.5, 0.5]), np.eye(2)), 12) == round(math.log(2), 12)
     True
     """
-    joint = p[:, None] * m
-    released = joint.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # a forged p or M of huge numbers gives inf or nan: a figure that differs
+        joint = p[:, None] * m
+        released = joint.sum(axis=0)
         terms = np.where(joint > 0, joint * np.log(m / released[None, :]), 0.0)
-    return float(terms.sum())
+        return float(terms.sum())
 
 
 def staircase_bound(p: np.ndarray, epsilon: float, dual: np.ndarray) -> float:

@@ -49,7 +49,7 @@ from pramkit.audit.records import (  # noqa: F401  (the checks of paired records
 )
 from pramkit.audit.result import Check
 from pramkit.defaults import CHUNK_ROWS
-from pramkit.errors import DataError
+from pramkit.errors import DataError, ParameterError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches, paired_chunks
 from pramkit.manifest import Manifest
 from pramkit.validate import SPARK_MASTER, engine_name
@@ -176,6 +176,8 @@ def swap_plan_of(section: Any) -> Any:
                          k=section.get("k_anonymity") or 3, donors=section.get("donors") or "same-parent")
     except (KeyError, TypeError) as exc:
         raise DataError(f"the manifest's swapping section lacks {exc}: the swap cannot be derived again") from None
+    except ParameterError as exc:  # a setting no swap takes (a forged donor rule, a rate above one)
+        raise DataError(f"the manifest's swapping section is not a swap's: {exc}") from None
 
 
 def key_check(manifest: Path, original: Path, released: Path, key: Any,
@@ -205,10 +207,8 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     True False
     """
     from pramkit.audit.manifest import read_manifest
-    from pramkit.engine.perturb import apply_file
     from pramkit.engine.receipt import read_receipt
-    from pramkit.engine.swap.run import swap_file
-    from pramkit.errors import PramkitError
+    from pramkit.errors import ManifestError, PramkitError
     from pramkit.io import dataset_parts, table_format
     from pramkit.validate import release_label
 
@@ -225,12 +225,13 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
         if spark_master is not None:
             exact, same = _spark_key_check(manifest, original, released, again, key, swapping, na_values=na_values,
                                            label=label, sep=sep, encoding=encoding, master=spark_master)
-        elif swapping is not None:
-            swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,
-                      encoding=encoding)
         else:
-            apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label,
-                       sep=sep, encoding=encoding)
+            try:
+                _derive(manifest, original, again, key, swapping, na_values=na_values, shuffled=shuffled,
+                        label=label, sep=sep, encoding=encoding)
+            except (ManifestError, DataError) as exc:  # a manifest every command refuses (a forged figure), a plan
+                return Check("release", "file", "derived again with the key", False,
+                             f"{how} cannot be derived again with this manifest: {exc}")
         if spark_master is None:
             exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
             same = exact or ((fmt in STAMPED or folder) and again.is_file() and
@@ -243,6 +244,42 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
     return Check("release", "file", "derived again with the key", same,
                  f"the key reproduces {how} {words}" if same else
                  f"the key does not reproduce {how} (another key, manifest or original)")
+
+
+def _derive(manifest: Path, original: Path, again: Path, key: Any, swapping: Any, *, na_values: Sequence[str],
+            shuffled: bool, label: str, sep: str, encoding: str) -> None:
+    """The release made again into ``again``: the swap the manifest describes, or PRAM (shuffled or not)."""
+    from pramkit.engine.perturb import apply_file
+    from pramkit.engine.swap.run import swap_file
+
+    if swapping is not None:
+        swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep, encoding=encoding)
+    else:
+        apply_file(original, manifest, again, key=key, na_values=na_values, shuffle=shuffled, release=label,
+                   sep=sep, encoding=encoding, quiet=True)
+
+
+def design_na_values(manifest: Path, parsed: Manifest) -> list[str]:
+    """The texts the design read as missing: the manifest's ``input.na_values``; for a derived manifest, which
+    records none, its parent's (the manifest beside it that ``input.derived_from`` names); else the default.
+
+    Examples
+    --------
+    >>> from pramkit.design.classic import randomized_response
+    >>> design_na_values(Path("m.json"), Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}))
+    ['NA']
+    """
+    from pramkit.errors import PramkitError
+
+    if "na_values" in parsed.input:
+        return list(parsed.input["na_values"])
+    parent = parsed.input.get("derived_from")
+    if isinstance(parent, str) and (manifest.parent / Path(parent).name).is_file():
+        try:
+            return list(Manifest.read(manifest.parent / Path(parent).name).input.get("na_values", NA_VALUES))
+        except PramkitError:
+            pass
+    return list(NA_VALUES)
 
 
 def _spark_key_check(manifest: Path, original: Path, released: Path, again: Path, key: Any, swapping: Any, *,
@@ -312,7 +349,7 @@ def same_records(a: Path, b: Path) -> bool:
 
 def release_audit(manifest: str | Path, original: str | Path, released: str | Path, *, key: Any = None,
                   alpha: float = ALPHA, sep: str = ",", encoding: str = "utf-8", backend: str = "local",
-                  spark_master: str = SPARK_MASTER) -> list[Check]:
+                  spark_master: str = SPARK_MASTER, na_values: Sequence[str] | None = None) -> list[Check]:
     """The release audit (private: it reads the original).
 
     Parameters
@@ -332,6 +369,8 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
         checks, figures and messages.
     spark_master : str
         Spark's master URL, for ``backend="spark"``.
+    na_values : sequence of str, optional
+        The texts the design read as missing (default: the manifest's ``input.na_values``).
 
     Returns
     -------
@@ -341,7 +380,7 @@ def release_audit(manifest: str | Path, original: str | Path, released: str | Pa
     from pramkit.engine.receipt import read_receipt
 
     parsed, _ = read_manifest(manifest)
-    na = parsed.input.get("na_values", NA_VALUES)  # what the design read as missing
+    na = design_na_values(Path(manifest), parsed) if na_values is None else list(na_values)  # read as missing
     receipt = read_receipt(released) if Path(released).exists() else None
     shuffled = bool((receipt or {}).get("guarantees"))  # apply --shuffle states the shuffled guarantee there
     on_spark = engine_name(backend, "backend") == "spark"

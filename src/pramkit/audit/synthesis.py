@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ def is_synthesis(raw: Any) -> bool:
     >>> is_synthesis({"format": "pramkit.synthesis"}), is_synthesis({"variables": []})
     (True, False)
     """
-    return isinstance(raw, dict) and raw.get("format") == "pramkit.synthesis"
+    return isinstance(raw, dict) and (raw.get("format") == "pramkit.synthesis" or (  # or one whose format is forged
+        isinstance(raw.get("variables"), dict) and isinstance(raw.get("measurements"), list)))
 
 
 def _check(field: str, passed: bool, detail: str, subject: str = "release") -> Check:
@@ -54,10 +56,9 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
     >>> all(c.passed for c in manifest_checks(raw))
     True
     >>> raw["measurements"][0]["epsilon"] = 3.0  # a table spent more than the ledger says
-    >>> [c.field for c in manifest_checks(raw) if not c.passed]
-    ['ledger.design_epsilon']
+    >>> [c.field for c in manifest_checks(raw) if not c.passed]  # and the sentence quotes the sum
+    ['ledger.design_epsilon', 'ledger.statement']
     """
-    from pramkit.ledger import Ledger
     from pramkit.synthesize import measured_tables
 
     checks: list[Check] = []
@@ -95,16 +96,56 @@ def manifest_checks(raw: dict[str, Any]) -> list[Check]:
         checks.append(_check("ledger.record_epsilon_budget", isinstance(stated, (int, float)) and stated <= budget,
                              f"{stated} within the budget {budget}"))
     try:
-        words = Ledger.from_dict(led).statement([0.0] * len(names), unperturbed=list(raw.get("released_as_they_are", [])))
+        words = regenerated_ledger(raw, stated_codes(raw))["statement"]
         checks.append(_check("ledger.statement", words == led.get("statement"), "the ledger's sentence"
                              if words == led.get("statement") else "the sentence is not the one the ledger gives"))
-    except PramkitError as exc:
-        checks.append(_check("ledger", False, str(exc)))
+    except (PramkitError, KeyError, TypeError, ValueError) as exc:
+        checks.append(_check("ledger", False, f"the ledger cannot be regenerated ({exc})"))
     return checks
 
 
+def stated_codes(raw: dict[str, Any]) -> str | None:
+    """The missing codes of the original's format, in words, as the ledger's facts state them.
+
+    Examples
+    --------
+    >>> stated_codes({"ledger": {"released_exactly_facts": [{"kind": "missing_code", "values": ["Stata's .a"]}]}})
+    "Stata's .a"
+    >>> stated_codes({"ledger": {}}) is None
+    True
+    """
+    facts = (raw.get("ledger") or {}).get("released_exactly_facts") or []
+    stated = [f.get("values") for f in facts if isinstance(f, dict) and f.get("kind") == "missing_code"]
+    return str(stated[0][0]) if stated and stated[0] else None
+
+
+def regenerated_ledger(raw: dict[str, Any], codes: str | None) -> dict[str, Any]:
+    """The ledger of a synthesis manifest, regenerated from its tables, categories and columns
+    (:func:`pramkit.synthesize.synthesis_ledger`); ``codes``: the original's missing codes in words.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.synthesize import synthesize_release
+    >>> df = pd.DataFrame({"sex": ["f", "m"] * 40, "a": ["x", "y", "y", "x"] * 20})
+    >>> raw = synthesize_release(df, variables="a", public="sex", epsilon=1.0, key=bytes(32),
+    ...                          categories={"a": ["x", "y"]}).manifest
+    >>> regenerated_ledger(raw, None) == raw["ledger"]
+    True
+    """
+    from pramkit.privacy.epsilon import record_epsilon
+    from pramkit.synthesize import synthesis_ledger
+
+    variables = raw.get("variables") or {}
+    sources = {v: spec.get("categories_source") for v, spec in variables.items()}
+    missing = [v for v, spec in variables.items() if None in (spec.get("categories") or [])]
+    total = record_epsilon([float(m["epsilon"]) for m in raw.get("measurements") or []])
+    return synthesis_ledger(total, float((raw.get("ledger") or {})["record_epsilon_budget"]), sources,
+                            list(raw.get("released_as_they_are") or []), missing=missing, codes=codes)
+
+
 def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", encoding: str = "utf-8",
-                   ) -> list[Check]:
+                   na_values: Sequence[str] = ()) -> list[Check]:
     """The released file against its manifest."""
     from pramkit.io import read_table, sha256_of
     from pramkit.structure import Rules
@@ -113,7 +154,7 @@ def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", en
     info = raw.get("released") or {}
     digest = sha256_of(p)
     checks = [_check("released.sha256", digest == info.get("sha256"), f"the file's digest {digest[:16]}...")]
-    frame = read_table(p, na_values=(), sep=sep, encoding=encoding)
+    frame = read_table(p, na_values=tuple(na_values), sep=sep, encoding=encoding)
     checks.append(_check("released.rows", len(frame) == info.get("rows"), f"{len(frame):,} rows"))
     variables = raw.get("variables") or {}
     for v, spec in variables.items():
@@ -123,7 +164,9 @@ def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", en
         checks.append(_check(f"variables.{v}", v in frame.columns and not bad,
                              "every value a declared category" if not bad else f"values {bad[:3]} not declared",
                              subject=v))
-    if raw.get("rules"):
+    if raw.get("rules") is not None and not (isinstance(raw["rules"], dict) and "forbidden" in raw["rules"]):
+        checks.append(_check("rules", False, "the rules are not an object with the forbidden combinations"))
+    elif raw.get("rules"):
         rules = Rules.of(raw["rules"]["forbidden"])
         broken = int(rules.breaking(frame, list(frame.columns)).sum())
         checks.append(_check("rules", broken == 0, f"{broken:,} records break a rule"))
@@ -145,13 +188,17 @@ def release_checks(raw: dict[str, Any], released: str | Path, sep: str = ",", en
 
 
 def original_checks(raw: dict[str, Any], original: str | Path, released: str | Path, key: Any = None,
-                    sep: str = ",", encoding: str = "utf-8") -> list[Check]:
-    """The original against the release: the columns said to be as they are; with the key, the whole file."""
+                    sep: str = ",", encoding: str = "utf-8", na_values: Sequence[str] = (),
+                    again: dict[str, Any] | None = None) -> list[Check]:
+    """The original against the release: the columns said to be as they are; with the key, the whole file
+    (made again, reading ``na_values`` as missing as the release did; its manifest's JSON is kept in
+    ``again["synthesis again"]`` for the field checks of :mod:`pramkit.audit.declared`)."""
+    from pramkit._json import read_json
     from pramkit.io import read_table, sha256_of
     from pramkit.synthesize import synthesize_release
 
-    orig = read_table(Path(original), na_values=(), sep=sep, encoding=encoding)
-    rel = read_table(Path(released), na_values=(), sep=sep, encoding=encoding)
+    orig = read_table(Path(original), na_values=tuple(na_values), sep=sep, encoding=encoding)
+    rel = read_table(Path(released), na_values=tuple(na_values), sep=sep, encoding=encoding)
     variables = list(raw.get("variables") or {})
     same = [c for c in rel.columns if c not in variables]
     equal = len(orig) == len(rel) and all(c in orig.columns and orig[c].astype(str).equals(rel[c].astype(str))
@@ -162,17 +209,21 @@ def original_checks(raw: dict[str, Any], original: str | Path, released: str | P
         proc = raw.get("procedure") or {}
         declared = {v: s["categories"] for v, s in (raw.get("variables") or {}).items()
                     if s.get("categories_source") == "declared"}
-        rules = raw.get("rules")
+        rules = raw.get("rules") if isinstance(raw.get("rules"), dict) else None
         with tempfile.TemporaryDirectory() as d:
             out = Path(d) / Path(released).name
-            synthesize_release(orig, out, variables=variables, public=(raw.get("public") or {}).get("columns", []),
+            synthesize_release(Path(original), out, variables=variables, public=(raw.get("public") or {}).get("columns", []),
                                epsilon=float(raw["ledger"]["record_epsilon_budget"]), key=key,
                                categories=declared or None, forbid=rules["forbidden"] if rules else None,
                                min_count=int(proc.get("min_count", 2)), pool=int(proc.get("pool", 20)),
                                sweeps=int(proc.get("sweeps", 30)), public_bins=int(proc.get("public_bins", 20)),
-                               sep=sep, encoding=encoding)
-            again = sha256_of(out)
-        checks.append(_check("key", again == sha256_of(Path(released)),
-                             "the key makes this release again, byte for byte" if again == sha256_of(Path(released))
+                               na_values=na_values, sep=sep, encoding=encoding)
+            digest = sha256_of(out)
+            if again is not None:
+                again["synthesis again"] = read_json(out.parent / (out.stem + ".synthesis.json"), "manifest",
+                                                     PramkitError)
+                again["synthesis same file"] = digest == sha256_of(Path(released))
+        checks.append(_check("key", digest == sha256_of(Path(released)),
+                             "the key makes this release again, byte for byte" if digest == sha256_of(Path(released))
                              else "the key makes another file: not this release's key, or the file was changed"))
     return checks

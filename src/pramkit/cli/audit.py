@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pramkit.cli._common import Files, add_csv_dialect, print_json
+from pramkit.cli._common import Files, _markers, add_csv_dialect, print_json
 from pramkit.cli.commands import HELP
 
 
@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--key-file", type=Path, help="the secret key: derive the release again and compare byte for byte")
     p.add_argument("--engine", action="store_true", help="black-box audit of the engine (empirical epsilon)")
     add_backend_options(p)
+    p.add_argument("--na-values", type=_markers, default=None, metavar="TEXT[,TEXT...]",
+                   help="texts the release read as missing, comma-separated ('' for none; default: what the "
+                        "manifest records)")
     add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, files=files)
@@ -106,13 +109,13 @@ def run(args: argparse.Namespace) -> int:
     ...     with contextlib.redirect_stdout(io.StringIO()) as out:
     ...         code = main(["audit", "--manifest", str(m)])
     >>> code, out.getvalue().splitlines()[-1]
-    (0, 'audit: all 9 checks passed (manifest)')
+    (0, 'audit: all 10 checks passed (manifest)')
     """
     from pramkit.audit import audit
 
     result = audit(args.manifest, released=args.released, original=args.original, key=args.key_file,
                    engine=args.engine, sep=args.sep, encoding=args.encoding, backend=args.backend,
-                   spark_master=args.spark_master)
+                   spark_master=args.spark_master, na_values=args.na_values)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.audit.result")
     else:

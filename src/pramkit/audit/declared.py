@@ -1,0 +1,946 @@
+"""The audit of every published field, generated from the declarations of :mod:`pramkit.audit.fields`.
+
+:func:`field_checks` walks a public file's JSON: a field no declaration covers fails, named; each declared
+field is checked by the check its declaration names (:data:`CHECKS`), and a field that fails is named by
+its path (``variables[0].min_diagonal``, ``guarantees.shuffled_epsilon``).  A check answers ``None`` when
+what it needs was not given (the original and the key for a rederived field): the audit's line lists those
+fields as not checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pramkit.audit.fields import FILES, path_text, walk
+from pramkit.audit.result import Check
+from pramkit.errors import PramkitError
+
+#: A check's verdict on one field: passed (``None``: not checked here, what it needs was not given), and why.
+Verdict = tuple[bool | None, str]
+_REL = 1e-12
+_NEEDS_KEY = "needs --original and --key-file"
+
+
+@dataclasses.dataclass
+class FieldContext:
+    """What the checks of one public file may read.
+
+    Parameters
+    ----------
+    kind : str
+        The kind of public file (a key of :data:`pramkit.audit.fields.FILES`).
+    raw : dict
+        The file's JSON.
+    audit : str
+        The audit its checks belong to (``"manifest"``, ``"synthesis"``).
+    subject : str
+        The file as the checks name it (``"manifest"``, ``"receipt"``).
+    manifest_path, released, original : pathlib.Path, optional
+        The manifest, the released file and the original.
+    manifest_raw : dict, optional
+        The manifest's JSON (for a receipt's checks).
+    key : SecretKey, optional
+        The secret key.
+    sep, encoding : str
+        How the CSV files are written.
+
+    Examples
+    --------
+    >>> ctx = FieldContext("receipt", {"rows": 2}, subject="receipt")
+    >>> ctx.once("rows", lambda: 2), ctx.once("rows", lambda: 3)  # computed once per file audited
+    (2, 2)
+    """
+
+    kind: str
+    raw: dict[str, Any]
+    audit: str = "manifest"
+    subject: str = "manifest"
+    manifest_path: Path | None = None
+    manifest_raw: dict[str, Any] | None = None
+    released: Path | None = None
+    original: Path | None = None
+    key: Any = None
+    na_values: Sequence[str] | None = None
+    sep: str = ","
+    encoding: str = "utf-8"
+    cache: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def once(self, name: str, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per file audited (an exception is kept and raised again)."""
+        if name not in self.cache:
+            try:
+                self.cache[name] = make()
+            except PramkitError as exc:
+                self.cache[name] = exc
+        found = self.cache[name]
+        if isinstance(found, PramkitError):
+            raise found
+        return found
+
+
+def _at(doc: Any, at: Sequence[str | int]) -> tuple[bool, Any]:
+    """The value at a concrete path of a JSON document, and whether it is there."""
+    for c in at:
+        if isinstance(c, int):
+            if not isinstance(doc, list) or c >= len(doc):
+                return False, None
+        elif not isinstance(doc, Mapping) or c not in doc:
+            return False, None
+        doc = doc[c]
+    return True, doc
+
+
+def same(a: Any, b: Any, rel: float = _REL) -> bool:
+    """Whether two JSON values are equal, numbers within a relative ``rel`` (``"inf"`` and infinities alike).
+
+    Examples
+    --------
+    >>> same({"a": [1.0, "x"]}, {"a": [1.0 + 1e-15, "x"]}), same([1, 2], [1, 3]), same(True, 1)
+    (True, False, False)
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (math.isfinite(a) and math.isfinite(b) and math.isclose(a, b, rel_tol=rel, abs_tol=0.0))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b))
+    return bool(a == b) and type(a) is type(b)
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _compare(value: Any, expected: Any, what: str) -> Verdict:
+    ok = same(value, expected)
+    return ok, (f"as {what}" if ok else f"stated {_short(value)}, {what} {_short(expected)}")
+
+
+def _expected(doc: Any, at: Sequence[str | int], value: Any, what: str) -> Verdict:
+    there, expected = _at(doc, at)
+    if not there:
+        return False, f"stated {_short(value)}; {what} has no such field"
+    return _compare(value, expected, what)
+
+
+# ----------------------------------------------------------------- the PRAM manifest
+
+def _parsed(ctx: FieldContext) -> Any:
+    """The manifest's matrices (stated figures set aside: :func:`pramkit.audit.manifest.read_manifest`)."""
+    from pramkit.audit.manifest import bare_manifest
+
+    return ctx.once("parsed", lambda: bare_manifest(ctx.manifest_raw if ctx.manifest_raw is not None else ctx.raw))
+
+
+def _regenerated(ctx: FieldContext) -> Any:
+    return ctx.once("regenerated", lambda: _parsed(ctx).to_dict())
+
+
+def _manifest_raw(ctx: FieldContext) -> dict[str, Any]:
+    return ctx.manifest_raw if ctx.manifest_raw is not None else ctx.raw
+
+
+def _unreadable(fn: Callable[[FieldContext, tuple, Any], Verdict]) -> Callable[[FieldContext, tuple, Any], Verdict]:
+    """A check that needs the manifest read: a manifest every reader refuses is failed by its reading
+    (the field the refusal names), so these checks say so and are not counted."""
+    @functools.wraps(fn)
+    def wrapped(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+        try:
+            return fn(ctx, at, value)
+        except PramkitError as exc:  # the reading's own check fails, naming the field it refuses
+            return None, f"not checked: the manifest does not read ({exc})"
+    return wrapped
+
+
+@_unreadable
+def _check_regenerated(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    return _expected(_regenerated(ctx), at, value, "regenerated from the matrices and the structure")
+
+
+def _check_constant(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.engine import receipt as receipts
+    from pramkit.manifest import FORMAT, VERSION
+    from pramkit.synthesize import FORMAT as SYNTHESIS
+    from pramkit.synthesize import FORMAT_VERSION
+
+    last = at[-1]
+    if last in ("mechanism", "sensitivity", "method"):
+        expected: Any = {"mechanism": "geometric", "sensitivity": 2, "method": "resample"}[last]
+    else:
+        expected = {"manifest": (FORMAT, VERSION), "synthesis manifest": (SYNTHESIS, FORMAT_VERSION)}.get(
+            ctx.kind, (receipts.FORMAT, receipts.VERSION))[0 if last == "format" else 1]
+    return _compare(value, expected, "written by pramkit")
+
+
+def _ledger(ctx: FieldContext) -> dict[str, Any]:
+    led = _manifest_raw(ctx).get("ledger")
+    return led if isinstance(led, dict) else {}
+
+
+def _check_same_as_ledger(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    led = _ledger(ctx)
+    if at[-1] not in led:
+        return False, f"the ledger states no {at[-1]}"
+    return _compare(value, led[at[-1]], f"the ledger's {at[-1]}")
+
+
+@_unreadable
+def _check_strata(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    strata = list(dict.fromkeys(c for v in _parsed(ctx).variables for c in v.given))
+    return _compare(value, strata, "the variables' stratum columns")
+
+
+@_unreadable
+def _check_household(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    variables = _parsed(ctx).variables
+    units = list(dict.fromkeys(v.unit for v in variables if v.unit))
+    if at[-1] == "household":
+        return _compare(value, units[0] if len(units) == 1 else (units or None), "the variables' unit")
+    return _compare(value, [v.name for v in variables if v.unit], "the variables with a unit")
+
+
+def _check_budget(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    inputs = _manifest_raw(ctx).get("input") or {}
+    if "record_epsilon_budget" in inputs and not same(value, inputs["record_epsilon_budget"]):
+        return False, f"stated {value!r}, the input's budget {inputs['record_epsilon_budget']!r}"
+    spent = _ledger(ctx).get("record_epsilon")
+    if value is None:
+        return True, "no budget"
+    ok = isinstance(value, (int, float)) and isinstance(spent, (int, float)) and spent <= value
+    return ok, f"the record's epsilon {spent!r} {'within' if ok else 'exceeds'} {value!r}"
+
+
+def _fraction(x: Any) -> Fraction | None:
+    return Fraction(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def _check_design_epsilon(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    led = _ledger(ctx)
+    inputs = _manifest_raw(ctx).get("input") or {}
+    if "design_epsilon" in inputs and not same(value, inputs["design_epsilon"]):
+        return False, f"stated {value!r}, the input's {inputs['design_epsilon']!r}"
+    parts = [_fraction(c.get("epsilon")) if isinstance(c, dict) else None for c in (led.get("dp_counts") or {}).values()]
+    total, stated = sum((p for p in parts if p is not None), Fraction(0)), _fraction(value)
+    ok = stated is not None and None not in parts and (stated >= total if parts else stated == 0)
+    return ok, (f"stated {value!r} against the exact sum {float(total)!r} of its DP histograms' epsilons" if parts
+                else f"stated {value!r}: no DP histogram, so no design step to spend on")
+
+
+def _check_dp_share(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.ledger import split_within
+
+    led = _ledger(ctx)
+    counts = led.get("dp_counts") or {}
+    try:
+        sizes = [float(np.asarray(c["noisy"]).size) for c in counts.values()]
+        budget = float(led["design_epsilon"])
+        if not math.isfinite(budget):
+            raise ValueError(f"the design step's epsilon {budget!r} is not a finite number")
+        shares = dict(zip(counts, split_within(budget, 0.0, sizes)))
+    except (KeyError, TypeError, ValueError, OverflowError, PramkitError) as exc:
+        return False, f"the shares cannot be recomputed ({exc})"
+    return _compare(value, shares[at[2]], "its share of the design step's epsilon (by cells)")
+
+
+def _check_frequencies(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    inputs = _manifest_raw(ctx).get("input") or {}
+    if "frequencies" in inputs and value != inputs["frequencies"]:
+        return False, f"stated {value!r}, the input's {inputs['frequencies']!r}"
+    listed = bool(_ledger(ctx).get("dp_counts"))
+    ok = listed == (value == "dp_counts")
+    return ok, "the DP counts listed" if ok else f"stated {value!r}, but the ledger {'lists' if listed else 'lists no'} DP counts"
+
+
+def _check_prior(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    ok = (value is not None) == (_ledger(ctx).get("frequencies") == "prior")
+    return ok, "named exactly when the design read a prior" if ok else f"stated {value!r} with frequencies {_ledger(ctx).get('frequencies')!r}"
+
+
+def _names(ctx: FieldContext) -> list[str]:
+    raw = _manifest_raw(ctx)
+    if ctx.kind == "synthesis manifest":
+        return list(raw.get("variables") or {})
+    return [str(v.get("name")) for v in raw.get("variables") or [] if isinstance(v, dict)]
+
+
+def _named_in(name: str, statements: Any) -> bool:
+    return isinstance(statements, list) and any(isinstance(s, str) and name in s.replace(",", " ").split()
+                                                for s in statements)
+
+
+def _check_category_source(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    name = at[2] if ctx.kind == "manifest" else at[1]
+    if value not in ("data", "declared", "public"):
+        return False, f"stated {value!r}: a source is 'data' or 'declared'"
+    if name not in _perturbed(ctx):
+        return True, "not a perturbed variable"
+    stated = _named_in(name, _ledger(ctx).get("data_dependent"))
+    ok = stated == (value == "data")
+    return ok, ("as data_dependent says" if ok else
+                f"stated {value!r}, but data_dependent {'names' if stated else 'does not name'} its categories")
+
+
+def _perturbed(ctx: FieldContext) -> list[str]:
+    """The perturbed variables and their columns (a joint variable's sources are its columns')."""
+    raw = _manifest_raw(ctx)
+    if ctx.kind == "synthesis manifest":
+        return list(raw.get("variables") or {})
+    return [str(x) for v in raw.get("variables") or [] if isinstance(v, dict)
+            for x in (v.get("name"), *(v.get("columns") or []))]
+
+
+def _check_data_dependent(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    sources = _ledger(ctx).get("categories") or {}
+    missing = [n for n in dict.fromkeys(_perturbed(ctx)) if sources.get(n) == "data" and not _named_in(n, value)]
+    if _ledger(ctx).get("frequencies") == "exact" and not any("exact" in str(s) for s in value or []):
+        missing.append("the exact frequencies the design read")
+    return not missing, ("every dependence stated" if not missing else
+                         f"does not state that the categories of {', '.join(missing)} were read from the data")
+
+
+def _check_design_p(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.audit.invariance import noisy_proportions
+
+    raw = _manifest_raw(ctx)
+    name = raw["variables"][at[1]].get("name")
+    noisy = (_ledger(ctx).get("dp_counts") or {}).get(name)
+    if at[2] == "applied_to" or not isinstance(noisy, dict):
+        return True, "no noisy counts of this variable: the design read no DP counts"
+    exact = noisy_proportions(noisy.get("noisy") or [])
+    if at[2] == "blocks":
+        members = raw["variables"][at[1]]["blocks"][at[3]].get("members") or []
+        exact = exact[members] / exact[members].sum()
+    pv = np.ravel(np.asarray(value, dtype=float))
+    ok = pv.size == exact.size and bool(np.allclose(pv, exact, rtol=1e-9, atol=0.0))
+    return ok, "the noisy counts' proportions" if ok else "not the proportions of the ledger's noisy counts"
+
+
+def _provenance(ctx: FieldContext, at: tuple) -> tuple[Any, Any, str]:
+    """The variable, the matrix at ``at`` (the variable's, a block's or the first step's) and its prefix."""
+    v = _parsed(ctx).variables[at[1]]
+    if at[2] == "blocks":
+        return v, v.matrix.blocks[at[3]][1], "design"
+    if at[2] == "applied_to":
+        return v, v.applied_to, "applied_to.design"
+    return v, v.matrix, "design"
+
+
+@_unreadable
+def _check_certificate(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A design's objective and certificate: its figures held to each other, its information recomputed and
+    its optimality re-proved where the audit can (:func:`_design_audit`, once per design); the figures
+    depend on one another, so a failure fails every figure of that design, and says which check failed."""
+    where = at[:4] if at[2] == "blocks" else at[:3]
+    matrix = _provenance(ctx, at)[1]
+    prov = matrix.provenance
+    if prov is None:
+        return True, "no design"
+    if at[-1] == "objective" and prov.objective_name is None:
+        return value is None, "no objective named, none stated" if value is None else \
+            f"stated {value!r}, but the design names no objective"
+    failed = ctx.once(f"certificate {where}", lambda: _design_audit(ctx, at))
+    if failed:
+        return False, "; ".join(failed)
+    cert = prov.certificate or {}
+    gap, tolerance = (cert.get(f"{k}{'_nats' if 'certified_gap_nats' in cert else ''}")
+                      for k in ("certified_gap", "tolerance"))
+    if at[-1] == "optimal" and value is False and isinstance(gap, (int, float)) and \
+            isinstance(tolerance, (int, float)) and gap <= tolerance:
+        return False, f"stated not optimal, but its certified gap {gap!r} is within its tolerance {tolerance!r}"
+    return True, "recomputed and re-proved where the audit can"
+
+
+def _design_audit(ctx: FieldContext, at: tuple) -> list[str]:
+    """The failed checks of one design's certificate and information (:mod:`pramkit.audit.certificates`,
+    :func:`pramkit.audit.manifest.certificate_checks`), each as text."""
+    from pramkit.audit.certificates import figure_checks
+    from pramkit.audit.manifest import _design_checks, mutual_information
+
+    v, matrix, prefix = _provenance(ctx, at)
+    prov = matrix.provenance
+    checks: list[Check] = []
+    done = ctx.cache.get("manifest checks")  # the manifest audit's, of the variable's and first step's designs
+    if done is not None and at[2] != "blocks":
+        mine = [c for c in done if c.subject == v.name and (c.field.startswith(f"{prefix}.certificate") or (
+            at[2] == "design" and c.field in ("mutual information", "optimality certificate", "design.parameters.p")))]
+        return [f"{c.field}: {c.detail}" for c in [*mine, *_dual_sum_check(v.name, prov.certificate or {})]
+                if not c.passed]
+    try:
+        if prov.certificate:
+            checks += figure_checks(v.name, prov, f"{prefix}.certificate")
+        if prov.objective_name == "mutual_information_nats" and "p" in prov.parameters:
+            if matrix is v.matrix:
+                checks += _design_checks(v, prov)
+            else:
+                p = np.ravel(np.asarray(prov.parameters["p"], dtype=float))
+                mi = mutual_information(p, matrix.matrix)
+                ok = math.isclose(mi, float(prov.objective), rel_tol=1e-9, abs_tol=1e-12)
+                checks.append(Check("manifest", v.name, "mutual information", ok, f"recomputed {mi:.12g} nats"))
+        checks += _dual_sum_check(v.name, prov.certificate or {})
+    except (TypeError, ValueError) as exc:
+        return [f"its figures cannot be read as numbers ({exc})"]
+    return [f"{c.field}: {c.detail}" for c in checks if not c.passed]
+
+
+def _dual_sum_check(name: str, cert: Mapping[str, Any]) -> list[Check]:
+    """A derived design's upper bound is its dual's objective: the sum of ``dual_y`` (up to the certificate's
+    margin), whatever the design's size (its proof is re-derived only for small designs).
+
+    Examples
+    --------
+    >>> [c.passed for c in _dual_sum_check("x", {"dual_y": [0.1, 0.2], "upper_bound_nats": 0.3,
+    ...                                            "max_dual_violation": 0.0, "margin": 1e-12})]
+    [True]
+    >>> [c.passed for c in _dual_sum_check("x", {"dual_y": [0.0, 0.0], "upper_bound_nats": 0.3,
+    ...                                            "max_dual_violation": 0.0, "margin": 1e-12})]
+    [False]
+    """
+    if not {"dual_y", "upper_bound_nats", "max_dual_violation"} <= cert.keys():
+        return []
+    total = math.fsum(float(y) for y in cert["dual_y"])
+    upper = float(cert["upper_bound_nats"])
+    slack = float(cert.get("margin") or 0.0) + len(cert["dual_y"]) * abs(float(cert["max_dual_violation"])) + \
+        1e-12 * abs(upper)
+    ok = abs(upper - total) <= slack
+    return [Check("manifest", name, "design.certificate.dual_y", ok,
+                  f"the dual values sum to {total!r}, the stated upper bound is {upper!r}")]
+
+
+# ----------------------------------------------------------------- rederived: the release audit's evidence
+
+#: The release audit's line of the release made again with the key.
+_KEYED = "derived again with the key"
+
+
+def _release_evidence(ctx: FieldContext, subjects: Sequence[str]) -> Verdict:
+    """What the release audit (the original against the released file, and the release made again with the
+    key) found of ``subjects`` (variables, or ``"file"``): its failed checks, or the key's failure when the
+    receipt names this manifest (when it names another, this manifest did not make the file: failed above)."""
+    checks: list[Check] | None = ctx.cache.get("release")
+    if checks is None:
+        return None, "needs --original and --released"
+    bad = [c for c in checks if not c.passed and c.field != _KEYED and
+           (c.subject in subjects or c.field == "read against the manifest")]
+    keyed = next((c for c in checks if c.field == _KEYED), None)
+    # a swap's draws do not depend on the manifest's bytes: its key check is evidence whichever manifest is named
+    if keyed is not None and not keyed.passed and (ctx.cache.get("names manifest") or
+                                                   _manifest_raw(ctx).get("swapping") is not None):
+        bad.append(keyed)
+    if bad:
+        return False, "; ".join(f"{c.subject}: {c.field}: {c.detail}" for c in bad[:2])
+    return True, "the release audit's checks hold" + (" and the key makes the file again" if keyed else "")
+
+
+def _check_applied(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A variable's matrix and columns: the release audit's checks of that variable (and, for the order of its
+    categories, its noisy counts drawn again in that order)."""
+    entry = _manifest_raw(ctx)["variables"][at[1]]
+    name = str(entry.get("name"))
+    verdict = _release_evidence(ctx, [name])
+    noisy = (_ledger(ctx).get("dp_counts") or {}).get(name)
+    if at[-1] == "categories" and len(at) == 3 and verdict[0] is not False and isinstance(noisy, dict):
+        counted = _check_noisy(ctx, ("ledger", "dp_counts", name, "noisy"), noisy.get("noisy"))
+        if counted[0] is False:
+            return False, f"in this order, the noisy counts drawn again from the original differ: {counted[1]}"
+    return verdict
+
+
+def _check_applied_file(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """What the whole release depends on (missing codes, structure, the release label): the release audit's
+    checks of the file and the release made again with the key (a resampled file's label: its release's)."""
+    if ctx.kind == "resample receipt":
+        from pramkit.engine.receipt import read_receipt
+
+        parent = _parent_of(ctx)
+        if parent is None or not parent.is_file():
+            return None, "needs the release beside the resampled file"
+        return _compare(value, (read_receipt(parent) or {}).get("release"), f"the label of {parent.name}")
+    if at == ("release",) and isinstance(ctx.raw.get("swapping"), dict):
+        return _compare(value, "", "a swap's (it takes no release label)")
+    return _release_evidence(ctx, ["file"])
+
+
+def _check_swap_plan(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A setting of the swap's plan: its words regenerated, and the swap made again with it."""
+    words = _check_swap(ctx, at, value)
+    return words if words[0] is False or ctx.kind != "manifest" else _release_evidence(ctx, ["file"])
+
+
+def _check_name(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    entry = _manifest_raw(ctx)["variables"][at[1]]
+    columns = entry.get("columns") or []
+    expected = columns[0] if len(columns) == 1 else "*".join(map(str, columns))
+    return _compare(value, expected, "the name of its columns")
+
+
+@_unreadable
+def _check_noisy(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A noisy histogram of the design, drawn again from the original's exact counts and the key's noise.
+
+    A design made without ``--key-file`` drew its noise afresh, which no key draws again; so a histogram
+    that differs is a forgery when another of the design's histograms is drawn again exactly (the design's
+    noise came from this key), and otherwise only when its noise is implausible under the mechanism
+    (:func:`noise_pvalue`: none at all where some is all but certain, or a count far out)."""
+    if _ledger(ctx).get("derived_from"):  # a derived manifest's counts are its parent's
+        return _check_parent(ctx, at, value)
+    if ctx.original is None or ctx.key is None:
+        return None, _NEEDS_KEY
+    from pramkit.io import table_format
+
+    if ctx.original.is_dir() or table_format(ctx.original) not in ("csv", "parquet"):
+        return None, "drawn again from a CSV or Parquet original (a labelled format's counts are the design's own)"
+    redrawn = ctx.once("redrawn", lambda: _redrawn(ctx))
+    name = at[2]
+    if name not in redrawn:
+        return None, "drawn again for a variable of persons (not of households)"
+    exact, again, eps = redrawn[name]
+    if same(value, again):
+        return True, "drawn again from the original's counts and the key"
+    if any(same(_ledger(ctx)["dp_counts"][n].get("noisy"), r[1]) for n, r in redrawn.items() if n != name):
+        return False, f"stated {_short(value)}, drawn again from the original's counts and the key {_short(again)}"
+    p = noise_pvalue(np.asarray(value, dtype=float) - exact, eps)
+    if p < NOISE_ALPHA:
+        return False, (f"not drawn from this key, and its noise around the original's counts is implausible "
+                       f"(p = {p:.2g}): {'none at all' if not np.any(np.asarray(value) - exact) else 'a count far out'}")
+    return None, "not drawn from this key (a design without --key-file draws its noise afresh); its noise is plausible"
+
+
+#: Below this probability, the noise of a histogram not drawn from the key is a finding.
+NOISE_ALPHA = 1e-6
+
+
+def noise_pvalue(noise: np.ndarray, epsilon: float, sensitivity: int = 2) -> float:
+    """How probable noise this small or this large is under the discrete Laplace mechanism at ``epsilon``
+    (L1 ``sensitivity``): the smaller of the probability that every cell draws no noise (when none
+    does) and the Bonferroni-corrected probability of the largest absolute noise.
+
+    Examples
+    --------
+    >>> noise_pvalue(np.zeros(7), 0.07) < 1e-6, noise_pvalue(np.zeros(2), 0.07) > 1e-6
+    (True, True)
+    >>> noise_pvalue(np.array([0, 600, -5]), 0.07) < 1e-6, noise_pvalue(np.array([3, -40, 12]), 0.07) > 1e-6
+    (True, True)
+    """
+    a = math.exp(-epsilon / sensitivity)
+    k = np.abs(np.ravel(noise))
+    if not k.size:
+        return 1.0
+    p0 = (1 - a) / (1 + a)
+    none = p0 ** k.size if not k.any() else 1.0
+    far = min(1.0, k.size * 2 * a ** float(k.max()) / (1 + a)) if k.max() > 0 else 1.0
+    return min(none, far)
+
+
+def _redrawn(ctx: FieldContext) -> dict[str, tuple[np.ndarray, list[int], float]]:
+    """Each histogram of the design drawn again with the key: its exact counts, the noisy counts, epsilon."""
+    from pramkit.privacy.geometric import dp_counts
+    from pramkit.release.frequencies import measured_bytes, noise_query
+
+    out = {}
+    counts = _ledger(ctx).get("dp_counts") or {}
+    for v in _parsed(ctx).variables:
+        if v.unit or v.name not in counts:
+            continue
+        exact = _exact_counts(ctx, v)
+        eps = float(counts[v.name]["epsilon"])
+        rng = _key(ctx).design_random(noise_query(v.name, list(v.matrix.categories), eps), measured_bytes(exact))
+        out[v.name] = (exact, [int(x) for x in dp_counts(exact, eps, sensitivity=2, rng=rng).noisy], eps)
+    return out
+
+
+def _key(ctx: FieldContext) -> Any:
+    from pramkit.engine.rng import resolve_key
+
+    return ctx.once("key", lambda: resolve_key(ctx.key))
+
+
+def _exact_counts(ctx: FieldContext, v: Any) -> np.ndarray:
+    """A variable's exact counts in the original, read as the design read it."""
+    from pramkit.io import read_table
+
+    assert ctx.original is not None
+    na = ctx.na_values if ctx.na_values is not None else _manifest_raw(ctx).get("input", {}).get("na_values", ())
+    columns = [*v.given, *v.columns]  # a stratified variable's cells: (stratum, value); a joint one's: its columns
+    frame = read_table(ctx.original, na_values=tuple(na), sep=ctx.sep, encoding=ctx.encoding,
+                       columns=columns)[columns].dropna().astype(str)
+    counts = frame.value_counts()
+    labels = [tuple(map(str, c)) if isinstance(c, tuple) else (str(c),) for c in v.matrix.categories]
+    return np.array([int(counts.get(c, 0)) for c in labels], dtype=np.int64)
+
+
+def _check_parent(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A derived manifest's parent: the file beside it that ``input.derived_from`` names."""
+    from pramkit._json import read_json
+    from pramkit.engine.receipt import manifest_digests
+
+    raw = _manifest_raw(ctx)
+    led = _ledger(ctx).get("derived_from") or {}
+    named = (raw.get("input") or {}).get("derived_from")
+    name = led.get("manifest") or named
+    if ctx.manifest_path is None or not isinstance(name, str):
+        return False, "names no parent manifest"
+    if named is not None and Path(str(named)).name != Path(name).name:
+        return False, f"the input names {named!r}, the ledger {name!r}"
+    parent = ctx.manifest_path.parent / Path(name).name
+    if not parent.is_file():
+        return None, f"needs the parent manifest {Path(name).name} beside this one"
+    if at == ("input", "derived_from") or at[-1] == "manifest":
+        ok = (led.get("sha256") in manifest_digests(parent))
+        return ok, f"{parent.name} {'is' if ok else 'is not'} the manifest whose SHA-256 the ledger states"
+    if at[-1] == "sha256":
+        ok = value in manifest_digests(parent)
+        return ok, f"{'is' if ok else 'is not'} the SHA-256 of {parent.name}"
+    parent_raw = read_json(parent, f"manifest {str(parent)!r}", PramkitError)
+    if at[0] == "ledger" and at[1] == "dp_counts":
+        return _expected(parent_raw, at, value, f"{parent.name}'s")
+    if at[-1] == "record_epsilon":
+        return _compare(value, parent_raw.get("record_epsilon"), f"the record epsilon of {parent.name}")
+    entry = raw["variables"][at[1]]
+    first: dict[str, Any] = next((x for x in parent_raw.get("variables", []) if x.get("name") == entry.get("name")),
+                                 {})
+    return _expected(first, at[3:], value, f"{parent.name}'s matrix of {entry.get('name')}")
+
+
+@_unreadable
+def _check_swap(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """The swap's description: its plan's words regenerated, its epsilons the manifest's."""
+    from pramkit.audit.release import swap_plan_of
+    from pramkit.ledger import swapping_statement
+
+    section = ctx.raw.get("swapping") or {}
+    published = _manifest_raw(ctx).get("swapping") if ctx.kind != "manifest" else None
+    if published is not None:  # a receipt's description of the swap is its manifest's
+        return _expected(published, at[1:], value, "the manifest's description of the swap")
+    plan = swap_plan_of(section)
+    field = at[-1]
+    manifest = _manifest_raw(ctx) if ctx.manifest_raw is not None or ctx.kind == "manifest" else None
+    entry = next((v for v in (manifest or {}).get("variables", []) if v.get("name") == plan.geo[-1]), None)
+    if field == "areas":
+        if entry is None:
+            return None, "needs the manifest"
+        return _compare(value, len(entry.get("categories") or []), "the manifest's categories of the variable")
+    if field == "epsilon" or field.startswith("epsilon_given_"):
+        if entry is None:
+            return None, "needs the manifest"
+        regenerated = _regenerated(ctx)
+        index = manifest["variables"].index(entry) if manifest else 0
+        key = "epsilon" if field == "epsilon" else "epsilon_given_block"
+        return _expected(regenerated, ("variables", index, key), value, "the manifest's, recomputed")
+    if field == "guarantee":
+        given = next((k[len("epsilon_given_"):] for k in section if k.startswith("epsilon_given_")), None)
+        eps = float(section["epsilon"]) if section.get("epsilon") is not None else math.inf
+        given_eps = float(section[f"epsilon_given_{given}"]) if given else None
+        words = swapping_statement(plan.geo[-1], plan.targeted, eps, plan.rate, int(section["areas"]), given,
+                                   given_eps, donors=plan.donor_rule())
+        return _compare(value, words, "regenerated from the plan")
+    areas = ["a", "b", "c", "d"]
+    model = plan.section(areas, ["p", "p", "q", "q"] if len(plan.geo) > 1 else None)
+    return _expected(model, (field,), value, "regenerated from the plan")
+
+
+CHECKS: dict[str, Callable[[FieldContext, tuple, Any], Verdict]] = {
+    "constant": _check_constant,
+    "regenerated": _check_regenerated,
+    "regenerated facts": _check_regenerated,
+    "same as ledger": _check_same_as_ledger,
+    "strata": _check_strata,
+    "household": _check_household,
+    "budget": _check_budget,
+    "design epsilon": _check_design_epsilon,
+    "dp share": _check_dp_share,
+    "frequencies": _check_frequencies,
+    "prior": _check_prior,
+    "category source": _check_category_source,
+    "data dependent": _check_data_dependent,
+    "design p": _check_design_p,
+    "certificate": _check_certificate,
+    "applied": _check_applied,
+    "applied file": _check_applied_file,
+    "name": _check_name,
+    "noisy counts": _check_noisy,
+    "parent": _check_parent,
+    "swap": _check_swap,
+    "swap plan": _check_swap_plan,
+}
+
+
+def field_checks(ctx: FieldContext) -> list[Check]:
+    """Every field of one public file against its declaration: undeclared fields fail, declared ones are
+    checked; a failed field is one check named by its path, the others one line.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pramkit.design.classic import randomized_response
+    >>> from pramkit.manifest import Manifest
+    >>> raw = json.loads(Manifest.of({"sex": randomized_response(["f", "m"], 1.0)}).to_json())
+    >>> [c.passed for c in field_checks(FieldContext("manifest", raw))]
+    [True]
+    >>> raw["variables"][0]["min_diagonal"] = 0.9
+    >>> raw["extra"] = 1
+    >>> [(c.field, c.passed) for c in field_checks(FieldContext("manifest", raw))]
+    [('extra', False), ('variables[0].min_diagonal', False)]
+    """
+    found, undeclared = walk(ctx.raw, FILES[ctx.kind])
+    out = [Check(ctx.audit, ctx.subject, path, False, f"a field no declaration of the {ctx.kind} names "
+                 "(pramkit.audit.fields): nothing checks it") for path in undeclared]
+    failed: dict[str, list[str]] = {}  # one line per finding: the fields one piece of evidence fails, together
+    unchecked: dict[str, list[str]] = {}
+    checked = ignored = 0
+    for field, at, value in found:
+        if field.kind == "free_text":
+            ignored += 1
+            continue
+        try:
+            passed, detail = CHECKS[field.check](ctx, at, value)
+        except (KeyError, IndexError, TypeError, ValueError, PramkitError) as exc:
+            passed, detail = False, f"cannot be checked ({type(exc).__name__}: {exc})"
+        if passed is None:
+            unchecked.setdefault(detail, []).append(path_text(at))
+        elif passed:
+            checked += 1
+        else:
+            failed.setdefault(detail, []).append(path_text(at))
+    out += [Check(ctx.audit, ctx.subject, ", ".join(paths), False, detail) for detail, paths in failed.items()]
+    if not out:
+        words = f"{checked} fields checked against their declarations, {ignored} free-text fields ignored"
+        words += "".join(f"; not checked, {why}: {', '.join(paths)}" for why, paths in unchecked.items())
+        out.append(Check(ctx.audit, ctx.subject, "declared fields", True, words))
+    return out
+
+
+# ----------------------------------------------------------------- receipts
+
+def _released(ctx: FieldContext) -> Path | None:
+    return ctx.released if ctx.released is not None and ctx.released.exists() else None
+
+
+def _check_released_name(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    if ctx.released is None:
+        return None, "needs --released"
+    return _compare(value, ctx.released.name, "the released file's name")
+
+
+def _check_released_digest(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.io import sha256_of
+
+    path = _released(ctx)
+    if path is None:
+        return None, "needs --released"
+    if path.is_dir():
+        return value is None, "a folder of part files: no digest"
+    return _compare(value, ctx.once("sha256", lambda: sha256_of(path)), "the released file's SHA-256")
+
+
+def _check_released_rows(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.io import iter_batches
+
+    path = _released(ctx)
+    if path is None:
+        return None, "needs --released"
+    rows = ctx.once("rows", lambda: sum(t.num_rows for t in iter_batches(path, na_values=(), sep=ctx.sep,
+                                                                          encoding=ctx.encoding)[1]))
+    return _compare(value, rows, "the released file's rows")
+
+
+def _check_manifest_digest(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.engine.receipt import manifest_digests
+    from pramkit.errors import ManifestError
+    from pramkit.io import sha256_of
+
+    if ctx.manifest_path is None:
+        return None, "needs --manifest"
+    try:
+        digests = manifest_digests(ctx.manifest_path)
+    except ManifestError:
+        digests = {sha256_of(ctx.manifest_path)}
+    ok = value in digests
+    return ok, "names this manifest" if ok else f"{_short(value)} is not a digest of this manifest"
+
+
+def _check_input_release(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.engine.receipt import input_entry, read_receipt
+
+    if ctx.kind == "resample receipt":
+        return _compare(value, None, "a release of the original")
+    if ctx.original is None:
+        return (True, "none") if value is None else (None, "needs --original")
+    return _compare(value, input_entry(read_receipt(ctx.original)), "the original's receipt")
+
+
+def _check_guarantees(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A shuffled release's guarantees, recomputed from the manifest and the released file's records."""
+    path = _released(ctx)
+    if path is None:
+        return None, "needs --released"
+    expected = ctx.once("guarantees", lambda: _guarantees(ctx, path))
+    return _expected(expected, at[1:], value, "recomputed from the manifest and the released records")
+
+
+def _guarantees(ctx: FieldContext, path: Path) -> dict[str, Any]:
+    """The guarantees :func:`pramkit.engine.perturb.apply_file` states for a shuffled release, recomputed:
+    every column released unperturbed declared public, or none (whichever the receipt's figures are)."""
+    from pramkit.engine.shuffle import CloneGroups
+    from pramkit.io import iter_batches
+    from pramkit.privacy.amplification import DEFAULT_DELTA, release_guarantees
+
+    manifest = _parsed(ctx)
+    stated = ctx.raw.get("guarantees") or {}
+    delta = float(stated["shuffled_delta"]) if isinstance(stated.get("shuffled_delta"), float) else DEFAULT_DELTA
+    na = tuple(manifest.input.get("na_values", ("NA",)))
+    meta, batches = iter_batches(path, na_values=na, sep=ctx.sep, encoding=ctx.encoding)
+    tables = list(batches)
+    found = []
+    for public in ([], [c for c in meta.columns if c not in manifest.columns]):
+        groups = CloneGroups(list(public), manifest.columns, meta.missing)
+        for t in tables:
+            groups.add(t)
+        found.append(release_guarantees(manifest, columns=meta.columns, public_columns=public, shuffled=True,
+                                        clones=groups.smallest, delta=delta).to_dict())
+    return next((g for g in found if same(g, stated)), found[0])
+
+
+def _parent_of(ctx: FieldContext) -> Path | None:
+    """The release a resampled file was made from: the file its receipt names, beside it."""
+    post = ctx.raw.get("post_processing") or {}
+    return None if ctx.released is None else ctx.released.parent / Path(str(post.get("release"))).name
+
+
+def _check_parent_release(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """A resampled file's parent: the release beside it, its digest, its manifest's epsilon and guarantee."""
+    from pramkit.io import sha256_of
+    from pramkit.resample import POST_PROCESSING
+
+    parent = _parent_of(ctx)
+    if parent is None:
+        return None, "needs --released"
+    field = at[-1]
+    if field == "release":
+        return parent.is_file(), f"the release {parent.name} {'is' if parent.is_file() else 'is not'} beside it"
+    if field == "release_sha256":
+        if not parent.is_file():
+            return False, f"no release {parent.name} beside it"
+        return _compare(value, sha256_of(parent), f"the SHA-256 of {parent.name}")
+    manifest = _parsed(ctx)
+    if field == "record_epsilon":
+        return _expected(manifest.to_dict(), ("record_epsilon",), value, "the manifest's record epsilon")
+    return _compare(value, f"{manifest.guarantee} {POST_PROCESSING}", "the manifest's guarantee, post-processed")
+
+
+CHECKS.update({
+    "released name": _check_released_name,
+    "released digest": _check_released_digest,
+    "released rows": _check_released_rows,
+    "manifest digest": _check_manifest_digest,
+    "input release": _check_input_release,
+    "shuffled guarantees": _unreadable(_check_guarantees),
+    "parent release": _unreadable(_check_parent_release),
+})
+
+
+# ----------------------------------------------------------------- the synthesis manifest
+
+def _check_synthesized_again(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    again = ctx.cache.get("synthesis again")
+    if again is None:
+        return None, _NEEDS_KEY
+    stated, drawn = (m.get("measurements") or [] for m in (ctx.raw, again))
+    if not any(isinstance(a, dict) and isinstance(b, dict) and same(a.get("noisy"), b.get("noisy"))
+               for a, b in zip(stated, drawn)):  # every table drawn otherwise: another key (the key line says so)
+        return None, "the key draws none of the release's tables again (another key or original)"
+    verdict = _expected(again, at, value, "the release made again with the key from the original")
+    if verdict[0] and not ctx.cache.get("synthesis same file"):
+        return False, "the release made again with the key and these settings is another file"
+    return verdict
+
+
+def _measurements(ctx: FieldContext) -> list[dict[str, Any]]:
+    ms = ctx.raw.get("measurements")
+    return [m for m in ms if isinstance(m, dict)] if isinstance(ms, list) else []
+
+
+def _check_tables(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.synthesize import measured_tables
+
+    wanted = [list(a) for a in measured_tables(_names(ctx))]
+    return _compare(value, wanted[at[1]] if at[1] < len(wanted) else None, "the tables the procedure measures")
+
+
+def _check_table_share(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.ledger import split_within
+
+    budget = float((ctx.raw.get("ledger") or {})["record_epsilon_budget"])
+    cells = [math.sqrt(float(np.asarray(m.get("noisy")).size)) for m in _measurements(ctx)]
+    return _compare(value, split_within(budget, 0.0, cells)[at[1]], "its share of the budget (by root cells)")
+
+
+def _check_table_shapes(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    rows = {len(m.get("noisy") or []) for m in _measurements(ctx) if (m.get("axes") or [None])[0] == "@public"}
+    return _compare([value], sorted(rows), "the rows of the tables given the public cell")
+
+
+def _synthesis_tables_epsilon(ctx: FieldContext) -> float:
+    from pramkit.privacy.epsilon import record_epsilon
+
+    return record_epsilon([float(m["epsilon"]) for m in _measurements(ctx)])
+
+
+def _check_synthesis_epsilon(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    return _compare(value, _synthesis_tables_epsilon(ctx), "the tables' epsilons added up, rounded outward")
+
+
+def _check_synthesis_ledger(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.audit.synthesis import regenerated_ledger, stated_codes
+
+    if ctx.original is not None:
+        from pramkit.io_stat import missing_code_words
+
+        codes = missing_code_words(ctx.original)
+    else:
+        codes = stated_codes(ctx.raw)
+    return _expected(regenerated_ledger(ctx.raw, codes), at[1:], value, "regenerated from the tables and the facts")
+
+
+def _check_released_columns(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.engine.receipt import table_columns
+
+    variables = list(ctx.raw.get("variables") or {})
+    path = _released(ctx)
+    columns = None if path is None else table_columns(path, sep=ctx.sep, encoding=ctx.encoding)
+    if at == ("public", "columns"):
+        as_they_are = ctx.raw.get("released_as_they_are") or []
+        ok = isinstance(value, list) and all(c in as_they_are for c in value) and (
+            columns is None or all(c in columns for c in value))
+        return ok, "released as they are" if ok else f"stated {_short(value)}: not all released as they are"
+    if columns is None:
+        return None, "needs --released"
+    return _compare(value, [c for c in columns if c not in variables], "the released file's other columns")
+
+
+def _check_min_count(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    if value not in (1, 2):
+        return False, f"stated {value!r}: 1 or 2"
+    return True, "counted in the released file by the synthesis audit" if value == 2 else "one draw per record"
+
+
+CHECKS.update({
+    "synthesized again": _check_synthesized_again,
+    "tables": _check_tables,
+    "table share": _check_table_share,
+    "table shapes": _check_table_shapes,
+    "synthesis epsilon": _check_synthesis_epsilon,
+    "synthesis ledger": _check_synthesis_ledger,
+    "released columns": _check_released_columns,
+    "min count": _check_min_count,
+})
