@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -188,6 +189,25 @@ def stamp(value: dict[str, Any], kind: str) -> dict[str, Any]:
     if taken:
         raise ValueError(f"a {kind} output already holds {', '.join(taken)}")
     return {"format": kind, "version": OUTPUT_FORMATS[kind], **value}
+
+
+def json_same(a: Any, b: Any, rel: float = 1e-12) -> bool:
+    """Whether two JSON values are equal, numbers within a relative ``rel`` (``"inf"`` and infinities alike).
+
+    Examples
+    --------
+    >>> json_same({"a": [1.0, "x"]}, {"a": [1.0 + 1e-15, "x"]}), json_same([1, 2], [1, 3]), json_same(True, 1)
+    (True, False, False)
+    """
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (math.isfinite(a) and math.isfinite(b) and math.isclose(a, b, rel_tol=rel, abs_tol=0.0))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_same(a[k], b[k], rel) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_same(x, y, rel) for x, y in zip(a, b))
+    return bool(a == b) and type(a) is type(b)
 
 
 def output_schema(kind: str) -> dict[str, Any]:

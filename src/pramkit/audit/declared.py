@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from pramkit._json import json_same
 from pramkit.audit.fields import FILES, path_text, walk
 from pramkit.audit.result import Check
 from pramkit.errors import PramkitError
@@ -99,22 +100,8 @@ def _at(doc: Any, at: Sequence[str | int]) -> tuple[bool, Any]:
 
 
 def same(a: Any, b: Any, rel: float = _REL) -> bool:
-    """Whether two JSON values are equal, numbers within a relative ``rel`` (``"inf"`` and infinities alike).
-
-    Examples
-    --------
-    >>> same({"a": [1.0, "x"]}, {"a": [1.0 + 1e-15, "x"]}), same([1, 2], [1, 3]), same(True, 1)
-    (True, False, False)
-    """
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b or (math.isfinite(a) and math.isfinite(b) and math.isclose(a, b, rel_tol=rel, abs_tol=0.0))
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(same(a[k], b[k], rel) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b))
-    return bool(a == b) and type(a) is type(b)
+    """:func:`pramkit._json.json_same`: two JSON values equal, numbers within a relative ``rel``."""
+    return json_same(a, b, rel)
 
 
 def _short(x: Any) -> str:
@@ -789,26 +776,12 @@ def _check_guarantees(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 
 
 def _guarantees(ctx: FieldContext, path: Path) -> dict[str, Any]:
-    """The guarantees :func:`pramkit.engine.perturb.apply_file` states for a shuffled release, recomputed:
-    every column released unperturbed declared public, or none (whichever the receipt's figures are)."""
-    from pramkit.engine.shuffle import CloneGroups
-    from pramkit.io import iter_batches
-    from pramkit.privacy.amplification import DEFAULT_DELTA, release_guarantees
+    """The guarantees :func:`pramkit.engine.perturb.apply_file` states for a shuffled release, recomputed
+    (:func:`pramkit.engine.shuffle.recomputed_guarantees`)."""
+    from pramkit.engine.shuffle import recomputed_guarantees
 
-    manifest = _parsed(ctx)
-    stated = ctx.raw.get("guarantees") or {}
-    delta = float(stated["shuffled_delta"]) if isinstance(stated.get("shuffled_delta"), float) else DEFAULT_DELTA
-    na = tuple(manifest.input.get("na_values", ("NA",)))
-    meta, batches = iter_batches(path, na_values=na, sep=ctx.sep, encoding=ctx.encoding)
-    tables = list(batches)
-    found = []
-    for public in ([], [c for c in meta.columns if c not in manifest.columns]):
-        groups = CloneGroups(list(public), manifest.columns, meta.missing)
-        for t in tables:
-            groups.add(t)
-        found.append(release_guarantees(manifest, columns=meta.columns, public_columns=public, shuffled=True,
-                                        clones=groups.smallest, delta=delta).to_dict())
-    return next((g for g in found if same(g, stated)), found[0])
+    return recomputed_guarantees(_parsed(ctx), path, ctx.raw.get("guarantees") or {}, sep=ctx.sep,
+                                 encoding=ctx.encoding)
 
 
 def _parent_of(ctx: FieldContext) -> Path | None:

@@ -1017,7 +1017,7 @@ def inspect_guarantees(manifest: Any, *, sampling: str | None = None, population
         amplification.stated_sampling(manifest, receipt["rows"], repr(str(released)))
     design = amplification.sampling_of(sampling, population, None if receipt is None else receipt["rows"],
                                        file=repr(str(released)))
-    return _stated(amplification.release_guarantees(manifest, sampling=design), receipt)
+    return _stated(amplification.release_guarantees(manifest, sampling=design), receipt, manifest, released)
 
 
 def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
@@ -1038,14 +1038,32 @@ def report_guarantees(manifest: Any, released: Any = None) -> Guarantees:
         receipt = None
     if receipt is not None:
         amplification.stated_sampling(manifest, receipt["rows"], repr(str(released)))
-    return _stated(amplification.release_guarantees(manifest), receipt)
+    return _stated(amplification.release_guarantees(manifest), receipt, manifest, released)
 
 
-def _stated(base: Guarantees, receipt: Mapping[str, Any] | None) -> Guarantees:
-    """``base`` with the shuffled guarantee a receipt states (``base`` itself when it states none)."""
+def _stated(base: Guarantees, receipt: Mapping[str, Any] | None, manifest: Any = None,
+            released: Any = None) -> Guarantees:
+    """``base`` with the shuffled guarantee of a release whose receipt states one (``base`` itself when it
+    states none): recomputed from the manifest and the released records
+    (:func:`pramkit.engine.shuffle.recomputed_guarantees`), never taken from the receipt, with a warning
+    when the receipt states another."""
     shuffle = (receipt or {}).get("guarantees")
     if not shuffle:
         return base
+    if manifest is not None and isinstance(released, (str, os.PathLike)):
+        import warnings
+
+        from pramkit._json import json_same
+        from pramkit.engine.shuffle import recomputed_guarantees
+
+        found = recomputed_guarantees(manifest, released, shuffle)
+        if not json_same(found, dict(shuffle)):
+            warnings.warn(PramkitWarning(
+                f"the receipt of {str(released)!r} states other guarantees than its release has (a central epsilon "
+                f"of {shuffle.get('shuffled_epsilon')!r}; recomputed from the manifest and the released records: "
+                f"{found.get('shuffled_epsilon')!r}): the recomputed ones are shown; `pramkit audit` names the "
+                "field"), stacklevel=2)
+        shuffle = found
     central = shuffle["shuffled_epsilon"]
     return dataclasses.replace(base, shuffled=None if central is None else float(central),
                                delta=shuffle["shuffled_delta"], shuffle_conditions=shuffle["shuffle_conditions"],

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -333,3 +333,51 @@ class ShuffledWriter:
                 pending, held = [rest.slice(cut)], held - cut
         if held:
             self.writer.write(pa.concat_tables(pending))
+
+
+def recomputed_guarantees(manifest: Any, path: Any, stated: Mapping[str, Any], *, sep: str = ",",
+                          encoding: str = "utf-8") -> dict[str, Any]:
+    """The guarantees :func:`pramkit.engine.perturb.apply_file` states for a shuffled release (its receipt's
+    ``guarantees``), recomputed from the manifest and the released records, never read from the receipt.
+
+    The central epsilon depends on which columns were declared public (released as they are, so that their
+    clones are counted): every column released unperturbed, or none.  Both are recomputed; the one the
+    receipt states is returned when it is one of them, else the one that, as the receipt, states a central
+    figure (or none).
+
+    Parameters
+    ----------
+    manifest : pramkit.Manifest
+        The release's manifest.
+    path : path
+        The released file (or folder of parts).
+    stated : mapping
+        The receipt's ``guarantees`` (its ``shuffled_delta`` is the delta asked for; the default otherwise).
+    sep, encoding : str
+        How a CSV file is written.
+
+    Returns
+    -------
+    dict
+        :meth:`pramkit.privacy.amplification.Guarantees.to_dict` of the release.
+    """
+    from pramkit._json import json_same
+    from pramkit.io import iter_batches
+    from pramkit.privacy.amplification import DEFAULT_DELTA, release_guarantees
+
+    delta = float(stated["shuffled_delta"]) if isinstance(stated.get("shuffled_delta"), float) else DEFAULT_DELTA
+    na = tuple(manifest.input.get("na_values", ("NA",)))
+    meta, batches = iter_batches(path, na_values=na, sep=sep, encoding=encoding)
+    tables = list(batches)
+    found = []
+    for public in ([], [c for c in meta.columns if c not in manifest.columns]):
+        groups = CloneGroups(list(public), manifest.columns, meta.missing)
+        for t in tables:
+            groups.add(t)
+        found.append(release_guarantees(manifest, columns=meta.columns, public_columns=public, shuffled=True,
+                                        clones=groups.smallest, delta=delta).to_dict())
+    # the receipt's own when it is one of them; else (a receipt edited) the one that, as the receipt, states a
+    # central figure or none; else the one without public columns, which claims no central figure
+    return next((g for g in found if json_same(g, dict(stated))),
+                next((g for g in found if (g["shuffled_epsilon"] is None) == (stated.get("shuffled_epsilon") is None)),
+                     found[0]))
