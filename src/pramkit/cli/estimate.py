@@ -376,15 +376,17 @@ def _format_groups(result: EstimateResult, groups: list[dict], level: str) -> st
     """The identifiable totals of the groups of categories a singular matrix cannot tell apart."""
     import pandas as pd
 
+    unit = "records" if result.weights is None else "weighted"
     rows = []
     for g in groups:
         cats = [g["category"]] if len(result.variables) == 1 else g["category"]
         rows.append({
             **{name: "{" + ", ".join(map(str, c)) + "}" if len(c) > 1 else str(c[0])
                for name, c in zip(result.variables, cats)},
-            "estimate [records]": f"{g['estimate']:.1f}",
-            "se [records]": _number(g["se"], "{:.1f}"),
-            f"{level} CI [records]": _interval(g["ci_low"], g["ci_high"], "{:.1f}"),
+            f"estimate [{unit}]": f"{g['estimate']:.1f}",
+            f"se [{unit}]": _number(g["se"], "{:.1f}"),
+            **({} if "pram_se" not in g else {f"of which PRAM, se [{unit}]": _number(g["pram_se"], "{:.1f}")}),
+            f"{level} CI [{unit}]": _interval(g["ci_low"], g["ci_high"], "{:.1f}"),
         })
     return ("Not identifiable: the matrix cannot tell the categories in braces apart; the estimated totals "
             "of each group (identifiable):\n" + pd.DataFrame(rows).to_string(index=False))

@@ -943,3 +943,43 @@ def group_labels(groups: Sequence[CategoryGroup], size: int) -> np.ndarray:
     for g, group in enumerate(groups):
         out[list(group.indices)] = g
     return out
+
+
+def condition_number(mats: Sequence[np.ndarray | None]) -> float:
+    """2-norm condition number of ``M_1 ⊗ M_2 ⊗ ...`` (singular values multiply);
+    ``inf`` when a matrix is singular (its numerical rank,
+    :func:`numerical_rank`, is below its size).
+
+    The errors of the unbiased estimator ``(M^T)^{-1} lam_hat`` are amplified
+    by up to this factor.
+
+    Parameters
+    ----------
+    mats : sequence of numpy.ndarray or None
+        One square matrix per axis, ``None`` for an unperturbed axis (condition 1).
+
+    Returns
+    -------
+    float
+        The condition number, ``>= 1``, or ``inf``.
+
+    Examples
+    --------
+    Randomized response keeping with 3/4 has singular values 1 and 1/2;
+    crossing two such variables squares the condition number:
+
+    >>> rr = np.array([[0.75, 0.25], [0.25, 0.75]])
+    >>> round(condition_number([rr, None]), 12), round(condition_number([rr, rr]), 12)
+    (2.0, 4.0)
+    >>> condition_number([np.array([[0.5, 0.5], [0.5, 0.5]])])
+    inf
+    """
+    cond = 1.0
+    for m in mats:
+        if m is None:
+            continue
+        s = np.linalg.svd(m, compute_uv=False)
+        if numerical_rank(s, m.shape[0]) < m.shape[0]:
+            return math.inf
+        cond *= float(s[0] / s[-1])
+    return cond

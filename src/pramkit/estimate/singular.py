@@ -38,11 +38,13 @@ bounds the size of table this module handles (:data:`MAX_WORK`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 import numpy as np
 
@@ -109,6 +111,105 @@ class _AxisFactors:
         u, s, vt = np.linalg.svd(m)
         k = numerical_rank(s, m.shape[0])
         return cls(u[:, :k].T / s[:k, None], vt[:k], u[:, :k] @ u[:, :k].T)
+
+
+@dataclass(frozen=True, eq=False)
+class Linearisation:
+    """The MLE of a singular table as a linear function of the released counts, in identifiable directions.
+
+    With the released counts ``u`` (weighted or not) and the fitted ``Lam = M^T t_hat`` (``M`` the
+    table's matrix, ``M = Q R`` as in the module docstring, ``theta = Q^T t``), the likelihood
+    equations ``R diag(1 / Lam) u = R 1`` linearised at the fit give
+    ``theta_hat - theta = G^{-1} R diag(1 / Lam) (u - E u)`` with ``G = R diag(1 / Lam) R^T``; an
+    identifiable ``g = Q c`` (``c = Q^+ g``) has ``g . t_hat = c . theta_hat``, so
+
+        g . t_hat - g . t = (influence^T g) . (u - E u),   influence = (Q^+)^T G^{-1} R diag(1 / Lam),
+
+    whatever the covariance of ``u`` (a sampling design's, PRAM's): the variance of ``g . t_hat`` is
+    ``g^T influence Cov(u) influence^T g``.  Under the multinomial covariance of ``u`` this is (S2);
+    for an invertible M, ``influence = (M^T)^{-1}``.
+
+    Attributes
+    ----------
+    influence : numpy.ndarray
+        ``(C, C)``: the matrix above, over the table's flat (C-order) cells.
+    projector : numpy.ndarray
+        ``(C, C)``: the orthogonal projector onto the column space of M (the identifiable gradients).
+    released_inverse : numpy.ndarray
+        ``(C, C)``: ``(M^T)^+``; ``(M^T)^+ s`` estimates without bias every identifiable linear
+        function of ``q`` from ``s`` of mean ``M^T q``.
+    pram_identifiable : bool
+        Whether the PRAM covariance of the released counts, ``sum_k q_k (diag(m_k) - m_k^T m_k)``,
+        is a function of the identifiable part of ``q`` alone: every null vector v of ``M_a^T``
+        has ``sum_k v_k m_k^T m_k = 0`` (so for categories that cannot be told apart because their
+        rows are identical, the case of the designs pramkit makes).
+
+    Examples
+    --------
+    Categories a and b have identical rows.  Their total and the count of c are identifiable,
+    a alone is not; the total of all cells is the released total exactly (influence 1):
+
+    >>> m = np.array([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]])
+    >>> lin = Linearisation.of([m], m.T @ np.array([30.0, 30.0, 40.0]))
+    >>> (lin.influence.T @ np.ones(3)).round(12).tolist(), lin.pram_identifiable
+    ([1.0, 1.0, 1.0], True)
+    >>> [bool(x) for x in lin.identifiable(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))]
+    [True, True, False]
+
+    Under the multinomial covariance of the released counts it gives (S2):
+
+    >>> lam = m.T @ np.array([30.0, 30.0, 40.0])
+    >>> d = lin.influence.T @ np.array([1.0, 1.0, 0.0])
+    >>> round(float(d @ (np.diag(lam) - np.outer(lam, lam) / 100) @ d), 6)
+    66.415094
+    """
+
+    influence: np.ndarray
+    projector: np.ndarray
+    released_inverse: np.ndarray
+    pram_identifiable: bool
+
+    @classmethod
+    def of(cls, mats: Sequence[np.ndarray | None], fitted: np.ndarray) -> Linearisation:
+        """The linearisation at the fitted released counts ``fitted = M^T t_hat`` (a table).
+
+        Parameters
+        ----------
+        mats : sequence of numpy.ndarray or None
+            Per axis its matrix, ``None`` for an unperturbed axis.
+        fitted : numpy.ndarray
+            The fitted released counts, in the shape of the table (floored at
+            :data:`LAMBDA_FLOOR` times their total: an MLE on the boundary).
+
+        Returns
+        -------
+        Linearisation
+            Dense ``(C, C)`` matrices: for tables of a few thousand cells.
+        """
+        shape = fitted.shape
+        factors = [_AxisFactors.of(m) if m is not None else None for m in mats]
+        eye = [np.eye(s) for s in shape]
+        q_pinv = _kron([e if f is None else f.q_pinv for f, e in zip(factors, eye)])
+        r = _kron([e if f is None else f.r for f, e in zip(factors, eye)])
+        lam = np.maximum(fitted.ravel(), LAMBDA_FLOOR * float(fitted.sum()))
+        g = (r / lam) @ r.T
+        influence = q_pinv.T @ np.linalg.solve(g, r / lam)
+        return cls(influence, _kron([e if f is None else f.projector for f, e in zip(factors, eye)]),
+                   q_pinv.T @ r, all(m is None or _pram_identifiable(m) for m in mats))
+
+    def identifiable(self, gradients: np.ndarray) -> np.ndarray:
+        """Per row of ``gradients`` (m, C): whether it lies in the column space (up to :data:`RANGE_TOL`)."""
+        g = np.atleast_2d(np.asarray(gradients, dtype=float))
+        out = np.linalg.norm(g - g @ self.projector, axis=1)
+        return out <= RANGE_TOL * np.maximum(np.linalg.norm(g, axis=1), 1e-300)
+
+
+def _pram_identifiable(m: np.ndarray) -> bool:
+    """Whether ``sum_k v_k m_k^T m_k = 0`` for every null vector v of ``m^T`` (:class:`Linearisation`)."""
+    u, s, _ = np.linalg.svd(m)
+    scale = float(np.sum(m * m))
+    return all(float(np.linalg.norm((m.T * v) @ m)) <= RANGE_TOL * scale
+               for v in u[:, numerical_rank(s, m.shape[0]):].T)
 
 
 class IdentifiableCovariance:
@@ -410,6 +511,7 @@ class GroupEstimate:
     members: per axis of the table, the indices of the categories in the group
     estimate: the estimated original count of the group (records)
     se: its standard error (NaN if the table is too large for it)
+    pram_se: of a weighted estimate, the part of ``se`` due to PRAM (None otherwise)
 
     Examples
     --------
@@ -427,6 +529,19 @@ class GroupEstimate:
     members: tuple[tuple[int, ...], ...]
     estimate: float
     se: float
+    pram_se: float | None = None
+
+    def indicator(self, shape: Sequence[int]) -> np.ndarray:
+        """The 0/1 table of the group's cells (the gradient of its total).
+
+        Examples
+        --------
+        >>> GroupEstimate(((0, 1), (1,)), 6.0, 1.0).indicator((3, 2)).tolist()
+        [[0.0, 1.0], [0.0, 1.0], [0.0, 0.0]]
+        """
+        out = np.zeros(tuple(shape))
+        out[np.ix_(*self.members)] = 1.0
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -454,6 +569,29 @@ class TableIdentifiability:
     identifiable: np.ndarray
     groups: tuple[GroupEstimate, ...]
     covariance: IdentifiableCovariance
+
+    def with_variances(self, covariance: Any) -> TableIdentifiability:
+        """The same groups with the standard errors of another covariance of the estimated totals
+        (a weighted estimate's, :class:`pramkit.estimate.weighted.SurveyCovariance`), and its PRAM part.
+
+        Parameters
+        ----------
+        covariance : pramkit.estimate.weighted.SurveyCovariance
+            Its ``variance(gradient)`` gives the variance of a linear function of the totals and its
+            ``pram`` (flat cells) the PRAM part.
+
+        Returns
+        -------
+        TableIdentifiability
+        """
+        groups = []
+        for g in self.groups:
+            ind = g.indicator(self.identifiable.shape)
+            flat = ind.ravel()
+            pram = float(flat @ covariance.pram @ flat)
+            groups.append(dataclasses.replace(g, se=math.sqrt(covariance.variance(ind)),
+                                              pram_se=math.sqrt(max(pram, 0.0)) if math.isfinite(pram) else math.nan))
+        return dataclasses.replace(self, groups=tuple(groups))
 
     @property
     def message(self) -> str:

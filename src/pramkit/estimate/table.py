@@ -262,7 +262,8 @@ class EstimateResult:
         """For a singular matrix: the estimated totals of the groups of cells
         that cannot be told apart (identifiable), one record each: category (per
         variable, the list of its categories in the group; a single variable:
-        just that list), estimate, se, ci_low, ci_high (records).  Empty otherwise.
+        just that list), estimate, se, ci_low, ci_high (records; weighted, as the cells', for a
+        weighted estimate, which adds pram_se: the part of se due to PRAM).  Empty otherwise.
 
         Returns
         -------
@@ -298,6 +299,7 @@ class EstimateResult:
                 "category": labels[0] if len(labels) == 1 else labels,
                 "estimate": g.estimate, "se": g.se,
                 "ci_low": g.estimate - z * g.se, "ci_high": g.estimate + z * g.se,
+                **({} if g.pram_se is None else {"pram_se": g.pram_se}),
             })
         return out
 
@@ -860,8 +862,11 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: ManifestChain, a
     table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
     cov = design_covariance(totals, matrices, layout.shape, table.counts, replicates)
     se = np.full(layout.shape, np.nan) if table.estimator == "norm-sub" else np.sqrt(cov.cell_variances())
+    ident = table.identifiability
+    if ident is not None:  # the groups' totals: their design-based variance, as the cells'
+        ident = ident.with_variances(cov)
     return dataclasses.replace(table, se=se, covariance=None if table.estimator == "norm-sub" else cov,
-                               variance=cov.kind)
+                               variance=cov.kind, identifiability=ident)
 
 
 def _check_household_psus(manifest: ManifestChain, axes: Sequence[str], design: SurveyDesign,

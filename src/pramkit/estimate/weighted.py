@@ -35,12 +35,23 @@ shrinks the design part only, so the estimate is
 (the PRAM correction inside every replicate) gives ``T_r = A u_r``; their spread, scaled as the
 method says, estimates the same sum for the same reason.
 
+*A singular matrix* has no ``A``: the estimate is then the MLE from the weighted counts, and only
+quantities ``g . T`` with g in the column space of M are identifiable
+(:mod:`pramkit.estimate.singular`).  The MLE's likelihood equations, linearised at the fit, make it
+a linear function of ``u`` in those directions, ``g . T_hat - g . T = (L^T g) . (u - E u)``
+(:class:`pramkit.estimate.singular.Linearisation`), and ``L`` takes the place of ``A`` above (it is
+``A`` when M is invertible); ``q_hat = (M^T)^+ s`` estimates the PRAM part, without bias when the
+categories that cannot be told apart have identical rows (otherwise that part is not identifiable
+and is not given).  A gradient outside the column space (the split of such categories, a share of
+one of them) has no variance: NaN, never a number.
+
 The design-based covariance of the released weighted counts ``u`` comes from
 :mod:`pramkit.estimate.survey`; this module carries it through ``A`` and the ratios.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,6 +63,7 @@ from pramkit.labels import Label, joint_cell
 from pramkit.matrix import PramMatrix
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pramkit.estimate.singular import Linearisation
     from pramkit.estimate.survey import ReplicateMethod
 
 #: Largest table whose survey covariance is formed (a dense C x C matrix).
@@ -106,7 +118,8 @@ def pram_covariance(squared: np.ndarray, full: np.ndarray, inverse_t: np.ndarray
     full : numpy.ndarray
         The table's transition matrix M (C x C).
     inverse_t : numpy.ndarray
-        ``A = (M^T)^{-1}`` (C x C).
+        ``A = (M^T)^{-1}`` (C x C); for a singular M, ``(M^T)^+``
+        (:attr:`pramkit.estimate.singular.Linearisation.released_inverse`).
 
     Returns
     -------
@@ -140,6 +153,9 @@ class SurveyCovariance:
         The estimated totals, in the table's shape.
     kind : str
         ``"linearization"`` or the replicate method.
+    linearisation : pramkit.estimate.singular.Linearisation, optional
+        For a singular matrix: which gradients are identifiable; the variance of any other is NaN
+        (``covariance`` and ``pram`` hold only for identifiable gradients).
 
     Examples
     --------
@@ -153,6 +169,16 @@ class SurveyCovariance:
     pram: np.ndarray
     counts: np.ndarray
     kind: str
+    linearisation: Linearisation | None = None
+
+    def _cells_identifiable(self) -> np.ndarray:
+        """Per cell (flat), whether its count is identifiable: ``|e_c - P e_c|`` is 0 (the columns of ``I - P``)."""
+        if self.linearisation is None:
+            return np.ones(self.counts.size, dtype=bool)
+        from pramkit.estimate.singular import RANGE_TOL
+
+        residual = np.eye(self.counts.size) - self.linearisation.projector
+        return np.linalg.norm(residual, axis=0) <= RANGE_TOL
 
     def variance(self, gradient: np.ndarray) -> float:
         """Variance of ``gradient . T`` (the delta method for a smooth function with this gradient).
@@ -170,16 +196,19 @@ class SurveyCovariance:
         if g.shape != self.counts.shape:
             raise ParameterError(f"a gradient of shape {g.shape} for a table of shape {self.counts.shape}")
         flat = g.ravel()
+        if self.linearisation is not None and not self.linearisation.identifiable(flat)[0]:
+            return float("nan")
         return max(float(flat @ self.covariance @ flat), 0.0)
 
     def cell_variances(self, *, clip: bool = True) -> np.ndarray:
-        """Variance of every estimated total, in the table's shape."""
-        out = np.diag(self.covariance).reshape(self.counts.shape)
+        """Variance of every estimated total, in the table's shape (NaN for a total not identifiable)."""
+        out = np.where(self._cells_identifiable(), np.diag(self.covariance), np.nan).reshape(self.counts.shape)
         return np.maximum(out, 0.0) if clip else out
 
     def pram_cell_variances(self) -> np.ndarray:
-        """The PRAM part of each total's variance, in the table's shape."""
-        return np.maximum(np.diag(self.pram), 0.0).reshape(self.counts.shape)
+        """The PRAM part of each total's variance, in the table's shape (NaN where not identifiable)."""
+        out = np.where(self._cells_identifiable(), np.diag(self.pram), np.nan)
+        return np.maximum(out, 0.0).reshape(self.counts.shape)
 
     def share_variances(self, group_axes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Shares ``r_c = T_c / T_g`` within the groups of ``group_axes`` (the whole table when empty)
@@ -193,7 +222,8 @@ class SurveyCovariance:
         Returns
         -------
         (numpy.ndarray, numpy.ndarray)
-            The shares and their variances, in the table's shape (NaN where a group's total is 0).
+            The shares and their variances, in the table's shape (NaN where a group's total is 0,
+            and where the share is not identifiable).
 
         Examples
         --------
@@ -215,6 +245,10 @@ class SurveyCovariance:
         jac = (np.eye(t.size) - r[:, None] * same) / b[:, None]
         with np.errstate(invalid="ignore"):
             var = np.einsum("ij,jk,ik->i", jac, self.covariance, jac)
+        if self.linearisation is not None:
+            ok = np.isfinite(jac).all(axis=1)
+            ok[ok] = self.linearisation.identifiable(jac[ok])
+            var = np.where(ok, var, np.nan)
         return shares, np.where(np.isfinite(var), np.maximum(var, 0.0), np.nan).reshape(t.shape)
 
 
@@ -233,7 +267,8 @@ def _group_ids(shape: Sequence[int], group_axes: Sequence[int]) -> np.ndarray:
 
 
 def survey_covariance(released_cov: np.ndarray, pram_released: np.ndarray, inverse_t: np.ndarray,
-                      counts: np.ndarray, kind: str) -> SurveyCovariance:
+                      counts: np.ndarray, kind: str, *,
+                      linearisation: Linearisation | None = None) -> SurveyCovariance:
     """Carry the design-based covariance of the released weighted counts through ``A``.
 
     Parameters
@@ -244,11 +279,14 @@ def survey_covariance(released_cov: np.ndarray, pram_released: np.ndarray, inver
     pram_released : numpy.ndarray
         C x C: the PRAM part of it given the sample (:func:`pram_covariance`).
     inverse_t : numpy.ndarray
-        ``A`` (C x C).
+        ``A`` (C x C); for a singular matrix the MLE's influence ``L`` (module docstring).
     counts : numpy.ndarray
         The estimated totals, in the table's shape.
     kind : str
         How ``released_cov`` was estimated.
+    linearisation : pramkit.estimate.singular.Linearisation, optional
+        For a singular matrix: ``inverse_t`` is its ``influence``, and it tells the identifiable
+        gradients.
 
     Returns
     -------
@@ -263,7 +301,7 @@ def survey_covariance(released_cov: np.ndarray, pram_released: np.ndarray, inver
     ([[4.0, 0.0], [0.0, 9.0]], 'sdr')
     """
     return SurveyCovariance(inverse_t @ released_cov @ inverse_t.T, inverse_t @ pram_released @ inverse_t.T,
-                            counts, kind)
+                            counts, kind, linearisation)
 
 
 @dataclass(frozen=True)
@@ -519,28 +557,51 @@ def design_covariance(totals: Any, matrices: Sequence[PramMatrix | None], shape:
     Returns
     -------
     SurveyCovariance
+        For a singular matrix (``estimated`` then the MLE), the covariance of the identifiable
+        quantities through the MLE's linearisation (module docstring), NaN for the others.
 
-    Raises
-    ------
-    ParameterError
-        The table's matrix is singular (no unbiased estimator to linearise).
+    Examples
+    --------
+    Categories a and b have identical rows; five records of weight 2 released as a, b, c, c, c.
+    Only the total of a and b and the count of c are identifiable, and the two add up to the
+    known total 10, so they have the same variance:
+
+    >>> from pramkit.estimate.survey import CellTotals, SurveyDesign
+    >>> m = PramMatrix([[0.6, 0.2, 0.2], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]], ("a", "b", "c"))
+    >>> totals = CellTotals(3, SurveyDesign("w"))
+    >>> totals.add(np.array([0, 1, 2, 2, 2]), np.full(5, 2.0))
+    >>> cov = design_covariance(totals, [m], (3,), np.array([2.5, 1.5, 6.0]), None)
+    >>> var = cov.cell_variances()
+    >>> bool(np.isnan(var[0])), math.isclose(cov.variance(np.array([1.0, 1.0, 0.0])), var[2])
+    (True, True)
     """
+    from pramkit.estimate.identifiability import condition_number
     from pramkit.estimate.survey import replicate_covariance, stratum_parts
 
     full = table_matrix(matrices, shape)
-    try:
-        inverse_t = np.linalg.inv(full.T)
-    except np.linalg.LinAlgError:
-        raise ParameterError("the table's PRAM matrix is singular: a survey variance needs the unbiased estimator; "
-                             "tabulate identifiable variables") from None
-    pram_total = pram_covariance(totals.squares.sum(axis=0), full, inverse_t)  # linear in the squares
+    mats = [None if m is None else m.matrix for m in matrices]
+    lin = None
+    if math.isinf(condition_number(mats)):  # as the estimators decide it: the MLE was given
+        from pramkit.estimate.singular import Linearisation
+
+        lin = Linearisation.of(mats, (full.T @ np.asarray(estimated, dtype=float).ravel()).reshape(tuple(shape)))
+        inverse_t, of_squares = lin.influence, lin.released_inverse
+    else:
+        inverse_t = of_squares = np.linalg.inv(full.T)
+
+    def pram(squares: np.ndarray) -> np.ndarray:
+        if lin is not None and not lin.pram_identifiable:
+            return np.full_like(full, np.nan)
+        return pram_covariance(squares, full, of_squares)
+
+    pram_total = pram(totals.squares.sum(axis=0))  # linear in the squares
     if replicates is not None:
         released = replicate_covariance(totals.total, totals.replicate_totals, replicates.method,
                                         rho=replicates.rho, rscales=replicates.rscales)
-        return survey_covariance(released, pram_total, inverse_t, estimated, replicates.method)
+        return survey_covariance(released, pram_total, inverse_t, estimated, replicates.method, linearisation=lin)
     released = np.zeros_like(full)
     for part, squares in zip(stratum_parts(totals), totals.squares):  # both in the order of the strata's codes
         released += (1.0 - part.fraction) * part.covariance
         if part.fraction:
-            released += part.fraction * pram_covariance(squares, full, inverse_t)
-    return survey_covariance(released, pram_total, inverse_t, estimated, "linearization")
+            released += part.fraction * pram(squares)
+    return survey_covariance(released, pram_total, inverse_t, estimated, "linearization", linearisation=lin)
