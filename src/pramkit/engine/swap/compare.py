@@ -25,6 +25,7 @@ from the original file: the comparison is private (an internal report).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.swap.implied import random_swap_matrix
 from pramkit.engine.swap.run import SwapPlan, swap_frame
 from pramkit.errors import DataError, ParameterError
+from pramkit.estimate.identifiability import condition_number
 from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest, PerturbedVariable
@@ -160,6 +162,9 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
             for c in plan.geo[:-1]:
                 released[c] = released[area_col].map(upper[c]).astype(str)
         rows.append(_measures(name, frame, released, plan.hid, keys, plan.k, xy, matrix, matrix.epsilon))
+        if not math.isfinite(condition_number([matrix.matrix])):
+            notes.append(f"{name}: its matrix is singular at this rate (it changes as many records as the swap), so "
+                         "the area margin cannot be corrected: no corrected TVD")
     return CompareResult(rows=len(frame), households=swapped.households, keys=keys, k=plan.k, methods=rows,
                          notes=notes)
 
@@ -228,10 +233,12 @@ def _measures(name: str, original: pd.DataFrame, released: pd.DataFrame, hid: st
         "expected_correct_matches": float((true / f).sum()),
         "area_tvd": _tvd(orig_margin, rel_margin),
         "area_tvd_corrected": None,
-        "area_by_" + keys[0] + "_tvd": _tvd(original[[area, keys[0]]].astype(str).value_counts(),
-                                           released[[area, keys[0]]].astype(str).value_counts()),
+        "risk_var": keys[0],  # the first risk variable, which the next TVD crosses with the area
+        "area_by_risk_var_tvd": _tvd(original[[area, keys[0]]].astype(str).value_counts(),
+                                     released[[area, keys[0]]].astype(str).value_counts()),
     }
-    if matrix is not None:
+    out["area_by_" + keys[0] + "_tvd"] = out["area_by_risk_var_tvd"]  # its first name, named after the variable
+    if matrix is not None and math.isfinite(condition_number([matrix.matrix])):  # a singular matrix: no correction
         labels = [str(c) for c in matrix.categories]
         lam = rel_margin.reindex(labels).fillna(0.0).to_numpy()
         est = pd.Series(np.linalg.solve(matrix.matrix.T, lam), index=labels)
