@@ -197,7 +197,8 @@ def test_the_outputs_are_those_of_the_code_before(before_src: Path, inputs: Path
     after = _run(REPO / "src", tmp_path / "out", args, data)
     assert list(after[0]) == list(before[0]) and len(after[0]) >= 2
     for name, content in before[0].items():
-        assert after[0][name] == content, f"{case}: {name} differs from the code before"
+        same = after[0][name] == content   # outside the assert: pytest would diff two files of MBs, for many minutes
+        assert same, f"{case}: {name} differs from the code before"
     assert after[1] == before[1]
 
 

@@ -192,20 +192,32 @@ def test_closed_form_first_steps_are_refused() -> None:
 
 # ------------------------------------------------------------------ the release and its ledger
 
-@pytest.fixture
-def suf(tmp_path: Path) -> dict[str, Path]:
-    """The census (its n/a codes, labels with spaces and commas) released at record epsilon 5."""
-    data = tmp_path / "census.csv"
+@pytest.fixture(scope="module")
+def suf_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The census (its n/a codes, labels with spaces and commas) released at record epsilon 5, once for the
+    module: :func:`suf` gives each test its own copy."""
+    d = tmp_path_factory.mktemp("suf")
+    data = d / "census.csv"
     census(4_000).to_csv(data, index=False)
-    key = tmp_path / "key"
+    key = d / "key"
     assert main(["keygen", str(key)]) == 0
-    manifest = tmp_path / "suf.json"
+    manifest = d / "suf.json"
     assert main(["design", str(data), "--vars", "age,marital_status,sex", "--epsilon", "5", "--out",
                  str(manifest), "--key-file", str(key), "--quiet"]) == 0
-    released = tmp_path / "suf.csv"
+    released = d / "suf.csv"
     assert main(["apply", str(data), "--manifest", str(manifest), "--out", str(released), "--key-file", str(key),
                  "--quiet"]) == 0
-    return {"dir": tmp_path, "data": data, "key": key, "manifest": manifest, "released": released}
+    return d
+
+
+@pytest.fixture
+def suf(suf_made: Path, tmp_path: Path) -> dict[str, Path]:
+    """The files of :func:`suf_made`, copied into the test's own folder (tests write beside them and change them)."""
+    import shutil
+
+    shutil.copytree(suf_made, tmp_path, dirs_exist_ok=True)
+    return {"dir": tmp_path, "data": tmp_path / "census.csv", "key": tmp_path / "key",
+            "manifest": tmp_path / "suf.json", "released": tmp_path / "suf.csv"}
 
 
 def test_derive_then_apply_on_the_released_file(suf, capsys) -> None:

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from pramkit.design.recognition import reductions as red
 from pramkit.design.recognition.design import (
-    check_alpha, combinations_of, key_space, l2_and_gradient, recognition_design,
+    RecognitionDesign, check_alpha, combinations_of, key_space, l2_and_gradient, recognition_design,
     recognition_design_from_data, uniform_loss, uniform_noise_baseline, uniform_worst_posterior,
 )
 from pramkit.errors import DataError, PramkitError
@@ -213,8 +213,9 @@ def test_restricted_lower_bound_against_a_brute_force_optimum():
     assert cert["gap_records"] == diag.gap
 
 
-def test_full_method_is_not_certified():
-    d = recognition_design(small_counts(seed=14, n=150, shape=(2, 2, 3)), alpha=0.1, combinations=2, method="full")
+@pytest.mark.xdist_group("recognition full design")
+def test_full_method_is_not_certified(full_reduced):
+    d = full_reduced
     cert = d.matrix.provenance.certificate
     assert cert["certified"] is False and cert["lower_bound_records"] is None and cert["gap_records"] is None
     from pramkit.design.matrix_design import matrix_json
@@ -230,11 +231,19 @@ def test_no_problem_combination_gives_the_identity():
     assert d.diagnostics.certified and d.diagnostics.lower_bound == 0.0 == d.diagnostics.gap
 
 
-def test_reductions_are_exact_and_restricted_support_costs_little():
+@pytest.fixture(scope="module")
+def full_reduced() -> RecognitionDesign:
+    """The full method's design (reduced C1 triples) of a small table: two tests read it, computed once."""
+    return recognition_design(small_counts(seed=14, n=150, shape=(2, 2, 3)), alpha=0.1, combinations=2,
+                              method="full", reduce=True)
+
+
+@pytest.mark.xdist_group("recognition full design")
+def test_reductions_are_exact_and_restricted_support_costs_little(full_reduced):
     counts = small_counts(seed=14, n=150, shape=(2, 2, 3))
     combos = 2
     full_all = recognition_design(counts, alpha=0.1, combinations=combos, method="full", reduce=False)
-    full_red = recognition_design(counts, alpha=0.1, combinations=combos, method="full", reduce=True)
+    full_red = full_reduced
     restricted = recognition_design(counts, alpha=0.1, combinations=combos, method="restricted")
     assert full_red.diagnostics.constraints < full_all.diagnostics.constraints
     assert full_red.loss == pytest.approx(full_all.loss, rel=1e-3)
