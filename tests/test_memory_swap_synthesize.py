@@ -29,8 +29,12 @@ from pramkit.engine.swap.census import census_households
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory is read from /proc")]
 
-#: The last commit before the swap and the synthesis held less per record.
-BEFORE = "65f3fefbc0fd79abff4b18dd777c7f7c7aadc8a3"
+#: The code the outputs are compared with.  It was the last commit before the swap and the synthesis held
+#: less per record (65f3fef); their outputs have changed since on purpose (the synthesis draws the variables
+#: of a rule together and keeps missing codes, the swap's receipt words its donor rule, a random swap's
+#: manifest records its missing codes, a CSV column with nulls is sized value by value), so it is now the
+#: commit of those changes: what changes the outputs again is a change to say here.
+BEFORE = "ddaab2936fff71bd55f79166b474a8440add3f9d"
 
 #: Records the large file adds to the small one.
 ADDED = LARGE - CHUNK
