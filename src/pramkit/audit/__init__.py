@@ -100,6 +100,10 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     for what, path in (("original", original), ("released", released)):
         if path is not None and not Path(path).exists():  # a mistake in the command, not a finding
             raise DataError(f"{what} file {str(path)!r} does not exist")
+        if path is not None and Path(path).is_dir():  # a folder that is no table (no parts, stray files,
+            from pramkit.io import iter_batches  # parts of other columns): a mistake in the command too
+
+            iter_batches(path, sep=sep, encoding=encoding)
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
     text_encoding(encoding), csv_separator(sep)  # checked before any work
