@@ -143,33 +143,9 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
         _sub(dimensions, "varQnty", str(len(columns)))
         files = {"files": "F1"}
 
-    data = _sub(root, "dataDscr")
-    described = {v["name"]: v for v in info["variables"]}
-    joint = {c: v for v in info["variables"] for c in v.get("columns") or () if c != v["name"]}
-    names = list(columns) if columns is not None else []
     missing = [str(code) for code in (m.input or {}).get("na_values") or ()]
-    for n, v in described.items():  # a variable whose columns the file holds is described by them
-        if n not in names and not set(v.get("columns") or [n]) <= set(names):
-            names.append(n)
-    for i, column in enumerate(names, start=1):
-        v = described.get(column)
-        var = _sub(data, "var", ID=f"V{i}", name=column, **({"intrvl": "discrete"} if v else {}), **files)
-        _sub(var, "labl", column)
-        if missing:  # the codes read as missing, in every column (DDI's invalid range)
-            invalid = _sub(var, "invalrng")
-            for code in missing:
-                _sub(invalid, "item", VALUE=code)
-        if v is None:
-            together = joint.get(column)
-            _sub(var, "txt", f"Perturbed by PRAM jointly with the other columns of {together['name']} "
-                             f"(epsilon {epsilon_words(together)}); the joint matrix is in the manifest "
-                             "(otherMat)." if together else
-                             "Released as it is (not perturbed): no epsilon covers this column.")
-            continue
-        _sub(var, "txt", f"Perturbed by PRAM ({v['method']}, epsilon {epsilon_words(v)}); its "
-                         "transition matrix is in the manifest (otherMat).")
-        for category in v["categories"]:
-            _sub(_sub(var, "catgry"), "catValu", str(category))
+    _variables(_sub(root, "dataDscr"), info["variables"], list(columns) if columns is not None else [], missing,
+               files)
 
     uri = manifest_name or (Path(manifest).name if not isinstance(manifest, Manifest) else "manifest.json")
     other = _sub(root, "otherMat", type="PRAM manifest", level="study", URI=uri)
@@ -179,6 +155,38 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
                        "ledger. Analysts read it to correct estimates from the released file.")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _variables(data: ET.Element, variables: list[dict[str, Any]], names: list[str], missing: list[str],
+               files: dict[str, str]) -> None:
+    """``dataDscr/var``: each column of the released file (``names``; the manifest's variables without one),
+    a perturbed one with its categories, each with the codes read as missing (DDI's invalid range)."""
+    described = {v["name"]: v for v in variables}
+    joint = {c: v for v in variables for c in v.get("columns") or () if c != v["name"]}
+    names = list(names)
+    for n, v in described.items():  # a variable whose columns the file holds is described by them
+        if n not in names and not set(v.get("columns") or [n]) <= set(names):
+            names.append(n)
+    for i, column in enumerate(names, start=1):
+        var = _sub(data, "var", ID=f"V{i}", name=column, **({"intrvl": "discrete"} if column in described else {}),
+                   **files)
+        _sub(var, "labl", column)
+        if missing:
+            invalid = _sub(var, "invalrng")
+            for code in missing:
+                _sub(invalid, "item", VALUE=code)
+        if column not in described:
+            together = joint.get(column)
+            _sub(var, "txt", f"Perturbed by PRAM jointly with the other columns of {together['name']} "
+                             f"(epsilon {epsilon_words(together)}); the joint matrix is in the manifest "
+                             "(otherMat)." if together else
+                             "Released as it is (not perturbed): no epsilon covers this column.")
+            continue
+        v = described[column]
+        _sub(var, "txt", f"Perturbed by PRAM ({v['method']}, epsilon {epsilon_words(v)}); its "
+                         "transition matrix is in the manifest (otherMat).")
+        for category in v["categories"]:
+            _sub(_sub(var, "catgry"), "catValu", str(category))
 
 
 def _post_processing(released: Any) -> dict[str, Any] | None:
