@@ -266,12 +266,7 @@ def synthesize_release(
     epsilon = check_settings(epsilon, min_count=min_count, pool=pool, sweeps=sweeps, public_bins=public_bins,
                              sep=sep, encoding=encoding)
     src = None if isinstance(data, pd.DataFrame) else Path(data)
-    frame, kept, meta = (data, None, None) if src is None else _read_source(src, na_values, sep, encoding)
-    missing = [c for c in (*variables, *public_cols) if c not in frame.columns]
-    if missing:
-        raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
-    if len(frame) < 2:
-        raise DataError("the data has fewer than 2 records: nothing to synthesize")
+    frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding)
     pool = default_pool(len(frame)) if pool is None else pool
     rules = as_rules(forbid)
     _check_rule_columns(rules, variables, public_cols, list(frame.columns))
@@ -532,6 +527,19 @@ def _read_source(path: Path, na_values: Sequence[str], sep: str, encoding: str
         raise DataError(f"file {str(path)!r} has no data rows")
     kept = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     return blank_missing_codes(kept, meta.missing).to_pandas(), kept, meta
+
+
+def _opened(data: Any, src: Path | None, columns: Sequence[str], na_values: Sequence[str], sep: str,
+            encoding: str) -> tuple[pd.DataFrame, Any, Any]:
+    """The data as a frame (a file read with its missing codes kept, :func:`_read_source`), with the columns
+    named and at least two records, or the one-line error that says what is missing."""
+    frame, kept, meta = (data, None, None) if src is None else _read_source(src, na_values, sep, encoding)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
+    if len(frame) < 2:
+        raise DataError("the data has fewer than 2 records: nothing to synthesize")
+    return frame, kept, meta
 
 
 def _released_table(kept: pa.Table, released: pd.DataFrame, variables: Sequence[str]) -> pa.Table:
