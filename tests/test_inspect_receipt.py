@@ -52,3 +52,30 @@ def test_a_rewritten_central_epsilon_is_not_shown(shuffled: Path, capsys: pytest
     assert "epsilon 0.1 (central)" not in capsys.readouterr().out
     assert main(["audit", "--manifest", str(shuffled / "m.json"), "--released", str(shuffled / "r.csv")]) == 1
     assert "guarantees.shuffled_epsilon" in capsys.readouterr().out
+
+
+def test_a_resampled_file_names_its_release(shuffled: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """inspect --released of a resampled file names the release its receipt comes from, and checks that the
+    file beside it is that release (its SHA-256); another file there is said to be another."""
+    import hashlib
+
+    import jsonschema
+
+    import pramkit
+
+    d = shuffled
+    assert main(["apply", str(d / "data.csv"), "--manifest", str(d / "m.json"), "--out", str(d / "p.csv"),
+                 "--key-file", str(d / "key"), "--quiet"]) == 0
+    assert main(["resample", str(d / "p.csv"), "--manifest", str(d / "m.json"), "--out", str(d / "s.csv"),
+                 "--key-file", str(d / "key"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(d / "m.json"), "--released", str(d / "s.csv"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    jsonschema.Draft202012Validator(pramkit.output_schema("pramkit.inspect.result")).validate(printed)
+    chain = printed["post_processing"]
+    assert chain["release"] == "p.csv" and chain["beside"] and chain["digest_matches"]
+    assert chain["release_sha256"] == hashlib.sha256((d / "p.csv").read_bytes()).hexdigest()
+    text = (d / "p.csv").read_text().splitlines()
+    (d / "p.csv").write_text("\n".join([text[0], *text[2:]]) + "\n")  # a record fewer: another file
+    assert main(["inspect", str(d / "m.json"), "--released", str(d / "s.csv")]) == 0
+    assert "does NOT have the SHA-256 the receipt states" in capsys.readouterr().out

@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
 
     recoded = recoding_lines(manifest)  # the global recoding the data holder declared (design --recoded-by)
     info["recode"] = (manifest.input or {}).get("recode")
+    from pramkit.engine.receipt import post_processing_chain
+
+    chain = info["post_processing"] = post_processing_chain(args.released)  # a resampled file: its release
     stated = released_guarantee(manifest, args.released)  # with a released file, its columns are named
     info["guarantee"] = stated.sentence
     info["release_guarantee"] = stated.to_dict()
@@ -151,6 +154,12 @@ def run(args: argparse.Namespace) -> int:
               + ("" if fact["covered"] else " (no epsilon covers these values)"))
     for line in recoded:
         print(f"recoded before PRAM: {line}")
+    if chain is not None:
+        print(f"released file: post-processing ({chain['method']}) of the release {chain['release']}, as its "
+              "receipt says: the guarantee below is that release's, unchanged; "
+              + ("that release is not beside it" if not chain["beside"] else
+                 "that release, beside it, has the SHA-256 the receipt states" if chain["digest_matches"] else
+                 "that release, beside it, does NOT have the SHA-256 the receipt states (another file)"))
     print("\n".join(stated.lines()))
     print("\n".join(guarantees.lines()))
     if args.ddi is not None:

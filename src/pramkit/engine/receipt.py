@@ -1111,6 +1111,43 @@ def table_columns(source: Any, *, sep: str = ",", encoding: str = "utf-8") -> li
         return None
 
 
+def post_processing_chain(released: Any) -> dict[str, Any] | None:
+    """Where a released file that is post-processing of a release (a resampled file) comes from, as its
+    receipt names it, checked against the file beside it; ``None`` for a release itself or a file without a
+    receipt.
+
+    Parameters
+    ----------
+    released : path
+        The file given as released.
+
+    Returns
+    -------
+    dict or None
+        ``method``, ``release`` (the file named), ``release_sha256`` (as the receipt states it), ``beside``
+        (whether that file is beside this one) and ``digest_matches`` (whether its SHA-256 is the one stated;
+        ``None`` when it is not beside it).
+
+    Examples
+    --------
+    >>> post_processing_chain("nowhere.csv") is None
+    True
+    """
+    if not isinstance(released, (str, os.PathLike)):
+        return None
+    try:
+        receipt = read_receipt(released)
+    except DataError:
+        return None
+    post = (receipt or {}).get("post_processing")
+    if not isinstance(post, Mapping):
+        return None
+    parent = Path(released).parent / Path(str(post.get("release"))).name
+    beside = parent.is_file()
+    return {"method": post.get("method"), "release": parent.name, "release_sha256": post.get("release_sha256"),
+            "beside": beside, "digest_matches": (sha256_of(parent) == post.get("release_sha256")) if beside else None}
+
+
 def released_guarantee(manifest: Any, released: Any = None, *, sep: str = ",", encoding: str = "utf-8") -> Any:
     """The ledger's guarantee of a release (:func:`pramkit.ledger.release_guarantee`), with the columns of
     ``released`` (the released file, or the original: the release keeps its columns) when it can be read.
