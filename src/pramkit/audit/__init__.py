@@ -85,6 +85,7 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     """
     from pramkit.audit.engine import engine_audit
     from pramkit.audit.manifest import manifest_audit, read_manifest
+    from pramkit.engine.receipt import post_processing_of
     from pramkit.engine.rng import resolve_key
     from pramkit.errors import DataError, ManifestError
     from pramkit.validate import csv_separator, text_encoding
@@ -123,7 +124,7 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
                   *public_field_checks(manifest, None, None, None, na_values)]
         return AuditResult(("manifest",), tuple(checks), time.perf_counter() - start)
     audits, checks = ["manifest"], manifest_audit(manifest, released, sep=sep, encoding=encoding)
-    post = _post_processing(released)
+    post = post_processing_of(released)
     applied = released
     if post is not None:  # a resampled file: post-processing of its release, whose chain is audited instead
         audits.append("post-processing")
@@ -258,16 +259,6 @@ def _refused_receipt(released: str | Path | None) -> Check | None:
     except DataError as exc:
         return Check("manifest", "receipt", "format", False, f"every reader refuses the receipt: {exc}")
     return None
-
-
-def _post_processing(released: str | Path | None) -> dict[str, Any] | None:
-    """The ``post_processing`` of the released file's receipt (a resampled file), else ``None``."""
-    from pramkit.engine.receipt import read_receipt
-
-    if released is None or not Path(released).exists():
-        return None
-    post = (read_receipt(released) or {}).get("post_processing")
-    return post if isinstance(post, dict) else None
 
 
 def _post_processing_check(released: Path, parent: Path, post: dict[str, Any]) -> Check:

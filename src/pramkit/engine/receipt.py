@@ -1111,6 +1111,26 @@ def table_columns(source: Any, *, sep: str = ",", encoding: str = "utf-8") -> li
         return None
 
 
+def post_processing_of(released: Any) -> dict[str, Any] | None:
+    """The ``post_processing`` section of a released file's receipt: what a file that is post-processing of a
+    release (a resampled file) was computed from; ``None`` for a release itself, a frame, a file without a
+    receipt or one whose receipt does not read.
+
+    Examples
+    --------
+    >>> post_processing_of("nowhere.csv") is None, post_processing_of(None) is None
+    (True, True)
+    """
+    if not isinstance(released, (str, os.PathLike)) or not Path(released).exists():
+        return None
+    try:
+        receipt = read_receipt(released)
+    except DataError:
+        return None
+    post = (receipt or {}).get("post_processing")
+    return dict(post) if isinstance(post, Mapping) else None
+
+
 def post_processing_chain(released: Any) -> dict[str, Any] | None:
     """Where a released file that is post-processing of a release (a resampled file) comes from, as its
     receipt names it, checked against the file beside it; ``None`` for a release itself or a file without a
@@ -1133,14 +1153,8 @@ def post_processing_chain(released: Any) -> dict[str, Any] | None:
     >>> post_processing_chain("nowhere.csv") is None
     True
     """
-    if not isinstance(released, (str, os.PathLike)):
-        return None
-    try:
-        receipt = read_receipt(released)
-    except DataError:
-        return None
-    post = (receipt or {}).get("post_processing")
-    if not isinstance(post, Mapping):
+    post = post_processing_of(released)
+    if post is None:
         return None
     parent = Path(released).parent / Path(str(post.get("release"))).name
     beside = parent.is_file()

@@ -128,9 +128,10 @@ def ddi_codebook(manifest: Any, released: Any = None, *, manifest_name: str | No
     study = _sub(root, "stdyDscr")
     _sub(_sub(_sub(study, "citation"), "titlStmt"), "titl", title)
     method = _sub(study, "method")
+    from pramkit.engine.receipt import post_processing_of
     from pramkit.recode import recoding_lines
 
-    for text in _processing(info, guarantee, _post_processing(released), recoding_lines(m)):
+    for text in _processing(info, guarantee, post_processing_of(released), recoding_lines(m)):
         _sub(method, "dataProcessing", text, type="disclosure control")
 
     files: dict[str, str] = {}
@@ -187,22 +188,6 @@ def _variables(data: ET.Element, variables: list[dict[str, Any]], names: list[st
                          "transition matrix is in the manifest (otherMat).")
         for category in v["categories"]:
             _sub(_sub(var, "catgry"), "catValu", str(category))
-
-
-def _post_processing(released: Any) -> dict[str, Any] | None:
-    """What the released file's receipt says it was computed from, where it is post-processing of a release
-    (a resampled file); ``None`` for a release itself, a frame or a file without a receipt."""
-    from pramkit.engine.receipt import read_receipt
-    from pramkit.errors import DataError
-
-    if released is None or not isinstance(released, (str, Path)):
-        return None
-    try:
-        receipt = read_receipt(released)
-    except DataError:
-        return None
-    post = (receipt or {}).get("post_processing")
-    return post if isinstance(post, dict) else None
 
 
 def _processing(info: dict[str, Any], guarantee: Any, post: dict[str, Any] | None,
