@@ -396,7 +396,7 @@ def check_settings(epsilon: Any, *, min_count: Any = 2, pool: Any = None, sweeps
     >>> check_settings(1e308)
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: epsilon = 1e+308 is too large (at most 700); beyond a few dozen the optimal matrix is the identity anyway
+    pramkit.errors.ParameterError: epsilon = 1e+308 is too large (at most 700); beyond a few dozen nats it protects nothing (a PRAM matrix is then the identity, a noisy count the count)
     >>> check_settings(1, sweeps=10**9)
     Traceback (most recent call last):
     ...

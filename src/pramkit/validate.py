@@ -69,8 +69,8 @@ def epsilon(value: Any, name: str = "epsilon", *, maximum: float | None = None) 
     """
     e = positive(value, name)
     if maximum is not None and e > maximum:
-        raise ParameterError(f"{name} = {e:g} is too large (at most {maximum:g}); beyond a few dozen the "
-                             "optimal matrix is the identity anyway")
+        raise ParameterError(f"{name} = {e:g} is too large (at most {maximum:g}); beyond a few dozen nats it "
+                             "protects nothing (a PRAM matrix is then the identity, a noisy count the count)")
     return e
 
 

@@ -103,7 +103,7 @@ def check_epsilon(epsilon: Any) -> float:
     >>> check_epsilon(800)
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: epsilon = 800 is too large (at most 700); beyond a few dozen the optimal matrix is the identity anyway
+    pramkit.errors.ParameterError: epsilon = 800 is too large (at most 700); beyond a few dozen nats it protects nothing (a PRAM matrix is then the identity, a noisy count the count)
     """
     return valid_epsilon(epsilon, maximum=MAX_EPSILON)
 
