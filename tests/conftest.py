@@ -160,6 +160,21 @@ def assert_refused(folder: Path, args: list, message: str, capsys: pytest.Captur
     assert not any(p.name.startswith(".") for p in folder.iterdir()), (args, "a temporary file was left behind")
 
 
+def eusilc_export(rows: int | None = None, coded: tuple[str, ...] = ("pl030",), code: str = "-9") -> Any:
+    """The EU-SILC file as an office exports it: every column as its text, the not-applicable answers (empty
+    fields) of the ``coded`` columns written ``code``; its first ``rows`` records (all by default).  The test
+    is skipped when ../shared/data/sdcmicro is absent."""
+    import pandas as pd
+
+    if not SDC_DATA.is_dir():
+        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False)
+    frame = frame if rows is None else frame.head(rows)
+    for column in coded:
+        frame[column] = frame[column].replace("", code)
+    return frame
+
+
 #: Income columns of the EU-SILC file that :func:`silc20` turns into bands.
 SILC_INCOMES = ("py010n", "py050n", "py090n", "py100n", "py110n", "py120n", "py130n", "py140n",
                 "hy040n", "hy050n", "hy070n", "hy080n", "hy090n")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import SDC_DATA, assert_refused
+from conftest import SDC_DATA, assert_refused, eusilc_export
 
 from pramkit import atomic
 from pramkit.cli import main
@@ -244,12 +244,8 @@ def _kinds(d: Path, data: Path) -> dict[str, tuple[Path, Path | None]]:
 
 @pytest.fixture(scope="module")
 def kinds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path | None]]:
-    if not SDC_DATA.is_dir():
-        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = eusilc_export(coded=("pl030", "pb220a"))  # the not-applicable code, as an office export writes it
     d = tmp_path_factory.mktemp("kinds")
-    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False)
-    for column in ("pl030", "pb220a"):  # the survey's not-applicable code, as an office export writes it
-        frame[column] = frame[column].replace("", "-9")
     frame.to_csv(d / "eusilc.csv", index=False)
     return _kinds(d, d / "eusilc.csv")
 

@@ -10,9 +10,8 @@ import io
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from conftest import SDC_DATA
+from conftest import eusilc_export
 
 import pramkit
 from pramkit.cli import main
@@ -22,11 +21,8 @@ jsonschema = pytest.importorskip("jsonschema")
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SDC_DATA.is_dir():
-        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = eusilc_export(3000)
     d = tmp_path_factory.mktemp("kinds")
-    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(3000)
-    frame["pl030"] = frame["pl030"].replace("", "-9")
     frame.to_csv(d / "silc.csv", index=False)
     assert main(["keygen", str(d / "key")]) == 0
     for name, extra in (("joint", ["--vars", "pl030,rb090", "--split", "joint"]),

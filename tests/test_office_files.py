@@ -11,9 +11,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from conftest import SDC_DATA, assert_refused
+from conftest import assert_refused, eusilc_export
 
 from pramkit.cli import main
 from pramkit.manifest import Manifest
@@ -22,11 +21,8 @@ from pramkit.manifest import Manifest
 @pytest.fixture(scope="module")
 def tsv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """EU-SILC as a tab-separated export, its not-applicable answers written -9."""
-    if not SDC_DATA.is_dir():
-        pytest.skip("../shared/data/sdcmicro is not available")
+    frame = eusilc_export(2000)
     d = tmp_path_factory.mktemp("tsv")
-    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(2000)
-    frame["pl030"] = frame["pl030"].replace("", "-9")
     frame.to_csv(d / "silc.tsv", sep="\t", index=False)
     return d / "silc.tsv"
 
@@ -63,9 +59,7 @@ def test_a_tsv_read_with_commas_is_one_line(tsv: Path, tmp_path: Path, capsys: p
 
 
 def test_a_windows_export_keeps_its_line_ends(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if not SDC_DATA.is_dir():
-        pytest.skip("../shared/data/sdcmicro is not available")
-    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(1500)
+    frame = eusilc_export(1500, coded=())
     frame["db040"] = frame["db040"].str.replace("Carinthia", "Kärnten")  # a letter Latin-1 holds
     frame.loc[3, "pb220a"] = "line one\nline two"  # a value holding a line feed: quoted, kept as it is
     original, released = tmp_path / "silc.csv", tmp_path / "released.csv"

@@ -177,13 +177,9 @@ def test_the_notes_estimate_command_runs_as_printed(tmp_path, capsys, monkeypatc
     released file as it was written (its missing code, its separator) and exits 0 in the release's folder."""
     import shlex
 
-    from conftest import SDC_DATA
+    from conftest import eusilc_export
 
-    if not SDC_DATA.is_dir():
-        pytest.skip("../shared/data/sdcmicro is not available")
-    frame = pd.read_csv(SDC_DATA / "eusilc_laeken.csv", dtype=str, keep_default_na=False).head(1500)
-    frame["pl030"] = frame["pl030"].replace("", "-9")
-    frame.to_csv(tmp_path / "silc.csv", sep=";", index=False)
+    eusilc_export(1500).to_csv(tmp_path / "silc.csv", sep=";", index=False)
     read = ["--na-values", "-9", "--sep", ";"]
     assert main(["keygen", str(tmp_path / "key")]) == 0
     assert main(["design", str(tmp_path / "silc.csv"), "--vars", "pl030", "--epsilon", "3", "--out",
