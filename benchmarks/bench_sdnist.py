@@ -131,16 +131,22 @@ def parse_report(report: dict[str, Any]) -> Scores:
     )
 
 
-def sdnist_python() -> str | None:
-    """The interpreter of SDNist's environment (``SDNIST_PYTHON``), or None when it cannot import SDNist."""
-    python = os.environ.get("SDNIST_PYTHON")
+def environment_python(variable: str, module: str) -> str | None:
+    """The interpreter an environment variable names (``variable``), or None when it is unset or cannot
+    import ``module`` (the tools pinned to old libraries live in environments of their own)."""
+    python = os.environ.get(variable)
     if not python:
         return None
     try:
-        ok = subprocess.run([python, "-c", "import sdnist.report"], capture_output=True, timeout=120).returncode == 0
+        ok = subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=120).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return None
     return python if ok else None
+
+
+def sdnist_python() -> str | None:
+    """The interpreter of SDNist's environment (``SDNIST_PYTHON``), or None when it cannot import SDNist."""
+    return environment_python("SDNIST_PYTHON", "sdnist.report")
 
 
 def score(released: Path, *, python: str, data_root: Path, target: str, workdir: Path) -> Scores:
@@ -604,14 +610,7 @@ MST_DELTA = 1e-5
 
 def dpmm_python() -> str | None:
     """The interpreter of an environment with dpmm (``DPMM_PYTHON``), or None when it cannot import it."""
-    python = os.environ.get("DPMM_PYTHON")
-    if not python:
-        return None
-    try:
-        ok = subprocess.run([python, "-c", "import dpmm.pipelines"], capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return python if ok else None
+    return environment_python("DPMM_PYTHON", "dpmm.pipelines")
 
 
 def _mst(setup: Setup, epsilon: float) -> Release:
