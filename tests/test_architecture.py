@@ -161,6 +161,9 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
               "pramkit.defaults", "pramkit.progress", "pramkit.public_inputs", "pramkit.datasets",
               "pramkit._lazy", "pramkit._json", "pramkit._version", "pramkit._build_version",
               "pramkit._extras", "pramkit._figure", "pramkit.settings")),
+    # the release methods' contract and their declarations of every public field (implementations named, not
+    # imported: pramkit.methods.contract)
+    ("contract", ("pramkit.methods",)),
     # compiled loops, the keyed generator, values to codes and back
     ("kernels", ("pramkit.engine._kernels", "pramkit.engine.utf8", "pramkit.engine.rng", "pramkit.codebook")),
     # files and frames read and written, counts, structure (strata, households, rules), recodes

@@ -24,9 +24,10 @@ import pytest
 from conftest import SDC_DATA
 
 from pramkit.audit import audit
-from pramkit.audit.fields import FILES, PublicField, field_table, path_text, walk
+from pramkit.audit.fields import FILES, PublicField, path_text, walk
 from pramkit.cli import main
 from pramkit.io import sha256_of
+from pramkit.methods import field_table
 
 KEY = bytes(range(32))
 ROWS = 2_000
@@ -268,6 +269,27 @@ def test_every_field_written_is_declared(releases, case):
     target, kind, _ = CASES[case]
     found, undeclared = walk(json.loads((releases["dir"] / target).read_text()), FILES[kind])
     assert undeclared == [] and found
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_public_file_validates_against_its_installed_schema(releases, case):
+    """The schemas made from the declarations (pramkit/schemas/public) hold every file of every release kind, and
+    refuse a field no declaration names, at the top and inside."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from pramkit.methods import installed_schema
+
+    target, kind, _ = CASES[case]
+    raw = json.loads((releases["dir"] / target).read_text())
+    schema = installed_schema(kind)
+    jsonschema.validate(raw, schema)
+    with pytest.raises(jsonschema.ValidationError, match="'note' was unexpected"):
+        jsonschema.validate({**raw, "note": 1}, schema)
+    inner = next((k for k, v in raw.items() if isinstance(v, dict) and v  # an object whose fields are named
+                  and {p.parts[1] for p in FILES[kind] if p.parts[0] == k and len(p.parts) > 1} - {"*", "[*]"}
+                  and not any(p.parts[:2] == (k, "*") for p in FILES[kind])), None)
+    if inner is not None:
+        with pytest.raises(jsonschema.ValidationError, match="'note' was unexpected"):
+            jsonschema.validate({**raw, inner: {**raw[inner], "note": 1}}, schema)
 
 
 def test_an_undeclared_field_fails_named(releases, tmp_path):

@@ -149,8 +149,8 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
 def _synthesis_manifest(path: str | Path) -> dict[str, Any] | None:
     """The manifest's JSON when it is a synthesized release's (``pramkit synthesize``), else ``None``."""
     from pramkit._json import read_json
-    from pramkit.audit.synthesis import is_synthesis
     from pramkit.errors import ManifestError
+    from pramkit.methods import file_kind
 
     p = Path(path)
     if not p.is_file():
@@ -159,7 +159,7 @@ def _synthesis_manifest(path: str | Path) -> dict[str, Any] | None:
         raw = read_json(p, f"manifest {str(p)!r}", ManifestError)
     except ManifestError:
         return None
-    return raw if is_synthesis(raw) else None
+    return raw if file_kind(raw) == "synthesis manifest" else None
 
 
 def _synthesis_audit(raw: dict[str, Any], manifest: str | Path, released: str | Path | None,
@@ -206,7 +206,7 @@ def public_field_checks(manifest: str | Path, released: str | Path | None, origi
                         release_checks: Sequence[Check] | None = None, names_manifest: bool = False,
                         manifest_checks: Sequence[Check] | None = None, parent: Path | None = None) -> list[Check]:
     """Every field of the manifest and of the released file's receipt (and, for a resampled file, of its
-    release's receipt, ``parent``) against its declaration (:mod:`pramkit.audit.fields`,
+    release's receipt, ``parent``) against its declaration (:mod:`pramkit.methods`,
     :func:`pramkit.audit.declared.field_checks`); ``release_checks``: what the release audit found, the
     evidence of the fields the release was made with; ``names_manifest``: the receipt names this manifest;
     ``manifest_checks``: the manifest audit's checks (its certificates re-proved, not proved twice).
@@ -224,6 +224,7 @@ def public_field_checks(manifest: str | Path, released: str | Path | None, origi
     from pramkit.audit.declared import FieldContext, field_checks
     from pramkit.audit.manifest import read_raw_manifest
     from pramkit.engine.receipt import read_receipt
+    from pramkit.methods import file_kind
 
     path = Path(manifest)
     raw = read_raw_manifest(path)
@@ -240,7 +241,7 @@ def public_field_checks(manifest: str | Path, released: str | Path | None, origi
     for file, subject in ((rel, "receipt"), (parent, "receipt of the release")):
         receipt = read_receipt(file) if file is not None and file.exists() else None
         if receipt is not None:
-            kind = "resample receipt" if receipt.get("post_processing") else "receipt"
+            kind = "resample receipt" if file_kind(receipt) == "resample receipt" else "receipt"
             checks += field_checks(dataclasses.replace(ctx, kind=kind, raw=receipt, subject=subject, released=file,
                                                        manifest_raw=raw, cache=dict(shared)))
     return checks

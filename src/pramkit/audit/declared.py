@@ -1,4 +1,5 @@
-"""The audit of every published field, generated from the declarations of :mod:`pramkit.audit.fields`.
+"""The audit of every published field, generated from the declarations of the release methods
+(:mod:`pramkit.methods`).
 
 :func:`field_checks` walks a public file's JSON: a field no declaration covers fails, named; each declared
 field is checked by the check its declaration names (:data:`CHECKS`), and a field that fails is named by
@@ -20,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from pramkit._json import json_same
-from pramkit.audit.fields import FILES, path_text, walk
 from pramkit.audit.result import Check
 from pramkit.errors import PramkitError
+from pramkit.methods import declared_fields
+from pramkit.methods.contract import path_text, walk
 
 #: A check's verdict on one field: passed (``None``: not checked here, what it needs was not given), and why.
 Verdict = tuple[bool | None, str]
@@ -37,7 +39,7 @@ class FieldContext:
     Parameters
     ----------
     kind : str
-        The kind of public file (a key of :data:`pramkit.audit.fields.FILES`).
+        The kind of public file (:func:`pramkit.methods.public_files`).
     raw : dict
         The file's JSON.
     audit : str
@@ -679,9 +681,9 @@ def field_checks(ctx: FieldContext) -> list[Check]:
     >>> [(c.field, c.passed) for c in field_checks(FieldContext("manifest", raw))]
     [('extra', False), ('variables[0].min_diagonal', False)]
     """
-    found, undeclared = walk(ctx.raw, FILES[ctx.kind])
+    found, undeclared = walk(ctx.raw, declared_fields(ctx.kind))
     out = [Check(ctx.audit, ctx.subject, path, False, f"a field no declaration of the {ctx.kind} names "
-                 "(pramkit.audit.fields): nothing checks it") for path in undeclared]
+                 "(pramkit.methods): nothing checks it") for path in undeclared]
     failed: dict[str, list[str]] = {}  # one line per finding: the fields one piece of evidence fails, together
     unchecked: dict[str, list[str]] = {}
     checked = ignored = 0

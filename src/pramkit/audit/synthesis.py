@@ -35,8 +35,9 @@ def is_synthesis(raw: Any) -> bool:
     >>> is_synthesis({"format": "pramkit.synthesis"}), is_synthesis({"variables": []})
     (True, False)
     """
-    return isinstance(raw, dict) and (raw.get("format") == "pramkit.synthesis" or (  # or one whose format is forged
-        isinstance(raw.get("variables"), dict) and isinstance(raw.get("measurements"), list)))
+    from pramkit.methods import file_kind
+
+    return file_kind(raw) == "synthesis manifest"
 
 
 def _check(field: str, passed: bool, detail: str, subject: str = "release") -> Check:

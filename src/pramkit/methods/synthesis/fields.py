@@ -1,0 +1,53 @@
+"""The fields of the manifest of a synthesized release (``pramkit synthesize``)."""
+
+from __future__ import annotations
+
+from pramkit.methods.contract import PublicField, PublicFile, fields
+from pramkit.methods.pram.fields import VERSION, D, F, R
+
+#: The manifest of a synthesized release (recognised by its shape when its format is forged).
+MANIFEST_FILE = PublicFile(
+    "synthesis manifest", "pramkit.synthesis", "pramkit synthesis manifest",
+    "The public description of a synthesized release: its noisy tables and their epsilons, the ledger, the "
+    "edit rules every record keeps and the procedure's settings.",
+    shape=(("variables", "object"), ("measurements", "array")))
+
+#: Its fields.
+MANIFEST: tuple[PublicField, ...] = fields([
+    ("format", R, "constant", "the file's kind: 'pramkit.synthesis'"),
+    ("version", R, "constant", "the synthesis manifest's format version"),
+    ("pramkit_version", *VERSION),
+    ("variables.*.categories", D, "synthesized again", "a variable's categories: the release made again"),
+    ("variables.*.categories_source", R, "category source", "declared or read from the data: a data source "
+                                                             "is stated in data_dependent"),
+    ("public.columns", D, "synthesized again", "the public columns the model conditions on, in order: the "
+                                                "release made again (each one released as it is)"),
+    ("public.bins", D, "synthesized again", "the bins of a numeric public column: the release made again"),
+    ("public.cells", R, "table shapes", "the public cells: the first axis of each table given them"),
+    ("released_as_they_are", R, "released columns", "the columns released as they are: the file's others"),
+    ("rules.source", F, "ignored", "where the edit rules were read from"),
+    ("rules.*", D, "synthesized again", "the edit rules: every released record keeps them; the release made "
+                                         "again"),
+    ("rules", D, "synthesized again", "no edit rules (null)"),
+    ("procedure.min_count", R, "min count", "2: every released combination shown twice; counted in the file"),
+    ("procedure.*", D, "synthesized again", "the procedure's settings: the release made again"),
+    ("na_values", D, "synthesized again", "the texts read as missing: the release made again reads them"),
+    ("measurements[*].mechanism", R, "constant", "the DP mechanism: 'geometric' (discrete Laplace)"),
+    ("measurements[*].sensitivity", R, "constant", "the L1 sensitivity of a table: 2"),
+    ("measurements[*].axes", R, "tables", "the tables measured: each variable given the public cell, then "
+                                           "each pair"),
+    ("measurements[*].epsilon", R, "table share", "a table's epsilon: its share of the budget, in proportion "
+                                                   "to the square root of its cells"),
+    ("measurements[*].noisy", D, "synthesized again", "a noisy table: drawn again from the original's exact "
+                                                       "table and the key's noise (its shape recomputed)"),
+    ("ledger.record_epsilon_budget", D, "synthesized again", "the budget asked for: the release made again"),
+    ("ledger.design_epsilon", R, "synthesis epsilon", "the tables' epsilons added up, rounded outward"),
+    ("ledger.record_epsilon", R, "synthesis epsilon", "the central epsilon: the design step's"),
+    ("ledger.*", R, "synthesis ledger", "the ledger's other figures and its sentence, regenerated from the "
+                                         "tables and the facts"),
+    ("rows", R, "released rows", "the released file's rows, counted"),
+    ("released.file", R, "released name", "the released file's name"),
+    ("released.sha256", R, "released digest", "the released file's SHA-256, recomputed"),
+    ("released.rows", R, "released rows", "the released file's rows, counted"),
+])
+
