@@ -418,7 +418,7 @@ def _design_form(choices: DesignChoices, form: Sequence[fields.Field]) -> dict[s
     values: dict[str, Any] = {"method": method}
     for f in form:
         value = getattr(choices, f.setting)
-        if f.setting == "epsilon" and value is None and method not in OPTIONAL_BUDGET:
+        if f.setting == "epsilon" and value is None and method not in optional_budget():
             continue  # the recognition design reads no budget: the field keeps one for the next design
         if f.setting == "epsilon" and value is None:  # a classic design without a cap: an empty field
             values[f.id] = ""
@@ -786,16 +786,25 @@ def _choices(input: Inputs, files: dict[str, Path | None]) -> tuple[tuple[str, .
         options["combinations"] = str(min(3, len(variables)))      # 3 refuses two keys)
     text = input.epsilon().strip()
     # the recognition design has no budget; a classic design's is a cap, which may be left empty
-    budget = None if choice == "recognition" or (not text and choice in OPTIONAL_BUDGET) else fields.budget(text)
+    budget = None if choice == "recognition" or (not text and choice in optional_budget()) else fields.budget(text)
     kinds = {f.setting: f.kind for f in fields.design_fields()}  # a codebook is given as a text
     given: dict[str, Any] = {name: str(path) if kinds[name] is str else path for name, path in files.items()
                              if path is not None}
     return variables, DesignChoices(**fields.methods()[choice][1], epsilon=budget, **given, **options)
 
 
-#: The designs whose record budget is a cap that may be left empty (the classic families: their own
-#: parameters set the matrix; a budget given refuses a design above it).
-OPTIONAL_BUDGET = ("keep", "kanon", "invariant", "tridiagonal", "circulant", "bistochastic-beta")
+def optional_budget() -> tuple[str, ...]:
+    """The designs of the page whose record budget is a cap that may be left empty: those of a family whose own
+    parameters set the matrix (:attr:`pramkit.design.registry.DesignFamily.budget_is_cap`; a budget given
+    refuses a design above it); the recognition design reads none.
+
+    >>> optional_budget()
+    ('metric', 'keep', 'kanon', 'invariant', 'tridiagonal', 'circulant', 'bistochastic-beta')
+    """
+    from pramkit.design.registry import FAMILIES
+
+    return tuple(choice for choice, (_, flags) in fields.methods().items()
+                 if choice != "recognition" and FAMILIES[flags["method"]].budget_is_cap)
 
 #: How the page names an uploaded file of the design (by its setting; another by the setting's name).
 UPLOADS = {"forbid": "edit rules", "prior": "public frequencies", "categories": "codebook"}

@@ -119,6 +119,10 @@ class DesignFamily:
     recording : callable
         The recorded options after what the options given imply (the ``dp`` family's form is not given
         with objective ``distance``, which designs any matrix).
+    group : str
+        The group of ``pramkit design --help`` that names the family (:data:`pramkit.release.spec.GROUPS`):
+        ``"family"`` (the classic and bistochastic families, the default), ``"geo"``, or ``""`` (the
+        default method, named by ``--method`` itself).
 
     Examples
     --------
@@ -145,6 +149,17 @@ class DesignFamily:
     coherent: Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]] = field(default=_as_given)
     recorded: tuple[str, ...] = ()
     recording: Callable[[dict[str, Any]], dict[str, Any]] = field(default=_as_recorded)
+    group: str = "family"
+
+    @property
+    def budget_is_cap(self) -> bool:
+        """Whether, whatever its options, the family's own parameters set the matrix, so that the record budget
+        is only a cap, which may be left out (never for a family built to a share of the budget).
+
+        >>> FAMILIES["kanon"].budget_is_cap, FAMILIES["rr"].budget_is_cap, FAMILIES["dp"].budget_is_cap
+        (True, False, False)
+        """
+        return self.budgeted is _never
 
     def record(self, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
         """The options a release with these options records and passes to the family (the manifest's
@@ -572,11 +587,11 @@ FAMILIES: dict[str, DesignFamily] = {
         "least variance of the unbiased estimator (objective variance), or the least expected distance moved "
         "(objective distance, with distances)",
         DP_OPTIONS, _dp, reads=_dp_reads, budgeted=_always, limit=_dp_limit, coherent=_dp_coherent,
-        recorded=("truthful", "form", "objective"), recording=_dp_recorded),
+        recorded=("truthful", "form", "objective"), recording=_dp_recorded, group=""),
     "metric": DesignFamily(
         "metric", "metric-DP: the exponential mechanism over distances, or the truncated geometric mechanism on the "
         "category order (metric_epsilon per unit of distance; reads no frequencies)",
-        METRIC_OPTIONS, _metric, limit=_metric_limit, recorded=("metric_epsilon", "mechanism")),
+        METRIC_OPTIONS, _metric, limit=_metric_limit, recorded=("metric_epsilon", "mechanism"), group="geo"),
     "invariant": DesignFamily(
         "invariant", "sdcMicro's invariant PRAM (reads p)",
         {"pd": Number(low=0, high=1, default=0.8), "alpha": Number(low=0, high=1, default=0.5),

@@ -44,10 +44,11 @@ DERIVE_FLAGS = ("--derive-from", "--epsilon", "--prior", "--categories")
 FAMILY_OPTIONS = ("beta", "pd", "alpha", "diagonal", "seed", "keep", "bandwidth", "k", "gamma")
 #: ``needs=(name, GIVEN)``: the setting applies when setting ``name`` is given.
 GIVEN = "given"
-#: The groups of ``pramkit design --help`` (and of the documentation's table).
+#: The groups of ``pramkit design --help`` (and of the documentation's table); the families named by the
+#: registry (:attr:`pramkit.design.registry.DesignFamily.group`).
 GROUPS = {
-    "family": "classic and bistochastic families (--method invariant|keep|rr|kanon|tridiagonal|circulant|"
-              "bistochastic-beta; see docs/bistochastic.md)",
+    "family": "classic and bistochastic families (--method " + "|".join(
+        name for name, fam in FAMILIES.items() if fam.group == "family") + "; see docs/bistochastic.md)",
     "geo": "geographic and ordinal variables (see docs/geography.md)",
     "structure": "structure of the microdata (see docs/structure.md)",
     "recognition": "protection against spontaneous recognition (Cator, Hensbergen and Rozenholc; "
