@@ -48,6 +48,13 @@ DATA_ROOT = REPO.parent / "shared" / "data" / "nist-crc"
 DEFAULT_DATA = DATA_ROOT / "national" / "national2019.csv"
 FEATURES = ("AGEP", "SEX", "MSP", "RAC1P", "HOUSING_TYPE", "OWN_RENT", "EDU", "PINCP_DECILE", "DVET", "DEYE")
 PUBLIC = ("AGEP", "SEX")
+#: The feature sets of the side-by-side comparison (``--peers``): the CRC bundle's demographic- and family-focused
+#: sets, and an industry set of this benchmark's (the industry columns INDP, INDP_CAT with the demographic keys).
+FEATURE_SETS = {
+    "demographic": FEATURES,
+    "family": ("PUMA", "AGEP", "SEX", "MSP", "HISP", "RAC1P", "NOC", "NPF", "OWN_RENT", "PINCP_DECILE", "POVPIP"),
+    "industry": ("PUMA", "AGEP", "SEX", "RAC1P", "HISP", "EDU", "INDP", "INDP_CAT", "PINCP_DECILE"),
+}
 NA = "N"  # SDNist's "not applicable"
 AGE_CLASS = "AGE_CLASS"  # a stratum derived from the public AGEP; not in the scored file
 GROUP_QUARTERS = "GQ"  # a stratum derived from HOUSING_TYPE (released exactly where used)
@@ -85,6 +92,7 @@ class Scores:
     records: int
     inconsistent: int
     violations: dict[str, int] = field(default_factory=dict)
+    subsample: float | None = None  # SDNist's subsample equivalent: the % sample of the target as close (k-marginal)
 
     @property
     def matched_all(self) -> float:
@@ -128,6 +136,7 @@ def parse_report(report: dict[str, Any]) -> Scores:
         records=int(report["data_description"]["deid"]["records"]),
         inconsistent=sum(int(g["Number of Records Inconsistent"]) for g in inc["summary"]),
         violations=violations,
+        subsample=report["k_marginal"]["k_marginal_synopsys"].get("sub_sampling_equivalent"),
     )
 
 
@@ -581,31 +590,38 @@ for _eps in (5, 10):
                   "rules, each draw shared by two records of the same public values")(
         lambda s, e=_eps: _synthesized(s, e, 2))
 configuration("synth-10-single", "synth-10 with one draw per record (min_count 1)")(lambda s: _synthesized(s, 10, 1))
-for _eps in (1, 5, 10):
+for _eps in (1, 2, 5, 10):
     configuration(f"synth-all-{_eps}", f"`pramkit synthesize --public ''` at central epsilon {_eps}: every feature "
                   "synthesized, none released as it is (AGEP's codes its declared range 0-99), the age and housing "
                   "rules, each draw shared by two records (min-count 2; with no public column, any two)")(
         lambda s, e=_eps: _synthesized(s, e, 2, every=True))
 
 
-#: The MST synthesizer of dpmm (McKenna et al.'s, as SmartNoise's MST), run by ``DPMM_PYTHON``: every
-#: column categorical over its declared codes (no binning, none of the budget spent on a domain), the
-#: released file as many records as the original.
-MST_SCRIPT = """
+#: The peers: dpmm's MST and AIM synthesizers (McKenna et al.'s, as SmartNoise's MST and AIM), run by
+#: ``DPMM_PYTHON``: every column categorical over its declared codes (no binning, none of the budget spent on a
+#: domain), the released file as many records as the original.
+PEER_SCRIPT = """
 import json, sys
 import pandas as pd
-from dpmm.pipelines import MSTPipeline
-source, codes_file, out, epsilon, delta, seed = sys.argv[1:7]
+from dpmm.pipelines import AIMPipeline, MSTPipeline
+peer, source, codes_file, out, epsilon, delta, seed = sys.argv[1:8]
 codes = json.load(open(codes_file))
 frame = pd.read_csv(source, dtype=str, keep_default_na=False)[list(codes)]
 coded = pd.DataFrame({c: pd.Categorical(frame[c], categories=v).codes for c, v in codes.items()})
 assert (coded >= 0).all().all(), "a value outside its declared codes"
-mst = MSTPipeline(epsilon=float(epsilon), delta=float(delta), disable_processing=True, n_jobs=1)
-mst.fit(coded, domain={c: len(v) for c, v in codes.items()}, random_state=int(seed))
-drawn = mst.generate(n_records=len(frame), random_state=int(seed))
+model = {"mst": MSTPipeline, "aim": AIMPipeline}[peer](epsilon=float(epsilon), delta=float(delta),
+                                                      disable_processing=True, n_jobs=1)
+model.fit(coded, domain={c: len(v) for c, v in codes.items()}, random_state=int(seed))
+drawn = model.generate(n_records=len(frame), random_state=int(seed))
 pd.DataFrame({c: [codes[c][int(i)] for i in drawn[c]] for c in codes}).to_csv(out, index=False)
 """
-MST_DELTA = 1e-5
+#: Kept for scripts that ran MST alone.
+MST_SCRIPT = PEER_SCRIPT
+PEER_DELTA = MST_DELTA = 1e-5
+#: The peers run beside pramkit, by name.
+PEERS = {"mst": "MST", "aim": "AIM"}
+#: The central epsilons of the side-by-side comparison (``--peers``).
+PEER_EPSILONS = (1, 2, 10)
 
 
 def dpmm_python() -> str | None:
@@ -613,27 +629,32 @@ def dpmm_python() -> str | None:
     return environment_python("DPMM_PYTHON", "dpmm.pipelines")
 
 
-def _mst(setup: Setup, epsilon: float) -> Release:
-    """dpmm's MST on every feature (none released as it is), in its own environment (``DPMM_PYTHON``)."""
+def _peer(setup: Setup, peer: str, epsilon: float) -> Release:
+    """dpmm's MST or AIM on every feature (none released as it is), in its own environment (``DPMM_PYTHON``)."""
     python = dpmm_python()
     if python is None:
         raise Skip("dpmm is not available: set DPMM_PYTHON to the interpreter of a venv with `pip install dpmm`")
     codes = {f: setup.ranges.get(f) or setup.categories[f] for f in setup.features}
-    codes_file = setup.path("mst-codes.json")
+    codes_file = setup.path(f"{peer}-codes.json")
     codes_file.write_text(json.dumps(codes), encoding="utf-8")
-    path = setup.path("mst.csv")
-    proc = subprocess.run([python, "-c", MST_SCRIPT, str(setup.source), str(codes_file), str(path), str(epsilon),
-                           str(MST_DELTA), str(setup.seed)], capture_output=True, text=True)
+    path = setup.path(f"{peer}.csv")
+    proc = subprocess.run([python, "-c", PEER_SCRIPT, peer, str(setup.source), str(codes_file), str(path),
+                           str(epsilon), str(PEER_DELTA), str(setup.seed)], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"dpmm's MST failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return Release(path, [], na_values=(), central=f"{epsilon:g} (delta {MST_DELTA:g}; dpmm MST)",
-                   note="every feature synthesized by dpmm's MST")
+        raise RuntimeError(f"dpmm's {PEERS[peer]} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return Release(path, [], na_values=(), central=f"{epsilon:g} (delta {PEER_DELTA:g}; dpmm {PEERS[peer]})",
+                   note=f"every feature synthesized by dpmm's {PEERS[peer]}")
 
 
-for _eps in (1, 10):
-    configuration(f"mst-{_eps}", f"dpmm's MST at central epsilon {_eps}, delta {MST_DELTA:g}, on every feature "
-                  "(none released as it is; the codes declared), run in this benchmark beside synth-all-"
-                  f"{_eps} (DPMM_PYTHON)")(lambda s, e=_eps: _mst(s, e))
+def _mst(setup: Setup, epsilon: float) -> Release:
+    return _peer(setup, "mst", epsilon)
+
+
+for _peer_name, _title in PEERS.items():
+    for _eps in PEER_EPSILONS:
+        configuration(f"{_peer_name}-{_eps}", f"dpmm's {_title} at central epsilon {_eps}, delta {PEER_DELTA:g}, on "
+                      "every feature (none released as it is; the codes declared), run in this benchmark beside "
+                      f"synth-all-{_eps} (DPMM_PYTHON)")(lambda s, p=_peer_name, e=_eps: _peer(s, p, e))
 
 
 # --------------------------------------------------------------------------------------------
@@ -973,6 +994,62 @@ def plot(rows: Sequence[Row], path: Path) -> bool:
     return True
 
 
+def peer_configs(epsilons: Sequence[float] = PEER_EPSILONS) -> list[str]:
+    """The configurations of the side-by-side comparison: at each epsilon, pramkit's synthesizer with every
+    column protected, then each peer."""
+    return [name for e in epsilons for name in (f"synth-all-{e:g}", *(f"{p}-{e:g}" for p in PEERS))]
+
+
+def peers_table(rows: Sequence[tuple[str, Row]]) -> str:
+    """The side-by-side table: per feature set and release, the guarantee, what is released exactly and the scores.
+
+    >>> s = Scores(960, 0.0, 100, 1000, 2000, 3, subsample=20)
+    >>> print(peers_table([("family", Row("mst-1", "-", "1 (delta 1e-05; dpmm MST)", s, None, 2.0, 18.0))]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    | features | release | central epsilon | released exactly | k-marginal | subsample equivalent | matched % all | inconsistencies | release s |
+    |---|---|---|---|---|---|---|---|---|
+    | family | mst-1 | 1 (delta 1e-05; dpmm MST) | none | 960 | 20 % | 5.00 | 3 | 2.0 |
+    """
+    head = ["features", "release", "central epsilon", "released exactly", "k-marginal", "subsample equivalent",
+            "matched % all", "inconsistencies", "release s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for features, r in rows:
+        s = r.scores
+        cells = [features, r.name, r.central, "none", _fmt(s and s.k_marginal, ".0f"),
+                 "-" if s is None or s.subsample is None else f"{s.subsample:g} %", _fmt(s and s.matched_all, ".2f"),
+                 "-" if s is None else str(s.inconsistent), f"{r.release_seconds:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_peers(args: argparse.Namespace, python: str, data_root: Path) -> int:
+    """``--peers``: every column protected, pramkit's synthesizer beside MST and AIM at each epsilon, on each
+    feature set, scored by SDNist in this run; one table."""
+    sets = [args.feature_set] if args.feature_set else list(FEATURE_SETS)
+    rows: list[tuple[str, Row]] = []
+    for name in sets:
+        workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-peers-"))
+        try:
+            setup = prepare(args.data, list(FEATURE_SETS[name]), [], args.seed, workdir,
+                            data_root / "data_dictionary.json")
+            for config in peer_configs(args.epsilons):
+                try:
+                    row = run_config(config, setup, python=python, data_root=data_root, target=args.target,
+                                     out=None if args.out is None else args.out / name, estimator=args.estimator)
+                except Skip as why:
+                    print(f"{name} {config}: skipped ({why})", file=sys.stderr)
+                    continue
+                rows.append((name, row))
+                s = row.scores
+                print(f"{name} {config}: k-marginal {s.k_marginal if s else '-'}, central {row.central}, release "
+                      f"{row.release_seconds:.1f} s", file=sys.stderr, flush=True)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(peers_table(rows))
+    print(provenance([r for _, r in rows]))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated configurations (--list)")
@@ -986,7 +1063,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the estimator of the corrected 2-way tables (pramkit.estimate_table)")
     ap.add_argument("--out", type=Path, help="keep every scored release as NAME.csv beside its manifests")
     ap.add_argument("--plot", type=Path, help="write the frontier (k-marginal against matches) as a PNG")
+    ap.add_argument("--peers", action="store_true",
+                    help="every column protected: pramkit's synthesizer beside dpmm's MST and AIM at each epsilon "
+                         "(--epsilons), on each feature set (--feature-set), in this run")
+    ap.add_argument("--feature-set", choices=sorted(FEATURE_SETS), help="with --peers: one feature set (default all)")
+    ap.add_argument("--epsilons", default=",".join(map(str, PEER_EPSILONS)),
+                    help="with --peers: the central epsilons (some of %(default)s)")
     args = ap.parse_args(argv)
+    try:
+        args.epsilons = [float(e) for e in args.epsilons.split(",") if e]
+    except ValueError:
+        args.epsilons = [-1.0]
+    if not set(args.epsilons) <= set(PEER_EPSILONS):
+        print(f"--epsilons takes some of {', '.join(map(str, PEER_EPSILONS))}", file=sys.stderr)
+        return 2
     if args.list:
         for name, c in CONFIGS.items():
             print(f"{name:24} {c.summary}")
@@ -1005,6 +1095,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "SDNist (set SDNIST_PYTHON to the interpreter of benchmarks/sdnist_setup.sh's venv)"
         print(f"bench_sdnist: skipped: {missing} is not available")
         return 0
+    if args.peers:
+        return run_peers(args, python, data_root)
     workdir = Path(tempfile.mkdtemp(prefix="bench-sdnist-"))
     try:
         setup = prepare(args.data, features, public, args.seed, workdir, data_root / "data_dictionary.json")
