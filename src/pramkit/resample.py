@@ -1071,24 +1071,97 @@ def fit_tree(nodes: list[Node], codes: np.ndarray | ReleasedCounts, rules: Rules
     >>> [(e.parent, e.child) for e in model.edges], model.conditional[1][:2, :2].round(6).tolist()
     ([('a', 'b')], [[1.0, 0.0], [0.0, 1.0]])
     """
-    d = len(nodes)
     counts = codes if isinstance(codes, ReleasedCounts) else ReleasedCounts.of(codes, [n.size for n in nodes])
     tied = _rule_nodes(rules, nodes) if rules is not None else []
     if rules is not None:
         _check_rule_values(rules, nodes)
+    allowed = _allowed_states(nodes, rules, tied)
+    forced = _forced_edges(nodes, rules, tied)
+    tables, scores = _pair_tables(nodes, counts, allowed, forced)
+    chosen = _spanning_tree(nodes, forced, scores)
+    order, parent, conditional, edges = _oriented(nodes, chosen, tables, scores, allowed, forced)
+    root = _root_law(nodes[0], counts.margin(0), allowed[0])
+    return TreeModel(nodes, order, parent, root, conditional, allowed, edges)
+
+
+def _allowed_states(nodes: list[Node], rules: Rules | None, tied: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+    """Each node's states that no rule on it alone forbids.
+
+    Parameters
+    ----------
+    nodes : list of Node
+        The nodes.
+    rules : Rules, optional
+        The edit rules.
+    tied : sequence of tuple of int
+        The node, or the two nodes, of each rule (:func:`_rule_nodes`).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Per node, a bool per state.
+    """
     allowed = []
     for k, n in enumerate(nodes):
         own = Rules(tuple(r for r, t in zip(rules.rules, tied) if t == (k,)), rules.source) if rules else None
         flags = _forbidden(own if own and own.rules else None, [n])
         allowed.append(np.ones(n.size, dtype=bool) if flags is None else ~flags)
+    return allowed
+
+
+def _forced_edges(nodes: list[Node], rules: Rules | None,
+                  tied: Sequence[tuple[int, ...]]) -> dict[tuple[int, int], Rules]:
+    """The edges the rules force, each with its rules: a rule tying two nodes, one of them perturbed.
+
+    Parameters
+    ----------
+    nodes : list of Node
+        The nodes.
+    rules : Rules, optional
+        The edit rules.
+    tied : sequence of tuple of int
+        The node, or the two nodes, of each rule (:func:`_rule_nodes`).
+
+    Returns
+    -------
+    dict
+        ``{(a, b): rules}``, ``a < b``, in the order the rules first name them.
+    """
     forced: dict[tuple[int, int], Rules] = {}
     for r, t in zip(rules.rules if rules else (), tied):
         if len(t) == 2 and (nodes[t[0]].perturbed or nodes[t[1]].perturbed):
             prev = forced.get(t)
             forced[t] = Rules(((prev.rules if prev else ()) + (r,)), rules.source if rules else "rules")
+    return forced
+
+
+def _pair_tables(nodes: list[Node], counts: ReleasedCounts, allowed: Sequence[np.ndarray],
+                 forced: Mapping[tuple[int, int], Rules]
+                 ) -> tuple[dict[tuple[int, int], np.ndarray], list[tuple[float, int, int]]]:
+    """The estimated two-way table of every pair of nodes (:func:`_pair_table`, zero where a rule forbids)
+    and its mutual information.
+
+    Parameters
+    ----------
+    nodes : list of Node
+        The nodes.
+    counts : ReleasedCounts
+        The released states' counts.
+    allowed : sequence of numpy.ndarray
+        Each node's allowed states (:func:`_allowed_states`).
+    forced : mapping
+        The rules of each forced edge (:func:`_forced_edges`).
+
+    Returns
+    -------
+    tables : dict
+        ``{(a, b): table}`` for ``a < b``.
+    scores : list of tuple
+        ``(mutual information, a, b)`` of each pair, in the order of the pairs.
+    """
     tables: dict[tuple[int, int], np.ndarray] = {}
     scores = []
-    for a, b in itertools.combinations(range(d), 2):
+    for a, b in itertools.combinations(range(len(nodes)), 2):
         zeros = _forbidden(forced.get((a, b)), [nodes[a], nodes[b]])
         unary = ~np.logical_and.outer(allowed[a], allowed[b])
         if unary.any():
@@ -1096,8 +1169,34 @@ def fit_tree(nodes: list[Node], codes: np.ndarray | ReleasedCounts, rules: Rules
         p = _pair_table(nodes, a, b, counts, zeros)
         tables[(a, b)] = p
         scores.append((_mutual_information(p), a, b))
-    # Kruskal: the rules' edges first, then by decreasing mutual information (ties: the nodes' order)
-    component = list(range(d))
+    return tables, scores
+
+
+def _spanning_tree(nodes: list[Node], forced: Mapping[tuple[int, int], Rules],
+                   scores: Sequence[tuple[float, int, int]]) -> list[tuple[int, int, bool]]:
+    """The tree's edges by Kruskal's algorithm: the rules' edges first, then by decreasing mutual information
+    (ties: the nodes' order).
+
+    Parameters
+    ----------
+    nodes : list of Node
+        The nodes.
+    forced : mapping
+        The rules of each forced edge (:func:`_forced_edges`).
+    scores : sequence of tuple
+        ``(mutual information, a, b)`` of each pair (:func:`_pair_tables`).
+
+    Returns
+    -------
+    list of tuple
+        ``(a, b, forced)`` of each edge chosen, in the order chosen.
+
+    Raises
+    ------
+    ParameterError
+        The rules' edges close a cycle.
+    """
+    component = list(range(len(nodes)))
 
     def find(i: int) -> int:
         while component[i] != i:
@@ -1119,6 +1218,42 @@ def fit_tree(nodes: list[Node], codes: np.ndarray | ReleasedCounts, rules: Rules
         if ra != rb:
             component[ra] = rb
             chosen.append((a, b, False))
+    return chosen
+
+
+def _oriented(nodes: list[Node], chosen: Sequence[tuple[int, int, bool]],
+              tables: Mapping[tuple[int, int], np.ndarray], scores: Sequence[tuple[float, int, int]],
+              allowed: Sequence[np.ndarray], forced: Mapping[tuple[int, int], Rules]
+              ) -> tuple[list[int], list[int], dict[int, np.ndarray], list[Edge]]:
+    """The tree hung from the root (node 0), breadth first, with each child's law given its parent.
+
+    Parameters
+    ----------
+    nodes : list of Node
+        The nodes.
+    chosen : sequence of tuple
+        The tree's edges ``(a, b, forced)`` (:func:`_spanning_tree`).
+    tables : mapping
+        The estimated two-way tables (:func:`_pair_tables`).
+    scores : sequence of tuple
+        ``(mutual information, a, b)`` of each pair.
+    allowed : sequence of numpy.ndarray
+        Each node's allowed states.
+    forced : mapping
+        The rules of each forced edge.
+
+    Returns
+    -------
+    order : list of int
+        The nodes from the root, each after its parent.
+    parent : list of int
+        Each node's parent (``-1`` for the root).
+    conditional : dict
+        ``conditional[c][x_parent, x_c]``: the child's law given its parent (smoothed, zero where forbidden).
+    edges : list of Edge
+        The edges, in the order of ``order``.
+    """
+    d = len(nodes)
     neighbours: dict[int, list[tuple[int, bool]]] = {k: [] for k in range(d)}
     for a, b, f in chosen:
         neighbours[a].append((b, f))
@@ -1142,8 +1277,7 @@ def fit_tree(nodes: list[Node], codes: np.ndarray | ReleasedCounts, rules: Rules
             rows = joint.sum(axis=1, keepdims=True)
             conditional[c] = np.divide(joint, rows, out=np.zeros_like(joint), where=rows > 0)
             edges.append(Edge(nodes[up].name, nodes[c].name, mi[pair], f))
-    root = _root_law(nodes[0], counts.margin(0), allowed[0])
-    return TreeModel(nodes, order, parent, root, conditional, allowed, edges)
+    return order, parent, conditional, edges
 
 
 def _root_law(node: Node, u: np.ndarray, allowed: np.ndarray) -> np.ndarray:

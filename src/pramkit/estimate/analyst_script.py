@@ -186,21 +186,21 @@ def ultimate_cluster(cells: np.ndarray, weights: np.ndarray, strata: np.ndarray,
     return out
 
 
-def main(argv: list[str]) -> None:
-    """Estimate the table and print it (and write it to ``argv[0]`` when given)."""
-    with open(MANIFEST_FILE, encoding="utf-8") as f:
-        manifest = json.load(f)
-    perturbed = {v["name"]: v for v in manifest["variables"]}
-    axes = VARS + BY
+def read_released(axes: list[str], design: list[str]) -> pd.DataFrame:
+    """The released file's tabulated and design columns, as text (missing: NaN)."""
     encoding = "utf-8-sig" if FILE_ENCODING.lower() in ("utf-8", "utf8") else FILE_ENCODING
-    design = [c for c in (WEIGHTS, STRATA, PSU) if c is not None]
     data = pd.read_csv(RELEASED_FILE, dtype=str, keep_default_na=False, na_values=["", *NA_STRINGS],
                        sep=CSV_SEP, encoding=encoding, usecols=lambda c: c in axes or c in design)
     absent = [a for a in [*axes, *design] if a not in data.columns]
     if absent:
         fail(f"column(s) {', '.join(absent)} are not in {RELEASED_FILE}")
+    return data
 
-    levels, codes, inverse, condition = [], [], [], 1.0
+
+def table_axes(data: pd.DataFrame, axes: list[str],
+               perturbed: dict) -> tuple[list[list[str]], list[np.ndarray], np.ndarray]:
+    """Each axis's categories and codes, and A = (M^T)^-1 of the table (identity on an unperturbed axis)."""
+    levels, codes, matrices, condition = [], [], [], 1.0
     for a in axes:
         labels, code, m = axis_codes(data, a, perturbed)
         levels.append(labels)
@@ -212,51 +212,63 @@ def main(argv: list[str]) -> None:
             if s.min() <= s.max() * len(s) * np.finfo(float).eps:
                 fail(f"the matrix of {a!r} is singular: use pramkit estimate (maximum likelihood)")
             condition *= s.max() / s.min()
-        inverse.append(m)
+        matrices.append(m)
     if condition > MAX_CONDITION:
         fail(f"the matrices are badly conditioned (condition number {condition:.3g}): use pramkit estimate")
-
-    shape = tuple(len(x) for x in levels)
-    n_cells = int(np.prod(shape))
     full = np.ones((1, 1))
-    for m in inverse:
+    for m in matrices:
         full = np.kron(full, m)
-    a_inv = np.linalg.inv(full.T)  # A = (M^T)^-1 of the table, cells in C order
+    return levels, codes, np.linalg.inv(full.T)  # cells in C order
+
+
+def cell_codes(codes: list[np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's cell of the table (-1: a missing value), and whether it has none missing."""
     stacked = np.vstack(codes)
-    complete = (stacked >= 0).all(axis=0)
-    cells = np.full(len(data), -1, dtype=np.int64)
+    complete = np.asarray((stacked >= 0).all(axis=0))
+    cells = np.full(stacked.shape[1], -1, dtype=np.int64)
     cells[complete] = np.ravel_multi_index(tuple(stacked[:, complete]), shape)
-    dropped = int((~complete).sum())
+    return cells, complete
 
-    if WEIGHTS is None:
-        u = np.bincount(cells[complete], minlength=n_cells).astype(float)
-        n = u.sum()
-        if n == 0:
-            fail("every row has a missing value in the columns tabulated")
-        estimate = a_inv @ u
-        cov = (a_inv * u) @ a_inv.T
-        cov -= np.outer(estimate, estimate) / n if VARIANCE == "multinomial" else np.diag(estimate)
-    else:
-        weights = pd.to_numeric(data[WEIGHTS], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(weights) | (weights < 0)
-        if bad.any():
-            fail(f"column {WEIGHTS!r}, row {int(np.flatnonzero(bad)[0]) + 1}: a weight must be a finite number >= 0")
-        for col in (STRATA, PSU):
-            if col is not None and data[col].isna().any():
-                fail(f"column {col!r} has a missing value at row {int(np.flatnonzero(data[col].isna())[0]) + 1}")
-        strata = np.zeros(len(data), dtype=np.int64) if STRATA is None else data[STRATA].to_numpy()
-        psu = None if PSU is None else data[PSU].to_numpy()
-        u = np.bincount(cells[complete], weights[complete], minlength=n_cells)
-        n = u.sum()
-        if n == 0:
-            fail("every weight of the rows tabulated is zero")
-        estimate = a_inv @ u
-        cov = a_inv @ ultimate_cluster(cells, weights, strata, psu, n_cells) @ a_inv.T
-    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
 
-    # Shares within the groups of BY (the last axes): gradient (e_c - r_c 1_g) / T_g.
-    index = np.indices(shape).reshape(len(shape), -1)
-    group_axes = list(range(len(VARS), len(axes)))
+def unweighted_estimate(cells: np.ndarray, complete: np.ndarray, a_inv: np.ndarray,
+                        n_cells: int) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """The released counts u, their total, the estimate A u and its covariance (multinomial or PRAM's)."""
+    u = np.bincount(cells[complete], minlength=n_cells).astype(float)
+    n = u.sum()
+    if n == 0:
+        fail("every row has a missing value in the columns tabulated")
+    estimate = a_inv @ u
+    cov = (a_inv * u) @ a_inv.T
+    cov -= np.outer(estimate, estimate) / n if VARIANCE == "multinomial" else np.diag(estimate)
+    return u, n, estimate, cov
+
+
+def weighted_estimate(data: pd.DataFrame, cells: np.ndarray, complete: np.ndarray, a_inv: np.ndarray,
+                      n_cells: int) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """The weighted released counts u, their total, the estimate A u and its covariance (ultimate clusters)."""
+    weights = pd.to_numeric(data[WEIGHTS], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if bad.any():
+        fail(f"column {WEIGHTS!r}, row {int(np.flatnonzero(bad)[0]) + 1}: a weight must be a finite number >= 0")
+    for col in (STRATA, PSU):
+        if col is not None and data[col].isna().any():
+            fail(f"column {col!r} has a missing value at row {int(np.flatnonzero(data[col].isna())[0]) + 1}")
+    strata = np.zeros(len(data), dtype=np.int64) if STRATA is None else data[STRATA].to_numpy()
+    psu = None if PSU is None else data[PSU].to_numpy()
+    u = np.bincount(cells[complete], weights[complete], minlength=n_cells)
+    n = u.sum()
+    if n == 0:
+        fail("every weight of the rows tabulated is zero")
+    estimate = a_inv @ u
+    cov = a_inv @ ultimate_cluster(cells, weights, strata, psu, n_cells) @ a_inv.T
+    return u, n, estimate, cov
+
+
+def shares(estimate: np.ndarray, cov: np.ndarray, index: np.ndarray, shape: tuple[int, ...],
+           n_vars: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's share of its group (the last axes, BY) and its standard error: gradient (e_c - r_c 1_g) / T_g."""
+    n_cells = len(estimate)
+    group_axes = list(range(n_vars, len(shape)))
     group = (np.ravel_multi_index(tuple(index[group_axes]), tuple(shape[g] for g in group_axes))
              if group_axes else np.zeros(n_cells, dtype=np.int64))
     totals = np.bincount(group, estimate)[group]
@@ -266,6 +278,28 @@ def main(argv: list[str]) -> None:
         jac = (np.eye(n_cells) - share[:, None] * same) / totals[:, None]
         share_var = np.einsum("ij,jk,ik->i", jac, cov, jac)
     share_se = np.where(np.isfinite(share_var), np.sqrt(np.maximum(share_var, 0.0)), np.nan)
+    return share, share_se
+
+
+def main(argv: list[str]) -> None:
+    """Estimate the table and print it (and write it to ``argv[0]`` when given)."""
+    with open(MANIFEST_FILE, encoding="utf-8") as f:
+        manifest = json.load(f)
+    perturbed = {v["name"]: v for v in manifest["variables"]}
+    axes = VARS + BY
+    data = read_released(axes, [c for c in (WEIGHTS, STRATA, PSU) if c is not None])
+    levels, codes, a_inv = table_axes(data, axes, perturbed)
+    shape = tuple(len(x) for x in levels)
+    n_cells = int(np.prod(shape))
+    cells, complete = cell_codes(codes, shape)
+    dropped = int((~complete).sum())
+    if WEIGHTS is None:
+        u, n, estimate, cov = unweighted_estimate(cells, complete, a_inv, n_cells)
+    else:
+        u, n, estimate, cov = weighted_estimate(data, cells, complete, a_inv, n_cells)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    index = np.indices(shape).reshape(len(shape), -1)
+    share, share_se = shares(estimate, cov, index, shape, len(VARS))
 
     z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
     result = pd.DataFrame({a: [levels[i][k] for k in index[i]] for i, a in enumerate(axes)})

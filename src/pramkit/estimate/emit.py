@@ -193,20 +193,85 @@ def spss_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, 
     if absent:
         raise ParameterError(f"column(s) {absent} are not in {str(released)!r}; its columns are {header}")
     position = {c: i for i, c in enumerate(header)}
-    fields = " ".join(f"c{i + 1} A{4096 if c in axes or c in design else 1}" for i, c in enumerate(header))
-    spss_encoding = "UTF-8" if dialect.encoding.startswith("utf") else dialect.encoding.upper()
-    levels, mats = [], []
+    levels, mats = _spss_axes(manifest, axes, released, na, dialect.sep, dialect.encoding)
+    shape = [len(x) for x in levels]
+    cells = int(np.prod(shape))
+    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    single = "error" if survey is None else survey.single_psu
+    lines = [
+        *_spss_read(released, header, axes, design, by, dialect.sep, dialect.encoding),
+        *_spss_cells(axes, levels, position, na, strides),
+        *_spss_survey(survey, position),
+        *_spss_released_counts(cells),
+        *_spss_estimate(mats, survey, variance, single),
+        *_spss_shares(len(vars), shape, cells, confidence),
+        *_spss_save(single, survey),
+        *_spss_labels(axes, levels, shape, strides, out_csv),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _spss_axes(manifest: Manifest, axes: Sequence[str], released: PathLike, na: Sequence[str], sep: str,
+               encoding: str) -> tuple[list[list[str]], list[np.ndarray]]:
+    """Each tabulated column's categories and matrix: the manifest's for a perturbed column; for another,
+    the categories of the released file (:func:`_released_levels`) and the identity.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release's manifest.
+    axes : sequence of str
+        The tabulated columns, ``vars`` then ``by``.
+    released : str or os.PathLike
+        The released CSV file.
+    na : sequence of str
+        The texts that mean missing besides the empty field.
+    sep, encoding : str
+        The released file's separator and encoding (checked).
+
+    Returns
+    -------
+    levels : list of list of str
+        The categories of each column, as the script recodes them.
+    mats : list of numpy.ndarray
+        The matrix of each column (dense).
+    """
+    levels: list[list[str]] = []
+    mats: list[np.ndarray] = []
     for a in axes:
         if a in manifest.names:
             v = manifest[a]
             levels.append([_label(c) for c in v.matrix.categories])
             mats.append(np.asarray(v.matrix.matrix, dtype=float))
         else:
-            levels.append(_released_levels(released, a, na, dialect.sep, dialect.encoding))
+            levels.append(_released_levels(released, a, na, sep, encoding))
             mats.append(np.eye(len(levels[-1])))
-    shape = [len(x) for x in levels]
-    cells = int(np.prod(shape))
-    lines = [
+    return levels, mats
+
+
+def _spss_read(released: PathLike, header: Sequence[str], axes: Sequence[str], design: Sequence[str],
+               by: Sequence[str], sep: str, encoding: str) -> list[str]:
+    """The script's opening comments and the GET DATA command that reads the released file.
+
+    Parameters
+    ----------
+    released : str or os.PathLike
+        The released CSV file, as the script names it.
+    header : sequence of str
+        Its columns: those tabulated or of the design are read as long strings, the others as one character.
+    axes, design, by : sequence of str
+        The tabulated columns, the survey design's columns and the grouping columns.
+    sep, encoding : str
+        The released file's separator and encoding (checked).
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    fields = " ".join(f"c{i + 1} A{4096 if c in axes or c in design else 1}" for i, c in enumerate(header))
+    spss_encoding = "UTF-8" if encoding.startswith("utf") else encoding.upper()
+    return [
         "* The original frequency table of a PRAM-released file, estimated in SPSS syntax (GNU PSPP 1.6+).",
         "* Written by pramkit estimate --emit spss: the unbiased moment estimator T = (M^T)^-1 u of the",
         "* original counts from the released counts u, its standard errors, and each cell's share of its",
@@ -217,27 +282,86 @@ def spss_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, 
         "* Run: pspp THIS_FILE  (it writes the table to the file named on SAVE TRANSLATE at the end).",
         "SET DECIMAL=DOT MXLOOPS=2000000000.",
         f"GET DATA /TYPE=TXT /FILE={spss_string(str(released))} /ENCODING={spss_string(spss_encoding)}",
-        f"  /ARRANGEMENT=DELIMITED /DELCASE=LINE /FIRSTCASE=2 /DELIMITERS={spss_string(dialect.sep)}",
+        f"  /ARRANGEMENT=DELIMITED /DELCASE=LINE /FIRSTCASE=2 /DELIMITERS={spss_string(sep)}",
         "  /QUALIFIER='\"' /VARIABLES=" + fields + ".",
     ]
+
+
+def _spss_cells(axes: Sequence[str], levels: Sequence[Sequence[str]], position: dict[str, int],
+                na: Sequence[str], strides: Sequence[int]) -> list[str]:
+    """The commands that code each record's category of every tabulated column (``k1``, ``k2``, ...: 0
+    missing, -1 not a category) and its cell of the table (``cell``: 0 when a value is missing).
+
+    Parameters
+    ----------
+    axes : sequence of str
+        The tabulated columns.
+    levels : sequence of sequence of str
+        Their categories.
+    position : dict
+        Each column's position in the released file (from 0).
+    na : sequence of str
+        The texts that mean missing besides the empty field.
+    strides : sequence of int
+        The step of each column's index in the cells' C order.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    lines = []
     for i, a in enumerate(axes):
         rules = " ".join(f"({spss_string(x)}={k + 1})" for k, x in enumerate(levels[i]))
         missing = " ".join(f"({spss_string(x)}=0)" for x in ["", *na])
         lines.append(f"RECODE c{position[a] + 1} {missing} {rules} (ELSE=-1) INTO k{i + 1}.")
-    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
     all_present = " AND ".join(f"k{i + 1} > 0" for i in range(len(axes)))
     index = " + ".join(f"(k{i + 1} - 1) * {s}" for i, s in enumerate(strides))
     lines += [f"COMPUTE bad = {' OR '.join(f'k{i + 1} < 0' for i in range(len(axes)))}.",
               "COMPUTE cell = 0.", f"IF ({all_present}) cell = 1 + {index}."]
+    return lines
+
+
+def _spss_survey(survey: SurveyDesign | None, position: dict[str, int]) -> list[str]:
+    """The commands that set each record's weight ``w``, stratum ``hs`` and PSU ``pp`` (1, 1 and 1 without a
+    survey design; every record its own PSU without a PSU column).
+
+    Parameters
+    ----------
+    survey : SurveyDesign or None
+        The weights, strata and PSUs.
+    position : dict
+        Each column's position in the released file (from 0).
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
     if survey is None:
-        lines += ["COMPUTE w = 1.", "COMPUTE hs = 1.", "COMPUTE pp = 1."]
-    else:
-        lines.append(f"COMPUTE w = NUMBER(c{position[survey.weights] + 1}, F40.0).")
-        lines.append("COMPUTE hs = 1." if survey.strata is None
-                     else f"AUTORECODE VARIABLES=c{position[survey.strata] + 1} /INTO hs.")
-        lines.append("COMPUTE pp = $CASENUM." if survey.psu is None
-                     else f"AUTORECODE VARIABLES=c{position[survey.psu] + 1} /INTO pp.")
-    lines += [
+        return ["COMPUTE w = 1.", "COMPUTE hs = 1.", "COMPUTE pp = 1."]
+    return [f"COMPUTE w = NUMBER(c{position[survey.weights] + 1}, F40.0).",
+            "COMPUTE hs = 1." if survey.strata is None
+            else f"AUTORECODE VARIABLES=c{position[survey.strata] + 1} /INTO hs.",
+            "COMPUTE pp = $CASENUM." if survey.psu is None
+            else f"AUTORECODE VARIABLES=c{position[survey.psu] + 1} /INTO pp."]
+
+
+def _spss_released_counts(cells: int) -> list[str]:
+    """The commands that sum the (weighted) released counts of each PSU, open the MATRIX program, read them
+    and stop on a value that is not a category or a weight that is not a number at least 0.
+
+    Parameters
+    ----------
+    cells : int
+        The number of cells of the table.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    return [
         "COMPUTE badw = MISSING(w) OR w < 0.",
         f"VECTOR y({cells}).",
         f"RECODE y1 TO y{cells} (ELSE=0).",
@@ -259,35 +383,81 @@ def spss_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, 
         "COMPUTE U = T(CSUM(Y)).",
         "COMPUTE N = MSUM(U).",
     ]
+
+
+def _spss_estimate(mats: Sequence[np.ndarray], survey: SurveyDesign | None, variance: str,
+                   single: str) -> list[str]:
+    """The MATRIX commands of the estimate ``EST = (M^T)^-1 U`` and its covariance ``V``: multinomial or
+    PRAM's alone without a survey design, else from the PSU totals (ultimate clusters).
+
+    Parameters
+    ----------
+    mats : sequence of numpy.ndarray
+        Each tabulated column's matrix.
+    survey : SurveyDesign or None
+        The weights, strata and PSUs.
+    variance : str
+        ``"multinomial"`` or ``"pram"`` (without a survey design).
+    single : str
+        What a stratum with a single PSU does (``"error"``, ``"certainty"`` or ``"center"``).
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    lines = []
     kron = None
     for i, m in enumerate(mats):
         lines.append(f"COMPUTE M{i + 1} = {_spss_matrix(m)}.")
         kron = f"M{i + 1}" if kron is None else f"KRONEKER({kron}, M{i + 1})"
     lines += [f"COMPUTE MT = {kron}.", "COMPUTE A = INV(T(MT)).", "COMPUTE EST = A * U."]
-    single = "error" if survey is None else survey.single_psu
     if survey is None:
         lines.append("COMPUTE V = A * MDIAG(U) * T(A) - "
                      + ("EST * T(EST) / N." if variance == "multinomial" else "MDIAG(EST)."))
-    else:
-        lines += [
-            "COMPUTE G = (ST * MAKE(1, H, 1)) = (MAKE(P, 1, 1) * {1:H}).",
-            "COMPUTE NH = CSUM(G).",
-            "COMPUTE LONE = NH = 1.",
-            "COMPUTE F = (1 - LONE) &* NH &/ (NH - 1 + LONE).",
-            "COMPUTE SUMS = T(G) * Y.",
-            "COMPUTE S = T(Y) * (Y &* ((G * T(F)) * MAKE(1, C, 1)))",
-            "    - T(SUMS) * (SUMS &* (T(F &/ NH) * MAKE(1, C, 1))).",
-        ]
-        if single == "center":
-            lines += ["COMPUTE L = G * T(LONE).",
-                      "COMPUTE DEV = (Y - MAKE(P, 1, 1) * (CSUM(Y) / P)) &* (L * MAKE(1, C, 1)).",
-                      "COMPUTE S = S + T(DEV) * DEV."]
-        lines.append("COMPUTE V = A * S * T(A).")
-    group_axes = list(range(len(vars), len(axes)))
+        return lines
+    lines += [
+        "COMPUTE G = (ST * MAKE(1, H, 1)) = (MAKE(P, 1, 1) * {1:H}).",
+        "COMPUTE NH = CSUM(G).",
+        "COMPUTE LONE = NH = 1.",
+        "COMPUTE F = (1 - LONE) &* NH &/ (NH - 1 + LONE).",
+        "COMPUTE SUMS = T(G) * Y.",
+        "COMPUTE S = T(Y) * (Y &* ((G * T(F)) * MAKE(1, C, 1)))",
+        "    - T(SUMS) * (SUMS &* (T(F &/ NH) * MAKE(1, C, 1))).",
+    ]
+    if single == "center":
+        lines += ["COMPUTE L = G * T(LONE).",
+                  "COMPUTE DEV = (Y - MAKE(P, 1, 1) * (CSUM(Y) / P)) &* (L * MAKE(1, C, 1)).",
+                  "COMPUTE S = S + T(DEV) * DEV."]
+    lines.append("COMPUTE V = A * S * T(A).")
+    return lines
+
+
+def _spss_shares(n_vars: int, shape: Sequence[int], cells: int, confidence: float) -> list[str]:
+    """The MATRIX commands of each cell's share of its group (the cells of one category of every ``by``
+    column; all cells without ``by``), the delta-method standard errors, the intervals and the table ``OUT``.
+
+    Parameters
+    ----------
+    n_vars : int
+        The number of ``vars`` columns (the first axes; the others are ``by``).
+    shape : sequence of int
+        The number of categories of each axis.
+    cells : int
+        The number of cells of the table.
+    confidence : float
+        The intervals' level.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    group_axes = list(range(n_vars, len(shape)))
     grid = np.indices(shape).reshape(len(shape), -1)
     group = (np.ravel_multi_index(tuple(grid[group_axes]), tuple(shape[g] for g in group_axes))
              if group_axes else np.zeros(cells, dtype=np.int64))
-    lines += [
+    return [
         f"COMPUTE GRP = {_spss_matrix(np.asarray(group + 1, dtype=float)[:, None])}.",
         "COMPUTE SAME = (GRP * MAKE(1, C, 1)) = T(GRP * MAKE(1, C, 1)).",
         "COMPUTE TOT = SAME * EST.",
@@ -299,24 +469,69 @@ def spss_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, 
         f"COMPUTE Z = {NormalDist().inv_cdf(0.5 + confidence / 2)!r}.",
         "COMPUTE OUT = {T({1:C}), U, EST, SE, EST - Z * SE, EST + Z * SE, R, RSE, R - Z * RSE, R + Z * RSE}.",
     ]
+
+
+def _spss_save(single: str, survey: SurveyDesign | None) -> list[str]:
+    """The MATRIX commands that save the table ``OUT`` as the active dataset (refused, with a survey design
+    whose ``single_psu`` is ``"error"``, when a stratum has one PSU) and close the MATRIX program.
+
+    Parameters
+    ----------
+    single : str
+        What a stratum with a single PSU does.
+    survey : SurveyDesign or None
+        The weights, strata and PSUs.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    save = ["SAVE OUT /OUTFILE=* /VARIABLES=cell released estimate se ci_low ci_high proportion",
+            "  proportion_se proportion_ci_low proportion_ci_high."]
     if single == "error" and survey is not None:
-        lines += ["DO IF ANY(LONE).",
-                  "  PRINT /TITLE='error: a stratum has a single PSU, so no variance of its own'.",
-                  "ELSE.",
-                  "SAVE OUT /OUTFILE=* /VARIABLES=cell released estimate se ci_low ci_high proportion",
-                  "  proportion_se proportion_ci_low proportion_ci_high.",
-                  "END IF."]
+        lines = ["DO IF ANY(LONE).",
+                 "  PRINT /TITLE='error: a stratum has a single PSU, so no variance of its own'.",
+                 "ELSE.",
+                 *save,
+                 "END IF."]
     else:
-        lines += ["SAVE OUT /OUTFILE=* /VARIABLES=cell released estimate se ci_low ci_high proportion",
-                  "  proportion_se proportion_ci_low proportion_ci_high."]
-    lines += ["END IF.", "END MATRIX."]
+        lines = save
+    return [*lines, "END IF.", "END MATRIX."]
+
+
+def _spss_labels(axes: Sequence[str], levels: Sequence[Sequence[str]], shape: Sequence[int],
+                 strides: Sequence[int], out_csv: PathLike) -> list[str]:
+    """The commands that label each cell with its categories (``v1``, ``v2``, ...), write the table to
+    ``out_csv`` and list it.
+
+    Parameters
+    ----------
+    axes : sequence of str
+        The tabulated columns.
+    levels : sequence of sequence of str
+        Their categories.
+    shape : sequence of int
+        The number of categories of each axis.
+    strides : sequence of int
+        The step of each column's index in the cells' C order.
+    out_csv : str or os.PathLike
+        The table the script writes.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    lines = []
     for i in range(len(axes)):
         lines.append(f"STRING l{i + 1} (A4096).")
         lines.append(f"COMPUTE #k = TRUNC(MOD(cell - 1, {strides[i] * shape[i]}) / {strides[i]}) + 1.")
         lines.append("RECODE #k " + " ".join(f"({k + 1}={spss_string(x)})" for k, x in enumerate(levels[i]))
                      + f" INTO l{i + 1}.")
     label_vars = " ".join(f"l{i + 1}" for i in range(len(axes)))
-    lines += [
+    return [
+        *lines,
         f"RENAME VARIABLES ({label_vars} = {' '.join(f'v{i + 1}' for i in range(len(axes)))}).",
         f"* The columns v1, v2, ... are {', '.join(axes)}.",
         f"SAVE TRANSLATE /OUTFILE={spss_string(str(out_csv))} /TYPE=CSV /FIELDNAMES /REPLACE "
@@ -324,7 +539,6 @@ def spss_script(manifest: Manifest, vars: Sequence[str], *, released: PathLike, 
         "ci_low ci_high proportion proportion_se proportion_ci_low proportion_ci_high.",
         "LIST.",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def _label(category: object) -> str:

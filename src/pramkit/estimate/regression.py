@@ -61,7 +61,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -318,8 +318,51 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
     absent = [c for c in [outcome, *terms] if c not in frame.columns]
     if absent:
         raise DataError(f"column(s) {absent} are not in the data; its columns are {list(frame.columns)}")
-    frame = frame[[outcome, *terms]].copy()
-    for name in frame.columns:   # numbers written as text (a CSV file's columns) are numbers
+    frame = _numbers_parsed(frame[[outcome, *terms]].copy(), manifest)
+    columns, missing = _term_columns(frame, terms, manifest)
+    out = _outcome_of(frame, outcome, manifest, family)
+    keep = ~(missing | out.missing)
+    n = int(keep.sum())
+    if n == 0:
+        raise DataError("every row has a missing value in the formula's columns")
+    design = _design_of(columns, keep, n)
+    shift, latent, sizes = _latent_shift(design)
+    like_x = _combined(design.like_parts, n)
+    _, group = np.unique(design.group, return_inverse=True)
+    released = (np.ravel_multi_index(tuple(design.released_codes), sizes) if sizes
+                else np.zeros(n, dtype=np.int64))
+    problem = _Problem(out.y[keep], design.base, shift, like_x, out.matrix, group.astype(np.int64),
+                       int(group.max()) + 1, out.family, np.asarray(released, dtype=np.int64),
+                       tuple(m for _, _, m in design.perturbed_x), tuple(design.released_codes),
+                       tuple(latent) if sizes else ("all",), np.flatnonzero(keep))
+    perturbed = [outcome] if out.perturbed else []
+    return problem, design.names, len(frame) - n, out.event, perturbed + design.perturbed
+
+
+def _is_number(column: pd.Series) -> bool:
+    """Whether a column holds numbers (booleans are not)."""
+    return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+
+
+def _numbers_parsed(frame: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
+    """``frame`` with its columns of numbers written as text (a CSV file's columns) read as numbers.
+
+    A column the manifest perturbs stays as it is, as does one whose first value is not a number or in
+    which some text is not one.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The formula's columns (a copy: changed in place).
+    manifest : Manifest
+        The release's manifest.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame``.
+    """
+    for name in frame.columns:
         column = frame[name]
         if name not in manifest.names and not pd.api.types.is_numeric_dtype(column) \
                 and not pd.api.types.is_bool_dtype(column) and column.notna().any() \
@@ -327,12 +370,39 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
             parsed = pd.to_numeric(column, errors="coerce")
             if (parsed.notna() == column.notna()).all():
                 frame[name] = parsed
+    return frame
+
+
+def _term_columns(frame: pd.DataFrame, terms: Sequence[str],
+                  manifest: Manifest) -> tuple[list[tuple[str, str, Any]], np.ndarray]:
+    """Each covariate's kind and values, and which rows miss one.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The formula's columns (numbers read: :func:`_numbers_parsed`).
+    terms : sequence of str
+        The covariates, in the formula's order.
+    manifest : Manifest
+        The release's manifest.
+
+    Returns
+    -------
+    columns : list of tuple
+        ``(name, kind, payload)``: ``"numeric"`` with its values (float, NaN missing), or ``"factor"``
+        (unperturbed) or ``"perturbed"`` with ``(labels, codes, matrix)`` (:func:`_categories`).
+    missing : numpy.ndarray
+        (n,) bool: a covariate is missing.
+
+    Raises
+    ------
+    DataError
+        A categorical covariate has fewer than two categories (and as :func:`_categories`).
+    """
     columns: list[tuple[str, str, Any]] = []   # (name, kind, payload)
     missing = np.zeros(len(frame), dtype=bool)
     for name in terms:
-        numeric = name not in manifest.names and pd.api.types.is_numeric_dtype(frame[name]) \
-            and not pd.api.types.is_bool_dtype(frame[name])
-        if numeric:
+        if name not in manifest.names and _is_number(frame[name]):
             values = frame[name].to_numpy(dtype=float, na_value=np.nan)
             missing |= np.isnan(values)
             columns.append((name, "numeric", values))
@@ -342,47 +412,106 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
                 raise DataError(f"column {name!r} has fewer than two categories; leave it out of the formula")
             missing |= codes < 0
             columns.append((name, "perturbed" if matrix is not None else "factor", (labels, codes, matrix)))
+    return columns, missing
+
+
+class _Outcome(NamedTuple):
+    """The outcome of a regression, read for its family (:func:`_outcome_of`)."""
+
+    family: str                   # "gaussian" or "binomial"
+    y: np.ndarray                 # (n,) its values (0/1, or the released code, for binomial)
+    missing: np.ndarray           # (n,) bool: missing
+    event: str | None             # the label of y = 1 (binomial)
+    matrix: np.ndarray | None     # its matrix when it is perturbed
+    perturbed: bool               # the manifest perturbs it
+
+
+def _outcome_of(frame: pd.DataFrame, outcome: str, manifest: Manifest, family: str) -> _Outcome:
+    """The outcome's family (``"auto"`` resolved: binomial for a perturbed or non-numeric outcome), values
+    and missing rows.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The formula's columns (numbers read: :func:`_numbers_parsed`).
+    outcome : str
+        The outcome's column.
+    manifest : Manifest
+        The release's manifest.
+    family : str
+        ``"gaussian"``, ``"binomial"`` or ``"auto"``.
+
+    Returns
+    -------
+    _Outcome
+
+    Raises
+    ------
+    ParameterError
+        The family is unknown.
+    DataError
+        A gaussian outcome is not numeric (or is perturbed), or a binomial one that is not 0/1 has other
+        than two categories (and as :func:`_categories`).
+    """
     perturbed_y = outcome in manifest.names
-    numeric_y = not perturbed_y and pd.api.types.is_numeric_dtype(frame[outcome]) \
-        and not pd.api.types.is_bool_dtype(frame[outcome])
+    numeric_y = not perturbed_y and _is_number(frame[outcome])
     if family == "auto":
         family = "binomial" if perturbed_y or not numeric_y else "gaussian"
     if family not in FAMILIES:
         raise ParameterError(f"family must be one of {FAMILIES} or 'auto', not {family!r}")
-    event, my = None, None
-    if family == "gaussian":
-        if not numeric_y:
-            raise DataError(f"the outcome {outcome!r} is not numeric (or is perturbed): use family='binomial' "
-                            "for a two-category outcome")
+    if family == "gaussian" and not numeric_y:
+        raise DataError(f"the outcome {outcome!r} is not numeric (or is perturbed): use family='binomial' "
+                        "for a two-category outcome")
+    if family == "gaussian" or (numeric_y and set(np.unique(frame[outcome].dropna())) <= {0, 1}):
         y = frame[outcome].to_numpy(dtype=float, na_value=np.nan)
-        missing |= np.isnan(y)
-    else:
-        if numeric_y and set(np.unique(frame[outcome].dropna())) <= {0, 1}:
-            y = frame[outcome].to_numpy(dtype=float, na_value=np.nan)
-            missing |= np.isnan(y)
-            event = "1"
-        else:
-            labels, codes, matrix = _categories(frame, outcome, manifest)
-            if len(labels) != 2:
-                raise DataError(f"a binomial outcome has two categories; {outcome!r} has {len(labels)}")
-            missing |= codes < 0
-            y = codes.astype(float)
-            event = labels[1]
-            my = matrix
-    keep = ~missing
-    n = int(keep.sum())
-    if n == 0:
-        raise DataError("every row has a missing value in the formula's columns")
+        return _Outcome(family, y, np.isnan(y), None if family == "gaussian" else "1", None, perturbed_y)
+    labels, codes, matrix = _categories(frame, outcome, manifest)
+    if len(labels) != 2:
+        raise DataError(f"a binomial outcome has two categories; {outcome!r} has {len(labels)}")
+    return _Outcome(family, codes.astype(float), codes < 0, labels[1], matrix, perturbed_y)
+
+
+class _Design(NamedTuple):
+    """The design matrix of a regression over the records kept, and its perturbed covariates
+    (:func:`_design_of`)."""
+
+    names: list[str]                                        # the coefficients
+    base: np.ndarray                                        # (n, p) the perturbed covariates' dummies zero
+    shifts: list[np.ndarray]                                # per perturbed covariate: (L, p_block) dummies
+    positions: list[int]                                    # per perturbed covariate: its first column in base
+    like_parts: list[np.ndarray]                            # per perturbed covariate: (n, L) M[x, z_i]
+    released_codes: list[np.ndarray]                        # per perturbed covariate: (n,) released codes
+    perturbed_x: list[tuple[str, list[str], np.ndarray]]    # per perturbed covariate: name, labels, matrix
+    group: np.ndarray                                       # (n,) the cell of the unperturbed factors
+    perturbed: list[str]                                    # the perturbed covariates
+
+
+def _design_of(columns: Sequence[tuple[str, str, Any]], keep: np.ndarray, n: int) -> _Design:
+    """The design matrix (intercept, numbers, dummies of the factors, zeros for the perturbed covariates'
+    dummies) of the ``n`` records ``keep`` holds, and what EM needs of the perturbed covariates.
+
+    Parameters
+    ----------
+    columns : sequence of tuple
+        The covariates (:func:`_term_columns`).
+    keep : numpy.ndarray
+        (rows,) bool: the records without a missing value.
+    n : int
+        Their number.
+
+    Returns
+    -------
+    _Design
+    """
     names = ["Intercept"]
     blocks = [np.ones((n, 1))]
-    shifts: list[np.ndarray] = []      # per perturbed covariate: (L, p_block) dummies of each category
-    like_parts: list[np.ndarray] = []  # per perturbed covariate: (n, L) M[x, z_i]
+    group = np.zeros(n, dtype=np.int64)
+    perturbed: list[str] = []
+    shifts: list[np.ndarray] = []
+    positions: list[int] = []
+    like_parts: list[np.ndarray] = []
     released_codes: list[np.ndarray] = []
     perturbed_x: list[tuple[str, list[str], np.ndarray]] = []
-    positions: list[int] = []
-    group = np.zeros(n, dtype=np.int64)
-    n_groups = 1
-    perturbed = [outcome] if perturbed_y else []
     for name, kind, payload in columns:
         if kind == "numeric":
             names.append(name)
@@ -395,7 +524,6 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
         if kind == "factor":
             blocks.append(dummies[codes])
             group = group * len(labels) + codes
-            n_groups *= len(labels)
         else:
             perturbed.append(name)
             positions.append(sum(b.shape[1] for b in blocks))
@@ -404,26 +532,46 @@ def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: 
             like_parts.append(matrix[:, codes].T)
             released_codes.append(codes)
             perturbed_x.append((name, labels, matrix))
-    base = np.hstack(blocks)
+    return _Design(names, np.hstack(blocks), shifts, positions, like_parts, released_codes, perturbed_x, group,
+                   perturbed)
+
+
+def _latent_shift(design: _Design) -> tuple[np.ndarray, list[str], list[int]]:
+    """The dummies of each combination K of the perturbed covariates' categories, the first varying slowest.
+
+    Parameters
+    ----------
+    design : _Design
+        The design (:func:`_design_of`).
+
+    Returns
+    -------
+    shift : numpy.ndarray
+        (K, p): each combination's dummies in the columns of its covariates (zero elsewhere).
+    latent : list of str
+        (K,) each combination's name, ``"name=label, ..."``.
+    sizes : list of int
+        The number of categories of each perturbed covariate.
+
+    Raises
+    ------
+    ParameterError
+        There are more than :data:`MAX_LATENT` combinations.
+    """
+    shifts, positions, perturbed_x = design.shifts, design.positions, design.perturbed_x
     sizes = [s.shape[0] for s in shifts]
     k_all = int(np.prod(sizes)) if sizes else 1
     if k_all > MAX_LATENT:
         raise ParameterError(f"the perturbed covariates have {k_all:,} combinations of categories (more than "
                              f"{MAX_LATENT:,}); use fewer or coarser ones")
-    shift = np.zeros((k_all, base.shape[1]))
+    shift = np.zeros((k_all, design.base.shape[1]))
     latent = []
     for k, combo in enumerate(itertools.product(*[range(s) for s in sizes])):
         latent.append(", ".join(f"{perturbed_x[j][0]}={perturbed_x[j][1][c]}" for j, c in enumerate(combo)))
         for j, c in enumerate(combo):
             width = shifts[j].shape[1]
             shift[k, positions[j]:positions[j] + width] = shifts[j][c]
-    like_x = _combined(like_parts, n)
-    _, group = np.unique(group, return_inverse=True)
-    released = (np.ravel_multi_index(tuple(released_codes), sizes) if sizes else np.zeros(n, dtype=np.int64))
-    problem = _Problem(y[keep], base, shift, like_x, my, group.astype(np.int64), int(group.max()) + 1, family,
-                       np.asarray(released, dtype=np.int64), tuple(m for _, _, m in perturbed_x),
-                       tuple(released_codes), tuple(latent) if sizes else ("all",), np.flatnonzero(keep))
-    return problem, names, len(frame) - n, event, perturbed
+    return shift, latent, sizes
 
 
 def _combined(parts: Sequence[np.ndarray], n: int) -> np.ndarray:

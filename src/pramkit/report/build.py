@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -1243,9 +1244,50 @@ def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manif
 
     ``reading``: ``na_values``, ``sep`` and ``encoding`` of the files.
     """
-    from pramkit.counts import MISSING, chunk_codes
-
     columns = list(dict.fromkeys([*keys, *(v.name for v in single), *(manifest.columns if data is not None else ())]))
+    rows = [0, 0]
+    chunks = _paired_passes(data, released, columns, rows, **reading)
+    perturbed = [] if data is None else [c for c in manifest.columns if c in columns]
+    sizes = {v.name: v.matrix.size + 1 for v in single}
+    pairs = {v.name: np.zeros(sizes[v.name] ** 2, dtype=np.int64) for v in single}
+    identical, missing_key, start = True, False, 0
+    for a, b in chunks:
+        identical = identical and a is not None and all(a.column(c).equals(b.column(c)) for c in perturbed)
+        missing_key = missing_key or _key_missing(a, b, keys)
+        _add_cross_tabs(pairs, sizes, single, a, b, start)
+        start += b.num_rows
+    _check_rows(rows, data, released)
+    _check_pairing(rows[0], rows[1], perturbed, lambda: identical)
+    return _Paired(rows[0], missing_key, {n: t.reshape(sizes[n], sizes[n]) for n, t in pairs.items()})
+
+
+def _paired_passes(data: str | Path | None, released: str | Path, columns: list[str], rows: list[int],
+                   **reading: Any) -> Iterator[tuple[pa.Table | None, pa.Table]]:
+    """The chunks of both files side by side, each file's columns checked first (:func:`_checked_columns`).
+
+    Parameters
+    ----------
+    data : str or Path or None
+        The original file; None: the released file alone (each pair's first table None).
+    released : str or Path
+        The released file.
+    columns : list of str
+        The columns read.
+    rows : list of int
+        ``[original, released]``: the records read so far, counted as the chunks are read.
+    **reading
+        ``na_values``, ``sep`` and ``encoding`` of the files.
+
+    Returns
+    -------
+    iterator of tuple
+        ``(original chunk or None, released chunk)``.
+
+    Raises
+    ------
+    DataError
+        A file lacks one of ``columns``.
+    """
     # a chunk of each file, together the bytes of one pass's chunk; a CSV reader parses every column of a
     # row, so the chunk is sized by the files' columns, not only those read
     width = _checked_columns(released, columns, "released data", **reading) if data is None else (
@@ -1253,7 +1295,6 @@ def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manif
         + _checked_columns(released, columns, "released data", **reading))
     chunk = chunk_rows_for(max(width, (1 if data is None else 2) * len(columns)))
     _, rel = iter_batches(released, columns=columns or None, chunk_rows=chunk, **reading)
-    rows = [0, 0]
 
     def alone() -> Iterator[tuple[pa.Table | None, pa.Table]]:
         for table in rel:
@@ -1261,28 +1302,50 @@ def _stream_pairs(data: str | Path | None, released: str | Path, manifest: Manif
             rows[1] += table.num_rows
             yield None, table
 
-    chunks: Iterator[tuple[pa.Table | None, pa.Table]] = alone() if data is None else paired_chunks(
+    return alone() if data is None else paired_chunks(
         iter_batches(data, columns=columns, chunk_rows=chunk, **reading)[1], rel, rows)
-    perturbed = [] if data is None else [c for c in manifest.columns if c in columns]
-    sizes = {v.name: v.matrix.size + 1 for v in single}
-    pairs = {v.name: np.zeros(sizes[v.name] ** 2, dtype=np.int64) for v in single}
-    identical, missing_key, start = True, False, 0
-    for a, b in chunks:
-        identical = identical and a is not None and all(a.column(c).equals(b.column(c)) for c in perturbed)
-        missing_key = missing_key or any(t.column(k).null_count for t in (a, b) if t is not None for k in keys)
-        for v in single:
-            cats, size = {v.name: v.matrix.categories}, sizes[v.name]
-            z = chunk_codes(b, [v.name], cats, start)[0].astype(np.int64)
-            x = np.full(len(z), MISSING, dtype=np.int64) if a is None else \
-                chunk_codes(a, [v.name], cats, start)[0].astype(np.int64)
-            x[x == MISSING], z[z == MISSING] = size - 1, size - 1
-            pairs[v.name] += np.bincount(x * size + z, minlength=size * size)
-        start += b.num_rows
+
+
+def _key_missing(original: pa.Table | None, released: pa.Table, keys: Sequence[str]) -> bool:
+    """Whether a record of either chunk lacks a key."""
+    return any(t.column(k).null_count for t in (original, released) if t is not None for k in keys)
+
+
+def _check_rows(rows: Sequence[int], data: str | Path | None, released: str | Path) -> None:
+    """Refuse a file read without a record (``rows``: the records of the original and of the released file)."""
     for count, path in zip(rows, (data, released)):
         if count == 0 and path is not None:
             raise DataError(f"file {str(path)!r} has no data rows")
-    _check_pairing(rows[0], rows[1], perturbed, lambda: identical)
-    return _Paired(rows[0], missing_key, {n: t.reshape(sizes[n], sizes[n]) for n, t in pairs.items()})
+
+
+def _add_cross_tabs(pairs: dict[str, np.ndarray], sizes: Mapping[str, int], single: Sequence[PerturbedVariable],
+                    original: pa.Table | None, released: pa.Table, start: int) -> None:
+    """Add one chunk's records to each variable's cross-tab of (original, released) categories.
+
+    Parameters
+    ----------
+    pairs : dict
+        Each variable's cross-tab, flat (``size * size``; added to in place).
+    sizes : mapping
+        Each variable's number of categories plus one (the last: a missing value).
+    single : sequence of PerturbedVariable
+        The single-column variables.
+    original : pyarrow.Table or None
+        The original file's chunk; None: every original missing.
+    released : pyarrow.Table
+        The released file's chunk.
+    start : int
+        The chunk's first record (for the messages).
+    """
+    from pramkit.counts import MISSING, chunk_codes
+
+    for v in single:
+        cats, size = {v.name: v.matrix.categories}, sizes[v.name]
+        z = chunk_codes(released, [v.name], cats, start)[0].astype(np.int64)
+        x = np.full(len(z), MISSING, dtype=np.int64) if original is None else \
+            chunk_codes(original, [v.name], cats, start)[0].astype(np.int64)
+        x[x == MISSING], z[z == MISSING] = size - 1, size - 1
+        pairs[v.name] += np.bincount(x * size + z, minlength=size * size)
 
 
 #: ``attrs`` of a frame :func:`_load` read from a file: its text columns read as categoricals.
@@ -1418,139 +1481,399 @@ def build_report(
     keys = list(keys)
     if not keys:
         raise ParameterError("name at least one key variable")
+    manifest, original_path, original_sha256, rumap = _manifest_and_map(data, manifest, source, design_record)
+    located = _locate(manifest, distances, within)
+    single = [v for v in manifest.variables if not v.is_joint]
+    weight = weights if isinstance(weights, str) else None  # the estimates weighted as the risk is
+    reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+    seconds: dict[str, float] = {}
+    steps = ("read", "risk before", "risk after", "recognition", "utility")
+    with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
+        with _step(seconds, "read", bar):
+            read = _read_both(data, released, manifest, keys, single, weights, contributions, reading)
+        pi, note = _sampling(sampling_fraction, weights)
+        risk_original, risk_release, recognition_original = _risk_sources(data, released, weights, read)
+        with _step(seconds, "risk before", bar):
+            before = identification_risk(risk_original, keys, sampling_fraction=pi, weights=weights, model=model,
+                                         **reading)
+        with _step(seconds, "risk after", bar):
+            after, after_note = _risk_after(risk_release, keys, manifest, risk_original, pi, weights, model, reading)
+        with _step(seconds, "recognition", bar):
+            recognition = _recognition(recognition_original, keys, manifest, recognition_alpha, **reading)
+        with _step(seconds, "utility", bar):
+            utility, locality = _internal_utility(read, manifest, single, located, weight)
+    explained = None
+    if contributions:
+        with _step(seconds, "contributions"):
+            explained = _explained(read, keys, manifest, weight, model, before)
+    released_path = released if isinstance(released, (str, Path)) else None
+    files = _file_provenance(
+        manifest, None if original_path is None else str(original_path),
+        None if original_path is None else original_sha256 or sha256_of(original_path),
+        released_path, None if released_path is None else str(released_path))
+    risk = DisclosureRisk(
+        keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=f"{note}; {read.complete_note}",
+        before=RiskFigures.of(before), after=after, after_note=after_note, recognition=recognition,
+    )
+    stated = released_guarantee(manifest, released, sep=sep, encoding=encoding)
+    return _release_report(
+        manifest, stated, released_path, files, public=False, utility=utility,
+        utility_note=_utility_note(manifest, weight, " (frequencies and curves are per single column)"),
+        seconds=seconds, records=read.records, locality=locality, risk=risk, contributions=explained,
+        risk_utility_map=rumap)
+
+
+@contextmanager
+def _step(seconds: dict[str, float], name: str, bar: Any = None) -> Iterator[None]:
+    """Time the block as the step ``name`` of ``seconds`` (seconds) and advance ``bar`` when it ends.
+
+    Parameters
+    ----------
+    seconds : dict
+        The time of each step (added to).
+    name : str
+        The step.
+    bar : tqdm, optional
+        The progress bar (:func:`pramkit.progress.progress`); None: none.
+
+    Yields
+    ------
+    None
+        A block that raises records no time.
+    """
+    t0 = time.perf_counter()
+    yield
+    seconds[name] = time.perf_counter() - t0
+    if bar is not None:
+        bar.update()
+
+
+def _manifest_and_map(data: pd.DataFrame | str | Path, manifest: Manifest | str | Path, source: str | Path | None,
+                      design_record: DesignRecord | Mapping[str, Any] | str | Path | None
+                      ) -> tuple[Manifest, str | Path | None, str | None, RiskUtilityMap | None]:
+    """The manifest (read from its file), the original file, and the risk-utility map of a design record,
+    checked against the manifest and the original file before anything else is computed.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame or str or Path
+        The original file (a DataFrame or a path).
+    manifest : Manifest or str or Path
+        The release manifest (object or path).
+    source : str or Path, optional
+        The original file when ``data`` is a DataFrame read from it.
+    design_record : optional
+        As :func:`build_report`.
+
+    Returns
+    -------
+    manifest : Manifest
+    original_path : str or Path or None
+        The original file, if known.
+    original_sha256 : str or None
+        Its SHA-256, computed here for a design record (None otherwise).
+    rumap : RiskUtilityMap or None
+        The map of the design record (:func:`pramkit.report.rumap.risk_utility_map`).
+
+    Raises
+    ------
+    DataError
+        As :func:`pramkit.report.rumap.risk_utility_map`.
+    """
     manifest_name = f"the manifest {str(manifest)!r}" if isinstance(manifest, (str, Path)) else "the manifest"
     if isinstance(manifest, (str, Path)):
         manifest = Manifest.read(manifest)
     original_path = data if isinstance(data, (str, Path)) else source
-    original_sha256, rumap = None, None
-    if design_record is not None:  # checked first: a record of another release is refused before any work
-        original_sha256 = None if original_path is None or not Path(original_path).is_file() \
-            else sha256_of(original_path)
-        rumap = risk_utility_map(design_record, manifest, original_sha256=original_sha256,
-                                 manifest_name=manifest_name)
-    located = _locate(manifest, distances, within)
-    single = [v for v in manifest.variables if not v.is_joint]
+    if design_record is None:
+        return manifest, original_path, None, None
+    # checked first: a record of another release is refused before any work
+    original_sha256 = None if original_path is None or not Path(original_path).is_file() \
+        else sha256_of(original_path)
+    rumap = risk_utility_map(design_record, manifest, original_sha256=original_sha256,
+                             manifest_name=manifest_name)
+    return manifest, original_path, original_sha256, rumap
+
+
+class _Read(NamedTuple):
+    """What the internal report read of both files (:func:`_read_both`): the tables counted chunk by chunk, or
+    the records held (those with every key in both files for the risk), or both."""
+
+    paired: _Paired | None                 # the tables of one pass over both files (None: the records are held)
+    original: pd.DataFrame | None          # the original records held (the keys only when paired)
+    release: pd.DataFrame | None           # the released records held (None when paired)
+    risk_original: pd.DataFrame | None     # the original records with every key in both files
+    risk_release: pd.DataFrame | None      # the released records with every key in both files
+    complete_note: str                     # which records the risk compares
+    records: int                           # the records of the released file
+    complete: bool                         # every record has every key in both files
+
+
+def _read_both(data: pd.DataFrame | str | Path, released: pd.DataFrame | str | Path, manifest: Manifest,
+               keys: Sequence[str], single: Sequence[PerturbedVariable], weights: str | Sequence[float] | None,
+               contributions: bool, reading: Mapping[str, Any]) -> _Read:
+    """Both files read and checked: two CSV or Parquet files without weights or contributions counted chunk by
+    chunk (:func:`_stream_pairs`; the keys read too when a record lacks one), any others held whole (:func:`_load`).
+
+    Parameters
+    ----------
+    data, released : pandas.DataFrame or str or Path
+        The original and the released file.
+    manifest : Manifest
+        The release manifest.
+    keys : sequence of str
+        The key variables.
+    single : sequence of PerturbedVariable
+        The single-column variables.
+    weights : str or sequence of float or None
+        As :func:`build_report`.
+    contributions : bool
+        As :func:`build_report`: the records are held.
+    reading : mapping
+        ``na_values``, ``sep`` and ``encoding`` of the files.
+
+    Returns
+    -------
+    _Read
+
+    Raises
+    ------
+    DataError
+        As :func:`build_report` (a column missing, files of different lengths, the original as a release).
+    """
     weight_cols = [weights] if isinstance(weights, str) else []
-    columns = list(dict.fromkeys(keys + [v.name for v in single] + weight_cols))
-    seconds: dict[str, float] = {}
-    steps = ("read", "risk before", "risk after", "recognition", "utility")
-    with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
-        t0 = time.perf_counter()
-        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
-        # two files, no weights, no contributions: the figures come from tables counted chunk by chunk
-        paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
-            _chunked(data) and _streams(released, weights, manifest) and not contributions) else None
-        if paired is None:
-            original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
-            release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
-            _check_release(original, release, manifest)
-            risk_original, risk_release, complete_note = _complete_keys(original, release, keys)
-            records = len(release)
-        elif paired.missing_key:  # the risk compares the records with every key in both files: those held
-            original = _load(data, keys, "original data", na_values, sep, encoding)
-            risk_original, risk_release, complete_note = _complete_keys(
-                original, _load(released, keys, "released data", na_values, sep, encoding), keys)
-            records = paired.records
-        else:
-            complete_note, records = "every record has all keys", paired.records
-        seconds["read"] = time.perf_counter() - t0
-        bar.update()
+    columns = list(dict.fromkeys([*keys, *(v.name for v in single), *weight_cols]))
+    # two files, no weights, no contributions: the figures come from tables counted chunk by chunk
+    paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
+        _chunked(data) and _streams(released, weights, manifest) and not contributions) else None
+    na_values, sep, encoding = reading["na_values"], reading["sep"], reading["encoding"]
+    if paired is None:
+        original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
+        release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
+        _check_release(original, release, manifest)
+        risk_original, risk_release, note = _complete_keys(original, release, keys)
+        return _Read(None, original, release, risk_original, risk_release, note, len(release),
+                     risk_original is original)
+    if paired.missing_key:  # the risk compares the records with every key in both files: those held
+        original = _load(data, keys, "original data", na_values, sep, encoding)
+        risk_original, risk_release, note = _complete_keys(
+            original, _load(released, keys, "released data", na_values, sep, encoding), keys)
+        return _Read(paired, original, None, risk_original, risk_release, note, paired.records, False)
+    return _Read(paired, None, None, None, None, "every record has all keys", paired.records, True)
 
-        pi, note = _sampling(sampling_fraction, weights)
-        t0 = time.perf_counter()
-        # both files, every record with all keys and weights in a column: the risks stream the files (their
-        # key tables counted chunk by chunk) instead of encoding the records held here once more
-        complete = not paired.missing_key if paired is not None else risk_original is original
-        streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path)) and complete
-                   and (weights is None or isinstance(weights, str)))
-        before = identification_risk(data if streams else risk_original, keys, sampling_fraction=pi,
-                                     weights=weights, model=model, na_values=na_values, sep=sep, encoding=encoding)
-        seconds["risk before"] = time.perf_counter() - t0
-        bar.update()
 
-        t0 = time.perf_counter()
-        joint = jointly_perturbed(manifest, keys)
-        after: RiskFigures | None = None
-        after_note = ""
-        if joint:
-            after_note = f"not computed: key(s) {joint} are perturbed jointly with other columns"
-        else:
-            after = RiskFigures.of(identification_risk(
-                released if streams else risk_release, keys, sampling_fraction=pi, weights=weights, model=model,
-                manifest=manifest, original=data if streams else risk_original, na_values=na_values, sep=sep,
-                encoding=encoding))
-        seconds["risk after"] = time.perf_counter() - t0
-        bar.update()
+def _risk_sources(data: pd.DataFrame | str | Path, released: pd.DataFrame | str | Path,
+                  weights: str | Sequence[float] | None, read: _Read) -> tuple[Any, Any, pd.DataFrame | str | Path]:
+    """What the risks read: both files, streamed (their key tables counted chunk by chunk), when every record
+    has all keys and the weights are in a column; otherwise the records held (:func:`_read_both`).
 
-        t0 = time.perf_counter()
-        recognition = _recognition(data if streams else original, keys, manifest, recognition_alpha,
-                                   na_values=na_values, sep=sep, encoding=encoding)
-        seconds["recognition"] = time.perf_counter() - t0
-        bar.update()
+    Parameters
+    ----------
+    data, released : pandas.DataFrame or str or Path
+        The original and the released file.
+    weights : str or sequence of float or None
+        As :func:`build_report`.
+    read : _Read
+        What was read of both files.
 
-        t0 = time.perf_counter()
-        weight = weight_cols[0] if weight_cols else None  # the estimates weighted as the risk is
-        if paired is None:
-            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
-            utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
-            locality = _localities(located, lambda v: _private_weights(original, release, v))
-        else:  # the released file streamed again for each estimate; the original's figures from the cross-tabs
-            estimates = _estimates(paired.pairs, manifest, single)
-            exact = {v.name: _proportions(paired.pairs[v.name][:-1].sum(axis=1).astype(float), v) for v in single}
-            utility = tuple(_utility_of(*exact[v.name], v, estimates[v.name]) for v in single)
-            locality = _localities(located, lambda v: Weights(
-                "the exact frequencies of the original file", p=exact[v.name][0],
-                pairs=paired.pairs[v.name][:-1, :-1]))
-        seconds["utility"] = time.perf_counter() - t0
-        bar.update()
+    Returns
+    -------
+    original, released : pandas.DataFrame or str or Path
+        The original and the released records of the identification risk (those with every key in both files).
+    recognition : pandas.DataFrame or str or Path
+        The original records of the recognition risk.
+    """
+    streams = (isinstance(data, (str, Path)) and isinstance(released, (str, Path)) and read.complete
+               and (weights is None or isinstance(weights, str)))
+    if streams:
+        return data, released, data
+    return read.risk_original, read.risk_release, cast("pd.DataFrame", read.original)
 
-    explained = None
-    if contributions:
-        t0 = time.perf_counter()
-        explained = release_contributions(risk_original, keys, released=None if joint else risk_release,
-                                          manifest=None if joint else manifest,  # jointly: before only
-                                          weights=weight, model=model,
-                                          sampling_fraction=None if weight else before.sampling_fraction)
-        seconds["contributions"] = time.perf_counter() - t0
 
-    left_out = [v.name for v in manifest.variables if v.is_joint]
-    released_path = released if isinstance(released, (str, Path)) else None
-    files = FileProvenance(
-        original=None if original_path is None else str(original_path),
-        original_sha256=None if original_path is None else original_sha256 or sha256_of(original_path),
-        released=None if released_path is None else str(released_path),
+def _risk_after(released: Any, keys: Sequence[str], manifest: Manifest, original: Any, pi: float | None,
+                weights: str | Sequence[float] | None, model: str,
+                reading: Mapping[str, Any]) -> tuple[RiskFigures | None, str]:
+    """The disclosure risk after PRAM, or why it is not computed (a key perturbed jointly with other columns).
+
+    Parameters
+    ----------
+    released, original : pandas.DataFrame or str or Path
+        The released and the original records (or their files, streamed).
+    keys : sequence of str
+        The key variables.
+    manifest : Manifest
+        The release manifest.
+    pi : float or None
+        The sampling fraction (None with weights).
+    weights : str or sequence of float or None
+        The sampling weights.
+    model : str
+        The log-linear model.
+    reading : mapping
+        ``na_values``, ``sep`` and ``encoding`` of the files.
+
+    Returns
+    -------
+    after : RiskFigures or None
+        The risk (None when not computed).
+    note : str
+        Why it is not computed ("" when it is).
+    """
+    joint = jointly_perturbed(manifest, keys)
+    if joint:
+        return None, f"not computed: key(s) {joint} are perturbed jointly with other columns"
+    return RiskFigures.of(identification_risk(
+        released, keys, sampling_fraction=pi, weights=weights, model=model, manifest=manifest, original=original,
+        **reading)), ""
+
+
+def _internal_utility(read: _Read, manifest: Manifest, single: Sequence[PerturbedVariable],
+                      located: Sequence[_Located],
+                      weight: str | None) -> tuple[tuple[VariableUtility, ...], tuple[Locality, ...]]:
+    """Each variable's original, released and estimated frequencies and its locality, from the records held
+    or the cross-tabs counted (the released file streamed again for each estimate).
+
+    Parameters
+    ----------
+    read : _Read
+        What was read of both files (:func:`_read_both`).
+    manifest : Manifest
+        The release manifest.
+    single : sequence of PerturbedVariable
+        The single-column variables.
+    located : sequence of _Located
+        The variables' distances (:func:`_locate`).
+    weight : str or None
+        The weight column of the estimates.
+
+    Returns
+    -------
+    utility : tuple of VariableUtility
+    locality : tuple of Locality
+    """
+    if read.paired is None:
+        original, release = cast("pd.DataFrame", read.original), cast("pd.DataFrame", read.release)
+        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
+        utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
+        return utility, _localities(located, lambda v: _private_weights(original, release, v))
+    # the released file streamed again for each estimate; the original's figures from the cross-tabs
+    pairs = read.paired.pairs
+    estimates = _estimates(pairs, manifest, single)
+    exact = {v.name: _proportions(pairs[v.name][:-1].sum(axis=1).astype(float), v) for v in single}
+    utility = tuple(_utility_of(*exact[v.name], v, estimates[v.name]) for v in single)
+    return utility, _localities(located, lambda v: Weights(
+        "the exact frequencies of the original file", p=exact[v.name][0], pairs=pairs[v.name][:-1, :-1]))
+
+
+def _explained(read: _Read, keys: Sequence[str], manifest: Manifest, weight: str | None, model: str,
+               before: RiskResult) -> ReleaseContributions:
+    """What each key variable and level contributes to the risk before and after PRAM (before only when a key
+    is perturbed jointly) (:func:`pramkit.risk.contributions.release_contributions`).
+
+    Parameters
+    ----------
+    read : _Read
+        What was read of both files (the records are held: :func:`_read_both` with contributions).
+    keys : sequence of str
+        The key variables.
+    manifest : Manifest
+        The release manifest.
+    weight : str or None
+        The weight column.
+    model : str
+        The log-linear model.
+    before : RiskResult
+        The risk before PRAM (its sampling fraction, without weights).
+
+    Returns
+    -------
+    ReleaseContributions
+    """
+    joint = jointly_perturbed(manifest, keys)
+    return release_contributions(cast("pd.DataFrame", read.risk_original), keys,
+                                 released=None if joint else read.risk_release,
+                                 manifest=None if joint else manifest,  # jointly: before only
+                                 weights=weight, model=model,
+                                 sampling_fraction=None if weight else before.sampling_fraction)
+
+
+def _file_provenance(manifest: Manifest, original: str | None, original_sha256: str | None,
+                     released_path: str | Path | None, released_name: str | None) -> FileProvenance:
+    """The files a report was built from (the released file's SHA-256 computed here) and the manifest's input.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release manifest.
+    original, original_sha256 : str or None
+        The original file and its SHA-256 (None in a public report, or without a file).
+    released_path : str or Path or None
+        The released file (None for a DataFrame).
+    released_name : str or None
+        The released file as the report names it (a public report: its name only).
+
+    Returns
+    -------
+    FileProvenance
+    """
+    return FileProvenance(
+        original=original,
+        original_sha256=original_sha256,
+        released=released_name,
         released_sha256=None if released_path is None else sha256_of(released_path),
         manifest_input=dict(manifest.input),
         manifest_created=manifest.created,
         manifest_version=manifest.pramkit_version,
     )
-    risk = DisclosureRisk(
-        keys=tuple(keys), sampling_fraction=before.sampling_fraction, sampling_note=f"{note}; {complete_note}",
-        before=RiskFigures.of(before), after=after, after_note=after_note, recognition=recognition,
-    )
-    stated = released_guarantee(manifest, released, sep=sep, encoding=encoding)
+
+
+def _utility_note(manifest: Manifest, weight: str | None, why: str = "") -> str:
+    """Which variables the utility section leaves out (the jointly perturbed, ``why``), and how it is weighted.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release manifest.
+    weight : str or None
+        The weight column of the estimates.
+    why : str
+        Said after the variables left out.
+
+    Returns
+    -------
+    str
+    """
+    left_out = [v.name for v in manifest.variables if v.is_joint]
+    return " ".join(filter(None, [f"jointly perturbed variable(s) {left_out} are not shown{why}" if left_out else "",
+                                  weighted_note(weight)]))
+
+
+def _release_report(manifest: Manifest, stated: Any, released_path: str | Path | None, files: FileProvenance,
+                    **sections: Any) -> ReleaseReport:
+    """A report (public or internal) with what both take from the manifest and the released file: the ledger,
+    the guarantees, the designs, the structure, the version and the time.
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The release manifest.
+    stated : pramkit.ledger.Guarantee
+        The release's guarantee (:func:`pramkit.engine.receipt.released_guarantee`).
+    released_path : str or Path or None
+        The released file's path (None for a DataFrame).
+    files : FileProvenance
+        The files the report was built from.
+    **sections
+        The other fields of :class:`ReleaseReport` (``public``, ``risk``, ``utility``, ...).
+
+    Returns
+    -------
+    ReleaseReport
+    """
     return ReleaseReport(
-        ledger=_ledger(manifest),
-        record_epsilon=stated.record_epsilon,
-        risk=risk,
-        utility=utility,
-        utility_note=" ".join(filter(None, [
-            (f"jointly perturbed variable(s) {left_out} are not shown (frequencies and curves "
-             "are per single column)") if left_out else "", weighted_note(weight)])),
-        designs=_designs(manifest),
-        files=files,
-        pramkit_version=__version__,
-        created=_now(),
-        seconds=seconds,
-        guarantee=stated.sentence,
-        ledger_facts=_ledger_facts(manifest),
-        records=records,
-        locality=locality,
-        structure=structure_facts(manifest),
-        contributions=explained,
-        guarantees=report_guarantees(manifest, released_path),
-        stated=stated,
-        risk_utility_map=rumap,
+        ledger=_ledger(manifest), record_epsilon=stated.record_epsilon, designs=_designs(manifest), files=files,
+        pramkit_version=__version__, created=_now(), guarantee=stated.sentence, ledger_facts=_ledger_facts(manifest),
+        structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path), stated=stated,
+        **sections,
     )
 
 
@@ -1748,22 +2071,12 @@ def build_public_report(
         utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
         bar.update()
-    left_out = [v.name for v in manifest.variables if v.is_joint]
     released_path = released if isinstance(released, (str, Path)) else None
-    files = FileProvenance(
-        original=None, original_sha256=None,  # the released file by its name: no path of the machine is published
-        released=None if released_path is None else Path(released_path).name,
-        released_sha256=None if released_path is None else sha256_of(released_path),
-        manifest_input=dict(manifest.input), manifest_created=manifest.created,
-        manifest_version=manifest.pramkit_version,
-    )
+    # the released file by its name: no path of the machine is published
+    files = _file_provenance(manifest, None, None, released_path,
+                             None if released_path is None else Path(released_path).name)
     stated = released_guarantee(manifest, released, sep=sep, encoding=encoding)
-    return ReleaseReport(
-        ledger=_ledger(manifest), record_epsilon=stated.record_epsilon, risk=None, utility=utility,
-        utility_note=" ".join(filter(None, [f"jointly perturbed variable(s) {left_out} are not shown" if left_out
-                                            else "", weighted_note(weights)])),
-        designs=_designs(manifest), files=files, pramkit_version=__version__, created=_now(),
-        seconds={"public report": time.perf_counter() - t0}, public=True, guarantee=stated.sentence,
-        ledger_facts=_ledger_facts(manifest), records=records, locality=locality,
-        structure=structure_facts(manifest), guarantees=report_guarantees(manifest, released_path), stated=stated,
-    )
+    return _release_report(
+        manifest, stated, released_path, files, public=True, risk=None, utility=utility,
+        utility_note=_utility_note(manifest, weights), seconds={"public report": time.perf_counter() - t0},
+        records=records, locality=locality)

@@ -94,7 +94,7 @@ import time
 from collections.abc import Sequence
 from decimal import ROUND_CEILING, Context, Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -719,34 +719,10 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     """
     start = time.perf_counter()
     e = check_epsilon(epsilon)
-    if isinstance(distances, Distances) and categories is None:
-        dist = distances
-    else:
-        if categories is None:
-            raise ParameterError("give the categories with a distance spec (or pass a Distances object)")
-        dist = read_distances(distances, categories)
+    dist = _design_distances(distances, categories)
     s = dist.size
-    if s < 2:
-        raise ParameterError("a DP design needs at least two categories")
-    if s > MAX_CATEGORIES:
-        raise ParameterError(f"the distance LP has S^2 = {s * s} variables; S = {s} is above {MAX_CATEGORIES}: use "
-                             "a metric-DP mechanism (pramkit.design.metric.mechanisms) or group the categories")
-    if e > MAX_LP_EPSILON:
-        raise ParameterError(f"epsilon {e:g} is above {MAX_LP_EPSILON:g} for the distance LP: e^epsilon makes it "
-                             "ill-conditioned, and the optimum is within e^-epsilon of keeping every value")
-    if solver not in ("auto", "full", "columns"):
-        raise ParameterError(f"solver must be 'auto', 'full' or 'columns', got {solver!r}")
-    if objective not in DISTANCE_OBJECTIVES:
-        raise ParameterError(f"objective must be one of {', '.join(DISTANCE_OBJECTIVES)}, got {objective!r}")
+    _check_distance_request(s, e, solver, objective, p is not None, invariant)
     worst = objective == "worst"
-    if worst and p is not None:
-        raise ParameterError("the worst-case objective reads no frequencies: give p=None")
-    if invariant and p is None:
-        raise ParameterError("an invariant design keeps the frequencies p as the released law: give p "
-                             "(distance weights 'frequencies')")
-    if invariant and s > INVARIANT_MAX:
-        raise ParameterError(f"the invariant distance LP is solved whole: S = {s} is above {INVARIANT_MAX}; "
-                             "group the categories or leave out invariant")
     pv, weights = _weights(p, s)
     d = dist.matrix
     a = d if worst else pv[:, None] * d
@@ -759,37 +735,197 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
     design = _assemble(lo, pairs, t1, d)
     matrix = within_engine_law(within_realised_budget(design, e), e, pv)
     bound_p = pv if multipliers is None else _at_most_one(multipliers)
+    y = duals[:s] * scale
+    v = duals[s:] * scale if invariant else None
+    certified = _certify_distance(pv, bound_p, d, e, y, v, matrix, worst, dist.max)
+    certificate = _distance_certificate(certified, objective, dist.unit, pv, matrix, design, y,
+                                        bound_p if worst else None, v, stats)
+    provenance = Provenance(
+        method="dp_min_distance",
+        parameters={"epsilon": e, "p": None if p is None else pv.tolist(), "weights": weights,
+                    "objective": objective, "distances": dist.to_dict(), **({"invariant": True} if invariant else {})},
+        objective=certified.value,
+        objective_name="worst_case_distance" if worst else "expected_distance",
+        certificate=certificate,
+        seconds=time.perf_counter() - start,
+    )
+    return PramMatrix(matrix, dist.categories, provenance)
+
+
+def _design_distances(distances: Distances | str, categories: Sequence[Label] | None) -> Distances:
+    """The distances of :func:`dp_min_distance`: ``distances`` itself, or the spec read for ``categories``.
+
+    Parameters
+    ----------
+    distances : Distances or str
+        A :class:`~pramkit.distances.Distances`, or a spec (``"ordinal"``, a CSV path).
+    categories : sequence of labels, optional
+        The variable's categories; required with a spec, and a :class:`~pramkit.distances.Distances`
+        given with them is reordered to them.
+
+    Returns
+    -------
+    Distances
+
+    Raises
+    ------
+    ParameterError
+        A spec comes without ``categories`` (and as :func:`pramkit.distances.read_distances`).
+    """
+    if isinstance(distances, Distances) and categories is None:
+        return distances
+    if categories is None:
+        raise ParameterError("give the categories with a distance spec (or pass a Distances object)")
+    return read_distances(distances, categories)
+
+
+def _check_distance_request(s: int, e: float, solver: str, objective: str, p_given: bool, invariant: bool) -> None:
+    """Refuse a request :func:`dp_min_distance` does not solve, in the order it checks them.
+
+    Parameters
+    ----------
+    s : int
+        The number of categories.
+    e : float
+        The budget, already checked by :func:`pramkit.design.dp.optimal.check_epsilon`.
+    solver, objective : str
+        As :func:`dp_min_distance`.
+    p_given : bool
+        Whether frequencies p were given.
+    invariant : bool
+        As :func:`dp_min_distance`.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`dp_min_distance` (every check but epsilon's range and p's values).
+    """
+    if s < 2:
+        raise ParameterError("a DP design needs at least two categories")
+    if s > MAX_CATEGORIES:
+        raise ParameterError(f"the distance LP has S^2 = {s * s} variables; S = {s} is above {MAX_CATEGORIES}: use "
+                             "a metric-DP mechanism (pramkit.design.metric.mechanisms) or group the categories")
+    if e > MAX_LP_EPSILON:
+        raise ParameterError(f"epsilon {e:g} is above {MAX_LP_EPSILON:g} for the distance LP: e^epsilon makes it "
+                             "ill-conditioned, and the optimum is within e^-epsilon of keeping every value")
+    if solver not in ("auto", "full", "columns"):
+        raise ParameterError(f"solver must be 'auto', 'full' or 'columns', got {solver!r}")
+    if objective not in DISTANCE_OBJECTIVES:
+        raise ParameterError(f"objective must be one of {', '.join(DISTANCE_OBJECTIVES)}, got {objective!r}")
+    if objective == "worst" and p_given:
+        raise ParameterError("the worst-case objective reads no frequencies: give p=None")
+    if invariant and not p_given:
+        raise ParameterError("an invariant design keeps the frequencies p as the released law: give p "
+                             "(distance weights 'frequencies')")
+    if invariant and s > INVARIANT_MAX:
+        raise ParameterError(f"the invariant distance LP is solved whole: S = {s} is above {INVARIANT_MAX}; "
+                             "group the categories or leave out invariant")
+
+
+class _Certified(NamedTuple):
+    """The certified bounds of a design of :func:`dp_min_distance` (its certificate's numbers)."""
+
+    value: float
+    average: float
+    largest: float
+    lower: float
+    upper: float
+    gap: float
+    tolerance: float
+    violation: float
+    arithmetic: str
+
+
+def _certify_distance(pv: np.ndarray, bound_p: np.ndarray, d: np.ndarray, e: float, y: np.ndarray,
+                      v: np.ndarray | None, matrix: np.ndarray, worst: bool, unit_scale: float) -> _Certified:
+    """The stored matrix's objective bounded from above, the dual bound from below, and their gap.
+
+    The bounds are computed in floating point with rounding bounds, and again in exact rationals
+    when the gap exceeds the tolerance and S is at most :data:`EXACT_CERTIFICATE_MAX`.
+
+    Parameters
+    ----------
+    pv : numpy.ndarray
+        The weights of the average objective (p, or uniform).
+    bound_p : numpy.ndarray
+        The weights of the lower bound (``pv``, or the least favourable weights of the worst case).
+    d : numpy.ndarray
+        The distances (S x S).
+    e : float
+        The budget.
+    y, v : numpy.ndarray
+        The LP's duals, rescaled (``v`` of the invariance constraints, or None).
+    matrix : numpy.ndarray
+        The stored matrix.
+    worst : bool
+        The objective is the largest expected distance from one category.
+    unit_scale : float
+        The largest distance (the tolerance is measured in its units).
+
+    Returns
+    -------
+    _Certified
+    """
     average, average_rounding = expected_distance_bounds(pv, matrix, d)
     largest, largest_rounding = worst_distance_bounds(matrix, d)
     value, rounding = (largest, largest_rounding) if worst else (average, average_rounding)
     upper = value + rounding
-    y = duals[:s] * scale
-    v = duals[s:] * scale if invariant else None
     lower, violation = distance_dual_bound(bound_p, d, e, y, v)
     gap = max(upper - lower, 0.0)
-    unit_scale = dist.max
     tolerance = unit_scale * certificate_tolerance(value / unit_scale)
     arithmetic = "floating point with rounding bounds"
-    if gap > tolerance and s <= EXACT_CERTIFICATE_MAX:
+    if gap > tolerance and len(d) <= EXACT_CERTIFICATE_MAX:
         lower, upper = exact_bounds(bound_p, d, e, y, matrix, worst, v)
         gap = max(upper - lower, 0.0)
         arithmetic = "exact rationals"
+    return _Certified(value, average, largest, lower, upper, gap, tolerance, violation, arithmetic)
+
+
+def _distance_certificate(certified: _Certified, objective: str, unit: str, pv: np.ndarray, matrix: np.ndarray,
+                          design: np.ndarray, y: np.ndarray, least_favourable: np.ndarray | None,
+                          v: np.ndarray | None, stats: dict[str, Any]) -> dict[str, Any]:
+    """The certificate of a design of :func:`dp_min_distance` (its provenance's ``certificate``).
+
+    Parameters
+    ----------
+    certified : _Certified
+        The bounds (:func:`_certify_distance`).
+    objective, unit : str
+        The objective's name and the distances' unit.
+    pv : numpy.ndarray
+        The weights (p, or uniform).
+    matrix, design : numpy.ndarray
+        The stored matrix and the LP's, before it was brought within the budget.
+    y : numpy.ndarray
+        The dual of the rows.
+    least_favourable : numpy.ndarray or None
+        The worst case's least favourable weights; None for the average objective.
+    v : numpy.ndarray or None
+        The dual of the invariance constraints; None for a design that is not invariant.
+    stats : dict
+        The solver's statistics.
+
+    Returns
+    -------
+    dict
+        The certificate, its keys in the order written.
+    """
     mi, mi_error = information_bounds(pv, matrix)
     used = np.flatnonzero(matrix.max(axis=0) > 0)
-    certificate: dict[str, Any] = {
-        "optimal": gap <= tolerance,
+    return {
+        "optimal": certified.gap <= certified.tolerance,
         "objective": objective,
-        "expected_distance": average,
-        "worst_case_distance": largest,
-        "unit": dist.unit,
-        "lower_bound": lower,
-        "upper_bound": upper,
-        "certified_gap": gap,
-        "tolerance": tolerance,
-        "max_dual_violation": violation,
-        "arithmetic": arithmetic,
+        "expected_distance": certified.average,
+        "worst_case_distance": certified.largest,
+        "unit": unit,
+        "lower_bound": certified.lower,
+        "upper_bound": certified.upper,
+        "certified_gap": certified.gap,
+        "tolerance": certified.tolerance,
+        "max_dual_violation": certified.violation,
+        "arithmetic": certified.arithmetic,
         "dual_y": y.tolist(),
-        **({"least_favourable_weights": bound_p.tolist()} if worst else {}),
+        **({"least_favourable_weights": least_favourable.tolist()} if least_favourable is not None else {}),
         **({"invariant": True, "dual_v": v.tolist(), "invariance_error": invariance_error(pv, matrix)}
            if v is not None else {}),
         "mutual_information_nats": mutual_information(pv, matrix),
@@ -800,16 +936,6 @@ def dp_min_distance(p: ArrayLike | None, epsilon: float, distances: Distances | 
         **stats,
         "reference": REFERENCES,
     }
-    provenance = Provenance(
-        method="dp_min_distance",
-        parameters={"epsilon": e, "p": None if p is None else pv.tolist(), "weights": weights,
-                    "objective": objective, "distances": dist.to_dict(), **({"invariant": True} if invariant else {})},
-        objective=value,
-        objective_name="worst_case_distance" if worst else "expected_distance",
-        certificate=certificate,
-        seconds=time.perf_counter() - start,
-    )
-    return PramMatrix(matrix, dist.categories, provenance)
 
 
 # ---------------------------------------------------------------------------
