@@ -120,6 +120,7 @@ CSV_FLAGS = [
     (('--na-values',), ('NA',), False, 'markers', 'na_values'),
     (('--sep',), ',', False, None, 'sep'),
     (('--encoding',), 'utf-8', False, None, 'encoding'),
+    (('--decimal',), '.', False, None, 'decimal'),
 ]
 ENGINE_FLAGS = [
     (('--engine',), 'local', False, None, 'engine'),

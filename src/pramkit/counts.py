@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike
 from pramkit.codebook import MISSING, canonical, encode, first_row, sort_labels, spelling_clash, spelling_error
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import pandas_table
-from pramkit.io import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.io import CHUNK_ROWS, CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES, csv_numbers
 from pramkit.labels import Label
 from pramkit.progress import progress
 from pramkit.source import Source
@@ -582,9 +582,10 @@ def _first_rows(source: Source, column: str, values: Sequence[Any], chunk_rows: 
     return tuple(rows)
 
 
-def _weights_of(table: pa.Table, name: str, first_row: int) -> np.ndarray:
-    """A chunk's survey weights: finite and positive, else :class:`DataError` naming the row."""
-    w = pd.to_numeric(pd.Series(table.column(name).to_pandas()), errors="coerce").to_numpy(dtype=float)
+def _weights_of(table: pa.Table, name: str, first_row: int, decimal: str = CSV_DECIMAL, where: str = "") -> np.ndarray:
+    """A chunk's survey weights: finite and positive, else :class:`DataError` naming the row (texts read with the
+    file's decimal mark: :func:`pramkit.io.csv_numbers`; ``where``: the file, for its message)."""
+    w = csv_numbers(table.column(name), name, decimal=decimal, first_row=first_row, where=where)
     bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
     if bad.size:
         i = int(bad[0])
@@ -640,10 +641,12 @@ def _cells_bound(groups: Sequence[Sequence[str]], cats: Mapping[str, Sequence[La
 
 def _count_groups(tables: Any, columns: Sequence[str], groups: Sequence[Sequence[str]],
                   cats: Mapping[str, Sequence[Label]], quiet: bool, total: int | None, weights: str | None = None,
-                  max_cells: int = MAX_CELLS, frequency: str | None = None) -> CountTables:
+                  max_cells: int = MAX_CELLS, frequency: str | None = None,
+                  decimal: str = CSV_DECIMAL, named: str = "") -> CountTables:
     """The tables of ``groups`` (each a few of ``columns``), summed over Arrow tables (chunks) encoded
     once each (:func:`chunk_codes`) and counted one by one (:func:`count_codes`).  With ``frequency``,
-    each row of a table stands for that column's number of records (and ``weights`` holds their sum)."""
+    each row of a table stands for that column's number of records (and ``weights`` holds their sum);
+    ``decimal``: the decimal mark of weights written as text (``named``: their file, for a message)."""
     _cells_bound(groups, cats, max_cells)
     where = {c: i for i, c in enumerate(columns)}
     shapes = [tuple(len(cats[c]) for c in g) for g in groups]
@@ -657,7 +660,7 @@ def _count_groups(tables: Any, columns: Sequence[str], groups: Sequence[Sequence
             codes = chunk_codes(table, columns, cats, rows)
             times = None if frequency is None else table.column(frequency).to_numpy().astype(np.int64)
             w = None if weights is None else (
-                _weights_of(table, weights, rows) if times is None else table.column(weights).to_numpy())
+                _weights_of(table, weights, rows, decimal, named) if times is None else table.column(weights).to_numpy())
             for i, g in enumerate(groups):
                 part = count_codes(g, [cats[c] for c in g], codes[[where[c] for c in g]], weights=w, times=times)
                 counts[i] += part.counts
@@ -679,9 +682,10 @@ def _count_groups(tables: Any, columns: Sequence[str], groups: Sequence[Sequence
 
 def _count_tables(tables: Any, columns: Sequence[str], cats: Mapping[str, Sequence[Label]],
                   quiet: bool, total: int | None, weights: str | None = None,
-                  max_cells: int = MAX_CELLS) -> CountTable:
+                  max_cells: int = MAX_CELLS, decimal: str = CSV_DECIMAL, where: str = "") -> CountTable:
     """The sum of the tables of Arrow tables (chunks) counted one by one (:func:`count_codes`)."""
-    return _count_groups(tables, columns, [columns], cats, quiet, total, weights, max_cells).tables[0]
+    return _count_groups(tables, columns, [columns], cats, quiet, total, weights, max_cells,
+                         decimal=decimal, named=where).tables[0]
 
 
 def _groups(groups: Sequence[Sequence[str]], columns: Sequence[str] | None) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -729,6 +733,7 @@ def count_file(
     max_cells: int = MAX_CELLS,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    decimal: str = CSV_DECIMAL,
 ) -> CountTable:
     """Counts of every combination of ``columns`` in a file, streamed chunk by chunk.
 
@@ -766,6 +771,8 @@ def count_file(
         The largest table counted (default :data:`MAX_CELLS`); checked before the table is made.
     sep, encoding : str
         The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
+    decimal : str
+        The decimal mark of a CSV file's weights, ``"."`` or ``","`` (:func:`pramkit.io.csv_numbers`).
 
     Returns
     -------
@@ -801,12 +808,13 @@ def count_file(
     read = columns + ([weights] if weights is not None and weights not in columns else [])
     if chunk_rows is None:
         chunk_rows = CHUNK_ROWS if weights is not None else chunk_rows_for(len(read))
-    source = Source.open(path, na_values=na_values, sep=sep, encoding=encoding)
+    source = Source.open(path, na_values=na_values, sep=sep, encoding=encoding, decimal=decimal)
     meta, unread = source.batches(read, chunk_rows=chunk_rows)
     cats = _file_categories(source, columns, categories or {}, missing, chunk_rows, quiet, meta.rows,
                             unread if read == columns else None)
     _, batches = source.batches(read, chunk_rows=chunk_rows)
-    return _count_tables(batches, columns, cats, quiet, meta.rows, weights, max_cells)
+    return _count_tables(batches, columns, cats, quiet, meta.rows, weights, max_cells, decimal=meta.decimal,
+                         where=repr(source.described))
 
 
 def count_frame(

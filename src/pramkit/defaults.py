@@ -12,6 +12,8 @@ NA_VALUES: tuple[str, ...] = ("NA",)
 CSV_SEP = ","
 #: The character encoding of a CSV file unless told otherwise (``--encoding``; a UTF-8 byte-order mark is skipped).
 CSV_ENCODING = "utf-8"
+#: The decimal mark of the numbers of a CSV file (``--decimal``): ``"."``, or ``","`` as many offices export.
+CSV_DECIMAL = "."
 #: The sampling fraction a report assumes when none is given (the file a 5 % sample).
 DEFAULT_SAMPLING_FRACTION = 0.05
 #: Rows of the NY 2000 sample in the DP paper (the demo's default size).

@@ -22,7 +22,7 @@ class PramkitError(Exception):
     ...     table_format("survey.xlsx")
     ... except PramkitError as exc:
     ...     print(exc)
-    cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sas7bdat', '.sav', '.tsv', '.txt', '.xpt', '.zsav']
+    cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.arrow', '.csv', '.dta', '.feather', '.parquet', '.pq', '.sas7bdat', '.sav', '.tsv', '.txt', '.xpt', '.zsav']
     """
 
 

@@ -1,4 +1,8 @@
-"""Reading and writing tables: CSV, Parquet, Stata, SPSS and SAS.
+"""Reading and writing tables: CSV, Parquet, Stata, SPSS, SAS and Arrow IPC (Feather).
+
+Every format is one entry of the table of formats (:data:`pramkit.io_formats.FILE_FORMATS`): its
+suffixes, the reader and writer here that read and write it, whether it is read whole; the
+readers and writers ask it (:func:`table_format`, :func:`path_format`).
 
 * CSV is read with every column as text, so that columns pramkit does not
   perturb are written back exactly as they were read.  An empty field is
@@ -10,6 +14,10 @@
   Latin-1 files many European offices export (:func:`csv_dialect`).  A
   file that is not in its encoding is an error naming the line and byte.
   A CSV file written from a CSV file keeps its separator and encoding.
+* Where a CSV column is read as numbers (survey weights, numeric covariates,
+  breaks) its texts are read by :func:`csv_numbers` with the file's decimal
+  mark: ``decimal=","`` (``--decimal ,``) reads ``12,5`` as 12.5 and refuses
+  ``12.5`` in one line.  A column read as categories stays text.
 * Parquet streams by record batches and keeps every column's type.
 * A folder of part files (a Parquet dataset written by pyarrow or Spark, or
   Spark's CSV output) is read as one table, its parts in the order of their
@@ -23,6 +31,10 @@
   extended missing values (``.a``-``.z``) and SAS's special ones (``.A``-``.Z``,
   ``._``) are kept as codes, and labels and display formats survive a round
   trip (:mod:`pramkit.io_stat`).
+* Arrow IPC files (``.arrow``, ``.feather``: Feather version 2) are read
+  memory-mapped, batch by batch, and written batch by batch, uncompressed;
+  every column keeps its type.  They hold no labels: a missing code of a
+  Stata, SPSS or SAS input is null in them, as in a CSV file.
 
 Readers return missing markers and user-missing codes as nulls, unless asked
 to keep them (``keep_missing_codes=True``, for writers that must give them
@@ -51,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -59,14 +72,15 @@ import pyarrow.parquet as pq
 
 from pramkit.atomic import PathLike, atomic_path, check_writable, file_error
 from pramkit.codebook import MissingCodes
-from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CHUNK_ROWS, CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError, WriteError
 from pramkit.frames import pandas_table
-from pramkit.io_stat import STAT_FORMATS
-from pramkit.validate import csv_separator, text_encoding
+from pramkit.io_formats import FILE_FORMATS, FileFormat, file_format, format_of_suffix, suffix_formats, titles_where
+from pramkit.validate import csv_separator, decimal_mark, text_encoding
 
-#: File suffix -> format.
-FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet", **STAT_FORMATS}
+#: File suffix -> format: derived from the table of formats (:data:`pramkit.io_formats.FILE_FORMATS`), which
+#: the readers and writers ask when they run.
+FORMATS = suffix_formats()
 
 
 def table_format(path: str | Path) -> str:
@@ -80,12 +94,13 @@ def table_format(path: str | Path) -> str:
     Returns
     -------
     str
-        ``"csv"``, ``"parquet"``, ``"stata"``, ``"spss"`` or ``"sas"``.
+        ``"csv"``, ``"parquet"``, ``"stata"``, ``"spss"``, ``"sas"`` or ``"feather"``: the name of its entry in
+        the table of formats (:data:`pramkit.io_formats.FILE_FORMATS`).
 
     Raises
     ------
     ParameterError
-        The suffix is not one of :data:`FORMATS`.
+        The suffix is not one of the table's (:data:`FORMATS`).
 
     Examples
     --------
@@ -94,15 +109,49 @@ def table_format(path: str | Path) -> str:
     >>> table_format("survey.xlsx")
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.csv', '.dta', '.parquet', '.pq', '.sas7bdat', '.sav', '.tsv', '.txt', '.xpt', '.zsav']
+    pramkit.errors.ParameterError: cannot tell the format of 'survey.xlsx' from its suffix; use one of ['.arrow', '.csv', '.dta', '.feather', '.parquet', '.pq', '.sas7bdat', '.sav', '.tsv', '.txt', '.xpt', '.zsav']
     """
-    suffix = Path(path).suffix.lower()
-    try:
-        return FORMATS[suffix]
-    except KeyError:
+    found = format_of_suffix(Path(path).suffix)
+    if found is None:
         raise ParameterError(
-            f"cannot tell the format of {str(path)!r} from its suffix; use one of {sorted(FORMATS)}"
-        ) from None
+            f"cannot tell the format of {str(path)!r} from its suffix; use one of {sorted(suffix_formats())}"
+        )
+    return found.name
+
+
+def path_format(path: str | Path) -> FileFormat:
+    """The entry of the table of formats (:class:`pramkit.io_formats.FileFormat`) of a file, from its suffix.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`table_format`.
+
+    Examples
+    --------
+    >>> path_format("survey.sav").whole, path_format("out.csv").dialect
+    (True, True)
+    """
+    entry = file_format(table_format(path))
+    assert entry is not None  # table_format returns the name of an entry
+    return entry
+
+
+def check_written(path: str | Path) -> None:
+    """:class:`ParameterError` for an output pramkit cannot write: a suffix its format's entry reads but does not
+    write (:attr:`pramkit.io_formats.FileFormat.written`: a ``.sas7bdat`` file), or one of no format.
+
+    Examples
+    --------
+    >>> check_written("released.xpt")
+    >>> check_written("released.sas7bdat")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: pramkit cannot write 'released.sas7bdat': no open writer of .sas7bdat files exists; write .xpt (SAS transport, which SAS reads with PROC CIMPORT or LIBNAME XPORT) or .parquet
+    """
+    entry = path_format(path)
+    if not entry.writes(Path(path).suffix):
+        raise ParameterError(f"pramkit cannot write {str(path)!r}: {entry.unwritable}")
 
 
 @dataclass
@@ -132,6 +181,9 @@ class TableMeta:
     newline : str
         How a CSV file ends its lines: ``"\\n"``, or ``"\\r\\n"`` for a file whose header line ends so (as many
         Windows programs write them); a CSV file written from it ends its lines the same way.
+    decimal : str
+        The decimal mark of a CSV file's numbers (``"."``, or ``","``: :func:`csv_numbers` reads a column of
+        them); ``"."`` for other formats, whose numbers are numbers.
 
     Examples
     --------
@@ -152,11 +204,13 @@ class TableMeta:
     sep: str = CSV_SEP
     encoding: str = CSV_ENCODING
     newline: str = "\n"
+    decimal: str = CSV_DECIMAL
 
 
 @dataclass(frozen=True)
 class CsvDialect:
-    """How a CSV file is written: its field separator and its character encoding (:func:`csv_dialect`).
+    """How a CSV file is written: its field separator, its character encoding and its numbers' decimal mark
+    (:func:`csv_dialect`).
 
     Parameters
     ----------
@@ -166,6 +220,8 @@ class CsvDialect:
         The encoding as Python's codecs name it (``"utf-8"``, ``"iso8859-1"``, ``"cp1252"``).
     given : str
         The encoding as the user wrote it, for messages.
+    decimal : str
+        The decimal mark of its numbers, ``"."`` or ``","`` (:func:`csv_numbers`).
 
     Examples
     --------
@@ -176,6 +232,7 @@ class CsvDialect:
     sep: str = CSV_SEP
     encoding: str = CSV_ENCODING
     given: str = CSV_ENCODING
+    decimal: str = CSV_DECIMAL
 
     @property
     def utf8(self) -> bool:
@@ -188,8 +245,8 @@ class CsvDialect:
         return "utf-8-sig" if self.utf8 else self.encoding
 
 
-def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
-    """The separator and encoding of CSV files, checked.
+def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING, decimal: str = CSV_DECIMAL) -> CsvDialect:
+    """The separator, encoding and decimal mark of CSV files, checked.
 
     Parameters
     ----------
@@ -199,6 +256,8 @@ def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
     encoding : str
         A text encoding Python knows (``utf-8``, ``latin-1``, ``cp1252``, ...; letter case and
         ``-``/``_`` do not matter).
+    decimal : str
+        The decimal mark of the numbers, ``"."`` or ``","`` (:func:`pramkit.validate.decimal_mark`).
 
     Returns
     -------
@@ -207,12 +266,15 @@ def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
     Raises
     ------
     ParameterError
-        ``sep`` is not one usable character, or ``encoding`` is not a text encoding Python knows.
+        ``sep`` is not one usable character, ``encoding`` is not a text encoding Python knows, or
+        ``decimal`` is not ``"."`` or ``","``, or is ``","`` in a comma-separated file.
 
     Examples
     --------
     >>> csv_dialect(";", "Latin-1")
-    CsvDialect(sep=';', encoding='iso8859-1', given='Latin-1')
+    CsvDialect(sep=';', encoding='iso8859-1', given='Latin-1', decimal='.')
+    >>> csv_dialect(";", "latin-1", ",").decimal
+    ','
     >>> csv_dialect("tab").sep
     '\\t'
     >>> csv_dialect(";;")
@@ -224,7 +286,7 @@ def csv_dialect(sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> CsvDialect:
     ...
     pramkit.errors.ParameterError: unknown encoding 'latin-9x' (--encoding): give a text encoding Python knows, such as utf-8, latin-1 or cp1252
     """
-    return CsvDialect(csv_separator(sep), text_encoding(encoding), str(encoding))
+    return CsvDialect(csv_separator(sep), text_encoding(encoding), str(encoding), decimal_mark(decimal, sep))
 
 
 def _decoding_error(path: Path, dialect: CsvDialect) -> DataError:
@@ -330,23 +392,26 @@ def dataset_parts(path: str | Path) -> tuple[str, list[Path]]:
         if entry.is_dir():
             raise DataError(f"folder {where} holds the folder {entry.name!r}: a partitioned dataset is not read; "
                             "give a folder whose part files lie in it directly")
-        suffixes = [FORMATS.get(s.lower()) for s in entry.suffixes]
-        fmt = FORMATS.get(entry.suffix.lower())
-        if fmt not in ("csv", "parquet"):
-            shown = "CSV or Parquet" if not any(suffixes) else f"a CSV or Parquet part, but {fmt or 'compressed'}"
+        suffixes = [format_of_suffix(s) for s in entry.suffixes]
+        kind = format_of_suffix(entry.suffix)
+        if kind is None or not kind.parts:  # the formats a part may be of: the table's (io_formats)
+            parted = titles_where("parts", " or ")
+            shown = parted if not any(suffixes) else f"a {parted} part, but {kind.name if kind else 'compressed'}"
             raise DataError(f"folder {where} holds {entry.name!r}, which is not {shown}: a dataset folder holds its "
                             "part files (and files whose names begin with '_' or '.'); move the other files out")
-        formats.setdefault(fmt, entry.name)
+        formats.setdefault(kind.name, entry.name)
         if entry.stat().st_size > 0:
             parts.append(entry)
     if len(formats) > 1:
-        raise DataError(f"folder {where} holds CSV and Parquet part files ({formats['csv']!r}, "
-                        f"{formats['parquet']!r}): a dataset's parts are of one format")
+        held = [f for f in FILE_FORMATS.values() if f.name in formats]
+        raise DataError(f"folder {where} holds {' and '.join(f.title for f in held)} part files "
+                        f"({', '.join(repr(formats[f.name]) for f in held)}): a dataset's parts are of one format")
     if not parts:
         raise DataError(f"folder {where} holds no part files (non-empty .parquet or .csv files whose names begin "
                         "with neither '_' nor '.'): is it the right folder?")
     fmt = next(iter(formats))
-    named = FORMATS.get(p.suffix.lower())
+    named_as = format_of_suffix(p.suffix)
+    named = None if named_as is None else named_as.name
     if named is not None and named != fmt:
         raise DataError(f"folder {where} is named as {named} but its part files are {fmt}")
     return fmt, parts
@@ -598,6 +663,100 @@ def csv_missing_codes(na_values: Sequence[str] | str = NA_VALUES) -> MissingCode
     return MissingCodes(texts=texts, source=f"--na-values {shown} reads it as missing; --na-values '' would not")
 
 
+def csv_numbers(values: Any, column: str, *, decimal: str = CSV_DECIMAL, first_row: int = 0,
+                where: str = "", strict: bool = True) -> np.ndarray:
+    """A column's values as numbers (float64, missing as NaN), a text read with the decimal mark ``decimal``:
+    the one place where a field of a CSV file is read as a number (weights, numeric covariates, breaks).
+
+    With the decimal point (``"."``, the default) a text that is not a number becomes NaN, as
+    :func:`pandas.to_numeric` reads it (the caller refuses it with its own message: a weight that is not
+    positive, ...).  With the decimal comma (``","``, ``--decimal ,``), ``12,5`` is 12.5, and a text that is not
+    a number so written (``12.5``, ``1.234,5``, ``n/a``) is refused in one line naming the column, the row
+    and the value: a number written with a point in a file of decimal commas is never misread.  Values that
+    are numbers already (a Parquet column) are numbers whatever ``decimal`` says.
+
+    Parameters
+    ----------
+    values : pyarrow.Array, pyarrow.ChunkedArray, pandas.Series or sequence
+        The column's values (a chunk of them).
+    column : str
+        Its name, for the message.
+    decimal : {".", ","}
+        The file's decimal mark (:attr:`TableMeta.decimal`).
+    first_row : int
+        The rows of the file before these values (the message counts rows from 1).
+    where : str
+        The file, for the message (``"'survey.csv'"``); empty: not named.
+    strict : bool
+        With the decimal comma, refuse a text that is not a number (default); ``False``: it becomes NaN, as with
+        the decimal point (what asks whether a column holds numbers, such as the binning of a public column).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64.
+
+    Raises
+    ------
+    DataError
+        With ``decimal=","``, a value that is not a number written with a decimal comma.
+
+    Examples
+    --------
+    >>> csv_numbers(pa.array(["12.5", None, "x"]), "w").tolist()
+    [12.5, nan, nan]
+    >>> csv_numbers(pa.array(["12,5", None, "-3", "1e3"]), "w", decimal=",").tolist()
+    [12.5, nan, -3.0, 1000.0]
+    >>> csv_numbers(pa.array(["12,5", "7.25", "x"]), "w", decimal=",", strict=False).tolist()
+    [12.5, nan, nan]
+    >>> csv_numbers(pa.array(["12,5", "7.25"]), "rb050", decimal=",", first_row=10, where="'eu.csv'")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'rb050' of 'eu.csv', row 12: '7.25' is not a number written with a decimal comma (--decimal ,): write it 7,25, or read the file with --decimal .
+    """
+    series = _as_series(values)
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
+        return series.to_numpy(dtype=float, na_value=np.nan)
+    if decimal_mark(decimal) == ".":
+        return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    values = series.astype(object)
+    is_text = values.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)  # a number among texts is a number
+    texts = values.where(is_text, None)
+    numbers = pd.to_numeric(texts.str.replace(",", ".", regex=False), errors="coerce").to_numpy(dtype=float)
+    if not is_text.all():
+        numbers = np.where(is_text, numbers, pd.to_numeric(values.where(~is_text, None), errors="coerce"))
+    pointed = texts.str.contains(".", regex=False).fillna(False).to_numpy(dtype=bool)
+    bad = is_text & (pointed | (texts.str.count(",").fillna(0).to_numpy() > 1) | np.isnan(numbers))
+    if bad.any() and not strict:
+        return np.where(bad, np.nan, numbers)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        value = texts.iloc[i]
+        if isinstance(value, str) and pointed[i] and value.count(".") == 1 and "," not in value:
+            hint = f"write it {value.replace('.', ',')}, or read the file with --decimal ."
+        elif isinstance(value, str) and pointed[i]:
+            hint = "write the numbers without a thousands separator, such as 1234,5"
+        else:
+            hint = "a column read as numbers holds numbers such as 12,5 (a text meaning missing: --na-values)"
+        named = f"column {column!r}" + (f" of {where}" if where else "")
+        raise DataError(f"{named}, row {first_row + i + 1}: {value!r} is not a number written with a decimal comma "
+                        f"(--decimal ,): {hint}")
+    return numbers
+
+
+def _as_series(values: Any) -> pd.Series:
+    """Values of an Arrow array, a pandas Series or a sequence as a pandas Series (a category as its label)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        return pd.Series(values.to_pandas(), copy=False)
+    series = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values) if isinstance(
+        values, np.ndarray) else list(values)).infer_objects()
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(object)
+    return series.reset_index(drop=True)
+
+
 def iter_batches(
     path: str | Path | Any,
     *,
@@ -608,6 +767,7 @@ def iter_batches(
     flat: Sequence[str] | None = None,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    decimal: str = CSV_DECIMAL,
 ) -> tuple[TableMeta, Iterator[pa.Table]]:
     """Stream a file as Arrow tables of about ``chunk_rows`` rows.
 
@@ -621,8 +781,10 @@ def iter_batches(
     empty field (default :data:`NA_VALUES`; ``()`` for none).  Missing
     markers and SPSS user-missing codes come back as nulls, or as they are in
     the file with ``keep_missing_codes=True`` (then ``meta.missing`` tells
-    which values they are).  ``sep`` and ``encoding`` say how a CSV file is
-    written (:func:`csv_dialect`); they are checked whatever the format.
+    which values they are).  ``sep``, ``encoding`` and ``decimal`` say how a CSV
+    file is written (:func:`csv_dialect`); they are checked whatever the format.
+    A CSV column stays text whatever ``decimal`` says: a column read as numbers
+    is read by :func:`csv_numbers` with ``meta.decimal``.
 
     Parameters
     ----------
@@ -646,6 +808,8 @@ def iter_batches(
         The field separator of a CSV file (default ``","``).
     encoding : str
         The character encoding of a CSV file (default ``"utf-8"``).
+    decimal : str
+        The decimal mark of a CSV file's numbers, ``"."`` (default) or ``","``: kept in ``meta.decimal``.
 
     Returns
     -------
@@ -706,7 +870,7 @@ def iter_batches(
     """
     from pramkit.frames import arrow_batches, describe, frame_columns, frame_kind, streamed
 
-    dialect = csv_dialect(sep, encoding)
+    dialect = csv_dialect(sep, encoding, decimal)
     if streamed(path):  # a polars frame or an Arrow table in memory: its Arrow batches (format: its kind)
         where = describe(path)
         names = frame_columns(path)
@@ -730,39 +894,94 @@ def _file(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values: Se
           flat: Sequence[str] | None, dialect: CsvDialect,
           keep_missing_codes: bool) -> tuple[TableMeta, Iterator[pa.Table]]:
     """:func:`iter_batches` of one file (missing codes not yet blanked; a Parquet file's codes restored
-    from pramkit's metadata with ``keep_missing_codes``)."""
-    fmt = table_format(p)
-    tables: Iterator[pa.Table]
-    if fmt == "csv":
-        header = _csv_header(p, dialect)
-        require_columns(columns, header, _named(p, header))
-        meta = TableMeta("csv", list(columns) if columns is not None else header, missing=csv_missing_codes(na_values),
-                         sep=dialect.sep, encoding=dialect.encoding, newline=_csv_newline(p))
-        tables = _regrouped(_csv_batches(p, columns, csv_block_bytes(chunk_rows), dialect), chunk_rows)
-    elif fmt == "parquet":
-        try:
-            pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise DataError(f"cannot read Parquet file {str(p)!r}: {exc}") from None
-        from pramkit.io_codes import read_parquet_codes
+    from pramkit's metadata with ``keep_missing_codes``), by the reader its format's entry names
+    (:attr:`pramkit.io_formats.FileFormat.reader`)."""
+    entry = path_format(p)
+    return _READERS[entry.reader](p, entry.name, columns, chunk_rows, na_values, flat, dialect, keep_missing_codes)
 
-        names = pf.schema_arrow.names
-        check_schema(pf.schema_arrow, columns if flat is None else flat, repr(str(p)))
-        require_columns(columns, names, repr(str(p)))
-        labels, missing, positions = read_parquet_codes(pf.metadata.metadata, repr(str(p)))
-        meta = TableMeta("parquet", list(columns) if columns is not None else names, rows=pf.metadata.num_rows,
-                         labels=labels, missing=missing)
-        tables = _parquet_tables(p, pf, chunk_rows, columns)
-        if positions and keep_missing_codes:
-            tables = _with_codes(tables, labels, positions)
-    else:
-        from pramkit.io_stat import read_stat, stat_columns
 
-        require_columns(columns, stat_columns(p, fmt), repr(str(p)))
-        frame, labels, missing = read_stat(p, fmt, columns)
-        meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
-        tables = iter([pandas_table(frame)])
+def _read_csv(p: Path, fmt: str, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
+              flat: Sequence[str] | None, dialect: CsvDialect,
+              keep_missing_codes: bool) -> tuple[TableMeta, Iterator[pa.Table]]:
+    """A CSV file: every column as text, in blocks regrouped into chunks."""
+    header = _csv_header(p, dialect)
+    require_columns(columns, header, _named(p, header))
+    meta = TableMeta(fmt, list(columns) if columns is not None else header, missing=csv_missing_codes(na_values),
+                     sep=dialect.sep, encoding=dialect.encoding, newline=_csv_newline(p), decimal=dialect.decimal)
+    return meta, _regrouped(_csv_batches(p, columns, csv_block_bytes(chunk_rows), dialect), chunk_rows)
+
+
+def _read_parquet(p: Path, fmt: str, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
+                  flat: Sequence[str] | None, dialect: CsvDialect,
+                  keep_missing_codes: bool) -> tuple[TableMeta, Iterator[pa.Table]]:
+    """A Parquet file, by record batches; the codes pramkit's metadata keeps restored with ``keep_missing_codes``."""
+    try:
+        pf = pq.ParquetFile(p, pre_buffer=False)  # pre-buffering keeps read pages alive: memory grew with the file
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"cannot read Parquet file {str(p)!r}: {exc}") from None
+    from pramkit.io_codes import read_parquet_codes
+
+    names = pf.schema_arrow.names
+    check_schema(pf.schema_arrow, columns if flat is None else flat, repr(str(p)))
+    require_columns(columns, names, repr(str(p)))
+    labels, missing, positions = read_parquet_codes(pf.metadata.metadata, repr(str(p)))
+    meta = TableMeta(fmt, list(columns) if columns is not None else names, rows=pf.metadata.num_rows,
+                     labels=labels, missing=missing)
+    tables = _parquet_tables(p, pf, chunk_rows, columns)
+    if positions and keep_missing_codes:
+        tables = _with_codes(tables, labels, positions)
     return meta, tables
+
+
+def _read_stat(p: Path, fmt: str, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
+               flat: Sequence[str] | None, dialect: CsvDialect,
+               keep_missing_codes: bool) -> tuple[TableMeta, Iterator[pa.Table]]:
+    """A Stata, SPSS or SAS file through pyreadstat, whole, with its labels and missing codes."""
+    from pramkit.io_stat import read_stat, stat_columns
+
+    require_columns(columns, stat_columns(p, fmt), repr(str(p)))
+    frame, labels, missing = read_stat(p, fmt, columns)
+    meta = TableMeta(fmt, list(frame.columns), rows=len(frame), labels=labels, missing=missing)
+    return meta, iter([pandas_table(frame)])
+
+
+def _feather_reader(p: Path) -> pa.ipc.RecordBatchFileReader:
+    """The reader of an Arrow IPC (Feather version 2) file, memory-mapped: a batch is read when asked for."""
+    try:
+        return pa.ipc.open_file(pa.memory_map(str(p), "r"))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"cannot read Arrow IPC file {str(p)!r}: {exc} (a Feather file of version 1 is read by "
+                        "no reader of pramkit: write it again with pyarrow.feather.write_feather)") from None
+
+
+def _read_feather(p: Path, fmt: str, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
+                  flat: Sequence[str] | None, dialect: CsvDialect,
+                  keep_missing_codes: bool) -> tuple[TableMeta, Iterator[pa.Table]]:
+    """An Arrow IPC file (``.arrow``, ``.feather``): its record batches, memory-mapped, cut into chunks."""
+    reader = _feather_reader(p)
+    names = reader.schema.names
+    check_schema(reader.schema, columns if flat is None else flat, repr(str(p)))
+    require_columns(columns, names, repr(str(p)))
+    meta = TableMeta(fmt, list(columns) if columns is not None else names, rows=reader.count_rows())
+    return meta, _regrouped(_feather_batches(p, reader, columns, chunk_rows), chunk_rows)
+
+
+def _feather_batches(p: Path, reader: pa.ipc.RecordBatchFileReader, columns: Sequence[str] | None,
+                     chunk_rows: int) -> Iterator[pa.RecordBatch]:
+    """The record batches of an Arrow IPC file, ``columns`` selected, none longer than ``chunk_rows``."""
+    try:
+        for i in range(reader.num_record_batches):
+            batch = reader.get_batch(i)
+            if columns is not None:
+                batch = batch.select(list(columns))
+            for start in range(0, batch.num_rows, chunk_rows):
+                yield batch.slice(start, chunk_rows)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"cannot read Arrow IPC file {str(p)!r}: {exc}") from None
+
+
+#: The readers of :attr:`pramkit.io_formats.FileFormat.reader`: a file's format's entry names the one that reads it.
+_READERS = {"csv": _read_csv, "parquet": _read_parquet, "stat": _read_stat, "feather": _read_feather}
 
 
 def _dataset(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values: Sequence[str],
@@ -776,7 +995,7 @@ def _dataset(p: Path, columns: Sequence[str] | None, chunk_rows: int, na_values:
         require_columns(columns, headers[0], _named(p, headers[0]))
         meta = TableMeta("csv", list(columns) if columns is not None else headers[0],
                          missing=csv_missing_codes(na_values), sep=dialect.sep, encoding=dialect.encoding,
-                         newline=_csv_newline(parts[0]))
+                         newline=_csv_newline(parts[0]), decimal=dialect.decimal)
         block = csv_block_bytes(chunk_rows)
         batches = itertools.chain.from_iterable(_csv_batches(part, columns, block, dialect) for part in parts)
         return meta, _regrouped(batches, chunk_rows)
@@ -928,9 +1147,10 @@ def value_label_categories(path: str | Path, columns: Sequence[str]) -> dict[str
     p = _existing(path, folder=True)
     if p.is_dir():  # a dataset folder: CSV or Parquet parts, which declare no value labels
         return {}
-    fmt = table_format(p)
-    if fmt not in ("stata", "spss"):
+    entry = path_format(p)
+    if not entry.value_labels:  # the formats that declare value labels: the table's (io_formats)
         return {}
+    fmt = entry.name
     import pyreadstat
 
     reader = pyreadstat.read_dta if fmt == "stata" else pyreadstat.read_sav
@@ -960,9 +1180,54 @@ def _between(value: Any, lo: Any, hi: Any) -> bool:
         return False
 
 
+def file_columns(path: str | Path, *, sep: str = CSV_SEP, encoding: str = CSV_ENCODING) -> list[str]:
+    """The columns of a file, read from its header or schema alone (a folder of part files: its first part's),
+    by the reader its format's entry names.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A file or a folder of part files.
+    sep, encoding : str
+        How a CSV file is written (:func:`csv_dialect`).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    DataError
+        The file cannot be read.
+    ParameterError
+        Its format cannot be told from its suffix.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (pathlib.Path(d) / "r.csv").write_text("sex;age\\nm;31\\n")
+    ...     file_columns(pathlib.Path(d) / "r.csv", sep=";")
+    ['sex', 'age']
+    """
+    p = Path(path)
+    if p.is_dir():  # part files: each has the table's columns
+        p = dataset_parts(p)[1][0]
+    entry = path_format(p)
+    if entry.reader == "csv":
+        return _csv_header(p, csv_dialect(sep, encoding))
+    if entry.reader == "parquet":
+        return list(pq.read_schema(p).names)
+    if entry.reader == "feather":
+        return list(_feather_reader(p).schema.names)
+    from pramkit.io_stat import stat_columns
+
+    return stat_columns(p, entry.name)
+
+
 def read_table(
     path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
-    sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, decimal: str = CSV_DECIMAL,
 ) -> pd.DataFrame:
     """Read a whole file into a pandas DataFrame (CSV columns as text; missing as in :func:`iter_batches`).
 
@@ -974,8 +1239,9 @@ def read_table(
         The columns to read; default all of them.
     na_values : sequence of str
         The texts of a CSV file that are missing besides the empty field.
-    sep, encoding : str
-        The field separator and character encoding of a CSV file (:func:`csv_dialect`).
+    sep, encoding, decimal : str
+        The field separator, character encoding and decimal mark of a CSV file (:func:`csv_dialect`; the
+        columns stay text: :func:`csv_numbers` reads numbers).
 
     Returns
     -------
@@ -1000,12 +1266,14 @@ def read_table(
     >>> frame["id"].tolist(), frame["sex"].isna().tolist()
     (['007', '008'], [False, True])
     """
-    return read_arrow(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding).to_pandas()
+    return read_arrow(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding,
+                      decimal=decimal).to_pandas()
 
 
 def read_arrow(
     path: str | Path, *, columns: Sequence[str] | None = None, na_values: Sequence[str] = NA_VALUES,
     sep: str = CSV_SEP, encoding: str = CSV_ENCODING, compact: bool | Sequence[str] = False,
+    decimal: str = CSV_DECIMAL,
 ) -> pa.Table:
     """Read a whole file into one Arrow table (what :func:`read_table` converts to pandas).
 
@@ -1027,6 +1295,8 @@ def read_arrow(
     compact : bool or sequence of str
         Text columns dictionary-encoded (their values and missing values unchanged): every one
         (``True``) or those named.
+    decimal : str
+        The decimal mark of a CSV file's numbers (checked; the columns stay text).
 
     Returns
     -------
@@ -1047,7 +1317,8 @@ def read_arrow(
     >>> table.column("sex").to_pylist(), str(table.schema.field("sex").type)
     (['m', None, 'm'], 'dictionary<values=string, indices=int32, ordered=0>')
     """
-    _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding)
+    _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding,
+                              decimal=decimal)
     names = None if isinstance(compact, bool) else set(compact)
     tables = [compact_text(t, names) if compact else t for t in batches]
     if not tables or sum(t.num_rows for t in tables) == 0:
@@ -1089,7 +1360,7 @@ def compact_text(table: pa.Table, names: Iterable[str] | None = None) -> pa.Tabl
 
 
 class TableWriter:
-    """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata, SPSS or SAS transport file, atomically.
+    """Write Arrow tables chunk by chunk to a CSV, Parquet, Stata, SPSS, SAS transport or Arrow IPC file, atomically.
 
     Use as a context manager; the target appears only if the block completes
     and the file written holds every row (:mod:`pramkit.atomic`).  ``inputs``
@@ -1153,12 +1424,13 @@ class TableWriter:
     def __init__(self, path: str | Path, *, force: bool = False, meta: TableMeta | None = None,
                  inputs: Iterable[PathLike | None] = ()) -> None:
         from pramkit.io_codes import CodeCarrier, carries
-        from pramkit.io_stat import check_stat_output
 
         self.inputs = list(inputs)
         self.path = check_writable(path, force=force, inputs=self.inputs)
-        self.format = table_format(self.path)
-        check_stat_output(self.path)
+        #: The output's entry in the table of formats: how it is written (streamed or whole, by which writer).
+        self.kind = path_format(self.path)
+        self.format = self.kind.name
+        check_written(self.path)
         self.force = force
         self.meta = meta
         #: What turns the input's missing codes and labels into the output's (another format).
@@ -1247,13 +1519,13 @@ class TableWriter:
         3 int64
         """
         assert self._tmp is not None, "use TableWriter as a context manager"
-        if self._carrier is not None and self.format in ("csv", "parquet"):
+        if self._carrier is not None and not self.kind.whole:
             table = self._carrier.stream(table, self.rows)
         if self._schema is None:
             self._schema = table.schema
         elif table.schema != self._schema:
             table = table.cast(self._schema)
-        if self.format in ("csv", "parquet"):
+        if not self.kind.whole:  # streamed: CSV, Parquet, Arrow IPC
             if self._writer is None:
                 self._writer = self._open(table.schema)
                 self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pramkit-writer")
@@ -1271,7 +1543,7 @@ class TableWriter:
             pending.result()
 
     def _open(self, schema: pa.Schema) -> Any:
-        """The streaming writer of a CSV or Parquet temporary.
+        """The streaming writer of a CSV, Parquet or Arrow IPC temporary (the writer the format's entry names).
 
         It writes through a :class:`_DigestingFile`, so that the digest of
         the file is known when it is closed, without reading it again; and
@@ -1280,12 +1552,14 @@ class TableWriter:
         """
         assert self._tmp is not None, "use TableWriter as a context manager"
         self._sink = _DigestingFile(self._tmp)
-        if self.format == "csv":
+        if self.kind.reader == "csv":
             same = self.meta if self.meta is not None and self.meta.format == "csv" else TableMeta("csv", [])
             dialect = csv_dialect(same.sep, same.encoding)
             if not dialect.utf8:
                 self._text = _Transcoding(self._sink, dialect.encoding, self.path)
             return _CsvWriter(self._sink if self._text is None else self._text, schema, dialect.sep, same.newline)
+        if self.kind.reader == "feather":
+            return _FeatherWriter(self._sink, schema)
         return pq.ParquetWriter(self._sink, schema)
 
     def _write_chunk(self, table: pa.Table) -> None:
@@ -1325,7 +1599,7 @@ class TableWriter:
             finally:
                 if self._sink is not None:  # opened with the writer (_open)
                     self._sink.close()
-        if self.format in ("stata", "spss", "sas"):
+        if self.kind.whole:
             self._write_stat()
 
     def _stop_background(self) -> None:
@@ -1360,12 +1634,15 @@ class TableWriter:
         if size == 0:
             raise OSError(errno.ENOSPC, "the writer left an empty file")
         try:
-            if self.format == "parquet":
+            if self.kind.reader == "parquet":
                 written = pq.read_metadata(tmp).num_rows
-            elif self.format in ("stata", "spss", "sas"):
+            elif self.kind.reader == "stat":
                 from pramkit.io_stat import rows_written
 
                 written = rows_written(tmp, self.path.suffix)
+            elif self.kind.reader == "feather":
+                with pa.memory_map(str(tmp), "r") as mapped:
+                    written = pa.ipc.open_file(mapped).count_rows()
             else:
                 return
         except OSError:
@@ -1488,6 +1765,74 @@ def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP, newline: str 
                             data if data is not None else b"", valid if text.null_count else None, text.offset))
         parts.append(_kernels.csv_rows(columns, batch.num_rows, sep_byte[0], newline == "\r\n"))
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _FeatherWriter:
+    """The streaming Arrow IPC writer of :class:`TableWriter`: each record batch written with buffers that hold
+    its values and nothing else (:func:`exact_array`), so that the same release is the same bytes."""
+
+    def __init__(self, sink: Any, schema: pa.Schema) -> None:
+        self._writer = pa.ipc.new_file(sink, schema)
+
+    def write_table(self, table: pa.Table) -> None:
+        for batch in table.to_batches():
+            if batch.num_rows:
+                self._writer.write_batch(pa.RecordBatch.from_arrays([exact_array(c) for c in batch.columns],
+                                                                    schema=batch.schema))
+
+    def close(self) -> None:  # the sink is closed by TableWriter
+        self._writer.close()
+
+
+def _packed(valid: pa.Array) -> pa.Buffer:
+    """A validity bitmap of ``valid`` (booleans) whose bits past its length are zero."""
+    return pa.py_buffer(np.packbits(valid.to_numpy(zero_copy_only=False), bitorder="little").tobytes())
+
+
+def exact_array(array: pa.Array) -> pa.Array:
+    """``array`` with buffers that hold its values and nothing else: a text's bytes past its last value (what a
+    kernel allocated and did not use), a bitmap's bits past its length and the values under its nulls are
+    not copied or are zero.  An Arrow IPC file writes buffers as they are in memory, so that what memory held
+    there would otherwise make the same release different bytes.  Nested types are returned as they are.
+
+    Examples
+    --------
+    >>> a = pa.array(["ab", None, "c"]).slice(1)
+    >>> b = exact_array(a)
+    >>> b.to_pylist(), b.offset, b.buffers()[2].size
+    ([None, 'c'], 0, 1)
+    >>> exact_array(pa.array([1.5, None])).to_pylist()
+    [1.5, None]
+    """
+    kind = array.type
+    if pa.types.is_dictionary(kind):
+        return pa.DictionaryArray.from_arrays(exact_array(array.indices), exact_array(array.dictionary),
+                                             ordered=kind.ordered)
+    valid = _packed(array.is_valid()) if array.null_count else None
+    n = len(array)
+    if pa.types.is_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_string(kind) \
+            or pa.types.is_large_binary(kind):
+        wide = pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)
+        _, offsets_buffer, data = array.buffers()[:3]
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)[array.offset:array.offset + n + 1]
+        start, end = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)
+        values = b"" if data is None else data.slice(start, end - start).to_pybytes()  # a copy of the values alone
+        return pa.Array.from_buffers(kind, n, [valid, pa.py_buffer((offsets - start).tobytes()), pa.py_buffer(values)],
+                                     null_count=array.null_count)
+    if pa.types.is_boolean(kind):
+        values = _packed(pc.fill_null(array, False))
+        return pa.Array.from_buffers(kind, n, [valid, values], null_count=array.null_count)
+    if pa.types.is_primitive(kind) and array.null_count:  # numbers, dates, times: zero under the nulls
+        storage = pa.int64() if kind.bit_width == 64 else pa.int32() if kind.bit_width == 32 else None
+        if storage is None or pa.types.is_floating(kind):
+            filled = pc.fill_null(array, pa.scalar(0, kind)) if pa.types.is_floating(kind) else None
+        else:
+            filled = pc.fill_null(array.view(storage), 0).view(kind)
+        if filled is not None:
+            return pa.Array.from_buffers(kind, n, [valid, filled.buffers()[1]], null_count=array.null_count)
+    if array.offset or (array.null_count == 0 and array.buffers()[0] is not None):
+        return pa.concat_arrays([array])
+    return array
 
 
 class _CsvWriter:

@@ -49,6 +49,7 @@ import pyarrow as pa
 
 from pramkit.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, WriteError
+from pramkit.io_formats import formats
 
 #: The key of the Parquet key-value metadata that holds the missing codes and labels.
 PARQUET_KEY = b"pramkit.codes"
@@ -57,11 +58,19 @@ PARQUET_VERSION = 1
 #: The labels (:attr:`pramkit.io.TableMeta.labels`) a Parquet file keeps for a writer of their format.
 PARQUET_LABELS = ("column_labels", "variable_value_labels", "file_label", "table_name", "storage", "coded",
                   "original_variable_types", "variable_display_width", "variable_measure")
-#: The longest text value, in bytes, each format holds (longer ones come back cut short or empty).
-STRING_LIMITS = {"spss": 32_767, "sas": 32_767}
+#: The longest text value, in bytes, each format holds (longer ones come back cut short or empty): the table's
+#: (:attr:`pramkit.io_formats.FileFormat.string_limit`).
+STRING_LIMITS = {f.name: f.string_limit for f in formats() if f.string_limit is not None}
 #: The number each letter code becomes in an SPSS file: ``.a``/``.A`` -1 ... ``.z``/``.Z`` -26, ``._`` -27.
 SPSS_NUMBERS = {**{c: -(i + 1) for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}, "_": -27}
-_NAMES = {"stata": "a Stata", "spss": "an SPSS", "sas": "a SAS transport", "csv": "a CSV", "parquet": "a Parquet"}
+#: How a message names a file of each format (:attr:`pramkit.io_formats.FileFormat.called`).
+_NAMES = {f.name: f.called for f in formats()}
+
+
+def _letter_codes(fmt: str) -> bool:
+    """Whether the format ``fmt`` holds its missing codes as letters in a column of numbers (the table's
+    :attr:`pramkit.io_formats.FileFormat.letter_codes`: Stata, SAS)."""
+    return any(f.name == fmt and f.letter_codes for f in formats())
 
 
 def origin(meta: Any) -> str:
@@ -291,7 +300,7 @@ class CodeCarrier:
                     value_labels[name] = own
                 continue
             frame[name], declared = self._apply(name, column, mask, mapping)
-            if self.target in ("stata", "sas"):
+            if _letter_codes(self.target):
                 labels["coded"][name] = self.target
             if declared:
                 ranges[name] = declared

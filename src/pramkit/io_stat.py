@@ -37,15 +37,13 @@ import pandas as pd
 from pramkit.codebook import MissingCodes, canonical
 from pramkit.errors import DataError, ParameterError, PramkitError, WriteError
 from pramkit.io_codes import check_string_widths, numbers_and_codes
+from pramkit.io_formats import file_format, format_of_path, format_of_suffix, formats
 
-#: File suffix -> format, for the files read through pyreadstat (:data:`pramkit.io.FORMATS` holds them all).
-STAT_FORMATS = {".dta": "stata", ".sav": "spss", ".zsav": "spss", ".sas7bdat": "sas", ".xpt": "sas"}
-#: What each format calls the missing values it keeps as codes, for the ledger and messages.
-CODE_SYSTEMS = {
-    "stata": "Stata's extended missing values .a-.z",
-    "sas": "SAS's special missing values .A-.Z and ._",
-    "spss": "SPSS's user-missing values",
-}
+#: File suffix -> format, for the files read through pyreadstat (:data:`pramkit.io.FORMATS` holds them all):
+#: derived from the table of formats (:data:`pramkit.io_formats.FILE_FORMATS`).
+STAT_FORMATS = {s: f.name for f in formats() if f.reader == "stat" for s in f.suffixes}
+#: What each format calls the missing values it keeps as codes, for the ledger and messages (the table's).
+CODE_SYSTEMS = {f.name: f.codes for f in formats() if f.codes}
 #: The metadata pyreadstat reads that a writer of the same format gives back, by format:
 #: (name in pyreadstat's metadata, name of the writer's argument).
 KEPT_META = {
@@ -61,9 +59,11 @@ def _reader(suffix: str) -> tuple[Any, dict[str, Any]]:
     import pyreadstat
 
     suffix = suffix.lower()
-    if suffix == ".dta":
+    entry = format_of_suffix(suffix)
+    name = None if entry is None else entry.name
+    if name == "stata":
         return pyreadstat.read_dta, {"user_missing": True}
-    if suffix in (".sav", ".zsav"):
+    if name == "spss":
         return pyreadstat.read_sav, {"user_missing": True}
     if suffix == ".sas7bdat":
         return pyreadstat.read_sas7bdat, {"user_missing": True}
@@ -123,7 +123,8 @@ def check_labels(fmt: str, column_labels: dict[str, Any], value_labels: dict[str
 
 
 def check_stat_output(path: str | Path) -> None:
-    """:class:`ParameterError` for an output pramkit cannot write: a ``.sas7bdat`` file.
+    """:class:`ParameterError` for an output pramkit cannot write: a ``.sas7bdat`` file (the table of formats'
+    :attr:`pramkit.io_formats.FileFormat.written`; :func:`pramkit.io.check_written` asks it of every format).
 
     Parameters
     ----------
@@ -143,9 +144,9 @@ def check_stat_output(path: str | Path) -> None:
     ...
     pramkit.errors.ParameterError: pramkit cannot write 'released.sas7bdat': no open writer of .sas7bdat files exists; write .xpt (SAS transport, which SAS reads with PROC CIMPORT or LIBNAME XPORT) or .parquet
     """
-    if Path(path).suffix.lower() == ".sas7bdat":
-        raise ParameterError(f"pramkit cannot write {str(path)!r}: no open writer of .sas7bdat files exists; write "
-                             ".xpt (SAS transport, which SAS reads with PROC CIMPORT or LIBNAME XPORT) or .parquet")
+    entry = format_of_path(path)
+    if entry is not None and entry.reader == "stat" and not entry.writes(Path(path).suffix):
+        raise ParameterError(f"pramkit cannot write {str(path)!r}: {entry.unwritable}")
 
 
 def stat_columns(path: Path, fmt: str) -> list[str]:
@@ -243,7 +244,7 @@ def read_stat(path: Path, fmt: str,
         if name in frame.columns and declared
     }
     labels["coded"] = _read_codes(frame, fmt, labels["storage"], special, ranges)
-    source = "; ".join(sorted({CODE_SYSTEMS[fmt]} if ranges else set()))
+    source = "; ".join(sorted({_code_system(fmt)} if ranges else set()))
     return frame, labels, MissingCodes(ranges=ranges, source=source) if ranges else MissingCodes()
 
 
@@ -309,10 +310,12 @@ def _read_codes(frame: pd.DataFrame, fmt: str, storage: Mapping[str, Any], speci
     numbers and codes), each code declared missing in ``ranges``.  Returns ``{column: fmt}`` of those
     columns (``frame`` and ``ranges`` are changed in place)."""
     coded: dict[str, str] = {}
+    entry = file_format(fmt)
+    letters = entry is not None and entry.letter_codes  # Stata's and SAS's codes (io_formats)
     for name in frame.columns:
         if storage.get(name) == "string" and (frame[name] == "").any():  # the formats' missing text
             frame[name] = frame[name].astype(object).where(frame[name] != "", None)
-        if fmt not in ("stata", "sas") or storage.get(name) == "string":
+        if not letters or storage.get(name) == "string":
             continue
         numbers, codes = _split_codes(frame[name], special.get(name))
         if codes is None:
@@ -489,7 +492,8 @@ def missing_code_words(path: str | Path) -> str | None:
     >>> missing_code_words("survey.dta"), missing_code_words("survey.csv")
     ("Stata's extended missing values .a-.z", None)
     """
-    return CODE_SYSTEMS.get(STAT_FORMATS.get(Path(path).suffix.lower(), ""))
+    entry = format_of_path(path)
+    return None if entry is None else entry.codes
 
 
 def check_codes_named(manifest: Any, missing: MissingCodes, labels: Mapping[str, Any], where: str) -> None:
@@ -564,16 +568,25 @@ def _parquet_code_words(path: Path) -> str | None:
     except Exception:  # not readable here: the reader of the data says why
         return None
     labels, missing, _ = read_parquet_codes(raw, repr(str(path)))
-    return CODE_SYSTEMS.get(str(labels.get("origin"))) if missing else None
+    entry = file_format(str(labels.get("origin")))
+    return entry.codes if missing and entry is not None else None
 
 
 def _code_words(path: Path) -> str | None:
     """:func:`missing_code_words` of a file, or of the Stata, SPSS or SAS file a Parquet file pramkit wrote
     came from (its metadata read)."""
     words = missing_code_words(path)
-    if words is None and path.suffix.lower() in (".parquet", ".pq"):
+    entry = format_of_path(path)
+    if words is None and entry is not None and entry.reader == "parquet":
         words = _parquet_code_words(path)
     return words
+
+
+def _code_system(fmt: str) -> str:
+    """The missing codes of the format ``fmt`` in words (its entry's :attr:`~pramkit.io_formats.FileFormat.codes`)."""
+    entry = file_format(fmt)
+    assert entry is not None and entry.codes is not None, fmt  # read_stat reads the formats that keep codes
+    return entry.codes
 
 
 def _number(text: str) -> float | None:

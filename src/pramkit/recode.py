@@ -56,23 +56,30 @@ import pandas as pd
 import pyarrow as pa
 
 from pramkit.codebook import MissingCodes
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.io_formats import file_format, whole
 from pramkit.progress import progress
 
 #: The keys a column's rule may hold.
 RULE_KEYS = ("merge", "top", "bottom", "breaks", "labels", "closed")
 
 
-def _number(value: Any) -> float | None:
-    """A value as a finite number, or None (a text that is not a number, a boolean, NaN, an infinity)."""
+def _number(value: Any, decimal: str = CSV_DECIMAL) -> float | None:
+    """A value as a finite number, or None (a text that is not a number, a boolean, NaN, an infinity); a text
+    read with the decimal mark ``decimal`` (with ``","``: ``12,5`` is a number, ``12.5`` is not)."""
     if isinstance(value, (bool, np.bool_)) or value is None:
         return None
     if isinstance(value, (int, float, np.integer, np.floating)):
         number = float(value)
     elif isinstance(value, str):
+        text = value.strip()
+        if decimal != CSV_DECIMAL:
+            if CSV_DECIMAL in text:
+                return None
+            text = text.replace(decimal, CSV_DECIMAL)
         try:
-            number = float(value.strip())
+            number = float(text)
         except ValueError:
             return None
     else:
@@ -174,8 +181,9 @@ class ColumnRecode:
         """Whether every category the rule makes is a number (a column of numbers then stays one)."""
         return all(_number(c) is not None for c in self.outputs())
 
-    def value(self, value: Any, column: str = "the column") -> str:
-        """The recoded text of one value that is present (neither missing nor a missing code).
+    def value(self, value: Any, column: str = "the column", decimal: str = CSV_DECIMAL) -> str:
+        """The recoded text of one value that is present (neither missing nor a missing code); a text read as a
+        number with the decimal mark ``decimal`` (a value left as it is keeps its text: ``12,5`` stays ``12,5``).
 
         Raises
         ------
@@ -194,7 +202,7 @@ class ColumnRecode:
         pramkit.errors.DataError: column 'db040' is not numeric (it holds 'Tyrol'): top and bottom codes and breaks recode numbers; merge its categories instead
         """
         text = code_text(value)
-        n = _number(value) if self.numeric else None
+        n = _number(value, decimal) if self.numeric else None
         if self.breaks is not None and n is not None:
             label = self.breaks.label(n)
             if label is None:
@@ -459,15 +467,19 @@ class Recoding:
                 raise ParameterError(f"the recoding of {column!r} merges {merged!r}, a missing code of the file "
                                      f"({missing.source}): missing codes are kept as they are; leave it out of the map")
 
-    def apply(self, table: pa.Table, missing: MissingCodes | None = None) -> pa.Table:
+    def apply(self, table: pa.Table, missing: MissingCodes | None = None, decimal: str = CSV_DECIMAL) -> pa.Table:
         """``table`` with its recoded columns replaced (:meth:`apply_counted`)."""
-        return self.apply_counted(table, missing)[0]
+        return self.apply_counted(table, missing, decimal)[0]
 
-    def apply_counted(self, table: pa.Table, missing: MissingCodes | None = None) -> tuple[pa.Table, dict[str, int]]:
+    def apply_counted(self, table: pa.Table, missing: MissingCodes | None = None, decimal: str = CSV_DECIMAL,
+                      first_row: int = 0) -> tuple[pa.Table, dict[str, int]]:
         """``table`` with its recoded columns replaced, and how many values each rule changed.
 
         A column of numbers stays one when its rule makes numbers only; otherwise it becomes text.
-        A null, and a value that ``missing`` declares a missing code, stay as they are.
+        A null, and a value that ``missing`` declares a missing code, stay as they are.  A text top or bottom
+        coded or cut into intervals is read as a number with the decimal mark ``decimal`` (with ``","``, a
+        value not so written is refused naming its row: ``first_row`` is the rows of the file before
+        ``table``).
 
         Examples
         --------
@@ -481,13 +493,13 @@ class Recoding:
         for column, rule in self.rules.items():
             i = table.schema.get_field_index(column)
             kept = None if missing is None else missing.mask(column, table.column(i))
-            array, changed[column] = _recoded(rule, column, table.column(i), kept)
+            array, changed[column] = _recoded(rule, column, table.column(i), kept, decimal, first_row)
             table = table.set_column(i, column, array)
         return table, changed
 
 
-def _recoded(rule: ColumnRecode, column: str, values: pa.ChunkedArray,
-             kept: np.ndarray | None) -> tuple[pa.Array, int]:
+def _recoded(rule: ColumnRecode, column: str, values: pa.ChunkedArray, kept: np.ndarray | None,
+             decimal: str = CSV_DECIMAL, first_row: int = 0) -> tuple[pa.Array, int]:
     """One column recoded (its nulls and missing codes kept) and the number of values changed."""
     kind = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
     numbers = (pa.types.is_integer(kind) or pa.types.is_floating(kind)) and rule.numeric_out
@@ -498,7 +510,12 @@ def _recoded(rule: ColumnRecode, column: str, values: pa.ChunkedArray,
     held = np.zeros(len(series), dtype=bool) if kept is None else kept & present
     present &= ~held
     given = series[present]
-    made = {u: rule.value(u, column) for u in pd.unique(given)}
+    if rule.numeric and decimal != CSV_DECIMAL:  # a number not written with the decimal comma: refused by its row
+        from pramkit.io import csv_numbers
+
+        read = present & ~series.map(lambda v: isinstance(v, str) and v in rule.merge).to_numpy(dtype=bool)
+        csv_numbers(series.where(read, None), column, decimal=decimal, first_row=first_row)
+    made = {u: rule.value(u, column, decimal) for u in pd.unique(given)}
     changed = int(given.map({u: made[u] != code_text(u) for u in made}).sum()) if len(given) else 0
     if numbers:
         out = series.to_numpy(dtype=float, na_value=np.nan).copy()
@@ -743,7 +760,8 @@ def written_meta(meta: Any, recoding: Recoding, where: str) -> Any:
     from pramkit.io_codes import origin
 
     written = origin(meta)  # a Parquet file pramkit wrote from a Stata, SPSS or SAS file keeps their labels
-    if written not in ("stata", "spss", "sas"):
+    entry = file_format(written)
+    if entry is None or entry.reader != "stat":  # the labels and formats read through pyreadstat (io_formats)
         return meta
     labels = {k: (dict(v) if isinstance(v, dict) else v) for k, v in meta.labels.items()}
     value_labels = labels.get("variable_value_labels") or {}
@@ -777,16 +795,21 @@ def _empty_table(path: Path, meta: Any) -> pa.Table:
     """The columns of a file that holds no rows, as a table of no rows (its recoded columns' types follow)."""
     import pyarrow.parquet as pq
 
-    if meta.format == "csv":
+    entry = file_format(meta.format)
+    reader = None if entry is None else entry.reader
+    if reader == "csv":
         return pa.table({c: pa.array([], pa.string()) for c in meta.columns})
-    if meta.format == "parquet" and path.is_file():
+    if reader == "parquet" and path.is_file():
         return pq.read_schema(path).empty_table()
+    if reader == "feather" and path.is_file():
+        with pa.memory_map(str(path), "r") as mapped:
+            return pa.ipc.open_file(mapped).schema.empty_table()
     raise DataError(f"{path.name} holds no rows, and pramkit cannot tell the types of its columns: nothing to recode")
 
 
 def recode_file(path: str | Path, out: str | Path, recoding: Recoding, *, force: bool = False,
                 na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
-                quiet: bool = True) -> RecodeResult:
+                quiet: bool = True, decimal: str = CSV_DECIMAL) -> RecodeResult:
     """Stream ``path`` through ``recoding`` into ``out`` (atomically; one chunk in memory).
 
     Missing codes are read as the values they are (:func:`pramkit.io.iter_batches` with
@@ -807,6 +830,9 @@ def recode_file(path: str | Path, out: str | Path, recoding: Recoding, *, force:
         How a CSV file is read (:func:`pramkit.io.iter_batches`).
     quiet : bool
         No progress bar (progress still reaches :func:`pramkit.progress.watching`).
+    decimal : {".", ","}
+        The decimal mark of the numbers a CSV file's columns top or bottom coded or cut into intervals hold
+        (``","``: ``12,5``; a value left as it is is written as it was read).
 
     Returns
     -------
@@ -838,7 +864,8 @@ def recode_file(path: str | Path, out: str | Path, recoding: Recoding, *, force:
     src = Path(path)
     if not recoding.rules:
         raise ParameterError("the recoding declares no rule: name a column and its rule ({column: {merge: {old: new}}})")
-    meta, tables = iter_batches(src, na_values=tuple(na_values), sep=sep, encoding=encoding, keep_missing_codes=True)
+    meta, tables = iter_batches(src, na_values=tuple(na_values), sep=sep, encoding=encoding, keep_missing_codes=True,
+                                decimal=decimal)
     recoding.check(meta.columns, src.name)
     recoding.check_codes(meta.missing)
     kept = written_meta(meta, recoding, src.name)
@@ -846,11 +873,11 @@ def recode_file(path: str | Path, out: str | Path, recoding: Recoding, *, force:
     with progress(total=meta.rows, desc="recoding", unit="rows", quiet=quiet) as bar, \
             TableWriter(out, force=force, meta=kept, inputs=[path]) as writer:
         for table in tables:
-            recoded, counts = recoding.apply_counted(table, meta.missing)
+            recoded, counts = recoding.apply_counted(table, meta.missing, meta.decimal, writer.rows)
             writer.write(recoded)
             changed = {c: changed[c] + counts[c] for c in changed}
             bar.update(table.num_rows)
-        if writer.rows == 0 and meta.format in ("csv", "parquet"):  # a header and no rows: the same header
+        if writer.rows == 0 and not whole(meta.format):  # a header and no rows: the same header
             writer.write(recoding.apply(_empty_table(src, meta), meta.missing))
     return RecodeResult(rows=writer.rows, changed=changed, data=str(src), output=str(out))
 

@@ -187,6 +187,17 @@ def encoding_setting() -> Any:
                    label="Encoding")
 
 
+def decimal_setting() -> Any:
+    """``--decimal``, a setting of every workflow that reads a CSV file (its flag is the shared one): the decimal
+    mark of the numbers it reads (weights, numeric covariates, breaks); categories stay text."""
+    from pramkit.defaults import CSV_DECIMAL
+    from pramkit.validate import DECIMAL
+
+    return setting(CSV_DECIMAL, str, DECIMAL, "the decimal mark of a CSV file's numbers (weights, numeric columns): "
+                   "'.' or ',' (categories stay text)", shared=True, noun="the decimal mark (--decimal)",
+                   label="Decimal mark")
+
+
 def engine_setting(spark: str) -> Any:
     """``--engine``, a setting of every workflow whose passes over records may run on Spark (``spark``: what
     ``--engine spark`` does for it; the flag is the shared one)."""
@@ -551,6 +562,7 @@ class DataSettings:
     na_values: tuple[str, ...] = na_values_setting()
     sep: str = sep_setting()
     encoding: str = encoding_setting()
+    decimal: str = decimal_setting()
     engine: str = engine_setting("the passes over records run by Spark")
     spark_master: str = spark_master_setting()
 
@@ -565,6 +577,7 @@ __all__ = [
     "check_rules",
     "check_values",
     "comma_numbers",
+    "decimal_setting",
     "encoding_setting",
     "engine_setting",
     "flags",

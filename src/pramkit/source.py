@@ -9,9 +9,10 @@ the workflow, and the stages take the source, never asking again whether they ho
 or a frame.  What costs a read (the columns, the digest, the value labels) is read when
 first asked for and kept: the file is described once per workflow, however many stages ask.
 
-A source carries how its file is read (``na_values``, ``sep``, ``encoding``); every reader
-given a source (:func:`pramkit.io.iter_batches`, :func:`pramkit.counts.count_groups`) reads
-it so.
+A source carries how its file is read (``na_values``, ``sep``, ``encoding``, ``decimal``); every
+reader given a source (:func:`pramkit.io.iter_batches`, :func:`pramkit.counts.count_groups`) reads
+it so.  A CSV file's columns stay text; where a column is read as numbers (survey weights) its
+texts are read with the source's decimal mark (:func:`pramkit.io.csv_numbers`, ``meta.decimal``).
 
 Examples
 --------
@@ -38,14 +39,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.frames import describe, frame_columns, frame_kind, pandas_table
 from pramkit.io import CHUNK_ROWS, TableMeta, iter_batches, read_table, sha256_of, value_label_categories
+from pramkit.io_formats import names_where, whole
 
 #: The formats whose reader returns the whole file at once (:func:`pramkit.io.iter_batches`): a source
-#: keeps the records it read of one until asked for other columns or :meth:`Source.forget`.
-READ_WHOLE = ("stata", "spss", "sas")
+#: keeps the records it read of one until asked for other columns or :meth:`Source.forget`.  Derived from the
+#: table of formats (:attr:`pramkit.io_formats.FileFormat.whole`), which :meth:`Source.batches` asks.
+READ_WHOLE = names_where("whole")
 
 #: What a message says a source may be.
 KINDS_SAID = "a file path, a pandas or polars DataFrame, a polars LazyFrame or an Arrow table"
@@ -65,6 +68,8 @@ class Source:
         The texts of a CSV file that are missing besides the empty field.
     sep, encoding : str
         The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
+    decimal : str
+        The decimal mark of a CSV file's numbers, ``"."`` or ``","`` (:func:`pramkit.io.csv_numbers`).
 
     Attributes
     ----------
@@ -100,16 +105,20 @@ class Source:
     # Every answer is a cached_property (kept in the instance's __dict__, never a data descriptor), so that a
     # frozen dataclass may subclass Source and hold some answers as its fields: pramkit.workbench.Source does.
 
+    #: The decimal mark of a CSV file's numbers (a subclass that does not set it reads the decimal point).
+    decimal: str = CSV_DECIMAL
+
     def __init__(self, data: Any, *, na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP,
-                 encoding: str = CSV_ENCODING) -> None:
+                 encoding: str = CSV_ENCODING, decimal: str = CSV_DECIMAL) -> None:
         self.data = data
         self.na_values = (na_values,) if isinstance(na_values, str) else tuple(na_values)
         self.sep = sep
         self.encoding = encoding
+        self.decimal = decimal
 
     @classmethod
     def open(cls, data: Any, *, na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP,
-             encoding: str = CSV_ENCODING) -> Source:
+             encoding: str = CSV_ENCODING, decimal: str = CSV_DECIMAL) -> Source:
         """The source of ``data`` (``data`` itself when it is one already: then the reading settings
         given here are not used, the source's own are).
 
@@ -122,7 +131,7 @@ class Source:
             The data.
         na_values : sequence of str
             The texts of a CSV file that are missing besides the empty field.
-        sep, encoding : str
+        sep, encoding, decimal : str
             How a CSV file is read.
 
         Returns
@@ -144,7 +153,7 @@ class Source:
             return data
         if not isinstance(data, (str, Path)) and frame_kind(data) is None:
             raise ParameterError(f"data must be {KINDS_SAID}, not {type(data).__name__}")
-        return cls(data, na_values=na_values, sep=sep, encoding=encoding)
+        return cls(data, na_values=na_values, sep=sep, encoding=encoding, decimal=decimal)
 
     @cached_property
     def kind(self) -> str:
@@ -184,11 +193,13 @@ class Source:
         labels and missing codes (:class:`pramkit.io.TableMeta`; a pandas frame's format is ``"pandas"``)."""
         if self.kind == "pandas":
             return TableMeta("pandas", [str(c) for c in self.data.columns], rows=len(self.data))
-        return iter_batches(self.data, na_values=self.na_values, sep=self.sep, encoding=self.encoding)[0]
+        return iter_batches(self.data, na_values=self.na_values, sep=self.sep, encoding=self.encoding,
+                            decimal=self.decimal)[0]
 
     @cached_property
     def format(self) -> str:
-        """``csv``, ``parquet``, ``stata``, ``spss``, ``sas``, or the frame's kind."""
+        """``csv``, ``parquet``, ``stata``, ``spss``, ``sas``, ``feather`` (:func:`pramkit.io.table_format`), or the
+        frame's kind."""
         return self.meta.format
 
     @cached_property
@@ -235,7 +246,7 @@ class Source:
                 keep_missing_codes: bool = False,
                 flat: Sequence[str] | None = None) -> tuple[TableMeta, Iterator[pa.Table]]:
         """Its records as Arrow tables of about ``chunk_rows`` rows (:func:`pramkit.io.iter_batches`, read
-        with the source's ``na_values``, ``sep`` and ``encoding``; a pandas frame as one table).
+        with the source's ``na_values``, ``sep``, ``encoding`` and ``decimal``; a pandas frame as one table).
 
         Parameters
         ----------
@@ -269,8 +280,8 @@ class Source:
             return kept[1], iter(kept[2])
         meta, tables = iter_batches(self.data, columns=columns, chunk_rows=chunk_rows, na_values=self.na_values,
                                     keep_missing_codes=keep_missing_codes, flat=flat, sep=self.sep,
-                                    encoding=self.encoding)
-        if meta.format not in READ_WHOLE:
+                                    encoding=self.encoding, decimal=self.decimal)
+        if not whole(meta.format):  # the table of formats says which formats are read whole
             return meta, tables
         self.__dict__["_whole"] = (key, meta, list(tables))  # read whole anyway: the next ask reads it no more
         return meta, iter(self.__dict__["_whole"][2])
@@ -299,7 +310,7 @@ class Source:
         """
         if self.path is not None:
             return read_table(self.path, columns=list(columns), na_values=list(self.na_values), sep=self.sep,
-                              encoding=self.encoding)
+                              encoding=self.encoding, decimal=self.decimal)
         if self.kind == "pandas":
             return self.data[list(columns)]
         return pa.concat_tables(self.batches(list(columns))[1]).to_pandas()

@@ -57,7 +57,7 @@ import pandas as pd
 import pyarrow as pa
 
 from pramkit.codebook import canonical, sort_labels, spelling_clash, spelling_error
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine import _kernels
 from pramkit.engine.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
@@ -194,6 +194,7 @@ def synthesize_release(
     na_values: Sequence[str] = NA_VALUES,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    decimal: str = CSV_DECIMAL,
 ) -> SynthesisResult:
     """Release every record with its public columns as they are and its other variables drawn from
     a model measured with DP (module docstring): a central ``epsilon`` for the whole release.
@@ -233,6 +234,9 @@ def synthesize_release(
         Replace existing outputs.
     na_values, sep, encoding
         As for ``pramkit apply``.
+    decimal : {".", ","}
+        The decimal mark of a CSV file's numbers: a numeric public column written with decimal commas is
+        binned as numbers (its values are released as they are).
 
     Returns
     -------
@@ -266,7 +270,7 @@ def synthesize_release(
     epsilon = check_settings(epsilon, min_count=min_count, pool=pool, sweeps=sweeps, public_bins=public_bins,
                              sep=sep, encoding=encoding)
     src = None if isinstance(data, pd.DataFrame) else Path(data)
-    frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding)
+    frame, kept, meta = _opened(data, src, [*variables, *public_cols], na_values, sep, encoding, decimal)
     pool = default_pool(len(frame)) if pool is None else pool
     rules = as_rules(forbid)
     _check_rule_columns(rules, variables, public_cols, list(frame.columns))
@@ -274,7 +278,7 @@ def synthesize_release(
     _check_spellings(frame, [*(v for v in variables if categories is None or v not in categories), *public_cols])
     cats, sources = _categories(frame, variables, categories)
     codes = _encode(frame, variables, cats)
-    cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins)
+    cell, cell_labels, bins = _public_cells(frame, public_cols, public_bins, decimal if src is not None else CSV_DECIMAL)
     check_memory(len(frame), pool, {v: len(cats[v]) for v in variables}, len(cell_labels))
     joints = _joints(rules, frame, public_cols, variables, cats)
     measurements, exact_bytes = _measure(codes, cell, len(cell_labels), variables, cats, cell_labels, epsilon, sk)
@@ -514,14 +518,15 @@ def _check_rule_columns(rules: Rules | None, variables: Sequence[str], public: S
                                  "synthesized nor public: make it public (the model conditions on it) or drop the rule")
 
 
-def _read_source(path: Path, na_values: Sequence[str], sep: str, encoding: str
+def _read_source(path: Path, na_values: Sequence[str], sep: str, encoding: str, decimal: str = CSV_DECIMAL
                  ) -> tuple[pd.DataFrame, pa.Table, Any]:
     """The file's records with its missing codes as missing (what the model reads), the file as read with its
     codes kept (what the released file is made from: every other column as it is, a missing value as it
     was), and what the reader learnt of it (labels, user-missing codes, the CSV dialect)."""
     from pramkit.io import blank_missing_codes, iter_batches
 
-    meta, batches = iter_batches(path, na_values=tuple(na_values), sep=sep, encoding=encoding, keep_missing_codes=True)
+    meta, batches = iter_batches(path, na_values=tuple(na_values), sep=sep, encoding=encoding, keep_missing_codes=True,
+                                 decimal=decimal)
     tables = list(batches)
     if not tables or sum(t.num_rows for t in tables) == 0:
         raise DataError(f"file {str(path)!r} has no data rows")
@@ -530,10 +535,10 @@ def _read_source(path: Path, na_values: Sequence[str], sep: str, encoding: str
 
 
 def _opened(data: Any, src: Path | None, columns: Sequence[str], na_values: Sequence[str], sep: str,
-            encoding: str) -> tuple[pd.DataFrame, Any, Any]:
+            encoding: str, decimal: str = CSV_DECIMAL) -> tuple[pd.DataFrame, Any, Any]:
     """The data as a frame (a file read with its missing codes kept, :func:`_read_source`), with the columns
     named and at least two records, or the one-line error that says what is missing."""
-    frame, kept, meta = (data, None, None) if src is None else _read_source(src, na_values, sep, encoding)
+    frame, kept, meta = (data, None, None) if src is None else _read_source(src, na_values, sep, encoding, decimal)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise DataError(f"no column {', '.join(map(repr, missing))} in the data (columns: {', '.join(map(str, frame.columns))})")
@@ -606,15 +611,18 @@ def _encode(frame: pd.DataFrame, variables: Sequence[str], cats: Mapping[str, li
     return out
 
 
-def _public_cells(frame: pd.DataFrame, public: Sequence[str], most: int
+def _public_cells(frame: pd.DataFrame, public: Sequence[str], most: int, decimal: str = CSV_DECIMAL
                   ) -> tuple[np.ndarray, list[tuple], dict[str, list[float]]]:
-    """Each record's public cell, the cells' labels and the cut points of binned numeric columns."""
+    """Each record's public cell, the cells' labels and the cut points of binned numeric columns (a column of
+    texts read as numbers with the decimal mark ``decimal``: :func:`pramkit.io.csv_numbers`)."""
+    from pramkit.io import csv_numbers
+
     if not public:
         return np.zeros(len(frame), dtype=np.int64), [()], {}
     parts, bins = [], {}
     for c in public:
         col = frame[c]
-        num = pd.to_numeric(col, errors="coerce")
+        num = pd.Series(csv_numbers(col, c, decimal=decimal, strict=False), index=col.index)
         if col.nunique(dropna=True) > most and num.notna().sum() == col.notna().sum():
             cuts = np.unique(np.quantile(num.dropna().to_numpy(dtype=float), np.linspace(0, 1, most + 1)[1:-1]))
             bins[c] = cuts.tolist()

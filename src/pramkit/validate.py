@@ -213,6 +213,33 @@ def text_encoding(value: Any) -> str:
     return str(info.name)
 
 
+#: The decimal marks a CSV file's numbers may be written with (``--decimal``).
+DECIMAL_MARKS = (".", ",")
+
+
+def decimal_mark(value: Any, sep: Any = None) -> str:
+    """The decimal mark of a CSV file's numbers (``--decimal``): ``"."`` or ``","``; with the separator ``sep``
+    given, a decimal comma is refused in a comma-separated file (``12,5`` would be two fields).
+
+    >>> decimal_mark("."), decimal_mark(",", ";")
+    ('.', ',')
+    >>> decimal_mark(";")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: the decimal mark (--decimal) must be '.' or ',', not ';'
+    >>> decimal_mark(",", ",")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --decimal , needs another field separator than ',' (a number such as 12,5 would be two fields): give the file's separator with --sep, such as ';'
+    """
+    if not isinstance(value, str) or value not in DECIMAL_MARKS:
+        raise ParameterError(f"the decimal mark (--decimal) must be '.' or ',', not {value!r}")
+    if value == "," and sep is not None and csv_separator(sep) == ",":
+        raise ParameterError("--decimal , needs another field separator than ',' (a number such as 12,5 would be "
+                             "two fields): give the file's separator with --sep, such as ';'")
+    return value
+
+
 # -- option rules ---------------------------------------------------------------------------------
 # One rule per option of a design family (:data:`pramkit.design.registry.FAMILIES`): its type, its
 # range or choices and its default, introspectable (``rule.describe()``) and checked by
@@ -468,6 +495,8 @@ POSITIVE = Checked(positive, "a positive finite number", -1.0)
 OPEN_PROBABILITY = Checked(probability, "a number strictly between 0 and 1", 1.5)
 #: A CSV file's field separator (:func:`csv_separator`).
 SEPARATOR = Checked(lambda value, name: csv_separator(value), "one character, or tab, semicolon, ...", ";;")
+#: The decimal mark of a CSV file's numbers (:func:`decimal_mark`).
+DECIMAL = Checked(lambda value, name: decimal_mark(value), "'.' or ','", ";")
 #: A text encoding Python knows (:func:`text_encoding`).
 ENCODING = Checked(lambda value, name: text_encoding(value), "an encoding such as utf-8, latin-1 or cp1252",
                    "base64")

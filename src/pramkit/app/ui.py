@@ -19,11 +19,30 @@ except ModuleNotFoundError as exc:
 from pramkit.app.fields import METHODS as METHODS  # the designs offered (re-exported: the page's names)
 from pramkit.app.fields import Field, design_fields, methods
 from pramkit.app.live import live_ui
-from pramkit.io import FORMATS
+from pramkit.io_formats import suffix_formats
 
-#: Files a data upload accepts: every suffix pramkit reads (:data:`pramkit.io.FORMATS`, so a format added there is
-#: offered here too).
-DATA_FILES = sorted(FORMATS)
+
+def data_files() -> list[str]:
+    """The files a data upload accepts: every suffix pramkit reads, from the table of formats
+    (:data:`pramkit.io_formats.FILE_FORMATS`, asked when the page is made: a format added there is offered here).
+
+    Examples
+    --------
+    >>> ".csv" in data_files() and ".sav" in data_files()
+    True
+    """
+    return sorted(suffix_formats())
+
+
+#: Files a data upload accepts (:func:`data_files`, when the module was loaded).
+DATA_FILES = data_files()
+
+
+def _titles() -> str:
+    """The formats a data upload accepts, in words (``CSV, Parquet, ...``), from the table of formats."""
+    from pramkit.io_formats import formats
+
+    return ", ".join(f.title for f in formats())
 
 
 #: The tab's name for its release in progress (kept in the tab's sessionStorage, so that a reload,
@@ -114,7 +133,7 @@ def data_tab() -> NavSetArg:
         ui.input_text("na_values", "Texts meaning missing (comma-separated)", "NA"),
         ui.input_text("csv_sep", "CSV field separator (';' or tab for many European offices' files)", ","),
         ui.input_text("csv_encoding", "CSV character encoding (utf-8, latin-1, cp1252, ...)", "utf-8"),
-        ui.input_file("upload", "Or upload a file (CSV, Parquet, Stata, SPSS, SAS)", accept=DATA_FILES),
+        ui.input_file("upload", f"Or upload a file ({_titles()})", accept=data_files()),
         ui.input_text("data_path", "Or open a file on this computer by its path (large files: read where "
                       "they are, streamed)", ""),
         ui.input_action_button("open_path", "Open the file"),

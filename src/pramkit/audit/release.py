@@ -51,6 +51,7 @@ from pramkit.audit.result import Check
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import NA_VALUES, csv_missing_codes, iter_batches, paired_chunks
+from pramkit.io_formats import file_format, names_where
 from pramkit.manifest import Manifest
 from pramkit.validate import SPARK_MASTER, engine_name
 
@@ -124,8 +125,9 @@ def read_chunks(path: str | Path, *, sep: str = ",", encoding: str = "utf-8",
                         chunk_rows=AUDIT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
 
 
-#: Formats whose files record when they were written: a release derived again is compared by content.
-STAMPED = ("stata", "spss", "sas")
+#: Formats whose files record when they were written: a release derived again is compared by content.  Derived
+#: from the table of formats (:attr:`pramkit.io_formats.FileFormat.stamped`), which the check asks.
+STAMPED = names_where("stamped")
 
 
 def same_content(a: Path, b: Path, *, sep: str = ",", encoding: str = "utf-8") -> bool:
@@ -234,7 +236,8 @@ def key_check(manifest: Path, original: Path, released: Path, key: Any,
                              f"{how} cannot be derived again with this manifest: {exc}")
         if spark_master is None:
             exact = again.is_file() and released.is_file() and filecmp.cmp(again, released, shallow=False)
-            same = exact or ((fmt in STAMPED or folder) and again.is_file() and
+            stamped = fmt is not None and (entry := file_format(fmt)) is not None and entry.stamped
+            same = exact or ((stamped or folder) and again.is_file() and
                              same_content(again, released, sep=sep, encoding=encoding))
     words = ("byte for byte" if exact else
              "value for value (derived again by Spark as part files)" if spark_master is not None else

@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 
 from pramkit._version import __version__
 from pramkit.atomic import file_error
-from pramkit.cli._common import check_files, one_line
+from pramkit.cli._common import check_csv_dialect, check_files, one_line
 from pramkit.cli.commands import HELP
 from pramkit.errors import PramkitError, PramkitWarning
 
@@ -206,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.simplefilter("always", PramkitWarning)
         warnings.showwarning = _note_printer(command)
         try:
+            check_csv_dialect(args)  # --decimal , in a comma-separated file: refused before any work
             files = getattr(args, "files", None)
             if files is not None:  # before any work: no output is an input (check_files)
                 check_files(*files(args))

@@ -104,25 +104,25 @@ def add_engine_options(parser: argparse.ArgumentParser, spark: str = "Spark jobs
 
 
 def add_csv_dialect(parser: argparse.ArgumentParser) -> None:
-    """``--sep`` and ``--encoding``: how the command's CSV data files are written, the same options for every
-    command that reads one (checked by :func:`pramkit.validate.csv_separator` and
-    :func:`pramkit.validate.text_encoding` when the file is read).
+    """``--sep``, ``--encoding`` and ``--decimal``: how the command's CSV data files are written, the same options
+    for every command that reads one (checked by :func:`pramkit.validate.csv_separator`,
+    :func:`pramkit.validate.text_encoding` when the file is read, and :func:`check_csv_dialect` before any work).
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        A command's parser; the options are parsed into ``sep`` and ``encoding`` (texts).
+        A command's parser; the options are parsed into ``sep``, ``encoding`` and ``decimal`` (texts).
 
     Examples
     --------
     >>> import argparse
     >>> parser = argparse.ArgumentParser()
     >>> add_csv_dialect(parser)
-    >>> args = parser.parse_args(["--sep", ";", "--encoding", "latin-1"])
-    >>> args.sep, args.encoding, parser.parse_args([]).sep, parser.parse_args([]).encoding
-    (';', 'latin-1', ',', 'utf-8')
+    >>> args = parser.parse_args(["--sep", ";", "--encoding", "latin-1", "--decimal", ","])
+    >>> args.sep, args.encoding, args.decimal, parser.parse_args([]).sep, parser.parse_args([]).decimal
+    (';', 'latin-1', ',', ',', '.')
     """
-    from pramkit.defaults import CSV_ENCODING, CSV_SEP
+    from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP
 
     parser.add_argument("--sep", default=CSV_SEP, metavar="CHAR",
                         help=f"field separator of CSV data files (default {CSV_SEP!r}; ';' as many European offices "
@@ -130,6 +130,29 @@ def add_csv_dialect(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoding", default=CSV_ENCODING, metavar="NAME",
                         help=f"character encoding of CSV data files (default {CSV_ENCODING}; latin-1 or cp1252 as "
                              "many offices export). A CSV file written from a CSV file keeps it")
+    parser.add_argument("--decimal", default=CSV_DECIMAL, metavar="MARK",
+                        help=f"decimal mark of the numbers of CSV data files: {CSV_DECIMAL!r} (default) or ',' as many "
+                             "offices export (12,5; with --sep ';'). Used where a column is read as numbers (weights, "
+                             "numeric covariates, breaks); categories stay text, values are written as they were")
+
+
+def check_csv_dialect(args: argparse.Namespace) -> None:
+    """Refuse a ``--decimal`` that is not ``.`` or ``,``, or ``--decimal ,`` with the comma as the field separator
+    (one line), before any work.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> check_csv_dialect(argparse.Namespace(sep=";", decimal=","))
+    >>> check_csv_dialect(argparse.Namespace(sep=",", decimal=","))
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --decimal , needs another field separator than ',' (a number such as 12,5 would be two fields): give the file's separator with --sep, such as ';'
+    """
+    from pramkit.validate import decimal_mark
+
+    if getattr(args, "decimal", None) is not None:
+        decimal_mark(args.decimal, getattr(args, "sep", None))
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:

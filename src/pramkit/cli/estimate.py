@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         result = estimate_table(args.released, manifests if len(manifests) > 1 else manifests[0], names, by=groups or None, method=args.method,
                                 variance=args.variance, confidence=args.confidence, estimator=args.estimator,
                                 na_values=args.na_values, sep=args.sep, encoding=args.encoding, **_survey(args),
-                                engine=args.engine, spark_master=args.spark_master)
+                                engine=args.engine, spark_master=args.spark_master, decimal=args.decimal)
     note("estimate", unchecked)  # after the work: an error stays the only line
     if result.table.note:
         print(f"pramkit estimate: note: {result.table.note}", file=sys.stderr)
@@ -193,6 +193,9 @@ def _emit(args: argparse.Namespace, names: list[str], groups: list[str]) -> int:
     language, out = ("r", args.emit_r) if args.emit_r is not None else (args.emit, args.emit_out)
     if language is None or out is None:
         raise ParameterError("--emit LANGUAGE and --emit-out FILE go together (the script's language and its file)")
+    if args.decimal != "." and args.weights is not None:  # the script reads its numbers with R's, SPSS's, pandas' point
+        raise ParameterError("--decimal , with --weights: the script --emit writes reads weights written with a "
+                             "decimal point; estimate here, or write the file's numbers with a point")
     other = [flag for flag, given in (("--method mle", args.method == "mle"),
                                       ("--estimator", args.estimator not in (None, "unbiased")),
                                       ("--replicate-weights", args.replicate_weights is not None),
@@ -224,16 +227,11 @@ def _regress(args: argparse.Namespace) -> int:
         raise ParameterError("--regress takes the design's variance by linearisation (--weights with --strata, --psu, "
                              "--fpc); leave out --replicate-weights")
     check_release(args.released, args.manifest)  # refuses a release of another manifest
-    from pramkit.estimate.regression import parse_formula
-    from pramkit.io import read_table
-
-    outcome, terms = parse_formula(args.regress)
     survey = _survey(args).get("survey")  # the design of --weights, --strata, --psu, --fpc, --single-psu
-    columns = list(dict.fromkeys([outcome, *terms, *([] if survey is None else survey.columns)]))
-    frame = read_table(args.released, columns=columns, na_values=args.na_values, sep=args.sep, encoding=args.encoding)
-    result = corrected_regression(frame, args.regress, args.manifest, family=args.family or "auto",
+    result = corrected_regression(args.released, args.regress, args.manifest, family=args.family or "auto",
                                   confidence=args.confidence, method=args.regress_method or "auto",
-                                  variance=args.variance, survey=survey)
+                                  variance=args.variance, survey=survey, na_values=args.na_values, sep=args.sep,
+                                  encoding=args.encoding, decimal=args.decimal)
     for warning in result.warnings:
         print(f"pramkit estimate: warning: {warning}", file=sys.stderr)
     if args.json:

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
     recoding = Recoding.read(args.map)
     result = recode_file(args.data, args.out, recoding, force=args.force, na_values=args.na_values, sep=args.sep,
-                         encoding=args.encoding, quiet=args.quiet)
+                         encoding=args.encoding, quiet=args.quiet, decimal=args.decimal)
     if not args.quiet:
         print(f"recoded {result.rows:,} rows of {args.data.name} into {args.out.name}")
         for column, n in result.changed.items():

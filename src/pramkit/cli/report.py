@@ -221,12 +221,13 @@ def run(args: argparse.Namespace) -> int:
         report = build_report(args.data, manifest, args.released, keys,
                               sampling_fraction=args.sampling_fraction, weights=args.weights, quiet=args.quiet,
                               na_values=args.na_values, contributions=args.contributions, sep=args.sep,
-                              encoding=args.encoding, design_record=args.design_record, **locality)
+                              encoding=args.encoding, design_record=args.design_record, decimal=args.decimal,
+                              **locality)
         written.append(f"{write_report(report, args.out, force=args.force)} (internal: do not publish)")
     if args.public is not None:
         public = build_public_report(manifest, args.released, original=args.data, quiet=args.quiet,
                                      na_values=args.na_values, weights=args.weights, sep=args.sep,
-                                     encoding=args.encoding, **locality)
+                                     encoding=args.encoding, decimal=args.decimal, **locality)
         written.append(f"{write_report(public, args.public, force=args.force)} (public: may be published)")
     if args.release_note is not None:
         five_safes = release_note(args.manifest, args.released, sep=args.sep, encoding=args.encoding)

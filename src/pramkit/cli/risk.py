@@ -209,7 +209,7 @@ def _household(args: argparse.Namespace, keys: list[str]) -> int:
     unchecked = check_release(args.data, args.manifest) if manifest is not None else None
     result = household_risk(args.data, keys, args.household, sampling_fraction=args.sampling_fraction,
                             weights=args.weights, missing=args.missing, na_values=args.na_values, manifest=manifest,
-                            sep=args.sep, encoding=args.encoding)
+                            sep=args.sep, encoding=args.encoding, decimal=args.decimal)
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict(), kind="pramkit.risk.household")
@@ -302,7 +302,7 @@ def _contributions(args: argparse.Namespace, keys: list[str]) -> int:
         args.original or args.data, keys, released=args.data if manifest is not None else None, manifest=manifest,
         sampling_fraction=args.sampling_fraction, weights=args.weights, model=args.model, max_size=args.max_size,
         replicates=args.replicates, na_values=args.na_values, max_steps=_steps(args), sep=args.sep,
-        encoding=args.encoding)
+        encoding=args.encoding, decimal=args.decimal)
     note("risk", unchecked)  # after the work: an error stays the only line
     if args.json:
         print_json(result.to_dict(), kind="pramkit.risk.contributions")

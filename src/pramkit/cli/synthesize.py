@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     result = synthesize_release(args.data, args.out, variables=args.vars, public=args.public, epsilon=args.epsilon,
                                 key=key, categories=cats, forbid=args.forbid, min_count=args.min_count,
                                 manifest_out=args.manifest, force=args.force, na_values=args.na_values,
-                                sep=args.sep, encoding=args.encoding)
+                                sep=args.sep, encoding=args.encoding, decimal=args.decimal)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.synthesize.result")
     else:

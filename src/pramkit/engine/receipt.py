@@ -1072,7 +1072,8 @@ def _stated(base: Guarantees, receipt: Mapping[str, Any] | None, manifest: Any =
 
 def table_columns(source: Any, *, sep: str = ",", encoding: str = "utf-8") -> list[str] | None:
     """The columns of a table, read from its header or schema alone: a file (CSV, Parquet, Stata,
-    SPSS, SAS), a folder of part files, or a frame in memory; ``None`` when it cannot be read.
+    SPSS, SAS, Arrow IPC: :func:`pramkit.io.file_columns`), a folder of part files, or a frame in memory; ``None``
+    when it cannot be read.
     ``sep`` and ``encoding``: how a CSV file is written (:func:`pramkit.io.csv_dialect`).
 
     Examples
@@ -1091,22 +1092,10 @@ def table_columns(source: Any, *, sep: str = ",", encoding: str = "utf-8") -> li
         return None
     if frame_kind(source) is not None:
         return [str(c) for c in frame_columns(source)]
-    from pramkit.io import _csv_header, csv_dialect, dataset_parts, table_format
+    from pramkit.io import file_columns
 
-    try:
-        p = Path(source)
-        if p.is_dir():  # part files: each has the release's columns
-            p = dataset_parts(p)[1][0]
-        fmt = table_format(p)
-        if fmt == "csv":
-            return _csv_header(p, csv_dialect(sep, encoding))
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(p).names)
-        from pramkit.io_stat import stat_columns
-
-        return stat_columns(p, fmt)
+    try:  # a folder: its first part's (each part has the release's columns); by the reader of the file's format
+        return file_columns(source, sep=sep, encoding=encoding)
     except (PramkitError, OSError, ValueError, TypeError):
         return None
 

@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, special
 
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP
 from pramkit.errors import DataError, ParameterError, PramkitWarning
 from pramkit.estimate.axes import inverses
 from pramkit.estimate.covariance import check_variance_kind
@@ -313,12 +314,14 @@ def _categories(frame: pd.DataFrame, name: str, manifest: Manifest) -> tuple[lis
 
 
 def _problem(frame: pd.DataFrame, outcome: str, terms: Sequence[str], manifest: Manifest,
-             family: str) -> tuple[_Problem, list[str], int, str | None, list[str]]:
-    """The EM arrays, the coefficient names, rows dropped, the event label, the perturbed columns."""
+             family: str, decimal: str = CSV_DECIMAL,
+             where: str = "") -> tuple[_Problem, list[str], int, str | None, list[str]]:
+    """The EM arrays, the coefficient names, rows dropped, the event label, the perturbed columns (numbers
+    written as text read with the decimal mark ``decimal``, a refusal naming the file ``where``)."""
     absent = [c for c in [outcome, *terms] if c not in frame.columns]
     if absent:
         raise DataError(f"column(s) {absent} are not in the data; its columns are {list(frame.columns)}")
-    frame = _numbers_parsed(frame[[outcome, *terms]].copy(), manifest)
+    frame = _numbers_parsed(frame[[outcome, *terms]].copy(), manifest, decimal, where)
     columns, missing = _term_columns(frame, terms, manifest)
     out = _outcome_of(frame, outcome, manifest, family)
     keep = ~(missing | out.missing)
@@ -344,11 +347,14 @@ def _is_number(column: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
 
-def _numbers_parsed(frame: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
+def _numbers_parsed(frame: pd.DataFrame, manifest: Manifest, decimal: str = CSV_DECIMAL,
+                    where: str = "") -> pd.DataFrame:
     """``frame`` with its columns of numbers written as text (a CSV file's columns) read as numbers.
 
     A column the manifest perturbs stays as it is, as does one whose first value is not a number or in
-    which some text is not one.
+    which some text is not one.  With the decimal comma (``decimal=","``) a column is read as numbers when
+    every text is a number so written (:func:`pramkit.io.csv_numbers`); a column of numbers written with a
+    decimal point is refused (naming its row), and any other column of text stays text (a factor).
 
     Parameters
     ----------
@@ -356,12 +362,30 @@ def _numbers_parsed(frame: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
         The formula's columns (a copy: changed in place).
     manifest : Manifest
         The release's manifest.
+    decimal : {".", ","}
+        The decimal mark of the numbers written as text.
+    where : str
+        The file, for the decimal comma's refusal (``"'released.csv'"``); empty: not named.
 
     Returns
     -------
     pandas.DataFrame
         ``frame``.
+
+    Examples
+    --------
+    >>> from pramkit.matrix import PramMatrix
+    >>> m = Manifest.of({"x": PramMatrix([[0.8, 0.2], [0.2, 0.8]], ("a", "b"))})
+    >>> read = _numbers_parsed(pd.DataFrame({"y": ["1,5", "2"], "band": ["a", "b"]}), m, ",")
+    >>> read["y"].tolist(), read["band"].tolist()
+    ([1.5, 2.0], ['a', 'b'])
+    >>> _numbers_parsed(pd.DataFrame({"y": ["1.5", "2.5"]}), m, ",")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'y', row 1: '1.5' is not a number written with a decimal comma (--decimal ,): write it 1,5, or read the file with --decimal .
     """
+    if decimal != CSV_DECIMAL:
+        return _comma_numbers_parsed(frame, manifest, decimal, where)
     for name in frame.columns:
         column = frame[name]
         if name not in manifest.names and not pd.api.types.is_numeric_dtype(column) \
@@ -370,6 +394,26 @@ def _numbers_parsed(frame: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
             parsed = pd.to_numeric(column, errors="coerce")
             if (parsed.notna() == column.notna()).all():
                 frame[name] = parsed
+    return frame
+
+
+def _comma_numbers_parsed(frame: pd.DataFrame, manifest: Manifest, decimal: str, where: str) -> pd.DataFrame:
+    """:func:`_numbers_parsed` with the decimal comma: each column not perturbed holding text read by
+    :func:`pramkit.io.csv_numbers` when every text is a number so written; a column of numbers written with a
+    point refused (the value misread otherwise), any other column of text left as it is (a factor)."""
+    from pramkit.io import csv_numbers
+
+    for name in frame.columns:
+        column = frame[name]
+        if name in manifest.names or pd.api.types.is_numeric_dtype(column) \
+                or pd.api.types.is_bool_dtype(column) or not column.notna().any():
+            continue
+        try:
+            frame[name] = csv_numbers(column, name, decimal=decimal, where=where)
+        except DataError:
+            pointed = pd.to_numeric(column, errors="coerce")
+            if (pointed.notna() == column.notna()).all():
+                raise  # numbers written with a decimal point in a file read with decimal commas
     return frame
 
 
@@ -828,7 +872,8 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
                          confidence: float = 0.95, max_iter: int = 5000, tol: float = 1e-10,
                          na_values: Sequence[str] | None = None, method: str = "auto",
                          variance: str = "multinomial", weights: str | None = None,
-                         survey: SurveyDesign | None = None) -> RegressionResult:
+                         survey: SurveyDesign | None = None, sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
+                         decimal: str = CSV_DECIMAL) -> RegressionResult:
     """Fit ``formula`` to a released file, correcting for the PRAM of its perturbed columns.
 
     A linear regression is fitted by default by moments (:mod:`pramkit.estimate.regression_moment`):
@@ -878,6 +923,14 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
         The whole design instead: weights, strata, PSUs, finite population correction, the rule
         for a stratum of one PSU (as :func:`pramkit.estimate_table` takes it).  Rows with a missing
         value in the formula's columns stay in their stratum and PSU, adding nothing (a domain).
+    sep, encoding : str
+        The field separator and character encoding of a CSV file (with ``data`` a file:
+        :func:`pramkit.io.csv_dialect`).
+    decimal : {".", ","}
+        The decimal mark of the numbers written as text (a CSV file's): the outcome, the numeric covariates
+        (a column not perturbed whose every text is a number), the weights and the fpc.  With ``","``,
+        ``12,5`` is 12.5 and a column of numbers written with a point is refused naming its row
+        (:func:`pramkit.io.csv_numbers`); a column of text stays a factor.
 
     Returns
     -------
@@ -936,19 +989,22 @@ def corrected_regression(data: Any, formula: str, manifest: Manifest | str, *, f
                              "pram_se): leave variance out")
     outcome, terms = parse_formula(formula)
     if isinstance(data, pd.DataFrame):
-        frame = data
+        frame, where = data, ""
     else:
         from pramkit.defaults import NA_VALUES
         from pramkit.io import read_table
 
         columns = list(dict.fromkeys([outcome, *terms, *([] if design is None else design.columns)]))
-        frame = read_table(data, columns=columns, na_values=NA_VALUES if na_values is None else na_values)
-    problem, names, dropped, event, perturbed = _problem(frame, outcome, terms, man, family)
+        frame = read_table(data, columns=columns, na_values=NA_VALUES if na_values is None else na_values, sep=sep,
+                           encoding=encoding, decimal=decimal)
+        where = repr(str(data))
+    problem, names, dropped, event, perturbed = _problem(frame, outcome, terms, man, family, decimal, where)
     estimator = method if method != "auto" else ("moment" if problem.family == "gaussian" else "em")
     if design is not None and estimator == "em":
         raise ParameterError("EM maximises an unweighted likelihood: survey weights go with the moment estimator of a "
                              "linear regression (method 'moment', --regress-method moment)")
-    sample = None if design is None else SampleDesign(design, design.read(frame), _rows(problem))
+    sample = None if design is None else SampleDesign(design, design.read(frame, decimal=decimal, where=where),
+                                                       _rows(problem))
     if estimator == "moment" and problem.family != "gaussian":
         raise ParameterError("the moment estimator fits a linear regression (family gaussian); a logistic "
                              "regression is fitted by EM (method 'em' or 'auto')")

@@ -21,6 +21,7 @@ from pramkit.estimate.estimators import ESTIMATORS, estimator_name
 from pramkit.settings import (
     check_rules,
     comma_numbers,
+    decimal_setting,
     encoding_setting,
     engine_setting,
     na_values_setting,
@@ -28,7 +29,7 @@ from pramkit.settings import (
     setting,
     spark_master_setting,
 )
-from pramkit.validate import OPEN_PROBABILITY, Checked, Choice, Instance
+from pramkit.validate import OPEN_PROBABILITY, Checked, Choice, Instance, decimal_mark
 
 #: The groups of ``pramkit estimate --help``.
 GROUPS = {"survey": "survey files (see docs/estimation.md): weighted totals, the design's variance and PRAM's "
@@ -50,6 +51,24 @@ def check_confidence(value: Any, name: str = "confidence") -> None:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
         raise ParameterError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+
+
+def check_decimal(decimal: str, sep: str | None = None, *, weighted: bool = False, engine: str = "local") -> None:
+    """The decimal mark of a weighted estimate's numbers: ``"."`` or ``","`` (not ``","`` in a comma-separated file,
+    :func:`pramkit.validate.decimal_mark`); weights written with a decimal comma are read on this machine only
+    (the Spark engine reads numbers written with a point): refused in one line.
+
+    Examples
+    --------
+    >>> check_decimal(",", ";", weighted=True)
+    >>> check_decimal(",", ";", weighted=True, engine="spark")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: --decimal , with --weights: the Spark engine reads weights written with a decimal point; use --engine local
+    """
+    if decimal_mark(decimal, sep) != "." and weighted and engine != "local":
+        raise ParameterError("--decimal , with --weights: the Spark engine reads weights written with a decimal "
+                             "point; use --engine local")
 
 
 def _columns(what: str = "column names, comma-separated") -> Instance:
@@ -116,6 +135,7 @@ class EstimateSpec:
     na_values: tuple[str, ...] = na_values_setting()
     sep: str = sep_setting()
     encoding: str = encoding_setting()
+    decimal: str = decimal_setting()
     engine: str = engine_setting("the counts and the weighted sums by stratum and PSU aggregated by "
                                  "Spark (CSV or Parquet), the same estimates")
     spark_master: str = spark_master_setting()
@@ -145,6 +165,7 @@ class EstimateSpec:
         if self.fay_rho is not None and self.replicate_method != "fay":
             raise ParameterError("--fay-rho goes with --replicate-method fay")
         check_variance_kind(self.variance, weighted=self.weights is not None)
+        check_decimal(self.decimal, self.sep, weighted=self.weights is not None, engine=self.engine)
 
     def keywords(self, data: Any) -> dict[str, Any]:
         """The keywords of :func:`pramkit.estimate_table` for the released ``data`` (checked first): the survey
@@ -153,15 +174,16 @@ class EstimateSpec:
         Examples
         --------
         >>> sorted(EstimateSpec(weights="w").keywords("released.csv"))  # doctest: +NORMALIZE_WHITESPACE
-        ['confidence', 'encoding', 'engine', 'estimator', 'method', 'na_values', 'replicates', 'sep',
-         'spark_master', 'survey', 'variance']
+        ['confidence', 'decimal', 'encoding', 'engine', 'estimator', 'method', 'na_values', 'replicates',
+         'sep', 'spark_master', 'survey', 'variance']
         """
         from pramkit.estimate.survey import SurveyDesign
 
         self.check()
         out: dict[str, Any] = {"method": self.method, "variance": self.variance, "confidence": self.confidence,
                                "estimator": self.estimator, "na_values": self.na_values, "sep": self.sep,
-                               "encoding": self.encoding, "engine": self.engine, "spark_master": self.spark_master}
+                               "encoding": self.encoding, "decimal": self.decimal, "engine": self.engine,
+                               "spark_master": self.spark_master}
         if self.weights is None:
             return out
         survey = SurveyDesign(self.weights, strata=self.strata, psu=self.psu, fpc=self.fpc,

@@ -76,24 +76,49 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0]) + 1
 
 
-def numeric_column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    """Column ``name`` as float64: numeric (numbers written as text are read), no missing value, finite,
-    not negative; otherwise a :class:`DataError` naming the column and the first bad row (from 1).
+def numeric_column(frame: pd.DataFrame, name: str, *, decimal: str = ".", first_row: int = 0,
+                   where: str = "") -> np.ndarray:
+    """Column ``name`` as float64: numeric (numbers written as text are read, with the decimal mark ``decimal``:
+    :func:`pramkit.io.csv_numbers`), no missing value, finite, not negative; otherwise a :class:`DataError`
+    naming the column and the first bad row (from 1).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The records (a chunk of a file).
+    name : str
+        The column.
+    decimal : {".", ","}
+        The decimal mark of numbers written as text: with ``","`` a text not written with it (``12.5``) is
+        refused naming the file ``where`` and its row ``first_row`` + the row in ``frame``.
+    first_row : int
+        The file's rows before ``frame`` (the decimal comma's message counts the file's rows).
+    where : str
+        The file, for the decimal comma's message (``"'survey.csv'"``); empty: not named.
 
     Examples
     --------
     >>> numeric_column(pd.DataFrame({"w": ["1.5", "2"]}), "w")
     array([1.5, 2. ])
+    >>> numeric_column(pd.DataFrame({"w": ["1,5", "2"]}), "w", decimal=",")
+    array([1.5, 2. ])
     >>> numeric_column(pd.DataFrame({"w": [1.0, float("inf")]}), "w")
     Traceback (most recent call last):
     ...
     pramkit.errors.DataError: column 'w' must hold finite values >= 0; row 2 holds inf
+    >>> numeric_column(pd.DataFrame({"w": ["1,5", "2.5"]}), "w", decimal=",", first_row=10)
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.DataError: column 'w', row 12: '2.5' is not a number written with a decimal comma (--decimal ,): write it 2,5, or read the file with --decimal .
     """
+    from pramkit.io import csv_numbers
+
     column = frame[name]
     if pd.api.types.is_bool_dtype(column):
         raise DataError(f"column {name!r} must be numeric, got dtype {column.dtype}")
     if not pd.api.types.is_numeric_dtype(column):  # a CSV file's text: numbers written as text
-        parsed = pd.to_numeric(column, errors="coerce")
+        parsed = pd.Series(csv_numbers(column, name, decimal=decimal, first_row=first_row, where=where),
+                           index=column.index)
         text = (parsed.isna() & column.notna()).to_numpy()
         if text.any():
             raise DataError(f"column {name!r} must be numeric; row {_first(text)} holds {column[text].iloc[0]!r}")
@@ -182,13 +207,16 @@ class SurveyDesign:
         """
         return [c for c in (self.weights, self.strata, self.psu, self.fpc) if c is not None]
 
-    def read(self, frame: pd.DataFrame) -> DesignArrays:
+    def read(self, frame: pd.DataFrame, *, decimal: str = ".", first_row: int = 0, where: str = "") -> DesignArrays:
         """The design columns of ``frame``, checked (rows are counted from 1 in ``frame``).
 
         Parameters
         ----------
         frame : pandas.DataFrame
             A chunk of the file holding at least :attr:`columns`.
+        decimal, first_row, where
+            How the weights and fpc written as text are read (:func:`numeric_column`): their decimal mark
+            (``","``: ``12,5``), and for its refusal the file's rows before ``frame`` and the file.
 
         Returns
         -------
@@ -215,9 +243,10 @@ class SurveyDesign:
         absent = [c for c in self.columns if c not in frame.columns]
         if absent:
             raise DataError(f"column(s) {absent} of the survey design are not in the data; its columns are {list(frame.columns)}")
-        fpc = None if self.fpc is None else numeric_column(frame, self.fpc)
+        fpc = None if self.fpc is None else numeric_column(frame, self.fpc, decimal=decimal, first_row=first_row,
+                                                           where=where)
         return DesignArrays(
-            weights=numeric_column(frame, self.weights),
+            weights=numeric_column(frame, self.weights, decimal=decimal, first_row=first_row, where=where),
             strata=None if self.strata is None else _labels(frame, self.strata),
             psu=None if self.psu is None else _labels(frame, self.psu),
             fpc=fpc,

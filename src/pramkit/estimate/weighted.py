@@ -469,7 +469,7 @@ def layout_of(columns: Sequence[str], levels: Sequence[Sequence[Label]], axis_co
 
 def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, replicates: Replicates | None,
                   *, quiet: bool = True, total_rows: int | None = None, times: str | None = None,
-                  squares: str | None = None) -> Any:
+                  squares: str | None = None, decimal: str = ".", where: str = "") -> Any:
     """Weighted released counts of a table by stratum and PSU (and per replicate), chunk by chunk.
 
     A record with a missing value in the table's columns adds nothing to any cell but still counts
@@ -493,6 +493,11 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
         Columns of groups of records instead of records (the Spark engine's aggregation,
         :func:`pramkit.engine.spark.counts.survey_combinations`): each row's number of records and
         the sum of their squared weights; the weights and replicate weights are then their sums.
+    decimal : {".", ","}
+        The decimal mark of the weights, fpc and replicate weights written as text (a CSV file's):
+        :func:`pramkit.io.csv_numbers`, a value not so written refused naming its row in the file ``where``.
+    where : str
+        The file, for that message (``"'released.csv'"``); empty: not named.
 
     Returns
     -------
@@ -513,9 +518,10 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
             cells = layout.cells(chunk_codes(table, layout.columns, cats, rows))
             present = cells >= 0
             frame = table.select(list(dict.fromkeys(design.columns))).to_pandas()
-            arrays = design.read(frame)
+            arrays = design.read(frame, decimal=decimal, first_row=rows, where=where)
             w = np.where(present, arrays.weights, 0.0)
-            rep = None if replicates is None else _replicate_weights(table, replicates, present)
+            rep = None if replicates is None else _replicate_weights(table, replicates, present, decimal=decimal,
+                                                                     first_row=rows, where=where)
             q = None if squares is None else np.where(present, table.column(squares).to_numpy(), 0.0)
             n = None if times is None else table.column(times).to_numpy()
             totals.add(np.where(present, cells, 0), w, strata=arrays.strata, psu=arrays.psu, fpc=arrays.fpc,
@@ -525,13 +531,15 @@ def survey_counts(batches: Iterable[Any], layout: CellLayout, design: Any, repli
     return totals
 
 
-def _replicate_weights(table: Any, replicates: Replicates, present: np.ndarray) -> np.ndarray:
+def _replicate_weights(table: Any, replicates: Replicates, present: np.ndarray, *, decimal: str = ".",
+                       first_row: int = 0, where: str = "") -> np.ndarray:
     """A chunk's replicate weights (records x replicates; each finite and >= 0, read as the design's weights
-    are), zero for a record left out of the table."""
+    are, with the decimal mark ``decimal``), zero for a record left out of the table."""
     from pramkit.estimate.survey import numeric_column
 
     frame = table.select(list(replicates.columns)).to_pandas()
-    out = np.column_stack([numeric_column(frame, name) for name in replicates.columns])
+    out = np.column_stack([numeric_column(frame, name, decimal=decimal, first_row=first_row, where=where)
+                           for name in replicates.columns])
     out[~present] = 0.0
     return out
 

@@ -125,7 +125,8 @@ class RiskSpec(DataSettings):
         self.check()
         return {"sampling_fraction": self.sampling_fraction, "weights": self.weights, "model": self.model,
                 "missing": self.missing, "fractions": self.fractions, "na_values": self.na_values, "sep": self.sep,
-                "encoding": self.encoding, "engine": self.engine, "spark_master": self.spark_master}
+                "encoding": self.encoding, "decimal": self.decimal, "engine": self.engine,
+                "spark_master": self.spark_master}
 
 
 __all__ = ["FRACTIONS", "MODEL", "RiskSpec", "max_steps"]

@@ -27,7 +27,7 @@ from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.registry import DISTANCE_WEIGHTS, DP_FORMS, DP_OBJECTIVES, FAMILIES, family
 from pramkit.errors import ParameterError
 from pramkit.release.rules import RULES, check_split
-from pramkit.settings import Setting, check_rules, markers, setting, settings
+from pramkit.settings import Setting, check_rules, decimal_setting, markers, setting, settings
 from pramkit.settings import flags as spec_flags
 from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number, Rule
 
@@ -260,6 +260,7 @@ class ReleaseSpec:
                        noun=RULES["sep"].noun, label="Separator")
     encoding: str = setting(CSV_ENCODING, str, RULES["encoding"].rule, "the character encoding of a CSV file", shared=True,
                             label="Encoding")
+    decimal: str = decimal_setting()  # a design reads no number (weights are named, released as they are)
     engine: str = setting(
         ENGINES[0], str, Choice(ENGINES), "local: streamed on this machine (default); spark: the data's counts "
         "aggregated by Spark (CSV or Parquet), the same design", shared=True, label="Engine")

@@ -48,7 +48,7 @@ from pramkit._extras import require_extra
 from pramkit._version import __version__
 from pramkit.codebook import canonical, encode, sort_labels
 from pramkit.counts import chunk_rows_for, count_frame
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, DEFAULT_SAMPLING_FRACTION, NA_VALUES
 from pramkit.design.classic import randomized_response
 from pramkit.design.measures import measure
 from pramkit.design.metric.mechanisms import RowMeasures, row_measures, rr_row_measures
@@ -674,21 +674,24 @@ def _designs(manifest: Manifest) -> tuple[DesignProvenance, ...]:
 
 def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
           na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP, encoding: str = CSV_ENCODING,
-          keep: Sequence[str] = ()) -> pd.DataFrame:
+          keep: Sequence[str] = (), decimal: str = CSV_DECIMAL) -> pd.DataFrame:
     """The needed columns of a DataFrame or a file, checking that they are present.
 
     A file's text columns are read as categoricals (:func:`pramkit.io.read_arrow`, compact), one or two
     bytes per record instead of the text, for the reports that hold the records (weighted, with
     contributions, a key missing in some record, a frame given, a Stata, SPSS or SAS file; otherwise
-    :func:`_stream_pairs` counts the tables chunk by chunk).  ``keep`` (a weight column) is read as it is.
+    :func:`_stream_pairs` counts the tables chunk by chunk).  ``keep`` (a weight column) is read as it is;
+    with the decimal comma (``decimal=","``) its texts are read as numbers (:func:`_comma_numbers`).
     """
     if isinstance(data, pd.DataFrame):
         absent = [c for c in columns if c not in data.columns]
         if absent:
             raise DataError(f"column(s) {absent} are not in the {what}; its columns are {list(map(str, data.columns))}")
-        return data
+        return _comma_numbers(data, keep, decimal, "")
     if isinstance(data, (str, Path)):
-        frame = _read_coded(data, list(columns), [c for c in columns if c not in keep], na_values, sep, encoding)
+        frame = _read_coded(data, list(columns), [c for c in columns if c not in keep], na_values, sep, encoding,
+                            decimal)
+        frame = _comma_numbers(frame, keep, decimal, repr(str(data)))
         coded = [c for c in frame.columns if c not in keep and isinstance(frame[c].dtype, pd.CategoricalDtype)]
         for c in coded:  # the categories in the order found in text (categories_of): the same tables
             texts = {canonical(t): t for t in frame[c].cat.categories}
@@ -698,8 +701,19 @@ def _load(data: pd.DataFrame | str | Path, columns: Sequence[str], what: str,
     raise ParameterError(f"the {what} must be a pandas DataFrame or a file path, not {type(data).__name__}")
 
 
+def _comma_numbers(frame: pd.DataFrame, columns: Sequence[str], decimal: str, where: str) -> pd.DataFrame:
+    """``frame`` with ``columns`` (the weights) read as numbers written with the decimal comma
+    (:func:`pramkit.io.csv_numbers`: a value not so written refused naming its row in the file ``where``), so
+    that every figure computed from the records held reads them so; ``frame`` itself with the decimal point."""
+    if decimal == CSV_DECIMAL or not columns:
+        return frame
+    from pramkit.io import csv_numbers
+
+    return frame.assign(**{c: csv_numbers(frame[c], c, decimal=decimal, where=where) for c in columns})
+
+
 def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_values: Sequence[str], sep: str,
-                encoding: str) -> pd.DataFrame:
+                encoding: str, decimal: str = CSV_DECIMAL) -> pd.DataFrame:
     """The columns of a file as pandas, its text columns in ``compact`` as categoricals made chunk by chunk.
 
     The frame of :func:`pramkit.io.read_arrow` (compact) turned into pandas, without holding the whole
@@ -712,7 +726,7 @@ def _read_coded(path: str | Path, columns: list[str], compact: list[str], na_val
     from pandas.api.types import union_categoricals
 
     _, batches = iter_batches(path, columns=columns, na_values=na_values, sep=sep, encoding=encoding,
-                              chunk_rows=chunk_rows_for(len(columns)))
+                              decimal=decimal, chunk_rows=chunk_rows_for(len(columns)))
     coded = set(compact)
     found: dict[str, dict[Any, int]] = {c: {} for c in columns}
     pieces: dict[str, list[Any]] = {c: [] for c in columns}
@@ -781,7 +795,9 @@ def jointly_perturbed(manifest: Manifest, keys: Sequence[str]) -> list[str]:
 
 def _recognition(original: pd.DataFrame | str | Path, keys: Sequence[str], manifest: Manifest, alpha: float,
                  **reading: Any) -> RecognitionFigures:
-    """Condition C1 before and after, on the records in memory or streamed from their file (``reading``: how)."""
+    """Condition C1 before and after, on the records in memory or streamed from their file (``reading``: how;
+    its ``decimal`` left out: the check reads categories only)."""
+    reading = {k: v for k, v in reading.items() if k != "decimal"}
     joint = jointly_perturbed(manifest, keys)
     if joint:
         return RecognitionFigures(alpha, not_computed=f"key(s) {joint} are perturbed jointly with other columns; "
@@ -848,9 +864,10 @@ def weighted_note(weights: str | None) -> str:
             "are the design's and PRAM's together, each record its own sampling unit.")
 
 
-def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None = None) -> tuple[np.ndarray, int]:
+def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None = None,
+             decimal: str = CSV_DECIMAL) -> tuple[np.ndarray, int]:
     """The proportions of v's categories in the original file (private; weighted by the column ``weights``
-    when given) and the records they count."""
+    when given, its texts read with the decimal mark ``decimal``) and the records they count."""
     counts = _counts(original, v)
     if weights is None:
         return _proportions(counts, v)
@@ -862,7 +879,7 @@ def _exact_p(original: pd.DataFrame, v: PerturbedVariable, weights: str | None =
 
     cats = {v.name: v.matrix.categories}
     codes = chunk_codes(pandas_table(original[[v.name]]), [v.name], cats, 0)
-    w = SurveyDesign(weights).read(original).weights
+    w = SurveyDesign(weights).read(original, decimal=decimal).weights
     weighted = count_codes([v.name], [v.matrix.categories], codes, weights=w).weight_sums
     assert weighted is not None  # counted with weights
     sums = weighted.astype(float)
@@ -876,8 +893,9 @@ def _proportions(counts: np.ndarray, v: PerturbedVariable) -> tuple[np.ndarray, 
     return counts / counts.sum(), int(counts.sum())
 
 
-def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
-    return _utility_of(*_exact_p(original, v, estimate.weights), v, estimate)
+def _utility(original: pd.DataFrame, v: PerturbedVariable, estimate: EstimateResult,
+             decimal: str = CSV_DECIMAL) -> VariableUtility:
+    return _utility_of(*_exact_p(original, v, estimate.weights, decimal), v, estimate)
 
 
 def _utility_of(p: np.ndarray, n: int, v: PerturbedVariable, estimate: EstimateResult) -> VariableUtility:
@@ -1400,6 +1418,7 @@ def build_report(
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
     design_record: DesignRecord | Mapping[str, Any] | str | Path | None = None,
+    decimal: str = CSV_DECIMAL,
 ) -> ReleaseReport:
     """Collect the numbers of a release report.
 
@@ -1431,6 +1450,8 @@ def build_report(
         (:func:`pramkit.report.rumap.risk_utility_map`); the record must be the one written with
         ``manifest`` (the same matrices and budget) and, when ``data`` is a file, designed from it.
         It is checked before anything else is computed.
+    decimal : the decimal mark of the weights of CSV files, ``"."`` (default) or ``","`` (``12,5``;
+        :func:`pramkit.io.csv_numbers`: a weight not so written is refused naming its row); categories stay text
 
     Returns
     -------
@@ -1485,7 +1506,7 @@ def build_report(
     located = _locate(manifest, distances, within)
     single = [v for v in manifest.variables if not v.is_joint]
     weight = weights if isinstance(weights, str) else None  # the estimates weighted as the risk is
-    reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+    reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding, "decimal": decimal}
     seconds: dict[str, float] = {}
     steps = ("read", "risk before", "risk after", "recognition", "utility")
     with progress(total=len(steps), desc="report", unit="step", quiet=quiet) as bar:
@@ -1501,11 +1522,11 @@ def build_report(
         with _step(seconds, "recognition", bar):
             recognition = _recognition(recognition_original, keys, manifest, recognition_alpha, **reading)
         with _step(seconds, "utility", bar):
-            utility, locality = _internal_utility(read, manifest, single, located, weight)
+            utility, locality = _internal_utility(read, manifest, single, located, weight, decimal)
     explained = None
     if contributions:
         with _step(seconds, "contributions"):
-            explained = _explained(read, keys, manifest, weight, model, before)
+            explained = _explained(read, keys, manifest, weight, model, before, decimal)
     released_path = released if isinstance(released, (str, Path)) else None
     files = _file_provenance(
         manifest, None if original_path is None else str(original_path),
@@ -1629,7 +1650,7 @@ def _read_both(data: pd.DataFrame | str | Path, released: pd.DataFrame | str | P
     contributions : bool
         As :func:`build_report`: the records are held.
     reading : mapping
-        ``na_values``, ``sep`` and ``encoding`` of the files.
+        ``na_values``, ``sep``, ``encoding`` and ``decimal`` of the files (the weights read with the last).
 
     Returns
     -------
@@ -1646,9 +1667,11 @@ def _read_both(data: pd.DataFrame | str | Path, released: pd.DataFrame | str | P
     paired = _stream_pairs(data, released, manifest, keys, single, **reading) if (
         _chunked(data) and _streams(released, weights, manifest) and not contributions) else None
     na_values, sep, encoding = reading["na_values"], reading["sep"], reading["encoding"]
+    decimal = reading.get("decimal", CSV_DECIMAL)
     if paired is None:
-        original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols)
-        release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols)
+        original = _load(data, columns, "original data", na_values, sep, encoding, keep=weight_cols, decimal=decimal)
+        release = _load(released, columns, "released data", na_values, sep, encoding, keep=weight_cols,
+                        decimal=decimal)
         _check_release(original, release, manifest)
         risk_original, risk_release, note = _complete_keys(original, release, keys)
         return _Read(None, original, release, risk_original, risk_release, note, len(release),
@@ -1727,8 +1750,8 @@ def _risk_after(released: Any, keys: Sequence[str], manifest: Manifest, original
 
 
 def _internal_utility(read: _Read, manifest: Manifest, single: Sequence[PerturbedVariable],
-                      located: Sequence[_Located],
-                      weight: str | None) -> tuple[tuple[VariableUtility, ...], tuple[Locality, ...]]:
+                      located: Sequence[_Located], weight: str | None,
+                      decimal: str = CSV_DECIMAL) -> tuple[tuple[VariableUtility, ...], tuple[Locality, ...]]:
     """Each variable's original, released and estimated frequencies and its locality, from the records held
     or the cross-tabs counted (the released file streamed again for each estimate).
 
@@ -1744,6 +1767,8 @@ def _internal_utility(read: _Read, manifest: Manifest, single: Sequence[Perturbe
         The variables' distances (:func:`_locate`).
     weight : str or None
         The weight column of the estimates.
+    decimal : str
+        The decimal mark of its texts.
 
     Returns
     -------
@@ -1752,8 +1777,9 @@ def _internal_utility(read: _Read, manifest: Manifest, single: Sequence[Perturbe
     """
     if read.paired is None:
         original, release = cast("pd.DataFrame", read.original), cast("pd.DataFrame", read.release)
-        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight) for v in single}
-        utility = tuple(_utility(original, v, estimates[v.name]) for v in single)
+        estimates = {v.name: estimate_table(release, manifest, v.name, weights=weight, decimal=decimal)
+                     for v in single}
+        utility = tuple(_utility(original, v, estimates[v.name], decimal) for v in single)
         return utility, _localities(located, lambda v: _private_weights(original, release, v))
     # the released file streamed again for each estimate; the original's figures from the cross-tabs
     pairs = read.paired.pairs
@@ -1765,7 +1791,7 @@ def _internal_utility(read: _Read, manifest: Manifest, single: Sequence[Perturbe
 
 
 def _explained(read: _Read, keys: Sequence[str], manifest: Manifest, weight: str | None, model: str,
-               before: RiskResult) -> ReleaseContributions:
+               before: RiskResult, decimal: str = CSV_DECIMAL) -> ReleaseContributions:
     """What each key variable and level contributes to the risk before and after PRAM (before only when a key
     is perturbed jointly) (:func:`pramkit.risk.contributions.release_contributions`).
 
@@ -1783,6 +1809,8 @@ def _explained(read: _Read, keys: Sequence[str], manifest: Manifest, weight: str
         The log-linear model.
     before : RiskResult
         The risk before PRAM (its sampling fraction, without weights).
+    decimal : str
+        The decimal mark of the weights' texts.
 
     Returns
     -------
@@ -1792,7 +1820,7 @@ def _explained(read: _Read, keys: Sequence[str], manifest: Manifest, weight: str
     return release_contributions(cast("pd.DataFrame", read.risk_original), keys,
                                  released=None if joint else read.risk_release,
                                  manifest=None if joint else manifest,  # jointly: before only
-                                 weights=weight, model=model,
+                                 weights=weight, model=model, decimal=decimal,
                                  sampling_fraction=None if weight else before.sampling_fraction)
 
 
@@ -1997,6 +2025,7 @@ def build_public_report(
     weights: str | None = None,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    decimal: str = CSV_DECIMAL,
 ) -> ReleaseReport:
     """The public report: the ledger, the matrices and estimates computed from the released file.
 
@@ -2018,6 +2047,7 @@ def build_public_report(
     weights : a sampling weight column of the released file: the estimates are weighted totals and
         shares with design-based standard errors (:mod:`pramkit.estimate.weighted`)
     sep, encoding : the field separator and character encoding of CSV files (:func:`pramkit.io.csv_dialect`)
+    decimal : the decimal mark of the weights of CSV files, ``"."`` (default) or ``","`` (as :func:`build_report`)
 
     Returns
     -------
@@ -2055,19 +2085,21 @@ def build_public_report(
     with progress(total=1, desc="public report", unit="step", quiet=quiet) as bar:
         t0 = time.perf_counter()
         weight_cols = [] if weights is None else [weights]
-        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
+        reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding, "decimal": decimal}
         if _streams(released, weights, manifest) and (original is None or _chunked(original)):
             assert isinstance(released, (str, Path))  # streamed: the estimates' tables counted chunk by chunk
             paired = _stream_pairs(original, released, manifest, [], single, **reading)
             records, estimates = paired.records, _estimates(paired.pairs, manifest, single)
         else:
             release = _load(released, (manifest.columns if original is not None else [v.name for v in single])
-                            + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols)
+                            + weight_cols, "released data", na_values, sep, encoding, keep=weight_cols,
+                            decimal=decimal)
             if original is not None:
                 _check_release(_load(original, manifest.columns, "original data", na_values, sep, encoding),
                                release, manifest)
             records = len(release)
-            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights) for v in single}
+            estimates = {v.name: estimate_table(release, manifest, v.name, weights=weights, decimal=decimal)
+                         for v in single}
         utility = tuple(_public_utility(v, estimates[v.name]) for v in single)
         locality = _localities(located, lambda v: _public_weights(manifest, v, estimates[v.name]))
         bar.update()

@@ -63,7 +63,7 @@ import pandas as pd
 
 from pramkit._json import to_jsonable
 from pramkit.codebook import encode
-from pramkit.defaults import CONTRIBUTION_REPLICATES, CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CONTRIBUTION_REPLICATES, CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import ParameterError
 from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
@@ -797,6 +797,7 @@ def release_contributions(
     max_steps: float = SUDA_MAX_STEPS,
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
+    decimal: str = CSV_DECIMAL,
 ) -> ReleaseContributions:
     """The contributions of :func:`risk_contributions` before PRAM and, with a release, after it.
 
@@ -821,6 +822,8 @@ def release_contributions(
         searches of the expectation together (:func:`expected_suda`).
     sep, encoding : str
         The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
+    decimal : {".", ","}
+        The decimal mark of a CSV file's weights (:func:`pramkit.io.csv_numbers`).
 
     Returns
     -------
@@ -846,15 +849,19 @@ def release_contributions(
     >>> res.after.perturbed, res.expected.method, res.expected.outcomes
     (('a',), 'exact', 64)
     """
-    from pramkit.io import read_table
+    from pramkit.io import csv_numbers, read_table
 
     if (released is None) != (manifest is None):
         raise ParameterError("pass the released file and its manifest together (or neither)")
     columns = list(dict.fromkeys(list(keys) + ([weights] if isinstance(weights, str) else [])))
 
     def load(frame: pd.DataFrame | str | Path) -> pd.DataFrame:
-        return frame if isinstance(frame, pd.DataFrame) else read_table(frame, columns=columns, na_values=na_values,
-                                                                              sep=sep, encoding=encoding)
+        if isinstance(frame, pd.DataFrame):
+            return frame
+        read = read_table(frame, columns=columns, na_values=na_values, sep=sep, encoding=encoding, decimal=decimal)
+        if isinstance(weights, str) and decimal != CSV_DECIMAL:  # the weights' texts, read with the decimal comma
+            read[weights] = csv_numbers(read[weights], weights, decimal=decimal, where=repr(str(frame)))
+        return read
 
     original = load(original)
     options = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "max_size": max_size,

@@ -29,6 +29,7 @@ from pramkit.codebook import MISSING, categories_of, encode
 from pramkit.counts import CountTable, cell_index, count_codes
 from pramkit.errors import DataError
 from pramkit.frames import column, eager, frame_columns
+from pramkit.io import CSV_DECIMAL, csv_numbers
 from pramkit.labels import Label
 
 MissingKeys = Literal["category", "exclude"]
@@ -347,9 +348,10 @@ class Frequencies:
     F: np.ndarray | None
 
 
-def record_weights(data: Any, weights: str | Sequence[float] | np.ndarray) -> np.ndarray:
+def record_weights(data: Any, weights: str | Sequence[float] | np.ndarray, *, decimal: str = CSV_DECIMAL) -> np.ndarray:
     """Survey weights as a float array: a column name or one value per record;
-    finite and positive, else :class:`DataError`.
+    finite and positive, else :class:`DataError`.  A column of texts (a CSV file's) is read with the decimal
+    mark ``decimal`` (:func:`pramkit.io.csv_numbers`).
 
     Parameters
     ----------
@@ -357,6 +359,8 @@ def record_weights(data: Any, weights: str | Sequence[float] | np.ndarray) -> np
         The records.
     weights : str or sequence of float
         A column of ``data`` (values that are not numbers are invalid), or one weight per record.
+    decimal : {".", ","}
+        The decimal mark of a column of texts (``","``: a text not so written is refused naming its row).
 
     Returns
     -------
@@ -385,7 +389,8 @@ def record_weights(data: Any, weights: str | Sequence[float] | np.ndarray) -> np
         if weights not in present:
             raise DataError(f"unknown weight column {weights!r}; the data have {present}")
         values = column(data, weights)
-        raw: Any = pd.to_numeric(values if isinstance(values, pd.Series) else values.to_numpy(), errors="coerce")
+        raw: Any = csv_numbers(values if isinstance(values, pd.Series) else values.to_numpy(), weights,
+                               decimal=decimal)
         what = f"weight column {weights!r}"
     else:
         raw = weights

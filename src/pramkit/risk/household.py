@@ -53,7 +53,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import column, eager, frame_columns, records_like
 from pramkit.io import read_arrow, require_columns
@@ -286,6 +286,7 @@ def household_risk(
     sep: str = CSV_SEP,
     encoding: str = CSV_ENCODING,
     manifest: Manifest | None = None,
+    decimal: str = CSV_DECIMAL,
 ) -> HouseholdRisk:
     """Household risk ``1 - prod (1 - r_i)`` over the members of every household (module docstring).
 
@@ -306,6 +307,8 @@ def household_risk(
         With a CSV file, texts that mean missing besides the empty field.
     sep, encoding : str
         The field separator and character encoding of a CSV file (:func:`pramkit.io.csv_dialect`).
+    decimal : {".", ","}
+        The decimal mark of a CSV file's weights (:func:`pramkit.io.csv_numbers`).
     manifest : Manifest, optional
         The release manifest when ``data`` is a released file: the per-record risks are those
         after PRAM (module docstring, :func:`kept_posterior`).
@@ -342,7 +345,7 @@ def household_risk(
     if isinstance(data, (str, Path)):  # the columns only, text as codes: per record as a pandas frame
         wanted = [*keys, household] + ([weights] if isinstance(weights, str) else [])
         data = read_arrow(data, columns=list(dict.fromkeys(wanted)), na_values=na_values, sep=sep,
-                          encoding=encoding, compact=[*keys, household])  # a weight column stays as it is
+                          encoding=encoding, compact=[*keys, household], decimal=decimal)  # weights stay as they are
         like: Any = pd.DataFrame(index=pd.RangeIndex(data.num_rows))
     else:
         like = data
@@ -350,7 +353,7 @@ def household_risk(
     require_columns([household], frame_columns(data), "the data")
     table = key_table(data, keys, missing=missing)
     members = _household_codes(column(data, household), household)
-    w = None if weights is None else record_weights(data, weights)
+    w = None if weights is None else record_weights(data, weights, decimal=decimal)
     pi = sampling_fraction_of(table.n, sampling_fraction=sampling_fraction,
                               weights=None if w is None else w[table.included])
     freq = frequencies_of(table, w)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from pramkit.counts import count_file
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import frame_kind, records_like, streamed
 from pramkit.manifest import Manifest
@@ -362,7 +362,7 @@ def _file_risk(
     sampling_fraction: float | None, weights: Any, fractions: FractionsBy, model: str | Sequence[Sequence[str]],
     manifest: Manifest | None, original: Any, missing: MissingKeys, tol: float, tau_rtol: float | None,
     na_values: Sequence[str], joints: list[Joint],
-    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, spark_master: str | None = None,
+    sep: str = CSV_SEP, encoding: str = CSV_ENCODING, spark_master: str | None = None, decimal: str = CSV_DECIMAL,
 ) -> RiskResult:
     """:func:`identification_risk` of a file streamed through :func:`pramkit.counts.count_file` (or aggregated
     by Spark, with ``spark_master``: :func:`pramkit.engine.spark.counts.count_file`): the same figures from
@@ -376,7 +376,10 @@ def _file_risk(
         raise ParameterError("with a file (or a polars frame or an Arrow table), original must be a file path, "
                              "a polars frame or an Arrow table too")
     if spark_master is None:
-        count: Any = count_file
+        count: Any = functools.partial(count_file, decimal=decimal)  # weights written with the file's decimal mark
+    elif decimal != CSV_DECIMAL and weights is not None:
+        raise ParameterError("--decimal , with --weights: the Spark engine reads weights written with a decimal "
+                             "point; use --engine local")
     else:
         from pramkit.engine.spark.counts import count_file as spark_count
 
@@ -427,6 +430,7 @@ def identification_risk(
     engine: str = "local",
     spark_master: str = SPARK_MASTER,
     spec: Any = None,
+    decimal: str = CSV_DECIMAL,
 ) -> RiskResult:
     """tau1, tau2 (eqs. (4)-(5) of the module docstring) and per-record risks of ``data`` on ``keys``.
 
@@ -454,6 +458,7 @@ def identification_risk(
     na_values : texts that mean missing in a CSV file besides the empty field (default ``("NA",)``)
     sep, encoding : the field separator and character encoding of a CSV file (default ``","``, ``"utf-8"``;
         :func:`pramkit.io.csv_dialect`)
+    decimal : the decimal mark of a CSV file's weights, ``"."`` (default) or ``","`` (:func:`pramkit.io.csv_numbers`)
     engine : ``"local"`` (default) or ``"spark"``: the key table and the per-cell weight sums of a CSV or
         Parquet file (or of a Spark DataFrame, which implies it) aggregated by Spark
         (:func:`pramkit.engine.spark.counts.count_file`, master ``spark_master``), the rest as for a file;
@@ -519,7 +524,7 @@ def identification_risk(
     if spec is not None:
         given = {"sampling_fraction": sampling_fraction, "weights": weights, "model": model, "missing": missing,
                  "fractions": fractions, "na_values": na_values, "sep": sep, "encoding": encoding, "engine": engine,
-                 "spark_master": spark_master}
+                 "spark_master": spark_master, "decimal": decimal}
         only_spec(identification_risk, given, spec)
         return identification_risk(data, keys, manifest=manifest, original=original, tol=tol, tau_rtol=tau_rtol,
                                    **spec.keywords())
@@ -535,7 +540,8 @@ def identification_risk(
         return _file_risk(data, keys, singles, start, sampling_fraction=sampling_fraction, weights=weights,
                           fractions=fractions, model=model, manifest=manifest, original=original,
                           missing=missing, tol=tol, tau_rtol=tau_rtol, na_values=na_values, joints=joints,
-                          sep=sep, encoding=encoding, spark_master=spark_master if on_spark else None)
+                          sep=sep, encoding=encoding, spark_master=spark_master if on_spark else None,
+                          decimal=decimal)
     categories = None
     declared = axis_categories(manifest, keys, singles, joints)
     if declared:

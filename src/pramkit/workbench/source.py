@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.io import iter_batches
+from pramkit.io_formats import file_format
 from pramkit.progress import progress
 from pramkit.recode import code_text as _text
 from pramkit.source import Source as OpenedSource
@@ -257,7 +258,9 @@ def describe_file(path: str | Path, *, label: str | None = None, na_values: Sequ
     dtypes: dict[str, str] = {}
     preview: list[pd.DataFrame] = []
     rows = 0
-    total = meta.rows if meta.rows is not None or meta.format != "csv" else lines_in(p) - 1
+    entry = file_format(meta.format)
+    counted = entry is not None and not entry.declares_rows  # a CSV file's rows: its lines, before it is parsed
+    total = meta.rows if meta.rows is not None or not counted else lines_in(p) - 1
     with progress(total=total, desc="reading", unit="rows", quiet=quiet) as bar:
         for table in tables:
             if rows < PREVIEW_ROWS:
@@ -343,7 +346,8 @@ def _number(text: str) -> float | None:
 def _raw_preview(path: Path, fmt: str) -> pd.DataFrame | None:
     """The first rows of a Stata or SPSS file with its missing codes as they are in the file (None for
     other formats, or when the file cannot be read so)."""
-    if fmt not in ("stata", "spss"):
+    entry = file_format(fmt)
+    if entry is None or not entry.value_labels:  # the formats of value labels and their codes (io_formats)
         return None
     import pyreadstat
 

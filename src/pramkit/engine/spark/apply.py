@@ -9,7 +9,7 @@ from pathlib import Path
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.perturb import ApplyResult, release_key
 from pramkit.engine.rng import SecretKey, resolve_key
-from pramkit.engine.spark.files import _check_format, _save, read, spark_charset
+from pramkit.engine.spark.files import _check_format, _dialected, _save, read, spark_charset
 from pramkit.engine.spark.perturb import _numbered, _perturbed
 from pramkit.engine.spark.session import _one_line_errors, session
 from pramkit.engine.spark.shuffle import _in_key_order, smallest_group
@@ -95,10 +95,10 @@ def apply_file_spark(
     source = _check_format(data, "reads")
     fmt = _check_format(dst, "writes")
     dialect = csv_dialect(sep, encoding)
-    if source == "csv":
+    if _dialected(source):
         spark_charset(dialect.encoding)  # before Spark starts
     check_writable(dst, force=force, inputs=inputs, folder=True)
-    codes = csv_missing_codes(na_values) if source == "csv" else None
+    codes = csv_missing_codes(na_values) if _dialected(source) else None
     # exits in reverse order: the folder is renamed into place first, then its receipt
     with receipt_after(dst, manifest, inputs=inputs, enabled=receipt, release=label) as pending, \
             atomic_path(dst, force=force, inputs=inputs, folder=True) as tmp:
@@ -112,7 +112,7 @@ def apply_file_spark(
         if shuffle:  # the released rows keep their partitions: numbered again from the offsets found already
             numbered, numbers = _numbered(released)
             written = _in_key_order(numbered, df.columns, numbers, offsets, stream)
-        _save(written, tmp, fmt, dialect if source == "csv" else None)
+        _save(written, tmp, fmt, dialect if _dialected(source) else None)
         guarantees = release_guarantees(
             man, columns=df.columns, public_columns=public_columns, shuffled=True, delta=delta,
             clones=smallest_group(released, public_columns, man.columns, codes)) if shuffle else None

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pramkit.counts import MAX_CELLS, CountTable, CountTables, count_distinct
-from pramkit.engine.spark.files import _input_format, read
+from pramkit.engine.spark.files import _dialected, _input_format, read
 from pramkit.engine.spark.session import _one_line_errors, _quoted, _require_pyspark, session
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import CSV_ENCODING, CSV_SEP, NA_VALUES, csv_missing_codes, require_columns
@@ -172,7 +172,7 @@ def records(data: Any, master: str = SPARK_MASTER, *, na_values: Sequence[str] =
     """
     markers = list(csv_missing_codes(na_values).texts)
     if isinstance(data, (str, Path)):
-        csv = Path(data).exists() and _input_format(Path(data)) == "csv"
+        csv = Path(data).exists() and _dialected(_input_format(Path(data)))
         return read(session(master), data, sep=sep, encoding=encoding), markers if csv else []
     if not is_spark_frame(data):
         raise ParameterError(f"the Spark engine reads a CSV or Parquet file or a Spark DataFrame, not {type(data).__name__}")

@@ -96,13 +96,30 @@ def _input_format(path: Path) -> str:
     return dataset_parts(path)[0] if path.is_dir() else table_format(path)
 
 
+def _dialected(fmt: str) -> bool:
+    """Whether files of the format ``fmt`` are read with the CSV settings (separator, encoding, missing markers):
+    the table's :attr:`pramkit.io_formats.FileFormat.dialect`.
+
+    Examples
+    --------
+    >>> _dialected("csv"), _dialected("parquet")
+    (True, False)
+    """
+    from pramkit.io_formats import file_format
+
+    entry = file_format(fmt)
+    return entry is not None and entry.dialect
+
+
 def _check_format(path: str | Path, verb: str) -> str:
     """The format of a file the Spark engine reads or writes (CSV or Parquet; else a one-line error)."""
     from pramkit.io import table_format
+    from pramkit.io_formats import file_format, titles_where
 
     fmt = _input_format(Path(path)) if verb == "reads" else table_format(path)
-    if fmt not in ("csv", "parquet"):
-        raise ParameterError(f"the Spark engine {verb} CSV and Parquet, not {fmt} ({str(path)!r})")
+    entry = file_format(fmt)
+    if entry is None or not entry.spark:  # the formats Spark reads and writes: the table's (io_formats)
+        raise ParameterError(f"the Spark engine {verb} {titles_where('spark')}, not {fmt} ({str(path)!r})")
     return fmt
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 from pramkit.atomic import atomic_path, check_writable, staged_bytes
 from pramkit.engine.rng import SecretKey, resolve_key
 from pramkit.engine.spark.counts import _value
-from pramkit.engine.spark.files import _check_format, _save, read, spark_charset
+from pramkit.engine.spark.files import _check_format, _dialected, _save, read, spark_charset
 from pramkit.engine.spark.perturb import _MONO, _numbered, _offsets, _row_numbers_of, _through_python
 from pramkit.engine.spark.session import _one_line_errors, session
 from pramkit.errors import DataError
@@ -83,12 +83,12 @@ def swap_file_spark(data: str | Path, plan: Any, out: str | Path, *,
     inputs = [src, secret.path]
     source, fmt = _check_format(src, "reads"), _check_format(dst, "writes")
     dialect = csv_dialect(sep, encoding)
-    if source == "csv":
+    if _dialected(source):
         spark_charset(dialect.encoding)  # before Spark starts
     check_writable(dst, force=force, inputs=inputs, folder=True)
     check_writable(receipt_path(dst), force=True, inputs=inputs)
     df = read(session(master), src, sep=sep, encoding=encoding)
-    markers = list(csv_missing_codes(na_values).texts) if source == "csv" else []
+    markers = list(csv_missing_codes(na_values).texts) if _dialected(source) else []
     numbered, numbers = _numbered(df)
     # file order; each record's ``monotonically_increasing_id`` too, from which its partition's offset follows
     collected = numbered.select(*(_value(df, c, markers) for c in plan.columns), numbers).toArrow()
@@ -110,7 +110,7 @@ def swap_file_spark(data: str | Path, plan: Any, out: str | Path, *,
         receipt_stage = stack.enter_context(staged_bytes(receipt_path(dst), force=True, inputs=inputs))
         tmp = stack.enter_context(atomic_path(dst, force=force, inputs=inputs, folder=True))
         _save(_through_python(numbered, df.columns, numbers, geo, geo, swap), tmp, fmt,
-              dialect if source == "csv" else None)
+              dialect if _dialected(source) else None)
         rows = int(needed.num_rows)
         receipt_stage.write(_receipt(dst, rows, None, plan.section(areas, parents, counts), None).encode())
     return _result(plan, swapped, secret, t0, output=str(dst), receipt=str(receipt_path(dst)), manifest=None,
