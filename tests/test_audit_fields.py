@@ -4,9 +4,9 @@ passes, with missing codes; docs/audit.md lists the declarations.
 
 The data: EU-SILC (the shared sdcMicro file), economic status and citizenship with ``-9`` written for
 missing, released by PRAM (plain, shuffled with a central epsilon, stratified, joint, derived from the
-release, resampled) and by synthesis; sdcMicro's testdata households for a random swap.  The releases are
-made once for the module (through the command line, in this process) and every forgery is audited by the
-library function; a few command-line runs check the exit codes.
+release, resampled), by synthesis and by local suppression; sdcMicro's testdata households for a random
+swap.  The releases are made once for the module (through the command line, in this process) and every
+forgery is audited by the library function; a few command-line runs check the exit codes.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ def releases(tmp_path_factory) -> dict[str, Any]:
     code, out, err = _cli("swap", d / "households.csv", "--hid", "ori_hid", "--geo", "urbrur,area", "--rate", "0.1",
                           "--out", d / "sw.csv", "--manifest", d / "sw.json", "--key-file", key)
     assert code == 0, out + err
+    _ok("suppress", d / "o.csv", "--keys", "db040,rb090,age", "--k", "3", "--out", d / "sup.csv", *na)
     return {"dir": d, "key": key}
 
 
@@ -105,6 +106,8 @@ CASES = {
     "swap manifest": ("sw.json", "manifest", {"manifest": "sw.json", "released": "sw.csv", "original": "households.csv"}),
     "swap receipt": ("sw.csv.receipt.json", "receipt",
                      {"manifest": "sw.json", "released": "sw.csv", "original": "households.csv"}),
+    "suppression receipt": ("sup.csv.suppression.json", "suppression receipt",
+                            {"manifest": "sup.csv.suppression.json", "released": "sup.csv", "original": "o.csv"}),
 }
 
 

@@ -2,9 +2,9 @@
 ``METHOD`` names its commands, library functions and settings and declares every public field it writes;
 the audit's walk, the JSON Schemas, the docs' field table come from the declarations alone.
 
-Checked here: the registry finds the five methods and nothing lists them by hand; their commands,
+Checked here: the registry finds the six methods and nothing lists them by hand; their commands,
 functions and specifications exist; no two methods claim one field; the installed schemas are the
-generated ones; and, in a scratch copy, a sixth method added as one package, and a field added in one
+generated ones; and, in a scratch copy, a seventh method added as one package, and a field added in one
 declaration, reach the registry, the schema, the docs' table and the audit's walk, which fails a field
 nobody declared.  The public files are those of a real release: sdcMicro's testdata, designed and
 released by the command line.
@@ -64,7 +64,7 @@ def release(tmp_path_factory) -> Path:
 def test_the_registry_finds_every_method_package() -> None:
     folder = Path(methods.__file__).parent
     packages = sorted(p.parent.name for p in folder.glob("*/__init__.py"))
-    assert sorted(METHODS) == packages == ["derived", "pram", "resample", "swap", "synthesis"]
+    assert sorted(METHODS) == packages == ["derived", "pram", "resample", "suppression", "swap", "synthesis"]
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -80,7 +80,7 @@ def test_each_method_names_commands_functions_and_specs_that_exist(name: str) ->
 
 def test_every_kind_of_file_is_introduced_once_and_written_by_its_introducer() -> None:
     kinds = public_files()
-    assert list(kinds) == ["manifest", "receipt", "resample receipt", "synthesis manifest"]
+    assert list(kinds) == ["manifest", "receipt", "resample receipt", "suppression receipt", "synthesis manifest"]
     for kind in kinds:
         assert next(writers(kind)).files and kind in {f.kind for f in next(writers(kind)).files}
 
@@ -121,30 +121,30 @@ def test_a_file_is_recognised_by_its_format_marker_or_shape(release: Path) -> No
 
 # ------------------------------------------------------------------ one place to add a method or a field
 
-SIXTH = '''
+SEVENTH = '''
 from pramkit.methods.contract import PublicField, PublicFile, ReleaseMethod
 
-NOTE = PublicFile("suppression note", "pramkit.suppression", "pramkit suppression note",
-                  "What local suppression removed.")
+NOTE = PublicFile("microaggregation note", "pramkit.microaggregation", "pramkit microaggregation note",
+                  "What microaggregation averaged.")
 METHOD = ReleaseMethod(
-    name="suppression", summary="values suppressed until every key is shared by k records",
+    name="microaggregation", summary="values replaced by the mean of groups of k records",
     commands=("apply",), doors=("pramkit.engine.perturb:apply_file",), specs=(None,), files=(NOTE,),
     declares={
-        "suppression note": (PublicField("format", "recomputed", "constant", "the file's kind"),
-                             PublicField("suppressed.*", "recomputed", "released rows", "values suppressed, per "
-                                         "column: counted in the released file")),
-        "manifest": (PublicField("suppression.k", "rederived", "applied file", "the k of k-anonymity"),),
+        "microaggregation note": (PublicField("format", "recomputed", "constant", "the file's kind"),
+                                  PublicField("averaged.*", "recomputed", "released rows", "values averaged, per "
+                                              "column: counted in the released file")),
+        "manifest": (PublicField("microaggregation.k", "rederived", "applied file", "the k of the groups"),),
     })
 '''
 
 
 @pytest.fixture()
-def with_sixth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """The registry with a sixth method, added as one package in a scratch folder."""
-    package = tmp_path / "scratch_methods" / "suppression"
+def with_seventh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The registry with a seventh method, added as one package in a scratch folder."""
+    package = tmp_path / "scratch_methods" / "microaggregation"
     package.mkdir(parents=True)
     (package.parent / "__init__.py").write_text("")
-    (package / "__init__.py").write_text(SIXTH)
+    (package / "__init__.py").write_text(SEVENTH)
     monkeypatch.syspath_prepend(str(tmp_path))
     found = discover([str(package.parent)], "scratch_methods.")
     registry = {**METHODS, **found}
@@ -152,35 +152,36 @@ def with_sixth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
     return registry
 
 
-def test_a_sixth_method_is_one_package(with_sixth: dict[str, Any], release: Path) -> None:
+def test_a_seventh_method_is_one_package(with_seventh: dict[str, Any], release: Path) -> None:
     from pramkit.audit.declared import FieldContext, field_checks
 
-    assert "suppression note" in public_files() and "suppression.k" in {f.path for f in declared_fields("manifest")}
-    note = schema("suppression note")
-    assert note["properties"]["format"]["const"] == "pramkit.suppression"
-    assert "| suppression note | suppression | `suppressed.*` |" in field_table()
-    assert "| manifest | suppression | `suppression.k` |" in field_table()
-    assert file_kind({"format": "pramkit.suppression"}) == "suppression note"
+    assert "microaggregation note" in public_files()
+    assert "microaggregation.k" in {f.path for f in declared_fields("manifest")}
+    note = schema("microaggregation note")
+    assert note["properties"]["format"]["const"] == "pramkit.microaggregation"
+    assert "| microaggregation note | microaggregation | `averaged.*` |" in field_table()
+    assert "| manifest | microaggregation | `microaggregation.k` |" in field_table()
+    assert file_kind({"format": "pramkit.microaggregation"}) == "microaggregation note"
     # the audit's walk of a real manifest with the new method's field: declared, so not a failure
     raw = json.loads((release / "m.json").read_text())
-    raw["suppression"] = {"k": 3}
+    raw["microaggregation"] = {"k": 3}
     checks = field_checks(FieldContext("manifest", raw))
-    assert all(c.field != "suppression.k" for c in checks if not c.passed)
-    raw["suppression"]["l"] = 2  # a field nobody declared fails, named
+    assert all(c.field != "microaggregation.k" for c in checks if not c.passed)
+    raw["microaggregation"]["l"] = 2  # a field nobody declared fails, named
     failed = [c for c in field_checks(FieldContext("manifest", raw)) if not c.passed]
-    assert [c.field for c in failed] == ["suppression.l"]
-    jsonschema.validate(raw | {"suppression": {"k": 3}}, schema("manifest"))
+    assert [c.field for c in failed] == ["microaggregation.l"]
+    jsonschema.validate(raw | {"microaggregation": {"k": 3}}, schema("manifest"))
     with pytest.raises(jsonschema.ValidationError, match="'l' was unexpected"):
         jsonschema.validate(raw, schema("manifest"))
 
 
-def test_without_the_sixth_method_its_field_fails(release: Path) -> None:
-    """The check above can fail: the same field, with the five methods, is undeclared."""
+def test_without_the_seventh_method_its_field_fails(release: Path) -> None:
+    """The check above can fail: the same field, with the six methods, is undeclared."""
     from pramkit.audit.declared import FieldContext, field_checks
 
     raw = json.loads((release / "m.json").read_text())
-    raw["suppression"] = {"k": 3}
-    assert [c.field for c in field_checks(FieldContext("manifest", raw)) if not c.passed] == ["suppression.k"]
+    raw["microaggregation"] = {"k": 3}
+    assert [c.field for c in field_checks(FieldContext("manifest", raw)) if not c.passed] == ["microaggregation.k"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(raw, installed_schema("manifest"))
 

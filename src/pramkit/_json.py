@@ -149,6 +149,7 @@ OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.risk.household": 1,
     "pramkit.risk.suda": 1,
     "pramkit.risk.contributions": 1,
+    "pramkit.suppress.result": 1,
     "pramkit.swap.result": 1,
     "pramkit.synthesize.result": 1,
 }

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pramkit.audit.result import AuditResult, Check
-from pramkit.errors import ParameterError
+from pramkit.errors import ParameterError, PramkitError
 from pramkit.validate import SPARK_MASTER, engine_name
 
 __all__ = ["AuditResult", "Check", "audit"]
@@ -114,6 +114,10 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     if synthesis is not None:
         return _synthesis_audit(synthesis, manifest, released, original, key, engine, sep, encoding, na_values,
                                 start)
+    suppressed = _suppression_route(manifest, released, original, key, engine, backend, sep, encoding, na_values,
+                                    start)
+    if suppressed is not None:
+        return suppressed
     try:
         read_manifest(manifest)
     except ManifestError as exc:  # a forged field the reader refuses: failed, named, and nothing more to audit
@@ -160,6 +164,73 @@ def _synthesis_manifest(path: str | Path) -> dict[str, Any] | None:
     except ManifestError:
         return None
     return raw if file_kind(raw) == "synthesis manifest" else None
+
+
+def _public_json(path: str | Path, kind: str) -> dict[str, Any] | None:
+    """The JSON of a public file when it is of ``kind`` (:func:`pramkit.methods.file_kind`), else ``None``."""
+    from pramkit._json import read_json
+    from pramkit.errors import ManifestError
+    from pramkit.methods import file_kind
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        raw = read_json(p, f"manifest {str(p)!r}", ManifestError)
+    except ManifestError:
+        return None
+    return raw if file_kind(raw) == kind else None
+
+
+def _suppression_route(manifest: str | Path, released: str | Path | None, original: str | Path | None, key: Any,
+                       engine: bool, backend: str, sep: str, encoding: str, na_values: Sequence[str] | None,
+                       start: float) -> AuditResult | None:
+    """The audit of a release by local suppression when ``manifest`` is its receipt, else ``None``."""
+    raw = _public_json(manifest, "suppression receipt")
+    if raw is None:
+        return None
+    if backend == "spark" or engine or key is not None:
+        raise ParameterError("a release by local suppression is audited on this machine, without an engine or a key "
+                             "(nothing was drawn at random): leave out --backend spark, --engine and --key-file")
+    return _suppression_audit(raw, manifest, released, original, sep, encoding, na_values, start)
+
+
+def _suppression_audit(raw: dict[str, Any], receipt: str | Path, released: str | Path | None,
+                       original: str | Path | None, sep: str, encoding: str, na_values: Sequence[str] | None,
+                       start: float) -> AuditResult:
+    """The audit of a release by local suppression: every field of its receipt (k-anonymity recounted in the
+    released file), and, with the original, that the released file is the original with key values made missing
+    and nothing else changed."""
+    from pramkit.audit.declared import FieldContext, field_checks
+
+    ctx = FieldContext("suppression receipt", raw, audit="suppression", subject="receipt",
+                       manifest_path=Path(receipt), released=None if released is None else Path(released),
+                       original=None if original is None else Path(original),
+                       na_values=None if na_values is None else tuple(na_values), sep=sep, encoding=encoding)
+    audits, checks = ["suppression"], field_checks(ctx)
+    if original is not None and released is not None:
+        audits.append("release")
+        checks.append(_suppressed_only(raw, Path(original), Path(released), sep, encoding, ctx))
+    return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
+
+
+def _suppressed_only(raw: dict[str, Any], original: Path, released: Path, sep: str, encoding: str,
+                     ctx: Any) -> Check:
+    """The released file against the original: the same columns and rows, every value kept, except key values
+    made missing."""
+    from pramkit.suppress import changed_cells
+
+    keys = [k for k in raw.get("keys") or [] if isinstance(k, str)]
+    na = ctx.na_values if ctx.na_values is not None else tuple(raw.get("na_values") or ())
+    try:
+        found = changed_cells(original, released, keys, na_values=na, sep=sep, encoding=encoding)
+    except PramkitError as exc:
+        return Check("release", "file", "values", False, f"the released file cannot be read against the original: "
+                                                         f"{exc}")
+    if found:
+        return Check("release", "file", "values", False, found)
+    return Check("release", "file", "values", True, "the released file is the original with key values made "
+                 "missing, every other value as it was")
 
 
 def _synthesis_audit(raw: dict[str, Any], manifest: str | Path, released: str | Path | None,

@@ -160,6 +160,8 @@ def _check_regenerated(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
 def _check_constant(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     from pramkit.engine import receipt as receipts
     from pramkit.manifest import FORMAT, VERSION
+    from pramkit.suppress import FORMAT as SUPPRESSION
+    from pramkit.suppress import VERSION as SUPPRESSION_VERSION
     from pramkit.synthesize import FORMAT as SYNTHESIS
     from pramkit.synthesize import FORMAT_VERSION
 
@@ -167,7 +169,8 @@ def _check_constant(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
     if last in ("mechanism", "sensitivity", "method"):
         expected: Any = {"mechanism": "geometric", "sensitivity": 2, "method": "resample"}[last]
     else:
-        expected = {"manifest": (FORMAT, VERSION), "synthesis manifest": (SYNTHESIS, FORMAT_VERSION)}.get(
+        expected = {"manifest": (FORMAT, VERSION), "synthesis manifest": (SYNTHESIS, FORMAT_VERSION),
+                    "suppression receipt": (SUPPRESSION, SUPPRESSION_VERSION)}.get(
             ctx.kind, (receipts.FORMAT, receipts.VERSION))[0 if last == "format" else 1]
     return _compare(value, expected, "written by pramkit")
 
@@ -918,4 +921,73 @@ CHECKS.update({
     "synthesis ledger": _check_synthesis_ledger,
     "released columns": _check_released_columns,
     "min count": _check_min_count,
+})
+
+
+# ----------------------------------------------------------------- the suppression receipt
+
+def _suppression_settings(ctx: FieldContext) -> tuple[list[str], list[str], str, tuple[str, ...]]:
+    """The receipt's keys, strata, rule and missing texts, as the released file is read with them (the audit's
+    ``--na-values`` over the receipt's)."""
+    raw = ctx.raw
+    keys, strata = raw.get("keys"), raw.get("strata") or []
+    if not isinstance(keys, list) or not keys or not all(isinstance(x, str) for x in keys):
+        raise ValueError("the keys are not a list of column names")
+    if not isinstance(strata, list) or not all(isinstance(x, str) for x in strata):
+        raise ValueError("the strata are not a list of column names")
+    na = () if ctx.na_values is None else tuple(ctx.na_values)  # pramkit suppress writes missing keys empty
+    return keys, strata, str(raw.get("missing")), na
+
+
+def _check_k_anonymity(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    """The keys, k, the rule and the strata: as the guarantee sentence names them, and the released file's
+    frequencies recounted by them (:func:`pramkit.suppress.released_frequencies`), each at least k."""
+    from pramkit.engine.receipt import table_columns
+    from pramkit.suppress import MISSING_RULES, guarantee_fragment, released_frequencies
+
+    field = at[0]
+    keys, strata, missing, na = _suppression_settings(ctx)
+    if guarantee_fragment(field, value) not in str(ctx.raw.get("guarantee")):
+        return False, f"stated {_short(value)}: not what the guarantee sentence states"
+    if field == "missing":
+        ok = value in MISSING_RULES
+        return ok, "a rule pramkit counts by" if ok else f"stated {_short(value)}: one of {', '.join(MISSING_RULES)}"
+    path = _released(ctx)
+    if path is None:
+        return None, "needs --released"
+    columns = ctx.once("columns", lambda: table_columns(path, sep=ctx.sep, encoding=ctx.encoding))
+    if field in ("keys", "strata"):
+        absent = [c for c in value if c not in columns]
+        both = [c for c in strata if c in keys] if field == "strata" else []
+        twice = sorted({c for c in value if value.count(c) > 1})
+        ok = not absent and not both and not twice
+        why = (f"{absent[0]!r} is not a column of the released file" if absent else
+               f"{both[0]!r} is a key and a stratum" if both else f"{twice[0]!r} is named twice" if twice else "")
+        return ok, "columns of the released file" if ok else why
+    if missing not in MISSING_RULES:
+        return False, f"cannot be counted: the rule {missing!r} is none of {', '.join(MISSING_RULES)}"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        return False, f"stated {_short(value)}: k is a whole number of at least 2"
+    freq = ctx.once("frequencies", lambda: released_frequencies(path, keys, missing, strata=strata, na_values=na,
+                                                                 sep=ctx.sep, encoding=ctx.encoding))
+    low = int(freq.min()) if len(freq) else 0
+    short = int((freq < value).sum())
+    if short:
+        return False, (f"stated {value}: {short} records of the released file have a combination of "
+                       f"{', '.join(keys)} shared by fewer than {value} (the smallest by {low}; "
+                       f"a missing value {'matches any value' if missing == 'any' else 'is a value of its own'})")
+    return True, f"every record's combination shared by at least {low} records of the released file"
+
+
+def _check_suppression_guarantee(ctx: FieldContext, at: tuple, value: Any) -> Verdict:
+    from pramkit.suppress import guarantee
+
+    keys, strata, missing, _ = _suppression_settings(ctx)
+    return _compare(value, guarantee(keys, ctx.raw.get("k"), missing, strata),
+                    "regenerated from the keys, k, the rule and the strata")
+
+
+CHECKS.update({
+    "k-anonymity": _check_k_anonymity,
+    "suppression guarantee": _check_suppression_guarantee,
 })

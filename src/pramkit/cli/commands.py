@@ -9,6 +9,7 @@ that subcommand runs (:func:`pramkit.cli.build_parser`).
 HELP: dict[str, str] = {
     "demo": "run a whole release on the built-in census-like data",
     "recode": "global recoding before PRAM: merge categories, top and bottom code (a JSON map)",
+    "suppress": "local suppression to k-anonymity: the fewest key values made missing (exact, or greedy with a bound)",
     "design": "design PRAM matrices (print one, or write a manifest for a data file)",
     "apply": "perturb a data file with the matrices of a manifest",
     "inspect": "show the privacy guarantees of a manifest",

@@ -15,9 +15,9 @@ package here, and nothing else lists it.  From the registry come
 Examples
 --------
 >>> sorted(METHODS)
-['derived', 'pram', 'resample', 'swap', 'synthesis']
+['derived', 'pram', 'resample', 'suppression', 'swap', 'synthesis']
 >>> list(public_files())
-['manifest', 'receipt', 'resample receipt', 'synthesis manifest']
+['manifest', 'receipt', 'resample receipt', 'suppression receipt', 'synthesis manifest']
 >>> file_kind({"format": "pramkit-release-receipt", "post_processing": {"method": "resample"}})
 'resample receipt'
 >>> sorted(m.name for m in writers("receipt"))
