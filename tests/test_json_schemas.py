@@ -55,6 +55,8 @@ COMMANDS: dict[str, Argv] = {
                                              "--contributions", "--sampling-fraction", "0.05", "--replicates", "5"],
     "pramkit.swap.result": lambda f: ["swap", f["data"], "--hid", "hid", "--geo", "area", "--similar", "hsize",
                                       "--rate", "0.1", "--out", f["dir"] / "swapped.csv", "--key-file", f["key"]],
+    "pramkit.suppress.result": lambda f: ["suppress", f["data"], "--keys", "sex,marital_status,race", "--k", "3",
+                                          "--out", f["dir"] / "suppressed.csv", "--quiet"],
     "pramkit.compare.result": lambda f: ["compare", f["data"], "--hid", "hid", "--geo", "area",
                                          "--risk-vars", "age,sex", "--key-file", f["key"]],
     "pramkit.synthesize.result": lambda f: ["synthesize", f["data"], "--vars", "race,education", "--public", "age,sex",
@@ -173,6 +175,20 @@ def test_schema_rejects_an_output_without_its_format(kind: str, census_outputs: 
     assert not check.is_valid({**census_outputs[kind], "format": other})            # another kind's output
     assert not check.is_valid({**census_outputs[kind], "version": OUTPUT_FORMATS[kind] + 1})  # a later version
     assert check.is_valid({**census_outputs[kind], "added_later": [1, "x"]})        # fields may be added
+
+
+@pytest.mark.parametrize("kind", sorted(COMMANDS))
+def test_schema_rejects_an_output_with_a_field_of_the_wrong_type(kind: str,
+                                                                  census_outputs: dict[str, dict[str, Any]]) -> None:
+    """Every field of the real output that its schema (made from the result type, pramkit.outputs) constrains,
+    nested ones too, given a value of another type (an integer a text, a text a number) is refused."""
+    from test_output_schemas import forgeries, with_value
+
+    check, value = validator(kind), census_outputs[kind]
+    forged = list(forgeries(value, schema(kind), schema(kind)))
+    assert forged
+    accepted = ["/".join(map(str, path)) for path, wrong in forged if check.is_valid(with_value(value, path, wrong))]
+    assert not accepted, f"{kind}: forged fields accepted: {accepted[:5]}"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pramkit.cli._common import (
     add_csv_dialect,
@@ -33,6 +33,79 @@ from pramkit.errors import ParameterError
 
 #: Tolerance within which ``--probs`` may miss 1 and be normalised (with a note).
 PROBS_TOL = 1e-6
+
+
+class MatrixOutput(TypedDict):
+    """What ``pramkit design --probs/--counts --json`` prints (``pramkit.design.matrix``; the JSON Schema is
+    made from it, :mod:`pramkit.outputs`): :meth:`pramkit.design.matrix_design.MatrixDesign.to_dict` and the
+    family asked for."""
+
+    method: str
+    q: list[float]
+    categories: list[int | str]
+    form: str
+    w: NotRequired[list[float]]  # the diagonal form's (not --family general's dense matrix)
+    matrix: list[list[float]]
+    mutual_information_nats: float
+    epsilon: float
+    optimal: bool
+    certificate: dict[str, Any]
+    seconds: float
+    notes: list[str]
+    warnings: list[str]
+    measures: NotRequired[dict[str, Any]]
+    family: str
+
+
+class ReleaseOutput(TypedDict):
+    """What ``pramkit design DATA --out M.json --json`` prints (``pramkit.design.release``): the design
+    record's fields (:meth:`pramkit.release.record.DesignRecord.to_dict`), where the files are, the public
+    epsilons and ledger (:meth:`pramkit.release.record.WrittenDesign.to_dict`) and the guarantees."""
+
+    private: str
+    data: str
+    sha256: str
+    rows: int
+    missing_rows: int
+    method: str
+    split: str
+    options: dict[str, Any]
+    variables: list[str]
+    epsilons: dict[str, float]
+    information_nats: dict[str, float]
+    total_information_nats: float | None
+    per_variable: dict[str, dict[str, Any]]
+    matrices: dict[str, dict[str, Any]]
+    seconds: float
+    warnings: list[str]
+    notes: list[str]
+    manifest: str
+    design_record: str
+    record_epsilon: float
+    ledger: dict[str, Any]
+    record_epsilon_given_structure: NotRequired[float]
+    guarantees: NotRequired[dict[str, Any]]
+    guarantee: dict[str, Any]
+
+
+class DerivedVariable(TypedDict):
+    """One variable of a derived release (:meth:`pramkit.release.derive.DerivedRelease.to_dict`)."""
+
+    epsilon: float
+    information_nats: float
+    optimal: bool | None
+
+
+class DerivedOutput(TypedDict):
+    """What ``pramkit design --derive-from M.json --json`` prints (``pramkit.design.derived``):
+    :meth:`pramkit.release.derive.DerivedRelease.to_dict` and the manifest written."""
+
+    per_variable: dict[str, DerivedVariable]
+    frequencies: str
+    record_epsilon: float
+    pair_record_epsilon: float
+    derived_from: dict[str, Any]
+    manifest: str
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``pramkit design`` to the subcommands.

@@ -4,10 +4,65 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 from pramkit.cli._common import Files, figure, print_json
 from pramkit.cli.commands import HELP
+from pramkit.ledger import ExactFact
 from pramkit.manifest import Manifest
+
+#: A category's label as printed: a text or a whole number.
+PrintedLabel = int | str
+
+
+class InspectedVariable(TypedDict):
+    """One variable of ``pramkit inspect --json`` (:meth:`pramkit.manifest.Manifest.describe`, with the
+    epsilon in words)."""
+
+    name: str
+    columns: list[str]
+    categories: list[PrintedLabel | list[PrintedLabel]]
+    epsilon: float
+    epsilon_given_block: NotRequired[float]
+    released_exactly: NotRequired[str | None]
+    given: NotRequired[list[str]]
+    unit: NotRequired[str]
+    bistochastic: bool
+    min_diagonal: float
+    truthful: bool
+    missing: str
+    method: str
+    epsilon_stated: str
+
+
+class PostProcessing(TypedDict):
+    """The release a post-processed file comes from (:func:`pramkit.engine.receipt.post_processing_chain`)."""
+
+    method: str | None
+    release: str
+    release_sha256: str | None
+    beside: bool
+    digest_matches: bool | None
+
+
+class InspectOutput(TypedDict):
+    """What ``pramkit inspect M.json --json`` prints (``pramkit.inspect.result``; the JSON Schema is made
+    from it, :mod:`pramkit.outputs`): :meth:`pramkit.manifest.Manifest.describe` and what :func:`run` adds."""
+
+    variables: list[InspectedVariable]
+    perturbation_epsilon: float
+    design_epsilon: float
+    record_epsilon: float
+    record_epsilon_given_structure: NotRequired[float]
+    ledger: dict[str, Any] | None
+    released_exactly_facts: list[ExactFact]
+    guarantee: str
+    swapping: NotRequired[dict[str, Any]]
+    guarantees: dict[str, Any]
+    recode: dict[str, dict[str, Any]] | None
+    post_processing: PostProcessing | None
+    release_guarantee: dict[str, Any]
+    ddi: NotRequired[str]
 
 
 def register(sub: argparse._SubParsersAction) -> None:

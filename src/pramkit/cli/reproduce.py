@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from pathlib import Path
+from typing import TypedDict
 
 from pramkit.atomic import make_folder
 from pramkit.cli._common import add_quiet, print_json
@@ -18,6 +19,13 @@ REPRODUCTIONS: dict[str, str] = {
     "cator": "pramkit.reproduce.cator",
     "shlomo2012": "pramkit.reproduce.shlomo2012",
 }
+
+
+class ReproduceOutput(TypedDict):
+    """What ``pramkit reproduce NAME`` prints (``pramkit.reproduce.result``; the JSON Schema is made from
+    it, :mod:`pramkit.outputs`): the files written; the other fields depend on the reproduction."""
+
+    files: list[str] | dict[str, str]
 
 
 def register(sub: argparse._SubParsersAction) -> None:

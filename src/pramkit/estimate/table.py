@@ -32,14 +32,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
 from pramkit.counts import CountTable, count_file, count_frame
-from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
+from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import ReceiptWarning, check_chain
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.cells import cell_positions
@@ -47,7 +47,7 @@ from pramkit.estimate.chain import ManifestChain
 from pramkit.estimate.covariance import VarianceKind, check_variance_kind
 from pramkit.estimate.estimators import CONSISTENT, estimate_counts, estimator_name
 from pramkit.estimate.result import RANGE_SLACK, TableEstimate
-from pramkit.estimate.spec import EstimateSpec, check_confidence
+from pramkit.estimate.spec import EstimateSpec, check_confidence, check_decimal
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.estimate.weighted import Replicates
 from pramkit.frames import pandas_table, streamed
@@ -103,6 +103,66 @@ def check_matrix_memory(axes: Sequence[str], matrices: Sequence[PramMatrix | Non
 
 #: A selection of cells: variable -> one label or a list of labels (other variables: all).
 Selection = Mapping[str, Any]
+
+#: A category's label as printed: a text or a whole number.
+PrintedLabel = int | str
+
+
+class EstimatedCell(TypedDict):
+    """One cell of :meth:`EstimateResult.cells`: its label (one variable) or labels (several), the
+    estimated count and proportion with their intervals, the released count and the flags."""
+
+    category: PrintedLabel | list[PrintedLabel]
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    proportion: float
+    proportion_se: float
+    proportion_ci_low: float
+    proportion_ci_high: float
+    released: float
+    out_of_range: bool
+    identifiable: bool
+    pram_se: NotRequired[float]
+
+
+class EstimatedGroup(TypedDict):
+    """One group of cells told apart by their total only (:meth:`EstimateResult.groups`)."""
+
+    category: list[PrintedLabel] | list[list[PrintedLabel]]
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    pram_se: NotRequired[float]
+
+
+class EstimateJSON(TypedDict):
+    """What :meth:`EstimateResult.to_dict` returns (``pramkit estimate --json`` adds the released file's
+    name; the JSON Schema of ``pramkit.estimate.result`` is made from it, :mod:`pramkit.outputs`)."""
+
+    method: str
+    estimator: str
+    estimator_requested: str
+    consistent: bool
+    variance: str
+    n: float
+    dropped: int
+    variables: list[str]
+    by: list[str]
+    perturbed: dict[str, bool]
+    confidence: float
+    units: dict[str, str]
+    condition_number: float
+    iterations: int | None
+    converged: bool | None
+    loglik_gap_nats: float
+    note: str
+    out_of_range_cells: int
+    identifiability: dict[str, dict[str, Any]]
+    groups: list[EstimatedGroup]
+    cells: list[EstimatedCell]
 
 
 @dataclass(frozen=True)
@@ -564,6 +624,7 @@ def estimate_table(
     survey: SurveyDesign | None = None,
     replicates: Replicates | None = None,
     spec: EstimateSpec | None = None,
+    decimal: str = CSV_DECIMAL,
     engine: str = "local",
     spark_master: str = SPARK_MASTER,
 ) -> EstimateResult:
@@ -630,6 +691,11 @@ def estimate_table(
         added in another order).
     spark_master : str
         Spark's master URL.
+    decimal : {".", ","}
+        The decimal mark of the numbers a weighted estimate reads (weights, fpc, replicate weights) when they
+        are texts (a CSV file's columns, or texts in a frame): ``","`` reads ``12,5`` as 12.5 and refuses a
+        value not so written naming its column and row (:func:`pramkit.io.csv_numbers`), the file streamed as
+        with ``"."``; categories stay text.  Weights with a decimal comma are not read by the Spark engine.
 
     Returns
     -------
@@ -712,9 +778,14 @@ def estimate_table(
     unchecked = check_chain(data, chain.manifests)  # a release of other manifests gives wrong estimates: refused
     if unchecked:
         warnings.warn(unchecked, ReceiptWarning, stacklevel=2)
+    on_spark = _on_spark(data, engine)
+    check_decimal(decimal, sep if isinstance(data, (str, Path)) else None, weighted=weighted,
+                  engine="spark" if on_spark else "local")  # before any record is read
     reading: dict[str, Any] = {"na_values": na_values, "sep": sep, "encoding": encoding}
-    if _on_spark(data, engine):
+    if on_spark:
         reading["master"] = spark_master  # the survey's sums are Spark's too
+    else:
+        reading["decimal"] = decimal  # the design's numbers read with the file's decimal mark
     counted = _count(data, list(dict.fromkeys(raw)), declared, reading)
     raw_categories = counted.categories
     if shared:
@@ -838,8 +909,9 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: ManifestChain, a
                      design: SurveyDesign, replicates: Replicates | None, estimator: str,
                      reading: Mapping[str, Any], kept: Mapping[str, Sequence[tuple]]) -> TableEstimate:
     """Weighted totals from one pass over the released file and their design-based covariance
-    (:mod:`pramkit.estimate.weighted`); ``reading``: how a file is read (``na_values``, ``sep``, ``encoding``);
-    ``kept``: each axis's combinations released exactly (rule breakers)."""
+    (:mod:`pramkit.estimate.weighted`); ``reading``: how a file is read (``na_values``, ``sep``, ``encoding``,
+    ``decimal``: the weights', fpc's and replicates' texts read with it); ``kept``: each axis's combinations
+    released exactly (rule breakers)."""
     from pramkit.estimate.weighted import design_covariance, layout_of, survey_counts
 
     _check_household_psus(manifest, axes, design, replicates)
@@ -857,7 +929,9 @@ def _survey_estimate(data: pd.DataFrame | str | Path, manifest: ManifestChain, a
         totals = survey_counts([grouped], layout, design, replicates, times=TIMES, squares=SQUARES)
     else:
         batches, rows = _batches(data, raw + extra, reading, "the survey design")
-        totals = survey_counts(batches, layout, design, replicates, total_rows=rows)
+        totals = survey_counts(batches, layout, design, replicates, total_rows=rows,
+                               decimal=reading.get("decimal", CSV_DECIMAL),
+                               where=repr(str(data)) if isinstance(data, (str, Path)) else "")
     matrices = _matrices(manifest, axes, kept)
     table = estimate_counts(totals.total.reshape(layout.shape), matrices, estimator=estimator, variance="pram")
     cov = design_covariance(totals, matrices, layout.shape, table.counts, replicates)

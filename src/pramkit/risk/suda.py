@@ -55,7 +55,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -78,6 +78,33 @@ _WORD_KEYS = 62
 _BLOCK_BYTES = 1 << 25
 #: ``"levels"`` or ``"transversals"``: that search whatever the estimate (for tests of both).
 _METHOD: str | None = None
+
+
+class LevelContribution(TypedDict):
+    """One level's share of the total SUDA score (percent; null when the total is 0)."""
+
+    variable: str
+    level: str
+    contribution: float | None
+
+
+class SudaJSON(TypedDict):
+    """What :meth:`SudaResult.to_dict` returns, the object ``pramkit risk --suda --json`` prints (the JSON
+    Schema of ``pramkit.risk.suda`` is made from it, :mod:`pramkit.outputs`)."""
+
+    keys: list[str]
+    max_size: int
+    sampling_fraction: float | None
+    records: int
+    records_with_msu: int
+    msus_by_size: list[int]
+    total_score: float
+    max_score: float
+    max_normalised_score: float
+    max_dis_score: float | None
+    mean_dis_score: float | None
+    attribute_contributions: dict[str, float | None]
+    level_contributions: list[LevelContribution]
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,24 @@ from pramkit.io import require_columns
 from pramkit.ledger import fmt_epsilon
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
+
+
+class MethodFigures(TypedDict):
+    """One method of :class:`CompareResult` (:func:`_measures`): its risk and utility; the table of the area
+    by the first risk variable is also printed as ``area_by_<that variable>_tvd``."""
+
+    method: str
+    share_records_changed: float
+    epsilon: str
+    exposed_records_k: int
+    exposed_uniques: int
+    households_exposed: int
+    expected_correct_matches: float
+    area_tvd: float
+    area_tvd_corrected: float | None
+    risk_var: str
+    area_by_risk_var_tvd: float
+    mean_km_moved: NotRequired[float]
 
 
 @dataclass(frozen=True)
