@@ -205,6 +205,12 @@ RISK_OPTIONS = [
     (('--max-size',), None, False, 'int', 'max_size'),
     (('--max-steps',), None, False, 'float', 'max_steps'),
     (('--replicates',), 20, False, 'int', 'replicates'),
+    # the records and cells below k and the l-diversity (issue 66), added since
+    (('--k-anonymity',), None, False, 'int', 'k_anonymity'),
+    (('--max-dim',), None, False, 'int', 'max_dim'),
+    (('--l-diversity',), None, False, None, 'l_diversity'),
+    (('--l',), 2, False, 'int', 'l_threshold'),
+    (('--missing-rule',), 'own', False, None, 'missing_rule'),
     (('--plot',), None, False, 'Path', 'plot'),
     (('--force',), False, True, None, 'force'),
     *CSV_FLAGS,

@@ -73,6 +73,8 @@ import pandas as pd
 
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
+from pramkit.risk.kanonymity import agree as _agree  # the counting stands on the risk floor; its names stay here
+from pramkit.risk.kanonymity import key_codes, record_frequencies
 
 #: The rules for a missing value.
 MISSING_RULES = ("any", "own")
@@ -86,57 +88,12 @@ VERSION = 1
 EXACT_LIMIT = {"variables": 60_000, "pairs": 2_000_000}
 #: The receipt's suffix, beside the released file.
 RECEIPT_SUFFIX = ".suppression.json"
+#: The frequency of every record (:func:`pramkit.risk.kanonymity.record_frequencies`, read by ``pramkit risk
+#: --k-anonymity`` too).
+frequencies = record_frequencies
 
 
 # ----------------------------------------------------------------- frequencies
-
-def frequencies(codes: np.ndarray, missing: str = "any", strata: np.ndarray | None = None) -> np.ndarray:
-    """The frequency ``f_i`` of every record: the records (itself included, in its stratum) that agree with it
-    on every key (module docstring).
-
-    Parameters
-    ----------
-    codes : numpy.ndarray
-        ``(records, keys)`` integer codes, ``-1`` for a missing value.
-    missing : str
-        ``"any"``: a missing value matches any value; ``"own"``: it is a value of its own.
-    strata : numpy.ndarray, optional
-        One integer per record: frequencies are counted within each stratum.
-
-    Returns
-    -------
-    numpy.ndarray
-        One count per record.
-
-    Examples
-    --------
-    >>> x = np.array([[0, 0], [0, 1], [0, -1], [1, 1]])
-    >>> frequencies(x, "any").tolist(), frequencies(x, "own").tolist()
-    ([2, 2, 3, 1], [1, 1, 1, 1])
-    """
-    codes = np.asarray(codes, dtype=np.int64)
-    out = np.zeros(len(codes), dtype=np.int64)
-    groups = [np.arange(len(codes))] if strata is None else [np.flatnonzero(strata == s) for s in np.unique(strata)]
-    for rows in groups:
-        if len(rows) == 0:
-            continue
-        combos, inverse, counts = np.unique(codes[rows], axis=0, return_inverse=True, return_counts=True)
-        inverse = inverse.reshape(-1)
-        if missing == "own" or combos.shape[1] == 0:
-            out[rows] = counts[inverse]
-        else:
-            out[rows] = (_agree(combos, combos) @ counts)[inverse]
-    return out
-
-
-def _agree(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a[i]`` agrees with ``b[j]`` under ``"any"``: on every key equal, or missing in one of them."""
-    ok = np.ones((len(a), len(b)), dtype=bool)
-    for v in range(a.shape[1]):
-        x, y = a[:, v][:, None], b[:, v][None, :]
-        ok &= (x == y) | (x < 0) | (y < 0)
-    return ok
-
 
 def is_k_anonymous(codes: np.ndarray, k: int, missing: str = "any", strata: np.ndarray | None = None) -> bool:
     """Whether every record's frequency is at least ``k``.
@@ -655,26 +612,6 @@ def _still(current: np.ndarray, i: int, v: int, k: int, missing: str) -> bool:
 
 
 # ----------------------------------------------------------------- frames
-
-def key_codes(frame: pd.DataFrame, keys: Sequence[str]) -> np.ndarray:
-    """The keys of ``frame`` as integer codes, ``-1`` for a missing value (each key's values as they are: ``1``
-    and ``"1"`` are one value once written as text).
-
-    Examples
-    --------
-    >>> key_codes(pd.DataFrame({"a": ["x", None, "y", "x"]}), ["a"]).ravel().tolist()
-    [0, -1, 1, 0]
-    """
-    out = np.empty((len(frame), len(keys)), dtype=np.int64)
-    for j, key in enumerate(keys):
-        values = frame[key]
-        present = values.notna().to_numpy()
-        codes = np.full(len(frame), -1, dtype=np.int64)
-        if present.any():
-            codes[present] = pd.factorize(values[present].astype(str), sort=True)[0]
-        out[:, j] = codes
-    return out
-
 
 def cells_to_suppress(frame: pd.DataFrame, keys: Sequence[str], k: int, *, importance: Sequence[str] | None = None,
                       strata: Sequence[str] | str | None = None, missing: str = "own", method: str = "auto",

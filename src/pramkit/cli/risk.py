@@ -1,14 +1,16 @@
 """``pramkit risk DATA --keys a,b,c``: identification risk of a file (tau1, tau2, per-record risk);
 with ``--household COL``, the household-level risk instead (:mod:`pramkit.risk.household`); with
 ``--suda``, the SUDA2 special uniques (:mod:`pramkit.risk.suda`); with ``--contributions``, what each
-key variable and level contributes to the risk, before and after PRAM (:mod:`pramkit.risk.contributions`)."""
+key variable and level contributes to the risk, before and after PRAM (:mod:`pramkit.risk.contributions`); with
+``--k-anonymity K`` / ``--l-diversity S``, the records and cells below K and the l-diversity
+(:mod:`pramkit.risk.kanonymity`)."""
 
 from __future__ import annotations
 
 import argparse
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pramkit.cli._common import Files, add_csv_dialect, add_engine_options, add_na_values, comma_names, note, print_json
 from pramkit.cli.commands import HELP
@@ -56,7 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "expected number of re-identifications from the per-record (Benedetti-Franconi) risk. "
                     "With --manifest, DATA is a released file and the risk accounts for its PRAM. "
                     "With --household, the risk that a household is re-identified (any of its members): "
-                    "1 - prod(1 - r) over its members' per-record risks r.",
+                    "1 - prod(1 - r) over its members' per-record risks r. "
+                    "With --k-anonymity K, the records and cells below K (sdcMicro's kAnon_violations and "
+                    "riskyCells); with --l-diversity S, the distinct and entropy l of sensitive variables within "
+                    "the classes of the keys (sdcMicro's ldiversity).",
     )
     p.add_argument("data", type=Path, help="the file (CSV, Parquet, Stata .dta, SPSS .sav)")
     p.add_argument("--keys", required=True, help="comma-separated key variables")
@@ -68,6 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --manifest: the original file the release was made from (the model is fitted to it)")
     add_arguments(p, RiskSpec, names=("household", "missing", "suda", "contributions", "max_size", "max_steps",
                                       "replicates"))
+    add_arguments(p, RiskSpec, names=("k_anonymity", "max_dim", "l_diversity", "l_threshold", "missing_rule"))
     p.add_argument("--plot", type=Path, help="write the goodness-of-fit figure (PNG) here")
     p.add_argument("--force", action="store_true", help="overwrite an existing --plot file")
     add_na_values(p)
@@ -147,6 +153,12 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--keys needs at least one column name")
     spec = from_namespace(RiskSpec, args)
     spec.check()  # every setting, before anything is read
+    if args.k_anonymity is not None or args.l_diversity is not None:
+        return _kanonymity(args, keys)
+    _refuse("without --k-anonymity or --l-diversity, pramkit risk", [
+        ("--max-dim", args.max_dim is not None), ("--l", args.l_threshold != 2),
+        ("--missing-rule", args.missing_rule != "own")], "they say how the records and cells below k and the "
+            "l-diversity are counted")
     if args.suda or args.contributions:
         return _suda(args, keys) if args.suda else _contributions(args, keys)
     if args.max_size is not None or args.replicates != CONTRIBUTION_REPLICATES or args.max_steps is not None:
@@ -264,6 +276,90 @@ def _suda(args: argparse.Namespace, keys: list[str]) -> int:
     lines += [f"  {k}: {_pct(v)}" for k, v in out["attribute_contributions"].items()]
     print("\n".join(lines))
     return 0
+
+
+def _kanonymity(args: argparse.Namespace, keys: list[str]) -> int:
+    """``--k-anonymity K`` / ``--l-diversity S``: the records and cells below k and the l-diversity (its to_dict(),
+    or lines of text)."""
+    from pramkit.risk.kanonymity import assess
+
+    _refuse("--k-anonymity and --l-diversity", [
+        ("--suda", args.suda), ("--contributions", args.contributions), ("--household", args.household is not None),
+        ("--manifest", args.manifest is not None), ("--original", args.original is not None),
+        ("--plot", args.plot is not None), ("--model", args.model != _MODEL),
+        ("--fractions", args.fractions != _FRACTIONS), ("--sampling-fraction", args.sampling_fraction is not None),
+        ("--missing exclude", args.missing != "category"), ("--max-size", args.max_size is not None),
+        ("--max-steps", args.max_steps is not None), ("--replicates", args.replicates != CONTRIBUTION_REPLICATES)],
+        "they count the records of the file itself (--weights: the weighted frequencies; --missing-rule: how a "
+        "missing key value counts)")
+    if args.k_anonymity is None and args.max_dim is not None:
+        raise ParameterError("--max-dim goes with --k-anonymity (the largest table of its cells)")
+    if args.l_diversity is None and args.l_threshold != 2:
+        raise ParameterError("--l goes with --l-diversity")
+    sensitive = comma_names(args.l_diversity) if args.l_diversity is not None else []
+    if args.l_diversity is not None and not sensitive:
+        raise ParameterError("--l-diversity needs at least one column name")
+    result = assess(args.data, keys, k=args.k_anonymity, sensitive=sensitive, l=args.l_threshold,
+                    max_dim=args.max_dim, missing=args.missing_rule, weights=args.weights, na_values=args.na_values,
+                    sep=args.sep, encoding=args.encoding)
+    if args.json:
+        print_json(dict(result.to_dict()), kind="pramkit.risk.kanonymity")
+        return 0
+    print("\n".join(kanonymity_lines(result)))
+    return 0
+
+
+#: The most tables of cells the text output lists (the JSON lists them all).
+_TABLES_SHOWN = 15
+
+
+def kanonymity_lines(result: Any) -> list[str]:
+    """The text output of ``--k-anonymity`` / ``--l-diversity``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from pramkit.risk.kanonymity import assess
+    >>> df = pd.DataFrame({"a": ["x", "x", "y"], "b": ["p", "p", "q"], "s": ["1", "2", "1"]})
+    >>> print("\\n".join(kanonymity_lines(assess(df, ["a", "b"], k=2, sensitive=["s"]))))
+    records: 3; keys: a, b; a missing key value is a value of its own
+    records below k = 2: 1 (33.33 %); smallest frequency 1; 2 combinations, 1 below 2
+    cells counted fewer than 2 times (sdcMicro's riskyCells, threshold 1), tables of 1 to 2 keys: 3 cells
+      dim  cells  records  keys
+        1      1        1  a
+        1      1        1  b
+        2      1        1  a, b
+    l-diversity within 2 classes, l = 2:
+      s: smallest distinct l 1, smallest entropy l 1; records in classes below l = 2: 1 (1 classes); below entropy l 2: 1
+    """
+    rule = "is a value of its own" if result.missing == "own" else "matches any value (sdcMicro's rule)"
+    lines = [f"records: {result.records}; keys: {', '.join(result.keys)}; a missing key value {rule}"]
+    v = result.violations
+    if v is not None:
+        lines.append(f"records below k = {v.k}: {v.violating} ({100 * v.share:.2f} %); smallest frequency "
+                     f"{v.smallest}; {v.combinations} combinations, {v.combinations_below} below {v.k}")
+        if v.weights is not None:
+            lines.append(f"records whose weighted frequency ({v.weights}) is below {v.k}: {v.weighted_violating}")
+    c = result.cells
+    if c is not None:
+        lines.append(f"cells counted fewer than {c.k} times (sdcMicro's riskyCells, threshold {c.k - 1}), tables of "
+                     f"1 to {c.max_dim} keys: {c.unsafe} cells")
+        risky = c.tables[c.tables["cells"] > 0]
+        if len(risky):
+            lines.append("  dim  cells  records  keys")
+            lines += [f"  {d:>3}  {n:>5}  {r:>7}  {', '.join(names)}" for names, d, n, r
+                      in risky.head(_TABLES_SHOWN)[["variables", "dim", "cells", "records"]].itertuples(index=False)]
+            if len(risky) > _TABLES_SHOWN:
+                lines.append(f"  ... {len(risky) - _TABLES_SHOWN} more tables with a cell below {c.k} (--json lists "
+                             "them all)")
+    d = result.diversity
+    if d is not None:
+        lines.append(f"l-diversity within {len(d.classes)} classes, l = {d.l}:")
+        lines += [f"  {s.sensitive}: smallest distinct l {s.smallest_distinct}, smallest entropy l "
+                  f"{s.smallest_entropy:.4g}; records in classes below l = {d.l}: {s.records_below} "
+                  f"({s.classes_below} classes); below entropy l {d.l}: {s.records_below_entropy}"
+                  for s in d.sensitive]
+    return lines
 
 
 def _steps(args: argparse.Namespace) -> float:

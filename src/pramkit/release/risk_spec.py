@@ -3,7 +3,8 @@
 :class:`RiskSpec` holds the settings of ``pramkit risk`` besides the file, its key variables and the
 files it reads or writes (``--manifest``, ``--original``, ``--plot``): the sampling fraction or the
 weights, the model, the household id, the missing keys, the SUDA and contribution modes and their
-limits, how a CSV file is read and the engine.  Each setting is declared by
+limits, the records and cells below k and the l-diversity (:mod:`pramkit.risk.kanonymity`), how a CSV
+file is read and the engine.  Each setting is declared by
 :func:`pramkit.settings.setting` with its type, its rule, its help text and its flag; the command's
 flags are made from it and :meth:`RiskSpec.check` refuses what the command line refuses, with the
 same message, before any file is read.  :func:`pramkit.risk.identification.identification_risk`
@@ -20,7 +21,7 @@ from typing import Any
 from pramkit.defaults import CONTRIBUTION_REPLICATES
 from pramkit.errors import ParameterError
 from pramkit.settings import DataSettings, check_rules, engine_setting, setting
-from pramkit.validate import Checked, Choice, Flag, Instance
+from pramkit.validate import Checked, Choice, Flag, Instance, Number
 
 #: The model of the key table when none is given.
 MODEL = "2way"
@@ -68,7 +69,7 @@ class RiskSpec(DataSettings):
     >>> RiskSpec(suda=True, engine="spark").check()
     Traceback (most recent call last):
     ...
-    pramkit.errors.ParameterError: --engine spark counts the key table of tau1, tau2 and the per-record risk; --suda, --contributions and --household read records on this machine: use --engine local
+    pramkit.errors.ParameterError: --engine spark counts the key table of tau1, tau2 and the per-record risk; --suda, --contributions, --household, --k-anonymity and --l-diversity read records on this machine: use --engine local
     """
 
     sampling_fraction: float | None = setting(None, float, Checked(_fraction, "a number in (0, 1]", 1.5),
@@ -103,16 +104,37 @@ class RiskSpec(DataSettings):
         CONTRIBUTION_REPLICATES, int, None, "with --contributions and --manifest: perturbations drawn to estimate "
         "the expected SUDA contributions when they cannot be enumerated exactly "
         f"(default {CONTRIBUTION_REPLICATES})")
+    k_anonymity: int | None = setting(
+        None, int, Number(int, low=2), "the records and cells below k instead: the records whose combination of the "
+        "keys fewer than K records share (sdcMicro's kAnon_violations; with --weights also by the weighted "
+        "frequency), and the cells of every table of 1 to --max-dim keys counted fewer than K times (sdcMicro's "
+        "riskyCells, its threshold K - 1)", metavar="K", noun="--k-anonymity", label="k-anonymity")
+    max_dim: int | None = setting(None, int, Number(int, low=1), "with --k-anonymity: the most keys in a table of "
+                                  "cells (default: all the keys)", metavar="D", noun="--max-dim",
+                                  label="Largest table of cells")
+    l_diversity: str | None = setting(
+        None, str, _column("comma-separated column names"), "the l-diversity of these sensitive variables "
+        "(comma-separated, none a key) within the classes of the keys: the distinct and the entropy l of every "
+        "class, the smallest, and the records in classes below --l (sdcMicro's ldiversity)", metavar="S,...",
+        noun="--l-diversity", label="Sensitive variables")
+    l_threshold: int = setting(2, int, Number(int, low=2), "with --l-diversity: count the records in classes with "
+                               "fewer than L distinct sensitive values (default 2)", flag="--l", metavar="L",
+                               noun="--l", label="l")
+    missing_rule: str = setting(
+        "own", str, Choice(("own", "any")), "with --k-anonymity or --l-diversity: a missing key value is a value "
+        "of its own (default) or matches any value (sdcMicro's rule, as pramkit suppress --missing any)",
+        parse_choices=True, label="Missing key rule")
     engine: str = engine_setting("the key table and weight sums aggregated by Spark (CSV or Parquet), "
                                  "the same figures")
 
     def check(self) -> None:
         """Refuse a setting its rule refuses, or a mode the engine does not run (one line); no file read."""
         check_rules(self)
-        if self.engine != "local" and (self.suda or self.contributions or self.household is not None):
+        if self.engine != "local" and (self.suda or self.contributions or self.household is not None
+                                       or self.k_anonymity is not None or self.l_diversity is not None):
             raise ParameterError("--engine spark counts the key table of tau1, tau2 and the per-record risk; "
-                                 "--suda, --contributions and --household read records on this machine: use "
-                                 "--engine local")
+                                 "--suda, --contributions, --household, --k-anonymity and --l-diversity read records "
+                                 "on this machine: use --engine local")
 
     def keywords(self) -> dict[str, Any]:
         """The keywords of :func:`pramkit.risk.identification.identification_risk` these settings give (checked).
