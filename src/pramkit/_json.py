@@ -135,6 +135,7 @@ def _write(value: Any, indent: int, level: int, parts: list[str]) -> None:
 #: package (:func:`output_schema`; ``src/pramkit/schemas``, which docs/schemas shows).
 OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.apply.result": 1,
+    "pramkit.attack.result": 1,
     "pramkit.audit.result": 1,
     "pramkit.compare.result": 1,
     "pramkit.design.matrix": 1,
@@ -149,6 +150,7 @@ OUTPUT_FORMATS: dict[str, int] = {
     "pramkit.risk.household": 1,
     "pramkit.risk.suda": 1,
     "pramkit.risk.contributions": 1,
+    "pramkit.risk.kanonymity": 1,
     "pramkit.suppress.result": 1,
     "pramkit.swap.result": 1,
     "pramkit.synthesize.result": 1,

@@ -466,9 +466,11 @@ from pramkit.estimate.regression_moment import ResidualCheck  # noqa: E402
 from pramkit.estimate.table import EstimatedCell, EstimateJSON  # noqa: E402
 from pramkit.ledger import ExactFact  # noqa: E402
 from pramkit.resample import Edge, ResampleResult  # noqa: E402
+from pramkit.risk.attack import AttackResult, BayesCeiling, FeatureScore, ReconstructionResult  # noqa: E402
 from pramkit.risk.contributions import Contributions, ExpectedSuda, ReleaseContributions  # noqa: E402
 from pramkit.risk.household import HouseholdRisk  # noqa: E402
 from pramkit.risk.identification import RiskResult  # noqa: E402
+from pramkit.risk.kanonymity import KAnonymityJSON  # noqa: E402
 from pramkit.risk.suda import SudaJSON  # noqa: E402
 from pramkit.suppress import SuppressionResult  # noqa: E402
 from pramkit.synthesize import SynthesisResult  # noqa: E402
@@ -542,6 +544,41 @@ SHAPES: dict[Any, Printed] = {
                          order=("keys", "perturbed", "totals", "interaction", "variables", "levels", "epsilon",
                                 "record_epsilon")),
     ExpectedSuda: Printed(type=ExpectedSuda, leave_out=("scores",), hints={"variables": Rows, "levels": Rows}),
+    FeatureScore: Printed(type=FeatureScore, add={"advantage": None},
+                          order=("feature", "accuracy", "baseline", "advantage", "weighted_accuracy",
+                                 "weighted_baseline")),
+    ReconstructionResult: Printed(
+        type=ReconstructionResult, leave_out=("recovered",), add={"advantage": None, "weighted_advantage": None},
+        hints={"per_feature": list[FeatureScore]},
+        schemas={"records": AT_LEAST_0, "released_rows": AT_LEAST_0, "matched": AT_LEAST_0, "nearest": AT_LEAST_0},
+        descriptions={
+            "accuracy": "Share of the (record, feature) values the attack recovered.",
+            "baseline": "The same for guessing each feature's most frequent released value.",
+            "weighted_accuracy": "The attack's share with each value weighted by one over its frequency in the "
+                                 "original (normalised): rare values count more.",
+            "nearest": "Records no released record agreed with on every known column, guessed from the nearest."},
+        order=("known", "features", "records", "released_rows", "matched", "nearest", "accuracy", "baseline",
+               "advantage", "weighted_accuracy", "weighted_baseline", "weighted_advantage", "per_feature")),
+    BayesCeiling: Printed(
+        type=BayesCeiling, leave_out=("categories", "rows", "posterior", "prior_given_known", "truth"),
+        add={"share": None, "baseline_share": None, "advantage": None, "realised_share": float | None},
+        schemas={"records": AT_LEAST_0, "left_out": AT_LEAST_0, "unsupported": AT_LEAST_0},
+        descriptions={
+            "expected_correct": "The expected number of correct guesses of the Bayes attacker (sum over records of "
+                                "the largest posterior): no attack that sees the record beats it in expectation "
+                                "when the prior is the true law.",
+            "share": "expected_correct over records: the ceiling.",
+            "baseline_expected": "The same for the attacker with the prior and the known columns only.",
+            "realised_correct": "How many argmax guesses are right (the original's true values).",
+            "correct_over_draws": "The expected number of right argmax guesses over every release the manifest "
+                                  "could draw from the original's records (computed exactly); null when too many "
+                                  "released cells to enumerate.",
+            "expected_over_draws": "The expectation of expected_correct over those releases; equal to "
+                                   "correct_over_draws when the prior is the original's own table.",
+            "unsupported": "Records whose known values the prior gives probability 0 (a flat prior used)."},
+        order=("target", "known", "prior", "records", "left_out", "epsilon", "expected_correct", "share",
+               "baseline_expected", "baseline_share", "advantage", "realised_correct", "realised_share",
+               "baseline_realised", "correct_over_draws", "expected_over_draws", "unsupported")),
 }
 
 #: Every kind of printed output: its type and what the type cannot say.
@@ -556,6 +593,13 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
         descriptions={"release": "The release label, when one was given.", **FILES_WRITTEN},
         order=("rows", "output", "receipt", "key", "key_fingerprint", "release", "record_epsilon", "seconds",
                "variables", "guarantees")),
+    Output(
+        kind="pramkit.attack.result", type=AttackResult, title="pramkit attack --json",
+        description="Risk by attack (docs/risk.md): a reconstruction attack on the released file by an intruder who "
+                    "knows some columns of each person, against a baseline, and with a manifest the exact Bayes "
+                    "ceiling of each perturbed target. Private: every figure comes from the original file; totals "
+                    "only, no record.",
+        hints={"ceilings": list[BayesCeiling]}),
     Output(
         kind="pramkit.audit.result", type=AuditResult, title="pramkit audit --json",
         description="The verdict of the audits of a manifest (and of a released file, an original or the engine): "
@@ -666,6 +710,15 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
     Output(
         kind="pramkit.risk.contributions", type=ReleaseContributions, title="pramkit risk --contributions --json",
         description="The contributions of variables and levels to the risk, before and (with a release) after PRAM."),
+    Output(
+        kind="pramkit.risk.kanonymity", type=KAnonymityJSON, title="pramkit risk --k-anonymity K --l-diversity S --json",
+        description="The records and cells below k (sdcMicro's kAnon_violations and riskyCells) and the l-diversity "
+                    "of sensitive variables (sdcMicro's ldiversity) of a file. Private: every figure comes from the "
+                    "file's records.",
+        schemas={"records": AT_LEAST_0, "violations": {"properties": {
+            "k": {"minimum": 2}, "violating": AT_LEAST_0, "smallest": AT_LEAST_0}},
+            "risky_cells": {"properties": {"k": {"minimum": 2}, "unsafe_cells": AT_LEAST_0}},
+            "l_diversity": {"properties": {"l": {"minimum": 2}}}}),
     Output(
         kind="pramkit.suppress.result", type=SuppressionResult, title="pramkit suppress --json",
         description="Local suppression to k-anonymity (docs/suppression.md): the values suppressed per key (private: "

@@ -19,6 +19,7 @@ HELP: dict[str, str] = {
     "resample": "an analysis-ready file: redraw the perturbed values from their posterior (post-processing)",
     "synthesize": "a file useful as it is at a central epsilon: public columns kept, the rest drawn from DP margins",
     "risk": "identification risk (sample uniques, tau1, tau2) under a Poisson log-linear model",
+    "attack": "risk by attack: reconstruction from any released file, and the exact Bayes ceiling of a PRAM release",
     "report": "HTML release reports: internal (risk before and after) and public (ledger, estimates)",
     "audit": "audit a release: stated epsilons, ledger and receipt; original against release; the engine's epsilon",
     "app": "the workbench: a release step by step in the browser (needs pramkit[app])",
