@@ -108,7 +108,7 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
     if key is not None:
         key = resolve_key(key)  # an unreadable key is refused before any work
     text_encoding(encoding), csv_separator(sep)  # checked before any work
-    synthesis = _synthesis_manifest(manifest)
+    synthesis = _public_json(manifest, "synthesis manifest")
     if synthesis is not None and backend == "spark":
         raise ParameterError("a synthesized release is audited on this machine: leave out --backend spark")
     if synthesis is not None:
@@ -148,22 +148,6 @@ def audit(manifest: str | Path, *, released: str | Path | None = None, original:
         audits.append("engine")
         checks += engine_audit(read_manifest(manifest)[0], trials=trials)
     return AuditResult(tuple(audits), tuple(checks), time.perf_counter() - start)
-
-
-def _synthesis_manifest(path: str | Path) -> dict[str, Any] | None:
-    """The manifest's JSON when it is a synthesized release's (``pramkit synthesize``), else ``None``."""
-    from pramkit._json import read_json
-    from pramkit.errors import ManifestError
-    from pramkit.methods import file_kind
-
-    p = Path(path)
-    if not p.is_file():
-        return None
-    try:
-        raw = read_json(p, f"manifest {str(p)!r}", ManifestError)
-    except ManifestError:
-        return None
-    return raw if file_kind(raw) == "synthesis manifest" else None
 
 
 def _public_json(path: str | Path, kind: str) -> dict[str, Any] | None:
