@@ -397,18 +397,23 @@ def test_keygen_and_reproduce_never_overwrite_a_file(files, capsys) -> None:
 
 # ------------------------------------------------------------------ killed and interrupted runs
 
-#: A child ``pramkit apply`` whose writer is slowed down, so that it can be killed mid-file.
+#: A child ``pramkit apply`` whose writer stops after each chunk until the parent lets it go on.
 # A CSV chunk is at least one 64 KiB block (about 4 600 rows of this file, whatever --chunk-rows asks), so
-# the apply writes three chunks: a second after each keeps the child writing long after the parent sees
-# its temporary (at 0.05 s a loaded machine let the child finish first, and exit 0, before the signal).
+# the apply writes three chunks. The chunks are written by a background thread, which the exiting child
+# waits for: after each chunk it waits (up to two minutes) for the file that :func:`resume` writes once
+# the parent has sent its signal. A fixed pause after each chunk (0.05 s, then 1 s) was not enough: on a
+# loaded machine the parent was not scheduled before the child had finished and exited 0.
 SLOW_APPLY = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     import pramkit.io as pio
     from pramkit.cli import main
     original = pio.TableWriter._write_chunk
+    go_on = os.environ["PRAMKIT_TEST_GO_ON"]
     def slow(self, table):
         original(self, table)
-        time.sleep(1.0)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(go_on) and time.monotonic() < deadline:
+            time.sleep(0.02)
     pio.TableWriter._write_chunk = slow
     sys.exit(main(sys.argv[1:]))
 """)
@@ -416,8 +421,10 @@ SLOW_APPLY = textwrap.dedent("""
 
 def start_slow_apply(files: dict[str, Path], out: Path) -> subprocess.Popen:
     args = [str(a) for a in apply_args(files, out, "csv", "--chunk-rows", "20")]
+    go_on = out.parent.parent / f"go-on-{out.parent.name}"  # outside the folder whose digests count
     proc = subprocess.Popen([sys.executable, "-c", SLOW_APPLY, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PRAMKIT_TEST_GO_ON": str(go_on)})
+    proc.go_on = go_on  # type: ignore[attr-defined]  # where resume() lets the child's writer go on
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until it is writing
         tmps = [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}{atomic.TMP_TAG}")]
@@ -428,6 +435,11 @@ def start_slow_apply(files: dict[str, Path], out: Path) -> subprocess.Popen:
         time.sleep(0.02)
     proc.kill()
     pytest.fail("the child never started writing")
+
+
+def resume(proc: subprocess.Popen) -> None:
+    """Let the child's writer go on (after the signal: the child exits at once, waiting only for its writer)."""
+    Path(proc.go_on).write_text("")  # type: ignore[attr-defined]
 
 
 def test_kill_9_then_a_clean_run(files, capsys) -> None:
@@ -456,6 +468,7 @@ def test_interrupt_removes_the_temporary(files, sig: int, status: int) -> None:
     before = digests(d)
     proc = start_slow_apply(files, out)
     proc.send_signal(sig)
+    resume(proc)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == status, err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
