@@ -401,12 +401,14 @@ def test_keygen_and_reproduce_never_overwrite_a_file(files, capsys) -> None:
 # A CSV chunk is at least one 64 KiB block (about 4 600 rows of this file, whatever --chunk-rows asks), so
 # the apply writes three chunks. The chunks are written by a background thread, which the exiting child
 # waits for: after each chunk it waits (up to two minutes) for the file that :func:`resume` writes once
-# the parent has sent its signal. A fixed pause after each chunk (0.05 s, then 1 s) was not enough: on a
-# loaded machine the parent was not scheduled before the child had finished and exited 0.
+# the parent has sent its signal, so that the signal always finds it writing, however loaded the machine.
 SLOW_APPLY = textwrap.dedent("""
-    import os, sys, time
+    import os, signal, sys, time
     import pramkit.io as pio
     from pramkit.cli import main
+    # SIGINT as in a terminal: a test runner started in the background hands its children SIGINT ignored,
+    # which pramkit rightly leaves ignored (the apply would then finish and exit 0)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     original = pio.TableWriter._write_chunk
     go_on = os.environ["PRAMKIT_TEST_GO_ON"]
     def slow(self, table):
