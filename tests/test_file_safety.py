@@ -421,10 +421,11 @@ SLOW_APPLY = textwrap.dedent("""
 """)
 
 
-def start_slow_apply(files: dict[str, Path], out: Path) -> subprocess.Popen:
+def start_slow_apply(files: dict[str, Path], out: Path, *, sigint_ignored: bool = False) -> subprocess.Popen:
     args = [str(a) for a in apply_args(files, out, "csv", "--chunk-rows", "20")]
     go_on = out.parent.parent / f"go-on-{out.parent.name}"  # outside the folder whose digests count
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_APPLY, *args], stdout=subprocess.PIPE,
+    code = SLOW_APPLY.replace("signal.default_int_handler", "signal.SIG_IGN") if sigint_ignored else SLOW_APPLY
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PRAMKIT_TEST_GO_ON": str(go_on)})
     proc.go_on = go_on  # type: ignore[attr-defined]  # where resume() lets the child's writer go on
     deadline = time.monotonic() + 60
@@ -475,6 +476,18 @@ def test_interrupt_removes_the_temporary(files, sig: int, status: int) -> None:
     assert proc.returncode == status, err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
     assert digests(d) == before and temporaries(d) == [] and not out.exists()
+
+
+def test_an_ignored_sigint_stays_ignored(files) -> None:
+    """A background job's SIGINT is ignored: pramkit leaves it so, and the apply finishes its file."""
+    d = files["dir"]
+    out = d / "released.csv"
+    proc = start_slow_apply(files, out, sigint_ignored=True)
+    proc.send_signal(signal.SIGINT)
+    resume(proc)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.exists() and temporaries(d) == []
 
 
 def test_stale_temporaries_of_other_outputs_and_live_runs_are_left_alone(files, capsys) -> None:
