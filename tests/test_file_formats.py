@@ -271,3 +271,41 @@ def test_what_reads_csv_and_parquet_only_refuses_arrow(testdata: pa.Table, tmp_p
 def test_the_table_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         FILE_FORMATS["csv"].whole = True  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "over-good"])
+def test_an_arrow_write_that_fails_leaves_nothing_partial(sdc_data: Path, tmp_path: Path, capsys,
+                                                         monkeypatch: pytest.MonkeyPatch, existing: bool) -> None:
+    """The Arrow IPC writer on a full disk (ENOSPC injected at its second batch): one line, exit 2, no temporary
+    left, a good file already there kept byte for byte, the inputs unchanged."""
+    import errno
+
+    data, key, manifest, out = sdc_data / "testdata.csv", tmp_path / "k.key", tmp_path / "m.json", tmp_path / "r.arrow"
+    key.write_text(bytes(range(32)).hex())
+    key.chmod(0o600)
+    assert main(["design", str(data), "--vars", "roof,walls", "--epsilon", "2", "--out", str(manifest), "-q",
+                 "--key-file", str(key)]) == 0
+    args = ["apply", str(data), "--manifest", str(manifest), "--out", str(out), "--key-file", str(key), "-q",
+            "--chunk-rows", "1000"]
+    if existing:
+        assert main(args) == 0
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
+    data_digest = hashlib.sha256(data.read_bytes()).hexdigest()
+    original = pio.TableWriter._write_chunk
+    calls = {"n": 0}
+
+    def full(self, table):  # the disk fills at the second batch
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(self, table)
+
+    monkeypatch.setattr(pio.TableWriter, "_write_chunk", full)
+    capsys.readouterr()
+    code = main([*args, *(["--force"] if existing else [])])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "No space left" in err, err
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
+    assert after == before  # nothing partial, no temporary, a good file kept, no receipt replaced
+    assert hashlib.sha256(data.read_bytes()).hexdigest() == data_digest
+    assert calls["n"] >= 2  # the failure was reached: the file is written in batches
