@@ -74,7 +74,7 @@ import pandas as pd
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.errors import DataError, ParameterError
 from pramkit.risk.kanonymity import agree as _agree  # the counting stands on the risk floor; its names stay here
-from pramkit.risk.kanonymity import key_codes, record_frequencies
+from pramkit.risk.kanonymity import check_columns, key_codes, record_frequencies
 
 #: The rules for a missing value.
 MISSING_RULES = ("any", "own")
@@ -660,17 +660,9 @@ def cells_to_suppress(frame: pd.DataFrame, keys: Sequence[str], k: int, *, impor
 
 
 def check_keys(keys: Sequence[str], columns: Sequence[str], where: str = "the file") -> list[str]:
-    """The key variables, checked: at least one, each once, each a column."""
-    keys = [str(k).strip() for k in keys if str(k).strip()]
-    if not keys:
-        raise ParameterError("name at least one key variable (--keys A,B)")
-    twice = sorted({k for k in keys if keys.count(k) > 1})
-    if twice:
-        raise ParameterError(f"key {twice[0]!r} is named twice in --keys")
-    absent = [k for k in keys if k not in columns]
-    if absent:
-        raise ParameterError(f"key {absent[0]!r} is not a column of {where} (its columns: {', '.join(columns)})")
-    return keys
+    """The key variables, checked: at least one, each once, each a column
+    (:func:`pramkit.risk.kanonymity.check_columns`)."""
+    return check_columns(keys, columns, "key", flag="--keys", where=where, noun="key variable")
 
 
 def check_importance(importance: Sequence[str], keys: Sequence[str]) -> list[int]:

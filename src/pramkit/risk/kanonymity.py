@@ -162,24 +162,41 @@ def _check_missing(missing: str) -> str:
     return missing
 
 
-def _check_columns(names: Sequence[str], columns: Sequence[str], what: str) -> list[str]:
-    """``names``, checked: at least one, each once, each a column."""
+def check_columns(names: Sequence[str], columns: Sequence[str], what: str, *, flag: str | None = None,
+                  where: str = "the file", noun: str | None = None) -> list[str]:
+    """``names``, checked: at least one, each once, each a column of ``where``.
+
+    ``what`` names one of them in a message (``"key"``), ``noun`` what one names at least (default ``what``),
+    ``flag`` the option that gives them (``"--keys"``).
+
+    Examples
+    --------
+    >>> check_columns([" a", "b"], ["a", "b", "c"], "key")
+    ['a', 'b']
+    >>> check_columns(["a", "a"], ["a"], "key", flag="--keys")
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: key 'a' is named twice in --keys
+    """
     names = [str(n).strip() for n in names if str(n).strip()]
     if not names:
-        raise ParameterError(f"name at least one {what}")
+        raise ParameterError(f"name at least one {noun or what}" + (f" ({flag} A,B)" if flag else ""))
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ParameterError(f"{what} {twice[0]!r} is named twice")
+        raise ParameterError(f"{what} {twice[0]!r} is named twice" + (f" in {flag}" if flag else ""))
     absent = [n for n in names if n not in columns]
     if absent:
-        raise ParameterError(f"{what} {absent[0]!r} is not a column of the file (its columns: {', '.join(map(str, columns))})")
+        raise ParameterError(f"{what} {absent[0]!r} is not a column of {where} (its columns: "
+                             f"{', '.join(map(str, columns))})")
     return names
+
+
 
 
 def _strata(frame: pd.DataFrame, strata: Sequence[str] | str | None, keys: Sequence[str]) -> tuple[list[str], np.ndarray | None]:
     if strata is None:
         return [], None
-    names = _check_columns([strata] if isinstance(strata, str) else list(strata), list(frame.columns), "stratum")
+    names = check_columns([strata] if isinstance(strata, str) else list(strata), list(frame.columns), "stratum")
     both = [s for s in names if s in keys]
     if both:
         raise ParameterError(f"stratum {both[0]!r} is also a key")
@@ -286,13 +303,13 @@ def k_anonymity_violations(frame: pd.DataFrame, keys: Sequence[str], k: int, *, 
     """
     k = _check_k(k)
     missing = _check_missing(missing)
-    keys = _check_columns(keys, list(frame.columns), "key")
+    keys = check_columns(keys, list(frame.columns), "key")
     stratum, groups = _strata(frame, strata, keys)
     codes = key_codes(frame, keys)
     f = record_frequencies(codes, missing, groups)
     weighted = None
     if weights is not None:
-        (weights,) = _check_columns([weights], list(frame.columns), "weight column")
+        (weights,) = check_columns([weights], list(frame.columns), "weight column")
         w = pd.to_numeric(frame[weights], errors="coerce").to_numpy(dtype=float)
         if not np.isfinite(w).all() or (w < 0).any():
             raise DataError(f"the weight column {weights!r} has a missing, negative or non-numeric value")
@@ -381,7 +398,7 @@ def risky_cells(frame: pd.DataFrame, keys: Sequence[str], k: int, *, max_dim: in
     """
     k = _check_k(k)
     missing = _check_missing(missing)
-    keys = _check_columns(keys, list(frame.columns), "key")
+    keys = check_columns(keys, list(frame.columns), "key")
     top = len(keys) if max_dim is None else max_dim
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or not 1 <= top <= len(keys):
         raise ParameterError(f"the largest table must have 1 to {len(keys)} keys (the number of keys), got {max_dim!r}")
@@ -520,8 +537,8 @@ def l_diversity(frame: pd.DataFrame, keys: Sequence[str], sensitive: Sequence[st
     """
     l = _check_k(l, "l")
     missing = _check_missing(missing)
-    keys = _check_columns(keys, list(frame.columns), "key")
-    names = _check_columns([sensitive] if isinstance(sensitive, str) else list(sensitive), list(frame.columns),
+    keys = check_columns(keys, list(frame.columns), "key")
+    names = check_columns([sensitive] if isinstance(sensitive, str) else list(sensitive), list(frame.columns),
                            "sensitive variable")
     both = [s for s in names if s in keys]
     if both:
@@ -715,7 +732,7 @@ def assess(data: str | Path | pd.DataFrame, keys: Sequence[str], *, k: int | Non
         from pramkit.io import read_table
 
         frame = read_table(data, na_values=na_values, sep=sep, encoding=encoding)
-    keys = _check_columns(keys, list(frame.columns), "key")
+    keys = check_columns(keys, list(frame.columns), "key")
     return Assessment(
         keys=tuple(keys), records=len(frame), missing=missing,
         violations=None if k is None else k_anonymity_violations(frame, keys, k, missing=missing, weights=weights),
