@@ -43,7 +43,7 @@ def version_scheme(version):  # a setuptools_scm.version.ScmVersion
 
 
 setup(
-    ext_modules=[Extension("pramkit.engine._kernels", ["src/pramkit/engine/_kernels.c"], depends=["src/pramkit/engine/_philox.h"],
+    ext_modules=[Extension("pramkit.kernel._kernels", ["src/pramkit/kernel/_kernels.c"], depends=["src/pramkit/kernel/_philox.h"],
                            extra_compile_args=FLAGS)],
     use_scm_version={
         "version_scheme": version_scheme,

@@ -27,7 +27,7 @@ from pramkit.audit.engine import audit_variable
 from pramkit.audit.release import read_whole
 from pramkit.demo import run_demo
 from pramkit.design.classic import randomized_response
-from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.manifest import PerturbedVariable
 
 #: The release audit's target on the census demo (seconds).

@@ -2,7 +2,7 @@
 
 Generates (once per size) a census-like Parquet file out of core, one chunk of at most
 ``--chunk`` persons at a time (never the whole file in memory): each chunk is
-:func:`pramkit.engine.swap.census.census_households` (the ten census variables, 300 areas in
+:func:`pramkit.swap.census.census_households` (the ten census variables, 300 areas in
 nine regions, households of 1 to 7 persons within an area) with its own seed, its household ids
 offset so that they are unique in the file, and a survey weight per household (1 to 1.4, a
 function of the id). Beside it: a codebook of the categories (so that the manifest does not show
@@ -67,7 +67,7 @@ def generate(path: Path, persons: int, chunk: int = CHUNK) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pramkit.engine.swap.census import census_households
+    from pramkit.swap.census import census_households
 
     tmp = path.with_suffix(".partial")
     writer = None
@@ -92,7 +92,7 @@ def generate(path: Path, persons: int, chunk: int = CHUNK) -> None:
 def write_inputs(folder: Path) -> None:
     """The codebook, the edit rules and the key file the stages read."""
     from pramkit.datasets import CENSUS_VARIABLES, census_areas
-    from pramkit.engine.swap.census import area_regions
+    from pramkit.swap.census import area_regions
 
     geo = census_areas()
     codes = {**CENSUS_VARIABLES, "area": tuple(geo["category"]), "region": tuple(sorted(set(area_regions(geo))))}

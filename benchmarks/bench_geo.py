@@ -50,7 +50,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.design.dp.distance import dp_min_distance, metric_min_distance
 from pramkit.design.metric.mechanisms import compare_with_rr, exponential_mechanism, geo_utility, truncated_geometric
 from pramkit.engine.perturb import perturb_codes
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import sampler_for
 
 

@@ -72,7 +72,7 @@ def main() -> None:
     from pramkit.distances import euclidean_distances
     from pramkit.design.metric.mechanisms import exponential_mechanism
     from pramkit.engine.perturb import perturb_codes
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
     t0 = time.perf_counter()
     m = exponential_mechanism(euclidean_distances(names, xy, unit="km"), args.metric_epsilon)

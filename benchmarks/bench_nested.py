@@ -30,7 +30,7 @@ from timing import best_of  # noqa: E402
 from pramkit.datasets import census  # noqa: E402
 from pramkit.design.dp.general import dp_general  # noqa: E402
 from pramkit.design.nested import derive_matrix  # noqa: E402
-from pramkit.engine.rng import SecretKey  # noqa: E402
+from pramkit.kernel.rng import SecretKey  # noqa: E402
 from pramkit.privacy.geometric import DPCounts  # noqa: E402
 from pramkit.release.choices import DesignChoices  # noqa: E402
 from pramkit.release.derive import derive_release  # noqa: E402

@@ -51,7 +51,7 @@ from pramkit.datasets import census
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.engine.perturb import available_threads, perturb_codes, perturb_frame
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import MAX_ALIAS, DiagonalSampler, sampler_for
 from timing import best_of
 

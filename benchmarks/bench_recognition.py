@@ -2,7 +2,7 @@
 
 For 5, 8 and 10 key variables of the built-in census data (all 953 076 rows
 unless ``--rows`` says otherwise) and every combination of three of them, the
-restricted-support design (:func:`pramkit.design.recognition.design.recognition_design`)
+restricted-support design (:func:`pramkit.recognition.design.recognition_design`)
 is timed, with its peak traced memory (tracemalloc) and the process's peak RSS.
 The baseline, measured in the same run on the same key space, is the
 identity-plus-uniform-noise matrix found by bisection; the ratio of the two
@@ -21,7 +21,7 @@ import time
 import tracemalloc
 
 from pramkit.datasets import census
-from pramkit.design.recognition.design import (
+from pramkit.recognition.design import (
     KeySpace, combinations_of, recognition_design, uniform_noise_baseline,
 )
 from pramkit.risk.frequencies import key_table

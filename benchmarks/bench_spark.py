@@ -49,7 +49,7 @@ from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CHUNK_ROWS
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import TablePerturber, available_threads
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.spark.perturb import _through_python
 from pramkit.engines import spark as ps
 from pramkit.manifest import Manifest

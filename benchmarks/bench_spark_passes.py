@@ -10,7 +10,7 @@ pass runs on it with the local engine and with Spark, in that order, and the res
   per-record risk on four keys, weighted;
 * estimate (:func:`pramkit.estimate_table` with ``engine="spark"``): a two-way table with the
   areas as strata and the households as PSUs;
-* swap (:func:`pramkit.engine.swap.run.swap_file` against :func:`pramkit.engine.spark.swap.swap_file_spark`):
+* swap (:func:`pramkit.swap.run.swap_file` against :func:`pramkit.swap.spark.swap_file_spark`):
   5 % of the households swapped between areas, both written as Parquet (a file, a folder);
 * the release audit (:func:`pramkit.audit.audit` with ``backend="spark"``, ``pramkit audit --backend spark``):
   a release of sex and marital status (written by the local engine) against the original, with the key
@@ -41,8 +41,8 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.spark import counts as spark_counts
 from pramkit.engine.spark import session
-from pramkit.engine.spark.swap import swap_file_spark
-from pramkit.engine.swap.run import plan_swap, swap_file
+from pramkit.swap.spark import swap_file_spark
+from pramkit.swap.run import plan_swap, swap_file
 from pramkit.estimate import estimate_table
 from pramkit.estimate.survey import SurveyDesign
 from pramkit.io import read_table

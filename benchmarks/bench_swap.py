@@ -1,15 +1,15 @@
 """Record swapping of ``--households`` households (default 10^6) against floors measured in the same run.
 
-The file: the census-like persons of :func:`pramkit.engine.swap.census.census_households`
+The file: the census-like persons of :func:`pramkit.swap.census.census_households`
 (about 2.4 persons per household; 300 areas in nine regions; household size as
 similarity profile; age, sex, race and marital status as risk variables, k = 3), written once as Parquet
 in ``--dir``.  Timed, best of ``--repeat``:
 
 * ``floor``: pyarrow alone reads the Parquet file twice (the swap's two passes: the
   columns it needs, then every column) and writes it once, in chunks of ``--chunk-rows``;
-* ``swap_file``: :func:`pramkit.engine.swap.swap_file` on the same file, targeted and
+* ``swap_file``: :func:`pramkit.swap.swap_file` on the same file, targeted and
   random (atomic write, SHA-256, receipt included);
-* ``draw``: :func:`pramkit.engine.swap.core.draw_swaps` alone, on the household arrays.
+* ``draw``: :func:`pramkit.swap.core.draw_swaps` alone, on the household arrays.
 
 Prints each time and the ratio swap / floor.  sdcMicro's ``recordSwap`` (C++) is run on the
 same data when R and sdcMicro are installed (``Rscript``); otherwise the line says so and
@@ -30,11 +30,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from timing import best_of
 
-from pramkit.engine.rng import SecretKey
-from pramkit.engine.swap import plan_swap, swap_file
-from pramkit.engine.swap.census import census_households
-from pramkit.engine.swap.core import draw_swaps
-from pramkit.engine.swap.households import read_households
+from pramkit.kernel.rng import SecretKey
+from pramkit.swap import plan_swap, swap_file
+from pramkit.swap.census import census_households
+from pramkit.swap.core import draw_swaps
+from pramkit.swap.households import read_households
 from pramkit.io import iter_batches
 
 PERSONS_PER_HOUSEHOLD = 2.44

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from pramkit.demo import run_demo
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 out = Path(tempfile.mkdtemp()) / "pramkit-demo"
 result = run_demo(out, rows=20_000, epsilon=6.0, key=SecretKey(bytes(range(32)), "a fixed example key"))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 #: Real microdata files shipped beside the project (absent in a user's clone).
 SDC_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro"
@@ -93,12 +93,12 @@ class SeededSecrets:
 def seeded_secrets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test draws its keys and keyless noise from :class:`SeededSecrets` (in this process; a
     ``pramkit`` started as a subprocess draws from the operating system)."""
-    import pramkit.engine.rng
+    import pramkit.kernel.rng
     import pramkit.engine.sampling
     import pramkit.privacy.geometric
 
     shim = SeededSecrets(request.node.nodeid)
-    for module in (pramkit.engine.rng, pramkit.engine.sampling, pramkit.privacy.geometric):
+    for module in (pramkit.kernel.rng, pramkit.engine.sampling, pramkit.privacy.geometric):
         monkeypatch.setattr(module, "secrets", shim)
 
 

@@ -34,7 +34,7 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
 from _manifests import comparable
 
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.kernel.rng import SecretKey, write_key_file
 
 TOKEN = "browser-test-token"
 RULES = 'age,marital_status\n0-9,"married, spouse present|married, spouse absent|separated|divorced|widowed"\n'

@@ -26,7 +26,7 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
     tab,
 )
 
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.choices import DesignChoices
 from pramkit.risk.expected import ExpectedRelease, ProblemSet, expected_release
 from pramkit.workbench import Workbench

@@ -39,7 +39,7 @@ from _browser import (  # skips this module when Playwright or Chromium is absen
 )
 
 from pramkit.app import server
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 TOKEN = "security-test-token"
 #: Seconds a closed tab's release is kept in this module's app (the default is 30): long enough for a reload on a

@@ -204,12 +204,12 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("pramkit.errors", "pramkit.validate", "pramkit.atomic", "pramkit.labels", "pramkit.frames",
               "pramkit.defaults", "pramkit.progress", "pramkit.public_inputs", "pramkit.datasets",
               "pramkit._lazy", "pramkit._json", "pramkit._version", "pramkit._build_version",
-              "pramkit._extras", "pramkit._figure", "pramkit.settings")),
+              "pramkit._extras", "pramkit._figure", "pramkit.settings", "pramkit._moved")),
     # the release methods' contract and their declarations of every public field (implementations named, not
     # imported: pramkit.methods.contract)
     ("contract", ("pramkit.methods",)),
     # compiled loops, the keyed generator, values to codes and back
-    ("kernels", ("pramkit.engine._kernels", "pramkit.engine.utf8", "pramkit.engine.rng", "pramkit.codebook")),
+    ("kernels", ("pramkit.kernel", "pramkit.codebook")),
     # files and frames read and written, counts, structure (strata, households, rules), recodes
     # (pramkit.source: the data a workflow reads, opened once)
     ("io", ("pramkit.io", "pramkit.io_codes", "pramkit.io_formats", "pramkit.io_sas", "pramkit.io_stat", "pramkit.source",
@@ -227,10 +227,10 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("utility", ("pramkit.utility",)),
     ("risk", ("pramkit.risk",)),
     # the designs that read a risk measure: protection against spontaneous recognition
-    ("recognition", ("pramkit.design.recognition",)),
+    ("recognition", ("pramkit.recognition",)),
     # the workflows: a release designed and written, swapped (on Spark too), synthesized, resampled, audited
-    ("workflows", ("pramkit.release", "pramkit.engine.swap", "pramkit.engine.spark.swap", "pramkit.synthesize", "pramkit.resample",
-                   "pramkit.suppress", "pramkit.audit")),
+    ("workflows", ("pramkit.release", "pramkit.swap", "pramkit.synthesize",
+                   "pramkit.resample", "pramkit.suppress", "pramkit.audit")),
     ("reports", ("pramkit.report", "pramkit.reproduce", "pramkit.sklearn")),
     ("workbench", ("pramkit.workbench", "pramkit.demo")),
     # what parses and shows: the command line and the app
@@ -300,11 +300,36 @@ def test_the_floor_rule_sees_an_upward_import_even_deferred(tmp_path: Path) -> N
     graph = {m: _imports(p, modules) - {m} for m, p in modules.items()}
     assert graph == {"pramkit.errors": {"pramkit.cli.design"}, "pramkit.cli.design": {"pramkit.errors"}}
     assert upward(graph) == [("pramkit.errors", "pramkit.cli.design")]
-    # the longest name decides: pramkit.design.recognition stands above pramkit.risk, pramkit.design below
-    assert floor_of("pramkit.design.recognition.design") > floor_of("pramkit.risk.posterior") > floor_of(
+    # each module stands on the floor of the longest name that holds it
+    assert floor_of("pramkit.recognition.design") > floor_of("pramkit.risk.posterior") > floor_of(
         "pramkit.design.classic")
-    assert floor_of("pramkit.engine.swap.run") > floor_of("pramkit.engine.perturb") > floor_of("pramkit.engine.rng")
+    assert floor_of("pramkit.swap.run") > floor_of("pramkit.engine.perturb") > floor_of("pramkit.kernel.rng")
     assert floor_of("pramkit.nowhere") is None and floor_of("pramkit") == len(FLOORS)
+
+
+def folders_on_two_floors(modules: list[str], floors: list[tuple[str, tuple[str, ...]]] = FLOORS) -> dict[str, list[int]]:
+    """The folders (packages below ``pramkit``) whose modules stand on more than one floor, with those floors."""
+    packages = {m for m in modules if any(other.startswith(m + ".") for other in modules)}
+    held: dict[str, set[int]] = {}
+    for module in modules:
+        parts = module.split(".")
+        for i in range(2, len(parts) + 1):
+            folder = ".".join(parts[:i])
+            if folder in packages and (here := floor_of(module, floors)) is not None:
+                held.setdefault(folder, set()).add(here)
+    return {folder: sorted(found) for folder, found in sorted(held.items()) if len(found) > 1}
+
+
+def test_no_folder_stands_on_two_floors() -> None:
+    """A folder shows its floor: every module in it (its subfolders too) stands on the same one, so the layering
+    is read from the tree, not from sub-floors declared for parts of a folder."""
+    mixed = folders_on_two_floors(sorted(_modules()))
+    assert not mixed, (f"folders holding modules of several floors (floor numbers from the base, 0 first): {mixed}; "
+                       "move the modules of another floor to a folder of their own")
+    # the rule sees a folder of two floors
+    assert folders_on_two_floors(["pramkit.engine", "pramkit.engine.perturb", "pramkit.engine.swap"],
+                                 [("engine", ("pramkit.engine",)), ("workflows", ("pramkit.engine.swap",))]) == {
+        "pramkit.engine": [0, 1]}
 
 
 def test_the_architecture_page_draws_the_floors() -> None:
@@ -445,3 +470,28 @@ def test_the_reader_check_sees_a_stage_that_asks() -> None:
         f = Path(d) / "stage.py"
         f.write_text("def f(data):\n    if isinstance(data, str):\n        return sha256_of(data)\n", encoding="utf-8")
         assert sorted(_reader_calls(f)) == ["isinstance(data, ...)", "sha256_of"]
+
+
+def test_moved_modules_keep_their_former_names() -> None:
+    """Each former name of :data:`pramkit._moved.MOVED` gives the module itself (no second copy, no file left
+    under the old name), its submodules too, in a fresh interpreter as a user's script imports them."""
+    import importlib
+    import subprocess
+    import sys
+
+    from pramkit._moved import MOVED
+
+    modules = _modules()
+    for old, new in MOVED.items():
+        assert old not in modules and new in modules, (old, new)
+        assert importlib.import_module(old) is importlib.import_module(new)
+    script = ("from pramkit.engine.rng import SecretKey\n"
+              "from pramkit.engine.swap.census import census_households\n"
+              "import pramkit.design.recognition.reductions as old\n"
+              "import pramkit.kernel.rng, pramkit.swap.census, pramkit.recognition.reductions as new\n"
+              "assert SecretKey is pramkit.kernel.rng.SecretKey\n"
+              "assert census_households is pramkit.swap.census.census_households and old is new\n"
+              "assert new.__name__ == new.__spec__.name == 'pramkit.recognition.reductions'\n"
+              "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "ok", done.stderr

@@ -29,7 +29,7 @@ from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import perturb_codes
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 

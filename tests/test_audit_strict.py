@@ -228,8 +228,8 @@ def test_a_derived_release_passes(census_release, tmp_path):
 
 @pytest.mark.parametrize("donors", ["same-parent", "any-area"])
 def test_a_swapped_release_passes(tmp_path, donors):
-    from pramkit.engine.swap.census import census_households
-    from pramkit.engine.swap.run import plan_swap, swap_file
+    from pramkit.swap.census import census_households
+    from pramkit.swap.run import plan_swap, swap_file
 
     census_households(6_000).to_csv(tmp_path / "hh.csv", index=False)
     key = _key(tmp_path)
@@ -326,8 +326,8 @@ def test_bad_input_is_one_line_and_exit_2(census_release, args, message):
 
 
 def test_a_swapping_section_that_cannot_be_read_is_one_line(census_release, tmp_path):
-    from pramkit.engine.swap.census import census_households
-    from pramkit.engine.swap.run import plan_swap, swap_file
+    from pramkit.swap.census import census_households
+    from pramkit.swap.run import plan_swap, swap_file
 
     census_households(1_000).to_csv(tmp_path / "hh.csv", index=False)
     swap_file(tmp_path / "hh.csv", plan_swap("hid", ["region", "area"]), tmp_path / "sw.csv", key=KEY,

@@ -11,7 +11,7 @@ from pramkit.design.bistochastic.birkhoff import birkhoff_decomposition, perturb
 from pramkit.design.bistochastic.families import k_anonymity, tridiagonal
 from pramkit.design.classic import keep_probability, randomized_response
 from pramkit.errors import DataError, PramkitError
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 
 def sinkhorn(a: np.ndarray, sweeps: int = 5000) -> np.ndarray:

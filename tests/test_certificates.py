@@ -21,7 +21,7 @@ import pytest
 from pramkit.design.dp.general import dp_general, staircase_dual_bound
 from pramkit.design.dp.optimal import dp_optimal, verified_objective, vertex_patterns
 from pramkit.design.dp.split_bound import bound_split
-from pramkit.design.recognition.design import recognition_design
+from pramkit.recognition.design import recognition_design
 from pramkit.privacy.exact import CERTIFICATE_ATOL, CERTIFICATE_RTOL, certificate_tolerance, information_bounds
 
 
@@ -197,8 +197,8 @@ def test_module_doctests():
     from pramkit.design.dp import general
     from pramkit.design.dp import optimal
     from pramkit.design.dp import variance as dp_variance
-    from pramkit.design.recognition import design as recognition
-    from pramkit.design.recognition import reductions as recognition_reductions
+    from pramkit.recognition import design as recognition
+    from pramkit.recognition import reductions as recognition_reductions
 
     for module in (general, optimal, recognition):
         assert doctest.testmod(module).failed == 0
@@ -380,7 +380,7 @@ def test_restricted_recognition_bound_holds_for_any_multipliers():
     programs, random exactly feasible points y (rejection sampling)."""
     import scipy.sparse as sp
 
-    from pramkit.design.recognition.reductions import MAX_CHANGE, certified_lower_bound
+    from pramkit.recognition.reductions import MAX_CHANGE, certified_lower_bound
 
     rng = np.random.default_rng(700)
 

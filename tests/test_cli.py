@@ -144,7 +144,7 @@ def test_console_script_and_module_run() -> None:
 
 
 def test_apply_reports_the_key_fingerprint_and_receipt(files, capsys) -> None:
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
     fingerprint = SecretKey.from_file(files["key"]).fingerprint
     code, out, _ = run(["apply", files["data"], "--manifest", files["manifest"], "--out", files["dir"] / "r.csv",

@@ -115,7 +115,7 @@ def test_perturbing_a_dictionary_view_leaves_the_column_as_it_was() -> None:
     the release is the one of the same values as text."""
     from pramkit.matrix import PramMatrix
     from pramkit.engine.perturb import perturb_frame
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
     rng = np.random.default_rng(5)
     labels = ["a", "b", "c"]

@@ -114,7 +114,7 @@ DESIGNS = r'''
 import json, sys
 import pandas as pd
 from pramkit.datasets import census, CENSUS_VARIABLES
-from pramkit.engine.rng import SecretKey
+from pramkit.engine.rng import SecretKey  # the former name: this script runs on an earlier tree too
 from pramkit.release.pipeline import design_planned
 import pramkit
 import pramkit.datasets
@@ -207,13 +207,15 @@ def _extract_and_build(git: str, commit: str, out: Path) -> None:
 
 
 def _build_kernel(src: Path, temp: Path) -> None:
-    """Compile ``src``'s own ``pramkit.engine._kernels`` into ``src`` (with the flags setup.py gives)."""
+    """Compile ``src``'s own kernel into ``src`` (with the flags setup.py gives): ``pramkit.kernel._kernels``, or
+    ``pramkit.engine._kernels`` in a tree from before the kernel had a folder of its own."""
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
     from setuptools.errors import CompileError, LinkError, PlatformError
 
     flags = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-trapping-math"]
-    kernel = Extension("pramkit.engine._kernels", [str(src / "pramkit" / "engine" / "_kernels.c")],
+    folder = "kernel" if (src / "pramkit" / "kernel" / "_kernels.c").is_file() else "engine"
+    kernel = Extension(f"pramkit.{folder}._kernels", [str(src / "pramkit" / folder / "_kernels.c")],
                        extra_compile_args=flags)
     cmd = build_ext(Distribution({"ext_modules": [kernel]}))
     cmd.build_lib, cmd.build_temp = str(src), str(temp)

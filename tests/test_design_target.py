@@ -19,7 +19,7 @@ import pytest
 
 import pramkit
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.risk.matches import quantile_bound
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"

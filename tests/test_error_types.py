@@ -110,7 +110,7 @@ def _bistochastic_numeric(tmp: Path) -> None:
 
 
 def _combinations_of(tmp: Path) -> None:
-    from pramkit.design.recognition.design import combinations_of
+    from pramkit.recognition.design import combinations_of
 
     combinations_of(["sex", "region"], [["sex", "income"]])
 
@@ -118,7 +118,7 @@ def _combinations_of(tmp: Path) -> None:
 def _restricted_l2(tmp: Path) -> None:
     import scipy.sparse as sp
 
-    from pramkit.design.recognition.reductions import restricted_l2
+    from pramkit.recognition.reductions import restricted_l2
     from pramkit.risk.space import key_space
 
     space = key_space([[30.0, 1.0], [40.0, 20.0]])

@@ -26,7 +26,7 @@ from scipy.special import xlogy
 import pramkit
 from pramkit import PramMatrix
 from pramkit.design.classic import randomized_response
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import EstimationWarning, mle, mle_estimate, moment_estimate
 from pramkit.estimate.chain import ManifestChain

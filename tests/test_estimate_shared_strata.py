@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import pramkit
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
 
 NIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "nist-crc" / "national" / "national2019.csv"

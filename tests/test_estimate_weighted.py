@@ -17,7 +17,7 @@ import pytest
 from pramkit import Manifest, PramMatrix
 from pramkit.cli import main
 from pramkit.engine.perturb import perturb_codes
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError, PramkitError
 from pramkit.estimate import estimate_table
 from pramkit.estimate.survey import SurveyDesign
@@ -274,7 +274,7 @@ def test_the_ledger_names_the_weight_columns(eusilc: pd.DataFrame, tmp_path: Pat
 
 
 def test_the_reports_and_the_workbench_weight_the_estimates(eusilc: pd.DataFrame, tmp_path: Path) -> None:
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.release.choices import DesignChoices
     from pramkit.report import build_public_report
     from pramkit.workbench import Workbench

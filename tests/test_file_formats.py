@@ -81,7 +81,7 @@ NAMED_ELSEWHERE = {
     "report/build.py": "which files the report reads by streaming (to move to the table with the report's refactor)",
     "audit/declared.py": "which originals a DP count is drawn again from (to move to the table with the audit's "
                          "field declarations)",
-    "engine/swap/run.py": "a swap's partners file, written as CSV or Parquet by writers of its own, not a data file",
+    "swap/run.py": "a swap's partners file, written as CSV or Parquet by writers of its own, not a data file",
 }
 
 

@@ -32,7 +32,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.manifest import Manifest
 from pramkit.engine.perturb import apply_file
 from pramkit.engine.receipt import check_release, receipt_path
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 FORMATS = ["csv", "parquet", "dta", "sav"]
@@ -72,7 +72,7 @@ def made_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     :class:`conftest.SeededSecrets`, so every run releases the same records)."""
     from conftest import SeededSecrets
 
-    import pramkit.engine.rng
+    import pramkit.kernel.rng
 
     rng = np.random.default_rng(11)
     n = 12_000  # several CSV blocks of 64 KB
@@ -92,7 +92,7 @@ def made_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "sex": randomized_response(["m", "f"], 0.5),
     }).write(d / "m.json")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(pramkit.engine.rng, "secrets", SeededSecrets("tests/test_file_safety.py::files"))
+        patch.setattr(pramkit.kernel.rng, "secrets", SeededSecrets("tests/test_file_safety.py::files"))
         assert main(["keygen", str(d / "key")]) == 0
     apply_file(d / "data.csv", d / "m.json", d / "rel.csv", key=SecretKey.from_file(d / "key"))  # with its receipt
     return d

@@ -24,7 +24,7 @@ from pramkit import Manifest, PramMatrix
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.codebook import spelling_clash
 from pramkit.engine.perturb import TablePerturber, perturb_codes, release_key
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import iter_batches
 

@@ -14,7 +14,7 @@ from pramkit import Manifest, PramMatrix
 from pramkit.manifest import PerturbedVariable
 from pramkit.engine.perturb import perturb_codes
 from pramkit.privacy.epsilon import matrix_epsilon
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import GeometricSampler
 
 KEY = SecretKey(b"geometric form test key 32 bytes", "test")

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.engine.perturb import perturb_frame
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.ledger import ALL_COVERED, GIVEN_STRUCTURE, Ledger, release_guarantee
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix

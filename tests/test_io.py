@@ -18,7 +18,7 @@ from pramkit.design.classic import randomized_response
 from pramkit.errors import DataError, OutputExistsError, PramkitError
 from pramkit.manifest import Manifest
 from pramkit.engine.perturb import apply_file
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 
 def sha(path: Path) -> str:

@@ -20,7 +20,7 @@ import pytest
 
 from pramkit._json import OUTPUT_FORMATS
 from pramkit.cli import build_parser, main
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 jsonschema = pytest.importorskip("jsonschema")
 

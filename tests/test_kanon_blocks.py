@@ -28,7 +28,7 @@ from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.design.bistochastic.families import k_anonymity, with_floor
 from pramkit.design.classic import randomized_response
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.estimate import EstimationWarning
 from pramkit.ledger import release_guarantee
 from pramkit.manifest import PerturbedVariable

@@ -1,7 +1,7 @@
 """Without its compiled kernel (a source tree never built, an install made without a C compiler), pramkit
 says so in one line, as an :class:`ImportError`, and the command line exits 2: never a bare traceback.
 
-The kernel is hidden from a fresh interpreter by an import hook that refuses ``pramkit.engine._kernels``,
+The kernel is hidden from a fresh interpreter by an import hook that refuses ``pramkit.kernel._kernels``,
 as Python does when the extension module is absent.
 """
 
@@ -18,7 +18,7 @@ HIDE = """
 import importlib.abc, sys
 class Hide(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "pramkit.engine._kernels":
+        if name == "pramkit.kernel._kernels":
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 sys.meta_path.insert(0, Hide())
 """
@@ -31,7 +31,7 @@ def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_library_raises_an_import_error_that_says_what_to_install() -> None:
     done = _run("import pramkit\n"
                 "try:\n"
-                "    from pramkit.engine import _kernels\n"
+                "    from pramkit.kernel import _kernels\n"
                 "except ImportError as exc:\n"
                 "    print(type(exc).__name__, isinstance(exc, pramkit.errors.PramkitError), exc)\n")
     assert done.returncode == 0, done.stderr

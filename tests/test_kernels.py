@@ -1,4 +1,4 @@
-"""The compiled kernels (pramkit.engine._kernels) through sampling.py, utf8.py and codebook.py, against oracles
+"""The compiled kernels (pramkit.kernel._kernels) through sampling.py, utf8.py and codebook.py, against oracles
 written here in plain Python: the per-value integer arithmetic of form (8) and of the alias draw, every
 word of a small resolution enumerated, the matrix rows themselves (Monte Carlo), NumPy counts, and
 dictionary lookups of text."""
@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.engine import _kernels
+from pramkit.kernel import _kernels
 from pramkit.codebook import Codebook
 from pramkit.errors import DataError
 from pramkit.matrix import PramMatrix
 from pramkit.privacy.law import dense_units, form8_units
 from pramkit.engine.sampling import (SHIFT, AliasSampler, CumulativeSampler, DiagonalSampler, GeometricSampler, release,
                               words_of)
-from pramkit.engine.utf8 import HEAD, PAD, Utf8Labels, label_records
+from pramkit.kernel.utf8 import HEAD, PAD, Utf8Labels, label_records
 
 TEXT_TYPES = [pa.string(), pa.large_string()]
 TEXT_IDS = ["string", "large_string"]
@@ -225,10 +225,10 @@ def test_diagonal_matches_form8_reference(s, diagonal_path):
 @pytest.mark.parametrize("start, n", [(0, 1), (3, 511), (6, 513), (1, 5000)])
 def test_keyed_stream_draws_the_words_of_its_rows(kind, start, n):
     """Drawing from the keyed stream itself (the kernel computes Philox in chunks of 512) releases what the
-    reference releases with the rows' words (pramkit.engine.rng.words_at: Philox written in NumPy arithmetic, not
+    reference releases with the rows' words (pramkit.kernel.rng.words_at: Philox written in NumPy arithmetic, not
     NumPy's generator), across chunk ends and starts inside a Philox block of four."""
     from pramkit.engine.perturb import perturb_codes
-    from pramkit.engine.rng import SecretKey, words_at
+    from pramkit.kernel.rng import SecretKey, words_at
 
     q, codes, _ = form8_inputs(7, seed=n)
     codes = codes[:n]
@@ -1065,7 +1065,7 @@ def test_utf8_decode_both_passes_and_the_string_limit(monkeypatch, one_pass_byte
     """Labels of very different lengths are counted first (past ONE_PASS_BYTES), others written into room
     for the longest: both give the labels, cut to the bytes written; ``string`` gives None exactly when its
     4-byte offsets could not address the bytes (the limit lowered here to 100 bytes)."""
-    import pramkit.engine.utf8 as utf8
+    import pramkit.kernel.utf8 as utf8
 
     monkeypatch.setattr(utf8, "ONE_PASS_BYTES", one_pass_bytes)
     monkeypatch.setattr(utf8, "_INT32_MAX", 100)
@@ -1115,7 +1115,7 @@ def test_utf8_decode_stays_within_its_buffers():
 
 
 def with_field(records: np.ndarray, entry: int, field: str, value: int) -> np.ndarray:
-    """A copy of label records (pramkit.engine.utf8.label_records) with one entry's length or start replaced."""
+    """A copy of label records (pramkit.kernel.utf8.label_records) with one entry's length or start replaced."""
     out = records.copy()
     at = {"length": HEAD, "start": HEAD + 4}[field]
     out[entry, at:at + 4] = np.array([value], dtype=np.int32).view(np.uint8)

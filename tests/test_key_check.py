@@ -1,5 +1,5 @@
 """A key file must look like a key: text, data files, numbers and regular bytes are refused, by the library
-(:func:`pramkit.engine.rng.key_check`) and so by every command that reads a key file."""
+(:func:`pramkit.kernel.rng.key_check`) and so by every command that reads a key file."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pramkit.cli import main
 from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
-from pramkit.engine.rng import MIN_DISTINCT_BYTES, SecretKey, key_check, key_material, write_key_file
+from pramkit.kernel.rng import MIN_DISTINCT_BYTES, SecretKey, key_check, key_material, write_key_file
 from pramkit.errors import KeyFileError
 from pramkit.manifest import Manifest
 

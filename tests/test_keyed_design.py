@@ -11,7 +11,7 @@ from scipy import stats
 
 from pramkit.cli import main
 from pramkit.datasets import census
-from pramkit.engine.rng import KeyedRandom, SecretKey, write_key_file
+from pramkit.kernel.rng import KeyedRandom, SecretKey, write_key_file
 
 
 def _dp_counts(path: Path) -> dict:

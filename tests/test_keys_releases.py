@@ -23,7 +23,7 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import apply_file, perturb_frame, release_key
 from pramkit.engine.receipt import read_receipt, release_digest
-from pramkit.engine.rng import SecretKey, uniforms, write_key_file
+from pramkit.kernel.rng import SecretKey, uniforms, write_key_file
 from pramkit.engine.shuffle import permutation
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
@@ -255,7 +255,7 @@ def test_the_release_digest_is_the_manifest_content_without_when_and_by_whom(tmp
 
 
 def test_a_swap_of_other_data_is_drawn_anew_and_of_the_same_data_again() -> None:
-    from pramkit.engine.swap.run import plan_swap, swap_frame
+    from pramkit.swap.run import plan_swap, swap_frame
 
     rng = np.random.default_rng(3)
     n = 400

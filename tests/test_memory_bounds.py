@@ -56,7 +56,7 @@ def _files(folder: Path, rows: int) -> dict[str, str]:
 
     from pramkit.design.classic import randomized_response
     from pramkit.engine.perturb import apply_file
-    from pramkit.engine.swap.census import census_households
+    from pramkit.swap.census import census_households
     from pramkit.manifest import Manifest, PerturbedVariable
 
     frame = census_households(rows, seed=5)

@@ -24,7 +24,7 @@ import pytest
 from test_count_groups import REPO, archived_src
 from test_memory_bounds import CHUNK, LARGE, _peak, shared_census
 
-from pramkit.engine.swap.census import census_households
+from pramkit.swap.census import census_households
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory is read from /proc")]

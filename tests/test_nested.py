@@ -27,7 +27,7 @@ from pramkit.datasets import census
 from pramkit.design.classic import randomized_response
 from pramkit.design.nested import composed_epsilon, derive_matrix, enumerated_vertices, law_units, vertices
 from pramkit.engine.perturb import perturb_frame
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.estimate.table import estimate_table
 from pramkit.errors import ManifestError, ParameterError
 from pramkit.manifest import Manifest, PerturbedVariable

@@ -15,7 +15,7 @@ from pramkit.errors import DataError
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.engine.perturb import perturb_codes, perturb_frame
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import AliasSampler, DiagonalSampler, sampler_for
 
 DRAWS_PER_ROW = 400_000

@@ -1,7 +1,7 @@
 """polars text read and written as Arrow string views (no copy to ``large_string``).
 
 A polars ``String`` column is looked up in its own string views
-(:meth:`pramkit.engine.utf8.Utf8Labels.encode`) and released as one gather of
+(:meth:`pramkit.kernel.utf8.Utf8Labels.encode`) and released as one gather of
 the labels' views (:class:`pramkit.frames.PolarsText`).  Each is checked
 against brute force (a Python dictionary of the labels, a list of labels by
 code) and a release against the same frame released through pandas object
@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
-from pramkit.engine import _kernels
-from pramkit.engine.utf8 import Utf8Labels
+from pramkit.kernel import _kernels
+from pramkit.kernel.utf8 import Utf8Labels
 from pramkit.errors import DataError, PramkitError
 from pramkit.frames import PolarsText
 

@@ -1,4 +1,4 @@
-"""The Philox words the compiled draws compute themselves (pramkit.engine._kernels, _philox.h), on each of its
+"""The Philox words the compiled draws compute themselves (pramkit.kernel._kernels, _philox.h), on each of its
 paths -- the vector ones (AVX-512 and AVX2, where the processor has them) and the portable one -- against NumPy's own
 generator, ``numpy.random.Philox.random_raw``: the words, and the state left behind (counter, buffer of the last
 block, position in it), from every position in the buffer, across carries out of each counter word, for
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.engine import _kernels
+from pramkit.kernel import _kernels
 from pramkit.engine.perturb import perturb_codes, perturb_frame
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix

@@ -24,7 +24,7 @@ from pramkit.engine import DENOMINATOR, realised_law
 from pramkit.manifest import Manifest
 from pramkit.matrix import PramMatrix
 from pramkit.engine.perturb import perturb_codes
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.sampling import GeometricSampler, sampler_for
 from pramkit.privacy.exact import within_budget
 

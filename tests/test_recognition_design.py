@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from pramkit.design.recognition import reductions as red
-from pramkit.design.recognition.design import (
+from pramkit.recognition import reductions as red
+from pramkit.recognition.design import (
     RecognitionDesign, check_alpha, combinations_of, key_space, l2_and_gradient, recognition_design,
     recognition_design_from_data, uniform_loss, uniform_noise_baseline, uniform_worst_posterior,
 )

@@ -26,7 +26,7 @@ from conftest import SDC_DATA
 from pramkit.cli import main
 from pramkit.design.classic import randomized_response
 from pramkit.engine.perturb import perturb_codes
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError
 from pramkit.estimate.regression import _problem, corrected_regression
 from pramkit.estimate.regression_moment import moment_fit

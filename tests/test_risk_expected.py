@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pramkit import Manifest, PramMatrix, perturb_frame
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import read_table
 from pramkit.release.choices import DesignChoices

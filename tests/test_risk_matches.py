@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import pramkit
 from pramkit import Manifest, PramMatrix
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.risk.matches import expected_matches
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pramkit.errors import KeyFileError
-from pramkit.engine.rng import MIN_KEY_BYTES, SecretKey, resolve_key, uniforms, uniforms_at, write_key_file
+from pramkit.kernel.rng import MIN_KEY_BYTES, SecretKey, resolve_key, uniforms, uniforms_at, write_key_file
 
 
 def test_matches_numpy_philox_stream(key: SecretKey) -> None:

@@ -15,7 +15,7 @@ from pramkit.io import write_table
 from pramkit.manifest import Manifest, PerturbedVariable
 from pramkit.matrix import PramMatrix
 from pramkit.engine.perturb import apply_file
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 from _requires import require_spark  # noqa: E402
 

@@ -309,8 +309,8 @@ def test_swap_on_spark_swaps_the_records_the_local_engine_swaps(spark, silc, key
     """The same records in the same order from several input splits (a small split size) and from one (the
     command, at Spark's default split size of 128 MB: the file is 2.6 MB; a library run at that size too
     was one more Spark swap through the same code)."""
-    from pramkit.engine.spark.swap import swap_file_spark
-    from pramkit.engine.swap.run import plan_swap, swap_file
+    from pramkit.swap.spark import swap_file_spark
+    from pramkit.swap.run import plan_swap, swap_file
     from pramkit.io import read_table
 
     plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)
@@ -337,9 +337,9 @@ def test_a_spark_swap_that_fails_while_writing_leaves_the_earlier_release(spark,
                                                                          monkeypatch):
     """A write failing mid-job: the folder and its receipt from before stay as they were, nothing staged
     is left beside them, the input is unchanged."""
-    import pramkit.engine.spark.swap as spark_swap
+    import pramkit.swap.spark as spark_swap
     from pramkit.engine.receipt import receipt_path
-    from pramkit.engine.swap.run import plan_swap
+    from pramkit.swap.run import plan_swap
     from pramkit.errors import WriteError
 
     plan = plan_swap("db030", ["db040"], risk_vars=["rb090", "pl030"], rate=0.1)

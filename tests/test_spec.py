@@ -476,7 +476,7 @@ def _apply_file_with(spec: ApplySpec, folder: Path) -> object:
 
 
 def _swap_file_with(spec: SwapSpec, folder: Path) -> object:
-    from pramkit.engine.swap import plan_swap, swap_file
+    from pramkit.swap import plan_swap, swap_file
 
     return swap_file(folder / "absent.csv", plan_swap("hid", ["area"]), folder / "o.csv", spec=spec)
 
@@ -502,7 +502,7 @@ def test_a_setting_given_as_spec_to_the_workflow_function_is_refused_alike(spec:
 
 def test_settings_as_a_spec_and_as_keywords_are_refused(tmp_path: Path) -> None:
     from pramkit import apply_file
-    from pramkit.engine.swap import plan_swap, swap_file
+    from pramkit.swap import plan_swap, swap_file
     from pramkit.errors import ParameterError
 
     cases = [
@@ -568,7 +568,7 @@ def test_apply_file_refuses_a_frame_in_one_line(tmp_path: Path) -> None:
 
 
 def test_swap_file_with_a_spec_swaps_what_its_keywords_swap(tmp_path: Path) -> None:
-    from pramkit.engine.swap import swap_file
+    from pramkit.swap import swap_file
 
     data = tmp_path / "data.csv"
     data.write_text("hid;region;area;size\n" + "".join(

@@ -351,7 +351,7 @@ def test_the_app_design_settings_are_checked(tmp_path: Path) -> None:
     """The app's workbench designs through DesignChoices: a sampling statement of another M is refused
     before anything is designed or written; the true one reaches the manifest it applies, whose figure
     is the theorem's for the census's 2 000 rows."""
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.workbench import Workbench
     from pramkit.workbench.layout import RELEASE
 

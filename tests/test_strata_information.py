@@ -24,7 +24,7 @@ from conftest import SDC_DATA
 
 import pramkit
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 EUSILC = SDC_DATA / "eusilc_laeken.csv"
 BANDS = ["0-15", "16-24", "25-34", "35-44", "45-54", "55-64", "65-74", "75+"]

@@ -13,7 +13,7 @@ from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.release.pipeline import design_release
 from pramkit.io import write_table
 from pramkit.engine.perturb import apply_file
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 
 from _requires import require_spark  # noqa: E402
 

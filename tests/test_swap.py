@@ -1,4 +1,4 @@
-"""Record swapping (pramkit.engine.swap) against its rules, checked from the outside: counts from the
+"""Record swapping (pramkit.swap) against its rules, checked from the outside: counts from the
 vignette's rule, households whole, similarity and hierarchy for every pair (pandas, not the engine's
 arrays), the risky households found by a plain groupby, the epsilon formula against the exact code,
 the realised transition table against the expected matrix (simulation), and chunk invariance on files."""
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pramkit.engine.rng import SecretKey
-from pramkit.engine.swap import (
+from pramkit.kernel.rng import SecretKey
+from pramkit.swap import (
     plan_swap,
     random_swap_epsilon,
     random_swap_matrix,
@@ -25,8 +25,8 @@ from pramkit.engine.swap import (
     swap_manifest,
     transition_table,
 )
-from pramkit.engine.swap.census import census_households
-from pramkit.engine.swap.core import draw_swaps
+from pramkit.swap.census import census_households
+from pramkit.swap.core import draw_swaps
 from pramkit.errors import DataError, ManifestError, ParameterError
 from pramkit.io import read_table, sha256_of
 from pramkit.manifest import Manifest
@@ -165,7 +165,7 @@ def test_the_expected_matrix_is_a_matrix_at_every_rate(sizes: list[int], rate: f
     is valid (no negative entry: the first-order formula's diagonal went below 0 at high rates), its rows
     sum to 1, the households per area are stationary (a swap exchanges households), and the flows keep
     their budgets: no area pairs more households than it selects, nor gives more donors than it has."""
-    from pramkit.engine.swap.implied import swap_flows
+    from pramkit.swap.implied import swap_flows
 
     m = random_swap_matrix(rate, list(range(len(sizes))), households=sizes, donors=donors).matrix
     n = np.asarray(sizes, dtype=float)

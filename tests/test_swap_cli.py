@@ -17,7 +17,7 @@ from pramkit import atomic
 from pramkit import io as pio
 from pramkit.cli import main
 from pramkit.manifest import Manifest
-from pramkit.engine.swap.census import census_households
+from pramkit.swap.census import census_households
 
 
 def digests(folder: Path) -> dict[str, str]:

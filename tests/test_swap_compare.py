@@ -15,9 +15,9 @@ from conftest import SDC_DATA
 
 from pramkit.cli import main
 from pramkit.datasets import census_areas
-from pramkit.engine.swap import plan_swap
-from pramkit.engine.swap.census import census_households
-from pramkit.engine.swap.compare import compare_swap
+from pramkit.swap import plan_swap
+from pramkit.swap.census import census_households
+from pramkit.swap.compare import compare_swap
 
 
 @pytest.fixture(scope="module")

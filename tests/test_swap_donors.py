@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from pramkit import atomic
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey
-from pramkit.engine.swap import (
+from pramkit.kernel.rng import SecretKey
+from pramkit.swap import (
     partners_table,
     plan_swap,
     random_swap_matrix,
@@ -32,8 +32,8 @@ from pramkit.engine.swap import (
     swap_manifest,
     transition_table,
 )
-from pramkit.engine.swap.census import census_households
-from pramkit.engine.swap.core import draw_swaps
+from pramkit.swap.census import census_households
+from pramkit.swap.core import draw_swaps
 from pramkit.errors import ParameterError
 from pramkit.manifest import Manifest
 

@@ -398,7 +398,7 @@ def _fit_by_numpy(w: np.ndarray, cand: np.ndarray, cell: np.ndarray, a: int | No
        st.integers(1, 5), st.integers(0, 2**32 - 1), st.data())
 def test_a_raking_step_is_numpys_to_the_last_bit(n: int, pool: int, sizes: list[int], cells: int, seed: int,
                                                  data: st.DataObject) -> None:
-    """The compiled step (:func:`pramkit.engine._kernels.rake_fit`) against NumPy's bincount and gather: the
+    """The compiled step (:func:`pramkit.kernel._kernels.rake_fit`) against NumPy's bincount and gather: the
     same weights bit for bit, for a table of two variables or of the public cell by a variable; empty cells of
     the table and zero targets included."""
     from pramkit.synthesize import _fit_table
@@ -420,7 +420,7 @@ def test_a_raking_step_is_numpys_to_the_last_bit(n: int, pool: int, sizes: list[
 def test_a_candidate_outside_the_table_is_an_error_not_a_write() -> None:
     """A cell beyond the target (a code the table has no column for) raises; the weights are left as they were
     when the first pass finds it."""
-    from pramkit.engine import _kernels
+    from pramkit.kernel import _kernels
 
     frame = census_frame(300)
     codes = frame["race"].astype("category").cat.codes.to_numpy()

@@ -2,7 +2,7 @@
 
 A pandas ``str`` or ``object`` column, a polars ``String`` column and a ``LazyFrame`` of it are
 found among their labels and written back as text by compiled loops of their own
-(:mod:`pramkit.engine.utf8`).  A pandas categorical column of the same values shares neither: its
+(:mod:`pramkit.kernel.utf8`).  A pandas categorical column of the same values shares neither: its
 codes are pandas' own, and its release is written as a categorical.  The draws are keyed by
 (variable, row), so each text release must be, value for value, the label (taken here by a Python
 list) of the code the categorical release holds.  The labels are real (the census file's, EU-SILC's
@@ -22,7 +22,7 @@ import pytest
 
 from pramkit import Manifest, PramMatrix, SecretKey, perturb_frame
 from pramkit.datasets import census
-from pramkit.engine.utf8 import Utf8Labels
+from pramkit.kernel.utf8 import Utf8Labels
 from pramkit.errors import PramkitError
 
 pl = pytest.importorskip("polars")

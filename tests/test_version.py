@@ -107,12 +107,12 @@ def project(tmp_path) -> Path:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     repo = tmp_path / "repo"
-    (repo / "src" / "pramkit" / "engine").mkdir(parents=True)
+    (repo / "src" / "pramkit" / "kernel").mkdir(parents=True)
     for name in ("setup.py", "pyproject.toml", "CHANGELOG.md", "README.md", "LICENSE", "THIRD-PARTY-NOTICES.md",
                  "MANIFEST.in"):
         shutil.copy(ROOT / name, repo / name)
     (repo / "src" / "pramkit" / "__init__.py").write_text("")
-    (repo / "src" / "pramkit" / "engine" / "_kernels.c").write_text("")
+    (repo / "src" / "pramkit" / "kernel" / "_kernels.c").write_text("")
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "one")

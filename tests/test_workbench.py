@@ -19,7 +19,7 @@ import pytest
 from _manifests import comparable
 
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.errors import Cancelled, OutputExistsError, ParameterError, PramkitError
 from pramkit.progress import watching
 from pramkit.release.choices import DesignChoices

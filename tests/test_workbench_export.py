@@ -18,7 +18,7 @@ import pytest
 
 import pramkit.workbench.export as export_module
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench
 

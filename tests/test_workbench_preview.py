@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.release.choices import DesignChoices
 from pramkit.risk.expected import ProblemSet, expected_release
 from pramkit.workbench import Workbench

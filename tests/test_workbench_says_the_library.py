@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from pramkit.cli import main
-from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.errors import OutputExistsError, ParameterError
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench

@@ -14,7 +14,7 @@ import pytest
 
 from pramkit.cli import main
 from pramkit.datasets import CENSUS_VARIABLES
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench

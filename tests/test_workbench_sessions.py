@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.kernel.rng import SecretKey, write_key_file
 from pramkit.errors import OutputExistsError, ParameterError
 from pramkit.release.choices import DesignChoices
 from pramkit.workbench import Workbench

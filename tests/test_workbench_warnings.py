@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import PramkitWarning
 from pramkit.estimate import EstimationWarning
 from pramkit.release.choices import DesignChoices

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pramkit._lazy import lazy_exports
+from pramkit._moved import install as _install_former_names
 from pramkit._version import __version__ as __version__
 from pramkit.errors import ParameterError as ParameterError
 from pramkit.errors import PramkitError as PramkitError
@@ -61,7 +62,7 @@ _EXPORTS = {
     "perturb_frame": "pramkit.engine.perturb",
     "FrameResult": "pramkit.engine.perturb",
     "ApplyResult": "pramkit.engine.perturb",
-    "SecretKey": "pramkit.engine.rng",
+    "SecretKey": "pramkit.kernel.rng",
     "identification_risk": "pramkit.risk.identification",
     "build_report": "pramkit.report",
     "build_public_report": "pramkit.report",
@@ -78,7 +79,7 @@ if TYPE_CHECKING:  # what type checkers read: the names below, with their types 
     from pramkit.engine.perturb import apply_file as apply_file
     from pramkit.engine.perturb import perturb_codes as perturb_codes
     from pramkit.engine.perturb import perturb_frame as perturb_frame
-    from pramkit.engine.rng import SecretKey as SecretKey
+    from pramkit.kernel.rng import SecretKey as SecretKey
     from pramkit.estimate import estimate_table as estimate_table
     from pramkit.ledger import Ledger as Ledger
     from pramkit.manifest import Manifest as Manifest
@@ -108,3 +109,5 @@ if TYPE_CHECKING:  # what type checkers read: the names below, with their types 
     from pramkit.synthesize import synthesize_release as synthesize_release
 else:
     __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), ("__version__", "PramkitError", "ParameterError"))
+
+_install_former_names()

@@ -33,8 +33,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pramkit.engine import _kernels
-from pramkit.engine.utf8 import Utf8Labels, is_utf8, pool_array
+from pramkit.kernel import _kernels
+from pramkit.kernel.utf8 import Utf8Labels, is_utf8, pool_array
 from pramkit.errors import DataError
 from pramkit.labels import Label
 
@@ -283,7 +283,7 @@ def _hash_matched(value_type: pa.DataType) -> bool:
 
     For text and integers, equal canonical text is equal value, so the labels
     can be converted to the column's type once and looked up: text through
-    :class:`pramkit.engine.utf8.Utf8Labels`, integers with
+    :class:`pramkit.kernel.utf8.Utf8Labels`, integers with
     :func:`pyarrow.compute.index_in` (or a table indexed by value).  Other types (floats, where ``-0.0`` is
     the category ``0`` but not the same hash key; booleans; dates) go through
     :func:`canonical`, once per distinct value.
@@ -340,7 +340,7 @@ class Codebook:
     values (null, NaN) get ``-1``, or the code of the ``None`` category when
     ``missing="category"``.  Encoding is vectorised: text and integer
     columns are looked up among the labels with one hash lookup (text by a
-    compiled loop, :mod:`pramkit.engine.utf8`);
+    compiled loop, :mod:`pramkit.kernel.utf8`);
     dictionary columns (pandas categoricals, Arrow dictionaries) by their
     dictionary, once per distinct dictionary; other types by their distinct
     values.  A codebook is built once per column and reused chunk after chunk.

@@ -21,7 +21,7 @@ NY_ROWS = 953_076
 #: Keyed replicate releases that estimate the expected contributions after PRAM when the
 #: released files are too many to enumerate (:mod:`pramkit.risk.contributions`).
 CONTRIBUTION_REPLICATES = 20
-#: The donor rules of record swapping (:mod:`pramkit.engine.swap.core`): ``same-parent`` (donors under the
+#: The donor rules of record swapping (:mod:`pramkit.swap.core`): ``same-parent`` (donors under the
 #: same area of the level above; the default) and ``any-area`` (donors from any other area of the swap level,
 #: risky donors first: sdcMicro recordSwap's donor pool, each donor a fresh keyed draw).
 SWAP_DONOR_RULES: tuple[str, ...] = ("same-parent", "any-area")

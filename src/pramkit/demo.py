@@ -44,7 +44,7 @@ from pramkit.atomic import PathLike, make_folder, signals_deferred, temporary, w
 from pramkit.datasets import CENSUS_VARIABLES, NY_ROWS, census
 from pramkit.engine.perturb import ApplyResult, apply_file
 from pramkit.engine.receipt import receipt_path
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError, WriteError
 from pramkit.estimate import estimate_table
 from pramkit.io import write_table
@@ -79,7 +79,7 @@ class DemoContext:
         Persons to generate.
     epsilon : float
         The record budget (nats).
-    key : pramkit.engine.rng.SecretKey or None
+    key : pramkit.kernel.rng.SecretKey or None
         The secret key (``None``: a fresh one).
     quiet : bool
         No progress bars.

@@ -76,7 +76,7 @@ class KeyFileError(PramkitError):
 
     Examples
     --------
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> SecretKey(b"too short", "a test")
     Traceback (most recent call last):
     ...
@@ -174,10 +174,10 @@ class MissingExtraError(PramkitError, ImportError):
 
 
 class KernelMissingError(PramkitError, ImportError):
-    """pramkit's compiled kernel (``pramkit.engine._kernels``) is not installed: an installation from sources
+    """pramkit's compiled kernel (``pramkit.kernel._kernels``) is not installed: an installation from sources
     made without a C compiler, or a copy of the source tree that was never built.
 
-    It is an :class:`ImportError` (``from pramkit.engine import _kernels`` raises it) and a
+    It is an :class:`ImportError` (``from pramkit.kernel import _kernels`` raises it) and a
     :class:`PramkitError`, so the command line says it in one line (exit 2).
 
     Examples

@@ -1722,7 +1722,7 @@ def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP, newline: str 
 
     A missing value is an empty field; a value is quoted only where a reader
     needs it (:func:`csv_field`), in one compiled pass
-    (:func:`pramkit.engine._kernels.csv_rows`): a released file is no larger
+    (:func:`pramkit.kernel._kernels.csv_rows`): a released file is no larger
     than its input when that was written with as few quotes.  Numbers, dates
     and the like are written as pyarrow's CSV writer writes them; a category
     as its label.
@@ -1747,7 +1747,7 @@ def csv_rows(table: pa.Table | pa.RecordBatch, sep: str = CSV_SEP, newline: str 
     >>> csv_rows(pa.table({"x": ["a", "b\\nc"], "n": [1, 2]}), newline="\\r\\n")
     b'a,1\\r\\n"b\\nc",2\\r\\n'
     """
-    from pramkit.engine import _kernels
+    from pramkit.kernel import _kernels
 
     sep_byte = sep.encode()
     if len(sep_byte) != 1 or table.num_columns == 0:

@@ -960,11 +960,11 @@ def swapping_statement(variable: str, targeted: bool, epsilon: float, rate: floa
     """The guarantee of a record swap on ``variable`` (the lowest level of its geography), in words.
 
     Random swapping at rate s between A areas is a misclassification of the geography whose
-    expected matrix has the epsilon given (:mod:`pramkit.engine.swap.implied`); with a level
+    expected matrix has the epsilon given (:mod:`pramkit.swap.implied`); with a level
     above (``given``) that donors share (the donor rule ``same-parent``), it is released exactly
     and the epsilon holds given it.  Targeted swapping chooses its households from the data, so
     no matrix and no epsilon bounds it.  The donor rule, in words, ends the statement
-    (:meth:`pramkit.engine.swap.SwapPlan.donor_rule`), so that the statement says which rule
+    (:meth:`pramkit.swap.SwapPlan.donor_rule`), so that the statement says which rule
     was used.
 
     Parameters

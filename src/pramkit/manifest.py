@@ -754,7 +754,7 @@ class Manifest:
         guarantee sentence says that nothing records how the matrices were designed.
     swapping : mapping, optional
         The public description of a record swap whose expected matrix is the variable's
-        (:meth:`pramkit.engine.swap.SwapPlan.section`), with its guarantee in words.
+        (:meth:`pramkit.swap.SwapPlan.section`), with its guarantee in words.
 
     Raises
     ------

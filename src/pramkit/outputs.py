@@ -459,8 +459,8 @@ from pramkit.cli.design import DerivedOutput, MatrixOutput, ReleaseOutput  # noq
 from pramkit.cli.inspect import InspectedVariable, InspectOutput, PrintedLabel  # noqa: E402
 from pramkit.cli.reproduce import ReproduceOutput  # noqa: E402
 from pramkit.engine.perturb import ApplyResult, VariableSummary  # noqa: E402
-from pramkit.engine.swap.compare import CompareResult, MethodFigures  # noqa: E402
-from pramkit.engine.swap.run import SwapResult  # noqa: E402
+from pramkit.swap.compare import CompareResult, MethodFigures  # noqa: E402
+from pramkit.swap.run import SwapResult  # noqa: E402
 from pramkit.estimate.regression import RegressionResult  # noqa: E402
 from pramkit.estimate.regression_moment import ResidualCheck  # noqa: E402
 from pramkit.estimate.table import EstimatedCell, EstimateJSON  # noqa: E402

@@ -70,7 +70,7 @@ from pramkit.codebook import (
     spelling_error,
 )
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.rng import SecretKey, resolve_key, uniforms
+from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError, PramkitWarning
 from pramkit.estimate.axes import contract
 from pramkit.labels import Label, joint_cell
@@ -393,7 +393,7 @@ def resample_release(
         The resampled file (for a file; its suffix gives the format), written atomically with its
         receipt ``OUT.receipt.json``.  ``None`` for a frame.
     key : SecretKey, bytes, str, pathlib.Path or None
-        The secret key (:func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved).
+        The secret key (:func:`pramkit.kernel.rng.resolve_key`; ``None``: a fresh one, never saved).
         The draws use a key derived from it (:func:`resample_key`), never the perturbation's.
     public : sequence of str, or str, optional
         The unperturbed columns the model reads (a text: comma-separated; ``""``: none).  Default:

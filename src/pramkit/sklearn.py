@@ -65,7 +65,7 @@ class HiddenKey(bytes):
 
     :meth:`PRAMTransformer.get_params` gives a key given as bytes in this form, so that
     ``repr``, the notebook diagram and parameter dumps never print it.  It is still the
-    key: equal to the bytes it holds, and :func:`pramkit.engine.rng.resolve_key` reads it as
+    key: equal to the bytes it holds, and :func:`pramkit.kernel.rng.resolve_key` reads it as
     bytes.
 
     Examples
@@ -146,7 +146,7 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         A manifest (or its file) to apply instead of designing one: ``fit`` then
         only checks that the data have its columns.
     key : bytes, str or pathlib.Path, optional
-        The secret key (:func:`pramkit.engine.rng.resolve_key`): it makes the DP counts
+        The secret key (:func:`pramkit.kernel.rng.resolve_key`): it makes the DP counts
         and the draws reproducible.  ``None``: fresh randomness on every call.  Bytes are
         never shown (:meth:`get_params` gives them as a :class:`HiddenKey`); a pickled
         transformer holds them, so a key file's path keeps the key out of the pickle.
@@ -215,7 +215,7 @@ class PRAMTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             wrong (:class:`pramkit.errors.ParameterError`).
         """
         from pramkit.engine.receipt import release_digest
-        from pramkit.engine.rng import resolve_key
+        from pramkit.kernel.rng import resolve_key
         from pramkit.release.pipeline import design_planned
         from pramkit.release.plan import plan_release
 

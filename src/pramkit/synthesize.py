@@ -29,9 +29,9 @@ measurements themselves carry the central epsilon the ledger states (docs/synthe
    released combination of values then appears at least twice, except in a public cell of one
    record.  Margins keep their expectation; their sampling variance is that of half as many draws.
 
-Randomness: the noise comes from :meth:`pramkit.engine.rng.SecretKey.design_random` (keyed by the
+Randomness: the noise comes from :meth:`pramkit.kernel.rng.SecretKey.design_random` (keyed by the
 exact table it measures, never stored); the draws from a key derived from the secret key and the
-data (:meth:`pramkit.engine.rng.SecretKey.for_data`): the same key and data give the same file
+data (:meth:`pramkit.kernel.rng.SecretKey.for_data`): the same key and data give the same file
 byte for byte, other data or another key an independent one.
 
 References: W. E. Deming and F. F. Stephan, "On a least squares adjustment of a sampled frequency
@@ -58,8 +58,8 @@ import pyarrow as pa
 
 from pramkit.codebook import canonical, sort_labels, spelling_clash, spelling_error
 from pramkit.defaults import CSV_DECIMAL, CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine import _kernels
-from pramkit.engine.rng import SecretKey, resolve_key, uniforms
+from pramkit.kernel import _kernels
+from pramkit.kernel.rng import SecretKey, resolve_key, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.frames import pandas_table
 from pramkit.ledger import CategorySource, ExactFact, Ledger, split_within
@@ -955,7 +955,7 @@ def _rake(cand: np.ndarray, cell: np.ndarray, targets: list[np.ndarray], ok: np.
 def _fit_table(w: np.ndarray, cand: np.ndarray, cell: np.ndarray, a: int | None, b: int, target: np.ndarray) -> None:
     """Rescale the weights ``w`` (records by candidates, in place) so that the candidates' table of variable ``a``
     (``None``: the public cell) by variable ``b`` is ``target``: the weighted table and the rescaling in two
-    passes of :func:`pramkit.engine._kernels.rake_fit`, each candidate's cell computed as it is read (never
+    passes of :func:`pramkit.kernel._kernels.rake_fit`, each candidate's cell computed as it is read (never
     stored: memory grows with records x pool, not with the number of tables), its weights added in the
     candidates' order, as ``numpy.bincount`` adds them.
 

@@ -552,7 +552,7 @@ def _redrawn(ctx: FieldContext) -> dict[str, tuple[np.ndarray, list[int], float]
 
 
 def _key(ctx: FieldContext) -> Any:
-    from pramkit.engine.rng import resolve_key
+    from pramkit.kernel.rng import resolve_key
 
     return ctx.once("key", lambda: resolve_key(ctx.key))
 

@@ -160,7 +160,7 @@ def swap_plan_of(section: Any) -> Any:
 
     Examples
     --------
-    >>> from pramkit.engine.swap.run import plan_swap
+    >>> from pramkit.swap.run import plan_swap
     >>> plan = plan_swap("hid", ["region", "area"], similar=[["hsize"]], rate=0.1)
     >>> swap_plan_of(plan.section(["a", "b"], ["r", "r"])) == plan
     True
@@ -168,7 +168,7 @@ def swap_plan_of(section: Any) -> Any:
     >>> swap_plan_of(wide.section(["a", "b"], ["r", "s"])) == wide
     True
     """
-    from pramkit.engine.swap.run import plan_swap
+    from pramkit.swap.run import plan_swap
 
     if not isinstance(section, dict):
         raise DataError("the manifest's swapping section is not an object: the swap cannot be derived again")
@@ -253,7 +253,7 @@ def _derive(manifest: Path, original: Path, again: Path, key: Any, swapping: Any
             shuffled: bool, label: str, sep: str, encoding: str) -> None:
     """The release made again into ``again``: the swap the manifest describes, or PRAM (shuffled or not)."""
     from pramkit.engine.perturb import apply_file
-    from pramkit.engine.swap.run import swap_file
+    from pramkit.swap.run import swap_file
 
     if swapping is not None:
         swap_file(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep, encoding=encoding)
@@ -290,7 +290,7 @@ def _spark_key_check(manifest: Path, original: Path, released: Path, again: Path
     """The release derived again by Spark into the folder ``again``: whether its records are the released
     file's byte for byte (CSV), and whether they are value for value."""
     from pramkit.engine.spark.apply import apply_file_spark
-    from pramkit.engine.spark.swap import swap_file_spark
+    from pramkit.swap.spark import swap_file_spark
 
     if swapping is not None:
         swap_file_spark(original, swap_plan_of(swapping), again, key=key, na_values=na_values, sep=sep,

@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     >>> differ                                                  # the records the summary counts as changed
     41
     """
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.settings import from_namespace
 
     spec = from_namespace(ApplySpec, args)

@@ -1,5 +1,5 @@
 """``pramkit compare DATA --hid COL --geo L1,L2 --risk-vars a,b``: record swapping, DP-PRAM and metric PRAM
-of the geography side by side at the same share of records changed (:mod:`pramkit.engine.swap.compare`)."""
+of the geography side by side at the same share of records changed (:mod:`pramkit.swap.compare`)."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
     """
     import pandas as pd
 
-    from pramkit.engine.rng import SecretKey
-    from pramkit.engine.swap.compare import compare_swap
+    from pramkit.kernel.rng import SecretKey
+    from pramkit.swap.compare import compare_swap
     from pramkit.io import read_table
 
     plan = plan_of(args)

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     []
     """
     from pramkit.demo import run_demo
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None
     t0 = time.perf_counter()

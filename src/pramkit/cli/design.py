@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pramkit.atomic import check_writable
     from pramkit.engine.receipt import released_guarantee
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.privacy.amplification import release_guarantees
     from pramkit.release.record import design_record_path, write_design
     from pramkit.release.spec import ReleaseSpec

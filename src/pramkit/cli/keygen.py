@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from pramkit.cli.commands import HELP
-from pramkit.engine.rng import SecretKey, write_key_file
+from pramkit.kernel.rng import SecretKey, write_key_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write a new random key file (:func:`pramkit.engine.rng.write_key_file`) and print its fingerprint;
+    """Write a new random key file (:func:`pramkit.kernel.rng.write_key_file`) and print its fingerprint;
     with ``--fingerprint``, only print the fingerprint of the key in the existing file.
 
     Parameters
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     The fingerprint of an existing key file (nothing written):
 
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> with tempfile.TemporaryDirectory() as d:
     ...     key = os.path.join(d, "key")
     ...     with contextlib.redirect_stdout(io.StringIO()):

@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         A file is missing or unreadable, the manifest did not make the release, a public column or a
         rule does not fit, or the output exists without ``--force``.
     """
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.resample import resample_release
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None

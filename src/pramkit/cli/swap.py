@@ -1,5 +1,5 @@
 """``pramkit swap DATA --hid COL --geo L1,L2 --out FILE``: record swapping of the geography
-(:mod:`pramkit.engine.swap`)."""
+(:mod:`pramkit.swap`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pramkit.release.swap_spec import SwapSpec
 from pramkit.settings import add_arguments, from_namespace
 
 if TYPE_CHECKING:
-    from pramkit.engine.swap import SwapPlan
+    from pramkit.swap import SwapPlan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     >>> code, summary["households"], summary["swapped_households"], summary["section"]["method"]
     (0, 40, 20, 'random record swapping')
     """
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
     spec = from_namespace(SwapSpec, args)
     spec.check()  # every setting, before anything is read

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         A missing or unreadable file, a bad setting, a rule that does not fit, or an output that exists
         without ``--force``.
     """
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.synthesize import read_categories, synthesize_release
 
     key = SecretKey.from_file(args.key_file) if args.key_file else None

@@ -10,10 +10,10 @@ missing id one value of its own, as sdcMicro's ``data.table`` groups it):
   they shared the old one);
 * the new ids are a keyed random permutation of ``1..H``: the distinct old ids, in their sorted order, get the
   64-bit words ``words_at(key', NEW_IDS_STREAM, 0..H-1)`` of a Philox stream of their own
-  (:func:`pramkit.engine.rng.words_at`), and new id ``r + 1`` goes to the distinct id of the ``r``-th smallest
+  (:func:`pramkit.kernel.rng.words_at`), and new id ``r + 1`` goes to the distinct id of the ``r``-th smallest
   ``(word, position)`` -- a uniformly random permutation (up to ties of 64-bit words, which the position
   breaks), so no order of the old ids survives in the new ones;
-* ``key'`` is :meth:`pramkit.engine.rng.SecretKey.for_data` of the column's name and its distinct ids under the
+* ``key'`` is :meth:`pramkit.kernel.rng.SecretKey.for_data` of the column's name and its distinct ids under the
   secret key: the same key and the same ids give the same new ids (a key file makes it again); another key, or
   another file, independent ones.  Without the key the permutation is a uniform draw, so the new ids say
   nothing of the old beyond which records share one.
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pramkit.engine.rng import SecretKey, resolve_key, words_at
+from pramkit.kernel.rng import SecretKey, resolve_key, words_at
 from pramkit.errors import ParameterError
 
 __all__ = ["NEW_IDS_STREAM", "ROWS_STREAM", "SHUFFLES", "new_ids"]

@@ -1,7 +1,7 @@
 """Applying a PRAM matrix to category codes with keyed, counter-based draws.
 
 Row ``i`` of variable ``v`` is perturbed with the 64-bit word ``W(K, v, i)`` of
-:mod:`pramkit.engine.rng` (its integer uniform, :mod:`pramkit.engine.sampling`), so the result does not depend on how the rows are split
+:mod:`pramkit.kernel.rng` (its integer uniform, :mod:`pramkit.engine.sampling`), so the result does not depend on how the rows are split
 into chunks or partitions: pass the absolute row number of a chunk's first row
 as ``start``.
 
@@ -36,9 +36,9 @@ from numpy.typing import ArrayLike
 
 from pramkit.atomic import check_writable
 from pramkit.codebook import MISSING, Codebook, JointCodebook, MissingCodes, canonical
-from pramkit.engine.rng import SecretKey, more_words, resolve_key, stream, words_at
+from pramkit.kernel.rng import SecretKey, more_words, resolve_key, stream, words_at
 from pramkit.engine.sampling import Sampler, release, sampler_for
-from pramkit.engine.utf8 import pool_array
+from pramkit.kernel.utf8 import pool_array
 from pramkit.errors import DataError, ParameterError
 from pramkit.io import (
     CHUNK_ROWS,
@@ -58,21 +58,21 @@ from pramkit.settings import only_spec
 from pramkit.source import Source
 from pramkit.validate import release_label
 
-#: Rows in any order whose words :func:`pramkit.engine.rng.words_at` evaluates at once.
+#: Rows in any order whose words :func:`pramkit.kernel.rng.words_at` evaluates at once.
 SPAN = 1 << 18
 
 
 def release_key(key: SecretKey, manifest: Manifest, release: str = "") -> SecretKey:
     """The key every draw of a release comes from: ``key`` derived for the manifest and the label.
 
-    :meth:`pramkit.engine.rng.SecretKey.for_release` of the manifest's
+    :meth:`pramkit.kernel.rng.SecretKey.for_release` of the manifest's
     :func:`pramkit.engine.receipt.release_digest` and ``release``.  A key that is
     already this release's key is returned as it is (so that a caller may derive it
     once and hand it on); a key derived for another release is refused.
 
     Parameters
     ----------
-    key : pramkit.engine.rng.SecretKey
+    key : pramkit.kernel.rng.SecretKey
         The secret key (or this release's key).
     manifest : pramkit.manifest.Manifest
         The release's manifest.
@@ -81,7 +81,7 @@ def release_key(key: SecretKey, manifest: Manifest, release: str = "") -> Secret
 
     Returns
     -------
-    pramkit.engine.rng.SecretKey
+    pramkit.kernel.rng.SecretKey
 
     Raises
     ------
@@ -92,7 +92,7 @@ def release_key(key: SecretKey, manifest: Manifest, release: str = "") -> Secret
     Examples
     --------
     >>> from pramkit import Manifest, PramMatrix
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> key = SecretKey(bytes(32), "zeros")
     >>> m = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
     >>> k = release_key(key, m)
@@ -128,7 +128,7 @@ def perturb_codes(
     ----------
     codes : integer array of codes in ``-1..S-1``
     matrix : the PRAM matrix (or a sampler prepared from it, to reuse across chunks)
-    key : the secret key (see :func:`pramkit.engine.rng.resolve_key`)
+    key : the secret key (see :func:`pramkit.kernel.rng.resolve_key`)
     variable : the variable's name; it selects the variable's random stream
     start : absolute row number of ``codes[0]`` in the file
     rows : alternatively, the absolute row number of every value (in any order)
@@ -148,7 +148,7 @@ def perturb_codes(
     Examples
     --------
     >>> from pramkit import PramMatrix
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> key = SecretKey(bytes(32), "zeros")
     >>> m = PramMatrix.from_diagonal([0.8, 0.8, 0.8], ["a", "b", "c"])
     >>> codes = np.array([0, 1, 2, -1, 0, 1, 2, 0])
@@ -183,7 +183,7 @@ def perturb_codes(
 
 
 def _more_at(key: SecretKey, variable: str, rows: np.ndarray, i: int) -> Iterator[int]:
-    """Further words of the ``i``-th of ``rows`` (:func:`pramkit.engine.rng.more_words`)."""
+    """Further words of the ``i``-th of ``rows`` (:func:`pramkit.kernel.rng.more_words`)."""
     return more_words(key, variable, int(rows[i]))
 
 
@@ -195,7 +195,7 @@ def _draw(codes: np.ndarray, out: np.ndarray, sampler: Sampler, *, key: SecretKe
     Consecutive rows read the variable's stream as they go
     (:func:`pramkit.engine.sampling.release`); rows in any order, the words of
     a span of :data:`SPAN` rows at a time.  A value that needs further words
-    reads its row's own (:func:`pramkit.engine.rng.more_words`).
+    reads its row's own (:func:`pramkit.kernel.rng.more_words`).
     """
     if rows is not None and np.shape(rows) != codes.shape:
         raise DataError("rows must give one row number per code")
@@ -278,7 +278,7 @@ class ApplyResult:
     perturbed : tuple of str
         The perturbed variables.
     key_fingerprint : str
-        :attr:`pramkit.engine.rng.SecretKey.fingerprint` of the key.
+        :attr:`pramkit.kernel.rng.SecretKey.fingerprint` of the key.
     receipt : str, optional
         The release receipt written beside ``output``.
     guarantees : pramkit.privacy.amplification.Guarantees, optional
@@ -556,7 +556,7 @@ def unit_stream(variable: PerturbedVariable) -> str:
     Returns
     -------
     str
-        The stream's name, which :meth:`pramkit.engine.rng.SecretKey.philox_key` hashes.
+        The stream's name, which :meth:`pramkit.kernel.rng.SecretKey.philox_key` hashes.
 
     Examples
     --------
@@ -806,7 +806,7 @@ class TablePerturber:
     ----------
     manifest : pramkit.manifest.Manifest
         The variables to perturb and their matrices.
-    key : pramkit.engine.rng.SecretKey
+    key : pramkit.kernel.rng.SecretKey
         The secret key (or the release's key, :func:`release_key`).
     missing_codes : pramkit.codebook.MissingCodes, optional
         The file's missing codes.
@@ -827,7 +827,7 @@ class TablePerturber:
     A file perturbed in two chunks is the file perturbed at once:
 
     >>> from pramkit import Manifest, PramMatrix
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
     >>> key = SecretKey(bytes(32), "zeros")
     >>> table = pa.table({"sex": ["m", "f", "f", "m", "f", "m"], "age": ["31", "45", "27", "60", "19", "52"]})
@@ -868,7 +868,7 @@ class TablePerturber:
         Examples
         --------
         >>> from pramkit import Manifest, PramMatrix
-        >>> from pramkit.engine.rng import SecretKey
+        >>> from pramkit.kernel.rng import SecretKey
         >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
         >>> perturber = TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1)
         >>> perturber.check_columns(["sex", "age"], "'data.csv'")  # all there: nothing happens
@@ -936,7 +936,7 @@ class TablePerturber:
         Examples
         --------
         >>> from pramkit import Manifest, PramMatrix
-        >>> from pramkit.engine.rng import SecretKey
+        >>> from pramkit.kernel.rng import SecretKey
         >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
         >>> perturber = TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1)
         >>> _ = perturber(pa.table({"sex": ["m", "f", None]}), 0)
@@ -967,7 +967,7 @@ class TablePerturber:
         Examples
         --------
         >>> from pramkit import Manifest, PramMatrix
-        >>> from pramkit.engine.rng import SecretKey
+        >>> from pramkit.kernel.rng import SecretKey
         >>> manifest = Manifest.of({"sex": PramMatrix.from_diagonal([0.8, 0.8], ["f", "m"])})
         >>> TablePerturber(manifest, SecretKey(bytes(32), "zeros"), threads=1).codebook("sex").categories
         ['f', 'm']
@@ -1076,7 +1076,7 @@ def perturb_frame(
     ----------
     data : the original records: a pandas or polars DataFrame, a polars LazyFrame or an Arrow table
     manifest : the variables to perturb and their matrices
-    key : the secret key (see :func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved)
+    key : the secret key (see :func:`pramkit.kernel.rng.resolve_key`; ``None``: a fresh one, never saved)
     threads : the threads that perturb (see :class:`TablePerturber`); the release does not depend on it
     chunk_rows : the most rows of a ``LazyFrame`` perturbed at once; the release does not depend on it
     release : the release's label (``""``: none), to tell apart releases made with one key and one manifest
@@ -1433,7 +1433,7 @@ def apply_file(
     out : str or pathlib.Path
         The released file; its suffix gives the format.
     key : SecretKey, bytes, str, pathlib.Path or None
-        The secret key (:func:`pramkit.engine.rng.resolve_key`; ``None``: a fresh one, never saved).
+        The secret key (:func:`pramkit.kernel.rng.resolve_key`; ``None``: a fresh one, never saved).
     force : bool
         Replace an existing output.
     chunk_rows : int

@@ -189,7 +189,7 @@ def release_digest(manifest: Manifest | PathLike) -> str:
     (the same key, data and settings design the same manifest, which makes the same
     release: redoing a release reveals nothing new).  Any other content, a matrix, a
     variable, a setting, the ledger, is another release, drawn from another stream
-    (:meth:`pramkit.engine.rng.SecretKey.for_release`).
+    (:meth:`pramkit.kernel.rng.SecretKey.for_release`).
 
     Parameters
     ----------

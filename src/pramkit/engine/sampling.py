@@ -1,7 +1,7 @@
 """Kernels that draw released categories given original ones, in integer arithmetic.
 
 Every kernel reads one 64-bit word per value from the keyed stream of
-:mod:`pramkit.engine.rng` and takes its uniform as the integer ``x = word >> 2`` on
+:mod:`pramkit.kernel.rng` and takes its uniform as the integer ``x = word >> 2`` on
 ``[0, 2^62)`` (:data:`pramkit.privacy.law.BITS`).  The matrix is quantised once
 into integer units per row (:mod:`pramkit.privacy.law`), and every decision is an
 integer comparison with them, so the law the engine realises is known exactly
@@ -49,7 +49,7 @@ from typing import Self, cast
 
 import numpy as np
 
-from pramkit.engine import _kernels
+from pramkit.kernel import _kernels
 from pramkit.privacy.law import (
     BITS,
     DENOMINATOR,
@@ -113,7 +113,7 @@ def words_of(uniforms: np.ndarray) -> np.ndarray:
 def uniform_source(generator: np.random.Generator) -> Iterator[tuple[np.ndarray | object, int]]:
     """What the compiled draws read ``generator``'s words from, and its kind, its lock held.
 
-    For a Philox generator (every keyed stream, :func:`pramkit.engine.rng.stream`):
+    For a Philox generator (every keyed stream, :func:`pramkit.kernel.rng.stream`):
     its state as ``uint64[11]`` (counter, key, the last block's four words, how
     many of them were used), from which the draws compute Philox-4x64-10
     several blocks at a time (in AVX-512 or AVX2 vector registers where the
@@ -284,7 +284,7 @@ class _Compiled:
         codes : numpy.ndarray of int
             The original codes.
         words : numpy.ndarray of uint64
-            One word per code (the keyed stream of :mod:`pramkit.engine.rng`); not modified.
+            One word per code (the keyed stream of :mod:`pramkit.kernel.rng`); not modified.
         out : numpy.ndarray of int
             Receives the released codes (same length).
         more : callable, optional
@@ -353,7 +353,7 @@ class DiagonalSampler(_Compiled):
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_diagonal`), ``words`` of ``kind``
+        """The draw in one compiled pass (:func:`pramkit.kernel._kernels.draw_diagonal`), ``words`` of ``kind``
         (:func:`uniform_source`): the position of the first code outside ``-1..S-1`` (or ``-1``), the
         codes equal to ``missing_code``, the codes changed."""
         return _kernels.draw_diagonal(codes, words, kind, self._keep, self._weight, self._inv_weight, self._rows,
@@ -365,7 +365,7 @@ class AliasSampler(_Compiled):
 
     Row k's move units (a multiple of ``2^b``, ``2^b >= S``) are split into ``2^b``
     cells of ``C_k`` units each; a cell releases its own category below its
-    threshold and its alias above (:func:`pramkit.engine._kernels.alias_cells`).
+    threshold and its alias above (:func:`pramkit.kernel._kernels.alias_cells`).
 
     Parameters
     ----------
@@ -404,7 +404,7 @@ class AliasSampler(_Compiled):
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_alias`); returns what
+        """The draw in one compiled pass (:func:`pramkit.kernel._kernels.draw_alias`); returns what
         :meth:`DiagonalSampler.kernel` returns."""
         return _kernels.draw_alias(codes, words, kind, self._keep, self._cells, out, missing_code, SHIFT,
                                    self.bits)
@@ -437,7 +437,7 @@ class CumulativeSampler(_Compiled):
 
     def kernel(self, codes: np.ndarray, words: np.ndarray | object, kind: int, out: np.ndarray,
                missing_code: int) -> tuple[int, int, int]:
-        """The draw in one compiled pass (:func:`pramkit.engine._kernels.draw_cumulative`); returns what
+        """The draw in one compiled pass (:func:`pramkit.kernel._kernels.draw_cumulative`); returns what
         :meth:`DiagonalSampler.kernel` returns."""
         return _kernels.draw_cumulative(codes, words, kind, self._keep, self._cumulative, out, missing_code,
                                         SHIFT)

@@ -8,7 +8,7 @@ stream of its own), so the release stays reproducible and byte-identical whateve
 chunk size or the engine, and two releases made with one key are not shuffled alike:
 
 * row ``i`` gets the 64-bit word ``words_at(key, SHUFFLE_STREAM, i)`` of its own
-  Philox stream (:func:`pramkit.engine.rng.words_at`);
+  Philox stream (:func:`pramkit.kernel.rng.words_at`);
 * the released order sorts the rows by ``(word, i)``: a uniformly random
   permutation up to ties of 64-bit words, which the row number breaks.
 
@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from pramkit.engine.rng import SecretKey, stream, words_at
+from pramkit.kernel.rng import SecretKey, stream, words_at
 from pramkit.errors import WriteError
 
 #: The key's stream that orders the rows (a name no column can take: streams of variables are their names).

@@ -7,12 +7,12 @@ uniforms, and an entry below that granularity is realised as zero (Mironov
 2012).  So pramkit draws in integers:
 
 * each value's uniform is the integer ``x = w >> 2`` of its 64-bit Philox
-  word ``w`` (:mod:`pramkit.engine.rng`), uniform on ``[0, D)`` with
+  word ``w`` (:mod:`pramkit.kernel.rng`), uniform on ``[0, D)`` with
   ``D = 2^62`` (:data:`BITS`);
 * each row k of a matrix is quantised once into integer **units** that add up
   to D: ``K_k`` units keep the value (``x < K_k``), and the others move it,
   each positive entry of M getting at least one unit and each zero entry none;
-* the compiled draws (:mod:`pramkit.engine._kernels`) decide by integer comparisons
+* the compiled draws (:mod:`pramkit.kernel._kernels`) decide by integer comparisons
   on those units alone.
 
 So ``P(released j | original k) = units[k, j] / D`` exactly, a known
@@ -80,9 +80,9 @@ if TYPE_CHECKING:
 BITS = 62
 #: The common denominator of every realised probability, ``2^BITS``.
 DENOMINATOR = 1 << BITS
-#: Largest dense matrix drawn through an alias table (:func:`pramkit.engine._kernels.draw_alias`), whose
+#: Largest dense matrix drawn through an alias table (:func:`pramkit.kernel._kernels.draw_alias`), whose
 #: ``S 2^b`` cells (``2^b >= S``) stay within 128 MiB; above it the draw bisects cumulative units
-#: (:func:`pramkit.engine._kernels.draw_cumulative`: at S = 3000 the bisection, its rows out of the cache,
+#: (:func:`pramkit.kernel._kernels.draw_cumulative`: at S = 3000 the bisection, its rows out of the cache,
 #: took 11x the uniforms' floor against 2x for the alias table).  The two quantise differently, so the
 #: threshold is fixed.
 MAX_ALIAS = 4096

@@ -21,7 +21,7 @@ from pramkit.validate import Checked, Flag, Instance
 
 if TYPE_CHECKING:
     from pramkit.engine.perturb import ApplyResult
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
     from pramkit.manifest import Manifest
 
 

@@ -29,7 +29,7 @@ from pramkit.release.plan import ReleasePlan
 from pramkit.release.targets import normalised
 
 if TYPE_CHECKING:
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def design_frequencies(plan: ReleasePlan, counted: Counted, *, rng: random.Rando
         The counted data.
     rng : random.Random, optional
         Randomness of the DP counts (default: the operating system's CSPRNG).
-    key : pramkit.engine.rng.SecretKey, optional
+    key : pramkit.kernel.rng.SecretKey, optional
         Draw each histogram's noise from the key instead (:meth:`SecretKey.design_random`
         of the histogram's name, cells and epsilon, and of its exact counts): the same key
         and data design the same release; other data get independent noise.
@@ -152,7 +152,7 @@ def dp_frequencies(margins: Mapping[str, np.ndarray], epsilon: float, rng: rando
 
     With a key, one record changed (a neighbouring file) gets other noise:
 
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> keyed = {"sex": (SecretKey(bytes(32), "zeros"), ["f", "m"])}
     >>> def noise(counts):
     ...     _, out = dp_frequencies({"sex": counts}, 0.1, None, keyed=keyed)

@@ -29,7 +29,7 @@ from pramkit.source import Source
 from pramkit.validate import SPARK_MASTER
 
 if TYPE_CHECKING:
-    from pramkit.engine.rng import SecretKey
+    from pramkit.kernel.rng import SecretKey
 
 
 def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = None,
@@ -47,7 +47,7 @@ def design_planned(data: Any, plan: ReleasePlan, *, rng: random.Random | None = 
     rng : random.Random, optional
         Randomness of the DP counts (default: the operating system's CSPRNG; pass a seeded
         generator only for reproducible examples and tests).
-    key : pramkit.engine.rng.SecretKey, optional
+    key : pramkit.kernel.rng.SecretKey, optional
         Draw the DP counts' noise from the secret key (each histogram's from a stream of its own,
         :func:`pramkit.release.frequencies.dp_frequencies`): the same key and data design the same
         release again.  Not with ``rng``.

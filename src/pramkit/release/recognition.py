@@ -9,7 +9,7 @@ from typing import Any
 
 from pramkit._json import to_jsonable
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.design.recognition.design import Method
+from pramkit.recognition.design import Method
 from pramkit.errors import ParameterError
 from pramkit.information import mutual_information
 from pramkit.labels import joint_cell
@@ -82,7 +82,7 @@ def design_recognition(
     >>> m.ledger.frequencies, m.ledger.covers_everything
     ('exact', False)
     """
-    from pramkit.design.recognition.design import recognition_design_from_data
+    from pramkit.recognition.design import recognition_design_from_data
     from pramkit.source import Source
 
     names = variable_names(list(keys))

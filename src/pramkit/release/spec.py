@@ -32,8 +32,8 @@ from pramkit.settings import flags as spec_flags
 from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number, Rule
 
 if TYPE_CHECKING:
-    from pramkit.design.recognition.design import Method
-    from pramkit.engine.rng import SecretKey
+    from pramkit.recognition.design import Method
+    from pramkit.kernel.rng import SecretKey
     from pramkit.release.derive import DerivedRelease as Derived
     from pramkit.release.plan import ReleasePlan
     from pramkit.release.record import Release
@@ -481,7 +481,7 @@ class ReleaseSpec:
             The original data (a file is streamed).
         variables : sequence of str
             The columns to perturb (the key variables of a recognition design).
-        key : pramkit.engine.rng.SecretKey, optional
+        key : pramkit.kernel.rng.SecretKey, optional
             The design step's DP noise is drawn from it (:func:`pramkit.design_planned`).
         quiet : bool
             No progress bars.
@@ -496,7 +496,7 @@ class ReleaseSpec:
         Examples
         --------
         >>> from pramkit.datasets import census
-        >>> from pramkit.engine.rng import SecretKey
+        >>> from pramkit.kernel.rng import SecretKey
         >>> key = SecretKey(bytes(32), "a test key")
         >>> a = ReleaseSpec(epsilon=3.0).release(census(5_000), ["age", "sex"], key=key)
         >>> b = ReleaseSpec(epsilon=3.0).release(census(5_000), ["age", "sex"], key=key)

@@ -7,7 +7,7 @@ engine.  Each setting is declared by :func:`pramkit.settings.setting` with its t
 its help text and its flag; the flags of ``pramkit swap`` (and the plan's flags of ``pramkit
 compare``) are made from it, :meth:`SwapSpec.check` refuses what the command line refuses before
 any file is read, :meth:`SwapSpec.plan` is the swap plan of some columns
-(:func:`pramkit.engine.swap.plan_swap`) and :meth:`SwapSpec.swap` swaps a file on this machine or
+(:func:`pramkit.swap.plan_swap`) and :meth:`SwapSpec.swap` swaps a file on this machine or
 on Spark.
 """
 
@@ -25,14 +25,14 @@ from pramkit.settings import DataSettings, engine_setting, setting
 from pramkit.validate import Checked, Choice
 
 if TYPE_CHECKING:
-    from pramkit.engine.rng import SecretKey
-    from pramkit.engine.swap import SwapPlan
+    from pramkit.kernel.rng import SecretKey
+    from pramkit.swap import SwapPlan
 
 
 def _plan_value(value: Any, name: str) -> None:
-    """A value of a swap plan's setting (``rate``, ``k``), refused as :func:`pramkit.engine.swap.plan_swap`
+    """A value of a swap plan's setting (``rate``, ``k``), refused as :func:`pramkit.swap.plan_swap`
     refuses it (its message)."""
-    from pramkit.engine.swap import plan_swap
+    from pramkit.swap import plan_swap
 
     plan_swap("household", ["area"], **{name: value})
 
@@ -69,13 +69,13 @@ class SwapSpec(DataSettings):
 
     def plan(self, hid: str, geo: Sequence[str], *, risk_vars: Sequence[str] = (),
              similar: Sequence[Sequence[str]] = ()) -> SwapPlan:
-        """The swap plan of these settings for the columns named (:func:`pramkit.engine.swap.plan_swap`).
+        """The swap plan of these settings for the columns named (:func:`pramkit.swap.plan_swap`).
 
         ``hid``, ``geo`` (highest level first), ``risk_vars`` (none: a random swap) and ``similar`` (the
         profiles a donor shares, tried in order) name the file's columns, as
-        :func:`pramkit.engine.swap.plan_swap`'s do.
+        :func:`pramkit.swap.plan_swap`'s do.
         """
-        from pramkit.engine.swap import plan_swap
+        from pramkit.swap import plan_swap
 
         self.check()
         return plan_swap(hid, list(geo), risk_vars=list(risk_vars), similar=[list(s) for s in similar],
@@ -85,7 +85,7 @@ class SwapSpec(DataSettings):
              key: SecretKey | bytes | str | Path | None = None, manifest: str | Path | None = None,
              partners: str | Path | None = None, force: bool = False) -> Any:
         """Swap the households of ``data`` by ``plan`` into ``out`` with these settings
-        (:func:`pramkit.engine.swap.swap_file`, or the Spark engine's, which writes no manifest nor partners
+        (:func:`pramkit.swap.swap_file`, or the Spark engine's, which writes no manifest nor partners
         file and reads no ``chunk_rows``); every setting checked before any file is read.
 
         Raises
@@ -105,16 +105,16 @@ class SwapSpec(DataSettings):
             if manifest is not None or partners is not None:
                 raise ParameterError("--engine spark writes the swapped records and their receipt; --manifest and "
                                      "--partners are written by --engine local")
-            from pramkit.engine.spark.swap import swap_file_spark
+            from pramkit.swap.spark import swap_file_spark
 
             del keywords["chunk_rows"]
             return swap_file_spark(data, plan, out, master=self.spark_master, key=key, force=force, **keywords)
-        from pramkit.engine.swap import swap_file
+        from pramkit.swap import swap_file
 
         return swap_file(data, plan, out, key=key, force=force, manifest=manifest, partners=partners, **keywords)
 
     def keywords(self) -> dict[str, Any]:
-        """The keywords of :func:`pramkit.engine.swap.swap_file` these settings give (checked): how the file is
+        """The keywords of :func:`pramkit.swap.swap_file` these settings give (checked): how the file is
         read and chunked (``rate``, ``k`` and ``donors`` are the plan's: :meth:`plan`; ``engine`` and
         ``spark_master``: :meth:`swap`).
 

@@ -32,7 +32,7 @@ Examples
 --------
 >>> import pramkit
 >>> from pramkit.datasets import census, CENSUS_VARIABLES
->>> from pramkit.engine.rng import SecretKey
+>>> from pramkit.kernel.rng import SecretKey
 >>> data = census(3_000)
 >>> keys = ["age", "sex", "marital_status", "race", "education", "employment"]
 >>> found = design_to_target(data, lambda e: pramkit.plan_release(["age", "marital_status", "education"], epsilon=e,
@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.release.plan import ReleasePlan
 from pramkit.release.record import Release

@@ -269,7 +269,7 @@ def risk_utility_map(record: DesignRecord | Mapping[str, Any] | str | Path, mani
     --------
     >>> import pramkit
     >>> from pramkit.datasets import census, CENSUS_VARIABLES
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> data = census(2_000)
     >>> found = pramkit.design_to_target(data, lambda e: pramkit.plan_release(["age", "education"], epsilon=e,
     ...     categories=CENSUS_VARIABLES), matched=0.1, keys=["age", "sex", "education", "race"], bounds=(0.5, 8.0),

@@ -32,7 +32,7 @@ import numpy as np
 from pramkit._extras import require_extra
 from pramkit._figure import new_figure
 from pramkit.atomic import atomic_path, write_text_atomic
-from pramkit.design.recognition.design import RecognitionDesign, recognition_design
+from pramkit.recognition.design import RecognitionDesign, recognition_design
 
 #: What draws the figures, for the message when matplotlib is missing (checked on import: before any work).
 FIGURES = "pramkit reproduce cator (its figures)"
@@ -113,7 +113,7 @@ def summary(design: RecognitionDesign) -> dict[str, Any]:
     The restricted design of section 4's example keeps every diagonal entry
     above 0.998 and changes 3 records, expected (the paper: 0.9971 and 4):
 
-    >>> from pramkit.design.recognition.design import recognition_design
+    >>> from pramkit.recognition.design import recognition_design
     >>> s = summary(recognition_design(example_counts(), alpha=ALPHA, method="restricted"))
     >>> s["method"], round(s["min_diagonal"], 4), round(s["expected_changes_records"], 2)
     ('restricted', 0.9988, 3.0)
@@ -162,7 +162,7 @@ def plot_figure1(designs: list[RecognitionDesign], path: Path) -> Path:
     Examples
     --------
     >>> import tempfile
-    >>> from pramkit.design.recognition.design import recognition_design
+    >>> from pramkit.recognition.design import recognition_design
     >>> design = recognition_design(np.array([[30.0, 1.0], [40.0, 20.0]]), alpha=0.3, combinations=2)
     >>> with tempfile.TemporaryDirectory() as out:
     ...     png = plot_figure1([design], Path(out) / "figure1.png")

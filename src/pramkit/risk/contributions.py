@@ -613,7 +613,7 @@ def expected_suda(
     ('exact', 2, [1.0, 4.0, 1.0])
     """
     from pramkit.engine.perturb import perturb_frame
-    from pramkit.engine.rng import SecretKey, resolve_key
+    from pramkit.kernel.rng import SecretKey, resolve_key
 
     keys = list(keys)
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 2:

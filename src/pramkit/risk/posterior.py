@@ -6,7 +6,7 @@ of keys and a released value k0 of them, the posterior (1) is the probability th
 released with ``k_pi = k0`` is of type m.  :func:`posteriors` computes every one of them for a
 matrix P on the cells of X, one combination at a time; :func:`worst_posterior` finds the
 largest, and :func:`posterior_bound` bounds it from above exactly (rational arithmetic on the
-near-maximal ones).  The recognition design (:mod:`pramkit.design.recognition.design`) keeps them
+near-maximal ones).  The recognition design (:mod:`pramkit.recognition.design`) keeps them
 below its threshold; the recognition risk (:mod:`pramkit.risk.recognition`) reports them.
 
 References

@@ -1,7 +1,7 @@
 """The key space of the spontaneous-recognition design, condition (C1) on it, and one optimiser run.
 
-Shared by :mod:`pramkit.design.recognition.design` (the design, condition (C1) of
-Cator, Hensbergen and Rozenholc), :mod:`pramkit.design.recognition.reductions`
+Shared by :mod:`pramkit.recognition.design` (the design, condition (C1) of
+Cator, Hensbergen and Rozenholc), :mod:`pramkit.recognition.reductions`
 (the reductions of their section 4), which both build on it, and
 :mod:`pramkit.risk.recognition` (the check of (C1) on a release), which
 computes the posteriors of (C1) with :func:`pramkit.risk.posterior.posteriors`, as the design does.
@@ -183,7 +183,7 @@ def as_csr(transitions: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
 @dataclass(frozen=True, kw_only=True)
 class SolverRun:
     """What one run of an optimiser reports (the fields are described by
-    :class:`pramkit.design.recognition.design.SolverDiagnostics`, which extends it).
+    :class:`pramkit.recognition.design.SolverDiagnostics`, which extends it).
 
     Attributes
     ----------
@@ -261,7 +261,7 @@ class Solve(SolverRun):
     2.6 % of the 90 records of the three frequent cells into the unique
     record's cell: 1 + 2.33 expected records there, posterior 0.3 = alpha.
 
-    >>> from pramkit.design.recognition.reductions import solve_restricted
+    >>> from pramkit.recognition.reductions import solve_restricted
     >>> space = key_space([[30.0, 1.0], [40.0, 20.0]])
     >>> solved, gamma, restarts = solve_restricted(space, [(0, 1)], alpha=0.3, gamma=0.9)
     >>> solved.transitions.toarray().round(4).tolist()

@@ -26,7 +26,7 @@ import pandas as pd
 
 from pramkit.datasets import CENSUS_VARIABLES, census
 from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.errors import ParameterError
 from pramkit.frames import pandas_table
 from pramkit.io import TableWriter
@@ -71,7 +71,7 @@ class Workbench:
     The whole release on the built-in census, then the script that makes it again:
 
     >>> import tempfile
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> with tempfile.TemporaryDirectory() as d:
     ...     wb = Workbench(d)
     ...     src = wb.open_census(rows=5_000)

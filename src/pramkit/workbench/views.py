@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.ledger import Guarantee, epsilon_words, release_guarantee
 from pramkit.manifest import Manifest
 from pramkit.release.choices import DesignChoices
@@ -198,7 +198,7 @@ class Designed:
     choices : pramkit.release.choices.DesignChoices or None
         The design command's flags, with the input files as kept in the work folder (None: a
         manifest given as it is).
-    key : pramkit.engine.rng.SecretKey or None
+    key : pramkit.kernel.rng.SecretKey or None
         The key the design step's noise was drawn from (a given manifest: the key to apply); None
         once the release is applied (the workbench drops it: applying again needs it again).
     view : DesignView

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import linear_sum_assignment
 
-from pramkit.engine.rng import SecretKey, uniforms
+from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.errors import DataError
 from pramkit.labels import Label
 from pramkit.matrix import PramMatrix
@@ -204,7 +204,7 @@ class PermutationDraw:
     Examples
     --------
     >>> from pramkit.design.bistochastic.families import circulant
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
     >>> draw = perturb_by_permutation(np.array([0, 2]), d, key=SecretKey(bytes(range(32)), "doc"), variable="race")
     >>> draw.index, draw.weight, draw.permutation.tolist(), draw.codes.tolist()
@@ -229,7 +229,7 @@ def perturb_by_permutation(
     the whole variable) and apply it to every code.
 
     The draw depends only on the key, the release (the decomposition and the
-    ``release`` label: :meth:`pramkit.engine.rng.SecretKey.for_release`) and the
+    ``release`` label: :meth:`pramkit.kernel.rng.SecretKey.for_release`) and the
     variable's name, so chunks of a file all get the same permutation, and a
     release of other data with the same key and decomposition (a panel's next
     wave) needs another label to draw anew.  Each record's marginal transition is
@@ -269,7 +269,7 @@ def perturb_by_permutation(
     permutation:
 
     >>> from pramkit.design.bistochastic.families import circulant
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> d = birkhoff_decomposition(circulant("abc", [0.6, 0.3, 0.1]))
     >>> key = SecretKey(bytes(range(32)), "doc")
     >>> draw = perturb_by_permutation(np.array([0, 1, 2, 2, -1, 0]), d, key=key, variable="race")

@@ -20,7 +20,7 @@ value (ties in file order), so N x N is never formed:
 
 With a key, the release is random instead: individual u reports the value of
 an individual v drawn from row u of P (one keyed uniform per individual,
-:mod:`pramkit.engine.rng`).  Its expectation is ``P x``, so the mean is preserved
+:mod:`pramkit.kernel.rng`).  Its expectation is ``P x``, so the mean is preserved
 in expectation; each draw is a value of the data.
 
 beta is that of P (Definition 1 with r = N): blocks give
@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike
 
 from pramkit.design.bistochastic.families import class_bounds
 from pramkit.design.classic import float_array
-from pramkit.engine.rng import SecretKey, uniforms
+from pramkit.kernel.rng import SecretKey, uniforms
 from pramkit.errors import DataError, ParameterError
 from pramkit.information import entropy
 
@@ -102,7 +102,7 @@ def bistochastic_numeric(
     Without ``key``: the expected release P x (deterministic).  With ``key``
     and ``variable``: one random release whose expectation is P x, drawn from the
     key derived for the values and the settings
-    (:meth:`pramkit.engine.rng.SecretKey.for_data`): the same values release the
+    (:meth:`pramkit.kernel.rng.SecretKey.for_data`): the same values release the
     same way again; other values (a neighbouring file, the next wave) independently.
 
     Parameters
@@ -158,7 +158,7 @@ def bistochastic_numeric(
 
     With a key each individual reports a value of its block, drawn at random:
 
-    >>> from pramkit.engine.rng import SecretKey
+    >>> from pramkit.kernel.rng import SecretKey
     >>> key = SecretKey(bytes(range(32)), "doc")
     >>> r = bistochastic_numeric(x, family="blocks", k=3, key=key, variable="income")
     >>> r.values.tolist(), r.randomised

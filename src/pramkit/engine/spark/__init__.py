@@ -9,8 +9,8 @@ it only when a function runs.  One module per pass:
   estimation's sufficient statistics), aggregated by Spark and counted locally;
 * :mod:`~pramkit.engine.spark.perturb`, :mod:`~pramkit.engine.spark.shuffle` and
   :mod:`~pramkit.engine.spark.apply`: the release itself;
-* :mod:`~pramkit.engine.spark.swap`: record swapping (the swap drawn on the driver, applied by Spark;
-  a workflow, imported from its module: ``from pramkit.engine.spark.swap import swap_file_spark``).
+* :mod:`~pramkit.swap.spark`: record swapping (the swap drawn on the driver, applied by Spark;
+  a workflow, imported from its module: ``from pramkit.swap.spark import swap_file_spark``).
 
 Examples
 --------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pramkit.atomic import atomic_path, check_writable
 from pramkit.engine.perturb import ApplyResult, release_key
-from pramkit.engine.rng import SecretKey, resolve_key
+from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.engine.spark.files import _check_format, _dialected, _save, read, spark_charset
 from pramkit.engine.spark.perturb import _numbered, _perturbed
 from pramkit.engine.spark.session import _one_line_errors, session

@@ -1,6 +1,6 @@
 """Perturbation of Spark DataFrames with the same keyed counter-based draws as the local engine.
 
-The draw for row ``i`` of variable ``v`` is ``U(K, v, i)`` (:mod:`pramkit.engine.rng`),
+The draw for row ``i`` of variable ``v`` is ``U(K, v, i)`` (:mod:`pramkit.kernel.rng`),
 where ``K`` is the release key, derived once on the driver from the secret key, the
 manifest and the release's label (:func:`pramkit.engine.perturb.release_key`), so a
 Spark job releases exactly what :func:`pramkit.apply_file` releases for the same key,
@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from pramkit.codebook import MissingCodes
 from pramkit.engine.perturb import TablePerturber
-from pramkit.engine.rng import SecretKey
+from pramkit.kernel.rng import SecretKey
 from pramkit.engine.spark.session import SparkEngineError, _one_line_errors, _quoted, _require_pyspark
 from pramkit.errors import DataError
 from pramkit.io import require_columns

@@ -4,7 +4,7 @@ Arrow's hash lookup of text (:func:`pyarrow.compute.index_in`) costs about three
 times NumPy's draw of a uniform per value, and its ``take`` of text more than one;
 a perturbed column's labels are few and known in advance, so an open-addressing
 table of them, built once per codebook, finds each value with one hash of its
-bytes and one comparison (:mod:`pramkit.engine._kernels`), and the released values are
+bytes and one comparison (:mod:`pramkit.kernel._kernels`), and the released values are
 written in one pass, each value's offset and bytes (into room for the longest
 label per value, which is then cut to the bytes written).
 """
@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from pramkit.engine import _kernels
+from pramkit.kernel import _kernels
 
 #: Bytes after the labels' last one, and after the released values' last one (whole words are copied).
 PAD = 24
@@ -115,7 +115,7 @@ class Utf8Labels:
         width = np.int64 if pa.types.is_large_string(labels.type) else np.int32
         self.offsets = np.frombuffer(labels.buffers()[1], dtype=width)[labels.offset:][:self.size + 1].astype(np.int64)
         data = labels.buffers()[2]
-        # the bytes then PAD zeros (:mod:`pramkit.engine._kernels` reads and writes whole words)
+        # the bytes then PAD zeros (:mod:`pramkit.kernel._kernels` reads and writes whole words)
         self.data = (b"" if data is None else data.to_pybytes()) + bytes(PAD)
         self.null = np.asarray(labels.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         self._valid = None if not self.null.any() else np.append(~self.null, False)  # by code, -1 the last

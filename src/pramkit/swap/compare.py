@@ -1,6 +1,6 @@
 """Swapping beside PRAM on the same file, at the same share of records changed.
 
-:func:`compare_swap` runs the swap of a :class:`~pramkit.engine.swap.SwapPlan`, then
+:func:`compare_swap` runs the swap of a :class:`~pramkit.swap.SwapPlan`, then
 perturbs the lowest level of the geography by two PRAM designs tuned to change the
 same share of records (households drawn whole, ``unit`` = the household id):
 
@@ -35,9 +35,9 @@ import pandas as pd
 
 from pramkit.codebook import categories_of
 from pramkit.engine.perturb import perturb_frame
-from pramkit.engine.rng import SecretKey, resolve_key
-from pramkit.engine.swap.implied import random_swap_matrix
-from pramkit.engine.swap.run import SwapPlan, swap_frame
+from pramkit.kernel.rng import SecretKey, resolve_key
+from pramkit.swap.implied import random_swap_matrix
+from pramkit.swap.run import SwapPlan, swap_frame
 from pramkit.errors import DataError, ParameterError
 from pramkit.estimate.identifiability import condition_number
 from pramkit.io import require_columns
@@ -78,7 +78,7 @@ class CompareResult:
         The threshold of the risk measures.
     methods : list of dict
         One entry per method (``method``, ``share_records_changed``, ``epsilon``, the risk and
-        utility figures named in :mod:`pramkit.engine.swap.compare`).
+        utility figures named in :mod:`pramkit.swap.compare`).
     notes : list of str
         What was left out and why.
     """
@@ -125,8 +125,8 @@ def compare_swap(data: pd.DataFrame, plan: SwapPlan, *, key: SecretKey | bytes |
 
     Examples
     --------
-    >>> from pramkit.engine.swap import plan_swap
-    >>> from pramkit.engine.swap.census import census_households
+    >>> from pramkit.swap import plan_swap
+    >>> from pramkit.swap.census import census_households
     >>> from pramkit.datasets import census_areas
     >>> data = census_households(20_000)
     >>> plan = plan_swap("hid", ["region", "area"], risk_vars=["age", "sex"], similar=[["hsize"]], rate=0.1)

@@ -31,7 +31,7 @@ row-stochastic, starting from the identity (section 4):
   sparse linear constraints), with section 4's diagonal bound
   ``P[k, k] >= gamma`` (see :func:`solve_full`); with
   ``reduce=True`` the constraints are cut by the exact reductions of section 4
-  (:mod:`pramkit.design.recognition.reductions`), otherwise every occurring
+  (:mod:`pramkit.recognition.reductions`), otherwise every occurring
   ``m`` and every ``(pi, k0)`` is a constraint.  Small ``X`` only.
 * ``method="restricted"``: section 4's restricted support (changes only from
   frequent types into types that cover the problem combinations), a convex
@@ -64,7 +64,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import Bounds, LinearConstraint, minimize
 from scipy.sparse.linalg import LinearOperator
 
-from pramkit.design.recognition import reductions as red
+from pramkit.recognition import reductions as red
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label
 from pramkit.manifest import PerturbedVariable
@@ -85,7 +85,7 @@ from pramkit.validate import probability
 MAX_MATRIX_CELLS = 4096
 #: Largest matrix whose loss is computed by :func:`pramkit.utility.l2_loss` (an SVD and an
 #: inverse); larger (restricted-support) designs use the closed form of
-#: :func:`pramkit.design.recognition.reductions.restricted_l2`, tested equal to it.
+#: :func:`pramkit.recognition.reductions.restricted_l2`, tested equal to it.
 MAX_DENSE_LOSS_CELLS = 512
 #: Largest key space the ``full`` method accepts (K^2 variables).
 MAX_FULL_CELLS = 128
@@ -489,7 +489,7 @@ class SolverDiagnostics(SolverRun):
         Wall-clock time of the design.
     lower_bound : float or None
         Proved lower bound on ``n^2 l2`` over the solved problem (records; None when not
-        certified; :func:`pramkit.design.recognition.reductions.certified_lower_bound`).
+        certified; :func:`pramkit.recognition.reductions.certified_lower_bound`).
     certified : bool
         Whether ``lower_bound`` and ``gap`` are proved (the restricted support, or P = I);
         the full method has no certificate.
@@ -527,7 +527,7 @@ def c1_rows(
     space, combinations
         The key space (X and U_0) and Pi, as positions of keys.
     triples : sequence of (int, int, int)
-        The inequalities to write (:func:`pramkit.design.recognition.reductions.c1_triples`).
+        The inequalities to write (:func:`pramkit.recognition.reductions.c1_triples`).
     alpha : float
         The bound on the posterior.
 
@@ -582,7 +582,7 @@ def solve_full(
         Pi, as positions of keys.
     triples : sequence of (int, int, int)
         The (C1) inequalities to impose
-        (:func:`pramkit.design.recognition.reductions.c1_triples`).
+        (:func:`pramkit.recognition.reductions.c1_triples`).
     alpha : float
         The bound of (C1) (the optimiser aims at ``alpha (1 - SAFETY)``).
     gamma : float

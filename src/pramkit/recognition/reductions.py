@@ -165,7 +165,7 @@ def c1_triples(
     Returns
     -------
     list of (int, int, int)
-        ``(m, combination index, k0)``, input of :func:`pramkit.design.recognition.design.c1_rows`.
+        ``(m, combination index, k0)``, input of :func:`pramkit.recognition.design.c1_rows`.
 
     References
     ----------

@@ -1,6 +1,6 @@
-""":func:`pramkit.engine.swap.run.swap_file` as Spark jobs: the same swapped records, as a folder of part files.
+""":func:`pramkit.swap.run.swap_file` as Spark jobs: the same swapped records, as a folder of part files.
 
-The swap draws its households in one order over the whole file (:func:`pramkit.engine.swap.core.draw_swaps`),
+The swap draws its households in one order over the whole file (:func:`pramkit.swap.core.draw_swaps`),
 so the draw cannot be split among partitions.  The first job collects, in file order, the columns the
 swap reads (the household id, the geography and the risk variables: what the local engine keeps in
 memory too) with each record's ``monotonically_increasing_id``, which numbers the rows as
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from pramkit.atomic import atomic_path, check_writable, staged_bytes
-from pramkit.engine.rng import SecretKey, resolve_key
+from pramkit.kernel.rng import SecretKey, resolve_key
 from pramkit.engine.spark.counts import _value
 from pramkit.engine.spark.files import _check_format, _dialected, _save, read, spark_charset
 from pramkit.engine.spark.perturb import _MONO, _numbered, _offsets, _row_numbers_of, _through_python
@@ -37,31 +37,31 @@ def swap_file_spark(data: str | Path, plan: Any, out: str | Path, *,
                     master: str = SPARK_MASTER, na_values: Sequence[str] = NA_VALUES, sep: str = CSV_SEP,
                     encoding: str = CSV_ENCODING) -> Any:
     """Swap the geography of a CSV or Parquet file's households with Spark: the records of
-    :func:`pramkit.engine.swap.run.swap_file`, written as a folder of part files with the swap's receipt
+    :func:`pramkit.swap.run.swap_file`, written as a folder of part files with the swap's receipt
     beside it (renamed into place after the folder; the receipt of a folder records no digest).
 
     Parameters
     ----------
     data : str or pathlib.Path
         The original file (CSV or Parquet), one file: rows are numbered in file order.
-    plan : pramkit.engine.swap.run.SwapPlan
-        The swap (:func:`pramkit.engine.swap.run.plan_swap`).
+    plan : pramkit.swap.run.SwapPlan
+        The swap (:func:`pramkit.swap.run.plan_swap`).
     out : str or pathlib.Path
         The folder to write (``.csv`` or ``.parquet``).
     key, force, na_values, sep, encoding
-        As :func:`pramkit.engine.swap.run.swap_file`.
+        As :func:`pramkit.swap.run.swap_file`.
     master : str
         Spark's master URL.
 
     Returns
     -------
-    pramkit.engine.swap.run.SwapResult
+    pramkit.swap.run.SwapResult
 
     Examples
     --------
     >>> import pytest, pathlib, tempfile
     >>> _ = pytest.importorskip("pyspark")
-    >>> from pramkit.engine.swap.run import plan_swap, swap_file
+    >>> from pramkit.swap.run import plan_swap, swap_file
     >>> from pramkit.io import read_table
     >>> rows = "hid,region,size\\n" + "".join(f"{i // 2},{'NS'[i // 2 % 2]},2\\n" for i in range(40))
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -75,7 +75,7 @@ def swap_file_spark(data: str | Path, plan: Any, out: str | Path, *,
     (True, True)
     """
     from pramkit.engine.receipt import receipt_path
-    from pramkit.engine.swap.run import _draw, _receipt, _release, _result
+    from pramkit.swap.run import _draw, _receipt, _release, _result
 
     t0 = time.perf_counter()
     secret = resolve_key(key)

@@ -1,7 +1,7 @@
 """Swap a file or a frame: plan, read the households, draw, write the released file, its receipt and manifest.
 
 Two passes over the file, both in chunks: the first reads only the columns the swap
-needs (:func:`pramkit.engine.swap.households.read_households`: per person, the household
+needs (:func:`pramkit.swap.households.read_households`: per person, the household
 number and a code per risk variable; the rest per household), the second streams every
 column and replaces the geography of each record by its household partner's (memory
 O(chunk) beside the household arrays).
@@ -34,10 +34,10 @@ from pramkit._version import __version__
 from pramkit.atomic import check_writable, staged_bytes
 from pramkit.defaults import CHUNK_ROWS, CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.engine.receipt import receipt_path, receipt_text
-from pramkit.engine.rng import SecretKey, resolve_key
-from pramkit.engine.swap.core import DONOR_RULES, SwapDraw, draw_swaps
-from pramkit.engine.swap.households import SwapHouseholds, read_households
-from pramkit.engine.swap.implied import random_swap_matrix
+from pramkit.kernel.rng import SecretKey, resolve_key
+from pramkit.swap.core import DONOR_RULES, SwapDraw, draw_swaps
+from pramkit.swap.households import SwapHouseholds, read_households
+from pramkit.swap.implied import random_swap_matrix
 from pramkit.errors import ParameterError
 from pramkit.frames import pandas_table
 from pramkit.io import TableWriter, csv_dialect, iter_batches
@@ -68,7 +68,7 @@ class SwapPlan:
     k : int
         The k-anonymity threshold, at least 1.
     donors : {"same-parent", "any-area"}
-        The donor rule (:data:`pramkit.engine.swap.core.DONOR_RULES`): donors under the same area of
+        The donor rule (:data:`pramkit.swap.core.DONOR_RULES`): donors under the same area of
         the level above, or from any other area of the swap level with risky donors first (the donor
         pool of sdcMicro's ``recordSwap``, each donor a fresh keyed draw).
     """
@@ -527,7 +527,7 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
     out : str or pathlib.Path
         The released file; ``OUT.receipt.json`` beside it holds the public description.
     key : SecretKey, bytes, str, pathlib.Path or None
-        The secret key (:func:`pramkit.engine.rng.resolve_key`).
+        The secret key (:func:`pramkit.kernel.rng.resolve_key`).
     manifest : str or pathlib.Path, optional
         Write the manifest of a random swap here (:func:`swap_manifest`).
     force : bool
@@ -559,7 +559,7 @@ def swap_file(data: str | Path, plan: SwapPlan, out: str | Path, *, key: SecretK
         ``chunk_rows`` below 1, an output that is an input or another output, a manifest for a targeted
         swap, or a partners file that is neither ``.csv`` nor ``.parquet``.
     DataError
-        As :func:`pramkit.engine.swap.households.read_households`, or an unreadable file.
+        As :func:`pramkit.swap.households.read_households`, or an unreadable file.
     OutputExistsError, WriteError
         An output exists (without ``force``) or cannot be written.
 

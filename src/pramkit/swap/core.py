@@ -52,9 +52,9 @@ Record Swapping", sdcMicro vignette, and its C++ source), with two donor rules
   that a household passed over for lying in the area of the household selected
   stays first in line for the next one: its donors are not independent draws, and
   its realised transitions depart from the expected matrix of
-  :mod:`pramkit.engine.swap.implied`; here every donor is a fresh weighted draw.
+  :mod:`pramkit.swap.implied`; here every donor is a fresh weighted draw.
 
-Randomness is keyed (:mod:`pramkit.engine.rng`): household ``i`` (numbered by
+Randomness is keyed (:mod:`pramkit.kernel.rng`): household ``i`` (numbered by
 its first record in the file) reads word ``i`` of named streams, so the draw
 depends only on the key and the file, not on how it is read.  The streams are
 those of the swap's own key (:func:`swap_key`): the secret key derived for a keyed
@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pramkit.defaults import SWAP_DONOR_RULES
-from pramkit.engine.rng import SecretKey, uniforms
+from pramkit.kernel.rng import SecretKey, uniforms
 
 #: Stream names (domain separation of the swap's draws from every variable's stream).
 _SELECT, _DONOR, _AREA, _ROUND = "\x00swap-select", "\x00swap-donor", "\x00swap-area", "\x00swap-round"

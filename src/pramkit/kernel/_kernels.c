@@ -1,5 +1,5 @@
 /*
- * pramkit.engine._kernels: the per-value loops that NumPy and Arrow cannot do in one pass.
+ * pramkit.kernel._kernels: the per-value loops that NumPy and Arrow cannot do in one pass.
  *
  * draw_diagonal, draw_alias,  the keep-or-move draws of pramkit.engine.sampling's samplers, one pass over the
  * draw_cumulative             values, in integer arithmetic on integer uniforms (the words of a Philox
@@ -2469,7 +2469,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pramkit.engine._kernels", "Per-value loops of pramkit's samplers and codebooks.", -1, methods,
+    PyModuleDef_HEAD_INIT, "pramkit.kernel._kernels", "Per-value loops of pramkit's samplers and codebooks.", -1, methods,
 };
 
 PyMODINIT_FUNC
