@@ -41,8 +41,10 @@ pramkit.errors.ParameterError: rate must be a number > 0, got -1.0
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -412,6 +414,61 @@ def check_rules(value: Any, skip: Collection[str] = ()) -> None:
         given = getattr(value, s.name)
         if s.rule is not None and given is not None and s.name not in skip:
             s.rule.check(given, s.noun)
+
+
+#: The specifications checked in the blocks the current call runs in (:func:`checked`).
+_CHECKED: ContextVar[tuple[Any, ...]] = ContextVar("pramkit_checked_specifications", default=())
+
+
+@contextlib.contextmanager
+def checked(spec: Any) -> Iterator[Any]:
+    """Check ``spec`` once (its ``check()``), then take it as checked inside the block: its own methods and the
+    functions it hands its values to check them no more (as scikit-learn's ``_fit_context`` skips the validation
+    of nested calls).  Each value is checked once on its way, with no unchecked twin of a public method.
+
+    Parameters
+    ----------
+    spec : dataclass
+        A specification with a ``check()`` that returns at once when :func:`is_checked` says so.
+
+    Yields
+    ------
+    dataclass
+        ``spec``.
+
+    Examples
+    --------
+    >>> from pramkit.release.spec import ReleaseSpec
+    >>> spec = ReleaseSpec(epsilon=2.0)
+    >>> with checked(spec):
+    ...     is_checked(spec), sorted(handed_on() & {"epsilon", "split"})
+    (True, ['epsilon', 'split'])
+    >>> is_checked(spec), handed_on()
+    (False, frozenset())
+    >>> with checked(ReleaseSpec(split="best")):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    pramkit.errors.ParameterError: split must be one of 'equal', 'optimal', 'joint', got 'best'
+    """
+    if not is_checked(spec):
+        spec.check()
+    token = _CHECKED.set((*_CHECKED.get(), spec))
+    try:
+        yield spec
+    finally:
+        _CHECKED.reset(token)
+
+
+def is_checked(spec: Any) -> bool:
+    """True inside a :func:`checked` block of this very specification."""
+    return any(held is spec for held in _CHECKED.get())
+
+
+def handed_on() -> frozenset[str]:
+    """The names of the settings already checked by the :func:`checked` blocks the current call runs in: a function
+    that takes them as keywords leaves them to the specification's check."""
+    return frozenset(s.name for spec in _CHECKED.get() for s in settings(spec))
 
 
 def check_values(spec: type, **values: Any) -> None:

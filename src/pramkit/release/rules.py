@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from pramkit.defaults import RULE_BREAKING
 from pramkit.design.registry import FAMILIES, family
 from pramkit.errors import ParameterError
+from pramkit.settings import handed_on
 from pramkit.validate import ENCODING, POSITIVE, SEPARATOR, Checked, Choice, Rule
 
 #: Splits of the record budget.
@@ -69,13 +70,15 @@ def check_settings(**values: Any) -> None:
     ...
     pramkit.errors.ParameterError: missing must be one of 'keep', 'category', got 'drop'
     """
+    done = handed_on()  # a specification's settings, checked by its rules already (pramkit.settings.checked)
     for name, value in values.items():
-        if value is not None:
+        if value is not None and name not in done:
             RULES[name].rule.check(value, RULES[name].noun)
 
 
 def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
-    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`).
+    """Refuse a split the family does not design (``split`` itself is checked by :data:`RULES`); inside the
+    :func:`pramkit.settings.checked` block of a specification, its check has done it.
 
     Examples
     --------
@@ -84,6 +87,8 @@ def check_split(split: str, method: str, options: Mapping[str, Any]) -> None:
     ...
     pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
     """
+    if "split" in handed_on():
+        return
     if split == "joint" and method != "dp" and method not in JOINT_METHODS:
         raise ParameterError(f"split 'joint' is for methods {', '.join(('dp', *JOINT_METHODS))}; method {method!r} "
                              "designs each variable on its own (split equal)")

@@ -27,7 +27,7 @@ from pramkit.defaults import CSV_ENCODING, CSV_SEP, NA_VALUES
 from pramkit.design.registry import DISTANCE_WEIGHTS, DP_FORMS, DP_OBJECTIVES, FAMILIES, family
 from pramkit.errors import ParameterError
 from pramkit.release.rules import RULES, check_split
-from pramkit.settings import Setting, check_rules, decimal_setting, markers, setting, settings
+from pramkit.settings import Setting, check_rules, checked, decimal_setting, is_checked, markers, setting, settings
 from pramkit.settings import flags as spec_flags
 from pramkit.validate import ENGINES, OPEN_PROBABILITY, SPARK_MASTER, Checked, Choice, Flag, Instance, Number, Rule
 
@@ -361,13 +361,9 @@ class ReleaseSpec:
         ...
         pramkit.errors.ParameterError: split 'optimal' maximises information; use split equal with objective 'variance'
         """
-        self._check()
-        check_split(self.split, self.method, {"objective": self.objective})
-
-    def _check(self, skip: Sequence[str] = ()) -> None:
-        """:meth:`check` but for the settings ``skip`` and the split, which :func:`plan_release` checks
-        (:meth:`plan` hands them to it: each value is checked once on its way)."""
-        check_rules(self, skip=skip)
+        if is_checked(self):  # inside a block of checked(self): checked on the way in
+            return
+        check_rules(self)
         self.check_family_flags()
         if self.engine != "local" and (self.recognition is not None or self.target is not None):
             raise ParameterError("--engine spark counts the data of a release designed with --epsilon; "
@@ -377,6 +373,7 @@ class ReleaseSpec:
             value = getattr(self, s.name)
             if s.option is not None and s.given(value):
                 rules[s.option].check(value, s.noun)
+        check_split(self.split, self.method, {"objective": self.objective})
 
     def check_family_flags(self) -> None:
         """Refuse a setting given where it does not apply: a family's setting with another family
@@ -424,19 +421,15 @@ class ReleaseSpec:
         >>> ReleaseSpec(method="metric", metric_epsilon=0.5).options()
         {'metric_epsilon': 0.5, 'mechanism': None}
         """
-        self.check()
-        return self._options()
-
-    def _options(self) -> dict[str, Any]:
-        """:meth:`options` of settings already checked."""
         given: dict[str, Any] = {}
         defaults: dict[str, Any] = {}
-        for s in settings(self):
-            if s.option is not None and self.method in methods_of(s):
-                value = getattr(self, s.name)
-                if value is not None and s.given(value):
-                    given[s.option] = value
-                defaults.setdefault(s.option, s.default)
+        with checked(self):
+            for s in settings(self):
+                if s.option is not None and self.method in methods_of(s):
+                    value = getattr(self, s.name)
+                    if value is not None and s.given(value):
+                        given[s.option] = value
+                    defaults.setdefault(s.option, s.default)
         return FAMILIES[self.method].record(given, defaults)
 
     def plan(self, variables: Sequence[str]) -> ReleasePlan:
@@ -447,29 +440,24 @@ class ReleaseSpec:
         >>> plan = ReleaseSpec(epsilon=2.0, epsilon_per_variable=None).plan(["age", "sex"])
         >>> plan.budget
         2.0
-        >>> ReleaseSpec(epsilon=0.0).plan(["age"])   # checked once, by plan_release's rule
+        >>> ReleaseSpec(epsilon=0.0).plan(["age"])   # checked once, on the way in (pramkit.settings.checked)
         Traceback (most recent call last):
         ...
         pramkit.errors.ParameterError: epsilon (the record budget) must be a positive finite number, got 0.0
         """
-        self._check(skip=tuple(RULES))  # the settings plan_release checks by the same rules are its to check
-        return self._plan(variables)
-
-    def _plan(self, variables: Sequence[str]) -> ReleasePlan:
-        """:meth:`plan` of settings already checked (but those of :data:`pramkit.release.rules.RULES`,
-        :func:`plan_release`'s own)."""
         from pramkit.release.plan import plan_release
         from pramkit.structure import parse_assignments
 
-        return plan_release(
-            list(variables), epsilon=self.epsilon, method=self.method, split=self.split,
-            epsilon_per_variable=per_variable(self.epsilon_per_variable), design_epsilon=self.design_epsilon,
-            prior=self.prior, categories=self.categories, exact_frequencies=self.exact_frequencies,
-            options=self._options(), distances=self.distances, na_values=self.na_values,
-            forbid=self.forbid, strata=self.strata or (), household=self.household,
-            keep_codes=parse_assignments(self.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
-            household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
-            weights=self.weights or (), sep=self.sep, encoding=self.encoding)
+        with checked(self):  # every setting checked once, here: plan_release checks what is between them
+            return plan_release(
+                list(variables), epsilon=self.epsilon, method=self.method, split=self.split,
+                epsilon_per_variable=per_variable(self.epsilon_per_variable), design_epsilon=self.design_epsilon,
+                prior=self.prior, categories=self.categories, exact_frequencies=self.exact_frequencies,
+                options=self.options(), distances=self.distances, na_values=self.na_values,
+                forbid=self.forbid, strata=self.strata or (), household=self.household,
+                keep_codes=parse_assignments(self.keep_codes, "--keep-codes", "education=n/a,age=0-9|10-17"),
+                household_vars=self.household_vars or (), rule_breaking=self.rule_breaking, missing=self.missing,
+                weights=self.weights or (), sep=self.sep, encoding=self.encoding)
 
     def release(self, data: Any, variables: Sequence[str], *, key: SecretKey | None = None,
                 quiet: bool = True, compare: bool = True) -> Release:
@@ -591,10 +579,10 @@ class ReleaseSpec:
             raise ParameterError("--target searches the record budget: give --epsilon (the largest budget "
                                  "considered) and no --epsilon-per-variable")
         keys = names(self.target_keys) or list(dict.fromkeys([*names(self.strata), *variables]))
-        self._plan(variables)  # the plan's checks between settings, before the data is read
+        self.plan(variables)  # the plan's checks between settings, before the data is read
         frame = data if isinstance(data, pd.DataFrame) else read_table(data, na_values=self.na_values, sep=self.sep,
                                                                        encoding=self.encoding)
-        return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e)._plan(variables),
+        return design_to_target(frame, lambda e: dataclasses.replace(self, epsilon=e).plan(variables),
                                 matched=target.matched, keys=keys, bounds=(self.epsilon / 100, self.epsilon), key=key,
                                 quiet=quiet, level=target.level)
 
