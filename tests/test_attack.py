@@ -245,7 +245,7 @@ def test_the_command_prints_totals_and_no_record(files: dict[str, Path]) -> None
     assert code == 0
     assert "Bayes ceiling of water" in out and "Bayes ceiling of roof" in out
     assert "note: no Bayes ceiling for walls, electcon: released exactly" in out
-    assert len(out.splitlines()) < 20
+    assert len(out.splitlines()) < 40  # totals and their sentences: nothing grows with the records
     before = sorted(files["original"].parent.iterdir())
     assert _run(["attack", files["released"], "--original", files["original"], "--known", "sex"])[0] == 0
     assert sorted(files["original"].parent.iterdir()) == before  # no file written

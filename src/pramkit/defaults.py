@@ -28,3 +28,6 @@ SWAP_DONOR_RULES: tuple[str, ...] = ("same-parent", "any-area")
 #: What a design does with records that break a rule: refuse the file, or keep them exactly (named by
 #: the ledger).
 RULE_BREAKING = ("error", "keep")
+#: The two folders of a release: publishable, and never to be published (a private output, one that names
+#: records of the original, is never written inside a folder of the first name).
+PUBLIC_FOLDER, PRIVATE_FOLDER = "public", "private"

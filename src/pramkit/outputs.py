@@ -467,6 +467,7 @@ from pramkit.estimate.table import EstimatedCell, EstimateJSON  # noqa: E402
 from pramkit.ledger import ExactFact  # noqa: E402
 from pramkit.resample import Edge, ResampleResult  # noqa: E402
 from pramkit.risk.attack import AttackResult, BayesCeiling, FeatureScore, ReconstructionResult  # noqa: E402
+from pramkit.risk.attack_linkage import LinkageResult  # noqa: E402
 from pramkit.risk.contributions import Contributions, ExpectedSuda, ReleaseContributions  # noqa: E402
 from pramkit.risk.household import HouseholdRisk  # noqa: E402
 from pramkit.risk.identification import RiskResult  # noqa: E402
@@ -579,6 +580,40 @@ SHAPES: dict[Any, Printed] = {
         order=("target", "known", "prior", "records", "left_out", "epsilon", "expected_correct", "share",
                "baseline_expected", "baseline_share", "advantage", "realised_correct", "realised_share",
                "baseline_realised", "correct_over_draws", "expected_over_draws", "unsupported")),
+    LinkageResult: Printed(
+        type=LinkageResult, leave_out=("dcr", "dcr_sample", "dcr_holdout", "in_holdout", "unique_known",
+                                       "unique_record", "agreeing_on_known"),
+        hints={"holdout": Literal["keyed half", "file"]},
+        schemas=dict.fromkeys(("records", "released_rows", "unique_on_known", "unique_on_known_found",
+                               "unique_on_known_linked", "unique_records", "unique_records_found", "attacked",
+                               "holdout_records", "compared"), AT_LEAST_0),
+        descriptions={
+            "columns": "The columns the distances compare: every column of the files, each as a category.",
+            "unique_on_known": "Records of the original no other record shares the known values with.",
+            "unique_on_known_found": "Of them, those at least one released record shares the known values with.",
+            "unique_on_known_linked": "Of them, those exactly one released record shares the known values with "
+                                      "(a one-to-one link).",
+            "unique_records": "Records of the original no other record equals in every column.",
+            "unique_records_found": "Of them, those some released record equals in every column.",
+            "holdout": "'keyed half': a keyed random half of the original held out (the release was made from the "
+                       "whole original); 'file': a holdout file of records not used to make the release.",
+            "attacked": "Records whose distances are set against the holdout (the original less the held-out half).",
+            "compared": "The size of both sets compared: the release sampled to the holdout's size (or the "
+                        "holdout to the release's).",
+            "closer_to_release": "Share of the attacked records whose distance to the closest record of the sampled "
+                                 "release is smaller than to the closest held-out record.",
+            "closer_to_holdout": "Share of the attacked records closer to a held-out record.",
+            "tied": "Share of the attacked records at the same distance from both.",
+            "median_dcr": "Median over the original's records of the distance to the closest released record "
+                          "(the share of columns that differ).",
+            "share_at_zero": "Share of the original's records some released record equals in every column.",
+            "median_dcr_holdout": "Median over the attacked records of the distance to the closest held-out "
+                                  "record.",
+            "key_fingerprint": "The fingerprint of the key of the holdout half and the samples (never the key)."},
+        order=("known", "columns", "records", "released_rows", "unique_on_known", "unique_on_known_found",
+               "unique_on_known_linked", "unique_records", "unique_records_found", "holdout", "attacked",
+               "holdout_records", "compared", "closer_to_release", "closer_to_holdout", "tied", "median_dcr",
+               "share_at_zero", "median_dcr_holdout", "key_fingerprint")),
 }
 
 #: Every kind of printed output: its type and what the type cannot say.
@@ -597,9 +632,11 @@ OUTPUTS: dict[str, Output] = {out.kind: out for out in [
         kind="pramkit.attack.result", type=AttackResult, title="pramkit attack --json",
         description="Risk by attack (docs/risk.md): a reconstruction attack on the released file by an intruder who "
                     "knows some columns of each person, against a baseline, and with a manifest the exact Bayes "
-                    "ceiling of each perturbed target. Private: every figure comes from the original file; totals "
-                    "only, no record.",
-        hints={"ceilings": list[BayesCeiling]}),
+                    "ceiling of each perturbed target, and the linkage (unique records found, distances to the "
+                    "closest released record against a holdout). Private: every figure comes from the original "
+                    "file; totals only, no record.",
+        hints={"ceilings": list[BayesCeiling]},
+        descriptions={"linkage": "The linkage attack (docs/risk.md); null when not run."}),
     Output(
         kind="pramkit.audit.result", type=AuditResult, title="pramkit audit --json",
         description="The verdict of the audits of a manifest (and of a released file, an original or the engine): "

@@ -1,9 +1,12 @@
 """``pramkit attack RELEASED --original ORIGINAL --known A,B``: risk by attack (:mod:`pramkit.risk.attack`).
 
 A reconstruction attack on any released file (the features of the original's persons guessed from the
-released records that share their known values), and with ``--manifest`` the exact Bayes ceiling of each
-perturbed target.  Private: every figure comes from the original file; the command writes no file and
-prints totals only (the per-record guesses stay in the library's result).
+released records that share their known values), a linkage attack (unique records found exactly, the
+distance to the closest released record against a holdout: :mod:`pramkit.risk.attack_linkage`), and with
+``--manifest`` the exact Bayes ceiling of each perturbed target, then the figures in plain words
+(:mod:`pramkit.risk.attack_words`).  Private: every figure comes from the original file; the command
+prints totals only and writes a file only with ``--per-record`` (the linkage per record, mode 0600, never
+inside a ``public`` folder).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pramkit.cli.commands import HELP
 
 if TYPE_CHECKING:
     from pramkit.risk.attack import AttackResult
+    from pramkit.risk.attack_linkage import LinkageResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     >>> parser = argparse.ArgumentParser(prog="pramkit")
     >>> register(parser.add_subparsers(dest="command"))
     >>> args = parser.parse_args(["attack", "r.csv", "--original", "o.csv", "--known", "age,sex"])
-    >>> args.known, args.target, args.manifest, args.func is run
-    ('age,sex', None, None, True)
+    >>> args.known, args.target, args.manifest, args.holdout, args.per_record, args.func is run
+    ('age,sex', None, None, None, None, True)
     """
     p = sub.add_parser(
         "attack", help=HELP["attack"],
@@ -38,8 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "records that agree on the known columns (the nearest ones when none agrees), scored against "
                     "guessing each feature's most frequent value. With --manifest, also the exact Bayes ceiling "
                     "of each perturbed target: the expected share of correct guesses of the best attack that "
-                    "sees the person's released record, beside the prior alone. Private: every figure comes "
-                    "from the original; no file is written and no record is printed.",
+                    "sees the person's released record, beside the prior alone. The linkage: records unique on "
+                    "the known columns (and on all columns) found in the release, and each record's distance to "
+                    "the closest released record (share of columns that differ) against its distance to a "
+                    "holdout (a keyed half of the original, or --holdout). Private: every figure comes from the "
+                    "original; no record is printed, and only --per-record writes a file.",
     )
     p.add_argument("released", type=Path, help="the released file (by pramkit or any other tool)")
     p.add_argument("--original", type=Path, required=True, help="the original file (private), same columns")
@@ -48,6 +55,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--manifest", type=Path,
                    help="the release's manifest: adds the Bayes ceiling of each perturbed target (the released "
                         "file must hold the original's records in their order)")
+    p.add_argument("--holdout", type=Path,
+                   help="records of the same population not used to make the release (the original's columns); "
+                        "default: a keyed random half of the original is held out")
+    p.add_argument("--key-file", type=Path,
+                   help="key of the holdout half and of the samples, for a reproducible run (`pramkit keygen`); "
+                        "default a fresh key")
+    p.add_argument("--no-linkage", action="store_true",
+                   help="leave the linkage attack out (it compares every original record with every released one)")
+    p.add_argument("--per-record", type=Path, metavar="FILE",
+                   help="write the linkage per record of the original to this CSV file (private, mode 0600; "
+                        "refused inside a public/ folder)")
+    p.add_argument("--force", action="store_true", help="overwrite the --per-record file if it exists")
     add_na_values(p)
     add_csv_dialect(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -55,14 +74,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def files(args: argparse.Namespace) -> Files:
-    """What ``pramkit attack`` reads; it writes nothing.
+    """What ``pramkit attack`` reads, and the per-record file it writes when asked.
 
     Examples
     --------
     >>> files(argparse.Namespace(released=Path("r.csv"), original=Path("o.csv"), manifest=None))[1]
-    []
+    [None]
     """
-    return [args.released, args.original, args.manifest], []
+    inputs = [args.released, args.original, args.manifest, getattr(args, "holdout", None),
+              getattr(args, "key_file", None)]
+    return inputs, [getattr(args, "per_record", None)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,28 +103,44 @@ def run(args: argparse.Namespace) -> int:
     >>> code, out.getvalue().splitlines()[0]
     (0, 'reconstruction of 4 records (1 feature) from 4 released records, knowing age')
     """
+    from pramkit.atomic import check_writable
     from pramkit.errors import ParameterError
     from pramkit.io import read_table
+    from pramkit.kernel.rng import SecretKey
     from pramkit.manifest import Manifest
     from pramkit.risk.attack import attack
+    from pramkit.risk.attack_linkage import refuse_public, write_per_record
 
     known = comma_names(args.known)
     if not known:
         raise ParameterError("--known names no column")
     target = comma_names(args.target) or None
+    inputs = files(args)[0]
+    if args.no_linkage and (args.per_record or args.holdout or args.key_file):
+        raise ParameterError("--per-record, --holdout and --key-file are for the linkage: leave out --no-linkage")
+    if args.per_record is not None:  # before any work
+        refuse_public(args.per_record)
+        check_writable(args.per_record, force=args.force, inputs=inputs)
+    key = SecretKey.from_file(args.key_file) if args.key_file else None
     dialect = {"na_values": args.na_values, "sep": args.sep, "encoding": args.encoding}
     original = read_table(args.original, **dialect)
     released = read_table(args.released, **dialect)
+    holdout = None if args.holdout is None else read_table(args.holdout, **dialect)
     manifest = None if args.manifest is None else Manifest.read(args.manifest)
-    result = attack(original, released, known, target, manifest)
+    result = attack(original, released, known, target, manifest, linkage=not args.no_linkage, holdout=holdout,
+                    key=key)
+    if args.per_record is not None and result.linkage is not None:
+        write_per_record(result.linkage, args.per_record, force=args.force, inputs=inputs)
     if args.json:
         print_json(result.to_dict(), kind="pramkit.attack.result")
         return 0
-    _print(result)
+    _print(result, args.per_record)
     return 0
 
 
-def _print(result: AttackResult) -> None:
+def _print(result: AttackResult, per_record: Path | None = None) -> None:
+    from pramkit.risk.attack_words import attack_sentences
+
     rec = result.reconstruction
     features = len(rec.features)
     print(f"reconstruction of {rec.records:,} records ({features} feature{'s' * (features != 1)}) from "
@@ -125,8 +162,28 @@ def _print(result: AttackResult) -> None:
         print(f"  prior {c.prior}: Bayes {figure(d['share'], 4)} / {figure(d['realised_share'], 4)}, "
               f"prior alone {figure(d['baseline_share'], 4)} / {figure(_share(c.baseline_realised, c.records), 4)}, "
               f"advantage {figure(d['advantage'], 4)}; over every draw {figure(_share(c.correct_over_draws, c.records), 4)}")
+    if result.linkage is not None:
+        _print_linkage(result.linkage)
     for n in result.notes:
         print(f"note: {n}")
+    print("in plain words:")
+    for sentence in attack_sentences(result):
+        print(f"  {sentence}")
+    if per_record is not None:
+        print(f"per-record linkage: {per_record} (PRIVATE: it names records of the original)")
+
+
+def _print_linkage(link: LinkageResult) -> None:
+    print(f"linkage on {len(link.columns)} columns (DCR: share of columns differing from the closest released "
+          f"record)")
+    print(f"  unique on the known columns: {link.unique_on_known:,}; found in the release: "
+          f"{link.unique_on_known_found:,} (one released record: {link.unique_on_known_linked:,})")
+    print(f"  unique records: {link.unique_records:,}; found exactly: {link.unique_records_found:,}")
+    print(f"  DCR to the release: median {figure(link.median_dcr, 4)}, share at 0 {figure(link.share_at_zero, 4)}")
+    held = "a keyed half of the original" if link.holdout == "keyed half" else "the holdout file"
+    print(f"  against {held} ({link.attacked:,} records compared, {link.compared:,} in each set): closer to the "
+          f"release {figure(link.closer_to_release, 4)}, to the holdout {figure(link.closer_to_holdout, 4)}, "
+          f"tied {figure(link.tied, 4)}")
 
 
 def _share(count: float | None, records: int) -> float | None:

@@ -17,10 +17,11 @@ import stat
 from pathlib import Path
 
 from pramkit.atomic import PathLike, check_writable, file_error, refuse_inputs
+from pramkit.defaults import PRIVATE_FOLDER, PUBLIC_FOLDER
 from pramkit.errors import WriteError
 
 #: The two folders of a release: publishable, and never to be published.
-PUBLIC, PRIVATE = "public", "private"
+PUBLIC, PRIVATE = PUBLIC_FOLDER, PRIVATE_FOLDER
 
 
 def check_target(out_dir: Path, *, force: bool, inputs: list[PathLike | None]) -> None:

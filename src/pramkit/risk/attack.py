@@ -18,6 +18,10 @@ expectation when the prior is the true law (the Bayes risk); the baseline is the
 prior and the known columns but not the released record (``max_x prior(x | known)``).  The posterior
 odds of two values over their prior odds are ``M[x, z] / M[x', z] <= e^epsilon``: the local guarantee.
 
+**Linkage** (:mod:`pramkit.risk.attack_linkage`): the original's records found in the released file,
+exactly (unique records on the known columns and on all columns) and by distance to the closest released
+record, against a holdout.
+
 **Reconstruction.**  With no manifest (a file from pramkit or another tool), an attacker holding the
 known columns of the original's persons guesses each other feature of a person by its most frequent
 value among the released records that agree on the known columns (the nearest ones, fewest
@@ -43,6 +47,7 @@ import pandas as pd
 from pramkit.errors import DataError, ParameterError
 from pramkit.labels import Label, joint_cell
 from pramkit.manifest import Manifest, PerturbedVariable
+from pramkit.risk.attack_linkage import LinkageResult, linkage_attack, shared_codes
 
 #: How :func:`attack` names the prior made from the original's own table.
 TRUE_LAW = "original (the true joint law)"
@@ -256,16 +261,20 @@ class AttackResult:
         Two per perturbed target, the true law's then the estimated prior's (empty without a manifest).
     notes : list of str
         What was left out and why.
+    linkage : LinkageResult or None
+        The original's records found in the released file, exactly and by distance
+        (:func:`pramkit.risk.attack_linkage.linkage_attack`); None when not asked for.
     """
 
     reconstruction: ReconstructionResult
     ceilings: list[BayesCeiling]
     notes: list[str]
+    linkage: LinkageResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON values (totals only)."""
         return {"reconstruction": self.reconstruction.to_dict(), "ceilings": [c.to_dict() for c in self.ceilings],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "linkage": None if self.linkage is None else self.linkage.to_dict()}
 
 
 # --- The Bayes ceiling ------------------------------------------------------------------------------------
@@ -323,9 +332,9 @@ def _axis_codes(values: Any, categories: Sequence[Label], column: str) -> np.nda
     index: dict[Any, int] = {}
     for i, c in enumerate(categories):
         index.setdefault(canonical(c), i)
-    series = pd.Series(values, dtype=object)
-    keys: list[str | None] = [None if pd.isna(v) else canonical(v) for v in series.tolist()]
-    return np.array([-1 if k is None else index.get(k, -1) for k in keys], dtype=np.intp)
+    local, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)  # each value once
+    lut = np.array([index.get(canonical(u), -1) for u in uniques] + [-1], dtype=np.intp)
+    return lut[local]  # a missing value (-1) reads the last entry
 
 
 def _released_codes(released: pd.DataFrame, variable: PerturbedVariable) -> np.ndarray:
@@ -641,18 +650,10 @@ def _check_reconstruction(original: pd.DataFrame, released: pd.DataFrame, known:
 
 
 def _shared_codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of two columns in one codebook (their values as text; a missing value is a value of its own)."""
-    both = pd.concat([a, b], ignore_index=True).astype(object)
-    text = both.where(both.notna(), None).map(lambda v: "\x00NA" if v is None else _text(v))
-    codes, _ = pd.factorize(text)
-    return codes[:len(a)].astype(np.intp), codes[len(a):].astype(np.intp)
-
-
-def _text(value: Any) -> str:
-    from pramkit.codebook import canonical
-
-    key = canonical(value)
-    return str(value) if key is None else key
+    """Codes of two columns in one codebook (their values as text; a missing value is a value of its own;
+    numbered in the order values first appear, ``a`` then ``b``: ties go to the first)."""
+    ca, cb = shared_codes(["v"], pd.DataFrame({"v": a.to_numpy()}), pd.DataFrame({"v": b.to_numpy()}))
+    return ca[:, 0].astype(np.intp), cb[:, 0].astype(np.intp)
 
 
 def _modes(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
@@ -780,7 +781,8 @@ def _guess(modes: np.ndarray, nearest_of: list[np.ndarray], group_of: np.ndarray
 
 def attack(original: pd.DataFrame, released: pd.DataFrame, known: str | Sequence[str],
            target: str | Sequence[str] | None = None, manifest: Manifest | None = None, *,
-           estimator: str = "mle") -> AttackResult:
+           estimator: str = "mle", linkage: bool = True, holdout: pd.DataFrame | None = None,
+           key: Any = None) -> AttackResult:
     """The reconstruction attack, and with the manifest the Bayes ceiling of each perturbed target twice:
     with the original's own table as the prior (the true joint law: the ceiling no attack beats in
     expectation) and with the release's corrected table (the prior a public attacker can make: its expected
@@ -798,12 +800,28 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, known: str | Sequence
         The release's manifest: adds the Bayes ceiling of each target it perturbs.
     estimator : str
         The estimator of the ceiling's prior.
+    linkage : bool
+        Add the linkage attack (:func:`pramkit.risk.attack_linkage.linkage_attack`).
+    holdout : pandas.DataFrame, optional
+        For the linkage: records not used to make the release (default a keyed half of the original).
+    key : pramkit.kernel.rng.SecretKey, bytes, str, pathlib.Path or None
+        For the linkage: the key of the holdout half and of the samples (default a fresh one).
 
     Returns
     -------
     AttackResult
+
+    Examples
+    --------
+    >>> o = pd.DataFrame({"age": ["20", "20", "60", "60"], "job": ["a", "a", "b", "c"]})
+    >>> result = attack(o, o, "age", key=bytes(32))
+    >>> result.reconstruction.accuracy, result.linkage.share_at_zero
+    (0.75, 1.0)
     """
     rec = reconstruction_attack(original, released, known, target)
+    if holdout is not None and not linkage:
+        raise ParameterError("a holdout file is for the linkage attack: ask for it too")
+    link = linkage_attack(original, released, rec.known, holdout=holdout, key=key) if linkage else None
     ceilings, notes = [], []
     if manifest is not None:
         perturbed = _perturbed_columns(manifest)
@@ -818,4 +836,4 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, known: str | Sequence
                                               prior_label=TRUE_LAW))
                 ceilings.append(bayes_ceiling(released, manifest, rec.known, t, original=original,
                                               estimator=estimator))
-    return AttackResult(rec, ceilings, notes)
+    return AttackResult(rec, ceilings, notes, link)
